@@ -1,0 +1,160 @@
+package transport
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+)
+
+// fabric is what differs between real sockets and the in-memory network:
+// how datagrams leave, how a stream link connects, and how the sockets
+// that feed the endpoint are shut. Everything else (the Packets channel,
+// stream framing, link queues, backoff, counters, Close) is shared, so
+// both implementations behave alike by construction.
+type fabric interface {
+	send(to netip.AddrPort, b []byte, fin Finalizer) error
+	sendMulticast(b []byte, fin Finalizer) error
+	dial(ctx context.Context, to netip.AddrPort) (net.Conn, error)
+	// shut closes the sockets so that their readers and the accept loop
+	// return; it is called once, by Close.
+	shut() error
+}
+
+// endpoint implements Endpoint on top of a fabric.
+type endpoint struct {
+	cfg     Config
+	local   netip.AddrPort
+	fab     fabric
+	packets chan Packet
+	ctx     context.Context // cancelled by Close: aborts dials, backoffs, deliveries
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	c       counters
+	once    sync.Once
+
+	mu      sync.Mutex
+	closed  bool
+	links   map[netip.AddrPort]*link
+	inbound map[net.Conn]struct{}
+	rnd     *rand.Rand // seeds each link's jitter source
+}
+
+func newEndpoint(cfg Config, local netip.AddrPort) *endpoint {
+	seed := cfg.Seed
+	if seed == 0 {
+		// Seeding only; every draw afterwards comes from the endpoint's
+		// own source.
+		seed = rand.Uint64()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &endpoint{
+		cfg:     cfg,
+		local:   local,
+		packets: make(chan Packet, PacketBuffer),
+		ctx:     ctx,
+		cancel:  cancel,
+		links:   make(map[netip.AddrPort]*link),
+		inbound: make(map[net.Conn]struct{}),
+		rnd:     rand.New(rand.NewPCG(seed, seed^0x5eed_1ab5_7a9e_0001)),
+	}
+}
+
+// deliver hands p to the consumer, waiting while the channel is full,
+// until the endpoint closes (false).
+func (e *endpoint) deliver(p Packet) bool {
+	select {
+	case e.packets <- p:
+		return true
+	case <-e.ctx.Done():
+		return false
+	}
+}
+
+// goRun starts fn as one of the endpoint's goroutines, unless closing.
+func (e *endpoint) goRun(fn func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+func (e *endpoint) Packets() <-chan Packet    { return e.packets }
+func (e *endpoint) LocalAddr() netip.AddrPort { return e.local }
+
+func (e *endpoint) Send(to netip.AddrPort, b []byte, fin Finalizer) error {
+	if e.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return e.fab.send(to, b, fin)
+}
+
+func (e *endpoint) SendMulticast(b []byte, fin Finalizer) error {
+	if e.cfg.Multicast == nil {
+		return ErrNoMulticast
+	}
+	if e.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return e.fab.sendMulticast(b, fin)
+}
+
+func (e *endpoint) SendStream(to netip.AddrPort, b []byte, fin Finalizer) error {
+	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return ErrClosed
+	}
+	l := e.links[to]
+	if l == nil {
+		l = newLink(e, to, rand.New(rand.NewPCG(e.rnd.Uint64(), e.rnd.Uint64())))
+		e.links[to] = l
+		e.wg.Add(1)
+		go l.run()
+	}
+	e.mu.Unlock()
+	return l.enqueue(b, fin)
+}
+
+func (e *endpoint) Stats() Stats {
+	st := e.c.snapshot()
+	e.mu.Lock()
+	for _, l := range e.links {
+		st.Links = append(st.Links, l.stats())
+	}
+	e.mu.Unlock()
+	sortLinks(st.Links)
+	return st
+}
+
+func (e *endpoint) Close() error {
+	err := ErrClosed
+	e.once.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		e.cancel()
+		conns := make([]net.Conn, 0, len(e.inbound))
+		for c := range e.inbound {
+			conns = append(conns, c)
+		}
+		e.mu.Unlock()
+		err = e.fab.shut()
+		for _, c := range conns {
+			c.Close()
+		}
+		// Link writers notice the cancelled context and close their
+		// connections themselves.
+		e.wg.Wait()
+		close(e.packets)
+	})
+	return err
+}

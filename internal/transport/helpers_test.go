@@ -1,0 +1,151 @@
+package transport
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// kit opens endpoints on one implementation. The behavioural tests are
+// written once against a kit and run on real loopback sockets and on the
+// in-memory network.
+type kit struct {
+	t    *testing.T
+	real bool
+	mem  *MemNetwork
+}
+
+func (k *kit) open(cfg Config) Endpoint {
+	k.t.Helper()
+	ep, err := k.tryOpen(cfg)
+	if err != nil {
+		k.t.Fatalf("open %v: %v", cfg.Listen, err)
+	}
+	k.t.Cleanup(func() { ep.Close() })
+	return ep
+}
+
+func (k *kit) tryOpen(cfg Config) (Endpoint, error) {
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if k.real {
+		return Open(cfg)
+	}
+	return k.mem.Open(cfg)
+}
+
+// addr is node i's member address: distinct loopback IPs, as in the
+// rootless demo (several nodes on 127.0.0.x).
+func (k *kit) addr(i int) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(10 + i)}), 0)
+}
+
+// deadAddr is an address where nothing listens: connection refused.
+func (k *kit) deadAddr() netip.AddrPort {
+	k.t.Helper()
+	a := netip.MustParseAddrPort("127.0.0.99:0")
+	if !k.real {
+		return netip.AddrPortFrom(a.Addr(), 9)
+	}
+	ln, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(a))
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).AddrPort()
+}
+
+func eachImpl(t *testing.T, fn func(t *testing.T, k *kit)) {
+	t.Run("real", func(t *testing.T) { fn(t, &kit{t: t, real: true}) })
+	t.Run("mem", func(t *testing.T) { fn(t, &kit{t: t, mem: NewMemNetwork()}) })
+}
+
+// recv waits for one packet.
+func recv(t *testing.T, ep Endpoint, within time.Duration) Packet {
+	t.Helper()
+	select {
+	case p, ok := <-ep.Packets():
+		if !ok {
+			t.Fatal("packets channel closed")
+		}
+		return p
+	case <-time.After(within):
+		t.Fatalf("%v: no packet within %v", ep.LocalAddr(), within)
+	}
+	panic("unreachable")
+}
+
+// quiet asserts that nothing arrives for d.
+func quiet(t *testing.T, ep Endpoint, d time.Duration) {
+	t.Helper()
+	select {
+	case p := <-ep.Packets():
+		t.Fatalf("%v: unexpected packet %q from %v via %v", ep.LocalAddr(), p.Data, p.From, p.Via)
+	case <-time.After(d):
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stampFinalizer patches time.Now() into the first 8 bytes, as a protocol
+// patches its transmit timestamp.
+func stampFinalizer(b []byte) []byte {
+	out := append([]byte(nil), b...)
+	binary.BigEndian.PutUint64(out, uint64(time.Now().UnixNano()))
+	return out
+}
+
+func patched(b []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(b))) }
+
+// testGroup is a multicast group and port unlikely to collide with other
+// tests running on the same host at the same time.
+func testGroup(t *testing.T) netip.AddrPort {
+	r := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(time.Now().UnixNano())))
+	a := netip.AddrFrom4([4]byte{239, 255, byte(1 + r.IntN(250)), byte(1 + r.IntN(250))})
+	return netip.AddrPortFrom(a, uint16(20000+r.IntN(30000)))
+}
+
+// settleGoroutines waits until the goroutine count is back to base.
+func settleGoroutines(t *testing.T, base int) {
+	t.Helper()
+	var n int
+	for range 200 {
+		if n = runtime.NumGoroutine(); n <= base {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	t.Fatalf("goroutines: %d after close, %d before\n%s", n, base, buf)
+}
+
+func mustSend(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func frame(i int) []byte { return fmt.Appendf(nil, "frame-%06d", i) }
+
+func mustAP(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+func newEndpointRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }

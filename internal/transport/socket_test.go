@@ -1,0 +1,367 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/net/ipv4"
+)
+
+// An oversized length prefix closes the connection without allocating
+// the claimed size, is counted, and does not disturb other connections.
+func TestOversizedFrameClosesConnection(t *testing.T) {
+	k := &kit{t: t, real: true}
+	b := k.open(Config{Listen: k.addr(1)})
+	c, err := net.Dial("tcp4", b.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var good [frameHeaderLen + 2]byte
+	binary.BigEndian.PutUint32(good[:], 2)
+	copy(good[4:], "ok")
+	if _, err := c.Write(good[:]); err != nil {
+		t.Fatal(err)
+	}
+	if p := recv(t, b, 2*time.Second); string(p.Data) != "ok" || p.From != c.LocalAddr().(*net.TCPAddr).AddrPort() {
+		t.Fatalf("got %q from %v", p.Data, p.From)
+	}
+	var bad [frameHeaderLen]byte
+	binary.BigEndian.PutUint32(bad[:], 0xffff_fff0)
+	if _, err := c.Write(bad[:]); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("connection not closed by the endpoint: %v", err)
+	}
+	eventually(t, time.Second, "bad frame counted", func() bool {
+		st := b.Stats()
+		return st.BadFrames == 1 && st.Inbound == 0
+	})
+	quiet(t, b, 20*time.Millisecond)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func TestReadFrame(t *testing.T) {
+	from := mustAP("127.0.0.1:1")
+	var buf bytes.Buffer
+	for _, f := range [][]byte{{}, []byte("a"), bytes.Repeat([]byte{7}, 70000)} {
+		binary.Write(&buf, binary.BigEndian, uint32(len(f)))
+		buf.Write(f)
+	}
+	for _, want := range []int{0, 1, 70000} {
+		b, err := readFrame(&buf, from)
+		if err != nil || len(b) != want {
+			t.Fatalf("len %d err %v, want %d", len(b), err, want)
+		}
+	}
+	if _, err := readFrame(&buf, from); err != io.EOF {
+		t.Fatalf("clean end: %v", err)
+	}
+	if _, err := readFrame(bytes.NewReader([]byte{0, 0, 0, 5, 1, 2}), from); err != io.ErrUnexpectedEOF {
+		t.Fatalf("truncated frame: %v", err)
+	}
+	big := []byte{0xff, 0xff, 0xff, 0xff}
+	var bad *ErrBadFrame
+	if _, err := readFrame(bytes.NewReader(big), from); !errors.As(err, &bad) || bad.Length != 0xffffffff || bad.From != from {
+		t.Fatalf("oversized: %v", err)
+	}
+	// Refusing the prefix allocates only the error, never the 4 GiB.
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	for range 100 {
+		readFrame(bytes.NewReader(big), from)
+	}
+	runtime.ReadMemStats(&ms1)
+	if d := ms1.TotalAlloc - ms0.TotalAlloc; d > 100<<10 {
+		t.Fatalf("refusing oversized prefixes allocated %d bytes", d)
+	}
+}
+
+func FuzzReadFrame(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 2, 'h', 'i'})
+	f.Add([]byte{0, 0x10, 0, 1})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0, 0, 0})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		b, err := readFrame(bytes.NewReader(in), netip.AddrPort{})
+		if err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(in)
+		if uint32(len(b)) != n || n > MaxStreamFrame || !bytes.Equal(b, in[4:4+n]) {
+			t.Fatalf("frame %x from %x", b, in)
+		}
+	})
+}
+
+// A peer that accepts but never reads fills the socket buffers; the write
+// deadline then drops the connection instead of blocking the link, and
+// SendStream never blocks meanwhile.
+func TestStreamWriteTimeout(t *testing.T) {
+	k := &kit{t: t, real: true}
+	ln, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 12)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(held)
+				return
+			}
+			held <- c // never read
+		}
+	}()
+	defer func() {
+		ln.Close()
+		for c := range held {
+			c.Close()
+		}
+	}()
+	a := k.open(Config{Listen: k.addr(0), Stream: StreamConfig{
+		QueueLen: 8, WriteTimeout: 100 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
+	}})
+	peer := ln.Addr().(*net.TCPAddr).AddrPort()
+	big := make([]byte, 512<<10)
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Stats().SendErrors == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no write timeout; stats %+v", a.Stats())
+		}
+		start := time.Now()
+		err := a.SendStream(peer, big, nil)
+		if d := time.Since(start); d > 50*time.Millisecond {
+			t.Fatalf("SendStream blocked %v", d)
+		}
+		if err != nil && !errors.Is(err, ErrQueueFull) {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if st := a.Stats(); st.Links[0].LastError == "" {
+		t.Fatalf("link error not recorded: %+v", st.Links[0])
+	}
+}
+
+func TestListenUDP(t *testing.T) {
+	srv, err := ListenUDP(mustAP("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cli, err := ListenUDP(mustAP("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	// An NTP-style exchange: the client patches its transmit time; the
+	// server answers with the request's kernel receive stamp.
+	if err := cli.Send(srv.LocalAddr(), make([]byte, 48), stampFinalizer); err != nil {
+		t.Fatal(err)
+	}
+	var req Packet
+	select {
+	case req = <-srv.Packets():
+	case <-time.After(2 * time.Second):
+		t.Fatal("no request")
+	}
+	if !req.Kernel || req.From != cli.LocalAddr() || req.Time.Before(patched(req.Data)) {
+		t.Fatalf("request kernel %v from %v recv %v xmt %v", req.Kernel, req.From, req.Time, patched(req.Data))
+	}
+	resp := binary.BigEndian.AppendUint64(nil, uint64(req.Time.UnixNano()))
+	if err := srv.Send(req.From, resp, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-cli.Packets():
+		if !p.Kernel || !patched(p.Data).Equal(req.Time) || p.Time.Before(req.Time) {
+			t.Fatalf("response %+v", p)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("no response")
+	}
+	if st := srv.Stats(); st.KernelStamps != 1 || st.UserStamps != 0 || st.UDP.PacketsIn != 1 || st.UDP.PacketsOut != 1 {
+		t.Fatalf("server stats %+v", st)
+	}
+	srv.Close()
+	if _, ok := <-srv.Packets(); ok {
+		t.Fatal("packets open after Close")
+	}
+	if err := srv.Send(cli.LocalAddr(), []byte("x"), nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("send after close: %v", err)
+	}
+}
+
+// Kernel stamps against time.Now() after the read: LAB-NOTES measured
+// p50 15-20 us on loopback. Assert the median with a wide margin.
+func TestKernelStampLatency(t *testing.T) {
+	u, err := ListenUDP(mustAP("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	var gaps []time.Duration
+	for range 51 {
+		if err := u.Send(u.LocalAddr(), []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+		p := <-u.Packets()
+		gaps = append(gaps, time.Since(p.Time))
+		if !p.Kernel {
+			t.Fatal("not kernel-stamped")
+		}
+	}
+	slicesSort(gaps)
+	if med := gaps[len(gaps)/2]; med < 0 || med > 5*time.Millisecond {
+		t.Fatalf("median stamp-to-now %v", med)
+	}
+}
+
+// Close must not wait for a write stuck on a peer that stopped reading.
+func TestCloseDuringBlockedWrite(t *testing.T) {
+	ln, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 12)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c // never read
+		}
+	}()
+	base := runtime.NumGoroutine()
+	a, err := Open(Config{Listen: mustAP("127.0.0.10:0"), Seed: 1, Stream: StreamConfig{QueueLen: 4, WriteTimeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := ln.Addr().(*net.TCPAddr).AddrPort()
+	big := make([]byte, 1<<20)
+	eventually(t, 10*time.Second, "writer blocked with a full queue", func() bool {
+		a.SendStream(peer, big, nil)
+		return a.Stats().QueueDrops > 0
+	})
+	start := time.Now()
+	a.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close took %v with a blocked write", d)
+	}
+	settleGoroutines(t, base)
+	select {
+	case c := <-accepted:
+		c.Close()
+	default:
+	}
+}
+
+func TestUnicastIPv6(t *testing.T) {
+	a, err := Open(Config{Listen: mustAP("[::1]:0")})
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	defer a.Close()
+	b, err := Open(Config{Listen: mustAP("[::1]:0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	mustSend(t, a.Send(b.LocalAddr(), []byte("v6"), nil))
+	if p := recv(t, b, 2*time.Second); string(p.Data) != "v6" || p.From != a.LocalAddr() || !p.Kernel {
+		t.Fatalf("got %+v", p)
+	}
+	mustSend(t, a.SendStream(b.LocalAddr(), []byte("v6s"), nil))
+	if p := recv(t, b, 2*time.Second); string(p.Data) != "v6s" || p.From.Addr() != a.LocalAddr().Addr() {
+		t.Fatalf("got %+v", p)
+	}
+}
+
+// Inbound connections are bounded: the one past MaxInbound is closed at
+// once and counted, the others keep working.
+func TestInboundLimit(t *testing.T) {
+	k := &kit{t: t, real: true}
+	b := k.open(Config{Listen: k.addr(1)})
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range MaxInbound {
+		c, err := net.Dial("tcp4", b.LocalAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	eventually(t, 2*time.Second, "all accepted", func() bool { return b.Stats().Inbound == MaxInbound })
+	extra, err := net.Dial("tcp4", b.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := extra.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("connection past the limit not closed: %v", err)
+	}
+	if st := b.Stats(); st.InboundRefused != 1 || st.Inbound != MaxInbound {
+		t.Fatalf("refused %d inbound %d", st.InboundRefused, st.Inbound)
+	}
+	if _, err := conns[0].Write([]byte{0, 0, 0, 1, 'z'}); err != nil {
+		t.Fatal(err)
+	}
+	if p := recv(t, b, 2*time.Second); string(p.Data) != "z" {
+		t.Fatalf("got %q", p.Data)
+	}
+}
+
+// checkMulticastOptions reads back what the member socket sends with.
+func checkMulticastOptions(t *testing.T, ep Endpoint, ttl int) {
+	t.Helper()
+	pc := ipv4.NewPacketConn(ep.(*endpoint).fab.(*sockets).ucast.conn)
+	if got, err := pc.MulticastTTL(); err != nil || got != ttl {
+		t.Fatalf("IP_MULTICAST_TTL %d %v, want %d", got, err, ttl)
+	}
+	if loop, err := pc.MulticastLoopback(); err != nil || !loop {
+		t.Fatalf("IP_MULTICAST_LOOP %v %v", loop, err)
+	}
+	// IP_MULTICAST_IF cannot be read back on Linux once set by index
+	// (getsockopt returns only an address). That it took effect shows in
+	// the delivery itself: the receivers joined on lo only, and the kernel
+	// accepts a group datagram only on an interface where it was joined.
+}
+
+func TestOpenErrors(t *testing.T) {
+	_, err := Open(Config{Listen: mustAP("127.0.0.1:0"), Multicast: &MulticastConfig{Group: mustAP("239.255.1.1:7000"), Interface: "synclab-none0"}})
+	if err == nil {
+		t.Fatal("unknown interface accepted")
+	}
+	a, err := Open(Config{Listen: mustAP("127.0.0.1:0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := Open(Config{Listen: a.LocalAddr()}); err == nil {
+		t.Fatal("second endpoint on the same member address")
+	}
+	for v, s := range map[Via]string{ViaUDP: "udp", ViaMulticast: "multicast", ViaStream: "stream", 9: "Via(9)"} {
+		if v.String() != s {
+			t.Errorf("%d: %q", v, v.String())
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package transport
+
+import (
+	"net/netip"
+	"sort"
+	"sync/atomic"
+)
+
+// Stats is a snapshot of an endpoint's counters. Counters only grow;
+// Links is the current state of every outbound link.
+type Stats struct {
+	UDP       Traffic `json:"udp"`
+	Multicast Traffic `json:"multicast"`
+	Stream    Traffic `json:"stream"`
+
+	// OwnMulticastIgnored counts our own multicast datagrams looped back
+	// (IP_MULTICAST_LOOP) and dropped by the multicast reader.
+	OwnMulticastIgnored uint64 `json:"own_multicast_ignored"`
+	// KernelStamps and UserStamps count received datagrams by who stamped
+	// them. Stream frames are always user-stamped and not counted here.
+	KernelStamps uint64 `json:"kernel_stamps"`
+	UserStamps   uint64 `json:"user_stamps"`
+	// SendErrors counts datagrams and frames that failed to be written
+	// (including finalizer drops and oversized messages).
+	SendErrors uint64 `json:"send_errors"`
+	// QueueDrops counts frames refused with ErrQueueFull.
+	QueueDrops uint64 `json:"queue_drops"`
+	// StaleDrops counts queued frames dropped after StreamConfig.MaxAge.
+	StaleDrops uint64 `json:"stale_drops"`
+	// Reconnects counts successful dials of a link after its first.
+	Reconnects uint64 `json:"reconnects"`
+	// DialErrors counts failed connection attempts.
+	DialErrors uint64 `json:"dial_errors"`
+	// BadFrames counts inbound connections closed for an oversized
+	// length prefix.
+	BadFrames uint64 `json:"bad_frames"`
+	// RxOverflow counts datagrams lost because the receiver was full
+	// (the in-memory network's analogue of a full socket buffer; always 0
+	// for real sockets, whose kernel drops are not visible here).
+	RxOverflow uint64 `json:"rx_overflow"`
+	// InboundRefused counts inbound connections closed because MaxInbound
+	// were already open.
+	InboundRefused uint64 `json:"inbound_refused"`
+	// Inbound is the number of open inbound stream connections.
+	Inbound int `json:"inbound"`
+	// Links lists the outbound links, sorted by peer.
+	Links []LinkStats `json:"links,omitempty"`
+}
+
+// Traffic counts one way of sending and receiving.
+type Traffic struct {
+	PacketsIn  uint64 `json:"packets_in"`
+	BytesIn    uint64 `json:"bytes_in"`
+	PacketsOut uint64 `json:"packets_out"`
+	BytesOut   uint64 `json:"bytes_out"`
+}
+
+// LinkStats is the state of one outbound stream link.
+type LinkStats struct {
+	Peer      netip.AddrPort `json:"peer"`
+	Connected bool           `json:"connected"`
+	Queued    int            `json:"queued"`
+	Sent      uint64         `json:"sent"`
+	LastError string         `json:"last_error,omitempty"`
+}
+
+type traffic struct {
+	packetsIn, bytesIn, packetsOut, bytesOut atomic.Uint64
+}
+
+func (t *traffic) in(n int)  { t.packetsIn.Add(1); t.bytesIn.Add(uint64(n)) }
+func (t *traffic) out(n int) { t.packetsOut.Add(1); t.bytesOut.Add(uint64(n)) }
+func (t *traffic) snapshot() Traffic {
+	return Traffic{t.packetsIn.Load(), t.bytesIn.Load(), t.packetsOut.Load(), t.bytesOut.Load()}
+}
+
+// counters are updated lock-free from every goroutine of an endpoint.
+type counters struct {
+	via                                                [3]traffic // indexed by Via
+	ownIgnored, kernel, user, sendErrs, queueDrops     atomic.Uint64
+	staleDrops, reconnects, dialErrs, badFrames, rxOvf atomic.Uint64
+	inboundRefused                                     atomic.Uint64
+	inbound                                            atomic.Int64
+}
+
+func (c *counters) stamp(kernel bool) {
+	if kernel {
+		c.kernel.Add(1)
+	} else {
+		c.user.Add(1)
+	}
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		UDP:                 c.via[ViaUDP].snapshot(),
+		Multicast:           c.via[ViaMulticast].snapshot(),
+		Stream:              c.via[ViaStream].snapshot(),
+		OwnMulticastIgnored: c.ownIgnored.Load(),
+		KernelStamps:        c.kernel.Load(),
+		UserStamps:          c.user.Load(),
+		SendErrors:          c.sendErrs.Load(),
+		QueueDrops:          c.queueDrops.Load(),
+		StaleDrops:          c.staleDrops.Load(),
+		Reconnects:          c.reconnects.Load(),
+		DialErrors:          c.dialErrs.Load(),
+		BadFrames:           c.badFrames.Load(),
+		RxOverflow:          c.rxOvf.Load(),
+		InboundRefused:      c.inboundRefused.Load(),
+		Inbound:             int(c.inbound.Load()),
+	}
+}
+
+func sortLinks(ls []LinkStats) {
+	sort.Slice(ls, func(i, j int) bool { return ls[i].Peer.Compare(ls[j].Peer) < 0 })
+}

@@ -1,0 +1,189 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// udpSocket is one kernel-stamped UDP socket and how to read it.
+type udpSocket struct {
+	conn *net.UDPConn
+	via  Via
+	// kernel: SO_TIMESTAMPNS is on, so every datagram should carry a stamp.
+	kernel bool
+}
+
+// listenUDP binds a UDP socket at addr with the address family of addr (so
+// 127.0.0.1 is an AF_INET socket, never a dual-stack one) and turns on
+// kernel receive timestamps where the platform has them.
+func listenUDP(addr netip.AddrPort) (*udpSocket, error) {
+	conn, err := net.ListenUDP(udpNetwork(addr.Addr()), net.UDPAddrFromAddrPort(addr))
+	if err != nil {
+		return nil, err
+	}
+	return newUDPSocket(conn, ViaUDP), nil
+}
+
+func newUDPSocket(conn *net.UDPConn, via Via) *udpSocket {
+	s := &udpSocket{conn: conn, via: via}
+	if rc, err := conn.SyscallConn(); err == nil {
+		// Failure is not fatal: the reader falls back to user-space
+		// stamps and counts them, and status shows the ratio.
+		s.kernel = enableRxTimestamps(rc) == nil
+	}
+	return s
+}
+
+func udpNetwork(a netip.Addr) string {
+	if a.Is4() || a.Is4In6() {
+		return "udp4"
+	}
+	return "udp6"
+}
+
+func (s *udpSocket) localAddr() netip.AddrPort {
+	ap := s.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// readLoop reads datagrams until the socket is closed. skip, if set, drops
+// a datagram by source before it is counted as input (own multicast).
+// deliver blocks until the packet is taken or the owner is closing (false).
+//
+// ReadMsgUDPAddrPort is recvmsg(2) through Go's netpoller: the goroutine
+// parks on EAGAIN instead of holding a thread, and internal/poll retries
+// EINTR (Go's preemption signals), so no raw-fd loop is needed here.
+func (s *udpSocket) readLoop(c *counters, skip func(netip.AddrPort) bool, deliver func(Packet) bool) {
+	buf := make([]byte, 1<<16)
+	oob := make([]byte, oobSize)
+	for {
+		n, oobn, _, from, err := s.conn.ReadMsgUDPAddrPort(buf, oob)
+		now := time.Now()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Transient (e.g. ENOBUFS, a queued ICMP error): keep
+			// reading, but do not spin if the error repeats.
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+		if skip != nil && skip(from) {
+			c.ownIgnored.Add(1)
+			continue
+		}
+		p := Packet{From: from, Data: append([]byte(nil), buf[:n]...), Via: s.via}
+		if s.kernel {
+			p.Time, p.Kernel = parseRxTimestamp(oob[:oobn])
+		}
+		if !p.Kernel {
+			p.Time = now
+		}
+		c.stamp(p.Kernel)
+		c.via[s.via].in(n)
+		if !deliver(p) {
+			return
+		}
+	}
+}
+
+// finalize runs fin on b and checks the result against limit.
+func finalize(b []byte, fin Finalizer, limit int) ([]byte, error) {
+	if fin != nil {
+		b = fin(b)
+		if b == nil {
+			return nil, ErrDropped
+		}
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%w: %d bytes > %d", ErrFrameTooLarge, len(b), limit)
+	}
+	return b, nil
+}
+
+// writeTo finalizes b and writes it to `to` as one datagram: the Finalizer
+// runs in the caller's goroutine immediately before sendmsg(2).
+func (s *udpSocket) writeTo(c *counters, via Via, to netip.AddrPort, b []byte, fin Finalizer) error {
+	b, err := finalize(b, fin, MaxDatagram)
+	if err == nil {
+		_, err = s.conn.WriteToUDPAddrPort(b, netip.AddrPortFrom(to.Addr().Unmap(), to.Port()))
+	}
+	if err != nil {
+		c.sendErrs.Add(1)
+		if errors.Is(err, net.ErrClosed) {
+			return ErrClosed
+		}
+		return err
+	}
+	c.via[via].out(len(b))
+	return nil
+}
+
+// UDPConn is a plain kernel-stamped UDP socket outside any Endpoint: timed
+// serves and queries NTP on one (--serve ADDR). Its packets carry Via
+// ViaUDP. It is safe for concurrent use.
+type UDPConn struct {
+	sock    *udpSocket
+	packets chan Packet
+	done    chan struct{}
+	wg      sync.WaitGroup
+	c       counters
+	once    sync.Once
+}
+
+// ListenUDP binds a UDP socket at addr (port 0 picks one) with kernel
+// receive timestamps on, and starts reading it.
+func ListenUDP(addr netip.AddrPort) (*UDPConn, error) {
+	if !addr.IsValid() {
+		return nil, errors.New("transport: ListenUDP needs an address")
+	}
+	s, err := listenUDP(addr)
+	if err != nil {
+		return nil, err
+	}
+	u := &UDPConn{sock: s, packets: make(chan Packet, PacketBuffer), done: make(chan struct{})}
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		s.readLoop(&u.c, nil, func(p Packet) bool {
+			select {
+			case u.packets <- p:
+				return true
+			case <-u.done:
+				return false
+			}
+		})
+	}()
+	return u, nil
+}
+
+// Packets delivers the received datagrams; it is closed by Close.
+func (u *UDPConn) Packets() <-chan Packet { return u.packets }
+
+// Send writes one datagram to `to`; fin runs right before the write.
+func (u *UDPConn) Send(to netip.AddrPort, b []byte, fin Finalizer) error {
+	return u.sock.writeTo(&u.c, ViaUDP, to, b, fin)
+}
+
+// LocalAddr is the bound address.
+func (u *UDPConn) LocalAddr() netip.AddrPort { return u.sock.localAddr() }
+
+// Stats returns the socket's counters (UDP, stamps, send errors).
+func (u *UDPConn) Stats() Stats { return u.c.snapshot() }
+
+// Close closes the socket and returns once the reader has stopped.
+func (u *UDPConn) Close() error {
+	err := ErrClosed
+	u.once.Do(func() {
+		close(u.done)
+		err = u.sock.conn.Close()
+		u.wg.Wait()
+		close(u.packets)
+	})
+	return err
+}

@@ -1,0 +1,83 @@
+package core
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Broadcast as a Message's To sends it to every other member (one multicast
+// frame where a group is configured, else one unicast frame per member).
+const Broadcast uint32 = 0
+
+// Message is a synclab frame between cluster members, as a core sees it.
+type Message struct {
+	From    uint32    // sender's member ID (set by the node on receive)
+	To      uint32    // receiver's member ID, or Broadcast
+	Kind    wire.Kind // what the payload is
+	Term    uint64    // sender's term or epoch; the core's own rules apply
+	Payload []byte    // the kind's encoding, from pkg/wire
+
+	// Stream asks for the member's TCP link (ordered, retried while the
+	// peer is reachable) instead of a UDP datagram.
+	Stream bool
+
+	// Set by the node on receive:
+	Lamport uint64    // sender's Lamport time when it sent the frame
+	Sent    time.Time // sender's clock when the frame left (patched in just before the write); zero if unknown
+	Time    time.Time // local clock when the frame arrived (kernel receive stamp where available)
+}
+
+// Datagram is foreign-protocol traffic (NTP) with any address, member or not.
+type Datagram struct {
+	Addr netip.AddrPort // peer (source on receive, destination on send)
+	Data []byte         // the whole packet
+	Time time.Time      // local clock at receipt (kernel stamp where available)
+
+	// NTPStamp asks the sender to write the local transmit time into the
+	// NTP transmit timestamp field (bytes 40-47) just before the write.
+	NTPStamp bool
+}
+
+// Event is something a core reports: a leader elected, a token acquired, a
+// clock slewed. Args are slog-style alternating keys and values; the daemon
+// logs the event, counts it by Name, and runs the hooks bound to Name.
+type Event struct {
+	Name string
+	Msg  string
+	Args []any
+}
+
+// Ready is everything a core wants done, drained by Ready().
+type Ready struct {
+	// State, when non-nil, is the core's durable state. The driver persists
+	// it atomically before sending Messages.
+	State       []byte
+	Adjustments []clock.Adjustment
+	Messages    []Message
+	Datagrams   []Datagram
+	Events      []Event
+}
+
+// Empty reports whether there is nothing to do.
+func (rd Ready) Empty() bool {
+	return rd.State == nil && len(rd.Adjustments) == 0 && len(rd.Messages) == 0 &&
+		len(rd.Datagrams) == 0 && len(rd.Events) == 0
+}
+
+// Core is a sans-IO protocol state machine.
+type Core interface {
+	// Step feeds one received, validated frame.
+	Step(m Message) error
+	// StepDatagram feeds one received foreign-protocol packet. Cores that
+	// speak no foreign protocol return ErrUnexpectedDatagram.
+	StepDatagram(d Datagram) error
+	// Tick advances the core by one tick; now is the local clock's reading.
+	Tick(now time.Time)
+	// Ready drains what the core wants done since the last call.
+	Ready() Ready
+	// Status is the core's view for `X status`; it must marshal to JSON.
+	Status() any
+}

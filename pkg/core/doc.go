@@ -1,0 +1,22 @@
+// Package core is the contract between a sans-IO protocol core (bully,
+// token ring, NTP, Berkeley, the liveness detector...) and whatever drives
+// it: the daemon loop on a real host, or the simulator.
+//
+// A core is a deterministic state machine. It is fed decoded, validated
+// messages with their receive times (Step, StepDatagram) and the passage of
+// time (Tick, counted in ticks of a fixed interval), and it never performs
+// I/O. Whatever it wants done it leaves in its Ready: messages to send,
+// clock adjustments, state to persist, events to report. The driver drains
+// Ready after every Step and Tick and acts on it in this order:
+//
+//  1. persist Ready.State atomically (before any message that depends on it
+//     leaves the host: a term or a fence must never be announced and then
+//     forgotten by a crash);
+//  2. apply Ready.Adjustments to the clock;
+//  3. send Ready.Messages and Ready.Datagrams;
+//  4. log and count Ready.Events, run hooks.
+//
+// Framing, sequence numbers, Lamport stamping, authentication and replay
+// protection are not a core's business: internal/node does them, identically
+// under the daemon and the simulator.
+package core
