@@ -1,0 +1,72 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestReason(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{io.EOF, "other"},
+		{&DecodeError{Kind: DecodeTruncated, What: "frame"}, "truncated"},
+		{fmt.Errorf("ctx: %w", &DecodeError{Kind: DecodeBadMagic, What: "frame"}), "bad_magic"},
+		{&DecodeError{Kind: DecodeBadLength, What: "ntp mac"}, "ntp_bad_length"},
+		{&DecodeError{Kind: DecodeTruncated, What: "ntp"}, "ntp_truncated"},
+		{&DecodeError{Kind: DecodeBadField, What: "election"}, "bad_field"},
+		{DecodeOversized, "oversized"},
+		{fmt.Errorf("%w: x", ErrWrongCluster), "wrong_cluster"},
+		{ErrFromSelf, "from_self"},
+		{ErrMisdirected, "misdirected"},
+		{ErrNoMAC, "no_mac"},
+		{ErrUnknownKey, "unknown_key"},
+		{ErrBadMAC, "bad_mac"},
+		{ErrReplay, "replay"},
+		{fmt.Errorf("%w: seq", ErrStale), "stale"},
+		{ErrNTPUnknownKey, "ntp_unknown_key"},
+		{ErrNTPBadMAC, "ntp_bad_mac"},
+		{&KeyFileError{Format: "synclab", Line: 1, Err: ErrKeyShort}, "bad_key_file"},
+		{&EncodeError{What: "frame"}, "encode"},
+	}
+	for _, c := range cases {
+		if got := Reason(c.err); got != c.want {
+			t.Errorf("Reason(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+	// Every decode kind has a distinct label without spaces.
+	seen := map[string]bool{}
+	for k := DecodeErrorKind(1); k < decodeKindEnd; k++ {
+		s := k.String()
+		if seen[s] || strings.ContainsAny(s, " ()") {
+			t.Errorf("kind %d: %q", k, s)
+		}
+		seen[s] = true
+	}
+	if decodeKindEnd.String() != "decode_error(11)" {
+		t.Errorf("unknown kind: %q", decodeKindEnd.String())
+	}
+}
+
+func TestDecodeErrorMessage(t *testing.T) {
+	err := error(&DecodeError{Kind: DecodeTruncated, What: "frame", Field: "payload", Got: 60, Want: 72})
+	if got := err.Error(); got != "wire: frame: truncated payload (got 60 bytes, want 72)" {
+		t.Errorf("%q", got)
+	}
+	err = &DecodeError{Kind: DecodeBadVersion, What: "frame", Got: 2, Want: 1}
+	if got := err.Error(); got != "wire: frame: bad_version (got 2, want 1)" {
+		t.Errorf("%q", got)
+	}
+	err = &DecodeError{Kind: DecodeUnknownKind, What: "frame", Got: 77, Want: -1}
+	if got := err.Error(); got != "wire: frame: unknown_kind (got 77)" {
+		t.Errorf("%q", got)
+	}
+	if !errors.Is(fmt.Errorf("x: %w", err), DecodeUnknownKind) || errors.Is(err, DecodeTruncated) {
+		t.Error("errors.Is on kinds")
+	}
+}

@@ -1,0 +1,288 @@
+package wire
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+)
+
+// The synclab frame: a fixed 52-byte header, the payload of the header's
+// kind, and, when FlagAuth is set, a 20-byte authentication trailer. All
+// integers are big-endian.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|     Magic 'S' |     Magic 'L' |    Version    |     Kind      |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|     Flags     |  Reserved (0) |        Payload Length         |  4
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                          Cluster ID                           |  8
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                           Sender ID                           | 12
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                  Receiver ID (0: every member)                | 16
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                          Term / Epoch                         | 20
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|     Sequence (incarnation << 32 | per-incarnation counter)    | 28
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                          Lamport Time                         | 36
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|   Transmit Timestamp (NTPTime, sender's clock; 0: unknown)    | 44
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                  Payload (Payload Length bytes)               | 52
+//	~                                                               ~
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                    Key ID (if FlagAuth)                       | 52+n
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|    HMAC-SHA256(key, header with FlagAuth + payload)[:16]      | 56+n
+//	~                        (if FlagAuth)                          ~
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Flags: bit 0 FlagAuth; the other bits are reserved and must be zero (a
+// decoder refuses them, so a later version can give them a meaning old
+// nodes refuse rather than ignore).
+const (
+	offMagic    = 0
+	offVersion  = 2
+	offKind     = 3
+	offFlags    = 4
+	offReserved = 5
+	offLength   = 6
+	offCluster  = 8
+	offSender   = 12
+	offReceiver = 16
+	offTerm     = 20
+	offSeq      = 28
+	offLamport  = 36
+	// XmtOffset is the offset of the transmit timestamp in an encoded
+	// frame, patched by PatchXmt just before the write.
+	XmtOffset = 44
+
+	// HeaderLen is the length of the fixed frame header.
+	HeaderLen = 52
+	// AuthTrailerLen is the length of the authentication trailer: key ID
+	// (4 bytes) and truncated HMAC (16 bytes).
+	AuthTrailerLen = 4 + MACLen
+	// MACLen is the length of the truncated HMAC-SHA256 in the trailer:
+	// 128 bits, as in RFC 4868's HMAC-SHA-256-128.
+	MACLen = 16
+	// MaxFrameLen bounds a whole frame, trailer included: it must fit in
+	// one UDP datagram and in the 16-bit TCP length prefix.
+	MaxFrameLen = 65535
+	// MaxPayloadLen is the largest payload that still fits a sealed frame
+	// in MaxFrameLen.
+	MaxPayloadLen = MaxFrameLen - HeaderLen - AuthTrailerLen
+
+	// Version is the frame version this code writes and reads.
+	Version = 1
+
+	// FlagAuth says that an authentication trailer follows the payload.
+	FlagAuth uint8 = 1 << 0
+
+	flagsKnown = FlagAuth
+	magic0     = 'S'
+	magic1     = 'L'
+)
+
+// Header is the fixed part of a synclab frame.
+type Header struct {
+	// Version is the frame version. Decoding accepts only Version;
+	// encoding writes Version whether this is 0 or Version, and refuses
+	// anything else.
+	Version uint8
+	Kind    Kind
+	// Flags as on the wire. AppendBinary clears FlagAuth (Seal sets it);
+	// UnmarshalBinary reports it.
+	Flags uint8
+	// Cluster is ClusterID of the cluster name.
+	Cluster uint32
+	// Sender is the sender's member ID, never 0.
+	Sender uint32
+	// Receiver is the addressee's member ID, or 0 for every member.
+	Receiver uint32
+	// Term is the sender's term or epoch; its meaning is the core's.
+	Term uint64
+	// Seq is the sender's sequence number: its incarnation in the high
+	// 32 bits, a counter in the low 32. Strictly increasing per sender,
+	// across restarts too, which is what lets Validator refuse replays.
+	Seq uint64
+	// Lamport is the sender's Lamport clock when it sent the frame.
+	Lamport uint64
+	// Xmt is the sender's clock when the frame left, patched in by
+	// PatchXmt just before the write; 0 if unknown.
+	Xmt NTPTime
+}
+
+// Frame is a whole synclab frame.
+type Frame struct {
+	Header
+	// Payload is the kind's encoding. After UnmarshalBinary it aliases the
+	// input buffer (no copy), with its capacity clipped so that appending
+	// to it cannot overwrite the trailer.
+	Payload []byte
+	// KeyID and MAC are the authentication trailer, set by
+	// UnmarshalBinary when FlagAuth is set (zero otherwise). AppendBinary
+	// ignores them: Seal computes them.
+	KeyID uint32
+	MAC   [MACLen]byte
+}
+
+const frameWhat = "frame"
+
+// AppendBinary appends the header and payload of f to b, with the payload
+// length filled in and FlagAuth cleared; it never writes a trailer (Seal
+// adds one). It refuses, with an *EncodeError, what UnmarshalBinary would
+// refuse: an unknown kind, a version other than Version, reserved flags,
+// sender 0, or a payload longer than MaxPayloadLen. With enough capacity
+// in b it does not allocate.
+func (f *Frame) AppendBinary(b []byte) ([]byte, error) {
+	switch {
+	case f.Version != 0 && f.Version != Version:
+		return b, &EncodeError{What: frameWhat, Field: "version", Value: uint64(f.Version), Why: "unsupported"}
+	case !f.Kind.Known():
+		return b, &EncodeError{What: frameWhat, Field: "kind", Value: uint64(f.Kind), Why: "unknown"}
+	case f.Flags&^flagsKnown != 0:
+		return b, &EncodeError{What: frameWhat, Field: "flags", Value: uint64(f.Flags), Why: "reserved bits set"}
+	case f.Sender == 0:
+		return b, &EncodeError{What: frameWhat, Field: "sender", Value: 0, Why: "member IDs start at 1"}
+	case len(f.Payload) > MaxPayloadLen:
+		return b, &EncodeError{What: frameWhat, Field: "payload length", Value: uint64(len(f.Payload)), Why: "exceeds MaxPayloadLen"}
+	}
+	b = append(b, magic0, magic1, Version, byte(f.Kind), f.Flags&^FlagAuth, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(f.Payload)))
+	b = binary.BigEndian.AppendUint32(b, f.Cluster)
+	b = binary.BigEndian.AppendUint32(b, f.Sender)
+	b = binary.BigEndian.AppendUint32(b, f.Receiver)
+	b = binary.BigEndian.AppendUint64(b, f.Term)
+	b = binary.BigEndian.AppendUint64(b, f.Seq)
+	b = binary.BigEndian.AppendUint64(b, f.Lamport)
+	b = binary.BigEndian.AppendUint64(b, uint64(f.Xmt))
+	return append(b, f.Payload...), nil
+}
+
+// UnmarshalBinary decodes a whole frame: b must hold exactly one frame,
+// trailer included, and nothing else. It checks structure only (magic,
+// version, a known kind, flags, reserved byte, sender != 0, exact lengths)
+// and returns a *DecodeError otherwise; whether the frame should be
+// delivered is Validator's business. It does not allocate: Payload aliases
+// b, so b must not be reused while f is in use.
+func (f *Frame) UnmarshalBinary(b []byte) error {
+	if len(b) < HeaderLen {
+		return decodeErr(frameWhat, DecodeTruncated, "header", len(b), HeaderLen)
+	}
+	if len(b) > MaxFrameLen {
+		return decodeErr(frameWhat, DecodeOversized, "", len(b), MaxFrameLen)
+	}
+	if b[offMagic] != magic0 || b[offMagic+1] != magic1 {
+		return decodeErr(frameWhat, DecodeBadMagic, "", int(binary.BigEndian.Uint16(b[offMagic:])), -1)
+	}
+	if b[offVersion] != Version {
+		return decodeErr(frameWhat, DecodeBadVersion, "", int(b[offVersion]), Version)
+	}
+	kind := Kind(b[offKind])
+	if !kind.Known() {
+		return decodeErr(frameWhat, DecodeUnknownKind, "", int(kind), -1)
+	}
+	flags := b[offFlags]
+	if flags&^flagsKnown != 0 {
+		return decodeErr(frameWhat, DecodeBadFlags, "", int(flags), -1)
+	}
+	if b[offReserved] != 0 {
+		return decodeErr(frameWhat, DecodeBadReserved, "byte 5", int(b[offReserved]), 0)
+	}
+	sender := binary.BigEndian.Uint32(b[offSender:])
+	if sender == 0 {
+		return decodeErr(frameWhat, DecodeBadField, "sender", 0, -1)
+	}
+	n := int(binary.BigEndian.Uint16(b[offLength:]))
+	end := HeaderLen + n
+	want := end
+	if flags&FlagAuth != 0 {
+		want += AuthTrailerLen
+	}
+	if want > MaxFrameLen {
+		return decodeErr(frameWhat, DecodeOversized, "payload length", want, MaxFrameLen)
+	}
+	if len(b) < want {
+		return decodeErr(frameWhat, DecodeTruncated, "payload", len(b), want)
+	}
+	if len(b) > want {
+		return decodeErr(frameWhat, DecodeBadLength, "trailing bytes", len(b), want)
+	}
+	f.Version = Version
+	f.Kind = kind
+	f.Flags = flags
+	f.Cluster = binary.BigEndian.Uint32(b[offCluster:])
+	f.Sender = sender
+	f.Receiver = binary.BigEndian.Uint32(b[offReceiver:])
+	f.Term = binary.BigEndian.Uint64(b[offTerm:])
+	f.Seq = binary.BigEndian.Uint64(b[offSeq:])
+	f.Lamport = binary.BigEndian.Uint64(b[offLamport:])
+	f.Xmt = NTPTime(binary.BigEndian.Uint64(b[XmtOffset:]))
+	f.Payload = b[HeaderLen:end:end]
+	if flags&FlagAuth != 0 {
+		f.KeyID = binary.BigEndian.Uint32(b[end:])
+		copy(f.MAC[:], b[end+4:])
+	} else {
+		f.KeyID = 0
+		f.MAC = [MACLen]byte{}
+	}
+	return nil
+}
+
+// ClusterID is the cluster ID of a cluster name: the first 4 bytes of its
+// SHA-256, big-endian. It keeps clusters that share a network from
+// accepting each other's frames; it is not a secret (keys are).
+func ClusterID(name string) uint32 {
+	sum := sha256.Sum256([]byte(name))
+	return binary.BigEndian.Uint32(sum[:4])
+}
+
+// PatchXmt writes t into the transmit timestamp of an encoded frame. Call
+// it as late as possible before the write, and before Seal: the MAC covers
+// the timestamp. It panics if frame is shorter than a header.
+func PatchXmt(frame []byte, t NTPTime) {
+	binary.BigEndian.PutUint64(frame[XmtOffset:HeaderLen], uint64(t))
+}
+
+// Key is a shared secret for frame authentication.
+type Key struct {
+	ID     uint32 // on the wire in the trailer; 1..2^32-1
+	Secret []byte // at least MinKeyLen bytes when read by ParseKeyFile
+}
+
+// Seal authenticates an encoded, unsealed frame (as AppendBinary produced
+// it, after PatchXmt): it sets FlagAuth in the header bytes and appends the
+// trailer, key ID and HMAC-SHA256(k.Secret, header+payload)[:16], computed
+// with FlagAuth already set so that the flag cannot be stripped. Like
+// append, it reuses frame's capacity when there is room (AuthTrailerLen
+// bytes spare avoid an allocation for the result) and returns the extended
+// slice.
+//
+// It panics if frame is shorter than a header or already sealed: both are
+// bugs in the caller, and sealing twice would produce a frame that every
+// receiver drops.
+func Seal(frame []byte, k Key) []byte {
+	if len(frame) < HeaderLen {
+		panic("wire: Seal of a frame shorter than a header")
+	}
+	if frame[offFlags]&FlagAuth != 0 {
+		panic("wire: Seal of a frame that is already sealed")
+	}
+	frame[offFlags] |= FlagAuth
+	var sum [sha256.Size]byte
+	m := hmac.New(sha256.New, k.Secret)
+	m.Write(frame)
+	frame = binary.BigEndian.AppendUint32(frame, k.ID)
+	return append(frame, m.Sum(sum[:0])[:MACLen]...)
+}

@@ -1,0 +1,77 @@
+package wire
+
+// Kind identifies the message a synclab frame carries.
+//
+// ONLY APPEND TO THIS LIST. A kind's number is on the wire: renumbering or
+// reusing one makes old and new nodes misread each other.
+type Kind uint8
+
+const (
+	// KindInvalid is never sent; a frame carrying it fails to decode.
+	KindInvalid Kind = 0
+	// KindHeartbeat announces that the sender is alive (payload: Heartbeat).
+	KindHeartbeat Kind = 1
+	// KindElection starts a bully election at every higher-ranked member
+	// (payload: Election).
+	KindElection Kind = 2
+	// KindAnswer is a higher-ranked member's reply to an election: it takes
+	// over the election (payload: Answer).
+	KindAnswer Kind = 3
+	// KindCoordinator announces the winner of an election (payload: Coordinator).
+	KindCoordinator Kind = 4
+	// KindLeaderHeartbeat is the leader's periodic proof of life
+	// (payload: LeaderHeartbeat).
+	KindLeaderHeartbeat Kind = 5
+
+	// kindEnd is one past the last defined kind: update it when appending
+	// a kind. (It cannot be an implicit "next" constant: the kinds above
+	// carry explicit numbers, so an implicit repetition would copy the
+	// last one's value instead of adding one.)
+	kindEnd Kind = KindLeaderHeartbeat + 1
+)
+
+// Known reports whether k is a kind this version understands: a frame of
+// any other kind fails to decode (DecodeUnknownKind) and cannot be encoded.
+func (k Kind) Known() bool { return k > KindInvalid && k < kindEnd }
+
+// String returns the kind's name, a stable label for logs and counters
+// ("heartbeat", "election", ...), or "kind(N)" for an unknown kind.
+func (k Kind) String() string {
+	switch k {
+	case KindInvalid:
+		return "invalid"
+	case KindHeartbeat:
+		return "heartbeat"
+	case KindElection:
+		return "election"
+	case KindAnswer:
+		return "answer"
+	case KindCoordinator:
+		return "coordinator"
+	case KindLeaderHeartbeat:
+		return "leader_heartbeat"
+	}
+	return "kind(" + itoa(int(k)) + ")"
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
