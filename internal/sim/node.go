@@ -1,0 +1,397 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Counters are one node's traffic and life, as the simulator saw them.
+// Sender side: Sent, Lost, Cut, NoRoute. Receiver side: the rest.
+type Counters struct {
+	Ticks        uint64
+	Sent         uint64 // packets written (a multicast frame once)
+	Lost         uint64 // copies dropped by the link's random loss
+	Cut          uint64 // copies dropped by a partition
+	NoRoute      uint64 // packets to an address that is no node's
+	Duplicated   uint64 // extra copies made by the link
+	Delivered    uint64 // copies the node accepted
+	Rejected     uint64 // copies the node refused (see its node.Status drop reasons)
+	Missed       uint64 // copies that arrived while it was crashed or paused, or on a reset stream
+	AdjustErrors uint64 // clock adjustments the clock refused
+	Restarts     uint64
+	// LastAdjustError is the last refused adjustment's error, if any.
+	LastAdjustError error
+}
+
+type simNode struct {
+	id      uint32
+	addr    netip.AddrPort
+	newCore func([]byte) core.Core
+	clk     *clock.Sim
+	node    *node.Node
+
+	disk        []byte
+	incarnation uint32
+	up, paused  bool
+	// life changes at every crash and restart: a copy in flight to an older
+	// life is lost, a stream frame between older lives is reset.
+	life uint64
+	// tickGen changes whenever the scheduled tick must not fire (crash,
+	// pause, restart).
+	tickGen uint64
+	pending []*packet // stream frames that reached it while paused
+
+	// Tick pacing on the node's clock (see scheduleTick).
+	target  time.Time     // monotonic-local time the next tick is due
+	stepped time.Duration // sum of clock steps applied: they move wall time, not the ticker
+	ticking bool          // inside tick(): the next tick is scheduled after drain
+
+	counters Counters
+}
+
+// mono is the node's clock without the steps applied to it: what a
+// CLOCK_MONOTONIC-driven ticker follows (frequency and slew move it, steps
+// do not).
+func (n *simNode) mono() time.Time { return n.clk.Now().Add(-n.stepped) }
+
+// monoAt is mono at true instant t (now or later), as the clock will read
+// then if nothing adjusts it meanwhile.
+func (n *simNode) monoAt(t time.Time) time.Time { return n.clk.FromKernel(t).Add(-n.stepped) }
+
+// boot builds the node's core and node.Node from its disk and starts
+// ticking.
+func (s *Sim) boot(n *simNode) {
+	n.incarnation++
+	c := n.newCore(bytes.Clone(n.disk))
+	if c == nil {
+		panic(fmt.Sprintf("sim: node %d: core constructor returned nil", n.id))
+	}
+	members := make(map[uint32]netip.AddrPort, len(s.order))
+	for _, id := range s.order {
+		members[id] = s.nodes[id].addr
+	}
+	nd, err := node.New(node.Config{
+		ID:          n.id,
+		Members:     members,
+		Cluster:     s.cfg.Cluster,
+		Keys:        s.cfg.Keys,
+		Incarnation: n.incarnation,
+		Multicast:   s.cfg.Multicast,
+	}, c)
+	if err != nil {
+		panic(fmt.Sprintf("sim: node %d: %v", n.id, err))
+	}
+	n.node = nd
+	n.up, n.paused = true, false
+	n.life++
+	n.pending = nil
+	s.startTicking(n)
+}
+
+// startTicking schedules the first tick at a random phase within one
+// interval, as a daemon's ticker starts whenever the process does.
+func (s *Sim) startTicking(n *simNode) {
+	n.tickGen++
+	phase := time.Duration(1 + s.rnd.Int64N(int64(s.cfg.TickInterval)))
+	n.target = n.mono().Add(phase)
+	s.scheduleTick(n)
+}
+
+// scheduleTick schedules the tick due when the node's monotonic clock
+// reaches n.target. The clock's offset is a piecewise-linear function of
+// true time that clock.Sim evaluates exactly at future instants too
+// (FromKernel), so the true instant is found by the secant method on it:
+// exact in one step on a linear piece, a few more across a breakpoint (the
+// end of a slew). Aiming at an absolute target keeps an adjustment made after
+// the tick was scheduled from adding up over later ticks.
+func (s *Sim) scheduleTick(n *simNode) {
+	start := s.Now()
+	cur := n.monoAt(start)
+	if !n.target.After(cur) {
+		// Missed ticks are skipped, as time.Ticker does.
+		n.target = cur.Add(s.cfg.TickInterval)
+	}
+	x0, y0 := start, cur
+	x1 := start.Add(n.target.Sub(cur))
+	y1 := n.monoAt(x1)
+	for range 16 {
+		if y1.Equal(n.target) || y1.Equal(y0) {
+			break
+		}
+		slope := float64(x1.Sub(x0)) / float64(y1.Sub(y0)) // true per local
+		x2 := x1.Add(time.Duration(math.Round(float64(n.target.Sub(y1)) * slope)))
+		x0, y0, x1, y1 = x1, y1, x2, n.monoAt(x2)
+	}
+	// The first true nanosecond at which the clock has arrived (the clock
+	// rounds to nanoseconds, so a local instant may fall between two).
+	for i := 0; i < 64 && n.monoAt(x1).Before(n.target); i++ {
+		x1 = x1.Add(1)
+	}
+	for i := 0; i < 64 && x1.After(start) && !n.monoAt(x1.Add(-1)).Before(n.target); i++ {
+		x1 = x1.Add(-1)
+	}
+	wait := max(x1.Sub(start), 1)
+	gen := n.tickGen
+	s.schedule(s.now+wait, func() {
+		if n.tickGen == gen {
+			s.tick(n)
+		}
+	})
+}
+
+func (s *Sim) tick(n *simNode) {
+	n.counters.Ticks++
+	n.ticking = true
+	n.node.Tick(n.clk.Now())
+	s.drain(n)
+	n.ticking = false
+	n.target = n.target.Add(s.cfg.TickInterval)
+	s.scheduleTick(n)
+}
+
+// drain carries out the node's output in the order the daemon does:
+// persist, adjust the clock, send, report.
+func (s *Sim) drain(n *simNode) {
+	out := n.node.Ready()
+	if out.State != nil {
+		n.disk = bytes.Clone(out.State)
+	}
+	retime := false
+	for _, a := range out.Adjustments {
+		if err := clock.Apply(n.clk, a); err != nil {
+			n.counters.AdjustErrors++
+			n.counters.LastAdjustError = err
+			continue
+		}
+		switch a.Kind {
+		case clock.AdjustStep:
+			n.stepped += a.Offset
+		case clock.AdjustSlew, clock.AdjustFrequency:
+			retime = true
+		}
+	}
+	if retime && !n.ticking {
+		// The ticker is a timer on the monotonic clock, whose rate just
+		// changed: the pending tick moves with it. (A tick being processed
+		// schedules the next one itself, after this.)
+		n.tickGen++
+		s.scheduleTick(n)
+	}
+	for _, snd := range out.Sends {
+		s.send(n, snd)
+	}
+	for _, e := range out.Events {
+		s.events = append(s.events, Event{At: s.now, Node: n.id, Local: n.clk.Now(), Event: e})
+	}
+}
+
+// packet is one copy in flight.
+type packet struct {
+	num       uint64
+	from, to  *simNode
+	data      []byte
+	kind      wire.Kind
+	stream    bool
+	datagram  bool
+	multicast bool
+	dup       bool
+	fromLife  uint64
+	toLife    uint64
+	epoch     uint64 // the link's cut epoch at send (streams)
+}
+
+func (p *packet) entry(at time.Duration, f Fate) TraceEntry {
+	return TraceEntry{At: at, Packet: p.num, From: p.from.id, To: p.to.id, Kind: p.kind,
+		Size: len(p.data), Fate: f, Stream: p.stream, Multicast: p.multicast, Datagram: p.datagram, Dup: p.dup}
+}
+
+func (s *Sim) send(n *simNode, snd node.Send) {
+	data := n.node.Finalize(snd, n.clk.Now())
+	s.packets++
+	n.counters.Sent++
+	if snd.Datagram {
+		s.datagrams++
+	} else {
+		s.sent[snd.Kind]++
+	}
+	head := TraceEntry{At: s.now, Packet: s.packets, From: n.id, Kind: snd.Kind, Size: len(data),
+		Fate: FateSent, Stream: snd.Stream, Multicast: snd.Multicast, Datagram: snd.Datagram}
+	if snd.Multicast {
+		s.trace.add(head, data)
+		for _, id := range s.order {
+			if id != n.id {
+				s.transmit(&packet{num: s.packets, from: n, to: s.nodes[id], data: data, kind: snd.Kind, multicast: true})
+			}
+		}
+		return
+	}
+	id, ok := s.byAddr[snd.To]
+	if ok {
+		head.To = id
+	}
+	s.trace.add(head, data)
+	if !ok || id == n.id {
+		n.counters.NoRoute++
+		head.Fate = FateNoRoute
+		s.trace.add(head, nil)
+		return
+	}
+	s.transmit(&packet{num: s.packets, from: n, to: s.nodes[id], data: data, kind: snd.Kind,
+		stream: snd.Stream, datagram: snd.Datagram})
+}
+
+// transmit puts one copy on its link.
+func (s *Sim) transmit(p *packet) {
+	l := s.linkFor(p.from.id, p.to.id)
+	if l.cut {
+		p.from.counters.Cut++
+		s.trace.add(p.entry(s.now, FateCut), nil)
+		return
+	}
+	p.fromLife, p.toLife = p.from.life, p.to.life
+	if p.stream {
+		if !p.to.up {
+			// connect() to a dead host: refused at once.
+			p.to.counters.Missed++
+			s.trace.add(p.entry(s.now, FateDown), nil)
+			return
+		}
+		p.epoch = l.epoch
+		at := max(s.now+s.delay(l), l.lastStream)
+		l.lastStream = at
+		s.schedule(at, func() { s.arrive(p) })
+		return
+	}
+	if s.chance(l.cfg.Loss) {
+		p.from.counters.Lost++
+		s.trace.add(p.entry(s.now, FateLost), nil)
+		return
+	}
+	s.schedule(s.now+s.delay(l), func() { s.arrive(p) })
+	if s.chance(l.cfg.Duplicate) {
+		p.from.counters.Duplicated++
+		dup := *p
+		dup.dup = true
+		s.schedule(s.now+s.delay(l), func() { s.arrive(&dup) })
+	}
+}
+
+// arrive hands a copy to its receiver, if it can still take it.
+func (s *Sim) arrive(p *packet) {
+	to := p.to
+	switch {
+	case !to.up || to.life != p.toLife:
+		to.counters.Missed++
+		s.trace.add(p.entry(s.now, FateDown), nil)
+		return
+	case p.stream && (p.from.life != p.fromLife || s.linkFor(p.from.id, to.id).epoch != p.epoch):
+		to.counters.Missed++
+		s.trace.add(p.entry(s.now, FateReset), nil)
+		return
+	case to.paused && p.stream:
+		// The kernel keeps a stopped process's TCP data; it reads it when it
+		// resumes.
+		to.pending = append(to.pending, p)
+		return
+	case to.paused:
+		// Datagrams to a stopped process are counted lost: its socket
+		// buffer overflows long before a lease-length pause ends.
+		to.counters.Missed++
+		s.trace.add(p.entry(s.now, FatePaused), nil)
+		return
+	}
+	s.receive(p)
+}
+
+func (s *Sim) receive(p *packet) {
+	to := p.to
+	err := to.node.Receive(node.Inbound{
+		From:     p.from.addr,
+		Data:     p.data,
+		Time:     to.clk.FromKernel(s.Now()),
+		Stream:   p.stream,
+		Datagram: p.datagram,
+	})
+	if err != nil {
+		to.counters.Rejected++
+		s.trace.add(p.entry(s.now, FateRejected), p.data)
+	} else {
+		to.counters.Delivered++
+		if !p.datagram {
+			s.delivered[p.kind]++
+		}
+		s.trace.add(p.entry(s.now, FateDelivered), p.data)
+	}
+	s.drain(to)
+}
+
+// Crash stops node id at once, as SIGKILL or a power cut: no more ticks,
+// inbound copies lost, its stream connections reset. Its disk (the last
+// Output.State) survives.
+func (s *Sim) Crash(id uint32) {
+	s.Start()
+	n := s.mustNode(id)
+	if !n.up {
+		return
+	}
+	n.up, n.paused = false, false
+	n.life++
+	n.tickGen++
+	n.pending = nil
+	s.simEvent(id, "sim.crash", fmt.Sprintf("node %d crashed", id))
+}
+
+// Restart starts node id again (crashing it first if it runs): a new core
+// built from its disk, a new node.Node with the next incarnation, a fresh
+// tick phase. Its clock kept running meanwhile.
+func (s *Sim) Restart(id uint32) {
+	s.Start()
+	n := s.mustNode(id)
+	if n.up {
+		s.Crash(id)
+	}
+	n.counters.Restarts++
+	s.boot(n)
+	s.simEvent(id, "sim.restart", fmt.Sprintf("node %d restarted, incarnation %d", id, n.incarnation), "incarnation", n.incarnation)
+}
+
+// Pause stops node id without killing it, as SIGSTOP: no ticks, datagrams
+// to it lost, stream frames held by its kernel. Resume continues with the
+// same state, however stale.
+func (s *Sim) Pause(id uint32) {
+	s.Start()
+	n := s.mustNode(id)
+	if !n.up || n.paused {
+		return
+	}
+	n.paused = true
+	n.tickGen++
+	s.simEvent(id, "sim.pause", fmt.Sprintf("node %d paused", id))
+}
+
+// Resume continues a paused node: it reads the stream frames held for it,
+// then ticks again (its clock kept running: its first tick sees the gap).
+func (s *Sim) Resume(id uint32) {
+	n := s.mustNode(id)
+	if !n.up || !n.paused {
+		return
+	}
+	n.paused = false
+	s.simEvent(id, "sim.resume", fmt.Sprintf("node %d resumed", id))
+	held := n.pending
+	n.pending = nil
+	for _, p := range held {
+		// Held frames went through the same checks when they arrived;
+		// only a crash of the sender since can reset them now.
+		s.arrive(p)
+	}
+	s.startTicking(n)
+}

@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The seed flags are registered on the default flag set when the package is
+// initialised, which is before the testing package parses the command line,
+// so every test binary that imports sim accepts them, however many packages
+// do. (A non-test binary importing sim would show them too: import sim from
+// tests only.)
+var (
+	flagSeed  = flag.Int64("sim.seed", 0, "replay only this simulation seed (0: run the test's seed range)")
+	flagSeeds = flag.Int("sim.seeds", 0, "number of seeds for sim.Seeds tests (0: each test's own default)")
+)
+
+// Seeds runs f as a subtest for each of n seeds, 1..n: -sim.seeds=N
+// overrides n (more seeds in a nightly run), -sim.seed=S runs seed S only.
+// It stops at the first failing seed and prints the command that replays
+// it, so a failure found over hundreds of seeds is one command away from a
+// debugger.
+func Seeds(t *testing.T, n int, f func(t *testing.T, seed int64)) {
+	t.Helper()
+	seeds := make([]int64, 0, n)
+	switch {
+	case *flagSeed != 0:
+		seeds = append(seeds, *flagSeed)
+	default:
+		if *flagSeeds > 0 {
+			n = *flagSeeds
+		}
+		for i := 1; i <= n; i++ {
+			seeds = append(seeds, int64(i))
+		}
+	}
+	for _, seed := range seeds {
+		if !t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { f(t, seed) }) {
+			t.Errorf("replay: go test -run '^%s$' -sim.seed=%d %s", t.Name(), seed, packageDir())
+			return
+		}
+	}
+}
+
+// packageDir names the test's package relative to the module root (tests
+// run in their package's directory), or "." if the root is not found.
+func packageDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			rel, err := filepath.Rel(dir, wd)
+			if err != nil || rel == "." {
+				return "."
+			}
+			return "./" + filepath.ToSlash(rel) + "/"
+		}
+		if dir == filepath.Dir(dir) {
+			return "."
+		}
+	}
+}

@@ -1,0 +1,340 @@
+package liveness
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func newCore(t *testing.T, cfg Config) *Core {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return c
+}
+
+func heartbeat(t *testing.T, from uint32, alive uint32, at time.Time) core.Message {
+	t.Helper()
+	hb := wire.Heartbeat{Interval: 100, Alive: alive}
+	p, err := hb.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return core.Message{From: from, Kind: wire.KindHeartbeat, Payload: p, Time: at}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config
+		field string // "" = valid
+		check func(t *testing.T, c Config)
+	}{
+		{name: "defaults", cfg: Config{ID: 1, Members: []uint32{1, 2}},
+			check: func(t *testing.T, c Config) {
+				if c.HeartbeatTicks != 10 || c.SuspectTicks != 50 || c.TickInterval != 10*time.Millisecond {
+					t.Errorf("defaults %+v", c)
+				}
+			}},
+		{name: "suspect defaults to 5x heartbeat", cfg: Config{ID: 1, Members: []uint32{1}, HeartbeatTicks: 4},
+			check: func(t *testing.T, c Config) {
+				if c.SuspectTicks != 20 {
+					t.Errorf("SuspectTicks = %d, want 20", c.SuspectTicks)
+				}
+			}},
+		{name: "LAN profile", cfg: func() Config { c := DefaultLANConfig(); c.ID, c.Members = 3, []uint32{3, 1}; return c }(),
+			check: func(t *testing.T, c Config) {
+				if got := c.TickInterval * time.Duration(c.HeartbeatTicks); got != 100*time.Millisecond {
+					t.Errorf("LAN heartbeat every %v, want 100ms", got)
+				}
+			}},
+		{name: "ID 0", cfg: Config{ID: 0, Members: []uint32{1}}, field: "ID"},
+		{name: "self not a member", cfg: Config{ID: 4, Members: []uint32{1, 2}}, field: "Members"},
+		{name: "duplicate member", cfg: Config{ID: 1, Members: []uint32{1, 2, 2}}, field: "Members"},
+		{name: "member 0", cfg: Config{ID: 1, Members: []uint32{0, 1}}, field: "Members"},
+		{name: "suspect equal to heartbeat", cfg: Config{ID: 1, Members: []uint32{1}, HeartbeatTicks: 5, SuspectTicks: 5}, field: "SuspectTicks"},
+		{name: "suspect below heartbeat", cfg: Config{ID: 1, Members: []uint32{1}, HeartbeatTicks: 5, SuspectTicks: 3}, field: "SuspectTicks"},
+		{name: "negative heartbeat", cfg: Config{ID: 1, Members: []uint32{1}, HeartbeatTicks: -1}, field: "HeartbeatTicks"},
+		{name: "negative tick", cfg: Config{ID: 1, Members: []uint32{1}, TickInterval: -time.Second}, field: "TickInterval"},
+		{name: "interval beyond 32-bit ms", cfg: Config{ID: 1, Members: []uint32{1}, TickInterval: time.Hour, HeartbeatTicks: 2000}, field: "HeartbeatTicks"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(tt.cfg)
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				if tt.check != nil {
+					tt.check(t, c.Config())
+				}
+				return
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.field {
+				t.Fatalf("New = %v, want a ConfigError on %s", err, tt.field)
+			}
+		})
+	}
+}
+
+// op is one step of a scripted scenario.
+type op struct {
+	ticks int    // tick this many times
+	from  uint32 // then, when non-zero, receive a heartbeat from this member
+}
+
+func TestScenarios(t *testing.T) {
+	base := Config{ID: 1, Members: []uint32{1, 2, 3}, HeartbeatTicks: 2, SuspectTicks: 5}
+	tests := []struct {
+		name   string
+		script []op
+		events []string // "member_up 2", "member_down 3" in order
+		states map[uint32]State
+		flaps  map[uint32]uint64
+	}{
+		{
+			name:   "nothing heard stays unknown before SuspectTicks",
+			script: []op{{ticks: 4}},
+			states: map[uint32]State{1: Alive, 2: Unknown, 3: Unknown},
+		},
+		{
+			name:   "never heard is down at SuspectTicks",
+			script: []op{{ticks: 5}},
+			events: []string{"member_down 2", "member_down 3"},
+			states: map[uint32]State{2: Suspect, 3: Suspect},
+		},
+		{
+			name:   "heard is up, stays up while heard",
+			script: []op{{from: 2}, {ticks: 4, from: 2}, {ticks: 4, from: 2}, {ticks: 4}},
+			events: []string{"member_up 2", "member_down 3"},
+			states: map[uint32]State{2: Alive, 3: Suspect},
+		},
+		{
+			name:   "silent for SuspectTicks is suspected, not one tick before",
+			script: []op{{ticks: 1, from: 2}, {ticks: 4}},
+			events: []string{"member_up 2", "member_down 3"},
+			states: map[uint32]State{2: Alive},
+		},
+		{
+			name:   "silent for SuspectTicks is suspected",
+			script: []op{{ticks: 1, from: 2}, {ticks: 5}},
+			events: []string{"member_up 2", "member_down 3", "member_down 2"},
+			states: map[uint32]State{2: Suspect},
+		},
+		{
+			name:   "heard again is a flap",
+			script: []op{{from: 3}, {ticks: 6, from: 3}, {ticks: 4, from: 3}},
+			events: []string{"member_up 3", "member_down 2", "member_down 3", "member_up 3"},
+			states: map[uint32]State{2: Suspect, 3: Alive},
+			flaps:  map[uint32]uint64{2: 0, 3: 1},
+		},
+		{
+			name:   "unknown to up is not a flap",
+			script: []op{{ticks: 3, from: 2}},
+			events: []string{"member_up 2"},
+			flaps:  map[uint32]uint64{2: 0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCore(t, base)
+			var got []string
+			now := t0
+			for _, o := range tt.script {
+				for range o.ticks {
+					now = now.Add(10 * time.Millisecond)
+					c.Tick(now)
+				}
+				if o.from != 0 {
+					if err := c.Step(heartbeat(t, o.from, 3, now)); err != nil {
+						t.Fatalf("Step: %v", err)
+					}
+				}
+				for _, e := range c.Ready().Events {
+					got = append(got, fmt.Sprint(e.Name, " ", e.Args[1]))
+					if e.Args[0] != "member" {
+						t.Errorf("event %s args %v do not start with member", e.Name, e.Args)
+					}
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tt.events, ",") {
+				t.Errorf("events\n got %v\nwant %v", got, tt.events)
+			}
+			for id, want := range tt.states {
+				if s := c.State(id); s != want {
+					t.Errorf("State(%d) = %v, want %v", id, s, want)
+				}
+			}
+			st := c.StatusView()
+			for id, want := range tt.flaps {
+				for _, m := range st.Members {
+					if m.ID == id && m.Flaps != want {
+						t.Errorf("member %d flaps = %d, want %d", id, m.Flaps, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestHeartbeatSchedule(t *testing.T) {
+	c := newCore(t, Config{ID: 2, Members: []uint32{1, 2, 3}, HeartbeatTicks: 3, SuspectTicks: 10})
+	var at []int
+	for i := 1; i <= 10; i++ {
+		c.Tick(t0.Add(time.Duration(i) * 10 * time.Millisecond))
+		if i == 2 {
+			if err := c.Step(heartbeat(t, 1, 2, t0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, m := range c.Ready().Messages {
+			at = append(at, i)
+			if m.To != core.Broadcast || m.Kind != wire.KindHeartbeat || m.Stream {
+				t.Fatalf("heartbeat message %+v", m)
+			}
+			var hb wire.Heartbeat
+			if err := hb.UnmarshalBinary(m.Payload); err != nil {
+				t.Fatal(err)
+			}
+			wantAlive := uint32(1)
+			if i > 2 {
+				wantAlive = 2 // self and member 1
+			}
+			if hb.Interval != 30 || hb.Alive != wantAlive {
+				t.Errorf("tick %d: heartbeat %+v, want interval 30 ms alive %d", i, hb, wantAlive)
+			}
+		}
+	}
+	if want := []int{1, 4, 7, 10}; !equal(at, want) {
+		t.Errorf("heartbeats at ticks %v, want %v", at, want)
+	}
+	if s := c.StatusView().Sent; s != 4 {
+		t.Errorf("Sent = %d, want 4", s)
+	}
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRandomPhase(t *testing.T) {
+	const hb = 10
+	phases := map[int]bool{}
+	for seed := range uint64(40) {
+		c := newCore(t, Config{ID: 1, Members: []uint32{1, 2}, HeartbeatTicks: hb, Rand: rand.New(rand.NewPCG(seed, 1))})
+		first := 0
+		for i := 1; i <= 2*hb && first == 0; i++ {
+			c.Tick(t0)
+			if len(c.Ready().Messages) > 0 {
+				first = i
+			}
+		}
+		if first < 1 || first > hb {
+			t.Fatalf("seed %d: first heartbeat at tick %d, want 1..%d", seed, first, hb)
+		}
+		phases[first] = true
+	}
+	if len(phases) < hb/2 {
+		t.Errorf("only %d distinct phases over 40 seeds: the phase is not random", len(phases))
+	}
+}
+
+func TestStepRejects(t *testing.T) {
+	c := newCore(t, Config{ID: 1, Members: []uint32{1, 2}})
+	good := heartbeat(t, 2, 2, t0)
+	tests := []struct {
+		name string
+		m    core.Message
+		want error
+	}{
+		{"unknown member", func() core.Message { m := good; m.From = 9; return m }(), core.ErrUnknownMember},
+		{"own ID", func() core.Message { m := good; m.From = 1; return m }(), ErrFromSelf},
+		{"other kind", func() core.Message { m := good; m.Kind = wire.KindElection; return m }(), core.ErrUnexpectedKind},
+		{"short payload", func() core.Message { m := good; m.Payload = m.Payload[:5]; return m }(), wire.DecodeTruncated},
+		{"long payload", func() core.Message { m := good; m.Payload = append(m.Payload, 0); return m }(), wire.DecodeBadLength},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := c.Step(tt.m)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Step = %v, want %v", err, tt.want)
+			}
+			if c.State(2) != Unknown {
+				t.Fatalf("a refused frame changed the verdict to %v", c.State(2))
+			}
+		})
+	}
+	if err := c.StepDatagram(core.Datagram{}); !errors.Is(err, core.ErrUnexpectedDatagram) {
+		t.Errorf("StepDatagram = %v", err)
+	}
+	if !c.Ready().Empty() {
+		t.Error("refused input produced output")
+	}
+}
+
+func TestStatusJSON(t *testing.T) {
+	c := newCore(t, Config{ID: 1, Members: []uint32{3, 1, 2}, HeartbeatTicks: 2, SuspectTicks: 4})
+	heard := t0.Add(1234567 * time.Nanosecond)
+	c.Tick(t0)
+	if err := c.Step(heartbeat(t, 2, 3, heard)); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		c.Tick(t0)
+	}
+	if err := c.Step(heartbeat(t, 3, 1, time.Time{})); err != nil { // no receive stamp: dated by the last tick
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(c.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		ID      uint32 `json:"id"`
+		Sent    uint64 `json:"heartbeats_sent"`
+		Alive   int    `json:"alive"`
+		Members []map[string]any
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != 1 || got.Sent != 3 || got.Alive != 2 || len(got.Members) != 2 {
+		t.Fatalf("status %s", b)
+	}
+	m2, m3 := got.Members[0], got.Members[1]
+	if m2["id"] != 2.0 || m2["state"] != "suspect" || m2["alive"] != false || m2["heard"] != 1.0 || m2["their_alive"] != 3.0 {
+		t.Errorf("member 2: %v", m2)
+	}
+	if m2["last_heard"] != heard.Format(time.RFC3339Nano) {
+		t.Errorf("member 2 last_heard %v, want %s", m2["last_heard"], heard.Format(time.RFC3339Nano))
+	}
+	if m3["state"] != "alive" || m3["last_heard"] != t0.Format(time.RFC3339Nano) || m3["their_interval_ms"] != 100.0 {
+		t.Errorf("member 3: %v", m3)
+	}
+	// A member never heard has no last_heard at all, not year 1.
+	fresh := newCore(t, Config{ID: 1, Members: []uint32{1, 2}})
+	b, _ = json.Marshal(fresh.Status())
+	if strings.Contains(string(b), "last_heard") || strings.Contains(string(b), "0001-01-01") {
+		t.Errorf("fresh status shows a zero time: %s", b)
+	}
+}
