@@ -1,0 +1,703 @@
+package bully
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Role is what a node is doing in the election.
+type Role uint8
+
+const (
+	// RoleFollower follows a leader, or waits for a COORDINATOR after a
+	// higher-ranked member answered its election.
+	RoleFollower Role = iota + 1
+	// RoleCandidate has sent ELECTION to the higher-ranked members and waits
+	// for an ANSWER.
+	RoleCandidate
+	// RoleLeader leads the current term and sends heartbeats.
+	RoleLeader
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleFollower:
+		return "follower"
+	case RoleCandidate:
+		return "candidate"
+	case RoleLeader:
+		return "leader"
+	}
+	return fmt.Sprintf("role(%d)", uint8(r))
+}
+
+// MarshalText makes a Role read as its name in JSON status.
+func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a Role's name, so that a CLI can decode the status.
+func (r *Role) UnmarshalText(b []byte) error {
+	for _, c := range []Role{RoleFollower, RoleCandidate, RoleLeader} {
+		if string(b) == c.String() {
+			*r = c
+			return nil
+		}
+	}
+	return fmt.Errorf("bully: unknown role %q", b)
+}
+
+// Handles reports whether k is one of the kinds a bully core steps. Cores
+// that embed an election (timed's Berkeley master, mutexd's token
+// regeneration) route these kinds to it.
+func Handles(k wire.Kind) bool {
+	switch k {
+	case wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat:
+		return true
+	}
+	return false
+}
+
+// Event names, as the daemon logs and counts them and binds hooks to them.
+const (
+	// EventElectionStarted: this node became a candidate ("term", "reason").
+	EventElectionStarted = "election_started"
+	// EventElected: this node became leader ("leader", "term").
+	EventElected = "elected"
+	// EventDemoted: this node stopped being leader ("leader", "term",
+	// "reason").
+	EventDemoted = "demoted"
+	// EventLeaderElected: this node learned the leader of a term, its own
+	// claims included, or found its leader again after losing it
+	// ("leader", "term").
+	EventLeaderElected = "leader_elected"
+	// EventLeaderChanged: the leader is a different member than the last one
+	// this node knew ("leader", "term", "previous"). Not emitted when a node
+	// finds the same leader again after a false suspicion.
+	EventLeaderChanged = "leader_changed"
+	// EventLeaderLost: this node no longer knows a leader ("leader" is the
+	// one lost, "term", "reason").
+	EventLeaderLost = "leader_lost"
+)
+
+type stepFunc func(b *Core, m *inbound) error
+
+// inbound is a validated, decoded message.
+type inbound struct {
+	core.Message
+	flags  uint8 // Coordinator, LeaderHeartbeat
+	higher bool  // the sender outranks this node
+}
+
+// Core is the bully election core. It implements core.Core. It is not safe
+// for concurrent use: the driver serialises Step, Tick, Ready and Resign.
+type Core struct {
+	cfg  Config
+	self Member
+	// ranked lists the members from the lowest to the highest rank; pos maps
+	// an ID to its index there.
+	ranked []Member
+	pos    map[uint32]int
+
+	role Role
+	term uint64 // highest term seen; persisted before it is sent
+	lead uint32 // leader of term, 0 if unknown; self when leading
+
+	step stepFunc
+	tick func(b *Core)
+
+	// elapsed counts ticks towards timeout (follower, candidate) or towards
+	// the next heartbeat (leader).
+	elapsed int
+	timeout int
+	// suspect is the leader a follower gave up on when its timer was
+	// shortened by a resignation: the election that follows does not ask it.
+	suspect uint32
+	// yielding is set by Resign. A yielding node does not bully: it follows
+	// whichever leader appears, even a lower-ranked one, and does not answer
+	// an ELECTION that would keep a member ranked above its leader from
+	// winning. It competes normally again once its leader fails (or nobody
+	// took over within the leader timeout).
+	yielding bool
+
+	now       time.Time // the local clock at the last Tick or arrival
+	heard     []time.Time
+	announced struct {
+		lead, last uint32 // lead as last reported (0: none); last non-zero lead
+		term       uint64
+		since      time.Time
+	}
+	counts counters
+
+	msgs   []core.Message
+	events []core.Event
+	dirty  bool // term changed since the last Ready
+}
+
+var _ core.Core = (*Core)(nil)
+
+// New returns a bully core. It starts (or, after a crash, recovers) by
+// starting an election, as the algorithm requires: the ELECTION messages are
+// in the first Ready.
+func New(cfg Config) (*Core, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	b := &Core{
+		cfg:    cfg,
+		ranked: slices.Clone(cfg.Members),
+		pos:    make(map[uint32]int, len(cfg.Members)),
+		term:   cfg.PersistedTerm,
+		heard:  make([]time.Time, len(cfg.Members)),
+	}
+	slices.SortFunc(b.ranked, func(x, y Member) int {
+		switch {
+		case x.outranks(y):
+			return 1
+		case y.outranks(x):
+			return -1
+		}
+		return 0
+	})
+	for i, m := range b.ranked {
+		b.pos[m.ID] = i
+		if m.ID == cfg.ID {
+			b.self = m
+		}
+	}
+	b.campaign(wire.ReasonStartup, 0)
+	return b, nil
+}
+
+// ---- role changes ----------------------------------------------------------
+
+// becomeFollower follows lead in term (lead 0: wait for a COORDINATOR).
+func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
+	if lead == b.cfg.ID {
+		panic("bully: becomeFollower of self")
+	}
+	b.setTerm(term)
+	if b.role == RoleLeader {
+		b.emit(EventDemoted, "stepped down as leader", "leader", b.cfg.ID, "term", b.term, "reason", reason)
+	}
+	b.role = RoleFollower
+	b.step = stepFollower
+	b.tick = tickFollower
+	b.lead = lead
+	b.suspect = 0
+	b.elapsed = 0
+	if lead != 0 {
+		b.timeout = b.leaderTimeout(lead)
+	} else {
+		b.timeout = b.cfg.CoordinatorTimeoutTicks + b.cfg.Rand.IntN(b.cfg.AnswerTimeoutTicks+1)
+	}
+	b.announce(reason)
+}
+
+// becomeCandidate starts an election in the current term. The term moves
+// only when somebody claims one: an election that finds a live leader of
+// the current term ends without disturbing anybody's term.
+func (b *Core) becomeCandidate(reason wire.ElectionReason) {
+	if b.role == RoleLeader {
+		panic("bully: invalid transition leader -> candidate")
+	}
+	b.role = RoleCandidate
+	b.step = stepCandidate
+	b.tick = tickCandidate
+	b.lead = 0
+	b.suspect = 0
+	b.yielding = false
+	b.elapsed = 0
+	b.timeout = b.cfg.AnswerTimeoutTicks
+	if reason == wire.ReasonStartup {
+		// A starting node listens a little longer than a round trip: long
+		// enough to hear a sitting leader's heartbeat, so that it learns the
+		// current term before it claims one.
+		b.timeout += b.cfg.HeartbeatTicks
+	}
+	b.counts.elections++
+	b.announce(reason.String())
+	b.emit(EventElectionStarted, "starting an election", "term", b.term, "reason", reason.String())
+}
+
+// becomeLeader claims the next term this node owns and announces it.
+func (b *Core) becomeLeader(reassert bool) {
+	if b.role != RoleLeader && b.role != RoleCandidate {
+		panic("bully: invalid transition " + b.role.String() + " -> leader")
+	}
+	if reassert != (b.role == RoleLeader) {
+		panic("bully: reassert mismatch")
+	}
+	// The one place a term is created. nextTerm is owned by this node and
+	// above every term it has seen, claims included (the persisted term is
+	// at least the last claim): no other node can claim it, and this node
+	// cannot claim it twice.
+	b.setTerm(nextTerm(b.term, b.cfg.ID))
+	wasLeader := b.role == RoleLeader
+	b.role = RoleLeader
+	b.step = stepLeader
+	b.tick = tickLeader
+	b.lead = b.cfg.ID
+	b.suspect = 0
+	b.yielding = false
+	b.elapsed = 0
+	b.counts.claims++
+	var flags uint8
+	if reassert {
+		flags = wire.CoordinatorReassert
+	}
+	b.broadcast(wire.KindCoordinator, wire.Coordinator{Priority: b.self.Priority, Flags: flags})
+	if !wasLeader {
+		b.emit(EventElected, "elected leader", "leader", b.cfg.ID, "term", b.term)
+	}
+	b.announce("claimed")
+}
+
+// campaign starts an election: ELECTION to every higher-ranked member but
+// suspect (the leader this node just gave up on). With nobody to ask, the
+// node is the highest live member it knows of and claims at once, except at
+// startup, when it first listens for a sitting leader.
+func (b *Core) campaign(reason wire.ElectionReason, suspect uint32) {
+	b.becomeCandidate(reason)
+	asked := 0
+	for _, m := range b.ranked[b.pos[b.cfg.ID]+1:] {
+		if m.ID == suspect {
+			continue
+		}
+		b.send(m.ID, wire.KindElection, wire.Election{Priority: b.self.Priority, Reason: reason})
+		asked++
+	}
+	if asked == 0 && reason != wire.ReasonStartup {
+		b.becomeLeader(false)
+	}
+}
+
+// leaderLost is a follower giving up on its leader; gap members ranked
+// between them get the stagger (see Config.StaggerTicks).
+func (b *Core) leaderLost(reason wire.ElectionReason) {
+	lost := b.lead
+	if lost == 0 {
+		lost = b.suspect
+	}
+	b.campaign(reason, lost)
+}
+
+// leaderTimeout is the follower's patience with lead.
+func (b *Core) leaderTimeout(lead uint32) int {
+	return b.cfg.LeaderTimeoutTicks + b.stagger(lead)
+}
+
+// stagger is StaggerTicks times the number of members ranked strictly
+// between this node and lead.
+func (b *Core) stagger(lead uint32) int {
+	gap := b.pos[lead] - b.pos[b.cfg.ID] - 1
+	if gap < 0 {
+		gap = 0
+	}
+	return gap * b.cfg.StaggerTicks
+}
+
+// setTerm raises the term. Terms never go down.
+func (b *Core) setTerm(t uint64) {
+	if t < b.term {
+		panic(fmt.Sprintf("bully: term going backwards %d -> %d", b.term, t))
+	}
+	if t > b.term {
+		b.term = t
+		b.dirty = true
+	}
+}
+
+// ---- ticks -----------------------------------------------------------------
+
+// Tick advances the timers by one tick. A timeout acts through the same
+// transitions a message does (campaign, becomeLeader), called directly
+// rather than as a local message kind: no wire kind can trigger them, so
+// nothing from the network can fake a timeout.
+func (b *Core) Tick(now time.Time) {
+	b.now = now
+	b.tick(b)
+}
+
+func tickFollower(b *Core) {
+	b.elapsed++
+	if b.elapsed < b.timeout {
+		return
+	}
+	switch {
+	case b.lead != 0:
+		b.counts.leaderTimeouts++
+		b.leaderLost(wire.ReasonLeaderLost)
+	case b.suspect != 0:
+		b.leaderLost(wire.ReasonLeaderResigned)
+	default:
+		// An ANSWER that was never followed by a COORDINATOR, or a
+		// resignation after which nobody took over: start over.
+		b.campaign(wire.ReasonNoCoordinator, 0)
+	}
+}
+
+func tickCandidate(b *Core) {
+	b.elapsed++
+	if b.elapsed >= b.timeout {
+		// No higher-ranked member answered in time: none is alive (or none
+		// could be reached; see the package doc on partitions).
+		b.becomeLeader(false)
+	}
+}
+
+func tickLeader(b *Core) {
+	b.elapsed++
+	if b.elapsed >= b.cfg.HeartbeatTicks {
+		b.elapsed = 0
+		b.broadcast(wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority})
+	}
+}
+
+// ---- messages ----------------------------------------------------------------
+
+// Step feeds one received frame. Election kinds only; anything else is
+// rejected with core.ErrUnexpectedKind.
+func (b *Core) Step(m core.Message) error {
+	in, err := b.accept(m)
+	if err != nil {
+		b.counts.reject(err)
+		return err
+	}
+	b.counts.received[kindIndex(m.Kind)]++
+	if !m.Time.IsZero() {
+		b.now = m.Time // the freshest local reading, for the status times
+	}
+	b.heard[b.pos[m.From]] = b.now
+
+	if m.Term < b.term {
+		b.counts.stale++
+		return b.stepStale(in)
+	}
+	return b.step(b, in)
+}
+
+// accept checks who sent m and decodes its payload: structure and the
+// member list, no protocol state.
+func (b *Core) accept(m core.Message) (*inbound, error) {
+	if m.From == b.cfg.ID {
+		return nil, ErrFromSelf
+	}
+	i, ok := b.pos[m.From]
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", core.ErrUnknownMember, m.From)
+	}
+	in := &inbound{Message: m, higher: i > b.pos[b.cfg.ID]}
+	var prio uint32
+	switch m.Kind {
+	case wire.KindElection:
+		var p wire.Election
+		if err := p.UnmarshalBinary(m.Payload); err != nil {
+			return nil, fmt.Errorf("bully: election from %d: %w", m.From, err)
+		}
+		prio = p.Priority // the reason is for traces; it changes nothing
+		if in.higher {
+			return nil, fmt.Errorf("%w: ELECTION from higher-ranked %d", ErrWrongDirection, m.From)
+		}
+	case wire.KindAnswer:
+		var p wire.Answer
+		if err := p.UnmarshalBinary(m.Payload); err != nil {
+			return nil, fmt.Errorf("bully: answer from %d: %w", m.From, err)
+		}
+		prio = p.Priority
+		if !in.higher {
+			return nil, fmt.Errorf("%w: ANSWER from lower-ranked %d", ErrWrongDirection, m.From)
+		}
+	case wire.KindCoordinator:
+		var p wire.Coordinator
+		if err := p.UnmarshalBinary(m.Payload); err != nil {
+			return nil, fmt.Errorf("bully: coordinator from %d: %w", m.From, err)
+		}
+		prio, in.flags = p.Priority, p.Flags
+	case wire.KindLeaderHeartbeat:
+		var p wire.LeaderHeartbeat
+		if err := p.UnmarshalBinary(m.Payload); err != nil {
+			return nil, fmt.Errorf("bully: leader heartbeat from %d: %w", m.From, err)
+		}
+		prio, in.flags = p.Priority, p.Flags
+	default:
+		return nil, fmt.Errorf("%w: %v", core.ErrUnexpectedKind, m.Kind)
+	}
+	if want := b.ranked[i].Priority; prio != want {
+		return nil, fmt.Errorf("%w: %d says %d, member list says %d", ErrRankMismatch, m.From, prio, want)
+	}
+	if isClaim(m.Kind) && TermOwner(m.Term) != m.From {
+		return nil, fmt.Errorf("%w: %d claims term %d of %d", ErrForgedClaim, m.From, m.Term, TermOwner(m.Term))
+	}
+	return in, nil
+}
+
+func isClaim(k wire.Kind) bool {
+	return k == wire.KindCoordinator || k == wire.KindLeaderHeartbeat
+}
+
+// stepStale handles a message of an older term. Its content is ignored, but
+// the sender is behind and is told the current term where that helps it:
+//   - a lower-ranked candidate gets an ANSWER (so it does not crown itself
+//     in a term everybody else has left);
+//   - the leader tells any stale sender who leads now with a COORDINATOR of
+//     the current term. A deposed leader that comes back learns the term
+//     this way, and then steps down, or, if it outranks the current leader,
+//     takes over in a term above it: never a second leader in one term.
+func (b *Core) stepStale(in *inbound) error {
+	if in.Kind == wire.KindElection && b.answers(in) {
+		b.send(in.From, wire.KindAnswer, wire.Answer{Priority: b.self.Priority})
+	}
+	if b.role == RoleLeader && in.Kind != wire.KindAnswer {
+		b.send(in.From, wire.KindCoordinator, wire.Coordinator{Priority: b.self.Priority})
+	}
+	return nil
+}
+
+// From here on m.Term >= b.term.
+
+func stepFollower(b *Core, in *inbound) error {
+	switch in.Kind {
+	case wire.KindElection:
+		b.adopt(in.Term)
+		if b.answers(in) {
+			b.send(in.From, wire.KindAnswer, wire.Answer{Priority: b.self.Priority})
+		}
+		// In the notes a node that answers runs an election of its own. A
+		// follower does not need to: either it has a leader it heard within
+		// the leader timeout (ranked above it, and asked by the candidate
+		// too: it answers and tells the candidate who leads), or it is
+		// already waiting for the COORDINATOR of an election run above it.
+		// Its own timers start an election if that leader or that election
+		// fails. This keeps a restarting low-ranked member, or one that lost
+		// a few heartbeats, from dragging every member above it into an
+		// election and the leader into a new term.
+	case wire.KindAnswer:
+		// A late answer to an election this node gave up; only its term
+		// matters.
+		if in.Term > b.term {
+			b.becomeFollower(in.Term, 0, "answer")
+		}
+	case wire.KindCoordinator, wire.KindLeaderHeartbeat:
+		b.stepClaim(in)
+	}
+	return nil
+}
+
+func stepCandidate(b *Core, in *inbound) error {
+	switch in.Kind {
+	case wire.KindElection:
+		// Already running: answer, keep the timer.
+		b.adopt(in.Term)
+		b.send(in.From, wire.KindAnswer, wire.Answer{Priority: b.self.Priority})
+	case wire.KindAnswer:
+		// A higher-ranked member is alive and takes over: wait for its
+		// COORDINATOR.
+		b.becomeFollower(in.Term, 0, "answered")
+	case wire.KindCoordinator, wire.KindLeaderHeartbeat:
+		b.stepClaim(in)
+	}
+	return nil
+}
+
+func stepLeader(b *Core, in *inbound) error {
+	switch in.Kind {
+	case wire.KindElection:
+		if in.Term > b.term {
+			// The candidate has seen a newer term than this leader's:
+			// somebody claimed one while this node was cut off. Being
+			// higher-ranked, this leader takes the cluster back in a term
+			// above it.
+			b.setTerm(in.Term)
+			b.becomeLeader(true)
+			b.send(in.From, wire.KindAnswer, wire.Answer{Priority: b.self.Priority})
+			return nil
+		}
+		// A false suspicion (lost heartbeats): answer and remind the
+		// candidate who leads. No term changes.
+		b.send(in.From, wire.KindAnswer, wire.Answer{Priority: b.self.Priority})
+		b.send(in.From, wire.KindCoordinator, wire.Coordinator{Priority: b.self.Priority})
+	case wire.KindAnswer:
+		// A higher-ranked member is alive and running an election it will
+		// win.
+		b.becomeFollower(in.Term, 0, "higher_ranked_alive")
+	case wire.KindCoordinator, wire.KindLeaderHeartbeat:
+		// in.Term > b.term: the claim check makes equal terms impossible
+		// (this node owns its term).
+		resigning := in.Kind == wire.KindLeaderHeartbeat && in.flags&wire.HeartbeatResign != 0
+		if in.higher && !resigning {
+			b.becomeFollower(in.Term, in.From, "higher_ranked_leader")
+			return nil
+		}
+		// A lower-ranked leader of a newer term (it won while this node was
+		// cut off), or one resigning it: take over above its term.
+		b.setTerm(in.Term)
+		b.becomeLeader(true)
+	}
+	return nil
+}
+
+// stepClaim handles a COORDINATOR or leader heartbeat of the current or a
+// newer term on a follower or candidate.
+func (b *Core) stepClaim(in *inbound) {
+	if in.flags&wire.HeartbeatResign != 0 && in.Kind == wire.KindLeaderHeartbeat {
+		b.stepResigned(in)
+		return
+	}
+	if in.higher || b.yielding {
+		if in.From == b.lead && in.Term == b.term {
+			b.elapsed = 0 // the common case: a heartbeat
+			return
+		}
+		b.becomeFollower(in.Term, in.From, "coordinator")
+		return
+	}
+	// A lower-ranked leader while this node is alive: bully it. The claim
+	// will be above in.Term.
+	b.adopt(in.Term)
+	if b.role != RoleCandidate {
+		b.campaign(wire.ReasonPreempt, 0)
+	}
+}
+
+// stepResigned: the leader of in.Term steps down. The member ranked next
+// below it runs at once; the others wait their stagger, by which time its
+// COORDINATOR is normally there.
+func (b *Core) stepResigned(in *inbound) {
+	if b.role == RoleCandidate {
+		b.adopt(in.Term)
+		return
+	}
+	if in.Term == b.term && b.lead != 0 && b.lead != in.From {
+		return // not our leader; ours is fine
+	}
+	b.becomeFollower(in.Term, 0, "leader_resigned")
+	b.suspect = in.From
+	b.timeout = b.stagger(in.From)
+	if b.timeout == 0 {
+		b.leaderLost(wire.ReasonLeaderResigned)
+	}
+}
+
+// adopt moves a follower or candidate to a newer term whose leader it does
+// not know (yet).
+func (b *Core) adopt(t uint64) {
+	if t <= b.term {
+		return
+	}
+	if b.role == RoleLeader {
+		panic("bully: leader adopting a term without a transition")
+	}
+	b.setTerm(t)
+	if b.lead != 0 {
+		b.lead = 0
+		b.announce("newer_term")
+	}
+}
+
+// StepDatagram rejects foreign-protocol traffic: bully speaks none.
+func (b *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+
+// ---- operations --------------------------------------------------------------
+
+// Resign makes the leader step down: it tells the followers at once (a
+// heartbeat flagged "resign"), and they elect somebody else right away.
+// This node does not take part in that election and follows its winner even
+// if it outranks it; it competes again in later elections. If nobody takes
+// over within the leader timeout (this node is alone), it starts an
+// election of its own.
+func (b *Core) Resign() error {
+	if b.role != RoleLeader {
+		return ErrNotLeader
+	}
+	b.broadcast(wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority, Flags: wire.HeartbeatResign})
+	b.becomeFollower(b.term, 0, "resigned")
+	b.yielding = true
+	b.timeout = b.cfg.LeaderTimeoutTicks
+	return nil
+}
+
+// answers reports whether this node answers the ELECTION in. A yielding node
+// keeps quiet when nobody leads (the election is to replace it) or when the
+// candidate outranks its leader (bully lets the candidate win); otherwise
+// the candidate is told that a higher-ranked member is alive.
+func (b *Core) answers(in *inbound) bool {
+	if !b.yielding {
+		return true
+	}
+	return b.lead != 0 && b.pos[b.lead] > b.pos[in.From]
+}
+
+// Leader returns the leader this node knows (0 if none) and the term.
+func (b *Core) Leader() (id uint32, term uint64) { return b.lead, b.term }
+
+// Role returns this node's role.
+func (b *Core) Role() Role { return b.role }
+
+// Term returns the highest term this node has seen.
+func (b *Core) Term() uint64 { return b.term }
+
+// ---- output ------------------------------------------------------------------
+
+// Ready drains what the core wants done since the last call. State is set
+// whenever the term moved; the driver must persist it before sending the
+// messages, which may carry the new term.
+func (b *Core) Ready() core.Ready {
+	rd := core.Ready{Messages: b.msgs, Events: b.events}
+	if b.dirty {
+		rd.State = appendState(nil, b.term)
+		b.dirty = false
+	}
+	b.msgs, b.events = nil, nil
+	return rd
+}
+
+type appender interface {
+	AppendBinary([]byte) ([]byte, error)
+}
+
+func (b *Core) send(to uint32, k wire.Kind, p appender) {
+	payload, err := p.AppendBinary(nil)
+	if err != nil {
+		panic("bully: encoding " + k.String() + ": " + err.Error()) // fixed-size payloads cannot fail
+	}
+	b.msgs = append(b.msgs, core.Message{To: to, Kind: k, Term: b.term, Payload: payload})
+	if to == core.Broadcast {
+		b.counts.sent[kindIndex(k)] += uint64(len(b.ranked) - 1)
+	} else {
+		b.counts.sent[kindIndex(k)]++
+	}
+}
+
+func (b *Core) broadcast(k wire.Kind, p appender) {
+	if len(b.ranked) > 1 {
+		b.send(core.Broadcast, k, p)
+	}
+}
+
+func (b *Core) emit(name, msg string, args ...any) {
+	b.events = append(b.events, core.Event{Name: name, Msg: msg, Args: args})
+}
+
+// announce reports leader changes (see the Event* constants) after every
+// transition.
+func (b *Core) announce(reason string) {
+	a := &b.announced
+	switch {
+	case b.lead == 0 && a.lead != 0:
+		b.emit(EventLeaderLost, "lost the leader", "leader", a.lead, "term", a.term, "reason", reason)
+		a.lead, a.since = 0, b.now
+	case b.lead != 0 && (b.lead != a.lead || b.term != a.term):
+		b.emit(EventLeaderElected, "leader known", "leader", b.lead, "term", b.term)
+		if a.last != 0 && a.last != b.lead {
+			b.emit(EventLeaderChanged, "leader changed", "leader", b.lead, "term", b.term, "previous", a.last)
+		}
+		if b.lead != a.lead {
+			a.since = b.now
+		}
+		a.lead, a.last = b.lead, b.lead
+	}
+	a.term = b.term
+}

@@ -1,0 +1,121 @@
+// Package bully is the bully leader election (Garcia-Molina) as a sans-IO
+// core, with terms so that a leader's authority can be checked and fenced.
+// electd runs it on its own; timed (the Berkeley master) and mutexd (who
+// regenerates a lost token) embed it.
+//
+// # Use
+//
+// Build a core from the member list and the state the previous run
+// persisted, then drive it like any core.Core:
+//
+//	term, err := bully.Restore(disk) // disk: the last Ready.State, nil at first start
+//	cfg := bully.DefaultLANConfig()
+//	cfg.ID, cfg.Members, cfg.PersistedTerm = 3, members, term
+//	cfg.Rand = rand.New(rand.NewPCG(seed1, seed2))
+//	b, err := bully.New(cfg) // starts an election at once
+//	for {
+//		// Step every received election frame (bully.Handles(kind)),
+//		// Tick every 10 ms, and after each:
+//		rd := b.Ready()
+//		// 1. persist rd.State (atomically) if non-nil, 2. send rd.Messages,
+//		// 3. log rd.Events.
+//	}
+//
+// b.Leader() says who leads and in which term; b.Resign() makes the leader
+// step down; b.View() is the status.
+//
+// # The algorithm
+//
+// Members are ranked by (Priority, ID), higher wins. The member ranked
+// highest among the live ones must lead:
+//
+//   - A node that starts, or whose leader falls silent for the leader
+//     timeout, sends ELECTION to every member ranked above it and waits
+//     AnswerTimeoutTicks.
+//   - A member that gets an ELECTION from below answers it (ANSWER, the
+//     notes' OK). A candidate that gets an ANSWER stops and waits for the
+//     COORDINATOR; if none comes within CoordinatorTimeoutTicks it starts
+//     over.
+//   - A candidate that hears no ANSWER declares itself: it claims a new term
+//     and broadcasts COORDINATOR, then a leader heartbeat every
+//     HeartbeatTicks.
+//   - A node that hears a leader ranked below itself bullies it: it starts
+//     an election, which it (or a member above it) wins.
+//
+// Two changes keep messages low. The member just below the leader times out
+// first (Config.StaggerTicks), asks nobody (the only member above it is the
+// dead leader) and claims at once: the notes' best case, no ELECTION and
+// N-2 COORDINATOR deliveries, is the usual failover. And a follower that
+// answers an ELECTION does not start its own, as the notes' version does:
+// it either has a live leader (which the candidate asked too, and which
+// answers with a COORDINATOR) or is already waiting for the outcome of an
+// election run above it; its own timers cover the case where that fails.
+// The worst case, every member starting at once, costs the notes'
+// (N-1)+(N-2)+...+1 ELECTIONs and as many ANSWERs, plus N-1 COORDINATOR
+// deliveries.
+//
+// # Terms
+//
+// Every message carries the sender's term (in the frame header). A node's
+// term is the highest it has seen; it never goes down, and it is written to
+// Ready.State, which the driver persists before sending the messages that
+// carry it, so a restart never goes back. A term is created only by a claim:
+// an election that ends up finding the sitting leader alive (a false
+// suspicion) changes nobody's term.
+//
+// Terms are owned (see TermOwner): the low 32 bits of a term name the only
+// member that may lead it. A node claims the smallest term above every term
+// it has seen that it owns, and rejects a COORDINATOR or heartbeat from any
+// member but the term's owner (ErrForgedClaim).
+//
+// Messages of an older term are not acted upon, but their sender is behind
+// and is told: the leader answers any of them with a COORDINATOR of its
+// current term, and any member answers a stale ELECTION with an ANSWER. A
+// deposed leader that comes back (after a pause or a partition) thus learns
+// the current term; it steps down if the current leader outranks it, and
+// otherwise takes over by the bully rule, in a term above the current one.
+//
+// # Safety: at most one leader per term
+//
+// A node leads term T only if it claimed T, and it claims only terms it owns
+// (low bits = its ID), so no other node can lead T. It never claims T twice:
+// it claims above every term it has seen, and its term is persisted before
+// the COORDINATOR leaves, so after a crash it restarts at T or above. A
+// node accepts a leader for T only from T's owner. This holds whatever the
+// network does (loss, duplication, reordering, partitions) and whatever the
+// timeouts are: it is an invariant of the term arithmetic, not of timing.
+// The simulation tests check it over hundreds of random schedules.
+//
+// # What it cannot guarantee
+//
+// Bully decides "dead" by timeouts, which a partition or a long pause cannot
+// tell from a crash. Each side of a partition elects its own leader, in
+// different terms: two nodes may each believe they lead at the same real
+// instant (split brain). Terms are what makes this safe to build on: a
+// resource that remembers the highest term it has seen and refuses requests
+// stamped with a lower one (a fence) accepts only the newest leader. When
+// the partition heals, the leaders hear each other and the highest-ranked
+// live member ends up leading, in a term above both, with every live member
+// following it.
+//
+// Likewise the highest-ranked live member is the leader only once messages
+// get through: a member whose ELECTIONs are all lost claims leadership
+// although a higher-ranked one is alive, and is bullied out when the latter
+// hears it.
+//
+// # Resigning
+//
+// Resign makes the leader send a last heartbeat flagged "resign" and step
+// down. The member ranked next below it takes over at once. The resigner
+// yields: it follows the new leader even if it outranks it, and keeps quiet
+// to ELECTIONs that would otherwise stop a member ranked above that leader
+// from winning. It competes normally again once its leader fails, or if
+// nobody took over within the leader timeout (it was alone).
+//
+// # Events
+//
+// election_started, elected and demoted describe this node; leader_elected,
+// leader_changed and leader_lost describe the leader it knows. Their Args
+// are ("leader", uint32, "term", uint64) plus "reason" or "previous" where it
+// applies; see the Event* constants.
+package bully

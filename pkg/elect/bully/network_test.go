@@ -1,0 +1,255 @@
+package bully
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// network is a minimal synchronous cluster for unit tests: messages are
+// delivered in FIFO order with no delay, ticks are applied to every live
+// node in ID order, and durable state is kept per node exactly as a driver
+// would (persisted before the messages of the same Ready go out). The
+// randomized tests over delays, loss and partitions live in sim_test.go.
+type network struct {
+	t       *testing.T
+	members []Member
+	cfg     func(id uint32) Config
+	nodes   map[uint32]*Core
+	order   []uint32
+	state   map[uint32][]byte
+	down    map[uint32]bool
+	cut     map[[2]uint32]bool // directed links that drop everything
+	loss    float64            // probability that a message is dropped
+	rnd     *rand.Rand         // draws the losses
+	queue   []core.Message
+	now     time.Time
+
+	delivered map[wire.Kind]int // messages that reached a live node
+	events    []nodeEvent
+	claims    map[uint64]uint32 // term -> the node that reported itself elected
+	maxTerm   map[uint32]uint64 // highest term each node ever had, across restarts
+}
+
+type nodeEvent struct {
+	node uint32
+	core.Event
+}
+
+func (e nodeEvent) String() string { return fmt.Sprintf("%d:%s%v", e.node, e.Name, e.Args) }
+
+// newNetwork builds a cluster of members; mod (may be nil) adjusts each
+// node's config.
+func newNetwork(t *testing.T, members []Member, mod func(*Config)) *network {
+	t.Helper()
+	n := &network{
+		t:         t,
+		members:   members,
+		nodes:     make(map[uint32]*Core),
+		state:     make(map[uint32][]byte),
+		down:      make(map[uint32]bool),
+		cut:       make(map[[2]uint32]bool),
+		delivered: make(map[wire.Kind]int),
+		claims:    make(map[uint64]uint32),
+		maxTerm:   make(map[uint32]uint64),
+		now:       time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	n.cfg = func(id uint32) Config {
+		c := DefaultLANConfig()
+		c.ID = id
+		c.Members = members
+		c.Rand = rand.New(rand.NewPCG(uint64(id), 1))
+		if mod != nil {
+			mod(&c)
+		}
+		return c
+	}
+	for _, m := range members {
+		n.order = append(n.order, m.ID)
+		n.start(m.ID)
+	}
+	return n
+}
+
+func ids(n int) []Member {
+	ms := make([]Member, n)
+	for i := range ms {
+		ms[i] = Member{ID: uint32(i + 1)}
+	}
+	return ms
+}
+
+func (n *network) start(id uint32) {
+	n.t.Helper()
+	term, err := Restore(n.state[id])
+	if err != nil {
+		n.t.Fatalf("node %d: restore: %v", id, err)
+	}
+	c := n.cfg(id)
+	c.PersistedTerm = term
+	b, err := New(c)
+	if err != nil {
+		n.t.Fatalf("node %d: %v", id, err)
+	}
+	n.nodes[id] = b
+	n.down[id] = false
+	n.drain(id)
+}
+
+func (n *network) crash(id uint32) {
+	n.down[id] = true
+	n.nodes[id] = nil
+}
+
+// drain applies one node's Ready: persist, enqueue, record events.
+func (n *network) drain(id uint32) {
+	n.t.Helper()
+	if tm := n.nodes[id].Term(); tm < n.maxTerm[id] {
+		n.t.Fatalf("node %d: term went back %d -> %d", id, n.maxTerm[id], tm)
+	} else {
+		n.maxTerm[id] = tm
+	}
+	rd := n.nodes[id].Ready()
+	if rd.State != nil {
+		old, _ := Restore(n.state[id])
+		nt, err := Restore(rd.State)
+		if err != nil {
+			n.t.Fatalf("node %d wrote bad state: %v", id, err)
+		}
+		if nt < old {
+			n.t.Fatalf("node %d: persisted term went back %d -> %d", id, old, nt)
+		}
+		n.state[id] = rd.State
+	}
+	for _, m := range rd.Messages {
+		if m.Term > n.persisted(id) {
+			n.t.Fatalf("node %d sends term %d before persisting it (persisted %d)", id, m.Term, n.persisted(id))
+		}
+		m.From = id
+		if m.To == core.Broadcast {
+			for _, to := range n.order {
+				if to != id {
+					mm := m
+					mm.To = to
+					n.queue = append(n.queue, mm)
+				}
+			}
+			continue
+		}
+		n.queue = append(n.queue, m)
+	}
+	for _, e := range rd.Events {
+		n.events = append(n.events, nodeEvent{id, e})
+		if e.Name == EventElected || (e.Name == EventLeaderElected && argU32(e, "leader") == id) {
+			term := argU64(e, "term")
+			if prev, ok := n.claims[term]; ok && prev != id {
+				n.t.Fatalf("two leaders in term %d: %d and %d", term, prev, id)
+			}
+			n.claims[term] = id
+		}
+	}
+}
+
+func (n *network) persisted(id uint32) uint64 {
+	t, _ := Restore(n.state[id])
+	return t
+}
+
+// deliver runs the queue until it is empty.
+func (n *network) deliver() {
+	n.t.Helper()
+	for steps := 0; len(n.queue) > 0; steps++ {
+		if steps > 100000 {
+			n.t.Fatal("message storm: queue never drains")
+		}
+		m := n.queue[0]
+		n.queue = n.queue[1:]
+		if n.down[m.To] || n.cut[[2]uint32{m.From, m.To}] {
+			continue
+		}
+		if n.loss > 0 && n.rnd.Float64() < n.loss {
+			continue
+		}
+		n.delivered[m.Kind]++
+		m.Time = n.now
+		if err := n.nodes[m.To].Step(m); err != nil {
+			n.t.Fatalf("node %d rejected %v from %d: %v", m.To, m.Kind, m.From, err)
+		}
+		n.drain(m.To)
+	}
+}
+
+// tick advances every live node by k ticks, delivering after each.
+func (n *network) tick(k int) {
+	n.t.Helper()
+	for range k {
+		n.now = n.now.Add(10 * time.Millisecond)
+		for _, id := range n.order {
+			if !n.down[id] {
+				n.nodes[id].Tick(n.now)
+				n.drain(id)
+			}
+		}
+		n.deliver()
+	}
+}
+
+// stable asserts that every live node follows leader in one term.
+func (n *network) stable(leader uint32) uint64 {
+	n.t.Helper()
+	var term uint64
+	for _, id := range n.order {
+		if n.down[id] {
+			continue
+		}
+		b := n.nodes[id]
+		l, tm := b.Leader()
+		if l != leader {
+			n.t.Fatalf("node %d: leader %d (role %v, term %d), want %d\nevents: %v", id, l, b.Role(), tm, leader, n.events)
+		}
+		if term == 0 {
+			term = tm
+		} else if tm != term {
+			n.t.Fatalf("node %d in term %d, others in %d", id, tm, term)
+		}
+		wantRole := RoleFollower
+		if id == leader {
+			wantRole = RoleLeader
+		}
+		if b.Role() != wantRole {
+			n.t.Fatalf("node %d: role %v, want %v", id, b.Role(), wantRole)
+		}
+	}
+	if TermOwner(term) != leader {
+		n.t.Fatalf("term %d is owned by %d, not by leader %d", term, TermOwner(term), leader)
+	}
+	return term
+}
+
+func (n *network) resetCounts() { n.delivered = make(map[wire.Kind]int) }
+
+func (n *network) eventsNamed(name string) []nodeEvent {
+	var out []nodeEvent
+	for _, e := range n.events {
+		if e.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func arg(e core.Event, key string) any {
+	for i := 0; i+1 < len(e.Args); i += 2 {
+		if e.Args[i] == key {
+			return e.Args[i+1]
+		}
+	}
+	return nil
+}
+
+func argU32(e core.Event, key string) uint32 { v, _ := arg(e, key).(uint32); return v }
+func argU64(e core.Event, key string) uint64 { v, _ := arg(e, key).(uint64); return v }

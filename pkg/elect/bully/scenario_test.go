@@ -1,0 +1,184 @@
+package bully
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/scenarios")
+
+// TestScenarios replays the scripts in testdata/scenarios on the synchronous
+// test network and compares what happens with the output recorded in the
+// file, like etcd-io/raft's interaction tests. A script is a sequence of
+// commands ("> cmd args"), each followed by its expected output; lines
+// starting with # are comments. After a deliberate change of behaviour,
+// regenerate the files with
+//
+//	go test ./pkg/elect/bully -run TestScenarios -rewrite
+//
+// and read the diff: it is the change, in protocol terms.
+//
+// Commands:
+//
+//	cluster N [priorities]   N members with IDs 1..N (comma-separated priorities)
+//	tick K                   K ticks of every live node, delivering after each
+//	crash ID | restart ID    stop a node (its state survives) / start it again
+//	isolate ID               cut every link to and from ID
+//	cut A B                  cut the links between A and B, both ways
+//	heal                     restore every link
+//	resign ID                the leader steps down
+//	status                   every live node's role, leader and term
+//	counts                   messages delivered by kind since the last counts
+//
+// Each command prints the events it caused, one per line.
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := runScenario(t, string(want))
+			if *rewrite {
+				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got != string(want) {
+				t.Errorf("%s differs (rerun with -rewrite and read the diff):\n%s", file, lineDiff(string(want), got))
+			}
+		})
+	}
+}
+
+// runScenario executes the commands of script and returns the script with
+// each command's output regenerated.
+func runScenario(t *testing.T, script string) string {
+	var out bytes.Buffer
+	var n *network
+	seen := 0 // events already printed
+	for _, line := range strings.Split(script, "\n") {
+		if strings.HasPrefix(line, "#") {
+			out.WriteString(line + "\n")
+			continue
+		}
+		if !strings.HasPrefix(line, "> ") {
+			continue // blank, or the old output: regenerated below
+		}
+		out.WriteString(line + "\n")
+		f := strings.Fields(strings.TrimPrefix(line, "> "))
+		arg := func(i int) uint32 {
+			if len(f) <= i {
+				t.Fatalf("%q: missing argument %d", line, i)
+			}
+			v, err := strconv.ParseUint(f[i], 10, 32)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return uint32(v)
+		}
+		if f[0] != "cluster" && n == nil {
+			t.Fatalf("%q before cluster", line)
+		}
+		switch f[0] {
+		case "cluster":
+			ms := ids(int(arg(1)))
+			if len(f) > 2 {
+				for i, p := range strings.Split(f[2], ",") {
+					v, err := strconv.ParseUint(p, 10, 32)
+					if err != nil || i >= len(ms) {
+						t.Fatalf("%q: bad priorities", line)
+					}
+					ms[i].Priority = uint32(v)
+				}
+			}
+			n = newNetwork(t, ms, nil)
+			n.deliver()
+		case "tick":
+			n.tick(int(arg(1)))
+		case "crash":
+			n.crash(arg(1))
+		case "restart":
+			n.start(arg(1))
+			n.deliver()
+		case "isolate":
+			n.isolate(arg(1), true)
+		case "cut":
+			a, b := arg(1), arg(2)
+			n.cut[[2]uint32{a, b}], n.cut[[2]uint32{b, a}] = true, true
+		case "heal":
+			clear(n.cut)
+		case "resign":
+			if err := n.nodes[arg(1)].Resign(); err != nil {
+				fmt.Fprintf(&out, "error: %v\n", err)
+			}
+			n.drain(arg(1))
+			n.deliver()
+		case "status":
+			for _, id := range n.order {
+				if n.down[id] {
+					fmt.Fprintf(&out, "%d down\n", id)
+					continue
+				}
+				v := n.nodes[id].View()
+				fmt.Fprintf(&out, "%d %-9v leader=%d term=%d (round %d)", id, v.Role, v.Leader, v.Term, v.Round)
+				if v.Yielding {
+					out.WriteString(" yielding")
+				}
+				out.WriteString("\n")
+			}
+		case "counts":
+			for _, k := range []wire.Kind{wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat} {
+				fmt.Fprintf(&out, "%s=%d ", k, n.delivered[k])
+			}
+			out.Truncate(out.Len() - 1)
+			out.WriteString("\n")
+			n.resetCounts()
+		default:
+			t.Fatalf("unknown command %q", line)
+		}
+		for _, e := range n.events[seen:] {
+			fmt.Fprintf(&out, "%d %s", e.node, e.Name)
+			for i := 0; i+1 < len(e.Args); i += 2 {
+				fmt.Fprintf(&out, " %v=%v", e.Args[i], e.Args[i+1])
+			}
+			out.WriteString("\n")
+		}
+		seen = len(n.events)
+		out.WriteString("\n")
+	}
+	return out.String()
+}
+
+// lineDiff shows the first differing lines of two texts.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(w), len(g)) {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			lo := max(0, i-3)
+			return fmt.Sprintf("line %d:\n  want: %q\n  got:  %q\ncontext (got):\n%s", i+1, wl, gl,
+				strings.Join(g[lo:min(len(g), i+4)], "\n"))
+		}
+	}
+	return "(identical?)"
+}
