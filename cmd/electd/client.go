@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/pkg/elect/bully"
+)
+
+func conflict(err error, v leaderView) error {
+	if errors.Is(err, bully.ErrNotLeader) {
+		if v.Leader != 0 {
+			return ctl.Conflict(fmt.Sprintf("this node is not the leader (node %d is): run resign on the leader", v.Leader))
+		}
+		return ctl.Conflict("this node is not the leader (no leader is known: an election is in progress)")
+	}
+	return err
+}
+
+func leaderCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "leader",
+		Usage: "print the current leader (exit 1 if none is known)",
+		Flags: []cli.Flag{app.ControlFlag(name), app.JSONFlag},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return app.Usagef("leader takes no arguments")
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 5*time.Second)
+			defer cancel()
+			var v leaderView
+			if err := app.Client(c).Get(ctx, "/v1/leader", &v); err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				b, _ := json.Marshal(v)
+				fmt.Fprintln(c.App.Writer, string(b))
+			} else if v.Leader != 0 {
+				self := ""
+				if v.Self {
+					self = " (this node)"
+				}
+				fmt.Fprintf(c.App.Writer, "leader %d%s at %s, term %d (round %d), since %s\n",
+					v.Leader, self, v.Address, v.Term, v.Round, v.Since.Format(time.RFC3339Nano))
+			}
+			if v.Leader == 0 {
+				return app.ExitError{Code: 1, Msg: "no leader known: an election is in progress or this node is cut off"}
+			}
+			return nil
+		},
+	}
+}
+
+func resignCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "resign",
+		Usage: "make this node, if it leads, step down (another member takes over at once)",
+		Flags: []cli.Flag{app.ControlFlag(name)},
+		Action: func(c *cli.Context) error {
+			ctx, cancel := context.WithTimeout(c.Context, 5*time.Second)
+			defer cancel()
+			var v leaderView
+			if err := app.Client(c).Post(ctx, "/v1/resign", struct{}{}, &v); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "resigned leadership of term %d; a new leader is being elected\n", v.Term)
+			return nil
+		},
+	}
+}
+
+// leadershipEvents are the events `electd watch` shows.
+var leadershipEvents = map[string]bool{
+	bully.EventElected:         true,
+	bully.EventDemoted:         true,
+	bully.EventLeaderElected:   true,
+	bully.EventLeaderLost:      true,
+	bully.EventElectionStarted: true,
+}
+
+func watchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "watch",
+		Usage: "print every leadership change as it happens, until interrupted",
+		Flags: []cli.Flag{app.ControlFlag(name), app.JSONFlag},
+		Action: func(c *cli.Context) error {
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			// The current leader first, so a watcher starts from a known state.
+			var v leaderView
+			if err := app.Client(c).Get(ctx, "/v1/leader", &v); err != nil {
+				return err
+			}
+			w := c.App.Writer
+			if c.Bool("json") {
+				b, _ := json.Marshal(map[string]any{"event": "current", "attrs": v})
+				fmt.Fprintln(w, string(b))
+			} else {
+				fmt.Fprintf(w, "%s current leader %d, term %d\n", time.Now().Format(time.RFC3339Nano), v.Leader, v.Term)
+			}
+			err := app.Client(c).Stream(ctx, "/v1/events", func(raw json.RawMessage) error {
+				var e daemon.EventRecord
+				dec := json.NewDecoder(bytes.NewReader(raw))
+				dec.UseNumber() // terms are 64-bit: keep every digit
+				if err := dec.Decode(&e); err != nil {
+					return err
+				}
+				if !leadershipEvents[e.Name] {
+					return nil
+				}
+				if c.Bool("json") {
+					fmt.Fprintln(w, string(raw))
+				} else {
+					printEvent(w, e)
+				}
+				return nil
+			})
+			if ctx.Err() != nil {
+				return nil // interrupted: the normal end
+			}
+			if err == nil {
+				return errors.New("the daemon closed the event stream (stopping?)")
+			}
+			return err
+		},
+	}
+}
+
+func printEvent(w io.Writer, e daemon.EventRecord) {
+	lost := ""
+	if e.Lost > 0 {
+		lost = fmt.Sprintf(" (%d earlier events lost: reading too slowly)", e.Lost)
+	}
+	fmt.Fprintf(w, "%s %s leader=%v term=%v%s\n", e.Time.Format(time.RFC3339Nano), e.Name, e.Attrs["leader"], e.Attrs["term"], lost)
+}
+
+func renderStatus(w io.Writer, raw []byte, now time.Time) error {
+	var st bully.Status
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return fmt.Errorf("unexpected election status: %w", err)
+	}
+	leader := "none known"
+	if st.Leader != 0 {
+		leader = fmt.Sprintf("%d", st.Leader)
+		if st.Leader == st.ID {
+			leader += " (this node)"
+		}
+		if !st.LeaderSince.IsZero() {
+			leader += fmt.Sprintf(", for %s", now.Sub(st.LeaderSince).Round(time.Millisecond))
+		}
+	}
+	fmt.Fprintf(w, "Role     : %s\nTerm     : %d (round %d, claimed by %d)\nLeader   : %s\n", st.Role, st.Term, st.Round, bully.TermOwner(st.Term), leader)
+	fmt.Fprintf(w, "Elections: %d started, %d terms claimed, %d leader timeouts, %d stale messages\n\n",
+		st.ElectionsStarted, st.TermsClaimed, st.LeaderTimeouts, st.StaleMessages)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPriority\tLast heard")
+	for _, m := range st.Members {
+		heard := "-"
+		switch {
+		case m.Self:
+			heard = "(self)"
+		case !m.LastHeard.IsZero():
+			heard = now.Sub(m.LastHeard).Round(time.Millisecond).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\n", m.ID, m.Priority, heard)
+	}
+	return tw.Flush()
+}

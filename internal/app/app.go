@@ -1,0 +1,281 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/internal/transport"
+)
+
+// Version is the synclab release, set at link time with
+// -ldflags "-X github.com/synclab/synclab/internal/app.Version=...".
+var Version = "0.1.0-dev"
+
+// Spec is what a binary adds to the common skeleton.
+type Spec struct {
+	Name        string // "timed"
+	Usage       string // one line
+	Description string // a paragraph for --help
+	// RunFlags are the binary's own `run` flags.
+	RunFlags []cli.Flag
+	// Build finishes cfg from the binary's flags (the clock, hooks...) and
+	// returns the core to run.
+	Build func(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error)
+	// Attach registers the binary's control-API routes on the daemon.
+	Attach func(c *cli.Context, d *daemon.Daemon) error
+	// Commands are the binary's own client commands.
+	Commands []*cli.Command
+	// RenderCore prints the core's part of `status` for humans; nil prints
+	// it as indented JSON. now is the daemon clock's reading at the time of
+	// the status (cores report times on that clock).
+	RenderCore func(w io.Writer, core []byte, now time.Time) error
+}
+
+// UsageError marks a mistake in how the command was called: exit code 2.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// Usagef builds a UsageError.
+func Usagef(format string, args ...any) error { return UsageError{fmt.Errorf(format, args...)} }
+
+// ExitError carries a specific exit code (e.g. `mutexd lock` passing on its
+// child's status); Msg, when set, is printed.
+type ExitError struct {
+	Code int
+	Msg  string
+}
+
+func (e ExitError) Error() string { return e.Msg }
+
+// New builds the binary's app.
+func New(spec Spec) *cli.App {
+	a := &cli.App{
+		Name:                 spec.Name,
+		Usage:                spec.Usage,
+		Description:          spec.Description,
+		Version:              Version,
+		EnableBashCompletion: true,
+		HideHelpCommand:      true,
+		Commands: append([]*cli.Command{
+			runCommand(spec),
+			statusCommand(spec),
+		}, spec.Commands...),
+		OnUsageError: onUsageError,
+		// Main decides exit codes; urfave must not exit on its own.
+		ExitErrHandler: func(*cli.Context, error) {},
+		CommandNotFound: func(c *cli.Context, cmd string) {
+			fmt.Fprintf(c.App.ErrWriter, "%s: unknown command %q (see %s --help)\n", c.App.Name, cmd, c.App.Name)
+			cli.OsExiter(2)
+		},
+	}
+	for _, cmd := range a.Commands {
+		setUsageError(cmd)
+	}
+	return a
+}
+
+func setUsageError(cmd *cli.Command) {
+	if cmd.OnUsageError == nil {
+		cmd.OnUsageError = onUsageError
+	}
+	for _, sub := range cmd.Subcommands {
+		setUsageError(sub)
+	}
+}
+
+func onUsageError(_ *cli.Context, err error, _ bool) error { return UsageError{err} }
+
+// Main runs the app and exits with the synclab convention: 0 success,
+// 1 failure, 2 usage error, or an ExitError's own code.
+func Main(a *cli.App) {
+	os.Exit(Run(a, os.Args, os.Stderr))
+}
+
+// Run is Main without the exit, for tests.
+func Run(a *cli.App, args []string, stderr io.Writer) int {
+	err := a.Run(args)
+	if err == nil {
+		return 0
+	}
+	var ee ExitError
+	if errors.As(err, &ee) {
+		if ee.Msg != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", a.Name, ee.Msg)
+		}
+		return ee.Code
+	}
+	var ue UsageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "%s: %v\n(see %s --help)\n", a.Name, err, a.Name)
+		return 2
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", a.Name, err)
+	return 1
+}
+
+// EnvVar is the environment variable that also sets flag name of binary
+// prog: EnvVar("timed", "sim-offset") = "TIMED_SIM_OFFSET".
+func EnvVar(prog, flag string) string {
+	return strings.ToUpper(strings.ReplaceAll(prog+"_"+flag, "-", "_"))
+}
+
+// Env returns the one-element EnvVars list of a flag.
+func Env(prog, flag string) []string { return []string{EnvVar(prog, flag)} }
+
+func commonRunFlags(name string) []cli.Flag {
+	env := func(flag string) []string { return Env(name, flag) }
+	return []cli.Flag{
+		&cli.UintFlag{Name: "id", EnvVars: env("id"), Usage: "this node's member ID (> 0; required)"},
+		&cli.StringFlag{Name: "members", EnvVars: env("members"), Usage: "static member list `ID=HOST:PORT,...`, the same on every node; this node's entry is its listen address"},
+		&cli.StringFlag{Name: "cluster", EnvVars: env("cluster"), Value: "synclab", Usage: "cluster `NAME`; frames of other clusters are dropped"},
+		&cli.StringFlag{Name: "key-file", EnvVars: env("key-file"), Usage: "shared HMAC key file (`PATH`); when set, frames without a valid MAC are dropped"},
+		&cli.StringFlag{Name: "control", EnvVars: env("control"), Value: "/run/" + name + "/control.sock", Usage: "control socket `PATH`"},
+		&cli.StringFlag{Name: "control-group", EnvVars: env("control-group"), Usage: "`GROUP` allowed to use the control socket besides root"},
+		&cli.StringFlag{Name: "state-dir", EnvVars: env("state-dir"), Value: "/var/lib/" + name, Usage: "durable state `DIR`"},
+		&cli.StringFlag{Name: "log-level", EnvVars: env("log-level"), Value: "info", Usage: "debug, info, warn or error"},
+		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Value: "text", Usage: "text or json"},
+		&cli.StringFlag{Name: "metrics", EnvVars: env("metrics"), Usage: "serve Prometheus metrics on `ADDR` (e.g. 127.0.0.1:9177)"},
+		&cli.StringFlag{Name: "multicast", EnvVars: env("multicast"), Usage: "send broadcasts to multicast `GROUP:PORT` (e.g. 239.77.0.1:7199)"},
+		&cli.StringFlag{Name: "interface", EnvVars: env("interface"), Usage: "network `IF` for --multicast (e.g. eth0, lo)"},
+		&cli.IntFlag{Name: "multicast-ttl", EnvVars: env("multicast-ttl"), Value: 1, Usage: "multicast TTL (0 keeps datagrams on this host)"},
+		&cli.DurationFlag{Name: "tick", EnvVars: env("tick"), Value: 10 * time.Millisecond, Usage: "core tick length; protocol timeouts count ticks"},
+		&cli.Uint64Flag{Name: "seed", EnvVars: env("seed"), Usage: "seed the protocol's randomness (0: random); for reproducible experiments"},
+	}
+}
+
+func runCommand(spec Spec) *cli.Command {
+	return &cli.Command{
+		Name:   "run",
+		Usage:  "run the " + spec.Name + " daemon",
+		Flags:  append(commonRunFlags(spec.Name), spec.RunFlags...),
+		Action: func(c *cli.Context) error { return run(c, spec) },
+	}
+}
+
+func run(c *cli.Context, spec Spec) error {
+	if c.NArg() > 0 {
+		return Usagef("run takes no arguments (got %q)", c.Args().Slice())
+	}
+	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"), c.String("log-format"))
+	if err != nil {
+		return err
+	}
+	cfg, err := commonConfig(c, spec.Name)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = logger
+	cfg.Version = Version
+	newCore, err := spec.Build(c, &cfg)
+	if err != nil {
+		return err
+	}
+	d, err := daemon.New(cfg, newCore)
+	if err != nil {
+		return err
+	}
+	if spec.Attach != nil {
+		if err := spec.Attach(c, d); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return d.Run(ctx)
+}
+
+func commonConfig(c *cli.Context, name string) (daemon.Config, error) {
+	cfg := daemon.Config{
+		Name:         name,
+		Cluster:      c.String("cluster"),
+		ControlPath:  c.String("control"),
+		ControlGroup: c.String("control-group"),
+		StateDir:     c.String("state-dir"),
+		MetricsAddr:  c.String("metrics"),
+		TickInterval: c.Duration("tick"),
+		Seed:         c.Uint64("seed"),
+	}
+	// Checked here rather than with urfave's Required, whose error cannot
+	// be told apart from a runtime failure (exit 2, not 1).
+	var missing []string
+	for _, f := range []string{"id", "members"} {
+		if !c.IsSet(f) {
+			missing = append(missing, "--"+f)
+		}
+	}
+	if len(missing) > 0 {
+		return cfg, Usagef("%s required (or %s)", strings.Join(missing, " and "), strings.Join(envsOf(name, missing), " and "))
+	}
+	id := c.Uint("id")
+	if id == 0 || id > 1<<32-1 {
+		return cfg, Usagef("--id %d: want a member ID from 1 to %d", id, uint32(1<<32-1))
+	}
+	cfg.ID = uint32(id)
+	members, err := ParseMembers(c.String("members"))
+	if err != nil {
+		return cfg, UsageError{fmt.Errorf("--members: %w", err)}
+	}
+	if _, ok := members[cfg.ID]; !ok {
+		return cfg, Usagef("--id %d is not in --members: add this node's own entry (its listen address)", cfg.ID)
+	}
+	cfg.Members = members
+	if path := c.String("key-file"); path != "" {
+		if cfg.Keys, err = LoadKeys(path); err != nil {
+			return cfg, err
+		}
+	}
+	if g := c.String("multicast"); g != "" {
+		group, err := ParseMulticast(g)
+		if err != nil {
+			return cfg, UsageError{err}
+		}
+		ifname := c.String("interface")
+		if ifname == "" {
+			return cfg, Usagef("--multicast needs --interface: the interface the group is joined on")
+		}
+		ttl := c.Int("multicast-ttl")
+		if ttl < 0 || ttl > 255 {
+			return cfg, Usagef("--multicast-ttl %d: want 0-255", ttl)
+		}
+		cfg.Multicast = &transport.MulticastConfig{Group: group, Interface: ifname, TTL: ttl, Loopback: true}
+	} else if c.IsSet("interface") {
+		return cfg, Usagef("--interface is only used with --multicast")
+	}
+	return cfg, nil
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, Usagef("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, Usagef("--log-format %q: want text or json", format)
+}
+
+func envsOf(name string, flags []string) []string {
+	var out []string
+	for _, f := range flags {
+		out = append(out, EnvVar(name, strings.TrimPrefix(f, "--")))
+	}
+	return out
+}

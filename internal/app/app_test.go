@@ -1,0 +1,134 @@
+package app
+
+import (
+	"bytes"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/daemon"
+)
+
+func TestParseMembers(t *testing.T) {
+	m, err := ParseMembers("1=127.0.0.1:7100, 2=127.0.0.2:7100\n3=[::1]:7100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint32]string{1: "127.0.0.1:7100", 2: "127.0.0.2:7100", 3: "[::1]:7100"}
+	if len(m) != len(want) {
+		t.Fatalf("got %v", m)
+	}
+	for id, a := range want {
+		if m[id] != netip.MustParseAddrPort(a) {
+			t.Errorf("member %d = %v, want %s", id, m[id], a)
+		}
+	}
+	for _, bad := range []string{"", "1", "0=127.0.0.1:1", "x=127.0.0.1:1", "1=127.0.0.1", "1=127.0.0.1:0",
+		"1=127.0.0.1:70000", "1=127.0.0.1:1,1=127.0.0.2:1", "4294967296=127.0.0.1:1"} {
+		if _, err := ParseMembers(bad); err == nil {
+			t.Errorf("ParseMembers(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseMulticast(t *testing.T) {
+	if g, err := ParseMulticast("239.77.0.1:7199"); err != nil || g.String() != "239.77.0.1:7199" {
+		t.Errorf("got %v, %v", g, err)
+	}
+	for _, bad := range []string{"10.0.0.1:7199", "239.77.0.1", "239.77.0.1:0", "[ff02::1]:7199"} {
+		if _, err := ParseMulticast(bad); err == nil {
+			t.Errorf("ParseMulticast(%q) accepted", bad)
+		}
+	}
+}
+
+func TestLoadKeysRefusesWorldReadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(path, []byte("1 00112233445566778899aabbccddeeff\n"), 0o644)
+	if _, err := LoadKeys(path); err == nil || !strings.Contains(err.Error(), "world-readable") {
+		t.Errorf("world-readable key file: %v", err)
+	}
+	os.Chmod(path, 0o600)
+	keys, err := LoadKeys(path)
+	if err != nil || len(keys) != 1 || keys[0].ID != 1 {
+		t.Errorf("keys %v, %v", keys, err)
+	}
+}
+
+func testApp() *cli.App {
+	return New(Spec{
+		Name: "testd",
+		Build: func(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
+			return nil, Usagef("build reached")
+		},
+	})
+}
+
+func TestExitCodes(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"testd", "--version"}, 0, ""},
+		{[]string{"testd", "run", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"testd", "run"}, 2, "--id and --members required (or TESTD_ID and TESTD_MEMBERS)"},
+		{[]string{"testd", "run", "--id", "3", "--members", "1=127.0.0.1:7000"}, 2, "--id 3 is not in --members"},
+		{[]string{"testd", "run", "--id", "1", "--members", "1=nonsense"}, 2, "--members"},
+		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--multicast", "239.1.1.1:7"}, 2, "--multicast needs --interface"},
+		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--log-level", "loud"}, 2, "--log-level"},
+		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--key-file", "/nonexistent"}, 1, "key file"},
+		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000"}, 2, "build reached"},
+		{[]string{"testd", "status", "--control", "/nonexistent/x.sock"}, 1, "cannot reach the daemon"},
+		{[]string{"testd", "status", "extra"}, 2, "no arguments"},
+	}
+	for _, tc := range cases {
+		var stderr bytes.Buffer
+		a := testApp()
+		a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+		if code := Run(a, tc.args, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.msg) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args[1:], code, stderr.String(), tc.code, tc.msg)
+		}
+	}
+}
+
+func TestEnvironmentVariablesSetFlags(t *testing.T) {
+	t.Setenv("TESTD_ID", "2")
+	t.Setenv("TESTD_MEMBERS", "1=127.0.0.1:7000,2=127.0.0.2:7000")
+	t.Setenv("TESTD_TICK", "20ms")
+	var got daemon.Config
+	a := New(Spec{
+		Name: "testd",
+		Build: func(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
+			got = *cfg
+			return nil, Usagef("stop here")
+		},
+	})
+	var stderr bytes.Buffer
+	a.ErrWriter = &stderr
+	Run(a, []string{"testd", "run"}, &stderr)
+	if got.ID != 2 || len(got.Members) != 2 || got.TickInterval != 20*time.Millisecond {
+		t.Errorf("config from environment: %+v (stderr %s)", got, stderr.String())
+	}
+	if EnvVar("timed", "sim-offset") != "TIMED_SIM_OFFSET" {
+		t.Errorf("EnvVar = %s", EnvVar("timed", "sim-offset"))
+	}
+}
+
+func TestFormatOffset(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                        "+0ns",
+		-87 * time.Microsecond:   "-87.000us",
+		12345678:                 "+12.346ms",
+		-1500 * time.Millisecond: "-1.500000s",
+	} {
+		if got := FormatOffset(d); got != want {
+			t.Errorf("FormatOffset(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -1,0 +1,11 @@
+// Package app is what the three binaries share on the command line: the
+// urfave/cli/v2 app skeleton with the common `run` flags (each also read from
+// an environment variable NAME_FLAG, so a systemd EnvironmentFile configures a
+// host), their translation into a daemon.Config, the `status` client command,
+// and the exit-code convention (0 success, 1 failure, 2 usage error).
+//
+// A binary supplies a Spec: its name, its extra run flags, a Build function
+// that finishes the daemon.Config and returns the core to run, and how to
+// print its status for humans. The CLI is a thin client of the daemon's
+// control API; it never implements protocol logic itself.
+package app

@@ -1,0 +1,180 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/internal/node"
+)
+
+// ControlFlag is the --control flag every client command takes.
+func ControlFlag(name string) cli.Flag {
+	return &cli.StringFlag{
+		Name:    "control",
+		EnvVars: Env(name, "control"),
+		Value:   "/run/" + name + "/control.sock",
+		Usage:   "control socket `PATH` of the daemon to talk to",
+	}
+}
+
+// JSONFlag is the --json flag of client commands.
+var JSONFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}
+
+// Client returns a control client for the daemon the command names.
+func Client(c *cli.Context) *ctl.Client {
+	return ctl.NewClient(c.String("control"), c.App.Name)
+}
+
+func statusCommand(spec Spec) *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "show the running daemon's view",
+		Flags: []cli.Flag{ControlFlag(spec.Name), JSONFlag},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return Usagef("status takes no arguments")
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 10*time.Second)
+			defer cancel()
+			var raw json.RawMessage
+			if err := Client(c).Get(ctx, "/v1/status", &raw); err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return PrintJSON(c.App.Writer, raw)
+			}
+			return renderStatus(c.App.Writer, raw, spec.RenderCore)
+		},
+	}
+}
+
+// PrintJSON writes raw JSON indented, with a final newline.
+func PrintJSON(w io.Writer, raw []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// statusView is daemon.Status with the core left raw for the binary's
+// renderer.
+type statusView struct {
+	daemon.Status
+	Node struct {
+		node.Status
+		Core json.RawMessage `json:"core"`
+	} `json:"node"`
+}
+
+func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, time.Time) error) error {
+	var st statusView
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return fmt.Errorf("unexpected status from the daemon: %w", err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(tw, "Daemon\t: %s %s, node %d of %d, cluster %q, incarnation %d\n",
+		st.Daemon, st.Version, st.ID, len(st.Members), st.Cluster, st.Node.Incarnation)
+	addr := st.Address
+	if st.Multicast != "" {
+		addr += ", multicast " + st.Multicast
+	}
+	auth := "off"
+	if st.Auth {
+		auth = "HMAC-SHA256"
+	}
+	fmt.Fprintf(tw, "Address\t: %s, authentication %s\n", addr, auth)
+	fmt.Fprintf(tw, "Uptime\t: %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
+	fmt.Fprintf(tw, "Clock\t: %s\n", clockLine(st.Status))
+	fmt.Fprintf(tw, "Frames\t: in %d, out %d, dropped %s\n",
+		sum(st.Node.FramesIn), sum(st.Node.FramesOut), reasons(st.Node.Dropped))
+	if len(st.Errors) > 0 {
+		fmt.Fprintf(tw, "Errors\t: %s\n", reasons(st.Errors))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(st.Node.Core) == 0 || string(st.Node.Core) == "null" {
+		return nil
+	}
+	fmt.Fprintln(w)
+	if renderCore != nil {
+		return renderCore(w, st.Node.Core, st.Clock.Now)
+	}
+	return PrintJSON(w, st.Node.Core)
+}
+
+func clockLine(st daemon.Status) string {
+	c := st.Clock
+	parts := []string{c.Kind}
+	if st.TrueOffsetNs != nil {
+		parts = append(parts, "true offset "+FormatOffset(time.Duration(*st.TrueOffsetNs)))
+	}
+	if c.Error != "" {
+		return strings.Join(append(parts, "unreadable: "+c.Error), ", ")
+	}
+	sync := "unsynchronised"
+	if c.Synchronized {
+		sync = "synchronised"
+	}
+	parts = append(parts, sync, fmt.Sprintf("frequency %+.3f ppm", c.FrequencyPPM))
+	if c.MaxErrorNs > 0 {
+		parts = append(parts, "max error "+time.Duration(c.MaxErrorNs).String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// FormatOffset prints a signed duration with a unit a human reads at a
+// glance: +12.345ms, -87us.
+func FormatOffset(d time.Duration) string {
+	sign := "+"
+	if d < 0 {
+		sign, d = "-", -d
+	}
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%s%.6fs", sign, d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%s%.3fms", sign, float64(d)/1e6)
+	case d >= time.Microsecond:
+		return fmt.Sprintf("%s%.3fus", sign, float64(d)/1e3)
+	}
+	return fmt.Sprintf("%s%dns", sign, d.Nanoseconds())
+}
+
+func sum(m map[string]uint64) uint64 {
+	var t uint64
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// reasons renders a counter map as "7 (bad_mac 5, replay 2)".
+func reasons(m map[string]uint64) string {
+	t := sum(m)
+	if t == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+	}
+	return fmt.Sprintf("%d (%s)", t, strings.Join(parts, ", "))
+}

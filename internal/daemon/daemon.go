@@ -1,0 +1,257 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Config is what every daemon needs; each binary fills it from its flags.
+// Zero values take the documented defaults.
+type Config struct {
+	// Name is the daemon's name ("timed", "mutexd", "electd"). It prefixes
+	// hook environment variables (ELECTD_LEADER) and names the daemon in
+	// status and logs. Required.
+	Name string
+	// Version is reported by status.
+	Version string
+	// ID is this node's member ID (> 0). Required.
+	ID uint32
+	// Members maps every member ID to its address; this node's entry is its
+	// listen address (UDP and TCP). Required, identical on every node.
+	Members map[uint32]netip.AddrPort
+	// Cluster names the cluster; frames of other clusters are dropped.
+	// Default "synclab".
+	Cluster string
+	// Keys authenticate frames (HMAC-SHA256); empty: no authentication.
+	Keys []wire.Key
+	// Multicast, when set, carries broadcasts as one multicast datagram.
+	Multicast *transport.MulticastConfig
+	// Stream configures the TCP links to peers (transport defaults).
+	Stream transport.StreamConfig
+
+	// ControlPath is the control socket. Default /run/<Name>/control.sock.
+	ControlPath string
+	// ControlGroup, if set, may use the control socket besides root.
+	ControlGroup string
+	// StateDir holds durable state. Default /var/lib/<Name>.
+	StateDir string
+	// MetricsAddr, if set, serves Prometheus text metrics on /metrics.
+	MetricsAddr string
+
+	// TickInterval is the length of one core tick. Default 10 ms.
+	TickInterval time.Duration
+	// Clock is the node's clock (system or simulated). Required.
+	Clock clock.Clock
+	// ClockName says which clock it is, for status ("system", "sim").
+	ClockName string
+	// Hooks binds event names to shell commands, run in order, one at a
+	// time, off the loop.
+	Hooks map[string][]string
+	// HookTimeout bounds each hook. Default 10 s.
+	HookTimeout time.Duration
+	// HookEnv, if set, adds environment variables to an event's hooks,
+	// computed on the loop from the core's state when the event is emitted
+	// (electd adds ELECTD_ROLE).
+	HookEnv func(c core.Core, e core.Event) []string
+	// Seed seeds the core's randomness; 0 picks a random seed.
+	Seed uint64
+	// Logger receives the daemon's log. Default slog.Default().
+	Logger *slog.Logger
+	// Network opens the node's endpoint. Default transport.Open (real
+	// sockets); tests pass an in-memory network's Open.
+	Network func(transport.Config) (transport.Endpoint, error)
+}
+
+func (c *Config) validate() error {
+	if c.Name == "" {
+		return errors.New("daemon: Name is required")
+	}
+	if c.ID == 0 {
+		return errors.New("--id must be a member ID > 0")
+	}
+	if len(c.Members) == 0 {
+		return errors.New("--members is required (e.g. 1=10.0.0.1:7100,2=10.0.0.2:7100)")
+	}
+	if _, ok := c.Members[c.ID]; !ok {
+		return fmt.Errorf("--id %d is not in --members: add this node's own entry (its listen address)", c.ID)
+	}
+	seen := map[netip.AddrPort]uint32{}
+	for id, a := range c.Members {
+		if !a.IsValid() || a.Port() == 0 {
+			return fmt.Errorf("member %d has no valid address and port", id)
+		}
+		if other, dup := seen[a]; dup {
+			return fmt.Errorf("members %d and %d share the address %s", min(id, other), max(id, other), a)
+		}
+		seen[a] = id
+	}
+	if c.Cluster == "" {
+		c.Cluster = "synclab"
+	}
+	if c.ControlPath == "" {
+		c.ControlPath = "/run/" + c.Name + "/control.sock"
+	}
+	if c.StateDir == "" {
+		c.StateDir = "/var/lib/" + c.Name
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = 10 * time.Millisecond
+	}
+	if c.TickInterval < time.Millisecond || c.TickInterval > time.Second {
+		return fmt.Errorf("tick interval %v out of range 1ms..1s", c.TickInterval)
+	}
+	if c.Clock == nil {
+		return errors.New("daemon: Clock is required")
+	}
+	if c.ClockName == "" {
+		c.ClockName = "system"
+	}
+	if c.HookTimeout == 0 {
+		c.HookTimeout = 10 * time.Second
+	}
+	if c.Seed == 0 {
+		c.Seed = rand.Uint64()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Network == nil {
+		c.Network = transport.Open
+	}
+	return nil
+}
+
+// CoreFactory builds the daemon's core from its persisted state (nil on a
+// first start) and a seeded source of randomness.
+type CoreFactory func(persisted []byte, rnd *rand.Rand) (core.Core, error)
+
+// ErrStopped is returned by Do once the daemon's loop has ended.
+var ErrStopped = errors.New("daemon is stopping")
+
+// Daemon runs one core on real sockets and a real (or simulated) clock.
+type Daemon struct {
+	cfg     Config
+	log     *slog.Logger
+	state   *stateDir
+	node    *node.Node
+	ep      transport.Endpoint
+	ctl     *ctl.Server
+	hooks   *hookRunner
+	started time.Time
+
+	doCh    chan func()
+	stopped chan struct{}
+	pending []route // control routes registered before Run
+
+	subMu sync.Mutex
+	subs  map[*subscriber]struct{}
+
+	// Owned by the loop.
+	events map[string]uint64
+	errs   map[string]uint64
+}
+
+// New validates cfg, locks the state directory, raises the incarnation and
+// builds the core. Sockets are opened by Run.
+func New(cfg Config, newCore CoreFactory) (*Daemon, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	st, err := openStateDir(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	d, err := build(cfg, st, newCore)
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
+	inc, err := st.nextIncarnation(time.Now())
+	if err != nil {
+		return nil, err
+	}
+	persisted, err := st.read(coreStateFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", coreStateFile, err)
+	}
+	c, err := newCore(persisted, rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))))
+	if err != nil {
+		return nil, err
+	}
+	n, err := node.New(node.Config{
+		ID:          cfg.ID,
+		Members:     cfg.Members,
+		Cluster:     cfg.Cluster,
+		Keys:        cfg.Keys,
+		Incarnation: inc,
+		Multicast:   cfg.Multicast != nil,
+	}, c)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.With("daemon", cfg.Name, "id", cfg.ID)
+	return &Daemon{
+		cfg:     cfg,
+		log:     log,
+		state:   st,
+		node:    n,
+		doCh:    make(chan func()),
+		stopped: make(chan struct{}),
+		subs:    map[*subscriber]struct{}{},
+		events:  map[string]uint64{},
+		errs:    map[string]uint64{},
+	}, nil
+}
+
+// Config returns the validated configuration.
+func (d *Daemon) Config() Config { return d.cfg }
+
+// Do runs fn on the loop, serialised with every Step and Tick, and then acts
+// on whatever fn made the core want. It is how control-API handlers reach the
+// core (which is not safe for concurrent use).
+func (d *Daemon) Do(ctx context.Context, fn func(n *node.Node)) error {
+	done := make(chan struct{})
+	select {
+	case d.doCh <- func() { fn(d.node); close(done) }:
+	case <-d.stopped:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once accepted, fn runs promptly: the loop executes it right away.
+	<-done
+	return nil
+}
+
+// Handle registers a control-API handler (before Run).
+func (d *Daemon) Handle(method, pattern string, h ctl.HandlerFunc) {
+	d.pending = append(d.pending, route{method: method, pattern: pattern, h: h})
+}
+
+// HandleStream registers a streaming control-API handler (before Run).
+func (d *Daemon) HandleStream(method, pattern string, h ctl.StreamFunc) {
+	d.pending = append(d.pending, route{method: method, pattern: pattern, stream: h})
+}
+
+type route struct {
+	method, pattern string
+	h               ctl.HandlerFunc
+	stream          ctl.StreamFunc
+}

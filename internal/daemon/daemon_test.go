@@ -1,0 +1,405 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+func addr(i int) netip.AddrPort { return netip.MustParseAddrPort(fmt.Sprintf("127.0.0.%d:7000", 10+i)) }
+
+func testMembers(n int) map[uint32]netip.AddrPort {
+	m := map[uint32]netip.AddrPort{}
+	for i := 1; i <= n; i++ {
+		m[uint32(i)] = addr(i)
+	}
+	return m
+}
+
+// shortDir returns a temp dir with a short path (unix socket paths are
+// limited to 108 bytes; t.TempDir can be longer).
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "sld")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func livenessFactory(id uint32, n int) CoreFactory {
+	return func(_ []byte, rnd *rand.Rand) (core.Core, error) {
+		cfg := liveness.DefaultLANConfig()
+		cfg.ID = id
+		for i := 1; i <= n; i++ {
+			cfg.Members = append(cfg.Members, uint32(i))
+		}
+		cfg.HeartbeatTicks, cfg.SuspectTicks = 5, 25
+		cfg.Rand = rnd
+		return liveness.New(cfg)
+	}
+}
+
+func testConfig(t *testing.T, net *transport.MemNetwork, dir string, id uint32, n int) Config {
+	return Config{
+		Name:         "testd",
+		ID:           id,
+		Members:      testMembers(n),
+		Cluster:      "test",
+		ControlPath:  filepath.Join(dir, fmt.Sprintf("c%d.sock", id)),
+		StateDir:     filepath.Join(dir, fmt.Sprintf("state%d", id)),
+		TickInterval: 2 * time.Millisecond,
+		Clock:        clock.NewSim(clock.SimConfig{Offset: time.Duration(id) * time.Millisecond}, time.Now),
+		ClockName:    "sim",
+		Seed:         uint64(id),
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Network:      net.Open,
+	}
+}
+
+// start runs d until the test ends and checks it then stops cleanly.
+func start(t *testing.T, d *Daemon) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	eventually(t, "control socket", func() bool {
+		_, err := os.Stat(d.Config().ControlPath)
+		return err == nil
+	})
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("daemon did not stop within 5 s of its context ending")
+		}
+	})
+}
+
+func status(t *testing.T, path string) Status {
+	t.Helper()
+	var st Status
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := ctl.NewClient(path, "testd").Get(ctx, "/v1/status", &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func aliveCount(st Status) int {
+	b, _ := json.Marshal(st.Node.Core)
+	var ls liveness.Status
+	json.Unmarshal(b, &ls)
+	return ls.Alive
+}
+
+func TestDaemonsSeeEachOther(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	const n = 3
+	var ds []*Daemon
+	for id := uint32(1); id <= n; id++ {
+		d, err := New(testConfig(t, net, dir, id, n), livenessFactory(id, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	events, stop := ds[0].Subscribe()
+	defer stop()
+	for _, d := range ds {
+		start(t, d)
+	}
+	for _, d := range ds {
+		path := d.Config().ControlPath
+		eventually(t, "every member alive at "+path, func() bool { return aliveCount(status(t, path)) == n })
+	}
+	st := status(t, ds[1].Config().ControlPath)
+	if st.ID != 2 || st.Daemon != "testd" || len(st.Members) != n || st.Node.Incarnation == 0 {
+		t.Errorf("status: %+v", st)
+	}
+	if st.TrueOffsetNs == nil || *st.TrueOffsetNs < int64(time.Millisecond) || *st.TrueOffsetNs > int64(3*time.Millisecond) {
+		t.Errorf("true_offset_ns = %v, want about 2 ms (the sim clock's offset)", st.TrueOffsetNs)
+	}
+	if st.Node.FramesIn["heartbeat"] == 0 || st.Node.FramesOut["heartbeat"] == 0 {
+		t.Errorf("frame counters: in %v out %v", st.Node.FramesIn, st.Node.FramesOut)
+	}
+	up := map[string]bool{}
+	for len(up) < n-1 {
+		select {
+		case e := <-events:
+			if e.Name == "member_up" {
+				up[fmt.Sprint(e.Attrs["member"])] = true
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("member_up events seen for %v only", up)
+		}
+	}
+}
+
+func TestBadPacketsCountedLoopSurvives(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	d, err := New(testConfig(t, net, dir, 1, 2), livenessFactory(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	attacker, err := net.Open(transport.Config{Listen: netip.MustParseAddrPort("127.0.0.99:7000")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer attacker.Close()
+	junk := [][]byte{nil, {0x53}, []byte("SL\x01\x01 not a frame"), bytes.Repeat([]byte{0xee}, 100)}
+	for i := 0; i < 100; i++ {
+		attacker.Send(addr(1), junk[i%len(junk)], nil)
+	}
+	path := d.Config().ControlPath
+	eventually(t, "drops counted", func() bool { return status(t, path).Node.Stats.TotalDropped() >= 75 })
+	// The loop is still answering and ticking.
+	before := status(t, path).Node.FramesOut["heartbeat"]
+	eventually(t, "heartbeats still sent", func() bool { return status(t, path).Node.FramesOut["heartbeat"] > before })
+}
+
+func TestStateDirLockedAndIncarnationRaised(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	cfg := testConfig(t, net, dir, 1, 2)
+	d1, err := New(cfg, livenessFactory(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg, livenessFactory(1, 2)); err == nil || !strings.Contains(err.Error(), "in use by another daemon") {
+		t.Fatalf("second daemon on the same state dir: %v", err)
+	}
+	inc1 := d1.node.Status().Incarnation
+	d1.state.close()
+	d2, err := New(cfg, livenessFactory(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.state.close()
+	if inc2 := d2.node.Status().Incarnation; inc2 != inc1+1 {
+		t.Errorf("incarnation %d after %d, want +1", inc2, inc1)
+	}
+}
+
+func TestIncarnationFloorSurvivesWipedState(t *testing.T) {
+	st, err := openStateDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	now := incarnationEpoch.Add(1000 * time.Minute)
+	inc, err := st.nextIncarnation(now)
+	if err != nil || inc != 1001 {
+		t.Fatalf("first incarnation = %d, %v; want 1001 (minutes since epoch + 1)", inc, err)
+	}
+	if inc, _ = st.nextIncarnation(now); inc != 1002 {
+		t.Errorf("restart in the same minute: %d, want 1002", inc)
+	}
+	os.WriteFile(filepath.Join(st.path, incarnationFile), []byte("garbage"), 0o600)
+	if _, err := st.nextIncarnation(now); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("corrupt file: %v", err)
+	}
+}
+
+// persister is a core that, on its first tick, promises durable state and
+// sends a message that depends on it.
+type persister struct{ ticked bool }
+
+func (p *persister) Step(core.Message) error          { return nil }
+func (p *persister) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+func (p *persister) Status() any                      { return nil }
+func (p *persister) Tick(time.Time)                   {}
+func (p *persister) Ready() core.Ready {
+	if p.ticked {
+		return core.Ready{}
+	}
+	p.ticked = true
+	return core.Ready{
+		State:    []byte("term=7"),
+		Messages: []core.Message{{To: 2, Kind: wire.KindHeartbeat, Term: 7, Payload: make([]byte, 8)}},
+	}
+}
+
+func TestMessagesWithheldWhenStateCannotBePersisted(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		net := transport.NewMemNetwork()
+		dir := shortDir(t)
+		cfg := testConfig(t, net, dir, 1, 2)
+		d, err := New(cfg, func([]byte, *rand.Rand) (core.Core, error) { return &persister{}, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if broken {
+			// A directory where the state file belongs makes the rename
+			// fail, even for root.
+			os.Mkdir(filepath.Join(cfg.StateDir, coreStateFile), 0o700)
+		}
+		peer, err := net.Open(transport.Config{Listen: addr(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, d)
+		select {
+		case p := <-peer.Packets():
+			if broken {
+				t.Fatalf("a message left although its state was not persisted (%d bytes)", len(p.Data))
+			}
+			if b, _ := os.ReadFile(filepath.Join(cfg.StateDir, coreStateFile)); string(b) != "term=7" {
+				t.Errorf("persisted %q", b)
+			}
+		case <-time.After(300 * time.Millisecond):
+			if !broken {
+				t.Fatal("message not sent")
+			}
+			st := status(t, cfg.ControlPath)
+			if st.Errors["persist_failed"] != 1 || st.Errors["sends_withheld"] != 1 {
+				t.Errorf("errors = %v", st.Errors)
+			}
+		}
+		peer.Close()
+	}
+}
+
+func TestHooksRunInOrderWithEnvironment(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	out := filepath.Join(dir, "hooks.log")
+	cfg := testConfig(t, net, dir, 1, 3)
+	cfg.Hooks = map[string][]string{
+		"member_up": {`echo "$TESTD_EVENT $TESTD_ID $TESTD_MEMBER" >> ` + out},
+	}
+	d, err := New(cfg, livenessFactory(1, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	for id := uint32(2); id <= 3; id++ {
+		p, err := New(testConfig(t, net, dir, id, 3), livenessFactory(id, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, p)
+	}
+	eventually(t, "two hook runs", func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.Count(string(b), "\n") == 2
+	})
+	b, _ := os.ReadFile(out)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	seen := map[string]bool{}
+	for _, l := range lines {
+		seen[l] = true
+	}
+	if !seen["member_up 1 2"] || !seen["member_up 1 3"] {
+		t.Errorf("hook output %q", lines)
+	}
+}
+
+func TestHookTimeoutKillsAndContinues(t *testing.T) {
+	dir := t.TempDir()
+	h := newHookRunner("TESTD", 1, 100*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	out := filepath.Join(dir, "out")
+	h.enqueue(core.Event{Name: "a"}, "sleep 10; echo late >> "+out, nil)
+	h.enqueue(core.Event{Name: "b", Args: []any{"leader", 3, "term", uint64(9)}}, `echo "$TESTD_LEADER/$TESTD_TERM/$TESTD_EVENT/$TESTD_ROLE" >> `+out, []string{"TESTD_ROLE=leader"})
+	start := time.Now()
+	h.stop()
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("stop took %v: the hanging hook was not killed at its timeout", el)
+	}
+	b, _ := os.ReadFile(out)
+	if string(b) != "3/9/b/leader\n" {
+		t.Errorf("output %q, want only the second hook's", b)
+	}
+	if st := h.stats(); st["ran"] != 2 || st["failed"] != 1 {
+		t.Errorf("stats %v", st)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	base := func() Config {
+		return Config{Name: "testd", ID: 1, Members: testMembers(2), Clock: clock.NewSim(clock.SimConfig{}, time.Now)}
+	}
+	for name, mut := range map[string]func(*Config){
+		"no id":         func(c *Config) { c.ID = 0 },
+		"not a member":  func(c *Config) { c.ID = 5 },
+		"no members":    func(c *Config) { c.Members = nil },
+		"shared addr":   func(c *Config) { c.Members[2] = c.Members[1] },
+		"tick too long": func(c *Config) { c.TickInterval = time.Minute },
+		"no clock":      func(c *Config) { c.Clock = nil },
+	} {
+		c := base()
+		mut(&c)
+		if err := c.validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	c := base()
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.ControlPath != "/run/testd/control.sock" || c.StateDir != "/var/lib/testd" || c.TickInterval != 10*time.Millisecond || c.Cluster != "synclab" {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+func TestDoAfterStop(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	d, err := New(testConfig(t, net, dir, 1, 2), livenessFactory(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Run(ctx) }()
+	eventually(t, "control socket", func() bool { _, err := os.Stat(d.Config().ControlPath); return err == nil })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Do(context.Background(), func(*node.Node) {}); !errors.Is(err, ErrStopped) {
+		t.Errorf("Do after stop: %v", err)
+	}
+	if _, err := os.Stat(d.Config().ControlPath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("control socket left behind: %v", err)
+	}
+}

@@ -1,0 +1,177 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/internal/sdnotify"
+	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/clock"
+)
+
+// Run opens the sockets, serves the control API and runs the loop until ctx
+// is cancelled (SIGTERM/SIGINT in the binaries), then shuts down in order:
+// stop the loop, close the control socket and the network, let running hooks
+// finish, release the state directory.
+func (d *Daemon) Run(ctx context.Context) (err error) {
+	defer d.state.close()
+	self := d.cfg.Members[d.cfg.ID]
+	d.ep, err = d.cfg.Network(transport.Config{
+		Listen:    self,
+		Multicast: d.cfg.Multicast,
+		Stream:    d.cfg.Stream,
+		Seed:      d.cfg.Seed,
+	})
+	if err != nil {
+		return fmt.Errorf("listening on %s (this node's --members entry): %w", self, err)
+	}
+	defer d.ep.Close()
+
+	d.ctl, err = ctl.Listen(d.cfg.ControlPath, ctl.ListenOptions{Group: d.cfg.ControlGroup})
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	d.routes()
+	ctlErr := make(chan error, 1)
+	go func() { ctlErr <- d.ctl.Serve() }()
+	defer d.ctl.Close()
+
+	if d.cfg.MetricsAddr != "" {
+		stop, err := d.serveMetrics(d.cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics endpoint %s: %w", d.cfg.MetricsAddr, err)
+		}
+		defer stop()
+	}
+
+	d.hooks = newHookRunner(envPrefix(d.cfg.Name), d.cfg.ID, d.cfg.HookTimeout, d.log)
+	defer d.hooks.stop()
+
+	d.started = time.Now()
+	d.log.Info("started",
+		"listen", self.String(),
+		"members", len(d.cfg.Members),
+		"cluster", d.cfg.Cluster,
+		"clock", d.cfg.ClockName,
+		"control", d.cfg.ControlPath,
+		"state_dir", d.cfg.StateDir,
+		"multicast", d.cfg.Multicast != nil,
+		"auth", len(d.cfg.Keys) > 0)
+	if _, err := sdnotify.Ready(); err != nil {
+		d.log.Warn("sd_notify READY failed", "err", err)
+	}
+
+	err = d.loop(ctx, ctlErr)
+	close(d.stopped)
+	sdnotify.Stopping()
+	d.closeSubscribers()
+	if err != nil {
+		d.log.Error("stopped", "err", err)
+	} else {
+		d.log.Info("stopped")
+	}
+	return err
+}
+
+func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
+	ticker := time.NewTicker(d.cfg.TickInterval)
+	defer ticker.Stop()
+	var watchdog <-chan time.Time
+	if iv, ok := sdnotify.WatchdogInterval(); ok {
+		t := time.NewTicker(iv / 2)
+		defer t.Stop()
+		watchdog = t.C
+	}
+	packets := d.ep.Packets()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-ctlErr:
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("control API: %w", err)
+			}
+			ctlErr = nil
+		case p, ok := <-packets:
+			if !ok {
+				return errors.New("network endpoint closed")
+			}
+			d.receive(p)
+		case <-ticker.C:
+			d.node.Tick(d.cfg.Clock.Now())
+		case fn := <-d.doCh:
+			fn()
+		case <-watchdog:
+			sdnotify.Watchdog()
+		}
+		d.process()
+	}
+}
+
+func (d *Daemon) receive(p transport.Packet) {
+	err := d.node.Receive(node.Inbound{
+		From:   p.From,
+		Data:   p.Data,
+		Time:   d.cfg.Clock.FromKernel(p.Time),
+		Stream: p.Via == transport.ViaStream,
+	})
+	if err != nil {
+		// Counted by the node; a flood of bad packets must not flood the
+		// journal, so individual drops are debug-level.
+		d.log.Debug("dropped packet", "from", p.From.String(), "via", p.Via.String(), "err", err)
+	}
+}
+
+// process acts on the core's Ready in the order pkg/core prescribes.
+func (d *Daemon) process() {
+	out := d.node.Ready()
+	if out.Empty() {
+		return
+	}
+	if out.State != nil {
+		if err := d.state.write(coreStateFile, out.State); err != nil {
+			// The core's promise (a term, a fence) is not durable: nothing
+			// that depends on it may leave this host.
+			d.errs["persist_failed"]++
+			d.errs["sends_withheld"] += uint64(len(out.Sends))
+			d.log.Error("persisting state failed; withholding messages", "err", err, "messages", len(out.Sends))
+			out.Sends = nil
+		}
+	}
+	for _, a := range out.Adjustments {
+		if err := clock.Apply(d.cfg.Clock, a); err != nil {
+			d.errs["adjust_failed"]++
+			d.log.Error("clock adjustment failed", "kind", a.Kind.String(), "offset", a.Offset, "ppm", a.PPM, "err", err)
+		}
+	}
+	for _, s := range out.Sends {
+		d.send(s)
+	}
+	for _, e := range out.Events {
+		d.emit(e)
+	}
+}
+
+func (d *Daemon) send(s node.Send) {
+	fin := func([]byte) []byte { return d.node.Finalize(s, d.cfg.Clock.Now()) }
+	var err error
+	switch {
+	case s.Multicast:
+		err = d.ep.SendMulticast(s.Data, fin)
+	case s.Stream:
+		err = d.ep.SendStream(s.To, s.Data, fin)
+	default:
+		err = d.ep.Send(s.To, s.Data, fin)
+	}
+	if err != nil {
+		d.errs["send_failed"]++
+		d.log.Debug("send failed", "to", s.To.String(), "kind", s.Kind.String(), "err", err)
+	}
+}
+
+func envPrefix(name string) string { return envName(name) }

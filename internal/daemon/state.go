@@ -1,0 +1,137 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/synclab/synclab/internal/node"
+)
+
+// stateDir is the daemon's directory of durable state. It is locked for the
+// life of the daemon so that two daemons can never share (and corrupt) it.
+type stateDir struct {
+	path string
+	lock *os.File
+}
+
+const (
+	lockFile        = "lock"
+	incarnationFile = "incarnation"
+	coreStateFile   = "core.state"
+)
+
+func openStateDir(path string) (*stateDir, error) {
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", path, err)
+	}
+	f, err := os.OpenFile(filepath.Join(path, lockFile), os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("state directory %s is in use by another daemon (give each daemon its own --state-dir)", path)
+		}
+		return nil, fmt.Errorf("locking state directory %s: %w", path, err)
+	}
+	return &stateDir{path: path, lock: f}, nil
+}
+
+func (s *stateDir) close() error {
+	if s.lock == nil {
+		return nil
+	}
+	err := s.lock.Close() // releases the flock
+	s.lock = nil
+	return err
+}
+
+// read returns a state file's contents, or nil if it does not exist.
+func (s *stateDir) read(name string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(s.path, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// write replaces a state file atomically and durably: a crash at any point
+// leaves either the old contents or the new, never a mix, and a completed
+// write survives power loss.
+func (s *stateDir) write(name string, data []byte) error {
+	return writeFileAtomic(s.path, name, data)
+}
+
+func writeFileAtomic(dir, name string, data []byte) (err error) {
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// incarnationEpoch is where the fallback incarnation count starts.
+var incarnationEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// nextIncarnation raises and persists the incarnation for this run.
+//
+// The persisted count is what keeps sequence numbers increasing across
+// restarts. If it is lost (a wiped state directory), peers would drop the
+// node's frames as replays until they restart themselves; to avoid that the
+// count never falls below the minutes elapsed since incarnationEpoch, which
+// exceeds any earlier incarnation unless the node restarted more than once a
+// minute on average or the wall clock went back.
+func (s *stateDir) nextIncarnation(now time.Time) (uint32, error) {
+	b, err := s.read(incarnationFile)
+	if err != nil {
+		return 0, fmt.Errorf("reading incarnation: %w", err)
+	}
+	var prev uint64
+	if b != nil {
+		prev, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("state file %s is corrupt (%v): remove it to start a new incarnation", filepath.Join(s.path, incarnationFile), err)
+		}
+	}
+	next := prev + 1
+	if floor := uint64(max(0, now.Sub(incarnationEpoch)/time.Minute)) + 1; floor > next {
+		next = floor
+	}
+	if next > node.MaxIncarnation {
+		return 0, fmt.Errorf("incarnation %d exceeds %d: remove %s", next, node.MaxIncarnation, filepath.Join(s.path, incarnationFile))
+	}
+	if err := s.write(incarnationFile, []byte(strconv.FormatUint(next, 10)+"\n")); err != nil {
+		return 0, fmt.Errorf("persisting incarnation: %w", err)
+	}
+	return uint32(next), nil
+}

@@ -1,0 +1,143 @@
+package daemon
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/internal/transport"
+)
+
+// Status is the daemon's whole view, served at GET /v1/status.
+type Status struct {
+	Daemon        string      `json:"daemon"`
+	Version       string      `json:"version,omitempty"`
+	ID            uint32      `json:"id"`
+	Cluster       string      `json:"cluster"`
+	Address       string      `json:"address"`
+	Members       []Member    `json:"members"`
+	Multicast     string      `json:"multicast,omitempty"`
+	Auth          bool        `json:"auth"`
+	Started       time.Time   `json:"started"`
+	UptimeSeconds float64     `json:"uptime_seconds"`
+	TickNs        int64       `json:"tick_ns"`
+	Clock         ClockStatus `json:"clock"`
+	// TrueOffsetNs is the simulated clock's exact error against the real
+	// clock (only with --clock sim): how tests and the demo see ground truth.
+	TrueOffsetNs *int64            `json:"true_offset_ns,omitempty"`
+	Node         node.Status       `json:"node"`
+	Transport    transport.Stats   `json:"transport"`
+	Events       map[string]uint64 `json:"events"`
+	Errors       map[string]uint64 `json:"errors"`
+	Hooks        map[string]uint64 `json:"hooks"`
+}
+
+// Member is one entry of the static member list.
+type Member struct {
+	ID      uint32 `json:"id"`
+	Address string `json:"address"`
+	Self    bool   `json:"self,omitempty"`
+}
+
+// ClockStatus is what the node's clock reports.
+type ClockStatus struct {
+	Kind         string    `json:"kind"`
+	Now          time.Time `json:"now"`
+	Synchronized bool      `json:"synchronized"`
+	FrequencyPPM float64   `json:"frequency_ppm"`
+	SlewLeftNs   int64     `json:"slew_left_ns"`
+	EstErrorNs   int64     `json:"est_error_ns"`
+	MaxErrorNs   int64     `json:"max_error_ns"`
+	Error        string    `json:"error,omitempty"`
+}
+
+type trueOffsetter interface{ TrueOffset() time.Duration }
+
+// Status collects the daemon's view on the loop.
+func (d *Daemon) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := d.Do(ctx, func(n *node.Node) { st = d.statusLocked(n) })
+	return st, err
+}
+
+func (d *Daemon) statusLocked(n *node.Node) Status {
+	st := Status{
+		Daemon:        d.cfg.Name,
+		Version:       d.cfg.Version,
+		ID:            d.cfg.ID,
+		Cluster:       d.cfg.Cluster,
+		Address:       d.cfg.Members[d.cfg.ID].String(),
+		Auth:          len(d.cfg.Keys) > 0,
+		Started:       d.started,
+		UptimeSeconds: time.Since(d.started).Seconds(),
+		TickNs:        int64(d.cfg.TickInterval),
+		Node:          n.Status(),
+		Events:        maps.Clone(d.events),
+		Errors:        maps.Clone(d.errs),
+		Hooks:         d.hooks.stats(),
+	}
+	for _, id := range slices.Sorted(maps.Keys(d.cfg.Members)) {
+		st.Members = append(st.Members, Member{ID: id, Address: d.cfg.Members[id].String(), Self: id == d.cfg.ID})
+	}
+	if d.cfg.Multicast != nil {
+		st.Multicast = d.cfg.Multicast.Group.String() + "%" + d.cfg.Multicast.Interface
+	}
+	if d.ep != nil {
+		st.Transport = d.ep.Stats()
+	}
+	st.Clock = ClockStatus{Kind: d.cfg.ClockName, Now: d.cfg.Clock.Now()}
+	if cs, err := d.cfg.Clock.State(); err != nil {
+		st.Clock.Error = err.Error()
+	} else {
+		st.Clock.Synchronized = cs.Synchronized
+		st.Clock.FrequencyPPM = cs.Frequency
+		st.Clock.SlewLeftNs = int64(cs.SlewLeft)
+		st.Clock.EstErrorNs = int64(cs.EstError)
+		st.Clock.MaxErrorNs = int64(cs.MaxError)
+	}
+	if t, ok := d.cfg.Clock.(trueOffsetter); ok {
+		off := int64(t.TrueOffset())
+		st.TrueOffsetNs = &off
+	}
+	return st
+}
+
+// routes registers the control API every daemon serves, then the daemon's
+// own.
+func (d *Daemon) routes() {
+	d.ctl.Handle(http.MethodGet, "/v1/status", func(r *http.Request) (any, error) {
+		st, err := d.Status(r.Context())
+		if err != nil {
+			return nil, ctl.Unavailable(err.Error())
+		}
+		return st, nil
+	})
+	d.ctl.HandleStream(http.MethodGet, "/v1/events", func(r *http.Request, send func(any) error) error {
+		ch, stop := d.Subscribe()
+		defer stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				return nil
+			case e, ok := <-ch:
+				if !ok {
+					return nil
+				}
+				if err := send(e); err != nil {
+					return err
+				}
+			}
+		}
+	})
+	for _, rt := range d.pending {
+		if rt.stream != nil {
+			d.ctl.HandleStream(rt.method, rt.pattern, rt.stream)
+		} else {
+			d.ctl.Handle(rt.method, rt.pattern, rt.h)
+		}
+	}
+}

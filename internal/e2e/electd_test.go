@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+type leaderJSON struct {
+	Leader  uint32 `json:"leader"`
+	Address string `json:"address"`
+	Term    uint64 `json:"term"`
+	Self    bool   `json:"self"`
+}
+
+func (c *cluster) leader(i int) (leaderJSON, int) {
+	out, err := exec.Command(filepath.Join(binDir, "electd"), "leader", "--json", "--control", c.control(i)).Output()
+	var v leaderJSON
+	json.Unmarshal(out, &v)
+	return v, exitCode(err)
+}
+
+// agreed returns the leader every listed host reports, or 0.
+func (c *cluster) agreed(hosts ...int) (uint32, uint64) {
+	var lead uint32
+	var term uint64
+	for _, i := range hosts {
+		v, code := c.leader(i)
+		if code != 0 || v.Leader == 0 || (lead != 0 && (v.Leader != lead || v.Term != term)) {
+			return 0, 0
+		}
+		lead, term = v.Leader, v.Term
+	}
+	return lead, term
+}
+
+func TestElectdFailoverHooksAndResign(t *testing.T) {
+	const n = 4
+	c := newCluster(t, "electd", n)
+	hookLog := func(i int) string { return filepath.Join(c.dir, fmt.Sprintf("hooks%d", i)) }
+	for i := 1; i <= n; i++ {
+		c.extra[i] = []string{
+			"--priorities", "2=5", // 2 outranks the higher IDs
+			"--on-elected", `echo "elected $ELECTD_LEADER $ELECTD_TERM $ELECTD_ROLE" >> ` + hookLog(i),
+			"--on-demoted", `echo "demoted $ELECTD_ROLE" >> ` + hookLog(i),
+			"--on-change", `echo "change $ELECTD_EVENT $ELECTD_LEADER" >> ` + hookLog(i),
+		}
+		c.start(i)
+	}
+	var lead uint32
+	var term uint64
+	c.eventually("all hosts agree on a leader", 5*time.Second, func() bool {
+		lead, term = c.agreed(1, 2, 3, 4)
+		return lead != 0
+	})
+	if lead != 2 {
+		t.Fatalf("leader %d, want 2 (highest priority)", lead)
+	}
+	c.eventually("on-elected hook ran on host 2", 5*time.Second, func() bool {
+		b, _ := os.ReadFile(hookLog(2))
+		return strings.Contains(string(b), fmt.Sprintf("elected 2 %d leader", term))
+	})
+
+	// SIGKILL the leader: the survivors agree on the next-ranked member, 4.
+	c.procs[2].Process.Signal(syscall.SIGKILL)
+	c.procs[2].Wait()
+	var newTerm uint64
+	took := c.eventually("survivors agree on a new leader", 5*time.Second, func() bool {
+		lead, newTerm = c.agreed(1, 3, 4)
+		return lead != 0 && lead != 2
+	})
+	t.Logf("failover after SIGKILL observed in %v", took.Round(time.Millisecond))
+	if lead != 4 || newTerm <= term {
+		t.Errorf("after the leader died: leader %d term %d (before: term %d); want 4 and a higher term", lead, newTerm, term)
+	}
+	c.eventually("on-change hooks saw the new leader", 5*time.Second, func() bool {
+		b, _ := os.ReadFile(hookLog(1))
+		return strings.Contains(string(b), "change leader_elected 4")
+	})
+
+	// The old leader returns, outranks 4 and takes over in a higher term;
+	// 4 is demoted and its hook says so.
+	c.start(2)
+	c.eventually("returning leader takes over", 5*time.Second, func() bool {
+		l, tm := c.agreed(1, 2, 3, 4)
+		return l == 2 && tm > newTerm
+	})
+	c.eventually("host 4's demoted hook", 5*time.Second, func() bool {
+		b, _ := os.ReadFile(hookLog(4))
+		return strings.Contains(string(b), "demoted follower")
+	})
+
+	// Resign: only the leader may; a follower is refused with exit 1.
+	out, err := exec.Command(filepath.Join(binDir, "electd"), "resign", "--control", c.control(1)).CombinedOutput()
+	if exitCode(err) != 1 || !strings.Contains(string(out), "not the leader") {
+		t.Errorf("resign on a follower: exit %d, %s", exitCode(err), out)
+	}
+	if out, err := exec.Command(filepath.Join(binDir, "electd"), "resign", "--control", c.control(2)).CombinedOutput(); err != nil {
+		t.Fatalf("resign on the leader: %v %s", err, out)
+	}
+	c.eventually("someone else leads after the resignation", 5*time.Second, func() bool {
+		l, _ := c.agreed(1, 2, 3, 4)
+		return l != 0 && l != 2
+	})
+}
+
+func TestElectdLeaderExitsNonZeroWithoutLeader(t *testing.T) {
+	// Two members, only one running with a long leader timeout: while its
+	// first election waits for the higher-ranked member, no leader is known.
+	c := newCluster(t, "electd", 2)
+	c.start(1, "--answer-timeout", "2s", "--leader-timeout", "3s")
+	c.eventually("daemon up", 5*time.Second, func() bool { _, err := c.status(1); return err == nil })
+	if v, code := c.leader(1); code != 1 || v.Leader != 0 {
+		t.Errorf("leader with nobody elected: exit %d, %+v", code, v)
+	}
+	c.eventually("alone, it elects itself", 10*time.Second, func() bool { v, code := c.leader(1); return code == 0 && v.Self })
+}

@@ -1,0 +1,299 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// IncarnationBits is how many high bits of a sequence number hold the
+// incarnation; the remaining 40 bits count frames (a trillion frames per
+// incarnation: decades at a thousand frames a second).
+const IncarnationBits = 24
+
+const counterBits = 64 - IncarnationBits
+
+// MaxIncarnation is the largest incarnation a sequence number can carry.
+const MaxIncarnation = 1<<IncarnationBits - 1
+
+// Config describes a node's place in its cluster.
+type Config struct {
+	ID      uint32                    // this node's member ID (> 0)
+	Members map[uint32]netip.AddrPort // every member's address, this node's included
+	Cluster string                    // cluster name; frames of other clusters are dropped
+	Keys    []wire.Key                // shared keys; empty: frames are not authenticated. Keys[0] signs.
+	// Incarnation numbers this run of the node (1..MaxIncarnation). The driver
+	// persists it and raises it at every start.
+	Incarnation uint32
+	// Multicast sends a broadcast as one multicast frame instead of one
+	// unicast frame per member.
+	Multicast bool
+}
+
+func (c *Config) validate() error {
+	if c.ID == 0 {
+		return errors.New("node: ID must be > 0")
+	}
+	if _, ok := c.Members[c.ID]; !ok {
+		return fmt.Errorf("node: own ID %d is not in the member list", c.ID)
+	}
+	if _, ok := c.Members[0]; ok {
+		return errors.New("node: member ID 0 is reserved")
+	}
+	if c.Cluster == "" {
+		return errors.New("node: cluster name is empty")
+	}
+	if c.Incarnation == 0 || c.Incarnation > MaxIncarnation {
+		return fmt.Errorf("node: incarnation %d out of range 1..%d", c.Incarnation, MaxIncarnation)
+	}
+	return nil
+}
+
+// Inbound is one received packet, as the driver hands it over.
+type Inbound struct {
+	From netip.AddrPort // source address
+	Data []byte         // the packet; the node may keep references into it
+	Time time.Time      // local clock at arrival (a kernel stamp converted by Clock.FromKernel)
+	// Stream marks a frame that came over a TCP link.
+	Stream bool
+	// Datagram marks foreign-protocol traffic (the NTP socket): it goes to
+	// the core's StepDatagram untouched.
+	Datagram bool
+}
+
+// Send is one packet to write.
+type Send struct {
+	To        netip.AddrPort // destination; zero when Multicast
+	Data      []byte         // encoded; finish with Finalize right before the write
+	Kind      wire.Kind      // frame kind (zero for datagrams)
+	Multicast bool           // to the cluster's group
+	Stream    bool           // over the TCP link to To
+	Datagram  bool           // foreign protocol (NTP)
+	NTPStamp  bool           // datagram wants its NTP transmit timestamp patched
+}
+
+// Output is what the driver must do after a Receive or Tick, in order:
+// persist State, apply Adjustments, write Sends, report Events.
+type Output struct {
+	State       []byte
+	Adjustments []clock.Adjustment
+	Sends       []Send
+	Events      []core.Event
+}
+
+// Empty reports whether there is nothing to do.
+func (o Output) Empty() bool {
+	return o.State == nil && len(o.Adjustments) == 0 && len(o.Sends) == 0 && len(o.Events) == 0
+}
+
+// Node wraps a core with framing and validation. It is not safe for
+// concurrent use, except Finalize.
+type Node struct {
+	cfg       Config
+	core      core.Core
+	validator *wire.Validator
+	cluster   uint32
+	seq       uint64 // last sequence number used
+	lamport   clock.Lamport
+	peers     []uint32 // members other than self, ascending
+	stats     Stats
+}
+
+// New wraps c. It fails on a contradictory configuration.
+func New(cfg Config, c core.Core) (*Node, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, errors.New("node: nil core")
+	}
+	n := &Node{
+		cfg:       cfg,
+		core:      c,
+		cluster:   wire.ClusterID(cfg.Cluster),
+		validator: wire.NewValidator(wire.ClusterID(cfg.Cluster), cfg.ID, cfg.Keys),
+		seq:       uint64(cfg.Incarnation) << counterBits,
+		stats:     newStats(),
+	}
+	for id := range cfg.Members {
+		if id != cfg.ID {
+			n.peers = append(n.peers, id)
+		}
+	}
+	slices.Sort(n.peers)
+	return n, nil
+}
+
+// Core returns the wrapped core (for drivers that expose core-specific
+// operations, such as a lock request, through the control API).
+func (n *Node) Core() core.Core { return n.core }
+
+// ID returns this node's member ID.
+func (n *Node) ID() uint32 { return n.cfg.ID }
+
+// Receive decodes, validates and steps one packet. A non-nil error says why
+// the packet was dropped; it has already been counted.
+func (n *Node) Receive(in Inbound) error {
+	if in.Datagram {
+		n.stats.DatagramsIn++
+		if err := n.core.StepDatagram(core.Datagram{Addr: in.From, Data: in.Data, Time: in.Time}); err != nil {
+			n.stats.drop("datagram_rejected")
+			return err
+		}
+		return nil
+	}
+	var f wire.Frame
+	if err := f.UnmarshalBinary(in.Data); err != nil {
+		n.stats.drop(wire.Reason(err))
+		return err
+	}
+	// Membership before the validator: the validator keeps a replay window
+	// per sender, and strangers must not be able to make it grow.
+	// (Another cluster's frames fall through to the validator, which names
+	// them as such.)
+	if _, ok := n.cfg.Members[f.Sender]; !ok && f.Cluster == n.cluster {
+		n.stats.drop("unknown_member")
+		return fmt.Errorf("%w: %d", core.ErrUnknownMember, f.Sender)
+	}
+	if err := n.validator.Validate(&f, in.Data); err != nil {
+		n.stats.drop(wire.Reason(err))
+		return err
+	}
+	n.lamport.Receive(f.Lamport)
+	m := core.Message{
+		From:    f.Sender,
+		To:      f.Receiver,
+		Kind:    f.Kind,
+		Term:    f.Term,
+		Payload: f.Payload,
+		Stream:  in.Stream,
+		Lamport: f.Lamport,
+		Time:    in.Time,
+	}
+	if f.Xmt != 0 {
+		m.Sent = f.Xmt.Time()
+	}
+	if err := n.core.Step(m); err != nil {
+		n.stats.drop("rejected_" + f.Kind.String())
+		return err
+	}
+	n.stats.in(f.Kind)
+	return nil
+}
+
+// Tick advances the core by one tick at local time now.
+func (n *Node) Tick(now time.Time) { n.core.Tick(now) }
+
+// Ready drains the core and encodes its messages.
+func (n *Node) Ready() Output {
+	rd := n.core.Ready()
+	out := Output{State: rd.State, Adjustments: rd.Adjustments, Events: rd.Events}
+	for _, m := range rd.Messages {
+		out.Sends = n.encode(out.Sends, m)
+	}
+	for _, d := range rd.Datagrams {
+		n.stats.DatagramsOut++
+		out.Sends = append(out.Sends, Send{To: d.Addr, Data: d.Data, Datagram: true, NTPStamp: d.NTPStamp})
+	}
+	return out
+}
+
+func (n *Node) encode(sends []Send, m core.Message) []Send {
+	if m.To == core.Broadcast {
+		if n.cfg.Multicast && !m.Stream {
+			return n.frame(sends, m, 0, Send{Multicast: true})
+		}
+		for _, id := range n.peers {
+			sends = n.frame(sends, m, id, Send{To: n.cfg.Members[id], Stream: m.Stream})
+		}
+		return sends
+	}
+	addr, ok := n.cfg.Members[m.To]
+	if !ok || m.To == n.cfg.ID {
+		// A core addressing a stranger or itself is a bug in the core; the
+		// daemon must not die of it, so it is counted where status shows it.
+		n.stats.drop("bad_destination")
+		return sends
+	}
+	return n.frame(sends, m, m.To, Send{To: addr, Stream: m.Stream})
+}
+
+func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send) []Send {
+	n.seq++
+	f := wire.Frame{
+		Header: wire.Header{
+			Kind:     m.Kind,
+			Cluster:  n.cluster,
+			Sender:   n.cfg.ID,
+			Receiver: to,
+			Term:     m.Term,
+			Seq:      n.seq,
+			Lamport:  n.lamport.Send(),
+		},
+		Payload: m.Payload,
+	}
+	b, err := f.AppendBinary(make([]byte, 0, wire.HeaderLen+len(m.Payload)+wire.AuthTrailerLen))
+	if err != nil {
+		n.stats.drop("encode_" + m.Kind.String())
+		return sends
+	}
+	s.Data, s.Kind = b, m.Kind
+	n.stats.out(m.Kind)
+	return append(sends, s)
+}
+
+// Finalize returns the bytes of s as they must leave at local time now: the
+// transmit timestamp patched in and, for frames, the MAC appended. It does
+// not modify s.Data and is safe for concurrent use (transport writers call it
+// from their own goroutines right before the write).
+func (n *Node) Finalize(s Send, now time.Time) []byte {
+	b := make([]byte, len(s.Data), len(s.Data)+wire.AuthTrailerLen)
+	copy(b, s.Data)
+	ts := wire.NTPTimeFromTime(now)
+	if s.Datagram {
+		if s.NTPStamp && len(b) >= wire.NTPHeaderLen {
+			putUint64(b[wire.NTPXmtOffset:], uint64(ts))
+		}
+		return b
+	}
+	wire.PatchXmt(b, ts)
+	if len(n.cfg.Keys) > 0 {
+		b = wire.Seal(b, n.cfg.Keys[0])
+	}
+	return b
+}
+
+func putUint64(b []byte, v uint64) {
+	_ = b[7]
+	b[0], b[1], b[2], b[3] = byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32)
+	b[4], b[5], b[6], b[7] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+}
+
+// Status is the node's own view: identity and frame counters. The core's
+// view is in Core.
+type Status struct {
+	ID          uint32 `json:"id"`
+	Cluster     string `json:"cluster"`
+	Incarnation uint32 `json:"incarnation"`
+	Lamport     uint64 `json:"lamport"`
+	Stats
+	Core any `json:"core"`
+}
+
+// Status returns the node's view, the core's included.
+func (n *Node) Status() Status {
+	return Status{
+		ID:          n.cfg.ID,
+		Cluster:     n.cfg.Cluster,
+		Incarnation: n.cfg.Incarnation,
+		Lamport:     n.lamport.Now(),
+		Stats:       n.stats.clone(),
+		Core:        n.core.Status(),
+	}
+}

@@ -1,0 +1,47 @@
+package node
+
+import (
+	"maps"
+
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Stats counts frames by kind and drops by reason. Reasons are short stable
+// labels (wire.Reason, plus "unknown_member", "rejected_<kind>",
+// "bad_destination", "datagram_rejected") so that status and metrics can show
+// them as they are.
+type Stats struct {
+	FramesIn     map[string]uint64 `json:"frames_in"`  // accepted frames by kind
+	FramesOut    map[string]uint64 `json:"frames_out"` // frames encoded for sending by kind
+	Dropped      map[string]uint64 `json:"dropped"`    // refused input by reason
+	DatagramsIn  uint64            `json:"datagrams_in"`
+	DatagramsOut uint64            `json:"datagrams_out"`
+}
+
+func newStats() Stats {
+	return Stats{
+		FramesIn:  map[string]uint64{},
+		FramesOut: map[string]uint64{},
+		Dropped:   map[string]uint64{},
+	}
+}
+
+func (s *Stats) in(k wire.Kind)     { s.FramesIn[k.String()]++ }
+func (s *Stats) out(k wire.Kind)    { s.FramesOut[k.String()]++ }
+func (s *Stats) drop(reason string) { s.Dropped[reason]++ }
+func (s *Stats) clone() Stats {
+	c := *s
+	c.FramesIn = maps.Clone(s.FramesIn)
+	c.FramesOut = maps.Clone(s.FramesOut)
+	c.Dropped = maps.Clone(s.Dropped)
+	return c
+}
+
+// TotalDropped is the number of refused inputs of every reason.
+func (s Stats) TotalDropped() uint64 {
+	var t uint64
+	for _, v := range s.Dropped {
+		t += v
+	}
+	return t
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the lab tests need (network namespaces,
+# nftables, reference NTP implementations), as root, without starting any
+# service they ship: a chronyd started by its package would reach public
+# servers and move the real clock.
+set -euo pipefail
+
+packages=(iproute2 nftables)
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-test-deps: not root; skipping package installation (lab tests will skip)" >&2
+	exit 0
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+guard=/usr/sbin/policy-rc.d
+created_guard=0
+if [ ! -e "$guard" ]; then
+	printf '#!/bin/sh\n# synclab: never start services while installing test dependencies\nexit 101\n' >"$guard"
+	chmod 755 "$guard"
+	created_guard=1
+fi
+cleanup() { if [ "$created_guard" = 1 ]; then rm -f "$guard"; fi; }
+trap cleanup EXIT
+
+echo "install-test-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null || apt-get update
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every synclab test: vet, formatting, unit and simulation tests, and,
+# as root, the lab tests in network namespaces (after installing what they
+# need). As a normal user the lab tests skip and say why.
+#
+#   scripts/test.sh              everything
+#   scripts/test.sh ./pkg/...    only these packages
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" = 0 ]; then
+	scripts/install-test-deps.sh
+else
+	echo "test.sh: not root: lab tests (network namespaces) will be skipped; run as root to include them" >&2
+fi
+
+pkgs=("$@")
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
+
+echo "== go vet" >&2
+go vet "${pkgs[@]}"
+
+echo "== gofmt" >&2
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+echo "== go test" >&2
+go test -count=1 -timeout 15m "${pkgs[@]}"
