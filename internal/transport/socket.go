@@ -102,12 +102,10 @@ func (s *sockets) openMulticast(m *MulticastConfig, local netip.AddrPort) error 
 	// Every node on the host binds the same group:port, so allow sharing.
 	// Binding the group address (not 0.0.0.0) keeps unicast to that port
 	// and other groups out of this socket.
-	lc := net.ListenConfig{Control: setReuse}
-	pc, err := lc.ListenPacket(context.Background(), "udp4", m.Group.String())
+	conn, err := listenGroup(m.Group)
 	if err != nil {
 		return fmt.Errorf("transport: multicast bind %v: %w", m.Group, err)
 	}
-	conn := pc.(*net.UDPConn)
 	group := &net.UDPAddr{IP: m.Group.Addr().AsSlice()}
 	if err := ipv4.NewPacketConn(conn).JoinGroup(ifi, group); err != nil {
 		conn.Close()

@@ -1,23 +1,15 @@
 package transport
 
 import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
-
-// setReuse lets every node on a host bind the same group address and port
-// (SO_REUSEADDR for the multicast semantics, SO_REUSEPORT so that sockets
-// of different users or processes may share it too).
-func setReuse(_, _ string, rc syscall.RawConn) error {
-	return control(rc, func(fd int) error {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
-			return err
-		}
-		return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-	})
-}
 
 // setUserTimeout bounds how long written data may stay unacknowledged
 // (TCP_USER_TIMEOUT). Keepalive only probes an idle connection; without
@@ -35,4 +27,38 @@ func control(rc syscall.RawConn, fn func(fd int) error) error {
 		return err
 	}
 	return serr
+}
+
+// listenGroup binds a UDP socket to the group address itself, shared with
+// the other nodes of the host. net.ListenPacket cannot do this: given a
+// multicast address it binds the wildcard instead, which would collide with
+// a member socket on the same port and let unicast datagrams into the
+// group socket.
+func listenGroup(group netip.AddrPort) (*net.UDPConn, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	for _, opt := range []int{unix.SO_REUSEADDR, unix.SO_REUSEPORT} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 1); err != nil {
+			unix.Close(fd)
+			return nil, os.NewSyscallError("setsockopt", err)
+		}
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: int(group.Port()), Addr: group.Addr().As4()}); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("bind", err)
+	}
+	f := os.NewFile(uintptr(fd), "udp-group")
+	defer f.Close() // FilePacketConn dups the descriptor
+	pc, err := net.FilePacketConn(f)
+	if err != nil {
+		return nil, err
+	}
+	conn, ok := pc.(*net.UDPConn)
+	if !ok {
+		pc.Close()
+		return nil, fmt.Errorf("group socket is a %T, not UDP", pc)
+	}
+	return conn, nil
 }

@@ -4,15 +4,23 @@ package transport
 
 import (
 	"errors"
+	"net"
+	"net/netip"
 	"syscall"
 	"time"
 )
 
-// setReuse: several nodes sharing a multicast group on one host is a Linux
-// lab setup; elsewhere the group socket is exclusive.
-func setReuse(_, _ string, _ syscall.RawConn) error { return nil }
-
 // setUserTimeout is Linux only; elsewhere keepalive alone detects dead peers.
 func setUserTimeout(syscall.RawConn, time.Duration) error {
 	return errors.ErrUnsupported
+}
+
+// listenGroup binds the group's port (on the wildcard address: elsewhere
+// the standard library's choice is kept).
+func listenGroup(group netip.AddrPort) (*net.UDPConn, error) {
+	pc, err := net.ListenPacket("udp4", group.String())
+	if err != nil {
+		return nil, err
+	}
+	return pc.(*net.UDPConn), nil
 }

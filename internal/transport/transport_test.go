@@ -3,6 +3,8 @@ package transport
 import (
 	"bytes"
 	"errors"
+	"net"
+	"net/netip"
 	"runtime"
 	"testing"
 	"time"
@@ -362,4 +364,44 @@ func TestBackoffJitter(t *testing.T) {
 			t.Fatalf("same seed, different backoff %v %v", a, b)
 		}
 	}
+}
+
+// TestMulticastOnMemberPort: the group may use the members' own port (the
+// natural configuration: one port per daemon). The group socket binds the
+// group address, not the wildcard, so it neither collides with the member
+// sockets nor receives their unicast.
+func TestMulticastOnMemberPort(t *testing.T) {
+	port := freeUDPPort(t)
+	group := netip.AddrPortFrom(netip.MustParseAddr("239.77.9.9"), port)
+	var eps []Endpoint
+	for i := range 2 {
+		ep, err := Open(Config{
+			Listen:    netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(61 + i)}), port),
+			Multicast: &MulticastConfig{Group: group, Interface: "lo", TTL: 0, Loopback: true},
+		})
+		if err != nil {
+			t.Fatalf("open with the group on the member port: %v", err)
+		}
+		defer ep.Close()
+		eps = append(eps, ep)
+	}
+	mustSend(t, eps[0].SendMulticast([]byte("m"), nil))
+	if p := recv(t, eps[1], 2*time.Second); p.Via != ViaMulticast {
+		t.Fatalf("multicast arrived via %v", p.Via)
+	}
+	mustSend(t, eps[0].Send(eps[1].LocalAddr(), []byte("u"), nil))
+	if p := recv(t, eps[1], 2*time.Second); p.Via != ViaUDP {
+		t.Fatalf("unicast arrived via %v", p.Via)
+	}
+	quiet(t, eps[1], 50*time.Millisecond)
+}
+
+func freeUDPPort(t *testing.T) uint16 {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.61:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	return uint16(pc.LocalAddr().(*net.UDPAddr).Port)
 }
