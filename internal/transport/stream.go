@@ -289,15 +289,17 @@ func (l *link) run() {
 		}
 		b, err := finalize(f.b, f.fin, MaxStreamFrame)
 		if err != nil {
-			l.e.c.sendErrs.Add(1)
+			// Error recorded before it is counted: whoever sees the count
+			// also sees the reason.
 			l.setState(true, err)
+			l.e.c.sendErrs.Add(1)
 			continue
 		}
 		if err := l.write(conn, b); err != nil {
 			// The frame may be partly written: TCP gives at-most-once
 			// here, and the protocols above retry what matters.
-			l.e.c.sendErrs.Add(1)
 			drop(err)
+			l.e.c.sendErrs.Add(1)
 			continue
 		}
 		l.e.c.via[ViaStream].out(len(b))
