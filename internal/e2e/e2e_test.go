@@ -61,7 +61,8 @@ type cluster struct {
 	dir     string
 	members string
 	procs   map[int]*exec.Cmd
-	extra   map[int][]string
+	extra   map[int][]string // more flags per host
+	env     map[int][]string // more environment per host
 }
 
 // newCluster prepares n hosts 127.0.0.(30+i) for daemon.
@@ -70,7 +71,7 @@ func newCluster(t *testing.T, daemon string, n int) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, daemon: daemon, dir: dir, procs: map[int]*exec.Cmd{}, extra: map[int][]string{}}
+	c := &cluster{t: t, daemon: daemon, dir: dir, procs: map[int]*exec.Cmd{}, extra: map[int][]string{}, env: map[int][]string{}}
 	var m []string
 	for i := 1; i <= n; i++ {
 		ip := fmt.Sprintf("127.0.0.%d", 30+i)
@@ -103,6 +104,7 @@ func (c *cluster) start(i int, args ...string) {
 		"--tick", "5ms"}, args...)
 	argv = append(argv, c.extra[i]...)
 	cmd := exec.Command(filepath.Join(binDir, c.daemon), argv...)
+	cmd.Env = append(os.Environ(), c.env[i]...)
 	log, err := os.OpenFile(c.logPath(i), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		c.t.Fatal(err)
