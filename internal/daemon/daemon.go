@@ -41,6 +41,14 @@ type Config struct {
 	Multicast *transport.MulticastConfig
 	// Stream configures the TCP links to peers (transport defaults).
 	Stream transport.StreamConfig
+	// Datagrams opens a socket for the core's foreign protocol (NTP): its
+	// packets go to the core's StepDatagram, and Ready.Datagrams leave
+	// through it.
+	Datagrams bool
+	// DatagramAddr is that socket's address (timed --serve, e.g.
+	// 0.0.0.0:123). Zero: an ephemeral port on every interface, enough for
+	// a client.
+	DatagramAddr netip.AddrPort
 
 	// ControlPath is the control socket. Default /run/<Name>/control.sock.
 	ControlPath string
@@ -131,6 +139,11 @@ func (c *Config) validate() error {
 	if c.Network == nil {
 		c.Network = transport.Open
 	}
+	if c.DatagramAddr.IsValid() {
+		c.Datagrams = true
+	} else if c.Datagrams {
+		c.DatagramAddr = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+	}
 	return nil
 }
 
@@ -148,6 +161,7 @@ type Daemon struct {
 	state   *stateDir
 	node    *node.Node
 	ep      transport.Endpoint
+	dgram   *transport.UDPConn // nil unless Config.Datagrams
 	ctl     *ctl.Server
 	hooks   *hookRunner
 	started time.Time

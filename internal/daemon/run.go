@@ -31,6 +31,12 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("listening on %s (this node's --members entry): %w", self, err)
 	}
 	defer d.ep.Close()
+	if d.cfg.Datagrams {
+		if d.dgram, err = transport.ListenUDP(d.cfg.DatagramAddr); err != nil {
+			return fmt.Errorf("listening on %s: %w", d.cfg.DatagramAddr, err)
+		}
+		defer d.dgram.Close()
+	}
 
 	d.ctl, err = ctl.Listen(d.cfg.ControlPath, ctl.ListenOptions{Group: d.cfg.ControlGroup})
 	if err != nil {
@@ -88,6 +94,10 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		watchdog = t.C
 	}
 	packets := d.ep.Packets()
+	var datagrams <-chan transport.Packet // nil (never ready) without a socket
+	if d.dgram != nil {
+		datagrams = d.dgram.Packets()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -101,7 +111,12 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			if !ok {
 				return errors.New("network endpoint closed")
 			}
-			d.receive(p)
+			d.receive(p, false)
+		case p, ok := <-datagrams:
+			if !ok {
+				return errors.New("datagram socket closed")
+			}
+			d.receive(p, true)
 		case <-ticker.C:
 			d.node.Tick(d.cfg.Clock.Now())
 		case fn := <-d.doCh:
@@ -113,12 +128,13 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 	}
 }
 
-func (d *Daemon) receive(p transport.Packet) {
+func (d *Daemon) receive(p transport.Packet, datagram bool) {
 	err := d.node.Receive(node.Inbound{
-		From:   p.From,
-		Data:   p.Data,
-		Time:   d.cfg.Clock.FromKernel(p.Time),
-		Stream: p.Via == transport.ViaStream,
+		From:     p.From,
+		Data:     p.Data,
+		Time:     d.cfg.Clock.FromKernel(p.Time),
+		Stream:   p.Via == transport.ViaStream,
+		Datagram: datagram,
 	})
 	if err != nil {
 		// Counted by the node; a flood of bad packets must not flood the
@@ -161,6 +177,12 @@ func (d *Daemon) send(s node.Send) {
 	fin := func([]byte) []byte { return d.node.Finalize(s, d.cfg.Clock.Now()) }
 	var err error
 	switch {
+	case s.Datagram:
+		if d.dgram == nil {
+			err = errors.New("core sent a datagram but the daemon has no datagram socket (Config.Datagrams)")
+			break
+		}
+		err = d.dgram.Send(s.To, s.Data, fin)
 	case s.Multicast:
 		err = d.ep.SendMulticast(s.Data, fin)
 	case s.Stream:

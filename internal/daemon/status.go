@@ -28,12 +28,20 @@ type Status struct {
 	Clock         ClockStatus `json:"clock"`
 	// TrueOffsetNs is the simulated clock's exact error against the real
 	// clock (only with --clock sim): how tests and the demo see ground truth.
-	TrueOffsetNs *int64            `json:"true_offset_ns,omitempty"`
-	Node         node.Status       `json:"node"`
-	Transport    transport.Stats   `json:"transport"`
-	Events       map[string]uint64 `json:"events"`
-	Errors       map[string]uint64 `json:"errors"`
-	Hooks        map[string]uint64 `json:"hooks"`
+	TrueOffsetNs *int64          `json:"true_offset_ns,omitempty"`
+	Node         node.Status     `json:"node"`
+	Transport    transport.Stats `json:"transport"`
+	// Datagram is the foreign-protocol socket (timed's NTP), if any.
+	Datagram *DatagramStatus   `json:"datagram,omitempty"`
+	Events   map[string]uint64 `json:"events"`
+	Errors   map[string]uint64 `json:"errors"`
+	Hooks    map[string]uint64 `json:"hooks"`
+}
+
+// DatagramStatus describes the foreign-protocol socket.
+type DatagramStatus struct {
+	Address string          `json:"address"`
+	Stats   transport.Stats `json:"stats"`
 }
 
 // Member is one entry of the static member list.
@@ -88,6 +96,9 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 	}
 	if d.ep != nil {
 		st.Transport = d.ep.Stats()
+	}
+	if d.dgram != nil {
+		st.Datagram = &DatagramStatus{Address: d.dgram.LocalAddr().String(), Stats: d.dgram.Stats()}
 	}
 	st.Clock = ClockStatus{Kind: d.cfg.ClockName, Now: d.cfg.Clock.Now()}
 	if cs, err := d.cfg.Clock.State(); err != nil {

@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// echoNTP answers every datagram with the same bytes, asking for the
+// transmit timestamp to be patched in: the shape of an NTP server.
+type echoNTP struct {
+	out      []core.Datagram
+	received []core.Datagram
+}
+
+func (e *echoNTP) Step(core.Message) error { return core.ErrUnexpectedKind }
+func (e *echoNTP) StepDatagram(d core.Datagram) error {
+	e.received = append(e.received, d)
+	e.out = append(e.out, core.Datagram{Addr: d.Addr, Data: d.Data, NTPStamp: true})
+	return nil
+}
+func (e *echoNTP) Tick(time.Time) {}
+func (e *echoNTP) Ready() core.Ready {
+	rd := core.Ready{Datagrams: e.out}
+	e.out = nil
+	return rd
+}
+func (e *echoNTP) Status() any { return nil }
+
+func TestDatagramSocketServesCore(t *testing.T) {
+	dir := shortDir(t)
+	cfg := testConfig(t, transport.NewMemNetwork(), dir, 1, 1)
+	const offset = 250 * time.Millisecond
+	cfg.Clock = clock.NewSim(clock.SimConfig{Offset: offset}, time.Now)
+	cfg.DatagramAddr = netip.MustParseAddrPort("127.0.0.1:0")
+	d, err := New(cfg, func([]byte, *rand.Rand) (core.Core, error) { return &echoNTP{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	var server netip.AddrPort
+	eventually(t, "datagram socket", func() bool {
+		st := status(t, cfg.ControlPath)
+		if st.Datagram == nil {
+			return false
+		}
+		server = netip.MustParseAddrPort(st.Datagram.Address)
+		return true
+	})
+	server = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), server.Port())
+
+	client, err := transport.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	req := wire.NTPPacket{Version: 4, Mode: wire.ModeClient}
+	b, _ := req.AppendBinary(nil)
+	before := time.Now()
+	if err := client.Send(server, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-client.Packets():
+		var resp wire.NTPPacket
+		if err := resp.UnmarshalBinary(p.Data); err != nil {
+			t.Fatal(err)
+		}
+		// The transmit time is the daemon's (simulated) clock at the write:
+		// real time plus the offset, between our send and our receive.
+		xmt := resp.Transmit.Time().Add(-offset)
+		if xmt.Before(before.Add(-time.Millisecond)) || xmt.After(p.Time.Add(time.Millisecond)) {
+			t.Errorf("transmit %v (minus offset) outside [%v, %v]", xmt, before, p.Time)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("no reply")
+	}
+	if st := status(t, cfg.ControlPath); st.Node.DatagramsIn != 1 || st.Node.DatagramsOut != 1 {
+		t.Errorf("datagram counters in %d out %d", st.Node.DatagramsIn, st.Node.DatagramsOut)
+	}
+}
