@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"bytes"
+	"context"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
@@ -17,10 +20,15 @@ import (
 type echoNTP struct {
 	out      []core.Datagram
 	received []core.Datagram
+	sent     []core.Datagram
 }
 
 func (e *echoNTP) Step(core.Message) error { return core.ErrUnexpectedKind }
 func (e *echoNTP) StepDatagram(d core.Datagram) error {
+	if d.Sent {
+		e.sent = append(e.sent, d)
+		return nil
+	}
 	e.received = append(e.received, d)
 	e.out = append(e.out, core.Datagram{Addr: d.Addr, Data: d.Data, NTPStamp: true})
 	return nil
@@ -39,7 +47,8 @@ func TestDatagramSocketServesCore(t *testing.T) {
 	const offset = 250 * time.Millisecond
 	cfg.Clock = clock.NewSim(clock.SimConfig{Offset: offset}, time.Now)
 	cfg.DatagramAddr = netip.MustParseAddrPort("127.0.0.1:0")
-	d, err := New(cfg, func([]byte, *rand.Rand) (core.Core, error) { return &echoNTP{}, nil })
+	echo := &echoNTP{}
+	d, err := New(cfg, func([]byte, *rand.Rand) (core.Core, error) { return echo, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +86,12 @@ func TestDatagramSocketServesCore(t *testing.T) {
 		xmt := resp.Transmit.Time().Add(-offset)
 		if xmt.Before(before.Add(-time.Millisecond)) || xmt.After(p.Time.Add(time.Millisecond)) {
 			t.Errorf("transmit %v (minus offset) outside [%v, %v]", xmt, before, p.Time)
+		}
+		// The core was told exactly what left and when.
+		var sent []core.Datagram
+		d.Do(context.Background(), func(*node.Node) { sent = append(sent, echo.sent...) })
+		if len(sent) != 1 || !sent[0].Sent || wire.NTPTimeFromTime(sent[0].Time) != resp.Transmit || !bytes.Equal(sent[0].Data, p.Data) {
+			t.Errorf("sent report %+v does not match the reply (transmit %v)", sent, resp.Transmit.Time())
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("no reply")

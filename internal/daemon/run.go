@@ -182,7 +182,21 @@ func (d *Daemon) send(s node.Send) {
 			err = errors.New("core sent a datagram but the daemon has no datagram socket (Config.Datagrams)")
 			break
 		}
-		err = d.dgram.Send(s.To, s.Data, fin)
+		// UDP writes run the finalizer on this goroutine, just before the
+		// syscall: the transmit time it patches is known here afterwards
+		// and goes back to the core (a client needs its exact T1).
+		var sent []byte
+		var at time.Time
+		err = d.dgram.Send(s.To, s.Data, func([]byte) []byte {
+			at = d.cfg.Clock.Now()
+			sent = d.node.Finalize(s, at)
+			return sent
+		})
+		if err == nil && s.NTPStamp {
+			if err := d.node.DatagramSent(s, sent, at); err != nil {
+				d.log.Debug("core refused a sent report", "to", s.To.String(), "err", err)
+			}
+		}
 	case s.Multicast:
 		err = d.ep.SendMulticast(s.Data, fin)
 	case s.Stream:

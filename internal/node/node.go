@@ -248,6 +248,13 @@ func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send) []Send {
 	return append(sends, s)
 }
 
+// DatagramSent reports to the core that the datagram s left as b at local
+// time at (the transmit time Finalize patched in). Drivers call it right
+// after writing a datagram with NTPStamp; its error is the core's.
+func (n *Node) DatagramSent(s Send, b []byte, at time.Time) error {
+	return n.core.StepDatagram(core.Datagram{Addr: s.To, Data: b, Time: at, Sent: true})
+}
+
 // Finalize returns the bytes of s as they must leave at local time now: the
 // transmit timestamp patched in and, for frames, the MAC appended. It does
 // not modify s.Data and is safe for concurrent use (transport writers call it

@@ -39,6 +39,12 @@ type Datagram struct {
 	// NTPStamp asks the sender to write the local transmit time into the
 	// NTP transmit timestamp field (bytes 40-47) just before the write.
 	NTPStamp bool
+
+	// Sent marks a local report, never a packet from the network: after
+	// writing a datagram with NTPStamp, the driver steps the core with the
+	// bytes as written (Data) and the transmit time it patched in (Time),
+	// so that a client knows its exact T1.
+	Sent bool
 }
 
 // Event is something a core reports: a leader elected, a token acquired, a
