@@ -1,0 +1,292 @@
+package ntp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// System is what this host says about its own clock in the packets it
+// sends (RFC 5905 system variables).
+type System struct {
+	Leap           uint8         // wire.LeapNone ... wire.LeapNotInSync
+	Stratum        uint8         // 1 + the system peer's stratum; 16 when unsynchronised
+	Precision      int8          // log2 seconds of the local clock's resolution
+	RootDelay      time.Duration // to the primary reference
+	RootDispersion time.Duration // to the primary reference
+	ReferenceID    uint32        // the system peer's IPv4 address or refid (or a kiss code)
+	Reference      time.Time     // when the clock was last updated
+}
+
+// Unsynchronized is the System of a host that has never synchronised: leap
+// 3, stratum 16. Servers answer with it; clients must not use the answer.
+func Unsynchronized(precision int8) System {
+	return System{Leap: wire.LeapNotInSync, Stratum: wire.StratumUnsynchronized, Precision: precision}
+}
+
+// Peer is what the last valid packet of a source said about its clock.
+type Peer struct {
+	Leap           uint8
+	Version        uint8
+	Stratum        uint8
+	Poll           int8
+	Precision      int8
+	RootDelay      time.Duration
+	RootDispersion time.Duration
+	ReferenceID    uint32
+	Reference      time.Time
+}
+
+// Association is the on-wire protocol of RFC 5905 section 8 for one source,
+// in client mode (we send mode 3, it answers mode 4) or symmetric mode (we
+// send mode 1 or 2, it sends mode 1 or 2). It keeps the three timestamps
+// the protocol runs on:
+//
+//	org  the peer's transmit timestamp of the last packet we received
+//	rec  our receive time of that packet
+//	xmt  the transmit timestamp of the last packet we sent
+//
+// A reply is a duplicate if its transmit timestamp equals org (the same
+// packet again), and bogus if its origin timestamp does not equal xmt (not a
+// reply to our latest packet: late, replayed or forged). In symmetric mode
+// our packets echo org and rec, so the peer can compute its own offset from
+// them; org and rec are therefore updated before the bogus test, or two
+// peers starting at once would each call the other's first packet bogus
+// forever. In client mode they are updated only for valid replies (a forged
+// packet must not be able to reset them, CVE-2016-9042), and xmt is
+// cleared once answered so each request is used once.
+//
+//	client                      server
+//	  T1 --- mode 3, xmt=T1 ---->  T2
+//	  T4 <-- mode 4, org=T1 -----  T3   rec=T2, xmt=T3
+//
+// An Association does no I/O: Request builds the packet to send, Receive
+// checks a decoded reply and returns the Sample. Not safe for concurrent
+// use.
+type Association struct {
+	mode      uint8 // the mode we send
+	precision time.Duration
+
+	org, rec, xmt wire.NTPTime
+	xmtLocal      time.Time // T1 on the local clock, exact
+
+	peer    Peer
+	hasPeer bool
+}
+
+// NewAssociation returns an association sending mode (wire.ModeClient,
+// wire.ModeSymmetricActive or wire.ModeSymmetricPassive) with the local
+// clock's precision (the floor for delay and part of every sample's
+// dispersion).
+func NewAssociation(mode uint8, localPrecision time.Duration) (*Association, error) {
+	switch mode {
+	case wire.ModeClient, wire.ModeSymmetricActive, wire.ModeSymmetricPassive:
+	default:
+		return nil, fmt.Errorf("%w: an association cannot send mode %d", ErrMode, mode)
+	}
+	return &Association{mode: mode, precision: max(localPrecision, 1)}, nil
+}
+
+// Mode returns the mode the association sends.
+func (a *Association) Mode() uint8 { return a.mode }
+
+func (a *Association) symmetric() bool { return a.mode != wire.ModeClient }
+
+// Peer returns the header fields of the last valid packet from the source,
+// and whether there has been one.
+func (a *Association) Peer() (Peer, bool) { return a.peer, a.hasPeer }
+
+// Request returns the packet to send at local time now, with poll our
+// current poll exponent and sys our own state (sent in full in symmetric
+// mode; a client request carries only leap, version, mode, poll and
+// precision, with zero origin and receive timestamps so as not to leak
+// state).
+//
+// The transmit timestamp is now. If the transport rewrites it just before
+// the write (core.Datagram.NTPStamp), the daemon must report the value
+// written with Sent, or every reply will be bogus.
+func (a *Association) Request(now time.Time, poll int8, sys System) wire.NTPPacket {
+	p := wire.NTPPacket{
+		Version:   wire.NTPVersion,
+		Mode:      a.mode,
+		Poll:      poll,
+		Precision: sys.Precision,
+		Transmit:  wire.NTPTimeFromTime(now),
+	}
+	if a.symmetric() {
+		p.Leap = sys.Leap
+		p.Stratum = sys.Stratum
+		p.RootDelay = wire.NTPShortFromDuration(sys.RootDelay)
+		p.RootDispersion = wire.NTPShortFromDuration(sys.RootDispersion)
+		p.ReferenceID = sys.ReferenceID
+		p.Reference = wire.NTPTimeFromTime(sys.Reference)
+		p.Origin = a.org
+		p.Receive = a.rec
+	} else {
+		// The leap indicator is the only state a client request needs
+		// to carry (RFC 5905 peer_xmit sends it; leap 3 tells a server
+		// we are unsynchronised). Everything else stays zero.
+		p.Leap = sys.Leap
+	}
+	a.Sent(p.Transmit, now)
+	return p
+}
+
+// Sent records that a packet with transmit timestamp xmt left at local time
+// at. Request calls it; call it again when the transport stamped a more
+// precise transmit time into the packet.
+func (a *Association) Sent(xmt wire.NTPTime, at time.Time) {
+	a.xmt = xmt
+	a.xmtLocal = at
+}
+
+// Receive runs the on-wire checks on a decoded packet that arrived at local
+// time dst and returns its sample. The checks, in order (RFC 5905 A.5.1.1):
+//
+//   - mode: a reply to our mode (ErrMode), version 1..4 (ErrVersion);
+//   - a zero transmit timestamp (ErrZeroTransmit);
+//   - duplicate: the transmit timestamp equals org (ErrDuplicate);
+//   - bogus: a zero origin (ErrZeroOrigin: the peer has not heard from us
+//     yet) or one that is not our last transmit (ErrBogus);
+//   - a zero receive timestamp (ErrZeroTimestamp);
+//   - kiss-o'-death, stratum 0 (*KissError, checked after the origin so an
+//     off-path attacker cannot forge one);
+//   - leap 3 (ErrUnsynchronized), stratum 16 or more (ErrStratum);
+//   - the source's own root distance above MaxDistance (ErrDistance).
+//
+// On error the sample is not valid; the state is updated exactly as the
+// protocol requires (see Association).
+func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) {
+	if p.Version < 1 || p.Version > wire.NTPVersion {
+		return Sample{}, fmt.Errorf("%w: version %d", ErrVersion, p.Version)
+	}
+	if a.symmetric() {
+		if p.Mode != wire.ModeSymmetricActive && p.Mode != wire.ModeSymmetricPassive {
+			return Sample{}, fmt.Errorf("%w: mode %d to a symmetric association", ErrMode, p.Mode)
+		}
+		if a.mode == wire.ModeSymmetricPassive && p.Mode == wire.ModeSymmetricPassive {
+			// Two passive ends would each wait for the other forever.
+			return Sample{}, fmt.Errorf("%w: passive to passive", ErrMode)
+		}
+	} else if p.Mode != wire.ModeServer {
+		return Sample{}, fmt.Errorf("%w: mode %d to a client association", ErrMode, p.Mode)
+	}
+	if p.Transmit.IsZero() {
+		return Sample{}, ErrZeroTransmit
+	}
+	if p.Transmit == a.org {
+		return Sample{}, ErrDuplicate
+	}
+	if a.symmetric() {
+		a.org = p.Transmit
+		a.rec = wire.NTPTimeFromTime(dst)
+	}
+	switch {
+	case p.Origin.IsZero():
+		return Sample{}, ErrZeroOrigin
+	case a.xmt.IsZero() || p.Origin != a.xmt:
+		return Sample{}, ErrBogus
+	}
+	if !a.symmetric() {
+		a.org = p.Transmit
+		a.rec = wire.NTPTimeFromTime(dst)
+		a.xmt = 0 // one reply per request
+	}
+	if p.Receive.IsZero() {
+		return Sample{}, ErrZeroTimestamp
+	}
+	if p.Stratum == 0 {
+		return Sample{}, &KissError{Code: p.KissCode()}
+	}
+	if p.Leap == wire.LeapNotInSync {
+		return Sample{}, ErrUnsynchronized
+	}
+	if p.Stratum >= MaxStratum {
+		return Sample{}, fmt.Errorf("%w: %d", ErrStratum, p.Stratum)
+	}
+	rootDelay, rootDisp := p.RootDelay.Duration(), p.RootDispersion.Duration()
+	if d := rootDelay/2 + rootDisp; d > MaxDistance {
+		return Sample{}, fmt.Errorf("%w: the source's root distance is %v", ErrDistance, d)
+	}
+
+	t1 := a.xmtLocal
+	t2 := p.Receive.TimeNear(dst)
+	t3 := p.Transmit.TimeNear(dst)
+	s := MakeSample(t1, t2, t3, dst, a.precision, Precision(p.Precision))
+	a.peer = Peer{
+		Leap:           p.Leap,
+		Version:        p.Version,
+		Stratum:        p.Stratum,
+		Poll:           p.Poll,
+		Precision:      p.Precision,
+		RootDelay:      rootDelay,
+		RootDispersion: rootDisp,
+		ReferenceID:    p.ReferenceID,
+		Reference:      p.Reference.TimeNear(dst),
+	}
+	a.hasPeer = true
+	return s, nil
+}
+
+// ServerReply builds a server's answer (mode 4) to a client request that
+// arrived at local time recv, per RFC 5905: origin = the request's transmit
+// timestamp, receive = recv, and the transmit timestamp set to recv as a
+// placeholder that the transport overwrites just before the write
+// (core.Datagram.NTPStamp). The version and poll are echoed so that NTPv3
+// clients get v3 answers. Only mode-3 requests of versions 1..4 get an
+// answer (ErrMode, ErrVersion otherwise).
+func ServerReply(req *wire.NTPPacket, recv time.Time, sys System) (wire.NTPPacket, error) {
+	if req.Mode != wire.ModeClient {
+		return wire.NTPPacket{}, fmt.Errorf("%w: a server answers mode 3, not %d", ErrMode, req.Mode)
+	}
+	if req.Version < 1 || req.Version > wire.NTPVersion {
+		return wire.NTPPacket{}, fmt.Errorf("%w: version %d", ErrVersion, req.Version)
+	}
+	rt := wire.NTPTimeFromTime(recv)
+	return wire.NTPPacket{
+		Leap:           sys.Leap,
+		Version:        req.Version,
+		Mode:           wire.ModeServer,
+		Stratum:        sys.Stratum,
+		Poll:           req.Poll,
+		Precision:      sys.Precision,
+		RootDelay:      wire.NTPShortFromDuration(sys.RootDelay),
+		RootDispersion: wire.NTPShortFromDuration(sys.RootDispersion),
+		ReferenceID:    sys.ReferenceID,
+		Reference:      wire.NTPTimeFromTime(sys.Reference),
+		Origin:         req.Transmit,
+		Receive:        rt,
+		Transmit:       rt,
+	}, nil
+}
+
+// KissReply builds a kiss-o'-death answer (stratum 0, leap 3, the code in
+// the reference ID, e.g. "RATE" for a client that polls too fast) to a
+// client request. Origin echoes the request so the client can authenticate
+// it as a reply to its own request.
+func KissReply(req *wire.NTPPacket, recv time.Time, code string) wire.NTPPacket {
+	var id uint32
+	for i := 0; i < 4; i++ {
+		id <<= 8
+		if i < len(code) {
+			id |= uint32(code[i])
+		}
+	}
+	rt := wire.NTPTimeFromTime(recv)
+	v := req.Version
+	if v < 1 || v > wire.NTPVersion {
+		v = wire.NTPVersion
+	}
+	return wire.NTPPacket{
+		Leap:        wire.LeapNotInSync,
+		Version:     v,
+		Mode:        wire.ModeServer,
+		Stratum:     0,
+		Poll:        req.Poll,
+		ReferenceID: id,
+		Origin:      req.Transmit,
+		Receive:     rt,
+		Transmit:    rt,
+	}
+}

@@ -1,0 +1,543 @@
+package servo
+
+import (
+	"math"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+)
+
+// Measurement is one filtered estimate of the local clock's offset from the
+// reference, as the NTP selection (or Cristian) delivers it.
+type Measurement struct {
+	// Time is the local time the offset refers to (the chosen sample's
+	// arrival time, on the local clock; for NTP, the system peer's
+	// estimate time). It must increase from one update to the next: like
+	// RFC 5905's clock_update, call Update only when the system peer's
+	// filter produced a new sample.
+	Time time.Time
+	// Offset is the reference minus the local clock at Time (positive:
+	// the local clock is behind) as if every correction the servo has
+	// commanded had already taken effect: the raw offset minus
+	// Pending(Time) (the part of a slew still running when the sample was
+	// taken), minus every Correction commanded after Time. A daemon
+	// normalises each sample with Pending before ntp.Filter.Add, and
+	// ntp.Filter.Shift applies the later Corrections to stored samples;
+	// the register then holds offsets that are comparable with each
+	// other even while a large slew runs.
+	Offset time.Duration
+	// RootDistance is the maximum error of Offset (λ: half the round trip
+	// plus dispersions plus jitter, up to the primary reference); for an
+	// NTP system offset, ntp.Selection.Distance(). The servo's error
+	// bound is only as truthful as this value.
+	RootDistance time.Duration
+	// Jitter is the expected (RMS) error of Offset; it only feeds the
+	// clock's estimated-error field (AdjustSync EstError). Zero is fine.
+	Jitter time.Duration
+}
+
+// Action says how an update corrected the phase.
+type Action uint8
+
+const (
+	// ActionSlew: the offset is being slewed at up to MaxSlewPPM.
+	ActionSlew Action = iota + 1
+	// ActionStep: the clock was stepped forward (makestep window).
+	ActionStep
+)
+
+func (a Action) String() string {
+	switch a {
+	case ActionSlew:
+		return "slew"
+	case ActionStep:
+		return "step"
+	}
+	return "unknown"
+}
+
+// Result is what one update decided.
+type Result struct {
+	// Adjustments are to be applied to the clock in order, right away
+	// (clock.Apply): a slew is computed for the instant now given to
+	// Update, and a late one over- or under-shoots by the part of the
+	// previous slew that ran in between.
+	Adjustments []clock.Adjustment
+	// Action is how the phase was corrected.
+	Action Action
+	// Correction is the phase correction newly commanded (positive:
+	// forward). Every stored sample of every source now overstates its
+	// offset by this much: pass it to ntp.Filter.Shift for each source.
+	Correction time.Duration
+	// Offset is the offset the update acted on: the measurement
+	// projected to now.
+	Offset time.Duration
+	// Frequency is the frequency correction after the update, ppm.
+	Frequency float64
+}
+
+// State is the servo's view for status reporting.
+type State struct {
+	Updates        int           // measurements used
+	Frequency      float64       // frequency correction, ppm
+	FrequencyError float64       // bound on the residual frequency error, ppm (MaxDriftPPM excluded)
+	LastOffset     time.Duration // offset acted on at the last update
+	LastUpdate     time.Time     // local time of the last update's measurement
+	RootDistance   time.Duration // λ of the last measurement
+}
+
+// Servo is a clock discipline: a pure state machine that turns offset
+// measurements into clock adjustments (pkg/clock Adjustment values), and
+// keeps a TrueTime-style bound on the clock's error. It never reads a clock
+// and is not safe for concurrent use.
+//
+// Phase: every update slews the measured offset (times PhaseGain) on top of
+// what is left of the previous slew; a forward step is made only when
+// enabled and only during the first StepLimit updates. A backward step is
+// never made.
+//
+// Frequency: the servo removes its own corrections from each measurement
+// to reconstruct the free-running clock's phase
+//
+//	y_k = -offset_k - (phase commanded) + (slew still pending at t_k)
+//	      - ∫ frequency correction dt                      (ns)
+//
+// which is a straight line e0 + drift·t. A least-squares fit over the last
+// FrequencyWindow measurements, each weighted by 1/λ², gives the drift; the
+// correction is its negative, bounded by ±MaxFrequencyPPM. Since each
+// measurement's error is at most its root distance, the slope's error is
+// bounded by Σ|c_i|·λ_i (c_i the regression coefficients): that worst case,
+// not a statistical guess, goes into the error bound.
+//
+// Bound: after an update at t_k with root distance λ the true time lies in
+//
+//	now + predicted offset ± (λ + (MaxDriftPPM + frequency error)·(now - t_k))
+//
+// where the predicted offset is what is left of the measured offset once the
+// pending slew has run.
+type Servo struct {
+	cfg Config
+
+	updates int
+	freq    float64 // current frequency correction, ppm
+	freqErr float64 // worst-case residual frequency error, ppm
+	resid   float64 // residual frequency predicted after the update, ppm (non-zero when clamped)
+	phiCmd  float64 // total phase commanded so far, ns
+
+	epoch  time.Time
+	points []point // regression window, oldest first
+	slews  []slewCmd
+	freqs  []freqSeg
+
+	last lastUpdate
+}
+
+type point struct {
+	x      float64 // seconds since epoch
+	y      float64 // free-running phase error, ns
+	lambda float64 // max error of y, ns
+}
+
+// slewCmd is a slew commanded at local time at: amt ns, absorbed at the
+// configured rate from then on, until the next command replaces it.
+type slewCmd struct {
+	at  time.Time
+	amt float64
+}
+
+// freqSeg records that the frequency correction became ppm at local time at,
+// when the integral of all corrections so far was integral ns.
+type freqSeg struct {
+	at       time.Time
+	ppm      float64
+	integral float64
+}
+
+type lastUpdate struct {
+	valid   bool
+	t       time.Time // measurement time t_k
+	now     time.Time // decision time
+	lambda  float64   // ns
+	offset  float64   // actual offset at now, after a step, before the slew, ns
+	pending float64   // slew pending from now on, ns
+	acted   time.Duration
+}
+
+// ledgerMax bounds the slew and frequency histories. They are only looked
+// up at the time of the measurement being added, which is at most a few
+// updates old (a clock filter holds 8 samples), and each update adds at most
+// one entry to each ledger.
+const ledgerMax = 64
+
+// unsyncLimit is the half-width beyond which the clock is reported
+// unsynchronised: the kernel's NTP_PHASE_LIMIT.
+const unsyncLimit = 16 * time.Second
+
+// New returns a servo for cfg, or the error Validate reports.
+func New(cfg Config) (*Servo, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Servo{
+		cfg:     cfg,
+		freq:    cfg.Frequency,
+		freqErr: cfg.MaxFrequencyPPM + math.Abs(cfg.Frequency),
+	}, nil
+}
+
+// Config returns the configuration, defaults filled in.
+func (s *Servo) Config() Config { return s.cfg }
+
+// Frequency returns the current frequency correction, ppm. The daemon
+// persists it and restores it through Config.Frequency.
+func (s *Servo) Frequency() float64 { return s.freq }
+
+// Synchronized reports whether the servo has used a measurement, and so
+// has an error bound.
+func (s *Servo) Synchronized() bool { return s.last.valid }
+
+// State returns the servo's state for status reporting.
+func (s *Servo) State() State {
+	return State{
+		Updates:        s.updates,
+		Frequency:      s.freq,
+		FrequencyError: s.freqErr,
+		LastOffset:     s.last.acted,
+		LastUpdate:     s.last.t,
+		RootDistance:   time.Duration(s.last.lambda),
+	}
+}
+
+// slewed returns how much of a slew of amt ns has been absorbed after the
+// local clock advanced by elapsed ns. The slew rate r is relative to true
+// time, and the local clock runs at 1+r (or 1-r) while slewing, so over a
+// local interval the slew absorbs elapsed·r/(1±r): 8% less than elapsed·r
+// when slowing the clock at 83,333 ppm, which is not negligible.
+func (s *Servo) slewed(amt, elapsed float64) float64 {
+	r := s.cfg.MaxSlewPPM * 1e-6
+	if amt < 0 {
+		return elapsed * r / (1 - r)
+	}
+	return elapsed * r / (1 + r)
+}
+
+// pendingAt returns the part of the slew commanded last before t that is
+// still to be applied at t, ns (signed like the slew).
+func (s *Servo) pendingAt(t time.Time) float64 {
+	for i := len(s.slews) - 1; i >= 0; i-- {
+		c := s.slews[i]
+		if t.Before(c.at) {
+			continue
+		}
+		return remaining(c.amt, s.slewed(c.amt, float64(t.Sub(c.at))))
+	}
+	return 0
+}
+
+// Pending returns the part of the commanded phase correction that has not
+// yet been applied at local time t (positive: the clock still has to move
+// forward by that much), assuming the clock slews at Config.MaxSlewPPM.
+// Subtract it from an offset measured at t to get the Measurement.Offset
+// convention. t may be in the past (a sample's time): the servo keeps the
+// recent history of its slews.
+func (s *Servo) Pending(t time.Time) time.Duration {
+	return time.Duration(math.Round(s.pendingAt(t)))
+}
+
+// remaining returns what is left of a slew of amt ns after applying up to
+// done ns of it.
+func remaining(amt, done float64) float64 {
+	left := math.Abs(amt) - done
+	if left <= 0 {
+		return 0
+	}
+	return math.Copysign(left, amt)
+}
+
+// freqIntegral returns ∫ frequency correction dt from the first update to t,
+// ns. Before the first recorded segment it extrapolates that segment.
+func (s *Servo) freqIntegral(t time.Time) float64 {
+	if len(s.freqs) == 0 {
+		return 0
+	}
+	seg := s.freqs[0]
+	for i := len(s.freqs) - 1; i >= 0; i-- {
+		if !t.Before(s.freqs[i].at) {
+			seg = s.freqs[i]
+			break
+		}
+	}
+	return seg.integral + seg.ppm*1e-6*float64(t.Sub(seg.at))
+}
+
+// Update feeds one measurement, taken at m.Time, to the servo at local time
+// now (the local clock's reading when the adjustments will be applied) and
+// returns what to do. On error nothing changes.
+func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
+	switch {
+	case m.Time.IsZero() || now.IsZero() || m.RootDistance < 0 || m.Jitter < 0:
+		return Result{}, ErrBadMeasurement
+	case m.Time.After(now):
+		return Result{}, ErrFutureMeasurement
+	case s.last.valid && !m.Time.After(s.last.t):
+		return Result{}, ErrOutOfOrder
+	}
+	first := !s.last.valid
+	if first {
+		s.epoch = m.Time
+		s.freqs = []freqSeg{{at: m.Time, ppm: s.freq}}
+	}
+	lambda := float64(m.RootDistance)
+	// θ as if every correction commanded so far had fully taken effect
+	// (see Measurement.Offset).
+	theta := float64(m.Offset)
+
+	// The free-running phase at t_k: the clock's error with every
+	// correction the servo ever made taken back out.
+	y := -theta - s.phiCmd - s.freqIntegral(m.Time)
+	s.points = append(s.points, point{x: m.Time.Sub(s.epoch).Seconds(), y: y, lambda: lambda})
+	if len(s.points) > s.cfg.FrequencyWindow {
+		s.points = append(s.points[:0], s.points[len(s.points)-s.cfg.FrequencyWindow:]...)
+	}
+
+	oldFreq := s.freq
+	s.points = trimNonlinear(s.points)
+	drift, driftErr, ok := fit(s.points)
+	if ok && driftErr < s.cfg.MaxFrequencyPPM {
+		target := -drift
+		s.freq = math.Max(-s.cfg.MaxFrequencyPPM, math.Min(s.cfg.MaxFrequencyPPM, target))
+		s.freqErr = driftErr
+		s.resid = drift + s.freq // non-zero only when clamped
+	} else {
+		// Too little data to know the drift: it may be anything the
+		// kernel tolerates.
+		ok = false
+		s.freqErr = s.cfg.MaxFrequencyPPM + math.Abs(s.freq)
+		s.resid = 0
+	}
+
+	// Project the offset from t_k to now: the clock kept drifting at
+	// drift + correction meanwhile.
+	proj := theta
+	if ok {
+		proj -= drift*1e-6*float64(now.Sub(m.Time)) + (s.freqIntegral(now) - s.freqIntegral(m.Time))
+	}
+	pendingNow := s.pendingAt(now)
+	actual := proj + pendingNow // what the clock is really off by now
+
+	res := Result{Offset: time.Duration(math.Round(proj))}
+	var adj []clock.Adjustment
+	pending := pendingNow
+	if s.cfg.StepThreshold > 0 && s.updates < s.cfg.StepLimit && proj > float64(s.cfg.StepThreshold) {
+		// A forward step, only in the makestep window. The slew in
+		// progress (if any) goes on: Step and Slew are independent.
+		step := time.Duration(math.Round(proj))
+		adj = append(adj, clock.Adjustment{Kind: clock.AdjustStep, Offset: step})
+		res.Action = ActionStep
+		res.Correction = step
+		actual -= float64(step)
+		s.phiCmd += float64(step)
+	} else {
+		corr := math.Round(s.cfg.PhaseGain * proj)
+		pending = math.Round(pendingNow + corr)
+		adj = append(adj, clock.Adjustment{Kind: clock.AdjustSlew, Offset: time.Duration(pending)})
+		s.slews = appendBounded(s.slews, slewCmd{at: now, amt: pending})
+		res.Action = ActionSlew
+		res.Correction = time.Duration(corr)
+		s.phiCmd += corr
+	}
+	if first || s.freq != oldFreq {
+		adj = append(adj, clock.Adjustment{Kind: clock.AdjustFrequency, PPM: s.freq})
+		s.freqs = appendBounded(s.freqs, freqSeg{at: now, ppm: s.freq, integral: s.freqIntegral(now)})
+	}
+
+	s.updates++
+	s.last = lastUpdate{
+		valid:   true,
+		t:       m.Time,
+		now:     now,
+		lambda:  lambda,
+		offset:  actual,
+		pending: pending,
+		acted:   res.Offset,
+	}
+	half := s.halfWidth(now)
+	est := max(m.Jitter, time.Duration(math.Abs(actual-pending)))
+	adj = append(adj, clock.Adjustment{
+		Kind:     clock.AdjustSync,
+		Synced:   true,
+		EstError: est,
+		MaxError: time.Duration(math.Ceil(math.Abs(actual) + half)),
+	})
+	res.Adjustments = adj
+	res.Frequency = s.freq
+	return res, nil
+}
+
+// appendBounded appends v, dropping the oldest entries beyond ledgerMax.
+func appendBounded[T any](list []T, v T) []T {
+	list = append(list, v)
+	if len(list) > ledgerMax {
+		list = append(list[:0], list[len(list)-ledgerMax:]...)
+	}
+	return list
+}
+
+// halfWidth is the half-width of the error bound at local time t, ns.
+func (s *Servo) halfWidth(t time.Time) float64 {
+	age := math.Max(0, float64(t.Sub(s.last.t)))
+	return s.last.lambda + (s.cfg.MaxDriftPPM+s.freqErr)*1e-6*age
+}
+
+// SyncAdjustment returns the AdjustSync adjustment describing the clock at
+// local time now, for the daemon to apply between updates (the kernel's
+// maximum error otherwise grows at its own 500 ppm, not at the servo's
+// rate). It reports the clock unsynchronised before the first update and
+// once the bound's half-width has grown past 16 s (the kernel's phase
+// limit) without a measurement.
+func (s *Servo) SyncAdjustment(now time.Time) clock.Adjustment {
+	if !s.last.valid {
+		return clock.Adjustment{Kind: clock.AdjustSync, EstError: unsyncLimit, MaxError: unsyncLimit}
+	}
+	half := s.halfWidth(now)
+	off := math.Abs(s.offsetAt(now))
+	maxErr := time.Duration(math.Min(math.Ceil(off+half), float64(unsyncLimit)))
+	return clock.Adjustment{
+		Kind:     clock.AdjustSync,
+		Synced:   half <= float64(unsyncLimit),
+		EstError: min(time.Duration(math.Ceil(off)), unsyncLimit),
+		MaxError: maxErr,
+	}
+}
+
+// Offset predicts the clock's offset from the reference at local time t
+// (reference minus local; what a perfect measurement would return), and
+// whether the servo has any idea.
+func (s *Servo) Offset(t time.Time) (time.Duration, bool) {
+	if !s.last.valid {
+		return 0, false
+	}
+	return time.Duration(math.Round(s.offsetAt(t))), true
+}
+
+func (s *Servo) offsetAt(t time.Time) float64 {
+	dt := math.Max(0, float64(t.Sub(s.last.now)))
+	applied := s.last.pending - remaining(s.last.pending, s.slewed(s.last.pending, dt))
+	return s.last.offset - applied - s.resid*1e-6*dt
+}
+
+// Bound returns the interval that contains the true (reference) time when
+// the local clock reads now, TrueTime style: it is centred on now plus the
+// predicted offset and widens from the last measurement's root distance at
+// MaxDriftPPM plus the frequency estimate's worst-case error. Before the
+// first update nothing is known and both times are zero.
+func (s *Servo) Bound(now time.Time) (earliest, latest time.Time) {
+	if !s.last.valid {
+		return time.Time{}, time.Time{}
+	}
+	off := s.offsetAt(now)
+	half := s.halfWidth(now)
+	const maxNs = float64(1 << 62)
+	lo := math.Max(-maxNs, math.Floor(off-half))
+	hi := math.Min(maxNs, math.Ceil(off+half))
+	return now.Add(time.Duration(lo)), now.Add(time.Duration(hi))
+}
+
+// fit returns the weighted least-squares slope of the points in ppm (1
+// ns/s is 1e-3 ppm), and the worst-case error of that slope given that each
+// y_i is off by at most lambda_i. Each point weighs 1/λ²: a measurement
+// taken while the clock filter was still nearly empty (λ near a second)
+// must not drown the precise ones. The slope is Σ c_i·y_i with c_i =
+// w_i(x_i - x̄)/Σ w_j(x_j - x̄)², so its error is at most Σ |c_i|·λ_i.
+// ok is false with fewer than two distinct times.
+func fit(pts []point) (slopePPM, errPPM float64, ok bool) {
+	if len(pts) < 2 {
+		return 0, 0, false
+	}
+	var sw, mx, my float64
+	for _, p := range pts {
+		w := weight(p)
+		sw += w
+		mx += w * p.x
+		my += w * p.y
+	}
+	mx /= sw
+	my /= sw
+	var sxx, sxy float64
+	for _, p := range pts {
+		w, dx := weight(p), p.x-mx
+		sxx += w * dx * dx
+		sxy += w * dx * (p.y - my)
+	}
+	if !(sxx > 0) || !finite(sxx) || !finite(sxy) {
+		return 0, 0, false
+	}
+	slope := sxy / sxx // ns per s
+	var worst float64
+	for _, p := range pts {
+		worst += weight(p) * math.Abs(p.x-mx) / sxx * p.lambda
+	}
+	return slope * 1e-3, worst * 1e-3, true
+}
+
+// weight is a point's regression weight, 1/λ² (λ floored at 1 ns).
+func weight(p point) float64 {
+	l := math.Max(p.lambda, 1)
+	return 1 / (l * l)
+}
+
+// trimNonlinear drops the older half of the regression window while the
+// residuals of a straight-line fit fail a runs test: a random scatter about
+// the line changes sign often, while a line through points that bend (the
+// oscillator's frequency changed: temperature, wander) leaves long runs of
+// one sign. chrony shortens its window the same way. It keeps at least
+// four points.
+func trimNonlinear(pts []point) []point {
+	for len(pts) >= 8 {
+		slope, _, ok := fit(pts)
+		if !ok {
+			return pts
+		}
+		slope *= 1e3 // back to ns per s
+		var sw, mx, my float64
+		for _, p := range pts {
+			w := weight(p)
+			sw += w
+			mx += w * p.x
+			my += w * p.y
+		}
+		mx /= sw
+		my /= sw
+		runs, pos, neg := 0, 0, 0
+		prev := 0
+		for _, p := range pts {
+			sign := 1
+			if p.y-(my+slope*(p.x-mx)) < 0 {
+				sign = -1
+			}
+			if sign > 0 {
+				pos++
+			} else {
+				neg++
+			}
+			if sign != prev {
+				runs++
+				prev = sign
+			}
+		}
+		if pos == 0 || neg == 0 {
+			return pts
+		}
+		// Wald-Wolfowitz: under randomness runs has mean mu and
+		// variance v; fewer than mu - 2σ runs is a trend (about 2.5%
+		// false alarms, which only cost a shorter window).
+		n := float64(len(pts))
+		mu := 2*float64(pos)*float64(neg)/n + 1
+		v := (mu - 1) * (mu - 2) / (n - 1)
+		if float64(runs) >= mu-2*math.Sqrt(v) {
+			return pts
+		}
+		pts = append(pts[:0], pts[len(pts)/2:]...)
+	}
+	return pts
+}
