@@ -70,3 +70,17 @@ func TestDecodeErrorMessage(t *testing.T) {
 		t.Error("errors.Is on kinds")
 	}
 }
+
+func TestErrorStrings(t *testing.T) {
+	if got := DecodeTruncated.Error(); got != "wire: truncated" {
+		t.Errorf("%q", got)
+	}
+	e := &EncodeError{What: "frame", Field: "sender", Value: 0, Why: "member IDs start at 1"}
+	if got := e.Error(); got != "wire: cannot encode frame: sender 0: member IDs start at 1" {
+		t.Errorf("%q", got)
+	}
+	kf := &KeyFileError{Format: "chrony", Line: 3, Err: ErrKeyType}
+	if got := kf.Error(); got != "wire: chrony key file line 3: unsupported key type" {
+		t.Errorf("%q", got)
+	}
+}

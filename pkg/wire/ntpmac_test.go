@@ -259,3 +259,26 @@ func TestParseChronyKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestNTPKeyEdgeCases(t *testing.T) {
+	pkt := readHex(t, "ntp_server_reply.hex")
+	// A hand-built key with a type this package lacks is an unknown key, not
+	// a panic, on the receive path.
+	err := VerifyNTPMAC(pkt, 5, make([]byte, 16), []NTPKey{{ID: 5, Type: "AES128", Secret: make([]byte, 16)}})
+	if !errors.Is(err, ErrNTPUnknownKey) {
+		t.Errorf("unsupported type: %v", err)
+	}
+	// An empty type means MD5, as in chrony, in both directions.
+	k := NTPKey{ID: 5, Secret: []byte("secret")}
+	keys, err := ParseChronyKeys(FormatChronyKeys([]NTPKey{k}))
+	if err != nil || len(keys) != 1 || keys[0].Type != "MD5" {
+		t.Fatalf("%+v %v", keys, err)
+	}
+	p, id, d, err := SplitNTPMAC(AppendNTPMAC(bytes.Clone(pkt), k))
+	if err != nil || len(d) != 16 {
+		t.Fatalf("%d %v", len(d), err)
+	}
+	if err := VerifyNTPMAC(p, id, d, keys); err != nil {
+		t.Fatal(err)
+	}
+}

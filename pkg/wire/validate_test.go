@@ -328,3 +328,17 @@ func TestZeroAllocValidate(t *testing.T) {
 		t.Errorf("UnmarshalBinary+Validate: %v allocs per frame", n)
 	}
 }
+
+func TestValidatorDuplicateKeyID(t *testing.T) {
+	first := Key{ID: 1, Secret: []byte("first-secret-0123")}
+	second := Key{ID: 1, Secret: []byte("second-secret-012")}
+	v := NewValidator(testCluster, testSelf, []Key{first, second})
+	f, b := sealedFrame(t, &first, 2, 0, 1)
+	if err := v.Validate(f, b); err != nil {
+		t.Fatalf("first key: %v", err)
+	}
+	f, b = sealedFrame(t, &second, 3, 0, 1)
+	if err := v.Validate(f, b); !errors.Is(err, ErrBadMAC) {
+		t.Fatalf("second key with the same ID: %v", err)
+	}
+}
