@@ -29,8 +29,9 @@
 //
 // # Walk-through: testing a core
 //
-// A later core's test (bully election, say) builds a cluster, lets it run,
-// breaks it, and checks an oracle over many seeds:
+// A later core's test (bully election, say; its API here is illustrative)
+// builds a cluster, lets it run, breaks it, and checks an oracle over many
+// seeds:
 //
 //	func TestBullyElects(t *testing.T) {
 //		sim.Seeds(t, 200, func(t *testing.T, seed int64) {
@@ -44,7 +45,7 @@
 //						t.Fatal(err)
 //					}
 //					return c
-//				}, clock.SimConfig{ /* offset, drift ppm */ })
+//				}, clock.SimConfig{Offset: time.Duration(id) * time.Millisecond, DriftPPM: 20 * float64(id)})
 //			}
 //			leader := func() bool { return s.Core(1).(*bully.Core).Leader() == 5 }
 //			if !s.RunUntil(leader, 5*time.Second) {
@@ -62,6 +63,11 @@
 //
 // Operator actions go through Do, which drains the core's output like a
 // tick: s.Do(2, func(c core.Core) { c.(*mutex.Core).Lock() }).
+//
+// s.Log() renders the event log (the cores' events and the simulator's own:
+// sim.crash, sim.partition...) for failure messages and golden files;
+// Trace() and Digest() are the message trace. testdata/ holds a golden
+// scenario, regenerated with -rewrite when a change is intended.
 //
 // A failing seed prints "replay: go test -run '^TestName$' -sim.seed=S
 // ./pkg/..."; -sim.seeds=N runs more seeds. The flags are registered by this

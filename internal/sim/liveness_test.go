@@ -211,6 +211,9 @@ func TestLivenessOracle(t *testing.T) {
 			if st.TotalDropped() != st.Dropped["replay"] || (dup == 0 && st.TotalDropped() != 0) {
 				fail("member %d dropped frames: %v", id, st.Dropped)
 			}
+			if c := s.Counters(id); c.ClockAnomalies != 0 || c.AdjustErrors != 0 {
+				fail("member %d: %d clock anomalies, %d adjustment errors", id, c.ClockAnomalies, c.AdjustErrors)
+			}
 		}
 	})
 }

@@ -26,7 +26,11 @@ type Counters struct {
 	Rejected     uint64 // copies the node refused (see its node.Status drop reasons)
 	Missed       uint64 // copies that arrived while it was crashed or paused, or on a reset stream
 	AdjustErrors uint64 // clock adjustments the clock refused
-	Restarts     uint64
+	// ClockAnomalies counts ticks whose timing had to be clamped because
+	// the clock claimed a rate outside (0.25, 8): a bug in the clock, never
+	// expected.
+	ClockAnomalies uint64
+	Restarts       uint64
 	// LastAdjustError is the last refused adjustment's error, if any.
 	LastAdjustError error
 }
@@ -138,7 +142,17 @@ func (s *Sim) scheduleTick(n *simNode) {
 	for i := 0; i < 64 && x1.After(start) && !n.monoAt(x1.Add(-1)).Before(n.target); i++ {
 		x1 = x1.Add(-1)
 	}
-	wait := max(x1.Sub(start), 1)
+	// A clock's rate stays within (0.2, 1.8) of true time (clock.SimConfig's
+	// limits); a wait outside [L/4, 8L] for L local nanoseconds to go means
+	// the clock misbehaved. Clamping keeps the simulation moving (a wait of
+	// 1 ns per tick would never get anywhere), and the count makes it loud.
+	wait := x1.Sub(start)
+	local := n.target.Sub(cur)
+	if lo, hi := local/4, 8*local; wait < lo || wait > hi {
+		n.counters.ClockAnomalies++
+		wait = min(max(wait, lo), hi)
+	}
+	wait = max(wait, 1)
 	gen := n.tickGen
 	s.schedule(s.now+wait, func() {
 		if n.tickGen == gen {

@@ -450,6 +450,9 @@ func TestDriftingClocksTick(t *testing.T) {
 			t.Fatalf("tick %d around a slew: local interval off by %v", i, d)
 		}
 	}
+	if c := s.Counters(1); c.ClockAnomalies != 0 {
+		t.Errorf("%d clock anomalies", c.ClockAnomalies)
+	}
 	if st, _ := s.Clock(1).State(); st.SlewLeft != 0 {
 		t.Fatalf("slew not over: %v left", st.SlewLeft)
 	}
