@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -20,6 +21,15 @@ import (
 // finish, release the state directory.
 func (d *Daemon) Run(ctx context.Context) (err error) {
 	defer d.state.close()
+	// A clock with work in progress (the system clock's fast slew phase)
+	// must end it, or the clock keeps running fast after the daemon exits.
+	if c, ok := d.cfg.Clock.(io.Closer); ok {
+		defer func() {
+			if cerr := c.Close(); cerr != nil {
+				d.log.Error("closing the clock", "err", cerr)
+			}
+		}()
+	}
 	self := d.cfg.Members[d.cfg.ID]
 	d.ep, err = d.cfg.Network(transport.Config{
 		Listen:    self,

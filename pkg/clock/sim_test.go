@@ -98,9 +98,7 @@ func TestSimSlewAbsorbsExactlyAtMaxRate(t *testing.T) {
 		if st.SlewLeft != offset-want {
 			t.Errorf("slew %v: SlewLeft = %v, want %v", offset, st.SlewLeft, offset-want)
 		}
-		// One ns before the end, not quite there (for offsets the rate
-		// does not cover in a whole number of ns... which is all here,
-		// up to rounding to the ns); at the end, exactly there.
+		// At the analytically computed end, exactly there.
 		vc.set(epoch.Add(d))
 		if got := s.TrueOffset(); got != offset {
 			t.Errorf("slew %v: at end (%v) offset = %v", offset, d, got)
