@@ -180,7 +180,7 @@ func TestMembersDetectKillAndRestart(t *testing.T) {
 
 	// Human status output.
 	out, err := exec.Command(filepath.Join(binDir, "mutexd"), "status", "--control", c.control(1)).CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("Members: 3 of 3 alive")) {
+	if err != nil || !bytes.Contains(out, []byte("3 of 3 alive")) {
 		t.Errorf("status output (%v):\n%s", err, out)
 	}
 }
