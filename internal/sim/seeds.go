@@ -39,7 +39,7 @@ func Seeds(t *testing.T, n int, f func(t *testing.T, seed int64)) {
 	}
 	for _, seed := range seeds {
 		if !t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { f(t, seed) }) {
-			t.Errorf("replay: go test -run '^%s$' -sim.seed=%d %s", t.Name(), seed, packageDir())
+			t.Errorf("replay: go test %s -run '^%s$' -sim.seed=%d", packageDir(), t.Name(), seed)
 			return
 		}
 	}
