@@ -69,7 +69,8 @@
 // Trace() and Digest() are the message trace. testdata/ holds a golden
 // scenario, regenerated with -rewrite when a change is intended.
 //
-// A failing seed prints "replay: go test -run '^TestName$' -sim.seed=S
-// ./pkg/..."; -sim.seeds=N runs more seeds. The flags are registered by this
+// A failing seed prints "replay: go test ./pkg/... -run '^TestName$'
+// -sim.seed=S" (the package comes first: go test stops reading packages at
+// a flag it does not know); -sim.seeds=N runs more seeds. The flags are registered by this
 // package when it is initialised, so any test binary importing sim has them.
 package sim
