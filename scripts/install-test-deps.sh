@@ -5,7 +5,7 @@
 # servers and move the real clock.
 set -euo pipefail
 
-packages=(iproute2 nftables)
+packages=(iproute2 nftables chrony ntpsec-ntpdate)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "install-test-deps: not root; skipping package installation (lab tests will skip)" >&2

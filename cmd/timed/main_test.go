@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/beevik/ntp"
+
+	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/pkg/timesync/server"
+	"github.com/synclab/synclab/pkg/timesync/timedcore"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+func TestParseServeAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.0.0.0":          "0.0.0.0:123",
+		"10.0.0.1:123":     "10.0.0.1:123",
+		"127.0.0.5:12345":  "127.0.0.5:12345",
+		"::1":              "[::1]:123",
+		"[::1]":            "[::1]:123",
+		"[fe80::1]:1123":   "[fe80::1]:1123",
+		"192.168.1.1:1024": "192.168.1.1:1024",
+	} {
+		got, err := parseServeAddr(in)
+		if err != nil || got.String() != want {
+			t.Errorf("parseServeAddr(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "ntp.example.org", "host:123", "10.0.0.1:0", "10.0.0.1:99999", "10.0.0.1:x"} {
+		if got, err := parseServeAddr(bad); err == nil {
+			t.Errorf("parseServeAddr(%q) = %v, accepted", bad, got)
+		}
+	}
+}
+
+func TestFlagsFirst(t *testing.T) {
+	a := newApp()
+	for _, tc := range []struct{ in, want string }{
+		{"timed query 10.0.0.1 --json -n 2", "timed query --json -n 2 10.0.0.1"},
+		{"timed query -n 2 10.0.0.1 --timeout=1s", "timed query -n 2 --timeout=1s 10.0.0.1"},
+		{"timed query --key-file k --key-id 3 h", "timed query --key-file k --key-id 3 h"},
+		{"timed query h -- --json", "timed query h -- --json"},
+		{"timed compare --server a --json", "timed compare --server a --json"},
+		{"timed run --id 1 x", "timed run --id 1 x"}, // other commands untouched
+		{"timed", "timed"},
+	} {
+		got := strings.Join(flagsFirst(strings.Fields(tc.in), a, "query", "compare"), " ")
+		if got != tc.want {
+			t.Errorf("flagsFirst(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestMeasurePrecision(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var n int
+	ticking := func() time.Time { n++; return base.Add(time.Duration(n) * time.Microsecond) }
+	if p := measurePrecision(ticking); p != -19 { // 1 us <= 2^-19 s (1.9 us)
+		t.Errorf("1 us clock: precision %d, want -19", p)
+	}
+	coarse := func() time.Time { n++; return base.Add(time.Duration(n/3) * 10 * time.Millisecond) }
+	if p := measurePrecision(coarse); p != -6 { // 10 ms <= 2^-6 s (15.6 ms)
+		t.Errorf("10 ms clock: precision %d, want -6", p)
+	}
+	stuck := func() time.Time { return base }
+	if p := measurePrecision(stuck); p != -1 {
+		t.Errorf("stuck clock: precision %d, want -1", p)
+	}
+	if p := measurePrecision(time.Now); p > -10 || p < -32 {
+		t.Errorf("time.Now: precision %d", p)
+	}
+}
+
+func TestResolveTarget(t *testing.T) {
+	defer func(f func(context.Context, string) ([]netip.Addr, error)) { lookupHost = f }(lookupHost)
+	var asked []string
+	lookupHost = func(_ context.Context, host string) ([]netip.Addr, error) {
+		asked = append(asked, host)
+		switch host {
+		case "dual.lab":
+			return []netip.Addr{netip.MustParseAddr("fd00::5"), netip.MustParseAddr("10.77.0.5")}, nil
+		case "v6.lab":
+			return []netip.Addr{netip.MustParseAddr("fd00::6")}, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	ctx := context.Background()
+	for in, want := range map[string]string{
+		"10.77.0.1":       "10.77.0.1:123",
+		"10.77.0.1:1123":  "10.77.0.1:1123",
+		"[fd00::1]:1123":  "[fd00::1]:1123",
+		"fd00::1":         "[fd00::1]:123",
+		"dual.lab":        "10.77.0.5:123",
+		"dual.lab:4123":   "10.77.0.5:4123",
+		"v6.lab":          "[fd00::6]:123",
+		"[v6.lab]:123":    "[fd00::6]:123",
+		"127.0.0.1:65535": "127.0.0.1:65535",
+	} {
+		got, err := resolveTarget(ctx, in)
+		if err != nil || got.String() != want {
+			t.Errorf("resolveTarget(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	if len(asked) != 4 {
+		t.Errorf("resolver asked for %v: IP literals must never reach it", asked)
+	}
+	_, err := resolveTarget(ctx, "nowhere.invalid")
+	var dns *net.DNSError
+	if !errors.As(err, &dns) || !strings.Contains(err.Error(), "nowhere.invalid does not resolve") {
+		t.Errorf("unresolvable name: %v", err)
+	}
+	var ue app.UsageError
+	if _, err := resolveTarget(ctx, "dual.lab:0"); !errors.As(err, &ue) {
+		t.Errorf("port 0: %v", err)
+	}
+}
+
+func TestCompareEntries(t *testing.T) {
+	defer func(f func(string, ntp.QueryOptions) (*ntp.Response, error)) { ntpQuery = f }(ntpQuery)
+	now := time.Now()
+	ntpQuery = func(host string, opt ntp.QueryOptions) (*ntp.Response, error) {
+		if opt.Timeout != 750*time.Millisecond {
+			t.Errorf("%s: timeout %v", host, opt.Timeout)
+		}
+		good := &ntp.Response{Stratum: 2, ClockOffset: 40 * time.Millisecond, RTT: time.Millisecond,
+			RootDistance: 2 * time.Millisecond, Version: 4, Time: now, ReferenceTime: now.Add(-time.Second),
+			ReferenceID: wire.RefIDFromAddr(netip.MustParseAddr("10.77.0.1"))}
+		switch host {
+		case "a.lab":
+			return good, nil
+		case "b.lab":
+			good.ClockOffset = 10 * time.Millisecond
+			return good, nil
+		case "kod.lab":
+			return &ntp.Response{Stratum: 0, KissCode: "RATE", Version: 4, Leap: ntp.LeapNotInSync}, nil
+		case "unsync.lab":
+			good.Stratum, good.Leap = 16, ntp.LeapNotInSync
+			return good, nil
+		case "slow.lab":
+			return nil, &net.OpError{Op: "read", Err: timeoutErr{}}
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	entries := compareServers([]string{"a.lab", "b.lab", "kod.lab", "unsync.lab", "slow.lab", "nx.invalid"}, 750*time.Millisecond)
+	res := compareResult{Servers: entries}
+	res.summarise()
+	if res.Valid != 2 || res.SpreadNs == nil || *res.SpreadNs != int64(30*time.Millisecond) {
+		t.Fatalf("valid %d spread %v", res.Valid, res.SpreadNs)
+	}
+	a, kod, unsync, slow, nx := entries[0], entries[2], entries[3], entries[4], entries[5]
+	if !a.Valid || a.OffsetNs != -int64(40*time.Millisecond) || a.RefID != "10.77.0.1" || a.Stratum != 2 {
+		t.Errorf("a: %+v", a)
+	}
+	if kod.Valid || kod.KissCode != "RATE" || !strings.HasPrefix(kod.Verdict, "kiss-o'-death RATE") {
+		t.Errorf("kod: %+v", kod)
+	}
+	if unsync.Valid || unsync.Verdict == "" || unsync.Verdict == "ok" {
+		t.Errorf("unsync: %+v", unsync)
+	}
+	if slow.Valid || !strings.HasPrefix(slow.Error, "timeout") {
+		t.Errorf("slow: %+v", slow)
+	}
+	if nx.Valid || !nx.Unresolved || nx.Error != "nx.invalid does not resolve: no such host" {
+		t.Errorf("nx: %+v", nx)
+	}
+	var out bytes.Buffer
+	printCompare(&out, compareResult{Servers: entries, Valid: res.Valid, SpreadNs: res.SpreadNs, LocalError: "no local daemon (test)"})
+	for _, want := range []string{"Local daemon: no local daemon (test)", "a.lab", "-40.000ms", "kiss-o'-death RATE",
+		"nx.invalid does not resolve", "Spread: 30.000ms between the 2 valid servers"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func TestRenderCore(t *testing.T) {
+	srv, err := server.New(server.Config{LocalStratum: 8, Precision: -24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := wire.NTPPacket{Version: 4, Mode: wire.ModeClient, Transmit: 1}
+	b, _ := req.AppendBinary(nil)
+	from := netip.MustParseAddrPort("10.77.0.2:123")
+	_ = srv.StepDatagram(timedcoreDatagram(from, b))
+	ctl := wire.NTPPacket{Version: 2, Mode: wire.ModeControl}
+	b, _ = ctl.AppendBinary(nil)
+	_ = srv.StepDatagram(timedcoreDatagram(from, b))
+	st := srv.Report()
+	raw, _ := json.Marshal(timedcore.Status{Cluster: json.RawMessage(`{"id":1,"interval_ms":100,"heartbeat_ticks":10,"suspect_ticks":50,"alive":1,"members":[]}`), Server: &st})
+	var out bytes.Buffer
+	if err := renderCore(&out, raw, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"NTP server : stratum 8 (local stratum 8), leap 0 (synchronised), refid LOCL",
+		"precision 2^-24 s (60ns)",
+		"Requests   : 1, replies 1 (authenticated 0), KoD RATE 0, crypto-NAK 0",
+		"Dropped    : 1 (mode_control 1)",
+		"Rate limit : 1 request per 1s on average, bursts of 8; 1 clients tracked",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// Without a server part only the members table is printed.
+	out.Reset()
+	if err := renderCore(&out, []byte(`{"cluster":{"id":1,"alive":1,"members":[]}}`), time.Now()); err != nil || strings.Contains(out.String(), "NTP server") {
+		t.Errorf("no server: %v\n%s", err, out.String())
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	base := []string{"timed", "run", "--id", "1", "--members", "1=127.0.0.1:9", "--clock", "sim"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append(base, "--stratum", "8"), "--stratum is only used with --serve"},
+		{append(base, "--ntp-key-file", "x"), "--ntp-key-file is only used with --serve"},
+		{append(base, "--serve", "ntp.example.org"), "not a name"},
+		{append(base, "--serve", "127.0.0.1", "--stratum", "0"), "want 1..15"},
+		{append(base, "--serve", "127.0.0.1", "--stratum", "17"), "want 1..15"},
+		{append(base, "--serve", "127.0.0.1", "--rate-limit", "-1s"), "--rate-limit"},
+		{[]string{"timed", "query", "127.0.0.1", "--proto", "cristian"}, "not implemented yet"},
+		{[]string{"timed", "query", "127.0.0.1", "--proto", "ptp"}, "want ntp"},
+		{[]string{"timed", "query", "127.0.0.1", "--timeout", "0s"}, "--timeout"},
+		{[]string{"timed", "query", "127.0.0.1", "-n", "65"}, "1 to 64"},
+		{[]string{"timed", "query", "127.0.0.1", "--key-file", "k"}, "go together"},
+		{[]string{"timed", "compare", "extra"}, "takes no arguments"},
+	} {
+		var stderr bytes.Buffer
+		a := newApp()
+		a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+		if code := app.Run(a, flagsFirst(tc.args, a, "query", "compare"), &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args[1:], code, stderr.String(), tc.want)
+		}
+	}
+}
+
+func TestServeKeyFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := dir + "/bad.keys"
+	empty := dir + "/empty.keys"
+	writeFile(t, bad, "1 NOPE HEX:00\n")
+	writeFile(t, empty, "# nothing\n")
+	for path, want := range map[string]string{bad: "line 1", empty: "no keys", dir + "/missing": "no such file"} {
+		var stderr bytes.Buffer
+		a := newApp()
+		a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+		args := []string{"timed", "run", "--id", "1", "--members", "1=127.0.0.1:9", "--clock", "sim", "--serve", "127.0.0.1", "--ntp-key-file", path}
+		if code := app.Run(a, args, &stderr); code != 1 || !strings.Contains(stderr.String(), want) {
+			t.Errorf("%s: exit %d, %q", path, code, stderr.String())
+		}
+	}
+}

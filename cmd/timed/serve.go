@@ -1,0 +1,272 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/client"
+	"github.com/synclab/synclab/pkg/timesync/server"
+	"github.com/synclab/synclab/pkg/timesync/timedcore"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// ntpPort is the NTP port, the default of --serve and of query targets.
+const ntpPort = 123
+
+func serveFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "serve", EnvVars: app.Env(name, "serve"), Usage: "answer NTP requests on `ADDR` (an IP, with :PORT or port 123; e.g. 0.0.0.0 or 10.0.0.1:123)"},
+		&cli.UintFlag{Name: "stratum", EnvVars: app.Env(name, "stratum"), Value: wire.StratumUnsynchronized, Usage: "with --serve: stratum `N` advertised without a synchronised upstream (16: unsynchronised, clients refuse the time; a lab master sets e.g. 8, like chrony's local stratum)"},
+		&cli.StringFlag{Name: "ntp-key-file", EnvVars: app.Env(name, "ntp-key-file"), Usage: "with --serve: chrony-format NTP key file (`PATH`): authenticated requests get signed replies"},
+		&cli.DurationFlag{Name: "rate-limit", EnvVars: app.Env(name, "rate-limit"), Value: server.DefaultRateInterval, Usage: "with --serve: average interval a client may poll at (bursts of 8 allowed); faster clients get a RATE kiss-o'-death; 0 turns limiting off"},
+	}
+}
+
+// serveConfig reads the --serve flags; nil without --serve.
+type serveSettings struct {
+	addr netip.AddrPort
+	cfg  server.Config
+}
+
+func serveConfig(c *cli.Context) (*serveSettings, error) {
+	if !c.IsSet("serve") {
+		for _, f := range []string{"stratum", "ntp-key-file", "rate-limit"} {
+			if c.IsSet(f) {
+				return nil, app.Usagef("--%s is only used with --serve", f)
+			}
+		}
+		return nil, nil
+	}
+	addr, err := parseServeAddr(c.String("serve"))
+	if err != nil {
+		return nil, app.UsageError{Err: fmt.Errorf("--serve: %w", err)}
+	}
+	s := &serveSettings{addr: addr}
+	switch st := c.Uint("stratum"); {
+	case st == wire.StratumUnsynchronized:
+	case st >= 1 && st < wire.StratumUnsynchronized:
+		s.cfg.LocalStratum = uint8(st)
+	default:
+		return nil, app.Usagef("--stratum %d: want 1..15, or 16 for unsynchronised", st)
+	}
+	if path := c.String("ntp-key-file"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--ntp-key-file: %w", err)
+		}
+		if s.cfg.Keys, err = wire.ParseChronyKeys(data); err != nil {
+			return nil, fmt.Errorf("--ntp-key-file %s: %w", path, err)
+		}
+		if len(s.cfg.Keys) == 0 {
+			return nil, fmt.Errorf("--ntp-key-file %s: no keys in the file", path)
+		}
+	}
+	switch d := c.Duration("rate-limit"); {
+	case d == 0:
+		s.cfg.RateLimit.Interval = -1
+	case d < 0:
+		return nil, app.Usagef("--rate-limit %v: want a positive interval, or 0 for no limit", d)
+	default:
+		s.cfg.RateLimit.Interval = d
+	}
+	return s, nil
+}
+
+// parseServeAddr reads "IP", "IP:PORT", "[IPv6]:PORT" or "IPv6". Names are
+// refused: a daemon binds addresses, and must not depend on DNS at start.
+func parseServeAddr(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		if ap.Port() == 0 {
+			return ap, fmt.Errorf("%q: port 0 would pick a random port; give a port or leave it out for %d", s, ntpPort)
+		}
+		return ap, nil
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	if a, err := netip.ParseAddr(host); err == nil {
+		return netip.AddrPortFrom(a, ntpPort), nil
+	}
+	if _, p, ok := strings.Cut(s, ":"); ok && !strings.Contains(p, ":") {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return netip.AddrPort{}, fmt.Errorf("%q: bad port %q", s, p)
+		}
+	}
+	return netip.AddrPort{}, fmt.Errorf("%q: want an IP address, IP:PORT or [IPv6]:PORT, not a name (e.g. 0.0.0.0 or 10.0.0.1:123)", s)
+}
+
+// coreFactory builds timed's core: the liveness detector for the members,
+// with --serve the NTP server, and with --server/--peer the NTP client and
+// its discipline; the server then advertises what the client knows.
+func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config) daemon.CoreFactory {
+	live := app.LivenessCore(cfg)
+	precision := measurePrecision(cfg.Clock.Now)
+	if serve != nil {
+		cfg.DatagramAddr = serve.addr
+		serve.cfg.Precision = precision
+	}
+	if cc != nil {
+		// A client needs a socket even without --serve: an ephemeral port.
+		cfg.Datagrams = true
+		cc.TickInterval = cfg.TickInterval
+		cc.Precision = precision
+		if serve != nil {
+			cc.Address = serve.addr.Addr() // loop detection
+			cc.LocalStratum = serve.cfg.LocalStratum
+		}
+	}
+	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
+		cl, err := live(nil, rnd)
+		if err != nil {
+			return nil, err
+		}
+		tc := timedcore.Config{Cluster: cl}
+		if serve != nil {
+			if tc.Server, err = server.New(serve.cfg); err != nil {
+				return nil, err
+			}
+		}
+		if cc != nil {
+			c := *cc
+			c.Rand = rnd
+			ntpc, err := client.New(c)
+			if err != nil {
+				return nil, err
+			}
+			// Only the client persists state (its frequency).
+			if persisted != nil {
+				if err := ntpc.Restore(persisted); err != nil {
+					return nil, fmt.Errorf("%w (the state file is in --state-dir; remove it to start from 0 ppm)", err)
+				}
+			}
+			tc.Client = ntpc
+		}
+		return timedcore.New(tc)
+	}
+}
+
+// measurePrecision returns the precision exponent of a clock: log2 of the
+// smallest step between two different readings, rounded up, as ntpd and
+// chrony measure it (what a reading costs, for a nanosecond clock).
+func measurePrecision(now func() time.Time) int8 {
+	best := time.Duration(math.MaxInt64)
+	for range 64 {
+		a := now()
+		b := a
+		// Bounded: a clock that does not move in 10,000 reads is coarse,
+		// and the last difference (0) is skipped below.
+		for i := 0; i < 10_000 && b.Equal(a); i++ {
+			b = now()
+		}
+		if d := b.Sub(a); d > 0 && d < best {
+			best = d
+		}
+	}
+	if best == time.Duration(math.MaxInt64) {
+		return -1 // did not move at all: claim no better than 0.5 s
+	}
+	exp := int(math.Ceil(math.Log2(best.Seconds())))
+	return int8(min(max(exp, -32), -1))
+}
+
+// coreView is timedcore.Status with the cluster part left raw for the
+// liveness renderer.
+type coreView struct {
+	Cluster json.RawMessage `json:"cluster"`
+	Server  *server.Status  `json:"server"`
+	Client  json.RawMessage `json:"client"`
+}
+
+// renderCore prints the members table and, when serving, a chronyc-like
+// block about the NTP server.
+func renderCore(w io.Writer, raw []byte, now time.Time) error {
+	var v coreView
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("unexpected timed status: %w", err)
+	}
+	if len(v.Cluster) > 0 {
+		if err := app.RenderLiveness(w, v.Cluster, now); err != nil {
+			return err
+		}
+	}
+	if len(v.Client) > 0 && string(v.Client) != "null" {
+		fmt.Fprintln(w)
+		if err := renderClient(w, v.Client); err != nil {
+			return err
+		}
+	}
+	if v.Server == nil {
+		return nil
+	}
+	fmt.Fprintln(w)
+	return renderServer(w, v.Server)
+}
+
+func renderServer(w io.Writer, s *server.Status) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	sys := s.System
+	state := "synchronised"
+	if !sys.Synchronized {
+		state = "unsynchronised: clients will refuse the time"
+	}
+	local := ""
+	if s.LocalStratum != 0 {
+		local = fmt.Sprintf(" (local stratum %d)", s.LocalStratum)
+	}
+	fmt.Fprintf(tw, "NTP server\t: stratum %d%s, leap %d (%s), refid %s\n", sys.Stratum, local, sys.Leap, state, sys.RefID)
+	fmt.Fprintf(tw, "Root\t: delay %s, dispersion %s, precision 2^%d s (%s)\n",
+		fmtDur(time.Duration(sys.RootDelayNs)), fmtDur(time.Duration(sys.RootDispersionNs)), sys.Precision, precisionString(sys.Precision))
+	fmt.Fprintf(tw, "Requests\t: %d, replies %d (authenticated %d), KoD RATE %d, crypto-NAK %s\n",
+		s.Requests, s.Replies, s.Authenticated, s.KoDRate, counts(s.CryptoNAK))
+	fmt.Fprintf(tw, "Dropped\t: %s\n", counts(s.Dropped))
+	if r := s.RateLimit; r != nil {
+		fmt.Fprintf(tw, "Rate limit\t: 1 request per %s on average, bursts of %d; %d clients tracked (max %d, %d evicted)\n",
+			time.Duration(r.IntervalMS)*time.Millisecond, r.Burst, r.Clients, r.MaxClients, r.Evicted)
+	} else {
+		fmt.Fprintf(tw, "Rate limit\t: off\n")
+	}
+	keys := "none"
+	if s.Keys > 0 {
+		keys = fmt.Sprintf("%d symmetric keys", s.Keys)
+	}
+	fmt.Fprintf(tw, "Auth\t: %s\n", keys)
+	return tw.Flush()
+}
+
+// counts renders a counter map as "3 (mode_control 1, rate_limited 2)".
+func counts(m map[string]uint64) string {
+	var total uint64
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] > 0 {
+			total += m[k]
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+	}
+	if total == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}
+
+func precisionString(exp int8) string {
+	return time.Duration(math.Round(math.Ldexp(float64(time.Second), int(exp)))).String()
+}
+
+// fmtDur prints an unsigned duration in milliseconds with microsecond
+// digits, the way chronyc does.
+func fmtDur(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/1e6) }

@@ -1,0 +1,275 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/beevik/ntp"
+
+	"github.com/synclab/synclab/internal/labnet"
+)
+
+// noSysTime runs argv without CAP_SYS_TIME: nothing a lab test starts may be
+// able to move the real clock, which every namespace shares.
+func noSysTime(argv ...string) []string {
+	return append([]string{"setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time"}, argv...)
+}
+
+// requireTool skips (or, as root in CI, fails: scripts/install-test-deps.sh
+// installs them) when a reference implementation is missing.
+func requireTool(t *testing.T, tool, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" && os.Geteuid() == 0 {
+		t.Fatalf("%s not installed (Debian package %s; scripts/install-test-deps.sh installs it)", tool, pkg)
+	}
+	t.Skipf("%s not installed (Debian package %s; scripts/install-test-deps.sh installs it)", tool, pkg)
+	return ""
+}
+
+// chronyConf is a chronyd configuration that serves the lab at stratum 8
+// from the local clock, never touches the clock (chronyd also runs with -x),
+// and uses nothing outside its temp dir: no sources, no command sockets.
+func chronyConf(dir, bind string) string {
+	return strings.Join([]string{
+		"local stratum 8",
+		"allow 10.77.0.0/24",
+		"bindaddress " + bind,
+		"cmdport 0",
+		"bindcmdaddress /", // no Unix command socket either (chrony.conf(5))
+		"user root",        // keep access to the temp dir
+		"pidfile " + filepath.Join(dir, "chronyd.pid"),
+		"driftfile " + filepath.Join(dir, "chrony.drift"),
+		"",
+	}, "\n")
+}
+
+// timedQueryIn runs `timed query --json` on a lab host.
+func timedQueryIn(t *testing.T, h *labnet.Host, target string) (timedQueryJSON, error) {
+	t.Helper()
+	out, err := h.Run(t, noSysTime("sh", "-c", filepath.Join(binDir, "timed")+" query --json -n 4 "+target+" 2>/dev/null")...)
+	var q timedQueryJSON
+	if jerr := json.Unmarshal([]byte(out), &q); jerr != nil && err == nil {
+		err = fmt.Errorf("%w: %s", jerr, out)
+	}
+	return q, err
+}
+
+// TestLabTimedInterop checks timed's NTP server and `timed query` against
+// real implementations on a namespace LAN:
+//
+//	h1 10.77.0.1  timed run --serve 10.77.0.1 --stratum 8, clock +75 ms (sim)
+//	h2 10.77.0.2  chronyd -x, local stratum 8, on the real clock
+//	h3 10.77.0.3  the clients: ntpdig, beevik/ntp, timed query
+func TestLabTimedInterop(t *testing.T) {
+	labnet.Require(t)
+	requireTool(t, "chronyd", "chrony")
+	requireTool(t, "ntpdig", "ntpsec-ntpdate")
+	lab := labnet.New(t, 3)
+	dir := shortDirT(t)
+	h1, h2, h3 := lab.Host(1), lab.Host(2), lab.Host(3)
+
+	const simOffset = 75 * time.Millisecond
+	control := filepath.Join(dir, "timed.sock")
+	// One key file both formats read: chrony's and ntpsec's "ID TYPE KEY",
+	// an ASCII key of at most 20 characters.
+	keys := filepath.Join(dir, "ntp.keys")
+	if err := os.WriteFile(keys, []byte("1 MD5 synclab-lab-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h1.Start(t, "timed", noSysTime(filepath.Join(binDir, "timed"), "run",
+		"--id", "1", "--members", fmt.Sprintf("1=%s:7300", h1.Addr()),
+		"--control", control, "--state-dir", filepath.Join(dir, "timed.state"),
+		"--clock", "sim", "--sim-offset", simOffset.String(),
+		"--serve", h1.Addr().String(), "--stratum", "8", "--ntp-key-file", keys), nil)
+
+	conf := filepath.Join(dir, "chrony.conf")
+	if err := os.WriteFile(conf, []byte(chronyConf(dir, h2.Addr().String())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h2.Start(t, "chronyd", noSysTime("chronyd", "-x", "-d", "-f", conf), nil)
+
+	// ntpdig (ntpsec) against timed: it sees the server 75 ms ahead.
+	var dig struct {
+		Offset  float64 `json:"offset"`
+		Stratum int     `json:"stratum"`
+		Leap    string  `json:"leap"`
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := h3.Run(t, noSysTime("ntpdig", "-j", "-t", "1", h1.Addr().String())...)
+		if err == nil && json.Unmarshal([]byte(lastLine(out)), &dig) == nil && dig.Stratum != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ntpdig never got an answer from timed: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("ntpdig -> timed: offset %+.6f s, stratum %d, leap %s", dig.Offset, dig.Stratum, dig.Leap)
+	if off := time.Duration(dig.Offset * 1e9); !within(off, simOffset, 2*time.Millisecond) || dig.Stratum != 8 || dig.Leap != "no-leap" {
+		t.Errorf("ntpdig: offset %v stratum %d leap %s; want +75ms, 8, no-leap", off, dig.Stratum, dig.Leap)
+	}
+
+	// ntpdig authenticating with key 1: timed verifies and signs.
+	out, err := h3.Run(t, noSysTime("ntpdig", "-j", "-t", "1", "-k", keys, "-a", "1", h1.Addr().String())...)
+	var auth struct {
+		Offset  float64 `json:"offset"`
+		Stratum int     `json:"stratum"`
+	}
+	if err != nil || json.Unmarshal([]byte(lastLine(out)), &auth) != nil || auth.Stratum != 8 ||
+		!within(time.Duration(auth.Offset*1e9), simOffset, 2*time.Millisecond) {
+		t.Errorf("ntpdig -a 1 -> timed: %v\n%s", err, out)
+	}
+
+	// beevik/ntp from h3 against timed: a valid answer, the same offset.
+	var r *ntp.Response
+	err = h3.Do(func() error {
+		var err error
+		r, err = ntp.QueryWithOptions(h1.Addr().String(), ntp.QueryOptions{Timeout: 2 * time.Second})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("beevik/ntp -> timed: %v", err)
+	}
+	if err := r.Validate(); err != nil || !within(r.ClockOffset, simOffset, 2*time.Millisecond) {
+		t.Errorf("beevik/ntp -> timed: validate %v, offset %v", err, r.ClockOffset)
+	}
+
+	// timed query from h3 against timed on h1: the local clock is 75 ms
+	// behind the server.
+	q, err := timedQueryIn(t, h3, h1.Addr().String())
+	if err != nil || !q.Valid || !within(time.Duration(q.OffsetNs), -simOffset, 2*time.Millisecond) {
+		t.Errorf("timed query -> timed: %v, %+v", err, q)
+	}
+
+	// timed query from h3 against chronyd on h2: both read the real clock,
+	// so the offset is about 0, within the error bound (plus slack for the
+	// load of a shared 2-CPU machine); stratum 8 as configured.
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		q, err = timedQueryIn(t, h3, h2.Addr().String())
+		if err == nil && q.Valid {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed query never got a valid answer from chronyd: %v, %+v", err, q)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	off := time.Duration(q.OffsetNs)
+	t.Logf("timed query -> chronyd: offset %v, delay %v, error bound %v, stratum %d, refid %s",
+		off, time.Duration(q.DelayNs), time.Duration(q.ErrorBoundNs), q.Stratum, q.RefID)
+	if q.Stratum != 8 || q.Leap != 0 {
+		t.Errorf("chronyd answered stratum %d leap %d, want 8 and 0", q.Stratum, q.Leap)
+	}
+	if !within(off, 0, time.Millisecond) {
+		t.Errorf("offset against chronyd on the same real clock: %v, want |offset| < 1ms", off)
+	}
+	if !within(off, 0, time.Duration(q.ErrorBoundNs)+200*time.Microsecond) {
+		t.Errorf("offset %v outside its error bound %v (+200us slack)", off, time.Duration(q.ErrorBoundNs))
+	}
+
+	// chronyd as a client of timed (h3, -x: it measures and never
+	// adjusts): every packet passes chrony's tests and it sees the same
+	// offset.
+	line := chronydMeasures(t, h3, h1.Addr().String())
+	if got := time.Duration(line.offset * 1e9); !within(got, simOffset, 2*time.Millisecond) || line.stratum != 8 {
+		t.Errorf("chronyd -> timed: offset %v stratum %d, want +75ms and 8 (%s)", got, line.stratum, line.raw)
+	}
+
+	// timed's server counted what it served, KoD-free.
+	raw, err := exec.Command(filepath.Join(binDir, "timed"), "status", "--json", "--control", control).Output()
+	if err != nil {
+		t.Fatalf("timed status: %v", err)
+	}
+	var st struct {
+		Node struct {
+			Core struct {
+				Server struct {
+					Requests      uint64 `json:"requests"`
+					Replies       uint64 `json:"replies"`
+					KoDRate       uint64 `json:"kod_rate"`
+					Authenticated uint64 `json:"authenticated"`
+				} `json:"server"`
+			} `json:"core"`
+		} `json:"node"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	if s := st.Node.Core.Server; s.Replies < 10 || s.KoDRate != 0 || s.Requests != s.Replies || s.Authenticated != 1 {
+		t.Errorf("server counters %+v", s)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// chronyMeasurement is a line of chronyd's measurements.log.
+type chronyMeasurement struct {
+	raw     string
+	stratum int
+	tests   string  // "123 567 ABCD" test results, "1" for pass
+	offset  float64 // seconds; positive: the local clock is behind the source
+}
+
+// chronydMeasures runs chronyd -x on h as a client of server (polled every
+// second, within timed's default rate limit) until it has logged three
+// measurements that passed all of chrony's packet tests, and returns the
+// last.
+func chronydMeasures(t *testing.T, h *labnet.Host, server string) chronyMeasurement {
+	t.Helper()
+	dir := shortDirT(t)
+	conf := filepath.Join(dir, "chrony.conf")
+	os.WriteFile(conf, []byte(strings.Join([]string{
+		"server " + server + " iburst minpoll 0 maxpoll 0",
+		"port 0", // a client only
+		"cmdport 0",
+		"bindcmdaddress /",
+		"user root",
+		"logdir " + dir,
+		"log measurements",
+		"pidfile " + filepath.Join(dir, "chronyd.pid"),
+		"driftfile " + filepath.Join(dir, "chrony.drift"),
+		"",
+	}, "\n")), 0o644)
+	h.Start(t, "chronyd-client", noSysTime("chronyd", "-x", "-d", "-f", conf), nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(dir, "measurements.log"))
+		var good []chronyMeasurement
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			// date time ip L St 123 567 ABCD LP RP Score Offset ...
+			if len(f) < 12 || f[2] != server {
+				continue
+			}
+			m := chronyMeasurement{raw: l, tests: f[5] + " " + f[6] + " " + f[7]}
+			fmt.Sscan(f[4], &m.stratum)
+			fmt.Sscan(f[11], &m.offset)
+			if m.tests == "111 111 1111" {
+				good = append(good, m)
+			}
+		}
+		if len(good) >= 3 {
+			t.Logf("chronyd -> timed: %d measurements passed all tests; last: %s", len(good), good[len(good)-1].raw)
+			return good[len(good)-1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chronyd logged no 3 good measurements of %s:\n%s", server, b)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

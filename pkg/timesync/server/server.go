@@ -1,0 +1,285 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/ntp"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Counter labels of Status.Dropped: why a packet got no answer.
+const (
+	dropShort       = "short"        // fewer than 48 bytes
+	dropBadLength   = "bad_length"   // not a multiple of 4, or a MAC of impossible length
+	dropBadVersion  = "bad_version"  // not NTPv3 or NTPv4
+	dropBadSource   = "bad_source"   // port 0, unspecified, multicast or broadcast source
+	dropRateLimited = "rate_limited" // over the limit, kissed recently
+)
+
+// modeDrop labels packets of modes a server does not answer.
+var modeDrop = [8]string{
+	wire.ModeReserved:         "mode_reserved",
+	wire.ModeSymmetricActive:  "mode_symmetric_active",
+	wire.ModeSymmetricPassive: "mode_symmetric_passive",
+	wire.ModeClient:           "", // served
+	wire.ModeServer:           "mode_server",
+	wire.ModeBroadcast:        "mode_broadcast",
+	wire.ModeControl:          "mode_control",
+	wire.ModePrivate:          "mode_private",
+}
+
+// unsyncRefID is the reference ID of an unsynchronised server that has no
+// better one: "INIT", as ntpd says before its first update.
+var unsyncRefID = wire.RefIDFromText("INIT")
+
+// Server is the sans-IO NTP server core (RFC 5905 server mode). It answers
+// mode-3 requests fed to StepDatagram with mode-4 replies left in Ready:
+//
+//	client                         server
+//	  T1 --- mode 3, xmt=T1 -----> T2 = Datagram.Time (kernel receive stamp)
+//	  T4 <-- mode 4, org=T1 ------ T3 = written by the daemon just before
+//	         rec=T2, xmt=T3             the write (Datagram.NTPStamp)
+//
+// It does no I/O, reads no clock and is not safe for concurrent use: the
+// daemon's loop owns it.
+type Server struct {
+	cfg Config
+	sys SystemState // as set by SetSystem (or the unsynchronised default)
+	lim *limiter    // nil when rate limiting is off
+	now time.Time   // last Tick, for Status
+	out []core.Datagram
+
+	requests, replies, authReplies, kodRate, extIgnored uint64
+
+	dropped   map[string]uint64 // by reason: packets without an answer
+	cryptoNAK map[string]uint64 // by reason: "unknown_key", "bad_mac"
+}
+
+// New returns a server advertising an unsynchronised clock (or the local
+// stratum, see Config) until SetSystem says otherwise.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:       cfg,
+		sys:       ntp.Unsynchronized(cfg.Precision),
+		dropped:   make(map[string]uint64),
+		cryptoNAK: make(map[string]uint64),
+	}
+	if cfg.RateLimit.limited() {
+		s.lim = newLimiter(cfg.RateLimit)
+	}
+	return s, nil
+}
+
+// ErrSystem is returned by SetSystem for a state that cannot be sent.
+var ErrSystem = errors.New("server: invalid system state")
+
+// SetSystem replaces the state the server advertises: the discipline calls
+// it after every clock update (ntp.NextSystem) and when it loses its
+// sources. An unsynchronised state (leap 3, or stratum 0 or 16 and above)
+// is advertised as leap 3, stratum 16, unless Config.LocalStratum is set,
+// which then applies. A zero Precision keeps Config.Precision. A state
+// whose leap indicator does not fit two bits is refused and the previous
+// one kept.
+func (s *Server) SetSystem(sys SystemState) error {
+	if sys.Leap > wire.LeapNotInSync {
+		return fmt.Errorf("%w: leap indicator %d", ErrSystem, sys.Leap)
+	}
+	if sys.Precision == 0 {
+		sys.Precision = s.cfg.Precision
+	}
+	s.sys = sys
+	return nil
+}
+
+// System returns the state advertised in a reply to a request received at
+// local time now.
+func (s *Server) System(now time.Time) SystemState {
+	sys := s.sys
+	if !unsynchronised(sys) {
+		return sys
+	}
+	if s.cfg.LocalStratum != 0 {
+		// A local reference is its own reference clock, "set" at every
+		// instant: chrony's local mode reports the current time too, and
+		// a stale reference time would make clients (beevik/ntp's
+		// freshness check) call the server stale.
+		return SystemState{
+			Leap:        wire.LeapNone,
+			Stratum:     s.cfg.LocalStratum,
+			Precision:   sys.Precision,
+			ReferenceID: s.cfg.RefID,
+			Reference:   now,
+		}
+	}
+	sys.Leap, sys.Stratum = wire.LeapNotInSync, wire.StratumUnsynchronized
+	if sys.ReferenceID == 0 {
+		sys.ReferenceID = unsyncRefID
+	}
+	return sys
+}
+
+func unsynchronised(sys SystemState) bool {
+	return sys.Leap == wire.LeapNotInSync || sys.Stratum == 0 || sys.Stratum >= wire.StratumUnsynchronized
+}
+
+// Step refuses synclab frames: the server speaks NTP only.
+func (s *Server) Step(core.Message) error { return core.ErrUnexpectedKind }
+
+// Tick expires idle rate-limit entries.
+func (s *Server) Tick(now time.Time) {
+	s.now = now
+	if s.lim != nil {
+		s.lim.expire(now)
+	}
+}
+
+// Ready drains the replies.
+func (s *Server) Ready() core.Ready {
+	rd := core.Ready{Datagrams: s.out}
+	s.out = nil
+	return rd
+}
+
+func (s *Server) drop(reason string, err error) error {
+	s.dropped[reason]++
+	return &DropError{Reason: reason, Err: err}
+}
+
+// StepDatagram handles one NTP packet. A mode-3 request of version 3 or 4
+// is answered (Ready.Datagrams) and nil returned; anything else is counted
+// under a reason and returned as a *DropError. The reply is never longer
+// than the request:
+//
+//   - a request without a MAC gets a 48-byte reply whose transmit
+//     timestamp the daemon writes just before the write (NTPStamp);
+//   - a request with a valid MAC gets a reply signed with the same key
+//     (same digest length, so the same size). Its transmit timestamp is the
+//     receive timestamp (T3 = T2), since patching it after signing would
+//     break the MAC: the client then sees the server's processing time
+//     (tens of microseconds) as extra delay, which only widens its error
+//     bound (offset error <= delay/2 still holds);
+//   - a request whose MAC uses an unknown key or does not verify gets a
+//     crypto-NAK (RFC 5905 section 7.4: the reply header and a bare zero
+//     key ID, 52 bytes, shorter than any MAC'd request). It tells the
+//     client why it gets no authenticated time instead of looking like
+//     loss; it carries no MAC, so clients treat it as a hint only, and it
+//     is rate-limited like every reply;
+//   - a request with NTPv4 extension fields (NTS, ...) is answered without
+//     them (RFC 7822: unknown fields are ignored);
+//   - a client over its rate limit gets a RATE kiss-o'-death (48 bytes) at
+//     most once per RateLimit.KissInterval, otherwise nothing.
+//
+// d.Time must be the local clock's reading of the kernel receive stamp: it
+// is T2. Datagrams with d.Sent (the daemon's report of a reply it wrote)
+// are accepted and ignored.
+func (s *Server) StepDatagram(d core.Datagram) error {
+	if d.Sent {
+		return nil
+	}
+	b := d.Data
+	if len(b) < wire.NTPHeaderLen {
+		return s.drop(dropShort, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b)))
+	}
+	var req wire.NTPPacket
+	_ = req.UnmarshalBinary(b) // cannot fail: the length is checked
+	if req.Mode != wire.ModeClient {
+		return s.drop(modeDrop[req.Mode&7], fmt.Errorf("%w: mode %d", ErrMode, req.Mode))
+	}
+	if req.Version != 3 && req.Version != 4 {
+		return s.drop(dropBadVersion, fmt.Errorf("%w: %d", ErrVersion, req.Version))
+	}
+	if !answerable(d.Addr) {
+		return s.drop(dropBadSource, fmt.Errorf("%w: %v", ErrBadSource, d.Addr))
+	}
+	pkt, keyID, digest, err := wire.SplitNTPMAC(b)
+	var extensions bool
+	if err != nil {
+		var de *wire.DecodeError
+		if !errors.As(err, &de) || de.Kind != wire.DecodeUnsupported {
+			return s.drop(dropBadLength, fmt.Errorf("%w: %v", ErrMalformed, err))
+		}
+		extensions, digest = true, nil
+	}
+	s.requests++
+
+	if s.lim != nil {
+		switch s.lim.check(d.Addr.Addr().Unmap(), d.Time) {
+		case kiss:
+			s.kodRate++
+			p := ntp.KissReply(&req, d.Time, "RATE")
+			s.send(d.Addr, &p, nil)
+			return nil
+		case drop:
+			return s.drop(dropRateLimited, ErrRateLimited)
+		}
+	}
+	if extensions {
+		s.extIgnored++
+	}
+
+	reply, err := ntp.ServerReply(&req, d.Time, s.System(d.Time))
+	if err != nil {
+		// Mode and version were checked above; ServerReply agrees.
+		return s.drop(dropBadVersion, err)
+	}
+	if digest == nil || (keyID == 0 && len(digest) == 0) {
+		// No MAC (or a client sending a crypto-NAK, which asks for
+		// nothing): a plain reply, stamped at the write.
+		s.replies++
+		s.send(d.Addr, &reply, nil)
+		return nil
+	}
+	if err := wire.VerifyNTPMAC(pkt, keyID, digest, s.cfg.Keys); err != nil {
+		reason := "bad_mac"
+		if errors.Is(err, wire.ErrNTPUnknownKey) {
+			reason = "unknown_key"
+		}
+		s.cryptoNAK[reason]++
+		s.send(d.Addr, &reply, []byte{0, 0, 0, 0})
+		return nil
+	}
+	for _, k := range s.cfg.Keys {
+		if k.ID == keyID {
+			s.replies++
+			s.authReplies++
+			s.sendSigned(d.Addr, &reply, k)
+			break
+		}
+	}
+	return nil
+}
+
+// send queues p, followed by trailer (a crypto-NAK's zero key ID), to addr.
+func (s *Server) send(addr netip.AddrPort, p *wire.NTPPacket, trailer []byte) {
+	b, err := p.AppendBinary(make([]byte, 0, wire.NTPHeaderLen+len(trailer)))
+	if err != nil {
+		panic("server: encoding a reply: " + err.Error()) // every field is in range by construction
+	}
+	s.out = append(s.out, core.Datagram{Addr: addr, Data: append(b, trailer...), NTPStamp: true})
+}
+
+// sendSigned queues p with a MAC computed with k, its transmit timestamp
+// left as built (see StepDatagram).
+func (s *Server) sendSigned(addr netip.AddrPort, p *wire.NTPPacket, k wire.NTPKey) {
+	b, err := p.AppendBinary(make([]byte, 0, wire.NTPHeaderLen+4+64))
+	if err != nil {
+		panic("server: encoding a reply: " + err.Error())
+	}
+	s.out = append(s.out, core.Datagram{Addr: addr, Data: wire.AppendNTPMAC(b, k)})
+}
+
+// answerable reports whether a reply to a can reach a single, real sender.
+func answerable(a netip.AddrPort) bool {
+	ip := a.Addr().Unmap()
+	if !ip.IsValid() || a.Port() == 0 || ip.IsUnspecified() || ip.IsMulticast() {
+		return false
+	}
+	return ip != netip.AddrFrom4([4]byte{255, 255, 255, 255})
+}

@@ -1,0 +1,144 @@
+package timedcore
+
+import (
+	"errors"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/ntp"
+	"github.com/synclab/synclab/pkg/timesync/server"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Config names the parts. Cluster is required; Server and Client are
+// optional (without both, datagrams are refused).
+type Config struct {
+	// Cluster handles synclab frames (Step): the liveness detector today.
+	Cluster core.Core
+	// Server answers NTP client requests (timed run --serve).
+	Server *server.Server
+	// Client is the NTP client and symmetric-peer core, if any.
+	Client core.Core
+}
+
+// ErrConfig is returned by New without a Cluster core.
+var ErrConfig = errors.New("timedcore: a Cluster core is required")
+
+// Core is the composite. Not safe for concurrent use, like its parts.
+type Core struct {
+	cfg    Config
+	server core.Core // cfg.Server as a core.Core, nil when absent (not a typed nil)
+}
+
+// New returns the composite of cfg's parts.
+func New(cfg Config) (*Core, error) {
+	if cfg.Cluster == nil {
+		return nil, ErrConfig
+	}
+	c := &Core{cfg: cfg}
+	if cfg.Server != nil {
+		c.server = cfg.Server
+	}
+	return c, nil
+}
+
+// Server returns the NTP server part, nil if there is none: the discipline
+// tells it what to advertise (SetSystem).
+func (c *Core) Server() *server.Server { return c.cfg.Server }
+
+// Step hands a synclab frame to the cluster core.
+func (c *Core) Step(m core.Message) error { return c.cfg.Cluster.Step(m) }
+
+// StepDatagram routes an NTP packet by its mode (see the package comment).
+func (c *Core) StepDatagram(d core.Datagram) error {
+	if c.server == nil && c.cfg.Client == nil {
+		return core.ErrUnexpectedDatagram
+	}
+	return c.route(d).StepDatagram(d)
+}
+
+func (c *Core) route(d core.Datagram) core.Core {
+	mode := uint8(0xff)
+	if len(d.Data) > 0 {
+		mode = d.Data[0] & 7
+	}
+	toServer := mode == wire.ModeClient
+	if d.Sent {
+		toServer = mode == wire.ModeServer
+	}
+	switch {
+	case c.server == nil:
+		return c.cfg.Client
+	case c.cfg.Client == nil || toServer:
+		return c.server
+	}
+	return c.cfg.Client
+}
+
+// Tick advances every part.
+func (c *Core) Tick(now time.Time) {
+	c.cfg.Cluster.Tick(now)
+	if c.server != nil {
+		c.server.Tick(now)
+	}
+	if c.cfg.Client != nil {
+		c.cfg.Client.Tick(now)
+		// The server advertises what the discipline knows: stratum, root
+		// delay and dispersion, leap, reference. (Unsynchronised, it falls
+		// back to its local stratum, if any.)
+		if s, ok := c.cfg.Client.(systemer); ok && c.cfg.Server != nil {
+			c.cfg.Server.SetSystem(s.System(now))
+		}
+	}
+}
+
+// systemer is the client's view of the system variables (RFC 5905 11.2.3).
+type systemer interface {
+	System(now time.Time) ntp.System
+}
+
+// Ready merges the parts' outputs: the cluster's, then the server's, then
+// the client's. At most one part may persist state (the client's frequency
+// today; the liveness detector and the server have none): two parts
+// handing over state at once cannot be persisted in one file, and is a
+// programming error that panics.
+func (c *Core) Ready() core.Ready {
+	rd := c.cfg.Cluster.Ready()
+	for _, p := range []core.Core{c.server, c.cfg.Client} {
+		if p == nil {
+			continue
+		}
+		r := p.Ready()
+		if r.State != nil {
+			if rd.State != nil {
+				panic("timedcore: two parts persist state in the same Ready")
+			}
+			rd.State = r.State
+		}
+		rd.Adjustments = append(rd.Adjustments, r.Adjustments...)
+		rd.Messages = append(rd.Messages, r.Messages...)
+		rd.Datagrams = append(rd.Datagrams, r.Datagrams...)
+		rd.Events = append(rd.Events, r.Events...)
+	}
+	return rd
+}
+
+// Status is timed's core status: each part's, under its own key.
+type Status struct {
+	Cluster any            `json:"cluster"`
+	Server  *server.Status `json:"server,omitempty"`
+	Client  any            `json:"client,omitempty"`
+}
+
+// Status implements core.Core.
+func (c *Core) Status() any {
+	st := Status{Cluster: c.cfg.Cluster.Status()}
+	if c.cfg.Server != nil {
+		r := c.cfg.Server.Report()
+		st.Server = &r
+	}
+	if c.cfg.Client != nil {
+		st.Client = c.cfg.Client.Status()
+	}
+	return st
+}
