@@ -1,17 +1,28 @@
-// Command timed keeps a lab machine's clock in agreement with its peers.
+// Command timed keeps a lab machine's clock in agreement with its peers,
+// serves NTP, and measures clocks.
 //
 //	timed run --id 1 --members 1=10.0.0.1:7300,2=10.0.0.2:7300 [--clock system|sim]
+//	          [--serve ADDR [--stratum N] [--ntp-key-file PATH] [--rate-limit D]]
+//	          [--server HOST[:PORT] ...] [--peer HOST[:PORT] ...] [--minpoll N --maxpoll N] [--makestep D]
 //	timed status [--json]
+//	timed query HOST[:PORT] [-n N] [--timeout D] [--json] [--key-file PATH --key-id N]
+//	timed compare [--server S ...] [--timeout D] [--json]
 //
 // With --clock sim the daemon runs on a simulated clock (real time plus
 // --sim-offset, drifting at --sim-drift ppm) that it corrects like the real
 // one, and `timed status --json` reports its exact error as true_offset_ns:
 // how tests and the demo measure ground truth without touching the system
 // clock.
+//
+// With --serve the daemon answers NTP client requests on ADDR (package
+// pkg/timesync/server): chronyd, ntpdig, beevik/ntp and `timed query` can
+// measure against it. `timed query` and `timed compare` are one-shot
+// measurements that only ever read the local clock.
 package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -24,21 +35,29 @@ import (
 const name = "timed"
 
 func main() {
-	app.Main(app.New(app.Spec{
+	a := newApp()
+	os.Args = flagsFirst(os.Args, a, "query", "compare")
+	app.Main(a)
+}
+
+func newApp() *cli.App {
+	return app.New(app.Spec{
 		Name:  name,
 		Usage: "physical clock synchronisation for a lab LAN",
 		Description: "timed keeps the clocks of a lab's machines in agreement. It corrects the clock by\n" +
-			"slewing, never stepping it backwards.",
-		RunFlags: []cli.Flag{
+			"slewing, never stepping it backwards. With --serve it answers NTP requests; `timed query`\n" +
+			"and `timed compare` measure the local clock against NTP servers without changing it.",
+		RunFlags: append([]cli.Flag{
 			&cli.StringFlag{Name: "clock", EnvVars: app.Env(name, "clock"), Value: "system", Usage: "`system` (adjtimex; needs CAP_SYS_TIME to correct) or sim (simulated, for tests and demos)"},
 			&cli.DurationFlag{Name: "sim-offset", EnvVars: app.Env(name, "sim-offset"), Usage: "with --clock sim: initial error of the simulated clock"},
 			&cli.Float64Flag{Name: "sim-drift", EnvVars: app.Env(name, "sim-drift"), Usage: "with --clock sim: frequency error in `PPM`"},
 			&cli.Float64Flag{Name: "sim-wander", EnvVars: app.Env(name, "sim-wander"), Usage: "with --clock sim: random-walk frequency noise, `PPM` per sqrt(second)"},
 			&cli.BoolFlag{Name: "no-adjust", EnvVars: app.Env(name, "no-adjust"), Usage: "measure and report only; never correct the clock"},
-		},
+		}, append(serveFlags(), clientFlags()...)...),
 		Build:      build,
-		RenderCore: app.RenderLiveness,
-	}))
+		Commands:   []*cli.Command{queryCommand(), compareCommand()},
+		RenderCore: renderCore,
+	})
 }
 
 func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
@@ -46,16 +65,32 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	if kind != "sim" && (c.IsSet("sim-offset") || c.IsSet("sim-drift") || c.IsSet("sim-wander")) {
 		return nil, app.Usagef("--sim-offset, --sim-drift and --sim-wander need --clock sim")
 	}
+	// Flags are checked before the clock is opened: a usage error must
+	// not depend on the host's capabilities.
+	serve, err := serveConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := clientConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Bool("no-adjust") {
+		// Measure and report: the discipline runs, the clock is not touched.
+		cfg.SkipAdjust = true
+	}
 	switch kind {
 	case "sim":
-		clk := clock.NewSim(clock.SimConfig{
-			Offset:            c.Duration("sim-offset"),
-			DriftPPM:          c.Float64("sim-drift"),
-			WanderPPM:         c.Float64("sim-wander"),
-			Seed:              int64(cfg.Seed),
-			AllowBackwardStep: false,
-		}, time.Now)
-		cfg.Clock, cfg.ClockName = clk, "sim"
+		sc := clock.SimConfig{
+			Offset:    c.Duration("sim-offset"),
+			DriftPPM:  c.Float64("sim-drift"),
+			WanderPPM: c.Float64("sim-wander"),
+			Seed:      int64(cfg.Seed),
+		}
+		if err := sc.Validate(); err != nil {
+			return nil, app.UsageError{Err: err}
+		}
+		cfg.Clock, cfg.ClockName = clock.NewSim(sc, time.Now), "sim"
 	case "system":
 		clk, err := clock.NewSystem(clock.SystemOptions{ReadOnly: c.Bool("no-adjust")})
 		if err != nil {
@@ -65,5 +100,5 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	default:
 		return nil, app.Usagef("--clock %q: want system or sim", kind)
 	}
-	return app.LivenessCore(cfg), nil
+	return coreFactory(cfg, serve, cc), nil
 }

@@ -65,6 +65,9 @@ type Config struct {
 	Clock clock.Clock
 	// ClockName says which clock it is, for status ("system", "sim").
 	ClockName string
+	// SkipAdjust counts the core's clock adjustments instead of applying
+	// them (timed --no-adjust: measure and report only).
+	SkipAdjust bool
 	// Hooks binds event names to shell commands, run in order, one at a
 	// time, off the loop.
 	Hooks map[string][]string

@@ -170,6 +170,10 @@ func (d *Daemon) process() {
 		}
 	}
 	for _, a := range out.Adjustments {
+		if d.cfg.SkipAdjust {
+			d.errs["adjustments_skipped"]++
+			continue
+		}
 		if err := clock.Apply(d.cfg.Clock, a); err != nil {
 			d.errs["adjust_failed"]++
 			d.log.Error("clock adjustment failed", "kind", a.Kind.String(), "offset", a.Offset, "ppm", a.PPM, "err", err)

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/pkg/timesync/client"
+)
+
+func clientFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "server", EnvVars: app.Env(name, "server"), Usage: "follow the NTP server `HOST[:PORT]` (client mode; repeat for several: falsetickers are outvoted)"},
+		&cli.StringSliceFlag{Name: "peer", EnvVars: app.Env(name, "peer"), Usage: "synchronise with `HOST[:PORT]` as a symmetric peer (modes 1/2)"},
+		&cli.IntFlag{Name: "minpoll", EnvVars: app.Env(name, "minpoll"), Value: int(client.DefaultMinPoll), Usage: "shortest poll interval, log2 `SECONDS` (0: 1 s; down to -4 for tests)"},
+		&cli.IntFlag{Name: "maxpoll", EnvVars: app.Env(name, "maxpoll"), Value: int(client.DefaultMaxPoll), Usage: "longest poll interval, log2 `SECONDS` (6: 64 s)"},
+		&cli.DurationFlag{Name: "makestep", EnvVars: app.Env(name, "makestep"), Usage: "step the clock FORWARD when it is more than `D` behind, during the first 3 updates only (0: never step; the clock is never stepped back)"},
+	}
+}
+
+// clientConfig reads the client flags; nil without --server or --peer.
+func clientConfig(c *cli.Context) (*client.Config, error) {
+	servers, peers := c.StringSlice("server"), c.StringSlice("peer")
+	if len(servers)+len(peers) == 0 {
+		for _, f := range []string{"minpoll", "maxpoll", "makestep"} {
+			if c.IsSet(f) {
+				return nil, app.Usagef("--%s is only used with --server or --peer", f)
+			}
+		}
+		return nil, nil
+	}
+	cfg := client.DefaultLANConfig()
+	for _, s := range servers {
+		ap, err := resolveSource(s)
+		if err != nil {
+			return nil, app.UsageError{Err: fmt.Errorf("--server: %w", err)}
+		}
+		cfg.Servers = append(cfg.Servers, ap)
+	}
+	for _, s := range peers {
+		ap, err := resolveSource(s)
+		if err != nil {
+			return nil, app.UsageError{Err: fmt.Errorf("--peer: %w", err)}
+		}
+		cfg.Peers = append(cfg.Peers, ap)
+	}
+	minPoll, maxPoll := c.Int("minpoll"), c.Int("maxpoll")
+	if minPoll < -4 || maxPoll > 17 || minPoll > maxPoll {
+		return nil, app.Usagef("--minpoll %d --maxpoll %d: want -4 <= minpoll <= maxpoll <= 17", minPoll, maxPoll)
+	}
+	cfg.MinPoll, cfg.MaxPoll = int8(minPoll), int8(maxPoll)
+	if d := c.Duration("makestep"); d < 0 {
+		return nil, app.Usagef("--makestep %v: want a positive threshold, or 0 never to step", d)
+	} else {
+		cfg.StepThreshold = d
+	}
+	return &cfg, nil
+}
+
+// resolveSource reads HOST[:PORT] (port 123 by default). A name is resolved
+// once, at start.
+func resolveSource(s string) (netip.AddrPort, error) {
+	if ap, err := parseServeAddr(s); err == nil {
+		return ap, nil
+	}
+	host, port := s, strconv.Itoa(ntpPort)
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		host, port = h, p
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || n == 0 {
+		return netip.AddrPort{}, fmt.Errorf("%q: bad port %q", s, port)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ips, err := lookupHost(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("%q does not resolve: %v (give an IP address or fix name resolution)", host, err)
+	}
+	return netip.AddrPortFrom(ips[0].Unmap(), uint16(n)), nil
+}
+
+// renderClient prints what `chronyc tracking` and `chronyc sources` show.
+func renderClient(w io.Writer, raw json.RawMessage) error {
+	var st client.Status
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return fmt.Errorf("unexpected NTP client status: %w", err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	state := "unsynchronised"
+	if st.Synchronized {
+		state = "synchronised"
+	}
+	peer := st.SysPeer
+	if peer == "" {
+		peer = "none"
+	}
+	fmt.Fprintf(tw, "NTP client\t: %s, system peer %s, stratum %d, refid %s (%s)\n", state, peer, st.Stratum, st.ReferenceID, st.Selection)
+	fmt.Fprintf(tw, "Offset\t: %s now, %s at the last update (%d updates)\n",
+		app.FormatOffset(time.Duration(st.OffsetNS)), app.FormatOffset(time.Duration(st.LastOffsetNS)), st.Updates)
+	fmt.Fprintf(tw, "Frequency\t: %+.3f ppm (error %.3f ppm)\n", st.FrequencyPPM, st.FrequencyErrorPPM)
+	fmt.Fprintf(tw, "Error bound\t: ±%s [%s, %s]\n", time.Duration(st.ErrorBoundNS),
+		app.FormatOffset(time.Duration(st.BoundLowNS)), app.FormatOffset(time.Duration(st.BoundHighNS)))
+	fmt.Fprintf(tw, "Root\t: delay %s, dispersion %s, jitter %s\n",
+		fmtDur(time.Duration(st.RootDelayNS)), fmtDur(time.Duration(st.RootDispersionNS)), fmtDur(time.Duration(st.SystemJitterNS)))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Source\tMode\tStratum\tReach\tPoll\tOffset\tDelay\tDispersion\tJitter\tVerdict")
+	for _, s := range st.Sources {
+		verdict := s.Verdict
+		if s.Why != "" {
+			verdict += ": " + s.Why
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Address, s.Mode, s.Stratum, s.Reach, s.Poll,
+			app.FormatOffset(time.Duration(s.OffsetNS)), fmtDur(time.Duration(s.DelayNS)),
+			fmtDur(time.Duration(s.DispersionNS)), fmtDur(time.Duration(s.JitterNS)), verdict)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,699 @@
+package client
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/ntp"
+	"github.com/synclab/synclab/pkg/timesync/servo"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Event names (core.Event.Name): stable labels the daemon logs, counts and
+// binds hooks to.
+const (
+	// EventSynchronized: the first clock update (or the first after the
+	// bound grew past the kernel's phase limit).
+	EventSynchronized = "clock_synchronized"
+	// EventUnsynchronized: no update for so long that the error bound
+	// passed 16 s.
+	EventUnsynchronized = "clock_unsynchronized"
+	// EventStepped: the clock was stepped forward (makestep window).
+	EventStepped = "clock_stepped"
+	// EventSysPeer: the system peer changed (or was lost).
+	EventSysPeer = "sys_peer_changed"
+	// EventFalseticker: a source was found to disagree with the majority.
+	EventFalseticker = "falseticker"
+	// EventReachable and EventUnreachable: a source's reach register
+	// became non-zero, or zero.
+	EventReachable   = "source_reachable"
+	EventUnreachable = "source_unreachable"
+	// EventKiss: a source sent a kiss-o'-death (RATE: polls slowed down;
+	// DENY, RSTR: polling stopped).
+	EventKiss = "kiss_of_death"
+)
+
+// Counter names of Status.Counters: packets by what happened to them.
+const (
+	cntAccepted   = "accepted"       // replies that gave a sample
+	cntStranger   = "stranger_peer"  // mode 1 from an address not in Peers
+	cntUnknown    = "unknown_source" // other packets from unknown addresses
+	cntMalformed  = "malformed"
+	cntMode       = "unexpected_mode"
+	cntStopped    = "stopped_source"
+	cntStepped    = "clock_stepped"
+	cntPassive    = "passive_replies" // mode-2 answers sent to peers' polls
+	cntRequests   = "requests"        // mode-1 and mode-3 polls sent
+	cntUpdates    = "clock_updates"
+	cntStaleSys   = "stale_sys_peer" // selection ran, the system peer's estimate was not new
+	cntSelectFail = "selection_failed"
+)
+
+// source is one configured server or peer.
+type source struct {
+	addr netip.AddrPort
+	peer bool // symmetric peer (mode 1) rather than a server (mode 3)
+
+	assoc   *ntp.Association // mode 3 (server) or mode 1 (peer): our polls and the answers
+	passive *ntp.Association // peers only: answers their mode-1 polls with mode 2
+	filter  *ntp.Filter
+	poller  *ntp.Poller
+
+	next      time.Time    // local time the next poll is due
+	activeXmt wire.NTPTime // transmit timestamp of our last poll, as written
+	sentAt    time.Time    // local time of our last poll
+	floor     int8         // poll exponent floor raised by RATE kisses
+	hasFloor  bool
+	stopped   string // DENY/RSTR code: no more polls
+
+	last      ntp.Sample // the last sample (offset normalised, see Servo.Pending)
+	hasLast   bool
+	lastOut   ntp.FilterOutcome
+	lastErr   string // why the last packet was refused ("" after a good one)
+	cand      ntp.Candidate
+	hasCand   bool
+	verdict   ntp.Verdict // from the last selection; 0 when not a candidate
+	reachable bool        // reach register non-zero at the last tick
+
+	received, accepted uint64
+}
+
+// pollExp is the poll exponent in force: the poller's, raised to a RATE
+// floor.
+func (s *source) pollExp() int8 {
+	if s.hasFloor && s.floor > s.poller.Poll() {
+		return s.floor
+	}
+	return s.poller.Poll()
+}
+
+// Client is timed's NTP client and symmetric-peer core: a sans-IO state
+// machine (core.Core) that polls its sources, checks and filters their
+// answers, selects the truechimers and disciplines the clock through a
+// servo. See the package documentation for the walk-through. Not safe for
+// concurrent use: the driver serialises Step, StepDatagram, Tick, Ready and
+// Status.
+type Client struct {
+	cfg    Config
+	servo  *servo.Servo
+	srcs   []*source
+	byAddr map[netip.AddrPort]*source
+	selfID uint32
+
+	started bool
+	now     time.Time // local time of the last tick
+	ticks   uint64
+
+	dirty     bool      // an estimate or a reach changed since the last selection
+	stepFence time.Time // polls sent before this local time predate the last step
+
+	sel     ntp.Selection
+	selErr  error
+	hasSel  bool
+	sysPeer *source
+	sys     ntp.System
+	synced  bool // as last reported by an event
+
+	lastSync  time.Time // local time of the last AdjustSync
+	savedFreq float64
+	savedAt   time.Time
+	saved     bool
+
+	counters map[string]uint64
+	rd       core.Ready
+}
+
+var _ core.Core = (*Client)(nil)
+
+// New returns a client for cfg, or an error wrapping ErrConfig.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	sv, err := servo.New(cfg.servoConfig(cfg.Frequency))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c := &Client{
+		cfg:      cfg,
+		servo:    sv,
+		byAddr:   make(map[netip.AddrPort]*source, len(cfg.Servers)+len(cfg.Peers)),
+		counters: map[string]uint64{},
+		sys:      ntp.Unsynchronized(cfg.Precision),
+	}
+	if cfg.Address.IsValid() {
+		c.selfID = wire.RefIDFromAddr(cfg.Address)
+	}
+	prec := ntp.Precision(cfg.Precision)
+	pc := ntp.PollConfig{MinPoll: cfg.MinPoll, MaxPoll: cfg.MaxPoll, Burst: cfg.Burst, BurstInterval: cfg.BurstInterval}
+	add := func(a netip.AddrPort, peer bool) error {
+		mode := wire.ModeClient
+		if peer {
+			mode = wire.ModeSymmetricActive
+		}
+		s := &source{addr: unmap(a), peer: peer, filter: ntp.NewFilter(prec)}
+		var err error
+		if s.assoc, err = ntp.NewAssociation(mode, prec); err != nil {
+			return err
+		}
+		if peer {
+			if s.passive, err = ntp.NewAssociation(wire.ModeSymmetricPassive, prec); err != nil {
+				return err
+			}
+		}
+		if s.poller, err = ntp.NewPoller(pc); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		c.srcs = append(c.srcs, s)
+		c.byAddr[s.addr] = s
+		return nil
+	}
+	for _, a := range cfg.Servers {
+		if err := add(a, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range cfg.Peers {
+		if err := add(a, true); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c Config) servoConfig(freq float64) servo.Config {
+	return servo.Config{
+		MaxSlewPPM:    c.MaxSlewPPM,
+		StepThreshold: c.StepThreshold,
+		StepLimit:     c.StepLimit,
+		Frequency:     freq,
+	}
+}
+
+// Restore loads the state a previous run left in Ready.State (the frequency
+// correction). Call it before the first Tick; ErrStarted after. Invalid
+// state is refused with an error wrapping ErrState and changes nothing: the
+// daemon logs it and starts from Config.Frequency.
+func (c *Client) Restore(state []byte) error {
+	if c.started {
+		return ErrStarted
+	}
+	f, err := decodeState(state)
+	if err != nil {
+		return err
+	}
+	sv, err := servo.New(c.cfg.servoConfig(f))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrState, err)
+	}
+	c.servo = sv
+	c.savedFreq, c.saved, c.savedAt = f, true, time.Time{}
+	return nil
+}
+
+// Frequency returns the servo's frequency correction, ppm.
+func (c *Client) Frequency() float64 { return c.servo.Frequency() }
+
+// Synchronized reports whether the clock has been updated from a
+// selection and its error bound is still within the kernel's phase limit
+// at the last tick.
+func (c *Client) Synchronized() bool {
+	return c.servo.Synchronized() && c.servo.SyncAdjustment(c.now).Synced
+}
+
+// Bound returns the interval that holds true time when the local clock
+// reads now (servo.Servo.Bound); zero times before the first update.
+func (c *Client) Bound(now time.Time) (earliest, latest time.Time) { return c.servo.Bound(now) }
+
+// Step refuses synclab frames: the client speaks NTP only.
+func (c *Client) Step(m core.Message) error {
+	return fmt.Errorf("%w: %v", core.ErrUnexpectedKind, m.Kind)
+}
+
+// Ready drains what the client wants done.
+func (c *Client) Ready() core.Ready {
+	rd := c.rd
+	c.rd = core.Ready{}
+	return rd
+}
+
+func (c *Client) event(name, msg string, args ...any) {
+	c.rd.Events = append(c.rd.Events, core.Event{Name: name, Msg: msg, Args: args})
+}
+
+// Tick advances the client to local time now: it sends the polls that are
+// due, runs the selection and the servo when an estimate changed, refreshes
+// the clock's error fields, and saves the frequency when it moved.
+func (c *Client) Tick(now time.Time) {
+	if !c.started {
+		c.started = true
+		for _, s := range c.srcs {
+			// A random phase within a quarter of the first interval, so
+			// that the sources (and the hosts) do not poll in lockstep.
+			first := c.cfg.BurstInterval
+			if c.cfg.Burst <= 0 {
+				first = ntp.PollInterval(c.cfg.MinPoll)
+			}
+			s.next = now.Add(time.Duration(c.cfg.Rand.Int64N(int64(first)/4 + 1)))
+		}
+	}
+	c.now = now
+	c.ticks++
+	for _, s := range c.srcs {
+		if s.stopped == "" && !now.Before(s.next) {
+			c.poll(s, now)
+		}
+		if r := s.poller.Reachable(); r != s.reachable {
+			s.reachable = r
+			c.dirty = true
+			if r {
+				c.event(EventReachable, fmt.Sprintf("source %v is reachable", s.addr), "source", s.addr.String())
+			} else {
+				c.event(EventUnreachable, fmt.Sprintf("source %v stopped answering", s.addr), "source", s.addr.String())
+			}
+		}
+	}
+	if c.dirty {
+		c.update(now)
+	}
+	c.syncState(now)
+	c.saveState(now)
+}
+
+// poll sends a request to s: mode 3 to a server, mode 1 to a peer. The
+// transmit timestamp is patched by the driver right before the write, and
+// reported back through StepDatagram (Sent).
+func (c *Client) poll(s *source, now time.Time) {
+	pkt := s.assoc.Request(now, s.pollExp(), c.sysAt(now))
+	b, err := pkt.AppendBinary(make([]byte, 0, wire.NTPHeaderLen))
+	if err != nil {
+		panic(fmt.Sprintf("client: encoding our own request: %v", err)) // fields come from us: a bug
+	}
+	c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
+	c.counters[cntRequests]++
+	s.activeXmt, s.sentAt = pkt.Transmit, now
+	wait := s.poller.Sent()
+	if s.hasFloor {
+		wait = max(wait, ntp.PollInterval(s.floor))
+	}
+	// Up to 1/32 longer: hosts started together drift apart instead of
+	// hitting the server in the same millisecond forever. Never shorter:
+	// a server's rate limit (one request per 2^minpoll s on average, as
+	// timed's own server allows) must never see us poll faster than we
+	// say we do.
+	wait += time.Duration(c.cfg.Rand.Int64N(int64(wait)/32 + 1))
+	s.next = now.Add(max(wait, c.cfg.TickInterval))
+}
+
+// StepDatagram feeds one NTP packet: an answer from a server or a peer, a
+// peer's poll (answered in symmetric passive mode), or the driver's report
+// of a packet we sent (d.Sent). A non-nil error says why the packet was not
+// used; it has been counted and is shown by Status.
+func (c *Client) StepDatagram(d core.Datagram) error {
+	if d.Sent {
+		return c.sent(d)
+	}
+	var p wire.NTPPacket
+	if err := p.UnmarshalBinary(d.Data); err != nil {
+		c.counters[cntMalformed]++
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	s := c.byAddr[unmap(d.Addr)]
+	if s == nil {
+		if p.Mode == wire.ModeSymmetricActive {
+			c.counters[cntStranger]++
+		} else {
+			c.counters[cntUnknown]++
+		}
+		return fmt.Errorf("%w: %v", ErrUnknownSource, d.Addr)
+	}
+	s.received++
+	if s.stopped != "" {
+		c.counters[cntStopped]++
+		return fmt.Errorf("%w: %v said %s", ErrStopped, s.addr, s.stopped)
+	}
+	switch {
+	case p.Mode == wire.ModeServer && !s.peer, p.Mode == wire.ModeSymmetricPassive && s.peer:
+		return c.answer(s, &p, d.Time)
+	case p.Mode == wire.ModeSymmetricActive && s.peer:
+		return c.peerPoll(s, &p, d.Time)
+	}
+	c.counters[cntMode]++
+	err := fmt.Errorf("%w: mode %d from %s %v", ErrUnexpectedMode, p.Mode, s.kind(), s.addr)
+	s.lastErr = err.Error()
+	return err
+}
+
+func (s *source) kind() string {
+	if s.peer {
+		return "peer"
+	}
+	return "server"
+}
+
+// sent records the transmit timestamp the driver patched into one of our
+// packets: the association must compare answers against it.
+func (c *Client) sent(d core.Datagram) error {
+	s := c.byAddr[unmap(d.Addr)]
+	if s == nil || len(d.Data) < wire.NTPHeaderLen {
+		return fmt.Errorf("%w: report of a packet to %v", ErrUnknownSource, d.Addr)
+	}
+	xmt := wire.NTPTime(binary.BigEndian.Uint64(d.Data[wire.NTPXmtOffset:]))
+	switch mode := d.Data[0] & 7; {
+	case mode == wire.ModeSymmetricPassive && s.passive != nil:
+		s.passive.Sent(xmt, d.Time)
+	case mode == s.assoc.Mode():
+		s.assoc.Sent(xmt, d.Time)
+		s.activeXmt, s.sentAt = xmt, d.Time
+	default:
+		return fmt.Errorf("%w: report of a mode-%d packet to %s %v", ErrUnexpectedMode, mode, s.kind(), s.addr)
+	}
+	return nil
+}
+
+// answer runs an answer to our poll through the on-wire checks and the
+// clock filter.
+func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
+	smp, err := s.assoc.Receive(p, dst)
+	if err != nil {
+		var kiss *ntp.KissError
+		if errors.As(err, &kiss) {
+			c.kiss(s, kiss, p)
+		}
+		return c.reject(s, err)
+	}
+	// The request left before the clock was stepped and the answer came
+	// after: T1 and T4 are on different scales.
+	if !c.stepFence.IsZero() && s.sentAt.Before(c.stepFence) {
+		s.poller.Received() // the source did answer
+		c.counters[cntStepped]++
+		s.lastErr = ErrClockStepped.Error()
+		return fmt.Errorf("%v: %w", s.addr, ErrClockStepped)
+	}
+	s.poller.Received()
+	s.accepted++
+	c.counters[cntAccepted]++
+	// The servo's convention: offsets as if every commanded correction had
+	// already been applied (servo package documentation).
+	smp.Offset -= c.servo.Pending(smp.Time)
+	s.last, s.hasLast, s.lastErr = smp, true, ""
+	s.lastOut = s.filter.Add(smp, ntp.PollInterval(s.pollExp()))
+	// A new estimate goes to selection; so does a source whose filter
+	// just became full enough to be a candidate, whatever the outcome.
+	if s.lastOut == ntp.FilterUpdated || s.filter.Len() == c.cfg.MinSamples {
+		c.dirty = true
+	}
+	return nil
+}
+
+// reject counts a refused packet under its reason and wraps the error.
+func (c *Client) reject(s *source, err error) error {
+	c.counters["rejected_"+reason(err)]++
+	s.lastErr = err.Error()
+	return fmt.Errorf("client: %v: %w", s.addr, err)
+}
+
+// reason maps an on-wire error to a counter label.
+func reason(err error) string {
+	var kiss *ntp.KissError
+	switch {
+	case errors.As(err, &kiss):
+		return "kiss"
+	case errors.Is(err, ntp.ErrMode):
+		return "mode"
+	case errors.Is(err, ntp.ErrVersion):
+		return "version"
+	case errors.Is(err, ntp.ErrZeroTransmit):
+		return "zero_transmit"
+	case errors.Is(err, ntp.ErrDuplicate):
+		return "duplicate"
+	case errors.Is(err, ntp.ErrZeroOrigin):
+		return "zero_origin"
+	case errors.Is(err, ntp.ErrBogus):
+		return "bogus"
+	case errors.Is(err, ntp.ErrZeroTimestamp):
+		return "zero_timestamp"
+	case errors.Is(err, ntp.ErrUnsynchronized):
+		return "unsynchronized"
+	case errors.Is(err, ntp.ErrStratum):
+		return "stratum"
+	case errors.Is(err, ntp.ErrDistance):
+		return "distance"
+	}
+	return "other"
+}
+
+// kiss acts on an authenticated kiss-o'-death (it passed the origin check).
+func (c *Client) kiss(s *source, k *ntp.KissError, p *wire.NTPPacket) {
+	switch {
+	case k.Stop():
+		s.stopped = k.Code
+		c.dirty = true
+		c.event(EventKiss, fmt.Sprintf("%v refuses service (%s): polling stopped", s.addr, k.Code),
+			"source", s.addr.String(), "code", k.Code)
+	case k.Code == "RATE":
+		// Poll at least twice as slowly as both our current interval and
+		// the one the server says it wants (its Poll field): repeated
+		// kisses back off exponentially. The server's limit wins over
+		// our MaxPoll (it is its resource), up to the protocol's
+		// MaxPollLimit; computed in int so a Poll of 127 cannot wrap.
+		f := int8(min(int(max(s.pollExp(), p.Poll))+1, ntp.MaxPollLimit))
+		if !s.hasFloor || f > s.floor {
+			s.floor, s.hasFloor = f, true
+		}
+		if at := s.sentAt.Add(ntp.PollInterval(s.floor)); s.next.Before(at) {
+			s.next = at
+		}
+		c.event(EventKiss, fmt.Sprintf("%v asks to poll less often (RATE): poll 2^%d s", s.addr, s.floor),
+			"source", s.addr.String(), "code", k.Code, "poll", s.floor)
+	}
+}
+
+// peerPoll answers a configured peer's mode-1 poll in symmetric passive mode
+// (mode 2): its transmit timestamp becomes our origin, so the peer gets a
+// sample from every poll it sends. A peer that instead answers our polls
+// with its own mode-1 polls (ntpd's symmetric active/active) is served too:
+// a mode-1 packet whose origin is our last poll is an answer to it.
+func (c *Client) peerPoll(s *source, p *wire.NTPPacket, dst time.Time) error {
+	var answerErr error
+	answered := !s.activeXmt.IsZero() && p.Origin == s.activeXmt
+	if answered {
+		answerErr = c.answer(s, p, dst)
+	}
+	_, err := s.passive.Receive(p, dst)
+	switch {
+	case errors.Is(err, ntp.ErrDuplicate), errors.Is(err, ntp.ErrMode),
+		errors.Is(err, ntp.ErrVersion), errors.Is(err, ntp.ErrZeroTransmit):
+		// Not a poll to answer: a replay, or not a packet at all.
+		if answered {
+			return answerErr
+		}
+		return c.reject(s, err)
+	}
+	// Any other outcome (a valid sample, a bogus origin because the peer
+	// missed our last answer, an unsynchronised peer) still deserves an
+	// answer: the passive side serves time, it does not judge the poller.
+	// Its sample is not used: it spans the peer's whole poll interval,
+	// while our own polls' answers span one round trip.
+	rep := s.passive.Request(dst, s.pollExp(), c.sysAt(dst))
+	b, encErr := rep.AppendBinary(make([]byte, 0, wire.NTPHeaderLen))
+	if encErr != nil {
+		panic(fmt.Sprintf("client: encoding our own answer: %v", encErr))
+	}
+	c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
+	c.counters[cntPassive]++
+	return answerErr
+}
+
+// update runs the selection over every source with an estimate and, if the
+// system peer's estimate is new, the servo (RFC 5905 clock_select and
+// clock_update).
+func (c *Client) update(now time.Time) {
+	c.dirty = false
+	freqErr := c.servo.State().FrequencyError
+	var cands []ntp.Candidate
+	var idx []*source
+	collecting := 0
+	for _, s := range c.srcs {
+		s.verdict, s.hasCand = 0, false
+		est, ok := s.filter.Estimate()
+		peer, hp := s.assoc.Peer()
+		if s.stopped != "" {
+			continue
+		}
+		if !ok || !hp || s.filter.Len() < c.cfg.MinSamples {
+			if s.poller.Reachable() {
+				collecting++
+			}
+			continue
+		}
+		s.cand = ntp.MakeCandidate(est, peer, s.poller.Reachable(), c.selfID, freqErr, now)
+		s.hasCand = true
+		cands = append(cands, s.cand)
+		idx = append(idx, s)
+	}
+	if len(cands) == 0 {
+		c.sel, c.selErr, c.hasSel = ntp.Selection{SysPeer: -1}, ntp.ErrNoCandidates, true
+		c.setSysPeer(nil)
+		return
+	}
+	if n := len(cands) + collecting; len(cands) < n/2+1 {
+		// The intersection algorithm is only as good as its majority:
+		// with one candidate of three answering sources, that one could
+		// be the falseticker, and nothing would say so. Wait until a
+		// majority of the sources that answer have full enough filters
+		// (they get there within a few polls); sources that do not
+		// answer at all do not hold this up.
+		c.sel, c.selErr, c.hasSel = ntp.Selection{SysPeer: -1}, fmt.Errorf("%w: %d of %d answering sources ready", errWaiting, len(cands), n), true
+		return
+	}
+	sel, err := ntp.Select(cands, ntp.SelectConfig{MaxStratum: c.cfg.LocalStratum})
+	for i, v := range sel.Verdicts {
+		if v == ntp.VerdictFalseticker && idx[i].verdict != ntp.VerdictFalseticker {
+			c.event(EventFalseticker, fmt.Sprintf("%v disagrees with the majority", idx[i].addr),
+				"source", idx[i].addr.String(), "offset", idx[i].cand.Offset)
+		}
+		idx[i].verdict = v
+	}
+	c.sel, c.selErr, c.hasSel = sel, err, true
+	if err != nil {
+		c.counters[cntSelectFail]++
+		c.setSysPeer(nil)
+		return
+	}
+	sp := idx[sel.SysPeer]
+	c.setSysPeer(sp)
+	est, _ := sp.filter.Estimate()
+	if c.servo.Synchronized() && !est.Time.After(c.servo.State().LastUpdate) {
+		c.counters[cntStaleSys]++
+		return // each sample once: the servo would refuse it (ErrOutOfOrder)
+	}
+	res, err := c.servo.Update(now, servo.Measurement{
+		Time: est.Time, Offset: sel.Offset, RootDistance: sel.Distance(), Jitter: sel.Jitter,
+	})
+	if err != nil {
+		// ErrFutureMeasurement: a receive stamp a hair ahead of the tick's
+		// clock reading; try again at the next tick.
+		c.dirty = errors.Is(err, servo.ErrFutureMeasurement)
+		c.counters[servoReason(err)]++
+		return
+	}
+	c.counters[cntUpdates]++
+	c.rd.Adjustments = append(c.rd.Adjustments, res.Adjustments...)
+	c.lastSync = now
+	for _, s := range c.srcs {
+		s.filter.Shift(res.Correction)
+		s.poller.Update(res.Offset, sel.Jitter)
+	}
+	if res.Action == servo.ActionStep {
+		c.stepFence = now.Add(res.Correction)
+		c.event(EventStepped, fmt.Sprintf("clock stepped forward by %v", res.Correction), "offset", res.Correction)
+	}
+	peer, _ := sp.assoc.Peer()
+	c.sys = ntp.NextSystem(peer, est, sel, wire.RefIDFromAddr(sp.addr.Addr()), c.cfg.Precision, now)
+	if !c.synced {
+		c.synced = true
+		c.event(EventSynchronized, fmt.Sprintf("clock synchronised to %v, offset %v", sp.addr, res.Offset),
+			"source", sp.addr.String(), "offset", res.Offset, "root_distance", sel.Distance())
+	}
+}
+
+func (c *Client) setSysPeer(s *source) {
+	if s == c.sysPeer {
+		return
+	}
+	old := c.sysPeer
+	c.sysPeer = s
+	switch {
+	case s == nil:
+		why := "no selection"
+		if c.selErr != nil {
+			why = c.selErr.Error()
+		}
+		c.event(EventSysPeer, fmt.Sprintf("lost system peer %v: %s", old.addr, why), "old", old.addr.String())
+	case old == nil:
+		c.event(EventSysPeer, fmt.Sprintf("system peer %v", s.addr), "new", s.addr.String())
+	default:
+		c.event(EventSysPeer, fmt.Sprintf("system peer %v (was %v)", s.addr, old.addr),
+			"new", s.addr.String(), "old", old.addr.String())
+	}
+}
+
+// syncState refreshes the clock's error fields between updates, and notices
+// when the bound has grown past the kernel's phase limit.
+func (c *Client) syncState(now time.Time) {
+	if !c.servo.Synchronized() || now.Sub(c.lastSync) < c.cfg.SyncInterval {
+		return
+	}
+	a := c.servo.SyncAdjustment(now)
+	c.rd.Adjustments = append(c.rd.Adjustments, a)
+	c.lastSync = now
+	if c.synced && !a.Synced {
+		c.synced = false
+		c.event(EventUnsynchronized, "no clock update for too long: error bound beyond 16 s")
+	}
+}
+
+// saveState puts the frequency in Ready.State when the servo knows it (a
+// regression succeeded) and it moved by StateMinChangePPM since the last
+// save, at most once per StateInterval.
+func (c *Client) saveState(now time.Time) {
+	st := c.servo.State()
+	if st.Updates < 2 || st.FrequencyError >= c.servo.Config().MaxFrequencyPPM {
+		return
+	}
+	f := c.servo.Frequency()
+	if c.saved && (math.Abs(f-c.savedFreq) < c.cfg.StateMinChangePPM ||
+		(!c.savedAt.IsZero() && now.Sub(c.savedAt) < c.cfg.StateInterval)) {
+		return
+	}
+	c.rd.State = encodeState(f)
+	c.savedFreq, c.savedAt, c.saved = f, now, true
+}
+
+// System returns what this host says about its clock at local time now
+// (leap, stratum, reference ID and time, root delay and dispersion): the
+// daemon hands it to the server core (server.SetSystem) after each Ready,
+// so that hosts downstream see this host's synchronisation state.
+func (c *Client) System(now time.Time) ntp.System { return c.sysAt(now) }
+
+// sysAt is what we say about our clock in packets sent at local time now:
+// the system variables of the last update with the dispersion grown since,
+// our local reference if configured, or "unsynchronised".
+func (c *Client) sysAt(now time.Time) ntp.System {
+	if c.servo.Synchronized() && c.servo.SyncAdjustment(now).Synced {
+		s := c.sys
+		if age := now.Sub(s.Reference); age > 0 {
+			s.RootDispersion += time.Duration(math.Ceil(float64(age) * ntp.MaxDriftPPM * 1e-6))
+		}
+		return s
+	}
+	if c.cfg.LocalStratum > 0 {
+		return ntp.System{
+			Stratum:     c.cfg.LocalStratum,
+			Precision:   c.cfg.Precision,
+			ReferenceID: wire.RefIDFromText("LOCL"),
+			Reference:   now,
+		}
+	}
+	return ntp.Unsynchronized(c.cfg.Precision)
+}
+
+// errWaiting is the selection status while too few sources are candidates.
+var errWaiting = errors.New("waiting for a majority of sources")
+
+// servoReason maps a servo refusal to a counter label.
+func servoReason(err error) string {
+	switch {
+	case errors.Is(err, servo.ErrFutureMeasurement):
+		return "servo_future_measurement"
+	case errors.Is(err, servo.ErrOutOfOrder):
+		return "servo_out_of_order"
+	}
+	return "servo_bad_measurement"
+}

@@ -1,0 +1,545 @@
+package client_test
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/client"
+	"github.com/synclab/synclab/pkg/timesync/ntp"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+var (
+	t0      = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	srvAddr = netip.MustParseAddrPort("10.0.0.2:123")
+	peerAdr = netip.MustParseAddrPort("10.0.0.3:123")
+)
+
+// bench drives one client by hand: it plays the driver (ticks every 10 ms,
+// patches transmit timestamps, reports them back) and lets the test play
+// the network.
+type bench struct {
+	t   *testing.T
+	c   *client.Client
+	now time.Time // the local clock (never adjusted here)
+	rd  core.Ready
+	// sent are the datagrams written, as written (transmit patched).
+	sent []core.Datagram
+}
+
+func newBench(t *testing.T, mut func(*client.Config)) *bench {
+	t.Helper()
+	cfg := client.DefaultLANConfig()
+	cfg.Servers = []netip.AddrPort{srvAddr}
+	if mut != nil {
+		mut(&cfg)
+	}
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bench{t: t, c: c, now: t0}
+}
+
+// drain takes the client's output and "writes" its datagrams at b.now + 1
+// µs, reporting each transmit time back as the daemon does.
+func (b *bench) drain() {
+	b.t.Helper()
+	rd := b.c.Ready()
+	b.rd.Adjustments = append(b.rd.Adjustments, rd.Adjustments...)
+	b.rd.Events = append(b.rd.Events, rd.Events...)
+	if rd.State != nil {
+		b.rd.State = rd.State
+	}
+	for _, d := range rd.Datagrams {
+		if !d.NTPStamp {
+			b.t.Fatalf("datagram to %v without NTPStamp", d.Addr)
+		}
+		at := b.now.Add(time.Microsecond)
+		data := append([]byte(nil), d.Data...)
+		binary.BigEndian.PutUint64(data[wire.NTPXmtOffset:], uint64(wire.NTPTimeFromTime(at)))
+		w := core.Datagram{Addr: d.Addr, Data: data, Time: at, Sent: true}
+		if err := b.c.StepDatagram(w); err != nil {
+			b.t.Fatalf("sent report: %v", err)
+		}
+		b.sent = append(b.sent, w)
+	}
+}
+
+// tick advances the local clock by d in 10 ms ticks.
+func (b *bench) tick(d time.Duration) {
+	for end := b.now.Add(d); b.now.Before(end); {
+		b.now = b.now.Add(10 * time.Millisecond)
+		b.c.Tick(b.now)
+		b.drain()
+	}
+}
+
+// nextRequest ticks until the client sends a packet to to (at most 70 s)
+// and returns it decoded.
+func (b *bench) nextRequest(to netip.AddrPort) wire.NTPPacket {
+	b.t.Helper()
+	n := len(b.sent)
+	for i := 0; i < 7000; i++ {
+		for _, d := range b.sent[n:] {
+			if d.Addr == to {
+				var p wire.NTPPacket
+				if err := p.UnmarshalBinary(d.Data); err != nil {
+					b.t.Fatal(err)
+				}
+				return p
+			}
+		}
+		n = len(b.sent)
+		b.tick(10 * time.Millisecond)
+	}
+	b.t.Fatalf("no request to %v in 70 s", to)
+	return wire.NTPPacket{}
+}
+
+// answer feeds the server's answer to req: the server's clock is ahead of
+// ours by offset, each leg takes delay.
+func (b *bench) answer(req wire.NTPPacket, offset, delay time.Duration, mut func(*wire.NTPPacket)) error {
+	b.t.Helper()
+	sent := req.Transmit.TimeNear(b.now)
+	srvRecv := sent.Add(delay + offset)
+	rep, err := ntp.ServerReply(&req, srvRecv, ntp.System{Stratum: 1, Precision: -20,
+		ReferenceID: wire.RefIDFromText("GPS"), Reference: srvRecv})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	rep.Transmit = wire.NTPTimeFromTime(srvRecv.Add(10 * time.Microsecond))
+	if mut != nil {
+		mut(&rep)
+	}
+	data, err := rep.AppendBinary(nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	arrive := sent.Add(2*delay + 10*time.Microsecond)
+	if arrive.After(b.now) {
+		b.now = arrive
+	}
+	return b.c.StepDatagram(core.Datagram{Addr: srvAddr, Data: data, Time: arrive})
+}
+
+func (b *bench) events(name string) []core.Event {
+	var out []core.Event
+	for _, e := range b.rd.Events {
+		if e.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := func() client.Config {
+		c := client.DefaultLANConfig()
+		c.Servers = []netip.AddrPort{srvAddr}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		mut  func(*client.Config)
+		want string
+	}{
+		{"no sources", func(c *client.Config) { c.Servers = nil }, "no servers"},
+		{"twice", func(c *client.Config) { c.Peers = []netip.AddrPort{srvAddr} }, "listed twice"},
+		{"mapped twice", func(c *client.Config) {
+			c.Peers = []netip.AddrPort{netip.MustParseAddrPort("[::ffff:10.0.0.2]:123")}
+		}, "listed twice"},
+		{"port 0", func(c *client.Config) { c.Servers = []netip.AddrPort{netip.MustParseAddrPort("10.0.0.2:0")} }, "port"},
+		{"poll range", func(c *client.Config) { c.MinPoll, c.MaxPoll = 5, 3 }, "above MaxPoll"},
+		{"poll too low", func(c *client.Config) { c.MinPoll = -5 }, "outside"},
+		{"poll below ticks", func(c *client.Config) { c.MinPoll, c.TickInterval = -4, 50*time.Millisecond }, "two ticks"},
+		{"step negative", func(c *client.Config) { c.StepThreshold = -1 }, "StepThreshold"},
+		{"local stratum", func(c *client.Config) { c.LocalStratum = 16 }, "LocalStratum"},
+		{"min samples", func(c *client.Config) { c.MinSamples = 9 }, "MinSamples"},
+		{"frequency", func(c *client.Config) { c.Frequency = 600 }, "initial frequency"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := good()
+			tc.mut(&cfg)
+			_, err := client.New(cfg)
+			if !errors.Is(err, client.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrConfig about %q", err, tc.want)
+			}
+		})
+	}
+	// The zero value of every field but the sources means the LAN default.
+	c, err := client.New(client.Config{Servers: []netip.AddrPort{srvAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Report(); st.Sources[0].Poll != client.DefaultMinPoll {
+		t.Fatalf("default poll %d", st.Sources[0].Poll)
+	}
+}
+
+// TestBurstThenPoll: a burst of 8 mode-3 requests 500 ms apart (plus up to
+// 1/32 of jitter), then one per 2^MinPoll s while the server answers;
+// requests leak no state.
+func TestBurstThenPoll(t *testing.T) {
+	b := newBench(t, nil)
+	var times []time.Time
+	for range 11 {
+		p := b.nextRequest(srvAddr)
+		if p.Mode != wire.ModeClient || p.Version != 4 || !p.Origin.IsZero() || !p.Receive.IsZero() || p.Stratum != 0 {
+			t.Fatalf("request %+v", p)
+		}
+		if len(times) == 0 && p.Leap != wire.LeapNotInSync {
+			t.Fatalf("an unsynchronised client says leap %d", p.Leap)
+		}
+		times = append(times, b.now)
+		if err := b.answer(p, 0, 100*time.Microsecond, nil); err != nil { // else the poll backs off
+			t.Fatal(err)
+		}
+	}
+	if first := times[0].Sub(t0); first > client.DefaultBurstInterval/4+10*time.Millisecond {
+		t.Fatalf("first request after %v", first)
+	}
+	for i := 1; i < len(times); i++ {
+		gap := times[i].Sub(times[i-1])
+		want := client.DefaultBurstInterval
+		if i >= client.DefaultBurst {
+			want = time.Second
+		}
+		if gap < want || gap > want+want/32+10*time.Millisecond {
+			t.Fatalf("gap %d is %v, want about %v", i, gap, want)
+		}
+	}
+}
+
+// TestExchangePipeline feeds a server's answers by hand: the server is 5 ms
+// ahead, 200 µs each way. After MinSamples answers the client selects it and
+// slews 5 ms forward, sets the frequency and reports its error bound; the
+// status shows the whole picture.
+func TestExchangePipeline(t *testing.T) {
+	b := newBench(t, nil)
+	const off = 5 * time.Millisecond
+	for i := range client.DefaultMinSamples {
+		if err := b.answer(b.nextRequest(srvAddr), off, 200*time.Microsecond, nil); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		if i < client.DefaultMinSamples-1 {
+			b.tick(10 * time.Millisecond)
+			if len(b.rd.Adjustments) != 0 {
+				t.Fatalf("adjusted after %d samples: %+v", i+1, b.rd.Adjustments)
+			}
+			if v := b.c.Report().Sources[0].Verdict; v != "collecting" {
+				t.Fatalf("verdict with %d samples: %s", i+1, v)
+			}
+		}
+	}
+	b.tick(10 * time.Millisecond)
+	kinds := map[clock.AdjustKind]clock.Adjustment{}
+	for _, a := range b.rd.Adjustments {
+		kinds[a.Kind] = a
+	}
+	slew, ok := kinds[clock.AdjustSlew]
+	if !ok || (slew.Offset-off).Abs() > 20*time.Microsecond {
+		t.Fatalf("adjustments %+v, want a slew of about %v", b.rd.Adjustments, off)
+	}
+	if _, ok := kinds[clock.AdjustFrequency]; !ok {
+		t.Fatal("no frequency adjustment at the first update")
+	}
+	if s := kinds[clock.AdjustSync]; !s.Synced || s.MaxError < off {
+		t.Fatalf("sync adjustment %+v", s)
+	}
+	if len(b.events(client.EventSynchronized)) != 1 || len(b.events(client.EventSysPeer)) != 1 {
+		t.Fatalf("events %+v", b.rd.Events)
+	}
+	st := b.c.Report()
+	src := st.Sources[0]
+	if !st.Synchronized || st.SysPeer != srvAddr.String() || st.Stratum != 2 || st.ReferenceID != "10.0.0.2" ||
+		src.Verdict != "sys_peer" || src.Reach != "37" || src.Stratum != 1 || src.ReferenceID != "GPS" ||
+		time.Duration(src.OffsetNS)-off > 20*time.Microsecond || src.DelayNS < int64(400*time.Microsecond) {
+		t.Fatalf("status %+v\nsource %+v", st, src)
+	}
+	if st.ErrorBoundNS < int64(off) || st.BoundLowNS > int64(off) || st.BoundHighNS < int64(off) {
+		t.Fatalf("bound [%d, %d] ns (±%d) does not hold the 5 ms offset", st.BoundLowNS, st.BoundHighNS, st.ErrorBoundNS)
+	}
+	// What the server core is to advertise: one stratum below the source,
+	// its address as reference ID, its delay in the root delay.
+	if sys := b.c.System(b.now); sys.Stratum != 2 || sys.Leap != wire.LeapNone ||
+		sys.ReferenceID != wire.RefIDFromAddr(srvAddr.Addr()) || sys.RootDelay < 400*time.Microsecond {
+		t.Fatalf("system %+v", sys)
+	}
+	// A synchronised client says so in its requests.
+	if p := b.nextRequest(srvAddr); p.Leap != wire.LeapNone {
+		t.Fatalf("synchronised client sends leap %d", p.Leap)
+	}
+}
+
+// TestOnWireRejections: duplicates, bogus origins, strangers, wrong modes
+// and runts are refused with typed errors and counted; the transmit time
+// the driver reports replaces the one the client put in the request.
+func TestOnWireRejections(t *testing.T) {
+	b := newBench(t, nil)
+	req := b.nextRequest(srvAddr)
+
+	// The bytes the client produced carried a placeholder; an answer
+	// echoing it is not an answer to what was sent.
+	placeholder := req
+	placeholder.Transmit = wire.NTPTimeFromTime(b.now) // what Request wrote at the tick
+	if err := b.answer(placeholder, 0, 100*time.Microsecond, nil); !errors.Is(err, ntp.ErrBogus) {
+		t.Fatalf("answer to the unpatched timestamp: %v", err)
+	}
+	if err := b.answer(req, 0, 100*time.Microsecond, nil); err != nil {
+		t.Fatalf("good answer: %v", err)
+	}
+	// The same answer again.
+	if err := b.answer(req, 0, 100*time.Microsecond, nil); !errors.Is(err, ntp.ErrDuplicate) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	// A forged answer to a request never sent.
+	forged := req
+	forged.Transmit = wire.NTPTimeFromTime(b.now.Add(time.Hour))
+	if err := b.answer(forged, 0, 100*time.Microsecond, nil); !errors.Is(err, ntp.ErrBogus) {
+		t.Fatalf("forged: %v", err)
+	}
+	// An unsynchronised server.
+	req = b.nextRequest(srvAddr)
+	if err := b.answer(req, 0, 100*time.Microsecond, func(p *wire.NTPPacket) { p.Leap = wire.LeapNotInSync }); !errors.Is(err, ntp.ErrUnsynchronized) {
+		t.Fatalf("leap 3: %v", err)
+	}
+
+	pkt := func(mode uint8) []byte {
+		p := wire.NTPPacket{Version: 4, Mode: mode, Transmit: wire.NTPTimeFromTime(b.now)}
+		d, _ := p.AppendBinary(nil)
+		return d
+	}
+	stranger := netip.MustParseAddrPort("10.0.0.9:123")
+	for _, tc := range []struct {
+		name string
+		d    core.Datagram
+		want error
+	}{
+		{"stranger answer", core.Datagram{Addr: stranger, Data: pkt(wire.ModeServer)}, client.ErrUnknownSource},
+		{"stranger peer", core.Datagram{Addr: stranger, Data: pkt(wire.ModeSymmetricActive)}, client.ErrUnknownSource},
+		{"request to us", core.Datagram{Addr: srvAddr, Data: pkt(wire.ModeClient)}, client.ErrUnexpectedMode},
+		{"server as peer", core.Datagram{Addr: srvAddr, Data: pkt(wire.ModeSymmetricActive)}, client.ErrUnexpectedMode},
+		{"runt", core.Datagram{Addr: srvAddr, Data: pkt(wire.ModeServer)[:47]}, client.ErrMalformed},
+	} {
+		if err := b.c.StepDatagram(tc.d); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if err := b.c.Step(core.Message{Kind: wire.KindHeartbeat}); !errors.Is(err, core.ErrUnexpectedKind) {
+		t.Errorf("Step: %v", err)
+	}
+	st := b.c.Report()
+	for k, want := range map[string]uint64{
+		"accepted": 1, "rejected_bogus": 2, "rejected_duplicate": 1, "rejected_unsynchronized": 1,
+		"unknown_source": 1, "stranger_peer": 1, "unexpected_mode": 2, "malformed": 1,
+	} {
+		if st.Counters[k] != want {
+			t.Errorf("counter %s = %d, want %d (all: %v)", k, st.Counters[k], want, st.Counters)
+		}
+	}
+	if !strings.Contains(st.Sources[0].LastError, "mode") {
+		t.Errorf("last error %q", st.Sources[0].LastError)
+	}
+}
+
+// TestKissRate: a RATE kiss raises the source's poll above both ours and the
+// one the server asks for; requests then come no faster.
+func TestKissRate(t *testing.T) {
+	b := newBench(t, nil)
+	req := b.nextRequest(srvAddr)
+	err := b.answer(req, 0, 100*time.Microsecond, func(p *wire.NTPPacket) {
+		*p = ntp.KissReply(&req, b.now, "RATE")
+		p.Poll = 3 // the server wants 8 s
+	})
+	var kiss *ntp.KissError
+	if !errors.As(err, &kiss) || kiss.Code != "RATE" {
+		t.Fatalf("kiss: %v", err)
+	}
+	kissAt := b.now
+	next := b.nextRequest(srvAddr)
+	if gap := b.now.Sub(kissAt); gap < 16*time.Second-time.Second || next.Poll != 4 {
+		t.Fatalf("after RATE: next request after %v with poll %d, want 2^4 s", gap, next.Poll)
+	}
+	if len(b.events(client.EventKiss)) != 1 || b.c.Report().Sources[0].Poll != 4 {
+		t.Fatalf("events %+v", b.rd.Events)
+	}
+	// A server asking for an absurd poll gets the protocol's maximum, not
+	// a wrapped int8.
+	err = b.answer(next, 0, 100*time.Microsecond, func(p *wire.NTPPacket) {
+		*p = ntp.KissReply(&next, b.now, "RATE")
+		p.Poll = 127
+	})
+	if !errors.As(err, &kiss) || b.c.Report().Sources[0].Poll != ntp.MaxPollLimit {
+		t.Fatalf("RATE with poll 127: %v, poll %d", err, b.c.Report().Sources[0].Poll)
+	}
+}
+
+// TestKissDeny: DENY stops polling the source for good, and status says so.
+func TestKissDeny(t *testing.T) {
+	b := newBench(t, nil)
+	req := b.nextRequest(srvAddr)
+	err := b.answer(req, 0, 100*time.Microsecond, func(p *wire.NTPPacket) { *p = ntp.KissReply(&req, b.now, "DENY") })
+	var kiss *ntp.KissError
+	if !errors.As(err, &kiss) || !kiss.Stop() {
+		t.Fatalf("kiss: %v", err)
+	}
+	n := len(b.sent)
+	b.tick(2 * time.Minute)
+	if len(b.sent) != n {
+		t.Fatalf("%d requests after DENY", len(b.sent)-n)
+	}
+	if err := b.answer(req, 0, 100*time.Microsecond, nil); !errors.Is(err, client.ErrStopped) {
+		t.Fatalf("packet after DENY: %v", err)
+	}
+	src := b.c.Report().Sources[0]
+	if src.Verdict != "stopped" || !strings.Contains(src.Why, "DENY") {
+		t.Fatalf("source %+v", src)
+	}
+}
+
+// TestUnreachable: a source that stops answering is reported unreachable
+// once the reach register empties (8 polls), with an event.
+func TestUnreachable(t *testing.T) {
+	b := newBench(t, nil)
+	if err := b.answer(b.nextRequest(srvAddr), 0, 100*time.Microsecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.tick(10 * time.Millisecond)
+	if len(b.events(client.EventReachable)) != 1 {
+		t.Fatalf("events %+v", b.rd.Events)
+	}
+	for range 8 {
+		b.nextRequest(srvAddr)
+	}
+	b.tick(10 * time.Millisecond)
+	src := b.c.Report().Sources[0]
+	if len(b.events(client.EventUnreachable)) != 1 || src.Reach != "0" || src.Verdict != "unreachable" {
+		t.Fatalf("after 8 unanswered polls: %+v, events %+v", src, b.rd.Events)
+	}
+}
+
+// TestSymmetricPassive: a configured peer's mode-1 poll is answered at once
+// in mode 2 with its transmit timestamp as origin and our receive time;
+// the client's own polls to it are mode 1 and carry its system state.
+func TestSymmetricPassive(t *testing.T) {
+	b := newBench(t, func(c *client.Config) {
+		c.Servers, c.Peers, c.LocalStratum = nil, []netip.AddrPort{peerAdr}, 7
+	})
+	own := b.nextRequest(peerAdr)
+	if own.Mode != wire.ModeSymmetricActive || own.Stratum != 7 || own.Leap != wire.LeapNone ||
+		wire.RefIDText(own.ReferenceID) != "LOCL" {
+		t.Fatalf("own poll %+v", own)
+	}
+	theirXmt := wire.NTPTimeFromTime(b.now.Add(-3 * time.Second))
+	poll := wire.NTPPacket{Version: 4, Mode: wire.ModeSymmetricActive, Stratum: 16, Leap: wire.LeapNotInSync,
+		Poll: 0, Transmit: theirXmt}
+	data, _ := poll.AppendBinary(nil)
+	n := len(b.sent)
+	dst := b.now.Add(5 * time.Millisecond)
+	if err := b.c.StepDatagram(core.Datagram{Addr: peerAdr, Data: data, Time: dst}); err != nil {
+		t.Fatalf("peer poll: %v", err)
+	}
+	b.drain()
+	if len(b.sent) != n+1 {
+		t.Fatalf("%d answers to the peer's poll", len(b.sent)-n)
+	}
+	var rep wire.NTPPacket
+	if err := rep.UnmarshalBinary(b.sent[n].Data); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Mode != wire.ModeSymmetricPassive || rep.Origin != theirXmt || rep.Receive != wire.NTPTimeFromTime(dst) ||
+		rep.Stratum != 7 || b.sent[n].Addr != peerAdr {
+		t.Fatalf("answer %+v", rep)
+	}
+	// The same poll again is a replay: no second answer.
+	if err := b.c.StepDatagram(core.Datagram{Addr: peerAdr, Data: data, Time: dst}); !errors.Is(err, ntp.ErrDuplicate) {
+		t.Fatalf("replayed poll: %v", err)
+	}
+	b.drain()
+	if len(b.sent) != n+1 || b.c.Report().Counters["passive_replies"] != 1 {
+		t.Fatalf("answered a replay")
+	}
+	// The peer answers our own poll in mode 2: a sample for the active side.
+	ans := wire.NTPPacket{Version: 4, Mode: wire.ModeSymmetricPassive, Stratum: 3,
+		Origin: own.Transmit, Receive: own.Transmit, Transmit: own.Transmit.Add(time.Microsecond)}
+	data, _ = ans.AppendBinary(nil)
+	if err := b.c.StepDatagram(core.Datagram{Addr: peerAdr, Data: data, Time: b.now}); err != nil {
+		t.Fatalf("peer's answer: %v", err)
+	}
+	if st := b.c.Report(); st.Sources[0].Accepted != 1 || st.Sources[0].Mode != "peer" {
+		t.Fatalf("source %+v", st.Sources[0])
+	}
+}
+
+// TestRestore: the persisted frequency round-trips; bad state is refused
+// and changes nothing; Restore after the first tick is refused.
+func TestRestore(t *testing.T) {
+	b := newBench(t, nil)
+	for _, bad := range [][]byte{nil, {1, 2, 3}, append([]byte{2}, make([]byte, 8)...), stateOf(math.NaN()), stateOf(600)} {
+		if err := b.c.Restore(bad); !errors.Is(err, client.ErrState) {
+			t.Errorf("Restore(%x): %v", bad, err)
+		}
+	}
+	if b.c.Frequency() != 0 {
+		t.Fatal("refused state changed the frequency")
+	}
+	if err := b.c.Restore(stateOf(-12.5)); err != nil || b.c.Frequency() != -12.5 {
+		t.Fatalf("Restore: %v, frequency %v", err, b.c.Frequency())
+	}
+	b.tick(10 * time.Millisecond)
+	if err := b.c.Restore(stateOf(3)); !errors.Is(err, client.ErrStarted) {
+		t.Fatalf("Restore after Tick: %v", err)
+	}
+}
+
+// stateOf builds persisted state as the client writes it: a version byte
+// and the frequency as a big-endian float64.
+func stateOf(ppm float64) []byte {
+	b := []byte{1, 0, 0, 0, 0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint64(b[1:], math.Float64bits(ppm))
+	return b
+}
+
+// TestStatusJSON: the status marshals with the snake_case keys scripts use.
+func TestStatusJSON(t *testing.T) {
+	b := newBench(t, nil)
+	for range client.DefaultMinSamples {
+		if err := b.answer(b.nextRequest(srvAddr), time.Millisecond, 100*time.Microsecond, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.tick(10 * time.Millisecond)
+	js, err := json.Marshal(b.c.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(js, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"synchronized", "stratum", "sys_peer", "offset_ns", "frequency_ppm", "root_distance_ns",
+		"error_bound_ns", "earliest", "latest", "sources", "counters"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("no %q in %s", k, js)
+		}
+	}
+	src := m["sources"].([]any)[0].(map[string]any)
+	for _, k := range []string{"address", "mode", "stratum", "reach", "poll", "offset_ns", "delay_ns", "dispersion_ns",
+		"jitter_ns", "verdict", "why"} {
+		if _, ok := src[k]; !ok {
+			t.Errorf("no %q in source %v", k, src)
+		}
+	}
+	if m["error_bound_ns"].(float64) <= 0 || src["reach"] != "37" {
+		t.Errorf("status %s", js)
+	}
+}

@@ -1,0 +1,99 @@
+// Package client is timed's NTP client and symmetric-peer core: a sans-IO
+// state machine (core.Core) that polls NTP servers (mode 3) and symmetric
+// peers (mode 1), answers its peers' polls (mode 2), and disciplines the
+// local clock from what they say. It wires the pure algorithms of
+// pkg/timesync/ntp (on-wire checks, clock filter, poll control, selection)
+// to the discipline of pkg/timesync/servo, and does no I/O: packets and
+// their timestamps arrive as data, adjustments and packets leave in Ready.
+//
+// # Walk-through
+//
+// The driver (internal/daemon on a host, internal/sim in tests) builds the
+// client, restores the frequency saved by the previous run, and then feeds
+// it ticks and packets:
+//
+//	cfg := client.DefaultLANConfig()
+//	cfg.Servers = []netip.AddrPort{netip.MustParseAddrPort("10.77.0.1:123")}
+//	cfg.Rand = rand.New(rand.NewPCG(seed1, seed2))
+//	c, err := client.New(cfg)
+//	...
+//	if saved != nil {
+//		err = c.Restore(saved) // ErrState: log it and go on without
+//	}
+//	for {
+//		select {
+//		case <-ticker.C:
+//			c.Tick(clk.Now())
+//		case pkt := <-ntpSocket:
+//			c.StepDatagram(core.Datagram{Addr: pkt.From, Data: pkt.Data, Time: pkt.KernelRxTime})
+//		}
+//		rd := c.Ready()
+//		// 1. persist rd.State atomically (the frequency, ppm)
+//		// 2. clock.Apply each of rd.Adjustments
+//		// 3. for each of rd.Datagrams (all NTPStamp): patch the transmit
+//		//    timestamp (bytes 40-47) with the local clock right before
+//		//    the write, then report what was written:
+//		//    c.StepDatagram(core.Datagram{Addr: d.Addr, Data: written, Time: xmt, Sent: true})
+//		// 4. log and count rd.Events
+//	}
+//
+// What happens inside, per source and then across sources:
+//
+//	Tick ──► poll due? ──► Association.Request ──► Datagram{NTPStamp} ──► wire
+//	          (Poller: burst, 2^poll s, reach; RATE raises the floor;
+//	           DENY/RSTR stop polling)
+//	                    Sent report ──► Association.Sent (exact T1)
+//	wire ──► StepDatagram ──► Association.Receive (on-wire checks, §8)
+//	          ──► Sample, offset − servo.Pending(T4) ──► Filter.Add (§10)
+//	          new estimate: mark for selection
+//	next Tick ──► MakeCandidate per source (≥ MinSamples samples)
+//	          ──► Select (§11.2: falsetickers, clustering, combining)
+//	          ──► system peer's estimate new? servo.Update(now, Θ, Distance)
+//	          ──► Ready.Adjustments (slew/step/frequency/sync)
+//	          ──► Filter.Shift(Correction) on every source; Poller.Update
+//	          ──► NextSystem: stratum, root delay/dispersion we advertise
+//
+// Selection and the servo run at the tick after a new estimate, not at the
+// packet: servo.Update needs "now" as the clock reads when its slew is
+// applied, which only a tick provides (a packet brings its receive stamp,
+// which is earlier). The cost is at most one tick of latency.
+//
+// # Rules that keep the error bound truthful
+//
+//   - A source is a selection candidate only once its filter holds
+//     MinSamples samples (default 5): before that its root distance is
+//     dominated by the empty stages (about 0.94 s with 4 samples), wide
+//     enough for a server a second off to pass for a truechimer.
+//   - Selection waits until a majority of the sources that answer are
+//     candidates: one early candidate of three could be the falseticker.
+//   - The clock is never stepped backwards (servo); a forward step is
+//     allowed only in the first updates and only if StepThreshold is set.
+//     An answer to a request sent before a step is dropped (ErrClockStepped).
+//   - The root distance of every candidate grows with the servo's
+//     frequency uncertainty (MakeCandidate's localPPM), so estimates made
+//     before the drift is known are not trusted beyond what they can show.
+//
+// # Symmetric peers
+//
+// Each configured peer has two associations: an active one (we poll it in
+// mode 1; its mode-2 answers, or an ntpd-style mode-1 packet answering our
+// poll, give samples) and a passive one that answers its mode-1 polls at
+// once in mode 2, echoing its transmit timestamp as origin. Mode-1 packets
+// from addresses not configured are dropped and counted (stranger_peer):
+// nobody can make this host serve time as a peer by asking. Two hosts that
+// list each other synchronise each other; a host that should anchor them
+// sets LocalStratum (chrony's "local stratum N"), and sources at or above
+// that stratum are never selected by it. Address enables loop detection
+// (a source whose reference ID is our address synchronises to us).
+//
+// # State and status
+//
+// Ready.State carries the frequency correction (a 9-byte record with a
+// version byte, see state.go) when the servo has estimated it and it moved
+// by StateMinChangePPM since the last save, at most once per
+// StateInterval. Status (and Report) is the view of `timed status`: the
+// tracking part (synchronised, stratum, system peer, offset, frequency,
+// root distance, error bound [earliest, latest] at the last tick, with
+// error_bound_ns) and one line per source (address, mode, stratum, reach in
+// octal, poll, offset, delay, dispersion, jitter, verdict and why).
+package client
