@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A synclab lab on this one machine, no root needed: five hosts on loopback
 # addresses 127.0.0.11-15, each running timed (on a simulated clock) and
-# electd, multicast on lo. It shows the daemons finding each other, the hosts
+# electd, multicast on lo. It shows the daemons finding each other, four
+# clocks up to 200 ms off converging on host 1's over NTP, the hosts
 # agreeing on a leader, the leader killed with SIGKILL and a new one agreed
 # within a fraction of a second, the old one returning; then it stops
 # everything it started and removes its files.
@@ -52,11 +53,17 @@ start() {
 	eval "pid_${d}_$id=$!"
 }
 
-say "starting $hosts hosts on 127.0.0.11-1$hosts (timed on simulated clocks up to ±200 ms off, electd)"
+say "starting $hosts hosts on 127.0.0.11-1$hosts: timed on simulated clocks up to ±200 ms off, and electd"
+echo "host 1's timed serves NTP (stratum 8, its clock is the reference); hosts 2-$hosts follow it with --server"
+ntp_server=127.0.0.11:12300
 for i in $(seq 1 $hosts); do
-	offset=$(( (RANDOM % 401) - 200 ))ms
-	drift=$(( (RANDOM % 61) - 30 ))
-	start timed "$i" --members "$timed_members" --clock sim --sim-offset "$offset" --sim-drift "$drift"
+	if [ "$i" = 1 ]; then
+		start timed 1 --members "$timed_members" --clock sim --serve "$ntp_server" --stratum 8
+	else
+		offset=$(( (RANDOM % 401) - 200 ))ms
+		drift=$(( (RANDOM % 61) - 30 ))
+		start timed "$i" --members "$timed_members" --clock sim --sim-offset "$offset" --sim-drift "$drift" --server "$ntp_server"
+	fi
 	start electd "$i" --members "$electd_members"
 done
 
@@ -80,11 +87,32 @@ wait_for 10 all_alive timed 1 $((hosts - 1))
 say "timed on host 1 sees every host (heartbeats over multicast on lo)"
 status timed 1
 
-say "true clock offsets (ground truth of the simulated clocks)"
-for i in $(seq 1 $hosts); do
-	printf 'host %d: %s\n' "$i" "$(status timed "$i" --json | sed -n 's/.*"true_offset_ns": *\(-\{0,1\}[0-9]*\).*/\1/p' | awk '{printf "%+.3f ms", $1/1e6}')"
+true_offsets() { # one line: every host's exact clock error, from the simulated clocks
+	local i line=""
+	for i in $(seq 1 $hosts); do
+		line+=$(status timed "$i" --json | sed -n 's/.*"true_offset_ns": *\(-\{0,1\}[0-9]*\).*/\1/p' | awk -v h="$i" '{printf "  h%d %+10.3f ms", h, $1/1e6}')
+	done
+	echo "$line"
+}
+# synced HOST: the host's true clock error is under 1 ms
+synced() { status timed "$1" --json | sed -n 's/.*"true_offset_ns": *-\{0,1\}\([0-9]*\).*/\1/p' | awk '{exit !($1 < 1000000)}'; }
+all_synced() { local i; for i in $(seq 2 $hosts); do synced "$i" || return 1; done; }
+
+say "true clock offsets (ground truth of the simulated clocks), once a second"
+t0=$(now_ms)
+for _ in $(seq 1 12); do
+	printf '%5ss%s\n' "$(elapsed "$t0")" "$(true_offsets)"
+	all_synced && break
+	sleep 1
 done
-echo "(clock correction arrives with timed's NTP and Berkeley cores: these offsets only drift for now)"
+if all_synced; then
+	printf 'every clock within 1 ms of true time after %s s; a few seconds later:\n' "$(elapsed "$t0")"
+	sleep 3
+	printf '%5ss%s\n' "$(elapsed "$t0")" "$(true_offsets)"
+else
+	echo "not every clock converged within 12 s (see $work/h*/timed.log)"
+fi
+status timed 2 | sed -n '/^NTP client/,$p'
 
 # agreed: every running electd reports the same leader; prints it
 agreed() {

@@ -119,9 +119,16 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config) da
 		cfg.DatagramAddr = serve.addr
 		serve.cfg.Precision = precision
 	}
-	if cc != nil {
-		// A client needs a socket even without --serve: an ephemeral port.
+	if cc != nil && serve == nil {
+		// A client needs a socket even without --serve: an ephemeral port
+		// on this host's own address, so servers see (and rate-limit) each
+		// host by its address even when hosts share an interface.
 		cfg.Datagrams = true
+		if self := cfg.Members[cfg.ID].Addr(); !self.IsUnspecified() {
+			cfg.DatagramAddr = netip.AddrPortFrom(self, 0)
+		}
+	}
+	if cc != nil {
 		cc.TickInterval = cfg.TickInterval
 		cc.Precision = precision
 		if serve != nil {
