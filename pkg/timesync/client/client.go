@@ -121,6 +121,7 @@ type Client struct {
 
 	lastSync  time.Time // local time of the last AdjustSync
 	savedFreq float64
+	savedErr  float64 // the saved frequency's error, ppm; 0 if unknown
 	savedAt   time.Time
 	saved     bool
 
@@ -135,7 +136,7 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	sv, err := servo.New(cfg.servoConfig(cfg.Frequency))
+	sv, err := servo.New(cfg.servoConfig(savedFrequency{ppm: cfg.Frequency}))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -186,12 +187,13 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-func (c Config) servoConfig(freq float64) servo.Config {
+func (c Config) servoConfig(f savedFrequency) servo.Config {
 	return servo.Config{
-		MaxSlewPPM:    c.MaxSlewPPM,
-		StepThreshold: c.StepThreshold,
-		StepLimit:     c.StepLimit,
-		Frequency:     freq,
+		MaxSlewPPM:     c.MaxSlewPPM,
+		StepThreshold:  c.StepThreshold,
+		StepLimit:      c.StepLimit,
+		Frequency:      f.ppm,
+		FrequencyError: f.errPPM,
 	}
 }
 
@@ -212,7 +214,7 @@ func (c *Client) Restore(state []byte) error {
 		return fmt.Errorf("%w: %w", ErrState, err)
 	}
 	c.servo = sv
-	c.savedFreq, c.saved, c.savedAt = f, true, time.Time{}
+	c.savedFreq, c.savedErr, c.saved, c.savedAt = f.ppm, f.errPPM, true, time.Time{}
 	return nil
 }
 
@@ -639,21 +641,23 @@ func (c *Client) syncState(now time.Time) {
 	}
 }
 
-// saveState puts the frequency in Ready.State when the servo knows it (a
-// regression succeeded) and it moved by StateMinChangePPM since the last
-// save, at most once per StateInterval.
+// saveState puts the frequency and its error in Ready.State when the servo
+// knows them (a regression succeeded) and the frequency moved by
+// StateMinChangePPM or its error halved since the last save, at most once
+// per StateInterval.
 func (c *Client) saveState(now time.Time) {
 	st := c.servo.State()
 	if st.Updates < 2 || st.FrequencyError >= c.servo.Config().MaxFrequencyPPM {
 		return
 	}
 	f := c.servo.Frequency()
-	if c.saved && (math.Abs(f-c.savedFreq) < c.cfg.StateMinChangePPM ||
-		(!c.savedAt.IsZero() && now.Sub(c.savedAt) < c.cfg.StateInterval)) {
+	moved := math.Abs(f-c.savedFreq) >= c.cfg.StateMinChangePPM
+	sharper := c.savedErr == 0 || st.FrequencyError < c.savedErr/2
+	if c.saved && (!moved && !sharper || !c.savedAt.IsZero() && now.Sub(c.savedAt) < c.cfg.StateInterval) {
 		return
 	}
-	c.rd.State = encodeState(f)
-	c.savedFreq, c.savedAt, c.saved = f, now, true
+	c.rd.State = encodeState(savedFrequency{ppm: f, errPPM: st.FrequencyError})
+	c.savedFreq, c.savedErr, c.savedAt, c.saved = f, st.FrequencyError, now, true
 }
 
 // System returns what this host says about its clock at local time now

@@ -484,7 +484,8 @@ func TestSymmetricPassive(t *testing.T) {
 // and changes nothing; Restore after the first tick is refused.
 func TestRestore(t *testing.T) {
 	b := newBench(t, nil)
-	for _, bad := range [][]byte{nil, {1, 2, 3}, append([]byte{2}, make([]byte, 8)...), stateOf(math.NaN()), stateOf(600)} {
+	for _, bad := range [][]byte{nil, {1, 2, 3}, append([]byte{2}, make([]byte, 8)...), append([]byte{3}, make([]byte, 16)...),
+		stateOf(math.NaN()), stateOf(600), stateV2(1, -1), stateV2(1, math.Inf(1))} {
 		if err := b.c.Restore(bad); !errors.Is(err, client.ErrState) {
 			t.Errorf("Restore(%x): %v", bad, err)
 		}
@@ -495,14 +496,27 @@ func TestRestore(t *testing.T) {
 	if err := b.c.Restore(stateOf(-12.5)); err != nil || b.c.Frequency() != -12.5 {
 		t.Fatalf("Restore: %v, frequency %v", err, b.c.Frequency())
 	}
+	if err := b.c.Restore(stateV2(7.25, 0.01)); err != nil || b.c.Frequency() != 7.25 {
+		t.Fatalf("Restore version 2: %v, frequency %v", err, b.c.Frequency())
+	}
 	b.tick(10 * time.Millisecond)
 	if err := b.c.Restore(stateOf(3)); !errors.Is(err, client.ErrStarted) {
 		t.Fatalf("Restore after Tick: %v", err)
 	}
 }
 
-// stateOf builds persisted state as the client writes it: a version byte
-// and the frequency as a big-endian float64.
+// stateV2 builds persisted state as the client writes it: version 2, the
+// frequency and its error as big-endian float64s.
+func stateV2(ppm, errPPM float64) []byte {
+	b := make([]byte, 17)
+	b[0] = 2
+	binary.BigEndian.PutUint64(b[1:], math.Float64bits(ppm))
+	binary.BigEndian.PutUint64(b[9:], math.Float64bits(errPPM))
+	return b
+}
+
+// stateOf builds persisted state as the first version wrote it: a version
+// byte and the frequency as a big-endian float64.
 func stateOf(ppm float64) []byte {
 	b := []byte{1, 0, 0, 0, 0, 0, 0, 0, 0}
 	binary.BigEndian.PutUint64(b[1:], math.Float64bits(ppm))

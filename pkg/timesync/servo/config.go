@@ -44,6 +44,16 @@ type Config struct {
 	// value Servo.Frequency returned before the last shutdown, restored
 	// from the state directory so the clock does not re-learn its drift.
 	Frequency float64
+	// FrequencyError is the worst-case error of Frequency, ppm, as
+	// State().FrequencyError reported it when Frequency was saved. When it
+	// is set, a regression replaces the restored Frequency only once its
+	// own worst-case error is smaller (after adding RestoredWanderPPM for
+	// what may have changed since the save): the first fits after a
+	// restart, over two or three points still carrying the large root
+	// distances of a filling clock filter, must not throw away a frequency
+	// learned over hours. Zero: Frequency is a guess that the first
+	// regression replaces.
+	FrequencyError float64
 	// StepThreshold, when positive, lets the servo step the clock forward
 	// by offsets larger than it during the first StepLimit updates
 	// (chrony's makestep). Zero (the default) never steps: every offset is
@@ -90,6 +100,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: max frequency %g ppm must be within (0, 1e6)", ErrConfig, c.MaxFrequencyPPM)
 	case !finite(c.MaxDriftPPM) || c.MaxDriftPPM < 0:
 		return fmt.Errorf("%w: max drift %g ppm must be positive", ErrConfig, c.MaxDriftPPM)
+	case !finite(c.FrequencyError) || c.FrequencyError < 0:
+		return fmt.Errorf("%w: frequency error %g ppm must be finite and >= 0", ErrConfig, c.FrequencyError)
 	case !finite(c.Frequency) || math.Abs(c.Frequency) > c.MaxFrequencyPPM:
 		return fmt.Errorf("%w: initial frequency %g ppm is beyond ±%g ppm (a corrupt drift file?)", ErrConfig, c.Frequency, c.MaxFrequencyPPM)
 	case c.StepThreshold < 0:

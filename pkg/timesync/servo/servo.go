@@ -121,8 +121,11 @@ type Servo struct {
 	updates int
 	freq    float64 // current frequency correction, ppm
 	freqErr float64 // worst-case residual frequency error, ppm
-	resid   float64 // residual frequency predicted after the update, ppm (non-zero when clamped)
-	phiCmd  float64 // total phase commanded so far, ns
+	// priorErr is the restored frequency's error (Config.FrequencyError
+	// plus RestoredWanderPPM) until a regression beats it, then +Inf.
+	priorErr float64
+	resid    float64 // residual frequency predicted after the update, ppm (non-zero when clamped)
+	phiCmd   float64 // total phase commanded so far, ns
 
 	epoch  time.Time
 	points []point // regression window, oldest first
@@ -169,6 +172,12 @@ type lastUpdate struct {
 // one entry to each ledger.
 const ledgerMax = 64
 
+// RestoredWanderPPM is added to a restored frequency's saved error: the
+// oscillator may have moved since the save (a quartz crystal shifts by about
+// a tenth of a ppm per degree, and a machine that was off for a while has
+// cooled).
+const RestoredWanderPPM = 1.0
+
 // unsyncLimit is the half-width beyond which the clock is reported
 // unsynchronised: the kernel's NTP_PHASE_LIMIT.
 const unsyncLimit = 16 * time.Second
@@ -178,10 +187,15 @@ func New(cfg Config) (*Servo, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	prior := math.Inf(1)
+	if cfg.FrequencyError > 0 {
+		prior = cfg.FrequencyError + RestoredWanderPPM
+	}
 	return &Servo{
-		cfg:     cfg,
-		freq:    cfg.Frequency,
-		freqErr: cfg.MaxFrequencyPPM + math.Abs(cfg.Frequency),
+		cfg:      cfg,
+		freq:     cfg.Frequency,
+		freqErr:  cfg.MaxFrequencyPPM + math.Abs(cfg.Frequency),
+		priorErr: prior,
 	}, nil
 }
 
@@ -303,7 +317,13 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 	oldFreq := s.freq
 	s.points = trimNonlinear(s.points)
 	drift, driftErr, ok := fit(s.points)
+	if ok && driftErr >= s.priorErr {
+		// The restored frequency is still the better estimate: keep it,
+		// and the bound as wide as before any regression.
+		ok = false
+	}
 	if ok && driftErr < s.cfg.MaxFrequencyPPM {
+		s.priorErr = math.Inf(1)
 		target := -drift
 		s.freq = math.Max(-s.cfg.MaxFrequencyPPM, math.Min(s.cfg.MaxFrequencyPPM, target))
 		s.freqErr = driftErr

@@ -296,3 +296,54 @@ func TestLongRunBoundedState(t *testing.T) {
 		t.Errorf("New accepted a bad config: %v", err)
 	}
 }
+
+// TestRestoredFrequencyKeptUntilBeaten: a frequency restored with its saved
+// error survives the first regressions after a restart, which rest on a
+// few measurements with the large root distances of a filling clock filter;
+// a regression replaces it once its own error is smaller. Without a saved
+// error the first regression replaces it at once.
+func TestRestoredFrequencyKeptUntilBeaten(t *testing.T) {
+	// The clock's true drift is +30 ppm and the restored correction -30
+	// is right; the early measurements carry ±0.4 ms of noise within a
+	// 0.5 ms root distance, enough to fit a wildly wrong slope.
+	noisy := []Measurement{
+		{Time: sec(0), Offset: ms(0.4), RootDistance: ms(0.5)},
+		{Time: sec(2), Offset: ms(-0.4), RootDistance: ms(0.5)},
+		{Time: sec(4), Offset: ms(0.4), RootDistance: ms(0.5)},
+	}
+	feed := func(s *Servo) {
+		t.Helper()
+		for _, m := range noisy {
+			if _, err := s.Update(m.Time, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	trusted := mustNew(t, Config{Frequency: -30, FrequencyError: 0.05})
+	feed(trusted)
+	if f := trusted.Frequency(); f != -30 {
+		t.Errorf("restored frequency with a 0.05 ppm error replaced by %v ppm after 3 noisy measurements", f)
+	}
+	if st := trusted.State(); st.FrequencyError < DefaultMaxFrequencyPPM {
+		t.Errorf("bound's frequency error %v ppm before any regression was adopted: must stay conservative", st.FrequencyError)
+	}
+	guess := mustNew(t, Config{Frequency: -30})
+	feed(guess)
+	if f := guess.Frequency(); f == -30 {
+		t.Error("a restored frequency without an error survived the first regressions")
+	}
+
+	// Many precise measurements: the regression's error drops below the
+	// prior's (0.05 + RestoredWanderPPM) and it takes over, here finding
+	// the drift the offsets show (+2 ppm left after the -30 correction).
+	for i := range 40 {
+		at := sec(10 + 10*float64(i))
+		off := -time.Duration(2e-6 * float64(at.Sub(sec(10))))
+		if _, err := trusted.Update(at, Measurement{Time: at, Offset: off, RootDistance: us(5)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := trusted.Frequency(); math.Abs(f-(-30)) < 0.5 {
+		t.Errorf("frequency %v ppm after 40 precise measurements showing a residual drift: regression never adopted", f)
+	}
+}
