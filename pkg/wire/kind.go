@@ -22,12 +22,39 @@ const (
 	// KindLeaderHeartbeat is the leader's periodic proof of life
 	// (payload: LeaderHeartbeat).
 	KindLeaderHeartbeat Kind = 5
+	// KindTimeRequest asks a timed server for its time, Cristian's algorithm
+	// (payload: TimeRequest).
+	KindTimeRequest Kind = 6
+	// KindTimeReply answers a TimeRequest with the server's time
+	// (payload: TimeReply).
+	KindTimeReply Kind = 7
+	// KindClockPoll is a Berkeley master's request for every worker's
+	// clock reading (payload: ClockPoll).
+	KindClockPoll Kind = 8
+	// KindClockReading is a worker's answer to a ClockPoll
+	// (payload: ClockReading).
+	KindClockReading Kind = 9
+	// KindClockAdjust tells one worker the correction to apply to its clock
+	// (payload: ClockAdjust).
+	KindClockAdjust Kind = 10
+	// KindClockAdjustAck acknowledges a ClockAdjust (payload: ClockAdjustAck).
+	KindClockAdjustAck Kind = 11
+	// KindToken carries a lock's token from a ring member to its successor
+	// (payload: Token).
+	KindToken Kind = 12
+	// KindTokenAck acknowledges a Token to its sender (payload: TokenAck).
+	KindTokenAck Kind = 13
+	// KindRingProbe asks ring members what they know of a lock's token,
+	// when it may have been lost (payload: RingProbe).
+	KindRingProbe Kind = 14
+	// KindRingProbeReply answers a RingProbe (payload: RingProbeReply).
+	KindRingProbeReply Kind = 15
 
 	// kindEnd is one past the last defined kind: update it when appending
 	// a kind. (It cannot be an implicit "next" constant: the kinds above
 	// carry explicit numbers, so an implicit repetition would copy the
 	// last one's value instead of adding one.)
-	kindEnd Kind = KindLeaderHeartbeat + 1
+	kindEnd Kind = KindRingProbeReply + 1
 )
 
 // Known reports whether k is a kind this version understands: a frame of
@@ -50,6 +77,26 @@ func (k Kind) String() string {
 		return "coordinator"
 	case KindLeaderHeartbeat:
 		return "leader_heartbeat"
+	case KindTimeRequest:
+		return "time_request"
+	case KindTimeReply:
+		return "time_reply"
+	case KindClockPoll:
+		return "clock_poll"
+	case KindClockReading:
+		return "clock_reading"
+	case KindClockAdjust:
+		return "clock_adjust"
+	case KindClockAdjustAck:
+		return "clock_adjust_ack"
+	case KindToken:
+		return "token"
+	case KindTokenAck:
+		return "token_ack"
+	case KindRingProbe:
+		return "ring_probe"
+	case KindRingProbeReply:
+		return "ring_probe_reply"
 	}
 	return "kind(" + itoa(int(k)) + ")"
 }
