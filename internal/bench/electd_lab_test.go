@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/labnet"
+	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/elect/bully"
+)
+
+// electdSpec is one electd configuration: its own ports, so that several
+// clusters can run on the same hosts at once (the idle phase).
+type electdSpec struct {
+	label     string
+	port      int
+	multicast bool
+	extra     []string // further `electd run` flags
+}
+
+type electdCluster struct {
+	e       *electBench
+	spec    electdSpec
+	procs   map[int]*labnet.Proc
+	clients map[int]*ctl.Client
+}
+
+// leaderView is the answer of GET /v1/leader (`electd leader --json`).
+type leaderView struct {
+	Leader uint32    `json:"leader"`
+	Term   uint64    `json:"term"`
+	Since  time.Time `json:"since"`
+}
+
+// electdStatus is the part of GET /v1/status (`electd status --json`) the
+// benchmark reads.
+type electdStatus struct {
+	Node struct {
+		FramesIn  map[string]uint64 `json:"frames_in"`
+		FramesOut map[string]uint64 `json:"frames_out"`
+		Core      bully.Status      `json:"core"`
+	} `json:"node"`
+	Transport transport.Stats   `json:"transport"`
+	Events    map[string]uint64 `json:"events"`
+}
+
+func (s electdStatus) payloadBytes() uint64 {
+	t := s.Transport
+	return t.UDP.BytesIn + t.UDP.BytesOut + t.Multicast.BytesIn + t.Multicast.BytesOut + t.Stream.BytesIn + t.Stream.BytesOut
+}
+
+func (e *electBench) newCluster(s electdSpec) *electdCluster {
+	c := &electdCluster{e: e, spec: s, procs: map[int]*labnet.Proc{}, clients: map[int]*ctl.Client{}}
+	for i := 1; i <= electHosts; i++ {
+		c.clients[i] = ctl.NewClient(c.control(i), "electd")
+	}
+	return c
+}
+
+func (c *electdCluster) control(i int) string {
+	return filepath.Join(c.e.dir, fmt.Sprintf("e%d-h%d.sock", c.spec.port, i))
+}
+
+func (c *electdCluster) start(i int) {
+	e := c.e
+	var members []string
+	for j := 1; j <= electHosts; j++ {
+		members = append(members, fmt.Sprintf("%d=%s:%d", j, e.lab.Host(j).Addr(), c.spec.port))
+	}
+	// Without CAP_SYS_TIME, like every daemon the lab starts: nothing here
+	// may be able to move the real clock.
+	argv := []string{"setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time",
+		e.electd, "run", "--id", strconv.Itoa(i), "--members", strings.Join(members, ","),
+		"--control", c.control(i), "--state-dir", filepath.Join(e.dir, fmt.Sprintf("e%d-h%d.state", c.spec.port, i)),
+	}
+	if c.spec.multicast {
+		argv = append(argv, "--multicast", fmt.Sprintf("%s:%d", multicastGroup, c.spec.port+99), "--interface", e.lab.Host(i).Interface())
+	}
+	argv = append(argv, c.spec.extra...)
+	c.procs[i] = e.lab.Host(i).Start(e.b, fmt.Sprintf("electd-%d", c.spec.port), argv, nil)
+}
+
+func (c *electdCluster) startAll() {
+	for i := 1; i <= electHosts; i++ {
+		c.start(i)
+	}
+}
+
+func (c *electdCluster) stopAll() {
+	for i, p := range c.procs {
+		if err := p.Signal(syscall.SIGTERM); err == nil {
+			if _, err := p.Wait(5 * time.Second); err != nil {
+				p.Kill()
+			}
+		}
+		c.clients[i].Close()
+	}
+}
+
+func (c *electdCluster) leader(i int) (leaderView, error) {
+	ctx, cancel := context.WithTimeout(c.e.ctx, time.Second)
+	defer cancel()
+	var v leaderView
+	err := c.clients[i].Get(ctx, "/v1/leader", &v)
+	return v, err
+}
+
+func (c *electdCluster) status(i int) electdStatus {
+	c.e.b.Helper()
+	ctx, cancel := context.WithTimeout(c.e.ctx, 2*time.Second)
+	defer cancel()
+	var st electdStatus
+	if err := c.clients[i].Get(ctx, "/v1/status", &st); err != nil {
+		c.e.fatalf("%s: status of node %d: %v", c.spec.label, i, err)
+	}
+	return st
+}
+
+// waitAgree polls hosts until all report the same leader, other than
+// notLead, in the same term, and returns their views and the instant of the
+// poll that saw it.
+func (c *electdCluster) waitAgree(what string, hosts []int, notLead uint32, within time.Duration) (map[int]leaderView, time.Time) {
+	e := c.e
+	e.b.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		views := map[int]leaderView{}
+		agreed := true
+		for _, i := range hosts {
+			v, err := c.leader(i)
+			if err != nil || v.Leader == 0 || v.Leader == notLead {
+				agreed = false
+				break
+			}
+			views[i] = v
+			if first := views[hosts[0]]; v.Leader != first.Leader || v.Term != first.Term {
+				agreed = false
+				break
+			}
+		}
+		if agreed {
+			return views, time.Now()
+		}
+		if e.ctx.Err() != nil {
+			c.e.fatal("interrupted: cleaning up the lab")
+		}
+		if time.Now().After(deadline) {
+			var s []string
+			for _, i := range hosts {
+				v, err := c.leader(i)
+				s = append(s, fmt.Sprintf("h%d: leader %d term %d err %v", i, v.Leader, v.Term, err))
+			}
+			c.e.fatalf("%s: %s: hosts %v did not agree on a leader within %v: %s", c.spec.label, what, hosts, within, strings.Join(s, "; "))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func hostsExcept(n, except int) []int {
+	var hs []int
+	for i := 1; i <= n; i++ {
+		if i != except {
+			hs = append(hs, i)
+		}
+	}
+	return hs
+}
+
+// trafficAndRSS measures each node's traffic over the idle window and its
+// RSS at the end. lead is the current leader.
+func (c *electdCluster) trafficAndRSS(r *systemResult, lead int) {
+	e := c.e
+	before := map[int]electdStatus{}
+	ifBefore := map[int]IfCounters{}
+	for i := 1; i <= electHosts; i++ {
+		before[i] = c.status(i)
+		ifBefore[i] = mustNetDev(e.b, c.procs[i].PID())
+	}
+	start := time.Now()
+	e.sleep(*electTraffic)
+	r.idle = time.Since(start)
+	var others, othersIf uint64
+	for i := 1; i <= electHosts; i++ {
+		payload := c.status(i).payloadBytes() - before[i].payloadBytes()
+		d := mustNetDev(e.b, c.procs[i].PID()).Sub(ifBefore[i])
+		wire := d.RxBytes + d.TxBytes
+		if i == lead {
+			r.leaderBytes, r.leaderIf = payload, wire
+		} else {
+			others += payload
+			othersIf += wire
+		}
+	}
+	r.otherBytes, r.otherIf = others/(electHosts-1), othersIf/(electHosts-1)
+	r.rssMax = max(r.rssMax, c.maxRSS())
+}
+
+func (c *electdCluster) maxRSS() int64 {
+	var m int64
+	for _, p := range c.procs {
+		m = max(m, mustRSS(c.e.b, p.PID()))
+	}
+	return m
+}
+
+// electdPhase measures one electd configuration: idle traffic, then the
+// failover trials.
+func (e *electBench) electdPhase(s electdSpec) *systemResult {
+	e.b.Helper()
+	r := &systemResult{frames: map[string]float64{}}
+	c := e.newCluster(s)
+	defer c.stopAll()
+	c.startAll()
+	views, _ := c.waitAgree("start", hostsExcept(electHosts, 0), 0, 10*time.Second)
+	e.sleep(*electSettle)
+	e.logf("%s: 5 nodes agree on leader %d; measuring idle traffic for %v", s.label, views[1].Leader, *electTraffic)
+	c.trafficAndRSS(r, int(views[1].Leader))
+
+	var took, polled []time.Duration
+	for trial := 1; trial <= *electTrials; trial++ {
+		e.randomPhase()
+		views, _ := c.waitAgree("before the trial", hostsExcept(electHosts, 0), 0, 10*time.Second)
+		lead := int(views[1].Leader)
+		survivors := hostsExcept(electHosts, lead)
+		before := map[int]electdStatus{}
+		for _, i := range survivors {
+			before[i] = c.status(i)
+		}
+
+		killAt := time.Now()
+		if err := c.procs[lead].Kill(); err != nil {
+			e.fatal(err)
+		}
+		after, seen := c.waitAgree(fmt.Sprintf("trial %d", trial), survivors, uint32(lead), failoverLimit)
+
+		// The failover ends when the last survivor learned the leader:
+		// the daemon's own stamp (arrival of the COORDINATOR, or the
+		// winner's decision), not when polling happened to ask.
+		var last time.Time
+		for _, v := range after {
+			if v.Since.After(last) {
+				last = v.Since
+			}
+		}
+		d := last.Sub(killAt)
+		if d <= 0 {
+			e.fatalf("%s trial %d: survivors learned leader %d at %v, before the kill at %v", s.label, trial, after[survivors[0]].Leader, last, killAt)
+		}
+		took = append(took, d)
+		polled = append(polled, seen.Sub(killAt))
+		newLead := after[survivors[0]].Leader
+		if int(newLead) != slices.Max(survivors) {
+			r.unexpected = append(r.unexpected, fmt.Sprintf("trial %d: leader %d", trial, newLead))
+		}
+
+		var total float64
+		for _, i := range survivors {
+			st := c.status(i)
+			for kind, n := range st.Node.FramesOut {
+				if kind == heartbeatKind {
+					continue
+				}
+				delta := float64(n - before[i].Node.FramesOut[kind])
+				r.frames[kind] += delta
+				total += delta
+			}
+		}
+		r.framesTotal = append(r.framesTotal, total)
+		e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s), %.0f frames",
+			s.label, trial, *electTrials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), total)
+
+		// Bring the killed node back; it takes over again (highest ID).
+		c.start(lead)
+		c.waitAgree("after the restart", hostsExcept(electHosts, 0), 0, 10*time.Second)
+		e.sleep(*electSettle)
+	}
+	for k := range r.frames {
+		r.frames[k] /= float64(*electTrials)
+	}
+	r.failover, r.polled = Summarize(took), Summarize(polled)
+	r.rssMax = max(r.rssMax, c.maxRSS())
+	e.logf("%s: failover %s", s.label, r.failover)
+	return r
+}

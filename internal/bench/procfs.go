@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// ErrNotFound is wrapped by the /proc readers when the field or interface
+// asked for is not in the file.
+var ErrNotFound = errors.New("not found")
+
+// ParseError is a /proc file that does not have the expected shape.
+type ParseError struct {
+	File   string // e.g. "/proc/123/status", or "status" when parsing bytes
+	Reason string
+	Err    error // ErrNotFound, a strconv error, or nil
+}
+
+func (e *ParseError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("bench: %s: %s: %v", e.File, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("bench: %s: %s", e.File, e.Reason)
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// RSS returns the resident set size of process pid in bytes: VmRSS in
+// /proc/PID/status (anonymous, file and shared-memory pages that are
+// resident: what `ps -o rss` shows).
+func RSS(pid int) (int64, error) {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := parseVmRSS(b)
+	if err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			pe.File = path
+		}
+		return 0, err
+	}
+	return n, nil
+}
+
+// parseVmRSS reads the "VmRSS:   7344 kB" line of a /proc/PID/status file.
+// A kernel thread or a zombie has no such line (ErrNotFound).
+func parseVmRSS(status []byte) (int64, error) {
+	for line := range bytes.Lines(status) {
+		rest, ok := bytes.CutPrefix(line, []byte("VmRSS:"))
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(rest))
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, &ParseError{File: "status", Reason: fmt.Sprintf("VmRSS line %q: want \"VmRSS: N kB\"", bytes.TrimSpace(line))}
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || kb < 0 {
+			return 0, &ParseError{File: "status", Reason: "VmRSS value " + strconv.Quote(f[0]), Err: err}
+		}
+		return kb << 10, nil
+	}
+	return 0, &ParseError{File: "status", Reason: "no VmRSS line (kernel thread or zombie?)", Err: ErrNotFound}
+}
+
+// IfCounters are an interface's totals since it was created.
+type IfCounters struct {
+	RxBytes, RxPackets uint64
+	TxBytes, TxPackets uint64
+}
+
+// Sub returns c - old, field by field: the traffic between two readings.
+func (c IfCounters) Sub(old IfCounters) IfCounters {
+	return IfCounters{
+		RxBytes: c.RxBytes - old.RxBytes, RxPackets: c.RxPackets - old.RxPackets,
+		TxBytes: c.TxBytes - old.TxBytes, TxPackets: c.TxPackets - old.TxPackets,
+	}
+}
+
+// NetDev returns the counters of iface in the network namespace of process
+// pid. /proc/PID/net/dev shows the namespace of that process, so a reader in
+// the root namespace can see a lab host's eth0 without entering it.
+func NetDev(pid int, iface string) (IfCounters, error) {
+	path := fmt.Sprintf("/proc/%d/net/dev", pid)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return IfCounters{}, err
+	}
+	c, err := parseNetDev(b, iface)
+	if err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			pe.File = path
+		}
+		return IfCounters{}, err
+	}
+	return c, nil
+}
+
+// parseNetDev reads iface's line of a /proc/net/dev file:
+//
+//	Inter-|   Receive                                                |  Transmit
+//	 face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs ...
+//	  eth0:  123456     789    0    0    0     0          0         0   654321     987    0 ...
+//
+// Receive has 8 columns, so transmit bytes and packets are the 9th and 10th.
+func parseNetDev(b []byte, iface string) (IfCounters, error) {
+	for line := range bytes.Lines(b) {
+		name, rest, ok := bytes.Cut(line, []byte(":"))
+		if !ok || string(bytes.TrimSpace(name)) != iface {
+			continue
+		}
+		f := strings.Fields(string(rest))
+		if len(f) < 16 {
+			return IfCounters{}, &ParseError{File: "net/dev", Reason: fmt.Sprintf("%s: %d columns, want 16", iface, len(f))}
+		}
+		var v [4]uint64
+		for i, col := range []int{0, 1, 8, 9} {
+			n, err := strconv.ParseUint(f[col], 10, 64)
+			if err != nil {
+				return IfCounters{}, &ParseError{File: "net/dev", Reason: fmt.Sprintf("%s column %d", iface, col+1), Err: err}
+			}
+			v[i] = n
+		}
+		return IfCounters{RxBytes: v[0], RxPackets: v[1], TxBytes: v[2], TxPackets: v[3]}, nil
+	}
+	return IfCounters{}, &ParseError{File: "net/dev", Reason: "no interface " + strconv.Quote(iface), Err: ErrNotFound}
+}

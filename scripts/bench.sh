@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# bench.sh: the synclab benchmarks. Each measures a daemon on an emulated LAN
+# of network namespaces (scripts/lab.sh, internal/labnet) and a reference
+# system in the same run, and prints the figures side by side with the
+# project's targets. Not part of the pass/fail tests.
+#
+# Usage:
+#   bench.sh elect [--trials N] [--idle D] [--loss PCT] [--traffic D]
+#                  [--settle D] [--tuned 'ELECTD-FLAGS']...
+#       electd against etcd 3.4's election (single node, 2 s lease): failover
+#       after SIGKILL of the leader (p50/p99/max over N trials, default 20;
+#       electd with default flags over unicast and with multicast heartbeats,
+#       and one more column per --tuned set of flags), false elections
+#       in an idle period D (default 10m) with PCT% loss (default 5) on every
+#       host, messages per election, idle traffic per node over --traffic
+#       (default 30s), RSS. Installs etcd-server and etcd-client if missing.
+#   bench.sh list                the benchmarks
+#   bench.sh help                this text
+#
+# Every benchmark needs root (it builds network namespaces and may install
+# the reference system with apt-get, never starting the services packages
+# ship). Durations are Go durations: 500ms, 30s, 2m, 10m. The lab's traffic
+# stays inside its own namespaces; nothing it starts can set the clock.
+# Everything the run starts (lab namespaces, processes, temp directories) is
+# removed when it ends, also on Ctrl-C.
+#
+# To add a benchmark NAME: write bench_NAME (parse its flags, call
+# need_root, need_packages, setup, build, run_go_bench) and a line for it
+# above; `list` and the dispatcher find it by its name.
+set -Eeuo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+readonly REPO
+prog=$(basename "$0")
+readonly GUARD=/usr/sbin/policy-rc.d
+
+WORK=""         # temporary directory of this run: binaries, sockets, logs
+PREFIX=""       # lab namespace prefix of this run
+child=""        # PID of the running measurement
+created_guard=0 # we wrote $GUARD and must remove it
+
+die() {
+	echo "$prog: $*" >&2
+	exit 1
+}
+
+usage() {
+	sed -n '/^# Usage/,/^# Every benchmark/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+}
+
+log() { echo "[$(date +%T)] $*" >&2; }
+
+# benchmarks lists the defined benchmarks: every function bench_NAME.
+benchmarks() { declare -F | sed -n 's/^declare -f bench_//p'; }
+
+# need_root BENCHMARK ARGS...: fails, saying how to rerun, unless root with Go.
+need_root() {
+	local again
+	again="$0 $(printf '%q ' "$@")"
+	[ "$(id -u)" = 0 ] || die "must run as root: benchmarks build network namespaces (CAP_SYS_ADMIN, CAP_NET_ADMIN) and install their reference systems with apt-get. Run: sudo $again"
+	command -v go >/dev/null || die "go not found in PATH (as root): install Go 1.26 or run: sudo env PATH=\"\$PATH\" $again"
+}
+
+# need_packages installs the Debian packages that are missing, with a
+# policy-rc.d guard so that no service they ship starts (etcd-server's would
+# listen on 127.0.0.1:2379 and outlive the run). The guard is removed again
+# if this script wrote it.
+need_packages() {
+	local p missing=()
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
+	if [ ! -e "$GUARD" ]; then
+		printf '#!/bin/sh\n# synclab bench.sh: never start services while installing benchmark dependencies\nexit 101\n' >"$GUARD"
+		chmod 755 "$GUARD"
+		created_guard=1
+	fi
+	log "installing ${missing[*]} (services will not be started)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null || apt-get update
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	remove_guard
+	# The package also enables its service for the next boot: a benchmark
+	# dependency must not become a running etcd after a reboot.
+	for p in "${missing[@]}"; do
+		if [ "$p" = etcd-server ] && command -v systemctl >/dev/null; then
+			systemctl disable --quiet etcd.service 2>/dev/null || true
+		fi
+	done
+}
+
+remove_guard() {
+	if [ "$created_guard" = 1 ]; then
+		rm -f "$GUARD"
+		created_guard=0
+	fi
+}
+
+# setup makes the run's temporary directory (also TMPDIR, so the Go side's
+# temporary files land in it) and picks a lab prefix of its own, so the
+# cleanup knows exactly what is ours.
+setup() {
+	WORK=$(mktemp -d /tmp/synclab-bench.XXXXXX)
+	export TMPDIR=$WORK
+	PREFIX="slb$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+}
+
+# build PKG... compiles the given commands (./cmd/electd) and the measuring
+# code (package internal/bench) into $WORK/bin.
+build() {
+	log "building $* and the benchmark harness"
+	(cd "$REPO" && go build -o "$WORK/bin/" "$@" && go test -c -o "$WORK/bin/bench.test" ./internal/bench)
+}
+
+# run_go_bench NAME ARGS...: runs BenchmarkNAME of internal/bench once, in
+# the background so that a signal reaches this script at once and can be
+# passed on; the harness then tears its lab down itself.
+run_go_bench() {
+	local name=$1
+	shift
+	(cd "$REPO/internal/bench" && exec "$WORK/bin/bench.test" -test.run '^$' -test.bench "^Benchmark$name\$" \
+		-test.benchtime 1x -test.timeout 0 "$@") &
+	child=$!
+	local rc=0
+	wait "$child" || rc=$?
+	child=""
+	return "$rc"
+}
+
+# stop_child asks the measurement to stop (SIGINT: it cancels and runs its
+# cleanups), then kills it by PID if it has not ended within 30 s.
+stop_child() {
+	[ -n "$child" ] || return 0
+	kill -INT "$child" 2>/dev/null || return 0
+	local i
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "$child" 2>/dev/null || { wait "$child" 2>/dev/null || true; child=""; return 0; }
+		sleep 0.1
+	done
+	echo "$prog: the measurement (pid $child) did not stop within 30 s: killing it" >&2
+	kill -KILL "$child" 2>/dev/null || true
+	wait "$child" 2>/dev/null || true
+	child=""
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	stop_child
+	# The harness removes its lab; if it was killed first, lab.sh removes
+	# the namespaces it recorded (by this run's prefix only) and kills the
+	# processes left in them, by PID.
+	if [ -n "$PREFIX" ] && { [ -d "/run/synclab-lab-$PREFIX" ] || ip netns list 2>/dev/null | grep -q "^$PREFIX-"; }; then
+		echo "$prog: removing lab $PREFIX left behind" >&2
+		"$REPO/scripts/lab.sh" down --prefix "$PREFIX" >&2 || echo "$prog: lab.sh down --prefix $PREFIX failed: remove it by hand" >&2
+	fi
+	remove_guard
+	if [ -n "$WORK" ]; then
+		rm -rf "$WORK"
+	fi
+	exit "$rc"
+}
+
+on_signal() {
+	echo "$prog: interrupted: stopping and cleaning up" >&2
+	exit 130 # runs cleanup
+}
+
+is_duration() { [[ $1 =~ ^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$ ]]; }
+
+bench_elect() {
+	local trials=20 idle=10m loss=5 traffic=30s settle=1s tuned=() argv=("$@")
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--trials) trials=${2:?--trials needs a number} && shift ;;
+		--idle) idle=${2:?--idle needs a duration} && shift ;;
+		--loss) loss=${2:?--loss needs a percentage} && shift ;;
+		--traffic) traffic=${2:?--traffic needs a duration} && shift ;;
+		--settle) settle=${2:?--settle needs a duration} && shift ;;
+		--tuned) tuned+=("${2:?--tuned needs electd flags}") && shift ;;
+		-h | --help) usage ;;
+		*) echo "$prog elect: unknown argument '$1'" >&2 && usage ;;
+		esac
+		shift
+	done
+	if ! [[ $trials =~ ^[0-9]{1,6}$ ]] || [ "$trials" -lt 1 ]; then
+		die "elect: --trials $trials: want a whole number >= 1"
+	fi
+	if ! [[ $loss =~ ^[0-9]{1,3}$ ]] || [ "$loss" -gt 100 ]; then
+		die "elect: --loss $loss: want a percentage 0..100"
+	fi
+	[ "$idle" = 0 ] || is_duration "$idle" || die "elect: --idle $idle: want a duration such as 10m (0 skips the idle phase)"
+	is_duration "$traffic" || die "elect: --traffic $traffic: want a duration such as 30s"
+	is_duration "$settle" || die "elect: --settle $settle: want a duration such as 1s"
+
+	need_root elect "${argv[@]}"
+	need_packages iproute2 nftables etcd-server etcd-client
+	setup
+	build ./cmd/electd
+	log "bench elect: $trials trials, idle $idle with $loss% loss, lab prefix $PREFIX${tuned[*]:+, tuned electd: ${tuned[*]}}"
+	local args=(-elect -elect.bin "$WORK/bin" -elect.prefix "$PREFIX" -elect.trials "$trials"
+		-elect.idle "$idle" -elect.loss "$loss" -elect.traffic "$traffic" -elect.settle "$settle")
+	local t
+	for t in "${tuned[@]}"; do
+		args+=(-elect.tuned "$t")
+	done
+	run_go_bench Elect "${args[@]}"
+}
+
+main() {
+	[ $# -gt 0 ] || usage
+	local name=$1
+	shift
+	case $name in
+	help | -h | --help) usage ;;
+	list)
+		benchmarks
+		exit 0
+		;;
+	esac
+	declare -F "bench_$name" >/dev/null || {
+		echo "$prog: no benchmark '$name' (have: $(benchmarks | tr '\n' ' '))" >&2
+		usage
+	}
+	trap cleanup EXIT
+	trap on_signal INT TERM HUP
+	"bench_$name" "$@"
+}
+
+main "$@"
