@@ -405,7 +405,8 @@ func TestStepRejects(t *testing.T) {
 func TestStatusCounts(t *testing.T) {
 	n := newNetwork(t, ids(3), nil)
 	n.settle(3, 100)
-	n.tick(25) // two heartbeats
+	hb := DefaultLANConfig().HeartbeatTicks
+	n.tick(2*hb + hb/2) // two heartbeats
 	s := n.nodes[3].View()
 	if s.Role != RoleLeader || s.Leader != 3 || s.ElectionsStarted != 1 || s.TermsClaimed != 1 {
 		t.Errorf("leader status %+v", s)

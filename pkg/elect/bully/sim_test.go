@@ -273,7 +273,7 @@ func TestSimStartupWorstCase(t *testing.T) {
 
 // TestSimFailoverTime: with the default LAN settings on a clean LAN, a dead
 // leader is replaced everywhere within the 500 ms the issue sets as the lab's
-// p99 target (LeaderTimeout 450 ms, counted from the last heartbeat heard,
+// p99 target (LeaderTimeout 400 ms, counted from the last heartbeat heard,
 // plus a LAN round).
 func TestSimFailoverTime(t *testing.T) {
 	var worst time.Duration
