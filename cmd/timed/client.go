@@ -19,7 +19,10 @@ import (
 
 func clientFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "server", EnvVars: app.Env(name, "server"), Usage: "follow the NTP server `HOST[:PORT]` (client mode; repeat for several: falsetickers are outvoted)"},
+		&cli.StringFlag{Name: "mode", EnvVars: app.Env(name, "mode"), Value: "ntp", Usage: "how to follow the --server sources: `ntp` (NTP client mode) or cristian (Cristian's algorithm against timed servers)"},
+		&cli.StringSliceFlag{Name: "server", EnvVars: app.Env(name, "server"), Usage: "follow the server `HOST[:PORT]` (NTP client mode, or Cristian's with --mode cristian; repeat for several: falsetickers are outvoted)"},
+		&cli.IntFlag{Name: "cristian-burst", EnvVars: app.Env(name, "cristian-burst"), Value: client.DefaultCristianBurst, Usage: "with --mode cristian: requests per poll; the one with the smallest round trip is kept"},
+		&cli.DurationFlag{Name: "cristian-min-delay", EnvVars: app.Env(name, "cristian-min-delay"), Usage: "with --mode cristian: the smallest one-way delay the network is known to have (tightens the accuracy ±(RTT/2 - min); 0 is always safe)"},
 		&cli.StringSliceFlag{Name: "peer", EnvVars: app.Env(name, "peer"), Usage: "synchronise with `HOST[:PORT]` as a symmetric peer (modes 1/2)"},
 		&cli.IntFlag{Name: "minpoll", EnvVars: app.Env(name, "minpoll"), Value: int(client.DefaultMinPoll), Usage: "shortest poll interval, log2 `SECONDS` (0: 1 s; down to -4 for tests)"},
 		&cli.IntFlag{Name: "maxpoll", EnvVars: app.Env(name, "maxpoll"), Value: int(client.DefaultMaxPoll), Usage: "longest poll interval, log2 `SECONDS` (6: 64 s)"},
@@ -30,6 +33,24 @@ func clientFlags() []cli.Flag {
 // clientConfig reads the client flags; nil without --server or --peer.
 func clientConfig(c *cli.Context) (*client.Config, error) {
 	servers, peers := c.StringSlice("server"), c.StringSlice("peer")
+	mode := c.String("mode")
+	switch mode {
+	case "ntp":
+		for _, f := range []string{"cristian-burst", "cristian-min-delay"} {
+			if c.IsSet(f) {
+				return nil, app.Usagef("--%s is only used with --mode cristian", f)
+			}
+		}
+	case "cristian":
+		if len(peers) > 0 {
+			return nil, app.Usagef("--peer is NTP's symmetric mode: not with --mode cristian")
+		}
+		if len(servers) == 0 {
+			return nil, app.Usagef("--mode cristian needs at least one --server HOST[:PORT] (a timed --serve address)")
+		}
+	default:
+		return nil, app.Usagef("--mode %q: want ntp or cristian", mode)
+	}
 	if len(servers)+len(peers) == 0 {
 		for _, f := range []string{"minpoll", "maxpoll", "makestep"} {
 			if c.IsSet(f) {
@@ -44,7 +65,20 @@ func clientConfig(c *cli.Context) (*client.Config, error) {
 		if err != nil {
 			return nil, app.UsageError{Err: fmt.Errorf("--server: %w", err)}
 		}
-		cfg.Servers = append(cfg.Servers, ap)
+		if mode == "cristian" {
+			cfg.CristianServers = append(cfg.CristianServers, ap)
+		} else {
+			cfg.Servers = append(cfg.Servers, ap)
+		}
+	}
+	if mode == "cristian" {
+		if n := c.Int("cristian-burst"); n < 1 || n > 64 {
+			return nil, app.Usagef("--cristian-burst %d: want 1..64", n)
+		}
+		if d := c.Duration("cristian-min-delay"); d < 0 {
+			return nil, app.Usagef("--cristian-min-delay %v: must not be negative", d)
+		}
+		cfg.CristianBurst, cfg.CristianMinDelay = c.Int("cristian-burst"), c.Duration("cristian-min-delay")
 	}
 	for _, s := range peers {
 		ap, err := resolveSource(s)

@@ -4,8 +4,9 @@
 //	timed run --id 1 --members 1=10.0.0.1:7300,2=10.0.0.2:7300 [--clock system|sim]
 //	          [--serve ADDR [--stratum N] [--ntp-key-file PATH] [--rate-limit D]]
 //	          [--server HOST[:PORT] ...] [--peer HOST[:PORT] ...] [--minpoll N --maxpoll N] [--makestep D]
+//	          [--mode cristian --server HOST[:PORT] ... [--cristian-burst N] [--cristian-min-delay D]]
 //	timed status [--json]
-//	timed query HOST[:PORT] [-n N] [--timeout D] [--json] [--key-file PATH --key-id N]
+//	timed query HOST[:PORT] [--proto ntp|cristian] [-n N] [--timeout D] [--json] [--key-file PATH --key-id N]
 //	timed compare [--server S ...] [--timeout D] [--json]
 //
 // With --clock sim the daemon runs on a simulated clock (real time plus
@@ -15,8 +16,9 @@
 // clock.
 //
 // With --serve the daemon answers NTP client requests on ADDR (package
-// pkg/timesync/server): chronyd, ntpdig, beevik/ntp and `timed query` can
-// measure against it. `timed query` and `timed compare` are one-shot
+// pkg/timesync/server), and Cristian's time requests on the same address
+// (package pkg/timesync/cristian): chronyd, ntpdig, beevik/ntp, `timed
+// query` and other timeds (--mode cristian) can measure against it. `timed query` and `timed compare` are one-shot
 // measurements that only ever read the local clock.
 package main
 

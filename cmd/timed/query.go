@@ -54,9 +54,17 @@ func queryCommand() *cli.Command {
 			"  error bound = delay/2 + root delay/2 + root dispersion\n" +
 			"    (the true offset to the server's reference lies within offset +- error bound)\n" +
 			"It stops at a kiss-o'-death. The local clock is only read. Exit status: 0 with a valid\n" +
-			"answer, 1 without one (the reason is printed), 2 for a usage error.",
+			"answer, 1 without one (the reason is printed), 2 for a usage error.\n\n" +
+			"With --proto cristian it asks a timed server (its --serve address) with Cristian's\n" +
+			"algorithm instead: the server's time t in each reply, the request's round trip RTT,\n" +
+			"  offset = local clock - (t + RTT/2), delay = RTT,\n" +
+			"  error bound = RTT/2 + root delay/2 + root dispersion,\n" +
+			"the reply with the smallest RTT kept. --cluster and --cluster-key-file must match the\n" +
+			"server's --cluster and --key-file.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "proto", Value: "ntp", Usage: "protocol: `ntp` (cristian is not implemented yet)"},
+			&cli.StringFlag{Name: "proto", Value: "ntp", Usage: "protocol: `ntp`, or cristian (a timed server)"},
+			&cli.StringFlag{Name: "cluster", Value: "synclab", Usage: "with --proto cristian: the server's cluster `NAME`"},
+			&cli.StringFlag{Name: "cluster-key-file", Usage: "with --proto cristian: the server's synclab key file (`PATH`), to authenticate"},
 			&cli.IntFlag{Name: "samples", Aliases: []string{"n"}, Value: 4, Usage: "number of requests (1-64)"},
 			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "how long to wait for each reply"},
 			&cli.StringFlag{Name: "key-file", Usage: "chrony-format NTP key file (`PATH`) to authenticate with (needs --key-id)"},
@@ -71,12 +79,18 @@ func queryAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return app.Usagef("query takes one argument, HOST[:PORT] (got %d)", c.NArg())
 	}
-	switch p := c.String("proto"); p {
+	proto := c.String("proto")
+	switch proto {
 	case "ntp":
+		if c.IsSet("cluster") || c.IsSet("cluster-key-file") {
+			return app.Usagef("--cluster and --cluster-key-file are for --proto cristian")
+		}
 	case "cristian":
-		return app.Usagef("--proto cristian is not implemented yet (it needs timed's Cristian frames); use --proto ntp")
+		if c.IsSet("key-file") || c.IsSet("key-id") {
+			return app.Usagef("--key-file and --key-id are NTP keys; with --proto cristian give --cluster-key-file")
+		}
 	default:
-		return app.Usagef("--proto %q: want ntp", p)
+		return app.Usagef("--proto %q: want ntp or cristian", proto)
 	}
 	n := c.Int("samples")
 	if n < 1 || n > 64 {
@@ -109,9 +123,19 @@ func queryAction(c *cli.Context) error {
 		return fmt.Errorf("opening a UDP socket: %w", err)
 	}
 	defer conn.Close()
-	res := runQuery(c.Context, conn, queryOptions{
-		target: addr, count: n, interval: queryInterval, timeout: timeout, key: key, now: time.Now,
-	})
+	opt := queryOptions{target: addr, count: n, interval: queryInterval, timeout: timeout, key: key, now: time.Now}
+	var res queryResult
+	if proto == "cristian" {
+		var keys []wire.Key
+		if path := c.String("cluster-key-file"); path != "" {
+			if keys, err = app.LoadKeys(path); err != nil {
+				return err
+			}
+		}
+		res = runCristianQuery(c.Context, conn, opt, wire.ClusterID(c.String("cluster")), keys)
+	} else {
+		res = runQuery(c.Context, conn, opt)
+	}
 	res.Server = target
 	if c.Bool("json") {
 		b, err := json.Marshal(res)

@@ -115,9 +115,15 @@ func parseServeAddr(s string) (netip.AddrPort, error) {
 func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config) daemon.CoreFactory {
 	live := app.LivenessCore(cfg)
 	precision := measurePrecision(cfg.Clock.Now)
+	cluster := cfg.Cluster
+	if cluster == "" {
+		cluster = "synclab" // the daemon's default, applied later
+	}
 	if serve != nil {
 		cfg.DatagramAddr = serve.addr
 		serve.cfg.Precision = precision
+		// Cristian's requests arrive on the same socket.
+		serve.cfg.Cristian = server.CristianConfig{ID: cfg.ID, Cluster: wire.ClusterID(cluster), Keys: cfg.Keys}
 	}
 	if cc != nil && serve == nil {
 		// A client needs a socket even without --serve: an ephemeral port
@@ -131,6 +137,7 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config) da
 	if cc != nil {
 		cc.TickInterval = cfg.TickInterval
 		cc.Precision = precision
+		cc.ID, cc.Cluster, cc.Keys = cfg.ID, wire.ClusterID(cluster), cfg.Keys
 		if serve != nil {
 			cc.Address = serve.addr.Addr() // loop detection
 			cc.LocalStratum = serve.cfg.LocalStratum

@@ -206,7 +206,7 @@ func (d *Daemon) send(s node.Send) {
 			sent = d.node.Finalize(s, at)
 			return sent
 		})
-		if err == nil && s.NTPStamp {
+		if err == nil && s.Reported() {
 			if err := d.node.DatagramSent(s, sent, at); err != nil {
 				d.log.Debug("core refused a sent report", "to", s.To.String(), "err", err)
 			}

@@ -76,7 +76,13 @@ type Send struct {
 	Stream    bool           // over the TCP link to To
 	Datagram  bool           // foreign protocol (NTP)
 	NTPStamp  bool           // datagram wants its NTP transmit timestamp patched
+	Frame     bool           // datagram is a synclab frame: patch and seal it
 }
+
+// Reported says whether the driver must report the datagram back to the
+// core once written (Node.DatagramSent): the core wants the transmit time
+// it carries.
+func (s Send) Reported() bool { return s.Datagram && (s.NTPStamp || s.Frame) }
 
 // Output is what the driver must do after a Receive or Tick, in order:
 // persist State, apply Adjustments, write Sends, report Events.
@@ -199,7 +205,7 @@ func (n *Node) Ready() Output {
 	}
 	for _, d := range rd.Datagrams {
 		n.stats.DatagramsOut++
-		out.Sends = append(out.Sends, Send{To: d.Addr, Data: d.Data, Datagram: true, NTPStamp: d.NTPStamp})
+		out.Sends = append(out.Sends, Send{To: d.Addr, Data: d.Data, Datagram: true, NTPStamp: d.NTPStamp, Frame: d.Frame})
 	}
 	return out
 }
@@ -250,7 +256,7 @@ func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send) []Send {
 
 // DatagramSent reports to the core that the datagram s left as b at local
 // time at (the transmit time Finalize patched in). Drivers call it right
-// after writing a datagram with NTPStamp; its error is the core's.
+// after writing a datagram that Send.Reported says; its error is the core's.
 func (n *Node) DatagramSent(s Send, b []byte, at time.Time) error {
 	return n.core.StepDatagram(core.Datagram{Addr: s.To, Data: b, Time: at, Sent: true})
 }
@@ -263,10 +269,15 @@ func (n *Node) Finalize(s Send, now time.Time) []byte {
 	b := make([]byte, len(s.Data), len(s.Data)+wire.AuthTrailerLen)
 	copy(b, s.Data)
 	ts := wire.NTPTimeFromTime(now)
-	if s.Datagram {
+	if s.Datagram && !s.Frame {
 		if s.NTPStamp && len(b) >= wire.NTPHeaderLen {
 			putUint64(b[wire.NTPXmtOffset:], uint64(ts))
 		}
+		return b
+	}
+	if len(b) < wire.HeaderLen {
+		// Only a core's bug can get here (a Frame datagram that is not
+		// a frame): send it as it is rather than panic in PatchXmt.
 		return b
 	}
 	wire.PatchXmt(b, ts)

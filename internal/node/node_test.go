@@ -293,6 +293,40 @@ func TestDatagramsPassThrough(t *testing.T) {
 	}
 }
 
+// TestFrameDatagramPatchedAndSealed: a frame sent on the datagram path (to
+// a host that need not be a member) leaves like a member frame: transmit
+// timestamp patched, MAC appended; and the driver must report it.
+func TestFrameDatagramPatchedAndSealed(t *testing.T) {
+	a, ra := newNode(t, 1, func(c *Config) { c.Keys = []wire.Key{testKey} })
+	stranger := netip.MustParseAddrPort("127.0.0.99:12300")
+	payload, _ := wire.TimeRequest{}.AppendBinary(nil)
+	f := wire.Frame{Header: wire.Header{Kind: wire.KindTimeRequest, Cluster: wire.ClusterID("lab"), Sender: 1}, Payload: payload}
+	raw, err := f.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra.rd.Datagrams = []core.Datagram{{Addr: stranger, Data: raw, Frame: true}}
+	sends := a.Ready().Sends
+	if len(sends) != 1 || !sends[0].Datagram || !sends[0].Frame || !sends[0].Reported() {
+		t.Fatalf("sends = %+v", sends)
+	}
+	out := a.Finalize(sends[0], t0)
+	var got wire.Frame
+	if err := got.UnmarshalBinary(out); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Xmt.Time().Equal(t0) {
+		t.Errorf("transmit timestamp %v, want %v", got.Xmt.Time(), t0)
+	}
+	v := wire.NewValidator(wire.ClusterID("lab"), 2, []wire.Key{testKey})
+	if err := v.Authenticate(&got, out); err != nil || got.Flags&wire.FlagAuth == 0 {
+		t.Errorf("not sealed with the node's key: %v", err)
+	}
+	if plain := (Send{Datagram: true}); plain.Reported() {
+		t.Error("a plain datagram is reported")
+	}
+}
+
 func TestConfigRejected(t *testing.T) {
 	for name, mut := range map[string]func(*Config){
 		"zero id":          func(c *Config) { c.ID = 0 },

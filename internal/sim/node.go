@@ -230,7 +230,7 @@ func (p *packet) entry(at time.Duration, f Fate) TraceEntry {
 func (s *Sim) send(n *simNode, snd node.Send) {
 	at := n.clk.Now()
 	data := n.node.Finalize(snd, at)
-	if snd.Datagram && snd.NTPStamp {
+	if snd.Reported() {
 		// As the daemon does: the core learns the transmit time patched in.
 		// What it wants in return is drained with its next output.
 		n.node.DatagramSent(snd, data, at)

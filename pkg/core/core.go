@@ -40,8 +40,16 @@ type Datagram struct {
 	// NTP transmit timestamp field (bytes 40-47) just before the write.
 	NTPStamp bool
 
+	// Frame says Data is a synclab frame as wire.Frame.AppendBinary encodes
+	// it, unsealed, for a host that need not be a member (Cristian's
+	// request and reply travel on timed's NTP socket): the driver patches
+	// its transmit timestamp and seals it with the node's key just before
+	// the write, exactly as it finishes member frames, and reports it back
+	// like NTPStamp.
+	Frame bool
+
 	// Sent marks a local report, never a packet from the network: after
-	// writing a datagram with NTPStamp, the driver steps the core with the
+	// writing a datagram with NTPStamp or Frame, the driver steps the core with the
 	// bytes as written (Data) and the transmit time it patched in (Time),
 	// so that a client knows its exact T1.
 	Sent bool

@@ -28,7 +28,7 @@ func requireDecodeError(t *testing.T, err error) {
 }
 
 func FuzzFrame(f *testing.F) {
-	addHexSeeds(f, "heartbeat_frame.hex", "heartbeat_frame_auth.hex")
+	addHexSeeds(f, "heartbeat_frame.hex", "heartbeat_frame_auth.hex", "time_reply_frame.hex")
 	f.Add([]byte("SL"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fr Frame

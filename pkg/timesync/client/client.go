@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/cristian"
 	"github.com/synclab/synclab/pkg/timesync/ntp"
 	"github.com/synclab/synclab/pkg/timesync/servo"
 	"github.com/synclab/synclab/pkg/wire"
@@ -81,6 +82,23 @@ type source struct {
 	reachable bool        // reach register non-zero at the last tick
 
 	received, accepted uint64
+
+	// Cristian sources only (assoc and passive are nil):
+	cristian  *cristian.Burst
+	burstLeft int       // requests of the current burst still to send
+	burstEnd  time.Time // the current burst ends; zero when none is in flight
+	nextBurst time.Time // the poll after this burst is due
+	cpeer     ntp.Peer  // the server's variables from the last good burst
+	hasCPeer  bool
+	lastRound ntp.CristianEstimate
+}
+
+// peerVars returns the source's variables as its last answer gave them.
+func (s *source) peerVars() (ntp.Peer, bool) {
+	if s.cristian != nil {
+		return s.cpeer, s.hasCPeer
+	}
+	return s.assoc.Peer()
 }
 
 // pollExp is the poll exponent in force: the poller's, raised to a RATE
@@ -127,6 +145,8 @@ type Client struct {
 
 	counters map[string]uint64
 	rd       core.Ready
+
+	validator *wire.Validator // Cristian's replies; nil without Cristian sources
 }
 
 var _ core.Core = (*Client)(nil)
@@ -183,6 +203,18 @@ func New(cfg Config) (*Client, error) {
 		if err := add(a, true); err != nil {
 			return nil, err
 		}
+	}
+	for _, a := range cfg.CristianServers {
+		s := &source{addr: unmap(a), filter: ntp.NewFilter(prec), cristian: cristian.NewBurst(cfg.CristianMinDelay, prec)}
+		var err error
+		if s.poller, err = ntp.NewPoller(pc); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		c.srcs = append(c.srcs, s)
+		c.byAddr[s.addr] = s
+	}
+	if len(cfg.CristianServers) > 0 {
+		c.validator = wire.NewValidator(cfg.Cluster, cfg.ID, cfg.Keys)
 	}
 	return c, nil
 }
@@ -270,6 +302,10 @@ func (c *Client) Tick(now time.Time) {
 		if s.stopped == "" && !now.Before(s.next) {
 			c.poll(s, now)
 		}
+		if s.cristian != nil && !s.burstEnd.IsZero() &&
+			(!now.Before(s.burstEnd) || s.burstLeft == 0 && s.cristian.Outstanding() == 0) {
+			c.endBurst(s)
+		}
 		if r := s.poller.Reachable(); r != s.reachable {
 			s.reachable = r
 			c.dirty = true
@@ -291,6 +327,10 @@ func (c *Client) Tick(now time.Time) {
 // transmit timestamp is patched by the driver right before the write, and
 // reported back through StepDatagram (Sent).
 func (c *Client) poll(s *source, now time.Time) {
+	if s.cristian != nil {
+		c.cristianPoll(s, now)
+		return
+	}
 	pkt := s.assoc.Request(now, s.pollExp(), c.sysAt(now))
 	b, err := pkt.AppendBinary(make([]byte, 0, wire.NTPHeaderLen))
 	if err != nil {
@@ -320,6 +360,9 @@ func (c *Client) StepDatagram(d core.Datagram) error {
 	if d.Sent {
 		return c.sent(d)
 	}
+	if wire.IsFrame(d.Data) {
+		return c.cristianReply(d)
+	}
 	var p wire.NTPPacket
 	if err := p.UnmarshalBinary(d.Data); err != nil {
 		c.counters[cntMalformed]++
@@ -340,6 +383,9 @@ func (c *Client) StepDatagram(d core.Datagram) error {
 		return fmt.Errorf("%w: %v said %s", ErrStopped, s.addr, s.stopped)
 	}
 	switch {
+	case s.cristian != nil:
+		// An NTP packet from a server we follow with Cristian's
+		// algorithm: nothing we asked for.
 	case p.Mode == wire.ModeServer && !s.peer, p.Mode == wire.ModeSymmetricPassive && s.peer:
 		return c.answer(s, &p, d.Time)
 	case p.Mode == wire.ModeSymmetricActive && s.peer:
@@ -352,6 +398,9 @@ func (c *Client) StepDatagram(d core.Datagram) error {
 }
 
 func (s *source) kind() string {
+	if s.cristian != nil {
+		return "cristian"
+	}
 	if s.peer {
 		return "peer"
 	}
@@ -362,6 +411,11 @@ func (s *source) kind() string {
 // packets: the association must compare answers against it.
 func (c *Client) sent(d core.Datagram) error {
 	s := c.byAddr[unmap(d.Addr)]
+	if s != nil && s.cristian != nil && wire.IsFrame(d.Data) && len(d.Data) >= wire.HeaderLen {
+		s.cristian.Sent(wire.NTPTime(binary.BigEndian.Uint64(d.Data[wire.XmtOffset:])), d.Time)
+		s.sentAt = d.Time
+		return nil
+	}
 	if s == nil || len(d.Data) < wire.NTPHeaderLen {
 		return fmt.Errorf("%w: report of a packet to %v", ErrUnknownSource, d.Addr)
 	}
@@ -397,6 +451,12 @@ func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
 		s.lastErr = ErrClockStepped.Error()
 		return fmt.Errorf("%v: %w", s.addr, ErrClockStepped)
 	}
+	c.accept(s, smp)
+	return nil
+}
+
+// accept runs a good sample of s through the clock filter.
+func (c *Client) accept(s *source, smp ntp.Sample) {
 	s.poller.Received()
 	s.accepted++
 	c.counters[cntAccepted]++
@@ -410,7 +470,6 @@ func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
 	if s.lastOut == ntp.FilterUpdated || s.filter.Len() == c.cfg.MinSamples {
 		c.dirty = true
 	}
-	return nil
 }
 
 // reject counts a refused packet under its reason and wraps the error.
@@ -446,6 +505,14 @@ func reason(err error) string {
 		return "stratum"
 	case errors.Is(err, ntp.ErrDistance):
 		return "distance"
+	case errors.Is(err, cristian.ErrUnsolicited):
+		return "unsolicited"
+	case errors.Is(err, cristian.ErrUnsynchronized):
+		return "unsynchronized"
+	case errors.Is(err, cristian.ErrNotReply):
+		return "kind"
+	case wire.Reason(err) != "other" && wire.Reason(err) != "":
+		return "frame_" + wire.Reason(err)
 	}
 	return "other"
 }
@@ -524,7 +591,7 @@ func (c *Client) update(now time.Time) {
 	for _, s := range c.srcs {
 		s.verdict, s.hasCand = 0, false
 		est, ok := s.filter.Estimate()
-		peer, hp := s.assoc.Peer()
+		peer, hp := s.peerVars()
 		if s.stopped != "" {
 			continue
 		}
@@ -596,7 +663,7 @@ func (c *Client) update(now time.Time) {
 		c.stepFence = now.Add(res.Correction)
 		c.event(EventStepped, fmt.Sprintf("clock stepped forward by %v", res.Correction), "offset", res.Correction)
 	}
-	peer, _ := sp.assoc.Peer()
+	peer, _ := sp.peerVars()
 	c.sys = ntp.NextSystem(peer, est, sel, wire.RefIDFromAddr(sp.addr.Addr()), c.cfg.Precision, now)
 	if !c.synced {
 		c.synced = true
@@ -700,4 +767,74 @@ func servoReason(err error) string {
 		return "servo_out_of_order"
 	}
 	return "servo_bad_measurement"
+}
+
+// cristianPoll sends the next request of s's burst, starting a burst if
+// none is in flight. The poller sees one poll per burst: reach and the
+// poll interval count bursts, as NTP counts polls.
+func (c *Client) cristianPoll(s *source, now time.Time) {
+	if s.burstEnd.IsZero() {
+		s.cristian.Reset()
+		s.burstLeft = c.cfg.CristianBurst
+		s.burstEnd = now.Add(c.cfg.CristianTimeout)
+		wait := s.poller.Sent()
+		wait += time.Duration(c.cfg.Rand.Int64N(int64(wait)/32 + 1)) // as poll: hosts drift apart
+		s.nextBurst = now.Add(max(wait, c.cfg.CristianTimeout))
+	}
+	if s.burstLeft == 0 {
+		s.next = s.nextBurst
+		return
+	}
+	c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: cristian.RequestFrame(c.cfg.Cluster, c.cfg.ID), Frame: true})
+	c.counters[cntRequests]++
+	s.burstLeft--
+	if s.burstLeft > 0 {
+		s.next = now.Add(c.cfg.CristianSpacing)
+	} else {
+		s.next = s.nextBurst
+	}
+}
+
+// cristianReply takes a TimeReply frame: authenticated, from a Cristian
+// source with a burst in flight, echoing one of its outstanding requests.
+func (c *Client) cristianReply(d core.Datagram) error {
+	s := c.byAddr[unmap(d.Addr)]
+	if s == nil || s.cristian == nil {
+		c.counters[cntUnknown]++
+		return fmt.Errorf("%w: a synclab frame from %v", ErrUnknownSource, d.Addr)
+	}
+	s.received++
+	var f wire.Frame
+	if err := f.UnmarshalBinary(d.Data); err != nil {
+		c.counters[cntMalformed]++
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if err := c.validator.Authenticate(&f, d.Data); err != nil {
+		return c.reject(s, err)
+	}
+	if s.burstEnd.IsZero() {
+		return c.reject(s, fmt.Errorf("%w: no burst in flight", cristian.ErrUnsolicited))
+	}
+	if err := s.cristian.Receive(&f, d.Time); err != nil {
+		return c.reject(s, err)
+	}
+	s.lastErr = ""
+	return nil
+}
+
+// endBurst turns the burst's best round into the source's sample.
+func (c *Client) endBurst(s *source) {
+	s.burstEnd, s.burstLeft = time.Time{}, 0
+	r, ok := s.cristian.Result()
+	if !ok {
+		return // no good reply: the poller's reach register says so
+	}
+	if !c.stepFence.IsZero() && r.Sample.Time.Add(-r.Sample.Delay).Before(c.stepFence) {
+		s.poller.Received()
+		c.counters[cntStepped]++
+		s.lastErr = ErrClockStepped.Error()
+		return
+	}
+	s.cpeer, s.hasCPeer, s.lastRound = r.Peer, true, r.Estimate
+	c.accept(s, r.Sample)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/timesync/ntp"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // LAN defaults (DefaultLANConfig). RFC 5905 polls every 64 s to 36 h because
@@ -54,14 +55,43 @@ const (
 	// the kernel reports the servo's bound rather than its own 500 ppm
 	// growth.
 	DefaultSyncInterval = time.Second
+
+	// DefaultCristianBurst, DefaultCristianSpacing, DefaultCristianTimeout:
+	// see Config.
+	DefaultCristianBurst   = 4
+	DefaultCristianSpacing = 10 * time.Millisecond
+	DefaultCristianTimeout = time.Second
 )
 
 // Config configures a Client. The zero value of every field but the sources
 // means its default; DefaultLANConfig spells them out.
 type Config struct {
 	// Servers are polled in client mode (we send mode 3, they answer mode
-	// 4). At least one server or peer is required.
+	// 4). At least one server, peer or Cristian server is required.
 	Servers []netip.AddrPort
+	// CristianServers are timed servers followed with Cristian's algorithm
+	// (timed run --mode cristian; package cristian): each poll is a burst
+	// of CristianBurst requests, and the round with the smallest round
+	// trip becomes the source's sample. Its filter, the selection and the
+	// servo are the NTP client's.
+	CristianServers []netip.AddrPort
+	// CristianBurst is the number of requests per poll (default 4);
+	// CristianSpacing the time between them (default 10 ms);
+	// CristianTimeout how long after its first request a burst ends
+	// whatever is still missing (default 1 s).
+	CristianBurst   int
+	CristianSpacing time.Duration
+	CristianTimeout time.Duration
+	// CristianMinDelay is the smallest one-way delay the paths are known
+	// to have (default 0, the safe choice): it tightens the accuracy
+	// bound ±(RTT/2 - min).
+	CristianMinDelay time.Duration
+	// ID, Cluster and Keys identify Cristian's requests (the sender ID,
+	// wire.ClusterID of the cluster name, the frame keys) and check the
+	// replies. ID is required with CristianServers.
+	ID      uint32
+	Cluster uint32
+	Keys    []wire.Key
 	// Peers are symmetric peers: we poll them in symmetric active mode
 	// (mode 1) and answer their mode-1 polls in symmetric passive mode
 	// (mode 2), so two timed hosts that list each other synchronise each
@@ -167,11 +197,32 @@ func DefaultLANConfig() Config {
 // MinPoll on its own).
 func (c *Config) validate() error {
 	def := DefaultLANConfig()
-	if len(c.Servers)+len(c.Peers) == 0 {
+	if len(c.Servers)+len(c.Peers)+len(c.CristianServers) == 0 {
 		return fmt.Errorf("%w: no servers and no peers: give at least one --server or --peer", ErrConfig)
 	}
-	seen := make(map[netip.AddrPort]bool, len(c.Servers)+len(c.Peers))
-	for _, a := range slices.Concat(c.Servers, c.Peers) {
+	if len(c.CristianServers) > 0 && c.ID == 0 {
+		return fmt.Errorf("%w: Cristian servers need the node's ID", ErrConfig)
+	}
+	switch {
+	case c.CristianBurst < 0 || c.CristianBurst > 64:
+		return fmt.Errorf("%w: Cristian burst %d: want 1..64", ErrConfig, c.CristianBurst)
+	case c.CristianSpacing < 0 || c.CristianTimeout < 0 || c.CristianMinDelay < 0:
+		return fmt.Errorf("%w: Cristian spacing, timeout and minimum delay must not be negative", ErrConfig)
+	}
+	if c.CristianBurst == 0 {
+		c.CristianBurst = DefaultCristianBurst
+	}
+	if c.CristianSpacing == 0 {
+		c.CristianSpacing = DefaultCristianSpacing
+	}
+	if c.CristianTimeout == 0 {
+		c.CristianTimeout = DefaultCristianTimeout
+	}
+	if span := time.Duration(c.CristianBurst-1) * c.CristianSpacing; span >= c.CristianTimeout {
+		return fmt.Errorf("%w: a burst of %d requests %v apart does not fit its %v timeout", ErrConfig, c.CristianBurst, c.CristianSpacing, c.CristianTimeout)
+	}
+	seen := make(map[netip.AddrPort]bool, len(c.Servers)+len(c.Peers)+len(c.CristianServers))
+	for _, a := range slices.Concat(c.Servers, c.Peers, c.CristianServers) {
 		if !a.IsValid() || a.Port() == 0 {
 			return fmt.Errorf("%w: source address %q: need an IP address and a non-zero port", ErrConfig, a)
 		}

@@ -80,6 +80,12 @@ type SourceStatus struct {
 	Received  uint64 `json:"received"`
 	Accepted  uint64 `json:"accepted"`
 	LastError string `json:"last_error,omitempty"`
+	// Cristian sources: the last burst's best round (package cristian):
+	// its round trip, the accuracy ±(RTT/2 - min) of its estimate, and
+	// how many replies the burst had.
+	CristianRTTNS      int64 `json:"cristian_rtt_ns,omitempty"`
+	CristianAccuracyNS int64 `json:"cristian_accuracy_ns,omitempty"`
+	CristianRounds     int   `json:"cristian_rounds,omitempty"`
 }
 
 // Status returns the client's view (a Status value) for `timed status`.
@@ -146,7 +152,7 @@ func (c *Client) sourceStatus(s *source) SourceStatus {
 		Accepted: s.accepted,
 	}
 	ss.LastError = s.lastErr
-	if p, ok := s.assoc.Peer(); ok {
+	if p, ok := s.peerVars(); ok {
 		ss.Stratum = p.Stratum
 		ss.ReferenceID = refIDString(ntp.System{Stratum: p.Stratum, ReferenceID: p.ReferenceID})
 	}
@@ -160,6 +166,9 @@ func (c *Client) sourceStatus(s *source) SourceStatus {
 	}
 	if s.hasCand {
 		ss.RootDistanceNS = int64(s.cand.RootDistance)
+	}
+	if s.hasCPeer {
+		ss.CristianRTTNS, ss.CristianAccuracyNS, ss.CristianRounds = int64(s.lastRound.RTT), int64(s.lastRound.Accuracy), s.lastRound.Rounds
 	}
 	ss.Verdict, ss.Why = c.verdict(s, hasEst)
 	return ss

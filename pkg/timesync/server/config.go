@@ -83,6 +83,24 @@ type Config struct {
 	Keys []wire.NTPKey
 	// RateLimit configures the per-client rate limiter.
 	RateLimit RateLimit
+
+	// Cristian answers Cristian's time requests (synclab TimeRequest
+	// frames on the same socket) when its ID is set.
+	Cristian CristianConfig
+}
+
+// CristianConfig is what the server needs to answer Cristian's requests:
+// they are synclab frames, checked like a member's but without replay
+// windows (wire.Validator.Authenticate).
+type CristianConfig struct {
+	// ID is the sender ID of the replies (the daemon's member ID). Zero:
+	// requests are dropped ("cristian_disabled").
+	ID uint32
+	// Cluster is the wire.ClusterID requests must carry.
+	Cluster uint32
+	// Keys, if any, must authenticate every request (the daemon seals the
+	// replies with its first key).
+	Keys []wire.Key
 }
 
 // ErrConfig is wrapped by New for an invalid Config.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/cristian"
 	"github.com/synclab/synclab/pkg/timesync/ntp"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -18,6 +19,9 @@ const (
 	dropBadVersion  = "bad_version"  // not NTPv3 or NTPv4
 	dropBadSource   = "bad_source"   // port 0, unspecified, multicast or broadcast source
 	dropRateLimited = "rate_limited" // over the limit, kissed recently
+
+	dropCristianOff       = "cristian_disabled"  // a time request, but no Cristian ID configured
+	dropCristianMalformed = "cristian_malformed" // a frame that is not a well-formed time request
 )
 
 // modeDrop labels packets of modes a server does not answer.
@@ -54,6 +58,8 @@ type Server struct {
 	out []core.Datagram
 
 	requests, replies, authReplies, kodRate, extIgnored uint64
+	cristianRequests, cristianReplies                   uint64
+	validator                                           *wire.Validator // Cristian's frames; nil when disabled
 
 	dropped   map[string]uint64 // by reason: packets without an answer
 	cryptoNAK map[string]uint64 // by reason: "unknown_key", "bad_mac"
@@ -73,6 +79,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.RateLimit.limited() {
 		s.lim = newLimiter(cfg.RateLimit)
+	}
+	if c := cfg.Cristian; c.ID != 0 {
+		s.validator = wire.NewValidator(c.Cluster, c.ID, c.Keys)
 	}
 	return s, nil
 }
@@ -183,6 +192,9 @@ func (s *Server) StepDatagram(d core.Datagram) error {
 	if d.Sent {
 		return nil
 	}
+	if wire.IsFrame(d.Data) {
+		return s.cristian(d)
+	}
 	b := d.Data
 	if len(b) < wire.NTPHeaderLen {
 		return s.drop(dropShort, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b)))
@@ -253,6 +265,44 @@ func (s *Server) StepDatagram(d core.Datagram) error {
 			break
 		}
 	}
+	return nil
+}
+
+// cristian answers a Cristian time request (package cristian): a synclab
+// frame checked for cluster and MAC, rate-limited like NTP requests (a
+// client over its limit gets nothing: Cristian has no kiss-o'-death), and
+// answered with the advertised system state in a reply whose transmit
+// timestamp, the server's time t, the daemon writes just before the write.
+// An unsynchronised server answers too, with leap 3: the client learns why
+// it gets no time instead of seeing loss. The reply is exactly as long as
+// the request (payloads of equal length, the same MAC trailer).
+func (s *Server) cristian(d core.Datagram) error {
+	if s.validator == nil {
+		return s.drop(dropCristianOff, fmt.Errorf("%w: Cristian is not served here", ErrMalformed))
+	}
+	var f wire.Frame
+	if err := f.UnmarshalBinary(d.Data); err != nil {
+		return s.drop(dropCristianMalformed, fmt.Errorf("%w: %v", ErrMalformed, err))
+	}
+	if err := s.validator.Authenticate(&f, d.Data); err != nil {
+		return s.drop("cristian_"+wire.Reason(err), err)
+	}
+	if err := cristian.ParseRequest(&f); err != nil {
+		return s.drop(dropCristianMalformed, fmt.Errorf("%w: %v", ErrMalformed, err))
+	}
+	if !answerable(d.Addr) {
+		return s.drop(dropBadSource, fmt.Errorf("%w: %v", ErrBadSource, d.Addr))
+	}
+	s.cristianRequests++
+	if s.lim != nil && s.lim.check(d.Addr.Addr().Unmap(), d.Time) != allow {
+		return s.drop(dropRateLimited, ErrRateLimited)
+	}
+	b, err := cristian.ReplyFrame(&f, s.cfg.Cristian.ID, s.System(d.Time))
+	if err != nil {
+		return s.drop(dropCristianMalformed, err)
+	}
+	s.cristianReplies++
+	s.out = append(s.out, core.Datagram{Addr: d.Addr, Data: b, Frame: true})
 	return nil
 }
 

@@ -24,6 +24,10 @@ type Status struct {
 	// CryptoNAK counts crypto-NAK replies by reason ("unknown_key",
 	// "bad_mac").
 	CryptoNAK map[string]uint64 `json:"crypto_nak"`
+	// CristianRequests counts authenticated, well-formed Cristian time
+	// requests; CristianReplies those answered.
+	CristianRequests uint64 `json:"cristian_requests"`
+	CristianReplies  uint64 `json:"cristian_replies"`
 	// ExtensionsIgnored counts requests answered without their NTPv4
 	// extension fields.
 	ExtensionsIgnored uint64 `json:"extensions_ignored"`
@@ -75,6 +79,8 @@ func (s *Server) Report() Status {
 		KoDRate:           s.kodRate,
 		CryptoNAK:         maps.Clone(s.cryptoNAK),
 		ExtensionsIgnored: s.extIgnored,
+		CristianRequests:  s.cristianRequests,
+		CristianReplies:   s.cristianReplies,
 		Dropped:           maps.Clone(s.dropped),
 		Keys:              len(s.cfg.Keys),
 		LocalStratum:      s.cfg.LocalStratum,

@@ -21,7 +21,10 @@
 // the client when there is one; the daemon's reports of datagrams it wrote
 // (Datagram.Sent) go back to whoever sent them, the server for mode 4 and
 // the client otherwise. With only one NTP part, it gets every datagram (and
-// counts what it does not take). Tick reaches every part; Ready and Status
+// counts what it does not take). Cristian's frames share the NTP socket and
+// start with the synclab magic (wire.IsFrame): time requests go to the
+// server, time replies to the client (and the reports of our own sent
+// frames the other way round). Tick reaches every part; Ready and Status
 // merge theirs.
 //
 // Use:

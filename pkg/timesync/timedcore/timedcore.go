@@ -54,7 +54,35 @@ func (c *Core) StepDatagram(d core.Datagram) error {
 	if c.server == nil && c.cfg.Client == nil {
 		return core.ErrUnexpectedDatagram
 	}
+	if wire.IsFrame(d.Data) {
+		p := c.routeFrame(d)
+		if p == nil {
+			return core.ErrUnexpectedDatagram
+		}
+		return p.StepDatagram(d)
+	}
 	return c.route(d).StepDatagram(d)
+}
+
+// routeFrame routes Cristian's frames: requests (and reports of replies we
+// sent) to the server, replies (and reports of our requests) to the client.
+// Anything else, or a part that is absent, gets nil.
+func (c *Core) routeFrame(d core.Datagram) core.Core {
+	kind := wire.KindInvalid
+	if len(d.Data) >= wire.HeaderLen {
+		kind = wire.Kind(d.Data[3]) // the header's kind byte (pkg/wire frame layout)
+	}
+	toServer := kind == wire.KindTimeRequest
+	if d.Sent {
+		toServer = kind == wire.KindTimeReply
+	}
+	switch {
+	case kind != wire.KindTimeRequest && kind != wire.KindTimeReply:
+		return nil
+	case toServer:
+		return c.server
+	}
+	return c.cfg.Client
 }
 
 func (c *Core) route(d core.Datagram) core.Core {
