@@ -218,7 +218,7 @@ func TestTimedQueryFailures(t *testing.T) {
 		t.Errorf("no server: exit %d, %+v, %s", code, q, stderr)
 	}
 	for _, args := range [][]string{
-		{"127.0.0.1:123", "--proto", "cristian"},
+		{"127.0.0.1:123", "--proto", "ptp"},
 		{"127.0.0.1:123", "-n", "0"},
 		{"127.0.0.1:123", "127.0.0.2:123"},
 		{"127.0.0.1:123", "--key-id", "1"},
@@ -228,8 +228,8 @@ func TestTimedQueryFailures(t *testing.T) {
 		if code != 2 {
 			t.Errorf("query %v: exit %d, want 2 (usage): %s", args, code, stderr)
 		}
-		if len(args) == 3 && args[1] == "--proto" && !strings.Contains(stderr, "not implemented yet") {
-			t.Errorf("--proto cristian: %s", stderr)
+		if len(args) == 3 && args[1] == "--proto" && !strings.Contains(stderr, "want ntp or cristian") {
+			t.Errorf("--proto ptp: %s", stderr)
 		}
 	}
 }

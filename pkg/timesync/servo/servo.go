@@ -248,6 +248,37 @@ func (s *Servo) pendingAt(t time.Time) float64 {
 	return 0
 }
 
+// Slewed returns how far the servo's slews moved the clock between local
+// times from and to (positive: forward), from its recent history of slew
+// commands (the last 64). A measurement whose exchange spans a slew sees
+// the clock at both ends: the symmetric NTP mode's samples span a whole
+// poll interval, and the first slews are fast (100 ms in 1.2 s), so such a
+// sample carries half the slew made meanwhile as error (see
+// client.Client, which takes it out).
+func (s *Servo) Slewed(from, to time.Time) time.Duration {
+	if !to.After(from) {
+		return 0
+	}
+	return time.Duration(math.Round(s.appliedAt(to) - s.appliedAt(from)))
+}
+
+// appliedAt returns the phase the recorded slews had applied by local time
+// t, ns, counted from the oldest recorded command.
+func (s *Servo) appliedAt(t time.Time) float64 {
+	var sum float64
+	for i, c := range s.slews {
+		if !t.After(c.at) {
+			break
+		}
+		end := t
+		if i+1 < len(s.slews) && s.slews[i+1].at.Before(t) {
+			end = s.slews[i+1].at
+		}
+		sum += c.amt - remaining(c.amt, s.slewed(c.amt, float64(end.Sub(c.at))))
+	}
+	return sum
+}
+
 // Pending returns the part of the commanded phase correction that has not
 // yet been applied at local time t (positive: the clock still has to move
 // forward by that much), assuming the clock slews at Config.MaxSlewPPM.

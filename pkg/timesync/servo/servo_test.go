@@ -347,3 +347,30 @@ func TestRestoredFrequencyKeptUntilBeaten(t *testing.T) {
 		t.Errorf("frequency %v ppm after 40 precise measurements showing a residual drift: regression never adopted", f)
 	}
 }
+
+// TestSlewed: the phase applied between two instants follows the slew
+// commands at the configured rate, across a change of command.
+func TestSlewed(t *testing.T) {
+	s := mustNew(t, Config{})
+	if _, err := s.Update(sec(0), Measurement{Time: sec(0), Offset: ms(50), RootDistance: us(100)}); err != nil {
+		t.Fatal(err)
+	}
+	r := DefaultMaxSlewPPM * 1e-6 / (1 + DefaultMaxSlewPPM*1e-6) // a forward slew, per local second
+	want := time.Duration(0.25 * r * 1e9)
+	if got := s.Slewed(sec(0.25), sec(0.5)); (got - want).Abs() > time.Microsecond {
+		t.Errorf("slewed over a quarter second %v, want %v", got, want)
+	}
+	if got := s.Slewed(sec(0), sec(10)); (got - ms(50)).Abs() > time.Microsecond {
+		t.Errorf("slewed in total %v, want the whole 50ms", got)
+	}
+	if s.Slewed(sec(2), sec(1)) != 0 || s.Slewed(sec(-5), sec(0)) != 0 {
+		t.Error("slewed over an empty or past interval")
+	}
+	// A new command at 2 s (slew back 10 ms) continues the history.
+	if _, err := s.Update(sec(2), Measurement{Time: sec(2), Offset: ms(-10), RootDistance: us(100)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Slewed(sec(0), sec(10)); (got - ms(40)).Abs() > 2*time.Microsecond {
+		t.Errorf("slewed across two commands %v, want 50ms - 10ms", got)
+	}
+}

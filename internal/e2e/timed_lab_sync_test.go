@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/labnet"
+)
+
+// labTimed is a timed started on a lab host: a cluster of one (its own
+// members list), a control socket in a temp dir, a simulated clock.
+type labTimed struct {
+	t       *testing.T
+	host    *labnet.Host
+	control string
+}
+
+func startLabTimed(t *testing.T, h *labnet.Host, dir string, args ...string) *labTimed {
+	t.Helper()
+	sub := filepath.Join(dir, h.Name())
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lt := &labTimed{t: t, host: h, control: filepath.Join(sub, "timed.sock")}
+	argv := append([]string{filepath.Join(binDir, "timed"), "run",
+		"--id", "1", "--members", fmt.Sprintf("1=%s:7300", h.Addr()),
+		"--control", lt.control, "--state-dir", filepath.Join(sub, "state"), "--clock", "sim"}, args...)
+	h.Start(t, "timed", noSysTime(argv...), nil)
+	return lt
+}
+
+// labClientView is what the lab tests read of `timed status --json`.
+type labClientView struct {
+	TrueOffset time.Duration
+	Synced     bool
+	Bound      time.Duration
+	Stratum    int
+	Sources    []labSourceView
+}
+
+type labSourceView struct {
+	Address string `json:"address"`
+	Mode    string `json:"mode"`
+	Verdict string `json:"verdict"`
+	Why     string `json:"why"`
+}
+
+func (lt *labTimed) view() (labClientView, error) {
+	out, err := exec.Command(filepath.Join(binDir, "timed"), "status", "--json", "--control", lt.control).Output()
+	if err != nil {
+		return labClientView{}, err
+	}
+	var st struct {
+		TrueOffsetNS int64 `json:"true_offset_ns"`
+		Node         struct {
+			Core struct {
+				Client *struct {
+					Synchronized bool            `json:"synchronized"`
+					ErrorBoundNS int64           `json:"error_bound_ns"`
+					Stratum      int             `json:"stratum"`
+					Sources      []labSourceView `json:"sources"`
+				} `json:"client"`
+			} `json:"core"`
+		} `json:"node"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return labClientView{}, fmt.Errorf("%w: %s", err, out)
+	}
+	v := labClientView{TrueOffset: time.Duration(st.TrueOffsetNS)}
+	if c := st.Node.Core.Client; c != nil {
+		v.Synced, v.Bound, v.Stratum, v.Sources = c.Synchronized, time.Duration(c.ErrorBoundNS), c.Stratum, c.Sources
+	}
+	return v, nil
+}
+
+// follow samples the client every 100 ms for up to limit: it fails if the
+// true offset ever leaves the reported bound once synchronised, and
+// returns when the clock got within 1 ms (and how long that took), after
+// settle more seconds of sampling, with the |true offset| samples of the
+// settled period.
+func (lt *labTimed) follow(limit, settle time.Duration) (time.Duration, []time.Duration, labClientView) {
+	lt.t.Helper()
+	began := time.Now()
+	var converged time.Duration
+	var settled []time.Duration
+	var last labClientView
+	for time.Since(began) < limit+settle {
+		time.Sleep(100 * time.Millisecond)
+		v, err := lt.view()
+		if err != nil {
+			continue
+		}
+		last = v
+		if v.Synced && v.TrueOffset.Abs() > v.Bound {
+			lt.t.Fatalf("%s: true offset %v outside the reported bound ±%v", lt.host.Name(), v.TrueOffset, v.Bound)
+		}
+		if converged == 0 && v.TrueOffset.Abs() < time.Millisecond {
+			converged = time.Since(began)
+		}
+		if converged != 0 {
+			settled = append(settled, v.TrueOffset.Abs())
+			if time.Since(began) > converged+settle {
+				break
+			}
+		}
+		if converged == 0 && time.Since(began) > limit {
+			break
+		}
+	}
+	return converged, settled, last
+}
+
+// percentile is the nearest-rank p-th percentile of d (sorted in place).
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	i := int(p/100*float64(len(d))+0.5) - 1
+	return d[max(0, min(i, len(d)-1))]
+}
+
+// TestLabTimedFollowsChrony: timed's NTP client against a real chronyd
+// server on a namespace LAN (chronyd -x on the real clock, whose true
+// offset is 0):
+//
+//	h1 10.77.0.1  chronyd -x, local stratum 8
+//	h2 10.77.0.2  timed --server 10.77.0.1, sim clock +100 ms, +30 ppm
+//	h3 10.77.0.3  timed --server 10.77.0.1, sim clock -100 ms, -30 ppm
+//
+// Both get within 1 ms of true time in 10 s, keep the truth inside their
+// error bound, and stay well within 1 ms afterwards.
+func TestLabTimedFollowsChrony(t *testing.T) {
+	labnet.Require(t)
+	requireTool(t, "chronyd", "chrony")
+	lab := labnet.New(t, 3)
+	dir := shortDirT(t)
+	h1 := lab.Host(1)
+	conf := filepath.Join(dir, "chrony.conf")
+	if err := os.WriteFile(conf, []byte(chronyConf(dir, h1.Addr().String())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h1.Start(t, "chronyd", noSysTime("chronyd", "-x", "-d", "-f", conf), nil)
+	clients := []*labTimed{
+		startLabTimed(t, lab.Host(2), dir, "--sim-offset", "100ms", "--sim-drift", "30", "--server", h1.Addr().String()),
+		startLabTimed(t, lab.Host(3), dir, "--sim-offset", "-100ms", "--sim-drift", "-30", "--server", h1.Addr().String()),
+	}
+	type result struct {
+		converged time.Duration
+		settled   []time.Duration
+		last      labClientView
+	}
+	results := make([]result, len(clients))
+	done := make(chan int)
+	for i, c := range clients {
+		go func() {
+			defer func() { done <- i }()
+			results[i].converged, results[i].settled, results[i].last = c.follow(10*time.Second, 10*time.Second)
+		}()
+	}
+	for range clients {
+		<-done
+	}
+	for i, r := range results {
+		name := clients[i].host.Name()
+		if r.converged == 0 || r.converged > 10*time.Second {
+			t.Errorf("%s: not within 1 ms of true time in 10 s; last %+v", name, r.last)
+			continue
+		}
+		p50, p99 := percentile(r.settled, 50), percentile(r.settled, 99)
+		t.Logf("%s: within 1 ms after %v; then |true offset| p50 %v p99 %v over %d samples, bound ±%v, stratum %d",
+			name, r.converged.Round(10*time.Millisecond), p50, p99, len(r.settled), r.last.Bound, r.last.Stratum)
+		if p99 > time.Millisecond || r.last.Stratum != 9 {
+			t.Errorf("%s: p99 |true offset| %v (want < 1 ms), stratum %d (want 9)", name, p99, r.last.Stratum)
+		}
+	}
+}
+
+// TestLabTimedPeersWithChrony: timed and chronyd as symmetric peers (modes 1
+// and 2). chronyd -x on the real clock serves as local stratum 8 and peers
+// with timed; timed, 50 ms off, follows it to within 1 ms.
+func TestLabTimedPeersWithChrony(t *testing.T) {
+	labnet.Require(t)
+	requireTool(t, "chronyd", "chrony")
+	lab := labnet.New(t, 2)
+	dir := shortDirT(t)
+	h1, h2 := lab.Host(1), lab.Host(2)
+	conf := filepath.Join(dir, "chrony.conf")
+	cfg := chronyConf(dir, h1.Addr().String()) + "peer " + h2.Addr().String() + " minpoll 0 maxpoll 0\n"
+	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h1.Start(t, "chronyd", noSysTime("chronyd", "-x", "-d", "-f", conf), nil)
+	td := startLabTimed(t, h2, dir, "--sim-offset", "50ms", "--sim-drift", "10",
+		"--peer", h1.Addr().String(), "--serve", h2.Addr().String())
+	converged, settled, last := td.follow(15*time.Second, 5*time.Second)
+	if converged == 0 {
+		t.Fatalf("timed never got within 1 ms of its chronyd peer; last %+v", last)
+	}
+	p99 := percentile(settled, 99)
+	t.Logf("within 1 ms of true time after %v as chronyd's peer; then p99 |true offset| %v, sources %+v",
+		converged.Round(10*time.Millisecond), p99, last.Sources)
+	if p99 > time.Millisecond {
+		t.Errorf("p99 |true offset| %v after converging, want < 1 ms", p99)
+	}
+	if len(last.Sources) != 1 || last.Sources[0].Mode != "peer" || last.Sources[0].Verdict != "sys_peer" {
+		t.Errorf("sources %+v, want the chronyd peer as system peer", last.Sources)
+	}
+}
+
+// TestLabTimedFalsetickerOutvoted: three timed servers, one a second off; an
+// NTP client and a Cristian client follow all three, get within 1 ms of
+// true time, keep the truth in their bounds, and name the liar:
+//
+//	h1, h2  timed --serve, stratum 8, true clocks
+//	h3      timed --serve, stratum 8, clock +1 s (the falseticker)
+//	h4      timed --server h1 --server h2 --server h3, clock +80 ms
+//	h5      timed --mode cristian, the same servers, clock -80 ms
+func TestLabTimedFalsetickerOutvoted(t *testing.T) {
+	labnet.Require(t)
+	lab := labnet.New(t, 5)
+	dir := shortDirT(t)
+	var servers []string
+	for i, off := range []string{"0s", "0s", "1s"} {
+		h := lab.Host(i + 1)
+		startLabTimed(t, h, dir, "--sim-offset", off, "--serve", h.Addr().String(), "--stratum", "8", "--rate-limit", "0")
+		servers = append(servers, "--server", h.Addr().String())
+	}
+	liar := lab.Host(3).Addr().String() + ":123"
+	clients := []*labTimed{
+		startLabTimed(t, lab.Host(4), dir, append([]string{"--sim-offset", "80ms", "--sim-drift", "20"}, servers...)...),
+		startLabTimed(t, lab.Host(5), dir, append([]string{"--sim-offset", "-80ms", "--sim-drift", "-20", "--mode", "cristian"}, servers...)...),
+	}
+	type result struct {
+		converged time.Duration
+		settled   []time.Duration
+		last      labClientView
+	}
+	results := make([]result, len(clients))
+	done := make(chan struct{})
+	for i, c := range clients {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			results[i].converged, results[i].settled, results[i].last = c.follow(12*time.Second, 4*time.Second)
+		}()
+	}
+	for range clients {
+		<-done
+	}
+	for i, c := range clients {
+		converged, settled, last := results[i].converged, results[i].settled, results[i].last
+		if converged == 0 {
+			t.Errorf("%s: never within 1 ms of true time; last %+v", c.host.Name(), last)
+			continue
+		}
+		var verdicts []string
+		liarRejected := false
+		for _, s := range last.Sources {
+			verdicts = append(verdicts, s.Address+" "+s.Verdict)
+			if s.Address == liar && s.Verdict == "falseticker" {
+				liarRejected = true
+			}
+		}
+		p99 := percentile(settled, 99)
+		t.Logf("%s (%s): within 1 ms after %v, p99 %v; %s", c.host.Name(), last.Sources[0].Mode,
+			converged.Round(10*time.Millisecond), p99, strings.Join(verdicts, ", "))
+		if p99 > time.Millisecond {
+			t.Errorf("%s: p99 |true offset| %v after converging, want < 1 ms", c.host.Name(), p99)
+		}
+		if !liarRejected {
+			t.Errorf("%s: the server a second off was not named a falseticker: %+v", c.host.Name(), last.Sources)
+		}
+	}
+}
