@@ -14,6 +14,12 @@
 #       in an idle period D (default 10m) with PCT% loss (default 5) on every
 #       host, messages per election, idle traffic per node over --traffic
 #       (default 30s), RSS. Installs etcd-server and etcd-client if missing.
+#   bench.sh timesync [--warmup D] [--window D] [--load D] [--conns N]
+#       timed's NTP client against chronyd's (-x), both following one chronyd
+#       server every second: |error| p50/p99 over --window (default 2m) after
+#       --warmup (default 1m), time to 1 ms and 100 us from +-100 ms, NTP
+#       server replies/s (--conns closed loops for --load, default 8 and 5s),
+#       timed's RSS and CPU. Installs chrony if missing (never starting it).
 #   bench.sh list                the benchmarks
 #   bench.sh help                this text
 #
@@ -82,12 +88,15 @@ need_packages() {
 	apt-get update -qq >/dev/null || apt-get update
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	remove_guard
-	# The package also enables its service for the next boot: a benchmark
-	# dependency must not become a running etcd after a reboot.
+	# The packages also enable their services for the next boot: a
+	# benchmark dependency must not become a running etcd, or a chronyd
+	# setting the clock, after a reboot.
 	for p in "${missing[@]}"; do
-		if [ "$p" = etcd-server ] && command -v systemctl >/dev/null; then
-			systemctl disable --quiet etcd.service 2>/dev/null || true
-		fi
+		command -v systemctl >/dev/null || break
+		case $p in
+		etcd-server) systemctl disable --quiet etcd.service 2>/dev/null || true ;;
+		chrony) systemctl disable --quiet chrony.service 2>/dev/null || true ;;
+		esac
 	done
 }
 
@@ -207,6 +216,36 @@ bench_elect() {
 		args+=(-elect.tuned "$t")
 	done
 	run_go_bench Elect "${args[@]}"
+}
+
+bench_timesync() {
+	local warmup=1m window=2m load=5s conns=8 argv=("$@")
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--warmup) warmup=${2:?--warmup needs a duration} && shift ;;
+		--window) window=${2:?--window needs a duration} && shift ;;
+		--load) load=${2:?--load needs a duration} && shift ;;
+		--conns) conns=${2:?--conns needs a number} && shift ;;
+		-h | --help) usage ;;
+		*) echo "$prog timesync: unknown argument '$1'" >&2 && usage ;;
+		esac
+		shift
+	done
+	local d
+	for d in "$warmup" "$window" "$load"; do
+		is_duration "$d" || die "timesync: $d: want a duration such as 30s or 2m"
+	done
+	if ! [[ $conns =~ ^[0-9]{1,3}$ ]] || [ "$conns" -lt 1 ]; then
+		die "timesync: --conns $conns: want a whole number 1..999"
+	fi
+
+	need_root timesync "${argv[@]}"
+	need_packages iproute2 nftables chrony
+	setup
+	build ./cmd/timed
+	log "bench timesync: warm-up $warmup, window $window, throughput $conns loops for $load, lab prefix $PREFIX"
+	run_go_bench Timesync -timesync -timesync.bin "$WORK/bin" -timesync.prefix "$PREFIX" \
+		-timesync.warmup "$warmup" -timesync.window "$window" -timesync.load "$load" -timesync.conns "$conns"
 }
 
 main() {

@@ -34,3 +34,11 @@ echo "install-test-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null || apt-get update
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# The package also enables its service for the next boot: a test dependency
+# must not become a chronyd that sets the clock after a reboot.
+for p in "${missing[@]}"; do
+	if [ "$p" = chrony ] && command -v systemctl >/dev/null; then
+		systemctl disable --quiet chrony.service 2>/dev/null || true
+	fi
+done

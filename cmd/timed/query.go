@@ -351,7 +351,7 @@ func sendRequest(conn *transport.UDPConn, assoc *ntp.Association, opt queryOptio
 	}
 	var t1 time.Time
 	var xmt wire.NTPTime
-	err = conn.Send(opt.target, b, func(b []byte) []byte {
+	stamp, err := conn.SendStamped(opt.target, b, func(b []byte) []byte {
 		t1 = opt.now()
 		xmt = wire.NTPTimeFromTime(t1)
 		binary.BigEndian.PutUint64(b[wire.NTPXmtOffset:], uint64(xmt))
@@ -361,9 +361,19 @@ func sendRequest(conn *transport.UDPConn, assoc *ntp.Association, opt queryOptio
 		return b
 	})
 	if err == nil {
-		assoc.Sent(xmt, t1)
+		assoc.Sent(xmt, departure(t1, stamp))
 	}
 	return xmt, err
+}
+
+// departure is T1: the kernel's transmit stamp when there is a plausible
+// one (the clock read before the write precedes the departure by the whole
+// sendmsg path), else the clock reading.
+func departure(read time.Time, stamp transport.TxStamp) time.Time {
+	if stamp.Kernel && !stamp.Time.Before(read) && stamp.Time.Sub(read) < 50*time.Millisecond {
+		return stamp.Time
+	}
+	return read
 }
 
 // awaitReply waits up to opt.timeout for the reply to the last request.

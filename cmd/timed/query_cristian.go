@@ -81,7 +81,7 @@ func sendCristian(conn *transport.UDPConn, b *cristian.Burst, opt queryOptions, 
 	raw := cristian.RequestFrame(cluster, cristianQueryID)
 	var t1 time.Time
 	var xmt wire.NTPTime
-	err := conn.Send(opt.target, raw, func(f []byte) []byte {
+	stamp, err := conn.SendStamped(opt.target, raw, func(f []byte) []byte {
 		t1 = opt.now()
 		xmt = wire.NTPTimeFromTime(t1)
 		wire.PatchXmt(f, xmt)
@@ -91,7 +91,7 @@ func sendCristian(conn *transport.UDPConn, b *cristian.Burst, opt queryOptions, 
 		return f
 	})
 	if err == nil {
-		b.Sent(xmt, t1)
+		b.Sent(xmt, departure(t1, stamp))
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrNotFound is wrapped by the /proc readers when the field or interface
@@ -132,4 +133,50 @@ func parseNetDev(b []byte, iface string) (IfCounters, error) {
 		return IfCounters{RxBytes: v[0], RxPackets: v[1], TxBytes: v[2], TxPackets: v[3]}, nil
 	}
 	return IfCounters{}, &ParseError{File: "net/dev", Reason: "no interface " + strconv.Quote(iface), Err: ErrNotFound}
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times: 100 on
+// every Linux architecture Go supports (the kernel fixes it for userspace).
+const clockTicks = 100
+
+// CPUTime returns the CPU time (user + system) process pid has used:
+// utime and stime in /proc/PID/stat.
+func CPUTime(pid int) (time.Duration, error) {
+	path := fmt.Sprintf("/proc/%d/stat", pid)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	d, err := parseStatCPU(b)
+	if err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			pe.File = path
+		}
+	}
+	return d, err
+}
+
+// parseStatCPU reads utime and stime from a /proc/PID/stat line. The
+// command name (field 2) is in parentheses and may hold spaces and
+// parentheses itself, so fields are counted after its last ')'.
+func parseStatCPU(stat []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, &ParseError{File: "stat", Reason: "no ')' after the command name"}
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, &ParseError{File: "stat", Reason: fmt.Sprintf("%d fields after the command name, want at least 13", len(f))}
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return 0, &ParseError{File: "stat", Reason: fmt.Sprintf("CPU time %q is not a tick count", s), Err: err}
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 )
 
 const statusSample = `Name:	electd
@@ -90,5 +91,22 @@ func TestNetDevOfSelf(t *testing.T) {
 	var pe *ParseError
 	if !errors.As(err, &pe) || pe.File == "net/dev" || !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing interface: err = %v, want a ParseError naming the /proc file, wrapping ErrNotFound", err)
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// A command name with a space and a parenthesis, utime 250, stime 50.
+	line := []byte("4242 (timed (x) y) S 1 4242 4242 0 -1 4194560 800 0 0 0 250 50 0 0 20 0 7 0 123 0 0\n")
+	d, err := parseStatCPU(line)
+	if err != nil || d != 3*time.Second {
+		t.Fatalf("parseStatCPU = %v, %v; want 3s", d, err)
+	}
+	for _, bad := range []string{"4242 timed S 1", "4242 (timed) S 1 2 3", "4242 (timed) S 1 4242 4242 0 -1 4194560 800 0 0 0 x 50 0"} {
+		if _, err := parseStatCPU([]byte(bad)); err == nil {
+			t.Errorf("parseStatCPU(%q): no error", bad)
+		}
+	}
+	if d, err := CPUTime(os.Getpid()); err != nil || d < 0 {
+		t.Errorf("CPUTime(self) = %v, %v", d, err)
 	}
 }

@@ -201,12 +201,24 @@ func (d *Daemon) send(s node.Send) {
 		// and goes back to the core (a client needs its exact T1).
 		var sent []byte
 		var at time.Time
-		err = d.dgram.Send(s.To, s.Data, func([]byte) []byte {
+		var stamp transport.TxStamp
+		stamp, err = d.dgram.SendStamped(s.To, s.Data, func([]byte) []byte {
 			at = d.cfg.Clock.Now()
 			sent = d.node.Finalize(s, at)
 			return sent
 		})
 		if err == nil && s.Reported() {
+			// The kernel's transmit stamp is when the datagram really
+			// left; the clock read above precedes it by the sendmsg
+			// path. The bytes carry the earlier reading (it had to be
+			// written before the send), and that is what a reply
+			// echoes; the core matches by the bytes and measures with
+			// the time reported here.
+			if stamp.Kernel {
+				if k := d.cfg.Clock.FromKernel(stamp.Time); !k.Before(at) && k.Sub(at) < maxTxLag {
+					at = k
+				}
+			}
 			if err := d.node.DatagramSent(s, sent, at); err != nil {
 				d.log.Debug("core refused a sent report", "to", s.To.String(), "err", err)
 			}
@@ -223,5 +235,11 @@ func (d *Daemon) send(s node.Send) {
 		d.log.Debug("send failed", "to", s.To.String(), "kind", s.Kind.String(), "err", err)
 	}
 }
+
+// maxTxLag bounds how much later than the Finalizer's clock reading a
+// kernel transmit stamp may be and still be used: a stamp beyond it (a
+// clock adjusted in between, a stamp matched to the wrong datagram) is
+// ignored rather than trusted.
+const maxTxLag = 50 * time.Millisecond
 
 func envPrefix(name string) string { return envName(name) }

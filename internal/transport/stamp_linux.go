@@ -67,3 +67,93 @@ func cmsgHeader(b []byte) (length int, level, typ int32) {
 	}
 	return int(ne.Uint32(b)), int32(ne.Uint32(b[4:])), int32(ne.Uint32(b[8:]))
 }
+
+// txStampFlags ask for a software transmit timestamp of every datagram sent
+// (taken when the packet reaches the device, inside sendmsg on a veth or a
+// loopback), without a copy of the payload, tagged with a per-socket counter
+// so that it is matched to its datagram. Receive stamps stay with
+// SO_TIMESTAMPNS: these flags do not ask for SOF_TIMESTAMPING_RX_*.
+const txStampFlags = unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE |
+	unix.SOF_TIMESTAMPING_OPT_TSONLY | unix.SOF_TIMESTAMPING_OPT_ID
+
+// enableTxTimestamps turns on kernel transmit timestamps (SO_TIMESTAMPING).
+func enableTxTimestamps(rc syscall.RawConn) error {
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPING, txStampFlags)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// txOOBSize holds the error queue's control messages for one stamp: a
+// struct scm_timestamping (three timespecs) and a sock_extended_err with
+// its offender address.
+var txOOBSize = unix.CmsgSpace(3*16) + unix.CmsgSpace(sizeofSockExtendedErr+unix.SizeofSockaddrInet6)
+
+// readTxTimestamp drains the socket's error queue (never blocking) and
+// returns the transmit stamp of the datagram with counter id, if the
+// kernel has queued it. Stamps of other datagrams are dropped: each is
+// read right after its own send, so an older one can only be a stamp that
+// came too late to be used.
+func readTxTimestamp(rc syscall.RawConn, id uint32) (time.Time, bool) {
+	var stamp time.Time
+	found := false
+	oob := make([]byte, txOOBSize)
+	var buf [1]byte
+	_ = rc.Control(func(fd uintptr) {
+		for {
+			_, oobn, _, _, err := unix.Recvmsg(int(fd), buf[:], oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+			if err != nil {
+				return // EAGAIN: the queue is empty
+			}
+			if t, got, ok := parseTxTimestamp(oob[:oobn]); ok && got == id {
+				stamp, found = t, true
+			}
+		}
+	})
+	return stamp, found
+}
+
+// parseTxTimestamp reads one error-queue message: the software stamp of
+// its SCM_TIMESTAMPING and the counter of its timestamping extended error.
+func parseTxTimestamp(oob []byte) (time.Time, uint32, bool) {
+	var t time.Time
+	var id uint32
+	haveTime, haveID := false, false
+	for len(oob) >= unix.SizeofCmsghdr {
+		l, level, typ := cmsgHeader(oob)
+		if l < unix.SizeofCmsghdr || l > len(oob) {
+			break
+		}
+		data := oob[unix.CmsgLen(0):l]
+		switch {
+		case level == unix.SOL_SOCKET && typ == unix.SCM_TIMESTAMPING && len(data) >= 16:
+			// ts[0] is the software stamp (ts[2] would be hardware).
+			sec := int64(binary.NativeEndian.Uint64(data[0:]))
+			nsec := int64(binary.NativeEndian.Uint64(data[8:]))
+			if sec != 0 || nsec != 0 {
+				t, haveTime = time.Unix(sec, nsec), true
+			}
+		case (level == unix.SOL_IP && typ == unix.IP_RECVERR || level == unix.SOL_IPV6 && typ == unix.IPV6_RECVERR) &&
+			len(data) >= sizeofSockExtendedErr:
+			// struct sock_extended_err: errno (4), origin (1), type,
+			// code, pad, info (4), data (4).
+			if errno := binary.NativeEndian.Uint32(data[0:]); errno == uint32(unix.ENOMSG) && data[4] == unix.SO_EE_ORIGIN_TIMESTAMPING {
+				id, haveID = binary.NativeEndian.Uint32(data[12:]), true
+			}
+		}
+		next := unix.CmsgSpace(l - unix.SizeofCmsghdr)
+		if next > len(oob) {
+			break
+		}
+		oob = oob[next:]
+	}
+	return t, id, haveTime && haveID
+}
+
+// sizeofSockExtendedErr is sizeof(struct sock_extended_err): errno, four
+// bytes of origin/type/code/pad, info, data.
+const sizeofSockExtendedErr = 16

@@ -17,3 +17,11 @@ func enableRxTimestamps(syscall.RawConn) error {
 }
 
 func parseRxTimestamp([]byte) (time.Time, bool) { return time.Time{}, false }
+
+// enableTxTimestamps is Linux only; elsewhere transmit times are the
+// user-space clock reading taken right before the write.
+func enableTxTimestamps(syscall.RawConn) error {
+	return errors.New("transport: kernel transmit timestamps are only supported on Linux")
+}
+
+func readTxTimestamp(syscall.RawConn, uint32) (time.Time, bool) { return time.Time{}, false }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -134,6 +135,10 @@ type UDPConn struct {
 	wg      sync.WaitGroup
 	c       counters
 	once    sync.Once
+
+	txMu   sync.Mutex
+	rc     syscall.RawConn // nil: no kernel transmit stamps
+	txSent uint32          // datagrams sent since transmit stamps were enabled
 }
 
 // ListenUDP binds a UDP socket at addr (port 0 picks one) with kernel
@@ -147,6 +152,9 @@ func ListenUDP(addr netip.AddrPort) (*UDPConn, error) {
 		return nil, err
 	}
 	u := &UDPConn{sock: s, packets: make(chan Packet, PacketBuffer), done: make(chan struct{})}
+	if rc, err := s.conn.SyscallConn(); err == nil && enableTxTimestamps(rc) == nil {
+		u.rc = rc
+	}
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
@@ -167,7 +175,41 @@ func (u *UDPConn) Packets() <-chan Packet { return u.packets }
 
 // Send writes one datagram to `to`; fin runs right before the write.
 func (u *UDPConn) Send(to netip.AddrPort, b []byte, fin Finalizer) error {
-	return u.sock.writeTo(&u.c, ViaUDP, to, b, fin)
+	_, err := u.SendStamped(to, b, fin)
+	return err
+}
+
+// TxStamp is when a datagram left: the kernel's software transmit stamp
+// (Kernel true, CLOCK_REALTIME: convert it with clock.Clock.FromKernel), or
+// nothing when the kernel gave none (Kernel false: use the time read in
+// the Finalizer).
+type TxStamp struct {
+	Time   time.Time
+	Kernel bool
+}
+
+// SendStamped is Send, and then the kernel's transmit stamp of the datagram
+// where it has one. An NTP client uses it for T1 (chrony does the same):
+// the clock read in the Finalizer precedes the departure by the whole
+// sendmsg path, tens of microseconds on a loaded host, and half of that
+// would bias every offset. Stamped sends on one UDPConn are serialised.
+func (u *UDPConn) SendStamped(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
+	u.txMu.Lock()
+	defer u.txMu.Unlock()
+	if err := u.sock.writeTo(&u.c, ViaUDP, to, b, fin); err != nil {
+		return TxStamp{}, err
+	}
+	if u.rc == nil {
+		return TxStamp{}, nil
+	}
+	// OPT_ID numbers the datagrams the socket sent since the flags were
+	// set (ListenUDP), from 0; every one of them is sent here. The queue
+	// is drained after every send: unread stamps would count against
+	// the receive buffer and crowd out real packets.
+	id := u.txSent
+	u.txSent++
+	t, ok := readTxTimestamp(u.rc, id)
+	return TxStamp{Time: t, Kernel: ok}, nil
 }
 
 // LocalAddr is the bound address.
