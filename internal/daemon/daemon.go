@@ -177,8 +177,9 @@ type Daemon struct {
 	subs  map[*subscriber]struct{}
 
 	// Owned by the loop.
-	events map[string]uint64
-	errs   map[string]uint64
+	events           map[string]uint64
+	errs             map[string]uint64
+	metricsErrLogged bool // the core's invalid metrics were reported
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and

@@ -3,15 +3,19 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"maps"
+	"math"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/pkg/core"
 )
 
 // serveMetrics serves the Prometheus text exposition format on
@@ -25,13 +29,13 @@ func (d *Daemon) serveMetrics(addr string) (func(), error) {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
-		st, err := d.Status(ctx)
+		m, err := d.Metrics(ctx)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		writeMetrics(w, st)
+		m.WriteText(w)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
@@ -43,39 +47,96 @@ func (d *Daemon) serveMetrics(addr string) (func(), error) {
 	}, nil
 }
 
-// writeMetrics renders the metrics every daemon has. Names follow the
-// Prometheus conventions: base units (seconds), _total for counters.
-func writeMetrics(w io.Writer, st Status) {
-	bw := bufio.NewWriter(w)
-	defer bw.Flush()
-	d := `daemon="` + st.Daemon + `"`
-	gauge := func(name, help string, v float64) {
-		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s gauge\n%s{%s} %s\n", name, help, name, name, d, fmtFloat(v))
+// Metrics is one scrape: the metrics every daemon has, then the core's own
+// (core.MetricsWriter), all values copied off the loop.
+type Metrics struct {
+	Daemon string
+	Common []core.MetricFamily
+	Core   []core.MetricFamily
+}
+
+// Metrics gathers a scrape on the loop; rendering it (WriteText) is left
+// to the caller's goroutine, so a slow client never holds the loop.
+func (d *Daemon) Metrics(ctx context.Context) (Metrics, error) {
+	m := Metrics{Daemon: d.cfg.Name}
+	err := d.Do(ctx, func(n *node.Node) {
+		var common, own core.MetricSet
+		commonMetrics(&common, d.statusLocked(n))
+		m.Common = common.Families()
+		mw, ok := n.Core().(core.MetricsWriter)
+		if !ok {
+			return
+		}
+		mw.Metrics(&own)
+		problems := own.Err()
+		for _, f := range own.Families() {
+			// Two families of one name would make the whole scrape invalid.
+			if slices.ContainsFunc(m.Common, func(c core.MetricFamily) bool { return c.Name == f.Name }) {
+				problems = errors.Join(problems, fmt.Errorf("metric %s: the daemon's own, not the core's", f.Name))
+				continue
+			}
+			m.Core = append(m.Core, f)
+		}
+		if problems != nil && !d.metricsErrLogged {
+			// A programming error in the core: it repeats on every scrape,
+			// so it is logged once; the valid samples are still served.
+			d.metricsErrLogged = true
+			d.log.Error("core metrics left out", "err", problems)
+		}
+	})
+	if err != nil {
+		return Metrics{}, err
 	}
-	counters := func(name, help, label string, m map[string]uint64) {
-		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			fmt.Fprintf(bw, "%s{%s,%s=%q} %d\n", name, d, label, escapeLabel(k), m[k])
+	return m, nil
+}
+
+// commonMetrics describes what every daemon has. Names follow the
+// Prometheus conventions: base units (seconds), _total for counters.
+func commonMetrics(m *core.MetricSet, st Status) {
+	m.Gauge("synclab_uptime_seconds", "Seconds since the daemon started.", st.UptimeSeconds)
+	m.Gauge("synclab_incarnation", "This run's incarnation number.", float64(st.Node.Incarnation))
+	m.Gauge("synclab_clock_frequency_ppm", "Clock frequency correction in ppm.", st.Clock.FrequencyPPM)
+	m.Gauge("synclab_clock_max_error_seconds", "Clock maximum error.", float64(st.Clock.MaxErrorNs)/1e9)
+	m.Gauge("synclab_clock_est_error_seconds", "Clock estimated error.", float64(st.Clock.EstErrorNs)/1e9)
+	if st.TrueOffsetNs != nil {
+		m.Gauge("synclab_clock_true_offset_seconds", "Simulated clock's exact error against real time.", float64(*st.TrueOffsetNs)/1e9)
+	}
+	m.Counters("synclab_frames_received_total", "Frames accepted, by kind.", "kind", st.Node.FramesIn)
+	m.Counters("synclab_frames_sent_total", "Frames sent, by kind.", "kind", st.Node.FramesOut)
+	m.Counters("synclab_frames_dropped_total", "Input refused, by reason.", "reason", st.Node.Dropped)
+	m.Counters("synclab_events_total", "Core events, by name.", "event", st.Events)
+	m.Counters("synclab_errors_total", "Daemon errors, by kind.", "error", st.Errors)
+	m.Counters("synclab_hooks_total", "Hook runs, by outcome.", "outcome", st.Hooks)
+}
+
+// WriteText renders m in the Prometheus text exposition format (0.0.4),
+// every sample labelled with the daemon's name.
+func (m Metrics) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	daemon := core.ReservedLabel + `="` + escapeLabel(m.Daemon) + `"`
+	for _, f := range slices.Concat(m.Common, m.Core) {
+		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s %s\n", f.Name, f.Help, f.Name, f.Kind)
+		for _, s := range f.Samples {
+			bw.WriteString(f.Name)
+			bw.WriteString("{" + daemon)
+			for _, l := range s.Labels {
+				bw.WriteString("," + l.Name + `="` + escapeLabel(l.Value) + `"`)
+			}
+			bw.WriteString("} " + fmtValue(s.Value) + "\n")
 		}
 	}
-	gauge("synclab_uptime_seconds", "Seconds since the daemon started.", st.UptimeSeconds)
-	gauge("synclab_incarnation", "This run's incarnation number.", float64(st.Node.Incarnation))
-	gauge("synclab_clock_frequency_ppm", "Clock frequency correction in ppm.", st.Clock.FrequencyPPM)
-	gauge("synclab_clock_max_error_seconds", "Clock maximum error.", float64(st.Clock.MaxErrorNs)/1e9)
-	gauge("synclab_clock_est_error_seconds", "Clock estimated error.", float64(st.Clock.EstErrorNs)/1e9)
-	if st.TrueOffsetNs != nil {
-		gauge("synclab_clock_true_offset_seconds", "Simulated clock's exact error against real time.", float64(*st.TrueOffsetNs)/1e9)
+	return bw.Flush()
+}
+
+// fmtValue writes whole numbers without an exponent (counters read as
+// 1000000, not 1e+06); NaN and ±Inf come out as the format spells them.
+func fmtValue(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
-	counters("synclab_frames_received_total", "Frames accepted, by kind.", "kind", st.Node.FramesIn)
-	counters("synclab_frames_sent_total", "Frames sent, by kind.", "kind", st.Node.FramesOut)
-	counters("synclab_frames_dropped_total", "Input refused, by reason.", "reason", st.Node.Dropped)
-	counters("synclab_events_total", "Core events, by name.", "event", st.Events)
-	counters("synclab_errors_total", "Daemon errors, by kind.", "error", st.Errors)
-	counters("synclab_hooks_total", "Hook runs, by outcome.", "outcome", st.Hooks)
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
-func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
-}
+func escapeLabel(s string) string { return labelEscaper.Replace(s) }

@@ -19,4 +19,9 @@
 // Framing, sequence numbers, Lamport stamping, authentication and replay
 // protection are not a core's business: internal/node does them, identically
 // under the daemon and the simulator.
+//
+// A core may also export metrics of its own by implementing MetricsWriter:
+// the daemon calls it on the same goroutine as Step and Tick and serves
+// what it wrote on its Prometheus endpoint, beside the metrics every daemon
+// has. A core never renders or serves them itself.
 package core

@@ -1,0 +1,176 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/liveness"
+)
+
+func TestMetricsWriteText(t *testing.T) {
+	var common, own core.MetricSet
+	common.Gauge("synclab_uptime_seconds", "Seconds since the daemon started.", 12.5)
+	common.Counter("synclab_frames_sent_total", "Frames sent, by kind.", 1e6, core.Label{Name: "kind", Value: "heartbeat"})
+	src := func(a string) core.Label { return core.Label{Name: "source", Value: a} }
+	own.Gauge("synclab_x_offset_seconds", "Offset.", -0.00025, src(`10.0.0.1:123`))
+	own.Gauge("synclab_x_missing_seconds", "Not known.", math.NaN())
+	// Interleaved names come out grouped, as the format requires.
+	own.Gauge("synclab_x_offset_seconds", "Offset.", math.Inf(1), src("odd \"name\"\\\n"))
+	m := Metrics{Daemon: "testd", Common: common.Families(), Core: own.Families()}
+	var b bytes.Buffer
+	if err := m.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `# HELP synclab_uptime_seconds Seconds since the daemon started.
+# TYPE synclab_uptime_seconds gauge
+synclab_uptime_seconds{daemon="testd"} 12.5
+# HELP synclab_frames_sent_total Frames sent, by kind.
+# TYPE synclab_frames_sent_total counter
+synclab_frames_sent_total{daemon="testd",kind="heartbeat"} 1000000
+# HELP synclab_x_offset_seconds Offset.
+# TYPE synclab_x_offset_seconds gauge
+synclab_x_offset_seconds{daemon="testd",source="10.0.0.1:123"} -0.00025
+synclab_x_offset_seconds{daemon="testd",source="odd \"name\"\\\n"} +Inf
+# HELP synclab_x_missing_seconds Not known.
+# TYPE synclab_x_missing_seconds gauge
+synclab_x_missing_seconds{daemon="testd"} NaN
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// loudCore is a liveness detector whose metrics include a mistake and a
+// name the daemon already serves.
+type loudCore struct{ *liveness.Core }
+
+func (c loudCore) Metrics(m *core.MetricSet) {
+	c.Core.Metrics(m)
+	m.Gauge("synclab_uptime_seconds", "Not the daemon's.", 1)
+	m.Counter("synclab_bad", "A counter without _total.", 1)
+}
+
+// lockedBuffer is a log destination the test reads while the loop writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// freeAddr returns a loopback address with a port nobody listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	var body string
+	eventually(t, "metrics served on "+addr, func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		body = string(b)
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	return body
+}
+
+func TestMetricsEndpointServesCoreMetrics(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	const n = 3
+	var first *Daemon
+	var logs lockedBuffer
+	for id := uint32(1); id <= n; id++ {
+		cfg := testConfig(t, net, dir, id, n)
+		factory := livenessFactory(id, n)
+		if id == 1 {
+			cfg.MetricsAddr = freeAddr(t)
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			live := factory
+			factory = func(p []byte, rnd *rand.Rand) (core.Core, error) {
+				c, err := live(p, rnd)
+				if err != nil {
+					return nil, err
+				}
+				return loudCore{c.(*liveness.Core)}, nil
+			}
+		}
+		d, err := New(cfg, factory)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id == 1 {
+			first = d
+		}
+		start(t, d)
+	}
+	addr := first.Config().MetricsAddr
+	eventually(t, "every member alive in the metrics", func() bool {
+		return strings.Contains(scrape(t, addr), `synclab_liveness_members_alive{daemon="testd"} 3`+"\n")
+	})
+	body := scrape(t, addr)
+	for _, want := range []string{
+		"# TYPE synclab_liveness_heartbeats_received_total counter\n",
+		`synclab_liveness_member_alive{daemon="testd",member="2"} 1` + "\n",
+		`synclab_frames_received_total{daemon="testd",kind="heartbeat"} `,
+		"# TYPE synclab_uptime_seconds gauge\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "Not the daemon's") || strings.Contains(body, "synclab_bad") {
+		t.Errorf("the core's invalid or colliding metrics were served:\n%s", body)
+	}
+	if c := strings.Count(body, "# TYPE synclab_uptime_seconds "); c != 1 {
+		t.Errorf("synclab_uptime_seconds declared %d times", c)
+	}
+	if c := strings.Count(logs.String(), "core metrics left out"); c != 1 {
+		t.Errorf("the core's invalid metrics were logged %d times, want once:\n%s", c, logs.String())
+	}
+	for _, want := range []string{"synclab_bad", "synclab_uptime_seconds: the daemon's own"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log does not name %q:\n%s", want, logs.String())
+		}
+	}
+	// Gathering and rendering are separate: the typed scrape has both parts.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	m, err := first.Metrics(ctx)
+	if err != nil || m.Daemon != "testd" || len(m.Common) == 0 || len(m.Core) == 0 {
+		t.Errorf("Metrics() = %+v, %v", m, err)
+	}
+}

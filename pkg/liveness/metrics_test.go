@@ -1,0 +1,47 @@
+package liveness
+
+import (
+	"testing"
+
+	"github.com/synclab/synclab/pkg/core"
+)
+
+func TestMetrics(t *testing.T) {
+	c := newCore(t, Config{ID: 1, Members: []uint32{1, 2, 3}, HeartbeatTicks: 2, SuspectTicks: 5})
+	// Member 2 is heard, then suspected, then heard again (one flap);
+	// member 3 never.
+	now := t0
+	if err := c.Step(heartbeat(t, 2, 2, now)); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		c.Tick(now)
+	}
+	if err := c.Step(heartbeat(t, 2, 2, now)); err != nil {
+		t.Fatal(err)
+	}
+	var m core.MetricSet
+	c.Metrics(&m)
+	if err := m.Err(); err != nil {
+		t.Fatal(err)
+	}
+	member := func(id string) core.Label { return core.Label{Name: "member", Value: id} }
+	for _, w := range []struct {
+		name  string
+		label []core.Label
+		want  float64
+	}{
+		{"synclab_liveness_members_alive", nil, 2},
+		{"synclab_liveness_members", nil, 3},
+		{"synclab_liveness_heartbeats_sent_total", nil, 3},
+		{"synclab_liveness_member_alive", []core.Label{member("2")}, 1},
+		{"synclab_liveness_member_alive", []core.Label{member("3")}, 0},
+		{"synclab_liveness_heartbeats_received_total", []core.Label{member("2")}, 2},
+		{"synclab_liveness_flaps_total", []core.Label{member("2")}, 1},
+		{"synclab_liveness_flaps_total", []core.Label{member("3")}, 0},
+	} {
+		if got, ok := m.Value(w.name, w.label...); !ok || got != w.want {
+			t.Errorf("%s%v = %v (present %v), want %v", w.name, w.label, got, ok, w.want)
+		}
+	}
+}

@@ -1,0 +1,16 @@
+package timedcore
+
+import "github.com/synclab/synclab/pkg/core"
+
+var _ core.MetricsWriter = (*Core)(nil)
+
+// Metrics gathers the metrics of every part that exports some: the parts
+// use distinct names (synclab_liveness_*, synclab_ntp_server_*,
+// synclab_ntp_*), so they add up without clashing.
+func (c *Core) Metrics(m *core.MetricSet) {
+	for _, p := range []core.Core{c.cfg.Cluster, c.server, c.cfg.Client} {
+		if mw, ok := p.(core.MetricsWriter); ok {
+			mw.Metrics(m)
+		}
+	}
+}
