@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -69,10 +70,11 @@ func New(spec Spec) *cli.App {
 		Version:              Version,
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
-		Commands: append([]*cli.Command{
-			runCommand(spec),
-			statusCommand(spec),
-		}, spec.Commands...),
+		Commands: slices.Concat(
+			[]*cli.Command{runCommand(spec), statusCommand(spec)},
+			spec.Commands,
+			[]*cli.Command{manCommand(spec.Name), completionCommand(spec.Name)},
+		),
 		OnUsageError: onUsageError,
 		// Main decides exit codes; urfave must not exit on its own.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -101,11 +103,22 @@ func onUsageError(_ *cli.Context, err error, _ bool) error { return UsageError{e
 // Main runs the app and exits with the synclab convention: 0 success,
 // 1 failure, 2 usage error, or an ExitError's own code.
 func Main(a *cli.App) {
+	// urfave/cli reads the word before the completion flag from os.Args,
+	// not from the arguments it is given.
+	args, ok := completionArgs(os.Args)
+	if !ok {
+		os.Exit(0)
+	}
+	os.Args = args
 	os.Exit(Run(a, os.Args, os.Stderr))
 }
 
 // Run is Main without the exit, for tests.
 func Run(a *cli.App, args []string, stderr io.Writer) int {
+	args, ok := completionArgs(args)
+	if !ok {
+		return 0
+	}
 	err := a.Run(args)
 	if err == nil {
 		return 0
@@ -124,6 +137,27 @@ func Run(a *cli.App, args []string, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", a.Name, err)
 	return 1
+}
+
+// completionFlag is urfave/cli's hidden flag: a shell asking for the
+// words that may follow.
+const completionFlag = "--generate-bash-completion"
+
+// completionArgs keeps a request for completions one: urfave/cli only sees
+// the flag as the last argument, and otherwise runs the command with the
+// flag as an argument. A binary that reorders its arguments (timed moves
+// flags before a query's hosts) would then send a query while the user
+// presses TAB. So the flag is moved last; and after "--", where urfave/cli
+// ignores it whatever its place, nothing is run at all (ok false).
+func completionArgs(args []string) (_ []string, ok bool) {
+	i := slices.Index(args, completionFlag)
+	if i < 0 {
+		return args, true
+	}
+	if slices.Contains(args, "--") {
+		return nil, false
+	}
+	return append(slices.Delete(slices.Clone(args), i, i+1), completionFlag), true
 }
 
 // EnvVar is the environment variable that also sets flag name of binary

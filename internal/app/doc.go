@@ -2,7 +2,9 @@
 // urfave/cli/v2 app skeleton with the common `run` flags (each also read from
 // an environment variable NAME_FLAG, so a systemd EnvironmentFile configures a
 // host), their translation into a daemon.Config, the `status` client command,
-// and the exit-code convention (0 success, 1 failure, 2 usage error).
+// `man` (the manual page, every flag with its variable) and `completion
+// bash|zsh`, and the exit-code convention (0 success, 1 failure, 2 usage
+// error).
 //
 // A binary supplies a Spec: its name, its extra run flags, a Build function
 // that finishes the daemon.Config and returns the core to run, and how to
