@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# install.sh: install synclab's daemons on this host, or remove them.
+#
+#   scripts/install.sh [install] [options]     binaries, units, examples, man pages, completions
+#   scripts/install.sh uninstall [options]     remove what install put there
+#
+# Options:
+#   --prefix DIR     where binaries (DIR/bin), man pages (DIR/share/man/man8),
+#                    completions (DIR/share/bash-completion, DIR/share/zsh) and
+#                    the example environment files (DIR/share/doc/synclab) go;
+#                    default /usr/local. The installed units' ExecStart= follows it.
+#   --dest DIR       stage everything under DIR instead of / (like DESTDIR): for
+#                    packaging and tests, no root needed
+#   --only LIST      only these daemons, e.g. --only timed,electd (default: all three)
+#   --bin-dir DIR    install the prebuilt binaries DIR/timed... instead of building
+#                    them with `go build` (install only)
+#   --dry-run        print every action, change nothing
+#   --purge          uninstall: also remove /etc/default/X and the state in
+#                    /var/lib/X (kept otherwise)
+#
+# The unit files go to /etc/systemd/system. /etc/default/X is written only
+# when it does not exist: an admin's configuration is never overwritten (the
+# current example is always in DIR/share/doc/synclab to compare with). Running
+# install twice changes nothing the second time, and says so.
+#
+# This script never starts, stops, enables or disables a service: it prints
+# the systemctl line for the admin to run. uninstall refuses to remove a
+# daemon whose service is enabled or running on this host.
+set -euo pipefail
+
+all=(timed mutexd electd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
+me=install.sh
+
+# die reports a usage error (exit 2), fail anything else (exit 1).
+die() {
+	printf '%s: %s\n' "$me" "$*" >&2
+	exit 2
+}
+fail() {
+	printf '%s: %s\n' "$me" "$*" >&2
+	exit 1
+}
+
+usage() {
+	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
+}
+
+action=install
+prefix=/usr/local
+dest=
+only=
+bindir=
+dry=0
+purge=0
+while [ $# -gt 0 ]; do
+	arg=$1
+	shift
+	val=
+	case $arg in
+	--*=*) val=${arg#*=} arg=${arg%%=*} ;;
+	esac
+	case $arg in
+	--prefix | --dest | --only | --bin-dir)
+		if [ -z "$val" ]; then
+			[ $# -gt 0 ] || die "$arg needs a value (see $me --help)"
+			val=$1
+			shift
+		fi
+		case $arg in
+		--prefix) prefix=$val ;;
+		--dest) dest=$val ;;
+		--only) only=$val ;;
+		--bin-dir) bindir=$val ;;
+		esac
+		;;
+	--dry-run) dry=1 ;;
+	--purge) purge=1 ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	install | uninstall) action=$arg ;;
+	*) die "unknown argument '$arg' (see $me --help)" ;;
+	esac
+done
+
+# The prefix is written into unit files and sed expressions: plain paths only.
+[[ $prefix =~ ^/[A-Za-z0-9._/+-]*$ ]] || die "--prefix '$prefix': want an absolute path of letters, digits and ._+-/"
+prefix=${prefix%/}
+[ -n "$prefix" ] || die "--prefix /: binaries would go to /bin; use --prefix /usr"
+if [ -n "$dest" ]; then
+	case $dest in /*) ;; *) dest=$PWD/$dest ;; esac
+	dest=${dest%/}
+fi
+[ "$purge" = 0 ] || [ "$action" = uninstall ] || die "--purge is for uninstall"
+[ -z "$bindir" ] || [ "$action" = install ] || die "--bin-dir is for install"
+
+daemons=()
+if [ -n "$only" ]; then
+	IFS=, read -r -a wanted <<<"$only"
+	for d in "${wanted[@]}"; do
+		[ -n "$d" ] || continue
+		case " ${all[*]} " in
+		*" $d "*) ;;
+		*) die "--only: unknown daemon '$d' (want some of: ${all[*]})" ;;
+		esac
+		case " ${daemons[*]-} " in *" $d "*) continue ;; esac
+		daemons+=("$d")
+	done
+	[ ${#daemons[@]} -gt 0 ] || die "--only: name at least one of: ${all[*]}"
+else
+	daemons=("${all[@]}")
+fi
+
+if [ -z "$dest" ] && [ "$dry" = 0 ] && [ "$(id -u)" != 0 ]; then
+	die "installing on this host needs root: run it with sudo, or stage it with --dest DIR, or look first with --dry-run"
+fi
+
+# Where each file goes, as the host will see it (without --dest).
+bin_path() { echo "$prefix/bin/$1"; }
+unit_path() { echo "/etc/systemd/system/$1.service"; }
+env_path() { echo "/etc/default/$1"; }
+example_path() { echo "$prefix/share/doc/synclab/$1.env.example"; }
+man_path() { echo "$prefix/share/man/man8/$1.8"; }
+bash_path() { echo "$prefix/share/bash-completion/completions/$1"; }
+zsh_path() { echo "$prefix/share/zsh/site-functions/_$1"; }
+
+say() { printf '%s\n' "$*"; }
+
+# files N says "1 file" or "N files".
+files() {
+	if [ "$1" = 1 ]; then echo "1 file"; else echo "$1 files"; fi
+}
+
+changed=0
+same=0
+declare -A planned # directories a dry run has said it would create
+
+# put SRC PATH MODE WHAT installs SRC as $dest/PATH with MODE, atomically,
+# unless an identical file with that mode is already there. WHAT says where
+# the file comes from.
+put() {
+	local src=$1 dst=$dest$2 mode=$3 what=$4
+	if [ -f "$dst" ] && cmp -s "$src" "$dst" && [ "$(stat -c %a "$dst")" = "${mode#0}" ]; then
+		same=$((same + 1))
+		return
+	fi
+	changed=$((changed + 1))
+	local dir
+	dir=$(dirname "$dst")
+	if [ "$dry" = 1 ]; then
+		if [ ! -d "$dir" ] && [ -z "${planned[$dir]-}" ]; then
+			planned[$dir]=1
+			say "would create $dir/"
+		fi
+		say "would install $dst ($mode; $what)"
+		return
+	fi
+	if [ ! -d "$dir" ]; then
+		install -d -m 0755 "$dir"
+		say "created $dir/"
+	fi
+	# A running binary cannot be written over (ETXTBSY), and a reader must
+	# never see half a file: write beside it, then rename.
+	install -m "$mode" "$src" "$dst.synclab-new"
+	mv -f "$dst.synclab-new" "$dst"
+	say "installed $dst ($mode; $what)"
+}
+
+# service_active says whether this host's systemd has unit $1 enabled or
+# running. Only asked about the real host (no --dest), and only where
+# systemd is the init system.
+service_active() {
+	[ -z "$dest" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null || return 1
+	systemctl is-enabled --quiet "$1.service" 2>/dev/null || systemctl is-active --quiet "$1.service" 2>/dev/null
+}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/synclab-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+do_install() {
+	local d bin
+	if [ -n "$bindir" ]; then
+		for d in "${daemons[@]}"; do
+			{ [ -x "$bindir/$d" ] && [ -f "$bindir/$d" ]; } || die "--bin-dir $bindir: no executable $d there (build it: go build -o $bindir ./cmd/$d)"
+		done
+	else
+		command -v go >/dev/null || fail "go is not installed: install Go 1.26, or pass prebuilt binaries with --bin-dir DIR"
+		local pkgs=()
+		for d in "${daemons[@]}"; do pkgs+=("./cmd/$d"); done
+		# -trimpath: the same source builds the same bytes wherever it lies,
+		# so that a second install finds nothing to replace.
+		say "building ${daemons[*]} (go build -trimpath, in $repo)"
+		(cd "$repo" && go build -trimpath -o "$tmp/" "${pkgs[@]}") || fail "go build failed: see the errors above"
+		bindir=$tmp
+	fi
+
+	mkdir -p "$tmp/stage"
+	local created_env=()
+	for d in "${daemons[@]}"; do
+		bin=$bindir/$d
+		local s=$tmp/stage/$d
+		mkdir -p "$s"
+		local unit=$repo/systemd/$d.service
+		grep -qx "ExecStart=/usr/local/bin/$d run" "$unit" ||
+			fail "$unit: no line 'ExecStart=/usr/local/bin/$d run', which --prefix rewrites; fix the unit or this script"
+		sed "s#/usr/local/bin/#$prefix/bin/#g" "$unit" >"$s/unit"
+		"$bin" man >"$s/man" || fail "$bin man failed: is it a synclab $d binary?"
+		"$bin" completion bash >"$s/bash" || fail "$bin completion bash failed"
+		"$bin" completion zsh >"$s/zsh" || fail "$bin completion zsh failed"
+
+		put "$bin" "$(bin_path "$d")" 0755 "$bin"
+		put "$s/unit" "$(unit_path "$d")" 0644 "systemd/$d.service, ExecStart=$(bin_path "$d") run"
+		put "$repo/systemd/$d.env.example" "$(example_path "$d")" 0644 "systemd/$d.env.example"
+		put "$s/man" "$(man_path "$d")" 0644 "$d man"
+		put "$s/bash" "$(bash_path "$d")" 0644 "$d completion bash"
+		put "$s/zsh" "$(zsh_path "$d")" 0644 "$d completion zsh"
+		if [ -e "$dest$(env_path "$d")" ]; then
+			say "kept $dest$(env_path "$d"): an admin's configuration is never overwritten (the current example: $(example_path "$d"))"
+		else
+			put "$repo/systemd/$d.env.example" "$(env_path "$d")" 0644 "systemd/$d.env.example"
+			created_env+=("$(env_path "$d")")
+		fi
+	done
+
+	say ""
+	if [ "$changed" = 0 ]; then
+		say "Nothing to do: ${daemons[*]} already installed ($(files "$same") up to date)."
+	elif [ "$dry" = 1 ]; then
+		say "Dry run: $(files "$changed") would be installed, $same up to date; nothing was changed."
+	else
+		say "Installed $(files "$changed") ($same up to date)${dest:+ under $dest}."
+	fi
+	for f in "${created_env[@]}"; do
+		local var
+		var=${f##*/}
+		var=${var^^}
+		say "Edit $f: set ${var}_ID and ${var}_MEMBERS for this host."
+	done
+	say "This script starts and enables nothing. When the configuration is ready:"
+	say "    systemctl daemon-reload && systemctl enable --now ${daemons[*]}"
+	if [ "$changed" != 0 ]; then
+		say "A daemon that was already running keeps its old binary until: systemctl restart <daemon>"
+	fi
+}
+
+# remove PATH deletes $dest/PATH (a directory with what is in it) if it is
+# there.
+remove() {
+	local p=$dest$1
+	[ -e "$p" ] || [ -L "$p" ] || return 0
+	changed=$((changed + 1))
+	if [ "$dry" = 1 ]; then
+		say "would remove $p"
+	else
+		rm -rf "$p"
+		say "removed $p"
+	fi
+}
+
+do_uninstall() {
+	local d
+	for d in "${daemons[@]}"; do
+		if service_active "$d"; then
+			if [ "$dry" = 1 ]; then
+				say "note: $d.service is enabled or running: the real uninstall will refuse until: systemctl disable --now $d"
+			else
+				fail "$d.service is enabled or running: run 'systemctl disable --now $d' first (this script never stops services)"
+			fi
+		fi
+	done
+	for d in "${daemons[@]}"; do
+		remove "$(bin_path "$d")"
+		# The unit's place does not depend on --prefix, its ExecStart does:
+		# a unit of another prefix's install is not this one's to remove.
+		local unit
+		unit=$dest$(unit_path "$d")
+		if [ -f "$unit" ] && ! grep -qx "ExecStart=$(bin_path "$d") run" "$unit"; then
+			say "kept $unit: its ExecStart is not $(bin_path "$d") run (installed with another --prefix?)"
+		else
+			remove "$(unit_path "$d")"
+		fi
+		remove "$(example_path "$d")"
+		remove "$(man_path "$d")"
+		remove "$(bash_path "$d")"
+		remove "$(zsh_path "$d")"
+		# The state lives in /var/lib/private/X under DynamicUser=, reached
+		# through the link /var/lib/X.
+		local p
+		for p in "$(env_path "$d")" "/var/lib/$d" "/var/lib/private/$d"; do
+			if [ "$purge" = 1 ]; then
+				remove "$p"
+			elif [ -e "$dest$p" ]; then
+				say "kept $dest$p (--purge removes it)"
+			fi
+		done
+		if [ -d "$dest$(unit_path "$d").d" ]; then
+			say "kept $dest$(unit_path "$d").d: drop-ins are the admin's"
+		fi
+	done
+	say ""
+	if [ "$changed" = 0 ]; then
+		say "Nothing to do: ${daemons[*]} not installed here${dest:+ (under $dest)}."
+	elif [ "$dry" = 1 ]; then
+		say "Dry run: $(files "$changed") would be removed; nothing was changed."
+	else
+		say "Removed $(files "$changed")${dest:+ under $dest}. Then: systemctl daemon-reload"
+	fi
+}
+
+"do_$action"
