@@ -17,6 +17,16 @@ var daemons = []string{"timed", "mutexd", "electd"}
 
 const script = "../../scripts/install.sh"
 
+// TestMain reads the script once: bash opens it, not the test binary, and
+// go test caches a result only against the files the binary opened itself.
+func TestMain(m *testing.M) {
+	if _, err := os.ReadFile(script); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
 // stubBins writes stand-ins for the three binaries: enough of `X man` and
 // `X completion` for the installer, with no build. Their output is fixed,
 // as the real binaries' is.
