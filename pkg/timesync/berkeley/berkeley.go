@@ -1,0 +1,743 @@
+package berkeley
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/timesync/servo"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultRoundInterval  = time.Second
+	DefaultCollectTimeout = 200 * time.Millisecond
+	DefaultMaxRTT         = 20 * time.Millisecond
+	DefaultThreshold      = 500 * time.Microsecond
+	DefaultAdjustRetry    = 100 * time.Millisecond
+	DefaultAdjustTries    = 4
+	// DefaultFrequencyPull steers out a twentieth of the group's median
+	// frequency correction per round: slow next to the servos' own
+	// loops (their regressions follow it without disturbing precision),
+	// fast enough to undo a disturbance within a minute or two.
+	DefaultFrequencyPull = 0.05
+	// DefaultStateInterval and DefaultStateMinChangePPM: the frequency is
+	// saved when it moved by 0.1 ppm, at most once a minute (like the NTP
+	// client's).
+	DefaultStateInterval     = time.Minute
+	DefaultStateMinChangePPM = 0.1
+	// DefaultSyncInterval is how often the clock's error fields (the
+	// kernel's maxerror and esterror) are refreshed between corrections.
+	DefaultSyncInterval = time.Second
+)
+
+// Config configures a Berkeley core.
+type Config struct {
+	// Election configures the embedded bully core (ID, Members, timeouts,
+	// PersistedTerm, Rand). ID and Members are required.
+	Election bully.Config
+	// RoundInterval is the time between the master's rounds.
+	RoundInterval time.Duration
+	// CollectTimeout is how long after a poll the master waits for the
+	// readings before it computes the round (sooner if all arrived).
+	CollectTimeout time.Duration
+	// MaxRTT excludes readings whose round trip is longer: their offset is
+	// too uncertain.
+	MaxRTT time.Duration
+	// Threshold is how far two clocks may differ and still agree, beyond
+	// what their readings cannot tell apart: each reading is uncertain by
+	// half its round trip, so clocks i and j agree when their offsets
+	// differ by at most Threshold + (RTT_i + RTT_j)/2. The largest set of
+	// clocks that all agree with each other is averaged.
+	Threshold time.Duration
+	// AdjustRetry and AdjustTries: an unacknowledged adjustment is sent
+	// again every AdjustRetry, at most AdjustTries times in all.
+	AdjustRetry time.Duration
+	AdjustTries int
+	// FrequencyPull is the fraction of the group's median frequency
+	// correction that each round steers back out, in [0, 1): it keeps the
+	// group running at the mean natural rate of its clocks. Every member
+	// learns its frequency relative to the group, so nothing else pins the
+	// group's own rate: without the pull, each disturbance (a falseticker
+	// master, a restart) would leave it wherever the corrections took it,
+	// hundreds of ppm from real time. Zero takes DefaultFrequencyPull; a
+	// negative value turns the pull off.
+	FrequencyPull float64
+	// Servo configures each member's discipline (MaxSlewPPM...). Its
+	// Frequency and FrequencyError restore what Restore read.
+	Servo servo.Config
+	// StateInterval and StateMinChangePPM: the frequency is put in
+	// Ready.State when it moved by StateMinChangePPM since the last save,
+	// at most once per StateInterval (and with every new term).
+	StateInterval     time.Duration
+	StateMinChangePPM float64
+	// SyncInterval is how often the clock's error fields are refreshed
+	// between corrections.
+	SyncInterval time.Duration
+}
+
+func (c *Config) validate() error {
+	def := map[*time.Duration]time.Duration{
+		&c.RoundInterval: DefaultRoundInterval, &c.CollectTimeout: DefaultCollectTimeout,
+		&c.MaxRTT: DefaultMaxRTT, &c.Threshold: DefaultThreshold, &c.AdjustRetry: DefaultAdjustRetry,
+		&c.StateInterval: DefaultStateInterval, &c.SyncInterval: DefaultSyncInterval,
+	}
+	for p, d := range def {
+		if *p == 0 {
+			*p = d
+		}
+		if *p < 0 {
+			return fmt.Errorf("%w: negative duration %v", ErrConfig, *p)
+		}
+	}
+	if c.AdjustTries == 0 {
+		c.AdjustTries = DefaultAdjustTries
+	}
+	switch {
+	case c.FrequencyPull == 0:
+		c.FrequencyPull = DefaultFrequencyPull
+	case c.FrequencyPull < 0:
+		c.FrequencyPull = 0
+	}
+	if c.StateMinChangePPM == 0 {
+		c.StateMinChangePPM = DefaultStateMinChangePPM
+	}
+	switch {
+	case math.IsNaN(c.FrequencyPull) || c.FrequencyPull >= 1:
+		return fmt.Errorf("%w: frequency pull %g: want a fraction below 1", ErrConfig, c.FrequencyPull)
+	case math.IsNaN(c.StateMinChangePPM) || c.StateMinChangePPM < 0:
+		return fmt.Errorf("%w: state min change %g ppm must not be negative", ErrConfig, c.StateMinChangePPM)
+	case c.AdjustTries < 1:
+		return fmt.Errorf("%w: adjust tries %d: want at least 1", ErrConfig, c.AdjustTries)
+	case c.CollectTimeout >= c.RoundInterval:
+		return fmt.Errorf("%w: collect timeout %v must be shorter than the round interval %v", ErrConfig, c.CollectTimeout, c.RoundInterval)
+	case c.MaxRTT > c.CollectTimeout:
+		return fmt.Errorf("%w: max RTT %v must not exceed the collect timeout %v", ErrConfig, c.MaxRTT, c.CollectTimeout)
+	}
+	return nil
+}
+
+// Errors.
+var (
+	ErrConfig = errors.New("berkeley: invalid config")
+	// ErrNotMaster: a poll or adjustment from a member that is not the
+	// leader of the term this node knows (or of an older term).
+	ErrNotMaster = errors.New("berkeley: not from the current master")
+	// ErrStaleRound: a reading or acknowledgement of another round.
+	ErrStaleRound = errors.New("berkeley: not of the current round")
+	// ErrNoTimestamp: a frame without the transmit timestamp the exchange
+	// needs.
+	ErrNoTimestamp = errors.New("berkeley: frame without its transmit timestamp")
+	// ErrState: the persisted state is corrupt.
+	ErrState = errors.New("berkeley: corrupt state")
+)
+
+// reading is one worker's answer in the current round.
+type reading struct {
+	offset time.Duration // worker - master, both as if their slews were done
+	rtt    time.Duration
+	freq   float64 // the worker's frequency correction, ppm
+}
+
+// adjust is an adjustment waiting for its acknowledgement.
+type adjust struct {
+	payload []byte
+	tries   int
+	next    time.Time
+}
+
+// pollRecord is what a worker remembers of the last poll it answered.
+type pollRecord struct {
+	term    uint64
+	round   uint32
+	at      time.Time // its arrival, local clock: the measurement's time
+	applied bool
+}
+
+// Core is the Berkeley core. Not safe for concurrent use.
+type Core struct {
+	cfg   Config
+	id    uint32
+	elect *bully.Core
+	servo *servo.Servo
+	peers []uint32 // every member but this one
+
+	now time.Time
+
+	// Master.
+	leading   uint64 // the term this node leads rounds in; 0 when not master
+	round     uint32
+	roundAt   time.Time // the current round's poll
+	nextRound time.Time
+	collect   bool // readings of the current round are still awaited
+	readings  map[uint32]reading
+	missed    map[uint32]int // rounds in a row without a reading, per worker
+	pending   map[uint32]*adjust
+	last      *RoundReport
+
+	// Worker.
+	poll        pollRecord
+	lastAdjust  *AdjustReport
+	lastMeasure time.Time // time of the last servo update
+	lastSync    time.Time // last refresh of the clock's error fields
+
+	// Persistence: what the last Ready.State held.
+	saved     bool
+	savedFreq float64
+	savedErr  float64
+	savedAt   time.Time
+	state     []byte // to hand over in the next Ready
+
+	counters map[string]uint64
+	msgs     []core.Message
+	adj      []clock.Adjustment
+	events   []core.Event
+}
+
+var _ core.Core = (*Core)(nil)
+
+// New returns a Berkeley core; its bully core starts an election at once.
+func New(cfg Config) (*Core, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	el, err := bully.New(cfg.Election)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	sv, err := servo.New(cfg.Servo)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c := &Core{cfg: cfg, id: cfg.Election.ID, elect: el, servo: sv, counters: map[string]uint64{}}
+	for _, m := range cfg.Election.Members {
+		if m.ID != c.id {
+			c.peers = append(c.peers, m.ID)
+		}
+	}
+	slices.Sort(c.peers)
+	return c, nil
+}
+
+// Election returns the embedded bully core (for the daemon's leader view).
+func (c *Core) Election() *bully.Core { return c.elect }
+
+// Bound returns the interval holding the group's time when the local clock
+// reads now (zero before the first correction).
+func (c *Core) Bound(now time.Time) (earliest, latest time.Time) { return c.servo.Bound(now) }
+
+// StepDatagram refuses datagrams: Berkeley speaks synclab frames only.
+func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+
+// Step feeds one frame: the election's to the bully core, the rest here.
+func (c *Core) Step(m core.Message) error {
+	if !m.Time.IsZero() {
+		c.now = m.Time
+	}
+	if bully.Handles(m.Kind) {
+		err := c.elect.Step(m)
+		c.followElection()
+		return err
+	}
+	var err error
+	switch m.Kind {
+	case wire.KindClockPoll:
+		err = c.stepPoll(m)
+	case wire.KindClockReading:
+		err = c.stepReading(m)
+	case wire.KindClockAdjust:
+		err = c.stepAdjust(m)
+	case wire.KindClockAdjustAck:
+		err = c.stepAck(m)
+	default:
+		err = core.ErrUnexpectedKind
+	}
+	if err != nil {
+		c.counters["rejected_"+reason(err)]++
+	}
+	return err
+}
+
+func reason(err error) string {
+	switch {
+	case errors.Is(err, ErrNotMaster):
+		return "not_master"
+	case errors.Is(err, ErrStaleRound):
+		return "stale_round"
+	case errors.Is(err, ErrNoTimestamp):
+		return "no_timestamp"
+	case errors.Is(err, core.ErrUnexpectedKind):
+		return "unexpected_kind"
+	}
+	return "payload_" + wire.Reason(err)
+}
+
+// fromMaster checks that m comes from the leader of the term we know.
+func (c *Core) fromMaster(m core.Message) error {
+	lead, term := c.elect.Leader()
+	if m.From != lead || m.Term != term || lead == c.id {
+		return fmt.Errorf("%w: %d in term %#x (we know %d in %#x)", ErrNotMaster, m.From, m.Term, lead, term)
+	}
+	return nil
+}
+
+func (c *Core) stepPoll(m core.Message) error {
+	var p wire.ClockPoll
+	if err := p.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	if err := c.fromMaster(m); err != nil {
+		return err
+	}
+	if m.Sent.IsZero() || m.Time.IsZero() {
+		return ErrNoTimestamp
+	}
+	c.poll = pollRecord{term: m.Term, round: p.Round, at: m.Time}
+	c.send(m.From, m.Term, wire.KindClockReading, wire.ClockReading{
+		Round:        p.Round,
+		PollSent:     wire.NTPTimeFromTime(m.Sent),
+		PollReceived: wire.NTPTimeFromTime(m.Time),
+		Pending:      int64(c.servo.Pending(m.Time)),
+		Frequency:    int32(math.Round(c.servo.Frequency() * 1e3)),
+	})
+	c.counters["polls_answered"]++
+	return nil
+}
+
+func (c *Core) stepReading(m core.Message) error {
+	var r wire.ClockReading
+	if err := r.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	if c.leading == 0 || m.Term != c.leading || r.Round != c.round || !c.collect {
+		return fmt.Errorf("%w: round %d of term %#x", ErrStaleRound, r.Round, m.Term)
+	}
+	if m.Sent.IsZero() || m.Time.IsZero() {
+		return ErrNoTimestamp
+	}
+	t4 := m.Time
+	t1, t2, t3 := r.PollSent.TimeNear(t4), r.PollReceived.TimeNear(m.Sent), m.Sent
+	// The poll must be this round's: sent at or after the round began
+	// (by this clock), and before the answer came back.
+	if t1.Before(c.roundAt.Add(-time.Millisecond)) || t1.After(t4) {
+		return fmt.Errorf("%w: poll time %v outside the round", ErrStaleRound, t1)
+	}
+	offset := (t2.Sub(t1) + t3.Sub(t4)) / 2
+	rtt := t4.Sub(t1) - t3.Sub(t2)
+	mid := t1.Add(t4.Sub(t1) / 2)
+	// Compare as if both clocks had finished their slews.
+	offset += time.Duration(r.Pending) - c.servo.Pending(mid)
+	c.readings[m.From] = reading{offset: offset, rtt: max(rtt, 0), freq: float64(r.Frequency) / 1e3}
+	c.counters["readings"]++
+	if len(c.readings) == len(c.peers) {
+		c.finishRound()
+	}
+	return nil
+}
+
+func (c *Core) stepAdjust(m core.Message) error {
+	var a wire.ClockAdjust
+	if err := a.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	if err := c.fromMaster(m); err != nil {
+		return err
+	}
+	if c.poll.term != m.Term || c.poll.round != a.Round {
+		return fmt.Errorf("%w: adjustment for round %d, last poll answered %d", ErrStaleRound, a.Round, c.poll.round)
+	}
+	// Acknowledge every copy: the first acknowledgement may have been lost.
+	c.send(m.From, m.Term, wire.KindClockAdjustAck, wire.ClockAdjustAck{Round: a.Round})
+	if c.poll.applied {
+		c.counters["adjust_duplicates"]++
+		return nil
+	}
+	c.poll.applied = true
+	corr := time.Duration(a.Correction)
+	c.correct(c.poll.at, corr, time.Duration(min(a.Error, math.MaxInt64)))
+	c.lastAdjust = &AdjustReport{Term: m.Term, Round: a.Round, CorrectionNS: int64(corr), ErrorNS: int64(a.Error), At: c.now}
+	c.counters["adjustments_applied"]++
+	return nil
+}
+
+func (c *Core) stepAck(m core.Message) error {
+	var a wire.ClockAdjustAck
+	if err := a.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	if c.leading == 0 || m.Term != c.leading || a.Round != c.round {
+		return fmt.Errorf("%w: ack of round %d", ErrStaleRound, a.Round)
+	}
+	if _, ok := c.pending[m.From]; ok {
+		delete(c.pending, m.From)
+		if c.last != nil {
+			for i := range c.last.Members {
+				if c.last.Members[i].ID == m.From {
+					c.last.Members[i].Acked = true
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// correct runs one correction through the servo: at is the local time the
+// correction refers to (as if every earlier correction had been applied).
+func (c *Core) correct(at time.Time, corr, errBound time.Duration) {
+	if !at.After(c.lastMeasure) {
+		c.counters["corrections_out_of_order"]++
+		return
+	}
+	now := c.now
+	if now.Before(at) {
+		now = at
+	}
+	res, err := c.servo.Update(now, servo.Measurement{Time: at, Offset: corr, RootDistance: errBound})
+	if err != nil {
+		c.counters["servo_refused"]++
+		return
+	}
+	c.lastMeasure = at
+	c.adj = append(c.adj, res.Adjustments...)
+}
+
+// Tick advances the election, the master's rounds and the retries.
+func (c *Core) Tick(now time.Time) {
+	c.now = now
+	c.elect.Tick(now)
+	c.followElection()
+	c.syncState(now)
+	if c.leading == 0 {
+		return
+	}
+	if c.collect && !now.Before(c.roundAt.Add(c.cfg.CollectTimeout)) {
+		c.finishRound()
+	}
+	for id, a := range c.pending {
+		if now.Before(a.next) {
+			continue
+		}
+		if a.tries >= c.cfg.AdjustTries {
+			delete(c.pending, id)
+			c.counters["adjust_unacked"]++
+			continue
+		}
+		a.tries++
+		a.next = now.Add(c.cfg.AdjustRetry)
+		c.msgs = append(c.msgs, core.Message{To: id, Kind: wire.KindClockAdjust, Term: c.leading, Payload: a.payload})
+		c.counters["adjust_resent"]++
+	}
+	if !now.Before(c.nextRound) {
+		c.startRound(now)
+	}
+}
+
+// syncState refreshes the clock's error fields between corrections.
+func (c *Core) syncState(now time.Time) {
+	if !c.servo.Synchronized() || now.Sub(c.lastSync) < c.cfg.SyncInterval {
+		return
+	}
+	c.adj = append(c.adj, c.servo.SyncAdjustment(now))
+	c.lastSync = now
+}
+
+// saveState puts the state in the next Ready when the term changed, or
+// when the frequency moved by StateMinChangePPM, at most once per
+// StateInterval. The frequency is saved only once a regression has
+// produced it.
+func (c *Core) saveState(now time.Time, termChanged bool) {
+	st := c.servo.State()
+	known := st.Updates >= 2 && st.FrequencyError < c.servo.Config().MaxFrequencyPPM
+	f := c.servo.Frequency()
+	moved := known && math.Abs(f-c.savedFreq) >= c.cfg.StateMinChangePPM &&
+		(c.savedAt.IsZero() || now.Sub(c.savedAt) >= c.cfg.StateInterval)
+	if !termChanged && !moved {
+		return
+	}
+	s := Saved{Term: c.elect.Term(), FrequencyPPM: c.cfg.Servo.Frequency, ErrorPPM: c.cfg.Servo.FrequencyError}
+	if c.saved {
+		s.FrequencyPPM, s.ErrorPPM = c.savedFreq, c.savedErr
+	}
+	if known {
+		s.FrequencyPPM, s.ErrorPPM = f, st.FrequencyError
+	}
+	if moved {
+		c.savedAt = now
+	}
+	c.state = encodeState(s)
+	c.saved, c.savedFreq, c.savedErr = true, s.FrequencyPPM, s.ErrorPPM
+}
+
+// followElection starts or stops leading rounds as the bully core's role
+// changes.
+func (c *Core) followElection() {
+	lead, term := c.elect.Leader()
+	switch {
+	case lead == c.id && c.elect.Role() == bully.RoleLeader && c.leading != term:
+		c.leading, c.round = term, 0
+		c.nextRound = c.now // the first round at the next tick
+		c.collect, c.pending, c.missed = false, map[uint32]*adjust{}, map[uint32]int{}
+		c.events = append(c.events, core.Event{Name: EventMaster, Msg: fmt.Sprintf("master in term %#x", term), Args: []any{"term", term}})
+	case c.leading != 0 && (lead != c.id || term != c.leading):
+		c.leading, c.collect, c.pending = 0, false, nil
+		c.events = append(c.events, core.Event{Name: EventWorker, Msg: fmt.Sprintf("worker under %d in term %#x", lead, term), Args: []any{"master", lead, "term", term}})
+	}
+}
+
+// Event names.
+const (
+	EventMaster = "berkeley_master" // this node started leading rounds
+	EventWorker = "berkeley_worker" // this node stopped leading rounds
+)
+
+func (c *Core) startRound(now time.Time) {
+	if c.collect {
+		c.finishRound()
+	}
+	c.round++
+	c.roundAt, c.nextRound = now, now.Add(c.cfg.RoundInterval)
+	c.collect, c.readings = true, map[uint32]reading{}
+	c.send(core.Broadcast, c.leading, wire.KindClockPoll, wire.ClockPoll{Round: c.round})
+	c.counters["rounds"]++
+}
+
+// missLimit is how many rounds in a row a worker may miss before the master
+// stops counting it among the clocks a round needs a majority of: a crashed
+// member must not stop the others' synchronisation for long, and a member
+// that merely lost a reply or two still counts.
+const missLimit = 3
+
+// finishRound computes the fault-tolerant average and sends the
+// corrections.
+func (c *Core) finishRound() {
+	c.collect = false
+	rep := &RoundReport{Term: c.leading, Round: c.round, At: c.now}
+	cands := []candidate{{id: c.id, freq: c.servo.Frequency()}}
+	expected := 1
+	for _, id := range c.peers {
+		if c.missed[id] < missLimit {
+			expected++
+		}
+		r, ok := c.readings[id]
+		ms := MemberReport{ID: id}
+		switch {
+		case !ok:
+			ms.Why = "no reading"
+			c.missed[id]++
+		case r.rtt > c.cfg.MaxRTT:
+			ms.Answered, ms.RTTNS, ms.OffsetNS, ms.Why = true, int64(r.rtt), int64(r.offset), "rtt"
+			c.missed[id] = 0
+		default:
+			ms.Answered, ms.RTTNS, ms.OffsetNS = true, int64(r.rtt), int64(r.offset)
+			cands = append(cands, candidate{id: id, offset: r.offset, freq: r.freq, rtt: r.rtt})
+			c.missed[id] = 0
+		}
+		rep.Members = append(rep.Members, ms)
+	}
+	rep.Clocks = len(cands)
+	c.last = rep
+	// A fault-tolerant choice needs most clocks: a new master heard by one
+	// worker while the rest still follow the old term cannot tell which of
+	// the two is wrong, and correcting either could move a good clock by
+	// the whole disagreement. The round is skipped; the next one has more
+	// readings.
+	if 2*len(cands) <= expected {
+		rep.Skipped = fmt.Sprintf("too few clocks: %d of %d", len(cands), expected)
+		c.counters["rounds_skipped"]++
+		return
+	}
+	var target, spread time.Duration
+	var freqs []float64
+	agree := largestAgreeing(cands, c.cfg.Threshold, c.id)
+	rep.Agreeing = len(agree)
+	in := map[uint32]bool{}
+	if 2*len(agree) > len(cands) {
+		// The fault-tolerant average: the largest set of clocks that agree
+		// with each other, a majority, is averaged; the others
+		// (falsetickers) are corrected towards it but cannot move it.
+		rep.Method = "average"
+		for _, x := range agree {
+			in[x.id] = true
+		}
+		spread = agree[len(agree)-1].offset - agree[0].offset
+		// Within the agreeing set a falseticker can still sit up to
+		// Threshold from the others and drag the mean by a k-th of that
+		// each round: the f highest and f lowest are dropped before averaging
+		// (the fault-tolerant average of Lundelius and Lynch, which
+		// tolerates f faults among 3f+1 clocks).
+		f := (len(agree) - 1) / 3
+		var sum time.Duration
+		for _, x := range agree[f : len(agree)-f] {
+			sum += x.offset
+			freqs = append(freqs, x.freq)
+		}
+		target = sum / time.Duration(len(agree)-2*f)
+		rep.Averaged = len(agree) - 2*f
+	} else {
+		// No majority agrees (clocks just started, or thrown apart):
+		// every clock goes to the median one, which a minority of
+		// falsetickers cannot choose. The next round averages.
+		rep.Method = "median"
+		mid := cands[len(cands)/2] // sorted by largestAgreeing
+		target = mid.offset
+		in[mid.id] = true
+		freqs = append(freqs, mid.freq)
+		spread = cands[len(cands)-1].offset - cands[0].offset
+		rep.Averaged = 1
+	}
+	rep.AverageNS, rep.SpreadNS = int64(target), int64(spread)
+	// Every member learns its frequency relative to the group, so the
+	// group's own rate is free: pull it back towards the mean natural rate
+	// of its clocks by shifting the whole group a little against its
+	// median frequency correction (the median: a member whose time agrees
+	// may still report a wild frequency).
+	steer := time.Duration(-c.cfg.FrequencyPull * median(freqs) * 1e-6 * float64(c.cfg.RoundInterval))
+	target += steer
+	rep.SteerNS = int64(steer)
+	for i := range rep.Members {
+		ms := &rep.Members[i]
+		if !ms.Answered {
+			continue
+		}
+		if ms.Why == "" && !in[ms.ID] && rep.Method == "average" {
+			ms.Why = "disagrees"
+			c.counters["excluded_disagrees"]++
+		}
+		ms.Excluded = ms.Why != ""
+		r := c.readings[ms.ID]
+		corr := target - r.offset
+		errBound := r.rtt/2 + spread/2
+		p, _ := wire.ClockAdjust{Round: c.round, Correction: int64(corr), Error: uint64(max(errBound, 0))}.AppendBinary(nil)
+		c.pending[ms.ID] = &adjust{payload: p, tries: 1, next: c.now.Add(c.cfg.AdjustRetry)}
+		c.msgs = append(c.msgs, core.Message{To: ms.ID, Kind: wire.KindClockAdjust, Term: c.leading, Payload: p})
+		ms.CorrectionNS = int64(corr)
+	}
+	// The master's own correction: towards the target, as of the round's
+	// poll (its readings are compared to the master's clock then).
+	c.correct(c.roundAt, target, spread/2)
+	rep.MasterCorrectionNS = int64(target)
+}
+
+// candidate is a clock that may enter the average: the master's (offset 0)
+// or a worker's with a usable reading.
+type candidate struct {
+	id     uint32
+	offset time.Duration
+	rtt    time.Duration
+	freq   float64
+}
+
+// largestAgreeing returns the largest set of clocks that agree with each
+// other, sorted by offset. Clock i stands for the interval offset_i ±
+// (RTT_i + threshold)/2, and two clocks agree when their intervals meet;
+// intervals that meet pairwise share a point, so the largest agreeing set
+// is the largest set of intervals over one point, found by a sweep
+// (Marzullo's algorithm). Among sets of equal size: the one holding the
+// master (self), then the narrowest.
+func largestAgreeing(cands []candidate, threshold time.Duration, self uint32) []candidate {
+	slices.SortFunc(cands, func(a, b candidate) int {
+		if a.offset != b.offset {
+			return cmp.Compare(a.offset, b.offset)
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	half := func(x candidate) time.Duration { return (x.rtt + threshold) / 2 }
+	type edge struct {
+		at   time.Duration
+		open bool
+	}
+	edges := make([]edge, 0, 2*len(cands))
+	for _, x := range cands {
+		edges = append(edges, edge{x.offset - half(x), true}, edge{x.offset + half(x), false})
+	}
+	// Opening edges first at equal points: touching intervals meet.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		if a.open == b.open {
+			return 0
+		}
+		if a.open {
+			return -1
+		}
+		return 1
+	})
+	var best []candidate
+	var bestWidth time.Duration
+	bestSelf := false
+	depth := 0
+	for _, e := range edges {
+		if !e.open {
+			depth--
+			continue
+		}
+		depth++
+		if depth < len(best) {
+			continue
+		}
+		// The set over this point: every clock whose interval holds it.
+		var set []candidate
+		hasSelf := false
+		for _, x := range cands {
+			if x.offset-half(x) <= e.at && e.at <= x.offset+half(x) {
+				set = append(set, x)
+				hasSelf = hasSelf || x.id == self
+			}
+		}
+		width := set[len(set)-1].offset - set[0].offset
+		switch {
+		case len(set) > len(best):
+		case len(set) < len(best):
+			continue
+		case hasSelf != bestSelf:
+			if !hasSelf {
+				continue
+			}
+		case width >= bestWidth:
+			continue
+		}
+		best, bestWidth, bestSelf = set, width, hasSelf
+	}
+	return best
+}
+
+// median of v (reordered); 0 for none.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
+}
+
+func (c *Core) send(to uint32, term uint64, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }) {
+	b, err := p.AppendBinary(nil)
+	if err != nil {
+		panic(fmt.Sprintf("berkeley: encoding our own %v: %v", k, err)) // fields are ours: a bug
+	}
+	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Term: term, Payload: b})
+}
+
+// Ready merges the election's output and the rounds'. The election's state
+// (its term) is persisted inside this core's, with the frequency.
+func (c *Core) Ready() core.Ready {
+	rd := c.elect.Ready()
+	c.saveState(c.now, rd.State != nil)
+	rd.State, c.state = c.state, nil
+	rd.Messages = append(rd.Messages, c.msgs...)
+	rd.Adjustments = append(rd.Adjustments, c.adj...)
+	rd.Events = append(rd.Events, c.events...)
+	c.msgs, c.adj, c.events = nil, nil, nil
+	return rd
+}
