@@ -1,0 +1,181 @@
+package tokenring
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// Config configures a token ring core. Zero durations take the defaults of
+// DefaultLANConfig. Times are durations of the member's own clock (the
+// driver's monotonic reading), not ticks: a lease is a duration a client
+// asks for, and the safety argument is about durations.
+type Config struct {
+	// ID is this member's ID; Members is the whole ring, this member
+	// included, the same list on every member. Required.
+	ID      uint32
+	Members []uint32
+
+	// HeartbeatInterval is how often a member tells the others it is
+	// alive (default 1 s): all the traffic of an idle ring.
+	HeartbeatInterval time.Duration
+	// DeadAfter is the silence after which a member is taken for down and
+	// skipped when the token is passed (default 3.5 heartbeats).
+	DeadAfter time.Duration
+	// AckTimeout is how long a sender waits for a token's acknowledgement
+	// before it skips the successor and looks for the token (default
+	// 200 ms).
+	AckTimeout time.Duration
+	// LossTimeout is how long a member with a waiting request goes
+	// without the token before it looks for it, and regenerates it if
+	// nobody has it (default 500 ms).
+	LossTimeout time.Duration
+	// ProbeTimeout is how long the answers to a locate, prepare or check
+	// are collected (default 100 ms; they come back within a millisecond
+	// on a LAN).
+	ProbeTimeout time.Duration
+	// ProbeTries is how many times a locate or prepare is sent to the
+	// live members that have not answered (default 3): one lost answer
+	// must not make a live token look lost (a new generation dooms it)
+	// or cost a regenerated one its full Hold.
+	ProbeTries int
+	// ConfirmWindow is how recent a majority check must be for a grant or
+	// a renewal (default 250 ms). Longer saves checks under load, and
+	// lengthens a regenerated token's Hold by as much.
+	ConfirmWindow time.Duration
+	// MaxLease is the longest lease a grant carries (default 3 s), and
+	// the default lease. A regenerated token waits this long (plus
+	// ConfirmWindow) before its first grant, so recovery from a lost
+	// token takes about LossTimeout + MaxLease.
+	MaxLease time.Duration
+	// MinLease is the shortest lease a request may ask for (default
+	// 100 ms): a shorter one could not even be renewed in time.
+	MinLease time.Duration
+	// MaxDriftPPM bounds how much faster or slower than each other two
+	// members' clocks may run (default 1000 ppm, twice the kernel's
+	// tolerance): the Hold is padded by it.
+	MaxDriftPPM float64
+	// HoldMargin is added to the Hold for rounding and scheduling
+	// (default 20 ms).
+	HoldMargin time.Duration
+	// MaxLocks bounds the lock table (default 4096): names are chosen by
+	// clients and members, and each costs memory and state.
+	MaxLocks int
+	// MaxQueue bounds the requests waiting at this member (default 4096).
+	MaxQueue int
+
+	// Persisted is the state the previous run left in Ready.State (nil
+	// at the first start).
+	Persisted []byte
+	// Rand jitters retries. Nil: seeded from ID (deterministic).
+	Rand *rand.Rand
+}
+
+// DefaultLANConfig returns the defaults for a LAN. Set ID and Members.
+func DefaultLANConfig() Config {
+	return Config{
+		HeartbeatInterval: time.Second,
+		DeadAfter:         3500 * time.Millisecond,
+		AckTimeout:        200 * time.Millisecond,
+		LossTimeout:       500 * time.Millisecond,
+		ProbeTimeout:      100 * time.Millisecond,
+		ProbeTries:        3,
+		ConfirmWindow:     250 * time.Millisecond,
+		MaxLease:          3 * time.Second,
+		MinLease:          100 * time.Millisecond,
+		MaxDriftPPM:       1000,
+		HoldMargin:        20 * time.Millisecond,
+		MaxLocks:          4096,
+		MaxQueue:          4096,
+	}
+}
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("tokenring: invalid config")
+
+func (c *Config) validate() error {
+	if c.ID == 0 {
+		return fmt.Errorf("%w: ID must be > 0", ErrConfig)
+	}
+	c.Members = slices.Clone(c.Members)
+	slices.Sort(c.Members)
+	if len(c.Members) == 0 || c.Members[0] == 0 {
+		return fmt.Errorf("%w: members must be non-empty IDs > 0", ErrConfig)
+	}
+	for i := 1; i < len(c.Members); i++ {
+		if c.Members[i] == c.Members[i-1] {
+			return fmt.Errorf("%w: member %d listed twice", ErrConfig, c.Members[i])
+		}
+	}
+	if _, ok := slices.BinarySearch(c.Members, c.ID); !ok {
+		return fmt.Errorf("%w: own ID %d is not a member", ErrConfig, c.ID)
+	}
+	def := DefaultLANConfig()
+	for _, f := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"HeartbeatInterval", &c.HeartbeatInterval, def.HeartbeatInterval},
+		{"DeadAfter", &c.DeadAfter, def.DeadAfter},
+		{"AckTimeout", &c.AckTimeout, def.AckTimeout},
+		{"LossTimeout", &c.LossTimeout, def.LossTimeout},
+		{"ProbeTimeout", &c.ProbeTimeout, def.ProbeTimeout},
+		{"ConfirmWindow", &c.ConfirmWindow, def.ConfirmWindow},
+		{"MaxLease", &c.MaxLease, def.MaxLease},
+		{"MinLease", &c.MinLease, def.MinLease},
+		{"HoldMargin", &c.HoldMargin, def.HoldMargin},
+	} {
+		if *f.v < 0 {
+			return fmt.Errorf("%w: %s %v is negative", ErrConfig, f.name, *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if c.MaxDriftPPM == 0 {
+		c.MaxDriftPPM = def.MaxDriftPPM
+	}
+	if c.MaxLocks == 0 {
+		c.MaxLocks = def.MaxLocks
+	}
+	if c.MaxQueue == 0 {
+		c.MaxQueue = def.MaxQueue
+	}
+	if c.ProbeTries == 0 {
+		c.ProbeTries = def.ProbeTries
+	}
+	switch {
+	case math.IsNaN(c.MaxDriftPPM) || c.MaxDriftPPM < 0 || c.MaxDriftPPM >= 1e5:
+		return fmt.Errorf("%w: MaxDriftPPM %g: want 0 < ppm < 100000", ErrConfig, c.MaxDriftPPM)
+	case c.DeadAfter <= c.HeartbeatInterval:
+		return fmt.Errorf("%w: DeadAfter %v must exceed HeartbeatInterval %v, or live members are taken for dead between two heartbeats", ErrConfig, c.DeadAfter, c.HeartbeatInterval)
+	case c.ProbeTimeout >= c.LossTimeout:
+		return fmt.Errorf("%w: ProbeTimeout %v must be shorter than LossTimeout %v", ErrConfig, c.ProbeTimeout, c.LossTimeout)
+	case c.ProbeTimeout >= c.ConfirmWindow:
+		return fmt.Errorf("%w: ProbeTimeout %v must be shorter than ConfirmWindow %v: a check must be able to complete while it is still fresh", ErrConfig, c.ProbeTimeout, c.ConfirmWindow)
+	case c.MinLease > c.MaxLease:
+		return fmt.Errorf("%w: MinLease %v exceeds MaxLease %v", ErrConfig, c.MinLease, c.MaxLease)
+	case c.MaxLease > time.Hour:
+		return fmt.Errorf("%w: MaxLease %v: more than an hour would also make a lost token take that long to replace", ErrConfig, c.MaxLease)
+	case c.MaxLocks < 1 || c.MaxLocks > 65535 || c.MaxQueue < 1:
+		return fmt.Errorf("%w: MaxLocks %d (1..65535) and MaxQueue %d must be positive", ErrConfig, c.MaxLocks, c.MaxQueue)
+	case c.ProbeTries < 1:
+		return fmt.Errorf("%w: ProbeTries %d must be at least 1", ErrConfig, c.ProbeTries)
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(uint64(c.ID), 0x746f6b656e)) // "token"
+	}
+	return nil
+}
+
+// Hold is how long a regenerated token waits before its first grant, unless
+// every member promised: every lease granted on an older token has run out
+// by then (see the package comment).
+func (c *Config) Hold() time.Duration {
+	base := float64(c.ConfirmWindow + c.MaxLease)
+	return time.Duration(math.Ceil(base*(1+2*c.MaxDriftPPM*1e-6))) + c.HoldMargin
+}

@@ -1,0 +1,94 @@
+// Package tokenring is mutexd's mutual exclusion: a token ring per named
+// lock (seeds 000, 001, 002 and 004), as a sans-IO core.Core, built to keep
+// its promise through crashes, message loss, pauses and restarts.
+//
+// # The ring
+//
+// The members, ordered by ID, form a ring. Each lock has a token; only the
+// member holding it may grant the lock, to one of its local requests at a
+// time, and every grant carries a fence number and a lease. Requests at a
+// member are served in arrival order; when other members wait, a member
+// serves one request per visit of the token and passes it on, so a waiting
+// member is bypassed at most N-1 times.
+//
+// The ring does not spin. A member with a request and no token broadcasts a
+// want (RingProbe, want); the token remembers who wants it (the member
+// holding it adds itself, and every member it passes adds the wants it
+// heard) and moves from member to successor until nobody wants it, then
+// stays where it is. An idle ring sends only a heartbeat per member per
+// second; an uncontended acquire at the member that last held the lock
+// costs no message at all, anywhere else at most one rotation.
+//
+// A token moves on the members' TCP link to the successor, which
+// acknowledges it. A successor that is down (silent for DeadAfter) or that
+// failed to acknowledge is skipped; a skipped member rejoins as soon as it
+// is heard again.
+//
+// # Generations, and why two holders cannot happen
+//
+// A token carries a generation, owned like a bully term (round<<32 | the
+// ID of the member that created it). Each member remembers, durably, the
+// highest generation it has promised or seen for each lock, and refuses
+// any token, check or proposal below it. The safety argument has three
+// parts.
+//
+// Creating a token. A member that suspects the token lost first asks
+// everyone whether it is there (RingProbe, locate): if anyone holds it, or
+// has just sent it, nothing happens. Otherwise it proposes a new generation
+// above every one it knows (RingProbe, prepare); a member that holds no
+// token and promised nothing newer promises, durably, to refuse everything
+// older, and answers. With a majority of promises the proposer creates the
+// token. Any two majorities meet, so every new generation is above every
+// generation that was ever created, and its round is above theirs.
+//
+// Granting. The member holding the token grants or renews a lease only
+// after a majority answered a check of its generation (RingProbe, check)
+// sent at most ConfirmWindow earlier: none of them had promised anything
+// newer. A lease is at most MaxLease.
+//
+// Waiting. A new token does not grant during its Hold: ConfirmWindow +
+// MaxLease, padded for clock rate differences and message delay, from the
+// moment its majority of promises was complete. Any check that an old
+// token's member passed met a member of the new majority before that member
+// promised (afterwards the check fails), so it was sent before the promise,
+// and every lease granted on it ends within ConfirmWindow + MaxLease of it:
+// before the new token's first grant. When every member promised (none
+// could hold an old token) the Hold is zero.
+//
+// So at most one lease of a lock is valid at any real instant, whatever the
+// network does (loss, delay, duplication, reordering), provided the
+// members' clocks run at rates within MaxDriftPPM of each other. This
+// holds across partitions too: the side without a majority can neither
+// create a token nor pass a check, so a holder cut off from the majority
+// cannot renew, and its lease runs out before the majority's token grants.
+// What a partition costs is availability: the minority waits.
+//
+// Fences are round<<40 | a count of grants within the generation: they grow
+// strictly with every grant, across generations (rounds only grow), and
+// need no disk write per grant. A resource that refuses writes with a
+// fence lower than one it has seen is safe even against a client that
+// keeps running after its lease (a paused process, a lost connection).
+//
+// Leases are a duration on the granting member's clock; the client (mutexd
+// lock) counts its own from before its request, so it gives up first.
+//
+// # Loss and repair
+//
+//	holder crashed, token dropped:   a waiting member's want goes unanswered
+//	                                 for LossTimeout -> locate -> prepare ->
+//	                                 new generation, Hold, grants resume
+//	successor dead, pass unacked:    the sender waits AckTimeout, skips it,
+//	                                 and locates (the successor may have it)
+//	holder paused past its lease:    its lease ran out on its own clock; the
+//	                                 others regenerate and wait out the Hold;
+//	                                 when it wakes, its checks fail and its
+//	                                 token is refused everywhere
+//
+// # Use
+//
+// Drive it like any core (Step, Tick, Ready) and call Acquire, Renew,
+// Release and Cancel on the driver's goroutine; their outcomes arrive as
+// events (lock_granted, lock_renewed, lock_lost, ...) carrying the request
+// ID, in the Ready of the call or of a later Step or Tick. Ready.State is the
+// lock table's promised generations; persist it before sending.
+package tokenring

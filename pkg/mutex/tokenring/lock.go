@@ -1,0 +1,734 @@
+package tokenring
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// lock is one lock's state at this member.
+type lock struct {
+	name     string
+	promised uint64 // highest generation promised or seen (persisted)
+	maxFence uint64 // highest fence this member knows of
+
+	tok      *token    // the token, when held here
+	inflight *inflight // the token, when just sent and not yet acknowledged
+	lastGen  uint64    // the last token received: a duplicate is acknowledged, not taken
+	lastHop  uint64
+
+	queue     []*request // waiting here, in arrival order
+	holder    *request   // granted here
+	wantsSeen map[uint32]bool
+	wantSent  bool      // a want for the queue went out
+	lossAt    time.Time // when a waiting member looks for the token; zero: not waiting
+	backoff   time.Time // no new locate before this (after a failed prepare)
+
+	locate, prepare, check *probe
+
+	// The last successful check: a majority had promised nothing newer
+	// than confirmedGen when it was sent, at confirmedAt.
+	confirmedGen uint64
+	confirmedAt  time.Time
+
+	// outstanding is the end of the last lease granted here that may still
+	// run: a grant whose token was dropped is lost to this member, not to
+	// its client, which only learns it when it renews. A proposer is told,
+	// and waits it out even when everyone promised.
+	outstanding time.Time
+}
+
+func newLock(name string, promised uint64) *lock {
+	return &lock{name: name, promised: promised, wantsSeen: map[uint32]bool{}}
+}
+
+type token struct {
+	gen, hop, fence uint64
+	wants           map[uint32]bool
+	holdUntil       time.Time
+	served          bool // a request was granted during this visit
+}
+
+type inflight struct {
+	to       uint32
+	gen, hop uint64
+	sentAt   time.Time
+	wants    []uint32
+}
+
+type probe struct {
+	op        wire.ProbeOp
+	nonce     uint32
+	gen       uint64
+	sentAt    time.Time // the first send: what a confirmation dates from
+	triedAt   time.Time // the last send
+	tries     int
+	asked     []uint32 // the members that were up when it started
+	ok        map[uint32]bool
+	have      bool
+	stale     uint64
+	leaseLeft time.Duration
+}
+
+type request struct {
+	id     uint64
+	lock   *lock
+	lease  time.Duration
+	client string
+	queued time.Time
+
+	fence    uint64
+	granted  time.Time
+	expires  time.Time
+	renewing time.Duration // a renewal waiting for a check (its lease), 0 if none
+}
+
+// Acquire queues a request for lock name with the given lease (0: MaxLease)
+// at local time now. The grant arrives as EventGranted with the returned ID.
+func (c *Core) Acquire(now time.Time, name string, lease time.Duration, client string) (uint64, error) {
+	c.observe(now)
+	if !wire.ValidLockName(name) {
+		return 0, ErrBadLockName
+	}
+	if lease == 0 {
+		lease = c.cfg.MaxLease
+	}
+	if lease < c.cfg.MinLease || lease > c.cfg.MaxLease {
+		return 0, fmt.Errorf("%w: %v, want %v to %v (the cluster's maximum lease)", ErrBadLease, lease, c.cfg.MinLease, c.cfg.MaxLease)
+	}
+	waiting := 0
+	for _, l := range c.locks {
+		waiting += len(l.queue)
+	}
+	if waiting >= c.cfg.MaxQueue {
+		return 0, ErrQueueFull
+	}
+	l, err := c.lockFor(name)
+	if err != nil {
+		return 0, err
+	}
+	c.nextID++
+	r := &request{id: c.nextID, lock: l, lease: lease, client: client, queued: c.now}
+	c.requests[r.id] = r
+	l.queue = append(l.queue, r)
+	c.count("requests")
+	if l.tok != nil {
+		c.advance(l)
+	} else {
+		c.want(l)
+	}
+	return r.id, nil
+}
+
+// want makes sure the members know this one waits for l's token.
+func (c *Core) want(l *lock) {
+	if l.lossAt.IsZero() {
+		l.lossAt = c.now.Add(c.cfg.LossTimeout)
+	}
+	if l.wantSent {
+		return
+	}
+	l.wantSent = true
+	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, false)
+}
+
+// Release ends request id: a holder gives its lock back, a waiting request
+// leaves the queue.
+func (c *Core) Release(now time.Time, id uint64) error {
+	c.observe(now)
+	r, ok := c.requests[id]
+	if !ok {
+		return ErrUnknownRequest
+	}
+	l := r.lock
+	if l.holder == r {
+		if !c.now.Before(r.expires) {
+			// Too late (the member was paused, say): the lease ended
+			// first, and with it the grant.
+			c.lose(l, "expired")
+			c.advance(l)
+			return ErrExpired
+		}
+		l.holder = nil
+		l.outstanding = time.Time{}
+		delete(c.requests, id)
+		c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", l.name, r.fence), "request", r.id, "lock", l.name, "fence", r.fence)
+		c.advance(l)
+		return nil
+	}
+	delete(c.requests, id)
+	l.queue = slices.DeleteFunc(l.queue, func(q *request) bool { return q == r })
+	if len(l.queue) == 0 {
+		l.lossAt, l.wantSent = time.Time{}, false
+	}
+	c.count("cancelled")
+	return nil
+}
+
+// Renew extends the lease of granted request id to lease (0: its current
+// one) from now. The outcome is EventRenewed or EventLost; it is immediate
+// when a check of the token is fresh, else it follows one.
+func (c *Core) Renew(now time.Time, id uint64, lease time.Duration) error {
+	c.observe(now)
+	r, ok := c.requests[id]
+	if !ok {
+		return ErrUnknownRequest
+	}
+	l := r.lock
+	if l.holder != r {
+		return ErrNotHolder
+	}
+	if !c.now.Before(r.expires) {
+		c.lose(l, "expired")
+		return ErrExpired
+	}
+	if lease == 0 {
+		lease = r.lease
+	}
+	if lease < c.cfg.MinLease || lease > c.cfg.MaxLease {
+		return fmt.Errorf("%w: %v, want %v to %v", ErrBadLease, lease, c.cfg.MinLease, c.cfg.MaxLease)
+	}
+	r.renewing = lease
+	if c.confirmed(l) {
+		c.finishRenewal(l)
+	} else if l.check == nil {
+		c.startCheck(l)
+	}
+	return nil
+}
+
+func (c *Core) finishRenewal(l *lock) {
+	r := l.holder
+	if r == nil || r.renewing == 0 {
+		return
+	}
+	r.lease, r.renewing = r.renewing, 0
+	r.expires = c.now.Add(r.lease)
+	l.outstanding = r.expires
+	c.count("renewals")
+	c.emit(EventRenewed, "", "request", r.id, "lock", l.name, "fence", r.fence, "expires", r.expires)
+}
+
+// lose takes l's lock from its holder.
+func (c *Core) lose(l *lock, why string) {
+	r := l.holder
+	if r == nil {
+		return
+	}
+	l.holder = nil
+	delete(c.requests, r.id)
+	if why == "expired" {
+		l.outstanding = time.Time{}
+	}
+	c.count("lost_" + why)
+	c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", l.name, r.fence, why),
+		"request", r.id, "lock", l.name, "fence", r.fence, "reason", why)
+}
+
+// confirmed says whether a grant or renewal may happen now: the token was
+// checked with a majority recently enough.
+func (c *Core) confirmed(l *lock) bool {
+	return l.tok != nil && l.confirmedGen == l.tok.gen && !l.confirmedAt.IsZero() &&
+		c.now.Sub(l.confirmedAt) <= c.cfg.ConfirmWindow
+}
+
+// others returns the members other than this one that wait for l's token
+// and may be passed it.
+func (c *Core) others(l *lock) []uint32 {
+	set := maps.Clone(l.wantsSeen)
+	if l.tok != nil {
+		maps.Copy(set, l.tok.wants)
+	}
+	var out []uint32
+	for m := range set {
+		if m != c.self && c.up(m) {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// advance decides what the token held here does next: grant, pass on, or
+// stay.
+func (c *Core) advance(l *lock) {
+	if l.tok == nil || l.holder != nil {
+		return
+	}
+	others := c.others(l)
+	if len(l.queue) > 0 && !(l.tok.served && len(others) > 0) {
+		c.tryGrant(l)
+		return
+	}
+	if len(others) > 0 {
+		c.pass(l, others)
+	}
+}
+
+// tryGrant grants the head of the queue if the token may grant now.
+func (c *Core) tryGrant(l *lock) {
+	if c.now.Before(l.tok.holdUntil) {
+		return // Tick tries again
+	}
+	if !c.confirmed(l) {
+		if l.check == nil {
+			c.startCheck(l)
+		}
+		return
+	}
+	if l.tok.fence&(1<<fenceCountBits-1) == 1<<fenceCountBits-1 {
+		// A trillion grants in one generation: take a new one rather
+		// than let the fence wrap into the next round's.
+		c.count("fence_exhausted")
+		c.dropToken(l, l.tok.gen)
+		c.want(l)
+		return
+	}
+	r := l.queue[0]
+	l.queue = l.queue[1:]
+	l.tok.fence++
+	l.tok.served = true
+	l.maxFence = max(l.maxFence, l.tok.fence)
+	r.fence, r.granted, r.expires = l.tok.fence, c.now, c.now.Add(r.lease)
+	l.holder = r
+	l.outstanding = r.expires
+	if len(l.queue) == 0 {
+		l.lossAt, l.wantSent = time.Time{}, false
+	}
+	c.count("grants")
+	c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", l.name, r.fence),
+		"request", r.id, "lock", l.name, "fence", r.fence, "lease", r.lease, "expires", r.expires, "generation", l.tok.gen)
+}
+
+// pass sends the token to the successor.
+func (c *Core) pass(l *lock, others []uint32) {
+	succ := c.successor()
+	if succ == 0 {
+		return // alone: keep it
+	}
+	wants := others
+	if len(l.queue) > 0 {
+		wants = append(wants, c.self) // served once this visit; wait for the next
+	}
+	t := l.tok
+	msg := wire.Token{
+		Name:       l.name,
+		HoldMS:     msCeil(t.holdUntil.Sub(c.now)),
+		Generation: t.gen,
+		Hop:        t.hop + 1,
+		Fence:      t.fence,
+		Wants:      wants,
+	}
+	c.send(succ, wire.KindToken, msg, true)
+	l.inflight = &inflight{to: succ, gen: t.gen, hop: t.hop + 1, sentAt: c.now, wants: wants}
+	l.tok = nil
+	clear(l.wantsSeen)
+	c.count("tokens_passed")
+}
+
+// dropToken discards l's token (a newer generation exists, or it must be
+// replaced) and the grant made on it.
+func (c *Core) dropToken(l *lock, newer uint64) {
+	if l.tok == nil {
+		return
+	}
+	old := l.tok.gen
+	l.tok = nil
+	c.lose(l, "superseded")
+	if newer != old {
+		c.emit(EventTokenStale, fmt.Sprintf("%s: dropped the token of generation %#x, %#x is newer", l.name, old, newer),
+			"lock", l.name, "generation", old, "newer", newer)
+	}
+}
+
+func (c *Core) stepToken(from uint32, t wire.Token) error {
+	l, err := c.lockFor(t.Name)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrNoLock, t.Name)
+	}
+	ack := wire.TokenAck{Name: t.Name, Status: wire.TokenAccepted, Generation: t.Generation, Hop: t.Hop}
+	switch {
+	case t.Generation < l.promised:
+		ack.Status, ack.Generation = wire.TokenStale, l.promised
+		c.send(from, wire.KindTokenAck, ack, true)
+		c.count("tokens_refused_stale")
+		return nil
+	case t.Generation == l.lastGen && t.Hop <= l.lastHop:
+		c.send(from, wire.KindTokenAck, ack, true)
+		c.count("tokens_duplicate")
+		return nil
+	}
+	if l.tok != nil && l.tok.gen < t.Generation {
+		c.dropToken(l, t.Generation)
+	}
+	c.raise(l, t.Generation)
+	c.send(from, wire.KindTokenAck, ack, true)
+	l.lastGen, l.lastHop = t.Generation, t.Hop
+	l.tok = &token{gen: t.Generation, hop: t.Hop, fence: t.Fence, wants: map[uint32]bool{},
+		holdUntil: c.now.Add(time.Duration(t.HoldMS) * time.Millisecond)}
+	for _, w := range t.Wants {
+		l.tok.wants[w] = true
+	}
+	delete(l.tok.wants, c.self)
+	l.maxFence = max(l.maxFence, t.Fence)
+	l.wantSent, l.lossAt = false, time.Time{}
+	l.locate = nil // found it
+	c.count("tokens_received")
+	c.advance(l)
+	return nil
+}
+
+func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
+	l, ok := c.locks[a.Name]
+	f := (*inflight)(nil)
+	if ok {
+		f = l.inflight
+	}
+	if f == nil || f.to != from || f.gen != a.Generation && a.Status == wire.TokenAccepted || f.hop != a.Hop {
+		return ErrStaleAck
+	}
+	l.inflight = nil
+	if a.Status == wire.TokenStale {
+		// The successor promised a newer generation: this token is dead,
+		// and whoever waits for the lock waits for the newer one.
+		c.raise(l, a.Generation)
+		c.count("tokens_refused_by_successor")
+		c.emit(EventTokenStale, fmt.Sprintf("%s: the token of generation %#x was refused, %#x is newer", l.name, f.gen, a.Generation),
+			"lock", l.name, "generation", f.gen, "newer", a.Generation)
+		if len(l.queue) > 0 {
+			l.wantSent = false
+			c.want(l)
+		}
+		return nil
+	}
+	c.count("tokens_acked")
+	if len(l.queue) > 0 {
+		// Served once this visit: the token comes back, no want needed;
+		// but if it gets lost on the way, look for it.
+		l.lossAt = c.now.Add(c.cfg.LossTimeout)
+	}
+	return nil
+}
+
+func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
+	l, err := c.lockFor(p.Name)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrNoLock, p.Name)
+	}
+	reply := wire.RingProbeReply{Op: p.Op, Name: p.Name, Status: wire.ProbeOK, Nonce: p.Nonce, Generation: l.promised, Fence: l.maxFence}
+	switch p.Op {
+	case wire.ProbeWant:
+		c.wantedBy(l, from)
+		return nil
+	case wire.ProbeLocate:
+		if c.has(l, &reply) {
+			c.wantedBy(l, from)
+		}
+	case wire.ProbePrepare:
+		switch {
+		case c.has(l, &reply):
+			c.wantedBy(l, from)
+		case p.Generation < l.promised || p.Generation == l.promised && GenerationOwner(p.Generation) != from:
+			reply.Status = wire.ProbeStale
+		default:
+			// Promise: no token of an older generation is taken, checked
+			// or created here from now on. Persisted before the reply.
+			c.raise(l, p.Generation)
+			reply.Generation = l.promised
+			reply.LeaseLeftMS = msCeil(l.outstanding.Sub(c.now))
+			l.wantsSeen[from] = true
+			if l.prepare != nil && l.prepare.gen < l.promised {
+				c.abortPrepare(l, "outbid")
+			}
+		}
+	case wire.ProbeCheck:
+		if p.Generation < l.promised {
+			reply.Status = wire.ProbeStale
+		} else {
+			c.raise(l, p.Generation)
+			reply.Generation = l.promised
+		}
+	}
+	c.send(from, wire.KindRingProbeReply, reply, false)
+	return nil
+}
+
+// has fills a have reply if the token is here or just left.
+func (c *Core) has(l *lock, r *wire.RingProbeReply) bool {
+	switch {
+	case l.tok != nil:
+		r.Status, r.Generation = wire.ProbeHave, l.tok.gen
+		if h := l.holder; h != nil {
+			r.Flags = wire.ProbeHeld
+			r.LeaseLeftMS = msCeil(h.expires.Sub(c.now))
+		}
+		return true
+	case l.inflight != nil:
+		r.Status, r.Generation = wire.ProbeHave, l.inflight.gen
+		return true
+	}
+	return false
+}
+
+// wantedBy records that member m waits for l's token.
+func (c *Core) wantedBy(l *lock, m uint32) {
+	if l.tok != nil {
+		l.tok.wants[m] = true
+		c.advance(l)
+		return
+	}
+	l.wantsSeen[m] = true
+}
+
+func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
+	l, ok := c.locks[r.Name]
+	if !ok {
+		return ErrStaleAck
+	}
+	var p *probe
+	switch r.Op {
+	case wire.ProbeLocate:
+		p = l.locate
+	case wire.ProbePrepare:
+		p = l.prepare
+	case wire.ProbeCheck:
+		p = l.check
+	}
+	if p == nil || p.nonce != r.Nonce || p.ok[from] {
+		c.count("replies_late")
+		return nil
+	}
+	l.maxFence = max(l.maxFence, r.Fence)
+	switch r.Status {
+	case wire.ProbeHave:
+		p.have = true
+		if r.Flags&wire.ProbeHeld != 0 {
+			p.leaseLeft = max(p.leaseLeft, time.Duration(r.LeaseLeftMS)*time.Millisecond)
+		}
+	case wire.ProbeStale:
+		p.stale = max(p.stale, r.Generation)
+		c.raise(l, r.Generation)
+	case wire.ProbeOK:
+		p.ok[from] = true
+		p.leaseLeft = max(p.leaseLeft, time.Duration(r.LeaseLeftMS)*time.Millisecond)
+	}
+	switch r.Op {
+	case wire.ProbeLocate:
+		if p.have || len(p.ok) == len(c.cfg.Members)-1 {
+			c.finishLocate(l)
+		}
+	case wire.ProbePrepare:
+		if p.have || p.stale != 0 || len(p.ok) == len(c.cfg.Members)-1 {
+			c.finishPrepare(l)
+		}
+	case wire.ProbeCheck:
+		c.stepCheckReply(l, p)
+	}
+	return nil
+}
+
+func (c *Core) newProbe(l *lock, op wire.ProbeOp, gen uint64) *probe {
+	p := &probe{op: op, nonce: c.nextNonce(), gen: gen, sentAt: c.now, triedAt: c.now, tries: 1, ok: map[uint32]bool{}}
+	for _, m := range c.cfg.Members {
+		if m != c.self && !c.down[m] {
+			p.asked = append(p.asked, m)
+		}
+	}
+	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: op, Name: l.name, Nonce: p.nonce, Generation: gen}, false)
+	c.count("probes_" + op.String())
+	return p
+}
+
+// retry sends p again to the members it asked that have not answered, if
+// it has tries left; it reports whether it did.
+func (c *Core) retry(l *lock, p *probe) bool {
+	if p.tries >= c.cfg.ProbeTries {
+		return false
+	}
+	var missing []uint32
+	for _, m := range p.asked {
+		if !p.ok[m] && !c.down[m] {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) == 0 {
+		return false
+	}
+	p.tries++
+	p.triedAt = c.now
+	for _, m := range missing {
+		c.send(m, wire.KindRingProbe, wire.RingProbe{Op: p.op, Name: l.name, Nonce: p.nonce, Generation: p.gen}, false)
+	}
+	c.count("probes_retried")
+	return true
+}
+
+// startLocate asks whether anyone has l's token.
+func (c *Core) startLocate(l *lock) {
+	if l.locate != nil || l.prepare != nil {
+		return
+	}
+	l.locate = c.newProbe(l, wire.ProbeLocate, 0)
+	if len(c.cfg.Members) == 1 {
+		c.finishLocate(l)
+	}
+}
+
+func (c *Core) finishLocate(l *lock) {
+	p := l.locate
+	l.locate = nil
+	if p.have {
+		// Someone has it (and now counts us as waiting): give it time,
+		// a lease's worth if it is in use.
+		c.count("locate_found")
+		if len(l.queue) > 0 {
+			l.lossAt = c.now.Add(c.cfg.LossTimeout + p.leaseLeft)
+		}
+		return
+	}
+	c.startPrepare(l)
+}
+
+// startPrepare proposes a new generation of l's token.
+func (c *Core) startPrepare(l *lock) {
+	round := GenerationRound(l.promised) + 1
+	if round > maxRound {
+		c.count("rounds_exhausted")
+		return
+	}
+	gen := MakeGeneration(round, c.self)
+	c.raise(l, gen)
+	l.prepare = c.newProbe(l, wire.ProbePrepare, gen)
+	if len(c.cfg.Members) == 1 {
+		c.finishPrepare(l)
+	}
+}
+
+func (c *Core) abortPrepare(l *lock, why string) {
+	l.prepare = nil
+	c.count("prepare_" + why)
+	// Back off by a random part of a loss timeout, so that rivals do not
+	// collide again.
+	l.backoff = c.now.Add(c.cfg.LossTimeout/2 + time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.LossTimeout/2)+1)))
+	if len(l.queue) > 0 {
+		l.lossAt = l.backoff
+	}
+}
+
+func (c *Core) finishPrepare(l *lock) {
+	p := l.prepare
+	switch {
+	case p.have:
+		l.prepare = nil
+		c.count("prepare_found_token")
+		if len(l.queue) > 0 {
+			l.lossAt = c.now.Add(c.cfg.LossTimeout + p.leaseLeft)
+		}
+		return
+	case p.stale != 0:
+		c.abortPrepare(l, "outbid")
+		return
+	case len(p.ok)+1 < c.majority:
+		c.abortPrepare(l, "no_majority")
+		return
+	}
+	l.prepare = nil
+	hold := c.holdFor(len(p.ok)+1, max(p.leaseLeft, l.outstanding.Sub(c.now)))
+	l.tok = &token{gen: p.gen, fence: uint64(GenerationRound(p.gen)) << fenceCountBits,
+		wants: maps.Clone(l.wantsSeen), holdUntil: c.now.Add(hold)}
+	delete(l.tok.wants, c.self)
+	clear(l.wantsSeen)
+	l.lastGen, l.lastHop = p.gen, 0
+	// The promises are a check: nobody in the majority knew anything newer.
+	l.confirmedGen, l.confirmedAt = p.gen, p.sentAt
+	l.wantSent, l.lossAt = false, time.Time{}
+	c.count("regenerations")
+	c.emit(EventRegenerated, fmt.Sprintf("%s: new token, generation %#x, first grant in %v", l.name, p.gen, hold),
+		"lock", l.name, "generation", p.gen, "hold", hold, "promises", len(p.ok)+1)
+	c.advance(l)
+}
+
+// startCheck asks a majority whether l's token is still the newest.
+func (c *Core) startCheck(l *lock) {
+	if l.tok == nil {
+		return
+	}
+	l.check = c.newProbe(l, wire.ProbeCheck, l.tok.gen)
+	c.stepCheckReply(l, l.check) // a ring of one is its own majority
+}
+
+func (c *Core) stepCheckReply(l *lock, p *probe) {
+	if p.stale != 0 {
+		l.check = nil
+		if l.tok != nil && l.tok.gen < p.stale {
+			c.count("check_failed")
+			if r := l.holder; r != nil && r.renewing != 0 {
+				c.lose(l, "renew_refused")
+			}
+			c.dropToken(l, p.stale)
+			if len(l.queue) > 0 {
+				l.wantSent = false
+				c.want(l)
+			}
+		}
+		return
+	}
+	if len(p.ok)+1 < c.majority || l.tok == nil || l.tok.gen != p.gen {
+		return
+	}
+	l.check = nil
+	l.confirmedGen, l.confirmedAt = p.gen, p.sentAt
+	c.finishRenewal(l)
+	c.advance(l)
+}
+
+// tickLock runs l's timers.
+func (c *Core) tickLock(l *lock) {
+	now := c.now
+	if r := l.holder; r != nil && !now.Before(r.expires) {
+		c.lose(l, "expired")
+		c.advance(l)
+	}
+	if f := l.inflight; f != nil && now.Sub(f.sentAt) >= c.cfg.AckTimeout {
+		// The successor did not acknowledge: it may be dead, or have the
+		// token with its ack lost. Skip it, keep the waiting members'
+		// wants, and find out.
+		l.inflight = nil
+		if !c.skipped[f.to] {
+			c.skipped[f.to] = true
+			c.emit(EventMemberSkipped, fmt.Sprintf("member %d did not acknowledge %s's token: skipped", f.to, l.name), "member", f.to, "lock", l.name)
+		}
+		for _, w := range f.wants {
+			if w != c.self {
+				l.wantsSeen[w] = true
+			}
+		}
+		c.count("acks_missed")
+		c.startLocate(l)
+	}
+	if p := l.locate; p != nil && now.Sub(p.triedAt) >= c.cfg.ProbeTimeout && !c.retry(l, p) {
+		c.finishLocate(l)
+	}
+	if p := l.prepare; p != nil && now.Sub(p.triedAt) >= c.cfg.ProbeTimeout && !c.retry(l, p) {
+		c.finishPrepare(l)
+	}
+	if p := l.check; p != nil && now.Sub(p.sentAt) >= c.cfg.ProbeTimeout {
+		l.check = nil
+		c.count("checks_timed_out")
+	}
+	if l.tok != nil {
+		if l.check == nil && l.holder != nil && l.holder.renewing != 0 {
+			c.startCheck(l)
+		}
+		c.advance(l)
+	}
+	if l.tok == nil && l.inflight == nil && len(l.queue) > 0 && !l.lossAt.IsZero() && !now.Before(l.lossAt) &&
+		l.locate == nil && l.prepare == nil && !now.Before(l.backoff) {
+		c.count("losses_suspected")
+		c.startLocate(l)
+	}
+}

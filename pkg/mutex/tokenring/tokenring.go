@@ -1,0 +1,348 @@
+package tokenring
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Errors of the request API.
+var (
+	// ErrBadLockName: not 1-64 bytes of [A-Za-z0-9._:/@+-].
+	ErrBadLockName = errors.New("tokenring: bad lock name: want 1-64 bytes of letters, digits and ._:/@+-")
+	// ErrBadLease: a lease outside MinLease..MaxLease.
+	ErrBadLease = errors.New("tokenring: lease out of range")
+	// ErrTooManyLocks, ErrQueueFull: the lock table or this member's queue
+	// is full.
+	ErrTooManyLocks = errors.New("tokenring: too many locks")
+	ErrQueueFull    = errors.New("tokenring: too many waiting requests")
+	// ErrUnknownRequest: no such request (released, lost, never made).
+	ErrUnknownRequest = errors.New("tokenring: no such request")
+	// ErrNotHolder: a renewal of a request that is still waiting.
+	ErrNotHolder = errors.New("tokenring: request does not hold its lock")
+	// ErrExpired: a renewal that came after the lease ran out.
+	ErrExpired = errors.New("tokenring: lease expired")
+)
+
+// Errors of Step (the frame is counted and dropped).
+var (
+	ErrNoLock   = errors.New("tokenring: frame about a lock the table has no room for")
+	ErrStaleAck = errors.New("tokenring: acknowledgement of no token in flight")
+)
+
+// Event names. Args are slog-style: "request" (uint64), "lock" (string),
+// "fence" (uint64) and the ones named.
+const (
+	// EventGranted: a request holds its lock ("lease", "expires",
+	// "generation").
+	EventGranted = "lock_granted"
+	// EventRenewed: a renewal succeeded ("expires").
+	EventRenewed = "lock_renewed"
+	// EventLost: a request lost its lock or will never get it ("reason":
+	// expired, superseded, renew_refused).
+	EventLost = "lock_lost"
+	// EventReleased: the holder released its lock.
+	EventReleased = "lock_released"
+	// EventRegenerated: this member created a lock's token anew
+	// ("generation", "hold").
+	EventRegenerated = "token_regenerated"
+	// EventTokenStale: this member dropped a token of an older generation
+	// ("generation", "newer").
+	EventTokenStale = "token_stale"
+	// EventMemberDown, EventMemberUp: liveness of a member ("member").
+	EventMemberDown = "member_down"
+	EventMemberUp   = "member_up"
+	// EventMemberSkipped: a successor did not acknowledge a token and is
+	// bypassed until heard again ("member").
+	EventMemberSkipped = "member_skipped"
+)
+
+// fenceCountBits: a fence is round<<fenceCountBits | grants in the
+// generation.
+const fenceCountBits = 40
+
+const maxRound = 1<<(64-fenceCountBits) - 1
+
+// MakeGeneration returns the generation of round created by member id.
+func MakeGeneration(round, id uint32) uint64 { return uint64(round)<<32 | uint64(id) }
+
+// GenerationRound and GenerationOwner split a generation.
+func GenerationRound(g uint64) uint32 { return uint32(g >> 32) }
+func GenerationOwner(g uint64) uint32 { return uint32(g) }
+
+// Core is the token ring of one member. Not safe for concurrent use.
+type Core struct {
+	cfg      Config
+	self     uint32
+	majority int
+	hold     time.Duration
+
+	now       time.Time
+	started   bool
+	lastHeard map[uint32]time.Time
+	down      map[uint32]bool
+	skipped   map[uint32]bool
+	nextBeat  time.Time
+
+	locks    map[string]*lock
+	requests map[uint64]*request
+	nextID   uint64
+	nonce    uint32
+	dirty    bool
+
+	msgs     []core.Message
+	events   []core.Event
+	counters map[string]uint64
+}
+
+var _ core.Core = (*Core)(nil)
+
+// New returns a member's core, restoring cfg.Persisted.
+func New(cfg Config) (*Core, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	promised, err := decodeState(cfg.Persisted)
+	if err != nil {
+		return nil, err
+	}
+	c := &Core{
+		cfg:       cfg,
+		self:      cfg.ID,
+		majority:  len(cfg.Members)/2 + 1,
+		hold:      cfg.Hold(),
+		lastHeard: map[uint32]time.Time{},
+		down:      map[uint32]bool{},
+		skipped:   map[uint32]bool{},
+		locks:     map[string]*lock{},
+		requests:  map[uint64]*request{},
+		counters:  map[string]uint64{},
+	}
+	for name, g := range promised {
+		c.locks[name] = newLock(name, g)
+	}
+	return c, nil
+}
+
+// Config returns the validated configuration.
+func (c *Core) Config() Config { return c.cfg }
+
+// observe advances the core's clock (never backwards: a frame's receive
+// stamp may precede the last tick by a little).
+func (c *Core) observe(now time.Time) {
+	if now.IsZero() {
+		return
+	}
+	if !c.started {
+		c.started = true
+		// Everyone is presumed alive at start: a member that never
+		// speaks is found out after DeadAfter.
+		for _, m := range c.cfg.Members {
+			c.lastHeard[m] = now
+		}
+		c.nextBeat = now
+		// A restarted member cannot know what it granted before it went
+		// down: for every lock it knew, a lease may run for up to MaxLease
+		// after the crash, which was before now. Proposers are told.
+		for _, l := range c.locks {
+			l.outstanding = now.Add(c.cfg.MaxLease)
+		}
+	}
+	if now.After(c.now) {
+		c.now = now
+	}
+}
+
+func (c *Core) count(name string) { c.counters[name]++ }
+
+func (c *Core) emit(name, msg string, args ...any) {
+	c.events = append(c.events, core.Event{Name: name, Msg: msg, Args: args})
+}
+
+func (c *Core) send(to uint32, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }, stream bool) {
+	b, err := p.AppendBinary(nil)
+	if err != nil {
+		panic(fmt.Sprintf("tokenring: encoding our own %v: %v", k, err)) // our fields: a bug
+	}
+	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Payload: b, Stream: stream})
+}
+
+func (c *Core) nextNonce() uint32 {
+	c.nonce++
+	return c.nonce
+}
+
+// up says whether member m may be passed the token: heard recently and not
+// skipped since.
+func (c *Core) up(m uint32) bool {
+	return m == c.self || !c.down[m] && !c.skipped[m]
+}
+
+// heard notes that member m spoke.
+func (c *Core) heard(m uint32) {
+	if _, member := c.lastHeard[m]; !member || m == c.self {
+		return
+	}
+	c.lastHeard[m] = c.now
+	if c.down[m] {
+		delete(c.down, m)
+		c.emit(EventMemberUp, fmt.Sprintf("member %d is up", m), "member", m)
+	}
+	if c.skipped[m] {
+		delete(c.skipped, m)
+		c.count("members_rejoined")
+	}
+}
+
+// successor is the next member after this one in ring order that is up; 0
+// if none is.
+func (c *Core) successor() uint32 {
+	ms := c.cfg.Members
+	i, _ := slices.BinarySearch(ms, c.self)
+	for k := 1; k < len(ms); k++ {
+		if m := ms[(i+k)%len(ms)]; c.up(m) {
+			return m
+		}
+	}
+	return 0
+}
+
+func (c *Core) lockFor(name string) (*lock, error) {
+	if l, ok := c.locks[name]; ok {
+		return l, nil
+	}
+	if len(c.locks) >= c.cfg.MaxLocks {
+		return nil, ErrTooManyLocks
+	}
+	l := newLock(name, 0)
+	c.locks[name] = l
+	return l, nil
+}
+
+// raise records a newer generation for l (to be persisted).
+func (c *Core) raise(l *lock, g uint64) {
+	if g > l.promised {
+		l.promised = g
+		c.dirty = true
+	}
+}
+
+// Step feeds one frame.
+func (c *Core) Step(m core.Message) error {
+	c.observe(m.Time)
+	c.heard(m.From)
+	var err error
+	switch m.Kind {
+	case wire.KindHeartbeat:
+		var h wire.Heartbeat
+		err = h.UnmarshalBinary(m.Payload)
+	case wire.KindToken:
+		var t wire.Token
+		if err = t.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepToken(m.From, t)
+		}
+	case wire.KindTokenAck:
+		var a wire.TokenAck
+		if err = a.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepAck(m.From, a)
+		}
+	case wire.KindRingProbe:
+		var p wire.RingProbe
+		if err = p.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepProbe(m.From, p)
+		}
+	case wire.KindRingProbeReply:
+		var r wire.RingProbeReply
+		if err = r.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepReply(m.From, r)
+		}
+	default:
+		err = core.ErrUnexpectedKind
+	}
+	if err != nil {
+		c.count("rejected_" + reason(err))
+	}
+	return err
+}
+
+func reason(err error) string {
+	switch {
+	case errors.Is(err, ErrNoLock):
+		return "no_lock"
+	case errors.Is(err, ErrStaleAck):
+		return "stale_ack"
+	case errors.Is(err, core.ErrUnexpectedKind):
+		return "unexpected_kind"
+	}
+	return "payload_" + wire.Reason(err)
+}
+
+// StepDatagram refuses datagrams: the ring speaks synclab frames only.
+func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+
+// Tick runs the timers: heartbeats, liveness, leases, acknowledgements,
+// probes, loss.
+func (c *Core) Tick(now time.Time) {
+	c.observe(now)
+	now = c.now
+	if !now.Before(c.nextBeat) {
+		alive := 1
+		for _, m := range c.cfg.Members {
+			if m != c.self && !c.down[m] {
+				alive++
+			}
+		}
+		c.send(core.Broadcast, wire.KindHeartbeat, wire.Heartbeat{
+			Interval: uint32(c.cfg.HeartbeatInterval / time.Millisecond), Alive: uint32(alive)}, false)
+		c.nextBeat = now.Add(c.cfg.HeartbeatInterval)
+	}
+	for _, m := range c.cfg.Members {
+		if m != c.self && !c.down[m] && now.Sub(c.lastHeard[m]) >= c.cfg.DeadAfter {
+			c.down[m] = true
+			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", m, c.cfg.DeadAfter), "member", m)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.locks)) { // sorted: deterministic output
+		c.tickLock(c.locks[name])
+	}
+}
+
+// Ready drains what the core wants done. State, when set, is the whole lock
+// table's promised generations: persist it before sending.
+func (c *Core) Ready() core.Ready {
+	rd := core.Ready{Messages: c.msgs, Events: c.events}
+	if c.dirty {
+		rd.State = encodeState(c.locks)
+		c.dirty = false
+	}
+	c.msgs, c.events = nil, nil
+	return rd
+}
+
+// holdFor returns how long a token regenerated with the given number of
+// promises must wait, given the longest lease the promisers said may still
+// run (grants on a token they dropped): Hold if a member did not answer
+// (it may hold an older token), else that lease, padded for clock rates.
+func (c *Core) holdFor(promises int, leaseLeft time.Duration) time.Duration {
+	padded := time.Duration(0)
+	if leaseLeft > 0 {
+		padded = time.Duration(math.Ceil(float64(leaseLeft)*(1+2*c.cfg.MaxDriftPPM*1e-6))) + c.cfg.HoldMargin
+	}
+	if promises < len(c.cfg.Members) {
+		return max(c.hold, padded)
+	}
+	return padded
+}
+
+func msCeil(d time.Duration) uint32 {
+	if d <= 0 {
+		return 0
+	}
+	return uint32(min(math.Ceil(float64(d)/float64(time.Millisecond)), math.MaxUint32))
+}

@@ -1,0 +1,201 @@
+package tokenring_test
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex/tokenring"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newCore(t *testing.T, id uint32, members ...uint32) *tokenring.Core {
+	t.Helper()
+	cfg := tokenring.DefaultLANConfig()
+	cfg.ID, cfg.Members = id, members
+	c, err := tokenring.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func events(rd core.Ready, name string) []core.Event {
+	var out []core.Event
+	for _, e := range rd.Events {
+		if e.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestAloneGrantsAtOnce: a ring of one creates its token, grants, and passes
+// nothing to anyone; fences grow with each grant.
+func TestAloneGrantsAtOnce(t *testing.T) {
+	c := newCore(t, 1, 1)
+	c.Tick(t0)
+	c.Ready()
+	var fences []uint64
+	for i := range 3 {
+		now := t0.Add(time.Duration(i) * time.Second)
+		id, err := c.Acquire(now, "counter", 0, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Tick(now.Add(600 * time.Millisecond)) // loss timeout: locate, prepare, create
+		rd := c.Ready()
+		g := events(rd, tokenring.EventGranted)
+		if len(g) != 1 {
+			t.Fatalf("grant %d: events %v", i, rd.Events)
+		}
+		for _, m := range rd.Messages {
+			if m.Kind == wire.KindToken {
+				t.Fatalf("a ring of one sent its token: %+v", m)
+			}
+		}
+		fences = append(fences, g[0].Args[5].(uint64))
+		if err := c.Release(now.Add(700*time.Millisecond), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !(fences[0] < fences[1] && fences[1] < fences[2]) {
+		t.Fatalf("fences %v", fences)
+	}
+}
+
+// TestRequestErrors: bad names and leases, unknown requests and renewals
+// of a waiting request are refused with their errors.
+func TestRequestErrors(t *testing.T) {
+	c := newCore(t, 1, 1, 2, 3)
+	c.Tick(t0)
+	for _, name := range []string{"", "a b", "x\x00"} {
+		if _, err := c.Acquire(t0, name, 0, ""); !errors.Is(err, tokenring.ErrBadLockName) {
+			t.Errorf("name %q: %v", name, err)
+		}
+	}
+	for _, lease := range []time.Duration{time.Millisecond, time.Hour} {
+		if _, err := c.Acquire(t0, "a", lease, ""); !errors.Is(err, tokenring.ErrBadLease) {
+			t.Errorf("lease %v: %v", lease, err)
+		}
+	}
+	if err := c.Release(t0, 99); !errors.Is(err, tokenring.ErrUnknownRequest) {
+		t.Errorf("release of nothing: %v", err)
+	}
+	id, err := c.Acquire(t0, "a", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Renew(t0, id, 0); !errors.Is(err, tokenring.ErrNotHolder) {
+		t.Errorf("renewal of a waiting request: %v", err)
+	}
+	if err := c.Release(t0, id); err != nil {
+		t.Errorf("cancel: %v", err)
+	}
+	if st := c.Report(); len(st.Locks) != 1 || len(st.Locks[0].Queue) != 0 {
+		t.Errorf("after cancel: %+v", st.Locks)
+	}
+}
+
+// TestBadFrames: undecodable payloads are refused and counted, never a
+// panic.
+func TestBadFrames(t *testing.T) {
+	c := newCore(t, 1, 1, 2)
+	c.Tick(t0)
+	for _, k := range []wire.Kind{wire.KindToken, wire.KindTokenAck, wire.KindRingProbe, wire.KindRingProbeReply, wire.KindHeartbeat} {
+		if err := c.Step(core.Message{From: 2, Kind: k, Payload: []byte{1, 2, 3}, Time: t0}); err == nil {
+			t.Errorf("%v: garbage accepted", k)
+		}
+	}
+	if err := c.Step(core.Message{From: 2, Kind: wire.KindElection, Time: t0}); !errors.Is(err, core.ErrUnexpectedKind) {
+		t.Errorf("election frame: %v", err)
+	}
+	if n := c.Report().Counters["rejected_payload_truncated"]; n != 5 {
+		t.Errorf("counters %v", c.Report().Counters)
+	}
+}
+
+// TestStateSurvivesRestart: the promised generations come back from
+// Ready.State, and corrupt state is refused with ErrState.
+func TestStateSurvivesRestart(t *testing.T) {
+	cfg := tokenring.DefaultLANConfig()
+	cfg.ID, cfg.Members = 1, []uint32{1}
+	c, _ := tokenring.New(cfg)
+	c.Tick(t0)
+	c.Acquire(t0, "counter", 0, "")
+	c.Tick(t0.Add(time.Second))
+	rd := c.Ready()
+	if rd.State == nil {
+		t.Fatal("a new generation was not persisted")
+	}
+	cfg.Persisted = rd.State
+	again, err := tokenring.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, q := c.Report().Locks[0].Promised, again.Report().Locks[0].Promised; p != q || p == 0 {
+		t.Fatalf("promised %#x, restored %#x", p, q)
+	}
+	for i := range rd.State {
+		bad := append([]byte(nil), rd.State...)
+		bad[i] ^= 0x40
+		cfg.Persisted = bad
+		if _, err := tokenring.New(cfg); !errors.Is(err, tokenring.ErrState) {
+			t.Fatalf("byte %d flipped: %v", i, err)
+		}
+	}
+}
+
+// TestIdleRingIsQuiet: with nobody asking, a five-member ring sends only
+// heartbeats, one per member per second.
+func TestIdleRingIsQuiet(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 1})
+	ids := []uint32{1, 2, 3, 4, 5}
+	for _, id := range ids {
+		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
+			cfg := tokenring.DefaultLANConfig()
+			cfg.ID, cfg.Members, cfg.Persisted = id, ids, disk
+			c, err := tokenring.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, clock.SimConfig{})
+	}
+	// One lock taken and released, then idle.
+	s.Run(100 * time.Millisecond)
+	var id uint64
+	s.Do(3, func(c core.Core) { id, _ = c.(*tokenring.Core).Acquire(s.Clock(3).Now(), "counter", 0, "") })
+	if !s.RunUntil(func() bool { return len(s.EventsNamed(tokenring.EventGranted)) == 1 }, 5*time.Second) {
+		t.Fatalf("not granted\n%s", s.Log())
+	}
+	s.Do(3, func(c core.Core) { c.(*tokenring.Core).Release(s.Clock(3).Now(), id) })
+	s.Run(time.Second)
+	s.ResetCounts()
+	s.Run(10 * time.Second)
+	var other uint64
+	for k := wire.Kind(1); k <= wire.KindRingProbeReply; k++ {
+		if k != wire.KindHeartbeat {
+			other += s.Sent(k)
+		}
+	}
+	if hb := s.Sent(wire.KindHeartbeat); other != 0 || hb > 5*4*11 {
+		t.Fatalf("idle 10 s: %d heartbeats, %d other frames", hb, other)
+	}
+	// The token stayed where it was used: taking the lock there again
+	// costs no message before the grant but the majority check.
+	s.ResetCounts()
+	s.Do(3, func(c core.Core) { c.(*tokenring.Core).Acquire(s.Clock(3).Now(), "counter", 0, "") })
+	if n := len(s.EventsNamed(tokenring.EventGranted)); n != 1 {
+		s.RunUntil(func() bool { return len(s.EventsNamed(tokenring.EventGranted)) == 2 }, time.Second)
+	}
+	if s.Sent(wire.KindToken) != 0 {
+		t.Errorf("re-acquiring where the token rests moved it: %d token frames", s.Sent(wire.KindToken))
+	}
+}
