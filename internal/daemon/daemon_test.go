@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -401,5 +402,46 @@ func TestDoAfterStop(t *testing.T) {
 	}
 	if _, err := os.Stat(d.Config().ControlPath); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("control socket left behind: %v", err)
+	}
+}
+
+// TestOnEventSeesEveryEvent: the OnEvent hook gets every core event on the
+// loop, in order, before watchers, and loses none however slowly watchers
+// read.
+func TestOnEventSeesEveryEvent(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	const n = 3
+	var got []core.Event
+	var ds []*Daemon
+	for id := uint32(1); id <= n; id++ {
+		cfg := testConfig(t, net, dir, id, n)
+		if id == 1 {
+			cfg.OnEvent = func(e core.Event) { got = append(got, e) } // on the loop: no lock needed
+		}
+		d, err := New(cfg, livenessFactory(id, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	for _, d := range ds {
+		start(t, d)
+	}
+	eventually(t, "member_up of both peers", func() bool {
+		var ups int
+		ds[0].Do(context.Background(), func(*node.Node) {
+			for _, e := range got {
+				if e.Name == "member_up" {
+					ups++
+				}
+			}
+		})
+		return ups == n-1
+	})
+	var names map[string]uint64
+	ds[0].Do(context.Background(), func(*node.Node) { names = maps.Clone(ds[0].events) })
+	if names["member_up"] != n-1 {
+		t.Errorf("daemon counted %v", names)
 	}
 }

@@ -61,6 +61,9 @@ func (d *Daemon) closeSubscribers() {
 // emit logs, counts, publishes an event and queues its hooks.
 func (d *Daemon) emit(e core.Event) {
 	d.events[e.Name]++
+	if d.cfg.OnEvent != nil {
+		d.cfg.OnEvent(e)
+	}
 	msg := e.Msg
 	if msg == "" {
 		msg = e.Name
