@@ -1,0 +1,523 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/demo/plot"
+)
+
+type options struct {
+	short bool
+	bin   string // directory of the three binaries
+	plot  string // chart file ("" for none)
+	keep  bool
+	pause func() // called before stopping when keep is set
+	out   io.Writer
+}
+
+// hosts is the size of the demo lab.
+const hosts = 5
+
+// summary is what the demo shows at the end, and what its test checks.
+type summary struct {
+	// timed, Berkeley: the five clocks' spread (max pairwise difference of
+	// their true offsets) at the start and at the end, and how long it
+	// took to fall below 1 ms.
+	InitialSpread, FinalSpread time.Duration
+	Converged                  time.Duration // 0: never
+	Master                     uint32
+	// timed, NTP client following host 1: its offset from host 1's clock
+	// at the end, and when it first got within 1 ms.
+	ClientOffset    time.Duration
+	ClientConverged time.Duration // 0: never
+	// mutexd: the shared counter after hosts x Increments increments
+	// under the lock, and without it.
+	Increments, Locked, Unlocked int
+	LockFailures                 int
+	// electd: the leader, the one agreed after it was killed and how long
+	// that took, and the leader after it came back.
+	Leader, NewLeader, Returned uint32
+	Failover                    time.Duration
+	Plot                        string
+}
+
+func (s summary) ok() bool {
+	return s.Converged > 0 && s.FinalSpread < time.Millisecond && s.ClientConverged > 0 &&
+		s.Locked == hosts*s.Increments && s.LockFailures == 0 &&
+		s.Leader != 0 && s.NewLeader != 0 && s.NewLeader != s.Leader && s.Returned == s.Leader
+}
+
+// lab is the demo's running processes.
+type lab struct {
+	o      options
+	dir    string
+	net    int // R in 127.77.R.x and 239.77.R.x
+	mu     sync.Mutex
+	procs  []*proc
+	timeds map[int]*ctl.Client // 1..hosts, and hosts+1 the NTP client
+	electd map[int]*proc
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (l *lab) say(format string, args ...any) {
+	fmt.Fprintf(l.o.out, "\n\033[1m== %s\033[0m\n", fmt.Sprintf(format, args...))
+}
+
+func (l *lab) printf(format string, args ...any) { fmt.Fprintf(l.o.out, format, args...) }
+
+func (l *lab) addr(host int) string { return fmt.Sprintf("127.77.%d.%d", l.net, 10+host) }
+
+func (l *lab) members(port int) string {
+	var m []string
+	for i := 1; i <= hosts; i++ {
+		m = append(m, fmt.Sprintf("%d=%s:%d", i, l.addr(i), port))
+	}
+	return strings.Join(m, ",")
+}
+
+func (l *lab) path(host int, file string) string {
+	return filepath.Join(l.dir, fmt.Sprintf("h%d", host), file)
+}
+
+// start runs one daemon of host, its output in h<host>/<daemon>.log.
+func (l *lab) start(host int, daemon string, args ...string) (*proc, error) {
+	if err := os.MkdirAll(filepath.Join(l.dir, fmt.Sprintf("h%d", host)), 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(l.path(host, daemon+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	argv := append([]string{"run", "--id", strconv.Itoa(host),
+		"--control", l.path(host, daemon+".sock"), "--state-dir", l.path(host, daemon+".state")}, args...)
+	cmd := exec.Command(filepath.Join(l.o.bin, daemon), argv...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s on host %d: %w", daemon, host, err)
+	}
+	p := &proc{name: fmt.Sprintf("%s on host %d", daemon, host), cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	l.mu.Lock()
+	l.procs = append(l.procs, p)
+	l.mu.Unlock()
+	return p, nil
+}
+
+// kill ends p with SIGKILL and waits for it.
+func (p *proc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stopAll stops every process the demo started, by PID: SIGTERM, then
+// SIGKILL for any still running a second later.
+func (l *lab) stopAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.procs {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	deadline := time.After(time.Second)
+	for _, p := range l.procs {
+		select {
+		case <-p.done:
+		case <-deadline:
+			p.kill()
+		}
+	}
+}
+
+func run(ctx context.Context, o options) (sum summary, err error) {
+	dir, err := os.MkdirTemp("", "synclab-demo.")
+	if err != nil {
+		return sum, err
+	}
+	defer os.RemoveAll(dir)
+	l := &lab{o: o, dir: dir, net: 1 + rand.IntN(254), timeds: map[int]*ctl.Client{}, electd: map[int]*proc{}}
+	defer l.stopAll()
+	if err := l.startAll(); err != nil {
+		return sum, err
+	}
+	for _, step := range []func(context.Context, *summary) error{l.clocks, l.counter, l.election} {
+		if err := step(ctx, &sum); err != nil {
+			return sum, err
+		}
+	}
+	l.report(sum)
+	if o.pause != nil {
+		o.pause()
+	}
+	l.say("done: stopping %d daemons and removing %s", len(l.procs), dir)
+	return sum, nil
+}
+
+func (l *lab) startAll() error {
+	l.say("starting %d hosts on %s-%d: timed (Berkeley, simulated clocks up to ±200 ms and ±30 ppm off), mutexd, electd",
+		hosts, l.addr(1), 10+hosts)
+	rnd := rand.New(rand.NewPCG(uint64(l.net), uint64(time.Now().UnixNano())))
+	for i := 1; i <= hosts; i++ {
+		offset := time.Duration(rnd.Int64N(int64(400*time.Millisecond))) - 200*time.Millisecond
+		drift := rnd.Float64()*60 - 30
+		args := []string{"--mode", "berkeley", "--members", l.members(7300),
+			"--multicast", fmt.Sprintf("239.77.%d.1:7399", l.net), "--interface", "lo", "--multicast-ttl", "0",
+			"--clock", "sim", "--sim-offset", offset.Round(time.Millisecond).String(), "--sim-drift", strconv.FormatFloat(drift, 'f', 1, 64)}
+		if i == 1 {
+			args = append(args, "--serve", l.addr(1)+":12300", "--stratum", "8")
+		}
+		if _, err := l.start(i, "timed", args...); err != nil {
+			return err
+		}
+		if _, err := l.start(i, "mutexd", "--members", l.members(7400)); err != nil {
+			return err
+		}
+		p, err := l.start(i, "electd", "--members", l.members(7500),
+			"--multicast", fmt.Sprintf("239.77.%d.2:7599", l.net), "--interface", "lo", "--multicast-ttl", "0")
+		if err != nil {
+			return err
+		}
+		l.electd[i] = p
+		l.timeds[i] = ctl.NewClient(l.path(i, "timed.sock"), "timed")
+	}
+	// A sixth machine that is no member: it follows host 1's NTP server.
+	client := hosts + 1
+	if _, err := l.start(client, "timed", "--members", fmt.Sprintf("%d=%s:7300", client, l.addr(client)),
+		"--clock", "sim", "--sim-offset", "-150ms", "--sim-drift", "20", "--server", l.addr(1)+":12300"); err != nil {
+		return err
+	}
+	l.timeds[client] = ctl.NewClient(l.path(client, "timed.sock"), "timed")
+	l.printf("host 1 also serves NTP (stratum 8) on %s:12300; a sixth machine, %s, follows it as an NTP client\n", l.addr(1), l.addr(client))
+	return nil
+}
+
+// timedView is what the demo reads of `timed status --json`.
+type timedView struct {
+	TrueOffsetNS int64 `json:"true_offset_ns"`
+	Node         struct {
+		Core struct {
+			Cluster struct {
+				Role   string `json:"role"`
+				Master uint32 `json:"master"`
+				Term   uint64 `json:"term"`
+			} `json:"cluster"`
+		} `json:"core"`
+	} `json:"node"`
+}
+
+func (l *lab) trueOffsets(ctx context.Context) (map[int]time.Duration, map[int]timedView, bool) {
+	offs, views := map[int]time.Duration{}, map[int]timedView{}
+	for i, c := range l.timeds {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		var v timedView
+		err := c.Get(cctx, "/v1/status", &v)
+		cancel()
+		if err != nil {
+			return nil, nil, false
+		}
+		offs[i], views[i] = time.Duration(v.TrueOffsetNS), v
+	}
+	return offs, views, true
+}
+
+// spread is the largest difference between two members' clocks; mean their
+// average (the group's time).
+func spread(offs map[int]time.Duration) (spread, mean time.Duration) {
+	lo, hi := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
+	var sum time.Duration
+	for i := 1; i <= hosts; i++ {
+		lo, hi, sum = min(lo, offs[i]), max(hi, offs[i]), sum+offs[i]
+	}
+	return hi - lo, sum / hosts
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%+9.3f", float64(d)/1e6) }
+
+// clocks watches the clocks converge and plots them.
+func (l *lab) clocks(ctx context.Context, sum *summary) error {
+	window := 30 * time.Second
+	if l.o.short {
+		window = 15 * time.Second
+	}
+	var offs map[int]time.Duration
+	var views map[int]timedView
+	if !waitFor(ctx, 10*time.Second, func() bool {
+		var ok bool
+		offs, views, ok = l.trueOffsets(ctx)
+		return ok
+	}) {
+		return fmt.Errorf("timed did not answer on every host within 10 s (logs in %s/h*/timed.log)", l.dir)
+	}
+	sum.InitialSpread, _ = spread(offs)
+	l.say("timed: every clock's offset from the group's time (their average), ms; client: the NTP client's from host 1")
+	l.printf("%7s", "t")
+	for i := 1; i <= hosts; i++ {
+		l.printf("  %9s", fmt.Sprintf("h%d", i))
+	}
+	l.printf("  %9s  %9s  master\n", "client", "spread")
+	samples := plot.Series{}
+	start := time.Now()
+	lastLine := time.Duration(-time.Second)
+	for {
+		el := time.Since(start)
+		if el > window || ctx.Err() != nil {
+			break
+		}
+		if o, v, ok := l.trueOffsets(ctx); ok {
+			offs, views = o, v
+			sp, mean := spread(offs)
+			client := offs[hosts+1] - offs[1]
+			for i := 1; i <= hosts; i++ {
+				samples[fmt.Sprintf("h%d", i)] = append(samples[fmt.Sprintf("h%d", i)], plot.Point{T: el.Seconds(), NS: float64(offs[i] - mean)})
+			}
+			samples["client"] = append(samples["client"], plot.Point{T: el.Seconds(), NS: float64(client)})
+			if sum.Converged == 0 && sp < time.Millisecond {
+				sum.Converged = el
+			}
+			if sum.ClientConverged == 0 && client.Abs() < time.Millisecond {
+				sum.ClientConverged = el
+			}
+			if el-lastLine >= time.Second {
+				lastLine = el
+				l.printf("%6.1fs", el.Seconds())
+				for i := 1; i <= hosts; i++ {
+					l.printf("  %s", ms(offs[i]-mean))
+				}
+				l.printf("  %s  %s  %d\n", ms(client), ms(sp), views[1].Node.Core.Cluster.Master)
+			}
+		}
+		sleepCtx(ctx, 250*time.Millisecond)
+	}
+	sum.FinalSpread, _ = spread(offs)
+	sum.ClientOffset = offs[hosts+1] - offs[1]
+	sum.Master = views[1].Node.Core.Cluster.Master
+	if l.o.plot != "" {
+		if err := writePlot(l.o.plot, samples); err != nil {
+			return err
+		}
+		sum.Plot = l.o.plot
+	}
+	return nil
+}
+
+func writePlot(path string, s plot.Series) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("the chart: %w", err)
+	}
+	if err := plot.Render(f, "synclab demo: each clock's |offset| from the group's time (client: from its NTP server)", s); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	tsv, err := os.Create(strings.TrimSuffix(path, filepath.Ext(path)) + ".tsv")
+	if err != nil {
+		return err
+	}
+	defer tsv.Close()
+	fmt.Fprintln(tsv, "# seconds host offset_ns")
+	for _, h := range slices.Sorted(maps.Keys(s)) {
+		for _, p := range s[h] {
+			fmt.Fprintf(tsv, "%.3f %s %.0f\n", p.T, h, p.NS)
+		}
+	}
+	return nil
+}
+
+// incrementScript is the critical section of seed 000: read the shared
+// counter, take a moment, write it back plus one. Without mutual exclusion
+// two hosts read the same value and one increment is lost.
+const incrementScript = `v=$(cat "$1"); sleep 0.005; echo $((v + 1)) > "$1"`
+
+// counter runs the shared-counter experiment with the lock and without.
+func (l *lab) counter(ctx context.Context, sum *summary) error {
+	k := 20
+	if l.o.short {
+		k = 10
+	}
+	sum.Increments = k
+	l.say("mutexd: the shared counter of the course notes: %d hosts x %d increments of one file", hosts, k)
+	if !waitFor(ctx, 10*time.Second, func() bool {
+		for i := 1; i <= hosts; i++ {
+			var st struct{}
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := ctl.NewClient(l.path(i, "mutexd.sock"), "mutexd").Get(cctx, "/v1/status", &st)
+			cancel()
+			if err != nil {
+				return false
+			}
+		}
+		return true
+	}) {
+		return fmt.Errorf("mutexd did not answer on every host within 10 s (logs in %s/h*/mutexd.log)", l.dir)
+	}
+	file := filepath.Join(l.dir, "counter")
+	for _, locked := range []bool{true, false} {
+		if err := os.WriteFile(file, []byte("0\n"), 0o644); err != nil {
+			return err
+		}
+		start := time.Now()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for i := 1; i <= hosts; i++ {
+			wg.Go(func() {
+				for range k {
+					var cmd *exec.Cmd
+					if locked {
+						cmd = exec.CommandContext(ctx, filepath.Join(l.o.bin, "mutexd"), "lock", "--control", l.path(i, "mutexd.sock"),
+							"--timeout", "30s", "counter", "--", "sh", "-c", incrementScript, "sh", file)
+					} else {
+						cmd = exec.CommandContext(ctx, "sh", "-c", incrementScript, "sh", file)
+					}
+					if out, err := cmd.CombinedOutput(); err != nil {
+						mu.Lock()
+						sum.LockFailures++
+						mu.Unlock()
+						l.printf("host %d: %v: %s\n", i, err, strings.TrimSpace(string(out)))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return fmt.Errorf("the counter file holds %q: %w", b, err)
+		}
+		if locked {
+			sum.Locked = v
+			l.printf("with `mutexd lock counter -- sh -c '...'`: counter = %d of %d in %.1f s\n", v, hosts*k, time.Since(start).Seconds())
+		} else {
+			sum.Unlocked = v
+			l.printf("the same without the lock:            counter = %d of %d (%d updates lost)\n", v, hosts*k, hosts*k-v)
+		}
+	}
+	return nil
+}
+
+// leader returns the leader every running electd agrees on, 0 if they do
+// not agree (or one does not answer).
+func (l *lab) leader(ctx context.Context, skip int) uint32 {
+	var lead uint32
+	for i := 1; i <= hosts; i++ {
+		if i == skip {
+			continue
+		}
+		var v struct {
+			Leader uint32 `json:"leader"`
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := ctl.NewClient(l.path(i, "electd.sock"), "electd").Get(cctx, "/v1/leader", &v)
+		cancel()
+		if err != nil || v.Leader == 0 || lead != 0 && v.Leader != lead {
+			return 0
+		}
+		lead = v.Leader
+	}
+	return lead
+}
+
+// election kills the leader and times the failover.
+func (l *lab) election(ctx context.Context, sum *summary) error {
+	l.say("electd: leader election (bully: the highest-ranked live member leads)")
+	if !waitFor(ctx, 10*time.Second, func() bool { sum.Leader = l.leader(ctx, 0); return sum.Leader != 0 }) {
+		return fmt.Errorf("electd did not agree on a leader within 10 s (logs in %s/h*/electd.log)", l.dir)
+	}
+	l.printf("all %d hosts agree: host %d leads\n", hosts, sum.Leader)
+	dead := int(sum.Leader)
+	start := time.Now()
+	l.electd[dead].kill()
+	l.printf("SIGKILL to electd on host %d\n", dead)
+	if !waitFor(ctx, 10*time.Second, func() bool {
+		sum.NewLeader = l.leader(ctx, dead)
+		return sum.NewLeader != 0 && sum.NewLeader != sum.Leader
+	}) {
+		return fmt.Errorf("the survivors did not agree on a new leader within 10 s")
+	}
+	sum.Failover = time.Since(start)
+	l.printf("every survivor agrees on host %d after %.2f s\n", sum.NewLeader, sum.Failover.Seconds())
+	p, err := l.start(dead, "electd", "--members", l.members(7500),
+		"--multicast", fmt.Sprintf("239.77.%d.2:7599", l.net), "--interface", "lo", "--multicast-ttl", "0")
+	if err != nil {
+		return err
+	}
+	l.electd[dead] = p
+	if !waitFor(ctx, 10*time.Second, func() bool { sum.Returned = l.leader(ctx, 0); return sum.Returned == sum.Leader }) {
+		return fmt.Errorf("host %d did not take the lead back within 10 s of its restart", dead)
+	}
+	l.printf("electd on host %d restarted: it outranks host %d and leads again, in a higher term\n", dead, sum.NewLeader)
+	return nil
+}
+
+func (l *lab) report(s summary) {
+	l.say("summary")
+	check := func(ok bool) string {
+		if ok {
+			return "ok  "
+		}
+		return "FAIL"
+	}
+	l.printf("%s timed    Berkeley: %d clocks %.1f ms apart -> within 1 ms after %.1f s; %.3f ms apart at the end (master: host %d)\n",
+		check(s.Converged > 0 && s.FinalSpread < time.Millisecond), hosts, float64(s.InitialSpread)/1e6, s.Converged.Seconds(), float64(s.FinalSpread)/1e6, s.Master)
+	l.printf("%s timed    NTP client: within 1 ms of host 1 after %.1f s; %.3f ms off at the end\n",
+		check(s.ClientConverged > 0), s.ClientConverged.Seconds(), float64(s.ClientOffset)/1e6)
+	l.printf("%s mutexd   counter with the lock %d of %d, without %d (%d updates lost)\n",
+		check(s.Locked == hosts*s.Increments && s.LockFailures == 0), s.Locked, hosts*s.Increments, s.Unlocked, hosts*s.Increments-s.Unlocked)
+	l.printf("%s electd   leader %d killed -> %d agreed in %.2f s -> %d leads again after its restart\n",
+		check(s.NewLeader != 0 && s.Returned == s.Leader), s.Leader, s.NewLeader, s.Failover.Seconds(), s.Returned)
+	if s.Plot != "" {
+		l.printf("     chart of the clocks: %s (samples: %s)\n", s.Plot, strings.TrimSuffix(s.Plot, filepath.Ext(s.Plot))+".tsv")
+	}
+}
+
+// waitFor polls cond every 100 ms until it holds, the limit passes or ctx
+// ends.
+func waitFor(ctx context.Context, limit time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
