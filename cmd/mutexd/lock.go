@@ -1,0 +1,389 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/internal/ctl"
+)
+
+// Exit codes of `mutexd lock` besides the child's own.
+const (
+	// exitTimeout: --timeout passed before the lock was granted
+	// (EX_TEMPFAIL, as flock(1) -w and many tools use it).
+	exitTimeout = 75
+	// exitLost: the lock was lost (or could not be renewed in time) while
+	// the command ran; the command was terminated.
+	exitLost = 76
+)
+
+// killMargin is how long before the client's deadline the child's group
+// has been sent SIGKILL: the kernel needs a moment to end it. The
+// deadline itself already falls before the daemon's end of the lease.
+const killMargin = 50 * time.Millisecond
+
+// forwarded are the signals `mutexd lock` passes on to its child's group.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+func lockCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "lock",
+		Usage:     "run a command while holding a lock, like flock(1) across the cluster",
+		ArgsUsage: "NAME -- CMD [ARGS...]",
+		Description: "Acquires lock NAME, runs CMD with MUTEXD_LOCK=NAME and MUTEXD_FENCE=FENCE in its environment,\n" +
+			"renews the lease every third of it while CMD runs, releases the lock when CMD exits and\n" +
+			"exits with CMD's status (128+N if it died of signal N). If the lock is lost, or cannot be\n" +
+			"renewed before the lease runs out, CMD's process group gets SIGTERM, then SIGKILL after\n" +
+			"--grace (always before the lease ends), and mutexd lock exits 76. --timeout expiry exits 75.\n" +
+			"SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to CMD's process group.",
+		Flags: []cli.Flag{
+			app.ControlFlag(name),
+			&cli.DurationFlag{Name: "timeout", Usage: "give up (exit 75) if not granted within `D` (0: wait as long as it takes)"},
+			&cli.DurationFlag{Name: "lease", Usage: "lease to ask for, `D` (0: the cluster's --lease); renewed every third of it"},
+			&cli.DurationFlag{Name: "grace", Value: time.Second, Usage: "time between SIGTERM and SIGKILL when the lock is lost (cut short by the lease's end)"},
+		},
+		Action: lockAction,
+	}
+}
+
+// lockRun is one `mutexd lock`: the grant, the child, the deadline.
+type lockRun struct {
+	client  *ctl.Client
+	name    string
+	path    string // /v1/locks/NAME/
+	grace   time.Duration
+	stderr  io.Writer
+	request string
+	fence   uint64
+	lease   time.Duration // as granted
+	// deadline is this client's own end of the lease: the monotonic time
+	// just before the request that granted or renewed it was sent, plus
+	// the lease_left_ms the daemon answered. The daemon's lease ends
+	// later than that.
+	deadline time.Time
+}
+
+func lockAction(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return app.Usagef("lock needs a lock NAME and a command: mutexd lock NAME -- CMD [ARGS...]")
+	}
+	lockName, argv := args[0], args[1:]
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		return app.Usagef("lock %s: no command to run: mutexd lock NAME -- CMD [ARGS...]", lockName)
+	}
+	timeout, lease, grace := c.Duration("timeout"), c.Duration("lease"), c.Duration("grace")
+	switch {
+	case timeout < 0:
+		return app.Usagef("--timeout %v: must be 0 (wait as long as it takes) or positive", timeout)
+	case lease < 0 || lease > 0 && lease < time.Millisecond:
+		return app.Usagef("--lease %v: must be 0 (the cluster's) or at least 1ms", lease)
+	case grace < 0:
+		return app.Usagef("--grace %v: must not be negative", grace)
+	}
+	r := &lockRun{
+		client: app.Client(c),
+		name:   lockName,
+		path:   "/v1/locks/" + lockName + "/",
+		grace:  grace,
+		stderr: c.App.ErrWriter,
+	}
+	defer r.client.Close()
+
+	// Signals are caught from the start: one that arrives while waiting
+	// for the lock ends the wait (the daemon withdraws the request when
+	// the connection closes), one that arrives later goes to the child.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	if err := r.acquire(c.Context, sigs, timeout, lease, strings.Join(argv, " ")); err != nil {
+		return err
+	}
+	return r.run(argv, sigs)
+}
+
+type grantAnswer struct {
+	Request     string `json:"request"`
+	Fence       uint64 `json:"fence"`
+	LeaseMS     int64  `json:"lease_ms"`
+	LeaseLeftMS int64  `json:"lease_left_ms"`
+}
+
+func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, lease time.Duration, what string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var caught os.Signal
+	go func() {
+		select {
+		case caught = <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	client := fmt.Sprintf("mutexd lock pid %d: %s", os.Getpid(), what)
+	if len(client) > maxClientLen {
+		client = client[:maxClientLen-3] + "..."
+		for !isUTF8(client) {
+			client = client[:len(client)-4] + "..."
+		}
+	}
+	req := acquireRequest{LeaseMS: lease.Milliseconds(), TimeoutMS: timeout.Milliseconds(), Client: client}
+	if timeout > 0 && req.TimeoutMS == 0 {
+		req.TimeoutMS = 1
+	}
+	var g grantAnswer
+	sent := time.Now()
+	err := r.client.Post(ctx, r.path+"acquire", req, &g)
+	var ce *ctl.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &ce) && ce.Code == ctl.CodeTimeout:
+		return app.ExitError{Code: exitTimeout, Msg: fmt.Sprintf("lock %s: not granted within %v", r.name, timeout)}
+	case ctx.Err() != nil && caught != nil:
+		n := int(caught.(syscall.Signal))
+		return app.ExitError{Code: 128 + n, Msg: fmt.Sprintf("lock %s: %v while waiting for the lock: gave up", r.name, caught)}
+	default:
+		return fmt.Errorf("lock %s: %w", r.name, err)
+	}
+	r.request, r.fence = g.Request, g.Fence
+	r.lease = time.Duration(g.LeaseMS) * time.Millisecond
+	r.deadline = sent.Add(time.Duration(g.LeaseLeftMS) * time.Millisecond)
+	return nil
+}
+
+func isUTF8(s string) bool { return strings.ToValidUTF8(s, "\x00") == s }
+
+// renewResult is one renewal's outcome, sent by its goroutine.
+type renewResult struct {
+	sent time.Time
+	left time.Duration
+	err  error
+}
+
+// run starts the child and keeps the lock until it exits.
+func (r *lockRun) run(argv []string, sigs <-chan os.Signal) error {
+	if time.Until(r.deadline) <= killMargin {
+		r.release()
+		return app.ExitError{Code: exitLost, Msg: fmt.Sprintf("lock %s: the lease was over before %s could start (granted with %v left)", r.name, argv[0], time.Until(r.deadline))}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), "MUTEXD_LOCK="+r.name, "MUTEXD_FENCE="+strconv.FormatUint(r.fence, 10))
+	// Its own process group, so that SIGKILL reaches whatever it started;
+	// on a terminal, the foreground group, so that it can read the
+	// terminal and Ctrl-C reaches it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	tty := isTerminal(0)
+	if tty {
+		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, 0
+	}
+	if err := cmd.Start(); err != nil {
+		r.release()
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = 127 // as a shell says it
+		}
+		return app.ExitError{Code: code, Msg: fmt.Sprintf("lock %s: %v", r.name, err)}
+	}
+	if tty {
+		defer takeTerminal()
+	}
+	pgid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	renewEvery := max(r.lease/3, 10*time.Millisecond)
+	retryEvery := max(min(r.lease/10, 250*time.Millisecond), 10*time.Millisecond)
+	renewTimer := time.NewTimer(renewEvery)
+	defer renewTimer.Stop()
+	renewed := make(chan renewResult, 1)
+	renewing := false
+
+	// The kill sequence. While renewals succeed the deadline moves on and
+	// nothing happens. Once the lock is lost (a renewal said so), or the
+	// deadline comes so close that only the grace period is left (the
+	// renewals failed), the child's group gets SIGTERM, and SIGKILL a
+	// grace period later but never after killMargin before the deadline.
+	// From SIGTERM on the lock counts as lost: no more renewals.
+	var (
+		lost      string // why the lock is gone; "" while held
+		lostAt    time.Time
+		termSent  bool
+		killSent  bool
+		lastRenew error
+	)
+	killTimer := time.NewTimer(time.Hour)
+	defer killTimer.Stop()
+	loseNow := func(why string) {
+		if lost == "" {
+			lost, lostAt = why, time.Now()
+		}
+	}
+	step := func() {
+		now := time.Now()
+		killAt := r.deadline.Add(-killMargin)
+		// While renewals merely fail, the child is warned at most a third
+		// of the lease ahead: a longer grace would end it at the first
+		// failure (or, with a short lease, before any renewal).
+		termAt := killAt.Add(-min(r.grace, r.lease/3))
+		if lost != "" {
+			termAt = lostAt
+			killAt = minTime(killAt, lostAt.Add(r.grace))
+		}
+		if !termSent && !now.Before(termAt) {
+			if lost == "" {
+				why := "no renewal confirmed in time"
+				if lastRenew != nil {
+					why += ": " + lastRenew.Error()
+				}
+				loseNow(why)
+				fmt.Fprintf(r.stderr, "%s: lock %s: %s; the lease is about to end: sending SIGTERM to %s\n", name, r.name, why, argv[0])
+			}
+			termSent = true
+			syscall.Kill(-pgid, syscall.SIGTERM)
+		}
+		if termSent && !killSent && !now.Before(killAt) {
+			killSent = true
+			syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		switch {
+		case !termSent:
+			killTimer.Reset(termAt.Sub(now))
+		case !killSent:
+			killTimer.Reset(killAt.Sub(now))
+		}
+	}
+	step()
+
+	for {
+		select {
+		case err := <-exited:
+			return r.finish(cmd, err, lost)
+		case s := <-sigs:
+			syscall.Kill(-pgid, s.(syscall.Signal))
+		case <-killTimer.C:
+			step()
+		case <-renewTimer.C:
+			if !renewing && lost == "" {
+				renewing = true
+				go r.renew(renewed)
+			}
+		case res := <-renewed:
+			renewing = false
+			if lost != "" {
+				continue
+			}
+			var ce *ctl.Error
+			switch {
+			case res.err == nil:
+				lastRenew = nil
+				r.deadline = res.sent.Add(res.left)
+				renewTimer.Reset(renewEvery)
+			case errors.As(res.err, &ce) && (ce.Status == http.StatusGone || ce.Status == http.StatusNotFound || ce.Status == http.StatusConflict):
+				loseNow(ce.Msg)
+				fmt.Fprintf(r.stderr, "%s: lock %s lost: %s: sending SIGTERM to %s\n", name, r.name, ce.Msg, argv[0])
+			default:
+				lastRenew = res.err
+				renewTimer.Reset(retryEvery)
+			}
+			step()
+		}
+	}
+}
+
+// renew asks the daemon once, bounded so that a stuck daemon cannot hold
+// the answer past the deadline.
+func (r *lockRun) renew(out chan<- renewResult) {
+	wait := max(min(time.Until(r.deadline), 2*renewWait), 10*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var v struct {
+		LeaseLeftMS int64 `json:"lease_left_ms"`
+	}
+	sent := time.Now()
+	err := r.client.Post(ctx, r.path+"renew", renewRequest{Request: r.request, LeaseMS: r.lease.Milliseconds()}, &v)
+	out <- renewResult{sent: sent, left: time.Duration(v.LeaseLeftMS) * time.Millisecond, err: err}
+}
+
+// release gives the lock back; it reports a failure on stderr and returns
+// false.
+func (r *lockRun) release() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	err := r.client.Post(ctx, r.path+"release", releaseRequest{Request: r.request}, nil)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "%s: warning: lock %s (fence %d): release failed: %v (the lease ends on its own)\n", name, r.name, r.fence, err)
+		return false
+	}
+	return true
+}
+
+func (r *lockRun) finish(cmd *exec.Cmd, waitErr error, lost string) error {
+	if lost == "" {
+		r.release()
+	} else {
+		// Best effort: if the daemon still counts the lease (it was only
+		// unreachable), the next client need not wait for it to run out.
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		r.client.Post(ctx, r.path+"release", releaseRequest{Request: r.request}, nil)
+		cancel()
+	}
+	code := 0
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		switch {
+		case ws.Signaled():
+			code = 128 + int(ws.Signal())
+		case ws.Exited():
+			code = ws.ExitStatus()
+		}
+	} else if waitErr != nil {
+		code = 1
+	}
+	if lost != "" {
+		return app.ExitError{Code: exitLost, Msg: fmt.Sprintf("lock %s (fence %d) lost while %s ran: %s; %s was terminated (status %d)",
+			r.name, r.fence, cmd.Args[0], lost, cmd.Args[0], code)}
+	}
+	if code != 0 {
+		return app.ExitError{Code: code}
+	}
+	return nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func isTerminal(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
+}
+
+// takeTerminal makes this process's group the terminal's foreground group
+// again once the child (which had it) is gone. A background group asking
+// for that gets SIGTTOU unless it ignores it.
+func takeTerminal() {
+	signal.Ignore(syscall.SIGTTOU)
+	defer signal.Reset(syscall.SIGTTOU)
+	unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, unix.Getpgrp())
+}

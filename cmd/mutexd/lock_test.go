@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+)
+
+// TestMain lets the test binary be mutexd, so that `mutexd lock` runs as a
+// real process with real signals and a real child.
+func TestMain(m *testing.M) {
+	if os.Getenv("MUTEXD_TEST_BE_MUTEXD") == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// fakeDaemon is a control socket that answers the lock calls as a test
+// says, and records what it was asked.
+type fakeDaemon struct {
+	path    string
+	mu      sync.Mutex
+	calls   []string // "acquire", "renew", "release", in order
+	acquire func(r *http.Request) (any, error)
+	renew   func(r *http.Request) (any, error)
+	release func(r *http.Request) (any, error)
+}
+
+func newFakeDaemon(t *testing.T) *fakeDaemon {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mxt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	f := &fakeDaemon{path: filepath.Join(dir, "control.sock")}
+	f.acquire = func(*http.Request) (any, error) {
+		return grantView{Request: "9-1", Lock: "db", Fence: 42, LeaseMS: 3000, LeaseLeftMS: 2990, Generation: 1 << 32}, nil
+	}
+	f.renew = func(*http.Request) (any, error) { return renewView{LeaseLeftMS: 2990, Fence: 42}, nil }
+	f.release = func(*http.Request) (any, error) { return releaseView{Was: "held"}, nil }
+	s, err := ctl.Listen(f.path, ctl.ListenOptions{Grace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []string{"acquire", "renew", "release"} {
+		s.Handle(http.MethodPost, "/v1/locks/{name}/"+call, func(r *http.Request) (any, error) {
+			f.mu.Lock()
+			f.calls = append(f.calls, call)
+			h := map[string]func(*http.Request) (any, error){"acquire": f.acquire, "renew": f.renew, "release": f.release}[call]
+			f.mu.Unlock()
+			return h(r)
+		})
+	}
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+	return f
+}
+
+func (f *fakeDaemon) called() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakeDaemon) set(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn()
+}
+
+// lockProc starts `mutexd lock` against f.
+func lockProc(t *testing.T, f *fakeDaemon, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"lock", "--control", f.path}, args...)...)
+	cmd.Env = append(os.Environ(), "MUTEXD_TEST_BE_MUTEXD=1")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = os.Stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, &stderr
+}
+
+func exitCode(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+func waitFor(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never written", path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestLockRunsCommand: the child sees the lock and fence, its exit code
+// becomes mutexd lock's, and the lock is released after it; flags after
+// NAME are read as flags.
+func TestLockRunsCommand(t *testing.T) {
+	f := newFakeDaemon(t)
+	out := filepath.Join(t.TempDir(), "env")
+	var asked acquireRequest
+	f.set(func() {
+		f.acquire = func(r *http.Request) (any, error) {
+			if err := json.NewDecoder(r.Body).Decode(&asked); err != nil {
+				return nil, err
+			}
+			return grantView{Request: "9-1", Lock: r.PathValue("name"), Fence: 42, LeaseMS: 2000, LeaseLeftMS: 1990}, nil
+		}
+	})
+	cmd, stderr := lockProc(t, f, "db", "--timeout", "5s", "--lease", "2s", "--",
+		"sh", "-c", `echo "$MUTEXD_LOCK $MUTEXD_FENCE" > `+out+`; exit 7`)
+	if code := exitCode(t, cmd); code != 7 {
+		t.Fatalf("exit %d, want the child's 7; stderr: %s", code, stderr)
+	}
+	if got := waitFor(t, out); got != "db 42\n" {
+		t.Errorf("child's environment: %q", got)
+	}
+	if got := strings.Join(f.called(), ","); got != "acquire,release" {
+		t.Errorf("calls %s", got)
+	}
+	if asked.TimeoutMS != 5000 || asked.LeaseMS != 2000 || !strings.Contains(asked.Client, "sh -c") {
+		t.Errorf("acquire asked %+v", asked)
+	}
+}
+
+// TestLockChildSignalled: a child that dies of signal N makes mutexd lock
+// exit 128+N, like a shell.
+func TestLockChildSignalled(t *testing.T) {
+	f := newFakeDaemon(t)
+	cmd, stderr := lockProc(t, f, "db", "--", "sh", "-c", "kill -KILL $$")
+	if code := exitCode(t, cmd); code != 128+9 {
+		t.Fatalf("exit %d, want 137; stderr: %s", code, stderr)
+	}
+	cmd, _ = lockProc(t, f, "db", "--", "/nonexistent/cmd")
+	if code := exitCode(t, cmd); code != 127 {
+		t.Errorf("missing command: exit %d, want 127", code)
+	}
+}
+
+// TestLockForwardsSignals: signals sent to mutexd lock reach the child.
+func TestLockForwardsSignals(t *testing.T) {
+	f := newFakeDaemon(t)
+	dir := t.TempDir()
+	ready, got := filepath.Join(dir, "ready"), filepath.Join(dir, "got")
+	cmd, stderr := lockProc(t, f, "db", "--", "sh", "-c",
+		`trap 'echo usr1 >> `+got+`' USR1; trap 'echo hup >> `+got+`; exit 3' HUP; echo ok > `+ready+`; while :; do sleep 0.01; done`)
+	waitFor(t, ready)
+	cmd.Process.Signal(syscall.SIGUSR1)
+	deadline := time.Now().Add(5 * time.Second)
+	for b, _ := os.ReadFile(got); !bytes.Contains(b, []byte("usr1")); b, _ = os.ReadFile(got) {
+		if time.Now().After(deadline) {
+			t.Fatal("SIGUSR1 did not reach the child")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	if code := exitCode(t, cmd); code != 3 {
+		t.Fatalf("exit %d, want 3 (the child's answer to SIGHUP); stderr: %s", code, stderr)
+	}
+}
+
+// childThatHangs ignores SIGTERM, starts a grandchild that does the same,
+// and writes the grandchild's PID to pidFile.
+func childThatHangs(pidFile string) []string {
+	return []string{"sh", "-c", `trap '' TERM; sh -c "trap '' TERM; sleep 30" & echo $! > ` + pidFile + `; sleep 30`}
+}
+
+func processGone(pid int) bool {
+	// The grandchild is reparented to init (or a subreaper), which reaps
+	// it; until then it is a zombie, which is dead as well.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err != nil || bytes.Contains(b, []byte(") Z "))
+}
+
+// TestLockLostKillsBeforeDeadline: when a renewal says the lock is lost,
+// the child's whole group is killed at once if it ignores SIGTERM: never
+// after the lease (counted from before the acquire) ends, even with a
+// longer --grace; mutexd lock exits 76 and says why.
+func TestLockLostKillsBeforeDeadline(t *testing.T) {
+	f := newFakeDaemon(t)
+	const lease = 1200 * time.Millisecond
+	f.set(func() {
+		f.acquire = func(*http.Request) (any, error) {
+			return grantView{Request: "9-1", Lock: "db", Fence: 42, LeaseMS: lease.Milliseconds(), LeaseLeftMS: lease.Milliseconds()}, nil
+		}
+		f.renew = func(*http.Request) (any, error) {
+			return nil, gone("lock \"db\" (fence 42) is lost: its lease expired before a renewal", "expired")
+		}
+	})
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	start := time.Now()
+	cmd, stderr := lockProc(t, f, append([]string{"db", "--grace", "10s", "--"}, childThatHangs(pidFile)...)...)
+	code := exitCode(t, cmd)
+	took := time.Since(start)
+	if code != exitLost || !strings.Contains(stderr.String(), "lease expired") {
+		t.Fatalf("exit %d, want %d; stderr: %s", code, exitLost, stderr)
+	}
+	if took >= lease {
+		t.Errorf("mutexd lock ended %v after it started: the child outlived the %v lease", took, lease)
+	}
+	grandchild, _ := strconv.Atoi(strings.TrimSpace(waitFor(t, pidFile)))
+	if !processGone(grandchild) {
+		syscall.Kill(grandchild, syscall.SIGKILL)
+		t.Errorf("the child's own child %d survived: the kill must reach the process group", grandchild)
+	}
+}
+
+// TestLockUnreachableKillsBeforeDeadline: when renewals merely fail (the
+// daemon hangs), mutexd lock keeps trying and ends the child before its
+// own deadline.
+func TestLockUnreachableKillsBeforeDeadline(t *testing.T) {
+	f := newFakeDaemon(t)
+	const lease = 900 * time.Millisecond
+	f.set(func() {
+		f.acquire = func(*http.Request) (any, error) {
+			return grantView{Request: "9-1", Lock: "db", Fence: 42, LeaseMS: lease.Milliseconds(), LeaseLeftMS: lease.Milliseconds()}, nil
+		}
+		f.renew = func(r *http.Request) (any, error) {
+			<-r.Context().Done() // a stopped daemon: no answer ever
+			return nil, r.Context().Err()
+		}
+	})
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	argv := append([]string{"db", "--"}, childThatHangs(pidFile)...)
+	start := time.Now()
+	cmd, stderr := lockProc(t, f, argv...)
+	code := exitCode(t, cmd)
+	took := time.Since(start)
+	if code != exitLost || !strings.Contains(stderr.String(), "no renewal confirmed") {
+		t.Fatalf("exit %d, want %d; stderr: %s", code, exitLost, stderr)
+	}
+	// The exit itself may wait for the best-effort release (200 ms) after
+	// the child is dead; the child died before the deadline.
+	if took >= lease+250*time.Millisecond {
+		t.Errorf("mutexd lock ended %v after it started, lease %v", took, lease)
+	}
+	if n := strings.Count(strings.Join(f.called(), ","), "renew"); n < 1 {
+		t.Errorf("no renewal tried: %v", f.called())
+	}
+}
+
+// TestLockTimeout: --timeout expiry is exit 75; nothing runs.
+func TestLockTimeout(t *testing.T) {
+	f := newFakeDaemon(t)
+	f.set(func() {
+		f.acquire = func(*http.Request) (any, error) { return nil, ctl.Timeout(`lock "db" was not granted within 50ms`) }
+	})
+	mark := filepath.Join(t.TempDir(), "ran")
+	cmd, stderr := lockProc(t, f, "db", "--timeout", "50ms", "--", "touch", mark)
+	if code := exitCode(t, cmd); code != exitTimeout || !strings.Contains(stderr.String(), "not granted within 50ms") {
+		t.Fatalf("exit %d, want %d; stderr: %s", code, exitTimeout, stderr)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the command ran without the lock")
+	}
+}
+
+// TestLockReleaseFails: the child's code stands when only the release
+// fails, with a warning.
+func TestLockReleaseFails(t *testing.T) {
+	f := newFakeDaemon(t)
+	f.set(func() {
+		f.release = func(*http.Request) (any, error) { return nil, ctl.Unavailable("the daemon is shutting down") }
+	})
+	cmd, stderr := lockProc(t, f, "db", "--", "true")
+	if code := exitCode(t, cmd); code != 0 || !strings.Contains(stderr.String(), "release failed") {
+		t.Fatalf("exit %d, stderr: %s", code, stderr)
+	}
+}
+
+// TestLockUsage: mistakes in the call are exit 2, with what to do.
+func TestLockUsage(t *testing.T) {
+	f := newFakeDaemon(t)
+	for _, args := range [][]string{{}, {"db"}, {"db", "--"}, {"db", "--timeout", "-1s", "--", "true"}} {
+		cmd, stderr := lockProc(t, f, args...)
+		if code := exitCode(t, cmd); code != 2 || !strings.Contains(stderr.String(), "mutexd") {
+			t.Errorf("mutexd lock %q: exit %d, stderr: %s", args, code, stderr)
+		}
+	}
+	if len(f.called()) != 0 {
+		t.Errorf("a usage error reached the daemon: %v", f.called())
+	}
+}

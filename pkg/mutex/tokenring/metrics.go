@@ -1,0 +1,84 @@
+package tokenring
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/synclab/synclab/pkg/core"
+)
+
+var _ core.MetricsWriter = (*Core)(nil)
+
+// Metrics exports the ring's state and counters. Per-lock samples are
+// bounded by MaxLocks; a fence is exported as a float, exact below 2^53
+// (round 8192), which a lab reaches after thousands of regenerations.
+func (c *Core) Metrics(m *core.MetricSet) {
+	alive := 0
+	skipped := 0
+	for _, id := range c.cfg.Members {
+		if id == c.self || !c.down[id] {
+			alive++
+		}
+		if c.skipped[id] {
+			skipped++
+		}
+	}
+	m.Gauge("synclab_mutex_members", "Ring members, this one included.", float64(len(c.cfg.Members)))
+	m.Gauge("synclab_mutex_members_alive", "Ring members believed alive, this one included.", float64(alive))
+	m.Gauge("synclab_mutex_members_skipped", "Members bypassed since they failed to acknowledge a token.", float64(skipped))
+
+	held, tokens, queued := 0, 0, 0
+	for _, l := range c.locks {
+		if l.holder != nil {
+			held++
+		}
+		if l.tok != nil {
+			tokens++
+		}
+		queued += len(l.queue)
+	}
+	m.Gauge("synclab_mutex_locks", "Locks in this member's table.", float64(len(c.locks)))
+	m.Gauge("synclab_mutex_locks_held", "Locks granted to a client of this member now.", float64(held))
+	m.Gauge("synclab_mutex_tokens_here", "Tokens this member holds now.", float64(tokens))
+	m.Gauge("synclab_mutex_queue_length", "Requests waiting at this member, all locks.", float64(queued))
+	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
+		m.Gauge("synclab_mutex_fence", "Highest fence this member knows of, per lock.", float64(c.locks[name].maxFence),
+			core.Label{Name: "lock", Value: name})
+	}
+
+	cnt := func(k string) float64 { return float64(c.counters[k]) }
+	m.Counter("synclab_mutex_requests_total", "Lock requests queued at this member.", cnt("requests"))
+	m.Counter("synclab_mutex_grants_total", "Leases granted to clients of this member.", cnt("grants"))
+	m.Counter("synclab_mutex_renewals_total", "Leases renewed.", cnt("renewals"))
+	m.Counter("synclab_mutex_cancelled_total", "Waiting requests withdrawn before a grant.", cnt("cancelled"))
+	m.Counter("synclab_mutex_tokens_passed_total", "Tokens sent to the successor (handoffs).", cnt("tokens_passed"))
+	m.Counter("synclab_mutex_tokens_received_total", "Tokens taken from the predecessor.", cnt("tokens_received"))
+	m.Counter("synclab_mutex_regenerations_total", "Tokens this member created anew after a loss.", cnt("regenerations"))
+	m.Counter("synclab_mutex_skips_total", "Token passes not acknowledged in time: the successor was skipped.", cnt("acks_missed"))
+	losses := map[string]uint64{}
+	rejected := map[string]uint64{}
+	for k, v := range c.counters {
+		if r, ok := strings.CutPrefix(k, "lost_"); ok {
+			losses[r] = v
+		}
+		if r, ok := strings.CutPrefix(k, "rejected_"); ok {
+			rejected[r] = v
+		}
+	}
+	// Every reason a lease can end early, present at 0, so an alert on a
+	// rate sees the series before the first loss.
+	for _, r := range []string{"expired", "superseded", "renew_refused"} {
+		losses[r] += 0
+	}
+	m.Counters("synclab_mutex_losses_total", "Leases lost before their release, by reason.", "reason", losses)
+	m.Counters("synclab_mutex_frames_rejected_total", "Ring frames refused by the core, by reason.", "reason", rejected)
+	for _, id := range c.cfg.Members {
+		if id == c.self {
+			continue
+		}
+		member := core.Label{Name: "member", Value: strconv.FormatUint(uint64(id), 10)}
+		m.GaugeBool("synclab_mutex_member_alive", "1 if the member is believed alive, else 0.", !c.down[id], member)
+	}
+}
