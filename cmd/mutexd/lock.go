@@ -166,7 +166,36 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	r.request, r.fence = g.Request, g.Fence
 	r.lease = time.Duration(g.LeaseMS) * time.Millisecond
 	r.deadline = sent.Add(time.Duration(g.LeaseLeftMS) * time.Millisecond)
+	if time.Until(r.deadline) < r.lease*2/3 {
+		// The request waited in the queue: the deadline counted from
+		// before it was sent has mostly (or wholly) passed, though the
+		// daemon's lease has just begun. A renewal counts it again from
+		// now.
+		return r.anchor()
+	}
 	return nil
+}
+
+// anchor renews a fresh grant to set the deadline from a request sent
+// now; a lease it cannot confirm is given back.
+func (r *lockRun) anchor() error {
+	var err error
+	for try := 0; try < 3; try++ {
+		res := make(chan renewResult, 1)
+		r.deadline = time.Now().Add(r.lease / 2) // bounds each try's wait
+		r.renew(res)
+		v := <-res
+		if err = v.err; err == nil {
+			r.deadline = v.sent.Add(v.left)
+			return nil
+		}
+		var ce *ctl.Error
+		if errors.As(err, &ce) && (ce.Status == http.StatusGone || ce.Status == http.StatusNotFound) {
+			return app.ExitError{Code: exitLost, Msg: fmt.Sprintf("lock %s: lost right after the grant: %s", r.name, ce.Msg)}
+		}
+	}
+	r.release()
+	return fmt.Errorf("lock %s: granted, but the lease could not be confirmed (%w); released it", r.name, err)
 }
 
 func isUTF8(s string) bool { return strings.ToValidUTF8(s, "\x00") == s }
@@ -182,7 +211,7 @@ type renewResult struct {
 func (r *lockRun) run(argv []string, sigs <-chan os.Signal) error {
 	if time.Until(r.deadline) <= killMargin {
 		r.release()
-		return app.ExitError{Code: exitLost, Msg: fmt.Sprintf("lock %s: the lease was over before %s could start (granted with %v left)", r.name, argv[0], time.Until(r.deadline))}
+		return app.ExitError{Code: exitLost, Msg: fmt.Sprintf("lock %s: the lease was over before %s could start", r.name, argv[0])}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr

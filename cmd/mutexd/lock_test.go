@@ -313,3 +313,25 @@ func TestLockUsage(t *testing.T) {
 		t.Errorf("a usage error reached the daemon: %v", f.called())
 	}
 }
+
+// TestLockAnchorsALateGrant: a grant that waited in the queue longer than
+// its lease would leave a deadline (counted from before the request) in
+// the past; mutexd lock renews at once to count it from now, and runs the
+// command.
+func TestLockAnchorsALateGrant(t *testing.T) {
+	f := newFakeDaemon(t)
+	f.set(func() {
+		f.acquire = func(*http.Request) (any, error) {
+			time.Sleep(700 * time.Millisecond) // queued behind others
+			return grantView{Request: "9-1", Lock: "db", Fence: 42, LeaseMS: 600, LeaseLeftMS: 599}, nil
+		}
+		f.renew = func(*http.Request) (any, error) { return renewView{LeaseLeftMS: 599, Fence: 42}, nil }
+	})
+	cmd, stderr := lockProc(t, f, "db", "--", "true")
+	if code := exitCode(t, cmd); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got := strings.Join(f.called(), ","); !strings.HasPrefix(got, "acquire,renew,") || !strings.HasSuffix(got, "release") {
+		t.Errorf("calls %s, want acquire, renew (to anchor the deadline), ..., release", got)
+	}
+}
