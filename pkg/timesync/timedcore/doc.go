@@ -3,8 +3,9 @@
 // runs exactly one core per process.
 //
 //	                       +------------------------------+
-//	synclab frames ------> | Cluster (liveness, later     |
-//	(Step)                 | Berkeley/Cristian)           |
+//	synclab frames ------> | Cluster: liveness, or the    |
+//	(Step)                 | Berkeley core (--mode        |
+//	                       | berkeley)                    |
 //	                       +------------------------------+
 //	NTP datagrams          +------------------------------+
 //	(StepDatagram) --+---> | Server: mode 3 requests,     |  its own sent

@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/timesync/berkeley"
 )
 
 // metricFake is a part that exports one gauge.
@@ -20,6 +22,10 @@ func TestMetricsGatherEveryPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bk, err := berkeley.New(berkeley.Config{Election: bully.Config{ID: 1, Members: []bully.Member{{ID: 1}, {ID: 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		cfg    Config
@@ -28,6 +34,8 @@ func TestMetricsGatherEveryPart(t *testing.T) {
 	}{
 		{"every part", Config{Cluster: live, Server: newServer(t), Client: &metricFake{metric: "synclab_ntp_x"}},
 			[]string{"synclab_liveness_members_alive", "synclab_ntp_server_requests_total", "synclab_ntp_x"}, nil},
+		{"berkeley and server", Config{Cluster: bk, Server: newServer(t)},
+			[]string{"synclab_berkeley_role", "synclab_elect_is_leader", "synclab_ntp_server_requests_total"}, []string{"synclab_liveness_members_alive"}},
 		{"cluster only", Config{Cluster: live},
 			[]string{"synclab_liveness_members_alive"}, []string{"synclab_ntp_server_requests_total"}},
 		{"parts without metrics", Config{Cluster: &fake{}, Client: &fake{}}, nil,

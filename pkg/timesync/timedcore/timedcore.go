@@ -13,7 +13,8 @@ import (
 // Config names the parts. Cluster is required; Server and Client are
 // optional (without both, datagrams are refused).
 type Config struct {
-	// Cluster handles synclab frames (Step): the liveness detector today.
+	// Cluster handles synclab frames (Step): the liveness detector, or
+	// the Berkeley core (pkg/timesync/berkeley) in Berkeley mode.
 	Cluster core.Core
 	// Server answers NTP client requests (timed run --serve).
 	Server *server.Server
@@ -126,8 +127,10 @@ type systemer interface {
 }
 
 // Ready merges the parts' outputs: the cluster's, then the server's, then
-// the client's. At most one part may persist state (the client's frequency
-// today; the liveness detector and the server have none): two parts
+// the client's. At most one part may persist state (the client's frequency,
+// or the Berkeley core's term and frequency, never both: timed refuses
+// --server and --peer in Berkeley mode; the liveness detector and the
+// server have none): two parts
 // handing over state at once cannot be persisted in one file, and is a
 // programming error that panics.
 func (c *Core) Ready() core.Ready {
