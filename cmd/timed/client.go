@@ -19,7 +19,7 @@ import (
 
 func clientFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "mode", EnvVars: app.Env(name, "mode"), Value: "ntp", Usage: "how to follow the --server sources: `ntp` (NTP client mode) or cristian (Cristian's algorithm against timed servers)"},
+		&cli.StringFlag{Name: "mode", EnvVars: app.Env(name, "mode"), Value: "ntp", Usage: "how to synchronise: `ntp` (follow --server/--peer in NTP modes), cristian (Cristian's algorithm against timed --server addresses) or berkeley (the --members agree on their average time: a master elected among them polls and corrects them; no --server or --peer)"},
 		&cli.StringSliceFlag{Name: "server", EnvVars: app.Env(name, "server"), Usage: "follow the server `HOST[:PORT]` (NTP client mode, or Cristian's with --mode cristian; repeat for several: falsetickers are outvoted)"},
 		&cli.IntFlag{Name: "cristian-burst", EnvVars: app.Env(name, "cristian-burst"), Value: client.DefaultCristianBurst, Usage: "with --mode cristian: requests per poll; the one with the smallest round trip is kept"},
 		&cli.DurationFlag{Name: "cristian-min-delay", EnvVars: app.Env(name, "cristian-min-delay"), Usage: "with --mode cristian: the smallest one-way delay the network is known to have (tightens the accuracy ±(RTT/2 - min); 0 is always safe)"},
@@ -34,12 +34,20 @@ func clientFlags() []cli.Flag {
 func clientConfig(c *cli.Context) (*client.Config, error) {
 	servers, peers := c.StringSlice("server"), c.StringSlice("peer")
 	mode := c.String("mode")
-	switch mode {
-	case "ntp":
+	if mode != "cristian" {
 		for _, f := range []string{"cristian-burst", "cristian-min-delay"} {
 			if c.IsSet(f) {
 				return nil, app.Usagef("--%s is only used with --mode cristian", f)
 			}
+		}
+	}
+	switch mode {
+	case "ntp":
+	case "berkeley":
+		// The group's time is its own average: following a server at the
+		// same time would give the clock two masters.
+		if len(servers)+len(peers) > 0 {
+			return nil, app.Usagef("--mode berkeley synchronises the --members with each other: it takes no --server or --peer (to follow NTP servers, run timed in --mode ntp)")
 		}
 	case "cristian":
 		if len(peers) > 0 {
@@ -49,7 +57,7 @@ func clientConfig(c *cli.Context) (*client.Config, error) {
 			return nil, app.Usagef("--mode cristian needs at least one --server HOST[:PORT] (a timed --serve address)")
 		}
 	default:
-		return nil, app.Usagef("--mode %q: want ntp or cristian", mode)
+		return nil, app.Usagef("--mode %q: want ntp, cristian or berkeley", mode)
 	}
 	if len(servers)+len(peers) == 0 {
 		for _, f := range []string{"minpoll", "maxpoll", "makestep"} {

@@ -5,6 +5,8 @@
 //	          [--serve ADDR [--stratum N] [--ntp-key-file PATH] [--rate-limit D]]
 //	          [--server HOST[:PORT] ...] [--peer HOST[:PORT] ...] [--minpoll N --maxpoll N] [--makestep D]
 //	          [--mode cristian --server HOST[:PORT] ... [--cristian-burst N] [--cristian-min-delay D]]
+//	          [--mode berkeley [--multicast GROUP:PORT --interface IF] [--berkeley-round D]
+//	           [--berkeley-threshold D] [--berkeley-max-rtt D] [--berkeley-heartbeat D] [--berkeley-leader-timeout D]]
 //	timed status [--json]
 //	timed query HOST[:PORT] [--proto ntp|cristian] [-n N] [--timeout D] [--json] [--key-file PATH --key-id N]
 //	timed compare [--server S ...] [--timeout D] [--json]
@@ -20,11 +22,18 @@
 // (package pkg/timesync/cristian): chronyd, ntpdig, beevik/ntp, `timed
 // query` and other timeds (--mode cristian) can measure against it. `timed query` and `timed compare` are one-shot
 // measurements that only ever read the local clock.
+//
+// With --mode berkeley the members synchronise with each other (package
+// pkg/timesync/berkeley): a master elected among them (bully) polls them
+// every round, averages the clocks that agree, and sends each member its
+// correction. --serve then serves the group's time at the --stratum given
+// (16 by default: unsynchronised), never claiming an external reference.
 package main
 
 import (
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -55,7 +64,7 @@ func newApp() *cli.App {
 			&cli.Float64Flag{Name: "sim-drift", EnvVars: app.Env(name, "sim-drift"), Usage: "with --clock sim: frequency error in `PPM`"},
 			&cli.Float64Flag{Name: "sim-wander", EnvVars: app.Env(name, "sim-wander"), Usage: "with --clock sim: random-walk frequency noise, `PPM` per sqrt(second)"},
 			&cli.BoolFlag{Name: "no-adjust", EnvVars: app.Env(name, "no-adjust"), Usage: "measure and report only; never correct the clock"},
-		}, append(serveFlags(), clientFlags()...)...),
+		}, slices.Concat(serveFlags(), clientFlags(), berkeleyFlags())...),
 		Build:      build,
 		Commands:   []*cli.Command{queryCommand(), compareCommand()},
 		RenderCore: renderCore,
@@ -74,6 +83,10 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		return nil, err
 	}
 	cc, err := clientConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	bk, err := berkeleyConfig(c, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -102,5 +115,5 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	default:
 		return nil, app.Usagef("--clock %q: want system or sim", kind)
 	}
-	return coreFactory(cfg, serve, cc), nil
+	return coreFactory(cfg, serve, cc, bk), nil
 }

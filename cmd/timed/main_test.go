@@ -237,7 +237,7 @@ func TestUsageErrors(t *testing.T) {
 		{append(base, "--serve", "127.0.0.1", "--rate-limit", "-1s"), "--rate-limit"},
 		{[]string{"timed", "query", "127.0.0.1", "--proto", "cristian", "--key-file", "k", "--key-id", "1"}, "--cluster-key-file"},
 		{[]string{"timed", "query", "127.0.0.1", "--cluster", "lab"}, "for --proto cristian"},
-		{append(base, "--mode", "berkeley"), "want ntp or cristian"},
+		{append(base, "--mode", "ptp"), "want ntp, cristian or berkeley"},
 		{append(base, "--mode", "cristian"), "needs at least one --server"},
 		{append(base, "--mode", "cristian", "--server", "127.0.0.1", "--peer", "127.0.0.2"), "not with --mode cristian"},
 		{append(base, "--server", "127.0.0.1", "--cristian-burst", "3"), "only used with --mode cristian"},

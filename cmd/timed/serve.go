@@ -20,6 +20,7 @@ import (
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/berkeley"
 	"github.com/synclab/synclab/pkg/timesync/client"
 	"github.com/synclab/synclab/pkg/timesync/server"
 	"github.com/synclab/synclab/pkg/timesync/timedcore"
@@ -109,10 +110,14 @@ func parseServeAddr(s string) (netip.AddrPort, error) {
 	return netip.AddrPort{}, fmt.Errorf("%q: want an IP address, IP:PORT or [IPv6]:PORT, not a name (e.g. 0.0.0.0 or 10.0.0.1:123)", s)
 }
 
-// coreFactory builds timed's core: the liveness detector for the members,
+// coreFactory builds timed's core: for the members, the liveness detector,
+// or with --mode berkeley (bk) the Berkeley core that synchronises them;
 // with --serve the NTP server, and with --server/--peer the NTP client and
-// its discipline; the server then advertises what the client knows.
-func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config) daemon.CoreFactory {
+// its discipline; the server then advertises what the client knows. In
+// Berkeley mode nothing tells the server about the group's time: it serves
+// at its --stratum (16, unsynchronised, unless set), with reference LOCL,
+// which is honest: the group agrees with itself, not with any reference.
+func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk *berkeley.Config) daemon.CoreFactory {
 	live := app.LivenessCore(cfg)
 	precision := measurePrecision(cfg.Clock.Now)
 	cluster := cfg.Cluster
@@ -144,11 +149,19 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config) da
 		}
 	}
 	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
-		cl, err := live(nil, rnd)
-		if err != nil {
+		var tc timedcore.Config
+		var err error
+		if bk != nil {
+			// The Berkeley core is the only part that persists state
+			// then (its term and frequency): there is no client.
+			b := *bk
+			b.Election.Rand = rnd
+			if tc.Cluster, err = newBerkeley(b, persisted, cfg.StateDir); err != nil {
+				return nil, err
+			}
+		} else if tc.Cluster, err = live(nil, rnd); err != nil {
 			return nil, err
 		}
-		tc := timedcore.Config{Cluster: cl}
 		if serve != nil {
 			if tc.Server, err = server.New(serve.cfg); err != nil {
 				return nil, err
@@ -205,14 +218,20 @@ type coreView struct {
 	Client  json.RawMessage `json:"client"`
 }
 
-// renderCore prints the members table and, when serving, a chronyc-like
-// block about the NTP server.
+// renderCore prints the members table (or in Berkeley mode the group's
+// view) and, when following or serving, chronyc-like blocks about the NTP
+// client and server.
 func renderCore(w io.Writer, raw []byte, now time.Time) error {
 	var v coreView
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return fmt.Errorf("unexpected timed status: %w", err)
 	}
-	if len(v.Cluster) > 0 {
+	switch {
+	case isBerkeley(v.Cluster):
+		if err := renderBerkeley(w, v.Cluster, now); err != nil {
+			return err
+		}
+	case len(v.Cluster) > 0:
 		if err := app.RenderLiveness(w, v.Cluster, now); err != nil {
 			return err
 		}

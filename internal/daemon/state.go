@@ -20,10 +20,16 @@ type stateDir struct {
 	lock *os.File
 }
 
+// CoreStateFile is the file in the state directory that holds the core's
+// durable state (core.Ready.State): a core factory names it when the state
+// it is given cannot be restored, so the operator knows what to inspect or
+// remove.
+const CoreStateFile = "core.state"
+
 const (
 	lockFile        = "lock"
 	incarnationFile = "incarnation"
-	coreStateFile   = "core.state"
+	coreStateFile   = CoreStateFile
 )
 
 func openStateDir(path string) (*stateDir, error) {
