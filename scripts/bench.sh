@@ -14,6 +14,16 @@
 #       in an idle period D (default 10m) with PCT% loss (default 5) on every
 #       host, messages per election, idle traffic per node over --traffic
 #       (default 30s), RSS. Installs etcd-server and etcd-client if missing.
+#   bench.sh mutex [--samples N] [--window D] [--clients N] [--trials N] [--traffic D]
+#                  [--flags 'MUTEXD-FLAGS']
+#       mutexd (5 hosts) against etcd 3.4's lock (one node; its v3lock gateway
+#       and etcdctl lock): uncontended acquire+release p50/p99 through the API
+#       (--samples, default 2000) and the CLIs, handoffs/s and wait with
+#       --clients (default 8) contending for one lock over --window (default
+#       5s), frames per critical-section entry, idle traffic per node over
+#       --traffic (default 10s), recovery after SIGKILL of the holder
+#       (--trials, default 5), RSS; --flags are added to every mutexd run.
+#       Installs etcd-server and etcd-client.
 #   bench.sh timesync [--warmup D] [--window D] [--load D] [--conns N]
 #       timed's NTP client against chronyd's (-x), both following one chronyd
 #       server every second: |error| p50/p99 over --window (default 2m) after
@@ -216,6 +226,38 @@ bench_elect() {
 		args+=(-elect.tuned "$t")
 	done
 	run_go_bench Elect "${args[@]}"
+}
+
+bench_mutex() {
+	local samples=2000 window=5s clients=8 trials=5 traffic=10s flags="" argv=("$@")
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--samples) samples=${2:?--samples needs a number} && shift ;;
+		--window) window=${2:?--window needs a duration} && shift ;;
+		--clients) clients=${2:?--clients needs a number} && shift ;;
+		--trials) trials=${2:?--trials needs a number} && shift ;;
+		--traffic) traffic=${2:?--traffic needs a duration} && shift ;;
+		--flags) flags=${2?--flags needs mutexd flags} && shift ;;
+		-h | --help) usage ;;
+		*) echo "$prog mutex: unknown argument '$1'" >&2 && usage ;;
+		esac
+		shift
+	done
+	local n
+	for n in "$samples" "$trials"; do
+		{ [[ $n =~ ^[0-9]{1,6}$ ]] && [ "$n" -ge 1 ]; } || die "mutex: $n: want a whole number >= 1"
+	done
+	{ [[ $clients =~ ^[0-9]{1,3}$ ]] && [ "$clients" -ge 2 ]; } || die "mutex: --clients $clients: want a whole number 2..999"
+	is_duration "$window" || die "mutex: --window $window: want a duration such as 5s"
+	is_duration "$traffic" || die "mutex: --traffic $traffic: want a duration such as 10s"
+
+	need_root mutex "${argv[@]}"
+	need_packages iproute2 nftables etcd-server etcd-client
+	setup
+	build ./cmd/mutexd
+	log "bench mutex: $samples samples, $clients clients for $window, $trials recovery trials, lab prefix $PREFIX${flags:+, mutexd flags: $flags}"
+	run_go_bench Mutex -mutex -mutex.bin "$WORK/bin" -mutex.prefix "$PREFIX" -mutex.samples "$samples" \
+		-mutex.window "$window" -mutex.clients "$clients" -mutex.trials "$trials" -mutex.traffic "$traffic" -mutex.flags "$flags"
 }
 
 bench_timesync() {

@@ -69,4 +69,15 @@
 // RSS is VmRSS from /proc/PID/status at the end of each phase; interface
 // traffic is read from /proc/PID/net/dev, which shows the counters of the
 // process's own network namespace.
+//
+// # BenchmarkMutex: mutexd against etcd's lock
+//
+// mutexd on hosts 1 to 5, etcd on host 6 with its clients on that host's
+// 127.0.0.1 (etcd's best case); the etcd side calls the v3lock service
+// (the concurrency.Mutex recipe, run by the server) through etcd's JSON
+// gateway with plain net/http, and `etcdctl lock` for the CLI. Phases:
+// uncontended latency through the APIs and the CLIs, contended handoffs
+// with clients spread over the hosts, idle traffic, recovery after a
+// SIGKILL of the holder. BenchmarkMutex's comment has the details
+// (scripts/bench.sh mutex runs it).
 package bench

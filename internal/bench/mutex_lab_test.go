@@ -1,0 +1,676 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/labnet"
+	"github.com/synclab/synclab/internal/transport"
+)
+
+var (
+	mutexRun     = flag.Bool("mutex", false, "run BenchmarkMutex, a lab measurement of a few minutes (scripts/bench.sh mutex sets it)")
+	mutexSamples = flag.Int("mutex.samples", 2000, "uncontended acquire+release samples through each API")
+	mutexSpaced  = flag.Int("mutex.spaced", 40, "uncontended samples spaced by more than mutexd's confirm window (each needs a check round trip)")
+	mutexCLI     = flag.Int("mutex.cli", 50, "uncontended samples through each CLI")
+	mutexWindow  = flag.Duration("mutex.window", 5*time.Second, "contended throughput window")
+	mutexClients = flag.Int("mutex.clients", 8, "contending clients")
+	mutexTrials  = flag.Int("mutex.trials", 5, "recovery trials (SIGKILL of the holder) per system")
+	mutexTraffic = flag.Duration("mutex.traffic", 10*time.Second, "idle traffic window")
+	mutexBin     = flag.String("mutex.bin", "", "`DIR` holding mutexd (default: go build it from ../../cmd/mutexd)")
+	mutexPrefix  = flag.String("mutex.prefix", "", "lab namespace `PREFIX` (default: random)")
+	mutexFlags   = flag.String("mutex.flags", "", "extra `FLAGS` for every mutexd run, e.g. \"--loss-timeout 300ms --confirm-window 150ms\"")
+)
+
+const (
+	mutexHosts = 5 // mutexd on h1..h5; etcd and its clients on h6
+	mutexPort  = 7400
+	hotLock    = "hot"
+	// mutexLeaseTTL is mutexd's default --lease, and etcd's session TTL
+	// in the recovery trials.
+	mutexLeaseTTL = 3 * time.Second
+	// Targets of issue 5, printed beside the figures.
+	targetAcquireP50 = 500 * time.Microsecond
+	targetHandoffs   = 500.0
+	// Recovery: at most 1 s plus the lease.
+	targetRecoveryExtra = time.Second
+)
+
+// BenchmarkMutex measures mutexd against etcd 3.4's lock (its v3lock
+// service, which implements the concurrency.Mutex recipe on the server,
+// called through etcd's JSON gateway, and `etcdctl lock`):
+//
+//	h1..h5  mutexd (defaults: 3 s lease, 1 s heartbeats), one ring
+//	h6      etcd, one node, and every etcd client, on 127.0.0.1
+//
+// The mutexd clients speak HTTP to their own host's daemon on its unix
+// socket, as a program using the control API would; etcd's clients sit
+// on etcd's own host, its best case. The phases:
+//
+//  1. uncontended acquire+release through each API: back to back on one
+//     host (mutexd: the token rests there and its majority check is fresh),
+//     then spaced beyond mutexd's 250 ms confirm window (each grant waits
+//     for a check round trip), then alternating between h1 and h3 (the
+//     token moves each time); through each CLI (`mutexd lock NAME -- true`,
+//     `etcdctl lock NAME -- true`, both under `ip netns exec`, whose own
+//     cost is measured too);
+//  2. contended: -mutex.clients loops acquire and release one lock as fast
+//     as they can for -mutex.window; mutexd's clients are spread round-robin
+//     over the five hosts; a grant is a handoff; the wait is from sending
+//     the acquire to the grant; frames sent by all daemons (heartbeats
+//     excluded) per grant are the messages per critical-section entry;
+//  3. idle traffic per node (payload and eth0) over -mutex.traffic;
+//  4. recovery: a client holds the lock at one host, another waits at the
+//     next; the holder's daemon (mutexd) or session (etcdctl lock --ttl 3)
+//     is SIGKILLed at a random instant of the lease; the time until the
+//     waiter is granted. The daemon is restarted between trials.
+//
+// RSS is the maximum VmRSS of each daemon over the phases.
+func BenchmarkMutex(b *testing.B) {
+	if !*mutexRun {
+		b.Skip("BenchmarkMutex runs for minutes in a namespace lab: run it with scripts/bench.sh mutex (or pass -mutex)")
+	}
+	labnet.Require(b)
+	etcdBin, err1 := exec.LookPath("etcd")
+	etcdctlBin, err2 := exec.LookPath("etcdctl")
+	if err := errors.Join(err1, err2); err != nil {
+		b.Skipf("etcd is the reference: install Debian's etcd-server and etcd-client (scripts/bench.sh mutex does, without starting the service): %v", err)
+	}
+	if *mutexSamples < 1 || *mutexSpaced < 1 || *mutexCLI < 1 || *mutexWindow <= 0 || *mutexClients < 2 || *mutexTrials < 1 || *mutexTraffic <= 0 {
+		b.Fatal("bad flags: every count must be positive, every duration too, and -mutex.clients at least 2")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir := shortTempDir(b)
+	var opts []labnet.Option
+	if *mutexPrefix != "" {
+		opts = append(opts, labnet.WithPrefix(*mutexPrefix))
+	}
+	lab := labnet.New(b, etcdHost, opts...)
+	m := &mutexBench{
+		electBench: &electBench{b: b, ctx: ctx, lab: lab, dir: dir, etcd: etcdBin, etcdctl: etcdctlBin},
+		mutexd:     buildBinary(b, dir, *mutexBin, "mutexd"),
+		procs:      map[int]*labnet.Proc{},
+		clients:    map[int]*ctl.Client{},
+		rss:        map[string]int64{},
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	m.logf("lab %s up: mutexd on h1-h%d, etcd on h%d; load average %s", lab.Prefix(), mutexHosts, etcdHost, strings.Join(strings.Fields(string(load))[:3], " "))
+	for i := 1; i <= mutexHosts; i++ {
+		m.start(i)
+	}
+	m.waitUp()
+	m.startEtcd()
+	m.etcdHTTP = m.etcdClient()
+	b.ResetTimer()
+
+	var r mutexResults
+	m.uncontended(&r)
+	m.contended(&r)
+	m.idle(&r)
+	m.recovery(&r)
+	b.StopTimer()
+
+	t := m.table(&r)
+	if err := t.Write(os.Stdout); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(r.api["mutexd"].P50)/float64(time.Microsecond), "acquire-release-p50-us")
+	b.ReportMetric(r.handoffs["mutexd"], "handoffs/s")
+}
+
+type mutexBench struct {
+	*electBench // the lab, etcd, logging
+	mutexd      string
+	procs       map[int]*labnet.Proc
+	clients     map[int]*ctl.Client
+	etcdHTTP    *http.Client
+	rss         map[string]int64 // max VmRSS: "mutexd", "etcd"
+}
+
+type mutexResults struct {
+	api, spaced, moving, cli map[string]Summary // by system
+	netnsExec                Summary
+	handoffs                 map[string]float64
+	wait                     map[string]Summary
+	perEntry                 float64            // mutexd frames per grant, heartbeats excluded
+	perEntryKind             map[string]float64 // by kind
+	contendedGrants          int
+	idlePayload, idleIf      float64 // mutexd B/s per node, in+out
+	recovery                 map[string]Summary
+}
+
+func (m *mutexBench) control(i int) string { return filepath.Join(m.dir, fmt.Sprintf("m%d.sock", i)) }
+
+func (m *mutexBench) start(i int) {
+	var members []string
+	for j := 1; j <= mutexHosts; j++ {
+		members = append(members, fmt.Sprintf("%d=%s:%d", j, m.lab.Host(j).Addr(), mutexPort))
+	}
+	argv := []string{"setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time",
+		m.mutexd, "run", "--id", strconv.Itoa(i), "--members", strings.Join(members, ","),
+		"--control", m.control(i), "--state-dir", filepath.Join(m.dir, fmt.Sprintf("m%d.state", i)),
+		"--lease", mutexLeaseTTL.String(),
+	}
+	argv = append(argv, strings.Fields(*mutexFlags)...)
+	m.procs[i] = m.lab.Host(i).Start(m.b, "mutexd", argv, nil)
+	if m.clients[i] == nil {
+		m.clients[i] = ctl.NewClient(m.control(i), "mutexd")
+	}
+}
+
+func (m *mutexBench) waitUp() {
+	m.b.Helper()
+	for i := 1; i <= mutexHosts; i++ {
+		deadline := time.Now().Add(10 * time.Second)
+		for m.status(i, false) == nil {
+			if time.Now().After(deadline) {
+				m.fatalf("mutexd on h%d did not answer within 10 s:\n%s", i, m.procs[i].Output())
+			}
+			m.sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+type mutexdStatus struct {
+	Node struct {
+		FramesOut map[string]uint64 `json:"frames_out"`
+	} `json:"node"`
+	Transport transport.Stats `json:"transport"`
+}
+
+func (s *mutexdStatus) payload() uint64 {
+	t := s.Transport
+	return t.UDP.BytesIn + t.UDP.BytesOut + t.Multicast.BytesIn + t.Multicast.BytesOut + t.Stream.BytesIn + t.Stream.BytesOut
+}
+
+// status reads host i's status; nil if it does not answer (must: fail).
+func (m *mutexBench) status(i int, must bool) *mutexdStatus {
+	m.b.Helper()
+	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+	defer cancel()
+	var st mutexdStatus
+	if err := m.clients[i].Get(ctx, "/v1/status", &st); err != nil {
+		if must {
+			m.fatalf("status of mutexd on h%d: %v", i, err)
+		}
+		return nil
+	}
+	return &st
+}
+
+func (m *mutexBench) sampleRSS() {
+	for i, p := range m.procs {
+		if !p.Exited() {
+			if n, err := RSS(p.PID()); err == nil {
+				m.rss["mutexd"] = max(m.rss["mutexd"], n)
+			} else {
+				m.logf("RSS of mutexd on h%d: %v", i, err)
+			}
+		}
+	}
+	if n, err := RSS(m.etcdProc.PID()); err == nil {
+		m.rss["etcd"] = max(m.rss["etcd"], n)
+	}
+}
+
+// mutexGrant is the part of an acquire's answer the benchmark reads.
+type mutexGrant struct {
+	Request string `json:"request"`
+}
+
+// acquire takes lock name at host i through the API and returns a
+// function that releases it.
+func (m *mutexBench) acquire(ctx context.Context, i int, name string) (release func() error, err error) {
+	var g mutexGrant
+	if err := m.clients[i].Post(ctx, "/v1/locks/"+name+"/acquire", struct{}{}, &g); err != nil {
+		return nil, err
+	}
+	return func() error {
+		return m.clients[i].Post(context.Background(), "/v1/locks/"+name+"/release", map[string]string{"request": g.Request}, nil)
+	}, nil
+}
+
+// etcdClient is an HTTP client whose connections are opened inside h6,
+// so that it reaches etcd on that host's 127.0.0.1.
+func (m *mutexBench) etcdClient() *http.Client {
+	h := m.lab.Host(etcdHost)
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var c net.Conn
+			err := h.Do(func() error {
+				var err error
+				c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return err
+			})
+			return c, err
+		},
+		MaxIdleConnsPerHost: 64,
+	}}
+}
+
+// etcdCall POSTs a JSON body to etcd's gateway and decodes the answer.
+func (m *mutexBench) etcdCall(ctx context.Context, path string, in, out any) error {
+	body, _ := json.Marshal(in)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d%s", etcdPort, path), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := m.etcdHTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("etcd %s: %s: %s", path, resp.Status, bytes.TrimSpace(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// etcdLease grants a lease of ttl (the session of concurrency.Mutex).
+func (m *mutexBench) etcdLease(ttl time.Duration) string {
+	m.b.Helper()
+	var v struct {
+		ID string `json:"ID"` // an int64, as a string in the gateway's JSON
+	}
+	if err := m.etcdCall(m.ctx, "/v3/lease/grant", map[string]any{"TTL": int(ttl / time.Second)}, &v); err != nil || v.ID == "" {
+		m.fatalf("etcd lease grant: %v %+v", err, v)
+	}
+	return v.ID
+}
+
+// etcdAcquire takes lock name with the given lease through etcd's v3lock
+// service and returns a function that releases it.
+func (m *mutexBench) etcdAcquire(ctx context.Context, lease, name string) (func() error, error) {
+	var v struct {
+		Key string `json:"key"`
+	}
+	if err := m.etcdCall(ctx, "/v3/lock/lock", map[string]string{"name": base64.StdEncoding.EncodeToString([]byte(name)), "lease": lease}, &v); err != nil {
+		return nil, err
+	}
+	return func() error {
+		return m.etcdCall(context.Background(), "/v3/lock/unlock", map[string]string{"key": v.Key}, nil)
+	}, nil
+}
+
+// timeLoop measures n acquire+release pairs, each after wait.
+func (m *mutexBench) timeLoop(what string, n int, wait time.Duration, acq func(k int) (func() error, error)) Summary {
+	m.b.Helper()
+	var s []time.Duration
+	for k := range n {
+		if wait > 0 {
+			m.sleep(wait)
+		}
+		t0 := time.Now()
+		rel, err := acq(k)
+		if err == nil {
+			err = rel()
+		}
+		if err != nil {
+			m.fatalf("%s: sample %d: %v", what, k, err)
+		}
+		s = append(s, time.Since(t0))
+	}
+	sum := Summarize(s)
+	m.logf("%s: %s", what, usSummary(sum))
+	return sum
+}
+
+func (m *mutexBench) uncontended(r *mutexResults) {
+	m.b.Helper()
+	r.api, r.spaced, r.moving, r.cli = map[string]Summary{}, map[string]Summary{}, map[string]Summary{}, map[string]Summary{}
+	ctx := m.ctx
+	// Warm up: the first acquire creates the token (a loss timeout).
+	m.timeLoop("mutexd warm-up", 3, 0, func(int) (func() error, error) { return m.acquire(ctx, 1, "solo") })
+	r.api["mutexd"] = m.timeLoop("mutexd API, back to back at h1", *mutexSamples, 0,
+		func(int) (func() error, error) { return m.acquire(ctx, 1, "solo") })
+	r.spaced["mutexd"] = m.timeLoop("mutexd API, every 300 ms at h1", *mutexSpaced, 300*time.Millisecond,
+		func(int) (func() error, error) { return m.acquire(ctx, 1, "solo") })
+	r.moving["mutexd"] = m.timeLoop("mutexd API, alternating h1 and h3", *mutexSamples/4, 0,
+		func(k int) (func() error, error) { return m.acquire(ctx, 1+2*(k%2), "solo") })
+
+	lease := m.etcdLease(time.Minute)
+	r.api["etcd"] = m.timeLoop("etcd API (v3lock gateway), back to back", *mutexSamples, 0,
+		func(int) (func() error, error) { return m.etcdAcquire(ctx, lease, "solo") })
+	r.spaced["etcd"] = m.timeLoop("etcd API, every 300 ms", *mutexSpaced, 300*time.Millisecond,
+		func(int) (func() error, error) { return m.etcdAcquire(ctx, lease, "solo") })
+
+	run := func(h int, argv ...string) func(int) (func() error, error) {
+		return func(int) (func() error, error) {
+			out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", m.lab.Host(h).Namespace()}, argv...)...).CombinedOutput()
+			if err != nil {
+				return nil, fmt.Errorf("%v: %s", err, out)
+			}
+			return func() error { return nil }, nil
+		}
+	}
+	r.netnsExec = m.timeLoop("ip netns exec true (the CLIs' own overhead here)", *mutexCLI, 0, run(1, "true"))
+	r.cli["mutexd"] = m.timeLoop("mutexd lock solo -- true", *mutexCLI, 0,
+		run(1, m.mutexd, "lock", "--control", m.control(1), "solo", "--", "true"))
+	r.cli["etcd"] = m.timeLoop("etcdctl lock solo -- true", *mutexCLI, 0,
+		run(etcdHost, m.etcdctl, "--endpoints", fmt.Sprintf("127.0.0.1:%d", etcdPort), "lock", "solo", "--", "true"))
+	m.sampleRSS()
+}
+
+// contend runs n loops of acquire+release for the window and returns the
+// grants and the waits.
+func (m *mutexBench) contend(n int, acq func(k int) (func() error, error)) (int, []time.Duration) {
+	m.b.Helper()
+	ctx, cancel := context.WithTimeout(m.ctx, *mutexWindow)
+	defer cancel()
+	var mu sync.Mutex
+	var waits []time.Duration
+	var errs []error
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				rel, err := acq(k)
+				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+					}
+					return
+				}
+				d := time.Since(t0)
+				err = rel()
+				mu.Lock()
+				waits = append(waits, d)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		m.fatalf("contended loops failed: %v", errors.Join(errs...))
+	}
+	return len(waits), waits
+}
+
+func (m *mutexBench) contended(r *mutexResults) {
+	m.b.Helper()
+	r.handoffs, r.wait = map[string]float64{}, map[string]Summary{}
+	n := *mutexClients
+	// Everyone has taken the lock once, so that the window measures the
+	// steady state, not the token's creation.
+	for i := 1; i <= mutexHosts; i++ {
+		rel, err := m.acquire(m.ctx, i, hotLock)
+		if err != nil {
+			m.fatal(err)
+		}
+		rel()
+	}
+	before := map[int]*mutexdStatus{}
+	for i := 1; i <= mutexHosts; i++ {
+		before[i] = m.status(i, true)
+	}
+	start := time.Now()
+	grants, waits := m.contend(n, func(k int) (func() error, error) {
+		return m.acquire(m.ctx, 1+k%mutexHosts, hotLock)
+	})
+	el := time.Since(start)
+	r.handoffs["mutexd"] = float64(grants) / el.Seconds()
+	r.wait["mutexd"] = Summarize(waits)
+	r.contendedGrants = grants
+	r.perEntryKind = map[string]float64{}
+	var frames uint64
+	for i := 1; i <= mutexHosts; i++ {
+		after := m.status(i, true)
+		for k, v := range after.Node.FramesOut {
+			if k == "heartbeat" {
+				continue
+			}
+			d := v - before[i].Node.FramesOut[k]
+			frames += d
+			r.perEntryKind[k] += float64(d) / float64(max(grants, 1))
+		}
+	}
+	r.perEntry = float64(frames) / float64(max(grants, 1))
+	m.logf("mutexd contended, %d clients on %d hosts: %.0f grants/s, wait %s, %.2f frames per grant", n, mutexHosts, r.handoffs["mutexd"], usSummary(r.wait["mutexd"]), r.perEntry)
+
+	leases := make([]string, n)
+	for k := range leases {
+		leases[k] = m.etcdLease(time.Minute)
+	}
+	start = time.Now()
+	grants, waits = m.contend(n, func(k int) (func() error, error) { return m.etcdAcquire(m.ctx, leases[k], hotLock) })
+	el = time.Since(start)
+	r.handoffs["etcd"] = float64(grants) / el.Seconds()
+	r.wait["etcd"] = Summarize(waits)
+	m.logf("etcd contended, %d clients: %.0f grants/s, wait %s", n, r.handoffs["etcd"], usSummary(r.wait["etcd"]))
+	m.sampleRSS()
+}
+
+func (m *mutexBench) idle(r *mutexResults) {
+	m.b.Helper()
+	before := map[int]*mutexdStatus{}
+	ifBefore := map[int]IfCounters{}
+	for i := 1; i <= mutexHosts; i++ {
+		before[i] = m.status(i, true)
+		ifBefore[i] = mustNetDev(m.b, m.procs[i].PID())
+	}
+	start := time.Now()
+	m.sleep(*mutexTraffic)
+	el := time.Since(start).Seconds()
+	var payload, wire uint64
+	for i := 1; i <= mutexHosts; i++ {
+		payload += m.status(i, true).payload() - before[i].payload()
+		d := mustNetDev(m.b, m.procs[i].PID()).Sub(ifBefore[i])
+		wire += d.RxBytes + d.TxBytes
+	}
+	r.idlePayload = float64(payload) / mutexHosts / el
+	r.idleIf = float64(wire) / mutexHosts / el
+	m.logf("mutexd idle: %.0f B/s payload, %.0f B/s on eth0, per node (in+out)", r.idlePayload, r.idleIf)
+	m.sampleRSS()
+}
+
+func (m *mutexBench) recovery(r *mutexResults) {
+	m.b.Helper()
+	r.recovery = map[string]Summary{}
+	var took []time.Duration
+	for trial := range *mutexTrials {
+		holder := 1 + trial%mutexHosts
+		waiter := 1 + (trial+1)%mutexHosts
+		if _, err := m.acquire(m.ctx, holder, hotLock); err != nil {
+			m.fatal(err)
+		}
+		granted := time.Now()
+		type grant struct {
+			at      time.Time
+			release func() error
+		}
+		got := make(chan grant, 1)
+		go func() {
+			rel, err := m.acquire(m.ctx, waiter, hotLock)
+			if err != nil {
+				m.logf("recovery: waiter at h%d: %v", waiter, err)
+				rel = func() error { return nil }
+			}
+			got <- grant{time.Now(), rel}
+		}()
+		// Kill at a random instant of the lease, once the waiter waits.
+		m.sleep(100*time.Millisecond + rand.N(mutexLeaseTTL-200*time.Millisecond))
+		m.sampleRSS()
+		killAt := time.Now()
+		m.procs[holder].Kill()
+		var g grant
+		select {
+		case g = <-got:
+		case <-time.After(failoverLimit):
+			m.fatalf("recovery trial %d: the waiter at h%d was not granted within %v", trial+1, waiter, failoverLimit)
+		}
+		took = append(took, g.at.Sub(killAt))
+		m.logf("mutexd recovery %d/%d: h%d's daemon killed %v into the lease; h%d granted after %s", trial+1, *mutexTrials, holder,
+			killAt.Sub(granted).Round(time.Millisecond), waiter, Millis(g.at.Sub(killAt)))
+		g.release()
+		m.start(holder)
+		m.waitUp()
+		m.sleep(time.Second) // the restarted member is heard again
+	}
+	r.recovery["mutexd"] = Summarize(took)
+
+	// The token resting idle at the killed member: nobody holds the lock,
+	// and a client asks at another member just after the kill.
+	took = nil
+	for trial := range *mutexTrials {
+		holder := 1 + trial%mutexHosts
+		waiter := 1 + (trial+1)%mutexHosts
+		rel, err := m.acquire(m.ctx, holder, hotLock)
+		if err != nil {
+			m.fatal(err)
+		}
+		if err := rel(); err != nil {
+			m.fatal(err)
+		}
+		m.sleep(100 * time.Millisecond)
+		killAt := time.Now()
+		m.procs[holder].Kill()
+		ctx, cancel := context.WithTimeout(m.ctx, failoverLimit)
+		rel, err = m.acquire(ctx, waiter, hotLock)
+		cancel()
+		if err != nil {
+			m.fatalf("recovery (idle token) trial %d: the client at h%d: %v", trial+1, waiter, err)
+		}
+		took = append(took, time.Since(killAt))
+		rel()
+		m.logf("mutexd recovery, idle token %d/%d: h%d's daemon killed; h%d granted after %s", trial+1, *mutexTrials, holder, waiter, Millis(took[len(took)-1]))
+		m.start(holder)
+		m.waitUp()
+		m.sleep(time.Second)
+	}
+	r.recovery["mutexd idle"] = Summarize(took)
+
+	took = nil
+	h := m.lab.Host(etcdHost)
+	for trial := range *mutexTrials {
+		// The holder: `etcdctl lock --ttl 3`, whose session is the lease.
+		holder := h.Start(m.b, "etcdctl-lock", []string{m.etcdctl, "--endpoints", fmt.Sprintf("127.0.0.1:%d", etcdPort),
+			"lock", "--ttl", strconv.Itoa(int(mutexLeaseTTL / time.Second)), "recover", "--", "sleep", "600"}, nil)
+		m.sleep(500 * time.Millisecond) // granted and running
+		lease := m.etcdLease(time.Minute)
+		got := make(chan time.Time, 1)
+		go func() {
+			rel, err := m.etcdAcquire(m.ctx, lease, "recover")
+			if err != nil {
+				m.logf("recovery: etcd waiter: %v", err)
+			} else {
+				defer rel()
+			}
+			got <- time.Now()
+		}()
+		m.sleep(100*time.Millisecond + rand.N(time.Second))
+		killAt := time.Now()
+		holder.Kill()
+		var at time.Time
+		select {
+		case at = <-got:
+		case <-time.After(failoverLimit):
+			m.fatalf("etcd recovery trial %d: the waiter was not granted within %v", trial+1, failoverLimit)
+		}
+		took = append(took, at.Sub(killAt))
+		m.logf("etcd recovery %d/%d: holder killed; waiter granted after %s", trial+1, *mutexTrials, Millis(at.Sub(killAt)))
+	}
+	r.recovery["etcd"] = Summarize(took)
+	m.sampleRSS()
+}
+
+func usSummary(s Summary) string {
+	return fmt.Sprintf("p50 %s  p99 %s  max %s (n=%d)", Micros(s.P50), Micros(s.P99), Micros(s.Max), s.N)
+}
+
+// Micros formats d in milliseconds with three decimals: "0.412 ms".
+func Micros(d time.Duration) string {
+	return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond))
+}
+
+func (m *mutexBench) table(r *mutexResults) *Table {
+	t := &Table{Title: "mutexd against etcd 3.4 (lock)", Systems: []string{"mutexd", "etcd"}}
+	pair := func(s Summary) string { return fmt.Sprintf("%s / %s", Micros(s.P50), Micros(s.P99)) }
+	t.Section("uncontended acquire+release, p50 / p99")
+	t.Row("API, back to back on one host", fmt.Sprintf("p50 <= %s", Micros(targetAcquireP50)),
+		Verdict(pair(r.api["mutexd"]), r.api["mutexd"].P50 <= targetAcquireP50), pair(r.api["etcd"]))
+	t.Row("API, one every 300 ms", "", pair(r.spaced["mutexd"]), pair(r.spaced["etcd"]))
+	t.Row("API, alternating two hosts", "", pair(r.moving["mutexd"]), "-")
+	t.Row("CLI (lock NAME -- true)", "", pair(r.cli["mutexd"]), pair(r.cli["etcd"]))
+	t.Section(fmt.Sprintf("contended: %d clients, one lock, %v", *mutexClients, *mutexWindow))
+	t.Row("handoffs/s", fmt.Sprintf(">= %.0f", targetHandoffs),
+		Verdict(fmt.Sprintf("%.0f", r.handoffs["mutexd"]), r.handoffs["mutexd"] >= targetHandoffs), fmt.Sprintf("%.0f", r.handoffs["etcd"]))
+	t.Row("wait p50 / p99", "", pair(r.wait["mutexd"]), pair(r.wait["etcd"]))
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(r.perEntryKind)) {
+		if v := r.perEntryKind[k]; v >= 0.005 {
+			kinds = append(kinds, fmt.Sprintf("%s %.2f", k, v))
+		}
+	}
+	t.Row("frames per entry (all daemons)", "", fmt.Sprintf("%.2f", r.perEntry), "-")
+	t.Section("cost")
+	t.Row("idle traffic per node, payload / eth0", "< 1000 B/s", fmt.Sprintf("%.0f / %.0f B/s", r.idlePayload, r.idleIf), "-")
+	rec := r.recovery["mutexd"]
+	t.Row("recovery after SIGKILL of the holder, p50 / max", fmt.Sprintf("<= %s (1 s + lease)", Millis(targetRecoveryExtra+mutexLeaseTTL)),
+		Verdict(fmt.Sprintf("%s / %s", Millis(rec.P50), Millis(rec.Max)), rec.Max <= targetRecoveryExtra+mutexLeaseTTL),
+		fmt.Sprintf("%s / %s", Millis(r.recovery["etcd"].P50), Millis(r.recovery["etcd"].Max)))
+	idle := r.recovery["mutexd idle"]
+	t.Row("  the same, token resting idle there", "", fmt.Sprintf("%s / %s", Millis(idle.P50), Millis(idle.Max)), "-")
+	t.Row("RSS (max)", "<= 20 MB", Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS), MB(m.rss["etcd"])+" (server)")
+	flags := "defaults (lease 3s, 1 s heartbeats, 500 ms loss timeout, 250 ms confirm window)"
+	if *mutexFlags != "" {
+		flags = "flags " + *mutexFlags
+	}
+	t.Note("mutexd: 5 namespace hosts, %s; clients on the daemon's host, HTTP on its unix socket", flags)
+	t.Note("etcd: one node on h6, clients on its 127.0.0.1 through the v3lock JSON gateway (lease per client), etcdctl lock for the CLI")
+	t.Note("contended mutexd clients: %d, round-robin over h1-h%d; %d grants; frames per entry by kind: %s", *mutexClients, mutexHosts, r.contendedGrants, strings.Join(kinds, ", "))
+	t.Note("the CLIs run under ip netns exec, which alone takes %s (p50)", Micros(r.netnsExec.P50))
+	t.Note("recovery: a waiter queued at the next host; mutexd's holder daemon, or etcd's holder session (etcdctl lock --ttl %d), SIGKILLed at a random instant of its lease", int(mutexLeaseTTL/time.Second))
+	return t
+}
+
+// buildBinary returns DIR/name if dir is set, or builds ../../cmd/name.
+func buildBinary(b *testing.B, tmp, dir, name string) string {
+	if dir != "" {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil {
+			b.Fatalf("-%s.bin: %v", name, err)
+		}
+		return p
+	}
+	p := filepath.Join(tmp, name)
+	if out, err := exec.Command("go", "build", "-o", p, "../../cmd/"+name).CombinedOutput(); err != nil {
+		b.Fatalf("building %s: %v\n%s", name, err, out)
+	}
+	return p
+}
