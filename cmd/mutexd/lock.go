@@ -130,20 +130,22 @@ type grantAnswer struct {
 func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, lease time.Duration, what string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var caught os.Signal
+	// A signal while waiting ends the wait: the connection closes and the
+	// daemon withdraws the request (or releases a grant that raced it).
+	caught := make(chan os.Signal, 1)
+	watcher := make(chan struct{})
 	go func() {
+		defer close(watcher)
 		select {
-		case caught = <-sigs:
+		case s := <-sigs:
+			caught <- s
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
 	client := fmt.Sprintf("mutexd lock pid %d: %s", os.Getpid(), what)
 	if len(client) > maxClientLen {
-		client = client[:maxClientLen-3] + "..."
-		for !isUTF8(client) {
-			client = client[:len(client)-4] + "..."
-		}
+		client = strings.ToValidUTF8(client[:maxClientLen-3], "") + "..."
 	}
 	req := acquireRequest{LeaseMS: lease.Milliseconds(), TimeoutMS: timeout.Milliseconds(), Client: client}
 	if timeout > 0 && req.TimeoutMS == 0 {
@@ -152,14 +154,22 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	var g grantAnswer
 	sent := time.Now()
 	err := r.client.Post(ctx, r.path+"acquire", req, &g)
+	cancel()
+	<-watcher
+	select {
+	case s := <-caught:
+		if err == nil { // granted as the signal came: nothing will run under it
+			r.request = g.Request
+			r.release()
+		}
+		return app.ExitError{Code: 128 + int(s.(syscall.Signal)), Msg: fmt.Sprintf("lock %s: %v while waiting for the lock: gave up", r.name, s)}
+	default:
+	}
 	var ce *ctl.Error
 	switch {
 	case err == nil:
 	case errors.As(err, &ce) && ce.Code == ctl.CodeTimeout:
 		return app.ExitError{Code: exitTimeout, Msg: fmt.Sprintf("lock %s: not granted within %v", r.name, timeout)}
-	case ctx.Err() != nil && caught != nil:
-		n := int(caught.(syscall.Signal))
-		return app.ExitError{Code: 128 + n, Msg: fmt.Sprintf("lock %s: %v while waiting for the lock: gave up", r.name, caught)}
 	default:
 		return fmt.Errorf("lock %s: %w", r.name, err)
 	}
@@ -197,8 +207,6 @@ func (r *lockRun) anchor() error {
 	r.release()
 	return fmt.Errorf("lock %s: granted, but the lease could not be confirmed (%w); released it", r.name, err)
 }
-
-func isUTF8(s string) bool { return strings.ToValidUTF8(s, "\x00") == s }
 
 // renewResult is one renewal's outcome, sent by its goroutine.
 type renewResult struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -248,6 +249,7 @@ func TestLockUnreachableKillsBeforeDeadline(t *testing.T) {
 			return grantView{Request: "9-1", Lock: "db", Fence: 42, LeaseMS: lease.Milliseconds(), LeaseLeftMS: lease.Milliseconds()}, nil
 		}
 		f.renew = func(r *http.Request) (any, error) {
+			io.Copy(io.Discard, r.Body)
 			<-r.Context().Done() // a stopped daemon: no answer ever
 			return nil, r.Context().Err()
 		}
@@ -333,5 +335,38 @@ func TestLockAnchorsALateGrant(t *testing.T) {
 	}
 	if got := strings.Join(f.called(), ","); !strings.HasPrefix(got, "acquire,renew,") || !strings.HasSuffix(got, "release") {
 		t.Errorf("calls %s, want acquire, renew (to anchor the deadline), ..., release", got)
+	}
+}
+
+// TestLockSignalWhileWaiting: a signal while the lock is awaited ends the
+// wait (the daemon sees its client go) and exits 128+N; nothing runs.
+func TestLockSignalWhileWaiting(t *testing.T) {
+	f := newFakeDaemon(t)
+	left := make(chan struct{})
+	f.set(func() {
+		f.acquire = func(r *http.Request) (any, error) {
+			io.Copy(io.Discard, r.Body) // the server notices a closed connection once the body is read
+			<-r.Context().Done()
+			close(left)
+			return nil, r.Context().Err()
+		}
+	})
+	mark := filepath.Join(t.TempDir(), "ran")
+	cmd, stderr := lockProc(t, f, "db", "--", "touch", mark)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(f.called()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code := exitCode(t, cmd); code != 128+15 || !strings.Contains(stderr.String(), "gave up") {
+		t.Fatalf("exit %d, want 143; stderr: %s", code, stderr)
+	}
+	select {
+	case <-left:
+	case <-time.After(5 * time.Second):
+		t.Error("the daemon never saw the waiting client go")
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the command ran")
 	}
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mutexd(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "MUTEXD_TEST_BE_MUTEXD=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("mutexd %q did not exit: %s", args, out.String())
+	}
+	return out.String(), cmd.ProcessState.ExitCode()
+}
+
+// TestRunFlags: flags the ring cannot work with are usage errors (exit 2)
+// that say what is wrong, before anything starts.
+func TestRunFlags(t *testing.T) {
+	base := []string{"run", "--id", "1", "--members", "1=127.0.0.1:9", "--state-dir", t.TempDir(), "--control", filepath.Join(t.TempDir(), "c.sock")}
+	for _, tt := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--lease", "10ms"}, "--lease 10ms: must be at least 100ms"},
+		{[]string{"--lease", "2h"}, "--lease 2h0m0s: at most 1h"},
+		{[]string{"--heartbeat", "0s"}, "--heartbeat 0s: must be positive"},
+		{[]string{"--confirm-window", "1ms"}, "at least 2ms"},
+	} {
+		out, code := mutexd(t, append(base, tt.flags...)...)
+		if code != 2 || !strings.Contains(out, tt.want) {
+			t.Errorf("%v: exit %d, output %q; want 2 and %q", tt.flags, code, out, tt.want)
+		}
+	}
+	t.Setenv("MUTEXD_LEASE", "50ms")
+	if out, code := mutexd(t, base...); code != 2 || !strings.Contains(out, "--lease 50ms") {
+		t.Errorf("MUTEXD_LEASE=50ms: exit %d, %q", code, out)
+	}
+}
+
+// TestCorruptState: a damaged state file stops the daemon with an error
+// that names the file and what removing it risks.
+func TestCorruptState(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "core.state"), []byte("garbage, not a lock table"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := mutexd(t, "run", "--id", "1", "--members", "1=127.0.0.1:9", "--state-dir", dir,
+		"--control", filepath.Join(t.TempDir(), "c.sock"))
+	if code != 1 || !strings.Contains(out, "core.state") || !strings.Contains(out, "two holders") {
+		t.Errorf("exit %d, output %q", code, out)
+	}
+}
+
+// TestRenderStatus: the human status shows the ring, the members and one
+// line per lock with its token, holder and queue.
+func TestRenderStatus(t *testing.T) {
+	raw := `{"id":2,"majority":2,"members":[{"id":1,"alive":true,"skipped":false,"heard_ago_ms":120},
+	  {"id":2,"self":true,"alive":true,"skipped":false,"heard_ago_ms":0},{"id":3,"alive":false,"skipped":true,"heard_ago_ms":4100}],
+	  "locks":[{"name":"db","token":"here","generation":8589934593,"promised":8589934593,"fence":2199023255555,
+	    "holder":{"id":7,"lock":"db","client":"backup.sh","granted":true,"fence":2199023255555,"lease_ms":3000,"lease_left_ms":2100,"waited_ms":3},
+	    "queue":[{"id":8,"lock":"db","granted":false,"lease_ms":3000,"waited_ms":40}],"wants":[1]},
+	   {"name":"printer","promised":4294967297,"fence":1099511627777}],
+	  "counters":{"grants":5,"tokens_passed":3,"regenerations":1,"lost_expired":1},"api":{"acquire/ok":5}}`
+	var b bytes.Buffer
+	if err := renderStatus(&b, []byte(raw), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"member 2, majority 2, 2 of 3 alive",
+		"5 granted", "1 lost (1 expired",
+		"3 passed", "1 regenerations",
+		"acquire/ok 5",
+		"3   down", "1   alive  120ms ago",
+		"db       here", "2/1", "2199023255555 (2:3)", "#7 backup.sh, fence 2199023255555, 2.1s left", "1 (oldest 40ms)",
+		"printer  elsewhere",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}
