@@ -34,7 +34,7 @@ type Config struct {
 	// nobody has it (default 500 ms).
 	LossTimeout time.Duration
 	// ProbeTimeout is how long the answers to a locate, prepare or check
-	// are collected (default 100 ms; they come back within a millisecond
+	// are collected (default 50 ms; they come back within a millisecond
 	// on a LAN).
 	ProbeTimeout time.Duration
 	// ProbeTries is how many times a locate or prepare is sent to the
@@ -81,7 +81,7 @@ func DefaultLANConfig() Config {
 		DeadAfter:         3500 * time.Millisecond,
 		AckTimeout:        200 * time.Millisecond,
 		LossTimeout:       500 * time.Millisecond,
-		ProbeTimeout:      100 * time.Millisecond,
+		ProbeTimeout:      50 * time.Millisecond,
 		ProbeTries:        3,
 		ConfirmWindow:     250 * time.Millisecond,
 		MaxLease:          3 * time.Second,
