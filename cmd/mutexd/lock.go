@@ -54,7 +54,7 @@ func lockCommand() *cli.Command {
 			app.ControlFlag(name),
 			&cli.DurationFlag{Name: "timeout", Usage: "give up (exit 75) if not granted within `D` (0: wait as long as it takes)"},
 			&cli.DurationFlag{Name: "lease", Usage: "lease to ask for, `D` (0: the cluster's --lease); renewed every third of it"},
-			&cli.DurationFlag{Name: "grace", Value: time.Second, Usage: "time between SIGTERM and SIGKILL when the lock is lost (cut short by the lease's end)"},
+			&cli.DurationFlag{Name: "grace", Value: time.Second, Usage: "time `D` between SIGTERM and SIGKILL when the lock is lost (cut short by the lease's end)"},
 		},
 		Action: lockAction,
 	}
