@@ -30,6 +30,15 @@
 #       --warmup (default 1m), time to 1 ms and 100 us from +-100 ms, NTP
 #       server replies/s (--conns closed loops for --load, default 8 and 5s),
 #       timed's RSS and CPU. Installs chrony if missing (never starting it).
+#   bench.sh berkeley [--warmup D] [--window D] [--trials N] [--seed S] [--no-unicast]
+#       timed --mode berkeley on 8 hosts, simulated clocks at random +-200 ms and
+#       +-50 ppm: time to converge to 1 ms and 100 us, group precision (max
+#       pairwise true offset difference) p50/p99 over --window (default 2m)
+#       after --warmup (default 1m), first round under a new master after
+#       SIGKILL of the master (--trials, default 10), frames per round; with
+#       multicast polls, then unicast (unless --no-unicast), then a group of 4
+#       for the traffic's growth. No reference system (chronyd -x cannot move
+#       its clock). Needs nothing beyond iproute2 and nftables.
 #   bench.sh list                the benchmarks
 #   bench.sh help                this text
 #
@@ -288,6 +297,39 @@ bench_timesync() {
 	log "bench timesync: warm-up $warmup, window $window, throughput $conns loops for $load, lab prefix $PREFIX"
 	run_go_bench Timesync -timesync -timesync.bin "$WORK/bin" -timesync.prefix "$PREFIX" \
 		-timesync.warmup "$warmup" -timesync.window "$window" -timesync.load "$load" -timesync.conns "$conns"
+}
+
+bench_berkeley() {
+	local warmup=1m window=2m trials=10 seed=0 unicast=true argv=("$@")
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--warmup) warmup=${2:?--warmup needs a duration} && shift ;;
+		--window) window=${2:?--window needs a duration} && shift ;;
+		--trials) trials=${2:?--trials needs a number} && shift ;;
+		--seed) seed=${2:?--seed needs a number} && shift ;;
+		--no-unicast) unicast=false ;;
+		-h | --help) usage ;;
+		*) echo "$prog berkeley: unknown argument '$1'" >&2 && usage ;;
+		esac
+		shift
+	done
+	local d
+	for d in "$warmup" "$window"; do
+		is_duration "$d" || die "berkeley: $d: want a duration such as 30s or 2m"
+	done
+	if ! [[ $trials =~ ^[0-9]{1,4}$ ]] || [ "$trials" -lt 1 ]; then
+		die "berkeley: --trials $trials: want a whole number 1..9999"
+	fi
+	[[ $seed =~ ^[0-9]{1,19}$ ]] || die "berkeley: --seed $seed: want a whole number (0: random)"
+
+	need_root berkeley "${argv[@]}"
+	need_packages iproute2 nftables
+	setup
+	build ./cmd/timed
+	log "bench berkeley: warm-up $warmup, window $window, $trials kills per configuration, lab prefix $PREFIX"
+	run_go_bench Berkeley -berkeley -berkeley.bin "$WORK/bin" -berkeley.prefix "$PREFIX" \
+		-berkeley.warmup "$warmup" -berkeley.window "$window" -berkeley.trials "$trials" \
+		-berkeley.seed "$seed" -berkeley.unicast="$unicast"
 }
 
 main() {

@@ -73,18 +73,13 @@ func BenchmarkTimesync(b *testing.B) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dir := shortTempDir(b)
-	timed := timedBinary(b, dir)
-	var opts []labnet.Option
-	if *timesyncPrefix != "" {
-		opts = append(opts, labnet.WithPrefix(*timesyncPrefix))
-	}
-	lab := labnet.New(b, 5, opts...)
+	timed := timedBinary(b, dir, *timesyncBin)
+	lab := benchLab(b, 5, *timesyncPrefix)
 	h1, h4, h5 := lab.Host(1), lab.Host(4), lab.Host(5)
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
-	load, _ := os.ReadFile("/proc/loadavg")
-	loadStart := strings.Join(strings.Fields(string(load))[:3], " ")
+	loadStart := loadAverage()
 	b.ResetTimer()
 
 	// The server, then both kinds of client at once.
@@ -240,12 +235,13 @@ func (bt *benchTimed) converge(ctx context.Context, started time.Time, limit tim
 	}
 }
 
-// timedBinary returns -timesync.bin's timed, or builds one into dir.
-func timedBinary(b *testing.B, dir string) string {
-	if *timesyncBin != "" {
-		p := filepath.Join(*timesyncBin, "timed")
+// timedBinary returns the timed in binDir (a benchmark's -X.bin flag), or
+// without one builds one into dir.
+func timedBinary(b *testing.B, dir, binDir string) string {
+	if binDir != "" {
+		p := filepath.Join(binDir, "timed")
 		if _, err := os.Stat(p); err != nil {
-			b.Fatalf("-timesync.bin: %v", err)
+			b.Fatalf("timed binary: %v", err)
 		}
 		return p
 	}

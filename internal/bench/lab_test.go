@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/labnet"
+)
+
+// benchLab builds a benchmark's lab of n hosts, under prefix when
+// bench.sh gave one (so that its cleanup can find a lab a killed run
+// left behind).
+func benchLab(b *testing.B, n int, prefix string) *labnet.Lab {
+	var opts []labnet.Option
+	if prefix != "" {
+		opts = append(opts, labnet.WithPrefix(prefix))
+	}
+	return labnet.New(b, n, opts...)
+}
+
+// loadAverage is the machine's 1, 5 and 15 minute load averages, for the
+// notes under a table: figures taken on a busy machine say so.
+func loadAverage() string {
+	load, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(load)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+// terminate stops a daemon as systemd would, with SIGTERM, and kills it if
+// it has not exited within 5 s.
+func terminate(p *labnet.Proc) {
+	if err := p.Signal(syscall.SIGTERM); err == nil {
+		if _, err := p.Wait(5 * time.Second); err != nil {
+			p.Kill()
+		}
+	}
+}
