@@ -19,6 +19,7 @@ import (
 
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/pkg/clock"
 )
 
 // Exit codes of `mutexd lock` besides the child's own.
@@ -152,7 +153,7 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 		req.TimeoutMS = 1
 	}
 	var g grantAnswer
-	sent := time.Now()
+	sent := now()
 	err := r.client.Post(ctx, r.path+"acquire", req, &g)
 	cancel()
 	<-watcher
@@ -176,7 +177,7 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	r.request, r.fence = g.Request, g.Fence
 	r.lease = time.Duration(g.LeaseMS) * time.Millisecond
 	r.deadline = sent.Add(time.Duration(g.LeaseLeftMS) * time.Millisecond)
-	if time.Until(r.deadline) < r.lease*2/3 {
+	if until(r.deadline) < r.lease*2/3 {
 		// The request waited in the queue: the deadline counted from
 		// before it was sent has mostly (or wholly) passed, though the
 		// daemon's lease has just begun. A renewal counts it again from
@@ -192,7 +193,7 @@ func (r *lockRun) anchor() error {
 	var err error
 	for try := 0; try < 3; try++ {
 		res := make(chan renewResult, 1)
-		r.deadline = time.Now().Add(r.lease / 2) // bounds each try's wait
+		r.deadline = now().Add(r.lease / 2) // bounds each try's wait
 		r.renew(res)
 		v := <-res
 		if err = v.err; err == nil {
@@ -217,7 +218,7 @@ type renewResult struct {
 
 // run starts the child and keeps the lock until it exits.
 func (r *lockRun) run(argv []string, sigs <-chan os.Signal) error {
-	if time.Until(r.deadline) <= killMargin {
+	if until(r.deadline) <= killMargin {
 		r.release()
 		return app.ExitError{Code: exitLost, Msg: fmt.Sprintf("lock %s: the lease was over before %s could start", r.name, argv[0])}
 	}
@@ -271,11 +272,11 @@ func (r *lockRun) run(argv []string, sigs <-chan os.Signal) error {
 	defer killTimer.Stop()
 	loseNow := func(why string) {
 		if lost == "" {
-			lost, lostAt = why, time.Now()
+			lost, lostAt = why, now()
 		}
 	}
 	step := func() {
-		now := time.Now()
+		at := now()
 		killAt := r.deadline.Add(-killMargin)
 		// While renewals merely fail, the child is warned at most a third
 		// of the lease ahead: a longer grace would end it at the first
@@ -285,7 +286,7 @@ func (r *lockRun) run(argv []string, sigs <-chan os.Signal) error {
 			termAt = lostAt
 			killAt = minTime(killAt, lostAt.Add(r.grace))
 		}
-		if !termSent && !now.Before(termAt) {
+		if !termSent && !at.Before(termAt) {
 			if lost == "" {
 				why := "no renewal confirmed in time"
 				if lastRenew != nil {
@@ -297,15 +298,15 @@ func (r *lockRun) run(argv []string, sigs <-chan os.Signal) error {
 			termSent = true
 			syscall.Kill(-pgid, syscall.SIGTERM)
 		}
-		if termSent && !killSent && !now.Before(killAt) {
+		if termSent && !killSent && !at.Before(killAt) {
 			killSent = true
 			syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 		switch {
 		case !termSent:
-			killTimer.Reset(termAt.Sub(now))
+			killTimer.Reset(timerFor(termAt.Sub(at)))
 		case !killSent:
-			killTimer.Reset(killAt.Sub(now))
+			killTimer.Reset(timerFor(killAt.Sub(at)))
 		}
 	}
 	step()
@@ -349,13 +350,13 @@ func (r *lockRun) run(argv []string, sigs <-chan os.Signal) error {
 // renew asks the daemon once, bounded so that a stuck daemon cannot hold
 // the answer past the deadline.
 func (r *lockRun) renew(out chan<- renewResult) {
-	wait := max(min(time.Until(r.deadline), 2*renewWait), 10*time.Millisecond)
+	wait := max(min(until(r.deadline), 2*renewWait), 10*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	var v struct {
 		LeaseLeftMS int64 `json:"lease_left_ms"`
 	}
-	sent := time.Now()
+	sent := now()
 	err := r.client.Post(ctx, r.path+"renew", renewRequest{Request: r.request, LeaseMS: r.lease.Milliseconds()}, &v)
 	out <- renewResult{sent: sent, left: time.Duration(v.LeaseLeftMS) * time.Millisecond, err: err}
 }
@@ -403,6 +404,17 @@ func (r *lockRun) finish(cmd *exec.Cmd, waitErr error, lost string) error {
 	}
 	return nil
 }
+
+// The client's deadlines are on the daemon's time scale: the raw
+// oscillator (clock.Steady), which no adjustment of the system clock
+// moves. Go's timers run on CLOCK_MONOTONIC, which timed's slews speed up
+// or slow down by up to 8%; so a timer is armed for 90% of what is left
+// and the step that fires re-reads the steady clock and arms it again.
+var steady = clock.NewSteady()
+
+func now() time.Time                         { return steady.Now() }
+func until(t time.Time) time.Duration        { return t.Sub(steady.Now()) }
+func timerFor(d time.Duration) time.Duration { return max(d*9/10, 0) }
 
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {

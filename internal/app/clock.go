@@ -17,3 +17,12 @@ func ReadOnlySystemClock(cfg *daemon.Config) error {
 	cfg.Clock, cfg.ClockName = clk, "system"
 	return nil
 }
+
+// SteadyClock gives a daemon whose promises are durations (mutexd's
+// leases) a clock that nobody adjusts: the oscillator itself, so that a
+// step of the system clock, or timed slewing it at up to 8%, cannot make a
+// lease last longer in real time than the protocol allows for (see
+// clock.Steady).
+func SteadyClock(cfg *daemon.Config) {
+	cfg.Clock, cfg.ClockName = clock.NewSteady(), "steady"
+}
