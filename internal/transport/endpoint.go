@@ -14,8 +14,8 @@ import (
 // stream framing, link queues, backoff, counters, Close) is shared, so
 // both implementations behave alike by construction.
 type fabric interface {
-	send(to netip.AddrPort, b []byte, fin Finalizer) error
-	sendMulticast(b []byte, fin Finalizer) error
+	send(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error)
+	sendMulticast(b []byte, fin Finalizer) (TxStamp, error)
 	dial(ctx context.Context, to netip.AddrPort) (net.Conn, error)
 	// shut closes the sockets so that their readers and the accept loop
 	// return; it is called once, by Close.
@@ -91,18 +91,28 @@ func (e *endpoint) Packets() <-chan Packet    { return e.packets }
 func (e *endpoint) LocalAddr() netip.AddrPort { return e.local }
 
 func (e *endpoint) Send(to netip.AddrPort, b []byte, fin Finalizer) error {
+	_, err := e.SendStamped(to, b, fin)
+	return err
+}
+
+func (e *endpoint) SendStamped(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
 	if e.ctx.Err() != nil {
-		return ErrClosed
+		return TxStamp{}, ErrClosed
 	}
 	return e.fab.send(to, b, fin)
 }
 
 func (e *endpoint) SendMulticast(b []byte, fin Finalizer) error {
+	_, err := e.SendMulticastStamped(b, fin)
+	return err
+}
+
+func (e *endpoint) SendMulticastStamped(b []byte, fin Finalizer) (TxStamp, error) {
 	if e.cfg.Multicast == nil {
-		return ErrNoMulticast
+		return TxStamp{}, ErrNoMulticast
 	}
 	if e.ctx.Err() != nil {
-		return ErrClosed
+		return TxStamp{}, ErrClosed
 	}
 	return e.fab.sendMulticast(b, fin)
 }

@@ -112,7 +112,17 @@ func (f *memFabric) offerLocked(p Packet) {
 	f.e.packets <- p
 }
 
-func (f *memFabric) send(to netip.AddrPort, b []byte, fin Finalizer) error {
+// The in-memory network has no kernel: its stamps are TxStamp{} and the
+// caller keeps the time it read in the Finalizer.
+func (f *memFabric) send(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
+	return TxStamp{}, f.sendUnicast(to, b, fin)
+}
+
+func (f *memFabric) sendMulticast(b []byte, fin Finalizer) (TxStamp, error) {
+	return TxStamp{}, f.sendGroup(b, fin)
+}
+
+func (f *memFabric) sendUnicast(to netip.AddrPort, b []byte, fin Finalizer) error {
 	b, err := finalize(b, fin, MaxDatagram)
 	if err != nil {
 		f.e.c.sendErrs.Add(1)
@@ -131,7 +141,7 @@ func (f *memFabric) send(to netip.AddrPort, b []byte, fin Finalizer) error {
 	return nil
 }
 
-func (f *memFabric) sendMulticast(b []byte, fin Finalizer) error {
+func (f *memFabric) sendGroup(b []byte, fin Finalizer) error {
 	b, err := finalize(b, fin, MaxDatagram)
 	if err != nil {
 		f.e.c.sendErrs.Add(1)

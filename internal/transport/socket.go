@@ -47,6 +47,9 @@ func Open(cfg Config) (Endpoint, error) {
 			return nil, fmt.Errorf("transport: tcp %v: %w", addr, err)
 		}
 	}
+	// Transmit stamps on the member socket: a core that measures time
+	// with its frames (Berkeley) learns when they really left.
+	s.ucast.enableTx()
 	local := s.ucast.localAddr()
 	if m := cfg.Multicast; m != nil {
 		if err := s.openMulticast(m, local); err != nil {
@@ -131,12 +134,12 @@ func (s *sockets) openMulticast(m *MulticastConfig, local netip.AddrPort) error 
 	return nil
 }
 
-func (s *sockets) send(to netip.AddrPort, b []byte, fin Finalizer) error {
-	return s.ucast.writeTo(&s.e.c, ViaUDP, to, b, fin)
+func (s *sockets) send(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
+	return s.ucast.writeStamped(&s.e.c, ViaUDP, to, b, fin)
 }
 
-func (s *sockets) sendMulticast(b []byte, fin Finalizer) error {
-	return s.ucast.writeTo(&s.e.c, ViaMulticast, s.group, b, fin)
+func (s *sockets) sendMulticast(b []byte, fin Finalizer) (TxStamp, error) {
+	return s.ucast.writeStamped(&s.e.c, ViaMulticast, s.group, b, fin)
 }
 
 func (s *sockets) dial(ctx context.Context, to netip.AddrPort) (net.Conn, error) {

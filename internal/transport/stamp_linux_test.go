@@ -102,3 +102,45 @@ func TestParseTxTimestampRefusesOtherMessages(t *testing.T) {
 		t.Error("truncated header parsed")
 	}
 }
+
+// TestEndpointTxTimestamps: the member socket stamps its unicast and
+// multicast sends too, and a plain send between them keeps the counter in
+// step (its stamp is drained, not mistaken for the next one's).
+func TestEndpointTxTimestamps(t *testing.T) {
+	group := netip.MustParseAddrPort("239.77.9.9:7391")
+	open := func(addr string) Endpoint {
+		ep, err := Open(Config{Listen: netip.MustParseAddrPort(addr),
+			Multicast: &MulticastConfig{Group: group, Interface: "lo", TTL: 0, Loopback: true}})
+		if err != nil {
+			t.Skipf("multicast on lo: %v", err)
+		}
+		t.Cleanup(func() { ep.Close() })
+		return ep
+	}
+	a, b := open("127.0.0.61:0"), open("127.0.0.62:0")
+	for i := range 30 {
+		var before time.Time
+		fin := func(p []byte) []byte { before = time.Now(); return p }
+		var st TxStamp
+		var err error
+		switch i % 3 {
+		case 0:
+			st, err = a.SendStamped(b.LocalAddr(), []byte("u"), fin)
+		case 1:
+			st, err = a.SendMulticastStamped([]byte("m"), fin)
+		case 2:
+			err = a.Send(b.LocalAddr(), []byte("plain"), nil)
+			st.Kernel, before = true, time.Time{}
+		}
+		after := time.Now()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Kernel {
+			t.Fatalf("send %d: no kernel transmit stamp", i)
+		}
+		if !before.IsZero() && (st.Time.Before(before) || st.Time.After(after)) {
+			t.Fatalf("send %d: stamp %v outside [%v, %v]", i, st.Time, before, after)
+		}
+	}
+}

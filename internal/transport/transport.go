@@ -70,6 +70,12 @@ type Endpoint interface {
 	// member socket, so its source is this node's member address. It
 	// returns ErrNoMulticast when no group is configured.
 	SendMulticast(b []byte, fin Finalizer) error
+	// SendStamped and SendMulticastStamped are Send and SendMulticast,
+	// and then when the datagram left: the kernel's transmit stamp where
+	// the socket has them (TxStamp.Kernel), else nothing (the caller keeps
+	// the time it read in the Finalizer).
+	SendStamped(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error)
+	SendMulticastStamped(b []byte, fin Finalizer) (TxStamp, error)
 	// SendStream queues a frame on the outbound TCP link to the peer's
 	// member address `to`, creating the link on first use. It never
 	// blocks: when the link's bounded queue is full the frame is dropped

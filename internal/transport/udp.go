@@ -16,6 +16,20 @@ type udpSocket struct {
 	via  Via
 	// kernel: SO_TIMESTAMPNS is on, so every datagram should carry a stamp.
 	kernel bool
+
+	// Transmit stamps (enableTx): with them on, every send is followed by
+	// a read of the socket's error queue, so sends are serialised.
+	txMu   sync.Mutex
+	rc     syscall.RawConn // nil: no kernel transmit stamps
+	txSent uint32          // datagrams sent since transmit stamps were enabled
+}
+
+// enableTx turns on kernel transmit stamps, where the platform has them;
+// without them sends still work, stamped in user space by their caller.
+func (s *udpSocket) enableTx() {
+	if rc, err := s.conn.SyscallConn(); err == nil && enableTxTimestamps(rc) == nil {
+		s.rc = rc
+	}
 }
 
 // listenUDP binds a UDP socket at addr with the address family of addr (so
@@ -125,6 +139,27 @@ func (s *udpSocket) writeTo(c *counters, via Via, to netip.AddrPort, b []byte, f
 	return nil
 }
 
+// writeStamped is writeTo, and then the kernel's transmit stamp of the
+// datagram where the socket has them on (enableTx).
+func (s *udpSocket) writeStamped(c *counters, via Via, to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
+	if s.rc == nil {
+		return TxStamp{}, s.writeTo(c, via, to, b, fin)
+	}
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	if err := s.writeTo(c, via, to, b, fin); err != nil {
+		return TxStamp{}, err
+	}
+	// OPT_ID numbers the datagrams the socket sent since the flags were
+	// set, from 0; every one of them is sent here. The queue is drained
+	// after every send: unread stamps would count against the receive
+	// buffer and crowd out real packets.
+	id := s.txSent
+	s.txSent++
+	t, ok := readTxTimestamp(s.rc, id)
+	return TxStamp{Time: t, Kernel: ok}, nil
+}
+
 // UDPConn is a plain kernel-stamped UDP socket outside any Endpoint: timed
 // serves and queries NTP on one (--serve ADDR). Its packets carry Via
 // ViaUDP. It is safe for concurrent use.
@@ -135,10 +170,6 @@ type UDPConn struct {
 	wg      sync.WaitGroup
 	c       counters
 	once    sync.Once
-
-	txMu   sync.Mutex
-	rc     syscall.RawConn // nil: no kernel transmit stamps
-	txSent uint32          // datagrams sent since transmit stamps were enabled
 }
 
 // ListenUDP binds a UDP socket at addr (port 0 picks one) with kernel
@@ -152,9 +183,7 @@ func ListenUDP(addr netip.AddrPort) (*UDPConn, error) {
 		return nil, err
 	}
 	u := &UDPConn{sock: s, packets: make(chan Packet, PacketBuffer), done: make(chan struct{})}
-	if rc, err := s.conn.SyscallConn(); err == nil && enableTxTimestamps(rc) == nil {
-		u.rc = rc
-	}
+	s.enableTx()
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
@@ -194,22 +223,7 @@ type TxStamp struct {
 // sendmsg path, tens of microseconds on a loaded host, and half of that
 // would bias every offset. Stamped sends on one UDPConn are serialised.
 func (u *UDPConn) SendStamped(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
-	u.txMu.Lock()
-	defer u.txMu.Unlock()
-	if err := u.sock.writeTo(&u.c, ViaUDP, to, b, fin); err != nil {
-		return TxStamp{}, err
-	}
-	if u.rc == nil {
-		return TxStamp{}, nil
-	}
-	// OPT_ID numbers the datagrams the socket sent since the flags were
-	// set (ListenUDP), from 0; every one of them is sent here. The queue
-	// is drained after every send: unread stamps would count against
-	// the receive buffer and crowd out real packets.
-	id := u.txSent
-	u.txSent++
-	t, ok := readTxTimestamp(u.rc, id)
-	return TxStamp{Time: t, Kernel: ok}, nil
+	return u.sock.writeStamped(&u.c, ViaUDP, to, b, fin)
 }
 
 // LocalAddr is the bound address.
