@@ -214,19 +214,33 @@ func (d *Daemon) send(s node.Send) {
 			// written before the send), and that is what a reply
 			// echoes; the core matches by the bytes and measures with
 			// the time reported here.
-			if stamp.Kernel {
-				if k := d.cfg.Clock.FromKernel(stamp.Time); !k.Before(at) && k.Sub(at) < maxTxLag {
-					at = k
-				}
-			}
-			if err := d.node.DatagramSent(s, sent, at); err != nil {
+			if err := d.node.DatagramSent(s, sent, d.departure(at, stamp)); err != nil {
 				d.log.Debug("core refused a sent report", "to", s.To.String(), "err", err)
+			}
+		}
+	case s.Stream:
+		err = d.ep.SendStream(s.To, s.Data, fin)
+	case s.Report:
+		// The core measures time with this frame (Berkeley's polls and
+		// readings): tell it when the frame really left.
+		var patched time.Time
+		var stamp transport.TxStamp
+		stampFin := func([]byte) []byte {
+			patched = d.cfg.Clock.Now()
+			return d.node.Finalize(s, patched)
+		}
+		if s.Multicast {
+			stamp, err = d.ep.SendMulticastStamped(s.Data, stampFin)
+		} else {
+			stamp, err = d.ep.SendStamped(s.To, s.Data, stampFin)
+		}
+		if err == nil {
+			if err := d.node.FrameSent(s, patched, d.departure(patched, stamp)); err != nil {
+				d.log.Debug("core refused a sent report", "kind", s.Kind.String(), "err", err)
 			}
 		}
 	case s.Multicast:
 		err = d.ep.SendMulticast(s.Data, fin)
-	case s.Stream:
-		err = d.ep.SendStream(s.To, s.Data, fin)
 	default:
 		err = d.ep.Send(s.To, s.Data, fin)
 	}
@@ -234,6 +248,18 @@ func (d *Daemon) send(s node.Send) {
 		d.errs["send_failed"]++
 		d.log.Debug("send failed", "to", s.To.String(), "kind", s.Kind.String(), "err", err)
 	}
+}
+
+// departure is when a datagram stamped with the clock reading patched
+// really left: the kernel's transmit stamp, if it has one that is
+// plausible, else patched.
+func (d *Daemon) departure(patched time.Time, stamp transport.TxStamp) time.Time {
+	if stamp.Kernel {
+		if k := d.cfg.Clock.FromKernel(stamp.Time); !k.Before(patched) && k.Sub(patched) < maxTxLag {
+			return k
+		}
+	}
+	return patched
 }
 
 // maxTxLag bounds how much later than the Finalizer's clock reading a

@@ -77,6 +77,10 @@ type Send struct {
 	Datagram  bool           // foreign protocol (NTP)
 	NTPStamp  bool           // datagram wants its NTP transmit timestamp patched
 	Frame     bool           // datagram is a synclab frame: patch and seal it
+	// Report: the core asked to hear when this frame left (core.Message
+	// Report); the driver calls FrameSent after the write.
+	Report bool
+	msg    core.Message // what the report gives back (Report only)
 }
 
 // Reported says whether the driver must report the datagram back to the
@@ -250,8 +254,26 @@ func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send) []Send {
 		return sends
 	}
 	s.Data, s.Kind = b, m.Kind
+	if m.Report && !s.Stream {
+		s.Report = true
+		s.msg = core.Message{From: n.cfg.ID, To: to, Kind: m.Kind, Term: m.Term, Payload: m.Payload, Local: true}
+	}
 	n.stats.out(m.Kind)
 	return append(sends, s)
+}
+
+// FrameSent reports to the core that frame s, which it asked about
+// (Send.Report), left: patched is the transmit time Finalize wrote into it,
+// at when it really left (a kernel stamp, converted by the clock; patched
+// when there is none). Drivers call it right after the write; its error is
+// the core's.
+func (n *Node) FrameSent(s Send, patched, at time.Time) error {
+	if !s.Report {
+		return nil
+	}
+	m := s.msg
+	m.Sent, m.Time = patched, at
+	return n.core.Step(m)
 }
 
 // DatagramSent reports to the core that the datagram s left as b at local

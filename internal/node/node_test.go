@@ -361,3 +361,38 @@ func FuzzReceive(f *testing.F) {
 		}
 	})
 }
+
+// TestFrameSentReports: a frame the core asked about (Report) comes back
+// to it, once written, as a Local message with the time patched into it
+// and the time it left; a broadcast without a group is one report per
+// member; streams and frames not asked about are never reported.
+func TestFrameSentReports(t *testing.T) {
+	n, r := newNode(t, 1, nil)
+	hb, _ := wire.Heartbeat{Interval: 100}.AppendBinary(nil)
+	r.rd = core.Ready{Messages: []core.Message{
+		{To: core.Broadcast, Kind: wire.KindHeartbeat, Term: 9, Payload: hb, Report: true},
+		{To: 2, Kind: wire.KindHeartbeat, Payload: hb},
+		{To: 3, Kind: wire.KindHeartbeat, Payload: hb, Report: true, Stream: true},
+	}}
+	out := n.Ready()
+	reported := 0
+	for _, s := range out.Sends {
+		if err := n.FrameSent(s, t0, t0.Add(20*time.Microsecond)); err != nil {
+			t.Fatal(err)
+		}
+		if s.Report {
+			reported++
+		}
+	}
+	if reported != 2 || len(r.steps) != 2 {
+		t.Fatalf("%d sends reported, %d reports stepped; want one per member of the broadcast", reported, len(r.steps))
+	}
+	for _, m := range r.steps {
+		if !m.Local || m.Kind != wire.KindHeartbeat || m.Term != 9 || !m.Sent.Equal(t0) || m.Time.Sub(m.Sent) != 20*time.Microsecond || !bytes.Equal(m.Payload, hb) {
+			t.Errorf("report %+v", m)
+		}
+	}
+	if r.steps[0].To == r.steps[1].To {
+		t.Errorf("both reports name member %d", r.steps[0].To)
+	}
+}

@@ -235,6 +235,10 @@ func (s *Sim) send(n *simNode, snd node.Send) {
 		// What it wants in return is drained with its next output.
 		n.node.DatagramSent(snd, data, at)
 	}
+	if snd.Report {
+		// A simulated frame leaves exactly when it is finalised.
+		n.node.FrameSent(snd, at, at)
+	}
 	s.packets++
 	n.counters.Sent++
 	if snd.Datagram {

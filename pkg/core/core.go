@@ -23,6 +23,14 @@ type Message struct {
 	// Stream asks for the member's TCP link (ordered, retried while the
 	// peer is reachable) instead of a UDP datagram.
 	Stream bool
+	// Report asks the driver to tell the core when this datagram frame
+	// really left: right after the write it steps the core with the same
+	// message marked Local. (Stream frames are not reported.)
+	Report bool
+	// Local marks that report, made by the driver, never a frame from the
+	// network: Sent is the transmit time patched into the frame, Time when
+	// it left (the kernel's transmit stamp where available, else Sent).
+	Local bool
 
 	// Set by the node on receive:
 	Lamport uint64    // sender's Lamport time when it sent the frame
