@@ -147,10 +147,10 @@ func BenchmarkBerkeley(b *testing.B) {
 	row("adjust + ack", "", func(r *bkResult) string {
 		return frames(r.perRound, "clock_adjust") + " + " + frames(r.perRound, "clock_adjust_ack")
 	})
-	row("Berkeley frames", "O(N): 3(N-1)+1 = 22 multicast", func(r *bkResult) string { return fmt.Sprintf("%.1f", berkeleyFrames(r.perRound)) })
+	row("Berkeley frames", "O(N): (B+2)(N-1)+B = 38 multicast", func(r *bkResult) string { return fmt.Sprintf("%.1f", berkeleyFrames(r.perRound)) })
 	row("election heartbeats", "", func(r *bkResult) string { return frames(r.perRound, "leader_heartbeat") })
 	row("UDP payload", "", func(r *bkResult) string { return fmt.Sprintf("%.0f B", r.bytesPerRound) })
-	t.Row("Berkeley frames, 4 members, multicast", "3(N-1)+1 = 10", fmt.Sprintf("%.1f", berkeleyFrames(small)))
+	t.Row("Berkeley frames, 4 members, multicast", "(B+2)(N-1)+B = 18", fmt.Sprintf("%.1f", berkeleyFrames(small)))
 	t.Section("resources over the window")
 	row("master CPU / RSS", "", func(r *bkResult) string { return fmt.Sprintf("%.2f%% / %s", 100*r.masterCPU, MB(r.masterRSS)) })
 	row("worker CPU / RSS", "", func(r *bkResult) string { return fmt.Sprintf("%.2f%% / %s", 100*r.workerCPU, MB(r.workerRSS)) })

@@ -5,20 +5,29 @@ import "encoding/binary"
 // Payloads of the Berkeley algorithm (pkg/timesync/berkeley). The frame
 // header carries the master's term (the bully term it leads in: a worker
 // takes polls and adjustments only from the leader of the term it knows)
-// and each frame's transmit timestamp, patched just before the write, which
-// is half of every timing below: a poll's is t1 (the master's clock as the
-// poll left), a reading's is t3' (the worker's clock as it answered).
+// and each frame's transmit timestamp, patched just before the write.
 //
 //	master                    worker
 //	  t1 --- ClockPoll -------> t2   (kernel receive stamp, worker clock)
-//	  t4 <-- ClockReading ----- t3   (its transmit timestamp), with t1, t2
-//	         and the worker's slew still pending at t2
+//	  t4 <-- ClockReading ----- t3   with t1 echoed, t2, the worker's slew
+//	                                 still pending at t2, and how late its
+//	                                 frames leave after their stamp
 //
 //	worker - master = ((t2 - t1) + (t3 - t4)) / 2, RTT = (t4 - t1) - (t3 - t2)
 //
 // The notes' d = (t1 + t4)/2 - t2 is the special case t3 = t2 (a worker that
 // answers in no time); using both worker times takes its processing time
 // out of the round trip.
+//
+// A stamp patched into a frame precedes its departure by the whole sendmsg
+// path (a multicast poll is delivered to every bridge port inside it: tens
+// of microseconds more than a unicast reading), and half the difference of
+// the two biases every offset. So the master takes t1 from the kernel's
+// transmit stamp of its own poll, and t3 is the reading's stamp plus the
+// worker's TxLag: how much later than their stamps the kernel saw its
+// recent readings leave. Each round is a burst of polls (Sample 0, 1...);
+// the master keeps each worker's reading with the smallest round trip, as
+// NTP's clock filter does, and its correction names that sample.
 
 // ClockPoll is the payload of KindClockPoll.
 //
@@ -27,11 +36,13 @@ import "encoding/binary"
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                             Round                             |  0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                        Reserved (zero)                        |  4
+//	|    Sample     |                 Reserved (zero)               |  4
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 type ClockPoll struct {
-	// Round numbers the master's rounds within its term.
-	Round uint32
+	// Round numbers the master's rounds within its term; Sample the polls
+	// of one round's burst.
+	Round  uint32
+	Sample uint8
 }
 
 // ClockReading is the payload of KindClockReading: a worker's answer to
@@ -42,22 +53,27 @@ type ClockPoll struct {
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                             Round                             |  0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|          Poll Sent: the poll's transmit timestamp, t1         |  4
+//	|    Sample     |                 Reserved (zero)               |  4
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|          Poll Sent: the poll's transmit timestamp, t1         |  8
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|        Poll Received: the worker's clock at arrival, t2       | 12
+//	|        Poll Received: the worker's clock at arrival, t2       | 16
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|      Pending: slew still to apply at t2, ns (signed)          | 20
+//	|      Pending: slew still to apply at t2, ns (signed)          | 24
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|   Frequency: the worker's frequency correction, ppb (signed)  | 28
+//	|   Frequency: the worker's frequency correction, ppb (signed)  | 32
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|   Tx Lag: its readings leave this long after their stamp, ns  | 36
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 type ClockReading struct {
 	Round        uint32
+	Sample       uint8
 	PollSent     NTPTime
 	PollReceived NTPTime
 	// Pending lets the master compare clocks as if every correction
@@ -65,9 +81,12 @@ type ClockReading struct {
 	Pending int64
 	// Frequency is the correction the worker applies to its oscillator,
 	// in parts per billion: the master keeps the group's mean correction
-	// near zero, so that the group runs at the mean of its clocks' natural
-	// rates instead of wherever its corrections happen to have taken it.
+	// near zero, so that the group runs at the mean natural rate of its
+	// clocks instead of wherever its corrections happen to have taken it.
 	Frequency int32
+	// TxLag is how long after its transmit timestamp the kernel saw the
+	// worker's recent readings leave (0: unknown, no kernel stamps).
+	TxLag uint32
 }
 
 // ClockAdjust is the payload of KindClockAdjust: the correction one
@@ -78,19 +97,23 @@ type ClockReading struct {
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                             Round                             |  0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|   Correction, ns (signed; positive: move the clock forward)   |  4
+//	|    Sample     |                 Reserved (zero)               |  4
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|   Correction, ns (signed; positive: move the clock forward)   |  8
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|     Error: bound on the correction's error, ns (unsigned)     | 12
+//	|     Error: bound on the correction's error, ns (unsigned)     | 16
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
-// Correction is as if every correction the worker had commanded by t2 had
-// been applied (see ClockReading.Pending).
+// Correction is as of the arrival of the round's poll Sample (the reading
+// the master kept), as if every correction the worker had commanded by
+// then had been applied (see ClockReading.Pending).
 type ClockAdjust struct {
 	Round      uint32
+	Sample     uint8
 	Correction int64
 	Error      uint64
 }
@@ -109,8 +132,8 @@ type ClockAdjustAck struct {
 const (
 	// Exact payload lengths.
 	ClockPollLen      = 8
-	ClockReadingLen   = 32
-	ClockAdjustLen    = 20
+	ClockReadingLen   = 40
+	ClockAdjustLen    = 24
 	ClockAdjustAckLen = 4
 
 	clockPollWhat    = "clock poll"
@@ -119,10 +142,24 @@ const (
 	clockAckWhat     = "clock adjust ack"
 )
 
+// appendRoundSample writes a round and a sample index with three reserved
+// zero bytes.
+func appendRoundSample(b []byte, round uint32, sample uint8) []byte {
+	b = binary.BigEndian.AppendUint32(b, round)
+	return append(b, sample, 0, 0, 0)
+}
+
+// readRoundSample reads them back, refusing non-zero reserved bytes.
+func readRoundSample(what string, b []byte) (uint32, uint8, error) {
+	if r := int(b[5])<<16 | int(b[6])<<8 | int(b[7]); r != 0 {
+		return 0, 0, decodeErr(what, DecodeBadReserved, "reserved", r, 0)
+	}
+	return binary.BigEndian.Uint32(b), b[4], nil
+}
+
 // AppendBinary appends the encoding of p to b. It cannot fail.
 func (p ClockPoll) AppendBinary(b []byte) ([]byte, error) {
-	b = binary.BigEndian.AppendUint32(b, p.Round)
-	return binary.BigEndian.AppendUint32(b, 0), nil
+	return appendRoundSample(b, p.Round, p.Sample), nil
 }
 
 // UnmarshalBinary decodes exactly ClockPollLen bytes, reserved zero.
@@ -130,20 +167,22 @@ func (p *ClockPoll) UnmarshalBinary(b []byte) error {
 	if err := checkLen(clockPollWhat, b, ClockPollLen); err != nil {
 		return err
 	}
-	if r := binary.BigEndian.Uint32(b[4:]); r != 0 {
-		return decodeErr(clockPollWhat, DecodeBadReserved, "reserved", int(r), 0)
+	round, sample, err := readRoundSample(clockPollWhat, b)
+	if err != nil {
+		return err
 	}
-	p.Round = binary.BigEndian.Uint32(b)
+	*p = ClockPoll{Round: round, Sample: sample}
 	return nil
 }
 
 // AppendBinary appends the encoding of r to b. It cannot fail.
 func (r ClockReading) AppendBinary(b []byte) ([]byte, error) {
-	b = binary.BigEndian.AppendUint32(b, r.Round)
+	b = appendRoundSample(b, r.Round, r.Sample)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.PollSent))
 	b = binary.BigEndian.AppendUint64(b, uint64(r.PollReceived))
 	b = binary.BigEndian.AppendUint64(b, uint64(r.Pending))
-	return binary.BigEndian.AppendUint32(b, uint32(r.Frequency)), nil
+	b = binary.BigEndian.AppendUint32(b, uint32(r.Frequency))
+	return binary.BigEndian.AppendUint32(b, r.TxLag), nil
 }
 
 // UnmarshalBinary decodes exactly ClockReadingLen bytes.
@@ -151,19 +190,25 @@ func (r *ClockReading) UnmarshalBinary(b []byte) error {
 	if err := checkLen(clockReadingWhat, b, ClockReadingLen); err != nil {
 		return err
 	}
+	round, sample, err := readRoundSample(clockReadingWhat, b)
+	if err != nil {
+		return err
+	}
 	*r = ClockReading{
-		Round:        binary.BigEndian.Uint32(b),
-		PollSent:     NTPTime(binary.BigEndian.Uint64(b[4:])),
-		PollReceived: NTPTime(binary.BigEndian.Uint64(b[12:])),
-		Pending:      int64(binary.BigEndian.Uint64(b[20:])),
-		Frequency:    int32(binary.BigEndian.Uint32(b[28:])),
+		Round:        round,
+		Sample:       sample,
+		PollSent:     NTPTime(binary.BigEndian.Uint64(b[8:])),
+		PollReceived: NTPTime(binary.BigEndian.Uint64(b[16:])),
+		Pending:      int64(binary.BigEndian.Uint64(b[24:])),
+		Frequency:    int32(binary.BigEndian.Uint32(b[32:])),
+		TxLag:        binary.BigEndian.Uint32(b[36:]),
 	}
 	return nil
 }
 
 // AppendBinary appends the encoding of a to b. It cannot fail.
 func (a ClockAdjust) AppendBinary(b []byte) ([]byte, error) {
-	b = binary.BigEndian.AppendUint32(b, a.Round)
+	b = appendRoundSample(b, a.Round, a.Sample)
 	b = binary.BigEndian.AppendUint64(b, uint64(a.Correction))
 	return binary.BigEndian.AppendUint64(b, a.Error), nil
 }
@@ -173,10 +218,15 @@ func (a *ClockAdjust) UnmarshalBinary(b []byte) error {
 	if err := checkLen(clockAdjustWhat, b, ClockAdjustLen); err != nil {
 		return err
 	}
+	round, sample, err := readRoundSample(clockAdjustWhat, b)
+	if err != nil {
+		return err
+	}
 	*a = ClockAdjust{
-		Round:      binary.BigEndian.Uint32(b),
-		Correction: int64(binary.BigEndian.Uint64(b[4:])),
-		Error:      binary.BigEndian.Uint64(b[12:]),
+		Round:      round,
+		Sample:     sample,
+		Correction: int64(binary.BigEndian.Uint64(b[8:])),
+		Error:      binary.BigEndian.Uint64(b[16:]),
 	}
 	return nil
 }

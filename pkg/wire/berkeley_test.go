@@ -19,9 +19,9 @@ func TestBerkeleyRoundTrips(t *testing.T) {
 		out berkeleyPayload
 		len int
 	}{
-		{&ClockPoll{Round: 7}, new(ClockPoll), ClockPollLen},
-		{&ClockReading{Round: 7, PollSent: 0xeead1f8080000000, PollReceived: 0xeead1f8080001000, Pending: -123456, Frequency: -41_250}, new(ClockReading), ClockReadingLen},
-		{&ClockAdjust{Round: 7, Correction: -42_000, Error: 1500}, new(ClockAdjust), ClockAdjustLen},
+		{&ClockPoll{Round: 7, Sample: 2}, new(ClockPoll), ClockPollLen},
+		{&ClockReading{Round: 7, PollSent: 0xeead1f8080000000, PollReceived: 0xeead1f8080001000, Pending: -123456, Frequency: -41_250, Sample: 1, TxLag: 23_456}, new(ClockReading), ClockReadingLen},
+		{&ClockAdjust{Round: 7, Sample: 2, Correction: -42_000, Error: 1500}, new(ClockAdjust), ClockAdjustLen},
 		{&ClockAdjustAck{Round: 7}, new(ClockAdjustAck), ClockAdjustAckLen},
 	}
 	for _, c := range cases {
@@ -47,6 +47,10 @@ func TestBerkeleyRoundTrips(t *testing.T) {
 	var p ClockPoll
 	if err := p.UnmarshalBinary([]byte{0, 0, 0, 1, 0, 0, 0, 1}); err == nil {
 		t.Error("poll with reserved bits accepted")
+	}
+	var a ClockAdjust
+	if err := a.UnmarshalBinary(append([]byte{0, 0, 0, 1, 2, 0, 1, 0}, make([]byte, 16)...)); err == nil {
+		t.Error("adjust with reserved bits accepted")
 	}
 }
 

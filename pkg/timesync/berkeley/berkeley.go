@@ -23,6 +23,12 @@ const (
 	DefaultThreshold      = 500 * time.Microsecond
 	DefaultAdjustRetry    = 100 * time.Millisecond
 	DefaultAdjustTries    = 4
+	// DefaultBurst polls per round, DefaultBurstGap apart: of a worker's
+	// answers the one with the smallest round trip is kept, as NTP's
+	// clock filter does. A reading delayed anywhere (a descheduled
+	// sender, a queue) has a longer round trip and a skewed offset.
+	DefaultBurst    = 3
+	DefaultBurstGap = 10 * time.Millisecond
 	// DefaultFrequencyPull steers out a twentieth of the group's median
 	// frequency correction per round: slow next to the servos' own
 	// loops (their regressions follow it without disturbing precision),
@@ -45,9 +51,14 @@ type Config struct {
 	Election bully.Config
 	// RoundInterval is the time between the master's rounds.
 	RoundInterval time.Duration
-	// CollectTimeout is how long after a poll the master waits for the
-	// readings before it computes the round (sooner if all arrived).
+	// CollectTimeout is how long after a round's first poll the master
+	// waits for the readings before it computes the round (sooner if every
+	// worker answered every poll).
 	CollectTimeout time.Duration
+	// Burst is how many polls a round sends, BurstGap apart (at least a
+	// tick: polls go out on ticks).
+	Burst    int
+	BurstGap time.Duration
 	// MaxRTT excludes readings whose round trip is longer: their offset is
 	// too uncertain.
 	MaxRTT time.Duration
@@ -88,6 +99,7 @@ func (c *Config) validate() error {
 		&c.RoundInterval: DefaultRoundInterval, &c.CollectTimeout: DefaultCollectTimeout,
 		&c.MaxRTT: DefaultMaxRTT, &c.Threshold: DefaultThreshold, &c.AdjustRetry: DefaultAdjustRetry,
 		&c.StateInterval: DefaultStateInterval, &c.SyncInterval: DefaultSyncInterval,
+		&c.BurstGap: DefaultBurstGap,
 	}
 	for p, d := range def {
 		if *p == 0 {
@@ -99,6 +111,9 @@ func (c *Config) validate() error {
 	}
 	if c.AdjustTries == 0 {
 		c.AdjustTries = DefaultAdjustTries
+	}
+	if c.Burst == 0 {
+		c.Burst = DefaultBurst
 	}
 	switch {
 	case c.FrequencyPull == 0:
@@ -120,6 +135,11 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: collect timeout %v must be shorter than the round interval %v", ErrConfig, c.CollectTimeout, c.RoundInterval)
 	case c.MaxRTT > c.CollectTimeout:
 		return fmt.Errorf("%w: max RTT %v must not exceed the collect timeout %v", ErrConfig, c.MaxRTT, c.CollectTimeout)
+	case c.Burst < 1 || c.Burst > 16:
+		return fmt.Errorf("%w: burst %d: want 1 to 16 polls a round", ErrConfig, c.Burst)
+	case time.Duration(c.Burst-1)*c.BurstGap+c.MaxRTT > c.CollectTimeout:
+		return fmt.Errorf("%w: a burst of %d polls %v apart, answered within the max RTT %v, does not fit the collect timeout %v",
+			ErrConfig, c.Burst, c.BurstGap, c.MaxRTT, c.CollectTimeout)
 	}
 	return nil
 }
@@ -139,11 +159,21 @@ var (
 	ErrState = errors.New("berkeley: corrupt state")
 )
 
-// reading is one worker's answer in the current round.
+// reading is one worker's answer in the current round: the one with the
+// smallest round trip of the burst.
 type reading struct {
-	offset time.Duration // worker - master, both as if their slews were done
-	rtt    time.Duration
-	freq   float64 // the worker's frequency correction, ppm
+	sample  uint8
+	offset  time.Duration // worker - master, both as if their slews were done
+	rtt     time.Duration
+	freq    float64 // the worker's frequency correction, ppm
+	answers int     // polls of the burst it answered
+}
+
+// pollKey names one poll of the current round: a sample, to one worker
+// (or to all, Broadcast, when the poll was one multicast frame).
+type pollKey struct {
+	sample uint8
+	to     uint32
 }
 
 // adjust is an adjustment waiting for its acknowledgement.
@@ -153,13 +183,17 @@ type adjust struct {
 	next    time.Time
 }
 
-// pollRecord is what a worker remembers of the last poll it answered.
+// pollRecord is what a worker remembers of the last round it answered.
 type pollRecord struct {
 	term    uint64
 	round   uint32
-	at      time.Time // its arrival, local clock: the measurement's time
+	at      map[uint8]time.Time // each poll's arrival, local clock: a measurement's time
 	applied bool
 }
+
+// txLags is how many recent transmit lags a worker keeps: their median is
+// what it reports.
+const txLags = 8
 
 // Core is the Berkeley core. Not safe for concurrent use.
 type Core struct {
@@ -174,9 +208,11 @@ type Core struct {
 	// Master.
 	leading   uint64 // the term this node leads rounds in; 0 when not master
 	round     uint32
-	roundAt   time.Time // the current round's poll
+	roundAt   time.Time // the current round's first poll
 	nextRound time.Time
-	collect   bool // readings of the current round are still awaited
+	samples   int                   // polls of the current round sent
+	pollTx    map[pollKey]time.Time // when they really left (transmit reports)
+	collect   bool                  // readings of the current round are still awaited
 	readings  map[uint32]reading
 	missed    map[uint32]int // rounds in a row without a reading, per worker
 	pending   map[uint32]*adjust
@@ -184,6 +220,7 @@ type Core struct {
 
 	// Worker.
 	poll        pollRecord
+	lags        []time.Duration // recent transmit lags of its readings
 	lastAdjust  *AdjustReport
 	lastMeasure time.Time // time of the last servo update
 	lastSync    time.Time // last refresh of the clock's error fields
@@ -246,6 +283,10 @@ func (c *Core) Step(m core.Message) error {
 		c.followElection()
 		return err
 	}
+	if m.Local {
+		c.stepSent(m)
+		return nil
+	}
 	var err error
 	switch m.Kind {
 	case wire.KindClockPoll:
@@ -288,6 +329,44 @@ func (c *Core) fromMaster(m core.Message) error {
 	return nil
 }
 
+// stepSent takes the driver's report that one of our polls or readings
+// left: when it really did (m.Time) against the stamp it carries (m.Sent).
+func (c *Core) stepSent(m core.Message) {
+	if m.Time.IsZero() || m.Sent.IsZero() {
+		return
+	}
+	switch m.Kind {
+	case wire.KindClockPoll:
+		var p wire.ClockPoll
+		if p.UnmarshalBinary(m.Payload) == nil && c.leading != 0 && m.Term == c.leading && p.Round == c.round {
+			c.pollTx[pollKey{p.Sample, m.To}] = m.Time
+		}
+	case wire.KindClockReading:
+		lag := m.Time.Sub(m.Sent)
+		if lag < 0 || lag > maxTxLag {
+			return // not a lag: a clock that moved, or a stamp of another datagram
+		}
+		c.lags = append(c.lags, lag)
+		if len(c.lags) > txLags {
+			c.lags = c.lags[len(c.lags)-txLags:]
+		}
+	}
+}
+
+// maxTxLag bounds a plausible delay between a frame's stamp and its
+// departure.
+const maxTxLag = 5 * time.Millisecond
+
+// txLag is the median of the recent transmit lags (0 without reports).
+func (c *Core) txLag() time.Duration {
+	if len(c.lags) == 0 {
+		return 0
+	}
+	v := slices.Clone(c.lags)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
 func (c *Core) stepPoll(m core.Message) error {
 	var p wire.ClockPoll
 	if err := p.UnmarshalBinary(m.Payload); err != nil {
@@ -299,13 +378,22 @@ func (c *Core) stepPoll(m core.Message) error {
 	if m.Sent.IsZero() || m.Time.IsZero() {
 		return ErrNoTimestamp
 	}
-	c.poll = pollRecord{term: m.Term, round: p.Round, at: m.Time}
-	c.send(m.From, m.Term, wire.KindClockReading, wire.ClockReading{
+	if c.poll.term != m.Term || c.poll.round != p.Round {
+		c.poll = pollRecord{term: m.Term, round: p.Round, at: map[uint8]time.Time{}}
+	}
+	if _, dup := c.poll.at[p.Sample]; dup {
+		c.counters["poll_duplicates"]++
+		return nil
+	}
+	c.poll.at[p.Sample] = m.Time
+	c.sendReport(m.From, m.Term, wire.KindClockReading, wire.ClockReading{
 		Round:        p.Round,
+		Sample:       p.Sample,
 		PollSent:     wire.NTPTimeFromTime(m.Sent),
 		PollReceived: wire.NTPTimeFromTime(m.Time),
 		Pending:      int64(c.servo.Pending(m.Time)),
 		Frequency:    int32(math.Round(c.servo.Frequency() * 1e3)),
+		TxLag:        uint32(c.txLag()),
 	})
 	c.counters["polls_answered"]++
 	return nil
@@ -326,20 +414,47 @@ func (c *Core) stepReading(m core.Message) error {
 	t1, t2, t3 := r.PollSent.TimeNear(t4), r.PollReceived.TimeNear(m.Sent), m.Sent
 	// The poll must be this round's: sent at or after the round began
 	// (by this clock), and before the answer came back.
-	if t1.Before(c.roundAt.Add(-time.Millisecond)) || t1.After(t4) {
-		return fmt.Errorf("%w: poll time %v outside the round", ErrStaleRound, t1)
+	if t1.Before(c.roundAt.Add(-time.Millisecond)) || t1.After(t4) || int(r.Sample) >= c.samples {
+		return fmt.Errorf("%w: poll %d at %v outside the round", ErrStaleRound, r.Sample, t1)
+	}
+	// When the poll and the reading really left: the kernel's stamp of
+	// our poll, and the worker's stamp plus its usual lag.
+	if tx, ok := c.pollTx[pollKey{r.Sample, m.From}]; ok {
+		t1 = tx
+	} else if tx, ok := c.pollTx[pollKey{r.Sample, core.Broadcast}]; ok {
+		t1 = tx
+	}
+	if lag := time.Duration(r.TxLag); lag > 0 && lag <= maxTxLag {
+		t3 = t3.Add(lag)
 	}
 	offset := (t2.Sub(t1) + t3.Sub(t4)) / 2
 	rtt := t4.Sub(t1) - t3.Sub(t2)
 	mid := t1.Add(t4.Sub(t1) / 2)
 	// Compare as if both clocks had finished their slews.
 	offset += time.Duration(r.Pending) - c.servo.Pending(mid)
-	c.readings[m.From] = reading{offset: offset, rtt: max(rtt, 0), freq: float64(r.Frequency) / 1e3}
+	best, seen := c.readings[m.From]
+	next := reading{sample: r.Sample, offset: offset, rtt: max(rtt, 0), freq: float64(r.Frequency) / 1e3, answers: best.answers + 1}
+	if !seen || next.rtt < best.rtt {
+		c.readings[m.From] = next
+	} else {
+		best.answers++
+		c.readings[m.From] = best
+	}
 	c.counters["readings"]++
-	if len(c.readings) == len(c.peers) {
+	if c.samples == c.cfg.Burst && c.allAnswered() {
 		c.finishRound()
 	}
 	return nil
+}
+
+// allAnswered says whether every worker answered every poll of the round.
+func (c *Core) allAnswered() bool {
+	for _, id := range c.peers {
+		if c.readings[id].answers < c.cfg.Burst {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Core) stepAdjust(m core.Message) error {
@@ -350,8 +465,9 @@ func (c *Core) stepAdjust(m core.Message) error {
 	if err := c.fromMaster(m); err != nil {
 		return err
 	}
-	if c.poll.term != m.Term || c.poll.round != a.Round {
-		return fmt.Errorf("%w: adjustment for round %d, last poll answered %d", ErrStaleRound, a.Round, c.poll.round)
+	at, ok := c.poll.at[a.Sample]
+	if c.poll.term != m.Term || c.poll.round != a.Round || !ok {
+		return fmt.Errorf("%w: adjustment for poll %d of round %d, last round answered %d", ErrStaleRound, a.Sample, a.Round, c.poll.round)
 	}
 	// Acknowledge every copy: the first acknowledgement may have been lost.
 	c.send(m.From, m.Term, wire.KindClockAdjustAck, wire.ClockAdjustAck{Round: a.Round})
@@ -361,7 +477,7 @@ func (c *Core) stepAdjust(m core.Message) error {
 	}
 	c.poll.applied = true
 	corr := time.Duration(a.Correction)
-	c.correct(c.poll.at, corr, time.Duration(min(a.Error, math.MaxInt64)))
+	c.correct(at, corr, time.Duration(min(a.Error, math.MaxInt64)))
 	c.lastAdjust = &AdjustReport{Term: m.Term, Round: a.Round, CorrectionNS: int64(corr), ErrorNS: int64(a.Error), At: c.now}
 	c.counters["adjustments_applied"]++
 	return nil
@@ -416,6 +532,9 @@ func (c *Core) Tick(now time.Time) {
 	c.syncState(now)
 	if c.leading == 0 {
 		return
+	}
+	if c.collect && c.samples < c.cfg.Burst && !now.Before(c.roundAt.Add(time.Duration(c.samples)*c.cfg.BurstGap)) {
+		c.poll1()
 	}
 	if c.collect && !now.Before(c.roundAt.Add(c.cfg.CollectTimeout)) {
 		c.finishRound()
@@ -504,8 +623,15 @@ func (c *Core) startRound(now time.Time) {
 	c.round++
 	c.roundAt, c.nextRound = now, now.Add(c.cfg.RoundInterval)
 	c.collect, c.readings = true, map[uint32]reading{}
-	c.send(core.Broadcast, c.leading, wire.KindClockPoll, wire.ClockPoll{Round: c.round})
+	c.samples, c.pollTx = 0, map[pollKey]time.Time{}
 	c.counters["rounds"]++
+	c.poll1()
+}
+
+// poll1 sends the round's next poll.
+func (c *Core) poll1() {
+	c.sendReport(core.Broadcast, c.leading, wire.KindClockPoll, wire.ClockPoll{Round: c.round, Sample: uint8(c.samples)})
+	c.samples++
 }
 
 // missLimit is how many rounds in a row a worker may miss before the master
@@ -553,7 +679,7 @@ func (c *Core) finishRound() {
 		c.counters["rounds_skipped"]++
 		return
 	}
-	var target, spread time.Duration
+	var target, spread, avgRTT time.Duration
 	var freqs []float64
 	agree := largestAgreeing(cands, c.cfg.Threshold, c.id)
 	rep.Agreeing = len(agree)
@@ -577,6 +703,7 @@ func (c *Core) finishRound() {
 		for _, x := range agree[f : len(agree)-f] {
 			sum += x.offset
 			freqs = append(freqs, x.freq)
+			avgRTT = max(avgRTT, x.rtt)
 		}
 		target = sum / time.Duration(len(agree)-2*f)
 		rep.Averaged = len(agree) - 2*f
@@ -586,7 +713,7 @@ func (c *Core) finishRound() {
 		// falsetickers cannot choose. The next round averages.
 		rep.Method = "median"
 		mid := cands[len(cands)/2] // sorted by largestAgreeing
-		target = mid.offset
+		target, avgRTT = mid.offset, mid.rtt
 		in[mid.id] = true
 		freqs = append(freqs, mid.freq)
 		spread = cands[len(cands)-1].offset - cands[0].offset
@@ -604,6 +731,7 @@ func (c *Core) finishRound() {
 	for i := range rep.Members {
 		ms := &rep.Members[i]
 		if !ms.Answered {
+			ms.Excluded = true
 			continue
 		}
 		if ms.Why == "" && !in[ms.ID] && rep.Method == "average" {
@@ -613,15 +741,18 @@ func (c *Core) finishRound() {
 		ms.Excluded = ms.Why != ""
 		r := c.readings[ms.ID]
 		corr := target - r.offset
-		errBound := r.rtt/2 + spread/2
-		p, _ := wire.ClockAdjust{Round: c.round, Correction: int64(corr), Error: uint64(max(errBound, 0))}.AppendBinary(nil)
+		// Its reading and the group's time are each uncertain by half a
+		// round trip; the group's time is the average of clocks up to
+		// spread apart.
+		errBound := r.rtt/2 + avgRTT/2 + spread/2
+		p, _ := wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(corr), Error: uint64(max(errBound, 0))}.AppendBinary(nil)
 		c.pending[ms.ID] = &adjust{payload: p, tries: 1, next: c.now.Add(c.cfg.AdjustRetry)}
 		c.msgs = append(c.msgs, core.Message{To: ms.ID, Kind: wire.KindClockAdjust, Term: c.leading, Payload: p})
 		ms.CorrectionNS = int64(corr)
 	}
 	// The master's own correction: towards the target, as of the round's
 	// poll (its readings are compared to the master's clock then).
-	c.correct(c.roundAt, target, spread/2)
+	c.correct(c.roundAt, target, avgRTT/2+spread/2)
 	rep.MasterCorrectionNS = int64(target)
 }
 
@@ -719,6 +850,13 @@ func median(v []float64) float64 {
 		return (v[n/2-1] + v[n/2]) / 2
 	}
 	return v[len(v)/2]
+}
+
+// sendReport sends a frame whose departure the driver is to report
+// (core.Message.Report): polls and readings measure time.
+func (c *Core) sendReport(to uint32, term uint64, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }) {
+	c.send(to, term, k, p)
+	c.msgs[len(c.msgs)-1].Report = true
 }
 
 func (c *Core) send(to uint32, term uint64, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }) {

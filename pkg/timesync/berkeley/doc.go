@@ -4,13 +4,19 @@
 //
 // Every member runs a bully core inside this one; the bully leader is the
 // master. Each round (Config.RoundInterval) the master polls every member
-// with one broadcast ClockPoll (one multicast frame where the daemon has a
-// group), carrying its bully term; each worker answers with a ClockReading.
-// With the four timestamps of the exchange (see pkg/wire's berkeley.go) the
-// master knows each worker's clock relative to its own, d_i, and the round
-// trip, as NTP computes them; a worker's pending slew is added, so that
-// clocks are compared as if every correction already commanded had been
-// applied (a 200 ms correction takes 2.4 s to slew).
+// with a burst of Config.Burst broadcast ClockPolls, BurstGap apart (one
+// multicast frame each where the daemon has a group), carrying its bully
+// term; each worker answers every poll with a ClockReading. With the four
+// timestamps of an exchange (see pkg/wire's berkeley.go) the master knows
+// each worker's clock relative to its own, d_i, and the round trip, as NTP
+// computes them, and of a worker's answers keeps the one with the smallest
+// round trip (a reading delayed anywhere is skewed and slow). The times are
+// when the frames really left: the master's own poll from the kernel's
+// transmit stamp (the driver reports it, core.Message.Report), the
+// worker's reading from its stamp plus the lag its recent readings showed.
+// A worker's pending slew is added, so that clocks are compared as if
+// every correction already commanded had been applied (a 200 ms
+// correction takes 2.4 s to slew).
 //
 //	round r:  poll ──► readings (RTT > MaxRTT: excluded "rtt")
 //	          clocks = {0 (master), d_i...}

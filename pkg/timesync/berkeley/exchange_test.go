@@ -1,0 +1,86 @@
+package berkeley_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/timesync/berkeley"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// TestWorkerReportsItsTransmitLag: a worker asks to hear when its readings
+// leave, and tells the master the median of how late they left after their
+// stamps; it answers each poll of a burst once, and takes the correction
+// as of the arrival of the poll the master names.
+func TestWorkerReportsItsTransmitLag(t *testing.T) {
+	cfg := berkeley.Config{Election: bully.DefaultLANConfig()}
+	cfg.Election.ID, cfg.Election.Members = 1, []bully.Member{{ID: 1}, {ID: 2}}
+	w, err := berkeley.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w.Tick(t0)
+	w.Ready()
+	term := bully.MakeTerm(1, 2)
+	coord, _ := wire.Coordinator{}.AppendBinary(nil)
+	if err := w.Step(core.Message{From: 2, Kind: wire.KindCoordinator, Term: term, Payload: coord, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	w.Ready()
+	poll := func(round uint32, sample uint8, at time.Time) wire.ClockReading {
+		t.Helper()
+		p, _ := wire.ClockPoll{Round: round, Sample: sample}.AppendBinary(nil)
+		if err := w.Step(core.Message{From: 2, Kind: wire.KindClockPoll, Term: term, Payload: p, Sent: at.Add(-100 * time.Microsecond), Time: at}); err != nil {
+			t.Fatal(err)
+		}
+		var r wire.ClockReading
+		for _, m := range w.Ready().Messages {
+			if m.Kind == wire.KindClockReading {
+				if !m.Report {
+					t.Fatal("a reading without a transmit report asked")
+				}
+				if err := r.UnmarshalBinary(m.Payload); err != nil {
+					t.Fatal(err)
+				}
+				// The driver sends it 30-50 µs after its stamp.
+				lag := time.Duration(30+10*int(sample)) * time.Microsecond
+				w.Step(core.Message{Local: true, To: 2, Kind: m.Kind, Term: m.Term, Payload: m.Payload, Sent: at, Time: at.Add(lag)})
+				return r
+			}
+		}
+		t.Fatalf("poll %d/%d not answered", round, sample)
+		return r
+	}
+	if r := poll(1, 0, t0.Add(time.Second)); r.TxLag != 0 || r.Sample != 0 {
+		t.Fatalf("first reading: %+v", r)
+	}
+	poll(1, 1, t0.Add(time.Second+10*time.Millisecond))
+	if r := poll(1, 2, t0.Add(time.Second+20*time.Millisecond)); r.TxLag != 40_000 || r.Sample != 2 {
+		t.Fatalf("third reading: lag %d ns, sample %d; want the median of 30 and 40 µs reported", r.TxLag, r.Sample)
+	}
+	// A duplicate poll is not answered twice.
+	p, _ := wire.ClockPoll{Round: 1, Sample: 1}.AppendBinary(nil)
+	w.Step(core.Message{From: 2, Kind: wire.KindClockPoll, Term: term, Payload: p, Sent: t0, Time: t0.Add(2 * time.Second)})
+	for _, m := range w.Ready().Messages {
+		if m.Kind == wire.KindClockReading {
+			t.Fatal("a duplicate poll was answered")
+		}
+	}
+	// The correction names poll 1: it is applied as of that poll's arrival.
+	adj, _ := wire.ClockAdjust{Round: 1, Sample: 1, Correction: int64(5 * time.Millisecond), Error: 1000}.AppendBinary(nil)
+	if err := w.Step(core.Message{From: 2, Kind: wire.KindClockAdjust, Term: term, Payload: adj, Time: t0.Add(time.Second + 30*time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	st := w.Report()
+	if st.LastAdjust == nil || st.LastAdjust.CorrectionNS != int64(5*time.Millisecond) || !st.Synchronized {
+		t.Fatalf("after the correction: %+v", st)
+	}
+	// A correction naming a poll this worker never saw is refused.
+	adj, _ = wire.ClockAdjust{Round: 1, Sample: 7, Correction: 1}.AppendBinary(nil)
+	if err := w.Step(core.Message{From: 2, Kind: wire.KindClockAdjust, Term: term, Payload: adj, Time: t0.Add(2 * time.Second)}); err == nil {
+		t.Fatal("a correction for an unknown poll was accepted")
+	}
+}
