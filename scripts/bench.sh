@@ -25,11 +25,17 @@
 #       (--trials, default 5), RSS; --flags are added to every mutexd run.
 #       Installs etcd-server and etcd-client.
 #   bench.sh timesync [--warmup D] [--window D] [--load D] [--conns N]
+#                     [--impair [--jitter D] [--asym D]]
 #       timed's NTP client against chronyd's (-x), both following one chronyd
 #       server every second: |error| p50/p99 over --window (default 2m) after
 #       --warmup (default 1m), time to 1 ms and 100 us from +-100 ms, NTP
 #       server replies/s (--conns closed loops for --load, default 8 and 5s),
-#       timed's RSS and CPU. Installs chrony if missing (never starting it).
+#       timed's RSS and CPU. With --impair, then the same accuracy figures on
+#       a lab built on the user-space switch (another warm-up and window),
+#       three conditions at once: no impairment, symmetric jitter (each
+#       direction uniform over 0..2x --jitter, default 250us) and asymmetry
+#       (client->server --asym slower, default 400us, which biases ANY NTP
+#       client by half of it). Installs chrony if missing (never starting it).
 #   bench.sh berkeley [--warmup D] [--window D] [--trials N] [--seed S] [--no-unicast]
 #       timed --mode berkeley on 8 hosts, simulated clocks at random +-200 ms and
 #       +-50 ppm: time to converge to 1 ms and 100 us, group precision (max
@@ -270,21 +276,24 @@ bench_mutex() {
 }
 
 bench_timesync() {
-	local warmup=1m window=2m load=5s conns=8 argv=("$@")
+	local warmup=1m window=2m load=5s conns=8 impair=false jitter=250us asym=400us argv=("$@")
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--warmup) warmup=${2:?--warmup needs a duration} && shift ;;
 		--window) window=${2:?--window needs a duration} && shift ;;
 		--load) load=${2:?--load needs a duration} && shift ;;
 		--conns) conns=${2:?--conns needs a number} && shift ;;
+		--impair) impair=true ;;
+		--jitter) jitter=${2:?--jitter needs a duration} && shift ;;
+		--asym) asym=${2:?--asym needs a duration} && shift ;;
 		-h | --help) usage ;;
 		*) echo "$prog timesync: unknown argument '$1'" >&2 && usage ;;
 		esac
 		shift
 	done
 	local d
-	for d in "$warmup" "$window" "$load"; do
-		is_duration "$d" || die "timesync: $d: want a duration such as 30s or 2m"
+	for d in "$warmup" "$window" "$load" "$jitter" "$asym"; do
+		is_duration "$d" || die "timesync: $d: want a duration such as 30s, 2m or 250us"
 	done
 	if ! [[ $conns =~ ^[0-9]{1,3}$ ]] || [ "$conns" -lt 1 ]; then
 		die "timesync: --conns $conns: want a whole number 1..999"
@@ -294,9 +303,13 @@ bench_timesync() {
 	need_packages iproute2 nftables chrony
 	setup
 	build ./cmd/timed
-	log "bench timesync: warm-up $warmup, window $window, throughput $conns loops for $load, lab prefix $PREFIX"
+	local what="clean LAN"
+	[ "$impair" = false ] || what="clean LAN, then the switch lab (jitter $jitter, asymmetry $asym)"
+	log "bench timesync: $what; warm-up $warmup, window $window, throughput $conns loops for $load, lab prefix $PREFIX"
+	# The impaired lab reuses the prefix: the clean one is gone by then.
 	run_go_bench Timesync -timesync -timesync.bin "$WORK/bin" -timesync.prefix "$PREFIX" \
-		-timesync.warmup "$warmup" -timesync.window "$window" -timesync.load "$load" -timesync.conns "$conns"
+		-timesync.warmup "$warmup" -timesync.window "$window" -timesync.load "$load" -timesync.conns "$conns" \
+		-timesync.impair="$impair" -timesync.jitter "$jitter" -timesync.asym "$asym"
 }
 
 bench_berkeley() {
