@@ -44,6 +44,9 @@ type Status struct {
 	ErrorBoundNS int64     `json:"error_bound_ns"`
 	LastUpdate   time.Time `json:"last_update,omitzero"` // local time of the last measurement used
 	Updates      int       `json:"updates"`
+	// SmoothedUpdates counts the updates whose phase came from the
+	// frequency regression's line rather than the measurement alone.
+	SmoothedUpdates int `json:"smoothed_updates"`
 
 	Sources  []SourceStatus    `json:"sources"`
 	Counters map[string]uint64 `json:"counters"`
@@ -118,6 +121,7 @@ func (c *Client) Report() Status {
 	ss := c.servo.State()
 	st.FrequencyPPM, st.FrequencyErrorPPM = ss.Frequency, ss.FrequencyError
 	st.LastOffsetNS, st.RootDistanceNS, st.LastUpdate, st.Updates = int64(ss.LastOffset), int64(ss.RootDistance), ss.LastUpdate, ss.Updates
+	st.SmoothedUpdates = ss.Smoothed
 	if off, ok := c.servo.Offset(now); ok {
 		st.OffsetNS = int64(off)
 		lo, hi := c.servo.Bound(now)

@@ -79,6 +79,7 @@ type Result struct {
 // State is the servo's view for status reporting.
 type State struct {
 	Updates        int           // measurements used
+	Smoothed       int           // of which the regression line gave the phase
 	Frequency      float64       // frequency correction, ppm
 	FrequencyError float64       // bound on the residual frequency error, ppm (MaxDriftPPM excluded)
 	LastOffset     time.Duration // offset acted on at the last update
@@ -118,9 +119,10 @@ type State struct {
 type Servo struct {
 	cfg Config
 
-	updates int
-	freq    float64 // current frequency correction, ppm
-	freqErr float64 // worst-case residual frequency error, ppm
+	updates  int
+	smoothed int     // updates whose phase came from the regression line
+	freq     float64 // current frequency correction, ppm
+	freqErr  float64 // worst-case residual frequency error, ppm
 	// priorErr is the restored frequency's error (Config.FrequencyError
 	// plus RestoredWanderPPM) until a regression beats it, then +Inf.
 	priorErr float64
@@ -214,6 +216,7 @@ func (s *Servo) Synchronized() bool { return s.last.valid }
 func (s *Servo) State() State {
 	return State{
 		Updates:        s.updates,
+		Smoothed:       s.smoothed,
 		Frequency:      s.freq,
 		FrequencyError: s.freqErr,
 		LastOffset:     s.last.acted,
@@ -352,6 +355,23 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 		// The restored frequency is still the better estimate: keep it,
 		// and the bound as wide as before any regression.
 		ok = false
+	}
+	// The phase: where the regression line puts the clock at t_k, rather
+	// than the one measurement, whose noise (jitter, a delayed packet)
+	// would go straight into the clock; chrony's estimate comes from its
+	// regression the same way. Only when the two agree within the
+	// measurement's own error: a larger difference is a real change the
+	// line has not seen yet, and the measurement wins. The error bound
+	// grows by the difference, so it stays truthful.
+	if ok && len(s.points) >= smoothMinPoints {
+		if l, fitted := weightedLine(s.points); fitted {
+			thf := -l.at(s.points[len(s.points)-1].x) - s.phiCmd - s.freqIntegral(m.Time)
+			if d := math.Abs(thf - theta); d < lambda {
+				theta = thf
+				lambda += d
+				s.smoothed++
+			}
+		}
 	}
 	if ok && driftErr < s.cfg.MaxFrequencyPPM {
 		s.priorErr = math.Inf(1)
@@ -505,31 +525,55 @@ func fit(pts []point) (slopePPM, errPPM float64, ok bool) {
 	if len(pts) < 2 {
 		return 0, 0, false
 	}
-	var sw, mx, my float64
+	l, ok := weightedLine(pts)
+	if !ok {
+		return 0, 0, false
+	}
+	var worst float64
+	for _, p := range pts {
+		worst += weight(p) * math.Abs(p.x-l.mx) / l.sxx * p.lambda
+	}
+	return l.slope * 1e-3, worst * 1e-3, true
+}
+
+// line is the weighted least-squares line through a set of points: it
+// passes through their weighted centroid (mx, my) with slope ns per s;
+// sxx is Σ w(x - mx)².
+type line struct {
+	mx, my, sxx, slope float64
+}
+
+// at is the line's y at x.
+func (l line) at(x float64) float64 { return l.my + l.slope*(x-l.mx) }
+
+// weightedLine fits the line through pts, each weighing 1/λ². ok is false
+// when the points do not determine a slope (fewer than two distinct times).
+func weightedLine(pts []point) (l line, ok bool) {
+	var sw float64
 	for _, p := range pts {
 		w := weight(p)
 		sw += w
-		mx += w * p.x
-		my += w * p.y
+		l.mx += w * p.x
+		l.my += w * p.y
 	}
-	mx /= sw
-	my /= sw
-	var sxx, sxy float64
+	l.mx /= sw
+	l.my /= sw
+	var sxy float64
 	for _, p := range pts {
-		w, dx := weight(p), p.x-mx
-		sxx += w * dx * dx
-		sxy += w * dx * (p.y - my)
+		w, dx := weight(p), p.x-l.mx
+		l.sxx += w * dx * dx
+		sxy += w * dx * (p.y - l.my)
 	}
-	if !(sxx > 0) || !finite(sxx) || !finite(sxy) {
-		return 0, 0, false
+	if !(l.sxx > 0) || !finite(l.sxx) || !finite(sxy) {
+		return line{}, false
 	}
-	slope := sxy / sxx // ns per s
-	var worst float64
-	for _, p := range pts {
-		worst += weight(p) * math.Abs(p.x-mx) / sxx * p.lambda
-	}
-	return slope * 1e-3, worst * 1e-3, true
+	l.slope = sxy / l.sxx
+	return l, true
 }
+
+// smoothMinPoints is how many points the regression needs before its line
+// replaces a measurement's phase.
+const smoothMinPoints = 4
 
 // weight is a point's regression weight, 1/λ² (λ floored at 1 ns).
 func weight(p point) float64 {
@@ -545,25 +589,15 @@ func weight(p point) float64 {
 // four points.
 func trimNonlinear(pts []point) []point {
 	for len(pts) >= 8 {
-		slope, _, ok := fit(pts)
+		l, ok := weightedLine(pts)
 		if !ok {
 			return pts
 		}
-		slope *= 1e3 // back to ns per s
-		var sw, mx, my float64
-		for _, p := range pts {
-			w := weight(p)
-			sw += w
-			mx += w * p.x
-			my += w * p.y
-		}
-		mx /= sw
-		my /= sw
 		runs, pos, neg := 0, 0, 0
 		prev := 0
 		for _, p := range pts {
 			sign := 1
-			if p.y-(my+slope*(p.x-mx)) < 0 {
+			if p.y-l.at(p.x) < 0 {
 				sign = -1
 			}
 			if sign > 0 {
