@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # A synclab lab on this one machine, no root needed: five hosts on loopback
-# addresses (127.77.R.11-15), each running timed (Berkeley, on a simulated
-# clock up to 200 ms off), mutexd and electd, plus a sixth following host
-# 1's NTP server. It shows the clocks converging (and plots them), the
+# addresses (127.77.R.11-15; as root, network namespaces on one bridge,
+# 10.77.0.1-5, unless -hosts loopback), each running timed (Berkeley, on a
+# simulated clock up to 200 ms off), mutexd and electd, plus a sixth
+# following host 1's NTP server. It shows the clocks converging (and plots them), the
 # shared counter of the course notes with and without `mutexd lock`, and
 # the leader killed with SIGKILL and replaced within a fraction of a
 # second; then it stops everything it started and removes its files.
 #
-#   scripts/demo.sh [-short] [-keep] [-plot FILE]
+#   scripts/demo.sh [-short] [-hosts auto|loopback|netns] [-keep] [-plot FILE]
 #
 #   -short      the short form (about 30 s), as CI runs it
+#   -hosts      loopback addresses, network namespaces (root), or auto:
+#               namespaces when root, ip and nft allow
 #   -keep       leave the lab running until Enter
 #   -plot FILE  the chart of the clocks (default synclab-demo-clocks.svg)
 set -euo pipefail

@@ -23,6 +23,7 @@ import (
 
 type options struct {
 	short bool
+	netns bool   // hosts in network namespaces (root) rather than on loopback
 	bin   string // directory of the three binaries
 	plot  string // chart file ("" for none)
 	keep  bool
@@ -66,7 +67,8 @@ func (s summary) ok() bool {
 type lab struct {
 	o      options
 	dir    string
-	net    int // R in 127.77.R.x and 239.77.R.x
+	net    int    // R in 127.77.R.x and 239.77.R.x
+	prefix string // the namespace lab's prefix (netns mode)
 	mu     sync.Mutex
 	procs  []*proc
 	timeds map[int]*ctl.Client // 1..hosts, and hosts+1 the NTP client
@@ -85,7 +87,25 @@ func (l *lab) say(format string, args ...any) {
 
 func (l *lab) printf(format string, args ...any) { fmt.Fprintf(l.o.out, format, args...) }
 
-func (l *lab) addr(host int) string { return fmt.Sprintf("127.77.%d.%d", l.net, 10+host) }
+// addr is host's address: 127.77.R.(10+host) on loopback, the lab's
+// 10.77.0.host in namespaces.
+func (l *lab) addr(host int) string {
+	if l.prefix != "" {
+		return fmt.Sprintf("10.77.0.%d", host)
+	}
+	return fmt.Sprintf("127.77.%d.%d", l.net, 10+host)
+}
+
+// multicast is the flags that carry a daemon's broadcasts on group
+// 239.77.R.g, port: on lo with TTL 0 (nothing leaves the machine), or on
+// the namespace hosts' eth0 across the lab's bridge.
+func (l *lab) multicast(g, port int) []string {
+	group := fmt.Sprintf("239.77.%d.%d:%d", l.net, g, port)
+	if l.prefix != "" {
+		return []string{"--multicast", group, "--interface", "eth0", "--multicast-ttl", "1"}
+	}
+	return []string{"--multicast", group, "--interface", "lo", "--multicast-ttl", "0"}
+}
 
 func (l *lab) members(port int) string {
 	var m []string
@@ -112,6 +132,11 @@ func (l *lab) start(host int, daemon string, args ...string) (*proc, error) {
 	argv := append([]string{"run", "--id", strconv.Itoa(host),
 		"--control", l.path(host, daemon+".sock"), "--state-dir", l.path(host, daemon+".state")}, args...)
 	cmd := exec.Command(filepath.Join(l.o.bin, daemon), argv...)
+	if l.prefix != "" {
+		// ip netns exec execs the daemon in place: the PID is the
+		// daemon's own, and SIGKILL reaches it.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", fmt.Sprintf("%s-h%d", l.prefix, host), cmd.Path}, argv...)...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s on host %d: %w", daemon, host, err)
@@ -159,6 +184,13 @@ func run(ctx context.Context, o options) (sum summary, err error) {
 	}
 	defer os.RemoveAll(dir)
 	l := &lab{o: o, dir: dir, net: 1 + rand.IntN(254), timeds: map[int]*ctl.Client{}, electd: map[int]*proc{}}
+	if o.netns {
+		down, err := l.namespaces()
+		if err != nil {
+			return sum, err
+		}
+		defer down()
+	}
 	defer l.stopAll()
 	if err := l.startAll(); err != nil {
 		return sum, err
@@ -176,16 +208,40 @@ func run(ctx context.Context, o options) (sum summary, err error) {
 	return sum, nil
 }
 
+// namespaces builds a lab of hosts+1 network-namespace hosts on one bridge
+// with scripts/lab.sh, and returns what tears it down.
+func (l *lab) namespaces() (down func(), err error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	script := filepath.Join(root, "scripts", "lab.sh")
+	l.prefix = fmt.Sprintf("sldemo%04x", rand.IntN(1<<16))
+	out, err := exec.Command(script, "up", strconv.Itoa(hosts+1), "--prefix", l.prefix).CombinedOutput()
+	downFn := func() {
+		if out, err := exec.Command(script, "down", "--prefix", l.prefix).CombinedOutput(); err != nil {
+			l.printf("removing the namespaces of lab %s: %v: %s\n", l.prefix, err, strings.TrimSpace(string(out)))
+		}
+	}
+	if err != nil {
+		downFn()
+		return nil, fmt.Errorf("building the namespace lab (%s up): %v: %s", script, err, strings.TrimSpace(string(out)))
+	}
+	return downFn, nil
+}
+
 func (l *lab) startAll() error {
-	l.say("starting %d hosts on %s-%d: timed (Berkeley, simulated clocks up to ±200 ms and ±30 ppm off), mutexd, electd",
-		hosts, l.addr(1), 10+hosts)
+	where := fmt.Sprintf("%d hosts on %s-%d", hosts, l.addr(1), 10+hosts)
+	if l.prefix != "" {
+		where = fmt.Sprintf("%d network-namespace hosts (%s-h1..h%d) on %s-%d", hosts, l.prefix, hosts, l.addr(1), hosts)
+	}
+	l.say("starting %s: timed (Berkeley, simulated clocks up to ±200 ms and ±30 ppm off), mutexd, electd", where)
 	rnd := rand.New(rand.NewPCG(uint64(l.net), uint64(time.Now().UnixNano())))
 	for i := 1; i <= hosts; i++ {
 		offset := time.Duration(rnd.Int64N(int64(400*time.Millisecond))) - 200*time.Millisecond
 		drift := rnd.Float64()*60 - 30
-		args := []string{"--mode", "berkeley", "--members", l.members(7300),
-			"--multicast", fmt.Sprintf("239.77.%d.1:7399", l.net), "--interface", "lo", "--multicast-ttl", "0",
-			"--clock", "sim", "--sim-offset", offset.Round(time.Millisecond).String(), "--sim-drift", strconv.FormatFloat(drift, 'f', 1, 64)}
+		args := append([]string{"--mode", "berkeley", "--members", l.members(7300)}, l.multicast(1, 7399)...)
+		args = append(args, "--clock", "sim", "--sim-offset", offset.Round(time.Millisecond).String(), "--sim-drift", strconv.FormatFloat(drift, 'f', 1, 64))
 		if i == 1 {
 			args = append(args, "--serve", l.addr(1)+":12300", "--stratum", "8")
 		}
@@ -195,8 +251,7 @@ func (l *lab) startAll() error {
 		if _, err := l.start(i, "mutexd", "--members", l.members(7400)); err != nil {
 			return err
 		}
-		p, err := l.start(i, "electd", "--members", l.members(7500),
-			"--multicast", fmt.Sprintf("239.77.%d.2:7599", l.net), "--interface", "lo", "--multicast-ttl", "0")
+		p, err := l.start(i, "electd", append([]string{"--members", l.members(7500)}, l.multicast(2, 7599)...)...)
 		if err != nil {
 			return err
 		}
@@ -464,8 +519,7 @@ func (l *lab) election(ctx context.Context, sum *summary) error {
 	}
 	sum.Failover = time.Since(start)
 	l.printf("every survivor agrees on host %d after %.2f s\n", sum.NewLeader, sum.Failover.Seconds())
-	p, err := l.start(dead, "electd", "--members", l.members(7500),
-		"--multicast", fmt.Sprintf("239.77.%d.2:7599", l.net), "--interface", "lo", "--multicast-ttl", "0")
+	p, err := l.start(dead, "electd", append([]string{"--members", l.members(7500)}, l.multicast(2, 7599)...)...)
 	if err != nil {
 		return err
 	}

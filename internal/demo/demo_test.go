@@ -9,17 +9,52 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/internal/labnet"
 )
 
-// TestDemoShort runs the demo's short form, as the README's first command
-// runs the long one, and checks its summary: the Berkeley clocks within
-// 1 ms of each other (and the NTP client of its server), the shared
-// counter exact under the lock, one leader after the failover, the chart
-// written.
+// TestDemoShort runs the demo's short form on loopback hosts, as the
+// README's first command runs the long one without root, and checks its
+// summary: the Berkeley clocks within 1 ms of each other (and the NTP
+// client of its server), the shared counter exact under the lock, one
+// leader after the failover, the chart written.
 func TestDemoShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo runs for about 30 s (skipped with -short)")
 	}
+	runShort(t, false)
+}
+
+// TestLabDemoShort is the same on network-namespace hosts, the form the
+// demo takes as root; the namespaces must be gone afterwards.
+func TestLabDemoShort(t *testing.T) {
+	labnet.Require(t)
+	if testing.Short() {
+		t.Skip("the demo runs for about 30 s (skipped with -short)")
+	}
+	before := labs(t)
+	runShort(t, true)
+	if after := labs(t); after != before {
+		t.Errorf("network namespaces before the demo:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// labs lists the machine's synclab demo namespaces.
+func labs(t *testing.T) string {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatalf("ip netns list: %v", err)
+	}
+	var demo []string
+	for line := range strings.Lines(string(out)) {
+		if strings.HasPrefix(line, "sldemo") {
+			demo = append(demo, strings.TrimSpace(line))
+		}
+	}
+	return strings.Join(demo, "\n")
+}
+
+func runShort(t *testing.T, netns bool) {
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+"/", "../../cmd/timed", "../../cmd/mutexd", "../../cmd/electd")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -29,7 +64,7 @@ func TestDemoShort(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := run(ctx, options{short: true, bin: bin, plot: chart, out: &out})
+	sum, err := run(ctx, options{short: true, netns: netns, bin: bin, plot: chart, out: &out})
 	t.Logf("demo output:\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)

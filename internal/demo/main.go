@@ -1,13 +1,15 @@
 // Command demo is synclab's first-day demo: a five-host lab on this one
 // machine, no root needed, showing the three daemons at work.
 //
-//	go run ./internal/demo [-short] [-bin DIR] [-plot FILE] [-keep]
+//	go run ./internal/demo [-short] [-hosts auto|loopback|netns] [-bin DIR] [-plot FILE] [-keep]
 //
-// (scripts/demo.sh builds the binaries and runs it.) The hosts are
-// loopback addresses 127.77.R.11-15, R random per run so that two demos on
-// one machine never meet; multicast runs on lo with TTL 0, so nothing
-// leaves the machine. Every process it starts is stopped by PID at the
-// end, also on Ctrl-C, and its temporary directory removed.
+// (scripts/demo.sh builds the binaries and runs it.) Without root the hosts
+// are loopback addresses 127.77.R.11-15, R random per run so that two demos
+// on one machine never meet; multicast runs on lo with TTL 0, so nothing
+// leaves the machine. As root they are network namespaces on one bridge
+// (10.77.0.1-5, built and removed with scripts/lab.sh), each daemon in its
+// host's namespace. Every process it starts is stopped by PID at the end,
+// also on Ctrl-C, and its temporary directory (and namespaces) removed.
 package main
 
 import (
@@ -28,9 +30,24 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "", "`DIR` holding timed, mutexd and electd (default: go build them)")
 	flag.StringVar(&o.plot, "plot", "synclab-demo-clocks.svg", "write the clocks' chart to `FILE` (samples beside it, .tsv)")
 	flag.BoolVar(&o.keep, "keep", false, "leave the lab running until Enter is pressed")
+	hostsMode := flag.String("hosts", "auto", "`where` the hosts run: loopback (no root), netns (root, iproute2, nftables), or auto: netns when possible")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %q (see -h)\n", flag.Args())
+		os.Exit(2)
+	}
+	switch *hostsMode {
+	case "loopback":
+	case "netns":
+		if why := netnsUnavailable(); why != "" {
+			fmt.Fprintf(os.Stderr, "demo: -hosts netns: %s\n", why)
+			os.Exit(2)
+		}
+		o.netns = true
+	case "auto":
+		o.netns = netnsUnavailable() == ""
+	default:
+		fmt.Fprintf(os.Stderr, "demo: -hosts %q: want auto, loopback or netns\n", *hostsMode)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -62,6 +79,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "demo: something did not behave as it should (see above)")
 		os.Exit(1)
 	}
+}
+
+// netnsUnavailable says why the hosts cannot be network namespaces here,
+// or "" when they can.
+func netnsUnavailable() string {
+	if os.Geteuid() != 0 {
+		return "network namespaces need root"
+	}
+	for _, tool := range []string{"ip", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return tool + " not found (Debian: iproute2, nftables)"
+		}
+	}
+	return ""
 }
 
 func fail(err error) {
