@@ -69,6 +69,7 @@ WORK=""         # temporary directory of this run: binaries, sockets, logs
 PREFIX=""       # lab namespace prefix of this run
 child=""        # PID of the running measurement
 created_guard=0 # we wrote $GUARD and must remove it
+saved_guard=""  # the $GUARD that was there before ours, to put back
 
 die() {
 	echo "$prog: $*" >&2
@@ -95,19 +96,24 @@ need_root() {
 
 # need_packages installs the Debian packages that are missing, with a
 # policy-rc.d guard so that no service they ship starts (etcd-server's would
-# listen on 127.0.0.1:2379 and outlive the run). The guard is removed again
-# if this script wrote it.
+# listen on 127.0.0.1:2379 and outlive the run). Afterwards the guard is
+# removed, or the one that was there before put back.
 need_packages() {
 	local p missing=()
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 	done
 	[ ${#missing[@]} -gt 0 ] || return 0
-	if [ ! -e "$GUARD" ]; then
-		printf '#!/bin/sh\n# synclab bench.sh: never start services while installing benchmark dependencies\nexit 101\n' >"$GUARD"
-		chmod 755 "$GUARD"
-		created_guard=1
+	# Our guard goes in even over an existing one, which might allow
+	# starts: that one is kept aside and put back afterwards.
+	if [ -e "$GUARD" ]; then
+		saved_guard=$(mktemp "$GUARD.synclab.XXXXXX")
+		cp -p "$GUARD" "$saved_guard"
 	fi
+	created_guard=1
+	printf '#!/bin/sh\n# synclab bench.sh: never start services while installing benchmark dependencies\nexit 101\n' >"$GUARD.new"
+	chmod 755 "$GUARD.new"
+	mv -f "$GUARD.new" "$GUARD"
 	log "installing ${missing[*]} (services will not be started)"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq >/dev/null || apt-get update
@@ -127,7 +133,12 @@ need_packages() {
 
 remove_guard() {
 	if [ "$created_guard" = 1 ]; then
-		rm -f "$GUARD"
+		if [ -n "$saved_guard" ]; then
+			mv -f "$saved_guard" "$GUARD"
+			saved_guard=""
+		else
+			rm -f "$GUARD"
+		fi
 		created_guard=0
 	fi
 }

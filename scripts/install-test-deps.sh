@@ -20,15 +20,25 @@ if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 
+# Our guard goes in even over an existing one, which might allow starts:
+# that one is kept aside and put back at exit.
 guard=/usr/sbin/policy-rc.d
-created_guard=0
-if [ ! -e "$guard" ]; then
-	printf '#!/bin/sh\n# synclab: never start services while installing test dependencies\nexit 101\n' >"$guard"
-	chmod 755 "$guard"
-	created_guard=1
+saved_guard=""
+if [ -e "$guard" ]; then
+	saved_guard=$(mktemp "$guard.synclab.XXXXXX")
+	cp -p "$guard" "$saved_guard"
 fi
-cleanup() { if [ "$created_guard" = 1 ]; then rm -f "$guard"; fi; }
+cleanup() {
+	if [ -n "$saved_guard" ]; then
+		mv -f "$saved_guard" "$guard"
+	else
+		rm -f "$guard"
+	fi
+}
 trap cleanup EXIT
+printf '#!/bin/sh\n# synclab: never start services while installing test dependencies\nexit 101\n' >"$guard.new"
+chmod 755 "$guard.new"
+mv -f "$guard.new" "$guard"
 
 echo "install-test-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
