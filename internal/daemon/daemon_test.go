@@ -279,21 +279,30 @@ func TestMessagesWithheldWhenStateCannotBePersisted(t *testing.T) {
 			t.Fatal(err)
 		}
 		start(t, d)
-		select {
-		case p := <-peer.Packets():
-			if broken {
+		if broken {
+			// Wait for the loop to have tried (no fixed delay: a loaded
+			// machine may take a while to tick), then for any packet
+			// that might still be on its way.
+			eventually(t, "the failed persist", func() bool {
+				st := status(t, cfg.ControlPath)
+				return st.Errors["persist_failed"] >= 1
+			})
+			select {
+			case p := <-peer.Packets():
 				t.Fatalf("a message left although its state was not persisted (%d bytes)", len(p.Data))
+			case <-time.After(100 * time.Millisecond):
 			}
-			if b, _ := os.ReadFile(filepath.Join(cfg.StateDir, coreStateFile)); string(b) != "term=7" {
-				t.Errorf("persisted %q", b)
-			}
-		case <-time.After(300 * time.Millisecond):
-			if !broken {
-				t.Fatal("message not sent")
-			}
-			st := status(t, cfg.ControlPath)
-			if st.Errors["persist_failed"] != 1 || st.Errors["sends_withheld"] != 1 {
+			if st := status(t, cfg.ControlPath); st.Errors["persist_failed"] != 1 || st.Errors["sends_withheld"] != 1 {
 				t.Errorf("errors = %v", st.Errors)
+			}
+		} else {
+			select {
+			case <-peer.Packets():
+				if b, _ := os.ReadFile(filepath.Join(cfg.StateDir, coreStateFile)); string(b) != "term=7" {
+					t.Errorf("persisted %q", b)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("message not sent")
 			}
 		}
 		peer.Close()
