@@ -3,10 +3,11 @@
 # addresses (127.77.R.11-15; as root, network namespaces on one bridge,
 # 10.77.0.1-5, unless -hosts loopback), each running timed (Berkeley, on a
 # simulated clock up to 200 ms off), mutexd and electd, plus a sixth
-# following host 1's NTP server. It shows the clocks converging (and plots them), the
-# shared counter of the course notes with and without `mutexd lock`, and
-# the leader killed with SIGKILL and replaced within a fraction of a
-# second; then it stops everything it started and removes its files.
+# following host 1's NTP server. It shows the clocks converging (and plots
+# them), the shared counter of the course notes with and without `mutexd
+# lock`, and the leader killed with SIGKILL and replaced within a fraction
+# of a second; then it stops everything it started and removes its files
+# (and namespaces).
 #
 #   scripts/demo.sh [-short] [-hosts auto|loopback|netns] [-keep] [-plot FILE]
 #

@@ -26,7 +26,7 @@ guard=/usr/sbin/policy-rc.d
 saved_guard=""
 if [ -e "$guard" ]; then
 	saved_guard=$(mktemp "$guard.synclab.XXXXXX")
-	cp -p "$guard" "$saved_guard"
+	cp -p "$guard" "$saved_guard" || { rm -f "$saved_guard"; exit 1; }
 fi
 cleanup() {
 	if [ -n "$saved_guard" ]; then
