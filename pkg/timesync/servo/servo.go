@@ -362,8 +362,9 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 	// regression the same way. Only when the two agree within the
 	// measurement's own error: a larger difference is a real change the
 	// line has not seen yet, and the measurement wins. The error bound
-	// grows by the difference, so it stays truthful.
-	if ok && len(s.points) >= smoothMinPoints {
+	// grows by the difference, so it stays truthful. A line whose slope
+	// is no better known than the kernel's frequency limit is not used.
+	if ok && driftErr < s.cfg.MaxFrequencyPPM && len(s.points) >= smoothMinPoints {
 		if l, fitted := weightedLine(s.points); fitted {
 			thf := -l.at(s.points[len(s.points)-1].x) - s.phiCmd - s.freqIntegral(m.Time)
 			if d := math.Abs(thf - theta); d < lambda {
