@@ -573,8 +573,11 @@ func weightedLine(pts []point) (l line, ok bool) {
 }
 
 // smoothMinPoints is how many points the regression needs before its line
-// replaces a measurement's phase.
-const smoothMinPoints = 4
+// replaces a measurement's phase: as many as trimNonlinear needs to tell a
+// bent series from a straight one. A line through fewer may run through a
+// frequency change (the start, with the frequency still being learnt)
+// unnoticed, and hold the clock back.
+const smoothMinPoints = 8
 
 // weight is a point's regression weight, 1/λ² (λ floored at 1 ns).
 func weight(p point) float64 {
