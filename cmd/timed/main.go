@@ -47,7 +47,7 @@ const name = "timed"
 
 func main() {
 	a := newApp()
-	os.Args = flagsFirst(os.Args, a, "query", "compare")
+	os.Args = app.FlagsFirst(os.Args, a, "query", "compare")
 	app.Main(a)
 }
 

@@ -52,9 +52,9 @@ func TestFlagsFirst(t *testing.T) {
 		{"timed run --id 1 x", "timed run --id 1 x"}, // other commands untouched
 		{"timed", "timed"},
 	} {
-		got := strings.Join(flagsFirst(strings.Fields(tc.in), a, "query", "compare"), " ")
+		got := strings.Join(app.FlagsFirst(strings.Fields(tc.in), a, "query", "compare"), " ")
 		if got != tc.want {
-			t.Errorf("flagsFirst(%q) = %q, want %q", tc.in, got, tc.want)
+			t.Errorf("FlagsFirst(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -251,7 +251,7 @@ func TestUsageErrors(t *testing.T) {
 		var stderr bytes.Buffer
 		a := newApp()
 		a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
-		if code := app.Run(a, flagsFirst(tc.args, a, "query", "compare"), &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+		if code := app.Run(a, app.FlagsFirst(tc.args, a, "query", "compare"), &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args[1:], code, stderr.String(), tc.want)
 		}
 	}

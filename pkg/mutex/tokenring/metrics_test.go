@@ -1,12 +1,10 @@
 package tokenring_test
 
 import (
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
-	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 )
@@ -17,17 +15,7 @@ import (
 func TestMetrics(t *testing.T) {
 	s := sim.New(sim.Config{Seed: 3})
 	ids := []uint32{1, 2, 3}
-	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
-			cfg := tokenring.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.Persisted = id, ids, disk
-			c, err := tokenring.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}, clock.SimConfig{})
-	}
+	addMembers(t, s, ids)
 	s.Run(100 * time.Millisecond)
 	ring := func(id uint32) *tokenring.Core { return s.Core(id).(*tokenring.Core) }
 	granted := func(n int) {

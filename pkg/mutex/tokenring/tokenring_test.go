@@ -157,17 +157,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 func TestIdleRingIsQuiet(t *testing.T) {
 	s := sim.New(sim.Config{Seed: 1})
 	ids := []uint32{1, 2, 3, 4, 5}
-	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
-			cfg := tokenring.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.Persisted = id, ids, disk
-			c, err := tokenring.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}, clock.SimConfig{})
-	}
+	addMembers(t, s, ids)
 	// One lock taken and released, then idle.
 	s.Run(100 * time.Millisecond)
 	var id uint64
@@ -197,5 +187,22 @@ func TestIdleRingIsQuiet(t *testing.T) {
 	}
 	if s.Sent(wire.KindToken) != 0 {
 		t.Errorf("re-acquiring where the token rests moved it: %d token frames", s.Sent(wire.KindToken))
+	}
+}
+
+// addMembers adds a ring of ids to s, each a tokenring core with the LAN
+// defaults on an exact clock, restoring what it persisted.
+func addMembers(t *testing.T, s *sim.Sim, ids []uint32) {
+	t.Helper()
+	for _, id := range ids {
+		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
+			cfg := tokenring.DefaultLANConfig()
+			cfg.ID, cfg.Members, cfg.Persisted = id, ids, disk
+			c, err := tokenring.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, clock.SimConfig{})
 	}
 }
