@@ -350,7 +350,7 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 
 	oldFreq := s.freq
 	s.points = trimNonlinear(s.points)
-	drift, driftErr, ok := fit(s.points)
+	fitted, drift, driftErr, ok := fit(s.points)
 	if ok && driftErr >= s.priorErr {
 		// The restored frequency is still the better estimate: keep it,
 		// and the bound as wide as before any regression.
@@ -365,13 +365,11 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 	// grows by the difference, so it stays truthful. A line whose slope
 	// is no better known than the kernel's frequency limit is not used.
 	if ok && driftErr < s.cfg.MaxFrequencyPPM && len(s.points) >= smoothMinPoints {
-		if l, fitted := weightedLine(s.points); fitted {
-			thf := -l.at(s.points[len(s.points)-1].x) - s.phiCmd - s.freqIntegral(m.Time)
-			if d := math.Abs(thf - theta); d < lambda {
-				theta = thf
-				lambda += d
-				s.smoothed++
-			}
+		thf := -fitted.at(s.points[len(s.points)-1].x) - s.phiCmd - s.freqIntegral(m.Time)
+		if d := math.Abs(thf - theta); d < lambda {
+			theta = thf
+			lambda += d
+			s.smoothed++
 		}
 	}
 	if ok && driftErr < s.cfg.MaxFrequencyPPM {
@@ -515,26 +513,25 @@ func (s *Servo) Bound(now time.Time) (earliest, latest time.Time) {
 	return now.Add(time.Duration(lo)), now.Add(time.Duration(hi))
 }
 
-// fit returns the weighted least-squares slope of the points in ppm (1
-// ns/s is 1e-3 ppm), and the worst-case error of that slope given that each
-// y_i is off by at most lambda_i. Each point weighs 1/λ²: a measurement
+// fit returns the weighted least-squares line through the points, its
+// slope in ppm (1 ns/s is 1e-3 ppm), and the worst-case error of that slope
+// given that each y_i is off by at most lambda_i. Each point weighs 1/λ²: a measurement
 // taken while the clock filter was still nearly empty (λ near a second)
 // must not drown the precise ones. The slope is Σ c_i·y_i with c_i =
 // w_i(x_i - x̄)/Σ w_j(x_j - x̄)², so its error is at most Σ |c_i|·λ_i.
 // ok is false with fewer than two distinct times.
-func fit(pts []point) (slopePPM, errPPM float64, ok bool) {
+func fit(pts []point) (l line, slopePPM, errPPM float64, ok bool) {
 	if len(pts) < 2 {
-		return 0, 0, false
+		return line{}, 0, 0, false
 	}
-	l, ok := weightedLine(pts)
-	if !ok {
-		return 0, 0, false
+	if l, ok = weightedLine(pts); !ok {
+		return line{}, 0, 0, false
 	}
 	var worst float64
 	for _, p := range pts {
 		worst += weight(p) * math.Abs(p.x-l.mx) / l.sxx * p.lambda
 	}
-	return l.slope * 1e-3, worst * 1e-3, true
+	return l, l.slope * 1e-3, worst * 1e-3, true
 }
 
 // line is the weighted least-squares line through a set of points: it
