@@ -184,7 +184,9 @@ type Daemon struct {
 	// Owned by the loop.
 	events           map[string]uint64
 	errs             map[string]uint64
-	metricsErrLogged bool // the core's invalid metrics were reported
+	metricsErrLogged bool      // the core's invalid metrics were reported
+	persistFailedAt  time.Time // first failed state write of the current run of failures; zero: writes work
+	persistLoggedAt  time.Time // last log line about it
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
