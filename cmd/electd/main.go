@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,12 +112,17 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 			"ELECTD_TERM=" + strconv.FormatUint(term, 10),
 		}
 	}
+	stateDir := cfg.StateDir
 	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
 		cfg := bc
 		if persisted != nil {
 			term, err := bully.Restore(persisted)
+			if err == nil {
+				err = bully.CheckTerm(term)
+			}
 			if err != nil {
-				return nil, fmt.Errorf("%w (the state file is in --state-dir; remove it only if you accept that terms restart)", err)
+				return nil, fmt.Errorf("%v in %s: remove the file only if you accept that this member's terms restart (stop every member and remove it everywhere if every member refuses its term)",
+					err, filepath.Join(stateDir, daemon.CoreStateFile))
 			}
 			cfg.PersistedTerm = term
 		}
