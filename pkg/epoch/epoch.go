@@ -113,6 +113,17 @@ func (l Limit) Next(after uint64, owner uint32) (uint64, error) {
 	return Make(round, owner), nil
 }
 
+// NextRound returns owner's epoch in the round after after's, or an
+// *Error wrapping ErrExhausted past l.Last: for a protocol whose epochs
+// must differ in round, not only in owner (the token ring's fences number
+// grants within a round).
+func (l Limit) NextRound(after uint64, owner uint32) (uint64, error) {
+	if Round(after) >= l.Last {
+		return 0, &Error{Err: ErrExhausted, Epoch: after, Last: l.Last}
+	}
+	return Make(Round(after)+1, owner), nil
+}
+
 // CheckRestored refuses an epoch restored from disk that no member could
 // have accepted or created: one beyond l.Last.
 func (l Limit) CheckRestored(e uint64) error {

@@ -49,6 +49,18 @@ func TestNextProperties(t *testing.T) {
 	}
 }
 
+func TestNextRound(t *testing.T) {
+	if got, err := lim.NextRound(epoch.Make(3, 9), 2); err != nil || got != epoch.Make(4, 2) {
+		t.Errorf("NextRound = %#x, %v", got, err)
+	}
+	if got, err := lim.NextRound(epoch.Make(3, 1), 2); err != nil || got != epoch.Make(4, 2) {
+		t.Errorf("NextRound from a lower owner = %#x, %v: the round must move", got, err)
+	}
+	if _, err := lim.NextRound(epoch.Make(lim.Last, 1), 2); !errors.Is(err, epoch.ErrExhausted) {
+		t.Errorf("NextRound at the last round: %v", err)
+	}
+}
+
 func TestNextExhausted(t *testing.T) {
 	for _, after := range []uint64{epoch.Make(lim.Last, 9), epoch.Make(epoch.MaxRound, 1), 1<<64 - 1} {
 		_, err := lim.Next(after, 3)

@@ -178,7 +178,7 @@ var (
 	// slew or a frequency beyond what a clock can be corrected by).
 	ErrImplausible = errors.New("berkeley: implausible reading")
 	// ErrState: the persisted state is corrupt.
-	ErrState = errors.New("berkeley: corrupt state")
+	ErrState = fmt.Errorf("berkeley: corrupt state: %w", core.ErrState)
 )
 
 // reading is one worker's answer in the current round: the one with the
