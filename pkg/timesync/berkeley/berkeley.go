@@ -174,8 +174,9 @@ var (
 	// ErrNoTimestamp: a frame without the transmit timestamp the exchange
 	// needs.
 	ErrNoTimestamp = errors.New("berkeley: frame without its transmit timestamp")
-	// ErrImplausible: a reading whose values no member sends (a pending
-	// slew or a frequency beyond what a clock can be corrected by).
+	// ErrImplausible: a reading or adjustment whose values no member sends
+	// (a pending slew or a correction of more than a day, a frequency
+	// beyond what a clock can be corrected by).
 	ErrImplausible = errors.New("berkeley: implausible reading")
 	// ErrState: the persisted state is corrupt.
 	ErrState = fmt.Errorf("berkeley: corrupt state: %w", core.ErrState)
@@ -487,8 +488,9 @@ func (c *Core) stepReading(m core.Message) error {
 	return nil
 }
 
-// maxPending bounds a plausible pending slew in a reading: a day. A
-// member's clock further off than that is not slewed by Berkeley.
+// maxPending bounds a plausible pending slew in a reading, and a
+// correction: a day. A member's clock further off than that is not slewed
+// by Berkeley.
 const maxPending = 24 * time.Hour
 
 // allAnswered says whether every worker answered every poll of the round.
@@ -508,6 +510,11 @@ func (c *Core) stepAdjust(m core.Message) error {
 	}
 	if err := c.fromMaster(m); err != nil {
 		return err
+	}
+	if corr := time.Duration(a.Correction); corr > maxPending || corr < -maxPending {
+		// Berkeley slews: a day takes twelve days at the fastest slew. No
+		// master asks for that; a clock that far off is set first.
+		return fmt.Errorf("%w: correction %v", ErrImplausible, corr)
 	}
 	at, ok := c.poll.at[a.Sample]
 	if c.poll.term != m.Term || c.poll.round != a.Round || !ok {
