@@ -116,13 +116,14 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
 		cfg := bc
 		if persisted != nil {
+			file := filepath.Join(stateDir, daemon.CoreStateFile)
 			term, err := bully.Restore(persisted)
-			if err == nil {
-				err = bully.CheckTerm(term)
-			}
 			if err != nil {
-				return nil, fmt.Errorf("%v in %s: remove the file only if you accept that this member's terms restart (stop every member and remove it everywhere if every member refuses its term)",
-					err, filepath.Join(stateDir, daemon.CoreStateFile))
+				return nil, fmt.Errorf("%w in %s: remove the file only if you accept that this member's terms restart", err, file)
+			}
+			if err := bully.CheckTerm(term); err != nil {
+				return nil, fmt.Errorf("%w: the term in %s is one no member can reach or claim above (%v); an electd before this version took it from a forged frame. "+
+					"Stop every member and remove the file on each one holding such a term: terms then restart", core.ErrState, file, err)
 			}
 			cfg.PersistedTerm = term
 		}

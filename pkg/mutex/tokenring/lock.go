@@ -602,7 +602,7 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 	case wire.ProbeVouch:
 		p = l.vouch
 	}
-	if p == nil || p.nonce != r.Nonce || p.ok[from] || !slices.Contains(p.asked, from) {
+	if p == nil || p.nonce != r.Nonce || p.ok[from] || r.Op == wire.ProbeVouch && !slices.Contains(p.asked, from) {
 		c.count("replies_late")
 		return nil
 	}
