@@ -133,17 +133,22 @@ func (a *attackLab) mustStatus(i int) map[string]any {
 	return st
 }
 
-// num reads a number at path in a status, 0 if absent.
-func num(st map[string]any, path ...string) float64 {
+// field reads the value at path in a status, nil if absent.
+func field(st map[string]any, path ...string) any {
 	var v any = st
 	for _, k := range path {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return 0
+			return nil
 		}
 		v = m[k]
 	}
-	f, _ := v.(float64)
+	return v
+}
+
+// num reads a number at path in a status, 0 if absent.
+func num(st map[string]any, path ...string) float64 {
+	f, _ := field(st, path...).(float64)
 	return f
 }
 
@@ -167,7 +172,7 @@ func (a *attackLab) seqOf(from uint32, cached bool) uint64 {
 	}
 	st := a.mustStatus(int(from))
 	var sent float64
-	if fo, ok := st["node"].(map[string]any)["frames_out"].(map[string]any); ok {
+	if fo, ok := field(st, "node", "frames_out").(map[string]any); ok {
 		for _, v := range fo {
 			sent += v.(float64)
 		}
@@ -397,14 +402,14 @@ func TestLabAttackBerkeleyWorkerClock(t *testing.T) {
 		refusals := counters("adjust_spike") + counters("rejected_not_master") + counters("rejected_stale_round")
 		t.Logf("worker 2: adjust_spike %v, rejected_not_master %v, rejected_stale_round %v, leader_contested %v; worst spread after the attack %v; %v",
 			counters("adjust_spike"), counters("rejected_not_master"), counters("rejected_stale_round"),
-			num(st, "node", "core", "cluster", "election", "leader_contested"), worst, st["node"].(map[string]any)["core"].(map[string]any)["cluster"].(map[string]any)["counters"])
+			num(st, "node", "core", "cluster", "election", "leader_contested"), worst, field(st, "node", "core", "cluster", "counters"))
 		if worst > time.Millisecond {
 			t.Errorf("the clocks were %v apart after the attack", worst)
 		}
 		if a.keyed {
 			a.refused(2, 3)
 		} else if refusals < 1 {
-			t.Errorf("the forged adjustment was neither held back nor refused: %v", st["node"].(map[string]any)["core"])
+			t.Errorf("the forged adjustment was neither held back nor refused: %v", field(st, "node", "core"))
 		}
 		if lead, _ := a.agreedLeader("cluster", "election"); lead != 3 {
 			t.Errorf("master %d after the attack, want 3", lead)
@@ -415,7 +420,7 @@ func TestLabAttackBerkeleyWorkerClock(t *testing.T) {
 // lockOf is lock name in a mutexd member's status (nil if not in its
 // table).
 func lockOf(st map[string]any, name string) map[string]any {
-	locks, _ := st["node"].(map[string]any)["core"].(map[string]any)["locks"].([]any)
+	locks, _ := field(st, "node", "core", "locks").([]any)
 	for _, l := range locks {
 		if m := l.(map[string]any); m["name"] == name {
 			return m
@@ -572,8 +577,8 @@ func TestLabAttackMutexdTableFill(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		a.alive(2)
 		st := a.mustStatus(2)
-		locks, _ := st["node"].(map[string]any)["core"].(map[string]any)["locks"].([]any)
-		t.Logf("member 2 after 5000 probes: %d locks in its table; counters %v", len(locks), st["node"].(map[string]any)["core"].(map[string]any)["counters"])
+		locks, _ := field(st, "node", "core", "locks").([]any)
+		t.Logf("member 2 after 5000 probes: %d locks in its table; counters %v", len(locks), field(st, "node", "core", "counters"))
 		if !keyed && (len(locks) > 4096/2/2 || num(st, "node", "core", "counters", "share_full") == 0) {
 			t.Errorf("%d locks in member 2's table, member 1's share is %d (share_full %v)", len(locks), 4096/2/2, num(st, "node", "core", "counters", "share_full"))
 		}
