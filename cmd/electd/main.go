@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,12 +112,18 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 			"ELECTD_TERM=" + strconv.FormatUint(term, 10),
 		}
 	}
+	stateDir := cfg.StateDir
 	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
 		cfg := bc
 		if persisted != nil {
+			file := filepath.Join(stateDir, daemon.CoreStateFile)
 			term, err := bully.Restore(persisted)
 			if err != nil {
-				return nil, fmt.Errorf("%w (the state file is in --state-dir; remove it only if you accept that terms restart)", err)
+				return nil, fmt.Errorf("%w in %s: remove the file only if you accept that this member's terms restart", err, file)
+			}
+			if err := bully.CheckTerm(term); err != nil {
+				return nil, fmt.Errorf("%w: the term in %s is one no member can reach or claim above (%v); an electd before this version took it from a forged frame. "+
+					"Stop every member and remove the file on each one holding such a term: terms then restart", core.ErrState, file, err)
 			}
 			cfg.PersistedTerm = term
 		}

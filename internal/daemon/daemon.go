@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -184,7 +185,9 @@ type Daemon struct {
 	// Owned by the loop.
 	events           map[string]uint64
 	errs             map[string]uint64
-	metricsErrLogged bool // the core's invalid metrics were reported
+	metricsErrLogged bool      // the core's invalid metrics were reported
+	persistFailedAt  time.Time // first failed state write of the current run of failures; zero: writes work
+	persistLoggedAt  time.Time // last log line about it
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
@@ -216,6 +219,10 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	}
 	c, err := newCore(persisted, rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))))
 	if err != nil {
+		if file := st.file(coreStateFile); errors.Is(err, core.ErrState) && !strings.Contains(err.Error(), file) {
+			// The operator must know which file the core refused.
+			err = fmt.Errorf("%s: %w", file, err)
+		}
 		return nil, err
 	}
 	n, err := node.New(node.Config{

@@ -159,16 +159,28 @@ func (d *Daemon) process() {
 	if out.Empty() {
 		return
 	}
+	saved := true
 	if out.State != nil {
 		if err := d.state.write(coreStateFile, out.State); err != nil {
-			// The core's promise (a term, a fence) is not durable: nothing
-			// that depends on it may leave this host.
+			saved = false
 			d.errs["persist_failed"]++
-			d.errs["sends_withheld"] += uint64(len(out.Sends))
-			d.log.Error("persisting state failed; withholding messages", "err", err, "messages", len(out.Sends))
-			out.Sends = nil
+			withheld := 0
+			if out.Promise {
+				// The core's promise (a term, a generation) is not
+				// durable: nothing that depends on it may leave this host.
+				// The core keeps it pending and hands it over again with
+				// every Ready until a write succeeds.
+				withheld = len(out.Sends)
+				d.errs["sends_withheld"] += uint64(withheld)
+				out.Sends = nil
+			}
+			d.persistFailing(err, withheld)
+		} else if d.persistFailedAt != (time.Time{}) {
+			d.log.Info("persisting state works again", "failed_writes", d.errs["persist_failed"])
+			d.persistFailedAt = time.Time{}
 		}
 	}
+	d.node.Advance(saved)
 	for _, a := range out.Adjustments {
 		if d.cfg.SkipAdjust {
 			d.errs["adjustments_skipped"]++
@@ -186,6 +198,27 @@ func (d *Daemon) process() {
 		d.emit(e)
 	}
 }
+
+// persistFailing logs a failed state write: at once the first time, then
+// at most every persistLogEvery while the disk keeps failing (the core
+// retries with every Ready, up to a hundred times a second).
+func (d *Daemon) persistFailing(err error, withheld int) {
+	now := time.Now()
+	if !d.persistFailedAt.IsZero() && now.Sub(d.persistLoggedAt) < persistLogEvery {
+		return
+	}
+	if d.persistFailedAt.IsZero() {
+		d.persistFailedAt = now
+	}
+	d.persistLoggedAt = now
+	d.log.Error("persisting state failed; messages that depend on it are withheld until a write succeeds",
+		"file", d.state.file(coreStateFile), "err", err, "withheld", withheld,
+		"failing_since", d.persistFailedAt, "failed_writes", d.errs["persist_failed"])
+}
+
+// persistLogEvery spaces the log lines of a state directory that keeps
+// failing.
+const persistLogEvery = 10 * time.Second
 
 func (d *Daemon) send(s node.Send) {
 	fin := func([]byte) []byte { return d.node.Finalize(s, d.cfg.Clock.Now()) }

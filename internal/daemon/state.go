@@ -59,6 +59,9 @@ func (s *stateDir) close() error {
 	return err
 }
 
+// file returns the path of a state file, for messages.
+func (s *stateDir) file(name string) string { return filepath.Join(s.path, name) }
+
 // read returns a state file's contents, or nil if it does not exist.
 func (s *stateDir) read(name string) ([]byte, error) {
 	b, err := os.ReadFile(filepath.Join(s.path, name))

@@ -89,9 +89,12 @@ type Send struct {
 func (s Send) Reported() bool { return s.Datagram && (s.NTPStamp || s.Frame) }
 
 // Output is what the driver must do after a Receive or Tick, in order:
-// persist State, apply Adjustments, write Sends, report Events.
+// persist State (and then call Advance), apply Adjustments, write Sends,
+// report Events. If State cannot be written and Promise is set, the Sends
+// must not be written at all (see core.Ready.Promise).
 type Output struct {
 	State       []byte
+	Promise     bool
 	Adjustments []clock.Adjustment
 	Sends       []Send
 	Events      []core.Event
@@ -197,13 +200,22 @@ func (n *Node) Receive(in Inbound) error {
 	return nil
 }
 
+// Advance tells the core how the driver acted on the last Output: saved
+// says that its State, if it had one, is on disk (core.Advancer). Drivers
+// call it after every Output, before writing the Sends.
+func (n *Node) Advance(saved bool) {
+	if a, ok := n.core.(core.Advancer); ok {
+		a.Advance(saved)
+	}
+}
+
 // Tick advances the core by one tick at local time now.
 func (n *Node) Tick(now time.Time) { n.core.Tick(now) }
 
 // Ready drains the core and encodes its messages.
 func (n *Node) Ready() Output {
 	rd := n.core.Ready()
-	out := Output{State: rd.State, Adjustments: rd.Adjustments, Events: rd.Events}
+	out := Output{State: rd.State, Promise: rd.Promise, Adjustments: rd.Adjustments, Events: rd.Events}
 	for _, m := range rd.Messages {
 		out.Sends = n.encode(out.Sends, m)
 	}

@@ -31,6 +31,11 @@ type Counters struct {
 	// expected.
 	ClockAnomalies uint64
 	Restarts       uint64
+	// WriteFailures counts state writes the simulated disk failed (see
+	// Sim.SetDiskFaults); Withheld, the frames not sent because the state
+	// they depended on could not be written.
+	WriteFailures uint64
+	Withheld      uint64
 	// LastAdjustError is the last refused adjustment's error, if any.
 	LastAdjustError error
 }
@@ -43,6 +48,7 @@ type simNode struct {
 	node    *node.Node
 
 	disk        []byte
+	diskFaults  float64 // probability that a state write fails
 	incarnation uint32
 	up, paused  bool
 	// life changes at every crash and restart: a copy in flight to an older
@@ -175,9 +181,22 @@ func (s *Sim) tick(n *simNode) {
 // persist, adjust the clock, send, report.
 func (s *Sim) drain(n *simNode) {
 	out := n.node.Ready()
+	saved := true
 	if out.State != nil {
-		n.disk = bytes.Clone(out.State)
+		if n.diskFaults > 0 && s.chance(n.diskFaults) {
+			// As the daemon does when a write fails: a promise's messages
+			// stay home, and the core is told.
+			saved = false
+			n.counters.WriteFailures++
+			if out.Promise {
+				n.counters.Withheld += uint64(len(out.Sends))
+				out.Sends = nil
+			}
+		} else {
+			n.disk = bytes.Clone(out.State)
+		}
 	}
+	n.node.Advance(saved)
 	retime := false
 	for _, a := range out.Adjustments {
 		if err := clock.Apply(n.clk, a); err != nil {
@@ -228,6 +247,12 @@ func (p *packet) entry(at time.Duration, f Fate) TraceEntry {
 }
 
 func (s *Sim) send(n *simNode, snd node.Send) {
+	if s.onSend != nil && !snd.Datagram {
+		var f wire.Frame
+		if f.UnmarshalBinary(snd.Data) == nil {
+			s.onSend(SentFrame{From: n.id, Incarnation: n.incarnation, Frame: f, Disk: n.disk})
+		}
+	}
 	at := n.clk.Now()
 	data := n.node.Finalize(snd, at)
 	if snd.Reported() {
@@ -355,6 +380,32 @@ func (s *Sim) receive(p *packet) {
 		s.trace.add(p.entry(s.now, FateDelivered), p.data)
 	}
 	s.drain(to)
+}
+
+// SentFrame is a frame as it leaves its node, with what the node's disk
+// held at that instant: an oracle checks that nothing a frame announces
+// (a term, a promised generation) is missing from the sender's disk.
+type SentFrame struct {
+	From        uint32
+	Incarnation uint32     // the sender's (see Incarnation)
+	Frame       wire.Frame // decoded; Payload aliases the sender's buffer
+	Disk        []byte     // the sender's persisted state; do not modify
+}
+
+// OnSend calls f for every synclab frame any node writes (not for foreign
+// datagrams), before it leaves, with the sender's disk.
+func (s *Sim) OnSend(f func(SentFrame)) { s.onSend = f }
+
+// SetDiskFaults makes each state write of node id fail with probability p
+// (as a full or read-only disk would), from now on and across restarts. A
+// failed write leaves the disk as it was; the node's driver withholds the
+// frames of a Ready whose promise could not be written and tells the core,
+// exactly as the daemon does.
+func (s *Sim) SetDiskFaults(id uint32, p float64) {
+	if p < 0 || p > 1 {
+		panic(fmt.Sprintf("sim: disk fault probability %g", p))
+	}
+	s.mustNode(id).diskFaults = p
 }
 
 // Crash stops node id at once, as SIGKILL or a power cut: no more ticks,

@@ -95,6 +95,7 @@ type Sim struct {
 	sent      map[wire.Kind]uint64 // frames written, by kind (a multicast frame once)
 	delivered map[wire.Kind]uint64 // frames accepted by a receiver, by kind
 	datagrams uint64
+	onSend    func(SentFrame)
 }
 
 // New returns an empty simulation. It panics on an invalid Config: a

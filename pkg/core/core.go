@@ -75,8 +75,16 @@ type Event struct {
 // Ready is everything a core wants done, drained by Ready().
 type Ready struct {
 	// State, when non-nil, is the core's durable state. The driver persists
-	// it atomically before sending Messages.
-	State       []byte
+	// it atomically before sending Messages, and then tells the core how
+	// that went (Advancer).
+	State []byte
+	// Promise says that State holds something the Messages depend on (a
+	// term, a promised generation): if it cannot be written, the driver
+	// must send none of them. A core that uses Durable keeps handing State
+	// over, marked so, with every Ready until a write succeeds; so a message
+	// that depends on unsaved state can never leave.
+	Promise bool
+
 	Adjustments []clock.Adjustment
 	Messages    []Message
 	Datagrams   []Datagram
@@ -102,4 +110,13 @@ type Core interface {
 	Ready() Ready
 	// Status is the core's view for `X status`; it must marshal to JSON.
 	Status() any
+}
+
+// Advancer is implemented by a core that keeps durable state (usually
+// through Durable). The driver calls Advance once it has acted on a Ready:
+// saved says that the Ready's State, if it had one, is on disk. A core
+// treats its state as unsaved until then, as etcd raft's RawNode does
+// between Ready and Advance.
+type Advancer interface {
+	Advance(saved bool)
 }

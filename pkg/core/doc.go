@@ -11,10 +11,18 @@
 //
 //  1. persist Ready.State atomically (before any message that depends on it
 //     leaves the host: a term or a fence must never be announced and then
-//     forgotten by a crash);
-//  2. apply Ready.Adjustments to the clock;
-//  3. send Ready.Messages and Ready.Datagrams;
-//  4. log and count Ready.Events, run hooks.
+//     forgotten by a crash); if the write fails and Ready.Promise is set,
+//     send none of this Ready's messages;
+//  2. tell the core whether the write succeeded (Advancer.Advance);
+//  3. apply Ready.Adjustments to the clock;
+//  4. send Ready.Messages and Ready.Datagrams;
+//  5. log and count Ready.Events, run hooks.
+//
+// A core with durable state keeps it pending until Advance confirms it
+// (Durable does the bookkeeping, as etcd raft's RawNode does between Ready
+// and Advance): after a failed write it hands the state over again, as a
+// promise, with every Ready, so nothing that depends on unsaved state leaves
+// in a later Ready either.
 //
 // Framing, sequence numbers, Lamport stamping, authentication and replay
 // protection are not a core's business: internal/node does them, identically

@@ -12,3 +12,8 @@ var ErrUnknownMember = errors.New("core: sender is not a member")
 
 // ErrUnexpectedKind is returned by Step for a kind the core does not handle.
 var ErrUnexpectedKind = errors.New("core: unexpected message kind")
+
+// ErrState is wrapped by a core's error for persisted state it refuses
+// (corrupt, or holding a value no member could have accepted): the driver
+// names the state file, so the operator knows what to inspect.
+var ErrState = errors.New("persisted state refused")

@@ -131,8 +131,17 @@ const (
 	// token or has just sent it, else ProbeOK. A member holding it also
 	// takes the probe as a want.
 	ProbeLocate ProbeOp = 4
+	// ProbeVouch: the sender has just taken a token from the receiver
+	// (the probe's Generation is the token's) and asks it to vouch for it
+	// before using it: the receiver answers ProbeOK, with the token's
+	// Generation and Fence and the hold it had left in Lease Left, only if
+	// it passed exactly that token to the sender as its last handoff and
+	// does not hold it itself; anything else gets ProbeHave ("not the token
+	// I passed you"). A token forged in a member's name is disowned before
+	// it can grant a fence twice.
+	ProbeVouch ProbeOp = 5
 
-	probeOpEnd ProbeOp = 5
+	probeOpEnd ProbeOp = 6
 )
 
 func (o ProbeOp) String() string {
@@ -145,6 +154,8 @@ func (o ProbeOp) String() string {
 		return "check"
 	case ProbeLocate:
 		return "locate"
+	case ProbeVouch:
+		return "vouch"
 	}
 	return "op(" + itoa(int(o)) + ")"
 }
@@ -158,7 +169,7 @@ func (o ProbeOp) String() string {
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|        Nonce: matches replies to this probe                   |  4
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|   Generation (prepare: proposed; check: the sender's token's) |  8
+//	|  Generation (prepare: proposed; check, vouch: the token's)     |  8
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+

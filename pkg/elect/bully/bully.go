@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -80,6 +81,11 @@ const (
 	// EventLeaderLost: this node no longer knows a leader ("leader" is the
 	// one lost, "term", "reason").
 	EventLeaderLost = "leader_lost"
+	// EventTermsExhausted: this node cannot claim a term: its term is in
+	// the last round the term space allows ("term", "err"). Reported once;
+	// the node keeps following claims but never leads again until the
+	// cluster's terms are reset (see Status.Exhausted).
+	EventTermsExhausted = "terms_exhausted"
 )
 
 type stepFunc func(b *Core, m *inbound) error
@@ -123,6 +129,7 @@ type Core struct {
 	yielding bool
 
 	now       time.Time // the local clock at the last Tick or arrival
+	ticks     int64     // ticks since start: the pace of the term guard
 	heard     []time.Time
 	announced struct {
 		lead, last uint32 // lead as last reported (0: none); last non-zero lead
@@ -131,9 +138,18 @@ type Core struct {
 	}
 	counts counters
 
-	msgs   []core.Message
-	events []core.Event
-	dirty  bool // term changed since the last Ready
+	// limit and guard decide which terms from the wire are plausible (see
+	// termLimit); exhausted holds the error once no term is left to claim.
+	limit     epoch.Limit
+	guard     epoch.Guard
+	exhausted error
+	// contested is the tick at which this node last told its leader about
+	// a newer term it follows it in (stepStale): at most once a heartbeat.
+	contested int64
+
+	msgs    []core.Message
+	events  []core.Event
+	durable core.Durable // the term: persisted before anything carrying it leaves
 }
 
 var _ core.Core = (*Core)(nil)
@@ -145,12 +161,17 @@ func New(cfg Config) (*Core, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if err := CheckTerm(cfg.PersistedTerm); err != nil {
+		return nil, &StateError{Reason: fmt.Sprintf("persisted term: %v", err)}
+	}
 	b := &Core{
-		cfg:    cfg,
-		ranked: slices.Clone(cfg.Members),
-		pos:    make(map[uint32]int, len(cfg.Members)),
-		term:   cfg.PersistedTerm,
-		heard:  make([]time.Time, len(cfg.Members)),
+		cfg:       cfg,
+		ranked:    slices.Clone(cfg.Members),
+		pos:       make(map[uint32]int, len(cfg.Members)),
+		term:      cfg.PersistedTerm,
+		heard:     make([]time.Time, len(cfg.Members)),
+		limit:     termLimit(cfg),
+		contested: -1 << 62,
 	}
 	slices.SortFunc(b.ranked, func(x, y Member) int {
 		switch {
@@ -222,7 +243,8 @@ func (b *Core) becomeCandidate(reason wire.ElectionReason) {
 	b.emit(EventElectionStarted, "starting an election", "term", b.term, "reason", reason.String())
 }
 
-// becomeLeader claims the next term this node owns and announces it.
+// becomeLeader claims the next term this node owns and announces it. If
+// the term space is exhausted it cannot: see exhaust.
 func (b *Core) becomeLeader(reassert bool) {
 	if b.role != RoleLeader && b.role != RoleCandidate {
 		panic("bully: invalid transition " + b.role.String() + " -> leader")
@@ -230,11 +252,16 @@ func (b *Core) becomeLeader(reassert bool) {
 	if reassert != (b.role == RoleLeader) {
 		panic("bully: reassert mismatch")
 	}
-	// The one place a term is created. nextTerm is owned by this node and
-	// above every term it has seen, claims included (the persisted term is
-	// at least the last claim): no other node can claim it, and this node
-	// cannot claim it twice.
-	b.setTerm(nextTerm(b.term, b.cfg.ID))
+	// The one place a term is created. The next term is owned by this node
+	// and above every term it has seen, claims included (the persisted term
+	// is at least the last claim): no other node can claim it, and this
+	// node cannot claim it twice.
+	next, err := b.limit.Next(b.term, b.cfg.ID)
+	if err != nil {
+		b.exhaust(err)
+		return
+	}
+	b.setTerm(next)
 	wasLeader := b.role == RoleLeader
 	b.role = RoleLeader
 	b.step = stepLeader
@@ -253,6 +280,21 @@ func (b *Core) becomeLeader(reassert bool) {
 		b.emit(EventElected, "elected leader", "leader", b.cfg.ID, "term", b.term)
 	}
 	b.announce("claimed")
+}
+
+// exhaust handles a claim that no term is left for. Terms are refused far
+// before the end of the space (pkg/epoch), so only a cluster that really
+// ran 2^32 rounds, or state from a build without that check, gets here.
+// The node says so once, and from then on follows whoever claims but never
+// leads: a leader steps down; a candidate waits for a COORDINATOR.
+func (b *Core) exhaust(err error) {
+	b.counts.reject(err) // counted as "term_exhausted"
+	if b.exhausted == nil {
+		b.exhausted = err
+		b.emit(EventTermsExhausted, "cannot claim a term: the term space is exhausted; stop every member and remove its state file to reset the cluster's terms",
+			"term", b.term, "err", err.Error())
+	}
+	b.becomeFollower(b.term, 0, "terms_exhausted")
 }
 
 // campaign starts an election: ELECTION to every higher-ranked member but
@@ -306,7 +348,7 @@ func (b *Core) setTerm(t uint64) {
 	}
 	if t > b.term {
 		b.term = t
-		b.dirty = true
+		b.durable.Change(true)
 	}
 }
 
@@ -318,6 +360,7 @@ func (b *Core) setTerm(t uint64) {
 // nothing from the network can fake a timeout.
 func (b *Core) Tick(now time.Time) {
 	b.now = now
+	b.ticks++
 	b.tick(b)
 }
 
@@ -372,6 +415,13 @@ func (b *Core) Step(m core.Message) error {
 	}
 	b.heard[b.pos[m.From]] = b.now
 
+	// A newer term moves this node's for good (and is persisted): it must
+	// be one the cluster could have reached by now (see termLimit).
+	if err := b.guard.Admit(b.limit, b.ticks, b.term, m.Term); err != nil {
+		err = fmt.Errorf("bully: %v from %d: %w", m.Kind, m.From, err)
+		b.counts.reject(err)
+		return err
+	}
 	if m.Term < b.term {
 		b.counts.stale++
 		return b.stepStale(in)
@@ -447,6 +497,20 @@ func isClaim(k wire.Kind) bool {
 //     this way, and then steps down, or, if it outranks the current leader,
 //     takes over in a term above it: never a second leader in one term.
 func (b *Core) stepStale(in *inbound) error {
+	if isClaim(in.Kind) && in.From == b.lead && b.role == RoleFollower && in.higher && in.flags&wire.HeartbeatResign == 0 {
+		// Our leader claims an older term than the one we follow it in.
+		// An honest leader never goes back: a late frame aside, the newer
+		// claim was not its own (a forged frame) and it does not know the
+		// term we are in. Tell it as bully does, with an ELECTION in our
+		// term: it takes the cluster back above that term, and the forged
+		// claim is stale everywhere.
+		if b.ticks-b.contested >= int64(b.cfg.HeartbeatTicks) {
+			b.contested = b.ticks
+			b.counts.contested++
+			b.send(in.From, wire.KindElection, wire.Election{Priority: b.self.Priority, Reason: wire.ReasonPreempt})
+		}
+		return nil
+	}
 	if in.Kind == wire.KindElection && b.answers(in) {
 		b.send(in.From, wire.KindAnswer, wire.Answer{Priority: b.self.Priority})
 	}
@@ -642,17 +706,19 @@ func (b *Core) Term() uint64 { return b.term }
 // ---- output ------------------------------------------------------------------
 
 // Ready drains what the core wants done since the last call. State is set
-// whenever the term moved; the driver must persist it before sending the
-// messages, which may carry the new term.
+// while the term moved and is not yet confirmed on disk (Advance); the
+// driver must persist it before sending the messages, which may carry it.
 func (b *Core) Ready() core.Ready {
 	rd := core.Ready{Messages: b.msgs, Events: b.events}
-	if b.dirty {
-		rd.State = appendState(nil, b.term)
-		b.dirty = false
-	}
+	b.durable.Ready(&rd, func() []byte { return appendState(nil, b.term) })
 	b.msgs, b.events = nil, nil
 	return rd
 }
+
+// Advance is the driver's report on the last Ready (core.Advancer): until
+// it confirms the term on disk, every Ready carries it again, and the
+// driver sends nothing of a Ready whose term it could not write.
+func (b *Core) Advance(saved bool) { b.durable.Advance(saved) }
 
 type appender interface {
 	AppendBinary([]byte) ([]byte, error)

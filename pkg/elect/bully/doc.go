@@ -59,7 +59,9 @@
 // Every message carries the sender's term (in the frame header). A node's
 // term is the highest it has seen; it never goes down, and it is written to
 // Ready.State, which the driver persists before sending the messages that
-// carry it, so a restart never goes back. A term is created only by a claim:
+// carry it, so a restart never goes back; it stays pending until the driver
+// confirms the write (Advance), and a driver that cannot write sends none of
+// a Ready that carries an unsaved term. A term is created only by a claim:
 // an election that ends up finding the sitting leader alive (a false
 // suspicion) changes nobody's term.
 //
@@ -67,6 +69,22 @@
 // member that may lead it. A node claims the smallest term above every term
 // it has seen that it owns, and rejects a COORDINATOR or heartbeat from any
 // member but the term's owner (ErrForgedClaim).
+//
+// A term read from the wire is admitted by pkg/epoch's rule before it moves
+// this node's (Step refuses it otherwise, counted as term_absurd or
+// term_too_fast): at most TermBurst rounds above this node's at once, then
+// no faster than one round per member per answer timeout, and never in the
+// last TermBurst rounds of the space (LastTermRound), which nobody claims.
+// One forged frame can therefore no longer push a node to the end of the
+// term space, where it could never claim again; a node that really gets
+// there says so (EventTermsExhausted) and follows. Restore's caller checks
+// the persisted term with CheckTerm.
+//
+// A claim of an older term by the very leader a follower follows in a newer
+// one cannot be honest (a leader never goes back): the newer claim was not
+// the leader's. The follower sends the leader an ELECTION in its term, as
+// bully does when it sees a newer term, and the leader takes the cluster
+// back above it.
 //
 // Messages of an older term are not acted upon, but their sender is behind
 // and is told: the leader answers any of them with a COORDINATOR of its

@@ -1,6 +1,10 @@
 package bully
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/synclab/synclab/pkg/core"
+)
 
 // Step rejects a message, and counts the rejection, with one of these errors
 // (wrapped with the details), or with core.ErrUnknownMember,
@@ -30,3 +34,6 @@ type StateError struct {
 }
 
 func (e *StateError) Error() string { return "bully: corrupt state: " + e.Reason }
+
+// Unwrap makes a StateError a core.ErrState.
+func (e *StateError) Unwrap() error { return core.ErrState }

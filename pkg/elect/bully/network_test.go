@@ -23,11 +23,13 @@ type network struct {
 	order   []uint32
 	state   map[uint32][]byte
 	down    map[uint32]bool
-	cut     map[[2]uint32]bool // directed links that drop everything
-	loss    float64            // probability that a message is dropped
-	rnd     *rand.Rand         // draws the losses
-	queue   []core.Message
-	now     time.Time
+	// diskFull makes a node's state writes fail.
+	diskFull map[uint32]bool
+	cut      map[[2]uint32]bool // directed links that drop everything
+	loss     float64            // probability that a message is dropped
+	rnd      *rand.Rand         // draws the losses
+	queue    []core.Message
+	now      time.Time
 
 	delivered map[wire.Kind]int // messages that reached a live node
 	events    []nodeEvent
@@ -52,6 +54,7 @@ func newNetwork(t *testing.T, members []Member, mod func(*Config)) *network {
 		nodes:     make(map[uint32]*Core),
 		state:     make(map[uint32][]byte),
 		down:      make(map[uint32]bool),
+		diskFull:  make(map[uint32]bool),
 		cut:       make(map[[2]uint32]bool),
 		delivered: make(map[wire.Kind]int),
 		claims:    make(map[uint64]uint32),
@@ -103,6 +106,9 @@ func (n *network) start(id uint32) {
 func (n *network) crash(id uint32) {
 	n.down[id] = true
 	n.nodes[id] = nil
+	// What was not persisted is gone (nothing that carried it left: drain
+	// checks), so the term a restart may not go below is the persisted one.
+	n.maxTerm[id] = n.persisted(id)
 }
 
 // drain applies one node's Ready: persist, enqueue, record events.
@@ -114,7 +120,15 @@ func (n *network) drain(id uint32) {
 		n.maxTerm[id] = tm
 	}
 	rd := n.nodes[id].Ready()
-	if rd.State != nil {
+	if rd.State != nil && n.diskFull[id] {
+		// The write fails: as the daemon does, nothing of a Ready whose
+		// promise could not be written leaves, and the core is told.
+		if rd.Promise {
+			rd.Messages = nil
+		}
+		n.nodes[id].Advance(false)
+	} else if rd.State != nil {
+		defer n.nodes[id].Advance(true)
 		old, _ := Restore(n.state[id])
 		nt, err := Restore(rd.State)
 		if err != nil {

@@ -20,11 +20,19 @@ type cluster struct {
 	t       *testing.T
 	s       *sim.Sim
 	members []bully.Member
-	maxTerm map[uint32]uint64 // highest term each node ever had, across restarts
+	maxTerm map[uint32]uint64 // highest term each node had since its last restart
+	// claimedBy is the node incarnation whose claim of a term (COORDINATOR,
+	// heartbeat) left first: no other may ever send one.
+	claimedBy map[uint64][2]uint32
+	// faulty: some disk writes fail, so a node may restart below a term it
+	// held in memory (never below one it sent) and claim again a term
+	// whose claim never left.
+	faulty bool
 }
 
 func newCluster(t *testing.T, s *sim.Sim, members []bully.Member, mod func(*bully.Config)) *cluster {
-	c := &cluster{t: t, s: s, members: members, maxTerm: map[uint32]uint64{}}
+	c := &cluster{t: t, s: s, members: members, maxTerm: map[uint32]uint64{}, claimedBy: map[uint64][2]uint32{}}
+	s.OnSend(c.checkSent)
 	rnd := rand.New(rand.NewPCG(uint64(s.Seed()), 99))
 	for _, m := range members {
 		id := m.ID
@@ -50,6 +58,26 @@ func newCluster(t *testing.T, s *sim.Sim, members []bully.Member, mod func(*bull
 
 func (c *cluster) core(id uint32) *bully.Core { return c.s.Core(id).(*bully.Core) }
 
+// checkSent is oracle (d), on every frame as it leaves: its term is on the
+// sender's disk (nothing that depends on an unsaved term leaves, even when
+// writes fail), and a claim of a term leaves from one node incarnation only.
+func (c *cluster) checkSent(f sim.SentFrame) {
+	saved, err := bully.Restore(f.Disk)
+	if err != nil {
+		c.t.Fatalf("node %d: disk: %v", f.From, err)
+	}
+	if f.Frame.Term > saved {
+		c.t.Fatalf("node %d sent %v of term %#x with %#x on disk\n%s", f.From, f.Frame.Kind, f.Frame.Term, saved, c.s.Log())
+	}
+	if k := f.Frame.Kind; k == wire.KindCoordinator || k == wire.KindLeaderHeartbeat {
+		who := [2]uint32{f.From, f.Incarnation}
+		if prev, ok := c.claimedBy[f.Frame.Term]; ok && prev != who {
+			c.t.Fatalf("term %#x claimed by node %d incarnation %d and by node %d incarnation %d", f.Frame.Term, prev[0], prev[1], who[0], who[1])
+		}
+		c.claimedBy[f.Frame.Term] = who
+	}
+}
+
 // check is oracle (c), run after every simulator action: no node's term
 // ever goes down, across restarts included (a restarted node's core must
 // start from its persisted term).
@@ -57,6 +85,13 @@ func (c *cluster) check() {
 	for _, m := range c.members {
 		if !c.s.Up(m.ID) {
 			continue
+		}
+		if c.faulty {
+			// What a node held in memory but never wrote is lost with it:
+			// the floor is its disk (checkSent makes sure nothing above it
+			// ever left).
+			saved, _ := bully.Restore(c.s.Disk(m.ID))
+			c.maxTerm[m.ID] = min(c.maxTerm[m.ID], max(saved, c.core(m.ID).Term()))
 		}
 		tm := c.core(m.ID).Term()
 		if tm < c.maxTerm[m.ID] {
@@ -141,7 +176,7 @@ func (c *cluster) claims() {
 		if bully.TermOwner(term) != leader {
 			c.t.Fatalf("leader %d of term %d it does not own", leader, term)
 		}
-		if leader == e.Node {
+		if leader == e.Node && !c.faulty {
 			if self[term]++; self[term] > 1 {
 				c.t.Fatalf("node %d claimed term %d twice\n%s", leader, term, c.s.Log())
 			}
@@ -172,6 +207,14 @@ func TestSimOracle(t *testing.T) {
 		}
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: link, Multicast: seed%3 == 0})
 		c := newCluster(t, s, members, nil)
+		if seed%4 == 1 {
+			// Disks that fail writes, up to half of them, at a few
+			// members: checkSent watches every frame.
+			c.faulty = true
+			for range 1 + rnd.IntN(2) {
+				s.SetDiskFaults(members[rnd.IntN(size)].ID, 0.1+rnd.Float64()*0.4)
+			}
+		}
 		c.run(time.Second)
 
 		ids := s.IDs()
@@ -218,6 +261,39 @@ func TestSimOracle(t *testing.T) {
 				len(s.EventsNamed(bully.EventElectionStarted)), len(s.EventsNamed("sim.crash")), len(s.EventsNamed("sim.partition")))
 		}
 	})
+}
+
+// TestSimFailingDisks: every member's disk fails half its writes, through
+// startup, leader crashes and restarts. Frames are withheld (they depend on
+// terms not yet written), yet none leaves with an unsaved term (checkSent),
+// no term is claimed by two incarnations, and the cluster converges on the
+// highest member.
+func TestSimFailingDisks(t *testing.T) {
+	var failed, withheld uint64
+	sim.Seeds(t, 30, func(t *testing.T, seed int64) {
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.05}})
+		c := newCluster(t, s, []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}, {ID: 5}}, nil)
+		c.faulty = true
+		for _, id := range s.IDs() {
+			s.SetDiskFaults(id, 0.5)
+		}
+		c.converge(10 * time.Second)
+		for range 3 {
+			l, _ := c.core(5).Leader()
+			s.Crash(l)
+			c.run(time.Second)
+			s.Restart(l)
+			c.converge(10 * time.Second)
+		}
+		c.claims()
+		for _, id := range s.IDs() {
+			failed += s.Counters(id).WriteFailures
+			withheld += s.Counters(id).Withheld
+		}
+	})
+	if failed == 0 || withheld == 0 {
+		t.Fatalf("%d failed writes, %d frames withheld: the test did not test", failed, withheld)
+	}
 }
 
 // TestSimBestCase: the leader dies and the member ranked just below it

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -25,6 +26,7 @@ type counters struct {
 	claims         uint64 // terms claimed (elected or reasserted)
 	leaderTimeouts uint64 // leaders given up for silence
 	stale          uint64 // messages of an older term
+	contested      uint64 // stale claims of our own leader answered with our term
 	sent           [len(electionKinds)]uint64
 	received       [len(electionKinds)]uint64
 	rejected       map[string]uint64
@@ -53,6 +55,9 @@ func rejectReason(err error) string {
 	case errors.Is(err, core.ErrUnexpectedKind):
 		return "unexpected_kind"
 	}
+	if r := epoch.Reason(err); r != "" {
+		return "term_" + r // "term_absurd", "term_too_fast", "term_exhausted"
+	}
 	return "payload_" + wire.Reason(err) // "payload_truncated", ...
 }
 
@@ -70,13 +75,22 @@ type Status struct {
 	Yielding    bool           `json:"yielding,omitempty"` // resigned: follows, does not preempt
 	Members     []MemberStatus `json:"members"`
 
-	ElectionsStarted uint64            `json:"elections_started"`
-	TermsClaimed     uint64            `json:"terms_claimed"`
-	LeaderTimeouts   uint64            `json:"leader_timeouts"`
-	StaleMessages    uint64            `json:"stale_messages"`
-	Sent             map[string]uint64 `json:"sent"`     // by kind; a broadcast counts once per recipient
-	Received         map[string]uint64 `json:"received"` // by kind, accepted messages only
-	Rejected         map[string]uint64 `json:"rejected,omitempty"`
+	ElectionsStarted uint64 `json:"elections_started"`
+	TermsClaimed     uint64 `json:"terms_claimed"`
+	LeaderTimeouts   uint64 `json:"leader_timeouts"`
+	StaleMessages    uint64 `json:"stale_messages"`
+	// LeaderContested counts claims of an older term from the leader this
+	// node follows in a newer one, answered by telling it that term: the
+	// trace of a forged claim in the leader's name.
+	LeaderContested uint64 `json:"leader_contested,omitempty"`
+	// TermCredit is how many rounds above the current term a frame may
+	// carry now (see pkg/epoch): TermBurst after a rest.
+	TermCredit uint32 `json:"term_credit"`
+	// Exhausted, when set, says why this node can no longer claim a term.
+	Exhausted string            `json:"exhausted,omitempty"`
+	Sent      map[string]uint64 `json:"sent"`     // by kind; a broadcast counts once per recipient
+	Received  map[string]uint64 `json:"received"` // by kind, accepted messages only
+	Rejected  map[string]uint64 `json:"rejected,omitempty"`
 }
 
 // MemberStatus is one member as this node sees it.
@@ -104,12 +118,17 @@ func (b *Core) View() Status {
 		TermsClaimed:     b.counts.claims,
 		LeaderTimeouts:   b.counts.leaderTimeouts,
 		StaleMessages:    b.counts.stale,
+		LeaderContested:  b.counts.contested,
+		TermCredit:       b.guard.Credit(b.limit, b.ticks),
 		Sent:             make(map[string]uint64, len(electionKinds)),
 		Received:         make(map[string]uint64, len(electionKinds)),
 	}
 	for i, k := range electionKinds {
 		s.Sent[k.String()] = b.counts.sent[i]
 		s.Received[k.String()] = b.counts.received[i]
+	}
+	if b.exhausted != nil {
+		s.Exhausted = b.exhausted.Error()
 	}
 	if len(b.counts.rejected) > 0 {
 		s.Rejected = make(map[string]uint64, len(b.counts.rejected))

@@ -29,7 +29,8 @@
 // A token carries a generation, owned like a bully term (round<<32 | the
 // ID of the member that created it). Each member remembers, durably, the
 // highest generation it has promised or seen for each lock, and refuses
-// any token, check or proposal below it. The safety argument has three
+// any token, check or proposal below it. A new generation is always of a
+// new round: fences number grants within a round. The safety argument has three
 // parts.
 //
 // Creating a token. A member that suspects the token lost first asks
@@ -83,6 +84,31 @@
 //	                                 others regenerate and wait out the Hold;
 //	                                 when it wakes, its checks fail and its
 //	                                 token is refused everywhere
+//
+// # Frames that lie
+//
+// A member gone wrong, or anyone on the LAN of a cluster run without a key,
+// can put any value in a frame; the ring believes none at face value:
+//
+//   - Generations are owned epochs (pkg/epoch): a frame may move this
+//     member's knowledge at most GenerationBurst rounds ahead at once, and
+//     then only at the ring's own pace of regenerations, shared by the
+//     whole table; the last GenerationBurst rounds of the 24-bit space are
+//     never used. One prepare can no longer promise a lock into the last
+//     round, where no generation is left to create.
+//   - A token is used, to grant or to pass on, only once the member it came
+//     from vouches for it (vouching.go): a copy of a live token forged in
+//     that member's name cannot grant its fence a second time. A token's
+//     fence must be of its generation's round, its hold at most a whole
+//     Hold; wants name members only.
+//   - The lock table cannot be filled by another member (table.go): only a
+//     request, a token or a prepare makes an entry, each member's frames at
+//     most their share, and idle entries are reclaimed, their promises kept
+//     in a floor that is persisted with them.
+//
+// Promises stay pending until the driver confirms them on disk
+// (core.Durable): a member whose state directory is full or read-only
+// sends nothing that depends on what it could not write.
 //
 // # Use
 //

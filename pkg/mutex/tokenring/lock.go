@@ -40,6 +40,23 @@ type lock struct {
 	// its client, which only learns it when it renews. A proposer is told,
 	// and waits it out even when everyone promised.
 	outstanding time.Time
+
+	// vouch asks the member a token came from whether it passed exactly
+	// that token (see vouching.go); passed is what this member last passed
+	// on, to answer such a question.
+	vouch  *probe
+	passed *handoff
+
+	// proposed is a generation this member proposed in this run and has
+	// not created: a prepare that failed for want of a majority is retried
+	// in the same generation rather than a new round (a member cut off
+	// from the majority would otherwise burn rounds every second).
+	proposed  uint64
+	exhausted bool // EventRoundsExhausted was reported
+
+	creator uint32    // who made the entry (see table.go)
+	used    time.Time // last frame or request about it
+	local   bool      // a client of this member asked for it (metrics)
 }
 
 func newLock(name string, promised uint64) *lock {
@@ -51,6 +68,13 @@ type token struct {
 	wants           map[uint32]bool
 	holdUntil       time.Time
 	served          bool // a request was granted during this visit
+
+	// from is the member it came from (0: created here); it is used only
+	// once vouched. prevGen and prevHop are the lock's lastGen and lastHop
+	// before it came, put back if it is disowned.
+	from             uint32
+	vouched          bool
+	prevGen, prevHop uint64
 }
 
 type inflight struct {
@@ -111,10 +135,11 @@ func (c *Core) Acquire(now time.Time, name string, lease time.Duration, client s
 	if waiting >= c.cfg.MaxQueue {
 		return 0, ErrQueueFull
 	}
-	l, err := c.lockFor(name)
+	l, err := c.lockFor(name, c.self)
 	if err != nil {
 		return 0, err
 	}
+	l.local = true
 	c.nextID++
 	r := &request{id: c.nextID, lock: l, lease: lease, client: client, queued: c.now}
 	c.requests[r.id] = r
@@ -260,7 +285,7 @@ func (c *Core) others(l *lock) []uint32 {
 // advance decides what the token held here does next: grant, pass on, or
 // stay.
 func (c *Core) advance(l *lock) {
-	if l.tok == nil || l.holder != nil {
+	if l.tok == nil || l.holder != nil || !l.tok.vouched {
 		return
 	}
 	others := c.others(l)
@@ -329,6 +354,7 @@ func (c *Core) pass(l *lock, others []uint32) {
 	}
 	c.send(succ, wire.KindToken, msg, true)
 	l.inflight = &inflight{to: succ, gen: t.gen, hop: t.hop + 1, sentAt: c.now, wants: wants}
+	l.passed = &handoff{to: succ, gen: t.gen, fence: t.fence, holdUntil: t.holdUntil}
 	l.tok = nil
 	clear(l.wantsSeen)
 	c.count("tokens_passed")
@@ -350,9 +376,16 @@ func (c *Core) dropToken(l *lock, newer uint64) {
 }
 
 func (c *Core) stepToken(from uint32, t wire.Token) error {
-	l, err := c.lockFor(t.Name)
+	// A token's fences are its generation's: round<<40 | grants.
+	if t.Fence>>fenceCountBits != uint64(GenerationRound(t.Generation)) {
+		return fmt.Errorf("%w: fence %#x is not of generation %#x's round", ErrBadToken, t.Fence, t.Generation)
+	}
+	if err := c.admit(t.Name, t.Generation); err != nil {
+		return err
+	}
+	l, err := c.lockFor(t.Name, from)
 	if err != nil {
-		return fmt.Errorf("%w: %s", ErrNoLock, t.Name)
+		return err
 	}
 	ack := wire.TokenAck{Name: t.Name, Status: wire.TokenAccepted, Generation: t.Generation, Hop: t.Hop}
 	switch {
@@ -361,7 +394,10 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 		c.send(from, wire.KindTokenAck, ack, true)
 		c.count("tokens_refused_stale")
 		return nil
-	case t.Generation == l.lastGen && t.Hop <= l.lastHop:
+	case t.Generation == l.lastGen && t.Hop <= l.lastHop,
+		// One token per generation: while this member holds it, another
+		// copy is a duplicate whatever its hop.
+		l.tok != nil && l.tok.gen == t.Generation:
 		c.send(from, wire.KindTokenAck, ack, true)
 		c.count("tokens_duplicate")
 		return nil
@@ -371,19 +407,36 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 	}
 	c.raise(l, t.Generation)
 	c.send(from, wire.KindTokenAck, ack, true)
-	l.lastGen, l.lastHop = t.Generation, t.Hop
-	l.tok = &token{gen: t.Generation, hop: t.Hop, fence: t.Fence, wants: map[uint32]bool{},
-		holdUntil: c.now.Add(time.Duration(t.HoldMS) * time.Millisecond)}
-	for _, w := range t.Wants {
-		l.tok.wants[w] = true
+	hold := time.Duration(t.HoldMS) * time.Millisecond
+	if hold > c.hold {
+		// No member carries a hold longer than a whole one.
+		hold = c.hold
+		c.count("holds_clamped")
 	}
-	delete(l.tok.wants, c.self)
+	tok := &token{gen: t.Generation, hop: t.Hop, fence: t.Fence, wants: map[uint32]bool{},
+		holdUntil: c.now.Add(hold), from: from, prevGen: l.lastGen, prevHop: l.lastHop}
+	l.lastGen, l.lastHop = t.Generation, t.Hop
+	l.tok = tok
+	for _, w := range t.Wants {
+		if c.member(w) && w != c.self {
+			tok.wants[w] = true
+		}
+	}
 	l.maxFence = max(l.maxFence, t.Fence)
 	l.wantSent, l.lossAt = false, time.Time{}
 	l.locate = nil // found it
+	l.check = nil  // any check in progress was of an earlier visit
+	l.passed = nil // this member has not passed this visit's token yet
 	c.count("tokens_received")
+	c.startVouch(l)
 	c.advance(l)
 	return nil
+}
+
+// member says whether id is in the ring.
+func (c *Core) member(id uint32) bool {
+	_, ok := slices.BinarySearch(c.cfg.Members, id)
+	return ok
 }
 
 func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
@@ -394,6 +447,11 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 	}
 	if f == nil || f.to != from || f.gen != a.Generation && a.Status == wire.TokenAccepted || f.hop != a.Hop {
 		return ErrStaleAck
+	}
+	if a.Status == wire.TokenStale {
+		if err := c.admit(l.name, a.Generation); err != nil {
+			return err
+		}
 	}
 	l.inflight = nil
 	if a.Status == wire.TokenStale {
@@ -419,10 +477,23 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 }
 
 func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
-	l, err := c.lockFor(p.Name)
-	if err != nil {
-		return fmt.Errorf("%w: %s", ErrNoLock, p.Name)
+	if p.Op == wire.ProbePrepare || p.Op == wire.ProbeCheck {
+		if err := c.admit(p.Name, p.Generation); err != nil {
+			return err
+		}
 	}
+	l, known := c.locks[p.Name]
+	if !known && p.Op == wire.ProbePrepare {
+		// A promise must be kept: the one probe that makes an entry.
+		var err error
+		if l, err = c.lockFor(p.Name, from); err != nil {
+			return err
+		}
+	} else if !known {
+		c.stepProbeUnknown(from, p)
+		return nil
+	}
+	l.used = c.now
 	reply := wire.RingProbeReply{Op: p.Op, Name: p.Name, Status: wire.ProbeOK, Nonce: p.Nonce, Generation: l.promised, Fence: l.maxFence}
 	switch p.Op {
 	case wire.ProbeWant:
@@ -450,15 +521,42 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 			}
 		}
 	case wire.ProbeCheck:
-		if p.Generation < l.promised {
+		switch {
+		case p.Generation < l.promised:
 			reply.Status = wire.ProbeStale
-		} else {
+		case l.tok != nil && l.tok.vouched && l.tok.gen == p.Generation:
+			// This member holds that very generation's token: the
+			// checker's is a second copy, forged or duplicated.
+			c.has(l, &reply)
+			c.count("checks_duplicate_token")
+		default:
 			c.raise(l, p.Generation)
 			reply.Generation = l.promised
 		}
+	case wire.ProbeVouch:
+		c.answerVouch(from, l, p, &reply)
 	}
 	c.send(from, wire.KindRingProbeReply, reply, false)
 	return nil
+}
+
+// stepProbeUnknown answers a probe about a lock missing from the table as
+// the floor says, and makes no entry: nothing is here, and nothing newer
+// than the floor was promised.
+func (c *Core) stepProbeUnknown(from uint32, p wire.RingProbe) {
+	reply := wire.RingProbeReply{Op: p.Op, Name: p.Name, Status: wire.ProbeOK, Nonce: p.Nonce, Generation: c.floor}
+	switch p.Op {
+	case wire.ProbeWant:
+		return // whoever holds the token takes the want; it is not here
+	case wire.ProbeCheck:
+		if p.Generation < c.floor {
+			reply.Status = wire.ProbeStale
+		}
+	case wire.ProbeVouch:
+		reply.Status = wire.ProbeHave // this member passed no such token
+	}
+	c.count("probes_unknown_lock")
+	c.send(from, wire.KindRingProbeReply, reply, false)
 }
 
 // has fills a have reply if the token is here or just left.
@@ -501,12 +599,27 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 		p = l.prepare
 	case wire.ProbeCheck:
 		p = l.check
+	case wire.ProbeVouch:
+		p = l.vouch
 	}
-	if p == nil || p.nonce != r.Nonce || p.ok[from] {
+	if p == nil || p.nonce != r.Nonce || p.ok[from] || r.Op == wire.ProbeVouch && !slices.Contains(p.asked, from) {
 		c.count("replies_late")
 		return nil
 	}
-	l.maxFence = max(l.maxFence, r.Fence)
+	if r.Op == wire.ProbeVouch {
+		c.stepVouchReply(l, p, from, r)
+		return nil
+	}
+	if r.Status == wire.ProbeStale {
+		if err := c.admit(l.name, r.Generation); err != nil {
+			return err
+		}
+	}
+	// Only fences of generations this member has promised mean anything
+	// here (status and metrics): a reply cannot make up a later one.
+	if r.Fence>>fenceCountBits <= uint64(GenerationRound(max(l.promised, r.Generation))) {
+		l.maxFence = max(l.maxFence, r.Fence)
+	}
 	switch r.Status {
 	case wire.ProbeHave:
 		p.have = true
@@ -533,6 +646,14 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 			c.finishPrepare(l)
 		}
 	case wire.ProbeCheck:
+		if r.Status == wire.ProbeHave && l.tok != nil && r.Generation == l.tok.gen {
+			// Another member holds a token of this very generation: one
+			// of the two is a copy. Neither can tell which, so this one
+			// is not used; the lock is regenerated if need be.
+			c.count("tokens_duplicate_generation")
+			c.disown(l, from)
+			return nil
+		}
 		c.stepCheckReply(l, p)
 	}
 	return nil
@@ -603,12 +724,20 @@ func (c *Core) finishLocate(l *lock) {
 
 // startPrepare proposes a new generation of l's token.
 func (c *Core) startPrepare(l *lock) {
-	round := GenerationRound(l.promised) + 1
-	if round > maxRound {
-		c.count("rounds_exhausted")
-		return
+	gen := l.proposed
+	if gen == 0 || gen != l.promised {
+		next, err := c.limit.NextRound(l.promised, c.self)
+		if err != nil {
+			c.count("rounds_exhausted")
+			if !l.exhausted {
+				l.exhausted = true
+				c.emit(EventRoundsExhausted, fmt.Sprintf("%s: no generation left to create: %v", l.name, err), "lock", l.name, "err", err.Error())
+			}
+			return
+		}
+		gen = next
 	}
-	gen := MakeGeneration(round, c.self)
+	l.proposed = gen
 	c.raise(l, gen)
 	l.prepare = c.newProbe(l, wire.ProbePrepare, gen)
 	if c.majority == 1 {
@@ -648,10 +777,12 @@ func (c *Core) finishPrepare(l *lock) {
 		return
 	}
 	l.prepare = nil
+	l.proposed = 0 // created: never again
+	l.passed = nil
 	holdUntil := c.holdUntil(p, l.outstanding)
 	hold := max(holdUntil.Sub(c.now), 0)
 	l.tok = &token{gen: p.gen, fence: uint64(GenerationRound(p.gen)) << fenceCountBits,
-		wants: maps.Clone(l.wantsSeen), holdUntil: holdUntil}
+		wants: maps.Clone(l.wantsSeen), holdUntil: holdUntil, vouched: true}
 	delete(l.tok.wants, c.self)
 	clear(l.wantsSeen)
 	l.lastGen, l.lastHop = p.gen, 0
@@ -731,6 +862,9 @@ func (c *Core) tickLock(l *lock) {
 	if p := l.check; p != nil && now.Sub(p.sentAt) >= c.cfg.ProbeTimeout {
 		l.check = nil
 		c.count("checks_timed_out")
+	}
+	if p := l.vouch; p != nil && now.Sub(p.triedAt) >= c.cfg.ProbeTimeout && !c.retry(l, p) {
+		c.vouchUnanswered(l)
 	}
 	if l.tok != nil {
 		if l.check == nil && l.holder != nil && l.holder.renewing != 0 {

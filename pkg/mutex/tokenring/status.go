@@ -8,11 +8,16 @@ import (
 
 // Status is what `mutexd status --json` shows of the ring.
 type Status struct {
-	ID       uint32            `json:"id"`
-	Majority int               `json:"majority"`
-	Members  []MemberStatus    `json:"members"`
-	Locks    []LockStatus      `json:"locks"`
-	Counters map[string]uint64 `json:"counters"`
+	ID       uint32 `json:"id"`
+	Majority int    `json:"majority"`
+	// Floor is the generation promised for every lock not in the table
+	// (promises of reclaimed entries); GenerationCredit, how many rounds
+	// above what this member knows a frame may carry now (pkg/epoch).
+	Floor            uint64            `json:"floor,omitempty"`
+	GenerationCredit uint32            `json:"generation_credit"`
+	Members          []MemberStatus    `json:"members"`
+	Locks            []LockStatus      `json:"locks"`
+	Counters         map[string]uint64 `json:"counters"`
 }
 
 // MemberStatus is one ring member as this member sees it.
@@ -58,7 +63,8 @@ func (c *Core) Status() any { return c.Report() }
 
 // Report returns the status.
 func (c *Core) Report() Status {
-	st := Status{ID: c.self, Majority: c.majority, Counters: maps.Clone(c.counters)}
+	st := Status{ID: c.self, Majority: c.majority, Counters: maps.Clone(c.counters),
+		Floor: c.floor, GenerationCredit: c.guard.Credit(c.limit, c.nanos())}
 	for _, m := range c.cfg.Members {
 		ms := MemberStatus{ID: m, Self: m == c.self, Alive: m == c.self || !c.down[m], Skipped: c.skipped[m]}
 		if m != c.self {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -30,10 +31,16 @@ var (
 	ErrExpired = errors.New("tokenring: lease expired")
 )
 
-// Errors of Step (the frame is counted and dropped).
+// Errors of Step (the frame is counted and dropped). Generations are also
+// refused with pkg/epoch's errors (ErrAbsurd, ErrTooFast).
 var (
+	// ErrNoLock: a token or prepare for a lock this member does not know,
+	// and the table (or the sender's share of it) has no room.
 	ErrNoLock   = errors.New("tokenring: frame about a lock the table has no room for")
 	ErrStaleAck = errors.New("tokenring: acknowledgement of no token in flight")
+	// ErrBadToken: a token whose fields no member sends (a fence of
+	// another round than its generation's).
+	ErrBadToken = errors.New("tokenring: implausible token")
 )
 
 // Event names. Args are slog-style: "request" (uint64), "lock" (string),
@@ -61,20 +68,47 @@ const (
 	// EventMemberSkipped: a successor did not acknowledge a token and is
 	// bypassed until heard again ("member").
 	EventMemberSkipped = "member_skipped"
+	// EventTokenDisowned: the member a token came from did not vouch for
+	// it (it holds the token, passed it elsewhere, or never passed this
+	// one): the token was forged or duplicated, and dropped before any use
+	// ("lock", "generation", "from").
+	EventTokenDisowned = "token_disowned"
+	// EventRoundsExhausted: no generation is left to create for a lock
+	// ("lock", "err"). Reported once per lock.
+	EventRoundsExhausted = "rounds_exhausted"
 )
 
 // fenceCountBits: a fence is round<<fenceCountBits | grants in the
 // generation.
 const fenceCountBits = 40
 
+// maxRound is the last round a fence can hold.
 const maxRound = 1<<(64-fenceCountBits) - 1
 
+// GenerationBurst is how many rounds ahead of what this member knows a
+// frame's generation may be after a rest (pkg/epoch), summed over every
+// lock: far more than regenerations during any outage, a small part of the
+// 2^24 rounds a fence can number.
+const GenerationBurst = 1 << 16
+
+// LastGenerationRound is the last round a generation may have; the final
+// GenerationBurst rounds are never used.
+const LastGenerationRound = maxRound - GenerationBurst
+
+// generationLimit is the plausibility rule for generations from the wire.
+// A new round needs a loss timeout and a majority; rivals back off half a
+// loss timeout: the ring does not create more than two rounds per member
+// per loss timeout, and credit comes back at that pace.
+func generationLimit(cfg Config) epoch.Limit {
+	return epoch.Spaced(maxRound, GenerationBurst, 2*float64(len(cfg.Members))/float64(cfg.LossTimeout))
+}
+
 // MakeGeneration returns the generation of round created by member id.
-func MakeGeneration(round, id uint32) uint64 { return uint64(round)<<32 | uint64(id) }
+func MakeGeneration(round, id uint32) uint64 { return epoch.Make(round, id) }
 
 // GenerationRound and GenerationOwner split a generation.
-func GenerationRound(g uint64) uint32 { return uint32(g >> 32) }
-func GenerationOwner(g uint64) uint32 { return uint32(g) }
+func GenerationRound(g uint64) uint32 { return epoch.Round(g) }
+func GenerationOwner(g uint64) uint32 { return epoch.Owner(g) }
 
 // Core is the token ring of one member. Not safe for concurrent use.
 type Core struct {
@@ -90,11 +124,10 @@ type Core struct {
 	skipped   map[uint32]bool
 	nextBeat  time.Time
 
-	locks    map[string]*lock
+	table
 	requests map[uint64]*request
 	nextID   uint64
 	nonce    uint32
-	dirty    bool
 
 	msgs     []core.Message
 	events   []core.Event
@@ -108,7 +141,7 @@ func New(cfg Config) (*Core, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	promised, err := decodeState(cfg.Persisted)
+	saved, err := decodeState(cfg.Persisted)
 	if err != nil {
 		return nil, err
 	}
@@ -120,12 +153,11 @@ func New(cfg Config) (*Core, error) {
 		lastHeard: map[uint32]time.Time{},
 		down:      map[uint32]bool{},
 		skipped:   map[uint32]bool{},
-		locks:     map[string]*lock{},
 		requests:  map[uint64]*request{},
 		counters:  map[string]uint64{},
 	}
-	for name, g := range promised {
-		c.locks[name] = newLock(name, g)
+	if err := c.table.restore(cfg, saved); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -160,6 +192,9 @@ func (c *Core) observe(now time.Time) {
 }
 
 func (c *Core) count(name string) { c.counters[name]++ }
+
+// nanos is the core's clock as pkg/epoch counts it.
+func (c *Core) nanos() int64 { return c.now.UnixNano() }
 
 func (c *Core) emit(name, msg string, args ...any) {
 	c.events = append(c.events, core.Event{Name: name, Msg: msg, Args: args})
@@ -213,23 +248,12 @@ func (c *Core) successor() uint32 {
 	return 0
 }
 
-func (c *Core) lockFor(name string) (*lock, error) {
-	if l, ok := c.locks[name]; ok {
-		return l, nil
-	}
-	if len(c.locks) >= c.cfg.MaxLocks {
-		return nil, ErrTooManyLocks
-	}
-	l := newLock(name, 0)
-	c.locks[name] = l
-	return l, nil
-}
-
-// raise records a newer generation for l (to be persisted).
+// raise records a newer generation for l: a promise, persisted before
+// anything that depends on it leaves.
 func (c *Core) raise(l *lock, g uint64) {
 	if g > l.promised {
 		l.promised = g
-		c.dirty = true
+		c.durable.Change(true)
 	}
 }
 
@@ -277,8 +301,13 @@ func reason(err error) string {
 		return "no_lock"
 	case errors.Is(err, ErrStaleAck):
 		return "stale_ack"
+	case errors.Is(err, ErrBadToken):
+		return "bad_token"
 	case errors.Is(err, core.ErrUnexpectedKind):
 		return "unexpected_kind"
+	}
+	if r := epoch.Reason(err); r != "" {
+		return "generation_" + r // generation_absurd, generation_too_fast
 	}
 	return "payload_" + wire.Reason(err)
 }
@@ -311,19 +340,23 @@ func (c *Core) Tick(now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) { // sorted: deterministic output
 		c.tickLock(c.locks[name])
 	}
+	c.reclaim()
 }
 
-// Ready drains what the core wants done. State, when set, is the whole lock
-// table's promised generations: persist it before sending.
+// Ready drains what the core wants done. State, while a promise is not
+// confirmed on disk (Advance), is the whole lock table's promised
+// generations: persist it before sending.
 func (c *Core) Ready() core.Ready {
 	rd := core.Ready{Messages: c.msgs, Events: c.events}
-	if c.dirty {
-		rd.State = encodeState(c.locks)
-		c.dirty = false
-	}
+	c.durable.Ready(&rd, func() []byte { return encodeState(c.floor, c.locks) })
 	c.msgs, c.events = nil, nil
 	return rd
 }
+
+// Advance is the driver's report on the last Ready (core.Advancer): until
+// it confirms the table on disk, every Ready carries it again, and the
+// driver sends nothing of a Ready whose promises it could not write.
+func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
 
 // holdUntil returns when a token regenerated by prepare p may grant
 // first. Every lease an older token granted has ended by then: if a member

@@ -42,6 +42,10 @@ const (
 	// DefaultSyncInterval is how often the clock's error fields (the
 	// kernel's maxerror and esterror) are refreshed between corrections.
 	DefaultSyncInterval = time.Second
+	// DefaultStepoutRounds: a correction this worker's error bound rules
+	// out is applied only once the master has kept asking for it, the
+	// same, for this many round intervals (see Config.Stepout).
+	DefaultStepoutRounds = 10
 )
 
 // Config configures a Berkeley core.
@@ -92,6 +96,16 @@ type Config struct {
 	// SyncInterval is how often the clock's error fields are refreshed
 	// between corrections.
 	SyncInterval time.Duration
+	// Stepout is how long a worker holds back a correction that its own
+	// error bound rules out, as ntpd holds back a spike: once its servo is
+	// synchronised, the group's time is known to lie within the bound, and a
+	// correction further out than the bound plus what a master cannot
+	// measure (MaxRTT and Threshold) is either a forged or buggy frame or a
+	// sign that this clock was disturbed. Only the second persists: the
+	// correction is applied when the master has asked for the same one
+	// (within that margin) for Stepout. Default DefaultStepoutRounds round
+	// intervals.
+	Stepout time.Duration
 }
 
 func (c *Config) validate() error {
@@ -112,6 +126,9 @@ func (c *Config) validate() error {
 	if c.AdjustTries == 0 {
 		c.AdjustTries = DefaultAdjustTries
 	}
+	if c.Stepout == 0 {
+		c.Stepout = DefaultStepoutRounds * c.RoundInterval
+	}
 	if c.Burst == 0 {
 		c.Burst = DefaultBurst
 	}
@@ -129,6 +146,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: frequency pull %g: want a fraction below 1", ErrConfig, c.FrequencyPull)
 	case math.IsNaN(c.StateMinChangePPM) || c.StateMinChangePPM < 0:
 		return fmt.Errorf("%w: state min change %g ppm must not be negative", ErrConfig, c.StateMinChangePPM)
+	case c.Stepout < 0:
+		return fmt.Errorf("%w: negative stepout %v", ErrConfig, c.Stepout)
 	case c.AdjustTries < 1:
 		return fmt.Errorf("%w: adjust tries %d: want at least 1", ErrConfig, c.AdjustTries)
 	case c.CollectTimeout >= c.RoundInterval:
@@ -155,8 +174,12 @@ var (
 	// ErrNoTimestamp: a frame without the transmit timestamp the exchange
 	// needs.
 	ErrNoTimestamp = errors.New("berkeley: frame without its transmit timestamp")
+	// ErrImplausible: a reading or adjustment whose values no member sends
+	// (a pending slew or a correction of more than a day, a frequency
+	// beyond what a clock can be corrected by).
+	ErrImplausible = errors.New("berkeley: implausible reading")
 	// ErrState: the persisted state is corrupt.
-	ErrState = errors.New("berkeley: corrupt state")
+	ErrState = fmt.Errorf("berkeley: corrupt state: %w", core.ErrState)
 )
 
 // reading is one worker's answer in the current round: the one with the
@@ -225,12 +248,20 @@ type Core struct {
 	lastMeasure time.Time // time of the last servo update
 	lastSync    time.Time // last refresh of the clock's error fields
 
-	// Persistence: what the last Ready.State held.
+	// spike is a correction held back because the error bound rules it
+	// out (see Config.Stepout): since when the master asks for it.
+	spike struct {
+		since time.Time
+		corr  time.Duration
+	}
+
+	// Persistence: what the state holds (saveState), kept pending by
+	// durable until the driver confirms the write.
 	saved     bool
 	savedFreq float64
 	savedErr  float64
 	savedAt   time.Time
-	state     []byte // to hand over in the next Ready
+	durable   core.Durable
 
 	counters map[string]uint64
 	msgs     []core.Message
@@ -314,6 +345,8 @@ func reason(err error) string {
 		return "stale_round"
 	case errors.Is(err, ErrNoTimestamp):
 		return "no_timestamp"
+	case errors.Is(err, ErrImplausible):
+		return "implausible"
 	case errors.Is(err, core.ErrUnexpectedKind):
 		return "unexpected_kind"
 	}
@@ -410,6 +443,14 @@ func (c *Core) stepReading(m core.Message) error {
 	if m.Sent.IsZero() || m.Time.IsZero() {
 		return ErrNoTimestamp
 	}
+	// A worker's pending slew is at most what its servo commands (a
+	// correction it accepted, see Stepout), and its frequency at most the
+	// kernel's limit; the largest values a forger can put there would
+	// otherwise overflow the arithmetic below into any offset at all.
+	if r.Pending > int64(maxPending) || r.Pending < -int64(maxPending) ||
+		math.Abs(float64(r.Frequency)/1e3) > c.servo.Config().MaxFrequencyPPM {
+		return fmt.Errorf("%w: pending slew %v, frequency %.3f ppm", ErrImplausible, time.Duration(r.Pending), float64(r.Frequency)/1e3)
+	}
 	t4 := m.Time
 	t1, t2, t3 := r.PollSent.TimeNear(t4), r.PollReceived.TimeNear(m.Sent), m.Sent
 	// The poll must be this round's: sent at or after the round began
@@ -447,6 +488,11 @@ func (c *Core) stepReading(m core.Message) error {
 	return nil
 }
 
+// maxPending bounds a plausible pending slew in a reading, and a
+// correction: a day. A member's clock further off than that is not slewed
+// by Berkeley.
+const maxPending = 24 * time.Hour
+
 // allAnswered says whether every worker answered every poll of the round.
 func (c *Core) allAnswered() bool {
 	for _, id := range c.peers {
@@ -465,6 +511,11 @@ func (c *Core) stepAdjust(m core.Message) error {
 	if err := c.fromMaster(m); err != nil {
 		return err
 	}
+	if corr := time.Duration(a.Correction); corr > maxPending || corr < -maxPending {
+		// Berkeley slews: a day takes twelve days at the fastest slew. No
+		// master asks for that; a clock that far off is set first.
+		return fmt.Errorf("%w: correction %v", ErrImplausible, corr)
+	}
 	at, ok := c.poll.at[a.Sample]
 	if c.poll.term != m.Term || c.poll.round != a.Round || !ok {
 		return fmt.Errorf("%w: adjustment for poll %d of round %d, last round answered %d", ErrStaleRound, a.Sample, a.Round, c.poll.round)
@@ -477,10 +528,54 @@ func (c *Core) stepAdjust(m core.Message) error {
 	}
 	c.poll.applied = true
 	corr := time.Duration(a.Correction)
-	c.correct(at, corr, time.Duration(min(a.Error, math.MaxInt64)))
+	errBound := time.Duration(min(a.Error, math.MaxInt64))
+	if !c.plausible(at, corr, &errBound) {
+		return nil
+	}
+	c.correct(at, corr, errBound)
 	c.lastAdjust = &AdjustReport{Term: m.Term, Round: a.Round, CorrectionNS: int64(corr), ErrorNS: int64(a.Error), At: c.now}
 	c.counters["adjustments_applied"]++
 	return nil
+}
+
+// plausible decides on a correction for the local time at, with the error
+// the master claims for it (which it may narrow): see Config.Stepout.
+// Before the servo is synchronised every correction is plausible: this
+// clock has nothing to compare with.
+func (c *Core) plausible(at time.Time, corr time.Duration, errBound *time.Duration) bool {
+	if !c.servo.Synchronized() {
+		return true
+	}
+	// Where the bound puts the group's time, as the correction measures
+	// it: as if the pending slew were done.
+	lo, hi := c.servo.Bound(at)
+	pred, _ := c.servo.Offset(at)
+	pred -= c.servo.Pending(at)
+	margin := hi.Sub(lo)/2 + c.cfg.MaxRTT + c.cfg.Threshold
+	// A master's error comes from round trips (each below MaxRTT) and the
+	// spread of the averaged clocks: a claim beyond the margin would widen
+	// this worker's bound to let the next forged correction in.
+	*errBound = min(*errBound, margin)
+	dev := corr - pred
+	if dev.Abs() <= margin {
+		c.spike.since = time.Time{}
+		return true
+	}
+	switch {
+	case c.spike.since.IsZero() || (corr-c.spike.corr).Abs() > margin:
+		c.spike.since, c.spike.corr = c.now, corr
+	case c.now.Sub(c.spike.since) >= c.cfg.Stepout:
+		// The master has asked for it for the whole stepout: this clock
+		// moved, not the group.
+		c.spike.since = time.Time{}
+		c.counters["adjust_stepout"]++
+		return true
+	}
+	c.counters["adjust_spike"]++
+	c.events = append(c.events, core.Event{Name: EventSpike,
+		Msg:  fmt.Sprintf("correction %v held back: the error bound allows %v±%v", corr, pred, margin),
+		Args: []any{"correction", corr, "predicted", pred, "margin", margin, "since", c.spike.since}})
+	return false
 }
 
 func (c *Core) stepAck(m core.Message) error {
@@ -580,6 +675,7 @@ func (c *Core) saveState(now time.Time, termChanged bool) {
 	if !termChanged && !moved {
 		return
 	}
+	c.durable.Change(termChanged)
 	s := Saved{Term: c.elect.Term(), FrequencyPPM: c.cfg.Servo.Frequency, ErrorPPM: c.cfg.Servo.FrequencyError}
 	if c.saved {
 		s.FrequencyPPM, s.ErrorPPM = c.savedFreq, c.savedErr
@@ -590,7 +686,6 @@ func (c *Core) saveState(now time.Time, termChanged bool) {
 	if moved {
 		c.savedAt = now
 	}
-	c.state = encodeState(s)
 	c.saved, c.savedFreq, c.savedErr = true, s.FrequencyPPM, s.ErrorPPM
 }
 
@@ -614,6 +709,9 @@ func (c *Core) followElection() {
 const (
 	EventMaster = "berkeley_master" // this node started leading rounds
 	EventWorker = "berkeley_worker" // this node stopped leading rounds
+	// EventSpike: a correction held back, its error bound rules it out
+	// ("correction", "predicted", "margin", "since"; see Config.Stepout).
+	EventSpike = "berkeley_spike"
 )
 
 func (c *Core) startRound(now time.Time) {
@@ -868,14 +966,25 @@ func (c *Core) send(to uint32, term uint64, k wire.Kind, p interface{ AppendBina
 }
 
 // Ready merges the election's output and the rounds'. The election's state
-// (its term) is persisted inside this core's, with the frequency.
+// (its term) is persisted inside this core's, with the frequency, and stays
+// pending, a promise, until Advance confirms it.
 func (c *Core) Ready() core.Ready {
 	rd := c.elect.Ready()
 	c.saveState(c.now, rd.State != nil)
-	rd.State, c.state = c.state, nil
+	rd.State, rd.Promise = nil, false
+	c.durable.Ready(&rd, func() []byte {
+		return encodeState(Saved{Term: c.elect.Term(), FrequencyPPM: c.savedFreq, ErrorPPM: c.savedErr})
+	})
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Adjustments = append(rd.Adjustments, c.adj...)
 	rd.Events = append(rd.Events, c.events...)
 	c.msgs, c.adj, c.events = nil, nil, nil
 	return rd
+}
+
+// Advance is the driver's report on the last Ready (core.Advancer), for
+// this core's state and the election's inside it.
+func (c *Core) Advance(saved bool) {
+	c.elect.Advance(saved)
+	c.durable.Advance(saved)
 }

@@ -61,6 +61,16 @@
 //     servos learn as a common frequency change, so the group settles at
 //     the mean natural rate of its clocks, as an average of clocks should.
 //
+// A synchronised worker also checks what it is told: a correction further
+// from where its servo's error bound puts the group's time than the bound
+// plus what a master cannot measure (MaxRTT, Threshold) is held back as a
+// spike and counted (adjust_spike), and applied only if the master keeps
+// asking for it for Config.Stepout (adjust_stepout): then this clock was
+// disturbed; a forged or buggy frame does not persist. A correction or a
+// reported pending slew of more than a day is refused (implausible), and a
+// master's claimed error is capped at the same margin, so it cannot widen
+// the bound for the next correction.
+//
 // A worker takes polls and adjustments only from the leader of the term its
 // bully core knows, and tags its answers with that term: a deposed master,
 // or one that has not yet learned of a newer term, cannot correct anyone,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/synclab/synclab/pkg/elect/bully"
 )
 
 // The durable state: the embedded election's term (which must never go
@@ -82,9 +84,13 @@ func Restore(b []byte) (Saved, error) {
 		ErrorPPM:     math.Float64frombits(binary.BigEndian.Uint64(b[offStateErr:])),
 	}
 	// Range checks against the servo's limits are New's; here only what
-	// no build could have written.
+	// no build could have written, and a term no member could have
+	// accepted (an older build took any term a frame carried).
 	if !finite(s.FrequencyPPM) || math.Abs(s.FrequencyPPM) >= 1e6 || !finite(s.ErrorPPM) || s.ErrorPPM < 0 {
 		return Saved{}, fmt.Errorf("%w: frequency %g ppm, error %g ppm", ErrState, s.FrequencyPPM, s.ErrorPPM)
+	}
+	if err := bully.CheckTerm(s.Term); err != nil {
+		return Saved{}, fmt.Errorf("%w: election term: %v", ErrState, err)
 	}
 	return s, nil
 }

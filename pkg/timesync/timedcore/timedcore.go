@@ -154,6 +154,17 @@ func (c *Core) Ready() core.Ready {
 	return rd
 }
 
+// Advance hands the driver's report on the last Ready (core.Advancer) to
+// every part that keeps durable state: only the one whose State the Ready
+// carried has anything to confirm.
+func (c *Core) Advance(saved bool) {
+	for _, p := range []core.Core{c.cfg.Cluster, c.server, c.cfg.Client} {
+		if a, ok := p.(core.Advancer); ok && p != nil {
+			a.Advance(saved)
+		}
+	}
+}
+
 // Status is timed's core status: each part's, under its own key.
 type Status struct {
 	Cluster any            `json:"cluster"`

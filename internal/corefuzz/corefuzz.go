@@ -1,0 +1,240 @@
+package corefuzz
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
+)
+
+// Program reads fuzz input as a sequence of choices. Past the end of the
+// input every choice is 0, so any input is a complete program.
+type Program struct {
+	b []byte
+	i int
+}
+
+// NewProgram reads b.
+func NewProgram(b []byte) *Program { return &Program{b: b} }
+
+// More reports whether input is left.
+func (p *Program) More() bool { return p.i < len(p.b) }
+
+// Byte returns the next byte (0 past the end).
+func (p *Program) Byte() byte {
+	if p.i >= len(p.b) {
+		return 0
+	}
+	p.i++
+	return p.b[p.i-1]
+}
+
+// Intn returns a choice in [0, n).
+func (p *Program) Intn(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	if n <= 256 {
+		return int(p.Byte()) % n
+	}
+	return int(uint16(p.Byte())<<8|uint16(p.Byte())) % n
+}
+
+// Bool returns a choice.
+func (p *Program) Bool() bool { return p.Byte()&1 == 1 }
+
+// raw returns the next k bytes as a big-endian number.
+func (p *Program) raw(k int) uint64 {
+	var v uint64
+	for range k {
+		v = v<<8 | uint64(p.Byte())
+	}
+	return v
+}
+
+// U64 returns a 64-bit value, mostly an extreme one: 0, 1, the maximum
+// and one below it, the sign boundary, or any value.
+func (p *Program) U64() uint64 {
+	switch p.Intn(8) {
+	case 0:
+		return 0
+	case 1:
+		return 1
+	case 2:
+		return math.MaxUint64
+	case 3:
+		return math.MaxUint64 - 1
+	case 4:
+		return math.MaxInt64
+	case 5:
+		return 1 << 63
+	case 6:
+		return p.raw(2)
+	}
+	return p.raw(8)
+}
+
+// U32 is U64 for 32-bit fields.
+func (p *Program) U32() uint32 {
+	switch p.Intn(6) {
+	case 0:
+		return 0
+	case 1:
+		return 1
+	case 2:
+		return math.MaxUint32
+	case 3:
+		return math.MaxUint32 - 1
+	case 4:
+		return uint32(p.raw(1))
+	}
+	return uint32(p.raw(4))
+}
+
+// I64 is U64 read as a signed value (corrections, pending slews).
+func (p *Program) I64() int64 {
+	switch p.Intn(8) {
+	case 0:
+		return math.MinInt64
+	case 1:
+		return math.MinInt64 + 1
+	case 2:
+		return -int64(p.raw(4))
+	case 3:
+		return int64(time.Duration(p.Intn(3)*5+1) * time.Second) // a few seconds: a plausible forgery
+	}
+	return int64(p.U64())
+}
+
+// Epoch returns an owned epoch (a term, a generation) relative to the
+// local one cur: the same, one round up or down, a burst away, the last
+// usable round or the end of the space, with any owner of ids (or a
+// stranger), or any 64-bit value.
+func (p *Program) Epoch(cur uint64, lim epoch.Limit, ids []uint32) uint64 {
+	owner := uint32(p.Intn(len(ids) + 2))
+	if owner < uint32(len(ids)) {
+		owner = ids[owner]
+	} else if owner == uint32(len(ids)) {
+		owner = math.MaxUint32
+	}
+	r := epoch.Round(cur)
+	switch p.Intn(10) {
+	case 0:
+		return cur
+	case 1:
+		return epoch.Make(r+1, owner)
+	case 2:
+		return epoch.Make(r-min(r, 1), owner)
+	case 3:
+		return epoch.Make(r+lim.Burst, owner)
+	case 4:
+		return epoch.Make(r+lim.Burst+1, owner)
+	case 5:
+		return epoch.Make(lim.Last, owner)
+	case 6:
+		return epoch.Make(lim.Last+1, owner)
+	case 7:
+		return epoch.Make(epoch.MaxRound, owner)
+	case 8:
+		return epoch.Make(r+uint32(p.raw(2)), owner)
+	}
+	return p.U64()
+}
+
+// Driver runs a core as the daemon does: it persists each Ready's State
+// (unless the program fails the write), withholds the messages of a Ready
+// whose promise could not be written, tells the core (Advance), and hands
+// every message that leaves to Sent, with the disk as it is then.
+type Driver struct {
+	// New builds the core from the disk (nil at the first start); an error
+	// is the daemon refusing to start, which Restore-level checks must
+	// make impossible for any state the core itself wrote.
+	New  func(disk []byte) (core.Core, error)
+	Sent func(m core.Message, disk []byte) error
+	// Ready, if set, sees every Ready first (its clock adjustments).
+	Ready func(rd core.Ready) error
+
+	Core    core.Core
+	Disk    []byte
+	Now     time.Time
+	Life    int // restarts so far
+	Writes  int
+	Failed  int
+	Refused int // frames the core refused
+}
+
+// Start builds the first core.
+func (d *Driver) Start() error {
+	c, err := d.New(nil)
+	if err != nil {
+		return err
+	}
+	d.Core = c
+	return nil
+}
+
+// Restart builds a new core from the disk, as after a crash.
+func (d *Driver) Restart() error {
+	c, err := d.New(bytes.Clone(d.Disk))
+	if err != nil {
+		return fmt.Errorf("restart %d from the core's own state: %w", d.Life+1, err)
+	}
+	d.Core = c
+	d.Life++
+	return nil
+}
+
+// Step feeds one frame and drains.
+func (d *Driver) Step(m core.Message, failWrite bool) error {
+	if m.Time.IsZero() {
+		m.Time = d.Now
+	}
+	if d.Core.Step(m) != nil {
+		d.Refused++
+	}
+	return d.Drain(failWrite)
+}
+
+// Tick advances the clock by dt and ticks.
+func (d *Driver) Tick(dt time.Duration, failWrite bool) error {
+	d.Now = d.Now.Add(dt)
+	d.Core.Tick(d.Now)
+	return d.Drain(failWrite)
+}
+
+// Drain acts on the core's Ready.
+func (d *Driver) Drain(failWrite bool) error {
+	rd := d.Core.Ready()
+	if d.Ready != nil {
+		if err := d.Ready(rd); err != nil {
+			return err
+		}
+	}
+	saved := true
+	if rd.State != nil {
+		d.Writes++
+		if failWrite {
+			saved = false
+			d.Failed++
+			if rd.Promise {
+				rd.Messages = nil
+			}
+		} else {
+			d.Disk = bytes.Clone(rd.State)
+		}
+	}
+	if a, ok := d.Core.(core.Advancer); ok {
+		a.Advance(saved)
+	}
+	for _, m := range rd.Messages {
+		if d.Sent != nil {
+			if err := d.Sent(m, d.Disk); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

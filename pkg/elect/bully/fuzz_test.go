@@ -1,0 +1,110 @@
+package bully_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/corefuzz"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// FuzzBully drives one bully core through a program read from the input:
+// frames of every election kind from members, itself and strangers, with
+// terms around its own, a burst away, at the end of the term space or
+// anything at all, right or wrong priorities and flags, garbage payloads;
+// ticks; resignations; restarts from what it persisted; failed writes. It
+// must never panic, and:
+//   - no message leaves with a term its disk does not hold;
+//   - it claims (COORDINATOR, heartbeat) only terms it owns, and never the
+//     same term from two lives;
+//   - its term never goes back within a life, and never below its disk;
+//   - what it persists it can restart from (no absurd term on disk).
+func FuzzBully(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{1, 2, 0, 2, 0, 7, 0, 5, 0, 0, 1, 2})
+	f.Add([]byte("\x01\x02\x00\x02\x07\x07\x07\x07\x03\x00\x05\x10\x00"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p := corefuzz.NewProgram(in)
+		members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}}
+		if p.Bool() {
+			members[0].Priority = 2 // ranks above 2, below... by priority
+		}
+		self := uint32(1 + p.Intn(3))
+		lim := epoch.Spaced(epoch.MaxRound, bully.TermBurst, 1)
+		claimed := map[uint64]int{}
+		var d *corefuzz.Driver
+		d = &corefuzz.Driver{
+			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			New: func(disk []byte) (core.Core, error) {
+				term, err := bully.Restore(disk)
+				if err != nil {
+					return nil, err
+				}
+				if err := bully.CheckTerm(term); err != nil {
+					return nil, err
+				}
+				cfg := bully.DefaultLANConfig()
+				cfg.ID, cfg.Members, cfg.PersistedTerm = self, members, term
+				cfg.Rand = rand.New(rand.NewPCG(1, 2))
+				return bully.New(cfg)
+			},
+			Sent: func(m core.Message, disk []byte) error {
+				saved, _ := bully.Restore(disk)
+				if m.Term > saved {
+					return fmt.Errorf("%v of term %#x left with %#x on disk", m.Kind, m.Term, saved)
+				}
+				if m.Kind == wire.KindCoordinator || m.Kind == wire.KindLeaderHeartbeat {
+					if bully.TermOwner(m.Term) != self {
+						return fmt.Errorf("claim of term %#x, owned by %d", m.Term, bully.TermOwner(m.Term))
+					}
+					if life, ok := claimed[m.Term]; ok && life != d.Life {
+						return fmt.Errorf("term %#x claimed in lives %d and %d", m.Term, life, d.Life)
+					}
+					claimed[m.Term] = d.Life
+				}
+				return nil
+			},
+		}
+		if err := d.Start(); err != nil {
+			t.Fatal(err)
+		}
+		b := func() *bully.Core { return d.Core.(*bully.Core) }
+		last := b().Term()
+		for steps := 0; p.More() && steps < 400; steps++ {
+			fail := p.Intn(6) == 0
+			var err error
+			switch p.Intn(8) {
+			case 0, 1:
+				err = d.Tick(time.Duration(1+p.Intn(60))*10*time.Millisecond, fail)
+			case 2:
+				if err = d.Restart(); err == nil {
+					last, _ = bully.Restore(d.Disk)
+				}
+			case 3:
+				b().Resign()
+				err = d.Drain(fail)
+			default:
+				err = d.Step(corefuzz.ElectionFrame(p, b().Term(), lim, members, self), fail)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tm := b().Term()
+			if tm < last {
+				t.Fatalf("term went back %#x -> %#x", last, tm)
+			}
+			last = tm
+			if saved, err := bully.Restore(d.Disk); err != nil || tm < saved || bully.CheckTerm(saved) != nil {
+				t.Fatalf("disk %#x (%v), term %#x", saved, err, tm)
+			}
+			if l, tm := b().Leader(); l == self && (b().Role() != bully.RoleLeader || bully.TermOwner(tm) != self) {
+				t.Fatalf("leads term %#x as %v", tm, b().Role())
+			}
+		}
+	})
+}

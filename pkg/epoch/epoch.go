@@ -1,0 +1,183 @@
+package epoch
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Make returns the epoch of round round owned by owner.
+func Make(round, owner uint32) uint64 { return uint64(round)<<32 | uint64(owner) }
+
+// Owner returns the member that may create e (0 for epoch 0).
+func Owner(e uint64) uint32 { return uint32(e) }
+
+// Round returns e's round.
+func Round(e uint64) uint32 { return uint32(e >> 32) }
+
+// MaxRound is the last round of the full 32-bit space.
+const MaxRound = 1<<32 - 1
+
+// Errors. They are wrapped in an *Error, which says which epoch and why.
+var (
+	// ErrAbsurd: an epoch whose round is beyond the protocol's Last: no
+	// member ever creates one.
+	ErrAbsurd = errors.New("epoch: beyond the last usable round")
+	// ErrTooFast: an epoch further ahead than the protocol could have
+	// gone since this member last accepted one (see Guard).
+	ErrTooFast = errors.New("epoch: further ahead than the protocol can go")
+	// ErrExhausted: Next found no epoch left for the member to create.
+	ErrExhausted = errors.New("epoch: round space exhausted")
+)
+
+// Error is an epoch refused, with the numbers that decided it.
+type Error struct {
+	Err     error  // ErrAbsurd, ErrTooFast or ErrExhausted
+	Epoch   uint64 // the epoch refused (for ErrExhausted, the one to go above)
+	Current uint64 // the local epoch it was compared with
+	Credit  uint32 // rounds the guard could admit (ErrTooFast)
+	Last    uint32 // the last usable round
+}
+
+func (e *Error) Error() string {
+	switch {
+	case errors.Is(e.Err, ErrTooFast):
+		return fmt.Sprintf("%v: epoch %#x (round %d) is %d rounds above the local %#x, at most %d now",
+			e.Err, e.Epoch, Round(e.Epoch), uint64(Round(e.Epoch))-uint64(Round(e.Current)), e.Current, e.Credit)
+	case errors.Is(e.Err, ErrExhausted):
+		return fmt.Sprintf("%v: no round left above %#x (round %d, last usable %d)", e.Err, e.Epoch, Round(e.Epoch), e.Last)
+	}
+	return fmt.Sprintf("%v: epoch %#x has round %d, the last usable is %d", e.Err, e.Epoch, Round(e.Epoch), e.Last)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Reason is a short stable label for err (for counters and metrics):
+// "absurd", "too_fast", "exhausted", or "" if err is none of these.
+func Reason(err error) string {
+	switch {
+	case errors.Is(err, ErrAbsurd):
+		return "absurd"
+	case errors.Is(err, ErrTooFast):
+		return "too_fast"
+	case errors.Is(err, ErrExhausted):
+		return "exhausted"
+	}
+	return ""
+}
+
+// Limit is a protocol's epoch space and pace.
+type Limit struct {
+	// Last is the last round the protocol uses: MaxRound minus a reserve
+	// of Burst rounds for bully terms, less for a protocol whose rounds
+	// have fewer bits.
+	Last uint32
+	// Burst is the most rounds a Guard admits at once after resting: the
+	// largest gap an outage can legitimately open, with a wide margin.
+	Burst uint32
+	// Rate is how many rounds of credit a Guard regains per unit of the
+	// times given to Admit (ticks for bully, nanoseconds for the token
+	// ring): the protocol's fastest pace of new rounds.
+	Rate float64
+}
+
+// Spaced returns a Limit over rounds 0..maxRound whose last Burst rounds
+// are left unused.
+func Spaced(maxRound, burst uint32, rate float64) Limit {
+	return Limit{Last: maxRound - burst, Burst: burst, Rate: rate}
+}
+
+// Validate rejects a limit that admits nothing or has no room.
+func (l Limit) Validate() error {
+	switch {
+	case l.Burst == 0 || l.Last == 0:
+		return fmt.Errorf("epoch: limit with last round %d and burst %d admits nothing", l.Last, l.Burst)
+	case !(l.Rate > 0) || l.Rate > 1e18:
+		return fmt.Errorf("epoch: rate %g rounds per unit: want a positive number", l.Rate)
+	}
+	return nil
+}
+
+// Next returns the smallest epoch above after that owner may create, or an
+// *Error wrapping ErrExhausted when it would pass l.Last.
+func (l Limit) Next(after uint64, owner uint32) (uint64, error) {
+	round := Round(after)
+	if Owner(after) >= owner {
+		if round >= l.Last {
+			return 0, &Error{Err: ErrExhausted, Epoch: after, Last: l.Last}
+		}
+		round++
+	}
+	if round > l.Last {
+		return 0, &Error{Err: ErrExhausted, Epoch: after, Last: l.Last}
+	}
+	return Make(round, owner), nil
+}
+
+// NextRound returns owner's epoch in the round after after's, or an
+// *Error wrapping ErrExhausted past l.Last: for a protocol whose epochs
+// must differ in round, not only in owner (the token ring's fences number
+// grants within a round).
+func (l Limit) NextRound(after uint64, owner uint32) (uint64, error) {
+	if Round(after) >= l.Last {
+		return 0, &Error{Err: ErrExhausted, Epoch: after, Last: l.Last}
+	}
+	return Make(Round(after)+1, owner), nil
+}
+
+// CheckRestored refuses an epoch restored from disk that no member could
+// have accepted or created: one beyond l.Last.
+func (l Limit) CheckRestored(e uint64) error {
+	if Round(e) > l.Last {
+		return &Error{Err: ErrAbsurd, Epoch: e, Last: l.Last}
+	}
+	return nil
+}
+
+// Guard decides, for one epoch sequence (a member's term, one lock's
+// generation), whether an epoch read from the wire is plausible. The zero
+// Guard is rested: it holds a full Burst of credit.
+type Guard struct {
+	used float64 // rounds spent and not yet regained
+	at   int64   // when used was last brought up to date
+	set  bool
+}
+
+// Admit decides on e, read from the wire, where the local epoch is cur, at
+// now (ticks or nanoseconds, as l.Rate counts them; a now that goes back
+// regains nothing). An epoch at or below cur needs nothing; above it, its
+// round must be at most l.Last, and the rounds it jumps are paid from the
+// credit, or it is refused with an *Error (and nothing is spent).
+func (g *Guard) Admit(l Limit, now int64, cur, e uint64) error {
+	if e <= cur {
+		return nil
+	}
+	if Round(e) > l.Last {
+		return &Error{Err: ErrAbsurd, Epoch: e, Current: cur, Last: l.Last}
+	}
+	g.rest(l, now)
+	jump := float64(Round(e)) - float64(Round(cur))
+	if jump <= 0 {
+		return nil // the same round, a higher owner: no new round
+	}
+	credit := float64(l.Burst) - g.used
+	if jump > credit {
+		return &Error{Err: ErrTooFast, Epoch: e, Current: cur, Credit: uint32(max(credit, 0)), Last: l.Last}
+	}
+	g.used += jump
+	return nil
+}
+
+// Credit returns how many rounds g would admit at now.
+func (g *Guard) Credit(l Limit, now int64) uint32 {
+	g.rest(l, now)
+	return uint32(max(float64(l.Burst)-g.used, 0))
+}
+
+func (g *Guard) rest(l Limit, now int64) {
+	if g.set && now > g.at {
+		g.used = max(0, g.used-float64(now-g.at)*l.Rate)
+	}
+	if !g.set || now > g.at {
+		g.at, g.set = now, true
+	}
+}

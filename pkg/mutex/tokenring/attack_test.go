@@ -1,0 +1,214 @@
+package tokenring_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/mutex/tokenring"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// attackRing is a three-member ring in the simulator, and what a forger
+// on the LAN can do to it: step any frame into a member in any member's
+// name.
+type attackRing struct {
+	t *testing.T
+	s *sim.Sim
+}
+
+func newAttackRing(t *testing.T) *attackRing {
+	s := sim.New(sim.Config{Seed: 11})
+	addMembers(t, s, []uint32{1, 2, 3})
+	s.Run(100 * time.Millisecond)
+	return &attackRing{t: t, s: s}
+}
+
+func (a *attackRing) ring(id uint32) *tokenring.Core { return a.s.Core(id).(*tokenring.Core) }
+
+// forge steps a frame "from" member from into member to, as if it came
+// off the network, and carries out what to wants done.
+func (a *attackRing) forge(to, from uint32, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }) error {
+	a.t.Helper()
+	b, err := p.AppendBinary(nil)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	var serr error
+	a.s.Do(to, func(c core.Core) {
+		serr = c.Step(core.Message{From: from, To: to, Kind: k, Payload: b, Time: a.s.Clock(to).Now()})
+	})
+	return serr
+}
+
+func (a *attackRing) acquire(id uint32, name string) uint64 {
+	var req uint64
+	a.s.Do(id, func(c core.Core) {
+		var err error
+		if req, err = c.(*tokenring.Core).Acquire(a.s.Clock(id).Now(), name, 0, ""); err != nil {
+			a.t.Fatalf("member %d: acquire %s: %v", id, name, err)
+		}
+	})
+	return req
+}
+
+// grant waits for request req of member id to be granted and returns its
+// fence and generation.
+func (a *attackRing) grant(id uint32, req uint64, within time.Duration) (fence, gen uint64) {
+	a.t.Helper()
+	ok := a.s.RunUntil(func() bool {
+		for _, e := range a.s.EventsNamed(tokenring.EventGranted) {
+			if r, _ := e.Arg("request"); e.Node == id && r == req {
+				f, _ := e.Arg("fence")
+				g, _ := e.Arg("generation")
+				fence, gen = f.(uint64), g.(uint64)
+				return true
+			}
+		}
+		return false
+	}, within)
+	if !ok {
+		a.t.Fatalf("member %d: request %d not granted within %v\n%s", id, req, within, a.s.Log())
+	}
+	return fence, gen
+}
+
+func (a *attackRing) granted(id uint32, req uint64) bool {
+	for _, e := range a.s.EventsNamed(tokenring.EventGranted) {
+		if r, _ := e.Arg("request"); e.Node == id && r == req {
+			return true
+		}
+	}
+	return false
+}
+
+// TestForgedTokenCannotGrantAFenceTwice is the same-fence attack:
+// while client A holds x at member 1 and B waits at member 2, a Token
+// "from 1" to member 2 with HoldMS 0 and A's fence - 1 used to grant B the
+// very fence A holds. Member 1 does not vouch for it (it holds the token):
+// member 2 drops it unused, B waits for A's release and gets a higher
+// fence. The same from member 3, which never passed member 2 this token.
+func TestForgedTokenCannotGrantAFenceTwice(t *testing.T) {
+	for _, from := range []uint32{1, 3} {
+		t.Run(fmt.Sprintf("from %d", from), func(t *testing.T) {
+			a := newAttackRing(t)
+			ra := a.acquire(1, "x")
+			fa, gen := a.grant(1, ra, 5*time.Second)
+			rb := a.acquire(2, "x")
+			a.s.Run(20 * time.Millisecond)
+			err := a.forge(2, from, wire.KindToken, wire.Token{Name: "x", HoldMS: 0, Generation: gen, Hop: 1 << 40, Fence: fa - 1})
+			if err != nil {
+				t.Fatalf("the forged token was refused before vouching (%v): fine, but not the path under test", err)
+			}
+			a.s.Run(500 * time.Millisecond)
+			if a.granted(2, rb) {
+				t.Fatalf("B granted while A holds fence %d\n%s", fa, a.s.Log())
+			}
+			if n := a.ring(2).Report().Counters["tokens_disowned"]; n != 1 {
+				t.Errorf("member 2 counters %v: want the token disowned", a.ring(2).Report().Counters)
+			}
+			a.s.Do(1, func(c core.Core) { c.(*tokenring.Core).Release(a.s.Clock(1).Now(), ra) })
+			fb, _ := a.grant(2, rb, 5*time.Second)
+			if fb <= fa {
+				t.Errorf("B's fence %d after A's %d", fb, fa)
+			}
+		})
+	}
+}
+
+// TestAbsurdGenerationRefused is the lock-killing probe: one
+// prepare with generation (2^24-1)<<32|1 used to make x ungrantable on
+// every member, for good. Now it is refused and counted, as is a jump
+// beyond the table's credit, and x is granted everywhere.
+func TestAbsurdGenerationRefused(t *testing.T) {
+	a := newAttackRing(t)
+	for to := uint32(1); to <= 3; to++ {
+		err := a.forge(to, 1+to%3, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbePrepare, Name: "x", Nonce: 7, Generation: (1<<24-1)<<32 | 1})
+		if !errors.Is(err, epoch.ErrAbsurd) {
+			t.Errorf("member %d: %v, want absurd", to, err)
+		}
+		far := tokenring.MakeGeneration(tokenring.GenerationBurst+1, 1+to%3)
+		if err := a.forge(to, 1+to%3, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbePrepare, Name: "y", Nonce: 8, Generation: far}); !errors.Is(err, epoch.ErrTooFast) {
+			t.Errorf("member %d: %v, want too fast", to, err)
+		}
+		if c := a.ring(to).Report().Counters; c["rejected_generation_absurd"] != 1 || c["rejected_generation_too_fast"] != 1 {
+			t.Errorf("member %d counters %v", to, c)
+		}
+	}
+	for id := uint32(1); id <= 3; id++ {
+		req := a.acquire(id, "x")
+		a.grant(id, req, 5*time.Second)
+		a.s.Do(id, func(c core.Core) { c.(*tokenring.Core).Release(a.s.Clock(id).Now(), req) })
+	}
+	// And after every member restarts.
+	for id := uint32(1); id <= 3; id++ {
+		a.s.Restart(id)
+	}
+	a.s.Run(100 * time.Millisecond)
+	req := a.acquire(2, "x")
+	a.grant(2, req, 10*time.Second)
+}
+
+// TestPersistedAbsurdGenerationRefused: state an older build wrote after
+// such a probe is refused at start with ErrState, not run.
+func TestPersistedAbsurdGenerationRefused(t *testing.T) {
+	a := newAttackRing(t)
+	cfg := a.ring(1).Config()
+	// A lock "x" promised (2^24-1)<<32|1, written as version 1 state.
+	state := []byte{1, 0, 1, 1, 'x', 0, 0xff, 0xff, 0xff, 0, 0, 0, 1}
+	state = appendCRC(state)
+	cfg.Persisted = state
+	if _, err := tokenring.New(cfg); !errors.Is(err, tokenring.ErrState) || !errors.Is(err, epoch.ErrAbsurd) {
+		t.Fatalf("New = %v, want ErrState for an absurd generation", err)
+	}
+}
+
+// TestLockTableCannotBeFilled is the table-filling attack: 5000
+// probes naming made-up locks, wants, locates, checks and prepares, in a
+// member's name. Only the prepares make entries, at most that member's
+// share; real locks are still granted, and the metrics do not grow.
+func TestLockTableCannotBeFilled(t *testing.T) {
+	a := newAttackRing(t)
+	ops := []wire.ProbeOp{wire.ProbeWant, wire.ProbeLocate, wire.ProbeCheck, wire.ProbeVouch}
+	refused := 0
+	for i := range 5000 {
+		// In both other members' names: each fills at most its share.
+		for _, from := range []uint32{1, 3} {
+			name := fmt.Sprintf("junk-%d-%d", from, i)
+			gen := tokenring.MakeGeneration(1, from)
+			a.forge(2, from, wire.KindRingProbe, wire.RingProbe{Op: ops[i%len(ops)], Name: name, Nonce: uint32(i), Generation: gen})
+			if a.forge(2, from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbePrepare, Name: name, Nonce: uint32(i), Generation: gen}) != nil {
+				refused++
+			}
+		}
+	}
+	st := a.ring(2).Report()
+	cfg := a.ring(2).Config()
+	share := cfg.MaxLocks / 2 / 2
+	if len(st.Locks) > 2*share || refused != 2*(5000-share) || st.Counters["share_full"] != uint64(refused) {
+		t.Errorf("%d entries after the flood (shares of %d), %d prepares refused; counters %v", len(st.Locks), share, refused, st.Counters)
+	}
+	// Member 2's own clients still get locks, many of them.
+	for i := range 50 {
+		req := a.acquire(2, fmt.Sprintf("real-%d", i))
+		a.grant(2, req, 10*time.Second)
+	}
+	var m core.MetricSet
+	a.ring(2).Metrics(&m)
+	for _, f := range m.Families() {
+		if len(f.Samples) > 60 {
+			t.Errorf("%s has %d samples", f.Name, len(f.Samples))
+		}
+	}
+}
+
+func appendCRC(b []byte) []byte {
+	sum := crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
+	return binary.BigEndian.AppendUint32(b, sum)
+}

@@ -1,0 +1,278 @@
+package tokenring_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/corefuzz"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/mutex/tokenring"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// FuzzTokenRing drives one token-ring member through a program read from
+// the input: tokens, acknowledgements, probes and replies of every op from
+// members, itself and strangers, about known, new and many made-up locks,
+// with generations around its own, a burst away or at the end of the
+// space, any fence, hop, hold, nonce and want list; its clients' acquires,
+// renewals and releases; ticks; restarts from what it persisted; failed
+// writes. It must never panic, and:
+//   - no token, acknowledgement, prepare or promise leaves with a
+//     generation its disk does not hold for the lock;
+//   - what it promised for a lock (or its floor) never goes back;
+//   - the table stays within MaxLocks and the metrics within their bounds;
+//   - every fence it grants is of its token's generation's round, and
+//     grows with every grant of the lock in a life;
+//   - what it persists it can restart from.
+func FuzzTokenRing(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 2, 6, 0, 0, 0, 4, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0})
+	f.Add([]byte("\x00\x01\x06\x00\x00\x00\x02\x00\x00\x05\x03\x02\x01\x00\x07\x00\x06\x03"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p := corefuzz.NewProgram(in)
+		ids := []uint32{1, 2, 3}
+		self := uint32(1 + p.Intn(3))
+		cfg := tokenring.DefaultLANConfig()
+		cfg.ID, cfg.Members, cfg.MaxLocks, cfg.MaxQueue = self, ids, 16, 32
+		cfg.Rand = rand.New(rand.NewPCG(1, 2))
+		lim := epoch.Spaced(1<<24-1, tokenring.GenerationBurst, 1)
+		var d *corefuzz.Driver
+		d = &corefuzz.Driver{
+			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			New: func(disk []byte) (core.Core, error) {
+				c := cfg
+				c.Persisted = disk
+				return tokenring.New(c)
+			},
+			Sent: func(m core.Message, disk []byte) error { return checkSentGeneration(m, disk) },
+			Ready: func(rd core.Ready) error {
+				for _, e := range rd.Events {
+					if e.Name != tokenring.EventGranted {
+						continue
+					}
+					var fence, gen uint64
+					for i := 0; i+1 < len(e.Args); i += 2 {
+						switch e.Args[i] {
+						case "fence":
+							fence = e.Args[i+1].(uint64)
+						case "generation":
+							gen = e.Args[i+1].(uint64)
+						}
+					}
+					if fence>>40 != uint64(epoch.Round(gen)) || fence&(1<<40-1) == 0 {
+						return fmt.Errorf("granted fence %#x on a token of generation %#x", fence, gen)
+					}
+				}
+				return nil
+			},
+		}
+		if err := d.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ring := func() *tokenring.Core { return d.Core.(*tokenring.Core) }
+		names := []string{"x", "y", "z"}
+		promised := map[string]uint64{}
+		var floor uint64
+		lastFence := map[string]uint64{}
+		var reqs []uint64
+		for steps := 0; p.More() && steps < 300; steps++ {
+			fail := p.Intn(6) == 0
+			var err error
+			switch p.Intn(10) {
+			case 0, 1:
+				err = d.Tick(time.Duration(1+p.Intn(1000))*time.Millisecond, fail)
+			case 2:
+				if err = d.Restart(); err == nil {
+					// What was never written is gone with the old life
+					// (and nothing that depended on it left: Sent).
+					clear(lastFence)
+					clear(promised)
+					reqs = nil
+					floor, _ = tokenring.PromisedOnDisk(d.Disk, "\x00")
+				}
+			case 3:
+				name := names[p.Intn(len(names))]
+				if p.Intn(4) == 0 {
+					name = fmt.Sprintf("n%d", p.Intn(40))
+				}
+				if id, aerr := ring().Acquire(d.Now, name, time.Duration(p.Intn(4))*time.Second, ""); aerr == nil {
+					reqs = append(reqs, id)
+				}
+				err = d.Drain(fail)
+			case 4:
+				if len(reqs) > 0 {
+					id := reqs[p.Intn(len(reqs))]
+					if p.Bool() {
+						ring().Release(d.Now, id)
+					} else {
+						ring().Renew(d.Now, id, time.Duration(p.Intn(4))*time.Second)
+					}
+				}
+				err = d.Drain(fail)
+			default:
+				name := names[p.Intn(len(names))]
+				switch p.Intn(6) {
+				case 0:
+					name = fmt.Sprintf("junk-%d", p.Intn(1000))
+				case 1:
+					name = "bad name!"
+				}
+				cur := ring().Report().Floor
+				for _, l := range ring().Report().Locks {
+					if l.Name == name {
+						cur = l.Promised
+					}
+				}
+				err = d.Step(ringFrame(p, name, cur, lim, ids, self), fail)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd := ring().Report()
+			if rd.Floor < floor {
+				t.Fatalf("floor went back %#x -> %#x", floor, rd.Floor)
+			}
+			floor = rd.Floor
+			if len(rd.Locks) > cfg.MaxLocks {
+				t.Fatalf("%d locks, MaxLocks %d", len(rd.Locks), cfg.MaxLocks)
+			}
+			for name, g := range promised {
+				now := floor
+				for _, l := range rd.Locks {
+					if l.Name == name {
+						now = max(l.Promised, floor)
+					}
+				}
+				if now < g {
+					t.Fatalf("lock %s: promised went back %#x -> %#x", name, g, now)
+				}
+			}
+			for _, l := range rd.Locks {
+				promised[l.Name] = max(promised[l.Name], l.Promised)
+				if h := l.Holder; h != nil {
+					if h.Fence < lastFence[l.Name] {
+						t.Fatalf("lock %s: fence %d after %d", l.Name, h.Fence, lastFence[l.Name])
+					}
+					lastFence[l.Name] = h.Fence
+				}
+			}
+			var m core.MetricSet
+			ring().Metrics(&m)
+			if err := m.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, fam := range m.Families() {
+				if len(fam.Samples) > cfg.MaxLocks+8 {
+					t.Fatalf("%s: %d samples", fam.Name, len(fam.Samples))
+				}
+			}
+		}
+	})
+}
+
+// checkSentGeneration: a frame that announces a generation leaves only
+// with that generation on the sender's disk.
+func checkSentGeneration(m core.Message, disk []byte) error {
+	var name string
+	var gen uint64
+	switch m.Kind {
+	case wire.KindToken:
+		var t wire.Token
+		if t.UnmarshalBinary(m.Payload) != nil {
+			return fmt.Errorf("undecodable token sent")
+		}
+		name, gen = t.Name, t.Generation
+	case wire.KindTokenAck:
+		var a wire.TokenAck
+		if a.UnmarshalBinary(m.Payload) != nil {
+			return fmt.Errorf("undecodable ack sent")
+		}
+		name, gen = a.Name, a.Generation
+	case wire.KindRingProbe:
+		var r wire.RingProbe
+		if r.UnmarshalBinary(m.Payload) != nil {
+			return fmt.Errorf("undecodable probe sent")
+		}
+		if r.Op != wire.ProbePrepare {
+			return nil
+		}
+		name, gen = r.Name, r.Generation
+	case wire.KindRingProbeReply:
+		var r wire.RingProbeReply
+		if r.UnmarshalBinary(m.Payload) != nil {
+			return fmt.Errorf("undecodable reply sent")
+		}
+		if r.Status == wire.ProbeHave || r.Op == wire.ProbeLocate || r.Op == wire.ProbeVouch {
+			return nil
+		}
+		name, gen = r.Name, r.Generation
+	default:
+		return nil
+	}
+	saved, err := tokenring.PromisedOnDisk(disk, name)
+	if err != nil {
+		return err
+	}
+	if gen > saved {
+		return fmt.Errorf("%v for %s with generation %#x left with %#x on disk", m.Kind, name, gen, saved)
+	}
+	return nil
+}
+
+// ringFrame is a token-ring frame about lock name chosen by the program;
+// cur is what the member promised for it.
+func ringFrame(p *corefuzz.Program, name string, cur uint64, lim epoch.Limit, ids []uint32, self uint32) core.Message {
+	m := core.Message{To: self}
+	switch p.Intn(8) {
+	case 0:
+		m.From = self
+	case 1:
+		m.From = 77
+	default:
+		m.From = ids[p.Intn(len(ids))]
+	}
+	gen := p.Epoch(cur, lim, ids)
+	raw := func(v interface{ AppendBinary([]byte) ([]byte, error) }) []byte {
+		b, err := v.AppendBinary(nil)
+		if err != nil {
+			return []byte{p.Byte(), 1, 2}
+		}
+		return b
+	}
+	switch p.Intn(5) {
+	case 0:
+		m.Kind = wire.KindToken
+		fence := uint64(epoch.Round(gen))<<40 | uint64(p.Intn(8))
+		if p.Intn(4) == 0 {
+			fence = p.U64()
+		}
+		var wants []uint32
+		for range p.Intn(6) {
+			wants = append(wants, max(1, p.U32()))
+		}
+		if p.Intn(10) == 0 {
+			for i := range 1024 {
+				wants = append(wants, uint32(100+i))
+			}
+			wants = wants[:1024]
+		}
+		m.Payload = raw(wire.Token{Name: name, HoldMS: p.U32(), Generation: gen, Hop: p.U64(), Fence: fence, Wants: wants})
+	case 1:
+		m.Kind = wire.KindTokenAck
+		m.Payload = raw(wire.TokenAck{Name: name, Status: wire.TokenAckStatus(1 + p.Intn(2)), Generation: gen, Hop: uint64(p.Intn(4))})
+	case 2:
+		m.Kind = wire.KindRingProbe
+		m.Payload = raw(wire.RingProbe{Op: wire.ProbeOp(1 + p.Intn(5)), Name: name, Nonce: uint32(p.Intn(16)), Generation: gen})
+	case 3:
+		m.Kind = wire.KindRingProbeReply
+		m.Payload = raw(wire.RingProbeReply{Op: wire.ProbeOp(2 + p.Intn(4)), Name: name, Status: wire.ProbeStatus(1 + p.Intn(3)),
+			Flags: p.Byte() & 1, Nonce: uint32(p.Intn(16)), Generation: gen, Fence: p.U64(), LeaseLeftMS: p.U32()})
+	default:
+		m.Kind = wire.KindHeartbeat
+		m.Payload = raw(wire.Heartbeat{Interval: p.U32(), Alive: p.U32()})
+	}
+	return m
+}
