@@ -69,6 +69,9 @@ func newApp() *cli.App {
 func ringConfig(c *cli.Context, cfg *daemon.Config) (tokenring.Config, error) {
 	rc := tokenring.DefaultLANConfig()
 	rc.ID = cfg.ID
+	// With a key, the MAC already keeps outsiders from forging a token;
+	// without one, a received token is vouched for by its sender first.
+	rc.TrustSenders = len(cfg.Keys) > 0
 	rc.Members = slices.Sorted(maps.Keys(cfg.Members))
 	for _, f := range []struct {
 		flag string

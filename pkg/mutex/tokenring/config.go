@@ -66,6 +66,14 @@ type Config struct {
 	MaxLocks int
 	// MaxQueue bounds the requests waiting at this member (default 4096).
 	MaxQueue int
+	// TrustSenders skips vouching (vouching.go): a received token is used
+	// on the majority check alone, without first asking the member it
+	// came from. Set it only when frames are authenticated (a cluster
+	// key): then a token in a member's name can come only from a holder of
+	// the key, and vouching would cost every handoff a round trip and two
+	// frames for no protection the MAC does not already give against
+	// outsiders. Default false: vouch.
+	TrustSenders bool
 
 	// Persisted is the state the previous run left in Ready.State (nil
 	// at the first start).

@@ -96,9 +96,12 @@
 //     whole table; the last GenerationBurst rounds of the 24-bit space are
 //     never used. One prepare can no longer promise a lock into the last
 //     round, where no generation is left to create.
-//   - A token is used, to grant or to pass on, only once the member it came
-//     from vouches for it (vouching.go): a copy of a live token forged in
-//     that member's name cannot grant its fence a second time. A token's
+//   - In a cluster without a key (Config.TrustSenders false), a token is
+//     used, to grant or to pass on, only once the member it came from
+//     vouches for it (vouching.go): a copy of a live token forged in that
+//     member's name cannot grant its fence a second time. With a key the
+//     MAC already keeps outsiders from forging one, and handoffs skip the
+//     round trip. A token's
 //     fence must be of its generation's round, its hold at most a whole
 //     Hold; wants name members only.
 //   - The lock table cannot be filled by another member (table.go): only a

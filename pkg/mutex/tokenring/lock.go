@@ -428,7 +428,11 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 	l.check = nil  // any check in progress was of an earlier visit
 	l.passed = nil // this member has not passed this visit's token yet
 	c.count("tokens_received")
-	c.startVouch(l)
+	if c.cfg.TrustSenders {
+		tok.vouched = true
+	} else {
+		c.startVouch(l)
+	}
 	c.advance(l)
 	return nil
 }
