@@ -62,7 +62,18 @@
 // queue refuses the frame at once with ErrQueueFull. Connections carry
 // frames one way: the acceptor only reads, the dialer only writes (and
 // watches for the peer's close so a restarted peer is noticed while idle).
-// Delivery is ordered and at most once.
+// Delivery is ordered and at most once. A link idle for half the
+// IdleTimeout closes itself and dials again for its next frame.
+//
+// The accepting side is bounded against anyone on the LAN (inbound.go):
+// with Config.Peers, a connection from an IP that is no member's is reset
+// before anything is read; a member IP holds at most PerPeerConns
+// connections per member on it, a newer one closing its oldest, so a member
+// always gets a slot; every read has a deadline (IdleTimeout before a frame,
+// FrameTimeout within one); a length prefix above MaxStreamFrame (64 KiB)
+// closes the connection, and below it a frame's buffer grows only as its
+// bytes arrive, all partly read frames together holding MaxStreamBuffered
+// bytes at most. Each refusal has its counter in Stats.
 //
 // # Testing without sockets
 //

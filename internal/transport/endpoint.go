@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 )
 
 // fabric is what differs between real sockets and the in-memory network:
@@ -34,11 +35,15 @@ type endpoint struct {
 	c       counters
 	once    sync.Once
 
+	slots    map[netip.Addr]int // members per IP allowed to connect; nil: anyone
+	buffered atomic.Int64       // bytes held by partly read inbound frames
+
 	mu      sync.Mutex
 	closed  bool
 	links   map[netip.AddrPort]*link
 	inbound map[net.Conn]struct{}
-	rnd     *rand.Rand // seeds each link's jitter source
+	byIP    map[netip.Addr][]*inConn // inbound connections per remote IP, oldest first
+	rnd     *rand.Rand               // seeds each link's jitter source
 }
 
 func newEndpoint(cfg Config, local netip.AddrPort) *endpoint {
@@ -57,6 +62,8 @@ func newEndpoint(cfg Config, local netip.AddrPort) *endpoint {
 		cancel:  cancel,
 		links:   make(map[netip.AddrPort]*link),
 		inbound: make(map[net.Conn]struct{}),
+		byIP:    make(map[netip.Addr][]*inConn),
+		slots:   peerSlots(cfg.Peers),
 		rnd:     rand.New(rand.NewPCG(seed, seed^0x5eed_1ab5_7a9e_0001)),
 	}
 }
@@ -137,6 +144,7 @@ func (e *endpoint) SendStream(to netip.AddrPort, b []byte, fin Finalizer) error 
 
 func (e *endpoint) Stats() Stats {
 	st := e.c.snapshot()
+	st.StreamBuffered = e.buffered.Load()
 	e.mu.Lock()
 	for _, l := range e.links {
 		st.Links = append(st.Links, l.stats())
