@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,8 +37,13 @@ type Config struct {
 	// Cluster names the cluster; frames of other clusters are dropped.
 	// Default "synclab".
 	Cluster string
-	// Keys authenticate frames (HMAC-SHA256); empty: no authentication.
+	// Keys authenticate frames (HMAC-SHA256). A node with other members
+	// needs them, unless Insecure.
 	Keys []wire.Key
+	// Insecure runs a cluster without keys: any host on the LAN can then
+	// forge and replay its frames. The daemon warns at start and status
+	// says so.
+	Insecure bool
 	// Multicast, when set, carries broadcasts as one multicast datagram.
 	Multicast *transport.MulticastConfig
 	// Stream configures the TCP links to peers (transport defaults).
@@ -114,6 +121,9 @@ func (c *Config) validate() error {
 		}
 		seen[a] = id
 	}
+	if err := CheckKey(*c); err != nil {
+		return err
+	}
 	if c.Cluster == "" {
 		c.Cluster = "synclab"
 	}
@@ -151,6 +161,26 @@ func (c *Config) validate() error {
 		c.Datagrams = true
 	} else if c.Datagrams {
 		c.DatagramAddr = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+	}
+	return nil
+}
+
+// ErrNoKey: the node has other members (a cluster) but neither keys nor
+// Insecure, or both. The binaries turn it into a usage error that says what
+// to run.
+var ErrNoKey = errors.New("a cluster (--members names other members) needs a shared key (--key-file), or --insecure")
+
+// CheckKey applies the rule "a cluster needs a key or --insecure": a node
+// whose member list names other members must have Keys, or Insecure said
+// explicitly (not both). A node alone (timed serving or following NTP)
+// needs neither: nothing it receives on its member socket comes from a
+// member.
+func CheckKey(c Config) error {
+	switch {
+	case c.Insecure && len(c.Keys) > 0:
+		return fmt.Errorf("%w: --insecure and --key-file contradict each other, keep one", ErrNoKey)
+	case len(c.Keys) == 0 && !c.Insecure && slices.ContainsFunc(slices.Collect(maps.Keys(c.Members)), func(id uint32) bool { return id != c.ID }):
+		return ErrNoKey
 	}
 	return nil
 }
@@ -210,6 +240,11 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	epochs, err := st.readEpochs()
+	if err != nil {
+		return nil, err
+	}
+	saved := &durable{st: st, inc: inc, epochs: epochs}
 	persisted, err := st.read(coreStateFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", coreStateFile, err)
@@ -224,6 +259,8 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		Cluster:     cfg.Cluster,
 		Keys:        cfg.Keys,
 		Incarnation: inc,
+		Epochs:      epochs,
+		Save:        saved.save,
 		Multicast:   cfg.Multicast != nil,
 	}, c)
 	if err != nil {
