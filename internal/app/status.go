@@ -93,15 +93,25 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	if st.Multicast != "" {
 		addr += ", multicast " + st.Multicast
 	}
-	auth := "off"
-	if st.Auth {
+	auth := "off (no other members)"
+	switch {
+	case st.Auth:
 		auth = "HMAC-SHA256"
+	case st.Insecure:
+		auth = "OFF (--insecure: any host on the LAN can forge and replay this cluster's frames)"
 	}
 	fmt.Fprintf(tw, "Address\t: %s, authentication %s\n", addr, auth)
 	fmt.Fprintf(tw, "Uptime\t: %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
 	fmt.Fprintf(tw, "Clock\t: %s\n", clockLine(st.Status))
 	fmt.Fprintf(tw, "Frames\t: in %d, out %d, dropped %s\n",
 		sum(st.Node.FramesIn), sum(st.Node.FramesOut), reasons(st.Node.Dropped))
+	tr := st.Transport
+	if refused := map[string]uint64{
+		"stranger": tr.InboundStrangers, "evicted": tr.InboundEvicted, "timeout": tr.StreamTimeouts,
+		"bad_frame": tr.BadFrames, "over_budget": tr.StreamOverBudget, "too_many": tr.InboundRefused,
+	}; sum(refused) > 0 {
+		fmt.Fprintf(tw, "TCP\t: %d inbound, closed %s\n", tr.Inbound, reasons(refused))
+	}
 	if len(st.Errors) > 0 {
 		fmt.Fprintf(tw, "Errors\t: %s\n", reasons(st.Errors))
 	}
