@@ -176,7 +176,7 @@ func commonRunFlags(name string) []cli.Flag {
 		&cli.StringFlag{Name: "members", EnvVars: env("members"), Usage: "static member list `ID=HOST:PORT,...`, the same on every node; this node's entry is its listen address"},
 		&cli.StringFlag{Name: "cluster", EnvVars: env("cluster"), Value: "synclab", Usage: "cluster `NAME`; frames of other clusters are dropped"},
 		&cli.StringFlag{Name: "key-file", EnvVars: env("key-file"), Usage: "shared HMAC key file (`PATH`, made by `" + name + " keygen`); frames without a valid MAC are dropped. A cluster needs one, or --insecure"},
-		&cli.BoolFlag{Name: "insecure", EnvVars: env("insecure"), Usage: "run a cluster without a key: any host on the LAN can then forge and replay its frames (logged at start, shown in status)"},
+		&cli.BoolFlag{Name: "insecure", EnvVars: env("insecure"), Usage: "allow a cluster without a key: any host on the LAN can then forge and replay its frames (logged at start, shown in status); ignored when --key-file is given"},
 		&cli.StringFlag{Name: "control", EnvVars: env("control"), Value: "/run/" + name + "/control.sock", Usage: "control socket `PATH`"},
 		&cli.StringFlag{Name: "control-group", EnvVars: env("control-group"), Usage: "`GROUP` allowed to use the control socket besides root"},
 		&cli.StringFlag{Name: "state-dir", EnvVars: env("state-dir"), Value: "/var/lib/" + name, Usage: "durable state `DIR`"},
@@ -269,9 +269,6 @@ func commonConfig(c *cli.Context, name string) (daemon.Config, error) {
 	cfg.Members = members
 	cfg.Insecure = c.Bool("insecure")
 	if path := c.String("key-file"); path != "" {
-		if cfg.Insecure {
-			return cfg, Usagef("--insecure and --key-file contradict each other: keep one")
-		}
 		if cfg.Keys, err = LoadKeys(path); err != nil {
 			return cfg, err
 		}

@@ -90,7 +90,7 @@ func TestExitCodes(t *testing.T) {
 				"    testd keygen /etc/synclab/cluster.key"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000,2=127.0.0.2:7000"}, 2, "--insecure (TESTD_INSECURE=true)"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000,2=127.0.0.2:7000", "--insecure"}, 2, "build reached"},
-		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000,2=127.0.0.2:7000", "--insecure", "--key-file", "/k"}, 2, "contradict"},
+		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000,2=127.0.0.2:7000", "--insecure", "--key-file", "/nonexistent"}, 1, "key file"},
 		{[]string{"testd", "status", "--control", "/nonexistent/x.sock"}, 1, "cannot reach the daemon"},
 		{[]string{"testd", "status", "extra"}, 2, "no arguments"},
 	}

@@ -170,9 +170,6 @@ func checkKey(name string, cfg daemon.Config) error {
 	if err == nil {
 		return nil
 	}
-	if cfg.Insecure {
-		return UsageError{err}
-	}
 	env := func(flag string) string { return EnvVar(name, flag) }
 	return Usagef("%v. Authenticate it:\n"+
 		"    %s keygen %s          on one machine (timed, mutexd and electd keygen all make the same file)\n"+

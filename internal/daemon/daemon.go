@@ -40,9 +40,10 @@ type Config struct {
 	// Keys authenticate frames (HMAC-SHA256). A node with other members
 	// needs them, unless Insecure.
 	Keys []wire.Key
-	// Insecure runs a cluster without keys: any host on the LAN can then
+	// Insecure allows a cluster without keys: any host on the LAN can then
 	// forge and replay its frames. The daemon warns at start and status
-	// says so.
+	// says so. It is a permission, not a mode: with Keys it changes
+	// nothing (validate clears it, and the daemon says it ignored it).
 	Insecure bool
 	// Multicast, when set, carries broadcasts as one multicast datagram.
 	Multicast *transport.MulticastConfig
@@ -96,6 +97,8 @@ type Config struct {
 	// Network opens the node's endpoint. Default transport.Open (real
 	// sockets); tests pass an in-memory network's Open.
 	Network func(transport.Config) (transport.Endpoint, error)
+
+	insecureIgnored bool // Insecure was given with Keys
 }
 
 func (c *Config) validate() error {
@@ -124,6 +127,8 @@ func (c *Config) validate() error {
 	if err := CheckKey(*c); err != nil {
 		return err
 	}
+	c.insecureIgnored = c.Insecure && len(c.Keys) > 0
+	c.Insecure = c.Insecure && len(c.Keys) == 0
 	if c.Cluster == "" {
 		c.Cluster = "synclab"
 	}
@@ -166,20 +171,15 @@ func (c *Config) validate() error {
 }
 
 // ErrNoKey: the node has other members (a cluster) but neither keys nor
-// Insecure, or both. The binaries turn it into a usage error that says what
-// to run.
+// Insecure. The binaries turn it into a usage error that says what to run.
 var ErrNoKey = errors.New("a cluster (--members names other members) needs a shared key (--key-file), or --insecure")
 
 // CheckKey applies the rule "a cluster needs a key or --insecure": a node
 // whose member list names other members must have Keys, or Insecure said
-// explicitly (not both). A node alone (timed serving or following NTP)
-// needs neither: nothing it receives on its member socket comes from a
-// member.
+// explicitly. A node alone (timed serving or following NTP) needs
+// neither: nothing it receives on its member socket comes from a member.
 func CheckKey(c Config) error {
-	switch {
-	case c.Insecure && len(c.Keys) > 0:
-		return fmt.Errorf("%w: --insecure and --key-file contradict each other, keep one", ErrNoKey)
-	case len(c.Keys) == 0 && !c.Insecure && slices.ContainsFunc(slices.Collect(maps.Keys(c.Members)), func(id uint32) bool { return id != c.ID }):
+	if len(c.Keys) == 0 && !c.Insecure && slices.ContainsFunc(slices.Collect(maps.Keys(c.Members)), func(id uint32) bool { return id != c.ID }) {
 		return ErrNoKey
 	}
 	return nil

@@ -373,14 +373,13 @@ func TestConfigValidation(t *testing.T) {
 		return Config{Name: "testd", ID: 1, Members: testMembers(2), Keys: []wire.Key{testKey}, Clock: clock.NewSim(clock.SimConfig{}, time.Now)}
 	}
 	for name, mut := range map[string]func(*Config){
-		"no key":           func(c *Config) { c.Keys = nil },
-		"key and insecure": func(c *Config) { c.Insecure = true },
-		"no id":            func(c *Config) { c.ID = 0 },
-		"not a member":     func(c *Config) { c.ID = 5 },
-		"no members":       func(c *Config) { c.Members = nil },
-		"shared addr":      func(c *Config) { c.Members[2] = c.Members[1] },
-		"tick too long":    func(c *Config) { c.TickInterval = time.Minute },
-		"no clock":         func(c *Config) { c.Clock = nil },
+		"no key":        func(c *Config) { c.Keys = nil },
+		"no id":         func(c *Config) { c.ID = 0 },
+		"not a member":  func(c *Config) { c.ID = 5 },
+		"no members":    func(c *Config) { c.Members = nil },
+		"shared addr":   func(c *Config) { c.Members[2] = c.Members[1] },
+		"tick too long": func(c *Config) { c.TickInterval = time.Minute },
+		"no clock":      func(c *Config) { c.Clock = nil },
 	} {
 		c := base()
 		mut(&c)
@@ -389,13 +388,17 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 	for name, mut := range map[string]func(*Config){
-		"insecure":      func(c *Config) { c.Keys, c.Insecure = nil, true },
-		"alone, no key": func(c *Config) { c.Keys, c.Members = nil, testMembers(1) },
+		"insecure":         func(c *Config) { c.Keys, c.Insecure = nil, true },
+		"insecure and key": func(c *Config) { c.Insecure = true },
+		"alone, no key":    func(c *Config) { c.Keys, c.Members = nil, testMembers(1) },
 	} {
 		c := base()
 		mut(&c)
 		if err := c.validate(); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+		if c.Insecure && len(c.Keys) > 0 {
+			t.Errorf("%s: insecure with a key", name)
 		}
 	}
 	c := base()

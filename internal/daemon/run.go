@@ -86,6 +86,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		"state_dir", d.cfg.StateDir,
 		"multicast", d.cfg.Multicast != nil,
 		"auth", len(d.cfg.Keys) > 0)
+	if d.cfg.insecureIgnored {
+		d.log.Info("--insecure ignored: a key is configured, frames are authenticated")
+	}
 	if d.cfg.Insecure {
 		d.log.Warn("running without authentication (--insecure): any host on the LAN can forge and replay this cluster's frames; create a key with `" +
 			d.cfg.Name + " keygen` and give every member --key-file")
