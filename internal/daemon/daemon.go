@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -179,10 +177,20 @@ var ErrNoKey = errors.New("a cluster (--members names other members) needs a sha
 // explicitly. A node alone (timed serving or following NTP) needs
 // neither: nothing it receives on its member socket comes from a member.
 func CheckKey(c Config) error {
-	if len(c.Keys) == 0 && !c.Insecure && slices.ContainsFunc(slices.Collect(maps.Keys(c.Members)), func(id uint32) bool { return id != c.ID }) {
+	if len(c.Keys) == 0 && !c.Insecure && hasOthers(c.Members, c.ID) {
 		return ErrNoKey
 	}
 	return nil
+}
+
+// hasOthers says whether members names anyone but self.
+func hasOthers(members map[uint32]netip.AddrPort, self uint32) bool {
+	for id := range members {
+		if id != self {
+			return true
+		}
+	}
+	return false
 }
 
 // CoreFactory builds the daemon's core from its persisted state (nil on a

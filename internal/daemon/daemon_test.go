@@ -519,3 +519,15 @@ func TestEpochsSavedAcrossRestart(t *testing.T) {
 		t.Errorf("node 1 series %d, frames in %v: want it moved on when told", st1.Node.Series, st1.Node.FramesIn)
 	}
 }
+
+func TestCorruptEpochsRefused(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	cfg := testConfig(t, net, dir, 1, 2)
+	os.MkdirAll(cfg.StateDir, 0o700)
+	path := filepath.Join(cfg.StateDir, "epochs")
+	os.WriteFile(path, []byte("2 12\n3 not-a-number\n"), 0o600)
+	if _, err := New(cfg, livenessFactory(1, 2)); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("corrupt epochs file: %v", err)
+	}
+}

@@ -199,6 +199,14 @@ func (n *Node) Receive(in Inbound) error {
 		n.stats.drop(wire.Reason(err))
 		return err
 	}
+	var refusal wire.EpochRefused
+	if f.Kind == wire.KindEpochRefused {
+		// The node's own message: decoded before anything is recorded.
+		if err := refusal.UnmarshalBinary(f.Payload); err != nil {
+			n.stats.drop(wire.Reason(err))
+			return err
+		}
+	}
 	plan, err := n.checkSeq(&f, in.Time)
 	if err == nil && f.Lamport > n.lamport.Now() && f.Lamport-n.lamport.Now() > MaxLamportAhead {
 		err = fmt.Errorf("%w: %d from %d, clock at %d", ErrLamportAhead, f.Lamport, f.Sender, n.lamport.Now())
@@ -216,10 +224,7 @@ func (n *Node) Receive(in Inbound) error {
 	n.lamport.Receive(f.Lamport)
 	if f.Kind == wire.KindEpochRefused {
 		// The node's own business: the core never sees it.
-		if err := n.epochRefused(f.Sender, f.Payload); err != nil {
-			n.stats.drop(wire.Reason(err))
-			return err
-		}
+		n.epochRefused(refusal)
 		n.stats.in(f.Kind)
 		return nil
 	}

@@ -232,16 +232,10 @@ func (n *Node) refuseEpoch(sender, epoch uint32, now time.Time) {
 // epochRefused handles a peer's KindEpochRefused: if it names this node's
 // current epoch, the peer restarted and remembers it, so this node moves to
 // a new series (an older epoch named is a stale message: nothing to do).
-func (n *Node) epochRefused(from uint32, payload []byte) error {
-	var e wire.EpochRefused
-	if err := e.UnmarshalBinary(payload); err != nil {
-		return err
+func (n *Node) epochRefused(e wire.EpochRefused) {
+	if e.Epoch == wire.SeqEpoch(n.seq) {
+		n.newSeries()
 	}
-	if e.Epoch != wire.SeqEpoch(n.seq) {
-		return nil
-	}
-	n.newSeries()
-	return nil
 }
 
 // save hands d to Config.Save, if there is one.

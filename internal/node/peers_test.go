@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -357,4 +358,40 @@ func TestNoHeaderValueLocksOutTheSender(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzReceiveHeader feeds node 2 a real frame of node 1, then a frame "from"
+// any sender with any sequence number, Lamport stamp and kind, from node 1's
+// address (sealed with the key when keyed: a key holder), then node 1's next
+// real frame. Nothing panics; a refused frame changes nothing (no window, no
+// clock, no core); and without keys node 1's next frame is always taken,
+// whatever came before it.
+func FuzzReceiveHeader(f *testing.F) {
+	f.Add(uint64(0xffffffffffffff00), uint64(0), uint32(1), uint8(wire.KindHeartbeat), false)
+	f.Add(uint64(1<<40|5000), ^uint64(0), uint32(1), uint8(wire.KindEpochRefused), true)
+	f.Add(uint64(0), uint64(1<<40), uint32(3), uint8(wire.KindCoordinator), false)
+	f.Fuzz(func(t *testing.T, seq, lamport uint64, sender uint32, kind uint8, keyed bool) {
+		p := newPair(t, keyed, nil)
+		p.mustAccept("first real frame", p.send())
+		var key *wire.Key
+		if keyed {
+			key = &testKey
+		}
+		b, err := forge.Raw(wire.Header{Kind: wire.Kind(kind), Cluster: wire.ClusterID("lab"), Sender: max(sender, 1), Receiver: 2,
+			Seq: seq, Lamport: lamport}, make([]byte, 8), key)
+		if err != nil {
+			return // not encodable: an unknown kind
+		}
+		before := p.b.Status()
+		steps := len(p.rb.steps)
+		if err := p.deliver(b); err != nil {
+			after := p.b.Status()
+			if after.Lamport != before.Lamport || len(p.rb.steps) != steps || !slices.Equal(before.Peers, after.Peers) || after.Series != before.Series {
+				t.Fatalf("a refused frame (%v) changed the node: %+v -> %+v", err, before, after)
+			}
+		}
+		if err := p.deliver(p.send()); err != nil && !keyed {
+			t.Fatalf("without keys, node 1's next frame after seq %#x lamport %#x was refused: %v", seq, lamport, err)
+		}
+	})
 }
