@@ -186,17 +186,29 @@ func TestBadPacketsCountedLoopSurvives(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, d)
-	attacker, err := net.Open(transport.Config{Listen: netip.MustParseAddrPort("127.0.0.99:7000")})
+	// Junk from member 2's address (member 2 is not running: whoever
+	// holds its address, or spoofs it, reaches the node) and from a
+	// stranger's (dropped unread by the endpoint).
+	attacker, err := net.Open(transport.Config{Listen: addr(2)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer attacker.Close()
+	stranger, err := net.Open(transport.Config{Listen: netip.MustParseAddrPort("127.0.0.99:7000")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
 	junk := [][]byte{nil, {0x53}, []byte("SL\x01\x01 not a frame"), bytes.Repeat([]byte{0xee}, 100)}
 	for i := 0; i < 100; i++ {
 		attacker.Send(addr(1), junk[i%len(junk)], nil)
+		stranger.Send(addr(1), junk[i%len(junk)], nil)
 	}
 	path := d.Config().ControlPath
-	eventually(t, "drops counted", func() bool { return status(t, path).Node.Stats.TotalDropped() >= 75 })
+	eventually(t, "drops counted", func() bool {
+		st := status(t, path)
+		return st.Node.Stats.TotalDropped() >= 75 && st.Transport.UDPStrangers >= 75
+	})
 	// The loop is still answering and ticking.
 	before := status(t, path).Node.FramesOut["heartbeat"]
 	eventually(t, "heartbeats still sent", func() bool { return status(t, path).Node.FramesOut["heartbeat"] > before })

@@ -68,10 +68,11 @@ var modes = []mode{{"key", true}, {"insecure", false}}
 // TestLabAttackElectd: three electd members and an attacker host. The
 // sequence-number split of issue 13 (one frame "from 3" numbered
 // 0xffffffffffffff00 made node 2 refuse node 3 and lead alone), sent from the
-// attacker's own address and with node 3's address spoofed; a frame from a
-// wrong source (the attacker's address, and node 3's machine on another
-// port); and, without a key, a plausible forged jump of node 3's numbers.
-// The three keep one leader in one term throughout.
+// attacker's own address, from node 3's machine on another port (a student
+// logged on it), and with node 3's address spoofed; a frame from a wrong
+// source (node 1's frame, with node 3's address spoofed); and, without a
+// key, a plausible forged jump of node 3's numbers. The three keep one
+// leader in one term throughout.
 func TestLabAttackElectd(t *testing.T) {
 	labnet.Require(t)
 	const n = 3
@@ -99,15 +100,22 @@ func TestLabAttackElectd(t *testing.T) {
 				return b
 			}
 			split := frame(0xffffffffffffff00)
+			from1, err := forge.Raw(wire.Header{Kind: wire.KindHeartbeat, Cluster: wire.ClusterID("synclab"),
+				Sender: 1, Receiver: 2, Seq: 1, Lamport: 1}, make([]byte, wire.HeartbeatLen), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			before := statusOf(t, "electd", l.control(2))
 			dropped := func(st map[string]any, reason string) float64 { return field(st, "node", "dropped", reason) }
 
-			// From the attacker's own address; from node 3's machine, on
-			// another port (a student logged on it); with node 3's
-			// address spoofed.
+			// From the attacker's own address and from node 3's machine
+			// on another port: no member's address, dropped unread. With
+			// node 3's address spoofed: the split frame reaches the node;
+			// so does node 1's frame, from the wrong member.
 			send(t, attacker, netip.AddrPortFrom(attacker.Addr(), 0), node2, split)
 			send(t, lab.Host(3), netip.AddrPortFrom(lab.Host(3).Addr(), 0), node2, split)
 			spoof(t, attacker, node3, node2, split)
+			spoof(t, attacker, node3, node2, from1)
 			// Without a key, also a jump a real node 3 could have made:
 			// accepted like any unauthenticated frame, but node 3's next
 			// real frame restarts the window instead of being refused.
@@ -120,8 +128,11 @@ func TestLabAttackElectd(t *testing.T) {
 
 			time.Sleep(2 * time.Second) // five leader timeouts
 			after := statusOf(t, "electd", l.control(2))
-			if got := dropped(after, "wrong_source") - dropped(before, "wrong_source"); got != 2 {
-				t.Errorf("wrong_source counted %v times, want 2 (attacker's address, node 3's machine on another port)", got)
+			if got := field(after, "transport", "udp_strangers") - field(before, "transport", "udp_strangers"); got != 2 {
+				t.Errorf("udp_strangers counted %v times, want 2 (the attacker's address, node 3's machine on another port)", got)
+			}
+			if got := dropped(after, "wrong_source") - dropped(before, "wrong_source"); got != 1 {
+				t.Errorf("wrong_source counted %v times, want 1 (node 1's frame from node 3's address)", got)
 			}
 			want := "implausible_seq"
 			if m.keyed {
@@ -136,7 +147,7 @@ func TestLabAttackElectd(t *testing.T) {
 			if lead, tm := l.agreed(all(n)...); lead != 3 || tm != term {
 				t.Fatalf("after the attacks: leader %d term %#x, want 3 and %#x everywhere (a split)", lead, tm, term)
 			}
-			t.Logf("%s: node 2 refused the split frame (%s), its sources (wrong_source), and kept leader 3 in term %#x", m.name, want, term)
+			t.Logf("%s: node 2 refused the split frame (%s), the strangers' (udp_strangers) and node 1's from node 3's address (wrong_source), and kept leader 3 in term %#x", m.name, want, term)
 		})
 	}
 }

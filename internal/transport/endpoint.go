@@ -35,8 +35,9 @@ type endpoint struct {
 	c       counters
 	once    sync.Once
 
-	slots    map[netip.Addr]int // members per IP allowed to connect; nil: anyone
-	buffered atomic.Int64       // bytes held by partly read inbound frames
+	slots    map[netip.Addr]int      // members per IP allowed to connect; nil: anyone
+	senders  map[netip.AddrPort]bool // members' addresses, whose datagrams are read; nil: anyone's
+	buffered atomic.Int64            // bytes held by partly read inbound frames
 
 	mu      sync.Mutex
 	closed  bool
@@ -64,8 +65,34 @@ func newEndpoint(cfg Config, local netip.AddrPort) *endpoint {
 		inbound: make(map[net.Conn]struct{}),
 		byIP:    make(map[netip.Addr][]*inConn),
 		slots:   peerSlots(cfg.Peers),
+		senders: peerAddrs(cfg.Peers),
 		rnd:     rand.New(rand.NewPCG(seed, seed^0x5eed_1ab5_7a9e_0001)),
 	}
+}
+
+// peerAddrs is the set of the members' addresses; nil: no filter.
+func peerAddrs(peers []netip.AddrPort) map[netip.AddrPort]bool {
+	if peers == nil {
+		return nil
+	}
+	m := make(map[netip.AddrPort]bool, len(peers))
+	for _, p := range peers {
+		m[netip.AddrPortFrom(p.Addr().Unmap(), p.Port())] = true
+	}
+	return m
+}
+
+// udpStranger says (and counts) whether a datagram from `from` comes from
+// no member's address: members send from the socket they listen on, so
+// anything else is dropped before it is copied or delivered
+// (Stats.UDPStrangers). A datagram from a member's address may still be
+// forged (spoofed); the node checks that its sender is that member.
+func (e *endpoint) udpStranger(from netip.AddrPort) bool {
+	if e.senders == nil || e.senders[from] {
+		return false
+	}
+	e.c.udpStrangers.Add(1)
+	return true
 }
 
 // deliver hands p to the consumer, waiting while the channel is full,

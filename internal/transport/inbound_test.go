@@ -188,3 +188,33 @@ func TestIdleLinkClosesItself(t *testing.T) {
 		}
 	})
 }
+
+// Datagrams from an address that is no member's are dropped unread, on
+// the member socket and on the group socket alike; the members' arrive.
+func TestUDPStrangersDropped(t *testing.T) {
+	eachImpl(t, func(t *testing.T, k *kit) {
+		group := testGroup(t)
+		mc := func() *MulticastConfig {
+			return &MulticastConfig{Group: group, Interface: "lo", TTL: 0, Loopback: true}
+		}
+		member := k.open(Config{Listen: k.addr(0), Multicast: mc()})
+		stranger := k.open(Config{Listen: k.addr(2), Multicast: mc()})
+		b := k.open(Config{Listen: k.addr(1), Multicast: mc(), Peers: []netip.AddrPort{member.LocalAddr()}})
+		mustSend(t, stranger.Send(b.LocalAddr(), []byte("forged"), nil))
+		mustSend(t, stranger.SendMulticast([]byte("forged"), nil))
+		mustSend(t, member.Send(b.LocalAddr(), []byte("u"), nil))
+		mustSend(t, member.SendMulticast([]byte("m"), nil))
+		got := map[string]bool{}
+		for range 2 {
+			p := recv(t, b, 2*time.Second)
+			if p.From != member.LocalAddr() {
+				t.Fatalf("a stranger's datagram %q from %v was delivered", p.Data, p.From)
+			}
+			got[string(p.Data)] = true
+		}
+		quiet(t, b, 50*time.Millisecond)
+		if st := b.Stats(); !got["u"] || !got["m"] || st.UDPStrangers != 2 || st.UDP.PacketsIn+st.Multicast.PacketsIn != 2 {
+			t.Fatalf("got %v; strangers %d, in %d+%d", got, st.UDPStrangers, st.UDP.PacketsIn, st.Multicast.PacketsIn)
+		}
+	})
+}

@@ -34,6 +34,9 @@ type Stats struct {
 	// BadFrames counts inbound connections closed for an oversized
 	// length prefix.
 	BadFrames uint64 `json:"bad_frames"`
+	// UDPStrangers counts datagrams on the member and group sockets from
+	// addresses that are no member's (Config.Peers), dropped unread.
+	UDPStrangers uint64 `json:"udp_strangers"`
 	// InboundStrangers counts inbound connections from IPs that are no
 	// member's (Config.Peers), reset before anything was read.
 	InboundStrangers uint64 `json:"inbound_strangers"`
@@ -95,6 +98,7 @@ type counters struct {
 	ownIgnored, kernel, user, sendErrs, queueDrops     atomic.Uint64
 	staleDrops, reconnects, dialErrs, badFrames, rxOvf atomic.Uint64
 	inboundRefused, inboundStrangers, inboundEvicted   atomic.Uint64
+	udpStrangers                                       atomic.Uint64
 	streamTimeouts, overBudget                         atomic.Uint64
 	inbound                                            atomic.Int64
 }
@@ -123,6 +127,7 @@ func (c *counters) snapshot() Stats {
 		BadFrames:           c.badFrames.Load(),
 		RxOverflow:          c.rxOvf.Load(),
 		InboundRefused:      c.inboundRefused.Load(),
+		UDPStrangers:        c.udpStrangers.Load(),
 		InboundStrangers:    c.inboundStrangers.Load(),
 		InboundEvicted:      c.inboundEvicted.Load(),
 		StreamTimeouts:      c.streamTimeouts.Load(),

@@ -137,10 +137,11 @@ type Config struct {
 	Multicast *MulticastConfig
 	// Stream configures the TCP links. Zero fields take defaults.
 	Stream StreamConfig
-	// Peers are the member addresses allowed to connect over TCP: a
-	// connection from any other IP is closed before anything is read, and
-	// the members always find a slot (see inbound.go). nil: any host may
-	// connect, MaxInbound connections at most (tests, tools).
+	// Peers are the other members' addresses. Datagrams from any other
+	// address are dropped unread (members send from their member socket);
+	// TCP connections from any other IP are closed before anything is read,
+	// and the members always find a slot (see inbound.go). nil: any host
+	// may send and connect, MaxInbound connections at most (tests, tools).
 	Peers []netip.AddrPort
 	// Seed seeds the backoff jitter (there is no package-global rand).
 	// 0 picks a random seed.
