@@ -107,10 +107,11 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		sum(st.Node.FramesIn), sum(st.Node.FramesOut), reasons(st.Node.Dropped))
 	tr := st.Transport
 	if refused := map[string]uint64{
-		"stranger": tr.InboundStrangers, "evicted": tr.InboundEvicted, "timeout": tr.StreamTimeouts,
-		"bad_frame": tr.BadFrames, "over_budget": tr.StreamOverBudget, "too_many": tr.InboundRefused,
+		"udp_stranger": tr.UDPStrangers, "tcp_stranger": tr.InboundStrangers, "tcp_evicted": tr.InboundEvicted,
+		"tcp_timeout": tr.StreamTimeouts, "tcp_bad_frame": tr.BadFrames, "tcp_over_budget": tr.StreamOverBudget,
+		"tcp_too_many": tr.InboundRefused,
 	}; sum(refused) > 0 {
-		fmt.Fprintf(tw, "TCP\t: %d inbound, closed %s\n", tr.Inbound, reasons(refused))
+		fmt.Fprintf(tw, "Refused\t: %s; %d TCP connections in\n", reasons(refused), tr.Inbound)
 	}
 	if len(st.Errors) > 0 {
 		fmt.Fprintf(tw, "Errors\t: %s\n", reasons(st.Errors))
