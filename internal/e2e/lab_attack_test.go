@@ -277,6 +277,7 @@ func TestLabAttackMutexdTCP(t *testing.T) {
 			attack(student, 200, 0, 0)
 			peak := rss()
 
+			streamIn := field(statusOf(t, "mutexd", l.control(1)), "transport", "stream", "packets_in")
 			// Nodes 2 and 3 restart: their links to node 1 connect anew
 			// while the attacker's connections are (or were) there.
 			for _, i := range []int{2, 3} {
@@ -288,6 +289,14 @@ func TestLabAttackMutexdTCP(t *testing.T) {
 				lockOK(i)
 			}
 			peak = max(peak, rss())
+			// Tokens reached node 1 over connections the members opened
+			// after their restart, while the attacker held (or tried to
+			// hold) every slot: node 1 read stream frames again.
+			if got := field(statusOf(t, "mutexd", l.control(1)), "transport", "stream", "packets_in") - streamIn; got < 1 {
+				t.Errorf("node 1 read no stream frame from the restarted members (tokens must have been regenerated)")
+			} else {
+				t.Logf("node 1 read %v stream frames from the members after their restart", got)
+			}
 			st := statusOf(t, "mutexd", l.control(1))
 			tr := func(f string) float64 { return field(st, "transport", f) }
 			t.Logf("%s: node 1 RSS %.1f MB before, %.1f MB at most under attack; TCP: inbound %v, strangers reset %v, evicted %v, bad frames %v, timeouts %v, over budget %v",
