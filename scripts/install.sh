@@ -15,13 +15,19 @@
 #   --bin-dir DIR    install the prebuilt binaries DIR/timed... instead of building
 #                    them with `go build` (install only)
 #   --dry-run        print every action, change nothing
-#   --purge          uninstall: also remove /etc/default/X and the state in
-#                    /var/lib/X (kept otherwise)
+#   --purge          uninstall: also remove /etc/default/X, the state in
+#                    /var/lib/X and the cluster key (kept otherwise)
 #
 # The unit files go to /etc/systemd/system. /etc/default/X is written only
 # when it does not exist: an admin's configuration is never overwritten (the
 # current example is always in DIR/share/doc/synclab to compare with). Running
 # install twice changes nothing the second time, and says so.
+#
+# The cluster key: when /etc/synclab/cluster.key does not exist, install
+# makes one (`X keygen`, root-only, mode 0600), which the units hand to the
+# daemons. Every member of a cluster needs the same file: install on one
+# machine, then copy its key over the others' (scp -p). An existing key is
+# never replaced; uninstall keeps it unless --purge (of all three daemons).
 #
 # This script never starts, stops, enables or disables a service: it prints
 # the systemctl line for the admin to run. uninstall refuses to remove a
@@ -125,6 +131,7 @@ example_path() { echo "$prefix/share/doc/synclab/$1.env.example"; }
 man_path() { echo "$prefix/share/man/man8/$1.8"; }
 bash_path() { echo "$prefix/share/bash-completion/completions/$1"; }
 zsh_path() { echo "$prefix/share/zsh/site-functions/_$1"; }
+key_path=/etc/synclab/cluster.key
 
 say() { printf '%s\n' "$*"; }
 
@@ -224,6 +231,21 @@ do_install() {
 		fi
 	done
 
+	local key_made=0
+	if [ -e "$dest$key_path" ]; then
+		say "kept $dest$key_path: the cluster key is never replaced"
+	elif [ "$dry" = 1 ]; then
+		changed=$((changed + 1))
+		say "would create $dest$key_path (0600; a new cluster key: ${daemons[0]} keygen)"
+	else
+		changed=$((changed + 1))
+		key_made=1
+		# keygen writes it atomically, mode 0600, and creates the directory.
+		"$bindir/${daemons[0]}" keygen "$dest$key_path" >/dev/null ||
+			fail "$bindir/${daemons[0]} keygen $dest$key_path failed"
+		say "created $dest$key_path (0600; a new cluster key)"
+	fi
+
 	say ""
 	if [ "$changed" = 0 ]; then
 		say "Nothing to do: ${daemons[*]} already installed ($(files "$same") up to date)."
@@ -238,6 +260,10 @@ do_install() {
 		var=${var^^}
 		say "Edit $f: set ${var}_ID and ${var}_MEMBERS for this host."
 	done
+	if [ "$key_made" = 1 ]; then
+		say "This machine has a new cluster key, $key_path. Every member needs the same file:"
+		say "keep the first machine's and copy it over the others' (scp -p $key_path HOST:$key_path)."
+	fi
 	say "This script starts and enables nothing. When the configuration is ready:"
 	say "    systemctl daemon-reload && systemctl enable --now ${daemons[*]}"
 	if [ "$changed" != 0 ]; then
@@ -299,6 +325,16 @@ do_uninstall() {
 			say "kept $dest$(unit_path "$d").d: drop-ins are the admin's"
 		fi
 	done
+	# The key is the cluster's, not one daemon's: only a purge of all
+	# three takes it.
+	if [ "$purge" = 1 ] && [ ${#daemons[@]} = ${#all[@]} ]; then
+		remove "$key_path"
+		if [ "$dry" = 0 ] && [ -d "$dest${key_path%/*}" ]; then
+			rmdir "$dest${key_path%/*}" 2>/dev/null || true
+		fi
+	elif [ -e "$dest$key_path" ]; then
+		say "kept $dest$key_path (the cluster key; uninstall --purge of all three daemons removes it)"
+	fi
 	say ""
 	if [ "$changed" = 0 ]; then
 		say "Nothing to do: ${daemons[*]} not installed here${dest:+ (under $dest)}."

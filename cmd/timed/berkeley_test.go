@@ -18,7 +18,7 @@ import (
 )
 
 func TestBerkeleyUsageErrors(t *testing.T) {
-	base := []string{"timed", "run", "--id", "1", "--members", "1=127.0.0.1:9,2=127.0.0.2:9", "--clock", "sim"}
+	base := []string{"timed", "run", "--id", "1", "--members", "1=127.0.0.1:9,2=127.0.0.2:9", "--clock", "sim", "--insecure"}
 	bk := func(args ...string) []string { return slices.Concat(base, []string{"--mode", "berkeley"}, args) }
 	other := func(args ...string) []string { return slices.Concat(base, args) }
 	for _, tc := range []struct {

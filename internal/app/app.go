@@ -73,7 +73,7 @@ func New(spec Spec) *cli.App {
 		Commands: slices.Concat(
 			[]*cli.Command{runCommand(spec), statusCommand(spec)},
 			spec.Commands,
-			[]*cli.Command{manCommand(spec.Name), completionCommand(spec.Name)},
+			[]*cli.Command{keygenCommand(spec.Name), manCommand(spec.Name), completionCommand(spec.Name)},
 		),
 		OnUsageError: onUsageError,
 		// Main decides exit codes; urfave must not exit on its own.
@@ -175,7 +175,8 @@ func commonRunFlags(name string) []cli.Flag {
 		&cli.UintFlag{Name: "id", EnvVars: env("id"), Usage: "this node's member ID (> 0; required)"},
 		&cli.StringFlag{Name: "members", EnvVars: env("members"), Usage: "static member list `ID=HOST:PORT,...`, the same on every node; this node's entry is its listen address"},
 		&cli.StringFlag{Name: "cluster", EnvVars: env("cluster"), Value: "synclab", Usage: "cluster `NAME`; frames of other clusters are dropped"},
-		&cli.StringFlag{Name: "key-file", EnvVars: env("key-file"), Usage: "shared HMAC key file (`PATH`); when set, frames without a valid MAC are dropped"},
+		&cli.StringFlag{Name: "key-file", EnvVars: env("key-file"), Usage: "shared HMAC key file (`PATH`, made by `" + name + " keygen`); frames without a valid MAC are dropped. A cluster needs one, or --insecure"},
+		&cli.BoolFlag{Name: "insecure", EnvVars: env("insecure"), Usage: "allow a cluster without a key: any host on the LAN can then forge and replay its frames (logged at start, shown in status); ignored when --key-file is given"},
 		&cli.StringFlag{Name: "control", EnvVars: env("control"), Value: "/run/" + name + "/control.sock", Usage: "control socket `PATH`"},
 		&cli.StringFlag{Name: "control-group", EnvVars: env("control-group"), Usage: "`GROUP` allowed to use the control socket besides root"},
 		&cli.StringFlag{Name: "state-dir", EnvVars: env("state-dir"), Value: "/var/lib/" + name, Usage: "durable state `DIR`"},
@@ -266,10 +267,14 @@ func commonConfig(c *cli.Context, name string) (daemon.Config, error) {
 		return cfg, Usagef("--id %d is not in --members: add this node's own entry (its listen address)", cfg.ID)
 	}
 	cfg.Members = members
+	cfg.Insecure = c.Bool("insecure")
 	if path := c.String("key-file"); path != "" {
 		if cfg.Keys, err = LoadKeys(path); err != nil {
 			return cfg, err
 		}
+	}
+	if err := checkKey(name, cfg); err != nil {
+		return cfg, err
 	}
 	if g := c.String("multicast"); g != "" {
 		group, err := ParseMulticast(g)

@@ -84,6 +84,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--log-level", "loud"}, 2, "--log-level"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--key-file", "/nonexistent"}, 1, "key file"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000"}, 2, "build reached"},
+		// A cluster needs a key or --insecure; a node alone needs neither.
+		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000,2=127.0.0.2:7000"}, 2,
+			"a cluster (--members names other members) needs a shared key (--key-file), or --insecure. Authenticate it:\n" +
+				"    testd keygen /etc/synclab/cluster.key"},
+		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000,2=127.0.0.2:7000"}, 2, "--insecure (TESTD_INSECURE=true)"},
+		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000,2=127.0.0.2:7000", "--insecure"}, 2, "build reached"},
+		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000,2=127.0.0.2:7000", "--insecure", "--key-file", "/nonexistent"}, 1, "key file"},
 		{[]string{"testd", "status", "--control", "/nonexistent/x.sock"}, 1, "cannot reach the daemon"},
 		{[]string{"testd", "status", "extra"}, 2, "no arguments"},
 	}
@@ -101,6 +108,7 @@ func TestEnvironmentVariablesSetFlags(t *testing.T) {
 	t.Setenv("TESTD_ID", "2")
 	t.Setenv("TESTD_MEMBERS", "1=127.0.0.1:7000,2=127.0.0.2:7000")
 	t.Setenv("TESTD_TICK", "20ms")
+	t.Setenv("TESTD_INSECURE", "true")
 	var got daemon.Config
 	a := New(Spec{
 		Name: "testd",
@@ -112,7 +120,7 @@ func TestEnvironmentVariablesSetFlags(t *testing.T) {
 	var stderr bytes.Buffer
 	a.ErrWriter = &stderr
 	Run(a, []string{"testd", "run"}, &stderr)
-	if got.ID != 2 || len(got.Members) != 2 || got.TickInterval != 20*time.Millisecond {
+	if got.ID != 2 || len(got.Members) != 2 || got.TickInterval != 20*time.Millisecond || !got.Insecure {
 		t.Errorf("config from environment: %+v (stderr %s)", got, stderr.String())
 	}
 	if EnvVar("timed", "sim-offset") != "TIMED_SIM_OFFSET" {
@@ -130,5 +138,61 @@ func TestFormatOffset(t *testing.T) {
 		if got := FormatOffset(d); got != want {
 			t.Errorf("FormatOffset(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+func TestKeygen(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "etc", "synclab", "cluster.key")
+	run := func(args ...string) (int, string) {
+		var out, stderr bytes.Buffer
+		a := testApp()
+		a.Writer, a.ErrWriter = &out, &stderr
+		code := Run(a, append([]string{"testd", "keygen"}, args...), &stderr)
+		return code, out.String() + stderr.String()
+	}
+	if code, out := run(path); code != 0 || !strings.Contains(out, "wrote "+path+" (key 1, 256 bits, mode 0600)") ||
+		!strings.Contains(out, "TESTD_KEY_FILE="+path) {
+		t.Fatalf("keygen: exit %d\n%s", code, out)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v mode %v, want 0600", err, fi.Mode())
+	}
+	first, err := LoadKeys(path)
+	if err != nil || len(first) != 1 || first[0].ID != 1 || len(first[0].Secret) != KeySize {
+		t.Fatalf("keys %v, %v", first, err)
+	}
+	if code, out := run(path); code != 1 || !strings.Contains(out, "exists") {
+		t.Fatalf("keygen over an existing file: exit %d\n%s", code, out)
+	}
+	if again, _ := LoadKeys(path); !bytes.Equal(again[0].Secret, first[0].Secret) {
+		t.Fatal("a refused keygen changed the key")
+	}
+	if code, out := run("--force", path); code != 0 {
+		t.Fatalf("--force: exit %d\n%s", code, out)
+	}
+	forced, _ := LoadKeys(path)
+	if bytes.Equal(forced[0].Secret, first[0].Secret) {
+		t.Fatal("--force kept the old secret")
+	}
+	if code, out := run("--add", path); code != 0 || !strings.Contains(out, "added key 2") {
+		t.Fatalf("--add: exit %d\n%s", code, out)
+	}
+	both, err := LoadKeys(path)
+	if err != nil || len(both) != 2 || both[0].ID != 1 || !bytes.Equal(both[0].Secret, forced[0].Secret) || both[1].ID != 2 {
+		t.Fatalf("after --add: %v, %v", both, err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("--add left mode %v", fi.Mode())
+	}
+	if code, _ := run("--add", "--force", path); code != 2 {
+		t.Errorf("--add --force: exit %d, want 2", code)
+	}
+	if code, _ := run(path, "extra"); code != 2 {
+		t.Errorf("two arguments: exit %d, want 2", code)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("temporary files left: %v", entries)
 	}
 }

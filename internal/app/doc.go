@@ -2,9 +2,12 @@
 // urfave/cli/v2 app skeleton with the common `run` flags (each also read from
 // an environment variable NAME_FLAG, so a systemd EnvironmentFile configures a
 // host), their translation into a daemon.Config, the `status` client command,
-// `man` (the manual page, every flag with its variable) and `completion
-// bash|zsh`, and the exit-code convention (0 success, 1 failure, 2 usage
-// error).
+// `keygen` (the cluster key file, one implementation for the three binaries,
+// which tests and the demo call too: WriteNewKeyFile), `man` (the manual
+// page, every flag with its variable) and `completion bash|zsh`, and the
+// exit-code convention (0 success, 1 failure, 2 usage error). A cluster
+// needs a key or --insecure: without either, `run` exits 2 saying what to
+// run.
 //
 // A binary supplies a Spec: its name, its extra run flags, a Build function
 // that finishes the daemon.Config and returns the core to run, and how to

@@ -93,15 +93,26 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	if st.Multicast != "" {
 		addr += ", multicast " + st.Multicast
 	}
-	auth := "off"
-	if st.Auth {
+	auth := "off (no other members)"
+	switch {
+	case st.Auth:
 		auth = "HMAC-SHA256"
+	case st.Insecure:
+		auth = "OFF (--insecure: any host on the LAN can forge and replay this cluster's frames)"
 	}
 	fmt.Fprintf(tw, "Address\t: %s, authentication %s\n", addr, auth)
 	fmt.Fprintf(tw, "Uptime\t: %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
 	fmt.Fprintf(tw, "Clock\t: %s\n", clockLine(st.Status))
 	fmt.Fprintf(tw, "Frames\t: in %d, out %d, dropped %s\n",
 		sum(st.Node.FramesIn), sum(st.Node.FramesOut), reasons(st.Node.Dropped))
+	tr := st.Transport
+	if refused := map[string]uint64{
+		"udp_stranger": tr.UDPStrangers, "tcp_stranger": tr.InboundStrangers, "tcp_evicted": tr.InboundEvicted,
+		"tcp_timeout": tr.StreamTimeouts, "tcp_bad_frame": tr.BadFrames, "tcp_over_budget": tr.StreamOverBudget,
+		"tcp_too_many": tr.InboundRefused,
+	}; sum(refused) > 0 {
+		fmt.Fprintf(tw, "Refused\t: %s; %d TCP connections in\n", reasons(refused), tr.Inbound)
+	}
 	if len(st.Errors) > 0 {
 		fmt.Fprintf(tw, "Errors\t: %s\n", reasons(st.Errors))
 	}

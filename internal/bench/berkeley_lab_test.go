@@ -236,6 +236,7 @@ func (g *bkGroup) start(i int, offset time.Duration) {
 	argv := []string{bb.timed, "run", "--mode", "berkeley", "--id", strconv.Itoa(i), "--members", strings.Join(members, ","),
 		"--control", g.control(i), "--state-dir", filepath.Join(bb.dir, fmt.Sprintf("b%d-h%d.state", g.port, i)),
 		"--clock", "sim", "--sim-offset", offset.String(), "--sim-drift", strconv.FormatFloat(bb.drift[i], 'f', 3, 64)}
+	argv = append(argv, keyArgs(bb.b, bb.dir)...)
 	if g.multicast {
 		argv = append(argv, "--multicast", fmt.Sprintf("%s:%d", multicastGroup, g.port+99), "--interface", bb.lab.Host(i).Interface())
 	}

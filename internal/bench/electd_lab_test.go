@@ -83,7 +83,7 @@ func (c *electdCluster) start(i int) {
 	if c.spec.multicast {
 		argv = append(argv, "--multicast", fmt.Sprintf("%s:%d", multicastGroup, c.spec.port+99), "--interface", e.lab.Host(i).Interface())
 	}
-	argv = append(argv, c.spec.extra...)
+	argv = append(append(argv, keyArgs(e.b, e.dir)...), c.spec.extra...)
 	c.procs[i] = e.lab.Host(i).Start(e.b, fmt.Sprintf("electd-%d", c.spec.port), argv, nil)
 }
 

@@ -2,11 +2,13 @@ package bench
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/labnet"
 )
 
@@ -39,4 +41,18 @@ func terminate(p *labnet.Proc) {
 			p.Kill()
 		}
 	}
+}
+
+// keyArgs gives a benchmark's daemons the cluster key in dir (made once,
+// with the binaries' own keygen): synclab is measured as it runs by
+// default, authenticated.
+func keyArgs(tb testing.TB, dir string) []string {
+	tb.Helper()
+	path := filepath.Join(dir, "cluster.key")
+	if _, err := os.Stat(path); err != nil {
+		if _, err := app.WriteNewKeyFile(path, false); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return []string{"--key-file", path}
 }

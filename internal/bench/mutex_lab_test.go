@@ -174,7 +174,7 @@ func (m *mutexBench) start(i int) {
 		"--control", m.control(i), "--state-dir", filepath.Join(m.dir, fmt.Sprintf("m%d.state", i)),
 		"--lease", mutexLeaseTTL.String(),
 	}
-	argv = append(argv, strings.Fields(*mutexFlags)...)
+	argv = append(append(argv, keyArgs(m.b, m.dir)...), strings.Fields(*mutexFlags)...)
 	m.procs[i] = m.lab.Host(i).Start(m.b, "mutexd", argv, nil)
 	if m.clients[i] == nil {
 		m.clients[i] = ctl.NewClient(m.control(i), "mutexd")

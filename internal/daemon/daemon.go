@@ -36,8 +36,14 @@ type Config struct {
 	// Cluster names the cluster; frames of other clusters are dropped.
 	// Default "synclab".
 	Cluster string
-	// Keys authenticate frames (HMAC-SHA256); empty: no authentication.
+	// Keys authenticate frames (HMAC-SHA256). A node with other members
+	// needs them, unless Insecure.
 	Keys []wire.Key
+	// Insecure allows a cluster without keys: any host on the LAN can then
+	// forge and replay its frames. The daemon warns at start and status
+	// says so. It is a permission, not a mode: with Keys it changes
+	// nothing (validate clears it, and the daemon says it ignored it).
+	Insecure bool
 	// Multicast, when set, carries broadcasts as one multicast datagram.
 	Multicast *transport.MulticastConfig
 	// Stream configures the TCP links to peers (transport defaults).
@@ -90,6 +96,8 @@ type Config struct {
 	// Network opens the node's endpoint. Default transport.Open (real
 	// sockets); tests pass an in-memory network's Open.
 	Network func(transport.Config) (transport.Endpoint, error)
+
+	insecureIgnored bool // Insecure was given with Keys
 }
 
 func (c *Config) validate() error {
@@ -115,6 +123,11 @@ func (c *Config) validate() error {
 		}
 		seen[a] = id
 	}
+	if err := CheckKey(*c); err != nil {
+		return err
+	}
+	c.insecureIgnored = c.Insecure && len(c.Keys) > 0
+	c.Insecure = c.Insecure && len(c.Keys) == 0
 	if c.Cluster == "" {
 		c.Cluster = "synclab"
 	}
@@ -154,6 +167,31 @@ func (c *Config) validate() error {
 		c.DatagramAddr = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
 	}
 	return nil
+}
+
+// ErrNoKey: the node has other members (a cluster) but neither keys nor
+// Insecure. The binaries turn it into a usage error that says what to run.
+var ErrNoKey = errors.New("a cluster (--members names other members) needs a shared key (--key-file), or --insecure")
+
+// CheckKey applies the rule "a cluster needs a key or --insecure": a node
+// whose member list names other members must have Keys, or Insecure said
+// explicitly. A node alone (timed serving or following NTP) needs
+// neither: nothing it receives on its member socket comes from a member.
+func CheckKey(c Config) error {
+	if len(c.Keys) == 0 && !c.Insecure && hasOthers(c.Members, c.ID) {
+		return ErrNoKey
+	}
+	return nil
+}
+
+// hasOthers says whether members names anyone but self.
+func hasOthers(members map[uint32]netip.AddrPort, self uint32) bool {
+	for id := range members {
+		if id != self {
+			return true
+		}
+	}
+	return false
 }
 
 // CoreFactory builds the daemon's core from its persisted state (nil on a
@@ -213,6 +251,11 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	epochs, err := st.readEpochs()
+	if err != nil {
+		return nil, err
+	}
+	saved := &durable{st: st, inc: inc, epochs: epochs}
 	persisted, err := st.read(coreStateFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", coreStateFile, err)
@@ -231,6 +274,8 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		Cluster:     cfg.Cluster,
 		Keys:        cfg.Keys,
 		Incarnation: inc,
+		Epochs:      epochs,
+		Save:        saved.save,
 		Multicast:   cfg.Multicast != nil,
 	}, c)
 	if err != nil {

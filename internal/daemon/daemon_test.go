@@ -61,12 +61,16 @@ func livenessFactory(id uint32, n int) CoreFactory {
 	}
 }
 
+// testKey is every test cluster's key: a cluster runs authenticated.
+var testKey = wire.Key{ID: 1, Secret: []byte("0123456789abcdef0123456789abcdef")}
+
 func testConfig(t *testing.T, net *transport.MemNetwork, dir string, id uint32, n int) Config {
 	return Config{
 		Name:         "testd",
 		ID:           id,
 		Members:      testMembers(n),
 		Cluster:      "test",
+		Keys:         []wire.Key{testKey},
 		ControlPath:  filepath.Join(dir, fmt.Sprintf("c%d.sock", id)),
 		StateDir:     filepath.Join(dir, fmt.Sprintf("state%d", id)),
 		TickInterval: 2 * time.Millisecond,
@@ -182,17 +186,29 @@ func TestBadPacketsCountedLoopSurvives(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, d)
-	attacker, err := net.Open(transport.Config{Listen: netip.MustParseAddrPort("127.0.0.99:7000")})
+	// Junk from member 2's address (member 2 is not running: whoever
+	// holds its address, or spoofs it, reaches the node) and from a
+	// stranger's (dropped unread by the endpoint).
+	attacker, err := net.Open(transport.Config{Listen: addr(2)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer attacker.Close()
+	stranger, err := net.Open(transport.Config{Listen: netip.MustParseAddrPort("127.0.0.99:7000")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
 	junk := [][]byte{nil, {0x53}, []byte("SL\x01\x01 not a frame"), bytes.Repeat([]byte{0xee}, 100)}
 	for i := 0; i < 100; i++ {
 		attacker.Send(addr(1), junk[i%len(junk)], nil)
+		stranger.Send(addr(1), junk[i%len(junk)], nil)
 	}
 	path := d.Config().ControlPath
-	eventually(t, "drops counted", func() bool { return status(t, path).Node.Stats.TotalDropped() >= 75 })
+	eventually(t, "drops counted", func() bool {
+		st := status(t, path)
+		return st.Node.Stats.TotalDropped() >= 75 && st.Transport.UDPStrangers >= 75
+	})
 	// The loop is still answering and ticking.
 	before := status(t, path).Node.FramesOut["heartbeat"]
 	eventually(t, "heartbeats still sent", func() bool { return status(t, path).Node.FramesOut["heartbeat"] > before })
@@ -375,9 +391,10 @@ func TestHookTimeoutKillsAndContinues(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	base := func() Config {
-		return Config{Name: "testd", ID: 1, Members: testMembers(2), Clock: clock.NewSim(clock.SimConfig{}, time.Now)}
+		return Config{Name: "testd", ID: 1, Members: testMembers(2), Keys: []wire.Key{testKey}, Clock: clock.NewSim(clock.SimConfig{}, time.Now)}
 	}
 	for name, mut := range map[string]func(*Config){
+		"no key":        func(c *Config) { c.Keys = nil },
 		"no id":         func(c *Config) { c.ID = 0 },
 		"not a member":  func(c *Config) { c.ID = 5 },
 		"no members":    func(c *Config) { c.Members = nil },
@@ -389,6 +406,20 @@ func TestConfigValidation(t *testing.T) {
 		mut(&c)
 		if err := c.validate(); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+	for name, mut := range map[string]func(*Config){
+		"insecure":         func(c *Config) { c.Keys, c.Insecure = nil, true },
+		"insecure and key": func(c *Config) { c.Insecure = true },
+		"alone, no key":    func(c *Config) { c.Keys, c.Members = nil, testMembers(1) },
+	} {
+		c := base()
+		mut(&c)
+		if err := c.validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if c.Insecure && len(c.Keys) > 0 {
+			t.Errorf("%s: insecure with a key", name)
 		}
 	}
 	c := base()
@@ -461,5 +492,63 @@ func TestOnEventSeesEveryEvent(t *testing.T) {
 	ds[0].Do(context.Background(), func(*node.Node) { names = maps.Clone(ds[0].events) })
 	if names["member_up"] != n-1 {
 		t.Errorf("daemon counted %v", names)
+	}
+}
+
+// TestEpochsSavedAcrossRestart: a daemon saves the epoch of each member it
+// accepted; after a restart it refuses frames of those epochs (they could
+// be recordings), the member moves to a new series when told, and the two
+// hear each other again.
+func TestEpochsSavedAcrossRestart(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	d1, err := New(testConfig(t, net, dir, 1, 2), livenessFactory(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d1)
+	run2 := func() (*Daemon, context.CancelFunc, chan error) {
+		d, err := New(testConfig(t, net, dir, 2, 2), livenessFactory(2, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		eventually(t, "alive", func() bool {
+			_, err := os.Stat(d.Config().ControlPath)
+			return err == nil && aliveCount(status(t, d.Config().ControlPath)) == 2
+		})
+		return d, cancel, done
+	}
+	d2, cancel, done := run2()
+	st1 := status(t, d1.Config().ControlPath)
+	cancel()
+	<-done
+	b, err := os.ReadFile(filepath.Join(d2.Config().StateDir, "epochs"))
+	if want := fmt.Sprintf("\n1 %d\n", st1.Node.Incarnation<<8); err != nil || !strings.Contains(string(b), want) {
+		t.Fatalf("epochs file %q (%v), want a line %q", b, err, want)
+	}
+
+	d2, cancel, done = run2()
+	defer func() { cancel(); <-done }()
+	st2 := status(t, d2.Config().ControlPath)
+	if st2.Node.Dropped["pre_restart"] == 0 {
+		t.Errorf("no frame of node 1's old epoch refused after the restart: %v", st2.Node.Dropped)
+	}
+	if st1 := status(t, d1.Config().ControlPath); st1.Node.Series != 1 || st1.Node.FramesIn["epoch_refused"] == 0 {
+		t.Errorf("node 1 series %d, frames in %v: want it moved on when told", st1.Node.Series, st1.Node.FramesIn)
+	}
+}
+
+func TestCorruptEpochsRefused(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	cfg := testConfig(t, net, dir, 1, 2)
+	os.MkdirAll(cfg.StateDir, 0o700)
+	path := filepath.Join(cfg.StateDir, "epochs")
+	os.WriteFile(path, []byte("2 12\n3 not-a-number\n"), 0o600)
+	if _, err := New(cfg, livenessFactory(1, 2)); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("corrupt epochs file: %v", err)
 	}
 }

@@ -20,7 +20,14 @@
 // the directory) before any message of the same Ready leaves; if that write
 // fails the messages are withheld and counted, so a term or fence is never
 // announced and then forgotten. Each start raises a persisted incarnation that
-// prefixes every frame sequence number.
+// prefixes every frame sequence number; the epochs of the members' frames
+// the node accepted are saved too (state file "epochs", written by the
+// node's Save before it accepts a member's new epoch), so that frames
+// recorded before a restart are refused after it.
+//
+// Security: a node with other members needs Keys, or Insecure said
+// explicitly (ErrNoKey otherwise); an insecure daemon warns at start and its
+// status says so. The endpoint lets only the members' IPs connect over TCP.
 //
 // Lifecycle: New validates and prepares; Run binds sockets, notifies systemd
 // (READY, WATCHDOG at half the configured interval, from the loop itself so a

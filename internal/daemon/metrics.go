@@ -95,6 +95,7 @@ func (d *Daemon) Metrics(ctx context.Context) (Metrics, error) {
 func commonMetrics(m *core.MetricSet, st Status) {
 	m.Gauge("synclab_uptime_seconds", "Seconds since the daemon started.", st.UptimeSeconds)
 	m.Gauge("synclab_incarnation", "This run's incarnation number.", float64(st.Node.Incarnation))
+	m.Gauge("synclab_authenticated", "1 if frames are authenticated with a key, 0 if not (--insecure, or alone).", b2f(st.Auth))
 	m.Gauge("synclab_clock_frequency_ppm", "Clock frequency correction in ppm.", st.Clock.FrequencyPPM)
 	m.Gauge("synclab_clock_max_error_seconds", "Clock maximum error.", float64(st.Clock.MaxErrorNs)/1e9)
 	m.Gauge("synclab_clock_est_error_seconds", "Clock estimated error.", float64(st.Clock.EstErrorNs)/1e9)
@@ -107,6 +108,13 @@ func commonMetrics(m *core.MetricSet, st Status) {
 	m.Counters("synclab_events_total", "Core events, by name.", "event", st.Events)
 	m.Counters("synclab_errors_total", "Daemon errors, by kind.", "error", st.Errors)
 	m.Counters("synclab_hooks_total", "Hook runs, by outcome.", "outcome", st.Hooks)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // WriteText renders m in the Prometheus text exposition format (0.0.4),

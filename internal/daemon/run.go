@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/synclab/synclab/internal/ctl"
@@ -31,10 +32,17 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}()
 	}
 	self := d.cfg.Members[d.cfg.ID]
+	peers := []netip.AddrPort{} // only members connect: none, if we are alone
+	for id, a := range d.cfg.Members {
+		if id != d.cfg.ID {
+			peers = append(peers, a)
+		}
+	}
 	d.ep, err = d.cfg.Network(transport.Config{
 		Listen:    self,
 		Multicast: d.cfg.Multicast,
 		Stream:    d.cfg.Stream,
+		Peers:     peers,
 		Seed:      d.cfg.Seed,
 	})
 	if err != nil {
@@ -78,6 +86,13 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		"state_dir", d.cfg.StateDir,
 		"multicast", d.cfg.Multicast != nil,
 		"auth", len(d.cfg.Keys) > 0)
+	if d.cfg.insecureIgnored {
+		d.log.Info("--insecure ignored: a key is configured, frames are authenticated")
+	}
+	if d.cfg.Insecure {
+		d.log.Warn("running without authentication (--insecure): any host on the LAN can forge and replay this cluster's frames; create a key with `" +
+			d.cfg.Name + " keygen` and give every member --key-file")
+	}
 	if _, err := sdnotify.Ready(); err != nil {
 		d.log.Warn("sd_notify READY failed", "err", err)
 	}

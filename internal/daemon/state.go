@@ -3,8 +3,10 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +31,7 @@ const CoreStateFile = "core.state"
 const (
 	lockFile        = "lock"
 	incarnationFile = "incarnation"
+	epochsFile      = "epochs"
 	coreStateFile   = CoreStateFile
 )
 
@@ -139,8 +142,80 @@ func (s *stateDir) nextIncarnation(now time.Time) (uint32, error) {
 	if next > node.MaxIncarnation {
 		return 0, fmt.Errorf("incarnation %d exceeds %d: remove %s", next, node.MaxIncarnation, filepath.Join(s.path, incarnationFile))
 	}
-	if err := s.write(incarnationFile, []byte(strconv.FormatUint(next, 10)+"\n")); err != nil {
+	if err := s.writeIncarnation(uint32(next)); err != nil {
 		return 0, fmt.Errorf("persisting incarnation: %w", err)
 	}
 	return uint32(next), nil
+}
+
+func (s *stateDir) writeIncarnation(inc uint32) error {
+	return s.write(incarnationFile, []byte(strconv.FormatUint(uint64(inc), 10)+"\n"))
+}
+
+// readEpochs reads the peers' epochs the node saved (node.Durable.Epochs):
+// one "ID EPOCH" line per member, decimal, '#' comments. A missing file is
+// no epochs (a first start).
+func (s *stateDir) readEpochs() (map[uint32]uint32, error) {
+	b, err := s.read(epochsFile)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	corrupt := func(line int, why string) error {
+		return fmt.Errorf("state file %s is corrupt (line %d: %s): remove it, and until every member has moved to a new series (one round trip) frames recorded before this restart would be accepted",
+			filepath.Join(s.path, epochsFile), line, why)
+	}
+	epochs := map[uint32]uint32{}
+	for i, line := range strings.Split(string(b), "\n") {
+		if j := strings.IndexByte(line, '#'); j >= 0 {
+			line = line[:j]
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			return nil, corrupt(i+1, "want ID EPOCH")
+		}
+		id, err1 := strconv.ParseUint(f[0], 10, 32)
+		ep, err2 := strconv.ParseUint(f[1], 10, 32)
+		if err1 != nil || err2 != nil || id == 0 {
+			return nil, corrupt(i+1, "want two decimal numbers")
+		}
+		epochs[uint32(id)] = uint32(ep)
+	}
+	return epochs, nil
+}
+
+func (s *stateDir) writeEpochs(epochs map[uint32]uint32) error {
+	var b strings.Builder
+	b.WriteString("# synclab: the newest epoch (incarnation<<8 | series) accepted from each member, ID EPOCH;\n")
+	b.WriteString("# after a restart, frames of these epochs are refused: they may be recordings.\n")
+	for _, id := range slices.Sorted(maps.Keys(epochs)) {
+		fmt.Fprintf(&b, "%d %d\n", id, epochs[id])
+	}
+	return s.write(epochsFile, []byte(b.String()))
+}
+
+// durable is node.Config.Save for a daemon: it writes what changed of the
+// node's durable state, each file atomically and durably, on the loop.
+type durable struct {
+	st     *stateDir
+	inc    uint32
+	epochs map[uint32]uint32
+}
+
+func (d *durable) save(v node.Durable) error {
+	if v.Incarnation != d.inc {
+		if err := d.st.writeIncarnation(v.Incarnation); err != nil {
+			return fmt.Errorf("persisting incarnation: %w", err)
+		}
+		d.inc = v.Incarnation
+	}
+	if !maps.Equal(v.Epochs, d.epochs) {
+		if err := d.st.writeEpochs(v.Epochs); err != nil {
+			return fmt.Errorf("persisting epochs: %w", err)
+		}
+		d.epochs = maps.Clone(v.Epochs)
+	}
+	return nil
 }

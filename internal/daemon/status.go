@@ -14,14 +14,16 @@ import (
 
 // Status is the daemon's whole view, served at GET /v1/status.
 type Status struct {
-	Daemon        string      `json:"daemon"`
-	Version       string      `json:"version,omitempty"`
-	ID            uint32      `json:"id"`
-	Cluster       string      `json:"cluster"`
-	Address       string      `json:"address"`
-	Members       []Member    `json:"members"`
-	Multicast     string      `json:"multicast,omitempty"`
-	Auth          bool        `json:"auth"`
+	Daemon    string   `json:"daemon"`
+	Version   string   `json:"version,omitempty"`
+	ID        uint32   `json:"id"`
+	Cluster   string   `json:"cluster"`
+	Address   string   `json:"address"`
+	Members   []Member `json:"members"`
+	Multicast string   `json:"multicast,omitempty"`
+	Auth      bool     `json:"auth"`
+	// Insecure: the cluster runs without keys by the operator's choice.
+	Insecure      bool        `json:"insecure"`
 	Started       time.Time   `json:"started"`
 	UptimeSeconds float64     `json:"uptime_seconds"`
 	TickNs        int64       `json:"tick_ns"`
@@ -80,6 +82,7 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 		Cluster:       d.cfg.Cluster,
 		Address:       d.cfg.Members[d.cfg.ID].String(),
 		Auth:          len(d.cfg.Keys) > 0,
+		Insecure:      d.cfg.Insecure,
 		Started:       d.started,
 		UptimeSeconds: time.Since(d.started).Seconds(),
 		TickNs:        int64(d.cfg.TickInterval),

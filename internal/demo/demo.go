@@ -115,6 +115,21 @@ func (l *lab) members(port int) string {
 	return strings.Join(m, ",")
 }
 
+// key is the demo lab's cluster key: one file for every daemon of every
+// host, as copied to every machine of a real lab.
+func (l *lab) key() string { return filepath.Join(l.dir, "cluster.key") }
+
+// keygen makes the lab's key the way an administrator does, with the
+// binaries' own keygen.
+func (l *lab) keygen() error {
+	out, err := exec.Command(filepath.Join(l.o.bin, "timed"), "keygen", l.key()).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("timed keygen: %v: %s", err, out)
+	}
+	l.printf("timed keygen %s: the cluster key every daemon of every host authenticates its frames with\n", l.key())
+	return nil
+}
+
 func (l *lab) path(host int, file string) string {
 	return filepath.Join(l.dir, fmt.Sprintf("h%d", host), file)
 }
@@ -130,7 +145,8 @@ func (l *lab) start(host int, daemon string, args ...string) (*proc, error) {
 	}
 	defer logf.Close()
 	argv := append([]string{"run", "--id", strconv.Itoa(host),
-		"--control", l.path(host, daemon+".sock"), "--state-dir", l.path(host, daemon+".state")}, args...)
+		"--control", l.path(host, daemon+".sock"), "--state-dir", l.path(host, daemon+".state"),
+		"--key-file", l.key()}, args...)
 	cmd := exec.Command(filepath.Join(l.o.bin, daemon), argv...)
 	if l.prefix != "" {
 		// ip netns exec execs the daemon in place: the PID is the
@@ -236,6 +252,9 @@ func (l *lab) startAll() error {
 		where = fmt.Sprintf("%d network-namespace hosts (%s-h1..h%d) on %s-%d", hosts, l.prefix, hosts, l.addr(1), hosts)
 	}
 	l.say("starting %s: timed (Berkeley, simulated clocks up to ±200 ms and ±30 ppm off), mutexd, electd", where)
+	if err := l.keygen(); err != nil {
+		return err
+	}
 	rnd := rand.New(rand.NewPCG(uint64(l.net), uint64(time.Now().UnixNano())))
 	for i := 1; i <= hosts; i++ {
 		offset := time.Duration(rnd.Int64N(int64(400*time.Millisecond))) - 200*time.Millisecond

@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/internal/app"
 )
 
 var binDir string
@@ -65,6 +68,7 @@ type cluster struct {
 	t       *testing.T
 	daemon  string
 	dir     string
+	key     string // the cluster's key file; every member runs with it unless told otherwise
 	members string
 	procs   map[int]*exec.Cmd
 	extra   map[int][]string // more flags per host
@@ -84,6 +88,7 @@ func newCluster(t *testing.T, daemon string, n int) *cluster {
 		m = append(m, fmt.Sprintf("%d=%s:%d", i, ip, freePort(t, ip)))
 	}
 	c.members = strings.Join(m, ",")
+	c.key = keyFile(t, dir)
 	t.Cleanup(func() {
 		for i, p := range c.procs {
 			if p.ProcessState == nil {
@@ -109,6 +114,9 @@ func (c *cluster) start(i int, args ...string) {
 		"--control", c.control(i), "--state-dir", filepath.Join(c.dir, fmt.Sprintf("h%d.state", i)),
 		"--tick", "5ms"}, args...)
 	argv = append(argv, c.extra[i]...)
+	if !slices.Contains(argv, "--key-file") && !slices.Contains(argv, "--insecure") {
+		argv = append(argv, "--key-file", c.key)
+	}
 	cmd := exec.Command(filepath.Join(binDir, c.daemon), argv...)
 	cmd.Env = append(os.Environ(), c.env[i]...)
 	log, err := os.OpenFile(c.logPath(i), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -258,6 +266,17 @@ func TestSimClockReportsGroundTruth(t *testing.T) {
 	if code := exitCode(err); code != 2 || !bytes.Contains(out, []byte("need --clock sim")) {
 		t.Errorf("--sim-offset without --clock sim: exit %d, %s", code, out)
 	}
+}
+
+// keyFile writes a new cluster key in dir with the binaries' own keygen
+// code: every cluster a test starts is authenticated, as a lab's is.
+func keyFile(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "cluster.key")
+	if _, err := app.WriteNewKeyFile(path, false); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func exitCode(err error) int {

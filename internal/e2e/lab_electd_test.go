@@ -18,7 +18,18 @@ type labElectd struct {
 	t     *testing.T
 	lab   *labnet.Lab
 	dir   string
+	n     int    // members: hosts 1..n (0: every host of the lab)
+	key   string // --key-file of every member; "" runs them --insecure
 	procs map[int]*labnet.Proc
+	extra []string // more flags for every member
+}
+
+// members is how many of the lab's hosts are members.
+func (l *labElectd) members() int {
+	if l.n == 0 {
+		return l.lab.N()
+	}
+	return l.n
 }
 
 func (l *labElectd) control(i int) string { return filepath.Join(l.dir, fmt.Sprintf("h%d.sock", i)) }
@@ -26,8 +37,8 @@ func (l *labElectd) hooks(i int) string   { return filepath.Join(l.dir, fmt.Spri
 
 func (l *labElectd) start(i int) {
 	var members []string
-	for _, h := range l.lab.Hosts() {
-		members = append(members, fmt.Sprintf("%d=%s:7500", h.Index(), h.Addr()))
+	for j := 1; j <= l.members(); j++ {
+		members = append(members, fmt.Sprintf("%d=%s:7500", j, l.lab.Host(j).Addr()))
 	}
 	h := l.lab.Host(i)
 	// Without CAP_SYS_TIME: nothing a test starts may be able to move the
@@ -40,6 +51,7 @@ func (l *labElectd) start(i int) {
 		"--on-elected", `echo "elected $ELECTD_LEADER $ELECTD_TERM $ELECTD_ROLE" >> ` + l.hooks(i),
 		"--on-change", `echo "change $ELECTD_EVENT $ELECTD_LEADER $ELECTD_TERM $ELECTD_ROLE" >> ` + l.hooks(i),
 	}
+	argv = append(append(argv, authArgs(l.key)...), l.extra...)
 	l.procs[i] = h.Start(l.t, "electd", argv, nil)
 }
 
@@ -106,6 +118,7 @@ func TestLabElectd(t *testing.T) {
 	const n = 5
 	lab := labnet.New(t, n)
 	l := &labElectd{t: t, lab: lab, dir: shortDirT(t), procs: map[int]*labnet.Proc{}}
+	l.key = keyFile(t, l.dir)
 	for i := 1; i <= n; i++ {
 		l.start(i)
 	}
@@ -161,6 +174,15 @@ func TestLabElectd(t *testing.T) {
 		lab.Loss(i, 0)
 	}
 	l.waitAgree("after 20% loss", 5*time.Second, 5, all(n)...)
+}
+
+// authArgs is how a lab member is told its key: --key-file, or --insecure
+// when key is "".
+func authArgs(key string) []string {
+	if key == "" {
+		return []string{"--insecure"}
+	}
+	return []string{"--key-file", key}
 }
 
 func waitFile(t *testing.T, path, want string) {

@@ -23,15 +23,26 @@ type labMutexd struct {
 	t     *testing.T
 	lab   *labnet.Lab
 	dir   string
+	n     int    // members: hosts 1..n (0: every host of the lab)
+	key   string // --key-file of every member; "" runs them --insecure
 	procs map[int]*labnet.Proc
+	extra []string // more flags for every member
+}
+
+// members is how many of the lab's hosts are members.
+func (l *labMutexd) members() int {
+	if l.n == 0 {
+		return l.lab.N()
+	}
+	return l.n
 }
 
 func (l *labMutexd) control(i int) string { return filepath.Join(l.dir, fmt.Sprintf("h%d.sock", i)) }
 
 func (l *labMutexd) start(i int) {
 	var members []string
-	for _, h := range l.lab.Hosts() {
-		members = append(members, fmt.Sprintf("%d=%s:7400", h.Index(), h.Addr()))
+	for j := 1; j <= l.members(); j++ {
+		members = append(members, fmt.Sprintf("%d=%s:7400", j, l.lab.Host(j).Addr()))
 	}
 	argv := []string{"setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time",
 		filepath.Join(binDir, "mutexd"), "run",
@@ -41,6 +52,7 @@ func (l *labMutexd) start(i int) {
 		// replaced one lease after it could last have been granted) short.
 		"--lease", "1s",
 	}
+	argv = append(append(argv, authArgs(l.key)...), l.extra...)
 	l.procs[i] = l.lab.Host(i).Start(l.t, "mutexd", argv, nil)
 }
 
@@ -182,6 +194,7 @@ func TestLabMutexdCounter(t *testing.T) {
 	const n, k = 5, 20
 	lab := labnet.New(t, n)
 	l := &labMutexd{t: t, lab: lab, dir: shortDirT(t), procs: map[int]*labnet.Proc{}}
+	l.key = keyFile(t, l.dir)
 	for i := 1; i <= n; i++ {
 		l.start(i)
 	}

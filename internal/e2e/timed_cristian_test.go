@@ -57,7 +57,7 @@ func TestTimedCristianConverges(t *testing.T) {
 
 			// The server counted the requests; `timed query --proto cristian`
 			// measures it (its clock is true: the local clock is too).
-			out, err := exec.Command(filepath.Join(binDir, "timed"), "query", "--proto", "cristian", "-n", "4", "--json", addr.String()).CombinedOutput()
+			out, err := exec.Command(filepath.Join(binDir, "timed"), "query", "--proto", "cristian", "-n", "4", "--json", "--cluster-key-file", srv.key, addr.String()).CombinedOutput()
 			if err != nil {
 				t.Fatalf("timed query --proto cristian: %v\n%s", err, out)
 			}

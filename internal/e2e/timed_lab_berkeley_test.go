@@ -31,6 +31,7 @@ type labBerkeley struct {
 	// bounds: converge checks the members' error bounds against each
 	// other (see boundsBroken).
 	bounds bool
+	key    string // the cluster's key file
 }
 
 // berkeleyView is what the test reads of one member's status.
@@ -50,7 +51,8 @@ func (g *labBerkeley) start(i int) {
 		"--id", fmt.Sprint(i), "--members", g.members,
 		"--multicast", "239.77.0.4:7399", "--interface", h.Interface(),
 		"--control", control, "--state-dir", filepath.Join(g.dir, fmt.Sprintf("h%d.state", i)),
-		"--clock", "sim", "--sim-offset", g.offset[i].String(), "--sim-drift", fmt.Sprintf("%.3f", g.drift[i])}
+		"--clock", "sim", "--sim-offset", g.offset[i].String(), "--sim-drift", fmt.Sprintf("%.3f", g.drift[i]),
+		"--key-file", g.key}
 	g.procs[i] = h.Start(g.t, "timed", noSysTime(argv...), nil)
 	if g.clients[i] == nil {
 		g.clients[i] = ctl.NewClient(control, "timed")
@@ -218,6 +220,7 @@ func TestLabTimedBerkeley(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 4))
 	g := &labBerkeley{t: t, lab: lab, dir: shortDirT(t), offset: map[int]time.Duration{}, drift: map[int]float64{},
 		procs: map[int]*labnet.Proc{}, clients: map[int]*ctl.Client{}, bounds: true}
+	g.key = keyFile(t, g.dir)
 	var members []string
 	for _, h := range lab.Hosts() {
 		members = append(members, fmt.Sprintf("%d=%s:7300", h.Index(), h.Addr()))

@@ -27,8 +27,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// stubBins writes stand-ins for the three binaries: enough of `X man` and
-// `X completion` for the installer, with no build. Their output is fixed,
+// stubBins writes stand-ins for the three binaries: enough of `X man`,
+// `X completion` and `X keygen` for the installer, with no build. Their output is fixed,
 // as the real binaries' is.
 func stubBins(t *testing.T) string {
 	t.Helper()
@@ -38,6 +38,7 @@ func stubBins(t *testing.T) string {
 case "$1" in
 man) echo '.TH %[1]s 8' ;;
 completion) echo "# $2 completion for %[1]s" ;;
+keygen) mkdir -p "$(dirname "$2")" && (umask 077 && echo "1 hex:%[1]s-stub-key" > "$2") ;;
 *) exit 2 ;;
 esac
 `, d)
@@ -104,10 +105,13 @@ func tree(t *testing.T, root string) map[string]file {
 	return files
 }
 
+// keyFile is the cluster key install creates when there is none.
+const keyFile = "/etc/synclab/cluster.key"
+
 // expected is every file install puts on a host for daemons ds, with its
-// mode.
+// mode: the cluster key too.
 func expected(prefix string, ds ...string) map[string]fs.FileMode {
-	want := map[string]fs.FileMode{}
+	want := map[string]fs.FileMode{keyFile: 0o600}
 	for _, d := range ds {
 		want[prefix+"/bin/"+d] = 0o755
 		want["/etc/systemd/system/"+d+".service"] = 0o644
@@ -151,12 +155,14 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 	bins := stubBins(t)
 	dest := t.TempDir()
 	out := mustRun(t, "--dest", dest, "--bin-dir", bins)
-	if !strings.Contains(out, "Installed 21 files (0 up to date)") {
+	if !strings.Contains(out, "Installed 22 files (0 up to date)") {
 		t.Errorf("first install:\n%s", out)
 	}
 	for _, want := range []string{
 		"systemctl daemon-reload && systemctl enable --now timed mutexd electd\n",
 		"Edit /etc/default/timed: set TIMED_ID and TIMED_MEMBERS",
+		"created " + dest + keyFile + " (0600; a new cluster key)",
+		"copy it over the others' (scp -p " + keyFile + " HOST:" + keyFile + ")",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("first install does not say %q:\n%s", want, out)
@@ -180,7 +186,8 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 	}
 
 	out = mustRun(t, "--dest", dest, "--bin-dir", bins)
-	if !strings.Contains(out, "Nothing to do: timed mutexd electd already installed (18 files up to date).") {
+	if !strings.Contains(out, "Nothing to do: timed mutexd electd already installed (18 files up to date).") ||
+		!strings.Contains(out, "kept "+dest+keyFile+": the cluster key is never replaced") {
 		t.Errorf("second install does not say it changed nothing:\n%s", out)
 	}
 	if second := tree(t, dest); !maps.Equal(first, second) {
@@ -213,7 +220,7 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 	if !strings.Contains(out, "Removed 18 files") {
 		t.Errorf("uninstall:\n%s", out)
 	}
-	checkTree(t, dest, map[string]fs.FileMode{"/etc/default/timed": 0o600, "/etc/default/mutexd": 0o644, "/etc/default/electd": 0o644})
+	checkTree(t, dest, map[string]fs.FileMode{"/etc/default/timed": 0o600, "/etc/default/mutexd": 0o644, "/etc/default/electd": 0o644, keyFile: 0o600})
 	if out := mustRun(t, "uninstall", "--dest", dest); !strings.Contains(out, "Nothing to do") {
 		t.Errorf("second uninstall:\n%s", out)
 	}
@@ -266,11 +273,12 @@ func TestDryRunWritesNothing(t *testing.T) {
 		t.Fatalf("--dry-run created %s (%v)", dest, err)
 	}
 	for p := range expected("/usr/local", daemons...) {
-		if !strings.Contains(out, "would install "+dest+p+" ") {
+		if p != keyFile && !strings.Contains(out, "would install "+dest+p+" ") {
 			t.Errorf("--dry-run does not say it would install %s", p)
 		}
 	}
-	if !strings.Contains(out, "Dry run: 21 files would be installed, 0 up to date; nothing was changed.") {
+	if !strings.Contains(out, "Dry run: 22 files would be installed, 0 up to date; nothing was changed.") ||
+		!strings.Contains(out, "would create "+dest+keyFile) {
 		t.Errorf("dry run:\n%s", out)
 	}
 

@@ -21,6 +21,7 @@ func Example() {
 	for _, h := range lab.Hosts() {
 		argv := []string{"/path/to/electd", "run", "--id", fmt.Sprint(h.Index()),
 			"--members", "1=10.77.0.1:7700,2=10.77.0.2:7700,3=10.77.0.3:7700",
+			"--key-file", lab.Dir() + "/cluster.key", // made by `electd keygen` (app.WriteNewKeyFile)
 			"--control", fmt.Sprintf("%s/%s.sock", lab.Dir(), h.Name())}
 		procs = append(procs, h.Start(t, "electd", argv, []string{"ELECTD_LOG_LEVEL=debug"}))
 	}

@@ -14,10 +14,14 @@
 //	n.Receive(node.Inbound{From: addr, Data: b, Time: clk.FromKernel(stamp)})
 //
 // decodes the frame (wire.Frame.UnmarshalBinary: structure only), rejects
-// senders outside the member list, validates it (wire.Validator: cluster,
-// misdirection, MAC, replay window), merges the Lamport time and steps the
-// core. Every failure is counted under a short stable reason (wire.Reason) and
-// returned, never panics, and costs the loop nothing else.
+// senders outside the member list and frames that do not come from their
+// sender's address (a datagram from the member's address and port: members
+// send from the socket they listen on, multicast included; a stream frame
+// from the member's IP), admits it (wire.Validator.Admit: cluster,
+// misdirection, MAC), checks its sequence number and Lamport stamp (below),
+// merges the Lamport time and steps the core. Every failure is counted under
+// a short stable reason and returned, never panics, and changes nothing: a
+// refused frame moves no window and no clock.
 //
 // Sending: n.Ready() turns the core's messages into encoded frames (one per
 // destination, or one multicast frame for a broadcast when the cluster uses a
@@ -26,8 +30,51 @@
 // timestamp is patched into the header and the frame is sealed, so the MAC
 // covers the time actually sent.
 //
-// Sequence numbers are incarnation<<40 | counter. The driver persists the
+// # Sequence numbers and replays
+//
+// A sequence number is incarnation (24 bits) | series (8) | counter (32)
+// (wire.Seq; the top 32 bits are the sender's epoch). The driver persists the
 // incarnation and raises it at every start, so a restarted node's frames are
-// always newer than anything it sent before and receivers' replay windows
-// accept them at once.
+// always newer than anything it sent before. The series moves while the node
+// runs, when a peer asks (below) or the counter runs out; after 255 series
+// the node raises its incarnation, saved first (Config.Save).
+//
+// The receiver keeps, per member, a window of the sequence numbers accepted
+// in the member's current epoch (wire.SeqWindow, 1024 wide). What it may do
+// with it depends on who can make frames:
+//
+//   - With keys, only key holders can. An outsider can only play back
+//     frames it recorded, so the window is strict: a duplicate, a number
+//     below the window or of an older epoch is refused. Across the
+//     receiver's restarts too: before it accepts the first frame of a new
+//     epoch of a member, the node saves that epoch (Config.Save, an fsync
+//     in the daemon; rare: once per member per restart or series). After a
+//     restart every frame of a saved epoch is refused ("pre_restart"),
+//     recordings included, and the node tells the member so
+//     (KindEpochRefused, authenticated, at most one per epoch per 200 ms);
+//     the member moves to a new series, which the receiver has never seen,
+//     and is heard again one round trip later. A refusal that names an
+//     older epoch than the member's current one (a recording of it) moves
+//     nothing. The cost: one round trip of refused frames per member after
+//     a restart, and an fsync per new epoch.
+//   - Without keys (--insecure) anyone can make any frame, and no window
+//     can tell a recording from the member. The window then only drops
+//     exact duplicates: a frame below it, or of an older epoch, restarts it
+//     there ("resynced" in status). A forger's numbers can never lock the
+//     real member out, and replays are not refused: that is what running
+//     without a key gives away.
+//
+// In both modes a value no genuine member can have reached is refused and
+// counted, never recorded ("implausible_seq"): a counter more than
+// SeqBurst + SeqRate*dt ahead of the last accepted (dt since it), an
+// incarnation more than IncarnationSlack above the highest known. The issue
+// that motivated this: one frame "from 3" with sequence 0xffffffffffffff00
+// made node 2 refuse node 3's real frames for ever. A member holding the
+// key can still forge plausible numbers for another member, and with them
+// move that member's window ahead (so its real frames are refused until it
+// catches up): with one shared key a member can impersonate any other
+// outright, which is worse; per-member keys would be the remedy.
+//
+// Lamport stamps more than MaxLamportAhead ahead of the node's clock are
+// refused ("lamport_ahead"), never merged.
 package node

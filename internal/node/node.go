@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -12,15 +13,9 @@ import (
 	"github.com/synclab/synclab/pkg/wire"
 )
 
-// IncarnationBits is how many high bits of a sequence number hold the
-// incarnation; the remaining 40 bits count frames (a trillion frames per
-// incarnation: decades at a thousand frames a second).
-const IncarnationBits = 24
-
-const counterBits = 64 - IncarnationBits
-
-// MaxIncarnation is the largest incarnation a sequence number can carry.
-const MaxIncarnation = 1<<IncarnationBits - 1
+// MaxIncarnation is the largest incarnation a sequence number can carry
+// (wire.Seq: 24 bits of incarnation, 8 of series, 32 of counter).
+const MaxIncarnation = wire.MaxIncarnation
 
 // Config describes a node's place in its cluster.
 type Config struct {
@@ -31,6 +26,15 @@ type Config struct {
 	// Incarnation numbers this run of the node (1..MaxIncarnation). The driver
 	// persists it and raises it at every start.
 	Incarnation uint32
+	// Epochs are the peers' epochs saved by the node's last run
+	// (Durable.Epochs): frames of those epochs are refused as possible
+	// replays. nil: none (a first start, or a driver without a disk).
+	Epochs map[uint32]uint32
+	// Save, if set, writes the node's durable state atomically and
+	// durably before returning; the node calls it before it accepts a
+	// frame of a peer's new epoch (with keys) and before it sends under a
+	// new incarnation. nil: nothing survives a restart (the simulator).
+	Save func(Durable) error
 	// Multicast sends a broadcast as one multicast frame instead of one
 	// unicast frame per member.
 	Multicast bool
@@ -112,9 +116,14 @@ type Node struct {
 	core      core.Core
 	validator *wire.Validator
 	cluster   uint32
+	inc       uint32 // incarnation (raised while running only when the series run out)
+	series    uint8  // series within the incarnation
 	seq       uint64 // last sequence number used
 	lamport   clock.Lamport
-	peers     []uint32 // members other than self, ascending
+	others    []uint32 // members other than self, ascending
+	peers     map[uint32]*peer
+	epochs    map[uint32]uint32 // peers' epochs as last saved (Durable.Epochs)
+	own       []core.Message    // the node's own messages (KindEpochRefused), sent with the next Ready
 	stats     Stats
 }
 
@@ -131,15 +140,23 @@ func New(cfg Config, c core.Core) (*Node, error) {
 		core:      c,
 		cluster:   wire.ClusterID(cfg.Cluster),
 		validator: wire.NewValidator(wire.ClusterID(cfg.Cluster), cfg.ID, cfg.Keys),
-		seq:       uint64(cfg.Incarnation) << counterBits,
+		inc:       cfg.Incarnation,
+		seq:       wire.Seq(cfg.Incarnation, 0, 0),
+		peers:     map[uint32]*peer{},
+		epochs:    maps.Clone(cfg.Epochs),
 		stats:     newStats(),
 	}
 	for id := range cfg.Members {
 		if id != cfg.ID {
-			n.peers = append(n.peers, id)
+			n.others = append(n.others, id)
 		}
 	}
-	slices.Sort(n.peers)
+	slices.Sort(n.others)
+	for id := range n.epochs {
+		if _, ok := cfg.Members[id]; !ok || id == cfg.ID {
+			delete(n.epochs, id) // a member that left the list
+		}
+	}
 	return n, nil
 }
 
@@ -166,19 +183,54 @@ func (n *Node) Receive(in Inbound) error {
 		n.stats.drop(wire.Reason(err))
 		return err
 	}
-	// Membership before the validator: the validator keeps a replay window
-	// per sender, and strangers must not be able to make it grow.
+	// Membership and source before the validator: they cost nothing, and
+	// the node keeps state per sender, which strangers must not make grow.
 	// (Another cluster's frames fall through to the validator, which names
 	// them as such.)
-	if _, ok := n.cfg.Members[f.Sender]; !ok && f.Cluster == n.cluster {
-		n.stats.drop("unknown_member")
-		return fmt.Errorf("%w: %d", core.ErrUnknownMember, f.Sender)
+	if f.Cluster == n.cluster {
+		addr, ok := n.cfg.Members[f.Sender]
+		if !ok {
+			n.stats.drop("unknown_member")
+			return fmt.Errorf("%w: %d", core.ErrUnknownMember, f.Sender)
+		}
+		if f.Sender != n.cfg.ID && !fromMember(addr, in) {
+			n.stats.drop("wrong_source")
+			return fmt.Errorf("%w: %d from %s, member address %s", ErrWrongSource, f.Sender, in.From, addr)
+		}
 	}
-	if err := n.validator.Validate(&f, in.Data); err != nil {
+	if err := n.validator.Admit(&f, in.Data); err != nil {
 		n.stats.drop(wire.Reason(err))
 		return err
 	}
+	var refusal wire.EpochRefused
+	if f.Kind == wire.KindEpochRefused {
+		// The node's own message: decoded before anything is recorded.
+		if err := refusal.UnmarshalBinary(f.Payload); err != nil {
+			n.stats.drop(wire.Reason(err))
+			return err
+		}
+	}
+	plan, err := n.checkSeq(&f, in.Time)
+	if err == nil && f.Lamport > n.lamport.Now() && f.Lamport-n.lamport.Now() > MaxLamportAhead {
+		err = fmt.Errorf("%w: %d from %d, clock at %d", ErrLamportAhead, f.Lamport, f.Sender, n.lamport.Now())
+	}
+	if err == nil {
+		err = n.commitSeq(plan, in.Time)
+	}
+	if err != nil {
+		if errors.Is(err, ErrPreRestart) {
+			n.refuseEpoch(f.Sender, wire.SeqEpoch(f.Seq), in.Time)
+		}
+		n.stats.drop(reasonOf(err))
+		return err
+	}
 	n.lamport.Receive(f.Lamport)
+	if f.Kind == wire.KindEpochRefused {
+		// The node's own business: the core never sees it.
+		n.epochRefused(refusal)
+		n.stats.in(f.Kind)
+		return nil
+	}
 	m := core.Message{
 		From:    f.Sender,
 		To:      f.Receiver,
@@ -216,6 +268,10 @@ func (n *Node) Tick(now time.Time) { n.core.Tick(now) }
 func (n *Node) Ready() Output {
 	rd := n.core.Ready()
 	out := Output{State: rd.State, Promise: rd.Promise, Adjustments: rd.Adjustments, Events: rd.Events}
+	for _, m := range n.own {
+		out.Sends = n.encode(out.Sends, m)
+	}
+	n.own = n.own[:0]
 	for _, m := range rd.Messages {
 		out.Sends = n.encode(out.Sends, m)
 	}
@@ -231,7 +287,7 @@ func (n *Node) encode(sends []Send, m core.Message) []Send {
 		if n.cfg.Multicast && !m.Stream {
 			return n.frame(sends, m, 0, Send{Multicast: true})
 		}
-		for _, id := range n.peers {
+		for _, id := range n.others {
 			sends = n.frame(sends, m, id, Send{To: n.cfg.Members[id], Stream: m.Stream})
 		}
 		return sends
@@ -247,7 +303,11 @@ func (n *Node) encode(sends []Send, m core.Message) []Send {
 }
 
 func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send) []Send {
-	n.seq++
+	seq, ok := n.nextSeq()
+	if !ok {
+		n.stats.drop("unsent_" + m.Kind.String())
+		return sends
+	}
 	f := wire.Frame{
 		Header: wire.Header{
 			Kind:     m.Kind,
@@ -255,7 +315,7 @@ func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send) []Send {
 			Sender:   n.cfg.ID,
 			Receiver: to,
 			Term:     m.Term,
-			Seq:      n.seq,
+			Seq:      seq,
 			Lamport:  n.lamport.Send(),
 		},
 		Payload: m.Payload,
@@ -327,25 +387,72 @@ func putUint64(b []byte, v uint64) {
 	b[4], b[5], b[6], b[7] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
 }
 
-// Status is the node's own view: identity and frame counters. The core's
-// view is in Core.
+// Status is the node's own view: identity, sequence numbers and frame
+// counters. The core's view is in Core.
 type Status struct {
 	ID          uint32 `json:"id"`
 	Cluster     string `json:"cluster"`
 	Incarnation uint32 `json:"incarnation"`
+	Series      uint8  `json:"series"`
 	Lamport     uint64 `json:"lamport"`
+	// Authenticated: frames carry and need a MAC (keys configured).
+	Authenticated bool      `json:"authenticated"`
+	Peers         []PeerSeq `json:"peers,omitempty"`
 	Stats
 	Core any `json:"core"`
 }
 
 // Status returns the node's view, the core's included.
 func (n *Node) Status() Status {
-	return Status{
-		ID:          n.cfg.ID,
-		Cluster:     n.cfg.Cluster,
-		Incarnation: n.cfg.Incarnation,
-		Lamport:     n.lamport.Now(),
-		Stats:       n.stats.clone(),
-		Core:        n.core.Status(),
+	st := Status{
+		ID:            n.cfg.ID,
+		Cluster:       n.cfg.Cluster,
+		Incarnation:   n.inc,
+		Series:        n.series,
+		Lamport:       n.lamport.Now(),
+		Authenticated: len(n.cfg.Keys) > 0,
+		Stats:         n.stats.clone(),
+		Core:          n.core.Status(),
 	}
+	for _, id := range n.others {
+		ps := PeerSeq{ID: id, Saved: n.epochs[id]}
+		if p := n.peers[id]; p != nil && p.seen {
+			ps.Seq = p.win.Top()
+			ps.Incarnation, ps.Series, _ = wire.SeqParts(ps.Seq)
+		}
+		if ps.Seq != 0 || ps.Saved != 0 {
+			st.Peers = append(st.Peers, ps)
+		}
+	}
+	return st
+}
+
+// fromMember says whether in came from the member at addr: a datagram from
+// its very address and port (members send from the socket they listen on,
+// multicast included), a stream frame from its IP (TCP connections leave
+// from the member IP and an ephemeral port).
+func fromMember(addr netip.AddrPort, in Inbound) bool {
+	if in.Stream {
+		return in.From.Addr() == addr.Addr()
+	}
+	return in.From == addr
+}
+
+// reasonOf is the drop reason of an error from Receive's own checks.
+func reasonOf(err error) string {
+	for _, r := range [...]struct {
+		err    error
+		reason string
+	}{
+		{ErrWrongSource, "wrong_source"},
+		{ErrImplausibleSeq, "implausible_seq"},
+		{ErrPreRestart, "pre_restart"},
+		{ErrLamportAhead, "lamport_ahead"},
+		{ErrUnsaved, "unsaved"},
+	} {
+		if errors.Is(err, r.err) {
+			return r.reason
+		}
+	}
+	return wire.Reason(err)
 }

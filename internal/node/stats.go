@@ -7,15 +7,23 @@ import (
 )
 
 // Stats counts frames by kind and drops by reason. Reasons are short stable
-// labels (wire.Reason, plus "unknown_member", "rejected_<kind>",
-// "bad_destination", "datagram_rejected") so that status and metrics can show
-// them as they are.
+// labels (wire.Reason, plus "unknown_member", "wrong_source",
+// "implausible_seq", "pre_restart", "lamport_ahead", "unsaved",
+// "rejected_<kind>", "bad_destination", "unsent_<kind>", "datagram_rejected")
+// so that status and metrics can show them as they are.
 type Stats struct {
 	FramesIn     map[string]uint64 `json:"frames_in"`  // accepted frames by kind
 	FramesOut    map[string]uint64 `json:"frames_out"` // frames encoded for sending by kind
 	Dropped      map[string]uint64 `json:"dropped"`    // refused input by reason
 	DatagramsIn  uint64            `json:"datagrams_in"`
 	DatagramsOut uint64            `json:"datagrams_out"`
+	// Resynced counts frames taken below a sender's window without keys,
+	// where the window restarted (see Node.Receive): a forger's numbers
+	// or a sender that lost its state.
+	Resynced uint64 `json:"resynced"`
+	// Series counts the times this node moved to a new series because a
+	// peer restarted (or its counter ran out).
+	NewSeries uint64 `json:"new_series"`
 }
 
 func newStats() Stats {

@@ -90,6 +90,10 @@ func TestUnitsPolicy(t *testing.T) {
 				"EnvironmentFile":  "-/etc/default/" + d,
 				"StateDirectory":   d,
 				"RuntimeDirectory": d,
+				// A cluster runs authenticated: the key install.sh
+				// creates, handed over as a credential.
+				"LoadCredential": "cluster.key:/etc/synclab/cluster.key",
+				"Environment":    strings.ToUpper(d) + "_KEY_FILE=%d/cluster.key",
 			}
 			for k, v := range common {
 				want[k] = v

@@ -40,6 +40,17 @@
 // The Finalizer patches the transmit timestamp into the bytes and may append
 // an authentication trailer over them, so the MAC covers the final stamp.
 //
+// # Members only
+//
+// With Config.Peers (the daemon always sets it), a datagram on the member or
+// group socket from an address that is no member's is dropped before it is
+// copied (Stats.UDPStrangers): members send from the socket they listen
+// on. A stranger's flood of 64 KiB datagrams then costs the daemon no
+// memory at all (mutexd stayed at 11 MB RSS through ~700,000 of them in
+// 5 s, against 24 MB when every datagram was copied and handed over). The
+// node still checks that a datagram from a member's address claims that
+// member: a spoofed address gets past this filter.
+//
 // # Multicast
 //
 // The group socket binds the group address and port with SO_REUSEADDR and
@@ -62,7 +73,18 @@
 // queue refuses the frame at once with ErrQueueFull. Connections carry
 // frames one way: the acceptor only reads, the dialer only writes (and
 // watches for the peer's close so a restarted peer is noticed while idle).
-// Delivery is ordered and at most once.
+// Delivery is ordered and at most once. A link idle for half the
+// IdleTimeout closes itself and dials again for its next frame.
+//
+// The accepting side is bounded against anyone on the LAN (inbound.go):
+// with Config.Peers, a connection from an IP that is no member's is reset
+// before anything is read; a member IP holds at most PerPeerConns
+// connections per member on it, a newer one closing its oldest, so a member
+// always gets a slot; every read has a deadline (IdleTimeout before a frame,
+// FrameTimeout within one); a length prefix above MaxStreamFrame (64 KiB)
+// closes the connection, and below it a frame's buffer grows only as its
+// bytes arrive, all partly read frames together holding MaxStreamBuffered
+// bytes at most. Each refusal has its counter in Stats.
 //
 // # Testing without sockets
 //

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 )
 
 // fabric is what differs between real sockets and the in-memory network:
@@ -34,11 +35,16 @@ type endpoint struct {
 	c       counters
 	once    sync.Once
 
+	slots    map[netip.Addr]int      // members per IP allowed to connect; nil: anyone
+	senders  map[netip.AddrPort]bool // members' addresses, whose datagrams are read; nil: anyone's
+	buffered atomic.Int64            // bytes held by partly read inbound frames
+
 	mu      sync.Mutex
 	closed  bool
 	links   map[netip.AddrPort]*link
 	inbound map[net.Conn]struct{}
-	rnd     *rand.Rand // seeds each link's jitter source
+	byIP    map[netip.Addr][]*inConn // inbound connections per remote IP, oldest first
+	rnd     *rand.Rand               // seeds each link's jitter source
 }
 
 func newEndpoint(cfg Config, local netip.AddrPort) *endpoint {
@@ -57,8 +63,36 @@ func newEndpoint(cfg Config, local netip.AddrPort) *endpoint {
 		cancel:  cancel,
 		links:   make(map[netip.AddrPort]*link),
 		inbound: make(map[net.Conn]struct{}),
+		byIP:    make(map[netip.Addr][]*inConn),
+		slots:   peerSlots(cfg.Peers),
+		senders: peerAddrs(cfg.Peers),
 		rnd:     rand.New(rand.NewPCG(seed, seed^0x5eed_1ab5_7a9e_0001)),
 	}
+}
+
+// peerAddrs is the set of the members' addresses; nil: no filter.
+func peerAddrs(peers []netip.AddrPort) map[netip.AddrPort]bool {
+	if peers == nil {
+		return nil
+	}
+	m := make(map[netip.AddrPort]bool, len(peers))
+	for _, p := range peers {
+		m[netip.AddrPortFrom(p.Addr().Unmap(), p.Port())] = true
+	}
+	return m
+}
+
+// udpStranger says (and counts) whether a datagram from `from` comes from
+// no member's address: members send from the socket they listen on, so
+// anything else is dropped before it is copied or delivered
+// (Stats.UDPStrangers). A datagram from a member's address may still be
+// forged (spoofed); the node checks that its sender is that member.
+func (e *endpoint) udpStranger(from netip.AddrPort) bool {
+	if e.senders == nil || e.senders[from] {
+		return false
+	}
+	e.c.udpStrangers.Add(1)
+	return true
 }
 
 // deliver hands p to the consumer, waiting while the channel is full,
@@ -137,6 +171,7 @@ func (e *endpoint) SendStream(to netip.AddrPort, b []byte, fin Finalizer) error 
 
 func (e *endpoint) Stats() Stats {
 	st := e.c.snapshot()
+	st.StreamBuffered = e.buffered.Load()
 	e.mu.Lock()
 	for _, l := range e.links {
 		st.Links = append(st.Links, l.stats())

@@ -134,7 +134,7 @@ func (f *memFabric) sendUnicast(to netip.AddrPort, b []byte, fin Finalizer) erro
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	dst := n.eps[to]
-	if dst == nil || n.down[to] || n.down[f.e.local] {
+	if dst == nil || n.down[to] || n.down[f.e.local] || dst.e.udpStranger(f.e.local) {
 		return nil
 	}
 	dst.offerLocked(Packet{From: f.e.local, Data: append([]byte(nil), b...), Time: time.Now(), Via: ViaUDP})
@@ -164,6 +164,9 @@ func (f *memFabric) sendGroup(b []byte, fin Finalizer) error {
 			if m.Loopback {
 				f.e.c.ownIgnored.Add(1)
 			}
+			continue
+		}
+		if dst.e.udpStranger(f.e.local) {
 			continue
 		}
 		dst.offerLocked(Packet{From: f.e.local, Data: append([]byte(nil), b...), Time: time.Now(), Via: ViaMulticast})

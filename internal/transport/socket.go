@@ -76,12 +76,18 @@ func Open(cfg Config) (Endpoint, error) {
 		// connection comes from even when several share a host.
 		s.dialer.LocalAddr = &net.TCPAddr{IP: local.Addr().AsSlice()}
 	}
-	e.goRun(func() { s.ucast.readLoop(&e.c, nil, e.deliver) })
+	e.goRun(func() { s.ucast.readLoop(&e.c, e.udpStranger, e.deliver) })
 	if s.mcast != nil {
 		// Our own datagrams come back when IP_MULTICAST_LOOP is on; the
 		// member address is unique, so the source identifies them.
-		own := func(from netip.AddrPort) bool { return from == local }
-		e.goRun(func() { s.mcast.readLoop(&e.c, own, e.deliver) })
+		skip := func(from netip.AddrPort) bool {
+			if from == local {
+				e.c.ownIgnored.Add(1)
+				return true
+			}
+			return e.udpStranger(from)
+		}
+		e.goRun(func() { s.mcast.readLoop(&e.c, skip, e.deliver) })
 	}
 	e.goRun(s.accept)
 	return e, nil

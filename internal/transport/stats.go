@@ -34,6 +34,24 @@ type Stats struct {
 	// BadFrames counts inbound connections closed for an oversized
 	// length prefix.
 	BadFrames uint64 `json:"bad_frames"`
+	// UDPStrangers counts datagrams on the member and group sockets from
+	// addresses that are no member's (Config.Peers), dropped unread.
+	UDPStrangers uint64 `json:"udp_strangers"`
+	// InboundStrangers counts inbound connections from IPs that are no
+	// member's (Config.Peers), reset before anything was read.
+	InboundStrangers uint64 `json:"inbound_strangers"`
+	// InboundEvicted counts a member IP's oldest connections closed for
+	// a newer one past StreamConfig.PerPeerConns.
+	InboundEvicted uint64 `json:"inbound_evicted"`
+	// StreamTimeouts counts inbound connections closed because no frame
+	// began within IdleTimeout or one did not end within FrameTimeout.
+	StreamTimeouts uint64 `json:"stream_timeouts"`
+	// StreamOverBudget counts inbound connections closed because their
+	// frame would have taken the partly read frames past
+	// MaxStreamBuffered.
+	StreamOverBudget uint64 `json:"stream_over_budget"`
+	// StreamBuffered is the bytes partly read inbound frames hold now.
+	StreamBuffered int64 `json:"stream_buffered"`
 	// RxOverflow counts datagrams lost because the receiver was full
 	// (the in-memory network's analogue of a full socket buffer; always 0
 	// for real sockets, whose kernel drops are not visible here).
@@ -79,7 +97,9 @@ type counters struct {
 	via                                                [3]traffic // indexed by Via
 	ownIgnored, kernel, user, sendErrs, queueDrops     atomic.Uint64
 	staleDrops, reconnects, dialErrs, badFrames, rxOvf atomic.Uint64
-	inboundRefused                                     atomic.Uint64
+	inboundRefused, inboundStrangers, inboundEvicted   atomic.Uint64
+	udpStrangers                                       atomic.Uint64
+	streamTimeouts, overBudget                         atomic.Uint64
 	inbound                                            atomic.Int64
 }
 
@@ -107,6 +127,11 @@ func (c *counters) snapshot() Stats {
 		BadFrames:           c.badFrames.Load(),
 		RxOverflow:          c.rxOvf.Load(),
 		InboundRefused:      c.inboundRefused.Load(),
+		UDPStrangers:        c.udpStrangers.Load(),
+		InboundStrangers:    c.inboundStrangers.Load(),
+		InboundEvicted:      c.inboundEvicted.Load(),
+		StreamTimeouts:      c.streamTimeouts.Load(),
+		StreamOverBudget:    c.overBudget.Load(),
 		Inbound:             int(c.inbound.Load()),
 	}
 }

@@ -1,15 +1,13 @@
 package transport
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 )
@@ -28,83 +26,6 @@ import (
 // acceptor reads. Two nodes that talk both ways hold two connections, so
 // there is never a tie to break between simultaneous dials.
 const frameHeaderLen = 4
-
-// ErrBadFrame reports an inbound length prefix above MaxStreamFrame.
-type ErrBadFrame struct {
-	From   netip.AddrPort
-	Length uint32
-}
-
-func (e *ErrBadFrame) Error() string {
-	return fmt.Sprintf("transport: stream frame of %d bytes from %v exceeds %d", e.Length, e.From, MaxStreamFrame)
-}
-
-// readFrame reads one frame. It checks the prefix before allocating, so a
-// hostile length costs nothing.
-func readFrame(r io.Reader, from netip.AddrPort) ([]byte, error) {
-	var hdr [frameHeaderLen]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > MaxStreamFrame {
-		return nil, &ErrBadFrame{From: from, Length: n}
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return b, nil
-}
-
-// serveInbound reads frames from an accepted connection until it fails or
-// the endpoint closes. It owns conn.
-func (e *endpoint) serveInbound(conn net.Conn, from netip.AddrPort) bool {
-	e.mu.Lock()
-	if e.closed || len(e.inbound) >= MaxInbound {
-		full := !e.closed
-		e.mu.Unlock()
-		conn.Close()
-		if full {
-			e.c.inboundRefused.Add(1)
-		}
-		return false
-	}
-	e.inbound[conn] = struct{}{}
-	e.wg.Add(1)
-	e.mu.Unlock()
-	e.c.inbound.Add(1)
-	go func() {
-		defer e.wg.Done()
-		defer func() {
-			conn.Close()
-			e.mu.Lock()
-			delete(e.inbound, conn)
-			e.mu.Unlock()
-			e.c.inbound.Add(-1)
-		}()
-		r := bufio.NewReader(conn)
-		for {
-			b, err := readFrame(r, from)
-			now := time.Now()
-			if err != nil {
-				var bad *ErrBadFrame
-				if errors.As(err, &bad) {
-					e.c.badFrames.Add(1)
-				}
-				return
-			}
-			e.c.via[ViaStream].in(len(b))
-			if !e.deliver(Packet{From: from, Data: b, Time: now, Via: ViaStream}) {
-				return
-			}
-		}
-	}()
-	return true
-}
 
 // qframe is a frame waiting in a link's queue.
 type qframe struct {
@@ -238,15 +159,29 @@ func (l *link) run() {
 		l.setState(false, err)
 	}
 	defer drop(nil)
+	// A link idle for half the acceptor's IdleTimeout closes itself, so it
+	// is never the acceptor that closes it just as a frame leaves.
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+	defer idle.Stop()
 	for {
 		if !l.pending() {
+			if conn != nil {
+				idle.Reset(l.e.cfg.Stream.IdleTimeout / 2)
+			}
 			select {
 			case <-l.wake:
 			case <-dead:
 				drop(errors.New("connection closed by peer"))
+			case <-idle.C:
+				drop(nil)
+				l.mu.Lock()
+				l.dialed = false // the next dial is not a reconnect after a failure
+				l.mu.Unlock()
 			case <-ctx.Done():
 				return
 			}
+			idle.Stop()
 			continue
 		}
 		if conn != nil {
@@ -329,7 +264,10 @@ func (l *link) write(conn net.Conn, b []byte) error {
 // watch reads the outbound connection, on which the peer never writes, so
 // that a close or reset (peer restarted, keepalive expired) is noticed
 // while the link is idle instead of costing the next frame. It also closes
-// the connection when the endpoint closes, unblocking a pending write.
+// the connection when the endpoint closes, unblocking a pending write. Its
+// reads have a deadline like every other; one that passes only means the
+// peer is quiet, as it should be. A peer that writes is broken or hostile:
+// the connection is dropped.
 func (l *link) watch(conn net.Conn) <-chan struct{} {
 	dead := make(chan struct{})
 	stop := context.AfterFunc(l.e.ctx, func() { conn.Close() })
@@ -338,9 +276,11 @@ func (l *link) watch(conn net.Conn) <-chan struct{} {
 		defer l.e.wg.Done()
 		defer close(dead)
 		defer stop()
-		var buf [512]byte
+		var buf [1]byte
 		for {
-			if _, err := conn.Read(buf[:]); err != nil {
+			conn.SetReadDeadline(time.Now().Add(l.e.cfg.Stream.IdleTimeout))
+			_, err := conn.Read(buf[:])
+			if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 				return
 			}
 		}

@@ -112,18 +112,19 @@ var (
 const (
 	// MaxDatagram is the largest UDP payload read or written.
 	MaxDatagram = 65507
-	// MaxStreamFrame is the hard cap on a stream frame's length prefix.
-	// synclab frames are far smaller; the slack above 64 KiB leaves room
-	// for trailers. A larger prefix means a broken or hostile peer: the
-	// connection is closed and the bogus size is never allocated.
-	MaxStreamFrame = 1 << 20
+	// MaxStreamFrame is the hard cap on a stream frame's length prefix: a
+	// synclab frame, trailer included, is at most 65535 bytes. A larger
+	// prefix means a broken or hostile peer: the connection is closed and
+	// the bogus size is never allocated.
+	MaxStreamFrame = 1 << 16
 	// PacketBuffer is the capacity of the Packets channel. A reader that
 	// finds it full waits (the kernel's socket buffer absorbs bursts
 	// meanwhile) rather than dropping.
 	PacketBuffer = 1024
-	// MaxInbound bounds the open inbound stream connections. A cluster
-	// needs one per peer; more means a misbehaving host, whose excess
-	// connections are closed at once (Stats.InboundRefused).
+	// MaxInbound bounds the open inbound stream connections of an
+	// endpoint that does not know its peers (Config.Peers nil); the ones
+	// beyond are closed at once (Stats.InboundRefused). With Peers, each
+	// member's IP holds at most StreamConfig.PerPeerConns per member on it.
 	MaxInbound = 256
 )
 
@@ -134,8 +135,14 @@ type Config struct {
 	Listen netip.AddrPort
 	// Multicast, if set, joins a group. nil: no multicast.
 	Multicast *MulticastConfig
-	// Stream configures the outbound TCP links. Zero fields take defaults.
+	// Stream configures the TCP links. Zero fields take defaults.
 	Stream StreamConfig
+	// Peers are the other members' addresses. Datagrams from any other
+	// address are dropped unread (members send from their member socket);
+	// TCP connections from any other IP are closed before anything is read,
+	// and the members always find a slot (see inbound.go). nil: any host
+	// may send and connect, MaxInbound connections at most (tests, tools).
+	Peers []netip.AddrPort
 	// Seed seeds the backoff jitter (there is no package-global rand).
 	// 0 picks a random seed.
 	Seed uint64
@@ -160,8 +167,8 @@ type MulticastConfig struct {
 	Loopback bool
 }
 
-// StreamConfig configures outbound TCP links. Zero fields take the defaults
-// in brackets.
+// StreamConfig configures the TCP links. Zero fields take the defaults in
+// brackets.
 type StreamConfig struct {
 	// QueueLen bounds each link's queue in frames [256].
 	QueueLen int
@@ -179,6 +186,17 @@ type StreamConfig struct {
 	// peer is noticed after about 4*KeepAlive, whether the link is idle
 	// (keepalive probes) or has data in flight (TCP_USER_TIMEOUT) [5s].
 	KeepAlive time.Duration
+	// IdleTimeout: an inbound connection that begins no frame for this
+	// long is closed; an outbound link idle for half of it closes itself
+	// first (and dials again for its next frame) [2m].
+	IdleTimeout time.Duration
+	// FrameTimeout: once a frame has begun, all of it must arrive within
+	// this, or the connection is closed [5s].
+	FrameTimeout time.Duration
+	// PerPeerConns is how many inbound connections one member may hold; a
+	// newer one closes its oldest [4]. A member needs one; the others
+	// cover reconnections the kernel has not yet seen die.
+	PerPeerConns int
 }
 
 // Defaults for StreamConfig.
@@ -190,6 +208,9 @@ const (
 	DefaultBackoffMax   = 2 * time.Second
 	DefaultWriteTimeout = time.Second
 	DefaultKeepAlive    = 5 * time.Second
+	DefaultIdleTimeout  = 2 * time.Minute
+	DefaultFrameTimeout = 5 * time.Second
+	DefaultPerPeerConns = 4
 )
 
 // withDefaults fills zero fields and rejects contradictions.
@@ -208,10 +229,17 @@ func (c StreamConfig) withDefaults() (StreamConfig, error) {
 	def(&c.BackoffMax, DefaultBackoffMax)
 	def(&c.WriteTimeout, DefaultWriteTimeout)
 	def(&c.KeepAlive, DefaultKeepAlive)
+	def(&c.IdleTimeout, DefaultIdleTimeout)
+	def(&c.FrameTimeout, DefaultFrameTimeout)
+	if c.PerPeerConns == 0 {
+		c.PerPeerConns = DefaultPerPeerConns
+	}
 	switch {
 	case c.QueueLen < 0:
 		return c, fmt.Errorf("transport: stream QueueLen %d < 0", c.QueueLen)
-	case c.MaxAge < 0 || c.DialTimeout < 0 || c.BackoffMin < 0 || c.WriteTimeout < 0 || c.KeepAlive < 0:
+	case c.PerPeerConns < 0:
+		return c, fmt.Errorf("transport: stream PerPeerConns %d < 0", c.PerPeerConns)
+	case c.MaxAge < 0 || c.DialTimeout < 0 || c.BackoffMin < 0 || c.WriteTimeout < 0 || c.KeepAlive < 0 || c.IdleTimeout < 0 || c.FrameTimeout < 0:
 		return c, errors.New("transport: negative stream duration")
 	case c.BackoffMax < c.BackoffMin:
 		return c, fmt.Errorf("transport: stream BackoffMax %v < BackoffMin %v", c.BackoffMax, c.BackoffMin)

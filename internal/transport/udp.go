@@ -66,8 +66,9 @@ func (s *udpSocket) localAddr() netip.AddrPort {
 }
 
 // readLoop reads datagrams until the socket is closed. skip, if set, drops
-// a datagram by source before it is counted as input (own multicast).
-// deliver blocks until the packet is taken or the owner is closing (false).
+// a datagram by source before it is copied or counted as input (our own
+// multicast, strangers), counting it itself. deliver blocks until the
+// packet is taken or the owner is closing (false).
 //
 // ReadMsgUDPAddrPort is recvmsg(2) through Go's netpoller: the goroutine
 // parks on EAGAIN instead of holding a thread, and internal/poll retries
@@ -89,7 +90,6 @@ func (s *udpSocket) readLoop(c *counters, skip func(netip.AddrPort) bool, delive
 		}
 		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 		if skip != nil && skip(from) {
-			c.ownIgnored.Add(1)
 			continue
 		}
 		p := Packet{From: from, Data: append([]byte(nil), buf[:n]...), Via: s.via}

@@ -30,7 +30,7 @@
 //	hb, _ := wire.Heartbeat{Interval: 100, Alive: 3}.AppendBinary(nil)
 //	f := wire.Frame{Header: wire.Header{
 //		Kind: wire.KindHeartbeat, Cluster: wire.ClusterID("lab"),
-//		Sender: 2, Seq: incarnation<<32 | counter, Lamport: lamport,
+//		Sender: 2, Seq: wire.Seq(incarnation, series, counter), Lamport: lamport,
 //	}, Payload: hb}
 //	b, err := f.AppendBinary(make([]byte, 0, wire.HeaderLen+len(hb)+wire.AuthTrailerLen))
 //	wire.PatchXmt(b, wire.NTPTimeFromTime(clock.Now()))
@@ -47,8 +47,12 @@
 // Validate checks, in order: cluster, sender is not us, addressed to us or
 // to everyone, MAC (when keys are configured), and replay: each sender's
 // sequence numbers must be new within a sliding window of ReplayWindow, like
-// IPsec's. Sequence numbers carry the sender's incarnation in their high 32
-// bits, so a restarted sender is always newer than its previous life.
+// IPsec's. Sequence numbers carry the sender's incarnation and series in
+// their high 32 bits (Seq), so a restarted sender is always newer than its
+// previous life. Admit is Validate without the replay window, for callers
+// that keep their own (internal/node keeps one per member, persists what
+// it must across restarts, and checks the plausibility of what it is told;
+// SeqWindow is the window it uses).
 //
 // Key files for frames are read by ParseKeyFile (format documented there).
 //

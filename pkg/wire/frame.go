@@ -27,9 +27,9 @@ import (
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|     Sequence (incarnation << 32 | per-incarnation counter)    | 28
-//	+                                                               +
-//	|                                                               |
+//	|          Sequence: Incarnation (24)           |  Series (8)   | 28
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                       Sequence: Counter (32)                  | 32
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                          Lamport Time                         | 36
 //	+                                                               +
@@ -51,6 +51,14 @@ import (
 // Flags: bit 0 FlagAuth; the other bits are reserved and must be zero (a
 // decoder refuses them, so a later version can give them a meaning old
 // nodes refuse rather than ignore).
+//
+// The sequence number is one big-endian 64-bit field in three parts (Seq,
+// SeqParts): the sender's incarnation (24 bits, raised and persisted at
+// every start), a series within the incarnation (8 bits, raised while
+// running when a peer restarts or the counter runs out) and a counter of
+// frames in the series (32 bits, from 1). It only ever grows, per sender,
+// across restarts too; the top 32 bits together are the sender's epoch
+// (SeqEpoch), which receivers remember to refuse replays.
 const (
 	offMagic    = 0
 	offVersion  = 2
@@ -112,9 +120,10 @@ type Header struct {
 	Receiver uint32
 	// Term is the sender's term or epoch; its meaning is the core's.
 	Term uint64
-	// Seq is the sender's sequence number: its incarnation in the high
-	// 32 bits, a counter in the low 32. Strictly increasing per sender,
-	// across restarts too, which is what lets Validator refuse replays.
+	// Seq is the sender's sequence number: incarnation (24 bits), series
+	// (8 bits) and counter (32 bits), see Seq. Strictly increasing per
+	// sender, across restarts too, which is what lets receivers refuse
+	// replays.
 	Seq uint64
 	// Lamport is the sender's Lamport clock when it sent the frame.
 	Lamport uint64
@@ -122,6 +131,35 @@ type Header struct {
 	// PatchXmt just before the write; 0 if unknown.
 	Xmt NTPTime
 }
+
+// The parts of a sequence number, high to low.
+const (
+	IncarnationBits = 24
+	SeriesBits      = 8
+	CounterBits     = 32
+	// MaxIncarnation, MaxSeries and MaxCounter are the largest values of
+	// each part.
+	MaxIncarnation = 1<<IncarnationBits - 1
+	MaxSeries      = 1<<SeriesBits - 1
+	MaxCounter     = 1<<CounterBits - 1
+)
+
+// Seq assembles a sequence number from its parts. Parts wider than their
+// field are cut to it.
+func Seq(incarnation uint32, series uint8, counter uint32) uint64 {
+	return uint64(incarnation&MaxIncarnation)<<(SeriesBits+CounterBits) | uint64(series)<<CounterBits | uint64(counter)
+}
+
+// SeqParts splits a sequence number into its parts.
+func SeqParts(seq uint64) (incarnation uint32, series uint8, counter uint32) {
+	return uint32(seq >> (SeriesBits + CounterBits)), uint8(seq >> CounterBits), uint32(seq)
+}
+
+// SeqEpoch is the incarnation and series of seq together (its top 32
+// bits): a sender's epoch only grows, and a receiver that remembers the
+// highest epoch it accepted from a sender can refuse every frame of an
+// earlier one, even after the receiver restarts.
+func SeqEpoch(seq uint64) uint32 { return uint32(seq >> CounterBits) }
 
 // Frame is a whole synclab frame.
 type Frame struct {

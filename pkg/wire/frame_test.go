@@ -310,3 +310,34 @@ func TestKindString(t *testing.T) {
 		t.Errorf("kindEnd %q", kindEnd.String())
 	}
 }
+
+func TestSeqParts(t *testing.T) {
+	for _, tc := range []struct {
+		inc     uint32
+		series  uint8
+		counter uint32
+		seq     uint64
+	}{
+		{0, 0, 0, 0},
+		{1, 0, 1, 1<<40 | 1},
+		{7, 3, 9, 7<<40 | 3<<32 | 9},
+		{MaxIncarnation, MaxSeries, MaxCounter, ^uint64(0)},
+	} {
+		if got := Seq(tc.inc, tc.series, tc.counter); got != tc.seq {
+			t.Errorf("Seq(%d, %d, %d) = %#x, want %#x", tc.inc, tc.series, tc.counter, got, tc.seq)
+		}
+		inc, series, counter := SeqParts(tc.seq)
+		if inc != tc.inc || series != tc.series || counter != tc.counter {
+			t.Errorf("SeqParts(%#x) = %d, %d, %d", tc.seq, inc, series, counter)
+		}
+		if got, want := SeqEpoch(tc.seq), tc.inc<<SeriesBits|uint32(tc.series); got != want {
+			t.Errorf("SeqEpoch(%#x) = %#x, want %#x", tc.seq, got, want)
+		}
+	}
+	// The diagram: incarnation and series in bytes 28-31, the counter in 32-35.
+	f := Frame{Header: Header{Kind: KindHeartbeat, Sender: 1, Seq: Seq(0x010203, 0x04, 0x05060708)}}
+	b, _ := f.AppendBinary(nil)
+	if got := b[28:36]; !bytes.Equal(got, []byte{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Errorf("sequence on the wire % x", got)
+	}
+}

@@ -70,6 +70,22 @@ func FuzzHeartbeat(f *testing.F) {
 	})
 }
 
+func FuzzEpochRefused(f *testing.F) {
+	f.Add([]byte{0, 0, 3, 1})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var e EpochRefused
+		if err := e.UnmarshalBinary(b); err != nil {
+			requireDecodeError(t, err)
+			return
+		}
+		out, _ := e.AppendBinary(nil)
+		if !bytes.Equal(out, b) {
+			t.Fatalf("round trip % x -> % x", b, out)
+		}
+	})
+}
+
 func FuzzNTPPacket(f *testing.F) {
 	addHexSeeds(f, "ntp_client_request.hex", "ntp_server_reply.hex", "ntp_reply_md5.hex", "ntp_reply_sha256_v3.hex")
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -173,7 +189,7 @@ func FuzzParseChronyKeys(f *testing.F) {
 func FuzzReplayWindow(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 0xff, 0xff, 0, 5, 0x80, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var w replayWindow
+		var w SeqWindow
 		seen := map[uint64]bool{}
 		top, started := uint64(1<<40), false
 		for ; len(b) >= 2; b = b[2:] {

@@ -51,3 +51,40 @@ func (h *Heartbeat) UnmarshalBinary(b []byte) error {
 	h.Alive = binary.BigEndian.Uint32(b[offHeartbeatAlive:])
 	return nil
 }
+
+// EpochRefused is the payload of KindEpochRefused: the epoch (SeqEpoch) of
+// the receiver's frames that the sender refuses.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|          Incarnation (24)                     |  Series (8)   |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+type EpochRefused struct {
+	Epoch uint32
+}
+
+const (
+	// EpochRefusedLen is the exact length of an EpochRefused payload.
+	EpochRefusedLen = 4
+
+	epochRefusedWhat = "epoch_refused"
+)
+
+// AppendBinary appends the encoding of e to b. It cannot fail.
+func (e EpochRefused) AppendBinary(b []byte) ([]byte, error) {
+	return binary.BigEndian.AppendUint32(b, e.Epoch), nil
+}
+
+// UnmarshalBinary decodes an EpochRefused payload of exactly
+// EpochRefusedLen bytes; any other length is a *DecodeError.
+func (e *EpochRefused) UnmarshalBinary(b []byte) error {
+	if len(b) < EpochRefusedLen {
+		return decodeErr(epochRefusedWhat, DecodeTruncated, "", len(b), EpochRefusedLen)
+	}
+	if len(b) > EpochRefusedLen {
+		return decodeErr(epochRefusedWhat, DecodeBadLength, "trailing bytes", len(b), EpochRefusedLen)
+	}
+	e.Epoch = binary.BigEndian.Uint32(b)
+	return nil
+}

@@ -49,12 +49,17 @@ const (
 	KindRingProbe Kind = 14
 	// KindRingProbeReply answers a RingProbe (payload: RingProbeReply).
 	KindRingProbeReply Kind = 15
+	// KindEpochRefused tells a member that its frames of an epoch are
+	// refused here (this node accepted that epoch before it restarted, so
+	// they might be recordings): the member moves to a new series. Node to
+	// node; cores never see it (payload: EpochRefused).
+	KindEpochRefused Kind = 16
 
 	// kindEnd is one past the last defined kind: update it when appending
 	// a kind. (It cannot be an implicit "next" constant: the kinds above
 	// carry explicit numbers, so an implicit repetition would copy the
 	// last one's value instead of adding one.)
-	kindEnd Kind = KindRingProbeReply + 1
+	kindEnd Kind = KindEpochRefused + 1
 )
 
 // Known reports whether k is a kind this version understands: a frame of
@@ -97,6 +102,8 @@ func (k Kind) String() string {
 		return "ring_probe"
 	case KindRingProbeReply:
 		return "ring_probe_reply"
+	case KindEpochRefused:
+		return "epoch_refused"
 	}
 	return "kind(" + itoa(int(k)) + ")"
 }

@@ -26,13 +26,32 @@ const (
 	replayRingWords = replayRingBits / 64
 )
 
-type replayWindow struct {
+// SeqWindow remembers which of a sender's recent sequence numbers were
+// accepted: the highest (Top) and, individually, the ReplayWindow below
+// it. Its zero value has accepted nothing and its Top is 0. It is not safe
+// for concurrent use.
+type SeqWindow struct {
 	top  uint64 // highest sequence number accepted
 	ring [replayRingWords]uint64
 }
 
-// check says whether seq may be accepted, without recording it.
-func (w *replayWindow) check(seq uint64) error {
+// Top is the highest sequence number marked.
+func (w *SeqWindow) Top() uint64 { return w.top }
+
+// Reset forgets everything and marks seq as the only one accepted.
+func (w *SeqWindow) Reset(seq uint64) {
+	*w = SeqWindow{}
+	w.Mark(seq)
+}
+
+// Check says whether seq may be accepted, without recording it: nil, or
+// ErrReplay (already marked) or ErrStale (a window or more below Top).
+func (w *SeqWindow) Check(seq uint64) error { return w.check(seq) }
+
+// Mark records seq as accepted; Check(seq) must have passed.
+func (w *SeqWindow) Mark(seq uint64) { w.mark(seq) }
+
+func (w *SeqWindow) check(seq uint64) error {
 	if seq > w.top {
 		return nil
 	}
@@ -45,8 +64,7 @@ func (w *replayWindow) check(seq uint64) error {
 	return nil
 }
 
-// mark records seq as accepted; check(seq) must have passed.
-func (w *replayWindow) mark(seq uint64) {
+func (w *SeqWindow) mark(seq uint64) {
 	if seq > w.top {
 		// Clear the words the top moves into: they hold bits of
 		// sequence numbers a whole ring older, long out of the window.
@@ -72,9 +90,11 @@ func (w *replayWindow) mark(seq uint64) {
 // (as internal/node does).
 //
 // Restarts: a sender's sequence number carries its incarnation in the high
-// 32 bits, and the incarnation is persisted and incremented at every start,
-// so a restarted sender's frames are always newer than anything it sent
-// before and pass. A sender that lost its state (and so reuses an old
+// bits (Seq), and the incarnation is persisted and incremented at every
+// start, so a restarted sender's frames are always newer than anything it
+// sent before and pass. The Validator's own windows live in memory only:
+// after the receiver restarts, it accepts whatever it is sent first.
+// internal/node does better (Admit, plus windows whose epochs it persists). A sender that lost its state (and so reuses an old
 // incarnation) is refused as stale or replayed until its counter overtakes
 // its old high-water mark, or until the receiver calls Forget for it.
 //
@@ -90,7 +110,7 @@ type Validator struct {
 
 	mu      sync.Mutex
 	keys    []validatorKey
-	windows map[uint32]*replayWindow
+	windows map[uint32]*SeqWindow
 	sum     [sha256.Size]byte // scratch for MACs; guarded by mu
 }
 
@@ -107,7 +127,7 @@ func NewValidator(cluster uint32, self uint32, keys []Key) *Validator {
 	v := &Validator{
 		cluster: cluster,
 		self:    self,
-		windows: make(map[uint32]*replayWindow),
+		windows: make(map[uint32]*SeqWindow),
 	}
 	for _, k := range keys {
 		if v.key(k.ID) != nil {
@@ -137,25 +157,15 @@ func (v *Validator) key(id uint32) *validatorKey {
 //
 // On success it does not allocate (after the first frame from a sender).
 func (v *Validator) Validate(f *Frame, raw []byte) error {
-	if f.Cluster != v.cluster {
-		return fmt.Errorf("%w: cluster %08x, want %08x", ErrWrongCluster, f.Cluster, v.cluster)
-	}
-	if f.Sender == v.self {
-		return ErrFromSelf
-	}
-	if f.Receiver != 0 && f.Receiver != v.self {
-		return fmt.Errorf("%w: to %d", ErrMisdirected, f.Receiver)
-	}
-
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if err := v.checkMAC(f, raw); err != nil {
+	if err := v.Admit(f, raw); err != nil {
 		return err
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 
 	w := v.windows[f.Sender]
 	if w == nil {
-		w = new(replayWindow)
+		w = new(SeqWindow)
 		v.windows[f.Sender] = w
 		w.mark(f.Seq)
 		return nil
@@ -165,6 +175,25 @@ func (v *Validator) Validate(f *Frame, raw []byte) error {
 	}
 	w.mark(f.Seq)
 	return nil
+}
+
+// Admit applies every check of Validate but the replay window, in the same
+// order: cluster, not from self, addressed to us or to everyone, MAC. It
+// keeps no state per sender; a caller that keeps its own windows (internal
+// /node, which also persists them) uses it instead of Validate.
+func (v *Validator) Admit(f *Frame, raw []byte) error {
+	if f.Cluster != v.cluster {
+		return fmt.Errorf("%w: cluster %08x, want %08x", ErrWrongCluster, f.Cluster, v.cluster)
+	}
+	if f.Sender == v.self {
+		return ErrFromSelf
+	}
+	if f.Receiver != 0 && f.Receiver != v.self {
+		return fmt.Errorf("%w: to %d", ErrMisdirected, f.Receiver)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.checkMAC(f, raw)
 }
 
 // Authenticate applies only the cluster and MAC checks of Validate, for

@@ -230,7 +230,7 @@ func TestReplayWindow(t *testing.T) {
 // The window against a simple oracle: a set of every sequence number seen
 // and the maximum, over a pseudo-random walk with reordering and duplicates.
 func TestReplayWindowOracle(t *testing.T) {
-	var w replayWindow
+	var w SeqWindow
 	seen := map[uint64]bool{}
 	var top uint64
 	started := false

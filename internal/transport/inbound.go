@@ -1,0 +1,285 @@
+package transport
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+)
+
+// Inbound TCP is where a stranger on the LAN can cost a daemon memory and a
+// member its connection, so everything about it is bounded:
+//
+//   - Only members connect. With Config.Peers set, a connection from an IP
+//     that is no member's is closed (reset) as soon as it is accepted,
+//     before anything is read (Stats.InboundStrangers).
+//   - Members always get a slot. Each member IP may hold PerPeerConns
+//     connections (times the members that share it); a new one beyond
+//     that closes the IP's oldest (Stats.InboundEvicted), so a member that
+//     reconnects while the kernel still holds its dead connection, or
+//     while someone else on its host holds connections from its IP, is
+//     never refused.
+//   - Every read has a deadline: IdleTimeout for the first byte of a frame,
+//     FrameTimeout for the rest of it once begun (Stats.StreamTimeouts).
+//   - A length prefix allocates nothing by itself: above MaxStreamFrame it
+//     closes the connection (Stats.BadFrames); below it, the frame's buffer
+//     grows (doubling) only as its bytes arrive, and all partly read frames
+//     together hold at most MaxStreamBuffered bytes: a connection that
+//     would need more is closed (Stats.StreamOverBudget).
+
+// MaxStreamBuffered bounds the bytes held by partly read inbound frames,
+// all connections together: 64 full-size frames.
+const MaxStreamBuffered = 64 * MaxStreamFrame
+
+// firstChunk is the most a frame's buffer starts with, whatever its prefix
+// says.
+const firstChunk = 4 << 10
+
+// inConn is one accepted connection.
+type inConn struct {
+	conn net.Conn
+	from netip.AddrPort
+	at   time.Time // accepted
+}
+
+// peerSlots counts how many members share each IP: their connections may
+// hold that many times PerPeerConns slots. nil: no membership filter.
+func peerSlots(peers []netip.AddrPort) map[netip.Addr]int {
+	if peers == nil {
+		return nil
+	}
+	m := make(map[netip.Addr]int, len(peers))
+	for _, p := range peers {
+		m[p.Addr().Unmap()]++
+	}
+	return m
+}
+
+// admit decides, before anything is read, whether an accepted connection
+// from `from` may be served. It registers it (and evicts the IP's oldest
+// connection if the IP is at its limit) or returns false, having counted
+// why; the caller then closes conn.
+func (e *endpoint) admit(conn net.Conn, from netip.AddrPort) (*inConn, bool) {
+	ip := from.Addr()
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, false
+	}
+	limit := MaxInbound
+	if e.slots != nil {
+		n := e.slots[ip]
+		if n == 0 {
+			e.mu.Unlock()
+			e.c.inboundStrangers.Add(1)
+			return nil, false
+		}
+		limit = n * e.cfg.Stream.PerPeerConns
+	}
+	var evicted *inConn
+	switch held := e.byIP[ip]; {
+	case e.slots == nil && len(e.inbound) >= MaxInbound:
+		e.mu.Unlock()
+		e.c.inboundRefused.Add(1)
+		return nil, false
+	case len(held) >= limit:
+		evicted = held[0]
+		e.byIP[ip] = held[1:]
+	}
+	ic := &inConn{conn: conn, from: from, at: time.Now()}
+	e.inbound[conn] = struct{}{}
+	e.byIP[ip] = append(e.byIP[ip], ic)
+	e.wg.Add(1)
+	e.mu.Unlock()
+	if evicted != nil {
+		e.c.inboundEvicted.Add(1)
+		// Its reader notices, unregisters it (if still registered) and
+		// returns.
+		reset(evicted.conn)
+	}
+	e.c.inbound.Add(1)
+	return ic, true
+}
+
+// release unregisters a connection whose reader has returned.
+func (e *endpoint) release(ic *inConn) {
+	ip := ic.from.Addr()
+	e.mu.Lock()
+	delete(e.inbound, ic.conn)
+	held := e.byIP[ip]
+	for i, c := range held {
+		if c == ic {
+			e.byIP[ip] = append(held[:i:i], held[i+1:]...)
+			break
+		}
+	}
+	if len(e.byIP[ip]) == 0 {
+		delete(e.byIP, ip)
+	}
+	e.mu.Unlock()
+	e.c.inbound.Add(-1)
+}
+
+// reset closes a connection with a RST rather than a FIN where it can:
+// nothing waits in FIN_WAIT for a peer that may never answer.
+func reset(conn net.Conn) {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+// serveInbound admits an accepted connection and reads frames from it until
+// it fails or the endpoint closes. It owns conn. It reports whether the
+// connection was admitted.
+func (e *endpoint) serveInbound(conn net.Conn, from netip.AddrPort) bool {
+	ic, ok := e.admit(conn, from)
+	if !ok {
+		reset(conn)
+		return false
+	}
+	go func() {
+		defer e.wg.Done()
+		defer e.release(ic)
+		defer conn.Close()
+		fr := frameReader{r: bufio.NewReader(conn), conn: conn, from: from, e: e}
+		for {
+			b, err := fr.next()
+			now := time.Now()
+			if err != nil {
+				var bad *ErrBadFrame
+				switch {
+				case errors.As(err, &bad):
+					e.c.badFrames.Add(1)
+				case errors.Is(err, errOverBudget):
+					e.c.overBudget.Add(1)
+				case errors.Is(err, os.ErrDeadlineExceeded):
+					e.c.streamTimeouts.Add(1)
+				}
+				return
+			}
+			e.c.via[ViaStream].in(len(b))
+			if !e.deliver(Packet{From: from, Data: b, Time: now, Via: ViaStream}) {
+				return
+			}
+		}
+	}()
+	return true
+}
+
+var errOverBudget = errors.New("transport: inbound stream buffers over budget")
+
+// frameReader reads the frames of one inbound connection under deadlines
+// and the endpoint's buffer budget.
+type frameReader struct {
+	r    *bufio.Reader
+	conn net.Conn // nil: no deadlines (tests reading from a buffer)
+	from netip.AddrPort
+	e    *endpoint // nil: no budget
+}
+
+func (fr *frameReader) deadline(d time.Duration) {
+	if fr.conn != nil && d > 0 {
+		fr.conn.SetReadDeadline(time.Now().Add(d))
+	}
+}
+
+// next reads one frame. It waits up to IdleTimeout for a frame to begin
+// (io.EOF if the peer closes in between), then up to FrameTimeout for all
+// of it.
+func (fr *frameReader) next() ([]byte, error) {
+	var idle, whole time.Duration
+	if fr.e != nil {
+		idle, whole = fr.e.cfg.Stream.IdleTimeout, fr.e.cfg.Stream.FrameTimeout
+	}
+	if fr.r.Buffered() == 0 {
+		fr.deadline(idle)
+	}
+	var hdr [frameHeaderLen]byte
+	if _, err := fr.r.ReadByte(); err != nil {
+		return nil, err
+	}
+	fr.r.UnreadByte()
+	fr.deadline(whole)
+	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+		return nil, unexpected(err)
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > MaxStreamFrame {
+		return nil, &ErrBadFrame{From: fr.from, Length: n}
+	}
+	// The buffer grows as the bytes come, never to more than twice what
+	// arrived: a prefix that promises much and delivers little holds
+	// little.
+	var b []byte
+	held := 0
+	defer func() { fr.unreserve(held) }()
+	for len(b) < int(n) {
+		if len(b) == cap(b) {
+			grow := min(int(n), max(firstChunk, 2*cap(b))) - cap(b)
+			if !fr.reserve(grow) {
+				return nil, errOverBudget
+			}
+			held += grow
+			nb := make([]byte, len(b), cap(b)+grow)
+			copy(nb, b)
+			b = nb
+		}
+		k, err := fr.r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err != nil && len(b) < int(n) {
+			return nil, unexpected(err)
+		}
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
+}
+
+// unexpected turns an end of stream inside a frame into ErrUnexpectedEOF.
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (fr *frameReader) reserve(n int) bool {
+	if fr.e == nil {
+		return true
+	}
+	if fr.e.buffered.Add(int64(n)) > MaxStreamBuffered {
+		fr.e.buffered.Add(-int64(n))
+		return false
+	}
+	return true
+}
+
+func (fr *frameReader) unreserve(n int) {
+	if fr.e != nil && n > 0 {
+		fr.e.buffered.Add(-int64(n))
+	}
+}
+
+// readFrame reads one frame from r without deadlines or budget (tests,
+// fuzzing).
+func readFrame(r *bufio.Reader, from netip.AddrPort) ([]byte, error) {
+	fr := frameReader{r: r, from: from}
+	return fr.next()
+}
+
+// ErrBadFrame reports an inbound length prefix above MaxStreamFrame.
+type ErrBadFrame struct {
+	From   netip.AddrPort
+	Length uint32
+}
+
+func (e *ErrBadFrame) Error() string {
+	return fmt.Sprintf("transport: stream frame of %d bytes from %v exceeds %d", e.Length, e.From, MaxStreamFrame)
+}
