@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/forge"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/wire"
@@ -80,10 +81,15 @@ func TestElectdFailingDisk(t *testing.T) {
 		}
 		return term
 	}
-	seq := uint64(1) << 40
+	// The test plays member 1, with the cluster's key.
+	keys, err := app.LoadKeys(c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := wire.Seq(1, 0, 0)
 	claim := func(term uint64) {
 		seq++
-		b, err := forge.Frame(wire.Header{Kind: wire.KindCoordinator, Cluster: wire.ClusterID("synclab"), Sender: 1, Receiver: 2, Term: term, Seq: seq}, wire.Coordinator{}, nil)
+		b, err := forge.Frame(wire.Header{Kind: wire.KindCoordinator, Cluster: wire.ClusterID("synclab"), Sender: 1, Receiver: 2, Term: term, Seq: seq}, wire.Coordinator{}, &keys[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,6 +101,12 @@ func TestElectdFailingDisk(t *testing.T) {
 		n, top := frames(200 * time.Millisecond)
 		return n > 0 && top == bully.MakeTerm(0, 2)
 	})
+	// Member 1 speaks once while the disk works (a claim of a term electd
+	// already outranks): electd saves member 1's epoch before it accepts
+	// its first frame, and with a broken disk it could not (a frame of an
+	// epoch it cannot save is refused as "unsaved").
+	claim(bully.MakeTerm(0, 1))
+	frames(300 * time.Millisecond)
 
 	for _, how := range []string{"full", "read-only"} {
 		before := disk()
