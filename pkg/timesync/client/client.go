@@ -171,7 +171,7 @@ func New(cfg Config) (*Client, error) {
 		c.selfID = wire.RefIDFromAddr(cfg.Address)
 	}
 	prec := ntp.Precision(cfg.Precision)
-	pc := ntp.PollConfig{MinPoll: cfg.MinPoll, MaxPoll: cfg.MaxPoll, Burst: cfg.Burst, BurstInterval: cfg.BurstInterval}
+	pc := ntp.PollConfig{MinPoll: cfg.MinPoll, MaxPoll: cfg.MaxPoll, PollRangeSet: true, Burst: cfg.Burst, BurstInterval: cfg.BurstInterval}
 	add := func(a netip.AddrPort, peer bool) error {
 		mode := wire.ModeClient
 		if peer {

@@ -185,6 +185,26 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestPollRangeZeroGiven: --minpoll 0 --maxpoll 0 polls every second for
+// good, even when the server stops answering (an unanswered source backs
+// off up to MaxPoll); both zero is not "unset" when given.
+func TestPollRangeZeroGiven(t *testing.T) {
+	b := newBench(t, func(c *client.Config) { c.MinPoll, c.MaxPoll, c.PollRangeSet = 0, 0, true })
+	var times []time.Time
+	for range 60 {
+		b.nextRequest(srvAddr)
+		times = append(times, b.now)
+	}
+	for i := 20; i < len(times); i++ {
+		if gap := times[i].Sub(times[i-1]); gap > time.Second+time.Second/32+10*time.Millisecond {
+			t.Fatalf("poll %d came %v after the one before: the poll range 0..0 was not kept", i, gap)
+		}
+	}
+	if p := b.c.Report().Sources[0].Poll; p != 0 {
+		t.Fatalf("poll exponent %d after 60 polls, want 0", p)
+	}
+}
+
 // TestBurstThenPoll: a burst of 8 mode-3 requests 500 ms apart (plus up to
 // 1/32 of jitter), then one per 2^MinPoll s while the server answers;
 // requests leak no state.
