@@ -27,10 +27,12 @@ type Config struct {
 	Name string
 	// Version is reported by status.
 	Version string
-	// ID is this node's member ID (> 0). Required.
+	// ID is this node's member ID (> 0). Required, unless the daemon runs
+	// outside any cluster (see Standalone).
 	ID uint32
 	// Members maps every member ID to its address; this node's entry is its
-	// listen address (UDP and TCP). Required, identical on every node.
+	// listen address (UDP and TCP). Required, identical on every node,
+	// unless the daemon runs outside any cluster (see Standalone).
 	Members map[uint32]netip.AddrPort
 	// Cluster names the cluster; frames of other clusters are dropped.
 	// Default "synclab".
@@ -91,17 +93,31 @@ type Config struct {
 	Network func(transport.Config) (transport.Endpoint, error)
 }
 
+// Standalone reports whether the daemon runs outside any cluster: no ID
+// and no Members. It then opens no member socket (no cluster traffic at
+// all) and speaks only its foreign protocol on the datagram socket, which
+// it must have: timed keeping time over NTP alone.
+func (c *Config) Standalone() bool { return c.ID == 0 && len(c.Members) == 0 }
+
 func (c *Config) validate() error {
 	if c.Name == "" {
 		return errors.New("daemon: Name is required")
 	}
-	if c.ID == 0 {
+	if c.Standalone() {
+		if !c.Datagrams && !c.DatagramAddr.IsValid() {
+			return errors.New("--id and --members are required (e.g. --id 1 --members 1=10.0.0.1:7100,2=10.0.0.2:7100)")
+		}
+		if c.Multicast != nil {
+			return errors.New("multicast is for a cluster: it needs --id and --members")
+		}
+	}
+	if c.ID == 0 && !c.Standalone() {
 		return errors.New("--id must be a member ID > 0")
 	}
-	if len(c.Members) == 0 {
+	if len(c.Members) == 0 && !c.Standalone() {
 		return errors.New("--members is required (e.g. 1=10.0.0.1:7100,2=10.0.0.2:7100)")
 	}
-	if _, ok := c.Members[c.ID]; !ok {
+	if _, ok := c.Members[c.ID]; !ok && !c.Standalone() {
 		return fmt.Errorf("--id %d is not in --members: add this node's own entry (its listen address)", c.ID)
 	}
 	seen := map[netip.AddrPort]uint32{}

@@ -3,8 +3,10 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,11 +43,10 @@ func (e *echoNTP) Ready() core.Ready {
 }
 func (e *echoNTP) Status() any { return nil }
 
-func TestDatagramSocketServesCore(t *testing.T) {
-	dir := shortDir(t)
-	cfg := testConfig(t, transport.NewMemNetwork(), dir, 1, 1)
-	const offset = 250 * time.Millisecond
-	cfg.Clock = clock.NewSim(clock.SimConfig{Offset: offset}, time.Now)
+// startEcho runs a daemon of cfg with an echoNTP core and a datagram
+// socket on 127.0.0.1.
+func startEcho(t *testing.T, cfg Config) (*Daemon, *echoNTP) {
+	t.Helper()
 	cfg.DatagramAddr = netip.MustParseAddrPort("127.0.0.1:0")
 	echo := &echoNTP{}
 	d, err := New(cfg, func([]byte, *rand.Rand) (core.Core, error) { return echo, nil })
@@ -53,6 +54,15 @@ func TestDatagramSocketServesCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, d)
+	return d, echo
+}
+
+func TestDatagramSocketServesCore(t *testing.T) {
+	dir := shortDir(t)
+	cfg := testConfig(t, transport.NewMemNetwork(), dir, 1, 1)
+	const offset = 250 * time.Millisecond
+	cfg.Clock = clock.NewSim(clock.SimConfig{Offset: offset}, time.Now)
+	d, echo := startEcho(t, cfg)
 	var server netip.AddrPort
 	eventually(t, "datagram socket", func() bool {
 		st := status(t, cfg.ControlPath)
@@ -104,5 +114,61 @@ func TestDatagramSocketServesCore(t *testing.T) {
 	}
 	if st := status(t, cfg.ControlPath); st.Node.DatagramsIn != 1 || st.Node.DatagramsOut != 1 {
 		t.Errorf("datagram counters in %d out %d", st.Node.DatagramsIn, st.Node.DatagramsOut)
+	}
+}
+
+// TestStandaloneServesDatagramsOnly: a daemon with no ID and no members
+// runs outside any cluster: it never opens the member endpoint, serves its
+// datagram socket, and says so in status.
+func TestStandaloneServesDatagramsOnly(t *testing.T) {
+	dir := shortDir(t)
+	cfg := testConfig(t, transport.NewMemNetwork(), dir, 1, 1)
+	cfg.ID, cfg.Members = 0, nil
+	cfg.Network = func(transport.Config) (transport.Endpoint, error) {
+		t.Error("a standalone daemon opened a member endpoint")
+		return nil, errors.New("no endpoint here")
+	}
+	startEcho(t, cfg)
+	var st Status
+	eventually(t, "datagram socket", func() bool {
+		st = status(t, cfg.ControlPath)
+		return st.Datagram != nil
+	})
+	if st.ID != 0 || st.Address != "" || len(st.Members) != 0 {
+		t.Errorf("status id %d address %q members %v; want none", st.ID, st.Address, st.Members)
+	}
+	client, err := transport.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server := netip.MustParseAddrPort(st.Datagram.Address)
+	b, _ := (&wire.NTPPacket{Version: 4, Mode: wire.ModeClient}).AppendBinary(nil)
+	if err := client.Send(server, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-client.Packets():
+	case <-time.After(2 * time.Second):
+		t.Fatal("no reply from the standalone daemon")
+	}
+}
+
+func TestStandaloneConfig(t *testing.T) {
+	c := Config{Name: "testd", Clock: clock.NewSim(clock.SimConfig{}, time.Now)}
+	if err := c.validate(); err == nil || !strings.Contains(err.Error(), "--id and --members are required") {
+		t.Errorf("no cluster and no datagram socket: %v", err)
+	}
+	c.Datagrams = true
+	if err := c.validate(); err != nil || !c.Standalone() || !c.DatagramAddr.IsValid() {
+		t.Errorf("datagrams only: %v, standalone %v, address %v", err, c.Standalone(), c.DatagramAddr)
+	}
+	c.Multicast = &transport.MulticastConfig{}
+	if err := c.validate(); err == nil {
+		t.Error("multicast without a cluster accepted")
+	}
+	half := Config{Name: "testd", ID: 1, Datagrams: true, Clock: c.Clock}
+	if err := half.validate(); err == nil || half.Standalone() {
+		t.Errorf("an ID without members: %v", err)
 	}
 }

@@ -31,16 +31,18 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}()
 	}
 	self := d.cfg.Members[d.cfg.ID]
-	d.ep, err = d.cfg.Network(transport.Config{
-		Listen:    self,
-		Multicast: d.cfg.Multicast,
-		Stream:    d.cfg.Stream,
-		Seed:      d.cfg.Seed,
-	})
-	if err != nil {
-		return fmt.Errorf("listening on %s (this node's --members entry): %w", self, err)
+	if !d.cfg.Standalone() {
+		d.ep, err = d.cfg.Network(transport.Config{
+			Listen:    self,
+			Multicast: d.cfg.Multicast,
+			Stream:    d.cfg.Stream,
+			Seed:      d.cfg.Seed,
+		})
+		if err != nil {
+			return fmt.Errorf("listening on %s (this node's --members entry): %w", self, err)
+		}
+		defer d.ep.Close()
 	}
-	defer d.ep.Close()
 	if d.cfg.Datagrams {
 		if d.dgram, err = transport.ListenUDP(d.cfg.DatagramAddr); err != nil {
 			return fmt.Errorf("listening on %s: %w", d.cfg.DatagramAddr, err)
@@ -69,8 +71,12 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	defer d.hooks.stop()
 
 	d.started = time.Now()
+	listen := self.String()
+	if d.cfg.Standalone() {
+		listen = "none (no cluster)"
+	}
 	d.log.Info("started",
-		"listen", self.String(),
+		"listen", listen,
 		"members", len(d.cfg.Members),
 		"cluster", d.cfg.Cluster,
 		"clock", d.cfg.ClockName,
@@ -103,7 +109,10 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		defer t.Stop()
 		watchdog = t.C
 	}
-	packets := d.ep.Packets()
+	var packets <-chan transport.Packet // nil (never ready) outside a cluster
+	if d.ep != nil {
+		packets = d.ep.Packets()
+	}
 	var datagrams <-chan transport.Packet // nil (never ready) without a socket
 	if d.dgram != nil {
 		datagrams = d.dgram.Packets()
@@ -218,6 +227,10 @@ func (d *Daemon) send(s node.Send) {
 				d.log.Debug("core refused a sent report", "to", s.To.String(), "err", err)
 			}
 		}
+	case d.ep == nil:
+		// A core outside any cluster sent a frame to a member: a bug in
+		// the core, counted rather than fatal.
+		err = errNoCluster
 	case s.Stream:
 		err = d.ep.SendStream(s.To, s.Data, fin)
 	case s.Report:
@@ -261,6 +274,10 @@ func (d *Daemon) departure(patched time.Time, stamp transport.TxStamp) time.Time
 	}
 	return patched
 }
+
+// errNoCluster is why a frame to a member cannot leave a daemon that runs
+// outside any cluster.
+var errNoCluster = errors.New("no cluster: the daemon has no member socket")
 
 // maxTxLag bounds how much later than the Finalizer's clock reading a
 // kernel transmit stamp may be and still be used: a stamp beyond it (a

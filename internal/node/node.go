@@ -37,10 +37,12 @@ type Config struct {
 }
 
 func (c *Config) validate() error {
-	if c.ID == 0 {
+	// ID 0 with no members is a node outside any cluster (a daemon that
+	// speaks only its foreign protocol): every frame is a stranger's.
+	if c.ID == 0 && len(c.Members) > 0 {
 		return errors.New("node: ID must be > 0")
 	}
-	if _, ok := c.Members[c.ID]; !ok {
+	if _, ok := c.Members[c.ID]; !ok && c.ID != 0 {
 		return fmt.Errorf("node: own ID %d is not in the member list", c.ID)
 	}
 	if _, ok := c.Members[0]; ok {
