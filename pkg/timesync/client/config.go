@@ -92,11 +92,12 @@ type Config struct {
 	ID      uint32
 	Cluster uint32
 	Keys    []wire.Key
-	// Peers are symmetric peers: we poll them in symmetric active mode
-	// (mode 1) and answer their mode-1 polls in symmetric passive mode
-	// (mode 2), so two timed hosts that list each other synchronise each
-	// other (the one closer to a reference wins, by stratum). Mode-1
-	// packets from addresses not listed here are ignored and counted.
+	// Peers are symmetric peers (RFC 5905 symmetric active mode): we
+	// send them mode-1 packets at our poll interval, and their packets
+	// that answer ours give samples, so two hosts that list each other
+	// synchronise each other (the one closer to a reference wins, by
+	// stratum). Mode-1 packets from addresses not listed here are ignored
+	// and counted.
 	Peers []netip.AddrPort
 
 	// MinPoll and MaxPoll bound the poll exponent, log2 seconds (defaults
