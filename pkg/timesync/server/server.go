@@ -169,11 +169,14 @@ func (s *Server) drop(reason string, err error) error {
 //   - a request without a MAC gets a 48-byte reply whose transmit
 //     timestamp the daemon writes just before the write (NTPStamp);
 //   - a request with a valid MAC gets a reply signed with the same key
-//     (same digest length, so the same size). Its transmit timestamp is the
-//     receive timestamp (T3 = T2), since patching it after signing would
-//     break the MAC: the client then sees the server's processing time
-//     (tens of microseconds) as extra delay, which only widens its error
-//     bound (offset error <= delay/2 still holds);
+//     and a digest as long as the request's (so the same size): truncated
+//     to 20 bytes in NTPv4 as chrony and ntpd send it, or whole as ntpsec's
+//     ntpdig sends and requires it (wire.SplitNTPMAC has the rule). Its
+//     transmit timestamp is the receive timestamp (T3 = T2), since
+//     patching it after signing would break the MAC: the client then sees
+//     the server's processing time (tens of microseconds) as extra delay,
+//     which only widens its error bound (offset error <= delay/2 still
+//     holds);
 //   - a request whose MAC uses an unknown key or does not verify gets a
 //     crypto-NAK (RFC 5905 section 7.4: the reply header and a bare zero
 //     key ID, 52 bytes, shorter than any MAC'd request). It tells the
@@ -181,7 +184,8 @@ func (s *Server) drop(reason string, err error) error {
 //     loss; it carries no MAC, so clients treat it as a hint only, and it
 //     is rate-limited like every reply;
 //   - a request with NTPv4 extension fields (NTS, ...) is answered without
-//     them (RFC 7822: unknown fields are ignored);
+//     them (RFC 7822: unknown fields are ignored); a trailer that is
+//     neither extension fields nor a MAC is dropped (bad_length);
 //   - a client over its rate limit gets a RATE kiss-o'-death (48 bytes) at
 //     most once per RateLimit.KissInterval, otherwise nothing.
 //
@@ -249,6 +253,14 @@ func (s *Server) StepDatagram(d core.Datagram) error {
 		return nil
 	}
 	if err := wire.VerifyNTPMAC(pkt, keyID, digest, s.cfg.Keys); err != nil {
+		if errors.Is(err, wire.ErrNTPUnknownKey) && wire.NTPExtensionFields(b) {
+			// A trailer as long as a whole digest whose "key ID" is
+			// none of ours: extension fields after all.
+			s.extIgnored++
+			s.replies++
+			s.send(d.Addr, &reply, nil)
+			return nil
+		}
 		reason := "bad_mac"
 		if errors.Is(err, wire.ErrNTPUnknownKey) {
 			reason = "unknown_key"
@@ -261,7 +273,7 @@ func (s *Server) StepDatagram(d core.Datagram) error {
 		if k.ID == keyID {
 			s.replies++
 			s.authReplies++
-			s.sendSigned(d.Addr, &reply, k)
+			s.sendSigned(d.Addr, &reply, k, len(digest) > truncatedDigest)
 			break
 		}
 	}
@@ -315,14 +327,24 @@ func (s *Server) send(addr netip.AddrPort, p *wire.NTPPacket, trailer []byte) {
 	s.out = append(s.out, core.Datagram{Addr: addr, Data: append(b, trailer...), NTPStamp: true})
 }
 
-// sendSigned queues p with a MAC computed with k, its transmit timestamp
-// left as built (see StepDatagram).
-func (s *Server) sendSigned(addr netip.AddrPort, p *wire.NTPPacket, k wire.NTPKey) {
+// truncatedDigest is the longest digest an NTPv4 MAC carries unless the
+// request's was whole (wire.SplitNTPMAC).
+const truncatedDigest = 20
+
+// sendSigned queues p with a MAC computed with k, the whole digest if
+// whole (else as long as p's version allows), its transmit timestamp left
+// as built (see StepDatagram).
+func (s *Server) sendSigned(addr netip.AddrPort, p *wire.NTPPacket, k wire.NTPKey, whole bool) {
 	b, err := p.AppendBinary(make([]byte, 0, wire.NTPHeaderLen+4+64))
 	if err != nil {
 		panic("server: encoding a reply: " + err.Error())
 	}
-	s.out = append(s.out, core.Datagram{Addr: addr, Data: wire.AppendNTPMAC(b, k)})
+	if whole {
+		b = wire.AppendNTPMACWhole(b, k)
+	} else {
+		b = wire.AppendNTPMAC(b, k)
+	}
+	s.out = append(s.out, core.Datagram{Addr: addr, Data: b})
 }
 
 // answerable reports whether a reply to a can reach a single, real sender.
