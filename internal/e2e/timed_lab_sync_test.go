@@ -90,7 +90,7 @@ func (lt *labTimed) view() (labClientView, error) {
 // true offset ever leaves the reported bound once synchronised, and
 // returns when the clock got within 1 ms (and how long that took), after
 // settle more seconds of sampling, with the |true offset| samples of the
-// settled period.
+// settled period (from the sample after the one that got within 1 ms).
 func (lt *labTimed) follow(limit, settle time.Duration) (time.Duration, []time.Duration, labClientView) {
 	lt.t.Helper()
 	began := time.Now()
@@ -108,7 +108,11 @@ func (lt *labTimed) follow(limit, settle time.Duration) (time.Duration, []time.D
 			lt.t.Fatalf("%s: true offset %v outside the reported bound ±%v", lt.host.Name(), v.TrueOffset, v.Bound)
 		}
 		if converged == 0 && v.TrueOffset.Abs() < time.Millisecond {
+			// The sample that crosses 1 ms may be caught in the last
+			// millisecond of the first slew (83 ms/s): it marks the
+			// time, and the settled period starts with the next.
 			converged = time.Since(began)
+			continue
 		}
 		if converged != 0 {
 			settled = append(settled, v.TrueOffset.Abs())
