@@ -116,49 +116,31 @@ func ntpMaxDigestFor(pkt []byte) int {
 	return ntpMaxDigest
 }
 
-// ntpDigest computes H(secret || pkt) into dst (appending), truncated to
-// what a packet of pkt's version carries.
-func ntpDigest(dst []byte, h *ntpHash, secret, pkt []byte) []byte {
-	d := h.new()
-	d.Write(secret)
-	d.Write(pkt)
-	var buf [sha512.Size]byte
-	sum := d.Sum(buf[:0])
-	return append(dst, sum[:min(len(sum), ntpMaxDigestFor(pkt))]...)
-}
-
 // AppendNTPMAC appends a MAC computed with k to pkt, an encoded NTP packet
 // (the header, and any extension fields, as they will be sent), and returns
 // the extended slice (append semantics). The digest is truncated to 20
 // bytes if pkt is NTPv4 (see above). It panics if k.Type is not supported:
 // keys come from ParseChronyKeys, which refuses those.
-func AppendNTPMAC(pkt []byte, k NTPKey) []byte {
-	h := mustNTPHash(k)
-	// Hash before appending: appending may reallocate, and must not
-	// change what is hashed either way.
-	var buf [ntpMaxDigest]byte
-	digest := ntpDigest(buf[:0], h, k.Secret, pkt)
-	pkt = binary.BigEndian.AppendUint32(pkt, k.ID)
-	return append(pkt, digest...)
-}
+func AppendNTPMAC(pkt []byte, k NTPKey) []byte { return appendNTPMAC(pkt, k, ntpMaxDigestFor(pkt)) }
 
 // AppendNTPMACWhole is AppendNTPMAC with the whole digest whatever the
 // version: the answer to a request that carried one (ntpsec's ntpdig,
 // which refuses a truncated one). For MD5 and SHA1 it is AppendNTPMAC.
-func AppendNTPMACWhole(pkt []byte, k NTPKey) []byte {
-	h := mustNTPHash(k)
-	var buf [ntpMaxDigest]byte
-	digest := ntpWholeDigest(buf[:0], h, k.Secret, pkt)
-	pkt = binary.BigEndian.AppendUint32(pkt, k.ID)
-	return append(pkt, digest...)
-}
+func AppendNTPMACWhole(pkt []byte, k NTPKey) []byte { return appendNTPMAC(pkt, k, ntpMaxDigest) }
 
-func mustNTPHash(k NTPKey) *ntpHash {
+// appendNTPMAC appends k's key ID and digest of pkt, cut to at most limit
+// bytes.
+func appendNTPMAC(pkt []byte, k NTPKey, limit int) []byte {
 	h := lookupNTPHash(k.Type)
 	if h == nil {
 		panic("wire: signing an NTP packet with unsupported key type " + strconv.Quote(k.Type))
 	}
-	return h
+	// Hash before appending: appending may reallocate, and must not
+	// change what is hashed either way.
+	var buf [ntpMaxDigest]byte
+	digest := ntpWholeDigest(buf[:0], h, k.Secret, pkt)
+	pkt = binary.BigEndian.AppendUint32(pkt, k.ID)
+	return append(pkt, digest[:min(len(digest), limit)]...)
 }
 
 // ntpWholeDigest computes H(secret || pkt) into dst (appending), untruncated.
