@@ -34,6 +34,9 @@ type Stats struct {
 	// BadFrames counts inbound connections closed for an oversized
 	// length prefix.
 	BadFrames uint64 `json:"bad_frames"`
+	// Truncated counts datagrams longer than a batch reader's slot
+	// (ServeUDP), dropped.
+	Truncated uint64 `json:"truncated,omitempty"`
 	// RxOverflow counts datagrams lost because the receiver was full
 	// (the in-memory network's analogue of a full socket buffer; always 0
 	// for real sockets, whose kernel drops are not visible here).
@@ -79,7 +82,7 @@ type counters struct {
 	via                                                [3]traffic // indexed by Via
 	ownIgnored, kernel, user, sendErrs, queueDrops     atomic.Uint64
 	staleDrops, reconnects, dialErrs, badFrames, rxOvf atomic.Uint64
-	inboundRefused                                     atomic.Uint64
+	inboundRefused, truncated                          atomic.Uint64
 	inbound                                            atomic.Int64
 }
 
@@ -107,6 +110,7 @@ func (c *counters) snapshot() Stats {
 		BadFrames:           c.badFrames.Load(),
 		RxOverflow:          c.rxOvf.Load(),
 		InboundRefused:      c.inboundRefused.Load(),
+		Truncated:           c.truncated.Load(),
 		Inbound:             int(c.inbound.Load()),
 	}
 }
