@@ -160,11 +160,12 @@ setup() {
 	PREFIX="slb$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
 }
 
-# build PKG... compiles the given commands (./cmd/electd) and the measuring
+# build PKG... compiles the given commands (./cmd/electd) as scripts/install.sh
+# ships them (static, CGO_ENABLED=0: no libc mapped in) and the measuring
 # code (package internal/bench) into $WORK/bin.
 build() {
 	log "building $* and the benchmark harness"
-	(cd "$REPO" && go build -o "$WORK/bin/" "$@" && go test -c -o "$WORK/bin/bench.test" ./internal/bench)
+	(cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$WORK/bin/" "$@" && go test -c -o "$WORK/bin/bench.test" ./internal/bench)
 }
 
 # run_go_bench NAME ARGS...: runs BenchmarkNAME of internal/bench once, in

@@ -192,7 +192,9 @@ do_install() {
 		# -trimpath: the same source builds the same bytes wherever it lies,
 		# so that a second install finds nothing to replace.
 		say "building ${daemons[*]} (go build -trimpath, in $repo)"
-		(cd "$repo" && go build -trimpath -o "$tmp/" "${pkgs[@]}") || fail "go build failed: see the errors above"
+		# Static binaries (no cgo): nothing to resolve at start, no libc
+		# mapped into every daemon (1.5 MB of its resident set).
+		(cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$tmp/" "${pkgs[@]}") || fail "go build failed: see the errors above"
 		bindir=$tmp
 	fi
 

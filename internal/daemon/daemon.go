@@ -197,10 +197,21 @@ type Daemon struct {
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
 
-	// Owned by the loop.
+	// mu is held by whoever steps the core: the loop, or the datagram
+	// socket's reader (serveDatagrams), which serves NTP without waking
+	// the loop. looping is closed when the loop starts (before it, the
+	// reader waits), and notServing when it ends or Run gives up.
+	mu         sync.Mutex
+	looping    chan struct{}
+	notServing chan struct{}
+	endOnce    sync.Once
+
+	// Owned by the holder of mu.
 	events           map[string]uint64
 	errs             map[string]uint64
 	metricsErrLogged bool // the core's invalid metrics were reported
+	served           bool // the loop has ended: the reader steps nothing more
+	answers          answerBatch
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
@@ -247,24 +258,27 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	}
 	log := cfg.Logger.With("daemon", cfg.Name, "id", cfg.ID)
 	return &Daemon{
-		cfg:     cfg,
-		log:     log,
-		state:   st,
-		node:    n,
-		doCh:    make(chan func()),
-		stopped: make(chan struct{}),
-		subs:    map[*subscriber]struct{}{},
-		events:  map[string]uint64{},
-		errs:    map[string]uint64{},
+		cfg:        cfg,
+		log:        log,
+		state:      st,
+		node:       n,
+		doCh:       make(chan func()),
+		stopped:    make(chan struct{}),
+		looping:    make(chan struct{}),
+		notServing: make(chan struct{}),
+		subs:       map[*subscriber]struct{}{},
+		events:     map[string]uint64{},
+		errs:       map[string]uint64{},
 	}, nil
 }
 
 // Config returns the validated configuration.
 func (d *Daemon) Config() Config { return d.cfg }
 
-// Do runs fn on the loop, serialised with every Step and Tick, and then acts
-// on whatever fn made the core want. It is how control-API handlers reach the
-// core (which is not safe for concurrent use).
+// Do runs fn on the loop, serialised with every Step and Tick (and with
+// the datagram reader), and then acts on whatever fn made the core want.
+// It is how control-API handlers reach the core (which is not safe for
+// concurrent use).
 func (d *Daemon) Do(ctx context.Context, fn func(n *node.Node)) error {
 	done := make(chan struct{})
 	select {

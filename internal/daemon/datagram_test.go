@@ -172,3 +172,78 @@ func TestStandaloneConfig(t *testing.T) {
 		t.Errorf("an ID without members: %v", err)
 	}
 }
+
+// answerNTP is echoNTP answering on the fast path (core.Answerer).
+type answerNTP struct{ echoNTP }
+
+func (a *answerNTP) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error) {
+	if d.Sent {
+		return core.Datagram{}, false, nil
+	}
+	return core.Datagram{Addr: d.Addr, Data: append(buf[:0], d.Data...), NTPStamp: true}, true, nil
+}
+
+// TestAnsweredDatagrams: a core that answers datagrams on the spot
+// (core.Answerer) is served by the datagram socket's reader: the answers
+// go out with the transmit time of their write, Ready is not involved,
+// the node's counters still count them, and serving a batch allocates
+// nothing.
+func TestAnsweredDatagrams(t *testing.T) {
+	dir := shortDir(t)
+	cfg := testConfig(t, transport.NewMemNetwork(), dir, 1, 1)
+	const offset = 250 * time.Millisecond
+	cfg.Clock = clock.NewSim(clock.SimConfig{Offset: offset}, time.Now)
+	cfg.DatagramAddr = netip.MustParseAddrPort("127.0.0.1:0")
+	// A quiet loop: AllocsPerRun counts every goroutine's allocations.
+	cfg.TickInterval = time.Second
+	ans := &answerNTP{}
+	d, err := New(cfg, func([]byte, *rand.Rand) (core.Core, error) { return ans, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	var st Status
+	eventually(t, "datagram socket", func() bool {
+		st = status(t, cfg.ControlPath)
+		return st.Datagram != nil
+	})
+	client, err := transport.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	b, _ := (&wire.NTPPacket{Version: 4, Mode: wire.ModeClient}).AppendBinary(nil)
+	before := time.Now()
+	for range 5 {
+		if err := client.Send(netip.MustParseAddrPort(st.Datagram.Address), b, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		select {
+		case p := <-client.Packets():
+			var resp wire.NTPPacket
+			if err := resp.UnmarshalBinary(p.Data); err != nil {
+				t.Fatal(err)
+			}
+			if xmt := resp.Transmit.Time().Add(-offset); xmt.Before(before.Add(-time.Millisecond)) || xmt.After(p.Time.Add(time.Millisecond)) {
+				t.Errorf("transmit %v (minus offset) outside [%v, %v]", xmt, before, p.Time)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("no answer")
+		}
+	}
+	st = status(t, cfg.ControlPath)
+	if st.Node.DatagramsIn != 5 || st.Node.DatagramsOut != 5 || len(ans.received) != 0 {
+		t.Errorf("datagram counters in %d out %d, stepped %d; want 5, 5 and none stepped", st.Node.DatagramsIn, st.Node.DatagramsOut, len(ans.received))
+	}
+	// Serving a batch, stepping and writing included, allocates nothing.
+	batch := make([]transport.Packet, transport.BatchSize)
+	for i := range batch {
+		batch[i] = transport.Packet{From: client.LocalAddr(), Data: b, Time: time.Now(), Kernel: true}
+	}
+	allocs := testing.AllocsPerRun(50, func() { d.serveDatagrams(batch) })
+	if allocs != 0 {
+		t.Errorf("%v allocations per batch of %d, want 0", allocs, len(batch))
+	}
+}

@@ -44,10 +44,13 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		defer d.ep.Close()
 	}
 	if d.cfg.Datagrams {
-		if d.dgram, err = transport.ListenUDP(d.cfg.DatagramAddr); err != nil {
+		if d.dgram, err = transport.ServeUDP(d.cfg.DatagramAddr, d.serveDatagrams); err != nil {
 			return fmt.Errorf("listening on %s: %w", d.cfg.DatagramAddr, err)
 		}
-		defer d.dgram.Close()
+		defer func() {
+			d.endServing()
+			d.dgram.Close()
+		}()
 	}
 
 	d.ctl, err = ctl.Listen(d.cfg.ControlPath, ctl.ListenOptions{Group: d.cfg.ControlGroup})
@@ -88,7 +91,19 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		d.log.Warn("sd_notify READY failed", "err", err)
 	}
 
+	// Start-up is over: flag parsing, help templates, key files, every
+	// package's initialisation ran once and never runs again. Their code
+	// and tables stay mapped, and resident, until unmapped: the resident
+	// set would be mostly start-up. So the executable's read-only pages
+	// are unmapped here (they stay in the page cache, shared; a page used
+	// again comes back on a minor fault), and what stays resident is what
+	// the daemon uses.
+	if err := releaseStartupPages(); err != nil {
+		d.log.Debug("releasing start-up pages", "err", err)
+	}
+	close(d.looping) // the datagram reader may step the core from now on
 	err = d.loop(ctx, ctlErr)
+	d.endServing()
 	close(d.stopped)
 	sdnotify.Stopping()
 	d.closeSubscribers()
@@ -113,10 +128,9 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 	if d.ep != nil {
 		packets = d.ep.Packets()
 	}
-	var datagrams <-chan transport.Packet // nil (never ready) without a socket
-	if d.dgram != nil {
-		datagrams = d.dgram.Packets()
-	}
+	// Datagrams do not come this way: the datagram socket's reader steps
+	// the core itself, under d.mu (serveDatagrams). Everything else is
+	// done here, under d.mu too.
 	for {
 		select {
 		case <-ctx.Done():
@@ -130,21 +144,25 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			if !ok {
 				return errors.New("network endpoint closed")
 			}
-			d.receive(p, false)
-		case p, ok := <-datagrams:
-			if !ok {
-				return errors.New("datagram socket closed")
-			}
-			d.receive(p, true)
+			d.locked(func() { d.receive(p, false) })
 		case <-ticker.C:
-			d.node.Tick(d.cfg.Clock.Now())
+			d.locked(func() { d.node.Tick(d.cfg.Clock.Now()) })
 		case fn := <-d.doCh:
-			fn()
+			d.locked(fn)
 		case <-watchdog:
 			sdnotify.Watchdog()
 		}
-		d.process()
 	}
+}
+
+// locked runs fn and then acts on what the core wants done, holding d.mu:
+// the core, the node and the daemon's counters belong to whoever holds it
+// (the loop, or the datagram socket's reader).
+func (d *Daemon) locked(fn func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fn()
+	d.process()
 }
 
 func (d *Daemon) receive(p transport.Packet, datagram bool) {

@@ -32,6 +32,12 @@ type batchIO struct {
 	whdrs  []unix.Mmsghdr
 	wiovs  []unix.Iovec
 	wnames []unix.RawSockaddrInet6
+
+	// The syscalls, made once so that no call allocates a closure: each
+	// runs on hdrs[:k] and leaves its count and error in n and err.
+	recv, send func(fd uintptr) bool
+	k, n       int
+	err        error
 }
 
 // slotSize bounds a datagram read by ServeUDP: NTP packets (48 bytes, a
@@ -51,6 +57,8 @@ func newBatchIO(conn *net.UDPConn, v6 bool, n int) (*batchIO, error) {
 		rdata: make([]byte, n*slotSize), roob: make([]byte, n*oobSize), pkts: make([]Packet, n),
 		whdrs: make([]unix.Mmsghdr, n), wiovs: make([]unix.Iovec, n), wnames: make([]unix.RawSockaddrInet6, n),
 	}
+	b.recv = func(fd uintptr) bool { return b.mmsg(fd, unix.SYS_RECVMMSG, b.rhdrs) }
+	b.send = func(fd uintptr) bool { return b.mmsg(fd, unix.SYS_SENDMMSG, b.whdrs[:b.k]) }
 	return b, nil
 }
 
@@ -73,9 +81,12 @@ func (b *batchIO) read(c *counters, via Via, kernel bool) ([]Packet, error) {
 		h.Flags = 0
 		b.rhdrs[i].Len = 0
 	}
-	n, err := mmsg(b.rc.Read, unix.SYS_RECVMMSG, b.rhdrs)
-	if err != nil {
-		return nil, err
+	if err := b.rc.Read(b.recv); err != nil {
+		return nil, err // closed
+	}
+	n := b.n
+	if b.err != nil {
+		return nil, b.err
 	}
 	now := time.Now()
 	out := b.pkts[:0]
@@ -193,37 +204,32 @@ func (b *batchIO) write(c *counters, via Via, ds []Datagram) (int, error) {
 }
 
 func (b *batchIO) sendmmsg(k int) (int, error) {
-	n, err := mmsg(b.rc.Write, unix.SYS_SENDMMSG, b.whdrs[:k])
-	if err == nil && n == 0 {
-		err = errors.New("transport: sendmmsg sent nothing")
-	}
-	return n, err
-}
-
-// mmsg runs recvmmsg or sendmmsg (trap) on hdrs, non-blocking, through
-// the netpoller's wait (rw: RawConn.Read or Write): EAGAIN parks the
-// goroutine until the socket is ready, EINTR retries at once.
-func mmsg(rw func(func(uintptr) bool) error, trap uintptr, hdrs []unix.Mmsghdr) (int, error) {
-	var n int
-	var serr error
-	err := rw(func(fd uintptr) bool {
-		for {
-			r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), unix.MSG_DONTWAIT, 0, 0)
-			switch e {
-			case 0:
-				n = int(r)
-				return true
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false
-			}
-			serr = e
-			return true
-		}
-	})
-	if err != nil {
+	b.k = k
+	if err := b.rc.Write(b.send); err != nil {
 		return 0, err // closed
 	}
-	return n, serr
+	if b.err == nil && b.n == 0 {
+		return 0, errors.New("transport: sendmmsg sent nothing")
+	}
+	return b.n, b.err
+}
+
+// mmsg runs recvmmsg or sendmmsg (trap) on hdrs, non-blocking, for
+// RawConn.Read or Write: false (on EAGAIN) parks the goroutine in the
+// netpoller until the socket is ready; EINTR retries at once.
+func (b *batchIO) mmsg(fd, trap uintptr, hdrs []unix.Mmsghdr) bool {
+	for {
+		r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			b.n, b.err = int(r), nil
+			return true
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		b.n, b.err = 0, e
+		return true
+	}
 }

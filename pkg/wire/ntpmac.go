@@ -123,6 +123,22 @@ func ntpMaxDigestFor(pkt []byte) int {
 // keys come from ParseChronyKeys, which refuses those.
 func AppendNTPMAC(pkt []byte, k NTPKey) []byte { return appendNTPMAC(pkt, k, ntpMaxDigestFor(pkt)) }
 
+// NTPSigner signs NTP packets with one key, the digest truncated as
+// AppendNTPMAC does or whole (Whole, AppendNTPMACWhole): a server answers a
+// signed request in kind, after it wrote the reply's transmit time.
+type NTPSigner struct {
+	Key   NTPKey
+	Whole bool
+}
+
+// Append appends the MAC of pkt to it (append semantics).
+func (s *NTPSigner) Append(pkt []byte) []byte {
+	if s.Whole {
+		return AppendNTPMACWhole(pkt, s.Key)
+	}
+	return AppendNTPMAC(pkt, s.Key)
+}
+
 // AppendNTPMACWhole is AppendNTPMAC with the whole digest whatever the
 // version: the answer to a request that carried one (ntpsec's ntpdig,
 // which refuses a truncated one). For MD5 and SHA1 it is AppendNTPMAC.

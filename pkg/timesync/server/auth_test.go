@@ -1,8 +1,10 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
@@ -57,12 +59,20 @@ func TestAuthenticatedRequests(t *testing.T) {
 			if len(req) != tc.size {
 				t.Fatalf("request of %d bytes, want %d", len(req), tc.size)
 			}
-			d, p := one(t, s, core.Datagram{Addr: clientAddr, Data: req, Time: t0})
+			d, _ := one(t, s, core.Datagram{Addr: clientAddr, Data: req, Time: t0})
+			if !d.NTPStamp || d.NTPSign == nil {
+				t.Fatal("a signed reply must be stamped at the write, then signed")
+			}
+			// What the daemon does right before the write: the
+			// transmit time, then the MAC over it.
+			binary.BigEndian.PutUint64(d.Data[wire.NTPXmtOffset:], uint64(wire.NTPTimeFromTime(t0.Add(time.Millisecond))))
+			d.Data = d.NTPSign.Append(d.Data)
 			if len(d.Data) != tc.size {
 				t.Errorf("reply of %d bytes, want %d (the request's)", len(d.Data), tc.size)
 			}
-			if d.NTPStamp {
-				t.Error("a signed reply must not be patched after signing")
+			var p wire.NTPPacket
+			if err := p.UnmarshalBinary(d.Data); err != nil {
+				t.Fatal(err)
 			}
 			pkt, id, digest, err := wire.SplitNTPMAC(d.Data)
 			if err != nil || id != tc.keyID {
@@ -71,7 +81,7 @@ func TestAuthenticatedRequests(t *testing.T) {
 			if err := wire.VerifyNTPMAC(pkt, id, digest, keys(t)); err != nil {
 				t.Errorf("reply MAC does not verify: %v", err)
 			}
-			if p.Transmit != p.Receive || p.Origin != t1 || p.Version != tc.version {
+			if p.Transmit.Time().Sub(p.Receive.Time()) != time.Millisecond || p.Origin != t1 || p.Version != tc.version {
 				t.Errorf("transmit %v receive %v origin %x version %d", p.Transmit.Time(), p.Receive.Time(), p.Origin, p.Version)
 			}
 			if st := s.Report(); st.Authenticated != 1 || st.Replies != 1 {

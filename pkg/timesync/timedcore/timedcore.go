@@ -81,6 +81,27 @@ func (c *Core) StepDatagram(d core.Datagram) error {
 	return c.route(d).StepDatagram(d)
 }
 
+var _ core.Answerer = (*Core)(nil)
+
+// Answer lets the server answer its requests on the daemon's fast path
+// (core.Answerer): NTP mode-3 requests and Cristian's time requests, when
+// there is a server; everything else is StepDatagram's.
+func (c *Core) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error) {
+	if c.cfg.Server == nil || d.Sent {
+		return core.Datagram{}, false, nil
+	}
+	var p core.Core
+	if wire.IsFrame(d.Data) {
+		p = c.routeFrame(d)
+	} else {
+		p = c.route(d)
+	}
+	if p != c.server {
+		return core.Datagram{}, false, nil
+	}
+	return c.cfg.Server.Answer(d, buf)
+}
+
 // routeFrame routes Cristian's frames: requests (and reports of replies we
 // sent) to the server, replies (and reports of our requests) to the client.
 // Anything else, or a part that is absent, gets nil.
