@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,8 +133,8 @@ func TestCompareEntries(t *testing.T) {
 	defer func(f func(string, ntp.QueryOptions) (*ntp.Response, error)) { ntpQuery = f }(ntpQuery)
 	now := time.Now()
 	ntpQuery = func(host string, opt ntp.QueryOptions) (*ntp.Response, error) {
-		if opt.Timeout != 750*time.Millisecond {
-			t.Errorf("%s: timeout %v", host, opt.Timeout)
+		if opt.Timeout != 750*time.Millisecond || opt.LocalAddress != "10.77.0.9" {
+			t.Errorf("%s: timeout %v, source %q", host, opt.Timeout, opt.LocalAddress)
 		}
 		good := &ntp.Response{Stratum: 2, ClockOffset: 40 * time.Millisecond, RTT: time.Millisecond,
 			RootDistance: 2 * time.Millisecond, Version: 4, Time: now, ReferenceTime: now.Add(-time.Second),
@@ -150,10 +152,14 @@ func TestCompareEntries(t *testing.T) {
 			return good, nil
 		case "slow.lab":
 			return nil, &net.OpError{Op: "read", Err: timeoutErr{}}
+		case "unsync0.lab":
+			return &ntp.Response{Stratum: 0, Version: 4, Leap: ntp.LeapNotInSync}, nil
+		case "closed.lab":
+			return nil, &net.OpError{Op: "read", Err: os.NewSyscallError("recvmsg", syscall.ECONNREFUSED)}
 		}
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
-	entries := compareServers([]string{"a.lab", "b.lab", "kod.lab", "unsync.lab", "slow.lab", "nx.invalid"}, 750*time.Millisecond)
+	entries := compareServers([]string{"a.lab", "b.lab", "kod.lab", "unsync.lab", "slow.lab", "nx.invalid", "unsync0.lab", "closed.lab"}, 750*time.Millisecond, "10.77.0.9")
 	res := compareResult{Servers: entries}
 	res.summarise()
 	if res.Valid != 2 || res.SpreadNs == nil || *res.SpreadNs != int64(30*time.Millisecond) {
@@ -174,6 +180,15 @@ func TestCompareEntries(t *testing.T) {
 	}
 	if nx.Valid || !nx.Unresolved || nx.Error != "nx.invalid does not resolve: no such host" {
 		t.Errorf("nx: %+v", nx)
+	}
+	// Leap 3 and stratum 0 without a kiss code: unsynchronised, not a
+	// kiss with an empty code.
+	if u0 := entries[6]; u0.Valid || u0.KissCode != "" || strings.Contains(u0.Verdict, "kiss") || !strings.Contains(u0.Verdict, "not synchronised") {
+		t.Errorf("unsync0: %+v", u0)
+	}
+	// A closed port: said as `timed query` says it, not as recvmsg does.
+	if closed := entries[7]; closed.Valid || closed.Error != refusedResult {
+		t.Errorf("closed: %+v", closed)
 	}
 	var out bytes.Buffer
 	printCompare(&out, compareResult{Servers: entries, Valid: res.Valid, SpreadNs: res.SpreadNs, LocalError: "no local daemon (test)"})

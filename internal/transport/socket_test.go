@@ -462,3 +462,49 @@ func TestServeUDPBatches(t *testing.T) {
 		t.Errorf("mixed batch: %d sent, %v", n, err)
 	}
 }
+
+// TestDialUDP: a connected socket talks to its peer, and sees the ICMP
+// port unreachable that a port with nothing behind it answers
+// (Stats.Refused), which an unconnected socket never learns.
+func TestDialUDP(t *testing.T) {
+	srv, err := ListenUDP(mustAP("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := DialUDP(mustAP("127.0.0.1:0"), srv.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st, err := c.SendStamped(srv.LocalAddr(), []byte("hi"), nil); err != nil || !st.Kernel {
+		t.Fatalf("stamped send on a connected socket: %+v, %v", st, err)
+	}
+	select {
+	case p := <-srv.Packets():
+		if err := srv.Send(p.From, []byte("ho"), nil); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("nothing arrived")
+	}
+	select {
+	case p := <-c.Packets():
+		if string(p.Data) != "ho" || !p.Kernel {
+			t.Fatalf("answer %+v", p)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("no answer")
+	}
+	closed := srv.LocalAddr()
+	srv.Close()
+	d, err := DialUDP(netip.AddrPort{}, closed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Send(closed, []byte("anyone?"), nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, "the port unreachable counted", func() bool { return d.Stats().Refused == 1 })
+}

@@ -34,6 +34,9 @@ type Stats struct {
 	// BadFrames counts inbound connections closed for an oversized
 	// length prefix.
 	BadFrames uint64 `json:"bad_frames"`
+	// Refused counts ICMP port unreachable errors seen by a connected
+	// socket (DialUDP): the peer has nothing listening there.
+	Refused uint64 `json:"refused,omitempty"`
 	// Truncated counts datagrams longer than a batch reader's slot
 	// (ServeUDP), dropped.
 	Truncated uint64 `json:"truncated,omitempty"`
@@ -82,7 +85,7 @@ type counters struct {
 	via                                                [3]traffic // indexed by Via
 	ownIgnored, kernel, user, sendErrs, queueDrops     atomic.Uint64
 	staleDrops, reconnects, dialErrs, badFrames, rxOvf atomic.Uint64
-	inboundRefused, truncated                          atomic.Uint64
+	inboundRefused, truncated, refused                 atomic.Uint64
 	inbound                                            atomic.Int64
 }
 
@@ -111,6 +114,7 @@ func (c *counters) snapshot() Stats {
 		RxOverflow:          c.rxOvf.Load(),
 		InboundRefused:      c.inboundRefused.Load(),
 		Truncated:           c.truncated.Load(),
+		Refused:             c.refused.Load(),
 		Inbound:             int(c.inbound.Load()),
 	}
 }

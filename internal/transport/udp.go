@@ -14,6 +14,9 @@ import (
 type udpSocket struct {
 	conn *net.UDPConn
 	via  Via
+	// connected: the socket talks to one peer (DialUDP): writes name no
+	// address, and the peer's ICMP errors come back as read errors.
+	connected bool
 	// kernel: SO_TIMESTAMPNS is on, so every datagram should carry a stamp.
 	kernel bool
 
@@ -82,6 +85,11 @@ func (s *udpSocket) readLoop(c *counters, skip func(netip.AddrPort) bool, delive
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				// ICMP port unreachable from a connected socket's
+				// peer: nothing listens there.
+				c.refused.Add(1)
+			}
 			// Transient (e.g. ENOBUFS, a queued ICMP error): keep
 			// reading, but do not spin if the error repeats.
 			time.Sleep(time.Millisecond)
@@ -128,9 +136,12 @@ func (s *udpSocket) writeTo(c *counters, via Via, to netip.AddrPort, b []byte, f
 	b, err := finalize(b, fin, MaxDatagram)
 	if err == nil {
 		to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
-		if oob == nil {
+		switch {
+		case s.connected:
+			_, _, err = s.conn.WriteMsgUDPAddrPort(b, oob, netip.AddrPort{})
+		case oob == nil:
 			_, err = s.conn.WriteToUDPAddrPort(b, to)
-		} else {
+		default:
 			_, _, err = s.conn.WriteMsgUDPAddrPort(b, oob, to)
 		}
 	}
@@ -181,6 +192,10 @@ type UDPConn struct {
 	writer *batchIO
 }
 
+// blockingServe makes ServeUDP's reader block in recvmmsg itself rather
+// than wait in the netpoller (batchIO.setBlocking).
+var blockingServe = false
+
 // BatchSize is how many datagrams a ServeUDP reader takes per read, and
 // WriteBatch per write (recvmmsg and sendmmsg on Linux).
 const BatchSize = 32
@@ -209,6 +224,9 @@ func ServeUDP(addr netip.AddrPort, serve func(batch []Packet)) (*UDPConn, error)
 		return nil, err
 	}
 	reader, err := newBatchIO(s.conn, udpNetwork(addr.Addr()) == "udp6", BatchSize)
+	if err == nil && blockingServe {
+		err = reader.setBlocking()
+	}
 	if err != nil {
 		s.conn.Close()
 		return nil, err
@@ -273,6 +291,35 @@ func ListenUDP(addr netip.AddrPort) (*UDPConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readUDP(s), nil
+}
+
+// DialUDP is ListenUDP for talking to one peer, remote, from local (port
+// 0 picks one; an unspecified address lets the kernel pick the source): a
+// connected socket, which only that peer's datagrams reach, and on which
+// the peer's ICMP port unreachable is seen (Stats.Refused), so that a
+// client can tell "nothing listens there" from silence. Sends go to
+// remote whatever address they name.
+func DialUDP(local, remote netip.AddrPort) (*UDPConn, error) {
+	if !remote.IsValid() {
+		return nil, errors.New("transport: DialUDP needs a remote address")
+	}
+	var laddr *net.UDPAddr
+	if local.IsValid() {
+		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(local.Addr().Unmap(), local.Port()))
+	}
+	remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
+	conn, err := net.DialUDP(udpNetwork(remote.Addr()), laddr, net.UDPAddrFromAddrPort(remote))
+	if err != nil {
+		return nil, err
+	}
+	s := newUDPSocket(conn, ViaUDP)
+	s.connected = true
+	return readUDP(s), nil
+}
+
+// readUDP starts reading s into a Packets channel.
+func readUDP(s *udpSocket) *UDPConn {
 	u := &UDPConn{sock: s, packets: make(chan Packet, PacketBuffer), done: make(chan struct{})}
 	s.enableTx()
 	u.wg.Add(1)
@@ -287,7 +334,7 @@ func ListenUDP(addr netip.AddrPort) (*UDPConn, error) {
 			}
 		})
 	}()
-	return u, nil
+	return u
 }
 
 // Packets delivers the received datagrams; it is closed by Close. It is

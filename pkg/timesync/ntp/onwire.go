@@ -190,8 +190,11 @@ func (a *Association) Sent(xmt wire.NTPTime, at time.Time) {
 //     yet) or one that is not our last transmit, or a second packet
 //     answering it (ErrBogus);
 //   - a zero receive timestamp (ErrZeroTimestamp);
-//   - kiss-o'-death, stratum 0 (*KissError, checked after the origin so an
-//     off-path attacker cannot forge one);
+//   - kiss-o'-death, stratum 0 with a kiss code (four ASCII letters) in
+//     the reference ID (*KissError, checked after the origin so an
+//     off-path attacker cannot forge one); stratum 0 without one is an
+//     unsynchronised server (leap 3: ErrUnsynchronized) or an invalid
+//     stratum (ErrStratum), not a kiss;
 //   - leap 3 (ErrUnsynchronized), stratum 16 or more (ErrStratum);
 //   - the source's own root distance above MaxDistance (ErrDistance).
 //
@@ -242,7 +245,12 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 		return Sample{}, ErrZeroTimestamp
 	}
 	if p.Stratum == 0 {
-		return Sample{}, &KissError{Code: p.KissCode()}
+		if code := p.KissCode(); code != "" {
+			return Sample{}, &KissError{Code: code}
+		}
+		if p.Leap != wire.LeapNotInSync {
+			return Sample{}, fmt.Errorf("%w: stratum 0 without a kiss code", ErrStratum)
+		}
 	}
 	if p.Leap == wire.LeapNotInSync {
 		return Sample{}, ErrUnsynchronized

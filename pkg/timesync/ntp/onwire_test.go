@@ -123,6 +123,26 @@ func TestKissOfDeath(t *testing.T) {
 	}
 }
 
+// TestStratumZeroWithoutCode: an unsynchronised server that says stratum 0
+// with leap 3 and no kiss code is unsynchronised, not a kiss-o'-death;
+// stratum 0 with neither is an invalid stratum.
+func TestStratumZeroWithoutCode(t *testing.T) {
+	for _, tc := range []struct {
+		leap uint8
+		want error
+	}{{wire.LeapNotInSync, ErrUnsynchronized}, {wire.LeapNone, ErrStratum}} {
+		a, _ := NewAssociation(wire.ModeClient, us(1))
+		req := roundTrip(t, a.Request(t0, 4, System{}))
+		rep := roundTrip(t, KissReply(req, t0.Add(ms(5)), ""))
+		rep.Leap = tc.leap
+		_, err := a.Receive(rep, t0.Add(ms(10)))
+		var kiss *KissError
+		if !errors.Is(err, tc.want) || errors.As(err, &kiss) {
+			t.Errorf("leap %d, stratum 0, no code: %v, want %v", tc.leap, err, tc.want)
+		}
+	}
+}
+
 // TestSymmetricStartup runs two symmetric peers that start at the same time
 // and checks the org/rec bookkeeping: each one's first packet carries a
 // zero origin (the other has sent nothing yet), both are refused but
