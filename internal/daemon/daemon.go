@@ -212,6 +212,7 @@ type Daemon struct {
 	metricsErrLogged bool // the core's invalid metrics were reported
 	served           bool // the loop has ended: the reader steps nothing more
 	answers          answerBatch
+	plan             slewPlan // the last tick's, for its Ready's slews
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and

@@ -146,13 +146,57 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			}
 			d.locked(func() { d.receive(p, false) })
 		case <-ticker.C:
-			d.locked(func() { d.node.Tick(d.cfg.Clock.Now()) })
+			d.locked(d.tick)
 		case fn := <-d.doCh:
 			d.locked(fn)
 		case <-watchdog:
 			sdnotify.Watchdog()
 		}
 	}
+}
+
+// tick advances the core to the clock's reading, noting what was left of
+// the clock's slew at that reading: a slew the core decides on this tick is
+// planned from then (see slewPlan).
+func (d *Daemon) tick() {
+	now := d.cfg.Clock.Now()
+	d.plan = slewPlan{}
+	if st, err := d.cfg.Clock.State(); err == nil {
+		d.plan = slewPlan{valid: true, left: st.SlewLeft}
+	}
+	d.node.Tick(now)
+}
+
+// slewPlan is the clock's remaining slew when the core's last tick read the
+// clock. A servo decides a slew as of that reading: "from now, absorb
+// what is left of the slew in progress and this much more". The slew
+// replaces the one in progress when the daemon applies it, a little later,
+// or much later when the host is busy and the loop was not running, and
+// the old slew went on meanwhile: applied as decided, it would absorb that
+// part twice (at 83 ms/s, 83 us per millisecond late). So what the clock
+// absorbed since the tick's reading is taken off the new slew: the clock
+// then ends where the servo planned, and its model of the slew holds.
+type slewPlan struct {
+	valid    bool
+	left     time.Duration // the clock's SlewLeft at the tick's reading
+	absorbed time.Duration // since then, once read (done)
+	done     bool
+}
+
+// planned returns the slew a to apply now, less what the clock absorbed
+// since the tick it was decided on.
+func (d *Daemon) planned(a time.Duration) time.Duration {
+	p := &d.plan
+	if !p.valid {
+		return a
+	}
+	if !p.done {
+		p.done = true
+		if st, err := d.cfg.Clock.State(); err == nil {
+			p.absorbed = p.left - st.SlewLeft
+		}
+	}
+	return a - p.absorbed
 }
 
 // locked runs fn and then acts on what the core wants done, holding d.mu:
@@ -196,10 +240,14 @@ func (d *Daemon) process() {
 			out.Sends = nil
 		}
 	}
+	defer func() { d.plan = slewPlan{} }() // a tick's plan is for its own Ready
 	for _, a := range out.Adjustments {
 		if d.cfg.SkipAdjust {
 			d.errs["adjustments_skipped"]++
 			continue
+		}
+		if a.Kind == clock.AdjustSlew {
+			a.Offset = d.planned(a.Offset)
 		}
 		if err := clock.Apply(d.cfg.Clock, a); err != nil {
 			d.errs["adjust_failed"]++
