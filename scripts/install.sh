@@ -238,7 +238,12 @@ do_install() {
 		local var
 		var=${f##*/}
 		var=${var^^}
-		say "Edit $f: set ${var}_ID and ${var}_MEMBERS for this host."
+		if [ "$var" = TIMED ]; then
+			# Keeping time over NTP needs no cluster.
+			say "Edit $f: set TIMED_SERVER (a server to follow) or TIMED_SERVE (to serve the lab), or TIMED_ID and TIMED_MEMBERS for Berkeley mode."
+		else
+			say "Edit $f: set ${var}_ID and ${var}_MEMBERS for this host."
+		fi
 	done
 	say "This script starts and enables nothing. When the configuration is ready:"
 	say "    systemctl daemon-reload && systemctl enable --now ${daemons[*]}"
