@@ -38,6 +38,12 @@ type labBerkeley struct {
 	// worst is the largest share of their bounds two members used, over
 	// every snapshot converge checked.
 	worst float64
+	// reelections: converge tolerates snapshots without exactly one
+	// master once converged (counted in masterless) instead of failing:
+	// on a starved machine a master can miss its heartbeats for longer
+	// than the leader timeout, and the bounds must hold through that too.
+	reelections bool
+	masterless  int
 }
 
 // maxDriftPPM is the largest natural frequency error of the group's
@@ -163,8 +169,10 @@ func (g *labBerkeley) converge(what string, hosts []int, limit, warm, settle tim
 		case took == 0 && ok && precision(views) < time.Millisecond && agreedMaster(views):
 			took = time.Since(began)
 		case took != 0 && ok:
-			if m, _ := agreed(views); m == 0 {
+			if m, _ := agreed(views); m == 0 && !g.reelections {
 				g.t.Fatalf("%s: not exactly one master after converging:%s", what, g.describe(views))
+			} else if m == 0 {
+				g.masterless++
 			}
 			if time.Since(began) >= took+warm {
 				settled = append(settled, precision(views))
@@ -356,7 +364,10 @@ func TestLabTimedBerkeley(t *testing.T) {
 // converge, and for 10 s after a few seconds to learn their frequencies no
 // two members are ever further apart than the sum of their error bounds
 // (as TestLabTimedBerkeley checks on a quiet machine), and stay within
-// 300 us of each other (p99).
+// 300 us of each other (p99). A starved master may miss its heartbeats
+// for longer than the leader timeout (400 ms) and be replaced for a
+// while: that is counted and logged, not failed; the bounds must hold
+// through it.
 //
 // Before the fixes this checks, bounds broke by 2-3 times in most runs
 // like this: a slew decided at a tick and applied milliseconds later
@@ -378,11 +389,12 @@ func TestLabTimedBerkeleyUnderLoad(t *testing.T) {
 		})
 	}
 	g := newLabBerkeley(t, n, 5)
+	g.reelections = true
 	t.Logf("load average %s", loadAverage())
 	took, settled := g.converge("beside two CPU hogs", all(n), 30*time.Second, 3*time.Second, 10*time.Second)
-	t.Logf("8 members within 1 ms of each other after %v beside two CPU hogs; then precision p50 %v p99 %v over %d samples; "+
-		"two members used at most %.0f%% of their bounds; load average %s", took.Round(10*time.Millisecond),
-		percentile(settled, 50), percentile(settled, 99), len(settled), 100*g.worst, loadAverage())
+	t.Logf("8 members within 1 ms of each other after %v beside two CPU hogs; then precision p50 %v p99 %v over %d samples "+
+		"(%d without exactly one master: a re-election); two members used at most %.0f%% of their bounds; load average %s",
+		took.Round(10*time.Millisecond), percentile(settled, 50), percentile(settled, 99), len(settled), g.masterless, 100*g.worst, loadAverage())
 	if p99 := percentile(settled, 99); p99 > 300*time.Microsecond {
 		t.Errorf("precision p99 %v beside the hogs, want < 300 us", p99)
 	}
