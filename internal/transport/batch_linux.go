@@ -36,40 +36,8 @@ type batchIO struct {
 	// The syscalls, made once so that no call allocates a closure: each
 	// runs on hdrs[:k] and leaves its count and error in n and err.
 	recv, send func(fd uintptr) bool
-	wait       func(fd uintptr) // blocking receive (blocking mode)
-	blocking   bool
 	k, n       int
 	err        error
-}
-
-// blockingWait bounds a blocking receive (SO_RCVTIMEO): Close waits for the
-// receive in progress to return, so at most this long.
-const blockingWait = 100 * time.Millisecond
-
-// setBlocking turns the socket's receives blocking, with a timeout of
-// blockingWait: the reader then sleeps in recvmmsg itself and the kernel
-// wakes its thread when a datagram comes, as a C server's select or recv
-// does. Through the netpoller each datagram costs the scheduler a round of
-// its own (the netpoller's wakeup, then, once the batch is served, parking
-// the goroutine and looking for other work): at one request at a time that
-// was most of a reply's CPU. Sends stay non-blocking (MSG_DONTWAIT), and
-// the socket's other users (stamped sends, the error queue) never wait
-// for it.
-func (b *batchIO) setBlocking() error {
-	var serr error
-	err := b.rc.Control(func(fd uintptr) {
-		tv := unix.NsecToTimeval(int64(blockingWait))
-		if serr = unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); serr == nil {
-			serr = unix.SetNonblock(int(fd), false)
-		}
-	})
-	if err == nil {
-		err = serr
-	}
-	if err == nil {
-		b.blocking = true
-	}
-	return err
 }
 
 // slotSize bounds a datagram read by ServeUDP: NTP packets (48 bytes, a
@@ -90,13 +58,6 @@ func newBatchIO(conn *net.UDPConn, v6 bool, n int) (*batchIO, error) {
 		whdrs: make([]unix.Mmsghdr, n), wiovs: make([]unix.Iovec, n), wnames: make([]unix.RawSockaddrInet6, n),
 	}
 	b.recv = func(fd uintptr) bool { return b.mmsg(fd, unix.SYS_RECVMMSG, b.rhdrs, unix.MSG_DONTWAIT) }
-	b.wait = func(fd uintptr) {
-		// MSG_WAITFORONE: block for the first datagram only, then
-		// take what else is queued.
-		if !b.mmsg(fd, unix.SYS_RECVMMSG, b.rhdrs, unix.MSG_WAITFORONE) {
-			b.n, b.err = 0, nil // the timeout: nothing yet
-		}
-	}
 	b.send = func(fd uintptr) bool { return b.mmsg(fd, unix.SYS_SENDMMSG, b.whdrs[:b.k], unix.MSG_DONTWAIT) }
 	return b, nil
 }
@@ -120,12 +81,7 @@ func (b *batchIO) read(c *counters, via Via, kernel bool) ([]Packet, error) {
 		h.Flags = 0
 		b.rhdrs[i].Len = 0
 	}
-	if b.blocking {
-		err := b.rc.Control(b.wait)
-		if err != nil {
-			return nil, err // closed
-		}
-	} else if err := b.rc.Read(b.recv); err != nil {
+	if err := b.rc.Read(b.recv); err != nil {
 		return nil, err // closed
 	}
 	n := b.n
@@ -259,9 +215,8 @@ func (b *batchIO) sendmmsg(k int) (int, error) {
 }
 
 // mmsg runs recvmmsg or sendmmsg (trap) on hdrs with flags, for
-// RawConn.Read or Write: false (on EAGAIN: nothing to read, or the
-// blocking receive's timeout) parks the goroutine in the netpoller until
-// the socket is ready; EINTR retries at once.
+// RawConn.Read or Write: false (on EAGAIN) parks the goroutine in the
+// netpoller until the socket is ready; EINTR retries at once.
 func (b *batchIO) mmsg(fd, trap uintptr, hdrs []unix.Mmsghdr, flags uintptr) bool {
 	for {
 		r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), flags, 0, 0)

@@ -65,7 +65,3 @@ func (b *batchIO) write(c *counters, via Via, ds []Datagram) (int, error) {
 	}
 	return sent, first
 }
-
-// setBlocking is a Linux optimisation: elsewhere the reader waits in the
-// netpoller.
-func (b *batchIO) setBlocking() error { return nil }

@@ -192,10 +192,6 @@ type UDPConn struct {
 	writer *batchIO
 }
 
-// blockingServe makes ServeUDP's reader block in recvmmsg itself rather
-// than wait in the netpoller (batchIO.setBlocking).
-var blockingServe = false
-
 // BatchSize is how many datagrams a ServeUDP reader takes per read, and
 // WriteBatch per write (recvmmsg and sendmmsg on Linux).
 const BatchSize = 32
@@ -224,9 +220,6 @@ func ServeUDP(addr netip.AddrPort, serve func(batch []Packet)) (*UDPConn, error)
 		return nil, err
 	}
 	reader, err := newBatchIO(s.conn, udpNetwork(addr.Addr()) == "udp6", BatchSize)
-	if err == nil && blockingServe {
-		err = reader.setBlocking()
-	}
 	if err != nil {
 		s.conn.Close()
 		return nil, err
