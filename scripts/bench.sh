@@ -41,9 +41,10 @@
 #       with the same per-client rate limit on both (2^-19 s, burst 8):
 #       replies/s from 1, 8 and 32 closed request loops, each from its own
 #       address (--clients), --rounds runs of --load each per server and
-#       concurrency (default 2 and 5s, alternating which goes first), the
-#       servers' CPU, and VmRSS idle and under load, read the same way for
-#       both. About a minute. Installs chrony if missing (never starting it).
+#       concurrency (default 5 and 3s, taking turns; the median is compared),
+#       the servers' CPU, and VmRSS idle and under load, read the same way
+#       for both. About two minutes. Installs chrony if missing (never
+#       starting it).
 #   bench.sh berkeley [--warmup D] [--window D] [--trials N] [--seed S] [--no-unicast]
 #       timed --mode berkeley on 8 hosts, simulated clocks at random +-200 ms and
 #       +-50 ppm: time to converge to 1 ms and 100 us, group precision (max
@@ -333,7 +334,7 @@ bench_timesync() {
 }
 
 bench_ntpserve() {
-	local load=5s rounds=2 clients=1,8,32 argv=("$@")
+	local load=3s rounds=5 clients=1,8,32 argv=("$@")
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--load) load=${2:?--load needs a duration} && shift ;;

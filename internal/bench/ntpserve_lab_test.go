@@ -29,8 +29,8 @@ var (
 	ntpServeRun     = flag.Bool("ntpserve", false, "run BenchmarkNTPServe, a lab measurement of about a minute (scripts/bench.sh ntpserve sets it)")
 	ntpServeBin     = flag.String("ntpserve.bin", "", "`DIR` holding timed (default: go build it from ../../cmd/timed)")
 	ntpServePrefix  = flag.String("ntpserve.prefix", "", "lab namespace `PREFIX` (default: random)")
-	ntpServeLoad    = flag.Duration("ntpserve.load", 5*time.Second, "length of each throughput run")
-	ntpServeRounds  = flag.Int("ntpserve.rounds", 2, "throughput runs per server and concurrency, alternating which server goes first")
+	ntpServeLoad    = flag.Duration("ntpserve.load", 3*time.Second, "length of each throughput run")
+	ntpServeRounds  = flag.Int("ntpserve.rounds", 5, "throughput runs per server and concurrency, alternating which server goes first")
 	ntpServeClients = flag.String("ntpserve.clients", "1,8,32", "concurrencies: closed request loops, each from its own address")
 	ntpServeArgs    = flag.String("ntpserve.timed-args", "", "more `FLAGS` for timed, split at spaces (e.g. a cluster for a timed that needs one: --id 1 --members 1=10.77.0.2:7300)")
 )
@@ -62,8 +62,9 @@ const (
 // Each loop sends a mode-3 request, waits for the reply (a valid mode-4
 // answer echoing its transmit timestamp, stratum 8) or 100 ms, and sends
 // the next. For each concurrency the servers take turns, -ntpserve.rounds
-// times each, alternating which goes first; replies/s is the mean of the
-// rounds. RSS (VmRSS) is read the same way for both, every 100 ms: idle
+// times each, alternating which goes first; replies/s is the median of the
+// rounds (the machine is shared: a run that another process slowed down
+// must not decide the comparison), the runs are printed beside it. RSS (VmRSS) is read the same way for both, every 100 ms: idle
 // before the load, and the maximum under it. Nothing can set the real
 // clock: both run without CAP_SYS_TIME, chronyd with -x, timed on a
 // simulated clock.
@@ -135,7 +136,7 @@ func BenchmarkNTPServe(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, n := range clients {
-		b.ReportMetric(mean(servers[0].qps[n])/mean(servers[1].qps[n]), fmt.Sprintf("timed/chronyd-%dclients", n))
+		b.ReportMetric(medianOf(servers[0].qps[n])/medianOf(servers[1].qps[n]), fmt.Sprintf("timed/chronyd-%dclients", n))
 	}
 }
 
@@ -187,10 +188,10 @@ func (s *ntpServer) measure(b *testing.B, ctx context.Context, h *labnet.Host, l
 func ntpServeTable(servers []*ntpServer, clients []int, loadStart, prefix string) *Table {
 	td, ch := servers[0], servers[1]
 	t := &Table{Title: "ntpserve: timed's NTP server vs chronyd's, A/B on a namespace LAN", Systems: []string{"timed", "chronyd -x"}}
-	t.Section(fmt.Sprintf("replies/s, closed loops each from its own address, %v per run, mean of %d runs each (rate limit 2^%d s, burst 8, on both)",
+	t.Section(fmt.Sprintf("replies/s, closed loops each from its own address, %v per run, median of %d runs each, taking turns (rate limit 2^%d s, burst 8, on both)",
 		*ntpServeLoad, *ntpServeRounds, ntpServeLimitExp))
 	for _, n := range clients {
-		tq, cq := mean(td.qps[n]), mean(ch.qps[n])
+		tq, cq := medianOf(td.qps[n]), medianOf(ch.qps[n])
 		ratio := 0.0
 		if cq > 0 {
 			ratio = tq / cq
@@ -212,6 +213,19 @@ func ntpServeTable(servers []*ntpServer, clients []int, loadStart, prefix string
 	t.Note("timed: `timed run --serve ADDR --stratum 8 --rate-limit 1907ns` without --id/--members (no cluster socket), simulated clock;" +
 		" chronyd: -x, local stratum 8, ratelimit interval -19 burst 8; both without CAP_SYS_TIME")
 	return t
+}
+
+// medianOf is the median of xs (the mean of the middle two of an even
+// count); 0 for none.
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	v := slices.Sorted(slices.Values(xs))
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 func joinQPS(qps []float64) string {
