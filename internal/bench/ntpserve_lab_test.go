@@ -45,8 +45,9 @@ const (
 	ntpServeLimitExp = -19
 	// ntpServeMaxClients bounds the concurrency (one address each).
 	ntpServeMaxClients = 64
-	// targetNTPServeRSS is an NTP-only timed's RSS target.
-	targetNTPServeRSS = 8 << 20
+	// targetNTPServeRSS is an NTP-only timed's RSS target, 8 MB in the
+	// unit the table prints (MB: 10^6 bytes).
+	targetNTPServeRSS = 8_000_000
 )
 
 // BenchmarkNTPServe measures timed's NTP server against chronyd's, A/B on

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -17,6 +18,10 @@ import (
 // data and bss) are left alone: for a private mapping MADV_DONTNEED would
 // throw their contents away.
 func releaseStartupPages() error {
+	// Collect first (and give the start-up garbage back to the kernel):
+	// a collection walks the live heap's types and the stacks' function
+	// tables, so one after the unmapping would bring their pages back.
+	debug.FreeOSMemory()
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return err
