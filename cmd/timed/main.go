@@ -8,8 +8,8 @@
 //	          [--mode berkeley [--multicast GROUP:PORT --interface IF] [--berkeley-round D]
 //	           [--berkeley-threshold D] [--berkeley-max-rtt D] [--berkeley-heartbeat D] [--berkeley-leader-timeout D]]
 //	timed status [--json]
-//	timed query HOST[:PORT] [--proto ntp|cristian] [-n N] [--timeout D] [--json] [--key-file PATH --key-id N]
-//	timed compare [--server S ...] [--timeout D] [--json]
+//	timed query HOST[:PORT] [--proto ntp|cristian] [-n N] [--timeout D] [--source ADDR] [--json] [--key-file PATH --key-id N]
+//	timed compare [--server S ...] [--timeout D] [--source ADDR] [--json]
 //
 // Keeping time over NTP (--server, --peer, --serve, --mode cristian) needs
 // no cluster: without --id and --members timed opens no cluster socket at
