@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -238,11 +239,23 @@ func TestAnsweredDatagrams(t *testing.T) {
 		t.Errorf("datagram counters in %d out %d, stepped %d; want 5, 5 and none stepped", st.Node.DatagramsIn, st.Node.DatagramsOut, len(ans.received))
 	}
 	// Serving a batch, stepping and writing included, allocates nothing.
+	// The answers go to a socket nobody reads: the client's reader
+	// allocates per datagram, and AllocsPerRun would count it.
+	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
 	batch := make([]transport.Packet, transport.BatchSize)
 	for i := range batch {
-		batch[i] = transport.Packet{From: client.LocalAddr(), Data: b, Time: time.Now(), Kernel: true}
+		batch[i] = transport.Packet{From: sink.LocalAddr().(*net.UDPAddr).AddrPort(), Data: b, Time: time.Now(), Kernel: true}
 	}
+	// A tick of the loop may land in a measurement: the fewest of three
+	// counts, since an allocation of serving shows in every one.
 	allocs := testing.AllocsPerRun(50, func() { d.serveDatagrams(batch) })
+	for range 2 {
+		allocs = min(allocs, testing.AllocsPerRun(50, func() { d.serveDatagrams(batch) }))
+	}
 	if allocs != 0 {
 		t.Errorf("%v allocations per batch of %d, want 0", allocs, len(batch))
 	}
