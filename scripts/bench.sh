@@ -36,6 +36,15 @@
 #       direction uniform over 0..2x --jitter, default 250us) and asymmetry
 #       (client->server --asym slower, default 400us, which biases ANY NTP
 #       client by half of it). Installs chrony if missing (never starting it).
+#   bench.sh ntpserve [--load D] [--rounds N] [--clients 1,8,32]
+#       timed's NTP server against chronyd's (-x), A/B on one namespace LAN
+#       with the same per-client rate limit on both (2^-19 s, burst 8):
+#       replies/s from 1, 8 and 32 closed request loops, each from its own
+#       address (--clients), --rounds runs of --load each per server and
+#       concurrency (default 5 and 3s, taking turns; the median is compared),
+#       the servers' CPU, and VmRSS idle and under load, read the same way
+#       for both. About two minutes. Installs chrony if missing (never
+#       starting it).
 #   bench.sh berkeley [--warmup D] [--window D] [--trials N] [--seed S] [--no-unicast]
 #       timed --mode berkeley on 8 hosts, simulated clocks at random +-200 ms and
 #       +-50 ppm: time to converge to 1 ms and 100 us, group precision (max
@@ -152,11 +161,12 @@ setup() {
 	PREFIX="slb$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
 }
 
-# build PKG... compiles the given commands (./cmd/electd) and the measuring
+# build PKG... compiles the given commands (./cmd/electd) as scripts/install.sh
+# ships them (static, CGO_ENABLED=0: no libc mapped in) and the measuring
 # code (package internal/bench) into $WORK/bin.
 build() {
 	log "building $* and the benchmark harness"
-	(cd "$REPO" && go build -o "$WORK/bin/" "$@" && go test -c -o "$WORK/bin/bench.test" ./internal/bench)
+	(cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$WORK/bin/" "$@" && go test -c -o "$WORK/bin/bench.test" ./internal/bench)
 }
 
 # run_go_bench NAME ARGS...: runs BenchmarkNAME of internal/bench once, in
@@ -321,6 +331,31 @@ bench_timesync() {
 	run_go_bench Timesync -timesync -timesync.bin "$WORK/bin" -timesync.prefix "$PREFIX" \
 		-timesync.warmup "$warmup" -timesync.window "$window" -timesync.load "$load" -timesync.conns "$conns" \
 		-timesync.impair="$impair" -timesync.jitter "$jitter" -timesync.asym "$asym"
+}
+
+bench_ntpserve() {
+	local load=3s rounds=5 clients=1,8,32 argv=("$@")
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--load) load=${2:?--load needs a duration} && shift ;;
+		--rounds) rounds=${2:?--rounds needs a number} && shift ;;
+		--clients) clients=${2:?--clients needs a list such as 1,8,32} && shift ;;
+		-h | --help) usage ;;
+		*) echo "$prog ntpserve: unknown argument '$1'" >&2 && usage ;;
+		esac
+		shift
+	done
+	is_duration "$load" || die "ntpserve: --load $load: want a duration such as 5s"
+	{ [[ $rounds =~ ^[0-9]{1,3}$ ]] && [ "$rounds" -ge 1 ]; } || die "ntpserve: --rounds $rounds: want a whole number 1..999"
+	[[ $clients =~ ^[0-9]{1,2}(,[0-9]{1,2})*$ ]] || die "ntpserve: --clients $clients: want a list such as 1,8,32 (each 1..64)"
+
+	need_root ntpserve "${argv[@]}"
+	need_packages iproute2 chrony
+	setup
+	build ./cmd/timed
+	log "bench ntpserve: clients $clients, $rounds runs of $load per server and concurrency, lab prefix $PREFIX"
+	run_go_bench NTPServe -ntpserve -ntpserve.bin "$WORK/bin" -ntpserve.prefix "$PREFIX" \
+		-ntpserve.load "$load" -ntpserve.rounds "$rounds" -ntpserve.clients "$clients"
 }
 
 bench_berkeley() {

@@ -7,6 +7,30 @@ set -euo pipefail
 
 packages=(iproute2 nftables chrony ntpsec-ntpdate)
 
+# ntpsec's ntpd is a reference too, but its package conflicts with chrony
+# (both provide time-daemon: installing one removes the other) and ships a
+# service. So it is never installed: its .deb is downloaded and unpacked
+# here, and the lab tests run this ntpd without CAP_SYS_TIME, with
+# "disable ntp" (it never disciplines the clock) on namespace LANs only.
+ntpsec_dir=/var/cache/synclab-test/ntpsec
+
+fetch_ntpd() {
+	[ -x "$ntpsec_dir/usr/sbin/ntpd" ] && return 0
+	local tmp
+	tmp=$(mktemp -d)
+	# apt-get download writes to the current directory; _apt cannot
+	# write to a root-only temp dir, so it is made readable to it.
+	chmod 755 "$tmp"
+	if (cd "$tmp" && apt-get download -qq ntpsec >/dev/null 2>&1 || { apt-get update -qq >/dev/null && apt-get download -qq ntpsec >/dev/null; }); then
+		mkdir -p "$ntpsec_dir"
+		dpkg-deb -x "$tmp"/ntpsec_*.deb "$ntpsec_dir"
+		echo "install-test-deps: unpacked ntpsec's ntpd in $ntpsec_dir (not installed: no service)" >&2
+	else
+		echo "install-test-deps: could not download ntpsec; the ntpd interop test will skip" >&2
+	fi
+	rm -rf "$tmp"
+}
+
 if [ "$(id -u)" != 0 ]; then
 	echo "install-test-deps: not root; skipping package installation (lab tests will skip)" >&2
 	exit 0
@@ -17,6 +41,7 @@ for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
+	fetch_ntpd
 	exit 0
 fi
 
@@ -52,3 +77,4 @@ for p in "${missing[@]}"; do
 		systemctl disable --quiet chrony.service 2>/dev/null || true
 	fi
 done
+fetch_ntpd

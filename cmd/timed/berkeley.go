@@ -65,6 +65,9 @@ func berkeleyConfig(c *cli.Context, cfg *daemon.Config) (*berkeley.Config, error
 		}
 		return nil, nil
 	}
+	if cfg.Standalone() {
+		return nil, app.Usagef("--mode berkeley synchronises the members of a cluster with each other: give --id and --members (the same list on every member)")
+	}
 	if c.Bool("no-adjust") {
 		// A member that ignores its corrections still takes part in the
 		// average, and its pending slews (reported, never applied) would

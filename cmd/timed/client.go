@@ -99,7 +99,7 @@ func clientConfig(c *cli.Context) (*client.Config, error) {
 	if minPoll < -4 || maxPoll > 17 || minPoll > maxPoll {
 		return nil, app.Usagef("--minpoll %d --maxpoll %d: want -4 <= minpoll <= maxpoll <= 17", minPoll, maxPoll)
 	}
-	cfg.MinPoll, cfg.MaxPoll = int8(minPoll), int8(maxPoll)
+	cfg.MinPoll, cfg.MaxPoll, cfg.PollRangeSet = int8(minPoll), int8(maxPoll), true
 	if d := c.Duration("makestep"); d < 0 {
 		return nil, app.Usagef("--makestep %v: want a positive threshold, or 0 never to step", d)
 	} else {

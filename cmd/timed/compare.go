@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -41,6 +43,7 @@ func compareCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "server", Usage: "NTP server `HOST[:PORT]` (repeatable)"},
 			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Second, Usage: "per-server timeout"},
+			sourceFlag,
 			app.ControlFlag(name),
 			app.JSONFlag,
 		},
@@ -100,10 +103,16 @@ func compareAction(c *cli.Context) error {
 	if timeout <= 0 {
 		return app.Usagef("--timeout %v: want a positive duration", timeout)
 	}
+	source := c.String("source")
+	if source != "" {
+		if _, err := netip.ParseAddr(source); err != nil {
+			return app.Usagef("--source %q: want an IP address of this host", source)
+		}
+	}
 	var res compareResult
 	var wg sync.WaitGroup
 	wg.Go(func() { res.Local, res.LocalError = localDaemonView(c) })
-	res.Servers = compareServers(servers, timeout)
+	res.Servers = compareServers(servers, timeout, source)
 	wg.Wait()
 	res.summarise()
 	if c.Bool("json") {
@@ -124,31 +133,34 @@ func compareAction(c *cli.Context) error {
 }
 
 // compareServers queries every server concurrently, each with its own
-// timeout, and returns the entries in the order given.
-func compareServers(servers []string, timeout time.Duration) []compareEntry {
+// timeout, from source (an IP, or "": the kernel's choice), and returns
+// the entries in the order given.
+func compareServers(servers []string, timeout time.Duration, source string) []compareEntry {
 	out := make([]compareEntry, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
-		wg.Go(func() { out[i] = queryOne(s, timeout) })
+		wg.Go(func() { out[i] = queryOne(s, timeout, source) })
 	}
 	wg.Wait()
 	return out
 }
 
-func queryOne(host string, timeout time.Duration) compareEntry {
+func queryOne(host string, timeout time.Duration, source string) compareEntry {
 	e := compareEntry{Server: host}
-	r, err := ntpQuery(host, ntp.QueryOptions{Timeout: timeout})
+	r, err := ntpQuery(host, ntp.QueryOptions{Timeout: timeout, LocalAddress: source})
 	if err != nil {
 		var dns *net.DNSError
-		if errors.As(err, &dns) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &dns):
 			e.Unresolved = true
 			e.Error = fmt.Sprintf("%s does not resolve: %s", dns.Name, dns.Err)
-		} else {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			e.Error = refusedResult // as `timed query` says it
+		case errors.As(err, &ne) && ne.Timeout():
+			e.Error = fmt.Sprintf("timeout: no answer within %v", timeout)
+		default:
 			e.Error = err.Error()
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				e.Error = fmt.Sprintf("timeout: no answer within %v", timeout)
-			}
 		}
 		e.Verdict = e.Error
 		return e
@@ -159,9 +171,18 @@ func queryOne(host string, timeout time.Duration) compareEntry {
 	e.RootDistanceNs = int64(r.RootDistance)
 	e.Leap = uint8(r.Leap)
 	e.RefID = server.RefIDString(r.Stratum, r.ReferenceID)
-	if r.IsKissOfDeath() {
+	switch {
+	case r.IsKissOfDeath() && r.KissCode != "":
 		e.KissCode = r.KissCode
 		e.Verdict = "kiss-o'-death " + r.KissCode + kissMeaning[r.KissCode]
+		return e
+	case r.Stratum == 0 && r.Leap == ntp.LeapNotInSync:
+		// Stratum 0 with no kiss code: an unsynchronised server, as
+		// `timed query` calls it (pkg/timesync/ntp), not a kiss.
+		e.Verdict = "the server is not synchronised (leap 3, stratum 0)"
+		return e
+	case r.Stratum == 0:
+		e.Verdict = "invalid stratum 0 (no kiss code)"
 		return e
 	}
 	if err := r.Validate(); err != nil {

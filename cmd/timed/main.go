@@ -1,15 +1,19 @@
 // Command timed keeps a lab machine's clock in agreement with its peers,
 // serves NTP, and measures clocks.
 //
-//	timed run --id 1 --members 1=10.0.0.1:7300,2=10.0.0.2:7300 [--clock system|sim]
+//	timed run [--id 1 --members 1=10.0.0.1:7300,2=10.0.0.2:7300] [--clock system|sim]
 //	          [--serve ADDR [--stratum N] [--ntp-key-file PATH] [--rate-limit D]]
 //	          [--server HOST[:PORT] ...] [--peer HOST[:PORT] ...] [--minpoll N --maxpoll N] [--makestep D]
 //	          [--mode cristian --server HOST[:PORT] ... [--cristian-burst N] [--cristian-min-delay D]]
 //	          [--mode berkeley [--multicast GROUP:PORT --interface IF] [--berkeley-round D]
 //	           [--berkeley-threshold D] [--berkeley-max-rtt D] [--berkeley-heartbeat D] [--berkeley-leader-timeout D]]
 //	timed status [--json]
-//	timed query HOST[:PORT] [--proto ntp|cristian] [-n N] [--timeout D] [--json] [--key-file PATH --key-id N]
-//	timed compare [--server S ...] [--timeout D] [--json]
+//	timed query HOST[:PORT] [--proto ntp|cristian] [-n N] [--timeout D] [--source ADDR] [--json] [--key-file PATH --key-id N]
+//	timed compare [--server S ...] [--timeout D] [--source ADDR] [--json]
+//
+// Keeping time over NTP (--server, --peer, --serve, --mode cristian) needs
+// no cluster: without --id and --members timed opens no cluster socket at
+// all. --mode berkeley is for the members of a cluster.
 //
 // With --clock sim the daemon runs on a simulated clock (real time plus
 // --sim-offset, drifting at --sim-drift ppm) that it corrects like the real
@@ -33,6 +37,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"time"
 
@@ -46,6 +51,15 @@ import (
 const name = "timed"
 
 func main() {
+	// timed's work is serial: the core is stepped by one goroutine at a
+	// time (the loop, or the NTP socket's reader), under one lock. With a
+	// second P, Go's scheduler wakes a spare thread to look for work after
+	// every datagram the netpoller hands over, which on a busy 2-CPU host
+	// cost more than answering it (NTP replies/s rose by 10-30% with one
+	// P, bench.sh ntpserve). GOMAXPROCS in the environment still decides.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	a := newApp()
 	os.Args = app.FlagsFirst(os.Args, a, "query", "compare")
 	app.Main(a)
@@ -68,6 +82,9 @@ func newApp() *cli.App {
 		Build:      build,
 		Commands:   []*cli.Command{queryCommand(), compareCommand()},
 		RenderCore: renderCore,
+		// Keeping time over NTP (client, server, symmetric peer,
+		// Cristian) needs no cluster; Berkeley does.
+		ClusterOptional: true,
 	})
 }
 
@@ -89,6 +106,9 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	bk, err := berkeleyConfig(c, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Standalone() && serve == nil && cc == nil {
+		return nil, app.Usagef("nothing to do: give --server HOST or --peer HOST to follow, --serve ADDR to serve NTP, or --id and --members for a cluster (--mode berkeley)")
 	}
 	if c.Bool("no-adjust") {
 		// Measure and report: the discipline runs, the clock is not touched.

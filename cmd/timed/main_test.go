@@ -5,15 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/beevik/ntp"
+	"github.com/urfave/cli/v2"
 
 	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/pkg/timesync/server"
 	"github.com/synclab/synclab/pkg/timesync/timedcore"
 	"github.com/synclab/synclab/pkg/wire"
@@ -127,8 +133,8 @@ func TestCompareEntries(t *testing.T) {
 	defer func(f func(string, ntp.QueryOptions) (*ntp.Response, error)) { ntpQuery = f }(ntpQuery)
 	now := time.Now()
 	ntpQuery = func(host string, opt ntp.QueryOptions) (*ntp.Response, error) {
-		if opt.Timeout != 750*time.Millisecond {
-			t.Errorf("%s: timeout %v", host, opt.Timeout)
+		if opt.Timeout != 750*time.Millisecond || opt.LocalAddress != "10.77.0.9" {
+			t.Errorf("%s: timeout %v, source %q", host, opt.Timeout, opt.LocalAddress)
 		}
 		good := &ntp.Response{Stratum: 2, ClockOffset: 40 * time.Millisecond, RTT: time.Millisecond,
 			RootDistance: 2 * time.Millisecond, Version: 4, Time: now, ReferenceTime: now.Add(-time.Second),
@@ -146,10 +152,14 @@ func TestCompareEntries(t *testing.T) {
 			return good, nil
 		case "slow.lab":
 			return nil, &net.OpError{Op: "read", Err: timeoutErr{}}
+		case "unsync0.lab":
+			return &ntp.Response{Stratum: 0, Version: 4, Leap: ntp.LeapNotInSync}, nil
+		case "closed.lab":
+			return nil, &net.OpError{Op: "read", Err: os.NewSyscallError("recvmsg", syscall.ECONNREFUSED)}
 		}
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
-	entries := compareServers([]string{"a.lab", "b.lab", "kod.lab", "unsync.lab", "slow.lab", "nx.invalid"}, 750*time.Millisecond)
+	entries := compareServers([]string{"a.lab", "b.lab", "kod.lab", "unsync.lab", "slow.lab", "nx.invalid", "unsync0.lab", "closed.lab"}, 750*time.Millisecond, "10.77.0.9")
 	res := compareResult{Servers: entries}
 	res.summarise()
 	if res.Valid != 2 || res.SpreadNs == nil || *res.SpreadNs != int64(30*time.Millisecond) {
@@ -170,6 +180,15 @@ func TestCompareEntries(t *testing.T) {
 	}
 	if nx.Valid || !nx.Unresolved || nx.Error != "nx.invalid does not resolve: no such host" {
 		t.Errorf("nx: %+v", nx)
+	}
+	// Leap 3 and stratum 0 without a kiss code: unsynchronised, not a
+	// kiss with an empty code.
+	if u0 := entries[6]; u0.Valid || u0.KissCode != "" || strings.Contains(u0.Verdict, "kiss") || !strings.Contains(u0.Verdict, "not synchronised") {
+		t.Errorf("unsync0: %+v", u0)
+	}
+	// A closed port: said as `timed query` says it, not as recvmsg does.
+	if closed := entries[7]; closed.Valid || closed.Error != refusedResult {
+		t.Errorf("closed: %+v", closed)
 	}
 	var out bytes.Buffer
 	printCompare(&out, compareResult{Servers: entries, Valid: res.Valid, SpreadNs: res.SpreadNs, LocalError: "no local daemon (test)"})
@@ -255,6 +274,103 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args[1:], code, stderr.String(), tc.want)
 		}
 	}
+}
+
+// TestNoClusterFlags: keeping time over NTP needs no --id or --members;
+// Berkeley and the cluster's own flags do, and a timed with nothing to do
+// says so.
+func TestNoClusterFlags(t *testing.T) {
+	alone := []string{"timed", "run", "--clock", "sim"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{alone, "nothing to do"},
+		{append(alone, "--mode", "berkeley"), "give --id and --members"},
+		{append(alone, "--server", "127.0.0.1", "--multicast", "239.1.1.1:7", "--interface", "lo"), "--multicast is for a cluster"},
+		{append(alone, "--serve", "127.0.0.1", "--cluster", "lab"), "--cluster is for a cluster"},
+		{append(alone, "--id", "1", "--server", "127.0.0.1"), "--members required"},
+	} {
+		var stderr bytes.Buffer
+		a := newApp()
+		a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+		if code := app.Run(a, tc.args, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args[2:], code, stderr.String(), tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		addr string // the NTP socket's address
+	}{
+		{[]string{"--server", "127.0.0.1"}, "0.0.0.0:0"},
+		{[]string{"--serve", "127.0.0.1:1123", "--stratum", "8"}, "127.0.0.1:1123"},
+		{[]string{"--mode", "cristian", "--server", "127.0.0.1"}, "0.0.0.0:0"},
+		// A symmetric peer's packets come to the port it polls from,
+		// so it is fixed: 123, as the peer at the other end expects.
+		{[]string{"--peer", "127.0.0.1"}, "0.0.0.0:123"},
+		{[]string{"--peer", "127.0.0.1", "--serve", "127.0.0.1:1123"}, "127.0.0.1:1123"},
+		{[]string{"--id", "2", "--members", "2=127.0.0.2:7300", "--peer", "127.0.0.1"}, "127.0.0.2:123"},
+		{[]string{"--id", "2", "--members", "2=127.0.0.2:7300", "--server", "127.0.0.1"}, "127.0.0.2:0"},
+	} {
+		cfg, err := buildConfig(t, append(slices.Clone(alone), tc.args...)...)
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		if !cfg.Datagrams && !cfg.DatagramAddr.IsValid() || cfg.DatagramAddr.String() != tc.addr {
+			t.Errorf("%v: NTP socket %v (datagrams %v), want %s", tc.args, cfg.DatagramAddr, cfg.Datagrams, tc.addr)
+		}
+	}
+	// The poll range is taken as given: 0..0 polls every second.
+	if cfg, err := buildConfig(t, "timed", "run", "--clock", "sim", "--server", "127.0.0.1", "--minpoll", "0", "--maxpoll", "0"); err != nil || !cfg.pollRangeSet || cfg.maxPoll != 0 {
+		t.Errorf("--minpoll 0 --maxpoll 0: %v, %+v", err, cfg)
+	}
+}
+
+// builtConfig is what buildConfig saw: the daemon's Config as build left
+// it, and the client's poll range.
+type builtConfig struct {
+	daemon.Config
+	pollRangeSet bool
+	maxPoll      int8
+}
+
+// buildConfig runs timed's run command up to the daemon: the flags are
+// parsed and the core factory built, nothing is started.
+func buildConfig(t *testing.T, args ...string) (builtConfig, error) {
+	t.Helper()
+	var got builtConfig
+	a := newApp()
+	stop := errors.New("stop before the daemon starts")
+	for _, cmd := range a.Commands {
+		if cmd.Name != "run" {
+			continue
+		}
+		cmd.Action = func(c *cli.Context) error {
+			cfg := daemon.Config{ID: uint32(c.Uint("id")), TickInterval: c.Duration("tick")}
+			if c.IsSet("members") {
+				m, err := app.ParseMembers(c.String("members"))
+				if err != nil {
+					return err
+				}
+				cfg.Members = m
+			}
+			if _, err := build(c, &cfg); err != nil {
+				return err
+			}
+			if cc, err := clientConfig(c); err == nil && cc != nil {
+				got.pollRangeSet, got.maxPoll = cc.PollRangeSet, cc.MaxPoll
+			}
+			got.Config = cfg
+			return stop
+		}
+	}
+	var stderr bytes.Buffer
+	a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+	if err := a.Run(args); !errors.Is(err, stop) {
+		return got, fmt.Errorf("%v (%s)", err, stderr.String())
+	}
+	return got, nil
 }
 
 func TestServeKeyFileErrors(t *testing.T) {

@@ -69,6 +69,7 @@ func queryCommand() *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "how long to wait for each reply"},
 			&cli.StringFlag{Name: "key-file", Usage: "chrony-format NTP key file (`PATH`) to authenticate with (needs --key-id)"},
 			&cli.UintFlag{Name: "key-id", Usage: "key `ID` in --key-file"},
+			sourceFlag,
 			app.JSONFlag,
 		},
 		Action: queryAction,
@@ -118,9 +119,15 @@ func queryAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	conn, err := transport.ListenUDP(netip.AddrPortFrom(unspecified(addr.Addr()), 0))
+	source, err := sourceAddr(c, addr)
 	if err != nil {
-		return fmt.Errorf("opening a UDP socket: %w", err)
+		return err
+	}
+	// A socket connected to the server: only its datagrams come in, and
+	// a port with nothing behind it is told from silence (ICMP).
+	conn, err := transport.DialUDP(source, addr)
+	if err != nil {
+		return fmt.Errorf("opening a UDP socket from %v to %v: %w", source.Addr(), addr, err)
 	}
 	defer conn.Close()
 	opt := queryOptions{target: addr, count: n, interval: queryInterval, timeout: timeout, key: key, now: time.Now}
@@ -207,12 +214,35 @@ func resolveTarget(ctx context.Context, s string) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(best, uint16(port)), nil
 }
 
-func unspecified(a netip.Addr) netip.Addr {
-	if a.Unmap().Is4() {
-		return netip.IPv4Unspecified()
+// sourceFlag chooses the address queries are sent from (a server whose
+// allow list leaves out 127.0.0.1 refuses a query from it).
+var sourceFlag = &cli.StringFlag{Name: "source", Usage: "send from this local `ADDR` (an IP of this host; default: the kernel's choice)"}
+
+// sourceAddr reads --source for queries to target: an IP of target's
+// family, port 0; unset, the kernel picks.
+func sourceAddr(c *cli.Context, target netip.AddrPort) (netip.AddrPort, error) {
+	s := c.String("source")
+	if s == "" {
+		return netip.AddrPort{}, nil
 	}
-	return netip.IPv6Unspecified()
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.AddrPort{}, app.Usagef("--source %q: want an IP address of this host", s)
+	}
+	if a.Unmap().Is4() != target.Addr().Unmap().Is4() {
+		return netip.AddrPort{}, app.Usagef("--source %v and the server %v are of different address families", a, target.Addr())
+	}
+	return netip.AddrPortFrom(a.Unmap(), 0), nil
 }
+
+// refusedResult is what a request gets when the server's host answers
+// with ICMP port unreachable: `timed query` and `timed compare` say the
+// same.
+const refusedResult = "port unreachable: nothing listens there (ICMP: connection refused)"
+
+// refused reports whether conn saw a port unreachable since count was
+// taken.
+func refused(conn *transport.UDPConn, count uint64) bool { return conn.Stats().Refused > count }
 
 type queryOptions struct {
 	target   netip.AddrPort
@@ -221,6 +251,7 @@ type queryOptions struct {
 	timeout  time.Duration // for each reply
 	key      *wire.NTPKey  // sign requests, require signed replies
 	now      func() time.Time
+	refused  uint64 // the socket's Stats.Refused before the request in flight
 }
 
 // queryResult is what `timed query --json` prints.
@@ -294,6 +325,7 @@ func runQuery(ctx context.Context, conn *transport.UDPConn, opt queryOptions) qu
 		}
 		smp := querySample{Seq: seq}
 		lastSend = opt.now()
+		opt.refused = conn.Stats().Refused
 		xmt, err := sendRequest(conn, assoc, opt)
 		if err != nil {
 			smp.Result = "send failed: " + err.Error()
@@ -391,6 +423,9 @@ func awaitReply(ctx context.Context, conn *transport.UDPConn, assoc *ntp.Associa
 			if smp.Result != "" { // a refused reply is a better reason than silence
 				return ntp.Sample{}, errors.New(smp.Result)
 			}
+			if refused(conn, opt.refused) {
+				return ntp.Sample{}, errors.New(refusedResult)
+			}
 			return ntp.Sample{}, errors.New("timeout")
 		case p, ok := <-conn.Packets():
 			if !ok {
@@ -465,16 +500,21 @@ func summarise(samples []querySample, opt queryOptions) string {
 	if len(samples) == 0 {
 		return "interrupted before any request"
 	}
-	timeouts := 0
+	timeouts, refusals := 0, 0
 	for _, s := range samples {
-		if s.Result == "timeout" {
+		switch s.Result {
+		case "timeout":
 			timeouts++
+		case refusedResult:
+			refusals++
 		}
 	}
 	last := samples[len(samples)-1].Result
 	switch {
 	case timeouts == len(samples):
 		return fmt.Sprintf("timeout: no reply to %d requests within %v each", len(samples), opt.timeout)
+	case refusals > 0 && timeouts+refusals == len(samples):
+		return fmt.Sprintf("%s: no NTP server on %v", refusedResult, opt.target)
 	case strings.Contains(last, ntp.ErrUnsynchronized.Error()), strings.Contains(last, ntp.ErrStratum.Error()):
 		return "the server is not synchronised (" + last + ")"
 	}

@@ -40,6 +40,7 @@ func runCristianQuery(ctx context.Context, conn *transport.UDPConn, opt queryOpt
 		// One burst per request: its outstanding set holds exactly this
 		// request, so a late reply to an earlier one is refused.
 		burst := cristian.NewBurst(0, ntp.Precision(queryPrecision))
+		opt.refused = conn.Stats().Refused
 		if err := sendCristian(conn, burst, opt, cluster, keys); err != nil {
 			smp.Result = "send failed: " + err.Error()
 			res.Samples = append(res.Samples, smp)
@@ -108,6 +109,9 @@ func awaitCristian(ctx context.Context, conn *transport.UDPConn, b *cristian.Bur
 		case <-timer.C:
 			if smp.Result != "" {
 				return cristian.Round{}, errors.New(smp.Result)
+			}
+			if refused(conn, opt.refused) {
+				return cristian.Round{}, errors.New(refusedResult)
 			}
 			return cristian.Round{}, errors.New("timeout")
 		case p, ok := <-conn.Packets():

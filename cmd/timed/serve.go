@@ -110,39 +110,60 @@ func parseServeAddr(s string) (netip.AddrPort, error) {
 	return netip.AddrPort{}, fmt.Errorf("%q: want an IP address, IP:PORT or [IPv6]:PORT, not a name (e.g. 0.0.0.0 or 10.0.0.1:123)", s)
 }
 
-// coreFactory builds timed's core: for the members, the liveness detector,
-// or with --mode berkeley (bk) the Berkeley core that synchronises them;
+// coreFactory builds timed's core: for the members, if any, the liveness
+// detector, or with --mode berkeley (bk) the Berkeley core that
+// synchronises them;
 // with --serve the NTP server, and with --server/--peer the NTP client and
 // its discipline; the server then advertises what the client knows. In
 // Berkeley mode nothing tells the server about the group's time: it serves
 // at its --stratum (16, unsynchronised, unless set), with reference LOCL,
 // which is honest: the group agrees with itself, not with any reference.
 func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk *berkeley.Config) daemon.CoreFactory {
-	live := app.LivenessCore(cfg)
+	standalone := cfg.Standalone()
+	var live daemon.CoreFactory
+	if !standalone {
+		live = app.LivenessCore(cfg)
+	}
 	precision := measurePrecision(cfg.Clock.Now)
 	cluster := cfg.Cluster
 	if cluster == "" {
 		cluster = "synclab" // the daemon's default, applied later
 	}
+	// Cristian's frames need a sender ID, never checked by the other end;
+	// outside a cluster there is no member ID to use.
+	frameID := cfg.ID
+	if standalone {
+		frameID = standaloneFrameID
+	}
 	if serve != nil {
 		cfg.DatagramAddr = serve.addr
 		serve.cfg.Precision = precision
 		// Cristian's requests arrive on the same socket.
-		serve.cfg.Cristian = server.CristianConfig{ID: cfg.ID, Cluster: wire.ClusterID(cluster), Keys: cfg.Keys}
+		serve.cfg.Cristian = server.CristianConfig{ID: frameID, Cluster: wire.ClusterID(cluster), Keys: cfg.Keys}
 	}
 	if cc != nil && serve == nil {
-		// A client needs a socket even without --serve: an ephemeral port
-		// on this host's own address, so servers see (and rate-limit) each
-		// host by its address even when hosts share an interface.
+		// A client needs a socket even without --serve: on this host's
+		// own address when it is a member, so servers see (and
+		// rate-limit) each host by its address even when hosts share an
+		// interface; else on every address.
 		cfg.Datagrams = true
-		if self := cfg.Members[cfg.ID].Addr(); !self.IsUnspecified() {
-			cfg.DatagramAddr = netip.AddrPortFrom(self, 0)
+		self := netip.IPv4Unspecified()
+		if !standalone && !cfg.Members[cfg.ID].Addr().IsUnspecified() {
+			self = cfg.Members[cfg.ID].Addr()
 		}
+		// A client's port is any; a symmetric peer's is fixed: its
+		// peer's packets come to the port it polls from, and a peer is
+		// configured with ours (RFC 5905: port 123 at both ends).
+		port := uint16(0)
+		if len(cc.Peers) > 0 {
+			port = ntpPort
+		}
+		cfg.DatagramAddr = netip.AddrPortFrom(self, port)
 	}
 	if cc != nil {
 		cc.TickInterval = cfg.TickInterval
 		cc.Precision = precision
-		cc.ID, cc.Cluster, cc.Keys = cfg.ID, wire.ClusterID(cluster), cfg.Keys
+		cc.ID, cc.Cluster, cc.Keys = frameID, wire.ClusterID(cluster), cfg.Keys
 		if serve != nil {
 			cc.Address = serve.addr.Addr() // loop detection
 			cc.LocalStratum = serve.cfg.LocalStratum
@@ -151,7 +172,8 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
 		var tc timedcore.Config
 		var err error
-		if bk != nil {
+		switch {
+		case bk != nil:
 			// The Berkeley core is the only part that persists state
 			// then (its term and frequency): there is no client.
 			b := *bk
@@ -159,8 +181,10 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 			if tc.Cluster, err = newBerkeley(b, persisted, cfg.StateDir); err != nil {
 				return nil, err
 			}
-		} else if tc.Cluster, err = live(nil, rnd); err != nil {
-			return nil, err
+		case live != nil:
+			if tc.Cluster, err = live(nil, rnd); err != nil {
+				return nil, err
+			}
 		}
 		if serve != nil {
 			if tc.Server, err = server.New(serve.cfg); err != nil {
@@ -185,6 +209,11 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 		return timedcore.New(tc)
 	}
 }
+
+// standaloneFrameID is the sender ID of Cristian's frames from a timed
+// outside any cluster: frames need one (0 is not a member ID), and the
+// other end only echoes it.
+const standaloneFrameID = 1
 
 // measurePrecision returns the precision exponent of a clock: log2 of the
 // smallest step between two different readings, rounded up, as ntpd and

@@ -41,6 +41,10 @@ type Spec struct {
 	// it as indented JSON. now is the daemon clock's reading at the time of
 	// the status (cores report times on that clock).
 	RenderCore func(w io.Writer, core []byte, now time.Time) error
+	// ClusterOptional lets `run` go without --id and --members (both left
+	// out): Build then gets a Config with ID 0 and no Members, and decides
+	// whether its flags need a cluster (timed keeps time over NTP alone).
+	ClusterOptional bool
 }
 
 // UsageError marks a mistake in how the command was called: exit code 2.
@@ -191,11 +195,24 @@ func commonRunFlags(name string) []cli.Flag {
 	}
 }
 
+// clusterFlagsOptional says in --id's help that it may be left out, for a
+// daemon whose Spec allows that.
+func clusterFlagsOptional(flags []cli.Flag, optional bool) []cli.Flag {
+	if optional {
+		for _, f := range flags {
+			if id, ok := f.(*cli.UintFlag); ok && id.Name == "id" {
+				id.Usage = "this node's member ID (> 0), with --members; without both, no cluster"
+			}
+		}
+	}
+	return flags
+}
+
 func runCommand(spec Spec) *cli.Command {
 	return &cli.Command{
 		Name:   "run",
 		Usage:  "run the " + spec.Name + " daemon",
-		Flags:  append(commonRunFlags(spec.Name), spec.RunFlags...),
+		Flags:  append(clusterFlagsOptional(commonRunFlags(spec.Name), spec.ClusterOptional), spec.RunFlags...),
 		Action: func(c *cli.Context) error { return run(c, spec) },
 	}
 }
@@ -208,7 +225,7 @@ func run(c *cli.Context, spec Spec) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := commonConfig(c, spec.Name)
+	cfg, err := commonConfig(c, spec)
 	if err != nil {
 		return err
 	}
@@ -232,7 +249,8 @@ func run(c *cli.Context, spec Spec) error {
 	return d.Run(ctx)
 }
 
-func commonConfig(c *cli.Context, name string) (daemon.Config, error) {
+func commonConfig(c *cli.Context, spec Spec) (daemon.Config, error) {
+	name := spec.Name
 	cfg := daemon.Config{
 		Name:         name,
 		Cluster:      c.String("cluster"),
@@ -250,6 +268,9 @@ func commonConfig(c *cli.Context, name string) (daemon.Config, error) {
 		if !c.IsSet(f) {
 			missing = append(missing, "--"+f)
 		}
+	}
+	if len(missing) == 2 && spec.ClusterOptional {
+		return noCluster(c, cfg)
 	}
 	if len(missing) > 0 {
 		return cfg, Usagef("%s required (or %s)", strings.Join(missing, " and "), strings.Join(envsOf(name, missing), " and "))
@@ -292,6 +313,23 @@ func commonConfig(c *cli.Context, name string) (daemon.Config, error) {
 		cfg.Multicast = &transport.MulticastConfig{Group: group, Interface: ifname, TTL: ttl, Loopback: true}
 	} else if c.IsSet("interface") {
 		return cfg, Usagef("--interface is only used with --multicast")
+	}
+	return cfg, nil
+}
+
+// noCluster finishes the Config of a daemon run without --id and
+// --members: flags that only mean something to a cluster are refused.
+func noCluster(c *cli.Context, cfg daemon.Config) (daemon.Config, error) {
+	for _, f := range []string{"multicast", "interface", "multicast-ttl", "cluster"} {
+		if c.IsSet(f) {
+			return cfg, Usagef("--%s is for a cluster: it needs --id and --members", f)
+		}
+	}
+	if path := c.String("key-file"); path != "" {
+		var err error
+		if cfg.Keys, err = LoadKeys(path); err != nil {
+			return cfg, err
+		}
 	}
 	return cfg, nil
 }

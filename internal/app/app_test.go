@@ -104,6 +104,42 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestClusterOptional: a daemon whose Spec allows it runs without --id
+// and --members (Build sees ID 0 and no members); one of the two alone is
+// still an error, and so are the flags only a cluster uses.
+func TestClusterOptional(t *testing.T) {
+	var got *daemon.Config
+	a := New(Spec{
+		Name:            "testd",
+		ClusterOptional: true,
+		Build: func(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
+			got = cfg
+			return nil, Usagef("build reached")
+		},
+	})
+	for _, tc := range []struct {
+		args  []string
+		build bool
+		msg   string
+	}{
+		{[]string{"testd", "run"}, true, "build reached"},
+		{[]string{"testd", "run", "--id", "1"}, false, "--members required"},
+		{[]string{"testd", "run", "--members", "1=127.0.0.1:7000"}, false, "--id required"},
+		{[]string{"testd", "run", "--multicast", "239.1.1.1:7", "--interface", "lo"}, false, "--multicast is for a cluster"},
+		{[]string{"testd", "run", "--cluster", "lab"}, false, "--cluster is for a cluster"},
+	} {
+		got = nil
+		var stderr bytes.Buffer
+		a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+		if code := Run(a, tc.args, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.msg) || (got != nil) != tc.build {
+			t.Errorf("%q: exit %d, stderr %q, build reached %v", tc.args[1:], code, stderr.String(), got != nil)
+		}
+		if got != nil && (got.ID != 0 || len(got.Members) != 0) {
+			t.Errorf("%q: build got ID %d and %d members, want none", tc.args[1:], got.ID, len(got.Members))
+		}
+	}
+}
+
 func TestEnvironmentVariablesSetFlags(t *testing.T) {
 	t.Setenv("TESTD_ID", "2")
 	t.Setenv("TESTD_MEMBERS", "1=127.0.0.1:7000,2=127.0.0.2:7000")

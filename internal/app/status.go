@@ -87,9 +87,17 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		return fmt.Errorf("unexpected status from the daemon: %w", err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintf(tw, "Daemon\t: %s %s, node %d of %d, cluster %q, incarnation %d\n",
-		st.Daemon, st.Version, st.ID, len(st.Members), st.Cluster, st.Node.Incarnation)
+	standalone := len(st.Members) == 0
+	if standalone {
+		fmt.Fprintf(tw, "Daemon\t: %s %s, no cluster, incarnation %d\n", st.Daemon, st.Version, st.Node.Incarnation)
+	} else {
+		fmt.Fprintf(tw, "Daemon\t: %s %s, node %d of %d, cluster %q, incarnation %d\n",
+			st.Daemon, st.Version, st.ID, len(st.Members), st.Cluster, st.Node.Incarnation)
+	}
 	addr := st.Address
+	if standalone && st.Datagram != nil {
+		addr = st.Datagram.Address + " (datagrams only)"
+	}
 	if st.Multicast != "" {
 		addr += ", multicast " + st.Multicast
 	}
@@ -103,15 +111,17 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	fmt.Fprintf(tw, "Address\t: %s, authentication %s\n", addr, auth)
 	fmt.Fprintf(tw, "Uptime\t: %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
 	fmt.Fprintf(tw, "Clock\t: %s\n", clockLine(st.Status))
-	fmt.Fprintf(tw, "Frames\t: in %d, out %d, dropped %s\n",
-		sum(st.Node.FramesIn), sum(st.Node.FramesOut), reasons(st.Node.Dropped))
-	tr := st.Transport
-	if refused := map[string]uint64{
-		"udp_stranger": tr.UDPStrangers, "tcp_stranger": tr.InboundStrangers, "tcp_evicted": tr.InboundEvicted,
-		"tcp_timeout": tr.StreamTimeouts, "tcp_bad_frame": tr.BadFrames, "tcp_over_budget": tr.StreamOverBudget,
-		"tcp_too_many": tr.InboundRefused,
-	}; sum(refused) > 0 {
-		fmt.Fprintf(tw, "Refused\t: %s; %d TCP connections in\n", reasons(refused), tr.Inbound)
+	if !standalone {
+		fmt.Fprintf(tw, "Frames\t: in %d, out %d, dropped %s\n",
+			sum(st.Node.FramesIn), sum(st.Node.FramesOut), reasons(st.Node.Dropped))
+		tr := st.Transport
+		if refused := map[string]uint64{
+			"udp_stranger": tr.UDPStrangers, "tcp_stranger": tr.InboundStrangers, "tcp_evicted": tr.InboundEvicted,
+			"tcp_timeout": tr.StreamTimeouts, "tcp_bad_frame": tr.BadFrames, "tcp_over_budget": tr.StreamOverBudget,
+			"tcp_too_many": tr.InboundRefused,
+		}; sum(refused) > 0 {
+			fmt.Fprintf(tw, "Refused\t: %s; %d TCP connections in\n", reasons(refused), tr.Inbound)
+		}
 	}
 	if len(st.Errors) > 0 {
 		fmt.Fprintf(tw, "Errors\t: %s\n", reasons(st.Errors))

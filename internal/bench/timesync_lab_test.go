@@ -3,11 +3,8 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -16,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -669,59 +665,9 @@ func waitAnswers(b *testing.B, ctx context.Context, h *labnet.Host, target netip
 	b.Fatalf("%v never answered", target)
 }
 
-// throughput runs conns closed request loops from h against target for d
-// and returns the valid replies per second: mode 4, stratum 1-15, and the
-// origin of the loop's outstanding request. A loop waits at most 100 ms
-// for a reply before sending the next request.
+// throughput runs conns closed request loops from h against target for d,
+// from addresses the kernel picks, and returns the valid replies per
+// second (loadFrom).
 func throughput(b *testing.B, ctx context.Context, h *labnet.Host, target netip.AddrPort, conns int, d time.Duration) float64 {
-	b.Helper()
-	socks := make([]*net.UDPConn, conns)
-	err := h.Do(func() error {
-		for i := range socks {
-			c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(target))
-			if err != nil {
-				return err
-			}
-			socks[i] = c
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatalf("throughput sockets in %s: %v", h.Name(), err)
-	}
-	var valid atomic.Uint64
-	end := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for i, c := range socks {
-		wg.Go(func() {
-			defer c.Close()
-			rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
-			buf := make([]byte, 1024)
-			for time.Now().Before(end) && ctx.Err() == nil {
-				xmt := wire.NTPTime(rng.Uint64() | 1)
-				if _, err := c.Write(ntpRequest(xmt)); err != nil {
-					return
-				}
-				c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						var ne net.Error
-						if errors.As(err, &ne) && ne.Timeout() {
-							break // lost: send the next one
-						}
-						return
-					}
-					var p wire.NTPPacket
-					if p.UnmarshalBinary(buf[:n]) == nil && p.Mode == wire.ModeServer && p.Origin == xmt &&
-						p.Stratum >= 1 && p.Stratum < wire.StratumUnsynchronized {
-						valid.Add(1)
-						break
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return float64(valid.Load()) / d.Seconds()
+	return loadFrom(b, ctx, h, target, make([]netip.Addr, conns), d)
 }

@@ -28,10 +28,12 @@ type Config struct {
 	Name string
 	// Version is reported by status.
 	Version string
-	// ID is this node's member ID (> 0). Required.
+	// ID is this node's member ID (> 0). Required, unless the daemon runs
+	// outside any cluster (see Standalone).
 	ID uint32
 	// Members maps every member ID to its address; this node's entry is its
-	// listen address (UDP and TCP). Required, identical on every node.
+	// listen address (UDP and TCP). Required, identical on every node,
+	// unless the daemon runs outside any cluster (see Standalone).
 	Members map[uint32]netip.AddrPort
 	// Cluster names the cluster; frames of other clusters are dropped.
 	// Default "synclab".
@@ -100,17 +102,31 @@ type Config struct {
 	insecureIgnored bool // Insecure was given with Keys
 }
 
+// Standalone reports whether the daemon runs outside any cluster: no ID
+// and no Members. It then opens no member socket (no cluster traffic at
+// all) and speaks only its foreign protocol on the datagram socket, which
+// it must have: timed keeping time over NTP alone.
+func (c *Config) Standalone() bool { return c.ID == 0 && len(c.Members) == 0 }
+
 func (c *Config) validate() error {
 	if c.Name == "" {
 		return errors.New("daemon: Name is required")
 	}
-	if c.ID == 0 {
+	if c.Standalone() {
+		if !c.Datagrams && !c.DatagramAddr.IsValid() {
+			return errors.New("--id and --members are required (e.g. --id 1 --members 1=10.0.0.1:7100,2=10.0.0.2:7100)")
+		}
+		if c.Multicast != nil {
+			return errors.New("multicast is for a cluster: it needs --id and --members")
+		}
+	}
+	if c.ID == 0 && !c.Standalone() {
 		return errors.New("--id must be a member ID > 0")
 	}
-	if len(c.Members) == 0 {
+	if len(c.Members) == 0 && !c.Standalone() {
 		return errors.New("--members is required (e.g. 1=10.0.0.1:7100,2=10.0.0.2:7100)")
 	}
-	if _, ok := c.Members[c.ID]; !ok {
+	if _, ok := c.Members[c.ID]; !ok && !c.Standalone() {
 		return fmt.Errorf("--id %d is not in --members: add this node's own entry (its listen address)", c.ID)
 	}
 	seen := map[netip.AddrPort]uint32{}
@@ -220,12 +236,24 @@ type Daemon struct {
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
 
-	// Owned by the loop.
+	// mu is held by whoever steps the core: the loop, or the datagram
+	// socket's reader (serveDatagrams), which serves NTP without waking
+	// the loop. looping is closed when the loop starts (before it, the
+	// reader waits), and notServing when it ends or Run gives up.
+	mu         sync.Mutex
+	looping    chan struct{}
+	notServing chan struct{}
+	endOnce    sync.Once
+
+	// Owned by the holder of mu.
 	events           map[string]uint64
 	errs             map[string]uint64
 	metricsErrLogged bool      // the core's invalid metrics were reported
 	persistFailedAt  time.Time // first failed state write of the current run of failures; zero: writes work
 	persistLoggedAt  time.Time // last log line about it
+	served           bool      // the loop has ended: the reader steps nothing more
+	answers          answerBatch
+	plan             slewPlan // the last tick's, for its Ready's slews
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
@@ -283,24 +311,27 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	}
 	log := cfg.Logger.With("daemon", cfg.Name, "id", cfg.ID)
 	return &Daemon{
-		cfg:     cfg,
-		log:     log,
-		state:   st,
-		node:    n,
-		doCh:    make(chan func()),
-		stopped: make(chan struct{}),
-		subs:    map[*subscriber]struct{}{},
-		events:  map[string]uint64{},
-		errs:    map[string]uint64{},
+		cfg:        cfg,
+		log:        log,
+		state:      st,
+		node:       n,
+		doCh:       make(chan func()),
+		stopped:    make(chan struct{}),
+		looping:    make(chan struct{}),
+		notServing: make(chan struct{}),
+		subs:       map[*subscriber]struct{}{},
+		events:     map[string]uint64{},
+		errs:       map[string]uint64{},
 	}, nil
 }
 
 // Config returns the validated configuration.
 func (d *Daemon) Config() Config { return d.cfg }
 
-// Do runs fn on the loop, serialised with every Step and Tick, and then acts
-// on whatever fn made the core want. It is how control-API handlers reach the
-// core (which is not safe for concurrent use).
+// Do runs fn on the loop, serialised with every Step and Tick (and with
+// the datagram reader), and then acts on whatever fn made the core want.
+// It is how control-API handlers reach the core (which is not safe for
+// concurrent use).
 func (d *Daemon) Do(ctx context.Context, fn func(n *node.Node)) error {
 	done := make(chan struct{})
 	select {

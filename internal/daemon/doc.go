@@ -2,15 +2,31 @@
 //
 // A Daemon owns a core (wrapped in an internal/node.Node), a network endpoint
 // (internal/transport), a clock (pkg/clock), the state directory and the
-// control socket (internal/ctl). One goroutine, the loop, does everything
-// that touches the core:
+// control socket (internal/ctl). Whoever holds the daemon's mutex touches the
+// core, one thing at a time: the loop, for everything but the datagram
+// socket,
 //
 //	packet   -> clock.FromKernel(stamp) -> node.Receive (decode, validate, Step)
 //	ticker   -> node.Tick(clock.Now())
 //	ctl call -> Do(fn) runs fn on the loop
 //	then     -> node.Ready(): persist state, adjust the clock, send, emit events
 //
-// Everything else runs beside the loop and never blocks it: transport readers
+// and the datagram socket's reader (timed's NTP socket), which serves a
+// batch of datagrams at once: those the core answers on the spot
+// (core.Answerer: NTP and Cristian requests) are answered in one write with
+// their transmit times written right before it, the others are stepped and
+// the core's Ready acted on, as the loop would. A server then answers
+// without a wakeup of the loop per request.
+//
+// A slew a core decides at a tick is planned from the tick's clock reading;
+// what the clock's slew in progress absorbed between that reading and the
+// moment the daemon applies the new one (more than a tick when the host is
+// busy) is taken off it, so the clock ends where the core planned.
+//
+// A daemon with no ID and no members runs outside any cluster: no member
+// socket, only its datagram socket (timed keeping time over NTP alone).
+//
+// Everything else runs beside them and never blocks them: transport readers
 // and TCP writers (bounded queues), the control API (it reaches the core only
 // through Do), event watchers (a slow one loses events, counted), hooks (one
 // goroutine, in order, each bounded by a timeout), the metrics endpoint.

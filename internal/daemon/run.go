@@ -32,28 +32,33 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}()
 	}
 	self := d.cfg.Members[d.cfg.ID]
-	peers := []netip.AddrPort{} // only members connect: none, if we are alone
-	for id, a := range d.cfg.Members {
-		if id != d.cfg.ID {
-			peers = append(peers, a)
+	if !d.cfg.Standalone() {
+		peers := []netip.AddrPort{} // only members connect: none, if we are alone
+		for id, a := range d.cfg.Members {
+			if id != d.cfg.ID {
+				peers = append(peers, a)
+			}
 		}
+		d.ep, err = d.cfg.Network(transport.Config{
+			Listen:    self,
+			Multicast: d.cfg.Multicast,
+			Stream:    d.cfg.Stream,
+			Peers:     peers,
+			Seed:      d.cfg.Seed,
+		})
+		if err != nil {
+			return fmt.Errorf("listening on %s (this node's --members entry): %w", self, err)
+		}
+		defer d.ep.Close()
 	}
-	d.ep, err = d.cfg.Network(transport.Config{
-		Listen:    self,
-		Multicast: d.cfg.Multicast,
-		Stream:    d.cfg.Stream,
-		Peers:     peers,
-		Seed:      d.cfg.Seed,
-	})
-	if err != nil {
-		return fmt.Errorf("listening on %s (this node's --members entry): %w", self, err)
-	}
-	defer d.ep.Close()
 	if d.cfg.Datagrams {
-		if d.dgram, err = transport.ListenUDP(d.cfg.DatagramAddr); err != nil {
+		if d.dgram, err = transport.ServeUDP(d.cfg.DatagramAddr, d.serveDatagrams); err != nil {
 			return fmt.Errorf("listening on %s: %w", d.cfg.DatagramAddr, err)
 		}
-		defer d.dgram.Close()
+		defer func() {
+			d.endServing()
+			d.dgram.Close()
+		}()
 	}
 
 	d.ctl, err = ctl.Listen(d.cfg.ControlPath, ctl.ListenOptions{Group: d.cfg.ControlGroup})
@@ -77,8 +82,12 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	defer d.hooks.stop()
 
 	d.started = time.Now()
+	listen := self.String()
+	if d.cfg.Standalone() {
+		listen = "none (no cluster)"
+	}
 	d.log.Info("started",
-		"listen", self.String(),
+		"listen", listen,
 		"members", len(d.cfg.Members),
 		"cluster", d.cfg.Cluster,
 		"clock", d.cfg.ClockName,
@@ -97,7 +106,19 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		d.log.Warn("sd_notify READY failed", "err", err)
 	}
 
+	// Start-up is over: flag parsing, help templates, key files, every
+	// package's initialisation ran once and never runs again. Their code
+	// and tables stay mapped, and resident, until unmapped: the resident
+	// set would be mostly start-up. So the executable's read-only pages
+	// are unmapped here (they stay in the page cache, shared; a page used
+	// again comes back on a minor fault), and what stays resident is what
+	// the daemon uses.
+	if err := releaseStartupPages(); err != nil {
+		d.log.Debug("releasing start-up pages", "err", err)
+	}
+	close(d.looping) // the datagram reader may step the core from now on
 	err = d.loop(ctx, ctlErr)
+	d.endServing()
 	close(d.stopped)
 	sdnotify.Stopping()
 	d.closeSubscribers()
@@ -118,11 +139,13 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		defer t.Stop()
 		watchdog = t.C
 	}
-	packets := d.ep.Packets()
-	var datagrams <-chan transport.Packet // nil (never ready) without a socket
-	if d.dgram != nil {
-		datagrams = d.dgram.Packets()
+	var packets <-chan transport.Packet // nil (never ready) outside a cluster
+	if d.ep != nil {
+		packets = d.ep.Packets()
 	}
+	// Datagrams do not come this way: the datagram socket's reader steps
+	// the core itself, under d.mu (serveDatagrams). Everything else is
+	// done here, under d.mu too.
 	for {
 		select {
 		case <-ctx.Done():
@@ -136,21 +159,69 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			if !ok {
 				return errors.New("network endpoint closed")
 			}
-			d.receive(p, false)
-		case p, ok := <-datagrams:
-			if !ok {
-				return errors.New("datagram socket closed")
-			}
-			d.receive(p, true)
+			d.locked(func() { d.receive(p, false) })
 		case <-ticker.C:
-			d.node.Tick(d.cfg.Clock.Now())
+			d.locked(d.tick)
 		case fn := <-d.doCh:
-			fn()
+			d.locked(fn)
 		case <-watchdog:
 			sdnotify.Watchdog()
 		}
-		d.process()
 	}
+}
+
+// tick advances the core to the clock's reading, noting what was left of
+// the clock's slew at that reading: a slew the core decides on this tick is
+// planned from then (see slewPlan).
+func (d *Daemon) tick() {
+	now := d.cfg.Clock.Now()
+	d.plan = slewPlan{}
+	if st, err := d.cfg.Clock.State(); err == nil {
+		d.plan = slewPlan{valid: true, left: st.SlewLeft}
+	}
+	d.node.Tick(now)
+}
+
+// slewPlan is the clock's remaining slew when the core's last tick read the
+// clock. A servo decides a slew as of that reading: "from now, absorb
+// what is left of the slew in progress and this much more". The slew
+// replaces the one in progress when the daemon applies it, a little later,
+// or much later when the host is busy and the loop was not running, and
+// the old slew went on meanwhile: applied as decided, it would absorb that
+// part twice (at 83 ms/s, 83 us per millisecond late). So what the clock
+// absorbed since the tick's reading is taken off the new slew: the clock
+// then ends where the servo planned, and its model of the slew holds.
+type slewPlan struct {
+	valid    bool
+	left     time.Duration // the clock's SlewLeft at the tick's reading
+	absorbed time.Duration // since then, once read (done)
+	done     bool
+}
+
+// planned returns the slew a to apply now, less what the clock absorbed
+// since the tick it was decided on.
+func (d *Daemon) planned(a time.Duration) time.Duration {
+	p := &d.plan
+	if !p.valid {
+		return a
+	}
+	if !p.done {
+		p.done = true
+		if st, err := d.cfg.Clock.State(); err == nil {
+			p.absorbed = p.left - st.SlewLeft
+		}
+	}
+	return a - p.absorbed
+}
+
+// locked runs fn and then acts on what the core wants done, holding d.mu:
+// the core, the node and the daemon's counters belong to whoever holds it
+// (the loop, or the datagram socket's reader).
+func (d *Daemon) locked(fn func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fn()
+	d.process()
 }
 
 func (d *Daemon) receive(p transport.Packet, datagram bool) {
@@ -196,10 +267,14 @@ func (d *Daemon) process() {
 		}
 	}
 	d.node.Advance(saved)
+	defer func() { d.plan = slewPlan{} }() // a tick's plan is for its own Ready
 	for _, a := range out.Adjustments {
 		if d.cfg.SkipAdjust {
 			d.errs["adjustments_skipped"]++
 			continue
+		}
+		if a.Kind == clock.AdjustSlew {
+			a.Offset = d.planned(a.Offset)
 		}
 		if err := clock.Apply(d.cfg.Clock, a); err != nil {
 			d.errs["adjust_failed"]++
@@ -266,6 +341,10 @@ func (d *Daemon) send(s node.Send) {
 				d.log.Debug("core refused a sent report", "to", s.To.String(), "err", err)
 			}
 		}
+	case d.ep == nil:
+		// A core outside any cluster sent a frame to a member: a bug in
+		// the core, counted rather than fatal.
+		err = errNoCluster
 	case s.Stream:
 		err = d.ep.SendStream(s.To, s.Data, fin)
 	case s.Report:
@@ -309,6 +388,10 @@ func (d *Daemon) departure(patched time.Time, stamp transport.TxStamp) time.Time
 	}
 	return patched
 }
+
+// errNoCluster is why a frame to a member cannot leave a daemon that runs
+// outside any cluster.
+var errNoCluster = errors.New("no cluster: the daemon has no member socket")
 
 // maxTxLag bounds how much later than the Finalizer's clock reading a
 // kernel transmit stamp may be and still be used: a stamp beyond it (a

@@ -91,6 +91,9 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 		Errors:        maps.Clone(d.errs),
 		Hooks:         d.hooks.stats(),
 	}
+	if d.cfg.Standalone() {
+		st.Address = "" // no member socket
+	}
 	for _, id := range slices.Sorted(maps.Keys(d.cfg.Members)) {
 		st.Members = append(st.Members, Member{ID: id, Address: d.cfg.Members[id].String(), Self: id == d.cfg.ID})
 	}

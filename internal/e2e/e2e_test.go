@@ -110,7 +110,14 @@ func (c *cluster) logPath(i int) string { return filepath.Join(c.dir, fmt.Sprint
 
 func (c *cluster) start(i int, args ...string) {
 	c.t.Helper()
-	argv := append([]string{"run", "--id", fmt.Sprint(i), "--members", c.members,
+	c.startAlone(i, append([]string{"--id", fmt.Sprint(i), "--members", c.members}, args...)...)
+}
+
+// startAlone starts host i without --id and --members (unless args has
+// them): a daemon outside any cluster.
+func (c *cluster) startAlone(i int, args ...string) {
+	c.t.Helper()
+	argv := append([]string{"run",
 		"--control", c.control(i), "--state-dir", filepath.Join(c.dir, fmt.Sprintf("h%d.state", i)),
 		"--tick", "5ms"}, args...)
 	argv = append(argv, c.extra[i]...)

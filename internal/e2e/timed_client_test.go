@@ -1,6 +1,12 @@
 package e2e
 
 import (
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,4 +57,78 @@ func TestTimedClientConverges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTimedNTPWithoutCluster: keeping time over NTP needs no cluster. A
+// server (`timed run --serve ADDR --stratum 8`) and a client (`timed run
+// --server ADDR`) started without --id and --members work, like chronyd
+// with one server line, and neither opens a cluster socket: each holds
+// exactly one UDP socket (the NTP one) and no TCP socket at all.
+func TestTimedNTPWithoutCluster(t *testing.T) {
+	c := newCluster(t, "timed", 2)
+	ip := "127.0.0.31"
+	addr := netip.MustParseAddrPort(fmt.Sprintf("%s:%d", ip, freePort(t, ip)))
+	c.startAlone(1, "--clock", "sim", "--serve", addr.String(), "--stratum", "8")
+	c.startAlone(2, "--clock", "sim", "--sim-offset", "40ms", "--server", addr.String())
+	var st map[string]any
+	c.eventually("the client synchronised to the server", 10*time.Second, func() bool {
+		var err error
+		st, err = c.status(2)
+		if err != nil {
+			return false
+		}
+		cl, _ := st["node"].(map[string]any)["core"].(map[string]any)["client"].(map[string]any)
+		return cl["synchronized"] == true && cl["sys_peer"] == addr.String()
+	})
+	if st["address"] != "" || st["members"] != nil || st["id"].(float64) != 0 {
+		t.Errorf("client status: address %v, members %v, id %v; want no cluster", st["address"], st["members"], st["id"])
+	}
+	if _, ok := st["node"].(map[string]any)["core"].(map[string]any)["cluster"]; ok {
+		t.Errorf("client status has a cluster part: %v", st["node"].(map[string]any)["core"])
+	}
+	for i := 1; i <= 2; i++ {
+		udp, tcp := inetSockets(t, c.procs[i].Process.Pid)
+		if udp != 1 || tcp != 0 {
+			t.Errorf("host %d holds %d UDP and %d TCP sockets, want the NTP socket alone (1, 0)", i, udp, tcp)
+		}
+	}
+	out, err := exec.Command(filepath.Join(binDir, "timed"), "status", "--control", c.control(2)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "no cluster") || strings.Contains(string(out), "node 0") {
+		t.Errorf("timed status: %v\n%s", err, out)
+	}
+}
+
+// inetSockets counts the IPv4 and IPv6 UDP and TCP sockets process pid
+// holds, matching its socket descriptors against the kernel's tables.
+func inetSockets(t *testing.T, pid int) (udp, tcp int) {
+	t.Helper()
+	inodes := map[string]string{}
+	for _, table := range []string{"udp", "udp6", "tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			continue // no IPv6 in this kernel
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			if f := strings.Fields(line); len(f) > 9 {
+				inodes[f[9]] = strings.TrimSuffix(table, "6")
+			}
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err != nil || !strings.HasPrefix(link, "socket:[") {
+			continue
+		}
+		switch inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] {
+		case "udp":
+			udp++
+		case "tcp":
+			tcp++
+		}
+	}
+	return udp, tcp
 }

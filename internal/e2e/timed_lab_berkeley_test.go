@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -32,6 +34,28 @@ type labBerkeley struct {
 	// other (see boundsBroken).
 	bounds bool
 	key    string // the cluster's key file
+	// span is how long the last snapshot's reads took.
+	span time.Duration
+	// worst is the largest share of their bounds two members used, over
+	// every snapshot converge checked.
+	worst float64
+	// reelections: converge tolerates snapshots without exactly one
+	// master once converged (counted in masterless) instead of failing:
+	// on a starved machine a master can miss its heartbeats for longer
+	// than the leader timeout, and the bounds must hold through that too.
+	reelections bool
+	masterless  int
+}
+
+// maxDriftPPM is the largest natural frequency error of the group's
+// clocks: the group's time, their corrected average, runs no further than
+// that from real time.
+func (g *labBerkeley) maxDriftPPM() float64 {
+	var m float64
+	for _, d := range g.drift {
+		m = max(m, math.Abs(d))
+	}
+	return m
 }
 
 // berkeleyView is what the test reads of one member's status.
@@ -69,8 +93,11 @@ func (g *labBerkeley) view(i int) (berkeleyView, bool) {
 }
 
 // snapshot reads every listed member; ok is false if one did not answer.
+// The reads are one after the other: g.span is how long they took.
 func (g *labBerkeley) snapshot(hosts []int) (map[int]berkeleyView, bool) {
 	views := map[int]berkeleyView{}
+	began := time.Now()
+	defer func() { g.span = time.Since(began) }()
 	for _, i := range hosts {
 		v, ok := g.view(i)
 		if !ok {
@@ -144,12 +171,17 @@ func (g *labBerkeley) converge(what string, hosts []int, limit, warm, settle tim
 		case took == 0 && ok && precision(views) < time.Millisecond && agreedMaster(views):
 			took = time.Since(began)
 		case took != 0 && ok:
-			if m, _ := agreed(views); m == 0 {
+			if m, _ := agreed(views); m == 0 && !g.reelections {
 				g.t.Fatalf("%s: not exactly one master after converging:%s", what, g.describe(views))
+			} else if m == 0 {
+				g.masterless++
 			}
 			if time.Since(began) >= took+warm {
 				settled = append(settled, precision(views))
-				if msg := boundsBroken(views); g.bounds && msg != "" && !g.t.Failed() {
+				if g.bounds {
+					g.worst = max(g.worst, worstBoundRatio(views, g.readSlack()))
+				}
+				if msg := boundsBroken(views, g.readSlack()); g.bounds && msg != "" && !g.t.Failed() {
 					g.t.Errorf("%s: error bounds broken: %s", what, msg)
 				}
 			}
@@ -163,25 +195,73 @@ func (g *labBerkeley) converge(what string, hosts []int, limit, warm, settle tim
 	}
 }
 
+// readSlack is how far the group's time can move against real time while
+// a snapshot reads its members one after the other: their true offsets
+// are read up to the snapshot's span apart.
+func (g *labBerkeley) readSlack() time.Duration {
+	return time.Duration(g.maxDriftPPM() * 1e-6 * float64(g.span))
+}
+
 // boundsBroken checks each member's error bound, relative to the group's
 // time: two members each within its bound of that time are within the sum
-// of their bounds of each other.
-func boundsBroken(views map[int]berkeleyView) string {
+// of their bounds of each other, plus slack, how far the group's time can
+// move against real time between the two reads.
+func boundsBroken(views map[int]berkeleyView, slack time.Duration) string {
 	for i, a := range views {
 		for j, b := range views {
 			ba, bb := a.Node.Core.Cluster.ErrorBoundNS, b.Node.Core.Cluster.ErrorBoundNS
-			if i < j && ba > 0 && bb > 0 && abs64(a.TrueOffsetNS-b.TrueOffsetNS) > ba+bb {
-				return fmt.Sprintf("h%d and h%d are %v apart, beyond their bounds ±%v and ±%v", i, j,
-					time.Duration(abs64(a.TrueOffsetNS-b.TrueOffsetNS)), time.Duration(ba), time.Duration(bb))
+			if i < j && ba > 0 && bb > 0 && abs64(a.TrueOffsetNS-b.TrueOffsetNS) > ba+bb+int64(slack) {
+				return fmt.Sprintf("h%d and h%d are %v apart, beyond their bounds ±%v and ±%v (+%v read apart)", i, j,
+					time.Duration(abs64(a.TrueOffsetNS-b.TrueOffsetNS)), time.Duration(ba), time.Duration(bb), slack)
 			}
 		}
 	}
 	return ""
 }
 
+// worstBoundRatio is the largest, over every pair of members, of their
+// distance over the sum of their bounds (and slack): above 1, a bound is
+// broken.
+func worstBoundRatio(views map[int]berkeleyView, slack time.Duration) float64 {
+	var worst float64
+	for i, a := range views {
+		for j, b := range views {
+			ba, bb := a.Node.Core.Cluster.ErrorBoundNS, b.Node.Core.Cluster.ErrorBoundNS
+			if i < j && ba > 0 && bb > 0 {
+				worst = max(worst, float64(abs64(a.TrueOffsetNS-b.TrueOffsetNS))/float64(ba+bb+int64(slack)))
+			}
+		}
+	}
+	return worst
+}
+
 func abs64(v int64) int64 { return max(v, -v) }
 
 func agreedMaster(views map[int]berkeleyView) bool { m, _ := agreed(views); return m != 0 }
+
+// newLabBerkeley builds a lab of n hosts and starts timed --mode berkeley
+// on each, their simulated clocks drawn (and the seed logged) up to
+// ±200 ms and ±50 ppm off, with the member bounds checked.
+func newLabBerkeley(t *testing.T, n int, stream uint64) *labBerkeley {
+	lab := labnet.New(t, n)
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, stream))
+	g := &labBerkeley{t: t, lab: lab, dir: shortDirT(t), offset: map[int]time.Duration{}, drift: map[int]float64{},
+		procs: map[int]*labnet.Proc{}, clients: map[int]*ctl.Client{}, bounds: true}
+	g.key = keyFile(t, g.dir)
+	var members []string
+	for _, h := range lab.Hosts() {
+		members = append(members, fmt.Sprintf("%d=%s:7300", h.Index(), h.Addr()))
+		g.offset[h.Index()] = time.Duration(rng.Int64N(int64(400*time.Millisecond))) - 200*time.Millisecond
+		g.drift[h.Index()] = rng.Float64()*100 - 50
+	}
+	g.members = strings.Join(members, ",")
+	t.Logf("seed %d", seed)
+	for _, h := range lab.Hosts() {
+		g.start(h.Index())
+	}
+	return g
+}
 
 // TestLabTimedBerkeley: eight namespace hosts run timed --mode berkeley
 // with multicast polls across the bridge, on simulated clocks up to
@@ -215,24 +295,8 @@ func agreedMaster(views map[int]berkeleyView) bool { m, _ := agreed(views); retu
 func TestLabTimedBerkeley(t *testing.T) {
 	labnet.Require(t)
 	const n = 8
-	lab := labnet.New(t, n)
-	seed := uint64(time.Now().UnixNano())
-	rng := rand.New(rand.NewPCG(seed, 4))
-	g := &labBerkeley{t: t, lab: lab, dir: shortDirT(t), offset: map[int]time.Duration{}, drift: map[int]float64{},
-		procs: map[int]*labnet.Proc{}, clients: map[int]*ctl.Client{}, bounds: true}
-	g.key = keyFile(t, g.dir)
-	var members []string
-	for _, h := range lab.Hosts() {
-		members = append(members, fmt.Sprintf("%d=%s:7300", h.Index(), h.Addr()))
-		g.offset[h.Index()] = time.Duration(rng.Int64N(int64(400*time.Millisecond))) - 200*time.Millisecond
-		g.drift[h.Index()] = rng.Float64()*100 - 50
-	}
-	g.members = strings.Join(members, ",")
-	t.Logf("seed %d", seed)
+	g := newLabBerkeley(t, n, 4)
 	all := all(n)
-	for _, i := range all {
-		g.start(i)
-	}
 
 	took, settled := g.converge("start", all, 20*time.Second, 5*time.Second, 5*time.Second)
 	p50, p99 := percentile(settled, 50), percentile(settled, 99)
@@ -292,4 +356,59 @@ func TestLabTimedBerkeley(t *testing.T) {
 	if master != n || newTerm <= term {
 		t.Errorf("after the restart: master %d in term %#x, want %d in a term above %#x:%s", master, newTerm, n, term, g.describe(views))
 	}
+}
+
+// TestLabTimedBerkeleyUnderLoad: the error bounds hold on a busy machine.
+// Beside two CPU hogs (busy loops, one per CPU of the lab machines, in the
+// root namespace), eight namespace hosts run timed --mode berkeley from
+// simulated clocks up to ±200 ms and ±50 ppm off; every daemon then waits
+// for the CPU milliseconds at a time, between its kernel stamps and its use
+// of them, between a tick's clock reading and the adjustment it decided. They
+// converge, and for 10 s after a few seconds to learn their frequencies no
+// two members are ever further apart than the sum of their error bounds
+// (as TestLabTimedBerkeley checks on a quiet machine), and stay within
+// 300 us of each other (p99). A starved master may miss its heartbeats
+// for longer than the leader timeout (400 ms) and be replaced for a
+// while: that is counted and logged, not failed; the bounds must hold
+// through it.
+//
+// Before the fixes this checks, bounds broke by 2-3 times in most runs
+// like this: a slew decided at a tick and applied milliseconds later
+// replaced the one in progress and absorbed that part twice (the daemon
+// now takes off what the clock absorbed meanwhile, and Berkeley's
+// corrections run at a tick), and a worker's median transmit lag made a
+// fast reading look later than it left (it reports the shortest now).
+func TestLabTimedBerkeleyUnderLoad(t *testing.T) {
+	labnet.Require(t)
+	const n = 8
+	for range 2 {
+		hog := exec.Command("sh", "-c", "while :; do :; done")
+		if err := hog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			hog.Process.Kill()
+			hog.Wait()
+		})
+	}
+	g := newLabBerkeley(t, n, 5)
+	g.reelections = true
+	t.Logf("load average %s", loadAverage())
+	took, settled := g.converge("beside two CPU hogs", all(n), 30*time.Second, 3*time.Second, 10*time.Second)
+	t.Logf("8 members within 1 ms of each other after %v beside two CPU hogs; then precision p50 %v p99 %v over %d samples "+
+		"(%d without exactly one master: a re-election); two members used at most %.0f%% of their bounds; load average %s",
+		took.Round(10*time.Millisecond), percentile(settled, 50), percentile(settled, 99), len(settled), g.masterless, 100*g.worst, loadAverage())
+	if p99 := percentile(settled, 99); p99 > 300*time.Microsecond {
+		t.Errorf("precision p99 %v beside the hogs, want < 300 us", p99)
+	}
+}
+
+// loadAverage is the machine's load averages, for the log of a test that
+// depends on it.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }

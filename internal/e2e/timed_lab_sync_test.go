@@ -24,13 +24,19 @@ type labTimed struct {
 
 func startLabTimed(t *testing.T, h *labnet.Host, dir string, args ...string) *labTimed {
 	t.Helper()
+	return startLabTimedAlone(t, h, dir, append([]string{"--id", "1", "--members", fmt.Sprintf("1=%s:7300", h.Addr())}, args...)...)
+}
+
+// startLabTimedAlone starts a timed without --id and --members (unless
+// args has them): keeping time over NTP alone, no cluster.
+func startLabTimedAlone(t *testing.T, h *labnet.Host, dir string, args ...string) *labTimed {
+	t.Helper()
 	sub := filepath.Join(dir, h.Name())
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	lt := &labTimed{t: t, host: h, control: filepath.Join(sub, "timed.sock")}
 	argv := append([]string{filepath.Join(binDir, "timed"), "run",
-		"--id", "1", "--members", fmt.Sprintf("1=%s:7300", h.Addr()),
 		"--control", lt.control, "--state-dir", filepath.Join(sub, "state"), "--clock", "sim"}, args...)
 	h.Start(t, "timed", noSysTime(argv...), nil)
 	return lt
@@ -84,7 +90,7 @@ func (lt *labTimed) view() (labClientView, error) {
 // true offset ever leaves the reported bound once synchronised, and
 // returns when the clock got within 1 ms (and how long that took), after
 // settle more seconds of sampling, with the |true offset| samples of the
-// settled period.
+// settled period (from the sample after the one that got within 1 ms).
 func (lt *labTimed) follow(limit, settle time.Duration) (time.Duration, []time.Duration, labClientView) {
 	lt.t.Helper()
 	began := time.Now()
@@ -102,7 +108,11 @@ func (lt *labTimed) follow(limit, settle time.Duration) (time.Duration, []time.D
 			lt.t.Fatalf("%s: true offset %v outside the reported bound ±%v", lt.host.Name(), v.TrueOffset, v.Bound)
 		}
 		if converged == 0 && v.TrueOffset.Abs() < time.Millisecond {
+			// The sample that crosses 1 ms may be caught in the last
+			// millisecond of the first slew (83 ms/s): it marks the
+			// time, and the settled period starts with the next.
 			converged = time.Since(began)
+			continue
 		}
 		if converged != 0 {
 			settled = append(settled, v.TrueOffset.Abs())
@@ -183,23 +193,59 @@ func TestLabTimedFollowsChrony(t *testing.T) {
 	}
 }
 
-// TestLabTimedPeersWithChrony: timed and chronyd as symmetric peers (modes 1
-// and 2). chronyd -x on the real clock serves as local stratum 8 and peers
-// with timed; timed, 50 ms off, follows it to within 1 ms.
+// TestLabTimedPeersWithChrony: timed and chronyd as symmetric peers (RFC
+// 5905 mode 1 both ways), in both start orders: timed 0.3 s before
+// chronyd (the order that used to leave timed unsynchronised every time)
+// and chronyd first.
+//
+//	h1 10.77.0.1  chronyd -x, local stratum 8, "peer 10.77.0.2"
+//	h2 10.77.0.2  timed --peer 10.77.0.1 (no cluster; port 123), sim clock +50 ms
+//
+// timed follows its peer to within 1 ms, keeps the truth inside its
+// bound, and lists chronyd as system peer; chronyd accepts timed's
+// packets: once timed is synchronised, chronyd's measurements of it pass
+// RFC 5905's tests 1-3 (duplicate, bogus, zero timestamps) and 5-7
+// (authentication, synchronised, root distance). chronyd then rightly
+// refuses to follow it (its test D: timed's reference is chronyd itself).
 func TestLabTimedPeersWithChrony(t *testing.T) {
 	labnet.Require(t)
 	requireTool(t, "chronyd", "chrony")
+	for _, timedFirst := range []bool{true, false} {
+		name := "chronyd-first"
+		if timedFirst {
+			name = "timed-first"
+		}
+		t.Run(name, func(t *testing.T) { peerWithChrony(t, timedFirst) })
+	}
+}
+
+func peerWithChrony(t *testing.T, timedFirst bool) {
 	lab := labnet.New(t, 2)
 	dir := shortDirT(t)
 	h1, h2 := lab.Host(1), lab.Host(2)
 	conf := filepath.Join(dir, "chrony.conf")
-	cfg := chronyConf(dir, h1.Addr().String()) + "peer " + h2.Addr().String() + " minpoll 0 maxpoll 0\n"
+	cfg := chronyConf(dir, h1.Addr().String()) + strings.Join([]string{
+		"peer " + h2.Addr().String() + " minpoll 0 maxpoll 0",
+		"logdir " + dir,
+		"log measurements",
+		""}, "\n")
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h1.Start(t, "chronyd", noSysTime("chronyd", "-x", "-d", "-f", conf), nil)
-	td := startLabTimed(t, h2, dir, "--sim-offset", "50ms", "--sim-drift", "10",
-		"--peer", h1.Addr().String(), "--serve", h2.Addr().String())
+	startChrony := func() { h1.Start(t, "chronyd", noSysTime("chronyd", "-x", "-d", "-f", conf), nil) }
+	var td *labTimed
+	startTimed := func() {
+		td = startLabTimedAlone(t, h2, dir, "--sim-offset", "50ms", "--sim-drift", "10", "--peer", h1.Addr().String())
+	}
+	if timedFirst {
+		startTimed()
+		time.Sleep(300 * time.Millisecond)
+		startChrony()
+	} else {
+		startChrony()
+		time.Sleep(300 * time.Millisecond)
+		startTimed()
+	}
 	converged, settled, last := td.follow(15*time.Second, 5*time.Second)
 	if converged == 0 {
 		t.Fatalf("timed never got within 1 ms of its chronyd peer; last %+v", last)
@@ -212,6 +258,25 @@ func TestLabTimedPeersWithChrony(t *testing.T) {
 	}
 	if len(last.Sources) != 1 || last.Sources[0].Mode != "peer" || last.Sources[0].Verdict != "sys_peer" {
 		t.Errorf("sources %+v, want the chronyd peer as system peer", last.Sources)
+	}
+	// chronyd's view of timed's packets: "date time ip L St 123 567 ABCD ...".
+	b, _ := os.ReadFile(filepath.Join(dir, "measurements.log"))
+	var good int
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 8 || f[2] != h2.Addr().String() {
+			continue
+		}
+		lines = append(lines, l)
+		if f[5] == "111" && f[6] == "111" {
+			good++
+		}
+	}
+	t.Logf("chronyd measured timed %d times, %d passing tests 1-7; last: %s", len(lines), good, lastLine(strings.Join(lines, "\n")))
+	if good < 3 {
+		t.Errorf("chronyd does not accept timed's symmetric packets (%d measurements, %d pass tests 1-7):\n%s",
+			len(lines), good, strings.Join(lines, "\n"))
 	}
 }
 

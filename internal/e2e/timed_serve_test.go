@@ -210,12 +210,32 @@ func TestTimedQueryStopsAtKiss(t *testing.T) {
 }
 
 func TestTimedQueryFailures(t *testing.T) {
-	// Nobody listens: timeout, exit 1.
+	// Nobody listens: the host answers ICMP port unreachable, and both
+	// query and compare say so in the same words, exit 1.
 	ip := "127.0.0.97"
 	port := freePort(t, ip)
-	q, code, stderr := timedQuery(t, fmt.Sprintf("%s:%d", ip, port), "--json", "-n", "2", "--timeout", "200ms")
-	if code != 1 || q.Valid || !strings.Contains(q.Error, "timeout") || !strings.Contains(stderr, "timeout") {
+	target := fmt.Sprintf("%s:%d", ip, port)
+	q, code, stderr := timedQuery(t, target, "--json", "-n", "2", "--timeout", "200ms")
+	if code != 1 || q.Valid || !strings.Contains(q.Error, "port unreachable") || !strings.Contains(stderr, "port unreachable") {
 		t.Errorf("no server: exit %d, %+v, %s", code, q, stderr)
+	}
+	out, err := exec.Command(filepath.Join(binDir, "timed"), "compare", "--server", target, "--timeout", "300ms",
+		"--control", "/nonexistent/timed.sock", "--json").Output()
+	var cmp struct {
+		Servers []struct{ Verdict string } `json:"servers"`
+	}
+	if exitCode(err) != 1 || json.Unmarshal(out, &cmp) != nil || len(cmp.Servers) != 1 || !strings.Contains(q.Error, cmp.Servers[0].Verdict) {
+		t.Errorf("compare against no server: exit %d, %s; want query's %q", exitCode(err), out, q.Error)
+	}
+	// Silence (a port that drops everything) is a timeout.
+	quiet, err := net.ListenPacket("udp4", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer quiet.Close()
+	q, code, _ = timedQuery(t, quiet.LocalAddr().String(), "--json", "-n", "2", "--timeout", "200ms")
+	if code != 1 || !strings.Contains(q.Error, "timeout") {
+		t.Errorf("silent server: exit %d, %+v", code, q)
 	}
 	for _, args := range [][]string{
 		{"127.0.0.1:123", "--proto", "ptp"},
@@ -327,5 +347,55 @@ func TestTimedServeAuthenticated(t *testing.T) {
 	srv := st["node"].(map[string]any)["core"].(map[string]any)["server"].(map[string]any)
 	if srv["authenticated"].(float64) != 4 || srv["crypto_nak"].(map[string]any)["unknown_key"].(float64) != 1 {
 		t.Errorf("server status %v", srv)
+	}
+}
+
+// TestTimedQuerySource: `timed query --source` and `timed compare --source`
+// send from the address given (a server whose allow list leaves out
+// 127.0.0.1 would refuse the kernel's choice), and the answer is valid.
+func TestTimedQuerySource(t *testing.T) {
+	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 96)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	froms := make(chan netip.Addr, 16)
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := srv.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			var req wire.NTPPacket
+			if req.UnmarshalBinary(buf[:n]) != nil {
+				continue
+			}
+			froms <- from.Addr().Unmap()
+			now := wire.NTPTimeFromTime(time.Now())
+			rep := wire.NTPPacket{Version: 4, Mode: wire.ModeServer, Stratum: 2, Precision: -20,
+				ReferenceID: wire.RefIDFromText("LOCL"), Reference: now, Origin: req.Transmit, Receive: now, Transmit: now}
+			b, _ := rep.AppendBinary(nil)
+			srv.WriteToUDPAddrPort(b, from)
+		}
+	}()
+	target := srv.LocalAddr().String()
+	q, code, stderr := timedQuery(t, target, "--json", "-n", "1", "--source", "127.0.0.98")
+	if code != 0 || !q.Valid {
+		t.Fatalf("query --source: exit %d, %+v, %s", code, q, stderr)
+	}
+	if from := <-froms; from != netip.MustParseAddr("127.0.0.98") {
+		t.Errorf("query came from %v, want 127.0.0.98", from)
+	}
+	out, err := exec.Command(filepath.Join(binDir, "timed"), "compare", "--server", target, "--source", "127.0.0.99",
+		"--control", "/nonexistent/timed.sock").CombinedOutput()
+	if err != nil {
+		t.Fatalf("compare --source: %v\n%s", err, out)
+	}
+	if from := <-froms; from != netip.MustParseAddr("127.0.0.99") {
+		t.Errorf("compare's query came from %v, want 127.0.0.99", from)
+	}
+	if _, code, stderr := timedQuery(t, target, "--source", "::1"); code != 2 || !strings.Contains(stderr, "different address families") {
+		t.Errorf("--source of another family: exit %d, %s", code, stderr)
 	}
 }

@@ -160,7 +160,8 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 	}
 	for _, want := range []string{
 		"systemctl daemon-reload && systemctl enable --now timed mutexd electd\n",
-		"Edit /etc/default/timed: set TIMED_ID and TIMED_MEMBERS",
+		"Edit /etc/default/timed: set TIMED_SERVER (a server to follow) or TIMED_SERVE (to serve the lab), or TIMED_ID and TIMED_MEMBERS for Berkeley mode",
+		"Edit /etc/default/mutexd: set MUTEXD_ID and MUTEXD_MEMBERS",
 		"created " + dest + keyFile + " (0600; a new cluster key)",
 		"copy it over the others' (scp -p " + keyFile + " HOST:" + keyFile + ")",
 	} {

@@ -41,10 +41,12 @@ type Config struct {
 }
 
 func (c *Config) validate() error {
-	if c.ID == 0 {
+	// ID 0 with no members is a node outside any cluster (a daemon that
+	// speaks only its foreign protocol): every frame is a stranger's.
+	if c.ID == 0 && len(c.Members) > 0 {
 		return errors.New("node: ID must be > 0")
 	}
-	if _, ok := c.Members[c.ID]; !ok {
+	if _, ok := c.Members[c.ID]; !ok && c.ID != 0 {
 		return fmt.Errorf("node: own ID %d is not in the member list", c.ID)
 	}
 	if _, ok := c.Members[0]; ok {
@@ -73,14 +75,15 @@ type Inbound struct {
 
 // Send is one packet to write.
 type Send struct {
-	To        netip.AddrPort // destination; zero when Multicast
-	Data      []byte         // encoded; finish with Finalize right before the write
-	Kind      wire.Kind      // frame kind (zero for datagrams)
-	Multicast bool           // to the cluster's group
-	Stream    bool           // over the TCP link to To
-	Datagram  bool           // foreign protocol (NTP)
-	NTPStamp  bool           // datagram wants its NTP transmit timestamp patched
-	Frame     bool           // datagram is a synclab frame: patch and seal it
+	To        netip.AddrPort  // destination; zero when Multicast
+	Data      []byte          // encoded; finish with Finalize right before the write
+	Kind      wire.Kind       // frame kind (zero for datagrams)
+	Multicast bool            // to the cluster's group
+	Stream    bool            // over the TCP link to To
+	Datagram  bool            // foreign protocol (NTP)
+	NTPStamp  bool            // datagram wants its NTP transmit timestamp patched
+	NTPSign   *wire.NTPSigner // then an NTP MAC over the patched bytes
+	Frame     bool            // datagram is a synclab frame: patch and seal it
 	// Report: the core asked to hear when this frame left (core.Message
 	// Report); the driver calls FrameSent after the write.
 	Report bool
@@ -261,6 +264,31 @@ func (n *Node) Advance(saved bool) {
 	}
 }
 
+// Answer asks the core to answer datagram in at once (core.Answerer),
+// into buf. handled false: the core does not answer it alone (or cannot
+// answer at all): step it with Receive. Otherwise the answer, if any, is
+// s (s.Data nil: dropped, counted, err says why); write it with
+// FinishAnswer's bytes.
+func (n *Node) Answer(in Inbound, buf []byte) (s Send, handled bool, err error) {
+	a, ok := n.core.(core.Answerer)
+	if !ok || !in.Datagram {
+		return Send{}, false, nil
+	}
+	ans, handled, err := a.Answer(core.Datagram{Addr: in.From, Data: in.Data, Time: in.Time}, buf)
+	if !handled {
+		return Send{}, false, nil
+	}
+	n.stats.DatagramsIn++
+	if err != nil {
+		n.stats.drop("datagram_rejected")
+	}
+	if ans.Data == nil {
+		return Send{}, true, err
+	}
+	n.stats.DatagramsOut++
+	return Send{To: ans.Addr, Data: ans.Data, Datagram: true, NTPStamp: ans.NTPStamp, NTPSign: ans.NTPSign, Frame: ans.Frame}, true, err
+}
+
 // Tick advances the core by one tick at local time now.
 func (n *Node) Tick(now time.Time) { n.core.Tick(now) }
 
@@ -277,7 +305,7 @@ func (n *Node) Ready() Output {
 	}
 	for _, d := range rd.Datagrams {
 		n.stats.DatagramsOut++
-		out.Sends = append(out.Sends, Send{To: d.Addr, Data: d.Data, Datagram: true, NTPStamp: d.NTPStamp, Frame: d.Frame})
+		out.Sends = append(out.Sends, Send{To: d.Addr, Data: d.Data, Datagram: true, NTPStamp: d.NTPStamp, NTPSign: d.NTPSign, Frame: d.Frame})
 	}
 	return out
 }
@@ -362,10 +390,21 @@ func (n *Node) DatagramSent(s Send, b []byte, at time.Time) error {
 func (n *Node) Finalize(s Send, now time.Time) []byte {
 	b := make([]byte, len(s.Data), len(s.Data)+wire.AuthTrailerLen)
 	copy(b, s.Data)
+	return n.finish(b, s, now)
+}
+
+// FinishAnswer is Finalize for an answer (Answer) whose bytes the driver
+// owns: it patches and signs them in place, appending to s.Data.
+func (n *Node) FinishAnswer(s Send, now time.Time) []byte { return n.finish(s.Data, s, now) }
+
+func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 	ts := wire.NTPTimeFromTime(now)
 	if s.Datagram && !s.Frame {
 		if s.NTPStamp && len(b) >= wire.NTPHeaderLen {
 			putUint64(b[wire.NTPXmtOffset:], uint64(ts))
+			if s.NTPSign != nil {
+				b = s.NTPSign.Append(b)
+			}
 		}
 		return b
 	}

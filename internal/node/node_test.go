@@ -396,3 +396,54 @@ func TestFrameSentReports(t *testing.T) {
 		t.Errorf("both reports name member %d", r.steps[0].To)
 	}
 }
+
+// answerer is a recorder that answers every datagram on the spot.
+type answerer struct {
+	recorder
+	sign *wire.NTPSigner
+}
+
+func (a *answerer) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error) {
+	return core.Datagram{Addr: d.Addr, Data: append(buf[:0], d.Data...), NTPStamp: true, NTPSign: a.sign}, true, nil
+}
+
+// TestSignedAnswerStampedThenSigned: an answer the core wants signed
+// (NTPSign) gets its transmit time written first and its MAC computed over
+// it, so the client sees when it left, whether it comes through Answer and
+// FinishAnswer or through Ready and Finalize; both are counted.
+func TestSignedAnswerStampedThenSigned(t *testing.T) {
+	key := wire.NTPKey{ID: 3, Type: "SHA256", Secret: []byte("synclab-sha256-key")}
+	ans := &answerer{sign: &wire.NTPSigner{Key: key}}
+	n, err := New(Config{ID: 1, Members: members, Cluster: "lab", Incarnation: 1}, ans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := (&wire.NTPPacket{Version: 4, Mode: wire.ModeClient}).AppendBinary(nil)
+	peer := netip.MustParseAddrPort("127.0.0.99:40000")
+	s, handled, err := n.Answer(Inbound{From: peer, Data: req, Time: t0, Datagram: true}, make([]byte, 0, 128))
+	if !handled || err != nil || s.To != peer {
+		t.Fatalf("Answer: %+v, %v, %v", s, handled, err)
+	}
+	at := t0.Add(3 * time.Millisecond)
+	check := func(how string, out []byte) {
+		t.Helper()
+		pkt, id, digest, err := wire.SplitNTPMAC(out)
+		if err != nil || wire.VerifyNTPMAC(pkt, id, digest, []wire.NTPKey{key}) != nil {
+			t.Fatalf("%s: the MAC does not cover the bytes sent: %v", how, err)
+		}
+		var p wire.NTPPacket
+		if err := p.UnmarshalBinary(out); err != nil || p.Transmit != wire.NTPTimeFromTime(at) {
+			t.Fatalf("%s: transmit %v, want the write's %v", how, p.Transmit.Time(), at)
+		}
+	}
+	check("FinishAnswer", n.FinishAnswer(s, at))
+	if st := n.Status(); st.DatagramsIn != 1 || st.DatagramsOut != 1 {
+		t.Errorf("counters in %d out %d", st.DatagramsIn, st.DatagramsOut)
+	}
+	ans.rd.Datagrams = []core.Datagram{{Addr: peer, Data: req, NTPStamp: true, NTPSign: ans.sign}}
+	sends := n.Ready().Sends
+	if len(sends) != 1 || sends[0].NTPSign == nil {
+		t.Fatalf("sends %+v", sends)
+	}
+	check("Finalize", n.Finalize(sends[0], at))
+}

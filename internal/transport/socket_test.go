@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -382,4 +383,146 @@ func TestOpenErrors(t *testing.T) {
 			t.Errorf("%d: %q", v, v.String())
 		}
 	}
+}
+
+// TestServeUDPBatches: a served socket reads datagrams in batches, each
+// kernel-stamped, with its source; the batch's buffers are the reader's
+// own (valid during serve); WriteBatch answers a whole batch at once, to
+// several destinations; a datagram too long for a slot is dropped and
+// counted.
+func TestServeUDPBatches(t *testing.T) {
+	type got struct {
+		from netip.AddrPort
+		data string
+		at   time.Time
+		kern bool
+	}
+	seen := make(chan got, 256)
+	batches := make(chan int, 256)
+	var srv *UDPConn
+	var err error
+	srv, err = ServeUDP(mustAP("127.0.0.1:0"), func(batch []Packet) {
+		batches <- len(batch)
+		var out []Datagram
+		for _, p := range batch {
+			seen <- got{p.From, string(p.Data), p.Time, p.Kernel}
+			out = append(out, Datagram{To: p.From, Data: append([]byte("re:"), p.Data...)})
+		}
+		if n, err := srv.WriteBatch(out); err != nil || n != len(out) {
+			t.Errorf("WriteBatch: %d of %d, %v", n, len(out), err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if srv.Packets() != nil {
+		t.Fatal("a served socket has a Packets channel")
+	}
+	var clients []*UDPConn
+	for i := range 3 {
+		c, err := ListenUDP(mustAP(fmt.Sprintf("127.0.0.%d:0", 71+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	before := time.Now()
+	const each = 40
+	for i := range each {
+		for j, c := range clients {
+			if err := c.Send(srv.LocalAddr(), []byte(fmt.Sprintf("%d-%d", j, i)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := clients[0].Send(srv.LocalAddr(), make([]byte, 4000), nil); err != nil {
+		t.Fatal(err)
+	}
+	for range each * len(clients) {
+		select {
+		case g := <-seen:
+			j := int(g.data[0] - '0')
+			if g.from != clients[j].LocalAddr() || !g.kern || g.at.Before(before) || g.at.After(time.Now()) {
+				t.Fatalf("datagram %+v", g)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("a datagram did not arrive")
+		}
+	}
+	for j, c := range clients {
+		for i := range each {
+			select {
+			case p := <-c.Packets():
+				if want := fmt.Sprintf("re:%d-%d", j, i); string(p.Data) != want {
+					t.Fatalf("client %d got %q, want %q", j, p.Data, want)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatalf("client %d: answer %d missing", j, i)
+			}
+		}
+	}
+	most := 0
+	for len(batches) > 0 {
+		most = max(most, <-batches)
+	}
+	eventually(t, 2*time.Second, "the oversized datagram counted", func() bool { return srv.Stats().Truncated == 1 })
+	st := srv.Stats()
+	t.Logf("largest batch %d; stats %+v", most, st.UDP)
+	if st.UDP.PacketsIn != each*3 || st.UDP.PacketsOut != each*3 || st.KernelStamps != each*3 {
+		t.Errorf("stats %+v", st)
+	}
+	// A destination the socket's family cannot reach is skipped and
+	// counted; the rest go out.
+	n, err := srv.WriteBatch([]Datagram{{To: mustAP("[::1]:9"), Data: []byte("x")}, {To: clients[0].LocalAddr(), Data: []byte("y")}})
+	if n != 1 || err == nil {
+		t.Errorf("mixed batch: %d sent, %v", n, err)
+	}
+}
+
+// TestDialUDP: a connected socket talks to its peer, and sees the ICMP
+// port unreachable that a port with nothing behind it answers
+// (Stats.Refused), which an unconnected socket never learns.
+func TestDialUDP(t *testing.T) {
+	srv, err := ListenUDP(mustAP("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := DialUDP(mustAP("127.0.0.1:0"), srv.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st, err := c.SendStamped(srv.LocalAddr(), []byte("hi"), nil); err != nil || !st.Kernel {
+		t.Fatalf("stamped send on a connected socket: %+v, %v", st, err)
+	}
+	select {
+	case p := <-srv.Packets():
+		if err := srv.Send(p.From, []byte("ho"), nil); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("nothing arrived")
+	}
+	select {
+	case p := <-c.Packets():
+		if string(p.Data) != "ho" || !p.Kernel {
+			t.Fatalf("answer %+v", p)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("no answer")
+	}
+	closed := srv.LocalAddr()
+	srv.Close()
+	d, err := DialUDP(netip.AddrPort{}, closed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Send(closed, []byte("anyone?"), nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, "the port unreachable counted", func() bool { return d.Stats().Refused == 1 })
 }

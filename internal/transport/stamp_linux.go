@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,15 +69,30 @@ func cmsgHeader(b []byte) (length int, level, typ int32) {
 	return int(ne.Uint32(b)), int32(ne.Uint32(b[4:])), int32(ne.Uint32(b[8:]))
 }
 
-// txStampFlags ask for a software transmit timestamp of every datagram sent
-// (taken when the packet reaches the device, inside sendmsg on a veth or a
-// loopback), without a copy of the payload, tagged with a per-socket counter
-// so that it is matched to its datagram. Receive stamps stay with
-// SO_TIMESTAMPNS: these flags do not ask for SOF_TIMESTAMPING_RX_*.
-const txStampFlags = unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE |
-	unix.SOF_TIMESTAMPING_OPT_TSONLY | unix.SOF_TIMESTAMPING_OPT_ID
+// txStampFlags set up software transmit timestamps on a socket (taken when
+// the packet reaches the device, inside sendmsg on a veth or a loopback),
+// reported without a copy of the payload, tagged with a per-socket counter
+// so that each is matched to its datagram. They do not generate any: a
+// send asks for its own with txStampOOB (Linux 4.13 and later), so the
+// datagrams nobody times (an NTP server's replies) cost no stamp, no error
+// queue read and no counter value (the kernel counts stamped datagrams
+// only). Receive stamps stay with SO_TIMESTAMPNS: these flags do not ask
+// for SOF_TIMESTAMPING_RX_*.
+const txStampFlags = unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_OPT_TSONLY | unix.SOF_TIMESTAMPING_OPT_ID
 
-// enableTxTimestamps turns on kernel transmit timestamps (SO_TIMESTAMPING).
+// txStampOOB is the control message that asks for the software transmit
+// stamp of one datagram (SO_TIMESTAMPING, SOF_TIMESTAMPING_TX_SOFTWARE).
+var txStampOOB = func() []byte {
+	b := make([]byte, unix.CmsgSpace(4))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level, h.Type = unix.SOL_SOCKET, unix.SO_TIMESTAMPING
+	h.SetLen(unix.CmsgLen(4))
+	binary.NativeEndian.PutUint32(b[unix.CmsgLen(0):], unix.SOF_TIMESTAMPING_TX_SOFTWARE)
+	return b
+}()
+
+// enableTxTimestamps sets a socket up for kernel transmit timestamps
+// (SO_TIMESTAMPING); each send then asks for its own (txStampOOB).
 func enableTxTimestamps(rc syscall.RawConn) error {
 	var serr error
 	err := rc.Control(func(fd uintptr) {

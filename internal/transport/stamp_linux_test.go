@@ -54,16 +54,7 @@ func TestParseRxTimestamp(t *testing.T) {
 // the send returned, matched to its own datagram across many sends (Send
 // and SendStamped share the counter).
 func TestTxTimestamps(t *testing.T) {
-	rx, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rx.Close()
-	tx, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	rx, tx := udpPair(t)
 	for i := range 50 {
 		if i%5 == 4 {
 			if err := tx.Send(rx.LocalAddr(), []byte("plain"), nil); err != nil {
@@ -92,6 +83,50 @@ func TestTxTimestamps(t *testing.T) {
 			t.Fatal("a datagram did not arrive")
 		}
 	}
+}
+
+// TestPlainSendsAreNotStamped: a datagram sent with Send asks for no
+// transmit stamp (an NTP server's replies cost no error-queue read): after
+// many, the socket's error queue is empty, and the next stamped send still
+// gets its own stamp.
+func TestPlainSendsAreNotStamped(t *testing.T) {
+	rx, tx := udpPair(t)
+	for range 20 {
+		if err := tx.Send(rx.LocalAddr(), []byte("plain"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queued := 0
+	oob := make([]byte, txOOBSize)
+	var buf [1]byte
+	tx.sock.rc.Control(func(fd uintptr) {
+		for {
+			if _, _, _, _, err := unix.Recvmsg(int(fd), buf[:], oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT); err != nil {
+				return
+			}
+			queued++
+		}
+	})
+	if queued != 0 {
+		t.Fatalf("%d transmit stamps queued by plain sends", queued)
+	}
+	if st, err := tx.SendStamped(rx.LocalAddr(), []byte("stamped"), nil); err != nil || !st.Kernel {
+		t.Fatalf("stamped send after plain ones: %+v, %v", st, err)
+	}
+}
+
+// udpPair opens two UDPConns on 127.0.0.1, closed when the test ends.
+func udpPair(t *testing.T) (rx, tx *UDPConn) {
+	t.Helper()
+	for _, c := range []**UDPConn{&rx, &tx} {
+		u, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { u.Close() })
+		*c = u
+	}
+	return rx, tx
 }
 
 func TestParseTxTimestampRefusesOtherMessages(t *testing.T) {

@@ -25,3 +25,7 @@ func enableTxTimestamps(syscall.RawConn) error {
 }
 
 func readTxTimestamp(syscall.RawConn, uint32) (time.Time, bool) { return time.Time{}, false }
+
+// txStampOOB is never sent: without kernel transmit stamps no socket has
+// them enabled.
+var txStampOOB []byte

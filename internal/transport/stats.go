@@ -52,6 +52,12 @@ type Stats struct {
 	StreamOverBudget uint64 `json:"stream_over_budget"`
 	// StreamBuffered is the bytes partly read inbound frames hold now.
 	StreamBuffered int64 `json:"stream_buffered"`
+	// Refused counts ICMP port unreachable errors seen by a connected
+	// socket (DialUDP): the peer has nothing listening there.
+	Refused uint64 `json:"refused,omitempty"`
+	// Truncated counts datagrams longer than a batch reader's slot
+	// (ServeUDP), dropped.
+	Truncated uint64 `json:"truncated,omitempty"`
 	// RxOverflow counts datagrams lost because the receiver was full
 	// (the in-memory network's analogue of a full socket buffer; always 0
 	// for real sockets, whose kernel drops are not visible here).
@@ -100,6 +106,7 @@ type counters struct {
 	inboundRefused, inboundStrangers, inboundEvicted   atomic.Uint64
 	udpStrangers                                       atomic.Uint64
 	streamTimeouts, overBudget                         atomic.Uint64
+	truncated, refused                                 atomic.Uint64
 	inbound                                            atomic.Int64
 }
 
@@ -132,6 +139,8 @@ func (c *counters) snapshot() Stats {
 		InboundEvicted:      c.inboundEvicted.Load(),
 		StreamTimeouts:      c.streamTimeouts.Load(),
 		StreamOverBudget:    c.overBudget.Load(),
+		Truncated:           c.truncated.Load(),
+		Refused:             c.refused.Load(),
 		Inbound:             int(c.inbound.Load()),
 	}
 }

@@ -14,6 +14,9 @@ import (
 type udpSocket struct {
 	conn *net.UDPConn
 	via  Via
+	// connected: the socket talks to one peer (DialUDP): writes name no
+	// address, and the peer's ICMP errors come back as read errors.
+	connected bool
 	// kernel: SO_TIMESTAMPNS is on, so every datagram should carry a stamp.
 	kernel bool
 
@@ -83,6 +86,11 @@ func (s *udpSocket) readLoop(c *counters, skip func(netip.AddrPort) bool, delive
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				// ICMP port unreachable from a connected socket's
+				// peer: nothing listens there.
+				c.refused.Add(1)
+			}
 			// Transient (e.g. ENOBUFS, a queued ICMP error): keep
 			// reading, but do not spin if the error repeats.
 			time.Sleep(time.Millisecond)
@@ -122,11 +130,20 @@ func finalize(b []byte, fin Finalizer, limit int) ([]byte, error) {
 }
 
 // writeTo finalizes b and writes it to `to` as one datagram: the Finalizer
-// runs in the caller's goroutine immediately before sendmsg(2).
-func (s *udpSocket) writeTo(c *counters, via Via, to netip.AddrPort, b []byte, fin Finalizer) error {
+// runs in the caller's goroutine immediately before sendmsg(2). oob, if
+// any, goes with it (txStampOOB asks for its transmit stamp).
+func (s *udpSocket) writeTo(c *counters, via Via, to netip.AddrPort, b []byte, fin Finalizer, oob []byte) error {
 	b, err := finalize(b, fin, MaxDatagram)
 	if err == nil {
-		_, err = s.conn.WriteToUDPAddrPort(b, netip.AddrPortFrom(to.Addr().Unmap(), to.Port()))
+		to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
+		switch {
+		case s.connected:
+			_, _, err = s.conn.WriteMsgUDPAddrPort(b, oob, netip.AddrPort{})
+		case oob == nil:
+			_, err = s.conn.WriteToUDPAddrPort(b, to)
+		default:
+			_, _, err = s.conn.WriteMsgUDPAddrPort(b, oob, to)
+		}
 	}
 	if err != nil {
 		c.sendErrs.Add(1)
@@ -143,17 +160,17 @@ func (s *udpSocket) writeTo(c *counters, via Via, to netip.AddrPort, b []byte, f
 // datagram where the socket has them on (enableTx).
 func (s *udpSocket) writeStamped(c *counters, via Via, to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
 	if s.rc == nil {
-		return TxStamp{}, s.writeTo(c, via, to, b, fin)
+		return TxStamp{}, s.writeTo(c, via, to, b, fin, nil)
 	}
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
-	if err := s.writeTo(c, via, to, b, fin); err != nil {
+	if err := s.writeTo(c, via, to, b, fin, txStampOOB); err != nil {
 		return TxStamp{}, err
 	}
-	// OPT_ID numbers the datagrams the socket sent since the flags were
-	// set, from 0; every one of them is sent here. The queue is drained
-	// after every send: unread stamps would count against the receive
-	// buffer and crowd out real packets.
+	// OPT_ID numbers the datagrams the socket asked stamps for since the
+	// flags were set, from 0: every one of them is sent here. The queue
+	// is drained after every send: unread stamps would count against the
+	// receive buffer and crowd out real packets.
 	id := s.txSent
 	s.txSent++
 	t, ok := readTxTimestamp(s.rc, id)
@@ -165,11 +182,96 @@ func (s *udpSocket) writeStamped(c *counters, via Via, to netip.AddrPort, b []by
 // ViaUDP. It is safe for concurrent use.
 type UDPConn struct {
 	sock    *udpSocket
-	packets chan Packet
+	packets chan Packet // nil when served (ServeUDP)
 	done    chan struct{}
 	wg      sync.WaitGroup
 	c       counters
 	once    sync.Once
+
+	wmu    sync.Mutex // WriteBatch
+	writer *batchIO
+}
+
+// BatchSize is how many datagrams a ServeUDP reader takes per read, and
+// WriteBatch per write (recvmmsg and sendmmsg on Linux).
+const BatchSize = 32
+
+// Datagram is one datagram for WriteBatch.
+type Datagram struct {
+	To   netip.AddrPort
+	Data []byte
+}
+
+// ServeUDP binds a UDP socket at addr like ListenUDP, but has no Packets
+// channel: its reader calls serve with each batch of datagrams it reads
+// (up to BatchSize with one recvmmsg(2) on Linux), on its own goroutine,
+// and reads nothing more until serve returns. The packets' Data alias the
+// reader's buffers: they are valid only until serve returns (copy what
+// must be kept). So a server answers on the goroutine that read the
+// requests, without handing each one over: what recvmmsg and sendmmsg
+// (WriteBatch) save is then not spent on wakeups. A datagram longer than
+// 2 KiB is dropped and counted (Stats.Truncated).
+func ServeUDP(addr netip.AddrPort, serve func(batch []Packet)) (*UDPConn, error) {
+	if !addr.IsValid() {
+		return nil, errors.New("transport: ServeUDP needs an address")
+	}
+	s, err := listenUDP(addr)
+	if err != nil {
+		return nil, err
+	}
+	reader, err := newBatchIO(s.conn, udpNetwork(addr.Addr()) == "udp6", BatchSize)
+	if err != nil {
+		s.conn.Close()
+		return nil, err
+	}
+	u := &UDPConn{sock: s, done: make(chan struct{})}
+	s.enableTx()
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		for {
+			batch, err := reader.read(&u.c, ViaUDP, s.kernel)
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return
+				}
+				// Transient (ENOBUFS, a queued ICMP error): keep
+				// reading, but do not spin if the error repeats.
+				select {
+				case <-u.done:
+					return
+				case <-time.After(time.Millisecond):
+				}
+				continue
+			}
+			if len(batch) > 0 {
+				serve(batch)
+			}
+		}
+	}()
+	return u, nil
+}
+
+// WriteBatch writes every datagram of ds as it is (no Finalizer, no
+// transmit stamp), with as few syscalls as the platform allows (sendmmsg
+// on Linux), and returns how many were written. A datagram that cannot be
+// sent is skipped and counted; the first error is returned once the others
+// are written.
+func (u *UDPConn) WriteBatch(ds []Datagram) (int, error) {
+	u.wmu.Lock()
+	defer u.wmu.Unlock()
+	if u.writer == nil {
+		w, err := newBatchIO(u.sock.conn, udpNetwork(u.sock.localAddr().Addr()) == "udp6", BatchSize)
+		if err != nil {
+			return 0, err
+		}
+		u.writer = w
+	}
+	n, err := u.writer.write(&u.c, ViaUDP, ds)
+	if errors.Is(err, net.ErrClosed) {
+		err = ErrClosed
+	}
+	return n, err
 }
 
 // ListenUDP binds a UDP socket at addr (port 0 picks one) with kernel
@@ -182,6 +284,35 @@ func ListenUDP(addr netip.AddrPort) (*UDPConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readUDP(s), nil
+}
+
+// DialUDP is ListenUDP for talking to one peer, remote, from local (port
+// 0 picks one; an unspecified address lets the kernel pick the source): a
+// connected socket, which only that peer's datagrams reach, and on which
+// the peer's ICMP port unreachable is seen (Stats.Refused), so that a
+// client can tell "nothing listens there" from silence. Sends go to
+// remote whatever address they name.
+func DialUDP(local, remote netip.AddrPort) (*UDPConn, error) {
+	if !remote.IsValid() {
+		return nil, errors.New("transport: DialUDP needs a remote address")
+	}
+	var laddr *net.UDPAddr
+	if local.IsValid() {
+		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(local.Addr().Unmap(), local.Port()))
+	}
+	remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
+	conn, err := net.DialUDP(udpNetwork(remote.Addr()), laddr, net.UDPAddrFromAddrPort(remote))
+	if err != nil {
+		return nil, err
+	}
+	s := newUDPSocket(conn, ViaUDP)
+	s.connected = true
+	return readUDP(s), nil
+}
+
+// readUDP starts reading s into a Packets channel.
+func readUDP(s *udpSocket) *UDPConn {
 	u := &UDPConn{sock: s, packets: make(chan Packet, PacketBuffer), done: make(chan struct{})}
 	s.enableTx()
 	u.wg.Add(1)
@@ -196,16 +327,17 @@ func ListenUDP(addr netip.AddrPort) (*UDPConn, error) {
 			}
 		})
 	}()
-	return u, nil
+	return u
 }
 
-// Packets delivers the received datagrams; it is closed by Close.
+// Packets delivers the received datagrams; it is closed by Close. It is
+// nil for a socket served by a function (ServeUDP).
 func (u *UDPConn) Packets() <-chan Packet { return u.packets }
 
-// Send writes one datagram to `to`; fin runs right before the write.
+// Send writes one datagram to `to`; fin runs right before the write. It
+// asks for no transmit stamp: use SendStamped to learn when it left.
 func (u *UDPConn) Send(to netip.AddrPort, b []byte, fin Finalizer) error {
-	_, err := u.SendStamped(to, b, fin)
-	return err
+	return u.sock.writeTo(&u.c, ViaUDP, to, b, fin, nil)
 }
 
 // TxStamp is when a datagram left: the kernel's software transmit stamp
@@ -239,7 +371,9 @@ func (u *UDPConn) Close() error {
 		close(u.done)
 		err = u.sock.conn.Close()
 		u.wg.Wait()
-		close(u.packets)
+		if u.packets != nil {
+			close(u.packets)
+		}
 	})
 	return err
 }

@@ -47,6 +47,10 @@ type Datagram struct {
 	// NTPStamp asks the sender to write the local transmit time into the
 	// NTP transmit timestamp field (bytes 40-47) just before the write.
 	NTPStamp bool
+	// NTPSign, with NTPStamp, has the sender append an NTP MAC to Data
+	// (the NTP packet) after it wrote the transmit time, so that a signed
+	// reply carries the time it left, like an unsigned one.
+	NTPSign *wire.NTPSigner
 
 	// Frame says Data is a synclab frame as wire.Frame.AppendBinary encodes
 	// it, unsealed, for a host that need not be a member (Cristian's

@@ -50,6 +50,22 @@ import (
 // packet's version field on both sides, so it interoperates either way.
 // chrony requires at least 16 digest bytes (NTP_MIN_MAC_LENGTH - 4), and so
 // does this package.
+//
+// ntpsec differs in one place: its ntpd truncates to 20 bytes as chrony
+// does (MAX_BARE_MAC_LENGTH), but its ntpdig (Python) sends NTPv4 requests
+// with the whole digest (32 bytes for SHA-256) and accepts only a reply
+// whose digest is whole too. So an NTPv4 trailer longer than 24 bytes is
+// read by this rule (SplitNTPMAC):
+//
+//   - 36, 52 or 68 bytes (a key ID and a whole SHA-256, SHA-384 or SHA-512
+//     digest): a MAC with a whole digest, which VerifyNTPMAC checks against
+//     the key's whole digest and AppendNTPMACWhole answers in kind. (A
+//     trailer of that length that is really extension fields is told apart
+//     by its key ID naming no key of ours: see NTPExtensionFields.)
+//   - otherwise, RFC 7822 extension fields (each a 4-byte type and length
+//     header, 16 bytes or more, a multiple of 4), possibly followed by a
+//     MAC of 20 or 24 bytes: reported as DecodeUnsupported;
+//   - anything else: malformed (DecodeBadLength), to be dropped and counted.
 
 // NTPKey is a symmetric NTP key, as in a chrony keys file.
 type NTPKey struct {
@@ -100,48 +116,111 @@ func ntpMaxDigestFor(pkt []byte) int {
 	return ntpMaxDigest
 }
 
-// ntpDigest computes H(secret || pkt) into dst (appending), truncated to
-// what a packet of pkt's version carries.
-func ntpDigest(dst []byte, h *ntpHash, secret, pkt []byte) []byte {
-	d := h.new()
-	d.Write(secret)
-	d.Write(pkt)
-	var buf [sha512.Size]byte
-	sum := d.Sum(buf[:0])
-	return append(dst, sum[:min(len(sum), ntpMaxDigestFor(pkt))]...)
-}
-
 // AppendNTPMAC appends a MAC computed with k to pkt, an encoded NTP packet
 // (the header, and any extension fields, as they will be sent), and returns
 // the extended slice (append semantics). The digest is truncated to 20
 // bytes if pkt is NTPv4 (see above). It panics if k.Type is not supported:
 // keys come from ParseChronyKeys, which refuses those.
-func AppendNTPMAC(pkt []byte, k NTPKey) []byte {
+func AppendNTPMAC(pkt []byte, k NTPKey) []byte { return appendNTPMAC(pkt, k, ntpMaxDigestFor(pkt)) }
+
+// NTPSigner signs NTP packets with one key, the digest truncated as
+// AppendNTPMAC does or whole (Whole, AppendNTPMACWhole): a server answers a
+// signed request in kind, after it wrote the reply's transmit time.
+type NTPSigner struct {
+	Key   NTPKey
+	Whole bool
+}
+
+// Append appends the MAC of pkt to it (append semantics).
+func (s *NTPSigner) Append(pkt []byte) []byte {
+	if s.Whole {
+		return AppendNTPMACWhole(pkt, s.Key)
+	}
+	return AppendNTPMAC(pkt, s.Key)
+}
+
+// AppendNTPMACWhole is AppendNTPMAC with the whole digest whatever the
+// version: the answer to a request that carried one (ntpsec's ntpdig,
+// which refuses a truncated one). For MD5 and SHA1 it is AppendNTPMAC.
+func AppendNTPMACWhole(pkt []byte, k NTPKey) []byte { return appendNTPMAC(pkt, k, ntpMaxDigest) }
+
+// appendNTPMAC appends k's key ID and digest of pkt, cut to at most limit
+// bytes.
+func appendNTPMAC(pkt []byte, k NTPKey, limit int) []byte {
 	h := lookupNTPHash(k.Type)
 	if h == nil {
-		panic("wire: AppendNTPMAC with unsupported key type " + strconv.Quote(k.Type))
+		panic("wire: signing an NTP packet with unsupported key type " + strconv.Quote(k.Type))
 	}
 	// Hash before appending: appending may reallocate, and must not
 	// change what is hashed either way.
 	var buf [ntpMaxDigest]byte
-	digest := ntpDigest(buf[:0], h, k.Secret, pkt)
+	digest := ntpWholeDigest(buf[:0], h, k.Secret, pkt)
 	pkt = binary.BigEndian.AppendUint32(pkt, k.ID)
-	return append(pkt, digest...)
+	return append(pkt, digest[:min(len(digest), limit)]...)
+}
+
+// ntpWholeDigest computes H(secret || pkt) into dst (appending), untruncated.
+func ntpWholeDigest(dst []byte, h *ntpHash, secret, pkt []byte) []byte {
+	d := h.new()
+	d.Write(secret)
+	d.Write(pkt)
+	return d.Sum(dst)
+}
+
+// ntpWholeMACLen reports whether a trailer of n bytes after an NTPv4 header
+// is a key ID and a whole digest longer than 20 bytes (SHA-256, -384, -512).
+func ntpWholeMACLen(n int) bool {
+	for i := range ntpHashes {
+		if d := ntpHashes[i].size; d > ntpMaxV4Digest && n == ntpKeyIDLen+d {
+			return true
+		}
+	}
+	return false
+}
+
+// ntpExtensionMinLen is the shortest RFC 7822 extension field: a 4-byte
+// header and 12 bytes of value.
+const ntpExtensionMinLen = 16
+
+// NTPExtensionFields reports whether the bytes after an NTPv4 header (b is
+// the whole packet) are RFC 7822 extension fields, possibly followed by a
+// MAC of 20 or 24 bytes: each field a 2-byte type and a 2-byte length that
+// covers the field, at least 16 bytes and a multiple of 4. It does not
+// allocate.
+func NTPExtensionFields(b []byte) bool {
+	if len(b) <= NTPHeaderLen+ntpKeyIDLen+ntpMaxV4Digest || len(b)%4 != 0 {
+		return false
+	}
+	for rest := b[NTPHeaderLen:]; len(rest) > 0; {
+		if n := len(rest); n == ntpKeyIDLen+ntpMinDigest || n == ntpKeyIDLen+ntpMaxV4Digest {
+			return true // a MAC after the fields
+		}
+		if len(rest) < ntpExtensionMinLen {
+			return false
+		}
+		l := int(binary.BigEndian.Uint16(rest[2:]))
+		if l < ntpExtensionMinLen || l%4 != 0 || l > len(rest) {
+			return false
+		}
+		rest = rest[l:]
+	}
+	return true
 }
 
 // SplitNTPMAC splits a received NTP packet into the part the MAC covers and
 // the MAC. Extension fields are not supported: b must be the 48-byte header
 // followed by nothing, by a crypto-NAK (a zero key ID alone), or by a key ID
-// and a digest of 16..20 bytes (NTPv4) or 16..64 bytes (older versions),
-// with a total length that is a multiple of 4. It returns:
+// and a digest of 16..20 bytes (NTPv4; or a whole digest of 32, 48 or 64
+// bytes, see above) or 16..64 bytes (older versions), with a total length
+// that is a multiple of 4. It returns:
 //
 //   - no MAC: pkt = b, keyID 0, digest nil;
 //   - crypto-NAK: pkt = b[:48], keyID 0, a non-nil empty digest (IsCryptoNAK);
 //   - MAC: pkt = b[:48], its key ID and digest (aliasing b).
 //
 // Anything else is a *DecodeError: DecodeTruncated below 48 bytes,
-// DecodeUnsupported for what must be NTPv4 extension fields, DecodeBadLength
-// otherwise. It does not allocate.
+// DecodeUnsupported for NTPv4 extension fields (NTPExtensionFields),
+// DecodeBadLength otherwise. It does not allocate.
 func SplitNTPMAC(b []byte) (pkt []byte, keyID uint32, digest []byte, err error) {
 	if len(b) < NTPHeaderLen {
 		return nil, 0, nil, decodeErr(ntpMACWhat, DecodeTruncated, "", len(b), NTPHeaderLen)
@@ -162,10 +241,16 @@ func SplitNTPMAC(b []byte) (pkt []byte, keyID uint32, digest []byte, err error) 
 	case n < ntpMinDigest:
 		return nil, 0, nil, decodeErr(ntpMACWhat, DecodeBadLength, "digest", n, ntpMinDigest)
 	case n > ntpMaxDigestFor(b):
-		if ntpMaxDigestFor(b) == ntpMaxV4Digest {
+		if ntpMaxDigestFor(b) != ntpMaxV4Digest {
+			return nil, 0, nil, decodeErr(ntpMACWhat, DecodeBadLength, "digest", n, ntpMaxDigest)
+		}
+		switch {
+		case ntpWholeMACLen(len(b) - NTPHeaderLen):
+			return pkt, keyID, digest, nil // a whole digest (ntpsec's ntpdig)
+		case NTPExtensionFields(b):
 			return nil, 0, nil, decodeErr(ntpMACWhat, DecodeUnsupported, "extension fields", len(b)-NTPHeaderLen, -1)
 		}
-		return nil, 0, nil, decodeErr(ntpMACWhat, DecodeBadLength, "digest", n, ntpMaxDigest)
+		return nil, 0, nil, decodeErr(ntpMACWhat, DecodeBadLength, "neither a MAC nor extension fields", len(b)-NTPHeaderLen, -1)
 	}
 	return pkt, keyID, digest, nil
 }
@@ -179,8 +264,8 @@ func IsCryptoNAK(b []byte) bool {
 // VerifyNTPMAC checks the MAC of a received packet (the parts SplitNTPMAC
 // returned) against keys, in constant time with respect to the digest. It
 // returns ErrNTPUnknownKey if no key has keyID (or keyID is 0), and
-// ErrNTPBadMAC if the digest differs, or its length is not the key's digest
-// length truncated as pkt's version requires.
+// ErrNTPBadMAC if the digest differs, or its length is neither the key's
+// digest length truncated as pkt's version requires nor its whole length.
 func VerifyNTPMAC(pkt []byte, keyID uint32, digest []byte, keys []NTPKey) error {
 	var k *NTPKey
 	for i := range keys {
@@ -197,7 +282,11 @@ func VerifyNTPMAC(pkt []byte, keyID uint32, digest []byte, keys []NTPKey) error 
 		return fmt.Errorf("%w: key %d has unsupported type %q", ErrNTPUnknownKey, keyID, k.Type)
 	}
 	var buf [ntpMaxDigest]byte
-	want := ntpDigest(buf[:0], h, k.Secret, pkt)
+	want := ntpWholeDigest(buf[:0], h, k.Secret, pkt)
+	if len(digest) != len(want) {
+		// Truncated as the version requires (the lengths are public).
+		want = want[:min(len(want), ntpMaxDigestFor(pkt))]
+	}
 	if len(digest) != len(want) || subtle.ConstantTimeCompare(digest, want) != 1 {
 		return fmt.Errorf("%w: key %d", ErrNTPBadMAC, keyID)
 	}

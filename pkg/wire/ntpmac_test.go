@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -94,11 +95,22 @@ func TestVerifyNTPMACErrors(t *testing.T) {
 	if err := VerifyNTPMAC(pkt, keyID, digest[:16], keys); !errors.Is(err, ErrNTPBadMAC) || Reason(err) != "ntp_bad_mac" {
 		t.Errorf("short digest: %v", err)
 	}
-	// A full 32-byte SHA256 digest in an NTPv4 packet is not what chrony
-	// sends or accepts.
+	// A whole 32-byte SHA256 digest in an NTPv4 packet (ntpsec's ntpdig
+	// sends one) verifies against the whole digest of this packet, and
+	// only that: the v3 packet's differs in its first byte.
 	v3 := readHex(t, "ntp_reply_sha256_v3.hex")
 	if err := VerifyNTPMAC(pkt, keyID, v3[NTPHeaderLen+4:], keys); !errors.Is(err, ErrNTPBadMAC) {
-		t.Errorf("untruncated digest in v4: %v", err)
+		t.Errorf("another packet's whole digest in v4: %v", err)
+	}
+	whole := AppendNTPMACWhole(bytes.Clone(pkt), keys[2])
+	if len(whole) != NTPHeaderLen+4+32 {
+		t.Fatalf("whole SHA256 MAC: %d bytes", len(whole))
+	}
+	if p, id, d, err := SplitNTPMAC(whole); err != nil || VerifyNTPMAC(p, id, d, keys) != nil || !bytes.Equal(d[:20], digest) {
+		t.Errorf("whole digest in v4: split %v, verify %v; its first 20 bytes must be the truncated digest", err, VerifyNTPMAC(p, id, d, keys))
+	}
+	if err := VerifyNTPMAC(pkt, keyID, whole[NTPHeaderLen+4:NTPHeaderLen+4+24], keys); !errors.Is(err, ErrNTPBadMAC) {
+		t.Errorf("a digest cut to neither length: %v", err)
 	}
 	// An SHA1 key's digest checked with the MD5 key of the same ID fails.
 	wrong := []NTPKey{{ID: keyID, Type: "MD5", Secret: keys[2].Secret}}
@@ -142,6 +154,13 @@ func TestSplitNTPMAC(t *testing.T) {
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	keyID := []byte{0, 0, 0, 7}
 	zeroID := []byte{0, 0, 0, 0}
+	// ext is an RFC 7822 extension field of type typ, n bytes long.
+	ext := func(typ uint16, n int) []byte {
+		f := make([]byte, n)
+		binary.BigEndian.PutUint16(f, typ)
+		binary.BigEndian.PutUint16(f[2:], uint16(n))
+		return f
+	}
 	cases := []struct {
 		name      string
 		in        []byte
@@ -160,8 +179,15 @@ func TestSplitNTPMAC(t *testing.T) {
 		{"odd length", cat(hdr, []byte{1}), DecodeBadLength, 0, 0, false},
 		{"key ID without digest", cat(hdr, keyID), DecodeBadLength, 0, 0, false},
 		{"12-byte digest", cat(hdr, keyID, make([]byte, 12)), DecodeBadLength, 0, 0, false},
-		{"v4 32-byte digest", cat(hdr, keyID, make([]byte, 32)), DecodeUnsupported, 0, 0, false},
-		{"v4 extension field", cat(hdr, make([]byte, 28), keyID, make([]byte, 16)), DecodeUnsupported, 0, 0, false},
+		// ntpsec's ntpdig: whole SHA-256 / SHA-512 digests in NTPv4.
+		{"v4 whole 32-byte digest", cat(hdr, keyID, make([]byte, 32)), 0, 7, 32, false},
+		{"v4 whole 64-byte digest", cat(hdr, keyID, make([]byte, 64)), 0, 7, 64, false},
+		{"v4 extension field and MAC", cat(hdr, ext(0x0104, 28), keyID, make([]byte, 16)), DecodeUnsupported, 0, 0, false},
+		{"v4 extension fields", cat(hdr, ext(0x0104, 36), ext(0x0204, 104)), DecodeUnsupported, 0, 0, false},
+		{"v4 28 bytes of garbage", cat(hdr, make([]byte, 28)), DecodeBadLength, 0, 0, false},
+		{"v4 short extension field", cat(hdr, ext(0x0104, 12), make([]byte, 16)), DecodeBadLength, 0, 0, false},
+		{"v4 overlong extension field", cat(hdr, ext(0x0104, 100)[:28]), DecodeBadLength, 0, 0, false},
+		{"v4 40-byte digest", cat(hdr, keyID, make([]byte, 40)), DecodeBadLength, 0, 0, false},
 		{"v3 68-byte digest", cat(v3, keyID, make([]byte, 68)), DecodeBadLength, 0, 0, false},
 	}
 	for _, c := range cases {

@@ -50,12 +50,46 @@ func Read(r io.Reader) (Series, error) {
 
 // The chart's geometry, in SVG user units.
 const (
-	width, height          = 760, 420
-	left, right, top, bott = 70, 130, 40, 50
+	width, baseHeight          = 760, 420
+	left, right, baseTop, bott = 70, 130, 40, 50
 	// floorNS is the bottom of the log scale: 1 µs. An offset below it
 	// (a clock right to the microsecond) is drawn on the floor.
 	floorNS = 1e3
+
+	// titleSize is the title's font size, titleLine its line height.
+	titleSize, titleLine = 15, 19
+	// titleEm is a generous average advance of a bold sans-serif
+	// character, in ems (DejaVu Sans Bold, a common default, averages
+	// about 0.6 on English text): the width of a line of the title is
+	// estimated from it, since the viewer's font is not known here.
+	titleEm = 0.66
+	// titleX is where the title starts; it may use the width to the
+	// right edge less the same margin.
+	titleX = 16
 )
+
+// wrapTitle breaks title at spaces into lines that fit maxWidth (estimated
+// with titleEm); a single word longer than that gets a line of its own.
+func wrapTitle(title string, maxWidth float64) []string {
+	perLine := max(1, int(maxWidth/(titleEm*titleSize)))
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(title) {
+		switch {
+		case line == "":
+			line = w
+		case len([]rune(line))+1+len([]rune(w)) <= perLine:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	if line != "" || len(lines) == 0 {
+		lines = append(lines, line)
+	}
+	return lines
+}
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
@@ -77,17 +111,24 @@ func Render(w io.Writer, title string, s Series) error {
 	}
 	decTop := math.Ceil(math.Log10(vmax))
 	decBot := math.Log10(floorNS)
+	// A title too long for one line wraps, and the plot moves down.
+	titles := wrapTitle(title, width-2*titleX)
+	extra := titleLine * (len(titles) - 1)
+	top, height := baseTop+extra, baseHeight+extra
 	pw, ph := float64(width-left-right), float64(height-top-bott)
+	ftop := float64(top)
 	x := func(t float64) float64 { return left + pw*t/tmax }
 	y := func(ns float64) float64 {
 		v := math.Log10(math.Max(math.Abs(ns), floorNS))
-		return top + ph*(decTop-v)/(decTop-decBot)
+		return ftop + ph*(decTop-v)/(decTop-decBot)
 	}
 
 	b := &strings.Builder{}
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	fmt.Fprintf(b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(b, `<text x="%d" y="24" font-size="15" font-weight="bold">%s</text>`+"\n", left, escape(title))
+	for i, line := range titles {
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="%d" font-weight="bold">%s</text>`+"\n", titleX, 24+titleLine*i, titleSize, escape(line))
+	}
 	// Horizontal grid: one line per decade, labelled in readable units.
 	for d := decBot; d <= decTop; d++ {
 		yy := y(math.Pow(10, d))
@@ -98,12 +139,12 @@ func Render(w io.Writer, title string, s Series) error {
 	step := niceStep(tmax / 8)
 	for t := 0.0; t <= tmax+1e-9; t += step {
 		xx := x(t)
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", xx, top, xx, top+ph)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%g</text>`+"\n", xx, top+ph+16, t)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", xx, top, xx, ftop+ph)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%g</text>`+"\n", xx, ftop+ph+16, t)
 	}
 	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%.1f" height="%.1f" fill="none" stroke="#333"/>`+"\n", left, top, pw, ph)
 	fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">seconds</text>`+"\n", left+pw/2, height-12)
-	fmt.Fprintf(b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">|true offset| (log scale)</text>`+"\n", top+ph/2)
+	fmt.Fprintf(b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">|true offset| (log scale)</text>`+"\n", ftop+ph/2)
 	for i, h := range hosts {
 		c := palette[i%len(palette)]
 		var pts []string

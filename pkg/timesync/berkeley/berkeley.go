@@ -185,12 +185,20 @@ var (
 // reading is one worker's answer in the current round: the one with the
 // smallest round trip of the burst.
 type reading struct {
-	sample  uint8
-	offset  time.Duration // worker - master, both as if their slews were done
-	rtt     time.Duration
+	sample uint8
+	offset time.Duration // worker - master, both as if their slews were done
+	rtt    time.Duration
+	// slew bounds how much the clocks' slews in progress moved them
+	// during the exchange (see stepReading): offset is uncertain by
+	// rtt/2 + slew.
+	slew    time.Duration
 	freq    float64 // the worker's frequency correction, ppm
 	answers int     // polls of the burst it answered
 }
+
+// width is the reading's uncertainty as a round trip: its offset is off
+// by at most width/2.
+func (r reading) width() time.Duration { return r.rtt + 2*r.slew }
 
 // pollKey names one poll of the current round: a sample, to one worker
 // (or to all, Broadcast, when the poll was one multicast frame).
@@ -214,7 +222,7 @@ type pollRecord struct {
 	applied bool
 }
 
-// txLags is how many recent transmit lags a worker keeps: their median is
+// txLags is how many recent transmit lags a worker keeps: their minimum is
 // what it reports.
 const txLags = 8
 
@@ -240,6 +248,9 @@ type Core struct {
 	missed    map[uint32]int // rounds in a row without a reading, per worker
 	pending   map[uint32]*adjust
 	last      *RoundReport
+
+	// corrections wait for the next Tick (see correct).
+	corrections []correction
 
 	// Worker.
 	poll        pollRecord
@@ -390,14 +401,20 @@ func (c *Core) stepSent(m core.Message) {
 // departure.
 const maxTxLag = 5 * time.Millisecond
 
-// txLag is the median of the recent transmit lags (0 without reports).
+// txLag is the shortest of the recent transmit lags (0 without reports):
+// what the master adds to a reading's transmit stamp. A reading leaves at
+// least that long after its stamp (the send path does not get faster
+// than it has been), so the round trip the master computes with it still
+// holds the reading's true lag, and the reading's bound holds. The median
+// would be nearer the truth on a quiet host, but on a busy one, where a
+// send can take milliseconds, it would make a fast send look as if it
+// left later than it did: a round trip too short, even negative, and an
+// offset off by half the difference with nothing to bound it.
 func (c *Core) txLag() time.Duration {
 	if len(c.lags) == 0 {
 		return 0
 	}
-	v := slices.Clone(c.lags)
-	slices.Sort(v)
-	return v[len(v)/2]
+	return slices.Min(c.lags)
 }
 
 func (c *Core) stepPoll(m core.Message) error {
@@ -473,9 +490,21 @@ func (c *Core) stepReading(m core.Message) error {
 	mid := t1.Add(t4.Sub(t1) / 2)
 	// Compare as if both clocks had finished their slews.
 	offset += time.Duration(r.Pending) - c.servo.Pending(mid)
+	// A clock that slews while the exchange runs moves by more than
+	// time: the worker's between the poll's arrival and its reading's
+	// departure (the hold, milliseconds when its CPU is busy), the
+	// master's over the whole exchange; up to the slew in progress, at
+	// the slew rate. It shows in neither the round trip nor the pending
+	// slews above, so it is added to the reading's uncertainty; of a
+	// burst, the reading least uncertain is kept.
+	rate := c.servo.Config().MaxSlewPPM * 1e-6
+	slewed := func(pending, over time.Duration) time.Duration {
+		return min(pending.Abs(), time.Duration(rate*float64(max(over, 0))))
+	}
+	slew := slewed(time.Duration(r.Pending), t3.Sub(t2)) + slewed(c.servo.Pending(t1), t4.Sub(t1))
 	best, seen := c.readings[m.From]
-	next := reading{sample: r.Sample, offset: offset, rtt: max(rtt, 0), freq: float64(r.Frequency) / 1e3, answers: best.answers + 1}
-	if !seen || next.rtt < best.rtt {
+	next := reading{sample: r.Sample, offset: offset, rtt: max(rtt, 0), slew: slew, freq: float64(r.Frequency) / 1e3, answers: best.answers + 1}
+	if !seen || next.width() < best.width() {
 		c.readings[m.From] = next
 	} else {
 		best.answers++
@@ -599,29 +628,52 @@ func (c *Core) stepAck(m core.Message) error {
 	return nil
 }
 
-// correct runs one correction through the servo: at is the local time the
-// correction refers to (as if every earlier correction had been applied).
-func (c *Core) correct(at time.Time, corr, errBound time.Duration) {
-	if !at.After(c.lastMeasure) {
-		c.counters["corrections_out_of_order"]++
-		return
-	}
-	now := c.now
-	if now.Before(at) {
-		now = at
-	}
-	res, err := c.servo.Update(now, servo.Measurement{Time: at, Offset: corr, RootDistance: errBound})
-	if err != nil {
-		c.counters["servo_refused"]++
-		return
-	}
-	c.lastMeasure = at
-	c.adj = append(c.adj, res.Adjustments...)
+// correction is one correction waiting for the next Tick.
+type correction struct {
+	at             time.Time
+	corr, errBound time.Duration
 }
 
-// Tick advances the election, the master's rounds and the retries.
+// correct queues one correction for the servo: at is the local time the
+// correction refers to (as if every earlier correction had been applied).
+// The servo runs it at the next Tick, whose time the daemon reads right
+// before the Tick and applies the adjustment right after: the servo's
+// model of the slew (it starts now, at the slew rate) is then true. Run at
+// once, from Step, it would start at the last tick's time, up to a tick
+// before the daemon applies it (and more when the machine is busy and the
+// loop late): the bound would trust a slew by up to that much more than
+// the clock has made.
+func (c *Core) correct(at time.Time, corr, errBound time.Duration) {
+	c.corrections = append(c.corrections, correction{at, corr, errBound})
+}
+
+// applyCorrections runs the queued corrections through the servo at now.
+func (c *Core) applyCorrections(now time.Time) {
+	for _, k := range c.corrections {
+		if !k.at.After(c.lastMeasure) {
+			c.counters["corrections_out_of_order"]++
+			continue
+		}
+		at := now
+		if at.Before(k.at) {
+			at = k.at
+		}
+		res, err := c.servo.Update(at, servo.Measurement{Time: k.at, Offset: k.corr, RootDistance: k.errBound})
+		if err != nil {
+			c.counters["servo_refused"]++
+			continue
+		}
+		c.lastMeasure = k.at
+		c.adj = append(c.adj, res.Adjustments...)
+	}
+	c.corrections = c.corrections[:0]
+}
+
+// Tick advances the election, the master's rounds and the retries, and
+// runs the corrections that came since the last one.
 func (c *Core) Tick(now time.Time) {
 	c.now = now
+	defer c.applyCorrections(now)
 	c.elect.Tick(now)
 	c.followElection()
 	c.syncState(now)
@@ -760,7 +812,7 @@ func (c *Core) finishRound() {
 			c.missed[id] = 0
 		default:
 			ms.Answered, ms.RTTNS, ms.OffsetNS = true, int64(r.rtt), int64(r.offset)
-			cands = append(cands, candidate{id: id, offset: r.offset, freq: r.freq, rtt: r.rtt})
+			cands = append(cands, candidate{id: id, offset: r.offset, freq: r.freq, rtt: r.width()})
 			c.missed[id] = 0
 		}
 		rep.Members = append(rep.Members, ms)
@@ -840,9 +892,9 @@ func (c *Core) finishRound() {
 		r := c.readings[ms.ID]
 		corr := target - r.offset
 		// Its reading and the group's time are each uncertain by half a
-		// round trip; the group's time is the average of clocks up to
-		// spread apart.
-		errBound := r.rtt/2 + avgRTT/2 + spread/2
+		// round trip (and the slews during it); the group's time is the
+		// average of clocks up to spread apart.
+		errBound := r.width()/2 + avgRTT/2 + spread/2
 		p, _ := wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(corr), Error: uint64(max(errBound, 0))}.AppendBinary(nil)
 		c.pending[ms.ID] = &adjust{payload: p, tries: 1, next: c.now.Add(c.cfg.AdjustRetry)}
 		c.msgs = append(c.msgs, core.Message{To: ms.ID, Kind: wire.KindClockAdjust, Term: c.leading, Payload: p})

@@ -48,8 +48,8 @@ const (
 	cntMode       = "unexpected_mode"
 	cntStopped    = "stopped_source"
 	cntStepped    = "clock_stepped"
-	cntPassive    = "passive_replies" // mode-2 answers sent to peers' polls
-	cntRequests   = "requests"        // mode-1 and mode-3 polls sent
+	cntCrossed    = "peer_crossed" // a peer's packet that did not answer our latest: its timestamps are echoed, no sample
+	cntRequests   = "requests"     // mode-1 and mode-3 polls sent
 	cntUpdates    = "clock_updates"
 	cntStaleSys   = "stale_sys_peer" // selection ran, the system peer's estimate was not new
 	cntSelectFail = "selection_failed"
@@ -60,17 +60,15 @@ type source struct {
 	addr netip.AddrPort
 	peer bool // symmetric peer (mode 1) rather than a server (mode 3)
 
-	assoc   *ntp.Association // mode 3 (server) or mode 1 (peer): our polls and the answers
-	passive *ntp.Association // peers only: answers their mode-1 polls with mode 2
-	filter  *ntp.Filter
-	poller  *ntp.Poller
+	assoc  *ntp.Association // mode 3 (server) or mode 1 (peer): our packets and theirs
+	filter *ntp.Filter
+	poller *ntp.Poller
 
-	next      time.Time    // local time the next poll is due
-	activeXmt wire.NTPTime // transmit timestamp of our last poll, as written
-	sentAt    time.Time    // local time of our last poll
-	floor     int8         // poll exponent floor raised by RATE kisses
-	hasFloor  bool
-	stopped   string // DENY/RSTR code: no more polls
+	next     time.Time // local time the next poll is due
+	sentAt   time.Time // local time of our last poll
+	floor    int8      // poll exponent floor raised by RATE kisses
+	hasFloor bool
+	stopped  string // DENY/RSTR code: no more polls
 
 	last      ntp.Sample // the last sample (offset normalised, see Servo.Pending)
 	hasLast   bool
@@ -171,7 +169,7 @@ func New(cfg Config) (*Client, error) {
 		c.selfID = wire.RefIDFromAddr(cfg.Address)
 	}
 	prec := ntp.Precision(cfg.Precision)
-	pc := ntp.PollConfig{MinPoll: cfg.MinPoll, MaxPoll: cfg.MaxPoll, Burst: cfg.Burst, BurstInterval: cfg.BurstInterval}
+	pc := ntp.PollConfig{MinPoll: cfg.MinPoll, MaxPoll: cfg.MaxPoll, PollRangeSet: true, Burst: cfg.Burst, BurstInterval: cfg.BurstInterval}
 	add := func(a netip.AddrPort, peer bool) error {
 		mode := wire.ModeClient
 		if peer {
@@ -181,11 +179,6 @@ func New(cfg Config) (*Client, error) {
 		var err error
 		if s.assoc, err = ntp.NewAssociation(mode, prec); err != nil {
 			return err
-		}
-		if peer {
-			if s.passive, err = ntp.NewAssociation(wire.ModeSymmetricPassive, prec); err != nil {
-				return err
-			}
 		}
 		if s.poller, err = ntp.NewPoller(pc); err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -338,8 +331,16 @@ func (c *Client) poll(s *source, now time.Time) {
 	}
 	c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
 	c.counters[cntRequests]++
-	s.activeXmt, s.sentAt = pkt.Transmit, now
+	s.sentAt = now
 	wait := s.poller.Sent()
+	if pp, ok := s.assoc.PeerPoll(); ok && s.peer && !s.poller.Bursting() {
+		// A symmetric peer polls at the shorter of both intervals (RFC
+		// 5905 poll_update: min(ppoll, hpoll)), never below our
+		// MinPoll: each end's samples come from the other's packets.
+		// (The peer's Poll is a byte off the wire: clamped before it
+		// becomes a shift.)
+		wait = min(wait, ntp.PollInterval(min(max(pp, c.cfg.MinPoll), ntp.MaxPollLimit)))
+	}
 	if s.hasFloor {
 		wait = max(wait, ntp.PollInterval(s.floor))
 	}
@@ -352,9 +353,8 @@ func (c *Client) poll(s *source, now time.Time) {
 	s.next = now.Add(max(wait, c.cfg.TickInterval))
 }
 
-// StepDatagram feeds one NTP packet: an answer from a server or a peer, a
-// peer's poll (answered in symmetric passive mode), or the driver's report
-// of a packet we sent (d.Sent). A non-nil error says why the packet was not
+// StepDatagram feeds one NTP packet: an answer from a server, a packet of a
+// symmetric peer, or the driver's report of a packet we sent (d.Sent). A non-nil error says why the packet was not
 // used; it has been counted and is shown by Status.
 func (c *Client) StepDatagram(d core.Datagram) error {
 	if d.Sent {
@@ -386,10 +386,13 @@ func (c *Client) StepDatagram(d core.Datagram) error {
 	case s.cristian != nil:
 		// An NTP packet from a server we follow with Cristian's
 		// algorithm: nothing we asked for.
-	case p.Mode == wire.ModeServer && !s.peer, p.Mode == wire.ModeSymmetricPassive && s.peer:
+	case p.Mode == wire.ModeServer && !s.peer:
 		return c.answer(s, &p, d.Time)
-	case p.Mode == wire.ModeSymmetricActive && s.peer:
-		return c.peerPoll(s, &p, d.Time)
+	case (p.Mode == wire.ModeSymmetricActive || p.Mode == wire.ModeSymmetricPassive) && s.peer:
+		// A peer's packets are all alike (RFC 5905 symmetric mode):
+		// its own polls in mode 1, or mode 2 from an ntpd-style passive
+		// association; each may answer our latest packet.
+		return c.answer(s, &p, d.Time)
 	}
 	c.counters[cntMode]++
 	err := fmt.Errorf("%w: mode %d from %s %v", ErrUnexpectedMode, p.Mode, s.kind(), s.addr)
@@ -420,15 +423,11 @@ func (c *Client) sent(d core.Datagram) error {
 		return fmt.Errorf("%w: report of a packet to %v", ErrUnknownSource, d.Addr)
 	}
 	xmt := wire.NTPTime(binary.BigEndian.Uint64(d.Data[wire.NTPXmtOffset:]))
-	switch mode := d.Data[0] & 7; {
-	case mode == wire.ModeSymmetricPassive && s.passive != nil:
-		s.passive.Sent(xmt, d.Time)
-	case mode == s.assoc.Mode():
-		s.assoc.Sent(xmt, d.Time)
-		s.activeXmt, s.sentAt = xmt, d.Time
-	default:
+	if mode := d.Data[0] & 7; s.assoc == nil || mode != s.assoc.Mode() {
 		return fmt.Errorf("%w: report of a mode-%d packet to %s %v", ErrUnexpectedMode, mode, s.kind(), s.addr)
 	}
+	s.assoc.Sent(xmt, d.Time)
+	s.sentAt = d.Time
 	return nil
 }
 
@@ -438,8 +437,15 @@ func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
 	smp, err := s.assoc.Receive(p, dst)
 	if err != nil {
 		var kiss *ntp.KissError
-		if errors.As(err, &kiss) {
+		switch {
+		case errors.As(err, &kiss):
 			c.kiss(s, kiss, p)
+		case s.peer && (errors.Is(err, ntp.ErrBogus) || errors.Is(err, ntp.ErrZeroOrigin)):
+			// Crossed packets are the normal course of symmetric mode
+			// (both ends poll at will): this one's timestamps go back
+			// to the peer in our next packet, which then answers it.
+			c.counters[cntCrossed]++
+			return fmt.Errorf("client: %v: %w", s.addr, err)
 		}
 		return c.reject(s, err)
 	}
@@ -548,42 +554,6 @@ func (c *Client) kiss(s *source, k *ntp.KissError, p *wire.NTPPacket) {
 		c.event(EventKiss, fmt.Sprintf("%v asks to poll less often (RATE): poll 2^%d s", s.addr, s.floor),
 			"source", s.addr.String(), "code", k.Code, "poll", s.floor)
 	}
-}
-
-// peerPoll answers a configured peer's mode-1 poll in symmetric passive mode
-// (mode 2): its transmit timestamp becomes our origin, so the peer gets a
-// sample from every poll it sends. A peer that instead answers our polls
-// with its own mode-1 polls (ntpd's symmetric active/active) is served too:
-// a mode-1 packet whose origin is our last poll is an answer to it.
-func (c *Client) peerPoll(s *source, p *wire.NTPPacket, dst time.Time) error {
-	var answerErr error
-	answered := !s.activeXmt.IsZero() && p.Origin == s.activeXmt
-	if answered {
-		answerErr = c.answer(s, p, dst)
-	}
-	_, err := s.passive.Receive(p, dst)
-	switch {
-	case errors.Is(err, ntp.ErrDuplicate), errors.Is(err, ntp.ErrMode),
-		errors.Is(err, ntp.ErrVersion), errors.Is(err, ntp.ErrZeroTransmit):
-		// Not a poll to answer: a replay, or not a packet at all.
-		if answered {
-			return answerErr
-		}
-		return c.reject(s, err)
-	}
-	// Any other outcome (a valid sample, a bogus origin because the peer
-	// missed our last answer, an unsynchronised peer) still deserves an
-	// answer: the passive side serves time, it does not judge the poller.
-	// Its sample is not used: it spans the peer's whole poll interval,
-	// while our own polls' answers span one round trip.
-	rep := s.passive.Request(dst, s.pollExp(), c.sysAt(dst))
-	b, encErr := rep.AppendBinary(make([]byte, 0, wire.NTPHeaderLen))
-	if encErr != nil {
-		panic(fmt.Sprintf("client: encoding our own answer: %v", encErr))
-	}
-	c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
-	c.counters[cntPassive]++
-	return answerErr
 }
 
 // update runs the selection over every source with an estimate and, if the

@@ -185,6 +185,26 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestPollRangeZeroGiven: --minpoll 0 --maxpoll 0 polls every second for
+// good, even when the server stops answering (an unanswered source backs
+// off up to MaxPoll); both zero is not "unset" when given.
+func TestPollRangeZeroGiven(t *testing.T) {
+	b := newBench(t, func(c *client.Config) { c.MinPoll, c.MaxPoll, c.PollRangeSet = 0, 0, true })
+	var times []time.Time
+	for range 60 {
+		b.nextRequest(srvAddr)
+		times = append(times, b.now)
+	}
+	for i := 20; i < len(times); i++ {
+		if gap := times[i].Sub(times[i-1]); gap > time.Second+time.Second/32+10*time.Millisecond {
+			t.Fatalf("poll %d came %v after the one before: the poll range 0..0 was not kept", i, gap)
+		}
+	}
+	if p := b.c.Report().Sources[0].Poll; p != 0 {
+		t.Fatalf("poll exponent %d after 60 polls, want 0", p)
+	}
+}
+
 // TestBurstThenPoll: a burst of 8 mode-3 requests 500 ms apart (plus up to
 // 1/32 of jitter), then one per 2^MinPoll s while the server answers;
 // requests leak no state.
@@ -427,56 +447,124 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
-// TestSymmetricPassive: a configured peer's mode-1 poll is answered at once
-// in mode 2 with its transmit timestamp as origin and our receive time;
-// the client's own polls to it are mode 1 and carry its system state.
-func TestSymmetricPassive(t *testing.T) {
+// TestSymmetricPeer: RFC 5905 symmetric mode with a configured peer. Our
+// packets are mode 1 at our own poll interval, carrying our system state
+// and, as origin and receive timestamps, the peer's latest packet and when
+// it came; nothing is sent in answer to a peer's packet. A peer's packet
+// gives a sample when it answers our latest one (mode 1 from a peer that
+// polls too, or mode 2 from an ntpd-style passive one), once; crossed
+// packets give none, but their timestamps go back in our next packet.
+func TestSymmetricPeer(t *testing.T) {
 	b := newBench(t, func(c *client.Config) {
 		c.Servers, c.Peers, c.LocalStratum = nil, []netip.AddrPort{peerAdr}, 7
 	})
 	own := b.nextRequest(peerAdr)
 	if own.Mode != wire.ModeSymmetricActive || own.Stratum != 7 || own.Leap != wire.LeapNone ||
-		wire.RefIDText(own.ReferenceID) != "LOCL" {
-		t.Fatalf("own poll %+v", own)
+		wire.RefIDText(own.ReferenceID) != "LOCL" || !own.Origin.IsZero() || !own.Receive.IsZero() {
+		t.Fatalf("own first packet %+v", own)
 	}
-	theirXmt := wire.NTPTimeFromTime(b.now.Add(-3 * time.Second))
-	poll := wire.NTPPacket{Version: 4, Mode: wire.ModeSymmetricActive, Stratum: 16, Leap: wire.LeapNotInSync,
-		Poll: 0, Transmit: theirXmt}
-	data, _ := poll.AppendBinary(nil)
-	n := len(b.sent)
-	dst := b.now.Add(5 * time.Millisecond)
-	if err := b.c.StepDatagram(core.Datagram{Addr: peerAdr, Data: data, Time: dst}); err != nil {
-		t.Fatalf("peer poll: %v", err)
+	send := func(p wire.NTPPacket, dst time.Time) error {
+		data, _ := p.AppendBinary(nil)
+		n := len(b.sent)
+		err := b.c.StepDatagram(core.Datagram{Addr: peerAdr, Data: data, Time: dst})
+		b.drain()
+		if len(b.sent) != n {
+			t.Fatalf("%d packets sent in answer to a peer's packet: symmetric mode answers at its own poll", len(b.sent)-n)
+		}
+		return err
 	}
-	b.drain()
-	if len(b.sent) != n+1 {
-		t.Fatalf("%d answers to the peer's poll", len(b.sent)-n)
+	// The peer started at the same time: its first packet has not heard
+	// from us (origin 0). No sample, but it is what we echo next.
+	theirs := wire.NTPPacket{Version: 4, Mode: wire.ModeSymmetricActive, Stratum: 8, Poll: 0,
+		Transmit: wire.NTPTimeFromTime(b.now.Add(-3 * time.Millisecond))}
+	dst := b.now.Add(time.Millisecond)
+	if err := send(theirs, dst); !errors.Is(err, ntp.ErrZeroOrigin) {
+		t.Fatalf("peer's first packet: %v", err)
 	}
-	var rep wire.NTPPacket
-	if err := rep.UnmarshalBinary(b.sent[n].Data); err != nil {
-		t.Fatal(err)
+	own = b.nextRequest(peerAdr)
+	if own.Origin != theirs.Transmit || own.Receive != wire.NTPTimeFromTime(dst) || own.Mode != wire.ModeSymmetricActive {
+		t.Fatalf("our next packet %+v does not echo the peer's (xmt %v, received %v)", own, theirs.Transmit, dst)
 	}
-	if rep.Mode != wire.ModeSymmetricPassive || rep.Origin != theirXmt || rep.Receive != wire.NTPTimeFromTime(dst) ||
-		rep.Stratum != 7 || b.sent[n].Addr != peerAdr {
-		t.Fatalf("answer %+v", rep)
+	// The peer's next packet answers ours: a sample.
+	answer := func(mode uint8, after time.Duration) wire.NTPPacket {
+		return wire.NTPPacket{Version: 4, Mode: mode, Stratum: 8, Poll: 0, ReferenceID: wire.RefIDFromText("LOCL"),
+			Origin: own.Transmit, Receive: own.Transmit.Add(time.Millisecond), Transmit: own.Transmit.Add(after)}
 	}
-	// The same poll again is a replay: no second answer.
-	if err := b.c.StepDatagram(core.Datagram{Addr: peerAdr, Data: data, Time: dst}); !errors.Is(err, ntp.ErrDuplicate) {
-		t.Fatalf("replayed poll: %v", err)
-	}
-	b.drain()
-	if len(b.sent) != n+1 || b.c.Report().Counters["passive_replies"] != 1 {
-		t.Fatalf("answered a replay")
-	}
-	// The peer answers our own poll in mode 2: a sample for the active side.
-	ans := wire.NTPPacket{Version: 4, Mode: wire.ModeSymmetricPassive, Stratum: 3,
-		Origin: own.Transmit, Receive: own.Transmit, Transmit: own.Transmit.Add(time.Microsecond)}
-	data, _ = ans.AppendBinary(nil)
-	if err := b.c.StepDatagram(core.Datagram{Addr: peerAdr, Data: data, Time: b.now}); err != nil {
+	a1 := answer(wire.ModeSymmetricActive, 300*time.Millisecond)
+	if err := send(a1, b.now.Add(300*time.Millisecond)); err != nil {
 		t.Fatalf("peer's answer: %v", err)
 	}
-	if st := b.c.Report(); st.Sources[0].Accepted != 1 || st.Sources[0].Mode != "peer" {
-		t.Fatalf("source %+v", st.Sources[0])
+	// The same packet again is a duplicate; another one answering the
+	// same packet of ours gives no second sample, but it is newer, so it
+	// is what our next packet echoes.
+	if err := send(a1, b.now.Add(301*time.Millisecond)); !errors.Is(err, ntp.ErrDuplicate) {
+		t.Fatalf("replayed answer: %v", err)
+	}
+	a2 := answer(wire.ModeSymmetricActive, 400*time.Millisecond)
+	dst2 := b.now.Add(400 * time.Millisecond)
+	if err := send(a2, dst2); !errors.Is(err, ntp.ErrBogus) {
+		t.Fatalf("second answer to the same packet: %v", err)
+	}
+	st := b.c.Report()
+	if st.Sources[0].Accepted != 1 || st.Sources[0].Mode != "peer" || st.Counters["peer_crossed"] != 2 {
+		t.Fatalf("source %+v, counters %v", st.Sources[0], st.Counters)
+	}
+	own = b.nextRequest(peerAdr)
+	if own.Origin != a2.Transmit || own.Receive != wire.NTPTimeFromTime(dst2) {
+		t.Fatalf("our packet %+v does not echo the peer's newest", own)
+	}
+	// An ntpd-style passive association answers in mode 2: a sample too.
+	if err := send(answer(wire.ModeSymmetricPassive, time.Millisecond), b.now.Add(2*time.Millisecond)); err != nil {
+		t.Fatalf("mode-2 answer: %v", err)
+	}
+	if st := b.c.Report(); st.Sources[0].Accepted != 2 {
+		t.Fatalf("source %+v after a mode-2 answer", st.Sources[0])
+	}
+	// A forged packet from the peer's address that does not answer us
+	// (an off-path attacker cannot know our transmit timestamp) gives no
+	// sample and cannot displace the genuine answer we echo.
+	forged := answer(wire.ModeSymmetricActive, time.Hour)
+	forged.Origin = own.Transmit.Add(time.Nanosecond * 977)
+	if err := send(forged, b.now.Add(3*time.Millisecond)); !errors.Is(err, ntp.ErrBogus) {
+		t.Fatalf("forged packet: %v", err)
+	}
+	if own := b.nextRequest(peerAdr); own.Origin == forged.Transmit {
+		t.Fatalf("our packet echoes the forged one")
+	}
+}
+
+// TestSymmetricPeerPoll: a peer polls at the shorter of both intervals
+// (RFC 5905 min(ppoll, hpoll)), never below MinPoll, whatever Poll value
+// its peer's packets carry. The peer here answers every packet but is
+// unsynchronised (leap 3): no sample, so our own poll backs off, to 2^3 s
+// after 11 polls.
+func TestSymmetricPeerPoll(t *testing.T) {
+	for _, tc := range []struct {
+		theirPoll int8
+		want      time.Duration // the last interval
+	}{
+		{0, time.Second},       // the peer polls faster: follow it
+		{-4, time.Second},      // not below our MinPoll (0)
+		{127, 8 * time.Second}, // absurd: our own poll stands
+	} {
+		b := newBench(t, func(c *client.Config) {
+			c.Servers, c.Peers, c.MinPoll, c.MaxPoll, c.PollRangeSet, c.Burst = nil, []netip.AddrPort{peerAdr}, 0, 6, true, -1
+		})
+		var times []time.Time
+		for range 12 {
+			own := b.nextRequest(peerAdr)
+			times = append(times, b.now)
+			p := wire.NTPPacket{Version: 4, Mode: wire.ModeSymmetricActive, Leap: wire.LeapNotInSync, Stratum: 16, Poll: tc.theirPoll,
+				Origin: own.Transmit, Receive: own.Transmit, Transmit: own.Transmit.Add(time.Millisecond)}
+			data, _ := p.AppendBinary(nil)
+			if err := b.c.StepDatagram(core.Datagram{Addr: peerAdr, Data: data, Time: b.now.Add(2 * time.Millisecond)}); !errors.Is(err, ntp.ErrUnsynchronized) {
+				t.Fatalf("unsynchronised peer's packet: %v", err)
+			}
+		}
+		gap := times[len(times)-1].Sub(times[len(times)-2])
+		if gap < tc.want || gap > tc.want+tc.want/32+20*time.Millisecond {
+			t.Errorf("peer advertising poll %d: we poll every %v, want %v", tc.theirPoll, gap, tc.want)
+		}
 	}
 }
 

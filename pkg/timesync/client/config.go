@@ -92,18 +92,23 @@ type Config struct {
 	ID      uint32
 	Cluster uint32
 	Keys    []wire.Key
-	// Peers are symmetric peers: we poll them in symmetric active mode
-	// (mode 1) and answer their mode-1 polls in symmetric passive mode
-	// (mode 2), so two timed hosts that list each other synchronise each
-	// other (the one closer to a reference wins, by stratum). Mode-1
-	// packets from addresses not listed here are ignored and counted.
+	// Peers are symmetric peers (RFC 5905 symmetric active mode): we
+	// send them mode-1 packets at our poll interval, and their packets
+	// that answer ours give samples, so two hosts that list each other
+	// synchronise each other (the one closer to a reference wins, by
+	// stratum). Mode-1 packets from addresses not listed here are ignored
+	// and counted.
 	Peers []netip.AddrPort
 
 	// MinPoll and MaxPoll bound the poll exponent, log2 seconds (defaults
 	// 0 and 6: 1 s to 64 s; allowed -4..17, sub-second polls are for
 	// tests). The poll interval moves between them with the offsets'
-	// noise (ntp.Poller).
+	// noise (ntp.Poller). Both zero means the defaults unless PollRangeSet
+	// is true: then it means a poll every second, always.
 	MinPoll, MaxPoll int8
+	// PollRangeSet takes MinPoll and MaxPoll as given, even both zero
+	// (timed's --minpoll and --maxpoll always set it).
+	PollRangeSet bool
 	// Burst is the number of requests sent BurstInterval apart at start and
 	// when a source becomes reachable again (default 8; negative: none).
 	Burst int
@@ -193,8 +198,8 @@ func DefaultLANConfig() Config {
 }
 
 // validate fills defaults in and rejects contradictions. The poll range
-// default applies when both MinPoll and MaxPoll are zero (0 is a valid
-// MinPoll on its own).
+// default applies when both MinPoll and MaxPoll are zero and PollRangeSet
+// is not set (0 is a valid exponent).
 func (c *Config) validate() error {
 	def := DefaultLANConfig()
 	if len(c.Servers)+len(c.Peers)+len(c.CristianServers) == 0 {
@@ -232,9 +237,10 @@ func (c *Config) validate() error {
 		}
 		seen[a] = true
 	}
-	if c.MinPoll == 0 && c.MaxPoll == 0 {
+	if c.MinPoll == 0 && c.MaxPoll == 0 && !c.PollRangeSet {
 		c.MinPoll, c.MaxPoll = def.MinPoll, def.MaxPoll
 	}
+	c.PollRangeSet = true
 	if c.Burst == 0 {
 		c.Burst = def.Burst
 	}

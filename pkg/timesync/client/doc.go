@@ -75,16 +75,25 @@
 //
 // # Symmetric peers
 //
-// Each configured peer has two associations: an active one (we poll it in
-// mode 1; its mode-2 answers, or an ntpd-style mode-1 packet answering our
-// poll, give samples) and a passive one that answers its mode-1 polls at
-// once in mode 2, echoing its transmit timestamp as origin. Mode-1 packets
-// from addresses not configured are dropped and counted (stranger_peer):
-// nobody can make this host serve time as a peer by asking. Two hosts that
-// list each other synchronise each other; a host that should anchor them
-// sets LocalStratum (chrony's "local stratum N"), and sources at or above
-// that stratum are never selected by it. Address enables loop detection
-// (a source whose reference ID is our address synchronises to us).
+// A configured peer has one association, in symmetric active mode (RFC 5905
+// sections 8 and 9): we send it mode-1 packets at our own poll interval
+// (the shorter of ours and the one it advertises, never below MinPoll),
+// each carrying our system state and, as origin and receive timestamps,
+// its latest packet and when it came. Its packets, mode 1 from a peer that
+// polls us too (chronyd, ntpd) or mode 2 from an ntpd-style passive
+// association, give a sample when they answer our latest packet, once per
+// packet of ours; packets that crossed ours (counted as peer_crossed) give
+// none, but their timestamps go back in our next packet, which answers
+// them. Nothing is sent in answer to a peer's packet: the peer's sample
+// comes from our next poll, as the RFC has it. Mode-1 packets from
+// addresses not configured are dropped and counted (stranger_peer): nobody
+// can make this host serve time as a peer by asking. A peer is polled from
+// and reached at a fixed port (the daemon's NTP socket: 123, or --serve's).
+// Two hosts that list each other synchronise each other; a host that
+// should anchor them sets LocalStratum (chrony's "local stratum N"), and
+// sources at or above that stratum are never selected by it. Address
+// enables loop detection (a source whose reference ID is our address
+// synchronises to us).
 //
 // # State and status
 //

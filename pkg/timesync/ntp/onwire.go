@@ -40,29 +40,52 @@ type Peer struct {
 
 // Association is the on-wire protocol of RFC 5905 section 8 for one source,
 // in client mode (we send mode 3, it answers mode 4) or symmetric mode (we
-// send mode 1 or 2, it sends mode 1 or 2). It keeps the three timestamps
-// the protocol runs on:
+// send mode 1 or 2, it sends mode 1 or 2). It keeps the timestamps the
+// protocol runs on:
 //
 //	org  the peer's transmit timestamp of the last packet we received
 //	rec  our receive time of that packet
 //	xmt  the transmit timestamp of the last packet we sent
 //
-// A reply is a duplicate if its transmit timestamp equals org (the same
+// A packet is a duplicate if its transmit timestamp equals org (the same
 // packet again), and bogus if its origin timestamp does not equal xmt (not a
-// reply to our latest packet: late, replayed or forged). In symmetric mode
-// our packets echo org and rec, so the peer can compute its own offset from
-// them; org and rec are therefore updated before the bogus test, or two
-// peers starting at once would each call the other's first packet bogus
-// forever. In client mode they are updated only for valid replies (a forged
-// packet must not be able to reset them, CVE-2016-9042), and xmt is
-// cleared once answered so each request is used once.
+// reply to our latest packet: late, crossed, replayed or forged). Each of
+// our packets gets at most one sample.
+//
+// Client mode: org and rec are updated only by valid replies (a forged
+// packet must not be able to reset them, CVE-2016-9042), and xmt is cleared
+// once answered.
 //
 //	client                      server
 //	  T1 --- mode 3, xmt=T1 ---->  T2
 //	  T4 <-- mode 4, org=T1 -----  T3   rec=T2, xmt=T3
 //
+// Symmetric mode: each end sends at its own poll interval, and every packet
+// is both a request and an answer: it carries org and rec (the last packet
+// heard from the peer, and when) besides its own xmt, so the peer gets a
+// sample from it if it answers the peer's latest packet.
+//
+//	A                             B
+//	 t1 ---- xmt=t1 ------------>  t2
+//	 t4 <--- org=t1 rec=t2 ------  t3     A's sample: t1 t2 t3 t4
+//	 t5 ---- org=t3 rec=t4 ----->  t6     B's sample: t3 t4 t5 t6
+//
+// org and rec are therefore updated by a packet that fails the bogus test
+// too (RFC 5905: "the state variables are updated, then the packet is
+// discarded"): two peers starting at once, or whose packets crossed, would
+// otherwise each refuse the other's packets forever. To keep a stale or
+// forged packet from displacing a good one (as chrony does): a packet that
+// answers our latest one (valid) always updates them the first time, and
+// later only with a newer transmit timestamp; one that does not (bogus)
+// updates them only while nothing valid has come since our last packet,
+// and after the first such update only with a newer transmit timestamp.
+// Every packet we send resets that. Since we always echo the peer's latest
+// packet, an off-path forger cannot get a sample accepted (it would need
+// our transmit timestamp); it can make the peer miss samples while it
+// keeps forging, as in any unauthenticated NTP association.
+//
 // An Association does no I/O: Request builds the packet to send, Receive
-// checks a decoded reply and returns the Sample. Not safe for concurrent
+// checks a decoded packet and returns the Sample. Not safe for concurrent
 // use.
 type Association struct {
 	mode      uint8 // the mode we send
@@ -71,8 +94,17 @@ type Association struct {
 	org, rec, xmt wire.NTPTime
 	xmtLocal      time.Time // T1 on the local clock, exact
 
+	// Symmetric mode, since our last packet: whether one of the peer's
+	// packets gave a sample (answered), and whether org and rec were
+	// updated (updated).
+	answered, updated bool
+
 	peer    Peer
 	hasPeer bool
+	// ppoll is the poll exponent of the last packet that answered ours,
+	// synchronised or not (RFC 5905 packet(): p->ppoll = r->poll).
+	ppoll    int8
+	hasPPoll bool
 }
 
 // NewAssociation returns an association sending mode (wire.ModeClient,
@@ -97,11 +129,17 @@ func (a *Association) symmetric() bool { return a.mode != wire.ModeClient }
 // and whether there has been one.
 func (a *Association) Peer() (Peer, bool) { return a.peer, a.hasPeer }
 
+// PeerPoll returns the poll exponent the source advertised in the last
+// packet that answered ours, even one refused afterwards as unsynchronised
+// (a symmetric peer polls at the shorter of both intervals), and whether
+// there has been one. It is a byte off the wire: clamp it before use.
+func (a *Association) PeerPoll() (int8, bool) { return a.ppoll, a.hasPPoll }
+
 // Request returns the packet to send at local time now, with poll our
 // current poll exponent and sys our own state (sent in full in symmetric
-// mode; a client request carries only leap, version, mode, poll and
-// precision, with zero origin and receive timestamps so as not to leak
-// state).
+// mode, with org and rec; a client request carries only leap, version,
+// mode, poll and precision, with zero origin and receive timestamps so as
+// not to leak state).
 //
 // The transmit timestamp is now. If the transport rewrites it just before
 // the write (core.Datagram.NTPStamp), the daemon must report the value
@@ -139,6 +177,7 @@ func (a *Association) Request(now time.Time, poll int8, sys System) wire.NTPPack
 func (a *Association) Sent(xmt wire.NTPTime, at time.Time) {
 	a.xmt = xmt
 	a.xmtLocal = at
+	a.answered, a.updated = false, false
 }
 
 // Receive runs the on-wire checks on a decoded packet that arrived at local
@@ -148,10 +187,14 @@ func (a *Association) Sent(xmt wire.NTPTime, at time.Time) {
 //   - a zero transmit timestamp (ErrZeroTransmit);
 //   - duplicate: the transmit timestamp equals org (ErrDuplicate);
 //   - bogus: a zero origin (ErrZeroOrigin: the peer has not heard from us
-//     yet) or one that is not our last transmit (ErrBogus);
+//     yet) or one that is not our last transmit, or a second packet
+//     answering it (ErrBogus);
 //   - a zero receive timestamp (ErrZeroTimestamp);
-//   - kiss-o'-death, stratum 0 (*KissError, checked after the origin so an
-//     off-path attacker cannot forge one);
+//   - kiss-o'-death, stratum 0 with a kiss code (four ASCII letters) in
+//     the reference ID (*KissError, checked after the origin so an
+//     off-path attacker cannot forge one); stratum 0 without one is an
+//     unsynchronised server (leap 3: ErrUnsynchronized) or an invalid
+//     stratum (ErrStratum), not a kiss;
 //   - leap 3 (ErrUnsynchronized), stratum 16 or more (ErrStratum);
 //   - the source's own root distance above MaxDistance (ErrDistance).
 //
@@ -178,17 +221,22 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 	if p.Transmit == a.org {
 		return Sample{}, ErrDuplicate
 	}
+	echoes := !p.Origin.IsZero() && !a.xmt.IsZero() && p.Origin == a.xmt
 	if a.symmetric() {
-		a.org = p.Transmit
-		a.rec = wire.NTPTimeFromTime(dst)
+		a.keep(p, dst, echoes)
 	}
 	switch {
 	case p.Origin.IsZero():
 		return Sample{}, ErrZeroOrigin
-	case a.xmt.IsZero() || p.Origin != a.xmt:
+	case !echoes:
 		return Sample{}, ErrBogus
+	case a.answered:
+		return Sample{}, fmt.Errorf("%w: our last packet was answered already", ErrBogus)
 	}
-	if !a.symmetric() {
+	a.ppoll, a.hasPPoll = p.Poll, true
+	if a.symmetric() {
+		a.answered = true
+	} else {
 		a.org = p.Transmit
 		a.rec = wire.NTPTimeFromTime(dst)
 		a.xmt = 0 // one reply per request
@@ -197,7 +245,12 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 		return Sample{}, ErrZeroTimestamp
 	}
 	if p.Stratum == 0 {
-		return Sample{}, &KissError{Code: p.KissCode()}
+		if code := p.KissCode(); code != "" {
+			return Sample{}, &KissError{Code: code}
+		}
+		if p.Leap != wire.LeapNotInSync {
+			return Sample{}, fmt.Errorf("%w: stratum 0 without a kiss code", ErrStratum)
+		}
 	}
 	if p.Leap == wire.LeapNotInSync {
 		return Sample{}, ErrUnsynchronized
@@ -227,6 +280,26 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 	}
 	a.hasPeer = true
 	return s, nil
+}
+
+// keep updates org and rec from a symmetric peer's packet that is not a
+// duplicate, by the rules in the Association comment: the packet that
+// answers our latest one always wins the first time, a packet that does
+// not only while none did, and after the first update since our last
+// packet only a newer transmit timestamp replaces them.
+func (a *Association) keep(p *wire.NTPPacket, dst time.Time, echoes bool) {
+	newer := int64(uint64(p.Transmit)-uint64(a.org)) > 0 // within ±68 years, across eras
+	switch {
+	case echoes && !a.answered, echoes && newer:
+		// An answer to our latest packet: the first one since it
+		// replaces whatever a bogus packet left.
+	case !a.answered && (!a.updated || newer):
+	default:
+		return
+	}
+	a.org = p.Transmit
+	a.rec = wire.NTPTimeFromTime(dst)
+	a.updated = true
 }
 
 // ServerReply builds a server's answer (mode 4) to a client request that

@@ -123,6 +123,26 @@ func TestKissOfDeath(t *testing.T) {
 	}
 }
 
+// TestStratumZeroWithoutCode: an unsynchronised server that says stratum 0
+// with leap 3 and no kiss code is unsynchronised, not a kiss-o'-death;
+// stratum 0 with neither is an invalid stratum.
+func TestStratumZeroWithoutCode(t *testing.T) {
+	for _, tc := range []struct {
+		leap uint8
+		want error
+	}{{wire.LeapNotInSync, ErrUnsynchronized}, {wire.LeapNone, ErrStratum}} {
+		a, _ := NewAssociation(wire.ModeClient, us(1))
+		req := roundTrip(t, a.Request(t0, 4, System{}))
+		rep := roundTrip(t, KissReply(req, t0.Add(ms(5)), ""))
+		rep.Leap = tc.leap
+		_, err := a.Receive(rep, t0.Add(ms(10)))
+		var kiss *KissError
+		if !errors.Is(err, tc.want) || errors.As(err, &kiss) {
+			t.Errorf("leap %d, stratum 0, no code: %v, want %v", tc.leap, err, tc.want)
+		}
+	}
+}
+
 // TestSymmetricStartup runs two symmetric peers that start at the same time
 // and checks the org/rec bookkeeping: each one's first packet carries a
 // zero origin (the other has sent nothing yet), both are refused but
@@ -175,6 +195,47 @@ func TestSymmetricStartup(t *testing.T) {
 	// changes.
 	if _, err := a.Receive(pb, T.Add(leg+ms(1))); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("replay: %v", err)
+	}
+}
+
+// TestSymmetricTimestampsKept: which of a peer's packets set the origin
+// and receive timestamps our next packet echoes. Bogus packets do while
+// nothing has answered our latest packet (only newer ones after the
+// first); once one has, only newer answers replace it; our next packet
+// starts over.
+func TestSymmetricTimestampsKept(t *testing.T) {
+	a, _ := NewAssociation(wire.ModeSymmetricActive, us(1))
+	sys := System{Stratum: 2, Precision: -20}
+	ours := roundTrip(t, a.Request(t0, 0, sys))
+	pkt := func(origin wire.NTPTime, xmt time.Duration) *wire.NTPPacket {
+		return &wire.NTPPacket{Version: 4, Mode: wire.ModeSymmetricActive, Stratum: 3,
+			Origin: origin, Receive: ours.Transmit, Transmit: wire.NTPTimeFromTime(t0.Add(xmt))}
+	}
+	echoed := func() wire.NTPTime { return roundTrip(t, a.Request(t0.Add(time.Second), 0, sys)).Origin }
+	// Two bogus packets: the newer one is kept, whatever the order.
+	a.Receive(pkt(0, ms(20)), t0.Add(ms(21)))
+	a.Receive(pkt(0, ms(10)), t0.Add(ms(22)))
+	ours = roundTrip(t, a.Request(t0.Add(ms(30)), 0, sys))
+	if ours.Origin != wire.NTPTimeFromTime(t0.Add(ms(20))) {
+		t.Fatalf("echoed %v, want the newer bogus packet's transmit", ours.Origin)
+	}
+	// An answer displaces a newer bogus packet that came first, and a
+	// bogus packet after the answer changes nothing.
+	if _, err := a.Receive(pkt(0, time.Hour), t0.Add(ms(31))); !errors.Is(err, ErrZeroOrigin) {
+		t.Fatal(err)
+	}
+	if _, err := a.Receive(pkt(ours.Transmit, ms(35)), t0.Add(ms(36))); err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	if _, err := a.Receive(pkt(0, ms(40)), t0.Add(ms(41))); !errors.Is(err, ErrZeroOrigin) {
+		t.Fatal(err)
+	}
+	// A second answer to the same packet: no sample, kept if newer.
+	if _, err := a.Receive(pkt(ours.Transmit, ms(38)), t0.Add(ms(42))); !errors.Is(err, ErrBogus) {
+		t.Fatalf("second answer: %v", err)
+	}
+	if got := echoed(); got != wire.NTPTimeFromTime(t0.Add(ms(38))) {
+		t.Fatalf("echoed %v, want the newest answer's transmit (38 ms)", got)
 	}
 }
 

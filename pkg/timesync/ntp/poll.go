@@ -38,9 +38,12 @@ const (
 
 // PollConfig configures a Poller. The zero value gets the defaults.
 type PollConfig struct {
-	// MinPoll and MaxPoll bound the poll exponent, log2 seconds (defaults
-	// 4 and 10; allowed range -4..17).
+	// MinPoll and MaxPoll bound the poll exponent, log2 seconds (allowed
+	// range -4..17). Both zero means the defaults, 4 and 10, unless
+	// PollRangeSet says they were given: then 0..0 is a poll every second.
 	MinPoll, MaxPoll int8
+	// PollRangeSet takes MinPoll and MaxPoll as given, even both zero.
+	PollRangeSet bool
 	// Burst is the number of requests sent BurstInterval apart when the
 	// source is first polled and when it becomes reachable again (default
 	// 8; negative disables the burst).
@@ -51,9 +54,10 @@ type PollConfig struct {
 
 // Validate fills defaults and rejects impossible values.
 func (c *PollConfig) Validate() error {
-	if c.MinPoll == 0 && c.MaxPoll == 0 {
+	if c.MinPoll == 0 && c.MaxPoll == 0 && !c.PollRangeSet {
 		c.MinPoll, c.MaxPoll = DefaultMinPoll, DefaultMaxPoll
 	}
+	c.PollRangeSet = true
 	if c.Burst == 0 {
 		c.Burst = DefaultBurst
 	}

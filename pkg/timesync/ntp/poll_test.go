@@ -23,6 +23,11 @@ func TestPollConfigValidate(t *testing.T) {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
+	// 0..0 given on purpose is a poll every second, not "unset".
+	every := PollConfig{PollRangeSet: true}
+	if err := every.Validate(); err != nil || every.MinPoll != 0 || every.MaxPoll != 0 {
+		t.Errorf("poll range 0..0 given: %v %+v", err, every)
+	}
 	lan := PollConfig{MinPoll: -4, MaxPoll: -1, Burst: -1}
 	if err := lan.Validate(); err != nil || lan.Burst != 0 {
 		t.Errorf("sub-second LAN config: %v %+v", err, lan)

@@ -46,6 +46,11 @@ type limiter struct {
 	table      map[netip.Addr]*client
 	head, tail *client
 	evicted    uint64
+	// free holds expired entries for reuse (linked by next): a client
+	// that comes back after its entry expired costs no allocation, which
+	// matters when the interval is short and entries expire at every tick.
+	// It never holds more than MaxClients entries.
+	free *client
 }
 
 func newLimiter(cfg RateLimit) *limiter {
@@ -103,6 +108,8 @@ func (l *limiter) expire(now time.Time) {
 		c := l.tail
 		l.unlink(c)
 		delete(l.table, c.addr)
+		*c = client{next: l.free}
+		l.free = c
 	}
 }
 
@@ -112,8 +119,16 @@ func (l *limiter) insert(addr netip.Addr) *client {
 		l.unlink(old)
 		delete(l.table, old.addr)
 		l.evicted++
+		*old = client{next: l.free}
+		l.free = old
 	}
-	c := &client{addr: addr}
+	c := l.free
+	if c != nil {
+		l.free = c.next
+		*c = client{addr: addr}
+	} else {
+		c = &client{addr: addr}
+	}
 	l.table[addr] = c
 	l.pushFront(c)
 	return c

@@ -171,3 +171,30 @@ func TestRateLimitClockBackwards(t *testing.T) {
 		t.Errorf("after the clock went back an hour: %s", o)
 	}
 }
+
+// TestRateLimitReusesEntries: entries that expire (at every tick, with a
+// short interval) or are evicted are reused: clients coming and going cost
+// no allocation once the table has grown, and the table stays bounded.
+func TestRateLimitReusesEntries(t *testing.T) {
+	l := newLimiter(RateLimit{Interval: 2 * time.Microsecond, Burst: 8, KissInterval: time.Millisecond, MaxClients: 64})
+	addrs := make([]netip.Addr, 100)
+	for i := range addrs {
+		addrs[i] = netip.AddrFrom4([4]byte{10, 0, byte(i / 250), byte(i%250 + 1)})
+	}
+	now := t0
+	round := func() {
+		for _, a := range addrs {
+			now = now.Add(time.Microsecond)
+			l.check(a, now)
+		}
+		now = now.Add(10 * time.Millisecond)
+		l.expire(now)
+	}
+	round() // grow the table and the free list
+	if allocs := testing.AllocsPerRun(100, round); allocs != 0 {
+		t.Errorf("%v allocations per round of 100 clients, want 0", allocs)
+	}
+	if len(l.table) > 64 {
+		t.Errorf("table of %d entries, bound 64", len(l.table))
+	}
+}

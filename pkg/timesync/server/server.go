@@ -61,8 +61,9 @@ type Server struct {
 	cristianRequests, cristianReplies                   uint64
 	validator                                           *wire.Validator // Cristian's frames; nil when disabled
 
-	dropped   map[string]uint64 // by reason: packets without an answer
-	cryptoNAK map[string]uint64 // by reason: "unknown_key", "bad_mac"
+	dropped   map[string]uint64             // by reason: packets without an answer
+	cryptoNAK map[string]uint64             // by reason: "unknown_key", "bad_mac"
+	signers   map[uint32][2]*wire.NTPSigner // by key ID: truncated, whole
 }
 
 // New returns a server advertising an unsynchronised clock (or the local
@@ -82,6 +83,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if c := cfg.Cristian; c.ID != 0 {
 		s.validator = wire.NewValidator(c.Cluster, c.ID, c.Keys)
+	}
+	s.signers = make(map[uint32][2]*wire.NTPSigner, len(cfg.Keys))
+	for _, k := range cfg.Keys {
+		s.signers[k.ID] = [2]*wire.NTPSigner{{Key: k}, {Key: k, Whole: true}}
 	}
 	return s, nil
 }
@@ -169,11 +174,14 @@ func (s *Server) drop(reason string, err error) error {
 //   - a request without a MAC gets a 48-byte reply whose transmit
 //     timestamp the daemon writes just before the write (NTPStamp);
 //   - a request with a valid MAC gets a reply signed with the same key
-//     (same digest length, so the same size). Its transmit timestamp is the
-//     receive timestamp (T3 = T2), since patching it after signing would
-//     break the MAC: the client then sees the server's processing time
-//     (tens of microseconds) as extra delay, which only widens its error
-//     bound (offset error <= delay/2 still holds);
+//     and a digest as long as the request's (so the same size): truncated
+//     to 20 bytes in NTPv4 as chrony and ntpd send it, or whole as ntpsec's
+//     ntpdig sends and requires it (wire.SplitNTPMAC has the rule). The
+//     daemon writes its transmit timestamp at the write and then signs it
+//     (NTPSign), so that a signed reply says when it left like a plain one
+//     (with T3 = T2, the time spent between the receive stamp and the
+//     write, up to milliseconds on a busy host, would bias the client's
+//     offset by half of it);
 //   - a request whose MAC uses an unknown key or does not verify gets a
 //     crypto-NAK (RFC 5905 section 7.4: the reply header and a bare zero
 //     key ID, 52 bytes, shorter than any MAC'd request). It tells the
@@ -181,7 +189,8 @@ func (s *Server) drop(reason string, err error) error {
 //     loss; it carries no MAC, so clients treat it as a hint only, and it
 //     is rate-limited like every reply;
 //   - a request with NTPv4 extension fields (NTS, ...) is answered without
-//     them (RFC 7822: unknown fields are ignored);
+//     them (RFC 7822: unknown fields are ignored); a trailer that is
+//     neither extension fields nor a MAC is dropped (bad_length);
 //   - a client over its rate limit gets a RATE kiss-o'-death (48 bytes) at
 //     most once per RateLimit.KissInterval, otherwise nothing.
 //
@@ -192,30 +201,53 @@ func (s *Server) StepDatagram(d core.Datagram) error {
 	if d.Sent {
 		return nil
 	}
+	ans, err := s.answer(d, nil)
+	if ans.Data != nil {
+		s.out = append(s.out, ans)
+	}
+	return err
+}
+
+var _ core.Answerer = (*Server)(nil)
+
+// Answer is StepDatagram without Ready (core.Answerer): the answer to d,
+// if any, appended to buf[:0]. Every datagram but a report of our own
+// writes (Sent, which needs nothing) is the server's to answer alone.
+func (s *Server) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error) {
+	if d.Sent {
+		return core.Datagram{}, false, nil
+	}
+	ans, err := s.answer(d, buf)
+	return ans, true, err
+}
+
+// answer handles a request, appending the answer's bytes to buf[:0] (a
+// new slice when buf is nil).
+func (s *Server) answer(d core.Datagram, buf []byte) (core.Datagram, error) {
 	if wire.IsFrame(d.Data) {
 		return s.cristian(d)
 	}
 	b := d.Data
 	if len(b) < wire.NTPHeaderLen {
-		return s.drop(dropShort, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b)))
+		return core.Datagram{}, s.drop(dropShort, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b)))
 	}
 	var req wire.NTPPacket
 	_ = req.UnmarshalBinary(b) // cannot fail: the length is checked
 	if req.Mode != wire.ModeClient {
-		return s.drop(modeDrop[req.Mode&7], fmt.Errorf("%w: mode %d", ErrMode, req.Mode))
+		return core.Datagram{}, s.drop(modeDrop[req.Mode&7], fmt.Errorf("%w: mode %d", ErrMode, req.Mode))
 	}
 	if req.Version != 3 && req.Version != 4 {
-		return s.drop(dropBadVersion, fmt.Errorf("%w: %d", ErrVersion, req.Version))
+		return core.Datagram{}, s.drop(dropBadVersion, fmt.Errorf("%w: %d", ErrVersion, req.Version))
 	}
 	if !answerable(d.Addr) {
-		return s.drop(dropBadSource, fmt.Errorf("%w: %v", ErrBadSource, d.Addr))
+		return core.Datagram{}, s.drop(dropBadSource, fmt.Errorf("%w: %v", ErrBadSource, d.Addr))
 	}
 	pkt, keyID, digest, err := wire.SplitNTPMAC(b)
 	var extensions bool
 	if err != nil {
 		var de *wire.DecodeError
 		if !errors.As(err, &de) || de.Kind != wire.DecodeUnsupported {
-			return s.drop(dropBadLength, fmt.Errorf("%w: %v", ErrMalformed, err))
+			return core.Datagram{}, s.drop(dropBadLength, fmt.Errorf("%w: %v", ErrMalformed, err))
 		}
 		extensions, digest = true, nil
 	}
@@ -226,10 +258,9 @@ func (s *Server) StepDatagram(d core.Datagram) error {
 		case kiss:
 			s.kodRate++
 			p := ntp.KissReply(&req, d.Time, "RATE")
-			s.send(d.Addr, &p, nil)
-			return nil
+			return s.reply(d.Addr, &p, buf, nil, nil), nil
 		case drop:
-			return s.drop(dropRateLimited, ErrRateLimited)
+			return core.Datagram{}, s.drop(dropRateLimited, ErrRateLimited)
 		}
 	}
 	if extensions {
@@ -239,33 +270,32 @@ func (s *Server) StepDatagram(d core.Datagram) error {
 	reply, err := ntp.ServerReply(&req, d.Time, s.System(d.Time))
 	if err != nil {
 		// Mode and version were checked above; ServerReply agrees.
-		return s.drop(dropBadVersion, err)
+		return core.Datagram{}, s.drop(dropBadVersion, err)
 	}
 	if digest == nil || (keyID == 0 && len(digest) == 0) {
 		// No MAC (or a client sending a crypto-NAK, which asks for
 		// nothing): a plain reply, stamped at the write.
 		s.replies++
-		s.send(d.Addr, &reply, nil)
-		return nil
+		return s.reply(d.Addr, &reply, buf, nil, nil), nil
 	}
 	if err := wire.VerifyNTPMAC(pkt, keyID, digest, s.cfg.Keys); err != nil {
+		if errors.Is(err, wire.ErrNTPUnknownKey) && wire.NTPExtensionFields(b) {
+			// A trailer as long as a whole digest whose "key ID" is
+			// none of ours: extension fields after all.
+			s.extIgnored++
+			s.replies++
+			return s.reply(d.Addr, &reply, buf, nil, nil), nil
+		}
 		reason := "bad_mac"
 		if errors.Is(err, wire.ErrNTPUnknownKey) {
 			reason = "unknown_key"
 		}
 		s.cryptoNAK[reason]++
-		s.send(d.Addr, &reply, []byte{0, 0, 0, 0})
-		return nil
+		return s.reply(d.Addr, &reply, buf, cryptoNAK, nil), nil
 	}
-	for _, k := range s.cfg.Keys {
-		if k.ID == keyID {
-			s.replies++
-			s.authReplies++
-			s.sendSigned(d.Addr, &reply, k)
-			break
-		}
-	}
-	return nil
+	s.replies++
+	s.authReplies++
+	return s.reply(d.Addr, &reply, buf, nil, s.signer(keyID, len(digest) > truncatedDigest)), nil
 }
 
 // cristian answers a Cristian time request (package cristian): a synclab
@@ -276,53 +306,64 @@ func (s *Server) StepDatagram(d core.Datagram) error {
 // An unsynchronised server answers too, with leap 3: the client learns why
 // it gets no time instead of seeing loss. The reply is exactly as long as
 // the request (payloads of equal length, the same MAC trailer).
-func (s *Server) cristian(d core.Datagram) error {
+func (s *Server) cristian(d core.Datagram) (core.Datagram, error) {
 	if s.validator == nil {
-		return s.drop(dropCristianOff, fmt.Errorf("%w: Cristian is not served here", ErrMalformed))
+		return core.Datagram{}, s.drop(dropCristianOff, fmt.Errorf("%w: Cristian is not served here", ErrMalformed))
 	}
 	var f wire.Frame
 	if err := f.UnmarshalBinary(d.Data); err != nil {
-		return s.drop(dropCristianMalformed, fmt.Errorf("%w: %v", ErrMalformed, err))
+		return core.Datagram{}, s.drop(dropCristianMalformed, fmt.Errorf("%w: %v", ErrMalformed, err))
 	}
 	if err := s.validator.Authenticate(&f, d.Data); err != nil {
-		return s.drop("cristian_"+wire.Reason(err), err)
+		return core.Datagram{}, s.drop("cristian_"+wire.Reason(err), err)
 	}
 	if err := cristian.ParseRequest(&f); err != nil {
-		return s.drop(dropCristianMalformed, fmt.Errorf("%w: %v", ErrMalformed, err))
+		return core.Datagram{}, s.drop(dropCristianMalformed, fmt.Errorf("%w: %v", ErrMalformed, err))
 	}
 	if !answerable(d.Addr) {
-		return s.drop(dropBadSource, fmt.Errorf("%w: %v", ErrBadSource, d.Addr))
+		return core.Datagram{}, s.drop(dropBadSource, fmt.Errorf("%w: %v", ErrBadSource, d.Addr))
 	}
 	s.cristianRequests++
 	if s.lim != nil && s.lim.check(d.Addr.Addr().Unmap(), d.Time) != allow {
-		return s.drop(dropRateLimited, ErrRateLimited)
+		return core.Datagram{}, s.drop(dropRateLimited, ErrRateLimited)
 	}
 	b, err := cristian.ReplyFrame(&f, s.cfg.Cristian.ID, s.System(d.Time))
 	if err != nil {
-		return s.drop(dropCristianMalformed, err)
+		return core.Datagram{}, s.drop(dropCristianMalformed, err)
 	}
 	s.cristianReplies++
-	s.out = append(s.out, core.Datagram{Addr: d.Addr, Data: b, Frame: true})
-	return nil
+	return core.Datagram{Addr: d.Addr, Data: b, Frame: true}, nil
 }
 
-// send queues p, followed by trailer (a crypto-NAK's zero key ID), to addr.
-func (s *Server) send(addr netip.AddrPort, p *wire.NTPPacket, trailer []byte) {
-	b, err := p.AppendBinary(make([]byte, 0, wire.NTPHeaderLen+len(trailer)))
+// cryptoNAK is the trailer of a crypto-NAK: a bare zero key ID.
+var cryptoNAK = []byte{0, 0, 0, 0}
+
+// truncatedDigest is the longest digest an NTPv4 MAC carries unless the
+// request's was whole (wire.SplitNTPMAC).
+const truncatedDigest = 20
+
+// reply encodes p into buf[:0] (a new slice when buf is nil), followed by
+// trailer (a crypto-NAK's zero key ID), for addr: its transmit timestamp
+// written at the write, and then, with sign, its MAC.
+func (s *Server) reply(addr netip.AddrPort, p *wire.NTPPacket, buf, trailer []byte, sign *wire.NTPSigner) core.Datagram {
+	if buf == nil {
+		buf = make([]byte, 0, wire.NTPHeaderLen+4+64)
+	}
+	b, err := p.AppendBinary(buf[:0])
 	if err != nil {
 		panic("server: encoding a reply: " + err.Error()) // every field is in range by construction
 	}
-	s.out = append(s.out, core.Datagram{Addr: addr, Data: append(b, trailer...), NTPStamp: true})
+	return core.Datagram{Addr: addr, Data: append(b, trailer...), NTPStamp: true, NTPSign: sign}
 }
 
-// sendSigned queues p with a MAC computed with k, its transmit timestamp
-// left as built (see StepDatagram).
-func (s *Server) sendSigned(addr netip.AddrPort, p *wire.NTPPacket, k wire.NTPKey) {
-	b, err := p.AppendBinary(make([]byte, 0, wire.NTPHeaderLen+4+64))
-	if err != nil {
-		panic("server: encoding a reply: " + err.Error())
+// signer returns the signer of key id, whole digests or not, made once
+// per key: answering allocates nothing.
+func (s *Server) signer(id uint32, whole bool) *wire.NTPSigner {
+	i := 0
+	if whole {
+		i = 1
 	}
-	s.out = append(s.out, core.Datagram{Addr: addr, Data: wire.AppendNTPMAC(b, k)})
+	return s.signers[id][i]
 }
 
 // answerable reports whether a reply to a can reach a single, real sender.

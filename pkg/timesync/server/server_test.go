@@ -328,3 +328,39 @@ func TestReplyPassesClientOnWireChecks(t *testing.T) {
 		t.Errorf("delay %v, want 200us", sample.Delay)
 	}
 }
+
+// TestAnswer: the daemon's fast path (core.Answerer) answers exactly as
+// StepDatagram and Ready do, into the buffer it is given, allocating
+// nothing for a plain request of a client the rate limiter already knows;
+// a report of our own write is left to StepDatagram.
+func TestAnswer(t *testing.T) {
+	cfg := Config{LocalStratum: 8, RateLimit: RateLimit{Interval: time.Microsecond}}
+	a, b := newServer(t, cfg), newServer(t, cfg)
+	req := request(4, wire.ModeClient)
+	d := core.Datagram{Addr: clientAddr, Data: req, Time: t0}
+	want, _ := one(t, a, d)
+	buf := make([]byte, 0, 128)
+	got, handled, err := b.Answer(d, buf)
+	if !handled || err != nil || string(got.Data) != string(want.Data) || got.Addr != want.Addr || !got.NTPStamp || &got.Data[0] != &buf[:1][0] {
+		t.Fatalf("Answer = %+v, %v, %v; want %+v written into the buffer", got, handled, err, want)
+	}
+	if ra, rb := a.Report(), b.Report(); ra.Requests != rb.Requests || ra.Replies != rb.Replies {
+		t.Errorf("counters differ: %+v and %+v", ra, rb)
+	}
+	if len(b.Ready().Datagrams) != 0 {
+		t.Error("an answered request left a datagram in Ready")
+	}
+	now := t0
+	allocs := testing.AllocsPerRun(1000, func() {
+		now = now.Add(time.Millisecond)
+		if _, handled, err := b.Answer(core.Datagram{Addr: clientAddr, Data: req, Time: now}, buf); !handled || err != nil {
+			t.Fatal(handled, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per answer, want 0", allocs)
+	}
+	if _, handled, _ := b.Answer(core.Datagram{Addr: clientAddr, Data: req, Sent: true}, buf); handled {
+		t.Error("a sent report was answered")
+	}
+}

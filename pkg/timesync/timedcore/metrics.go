@@ -8,7 +8,7 @@ var _ core.MetricsWriter = (*Core)(nil)
 // use distinct names (synclab_liveness_*, synclab_ntp_server_*,
 // synclab_ntp_*), so they add up without clashing.
 func (c *Core) Metrics(m *core.MetricSet) {
-	for _, p := range []core.Core{c.cfg.Cluster, c.server, c.cfg.Client} {
+	for _, p := range c.parts {
 		if mw, ok := p.(core.MetricsWriter); ok {
 			mw.Metrics(m)
 		}

@@ -2,6 +2,7 @@ package timedcore
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -10,8 +11,9 @@ import (
 	"github.com/synclab/synclab/pkg/wire"
 )
 
-// Config names the parts. Cluster is required; Server and Client are
-// optional (without both, datagrams are refused).
+// Config names the parts; at least one is required. Without Cluster,
+// frames are refused (timed keeping time over NTP alone, outside any
+// cluster); without both Server and Client, datagrams are.
 type Config struct {
 	// Cluster handles synclab frames (Step): the liveness detector, or
 	// the Berkeley core (pkg/timesync/berkeley) in Berkeley mode.
@@ -22,23 +24,31 @@ type Config struct {
 	Client core.Core
 }
 
-// ErrConfig is returned by New without a Cluster core.
-var ErrConfig = errors.New("timedcore: a Cluster core is required")
+// ErrConfig is returned by New without any part.
+var ErrConfig = errors.New("timedcore: no parts: a Cluster, Server or Client core is required")
 
 // Core is the composite. Not safe for concurrent use, like its parts.
 type Core struct {
 	cfg    Config
 	server core.Core // cfg.Server as a core.Core, nil when absent (not a typed nil)
+	parts  []core.Core
 }
 
 // New returns the composite of cfg's parts.
 func New(cfg Config) (*Core, error) {
-	if cfg.Cluster == nil {
-		return nil, ErrConfig
-	}
 	c := &Core{cfg: cfg}
 	if cfg.Server != nil {
 		c.server = cfg.Server
+	}
+	// In Ready's order: the cluster's, then the server's, then the
+	// client's.
+	for _, p := range []core.Core{cfg.Cluster, c.server, cfg.Client} {
+		if p != nil {
+			c.parts = append(c.parts, p)
+		}
+	}
+	if len(c.parts) == 0 {
+		return nil, ErrConfig
 	}
 	return c, nil
 }
@@ -47,8 +57,14 @@ func New(cfg Config) (*Core, error) {
 // tells it what to advertise (SetSystem).
 func (c *Core) Server() *server.Server { return c.cfg.Server }
 
-// Step hands a synclab frame to the cluster core.
-func (c *Core) Step(m core.Message) error { return c.cfg.Cluster.Step(m) }
+// Step hands a synclab frame to the cluster core; without one, there is
+// no member to hear from.
+func (c *Core) Step(m core.Message) error {
+	if c.cfg.Cluster == nil {
+		return fmt.Errorf("%w: %v: no cluster", core.ErrUnexpectedKind, m.Kind)
+	}
+	return c.cfg.Cluster.Step(m)
+}
 
 // StepDatagram routes an NTP packet by its mode (see the package comment).
 func (c *Core) StepDatagram(d core.Datagram) error {
@@ -63,6 +79,27 @@ func (c *Core) StepDatagram(d core.Datagram) error {
 		return p.StepDatagram(d)
 	}
 	return c.route(d).StepDatagram(d)
+}
+
+var _ core.Answerer = (*Core)(nil)
+
+// Answer lets the server answer its requests on the daemon's fast path
+// (core.Answerer): NTP mode-3 requests and Cristian's time requests, when
+// there is a server; everything else is StepDatagram's.
+func (c *Core) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error) {
+	if c.cfg.Server == nil || d.Sent {
+		return core.Datagram{}, false, nil
+	}
+	var p core.Core
+	if wire.IsFrame(d.Data) {
+		p = c.routeFrame(d)
+	} else {
+		p = c.route(d)
+	}
+	if p != c.server {
+		return core.Datagram{}, false, nil
+	}
+	return c.cfg.Server.Answer(d, buf)
 }
 
 // routeFrame routes Cristian's frames: requests (and reports of replies we
@@ -106,7 +143,9 @@ func (c *Core) route(d core.Datagram) core.Core {
 
 // Tick advances every part.
 func (c *Core) Tick(now time.Time) {
-	c.cfg.Cluster.Tick(now)
+	if c.cfg.Cluster != nil {
+		c.cfg.Cluster.Tick(now)
+	}
 	if c.server != nil {
 		c.server.Tick(now)
 	}
@@ -134,11 +173,8 @@ type systemer interface {
 // handing over state at once cannot be persisted in one file, and is a
 // programming error that panics.
 func (c *Core) Ready() core.Ready {
-	rd := c.cfg.Cluster.Ready()
-	for _, p := range []core.Core{c.server, c.cfg.Client} {
-		if p == nil {
-			continue
-		}
+	var rd core.Ready
+	for _, p := range c.parts {
 		r := p.Ready()
 		if r.State != nil {
 			if rd.State != nil {
@@ -167,14 +203,17 @@ func (c *Core) Advance(saved bool) {
 
 // Status is timed's core status: each part's, under its own key.
 type Status struct {
-	Cluster any            `json:"cluster"`
+	Cluster any            `json:"cluster,omitempty"` // nil outside any cluster
 	Server  *server.Status `json:"server,omitempty"`
 	Client  any            `json:"client,omitempty"`
 }
 
 // Status implements core.Core.
 func (c *Core) Status() any {
-	st := Status{Cluster: c.cfg.Cluster.Status()}
+	var st Status
+	if c.cfg.Cluster != nil {
+		st.Cluster = c.cfg.Cluster.Status()
+	}
 	if c.cfg.Server != nil {
 		r := c.cfg.Server.Report()
 		st.Server = &r

@@ -145,7 +145,7 @@ func TestClientOnly(t *testing.T) {
 
 func TestNoNTPParts(t *testing.T) {
 	if _, err := New(Config{}); !errors.Is(err, ErrConfig) {
-		t.Errorf("New without a cluster core: %v", err)
+		t.Errorf("New without any part: %v", err)
 	}
 	c, _ := New(Config{Cluster: &fake{}})
 	if err := c.StepDatagram(core.Datagram{Addr: peer, Data: packet(wire.ModeClient)}); !errors.Is(err, core.ErrUnexpectedDatagram) {
@@ -153,6 +153,28 @@ func TestNoNTPParts(t *testing.T) {
 	}
 	b, _ := json.Marshal(c.Status())
 	if string(b) != `{"cluster":{"name":""}}` {
+		t.Errorf("status %s", b)
+	}
+}
+
+// TestNoCluster: timed outside any cluster has NTP parts only: frames are
+// refused, datagrams and ticks reach the parts, status has no cluster.
+func TestNoCluster(t *testing.T) {
+	cl := &fake{}
+	c, err := New(Config{Client: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(core.Message{Kind: wire.KindHeartbeat}); !errors.Is(err, core.ErrUnexpectedKind) {
+		t.Errorf("Step without a cluster = %v", err)
+	}
+	c.Tick(time.Now())
+	if err := c.StepDatagram(core.Datagram{Addr: peer, Data: packet(wire.ModeServer)}); err != nil || len(cl.datagrams) != 1 {
+		t.Errorf("StepDatagram = %v, client saw %d", err, len(cl.datagrams))
+	}
+	c.Ready()
+	b, _ := json.Marshal(c.Status())
+	if string(b) != `{"client":{"name":""}}` {
 		t.Errorf("status %s", b)
 	}
 }

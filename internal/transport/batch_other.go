@@ -1,0 +1,67 @@
+//go:build !linux
+
+package transport
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// batchIO elsewhere than Linux reads and writes one datagram per call.
+type batchIO struct {
+	conn *net.UDPConn
+	buf  []byte
+	oob  []byte
+	pkts []Packet
+}
+
+const slotSize = 2048
+
+func newBatchIO(conn *net.UDPConn, _ bool, _ int) (*batchIO, error) {
+	return &batchIO{conn: conn, buf: make([]byte, slotSize), oob: make([]byte, max(oobSize, 1)), pkts: make([]Packet, 1)}, nil
+}
+
+func (b *batchIO) read(c *counters, via Via, kernel bool) ([]Packet, error) {
+	n, oobn, flags, from, err := b.conn.ReadMsgUDPAddrPort(b.buf, b.oob)
+	if err != nil {
+		return nil, err
+	}
+	if flags&syscall.MSG_TRUNC != 0 {
+		c.truncated.Add(1)
+		return b.pkts[:0], nil
+	}
+	p := Packet{From: netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), Data: b.buf[:n:n], Via: via, Time: time.Now()}
+	if kernel {
+		if t, ok := parseRxTimestamp(b.oob[:oobn]); ok {
+			p.Time, p.Kernel = t, true
+		}
+	}
+	c.stamp(p.Kernel)
+	c.via[via].in(n)
+	b.pkts[0] = p
+	return b.pkts[:1], nil
+}
+
+func (b *batchIO) write(c *counters, via Via, ds []Datagram) (int, error) {
+	sent := 0
+	var first error
+	for _, d := range ds {
+		_, err := b.conn.WriteToUDPAddrPort(d.Data, netip.AddrPortFrom(d.To.Addr().Unmap(), d.To.Port()))
+		if err != nil {
+			c.sendErrs.Add(1)
+			if first == nil {
+				first = err
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return sent, ErrClosed
+			}
+			continue
+		}
+		c.via[via].out(len(d.Data))
+		sent++
+	}
+	return sent, first
+}
