@@ -25,7 +25,7 @@
 #       (--trials, default 5), RSS; --flags are added to every mutexd run.
 #       Installs etcd-server and etcd-client.
 #   bench.sh timesync [--warmup D] [--window D] [--load D] [--conns N]
-#                     [--impair [--jitter D] [--asym D]]
+#                     [--impair [--jitter D] [--asym D]] [--no-serve-ab]
 #       timed's NTP client against chronyd's (-x), both following one chronyd
 #       server every second: |error| p50/p99 over --window (default 2m) after
 #       --warmup (default 1m), time to 1 ms and 100 us from +-100 ms, NTP
@@ -35,7 +35,9 @@
 #       three conditions at once: no impairment, symmetric jitter (each
 #       direction uniform over 0..2x --jitter, default 250us) and asymmetry
 #       (client->server --asym slower, default 400us, which biases ANY NTP
-#       client by half of it). Installs chrony if missing (never starting it).
+#       client by half of it). Last, unless --no-serve-ab, the NTP server
+#       A/B against chronyd of `bench.sh ntpserve` with its defaults.
+#       Installs chrony if missing (never starting it).
 #   bench.sh ntpserve [--load D] [--rounds N] [--clients 1,8,32]
 #       timed's NTP server against chronyd's (-x), A/B on one namespace LAN
 #       with the same per-client rate limit on both (2^-19 s, burst 8):
@@ -297,7 +299,7 @@ bench_mutex() {
 }
 
 bench_timesync() {
-	local warmup=1m window=2m load=5s conns=8 impair=false jitter=250us asym=400us argv=("$@")
+	local warmup=1m window=2m load=5s conns=8 impair=false jitter=250us asym=400us serveab=true argv=("$@")
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--warmup) warmup=${2:?--warmup needs a duration} && shift ;;
@@ -307,6 +309,7 @@ bench_timesync() {
 		--impair) impair=true ;;
 		--jitter) jitter=${2:?--jitter needs a duration} && shift ;;
 		--asym) asym=${2:?--asym needs a duration} && shift ;;
+		--no-serve-ab) serveab=false ;;
 		-h | --help) usage ;;
 		*) echo "$prog timesync: unknown argument '$1'" >&2 && usage ;;
 		esac
@@ -331,6 +334,13 @@ bench_timesync() {
 	run_go_bench Timesync -timesync -timesync.bin "$WORK/bin" -timesync.prefix "$PREFIX" \
 		-timesync.warmup "$warmup" -timesync.window "$window" -timesync.load "$load" -timesync.conns "$conns" \
 		-timesync.impair="$impair" -timesync.jitter "$jitter" -timesync.asym "$asym"
+	if [ "$serveab" = true ]; then
+		# The server's throughput against chronyd's, A/B with the same rate
+		# limit (the closed loops above measure timed alone). Same prefix:
+		# the accuracy labs are gone by now.
+		log "bench timesync: the NTP server A/B against chronyd (bench.sh ntpserve's defaults)"
+		run_go_bench NTPServe -ntpserve -ntpserve.bin "$WORK/bin" -ntpserve.prefix "$PREFIX"
+	fi
 }
 
 bench_ntpserve() {
