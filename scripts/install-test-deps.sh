@@ -5,7 +5,7 @@
 # servers and move the real clock.
 set -euo pipefail
 
-packages=(iproute2 nftables chrony ntpsec-ntpdate)
+packages=(iproute2 nftables chrony ntpsec-ntpdate chromium)
 
 # ntpsec's ntpd is a reference too, but its package conflicts with chrony
 # (both provide time-daemon: installing one removes the other) and ships a
