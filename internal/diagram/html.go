@@ -39,7 +39,7 @@ type pageProc struct {
 	Host   string   `json:"host"`
 	Daemon string   `json:"daemon"`
 	Files  []string `json:"files"`
-	Cut    uint64   `json:"cut"`
+	Cut    string   `json:"cut"`
 }
 
 type pageGroup struct {
@@ -55,6 +55,7 @@ type pageEvent struct {
 	Kind    string  `json:"kind,omitempty"`
 	Name    string  `json:"name,omitempty"`
 	Reason  string  `json:"reason,omitempty"`
+	To      uint32  `json:"to"`
 	T       float64 `json:"t"` // ms since the start; -1 unknown
 	Lamport string  `json:"lamport"`
 	Vector  string  `json:"vector"`
@@ -83,7 +84,7 @@ func (d *Diagram) WriteHTML(w io.Writer) error {
 		pg.Kinds = append(pg.Kinds, pageKind{k, d.kindColor(k)})
 	}
 	for _, p := range d.Procs {
-		pg.Procs = append(pg.Procs, pageProc{ID: p.ID, Host: p.Host, Daemon: p.Daemon, Files: p.Files, Cut: p.Dropped})
+		pg.Procs = append(pg.Procs, pageProc{ID: p.ID, Host: p.Host, Daemon: p.Daemon, Files: p.Files, Cut: p.cut()})
 	}
 	for _, g := range d.Groups {
 		pg.Groups = append(pg.Groups, pageGroup{Proc: g.Proc, Col: g.Col, VC: g.VC, Events: g.Events})
@@ -93,7 +94,7 @@ func (d *Diagram) WriteHTML(w io.Writer) error {
 		if !e.T.IsZero() {
 			t = float64(e.T.Sub(d.Start).Nanoseconds()) / 1e6
 		}
-		pg.Events = append(pg.Events, pageEvent{Group: e.Group, Ev: e.Ev, Kind: e.Kind, Name: e.Name, Reason: e.Reason, T: t,
+		pg.Events = append(pg.Events, pageEvent{Group: e.Group, Ev: e.Ev, Kind: e.Kind, Name: e.Name, Reason: e.Reason, To: e.To, T: t,
 			Lamport: d.Label(i, false), Vector: d.Label(i, true), Desc: d.describe(i)})
 	}
 	for _, m := range d.Messages {

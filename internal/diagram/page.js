@@ -115,7 +115,7 @@ window.addEventListener("error", function (e) {
       var g = el("g", { "class": "proc", "data-id": p.id }, svg);
       el("line", { x1: ML, y1: yy, x2: width - 30, y2: yy }, g);
       text(p.id + " " + p.host, { x: 12, y: yy + 4 }, g);
-      if (p.cut) text("trace cut: " + p.cut + " dropped", { x: 12, y: yy + 16, fill: "#b00", "font-size": 9 }, g);
+      if (p.cut) text(p.cut, { x: 12, y: yy + 16, fill: "#b00", "font-size": 9 }, g);
     });
     var related = null;
     if (state.selected >= 0 && visible[state.selected]) related = state.selected;
@@ -125,7 +125,12 @@ window.addEventListener("error", function (e) {
       if ((sg >= 0 && !visible[sg]) || (rg >= 0 && !visible[rg])) return;
       var x1, y1, x2, y2;
       if (sg >= 0 && rg >= 0) { x1 = x(sg); y1 = y(sg); x2 = x(rg); y2 = y(rg); }
-      else if (sg >= 0) { x1 = x(sg); y1 = y(sg); x2 = x1 + 0.7 * CW; y2 = y1 + 0.35 * RH; }
+      else if (sg >= 0) {
+        x1 = x(sg); y1 = y(sg); x2 = x1 + 0.7 * CW; y2 = y1 + 0.35 * RH;
+        var to = D.events[m.s].to, ti = -1;
+        D.procs.forEach(function (p, i) { if (p.id === to) ti = i; });
+        if (ti >= 0 && rows[ti] !== undefined) y2 = y1 + (MT + 24 + rows[ti] * RH - y1) * 0.35;
+      }
       else { x2 = x(rg); y2 = y(rg); x1 = x2 - 0.7 * CW; y1 = y2 - 0.35 * RH; }
       var dx = x2 - x1, dy = y2 - y1, l = Math.sqrt(dx * dx + dy * dy);
       if (l > 8 && rg >= 0) { x2 -= dx / l * 5; y2 -= dy / l * 5; }
@@ -173,5 +178,17 @@ window.addEventListener("error", function (e) {
     });
     document.body.dataset.ready = "1";
   }
+  // The address's fragment can preselect a view, so a link shows what its
+  // author saw: #select=G (a point's cone), hideproc=ID, hidekind=KIND,
+  // label=vector, xaxis=real; joined with &.
+  (location.hash || "").replace(/^#/, "").split("&").forEach(function (kv) {
+    var i = kv.indexOf("="), k = kv.slice(0, i), v = decodeURIComponent(kv.slice(i + 1));
+    if (k === "select") state.selected = Number(v);
+    if (k === "hideproc") D.procs.forEach(function (p, j) { if (String(p.id) === v) state.hiddenProcs[j] = true; });
+    if (k === "hidekind") state.hiddenKinds[v] = true;
+    if (k === "label" || k === "xaxis") { state[k] = v; document.getElementById(k).value = v; }
+  });
+  document.querySelectorAll("#procFilter input").forEach(function (c, j) { c.checked = !state.hiddenProcs[j]; });
+  document.querySelectorAll("#kindFilter input").forEach(function (c, j) { c.checked = !state.hiddenKinds[D.kinds[j].name]; });
   render();
 })();

@@ -46,7 +46,7 @@ func rowY(row int) float64 { return marginTop + 24 + float64(row)*rowHeight }
 
 // size is the drawing's width and height.
 func (d *Diagram) size() (float64, float64) {
-	w := colX(max(d.Cols-1, 0)) + 90
+	w := max(colX(max(d.Cols-1, 0))+90, 820)
 	h := rowY(max(len(d.Procs)-1, 0)) + 40 + axisHeight + legendRow*float64((len(d.Kinds)+5)/6) + 20
 	return w, h
 }
@@ -87,8 +87,8 @@ func (d *Diagram) WriteSVG(w io.Writer, opt Options) error {
 		name := fmt.Sprintf("%d %s", pr.ID, pr.Host)
 		fmt.Fprintf(&b, `<g class="proc" data-id="%d"><line x1="%d" y1="%s" x2="%s" y2="%s" stroke="#333" stroke-width="1.5"/><text x="12" y="%s" font-weight="bold">%s</text>`,
 			pr.ID, marginLeft, f(y), f(width-30), f(y), f(y+4), esc(name))
-		if pr.Dropped > 0 || pr.Partial > 0 {
-			fmt.Fprintf(&b, `<text x="12" y="%s" fill="#b00" font-size="9">trace cut: %d dropped</text>`, f(y+16), pr.Dropped)
+		if cut := pr.cut(); cut != "" {
+			fmt.Fprintf(&b, `<text x="12" y="%s" fill="#b00" font-size="9">%s</text>`, f(y+16), esc(cut))
 		}
 		b.WriteString("</g>\n")
 	}
@@ -102,6 +102,19 @@ func (d *Diagram) WriteSVG(w io.Writer, opt Options) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cut says how a process's traces were cut short, if they were.
+func (p *Process) cut() string {
+	switch {
+	case p.Dropped > 0 && p.Partial > 0:
+		return fmt.Sprintf("trace cut: %d+ dropped, partial line", p.Dropped)
+	case p.Dropped > 0:
+		return fmt.Sprintf("trace cut: %d dropped", p.Dropped)
+	case p.Partial > 0:
+		return "trace cut: writer killed"
+	}
+	return ""
 }
 
 func memberList(ids []uint32) string {
@@ -126,8 +139,9 @@ func (d *Diagram) svgMessage(b *strings.Builder, m Message) {
 	case m.Send >= 0: // nobody received it: a short stub towards its receiver
 		x1, y1 = d.at(m.Send)
 		x2, y2 = x1+0.7*colWidth, y1+0.35*rowHeight
-		if to := d.procIndex(d.Events[m.Send].To); to >= 0 && to < d.Groups[d.Events[m.Send].Group].Proc {
-			y2 = y1 - 0.35*rowHeight
+		if to := d.procIndex(d.Events[m.Send].To); to >= 0 {
+			// Towards its receiver's line, a third of the way.
+			y2 = y1 + (rowY(to)-y1)*0.35
 		}
 		dash = ` stroke-dasharray="2 2"`
 	default: // received, its send not traced: a stub from the left
