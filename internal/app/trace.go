@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -35,54 +37,77 @@ func traceCommand(name string) *cli.Command {
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the diagram to `OUT` (.svg, .html, .shiviz; - for SVG on stdout)"},
 				&cli.StringFlag{Name: "format", Usage: "svg, html or shiviz, whatever OUT's extension says"},
 				&cli.BoolFlag{Name: "vector", Usage: "label events with their vector times instead of their Lamport times"},
+				&cli.DurationFlag{Name: "from", Usage: "draw only events at least `D` after the run's first event"},
+				&cli.DurationFlag{Name: "until", Usage: "draw only events at most `D` after the run's first event (0: to the end)"},
 			},
 			Action: drawAction,
 		}},
 	}
 }
 
+// drawFlags are draw's flags, wherever they were written.
+type drawFlags struct {
+	out, format string
+	vector      bool
+	from, until time.Duration
+}
+
 // drawArgs splits draw's arguments into files and the flags written after
 // them (`draw FILE... -o OUT`: urfave/cli stops reading flags at the first
 // argument).
-func drawArgs(c *cli.Context) (paths []string, out, format string, vector bool, err error) {
-	out, format, vector = c.String("output"), c.String("format"), c.Bool("vector")
+func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
+	fl := drawFlags{out: c.String("output"), format: c.String("format"), vector: c.Bool("vector"),
+		from: c.Duration("from"), until: c.Duration("until")}
+	var paths []string
 	args := c.Args().Slice()
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		switch {
 		case a == "--":
-			return append(paths, args[i+1:]...), out, format, vector, nil
+			return append(paths, args[i+1:]...), fl, nil
 		case !strings.HasPrefix(a, "-") || a == "-":
 			paths = append(paths, a)
 			continue
 		case name == "vector" && !hasVal:
-			vector = true
+			fl.vector = true
 			continue
-		case name != "o" && name != "output" && name != "format":
-			return nil, "", "", false, Usagef("trace draw: unknown flag %s", a)
+		case !slices.Contains([]string{"o", "output", "format", "from", "until"}, name):
+			return nil, fl, Usagef("trace draw: unknown flag %s", a)
 		}
 		if !hasVal {
 			if i+1 == len(args) {
-				return nil, "", "", false, Usagef("trace draw: %s needs a value", a)
+				return nil, fl, Usagef("trace draw: %s needs a value", a)
 			}
 			i++
 			val = args[i]
 		}
-		if name == "format" {
-			format = val
-		} else {
-			out = val
+		switch name {
+		case "format":
+			fl.format = val
+		case "from", "until":
+			d, err := time.ParseDuration(val)
+			if err != nil {
+				return nil, fl, Usagef("trace draw: --%s %q: %v", name, val, err)
+			}
+			if name == "from" {
+				fl.from = d
+			} else {
+				fl.until = d
+			}
+		default:
+			fl.out = val
 		}
 	}
-	return paths, out, format, vector, nil
+	return paths, fl, nil
 }
 
 func drawAction(c *cli.Context) error {
-	paths, out, format, vector, err := drawArgs(c)
+	paths, fl, err := drawArgs(c)
 	if err != nil {
 		return err
 	}
+	out, format := fl.out, fl.format
 	if len(paths) == 0 {
 		return Usagef("trace draw: name the trace files to draw")
 	}
@@ -98,18 +123,21 @@ func drawAction(c *cli.Context) error {
 	if format != "svg" && format != "html" && format != "shiviz" {
 		return Usagef("trace draw: cannot tell the format of %q: give it the extension .svg, .html or .shiviz, or --format", out)
 	}
+	if fl.from < 0 || fl.until < 0 || (fl.until > 0 && fl.until < fl.from) {
+		return Usagef("trace draw: --from %v --until %v is no time window", fl.from, fl.until)
+	}
 	files, err := trace.ReadFiles(paths...)
 	if err != nil {
 		return err
 	}
-	d, err := diagram.Build(files)
+	d, err := diagram.Build(diagram.Window(files, fl.from, fl.until))
 	if err != nil {
 		return err
 	}
 	var b bytes.Buffer
 	switch format {
 	case "svg":
-		err = d.WriteSVG(&b, diagram.Options{Vector: vector})
+		err = d.WriteSVG(&b, diagram.Options{Vector: fl.vector})
 	case "html":
 		err = d.WriteHTML(&b)
 	case "shiviz":

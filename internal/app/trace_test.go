@@ -58,6 +58,7 @@ func TestTraceDraw(t *testing.T) {
 		{append(slices.Clone(paths), "-o", filepath.Join(dir, "d.svg")), "d.svg", `<line class="msg" data-kind="election" data-frame="1:77"`},
 		{append([]string{"-o", filepath.Join(dir, "d.html")}, paths...), "d.html", `<script type="application/json" id="data">`},
 		{append(slices.Clone(paths), "--output="+filepath.Join(dir, "d.log"), "--format", "shiviz"), "d.log", "h-1 {\"h-1\":1}\nsend election to 2 frame 1:77"},
+		{append(slices.Clone(paths), "--until", "500us", "--vector", "-o", filepath.Join(dir, "w.svg")), "w.svg", `labels: vector times`},
 	} {
 		code, out := run(tc.args...)
 		if code != 0 {
@@ -80,6 +81,8 @@ func TestTraceDraw(t *testing.T) {
 		{[]string{paths[0], "-o"}, 2, "needs a value"},
 		{[]string{paths[0], "--bogus", "-o", "x.svg"}, 2, "unknown flag --bogus"},
 		{[]string{"-o", filepath.Join(dir, "x.svg")}, 2, "name the trace files"},
+		{[]string{paths[0], "--from", "2ms", "--until", "1ms", "-o", filepath.Join(dir, "x.svg")}, 2, "no time window"},
+		{[]string{paths[0], "--from", "soon", "-o", filepath.Join(dir, "x.svg")}, 2, `--from "soon"`},
 		{[]string{v2, "-o", filepath.Join(dir, "x.svg")}, 1, "unsupported trace format version 2"},
 	} {
 		if code, out := run(tc.args...); code != tc.code || !strings.Contains(out, tc.msg) {

@@ -343,3 +343,31 @@ func (d *Diagram) Label(i int, vector bool) string {
 	}
 	return fmt.Sprint(e.Lamport)
 }
+
+// Window keeps the events of files whose real time lies in [from, until]
+// after the earliest event of all (until 0: no end), for a diagram of one
+// phase of a long run. Arrows whose other end falls outside are drawn as
+// stubs. Events without a time are kept.
+func Window(files []*trace.File, from, until time.Duration) []*trace.File {
+	var start time.Time
+	for _, f := range files {
+		for _, e := range f.Events {
+			if !e.T.IsZero() && (start.IsZero() || e.T.Before(start)) {
+				start = e.T
+			}
+		}
+	}
+	out := make([]*trace.File, len(files))
+	for i, f := range files {
+		c := *f
+		c.Events = nil
+		for _, e := range f.Events {
+			at := e.T.Sub(start)
+			if e.T.IsZero() || (at >= from && (until == 0 || at <= until)) {
+				c.Events = append(c.Events, e)
+			}
+		}
+		out[i] = &c
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/synclab/synclab/internal/trace"
 )
@@ -188,3 +189,32 @@ func TestBuildRefuses(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestWindow keeps one phase of a run: only events inside the window, and
+// the arrows cut by its edges become stubs.
+func TestWindow(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/p*.trace")
+	files, err := trace.ReadFiles(paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Build(Window(files, 15*time.Millisecond, 45*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 25, 15, 0, 0, 6_000_000, time.UTC) // the first event
+	stubs := 0
+	for _, e := range d.Events {
+		if at := e.T.Sub(start); at < 15*time.Millisecond || at > 45*time.Millisecond {
+			t.Errorf("event at +%v kept", at)
+		}
+	}
+	for _, m := range d.Messages {
+		if m.Send < 0 || m.Recv < 0 {
+			stubs++
+		}
+	}
+	if len(d.Events) != 7 || stubs != 4 {
+		t.Errorf("%d events, %d stubs; want 7, 4", len(d.Events), stubs)
+	}
+}

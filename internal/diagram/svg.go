@@ -22,7 +22,7 @@ type Options struct {
 // Geometry shared by the SVG and the HTML page's script.
 const (
 	marginLeft = 120
-	marginTop  = 56
+	marginTop  = 76
 	colWidth   = 46
 	rowHeight  = 86
 	axisHeight = 46
