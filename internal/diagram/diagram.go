@@ -67,7 +67,7 @@ type Diagram struct {
 	Messages []Message
 	Cols     int
 	Start    time.Time // the earliest event's real time
-	Members  []uint32  // the union of the headers' member lists: vector labels' order
+	Members  []uint32  // the traced members and those the vectors name: vector labels' order
 	Kinds    []string  // message kinds present, sorted
 	Daemons  []string
 	Clusters []string
@@ -105,9 +105,9 @@ func Build(files []*trace.File) (*Diagram, error) {
 		if f.Partial {
 			pr.Partial++
 		}
-		for _, m := range h.Members {
-			members[m] = true
-		}
+		// Vector labels run over the members the data names, not over the
+		// headers' lists: a member nobody traced and no vector counts would
+		// only add zeros (and a header may list many).
 		members[h.ID] = true
 		d.Daemons = addStr(d.Daemons, h.Daemon)
 		d.Clusters = addStr(d.Clusters, h.Cluster)
@@ -116,6 +116,9 @@ func Build(files []*trace.File) (*Diagram, error) {
 				continue
 			}
 			d.Events = append(d.Events, Event{Event: e, Proc: p, Send: -1})
+			for id := range e.VC {
+				members[id] = true
+			}
 		}
 	}
 	for m := range members {
