@@ -12,13 +12,16 @@ import (
 	"github.com/synclab/synclab/pkg/clock"
 )
 
-// Process is one horizontal line: a member, from one or more trace files
-// (a daemon restarted with a new file continues its line).
+// Process is one horizontal line: a member of one daemon's cluster, from
+// one or more trace files (a daemon restarted with a new file continues its
+// line). Member IDs are per cluster: timed's member 1 and electd's member 1
+// on one machine are two processes, and their frames never match.
 type Process struct {
-	ID     uint32
-	Host   string
-	Daemon string
-	Files  []string
+	ID      uint32
+	Host    string
+	Daemon  string
+	Cluster string
+	Files   []string
 	// Dropped counts events its writers left out past their bound;
 	// Partial, files that ended in a cut line.
 	Dropped uint64
@@ -79,10 +82,11 @@ func Build(files []*trace.File) (*Diagram, error) {
 		return nil, errors.New("diagram: no trace files")
 	}
 	d := &Diagram{}
-	byID := map[uint32]int{}
+	byKey := map[string]int{}
 	files = slices.Clone(files)
 	slices.SortStableFunc(files, func(a, b *trace.File) int {
-		return cmp.Or(cmp.Compare(a.Header.ID, b.Header.ID), a.Header.Started.Compare(b.Header.Started))
+		return cmp.Or(cmp.Compare(a.Header.Daemon, b.Header.Daemon), cmp.Compare(a.Header.Cluster, b.Header.Cluster),
+			cmp.Compare(a.Header.ID, b.Header.ID), a.Header.Started.Compare(b.Header.Started))
 	})
 	members := map[uint32]bool{}
 	addStr := func(list []string, s string) []string {
@@ -93,11 +97,12 @@ func Build(files []*trace.File) (*Diagram, error) {
 	}
 	for _, f := range files {
 		h := f.Header
-		p, ok := byID[h.ID]
+		key := clusterKey(h.Daemon, h.Cluster) + fmt.Sprint(h.ID)
+		p, ok := byKey[key]
 		if !ok {
 			p = len(d.Procs)
-			byID[h.ID] = p
-			d.Procs = append(d.Procs, Process{ID: h.ID, Host: h.Host, Daemon: h.Daemon})
+			byKey[key] = p
+			d.Procs = append(d.Procs, Process{ID: h.ID, Host: h.Host, Daemon: h.Daemon, Cluster: h.Cluster})
 		}
 		pr := &d.Procs[p]
 		pr.Files = append(pr.Files, f.Name)
@@ -126,7 +131,7 @@ func Build(files []*trace.File) (*Diagram, error) {
 	}
 	slices.Sort(d.Members)
 	// Events are in file order per process (files of a process by start);
-	// Procs are sorted by ID since files were.
+	// Procs are sorted by daemon, cluster and ID since files were.
 	d.group()
 	if err := d.match(); err != nil {
 		return nil, err
@@ -171,6 +176,26 @@ func (d *Diagram) group() {
 	}
 }
 
+// clusterKey names the cluster a process belongs to: frames are matched
+// and member IDs resolved within it.
+func clusterKey(daemon, cluster string) string { return daemon + "\x00" + cluster + "\x00" }
+
+func (d *Diagram) frameKey(i int) string {
+	p := &d.Procs[d.Events[i].Proc]
+	return clusterKey(p.Daemon, p.Cluster) + d.Events[i].Frame
+}
+
+// procOf returns the index of member id of process p's cluster, -1 if
+// it is not traced.
+func (d *Diagram) procOf(p int, id uint32) int {
+	for i, q := range d.Procs {
+		if q.ID == id && q.Daemon == d.Procs[p].Daemon && q.Cluster == d.Procs[p].Cluster {
+			return i
+		}
+	}
+	return -1
+}
+
 // match pairs receives and drops with their sends by frame ID.
 func (d *Diagram) match() error {
 	sends := map[string]int{}
@@ -178,25 +203,21 @@ func (d *Diagram) match() error {
 		if e.Ev != trace.EvSend || e.Frame == "" {
 			continue
 		}
-		if j, dup := sends[e.Frame]; dup {
+		if j, dup := sends[d.frameKey(i)]; dup {
 			return fmt.Errorf("diagram: frame %s sent twice (by %s and %s): traces of two runs of a cluster mixed?",
 				e.Frame, d.procName(d.Events[j].Proc), d.procName(e.Proc))
 		}
-		sends[e.Frame] = i
+		sends[d.frameKey(i)] = i
 	}
 	for i := range d.Events {
 		e := &d.Events[i]
 		if (e.Ev != trace.EvRecv && e.Ev != trace.EvDrop) || e.Frame == "" {
 			continue
 		}
-		if j, ok := sends[e.Frame]; ok {
+		if j, ok := sends[d.frameKey(i)]; ok {
 			e.Send = j
 			d.Events[j].Recvs = append(d.Events[j].Recvs, i)
 		}
-	}
-	present := map[uint32]bool{}
-	for _, p := range d.Procs {
-		present[p.ID] = true
 	}
 	for i, e := range d.Events {
 		switch {
@@ -204,7 +225,7 @@ func (d *Diagram) match() error {
 			for _, r := range e.Recvs {
 				d.Messages = append(d.Messages, Message{Send: i, Recv: r, Kind: e.Kind, Frame: e.Frame, Dropped: d.Events[r].Ev == trace.EvDrop})
 			}
-			if len(e.Recvs) == 0 && (e.To == 0 || present[e.To]) {
+			if len(e.Recvs) == 0 && (e.To == 0 || d.procOf(e.Proc, e.To) >= 0) {
 				d.Messages = append(d.Messages, Message{Send: i, Recv: -1, Kind: e.Kind, Frame: e.Frame})
 			}
 		case e.Ev == trace.EvRecv && e.Send < 0:
@@ -215,7 +236,17 @@ func (d *Diagram) match() error {
 }
 
 func (d *Diagram) procName(p int) string {
-	return fmt.Sprintf("%d (%s)", d.Procs[p].ID, d.Procs[p].Host)
+	return fmt.Sprintf("%s %d (%s)", d.Procs[p].Daemon, d.Procs[p].ID, d.Procs[p].Host)
+}
+
+// label is a process's line label: "ID host", with its daemon when the
+// diagram holds several.
+func (d *Diagram) label(p int) string {
+	pr := &d.Procs[p]
+	if len(d.Daemons) > 1 || len(d.Clusters) > 1 {
+		return fmt.Sprintf("%d %s %s", pr.ID, pr.Host, pr.Daemon)
+	}
+	return fmt.Sprintf("%d %s", pr.ID, pr.Host)
 }
 
 // layout orders the groups topologically (Kahn) over the process order and

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/pkg/clock"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata")
@@ -216,5 +217,50 @@ func TestWindow(t *testing.T) {
 	}
 	if len(d.Events) != 7 || stubs != 4 {
 		t.Errorf("%d events, %d stubs; want 7, 4", len(d.Events), stubs)
+	}
+}
+
+// TestTwoDaemons: timed's and electd's member 1 on one machine are two
+// lines, and a frame ID one of them uses says nothing about the other's.
+func TestTwoDaemons(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/p*.trace")
+	files, err := trace.ReadFiles(paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := Build(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := files
+	for _, f := range files {
+		c := *f
+		c.Header.Daemon = "electd"
+		both = append(both, &c)
+	}
+	d, err := Build(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Procs) != 2*len(one.Procs) || len(d.Messages) != 2*len(one.Messages) {
+		t.Fatalf("%d lines and %d arrows, want %d and %d", len(d.Procs), len(d.Messages), 2*len(one.Procs), 2*len(one.Messages))
+	}
+	for _, m := range d.Messages {
+		if m.Send >= 0 && m.Recv >= 0 && d.Procs[d.Events[m.Send].Proc].Daemon != d.Procs[d.Events[m.Recv].Proc].Daemon {
+			t.Errorf("frame %s matched across daemons", m.Frame)
+		}
+	}
+	names := d.hostNames()
+	if names[0] != "p1-electd" || names[3] != "p1-mutexd" {
+		t.Errorf("ShiViz hosts %v", names)
+	}
+	// Nothing passes between the two clusters: each event of one is
+	// concurrent with each event of the other.
+	for a := range d.Events {
+		for b := range d.Events {
+			if d.Events[a].Proc < len(one.Procs) != (d.Events[b].Proc < len(one.Procs)) && d.Relation(a, b) != clock.Concurrent {
+				t.Fatalf("%s and %s related across daemons", d.describe(a), d.describe(b))
+			}
+		}
 	}
 }

@@ -35,11 +35,13 @@ type pageKind struct {
 }
 
 type pageProc struct {
-	ID     uint32   `json:"id"`
-	Host   string   `json:"host"`
-	Daemon string   `json:"daemon"`
-	Files  []string `json:"files"`
-	Cut    string   `json:"cut"`
+	ID      uint32   `json:"id"`
+	Label   string   `json:"label"`
+	Host    string   `json:"host"`
+	Daemon  string   `json:"daemon"`
+	Cluster string   `json:"cluster"`
+	Files   []string `json:"files"`
+	Cut     string   `json:"cut"`
 }
 
 type pageGroup struct {
@@ -83,8 +85,8 @@ func (d *Diagram) WriteHTML(w io.Writer) error {
 	for _, k := range d.Kinds {
 		pg.Kinds = append(pg.Kinds, pageKind{k, d.kindColor(k)})
 	}
-	for _, p := range d.Procs {
-		pg.Procs = append(pg.Procs, pageProc{ID: p.ID, Host: p.Host, Daemon: p.Daemon, Files: p.Files, Cut: p.cut()})
+	for i, p := range d.Procs {
+		pg.Procs = append(pg.Procs, pageProc{ID: p.ID, Label: d.label(i), Host: p.Host, Daemon: p.Daemon, Cluster: p.Cluster, Files: p.Files, Cut: p.cut()})
 	}
 	for _, g := range d.Groups {
 		pg.Groups = append(pg.Groups, pageGroup{Proc: g.Proc, Col: g.Col, VC: g.VC, Events: g.Events})

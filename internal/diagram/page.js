@@ -38,7 +38,7 @@ window.addEventListener("error", function (e) {
   document.getElementById("title").textContent = D.title;
   document.getElementById("subtitle").textContent = "start " + D.start + "; vector times " + D.members;
   D.procs.forEach(function (p, i) {
-    checkbox(document.getElementById("procFilter"), p.id + " " + p.host, function (on) { state.hiddenProcs[i] = !on; });
+    checkbox(document.getElementById("procFilter"), p.label, function (on) { state.hiddenProcs[i] = !on; });
   });
   D.kinds.forEach(function (k) {
     checkbox(document.getElementById("kindFilter"), k.name, function (on) { state.hiddenKinds[k.name] = !on; });
@@ -114,7 +114,7 @@ window.addEventListener("error", function (e) {
       var yy = MT + 24 + rows[i] * RH;
       var g = el("g", { "class": "proc", "data-id": p.id }, svg);
       el("line", { x1: ML, y1: yy, x2: width - 30, y2: yy }, g);
-      text(p.id + " " + p.host, { x: 12, y: yy + 4 }, g);
+      text(p.label, { x: 12, y: yy + 4 }, g);
       if (p.cut) text(p.cut, { x: 12, y: yy + 16, fill: "#b00", "font-size": 9 }, g);
     });
     var related = null;
@@ -127,8 +127,8 @@ window.addEventListener("error", function (e) {
       if (sg >= 0 && rg >= 0) { x1 = x(sg); y1 = y(sg); x2 = x(rg); y2 = y(rg); }
       else if (sg >= 0) {
         x1 = x(sg); y1 = y(sg); x2 = x1 + 0.7 * CW; y2 = y1 + 0.35 * RH;
-        var to = D.events[m.s].to, ti = -1;
-        D.procs.forEach(function (p, i) { if (p.id === to) ti = i; });
+        var to = D.events[m.s].to, from = D.procs[D.groups[sg].p], ti = -1;
+        D.procs.forEach(function (p, i) { if (p.id === to && p.daemon === from.daemon && p.cluster === from.cluster) ti = i; });
         if (ti >= 0 && rows[ti] !== undefined) y2 = y1 + (MT + 24 + rows[ti] * RH - y1) * 0.35;
       }
       else { x2 = x(rg); y2 = y(rg); x1 = x2 - 0.7 * CW; y1 = y2 - 0.35 * RH; }

@@ -15,19 +15,27 @@ import (
 const ShiVizRegex = `(?<host>\S*) (?<clock>{.*})\n(?<event>.*)`
 
 // hostNames names each process for ShiViz: its host label where that is
-// unique and has no space, else host-ID (several daemons on one machine).
+// unique and has no space, else with its daemon (several daemons on one
+// machine) and its member ID.
 func (d *Diagram) hostNames() []string {
-	count := map[string]int{}
-	for _, p := range d.Procs {
-		count[p.Host]++
-	}
 	names := make([]string, len(d.Procs))
 	for i, p := range d.Procs {
-		h := strings.Join(strings.Fields(p.Host), "_")
-		if h == "" || count[p.Host] > 1 {
-			h = fmt.Sprintf("%s-%d", cmp.Or(h, "member"), p.ID)
+		names[i] = cmp.Or(strings.Join(strings.Fields(p.Host), "_"), "member")
+	}
+	more := []func(p *Process) string{func(p *Process) string { return fmt.Sprintf("-%d", p.ID) }}
+	if len(d.Daemons) > 1 {
+		more = append([]func(p *Process) string{func(p *Process) string { return "-" + strings.Join(strings.Fields(p.Daemon), "_") }}, more...)
+	}
+	for _, more := range more {
+		count := map[string]int{}
+		for _, n := range names {
+			count[n]++
 		}
-		names[i] = h
+		for i := range names {
+			if count[names[i]] > 1 {
+				names[i] += more(&d.Procs[i])
+			}
+		}
 	}
 	return names
 }

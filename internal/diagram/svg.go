@@ -84,7 +84,7 @@ func (d *Diagram) WriteSVG(w io.Writer, opt Options) error {
 	fmt.Fprintf(&b, `<text x="12" y="40" fill="#555">x: happened-before order (each arrow points right; events in one column are concurrent); labels: %s; bottom: real time</text>`+"\n", label)
 	for p, pr := range d.Procs {
 		y := rowY(p)
-		name := fmt.Sprintf("%d %s", pr.ID, pr.Host)
+		name := d.label(p)
 		fmt.Fprintf(&b, `<g class="proc" data-id="%d"><line x1="%d" y1="%s" x2="%s" y2="%s" stroke="#333" stroke-width="1.5"/><text x="12" y="%s" font-weight="bold">%s</text>`,
 			pr.ID, marginLeft, f(y), f(width-30), f(y), f(y+4), esc(name))
 		if cut := pr.cut(); cut != "" {
@@ -139,7 +139,7 @@ func (d *Diagram) svgMessage(b *strings.Builder, m Message) {
 	case m.Send >= 0: // nobody received it: a short stub towards its receiver
 		x1, y1 = d.at(m.Send)
 		x2, y2 = x1+0.7*colWidth, y1+0.35*rowHeight
-		if to := d.procIndex(d.Events[m.Send].To); to >= 0 {
+		if to := d.procOf(d.Events[m.Send].Proc, d.Events[m.Send].To); to >= 0 {
 			// Towards its receiver's line, a third of the way.
 			y2 = y1 + (rowY(to)-y1)*0.35
 		}
@@ -160,15 +160,6 @@ func (d *Diagram) svgMessage(b *strings.Builder, m Message) {
 		fmt.Fprintf(b, `<text x="%s" y="%s" fill="%s" font-size="12" text-anchor="middle">×</text>`, f(x2+4), f(y2+4), color)
 	}
 	b.WriteString("\n")
-}
-
-func (d *Diagram) procIndex(id uint32) int {
-	for i, p := range d.Procs {
-		if p.ID == id {
-			return i
-		}
-	}
-	return -1
 }
 
 func (d *Diagram) svgGroup(b *strings.Builder, gi int, opt Options) {
