@@ -25,16 +25,22 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata"
 // last line (p1) and a truncated file (p3).
 func notes(t *testing.T) *Diagram {
 	t.Helper()
+	d, err := Build(notesFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// notesFiles reads testdata/p*.trace.
+func notesFiles(t *testing.T) []*trace.File {
+	t.Helper()
 	paths, _ := filepath.Glob("testdata/p*.trace")
 	files, err := trace.ReadFiles(paths...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Build(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return files
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -194,12 +200,7 @@ func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) 
 // TestWindow keeps one phase of a run: only events inside the window, and
 // the arrows cut by its edges become stubs.
 func TestWindow(t *testing.T) {
-	paths, _ := filepath.Glob("testdata/p*.trace")
-	files, err := trace.ReadFiles(paths...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := Build(Window(files, 15*time.Millisecond, 45*time.Millisecond))
+	d, err := Build(Window(notesFiles(t), 15*time.Millisecond, 45*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,11 +224,7 @@ func TestWindow(t *testing.T) {
 // TestTwoDaemons: timed's and electd's member 1 on one machine are two
 // lines, and a frame ID one of them uses says nothing about the other's.
 func TestTwoDaemons(t *testing.T) {
-	paths, _ := filepath.Glob("testdata/p*.trace")
-	files, err := trace.ReadFiles(paths...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := notesFiles(t)
 	one, err := Build(files)
 	if err != nil {
 		t.Fatal(err)
