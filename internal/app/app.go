@@ -77,7 +77,7 @@ func New(spec Spec) *cli.App {
 		Commands: slices.Concat(
 			[]*cli.Command{runCommand(spec), statusCommand(spec)},
 			spec.Commands,
-			[]*cli.Command{keygenCommand(spec.Name), manCommand(spec.Name), completionCommand(spec.Name)},
+			[]*cli.Command{keygenCommand(spec.Name), traceCommand(spec.Name), manCommand(spec.Name), completionCommand(spec.Name)},
 		),
 		OnUsageError: onUsageError,
 		// Main decides exit codes; urfave must not exit on its own.

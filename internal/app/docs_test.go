@@ -181,7 +181,7 @@ func TestCompletionScripts(t *testing.T) {
 		words []string // the last one is being completed
 		want  string
 	}{
-		{[]string{""}, "run status lock keygen man completion"},
+		{[]string{""}, "run status lock keygen trace man completion"},
 		{[]string{"lo"}, "lock"},
 		{[]string{"run", "--he"}, "--heartbeat --help"},
 		{[]string{"lock", ""}, "release"},

@@ -218,6 +218,7 @@ func (s *Sim) drain(n *simNode) {
 		n.tickGen++
 		s.scheduleTick(n)
 	}
+	s.traceEvents(n, out)
 	for _, snd := range out.Sends {
 		s.send(n, snd)
 	}
@@ -255,6 +256,7 @@ func (s *Sim) send(n *simNode, snd node.Send) {
 	}
 	at := n.clk.Now()
 	data := n.node.Finalize(snd, at)
+	s.traceSend(n, snd)
 	if snd.Reported() {
 		// As the daemon does: the core learns the transmit time patched in.
 		// What it wants in return is drained with its next output.
@@ -369,6 +371,7 @@ func (s *Sim) receive(p *packet) {
 		Stream:   p.stream,
 		Datagram: p.datagram,
 	})
+	s.traceRecv(to, p, err)
 	if err != nil {
 		to.counters.Rejected++
 		s.trace.add(p.entry(s.now, FateRejected), p.data)

@@ -176,4 +176,5 @@ func (s *Sim) Log() string {
 
 func (s *Sim) simEvent(id uint32, name, msg string, args ...any) {
 	s.events = append(s.events, Event{At: s.now, Node: id, Event: core.Event{Name: name, Msg: msg, Args: args}})
+	s.traceSimEvent(id, core.Event{Name: name, Msg: msg, Args: args})
 }

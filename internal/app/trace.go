@@ -1,0 +1,166 @@
+package app
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/diagram"
+	"github.com/synclab/synclab/internal/trace"
+)
+
+// traceCommand is `X trace`, the same for every binary: a trace is a
+// trace whichever daemon (or the simulator) wrote it, and one diagram may
+// hold several daemons' hosts.
+func traceCommand(name string) *cli.Command {
+	return &cli.Command{
+		Name:  "trace",
+		Usage: "work with protocol traces (send, receive and local events with Lamport and vector times)",
+		Subcommands: []*cli.Command{{
+			Name:      "draw",
+			Usage:     "draw the traces of several hosts as a space-time diagram (SVG, HTML page, or ShiViz log)",
+			ArgsUsage: "FILE... -o OUT.svg|OUT.html|OUT.shiviz",
+			Description: "Reads the trace files (one per host; several per host after restarts) and draws one line per\n" +
+				"process and one arrow per message, matched by frame, in happened-before order (every arrow points\n" +
+				"right; events in one column are concurrent), labelled with Lamport times (--vector: vector times),\n" +
+				"real time as the bottom scale. The format follows OUT's extension: .svg for reports, .html for a\n" +
+				"self-contained page to explore (hover, filters, happened-before cones), .shiviz for ShiViz\n" +
+				"(paste it at ShiViz with its default expression). -o - writes SVG to the standard output.\n" +
+				"Example: " + name + " trace draw h1.trace h2.trace h3.trace -o failover.html",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the diagram to `OUT` (.svg, .html, .shiviz; - for SVG on stdout)"},
+				&cli.StringFlag{Name: "format", Usage: "svg, html or shiviz, whatever OUT's extension says"},
+				&cli.BoolFlag{Name: "vector", Usage: "label events with their vector times instead of their Lamport times"},
+				&cli.DurationFlag{Name: "from", Usage: "draw only events at least `D` after the run's first event"},
+				&cli.DurationFlag{Name: "until", Usage: "draw only events at most `D` after the run's first event (0: to the end)"},
+			},
+			Action: drawAction,
+		}},
+	}
+}
+
+// drawFlags are draw's flags, wherever they were written.
+type drawFlags struct {
+	out, format string
+	vector      bool
+	from, until time.Duration
+}
+
+// drawArgs splits draw's arguments into files and the flags written after
+// them (`draw FILE... -o OUT`: urfave/cli stops reading flags at the first
+// argument).
+func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
+	fl := drawFlags{out: c.String("output"), format: c.String("format"), vector: c.Bool("vector"),
+		from: c.Duration("from"), until: c.Duration("until")}
+	var paths []string
+	args := c.Args().Slice()
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case a == "--":
+			return append(paths, args[i+1:]...), fl, nil
+		case !strings.HasPrefix(a, "-") || a == "-":
+			paths = append(paths, a)
+			continue
+		case name == "vector" && !hasVal:
+			fl.vector = true
+			continue
+		case !slices.Contains([]string{"o", "output", "format", "from", "until"}, name):
+			return nil, fl, Usagef("trace draw: unknown flag %s", a)
+		}
+		if !hasVal {
+			if i+1 == len(args) {
+				return nil, fl, Usagef("trace draw: %s needs a value", a)
+			}
+			i++
+			val = args[i]
+		}
+		switch name {
+		case "format":
+			fl.format = val
+		case "from", "until":
+			d, err := time.ParseDuration(val)
+			if err != nil {
+				return nil, fl, Usagef("trace draw: --%s %q: %v", name, val, err)
+			}
+			if name == "from" {
+				fl.from = d
+			} else {
+				fl.until = d
+			}
+		default:
+			fl.out = val
+		}
+	}
+	return paths, fl, nil
+}
+
+func drawAction(c *cli.Context) error {
+	paths, fl, err := drawArgs(c)
+	if err != nil {
+		return err
+	}
+	out, format := fl.out, fl.format
+	if len(paths) == 0 {
+		return Usagef("trace draw: name the trace files to draw")
+	}
+	if out == "" {
+		return Usagef("trace draw: say where the diagram goes: -o OUT.svg, OUT.html or OUT.shiviz")
+	}
+	if format == "" {
+		format = strings.TrimPrefix(filepath.Ext(out), ".")
+		if out == "-" {
+			format = "svg"
+		}
+	}
+	if format != "svg" && format != "html" && format != "shiviz" {
+		return Usagef("trace draw: cannot tell the format of %q: give it the extension .svg, .html or .shiviz, or --format", out)
+	}
+	if fl.from < 0 || fl.until < 0 || (fl.until > 0 && fl.until < fl.from) {
+		return Usagef("trace draw: --from %v --until %v is no time window", fl.from, fl.until)
+	}
+	files, err := trace.ReadFiles(paths...)
+	if err != nil {
+		return err
+	}
+	d, err := diagram.Build(diagram.Window(files, fl.from, fl.until))
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	switch format {
+	case "svg":
+		err = d.WriteSVG(&b, diagram.Options{Vector: fl.vector})
+	case "html":
+		err = d.WriteHTML(&b)
+	case "shiviz":
+		err = d.WriteShiViz(&b)
+	}
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		switch {
+		case f.Dropped > 0:
+			fmt.Fprintf(c.App.ErrWriter, "%s: the trace reached its bound; %d later events are not in it\n", f.Name, f.Dropped)
+		case f.Partial:
+			fmt.Fprintf(c.App.ErrWriter, "%s: its last line was cut short (the writer was killed) and is left out\n", f.Name)
+		}
+	}
+	if out == "-" {
+		_, err = c.App.Writer.Write(b.Bytes())
+		return err
+	}
+	if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "wrote %s: %s\n", out, d.Title())
+	return nil
+}

@@ -1,0 +1,407 @@
+package diagram
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/pkg/clock"
+)
+
+// Process is one horizontal line: a member of one daemon's cluster, from
+// one or more trace files (a daemon restarted with a new file continues its
+// line). Member IDs are per cluster: timed's member 1 and electd's member 1
+// on one machine are two processes, and their frames never match.
+type Process struct {
+	ID      uint32
+	Host    string
+	Daemon  string
+	Cluster string
+	Files   []string
+	// Dropped counts events its writers left out past their bound;
+	// Partial, files that ended in a cut line.
+	Dropped uint64
+	Partial int
+}
+
+// Event is one traced event placed in the diagram.
+type Event struct {
+	trace.Event
+	Proc  int // index in Diagram.Procs (its row)
+	Group int // index in Diagram.Groups: the point it is drawn at
+	// Send is the index of the send a recv or drop matches (-1: none in
+	// the traces); Recvs the receives (and drops) of a send.
+	Send  int
+	Recvs []int
+}
+
+// Group is a point on a process line: one event, or the frames of one
+// logical send. Groups of a process are numbered from 1 in its order.
+type Group struct {
+	Proc   int
+	Pos    int   // 1, 2... on its process
+	Col    int   // column: longest causal chain before it
+	Events []int // indices in Diagram.Events
+	// VC is the group's happened-before vector, rebuilt from the traces:
+	// entry p counts the groups of process p (by index in Procs) that
+	// happened before or are this one.
+	VC []uint32
+}
+
+// Message is an arrow. Recv -1: a frame nobody in the traces received
+// (lost, or its receiver's trace is missing); Send -1: a frame received
+// whose send is not in the traces. Dropped: the receiver refused it.
+type Message struct {
+	Send, Recv int
+	Kind       string
+	Frame      string
+	Dropped    bool
+}
+
+// Diagram is a run laid out for drawing.
+type Diagram struct {
+	Procs    []Process
+	Events   []Event
+	Groups   []Group
+	Messages []Message
+	Cols     int
+	Start    time.Time // the earliest event's real time
+	Members  []uint32  // the traced members and those the vectors name: vector labels' order
+	Kinds    []string  // message kinds present, sorted
+	Daemons  []string
+	Clusters []string
+}
+
+// Build lays out the events of files (any order, one or more per host).
+func Build(files []*trace.File) (*Diagram, error) {
+	if len(files) == 0 {
+		return nil, errors.New("diagram: no trace files")
+	}
+	d := &Diagram{}
+	byKey := map[string]int{}
+	files = slices.Clone(files)
+	slices.SortStableFunc(files, func(a, b *trace.File) int {
+		return cmp.Or(cmp.Compare(a.Header.Daemon, b.Header.Daemon), cmp.Compare(a.Header.Cluster, b.Header.Cluster),
+			cmp.Compare(a.Header.ID, b.Header.ID), a.Header.Started.Compare(b.Header.Started))
+	})
+	members := map[uint32]bool{}
+	addStr := func(list []string, s string) []string {
+		if s != "" && !slices.Contains(list, s) {
+			list = append(list, s)
+		}
+		return list
+	}
+	for _, f := range files {
+		h := f.Header
+		key := clusterKey(h.Daemon, h.Cluster) + fmt.Sprint(h.ID)
+		p, ok := byKey[key]
+		if !ok {
+			p = len(d.Procs)
+			byKey[key] = p
+			d.Procs = append(d.Procs, Process{ID: h.ID, Host: h.Host, Daemon: h.Daemon, Cluster: h.Cluster})
+		}
+		pr := &d.Procs[p]
+		pr.Files = append(pr.Files, f.Name)
+		pr.Dropped += f.Dropped
+		if f.Partial {
+			pr.Partial++
+		}
+		// Vector labels run over the members the data names, not over the
+		// headers' lists: a member nobody traced and no vector counts would
+		// only add zeros (and a header may list many).
+		members[h.ID] = true
+		d.Daemons = addStr(d.Daemons, h.Daemon)
+		d.Clusters = addStr(d.Clusters, h.Cluster)
+		for _, e := range f.Events {
+			if e.Ev == trace.EvTruncated {
+				continue
+			}
+			d.Events = append(d.Events, Event{Event: e, Proc: p, Send: -1})
+			for id := range e.VC {
+				members[id] = true
+			}
+		}
+	}
+	for m := range members {
+		d.Members = append(d.Members, m)
+	}
+	slices.Sort(d.Members)
+	// Events are in file order per process (files of a process by start);
+	// Procs are sorted by daemon, cluster and ID since files were.
+	d.group()
+	if err := d.match(); err != nil {
+		return nil, err
+	}
+	if err := d.layout(); err != nil {
+		return nil, err
+	}
+	kinds := map[string]bool{}
+	for _, m := range d.Messages {
+		kinds[m.Kind] = true
+	}
+	for k := range kinds {
+		d.Kinds = append(d.Kinds, k)
+	}
+	slices.Sort(d.Kinds)
+	for i, e := range d.Events {
+		if !e.T.IsZero() && (d.Start.IsZero() || e.T.Before(d.Start)) {
+			d.Start = d.Events[i].T
+		}
+	}
+	return d, nil
+}
+
+// group puts each event in a group: consecutive sends of a process with the
+// same (non-zero) Lamport stamp are the frames of one logical send.
+func (d *Diagram) group() {
+	pos := make([]int, len(d.Procs))
+	for i := range d.Events {
+		e := &d.Events[i]
+		if i > 0 && e.Ev == trace.EvSend && e.Lamport != 0 {
+			prev := &d.Events[i-1]
+			if prev.Proc == e.Proc && prev.Ev == trace.EvSend && prev.Lamport == e.Lamport {
+				e.Group = prev.Group
+				g := &d.Groups[e.Group]
+				g.Events = append(g.Events, i)
+				continue
+			}
+		}
+		pos[e.Proc]++
+		e.Group = len(d.Groups)
+		d.Groups = append(d.Groups, Group{Proc: e.Proc, Pos: pos[e.Proc], Events: []int{i}})
+	}
+}
+
+// clusterKey names the cluster a process belongs to: frames are matched
+// and member IDs resolved within it.
+func clusterKey(daemon, cluster string) string { return daemon + "\x00" + cluster + "\x00" }
+
+func (d *Diagram) frameKey(i int) string {
+	p := &d.Procs[d.Events[i].Proc]
+	return clusterKey(p.Daemon, p.Cluster) + d.Events[i].Frame
+}
+
+// procOf returns the index of member id of process p's cluster, -1 if
+// it is not traced.
+func (d *Diagram) procOf(p int, id uint32) int {
+	for i, q := range d.Procs {
+		if q.ID == id && q.Daemon == d.Procs[p].Daemon && q.Cluster == d.Procs[p].Cluster {
+			return i
+		}
+	}
+	return -1
+}
+
+// match pairs receives and drops with their sends by frame ID.
+func (d *Diagram) match() error {
+	sends := map[string]int{}
+	for i, e := range d.Events {
+		if e.Ev != trace.EvSend || e.Frame == "" {
+			continue
+		}
+		if j, dup := sends[d.frameKey(i)]; dup {
+			return fmt.Errorf("diagram: frame %s sent twice (by %s and %s): traces of two runs of a cluster mixed?",
+				e.Frame, d.procName(d.Events[j].Proc), d.procName(e.Proc))
+		}
+		sends[d.frameKey(i)] = i
+	}
+	for i := range d.Events {
+		e := &d.Events[i]
+		if (e.Ev != trace.EvRecv && e.Ev != trace.EvDrop) || e.Frame == "" {
+			continue
+		}
+		if j, ok := sends[d.frameKey(i)]; ok {
+			e.Send = j
+			d.Events[j].Recvs = append(d.Events[j].Recvs, i)
+		}
+	}
+	for i, e := range d.Events {
+		switch {
+		case e.Ev == trace.EvSend:
+			for _, r := range e.Recvs {
+				d.Messages = append(d.Messages, Message{Send: i, Recv: r, Kind: e.Kind, Frame: e.Frame, Dropped: d.Events[r].Ev == trace.EvDrop})
+			}
+			if len(e.Recvs) == 0 && (e.To == 0 || d.procOf(e.Proc, e.To) >= 0) {
+				d.Messages = append(d.Messages, Message{Send: i, Recv: -1, Kind: e.Kind, Frame: e.Frame})
+			}
+		case e.Ev == trace.EvRecv && e.Send < 0:
+			d.Messages = append(d.Messages, Message{Send: -1, Recv: i, Kind: e.Kind, Frame: e.Frame})
+		}
+	}
+	return nil
+}
+
+func (d *Diagram) procName(p int) string {
+	return fmt.Sprintf("%s %d (%s)", d.Procs[p].Daemon, d.Procs[p].ID, d.Procs[p].Host)
+}
+
+// label is a process's line label: "ID host", with its daemon when the
+// diagram holds several.
+func (d *Diagram) label(p int) string {
+	pr := &d.Procs[p]
+	if len(d.Daemons) > 1 || len(d.Clusters) > 1 {
+		return fmt.Sprintf("%d %s %s", pr.ID, pr.Host, pr.Daemon)
+	}
+	return fmt.Sprintf("%d %s", pr.ID, pr.Host)
+}
+
+// layout orders the groups topologically (Kahn) over the process order and
+// the message edges, giving each its column and happened-before vector. A
+// refused frame (drop) is drawn after its send but teaches its receiver
+// nothing: it orders the columns, not the vectors.
+func (d *Diagram) layout() error {
+	n := len(d.Groups)
+	indeg := make([]int, n)
+	type edge struct {
+		to     int
+		causal bool
+	}
+	out := make([][]edge, n)
+	last := make([]int, len(d.Procs))
+	for i := range last {
+		last[i] = -1
+	}
+	for gi := range d.Groups {
+		p := d.Groups[gi].Proc
+		if last[p] >= 0 {
+			out[last[p]] = append(out[last[p]], edge{gi, true})
+			indeg[gi]++
+		}
+		last[p] = gi
+	}
+	for _, m := range d.Messages {
+		if m.Send < 0 || m.Recv < 0 {
+			continue
+		}
+		from, to := d.Events[m.Send].Group, d.Events[m.Recv].Group
+		if from == to {
+			return fmt.Errorf("diagram: frame %s received by its own send", m.Frame)
+		}
+		out[from] = append(out[from], edge{to, !m.Dropped})
+		indeg[to]++
+	}
+	// Ready groups are taken in index order: the layout is a function of
+	// the input alone.
+	queue := make([]int, 0, n)
+	for gi := range n {
+		if indeg[gi] == 0 {
+			queue = append(queue, gi)
+		}
+	}
+	for gi := range d.Groups {
+		d.Groups[gi].VC = make([]uint32, len(d.Procs))
+	}
+	done := 0
+	for len(queue) > 0 {
+		gi := queue[0]
+		queue = queue[1:]
+		done++
+		g := &d.Groups[gi]
+		g.VC[g.Proc] = uint32(g.Pos)
+		d.Cols = max(d.Cols, g.Col+1)
+		for _, e := range out[gi] {
+			h := &d.Groups[e.to]
+			h.Col = max(h.Col, g.Col+1)
+			if e.causal {
+				for p, v := range g.VC {
+					h.VC[p] = max(h.VC[p], v)
+				}
+			}
+			if indeg[e.to]--; indeg[e.to] == 0 {
+				queue = append(queue, e.to)
+			}
+		}
+	}
+	if done < n {
+		var frames []string
+		for _, m := range d.Messages {
+			if m.Send >= 0 && m.Recv >= 0 && indeg[d.Events[m.Recv].Group] > 0 {
+				frames = append(frames, m.Frame)
+			}
+		}
+		if len(frames) > 5 {
+			frames = append(frames[:5], "...")
+		}
+		return fmt.Errorf("diagram: the traces order events in a cycle (frames %s received before they were sent): traces of different runs mixed?",
+			strings.Join(frames, ", "))
+	}
+	return nil
+}
+
+// Relation says how events a and b relate by happened-before, as rebuilt
+// from the traces: Before (a happened before b), After, Concurrent, or
+// Equal (the same point: the same event, or frames of one logical send).
+func (d *Diagram) Relation(a, b int) clock.Ordering {
+	ga, gb := d.Events[a].Group, d.Events[b].Group
+	if ga == gb {
+		return clock.Equal
+	}
+	A, B := &d.Groups[ga], &d.Groups[gb]
+	switch {
+	case A.VC[A.Proc] <= B.VC[A.Proc]:
+		return clock.Before
+	case B.VC[B.Proc] <= A.VC[B.Proc]:
+		return clock.After
+	}
+	return clock.Concurrent
+}
+
+// Title describes the run in one line.
+func (d *Diagram) Title() string {
+	msgs := 0
+	for _, m := range d.Messages {
+		if m.Send >= 0 && m.Recv >= 0 {
+			msgs++
+		}
+	}
+	return fmt.Sprintf("%s · cluster %s · %d processes · %d events · %d messages",
+		strings.Join(d.Daemons, "+"), strings.Join(d.Clusters, "+"), len(d.Procs), len(d.Events), msgs)
+}
+
+// Label is an event's time label: its Lamport time, or its vector time
+// over the members in order ("(3,4,0)"); "" when the trace has none.
+func (d *Diagram) Label(i int, vector bool) string {
+	e := &d.Events[i]
+	if vector {
+		if len(e.VC) == 0 {
+			return ""
+		}
+		return e.VC.String(d.Members)
+	}
+	if e.Lamport == 0 {
+		return ""
+	}
+	return fmt.Sprint(e.Lamport)
+}
+
+// Window keeps the events of files whose real time lies in [from, until]
+// after the earliest event of all (until 0: no end), for a diagram of one
+// phase of a long run. Arrows whose other end falls outside are drawn as
+// stubs. Events without a time are kept.
+func Window(files []*trace.File, from, until time.Duration) []*trace.File {
+	var start time.Time
+	for _, f := range files {
+		for _, e := range f.Events {
+			if !e.T.IsZero() && (start.IsZero() || e.T.Before(start)) {
+				start = e.T
+			}
+		}
+	}
+	out := make([]*trace.File, len(files))
+	for i, f := range files {
+		c := *f
+		c.Events = nil
+		for _, e := range f.Events {
+			at := e.T.Sub(start)
+			if e.T.IsZero() || (at >= from && (until == 0 || at <= until)) {
+				c.Events = append(c.Events, e)
+			}
+		}
+		out[i] = &c
+	}
+	return out
+}

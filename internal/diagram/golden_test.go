@@ -1,0 +1,263 @@
+package diagram
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/pkg/clock"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata")
+
+// notes reads testdata/p*.trace: three processes exchanging tokens as in
+// the notes' figures, with every case a drawing must handle: a multicast
+// frame, a logical send fanned out to two members, frames nobody received,
+// a frame whose sender is not traced, a refused frame, a header field and
+// an event field this version does not know, a killed writer's partial
+// last line (p1) and a truncated file (p3).
+func notes(t *testing.T) *Diagram {
+	t.Helper()
+	d, err := Build(notesFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// notesFiles reads testdata/p*.trace.
+func notesFiles(t *testing.T) []*trace.File {
+	t.Helper()
+	paths, _ := filepath.Glob("testdata/p*.trace")
+	files, err := trace.ReadFiles(paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -rewrite to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the drawing (rerun with -rewrite and look at both)", path)
+	}
+}
+
+// TestGoldenSVG draws the notes' example with Lamport and with vector
+// labels; the output must be byte for byte the reviewed one, and the same
+// at every run.
+func TestGoldenSVG(t *testing.T) {
+	d := notes(t)
+	checkOracle(t, d)
+	if d.Procs[0].Partial != 1 || d.Procs[2].Dropped != 42 {
+		t.Errorf("p1 partial %d, p3 dropped %d", d.Procs[0].Partial, d.Procs[2].Dropped)
+	}
+	var lost, unsent, dropped, fan int
+	for _, m := range d.Messages {
+		switch {
+		case m.Recv < 0:
+			lost++
+		case m.Send < 0:
+			unsent++
+		case m.Dropped:
+			dropped++
+		}
+	}
+	for _, g := range d.Groups {
+		if len(g.Events) > 1 {
+			fan++
+		}
+	}
+	if lost != 2 || unsent != 1 || dropped != 0 || fan != 1 {
+		t.Errorf("lost %d, unsent %d, dropped %d, fan-outs %d; want 2, 1, 0, 1", lost, unsent, dropped, fan)
+	}
+	for _, vec := range []bool{false, true} {
+		var a, b bytes.Buffer
+		if err := d.WriteSVG(&a, Options{Vector: vec}); err != nil {
+			t.Fatal(err)
+		}
+		if err := notes(t).WriteSVG(&b, Options{Vector: vec}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Fatal("two drawings of the same traces differ")
+		}
+		name := "notes-lamport.svg"
+		if vec {
+			name = "notes-vector.svg"
+		}
+		golden(t, name, a.Bytes())
+		if n := strings.Count(a.String(), `<line class="msg"`); n != len(d.Messages) {
+			t.Errorf("%d arrows for %d messages", n, len(d.Messages))
+		}
+	}
+}
+
+// TestShiViz parses the ShiViz output back with ShiViz's default
+// expression (Go's regexp reads its named groups) and checks what ShiViz
+// checks: every host's own clock counts its events one by one, clocks never
+// go back, and every entry for another host is a point that host reached.
+func TestShiViz(t *testing.T) {
+	for _, d := range []*Diagram{notes(t), scenario(t, "failover")} {
+		var b bytes.Buffer
+		if err := d.WriteShiViz(&b); err != nil {
+			t.Fatal(err)
+		}
+		re := regexp.MustCompile(ShiVizRegex)
+		matches := re.FindAllStringSubmatch(b.String(), -1)
+		if len(matches) != len(d.Groups) {
+			t.Fatalf("ShiViz's expression finds %d events, the diagram has %d points", len(matches), len(d.Groups))
+		}
+		own := map[string]uint64{}
+		var clocks []map[string]uint64
+		var hosts []string
+		for _, m := range matches {
+			host, clk := m[re.SubexpIndex("host")], m[re.SubexpIndex("clock")]
+			var vc map[string]uint64
+			if err := jsonUnmarshal(clk, &vc); err != nil {
+				t.Fatalf("clock %q: %v", clk, err)
+			}
+			if vc[host] != own[host]+1 {
+				t.Fatalf("%s's own clock goes %d -> %d", host, own[host], vc[host])
+			}
+			own[host] = vc[host]
+			clocks, hosts = append(clocks, vc), append(hosts, host)
+		}
+		for i, vc := range clocks {
+			for h, n := range vc {
+				if n > own[h] {
+					t.Fatalf("event %d of %s knows %d events of %s, which has %d", i, hosts[i], n, h, own[h])
+				}
+			}
+		}
+	}
+}
+
+func scenario(t *testing.T, name string) *Diagram {
+	t.Helper()
+	script, err := os.ReadFile(filepath.Join("../../pkg/elect/bully/testdata/scenarios", name+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, bufs := replayBully(t, string(script))
+	d, err := Build(readBack(t, s, bufs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestBuildRefuses: traces that cannot be one run are refused with the
+// reason, not drawn wrong.
+func TestBuildRefuses(t *testing.T) {
+	hdr := func(id uint32) trace.Header {
+		return trace.Header{Version: 1, ID: id, Host: "h", Members: []uint32{1, 2}}
+	}
+	send := func(frame string) trace.Event {
+		return trace.Event{Ev: trace.EvSend, Frame: frame, Kind: "token", To: 2}
+	}
+	recv := func(frame string) trace.Event {
+		return trace.Event{Ev: trace.EvRecv, Frame: frame, Kind: "token", To: 1}
+	}
+	for _, tc := range []struct {
+		name  string
+		files []*trace.File
+		err   string
+	}{
+		{"none", nil, "no trace files"},
+		{"frame sent twice", []*trace.File{{Header: hdr(1), Events: []trace.Event{send("1:1"), send("1:1")}}}, "sent twice"},
+		{"cycle", []*trace.File{
+			{Header: hdr(1), Events: []trace.Event{recv("2:1"), send("1:1")}},
+			{Header: hdr(2), Events: []trace.Event{recv("1:1"), send("2:1")}},
+		}, "cycle"},
+	} {
+		if _, err := Build(tc.files); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.err)
+		}
+	}
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestWindow keeps one phase of a run: only events inside the window, and
+// the arrows cut by its edges become stubs.
+func TestWindow(t *testing.T) {
+	d, err := Build(Window(notesFiles(t), 15*time.Millisecond, 45*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 25, 15, 0, 0, 6_000_000, time.UTC) // the first event
+	stubs := 0
+	for _, e := range d.Events {
+		if at := e.T.Sub(start); at < 15*time.Millisecond || at > 45*time.Millisecond {
+			t.Errorf("event at +%v kept", at)
+		}
+	}
+	for _, m := range d.Messages {
+		if m.Send < 0 || m.Recv < 0 {
+			stubs++
+		}
+	}
+	if len(d.Events) != 7 || stubs != 4 {
+		t.Errorf("%d events, %d stubs; want 7, 4", len(d.Events), stubs)
+	}
+}
+
+// TestTwoDaemons: timed's and electd's member 1 on one machine are two
+// lines, and a frame ID one of them uses says nothing about the other's.
+func TestTwoDaemons(t *testing.T) {
+	files := notesFiles(t)
+	one, err := Build(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := files
+	for _, f := range files {
+		c := *f
+		c.Header.Daemon = "electd"
+		both = append(both, &c)
+	}
+	d, err := Build(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Procs) != 2*len(one.Procs) || len(d.Messages) != 2*len(one.Messages) {
+		t.Fatalf("%d lines and %d arrows, want %d and %d", len(d.Procs), len(d.Messages), 2*len(one.Procs), 2*len(one.Messages))
+	}
+	for _, m := range d.Messages {
+		if m.Send >= 0 && m.Recv >= 0 && d.Procs[d.Events[m.Send].Proc].Daemon != d.Procs[d.Events[m.Recv].Proc].Daemon {
+			t.Errorf("frame %s matched across daemons", m.Frame)
+		}
+	}
+	names := d.hostNames()
+	if names[0] != "p1-electd" || names[3] != "p1-mutexd" {
+		t.Errorf("ShiViz hosts %v", names)
+	}
+	// Nothing passes between the two clusters: each event of one is
+	// concurrent with each event of the other.
+	for a := range d.Events {
+		for b := range d.Events {
+			if d.Events[a].Proc < len(one.Procs) != (d.Events[b].Proc < len(one.Procs)) && d.Relation(a, b) != clock.Concurrent {
+				t.Fatalf("%s and %s related across daemons", d.describe(a), d.describe(b))
+			}
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package trace
+
+import (
+	"encoding"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// payloads builds an empty payload of each kind whose fields a trace shows.
+// A kind added to pkg/wire without a line here is traced without fields
+// (and with the payload's length), never refused.
+var payloads = map[wire.Kind]func() encoding.BinaryUnmarshaler{
+	wire.KindHeartbeat:       func() encoding.BinaryUnmarshaler { return new(wire.Heartbeat) },
+	wire.KindElection:        func() encoding.BinaryUnmarshaler { return new(wire.Election) },
+	wire.KindAnswer:          func() encoding.BinaryUnmarshaler { return new(wire.Answer) },
+	wire.KindCoordinator:     func() encoding.BinaryUnmarshaler { return new(wire.Coordinator) },
+	wire.KindLeaderHeartbeat: func() encoding.BinaryUnmarshaler { return new(wire.LeaderHeartbeat) },
+	wire.KindTimeRequest:     func() encoding.BinaryUnmarshaler { return new(wire.TimeRequest) },
+	wire.KindTimeReply:       func() encoding.BinaryUnmarshaler { return new(wire.TimeReply) },
+	wire.KindClockPoll:       func() encoding.BinaryUnmarshaler { return new(wire.ClockPoll) },
+	wire.KindClockReading:    func() encoding.BinaryUnmarshaler { return new(wire.ClockReading) },
+	wire.KindClockAdjust:     func() encoding.BinaryUnmarshaler { return new(wire.ClockAdjust) },
+	wire.KindClockAdjustAck:  func() encoding.BinaryUnmarshaler { return new(wire.ClockAdjustAck) },
+	wire.KindToken:           func() encoding.BinaryUnmarshaler { return new(wire.Token) },
+	wire.KindTokenAck:        func() encoding.BinaryUnmarshaler { return new(wire.TokenAck) },
+	wire.KindRingProbe:       func() encoding.BinaryUnmarshaler { return new(wire.RingProbe) },
+	wire.KindRingProbeReply:  func() encoding.BinaryUnmarshaler { return new(wire.RingProbeReply) },
+	wire.KindEpochRefused:    func() encoding.BinaryUnmarshaler { return new(wire.EpochRefused) },
+}
+
+// Fields decodes payload, a frame of kind k, into the trace's `fields`
+// object: its exported fields by snake_case name, enums by their names,
+// times in RFC 3339, bytes in hex. A payload that does not decode gives
+// {"undecoded": "<why>", "len": N}: a trace shows what came, never fails.
+func Fields(k wire.Kind, payload []byte) map[string]any {
+	mk, ok := payloads[k]
+	if !ok {
+		return map[string]any{"len": len(payload)}
+	}
+	p := mk()
+	if err := p.UnmarshalBinary(payload); err != nil {
+		return map[string]any{"undecoded": err.Error(), "len": len(payload)}
+	}
+	m, _ := value(reflect.ValueOf(p).Elem()).(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m
+}
+
+var (
+	stringerType = reflect.TypeFor[fmt.Stringer]()
+	timeType     = reflect.TypeFor[time.Time]()
+	durationType = reflect.TypeFor[time.Duration]()
+)
+
+// value turns a decoded payload value into plain JSON values.
+func value(v reflect.Value) any {
+	t := v.Type()
+	switch {
+	case t == timeType:
+		return v.Interface().(time.Time).UTC().Format(time.RFC3339Nano)
+	case t == durationType:
+		return v.Interface().(time.Duration).String()
+	case t.Kind() != reflect.Struct && t.PkgPath() != "" && t.Implements(stringerType):
+		// A named enum (ElectionReason, TokenAckStatus...): its name reads
+		// better than its number.
+		return v.Interface().(fmt.Stringer).String()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m := make(map[string]any, t.NumField())
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() {
+				m[snake(f.Name)] = value(v.Field(i))
+			}
+		}
+		return m
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			if t.Kind() == reflect.Array {
+				b := make([]byte, v.Len())
+				reflect.Copy(reflect.ValueOf(b), v)
+				return hex.EncodeToString(b)
+			}
+			return hex.EncodeToString(v.Bytes())
+		}
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = value(v.Index(i))
+		}
+		return out
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return value(v.Elem())
+	case reflect.Bool:
+		return v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return v.Uint()
+	case reflect.Float32, reflect.Float64:
+		return v.Float()
+	case reflect.String:
+		return v.String()
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// snake turns a Go field name into snake_case: HoldMS -> hold_ms,
+// RootDelay -> root_delay, T1 -> t1.
+func snake(s string) string {
+	var b strings.Builder
+	r := []rune(s)
+	for i, c := range r {
+		if unicode.IsUpper(c) {
+			if i > 0 && (unicode.IsLower(r[i-1]) || (i+1 < len(r) && unicode.IsLower(r[i+1]) && unicode.IsUpper(r[i-1]))) {
+				b.WriteByte('_')
+			}
+			b.WriteRune(unicode.ToLower(c))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,172 @@
+package trace
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Recorder is what internal/node calls while tracing is on. The node holds
+// a Recorder field that is nil when tracing is off and tests it before
+// anything else, so tracing off builds nothing:
+//
+//	if n.rec != nil {
+//		n.rec.Recv(&f, n.lamport.Now(), n.vec, in.Time)
+//	}
+//
+// Every method takes what the node has at that point and nothing it must
+// compute for the trace; the Recorder copies what it keeps (f's payload and
+// vc may be reused after the call returns). Implementations are safe for
+// concurrent use: Send is called from Finalize, on transport goroutines.
+type Recorder interface {
+	// Send: frame f (header as encoded: sender, seq, kind, receiver, term,
+	// the Lamport stamp of its logical send; payload) leaves at local time
+	// at (the transmit time patched into it). vc is the send's vector stamp
+	// (empty without vectors).
+	Send(f *wire.Frame, vc clock.Vector, at time.Time)
+	// Recv: frame f was accepted at local time at (the kernel receive
+	// stamp); lamport and vc are the node's clocks after merging its
+	// stamps.
+	Recv(f *wire.Frame, lamport uint64, vc clock.Vector, at time.Time)
+	// Local: the core reported e; lamport and vc are the node's clocks
+	// then.
+	Local(e core.Event, lamport uint64, vc clock.Vector, at time.Time)
+	// Drop: a packet refused before it reached the core, for reason (as
+	// counted in status). f is what was decoded of it, nil if nothing.
+	Drop(f *wire.Frame, reason string, lamport uint64, at time.Time)
+}
+
+// Log is the Recorder that writes a trace through a Writer.
+type Log struct {
+	mu   sync.Mutex
+	w    *Writer
+	self uint32
+	ev   Event // reused: a line is built from it, then it is cleared
+}
+
+// NewLog starts a trace on w with header h (h.ID is the recording member),
+// bounded to maxBytes (0: DefaultMaxBytes).
+func NewLog(w io.Writer, h Header, maxBytes int64) (*Log, error) {
+	tw, err := NewWriter(w, h, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &Log{w: tw, self: h.ID}, nil
+}
+
+func (l *Log) frame(e *Event, f *wire.Frame) {
+	e.Kind = f.Kind.String()
+	e.Frame = FrameID(f.Sender, f.Seq)
+	e.From, e.To, e.Term = f.Sender, f.Receiver, f.Term
+}
+
+// Send implements Recorder.
+func (l *Log) Send(f *wire.Frame, vc clock.Vector, at time.Time) {
+	fields := Fields(f.Kind, f.Payload)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := &l.ev
+	*e = Event{T: at, Lamport: f.Lamport, VC: VCOf(vc), Ev: EvSend, Fields: fields}
+	l.frame(e, f)
+	l.w.Write(e)
+}
+
+// Recv implements Recorder. `to` is the receiver, this member (a multicast
+// frame's receiver field is 0).
+func (l *Log) Recv(f *wire.Frame, lamport uint64, vc clock.Vector, at time.Time) {
+	fields := Fields(f.Kind, f.Payload)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := &l.ev
+	*e = Event{T: at, Lamport: lamport, VC: VCOf(vc), Ev: EvRecv, Fields: fields}
+	l.frame(e, f)
+	e.To = l.self
+	l.w.Write(e)
+}
+
+// Local implements Recorder.
+func (l *Log) Local(ce core.Event, lamport uint64, vc clock.Vector, at time.Time) {
+	args := Args(ce.Args)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ev = Event{T: at, Lamport: lamport, VC: VCOf(vc), Ev: EvLocal, Name: ce.Name, Msg: ce.Msg, Args: args}
+	l.w.Write(&l.ev)
+}
+
+// Drop implements Recorder.
+func (l *Log) Drop(f *wire.Frame, reason string, lamport uint64, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := &l.ev
+	*e = Event{T: at, Lamport: lamport, Ev: EvDrop, Reason: reason}
+	if f != nil {
+		l.frame(e, f)
+		e.To = 0
+	}
+	l.w.Write(e)
+}
+
+// Flush writes buffered lines to the file (a daemon flushes on a timer and
+// at `X trace stop`).
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Flush()
+}
+
+// Close flushes and finishes the truncated count; the file stays open.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Close()
+}
+
+// Dropped returns how many events the bound left out.
+func (l *Log) Dropped() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Dropped()
+}
+
+// Args turns slog-style alternating keys and values into the trace's
+// `args` object; a key that is not a string is named by its position, a
+// value without a key is kept under "!BADKEY" as slog does.
+func Args(kv []any) map[string]any {
+	if len(kv) == 0 {
+		return nil
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		if i+1 == len(kv) {
+			m["!BADKEY"] = argValue(kv[i])
+			break
+		}
+		k, ok := kv[i].(string)
+		if !ok {
+			k = fmt.Sprintf("arg%d", i/2)
+		}
+		m[k] = argValue(kv[i+1])
+	}
+	return m
+}
+
+// argValue keeps JSON's own types and names everything else by its text
+// (an error, a time, a duration, an enum).
+func argValue(v any) any {
+	switch x := v.(type) {
+	case nil, bool, string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return x
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	case error:
+		return x.Error()
+	case fmt.Stringer:
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
