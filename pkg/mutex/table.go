@@ -396,19 +396,27 @@ func (t *Table) remove(e *entry) {
 func (t *Table) Expire(now time.Time) []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(t.locks)) {
-		q := t.locks[name]
-		lost := false
-		for _, h := range slices.Clone(q.holders) {
-			if !now.Before(h.expires) {
-				t.lose(h, Expired)
-				lost = true
-			}
-		}
-		if lost {
+		if t.ExpireLock(now, name) {
 			out = append(out, name)
 		}
 	}
 	return out
+}
+
+// ExpireLock is Expire for one lock; it reports whether a holder lost it.
+func (t *Table) ExpireLock(now time.Time, lock string) bool {
+	q := t.locks[lock]
+	if q == nil {
+		return false
+	}
+	lost := false
+	for _, h := range slices.Clone(q.holders) {
+		if !now.Before(h.expires) {
+			t.lose(h, Expired)
+			lost = true
+		}
+	}
+	return lost
 }
 
 // Deadline is the earliest lease end among the holders (zero if none):

@@ -1,12 +1,14 @@
 package tokenring
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -21,8 +23,6 @@ type lock struct {
 	lastGen  uint64    // the last token received: a duplicate is acknowledged, not taken
 	lastHop  uint64
 
-	queue     []*request // waiting here, in arrival order
-	holder    *request   // granted here
 	wantsSeen map[uint32]bool
 	wantSent  bool      // a want for the queue went out
 	lossAt    time.Time // when a waiting member looks for the token; zero: not waiting
@@ -102,55 +102,28 @@ type probe struct {
 	majorityAt time.Time
 }
 
-type request struct {
-	id     uint64
-	lock   *lock
-	lease  time.Duration
-	client string
-	queued time.Time
-
-	fence    uint64
-	granted  time.Time
-	expires  time.Time
-	renewing time.Duration // a renewal waiting for a check (its lease), 0 if none
-}
-
-// Acquire queues a request for lock name with the given lease (0: MaxLease)
-// at local time now. The grant arrives as EventGranted with the returned ID.
-func (c *Core) Acquire(now time.Time, name string, lease time.Duration, client string) (uint64, error) {
+// Acquire queues r at local time now (mutex.Algorithm). The grant arrives
+// as a mutex.Granted outcome (and EventGranted) with the returned ID.
+func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
 	c.observe(now)
-	if !wire.ValidLockName(name) {
-		return 0, ErrBadLockName
+	if _, err := c.reqs.Check(c.self, r); err != nil {
+		return 0, err
 	}
-	if lease == 0 {
-		lease = c.cfg.MaxLease
-	}
-	if lease < c.cfg.MinLease || lease > c.cfg.MaxLease {
-		return 0, fmt.Errorf("%w: %v, want %v to %v (the cluster's maximum lease)", ErrBadLease, lease, c.cfg.MinLease, c.cfg.MaxLease)
-	}
-	waiting := 0
-	for _, l := range c.locks {
-		waiting += len(l.queue)
-	}
-	if waiting >= c.cfg.MaxQueue {
-		return 0, ErrQueueFull
-	}
-	l, err := c.lockFor(name, c.self)
+	l, err := c.lockFor(r.Lock, c.self)
 	if err != nil {
 		return 0, err
 	}
 	l.local = true
-	c.nextID++
-	r := &request{id: c.nextID, lock: l, lease: lease, client: client, queued: c.now}
-	c.requests[r.id] = r
-	l.queue = append(l.queue, r)
-	c.count("requests")
+	id, err := c.reqs.Enqueue(c.now, c.self, r)
+	if err != nil {
+		return 0, err
+	}
 	if l.tok != nil {
 		c.advance(l)
 	} else {
 		c.want(l)
 	}
-	return r.id, nil
+	return id, nil
 }
 
 // want makes sure the members know this one waits for l's token.
@@ -166,62 +139,45 @@ func (c *Core) want(l *lock) {
 }
 
 // Release ends request id: a holder gives its lock back, a waiting request
-// leaves the queue.
-func (c *Core) Release(now time.Time, id uint64) error {
+// leaves the queue. A holder whose lease ended first (the member was
+// paused, say) lost the grant with it: ErrExpired.
+func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 	c.observe(now)
-	r, ok := c.requests[id]
+	st, ok := c.reqs.Lookup(c.now, id)
 	if !ok {
-		return ErrUnknownRequest
+		return mutex.ErrUnknownRequest
 	}
-	l := r.lock
-	if l.holder == r {
-		if !c.now.Before(r.expires) {
-			// Too late (the member was paused, say): the lease ended
-			// first, and with it the grant.
-			c.lose(l, "expired")
-			c.advance(l)
-			return ErrExpired
-		}
-		l.holder = nil
+	l := c.locks[st.Lock]
+	_, err := c.reqs.Release(c.now, id)
+	if st.Granted {
 		l.outstanding = time.Time{}
-		delete(c.requests, id)
-		c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", l.name, r.fence), "request", r.id, "lock", l.name, "fence", r.fence)
+		c.drain()
 		c.advance(l)
-		return nil
+		return err
 	}
-	delete(c.requests, id)
-	l.queue = slices.DeleteFunc(l.queue, func(q *request) bool { return q == r })
-	if len(l.queue) == 0 {
+	if c.reqs.Waiting(l.name) == 0 {
 		l.lossAt, l.wantSent = time.Time{}, false
 	}
-	c.count("cancelled")
-	return nil
+	return err
 }
 
 // Renew extends the lease of granted request id to lease (0: its current
-// one) from now. The outcome is EventRenewed or EventLost; it is immediate
-// when a check of the token is fresh, else it follows one.
-func (c *Core) Renew(now time.Time, id uint64, lease time.Duration) error {
+// one) from now. The outcome is mutex.Renewed or mutex.Lost; it is
+// immediate when a check of the token is fresh, else it follows one.
+func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) error {
 	c.observe(now)
-	r, ok := c.requests[id]
+	st, ok := c.reqs.Lookup(c.now, id)
 	if !ok {
-		return ErrUnknownRequest
+		return mutex.ErrUnknownRequest
 	}
-	l := r.lock
-	if l.holder != r {
-		return ErrNotHolder
+	l := c.locks[st.Lock]
+	if err := c.reqs.Renew(c.now, id, lease); err != nil {
+		if errors.Is(err, mutex.ErrExpired) {
+			l.outstanding = time.Time{}
+			c.drain()
+		}
+		return err
 	}
-	if !c.now.Before(r.expires) {
-		c.lose(l, "expired")
-		return ErrExpired
-	}
-	if lease == 0 {
-		lease = r.lease
-	}
-	if lease < c.cfg.MinLease || lease > c.cfg.MaxLease {
-		return fmt.Errorf("%w: %v, want %v to %v", ErrBadLease, lease, c.cfg.MinLease, c.cfg.MaxLease)
-	}
-	r.renewing = lease
 	if c.confirmed(l) {
 		c.finishRenewal(l)
 	} else if l.check == nil {
@@ -231,31 +187,43 @@ func (c *Core) Renew(now time.Time, id uint64, lease time.Duration) error {
 }
 
 func (c *Core) finishRenewal(l *lock) {
-	r := l.holder
-	if r == nil || r.renewing == 0 {
+	if !c.reqs.Renewing(l.name) {
 		return
 	}
-	r.lease, r.renewing = r.renewing, 0
-	r.expires = c.now.Add(r.lease)
-	l.outstanding = r.expires
-	c.count("renewals")
-	c.emit(EventRenewed, "", "request", r.id, "lock", l.name, "fence", r.fence, "expires", r.expires)
+	c.reqs.ConfirmRenewals(c.now, l.name)
+	l.outstanding = c.reqs.Expiry(l.name)
+	c.drain()
 }
 
 // lose takes l's lock from its holder.
-func (c *Core) lose(l *lock, why string) {
-	r := l.holder
-	if r == nil {
+func (c *Core) lose(l *lock, why mutex.LossReason) {
+	if c.reqs.Lose(l.name, why) == 0 {
 		return
 	}
-	l.holder = nil
-	delete(c.requests, r.id)
-	if why == "expired" {
+	if why == mutex.Expired {
 		l.outstanding = time.Time{}
 	}
-	c.count("lost_" + why)
-	c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", l.name, r.fence, why),
-		"request", r.id, "lock", l.name, "fence", r.fence, "reason", why)
+	c.drain()
+}
+
+// drain moves the table's outcomes to the core's, each reported as an
+// event too (for logs and hooks), in the order they happened.
+func (c *Core) drain() {
+	for _, o := range c.reqs.Outcomes() {
+		c.outcomes = append(c.outcomes, o)
+		switch o := o.(type) {
+		case mutex.Granted:
+			c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "lease", o.Lease, "expires", o.Expires, "generation", o.Epoch)
+		case mutex.Renewed:
+			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
+		case mutex.Lost:
+			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
+		case mutex.Released:
+			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
+		}
+	}
 }
 
 // confirmed says whether a grant or renewal may happen now: the token was
@@ -285,11 +253,11 @@ func (c *Core) others(l *lock) []uint32 {
 // advance decides what the token held here does next: grant, pass on, or
 // stay.
 func (c *Core) advance(l *lock) {
-	if l.tok == nil || l.holder != nil || !l.tok.vouched {
+	if l.tok == nil || c.reqs.Held(l.name) || !l.tok.vouched {
 		return
 	}
 	others := c.others(l)
-	if len(l.queue) > 0 && !(l.tok.served && len(others) > 0) {
+	if c.reqs.Waiting(l.name) > 0 && !(l.tok.served && len(others) > 0) {
 		c.tryGrant(l)
 		return
 	}
@@ -317,20 +285,20 @@ func (c *Core) tryGrant(l *lock) {
 		c.want(l)
 		return
 	}
-	r := l.queue[0]
-	l.queue = l.queue[1:]
-	l.tok.fence++
+	head := c.reqs.Grantable(l.name) // the head: the ring offers no shared mode
+	g, err := c.reqs.Grant(c.now, head[0], l.tok.fence+1, l.tok.gen)
+	if err != nil {
+		c.count("grants_refused_by_table") // advance checked that the head may go: a bug, counted
+		return
+	}
+	l.tok.fence = g.Fence
 	l.tok.served = true
 	l.maxFence = max(l.maxFence, l.tok.fence)
-	r.fence, r.granted, r.expires = l.tok.fence, c.now, c.now.Add(r.lease)
-	l.holder = r
-	l.outstanding = r.expires
-	if len(l.queue) == 0 {
+	l.outstanding = g.Expires
+	if c.reqs.Waiting(l.name) == 0 {
 		l.lossAt, l.wantSent = time.Time{}, false
 	}
-	c.count("grants")
-	c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", l.name, r.fence),
-		"request", r.id, "lock", l.name, "fence", r.fence, "lease", r.lease, "expires", r.expires, "generation", l.tok.gen)
+	c.drain()
 }
 
 // pass sends the token to the successor.
@@ -340,7 +308,7 @@ func (c *Core) pass(l *lock, others []uint32) {
 		return // alone: keep it
 	}
 	wants := others
-	if len(l.queue) > 0 {
+	if c.reqs.Waiting(l.name) > 0 {
 		wants = append(wants, c.self) // served once this visit; wait for the next
 	}
 	t := l.tok
@@ -368,7 +336,7 @@ func (c *Core) dropToken(l *lock, newer uint64) {
 	}
 	old := l.tok.gen
 	l.tok = nil
-	c.lose(l, "superseded")
+	c.lose(l, mutex.Superseded)
 	if newer != old {
 		c.emit(EventTokenStale, fmt.Sprintf("%s: dropped the token of generation %#x, %#x is newer", l.name, old, newer),
 			"lock", l.name, "generation", old, "newer", newer)
@@ -465,14 +433,14 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 		c.count("tokens_refused_by_successor")
 		c.emit(EventTokenStale, fmt.Sprintf("%s: the token of generation %#x was refused, %#x is newer", l.name, f.gen, a.Generation),
 			"lock", l.name, "generation", f.gen, "newer", a.Generation)
-		if len(l.queue) > 0 {
+		if c.reqs.Waiting(l.name) > 0 {
 			l.wantSent = false
 			c.want(l)
 		}
 		return nil
 	}
 	c.count("tokens_acked")
-	if len(l.queue) > 0 {
+	if c.reqs.Waiting(l.name) > 0 {
 		// Served once this visit: the token comes back, no want needed;
 		// but if it gets lost on the way, look for it.
 		l.lossAt = c.now.Add(c.cfg.LossTimeout)
@@ -568,9 +536,9 @@ func (c *Core) has(l *lock, r *wire.RingProbeReply) bool {
 	switch {
 	case l.tok != nil:
 		r.Status, r.Generation = wire.ProbeHave, l.tok.gen
-		if h := l.holder; h != nil {
+		if c.reqs.Held(l.name) {
 			r.Flags = wire.ProbeHeld
-			r.LeaseLeftMS = msCeil(h.expires.Sub(c.now))
+			r.LeaseLeftMS = msCeil(c.reqs.Expiry(l.name).Sub(c.now))
 		}
 		return true
 	case l.inflight != nil:
@@ -718,7 +686,7 @@ func (c *Core) finishLocate(l *lock) {
 		// a loss timeout even if its lease runs longer: if that member
 		// dies, the sooner we notice, the sooner a new token can grant.
 		c.count("locate_found")
-		if len(l.queue) > 0 {
+		if c.reqs.Waiting(l.name) > 0 {
 			l.lossAt = c.now.Add(c.cfg.LossTimeout)
 		}
 		return
@@ -758,7 +726,7 @@ func (c *Core) abortPrepare(l *lock, why string) {
 	// Back off by a random part of a loss timeout, so that rivals do not
 	// collide again.
 	l.backoff = c.now.Add(c.cfg.LossTimeout/2 + time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.LossTimeout/2)+1)))
-	if len(l.queue) > 0 {
+	if c.reqs.Waiting(l.name) > 0 {
 		l.lossAt = l.backoff
 	}
 }
@@ -769,7 +737,7 @@ func (c *Core) finishPrepare(l *lock) {
 	case p.have:
 		l.prepare = nil
 		c.count("prepare_found_token")
-		if len(l.queue) > 0 {
+		if c.reqs.Waiting(l.name) > 0 {
 			l.lossAt = c.now.Add(c.cfg.LossTimeout)
 		}
 		return
@@ -813,11 +781,11 @@ func (c *Core) stepCheckReply(l *lock, p *probe) {
 		l.check = nil
 		if l.tok != nil && l.tok.gen < p.stale {
 			c.count("check_failed")
-			if r := l.holder; r != nil && r.renewing != 0 {
-				c.lose(l, "renew_refused")
+			if c.reqs.Renewing(l.name) {
+				c.lose(l, mutex.RenewRefused)
 			}
 			c.dropToken(l, p.stale)
-			if len(l.queue) > 0 {
+			if c.reqs.Waiting(l.name) > 0 {
 				l.wantSent = false
 				c.want(l)
 			}
@@ -836,8 +804,9 @@ func (c *Core) stepCheckReply(l *lock, p *probe) {
 // tickLock runs l's timers.
 func (c *Core) tickLock(l *lock) {
 	now := c.now
-	if r := l.holder; r != nil && !now.Before(r.expires) {
-		c.lose(l, "expired")
+	if c.reqs.ExpireLock(now, l.name) {
+		l.outstanding = time.Time{}
+		c.drain()
 		c.advance(l)
 	}
 	if f := l.inflight; f != nil && now.Sub(f.sentAt) >= c.cfg.AckTimeout {
@@ -871,12 +840,12 @@ func (c *Core) tickLock(l *lock) {
 		c.vouchUnanswered(l)
 	}
 	if l.tok != nil {
-		if l.check == nil && l.holder != nil && l.holder.renewing != 0 {
+		if l.check == nil && c.reqs.Renewing(l.name) {
 			c.startCheck(l)
 		}
 		c.advance(l)
 	}
-	if l.tok == nil && l.inflight == nil && len(l.queue) > 0 && !l.lossAt.IsZero() && !now.Before(l.lossAt) &&
+	if l.tok == nil && l.inflight == nil && c.reqs.Waiting(l.name) > 0 && !l.lossAt.IsZero() && !now.Before(l.lossAt) &&
 		l.locate == nil && l.prepare == nil && !now.Before(l.backoff) {
 		c.count("losses_suspected")
 		c.startLocate(l)

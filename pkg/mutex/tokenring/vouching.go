@@ -104,7 +104,7 @@ func (c *Core) vouchUnanswered(l *lock) {
 // vouch for it, or another member holds the same generation).
 func (c *Core) disown(l *lock, from uint32) {
 	t := l.tok
-	if t == nil || l.holder != nil && t.vouched {
+	if t == nil || c.reqs.Held(l.name) && t.vouched {
 		// A token that has granted is not dropped on another's word: its
 		// checks decide (the other copy is the one refused).
 		return
@@ -115,7 +115,7 @@ func (c *Core) disown(l *lock, from uint32) {
 	}
 	c.emit(EventTokenDisowned, fmt.Sprintf("%s: dropped a token of generation %#x from %d: not the one it passed", l.name, t.gen, from),
 		"lock", l.name, "generation", t.gen, "from", from)
-	if len(l.queue) > 0 {
+	if c.reqs.Waiting(l.name) > 0 {
 		l.wantSent = false
 		c.want(l)
 	}
