@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,6 @@ type mutexLocks struct {
 	Incarnation uint32 `json:"incarnation"`
 	Locks       []struct {
 		Name   string `json:"name"`
-		Token  string `json:"token"`
 		Holder *struct {
 			ID     uint64 `json:"id"`
 			Client string `json:"client"`
@@ -82,6 +82,17 @@ func TestMutexdControlAPI(t *testing.T) {
 	if len(locks.Locks) != 1 || locks.Locks[0].Holder == nil || locks.Locks[0].Holder.Client != "test one" ||
 		fmt.Sprintf("%d-%d", locks.Incarnation, locks.Locks[0].Holder.ID) != g1.Request {
 		t.Errorf("locks %+v, grant %+v", locks, g1)
+	}
+
+	// The algorithm and its promises, the same on every member.
+	var alg struct {
+		Name       string `json:"name"`
+		Guarantees struct {
+			Survives []string `json:"survives"`
+		} `json:"guarantees"`
+	}
+	if err := cl[3].Get(ctx, "/v1/algorithm", &alg); err != nil || alg.Name != "tokenring" || !slices.Contains(alg.Guarantees.Survives, "crash") {
+		t.Errorf("algorithm %+v, %v: want the token ring, surviving crashes", alg, err)
 	}
 
 	// Held at host 1: host 2 waits, and gives up after its timeout.

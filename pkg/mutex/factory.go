@@ -18,6 +18,9 @@ type Options struct {
 	// Heartbeat is how often a member says it is alive, where the
 	// algorithm has heartbeats.
 	Heartbeat time.Duration
+	// MinLease is the shortest lease a request may ask for (0: the
+	// algorithm's own minimum).
+	MinLease time.Duration
 	// Authenticated says that frames carry a MAC of the cluster key: a
 	// frame in a member's name comes from a holder of the key.
 	Authenticated bool
@@ -59,6 +62,9 @@ type Factory struct {
 	StatusLines func(st Status, detail json.RawMessage) ([]string, error)
 	LockColumns []string
 	LockCells   func(detail json.RawMessage) ([]string, error)
+	// FenceText shows a fence the algorithm's way (the ring's round:grant);
+	// nil: the number alone.
+	FenceText func(fence uint64) string
 }
 
 // Registry is a driver's table of factories, by name.

@@ -31,6 +31,12 @@ var Factory = mutex.Factory{
 	StatusLines: statusLines,
 	LockColumns: []string{"Token", "Generation", "Wants"},
 	LockCells:   lockCells,
+	FenceText:   fenceText,
+}
+
+// fenceText shows a fence as round:grant (fence = round<<40 | grants).
+func fenceText(f uint64) string {
+	return fmt.Sprintf("%d (%d:%d)", f, f>>fenceCountBits, f&(1<<fenceCountBits-1))
 }
 
 // ConfigFor maps a driver's options to the ring's configuration: the
@@ -47,6 +53,9 @@ func ConfigFor(env core.Env, opt mutex.Options) (Config, error) {
 	cfg.TrustSenders = opt.Authenticated
 	if opt.Lease != 0 {
 		cfg.MaxLease = opt.Lease
+	}
+	if opt.MinLease != 0 {
+		cfg.MinLease = opt.MinLease
 	}
 	if opt.Heartbeat != 0 {
 		cfg.HeartbeatInterval = opt.Heartbeat
