@@ -9,6 +9,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/quorum"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -84,15 +85,15 @@ type inflight struct {
 	wants    []uint32
 }
 
+// probe is a locate, prepare, check or vouch: a quorum.Probe (asked: the
+// members up when it started; answered: those that said OK; Started: what
+// a confirmation dates from) with a tally of the OK answers, this member's
+// own yes included, and what the other answers said.
 type probe struct {
+	*quorum.Probe
 	op        wire.ProbeOp
-	nonce     uint32
 	gen       uint64
-	sentAt    time.Time // the first send: what a confirmation dates from
-	triedAt   time.Time // the last send
-	tries     int
-	asked     []uint32 // the members that were up when it started
-	ok        map[uint32]bool
+	promises  *quorum.Tally
 	have      bool
 	stale     uint64
 	leaseLeft time.Duration
@@ -574,7 +575,7 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 	case wire.ProbeVouch:
 		p = l.vouch
 	}
-	if p == nil || p.nonce != r.Nonce || p.ok[from] || r.Op == wire.ProbeVouch && !slices.Contains(p.asked, from) {
+	if p == nil || p.Nonce != r.Nonce || p.Answered(from) || r.Op == wire.ProbeVouch && !p.Asked(from) {
 		c.count("replies_late")
 		return nil
 	}
@@ -602,19 +603,20 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 		p.stale = max(p.stale, r.Generation)
 		c.raise(l, r.Generation)
 	case wire.ProbeOK:
-		p.ok[from] = true
+		p.Answer(from, r.Nonce)
+		p.promises.Vote(from, true)
 		p.leaseLeft = max(p.leaseLeft, time.Duration(r.LeaseLeftMS)*time.Millisecond)
-		if p.majorityAt.IsZero() && len(p.ok)+1 >= c.majority {
+		if p.majorityAt.IsZero() && p.won() {
 			p.majorityAt = c.now
 		}
 	}
 	switch r.Op {
 	case wire.ProbeLocate:
-		if p.have || len(p.ok) == len(c.cfg.Members)-1 {
+		if p.have || p.Count() == len(c.cfg.Members)-1 {
 			c.finishLocate(l)
 		}
 	case wire.ProbePrepare:
-		if p.have || p.stale != 0 || len(p.ok) == len(c.cfg.Members)-1 {
+		if p.have || p.stale != 0 || p.Count() == len(c.cfg.Members)-1 {
 			c.finishPrepare(l)
 		}
 	case wire.ProbeCheck:
@@ -631,41 +633,51 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 	return nil
 }
 
+// startProbe makes probe op of generation gen, asking asked (tries: how
+// often the silent ones are asked in all); this member's own promise is its
+// first yes. The caller sends the question.
+func (c *Core) startProbe(op wire.ProbeOp, gen uint64, asked []uint32, tries int) *probe {
+	qp, err := quorum.Start(c.now, quorum.ProbeConfig{Timeout: c.cfg.ProbeTimeout, Tries: tries}, c.nextNonce(), asked)
+	if err != nil {
+		panic(fmt.Sprintf("tokenring: probe config: %v", err)) // validated in Config.validate: a bug
+	}
+	p := &probe{Probe: qp, op: op, gen: gen, promises: quorum.NewTally(c.voters)}
+	p.promises.Vote(c.self, true)
+	return p
+}
+
 func (c *Core) newProbe(l *lock, op wire.ProbeOp, gen uint64) *probe {
-	p := &probe{op: op, nonce: c.nextNonce(), gen: gen, sentAt: c.now, triedAt: c.now, tries: 1, ok: map[uint32]bool{}}
+	var asked []uint32
 	for _, m := range c.cfg.Members {
 		if m != c.self && !c.down[m] {
-			p.asked = append(p.asked, m)
+			asked = append(asked, m)
 		}
 	}
-	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: op, Name: l.name, Nonce: p.nonce, Generation: gen}, false)
+	tries := c.cfg.ProbeTries
+	if op == wire.ProbeCheck {
+		tries = 1 // a check is fresh or useless: it is not asked again, a new one is made
+	}
+	p := c.startProbe(op, gen, asked, tries)
+	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: op, Name: l.name, Nonce: p.Nonce, Generation: gen}, false)
 	c.count("probes_" + op.String())
 	return p
 }
 
-// retry sends p again to the members it asked that have not answered, if
-// it has tries left; it reports whether it did.
-func (c *Core) retry(l *lock, p *probe) bool {
-	if p.tries >= c.cfg.ProbeTries {
-		return false
+// tickProbe asks p's silent members again when its timeout has passed and
+// tries are left; it reports whether p is over.
+func (c *Core) tickProbe(l *lock, p *probe) bool {
+	again, over := p.Tick(c.now, func(m uint32) bool { return !c.down[m] })
+	for _, m := range again {
+		c.send(m, wire.KindRingProbe, wire.RingProbe{Op: p.op, Name: l.name, Nonce: p.Nonce, Generation: p.gen}, false)
 	}
-	var missing []uint32
-	for _, m := range p.asked {
-		if !p.ok[m] && !c.down[m] {
-			missing = append(missing, m)
-		}
+	if len(again) > 0 {
+		c.count("probes_retried")
 	}
-	if len(missing) == 0 {
-		return false
-	}
-	p.tries++
-	p.triedAt = c.now
-	for _, m := range missing {
-		c.send(m, wire.KindRingProbe, wire.RingProbe{Op: p.op, Name: l.name, Nonce: p.nonce, Generation: p.gen}, false)
-	}
-	c.count("probes_retried")
-	return true
+	return over
 }
+
+// won says whether p's OK answers and this member make a majority.
+func (p *probe) won() bool { return p.promises.Result() == quorum.Won }
 
 // startLocate asks whether anyone has l's token.
 func (c *Core) startLocate(l *lock) {
@@ -744,7 +756,7 @@ func (c *Core) finishPrepare(l *lock) {
 	case p.stale != 0:
 		c.abortPrepare(l, "outbid")
 		return
-	case len(p.ok)+1 < c.majority:
+	case !p.won():
 		c.abortPrepare(l, "no_majority")
 		return
 	}
@@ -759,11 +771,11 @@ func (c *Core) finishPrepare(l *lock) {
 	clear(l.wantsSeen)
 	l.lastGen, l.lastHop = p.gen, 0
 	// The promises are a check: nobody in the majority knew anything newer.
-	l.confirmedGen, l.confirmedAt = p.gen, p.sentAt
+	l.confirmedGen, l.confirmedAt = p.gen, p.Started
 	l.wantSent, l.lossAt = false, time.Time{}
 	c.count("regenerations")
 	c.emit(EventRegenerated, fmt.Sprintf("%s: new token, generation %#x, first grant in %v", l.name, p.gen, hold),
-		"lock", l.name, "generation", p.gen, "hold", hold, "promises", len(p.ok)+1)
+		"lock", l.name, "generation", p.gen, "hold", hold, "promises", p.Count()+1)
 	c.advance(l)
 }
 
@@ -792,11 +804,11 @@ func (c *Core) stepCheckReply(l *lock, p *probe) {
 		}
 		return
 	}
-	if len(p.ok)+1 < c.majority || l.tok == nil || l.tok.gen != p.gen {
+	if !p.won() || l.tok == nil || l.tok.gen != p.gen {
 		return
 	}
 	l.check = nil
-	l.confirmedGen, l.confirmedAt = p.gen, p.sentAt
+	l.confirmedGen, l.confirmedAt = p.gen, p.Started
 	c.finishRenewal(l)
 	c.advance(l)
 }
@@ -826,17 +838,17 @@ func (c *Core) tickLock(l *lock) {
 		c.count("acks_missed")
 		c.startLocate(l)
 	}
-	if p := l.locate; p != nil && now.Sub(p.triedAt) >= c.cfg.ProbeTimeout && !c.retry(l, p) {
+	if p := l.locate; p != nil && c.tickProbe(l, p) {
 		c.finishLocate(l)
 	}
-	if p := l.prepare; p != nil && now.Sub(p.triedAt) >= c.cfg.ProbeTimeout && !c.retry(l, p) {
+	if p := l.prepare; p != nil && c.tickProbe(l, p) {
 		c.finishPrepare(l)
 	}
-	if p := l.check; p != nil && now.Sub(p.sentAt) >= c.cfg.ProbeTimeout {
+	if p := l.check; p != nil && c.tickProbe(l, p) {
 		l.check = nil
 		c.count("checks_timed_out")
 	}
-	if p := l.vouch; p != nil && now.Sub(p.triedAt) >= c.cfg.ProbeTimeout && !c.retry(l, p) {
+	if p := l.vouch; p != nil && c.tickProbe(l, p) {
 		c.vouchUnanswered(l)
 	}
 	if l.tok != nil {

@@ -35,13 +35,10 @@ func (c *Core) lockDeadline(l *lock) time.Time {
 	if f := l.inflight; f != nil {
 		ts = append(ts, f.sentAt.Add(c.cfg.AckTimeout))
 	}
-	for _, p := range []*probe{l.locate, l.prepare, l.vouch} {
+	for _, p := range []*probe{l.locate, l.prepare, l.check, l.vouch} {
 		if p != nil {
-			ts = append(ts, p.triedAt.Add(c.cfg.ProbeTimeout))
+			ts = append(ts, p.Deadline())
 		}
-	}
-	if p := l.check; p != nil {
-		ts = append(ts, p.sentAt.Add(c.cfg.ProbeTimeout))
 	}
 	waiting := c.reqs.Waiting(l.name) > 0
 	if l.tok != nil && waiting && !c.reqs.Held(l.name) && l.tok.holdUntil.After(c.now) {

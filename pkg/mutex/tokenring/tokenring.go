@@ -11,6 +11,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/quorum"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -98,6 +99,7 @@ type Core struct {
 	cfg      Config
 	self     uint32
 	majority int
+	voters   quorum.Voters // every member, weight 1
 	hold     time.Duration
 
 	now       time.Time
@@ -137,6 +139,9 @@ func New(cfg Config) (*Core, error) {
 		down:      map[uint32]bool{},
 		skipped:   map[uint32]bool{},
 		counters:  map[string]uint64{},
+	}
+	if c.voters, err = quorum.Majority(cfg.Members...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: cfg.ID, Members: len(cfg.Members),
 		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: cfg.MaxQueue, MaxLocks: cfg.MaxLocks}); err != nil {
@@ -367,7 +372,7 @@ func (c *Core) holdUntil(p *probe, outstanding time.Time) time.Time {
 	if orphan := max(p.leaseLeft, outstanding.Sub(c.now)); orphan > 0 {
 		until = c.now.Add(time.Duration(math.Ceil(float64(orphan)*(1+2*c.cfg.MaxDriftPPM*1e-6))) + c.cfg.HoldMargin)
 	}
-	if len(p.ok)+1 < len(c.cfg.Members) {
+	if p.Count()+1 < len(c.cfg.Members) {
 		from := p.majorityAt
 		if from.IsZero() {
 			from = c.now // cannot happen (no token without a majority); be safe

@@ -42,10 +42,9 @@ type handoff struct {
 // startVouch asks the member l's token came from to vouch for it.
 func (c *Core) startVouch(l *lock) {
 	t := l.tok
-	p := &probe{op: wire.ProbeVouch, nonce: c.nextNonce(), gen: t.gen, sentAt: c.now, triedAt: c.now, tries: 1,
-		asked: []uint32{t.from}, ok: map[uint32]bool{}}
+	p := c.startProbe(wire.ProbeVouch, t.gen, []uint32{t.from}, c.cfg.ProbeTries)
 	l.vouch = p
-	c.send(t.from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeVouch, Name: l.name, Nonce: p.nonce, Generation: t.gen}, false)
+	c.send(t.from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeVouch, Name: l.name, Nonce: p.Nonce, Generation: t.gen}, false)
 	c.count("vouches_asked")
 }
 
