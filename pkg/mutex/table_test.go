@@ -138,7 +138,7 @@ func TestTableReleaseAfterExpiry(t *testing.T) {
 // grant in queue order per mode rule, and no writer overtaken by a reader
 // queued after it.
 func TestTableSharedOracle(t *testing.T) {
-	for seed := range 200 {
+	for seed := range 100 {
 		rnd := rand.New(rand.NewPCG(uint64(seed), 7))
 		tb, _ := mutex.NewTable(mutex.Limits{Self: 1, MinLease: time.Millisecond, MaxLease: time.Second, Shared: true})
 		now := t0
