@@ -71,6 +71,9 @@ func TestOutboxAckCancelReplace(t *testing.T) {
 	if e, _ := o.Pending(a); e.Msg != "a2" || !e.First.Equal(t0.Add(ms(50))) {
 		t.Fatalf("replaced entry %+v", e)
 	}
+	if es := o.Entries(); len(es) != 2 || es[0].Key != a || es[1].Key != b {
+		t.Fatalf("entries %+v, want a then b", es)
+	}
 	if d := o.Deadline(); !d.Equal(t0.Add(ms(110))) {
 		t.Fatalf("deadline %v, want +110ms (b's)", d.Sub(t0))
 	}

@@ -152,6 +152,15 @@ func (o *Outbox[M]) Pending(k Key) (Entry[M], bool) {
 	return *e, true
 }
 
+// Entries returns the messages waiting for acknowledgement, in key order.
+func (o *Outbox[M]) Entries() []Entry[M] {
+	out := make([]Entry[M], 0, len(o.pending))
+	for _, k := range o.keys() {
+		out = append(out, *o.pending[k])
+	}
+	return out
+}
+
 // Len is how many messages wait for acknowledgement.
 func (o *Outbox[M]) Len() int { return len(o.pending) }
 
