@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/delivery"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/quorum"
 	"github.com/synclab/synclab/pkg/wire"
@@ -19,10 +20,13 @@ type lock struct {
 	promised uint64 // highest generation promised or seen (persisted)
 	maxFence uint64 // highest fence this member knows of
 
-	tok      *token    // the token, when held here
-	inflight *inflight // the token, when just sent and not yet acknowledged
-	lastGen  uint64    // the last token received: a duplicate is acknowledged, not taken
-	lastHop  uint64
+	tok *token // the token, when held here
+	// handoff is the token while it is sent and not yet acknowledged: a
+	// delivery.Outbox keyed (successor, hop), tried once (a successor that
+	// does not acknowledge within AckTimeout is skipped, not asked again).
+	handoff *delivery.Outbox[inflight]
+	lastGen uint64 // the last token received: a duplicate is acknowledged, not taken
+	lastHop uint64
 
 	wantsSeen map[uint32]bool
 	wantSent  bool      // a want for the queue went out
@@ -60,8 +64,20 @@ type lock struct {
 	local   bool      // a client of this member asked for it (metrics)
 }
 
-func newLock(name string, promised uint64) *lock {
-	return &lock{name: name, promised: promised, wantsSeen: map[uint32]bool{}}
+func newLock(name string, promised uint64, ackTimeout time.Duration) *lock {
+	out, err := delivery.NewOutbox[inflight](delivery.Config{Retry: ackTimeout, Tries: 1})
+	if err != nil {
+		panic(fmt.Sprintf("tokenring: handoff outbox: %v", err)) // AckTimeout validated: a bug
+	}
+	return &lock{name: name, promised: promised, wantsSeen: map[uint32]bool{}, handoff: out}
+}
+
+// inFlight is the token sent and not yet acknowledged, nil if none.
+func (l *lock) inFlight() *inflight {
+	if l.handoff.Len() == 0 {
+		return nil
+	}
+	return &l.handoff.Entries()[0].Msg
 }
 
 type token struct {
@@ -81,7 +97,6 @@ type token struct {
 type inflight struct {
 	to       uint32
 	gen, hop uint64
-	sentAt   time.Time
 	wants    []uint32
 }
 
@@ -322,7 +337,10 @@ func (c *Core) pass(l *lock, others []uint32) {
 		Wants:      wants,
 	}
 	c.send(succ, wire.KindToken, msg, true)
-	l.inflight = &inflight{to: succ, gen: t.gen, hop: t.hop + 1, sentAt: c.now, wants: wants}
+	l.handoff.CancelIf(c.now, func(delivery.Entry[inflight]) bool { return true }) // one token in flight per lock
+	if err := l.handoff.Send(c.now, delivery.Key{To: succ, ID: t.hop + 1}, inflight{to: succ, gen: t.gen, hop: t.hop + 1, wants: wants}); err != nil {
+		c.count("handoff_refused") // unbounded outbox: cannot happen
+	}
 	l.passed = &handoff{to: succ, gen: t.gen, fence: t.fence, holdUntil: t.holdUntil}
 	l.tok = nil
 	clear(l.wantsSeen)
@@ -416,7 +434,7 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 	l, ok := c.locks[a.Name]
 	f := (*inflight)(nil)
 	if ok {
-		f = l.inflight
+		f = l.inFlight()
 	}
 	if f == nil || f.to != from || f.gen != a.Generation && a.Status == wire.TokenAccepted || f.hop != a.Hop {
 		return ErrStaleAck
@@ -426,7 +444,7 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 			return err
 		}
 	}
-	l.inflight = nil
+	l.handoff.Ack(c.now, delivery.Key{To: f.to, ID: f.hop})
 	if a.Status == wire.TokenStale {
 		// The successor promised a newer generation: this token is dead,
 		// and whoever waits for the lock waits for the newer one.
@@ -542,8 +560,8 @@ func (c *Core) has(l *lock, r *wire.RingProbeReply) bool {
 			r.LeaseLeftMS = msCeil(c.reqs.Expiry(l.name).Sub(c.now))
 		}
 		return true
-	case l.inflight != nil:
-		r.Status, r.Generation = wire.ProbeHave, l.inflight.gen
+	case l.inFlight() != nil:
+		r.Status, r.Generation = wire.ProbeHave, l.inFlight().gen
 		return true
 	}
 	return false
@@ -821,11 +839,11 @@ func (c *Core) tickLock(l *lock) {
 		c.drain()
 		c.advance(l)
 	}
-	if f := l.inflight; f != nil && now.Sub(f.sentAt) >= c.cfg.AckTimeout {
+	if _, unacked := l.handoff.Tick(now); len(unacked) > 0 {
 		// The successor did not acknowledge: it may be dead, or have the
 		// token with its ack lost. Skip it, keep the waiting members'
 		// wants, and find out.
-		l.inflight = nil
+		f := unacked[0].Msg
 		if !c.skipped[f.to] {
 			c.skipped[f.to] = true
 			c.emit(EventMemberSkipped, fmt.Sprintf("member %d did not acknowledge %s's token: skipped", f.to, l.name), "member", f.to, "lock", l.name)
@@ -857,7 +875,7 @@ func (c *Core) tickLock(l *lock) {
 		}
 		c.advance(l)
 	}
-	if l.tok == nil && l.inflight == nil && c.reqs.Waiting(l.name) > 0 && !l.lossAt.IsZero() && !now.Before(l.lossAt) &&
+	if l.tok == nil && l.handoff.Len() == 0 && c.reqs.Waiting(l.name) > 0 && !l.lossAt.IsZero() && !now.Before(l.lossAt) &&
 		l.locate == nil && l.prepare == nil && !now.Before(l.backoff) {
 		c.count("losses_suspected")
 		c.startLocate(l)

@@ -32,9 +32,7 @@ func (c *Core) Deadline() time.Time {
 
 func (c *Core) lockDeadline(l *lock) time.Time {
 	var ts []time.Time
-	if f := l.inflight; f != nil {
-		ts = append(ts, f.sentAt.Add(c.cfg.AckTimeout))
-	}
+	ts = append(ts, l.handoff.Deadline())
 	for _, p := range []*probe{l.locate, l.prepare, l.check, l.vouch} {
 		if p != nil {
 			ts = append(ts, p.Deadline())
@@ -44,7 +42,7 @@ func (c *Core) lockDeadline(l *lock) time.Time {
 	if l.tok != nil && waiting && !c.reqs.Held(l.name) && l.tok.holdUntil.After(c.now) {
 		ts = append(ts, l.tok.holdUntil)
 	}
-	if l.tok == nil && l.inflight == nil && waiting && !l.lossAt.IsZero() && l.locate == nil && l.prepare == nil {
+	if l.tok == nil && l.handoff.Len() == 0 && waiting && !l.lossAt.IsZero() && l.locate == nil && l.prepare == nil {
 		ts = append(ts, later(l.lossAt, l.backoff))
 	}
 	if l.promised <= c.floor && c.quiet(l) {

@@ -91,8 +91,9 @@ func (c *Core) lockStatus(l *lock) mutex.LockStatus {
 		if left := l.tok.holdUntil.Sub(c.now); left > 0 {
 			d.HoldLeftMS = left.Milliseconds()
 		}
-	case l.inflight != nil:
-		d.Token, d.Generation, d.InFlightTo = "in_flight", l.inflight.gen, l.inflight.to
+	case l.inFlight() != nil:
+		f := l.inFlight()
+		d.Token, d.Generation, d.InFlightTo = "in_flight", f.gen, f.to
 	}
 	switch {
 	case l.prepare != nil:

@@ -60,7 +60,7 @@ func (t *table) restore(cfg Config, s savedState) error {
 		if err := t.limit.CheckRestored(g); err != nil {
 			return fmt.Errorf("%w: lock %q: %w", ErrState, name, err)
 		}
-		l := newLock(name, g)
+		l := newLock(name, g, cfg.AckTimeout)
 		l.creator = restored
 		t.locks[name] = l
 	}
@@ -110,7 +110,7 @@ func (c *Core) lockFor(name string, creator uint32) (*lock, error) {
 		}
 		return nil, mutex.ErrTooManyLocks
 	}
-	l := newLock(name, c.floor)
+	l := newLock(name, c.floor, c.cfg.AckTimeout)
 	l.creator, l.used = creator, c.now
 	c.locks[name] = l
 	c.made[creator]++
@@ -123,7 +123,7 @@ func (c *Core) idle(l *lock) bool { return c.quiet(l) && !l.outstanding.After(c.
 // quiet says whether l has nothing in progress: idle once no lease it
 // granted may still run.
 func (c *Core) quiet(l *lock) bool {
-	return l.tok == nil && l.inflight == nil && !c.reqs.Held(l.name) && c.reqs.Waiting(l.name) == 0 &&
+	return l.tok == nil && l.handoff.Len() == 0 && !c.reqs.Held(l.name) && c.reqs.Waiting(l.name) == 0 &&
 		l.locate == nil && l.prepare == nil && l.check == nil && l.vouch == nil
 }
 
