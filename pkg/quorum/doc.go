@@ -7,7 +7,8 @@
 // cast cannot be), or Pending. Any two sets that each hold more than half of
 // the weight share a member: that is the whole safety argument of a
 // majority, weighted or not (issue 16's weighted election, issue 15's
-// majority-quorum lock).
+// majority-quorum lock). Unanimous voters need every yes (Maekawa's voting
+// sets, Ricart-Agrawala's replies).
 //
 // A Probe asks a set of members one question under a nonce, collects their
 // answers, asks again the ones that stay silent (at most Tries sends in

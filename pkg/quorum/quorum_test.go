@@ -41,6 +41,22 @@ func TestMajority(t *testing.T) {
 	if tl.Result() != Lost {
 		t.Fatalf("3 no of 5: %v", tl.Result())
 	}
+	u, _ := Unanimous(1, 2, 3)
+	tl = NewTally(u)
+	tl.Vote(1, true)
+	tl.Vote(2, true)
+	if tl.Result() != Pending {
+		t.Fatalf("unanimous, 2 of 3 yes: %v", tl.Result())
+	}
+	tl.Vote(3, true)
+	if tl.Result() != Won {
+		t.Fatalf("unanimous, 3 of 3 yes: %v", tl.Result())
+	}
+	tl = NewTally(u)
+	tl.Vote(2, false)
+	if tl.Result() != Lost {
+		t.Fatalf("unanimous, a no: %v", tl.Result())
+	}
 	if _, err := Majority(1, 1); !errors.Is(err, ErrVoters) {
 		t.Fatalf("duplicate voter: %v", err)
 	}

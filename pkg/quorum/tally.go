@@ -36,6 +36,7 @@ var ErrVoters = errors.New("quorum: invalid voters")
 type Voters struct {
 	weight map[uint32]uint64
 	total  uint64
+	all    bool // every voter's yes is needed (Unanimous)
 }
 
 // Majority returns the voters ids, each of weight 1.
@@ -66,11 +67,26 @@ func Weighted(weights map[uint32]uint64) (Voters, error) {
 	return v, nil
 }
 
+// Unanimous returns the voters ids, each of weight 1, whose vote is won
+// only when every one says yes (Maekawa's voting sets, Ricart-Agrawala's
+// replies) and lost at the first no.
+func Unanimous(ids ...uint32) (Voters, error) {
+	v, err := Majority(ids...)
+	v.all = true
+	return v, err
+}
+
 // Total is the sum of the weights.
 func (v Voters) Total() uint64 { return v.total }
 
-// Needed is the least weight that is more than half the total.
-func (v Voters) Needed() uint64 { return v.total/2 + 1 }
+// Needed is the least yes weight that wins: more than half the total, or
+// all of it for Unanimous voters.
+func (v Voters) Needed() uint64 {
+	if v.all {
+		return v.total
+	}
+	return v.total/2 + 1
+}
 
 // Weight is id's weight, 0 if it is not a voter.
 func (v Voters) Weight(id uint32) uint64 { return v.weight[id] }
