@@ -144,6 +144,9 @@ type (
 		LeaseMS   int64  `json:"lease_ms"`   // 0: the cluster's --lease
 		TimeoutMS int64  `json:"timeout_ms"` // 0: wait until granted or the client leaves
 		Client    string `json:"client"`     // who asks, for status; default "pid N uid U"
+		// Mode is "exclusive" (the default) or "shared", where the
+		// algorithm offers it (else 400).
+		Mode mutex.Mode `json:"mode"`
 	}
 	grantView struct {
 		Request     string `json:"request"`
@@ -300,7 +303,7 @@ func (a *lockAPI) doAcquire(r *http.Request) (any, error) {
 	)
 	if err := a.algo(r.Context(), func(alg mutex.Algorithm, i uint32) {
 		inc = i
-		if id, aerr = alg.Acquire(a.clock.Now(), mutex.Request{Lock: name, Lease: lease, Client: client}); aerr == nil {
+		if id, aerr = alg.Acquire(a.clock.Now(), mutex.Request{Lock: name, Mode: req.Mode, Lease: lease, Client: client}); aerr == nil {
 			ch = a.wait(id)
 		}
 	}); err != nil {

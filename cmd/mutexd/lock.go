@@ -20,6 +20,7 @@ import (
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
 // Exit codes of `mutexd lock` besides the child's own.
@@ -55,6 +56,7 @@ func lockCommand() *cli.Command {
 			app.ControlFlag(name),
 			&cli.DurationFlag{Name: "timeout", Usage: "give up (exit 75) if not granted within `D` (0: wait as long as it takes)"},
 			&cli.DurationFlag{Name: "lease", Usage: "lease to ask for, `D` (0: the cluster's --lease); renewed every third of it"},
+			&cli.BoolFlag{Name: "shared", Usage: "take the lock shared (readers together, never beside a writer), where the algorithm offers it"},
 			&cli.DurationFlag{Name: "grace", Value: time.Second, Usage: "time `D` between SIGTERM and SIGKILL when the lock is lost (cut short by the lease's end)"},
 		},
 		Action: lockAction,
@@ -115,7 +117,11 @@ func lockAction(c *cli.Context) error {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	if err := r.acquire(c.Context, sigs, timeout, lease, strings.Join(argv, " ")); err != nil {
+	mode := mutex.Exclusive
+	if c.Bool("shared") {
+		mode = mutex.Shared
+	}
+	if err := r.acquire(c.Context, sigs, timeout, lease, mode, strings.Join(argv, " ")); err != nil {
 		return err
 	}
 	return r.run(argv, sigs)
@@ -128,7 +134,7 @@ type grantAnswer struct {
 	LeaseLeftMS int64  `json:"lease_left_ms"`
 }
 
-func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, lease time.Duration, what string) error {
+func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, lease time.Duration, mode mutex.Mode, what string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A signal while waiting ends the wait: the connection closes and the
@@ -148,7 +154,7 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	if len(client) > maxClientLen {
 		client = strings.ToValidUTF8(client[:maxClientLen-3], "") + "..."
 	}
-	req := acquireRequest{LeaseMS: lease.Milliseconds(), TimeoutMS: timeout.Milliseconds(), Client: client}
+	req := acquireRequest{LeaseMS: lease.Milliseconds(), TimeoutMS: timeout.Milliseconds(), Client: client, Mode: mode}
 	if timeout > 0 && req.TimeoutMS == 0 {
 		req.TimeoutMS = 1
 	}

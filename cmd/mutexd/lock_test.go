@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
 // TestMain lets the test binary be mutexd, so that `mutexd lock` runs as a
@@ -385,5 +386,26 @@ func TestLockSignalWhileWaiting(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Error("the command ran")
+	}
+}
+
+// TestLockShared: --shared asks the daemon for a shared lock; a daemon
+// whose algorithm refuses it (400) makes mutexd lock fail with its words,
+// and nothing runs.
+func TestLockShared(t *testing.T) {
+	f := newFakeDaemon(t)
+	var got acquireRequest
+	f.set(func() {
+		f.acquire = func(r *http.Request) (any, error) {
+			json.NewDecoder(r.Body).Decode(&got)
+			return nil, ctl.BadRequest("shared mode is not offered by this algorithm")
+		}
+	})
+	cmd, stderr := lockProc(t, f, "db", "--shared", "--", "true")
+	if code := exitCode(t, cmd); code != 1 || !strings.Contains(stderr.String(), "shared mode is not offered") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got.Mode != mutex.Shared {
+		t.Errorf("the daemon was asked for mode %v, want shared", got.Mode)
 	}
 }

@@ -95,9 +95,15 @@ func TestMutexdControlAPI(t *testing.T) {
 		t.Errorf("algorithm %+v, %v: want the token ring, surviving crashes", alg, err)
 	}
 
+	// The ring offers no shared mode: a shared request is refused, clearly.
+	err := cl[2].Post(ctx, "/v1/locks/db/acquire", map[string]any{"mode": "shared", "timeout_ms": 300}, nil)
+	if ctlStatus(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "shared mode is not offered") {
+		t.Errorf("shared acquire on the ring: %v, want 400 saying shared mode is not offered", err)
+	}
+
 	// Held at host 1: host 2 waits, and gives up after its timeout.
 	start := time.Now()
-	err := cl[2].Post(ctx, "/v1/locks/db/acquire", map[string]any{"timeout_ms": 300}, nil)
+	err = cl[2].Post(ctx, "/v1/locks/db/acquire", map[string]any{"timeout_ms": 300}, nil)
 	if ctlStatus(err) != http.StatusGatewayTimeout || time.Since(start) < 300*time.Millisecond {
 		t.Errorf("acquire of a held lock with a 300 ms timeout: %v after %v", err, time.Since(start))
 	}
