@@ -2,25 +2,21 @@ package tokenring_test
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 	"github.com/synclab/synclab/pkg/wire"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/scenarios")
 
 // TestScenarios replays the scripts in testdata/scenarios on a
 // deterministic network (every frame takes 1 ms; members are ticked at
@@ -50,30 +46,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //
 // Each command prints what it caused, at the time it happened (ms since
 // the start): the typed outcomes and the ring's events, one per line.
-func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := runRingScenario(t, string(want))
-			if *rewrite {
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if got != string(want) {
-				t.Errorf("%s differs (rerun with -rewrite and read the diff):\n%s", file, diffLines(string(want), got))
-			}
-		})
-	}
-}
+func TestScenarios(t *testing.T) { scenario.Files(t, runRingScenario) }
 
 // scenarioRing is the deterministic network of a scenario.
 type scenarioRing struct {
@@ -244,16 +217,13 @@ func (r *scenarioRing) run(d time.Duration) {
 func runRingScenario(t *testing.T, script string) string {
 	var out bytes.Buffer
 	var r *scenarioRing
-	for _, line := range strings.Split(script, "\n") {
-		if strings.HasPrefix(line, "#") {
-			out.WriteString(line + "\n")
-			continue
-		}
-		if !strings.HasPrefix(line, "> ") {
-			continue // blank, or the old output: regenerated below
-		}
+	lines, cmds := scenario.Commands(script)
+	for i, line := range lines {
+		f := cmds[i]
 		out.WriteString(line + "\n")
-		f := strings.Fields(strings.TrimPrefix(line, "> "))
+		if f == nil {
+			continue // a comment
+		}
 		num := func(i int) uint64 {
 			if len(f) <= i {
 				t.Fatalf("%q: missing argument %d", line, i)
@@ -374,24 +344,4 @@ func holder(h *mutex.RequestStatus) string {
 		return "-"
 	}
 	return fmt.Sprintf("#%d", h.ID)
-}
-
-// diffLines shows the first differing lines of two texts.
-func diffLines(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range max(len(w), len(g)) {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			lo := max(0, i-3)
-			return fmt.Sprintf("line %d:\n  want: %q\n  got:  %q\ncontext (got):\n%s", i+1, wl, gl,
-				strings.Join(g[lo:min(len(g), i+4)], "\n"))
-		}
-	}
-	return "(identical?)"
 }
