@@ -21,7 +21,7 @@ import (
 	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
-	"github.com/synclab/synclab/pkg/mutex/tokenring"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -36,39 +36,33 @@ const maxClientLen = 128
 
 // lockAPI serves the lock calls of the control API. Its waiters are owned
 // by the daemon's loop: they are touched only inside d.Do functions and
-// in onEvent, which the loop calls with every event of the core.
+// in deliver, which the core's wrapper calls on the loop with every
+// outcome the algorithm reports.
 type lockAPI struct {
 	d     *daemon.Daemon
 	clock clock.Clock
-	min   time.Duration // the core's MinLease
-	max   time.Duration // the core's MaxLease (--lease)
+	alg   mutex.Factory // the algorithm run
+	min   time.Duration // the shortest lease a request may ask for
+	max   time.Duration // the cluster's longest lease (--lease)
 
-	waiters     map[uint64][]chan core.Event // by request ID; one-shot
-	incarnation uint32                       // this run's, set on the loop at first use
+	waiters     map[mutex.RequestID][]chan mutex.Outcome // one-shot
+	incarnation uint32                                   // this run's, set on the loop at first use
 
 	stats apiStats
 }
 
-func newAPI(rc tokenring.Config) *lockAPI {
-	return &lockAPI{min: rc.MinLease, max: rc.MaxLease, waiters: map[uint64][]chan core.Event{}}
+func newAPI(f mutex.Factory, opt mutex.Options) *lockAPI {
+	return &lockAPI{alg: f, min: opt.MinLease, max: opt.Lease, waiters: map[mutex.RequestID][]chan mutex.Outcome{}}
 }
 
-// onEvent hands the core's answer about a request to whoever waits for
-// it. It runs on the loop and must not block: every waiter's channel has
-// room for the one event it will ever be sent.
-func (a *lockAPI) onEvent(e core.Event) {
-	switch e.Name {
-	case tokenring.EventGranted, tokenring.EventRenewed, tokenring.EventLost, tokenring.EventReleased:
-	default:
-		return
-	}
-	id, ok := eventArg[uint64](e, "request")
-	if !ok {
-		return
-	}
+// deliver hands the algorithm's answer about a request to whoever waits
+// for it. It runs on the loop and must not block: every waiter's channel
+// has room for the one outcome it will ever be sent.
+func (a *lockAPI) deliver(o mutex.Outcome) {
+	id := o.Request()
 	for _, ch := range a.waiters[id] {
 		select {
-		case ch <- e:
+		case ch <- o:
 		default:
 		}
 	}
@@ -76,29 +70,18 @@ func (a *lockAPI) onEvent(e core.Event) {
 }
 
 // wait registers a one-shot waiter for request id (on the loop).
-func (a *lockAPI) wait(id uint64) chan core.Event {
-	ch := make(chan core.Event, 1)
+func (a *lockAPI) wait(id mutex.RequestID) chan mutex.Outcome {
+	ch := make(chan mutex.Outcome, 1)
 	a.waiters[id] = append(a.waiters[id], ch)
 	return ch
 }
 
 // forget drops a waiter that gave up (on the loop).
-func (a *lockAPI) forget(id uint64, ch chan core.Event) {
-	a.waiters[id] = slices.DeleteFunc(a.waiters[id], func(c chan core.Event) bool { return c == ch })
+func (a *lockAPI) forget(id mutex.RequestID, ch chan mutex.Outcome) {
+	a.waiters[id] = slices.DeleteFunc(a.waiters[id], func(c chan mutex.Outcome) bool { return c == ch })
 	if len(a.waiters[id]) == 0 {
 		delete(a.waiters, id)
 	}
-}
-
-func eventArg[T any](e core.Event, key string) (T, bool) {
-	for i := 0; i+1 < len(e.Args); i += 2 {
-		if k, _ := e.Args[i].(string); k == key {
-			v, ok := e.Args[i+1].(T)
-			return v, ok
-		}
-	}
-	var zero T
-	return zero, false
 }
 
 func (a *lockAPI) attach(d *daemon.Daemon) {
@@ -108,15 +91,28 @@ func (a *lockAPI) attach(d *daemon.Daemon) {
 	d.Handle(http.MethodPost, "/v1/locks/{name}/renew", a.renew)
 	d.Handle(http.MethodPost, "/v1/locks/{name}/release", a.release)
 	d.Handle(http.MethodGet, "/v1/locks", a.locks)
+	d.Handle(http.MethodGet, "/v1/algorithm", a.algorithm)
 }
 
-// ring runs fn on the loop with the core, and this run's incarnation.
-func (a *lockAPI) ring(ctx context.Context, fn func(ring *ringCore, inc uint32)) error {
+// algorithmView is what GET /v1/algorithm answers: the algorithm this
+// daemon runs, and what it promises.
+type algorithmView struct {
+	Name       string           `json:"name"`
+	Summary    string           `json:"summary"`
+	Guarantees mutex.Guarantees `json:"guarantees"`
+}
+
+func (a *lockAPI) algorithm(*http.Request) (any, error) {
+	return algorithmView{Name: a.alg.Name, Summary: a.alg.Summary, Guarantees: a.alg.Guarantees}, nil
+}
+
+// algo runs fn on the loop with the algorithm, and this run's incarnation.
+func (a *lockAPI) algo(ctx context.Context, fn func(alg mutex.Algorithm, inc uint32)) error {
 	err := a.d.Do(ctx, func(n *node.Node) {
 		if a.incarnation == 0 {
 			a.incarnation = n.Status().Incarnation
 		}
-		fn(n.Core().(*ringCore), a.incarnation)
+		fn(n.Core().(*algoCore).Algorithm, a.incarnation)
 	})
 	if errors.Is(err, daemon.ErrStopped) {
 		return ctl.Unavailable("the daemon is shutting down")
@@ -128,18 +124,18 @@ func (a *lockAPI) ring(ctx context.Context, fn func(ring *ringCore, inc uint32))
 // restarts at 1 with every run of the daemon, qualified by the run. A
 // client whose daemon restarted must hear that its grant is gone, never
 // renew someone else's request that happens to have the same ID.
-func formatHandle(inc uint32, id uint64) string {
-	return strconv.FormatUint(uint64(inc), 10) + "-" + strconv.FormatUint(id, 10)
+func formatHandle(inc uint32, id mutex.RequestID) string {
+	return strconv.FormatUint(uint64(inc), 10) + "-" + strconv.FormatUint(uint64(id), 10)
 }
 
-func parseHandle(s string) (inc uint32, id uint64, err error) {
+func parseHandle(s string) (inc uint32, id mutex.RequestID, err error) {
 	a, b, ok := strings.Cut(s, "-")
 	i, err1 := strconv.ParseUint(a, 10, 32)
 	n, err2 := strconv.ParseUint(b, 10, 64)
 	if !ok || err1 != nil || err2 != nil || i == 0 || n == 0 {
 		return 0, 0, fmt.Errorf("request %q: want the handle acquire returned, INCARNATION-ID (e.g. \"412-7\")", s)
 	}
-	return uint32(i), n, nil
+	return uint32(i), mutex.RequestID(n), nil
 }
 
 // Requests and answers of the lock calls.
@@ -148,6 +144,9 @@ type (
 		LeaseMS   int64  `json:"lease_ms"`   // 0: the cluster's --lease
 		TimeoutMS int64  `json:"timeout_ms"` // 0: wait until granted or the client leaves
 		Client    string `json:"client"`     // who asks, for status; default "pid N uid U"
+		// Mode is "exclusive" (the default) or "shared", where the
+		// algorithm offers it (else 400).
+		Mode mutex.Mode `json:"mode"`
 	}
 	grantView struct {
 		Request     string `json:"request"`
@@ -155,7 +154,9 @@ type (
 		Fence       uint64 `json:"fence"`
 		LeaseMS     int64  `json:"lease_ms"`
 		LeaseLeftMS int64  `json:"lease_left_ms"`
-		Generation  uint64 `json:"generation"`
+		// Generation is the algorithm's epoch the grant was made in (the
+		// token ring's generation).
+		Generation uint64 `json:"generation"`
 	}
 	renewRequest struct {
 		Request string `json:"request"`
@@ -180,8 +181,8 @@ type (
 	locksView struct {
 		// Incarnation qualifies the request IDs below: a handle is
 		// INCARNATION-ID.
-		Incarnation uint32                 `json:"incarnation"`
-		Locks       []tokenring.LockStatus `json:"locks"`
+		Incarnation uint32             `json:"incarnation"`
+		Locks       []mutex.LockStatus `json:"locks"`
 	}
 )
 
@@ -224,7 +225,7 @@ func call(r *http.Request, v any, optional bool) (string, error) {
 }
 
 func checkName(name string) error {
-	if !wire.ValidLockName(name) {
+	if !wire.ValidLockName(name) { // the same rule as mutex.ErrBadLockName, said with the name
 		return ctl.BadRequest(fmt.Sprintf("lock name %q: want 1-64 bytes of letters, digits and ._:/@+-", name))
 	}
 	return nil
@@ -243,16 +244,17 @@ func (a *lockAPI) lease(ms int64) (time.Duration, error) {
 	return d, nil
 }
 
-// coreError maps the core's refusals to answers.
+// coreError maps the algorithm's refusals (pkg/mutex's errors, the same
+// for every algorithm) to answers.
 func coreError(err error, handle string) error {
 	switch {
-	case errors.Is(err, tokenring.ErrBadLockName), errors.Is(err, tokenring.ErrBadLease):
-		return ctl.BadRequest(strings.TrimPrefix(err.Error(), "tokenring: "))
-	case errors.Is(err, tokenring.ErrTooManyLocks), errors.Is(err, tokenring.ErrQueueFull):
-		return ctl.Unavailable(strings.TrimPrefix(err.Error(), "tokenring: ") + ": try again later, or use fewer lock names")
-	case errors.Is(err, tokenring.ErrExpired):
+	case errors.Is(err, mutex.ErrBadLockName), errors.Is(err, mutex.ErrBadLease), errors.Is(err, mutex.ErrSharedUnsupported):
+		return ctl.BadRequest(err.Error())
+	case errors.Is(err, mutex.ErrTooManyLocks), errors.Is(err, mutex.ErrQueueFull):
+		return ctl.Unavailable(err.Error() + ": try again later, or use fewer lock names")
+	case errors.Is(err, mutex.ErrExpired):
 		return gone(fmt.Sprintf("request %s: the lease had already expired: the lock is lost", handle), "expired")
-	case errors.Is(err, tokenring.ErrNotHolder):
+	case errors.Is(err, mutex.ErrNotHolder):
 		return ctl.Conflict(fmt.Sprintf("request %s is still waiting for its lock: nothing to renew", handle))
 	}
 	return err
@@ -294,14 +296,14 @@ func (a *lockAPI) doAcquire(r *http.Request) (any, error) {
 	// The waiter is registered in the same loop turn as Acquire: the grant
 	// can come in the Ready that follows it, before any other turn.
 	var (
-		id   uint64
+		id   mutex.RequestID
 		inc  uint32
-		ch   chan core.Event
+		ch   chan mutex.Outcome
 		aerr error
 	)
-	if err := a.ring(r.Context(), func(ring *ringCore, i uint32) {
+	if err := a.algo(r.Context(), func(alg mutex.Algorithm, i uint32) {
 		inc = i
-		if id, aerr = ring.Acquire(a.clock.Now(), name, lease, client); aerr == nil {
+		if id, aerr = alg.Acquire(a.clock.Now(), mutex.Request{Lock: name, Mode: req.Mode, Lease: lease, Client: client}); aerr == nil {
 			ch = a.wait(id)
 		}
 	}); err != nil {
@@ -317,16 +319,20 @@ func (a *lockAPI) doAcquire(r *http.Request) (any, error) {
 		expired = t.C
 	}
 	select {
-	case e := <-ch:
-		if e.Name != tokenring.EventGranted {
-			return nil, ctl.Internal(fmt.Sprintf("request %d: %s before any grant", id, e.Name))
+	case o := <-ch:
+		g, ok := o.(mutex.Granted)
+		if !ok {
+			if l, lost := o.(mutex.Lost); lost {
+				return nil, gone(fmt.Sprintf("request for lock %q will never be granted: %s", name, l.Reason.Explain()), string(l.Reason))
+			}
+			return nil, ctl.Internal(fmt.Sprintf("request %d: %T before any grant", id, o))
 		}
 		if r.Context().Err() != nil {
 			// The client left as the grant came: nobody will use it.
 			a.cancel(id)
 			return nil, r.Context().Err()
 		}
-		return a.grantView(e, inc, id), nil
+		return a.grantView(g, inc), nil
 	case <-expired:
 		a.cancel(id)
 		return nil, ctl.Timeout(fmt.Sprintf("lock %q was not granted within %v", name, time.Duration(req.TimeoutMS)*time.Millisecond))
@@ -336,41 +342,34 @@ func (a *lockAPI) doAcquire(r *http.Request) (any, error) {
 	}
 }
 
-func (a *lockAPI) grantView(e core.Event, inc uint32, id uint64) grantView {
-	v := grantView{Request: formatHandle(inc, id)}
-	v.Lock, _ = eventArg[string](e, "lock")
-	v.Fence, _ = eventArg[uint64](e, "fence")
-	v.Generation, _ = eventArg[uint64](e, "generation")
-	lease, _ := eventArg[time.Duration](e, "lease")
-	v.LeaseMS = lease.Milliseconds()
-	v.LeaseLeftMS = a.leftMS(e)
-	return v
+func (a *lockAPI) grantView(g mutex.Granted, inc uint32) grantView {
+	return grantView{Request: formatHandle(inc, g.ID), Lock: g.Lock, Fence: g.Fence, Generation: g.Epoch,
+		LeaseMS: g.Lease.Milliseconds(), LeaseLeftMS: a.leftMS(g.Expires)}
 }
 
-// leftMS is what remains of the lease an event announced, in whole
-// milliseconds rounded down, read now: the client counts it from before
-// its request, so its own deadline falls before the daemon's.
-func (a *lockAPI) leftMS(e core.Event) int64 {
-	exp, _ := eventArg[time.Time](e, "expires")
+// leftMS is what remains of a lease ending at exp, in whole milliseconds
+// rounded down, read now: the client counts it from before its request,
+// so its own deadline falls before the daemon's.
+func (a *lockAPI) leftMS(exp time.Time) int64 {
 	return max(exp.Sub(a.clock.Now()), 0).Milliseconds()
 }
 
 // cancel withdraws request id, waiting or granted (a grant that raced the
 // cancellation is released), whatever the caller's context says.
-func (a *lockAPI) cancel(id uint64) {
+func (a *lockAPI) cancel(id mutex.RequestID) {
 	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
-	a.ring(ctx, func(ring *ringCore, _ uint32) {
+	a.algo(ctx, func(alg mutex.Algorithm, _ uint32) {
 		delete(a.waiters, id)
-		if _, ok := ring.Request(id); ok {
-			ring.Release(a.clock.Now(), id)
+		if _, ok := alg.Lookup(id); ok {
+			alg.Release(a.clock.Now(), id)
 		}
 	})
 }
 
 // request finds the request a handle names, checking that it is this
 // run's and belongs to lock name.
-func (a *lockAPI) request(ring *ringCore, inc uint32, handle, name string) (uint64, error) {
+func (a *lockAPI) request(alg mutex.Algorithm, inc uint32, handle, name string) (mutex.RequestID, error) {
 	hinc, id, err := parseHandle(handle)
 	if err != nil {
 		return 0, ctl.BadRequest(err.Error())
@@ -378,7 +377,7 @@ func (a *lockAPI) request(ring *ringCore, inc uint32, handle, name string) (uint
 	if hinc != inc {
 		return 0, gone(fmt.Sprintf("request %s was granted by an earlier run of this daemon (now run %d): the lock was lost when it stopped", handle, inc), "restarted")
 	}
-	if st, ok := ring.Request(id); ok && st.Lock != name {
+	if st, ok := alg.Lookup(id); ok && st.Lock != name {
 		return 0, ctl.BadRequest(fmt.Sprintf("request %s is for lock %q, not %q", handle, st.Lock, name))
 	}
 	return id, nil
@@ -401,21 +400,21 @@ func (a *lockAPI) doRenew(r *http.Request) (any, error) {
 		return nil, err
 	}
 	var (
-		id   uint64
-		ch   chan core.Event
+		id   mutex.RequestID
+		ch   chan mutex.Outcome
 		rerr error
 	)
-	if err := a.ring(r.Context(), func(ring *ringCore, inc uint32) {
-		if id, rerr = a.request(ring, inc, req.Request, name); rerr != nil {
+	if err := a.algo(r.Context(), func(alg mutex.Algorithm, inc uint32) {
+		if id, rerr = a.request(alg, inc, req.Request, name); rerr != nil {
 			return
 		}
-		if rerr = ring.Renew(a.clock.Now(), id, lease); rerr == nil {
+		if rerr = alg.Renew(a.clock.Now(), id, lease); rerr == nil {
 			ch = a.wait(id)
 		}
 	}); err != nil {
 		return nil, err
 	}
-	if errors.Is(rerr, tokenring.ErrUnknownRequest) {
+	if errors.Is(rerr, mutex.ErrUnknownRequest) {
 		return nil, gone(fmt.Sprintf("request %s does not hold lock %q: it was released, or lost (lease expired, token superseded)", req.Request, name), "unknown")
 	}
 	if rerr != nil {
@@ -424,39 +423,27 @@ func (a *lockAPI) doRenew(r *http.Request) (any, error) {
 	t := time.NewTimer(renewWait)
 	defer t.Stop()
 	select {
-	case e := <-ch:
-		fence, _ := eventArg[uint64](e, "fence")
-		switch e.Name {
-		case tokenring.EventRenewed:
-			return renewView{Request: req.Request, Lock: name, Fence: fence, LeaseLeftMS: a.leftMS(e)}, nil
-		case tokenring.EventLost:
-			why, _ := eventArg[string](e, "reason")
-			return nil, gone(fmt.Sprintf("lock %q (fence %d) is lost: %s", name, fence, lossText(why)), why)
+	case o := <-ch:
+		switch o := o.(type) {
+		case mutex.Renewed:
+			return renewView{Request: req.Request, Lock: name, Fence: o.Fence, LeaseLeftMS: a.leftMS(o.Expires)}, nil
+		case mutex.Lost:
+			return nil, gone(fmt.Sprintf("lock %q (fence %d) is lost: %s", name, o.Fence, o.Reason.Explain()), string(o.Reason))
+		case mutex.Released:
+			return nil, gone(fmt.Sprintf("lock %q (fence %d) was released", name, o.Fence), "released")
 		}
-		return nil, gone(fmt.Sprintf("lock %q (fence %d) was released", name, fence), "released")
+		return nil, ctl.Internal(fmt.Sprintf("request %s: %T in answer to a renewal", req.Request, o))
 	case <-t.C:
 	case <-r.Context().Done():
 	}
 	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
-	a.ring(ctx, func(*ringCore, uint32) { a.forget(id, ch) })
+	a.algo(ctx, func(mutex.Algorithm, uint32) { a.forget(id, ch) })
 	if err := r.Context().Err(); err != nil {
 		return nil, err
 	}
 	return nil, ctl.Unavailable(fmt.Sprintf("renewal of %s not confirmed within %v: a majority of the ring did not answer; "+
 		"the lease runs on, try again", req.Request, renewWait))
-}
-
-func lossText(reason string) string {
-	switch reason {
-	case "expired":
-		return "its lease expired before a renewal"
-	case "superseded":
-		return "a newer token replaced the one it was granted on"
-	case "renew_refused":
-		return "a majority refused to confirm its token (a newer one exists)"
-	}
-	return reason
 }
 
 func (a *lockAPI) release(r *http.Request) (any, error) {
@@ -475,12 +462,12 @@ func (a *lockAPI) doRelease(r *http.Request) (any, error) {
 		v    = releaseView{Request: req.Request, Lock: name}
 		rerr error
 	)
-	if err := a.ring(r.Context(), func(ring *ringCore, inc uint32) {
-		var id uint64
-		if id, rerr = a.request(ring, inc, req.Request, name); rerr != nil {
+	if err := a.algo(r.Context(), func(alg mutex.Algorithm, inc uint32) {
+		var id mutex.RequestID
+		if id, rerr = a.request(alg, inc, req.Request, name); rerr != nil {
 			return
 		}
-		st, ok := ring.Request(id)
+		st, ok := alg.Lookup(id)
 		if !ok {
 			rerr = ctl.NotFound(fmt.Sprintf("request %s does not hold or wait for lock %q: released already, lost, or never made", req.Request, name))
 			return
@@ -489,7 +476,7 @@ func (a *lockAPI) doRelease(r *http.Request) (any, error) {
 		if st.Granted {
 			v.Was = "held"
 		}
-		rerr = ring.Release(a.clock.Now(), id)
+		rerr = alg.Release(a.clock.Now(), id)
 	}); err != nil {
 		return nil, err
 	}
@@ -501,11 +488,11 @@ func (a *lockAPI) doRelease(r *http.Request) (any, error) {
 
 func (a *lockAPI) locks(r *http.Request) (any, error) {
 	var v locksView
-	err := a.ring(r.Context(), func(ring *ringCore, inc uint32) {
-		v = locksView{Incarnation: inc, Locks: ring.Report().Locks}
+	err := a.algo(r.Context(), func(alg mutex.Algorithm, inc uint32) {
+		v = locksView{Incarnation: inc, Locks: alg.Report().Locks}
 	})
 	if v.Locks == nil {
-		v.Locks = []tokenring.LockStatus{}
+		v.Locks = []mutex.LockStatus{}
 	}
 	return v, err
 }
@@ -543,25 +530,46 @@ func (s *apiStats) snapshot() map[string]uint64 {
 	return maps.Clone(s.n)
 }
 
-// ringCore is the token ring as the daemon runs it: the core, plus the
-// control API's counters in its status and metrics.
-type ringCore struct {
-	*tokenring.Core
-	stats *apiStats
+// algoCore is the algorithm as the daemon runs it: the core, handing its
+// outcomes to the control API's waiters after each Ready, with the API's
+// counters in its status and metrics.
+type algoCore struct {
+	mutex.Algorithm
+	api *lockAPI
 }
 
-// ringStatus is the core's part of `mutexd status --json`.
-type ringStatus struct {
-	tokenring.Status
+// Ready drains the algorithm's outcomes with its Ready, on the loop, and
+// answers the waiters: a grant is answered in the loop turn that made it.
+func (c *algoCore) Ready() core.Ready {
+	rd := c.Algorithm.Ready()
+	for _, o := range c.Algorithm.Outcomes() {
+		c.api.deliver(o)
+	}
+	return rd
+}
+
+// Advance passes the driver's report on a Ready on (core.Advancer).
+func (c *algoCore) Advance(saved bool) {
+	if a, ok := c.Algorithm.(core.Advancer); ok {
+		a.Advance(saved)
+	}
+}
+
+// statusView is the core's part of `mutexd status --json`: the algorithm's
+// mutex.Status, and the control API's counters.
+type statusView struct {
+	mutex.Status
 	// API counts the control API's lock calls by "call/outcome".
 	API map[string]uint64 `json:"api,omitempty"`
 }
 
-func (r *ringCore) Status() any { return ringStatus{Status: r.Report(), API: r.stats.snapshot()} }
+func (c *algoCore) Status() any { return statusView{Status: c.Report(), API: c.api.stats.snapshot()} }
 
-func (r *ringCore) Metrics(m *core.MetricSet) {
-	r.Core.Metrics(m)
-	snap := r.stats.snapshot()
+func (c *algoCore) Metrics(m *core.MetricSet) {
+	if mw, ok := c.Algorithm.(core.MetricsWriter); ok {
+		mw.Metrics(m)
+	}
+	snap := c.api.stats.snapshot()
 	for _, k := range slices.Sorted(maps.Keys(snap)) {
 		call, outcome, _ := strings.Cut(k, "/")
 		m.Counter("synclab_mutex_api_calls_total", "Control API lock calls, by call and outcome.", float64(snap[k]),

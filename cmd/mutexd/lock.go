@@ -20,6 +20,7 @@ import (
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
 // Exit codes of `mutexd lock` besides the child's own.
@@ -55,6 +56,7 @@ func lockCommand() *cli.Command {
 			app.ControlFlag(name),
 			&cli.DurationFlag{Name: "timeout", Usage: "give up (exit 75) if not granted within `D` (0: wait as long as it takes)"},
 			&cli.DurationFlag{Name: "lease", Usage: "lease to ask for, `D` (0: the cluster's --lease); renewed every third of it"},
+			&cli.BoolFlag{Name: "shared", Usage: "take the lock shared (readers together, never beside a writer), where the algorithm offers it"},
 			&cli.DurationFlag{Name: "grace", Value: time.Second, Usage: "time `D` between SIGTERM and SIGKILL when the lock is lost (cut short by the lease's end)"},
 		},
 		Action: lockAction,
@@ -115,7 +117,11 @@ func lockAction(c *cli.Context) error {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	if err := r.acquire(c.Context, sigs, timeout, lease, strings.Join(argv, " ")); err != nil {
+	mode := mutex.Exclusive
+	if c.Bool("shared") {
+		mode = mutex.Shared
+	}
+	if err := r.acquire(c.Context, sigs, timeout, lease, mode, strings.Join(argv, " ")); err != nil {
 		return err
 	}
 	return r.run(argv, sigs)
@@ -128,7 +134,7 @@ type grantAnswer struct {
 	LeaseLeftMS int64  `json:"lease_left_ms"`
 }
 
-func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, lease time.Duration, what string) error {
+func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, lease time.Duration, mode mutex.Mode, what string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A signal while waiting ends the wait: the connection closes and the
@@ -148,7 +154,7 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	if len(client) > maxClientLen {
 		client = strings.ToValidUTF8(client[:maxClientLen-3], "") + "..."
 	}
-	req := acquireRequest{LeaseMS: lease.Milliseconds(), TimeoutMS: timeout.Milliseconds(), Client: client}
+	req := acquireRequest{LeaseMS: lease.Milliseconds(), TimeoutMS: timeout.Milliseconds(), Client: client, Mode: mode}
 	if timeout > 0 && req.TimeoutMS == 0 {
 		req.TimeoutMS = 1
 	}
@@ -248,101 +254,47 @@ func (r *lockRun) run(argv []string, sigs <-chan os.Signal) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	renewEvery := max(r.lease/3, 10*time.Millisecond)
-	retryEvery := max(min(r.lease/10, 250*time.Millisecond), 10*time.Millisecond)
-	renewTimer := time.NewTimer(renewEvery)
-	defer renewTimer.Stop()
+	// The real-time shell around the keeper: it feeds the keeper the
+	// steady clock, renewal results and the child's exit, and does what
+	// the keeper says.
+	k := newKeeper(now(), r.deadline, r.lease, r.grace, argv[0])
 	renewed := make(chan renewResult, 1)
-	renewing := false
-
-	// The kill sequence. While renewals succeed the deadline moves on and
-	// nothing happens. Once the lock is lost (a renewal said so), or the
-	// deadline comes so close that only the grace period is left (the
-	// renewals failed), the child's group gets SIGTERM, and SIGKILL a
-	// grace period later but never after killMargin before the deadline.
-	// From SIGTERM on the lock counts as lost: no more renewals.
-	var (
-		lost      string // why the lock is gone; "" while held
-		lostAt    time.Time
-		termSent  bool
-		killSent  bool
-		lastRenew error
-	)
-	killTimer := time.NewTimer(time.Hour)
-	defer killTimer.Stop()
-	loseNow := func(why string) {
-		if lost == "" {
-			lost, lostAt = why, now()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	act := func(a keeperAction) {
+		if a.Warn != "" {
+			fmt.Fprintf(r.stderr, "%s: lock %s: %s\n", name, r.name, a.Warn)
 		}
-	}
-	step := func() {
-		at := now()
-		killAt := r.deadline.Add(-killMargin)
-		// While renewals merely fail, the child is warned at most a third
-		// of the lease ahead: a longer grace would end it at the first
-		// failure (or, with a short lease, before any renewal).
-		termAt := killAt.Add(-min(r.grace, r.lease/3))
-		if lost != "" {
-			termAt = lostAt
-			killAt = minTime(killAt, lostAt.Add(r.grace))
-		}
-		if !termSent && !at.Before(termAt) {
-			if lost == "" {
-				why := "no renewal confirmed in time"
-				if lastRenew != nil {
-					why += ": " + lastRenew.Error()
-				}
-				loseNow(why)
-				fmt.Fprintf(r.stderr, "%s: lock %s: %s; the lease is about to end: sending SIGTERM to %s\n", name, r.name, why, argv[0])
-			}
-			termSent = true
+		if a.Term {
 			syscall.Kill(-pgid, syscall.SIGTERM)
 		}
-		if termSent && !killSent && !at.Before(killAt) {
-			killSent = true
+		if a.Kill {
 			syscall.Kill(-pgid, syscall.SIGKILL)
 		}
-		switch {
-		case !termSent:
-			killTimer.Reset(timerFor(termAt.Sub(at)))
-		case !killSent:
-			killTimer.Reset(timerFor(killAt.Sub(at)))
+		if a.Renew {
+			r.deadline = k.deadline // bounds the renewal's wait
+			go r.renew(renewed)
+		}
+		if !a.Wake.IsZero() {
+			timer.Reset(timerFor(a.Wake.Sub(now())))
 		}
 	}
-	step()
-
+	act(k.Tick(now()))
 	for {
 		select {
 		case err := <-exited:
-			return r.finish(cmd, err, lost)
+			return r.finish(cmd, err, k.Lost())
 		case s := <-sigs:
 			syscall.Kill(-pgid, s.(syscall.Signal))
-		case <-killTimer.C:
-			step()
-		case <-renewTimer.C:
-			if !renewing && lost == "" {
-				renewing = true
-				go r.renew(renewed)
-			}
+		case <-timer.C:
+			act(k.Tick(now()))
 		case res := <-renewed:
-			renewing = false
-			if lost != "" {
-				continue
-			}
+			out := renewOutcome{Sent: res.sent, Left: res.left, Err: res.err}
 			var ce *ctl.Error
-			switch {
-			case res.err == nil:
-				lastRenew = nil
-				r.deadline = res.sent.Add(res.left)
-				renewTimer.Reset(renewEvery)
-			case errors.As(res.err, &ce) && (ce.Status == http.StatusGone || ce.Status == http.StatusNotFound || ce.Status == http.StatusConflict):
-				loseNow(ce.Msg)
-				fmt.Fprintf(r.stderr, "%s: lock %s lost: %s: sending SIGTERM to %s\n", name, r.name, ce.Msg, argv[0])
-			default:
-				lastRenew = res.err
-				renewTimer.Reset(retryEvery)
+			if errors.As(res.err, &ce) && (ce.Status == http.StatusGone || ce.Status == http.StatusNotFound || ce.Status == http.StatusConflict) {
+				out.Gone, out.Err = true, errors.New(ce.Msg)
 			}
-			step()
+			act(k.Renewed(now(), out))
 		}
 	}
 }

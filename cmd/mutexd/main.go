@@ -1,9 +1,10 @@
 // Command mutexd gives the machines of a lab named locks that no two of them
-// hold at once: a token ring per lock (package tokenring), with fences and
-// leases, and a CLI that runs a command under a lock, like flock(1) across
-// machines.
+// hold at once, with fences and leases, and a CLI that runs a command under
+// a lock, like flock(1) across machines. The algorithm is any of the
+// registry's (pkg/mutex; a token ring per lock by default): the daemon, its
+// API, status and metrics speak only pkg/mutex's interface.
 //
-//	mutexd run --id 1 --members 1=10.0.0.1:7400,2=10.0.0.2:7400,... [--lease 3s]
+//	mutexd run --id 1 --members 1=10.0.0.1:7400,2=10.0.0.2:7400,... [--algorithm tokenring] [--lease 3s]
 //	mutexd lock NAME [--timeout D] [--lease D] [--grace D] -- CMD ARGS...
 //	mutexd status [--json]
 package main
@@ -15,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -22,6 +24,7 @@ import (
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 )
 
@@ -33,25 +36,50 @@ func main() {
 	app.Main(a)
 }
 
+// algorithms is mutexd's table of mutual-exclusion algorithms: a new one
+// is one package implementing mutex.Algorithm and one line here.
+var algorithms = mutex.Registry{
+	tokenring.Factory,
+}
+
+// defaultAlgorithm is --algorithm's default.
+const defaultAlgorithm = "tokenring"
+
+// Defaults of the settings every algorithm takes.
+const (
+	defaultLease     = 3 * time.Second
+	defaultMinLease  = 100 * time.Millisecond
+	defaultHeartbeat = time.Second
+)
+
 func newApp() *cli.App {
-	def := tokenring.DefaultLANConfig()
 	var api *lockAPI // made by Build, served by Attach
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: defaultAlgorithm,
+			Usage: "the mutual-exclusion algorithm: " + algorithmList() + "; the same on every node"},
+		&cli.DurationFlag{Name: "lease", EnvVars: app.Env(name, "lease"), Value: defaultLease,
+			Usage: "the cluster's longest lease, and the default one; must be the same on every node (a regenerated token waits this long before its first grant)"},
+		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: defaultHeartbeat,
+			Usage: "how often a member says it is alive (all an idle ring sends); a member silent for 3.5 heartbeats is skipped"},
+	}
+	seen := map[string]bool{}
+	for _, f := range algorithms {
+		for _, p := range f.Params {
+			if seen[p.Name] {
+				continue
+			}
+			seen[p.Name] = true
+			flags = append(flags, &cli.DurationFlag{Name: p.Name, EnvVars: app.Env(name, p.Name), Value: p.Default, Category: "advanced",
+				Usage: p.Usage + " (" + f.Name + ")"})
+		}
+	}
 	return app.New(app.Spec{
 		Name:  name,
 		Usage: "distributed mutual exclusion for a lab LAN (token ring with fences and leases)",
-		Description: "mutexd keeps named locks that at most one client in the cluster holds at a time. Each\n" +
-			"lock has a token that travels around the ring of members; every grant carries a fence\n" +
+		Description: "mutexd keeps named locks that at most one client in the cluster holds at a time, with\n" +
+			"the algorithm --algorithm names (" + algorithmList() + "). Every grant carries a fence\n" +
 			"number and a lease. `mutexd lock NAME -- CMD` runs a command under a lock.",
-		RunFlags: []cli.Flag{
-			&cli.DurationFlag{Name: "lease", EnvVars: app.Env(name, "lease"), Value: def.MaxLease,
-				Usage: "the cluster's longest lease, and the default one; must be the same on every node (a regenerated token waits this long before its first grant)"},
-			&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: def.HeartbeatInterval,
-				Usage: "how often a member says it is alive (all an idle ring sends); a member silent for 3.5 heartbeats is skipped"},
-			&cli.DurationFlag{Name: "loss-timeout", EnvVars: app.Env(name, "loss-timeout"), Value: def.LossTimeout, Category: "advanced",
-				Usage: "how long a waiting member goes without the token before it looks for it (and regenerates it if nobody has it)"},
-			&cli.DurationFlag{Name: "confirm-window", EnvVars: app.Env(name, "confirm-window"), Value: def.ConfirmWindow, Category: "advanced",
-				Usage: "how recent a majority check of the token must be to grant or renew; longer saves checks, lengthens recovery by as much"},
-		},
+		RunFlags: flags,
 		Build: func(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 			f, a, err := build(c, cfg)
 			api = a
@@ -63,70 +91,69 @@ func newApp() *cli.App {
 	})
 }
 
-// ringConfig maps the flags to the core's configuration and validates it,
-// so that a bad combination is a usage error (exit 2) before anything
+// algorithmList names the algorithms with their summaries.
+func algorithmList() string {
+	var parts []string
+	for _, f := range algorithms {
+		parts = append(parts, f.Name+" ("+f.Summary+")")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// options maps the flags to the options of the algorithm f, refusing what
+// no algorithm can work with as a usage error (exit 2) before anything
 // starts.
-func ringConfig(c *cli.Context, cfg *daemon.Config) (tokenring.Config, error) {
-	rc := tokenring.DefaultLANConfig()
-	rc.ID = cfg.ID
-	// With a key, the MAC already keeps outsiders from forging a token;
-	// without one, a received token is vouched for by its sender first.
-	rc.TrustSenders = len(cfg.Keys) > 0
-	rc.Members = slices.Sorted(maps.Keys(cfg.Members))
-	for _, f := range []struct {
+func options(c *cli.Context, cfg *daemon.Config, f mutex.Factory) (mutex.Options, error) {
+	opt := mutex.Options{MinLease: defaultMinLease, Authenticated: len(cfg.Keys) > 0, Params: map[string]time.Duration{}}
+	for _, fl := range []struct {
 		flag string
 		v    *time.Duration
-	}{
-		{"lease", &rc.MaxLease},
-		{"heartbeat", &rc.HeartbeatInterval},
-		{"loss-timeout", &rc.LossTimeout},
-		{"confirm-window", &rc.ConfirmWindow},
-	} {
-		d := c.Duration(f.flag)
-		if d <= 0 {
-			return rc, app.Usagef("--%s %v: must be positive", f.flag, d)
+	}{{"lease", &opt.Lease}, {"heartbeat", &opt.Heartbeat}} {
+		*fl.v = c.Duration(fl.flag)
+	}
+	for _, p := range f.Params {
+		opt.Params[p.Name] = c.Duration(p.Name)
+	}
+	for _, fl := range append([]string{"lease", "heartbeat"}, slices.Sorted(maps.Keys(opt.Params))...) {
+		if d := c.Duration(fl); d <= 0 {
+			return opt, app.Usagef("--%s %v: must be positive", fl, d)
 		}
-		*f.v = d
 	}
-	if rc.MaxLease < rc.MinLease {
-		return rc, app.Usagef("--lease %v: must be at least %v (a shorter lease could not be renewed in time)", rc.MaxLease, rc.MinLease)
-	}
-	if rc.MaxLease > time.Hour {
-		return rc, app.Usagef("--lease %v: at most 1h (a lost token waits one lease before it is replaced)", rc.MaxLease)
-	}
-	// The timeouts derived from the flags keep the core's proportions.
-	rc.DeadAfter = rc.HeartbeatInterval * 7 / 2
-	rc.ProbeTimeout = min(rc.ProbeTimeout, rc.ConfirmWindow/2, rc.LossTimeout/2)
-	if rc.ProbeTimeout < time.Millisecond {
-		return rc, app.Usagef("--confirm-window %v and --loss-timeout %v: each must be at least 2ms (a check needs a round trip)",
-			c.Duration("confirm-window"), c.Duration("loss-timeout"))
-	}
-	if _, err := tokenring.New(rc); err != nil {
-		return rc, app.UsageError{Err: err}
-	}
-	return rc, nil
+	return opt, nil
+}
+
+// env is what the daemon hands the core it builds.
+func env(cfg *daemon.Config, persisted []byte, rnd *rand.Rand) core.Env {
+	return core.Env{ID: cfg.ID, Members: slices.Sorted(maps.Keys(cfg.Members)), Now: cfg.Clock.Now(), Rand: rnd, State: persisted}
 }
 
 func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, error) {
 	app.SteadyClock(cfg)
-	rc, err := ringConfig(c, cfg)
+	f, err := algorithms.Lookup(c.String("algorithm"))
+	if err != nil {
+		return nil, nil, app.Usagef("--algorithm: %v", strings.TrimPrefix(err.Error(), "mutex: "))
+	}
+	opt, err := options(c, cfg, f)
 	if err != nil {
 		return nil, nil, err
 	}
-	api := newAPI(rc)
-	cfg.OnEvent = api.onEvent
+	// A trial core with no state: a combination of settings the algorithm
+	// cannot work with is a usage error before anything starts.
+	if _, err := f.New(env(cfg, nil, rand.New(rand.NewPCG(1, 1))), opt); err != nil {
+		return nil, nil, app.UsageError{Err: err}
+	}
+	api := newAPI(f, opt)
 	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
-		rc := rc
-		rc.Persisted, rc.Rand = persisted, rnd
-		ring, err := tokenring.New(rc)
-		if errors.Is(err, tokenring.ErrState) {
+		alg, err := f.New(env(cfg, persisted, rnd), opt)
+		if errors.Is(err, core.ErrState) {
 			return nil, fmt.Errorf("%w: the state file %s in --state-dir is damaged. Removing it makes this member forget "+
-				"the token generations it promised, and an old token could then be granted beside a newer one (two holders): "+
-				"remove it only while no member can hold an old token, e.g. with every mutexd of the cluster stopped", err, daemon.CoreStateFile)
+				"what it promised (the token generations, the fences), and an old grant could then be made beside a newer one "+
+				"(two holders): remove it only while no member can hold an old grant, e.g. with every mutexd of the cluster stopped",
+				err, daemon.CoreStateFile)
 		}
 		if err != nil {
 			return nil, err
 		}
-		return &ringCore{Core: ring, stats: &api.stats}, nil
+		return &algoCore{Algorithm: alg, api: api}, nil
 	}, api, nil
 }

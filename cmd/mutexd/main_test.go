@@ -43,6 +43,7 @@ func TestRunFlags(t *testing.T) {
 		{[]string{"--lease", "2h"}, "--lease 2h0m0s: at most 1h"},
 		{[]string{"--heartbeat", "0s"}, "--heartbeat 0s: must be positive"},
 		{[]string{"--confirm-window", "1ms"}, "at least 2ms"},
+		{[]string{"--algorithm", "paxos"}, `--algorithm: unknown algorithm "paxos": want one of tokenring`},
 	} {
 		out, code := mutexd(t, append(base, tt.flags...)...)
 		if code != 2 || !strings.Contains(out, tt.want) {
@@ -69,16 +70,21 @@ func TestCorruptState(t *testing.T) {
 	}
 }
 
-// TestRenderStatus: the human status shows the ring, the members and one
-// line per lock with its token, holder and queue.
+// TestRenderStatus: the human status shows the algorithm and its
+// guarantees, the ring, the members and one line per lock with its token,
+// holder and queue.
 func TestRenderStatus(t *testing.T) {
-	raw := `{"id":2,"majority":2,"members":[{"id":1,"alive":true,"skipped":false,"heard_ago_ms":120},
-	  {"id":2,"self":true,"alive":true,"skipped":false,"heard_ago_ms":0},{"id":3,"alive":false,"skipped":true,"heard_ago_ms":4100}],
-	  "locks":[{"name":"db","token":"here","generation":8589934593,"promised":8589934593,"fence":2199023255555,
+	raw := `{"algorithm":"tokenring","id":2,"detail":{"majority":2,"generation_credit":65535},
+	  "members":[{"id":1,"alive":true,"state":"alive","heard_ago_ms":120},
+	  {"id":2,"self":true,"alive":true,"state":"self","heard_ago_ms":0},{"id":3,"alive":false,"state":"down","heard_ago_ms":4100}],
+	  "locks":[{"name":"db","fence":2199023255555,
+	    "detail":{"token":"here","generation":8589934593,"promised":8589934593,"wants":[1]},
 	    "holder":{"id":7,"lock":"db","client":"backup.sh","granted":true,"fence":2199023255555,"lease_ms":3000,"lease_left_ms":2100,"waited_ms":3},
-	    "queue":[{"id":8,"lock":"db","granted":false,"lease_ms":3000,"waited_ms":40}],"wants":[1]},
-	   {"name":"printer","promised":4294967297,"fence":1099511627777}],
-	  "counters":{"grants":5,"tokens_passed":3,"regenerations":1,"lost_expired":1},"api":{"acquire/ok":5}}`
+	    "holders":[{"id":7,"lock":"db","client":"backup.sh","granted":true,"fence":2199023255555,"lease_ms":3000,"lease_left_ms":2100,"waited_ms":3}],
+	    "queue":[{"id":8,"lock":"db","granted":false,"lease_ms":3000,"waited_ms":40}]},
+	   {"name":"printer","fence":1099511627777,"detail":{"promised":4294967297}}],
+	  "counters":{"grants":5,"tokens_passed":3,"regenerations":1,"lost_expired":1},
+	  "guarantees":{"survives":["crash","pause","partition","loss"],"shared":false},"api":{"acquire/ok":5}}`
 	var b bytes.Buffer
 	if err := renderStatus(&b, []byte(raw), time.Now()); err != nil {
 		t.Fatal(err)
@@ -92,6 +98,7 @@ func TestRenderStatus(t *testing.T) {
 		"3   down", "1   alive  120ms ago",
 		"db       here", "2/1", "2199023255555 (2:3)", "#7 backup.sh, fence 2199023255555, 2.1s left", "1 (oldest 40ms)",
 		"printer  elsewhere",
+		"Algorithm: tokenring; survives crash, pause, partition, loss; shared mode not offered",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)

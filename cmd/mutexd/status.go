@@ -10,29 +10,61 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/synclab/synclab/pkg/mutex/tokenring"
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
-// renderStatus prints the ring's part of `mutexd status`: a summary,
-// the members, then one line per lock, compact like chronyc's tables.
+// statusWire is statusView as read back by the CLI: the algorithm's detail
+// (its own, at each level) kept raw for its factory to render.
+type statusWire struct {
+	mutex.Status
+	Detail json.RawMessage   `json:"detail"`
+	Locks  []lockWire        `json:"locks"`
+	API    map[string]uint64 `json:"api,omitempty"`
+}
+
+type lockWire struct {
+	mutex.LockStatus
+	Detail json.RawMessage `json:"detail"`
+}
+
+// renderStatus prints the algorithm's part of `mutexd status`: a summary
+// (the algorithm's own lines after the common ones), the members, then one
+// line per lock, compact like chronyc's tables. The algorithm is the one
+// the status names, never guessed from its fields.
 func renderStatus(w io.Writer, raw []byte, _ time.Time) error {
-	var st ringStatus
+	var st statusWire
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return fmt.Errorf("unexpected ring status: %w", err)
+		return fmt.Errorf("unexpected status: %w", err)
 	}
-	alive := 0
-	for _, m := range st.Members {
-		if m.Alive {
-			alive++
+	f, err := algorithms.Lookup(st.Algorithm)
+	if err != nil {
+		return fmt.Errorf("status of %w", err)
+	}
+	g := st.Guarantees
+	fmt.Fprintf(w, "Algorithm: %s; survives %s; shared mode %s\n", st.Algorithm, faultsText(g.Survives), yesNo(g.Shared))
+	if f.StatusLines != nil {
+		lines, err := f.StatusLines(st.Status, st.Detail)
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
 		}
 	}
 	c := st.Counters
-	fmt.Fprintf(w, "Ring     : member %d, majority %d, %d of %d alive\n", st.ID, st.Majority, alive, len(st.Members))
-	fmt.Fprintf(w, "Grants   : %d granted, %d renewed, %d lost (%d expired, %d superseded, %d renewal refused), %d cancelled\n",
-		c["grants"], c["renewals"], c["lost_expired"]+c["lost_superseded"]+c["lost_renew_refused"],
-		c["lost_expired"], c["lost_superseded"], c["lost_renew_refused"], c["cancelled"])
-	fmt.Fprintf(w, "Tokens   : %d passed, %d received, %d skips, %d regenerations, %d stale refused\n",
-		c["tokens_passed"], c["tokens_received"], c["acks_missed"], c["regenerations"], c["tokens_refused_stale"]+c["tokens_refused_by_successor"])
+	var lost []string
+	total := uint64(0)
+	for _, k := range slices.Sorted(maps.Keys(c)) {
+		if r, ok := strings.CutPrefix(k, "lost_"); ok {
+			lost = append(lost, fmt.Sprintf("%d %s", c[k], strings.ReplaceAll(r, "_", " ")))
+			total += c[k]
+		}
+	}
+	lostText := fmt.Sprintf("%d lost", total)
+	if len(lost) > 0 {
+		lostText += " (" + strings.Join(lost, ", ") + ")"
+	}
+	fmt.Fprintf(w, "Grants   : %d granted, %d renewed, %s, %d cancelled\n", c["grants"], c["renewals"], lostText, c["cancelled"])
 	if len(st.API) > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(st.API)) {
@@ -45,16 +77,11 @@ func renderStatus(w io.Writer, raw []byte, _ time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tState\tLast heard")
 	for _, m := range st.Members {
-		state, heard := "alive", fmt.Sprintf("%s ago", time.Duration(m.HeardAgoMS)*time.Millisecond)
-		switch {
-		case m.Self:
-			state, heard = "self", "-"
-		case !m.Alive:
-			state = "down"
-		case m.Skipped:
-			state = "skipped"
+		heard := fmt.Sprintf("%s ago", time.Duration(m.HeardAgoMS)*time.Millisecond)
+		if m.Self {
+			heard = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\n", m.ID, state, heard)
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", m.ID, m.State, heard)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -65,76 +92,73 @@ func renderStatus(w io.Writer, raw []byte, _ time.Time) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Lock\tToken\tGeneration\tFence\tHolder\tQueue\tWants")
+	fmt.Fprintln(tw, strings.Join(slices.Concat([]string{"Lock"}, f.LockColumns, []string{"Fence", "Holder", "Queue"}), "\t"))
 	for _, l := range st.Locks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, tokenText(l), generationText(l), fenceText(l.Fence),
-			holderText(l.Holder), queueText(l.Queue), membersText(l.Wants))
+		cells := []string{l.Name}
+		if f.LockCells != nil {
+			own, err := f.LockCells(l.Detail)
+			if err != nil {
+				return err
+			}
+			cells = append(cells, own...)
+		}
+		cells = append(cells, fenceText(f, l.Fence), holderText(l.Holders), queueText(l.Queue))
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }
 
-func tokenText(l tokenring.LockStatus) string {
-	switch l.Token {
-	case "here":
-		if l.HoldLeftMS > 0 {
-			return fmt.Sprintf("here (hold %s)", time.Duration(l.HoldLeftMS)*time.Millisecond)
+func faultsText(fs []mutex.Fault) string {
+	if len(fs) == 0 {
+		return "no fault"
+	}
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "offered"
+	}
+	return "not offered"
+}
+
+// fenceText shows a fence the algorithm's way.
+func fenceText(f mutex.Factory, fence uint64) string {
+	switch {
+	case fence == 0:
+		return "-"
+	case f.FenceText != nil:
+		return f.FenceText(fence)
+	}
+	return fmt.Sprint(fence)
+}
+
+func holderText(hs []mutex.RequestStatus) string {
+	if len(hs) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, h := range hs {
+		who := ""
+		if h.Client != "" {
+			who = " " + h.Client
 		}
-		return "here"
-	case "in_flight":
-		return fmt.Sprintf("to %d", l.InFlightTo)
+		mode := ""
+		if h.Mode == mutex.Shared {
+			mode = " shared"
+		}
+		parts = append(parts, fmt.Sprintf("#%d%s%s, fence %d, %s left", h.ID, who, mode, h.Fence, time.Duration(h.LeaseLeftMS)*time.Millisecond))
 	}
-	if l.Looking != "" {
-		return "lost? (" + l.Looking + ")"
-	}
-	return "elsewhere"
+	return strings.Join(parts, "; ")
 }
 
-// generationText shows a generation as round/creator; the promised one
-// when the token is not here.
-func generationText(l tokenring.LockStatus) string {
-	g := l.Generation
-	if g == 0 {
-		g = l.Promised
-	}
-	if g == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%d/%d", tokenring.GenerationRound(g), tokenring.GenerationOwner(g))
-}
-
-// fenceText shows a fence as round:grant (fence = round<<40 | grants).
-func fenceText(f uint64) string {
-	if f == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%d (%d:%d)", f, f>>40, f&(1<<40-1))
-}
-
-func holderText(h *tokenring.RequestStatus) string {
-	if h == nil {
-		return "-"
-	}
-	who := ""
-	if h.Client != "" {
-		who = " " + h.Client
-	}
-	return fmt.Sprintf("#%d%s, fence %d, %s left", h.ID, who, h.Fence, time.Duration(h.LeaseLeftMS)*time.Millisecond)
-}
-
-func queueText(q []tokenring.RequestStatus) string {
+func queueText(q []mutex.RequestStatus) string {
 	if len(q) == 0 {
 		return "0"
 	}
 	return fmt.Sprintf("%d (oldest %s)", len(q), time.Duration(q[0].WaitedMS)*time.Millisecond)
-}
-
-func membersText(ms []uint32) string {
-	if len(ms) == 0 {
-		return "-"
-	}
-	s := make([]string, len(ms))
-	for i, m := range ms {
-		s[i] = fmt.Sprint(m)
-	}
-	return strings.Join(s, ",")
 }

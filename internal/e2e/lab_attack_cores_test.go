@@ -457,9 +457,9 @@ func TestLabAttackMutexdSameFence(t *testing.T) {
 		a.eventually("A holds x at member 1", 10*time.Second, func() bool {
 			st, err := a.status(1)
 			lk = lockOf(st, "x")
-			return err == nil && lk != nil && lk["holder"] != nil && lk["token"] == "here"
+			return err == nil && lk != nil && lk["holder"] != nil && field(lk, "detail", "token") == "here"
 		})
-		gen := uint64(lk["generation"].(float64))
+		gen := uint64(field(lk, "detail", "generation").(float64))
 		fa := uint64(lk["holder"].(map[string]any)["fence"].(float64))
 		started := time.Now()
 		cmdB := a.lockCmd(2, "x", "echo $MUTEXD_FENCE > "+fenceB)

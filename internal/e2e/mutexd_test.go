@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,6 @@ type mutexLocks struct {
 	Incarnation uint32 `json:"incarnation"`
 	Locks       []struct {
 		Name   string `json:"name"`
-		Token  string `json:"token"`
 		Holder *struct {
 			ID     uint64 `json:"id"`
 			Client string `json:"client"`
@@ -84,9 +84,26 @@ func TestMutexdControlAPI(t *testing.T) {
 		t.Errorf("locks %+v, grant %+v", locks, g1)
 	}
 
+	// The algorithm and its promises, the same on every member.
+	var alg struct {
+		Name       string `json:"name"`
+		Guarantees struct {
+			Survives []string `json:"survives"`
+		} `json:"guarantees"`
+	}
+	if err := cl[3].Get(ctx, "/v1/algorithm", &alg); err != nil || alg.Name != "tokenring" || !slices.Contains(alg.Guarantees.Survives, "crash") {
+		t.Errorf("algorithm %+v, %v: want the token ring, surviving crashes", alg, err)
+	}
+
+	// The ring offers no shared mode: a shared request is refused, clearly.
+	err := cl[2].Post(ctx, "/v1/locks/db/acquire", map[string]any{"mode": "shared", "timeout_ms": 300}, nil)
+	if ctlStatus(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "shared mode is not offered") {
+		t.Errorf("shared acquire on the ring: %v, want 400 saying shared mode is not offered", err)
+	}
+
 	// Held at host 1: host 2 waits, and gives up after its timeout.
 	start := time.Now()
-	err := cl[2].Post(ctx, "/v1/locks/db/acquire", map[string]any{"timeout_ms": 300}, nil)
+	err = cl[2].Post(ctx, "/v1/locks/db/acquire", map[string]any{"timeout_ms": 300}, nil)
 	if ctlStatus(err) != http.StatusGatewayTimeout || time.Since(start) < 300*time.Millisecond {
 		t.Errorf("acquire of a held lock with a 300 ms timeout: %v after %v", err, time.Since(start))
 	}

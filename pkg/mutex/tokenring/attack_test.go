@@ -11,6 +11,7 @@ import (
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -47,11 +48,11 @@ func (a *attackRing) forge(to, from uint32, k wire.Kind, p interface{ AppendBina
 	return serr
 }
 
-func (a *attackRing) acquire(id uint32, name string) uint64 {
-	var req uint64
+func (a *attackRing) acquire(id uint32, name string) mutex.RequestID {
+	var req mutex.RequestID
 	a.s.Do(id, func(c core.Core) {
 		var err error
-		if req, err = c.(*tokenring.Core).Acquire(a.s.Clock(id).Now(), name, 0, ""); err != nil {
+		if req, err = c.(*tokenring.Core).Acquire(a.s.Clock(id).Now(), mutex.Request{Lock: name}); err != nil {
 			a.t.Fatalf("member %d: acquire %s: %v", id, name, err)
 		}
 	})
@@ -60,11 +61,11 @@ func (a *attackRing) acquire(id uint32, name string) uint64 {
 
 // grant waits for request req of member id to be granted and returns its
 // fence and generation.
-func (a *attackRing) grant(id uint32, req uint64, within time.Duration) (fence, gen uint64) {
+func (a *attackRing) grant(id uint32, req mutex.RequestID, within time.Duration) (fence, gen uint64) {
 	a.t.Helper()
 	ok := a.s.RunUntil(func() bool {
 		for _, e := range a.s.EventsNamed(tokenring.EventGranted) {
-			if r, _ := e.Arg("request"); e.Node == id && r == req {
+			if r, _ := e.Arg("request"); e.Node == id && r == uint64(req) {
 				f, _ := e.Arg("fence")
 				g, _ := e.Arg("generation")
 				fence, gen = f.(uint64), g.(uint64)
@@ -79,9 +80,9 @@ func (a *attackRing) grant(id uint32, req uint64, within time.Duration) (fence, 
 	return fence, gen
 }
 
-func (a *attackRing) granted(id uint32, req uint64) bool {
+func (a *attackRing) granted(id uint32, req mutex.RequestID) bool {
 	for _, e := range a.s.EventsNamed(tokenring.EventGranted) {
-		if r, _ := e.Arg("request"); e.Node == id && r == req {
+		if r, _ := e.Arg("request"); e.Node == id && r == uint64(req) {
 			return true
 		}
 	}

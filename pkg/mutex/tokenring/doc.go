@@ -115,9 +115,21 @@
 //
 // # Use
 //
-// Drive it like any core (Step, Tick, Ready) and call Acquire, Renew,
-// Release and Cancel on the driver's goroutine; their outcomes arrive as
-// events (lock_granted, lock_renewed, lock_lost, ...) carrying the request
-// ID, in the Ready of the call or of a later Step or Tick. Ready.State is the
-// lock table's promised generations; persist it before sending.
+// The ring is a mutex.Algorithm: drive it like any core (Step, and Tick
+// when Deadline says so: a heartbeat, a timeout, a lease's end, a Hold),
+// and call Acquire, Renew and Release on the driver's goroutine. Their
+// answers are typed outcomes (mutex.Granted with fence, lease and the
+// token's generation as Epoch; mutex.Renewed; mutex.Lost with a reason;
+// mutex.Released), drained with Outcomes after the Ready of the call or of
+// a later Step or Tick; each is also an event (lock_granted, lock_renewed,
+// lock_lost, lock_released) for logs and hooks. The requests themselves
+// are kept by a mutex.Table; locate, prepare, check and vouch are
+// pkg/quorum probes counted with a majority Tally. Report is mutex.Status
+// with the ring's Detail (majority, floor, generation credit) and a
+// LockDetail per lock (where the token is, its generation, the wants).
+// Ready.State is the lock table's promised generations; persist it before
+// sending. Factory builds a ring from a driver's core.Env and mutex.Options.
+//
+// Failure detection is still the ring's own (lastHeard, DeadAfter, skipped
+// successors): pkg/liveness's Detector is not on this branch's base yet.
 package tokenring

@@ -9,6 +9,7 @@ import (
 	"github.com/synclab/synclab/internal/corefuzz"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -77,7 +78,7 @@ func FuzzTokenRing(f *testing.F) {
 		promised := map[string]uint64{}
 		var floor uint64
 		lastFence := map[string]uint64{}
-		var reqs []uint64
+		var reqs []mutex.RequestID
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
@@ -98,7 +99,7 @@ func FuzzTokenRing(f *testing.F) {
 				if p.Intn(4) == 0 {
 					name = fmt.Sprintf("n%d", p.Intn(40))
 				}
-				if id, aerr := ring().Acquire(d.Now, name, time.Duration(p.Intn(4))*time.Second, ""); aerr == nil {
+				if id, aerr := ring().Acquire(d.Now, mutex.Request{Lock: name, Lease: time.Duration(p.Intn(4)) * time.Second}); aerr == nil {
 					reqs = append(reqs, id)
 				}
 				err = d.Drain(fail)
@@ -120,10 +121,10 @@ func FuzzTokenRing(f *testing.F) {
 				case 1:
 					name = "bad name!"
 				}
-				cur := ring().Report().Floor
+				cur := ring().Report().Detail.(tokenring.Detail).Floor
 				for _, l := range ring().Report().Locks {
 					if l.Name == name {
-						cur = l.Promised
+						cur = l.Detail.(tokenring.LockDetail).Promised
 					}
 				}
 				err = d.Step(ringFrame(p, name, cur, lim, ids, self), fail)
@@ -132,10 +133,10 @@ func FuzzTokenRing(f *testing.F) {
 				t.Fatal(err)
 			}
 			rd := ring().Report()
-			if rd.Floor < floor {
-				t.Fatalf("floor went back %#x -> %#x", floor, rd.Floor)
+			if f := rd.Detail.(tokenring.Detail).Floor; f < floor {
+				t.Fatalf("floor went back %#x -> %#x", floor, f)
 			}
-			floor = rd.Floor
+			floor = rd.Detail.(tokenring.Detail).Floor
 			if len(rd.Locks) > cfg.MaxLocks {
 				t.Fatalf("%d locks, MaxLocks %d", len(rd.Locks), cfg.MaxLocks)
 			}
@@ -143,7 +144,7 @@ func FuzzTokenRing(f *testing.F) {
 				now := floor
 				for _, l := range rd.Locks {
 					if l.Name == name {
-						now = max(l.Promised, floor)
+						now = max(l.Detail.(tokenring.LockDetail).Promised, floor)
 					}
 				}
 				if now < g {
@@ -151,7 +152,7 @@ func FuzzTokenRing(f *testing.F) {
 				}
 			}
 			for _, l := range rd.Locks {
-				promised[l.Name] = max(promised[l.Name], l.Promised)
+				promised[l.Name] = max(promised[l.Name], l.Detail.(tokenring.LockDetail).Promised)
 				if h := l.Holder; h != nil {
 					if h.Fence < lastFence[l.Name] {
 						t.Fatalf("lock %s: fence %d after %d", l.Name, h.Fence, lastFence[l.Name])

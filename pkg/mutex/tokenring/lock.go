@@ -1,12 +1,16 @@
 package tokenring
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/delivery"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/quorum"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -16,13 +20,14 @@ type lock struct {
 	promised uint64 // highest generation promised or seen (persisted)
 	maxFence uint64 // highest fence this member knows of
 
-	tok      *token    // the token, when held here
-	inflight *inflight // the token, when just sent and not yet acknowledged
-	lastGen  uint64    // the last token received: a duplicate is acknowledged, not taken
-	lastHop  uint64
+	tok *token // the token, when held here
+	// handoff is the token while it is sent and not yet acknowledged: a
+	// delivery.Outbox keyed (successor, hop), tried once (a successor that
+	// does not acknowledge within AckTimeout is skipped, not asked again).
+	handoff *delivery.Outbox[inflight]
+	lastGen uint64 // the last token received: a duplicate is acknowledged, not taken
+	lastHop uint64
 
-	queue     []*request // waiting here, in arrival order
-	holder    *request   // granted here
 	wantsSeen map[uint32]bool
 	wantSent  bool      // a want for the queue went out
 	lossAt    time.Time // when a waiting member looks for the token; zero: not waiting
@@ -59,8 +64,20 @@ type lock struct {
 	local   bool      // a client of this member asked for it (metrics)
 }
 
-func newLock(name string, promised uint64) *lock {
-	return &lock{name: name, promised: promised, wantsSeen: map[uint32]bool{}}
+func newLock(name string, promised uint64, ackTimeout time.Duration) *lock {
+	out, err := delivery.NewOutbox[inflight](delivery.Config{Retry: ackTimeout, Tries: 1})
+	if err != nil {
+		panic(fmt.Sprintf("tokenring: handoff outbox: %v", err)) // AckTimeout validated: a bug
+	}
+	return &lock{name: name, promised: promised, wantsSeen: map[uint32]bool{}, handoff: out}
+}
+
+// inFlight is the token sent and not yet acknowledged, nil if none.
+func (l *lock) inFlight() *inflight {
+	if l.handoff.Len() == 0 {
+		return nil
+	}
+	return &l.handoff.Entries()[0].Msg
 }
 
 type token struct {
@@ -80,19 +97,18 @@ type token struct {
 type inflight struct {
 	to       uint32
 	gen, hop uint64
-	sentAt   time.Time
 	wants    []uint32
 }
 
+// probe is a locate, prepare, check or vouch: a quorum.Probe (asked: the
+// members up when it started; answered: those that said OK; Started: what
+// a confirmation dates from) with a tally of the OK answers, this member's
+// own yes included, and what the other answers said.
 type probe struct {
+	*quorum.Probe
 	op        wire.ProbeOp
-	nonce     uint32
 	gen       uint64
-	sentAt    time.Time // the first send: what a confirmation dates from
-	triedAt   time.Time // the last send
-	tries     int
-	asked     []uint32 // the members that were up when it started
-	ok        map[uint32]bool
+	promises  *quorum.Tally
 	have      bool
 	stale     uint64
 	leaseLeft time.Duration
@@ -102,55 +118,28 @@ type probe struct {
 	majorityAt time.Time
 }
 
-type request struct {
-	id     uint64
-	lock   *lock
-	lease  time.Duration
-	client string
-	queued time.Time
-
-	fence    uint64
-	granted  time.Time
-	expires  time.Time
-	renewing time.Duration // a renewal waiting for a check (its lease), 0 if none
-}
-
-// Acquire queues a request for lock name with the given lease (0: MaxLease)
-// at local time now. The grant arrives as EventGranted with the returned ID.
-func (c *Core) Acquire(now time.Time, name string, lease time.Duration, client string) (uint64, error) {
+// Acquire queues r at local time now (mutex.Algorithm). The grant arrives
+// as a mutex.Granted outcome (and EventGranted) with the returned ID.
+func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
 	c.observe(now)
-	if !wire.ValidLockName(name) {
-		return 0, ErrBadLockName
+	if _, err := c.reqs.Check(c.self, r); err != nil {
+		return 0, err
 	}
-	if lease == 0 {
-		lease = c.cfg.MaxLease
-	}
-	if lease < c.cfg.MinLease || lease > c.cfg.MaxLease {
-		return 0, fmt.Errorf("%w: %v, want %v to %v (the cluster's maximum lease)", ErrBadLease, lease, c.cfg.MinLease, c.cfg.MaxLease)
-	}
-	waiting := 0
-	for _, l := range c.locks {
-		waiting += len(l.queue)
-	}
-	if waiting >= c.cfg.MaxQueue {
-		return 0, ErrQueueFull
-	}
-	l, err := c.lockFor(name, c.self)
+	l, err := c.lockFor(r.Lock, c.self)
 	if err != nil {
 		return 0, err
 	}
 	l.local = true
-	c.nextID++
-	r := &request{id: c.nextID, lock: l, lease: lease, client: client, queued: c.now}
-	c.requests[r.id] = r
-	l.queue = append(l.queue, r)
-	c.count("requests")
+	id, err := c.reqs.Enqueue(c.now, c.self, r)
+	if err != nil {
+		return 0, err
+	}
 	if l.tok != nil {
 		c.advance(l)
 	} else {
 		c.want(l)
 	}
-	return r.id, nil
+	return id, nil
 }
 
 // want makes sure the members know this one waits for l's token.
@@ -166,62 +155,45 @@ func (c *Core) want(l *lock) {
 }
 
 // Release ends request id: a holder gives its lock back, a waiting request
-// leaves the queue.
-func (c *Core) Release(now time.Time, id uint64) error {
+// leaves the queue. A holder whose lease ended first (the member was
+// paused, say) lost the grant with it: ErrExpired.
+func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 	c.observe(now)
-	r, ok := c.requests[id]
+	st, ok := c.reqs.Lookup(c.now, id)
 	if !ok {
-		return ErrUnknownRequest
+		return mutex.ErrUnknownRequest
 	}
-	l := r.lock
-	if l.holder == r {
-		if !c.now.Before(r.expires) {
-			// Too late (the member was paused, say): the lease ended
-			// first, and with it the grant.
-			c.lose(l, "expired")
-			c.advance(l)
-			return ErrExpired
-		}
-		l.holder = nil
+	l := c.locks[st.Lock]
+	_, err := c.reqs.Release(c.now, id)
+	if st.Granted {
 		l.outstanding = time.Time{}
-		delete(c.requests, id)
-		c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", l.name, r.fence), "request", r.id, "lock", l.name, "fence", r.fence)
+		c.drain()
 		c.advance(l)
-		return nil
+		return err
 	}
-	delete(c.requests, id)
-	l.queue = slices.DeleteFunc(l.queue, func(q *request) bool { return q == r })
-	if len(l.queue) == 0 {
+	if c.reqs.Waiting(l.name) == 0 {
 		l.lossAt, l.wantSent = time.Time{}, false
 	}
-	c.count("cancelled")
-	return nil
+	return err
 }
 
 // Renew extends the lease of granted request id to lease (0: its current
-// one) from now. The outcome is EventRenewed or EventLost; it is immediate
-// when a check of the token is fresh, else it follows one.
-func (c *Core) Renew(now time.Time, id uint64, lease time.Duration) error {
+// one) from now. The outcome is mutex.Renewed or mutex.Lost; it is
+// immediate when a check of the token is fresh, else it follows one.
+func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) error {
 	c.observe(now)
-	r, ok := c.requests[id]
+	st, ok := c.reqs.Lookup(c.now, id)
 	if !ok {
-		return ErrUnknownRequest
+		return mutex.ErrUnknownRequest
 	}
-	l := r.lock
-	if l.holder != r {
-		return ErrNotHolder
+	l := c.locks[st.Lock]
+	if err := c.reqs.Renew(c.now, id, lease); err != nil {
+		if errors.Is(err, mutex.ErrExpired) {
+			l.outstanding = time.Time{}
+			c.drain()
+		}
+		return err
 	}
-	if !c.now.Before(r.expires) {
-		c.lose(l, "expired")
-		return ErrExpired
-	}
-	if lease == 0 {
-		lease = r.lease
-	}
-	if lease < c.cfg.MinLease || lease > c.cfg.MaxLease {
-		return fmt.Errorf("%w: %v, want %v to %v", ErrBadLease, lease, c.cfg.MinLease, c.cfg.MaxLease)
-	}
-	r.renewing = lease
 	if c.confirmed(l) {
 		c.finishRenewal(l)
 	} else if l.check == nil {
@@ -231,31 +203,43 @@ func (c *Core) Renew(now time.Time, id uint64, lease time.Duration) error {
 }
 
 func (c *Core) finishRenewal(l *lock) {
-	r := l.holder
-	if r == nil || r.renewing == 0 {
+	if !c.reqs.Renewing(l.name) {
 		return
 	}
-	r.lease, r.renewing = r.renewing, 0
-	r.expires = c.now.Add(r.lease)
-	l.outstanding = r.expires
-	c.count("renewals")
-	c.emit(EventRenewed, "", "request", r.id, "lock", l.name, "fence", r.fence, "expires", r.expires)
+	c.reqs.ConfirmRenewals(c.now, l.name)
+	l.outstanding = c.reqs.Expiry(l.name)
+	c.drain()
 }
 
 // lose takes l's lock from its holder.
-func (c *Core) lose(l *lock, why string) {
-	r := l.holder
-	if r == nil {
+func (c *Core) lose(l *lock, why mutex.LossReason) {
+	if c.reqs.Lose(l.name, why) == 0 {
 		return
 	}
-	l.holder = nil
-	delete(c.requests, r.id)
-	if why == "expired" {
+	if why == mutex.Expired {
 		l.outstanding = time.Time{}
 	}
-	c.count("lost_" + why)
-	c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", l.name, r.fence, why),
-		"request", r.id, "lock", l.name, "fence", r.fence, "reason", why)
+	c.drain()
+}
+
+// drain moves the table's outcomes to the core's, each reported as an
+// event too (for logs and hooks), in the order they happened.
+func (c *Core) drain() {
+	for _, o := range c.reqs.Outcomes() {
+		c.outcomes = append(c.outcomes, o)
+		switch o := o.(type) {
+		case mutex.Granted:
+			c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "lease", o.Lease, "expires", o.Expires, "generation", o.Epoch)
+		case mutex.Renewed:
+			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
+		case mutex.Lost:
+			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
+		case mutex.Released:
+			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
+		}
+	}
 }
 
 // confirmed says whether a grant or renewal may happen now: the token was
@@ -285,11 +269,11 @@ func (c *Core) others(l *lock) []uint32 {
 // advance decides what the token held here does next: grant, pass on, or
 // stay.
 func (c *Core) advance(l *lock) {
-	if l.tok == nil || l.holder != nil || !l.tok.vouched {
+	if l.tok == nil || c.reqs.Held(l.name) || !l.tok.vouched {
 		return
 	}
 	others := c.others(l)
-	if len(l.queue) > 0 && !(l.tok.served && len(others) > 0) {
+	if c.reqs.Waiting(l.name) > 0 && !(l.tok.served && len(others) > 0) {
 		c.tryGrant(l)
 		return
 	}
@@ -317,20 +301,20 @@ func (c *Core) tryGrant(l *lock) {
 		c.want(l)
 		return
 	}
-	r := l.queue[0]
-	l.queue = l.queue[1:]
-	l.tok.fence++
+	head := c.reqs.Grantable(l.name) // the head: the ring offers no shared mode
+	g, err := c.reqs.Grant(c.now, head[0], l.tok.fence+1, l.tok.gen)
+	if err != nil {
+		c.count("grants_refused_by_table") // advance checked that the head may go: a bug, counted
+		return
+	}
+	l.tok.fence = g.Fence
 	l.tok.served = true
 	l.maxFence = max(l.maxFence, l.tok.fence)
-	r.fence, r.granted, r.expires = l.tok.fence, c.now, c.now.Add(r.lease)
-	l.holder = r
-	l.outstanding = r.expires
-	if len(l.queue) == 0 {
+	l.outstanding = g.Expires
+	if c.reqs.Waiting(l.name) == 0 {
 		l.lossAt, l.wantSent = time.Time{}, false
 	}
-	c.count("grants")
-	c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", l.name, r.fence),
-		"request", r.id, "lock", l.name, "fence", r.fence, "lease", r.lease, "expires", r.expires, "generation", l.tok.gen)
+	c.drain()
 }
 
 // pass sends the token to the successor.
@@ -340,7 +324,7 @@ func (c *Core) pass(l *lock, others []uint32) {
 		return // alone: keep it
 	}
 	wants := others
-	if len(l.queue) > 0 {
+	if c.reqs.Waiting(l.name) > 0 {
 		wants = append(wants, c.self) // served once this visit; wait for the next
 	}
 	t := l.tok
@@ -353,7 +337,10 @@ func (c *Core) pass(l *lock, others []uint32) {
 		Wants:      wants,
 	}
 	c.send(succ, wire.KindToken, msg, true)
-	l.inflight = &inflight{to: succ, gen: t.gen, hop: t.hop + 1, sentAt: c.now, wants: wants}
+	l.handoff.CancelIf(c.now, func(delivery.Entry[inflight]) bool { return true }) // one token in flight per lock
+	if err := l.handoff.Send(c.now, delivery.Key{To: succ, ID: t.hop + 1}, inflight{to: succ, gen: t.gen, hop: t.hop + 1, wants: wants}); err != nil {
+		c.count("handoff_refused") // unbounded outbox: cannot happen
+	}
 	l.passed = &handoff{to: succ, gen: t.gen, fence: t.fence, holdUntil: t.holdUntil}
 	l.tok = nil
 	clear(l.wantsSeen)
@@ -368,7 +355,7 @@ func (c *Core) dropToken(l *lock, newer uint64) {
 	}
 	old := l.tok.gen
 	l.tok = nil
-	c.lose(l, "superseded")
+	c.lose(l, mutex.Superseded)
 	if newer != old {
 		c.emit(EventTokenStale, fmt.Sprintf("%s: dropped the token of generation %#x, %#x is newer", l.name, old, newer),
 			"lock", l.name, "generation", old, "newer", newer)
@@ -447,7 +434,7 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 	l, ok := c.locks[a.Name]
 	f := (*inflight)(nil)
 	if ok {
-		f = l.inflight
+		f = l.inFlight()
 	}
 	if f == nil || f.to != from || f.gen != a.Generation && a.Status == wire.TokenAccepted || f.hop != a.Hop {
 		return ErrStaleAck
@@ -457,7 +444,7 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 			return err
 		}
 	}
-	l.inflight = nil
+	l.handoff.Ack(c.now, delivery.Key{To: f.to, ID: f.hop})
 	if a.Status == wire.TokenStale {
 		// The successor promised a newer generation: this token is dead,
 		// and whoever waits for the lock waits for the newer one.
@@ -465,14 +452,14 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 		c.count("tokens_refused_by_successor")
 		c.emit(EventTokenStale, fmt.Sprintf("%s: the token of generation %#x was refused, %#x is newer", l.name, f.gen, a.Generation),
 			"lock", l.name, "generation", f.gen, "newer", a.Generation)
-		if len(l.queue) > 0 {
+		if c.reqs.Waiting(l.name) > 0 {
 			l.wantSent = false
 			c.want(l)
 		}
 		return nil
 	}
 	c.count("tokens_acked")
-	if len(l.queue) > 0 {
+	if c.reqs.Waiting(l.name) > 0 {
 		// Served once this visit: the token comes back, no want needed;
 		// but if it gets lost on the way, look for it.
 		l.lossAt = c.now.Add(c.cfg.LossTimeout)
@@ -568,13 +555,13 @@ func (c *Core) has(l *lock, r *wire.RingProbeReply) bool {
 	switch {
 	case l.tok != nil:
 		r.Status, r.Generation = wire.ProbeHave, l.tok.gen
-		if h := l.holder; h != nil {
+		if c.reqs.Held(l.name) {
 			r.Flags = wire.ProbeHeld
-			r.LeaseLeftMS = msCeil(h.expires.Sub(c.now))
+			r.LeaseLeftMS = msCeil(c.reqs.Expiry(l.name).Sub(c.now))
 		}
 		return true
-	case l.inflight != nil:
-		r.Status, r.Generation = wire.ProbeHave, l.inflight.gen
+	case l.inFlight() != nil:
+		r.Status, r.Generation = wire.ProbeHave, l.inFlight().gen
 		return true
 	}
 	return false
@@ -606,7 +593,7 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 	case wire.ProbeVouch:
 		p = l.vouch
 	}
-	if p == nil || p.nonce != r.Nonce || p.ok[from] || r.Op == wire.ProbeVouch && !slices.Contains(p.asked, from) {
+	if p == nil || p.Nonce != r.Nonce || p.Answered(from) || r.Op == wire.ProbeVouch && !p.Asked(from) {
 		c.count("replies_late")
 		return nil
 	}
@@ -634,19 +621,20 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 		p.stale = max(p.stale, r.Generation)
 		c.raise(l, r.Generation)
 	case wire.ProbeOK:
-		p.ok[from] = true
+		p.Answer(from, r.Nonce)
+		p.promises.Vote(from, true)
 		p.leaseLeft = max(p.leaseLeft, time.Duration(r.LeaseLeftMS)*time.Millisecond)
-		if p.majorityAt.IsZero() && len(p.ok)+1 >= c.majority {
+		if p.majorityAt.IsZero() && p.won() {
 			p.majorityAt = c.now
 		}
 	}
 	switch r.Op {
 	case wire.ProbeLocate:
-		if p.have || len(p.ok) == len(c.cfg.Members)-1 {
+		if p.have || p.Count() == len(c.cfg.Members)-1 {
 			c.finishLocate(l)
 		}
 	case wire.ProbePrepare:
-		if p.have || p.stale != 0 || len(p.ok) == len(c.cfg.Members)-1 {
+		if p.have || p.stale != 0 || p.Count() == len(c.cfg.Members)-1 {
 			c.finishPrepare(l)
 		}
 	case wire.ProbeCheck:
@@ -663,41 +651,51 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 	return nil
 }
 
+// startProbe makes probe op of generation gen, asking asked (tries: how
+// often the silent ones are asked in all); this member's own promise is its
+// first yes. The caller sends the question.
+func (c *Core) startProbe(op wire.ProbeOp, gen uint64, asked []uint32, tries int) *probe {
+	qp, err := quorum.Start(c.now, quorum.ProbeConfig{Timeout: c.cfg.ProbeTimeout, Tries: tries}, c.nextNonce(), asked)
+	if err != nil {
+		panic(fmt.Sprintf("tokenring: probe config: %v", err)) // validated in Config.validate: a bug
+	}
+	p := &probe{Probe: qp, op: op, gen: gen, promises: quorum.NewTally(c.voters)}
+	p.promises.Vote(c.self, true)
+	return p
+}
+
 func (c *Core) newProbe(l *lock, op wire.ProbeOp, gen uint64) *probe {
-	p := &probe{op: op, nonce: c.nextNonce(), gen: gen, sentAt: c.now, triedAt: c.now, tries: 1, ok: map[uint32]bool{}}
+	var asked []uint32
 	for _, m := range c.cfg.Members {
 		if m != c.self && !c.down[m] {
-			p.asked = append(p.asked, m)
+			asked = append(asked, m)
 		}
 	}
-	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: op, Name: l.name, Nonce: p.nonce, Generation: gen}, false)
+	tries := c.cfg.ProbeTries
+	if op == wire.ProbeCheck {
+		tries = 1 // a check is fresh or useless: it is not asked again, a new one is made
+	}
+	p := c.startProbe(op, gen, asked, tries)
+	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: op, Name: l.name, Nonce: p.Nonce, Generation: gen}, false)
 	c.count("probes_" + op.String())
 	return p
 }
 
-// retry sends p again to the members it asked that have not answered, if
-// it has tries left; it reports whether it did.
-func (c *Core) retry(l *lock, p *probe) bool {
-	if p.tries >= c.cfg.ProbeTries {
-		return false
+// tickProbe asks p's silent members again when its timeout has passed and
+// tries are left; it reports whether p is over.
+func (c *Core) tickProbe(l *lock, p *probe) bool {
+	again, over := p.Tick(c.now, func(m uint32) bool { return !c.down[m] })
+	for _, m := range again {
+		c.send(m, wire.KindRingProbe, wire.RingProbe{Op: p.op, Name: l.name, Nonce: p.Nonce, Generation: p.gen}, false)
 	}
-	var missing []uint32
-	for _, m := range p.asked {
-		if !p.ok[m] && !c.down[m] {
-			missing = append(missing, m)
-		}
+	if len(again) > 0 {
+		c.count("probes_retried")
 	}
-	if len(missing) == 0 {
-		return false
-	}
-	p.tries++
-	p.triedAt = c.now
-	for _, m := range missing {
-		c.send(m, wire.KindRingProbe, wire.RingProbe{Op: p.op, Name: l.name, Nonce: p.nonce, Generation: p.gen}, false)
-	}
-	c.count("probes_retried")
-	return true
+	return over
 }
+
+// won says whether p's OK answers and this member make a majority.
+func (p *probe) won() bool { return p.promises.Result() == quorum.Won }
 
 // startLocate asks whether anyone has l's token.
 func (c *Core) startLocate(l *lock) {
@@ -718,7 +716,7 @@ func (c *Core) finishLocate(l *lock) {
 		// a loss timeout even if its lease runs longer: if that member
 		// dies, the sooner we notice, the sooner a new token can grant.
 		c.count("locate_found")
-		if len(l.queue) > 0 {
+		if c.reqs.Waiting(l.name) > 0 {
 			l.lossAt = c.now.Add(c.cfg.LossTimeout)
 		}
 		return
@@ -758,7 +756,7 @@ func (c *Core) abortPrepare(l *lock, why string) {
 	// Back off by a random part of a loss timeout, so that rivals do not
 	// collide again.
 	l.backoff = c.now.Add(c.cfg.LossTimeout/2 + time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.LossTimeout/2)+1)))
-	if len(l.queue) > 0 {
+	if c.reqs.Waiting(l.name) > 0 {
 		l.lossAt = l.backoff
 	}
 }
@@ -769,14 +767,14 @@ func (c *Core) finishPrepare(l *lock) {
 	case p.have:
 		l.prepare = nil
 		c.count("prepare_found_token")
-		if len(l.queue) > 0 {
+		if c.reqs.Waiting(l.name) > 0 {
 			l.lossAt = c.now.Add(c.cfg.LossTimeout)
 		}
 		return
 	case p.stale != 0:
 		c.abortPrepare(l, "outbid")
 		return
-	case len(p.ok)+1 < c.majority:
+	case !p.won():
 		c.abortPrepare(l, "no_majority")
 		return
 	}
@@ -791,11 +789,11 @@ func (c *Core) finishPrepare(l *lock) {
 	clear(l.wantsSeen)
 	l.lastGen, l.lastHop = p.gen, 0
 	// The promises are a check: nobody in the majority knew anything newer.
-	l.confirmedGen, l.confirmedAt = p.gen, p.sentAt
+	l.confirmedGen, l.confirmedAt = p.gen, p.Started
 	l.wantSent, l.lossAt = false, time.Time{}
 	c.count("regenerations")
 	c.emit(EventRegenerated, fmt.Sprintf("%s: new token, generation %#x, first grant in %v", l.name, p.gen, hold),
-		"lock", l.name, "generation", p.gen, "hold", hold, "promises", len(p.ok)+1)
+		"lock", l.name, "generation", p.gen, "hold", hold, "promises", p.Count()+1)
 	c.advance(l)
 }
 
@@ -813,22 +811,22 @@ func (c *Core) stepCheckReply(l *lock, p *probe) {
 		l.check = nil
 		if l.tok != nil && l.tok.gen < p.stale {
 			c.count("check_failed")
-			if r := l.holder; r != nil && r.renewing != 0 {
-				c.lose(l, "renew_refused")
+			if c.reqs.Renewing(l.name) {
+				c.lose(l, mutex.RenewRefused)
 			}
 			c.dropToken(l, p.stale)
-			if len(l.queue) > 0 {
+			if c.reqs.Waiting(l.name) > 0 {
 				l.wantSent = false
 				c.want(l)
 			}
 		}
 		return
 	}
-	if len(p.ok)+1 < c.majority || l.tok == nil || l.tok.gen != p.gen {
+	if !p.won() || l.tok == nil || l.tok.gen != p.gen {
 		return
 	}
 	l.check = nil
-	l.confirmedGen, l.confirmedAt = p.gen, p.sentAt
+	l.confirmedGen, l.confirmedAt = p.gen, p.Started
 	c.finishRenewal(l)
 	c.advance(l)
 }
@@ -836,15 +834,16 @@ func (c *Core) stepCheckReply(l *lock, p *probe) {
 // tickLock runs l's timers.
 func (c *Core) tickLock(l *lock) {
 	now := c.now
-	if r := l.holder; r != nil && !now.Before(r.expires) {
-		c.lose(l, "expired")
+	if c.reqs.ExpireLock(now, l.name) {
+		l.outstanding = time.Time{}
+		c.drain()
 		c.advance(l)
 	}
-	if f := l.inflight; f != nil && now.Sub(f.sentAt) >= c.cfg.AckTimeout {
+	if _, unacked := l.handoff.Tick(now); len(unacked) > 0 {
 		// The successor did not acknowledge: it may be dead, or have the
 		// token with its ack lost. Skip it, keep the waiting members'
 		// wants, and find out.
-		l.inflight = nil
+		f := unacked[0].Msg
 		if !c.skipped[f.to] {
 			c.skipped[f.to] = true
 			c.emit(EventMemberSkipped, fmt.Sprintf("member %d did not acknowledge %s's token: skipped", f.to, l.name), "member", f.to, "lock", l.name)
@@ -857,26 +856,26 @@ func (c *Core) tickLock(l *lock) {
 		c.count("acks_missed")
 		c.startLocate(l)
 	}
-	if p := l.locate; p != nil && now.Sub(p.triedAt) >= c.cfg.ProbeTimeout && !c.retry(l, p) {
+	if p := l.locate; p != nil && c.tickProbe(l, p) {
 		c.finishLocate(l)
 	}
-	if p := l.prepare; p != nil && now.Sub(p.triedAt) >= c.cfg.ProbeTimeout && !c.retry(l, p) {
+	if p := l.prepare; p != nil && c.tickProbe(l, p) {
 		c.finishPrepare(l)
 	}
-	if p := l.check; p != nil && now.Sub(p.sentAt) >= c.cfg.ProbeTimeout {
+	if p := l.check; p != nil && c.tickProbe(l, p) {
 		l.check = nil
 		c.count("checks_timed_out")
 	}
-	if p := l.vouch; p != nil && now.Sub(p.triedAt) >= c.cfg.ProbeTimeout && !c.retry(l, p) {
+	if p := l.vouch; p != nil && c.tickProbe(l, p) {
 		c.vouchUnanswered(l)
 	}
 	if l.tok != nil {
-		if l.check == nil && l.holder != nil && l.holder.renewing != 0 {
+		if l.check == nil && c.reqs.Renewing(l.name) {
 			c.startCheck(l)
 		}
 		c.advance(l)
 	}
-	if l.tok == nil && l.inflight == nil && len(l.queue) > 0 && !l.lossAt.IsZero() && !now.Before(l.lossAt) &&
+	if l.tok == nil && l.handoff.Len() == 0 && c.reqs.Waiting(l.name) > 0 && !l.lossAt.IsZero() && !now.Before(l.lossAt) &&
 		l.locate == nil && l.prepare == nil && !now.Before(l.backoff) {
 		c.count("losses_suspected")
 		c.startLocate(l)

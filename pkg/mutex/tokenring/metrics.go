@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
 var _ core.MetricsWriter = (*Core)(nil)
@@ -35,13 +36,13 @@ func (c *Core) Metrics(m *core.MetricSet) {
 
 	held, tokens, queued := 0, 0, 0
 	for _, l := range c.locks {
-		if l.holder != nil {
+		if c.reqs.Held(l.name) {
 			held++
 		}
 		if l.tok != nil {
 			tokens++
 		}
-		queued += len(l.queue)
+		queued += c.reqs.Waiting(l.name)
 	}
 	m.Gauge("synclab_mutex_locks", "Locks in this member's table.", float64(len(c.locks)))
 	m.Gauge("synclab_mutex_locks_held", "Locks granted to a client of this member now.", float64(held))
@@ -59,7 +60,8 @@ func (c *Core) Metrics(m *core.MetricSet) {
 		}
 	}
 
-	cnt := func(k string) float64 { return float64(c.counters[k]) }
+	counters := c.allCounters()
+	cnt := func(k string) float64 { return float64(counters[k]) }
 	m.Counter("synclab_mutex_requests_total", "Lock requests queued at this member.", cnt("requests"))
 	m.Counter("synclab_mutex_grants_total", "Leases granted to clients of this member.", cnt("grants"))
 	m.Counter("synclab_mutex_renewals_total", "Leases renewed.", cnt("renewals"))
@@ -73,7 +75,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.Gauge("synclab_mutex_floor_round", "Round of the table's floor: the generation promised for every lock not in the table.", float64(GenerationRound(c.floor)))
 	losses := map[string]uint64{}
 	rejected := map[string]uint64{}
-	for k, v := range c.counters {
+	for k, v := range counters {
 		if r, ok := strings.CutPrefix(k, "lost_"); ok {
 			losses[r] = v
 		}
@@ -83,8 +85,8 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	}
 	// Every reason a lease can end early, present at 0, so an alert on a
 	// rate sees the series before the first loss.
-	for _, r := range []string{"expired", "superseded", "renew_refused"} {
-		losses[r] += 0
+	for _, r := range mutex.LossReasons {
+		losses[string(r)] += 0
 	}
 	m.Counters("synclab_mutex_losses_total", "Leases lost before their release, by reason.", "reason", losses)
 	m.Counters("synclab_mutex_frames_rejected_total", "Ring frames refused by the core, by reason.", "reason", rejected)

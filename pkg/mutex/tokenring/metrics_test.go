@@ -6,6 +6,7 @@ import (
 
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 )
 
@@ -24,11 +25,11 @@ func TestMetrics(t *testing.T) {
 			t.Fatalf("grant %d did not come\n%s", n, s.Log())
 		}
 	}
-	var first uint64
-	s.Do(1, func(c core.Core) { first, _ = c.(*tokenring.Core).Acquire(s.Clock(1).Now(), "db", 0, "") })
+	var first mutex.RequestID
+	s.Do(1, func(c core.Core) { first, _ = c.(*tokenring.Core).Acquire(s.Clock(1).Now(), mutex.Request{Lock: "db"}) })
 	granted(1)
 	s.Do(1, func(c core.Core) { c.(*tokenring.Core).Release(s.Clock(1).Now(), first) })
-	s.Do(2, func(c core.Core) { c.(*tokenring.Core).Acquire(s.Clock(2).Now(), "db", 0, "") })
+	s.Do(2, func(c core.Core) { c.(*tokenring.Core).Acquire(s.Clock(2).Now(), mutex.Request{Lock: "db"}) })
 	granted(2)
 
 	for _, w := range []struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -52,7 +53,7 @@ type interval struct {
 // "hangs" and neither renews nor releases, so the lease must end it.
 type client struct {
 	id      uint32
-	req     uint64
+	req     mutex.RequestID
 	lock    string
 	asked   time.Duration
 	holding bool
@@ -141,7 +142,7 @@ func (r *ring) collect() {
 			r.live[key()] = iv
 			r.granted++
 			c := r.clients[e.Node]
-			if c.req == arg[uint64](e, "request") {
+			if uint64(c.req) == arg[uint64](e, "request") {
 				c.holding = true
 				r.lastWait = max(r.lastWait, e.At-c.asked)
 				c.lease = arg[time.Duration](e, "lease")
@@ -159,7 +160,7 @@ func (r *ring) collect() {
 			if iv := r.live[key()]; iv != nil {
 				iv.end = r.trueEnd(e.Node, e.At, e.Local, arg[time.Time](e, "expires"))
 			}
-			if c := r.clients[e.Node]; c.req == arg[uint64](e, "request") {
+			if c := r.clients[e.Node]; uint64(c.req) == arg[uint64](e, "request") {
 				c.renewAt = e.At + c.lease/3
 			}
 		case tokenring.EventReleased:
@@ -169,7 +170,7 @@ func (r *ring) collect() {
 			}
 		case tokenring.EventLost:
 			delete(r.live, key())
-			if c := r.clients[e.Node]; c.req == arg[uint64](e, "request") {
+			if c := r.clients[e.Node]; uint64(c.req) == arg[uint64](e, "request") {
 				*c = client{id: c.id, nextTry: e.At + 20*time.Millisecond}
 			}
 		}
@@ -190,7 +191,7 @@ func (r *ring) drive(active bool) {
 			c.lock = r.locks[r.rng.IntN(len(r.locks))]
 			lease := time.Duration(300+r.rng.IntN(700)) * time.Millisecond
 			r.s.Do(id, func(cc core.Core) {
-				req, err := cc.(*tokenring.Core).Acquire(r.s.Clock(id).Now(), c.lock, lease, "sim")
+				req, err := cc.(*tokenring.Core).Acquire(r.s.Clock(id).Now(), mutex.Request{Lock: c.lock, Lease: lease, Client: "sim"})
 				if err != nil {
 					r.t.Fatalf("node %d: acquire: %v", id, err)
 				}
@@ -200,7 +201,7 @@ func (r *ring) drive(active bool) {
 		case c.holding && !c.hung && now >= c.until:
 			r.s.Do(id, func(cc core.Core) {
 				err := cc.(*tokenring.Core).Release(r.s.Clock(id).Now(), c.req)
-				if err != nil && !errors.Is(err, tokenring.ErrExpired) && !errors.Is(err, tokenring.ErrUnknownRequest) {
+				if err != nil && !errors.Is(err, mutex.ErrExpired) && !errors.Is(err, mutex.ErrUnknownRequest) {
 					r.t.Fatalf("node %d: release %d: %v", id, c.req, err)
 				}
 			})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
 // The lock table. Names are chosen by clients and by members' frames, so
@@ -59,7 +60,7 @@ func (t *table) restore(cfg Config, s savedState) error {
 		if err := t.limit.CheckRestored(g); err != nil {
 			return fmt.Errorf("%w: lock %q: %w", ErrState, name, err)
 		}
-		l := newLock(name, g)
+		l := newLock(name, g, cfg.AckTimeout)
 		l.creator = restored
 		t.locks[name] = l
 	}
@@ -107,9 +108,9 @@ func (c *Core) lockFor(name string, creator uint32) (*lock, error) {
 		if peer {
 			return nil, fmt.Errorf("%w: the table is full", ErrNoLock)
 		}
-		return nil, ErrTooManyLocks
+		return nil, mutex.ErrTooManyLocks
 	}
-	l := newLock(name, c.floor)
+	l := newLock(name, c.floor, c.cfg.AckTimeout)
 	l.creator, l.used = creator, c.now
 	c.locks[name] = l
 	c.made[creator]++
@@ -117,10 +118,13 @@ func (c *Core) lockFor(name string, creator uint32) (*lock, error) {
 }
 
 // idle says whether l holds nothing but its promise.
-func (c *Core) idle(l *lock) bool {
-	return l.tok == nil && l.inflight == nil && l.holder == nil && len(l.queue) == 0 &&
-		l.locate == nil && l.prepare == nil && l.check == nil && l.vouch == nil &&
-		!l.outstanding.After(c.now)
+func (c *Core) idle(l *lock) bool { return c.quiet(l) && !l.outstanding.After(c.now) }
+
+// quiet says whether l has nothing in progress: idle once no lease it
+// granted may still run.
+func (c *Core) quiet(l *lock) bool {
+	return l.tok == nil && l.handoff.Len() == 0 && !c.reqs.Held(l.name) && c.reqs.Waiting(l.name) == 0 &&
+		l.locate == nil && l.prepare == nil && l.check == nil && l.vouch == nil
 }
 
 // reclaimOne frees room for an entry made by creator: the least recently

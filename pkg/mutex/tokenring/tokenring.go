@@ -10,25 +10,9 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/quorum"
 	"github.com/synclab/synclab/pkg/wire"
-)
-
-// Errors of the request API.
-var (
-	// ErrBadLockName: not 1-64 bytes of [A-Za-z0-9._:/@+-].
-	ErrBadLockName = errors.New("tokenring: bad lock name: want 1-64 bytes of letters, digits and ._:/@+-")
-	// ErrBadLease: a lease outside MinLease..MaxLease.
-	ErrBadLease = errors.New("tokenring: lease out of range")
-	// ErrTooManyLocks, ErrQueueFull: the lock table or this member's queue
-	// is full.
-	ErrTooManyLocks = errors.New("tokenring: too many locks")
-	ErrQueueFull    = errors.New("tokenring: too many waiting requests")
-	// ErrUnknownRequest: no such request (released, lost, never made).
-	ErrUnknownRequest = errors.New("tokenring: no such request")
-	// ErrNotHolder: a renewal of a request that is still waiting.
-	ErrNotHolder = errors.New("tokenring: request does not hold its lock")
-	// ErrExpired: a renewal that came after the lease ran out.
-	ErrExpired = errors.New("tokenring: lease expired")
 )
 
 // Errors of Step (the frame is counted and dropped). Generations are also
@@ -115,6 +99,7 @@ type Core struct {
 	cfg      Config
 	self     uint32
 	majority int
+	voters   quorum.Voters // every member, weight 1
 	hold     time.Duration
 
 	now       time.Time
@@ -125,16 +110,16 @@ type Core struct {
 	nextBeat  time.Time
 
 	table
-	requests map[uint64]*request
-	nextID   uint64
-	nonce    uint32
+	reqs  *mutex.Table // this member's clients' requests
+	nonce uint32
 
 	msgs     []core.Message
 	events   []core.Event
+	outcomes []mutex.Outcome
 	counters map[string]uint64
 }
 
-var _ core.Core = (*Core)(nil)
+var _ mutex.Algorithm = (*Core)(nil)
 
 // New returns a member's core, restoring cfg.Persisted.
 func New(cfg Config) (*Core, error) {
@@ -153,8 +138,14 @@ func New(cfg Config) (*Core, error) {
 		lastHeard: map[uint32]time.Time{},
 		down:      map[uint32]bool{},
 		skipped:   map[uint32]bool{},
-		requests:  map[uint64]*request{},
 		counters:  map[string]uint64{},
+	}
+	if c.voters, err = quorum.Majority(cfg.Members...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: cfg.ID, Members: len(cfg.Members),
+		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: cfg.MaxQueue, MaxLocks: cfg.MaxLocks}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err := c.table.restore(cfg, saved); err != nil {
 		return nil, err
@@ -343,6 +334,18 @@ func (c *Core) Tick(now time.Time) {
 	c.reclaim()
 }
 
+// Outcomes drains the typed answers about requests (mutex.Algorithm).
+func (c *Core) Outcomes() []mutex.Outcome {
+	out := c.outcomes
+	c.outcomes = nil
+	return out
+}
+
+// Lookup returns request id as it stands (mutex.Algorithm).
+func (c *Core) Lookup(id mutex.RequestID) (mutex.RequestStatus, bool) {
+	return c.reqs.Lookup(c.now, id)
+}
+
 // Ready drains what the core wants done. State, while a promise is not
 // confirmed on disk (Advance), is the whole lock table's promised
 // generations: persist it before sending.
@@ -369,7 +372,7 @@ func (c *Core) holdUntil(p *probe, outstanding time.Time) time.Time {
 	if orphan := max(p.leaseLeft, outstanding.Sub(c.now)); orphan > 0 {
 		until = c.now.Add(time.Duration(math.Ceil(float64(orphan)*(1+2*c.cfg.MaxDriftPPM*1e-6))) + c.cfg.HoldMargin)
 	}
-	if len(p.ok)+1 < len(c.cfg.Members) {
+	if p.Count()+1 < len(c.cfg.Members) {
 		from := p.majorityAt
 		if from.IsZero() {
 			from = c.now // cannot happen (no token without a majority); be safe

@@ -9,6 +9,7 @@ import (
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -45,24 +46,31 @@ func TestAloneGrantsAtOnce(t *testing.T) {
 	var fences []uint64
 	for i := range 3 {
 		now := t0.Add(time.Duration(i) * time.Second)
-		id, err := c.Acquire(now, "counter", 0, "test")
+		id, err := c.Acquire(now, mutex.Request{Lock: "counter", Client: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.Tick(now.Add(600 * time.Millisecond)) // loss timeout: locate, prepare, create
 		rd := c.Ready()
-		g := events(rd, tokenring.EventGranted)
-		if len(g) != 1 {
-			t.Fatalf("grant %d: events %v", i, rd.Events)
+		out := c.Outcomes()
+		if len(out) != 1 || len(events(rd, tokenring.EventGranted)) != 1 {
+			t.Fatalf("grant %d: outcomes %+v, events %v", i, out, rd.Events)
+		}
+		g, ok := out[0].(mutex.Granted)
+		if !ok || g.ID != id || g.Lock != "counter" || g.Lease != 3*time.Second || g.Fence>>40 != uint64(tokenring.GenerationRound(g.Epoch)) {
+			t.Fatalf("grant %d: %+v, want request %d granted on its generation", i, out[0], id)
 		}
 		for _, m := range rd.Messages {
 			if m.Kind == wire.KindToken {
 				t.Fatalf("a ring of one sent its token: %+v", m)
 			}
 		}
-		fences = append(fences, g[0].Args[5].(uint64))
+		fences = append(fences, g.Fence)
 		if err := c.Release(now.Add(700*time.Millisecond), id); err != nil {
 			t.Fatal(err)
+		}
+		if out := c.Outcomes(); len(out) != 1 || out[0] != (mutex.Released{ID: id, Lock: "counter", Fence: g.Fence}) {
+			t.Fatalf("release %d: outcomes %+v", i, out)
 		}
 	}
 	if !(fences[0] < fences[1] && fences[1] < fences[2]) {
@@ -76,23 +84,23 @@ func TestRequestErrors(t *testing.T) {
 	c := newCore(t, 1, 1, 2, 3)
 	c.Tick(t0)
 	for _, name := range []string{"", "a b", "x\x00"} {
-		if _, err := c.Acquire(t0, name, 0, ""); !errors.Is(err, tokenring.ErrBadLockName) {
+		if _, err := c.Acquire(t0, mutex.Request{Lock: name}); !errors.Is(err, mutex.ErrBadLockName) {
 			t.Errorf("name %q: %v", name, err)
 		}
 	}
 	for _, lease := range []time.Duration{time.Millisecond, time.Hour} {
-		if _, err := c.Acquire(t0, "a", lease, ""); !errors.Is(err, tokenring.ErrBadLease) {
+		if _, err := c.Acquire(t0, mutex.Request{Lock: "a", Lease: lease}); !errors.Is(err, mutex.ErrBadLease) {
 			t.Errorf("lease %v: %v", lease, err)
 		}
 	}
-	if err := c.Release(t0, 99); !errors.Is(err, tokenring.ErrUnknownRequest) {
+	if err := c.Release(t0, 99); !errors.Is(err, mutex.ErrUnknownRequest) {
 		t.Errorf("release of nothing: %v", err)
 	}
-	id, err := c.Acquire(t0, "a", 0, "")
+	id, err := c.Acquire(t0, mutex.Request{Lock: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Renew(t0, id, 0); !errors.Is(err, tokenring.ErrNotHolder) {
+	if err := c.Renew(t0, id, 0); !errors.Is(err, mutex.ErrNotHolder) {
 		t.Errorf("renewal of a waiting request: %v", err)
 	}
 	if err := c.Release(t0, id); err != nil {
@@ -128,7 +136,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 	cfg.ID, cfg.Members = 1, []uint32{1}
 	c, _ := tokenring.New(cfg)
 	c.Tick(t0)
-	c.Acquire(t0, "counter", 0, "")
+	c.Acquire(t0, mutex.Request{Lock: "counter"})
 	c.Tick(t0.Add(time.Second))
 	rd := c.Ready()
 	if rd.State == nil {
@@ -139,7 +147,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, q := c.Report().Locks[0].Promised, again.Report().Locks[0].Promised; p != q || p == 0 {
+	if p, q := c.Report().Locks[0].Detail.(tokenring.LockDetail).Promised, again.Report().Locks[0].Detail.(tokenring.LockDetail).Promised; p != q || p == 0 {
 		t.Fatalf("promised %#x, restored %#x", p, q)
 	}
 	for i := range rd.State {
@@ -160,8 +168,10 @@ func TestIdleRingIsQuiet(t *testing.T) {
 	addMembers(t, s, ids)
 	// One lock taken and released, then idle.
 	s.Run(100 * time.Millisecond)
-	var id uint64
-	s.Do(3, func(c core.Core) { id, _ = c.(*tokenring.Core).Acquire(s.Clock(3).Now(), "counter", 0, "") })
+	var id mutex.RequestID
+	s.Do(3, func(c core.Core) {
+		id, _ = c.(*tokenring.Core).Acquire(s.Clock(3).Now(), mutex.Request{Lock: "counter"})
+	})
 	if !s.RunUntil(func() bool { return len(s.EventsNamed(tokenring.EventGranted)) == 1 }, 5*time.Second) {
 		t.Fatalf("not granted\n%s", s.Log())
 	}
@@ -181,7 +191,7 @@ func TestIdleRingIsQuiet(t *testing.T) {
 	// The token stayed where it was used: taking the lock there again
 	// costs no message before the grant but the majority check.
 	s.ResetCounts()
-	s.Do(3, func(c core.Core) { c.(*tokenring.Core).Acquire(s.Clock(3).Now(), "counter", 0, "") })
+	s.Do(3, func(c core.Core) { c.(*tokenring.Core).Acquire(s.Clock(3).Now(), mutex.Request{Lock: "counter"}) })
 	if n := len(s.EventsNamed(tokenring.EventGranted)); n != 1 {
 		s.RunUntil(func() bool { return len(s.EventsNamed(tokenring.EventGranted)) == 2 }, time.Second)
 	}

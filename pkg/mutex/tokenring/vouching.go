@@ -42,10 +42,9 @@ type handoff struct {
 // startVouch asks the member l's token came from to vouch for it.
 func (c *Core) startVouch(l *lock) {
 	t := l.tok
-	p := &probe{op: wire.ProbeVouch, nonce: c.nextNonce(), gen: t.gen, sentAt: c.now, triedAt: c.now, tries: 1,
-		asked: []uint32{t.from}, ok: map[uint32]bool{}}
+	p := c.startProbe(wire.ProbeVouch, t.gen, []uint32{t.from}, c.cfg.ProbeTries)
 	l.vouch = p
-	c.send(t.from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeVouch, Name: l.name, Nonce: p.nonce, Generation: t.gen}, false)
+	c.send(t.from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeVouch, Name: l.name, Nonce: p.Nonce, Generation: t.gen}, false)
 	c.count("vouches_asked")
 }
 
@@ -104,7 +103,7 @@ func (c *Core) vouchUnanswered(l *lock) {
 // vouch for it, or another member holds the same generation).
 func (c *Core) disown(l *lock, from uint32) {
 	t := l.tok
-	if t == nil || l.holder != nil && t.vouched {
+	if t == nil || c.reqs.Held(l.name) && t.vouched {
 		// A token that has granted is not dropped on another's word: its
 		// checks decide (the other copy is the one refused).
 		return
@@ -115,7 +114,7 @@ func (c *Core) disown(l *lock, from uint32) {
 	}
 	c.emit(EventTokenDisowned, fmt.Sprintf("%s: dropped a token of generation %#x from %d: not the one it passed", l.name, t.gen, from),
 		"lock", l.name, "generation", t.gen, "from", from)
-	if len(l.queue) > 0 {
+	if c.reqs.Waiting(l.name) > 0 {
 		l.wantSent = false
 		c.want(l)
 	}

@@ -1,0 +1,92 @@
+package mutex
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+)
+
+// Options are the settings a driver hands every algorithm it builds.
+type Options struct {
+	// Lease is the cluster's longest lease, and the default one (the same
+	// on every member).
+	Lease time.Duration
+	// Heartbeat is how often a member says it is alive, where the
+	// algorithm has heartbeats.
+	Heartbeat time.Duration
+	// MinLease is the shortest lease a request may ask for (0: the
+	// algorithm's own minimum).
+	MinLease time.Duration
+	// Authenticated says that frames carry a MAC of the cluster key: a
+	// frame in a member's name comes from a holder of the key.
+	Authenticated bool
+	// Params are the algorithm's own settings, by Param.Name (absent:
+	// the Param's default).
+	Params map[string]time.Duration
+}
+
+// Param returns the algorithm's own setting name, or def.
+func (o Options) Param(name string, def time.Duration) time.Duration {
+	if v, ok := o.Params[name]; ok {
+		return v
+	}
+	return def
+}
+
+// Param is a setting of one algorithm (a duration: a timeout), shown as a
+// flag of `mutexd run`.
+type Param struct {
+	Name    string // flag name, e.g. "loss-timeout"
+	Default time.Duration
+	Usage   string
+}
+
+// Factory builds one algorithm: the line a driver's table holds for it.
+type Factory struct {
+	Name    string // --algorithm NAME
+	Summary string // one line: what it is, where in the notes
+	// Guarantees are the ones every core New builds declares.
+	Guarantees Guarantees
+	Params     []Param
+	// New builds a member's core. An error wrapping core.ErrState refuses
+	// the persisted state (env.State).
+	New func(env core.Env, opt Options) (Algorithm, error)
+
+	// The human status (optional): lines after the common summary, from
+	// the status and its Detail as JSON; and columns added to the lock
+	// table, from each lock's Detail.
+	StatusLines func(st Status, detail json.RawMessage) ([]string, error)
+	LockColumns []string
+	LockCells   func(detail json.RawMessage) ([]string, error)
+	// FenceText shows a fence the algorithm's way (the ring's round:grant);
+	// nil: the number alone.
+	FenceText func(fence uint64) string
+}
+
+// Registry is a driver's table of factories, by name.
+type Registry []Factory
+
+// Lookup returns the factory called name, or an error naming the ones
+// there are.
+func (r Registry) Lookup(name string) (Factory, error) {
+	for _, f := range r {
+		if f.Name == name {
+			return f, nil
+		}
+	}
+	return Factory{}, fmt.Errorf("mutex: unknown algorithm %q: want one of %s", name, strings.Join(r.Names(), ", "))
+}
+
+// Names returns the factories' names, sorted.
+func (r Registry) Names() []string {
+	var out []string
+	for _, f := range r {
+		out = append(out, f.Name)
+	}
+	slices.Sort(out)
+	return out
+}

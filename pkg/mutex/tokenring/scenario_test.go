@@ -1,0 +1,347 @@
+package tokenring_test
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/scenario"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/tokenring"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// TestScenarios replays the scripts in testdata/scenarios on a
+// deterministic network (every frame takes 1 ms; members are ticked at
+// their Deadline only) and compares what happens with the output recorded
+// in the file, like bully's and etcd-io/raft's interaction tests. A script
+// is a sequence of commands ("> cmd args"), each followed by its expected
+// output; lines starting with # are comments. After a deliberate change of
+// behaviour, regenerate the files with
+//
+//	go test ./pkg/mutex/tokenring -run TestScenarios -rewrite
+//
+// and read the diff: it is the change, in protocol terms.
+//
+// Commands:
+//
+//	ring N              N members with IDs 1..N, the LAN defaults, vouching on
+//	run D               let D (a Go duration) pass, delivering and ticking
+//	acquire ID LOCK     a client of member ID asks for LOCK (default lease); prints its request
+//	release ID REQ      that client releases request REQ
+//	renew ID REQ        that client renews request REQ
+//	crash ID            member ID stops (its persisted state survives); frames to it are lost
+//	restart ID          member ID starts again from its persisted state
+//	pause ID D          member ID stops for D and goes on as if nothing happened (frames wait)
+//	drop KIND           the next frame of KIND (token, token_ack, ...) is lost
+//	status              every live member's view of each lock
+//	counts              frames delivered by kind since the last counts
+//
+// Each command prints what it caused, at the time it happened (ms since
+// the start): the typed outcomes and the ring's events, one per line.
+func TestScenarios(t *testing.T) { scenario.Files(t, runRingScenario) }
+
+// scenarioRing is the deterministic network of a scenario.
+type scenarioRing struct {
+	t       *testing.T
+	ids     []uint32
+	cores   map[uint32]*tokenring.Core
+	disk    map[uint32][]byte
+	down    map[uint32]bool
+	paused  map[uint32]time.Time // until when
+	now     time.Time
+	net     []frame
+	drop    map[wire.Kind]int
+	counts  map[wire.Kind]int
+	out     *bytes.Buffer
+	grantOf map[uint32]map[mutex.RequestID]bool
+}
+
+func (r *scenarioRing) at() string { return fmt.Sprintf("%6dms", r.now.Sub(t0).Milliseconds()) }
+
+func (r *scenarioRing) start(id uint32) {
+	cfg := tokenring.DefaultLANConfig()
+	cfg.ID, cfg.Members, cfg.Persisted = id, r.ids, r.disk[id]
+	cfg.Rand = rand.New(rand.NewPCG(uint64(id), 1))
+	c, err := tokenring.New(cfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.cores[id] = c
+	delete(r.down, id)
+	c.Tick(r.now)
+	r.flush(id)
+}
+
+// flush sends what member id wants sent and prints what it reported.
+func (r *scenarioRing) flush(id uint32) {
+	c := r.cores[id]
+	rd := c.Ready()
+	if rd.State != nil {
+		r.disk[id] = rd.State
+	}
+	c.Advance(true)
+	for _, m := range rd.Messages {
+		m.From = id
+		for _, to := range r.ids {
+			if to == id || m.To != core.Broadcast && m.To != to {
+				continue
+			}
+			if r.drop[m.Kind] > 0 {
+				r.drop[m.Kind]--
+				fmt.Fprintf(r.out, "%s %d->%d %v dropped\n", r.at(), id, to, m.Kind)
+				continue
+			}
+			r.net = append(r.net, frame{at: r.now.Add(time.Millisecond), to: to, m: m})
+		}
+	}
+	for _, e := range rd.Events {
+		switch e.Name {
+		case tokenring.EventGranted, tokenring.EventRenewed, tokenring.EventLost, tokenring.EventReleased:
+			continue // shown as outcomes
+		}
+		fmt.Fprintf(r.out, "%s %d %s", r.at(), id, e.Name)
+		for i := 0; i+1 < len(e.Args); i += 2 {
+			fmt.Fprintf(r.out, " %v=%s", e.Args[i], r.value(e.Args[i+1]))
+		}
+		r.out.WriteString("\n")
+	}
+	for _, o := range c.Outcomes() {
+		switch o := o.(type) {
+		case mutex.Granted:
+			fmt.Fprintf(r.out, "%s %d granted request=%d lock=%s fence=%s lease=%v generation=%s\n", r.at(), id, o.ID, o.Lock, fence(o.Fence), o.Lease, gen(o.Epoch))
+		case mutex.Renewed:
+			fmt.Fprintf(r.out, "%s %d renewed request=%d lock=%s fence=%s\n", r.at(), id, o.ID, o.Lock, fence(o.Fence))
+		case mutex.Lost:
+			fmt.Fprintf(r.out, "%s %d lost request=%d lock=%s fence=%s reason=%s\n", r.at(), id, o.ID, o.Lock, fence(o.Fence), o.Reason)
+		case mutex.Released:
+			fmt.Fprintf(r.out, "%s %d released request=%d lock=%s fence=%s\n", r.at(), id, o.ID, o.Lock, fence(o.Fence))
+		}
+	}
+}
+
+// value prints an event argument: generations as round/owner, times as ms
+// since the start.
+func (r *scenarioRing) value(v any) string {
+	switch v := v.(type) {
+	case time.Time:
+		return fmt.Sprintf("%dms", v.Sub(t0).Milliseconds())
+	}
+	return fmt.Sprint(v)
+}
+
+func fence(f uint64) string { return fmt.Sprintf("%d:%d", f>>40, f&(1<<40-1)) }
+
+func gen(g uint64) string {
+	return fmt.Sprintf("%d/%d", tokenring.GenerationRound(g), tokenring.GenerationOwner(g))
+}
+
+func (r *scenarioRing) live(id uint32) bool {
+	if r.down[id] {
+		return false
+	}
+	until, paused := r.paused[id]
+	return !paused || !r.now.Before(until)
+}
+
+// run lets d pass: frames arrive, members are ticked at their deadlines.
+func (r *scenarioRing) run(d time.Duration) {
+	end := r.now.Add(d)
+	for {
+		next := end
+		for _, f := range r.net {
+			if f.at.Before(next) && r.live(f.to) {
+				next = f.at
+			}
+		}
+		for _, id := range r.ids {
+			if until, ok := r.paused[id]; ok && until.After(r.now) && until.Before(next) {
+				next = until
+			}
+			if !r.live(id) {
+				continue
+			}
+			if dl := r.cores[id].Deadline(); !dl.IsZero() && dl.Before(next) {
+				next = dl
+			}
+		}
+		if next.After(r.now) {
+			r.now = next
+		}
+		for id, until := range r.paused {
+			if !r.now.Before(until) {
+				delete(r.paused, id)
+			}
+		}
+		slices.SortStableFunc(r.net, func(a, b frame) int { return a.at.Compare(b.at) })
+		var later []frame
+		due := r.net
+		r.net = nil // what the deliveries send goes here
+		for _, f := range due {
+			switch {
+			case r.down[f.to]:
+				// lost with the member
+			case f.at.After(r.now) || !r.live(f.to):
+				later = append(later, f)
+			default:
+				f.m.Time = r.now
+				r.counts[f.m.Kind]++
+				if err := r.cores[f.to].Step(f.m); err != nil {
+					fmt.Fprintf(r.out, "%s %d refused %v from %d: %v\n", r.at(), f.to, f.m.Kind, f.m.From, err)
+				}
+				r.flush(f.to)
+			}
+		}
+		r.net = append(later, r.net...)
+		for _, id := range r.ids {
+			if r.live(id) {
+				if dl := r.cores[id].Deadline(); !dl.IsZero() && !dl.After(r.now) {
+					r.cores[id].Tick(r.now)
+					r.flush(id)
+				}
+			}
+		}
+		if !r.now.Before(end) {
+			return
+		}
+	}
+}
+
+func runRingScenario(t *testing.T, script string) string {
+	var out bytes.Buffer
+	var r *scenarioRing
+	lines, cmds := scenario.Commands(script)
+	for i, line := range lines {
+		f := cmds[i]
+		out.WriteString(line + "\n")
+		if f == nil {
+			continue // a comment
+		}
+		num := func(i int) uint64 {
+			if len(f) <= i {
+				t.Fatalf("%q: missing argument %d", line, i)
+			}
+			v, err := strconv.ParseUint(f[i], 10, 64)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return v
+		}
+		dur := func(i int) time.Duration {
+			if len(f) <= i {
+				t.Fatalf("%q: missing argument %d", line, i)
+			}
+			d, err := time.ParseDuration(f[i])
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return d
+		}
+		if f[0] != "ring" && r == nil {
+			t.Fatalf("%q before ring", line)
+		}
+		switch f[0] {
+		case "ring":
+			r = &scenarioRing{t: t, cores: map[uint32]*tokenring.Core{}, disk: map[uint32][]byte{}, down: map[uint32]bool{},
+				paused: map[uint32]time.Time{}, now: t0, drop: map[wire.Kind]int{}, counts: map[wire.Kind]int{}, out: &out}
+			for i := 1; i <= int(num(1)); i++ {
+				r.ids = append(r.ids, uint32(i))
+			}
+			for _, id := range r.ids {
+				r.start(id)
+			}
+		case "run":
+			r.run(dur(1))
+		case "acquire":
+			id := uint32(num(1))
+			req, err := r.cores[id].Acquire(r.now, mutex.Request{Lock: f[2], Client: "scenario"})
+			if err != nil {
+				fmt.Fprintf(&out, "error: %v\n", err)
+				break
+			}
+			fmt.Fprintf(&out, "%s %d request=%d lock=%s\n", r.at(), id, req, f[2])
+			r.flush(id)
+		case "release", "renew":
+			id := uint32(num(1))
+			var err error
+			if f[0] == "release" {
+				err = r.cores[id].Release(r.now, mutex.RequestID(num(2)))
+			} else {
+				err = r.cores[id].Renew(r.now, mutex.RequestID(num(2)), 0)
+			}
+			if err != nil {
+				fmt.Fprintf(&out, "%s %d error: %v\n", r.at(), id, err)
+			}
+			r.flush(id)
+		case "crash":
+			r.down[uint32(num(1))] = true
+		case "restart":
+			r.start(uint32(num(1)))
+		case "pause":
+			r.paused[uint32(num(1))] = r.now.Add(dur(2))
+		case "drop":
+			k, ok := kindNamed(f[1])
+			if !ok {
+				t.Fatalf("%q: no kind %q", line, f[1])
+			}
+			r.drop[k]++
+		case "status":
+			for _, id := range r.ids {
+				if r.down[id] {
+					fmt.Fprintf(&out, "%d down\n", id)
+					continue
+				}
+				st := r.cores[id].Report()
+				if len(st.Locks) == 0 {
+					fmt.Fprintf(&out, "%d no locks\n", id)
+				}
+				for _, l := range st.Locks {
+					d := l.Detail.(tokenring.LockDetail)
+					fmt.Fprintf(&out, "%d %s token=%s promised=%s fence=%s holder=%s queue=%d\n", id, l.Name,
+						orDash(d.Token), gen(d.Promised), fence(l.Fence), holder(l.Holder), len(l.Queue))
+				}
+			}
+		case "counts":
+			var parts []string
+			for _, k := range slices.Sorted(maps.Keys(r.counts)) {
+				parts = append(parts, fmt.Sprintf("%v=%d", k, r.counts[k]))
+			}
+			out.WriteString(strings.Join(parts, " ") + "\n")
+			clear(r.counts)
+		default:
+			t.Fatalf("unknown command %q", line)
+		}
+		out.WriteString("\n")
+	}
+	return out.String()
+}
+
+func kindNamed(name string) (wire.Kind, bool) {
+	for k := wire.Kind(1); k < 64; k++ {
+		if k.String() == name {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func holder(h *mutex.RequestStatus) string {
+	if h == nil {
+		return "-"
+	}
+	return fmt.Sprintf("#%d", h.ID)
+}

@@ -1,0 +1,59 @@
+package tokenring
+
+import (
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+)
+
+// Deadline is the earliest local time at which Tick has something to do
+// (core.Scheduler): the next heartbeat, the moment a silent member is
+// taken for down, and for each lock the end of a lease, an
+// acknowledgement's or a probe's timeout, the end of a regenerated token's
+// hold while a request waits, the moment a waiting member looks for the
+// token, and the reclaiming of an idle entry. Tick at any earlier time
+// changes nothing. Before its first Tick or Step the core has no clock
+// yet: the deadline is then in the past, so the driver ticks it at once.
+func (c *Core) Deadline() time.Time {
+	if !c.started {
+		return time.Time{}.Add(1)
+	}
+	ts := []time.Time{c.nextBeat, c.reqs.Deadline()}
+	for _, m := range c.cfg.Members {
+		if m != c.self && !c.down[m] {
+			ts = append(ts, c.lastHeard[m].Add(c.cfg.DeadAfter))
+		}
+	}
+	for _, l := range c.locks {
+		ts = append(ts, c.lockDeadline(l))
+	}
+	return core.Earliest(ts...)
+}
+
+func (c *Core) lockDeadline(l *lock) time.Time {
+	var ts []time.Time
+	ts = append(ts, l.handoff.Deadline())
+	for _, p := range []*probe{l.locate, l.prepare, l.check, l.vouch} {
+		if p != nil {
+			ts = append(ts, p.Deadline())
+		}
+	}
+	waiting := c.reqs.Waiting(l.name) > 0
+	if l.tok != nil && waiting && !c.reqs.Held(l.name) && l.tok.holdUntil.After(c.now) {
+		ts = append(ts, l.tok.holdUntil)
+	}
+	if l.tok == nil && l.handoff.Len() == 0 && waiting && !l.lossAt.IsZero() && l.locate == nil && l.prepare == nil {
+		ts = append(ts, later(l.lossAt, l.backoff))
+	}
+	if l.promised <= c.floor && c.quiet(l) {
+		ts = append(ts, later(l.used.Add(c.cfg.LossTimeout), l.outstanding))
+	}
+	return core.Earliest(ts...)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
