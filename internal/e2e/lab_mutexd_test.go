@@ -75,11 +75,21 @@ func (l *labMutexd) holder(name string) int {
 	return 0
 }
 
-// counterScript is the critical section of the notes' shared counter:
-// read the file, increment, write it back, and log the section as
-// "start end host" on the real clock, which every namespace shares. The
-// sleep widens the section so that two at once could not go unnoticed.
-const counterScript = `s=$(date +%s%N); n=$(cat "$1"); sleep 0.005; echo $((n+1)) > "$1"; e=$(date +%s%N); echo "$s $e $2" >> "$1.log"`
+// counterScript is the critical section of the notes' shared counter: read
+// the file, increment, write it back. The file is the counter's value on its
+// first line, then one line per applied operation, "op start end host", the
+// section's times on the real clock, which every namespace shares; the sleep
+// widens the section so that two at once could not go unnoticed.
+//
+// An operation is applied at most once, as a client that retries must make
+// it: a lock lost while the command runs (a lease that could not be renewed
+// on a loaded host) kills the command, and the client cannot know whether it
+// had written. So the operation's ID is checked first, and the value and the
+// operation's line are committed together by one rename. A retry then never
+// increments twice, while two holders at once still lose an update (a stale
+// read) and overlap, which checkCounter sees.
+const counterScript = `f=$1 op=$3; grep -q "^$op " "$f" && exit 0; s=$(date +%s%N); n=$(head -n 1 "$f"); sleep 0.005; ` +
+	`e=$(date +%s%N); { echo $((n+1)); tail -n +2 "$f"; echo "$op $s $e $2"; } > "$f.$op" && mv "$f.$op" "$f"`
 
 type counterRun struct {
 	successes, failures map[int]int
@@ -94,7 +104,6 @@ func (l *labMutexd) runCounter(file string, k int, during func()) counterRun {
 	if err := os.WriteFile(file, []byte("0\n"), 0o644); err != nil {
 		l.t.Fatal(err)
 	}
-	os.Remove(file + ".log")
 	res := counterRun{successes: map[int]int{}, failures: map[int]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -105,9 +114,10 @@ func (l *labMutexd) runCounter(file string, k int, during func()) counterRun {
 		i := h.Index()
 		wg.Go(func() {
 			for ok := 0; ok < k && ctx.Err() == nil; {
+				op := fmt.Sprintf("%s-%d", h.Name(), ok) // the same ID for every try of one increment
 				cmd := exec.CommandContext(ctx, "ip", "netns", "exec", h.Namespace(),
 					filepath.Join(binDir, "mutexd"), "lock", "counter", "--control", l.control(i), "--timeout", "20s",
-					"--", "sh", "-c", counterScript, "sh", file, h.Name())
+					"--", "sh", "-c", counterScript, "sh", file, h.Name(), op)
 				out, err := cmd.CombinedOutput()
 				mu.Lock()
 				if err != nil {
@@ -138,31 +148,33 @@ func (l *labMutexd) runCounter(file string, k int, during func()) counterRun {
 	return res
 }
 
-// checkCounter asserts the counter's value and that no two logged critical
-// sections overlapped.
+// checkCounter asserts the counter's value, that every applied operation
+// is logged once, and that no two logged critical sections overlapped.
 func checkCounter(t *testing.T, file string, want int) {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := strconv.Atoi(strings.TrimSpace(string(b))); got != want {
-		t.Errorf("counter = %q, want %d", bytes.TrimSpace(b), want)
-	}
-	logb, err := os.ReadFile(file + ".log")
-	if err != nil {
-		t.Fatal(err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if got, _ := strconv.Atoi(lines[0]); got != want {
+		t.Errorf("counter = %q, want %d", lines[0], want)
 	}
 	type span struct {
 		start, end int64
-		host       string
+		op, host   string
 	}
 	var spans []span
-	for _, line := range strings.Split(strings.TrimSpace(string(logb)), "\n") {
+	ops := map[string]bool{}
+	for _, line := range lines[1:] {
 		var s span
-		if _, err := fmt.Sscan(line, &s.start, &s.end, &s.host); err != nil || s.end < s.start {
+		if _, err := fmt.Sscan(line, &s.op, &s.start, &s.end, &s.host); err != nil || s.end < s.start {
 			t.Fatalf("bad log line %q: %v", line, err)
 		}
+		if ops[s.op] {
+			t.Errorf("operation %s applied twice", s.op)
+		}
+		ops[s.op] = true
 		spans = append(spans, s)
 	}
 	if len(spans) != want {
