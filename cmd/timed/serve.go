@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"slices"
@@ -169,7 +168,8 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 			cc.LocalStratum = serve.cfg.LocalStratum
 		}
 	}
-	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
+	return func(env core.Env) (core.Core, error) {
+		persisted, rnd := env.State, env.Rand
 		var tc timedcore.Config
 		var err error
 		switch {
@@ -182,7 +182,9 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 				return nil, err
 			}
 		case live != nil:
-			if tc.Cluster, err = live(nil, rnd); err != nil {
+			liveEnv := env
+			liveEnv.State = nil // the liveness part keeps nothing
+			if tc.Cluster, err = live(liveEnv); err != nil {
 				return nil, err
 			}
 		}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -210,9 +212,12 @@ func hasOthers(members map[uint32]netip.AddrPort, self uint32) bool {
 	return false
 }
 
-// CoreFactory builds the daemon's core from its persisted state (nil on a
-// first start) and a seeded source of randomness.
-type CoreFactory func(persisted []byte, rnd *rand.Rand) (core.Core, error)
+// CoreFactory builds the daemon's core from the environment the daemon
+// hands it (core.Env): its ID and members, the clock's reading, a seeded
+// source of randomness, the node's Lamport clock and the persisted state
+// (nil on a first start). An error wrapping core.ErrState names the state
+// file when the daemon reports it.
+type CoreFactory func(env core.Env) (core.Core, error)
 
 // ErrStopped is returned by Do once the daemon's loop has ended.
 var ErrStopped = errors.New("daemon is stopping")
@@ -288,7 +293,15 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", coreStateFile, err)
 	}
-	c, err := newCore(persisted, rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))))
+	lamport := new(clock.Lamport)
+	c, err := newCore(core.Env{
+		ID:      cfg.ID,
+		Members: slices.Sorted(maps.Keys(cfg.Members)),
+		Now:     cfg.Clock.Now(),
+		Rand:    rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))),
+		Lamport: lamport,
+		State:   persisted,
+	})
 	if err != nil {
 		if file := st.file(coreStateFile); errors.Is(err, core.ErrState) && !strings.Contains(err.Error(), file) {
 			// The operator must know which file the core refused.
@@ -305,6 +318,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		Epochs:      epochs,
 		Save:        saved.save,
 		Multicast:   cfg.Multicast != nil,
+		Lamport:     lamport,
 	}, c)
 	if err != nil {
 		return nil, err

@@ -38,6 +38,10 @@ type Config struct {
 	// Multicast sends a broadcast as one multicast frame instead of one
 	// unicast frame per member.
 	Multicast bool
+	// Lamport is the node's Lamport clock, the one the driver also hands
+	// the core (core.Env.Lamport), so that a stamp the core takes is in
+	// the same sequence as the node's. nil: the node keeps its own.
+	Lamport *clock.Lamport
 }
 
 func (c *Config) validate() error {
@@ -122,7 +126,7 @@ type Node struct {
 	inc       uint32 // incarnation (raised while running only when the series run out)
 	series    uint8  // series within the incarnation
 	seq       uint64 // last sequence number used
-	lamport   clock.Lamport
+	lamport   *clock.Lamport
 	others    []uint32 // members other than self, ascending
 	peers     map[uint32]*peer
 	epochs    map[uint32]uint32 // peers' epochs as last saved (Durable.Epochs)
@@ -147,7 +151,11 @@ func New(cfg Config, c core.Core) (*Node, error) {
 		seq:       wire.Seq(cfg.Incarnation, 0, 0),
 		peers:     map[uint32]*peer{},
 		epochs:    maps.Clone(cfg.Epochs),
+		lamport:   cfg.Lamport,
 		stats:     newStats(),
+	}
+	if n.lamport == nil {
+		n.lamport = new(clock.Lamport)
 	}
 	for id := range cfg.Members {
 		if id != cfg.ID {

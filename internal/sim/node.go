@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/synclab/synclab/internal/node"
@@ -43,7 +45,7 @@ type Counters struct {
 type simNode struct {
 	id      uint32
 	addr    netip.AddrPort
-	newCore func([]byte) core.Core
+	newCore func(core.Env) core.Core
 	clk     *clock.Sim
 	node    *node.Node
 
@@ -80,7 +82,17 @@ func (n *simNode) monoAt(t time.Time) time.Time { return n.clk.FromKernel(t).Add
 // ticking.
 func (s *Sim) boot(n *simNode) {
 	n.incarnation++
-	c := n.newCore(bytes.Clone(n.disk))
+	lamport := new(clock.Lamport)
+	c := n.newCore(core.Env{
+		ID:      n.id,
+		Members: slices.Clone(s.order),
+		Now:     n.clk.Now(),
+		// Its own stream per node and incarnation, so that a core's
+		// draws never move the simulation's (links, tick phases).
+		Rand:    rand.New(rand.NewPCG(uint64(s.cfg.Seed), envStream|uint64(n.id)<<32|uint64(n.incarnation))),
+		Lamport: lamport,
+		State:   bytes.Clone(n.disk),
+	})
 	if c == nil {
 		panic(fmt.Sprintf("sim: node %d: core constructor returned nil", n.id))
 	}
@@ -95,6 +107,7 @@ func (s *Sim) boot(n *simNode) {
 		Keys:        s.cfg.Keys,
 		Incarnation: n.incarnation,
 		Multicast:   s.cfg.Multicast,
+		Lamport:     lamport,
 	}, c)
 	if err != nil {
 		panic(fmt.Sprintf("sim: node %d: %v", n.id, err))
@@ -105,6 +118,10 @@ func (s *Sim) boot(n *simNode) {
 	n.pending = nil
 	s.startTicking(n)
 }
+
+// envStream marks the Rand streams of core.Env apart from NewRand's (which
+// count up from 1).
+const envStream = 1 << 63
 
 // startTicking schedules the first tick at a random phase within one
 // interval, as a daemon's ticker starts whenever the process does.

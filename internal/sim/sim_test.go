@@ -21,7 +21,8 @@ import (
 // (core.Broadcast: everyone), and returns their current cores.
 func probes(s *sim.Sim, n, every int, to uint32, stream bool) func(id uint32) *probe {
 	for id := uint32(1); id <= uint32(n); id++ {
-		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			disk := env.State
 			p := newProbe(id, disk, every)
 			p.to, p.stream = to, stream
 			return p
@@ -37,7 +38,7 @@ func livenessCluster(t *testing.T, s *sim.Sim, n int, clk func(id uint32) clock.
 		ids[i] = uint32(i + 1)
 	}
 	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func([]byte) core.Core {
+		s.AddNode(id, netip.AddrPort{}, func(core.Env) core.Core {
 			cfg := liveness.DefaultLANConfig()
 			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
 			c, err := liveness.New(cfg)
@@ -59,7 +60,7 @@ func scenario(seed int64) *sim.Sim {
 		Delay: 200 * time.Microsecond, Jitter: 30 * time.Millisecond, Loss: 0.1, Duplicate: 0.05}})
 	ids := []uint32{1, 2, 3, 4, 5}
 	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func([]byte) core.Core {
+		s.AddNode(id, netip.AddrPort{}, func(core.Env) core.Core {
 			cfg := liveness.DefaultLANConfig()
 			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
 			c, err := liveness.New(cfg)
@@ -388,7 +389,7 @@ func TestDriftingClocksTick(t *testing.T) {
 	drift := map[uint32]float64{1: 0, 2: 250, 3: -250, 4: 100}
 	s := sim.New(sim.Config{Seed: 8})
 	for id, ppm := range drift {
-		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core { return newProbe(id, disk, 0) },
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core { disk := env.State; return newProbe(id, disk, 0) },
 			clock.SimConfig{Offset: time.Duration(id) * time.Second, DriftPPM: ppm})
 	}
 	const span = 200 * time.Second
@@ -410,7 +411,7 @@ func TestDriftingClocksTick(t *testing.T) {
 
 	// A step of the clock moves its reading, not the ticker.
 	s = sim.New(sim.Config{Seed: 8})
-	s.AddNode(1, netip.AddrPort{}, func(disk []byte) core.Core { return newProbe(1, disk, 0) }, clock.SimConfig{})
+	s.AddNode(1, netip.AddrPort{}, func(env core.Env) core.Core { disk := env.State; return newProbe(1, disk, 0) }, clock.SimConfig{})
 	s.Run(time.Second)
 	if err := s.Do(1, func(c core.Core) {
 		c.(*probe).adjust(clock.Adjustment{Kind: clock.AdjustStep, Offset: 3 * time.Second})
@@ -430,7 +431,7 @@ func TestDriftingClocksTick(t *testing.T) {
 	// slew lasts 5s, during which 1s of true time holds 1.4s of local time:
 	// 140 ticks. The slew ends in the middle of a tick interval.
 	s = sim.New(sim.Config{Seed: 8})
-	s.AddNode(1, netip.AddrPort{}, func(disk []byte) core.Core { return newProbe(1, disk, 0) },
+	s.AddNode(1, netip.AddrPort{}, func(env core.Env) core.Core { disk := env.State; return newProbe(1, disk, 0) },
 		clock.SimConfig{DriftPPM: 30, MaxSlewPPM: 400000})
 	s.Run(time.Second + 3*time.Millisecond)
 	if err := s.Do(1, func(c core.Core) {

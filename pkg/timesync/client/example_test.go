@@ -19,9 +19,9 @@ import (
 func Example() {
 	s := sim.New(sim.Config{Seed: 7})
 	for _, id := range []uint32{2, 3} {
-		s.AddNode(id, addr(id), func([]byte) core.Core { return &testServer{} }, clock.SimConfig{})
+		s.AddNode(id, addr(id), func(core.Env) core.Core { return &testServer{} }, clock.SimConfig{})
 	}
-	s.AddNode(1, addr(1), func([]byte) core.Core {
+	s.AddNode(1, addr(1), func(core.Env) core.Core {
 		cfg := client.DefaultLANConfig()
 		cfg.Servers = []netip.AddrPort{addr(2), addr(3)}
 		cfg.Rand = s.NewRand()
