@@ -70,7 +70,9 @@ type Config struct {
 	// MetricsAddr, if set, serves Prometheus text metrics on /metrics.
 	MetricsAddr string
 
-	// TickInterval is the length of one core tick. Default 10 ms.
+	// TickInterval is the period of the core's Tick when the core does not
+	// say when it needs one (core.Scheduler), and the delay of the first
+	// Tick of every core. Default 10 ms.
 	TickInterval time.Duration
 	// Clock is the node's clock (system or simulated). Required.
 	Clock clock.Clock
@@ -259,6 +261,11 @@ type Daemon struct {
 	served           bool      // the loop has ended: the reader steps nothing more
 	answers          answerBatch
 	plan             slewPlan // the last tick's, for its Ready's slews
+	// wake is when the core next needs Tick, on its clock (schedule);
+	// wakeSet is false while the loop ticks at the fixed interval.
+	wake    time.Time
+	wakeSet bool
+	rearm   chan struct{} // the loop re-arms its timer (cap 1)
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
@@ -330,6 +337,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		state:      st,
 		node:       n,
 		doCh:       make(chan func()),
+		rearm:      make(chan struct{}, 1),
 		stopped:    make(chan struct{}),
 		looping:    make(chan struct{}),
 		notServing: make(chan struct{}),

@@ -131,7 +131,10 @@ type Node struct {
 	peers     map[uint32]*peer
 	epochs    map[uint32]uint32 // peers' epochs as last saved (Durable.Epochs)
 	own       []core.Message    // the node's own messages (KindEpochRefused), sent with the next Ready
-	stats     Stats
+	// ticked says the core was ticked, last at lastTick (NextTick).
+	ticked   bool
+	lastTick time.Time
+	stats    Stats
 }
 
 // New wraps c. It fails on a contradictory configuration.
@@ -297,8 +300,14 @@ func (n *Node) Answer(in Inbound, buf []byte) (s Send, handled bool, err error) 
 	return Send{To: ans.Addr, Data: ans.Data, Datagram: true, NTPStamp: ans.NTPStamp, NTPSign: ans.NTPSign, Frame: ans.Frame}, true, err
 }
 
-// Tick advances the core by one tick at local time now.
-func (n *Node) Tick(now time.Time) { n.core.Tick(now) }
+// Tick advances the core to local time now. A core that schedules its own
+// ticks (core.Scheduler) is ticked when NextTick says; any other at a fixed
+// interval. A core must be correct when ticked at any time, early, late or
+// after a long sleep.
+func (n *Node) Tick(now time.Time) {
+	n.ticked, n.lastTick = true, now
+	n.core.Tick(now)
+}
 
 // Ready drains the core and encodes its messages.
 func (n *Node) Ready() Output {

@@ -24,6 +24,10 @@ type Stats struct {
 	// Series counts the times this node moved to a new series because a
 	// peer restarted (or its counter ran out).
 	NewSeries uint64 `json:"new_series"`
+	// StaleDeadlines counts the times the core's deadline, read right
+	// after a Tick, was not after that tick (see NextTick): a bug in the
+	// core, which the driver survives by ticking it StaleRetry later.
+	StaleDeadlines uint64 `json:"stale_deadlines,omitempty"`
 }
 
 func newStats() Stats {

@@ -690,18 +690,78 @@ func (c *Client) syncState(now time.Time) {
 // StateMinChangePPM or its error halved since the last save, at most once
 // per StateInterval.
 func (c *Client) saveState(now time.Time) {
+	if at, ok := c.saveDue(); !ok || now.Before(at) {
+		return
+	}
 	st := c.servo.State()
-	if st.Updates < 2 || st.FrequencyError >= c.servo.Config().MaxFrequencyPPM {
-		return
-	}
 	f := c.servo.Frequency()
-	moved := math.Abs(f-c.savedFreq) >= c.cfg.StateMinChangePPM
-	sharper := c.savedErr == 0 || st.FrequencyError < c.savedErr/2
-	if c.saved && (!moved && !sharper || !c.savedAt.IsZero() && now.Sub(c.savedAt) < c.cfg.StateInterval) {
-		return
-	}
 	c.rd.State = encodeState(savedFrequency{ppm: f, errPPM: st.FrequencyError})
 	c.savedFreq, c.savedErr, c.savedAt, c.saved = f, st.FrequencyError, now, true
+}
+
+// saveDue says whether the frequency is worth saving (see saveState), and
+// from when: the zero time means at once, else when StateInterval has
+// passed since the last save.
+func (c *Client) saveDue() (at time.Time, ok bool) {
+	st := c.servo.State()
+	if st.Updates < 2 || st.FrequencyError >= c.servo.Config().MaxFrequencyPPM {
+		return time.Time{}, false
+	}
+	moved := math.Abs(c.servo.Frequency()-c.savedFreq) >= c.cfg.StateMinChangePPM
+	sharper := c.savedErr == 0 || st.FrequencyError < c.savedErr/2
+	switch {
+	case !c.saved:
+		return time.Time{}, true
+	case !moved && !sharper:
+		return time.Time{}, false
+	case c.savedAt.IsZero(): // restored, not saved by this run yet
+		return time.Time{}, true
+	}
+	return c.savedAt.Add(c.cfg.StateInterval), true
+}
+
+var _ core.Scheduler = (*Client)(nil)
+
+// Deadline is the earliest local time at which the client needs Tick
+// (core.Scheduler): the next poll of a source, the end of a Cristian
+// burst, the next refresh of the clock's error fields (SyncInterval) and
+// the next save of a frequency worth saving; as soon as possible (just
+// after the last Tick) when a received packet left work for Tick (a new
+// estimate to select, a burst complete, a source's reach changed). Zero
+// before the first Tick: the driver ticks a new client at its own phase.
+func (c *Client) Deadline() time.Time {
+	if !c.started {
+		return time.Time{}
+	}
+	soon := c.now.Add(1)
+	if c.dirty {
+		return soon
+	}
+	var dl time.Time
+	for _, s := range c.srcs {
+		if s.poller.Reachable() != s.reachable {
+			return soon
+		}
+		if s.cristian != nil && !s.burstEnd.IsZero() {
+			if s.burstLeft == 0 && s.cristian.Outstanding() == 0 {
+				return soon
+			}
+			dl = core.Earliest(dl, s.burstEnd)
+		}
+		if s.stopped == "" {
+			dl = core.Earliest(dl, s.next)
+		}
+	}
+	if c.servo.Synchronized() {
+		dl = core.Earliest(dl, c.lastSync.Add(c.cfg.SyncInterval))
+	}
+	if at, ok := c.saveDue(); ok {
+		if at.IsZero() {
+			at = soon
+		}
+		dl = core.Earliest(dl, at)
+	}
+	return dl
 }
 
 // System returns what this host says about its clock at local time now

@@ -154,6 +154,25 @@ func (s *Server) Tick(now time.Time) {
 	}
 }
 
+var _ core.Scheduler = (*Server)(nil)
+
+// Deadline is when the server next needs Tick (core.Scheduler): when the
+// rate limiter's least recently heard client becomes idle and can be
+// forgotten; zero when nothing waits (no limiter, or an empty table). A
+// server that only answers needs no tick at all: it answers when asked.
+func (s *Server) Deadline() time.Time {
+	if s.lim == nil {
+		return time.Time{}
+	}
+	at := s.lim.nextExpiry()
+	if !at.IsZero() && !at.After(s.now) {
+		// More idle entries than one Tick expires (expirePerTick): the
+		// rest at the next, as soon as possible.
+		at = s.now.Add(1)
+	}
+	return at
+}
+
 // Ready drains the replies.
 func (s *Server) Ready() core.Ready {
 	rd := core.Ready{Datagrams: s.out}
@@ -224,6 +243,11 @@ func (s *Server) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error
 // answer handles a request, appending the answer's bytes to buf[:0] (a
 // new slice when buf is nil).
 func (s *Server) answer(d core.Datagram, buf []byte) (core.Datagram, error) {
+	if d.Time.After(s.now) {
+		// The server is ticked only when its limiter needs it: the
+		// latest request's time keeps its status's clock current.
+		s.now = d.Time
+	}
 	if wire.IsFrame(d.Data) {
 		return s.cristian(d)
 	}
