@@ -142,6 +142,7 @@ type Client struct {
 	saved     bool
 
 	counters map[string]uint64
+	bugs     core.Bugs // our own encodings that failed (status counters "bug_*")
 	rd       core.Ready
 
 	validator *wire.Validator // Cristian's replies; nil without Cristian sources
@@ -325,12 +326,13 @@ func (c *Client) poll(s *source, now time.Time) {
 		return
 	}
 	pkt := s.assoc.Request(now, s.pollExp(), c.sysAt(now))
-	b, err := pkt.AppendBinary(make([]byte, 0, wire.NTPHeaderLen))
-	if err != nil {
-		panic(fmt.Sprintf("client: encoding our own request: %v", err)) // fields come from us: a bug
+	// A request that cannot be encoded is our bug, reported and counted;
+	// the poll counts as sent (and unanswered), so polling goes on at
+	// its interval instead of retrying at every tick.
+	if b, ok := c.bugs.Encode(&c.rd, "request", &pkt, make([]byte, 0, wire.NTPHeaderLen)); ok {
+		c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
+		c.counters[cntRequests]++
 	}
-	c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
-	c.counters[cntRequests]++
 	s.sentAt = now
 	wait := s.poller.Sent()
 	if pp, ok := s.assoc.PeerPoll(); ok && s.peer && !s.poller.Bursting() {
@@ -822,8 +824,12 @@ func (c *Client) cristianPoll(s *source, now time.Time) {
 		s.next = s.nextBurst
 		return
 	}
-	c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: cristian.RequestFrame(c.cfg.Cluster, c.cfg.ID), Frame: true})
-	c.counters[cntRequests]++
+	if req, err := cristian.RequestFrame(c.cfg.Cluster, c.cfg.ID); err != nil {
+		c.bugs.Report(&c.rd, "encode_time_request", err) // as poll: the burst goes on
+	} else {
+		c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: req, Frame: true})
+		c.counters[cntRequests]++
+	}
 	s.burstLeft--
 	if s.burstLeft > 0 {
 		s.next = now.Add(c.cfg.CristianSpacing)
