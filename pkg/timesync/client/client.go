@@ -497,39 +497,30 @@ func (c *Client) reject(s *source, err error) error {
 // reason maps an on-wire error to a counter label.
 func reason(err error) string {
 	var kiss *ntp.KissError
-	switch {
-	case errors.As(err, &kiss):
+	if errors.As(err, &kiss) {
 		return "kiss"
-	case errors.Is(err, ntp.ErrMode):
-		return "mode"
-	case errors.Is(err, ntp.ErrVersion):
-		return "version"
-	case errors.Is(err, ntp.ErrZeroTransmit):
-		return "zero_transmit"
-	case errors.Is(err, ntp.ErrDuplicate):
-		return "duplicate"
-	case errors.Is(err, ntp.ErrZeroOrigin):
-		return "zero_origin"
-	case errors.Is(err, ntp.ErrBogus):
-		return "bogus"
-	case errors.Is(err, ntp.ErrZeroTimestamp):
-		return "zero_timestamp"
-	case errors.Is(err, ntp.ErrUnsynchronized):
-		return "unsynchronized"
-	case errors.Is(err, ntp.ErrStratum):
-		return "stratum"
-	case errors.Is(err, ntp.ErrDistance):
-		return "distance"
-	case errors.Is(err, cristian.ErrUnsolicited):
-		return "unsolicited"
-	case errors.Is(err, cristian.ErrUnsynchronized):
-		return "unsynchronized"
-	case errors.Is(err, cristian.ErrNotReply):
-		return "kind"
-	case wire.Reason(err) != "other" && wire.Reason(err) != "":
-		return "frame_" + wire.Reason(err)
 	}
-	return "other"
+	if r := wire.Reason(err); rejectLabels.Of(err, "") == "" && r != "other" && r != "" {
+		return "frame_" + r
+	}
+	return rejectLabels.Of(err, "other")
+}
+
+// rejectLabels are the counter labels of the on-wire checks' errors.
+var rejectLabels = core.ErrorLabels{
+	{Err: ntp.ErrMode, Label: "mode"},
+	{Err: ntp.ErrVersion, Label: "version"},
+	{Err: ntp.ErrZeroTransmit, Label: "zero_transmit"},
+	{Err: ntp.ErrDuplicate, Label: "duplicate"},
+	{Err: ntp.ErrZeroOrigin, Label: "zero_origin"},
+	{Err: ntp.ErrBogus, Label: "bogus"},
+	{Err: ntp.ErrZeroTimestamp, Label: "zero_timestamp"},
+	{Err: ntp.ErrUnsynchronized, Label: "unsynchronized"},
+	{Err: ntp.ErrStratum, Label: "stratum"},
+	{Err: ntp.ErrDistance, Label: "distance"},
+	{Err: cristian.ErrUnsolicited, Label: "unsolicited"},
+	{Err: cristian.ErrUnsynchronized, Label: "unsynchronized"},
+	{Err: cristian.ErrNotReply, Label: "kind"},
 }
 
 // kiss acts on an authenticated kiss-o'-death (it passed the origin check).
@@ -628,7 +619,7 @@ func (c *Client) update(now time.Time) {
 		// ErrFutureMeasurement: a receive stamp a hair ahead of the tick's
 		// clock reading; try again at the next tick.
 		c.dirty = errors.Is(err, servo.ErrFutureMeasurement)
-		c.counters[servoReason(err)]++
+		c.counters[servoLabels.Of(err, "servo_bad_measurement")]++
 		return
 	}
 	c.counters[cntUpdates]++
@@ -797,15 +788,10 @@ func (c *Client) sysAt(now time.Time) ntp.System {
 // errWaiting is the selection status while too few sources are candidates.
 var errWaiting = errors.New("waiting for a majority of sources")
 
-// servoReason maps a servo refusal to a counter label.
-func servoReason(err error) string {
-	switch {
-	case errors.Is(err, servo.ErrFutureMeasurement):
-		return "servo_future_measurement"
-	case errors.Is(err, servo.ErrOutOfOrder):
-		return "servo_out_of_order"
-	}
-	return "servo_bad_measurement"
+// servoLabels map a servo refusal to a counter label.
+var servoLabels = core.ErrorLabels{
+	{Err: servo.ErrFutureMeasurement, Label: "servo_future_measurement"},
+	{Err: servo.ErrOutOfOrder, Label: "servo_out_of_order"},
 }
 
 // cristianPoll sends the next request of s's burst, starting a burst if
