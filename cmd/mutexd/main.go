@@ -23,6 +23,7 @@ import (
 
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
@@ -122,9 +123,12 @@ func options(c *cli.Context, cfg *daemon.Config, f mutex.Factory) (mutex.Options
 	return opt, nil
 }
 
-// env is what the daemon hands the core it builds.
-func env(cfg *daemon.Config, persisted []byte, rnd *rand.Rand) core.Env {
-	return core.Env{ID: cfg.ID, Members: slices.Sorted(maps.Keys(cfg.Members)), Now: cfg.Clock.Now(), Rand: rnd, State: persisted}
+// trialEnv is the environment of a trial core built only to check the
+// settings (the daemon builds the real one with its node's clocks and the
+// persisted state).
+func trialEnv(cfg *daemon.Config) core.Env {
+	return core.Env{ID: cfg.ID, Members: slices.Sorted(maps.Keys(cfg.Members)), Now: cfg.Clock.Now(),
+		Rand: rand.New(rand.NewPCG(1, 1)), Lamport: new(clock.Lamport)}
 }
 
 func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, error) {
@@ -139,12 +143,12 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, er
 	}
 	// A trial core with no state: a combination of settings the algorithm
 	// cannot work with is a usage error before anything starts.
-	if _, err := f.New(env(cfg, nil, rand.New(rand.NewPCG(1, 1))), opt); err != nil {
+	if _, err := f.New(trialEnv(cfg), opt); err != nil {
 		return nil, nil, app.UsageError{Err: err}
 	}
 	api := newAPI(f, opt)
-	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
-		alg, err := f.New(env(cfg, persisted, rnd), opt)
+	return func(env core.Env) (core.Core, error) {
+		alg, err := f.New(env, opt)
 		if errors.Is(err, core.ErrState) {
 			return nil, fmt.Errorf("%w: the state file %s in --state-dir is damaged. Removing it makes this member forget "+
 				"what it promised (the token generations, the fences), and an old grant could then be made beside a newer one "+
