@@ -399,17 +399,20 @@ cmd_status() {
 	fi
 	echo "LAB        HOSTS  OWNER   PID"
 	local pid note
+	local state
 	for p in "${up[@]}"; do
-		f="$(state_dir "$p")/state"
-		pid=$(sed -n 's/^PID=//p' "$f")
+		# Read once: a lab taken down since the listing (another test's
+		# cleanup) is simply no longer up.
+		state=$(cat "$(state_dir "$p")/state" 2>/dev/null) || continue
+		pid=$(sed -n 's/^PID=//p' <<<"$state")
 		note=""
 		# A Go lab outlives its test binary only if the binary was killed
 		# before its cleanup ran: say so, and how to remove it.
-		if [ "$(sed -n 's/^OWNER=//p' "$f")" = labnet ] && ! kill -0 "$pid" 2>/dev/null; then
+		if [ "$(sed -n 's/^OWNER=//p' <<<"$state")" = labnet ] && ! kill -0 "$pid" 2>/dev/null; then
 			note="  (test binary gone: lab.sh down --prefix $p)"
 		fi
-		printf '%-10s %5s  %-7s %s%s\n' "$p" "$(sed -n 's/^N=//p' "$f")" \
-			"$(sed -n 's/^OWNER=//p' "$f")" "$pid" "$note"
+		printf '%-10s %5s  %-7s %s%s\n' "$p" "$(sed -n 's/^N=//p' <<<"$state")" \
+			"$(sed -n 's/^OWNER=//p' <<<"$state")" "$pid" "$note"
 	done
 	if [ -z "${PREFIX:-}" ] && [ ${#up[@]} -gt 1 ]; then
 		echo "(details of one lab: lab.sh status --prefix P)"
