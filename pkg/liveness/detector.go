@@ -14,10 +14,16 @@ import (
 // Heard; its timers call Check. The heartbeat core of this package (Core) is
 // one such protocol; bully and the token ring are others.
 //
-// Time is the embedding core's local clock. Timeouts are durations: Check
-// may be called at any time, early (nothing happens), late or after a long
-// sleep (every member whose timeout passed in between is suspected at once,
-// dated by when its timeout passed, not by when Check ran).
+// Time is the embedding core's local clock. Timeouts are durations, and
+// Check may be called at any time. Early, nothing happens. A little late (a
+// fixed-interval driver, scheduling jitter), members whose timeout passed
+// are suspected, dated by when it passed, not by when Check ran. Much later
+// than Deadline asked for (more than a quarter of the timeout: the process
+// was stopped, swapped out, or its loop stalled), the silence is this
+// member's own: the frames that would have kept the others alive may be
+// waiting unread in its socket. So after such a stall nobody is suspected
+// before half of its timeout more has passed with this member listening,
+// just as a tick-counting detector's clock stops while its process does.
 //
 // A member's state moves as the package doc draws it: Unknown until heard or
 // until its timeout passes from the detector's start; Alive while heard
@@ -32,6 +38,9 @@ type Detector struct {
 	peers   []*member // ascending ID, self excluded
 	byID    map[uint32]*member
 	changes []Transition
+	// checked is the time of the last Check: a deadline moved earlier than
+	// that (SetTimeout) is not overslept.
+	checked time.Time
 }
 
 type member struct {
@@ -39,9 +48,12 @@ type member struct {
 	state     State
 	timeout   time.Duration // 0: the detector's
 	lastHeard time.Time     // local time of the last sign of life; zero: never
-	since     time.Time     // local time of the last state change
-	heard     uint64        // signs of life accepted
-	flaps     uint64        // Suspect -> Alive recoveries
+	// listened is when this member's silence started to count, when that is
+	// later than lastHeard: the end of a stall of our own (see Check).
+	listened time.Time
+	since    time.Time // local time of the last state change
+	heard    uint64    // signs of life accepted
+	flaps    uint64    // Suspect -> Alive recoveries
 }
 
 // Transition is one change of a member's state, in the order they happened.
@@ -55,7 +67,8 @@ type Transition struct {
 	// heard since the detector started).
 	LastHeard time.Time
 	// Silent is how long the member had been silent at At (since the start
-	// if never heard); zero for a transition to Alive.
+	// if never heard), stalls of this member included; zero for a
+	// transition to Alive.
 	Silent time.Duration
 	Heard  uint64 // signs of life accepted so far
 	Flaps  uint64 // recoveries so far, this one included
@@ -152,8 +165,26 @@ func (d *Detector) Heard(id uint32, at time.Time) bool {
 	return true
 }
 
-// Check suspects every member whose timeout passed by now.
+// Check suspects every member whose timeout passed by now while this member
+// was listening (see the type's doc on stalls).
 func (d *Detector) Check(now time.Time) {
+	due := d.Deadline()
+	if d.checked.After(due) {
+		due = d.checked
+	}
+	if now.After(d.checked) {
+		d.checked = now
+	}
+	if !due.IsZero() && now.Sub(due) > d.timeout/4 {
+		for _, p := range d.peers {
+			if p.state == Suspect {
+				continue
+			}
+			if from := now.Add(d.timeoutOf(p)/2 - d.timeoutOf(p)); from.After(d.reference(p)) {
+				p.listened = from
+			}
+		}
+	}
 	for _, p := range d.peers {
 		if p.state == Suspect {
 			continue
@@ -165,26 +196,36 @@ func (d *Detector) Check(now time.Time) {
 		from := p.state
 		p.state = Suspect
 		p.since = due
+		silentFrom := p.lastHeard
+		if silentFrom.IsZero() {
+			silentFrom = d.start
+		}
 		d.changes = append(d.changes, Transition{ID: p.id, From: from, To: Suspect, At: due,
-			LastHeard: p.lastHeard, Silent: due.Sub(d.reference(p)), Heard: p.heard, Flaps: p.flaps})
+			LastHeard: p.lastHeard, Silent: due.Sub(silentFrom), Heard: p.heard, Flaps: p.flaps})
 	}
 }
 
-// reference is when p's current silence began.
+// reference is when p's silence started to count: its last sign of life,
+// the detector's start if none, or the end of a stall of our own.
 func (d *Detector) reference(p *member) time.Time {
-	if p.lastHeard.IsZero() {
-		return d.start
+	ref := p.lastHeard
+	if ref.IsZero() {
+		ref = d.start
 	}
-	return p.lastHeard
+	if p.listened.After(ref) {
+		ref = p.listened
+	}
+	return ref
 }
 
-func (d *Detector) expires(p *member) time.Time {
-	to := p.timeout
-	if to == 0 {
-		to = d.timeout
+func (d *Detector) timeoutOf(p *member) time.Duration {
+	if p.timeout != 0 {
+		return p.timeout
 	}
-	return d.reference(p).Add(to)
+	return d.timeout
 }
+
+func (d *Detector) expires(p *member) time.Time { return d.reference(p).Add(d.timeoutOf(p)) }
 
 // Expires returns when member id will be suspected unless heard before: the
 // zero time if it is already suspected, this member's own ID, or unknown.

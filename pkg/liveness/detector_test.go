@@ -35,9 +35,9 @@ func TestDetectorLifecycle(t *testing.T) {
 	if got := transitions(d); !slices.Equal(got, []string{"2 unknown->alive at +100ms silent 0s flaps 0"}) {
 		t.Fatalf("after heard: %q", got)
 	}
-	// A late Check (a long sleep) suspects both, each dated by its own
-	// deadline, not by the Check.
-	d.Check(t0.Add(ms(5000)))
+	// A slightly late Check (a fixed-interval driver) suspects both, each
+	// dated by its own deadline, not by the Check.
+	d.Check(t0.Add(ms(610)))
 	want := []string{
 		"2 alive->suspect at +600ms silent 500ms flaps 0",
 		"3 unknown->suspect at +500ms silent 500ms flaps 0",
@@ -98,9 +98,10 @@ func TestDetectorPerMemberTimeout(t *testing.T) {
 }
 
 // TestDetectorAnySchedule is the property the embedding cores rely on:
-// whatever the times at which Check is called (early, late, rarely), a
-// member is Alive exactly when it was heard within its timeout, and the
-// transitions alternate and are dated by what happened, not by the calls.
+// whatever the times at which Check is called (early, or late by less than
+// a stall), a member is Alive exactly when it was heard within its timeout,
+// and the transitions alternate and are dated by what happened, not by the
+// calls.
 func TestDetectorAnySchedule(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	for seed := range uint64(50) {
@@ -108,14 +109,16 @@ func TestDetectorAnySchedule(t *testing.T) {
 		d := NewDetector(1, []uint32{1, 2}, timeout, t0)
 		now := t0
 		var last time.Time // last heard
+		lastCheck := t0
 		state := Unknown
 		for range 300 {
-			now = now.Add(time.Duration(rnd.IntN(80)) * time.Millisecond)
-			if rnd.IntN(3) == 0 {
+			now = now.Add(time.Duration(rnd.IntN(12)) * time.Millisecond)
+			if rnd.IntN(8) == 0 {
 				d.Heard(2, now)
 				last = now
 			}
-			if rnd.IntN(2) == 0 {
+			if rnd.IntN(2) == 0 || now.Sub(lastCheck) > 12*time.Millisecond {
+				lastCheck = now
 				d.Check(now)
 				ref := last
 				if ref.IsZero() {
@@ -137,6 +140,7 @@ func TestDetectorAnySchedule(t *testing.T) {
 					t.Fatalf("seed %d: transition %v->%v from state %v", seed, tr.From, tr.To, state)
 				}
 				if tr.To == Suspect && tr.Silent != timeout {
+					// Dated by its deadline, however late the Check.
 					t.Fatalf("seed %d: suspected after %v of silence, want %v", seed, tr.Silent, timeout)
 				}
 				state = tr.To
@@ -155,5 +159,34 @@ func TestCheckTimeout(t *testing.T) {
 		if err := CheckTimeout("--heartbeat", d); !errors.Is(err, ErrTimeoutRange) {
 			t.Errorf("CheckTimeout(%v) = %v, want ErrTimeoutRange", d, err)
 		}
+	}
+}
+
+// TestDetectorStall: a Check far later than the detector's deadline is a
+// stall of this member (SIGSTOP, swap): nobody is suspected for the
+// silence it did not listen to, and frames read after it keep members
+// alive; one that stays silent is suspected half a timeout later.
+func TestDetectorStall(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	d := NewDetector(1, []uint32{1, 2, 3}, ms(400), t0)
+	d.Heard(2, t0)
+	d.Heard(3, t0)
+	d.Transitions()
+	resume := t0.Add(ms(3000)) // deadline was +400ms
+	d.Check(resume)
+	if got := d.Transitions(); got != nil {
+		t.Fatalf("suspected after its own stall: %v", got)
+	}
+	if got := d.Deadline(); !got.Equal(resume.Add(ms(200))) {
+		t.Fatalf("Deadline after a stall = %v after it, want 200ms", got.Sub(resume))
+	}
+	d.Heard(2, resume.Add(ms(1))) // read from the socket after the stall
+	d.Check(resume.Add(ms(200)))
+	want := []string{"3 alive->suspect at +3.2s silent 3.2s flaps 0"}
+	if got := transitions(d); !slices.Equal(got, want) {
+		t.Fatalf("after the stall:\n got %q\nwant %q", got, want)
+	}
+	if !d.Alive(2) {
+		t.Fatal("member 2, heard after the stall, is not alive")
 	}
 }
