@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/synclab/synclab/internal/daemon"
@@ -17,16 +15,8 @@ import (
 // LivenessCore runs the heartbeat failure detector with LAN defaults: the
 // core every daemon runs until its protocol core takes over.
 func LivenessCore(cfg *daemon.Config) daemon.CoreFactory {
-	return func(_ []byte, rnd *rand.Rand) (core.Core, error) {
-		lc := liveness.DefaultLANConfig()
-		lc.ID = cfg.ID
-		lc.Members = slices.Sorted(maps.Keys(cfg.Members))
-		lc.TickInterval = cfg.TickInterval
-		// Keep the default 100 ms heartbeat whatever the tick length.
-		lc.HeartbeatTicks = max(1, int(100*time.Millisecond/cfg.TickInterval))
-		lc.SuspectTicks = liveness.DefaultSuspectFactor * lc.HeartbeatTicks
-		lc.Rand = rnd
-		return liveness.New(lc)
+	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
+		return liveness.New(CoreEnv(cfg, persisted, rnd), liveness.DefaultLANConfig())
 	}
 }
 

@@ -13,16 +13,15 @@ import (
 )
 
 // Three members run the liveness detector on drifting clocks; member 3
-// crashes, and the others suspect it half a second later (SuspectTicks = 50
-// ticks of 10 ms), counted from its last heartbeat.
+// crashes, and the others suspect it half a second later (SuspectAfter),
+// counted from its last heartbeat.
 func Example() {
 	s := sim.New(sim.Config{Seed: 1})
 	ids := []uint32{1, 2, 3}
 	for _, id := range ids {
 		s.AddNode(id, netip.AddrPort{}, func(persisted []byte) core.Core {
-			cfg := liveness.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
-			c, err := liveness.New(cfg)
+			env := core.Env{ID: id, Members: ids, Now: s.Clock(id).Now(), Rand: s.NewRand()}
+			c, err := liveness.New(env, liveness.DefaultLANConfig())
 			if err != nil {
 				panic(err)
 			}
@@ -43,8 +42,8 @@ func Example() {
 		fmt.Printf("member %d suspects %v, %v after the crash\n", e.Node, e.Args[1], (e.At - crashed).Round(10*time.Millisecond))
 	}
 	// Output:
-	// heartbeats in the first second: 60
+	// heartbeats in the first second: 58
 	// suspected: true
-	// member 2 suspects 3, 450ms after the crash
-	// member 1 suspects 3, 460ms after the crash
+	// member 2 suspects 3, 460ms after the crash
+	// member 1 suspects 3, 470ms after the crash
 }

@@ -38,9 +38,8 @@ func livenessCluster(t *testing.T, s *sim.Sim, n int, clk func(id uint32) clock.
 	}
 	for _, id := range ids {
 		s.AddNode(id, netip.AddrPort{}, func([]byte) core.Core {
-			cfg := liveness.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
-			c, err := liveness.New(cfg)
+			env := core.Env{ID: id, Members: ids, Now: s.Clock(id).Now(), Rand: s.NewRand()}
+			c, err := liveness.New(env, liveness.DefaultLANConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,9 +59,8 @@ func scenario(seed int64) *sim.Sim {
 	ids := []uint32{1, 2, 3, 4, 5}
 	for _, id := range ids {
 		s.AddNode(id, netip.AddrPort{}, func([]byte) core.Core {
-			cfg := liveness.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
-			c, err := liveness.New(cfg)
+			env := core.Env{ID: id, Members: ids, Now: s.Clock(id).Now(), Rand: s.NewRand()}
+			c, err := liveness.New(env, liveness.DefaultLANConfig())
 			if err != nil {
 				panic(err)
 			}

@@ -18,7 +18,7 @@ type metricFake struct {
 func (f *metricFake) Metrics(m *core.MetricSet) { m.Gauge(f.metric, "A part's gauge.", 1) }
 
 func TestMetricsGatherEveryPart(t *testing.T) {
-	live, err := liveness.New(liveness.Config{ID: 1, Members: []uint32{1, 2}})
+	live, err := liveness.New(core.Env{ID: 1, Members: []uint32{1, 2}}, liveness.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
