@@ -176,9 +176,7 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 		case bk != nil:
 			// The Berkeley core is the only part that persists state
 			// then (its term and frequency): there is no client.
-			b := *bk
-			b.Election.Rand = rnd
-			if tc.Cluster, err = newBerkeley(b, persisted, cfg.StateDir); err != nil {
+			if tc.Cluster, err = newBerkeley(*bk, app.CoreEnv(cfg, persisted, rnd), cfg.StateDir); err != nil {
 				return nil, err
 			}
 		case live != nil:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/timesync/servo"
 	"github.com/synclab/synclab/pkg/wire"
@@ -48,11 +49,14 @@ const (
 	DefaultStepoutRounds = 10
 )
 
-// Config configures a Berkeley core.
+// Config configures a Berkeley core. The member's ID, the members, the clock
+// at start, the random source and the persisted state come from core.Env.
 type Config struct {
-	// Election configures the embedded bully core (ID, Members, timeouts,
-	// PersistedTerm, Rand). ID and Members are required.
-	Election bully.Config
+	// Election builds the master election from the Env Berkeley hands it:
+	// this member's, with State the election's own persisted state (see
+	// Saved). The elected leader is the master. Nil: bully with its LAN
+	// defaults (bully.DefaultLANConfig).
+	Election func(env core.Env) (elect.Elector, error)
 	// RoundInterval is the time between the master's rounds.
 	RoundInterval time.Duration
 	// CollectTimeout is how long after a round's first poll the master
@@ -230,9 +234,12 @@ const txLags = 8
 type Core struct {
 	cfg   Config
 	id    uint32
-	elect *bully.Core
-	servo *servo.Servo
-	peers []uint32 // every member but this one
+	elect elect.Elector
+	// electState is the election's state as it last handed it over, saved
+	// inside this core's (Saved.Election).
+	electState []byte
+	servo      *servo.Servo
+	peers      []uint32 // every member but this one
 
 	now time.Time
 
@@ -280,33 +287,66 @@ type Core struct {
 	events   []core.Event
 }
 
-var _ core.Core = (*Core)(nil)
+var (
+	_ core.Core      = (*Core)(nil)
+	_ core.Scheduler = (*Core)(nil)
+)
 
-// New returns a Berkeley core; its bully core starts an election at once.
-func New(cfg Config) (*Core, error) {
+// New returns the Berkeley core of member env.ID. It restores what
+// env.State holds (Restore): the frequency into the servo (refused, with
+// ErrState, beyond what the servo may correct) and the election's state
+// into the election, which starts at once.
+func New(env core.Env, cfg Config) (*Core, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	el, err := bully.New(cfg.Election)
+	saved, err := Restore(env.State)
 	if err != nil {
+		return nil, err
+	}
+	maxFreq := cfg.Servo.MaxFrequencyPPM
+	if maxFreq == 0 {
+		maxFreq = servo.DefaultMaxFrequencyPPM
+	}
+	if math.Abs(saved.FrequencyPPM) > maxFreq {
+		return nil, fmt.Errorf("%w: frequency %+.3f ppm is beyond the ±%g ppm a clock can be corrected by", ErrState, saved.FrequencyPPM, maxFreq)
+	}
+	if env.State != nil {
+		cfg.Servo.Frequency, cfg.Servo.FrequencyError = saved.FrequencyPPM, saved.ErrorPPM
+	}
+	newElection := cfg.Election
+	if newElection == nil {
+		newElection = func(env core.Env) (elect.Elector, error) { return bully.New(env, bully.DefaultLANConfig()) }
+	}
+	eenv := env
+	eenv.State = saved.Election
+	el, err := newElection(eenv)
+	if err != nil {
+		if errors.Is(err, core.ErrState) {
+			return nil, fmt.Errorf("%w: election: %w", ErrState, err)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sv, err := servo.New(cfg.Servo)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c := &Core{cfg: cfg, id: cfg.Election.ID, elect: el, servo: sv, counters: map[string]uint64{}}
-	for _, m := range cfg.Election.Members {
-		if m.ID != c.id {
-			c.peers = append(c.peers, m.ID)
+	c := &Core{cfg: cfg, id: env.ID, elect: el, electState: saved.Election, servo: sv, counters: map[string]uint64{}, now: env.Now}
+	for _, id := range env.Members {
+		if id != c.id {
+			c.peers = append(c.peers, id)
 		}
 	}
 	slices.Sort(c.peers)
+	c.peers = slices.Compact(c.peers)
+	if env.State != nil {
+		c.saved, c.savedFreq, c.savedErr = true, saved.FrequencyPPM, saved.ErrorPPM
+	}
 	return c, nil
 }
 
-// Election returns the embedded bully core (for the daemon's leader view).
-func (c *Core) Election() *bully.Core { return c.elect }
+// Election returns the master election (for the daemon's leader view).
+func (c *Core) Election() elect.Elector { return c.elect }
 
 // Bound returns the interval holding the group's time when the local clock
 // reads now (zero before the first correction).
@@ -315,12 +355,22 @@ func (c *Core) Bound(now time.Time) (earliest, latest time.Time) { return c.serv
 // StepDatagram refuses datagrams: Berkeley speaks synclab frames only.
 func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
 
-// Step feeds one frame: the election's to the bully core, the rest here.
+// Handles reports whether k is one of Berkeley's own kinds; every other
+// frame is the election's.
+func Handles(k wire.Kind) bool {
+	switch k {
+	case wire.KindClockPoll, wire.KindClockReading, wire.KindClockAdjust, wire.KindClockAdjustAck:
+		return true
+	}
+	return false
+}
+
+// Step feeds one frame: Berkeley's kinds here, the rest to the election.
 func (c *Core) Step(m core.Message) error {
 	if !m.Time.IsZero() {
 		c.now = m.Time
 	}
-	if bully.Handles(m.Kind) {
+	if !Handles(m.Kind) {
 		err := c.elect.Step(m)
 		c.followElection()
 		return err
@@ -366,7 +416,7 @@ func reason(err error) string {
 
 // fromMaster checks that m comes from the leader of the term we know.
 func (c *Core) fromMaster(m core.Message) error {
-	lead, term := c.elect.Leader()
+	lead, term, _ := c.elect.Leader()
 	if m.From != lead || m.Term != term || lead == c.id {
 		return fmt.Errorf("%w: %d in term %#x (we know %d in %#x)", ErrNotMaster, m.From, m.Term, lead, term)
 	}
@@ -705,6 +755,33 @@ func (c *Core) Tick(now time.Time) {
 	}
 }
 
+// Deadline is the earliest of the election's deadline and this core's own
+// timers (core.Scheduler): queued corrections (now), the syncing of the
+// clock's error fields, and for a master the next poll, the end of the
+// collection, the adjustments' retries and the next round.
+func (c *Core) Deadline() time.Time {
+	if len(c.corrections) > 0 {
+		return c.now
+	}
+	d := []time.Time{c.elect.Deadline()}
+	if c.servo.Synchronized() {
+		d = append(d, c.lastSync.Add(c.cfg.SyncInterval))
+	}
+	if c.leading != 0 {
+		d = append(d, c.nextRound)
+		if c.collect {
+			if c.samples < c.cfg.Burst {
+				d = append(d, c.roundAt.Add(time.Duration(c.samples)*c.cfg.BurstGap))
+			}
+			d = append(d, c.roundAt.Add(c.cfg.CollectTimeout))
+		}
+		for _, a := range c.pending {
+			d = append(d, a.next)
+		}
+	}
+	return core.Earliest(d...)
+}
+
 // syncState refreshes the clock's error fields between corrections.
 func (c *Core) syncState(now time.Time) {
 	if !c.servo.Synchronized() || now.Sub(c.lastSync) < c.cfg.SyncInterval {
@@ -728,7 +805,7 @@ func (c *Core) saveState(now time.Time, termChanged bool) {
 		return
 	}
 	c.durable.Change(termChanged)
-	s := Saved{Term: c.elect.Term(), FrequencyPPM: c.cfg.Servo.Frequency, ErrorPPM: c.cfg.Servo.FrequencyError}
+	s := Saved{FrequencyPPM: c.cfg.Servo.Frequency, ErrorPPM: c.cfg.Servo.FrequencyError}
 	if c.saved {
 		s.FrequencyPPM, s.ErrorPPM = c.savedFreq, c.savedErr
 	}
@@ -744,9 +821,9 @@ func (c *Core) saveState(now time.Time, termChanged bool) {
 // followElection starts or stops leading rounds as the bully core's role
 // changes.
 func (c *Core) followElection() {
-	lead, term := c.elect.Leader()
+	lead, term, _ := c.elect.Leader()
 	switch {
-	case lead == c.id && c.elect.Role() == bully.RoleLeader && c.leading != term:
+	case lead == c.id && c.elect.Role() == elect.RoleLeader && c.leading != term:
 		c.leading, c.round = term, 0
 		c.nextRound = c.now // the first round at the next tick
 		c.collect, c.pending, c.missed = false, map[uint32]*adjust{}, map[uint32]int{}
@@ -1018,14 +1095,20 @@ func (c *Core) send(to uint32, term uint64, k wire.Kind, p interface{ AppendBina
 }
 
 // Ready merges the election's output and the rounds'. The election's state
-// (its term) is persisted inside this core's, with the frequency, and stays
-// pending, a promise, until Advance confirms it.
+// (for bully, its term) is persisted inside this core's, with the
+// frequency, and stays pending, a promise, until Advance confirms it. The
+// election's typed changes are drained here (its events, in the Ready,
+// carry the same).
 func (c *Core) Ready() core.Ready {
 	rd := c.elect.Ready()
+	c.elect.Changes()
+	if rd.State != nil {
+		c.electState = rd.State
+	}
 	c.saveState(c.now, rd.State != nil)
 	rd.State, rd.Promise = nil, false
 	c.durable.Ready(&rd, func() []byte {
-		return encodeState(Saved{Term: c.elect.Term(), FrequencyPPM: c.savedFreq, ErrorPPM: c.savedErr})
+		return encodeState(Saved{Election: c.electState, FrequencyPPM: c.savedFreq, ErrorPPM: c.savedErr})
 	})
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Adjustments = append(rd.Adjustments, c.adj...)
@@ -1037,6 +1120,8 @@ func (c *Core) Ready() core.Ready {
 // Advance is the driver's report on the last Ready (core.Advancer), for
 // this core's state and the election's inside it.
 func (c *Core) Advance(saved bool) {
-	c.elect.Advance(saved)
+	if a, ok := c.elect.(core.Advancer); ok {
+		a.Advance(saved)
+	}
 	c.durable.Advance(saved)
 }

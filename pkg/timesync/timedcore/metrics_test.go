@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/synclab/synclab/pkg/core"
-	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/timesync/berkeley"
 )
@@ -22,7 +21,7 @@ func TestMetricsGatherEveryPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bk, err := berkeley.New(berkeley.Config{Election: bully.Config{ID: 1, Members: []bully.Member{{ID: 1}, {ID: 2}}}})
+	bk, err := berkeley.New(core.Env{ID: 1, Members: []uint32{1, 2}}, berkeley.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
