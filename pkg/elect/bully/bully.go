@@ -89,6 +89,7 @@ type Core struct {
 	// patience with its leader is the detector's: every member's timeout
 	// there is LeaderTimeout plus its stagger (leaderTimeout).
 	deadline time.Time
+	armed    time.Duration // what deadline was armed with (followers, candidates)
 	det      *liveness.Detector
 	// suspect is the leader a follower gave up on when its timer was
 	// shortened by a resignation: the election that follows does not ask it.
@@ -213,7 +214,7 @@ func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
 	b.deadline = time.Time{}
 	if lead == 0 {
 		jitter := time.Duration(b.rand.Int64N(int64(b.cfg.AnswerTimeout) + 1))
-		b.deadline = b.now.Add(b.cfg.CoordinatorTimeout + jitter)
+		b.arm(b.cfg.CoordinatorTimeout + jitter)
 	}
 	// Following lead: the detector times it (Step heard the claim).
 	b.announce(reason)
@@ -239,7 +240,7 @@ func (b *Core) becomeCandidate(reason wire.ElectionReason) {
 		// current term before it claims one.
 		wait += b.cfg.Heartbeat
 	}
-	b.deadline = b.now.Add(wait)
+	b.arm(wait)
 	b.counts.elections++
 	b.election = &elect.ElectionStats{Term: b.term, Started: b.now}
 	b.sentBefore = b.counts.totalSent()
@@ -372,8 +373,20 @@ func (b *Core) Tick(now time.Time) {
 	}
 	b.det.Check(now)
 	b.det.Transitions() // bully acts on its leader's state only, below
+	if b.role != RoleLeader && !b.deadline.IsZero() && now.Sub(b.deadline) > b.armed {
+		// Overslept by more than the whole wait: this process did not run
+		// (a stall, or a start slower than the core's construction), and
+		// what it waits for, an ANSWER or a COORDINATOR, may be unread in
+		// its socket. It waits once more from now, as a tick count would
+		// have, rather than act on a silence it did not listen to.
+		b.deadline = now.Add(b.armed)
+		b.counts.overslept++
+	}
 	b.tick(b)
 }
+
+// arm sets the role's timer to d from now.
+func (b *Core) arm(d time.Duration) { b.deadline, b.armed = b.now.Add(d), d }
 
 // Deadline is when Tick next has something to do (core.Scheduler): the
 // role's timer or the detector's next expiry.
@@ -661,7 +674,7 @@ func (b *Core) stepResigned(in *inbound) {
 	b.becomeFollower(in.Term, 0, "leader_resigned")
 	b.suspect = in.From
 	wait := b.stagger(in.From)
-	b.deadline = b.now.Add(wait)
+	b.arm(wait)
 	if wait == 0 {
 		b.leaderLost(wire.ReasonLeaderResigned)
 	}
@@ -704,7 +717,7 @@ func (b *Core) Resign(now time.Time) error {
 	b.broadcast(wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority, Flags: wire.HeartbeatResign})
 	b.becomeFollower(b.term, 0, "resigned")
 	b.yielding = true
-	b.deadline = b.now.Add(b.cfg.LeaderTimeout)
+	b.arm(b.cfg.LeaderTimeout)
 	return nil
 }
 

@@ -513,3 +513,33 @@ func TestImpossibleTransitionsPanic(t *testing.T) {
 		}()
 	}
 }
+
+// TestOversleptTimerWaitsAgain: a node whose first Tick comes long after
+// it was built (a slow start, a stall) does not crown itself on a silence
+// it did not listen to: it waits its startup timeout again from then, and
+// the higher-ranked member's ANSWER that arrives meanwhile keeps it from
+// claiming.
+func TestOversleptTimerWaitsAgain(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b, err := New(core.Env{ID: 1, Members: []uint32{1, 2}, Now: t0}, DefaultLANConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	late := t0.Add(600 * time.Millisecond)
+	b.Tick(late)
+	if b.Role() != RoleCandidate || b.Detail().Overslept != 1 {
+		t.Fatalf("after a late first tick: %v, overslept %d", b.Role(), b.Detail().Overslept)
+	}
+	if d := b.Deadline(); !d.Equal(late.Add(100 * time.Millisecond)) {
+		t.Fatalf("deadline %v after the late tick, want 100ms", d.Sub(late))
+	}
+	p, _ := wire.Answer{}.AppendBinary(nil)
+	if err := b.Step(core.Message{From: 2, Kind: wire.KindAnswer, Payload: p, Time: late.Add(time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	b.Tick(late.Add(100 * time.Millisecond))
+	if b.Role() == RoleLeader {
+		t.Fatal("claimed although the higher-ranked member answered")
+	}
+}

@@ -27,6 +27,7 @@ type counters struct {
 	leaderTimeouts uint64 // leaders given up for silence
 	stale          uint64 // messages of an older term
 	contested      uint64 // stale claims of our own leader answered with our term
+	overslept      uint64 // role timers found far past their deadline, waited again
 	sent           [len(electionKinds)]uint64
 	received       [len(electionKinds)]uint64
 	rejected       map[string]uint64
@@ -79,6 +80,10 @@ type Detail struct {
 	// node follows in a newer one, answered by telling it that term: the
 	// trace of a forged claim in the leader's name.
 	LeaderContested uint64 `json:"leader_contested,omitempty"`
+	// Overslept counts role timers found past their deadline by more than
+	// their length (this process stalled, or started slowly), and armed
+	// again rather than acted on.
+	Overslept uint64 `json:"overslept,omitempty"`
 	// TermCredit is how many rounds above the current term a frame may
 	// carry now (see pkg/epoch): TermBurst after a rest.
 	TermCredit uint32 `json:"term_credit"`
@@ -96,6 +101,7 @@ func (b *Core) Detail() Detail {
 		TermsClaimed:    b.counts.claims,
 		StaleMessages:   b.counts.stale,
 		LeaderContested: b.counts.contested,
+		Overslept:       b.counts.overslept,
 		TermCredit:      b.guard.Credit(b.limit, b.sinceStart()),
 	}
 	if b.exhausted != nil {
