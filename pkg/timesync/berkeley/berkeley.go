@@ -10,6 +10,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/delivery"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/timesync/servo"
@@ -211,13 +212,6 @@ type pollKey struct {
 	to     uint32
 }
 
-// adjust is an adjustment waiting for its acknowledgement.
-type adjust struct {
-	payload []byte
-	tries   int
-	next    time.Time
-}
-
 // pollRecord is what a worker remembers of the last round it answered.
 type pollRecord struct {
 	term    uint64
@@ -253,8 +247,11 @@ type Core struct {
 	collect   bool                  // readings of the current round are still awaited
 	readings  map[uint32]reading
 	missed    map[uint32]int // rounds in a row without a reading, per worker
-	pending   map[uint32]*adjust
-	last      *RoundReport
+	// adjusts holds the round's adjustments until each worker acknowledges
+	// its own (keyed by worker and round), resent every AdjustRetry, given
+	// up after AdjustTries sends.
+	adjusts *delivery.Outbox[[]byte]
+	last    *RoundReport
 
 	// corrections wait for the next Tick (see correct).
 	corrections []correction
@@ -331,7 +328,11 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c := &Core{cfg: cfg, id: env.ID, elect: el, electState: saved.Election, servo: sv, counters: map[string]uint64{}, now: env.Now}
+	adjusts, err := delivery.NewOutbox[[]byte](delivery.Config{Retry: cfg.AdjustRetry, Tries: cfg.AdjustTries})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c := &Core{cfg: cfg, id: env.ID, elect: el, electState: saved.Election, servo: sv, adjusts: adjusts, counters: map[string]uint64{}, now: env.Now}
 	for _, id := range env.Members {
 		if id != c.id {
 			c.peers = append(c.peers, id)
@@ -665,8 +666,7 @@ func (c *Core) stepAck(m core.Message) error {
 	if c.leading == 0 || m.Term != c.leading || a.Round != c.round {
 		return fmt.Errorf("%w: ack of round %d", ErrStaleRound, a.Round)
 	}
-	if _, ok := c.pending[m.From]; ok {
-		delete(c.pending, m.From)
+	if _, ok := c.adjusts.Ack(c.now, delivery.Key{To: m.From, ID: uint64(a.Round)}); ok {
 		if c.last != nil {
 			for i := range c.last.Members {
 				if c.last.Members[i].ID == m.From {
@@ -736,20 +736,12 @@ func (c *Core) Tick(now time.Time) {
 	if c.collect && !now.Before(c.roundAt.Add(c.cfg.CollectTimeout)) {
 		c.finishRound()
 	}
-	for id, a := range c.pending {
-		if now.Before(a.next) {
-			continue
-		}
-		if a.tries >= c.cfg.AdjustTries {
-			delete(c.pending, id)
-			c.counters["adjust_unacked"]++
-			continue
-		}
-		a.tries++
-		a.next = now.Add(c.cfg.AdjustRetry)
-		c.msgs = append(c.msgs, core.Message{To: id, Kind: wire.KindClockAdjust, Term: c.leading, Payload: a.payload})
+	resend, gaveUp := c.adjusts.Tick(now)
+	for _, e := range resend {
+		c.msgs = append(c.msgs, core.Message{To: e.To, Kind: wire.KindClockAdjust, Term: c.leading, Payload: e.Msg})
 		c.counters["adjust_resent"]++
 	}
+	c.counters["adjust_unacked"] += uint64(len(gaveUp))
 	if !now.Before(c.nextRound) {
 		c.startRound(now)
 	}
@@ -775,9 +767,7 @@ func (c *Core) Deadline() time.Time {
 			}
 			d = append(d, c.roundAt.Add(c.cfg.CollectTimeout))
 		}
-		for _, a := range c.pending {
-			d = append(d, a.next)
-		}
+		d = append(d, c.adjusts.Deadline())
 	}
 	return core.Earliest(d...)
 }
@@ -826,10 +816,12 @@ func (c *Core) followElection() {
 	case lead == c.id && c.elect.Role() == elect.RoleLeader && c.leading != term:
 		c.leading, c.round = term, 0
 		c.nextRound = c.now // the first round at the next tick
-		c.collect, c.pending, c.missed = false, map[uint32]*adjust{}, map[uint32]int{}
+		c.collect, c.missed = false, map[uint32]int{}
+		c.adjusts.CancelIf(c.now, func(delivery.Entry[[]byte]) bool { return true })
 		c.events = append(c.events, core.Event{Name: EventMaster, Msg: fmt.Sprintf("master in term %#x", term), Args: []any{"term", term}})
 	case c.leading != 0 && (lead != c.id || term != c.leading):
-		c.leading, c.collect, c.pending = 0, false, nil
+		c.leading, c.collect = 0, false
+		c.adjusts.CancelIf(c.now, func(delivery.Entry[[]byte]) bool { return true })
 		c.events = append(c.events, core.Event{Name: EventWorker, Msg: fmt.Sprintf("worker under %d in term %#x", lead, term), Args: []any{"master", lead, "term", term}})
 	}
 }
@@ -973,7 +965,13 @@ func (c *Core) finishRound() {
 		// average of clocks up to spread apart.
 		errBound := r.width()/2 + avgRTT/2 + spread/2
 		p, _ := wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(corr), Error: uint64(max(errBound, 0))}.AppendBinary(nil)
-		c.pending[ms.ID] = &adjust{payload: p, tries: 1, next: c.now.Add(c.cfg.AdjustRetry)}
+		// This round's adjustment replaces whatever the last round's still
+		// waits for.
+		id := ms.ID
+		c.adjusts.CancelIf(c.now, func(e delivery.Entry[[]byte]) bool { return e.To == id })
+		if err := c.adjusts.Send(c.now, delivery.Key{To: id, ID: uint64(c.round)}, p); err != nil {
+			panic("berkeley: " + err.Error()) // unbounded outbox: cannot fail
+		}
 		c.msgs = append(c.msgs, core.Message{To: ms.ID, Kind: wire.KindClockAdjust, Term: c.leading, Payload: p})
 		ms.CorrectionNS = int64(corr)
 	}
