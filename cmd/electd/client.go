@@ -26,6 +26,9 @@ import (
 )
 
 func conflict(err error, v leaderView) error {
+	if errors.Is(err, elect.ErrCannotResign) {
+		return ctl.Conflict(err.Error())
+	}
 	if errors.Is(err, elect.ErrNotLeader) {
 		if v.Leader != 0 {
 			return ctl.Conflict(fmt.Sprintf("this node is not the leader (node %d is): run resign on the leader", v.Leader))

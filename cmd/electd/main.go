@@ -56,22 +56,26 @@ func main() {
 		Description: "electd elects a leader among the members and tells everyone, with the algorithm --algorithm\n" +
 			"names (bully by default: the highest-ranked live member leads, ranks are (priority, ID)).\n" +
 			"Terms only grow and survive restarts; hooks run on every change.",
-		RunFlags: []cli.Flag{
-			&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: bully.Algorithm.Name, Usage: "election algorithm `NAME`: " + algorithmNames()},
-			&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID); must be the same on every node"},
-			&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "leader heartbeat interval, used as given (1ms and up)"},
-			&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat)"},
-			&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: 50 * time.Millisecond, Usage: "how long a candidate waits for a member it asked to answer"},
-			&cli.StringSliceFlag{Name: "on-elected", EnvVars: app.Env(name, "on-elected"), Usage: "shell `CMD` run when this node becomes leader"},
-			&cli.StringSliceFlag{Name: "on-demoted", EnvVars: app.Env(name, "on-demoted"), Usage: "shell `CMD` run when this node stops being leader"},
-			&cli.StringSliceFlag{Name: "on-change", EnvVars: app.Env(name, "on-change"), Usage: "shell `CMD` run whenever the leader this node knows changes (or is lost)"},
-			&cli.DurationFlag{Name: "hook-timeout", EnvVars: app.Env(name, "hook-timeout"), Value: 10 * time.Second, Usage: "a hook running longer is killed"},
-		},
+		RunFlags:   runFlags(),
 		Build:      build,
 		Attach:     attach,
 		Commands:   []*cli.Command{leaderCommand(), watchCommand(), resignCommand()},
 		RenderCore: renderStatus,
 	}))
+}
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: bully.Algorithm.Name, Usage: "election algorithm `NAME`: " + algorithmNames()},
+		&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID); must be the same on every node"},
+		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "leader heartbeat interval, used as given (1ms and up)"},
+		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat)"},
+		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: 50 * time.Millisecond, Usage: "how long a candidate waits for a member it asked to answer"},
+		&cli.StringSliceFlag{Name: "on-elected", EnvVars: app.Env(name, "on-elected"), Usage: "shell `CMD` run when this node becomes leader"},
+		&cli.StringSliceFlag{Name: "on-demoted", EnvVars: app.Env(name, "on-demoted"), Usage: "shell `CMD` run when this node stops being leader"},
+		&cli.StringSliceFlag{Name: "on-change", EnvVars: app.Env(name, "on-change"), Usage: "shell `CMD` run whenever the leader this node knows changes (or is lost)"},
+		&cli.DurationFlag{Name: "hook-timeout", EnvVars: app.Env(name, "hook-timeout"), Value: 10 * time.Second, Usage: "a hook running longer is killed"},
+	}
 }
 
 func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {

@@ -19,7 +19,9 @@ type Elector interface {
 	// Role returns what this member does in the election.
 	Role() Role
 	// Resign makes a leader step down at local time now; ErrNotLeader
-	// (wrapped or not) on a member that does not lead.
+	// (wrapped or not) on a member that does not lead, ErrCannotResign
+	// from an algorithm that has no way to (an eventual leader, chosen by
+	// a rule every member applies, cannot hand over).
 	Resign(now time.Time) error
 	// Changes drains the leadership changes since the last call, oldest
 	// first. The driver drains them after each Ready; a core keeps at most
@@ -30,8 +32,13 @@ type Elector interface {
 	Report() Status
 }
 
-// ErrNotLeader is returned by Resign on a member that does not lead.
-var ErrNotLeader = errors.New("elect: not the leader")
+// Errors of Resign.
+var (
+	// ErrNotLeader: this member does not lead.
+	ErrNotLeader = errors.New("elect: not the leader")
+	// ErrCannotResign: the algorithm has no resignation.
+	ErrCannotResign = errors.New("elect: this algorithm's leader cannot resign")
+)
 
 // Role is what a member does in the election.
 type Role uint8

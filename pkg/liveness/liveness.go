@@ -12,11 +12,11 @@ import (
 type State uint8
 
 const (
-	// Unknown: not heard yet, and SuspectTicks have not passed since start.
+	// Unknown: not heard yet, and its timeout has not passed since start.
 	Unknown State = iota
-	// Alive: heard within the last SuspectTicks ticks.
+	// Alive: heard within its timeout.
 	Alive
-	// Suspect: silent for SuspectTicks ticks (crashed, partitioned, paused,
+	// Suspect: silent for its timeout (crashed, partitioned, paused,
 	// or its heartbeats lost). A heartbeat makes it Alive again.
 	Suspect
 )

@@ -2,6 +2,7 @@ package bully
 
 import (
 	"errors"
+	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
@@ -72,6 +73,13 @@ func (c *counters) totalSent() uint64 {
 
 // Detail is bully's own part of the status (elect.Status.Detail).
 type Detail struct {
+	// The timeouts it runs with, as configured (nanoseconds in JSON).
+	Heartbeat          time.Duration `json:"heartbeat_ns"`
+	LeaderTimeout      time.Duration `json:"leader_timeout_ns"`
+	AnswerTimeout      time.Duration `json:"answer_timeout_ns"`
+	CoordinatorTimeout time.Duration `json:"coordinator_timeout_ns"`
+	Stagger            time.Duration `json:"stagger_ns"`
+
 	Yielding     bool   `json:"yielding,omitempty"` // resigned: follows, does not preempt
 	TermsClaimed uint64 `json:"terms_claimed"`
 	// StaleMessages counts messages of an older term.
@@ -97,12 +105,17 @@ func (b *Core) Status() any { return b.Report() }
 // Detail returns bully's own part of the status.
 func (b *Core) Detail() Detail {
 	d := Detail{
-		Yielding:        b.yielding,
-		TermsClaimed:    b.counts.claims,
-		StaleMessages:   b.counts.stale,
-		LeaderContested: b.counts.contested,
-		Overslept:       b.counts.overslept,
-		TermCredit:      b.guard.Credit(b.limit, b.sinceStart()),
+		Heartbeat:          b.cfg.Heartbeat,
+		LeaderTimeout:      b.cfg.LeaderTimeout,
+		AnswerTimeout:      b.cfg.AnswerTimeout,
+		CoordinatorTimeout: b.cfg.CoordinatorTimeout,
+		Stagger:            b.cfg.Stagger,
+		Yielding:           b.yielding,
+		TermsClaimed:       b.counts.claims,
+		StaleMessages:      b.counts.stale,
+		LeaderContested:    b.counts.contested,
+		Overslept:          b.counts.overslept,
+		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
 	}
 	if b.exhausted != nil {
 		d.Exhausted = b.exhausted.Error()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -860,58 +861,132 @@ func (c *Core) poll1() {
 const missLimit = 3
 
 // finishRound computes the fault-tolerant average and sends the
-// corrections.
+// corrections: a pipeline of pure stages (tallyReadings, quorate,
+// groupTime, steer, corrections), each tested alone, and then the sends.
 func (c *Core) finishRound() {
 	c.collect = false
 	rep := &RoundReport{Term: c.leading, Round: c.round, At: c.now}
-	cands := []candidate{{id: c.id, freq: c.servo.Frequency()}}
-	expected := 1
-	for _, id := range c.peers {
-		if c.missed[id] < missLimit {
-			expected++
+	t := tallyReadings(c.id, c.servo.Frequency(), c.peers, c.readings, c.missed, c.cfg.MaxRTT)
+	c.missed = t.missed
+	rep.Members, rep.Clocks = t.members, len(t.cands)
+	c.last = rep
+	if !quorate(len(t.cands), t.expected) {
+		// A fault-tolerant choice needs most clocks: a new master heard by
+		// one worker while the rest still follow the old term cannot tell
+		// which of the two is wrong, and correcting either could move a
+		// good clock by the whole disagreement. The round is skipped; the
+		// next one has more readings.
+		rep.Skipped = fmt.Sprintf("too few clocks: %d of %d", len(t.cands), t.expected)
+		c.counters["rounds_skipped"]++
+		return
+	}
+	g := groupTime(t.cands, c.cfg.Threshold, c.id)
+	rep.Method, rep.Agreeing, rep.Averaged = g.method, g.agreeing, g.averaged
+	rep.AverageNS, rep.SpreadNS = int64(g.target), int64(g.spread)
+	st := steer(c.cfg.FrequencyPull, g.freqs, c.cfg.RoundInterval)
+	target := g.target + st
+	rep.SteerNS = int64(st)
+	for _, k := range corrections(rep.Members, c.readings, g, target) {
+		ms := &rep.Members[k.index]
+		ms.Why, ms.Excluded, ms.CorrectionNS = k.why, k.excluded, int64(k.corr)
+		if k.disagrees {
+			c.counters["excluded_disagrees"]++
 		}
-		r, ok := c.readings[id]
+		if !k.send {
+			continue
+		}
+		r := c.readings[ms.ID]
+		p, _ := wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(k.corr), Error: uint64(max(k.errBound, 0))}.AppendBinary(nil)
+		// This round's adjustment replaces whatever the last round's still
+		// waits for.
+		id := ms.ID
+		c.adjusts.CancelIf(c.now, func(e delivery.Entry[[]byte]) bool { return e.To == id })
+		if err := c.adjusts.Send(c.now, delivery.Key{To: id, ID: uint64(c.round)}, p); err != nil {
+			panic("berkeley: " + err.Error()) // unbounded outbox: cannot fail
+		}
+		c.msgs = append(c.msgs, core.Message{To: ms.ID, Kind: wire.KindClockAdjust, Term: c.leading, Payload: p})
+	}
+	// The master's own correction: towards the target, as of the round's
+	// poll (its readings are compared to the master's clock then).
+	c.correct(c.roundAt, target, g.avgRTT/2+g.spread/2)
+	rep.MasterCorrectionNS = int64(target)
+}
+
+// tally is what a round's readings give: the clocks that may enter the
+// average, the report line of every worker, how many clocks the round
+// expects, and the updated count of rounds each worker missed.
+type tally struct {
+	cands    []candidate
+	members  []MemberReport
+	expected int
+	missed   map[uint32]int
+}
+
+// tallyReadings sorts the round's readings: a worker without one missed
+// the round (it stops counting towards the quorum after missLimit in a
+// row); one with a round trip above maxRTT is reported but too uncertain
+// to enter the average; the others, and the master's own clock (offset 0),
+// are candidates.
+func tallyReadings(self uint32, selfFreq float64, peers []uint32, readings map[uint32]reading, missed map[uint32]int, maxRTT time.Duration) tally {
+	t := tally{cands: []candidate{{id: self, freq: selfFreq}}, expected: 1, missed: maps.Clone(missed)}
+	if t.missed == nil {
+		t.missed = map[uint32]int{}
+	}
+	for _, id := range peers {
+		if t.missed[id] < missLimit {
+			t.expected++
+		}
+		r, ok := readings[id]
 		ms := MemberReport{ID: id}
 		switch {
 		case !ok:
 			ms.Why = "no reading"
-			c.missed[id]++
-		case r.rtt > c.cfg.MaxRTT:
+			t.missed[id]++
+		case r.rtt > maxRTT:
 			ms.Answered, ms.RTTNS, ms.OffsetNS, ms.Why = true, int64(r.rtt), int64(r.offset), "rtt"
-			c.missed[id] = 0
+			t.missed[id] = 0
 		default:
 			ms.Answered, ms.RTTNS, ms.OffsetNS = true, int64(r.rtt), int64(r.offset)
-			cands = append(cands, candidate{id: id, offset: r.offset, freq: r.freq, rtt: r.width()})
-			c.missed[id] = 0
+			t.cands = append(t.cands, candidate{id: id, offset: r.offset, freq: r.freq, rtt: r.width()})
+			t.missed[id] = 0
 		}
-		rep.Members = append(rep.Members, ms)
+		t.members = append(t.members, ms)
 	}
-	rep.Clocks = len(cands)
-	c.last = rep
-	// A fault-tolerant choice needs most clocks: a new master heard by one
-	// worker while the rest still follow the old term cannot tell which of
-	// the two is wrong, and correcting either could move a good clock by
-	// the whole disagreement. The round is skipped; the next one has more
-	// readings.
-	if 2*len(cands) <= expected {
-		rep.Skipped = fmt.Sprintf("too few clocks: %d of %d", len(cands), expected)
-		c.counters["rounds_skipped"]++
-		return
-	}
-	var target, spread, avgRTT time.Duration
-	var freqs []float64
-	agree := largestAgreeing(cands, c.cfg.Threshold, c.id)
-	rep.Agreeing = len(agree)
-	in := map[uint32]bool{}
+	return t
+}
+
+// quorate says whether a round read enough clocks to choose the group's
+// time: more than half of those it expects.
+func quorate(clocks, expected int) bool { return 2*clocks > expected }
+
+// group is the group's time a round chose.
+type group struct {
+	// method is "average" (the largest agreeing set, a majority, averaged)
+	// or "median" (no majority agreed: every clock goes to the median one).
+	method             string
+	target             time.Duration // the group's time, relative to the master's clock
+	spread             time.Duration // of the clocks it was chosen from
+	avgRTT             time.Duration // the widest round trip among them
+	freqs              []float64     // their frequency corrections
+	in                 map[uint32]bool
+	agreeing, averaged int
+}
+
+// groupTime chooses the group's time from the candidates: the
+// fault-tolerant average of the largest set of clocks that agree with each
+// other when a majority does, else the median clock.
+func groupTime(cands []candidate, threshold time.Duration, self uint32) group {
+	agree := largestAgreeing(cands, threshold, self)
+	g := group{agreeing: len(agree), in: map[uint32]bool{}}
 	if 2*len(agree) > len(cands) {
 		// The fault-tolerant average: the largest set of clocks that agree
 		// with each other, a majority, is averaged; the others
 		// (falsetickers) are corrected towards it but cannot move it.
-		rep.Method = "average"
+		g.method = "average"
 		for _, x := range agree {
-			in[x.id] = true
+			g.in[x.id] = true
 		}
-		spread = agree[len(agree)-1].offset - agree[0].offset
+		g.spread = agree[len(agree)-1].offset - agree[0].offset
 		// Within the agreeing set a falseticker can still sit up to
 		// Threshold from the others and drag the mean by a k-th of that
 		// each round: the f highest and f lowest are dropped before averaging
@@ -921,64 +996,73 @@ func (c *Core) finishRound() {
 		var sum time.Duration
 		for _, x := range agree[f : len(agree)-f] {
 			sum += x.offset
-			freqs = append(freqs, x.freq)
-			avgRTT = max(avgRTT, x.rtt)
+			g.freqs = append(g.freqs, x.freq)
+			g.avgRTT = max(g.avgRTT, x.rtt)
 		}
-		target = sum / time.Duration(len(agree)-2*f)
-		rep.Averaged = len(agree) - 2*f
-	} else {
-		// No majority agrees (clocks just started, or thrown apart):
-		// every clock goes to the median one, which a minority of
-		// falsetickers cannot choose. The next round averages.
-		rep.Method = "median"
-		mid := cands[len(cands)/2] // sorted by largestAgreeing
-		target, avgRTT = mid.offset, mid.rtt
-		in[mid.id] = true
-		freqs = append(freqs, mid.freq)
-		spread = cands[len(cands)-1].offset - cands[0].offset
-		rep.Averaged = 1
+		g.target = sum / time.Duration(len(agree)-2*f)
+		g.averaged = len(agree) - 2*f
+		return g
 	}
-	rep.AverageNS, rep.SpreadNS = int64(target), int64(spread)
-	// Every member learns its frequency relative to the group, so the
-	// group's own rate is free: pull it back towards the mean natural rate
-	// of its clocks by shifting the whole group a little against its
-	// median frequency correction (the median: a member whose time agrees
-	// may still report a wild frequency).
-	steer := time.Duration(-c.cfg.FrequencyPull * median(freqs) * 1e-6 * float64(c.cfg.RoundInterval))
-	target += steer
-	rep.SteerNS = int64(steer)
-	for i := range rep.Members {
-		ms := &rep.Members[i]
+	// No majority agrees (clocks just started, or thrown apart): every
+	// clock goes to the median one, which a minority of falsetickers
+	// cannot choose. The next round averages.
+	g.method = "median"
+	mid := cands[len(cands)/2] // sorted by largestAgreeing
+	g.target, g.avgRTT = mid.offset, mid.rtt
+	g.in[mid.id] = true
+	g.freqs = append(g.freqs, mid.freq)
+	g.spread = cands[len(cands)-1].offset - cands[0].offset
+	g.averaged = 1
+	return g
+}
+
+// steer is what every correction gets added to hold the group's rate:
+// every member learns its frequency relative to the group, so the group's
+// own rate is free; pull it back towards the mean natural rate of its
+// clocks by shifting the whole group a little against its median frequency
+// correction (the median: a member whose time agrees may still report a
+// wild frequency).
+func steer(pull float64, freqs []float64, round time.Duration) time.Duration {
+	return time.Duration(-pull * median(slices.Clone(freqs)) * 1e-6 * float64(round))
+}
+
+// workerCorrection is what a round decides for one worker (the index-th report
+// line).
+type workerCorrection struct {
+	index     int
+	send      bool // it answered: it gets an adjustment
+	corr      time.Duration
+	errBound  time.Duration
+	why       string
+	excluded  bool
+	disagrees bool // answered, usable, outside the agreeing set
+}
+
+// corrections decides each worker's correction towards target: every
+// worker that answered is corrected, the ones left out of the average too
+// (with why); its error is its reading's and the group's uncertainty (half
+// a round trip each, and the slews during them) plus half the spread of
+// the averaged clocks.
+func corrections(members []MemberReport, readings map[uint32]reading, g group, target time.Duration) []workerCorrection {
+	out := make([]workerCorrection, 0, len(members))
+	for i, ms := range members {
+		k := workerCorrection{index: i, why: ms.Why}
 		if !ms.Answered {
-			ms.Excluded = true
+			k.excluded = true
+			out = append(out, k)
 			continue
 		}
-		if ms.Why == "" && !in[ms.ID] && rep.Method == "average" {
-			ms.Why = "disagrees"
-			c.counters["excluded_disagrees"]++
+		if ms.Why == "" && !g.in[ms.ID] && g.method == "average" {
+			k.why, k.disagrees = "disagrees", true
 		}
-		ms.Excluded = ms.Why != ""
-		r := c.readings[ms.ID]
-		corr := target - r.offset
-		// Its reading and the group's time are each uncertain by half a
-		// round trip (and the slews during it); the group's time is the
-		// average of clocks up to spread apart.
-		errBound := r.width()/2 + avgRTT/2 + spread/2
-		p, _ := wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(corr), Error: uint64(max(errBound, 0))}.AppendBinary(nil)
-		// This round's adjustment replaces whatever the last round's still
-		// waits for.
-		id := ms.ID
-		c.adjusts.CancelIf(c.now, func(e delivery.Entry[[]byte]) bool { return e.To == id })
-		if err := c.adjusts.Send(c.now, delivery.Key{To: id, ID: uint64(c.round)}, p); err != nil {
-			panic("berkeley: " + err.Error()) // unbounded outbox: cannot fail
-		}
-		c.msgs = append(c.msgs, core.Message{To: ms.ID, Kind: wire.KindClockAdjust, Term: c.leading, Payload: p})
-		ms.CorrectionNS = int64(corr)
+		k.excluded = k.why != ""
+		r := readings[ms.ID]
+		k.send = true
+		k.corr = target - r.offset
+		k.errBound = r.width()/2 + g.avgRTT/2 + g.spread/2
+		out = append(out, k)
 	}
-	// The master's own correction: towards the target, as of the round's
-	// poll (its readings are compared to the master's clock then).
-	c.correct(c.roundAt, target, avgRTT/2+spread/2)
-	rep.MasterCorrectionNS = int64(target)
+	return out
 }
 
 // candidate is a clock that may enter the average: the master's (offset 0)
