@@ -90,6 +90,10 @@ type Core struct {
 	// there is LeaderTimeout plus its stagger (leaderTimeout).
 	deadline time.Time
 	armed    time.Duration // what deadline was armed with (followers, candidates)
+	// running is set by the first Tick: until then the startup election New
+	// began may not have left yet (see run); startup says the candidate's
+	// timer is still that election's.
+	running, startup bool
 	det      *liveness.Detector
 	// suspect is the leader a follower gave up on when its timer was
 	// shortened by a resignation: the election that follows does not ask it.
@@ -241,6 +245,10 @@ func (b *Core) becomeCandidate(reason wire.ElectionReason) {
 		wait += b.cfg.Heartbeat
 	}
 	b.arm(wait)
+	b.startup = reason == wire.ReasonStartup
+	if b.startup && !b.running {
+		b.deadline = b.now // a Tick at once: the wait starts with it (run)
+	}
 	b.counts.elections++
 	b.election = &elect.ElectionStats{Term: b.term, Started: b.now}
 	b.sentBefore = b.counts.totalSent()
@@ -368,6 +376,7 @@ func (b *Core) setTerm(t uint64) {
 // message kind: no wire kind can trigger them, so nothing from the network
 // can fake a timeout.
 func (b *Core) Tick(now time.Time) {
+	b.run(now)
 	if now.After(b.now) {
 		b.now = now
 	}
@@ -383,6 +392,24 @@ func (b *Core) Tick(now time.Time) {
 		b.counts.overslept++
 	}
 	b.tick(b)
+}
+
+// run marks the first Tick. The startup election's ELECTIONs leave with
+// the first Ready, which a daemon drains when its loop starts, some time
+// after it built the core (opening sockets, reading keys, a busy host: a
+// quarter of a second is seen); its first Tick comes with the loop too
+// (not its first Step: frames queued in the socket meanwhile carry their
+// arrival stamps, from before the loop ran). So New asks for a Tick at once
+// (its Deadline is the start), and the startup wait counts from that first
+// Tick, as a tick count started with the first tick.
+func (b *Core) run(at time.Time) {
+	if b.running {
+		return
+	}
+	b.running = true
+	if b.role == RoleCandidate && b.startup {
+		b.deadline = at.Add(b.armed)
+	}
 }
 
 // arm sets the role's timer to d from now.

@@ -514,9 +514,9 @@ func TestImpossibleTransitionsPanic(t *testing.T) {
 	}
 }
 
-// TestOversleptTimerWaitsAgain: a node whose first Tick comes long after
-// it was built (a slow start, a stall) does not crown itself on a silence
-// it did not listen to: it waits its startup timeout again from then, and
+// TestOversleptTimerWaitsAgain: a node whose Tick comes long after its
+// timer's deadline (the process was stopped) does not crown itself on a
+// silence it did not listen to: it waits its timeout again from then, and
 // the higher-ranked member's ANSWER that arrives meanwhile keeps it from
 // claiming.
 func TestOversleptTimerWaitsAgain(t *testing.T) {
@@ -526,10 +526,11 @@ func TestOversleptTimerWaitsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Ready()
-	late := t0.Add(600 * time.Millisecond)
+	b.Tick(t0) // the loop runs: the startup wait starts
+	late := t0.Add(700 * time.Millisecond)
 	b.Tick(late)
 	if b.Role() != RoleCandidate || b.Detail().Overslept != 1 {
-		t.Fatalf("after a late first tick: %v, overslept %d", b.Role(), b.Detail().Overslept)
+		t.Fatalf("after a late tick: %v, overslept %d", b.Role(), b.Detail().Overslept)
 	}
 	if d := b.Deadline(); !d.Equal(late.Add(100 * time.Millisecond)) {
 		t.Fatalf("deadline %v after the late tick, want 100ms", d.Sub(late))
@@ -541,5 +542,34 @@ func TestOversleptTimerWaitsAgain(t *testing.T) {
 	b.Tick(late.Add(100 * time.Millisecond))
 	if b.Role() == RoleLeader {
 		t.Fatal("claimed although the higher-ranked member answered")
+	}
+}
+
+// TestStartupWaitCountsFromFirstTick: a daemon builds the core, then opens
+// its sockets; the startup ELECTIONs leave with the first Ready, and the
+// first Tick comes with the loop. When it comes well after New, the node
+// still listens its whole startup wait from then before it claims.
+func TestStartupWaitCountsFromFirstTick(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b, err := New(core.Env{ID: 2, Members: []uint32{1, 2}, Now: t0}, DefaultLANConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	if d := b.Deadline(); !d.Equal(t0) {
+		t.Fatalf("a new core asks for its first Tick %v after New, want at once", d.Sub(t0))
+	}
+	first := t0.Add(90 * time.Millisecond)
+	b.Tick(first)
+	b.Tick(t0.Add(110 * time.Millisecond)) // the wait from New has passed
+	if b.Role() != RoleCandidate {
+		t.Fatalf("claimed %v after New, %v after its first input", 110*time.Millisecond, 20*time.Millisecond)
+	}
+	if d := b.Deadline(); !d.Equal(first.Add(100 * time.Millisecond)) {
+		t.Fatalf("deadline %v after the first input, want 100ms", d.Sub(first))
+	}
+	b.Tick(first.Add(100 * time.Millisecond))
+	if b.Role() != RoleLeader {
+		t.Fatalf("alone after its wait: %v", b.Role())
 	}
 }
