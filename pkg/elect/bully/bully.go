@@ -94,7 +94,7 @@ type Core struct {
 	// began may not have left yet (see run); startup says the candidate's
 	// timer is still that election's.
 	running, startup bool
-	det      *liveness.Detector
+	det              *liveness.Detector
 	// suspect is the leader a follower gave up on when its timer was
 	// shortened by a resignation: the election that follows does not ask it.
 	suspect uint32
