@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -18,11 +21,15 @@ import (
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/daemon"
-	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/epoch"
 )
 
 func conflict(err error, v leaderView) error {
-	if errors.Is(err, bully.ErrNotLeader) {
+	if errors.Is(err, elect.ErrCannotResign) {
+		return ctl.Conflict(err.Error())
+	}
+	if errors.Is(err, elect.ErrNotLeader) {
 		if v.Leader != 0 {
 			return ctl.Conflict(fmt.Sprintf("this node is not the leader (node %d is): run resign on the leader", v.Leader))
 		}
@@ -83,15 +90,6 @@ func resignCommand() *cli.Command {
 	}
 }
 
-// leadershipEvents are the events `electd watch` shows.
-var leadershipEvents = map[string]bool{
-	bully.EventElected:         true,
-	bully.EventDemoted:         true,
-	bully.EventLeaderElected:   true,
-	bully.EventLeaderLost:      true,
-	bully.EventElectionStarted: true,
-}
-
 func watchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "watch",
@@ -119,7 +117,9 @@ func watchCommand() *cli.Command {
 				if err := dec.Decode(&e); err != nil {
 					return err
 				}
-				if !leadershipEvents[e.Name] {
+				// The shared events of every algorithm (pkg/elect) but
+				// leader_changed, which follows a leader_elected.
+				if !elect.LeadershipEvent(e.Name) || e.Name == elect.EventLeaderChanged {
 					return nil
 				}
 				if c.Bool("json") {
@@ -149,7 +149,7 @@ func printEvent(w io.Writer, e daemon.EventRecord) {
 }
 
 func renderStatus(w io.Writer, raw []byte, now time.Time) error {
-	var st bully.Status
+	var st elect.Status
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return fmt.Errorf("unexpected election status: %w", err)
 	}
@@ -163,9 +163,28 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 			leader += fmt.Sprintf(", for %s", now.Sub(st.LeaderSince).Round(time.Millisecond))
 		}
 	}
-	fmt.Fprintf(w, "Role     : %s\nTerm     : %d (round %d, claimed by %d)\nLeader   : %s\n", st.Role, st.Term, st.Round, bully.TermOwner(st.Term), leader)
-	fmt.Fprintf(w, "Elections: %d started, %d terms claimed, %d leader timeouts, %d stale messages\n\n",
-		st.ElectionsStarted, st.TermsClaimed, st.LeaderTimeouts, st.StaleMessages)
+	fmt.Fprintf(w, "Algorithm: %s", st.Algorithm)
+	if st.Phase != "" {
+		fmt.Fprintf(w, " (%s)", st.Phase)
+	}
+	fmt.Fprintf(w, "\nRole     : %s\nTerm     : %d (round %d, claimed by %d)\nLeader   : %s\n", st.Role, st.Term, st.Round, epoch.Owner(st.Term), leader)
+	fmt.Fprintf(w, "Elections: %d started, %d leader timeouts", st.ElectionsStarted, st.LeaderTimeouts)
+	if e := st.LastElection; e != nil {
+		took := "running"
+		if !e.Decided.IsZero() {
+			took = fmt.Sprintf("won by %d in %s", e.Leader, e.Decided.Sub(e.Started).Round(time.Millisecond))
+		}
+		fmt.Fprintf(w, "; last %s ago, %s, %d messages sent for it", now.Sub(e.Started).Round(time.Millisecond), took, e.Sent)
+	}
+	fmt.Fprintln(w)
+	if d, ok := st.Detail.(map[string]any); ok && len(d) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(d)) {
+			parts = append(parts, fmt.Sprintf("%s %v", strings.ReplaceAll(k, "_", " "), d[k]))
+		}
+		fmt.Fprintf(w, "Detail   : %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPriority\tLast heard")
 	for _, m := range st.Members {

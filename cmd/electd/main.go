@@ -1,8 +1,10 @@
-// Command electd keeps the machines of a lab agreed on which of them leads,
-// with the bully algorithm: the highest-ranked live member leads, terms only
-// grow and are persisted, and operator hooks run on every change.
+// Command electd keeps the machines of a lab agreed on which of them leads:
+// an election algorithm picked with --algorithm (bully by default: the
+// highest-ranked live member leads), terms that only grow and are
+// persisted, and operator hooks run on every change.
 //
-//	electd run --id 1 --members 1=10.0.0.1:7500,2=10.0.0.2:7500,... [--priorities 2=10]
+//	electd run --id 1 --members 1=10.0.0.1:7500,2=10.0.0.2:7500,... [--algorithm bully] [--priorities 2=10]
+//	           [--heartbeat 50ms] [--leader-timeout 400ms] [--answer-timeout 50ms]
 //	           [--on-elected CMD] [--on-demoted CMD] [--on-change CMD]
 //	electd leader [--json]     who leads now (exit 1 if nobody does)
 //	electd watch [--json]      every leadership change, until interrupted
@@ -11,12 +13,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/netip"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,27 +28,34 @@ import (
 	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/liveness"
 )
 
 const name = "electd"
 
+// algorithms is the election factory table: one line per algorithm.
+var algorithms = []elect.Algorithm{
+	bully.Algorithm,
+}
+
+func algorithmNames() string {
+	names := make([]string, len(algorithms))
+	for i, a := range algorithms {
+		names[i] = a.Name + " (" + a.Summary + ")"
+	}
+	return strings.Join(names, "; ")
+}
+
 func main() {
 	app.Main(app.New(app.Spec{
 		Name:  name,
-		Usage: "leader election for a lab LAN (bully algorithm)",
-		Description: "electd elects the highest-ranked live member as leader and tells everyone. Ranks are\n" +
-			"(priority, ID). Terms only grow and survive restarts; hooks run on every change.",
-		RunFlags: []cli.Flag{
-			&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID); must be the same on every node"},
-			&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "leader heartbeat interval"},
-			&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat)"},
-			&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: 50 * time.Millisecond, Usage: "how long a candidate waits for a higher-ranked member to answer"},
-			&cli.StringSliceFlag{Name: "on-elected", EnvVars: app.Env(name, "on-elected"), Usage: "shell `CMD` run when this node becomes leader"},
-			&cli.StringSliceFlag{Name: "on-demoted", EnvVars: app.Env(name, "on-demoted"), Usage: "shell `CMD` run when this node stops being leader"},
-			&cli.StringSliceFlag{Name: "on-change", EnvVars: app.Env(name, "on-change"), Usage: "shell `CMD` run whenever the leader this node knows changes (or is lost)"},
-			&cli.DurationFlag{Name: "hook-timeout", EnvVars: app.Env(name, "hook-timeout"), Value: 10 * time.Second, Usage: "a hook running longer is killed"},
-		},
+		Usage: "leader election for a lab LAN",
+		Description: "electd elects a leader among the members and tells everyone, with the algorithm --algorithm\n" +
+			"names (bully by default: the highest-ranked live member leads, ranks are (priority, ID)).\n" +
+			"Terms only grow and survive restarts; hooks run on every change.",
+		RunFlags:   runFlags(),
 		Build:      build,
 		Attach:     attach,
 		Commands:   []*cli.Command{leaderCommand(), watchCommand(), resignCommand()},
@@ -55,80 +63,80 @@ func main() {
 	}))
 }
 
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: bully.Algorithm.Name, Usage: "election algorithm `NAME`: " + algorithmNames()},
+		&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID); must be the same on every node"},
+		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "leader heartbeat interval, used as given (1ms and up)"},
+		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat)"},
+		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: 50 * time.Millisecond, Usage: "how long a candidate waits for a member it asked to answer"},
+		&cli.StringSliceFlag{Name: "on-elected", EnvVars: app.Env(name, "on-elected"), Usage: "shell `CMD` run when this node becomes leader"},
+		&cli.StringSliceFlag{Name: "on-demoted", EnvVars: app.Env(name, "on-demoted"), Usage: "shell `CMD` run when this node stops being leader"},
+		&cli.StringSliceFlag{Name: "on-change", EnvVars: app.Env(name, "on-change"), Usage: "shell `CMD` run whenever the leader this node knows changes (or is lost)"},
+		&cli.DurationFlag{Name: "hook-timeout", EnvVars: app.Env(name, "hook-timeout"), Value: 10 * time.Second, Usage: "a hook running longer is killed"},
+	}
+}
+
 func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	if err := app.ReadOnlySystemClock(cfg); err != nil {
 		return nil, err
+	}
+	algo, err := elect.Lookup(algorithms, c.String("algorithm"))
+	if err != nil {
+		return nil, app.Usagef("--algorithm: %v", err)
 	}
 	prio, err := parsePriorities(c.String("priorities"), cfg.Members)
 	if err != nil {
 		return nil, err
 	}
-	ticks := func(flag string) (int, error) {
-		d := c.Duration(flag)
-		n := int(d / cfg.TickInterval)
-		if d <= 0 || d%cfg.TickInterval != 0 && n == 0 {
-			return 0, app.Usagef("--%s %v: must be a positive multiple of --tick (%v)", flag, d, cfg.TickInterval)
+	// The durations are the operator's, used as given: refused only where
+	// no election can run with them (liveness.CheckTimeout).
+	opts := elect.Options{Priorities: prio}
+	for _, f := range []struct {
+		flag string
+		to   *time.Duration
+	}{{"heartbeat", &opts.Heartbeat}, {"leader-timeout", &opts.LeaderTimeout}, {"answer-timeout", &opts.AnswerTimeout}} {
+		d := c.Duration(f.flag)
+		if err := liveness.CheckTimeout("--"+f.flag, d); err != nil {
+			return nil, app.Usagef("%v", err)
 		}
-		return n, nil
+		*f.to = d
 	}
-	bc := bully.DefaultLANConfig()
-	bc.ID = cfg.ID
-	for _, id := range slices.Sorted(maps.Keys(cfg.Members)) {
-		bc.Members = append(bc.Members, bully.Member{ID: id, Priority: prio[id]})
+	if opts.LeaderTimeout <= opts.Heartbeat {
+		return nil, app.Usagef("--leader-timeout (%v) must exceed --heartbeat (%v)", opts.LeaderTimeout, opts.Heartbeat)
 	}
-	if bc.HeartbeatTicks, err = ticks("heartbeat"); err != nil {
-		return nil, err
-	}
-	if bc.LeaderTimeoutTicks, err = ticks("leader-timeout"); err != nil {
-		return nil, err
-	}
-	if bc.AnswerTimeoutTicks, err = ticks("answer-timeout"); err != nil {
-		return nil, err
-	}
-	if bc.LeaderTimeoutTicks <= bc.HeartbeatTicks {
-		return nil, app.Usagef("--leader-timeout (%v) must exceed --heartbeat (%v)", c.Duration("leader-timeout"), c.Duration("heartbeat"))
-	}
-	// The other timeouts keep their proportions to the heartbeat.
-	bc.CoordinatorTimeoutTicks = max(bc.AnswerTimeoutTicks, bc.HeartbeatTicks)*2 + bc.AnswerTimeoutTicks
-	bc.StaggerTicks = max(1, bc.AnswerTimeoutTicks/2)
 
 	cfg.Hooks = map[string][]string{
-		bully.EventElected:       c.StringSlice("on-elected"),
-		bully.EventDemoted:       c.StringSlice("on-demoted"),
-		bully.EventLeaderElected: c.StringSlice("on-change"),
-		bully.EventLeaderLost:    c.StringSlice("on-change"),
+		elect.EventElected:       c.StringSlice("on-elected"),
+		elect.EventDemoted:       c.StringSlice("on-demoted"),
+		elect.EventLeaderElected: c.StringSlice("on-change"),
+		elect.EventLeaderLost:    c.StringSlice("on-change"),
 	}
 	cfg.HookTimeout = c.Duration("hook-timeout")
 	cfg.HookEnv = func(cc core.Core, e core.Event) []string {
-		b := cc.(*bully.Core)
-		lead, term := b.Leader()
-		if e.Name == bully.EventLeaderLost {
+		el, ok := cc.(elect.Elector)
+		if !ok {
+			return nil
+		}
+		lead, term, _ := el.Leader()
+		if e.Name == elect.EventLeaderLost {
 			lead = 0
 		}
 		return []string{
-			"ELECTD_ROLE=" + b.Role().String(),
+			"ELECTD_ROLE=" + el.Role().String(),
 			"ELECTD_LEADER=" + strconv.FormatUint(uint64(lead), 10),
 			"ELECTD_TERM=" + strconv.FormatUint(term, 10),
 		}
 	}
 	stateDir := cfg.StateDir
 	return func(env core.Env) (core.Core, error) {
-		persisted, rnd := env.State, env.Rand
-		cfg := bc
-		if persisted != nil {
-			file := filepath.Join(stateDir, daemon.CoreStateFile)
-			term, err := bully.Restore(persisted)
-			if err != nil {
-				return nil, fmt.Errorf("%w in %s: remove the file only if you accept that this member's terms restart", err, file)
-			}
-			if err := bully.CheckTerm(term); err != nil {
-				return nil, fmt.Errorf("%w: the term in %s is one no member can reach or claim above (%v); an electd before this version took it from a forged frame. "+
-					"Stop every member and remove the file on each one holding such a term: terms then restart", core.ErrState, file, err)
-			}
-			cfg.PersistedTerm = term
+		el, err := algo.New(env, opts)
+		if errors.Is(err, core.ErrState) {
+			return nil, fmt.Errorf("%w (in %s): remove the file only if you accept that this member's terms restart; "+
+				"if every member holds a term no member can reach (an electd before this version took it from a forged frame), stop them all and remove it on each",
+				err, filepath.Join(stateDir, daemon.CoreStateFile))
 		}
-		cfg.Rand = rnd
-		return bully.New(cfg)
+		return el, err
 	}, nil
 }
 
@@ -163,29 +171,47 @@ type leaderView struct {
 	Role    string    `json:"role"`
 }
 
+// elector is the daemon's core as the election it is.
+func elector(n *node.Node) (elect.Elector, error) {
+	el, ok := n.Core().(elect.Elector)
+	if !ok {
+		return nil, fmt.Errorf("the daemon's core (%T) is not an election", n.Core())
+	}
+	return el, nil
+}
+
 func attach(_ *cli.Context, d *daemon.Daemon) error {
 	members := d.Config().Members
 	d.Handle(http.MethodGet, "/v1/leader", func(r *http.Request) (any, error) {
 		var v leaderView
-		err := d.Do(r.Context(), func(n *node.Node) {
-			b := n.Core().(*bully.Core)
-			st := b.View()
+		var err error
+		if derr := d.Do(r.Context(), func(n *node.Node) {
+			var el elect.Elector
+			if el, err = elector(n); err != nil {
+				return
+			}
+			st := el.Report()
 			v = leaderView{Leader: st.Leader, Term: st.Term, Round: st.Round, Since: st.LeaderSince,
 				Self: st.Leader == st.ID, Role: st.Role.String()}
 			if st.Leader != 0 {
 				v.Address = members[st.Leader].String()
 			}
-		})
+		}); derr != nil {
+			return nil, derr
+		}
 		return v, err
 	})
 	d.Handle(http.MethodPost, "/v1/resign", func(r *http.Request) (any, error) {
 		var err error
 		var v leaderView
 		if derr := d.Do(r.Context(), func(n *node.Node) {
-			b := n.Core().(*bully.Core)
-			err = b.Resign()
-			lead, term := b.Leader()
-			v = leaderView{Leader: lead, Term: term, Round: bully.TermRound(term), Role: b.Role().String()}
+			var el elect.Elector
+			if el, err = elector(n); err != nil {
+				return
+			}
+			err = el.Resign(d.Config().Clock.Now())
+			st := el.Report()
+			v = leaderView{Leader: st.Leader, Term: st.Term, Round: st.Round, Role: st.Role.String()}
 		}); derr != nil {
 			return nil, derr
 		}

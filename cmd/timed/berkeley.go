@@ -2,10 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,13 +16,16 @@ import (
 
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/timesync/berkeley"
-	"github.com/synclab/synclab/pkg/timesync/servo"
 )
 
-// The election's timeouts in Berkeley mode: electd's LAN defaults, kept in
-// time whatever --tick is. A dead master is suspected after the leader
+// The election's timeouts in Berkeley mode: electd's LAN defaults, used as
+// given whatever --tick is. A dead master is suspected after the leader
 // timeout, the member ranked just below it takes over at once, and its
 // first round is computed one collect timeout (at most 200 ms) after its
 // poll: about 0.7 s from a crash to the first round under the new master,
@@ -88,30 +91,26 @@ func berkeleyConfig(c *cli.Context, cfg *daemon.Config) (*berkeley.Config, error
 	case maxRTT <= 0 || maxRTT > round/2:
 		return nil, app.Usagef("--berkeley-max-rtt %v: want more than 0 and at most half of --berkeley-round (%v)", maxRTT, round/2)
 	}
+	hb, lt := c.Duration("berkeley-heartbeat"), c.Duration("berkeley-leader-timeout")
+	for _, f := range []struct {
+		flag string
+		d    time.Duration
+	}{{"berkeley-heartbeat", hb}, {"berkeley-leader-timeout", lt}} {
+		if err := liveness.CheckTimeout("--"+f.flag, f.d); err != nil {
+			return nil, app.Usagef("%v", err)
+		}
+	}
+	if lt <= hb {
+		return nil, app.Usagef("--berkeley-leader-timeout (%v) must exceed --berkeley-heartbeat (%v): workers would suspect a live master between two heartbeats", lt, hb)
+	}
 	el := bully.DefaultLANConfig()
-	el.ID = cfg.ID
-	for _, id := range slices.Sorted(maps.Keys(cfg.Members)) {
-		el.Members = append(el.Members, bully.Member{ID: id})
-	}
-	var err error
-	if el.HeartbeatTicks, err = durationTicks(c, "berkeley-heartbeat", tick); err != nil {
-		return nil, err
-	}
-	if el.LeaderTimeoutTicks, err = durationTicks(c, "berkeley-leader-timeout", tick); err != nil {
-		return nil, err
-	}
-	if el.LeaderTimeoutTicks <= el.HeartbeatTicks {
-		return nil, app.Usagef("--berkeley-leader-timeout (%v) must exceed --berkeley-heartbeat (%v): workers would suspect a live master between two heartbeats",
-			c.Duration("berkeley-leader-timeout"), c.Duration("berkeley-heartbeat"))
-	}
-	inTicks := func(d time.Duration) int { return max(1, int(d/tick)) }
-	el.AnswerTimeoutTicks = inTicks(berkeleyAnswerTimeout)
-	el.StaggerTicks = inTicks(berkeleyStagger)
+	el.Heartbeat, el.LeaderTimeout = hb, lt
+	el.AnswerTimeout, el.Stagger = berkeleyAnswerTimeout, berkeleyStagger
 	// A node told to wait must outlast a heartbeat and an answer (bully's
 	// rule); with the default heartbeat that is the LAN default.
-	el.CoordinatorTimeoutTicks = max(inTicks(berkeleyCoordTimeout), 2*el.HeartbeatTicks+el.AnswerTimeoutTicks)
+	el.CoordinatorTimeout = max(berkeleyCoordTimeout, 2*hb+el.AnswerTimeout)
 	return &berkeley.Config{
-		Election:      el,
+		Election:      func(env core.Env) (elect.Elector, error) { return bully.New(env, el) },
 		RoundInterval: round,
 		// The readings are awaited at most 200 ms (sooner when all
 		// arrived), less in short rounds, never less than the longest
@@ -122,29 +121,16 @@ func berkeleyConfig(c *cli.Context, cfg *daemon.Config) (*berkeley.Config, error
 	}, nil
 }
 
-// durationTicks converts a duration flag to whole ticks.
-func durationTicks(c *cli.Context, flag string, tick time.Duration) (int, error) {
-	d := c.Duration(flag)
-	if d < tick {
-		return 0, app.Usagef("--%s %v: must be at least one --tick (%v)", flag, d, tick)
-	}
-	return int(d / tick), nil
-}
-
-// newBerkeley builds the Berkeley core from cfg and the state a previous
-// run persisted (its election term and its frequency).
-func newBerkeley(cfg berkeley.Config, persisted []byte, stateDir string) (*berkeley.Core, error) {
-	saved, err := berkeley.Restore(persisted)
-	if err == nil && math.Abs(saved.FrequencyPPM) > servo.DefaultMaxFrequencyPPM {
-		err = fmt.Errorf("%w: frequency %+.3f ppm is beyond the ±%g ppm a clock can be corrected by", berkeley.ErrState, saved.FrequencyPPM, servo.DefaultMaxFrequencyPPM)
-	}
-	if err != nil {
+// newBerkeley builds the Berkeley core from cfg and env, whose State is
+// what a previous run persisted (its election's term and its frequency);
+// a state the core refuses is named with its file.
+func newBerkeley(cfg berkeley.Config, env core.Env, stateDir string) (*berkeley.Core, error) {
+	c, err := berkeley.New(env, cfg)
+	if errors.Is(err, core.ErrState) {
 		return nil, fmt.Errorf("%w in %s: remove the file only if you accept that this member's election terms restart and its frequency is learnt again",
 			err, filepath.Join(stateDir, daemon.CoreStateFile))
 	}
-	cfg.Election.PersistedTerm = saved.Term
-	cfg.Servo.Frequency, cfg.Servo.FrequencyError = saved.FrequencyPPM, saved.ErrorPPM
-	return berkeley.New(cfg)
+	return c, err
 }
 
 // isBerkeley tells the Berkeley core's status from the liveness
@@ -172,7 +158,7 @@ func renderBerkeley(w io.Writer, raw json.RawMessage, now time.Time) error {
 			master += " (this node)"
 		}
 	}
-	fmt.Fprintf(tw, "Berkeley\t: %s, master %s, term %d (round %d)\n", st.Role, master, st.Term, bully.TermRound(st.Term))
+	fmt.Fprintf(tw, "Berkeley\t: %s, master %s, term %d (round %d)\n", st.Role, master, st.Term, epoch.Round(st.Term))
 	if st.Synchronized {
 		fmt.Fprintf(tw, "Error bound\t: ±%s relative to the group's time, frequency %+.3f ppm\n", time.Duration(st.ErrorBoundNS), st.FrequencyPPM)
 	} else {

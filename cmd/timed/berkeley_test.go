@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/timesync/berkeley"
 	"github.com/synclab/synclab/pkg/timesync/server"
@@ -35,7 +37,7 @@ func TestBerkeleyUsageErrors(t *testing.T) {
 		{bk("--berkeley-threshold", "0s"), "--berkeley-threshold 0s"},
 		{bk("--berkeley-max-rtt", "600ms"), "at most half of --berkeley-round"},
 		{bk("--berkeley-heartbeat", "500ms"), "must exceed --berkeley-heartbeat"},
-		{bk("--berkeley-heartbeat", "1ms"), "at least one --tick"},
+		{bk("--berkeley-heartbeat", "500us"), "--berkeley-heartbeat 500µs: timeout out of range"},
 		{bk("--tick", "0s"), "--tick 0s: want 1ms to 1s"},
 		{other("--berkeley-round", "2s"), "--berkeley-round is only used with --mode berkeley"},
 		{other("--berkeley-leader-timeout", "2s"), "only used with --mode berkeley"},
@@ -72,13 +74,13 @@ func TestBerkeleyCorruptState(t *testing.T) {
 // TestNewBerkeleyRestores: the term and frequency a run persisted come
 // back in the next run's core.
 func TestNewBerkeleyRestores(t *testing.T) {
-	cfg := berkeley.Config{Election: bully.DefaultLANConfig()}
-	cfg.Election.ID, cfg.Election.Members = 1, []bully.Member{{ID: 1}}
-	first, err := newBerkeley(cfg, nil, t.TempDir())
+	var cfg berkeley.Config
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	env := core.Env{ID: 1, Members: []uint32{1}, Now: now}
+	first, err := newBerkeley(cfg, env, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	var state []byte
 	for i := 0; i < 100 && state == nil; i++ {
 		now = now.Add(10 * time.Millisecond)
@@ -89,12 +91,14 @@ func TestNewBerkeleyRestores(t *testing.T) {
 		t.Fatal("a member alone never persisted its term")
 	}
 	saved, _ := berkeley.Restore(state)
-	again, err := newBerkeley(cfg, state, t.TempDir())
+	savedTerm, _ := bully.Restore(saved.Election)
+	env.State, env.Now = state, now
+	again, err := newBerkeley(cfg, env, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := again.Election().Term(); got < saved.Term || saved.Term == 0 {
-		t.Errorf("restored term %#x, saved %#x", got, saved.Term)
+	if _, got, _ := again.Election().Leader(); got < savedTerm || savedTerm == 0 {
+		t.Errorf("restored term %#x, saved %#x", got, savedTerm)
 	}
 }
 
@@ -104,7 +108,7 @@ func TestRenderBerkeley(t *testing.T) {
 	master := berkeley.Status{
 		Role: "master", Master: 8, Term: term, Synchronized: true, ErrorBoundNS: 12_345, FrequencyPPM: -3.25,
 		Counters: map[string]uint64{"rounds": 42, "readings": 290},
-		Election: bully.Status{ID: 8, Role: bully.RoleLeader},
+		Election: elect.Status{ID: 8, Role: elect.RoleLeader},
 		LastRound: &berkeley.RoundReport{Term: term, Round: 42, At: now.Add(-400 * time.Millisecond), Clocks: 7, Method: "average",
 			Agreeing: 6, Averaged: 4, SpreadNS: 23_000, SteerNS: -2, MasterCorrectionNS: 1_500,
 			Members: []berkeley.MemberReport{
@@ -139,7 +143,7 @@ func TestRenderBerkeley(t *testing.T) {
 		}
 	}
 
-	worker := berkeley.Status{Role: "worker", Master: 8, Term: term, Election: bully.Status{ID: 3, Role: bully.RoleFollower},
+	worker := berkeley.Status{Role: "worker", Master: 8, Term: term, Election: elect.Status{ID: 3, Role: elect.RoleFollower},
 		LastAdjust: &berkeley.AdjustReport{Term: term, Round: 41, CorrectionNS: -7_000, ErrorNS: 60_000, At: now.Add(-time.Second)}}
 	raw, _ = json.Marshal(timedcore.Status{Cluster: worker})
 	out.Reset()

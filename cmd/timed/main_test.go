@@ -219,7 +219,7 @@ func TestRenderCore(t *testing.T) {
 	b, _ = ctl.AppendBinary(nil)
 	_ = srv.StepDatagram(timedcoreDatagram(from, b))
 	st := srv.Report()
-	raw, _ := json.Marshal(timedcore.Status{Cluster: json.RawMessage(`{"id":1,"interval_ms":100,"heartbeat_ticks":10,"suspect_ticks":50,"alive":1,"members":[]}`), Server: &st})
+	raw, _ := json.Marshal(timedcore.Status{Cluster: json.RawMessage(`{"id":1,"interval_ms":100,"suspect_after_ns":500000000,"alive":1,"members":[]}`), Server: &st})
 	var out bytes.Buffer
 	if err := renderCore(&out, raw, time.Now()); err != nil {
 		t.Fatal(err)

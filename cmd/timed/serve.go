@@ -183,9 +183,9 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 		tc := timedcore.Config{State: saved, TickInterval: cfg.TickInterval}
 		switch {
 		case bk != nil:
-			b := *bk
-			b.Election.Rand = env.Rand
-			if tc.Cluster, err = newBerkeley(b, saved.Part(timedcore.SectionCluster), cfg.StateDir); err != nil {
+			berkEnv := env
+			berkEnv.State = saved.Part(timedcore.SectionCluster)
+			if tc.Cluster, err = newBerkeley(*bk, berkEnv, cfg.StateDir); err != nil {
 				return nil, err
 			}
 		case live != nil:

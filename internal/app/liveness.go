@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/synclab/synclab/internal/daemon"
@@ -17,16 +15,7 @@ import (
 // core every daemon runs until its protocol core takes over.
 func LivenessCore(cfg *daemon.Config) daemon.CoreFactory {
 	return func(env core.Env) (core.Core, error) {
-		rnd := env.Rand
-		lc := liveness.DefaultLANConfig()
-		lc.ID = cfg.ID
-		lc.Members = slices.Sorted(maps.Keys(cfg.Members))
-		lc.TickInterval = cfg.TickInterval
-		// Keep the default 100 ms heartbeat whatever the tick length.
-		lc.HeartbeatTicks = max(1, int(100*time.Millisecond/cfg.TickInterval))
-		lc.SuspectTicks = liveness.DefaultSuspectFactor * lc.HeartbeatTicks
-		lc.Rand = rnd
-		return liveness.New(lc)
+		return liveness.New(env, liveness.DefaultLANConfig())
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/labnet"
-	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect"
 )
 
 var (
@@ -223,7 +223,7 @@ func (e *electBench) idlePhase(specs []electdSpec, res []*systemResult, el *etcd
 			st := c.status(i)
 			n.elections += st.Node.Core.ElectionsStarted
 			n.timeouts += st.Node.Core.LeaderTimeouts
-			n.changes += st.Events[bully.EventLeaderChanged]
+			n.changes += st.Events[elect.EventLeaderChanged]
 		}
 		return n
 	}

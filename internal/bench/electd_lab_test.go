@@ -13,7 +13,7 @@ import (
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/labnet"
 	"github.com/synclab/synclab/internal/transport"
-	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect"
 )
 
 // electdSpec is one electd configuration: its own ports, so that several
@@ -45,7 +45,7 @@ type electdStatus struct {
 	Node struct {
 		FramesIn  map[string]uint64 `json:"frames_in"`
 		FramesOut map[string]uint64 `json:"frames_out"`
-		Core      bully.Status      `json:"core"`
+		Core      elect.Status      `json:"core"`
 	} `json:"node"`
 	Transport transport.Stats   `json:"transport"`
 	Events    map[string]uint64 `json:"events"`

@@ -49,15 +49,11 @@ func shortDir(t *testing.T) string {
 
 func livenessFactory(id uint32, n int) CoreFactory {
 	return func(env core.Env) (core.Core, error) {
-		rnd := env.Rand
-		cfg := liveness.DefaultLANConfig()
-		cfg.ID = id
+		env.ID, env.Members = id, nil
 		for i := 1; i <= n; i++ {
-			cfg.Members = append(cfg.Members, uint32(i))
+			env.Members = append(env.Members, uint32(i))
 		}
-		cfg.HeartbeatTicks, cfg.SuspectTicks = 5, 25
-		cfg.Rand = rnd
-		return liveness.New(cfg)
+		return liveness.New(env, liveness.Config{Heartbeat: 50 * time.Millisecond, SuspectAfter: 250 * time.Millisecond})
 	}
 }
 

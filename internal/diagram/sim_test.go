@@ -41,13 +41,10 @@ func bullySim(t testing.TB, seed int64, n int, prio []uint32, link sim.LinkConfi
 	for _, m := range members {
 		id := m.ID
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-			term, err := bully.Restore(env.State)
-			if err != nil {
-				t.Fatalf("node %d: %v", id, err)
-			}
 			cfg := bully.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.PersistedTerm, cfg.Rand = id, members, term, s.NewRand()
-			b, err := bully.New(cfg)
+			cfg.Members = members
+			env.Rand = s.NewRand()
+			b, err := bully.New(env, cfg)
 			if err != nil {
 				t.Fatalf("node %d: %v", id, err)
 			}
@@ -302,7 +299,7 @@ func replayBully(t *testing.T, script string) (*sim.Sim, map[uint32]*bytes.Buffe
 		case "heal":
 			s.Heal()
 		case "resign":
-			s.Do(arg(1), func(c core.Core) { c.(*bully.Core).Resign() })
+			s.Do(arg(1), func(c core.Core) { c.(*bully.Core).Resign(s.Clock(arg(1)).Now()) })
 		case "status", "counts":
 		default:
 			t.Fatalf("unknown command %q", line)

@@ -13,16 +13,15 @@ import (
 )
 
 // Three members run the liveness detector on drifting clocks; member 3
-// crashes, and the others suspect it half a second later (SuspectTicks = 50
-// ticks of 10 ms), counted from its last heartbeat.
+// crashes, and the others suspect it half a second later (SuspectAfter),
+// counted from its last heartbeat.
 func Example() {
 	s := sim.New(sim.Config{Seed: 1})
 	ids := []uint32{1, 2, 3}
 	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func(core.Env) core.Core {
-			cfg := liveness.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
-			c, err := liveness.New(cfg)
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			env.Members, env.Rand = ids, s.NewRand() // the stream the golden results were made with
+			c, err := liveness.New(env, liveness.DefaultLANConfig())
 			if err != nil {
 				panic(err)
 			}
@@ -45,6 +44,6 @@ func Example() {
 	// Output:
 	// heartbeats in the first second: 60
 	// suspected: true
-	// member 2 suspects 3, 450ms after the crash
+	// member 2 suspects 3, 460ms after the crash
 	// member 1 suspects 3, 460ms after the crash
 }

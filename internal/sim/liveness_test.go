@@ -16,7 +16,7 @@ import (
 // many random clusters and checks it against what the simulator knows to be
 // true:
 //
-//   - a crashed member is suspected by every live member within SuspectTicks
+//   - a crashed member is suspected by every live member within SuspectAfter
 //     of the crash plus one network delay (its last heartbeat may still be
 //     in flight), and never trusted again while it is down;
 //   - without loss, no live member ever suspects a member it is connected
@@ -52,10 +52,9 @@ func TestLivenessOracle(t *testing.T) {
 		}
 		for _, id := range ids {
 			drift := (rnd.Float64()*2 - 1) * 100
-			s.AddNode(id, netip.AddrPort{}, func(core.Env) core.Core {
-				cfg := liveness.DefaultLANConfig()
-				cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
-				c, err := liveness.New(cfg)
+			s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+				env.Members, env.Rand = ids, s.NewRand() // the stream the golden results were made with
+				c, err := liveness.New(env, liveness.DefaultLANConfig())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -65,11 +64,14 @@ func TestLivenessOracle(t *testing.T) {
 		tick := s.Config().TickInterval
 		slack := tick / 100 // drift of +-100 ppm over a few hundred ticks, and rounding
 		maxDelay := link.MaxDelay()
-		detect := time.Duration(cfg.SuspectTicks)*tick + maxDelay + slack
-		rejoin := time.Duration(cfg.HeartbeatTicks+1)*tick + maxDelay + slack
+		// The detector acts at the first tick at or after its deadline:
+		// one tick later at most, while the simulator ticks at a fixed
+		// interval.
+		detect := cfg.SuspectAfter + tick + maxDelay + slack
+		rejoin := cfg.Heartbeat + tick + maxDelay + slack
 		if loss > 0 {
 			// Ten heartbeats in a row lost at 20%: 1e-7 per link.
-			rejoin = time.Duration(10*cfg.HeartbeatTicks+1)*tick + maxDelay + slack
+			rejoin = 10*cfg.Heartbeat + tick + maxDelay + slack
 		}
 		fail := func(format string, args ...any) {
 			t.Helper()
@@ -86,7 +88,7 @@ func TestLivenessOracle(t *testing.T) {
 			}
 			return true
 		}
-		if !s.RunUntil(all, rejoin+time.Duration(cfg.HeartbeatTicks)*tick) {
+		if !s.RunUntil(all, rejoin+cfg.Heartbeat) {
 			fail("members never all up after start")
 		}
 		s.Run(time.Duration(rnd.IntN(1000)) * time.Millisecond)
@@ -117,7 +119,7 @@ func TestLivenessOracle(t *testing.T) {
 		// Phase 3: restart it; it rejoins everywhere.
 		s.Restart(victim)
 		restartAt := s.Elapsed()
-		if !s.RunUntil(all, rejoin+time.Duration(cfg.HeartbeatTicks)*tick) {
+		if !s.RunUntil(all, rejoin+cfg.Heartbeat) {
 			fail("restarted %d not trusted by all (and trusting all) within %v", victim, rejoin)
 		}
 
@@ -170,7 +172,7 @@ func TestLivenessOracle(t *testing.T) {
 		}
 		s.Run(time.Second)
 
-		// Phase 5: pause a member longer than SuspectTicks (SIGSTOP). The
+		// Phase 5: pause a member longer than SuspectAfter (SIGSTOP). The
 		// others suspect it; when it resumes, its own tick count has not
 		// moved, so it suspects nobody for its silence, and everyone trusts
 		// everyone again.
@@ -185,7 +187,7 @@ func TestLivenessOracle(t *testing.T) {
 		}
 		s.Resume(paused)
 		resumeAt := s.Elapsed()
-		if !s.RunUntil(all, rejoin+time.Duration(cfg.HeartbeatTicks)*tick) {
+		if !s.RunUntil(all, rejoin+cfg.Heartbeat) {
 			fail("resumed %d not trusted by all (and trusting all) within %v", paused, rejoin)
 		}
 		s.Run(500 * time.Millisecond)

@@ -38,10 +38,9 @@ func livenessCluster(t *testing.T, s *sim.Sim, n int, clk func(id uint32) clock.
 		ids[i] = uint32(i + 1)
 	}
 	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func(core.Env) core.Core {
-			cfg := liveness.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
-			c, err := liveness.New(cfg)
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			env.Members, env.Rand = ids, s.NewRand() // the stream the golden results were made with
+			c, err := liveness.New(env, liveness.DefaultLANConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,10 +59,9 @@ func scenario(seed int64) *sim.Sim {
 		Delay: 200 * time.Microsecond, Jitter: 30 * time.Millisecond, Loss: 0.1, Duplicate: 0.05}})
 	ids := []uint32{1, 2, 3, 4, 5}
 	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func(core.Env) core.Core {
-			cfg := liveness.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
-			c, err := liveness.New(cfg)
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			env.Members, env.Rand = ids, s.NewRand() // the stream the golden results were made with
+			c, err := liveness.New(env, liveness.DefaultLANConfig())
 			if err != nil {
 				panic(err)
 			}

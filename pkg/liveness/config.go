@@ -3,56 +3,40 @@ package liveness
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 )
 
-// Config configures a detector. Durations are counted in ticks of the
-// driver's tick interval (the daemons tick every 10 ms); TickInterval only
-// converts them for humans and for the heartbeat's announced interval.
+// Config configures the heartbeat core. Every duration is a time.Duration
+// of the local clock, used as given (never rounded to a tick) and checked by
+// CheckTimeout; zero fields take their defaults. The member's ID, the member
+// list, the start time and the random source come from core.Env.
 type Config struct {
-	// ID is this member's ID (> 0). Required.
-	ID uint32
-	// Members is the static member list, this member included, identical on
-	// every host. Required.
-	Members []uint32
-	// TickInterval is the driver's tick period. Default 10 ms.
-	TickInterval time.Duration
-	// HeartbeatTicks is how many ticks pass between two heartbeats.
-	// Default 10 (100 ms at a 10 ms tick).
-	HeartbeatTicks int
-	// SuspectTicks is how many ticks a member may stay silent before it is
-	// suspected. It must exceed HeartbeatTicks, or every member would be
-	// suspected between two of its own heartbeats. Default 5 x
-	// HeartbeatTicks: four heartbeats in a row may be lost before a live
-	// member is suspected.
-	SuspectTicks int
-	// Rand chooses the random phase of the first heartbeat, so that hosts
-	// started together (a lab boot, a simulator) do not send in lock step.
-	// The driver seeds it. Nil: no random phase, the first heartbeat leaves
-	// on the first tick.
-	Rand *rand.Rand
+	// Heartbeat is the interval between two heartbeats of this member.
+	// Default 100 ms. It is announced in each heartbeat in whole
+	// milliseconds.
+	Heartbeat time.Duration
+	// SuspectAfter is how long a member may stay silent before it is
+	// suspected. It must exceed Heartbeat, or every member would be
+	// suspected between two of its own heartbeats. Default 5 x Heartbeat:
+	// four heartbeats in a row may be lost before a live member is
+	// suspected.
+	SuspectAfter time.Duration
 }
 
 // Defaults of DefaultLANConfig and of zero Config fields.
 const (
-	DefaultTickInterval   = 10 * time.Millisecond
-	DefaultHeartbeatTicks = 10
-	DefaultSuspectFactor  = 5
+	DefaultHeartbeat     = 100 * time.Millisecond
+	DefaultSuspectFactor = 5
 )
 
 // DefaultLANConfig is the profile for a lab LAN: a heartbeat every 100 ms, a
-// member suspected after 500 ms of silence. The caller still sets ID,
-// Members and Rand.
+// member suspected after 500 ms of silence.
 func DefaultLANConfig() Config {
-	return Config{
-		TickInterval:   DefaultTickInterval,
-		HeartbeatTicks: DefaultHeartbeatTicks,
-		SuspectTicks:   DefaultSuspectFactor * DefaultHeartbeatTicks,
-	}
+	return Config{Heartbeat: DefaultHeartbeat, SuspectAfter: DefaultSuspectFactor * DefaultHeartbeat}
 }
 
-// ConfigError names the field of a Config that is wrong and why.
+// ConfigError names the field of a Config (or of the Env) that is wrong and
+// why.
 type ConfigError struct {
 	Field  string
 	Reason string
@@ -60,38 +44,34 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return "liveness: config " + e.Field + ": " + e.Reason }
 
-// maxIntervalMS is the largest interval a heartbeat can announce.
-const maxIntervalMS = 1<<32 - 1
-
 // validate fills defaults and rejects contradictions.
 func (c *Config) validate() error {
-	if c.ID == 0 {
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if err := CheckTimeout("Heartbeat", c.Heartbeat); err != nil {
+		return &ConfigError{"Heartbeat", err.Error()}
+	}
+	if c.SuspectAfter == 0 {
+		c.SuspectAfter = DefaultSuspectFactor * c.Heartbeat
+	}
+	if err := CheckTimeout("SuspectAfter", c.SuspectAfter); err != nil {
+		return &ConfigError{"SuspectAfter", err.Error()}
+	}
+	if c.SuspectAfter <= c.Heartbeat {
+		return &ConfigError{"SuspectAfter", fmt.Sprintf("%v must exceed Heartbeat (%v): members would be suspected between two heartbeats", c.SuspectAfter, c.Heartbeat)}
+	}
+	return nil
+}
+
+// CheckMembers checks a member list as every core needs it: no ID 0 (the
+// broadcast address), none twice, and self among them.
+func CheckMembers(self uint32, members []uint32) error {
+	if self == 0 {
 		return &ConfigError{"ID", "must be > 0 (0 is the broadcast address)"}
 	}
-	if c.TickInterval == 0 {
-		c.TickInterval = DefaultTickInterval
-	}
-	if c.TickInterval < 0 {
-		return &ConfigError{"TickInterval", fmt.Sprintf("%v is negative", c.TickInterval)}
-	}
-	if c.HeartbeatTicks == 0 {
-		c.HeartbeatTicks = DefaultHeartbeatTicks
-	}
-	if c.HeartbeatTicks < 0 {
-		return &ConfigError{"HeartbeatTicks", fmt.Sprintf("%d is negative", c.HeartbeatTicks)}
-	}
-	if c.SuspectTicks == 0 {
-		c.SuspectTicks = DefaultSuspectFactor * c.HeartbeatTicks
-	}
-	if c.SuspectTicks <= c.HeartbeatTicks {
-		return &ConfigError{"SuspectTicks", fmt.Sprintf("%d must exceed HeartbeatTicks (%d): members would be suspected between two heartbeats", c.SuspectTicks, c.HeartbeatTicks)}
-	}
-	if ms := c.TickInterval.Milliseconds() * int64(c.HeartbeatTicks); ms > maxIntervalMS {
-		return &ConfigError{"HeartbeatTicks", fmt.Sprintf("interval of %d ms does not fit the heartbeat's 32-bit field", ms)}
-	}
-	self := false
-	seen := make(map[uint32]bool, len(c.Members))
-	for _, id := range c.Members {
+	seen := make(map[uint32]bool, len(members))
+	for _, id := range members {
 		if id == 0 {
 			return &ConfigError{"Members", "member ID 0 is reserved for broadcast"}
 		}
@@ -99,12 +79,9 @@ func (c *Config) validate() error {
 			return &ConfigError{"Members", fmt.Sprintf("member %d is listed twice", id)}
 		}
 		seen[id] = true
-		if id == c.ID {
-			self = true
-		}
 	}
-	if !self {
-		return &ConfigError{"Members", fmt.Sprintf("own ID %d is not in the member list", c.ID)}
+	if !seen[self] {
+		return &ConfigError{"Members", fmt.Sprintf("own ID %d is not in the member list", self)}
 	}
 	return nil
 }

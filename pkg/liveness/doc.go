@@ -1,44 +1,54 @@
-// Package liveness is a heartbeat failure detector: the first core every
-// synclab daemon runs, and the one they keep running underneath their own
-// protocol so that `X status` always says which members are alive.
+// Package liveness is failure detection for synclab's cores, in two layers.
 //
-// It is a sans-IO core (pkg/core). Every member broadcasts a heartbeat
+// Detector is the mechanism every protocol embeds: it is told when a member
+// showed a sign of life (Heard), suspects a member silent for its timeout
+// (global or per member), says when it next needs to look (Deadline, for
+// core.Scheduler), and reports up/down transitions with flap counts. It
+// sends nothing: what counts as a sign of life is the protocol's business
+// (bully's leader claims, the token ring's token and acks, a heartbeat).
+// CheckTimeout is the one validation of protocol timeouts that bully, the
+// heartbeat core and Berkeley share: a duration is used as given, never
+// rounded to a tick.
+//
+// Core is a heartbeat failure detector built on a Detector: a sans-IO core
+// (pkg/core) that a daemon runs when it has no protocol of its own to run
+// (internal/app.LivenessCore; timed runs it beside its NTP and Berkeley
+// parts). electd and mutexd do not run it: their protocols detect failures
+// with their own Detector. Every member broadcasts a heartbeat
 // (wire.KindHeartbeat, payload wire.Heartbeat: its interval in ms and how
-// many members it believes alive) every HeartbeatTicks ticks. A member not
-// heard for SuspectTicks ticks is suspected; a heartbeat makes it alive
-// again, and the recovery is counted as a flap:
+// many members it believes alive) every Config.Heartbeat. A member not heard
+// for Config.SuspectAfter is suspected; a heartbeat makes it alive again,
+// and the recovery is counted as a flap:
 //
 //	           heartbeat                       heartbeat
 //	unknown ---------------> alive <------------------------+
 //	   |                       |                             |
-//	   | SuspectTicks          | SuspectTicks without one    |
+//	   | SuspectAfter          | SuspectAfter without one    |
 //	   | without one           v                             |
 //	   +-----------------> suspect --------------------------+
 //	                                   (flaps++)
 //
 // Each transition into alive reports a "member_up" event and each into
 // suspect a "member_down" event, with Args "member", ID first. The first
-// heartbeat leaves after a random phase drawn from Config.Rand, so hosts
+// heartbeat leaves after a random phase drawn from core.Env.Rand, so hosts
 // booted together do not send in step.
 //
 // The detector is a perfect failure detector only in a synchronous network.
-// On a real LAN it is eventually accurate: with SuspectTicks = 5 x
-// HeartbeatTicks, a live member is wrongly suspected only if four
-// heartbeats in a row are lost or delayed by more than four intervals; a
-// crashed member is suspected by every live one within SuspectTicks ticks
-// plus one network delay of its last heartbeat.
+// On a real LAN it is eventually accurate: with SuspectAfter = 5 x
+// Heartbeat, a live member is wrongly suspected only if four heartbeats in
+// a row are lost or delayed by more than four intervals; a crashed member is
+// suspected by every live one within SuspectAfter plus one network delay of
+// its last heartbeat.
 //
 // Use:
 //
-//	cfg := liveness.DefaultLANConfig()
-//	cfg.ID, cfg.Members, cfg.Rand = 2, []uint32{1, 2, 3}, rnd
-//	c, err := liveness.New(cfg)
+//	c, err := liveness.New(env, liveness.DefaultLANConfig())
 //	// driver loop (internal/daemon on a host, internal/sim in tests):
-//	c.Tick(now)              // every TickInterval
+//	c.Tick(now)              // when c.Deadline() comes (any time is correct)
 //	c.Step(msg)              // every heartbeat received
 //	rd := c.Ready()          // heartbeats to broadcast, events to log
 //
 // c.Alive(id) and c.StatusView() give the verdicts; Status() is what the
 // control API serves. The detector keeps no durable state: after a restart it
-// relearns the cluster within SuspectTicks.
+// relearns the cluster within SuspectAfter.
 package liveness

@@ -12,16 +12,15 @@ import (
 )
 
 // A detector on member 1 of {1, 2}: member 2's heartbeat makes it alive,
-// and its silence makes it suspect SuspectTicks ticks later.
+// and its silence makes it suspect SuspectAfter later. The driver ticks the
+// core when its Deadline comes.
 func Example() {
-	cfg := liveness.DefaultLANConfig()
-	cfg.ID, cfg.Members = 1, []uint32{1, 2}
-	cfg.HeartbeatTicks, cfg.SuspectTicks = 2, 6
-	c, err := liveness.New(cfg)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cfg := liveness.Config{Heartbeat: 20 * time.Millisecond, SuspectAfter: 60 * time.Millisecond}
+	c, err := liveness.New(core.Env{ID: 1, Members: []uint32{1, 2}, Now: now}, cfg)
 	if err != nil {
 		panic(err)
 	}
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	// What a driver does after every Tick and Step: act on Ready.
 	drain := func() {
 		rd := c.Ready()
@@ -33,7 +32,7 @@ func Example() {
 		}
 	}
 	tick := func() {
-		now = now.Add(cfg.TickInterval)
+		now = c.Deadline()
 		c.Tick(now)
 		drain()
 	}
@@ -45,7 +44,7 @@ func Example() {
 		panic(err)
 	}
 	drain()
-	for range 6 {
+	for range 3 {
 		tick()
 	}
 	fmt.Println("member 2:", c.State(2))
@@ -61,7 +60,7 @@ func Example() {
 
 // The status table `X status` prints, from the JSON the control API serves.
 func ExampleStatus_WriteTable() {
-	js := `{"id":1,"heartbeat_ticks":10,"suspect_ticks":50,"interval_ms":100,"ticks":1210,
+	js := `{"id":1,"interval_ms":100,"suspect_after_ns":500000000,
 	  "now":"2026-03-01T12:00:12.1Z","heartbeats_sent":121,"alive":2,"members":[
 	  {"id":2,"state":"alive","alive":true,"last_heard":"2026-03-01T12:00:12.06Z","heard":120,
 	   "since":"2026-03-01T12:00:00.05Z","flaps":0,"their_alive":2,"their_interval_ms":100},

@@ -2,7 +2,6 @@ package liveness
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -13,11 +12,11 @@ import (
 type State uint8
 
 const (
-	// Unknown: not heard yet, and SuspectTicks have not passed since start.
+	// Unknown: not heard yet, and its timeout has not passed since start.
 	Unknown State = iota
-	// Alive: heard within the last SuspectTicks ticks.
+	// Alive: heard within its timeout.
 	Alive
-	// Suspect: silent for SuspectTicks ticks (crashed, partitioned, paused,
+	// Suspect: silent for its timeout (crashed, partitioned, paused,
 	// or its heartbeats lost). A heartbeat makes it Alive again.
 	Suspect
 )
@@ -55,66 +54,59 @@ const (
 	EventMemberDown = "member_down"
 )
 
-type peer struct {
-	id        uint32
-	state     State
-	lastTick  uint64    // our tick count when last heard (0: never, counts from start)
-	lastHeard time.Time // local time of the last heartbeat
-	since     time.Time // local time of the last state change
-	heard     uint64    // heartbeats accepted
-	flaps     uint64    // Suspect -> Alive recoveries
-	alive     uint32    // the member's own alive count, from its last heartbeat
-	interval  uint32    // the member's announced heartbeat interval, ms
-}
-
-// Core is a heartbeat failure detector. Every member broadcasts a heartbeat
-// every HeartbeatTicks ticks; a member not heard for SuspectTicks ticks is
-// suspected, and alive again as soon as it is heard. It is not safe for
-// concurrent use: the driver serialises Step, Tick, Ready and Status.
+// Core is the heartbeat failure detector: every member broadcasts a
+// heartbeat every Config.Heartbeat; a member not heard for
+// Config.SuspectAfter is suspected, and alive again as soon as it is heard.
+// The verdicts are a Detector's; Core adds the heartbeats and the events.
+// It is not safe for concurrent use: the driver serialises Step, Tick,
+// Ready and Status.
 type Core struct {
-	cfg   Config
-	peers []*peer // ascending ID, self excluded
-	byID  map[uint32]*peer
+	cfg Config
+	id  uint32
+	det *Detector
+	// theirs is what each member said in its last heartbeat.
+	theirs map[uint32]wire.Heartbeat
 
-	tick       uint64    // ticks since start
-	now        time.Time // local time at the last tick (to date events of Step without a stamp)
-	untilBeat  int       // ticks until the next heartbeat
+	now        time.Time // local time at the last Tick or arrival
+	nextBeat   time.Time // when the next heartbeat is due
 	sent       uint64    // heartbeats sent
 	intervalMS uint32
 
 	rd core.Ready
 }
 
-var _ core.Core = (*Core)(nil)
+var (
+	_ core.Core      = (*Core)(nil)
+	_ core.Scheduler = (*Core)(nil)
+)
 
-// New validates cfg (filling its defaults) and returns a detector that knows
-// nothing yet: every other member is Unknown until heard, or Suspect once
-// SuspectTicks pass without a heartbeat.
-func New(cfg Config) (*Core, error) {
+// New validates cfg (filling its defaults) and returns a detector for
+// env.ID among env.Members that knows nothing yet: every other member is
+// Unknown until heard, or Suspect once SuspectAfter passes from env.Now
+// without a heartbeat. env.Rand, when set, draws the phase of the first
+// heartbeat in [0, Heartbeat), so that hosts started together (a lab boot,
+// a simulator) do not send in lock step; without it the first Tick sends.
+func New(env core.Env, cfg Config) (*Core, error) {
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := CheckMembers(env.ID, env.Members); err != nil {
 		return nil, err
 	}
 	c := &Core{
 		cfg:        cfg,
-		byID:       make(map[uint32]*peer, len(cfg.Members)),
-		untilBeat:  1,
-		intervalMS: uint32(cfg.TickInterval.Milliseconds() * int64(cfg.HeartbeatTicks)),
+		id:         env.ID,
+		det:        NewDetector(env.ID, env.Members, cfg.SuspectAfter, env.Now),
+		theirs:     make(map[uint32]wire.Heartbeat, len(env.Members)),
+		now:        env.Now,
+		nextBeat:   env.Now,
+		intervalMS: uint32(cfg.Heartbeat.Milliseconds()),
 	}
-	ids := slices.Clone(cfg.Members)
-	slices.Sort(ids)
-	for _, id := range ids {
-		if id == cfg.ID {
-			continue
-		}
-		p := &peer{id: id}
-		c.peers = append(c.peers, p)
-		c.byID[id] = p
-	}
-	if cfg.Rand != nil {
+	if env.Rand != nil {
 		// The phase is drawn once: after it, heartbeats keep a fixed period
-		// in local ticks, and the hosts' independent clocks keep their
+		// on the local clock, and the hosts' independent clocks keep their
 		// sends apart.
-		c.untilBeat += cfg.Rand.IntN(cfg.HeartbeatTicks)
+		c.nextBeat = c.nextBeat.Add(time.Duration(env.Rand.Int64N(int64(cfg.Heartbeat))))
 	}
 	return c, nil
 }
@@ -122,41 +114,27 @@ func New(cfg Config) (*Core, error) {
 // Config returns the configuration with its defaults filled in.
 func (c *Core) Config() Config { return c.cfg }
 
+// Detector returns the detector behind the verdicts (read-only use).
+func (c *Core) Detector() *Detector { return c.det }
+
 // State returns what the detector believes about member id. Its own ID is
 // always Alive; an ID outside the member list is Unknown.
-func (c *Core) State(id uint32) State {
-	if id == c.cfg.ID {
-		return Alive
-	}
-	if p, ok := c.byID[id]; ok {
-		return p.state
-	}
-	return Unknown
-}
+func (c *Core) State(id uint32) State { return c.det.State(id) }
 
 // Alive reports whether member id is currently believed alive.
-func (c *Core) Alive(id uint32) bool { return c.State(id) == Alive }
+func (c *Core) Alive(id uint32) bool { return c.det.Alive(id) }
 
 // AliveCount is the number of members believed alive, this one included.
-func (c *Core) AliveCount() int {
-	n := 1
-	for _, p := range c.peers {
-		if p.state == Alive {
-			n++
-		}
-	}
-	return n
-}
+func (c *Core) AliveCount() int { return c.det.AliveCount() }
 
 // Step takes a heartbeat. Frames from outside the member list and kinds
 // other than KindHeartbeat are refused, so that a misrouted or forged frame
 // shows up in the node's drop counters instead of changing a verdict.
 func (c *Core) Step(m core.Message) error {
-	if m.From == c.cfg.ID {
+	if m.From == c.id {
 		return ErrFromSelf
 	}
-	p, ok := c.byID[m.From]
-	if !ok {
+	if _, ok := c.det.Member(m.From); !ok {
 		return fmt.Errorf("%w: %d", core.ErrUnknownMember, m.From)
 	}
 	if m.Kind != wire.KindHeartbeat {
@@ -168,24 +146,14 @@ func (c *Core) Step(m core.Message) error {
 	}
 	at := m.Time
 	if at.IsZero() {
-		// A driver without receive stamps: the last tick is the best
-		// local time known.
+		// A driver without receive stamps: the latest local time known.
 		at = c.now
+	} else if at.After(c.now) {
+		c.now = at
 	}
-	p.lastTick = c.tick
-	p.lastHeard = at
-	p.heard++
-	p.alive = hb.Alive
-	p.interval = hb.Interval
-	if p.state != Alive {
-		if p.state == Suspect {
-			p.flaps++
-		}
-		p.state = Alive
-		p.since = at
-		c.event(EventMemberUp, fmt.Sprintf("member %d is alive", p.id),
-			"member", p.id, "flaps", p.flaps, "heard", p.heard)
-	}
+	c.theirs[m.From] = hb
+	c.det.Heard(m.From, at)
+	c.report()
 	return nil
 }
 
@@ -193,30 +161,23 @@ func (c *Core) Step(m core.Message) error {
 // frames.
 func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
 
-// Tick advances the detector by one tick: it suspects members silent for
-// SuspectTicks ticks, then sends a heartbeat when one is due.
+// Tick suspects members silent for SuspectAfter, then sends a heartbeat
+// when one is due. It may come at any time: early it does nothing, late (a
+// long sleep) it suspects every member whose time passed and sends one
+// heartbeat, the next due a full interval later.
 func (c *Core) Tick(now time.Time) {
-	c.tick++
-	c.now = now
-	for _, p := range c.peers {
-		if p.state == Suspect || c.tick-p.lastTick < uint64(c.cfg.SuspectTicks) {
-			continue
-		}
-		p.state = Suspect
-		p.since = now
-		if p.heard == 0 {
-			c.event(EventMemberDown, fmt.Sprintf("member %d not heard since start", p.id),
-				"member", p.id, "silent_ticks", c.tick-p.lastTick)
-		} else {
-			c.event(EventMemberDown, fmt.Sprintf("member %d is suspected", p.id),
-				"member", p.id, "silent_ticks", c.tick-p.lastTick, "last_heard", p.lastHeard)
-		}
+	if now.After(c.now) {
+		c.now = now
 	}
-	c.untilBeat--
-	if c.untilBeat > 0 {
+	c.det.Check(now)
+	c.report()
+	if now.Before(c.nextBeat) {
 		return
 	}
-	c.untilBeat = c.cfg.HeartbeatTicks
+	c.nextBeat = c.nextBeat.Add(c.cfg.Heartbeat)
+	if !c.nextBeat.After(now) {
+		c.nextBeat = now.Add(c.cfg.Heartbeat) // missed beats are not sent in a burst
+	}
 	hb := wire.Heartbeat{Interval: c.intervalMS, Alive: uint32(c.AliveCount())}
 	payload, err := hb.AppendBinary(make([]byte, 0, wire.HeartbeatLen))
 	if err != nil {
@@ -231,13 +192,34 @@ func (c *Core) Tick(now time.Time) {
 	})
 }
 
+// Deadline is the next heartbeat or the next suspicion, whichever is first
+// (core.Scheduler).
+func (c *Core) Deadline() time.Time { return core.Earliest(c.nextBeat, c.det.Deadline()) }
+
+// report turns the detector's transitions into events.
+func (c *Core) report() {
+	for _, t := range c.det.Transitions() {
+		switch {
+		case t.Up():
+			c.event(EventMemberUp, fmt.Sprintf("member %d is alive", t.ID),
+				"member", t.ID, "flaps", t.Flaps, "heard", t.Heard)
+		case t.Heard == 0:
+			c.event(EventMemberDown, fmt.Sprintf("member %d not heard since start", t.ID),
+				"member", t.ID, "silent", t.Silent)
+		default:
+			c.event(EventMemberDown, fmt.Sprintf("member %d is suspected", t.ID),
+				"member", t.ID, "silent", t.Silent, "last_heard", t.LastHeard)
+		}
+	}
+}
+
 func (c *Core) event(name, msg string, args ...any) {
 	c.rd.Events = append(c.rd.Events, core.Event{Name: name, Msg: msg, Args: args})
 }
 
 // Ready drains the heartbeats to send and the events to report. The
 // detector has no durable state: after a restart it learns everything again
-// within SuspectTicks.
+// within SuspectAfter.
 func (c *Core) Ready() core.Ready {
 	rd := c.rd
 	c.rd = core.Ready{}
@@ -246,15 +228,13 @@ func (c *Core) Ready() core.Ready {
 
 // Status is the detector's view, as `X status --json` shows it.
 type Status struct {
-	ID             uint32         `json:"id"`
-	HeartbeatTicks int            `json:"heartbeat_ticks"`
-	SuspectTicks   int            `json:"suspect_ticks"`
-	IntervalMS     uint32         `json:"interval_ms"`
-	Ticks          uint64         `json:"ticks"`
-	Now            time.Time      `json:"now,omitzero"` // local clock at the last tick
-	Sent           uint64         `json:"heartbeats_sent"`
-	Alive          int            `json:"alive"` // members believed alive, self included
-	Members        []MemberStatus `json:"members"`
+	ID           uint32         `json:"id"`
+	IntervalMS   uint32         `json:"interval_ms"`      // heartbeat interval
+	SuspectAfter time.Duration  `json:"suspect_after_ns"` // silence before suspicion
+	Now          time.Time      `json:"now,omitzero"`     // local clock at the last tick or arrival
+	Sent         uint64         `json:"heartbeats_sent"`
+	Alive        int            `json:"alive"` // members believed alive, self included
+	Members      []MemberStatus `json:"members"`
 }
 
 // MemberStatus is the view of one other member. Times are the local clock's,
@@ -279,28 +259,28 @@ func (c *Core) Status() any { return c.StatusView() }
 
 // StatusView returns the detector's view.
 func (c *Core) StatusView() Status {
+	members := c.det.Members()
 	st := Status{
-		ID:             c.cfg.ID,
-		HeartbeatTicks: c.cfg.HeartbeatTicks,
-		SuspectTicks:   c.cfg.SuspectTicks,
-		IntervalMS:     c.intervalMS,
-		Ticks:          c.tick,
-		Now:            c.now,
-		Sent:           c.sent,
-		Alive:          c.AliveCount(),
-		Members:        make([]MemberStatus, 0, len(c.peers)),
+		ID:           c.id,
+		IntervalMS:   c.intervalMS,
+		SuspectAfter: c.cfg.SuspectAfter,
+		Now:          c.now,
+		Sent:         c.sent,
+		Alive:        c.AliveCount(),
+		Members:      make([]MemberStatus, 0, len(members)),
 	}
-	for _, p := range c.peers {
+	for _, m := range members {
+		hb := c.theirs[m.ID]
 		st.Members = append(st.Members, MemberStatus{
-			ID:              p.id,
-			State:           p.state,
-			Alive:           p.state == Alive,
-			LastHeard:       p.lastHeard,
-			Heard:           p.heard,
-			Since:           p.since,
-			Flaps:           p.flaps,
-			TheirAlive:      p.alive,
-			TheirIntervalMS: p.interval,
+			ID:              m.ID,
+			State:           m.State,
+			Alive:           m.State == Alive,
+			LastHeard:       m.LastHeard,
+			Heard:           m.Heard,
+			Since:           m.Since,
+			Flaps:           m.Flaps,
+			TheirAlive:      hb.Alive,
+			TheirIntervalMS: hb.Interval,
 		})
 	}
 	return st

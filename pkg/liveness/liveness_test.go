@@ -15,9 +15,14 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func newCore(t *testing.T, cfg Config) *Core {
+// newCore builds member id of members at t0 (no random phase unless rnd).
+func newCore(t *testing.T, id uint32, members []uint32, cfg Config, rnd ...*rand.Rand) *Core {
 	t.Helper()
-	c, err := New(cfg)
+	env := core.Env{ID: id, Members: members, Now: t0}
+	if len(rnd) > 0 {
+		env.Rand = rnd[0]
+	}
+	c, err := New(env, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -35,43 +40,52 @@ func heartbeat(t *testing.T, from uint32, alive uint32, at time.Time) core.Messa
 }
 
 func TestConfigValidate(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	tests := []struct {
-		name  string
-		cfg   Config
-		field string // "" = valid
-		check func(t *testing.T, c Config)
+		name    string
+		id      uint32
+		members []uint32
+		cfg     Config
+		field   string // "" = valid
+		check   func(t *testing.T, c Config)
 	}{
-		{name: "defaults", cfg: Config{ID: 1, Members: []uint32{1, 2}},
+		{name: "defaults", id: 1, members: []uint32{1, 2},
 			check: func(t *testing.T, c Config) {
-				if c.HeartbeatTicks != 10 || c.SuspectTicks != 50 || c.TickInterval != 10*time.Millisecond {
+				if c.Heartbeat != ms(100) || c.SuspectAfter != ms(500) {
 					t.Errorf("defaults %+v", c)
 				}
 			}},
-		{name: "suspect defaults to 5x heartbeat", cfg: Config{ID: 1, Members: []uint32{1}, HeartbeatTicks: 4},
+		{name: "suspect defaults to 5x heartbeat", id: 1, members: []uint32{1}, cfg: Config{Heartbeat: ms(40)},
 			check: func(t *testing.T, c Config) {
-				if c.SuspectTicks != 20 {
-					t.Errorf("SuspectTicks = %d, want 20", c.SuspectTicks)
+				if c.SuspectAfter != ms(200) {
+					t.Errorf("SuspectAfter = %v, want 200ms", c.SuspectAfter)
 				}
 			}},
-		{name: "LAN profile", cfg: func() Config { c := DefaultLANConfig(); c.ID, c.Members = 3, []uint32{3, 1}; return c }(),
+		{name: "LAN profile", id: 3, members: []uint32{3, 1}, cfg: DefaultLANConfig(),
 			check: func(t *testing.T, c Config) {
-				if got := c.TickInterval * time.Duration(c.HeartbeatTicks); got != 100*time.Millisecond {
-					t.Errorf("LAN heartbeat every %v, want 100ms", got)
+				if c.Heartbeat != ms(100) {
+					t.Errorf("LAN heartbeat every %v, want 100ms", c.Heartbeat)
 				}
 			}},
-		{name: "ID 0", cfg: Config{ID: 0, Members: []uint32{1}}, field: "ID"},
-		{name: "self not a member", cfg: Config{ID: 4, Members: []uint32{1, 2}}, field: "Members"},
-		{name: "duplicate member", cfg: Config{ID: 1, Members: []uint32{1, 2, 2}}, field: "Members"},
-		{name: "member 0", cfg: Config{ID: 1, Members: []uint32{0, 1}}, field: "Members"},
-		{name: "suspect equal to heartbeat", cfg: Config{ID: 1, Members: []uint32{1}, HeartbeatTicks: 5, SuspectTicks: 5}, field: "SuspectTicks"},
-		{name: "suspect below heartbeat", cfg: Config{ID: 1, Members: []uint32{1}, HeartbeatTicks: 5, SuspectTicks: 3}, field: "SuspectTicks"},
-		{name: "negative heartbeat", cfg: Config{ID: 1, Members: []uint32{1}, HeartbeatTicks: -1}, field: "HeartbeatTicks"},
-		{name: "negative tick", cfg: Config{ID: 1, Members: []uint32{1}, TickInterval: -time.Second}, field: "TickInterval"},
-		{name: "interval beyond 32-bit ms", cfg: Config{ID: 1, Members: []uint32{1}, TickInterval: time.Hour, HeartbeatTicks: 2000}, field: "HeartbeatTicks"},
+		{name: "a heartbeat that is no multiple of anything is kept as given", id: 1, members: []uint32{1}, cfg: Config{Heartbeat: ms(55)},
+			check: func(t *testing.T, c Config) {
+				if c.Heartbeat != ms(55) || c.SuspectAfter != ms(275) {
+					t.Errorf("config %+v", c)
+				}
+			}},
+		{name: "ID 0", id: 0, members: []uint32{1}, field: "ID"},
+		{name: "self not a member", id: 4, members: []uint32{1, 2}, field: "Members"},
+		{name: "duplicate member", id: 1, members: []uint32{1, 2, 2}, field: "Members"},
+		{name: "member 0", id: 1, members: []uint32{0, 1}, field: "Members"},
+		{name: "suspect equal to heartbeat", id: 1, members: []uint32{1}, cfg: Config{Heartbeat: ms(50), SuspectAfter: ms(50)}, field: "SuspectAfter"},
+		{name: "suspect below heartbeat", id: 1, members: []uint32{1}, cfg: Config{Heartbeat: ms(50), SuspectAfter: ms(30)}, field: "SuspectAfter"},
+		{name: "negative heartbeat", id: 1, members: []uint32{1}, cfg: Config{Heartbeat: -ms(1)}, field: "Heartbeat"},
+		{name: "heartbeat below a millisecond", id: 1, members: []uint32{1}, cfg: Config{Heartbeat: time.Microsecond}, field: "Heartbeat"},
+		{name: "interval beyond 32-bit ms", id: 1, members: []uint32{1}, cfg: Config{Heartbeat: 2000 * time.Hour}, field: "Heartbeat"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := New(tt.cfg)
+			c, err := New(core.Env{ID: tt.id, Members: tt.members, Now: t0}, tt.cfg)
 			if tt.field == "" {
 				if err != nil {
 					t.Fatalf("New: %v", err)
@@ -96,7 +110,7 @@ type op struct {
 }
 
 func TestScenarios(t *testing.T) {
-	base := Config{ID: 1, Members: []uint32{1, 2, 3}, HeartbeatTicks: 2, SuspectTicks: 5}
+	base := Config{Heartbeat: 20 * time.Millisecond, SuspectAfter: 50 * time.Millisecond}
 	tests := []struct {
 		name   string
 		script []op
@@ -105,12 +119,12 @@ func TestScenarios(t *testing.T) {
 		flaps  map[uint32]uint64
 	}{
 		{
-			name:   "nothing heard stays unknown before SuspectTicks",
+			name:   "nothing heard stays unknown before SuspectAfter",
 			script: []op{{ticks: 4}},
 			states: map[uint32]State{1: Alive, 2: Unknown, 3: Unknown},
 		},
 		{
-			name:   "never heard is down at SuspectTicks",
+			name:   "never heard is down at SuspectAfter",
 			script: []op{{ticks: 5}},
 			events: []string{"member_down 2", "member_down 3"},
 			states: map[uint32]State{2: Suspect, 3: Suspect},
@@ -122,13 +136,13 @@ func TestScenarios(t *testing.T) {
 			states: map[uint32]State{2: Alive, 3: Suspect},
 		},
 		{
-			name:   "silent for SuspectTicks is suspected, not one tick before",
+			name:   "silent for SuspectAfter is suspected, not one tick before",
 			script: []op{{ticks: 1, from: 2}, {ticks: 4}},
 			events: []string{"member_up 2", "member_down 3"},
 			states: map[uint32]State{2: Alive},
 		},
 		{
-			name:   "silent for SuspectTicks is suspected",
+			name:   "silent for SuspectAfter is suspected",
 			script: []op{{ticks: 1, from: 2}, {ticks: 5}},
 			events: []string{"member_up 2", "member_down 3", "member_down 2"},
 			states: map[uint32]State{2: Suspect},
@@ -149,7 +163,7 @@ func TestScenarios(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCore(t, base)
+			c := newCore(t, 1, []uint32{1, 2, 3}, base)
 			var got []string
 			now := t0
 			for _, o := range tt.script {
@@ -190,10 +204,10 @@ func TestScenarios(t *testing.T) {
 }
 
 func TestHeartbeatSchedule(t *testing.T) {
-	c := newCore(t, Config{ID: 2, Members: []uint32{1, 2, 3}, HeartbeatTicks: 3, SuspectTicks: 10})
+	c := newCore(t, 2, []uint32{1, 2, 3}, Config{Heartbeat: 30 * time.Millisecond, SuspectAfter: 100 * time.Millisecond})
 	var at []int
 	for i := 1; i <= 10; i++ {
-		c.Tick(t0.Add(time.Duration(i) * 10 * time.Millisecond))
+		c.Tick(t0.Add(time.Duration(i-1) * 10 * time.Millisecond)) // the first at the start
 		if i == 2 {
 			if err := c.Step(heartbeat(t, 1, 2, t0)); err != nil {
 				t.Fatal(err)
@@ -217,7 +231,7 @@ func TestHeartbeatSchedule(t *testing.T) {
 			}
 		}
 	}
-	if want := []int{1, 4, 7, 10}; !equal(at, want) {
+	if want := []int{1, 4, 7, 10}; !equal(at, want) { // due at t0, +30ms, +60ms, +90ms
 		t.Errorf("heartbeats at ticks %v, want %v", at, want)
 	}
 	if s := c.StatusView().Sent; s != 4 {
@@ -241,16 +255,20 @@ func TestRandomPhase(t *testing.T) {
 	const hb = 10
 	phases := map[int]bool{}
 	for seed := range uint64(40) {
-		c := newCore(t, Config{ID: 1, Members: []uint32{1, 2}, HeartbeatTicks: hb, Rand: rand.New(rand.NewPCG(seed, 1))})
-		first := 0
-		for i := 1; i <= 2*hb && first == 0; i++ {
-			c.Tick(t0)
+		c := newCore(t, 1, []uint32{1, 2}, Config{Heartbeat: hb * 10 * time.Millisecond}, rand.New(rand.NewPCG(seed, 1)))
+		first := -1
+		for i := 0; i <= 2*hb && first < 0; i++ {
+			now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+			if d := c.Deadline(); d.Before(t0) || !d.Before(t0.Add(hb*10*time.Millisecond)) {
+				t.Fatalf("seed %d: Deadline %v not within the first interval", seed, d.Sub(t0))
+			}
+			c.Tick(now)
 			if len(c.Ready().Messages) > 0 {
 				first = i
 			}
 		}
-		if first < 1 || first > hb {
-			t.Fatalf("seed %d: first heartbeat at tick %d, want 1..%d", seed, first, hb)
+		if first < 0 || first > hb {
+			t.Fatalf("seed %d: first heartbeat at +%d ticks, want 0..%d", seed, first, hb)
 		}
 		phases[first] = true
 	}
@@ -260,7 +278,7 @@ func TestRandomPhase(t *testing.T) {
 }
 
 func TestStepRejects(t *testing.T) {
-	c := newCore(t, Config{ID: 1, Members: []uint32{1, 2}})
+	c := newCore(t, 1, []uint32{1, 2}, Config{})
 	good := heartbeat(t, 2, 2, t0)
 	tests := []struct {
 		name string
@@ -293,16 +311,19 @@ func TestStepRejects(t *testing.T) {
 }
 
 func TestStatusJSON(t *testing.T) {
-	c := newCore(t, Config{ID: 1, Members: []uint32{3, 1, 2}, HeartbeatTicks: 2, SuspectTicks: 4})
+	c := newCore(t, 1, []uint32{3, 1, 2}, Config{Heartbeat: 20 * time.Millisecond, SuspectAfter: 40 * time.Millisecond})
 	heard := t0.Add(1234567 * time.Nanosecond)
 	c.Tick(t0)
 	if err := c.Step(heartbeat(t, 2, 3, heard)); err != nil {
 		t.Fatal(err)
 	}
-	for range 4 {
-		c.Tick(t0)
+	var now time.Time
+	for i := range 4 {
+		now = t0.Add(time.Duration(i+1) * 10 * time.Millisecond)
+		c.Tick(now)
 	}
-	if err := c.Step(heartbeat(t, 3, 1, time.Time{})); err != nil { // no receive stamp: dated by the last tick
+	c.Tick(heard.Add(40 * time.Millisecond))                        // 40 ms of silence from 2: suspected
+	if err := c.Step(heartbeat(t, 3, 1, time.Time{})); err != nil { // no receive stamp: dated by the latest local time
 		t.Fatal(err)
 	}
 	b, err := json.Marshal(c.Status())
@@ -328,13 +349,53 @@ func TestStatusJSON(t *testing.T) {
 	if m2["last_heard"] != heard.Format(time.RFC3339Nano) {
 		t.Errorf("member 2 last_heard %v, want %s", m2["last_heard"], heard.Format(time.RFC3339Nano))
 	}
-	if m3["state"] != "alive" || m3["last_heard"] != t0.Format(time.RFC3339Nano) || m3["their_interval_ms"] != 100.0 {
+	if m3["state"] != "alive" || m3["last_heard"] != heard.Add(40*time.Millisecond).Format(time.RFC3339Nano) || m3["their_interval_ms"] != 100.0 {
 		t.Errorf("member 3: %v", m3)
 	}
 	// A member never heard has no last_heard at all, not year 1.
-	fresh := newCore(t, Config{ID: 1, Members: []uint32{1, 2}})
+	fresh := newCore(t, 1, []uint32{1, 2}, Config{})
 	b, _ = json.Marshal(fresh.Status())
 	if strings.Contains(string(b), "last_heard") || strings.Contains(string(b), "0001-01-01") {
 		t.Errorf("fresh status shows a zero time: %s", b)
+	}
+}
+
+// TestTickAnyTime: an early Tick does nothing; a Tick after a long sleep
+// (the process was stopped) sends one heartbeat, not the missed ones in a
+// burst, schedules the next a full interval later, and suspects nobody for
+// the silence it did not listen to: a member still silent half a timeout
+// later is suspected then.
+func TestTickAnyTime(t *testing.T) {
+	c := newCore(t, 1, []uint32{1, 2}, Config{Heartbeat: 20 * time.Millisecond, SuspectAfter: 50 * time.Millisecond})
+	c.Tick(t0)
+	if err := c.Step(heartbeat(t, 2, 2, t0)); err != nil {
+		t.Fatal(err)
+	}
+	c.Ready()
+	if d := c.Deadline(); !d.Equal(t0.Add(20 * time.Millisecond)) {
+		t.Fatalf("Deadline = +%v, want +20ms", d.Sub(t0))
+	}
+	c.Tick(t0.Add(5 * time.Millisecond)) // early
+	if rd := c.Ready(); !rd.Empty() {
+		t.Fatalf("early Tick produced %+v", rd)
+	}
+	late := t0.Add(10 * time.Second)
+	c.Tick(late)
+	rd := c.Ready()
+	if len(rd.Messages) != 1 || len(rd.Events) != 0 {
+		t.Fatalf("late Tick: %d messages, events %v", len(rd.Messages), rd.Events)
+	}
+	if d := c.Deadline(); !d.Equal(late.Add(20 * time.Millisecond)) {
+		t.Errorf("Deadline after a late Tick = %v after it, want 20ms", d.Sub(late))
+	}
+	for now := late; !now.After(late.Add(25 * time.Millisecond)); now = c.Deadline() {
+		c.Tick(now)
+	}
+	rd = c.Ready()
+	if len(rd.Events) != 1 || rd.Events[0].Name != EventMemberDown {
+		t.Fatalf("member 2 not suspected half a timeout after the stall: %v", rd.Events)
+	}
+	if since := c.StatusView().Members[0].Since; !since.Equal(late.Add(25 * time.Millisecond)) {
+		t.Errorf("suspected since %v after the stall, want 25ms", since.Sub(late))
 	}
 }

@@ -2,12 +2,13 @@ package liveness
 
 import (
 	"testing"
+	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 )
 
 func TestMetrics(t *testing.T) {
-	c := newCore(t, Config{ID: 1, Members: []uint32{1, 2, 3}, HeartbeatTicks: 2, SuspectTicks: 5})
+	c := newCore(t, 1, []uint32{1, 2, 3}, Config{Heartbeat: 20 * time.Millisecond, SuspectAfter: 50 * time.Millisecond})
 	// Member 2 is heard, then suspected, then heard again (one flap);
 	// member 3 never.
 	now := t0
@@ -16,6 +17,7 @@ func TestMetrics(t *testing.T) {
 	}
 	for range 6 {
 		c.Tick(now)
+		now = now.Add(10 * time.Millisecond)
 	}
 	if err := c.Step(heartbeat(t, 2, 2, now)); err != nil {
 		t.Fatal(err)

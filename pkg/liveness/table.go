@@ -14,18 +14,14 @@ import (
 //	2   alive    40ms ago    120    0      2     12.05s ago
 //	3   suspect  1.21s ago   57     1      1     710ms ago
 //
-// Ages are relative to st.Now (the local clock at the detector's last tick),
+// Ages are relative to st.Now (the local clock at the detector's last tick or arrival),
 // so the table reads the same whenever it is printed. SEES is the alive count
 // the member reported in its last heartbeat: members that disagree on it are
 // on different sides of a partition.
 func (st Status) WriteTable(w io.Writer) error {
-	tick := time.Duration(0)
-	if st.HeartbeatTicks > 0 {
-		tick = time.Duration(st.IntervalMS) * time.Millisecond / time.Duration(st.HeartbeatTicks)
-	}
 	if _, err := fmt.Fprintf(w, "member %d: %d of %d alive, heartbeat every %v, suspect after %v, %d sent\n",
 		st.ID, st.Alive, len(st.Members)+1, time.Duration(st.IntervalMS)*time.Millisecond,
-		tick*time.Duration(st.SuspectTicks), st.Sent); err != nil {
+		st.SuspectAfter, st.Sent); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

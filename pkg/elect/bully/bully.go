@@ -2,53 +2,31 @@ package bully
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
-// Role is what a node is doing in the election.
-type Role uint8
+// Role is what a node is doing in the election (elect.Role).
+type Role = elect.Role
 
+// The roles, as bully uses them.
 const (
 	// RoleFollower follows a leader, or waits for a COORDINATOR after a
 	// higher-ranked member answered its election.
-	RoleFollower Role = iota + 1
+	RoleFollower = elect.RoleFollower
 	// RoleCandidate has sent ELECTION to the higher-ranked members and waits
 	// for an ANSWER.
-	RoleCandidate
+	RoleCandidate = elect.RoleCandidate
 	// RoleLeader leads the current term and sends heartbeats.
-	RoleLeader
+	RoleLeader = elect.RoleLeader
 )
-
-func (r Role) String() string {
-	switch r {
-	case RoleFollower:
-		return "follower"
-	case RoleCandidate:
-		return "candidate"
-	case RoleLeader:
-		return "leader"
-	}
-	return fmt.Sprintf("role(%d)", uint8(r))
-}
-
-// MarshalText makes a Role read as its name in JSON status.
-func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
-
-// UnmarshalText reads a Role's name, so that a CLI can decode the status.
-func (r *Role) UnmarshalText(b []byte) error {
-	for _, c := range []Role{RoleFollower, RoleCandidate, RoleLeader} {
-		if string(b) == c.String() {
-			*r = c
-			return nil
-		}
-	}
-	return fmt.Errorf("bully: unknown role %q", b)
-}
 
 // Handles reports whether k is one of the kinds a bully core steps. Cores
 // that embed an election (timed's Berkeley master, mutexd's token
@@ -61,30 +39,19 @@ func Handles(k wire.Kind) bool {
 	return false
 }
 
-// Event names, as the daemon logs and counts them and binds hooks to them.
+// Event names: the shared ones of pkg/elect (see there for their
+// arguments), and bully's own.
 const (
-	// EventElectionStarted: this node became a candidate ("term", "reason").
-	EventElectionStarted = "election_started"
-	// EventElected: this node became leader ("leader", "term").
-	EventElected = "elected"
-	// EventDemoted: this node stopped being leader ("leader", "term",
-	// "reason").
-	EventDemoted = "demoted"
-	// EventLeaderElected: this node learned the leader of a term, its own
-	// claims included, or found its leader again after losing it
-	// ("leader", "term").
-	EventLeaderElected = "leader_elected"
-	// EventLeaderChanged: the leader is a different member than the last one
-	// this node knew ("leader", "term", "previous"). Not emitted when a node
-	// finds the same leader again after a false suspicion.
-	EventLeaderChanged = "leader_changed"
-	// EventLeaderLost: this node no longer knows a leader ("leader" is the
-	// one lost, "term", "reason").
-	EventLeaderLost = "leader_lost"
+	EventElectionStarted = elect.EventElectionStarted
+	EventElected         = elect.EventElected
+	EventDemoted         = elect.EventDemoted
+	EventLeaderElected   = elect.EventLeaderElected
+	EventLeaderChanged   = elect.EventLeaderChanged
+	EventLeaderLost      = elect.EventLeaderLost
 	// EventTermsExhausted: this node cannot claim a term: its term is in
 	// the last round the term space allows ("term", "err"). Reported once;
 	// the node keeps following claims but never leads again until the
-	// cluster's terms are reset (see Status.Exhausted).
+	// cluster's terms are reset (see Detail.Exhausted).
 	EventTermsExhausted = "terms_exhausted"
 )
 
@@ -97,11 +64,13 @@ type inbound struct {
 	higher bool  // the sender outranks this node
 }
 
-// Core is the bully election core. It implements core.Core. It is not safe
-// for concurrent use: the driver serialises Step, Tick, Ready and Resign.
+// Core is the bully election core: an elect.Elector. It is not safe for
+// concurrent use: the driver serialises Step, Tick, Ready and Resign.
 type Core struct {
 	cfg  Config
+	id   uint32
 	self Member
+	rand *rand.Rand
 	// ranked lists the members from the lowest to the highest rank; pos maps
 	// an ID to its index there.
 	ranked []Member
@@ -114,10 +83,18 @@ type Core struct {
 	step stepFunc
 	tick func(b *Core)
 
-	// elapsed counts ticks towards timeout (follower, candidate) or towards
-	// the next heartbeat (leader).
-	elapsed int
-	timeout int
+	// deadline is the role's timer: a candidate's answer timeout, a
+	// leaderless follower's wait for a COORDINATOR (or for the member
+	// below a resigned leader), a leader's next heartbeat. A follower's
+	// patience with its leader is the detector's: every member's timeout
+	// there is LeaderTimeout plus its stagger (leaderTimeout).
+	deadline time.Time
+	armed    time.Duration // what deadline was armed with (followers, candidates)
+	// running is set by the first Tick: until then the startup election New
+	// began may not have left yet (see run); startup says the candidate's
+	// timer is still that election's.
+	running, startup bool
+	det              *liveness.Detector
 	// suspect is the leader a follower gave up on when its timer was
 	// shortened by a resignation: the election that follows does not ask it.
 	suspect uint32
@@ -129,49 +106,73 @@ type Core struct {
 	yielding bool
 
 	now       time.Time // the local clock at the last Tick or arrival
-	ticks     int64     // ticks since start: the pace of the term guard
+	start     time.Time // the local clock at New: the term guard counts from it
 	heard     []time.Time
-	announced struct {
-		lead, last uint32 // lead as last reported (0: none); last non-zero lead
-		term       uint64
-		since      time.Time
-	}
-	counts counters
+	announced elect.Announcer
+	// election is the last election this node started; sentBefore the
+	// messages it had sent before it.
+	election   *elect.ElectionStats
+	sentBefore uint64
+	counts     counters
 
 	// limit and guard decide which terms from the wire are plausible (see
 	// termLimit); exhausted holds the error once no term is left to claim.
 	limit     epoch.Limit
 	guard     epoch.Guard
 	exhausted error
-	// contested is the tick at which this node last told its leader about
-	// a newer term it follows it in (stepStale): at most once a heartbeat.
-	contested int64
+	// contested is when this node last told its leader about a newer term
+	// it follows it in (stepStale): at most once a heartbeat.
+	contested time.Time
 
 	msgs    []core.Message
 	events  []core.Event
 	durable core.Durable // the term: persisted before anything carrying it leaves
 }
 
-var _ core.Core = (*Core)(nil)
+var _ elect.Elector = (*Core)(nil)
 
-// New returns a bully core. It starts (or, after a crash, recovers) by
-// starting an election, as the algorithm requires: the ELECTION messages are
-// in the first Ready.
-func New(cfg Config) (*Core, error) {
-	if err := cfg.validate(); err != nil {
+// Algorithm is bully's entry in an election factory table.
+var Algorithm = elect.Algorithm{
+	Name:    "bully",
+	Summary: "the highest-ranked live member leads (Garcia-Molina); owned terms, no quorum",
+	New: func(env core.Env, o elect.Options) (elect.Elector, error) {
+		return New(env, FromOptions(env.Members, o))
+	},
+}
+
+// New returns the bully core of member env.ID. Its term is restored from
+// env.State (the last Ready.State a driver saved; nil at the first start),
+// refused with a *StateError if it is corrupt or one no member could have
+// reached. env.Rand draws the retry jitter (nil: a generator seeded from
+// the ID); env.Now is the local clock at start. The core starts (or, after
+// a crash, recovers) by starting an election, as the algorithm requires: the
+// ELECTION messages are in the first Ready.
+func New(env core.Env, cfg Config) (*Core, error) {
+	if err := cfg.validate(env.ID, env.Members); err != nil {
 		return nil, err
 	}
-	if err := CheckTerm(cfg.PersistedTerm); err != nil {
+	term, err := Restore(env.State)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckTerm(term); err != nil {
 		return nil, &StateError{Reason: fmt.Sprintf("persisted term: %v", err)}
 	}
+	rnd := env.Rand
+	if rnd == nil {
+		rnd = rand.New(rand.NewPCG(uint64(env.ID), 0x62756c6c79)) // "bully"
+	}
 	b := &Core{
-		cfg:       cfg,
-		ranked:    slices.Clone(cfg.Members),
-		pos:       make(map[uint32]int, len(cfg.Members)),
-		term:      cfg.PersistedTerm,
-		heard:     make([]time.Time, len(cfg.Members)),
-		limit:     termLimit(cfg),
-		contested: -1 << 62,
+		cfg:    cfg,
+		id:     env.ID,
+		rand:   rnd,
+		ranked: slices.Clone(cfg.Members),
+		pos:    make(map[uint32]int, len(cfg.Members)),
+		term:   term,
+		heard:  make([]time.Time, len(cfg.Members)),
+		limit:  termLimit(cfg),
+		now:    env.Now,
+		start:  env.Now,
 	}
 	slices.SortFunc(b.ranked, func(x, y Member) int {
 		switch {
@@ -182,11 +183,17 @@ func New(cfg Config) (*Core, error) {
 		}
 		return 0
 	})
+	ids := make([]uint32, len(b.ranked))
 	for i, m := range b.ranked {
 		b.pos[m.ID] = i
-		if m.ID == cfg.ID {
+		ids[i] = m.ID
+		if m.ID == env.ID {
 			b.self = m
 		}
+	}
+	b.det = liveness.NewDetector(env.ID, ids, cfg.LeaderTimeout, env.Now)
+	for _, m := range b.ranked {
+		b.det.SetTimeout(m.ID, b.leaderTimeout(m.ID))
 	}
 	b.campaign(wire.ReasonStartup, 0)
 	return b, nil
@@ -196,24 +203,24 @@ func New(cfg Config) (*Core, error) {
 
 // becomeFollower follows lead in term (lead 0: wait for a COORDINATOR).
 func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
-	if lead == b.cfg.ID {
+	if lead == b.id {
 		panic("bully: becomeFollower of self")
 	}
 	b.setTerm(term)
 	if b.role == RoleLeader {
-		b.emit(EventDemoted, "stepped down as leader", "leader", b.cfg.ID, "term", b.term, "reason", reason)
+		b.events = append(b.events, b.announced.Demoted(b.id, b.term, reason, b.now))
 	}
 	b.role = RoleFollower
 	b.step = stepFollower
 	b.tick = tickFollower
 	b.lead = lead
 	b.suspect = 0
-	b.elapsed = 0
-	if lead != 0 {
-		b.timeout = b.leaderTimeout(lead)
-	} else {
-		b.timeout = b.cfg.CoordinatorTimeoutTicks + b.cfg.Rand.IntN(b.cfg.AnswerTimeoutTicks+1)
+	b.deadline = time.Time{}
+	if lead == 0 {
+		jitter := time.Duration(b.rand.Int64N(int64(b.cfg.AnswerTimeout) + 1))
+		b.arm(b.cfg.CoordinatorTimeout + jitter)
 	}
+	// Following lead: the detector times it (Step heard the claim).
 	b.announce(reason)
 }
 
@@ -230,17 +237,23 @@ func (b *Core) becomeCandidate(reason wire.ElectionReason) {
 	b.lead = 0
 	b.suspect = 0
 	b.yielding = false
-	b.elapsed = 0
-	b.timeout = b.cfg.AnswerTimeoutTicks
+	wait := b.cfg.AnswerTimeout
 	if reason == wire.ReasonStartup {
 		// A starting node listens a little longer than a round trip: long
 		// enough to hear a sitting leader's heartbeat, so that it learns the
 		// current term before it claims one.
-		b.timeout += b.cfg.HeartbeatTicks
+		wait += b.cfg.Heartbeat
+	}
+	b.arm(wait)
+	b.startup = reason == wire.ReasonStartup
+	if b.startup && !b.running {
+		b.deadline = b.now // a Tick at once: the wait starts with it (run)
 	}
 	b.counts.elections++
+	b.election = &elect.ElectionStats{Term: b.term, Started: b.now}
+	b.sentBefore = b.counts.totalSent()
 	b.announce(reason.String())
-	b.emit(EventElectionStarted, "starting an election", "term", b.term, "reason", reason.String())
+	b.events = append(b.events, b.announced.ElectionStarted(b.term, reason.String(), b.now))
 }
 
 // becomeLeader claims the next term this node owns and announces it. If
@@ -256,7 +269,7 @@ func (b *Core) becomeLeader(reassert bool) {
 	// and above every term it has seen, claims included (the persisted term
 	// is at least the last claim): no other node can claim it, and this
 	// node cannot claim it twice.
-	next, err := b.limit.Next(b.term, b.cfg.ID)
+	next, err := b.limit.Next(b.term, b.id)
 	if err != nil {
 		b.exhaust(err)
 		return
@@ -266,10 +279,10 @@ func (b *Core) becomeLeader(reassert bool) {
 	b.role = RoleLeader
 	b.step = stepLeader
 	b.tick = tickLeader
-	b.lead = b.cfg.ID
+	b.lead = b.id
 	b.suspect = 0
 	b.yielding = false
-	b.elapsed = 0
+	b.deadline = b.now.Add(b.cfg.Heartbeat)
 	b.counts.claims++
 	var flags uint8
 	if reassert {
@@ -277,7 +290,7 @@ func (b *Core) becomeLeader(reassert bool) {
 	}
 	b.broadcast(wire.KindCoordinator, wire.Coordinator{Priority: b.self.Priority, Flags: flags})
 	if !wasLeader {
-		b.emit(EventElected, "elected leader", "leader", b.cfg.ID, "term", b.term)
+		b.events = append(b.events, b.announced.Elected(b.id, b.term, b.now))
 	}
 	b.announce("claimed")
 }
@@ -304,7 +317,7 @@ func (b *Core) exhaust(err error) {
 func (b *Core) campaign(reason wire.ElectionReason, suspect uint32) {
 	b.becomeCandidate(reason)
 	asked := 0
-	for _, m := range b.ranked[b.pos[b.cfg.ID]+1:] {
+	for _, m := range b.ranked[b.pos[b.id]+1:] {
 		if m.ID == suspect {
 			continue
 		}
@@ -317,7 +330,7 @@ func (b *Core) campaign(reason wire.ElectionReason, suspect uint32) {
 }
 
 // leaderLost is a follower giving up on its leader; gap members ranked
-// between them get the stagger (see Config.StaggerTicks).
+// between them get the stagger (see Config.Stagger).
 func (b *Core) leaderLost(reason wire.ElectionReason) {
 	lost := b.lead
 	if lost == 0 {
@@ -327,18 +340,18 @@ func (b *Core) leaderLost(reason wire.ElectionReason) {
 }
 
 // leaderTimeout is the follower's patience with lead.
-func (b *Core) leaderTimeout(lead uint32) int {
-	return b.cfg.LeaderTimeoutTicks + b.stagger(lead)
+func (b *Core) leaderTimeout(lead uint32) time.Duration {
+	return b.cfg.LeaderTimeout + b.stagger(lead)
 }
 
-// stagger is StaggerTicks times the number of members ranked strictly
-// between this node and lead.
-func (b *Core) stagger(lead uint32) int {
-	gap := b.pos[lead] - b.pos[b.cfg.ID] - 1
+// stagger is Stagger times the number of members ranked strictly between
+// this node and lead.
+func (b *Core) stagger(lead uint32) time.Duration {
+	gap := b.pos[lead] - b.pos[b.id] - 1
 	if gap < 0 {
 		gap = 0
 	}
-	return gap * b.cfg.StaggerTicks
+	return time.Duration(gap) * b.cfg.Stagger
 }
 
 // setTerm raises the term. Terms never go down.
@@ -354,25 +367,69 @@ func (b *Core) setTerm(t uint64) {
 
 // ---- ticks -----------------------------------------------------------------
 
-// Tick advances the timers by one tick. A timeout acts through the same
-// transitions a message does (campaign, becomeLeader), called directly
-// rather than as a local message kind: no wire kind can trigger them, so
-// nothing from the network can fake a timeout.
+// Tick runs the timers that are due at now. It may come at any time:
+// early it does nothing; late, each due timer acts once (a leader sends one
+// heartbeat, not the missed ones); after a stall of this process the
+// detector gives the leader time to be heard before it is suspected (see
+// liveness.Detector). A timeout acts through the same transitions a message
+// does (campaign, becomeLeader), called directly rather than as a local
+// message kind: no wire kind can trigger them, so nothing from the network
+// can fake a timeout.
 func (b *Core) Tick(now time.Time) {
-	b.now = now
-	b.ticks++
+	b.run(now)
+	if now.After(b.now) {
+		b.now = now
+	}
+	b.det.Check(now)
+	b.det.Transitions() // bully acts on its leader's state only, below
+	if b.role != RoleLeader && !b.deadline.IsZero() && now.Sub(b.deadline) > b.armed {
+		// Overslept by more than the whole wait: this process did not run
+		// (a stall, or a start slower than the core's construction), and
+		// what it waits for, an ANSWER or a COORDINATOR, may be unread in
+		// its socket. It waits once more from now, as a tick count would
+		// have, rather than act on a silence it did not listen to.
+		b.deadline = now.Add(b.armed)
+		b.counts.overslept++
+	}
 	b.tick(b)
 }
 
-func tickFollower(b *Core) {
-	b.elapsed++
-	if b.elapsed < b.timeout {
+// run marks the first Tick. The startup election's ELECTIONs leave with
+// the first Ready, which a daemon drains when its loop starts, some time
+// after it built the core (opening sockets, reading keys, a busy host: a
+// quarter of a second is seen); its first Tick comes with the loop too
+// (not its first Step: frames queued in the socket meanwhile carry their
+// arrival stamps, from before the loop ran). So New asks for a Tick at once
+// (its Deadline is the start), and the startup wait counts from that first
+// Tick, as a tick count started with the first tick.
+func (b *Core) run(at time.Time) {
+	if b.running {
 		return
 	}
+	b.running = true
+	if b.role == RoleCandidate && b.startup {
+		b.deadline = at.Add(b.armed)
+	}
+}
+
+// arm sets the role's timer to d from now.
+func (b *Core) arm(d time.Duration) { b.deadline, b.armed = b.now.Add(d), d }
+
+// Deadline is when Tick next has something to do (core.Scheduler): the
+// role's timer or the detector's next expiry.
+func (b *Core) Deadline() time.Time { return core.Earliest(b.deadline, b.det.Deadline()) }
+
+// due reports whether the role's timer has expired.
+func (b *Core) due() bool { return !b.deadline.IsZero() && !b.now.Before(b.deadline) }
+
+func tickFollower(b *Core) {
 	switch {
 	case b.lead != 0:
-		b.counts.leaderTimeouts++
-		b.leaderLost(wire.ReasonLeaderLost)
+		if !b.det.Alive(b.lead) {
+			b.counts.leaderTimeouts++
+			b.leaderLost(wire.ReasonLeaderLost)
+		}
+	case !b.due():
 	case b.suspect != 0:
 		b.leaderLost(wire.ReasonLeaderResigned)
 	default:
@@ -383,8 +440,7 @@ func tickFollower(b *Core) {
 }
 
 func tickCandidate(b *Core) {
-	b.elapsed++
-	if b.elapsed >= b.timeout {
+	if b.due() {
 		// No higher-ranked member answered in time: none is alive (or none
 		// could be reached; see the package doc on partitions).
 		b.becomeLeader(false)
@@ -392,11 +448,14 @@ func tickCandidate(b *Core) {
 }
 
 func tickLeader(b *Core) {
-	b.elapsed++
-	if b.elapsed >= b.cfg.HeartbeatTicks {
-		b.elapsed = 0
-		b.broadcast(wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority})
+	if !b.due() {
+		return
 	}
+	b.deadline = b.deadline.Add(b.cfg.Heartbeat)
+	if !b.deadline.After(b.now) {
+		b.deadline = b.now.Add(b.cfg.Heartbeat) // missed heartbeats are not sent in a burst
+	}
+	b.broadcast(wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority})
 }
 
 // ---- messages ----------------------------------------------------------------
@@ -410,14 +469,14 @@ func (b *Core) Step(m core.Message) error {
 		return err
 	}
 	b.counts.received[kindIndex(m.Kind)]++
-	if !m.Time.IsZero() {
-		b.now = m.Time // the freshest local reading, for the status times
+	if m.Time.After(b.now) {
+		b.now = m.Time // the freshest local reading
 	}
 	b.heard[b.pos[m.From]] = b.now
 
 	// A newer term moves this node's for good (and is persisted): it must
 	// be one the cluster could have reached by now (see termLimit).
-	if err := b.guard.Admit(b.limit, b.ticks, b.term, m.Term); err != nil {
+	if err := b.guard.Admit(b.limit, b.sinceStart(), b.term, m.Term); err != nil {
 		err = fmt.Errorf("bully: %v from %d: %w", m.Kind, m.From, err)
 		b.counts.reject(err)
 		return err
@@ -426,20 +485,23 @@ func (b *Core) Step(m core.Message) error {
 		b.counts.stale++
 		return b.stepStale(in)
 	}
+	// A frame of the current or a newer term is a sign of life (a stale
+	// one is not: it may be a forged claim in the leader's name).
+	b.det.Heard(m.From, b.now)
 	return b.step(b, in)
 }
 
 // accept checks who sent m and decodes its payload: structure and the
 // member list, no protocol state.
 func (b *Core) accept(m core.Message) (*inbound, error) {
-	if m.From == b.cfg.ID {
+	if m.From == b.id {
 		return nil, ErrFromSelf
 	}
 	i, ok := b.pos[m.From]
 	if !ok {
 		return nil, fmt.Errorf("%w: %d", core.ErrUnknownMember, m.From)
 	}
-	in := &inbound{Message: m, higher: i > b.pos[b.cfg.ID]}
+	in := &inbound{Message: m, higher: i > b.pos[b.id]}
 	var prio uint32
 	switch m.Kind {
 	case wire.KindElection:
@@ -504,8 +566,8 @@ func (b *Core) stepStale(in *inbound) error {
 		// term we are in. Tell it as bully does, with an ELECTION in our
 		// term: it takes the cluster back above that term, and the forged
 		// claim is stale everywhere.
-		if b.ticks-b.contested >= int64(b.cfg.HeartbeatTicks) {
-			b.contested = b.ticks
+		if b.contested.IsZero() || b.now.Sub(b.contested) >= b.cfg.Heartbeat {
+			b.contested = b.now
 			b.counts.contested++
 			b.send(in.From, wire.KindElection, wire.Election{Priority: b.self.Priority, Reason: wire.ReasonPreempt})
 		}
@@ -612,8 +674,7 @@ func (b *Core) stepClaim(in *inbound) {
 	}
 	if in.higher || b.yielding {
 		if in.From == b.lead && in.Term == b.term {
-			b.elapsed = 0 // the common case: a heartbeat
-			return
+			return // the common case: a heartbeat (Step told the detector)
 		}
 		b.becomeFollower(in.Term, in.From, "coordinator")
 		return
@@ -639,8 +700,9 @@ func (b *Core) stepResigned(in *inbound) {
 	}
 	b.becomeFollower(in.Term, 0, "leader_resigned")
 	b.suspect = in.From
-	b.timeout = b.stagger(in.From)
-	if b.timeout == 0 {
+	wait := b.stagger(in.From)
+	b.arm(wait)
+	if wait == 0 {
 		b.leaderLost(wire.ReasonLeaderResigned)
 	}
 }
@@ -666,20 +728,23 @@ func (b *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 
 // ---- operations --------------------------------------------------------------
 
-// Resign makes the leader step down: it tells the followers at once (a
-// heartbeat flagged "resign"), and they elect somebody else right away.
-// This node does not take part in that election and follows its winner even
-// if it outranks it; it competes again in later elections. If nobody takes
-// over within the leader timeout (this node is alone), it starts an
-// election of its own.
-func (b *Core) Resign() error {
+// Resign makes the leader step down at local time now: it tells the
+// followers at once (a heartbeat flagged "resign"), and they elect somebody
+// else right away. This node does not take part in that election and
+// follows its winner even if it outranks it; it competes again in later
+// elections. If nobody takes over within the leader timeout (this node is
+// alone), it starts an election of its own.
+func (b *Core) Resign(now time.Time) error {
 	if b.role != RoleLeader {
 		return ErrNotLeader
+	}
+	if now.After(b.now) {
+		b.now = now
 	}
 	b.broadcast(wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority, Flags: wire.HeartbeatResign})
 	b.becomeFollower(b.term, 0, "resigned")
 	b.yielding = true
-	b.timeout = b.cfg.LeaderTimeoutTicks
+	b.arm(b.cfg.LeaderTimeout)
 	return nil
 }
 
@@ -694,8 +759,12 @@ func (b *Core) answers(in *inbound) bool {
 	return b.lead != 0 && b.pos[b.lead] > b.pos[in.From]
 }
 
-// Leader returns the leader this node knows (0 if none) and the term.
-func (b *Core) Leader() (id uint32, term uint64) { return b.lead, b.term }
+// Leader returns the leader this node knows (0 and ok false if none) and
+// the term.
+func (b *Core) Leader() (id uint32, term uint64, ok bool) { return b.lead, b.term, b.lead != 0 }
+
+// Changes drains the leadership changes since the last call (elect.Elector).
+func (b *Core) Changes() []elect.Change { return b.announced.Changes() }
 
 // Role returns this node's role.
 func (b *Core) Role() Role { return b.role }
@@ -737,6 +806,10 @@ func (b *Core) send(to uint32, k wire.Kind, p appender) {
 	}
 }
 
+// sinceStart is the term guard's clock: nanoseconds of the local clock
+// since New (a clock that goes back regains no credit, see epoch.Guard).
+func (b *Core) sinceStart() int64 { return int64(b.now.Sub(b.start)) }
+
 func (b *Core) broadcast(k wire.Kind, p appender) {
 	if len(b.ranked) > 1 {
 		b.send(core.Broadcast, k, p)
@@ -747,23 +820,12 @@ func (b *Core) emit(name, msg string, args ...any) {
 	b.events = append(b.events, core.Event{Name: name, Msg: msg, Args: args})
 }
 
-// announce reports leader changes (see the Event* constants) after every
-// transition.
+// announce reports leader changes (elect.Announcer's rules) after every
+// transition, and closes the election this node started once a leader is
+// known.
 func (b *Core) announce(reason string) {
-	a := &b.announced
-	switch {
-	case b.lead == 0 && a.lead != 0:
-		b.emit(EventLeaderLost, "lost the leader", "leader", a.lead, "term", a.term, "reason", reason)
-		a.lead, a.since = 0, b.now
-	case b.lead != 0 && (b.lead != a.lead || b.term != a.term):
-		b.emit(EventLeaderElected, "leader known", "leader", b.lead, "term", b.term)
-		if a.last != 0 && a.last != b.lead {
-			b.emit(EventLeaderChanged, "leader changed", "leader", b.lead, "term", b.term, "previous", a.last)
-		}
-		if b.lead != a.lead {
-			a.since = b.now
-		}
-		a.lead, a.last = b.lead, b.lead
+	b.events = append(b.events, b.announced.Leader(b.lead, b.term, b.now, reason)...)
+	if e := b.election; e != nil && e.Decided.IsZero() && b.lead != 0 {
+		e.Decided, e.Leader, e.Sent = b.now, b.lead, b.counts.totalSent()-b.sentBefore
 	}
-	a.term = b.term
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
@@ -30,7 +31,7 @@ func (n *network) agree(want uint32) bool {
 			continue
 		}
 		b := n.nodes[id]
-		l, tm := b.Leader()
+		l, tm, _ := b.Leader()
 		if l != want || tm != n.nodes[want].Term() {
 			return false
 		}
@@ -61,7 +62,7 @@ func TestStartupElectsHighestWithWorstCaseMessages(t *testing.T) {
 			}
 			// The first term ever claimed is the one the top member owns in
 			// round 0.
-			if _, term := n.nodes[top].Leader(); term != MakeTerm(0, top) {
+			if _, term, _ := n.nodes[top].Leader(); term != MakeTerm(0, top) {
 				t.Errorf("term %d, want %d", term, MakeTerm(0, top))
 			}
 			if el := n.eventsNamed(EventElected); len(el) != 1 || el[0].node != top {
@@ -110,9 +111,9 @@ func TestLowestDetectsFirstStaysWithinNotesBound(t *testing.T) {
 	const size = 7
 	// The lowest member notices first (shortest leader timeout): the notes'
 	// worst-case initiator.
-	n := newNetwork(t, ids(size), func(c *Config) {
-		if c.ID == 1 {
-			c.LeaderTimeoutTicks = 15
+	n := newNetwork(t, ids(size), func(id uint32, c *Config) {
+		if id == 1 {
+			c.LeaderTimeout = 150 * time.Millisecond
 		}
 	})
 	n.settle(size, 100)
@@ -145,7 +146,7 @@ func TestFalseSuspicionKeepsLeaderAndTerm(t *testing.T) {
 	// enough to suspect it, then the link comes back.
 	n.cut[[2]uint32{5, 2}] = true
 	n.events = nil
-	n.tick(DefaultLANConfig().LeaderTimeoutTicks + 10)
+	n.tick(ticks(DefaultLANConfig().LeaderTimeout) + 10)
 	delete(n.cut, [2]uint32{5, 2})
 	if got := n.settle(5, 100); got != term {
 		t.Errorf("term moved %d -> %d on a false suspicion", term, got)
@@ -245,7 +246,7 @@ func (n *network) settleWithout(want, isolated uint32, limit int) uint64 {
 			if id == isolated || n.down[id] {
 				continue
 			}
-			if l, tm := n.nodes[id].Leader(); l != want || tm != n.nodes[want].Term() {
+			if l, tm, _ := n.nodes[id].Leader(); l != want || tm != n.nodes[want].Term() {
 				ok = false
 			}
 		}
@@ -261,11 +262,11 @@ func (n *network) settleWithout(want, isolated uint32, limit int) uint64 {
 func TestResign(t *testing.T) {
 	n := newNetwork(t, ids(5), nil)
 	t5 := n.settle(5, 100)
-	if err := n.nodes[4].Resign(); !errors.Is(err, ErrNotLeader) {
+	if err := n.nodes[4].Resign(n.now); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("follower Resign: %v, want ErrNotLeader", err)
 	}
 	n.events = nil
-	if err := n.nodes[5].Resign(); err != nil {
+	if err := n.nodes[5].Resign(n.now); err != nil {
 		t.Fatal(err)
 	}
 	n.drain(5)
@@ -280,7 +281,7 @@ func TestResign(t *testing.T) {
 	// heartbeat.
 	n.tick(200)
 	n.stable(4)
-	if !n.nodes[5].View().Yielding {
+	if !n.nodes[5].Detail().Yielding {
 		t.Error("5 not reported yielding")
 	}
 	for _, e := range n.eventsNamed(EventElected) {
@@ -296,11 +297,11 @@ func TestResign(t *testing.T) {
 func TestResignAlone(t *testing.T) {
 	n := newNetwork(t, ids(1), nil)
 	t1 := n.settle(1, 100)
-	if err := n.nodes[1].Resign(); err != nil {
+	if err := n.nodes[1].Resign(n.now); err != nil {
 		t.Fatal(err)
 	}
 	n.drain(1)
-	if l, _ := n.nodes[1].Leader(); l != 0 {
+	if l, _, _ := n.nodes[1].Leader(); l != 0 {
 		t.Fatalf("leader %d right after resigning", l)
 	}
 	if t2 := n.settle(1, 200); t2 <= t1 {
@@ -372,7 +373,7 @@ func TestStepRejects(t *testing.T) {
 			n := newNetwork(t, ms, nil)
 			n.settle(2, 100)
 			b := n.nodes[tc.to]
-			before := b.View()
+			before := b.Report()
 			err := b.Step(tc.m)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Step: %v, want %v", err, tc.want)
@@ -380,7 +381,7 @@ func TestStepRejects(t *testing.T) {
 			if rd := b.Ready(); !rd.Empty() {
 				t.Errorf("rejected message had effects: %+v", rd)
 			}
-			after := b.View()
+			after := b.Report()
 			if after.Term != before.Term || after.Leader != before.Leader || after.Role != before.Role {
 				t.Errorf("state changed: %+v -> %+v", before, after)
 			}
@@ -405,16 +406,16 @@ func TestStepRejects(t *testing.T) {
 func TestStatusCounts(t *testing.T) {
 	n := newNetwork(t, ids(3), nil)
 	n.settle(3, 100)
-	hb := DefaultLANConfig().HeartbeatTicks
+	hb := ticks(DefaultLANConfig().Heartbeat)
 	n.tick(2*hb + hb/2) // two heartbeats
-	s := n.nodes[3].View()
-	if s.Role != RoleLeader || s.Leader != 3 || s.ElectionsStarted != 1 || s.TermsClaimed != 1 {
+	s := n.nodes[3].Report()
+	if s.Role != RoleLeader || s.Leader != 3 || s.ElectionsStarted != 1 || s.Detail.(Detail).TermsClaimed != 1 {
 		t.Errorf("leader status %+v", s)
 	}
 	if s.Sent["coordinator"] != 2 || s.Sent["leader_heartbeat"] != 4 || s.Received["election"] != 2 {
 		t.Errorf("counters sent %v received %v", s.Sent, s.Received)
 	}
-	f := n.nodes[1].View()
+	f := n.nodes[1].Report()
 	if f.Received["leader_heartbeat"] != 2 || f.Sent["election"] != 2 || f.LeaderSince.IsZero() {
 		t.Errorf("follower status %+v", f)
 	}
@@ -479,8 +480,8 @@ func TestPartitionSidesClaimDistinctTerms(t *testing.T) {
 	}
 	n.crash(5)
 	n.tick(100)
-	l3, t3 := n.nodes[1].Leader()
-	l4, t4 := n.nodes[4].Leader()
+	l3, t3, _ := n.nodes[1].Leader()
+	l4, t4, _ := n.nodes[4].Leader()
 	if l3 != 3 || l4 != 4 {
 		t.Fatalf("sides elected %d and %d, want 3 and 4", l3, l4)
 	}
@@ -510,5 +511,65 @@ func TestImpossibleTransitionsPanic(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+}
+
+// TestOversleptTimerWaitsAgain: a node whose Tick comes long after its
+// timer's deadline (the process was stopped) does not crown itself on a
+// silence it did not listen to: it waits its timeout again from then, and
+// the higher-ranked member's ANSWER that arrives meanwhile keeps it from
+// claiming.
+func TestOversleptTimerWaitsAgain(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b, err := New(core.Env{ID: 1, Members: []uint32{1, 2}, Now: t0}, DefaultLANConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	b.Tick(t0) // the loop runs: the startup wait starts
+	late := t0.Add(700 * time.Millisecond)
+	b.Tick(late)
+	if b.Role() != RoleCandidate || b.Detail().Overslept != 1 {
+		t.Fatalf("after a late tick: %v, overslept %d", b.Role(), b.Detail().Overslept)
+	}
+	if d := b.Deadline(); !d.Equal(late.Add(100 * time.Millisecond)) {
+		t.Fatalf("deadline %v after the late tick, want 100ms", d.Sub(late))
+	}
+	p, _ := wire.Answer{}.AppendBinary(nil)
+	if err := b.Step(core.Message{From: 2, Kind: wire.KindAnswer, Payload: p, Time: late.Add(time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	b.Tick(late.Add(100 * time.Millisecond))
+	if b.Role() == RoleLeader {
+		t.Fatal("claimed although the higher-ranked member answered")
+	}
+}
+
+// TestStartupWaitCountsFromFirstTick: a daemon builds the core, then opens
+// its sockets; the startup ELECTIONs leave with the first Ready, and the
+// first Tick comes with the loop. When it comes well after New, the node
+// still listens its whole startup wait from then before it claims.
+func TestStartupWaitCountsFromFirstTick(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b, err := New(core.Env{ID: 2, Members: []uint32{1, 2}, Now: t0}, DefaultLANConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	if d := b.Deadline(); !d.Equal(t0) {
+		t.Fatalf("a new core asks for its first Tick %v after New, want at once", d.Sub(t0))
+	}
+	first := t0.Add(90 * time.Millisecond)
+	b.Tick(first)
+	b.Tick(t0.Add(110 * time.Millisecond)) // the wait from New has passed
+	if b.Role() != RoleCandidate {
+		t.Fatalf("claimed %v after New, %v after its first input", 110*time.Millisecond, 20*time.Millisecond)
+	}
+	if d := b.Deadline(); !d.Equal(first.Add(100 * time.Millisecond)) {
+		t.Fatalf("deadline %v after the first input, want 100ms", d.Sub(first))
+	}
+	b.Tick(first.Add(100 * time.Millisecond))
+	if b.Role() != RoleLeader {
+		t.Fatalf("alone after its wait: %v", b.Role())
 	}
 }

@@ -46,7 +46,7 @@ func TestChaos(t *testing.T) {
 					clear(n.cut)
 				case 5:
 					if id := pick(); !n.down[id] && n.nodes[id].Role() == RoleLeader {
-						if err := n.nodes[id].Resign(); err != nil {
+						if err := n.nodes[id].Resign(n.now); err != nil {
 							t.Fatal(err)
 						}
 						n.drain(id)
@@ -69,7 +69,7 @@ func TestChaos(t *testing.T) {
 			// leader fails: the leader must be the highest-ranked live
 			// member that is not yielding.
 			n.tick(300)
-			want := n.topLive(func(id uint32) bool { return !n.nodes[id].View().Yielding })
+			want := n.topLive(func(id uint32) bool { return !n.nodes[id].Detail().Yielding })
 			if want == 0 {
 				want = n.topLive(func(uint32) bool { return true })
 			}

@@ -3,8 +3,11 @@ package bully
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/liveness"
 )
 
 // Member is one cluster member as every node's member list names it. All
@@ -23,71 +26,95 @@ func (m Member) outranks(o Member) bool {
 	return m.ID > o.ID
 }
 
-// Config configures a bully core. Durations are in ticks, the driver's fixed
-// Tick interval (10 ms in the daemons). Zero fields take their defaults in
-// New; DefaultLANConfig spells them out.
+// Config configures a bully core. Every timeout is a time.Duration of the
+// local clock, used as given (never rounded to a tick) and checked by
+// liveness.CheckTimeout; zero fields take their defaults (DefaultLANConfig
+// spells them out). This member's ID, the start time, the random source
+// (retry jitter) and the persisted term come from core.Env.
 type Config struct {
-	// ID is this node's member ID. Required.
-	ID uint32
-	// Members is the whole cluster, this node included. Required.
+	// Members ranks the whole cluster, this member included. Empty: the
+	// Env's members, all of priority 0 (ranked by ID).
 	Members []Member
 
-	// HeartbeatTicks is the leader's heartbeat interval. Default 5 (50 ms).
-	HeartbeatTicks int
-	// LeaderTimeoutTicks is how long a follower waits without hearing the
-	// leader before it starts an election. It must exceed HeartbeatTicks.
-	// The default, 40 (400 ms), is eight heartbeats: seven in a row must be
+	// Heartbeat is the leader's heartbeat interval. Default 50 ms.
+	Heartbeat time.Duration
+	// LeaderTimeout is how long a follower waits without hearing the
+	// leader before it starts an election. It must exceed Heartbeat.
+	// The default, 400 ms, is eight heartbeats: seven in a row must be
 	// lost before a live leader is suspected. With 5% loss at every host a
 	// heartbeat is lost with p = 0.0975 and a follower suspects a live
 	// leader once in ~10^7 heartbeats, once in years; the first defaults
 	// (100 ms heartbeats, 450 ms) needed only four losses in a row, and
 	// the benchmark saw a false election every few minutes.
-	LeaderTimeoutTicks int
-	// StaggerTicks is added to LeaderTimeoutTicks once for every member
-	// ranked between this node and the leader. The member just below the
-	// leader therefore notices a dead leader first and, having nobody else to
-	// ask, takes over at once with one COORDINATOR broadcast before the others
+	LeaderTimeout time.Duration
+	// Stagger is added to LeaderTimeout once for every member ranked
+	// between this node and the leader. The member just below the leader
+	// therefore notices a dead leader first and, having nobody else to ask,
+	// takes over at once with one COORDINATOR broadcast before the others
 	// time out: bully's best case (no ELECTION, N-2 COORDINATOR deliveries)
-	// becomes the common case. Default 2 (20 ms): well above LAN delays.
-	StaggerTicks int
-	// AnswerTimeoutTicks is how long a candidate waits for an ANSWER from a
-	// higher-ranked member before it declares itself leader. It must cover a
-	// round trip. Default 5 (50 ms).
-	AnswerTimeoutTicks int
-	// CoordinatorTimeoutTicks is how long a node that got an ANSWER waits for
+	// becomes the common case. Default 20 ms: well above LAN delays.
+	Stagger time.Duration
+	// AnswerTimeout is how long a candidate waits for an ANSWER from a
+	// higher-ranked member before it declares itself leader. It must cover
+	// a round trip. Default 50 ms.
+	AnswerTimeout time.Duration
+	// CoordinatorTimeout is how long a node that got an ANSWER waits for
 	// the COORDINATOR (or a heartbeat of a sitting leader) before it starts
-	// over; a random 0..AnswerTimeoutTicks is added so that nodes that gave up
-	// together do not retry together. It must exceed AnswerTimeoutTicks and
-	// HeartbeatTicks. Default 25 (250 ms).
-	CoordinatorTimeoutTicks int
-
-	// PersistedTerm is the term restored from the previous run's state (see
-	// Restore). The node never claims a term at or below it.
-	PersistedTerm uint64
-
-	// Rand is the source of the retry jitter. Nil: a generator seeded from
-	// ID, deterministic; the daemon passes a randomly seeded one, the
-	// simulator a seeded one.
-	Rand *rand.Rand
+	// over; a random 0..AnswerTimeout is added so that nodes that gave up
+	// together do not retry together. It must exceed AnswerTimeout and
+	// Heartbeat. Default 250 ms.
+	CoordinatorTimeout time.Duration
 }
 
-// DefaultLANConfig returns the timeouts for a LAN with a 10 ms tick: 50 ms
-// heartbeats, a dead leader noticed after 400 ms and replaced at once by the
-// member ranked just below it. Set ID and Members (and Rand) before use.
+// DefaultLANConfig returns the timeouts for a LAN: 50 ms heartbeats, a dead
+// leader noticed after 400 ms and replaced at once by the member ranked
+// just below it.
 func DefaultLANConfig() Config {
 	return Config{
-		HeartbeatTicks:          5,
-		LeaderTimeoutTicks:      40,
-		StaggerTicks:            2,
-		AnswerTimeoutTicks:      5,
-		CoordinatorTimeoutTicks: 25,
+		Heartbeat:          50 * time.Millisecond,
+		LeaderTimeout:      400 * time.Millisecond,
+		Stagger:            20 * time.Millisecond,
+		AnswerTimeout:      50 * time.Millisecond,
+		CoordinatorTimeout: 250 * time.Millisecond,
 	}
 }
 
-// validate fills defaults in and rejects contradictions.
-func (c *Config) validate() error {
-	if c.ID == 0 {
+// FromOptions is the configuration for the operator's elect.Options: the
+// timeouts it sets, the others in their default proportions to the
+// heartbeat and answer timeout (the coordinator timeout twice the longer of
+// the two plus an answer timeout, the stagger half an answer timeout), and
+// the members ranked by its priorities.
+func FromOptions(members []uint32, o elect.Options) Config {
+	c := DefaultLANConfig()
+	if o.Heartbeat != 0 {
+		c.Heartbeat = o.Heartbeat
+	}
+	if o.LeaderTimeout != 0 {
+		c.LeaderTimeout = o.LeaderTimeout
+	}
+	if o.AnswerTimeout != 0 {
+		c.AnswerTimeout = o.AnswerTimeout
+	}
+	if o.Heartbeat != 0 || o.AnswerTimeout != 0 {
+		c.CoordinatorTimeout = max(c.AnswerTimeout, c.Heartbeat)*2 + c.AnswerTimeout
+		c.Stagger = max(liveness.MinTimeout, c.AnswerTimeout/2)
+	}
+	for _, id := range members {
+		c.Members = append(c.Members, Member{ID: id, Priority: o.Priorities[id]})
+	}
+	return c
+}
+
+// validate fills defaults in and rejects contradictions; self is this
+// member's ID and members the Env's list.
+func (c *Config) validate(self uint32, members []uint32) error {
+	if self == 0 {
 		return errors.New("bully: ID must be > 0")
+	}
+	if len(c.Members) == 0 {
+		for _, id := range members {
+			c.Members = append(c.Members, Member{ID: id})
+		}
 	}
 	if len(c.Members) == 0 {
 		return errors.New("bully: empty member list")
@@ -102,43 +129,50 @@ func (c *Config) validate() error {
 		}
 		seen[m.ID] = true
 	}
-	if !seen[c.ID] {
-		return fmt.Errorf("bully: own ID %d is not in the member list", c.ID)
+	if !seen[self] {
+		return fmt.Errorf("bully: own ID %d is not in the member list", self)
+	}
+	if len(members) > 0 {
+		if len(members) != len(c.Members) {
+			return fmt.Errorf("bully: %d ranked members, %d members", len(c.Members), len(members))
+		}
+		for _, id := range members {
+			if !seen[id] {
+				return fmt.Errorf("bully: member %d is not ranked", id)
+			}
+		}
 	}
 
 	def := DefaultLANConfig()
 	for _, f := range []struct {
 		name string
-		v    *int
-		def  int
+		v    *time.Duration
+		def  time.Duration
 	}{
-		{"HeartbeatTicks", &c.HeartbeatTicks, def.HeartbeatTicks},
-		{"LeaderTimeoutTicks", &c.LeaderTimeoutTicks, def.LeaderTimeoutTicks},
-		{"StaggerTicks", &c.StaggerTicks, def.StaggerTicks},
-		{"AnswerTimeoutTicks", &c.AnswerTimeoutTicks, def.AnswerTimeoutTicks},
-		{"CoordinatorTimeoutTicks", &c.CoordinatorTimeoutTicks, def.CoordinatorTimeoutTicks},
+		{"Heartbeat", &c.Heartbeat, def.Heartbeat},
+		{"LeaderTimeout", &c.LeaderTimeout, def.LeaderTimeout},
+		{"Stagger", &c.Stagger, def.Stagger},
+		{"AnswerTimeout", &c.AnswerTimeout, def.AnswerTimeout},
+		{"CoordinatorTimeout", &c.CoordinatorTimeout, def.CoordinatorTimeout},
 	} {
-		if *f.v < 0 {
-			return fmt.Errorf("bully: %s = %d, must be >= 0 (0: default %d)", f.name, *f.v, f.def)
-		}
 		if *f.v == 0 {
 			*f.v = f.def
 		}
+		if err := liveness.CheckTimeout(f.name, *f.v); err != nil {
+			return fmt.Errorf("bully: %w (0: default %v)", err, f.def)
+		}
 	}
-	if c.LeaderTimeoutTicks <= c.HeartbeatTicks {
-		return fmt.Errorf("bully: LeaderTimeoutTicks (%d) must exceed HeartbeatTicks (%d), or every follower suspects a live leader between two heartbeats",
-			c.LeaderTimeoutTicks, c.HeartbeatTicks)
+	if c.LeaderTimeout <= c.Heartbeat {
+		return fmt.Errorf("bully: LeaderTimeout (%v) must exceed Heartbeat (%v), or every follower suspects a live leader between two heartbeats",
+			c.LeaderTimeout, c.Heartbeat)
 	}
-	if c.CoordinatorTimeoutTicks <= c.AnswerTimeoutTicks {
-		return fmt.Errorf("bully: CoordinatorTimeoutTicks (%d) must exceed AnswerTimeoutTicks (%d): the member that answered needs that long to win its own election",
-			c.CoordinatorTimeoutTicks, c.AnswerTimeoutTicks)
+	if c.CoordinatorTimeout <= c.AnswerTimeout {
+		return fmt.Errorf("bully: CoordinatorTimeout (%v) must exceed AnswerTimeout (%v): the member that answered needs that long to win its own election",
+			c.CoordinatorTimeout, c.AnswerTimeout)
 	}
-	if c.CoordinatorTimeoutTicks <= c.HeartbeatTicks {
-		return fmt.Errorf("bully: CoordinatorTimeoutTicks (%d) must exceed HeartbeatTicks (%d): a node told to wait must be able to hear a sitting leader's heartbeat",
-			c.CoordinatorTimeoutTicks, c.HeartbeatTicks)
-	}
-	if c.Rand == nil {
-		c.Rand = rand.New(rand.NewPCG(uint64(c.ID), 0x62756c6c79)) // "bully"
+	if c.CoordinatorTimeout <= c.Heartbeat {
+		return fmt.Errorf("bully: CoordinatorTimeout (%v) must exceed Heartbeat (%v): a node told to wait must be able to hear a sitting leader's heartbeat",
+			c.CoordinatorTimeout, c.Heartbeat)
 	}
 	c.Members = slices.Clone(c.Members)
 	return nil

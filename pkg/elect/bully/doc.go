@@ -1,28 +1,31 @@
 // Package bully is the bully leader election (Garcia-Molina) as a sans-IO
 // core, with terms so that a leader's authority can be checked and fenced.
-// electd runs it on its own; timed (the Berkeley master) and mutexd (who
-// regenerates a lost token) embed it.
+// It is an elect.Elector: electd runs it (`electd run --algorithm bully`,
+// the default), and timed's Berkeley mode elects its master with it
+// (pkg/timesync/berkeley takes any Elector and defaults to this one).
+// mutexd does not embed it: the token ring regenerates a lost token with its
+// own owned generations.
 //
 // # Use
 //
-// Build a core from the member list and the state the previous run
-// persisted, then drive it like any core.Core:
+// Build a core from the driver's environment, whose State is what the
+// previous run persisted (nil at the first start), and drive it like any
+// core.Core:
 //
-//	term, err := bully.Restore(disk) // disk: the last Ready.State, nil at first start
-//	cfg := bully.DefaultLANConfig()
-//	cfg.ID, cfg.Members, cfg.PersistedTerm = 3, members, term
-//	cfg.Rand = rand.New(rand.NewPCG(seed1, seed2))
-//	b, err := bully.New(cfg) // starts an election at once
+//	env := core.Env{ID: 3, Members: ids, Now: clock.Now(), Rand: rnd, State: disk}
+//	b, err := bully.New(env, bully.DefaultLANConfig()) // starts an election at once
 //	for {
-//		// Step every received election frame (bully.Handles(kind)),
-//		// Tick every 10 ms, and after each:
+//		// Step every received election frame; Tick when b.Deadline()
+//		// comes (any time is correct: early does nothing, late acts
+//		// once); after each:
 //		rd := b.Ready()
 //		// 1. persist rd.State (atomically) if non-nil, 2. send rd.Messages,
-//		// 3. log rd.Events.
+//		// 3. log rd.Events; then b.Advance(saved) and drain b.Changes().
 //	}
 //
-// b.Leader() says who leads and in which term; b.Resign() makes the leader
-// step down; b.View() is the status.
+// b.Leader() says who leads and in which term; b.Resign(now) makes the
+// leader step down; b.Report() is the status (elect.Status, with bully's
+// Detail). Every timeout of Config is a time.Duration used as given.
 //
 // # The algorithm
 //
@@ -31,19 +34,19 @@
 //
 //   - A node that starts, or whose leader falls silent for the leader
 //     timeout, sends ELECTION to every member ranked above it and waits
-//     AnswerTimeoutTicks.
+//     AnswerTimeout.
 //   - A member that gets an ELECTION from below answers it (ANSWER, the
 //     notes' OK). A candidate that gets an ANSWER stops and waits for the
-//     COORDINATOR; if none comes within CoordinatorTimeoutTicks it starts
+//     COORDINATOR; if none comes within CoordinatorTimeout it starts
 //     over.
 //   - A candidate that hears no ANSWER declares itself: it claims a new term
 //     and broadcasts COORDINATOR, then a leader heartbeat every
-//     HeartbeatTicks.
+//     Heartbeat.
 //   - A node that hears a leader ranked below itself bullies it: it starts
 //     an election, which it (or a member above it) wins.
 //
 // Two changes keep messages low. The member just below the leader times out
-// first (Config.StaggerTicks), asks nobody (the only member above it is the
+// first (Config.Stagger), asks nobody (the only member above it is the
 // dead leader) and claims at once: the notes' best case, no ELECTION and
 // N-2 COORDINATOR deliveries, is the usual failover. And a follower that
 // answers an ELECTION does not start its own, as the notes' version does:
@@ -77,8 +80,8 @@
 // last TermBurst rounds of the space (LastTermRound), which nobody claims.
 // One forged frame can therefore no longer push a node to the end of the
 // term space, where it could never claim again; a node that really gets
-// there says so (EventTermsExhausted) and follows. Restore's caller checks
-// the persisted term with CheckTerm.
+// there says so (EventTermsExhausted) and follows. New refuses a persisted
+// term CheckTerm refuses.
 //
 // A claim of an older term by the very leader a follower follows in a newer
 // one cannot be honest (a leader never goes back): the newer claim was not
@@ -130,10 +133,20 @@
 // from winning. It competes normally again once its leader fails, or if
 // nobody took over within the leader timeout (it was alone).
 //
+// # Time
+//
+// Timers are deadlines on the local clock, not tick counts. The follower's
+// patience with its leader is a liveness.Detector's, with each member's
+// timeout LeaderTimeout plus its stagger: any frame of the current term
+// from a member is a sign of life (a stale one is not: it may be a forged
+// claim). A role timer found later than its whole length (the process was
+// stopped, or started long after it was built) waits once more from then,
+// counted as overslept, instead of acting on a silence it did not listen to.
+//
 // # Events
 //
-// election_started, elected and demoted describe this node; leader_elected,
-// leader_changed and leader_lost describe the leader it knows. Their Args
-// are ("leader", uint32, "term", uint64) plus "reason" or "previous" where it
-// applies; see the Event* constants.
+// The shared events of pkg/elect (election_started, elected and demoted
+// describe this node; leader_elected, leader_changed and leader_lost the
+// leader it knows), rendered by elect.Change so that every algorithm's read
+// the same, plus terms_exhausted.
 package bully

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
 )
 
 // Step rejects a message, and counts the rejection, with one of these errors
@@ -25,8 +26,9 @@ var (
 	ErrWrongDirection = errors.New("bully: election message against the rank order")
 )
 
-// ErrNotLeader is returned by Resign on a node that is not the leader.
-var ErrNotLeader = errors.New("bully: not the leader")
+// ErrNotLeader is returned by Resign on a node that is not the leader: the
+// error every election returns (elect.ErrNotLeader).
+var ErrNotLeader = elect.ErrNotLeader
 
 // StateError reports durable state that Restore cannot trust.
 type StateError struct {

@@ -9,19 +9,21 @@ import (
 )
 
 // Three members on a perfect network: every message is delivered at once,
-// every node ticks every 10 ms. The highest-ranked member wins; when it
+// every node ticks every 10 ms (a driver may instead tick each when its
+// Deadline comes). The highest-ranked member wins; when it
 // resigns, the next one takes over in a higher term.
 func Example() {
-	members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	nodes := map[uint32]*bully.Core{}
-	for _, m := range members {
-		cfg := bully.DefaultLANConfig()
-		cfg.ID, cfg.Members = m.ID, members
-		b, err := bully.New(cfg)
+	for _, id := range []uint32{1, 2, 3} {
+		// The driver's environment: this member, the members, the clock,
+		// the persisted state (none: a first start).
+		env := core.Env{ID: id, Members: []uint32{1, 2, 3}, Now: now}
+		b, err := bully.New(env, bully.DefaultLANConfig())
 		if err != nil {
 			panic(err)
 		}
-		nodes[m.ID] = b
+		nodes[id] = b
 	}
 
 	var queue []core.Message
@@ -44,7 +46,6 @@ func Example() {
 			}
 		}
 	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	run := func(ticks int) {
 		for range ticks {
 			now = now.Add(10 * time.Millisecond)
@@ -64,15 +65,15 @@ func Example() {
 	}
 
 	run(50)
-	leader, term := nodes[1].Leader()
+	leader, term, _ := nodes[1].Leader()
 	fmt.Println("node 1 follows", leader, "in term", term)
 
-	if err := nodes[3].Resign(); err != nil {
+	if err := nodes[3].Resign(now); err != nil {
 		panic(err)
 	}
 	drain(3)
 	run(50)
-	leader, term = nodes[1].Leader()
+	leader, term, _ = nodes[1].Leader()
 	fmt.Printf("node 1 follows %d in term %d (round %d)\n", leader, term, bully.TermRound(term))
 	// Output:
 	// node 3 elected [term 3]

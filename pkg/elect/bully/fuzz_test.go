@@ -41,17 +41,9 @@ func FuzzBully(f *testing.F) {
 		d = &corefuzz.Driver{
 			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
-				term, err := bully.Restore(disk)
-				if err != nil {
-					return nil, err
-				}
-				if err := bully.CheckTerm(term); err != nil {
-					return nil, err
-				}
 				cfg := bully.DefaultLANConfig()
-				cfg.ID, cfg.Members, cfg.PersistedTerm = self, members, term
-				cfg.Rand = rand.New(rand.NewPCG(1, 2))
-				return bully.New(cfg)
+				cfg.Members = members
+				return bully.New(core.Env{ID: self, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), State: disk}, cfg)
 			},
 			Sent: func(m core.Message, disk []byte) error {
 				saved, _ := bully.Restore(disk)
@@ -86,7 +78,7 @@ func FuzzBully(f *testing.F) {
 					last, _ = bully.Restore(d.Disk)
 				}
 			case 3:
-				b().Resign()
+				b().Resign(d.Now)
 				err = d.Drain(fail)
 			default:
 				err = d.Step(corefuzz.ElectionFrame(p, b().Term(), lim, members, self), fail)
@@ -102,7 +94,7 @@ func FuzzBully(f *testing.F) {
 			if saved, err := bully.Restore(d.Disk); err != nil || tm < saved || bully.CheckTerm(saved) != nil {
 				t.Fatalf("disk %#x (%v), term %#x", saved, err, tm)
 			}
-			if l, tm := b().Leader(); l == self && (b().Role() != bully.RoleLeader || bully.TermOwner(tm) != self) {
+			if l, tm, _ := b().Leader(); l == self && (b().Role() != bully.RoleLeader || bully.TermOwner(tm) != self) {
 				t.Fatalf("leads term %#x as %v", tm, b().Role())
 			}
 		}

@@ -20,7 +20,7 @@ func TestMetrics(t *testing.T) {
 		if err := m.Err(); err != nil {
 			t.Fatal(err)
 		}
-		v := b.View()
+		v := b.Report()
 		isLeader := 0.0
 		if id == 2 {
 			isLeader = 1
@@ -35,7 +35,7 @@ func TestMetrics(t *testing.T) {
 			{"synclab_elect_is_leader", nil, isLeader},
 			{"synclab_elect_term_round", nil, float64(v.Round)},
 			{"synclab_elect_elections_started_total", nil, float64(v.ElectionsStarted)},
-			{"synclab_elect_terms_claimed_total", nil, float64(v.TermsClaimed)},
+			{"synclab_elect_terms_claimed_total", nil, float64(b.Detail().TermsClaimed)},
 			{"synclab_elect_leader_timeouts_total", nil, float64(v.LeaderTimeouts)},
 			{"synclab_elect_messages_sent_total", []core.Label{kind(wire.KindCoordinator)}, float64(v.Sent["coordinator"])},
 			{"synclab_elect_messages_received_total", []core.Label{kind(wire.KindElection)}, float64(v.Received["election"])},
@@ -45,7 +45,7 @@ func TestMetrics(t *testing.T) {
 			}
 		}
 		// The scenario must have moved the counters the test compares.
-		if v.ElectionsStarted == 0 || id == 2 && (v.TermsClaimed == 0 || v.Round == 0) {
+		if v.ElectionsStarted == 0 || id == 2 && (b.Detail().TermsClaimed == 0 || v.Round == 0) {
 			t.Errorf("node %d: no election after the crash: %+v", id, v)
 		}
 	}

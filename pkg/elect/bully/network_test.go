@@ -3,10 +3,12 @@ package bully
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -19,6 +21,7 @@ type network struct {
 	t       *testing.T
 	members []Member
 	cfg     func(id uint32) Config
+	rand    func(id uint32) *rand.Rand
 	nodes   map[uint32]*Core
 	order   []uint32
 	state   map[uint32][]byte
@@ -30,6 +33,9 @@ type network struct {
 	rnd      *rand.Rand         // draws the losses
 	queue    []core.Message
 	now      time.Time
+	// onlyDue ticks a node only when its Deadline has come, as a driver
+	// that sleeps until then does: the outcome must be the same.
+	onlyDue bool
 
 	delivered map[wire.Kind]int // messages that reached a live node
 	events    []nodeEvent
@@ -46,7 +52,7 @@ func (e nodeEvent) String() string { return fmt.Sprintf("%d:%s%v", e.node, e.Nam
 
 // newNetwork builds a cluster of members; mod (may be nil) adjusts each
 // node's config.
-func newNetwork(t *testing.T, members []Member, mod func(*Config)) *network {
+func newNetwork(t *testing.T, members []Member, mod func(id uint32, c *Config)) *network {
 	t.Helper()
 	n := &network{
 		t:         t,
@@ -63,14 +69,13 @@ func newNetwork(t *testing.T, members []Member, mod func(*Config)) *network {
 	}
 	n.cfg = func(id uint32) Config {
 		c := DefaultLANConfig()
-		c.ID = id
 		c.Members = members
-		c.Rand = rand.New(rand.NewPCG(uint64(id), 1))
 		if mod != nil {
-			mod(&c)
+			mod(id, &c)
 		}
 		return c
 	}
+	n.rand = func(id uint32) *rand.Rand { return rand.New(rand.NewPCG(uint64(id), 1)) }
 	for _, m := range members {
 		n.order = append(n.order, m.ID)
 		n.start(m.ID)
@@ -88,13 +93,7 @@ func ids(n int) []Member {
 
 func (n *network) start(id uint32) {
 	n.t.Helper()
-	term, err := Restore(n.state[id])
-	if err != nil {
-		n.t.Fatalf("node %d: restore: %v", id, err)
-	}
-	c := n.cfg(id)
-	c.PersistedTerm = term
-	b, err := New(c)
+	b, err := New(core.Env{ID: id, Now: n.now, Rand: n.rand(id), State: n.state[id]}, n.cfg(id))
 	if err != nil {
 		n.t.Fatalf("node %d: %v", id, err)
 	}
@@ -156,6 +155,22 @@ func (n *network) drain(id uint32) {
 		}
 		n.queue = append(n.queue, m)
 	}
+	// The typed changes (elect.Elector) are exactly the leadership events
+	// of the same Ready, in order: hooks and watch read the same thing.
+	var leadership []string
+	for _, e := range rd.Events {
+		if elect.LeadershipEvent(e.Name) {
+			leadership = append(leadership, fmt.Sprint(e.Name, e.Args))
+		}
+	}
+	var changes []string
+	for _, c := range n.nodes[id].Changes() {
+		e := c.CoreEvent()
+		changes = append(changes, fmt.Sprint(e.Name, e.Args))
+	}
+	if !slices.Equal(leadership, changes) {
+		n.t.Fatalf("node %d: changes %q, leadership events %q", id, changes, leadership)
+	}
 	for _, e := range rd.Events {
 		n.events = append(n.events, nodeEvent{id, e})
 		if e.Name == EventElected || (e.Name == EventLeaderElected && argU32(e, "leader") == id) {
@@ -203,10 +218,14 @@ func (n *network) tick(k int) {
 	for range k {
 		n.now = n.now.Add(10 * time.Millisecond)
 		for _, id := range n.order {
-			if !n.down[id] {
-				n.nodes[id].Tick(n.now)
-				n.drain(id)
+			if n.down[id] {
+				continue
 			}
+			if d := n.nodes[id].Deadline(); n.onlyDue && (d.IsZero() || n.now.Before(d)) {
+				continue
+			}
+			n.nodes[id].Tick(n.now)
+			n.drain(id)
 		}
 		n.deliver()
 	}
@@ -221,7 +240,7 @@ func (n *network) stable(leader uint32) uint64 {
 			continue
 		}
 		b := n.nodes[id]
-		l, tm := b.Leader()
+		l, tm, _ := b.Leader()
 		if l != leader {
 			n.t.Fatalf("node %d: leader %d (role %v, term %d), want %d\nevents: %v", id, l, b.Role(), tm, leader, n.events)
 		}
@@ -267,3 +286,6 @@ func arg(e core.Event, key string) any {
 
 func argU32(e core.Event, key string) uint32 { v, _ := arg(e, key).(uint32); return v }
 func argU64(e core.Event, key string) uint64 { v, _ := arg(e, key).(uint64); return v }
+
+// ticks is d in the test network's ticks of 10 ms.
+func ticks(d time.Duration) int { return int(d / (10 * time.Millisecond)) }

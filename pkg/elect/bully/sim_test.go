@@ -37,17 +37,13 @@ func newCluster(t *testing.T, s *sim.Sim, members []bully.Member, mod func(*bull
 	for _, m := range members {
 		id := m.ID
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-			disk := env.State
-			term, err := bully.Restore(disk)
-			if err != nil {
-				t.Fatalf("node %d: %v", id, err)
-			}
 			cfg := bully.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.PersistedTerm, cfg.Rand = id, members, term, s.NewRand()
+			cfg.Members = members
 			if mod != nil {
 				mod(&cfg)
 			}
-			b, err := bully.New(cfg)
+			env.Rand = s.NewRand() // the stream the golden results were made with
+			b, err := bully.New(env, cfg)
 			if err != nil {
 				t.Fatalf("node %d: %v", id, err)
 			}
@@ -134,7 +130,7 @@ func (c *cluster) agreed(want uint32) bool {
 		if !c.s.Running(m.ID) {
 			continue
 		}
-		if l, tm := c.core(m.ID).Leader(); l != want || tm != term {
+		if l, tm, _ := c.core(m.ID).Leader(); l != want || tm != term {
 			return false
 		}
 	}
@@ -151,7 +147,7 @@ func (c *cluster) converge(limit time.Duration) {
 		var b []string
 		for _, m := range c.members {
 			if c.s.Running(m.ID) {
-				v := c.core(m.ID).View()
+				v := c.core(m.ID).Report()
 				b = append(b, fmt.Sprintf("%d:%v/leader=%d/term=%d", m.ID, v.Role, v.Leader, v.Term))
 			}
 		}
@@ -223,7 +219,7 @@ func TestSimOracle(t *testing.T) {
 		for range 3 + rnd.IntN(6) {
 			switch rnd.IntN(7) {
 			case 0, 1: // the leader dies (as far as anybody knows one)
-				if l, _ := c.core(pick()).Leader(); l != 0 && s.Up(l) {
+				if l, _, _ := c.core(pick()).Leader(); l != 0 && s.Up(l) {
 					s.Crash(l)
 				}
 			case 2:
@@ -280,7 +276,7 @@ func TestSimFailingDisks(t *testing.T) {
 		}
 		c.converge(10 * time.Second)
 		for range 3 {
-			l, _ := c.core(5).Leader()
+			l, _, _ := c.core(5).Leader()
 			s.Crash(l)
 			c.run(time.Second)
 			s.Restart(l)
@@ -381,7 +377,7 @@ func TestSimResign(t *testing.T) {
 		c := newCluster(t, s, members, nil)
 		c.converge(2 * time.Second)
 		if err := s.Do(4, func(cc core.Core) {
-			if err := cc.(*bully.Core).Resign(); err != nil {
+			if err := cc.(*bully.Core).Resign(s.Clock(4).Now()); err != nil {
 				t.Fatal(err)
 			}
 		}); err != nil {
@@ -437,7 +433,7 @@ func TestSimPausedLeaderComesBack(t *testing.T) {
 		c.converge(3 * time.Second)
 		old := c.core(5).Term()
 		s.Pause(5)
-		if !s.RunUntil(func() bool { c.check(); l, _ := c.core(1).Leader(); return l == 4 }, 3*time.Second) {
+		if !s.RunUntil(func() bool { c.check(); l, _, _ := c.core(1).Leader(); return l == 4 }, 3*time.Second) {
 			t.Fatalf("4 did not take over\n%s", s.Log())
 		}
 		t4 := c.core(4).Term()

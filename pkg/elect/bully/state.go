@@ -45,8 +45,13 @@ func appendState(b []byte, term uint64) []byte {
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
 }
 
+// EncodeState is the durable state of a node whose highest term is term,
+// as its Ready.State carries it: for a composite core that stored the term
+// in a format of its own before (Berkeley's first state format).
+func EncodeState(term uint64) []byte { return appendState(nil, term) }
+
 // Restore decodes the durable state a previous run left in core.Ready.State
-// and returns its term, to be passed as Config.PersistedTerm. Empty state (a
+// and returns its term (New does it with core.Env.State). Empty state (a
 // node's first start) restores term 0.
 func Restore(state []byte) (uint64, error) {
 	if len(state) == 0 {

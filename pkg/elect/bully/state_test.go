@@ -3,6 +3,9 @@ package bully
 import (
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
 )
 
 func TestStateRoundTrip(t *testing.T) {
@@ -41,13 +44,13 @@ func TestStateCorrupt(t *testing.T) {
 // T even when it is alone and nobody tells it the current term.
 func TestNewNeverClaimsPersistedTerm(t *testing.T) {
 	persisted := MakeTerm(9, 4) // a term of another member
-	b, err := New(Config{ID: 2, Members: []Member{{ID: 2}, {ID: 4}}, PersistedTerm: persisted})
+	b, err := New(core.Env{ID: 2, Now: testEpoch, State: appendState(nil, persisted)}, Config{Members: []Member{{ID: 2}, {ID: 4}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.Ready()
-	for i := 0; i < 100 && b.Role() != RoleLeader; i++ {
-		b.Tick(testEpoch)
+	for i := 1; i < 100 && b.Role() != RoleLeader; i++ {
+		b.Tick(testEpoch.Add(time.Duration(i) * 10 * time.Millisecond))
 	}
 	if b.Role() != RoleLeader {
 		t.Fatal("never claimed")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -27,6 +28,7 @@ type counters struct {
 	leaderTimeouts uint64 // leaders given up for silence
 	stale          uint64 // messages of an older term
 	contested      uint64 // stale claims of our own leader answered with our term
+	overslept      uint64 // role timers found far past their deadline, waited again
 	sent           [len(electionKinds)]uint64
 	received       [len(electionKinds)]uint64
 	rejected       map[string]uint64
@@ -61,74 +63,94 @@ func rejectReason(err error) string {
 	return "payload_" + wire.Reason(err) // "payload_truncated", ...
 }
 
-// Status is a node's view of the election, for `electd status` (it marshals
-// to JSON). Times are the node's local clock.
-type Status struct {
-	ID     uint32 `json:"id"`
-	Role   Role   `json:"role"`
-	Term   uint64 `json:"term"`
-	Round  uint32 `json:"term_round"` // TermRound(Term)
-	Leader uint32 `json:"leader"`     // 0: none known
-	// LeaderSince is when this node learned the current leader (or lost the
-	// last one, when Leader is 0). Zero before the first change.
-	LeaderSince time.Time      `json:"leader_since,omitzero"`
-	Yielding    bool           `json:"yielding,omitempty"` // resigned: follows, does not preempt
-	Members     []MemberStatus `json:"members"`
+func (c *counters) totalSent() uint64 {
+	var n uint64
+	for _, v := range c.sent {
+		n += v
+	}
+	return n
+}
 
-	ElectionsStarted uint64 `json:"elections_started"`
-	TermsClaimed     uint64 `json:"terms_claimed"`
-	LeaderTimeouts   uint64 `json:"leader_timeouts"`
-	StaleMessages    uint64 `json:"stale_messages"`
+// Detail is bully's own part of the status (elect.Status.Detail).
+type Detail struct {
+	// The timeouts it runs with, as configured (nanoseconds in JSON).
+	Heartbeat          time.Duration `json:"heartbeat_ns"`
+	LeaderTimeout      time.Duration `json:"leader_timeout_ns"`
+	AnswerTimeout      time.Duration `json:"answer_timeout_ns"`
+	CoordinatorTimeout time.Duration `json:"coordinator_timeout_ns"`
+	Stagger            time.Duration `json:"stagger_ns"`
+
+	Yielding     bool   `json:"yielding,omitempty"` // resigned: follows, does not preempt
+	TermsClaimed uint64 `json:"terms_claimed"`
+	// StaleMessages counts messages of an older term.
+	StaleMessages uint64 `json:"stale_messages"`
 	// LeaderContested counts claims of an older term from the leader this
 	// node follows in a newer one, answered by telling it that term: the
 	// trace of a forged claim in the leader's name.
 	LeaderContested uint64 `json:"leader_contested,omitempty"`
+	// Overslept counts role timers found past their deadline by more than
+	// their length (this process stalled, or started slowly), and armed
+	// again rather than acted on.
+	Overslept uint64 `json:"overslept,omitempty"`
 	// TermCredit is how many rounds above the current term a frame may
 	// carry now (see pkg/epoch): TermBurst after a rest.
 	TermCredit uint32 `json:"term_credit"`
 	// Exhausted, when set, says why this node can no longer claim a term.
-	Exhausted string            `json:"exhausted,omitempty"`
-	Sent      map[string]uint64 `json:"sent"`     // by kind; a broadcast counts once per recipient
-	Received  map[string]uint64 `json:"received"` // by kind, accepted messages only
-	Rejected  map[string]uint64 `json:"rejected,omitempty"`
+	Exhausted string `json:"exhausted,omitempty"`
 }
 
-// MemberStatus is one member as this node sees it.
-type MemberStatus struct {
-	ID        uint32    `json:"id"`
-	Priority  uint32    `json:"priority"`
-	Self      bool      `json:"self,omitempty"`
-	LastHeard time.Time `json:"last_heard,omitzero"` // zero: never heard since start
+// Status returns the Report (as any, for core.Core).
+func (b *Core) Status() any { return b.Report() }
+
+// Detail returns bully's own part of the status.
+func (b *Core) Detail() Detail {
+	d := Detail{
+		Heartbeat:          b.cfg.Heartbeat,
+		LeaderTimeout:      b.cfg.LeaderTimeout,
+		AnswerTimeout:      b.cfg.AnswerTimeout,
+		CoordinatorTimeout: b.cfg.CoordinatorTimeout,
+		Stagger:            b.cfg.Stagger,
+		Yielding:           b.yielding,
+		TermsClaimed:       b.counts.claims,
+		StaleMessages:      b.counts.stale,
+		LeaderContested:    b.counts.contested,
+		Overslept:          b.counts.overslept,
+		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
+	}
+	if b.exhausted != nil {
+		d.Exhausted = b.exhausted.Error()
+	}
+	return d
 }
 
-// Status returns a Status (as any, for core.Core).
-func (b *Core) Status() any { return b.View() }
-
-// View returns this node's view of the election.
-func (b *Core) View() Status {
-	s := Status{
-		ID:               b.cfg.ID,
+// Report returns this node's view of the election (elect.Elector).
+func (b *Core) Report() elect.Status {
+	s := elect.Status{
+		Algorithm:        Algorithm.Name,
+		ID:               b.id,
 		Role:             b.role,
 		Term:             b.term,
 		Round:            TermRound(b.term),
 		Leader:           b.lead,
-		LeaderSince:      b.announced.since,
-		Yielding:         b.yielding,
+		LeaderSince:      b.announced.Since(),
+		Phase:            b.phase(),
 		ElectionsStarted: b.counts.elections,
-		TermsClaimed:     b.counts.claims,
 		LeaderTimeouts:   b.counts.leaderTimeouts,
-		StaleMessages:    b.counts.stale,
-		LeaderContested:  b.counts.contested,
-		TermCredit:       b.guard.Credit(b.limit, b.ticks),
 		Sent:             make(map[string]uint64, len(electionKinds)),
 		Received:         make(map[string]uint64, len(electionKinds)),
+		ChangesDropped:   b.announced.Dropped(),
+		Detail:           b.Detail(),
+	}
+	if b.election != nil {
+		e := *b.election
+		if e.Decided.IsZero() {
+			e.Sent = b.counts.totalSent() - b.sentBefore
+		}
+		s.LastElection = &e
 	}
 	for i, k := range electionKinds {
 		s.Sent[k.String()] = b.counts.sent[i]
 		s.Received[k.String()] = b.counts.received[i]
-	}
-	if b.exhausted != nil {
-		s.Exhausted = b.exhausted.Error()
 	}
 	if len(b.counts.rejected) > 0 {
 		s.Rejected = make(map[string]uint64, len(b.counts.rejected))
@@ -138,12 +160,29 @@ func (b *Core) View() Status {
 	}
 	// Members in the configured order, as the operator wrote them.
 	for _, m := range b.cfg.Members {
-		s.Members = append(s.Members, MemberStatus{
+		s.Members = append(s.Members, elect.MemberStatus{
 			ID:        m.ID,
 			Priority:  m.Priority,
-			Self:      m.ID == b.cfg.ID,
+			Self:      m.ID == b.id,
 			LastHeard: b.heard[b.pos[m.ID]],
 		})
 	}
 	return s
+}
+
+// phase names what the node is waiting for.
+func (b *Core) phase() string {
+	switch {
+	case b.role == RoleLeader:
+		return "leading"
+	case b.role == RoleCandidate:
+		return "waiting for answers"
+	case b.lead != 0:
+		return "following"
+	case b.suspect != 0:
+		return "leader resigned: waiting for the member below it"
+	case b.exhausted != nil:
+		return "terms exhausted: following only"
+	}
+	return "waiting for a coordinator"
 }

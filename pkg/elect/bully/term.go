@@ -46,9 +46,10 @@ const LastTermRound = epoch.MaxRound - TermBurst
 // TermBurst rounds at once, and then the protocol's own pace. A claim
 // needs a candidate's answer timeout, or a leader's reaction to another
 // claim, so the cluster cannot create more than one round per member per
-// answer timeout; credit comes back at that rate (counted in ticks).
+// answer timeout; credit comes back at that rate (per nanosecond of the
+// local clock).
 func termLimit(cfg Config) epoch.Limit {
-	return epoch.Spaced(epoch.MaxRound, TermBurst, float64(len(cfg.Members))/float64(cfg.AnswerTimeoutTicks))
+	return epoch.Spaced(epoch.MaxRound, TermBurst, float64(len(cfg.Members))/float64(cfg.AnswerTimeout))
 }
 
 // CheckTerm refuses a term restored from disk that no node could have

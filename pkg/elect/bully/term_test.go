@@ -60,7 +60,7 @@ func TestAbsurdTermRefused(t *testing.T) {
 	if got := n.stable(3); got != term {
 		t.Errorf("term moved %#x -> %#x", term, got)
 	}
-	if st := n.nodes[2].View(); st.Rejected["term_absurd"] != 4 {
+	if st := n.nodes[2].Report(); st.Rejected["term_absurd"] != 4 {
 		t.Errorf("rejected %v, want term_absurd 4", st.Rejected)
 	}
 	if got := n.persisted(2); got != term {
@@ -83,7 +83,7 @@ func TestTermJumpsPaced(t *testing.T) {
 	if err := n.forge(1, 3, wire.KindLeaderHeartbeat, ahead, 0); err != nil {
 		t.Fatalf("a burst ahead: %v", err)
 	}
-	if _, tm := n.nodes[1].Leader(); tm != ahead {
+	if _, tm, _ := n.nodes[1].Leader(); tm != ahead {
 		t.Fatalf("node 1 in term %#x, want %#x", tm, ahead)
 	}
 	// Now the credit is spent: one more round is too fast, until the pace
@@ -94,6 +94,7 @@ func TestTermJumpsPaced(t *testing.T) {
 	}
 	n.down[1] = true // keep it out of the ring's traffic while it rests
 	for range 2 {
+		n.now = n.now.Add(10 * time.Millisecond)
 		n.nodes[1].Tick(n.now)
 	}
 	n.down[1] = false
@@ -105,8 +106,8 @@ func TestTermJumpsPaced(t *testing.T) {
 func TestPersistedAbsurdTermRefused(t *testing.T) {
 	for _, term := range []uint64{0xffffffff00000003, MakeTerm(LastTermRound+1, 1)} {
 		cfg := DefaultLANConfig()
-		cfg.ID, cfg.Members, cfg.PersistedTerm = 2, ids(3), term
-		_, err := New(cfg)
+		cfg.Members = ids(3)
+		_, err := New(core.Env{ID: 2, State: appendState(nil, term)}, cfg)
 		var se *StateError
 		if !errors.As(err, &se) || !errors.Is(CheckTerm(term), epoch.ErrAbsurd) {
 			t.Errorf("term %#x: New = %v, want a StateError", term, err)
@@ -129,8 +130,8 @@ func TestTermsExhaustedDegrades(t *testing.T) {
 	// The highest-ranked member is the one that tries to claim (the others
 	// are answered by it and wait for its COORDINATOR): it says why it
 	// cannot, once, and nobody leads.
-	st := n.nodes[3].View()
-	if st.Exhausted == "" || st.Role == RoleLeader || st.Rejected["term_exhausted"] == 0 {
+	st := n.nodes[3].Report()
+	if n.nodes[3].Detail().Exhausted == "" || st.Role == RoleLeader || st.Rejected["term_exhausted"] == 0 {
 		t.Errorf("node 3: %+v", st)
 	}
 	if ev := n.eventsNamed(EventTermsExhausted); len(ev) != 1 || ev[0].node != 3 {
@@ -156,7 +157,7 @@ func TestForgedClaimInLeadersNameContested(t *testing.T) {
 	if err := n.forge(2, 3, wire.KindLeaderHeartbeat, forged, 0); err != nil {
 		t.Fatal(err)
 	}
-	if l, tm := n.nodes[2].Leader(); l != 3 || tm != forged {
+	if l, tm, _ := n.nodes[2].Leader(); l != 3 || tm != forged {
 		t.Fatalf("node 2 follows %d in %#x", l, tm)
 	}
 	n.deliver()
@@ -165,7 +166,7 @@ func TestForgedClaimInLeadersNameContested(t *testing.T) {
 	if got <= forged {
 		t.Errorf("term %#x, want above the forged %#x", got, forged)
 	}
-	if c := n.nodes[2].View().LeaderContested; c == 0 {
+	if c := n.nodes[2].Detail().LeaderContested; c == 0 {
 		t.Error("the stale heartbeat was not contested")
 	}
 	for _, e := range n.eventsNamed(EventElected) {

@@ -58,7 +58,7 @@ func TestForgedMasterCannotMoveAWorker(t *testing.T) {
 		if vst.Counters["adjust_spike"] != 1 || vst.Counters["adjust_stepout"] != 0 {
 			t.Errorf("victim's counters %v: want the spike counted once", vst.Counters)
 		}
-		if vst.Election.LeaderContested == 0 {
+		if vst.Election.Detail.(bully.Detail).LeaderContested == 0 {
 			t.Errorf("the stale heartbeat of the real master was not contested: %+v", vst.Election)
 		}
 		if id, st := g.master(); id != master || st.Term <= forged {

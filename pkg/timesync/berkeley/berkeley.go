@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/delivery"
+	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/timesync/servo"
 	"github.com/synclab/synclab/pkg/wire"
@@ -48,11 +51,14 @@ const (
 	DefaultStepoutRounds = 10
 )
 
-// Config configures a Berkeley core.
+// Config configures a Berkeley core. The member's ID, the members, the clock
+// at start, the random source and the persisted state come from core.Env.
 type Config struct {
-	// Election configures the embedded bully core (ID, Members, timeouts,
-	// PersistedTerm, Rand). ID and Members are required.
-	Election bully.Config
+	// Election builds the master election from the Env Berkeley hands it:
+	// this member's, with State the election's own persisted state (see
+	// Saved). The elected leader is the master. Nil: bully with its LAN
+	// defaults (bully.DefaultLANConfig).
+	Election func(env core.Env) (elect.Elector, error)
 	// RoundInterval is the time between the master's rounds.
 	RoundInterval time.Duration
 	// CollectTimeout is how long after a round's first poll the master
@@ -207,13 +213,6 @@ type pollKey struct {
 	to     uint32
 }
 
-// adjust is an adjustment waiting for its acknowledgement.
-type adjust struct {
-	payload []byte
-	tries   int
-	next    time.Time
-}
-
 // pollRecord is what a worker remembers of the last round it answered.
 type pollRecord struct {
 	term    uint64
@@ -230,9 +229,12 @@ const txLags = 8
 type Core struct {
 	cfg   Config
 	id    uint32
-	elect *bully.Core
-	servo *servo.Servo
-	peers []uint32 // every member but this one
+	elect elect.Elector
+	// electState is the election's state as it last handed it over, saved
+	// inside this core's (Saved.Election).
+	electState []byte
+	servo      *servo.Servo
+	peers      []uint32 // every member but this one
 
 	now time.Time
 
@@ -246,8 +248,11 @@ type Core struct {
 	collect   bool                  // readings of the current round are still awaited
 	readings  map[uint32]reading
 	missed    map[uint32]int // rounds in a row without a reading, per worker
-	pending   map[uint32]*adjust
-	last      *RoundReport
+	// adjusts holds the round's adjustments until each worker acknowledges
+	// its own (keyed by worker and round), resent every AdjustRetry, given
+	// up after AdjustTries sends.
+	adjusts *delivery.Outbox[[]byte]
+	last    *RoundReport
 
 	// corrections wait for the next Tick (see correct).
 	corrections []correction
@@ -280,33 +285,70 @@ type Core struct {
 	events   []core.Event
 }
 
-var _ core.Core = (*Core)(nil)
+var (
+	_ core.Core      = (*Core)(nil)
+	_ core.Scheduler = (*Core)(nil)
+)
 
-// New returns a Berkeley core; its bully core starts an election at once.
-func New(cfg Config) (*Core, error) {
+// New returns the Berkeley core of member env.ID. It restores what
+// env.State holds (Restore): the frequency into the servo (refused, with
+// ErrState, beyond what the servo may correct) and the election's state
+// into the election, which starts at once.
+func New(env core.Env, cfg Config) (*Core, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	el, err := bully.New(cfg.Election)
+	saved, err := Restore(env.State)
 	if err != nil {
+		return nil, err
+	}
+	maxFreq := cfg.Servo.MaxFrequencyPPM
+	if maxFreq == 0 {
+		maxFreq = servo.DefaultMaxFrequencyPPM
+	}
+	if math.Abs(saved.FrequencyPPM) > maxFreq {
+		return nil, fmt.Errorf("%w: frequency %+.3f ppm is beyond the ±%g ppm a clock can be corrected by", ErrState, saved.FrequencyPPM, maxFreq)
+	}
+	if env.State != nil {
+		cfg.Servo.Frequency, cfg.Servo.FrequencyError = saved.FrequencyPPM, saved.ErrorPPM
+	}
+	newElection := cfg.Election
+	if newElection == nil {
+		newElection = func(env core.Env) (elect.Elector, error) { return bully.New(env, bully.DefaultLANConfig()) }
+	}
+	eenv := env
+	eenv.State = saved.Election
+	el, err := newElection(eenv)
+	if err != nil {
+		if errors.Is(err, core.ErrState) {
+			return nil, fmt.Errorf("%w: election: %w", ErrState, err)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sv, err := servo.New(cfg.Servo)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c := &Core{cfg: cfg, id: cfg.Election.ID, elect: el, servo: sv, counters: map[string]uint64{}}
-	for _, m := range cfg.Election.Members {
-		if m.ID != c.id {
-			c.peers = append(c.peers, m.ID)
+	adjusts, err := delivery.NewOutbox[[]byte](delivery.Config{Retry: cfg.AdjustRetry, Tries: cfg.AdjustTries})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c := &Core{cfg: cfg, id: env.ID, elect: el, electState: saved.Election, servo: sv, adjusts: adjusts, counters: map[string]uint64{}, now: env.Now}
+	for _, id := range env.Members {
+		if id != c.id {
+			c.peers = append(c.peers, id)
 		}
 	}
 	slices.Sort(c.peers)
+	c.peers = slices.Compact(c.peers)
+	if env.State != nil {
+		c.saved, c.savedFreq, c.savedErr = true, saved.FrequencyPPM, saved.ErrorPPM
+	}
 	return c, nil
 }
 
-// Election returns the embedded bully core (for the daemon's leader view).
-func (c *Core) Election() *bully.Core { return c.elect }
+// Election returns the master election (for the daemon's leader view).
+func (c *Core) Election() elect.Elector { return c.elect }
 
 // Bound returns the interval holding the group's time when the local clock
 // reads now (zero before the first correction).
@@ -315,12 +357,22 @@ func (c *Core) Bound(now time.Time) (earliest, latest time.Time) { return c.serv
 // StepDatagram refuses datagrams: Berkeley speaks synclab frames only.
 func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
 
-// Step feeds one frame: the election's to the bully core, the rest here.
+// Handles reports whether k is one of Berkeley's own kinds; every other
+// frame is the election's.
+func Handles(k wire.Kind) bool {
+	switch k {
+	case wire.KindClockPoll, wire.KindClockReading, wire.KindClockAdjust, wire.KindClockAdjustAck:
+		return true
+	}
+	return false
+}
+
+// Step feeds one frame: Berkeley's kinds here, the rest to the election.
 func (c *Core) Step(m core.Message) error {
 	if !m.Time.IsZero() {
 		c.now = m.Time
 	}
-	if bully.Handles(m.Kind) {
+	if !Handles(m.Kind) {
 		err := c.elect.Step(m)
 		c.followElection()
 		return err
@@ -366,7 +418,7 @@ func reason(err error) string {
 
 // fromMaster checks that m comes from the leader of the term we know.
 func (c *Core) fromMaster(m core.Message) error {
-	lead, term := c.elect.Leader()
+	lead, term, _ := c.elect.Leader()
 	if m.From != lead || m.Term != term || lead == c.id {
 		return fmt.Errorf("%w: %d in term %#x (we know %d in %#x)", ErrNotMaster, m.From, m.Term, lead, term)
 	}
@@ -615,8 +667,7 @@ func (c *Core) stepAck(m core.Message) error {
 	if c.leading == 0 || m.Term != c.leading || a.Round != c.round {
 		return fmt.Errorf("%w: ack of round %d", ErrStaleRound, a.Round)
 	}
-	if _, ok := c.pending[m.From]; ok {
-		delete(c.pending, m.From)
+	if _, ok := c.adjusts.Ack(c.now, delivery.Key{To: m.From, ID: uint64(a.Round)}); ok {
 		if c.last != nil {
 			for i := range c.last.Members {
 				if c.last.Members[i].ID == m.From {
@@ -686,23 +737,40 @@ func (c *Core) Tick(now time.Time) {
 	if c.collect && !now.Before(c.roundAt.Add(c.cfg.CollectTimeout)) {
 		c.finishRound()
 	}
-	for id, a := range c.pending {
-		if now.Before(a.next) {
-			continue
-		}
-		if a.tries >= c.cfg.AdjustTries {
-			delete(c.pending, id)
-			c.counters["adjust_unacked"]++
-			continue
-		}
-		a.tries++
-		a.next = now.Add(c.cfg.AdjustRetry)
-		c.msgs = append(c.msgs, core.Message{To: id, Kind: wire.KindClockAdjust, Term: c.leading, Payload: a.payload})
+	resend, gaveUp := c.adjusts.Tick(now)
+	for _, e := range resend {
+		c.msgs = append(c.msgs, core.Message{To: e.To, Kind: wire.KindClockAdjust, Term: c.leading, Payload: e.Msg})
 		c.counters["adjust_resent"]++
 	}
+	c.counters["adjust_unacked"] += uint64(len(gaveUp))
 	if !now.Before(c.nextRound) {
 		c.startRound(now)
 	}
+}
+
+// Deadline is the earliest of the election's deadline and this core's own
+// timers (core.Scheduler): queued corrections (now), the syncing of the
+// clock's error fields, and for a master the next poll, the end of the
+// collection, the adjustments' retries and the next round.
+func (c *Core) Deadline() time.Time {
+	if len(c.corrections) > 0 {
+		return c.now
+	}
+	d := []time.Time{c.elect.Deadline()}
+	if c.servo.Synchronized() {
+		d = append(d, c.lastSync.Add(c.cfg.SyncInterval))
+	}
+	if c.leading != 0 {
+		d = append(d, c.nextRound)
+		if c.collect {
+			if c.samples < c.cfg.Burst {
+				d = append(d, c.roundAt.Add(time.Duration(c.samples)*c.cfg.BurstGap))
+			}
+			d = append(d, c.roundAt.Add(c.cfg.CollectTimeout))
+		}
+		d = append(d, c.adjusts.Deadline())
+	}
+	return core.Earliest(d...)
 }
 
 // syncState refreshes the clock's error fields between corrections.
@@ -728,7 +796,7 @@ func (c *Core) saveState(now time.Time, termChanged bool) {
 		return
 	}
 	c.durable.Change(termChanged)
-	s := Saved{Term: c.elect.Term(), FrequencyPPM: c.cfg.Servo.Frequency, ErrorPPM: c.cfg.Servo.FrequencyError}
+	s := Saved{FrequencyPPM: c.cfg.Servo.Frequency, ErrorPPM: c.cfg.Servo.FrequencyError}
 	if c.saved {
 		s.FrequencyPPM, s.ErrorPPM = c.savedFreq, c.savedErr
 	}
@@ -744,15 +812,17 @@ func (c *Core) saveState(now time.Time, termChanged bool) {
 // followElection starts or stops leading rounds as the bully core's role
 // changes.
 func (c *Core) followElection() {
-	lead, term := c.elect.Leader()
+	lead, term, _ := c.elect.Leader()
 	switch {
-	case lead == c.id && c.elect.Role() == bully.RoleLeader && c.leading != term:
+	case lead == c.id && c.elect.Role() == elect.RoleLeader && c.leading != term:
 		c.leading, c.round = term, 0
 		c.nextRound = c.now // the first round at the next tick
-		c.collect, c.pending, c.missed = false, map[uint32]*adjust{}, map[uint32]int{}
+		c.collect, c.missed = false, map[uint32]int{}
+		c.adjusts.CancelIf(c.now, func(delivery.Entry[[]byte]) bool { return true })
 		c.events = append(c.events, core.Event{Name: EventMaster, Msg: fmt.Sprintf("master in term %#x", term), Args: []any{"term", term}})
 	case c.leading != 0 && (lead != c.id || term != c.leading):
-		c.leading, c.collect, c.pending = 0, false, nil
+		c.leading, c.collect = 0, false
+		c.adjusts.CancelIf(c.now, func(delivery.Entry[[]byte]) bool { return true })
 		c.events = append(c.events, core.Event{Name: EventWorker, Msg: fmt.Sprintf("worker under %d in term %#x", lead, term), Args: []any{"master", lead, "term", term}})
 	}
 }
@@ -791,58 +861,132 @@ func (c *Core) poll1() {
 const missLimit = 3
 
 // finishRound computes the fault-tolerant average and sends the
-// corrections.
+// corrections: a pipeline of pure stages (tallyReadings, quorate,
+// groupTime, steer, corrections), each tested alone, and then the sends.
 func (c *Core) finishRound() {
 	c.collect = false
 	rep := &RoundReport{Term: c.leading, Round: c.round, At: c.now}
-	cands := []candidate{{id: c.id, freq: c.servo.Frequency()}}
-	expected := 1
-	for _, id := range c.peers {
-		if c.missed[id] < missLimit {
-			expected++
+	t := tallyReadings(c.id, c.servo.Frequency(), c.peers, c.readings, c.missed, c.cfg.MaxRTT)
+	c.missed = t.missed
+	rep.Members, rep.Clocks = t.members, len(t.cands)
+	c.last = rep
+	if !quorate(len(t.cands), t.expected) {
+		// A fault-tolerant choice needs most clocks: a new master heard by
+		// one worker while the rest still follow the old term cannot tell
+		// which of the two is wrong, and correcting either could move a
+		// good clock by the whole disagreement. The round is skipped; the
+		// next one has more readings.
+		rep.Skipped = fmt.Sprintf("too few clocks: %d of %d", len(t.cands), t.expected)
+		c.counters["rounds_skipped"]++
+		return
+	}
+	g := groupTime(t.cands, c.cfg.Threshold, c.id)
+	rep.Method, rep.Agreeing, rep.Averaged = g.method, g.agreeing, g.averaged
+	rep.AverageNS, rep.SpreadNS = int64(g.target), int64(g.spread)
+	st := steer(c.cfg.FrequencyPull, g.freqs, c.cfg.RoundInterval)
+	target := g.target + st
+	rep.SteerNS = int64(st)
+	for _, k := range corrections(rep.Members, c.readings, g, target) {
+		ms := &rep.Members[k.index]
+		ms.Why, ms.Excluded, ms.CorrectionNS = k.why, k.excluded, int64(k.corr)
+		if k.disagrees {
+			c.counters["excluded_disagrees"]++
 		}
-		r, ok := c.readings[id]
+		if !k.send {
+			continue
+		}
+		r := c.readings[ms.ID]
+		p, _ := wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(k.corr), Error: uint64(max(k.errBound, 0))}.AppendBinary(nil)
+		// This round's adjustment replaces whatever the last round's still
+		// waits for.
+		id := ms.ID
+		c.adjusts.CancelIf(c.now, func(e delivery.Entry[[]byte]) bool { return e.To == id })
+		if err := c.adjusts.Send(c.now, delivery.Key{To: id, ID: uint64(c.round)}, p); err != nil {
+			panic("berkeley: " + err.Error()) // unbounded outbox: cannot fail
+		}
+		c.msgs = append(c.msgs, core.Message{To: ms.ID, Kind: wire.KindClockAdjust, Term: c.leading, Payload: p})
+	}
+	// The master's own correction: towards the target, as of the round's
+	// poll (its readings are compared to the master's clock then).
+	c.correct(c.roundAt, target, g.avgRTT/2+g.spread/2)
+	rep.MasterCorrectionNS = int64(target)
+}
+
+// tally is what a round's readings give: the clocks that may enter the
+// average, the report line of every worker, how many clocks the round
+// expects, and the updated count of rounds each worker missed.
+type tally struct {
+	cands    []candidate
+	members  []MemberReport
+	expected int
+	missed   map[uint32]int
+}
+
+// tallyReadings sorts the round's readings: a worker without one missed
+// the round (it stops counting towards the quorum after missLimit in a
+// row); one with a round trip above maxRTT is reported but too uncertain
+// to enter the average; the others, and the master's own clock (offset 0),
+// are candidates.
+func tallyReadings(self uint32, selfFreq float64, peers []uint32, readings map[uint32]reading, missed map[uint32]int, maxRTT time.Duration) tally {
+	t := tally{cands: []candidate{{id: self, freq: selfFreq}}, expected: 1, missed: maps.Clone(missed)}
+	if t.missed == nil {
+		t.missed = map[uint32]int{}
+	}
+	for _, id := range peers {
+		if t.missed[id] < missLimit {
+			t.expected++
+		}
+		r, ok := readings[id]
 		ms := MemberReport{ID: id}
 		switch {
 		case !ok:
 			ms.Why = "no reading"
-			c.missed[id]++
-		case r.rtt > c.cfg.MaxRTT:
+			t.missed[id]++
+		case r.rtt > maxRTT:
 			ms.Answered, ms.RTTNS, ms.OffsetNS, ms.Why = true, int64(r.rtt), int64(r.offset), "rtt"
-			c.missed[id] = 0
+			t.missed[id] = 0
 		default:
 			ms.Answered, ms.RTTNS, ms.OffsetNS = true, int64(r.rtt), int64(r.offset)
-			cands = append(cands, candidate{id: id, offset: r.offset, freq: r.freq, rtt: r.width()})
-			c.missed[id] = 0
+			t.cands = append(t.cands, candidate{id: id, offset: r.offset, freq: r.freq, rtt: r.width()})
+			t.missed[id] = 0
 		}
-		rep.Members = append(rep.Members, ms)
+		t.members = append(t.members, ms)
 	}
-	rep.Clocks = len(cands)
-	c.last = rep
-	// A fault-tolerant choice needs most clocks: a new master heard by one
-	// worker while the rest still follow the old term cannot tell which of
-	// the two is wrong, and correcting either could move a good clock by
-	// the whole disagreement. The round is skipped; the next one has more
-	// readings.
-	if 2*len(cands) <= expected {
-		rep.Skipped = fmt.Sprintf("too few clocks: %d of %d", len(cands), expected)
-		c.counters["rounds_skipped"]++
-		return
-	}
-	var target, spread, avgRTT time.Duration
-	var freqs []float64
-	agree := largestAgreeing(cands, c.cfg.Threshold, c.id)
-	rep.Agreeing = len(agree)
-	in := map[uint32]bool{}
+	return t
+}
+
+// quorate says whether a round read enough clocks to choose the group's
+// time: more than half of those it expects.
+func quorate(clocks, expected int) bool { return 2*clocks > expected }
+
+// group is the group's time a round chose.
+type group struct {
+	// method is "average" (the largest agreeing set, a majority, averaged)
+	// or "median" (no majority agreed: every clock goes to the median one).
+	method             string
+	target             time.Duration // the group's time, relative to the master's clock
+	spread             time.Duration // of the clocks it was chosen from
+	avgRTT             time.Duration // the widest round trip among them
+	freqs              []float64     // their frequency corrections
+	in                 map[uint32]bool
+	agreeing, averaged int
+}
+
+// groupTime chooses the group's time from the candidates: the
+// fault-tolerant average of the largest set of clocks that agree with each
+// other when a majority does, else the median clock.
+func groupTime(cands []candidate, threshold time.Duration, self uint32) group {
+	agree := largestAgreeing(cands, threshold, self)
+	g := group{agreeing: len(agree), in: map[uint32]bool{}}
 	if 2*len(agree) > len(cands) {
 		// The fault-tolerant average: the largest set of clocks that agree
 		// with each other, a majority, is averaged; the others
 		// (falsetickers) are corrected towards it but cannot move it.
-		rep.Method = "average"
+		g.method = "average"
 		for _, x := range agree {
-			in[x.id] = true
+			g.in[x.id] = true
 		}
-		spread = agree[len(agree)-1].offset - agree[0].offset
+		g.spread = agree[len(agree)-1].offset - agree[0].offset
 		// Within the agreeing set a falseticker can still sit up to
 		// Threshold from the others and drag the mean by a k-th of that
 		// each round: the f highest and f lowest are dropped before averaging
@@ -852,58 +996,73 @@ func (c *Core) finishRound() {
 		var sum time.Duration
 		for _, x := range agree[f : len(agree)-f] {
 			sum += x.offset
-			freqs = append(freqs, x.freq)
-			avgRTT = max(avgRTT, x.rtt)
+			g.freqs = append(g.freqs, x.freq)
+			g.avgRTT = max(g.avgRTT, x.rtt)
 		}
-		target = sum / time.Duration(len(agree)-2*f)
-		rep.Averaged = len(agree) - 2*f
-	} else {
-		// No majority agrees (clocks just started, or thrown apart):
-		// every clock goes to the median one, which a minority of
-		// falsetickers cannot choose. The next round averages.
-		rep.Method = "median"
-		mid := cands[len(cands)/2] // sorted by largestAgreeing
-		target, avgRTT = mid.offset, mid.rtt
-		in[mid.id] = true
-		freqs = append(freqs, mid.freq)
-		spread = cands[len(cands)-1].offset - cands[0].offset
-		rep.Averaged = 1
+		g.target = sum / time.Duration(len(agree)-2*f)
+		g.averaged = len(agree) - 2*f
+		return g
 	}
-	rep.AverageNS, rep.SpreadNS = int64(target), int64(spread)
-	// Every member learns its frequency relative to the group, so the
-	// group's own rate is free: pull it back towards the mean natural rate
-	// of its clocks by shifting the whole group a little against its
-	// median frequency correction (the median: a member whose time agrees
-	// may still report a wild frequency).
-	steer := time.Duration(-c.cfg.FrequencyPull * median(freqs) * 1e-6 * float64(c.cfg.RoundInterval))
-	target += steer
-	rep.SteerNS = int64(steer)
-	for i := range rep.Members {
-		ms := &rep.Members[i]
+	// No majority agrees (clocks just started, or thrown apart): every
+	// clock goes to the median one, which a minority of falsetickers
+	// cannot choose. The next round averages.
+	g.method = "median"
+	mid := cands[len(cands)/2] // sorted by largestAgreeing
+	g.target, g.avgRTT = mid.offset, mid.rtt
+	g.in[mid.id] = true
+	g.freqs = append(g.freqs, mid.freq)
+	g.spread = cands[len(cands)-1].offset - cands[0].offset
+	g.averaged = 1
+	return g
+}
+
+// steer is what every correction gets added to hold the group's rate:
+// every member learns its frequency relative to the group, so the group's
+// own rate is free; pull it back towards the mean natural rate of its
+// clocks by shifting the whole group a little against its median frequency
+// correction (the median: a member whose time agrees may still report a
+// wild frequency).
+func steer(pull float64, freqs []float64, round time.Duration) time.Duration {
+	return time.Duration(-pull * median(slices.Clone(freqs)) * 1e-6 * float64(round))
+}
+
+// workerCorrection is what a round decides for one worker (the index-th report
+// line).
+type workerCorrection struct {
+	index     int
+	send      bool // it answered: it gets an adjustment
+	corr      time.Duration
+	errBound  time.Duration
+	why       string
+	excluded  bool
+	disagrees bool // answered, usable, outside the agreeing set
+}
+
+// corrections decides each worker's correction towards target: every
+// worker that answered is corrected, the ones left out of the average too
+// (with why); its error is its reading's and the group's uncertainty (half
+// a round trip each, and the slews during them) plus half the spread of
+// the averaged clocks.
+func corrections(members []MemberReport, readings map[uint32]reading, g group, target time.Duration) []workerCorrection {
+	out := make([]workerCorrection, 0, len(members))
+	for i, ms := range members {
+		k := workerCorrection{index: i, why: ms.Why}
 		if !ms.Answered {
-			ms.Excluded = true
+			k.excluded = true
+			out = append(out, k)
 			continue
 		}
-		if ms.Why == "" && !in[ms.ID] && rep.Method == "average" {
-			ms.Why = "disagrees"
-			c.counters["excluded_disagrees"]++
+		if ms.Why == "" && !g.in[ms.ID] && g.method == "average" {
+			k.why, k.disagrees = "disagrees", true
 		}
-		ms.Excluded = ms.Why != ""
-		r := c.readings[ms.ID]
-		corr := target - r.offset
-		// Its reading and the group's time are each uncertain by half a
-		// round trip (and the slews during it); the group's time is the
-		// average of clocks up to spread apart.
-		errBound := r.width()/2 + avgRTT/2 + spread/2
-		p, _ := wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(corr), Error: uint64(max(errBound, 0))}.AppendBinary(nil)
-		c.pending[ms.ID] = &adjust{payload: p, tries: 1, next: c.now.Add(c.cfg.AdjustRetry)}
-		c.msgs = append(c.msgs, core.Message{To: ms.ID, Kind: wire.KindClockAdjust, Term: c.leading, Payload: p})
-		ms.CorrectionNS = int64(corr)
+		k.excluded = k.why != ""
+		r := readings[ms.ID]
+		k.send = true
+		k.corr = target - r.offset
+		k.errBound = r.width()/2 + g.avgRTT/2 + g.spread/2
+		out = append(out, k)
 	}
-	// The master's own correction: towards the target, as of the round's
-	// poll (its readings are compared to the master's clock then).
-	c.correct(c.roundAt, target, avgRTT/2+spread/2)
-	rep.MasterCorrectionNS = int64(target)
+	return out
 }
 
 // candidate is a clock that may enter the average: the master's (offset 0)
@@ -1018,14 +1177,20 @@ func (c *Core) send(to uint32, term uint64, k wire.Kind, p interface{ AppendBina
 }
 
 // Ready merges the election's output and the rounds'. The election's state
-// (its term) is persisted inside this core's, with the frequency, and stays
-// pending, a promise, until Advance confirms it.
+// (for bully, its term) is persisted inside this core's, with the
+// frequency, and stays pending, a promise, until Advance confirms it. The
+// election's typed changes are drained here (its events, in the Ready,
+// carry the same).
 func (c *Core) Ready() core.Ready {
 	rd := c.elect.Ready()
+	c.elect.Changes()
+	if rd.State != nil {
+		c.electState = rd.State
+	}
 	c.saveState(c.now, rd.State != nil)
 	rd.State, rd.Promise = nil, false
 	c.durable.Ready(&rd, func() []byte {
-		return encodeState(Saved{Term: c.elect.Term(), FrequencyPPM: c.savedFreq, ErrorPPM: c.savedErr})
+		return encodeState(Saved{Election: c.electState, FrequencyPPM: c.savedFreq, ErrorPPM: c.savedErr})
 	})
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Adjustments = append(rd.Adjustments, c.adj...)
@@ -1037,6 +1202,8 @@ func (c *Core) Ready() core.Ready {
 // Advance is the driver's report on the last Ready (core.Advancer), for
 // this core's state and the election's inside it.
 func (c *Core) Advance(saved bool) {
-	c.elect.Advance(saved)
+	if a, ok := c.elect.(core.Advancer); ok {
+		a.Advance(saved)
+	}
 	c.durable.Advance(saved)
 }

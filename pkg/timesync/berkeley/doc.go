@@ -1,12 +1,15 @@
 // Package berkeley is timed's internal synchronisation: the Berkeley
 // algorithm (seed 004), with a fault-tolerant average and a master chosen
-// by the bully election of pkg/elect/bully. It is a sans-IO core.Core.
+// by an election (any elect.Elector: Config.Election; the bully election of
+// pkg/elect/bully by default, which timed uses). It is a sans-IO core.Core
+// and a core.Scheduler (its Deadline is the election's and its own rounds',
+// polls', collection's and retries').
 //
-// Every member runs a bully core inside this one; the bully leader is the
+// Every member runs the election inside this one; its leader is the
 // master. Each round (Config.RoundInterval) the master polls every member
 // with a burst of Config.Burst broadcast ClockPolls, BurstGap apart (one
-// multicast frame each where the daemon has a group), carrying its bully
-// term; each worker answers every poll with a ClockReading. With the four
+// multicast frame each where the daemon has a group), carrying its
+// election term; each worker answers every poll with a ClockReading. With the four
 // timestamps of an exchange (see pkg/wire's berkeley.go) the master knows
 // each worker's clock relative to its own, d_i, and the round trip, as NTP
 // computes them, and of a worker's answers keeps the one with the smallest
@@ -30,7 +33,8 @@
 //	          drag the group, it is only corrected towards it)
 //	          avg += the rate pull (below)
 //	          every worker with a reading ◄── ClockAdjust(avg - d_i)
-//	          (acknowledged; resent every AdjustRetry, AdjustTries times)
+//	          (acknowledged; resent every AdjustRetry, AdjustTries times,
+//	          by a pkg/delivery Outbox)
 //	          the master corrects itself by avg
 //
 // Corrections go through each member's servo (pkg/timesync/servo): they
@@ -71,10 +75,16 @@
 // master's claimed error is capped at the same margin, so it cannot widen
 // the bound for the next correction.
 //
+// The round's computation is a pipeline of pure stages, each tested alone:
+// tallyReadings (candidates, misses), quorate (enough clocks?), groupTime
+// (the fault-tolerant average or the median), steer (the rate pull) and
+// corrections (each worker's correction and error).
+//
 // A worker takes polls and adjustments only from the leader of the term its
-// bully core knows, and tags its answers with that term: a deposed master,
+// election knows, and tags its answers with that term: a deposed master,
 // or one that has not yet learned of a newer term, cannot correct anyone,
-// and there is never more than one master per term (bully's guarantee).
-// When the master dies the bully core elects the next; its first round
-// follows within one round interval of its election.
+// and there is never more than one master per term (the election's
+// guarantee). When the master dies the election elects the next; its first
+// round follows within one round interval of its election. The election's
+// durable state is kept inside this core's (Saved.Election).
 package berkeley

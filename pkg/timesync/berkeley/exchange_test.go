@@ -15,13 +15,11 @@ import (
 // stamps; it answers each poll of a burst once, and takes the correction
 // as of the arrival of the poll the master names.
 func TestWorkerReportsItsTransmitLag(t *testing.T) {
-	cfg := berkeley.Config{Election: bully.DefaultLANConfig()}
-	cfg.Election.ID, cfg.Election.Members = 1, []bully.Member{{ID: 1}, {ID: 2}}
-	w, err := berkeley.New(cfg)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w, err := berkeley.New(core.Env{ID: 1, Members: []uint32{1, 2}, Now: t0}, berkeley.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w.Tick(t0)
 	w.Ready()
 	term := bully.MakeTerm(1, 2)

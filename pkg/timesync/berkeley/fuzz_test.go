@@ -36,18 +36,11 @@ func FuzzBerkeley(f *testing.F) {
 		ids := []uint32{1, 2, 3}
 		self := uint32(1 + p.Intn(3))
 		lim := epoch.Spaced(epoch.MaxRound, bully.TermBurst, 1)
-		d := &corefuzz.Driver{
+		var d *corefuzz.Driver
+		d = &corefuzz.Driver{
 			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
-				saved, err := berkeley.Restore(disk)
-				if err != nil {
-					return nil, err
-				}
-				cfg := berkeley.Config{Election: bully.DefaultLANConfig()}
-				cfg.Election.ID, cfg.Election.Members, cfg.Election.PersistedTerm = self, members, saved.Term
-				cfg.Election.Rand = rand.New(rand.NewPCG(1, 2))
-				cfg.Servo.Frequency, cfg.Servo.FrequencyError = saved.FrequencyPPM, saved.ErrorPPM
-				return berkeley.New(cfg)
+				return berkeley.New(core.Env{ID: self, Members: ids, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), State: disk}, berkeley.Config{})
 			},
 			Ready: func(rd core.Ready) error {
 				for _, a := range rd.Adjustments {
@@ -59,8 +52,9 @@ func FuzzBerkeley(f *testing.F) {
 			},
 			Sent: func(m core.Message, disk []byte) error {
 				saved, _ := berkeley.Restore(disk)
-				if m.Term > saved.Term {
-					return fmt.Errorf("%v of term %#x left with %#x on disk", m.Kind, m.Term, saved.Term)
+				term, _ := bully.Restore(saved.Election)
+				if m.Term > term {
+					return fmt.Errorf("%v of term %#x left with %#x on disk", m.Kind, m.Term, term)
 				}
 				return nil
 			},
@@ -72,14 +66,14 @@ func FuzzBerkeley(f *testing.F) {
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
-			lead, term := bk().Election().Leader()
+			lead, term, _ := bk().Election().Leader()
 			switch p.Intn(10) {
 			case 0, 1:
 				err = d.Tick(time.Duration(1+p.Intn(1500))*time.Millisecond, fail)
 			case 2:
 				err = d.Restart()
 			case 3:
-				err = d.Step(corefuzz.ElectionFrame(p, bk().Election().Term(), lim, members, self), fail)
+				err = d.Step(corefuzz.ElectionFrame(p, term, lim, members, self), fail)
 			case 4:
 				// What a (forged) master does: a poll, then an adjustment
 				// for it, in the term this member follows.

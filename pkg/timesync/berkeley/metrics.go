@@ -4,7 +4,7 @@ import (
 	"strconv"
 
 	"github.com/synclab/synclab/pkg/core"
-	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/epoch"
 )
 
 var _ core.MetricsWriter = (*Core)(nil)
@@ -29,7 +29,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.Gauge("synclab_berkeley_master_id", "Member ID of the master of the term this member knows; 0 if none is known.", float64(st.Master))
 	// A whole term (round << 32 | owner) is beyond what a Prometheus float
 	// holds exactly; the owner is the master.
-	m.Gauge("synclab_berkeley_term_round", "Round of the term this member knows (term = round << 32 | master ID).", float64(bully.TermRound(st.Term)))
+	m.Gauge("synclab_berkeley_term_round", "Round of the term this member knows (term = round << 32 | master ID).", float64(epoch.Round(st.Term)))
 	m.GaugeBool("synclab_berkeley_synchronized", "1 once a correction was applied to this member's clock, else 0.", st.Synchronized)
 	if st.ErrorBoundNS > 0 {
 		m.Gauge("synclab_berkeley_error_bound_seconds", "Bound on this clock's error relative to the group's time (not to any external reference).", ns(st.ErrorBoundNS))
@@ -43,7 +43,9 @@ func (c *Core) Metrics(m *core.MetricSet) {
 		c.roundMetrics(m, r)
 	}
 	m.Counters("synclab_berkeley_events_total", "The core's counters: rounds, readings, polls answered, adjustments applied, resent and unacknowledged, exclusions, frames refused by reason.", "event", st.Counters)
-	c.elect.Metrics(m)
+	if mw, ok := c.elect.(core.MetricsWriter); ok {
+		mw.Metrics(m)
+	}
 }
 
 // roundMetrics describes the master's last round.

@@ -61,25 +61,15 @@ func report(s *sim.Sim, id uint32) berkeley.Status {
 
 func newGroup(t *testing.T, s *sim.Sim, n int, liars map[uint32]bool, rng *rand.Rand) *group {
 	g := &group{t: t, s: s, liars: liars, masters: map[uint64]uint32{}, drift: map[uint32]float64{}}
-	var members []bully.Member
 	for i := 1; i <= n; i++ {
-		members = append(members, bully.Member{ID: uint32(i)})
 		g.ids = append(g.ids, uint32(i))
 	}
-	for _, m := range members {
-		id := m.ID
+	for _, id := range g.ids {
 		clk := clock.SimConfig{Offset: time.Duration(rng.Int64N(int64(time.Second))) - 500*time.Millisecond, DriftPPM: rng.Float64()*200 - 100}
 		g.drift[id] = clk.DriftPPM
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-			disk := env.State
-			saved, err := berkeley.Restore(disk)
-			if err != nil {
-				t.Fatalf("node %d: %v", id, err)
-			}
-			cfg := berkeley.Config{Election: bully.DefaultLANConfig()}
-			cfg.Election.ID, cfg.Election.Members, cfg.Election.PersistedTerm, cfg.Election.Rand = id, members, saved.Term, s.NewRand()
-			cfg.Servo.Frequency, cfg.Servo.FrequencyError = saved.FrequencyPPM, saved.ErrorPPM
-			c, err := berkeley.New(cfg)
+			env.Members, env.Rand = g.ids, s.NewRand() // the stream the golden results were made with
+			c, err := berkeley.New(env, berkeley.Config{})
 			if err != nil {
 				t.Fatalf("node %d: %v", id, err)
 			}
@@ -122,8 +112,12 @@ func checkPersisted(t *testing.T, f sim.SentFrame) {
 	if err != nil {
 		t.Fatalf("node %d: disk: %v", f.From, err)
 	}
-	if f.Frame.Term > saved.Term {
-		t.Fatalf("node %d sent %v of term %#x with %#x on disk", f.From, f.Frame.Kind, f.Frame.Term, saved.Term)
+	term, err := bully.Restore(saved.Election)
+	if err != nil {
+		t.Fatalf("node %d: election state on disk: %v", f.From, err)
+	}
+	if f.Frame.Term > term {
+		t.Fatalf("node %d sent %v of term %#x with %#x on disk", f.From, f.Frame.Kind, f.Frame.Term, term)
 	}
 }
 

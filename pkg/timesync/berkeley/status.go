@@ -4,7 +4,7 @@ import (
 	"maps"
 	"time"
 
-	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect"
 )
 
 // Status is what `timed status --json` shows of Berkeley mode.
@@ -24,7 +24,7 @@ type Status struct {
 	ErrorBoundNS int64             `json:"error_bound_ns"`
 	FrequencyPPM float64           `json:"frequency_ppm"`
 	Counters     map[string]uint64 `json:"counters"`
-	Election     bully.Status      `json:"election"`
+	Election     elect.Status      `json:"election"`
 }
 
 // RoundReport is one computed round.
@@ -77,7 +77,7 @@ func (c *Core) Status() any { return c.Report() }
 
 // Report returns the status.
 func (c *Core) Report() Status {
-	lead, term := c.elect.Leader()
+	lead, term, _ := c.elect.Leader()
 	st := Status{
 		Role:         "worker",
 		Master:       lead,
@@ -86,13 +86,13 @@ func (c *Core) Report() Status {
 		Synchronized: c.servo.Synchronized(),
 		FrequencyPPM: c.servo.Frequency(),
 		Counters:     maps.Clone(c.counters),
-		Election:     c.elect.View(),
+		Election:     c.elect.Report(),
 	}
 	switch {
 	case c.leading != 0:
 		st.Role = "master"
 		st.LastRound = c.last
-	case c.elect.Role() == bully.RoleCandidate:
+	case c.elect.Role() == elect.RoleCandidate:
 		st.Role = "candidate"
 	}
 	if lo, hi := c.servo.Bound(c.now); !lo.IsZero() {

@@ -15,9 +15,7 @@ import (
 // timed with --serve: the liveness detector for the members and the NTP
 // server in one core.
 func Example() {
-	lc := liveness.DefaultLANConfig()
-	lc.ID, lc.Members = 1, []uint32{1, 2}
-	live, err := liveness.New(lc)
+	live, err := liveness.New(core.Env{ID: 1, Members: []uint32{1, 2}}, liveness.DefaultLANConfig())
 	if err != nil {
 		panic(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/synclab/synclab/pkg/core"
-	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/timesync/berkeley"
 )
@@ -18,11 +17,11 @@ type metricFake struct {
 func (f *metricFake) Metrics(m *core.MetricSet) { m.Gauge(f.metric, "A part's gauge.", 1) }
 
 func TestMetricsGatherEveryPart(t *testing.T) {
-	live, err := liveness.New(liveness.Config{ID: 1, Members: []uint32{1, 2}})
+	live, err := liveness.New(core.Env{ID: 1, Members: []uint32{1, 2}}, liveness.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bk, err := berkeley.New(berkeley.Config{Election: bully.Config{ID: 1, Members: []bully.Member{{ID: 1}, {ID: 2}}}})
+	bk, err := berkeley.New(core.Env{ID: 1, Members: []uint32{1, 2}}, berkeley.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

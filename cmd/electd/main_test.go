@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/bully"
+)
+
+// buildWith runs build on `electd run` flags args and returns the core its
+// factory makes, or build's error.
+func buildWith(t *testing.T, args ...string) (elect.Elector, error) {
+	t.Helper()
+	set := flag.NewFlagSet("run", flag.ContinueOnError)
+	for _, f := range runFlags() {
+		if err := f.Apply(set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := set.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &daemon.Config{ID: 1, StateDir: t.TempDir(), Members: map[uint32]netip.AddrPort{
+		1: netip.MustParseAddrPort("127.0.0.1:7501"), 2: netip.MustParseAddrPort("127.0.0.1:7502"), 3: netip.MustParseAddrPort("127.0.0.1:7503")}}
+	factory, err := build(cli.NewContext(cli.NewApp(), set, nil), cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := factory(core.Env{ID: cfg.ID, Members: []uint32{1, 2, 3}, Now: time.Now(), Rand: rand.New(rand.NewPCG(1, 1)), Lamport: new(clock.Lamport)})
+	if err != nil {
+		t.Fatalf("factory: %v", err)
+	}
+	el, ok := c.(elect.Elector)
+	if !ok {
+		t.Fatalf("core %T is not an elect.Elector", c)
+	}
+	return el, nil
+}
+
+// TestDurationsUsedAsGiven: --heartbeat 55ms runs a 55 ms heartbeat (it
+// used to be truncated to 50 ms, a multiple of the tick), and the other
+// timeouts keep their proportions.
+func TestDurationsUsedAsGiven(t *testing.T) {
+	el, err := buildWith(t, "--heartbeat", "55ms", "--leader-timeout", "401ms", "--priorities", "2=9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := el.Report()
+	d := st.Detail.(bully.Detail)
+	if d.Heartbeat != 55*time.Millisecond || d.LeaderTimeout != 401*time.Millisecond || d.AnswerTimeout != 50*time.Millisecond ||
+		d.CoordinatorTimeout != 160*time.Millisecond || d.Stagger != 25*time.Millisecond {
+		t.Errorf("timeouts %+v", d)
+	}
+	if st.Algorithm != "bully" || st.Members[1].Priority != 9 {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestBuildRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--algorithm", "raft"}, `unknown election algorithm "raft" (known: bully)`},
+		{[]string{"--heartbeat", "500us"}, "--heartbeat 500µs: timeout out of range"},
+		{[]string{"--answer-timeout", "0s"}, "--answer-timeout 0s: timeout out of range"},
+		{[]string{"--heartbeat", "400ms"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
+	} {
+		_, err := buildWith(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestRenderStatus: the human status is rendered from elect.Status as the
+// daemon serves it, bully's detail included.
+func TestRenderStatus(t *testing.T) {
+	el, err := buildWith(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(el.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := renderStatus(&out, raw, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Algorithm: bully (waiting for answers)", "Role     : candidate", "Leader   : none known",
+		"Elections: 1 started, 0 leader timeouts; last", "terms claimed 0", "ID  Priority  Last heard", "(self)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+}
