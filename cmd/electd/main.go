@@ -49,6 +49,8 @@ func algorithmNames() string {
 }
 
 func main() {
+	// electd's work is serial: one loop steps the core.
+	app.SerialRuntime()
 	app.Main(app.New(app.Spec{
 		Name:  name,
 		Usage: "leader election for a lab LAN",

@@ -37,7 +37,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"time"
 
@@ -52,14 +51,8 @@ const name = "timed"
 
 func main() {
 	// timed's work is serial: the core is stepped by one goroutine at a
-	// time (the loop, or the NTP socket's reader), under one lock. With a
-	// second P, Go's scheduler wakes a spare thread to look for work after
-	// every datagram the netpoller hands over, which on a busy 2-CPU host
-	// cost more than answering it (NTP replies/s rose by 10-30% with one
-	// P, bench.sh ntpserve). GOMAXPROCS in the environment still decides.
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
+	// time (the loop, or the NTP socket's reader), under one lock.
+	app.SerialRuntime()
 	a := newApp()
 	os.Args = app.FlagsFirst(os.Args, a, "query", "compare")
 	app.Main(a)
