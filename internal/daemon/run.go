@@ -180,6 +180,13 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			}
 			d.locked(func() { d.receive(p, false) })
 		case <-timer.C:
+			// Frames that arrived before the deadline count before it: a
+			// loop that was not running (a busy host) must not time a peer
+			// out while the peer's frames wait in the queue (a core credits
+			// them with their receive stamps).
+			if !d.drain(packets) {
+				return errors.New("network endpoint closed")
+			}
 			d.locked(d.tick)
 			if fixed = fixed.Add(d.cfg.TickInterval); !fixed.After(time.Now()) {
 				fixed = time.Now().Add(d.cfg.TickInterval)
@@ -193,6 +200,23 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			sdnotify.Watchdog()
 		}
 	}
+}
+
+// drain steps the core with every frame already queued, without waiting
+// for more; false when the endpoint closed.
+func (d *Daemon) drain(packets <-chan transport.Packet) bool {
+	for range cap(packets) {
+		select {
+		case p, ok := <-packets:
+			if !ok {
+				return false
+			}
+			d.locked(func() { d.receive(p, false) })
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // schedule reads when the core next needs Tick (node.NextTick), holding
