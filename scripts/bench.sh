@@ -56,6 +56,12 @@
 #       multicast polls, then unicast (unless --no-unicast), then a group of 4
 #       for the traffic's growth. No reference system (chronyd -x cannot move
 #       its clock). Needs nothing beyond iproute2 and nftables.
+#   bench.sh idle [--window D]
+#       what each daemon costs while nothing happens: three members of
+#       electd, mutexd and timed's cluster on loopback, and timed as an NTP
+#       server alone and as a client following it; each process's CPU time
+#       (/proc/PID/stat) over --window (default 30s) as a share of one core,
+#       mean and max. Target <= 0.2% per daemon. No lab, no reference system.
 #   bench.sh list                the benchmarks
 #   bench.sh help                this text
 #
@@ -366,6 +372,23 @@ bench_ntpserve() {
 	log "bench ntpserve: clients $clients, $rounds runs of $load per server and concurrency, lab prefix $PREFIX"
 	run_go_bench NTPServe -ntpserve -ntpserve.bin "$WORK/bin" -ntpserve.prefix "$PREFIX" \
 		-ntpserve.load "$load" -ntpserve.rounds "$rounds" -ntpserve.clients "$clients"
+}
+
+bench_idle() {
+	local window=30s
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--window) window=${2:?--window needs a duration} && shift ;;
+		-h | --help) usage ;;
+		*) echo "$prog idle: unknown argument '$1'" >&2 && usage ;;
+		esac
+		shift
+	done
+	is_duration "$window" || die "idle: --window $window: want a duration such as 30s"
+	setup
+	build ./cmd/timed ./cmd/electd ./cmd/mutexd
+	log "bench idle: 5 setups, $window each"
+	run_go_bench IdleCPU -idle.bin "$WORK/bin" -idle.window "$window"
 }
 
 bench_berkeley() {

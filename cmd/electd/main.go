@@ -13,7 +13,6 @@ package main
 import (
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"path/filepath"
@@ -113,7 +112,8 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		}
 	}
 	stateDir := cfg.StateDir
-	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
+	return func(env core.Env) (core.Core, error) {
+		persisted, rnd := env.State, env.Rand
 		cfg := bc
 		if persisted != nil {
 			file := filepath.Join(stateDir, daemon.CoreStateFile)

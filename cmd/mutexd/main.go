@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"time"
@@ -115,7 +114,8 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, er
 	}
 	api := newAPI(rc)
 	cfg.OnEvent = api.onEvent
-	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
+	return func(env core.Env) (core.Core, error) {
+		persisted, rnd := env.State, env.Rand
 		rc := rc
 		rc.Persisted, rc.Rand = persisted, rnd
 		ring, err := tokenring.New(rc)

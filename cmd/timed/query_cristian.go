@@ -79,7 +79,10 @@ func runCristianQuery(ctx context.Context, conn *transport.UDPConn, opt queryOpt
 // sendCristian writes one request, its transmit timestamp and MAC put in
 // right before the write, and tells the burst the exact T1.
 func sendCristian(conn *transport.UDPConn, b *cristian.Burst, opt queryOptions, cluster uint32, keys []wire.Key) error {
-	raw := cristian.RequestFrame(cluster, cristianQueryID)
+	raw, err := cristian.RequestFrame(cluster, cristianQueryID)
+	if err != nil {
+		return err
+	}
 	var t1 time.Time
 	var xmt wire.NTPTime
 	stamp, err := conn.SendStamped(opt.target, raw, func(f []byte) []byte {

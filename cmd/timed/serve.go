@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"slices"
@@ -169,20 +168,30 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 			cc.LocalStratum = serve.cfg.LocalStratum
 		}
 	}
-	return func(persisted []byte, rnd *rand.Rand) (core.Core, error) {
-		var tc timedcore.Config
-		var err error
+	return func(env core.Env) (core.Core, error) {
+		// One file, a section per part that keeps state (a file from
+		// before sections is the one part's that persisted then: the
+		// Berkeley core's in Berkeley mode, else the client's).
+		legacy := timedcore.SectionClient
+		if bk != nil {
+			legacy = timedcore.SectionCluster
+		}
+		saved, err := timedcore.DecodeState(env.State, legacy)
+		if err != nil {
+			return nil, fmt.Errorf("%w (remove the file only if you accept that this member's terms restart and its frequency is learnt again)", err)
+		}
+		tc := timedcore.Config{State: saved, TickInterval: cfg.TickInterval}
 		switch {
 		case bk != nil:
-			// The Berkeley core is the only part that persists state
-			// then (its term and frequency): there is no client.
 			b := *bk
-			b.Election.Rand = rnd
-			if tc.Cluster, err = newBerkeley(b, persisted, cfg.StateDir); err != nil {
+			b.Election.Rand = env.Rand
+			if tc.Cluster, err = newBerkeley(b, saved.Part(timedcore.SectionCluster), cfg.StateDir); err != nil {
 				return nil, err
 			}
 		case live != nil:
-			if tc.Cluster, err = live(nil, rnd); err != nil {
+			liveEnv := env
+			liveEnv.State = nil // the liveness detector keeps nothing
+			if tc.Cluster, err = live(liveEnv); err != nil {
 				return nil, err
 			}
 		}
@@ -193,13 +202,12 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 		}
 		if cc != nil {
 			c := *cc
-			c.Rand = rnd
+			c.Rand = env.Rand
 			ntpc, err := client.New(c)
 			if err != nil {
 				return nil, err
 			}
-			// Only the client persists state (its frequency).
-			if persisted != nil {
+			if persisted := saved.Part(timedcore.SectionClient); persisted != nil {
 				if err := ntpc.Restore(persisted); err != nil {
 					return nil, fmt.Errorf("%w (the state file is in --state-dir; remove it to start from 0 ppm)", err)
 				}

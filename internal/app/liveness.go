@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -17,7 +16,8 @@ import (
 // LivenessCore runs the heartbeat failure detector with LAN defaults: the
 // core every daemon runs until its protocol core takes over.
 func LivenessCore(cfg *daemon.Config) daemon.CoreFactory {
-	return func(_ []byte, rnd *rand.Rand) (core.Core, error) {
+	return func(env core.Env) (core.Core, error) {
+		rnd := env.Rand
 		lc := liveness.DefaultLANConfig()
 		lc.ID = cfg.ID
 		lc.Members = slices.Sorted(maps.Keys(cfg.Members))

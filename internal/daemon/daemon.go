@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -68,7 +70,9 @@ type Config struct {
 	// MetricsAddr, if set, serves Prometheus text metrics on /metrics.
 	MetricsAddr string
 
-	// TickInterval is the length of one core tick. Default 10 ms.
+	// TickInterval is the period of the core's Tick when the core does not
+	// say when it needs one (core.Scheduler), and the delay of the first
+	// Tick of every core. Default 10 ms.
 	TickInterval time.Duration
 	// Clock is the node's clock (system or simulated). Required.
 	Clock clock.Clock
@@ -210,9 +214,12 @@ func hasOthers(members map[uint32]netip.AddrPort, self uint32) bool {
 	return false
 }
 
-// CoreFactory builds the daemon's core from its persisted state (nil on a
-// first start) and a seeded source of randomness.
-type CoreFactory func(persisted []byte, rnd *rand.Rand) (core.Core, error)
+// CoreFactory builds the daemon's core from the environment the daemon
+// hands it (core.Env): its ID and members, the clock's reading, a seeded
+// source of randomness, the node's Lamport clock and the persisted state
+// (nil on a first start). An error wrapping core.ErrState names the state
+// file when the daemon reports it.
+type CoreFactory func(env core.Env) (core.Core, error)
 
 // ErrStopped is returned by Do once the daemon's loop has ended.
 var ErrStopped = errors.New("daemon is stopping")
@@ -254,6 +261,11 @@ type Daemon struct {
 	served           bool      // the loop has ended: the reader steps nothing more
 	answers          answerBatch
 	plan             slewPlan // the last tick's, for its Ready's slews
+	// wake is when the core next needs Tick, on its clock (schedule);
+	// wakeSet is false while the loop ticks at the fixed interval.
+	wake    time.Time
+	wakeSet bool
+	rearm   chan struct{} // the loop re-arms its timer (cap 1)
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
@@ -288,7 +300,15 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", coreStateFile, err)
 	}
-	c, err := newCore(persisted, rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))))
+	lamport := new(clock.Lamport)
+	c, err := newCore(core.Env{
+		ID:      cfg.ID,
+		Members: slices.Sorted(maps.Keys(cfg.Members)),
+		Now:     cfg.Clock.Now(),
+		Rand:    rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))),
+		Lamport: lamport,
+		State:   persisted,
+	})
 	if err != nil {
 		if file := st.file(coreStateFile); errors.Is(err, core.ErrState) && !strings.Contains(err.Error(), file) {
 			// The operator must know which file the core refused.
@@ -305,6 +325,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		Epochs:      epochs,
 		Save:        saved.save,
 		Multicast:   cfg.Multicast != nil,
+		Lamport:     lamport,
 	}, c)
 	if err != nil {
 		return nil, err
@@ -316,6 +337,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		state:      st,
 		node:       n,
 		doCh:       make(chan func()),
+		rearm:      make(chan struct{}, 1),
 		stopped:    make(chan struct{}),
 		looping:    make(chan struct{}),
 		notServing: make(chan struct{}),

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -49,7 +48,8 @@ func shortDir(t *testing.T) string {
 }
 
 func livenessFactory(id uint32, n int) CoreFactory {
-	return func(_ []byte, rnd *rand.Rand) (core.Core, error) {
+	return func(env core.Env) (core.Core, error) {
+		rnd := env.Rand
 		cfg := liveness.DefaultLANConfig()
 		cfg.ID = id
 		for i := 1; i <= n; i++ {
@@ -292,7 +292,7 @@ func TestMessagesWithheldWhenStateCannotBePersisted(t *testing.T) {
 		net := transport.NewMemNetwork()
 		dir := shortDir(t)
 		cfg := testConfig(t, net, dir, 1, 2)
-		d, err := New(cfg, func([]byte, *rand.Rand) (core.Core, error) { return &persister{}, nil })
+		d, err := New(cfg, func(core.Env) (core.Core, error) { return &persister{}, nil })
 		if err != nil {
 			t.Fatal(err)
 		}

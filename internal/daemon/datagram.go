@@ -41,6 +41,7 @@ func (d *Daemon) serveDatagrams(batch []transport.Packet) {
 	}
 	a := &d.answers
 	a.sends = a.sends[:0]
+	stepped := false
 	for i, p := range batch {
 		in := node.Inbound{From: p.From, Data: p.Data, Time: d.cfg.Clock.FromKernel(p.Time), Datagram: true}
 		if a.bufs[i] == nil {
@@ -55,6 +56,7 @@ func (d *Daemon) serveDatagrams(batch []transport.Packet) {
 			// what it is stepped with.
 			p.Data = bytes.Clone(p.Data)
 			d.receive(p, true)
+			stepped = true
 			continue
 		}
 		if s.Data != nil {
@@ -75,6 +77,12 @@ func (d *Daemon) serveDatagrams(batch []transport.Packet) {
 		}
 	}
 	d.process()
+	if stepped {
+		// An answer moves no timer worth a wake-up (a rate limiter's
+		// expiry waits for the next tick); a stepped datagram may (an NTP
+		// client's reply is taken in at once).
+		d.schedule()
+	}
 }
 
 // endServing stops the datagram reader from stepping the core: the loop

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"strings"
@@ -50,7 +49,7 @@ func startEcho(t *testing.T, cfg Config) (*Daemon, *echoNTP) {
 	t.Helper()
 	cfg.DatagramAddr = netip.MustParseAddrPort("127.0.0.1:0")
 	echo := &echoNTP{}
-	d, err := New(cfg, func([]byte, *rand.Rand) (core.Core, error) { return echo, nil })
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return echo, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +197,7 @@ func TestAnsweredDatagrams(t *testing.T) {
 	// A quiet loop: AllocsPerRun counts every goroutine's allocations.
 	cfg.TickInterval = time.Second
 	ans := &answerNTP{}
-	d, err := New(cfg, func([]byte, *rand.Rand) (core.Core, error) { return ans, nil })
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return ans, nil })
 	if err != nil {
 		t.Fatal(err)
 	}

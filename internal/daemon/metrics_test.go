@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -120,8 +119,8 @@ func TestMetricsEndpointServesCoreMetrics(t *testing.T) {
 			cfg.MetricsAddr = freeAddr(t)
 			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			live := factory
-			factory = func(p []byte, rnd *rand.Rand) (core.Core, error) {
-				c, err := live(p, rnd)
+			factory = func(env core.Env) (core.Core, error) {
+				c, err := live(env)
 				if err != nil {
 					return nil, err
 				}

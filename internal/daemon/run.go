@@ -131,8 +131,27 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 }
 
 func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
-	ticker := time.NewTicker(d.cfg.TickInterval)
-	defer ticker.Stop()
+	// One timer wakes the loop for the core's next Tick: at the core's own
+	// deadline when it schedules its ticks (core.Scheduler, see
+	// node.NextTick), so that an idle daemon sleeps until its next
+	// heartbeat or timeout; else every TickInterval, as a ticker would
+	// (missed ticks skipped). The first Tick is one TickInterval after the
+	// start either way.
+	fixed := time.Now().Add(d.cfg.TickInterval)
+	timer := time.NewTimer(d.cfg.TickInterval)
+	defer timer.Stop()
+	rearm := func() {
+		d.mu.Lock()
+		wake, scheduled := d.wake, d.wakeSet
+		d.mu.Unlock()
+		var wait time.Duration
+		if scheduled {
+			wait = wake.Sub(d.cfg.Clock.Now())
+		} else {
+			wait = time.Until(fixed)
+		}
+		timer.Reset(min(max(wait, 0), node.MaxSleep))
+	}
 	var watchdog <-chan time.Time
 	if iv, ok := sdnotify.WatchdogInterval(); ok {
 		t := time.NewTicker(iv / 2)
@@ -160,13 +179,34 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 				return errors.New("network endpoint closed")
 			}
 			d.locked(func() { d.receive(p, false) })
-		case <-ticker.C:
+		case <-timer.C:
 			d.locked(d.tick)
+			if fixed = fixed.Add(d.cfg.TickInterval); !fixed.After(time.Now()) {
+				fixed = time.Now().Add(d.cfg.TickInterval)
+			}
+			rearm()
+		case <-d.rearm:
+			rearm()
 		case fn := <-d.doCh:
 			d.locked(fn)
 		case <-watchdog:
 			sdnotify.Watchdog()
 		}
+	}
+}
+
+// schedule reads when the core next needs Tick (node.NextTick), holding
+// d.mu after the core ran, and wakes the loop to re-arm its timer when
+// that moved.
+func (d *Daemon) schedule() {
+	next, ok := d.node.NextTick(d.cfg.Clock.Now())
+	if !ok || d.wakeSet && next.Equal(d.wake) {
+		return
+	}
+	d.wake, d.wakeSet = next, true
+	select {
+	case d.rearm <- struct{}{}:
+	default: // a re-arm is already pending; it reads the newest wake
 	}
 }
 
@@ -222,6 +262,7 @@ func (d *Daemon) locked(fn func()) {
 	defer d.mu.Unlock()
 	fn()
 	d.process()
+	d.schedule()
 }
 
 func (d *Daemon) receive(p transport.Packet, datagram bool) {

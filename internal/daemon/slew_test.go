@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -38,7 +37,7 @@ func TestSlewAppliedLateEndsWherePlanned(t *testing.T) {
 	cfg := testConfig(t, transport.NewMemNetwork(), shortDir(t), 1, 1)
 	cfg.Clock = sim
 	s := &slewer{clk: sim, extra: 100 * time.Microsecond}
-	d, err := New(cfg, func([]byte, *rand.Rand) (core.Core, error) { return s, nil })
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return s, nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,4 +77,19 @@
 //
 // Lamport stamps more than MaxLamportAhead ahead of the node's clock are
 // refused ("lamport_ahead"), never merged.
+//
+// Logical time is the node's. Every logical send gets one Lamport stamp,
+// carried by every frame of its fan-out (a broadcast over unicast is N-1
+// frames with one stamp, as one multicast frame has); a core that needs
+// the stamp of its own send takes it from the clock it was built with
+// (core.Env.Lamport) and sets core.Message.Lamport, which the node then
+// uses as is (a stamp ahead of the clock, only a core's bug, is replaced
+// and counted in Stats.OwnStampsAhead), or asks for the send's report
+// (core.Message.Report), which carries it. Vector timestamps are carried
+// only while the node keeps a vector clock (Config.Vectors, a core that
+// implements core.VectorUser, or SetVectors while running, as tracing
+// does): a flag and a block after the payload, covered by the MAC
+// (pkg/wire); the receiver refuses a vector with more entries than
+// members, an entry of a non-member, or one more than MaxLamportAhead
+// ahead of what it knows ("bad_vector"), and sets core.Message.Vector.
 package node

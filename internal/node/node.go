@@ -38,6 +38,14 @@ type Config struct {
 	// Multicast sends a broadcast as one multicast frame instead of one
 	// unicast frame per member.
 	Multicast bool
+	// Lamport is the node's Lamport clock, the one the driver also hands
+	// the core (core.Env.Lamport), so that a stamp the core takes is in
+	// the same sequence as the node's. nil: the node keeps its own.
+	Lamport *clock.Lamport
+	// Vectors makes the node keep a vector clock from the start and stamp
+	// every frame with it (see SetVectors); a core that implements
+	// core.VectorUser turns it on too.
+	Vectors bool
 }
 
 func (c *Config) validate() error {
@@ -122,12 +130,18 @@ type Node struct {
 	inc       uint32 // incarnation (raised while running only when the series run out)
 	series    uint8  // series within the incarnation
 	seq       uint64 // last sequence number used
-	lamport   clock.Lamport
+	lamport   *clock.Lamport
 	others    []uint32 // members other than self, ascending
 	peers     map[uint32]*peer
 	epochs    map[uint32]uint32 // peers' epochs as last saved (Durable.Epochs)
 	own       []core.Message    // the node's own messages (KindEpochRefused), sent with the next Ready
-	stats     Stats
+	vectors   bool              // stamping frames with vector timestamps (SetVectors)
+	vector    clock.Vector      // the node's vector clock; merged from frames that carry one even while off
+	vecBuf    clock.Vector      // decode scratch
+	// ticked says the core was ticked, last at lastTick (NextTick).
+	ticked   bool
+	lastTick time.Time
+	stats    Stats
 }
 
 // New wraps c. It fails on a contradictory configuration.
@@ -147,7 +161,15 @@ func New(cfg Config, c core.Core) (*Node, error) {
 		seq:       wire.Seq(cfg.Incarnation, 0, 0),
 		peers:     map[uint32]*peer{},
 		epochs:    maps.Clone(cfg.Epochs),
+		lamport:   cfg.Lamport,
 		stats:     newStats(),
+	}
+	if n.lamport == nil {
+		n.lamport = new(clock.Lamport)
+	}
+	n.vectors = cfg.Vectors
+	if u, ok := c.(core.VectorUser); ok && u.UsesVectors() {
+		n.vectors = true
 	}
 	for id := range cfg.Members {
 		if id != cfg.ID {
@@ -217,6 +239,10 @@ func (n *Node) Receive(in Inbound) error {
 	if err == nil && f.Lamport > n.lamport.Now() && f.Lamport-n.lamport.Now() > MaxLamportAhead {
 		err = fmt.Errorf("%w: %d from %d, clock at %d", ErrLamportAhead, f.Lamport, f.Sender, n.lamport.Now())
 	}
+	var vector clock.Vector
+	if err == nil && f.Vector != nil {
+		vector, err = n.checkVector(f.Vector, f.Sender)
+	}
 	if err == nil {
 		err = n.commitSeq(plan, in.Time)
 	}
@@ -228,6 +254,14 @@ func (n *Node) Receive(in Inbound) error {
 		return err
 	}
 	n.lamport.Receive(f.Lamport)
+	switch {
+	case n.vectors:
+		n.vector.Receive(n.cfg.ID, vector)
+	case vector.Len() > 0:
+		// Kept while off too, so that vectors turned on later still
+		// know what every frame told.
+		n.vector.Merge(vector)
+	}
 	if f.Kind == wire.KindEpochRefused {
 		// The node's own business: the core never sees it.
 		n.epochRefused(refusal)
@@ -242,6 +276,7 @@ func (n *Node) Receive(in Inbound) error {
 		Payload: f.Payload,
 		Stream:  in.Stream,
 		Lamport: f.Lamport,
+		Vector:  vector,
 		Time:    in.Time,
 	}
 	if f.Xmt != 0 {
@@ -289,8 +324,14 @@ func (n *Node) Answer(in Inbound, buf []byte) (s Send, handled bool, err error) 
 	return Send{To: ans.Addr, Data: ans.Data, Datagram: true, NTPStamp: ans.NTPStamp, NTPSign: ans.NTPSign, Frame: ans.Frame}, true, err
 }
 
-// Tick advances the core by one tick at local time now.
-func (n *Node) Tick(now time.Time) { n.core.Tick(now) }
+// Tick advances the core to local time now. A core that schedules its own
+// ticks (core.Scheduler) is ticked when NextTick says; any other at a fixed
+// interval. A core must be correct when ticked at any time, early, late or
+// after a long sleep.
+func (n *Node) Tick(now time.Time) {
+	n.ticked, n.lastTick = true, now
+	n.core.Tick(now)
+}
 
 // Ready drains the core and encodes its messages.
 func (n *Node) Ready() Output {
@@ -311,12 +352,15 @@ func (n *Node) Ready() Output {
 }
 
 func (n *Node) encode(sends []Send, m core.Message) []Send {
+	// One logical send, one stamp: every frame of a fan-out carries the
+	// same Lamport time (and vector), as one multicast frame does.
+	st := n.stamp(m)
 	if m.To == core.Broadcast {
 		if n.cfg.Multicast && !m.Stream {
-			return n.frame(sends, m, 0, Send{Multicast: true})
+			return n.frame(sends, m, 0, Send{Multicast: true}, st)
 		}
 		for _, id := range n.others {
-			sends = n.frame(sends, m, id, Send{To: n.cfg.Members[id], Stream: m.Stream})
+			sends = n.frame(sends, m, id, Send{To: n.cfg.Members[id], Stream: m.Stream}, st)
 		}
 		return sends
 	}
@@ -327,10 +371,41 @@ func (n *Node) encode(sends []Send, m core.Message) []Send {
 		n.stats.drop("bad_destination")
 		return sends
 	}
-	return n.frame(sends, m, m.To, Send{To: addr, Stream: m.Stream})
+	return n.frame(sends, m, m.To, Send{To: addr, Stream: m.Stream}, st)
 }
 
-func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send) []Send {
+// stamps are the logical times of one send.
+type stamps struct {
+	lamport uint64
+	vector  clock.Vector // empty unless vectors are on
+	encoded []byte       // vector's encoding, shared by the fan-out's frames
+}
+
+// stamp takes the logical times of the send of m: the core's own Lamport
+// stamp if it set one (taken from the node's clock, so never ahead of it:
+// one that is ahead is a bug in the core, replaced and counted), else the
+// next on the node's clock; and, with vectors on, the vector clock after
+// counting the send.
+func (n *Node) stamp(m core.Message) stamps {
+	var st stamps
+	switch {
+	case m.Lamport == 0:
+		st.lamport = n.lamport.Send()
+	case m.Lamport > n.lamport.Now():
+		n.stats.OwnStampsAhead++
+		st.lamport = n.lamport.Send()
+	default:
+		st.lamport = m.Lamport
+	}
+	if n.vectors {
+		n.vector.Tick(n.cfg.ID)
+		st.vector = n.vector.Clone()
+		st.encoded, _ = st.vector.AppendBinary(nil) // fails only beyond MaxVectorEntries: members are fewer
+	}
+	return st
+}
+
+func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send, st stamps) []Send {
 	seq, ok := n.nextSeq()
 	if !ok {
 		n.stats.drop("unsent_" + m.Kind.String())
@@ -344,11 +419,12 @@ func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send) []Send {
 			Receiver: to,
 			Term:     m.Term,
 			Seq:      seq,
-			Lamport:  n.lamport.Send(),
+			Lamport:  st.lamport,
 		},
 		Payload: m.Payload,
+		Vector:  st.encoded,
 	}
-	b, err := f.AppendBinary(make([]byte, 0, wire.HeaderLen+len(m.Payload)+wire.AuthTrailerLen))
+	b, err := f.AppendBinary(make([]byte, 0, wire.HeaderLen+len(m.Payload)+len(st.encoded)+wire.AuthTrailerLen))
 	if err != nil {
 		n.stats.drop("encode_" + m.Kind.String())
 		return sends
@@ -356,11 +432,53 @@ func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send) []Send {
 	s.Data, s.Kind = b, m.Kind
 	if m.Report && !s.Stream {
 		s.Report = true
-		s.msg = core.Message{From: n.cfg.ID, To: to, Kind: m.Kind, Term: m.Term, Payload: m.Payload, Local: true}
+		s.msg = core.Message{From: n.cfg.ID, To: to, Kind: m.Kind, Term: m.Term, Payload: m.Payload, Local: true,
+			Lamport: st.lamport, Vector: st.vector}
 	}
 	n.stats.out(m.Kind)
 	return append(sends, s)
 }
+
+// checkVector decodes a frame's vector timestamp (its structure already
+// checked by wire) and refuses what no member can have sent: more entries
+// than members, an entry of a non-member, a counter more than
+// MaxLamportAhead ahead of what this node knows of that member. The
+// returned vector is the node's own copy.
+func (n *Node) checkVector(b []byte, from uint32) (clock.Vector, error) {
+	if err := n.vecBuf.UnmarshalBinary(b); err != nil {
+		return clock.Vector{}, fmt.Errorf("%w: %v", ErrBadVector, err)
+	}
+	if n.vecBuf.Len() > len(n.cfg.Members) {
+		return clock.Vector{}, fmt.Errorf("%w: %d entries from %d, %d members", ErrBadVector, n.vecBuf.Len(), from, len(n.cfg.Members))
+	}
+	for _, id := range n.vecBuf.IDs() {
+		if _, ok := n.cfg.Members[id]; !ok {
+			return clock.Vector{}, fmt.Errorf("%w: an entry of %d, not a member, from %d", ErrBadVector, id, from)
+		}
+		if got, known := n.vecBuf.Get(id), n.vector.Get(id); got > known && got-known > MaxLamportAhead {
+			return clock.Vector{}, fmt.Errorf("%w: member %d's entry %d from %d, known %d", ErrBadVector, id, got, from, known)
+		}
+	}
+	return n.vecBuf.Clone(), nil
+}
+
+// SetVectors turns vector timestamps on or off while running (tracing
+// turns them on): on, every frame sent carries the node's vector clock and
+// every event counts in it. Received vectors are merged either way. A core
+// that implements core.VectorUser has them on from the start, and SetVectors
+// cannot turn them off under it.
+func (n *Node) SetVectors(on bool) {
+	if u, ok := n.core.(core.VectorUser); ok && u.UsesVectors() {
+		on = true
+	}
+	n.vectors = on
+}
+
+// Vectors reports whether the node stamps frames with vector timestamps.
+func (n *Node) Vectors() bool { return n.vectors }
+
+// Vector returns a copy of the node's vector clock.
+func (n *Node) Vector() clock.Vector { return n.vector.Clone() }
 
 // FrameSent reports to the core that frame s, which it asked about
 // (Send.Report), left: patched is the transmit time Finalize wrote into it,
@@ -434,6 +552,8 @@ type Status struct {
 	Incarnation uint32 `json:"incarnation"`
 	Series      uint8  `json:"series"`
 	Lamport     uint64 `json:"lamport"`
+	// Vector is the node's vector clock while it stamps frames with one.
+	Vector string `json:"vector,omitempty"`
 	// Authenticated: frames carry and need a MAC (keys configured).
 	Authenticated bool      `json:"authenticated"`
 	Peers         []PeerSeq `json:"peers,omitempty"`
@@ -449,6 +569,7 @@ func (n *Node) Status() Status {
 		Incarnation:   n.inc,
 		Series:        n.series,
 		Lamport:       n.lamport.Now(),
+		Vector:        n.vectorString(),
 		Authenticated: len(n.cfg.Keys) > 0,
 		Stats:         n.stats.clone(),
 		Core:          n.core.Status(),
@@ -464,6 +585,13 @@ func (n *Node) Status() Status {
 		}
 	}
 	return st
+}
+
+func (n *Node) vectorString() string {
+	if !n.vectors {
+		return ""
+	}
+	return n.vector.String()
 }
 
 // fromMember says whether in came from the member at addr: a datagram from
@@ -487,6 +615,7 @@ func reasonOf(err error) string {
 		{ErrImplausibleSeq, "implausible_seq"},
 		{ErrPreRestart, "pre_restart"},
 		{ErrLamportAhead, "lamport_ahead"},
+		{ErrBadVector, "bad_vector"},
 		{ErrUnsaved, "unsaved"},
 	} {
 		if errors.Is(err, r.err) {

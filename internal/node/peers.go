@@ -60,6 +60,10 @@ var (
 	// played back. The node tells the sender (KindEpochRefused), which moves
 	// to a new series.
 	ErrPreRestart = errors.New("node: frame of an epoch accepted before this node restarted")
+	// ErrBadVector: the frame's vector timestamp names a non-member, has
+	// more entries than members, or an entry more than MaxLamportAhead
+	// ahead of what this node knows ("bad_vector").
+	ErrBadVector = errors.New("node: vector timestamp refused")
 	// ErrLamportAhead: the Lamport stamp is more than MaxLamportAhead
 	// ahead of this node's clock.
 	ErrLamportAhead = errors.New("node: Lamport stamp too far ahead")

@@ -8,7 +8,7 @@ import (
 
 // Stats counts frames by kind and drops by reason. Reasons are short stable
 // labels (wire.Reason, plus "unknown_member", "wrong_source",
-// "implausible_seq", "pre_restart", "lamport_ahead", "unsaved",
+// "implausible_seq", "pre_restart", "lamport_ahead", "bad_vector", "unsaved",
 // "rejected_<kind>", "bad_destination", "unsent_<kind>", "datagram_rejected")
 // so that status and metrics can show them as they are.
 type Stats struct {
@@ -24,6 +24,14 @@ type Stats struct {
 	// Series counts the times this node moved to a new series because a
 	// peer restarted (or its counter ran out).
 	NewSeries uint64 `json:"new_series"`
+	// StaleDeadlines counts the times the core's deadline, read right
+	// after a Tick, was not after that tick (see NextTick): a bug in the
+	// core, which the driver survives by ticking it StaleRetry later.
+	StaleDeadlines uint64 `json:"stale_deadlines,omitempty"`
+	// OwnStampsAhead counts Lamport stamps a core set on its message
+	// (core.Message.Lamport) ahead of the node's clock: not taken from it,
+	// a bug in the core; the node stamped the message itself.
+	OwnStampsAhead uint64 `json:"own_stamps_ahead,omitempty"`
 }
 
 func newStats() Stats {

@@ -40,14 +40,15 @@ func (p *promiser) Ready() core.Ready {
 // tells the core; the oracle sees no frame whose term is not on disk.
 func TestDiskFaults(t *testing.T) {
 	s := sim.New(sim.Config{Seed: 4})
-	s.AddNode(1, netip.AddrPort{}, func(disk []byte) core.Core {
+	s.AddNode(1, netip.AddrPort{}, func(env core.Env) core.Core {
+		disk := env.State
 		p := &promiser{}
 		if len(disk) == 8 {
 			p.n = binary.BigEndian.Uint64(disk)
 		}
 		return p
 	}, clock.SimConfig{})
-	s.AddNode(2, netip.AddrPort{}, func([]byte) core.Core { return &promiser{} }, clock.SimConfig{})
+	s.AddNode(2, netip.AddrPort{}, func(core.Env) core.Core { return &promiser{} }, clock.SimConfig{})
 	s.SetDiskFaults(1, 0.5)
 	sent := 0
 	s.OnSend(func(f sim.SentFrame) {

@@ -14,8 +14,9 @@
 //
 //   - Each node has its own clock.Sim, driven by the simulator's virtual
 //     true time, with the offset and drift of its clock.SimConfig. It ticks
-//     every Config.TickInterval of its own clock (a clock 100 ppm fast ticks
-//     100 ppm more often in true time), applies its core's clock
+//     at its core's deadlines (core.Scheduler), or every
+//     Config.TickInterval of its own clock (a clock 100 ppm fast ticks 100
+//     ppm more often in true time), applies its core's clock
 //     adjustments, and stamps arrivals with clk.FromKernel(true arrival).
 //     Its clock's error is known exactly: Clock(id).TrueOffset().
 //   - Each directed link has a LinkConfig: delay, jitter (which reorders
@@ -29,40 +30,20 @@
 //
 // # Walk-through: testing a core
 //
-// A later core's test (bully election, say; its API here is illustrative)
-// builds a cluster, lets it run, breaks it, and checks an oracle over many
-// seeds:
+// Example_walkthrough (walkthrough_test.go, compiled and run with the
+// tests) is the whole story on a core small enough to read at a glance: a
+// constructor per node (AddNode takes func(core.Env) core.Core, the same
+// environment a daemon hands its core: ID, members, a seeded Rand, the
+// node's Lamport clock, the persisted state), RunUntil a condition, an
+// operator's action through Do (which drains the core's output like a
+// tick), Partition and Heal, Crash and Restart from the disk, and the
+// cores' events (EventsNamed). A real test runs that over many seeds
+// (Seeds) and checks an oracle; pkg/elect/bully's and
+// pkg/mutex/tokenring's sim tests are full-size ones.
 //
-//	func TestBullyElects(t *testing.T) {
-//		sim.Seeds(t, 200, func(t *testing.T, seed int64) {
-//			s := sim.New(sim.Config{Seed: seed,
-//				DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.05}})
-//			ids := []uint32{1, 2, 3, 4, 5}
-//			for _, id := range ids {
-//				s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
-//					c, err := bully.New(bully.Config{ID: id, Members: ids, Rand: s.NewRand()}, disk)
-//					if err != nil {
-//						t.Fatal(err)
-//					}
-//					return c
-//				}, clock.SimConfig{Offset: time.Duration(id) * time.Millisecond, DriftPPM: 20 * float64(id)})
-//			}
-//			leader := func() bool { return s.Core(1).(*bully.Core).Leader() == 5 }
-//			if !s.RunUntil(leader, 5*time.Second) {
-//				t.Fatalf("no leader after 5s\n%s", s.Log())
-//			}
-//			s.ResetCounts()
-//			s.Crash(5)
-//			s.RunUntil(func() bool { return s.Core(1).(*bully.Core).Leader() == 4 }, 5*time.Second)
-//			if n := s.Sent(wire.KindCoordinator); n != 3 { // N-2 COORDINATOR messages
-//				t.Errorf("%d coordinator messages", n)
-//			}
-//			for _, e := range s.EventsNamed("leader_elected") { /* at most one per term */ }
-//		})
-//	}
-//
-// Operator actions go through Do, which drains the core's output like a
-// tick: s.Do(2, func(c core.Core) { c.(*mutex.Core).Lock() }).
+// A core that says when it needs Tick (core.Scheduler) is ticked at its
+// deadline, on its node's drifting clock, as the daemon's loop does; any
+// other every TickInterval of its clock.
 //
 // s.Log() renders the event log (the cores' events and the simulator's own:
 // sim.crash, sim.partition...) for failure messages and golden files;

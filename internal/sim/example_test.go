@@ -19,7 +19,7 @@ func Example() {
 	s := sim.New(sim.Config{Seed: 1})
 	ids := []uint32{1, 2, 3}
 	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func(persisted []byte) core.Core {
+		s.AddNode(id, netip.AddrPort{}, func(core.Env) core.Core {
 			cfg := liveness.DefaultLANConfig()
 			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
 			c, err := liveness.New(cfg)

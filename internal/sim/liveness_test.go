@@ -52,7 +52,7 @@ func TestLivenessOracle(t *testing.T) {
 		}
 		for _, id := range ids {
 			drift := (rnd.Float64()*2 - 1) * 100
-			s.AddNode(id, netip.AddrPort{}, func([]byte) core.Core {
+			s.AddNode(id, netip.AddrPort{}, func(core.Env) core.Core {
 				cfg := liveness.DefaultLANConfig()
 				cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
 				c, err := liveness.New(cfg)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/synclab/synclab/internal/node"
@@ -43,7 +45,7 @@ type Counters struct {
 type simNode struct {
 	id      uint32
 	addr    netip.AddrPort
-	newCore func([]byte) core.Core
+	newCore func(core.Env) core.Core
 	clk     *clock.Sim
 	node    *node.Node
 
@@ -63,6 +65,9 @@ type simNode struct {
 	target  time.Time     // monotonic-local time the next tick is due
 	stepped time.Duration // sum of clock steps applied: they move wall time, not the ticker
 	ticking bool          // inside tick(): the next tick is scheduled after drain
+	// scheduled: target is the core's own deadline (node.NextTick), not
+	// a fixed-interval tick.
+	scheduled bool
 
 	counters Counters
 }
@@ -80,7 +85,17 @@ func (n *simNode) monoAt(t time.Time) time.Time { return n.clk.FromKernel(t).Add
 // ticking.
 func (s *Sim) boot(n *simNode) {
 	n.incarnation++
-	c := n.newCore(bytes.Clone(n.disk))
+	lamport := new(clock.Lamport)
+	c := n.newCore(core.Env{
+		ID:      n.id,
+		Members: slices.Clone(s.order),
+		Now:     n.clk.Now(),
+		// Its own stream per node and incarnation, so that a core's
+		// draws never move the simulation's (links, tick phases).
+		Rand:    rand.New(rand.NewPCG(uint64(s.cfg.Seed), envStream|uint64(n.id)<<32|uint64(n.incarnation))),
+		Lamport: lamport,
+		State:   bytes.Clone(n.disk),
+	})
 	if c == nil {
 		panic(fmt.Sprintf("sim: node %d: core constructor returned nil", n.id))
 	}
@@ -95,6 +110,7 @@ func (s *Sim) boot(n *simNode) {
 		Keys:        s.cfg.Keys,
 		Incarnation: n.incarnation,
 		Multicast:   s.cfg.Multicast,
+		Lamport:     lamport,
 	}, c)
 	if err != nil {
 		panic(fmt.Sprintf("sim: node %d: %v", n.id, err))
@@ -106,12 +122,17 @@ func (s *Sim) boot(n *simNode) {
 	s.startTicking(n)
 }
 
+// envStream marks the Rand streams of core.Env apart from NewRand's (which
+// count up from 1).
+const envStream = 1 << 63
+
 // startTicking schedules the first tick at a random phase within one
 // interval, as a daemon's ticker starts whenever the process does.
 func (s *Sim) startTicking(n *simNode) {
 	n.tickGen++
 	phase := time.Duration(1 + s.rnd.Int64N(int64(s.cfg.TickInterval)))
 	n.target = n.mono().Add(phase)
+	n.scheduled = false
 	s.scheduleTick(n)
 }
 
@@ -125,7 +146,11 @@ func (s *Sim) startTicking(n *simNode) {
 func (s *Sim) scheduleTick(n *simNode) {
 	start := s.Now()
 	cur := n.monoAt(start)
-	if !n.target.After(cur) {
+	switch {
+	case !n.target.After(cur) && n.scheduled:
+		// The core's deadline is due: tick at once.
+		n.target = cur
+	case !n.target.After(cur):
 		// Missed ticks are skipped, as time.Ticker does.
 		n.target = cur.Add(s.cfg.TickInterval)
 	}
@@ -173,8 +198,27 @@ func (s *Sim) tick(n *simNode) {
 	n.node.Tick(n.clk.Now())
 	s.drain(n)
 	n.ticking = false
-	n.target = n.target.Add(s.cfg.TickInterval)
+	if next, ok := n.node.NextTick(n.clk.Now()); ok {
+		n.target, n.scheduled = next.Add(-n.stepped), true
+	} else {
+		n.target, n.scheduled = n.target.Add(s.cfg.TickInterval), false
+	}
 	s.scheduleTick(n)
+}
+
+// reschedule moves the pending tick of a core that schedules its own ticks
+// to its deadline as it stands after the core ran (the daemon's loop
+// re-arms its timer the same way).
+func (s *Sim) reschedule(n *simNode) {
+	next, ok := n.node.NextTick(n.clk.Now())
+	if !ok || n.ticking {
+		return
+	}
+	if target := next.Add(-n.stepped); !n.scheduled || !target.Equal(n.target) {
+		n.tickGen++
+		n.target, n.scheduled = target, true
+		s.scheduleTick(n)
+	}
 }
 
 // drain carries out the node's output in the order the daemon does:
@@ -225,6 +269,7 @@ func (s *Sim) drain(n *simNode) {
 	for _, e := range out.Events {
 		s.events = append(s.events, Event{At: s.now, Node: n.id, Local: n.clk.Now(), Event: e})
 	}
+	s.reschedule(n)
 }
 
 // packet is one copy in flight.

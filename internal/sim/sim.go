@@ -139,13 +139,16 @@ func (s *Sim) NewRand() *rand.Rand {
 }
 
 // AddNode adds member id at addr (zero addr: 127.0.0.1:7000+id). newCore
-// builds its core from the persisted state: nil at the first start, the last
-// Output.State at a restart. clk configures the node's clock (a zero
+// builds its core from the environment the simulator hands it, as the
+// daemon does (core.Env): the member IDs, the node's clock reading, a Rand
+// derived from the seed, the node and incarnation, the node's Lamport
+// clock, and the persisted state (nil at the first start, the last
+// Output.State at a restart). clk configures the node's clock (a zero
 // clk.Seed is derived from the simulation's seed and id). Nodes are added
 // before the simulation first runs (the member list is static); the nodes
 // start together at the first Run, RunUntil or Step, each at a random phase
 // of its first tick.
-func (s *Sim) AddNode(id uint32, addr netip.AddrPort, newCore func(persisted []byte) core.Core, clk clock.SimConfig) {
+func (s *Sim) AddNode(id uint32, addr netip.AddrPort, newCore func(env core.Env) core.Core, clk clock.SimConfig) {
 	switch {
 	case s.started:
 		panic(fmt.Sprintf("sim: AddNode(%d) after the simulation started: the member list is static", id))

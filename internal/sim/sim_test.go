@@ -21,7 +21,8 @@ import (
 // (core.Broadcast: everyone), and returns their current cores.
 func probes(s *sim.Sim, n, every int, to uint32, stream bool) func(id uint32) *probe {
 	for id := uint32(1); id <= uint32(n); id++ {
-		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			disk := env.State
 			p := newProbe(id, disk, every)
 			p.to, p.stream = to, stream
 			return p
@@ -37,7 +38,7 @@ func livenessCluster(t *testing.T, s *sim.Sim, n int, clk func(id uint32) clock.
 		ids[i] = uint32(i + 1)
 	}
 	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func([]byte) core.Core {
+		s.AddNode(id, netip.AddrPort{}, func(core.Env) core.Core {
 			cfg := liveness.DefaultLANConfig()
 			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
 			c, err := liveness.New(cfg)
@@ -59,7 +60,7 @@ func scenario(seed int64) *sim.Sim {
 		Delay: 200 * time.Microsecond, Jitter: 30 * time.Millisecond, Loss: 0.1, Duplicate: 0.05}})
 	ids := []uint32{1, 2, 3, 4, 5}
 	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func([]byte) core.Core {
+		s.AddNode(id, netip.AddrPort{}, func(core.Env) core.Core {
 			cfg := liveness.DefaultLANConfig()
 			cfg.ID, cfg.Members, cfg.Rand = id, ids, s.NewRand()
 			c, err := liveness.New(cfg)
@@ -388,7 +389,7 @@ func TestDriftingClocksTick(t *testing.T) {
 	drift := map[uint32]float64{1: 0, 2: 250, 3: -250, 4: 100}
 	s := sim.New(sim.Config{Seed: 8})
 	for id, ppm := range drift {
-		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core { return newProbe(id, disk, 0) },
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core { return newProbe(id, env.State, 0) },
 			clock.SimConfig{Offset: time.Duration(id) * time.Second, DriftPPM: ppm})
 	}
 	const span = 200 * time.Second
@@ -410,7 +411,7 @@ func TestDriftingClocksTick(t *testing.T) {
 
 	// A step of the clock moves its reading, not the ticker.
 	s = sim.New(sim.Config{Seed: 8})
-	s.AddNode(1, netip.AddrPort{}, func(disk []byte) core.Core { return newProbe(1, disk, 0) }, clock.SimConfig{})
+	s.AddNode(1, netip.AddrPort{}, func(env core.Env) core.Core { return newProbe(1, env.State, 0) }, clock.SimConfig{})
 	s.Run(time.Second)
 	if err := s.Do(1, func(c core.Core) {
 		c.(*probe).adjust(clock.Adjustment{Kind: clock.AdjustStep, Offset: 3 * time.Second})
@@ -430,7 +431,7 @@ func TestDriftingClocksTick(t *testing.T) {
 	// slew lasts 5s, during which 1s of true time holds 1.4s of local time:
 	// 140 ticks. The slew ends in the middle of a tick interval.
 	s = sim.New(sim.Config{Seed: 8})
-	s.AddNode(1, netip.AddrPort{}, func(disk []byte) core.Core { return newProbe(1, disk, 0) },
+	s.AddNode(1, netip.AddrPort{}, func(env core.Env) core.Core { return newProbe(1, env.State, 0) },
 		clock.SimConfig{DriftPPM: 30, MaxSlewPPM: 400000})
 	s.Run(time.Second + 3*time.Millisecond)
 	if err := s.Do(1, func(c core.Core) {
@@ -553,5 +554,72 @@ func TestDatagrams(t *testing.T) {
 	}
 	if c := s.Counters(3); c.NoRoute < 95 || c.Sent != c.NoRoute {
 		t.Errorf("node 3 counters %+v", c)
+	}
+}
+
+// alarm asks for Tick every period of its own clock (core.Scheduler) and
+// at once when a frame arrives.
+type alarm struct {
+	probe
+	period time.Duration
+	next   time.Time
+}
+
+func (a *alarm) Tick(now time.Time) {
+	a.probe.Tick(now)
+	a.next = now.Add(a.period)
+}
+
+func (a *alarm) Step(m core.Message) error {
+	a.next = m.Time
+	return a.probe.Step(m)
+}
+
+func (a *alarm) Deadline() time.Time { return a.next }
+
+func TestSchedulerTicksAtDeadlines(t *testing.T) {
+	const period = 137 * time.Millisecond
+	s := sim.New(sim.Config{Seed: 9})
+	s.AddNode(1, netip.AddrPort{}, func(env core.Env) core.Core {
+		return &alarm{probe: *newProbe(1, env.State, 0), period: period}
+	}, clock.SimConfig{Offset: time.Second, DriftPPM: 250})
+	s.AddNode(2, netip.AddrPort{}, func(env core.Env) core.Core { return newProbe(2, env.State, 0) }, clock.SimConfig{})
+	const span = 10 * time.Second
+	s.Run(span)
+	a := s.Core(1).(*alarm)
+	// The first tick comes at the driver's phase (within one 10 ms
+	// TickInterval), then one per period of the node's own clock.
+	want := float64(span-10*time.Millisecond) * (1 + 250e-6) / float64(period)
+	if got := float64(len(a.ticks)); math.Abs(got-want) > 1.5 {
+		t.Errorf("%v ticks in %v, want %.1f", got, span, want)
+	}
+	for i := 1; i < len(a.ticks); i++ {
+		if d := a.ticks[i].Sub(a.ticks[i-1]) - period; d.Abs() > 1 {
+			t.Fatalf("tick %d: local interval off by %v", i, d)
+		}
+	}
+	if c := s.Counters(1); c.ClockAnomalies != 0 || s.Node(1).Status().StaleDeadlines != 0 {
+		t.Errorf("%d clock anomalies, %d stale deadlines", c.ClockAnomalies, s.Node(1).Status().StaleDeadlines)
+	}
+
+	// A frame makes it ask for a tick at once: the tick comes at the
+	// frame's arrival, not a period later.
+	before := len(a.ticks)
+	if err := s.Do(2, func(c core.Core) { c.(*probe).to, c.(*probe).every = 1, 1 }); err != nil {
+		t.Fatal(err)
+	}
+	s.Run(50 * time.Millisecond)
+	if len(a.got) == 0 {
+		t.Fatal("no frame from node 2")
+	}
+	at := a.got[0].at
+	found := false
+	for _, tick := range a.ticks[before:] {
+		if d := tick.Sub(at); d >= 0 && d <= time.Microsecond {
+			found = true // at once: the next nanosecond
+		}
+	}
+	if !found {
+		t.Errorf("no tick at the frame's arrival %v: %v", at, a.ticks[before:])
 	}
 }

@@ -32,10 +32,35 @@ type Message struct {
 	// it left (the kernel's transmit stamp where available, else Sent).
 	Local bool
 
+	// Lamport is the message's Lamport time: one per logical send, the
+	// same in every frame of a broadcast's fan-out. On send, zero lets the
+	// node take the stamp (Lamport.Send on the node's clock); a core that
+	// needs its own stamp (to queue its own request with the time the
+	// others see) takes it from Env.Lamport.Send and sets it here, and the
+	// node uses it as is (one ahead of the node's clock, which only a
+	// core's bug makes, is replaced by a fresh stamp and counted). On
+	// receive, the sender's stamp, already merged into the node's clock.
+	// In a Local report, the stamp the frame carried.
+	Lamport uint64
+	// Vector is the message's vector timestamp, when the node keeps vector
+	// clocks (a core that implements VectorUser, or tracing): on receive,
+	// the sender's (already merged into the node's clock); in a Local
+	// report, the one the frame carried, so a core learns its own send's
+	// by asking for the report (Report). Empty otherwise; the node sets
+	// it, a core never does. Do not modify it: it may be shared.
+	Vector clock.Vector
+
 	// Set by the node on receive:
-	Lamport uint64    // sender's Lamport time when it sent the frame
-	Sent    time.Time // sender's clock when the frame left (patched in just before the write); zero if unknown
-	Time    time.Time // local clock when the frame arrived (kernel receive stamp where available)
+	Sent time.Time // sender's clock when the frame left (patched in just before the write); zero if unknown
+	Time time.Time // local clock when the frame arrived (kernel receive stamp where available)
+}
+
+// VectorUser is implemented by a core that needs vector timestamps
+// (causal multicast): the node keeps a vector clock from the start and
+// stamps every frame with it, as it does when tracing turns vectors on
+// while running (node.SetVectors).
+type VectorUser interface {
+	UsesVectors() bool
 }
 
 // Datagram is foreign-protocol traffic (NTP) with any address, member or not.

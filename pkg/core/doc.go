@@ -4,10 +4,24 @@
 //
 // A core is a deterministic state machine. It is fed decoded, validated
 // messages with their receive times (Step, StepDatagram) and the passage of
-// time (Tick, counted in ticks of a fixed interval), and it never performs
-// I/O. Whatever it wants done it leaves in its Ready: messages to send,
-// clock adjustments, state to persist, events to report. The driver drains
-// Ready after every Step and Tick and acts on it in this order:
+// time (Tick, with the local clock's reading), and it never performs I/O.
+// It counts time in durations of that clock, never in ticks: it says when
+// it next needs Tick (Scheduler's Deadline), and the driver sleeps until
+// then, so an idle daemon wakes only for its own heartbeats and timeouts.
+// Tick may come at any time, early, late or after a long sleep (a paused
+// host), and a core stays correct: it acts on what is due at now. (A core
+// that does not implement Scheduler is ticked at a fixed interval, as all
+// were before.)
+//
+// A core is built from an Env, the same under the daemon and the
+// simulator: its ID and members, the clock's reading, a seeded Rand, the
+// node's Lamport clock and its persisted state, which it decodes itself
+// (refusing an absurd one with an error wrapping ErrState, which the
+// daemon names the file of).
+//
+// Whatever it wants done it leaves in its Ready: messages to send, clock
+// adjustments, state to persist, events to report. The driver drains Ready
+// after every Step and Tick and acts on it in this order:
 //
 //  1. persist Ready.State atomically (before any message that depends on it
 //     leaves the host: a term or a fence must never be announced and then
@@ -26,7 +40,17 @@
 //
 // Framing, sequence numbers, Lamport stamping, authentication and replay
 // protection are not a core's business: internal/node does them, identically
-// under the daemon and the simulator.
+// under the daemon and the simulator. Logical time is the node's too: one
+// Lamport stamp per logical send (a core that needs its own takes it from
+// Env.Lamport and sets Message.Lamport), and vector timestamps when a core
+// asks for them (VectorUser) or tracing turns them on (Message.Vector).
+//
+// What every core repeats lives here once: Durable (state between Ready and
+// Advance), Earliest (the deadline of a core made of parts), Bugs (an
+// encoding of the core's own message that fails is a bug, counted and
+// reported as an EventBug event, never a panic) and ErrorLabels (a Step
+// error to one of a bounded set of counter labels). The package Example
+// is a whole core in a few lines.
 //
 // A core may also export metrics of its own by implementing MetricsWriter:
 // the daemon calls it on the same goroutine as Step and Tick and serves

@@ -7,8 +7,8 @@ import (
 )
 
 // The synclab frame: a fixed 52-byte header, the payload of the header's
-// kind, and, when FlagAuth is set, a 20-byte authentication trailer. All
-// integers are big-endian.
+// kind, when FlagVector is set a vector timestamp, and, when FlagAuth is
+// set, a 20-byte authentication trailer. All integers are big-endian.
 //
 //	 0                   1                   2                   3
 //	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -42,15 +42,25 @@ import (
 //	|                  Payload (Payload Length bytes)               | 52
 //	~                                                               ~
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                    Key ID (if FlagAuth)                       | 52+n
+//	|  Vector Count (if FlagVector) |  Vector entries (12 bytes     | 52+n
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+  each: Member ID (32),        +
+//	~                                  Counter (64)), IDs ascending ~
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|    HMAC-SHA256(key, header with FlagAuth + payload)[:16]      | 56+n
-//	~                        (if FlagAuth)                          ~
+//	|                    Key ID (if FlagAuth)                       | 52+n+v
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|  HMAC-SHA256(key, header with FlagAuth + payload + vector)    | 56+n+v
+//	~                  [:16] (if FlagAuth)                          ~
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
-// Flags: bit 0 FlagAuth; the other bits are reserved and must be zero (a
-// decoder refuses them, so a later version can give them a meaning old
-// nodes refuse rather than ignore).
+// Flags: bit 0 FlagAuth, bit 1 FlagVector; the other bits are reserved and
+// must be zero (a decoder refuses them, so a later version can give them a
+// meaning old nodes refuse rather than ignore).
+//
+// The vector block is a vector timestamp (pkg/clock Vector, whose encoding
+// it is): v = 2 + 12×Count bytes, at most MaxVectorEntries entries, member
+// IDs strictly ascending, no zero counter (absent entries are zero). Only
+// frames of a node that keeps vector clocks carry it; a frame without the
+// flag is exactly the frame of before the flag existed.
 //
 // The sequence number is one big-endian 64-bit field in three parts (Seq,
 // SeqParts): the sender's incarnation (24 bits, raised and persisted at
@@ -96,8 +106,16 @@ const (
 
 	// FlagAuth says that an authentication trailer follows the payload.
 	FlagAuth uint8 = 1 << 0
+	// FlagVector says that a vector timestamp follows the payload.
+	FlagVector uint8 = 1 << 1
 
-	flagsKnown = FlagAuth
+	// MaxVectorEntries bounds a frame's vector timestamp (pkg/clock's
+	// MaxVectorEntries); a node also refuses entries of non-members.
+	MaxVectorEntries = 1024
+	vectorHeaderLen  = 2
+	vectorEntryLen   = 12
+
+	flagsKnown = FlagAuth | FlagVector
 	magic0     = 'S'
 	magic1     = 'L'
 )
@@ -168,6 +186,11 @@ type Frame struct {
 	// input buffer (no copy), with its capacity clipped so that appending
 	// to it cannot overwrite the trailer.
 	Payload []byte
+	// Vector is the encoded vector timestamp (pkg/clock Vector's
+	// encoding), nil when the frame carries none. AppendBinary writes it
+	// and sets FlagVector when it is non-empty; UnmarshalBinary checks its
+	// structure and aliases it like Payload.
+	Vector []byte
 	// KeyID and MAC are the authentication trailer, set by
 	// UnmarshalBinary when FlagAuth is set (zero otherwise). AppendBinary
 	// ignores them: Seal computes them.
@@ -195,8 +218,16 @@ func (f *Frame) AppendBinary(b []byte) ([]byte, error) {
 		return b, &EncodeError{What: frameWhat, Field: "sender", Value: 0, Why: "member IDs start at 1"}
 	case len(f.Payload) > MaxPayloadLen:
 		return b, &EncodeError{What: frameWhat, Field: "payload length", Value: uint64(len(f.Payload)), Why: "exceeds MaxPayloadLen"}
+	case len(f.Vector) > 0 && checkVector(f.Vector) != nil:
+		return b, &EncodeError{What: frameWhat, Field: "vector", Value: uint64(len(f.Vector)), Why: checkVector(f.Vector).Error()}
+	case HeaderLen+len(f.Payload)+len(f.Vector)+AuthTrailerLen > MaxFrameLen:
+		return b, &EncodeError{What: frameWhat, Field: "vector length", Value: uint64(len(f.Vector)), Why: "frame exceeds MaxFrameLen"}
 	}
-	b = append(b, magic0, magic1, Version, byte(f.Kind), f.Flags&^FlagAuth, 0)
+	flags := f.Flags &^ (FlagAuth | FlagVector)
+	if len(f.Vector) > 0 {
+		flags |= FlagVector
+	}
+	b = append(b, magic0, magic1, Version, byte(f.Kind), flags, 0)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(f.Payload)))
 	b = binary.BigEndian.AppendUint32(b, f.Cluster)
 	b = binary.BigEndian.AppendUint32(b, f.Sender)
@@ -205,7 +236,36 @@ func (f *Frame) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.BigEndian.AppendUint64(b, f.Seq)
 	b = binary.BigEndian.AppendUint64(b, f.Lamport)
 	b = binary.BigEndian.AppendUint64(b, uint64(f.Xmt))
-	return append(b, f.Payload...), nil
+	b = append(b, f.Payload...)
+	return append(b, f.Vector...), nil
+}
+
+// checkVector checks the structure of an encoded vector block that is
+// exactly b: its count, length, ascending IDs and non-zero counters.
+func checkVector(b []byte) error {
+	if len(b) < vectorHeaderLen {
+		return decodeErr(frameWhat, DecodeTruncated, "vector", len(b), vectorHeaderLen)
+	}
+	n := int(binary.BigEndian.Uint16(b))
+	if n > MaxVectorEntries {
+		return decodeErr(frameWhat, DecodeOversized, "vector count", n, MaxVectorEntries)
+	}
+	if want := vectorHeaderLen + vectorEntryLen*n; len(b) != want {
+		return decodeErr(frameWhat, DecodeBadLength, "vector", len(b), want)
+	}
+	var prev uint32
+	for k := range n {
+		e := b[vectorHeaderLen+vectorEntryLen*k:]
+		id := binary.BigEndian.Uint32(e)
+		if k > 0 && id <= prev {
+			return decodeErr(frameWhat, DecodeBadField, "vector member IDs not ascending", int(id), -1)
+		}
+		if binary.BigEndian.Uint64(e[4:]) == 0 {
+			return decodeErr(frameWhat, DecodeBadField, "vector counter 0", int(id), -1)
+		}
+		prev = id
+	}
+	return nil
 }
 
 // UnmarshalBinary decodes a whole frame: b must hold exactly one frame,
@@ -243,8 +303,19 @@ func (f *Frame) UnmarshalBinary(b []byte) error {
 		return decodeErr(frameWhat, DecodeBadField, "sender", 0, -1)
 	}
 	n := int(binary.BigEndian.Uint16(b[offLength:]))
-	end := HeaderLen + n
-	want := end
+	end := HeaderLen + n // of the payload
+	signed := end        // of the payload and the vector: what the MAC covers
+	if flags&FlagVector != 0 {
+		if len(b) < end+vectorHeaderLen {
+			return decodeErr(frameWhat, DecodeTruncated, "vector", len(b), end+vectorHeaderLen)
+		}
+		count := int(binary.BigEndian.Uint16(b[end:]))
+		if count > MaxVectorEntries {
+			return decodeErr(frameWhat, DecodeOversized, "vector count", count, MaxVectorEntries)
+		}
+		signed += vectorHeaderLen + vectorEntryLen*count
+	}
+	want := signed
 	if flags&FlagAuth != 0 {
 		want += AuthTrailerLen
 	}
@@ -257,6 +328,13 @@ func (f *Frame) UnmarshalBinary(b []byte) error {
 	if len(b) > want {
 		return decodeErr(frameWhat, DecodeBadLength, "trailing bytes", len(b), want)
 	}
+	var vector []byte
+	if flags&FlagVector != 0 {
+		vector = b[end:signed:signed]
+		if err := checkVector(vector); err != nil {
+			return err
+		}
+	}
 	f.Version = Version
 	f.Kind = kind
 	f.Flags = flags
@@ -268,9 +346,10 @@ func (f *Frame) UnmarshalBinary(b []byte) error {
 	f.Lamport = binary.BigEndian.Uint64(b[offLamport:])
 	f.Xmt = NTPTime(binary.BigEndian.Uint64(b[XmtOffset:]))
 	f.Payload = b[HeaderLen:end:end]
+	f.Vector = vector
 	if flags&FlagAuth != 0 {
-		f.KeyID = binary.BigEndian.Uint32(b[end:])
-		copy(f.MAC[:], b[end+4:])
+		f.KeyID = binary.BigEndian.Uint32(b[signed:])
+		copy(f.MAC[:], b[signed+4:])
 	} else {
 		f.KeyID = 0
 		f.MAC = [MACLen]byte{}

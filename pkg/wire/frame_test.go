@@ -186,7 +186,7 @@ func TestFrameDecodeErrors(t *testing.T) {
 		{"version 2", mod(good, func(b []byte) []byte { b[offVersion] = 2; return b }), DecodeBadVersion},
 		{"kind 0", mod(good, func(b []byte) []byte { b[offKind] = 0; return b }), DecodeUnknownKind},
 		{"kind 255", mod(good, func(b []byte) []byte { b[offKind] = 255; return b }), DecodeUnknownKind},
-		{"flags", mod(good, func(b []byte) []byte { b[offFlags] = 2; return b }), DecodeBadFlags},
+		{"flags", mod(good, func(b []byte) []byte { b[offFlags] = 4; return b }), DecodeBadFlags},
 		{"reserved", mod(good, func(b []byte) []byte { b[offReserved] = 1; return b }), DecodeBadReserved},
 		{"sender 0", mod(good, func(b []byte) []byte { copy(b[offSender:], []byte{0, 0, 0, 0}); return b }), DecodeBadField},
 		{"length too big", mod(good, func(b []byte) []byte { b[offLength+1] = 9; return b }), DecodeTruncated},

@@ -30,6 +30,9 @@ func requireDecodeError(t *testing.T, err error) {
 func FuzzFrame(f *testing.F) {
 	addHexSeeds(f, "heartbeat_frame.hex", "heartbeat_frame_auth.hex", "time_reply_frame.hex")
 	f.Add([]byte("SL"))
+	for _, seal := range []bool{false, true} {
+		f.Add(vectorFrame(f, seal, vectorBlock(1, 3, 2, 7)))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fr Frame
 		if err := fr.UnmarshalBinary(b); err != nil {

@@ -225,10 +225,10 @@ func (v *Validator) checkMAC(f *Frame, raw []byte) error {
 		return fmt.Errorf("%w: key %d from %d", ErrUnknownKey, f.KeyID, f.Sender)
 	}
 	signed := len(raw) - AuthTrailerLen
-	if signed != HeaderLen+len(f.Payload) {
+	if signed != HeaderLen+len(f.Payload)+len(f.Vector) {
 		// Not the bytes f came from: a caller bug, but it must
 		// fail closed.
-		return decodeErr(frameWhat, DecodeBadLength, "raw bytes do not match the frame", len(raw), HeaderLen+len(f.Payload)+AuthTrailerLen)
+		return decodeErr(frameWhat, DecodeBadLength, "raw bytes do not match the frame", len(raw), HeaderLen+len(f.Payload)+len(f.Vector)+AuthTrailerLen)
 	}
 	k.mac.Reset()
 	k.mac.Write(raw[:signed])

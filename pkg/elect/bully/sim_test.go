@@ -36,7 +36,8 @@ func newCluster(t *testing.T, s *sim.Sim, members []bully.Member, mod func(*bull
 	rnd := rand.New(rand.NewPCG(uint64(s.Seed()), 99))
 	for _, m := range members {
 		id := m.ID
-		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			disk := env.State
 			term, err := bully.Restore(disk)
 			if err != nil {
 				t.Fatalf("node %d: %v", id, err)

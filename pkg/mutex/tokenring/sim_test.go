@@ -85,7 +85,8 @@ func newRing(t *testing.T, seed int64, n int) *ring {
 		id := id
 		clk := clock.SimConfig{Offset: time.Duration(rng.Int64N(int64(time.Second))), DriftPPM: rng.Float64()*200 - 100}
 		r.drift[id] = clk.DriftPPM
-		r.s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
+		r.s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			disk := env.State
 			cfg := r.cfg
 			cfg.ID, cfg.Persisted, cfg.Rand = id, disk, r.s.NewRand()
 			c, err := tokenring.New(cfg)

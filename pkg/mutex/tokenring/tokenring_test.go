@@ -195,7 +195,8 @@ func TestIdleRingIsQuiet(t *testing.T) {
 func addMembers(t *testing.T, s *sim.Sim, ids []uint32) {
 	t.Helper()
 	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			disk := env.State
 			cfg := tokenring.DefaultLANConfig()
 			cfg.ID, cfg.Members, cfg.Persisted = id, ids, disk
 			c, err := tokenring.New(cfg)

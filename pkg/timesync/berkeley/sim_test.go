@@ -70,7 +70,8 @@ func newGroup(t *testing.T, s *sim.Sim, n int, liars map[uint32]bool, rng *rand.
 		id := m.ID
 		clk := clock.SimConfig{Offset: time.Duration(rng.Int64N(int64(time.Second))) - 500*time.Millisecond, DriftPPM: rng.Float64()*200 - 100}
 		g.drift[id] = clk.DriftPPM
-		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			disk := env.State
 			saved, err := berkeley.Restore(disk)
 			if err != nil {
 				t.Fatalf("node %d: %v", id, err)

@@ -142,6 +142,7 @@ type Client struct {
 	saved     bool
 
 	counters map[string]uint64
+	bugs     core.Bugs // our own encodings that failed (status counters "bug_*")
 	rd       core.Ready
 
 	validator *wire.Validator // Cristian's replies; nil without Cristian sources
@@ -325,12 +326,13 @@ func (c *Client) poll(s *source, now time.Time) {
 		return
 	}
 	pkt := s.assoc.Request(now, s.pollExp(), c.sysAt(now))
-	b, err := pkt.AppendBinary(make([]byte, 0, wire.NTPHeaderLen))
-	if err != nil {
-		panic(fmt.Sprintf("client: encoding our own request: %v", err)) // fields come from us: a bug
+	// A request that cannot be encoded is our bug, reported and counted;
+	// the poll counts as sent (and unanswered), so polling goes on at
+	// its interval instead of retrying at every tick.
+	if b, ok := c.bugs.Encode(&c.rd, "request", &pkt, make([]byte, 0, wire.NTPHeaderLen)); ok {
+		c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
+		c.counters[cntRequests]++
 	}
-	c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
-	c.counters[cntRequests]++
 	s.sentAt = now
 	wait := s.poller.Sent()
 	if pp, ok := s.assoc.PeerPoll(); ok && s.peer && !s.poller.Bursting() {
@@ -495,39 +497,30 @@ func (c *Client) reject(s *source, err error) error {
 // reason maps an on-wire error to a counter label.
 func reason(err error) string {
 	var kiss *ntp.KissError
-	switch {
-	case errors.As(err, &kiss):
+	if errors.As(err, &kiss) {
 		return "kiss"
-	case errors.Is(err, ntp.ErrMode):
-		return "mode"
-	case errors.Is(err, ntp.ErrVersion):
-		return "version"
-	case errors.Is(err, ntp.ErrZeroTransmit):
-		return "zero_transmit"
-	case errors.Is(err, ntp.ErrDuplicate):
-		return "duplicate"
-	case errors.Is(err, ntp.ErrZeroOrigin):
-		return "zero_origin"
-	case errors.Is(err, ntp.ErrBogus):
-		return "bogus"
-	case errors.Is(err, ntp.ErrZeroTimestamp):
-		return "zero_timestamp"
-	case errors.Is(err, ntp.ErrUnsynchronized):
-		return "unsynchronized"
-	case errors.Is(err, ntp.ErrStratum):
-		return "stratum"
-	case errors.Is(err, ntp.ErrDistance):
-		return "distance"
-	case errors.Is(err, cristian.ErrUnsolicited):
-		return "unsolicited"
-	case errors.Is(err, cristian.ErrUnsynchronized):
-		return "unsynchronized"
-	case errors.Is(err, cristian.ErrNotReply):
-		return "kind"
-	case wire.Reason(err) != "other" && wire.Reason(err) != "":
-		return "frame_" + wire.Reason(err)
 	}
-	return "other"
+	if r := wire.Reason(err); rejectLabels.Of(err, "") == "" && r != "other" && r != "" {
+		return "frame_" + r
+	}
+	return rejectLabels.Of(err, "other")
+}
+
+// rejectLabels are the counter labels of the on-wire checks' errors.
+var rejectLabels = core.ErrorLabels{
+	{Err: ntp.ErrMode, Label: "mode"},
+	{Err: ntp.ErrVersion, Label: "version"},
+	{Err: ntp.ErrZeroTransmit, Label: "zero_transmit"},
+	{Err: ntp.ErrDuplicate, Label: "duplicate"},
+	{Err: ntp.ErrZeroOrigin, Label: "zero_origin"},
+	{Err: ntp.ErrBogus, Label: "bogus"},
+	{Err: ntp.ErrZeroTimestamp, Label: "zero_timestamp"},
+	{Err: ntp.ErrUnsynchronized, Label: "unsynchronized"},
+	{Err: ntp.ErrStratum, Label: "stratum"},
+	{Err: ntp.ErrDistance, Label: "distance"},
+	{Err: cristian.ErrUnsolicited, Label: "unsolicited"},
+	{Err: cristian.ErrUnsynchronized, Label: "unsynchronized"},
+	{Err: cristian.ErrNotReply, Label: "kind"},
 }
 
 // kiss acts on an authenticated kiss-o'-death (it passed the origin check).
@@ -626,7 +619,7 @@ func (c *Client) update(now time.Time) {
 		// ErrFutureMeasurement: a receive stamp a hair ahead of the tick's
 		// clock reading; try again at the next tick.
 		c.dirty = errors.Is(err, servo.ErrFutureMeasurement)
-		c.counters[servoReason(err)]++
+		c.counters[servoLabels.Of(err, "servo_bad_measurement")]++
 		return
 	}
 	c.counters[cntUpdates]++
@@ -690,18 +683,78 @@ func (c *Client) syncState(now time.Time) {
 // StateMinChangePPM or its error halved since the last save, at most once
 // per StateInterval.
 func (c *Client) saveState(now time.Time) {
+	if at, ok := c.saveDue(); !ok || now.Before(at) {
+		return
+	}
 	st := c.servo.State()
-	if st.Updates < 2 || st.FrequencyError >= c.servo.Config().MaxFrequencyPPM {
-		return
-	}
 	f := c.servo.Frequency()
-	moved := math.Abs(f-c.savedFreq) >= c.cfg.StateMinChangePPM
-	sharper := c.savedErr == 0 || st.FrequencyError < c.savedErr/2
-	if c.saved && (!moved && !sharper || !c.savedAt.IsZero() && now.Sub(c.savedAt) < c.cfg.StateInterval) {
-		return
-	}
 	c.rd.State = encodeState(savedFrequency{ppm: f, errPPM: st.FrequencyError})
 	c.savedFreq, c.savedErr, c.savedAt, c.saved = f, st.FrequencyError, now, true
+}
+
+// saveDue says whether the frequency is worth saving (see saveState), and
+// from when: the zero time means at once, else when StateInterval has
+// passed since the last save.
+func (c *Client) saveDue() (at time.Time, ok bool) {
+	st := c.servo.State()
+	if st.Updates < 2 || st.FrequencyError >= c.servo.Config().MaxFrequencyPPM {
+		return time.Time{}, false
+	}
+	moved := math.Abs(c.servo.Frequency()-c.savedFreq) >= c.cfg.StateMinChangePPM
+	sharper := c.savedErr == 0 || st.FrequencyError < c.savedErr/2
+	switch {
+	case !c.saved:
+		return time.Time{}, true
+	case !moved && !sharper:
+		return time.Time{}, false
+	case c.savedAt.IsZero(): // restored, not saved by this run yet
+		return time.Time{}, true
+	}
+	return c.savedAt.Add(c.cfg.StateInterval), true
+}
+
+var _ core.Scheduler = (*Client)(nil)
+
+// Deadline is the earliest local time at which the client needs Tick
+// (core.Scheduler): the next poll of a source, the end of a Cristian
+// burst, the next refresh of the clock's error fields (SyncInterval) and
+// the next save of a frequency worth saving; as soon as possible (just
+// after the last Tick) when a received packet left work for Tick (a new
+// estimate to select, a burst complete, a source's reach changed). Zero
+// before the first Tick: the driver ticks a new client at its own phase.
+func (c *Client) Deadline() time.Time {
+	if !c.started {
+		return time.Time{}
+	}
+	soon := c.now.Add(1)
+	if c.dirty {
+		return soon
+	}
+	var dl time.Time
+	for _, s := range c.srcs {
+		if s.poller.Reachable() != s.reachable {
+			return soon
+		}
+		if s.cristian != nil && !s.burstEnd.IsZero() {
+			if s.burstLeft == 0 && s.cristian.Outstanding() == 0 {
+				return soon
+			}
+			dl = core.Earliest(dl, s.burstEnd)
+		}
+		if s.stopped == "" {
+			dl = core.Earliest(dl, s.next)
+		}
+	}
+	if c.servo.Synchronized() {
+		dl = core.Earliest(dl, c.lastSync.Add(c.cfg.SyncInterval))
+	}
+	if at, ok := c.saveDue(); ok {
+		if at.IsZero() {
+			at = soon
+		}
+		dl = core.Earliest(dl, at)
+	}
+	return dl
 }
 
 // System returns what this host says about its clock at local time now
@@ -735,15 +788,10 @@ func (c *Client) sysAt(now time.Time) ntp.System {
 // errWaiting is the selection status while too few sources are candidates.
 var errWaiting = errors.New("waiting for a majority of sources")
 
-// servoReason maps a servo refusal to a counter label.
-func servoReason(err error) string {
-	switch {
-	case errors.Is(err, servo.ErrFutureMeasurement):
-		return "servo_future_measurement"
-	case errors.Is(err, servo.ErrOutOfOrder):
-		return "servo_out_of_order"
-	}
-	return "servo_bad_measurement"
+// servoLabels map a servo refusal to a counter label.
+var servoLabels = core.ErrorLabels{
+	{Err: servo.ErrFutureMeasurement, Label: "servo_future_measurement"},
+	{Err: servo.ErrOutOfOrder, Label: "servo_out_of_order"},
 }
 
 // cristianPoll sends the next request of s's burst, starting a burst if
@@ -762,8 +810,12 @@ func (c *Client) cristianPoll(s *source, now time.Time) {
 		s.next = s.nextBurst
 		return
 	}
-	c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: cristian.RequestFrame(c.cfg.Cluster, c.cfg.ID), Frame: true})
-	c.counters[cntRequests]++
+	if req, err := cristian.RequestFrame(c.cfg.Cluster, c.cfg.ID); err != nil {
+		c.bugs.Report(&c.rd, "encode_time_request", err) // as poll: the burst goes on
+	} else {
+		c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: req, Frame: true})
+		c.counters[cntRequests]++
+	}
 	s.burstLeft--
 	if s.burstLeft > 0 {
 		s.next = now.Add(c.cfg.CristianSpacing)

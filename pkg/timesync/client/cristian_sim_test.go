@@ -18,7 +18,7 @@ var simCluster = wire.ClusterID("sim")
 // addCristianServer adds a real timed server core (pkg/timesync/server) at
 // local stratum 1 that answers Cristian's requests.
 func addCristianServer(t *testing.T, s *sim.Sim, id uint32, clk clock.SimConfig) {
-	s.AddNode(id, addr(id), func([]byte) core.Core {
+	s.AddNode(id, addr(id), func(core.Env) core.Core {
 		srv, err := server.New(server.Config{LocalStratum: 1, RateLimit: server.RateLimit{Interval: -1},
 			Cristian: server.CristianConfig{ID: id, Cluster: simCluster}})
 		if err != nil {

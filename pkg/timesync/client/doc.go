@@ -20,9 +20,10 @@
 //	if saved != nil {
 //		err = c.Restore(saved) // ErrState: log it and go on without
 //	}
+//	timer := time.NewTimer(10 * time.Millisecond) // the first tick
 //	for {
 //		select {
-//		case <-ticker.C:
+//		case <-timer.C:
 //			c.Tick(clk.Now())
 //		case pkt := <-ntpSocket:
 //			c.StepDatagram(core.Datagram{Addr: pkt.From, Data: pkt.Data, Time: pkt.KernelRxTime})
@@ -35,6 +36,8 @@
 //		//    the write, then report what was written:
 //		//    c.StepDatagram(core.Datagram{Addr: d.Addr, Data: written, Time: xmt, Sent: true})
 //		// 4. log and count rd.Events
+//		// 5. sleep until the client needs Tick again (core.Scheduler):
+//		timer.Reset(c.Deadline().Sub(clk.Now())) // (capped, and at once if due)
 //	}
 //
 // What happens inside, per source and then across sources:
@@ -97,9 +100,10 @@
 //
 // # State and status
 //
-// Ready.State carries the frequency correction (a 9-byte record with a
-// version byte, see state.go) when the servo has estimated it and it moved
-// by StateMinChangePPM since the last save, at most once per
+// Ready.State carries the frequency correction and its error (a 17-byte
+// record with a version byte, see state.go; timed keeps it as the "client"
+// section of its state, see timedcore) when the servo has estimated it and
+// it moved by StateMinChangePPM since the last save, at most once per
 // StateInterval. Status (and Report) is the view of `timed status`: the
 // tracking part (synchronised, stratum, system peer, offset, frequency,
 // root distance, error bound [earliest, latest] at the last tick, with

@@ -1,6 +1,11 @@
 package client
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/synclab/synclab/pkg/core"
+)
 
 // ErrConfig is wrapped by every error New returns for a bad Config.
 var ErrConfig = errors.New("client: invalid configuration")
@@ -28,7 +33,8 @@ var (
 )
 
 // ErrState is wrapped by Restore for persisted state it cannot use.
-var ErrState = errors.New("client: invalid persisted state")
+// It wraps core.ErrState, so the daemon names the state file it refused.
+var ErrState = fmt.Errorf("client: invalid persisted state: %w", core.ErrState)
 
 // ErrStarted is returned by Restore after the first Tick: the frequency can
 // only be restored before the discipline starts.

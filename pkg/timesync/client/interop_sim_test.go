@@ -21,7 +21,7 @@ func TestSimWithServerCore(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 9))
 		s := sim.New(sim.Config{Seed: seed})
 		for _, id := range []uint32{2, 3} {
-			s.AddNode(id, addr(id), func([]byte) core.Core {
+			s.AddNode(id, addr(id), func(core.Env) core.Core {
 				srv, err := server.New(server.Config{LocalStratum: 1})
 				if err != nil {
 					t.Fatal(err)
@@ -52,7 +52,7 @@ func TestSimRateLimitedByServerCore(t *testing.T) {
 	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 10))
 		s := sim.New(sim.Config{Seed: seed})
-		s.AddNode(2, addr(2), func([]byte) core.Core {
+		s.AddNode(2, addr(2), func(core.Env) core.Core {
 			srv, err := server.New(server.Config{LocalStratum: 1})
 			if err != nil {
 				t.Fatal(err)

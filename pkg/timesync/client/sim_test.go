@@ -65,13 +65,14 @@ func addr(id uint32) netip.AddrPort {
 }
 
 func addServer(s *sim.Sim, id uint32, clk clock.SimConfig) {
-	s.AddNode(id, addr(id), func([]byte) core.Core { return &testServer{} }, clk)
+	s.AddNode(id, addr(id), func(core.Env) core.Core { return &testServer{} }, clk)
 }
 
 // addClient adds a client node; cfg gets the node's Rand and, unless set,
 // the simulation's tick interval. The core restores its persisted state.
 func addClient(t *testing.T, s *sim.Sim, id uint32, cfg client.Config, clk clock.SimConfig) {
-	s.AddNode(id, addr(id), func(disk []byte) core.Core {
+	s.AddNode(id, addr(id), func(env core.Env) core.Core {
+		disk := env.State
 		cfg := cfg
 		cfg.Rand = s.NewRand()
 		cfg.TickInterval = s.Config().TickInterval

@@ -103,6 +103,9 @@ func (c *Client) Report() Status {
 		Selection:    "ok",
 		Counters:     maps.Clone(c.counters),
 	}
+	for label, n := range c.bugs.Counts() {
+		st.Counters["bug_"+label] = n
+	}
 	sys := c.sysAt(now)
 	st.Stratum, st.RootDelayNS, st.RootDispersionNS = sys.Stratum, int64(sys.RootDelay), int64(sys.RootDispersion)
 	st.ReferenceID = refIDString(sys)

@@ -23,15 +23,17 @@ var (
 )
 
 // RequestFrame returns an encoded, unsealed TimeRequest from sender in
-// cluster, for a core.Datagram with Frame set.
-func RequestFrame(cluster, sender uint32) []byte {
+// cluster, for a core.Datagram with Frame set. It fails only for a sender
+// of 0 (member IDs start at 1): a caller's bug, which a core counts
+// (core.Bugs) rather than dies of.
+func RequestFrame(cluster, sender uint32) ([]byte, error) {
 	p, _ := wire.TimeRequest{}.AppendBinary(make([]byte, 0, wire.TimeRequestLen))
 	f := wire.Frame{Header: wire.Header{Kind: wire.KindTimeRequest, Cluster: cluster, Sender: sender}, Payload: p}
 	b, err := f.AppendBinary(make([]byte, 0, wire.HeaderLen+len(p)+wire.AuthTrailerLen))
 	if err != nil {
-		panic(fmt.Sprintf("cristian: encoding a request: %v", err)) // fields are ours: a bug
+		return nil, fmt.Errorf("cristian: encoding a request: %w", err)
 	}
-	return b
+	return b, nil
 }
 
 // ParseRequest checks that f (decoded, authenticated) is a well-formed time

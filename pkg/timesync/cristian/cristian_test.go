@@ -21,7 +21,10 @@ var synced = ntp.System{Leap: wire.LeapNone, Stratum: 3, Precision: -20, RootDel
 // decodes it and its arrival time.
 func exchange(t *testing.T, b *Burst, sent time.Time, offset, there, serverDelay, back time.Duration, sys ntp.System) (*wire.Frame, time.Time) {
 	t.Helper()
-	raw := RequestFrame(wire.ClusterID("lab"), 9)
+	raw, err := RequestFrame(wire.ClusterID("lab"), 9)
+	if err != nil {
+		t.Fatal(err)
+	}
 	xmt := wire.NTPTimeFromTime(sent)
 	wire.PatchXmt(raw, xmt)
 	b.Sent(xmt, sent)

@@ -174,37 +174,73 @@ type Selection struct {
 func Select(cands []Candidate, cfg SelectConfig) (Selection, error) {
 	cfg = cfg.withDefaults()
 	sel := Selection{Verdicts: make([]Verdict, len(cands)), SysPeer: -1}
-
-	// 1. Fitness (RFC A.5.5.2 fit()).
-	fit := make([]int, 0, len(cands))
-	for i, c := range cands {
-		switch {
-		case !c.Reachable:
-			sel.Verdicts[i] = VerdictUnreachable
-		case c.Stratum == 0 || c.Stratum >= cfg.MaxStratum:
-			sel.Verdicts[i] = VerdictStratum
-		case c.RootDistance > cfg.MaxDistance || c.RootDistance < 0:
-			sel.Verdicts[i] = VerdictTooFar
-		case c.Loop:
-			sel.Verdicts[i] = VerdictLoop
-		default:
-			fit = append(fit, i)
-		}
-	}
+	fit := fitness(cands, cfg, sel.Verdicts)
 	if len(fit) == 0 {
 		return sel, ErrNoCandidates
 	}
 	dist := func(i int) float64 { return float64(max(cands[i].RootDistance, cfg.MinDistance)) }
-
-	// 2. Intersection. Each candidate contributes a lower endpoint (type
-	// -1) and an upper endpoint (+1). Scanning up, coverage rises at lower
-	// endpoints; the first point covered by n-f intervals is low. Scanning
-	// down gives high. On equal values lower endpoints sort first so that
-	// intervals that merely touch still intersect (closed intervals).
-	type endpoint struct {
-		val float64
-		typ int
+	in, ok := intersect(correctness(cands, fit, dist))
+	if !ok {
+		for _, i := range fit {
+			sel.Verdicts[i] = VerdictNoMajority
+		}
+		return sel, fmt.Errorf("%w: %d candidates", ErrNoMajority, len(fit))
 	}
+	sel.Low, sel.High = time.Duration(math.Floor(in.low)), time.Duration(math.Ceil(in.high))
+	sel.MajorityLow, sel.MajorityHigh = time.Duration(math.Floor(in.majLow)), time.Duration(math.Ceil(in.majHigh))
+	truechimers := truechimers(cands, fit, dist, in, sel.Verdicts)
+	if len(truechimers) < cfg.MinSane {
+		for _, i := range truechimers {
+			sel.Verdicts[i] = VerdictNoMajority
+		}
+		return sel, fmt.Errorf("%w: %d of %d needed", ErrTooFewSurvivors, len(truechimers), cfg.MinSane)
+	}
+	surv := cluster(cands, truechimers, dist, cfg, sel.Verdicts)
+	offset, jitter := combine(cands, surv, dist)
+	for _, i := range surv {
+		sel.Verdicts[i] = VerdictCombined
+	}
+	sel.Verdicts[surv[0]] = VerdictSysPeer
+	sel.SysPeer = surv[0]
+	sel.Offset, sel.Jitter = offset, jitter
+	sel.Survivors = len(surv)
+	return sel, nil
+}
+
+// fitness is stage 1 (RFC 5905 A.5.5.2 fit()): it returns the indexes of
+// the fit candidates, in input order, and sets the verdict of the others
+// (unreachable, bad stratum, too far, loop).
+func fitness(cands []Candidate, cfg SelectConfig, verdicts []Verdict) []int {
+	fit := make([]int, 0, len(cands))
+	for i, c := range cands {
+		switch {
+		case !c.Reachable:
+			verdicts[i] = VerdictUnreachable
+		case c.Stratum == 0 || c.Stratum >= cfg.MaxStratum:
+			verdicts[i] = VerdictStratum
+		case c.RootDistance > cfg.MaxDistance || c.RootDistance < 0:
+			verdicts[i] = VerdictTooFar
+		case c.Loop:
+			verdicts[i] = VerdictLoop
+		default:
+			fit = append(fit, i)
+		}
+	}
+	return fit
+}
+
+// endpoint is one end of a correctness interval: typ -1 for a lower end,
+// +1 for an upper one.
+type endpoint struct {
+	val float64
+	typ int
+}
+
+// correctness returns the endpoints of the fit candidates' correctness
+// intervals [θ-λ, θ+λ], sorted for the intersection's scans: ascending,
+// and on equal values lower endpoints first, so that intervals that merely
+// touch still intersect (closed intervals).
+func correctness(cands []Candidate, fit []int, dist func(int) float64) []endpoint {
 	eps := make([]endpoint, 0, 2*len(fit))
 	for _, i := range fit {
 		o, l := float64(cands[i].Offset), dist(i)
@@ -216,81 +252,87 @@ func Select(cands []Candidate, cfg SelectConfig) (Selection, error) {
 		}
 		return eps[a].typ < eps[b].typ
 	})
-	n := len(fit)
-	var low, high float64
-	found := false
-	for allow := 0; 2*allow < n; allow++ {
-		chime, gotLow, gotHigh := 0, false, false
+	return eps
+}
+
+// intersection is what stage 2 finds.
+type intersection struct {
+	low, high       float64 // the interval n-f of the intervals contain
+	majLow, majHigh float64 // the region a majority of them covers
+}
+
+// intersect is stage 2 (RFC 5905 11.2.1, Marzullo's algorithm as ntpd
+// runs it) over the sorted endpoints of n intervals: the smallest number f
+// of falsetickers, 2f < n, such that some interval [low, high] lies in
+// n-f of them, found by scanning up (coverage rises at lower endpoints)
+// and down. ok is false when there is none: no majority agrees.
+//
+// It also returns the region any majority covers: if the truechimers are
+// a majority, the true offset is inside every one of their intervals,
+// hence covered at least n/2+1 times, so it lies between the first and the
+// last point with that coverage, even where [low, high] (which may include
+// a falseticker whose interval happens to overlap) does not contain it.
+func intersect(eps []endpoint) (in intersection, ok bool) {
+	n := len(eps) / 2
+	first := func(k int) (float64, bool) { // the lowest point covered k times
+		chime := 0
 		for _, e := range eps {
 			chime -= e.typ
-			if chime >= n-allow {
-				low, gotLow = e.val, true
-				break
+			if chime >= k {
+				return e.val, true
 			}
 		}
-		chime = 0
-		for k := len(eps) - 1; k >= 0; k-- {
-			chime += eps[k].typ
-			if chime >= n-allow {
-				high, gotHigh = eps[k].val, true
-				break
+		return 0, false
+	}
+	last := func(k int) (float64, bool) { // the highest point covered k times
+		chime := 0
+		for j := len(eps) - 1; j >= 0; j-- {
+			chime += eps[j].typ
+			if chime >= k {
+				return eps[j].val, true
 			}
 		}
+		return 0, false
+	}
+	for allow := 0; 2*allow < n; allow++ {
+		low, gotLow := first(n - allow)
+		high, gotHigh := last(n - allow)
 		if gotLow && gotHigh && high >= low {
-			found = true
+			in.low, in.high, ok = low, high, true
 			break
 		}
 	}
-	if !found {
-		for _, i := range fit {
-			sel.Verdicts[i] = VerdictNoMajority
-		}
-		return sel, fmt.Errorf("%w: %d candidates", ErrNoMajority, n)
+	if !ok {
+		return intersection{}, false
 	}
-	sel.Low, sel.High = time.Duration(math.Floor(low)), time.Duration(math.Ceil(high))
+	in.majLow, _ = first(n/2 + 1)
+	in.majHigh, _ = last(n/2 + 1)
+	return in, true
+}
 
-	// The region any majority covers. If the truechimers are a majority
-	// the true offset is inside every one of their intervals, hence
-	// covered at least n/2+1 times: it lies between the first and the last
-	// point with that coverage, even where the intersection above (which
-	// may include a falseticker whose interval happens to overlap) does
-	// not contain it.
-	maj := n/2 + 1
-	chime := 0
-	for _, e := range eps {
-		chime -= e.typ
-		if chime >= maj {
-			sel.MajorityLow = time.Duration(math.Floor(e.val))
-			break
-		}
-	}
-	chime = 0
-	for k := len(eps) - 1; k >= 0; k-- {
-		chime += eps[k].typ
-		if chime >= maj {
-			sel.MajorityHigh = time.Duration(math.Ceil(eps[k].val))
-			break
-		}
-	}
-
-	truechimers := make([]int, 0, n)
+// truechimers returns the fit candidates whose correctness interval meets
+// the intersection, in input order, and marks the others falsetickers.
+func truechimers(cands []Candidate, fit []int, dist func(int) float64, in intersection, verdicts []Verdict) []int {
+	out := make([]int, 0, len(fit))
 	for _, i := range fit {
 		o, l := float64(cands[i].Offset), dist(i)
-		if o+l < low || o-l > high {
-			sel.Verdicts[i] = VerdictFalseticker
+		if o+l < in.low || o-l > in.high {
+			verdicts[i] = VerdictFalseticker
 			continue
 		}
-		truechimers = append(truechimers, i)
+		out = append(out, i)
 	}
-	if len(truechimers) < cfg.MinSane {
-		for _, i := range truechimers {
-			sel.Verdicts[i] = VerdictNoMajority
-		}
-		return sel, fmt.Errorf("%w: %d of %d needed", ErrTooFewSurvivors, len(truechimers), cfg.MinSane)
-	}
+	return out
+}
 
-	// 3. Cluster. The merit order: stratum first, then root distance
-	// (RFC: stratum × MAXDIST + λ), stable on input order for ties.
+// cluster is stage 3 (RFC 5905 11.2.2): it orders the truechimers by merit
+// (stratum, then root distance: the RFC's stratum × MAXDIST + λ, stable on
+// input order for ties), keeps the MaxCandidates best (the rest: excess),
+// and, while more than MinSurvivors remain, drops the one with the largest
+// selection jitter (the RMS distance of its offset to the others'; the
+// later on a tie) unless that jitter is already below the smallest peer
+// jitter. It returns the survivors, best first, and marks the outliers.
+func cluster(cands []Candidate, truechimers []int, dist func(int) float64, cfg SelectConfig, verdicts []Verdict) []int {
 	sort.SliceStable(truechimers, func(a, b int) bool {
 		ca, cb := cands[truechimers[a]], cands[truechimers[b]]
 		if ca.Stratum != cb.Stratum {
@@ -300,7 +342,7 @@ func Select(cands []Candidate, cfg SelectConfig) (Selection, error) {
 	})
 	if len(truechimers) > cfg.MaxCandidates {
 		for _, i := range truechimers[cfg.MaxCandidates:] {
-			sel.Verdicts[i] = VerdictExcess
+			verdicts[i] = VerdictExcess
 		}
 		truechimers = truechimers[:cfg.MaxCandidates]
 	}
@@ -315,7 +357,6 @@ func Select(cands []Candidate, cfg SelectConfig) (Selection, error) {
 				sum += d * d
 			}
 			jit := math.Sqrt(sum / float64(len(surv)-1))
-			// On equal jitter drop the later (worse merit) candidate.
 			if jit >= worstJit {
 				worst, worstJit = a, jit
 			}
@@ -324,11 +365,17 @@ func Select(cands []Candidate, cfg SelectConfig) (Selection, error) {
 		if worstJit < minPeer {
 			break
 		}
-		sel.Verdicts[surv[worst]] = VerdictOutlier
+		verdicts[surv[worst]] = VerdictOutlier
 		surv = append(surv[:worst:worst], surv[worst+1:]...)
 	}
+	return surv
+}
 
-	// 4. Combine.
+// combine is stage 4 (RFC 5905 11.2.3): the system offset Θ = Σ θ_i/λ_i /
+// Σ 1/λ_i over the survivors, and the system jitter: the system peer's
+// (the first survivor's) peer jitter combined with the survivors' selection
+// jitter about it.
+func combine(cands []Candidate, surv []int, dist func(int) float64) (offset, jitter time.Duration) {
 	var wsum, osum float64
 	for _, i := range surv {
 		w := 1 / dist(i)
@@ -343,15 +390,7 @@ func Select(cands []Candidate, cfg SelectConfig) (Selection, error) {
 	}
 	selJitter := math.Sqrt(jsum / wsum)
 	peerJitter := float64(cands[sys].Jitter)
-	for _, i := range surv {
-		sel.Verdicts[i] = VerdictCombined
-	}
-	sel.Verdicts[sys] = VerdictSysPeer
-	sel.SysPeer = sys
-	sel.Offset = time.Duration(math.Round(osum / wsum))
-	sel.Jitter = time.Duration(math.Round(math.Hypot(peerJitter, selJitter)))
-	sel.Survivors = len(surv)
-	return sel, nil
+	return time.Duration(math.Round(osum / wsum)), time.Duration(math.Round(math.Hypot(peerJitter, selJitter)))
 }
 
 // Distance returns the system root distance: the largest distance from the

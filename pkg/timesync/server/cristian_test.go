@@ -18,7 +18,10 @@ var (
 // timeRequest is a Cristian request as the daemon would send it: transmit
 // timestamp patched, sealed when k is given.
 func timeRequest(cluster uint32, k *wire.Key) []byte {
-	b := cristian.RequestFrame(cluster, 42)
+	b, err := cristian.RequestFrame(cluster, 42)
+	if err != nil {
+		panic(err)
+	}
 	wire.PatchXmt(b, t1)
 	if k != nil {
 		b = wire.Seal(b, *k)

@@ -96,6 +96,24 @@ func (l *limiter) check(addr netip.Addr, now time.Time) verdict {
 	return drop
 }
 
+// nextExpiry is when the least recently heard entry becomes idle, the
+// next one expire can drop (zero: the table is empty). Entries heard
+// later mostly idle later; an exception waits for a later Tick, which
+// costs memory for a while, never a wrong answer.
+func (l *limiter) nextExpiry() time.Time {
+	c := l.tail
+	if c == nil {
+		return time.Time{}
+	}
+	at := c.tat
+	if !c.kissed.IsZero() {
+		if k := c.kissed.Add(l.cfg.KissInterval); k.After(at) {
+			at = k
+		}
+	}
+	return at
+}
+
 // idle reports whether c carries no state worth keeping at now.
 func (l *limiter) idle(c *client, now time.Time) bool {
 	return !c.tat.After(now) && (c.kissed.IsZero() || now.Sub(c.kissed) >= l.cfg.KissInterval)

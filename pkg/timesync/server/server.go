@@ -54,8 +54,12 @@ type Server struct {
 	cfg Config
 	sys SystemState // as set by SetSystem (or the unsynchronised default)
 	lim *limiter    // nil when rate limiting is off
-	now time.Time   // last Tick, for Status
-	out []core.Datagram
+	// bugs are our own encodings that failed; bugReady holds their events
+	// until Ready (an answer on the fast path has no Ready of its own).
+	bugs     core.Bugs
+	bugReady core.Ready
+	now      time.Time // last Tick, for Status
+	out      []core.Datagram
 
 	requests, replies, authReplies, kodRate, extIgnored uint64
 	cristianRequests, cristianReplies                   uint64
@@ -154,10 +158,29 @@ func (s *Server) Tick(now time.Time) {
 	}
 }
 
+var _ core.Scheduler = (*Server)(nil)
+
+// Deadline is when the server next needs Tick (core.Scheduler): when the
+// rate limiter's least recently heard client becomes idle and can be
+// forgotten; zero when nothing waits (no limiter, or an empty table). A
+// server that only answers needs no tick at all: it answers when asked.
+func (s *Server) Deadline() time.Time {
+	if s.lim == nil {
+		return time.Time{}
+	}
+	at := s.lim.nextExpiry()
+	if !at.IsZero() && !at.After(s.now) {
+		// More idle entries than one Tick expires (expirePerTick): the
+		// rest at the next, as soon as possible.
+		at = s.now.Add(1)
+	}
+	return at
+}
+
 // Ready drains the replies.
 func (s *Server) Ready() core.Ready {
-	rd := core.Ready{Datagrams: s.out}
-	s.out = nil
+	rd := core.Ready{Datagrams: s.out, Events: s.bugReady.Events}
+	s.out, s.bugReady = nil, core.Ready{}
 	return rd
 }
 
@@ -224,6 +247,11 @@ func (s *Server) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error
 // answer handles a request, appending the answer's bytes to buf[:0] (a
 // new slice when buf is nil).
 func (s *Server) answer(d core.Datagram, buf []byte) (core.Datagram, error) {
+	if d.Time.After(s.now) {
+		// The server is ticked only when its limiter needs it: the
+		// latest request's time keeps its status's clock current.
+		s.now = d.Time
+	}
 	if wire.IsFrame(d.Data) {
 		return s.cristian(d)
 	}
@@ -349,9 +377,16 @@ func (s *Server) reply(addr netip.AddrPort, p *wire.NTPPacket, buf, trailer []by
 	if buf == nil {
 		buf = make([]byte, 0, wire.NTPHeaderLen+4+64)
 	}
+	// Every field is in range by construction: a failure is our bug,
+	// reported and counted (Dropped "bug_encode_reply"), and the request
+	// goes unanswered.
+	// (Not through Bugs.Encode: p as an interface would escape, and an
+	// answer allocates nothing.)
 	b, err := p.AppendBinary(buf[:0])
 	if err != nil {
-		panic("server: encoding a reply: " + err.Error()) // every field is in range by construction
+		s.bugs.Report(&s.bugReady, "encode_reply", fmt.Errorf("encoding our own reply: %w", err))
+		s.dropped["bug_encode_reply"]++
+		return core.Datagram{Addr: addr}
 	}
 	return core.Datagram{Addr: addr, Data: append(b, trailer...), NTPStamp: true, NTPSign: sign}
 }

@@ -322,33 +322,84 @@ func (s *Servo) freqIntegral(t time.Time) float64 {
 // now (the local clock's reading when the adjustments will be applied) and
 // returns what to do. On error nothing changes.
 func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
-	switch {
-	case m.Time.IsZero() || now.IsZero() || m.RootDistance < 0 || m.Jitter < 0:
-		return Result{}, ErrBadMeasurement
-	case m.Time.After(now):
-		return Result{}, ErrFutureMeasurement
-	case s.last.valid && !m.Time.After(s.last.t):
-		return Result{}, ErrOutOfOrder
+	if err := s.check(now, m); err != nil {
+		return Result{}, err
 	}
 	first := !s.last.valid
 	if first {
 		s.epoch = m.Time
 		s.freqs = []freqSeg{{at: m.Time, ppm: s.freq}}
 	}
-	lambda := float64(m.RootDistance)
-	// θ as if every correction commanded so far had fully taken effect
-	// (see Measurement.Offset).
-	theta := float64(m.Offset)
+	s.observe(m)
+	oldFreq := s.freq
+	e := s.estimate(m)
+	proj := s.project(now, m.Time, e)
+	res, actual, pending := s.command(now, proj)
+	if first || s.freq != oldFreq {
+		res.Adjustments = append(res.Adjustments, clock.Adjustment{Kind: clock.AdjustFrequency, PPM: s.freq})
+		s.freqs = appendBounded(s.freqs, freqSeg{at: now, ppm: s.freq, integral: s.freqIntegral(now)})
+	}
+	s.updates++
+	s.last = lastUpdate{
+		valid:   true,
+		t:       m.Time,
+		now:     now,
+		lambda:  e.lambda,
+		offset:  actual,
+		pending: pending,
+		acted:   res.Offset,
+	}
+	res.Adjustments = append(res.Adjustments, s.syncAdjustment(now, m.Jitter, actual, pending))
+	res.Frequency = s.freq
+	return res, nil
+}
 
-	// The free-running phase at t_k: the clock's error with every
-	// correction the servo ever made taken back out.
-	y := -theta - s.phiCmd - s.freqIntegral(m.Time)
-	s.points = append(s.points, point{x: m.Time.Sub(s.epoch).Seconds(), y: y, lambda: lambda})
+// check refuses a measurement the servo cannot use: malformed, from the
+// future, or not after the last one.
+func (s *Servo) check(now time.Time, m Measurement) error {
+	switch {
+	case m.Time.IsZero() || now.IsZero() || m.RootDistance < 0 || m.Jitter < 0:
+		return ErrBadMeasurement
+	case m.Time.After(now):
+		return ErrFutureMeasurement
+	case s.last.valid && !m.Time.After(s.last.t):
+		return ErrOutOfOrder
+	}
+	return nil
+}
+
+// observe adds m to the regression's points as the free-running phase at
+// t_k: the clock's error with every correction the servo ever made taken
+// back out (θ as if every correction commanded so far had fully taken
+// effect, see Measurement.Offset), keeping the last FrequencyWindow.
+func (s *Servo) observe(m Measurement) {
+	y := -float64(m.Offset) - s.phiCmd - s.freqIntegral(m.Time)
+	s.points = append(s.points, point{x: m.Time.Sub(s.epoch).Seconds(), y: y, lambda: float64(m.RootDistance)})
 	if len(s.points) > s.cfg.FrequencyWindow {
 		s.points = append(s.points[:0], s.points[len(s.points)-s.cfg.FrequencyWindow:]...)
 	}
+}
 
-	oldFreq := s.freq
+// estimation is what the regression makes of a measurement.
+type estimation struct {
+	theta  float64 // the phase at t_k, ns: the measurement's, or the line's (smoothed)
+	lambda float64 // its error bound, ns
+	drift  float64 // the clock's drift, ppm, when ok
+	ok     bool    // the drift is known (the frequency follows it)
+}
+
+// estimate fits the drift to the points (trimNonlinear, fit) and sets the
+// frequency correction from it when it is known better than the kernel's
+// limit (and better than a restored one), else widens the frequency error
+// to everything the kernel tolerates. The phase is where the line puts the
+// clock at t_k, rather than the one measurement, whose noise (jitter, a
+// delayed packet) would go straight into the clock (chrony's estimate
+// comes from its regression the same way), but only when the two agree
+// within the measurement's own error: a larger difference is a real change
+// the line has not seen yet, and the measurement wins. The error bound
+// grows by the difference, so it stays truthful.
+func (s *Servo) estimate(m Measurement) estimation {
+	e := estimation{theta: float64(m.Offset), lambda: float64(m.RootDistance)}
 	s.points = trimNonlinear(s.points)
 	fitted, drift, driftErr, ok := fit(s.points)
 	if ok && driftErr >= s.priorErr {
@@ -356,92 +407,81 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 		// and the bound as wide as before any regression.
 		ok = false
 	}
-	// The phase: where the regression line puts the clock at t_k, rather
-	// than the one measurement, whose noise (jitter, a delayed packet)
-	// would go straight into the clock; chrony's estimate comes from its
-	// regression the same way. Only when the two agree within the
-	// measurement's own error: a larger difference is a real change the
-	// line has not seen yet, and the measurement wins. The error bound
-	// grows by the difference, so it stays truthful. A line whose slope
-	// is no better known than the kernel's frequency limit is not used.
 	if ok && driftErr < s.cfg.MaxFrequencyPPM && len(s.points) >= smoothMinPoints {
 		thf := -fitted.at(s.points[len(s.points)-1].x) - s.phiCmd - s.freqIntegral(m.Time)
-		if d := math.Abs(thf - theta); d < lambda {
-			theta = thf
-			lambda += d
+		if d := math.Abs(thf - e.theta); d < e.lambda {
+			e.theta = thf
+			e.lambda += d
 			s.smoothed++
 		}
 	}
 	if ok && driftErr < s.cfg.MaxFrequencyPPM {
 		s.priorErr = math.Inf(1)
-		target := -drift
-		s.freq = math.Max(-s.cfg.MaxFrequencyPPM, math.Min(s.cfg.MaxFrequencyPPM, target))
+		s.freq = math.Max(-s.cfg.MaxFrequencyPPM, math.Min(s.cfg.MaxFrequencyPPM, -drift))
 		s.freqErr = driftErr
 		s.resid = drift + s.freq // non-zero only when clamped
+		e.drift, e.ok = drift, true
 	} else {
 		// Too little data to know the drift: it may be anything the
 		// kernel tolerates.
-		ok = false
 		s.freqErr = s.cfg.MaxFrequencyPPM + math.Abs(s.freq)
 		s.resid = 0
 	}
+	return e
+}
 
-	// Project the offset from t_k to now: the clock kept drifting at
-	// drift + correction meanwhile.
-	proj := theta
-	if ok {
-		proj -= drift*1e-6*float64(now.Sub(m.Time)) + (s.freqIntegral(now) - s.freqIntegral(m.Time))
+// project carries the estimated offset from t_k to now: the clock kept
+// drifting at drift + correction meanwhile.
+func (s *Servo) project(now, at time.Time, e estimation) float64 {
+	proj := e.theta
+	if e.ok {
+		proj -= e.drift*1e-6*float64(now.Sub(at)) + (s.freqIntegral(now) - s.freqIntegral(at))
 	}
-	pendingNow := s.pendingAt(now)
-	actual := proj + pendingNow // what the clock is really off by now
+	return proj
+}
 
-	res := Result{Offset: time.Duration(math.Round(proj))}
-	var adj []clock.Adjustment
-	pending := pendingNow
+// command decides the correction of the projected offset proj: a forward
+// step in the makestep window, else a slew of PhaseGain×proj on top of
+// what is still pending. It returns the result so far, what the clock is
+// really off by now once the correction is counted (actual), and the slew
+// pending after it, ns.
+func (s *Servo) command(now time.Time, proj float64) (res Result, actual, pending float64) {
+	pendingNow := s.pendingAt(now)
+	actual = proj + pendingNow // what the clock is really off by now
+	res.Offset = time.Duration(math.Round(proj))
+	pending = pendingNow
 	if s.cfg.StepThreshold > 0 && s.updates < s.cfg.StepLimit && proj > float64(s.cfg.StepThreshold) {
 		// A forward step, only in the makestep window. The slew in
 		// progress (if any) goes on: Step and Slew are independent.
 		step := time.Duration(math.Round(proj))
-		adj = append(adj, clock.Adjustment{Kind: clock.AdjustStep, Offset: step})
+		res.Adjustments = append(res.Adjustments, clock.Adjustment{Kind: clock.AdjustStep, Offset: step})
 		res.Action = ActionStep
 		res.Correction = step
 		actual -= float64(step)
 		s.phiCmd += float64(step)
-	} else {
-		corr := math.Round(s.cfg.PhaseGain * proj)
-		pending = math.Round(pendingNow + corr)
-		adj = append(adj, clock.Adjustment{Kind: clock.AdjustSlew, Offset: time.Duration(pending)})
-		s.slews = appendBounded(s.slews, slewCmd{at: now, amt: pending})
-		res.Action = ActionSlew
-		res.Correction = time.Duration(corr)
-		s.phiCmd += corr
+		return res, actual, pending
 	}
-	if first || s.freq != oldFreq {
-		adj = append(adj, clock.Adjustment{Kind: clock.AdjustFrequency, PPM: s.freq})
-		s.freqs = appendBounded(s.freqs, freqSeg{at: now, ppm: s.freq, integral: s.freqIntegral(now)})
-	}
+	corr := math.Round(s.cfg.PhaseGain * proj)
+	pending = math.Round(pendingNow + corr)
+	res.Adjustments = append(res.Adjustments, clock.Adjustment{Kind: clock.AdjustSlew, Offset: time.Duration(pending)})
+	s.slews = appendBounded(s.slews, slewCmd{at: now, amt: pending})
+	res.Action = ActionSlew
+	res.Correction = time.Duration(corr)
+	s.phiCmd += corr
+	return res, actual, pending
+}
 
-	s.updates++
-	s.last = lastUpdate{
-		valid:   true,
-		t:       m.Time,
-		now:     now,
-		lambda:  lambda,
-		offset:  actual,
-		pending: pending,
-		acted:   res.Offset,
-	}
-	half := s.halfWidth(now)
-	est := max(m.Jitter, time.Duration(math.Abs(actual-pending)))
-	adj = append(adj, clock.Adjustment{
+// syncAdjustment is the update's report to the kernel: estimated error
+// (the jitter, or what remains to slew), maximum error (the offset left and
+// the bound's half-width).
+func (s *Servo) syncAdjustment(now time.Time, jitter time.Duration, actual, pending float64) clock.Adjustment {
+	est := max(jitter, time.Duration(math.Abs(actual-pending)))
+	return clock.Adjustment{
 		Kind:     clock.AdjustSync,
 		Synced:   true,
 		EstError: est,
-		MaxError: time.Duration(math.Ceil(math.Abs(actual) + half)),
-	})
-	res.Adjustments = adj
-	res.Frequency = s.freq
-	return res, nil
+		MaxError: time.Duration(math.Ceil(math.Abs(actual) + s.halfWidth(now))),
+	}
 }
 
 // appendBounded appends v, dropping the oldest entries beyond ledgerMax.

@@ -28,10 +28,30 @@
 // frames the other way round). Tick reaches every part; Ready and Status
 // merge theirs.
 //
+// Time: Deadline is the earliest of the parts' (core.Scheduler); a part
+// that does not say when it needs Tick is ticked every TickInterval. A
+// part may so be ticked early, for another's deadline; every part is
+// correct when ticked at any time.
+//
+// The server advertises what the client's discipline knows (stratum, root
+// delay and dispersion, leap, reference): the composite hands it over
+// (server.SetSystem) at every Tick, and between ticks on a request that
+// comes more than 10 ms after the last hand-over, so what the server says
+// is never older than it was with a 10 ms tick.
+//
+// Durable state is one file with a named section per part that keeps
+// state (State: "cluster" for the Berkeley core's term and frequency,
+// "client" for the client's frequency); a part hands its state over in
+// its Ready as it would alone, the composite writes every part's newest,
+// so two parts may change in one Ready. DecodeState reads the file once at
+// start (a file from before sections is the one part's that persisted
+// then) and refuses an absurd one with an error wrapping core.ErrState.
+//
 // Use:
 //
+//	saved, err := timedcore.DecodeState(env.State, timedcore.SectionClient)
+//	ntpc, _ := client.New(cc) // then ntpc.Restore(saved.Part(timedcore.SectionClient))
 //	srv, _ := server.New(server.Config{LocalStratum: 8})
-//	c, _ := timedcore.New(timedcore.Config{Cluster: liveness, Server: srv})
-//	// the daemon drives c; the discipline, once integrated, calls
-//	// c.Server().SetSystem(...) after each clock update.
+//	c, _ := timedcore.New(timedcore.Config{Cluster: liveness, Server: srv, Client: ntpc, State: saved})
+//	// the daemon drives c (cmd/timed's coreFactory does exactly this).
 package timedcore

@@ -22,7 +22,23 @@ type Config struct {
 	Server *server.Server
 	// Client is the NTP client and symmetric-peer core, if any.
 	Client core.Core
+	// State is the durable state the parts were restored from
+	// (DecodeState): the composite writes it back with every part's
+	// newest, so a part that did not change keeps what it saved.
+	State State
+	// TickInterval is how often a part that does not say when it needs
+	// Tick (core.Scheduler) is ticked. Default 10 ms, the daemon's.
+	TickInterval time.Duration
 }
+
+// DefaultTickInterval is Config.TickInterval's default.
+const DefaultTickInterval = 10 * time.Millisecond
+
+// systemRefresh bounds the age of the system variables the server
+// advertises (root dispersion grows with the time since the last update):
+// they are refreshed from the client on every Tick and, between ticks,
+// on a request that comes this long after the last refresh.
+const systemRefresh = 10 * time.Millisecond
 
 // ErrConfig is returned by New without any part.
 var ErrConfig = errors.New("timedcore: no parts: a Cluster, Server or Client core is required")
@@ -32,19 +48,35 @@ type Core struct {
 	cfg    Config
 	server core.Core // cfg.Server as a core.Core, nil when absent (not a typed nil)
 	parts  []core.Core
+	names  []Section // parts[i]'s state section ("" for the server)
+	state  State     // every part's newest state
+
+	ticked    bool
+	lastTick  time.Time // the last Tick's now
+	systemAt  time.Time // the server's system variables were last set for this time
+	sys       systemer  // the client, when it can say what the server advertises
+	badStates uint64    // parts' states too large to keep (a bug in the part)
 }
 
 // New returns the composite of cfg's parts.
 func New(cfg Config) (*Core, error) {
-	c := &Core{cfg: cfg}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = DefaultTickInterval
+	}
+	c := &Core{cfg: cfg, state: State{parts: map[Section][]byte{}}}
+	for s, b := range cfg.State.parts {
+		c.state.parts[s] = b
+	}
 	if cfg.Server != nil {
 		c.server = cfg.Server
+		c.sys, _ = cfg.Client.(systemer)
 	}
 	// In Ready's order: the cluster's, then the server's, then the
 	// client's.
-	for _, p := range []core.Core{cfg.Cluster, c.server, cfg.Client} {
+	for i, p := range []core.Core{cfg.Cluster, c.server, cfg.Client} {
 		if p != nil {
 			c.parts = append(c.parts, p)
+			c.names = append(c.names, [...]Section{SectionCluster, "", SectionClient}[i])
 		}
 	}
 	if len(c.parts) == 0 {
@@ -76,9 +108,29 @@ func (c *Core) StepDatagram(d core.Datagram) error {
 		if p == nil {
 			return core.ErrUnexpectedDatagram
 		}
+		if p == c.server {
+			c.refreshSystem(d.Time)
+		}
 		return p.StepDatagram(d)
 	}
-	return c.route(d).StepDatagram(d)
+	p := c.route(d)
+	if p == c.server {
+		c.refreshSystem(d.Time)
+	}
+	return p.StepDatagram(d)
+}
+
+// refreshSystem hands the server the client's system variables as of now,
+// unless they were set less than systemRefresh before.
+func (c *Core) refreshSystem(now time.Time) {
+	if c.sys == nil || c.cfg.Server == nil {
+		return
+	}
+	if d := now.Sub(c.systemAt); d >= 0 && d < systemRefresh {
+		return
+	}
+	c.cfg.Server.SetSystem(c.sys.System(now))
+	c.systemAt = now
 }
 
 var _ core.Answerer = (*Core)(nil)
@@ -99,6 +151,7 @@ func (c *Core) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error) 
 	if p != c.server {
 		return core.Datagram{}, false, nil
 	}
+	c.refreshSystem(d.Time)
 	return c.cfg.Server.Answer(d, buf)
 }
 
@@ -141,8 +194,10 @@ func (c *Core) route(d core.Datagram) core.Core {
 	return c.cfg.Client
 }
 
-// Tick advances every part.
+// Tick advances every part (whichever part's deadline it is for: a part
+// is correct when ticked at any time).
 func (c *Core) Tick(now time.Time) {
+	c.ticked, c.lastTick = true, now
 	if c.cfg.Cluster != nil {
 		c.cfg.Cluster.Tick(now)
 	}
@@ -154,10 +209,32 @@ func (c *Core) Tick(now time.Time) {
 		// The server advertises what the discipline knows: stratum, root
 		// delay and dispersion, leap, reference. (Unsynchronised, it falls
 		// back to its local stratum, if any.)
-		if s, ok := c.cfg.Client.(systemer); ok && c.cfg.Server != nil {
-			c.cfg.Server.SetSystem(s.System(now))
+		if c.sys != nil {
+			c.cfg.Server.SetSystem(c.sys.System(now))
+			c.systemAt = now
 		}
 	}
+}
+
+var _ core.Scheduler = (*Core)(nil)
+
+// Deadline is the earliest of the parts' deadlines (core.Scheduler); a
+// part that does not say when it needs Tick is ticked every TickInterval
+// after the last Tick. Zero before the first Tick (the driver ticks first
+// at its own phase) and when no part has anything scheduled.
+func (c *Core) Deadline() time.Time {
+	if !c.ticked {
+		return time.Time{}
+	}
+	var dl time.Time
+	for _, p := range c.parts {
+		if s, ok := p.(core.Scheduler); ok {
+			dl = core.Earliest(dl, s.Deadline())
+		} else {
+			dl = core.Earliest(dl, c.lastTick.Add(c.cfg.TickInterval))
+		}
+	}
+	return dl
 }
 
 // systemer is the client's view of the system variables (RFC 5905 11.2.3).
@@ -166,33 +243,39 @@ type systemer interface {
 }
 
 // Ready merges the parts' outputs: the cluster's, then the server's, then
-// the client's. At most one part may persist state (the client's frequency,
-// or the Berkeley core's term and frequency, never both: timed refuses
-// --server and --peer in Berkeley mode; the liveness detector and the
-// server have none): two parts
-// handing over state at once cannot be persisted in one file, and is a
-// programming error that panics.
+// the client's. A part's state (the Berkeley core's term and frequency,
+// the client's frequency) goes into its section of timed's state (State):
+// when any part hands its state over, Ready.State carries every part's
+// newest, and Promise is set when a part's is a promise.
 func (c *Core) Ready() core.Ready {
 	var rd core.Ready
-	for _, p := range c.parts {
+	changed := false
+	for i, p := range c.parts {
 		r := p.Ready()
 		if r.State != nil {
-			if rd.State != nil {
-				panic("timedcore: two parts persist state in the same Ready")
+			if c.names[i] == "" || !c.state.set(c.names[i], r.State) {
+				// A part without a section, or a state too large for
+				// one: a bug in the part, counted (Status), not fatal.
+				c.badStates++
+			} else {
+				changed = true
+				rd.Promise = rd.Promise || r.Promise
 			}
-			rd.State = r.State
 		}
 		rd.Adjustments = append(rd.Adjustments, r.Adjustments...)
 		rd.Messages = append(rd.Messages, r.Messages...)
 		rd.Datagrams = append(rd.Datagrams, r.Datagrams...)
 		rd.Events = append(rd.Events, r.Events...)
 	}
+	if changed {
+		rd.State = c.state.encode()
+	}
 	return rd
 }
 
 // Advance hands the driver's report on the last Ready (core.Advancer) to
-// every part that keeps durable state: only the one whose State the Ready
-// carried has anything to confirm.
+// every part that keeps durable state: the file holds every part's
+// newest state, so a write confirms whatever each part handed over.
 func (c *Core) Advance(saved bool) {
 	for _, p := range []core.Core{c.cfg.Cluster, c.server, c.cfg.Client} {
 		if a, ok := p.(core.Advancer); ok && p != nil {
@@ -206,11 +289,14 @@ type Status struct {
 	Cluster any            `json:"cluster,omitempty"` // nil outside any cluster
 	Server  *server.Status `json:"server,omitempty"`
 	Client  any            `json:"client,omitempty"`
+	// StatesRefused counts parts' states too large to persist: a bug in
+	// the part, never expected.
+	StatesRefused uint64 `json:"states_refused,omitempty"`
 }
 
 // Status implements core.Core.
 func (c *Core) Status() any {
-	var st Status
+	st := Status{StatesRefused: c.badStates}
 	if c.cfg.Cluster != nil {
 		st.Cluster = c.cfg.Cluster.Status()
 	}

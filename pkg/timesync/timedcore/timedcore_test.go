@@ -1,6 +1,7 @@
 package timedcore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/netip"
@@ -179,17 +180,83 @@ func TestNoCluster(t *testing.T) {
 	}
 }
 
-func TestStateFromOnePart(t *testing.T) {
+func TestStateSections(t *testing.T) {
+	// One part's state: its section alone.
 	cl := &fake{ready: core.Ready{State: []byte("freq")}}
 	c, _ := New(Config{Cluster: &fake{}, Client: cl})
-	if rd := c.Ready(); string(rd.State) != "freq" {
-		t.Errorf("state %q", rd.State)
+	rd := c.Ready()
+	st, err := DecodeState(rd.State, SectionClient)
+	if err != nil || string(st.Part(SectionClient)) != "freq" || st.Part(SectionCluster) != nil {
+		t.Fatalf("state %q: %v, client %q cluster %q", rd.State, err, st.Part(SectionClient), st.Part(SectionCluster))
 	}
-	c, _ = New(Config{Cluster: &fake{ready: core.Ready{State: []byte("a")}}, Client: &fake{ready: core.Ready{State: []byte("b")}}})
-	defer func() {
-		if recover() == nil {
-			t.Error("two parts' state merged silently")
+	// Two parts change in one Ready: both kept, the promise kept.
+	restored, err := DecodeState([]byte("legacy-client"), SectionClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk := &fake{ready: core.Ready{State: []byte("term"), Promise: true}}
+	cl = &fake{ready: core.Ready{State: []byte("freq2")}}
+	c, _ = New(Config{Cluster: bk, Client: cl, State: restored})
+	rd = c.Ready()
+	if !rd.Promise {
+		t.Error("the cluster part's promise was lost")
+	}
+	st, err = DecodeState(rd.State, SectionClient)
+	if err != nil || string(st.Part(SectionCluster)) != "term" || string(st.Part(SectionClient)) != "freq2" {
+		t.Fatalf("two parts: %q: %v", rd.State, err)
+	}
+	// One part changes later: the other's section stays as it was saved.
+	bk.ready = core.Ready{State: []byte("term2")}
+	rd = c.Ready()
+	st, _ = DecodeState(rd.State, SectionClient)
+	if string(st.Part(SectionCluster)) != "term2" || string(st.Part(SectionClient)) != "freq2" || rd.Promise {
+		t.Fatalf("one part later: %q promise %v", rd.State, rd.Promise)
+	}
+	// A restored part that never changes keeps its restored state.
+	c, _ = New(Config{Cluster: &fake{ready: core.Ready{State: []byte("t")}}, Client: &fake{}, State: restored})
+	st, _ = DecodeState(c.Ready().State, SectionClient)
+	if string(st.Part(SectionClient)) != "legacy-client" {
+		t.Fatalf("the restored client state was dropped: %q", st.Part(SectionClient))
+	}
+	if again := st.encode(); !bytes.Equal(again, c.state.encode()) {
+		t.Fatal("decode-encode does not round-trip")
+	}
+}
+
+func TestDecodeStateRefusesAbsurd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"version", []byte("TDS\x02")},
+		{"truncated header", []byte("TDS\x01\x06clie")},
+		{"unknown section", []byte("TDS\x01\x05other\x00\x00")},
+		{"twice", []byte("TDS\x01\x06client\x00\x01a\x06client\x00\x01b")},
+		{"longer than the file", []byte("TDS\x01\x06client\x00\x09abc")},
+		{"too long", append([]byte("TDS\x01\x06client\xff\xff"), make([]byte, 0xffff)...)},
+	} {
+		if _, err := DecodeState(tc.b, SectionClient); !errors.Is(err, core.ErrState) {
+			t.Errorf("%s: %v, want core.ErrState", tc.name, err)
 		}
-	}()
-	c.Ready()
+	}
+}
+
+func FuzzDecodeState(f *testing.F) {
+	f.Add([]byte("TDS\x01\x06client\x00\x04freq\x07cluster\x00\x01t"))
+	f.Add([]byte{2, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := DecodeState(b, SectionClient)
+		if err != nil {
+			return
+		}
+		again, err := DecodeState(st.encode(), SectionClient)
+		if err != nil {
+			t.Fatalf("a decoded state does not decode once encoded: %v", err)
+		}
+		for _, s := range sections {
+			if !bytes.Equal(st.Part(s), again.Part(s)) {
+				t.Fatalf("section %s: %q then %q", s, st.Part(s), again.Part(s))
+			}
+		}
+	})
 }

@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	idleBin    = flag.String("idle.bin", "", "directory holding timed, electd and mutexd (default: built into a temporary directory)")
+	idleWindow = flag.Duration("idle.window", 30*time.Second, "window over which each idle daemon's CPU time is measured")
+)
+
+// BenchmarkIdleCPU measures what each daemon costs while nothing happens:
+// three members of each cluster daemon on loopback (electd, mutexd, timed's
+// cluster), and timed as an NTP server alone and as a client following it,
+// each idle for -idle.window after a short settling time; the figure is a
+// process's user+system CPU time (/proc/PID/stat) over the window, as a
+// share of one core, the mean and the largest of the processes. A daemon
+// whose core says when it needs to run (core.Scheduler) sleeps until then;
+// one whose core does not is ticked every 10 ms.
+//
+//	go test ./internal/bench -run '^$' -bench IdleCPU -benchtime 1x [-idle.window 30s]
+func BenchmarkIdleCPU(b *testing.B) {
+	bin := *idleBin
+	if bin == "" {
+		bin = b.TempDir()
+		for _, d := range []string{"timed", "electd", "mutexd"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(bin, d), "github.com/synclab/synclab/cmd/"+d).CombinedOutput()
+			if err != nil {
+				b.Fatalf("building %s: %v\n%s", d, err, out)
+			}
+		}
+	}
+	t := &Table{Title: fmt.Sprintf("idle CPU per daemon over %v (share of one core)", *idleWindow), Systems: []string{"mean", "max"}}
+	for _, setup := range []struct {
+		name string
+		run  func(dir string) [][]string // each process's command line
+	}{
+		{"electd x3", func(dir string) [][]string { return cluster(bin, "electd", dir, nil) }},
+		{"mutexd x3", func(dir string) [][]string { return cluster(bin, "mutexd", dir, nil) }},
+		{"timed x3 (cluster: liveness)", func(dir string) [][]string { return cluster(bin, "timed", dir, nil) }},
+		{"timed --serve (NTP server alone)", func(dir string) [][]string {
+			return [][]string{daemonArgs(bin, "timed", dir, 1, "--serve", "127.0.0.1:"+freePort(b, "udp"), "--stratum", "8")}
+		}},
+		{"timed --server (NTP client)", func(dir string) [][]string {
+			srv := "127.0.0.1:" + freePort(b, "udp")
+			return [][]string{
+				daemonArgs(bin, "timed", dir, 1, "--serve", srv, "--stratum", "8"),
+				daemonArgs(bin, "timed", dir, 2, "--server", srv),
+			}
+		}},
+	} {
+		if b.N > 1 {
+			b.Skip("one run of every setup is the measurement: use -benchtime 1x")
+		}
+		dir, err := os.MkdirTemp("", "slidle")
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmds := setup.run(dir)
+		pct, err := idleCPU(cmds, 2*time.Second, *idleWindow)
+		os.RemoveAll(dir)
+		if err != nil {
+			b.Fatalf("%s: %v", setup.name, err)
+		}
+		// The last process is the one the setup is about (the client
+		// following a server); for clusters every member counts.
+		if setup.name == "timed --server (NTP client)" {
+			pct = pct[len(pct)-1:]
+		}
+		mean, most := 0.0, 0.0
+		for _, p := range pct {
+			mean += p / float64(len(pct))
+			most = max(most, p)
+		}
+		t.Row(setup.name, "<= 0.2%", Verdict(fmt.Sprintf("%.2f%%", mean), mean <= 0.2), fmt.Sprintf("%.2f%%", most))
+	}
+	t.Note("load average at the end: %s (2 cores shared: figures taken on a busy machine are high)", loadAverage())
+	t.Note("cores without core.Scheduler are ticked every 10 ms; the cluster cores get Deadline in their own branches")
+	if err := t.Write(os.Stdout); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// cluster is three members of daemon on loopback, unauthenticated (no
+// traffic is at stake here).
+func cluster(bin, daemon, dir string, extra []string) [][]string {
+	var members []string
+	for id := 1; id <= 3; id++ {
+		members = append(members, fmt.Sprintf("%d=127.0.0.%d:%s", id, 60+id, freePortOn(fmt.Sprintf("127.0.0.%d", 60+id))))
+	}
+	var cmds [][]string
+	for id := 1; id <= 3; id++ {
+		args := append([]string{"--id", fmt.Sprint(id), "--members", strings.Join(members, ","), "--insecure"}, extra...)
+		cmds = append(cmds, daemonArgs(bin, daemon, dir, id, args...))
+	}
+	return cmds
+}
+
+// daemonArgs is `DAEMON run` with its own control socket and state
+// directory under dir and a simulated clock (nothing here may set the real
+// one).
+func daemonArgs(bin, daemon, dir string, id int, args ...string) []string {
+	own := filepath.Join(dir, fmt.Sprintf("%s%d", daemon, id))
+	return append([]string{filepath.Join(bin, daemon), "run", "--control", own + ".sock", "--state-dir", own, "--log-level", "warn"},
+		append(args, clockArgs(daemon)...)...)
+}
+
+func clockArgs(daemon string) []string {
+	if daemon == "timed" {
+		return []string{"--clock", "sim"}
+	}
+	return nil
+}
+
+// idleCPU starts cmds, lets them settle, and returns each one's CPU share
+// (percent of one core) over window.
+func idleCPU(cmds [][]string, settle, window time.Duration) ([]float64, error) {
+	var procs []*exec.Cmd
+	defer func() {
+		for _, p := range procs {
+			p.Process.Kill()
+			p.Wait()
+		}
+	}()
+	for _, c := range cmds {
+		p := exec.Command(c[0], c[1:]...)
+		p.Stderr = os.Stderr
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+		procs = append(procs, p)
+	}
+	time.Sleep(settle)
+	start := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		var err error
+		if start[i], err = CPUTime(p.Process.Pid); err != nil {
+			return nil, fmt.Errorf("%s exited early: %w", cmds[i][0], err)
+		}
+	}
+	t0 := time.Now()
+	time.Sleep(window)
+	elapsed := time.Since(t0)
+	pct := make([]float64, len(procs))
+	for i, p := range procs {
+		end, err := CPUTime(p.Process.Pid)
+		if err != nil {
+			return nil, fmt.Errorf("%s exited: %w", cmds[i][0], err)
+		}
+		pct[i] = 100 * float64(end-start[i]) / float64(elapsed)
+	}
+	return pct, nil
+}
+
+// freePort is a port the kernel picks on 127.0.0.1 for network ("udp").
+func freePort(b *testing.B, network string) string {
+	b.Helper()
+	return freePortOn("127.0.0.1")
+}
+
+// freePortOn is a UDP and TCP port free on ip when asked (the daemons
+// listen on both).
+func freePortOn(ip string) string {
+	l, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
