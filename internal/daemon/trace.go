@@ -142,7 +142,7 @@ func (d *Daemon) startTrace(path string, maxBytes int64, replace bool) (TraceSta
 		}
 	}()
 	d.tr = t
-	d.node.SetRecorder(lg)
+	d.node.SetRecorder(lg, d.cfg.Clock.Now)
 	d.log.Info("tracing started", "file", path, "max_bytes", maxBytes)
 	return t.status(), nil
 }
@@ -156,7 +156,7 @@ func (d *Daemon) stopTrace() (TraceStatus, error) {
 		return TraceStatus{}, ctl.Conflict("tracing is off")
 	}
 	d.tr = nil
-	d.node.SetRecorder(nil)
+	d.node.SetRecorder(nil, nil)
 	close(t.stop)
 	t.done.Wait()
 	err := t.log.Close()

@@ -97,8 +97,15 @@ type Send struct {
 	// Report); the driver calls FrameSent after the write.
 	Report bool
 	msg    core.Message // what the report gives back (Report only)
-	// rec records the frame's send when it is finalized (tracing on when
-	// it was encoded); vc is the send's vector stamp.
+	// traced: the frame was encoded while tracing; its send is recorded
+	// when it is finalized (a pointer, so that a Send is no larger while
+	// tracing is off).
+	traced *tracedSend
+}
+
+// tracedSend is where a traced frame's send is recorded, with its vector
+// stamp.
+type tracedSend struct {
 	rec trace.Recorder
 	vc  clock.Vector
 }
@@ -145,8 +152,9 @@ type Node struct {
 	vecBuf    clock.Vector      // decode scratch
 	// rec records the node's protocol events while tracing is on; nil:
 	// off, and nothing is built for it (SetRecorder).
-	rec trace.Recorder
-	now time.Time // the local time last handed in (Receive, Tick): local events' time
+	rec      trace.Recorder
+	recClock func() time.Time // the local clock, for the time of the core's events (nil: now)
+	now      time.Time        // the local time last handed in (Receive, Tick)
 	// ticked says the core was ticked, last at lastTick (NextTick).
 	ticked   bool
 	lastTick time.Time
@@ -407,11 +415,15 @@ func (n *Node) recordEvents(rd core.Ready) {
 			lamport = min(lamport, m.Lamport-1)
 		}
 	}
+	at := n.now
+	if n.recClock != nil {
+		at = n.recClock()
+	}
 	for _, e := range rd.Events {
 		if n.vectors {
 			n.vector.Tick(n.cfg.ID)
 		}
-		n.rec.Local(e, lamport, n.vector, n.now)
+		n.rec.Local(e, lamport, n.vector, at)
 	}
 }
 
@@ -495,7 +507,7 @@ func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send, st stamps)
 	}
 	s.Data, s.Kind = b, m.Kind
 	if n.rec != nil {
-		s.rec, s.vc = n.rec, st.vector
+		s.traced = &tracedSend{rec: n.rec, vc: st.vector}
 	}
 	if m.Report && !s.Stream {
 		s.Report = true
@@ -549,9 +561,12 @@ func (n *Node) SetVectors(on bool) {
 // vectors go off again unless the configuration or the core
 // (core.VectorUser) wants them. Frames encoded while recording are still
 // recorded when they are finalized after it stopped: the recorder must
-// accept (or ignore) calls after it was closed.
-func (n *Node) SetRecorder(r trace.Recorder) {
-	n.rec = r
+// accept (or ignore) calls after it was closed. now reads the local clock
+// for the time of the core's events (a Ready may follow a control
+// request, long after the last Tick); nil: the time of the last Tick or
+// Receive (the simulator's).
+func (n *Node) SetRecorder(r trace.Recorder, now func() time.Time) {
+	n.rec, n.recClock = r, now
 	n.SetVectors(r != nil || n.cfg.Vectors)
 }
 
@@ -616,11 +631,11 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 		return b
 	}
 	wire.PatchXmt(b, ts)
-	if s.rec != nil {
+	if s.traced != nil {
 		// The send as it leaves: at the transmit time patched into it.
 		var f wire.Frame
 		if f.UnmarshalBinary(b) == nil {
-			s.rec.Send(&f, s.vc, now)
+			s.traced.rec.Send(&f, s.traced.vc, now)
 		}
 	}
 	if len(n.cfg.Keys) > 0 {
