@@ -57,6 +57,9 @@ func traceCommand(name string) *cli.Command {
 				&cli.Int64Flag{Name: "max-bytes", Usage: fmt.Sprintf("bound the file to `N` bytes (0: %d); past it, events are counted, not written", trace.DefaultMaxBytes)}},
 			Action: func(c *cli.Context) error {
 				if c.NArg() > 1 {
+					if strings.HasPrefix(c.Args().Get(1), "-") {
+						return Usagef("trace start: flags go before FILE: %s trace start %s %s", c.App.Name, strings.Join(c.Args().Tail(), " "), c.Args().First())
+					}
 					return Usagef("trace start takes at most one FILE (got %q)", c.Args().Slice())
 				}
 				req := daemon.TraceRequest{File: c.Args().First(), MaxBytes: c.Int64("max-bytes")}
