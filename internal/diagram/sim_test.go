@@ -40,13 +40,13 @@ func bullySim(t testing.TB, seed int64, n int, prio []uint32, link sim.LinkConfi
 	rnd := rand.New(rand.NewPCG(uint64(seed), 18))
 	for _, m := range members {
 		id := m.ID
-		s.AddNode(id, netip.AddrPort{}, func(disk []byte) core.Core {
-			term, err := bully.Restore(disk)
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			term, err := bully.Restore(env.State)
 			if err != nil {
 				t.Fatalf("node %d: %v", id, err)
 			}
 			cfg := bully.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.PersistedTerm, cfg.Rand = id, members, term, s.NewRand()
+			cfg.ID, cfg.Members, cfg.PersistedTerm, cfg.Rand = id, members, term, env.Rand
 			b, err := bully.New(cfg)
 			if err != nil {
 				t.Fatalf("node %d: %v", id, err)
