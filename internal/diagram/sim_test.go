@@ -46,7 +46,7 @@ func bullySim(t testing.TB, seed int64, n int, prio []uint32, link sim.LinkConfi
 				t.Fatalf("node %d: %v", id, err)
 			}
 			cfg := bully.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.PersistedTerm, cfg.Rand = id, members, term, env.Rand
+			cfg.ID, cfg.Members, cfg.PersistedTerm, cfg.Rand = id, members, term, s.NewRand()
 			b, err := bully.New(cfg)
 			if err != nil {
 				t.Fatalf("node %d: %v", id, err)
