@@ -153,7 +153,7 @@ type Node struct {
 	// rec records the node's protocol events while tracing is on; nil:
 	// off, and nothing is built for it (SetRecorder).
 	rec      trace.Recorder
-	recClock func() time.Time // the local clock, for the time of the core's events (nil: now)
+	recClock func() time.Time // the local clock, for the time of the core's events (nil: now below)
 	now      time.Time        // the local time last handed in (Receive, Tick)
 	// ticked says the core was ticked, last at lastTick (NextTick).
 	ticked   bool
