@@ -185,8 +185,12 @@ func (d *Daemon) traceRoutes() {
 				return nil, ctl.BadRequest(fmt.Sprintf("trace file %q: want an absolute path (the daemon's working directory is not yours)", req.File))
 			}
 			req.File = filepath.Clean(req.File)
-			if p, ok := ctl.PeerOf(r); ok && p.UID != 0 && p.UID != uint32(os.Getuid()) && !inside(req.File, d.TracesDir()) {
-				return nil, ctl.Forbidden(fmt.Sprintf("trace file %s: only root may name a file outside %s (give no file, or one in it)", req.File, d.TracesDir()))
+			p, ok := ctl.PeerOf(r)
+			if !ok {
+				return nil, ctl.Forbidden("the caller's credentials are unknown")
+			}
+			if err := mayName(p, uint32(os.Getuid()), req.File, d.TracesDir()); err != nil {
+				return nil, err
 			}
 		}
 		var st TraceStatus
@@ -211,6 +215,17 @@ func (d *Daemon) traceRoutes() {
 		}
 		return st, nil
 	})
+}
+
+// mayName says whether caller p may have the daemon (running as uid
+// self) create the trace file path: root and the daemon's own user may
+// name any, anyone else (a member of the control group) only one inside
+// dir.
+func mayName(p ctl.Peer, self uint32, path, dir string) error {
+	if p.UID == 0 || p.UID == self || inside(path, dir) {
+		return nil
+	}
+	return ctl.Forbidden(fmt.Sprintf("trace file %s: only root may name a file outside %s (give no file, or one in it)", path, dir))
 }
 
 func inside(path, dir string) bool {

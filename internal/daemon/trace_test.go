@@ -141,3 +141,28 @@ func TestTraceControl(t *testing.T) {
 		t.Fatalf("the trace: %v, %+v", err, f)
 	}
 }
+
+// TestTraceFileOnlyRootAnywhere: a control-group member who is not root
+// may only have the daemon (root) create traces in its traces directory.
+func TestTraceFileOnlyRootAnywhere(t *testing.T) {
+	const dir = "/var/lib/testd/traces"
+	for _, c := range []struct {
+		uid  uint32
+		path string
+		ok   bool
+	}{
+		{0, "/etc/cron.d/x", true},
+		{1000, "/var/lib/testd/traces/a.trace", true},
+		{1000, "/var/lib/testd/traces/sub/a.trace", true},
+		{1000, "/etc/cron.d/x", false},
+		{1000, "/var/lib/testd/traces", false},
+		{1000, "/var/lib/testd/traces/../state", false},
+		{1000, "/var/lib/testd/traces2/a", false},
+		{4242, "/tmp/a.trace", true}, // the daemon's own user
+	} {
+		err := mayName(ctl.Peer{UID: c.uid}, 4242, filepath.Clean(c.path), dir)
+		if (err == nil) != c.ok {
+			t.Errorf("uid %d, %s: %v, want allowed %v", c.uid, c.path, err, c.ok)
+		}
+	}
+}
