@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/internal/transport"
 )
 
@@ -192,6 +194,8 @@ func commonRunFlags(name string) []cli.Flag {
 		&cli.IntFlag{Name: "multicast-ttl", EnvVars: env("multicast-ttl"), Value: 1, Usage: "multicast TTL (0 keeps datagrams on this host)"},
 		&cli.DurationFlag{Name: "tick", EnvVars: env("tick"), Value: 10 * time.Millisecond, Usage: "core tick length; protocol timeouts count ticks"},
 		&cli.Uint64Flag{Name: "seed", EnvVars: env("seed"), Usage: "seed the protocol's randomness (0: random); for reproducible experiments"},
+		&cli.StringFlag{Name: "trace", EnvVars: env("trace"), Usage: "record a protocol trace to `FILE` from the start (one already there is kept as FILE.old); `" + name + " trace start|stop` at run time"},
+		&cli.Int64Flag{Name: "trace-max-bytes", EnvVars: env("trace-max-bytes"), Value: trace.DefaultMaxBytes, Usage: "bound the trace file to `N` bytes; past it, events are counted, not written"},
 	}
 }
 
@@ -260,6 +264,17 @@ func commonConfig(c *cli.Context, spec Spec) (daemon.Config, error) {
 		MetricsAddr:  c.String("metrics"),
 		TickInterval: c.Duration("tick"),
 		Seed:         c.Uint64("seed"),
+	}
+	cfg.TraceMaxBytes = c.Int64("trace-max-bytes")
+	if cfg.TraceMaxBytes <= 0 {
+		return cfg, Usagef("--trace-max-bytes %d: want a positive bound", cfg.TraceMaxBytes)
+	}
+	if f := c.String("trace"); f != "" {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.TraceFile = abs
 	}
 	// Checked here rather than with urfave's Required, whose error cannot
 	// be told apart from a runtime failure (exit 2, not 1).

@@ -98,7 +98,8 @@ func TestManListsEveryFlagWithItsVariable(t *testing.T) {
 		`\fB\-\-control\fR \fIPATH\fR`,
 		`.SS "testd lock release"`,
 		`It says so with \fBtestd status\fR.` + "\n.PP\nA second paragraph.",
-		".B TESTD_CONTROL\nsets \\fBtestd run \\-\\-control\\fR, \\fBtestd status \\-\\-control\\fR, \\fBtestd lock \\-\\-control\\fR.",
+		".B TESTD_CONTROL\nsets \\fBtestd run \\-\\-control\\fR, \\fBtestd status \\-\\-control\\fR, \\fBtestd lock \\-\\-control\\fR, " +
+			"\\fBtestd trace start \\-\\-control\\fR, \\fBtestd trace stop \\-\\-control\\fR, \\fBtestd trace status \\-\\-control\\fR.",
 		".SH EXIT STATUS",
 	} {
 		if !strings.Contains(page, want) {

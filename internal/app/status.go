@@ -126,6 +126,9 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	if len(st.Errors) > 0 {
 		fmt.Fprintf(tw, "Errors\t: %s\n", reasons(st.Errors))
 	}
+	if st.Trace.On {
+		fmt.Fprintf(tw, "Trace\t: %s\n", strings.TrimPrefix(traceLine(st.Trace, false), "tracing to "))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

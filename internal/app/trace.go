@@ -2,7 +2,10 @@ package app
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/internal/diagram"
 	"github.com/synclab/synclab/internal/trace"
 )
@@ -41,8 +45,103 @@ func traceCommand(name string) *cli.Command {
 				&cli.DurationFlag{Name: "until", Usage: "draw only events at most `D` after the run's first event (0: to the end)"},
 			},
 			Action: drawAction,
+		}, {
+			Name:      "start",
+			Usage:     "start recording a trace of the running daemon (vector timestamps go on the wire while it records)",
+			ArgsUsage: "[FILE]",
+			Description: "Creates FILE (never overwrites one) and records every frame the daemon sends, receives or refuses\n" +
+				"and every event of its protocol, with Lamport and vector times, until `" + name + " trace stop` (or the\n" +
+				"daemon stops). Without FILE, a new file in the state directory's traces/ (the only place a member of\n" +
+				"the control group who is not root may name). Draw the files of every host with `" + name + " trace draw`.",
+			Flags: []cli.Flag{ControlFlag(name), JSONFlag,
+				&cli.Int64Flag{Name: "max-bytes", Usage: fmt.Sprintf("bound the file to `N` bytes (0: %d); past it, events are counted, not written", trace.DefaultMaxBytes)}},
+			Action: func(c *cli.Context) error {
+				if c.NArg() > 1 {
+					if strings.HasPrefix(c.Args().Get(1), "-") {
+						return Usagef("trace start: flags go before FILE: %s trace start %s %s", c.App.Name, strings.Join(c.Args().Tail(), " "), c.Args().First())
+					}
+					return Usagef("trace start takes at most one FILE (got %q)", c.Args().Slice())
+				}
+				req := daemon.TraceRequest{File: c.Args().First(), MaxBytes: c.Int64("max-bytes")}
+				if req.MaxBytes < 0 {
+					return Usagef("trace start: --max-bytes %d: want a positive bound (0: the default)", req.MaxBytes)
+				}
+				if req.File != "" {
+					abs, err := filepath.Abs(req.File)
+					if err != nil {
+						return err
+					}
+					req.File = abs
+				}
+				return traceRequest(c, http.MethodPost, "/v1/trace/start", req)
+			},
+		}, {
+			Name:  "stop",
+			Usage: "stop recording the trace and close its file",
+			Flags: []cli.Flag{ControlFlag(name), JSONFlag},
+			Action: func(c *cli.Context) error {
+				if c.NArg() > 0 {
+					return Usagef("trace stop takes no arguments")
+				}
+				return traceRequest(c, http.MethodPost, "/v1/trace/stop", struct{}{})
+			},
+		}, {
+			Name:  "status",
+			Usage: "say whether a trace is being recorded, to which file, and how much of it",
+			Flags: []cli.Flag{ControlFlag(name), JSONFlag},
+			Action: func(c *cli.Context) error {
+				if c.NArg() > 0 {
+					return Usagef("trace status takes no arguments")
+				}
+				return traceRequest(c, http.MethodGet, "/v1/trace", nil)
+			},
 		}},
 	}
+}
+
+// traceRequest sends one of the trace commands to the daemon and prints
+// what it answers.
+func traceRequest(c *cli.Context, method, path string, body any) error {
+	ctx, cancel := context.WithTimeout(c.Context, 10*time.Second)
+	defer cancel()
+	var st daemon.TraceStatus
+	var err error
+	if method == http.MethodGet {
+		err = Client(c).Get(ctx, path, &st)
+	} else {
+		err = Client(c).Post(ctx, path, body, &st)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		raw, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		return PrintJSON(c.App.Writer, raw)
+	}
+	fmt.Fprintln(c.App.Writer, traceLine(st, strings.HasSuffix(path, "/stop")))
+	return nil
+}
+
+// traceLine says what a TraceStatus means, in one line.
+func traceLine(st daemon.TraceStatus, stopped bool) string {
+	if !st.On && !stopped {
+		return "tracing off"
+	}
+	what := "tracing to"
+	if stopped {
+		what = "stopped tracing to"
+	}
+	line := fmt.Sprintf("%s %s: %d of at most %d bytes", what, st.File, st.Bytes, st.MaxBytes)
+	if st.Dropped > 0 {
+		line += fmt.Sprintf(", the bound left out %d events", st.Dropped)
+	}
+	if st.Error != "" {
+		line += ", WRITE FAILED: " + st.Error
+	}
+	return line
 }
 
 // drawFlags are draw's flags, wherever they were written.

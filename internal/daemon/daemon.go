@@ -69,6 +69,12 @@ type Config struct {
 	StateDir string
 	// MetricsAddr, if set, serves Prometheus text metrics on /metrics.
 	MetricsAddr string
+	// TraceFile, if set, records a trace (internal/trace) from the start:
+	// a file already there is set aside as TraceFile.old. The control API
+	// starts and stops traces at run time.
+	TraceFile string
+	// TraceMaxBytes bounds TraceFile. Default trace.DefaultMaxBytes.
+	TraceMaxBytes int64
 
 	// TickInterval is the period of the core's Tick when the core does not
 	// say when it needs one (core.Scheduler), and the delay of the first
@@ -266,6 +272,7 @@ type Daemon struct {
 	wake    time.Time
 	wakeSet bool
 	rearm   chan struct{} // the loop re-arms its timer (cap 1)
+	tr      *tracing      // the running trace; nil: off
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and

@@ -116,9 +116,22 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err := releaseStartupPages(); err != nil {
 		d.log.Debug("releasing start-up pages", "err", err)
 	}
+	if d.cfg.TraceFile != "" {
+		d.mu.Lock()
+		_, err = d.startTrace(d.cfg.TraceFile, d.cfg.TraceMaxBytes, true)
+		d.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("--trace %s: %w", d.cfg.TraceFile, err)
+		}
+	}
 	close(d.looping) // the datagram reader may step the core from now on
 	err = d.loop(ctx, ctlErr)
 	d.endServing()
+	d.mu.Lock()
+	if d.tr != nil {
+		d.stopTrace() // the file ends cleanly (SIGTERM included)
+	}
+	d.mu.Unlock()
 	close(d.stopped)
 	sdnotify.Stopping()
 	d.closeSubscribers()

@@ -38,6 +38,8 @@ type Status struct {
 	Events   map[string]uint64 `json:"events"`
 	Errors   map[string]uint64 `json:"errors"`
 	Hooks    map[string]uint64 `json:"hooks"`
+	// Trace is the protocol trace being recorded (X trace start).
+	Trace TraceStatus `json:"trace"`
 }
 
 // DatagramStatus describes the foreign-protocol socket.
@@ -90,6 +92,7 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 		Events:        maps.Clone(d.events),
 		Errors:        maps.Clone(d.errs),
 		Hooks:         d.hooks.stats(),
+		Trace:         d.tr.status(),
 	}
 	if d.cfg.Standalone() {
 		st.Address = "" // no member socket
@@ -150,6 +153,7 @@ func (d *Daemon) routes() {
 			}
 		}
 	})
+	d.traceRoutes()
 	for _, rt := range d.pending {
 		if rt.stream != nil {
 			d.ctl.HandleStream(rt.method, rt.pattern, rt.stream)

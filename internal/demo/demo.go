@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -26,9 +27,12 @@ type options struct {
 	netns bool   // hosts in network namespaces (root) rather than on loopback
 	bin   string // directory of the three binaries
 	plot  string // chart file ("" for none)
-	keep  bool
-	pause func() // called before stopping when keep is set
-	out   io.Writer
+	// diagrams is the directory the acts' space-time diagrams (and the
+	// traces they are drawn from) go to; "" for none.
+	diagrams string
+	keep     bool
+	pause    func() // called before stopping when keep is set
+	out      io.Writer
 }
 
 // hosts is the size of the demo lab.
@@ -55,6 +59,8 @@ type summary struct {
 	Leader, NewLeader, Returned uint32
 	Failover                    time.Duration
 	Plot                        string
+	// Diagrams are the acts' diagrams written (SVG and HTML of each).
+	Diagrams []string
 }
 
 func (s summary) ok() bool {
@@ -387,6 +393,14 @@ func (l *lab) clocks(ctx context.Context, sum *summary) error {
 	}
 	sum.FinalSpread, _ = spread(offs)
 	sum.ClientOffset = offs[hosts+1] - offs[1]
+	// A Berkeley round (one a second): the master's poll, every reading,
+	// the adjustments.
+	if err := l.traced(ctx, sum, "berkeley-round", "timed", all(), "one Berkeley round", func() error {
+		sleepCtx(ctx, 1500*time.Millisecond)
+		return nil
+	}); err != nil {
+		return err
+	}
 	sum.Master = views[1].Node.Core.Cluster.Master
 	if l.o.plot != "" {
 		if err := writePlot(l.o.plot, samples); err != nil {
@@ -494,7 +508,23 @@ func (l *lab) counter(ctx context.Context, sum *summary) error {
 			l.printf("the same without the lock:            counter = %d of %d (%d updates lost)\n", v, hosts*k, hosts*k-v)
 		}
 	}
-	return nil
+	// A lock handoff: hosts 2 and 4 want the lock at once; the token
+	// goes round the ring to one, then to the other.
+	return l.traced(ctx, sum, "lock-handoff", "mutexd", all(), "hosts 2 and 4 want the lock at once", func() error {
+		var wg sync.WaitGroup
+		errs := make([]error, hosts+1)
+		for _, i := range []int{2, 4} {
+			wg.Go(func() {
+				out, err := exec.CommandContext(ctx, filepath.Join(l.o.bin, "mutexd"), "lock", "--control", l.path(i, "mutexd.sock"),
+					"--timeout", "10s", "handoff", "--", "sleep", "0.2").CombinedOutput()
+				if err != nil {
+					errs[i] = fmt.Errorf("host %d: mutexd lock: %v: %s", i, err, strings.TrimSpace(string(out)))
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
 }
 
 // leader returns the leader every running electd agrees on, 0 if they do
@@ -527,17 +557,24 @@ func (l *lab) election(ctx context.Context, sum *summary) error {
 	}
 	l.printf("all %d hosts agree: host %d leads\n", hosts, sum.Leader)
 	dead := int(sum.Leader)
-	start := time.Now()
-	l.electd[dead].kill()
-	l.printf("SIGKILL to electd on host %d\n", dead)
-	if !waitFor(ctx, 10*time.Second, func() bool {
-		sum.NewLeader = l.leader(ctx, dead)
-		return sum.NewLeader != 0 && sum.NewLeader != sum.Leader
-	}) {
-		return fmt.Errorf("the survivors did not agree on a new leader within 10 s")
+	if err := l.traced(ctx, sum, "bully-failover", "electd", all(), "the leader killed, the next elected", func() error {
+		sleepCtx(ctx, 300*time.Millisecond) // the leader's heartbeats, drawn
+		start := time.Now()
+		l.electd[dead].kill()
+		l.printf("SIGKILL to electd on host %d\n", dead)
+		if !waitFor(ctx, 10*time.Second, func() bool {
+			sum.NewLeader = l.leader(ctx, dead)
+			return sum.NewLeader != 0 && sum.NewLeader != sum.Leader
+		}) {
+			return fmt.Errorf("the survivors did not agree on a new leader within 10 s")
+		}
+		sum.Failover = time.Since(start)
+		l.printf("every survivor agrees on host %d after %.2f s\n", sum.NewLeader, sum.Failover.Seconds())
+		sleepCtx(ctx, 300*time.Millisecond) // the new leader's heartbeats
+		return nil
+	}); err != nil {
+		return err
 	}
-	sum.Failover = time.Since(start)
-	l.printf("every survivor agrees on host %d after %.2f s\n", sum.NewLeader, sum.Failover.Seconds())
 	p, err := l.start(dead, "electd", append([]string{"--members", l.members(7500)}, l.multicast(2, 7599)...)...)
 	if err != nil {
 		return err
@@ -569,6 +606,77 @@ func (l *lab) report(s summary) {
 	if s.Plot != "" {
 		l.printf("     chart of the clocks: %s (samples: %s)\n", s.Plot, strings.TrimSuffix(s.Plot, filepath.Ext(s.Plot))+".tsv")
 	}
+	if len(s.Diagrams) > 0 {
+		l.printf("     space-time diagrams of the acts (open the .html in a browser):\n")
+		for _, d := range s.Diagrams {
+			l.printf("       %s\n", d)
+		}
+		l.printf("     drawn from the traces in %s\n", filepath.Join(l.o.diagrams, "traces"))
+	}
+}
+
+func all() []int {
+	hs := make([]int, hosts)
+	for i := range hs {
+		hs[i] = i + 1
+	}
+	return hs
+}
+
+// traced runs an act while daemon records a trace on every host of on
+// (`X trace start` through their control sockets; `trace stop` after,
+// on those still running), then draws the traces as act.svg and
+// act.html in the diagrams directory.
+func (l *lab) traced(ctx context.Context, sum *summary, act, daemon string, on []int, what string, fn func() error) error {
+	if l.o.diagrams == "" {
+		return fn()
+	}
+	dir := filepath.Join(l.o.diagrams, "traces")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var files []string
+	for _, i := range on {
+		f, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s-h%d.trace", act, i)))
+		if err != nil {
+			return err
+		}
+		os.Remove(f) // a previous demo's: a trace never overwrites a file
+		var st struct{}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = ctl.NewClient(l.path(i, daemon+".sock"), daemon).Post(cctx, "/v1/trace/start", map[string]any{"file": f}, &st)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s trace start on host %d: %w", daemon, i, err)
+		}
+		files = append(files, f)
+	}
+	err := fn()
+	for _, i := range on {
+		var st struct{}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		serr := ctl.NewClient(l.path(i, daemon+".sock"), daemon).Post(cctx, "/v1/trace/stop", struct{}{}, &st)
+		cancel()
+		var ce *ctl.ConnectError
+		if serr != nil && !errors.As(serr, &ce) && err == nil { // a killed daemon's trace ends where it died
+			err = fmt.Errorf("%s trace stop on host %d: %w", daemon, i, serr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	var drawn []string
+	for _, ext := range []string{".svg", ".html"} {
+		out := filepath.Join(l.o.diagrams, act+ext)
+		b, err := exec.CommandContext(ctx, filepath.Join(l.o.bin, daemon), append(append([]string{"trace", "draw"}, files...), "-o", out)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s trace draw: %v: %s", daemon, err, strings.TrimSpace(string(b)))
+		}
+		drawn = append(drawn, out)
+	}
+	sum.Diagrams = append(sum.Diagrams, drawn...)
+	l.printf("diagram of %s: %s (and .html)\n", what, drawn[0])
+	return nil
 }
 
 // waitFor polls cond every 100 ms until it holds, the limit passes or ctx

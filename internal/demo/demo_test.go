@@ -17,7 +17,7 @@ import (
 // README's first command runs the long one without root, and checks its
 // summary: the Berkeley clocks within 1 ms of each other (and the NTP
 // client of its server), the shared counter exact under the lock, one
-// leader after the failover, the chart written.
+// leader after the failover, the chart and the acts' diagrams written.
 func TestDemoShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo runs for about 30 s (skipped with -short)")
@@ -64,7 +64,8 @@ func runShort(t *testing.T, netns bool) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := run(ctx, options{short: true, netns: netns, bin: bin, plot: chart, out: &out})
+	diagrams := t.TempDir()
+	sum, err := run(ctx, options{short: true, netns: netns, bin: bin, plot: chart, diagrams: diagrams, out: &out})
 	t.Logf("demo output:\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +84,26 @@ func runShort(t *testing.T, netns bool) {
 	}
 	if _, err := os.Stat(strings.TrimSuffix(chart, ".svg") + ".tsv"); err != nil {
 		t.Fatalf("samples: %v", err)
+	}
+	// A diagram of each act, drawn from traces every host recorded.
+	if len(sum.Diagrams) != 6 {
+		t.Errorf("diagrams written: %q, want the SVG and HTML of three acts", sum.Diagrams)
+	}
+	for _, act := range []string{"berkeley-round", "lock-handoff", "bully-failover"} {
+		svg, err := os.ReadFile(filepath.Join(diagrams, act+".svg"))
+		if err != nil {
+			t.Errorf("%s: %v", act, err)
+			continue
+		}
+		if procs, arrows := strings.Count(string(svg), `<g class="proc"`), strings.Count(string(svg), `<line class="msg"`); procs != hosts || arrows == 0 {
+			t.Errorf("%s.svg: %d process lines (want %d), %d arrows", act, procs, hosts, arrows)
+		}
+		if _, err := os.Stat(filepath.Join(diagrams, act+".html")); err != nil {
+			t.Error(err)
+		}
+		if !strings.Contains(out.String(), filepath.Join(diagrams, act+".svg")) {
+			t.Errorf("the output does not say where %s.svg is", act)
+		}
 	}
 	for _, want := range []string{"summary", "mutexd", "electd", "timed"} {
 		if !strings.Contains(out.String(), want) {

@@ -1,7 +1,7 @@
 // Command demo is synclab's first-day demo: a five-host lab on this one
 // machine, no root needed, showing the three daemons at work.
 //
-//	go run ./internal/demo [-short] [-hosts auto|loopback|netns] [-bin DIR] [-plot FILE] [-keep]
+//	go run ./internal/demo [-short] [-hosts auto|loopback|netns] [-bin DIR] [-plot FILE] [-diagrams DIR] [-keep]
 //
 // (scripts/demo.sh builds the binaries and runs it.) Without root the hosts
 // are loopback addresses 127.77.R.11-15, R random per run so that two demos
@@ -29,6 +29,7 @@ func main() {
 	flag.BoolVar(&o.short, "short", false, "the short form (about 30 s), as CI runs it")
 	flag.StringVar(&o.bin, "bin", "", "`DIR` holding timed, mutexd and electd (default: go build them)")
 	flag.StringVar(&o.plot, "plot", "synclab-demo-clocks.svg", "write the clocks' chart to `FILE` (samples beside it, .tsv)")
+	flag.StringVar(&o.diagrams, "diagrams", "synclab-demo-diagrams", "write the acts' space-time diagrams (SVG and HTML, and their traces) to `DIR` (\"\": none)")
 	flag.BoolVar(&o.keep, "keep", false, "leave the lab running until Enter is pressed")
 	hostsMode := flag.String("hosts", "auto", "`where` the hosts run: loopback (no root), netns (root, iproute2, nftables), or auto: netns when possible")
 	flag.Parse()

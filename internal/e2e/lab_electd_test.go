@@ -22,6 +22,7 @@ type labElectd struct {
 	key   string // --key-file of every member; "" runs them --insecure
 	procs map[int]*labnet.Proc
 	extra []string // more flags for every member
+	trace bool     // every member records a trace (--trace) from its start
 }
 
 // members is how many of the lab's hosts are members.
@@ -34,6 +35,9 @@ func (l *labElectd) members() int {
 
 func (l *labElectd) control(i int) string { return filepath.Join(l.dir, fmt.Sprintf("h%d.sock", i)) }
 func (l *labElectd) hooks(i int) string   { return filepath.Join(l.dir, fmt.Sprintf("h%d.hooks", i)) }
+func (l *labElectd) tracePath(i int) string {
+	return filepath.Join(l.dir, fmt.Sprintf("h%d.trace", i))
+}
 
 func (l *labElectd) start(i int) {
 	var members []string
@@ -52,6 +56,9 @@ func (l *labElectd) start(i int) {
 		"--on-change", `echo "change $ELECTD_EVENT $ELECTD_LEADER $ELECTD_TERM $ELECTD_ROLE" >> ` + l.hooks(i),
 	}
 	argv = append(append(argv, authArgs(l.key)...), l.extra...)
+	if l.trace {
+		argv = append(argv, "--trace", l.tracePath(i))
+	}
 	l.procs[i] = h.Start(l.t, "electd", argv, nil)
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
@@ -96,6 +97,17 @@ type Send struct {
 	// Report); the driver calls FrameSent after the write.
 	Report bool
 	msg    core.Message // what the report gives back (Report only)
+	// traced: the frame was encoded while tracing; its send is recorded
+	// when it is finalized (a pointer, so that a Send is no larger while
+	// tracing is off).
+	traced *tracedSend
+}
+
+// tracedSend is where a traced frame's send is recorded, with its vector
+// stamp.
+type tracedSend struct {
+	rec trace.Recorder
+	vc  clock.Vector
 }
 
 // Reported says whether the driver must report the datagram back to the
@@ -138,6 +150,11 @@ type Node struct {
 	vectors   bool              // stamping frames with vector timestamps (SetVectors)
 	vector    clock.Vector      // the node's vector clock; merged from frames that carry one even while off
 	vecBuf    clock.Vector      // decode scratch
+	// rec records the node's protocol events while tracing is on; nil:
+	// off, and nothing is built for it (SetRecorder).
+	rec      trace.Recorder
+	recClock func() time.Time // the local clock, for the time of the core's events (nil: now below)
+	now      time.Time        // the local time last handed in (Receive, Tick)
 	// ticked says the core was ticked, last at lastTick (NextTick).
 	ticked   bool
 	lastTick time.Time
@@ -203,9 +220,10 @@ func (n *Node) Receive(in Inbound) error {
 		}
 		return nil
 	}
+	n.now = in.Time
 	var f wire.Frame
 	if err := f.UnmarshalBinary(in.Data); err != nil {
-		n.stats.drop(wire.Reason(err))
+		n.refuse(nil, wire.Reason(err))
 		return err
 	}
 	// Membership and source before the validator: they cost nothing, and
@@ -215,23 +233,23 @@ func (n *Node) Receive(in Inbound) error {
 	if f.Cluster == n.cluster {
 		addr, ok := n.cfg.Members[f.Sender]
 		if !ok {
-			n.stats.drop("unknown_member")
+			n.refuse(&f, "unknown_member")
 			return fmt.Errorf("%w: %d", core.ErrUnknownMember, f.Sender)
 		}
 		if f.Sender != n.cfg.ID && !fromMember(addr, in) {
-			n.stats.drop("wrong_source")
+			n.refuse(&f, "wrong_source")
 			return fmt.Errorf("%w: %d from %s, member address %s", ErrWrongSource, f.Sender, in.From, addr)
 		}
 	}
 	if err := n.validator.Admit(&f, in.Data); err != nil {
-		n.stats.drop(wire.Reason(err))
+		n.refuse(&f, wire.Reason(err))
 		return err
 	}
 	var refusal wire.EpochRefused
 	if f.Kind == wire.KindEpochRefused {
 		// The node's own message: decoded before anything is recorded.
 		if err := refusal.UnmarshalBinary(f.Payload); err != nil {
-			n.stats.drop(wire.Reason(err))
+			n.refuse(&f, wire.Reason(err))
 			return err
 		}
 	}
@@ -250,7 +268,7 @@ func (n *Node) Receive(in Inbound) error {
 		if errors.Is(err, ErrPreRestart) {
 			n.refuseEpoch(f.Sender, wire.SeqEpoch(f.Seq), in.Time)
 		}
-		n.stats.drop(reasonOf(err))
+		n.refuse(&f, reasonOf(err))
 		return err
 	}
 	n.lamport.Receive(f.Lamport)
@@ -266,6 +284,9 @@ func (n *Node) Receive(in Inbound) error {
 		// The node's own business: the core never sees it.
 		n.epochRefused(refusal)
 		n.stats.in(f.Kind)
+		if n.rec != nil {
+			n.recordRecv(f, in.Time)
+		}
 		return nil
 	}
 	m := core.Message{
@@ -282,12 +303,40 @@ func (n *Node) Receive(in Inbound) error {
 	if f.Xmt != 0 {
 		m.Sent = f.Xmt.Time()
 	}
+	// Recorded before the core steps it: the core's events (reported
+	// with its next Ready) come after the receive that caused them. A
+	// frame the core then rejects is a receive followed by a drop.
+	if n.rec != nil {
+		n.recordRecv(f, in.Time)
+	}
 	if err := n.core.Step(m); err != nil {
-		n.stats.drop("rejected_" + f.Kind.String())
+		n.refuse(&f, "rejected_"+f.Kind.String())
 		return err
 	}
 	n.stats.in(f.Kind)
 	return nil
+}
+
+// refuse counts a received frame dropped for reason (f: what was decoded
+// of it, nil if nothing) and records it while tracing.
+func (n *Node) refuse(f *wire.Frame, reason string) {
+	n.stats.drop(reason)
+	if n.rec == nil {
+		return
+	}
+	if f == nil {
+		n.rec.Drop(nil, reason, n.lamport.Now(), n.now)
+		return
+	}
+	// A copy, so that f itself does not escape (and cost an allocation
+	// per frame) while tracing is off.
+	c := *f
+	n.rec.Drop(&c, reason, n.lamport.Now(), n.now)
+}
+
+// recordRecv records the receive of f (a copy: see refuse).
+func (n *Node) recordRecv(f wire.Frame, at time.Time) {
+	n.rec.Recv(&f, n.lamport.Now(), n.vector, at)
 }
 
 // Advance tells the core how the driver acted on the last Output: saved
@@ -329,7 +378,7 @@ func (n *Node) Answer(in Inbound, buf []byte) (s Send, handled bool, err error) 
 // interval. A core must be correct when ticked at any time, early, late or
 // after a long sleep.
 func (n *Node) Tick(now time.Time) {
-	n.ticked, n.lastTick = true, now
+	n.ticked, n.lastTick, n.now = true, now, now
 	n.core.Tick(now)
 }
 
@@ -337,6 +386,9 @@ func (n *Node) Tick(now time.Time) {
 func (n *Node) Ready() Output {
 	rd := n.core.Ready()
 	out := Output{State: rd.State, Promise: rd.Promise, Adjustments: rd.Adjustments, Events: rd.Events}
+	if n.rec != nil && len(rd.Events) > 0 {
+		n.recordEvents(rd)
+	}
 	for _, m := range n.own {
 		out.Sends = n.encode(out.Sends, m)
 	}
@@ -349,6 +401,30 @@ func (n *Node) Ready() Output {
 		out.Sends = append(out.Sends, Send{To: d.Addr, Data: d.Data, Datagram: true, NTPStamp: d.NTPStamp, NTPSign: d.NTPSign, Frame: d.Frame})
 	}
 	return out
+}
+
+// recordEvents records the core's events of rd before its messages: the
+// core reported them while deciding what to send. Their Lamport time is
+// the clock's before this Ready's sends took their stamps (a core that
+// stamped a message itself already moved the clock); each is an event of
+// its own in the vector clock.
+func (n *Node) recordEvents(rd core.Ready) {
+	lamport := n.lamport.Now()
+	for _, m := range rd.Messages {
+		if m.Lamport != 0 && m.Lamport <= lamport {
+			lamport = min(lamport, m.Lamport-1)
+		}
+	}
+	at := n.now
+	if n.recClock != nil {
+		at = n.recClock()
+	}
+	for _, e := range rd.Events {
+		if n.vectors {
+			n.vector.Tick(n.cfg.ID)
+		}
+		n.rec.Local(e, lamport, n.vector, at)
+	}
 }
 
 func (n *Node) encode(sends []Send, m core.Message) []Send {
@@ -430,6 +506,9 @@ func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send, st stamps)
 		return sends
 	}
 	s.Data, s.Kind = b, m.Kind
+	if n.rec != nil {
+		s.traced = &tracedSend{rec: n.rec, vc: st.vector}
+	}
 	if m.Report && !s.Stream {
 		s.Report = true
 		s.msg = core.Message{From: n.cfg.ID, To: to, Kind: m.Kind, Term: m.Term, Payload: m.Payload, Local: true,
@@ -473,6 +552,26 @@ func (n *Node) SetVectors(on bool) {
 	}
 	n.vectors = on
 }
+
+// SetRecorder starts (r non-nil) or stops (nil) recording the node's
+// protocol events: every frame sent (when it is finalized, at its transmit
+// time), every frame received (after the merge), every frame refused
+// (its reason as counted in status) and every event of the core. While it
+// records, the node stamps frames with vector timestamps; when it stops,
+// vectors go off again unless the configuration or the core
+// (core.VectorUser) wants them. Frames encoded while recording are still
+// recorded when they are finalized after it stopped: the recorder must
+// accept (or ignore) calls after it was closed. now reads the local clock
+// for the time of the core's events (a Ready may follow a control
+// request, long after the last Tick); nil: the time of the last Tick or
+// Receive (the simulator's).
+func (n *Node) SetRecorder(r trace.Recorder, now func() time.Time) {
+	n.rec, n.recClock = r, now
+	n.SetVectors(r != nil || n.cfg.Vectors)
+}
+
+// Recording reports whether a recorder is set.
+func (n *Node) Recording() bool { return n.rec != nil }
 
 // Vectors reports whether the node stamps frames with vector timestamps.
 func (n *Node) Vectors() bool { return n.vectors }
@@ -532,6 +631,13 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 		return b
 	}
 	wire.PatchXmt(b, ts)
+	if s.traced != nil {
+		// The send as it leaves: at the transmit time patched into it.
+		var f wire.Frame
+		if f.UnmarshalBinary(b) == nil {
+			s.traced.rec.Send(&f, s.traced.vc, now)
+		}
+	}
 	if len(n.cfg.Keys) > 0 {
 		b = wire.Seal(b, n.cfg.Keys[0])
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -409,6 +410,10 @@ func (s *Sim) arrive(p *packet) {
 
 func (s *Sim) receive(p *packet) {
 	to := p.to
+	var dropped map[string]uint64 // the drop counters before, to name a refusal as the node counts it
+	if s.traces != nil && !p.datagram && to.node != nil {
+		dropped = maps.Clone(to.node.Status().Dropped)
+	}
 	err := to.node.Receive(node.Inbound{
 		From:     p.from.addr,
 		Data:     p.data,
@@ -416,7 +421,7 @@ func (s *Sim) receive(p *packet) {
 		Stream:   p.stream,
 		Datagram: p.datagram,
 	})
-	s.traceRecv(to, p, err)
+	s.traceRecv(to, p, err, dropped)
 	if err != nil {
 		to.counters.Rejected++
 		s.trace.add(p.entry(s.now, FateRejected), p.data)

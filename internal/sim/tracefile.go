@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/internal/trace"
@@ -122,7 +123,11 @@ func (s *Sim) traceSend(n *simNode, snd node.Send) {
 		Kind: f.Kind.String(), Frame: id, From: f.Sender, To: f.Receiver, Term: f.Term, Fields: trace.Fields(f.Kind, f.Payload)})
 }
 
-func (s *Sim) traceRecv(n *simNode, p *packet, err error) {
+// traceRecv records the delivery of p to n, as the node records it in a
+// daemon: a receive, or a drop with the reason the node counted (the
+// counter that rose from dropped, the counters before); a frame the core
+// refused is a receive (the node merged its stamps) and then its drop.
+func (s *Sim) traceRecv(n *simNode, p *packet, err error, dropped map[string]uint64) {
 	if s.traces == nil || p.datagram {
 		return
 	}
@@ -134,16 +139,30 @@ func (s *Sim) traceRecv(n *simNode, p *packet, err error) {
 	if decoded {
 		e.Kind, e.Frame, e.From, e.Term = f.Kind.String(), trace.FrameID(f.Sender, f.Seq), f.Sender, f.Term
 	}
+	reason := ""
 	if err != nil {
-		// A refused frame is an event of the receiver, but it learns
-		// nothing from it: no merge.
-		nt.vec.Tick(n.id)
-		e.VC, e.Ev, e.Reason, e.Msg = trace.VCOf(nt.vec), trace.EvDrop, dropReason(err), err.Error()
-		s.traces.write(nt, &e)
-		return
+		reason = dropReason(err)
+		if n.node != nil {
+			for r, c := range n.node.Status().Dropped {
+				if c > dropped[r] {
+					reason = r
+				}
+			}
+		}
 	}
-	nt.vec.Receive(n.id, s.traces.stamps[e.Frame])
-	e.VC, e.Ev, e.To, e.Fields = trace.VCOf(nt.vec), trace.EvRecv, n.id, trace.Fields(f.Kind, f.Payload)
+	if err == nil || strings.HasPrefix(reason, "rejected_") {
+		nt.vec.Receive(n.id, s.traces.stamps[e.Frame])
+		rcv := e
+		rcv.VC, rcv.Ev, rcv.To, rcv.Fields = trace.VCOf(nt.vec), trace.EvRecv, n.id, trace.Fields(f.Kind, f.Payload)
+		s.traces.write(nt, &rcv)
+		if err == nil {
+			return
+		}
+	}
+	// A refused frame is an event of the receiver, but it learns nothing
+	// from it (a frame the core refused was merged with its receive).
+	nt.vec.Tick(n.id)
+	e.VC, e.Ev, e.Reason, e.Msg = trace.VCOf(nt.vec), trace.EvDrop, reason, err.Error()
 	s.traces.write(nt, &e)
 }
 

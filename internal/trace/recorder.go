@@ -43,10 +43,11 @@ type Recorder interface {
 
 // Log is the Recorder that writes a trace through a Writer.
 type Log struct {
-	mu   sync.Mutex
-	w    *Writer
-	self uint32
-	ev   Event // reused: a line is built from it, then it is cleared
+	mu     sync.Mutex
+	w      *Writer
+	self   uint32
+	ev     Event // reused: a line is built from it, then it is cleared
+	closed bool  // Close was called: later events (frames encoded before the stop, finalized after it) are ignored
 }
 
 // NewLog starts a trace on w with header h (h.ID is the recording member),
@@ -70,6 +71,9 @@ func (l *Log) Send(f *wire.Frame, vc clock.Vector, at time.Time) {
 	fields := Fields(f.Kind, f.Payload)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
 	e := &l.ev
 	*e = Event{T: at, Lamport: f.Lamport, VC: VCOf(vc), Ev: EvSend, Fields: fields}
 	l.frame(e, f)
@@ -82,6 +86,9 @@ func (l *Log) Recv(f *wire.Frame, lamport uint64, vc clock.Vector, at time.Time)
 	fields := Fields(f.Kind, f.Payload)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
 	e := &l.ev
 	*e = Event{T: at, Lamport: lamport, VC: VCOf(vc), Ev: EvRecv, Fields: fields}
 	l.frame(e, f)
@@ -94,6 +101,9 @@ func (l *Log) Local(ce core.Event, lamport uint64, vc clock.Vector, at time.Time
 	args := Args(ce.Args)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
 	l.ev = Event{T: at, Lamport: lamport, VC: VCOf(vc), Ev: EvLocal, Name: ce.Name, Msg: ce.Msg, Args: args}
 	l.w.Write(&l.ev)
 }
@@ -102,6 +112,9 @@ func (l *Log) Local(ce core.Event, lamport uint64, vc clock.Vector, at time.Time
 func (l *Log) Drop(f *wire.Frame, reason string, lamport uint64, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
 	e := &l.ev
 	*e = Event{T: at, Lamport: lamport, Ev: EvDrop, Reason: reason}
 	if f != nil {
@@ -120,10 +133,31 @@ func (l *Log) Flush() error {
 }
 
 // Close flushes and finishes the truncated count; the file stays open.
+// Events recorded after Close are ignored.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
 	return l.w.Close()
+}
+
+// Bytes returns how many bytes of the trace were written (buffered ones
+// included).
+func (l *Log) Bytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Bytes()
+}
+
+// Err returns the destination's write error, if any (it sticks: nothing
+// more is written).
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.err
 }
 
 // Dropped returns how many events the bound left out.

@@ -87,6 +87,10 @@ func (w *Writer) Write(e *Event) error {
 	return w.err
 }
 
+// Bytes returns how many bytes were written, the header and what is still
+// buffered included.
+func (w *Writer) Bytes() int64 { return w.n }
+
 // Dropped returns how many events did not fit.
 func (w *Writer) Dropped() uint64 { return w.dropped }
 
