@@ -54,6 +54,9 @@ func (c *Core) Status() any { return c.Report() }
 func (c *Core) allCounters() map[string]uint64 {
 	m := c.reqs.Counters()
 	maps.Copy(m, c.counters)
+	for label, n := range c.bugs.Counts() {
+		m["bug_"+label] = n
+	}
 	return m
 }
 

@@ -1,6 +1,7 @@
 package tokenring
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"maps"
@@ -120,6 +121,7 @@ type Core struct {
 
 	msgs     []core.Message
 	events   []core.Event
+	bugs     core.Bugs // our own encodings that failed (counters "bug_*")
 	outcomes []mutex.Outcome
 	counters map[string]uint64
 }
@@ -191,10 +193,12 @@ func (c *Core) emit(name, msg string, args ...any) {
 	c.events = append(c.events, core.Event{Name: name, Msg: msg, Args: args})
 }
 
-func (c *Core) send(to uint32, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }, stream bool) {
-	b, err := p.AppendBinary(nil)
-	if err != nil {
-		panic(fmt.Sprintf("tokenring: encoding our own %v: %v", k, err)) // our fields: a bug
+// send queues one frame; an encoding of our own fields that fails is a
+// bug, counted and reported (core.Bugs), and the frame is not sent.
+func (c *Core) send(to uint32, k wire.Kind, p encoding.BinaryAppender, stream bool) {
+	b, ok := c.bugs.Encode(&c.events, k.String(), p, nil)
+	if !ok {
+		return
 	}
 	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Payload: b, Stream: stream})
 }
@@ -303,16 +307,18 @@ func (c *Core) Step(m core.Message) error {
 	return err
 }
 
+// rejectLabels are the counter labels of Step's own errors ("rejected_"
+// and the label); a generation's are pkg/epoch's, a payload's pkg/wire's.
+var rejectLabels = core.ErrorLabels{
+	{Err: ErrNoLock, Label: "no_lock"},
+	{Err: ErrStaleAck, Label: "stale_ack"},
+	{Err: ErrBadToken, Label: "bad_token"},
+	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
+}
+
 func reason(err error) string {
-	switch {
-	case errors.Is(err, ErrNoLock):
-		return "no_lock"
-	case errors.Is(err, ErrStaleAck):
-		return "stale_ack"
-	case errors.Is(err, ErrBadToken):
-		return "bad_token"
-	case errors.Is(err, core.ErrUnexpectedKind):
-		return "unexpected_kind"
+	if l := rejectLabels.Of(err, ""); l != "" {
+		return l
 	}
 	if r := epoch.Reason(err); r != "" {
 		return "generation_" + r // generation_absurd, generation_too_fast

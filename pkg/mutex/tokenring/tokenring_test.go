@@ -285,3 +285,25 @@ func TestTimeoutsValidatedOnce(t *testing.T) {
 		t.Fatalf("sub-millisecond DeadAfter: %v", err)
 	}
 }
+
+type failingPayload struct{}
+
+func (failingPayload) AppendBinary([]byte) ([]byte, error) {
+	return nil, errors.New("field out of range")
+}
+
+// TestOwnEncodingBugIsCounted: a payload of our own that fails to encode is
+// a bug the core survives: no frame, a core_bug event, a "bug_" counter.
+func TestOwnEncodingBugIsCounted(t *testing.T) {
+	c := newCore(t, 1, 1, 2)
+	c.Tick(t0)
+	c.Ready()
+	c.SendForTest(2, wire.KindToken, failingPayload{})
+	rd := c.Ready()
+	if len(rd.Messages) != 0 || len(events(rd, core.EventBug)) != 1 {
+		t.Fatalf("messages %v, events %v", rd.Messages, rd.Events)
+	}
+	if n := c.Report().Counters["bug_encode_"+wire.KindToken.String()]; n != 1 {
+		t.Fatalf("counters %v", c.Report().Counters)
+	}
+}

@@ -2,6 +2,7 @@ package berkeley
 
 import (
 	"cmp"
+	"encoding"
 	"errors"
 	"fmt"
 	"maps"
@@ -283,6 +284,7 @@ type Core struct {
 	msgs     []core.Message
 	adj      []clock.Adjustment
 	events   []core.Event
+	bugs     core.Bugs // our own encodings that failed (counters "bug_*")
 }
 
 var (
@@ -400,21 +402,17 @@ func (c *Core) Step(m core.Message) error {
 	return err
 }
 
-func reason(err error) string {
-	switch {
-	case errors.Is(err, ErrNotMaster):
-		return "not_master"
-	case errors.Is(err, ErrStaleRound):
-		return "stale_round"
-	case errors.Is(err, ErrNoTimestamp):
-		return "no_timestamp"
-	case errors.Is(err, ErrImplausible):
-		return "implausible"
-	case errors.Is(err, core.ErrUnexpectedKind):
-		return "unexpected_kind"
-	}
-	return "payload_" + wire.Reason(err)
+// rejectLabels name Step's own errors for the counters ("rejected_" and
+// the label); anything else is a payload's (pkg/wire).
+var rejectLabels = core.ErrorLabels{
+	{Err: ErrNotMaster, Label: "not_master"},
+	{Err: ErrStaleRound, Label: "stale_round"},
+	{Err: ErrNoTimestamp, Label: "no_timestamp"},
+	{Err: ErrImplausible, Label: "implausible"},
+	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
 }
+
+func reason(err error) string { return rejectLabels.Of(err, "payload_"+wire.Reason(err)) }
 
 // fromMaster checks that m comes from the leader of the term we know.
 func (c *Core) fromMaster(m core.Message) error {
@@ -896,7 +894,11 @@ func (c *Core) finishRound() {
 			continue
 		}
 		r := c.readings[ms.ID]
-		p, _ := wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(k.corr), Error: uint64(max(k.errBound, 0))}.AppendBinary(nil)
+		p, ok := c.bugs.Encode(&c.events, wire.KindClockAdjust.String(),
+			wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(k.corr), Error: uint64(max(k.errBound, 0))}, nil)
+		if !ok {
+			continue // counted and reported: this worker waits for the next round
+		}
 		// This round's adjustment replaces whatever the last round's still
 		// waits for.
 		id := ms.ID
@@ -1163,15 +1165,20 @@ func median(v []float64) float64 {
 
 // sendReport sends a frame whose departure the driver is to report
 // (core.Message.Report): polls and readings measure time.
-func (c *Core) sendReport(to uint32, term uint64, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }) {
+func (c *Core) sendReport(to uint32, term uint64, k wire.Kind, p encoding.BinaryAppender) {
+	n := len(c.msgs)
 	c.send(to, term, k, p)
-	c.msgs[len(c.msgs)-1].Report = true
+	if len(c.msgs) > n {
+		c.msgs[n].Report = true
+	}
 }
 
-func (c *Core) send(to uint32, term uint64, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }) {
-	b, err := p.AppendBinary(nil)
-	if err != nil {
-		panic(fmt.Sprintf("berkeley: encoding our own %v: %v", k, err)) // fields are ours: a bug
+// send queues one frame; an encoding of our own fields that fails is a
+// bug, counted and reported (core.Bugs), and the frame is not sent.
+func (c *Core) send(to uint32, term uint64, k wire.Kind, p encoding.BinaryAppender) {
+	b, ok := c.bugs.Encode(&c.events, k.String(), p, nil)
+	if !ok {
+		return
 	}
 	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Term: term, Payload: b})
 }
