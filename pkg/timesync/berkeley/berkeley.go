@@ -15,6 +15,7 @@ import (
 	"github.com/synclab/synclab/pkg/delivery"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/timesync/servo"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -66,8 +67,7 @@ type Config struct {
 	// waits for the readings before it computes the round (sooner if every
 	// worker answered every poll).
 	CollectTimeout time.Duration
-	// Burst is how many polls a round sends, BurstGap apart (at least a
-	// tick: polls go out on ticks).
+	// Burst is how many polls a round sends, BurstGap apart.
 	Burst    int
 	BurstGap time.Duration
 	// MaxRTT excludes readings whose round trip is longer: their offset is
@@ -136,6 +136,21 @@ func (c *Config) validate() error {
 	if c.Stepout == 0 {
 		c.Stepout = DefaultStepoutRounds * c.RoundInterval
 	}
+	// The protocol's timers get the one validation of every core's
+	// timeouts; MaxRTT and Threshold are bounds on measurements, not
+	// timers, and only must not be negative.
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"RoundInterval", c.RoundInterval}, {"CollectTimeout", c.CollectTimeout}, {"BurstGap", c.BurstGap},
+		{"AdjustRetry", c.AdjustRetry}, {"StateInterval", c.StateInterval}, {"SyncInterval", c.SyncInterval},
+		{"Stepout", c.Stepout},
+	} {
+		if err := liveness.CheckTimeout(f.name, f.v); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
 	if c.Burst == 0 {
 		c.Burst = DefaultBurst
 	}
@@ -153,8 +168,6 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: frequency pull %g: want a fraction below 1", ErrConfig, c.FrequencyPull)
 	case math.IsNaN(c.StateMinChangePPM) || c.StateMinChangePPM < 0:
 		return fmt.Errorf("%w: state min change %g ppm must not be negative", ErrConfig, c.StateMinChangePPM)
-	case c.Stepout < 0:
-		return fmt.Errorf("%w: negative stepout %v", ErrConfig, c.Stepout)
 	case c.AdjustTries < 1:
 		return fmt.Errorf("%w: adjust tries %d: want at least 1", ErrConfig, c.AdjustTries)
 	case c.CollectTimeout >= c.RoundInterval:
