@@ -131,7 +131,10 @@ type Core struct {
 	durable core.Durable // the term: persisted before anything carrying it leaves
 }
 
-var _ elect.Elector = (*Core)(nil)
+var (
+	_ elect.Elector  = (*Core)(nil)
+	_ core.Scheduler = (*Core)(nil)
+)
 
 // Algorithm is bully's entry in an election factory table.
 var Algorithm = elect.Algorithm{

@@ -126,7 +126,10 @@ type Core struct {
 	counters map[string]uint64
 }
 
-var _ mutex.Algorithm = (*Core)(nil)
+var (
+	_ mutex.Algorithm = (*Core)(nil)
+	_ core.Scheduler  = (*Core)(nil)
+)
 
 // New returns a member's core, restoring cfg.Persisted.
 func New(cfg Config) (*Core, error) {
