@@ -243,7 +243,7 @@ func (c *Core) reportLiveness() {
 	for _, t := range c.det.Transitions() {
 		switch {
 		case t.To == liveness.Suspect:
-			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", t.ID, c.cfg.DeadAfter), "member", t.ID)
+			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", t.ID, t.Silent), "member", t.ID)
 		case t.From == liveness.Suspect:
 			c.emit(EventMemberUp, fmt.Sprintf("member %d is up", t.ID), "member", t.ID)
 		}
