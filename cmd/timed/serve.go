@@ -180,7 +180,7 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 		if err != nil {
 			return nil, fmt.Errorf("%w (remove the file only if you accept that this member's terms restart and its frequency is learnt again)", err)
 		}
-		tc := timedcore.Config{State: saved, TickInterval: cfg.TickInterval}
+		tc := timedcore.Config{State: saved}
 		switch {
 		case bk != nil:
 			berkEnv := env

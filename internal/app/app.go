@@ -192,7 +192,7 @@ func commonRunFlags(name string) []cli.Flag {
 		&cli.StringFlag{Name: "multicast", EnvVars: env("multicast"), Usage: "send broadcasts to multicast `GROUP:PORT` (e.g. 239.77.0.1:7199)"},
 		&cli.StringFlag{Name: "interface", EnvVars: env("interface"), Usage: "network `IF` for --multicast (e.g. eth0, lo)"},
 		&cli.IntFlag{Name: "multicast-ttl", EnvVars: env("multicast-ttl"), Value: 1, Usage: "multicast TTL (0 keeps datagrams on this host)"},
-		&cli.DurationFlag{Name: "tick", EnvVars: env("tick"), Value: 10 * time.Millisecond, Usage: "core tick length; protocol timeouts count ticks"},
+		&cli.DurationFlag{Name: "tick", EnvVars: env("tick"), Value: 10 * time.Millisecond, Usage: "delay of the first core tick, and the tick period of a core that does not schedule its own (the cores shipped here tick at their own deadlines, at least once a second); 1ms to 1s"},
 		&cli.Uint64Flag{Name: "seed", EnvVars: env("seed"), Usage: "seed the protocol's randomness (0: random); for reproducible experiments"},
 		&cli.StringFlag{Name: "trace", EnvVars: env("trace"), Usage: "record a protocol trace to `FILE` from the start (one already there is kept as FILE.old); `" + name + " trace start|stop` at run time"},
 		&cli.Int64Flag{Name: "trace-max-bytes", EnvVars: env("trace-max-bytes"), Value: trace.DefaultMaxBytes, Usage: "bound the trace file to `N` bytes; past it, events are counted, not written"},

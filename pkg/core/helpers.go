@@ -13,32 +13,33 @@ import (
 const EventBug = "core_bug"
 
 // Bugs counts a core's own bugs by label and reports each in the core's
-// Ready as an EventBug event. The zero value is ready to use.
+// events (the slice a core collects its Ready's events in) as an EventBug
+// event. The zero value is ready to use.
 type Bugs struct {
 	counts map[string]uint64
 }
 
 // Encode appends v's encoding to buf (a core encoding its own payload or
 // packet). Every field is the core's own, so an error is a bug in the
-// core: it is counted under "encode_"+what, reported in rd as an EventBug
-// event, and Encode returns ok false: the core drops that message and
-// carries on.
-func (b *Bugs) Encode(rd *Ready, what string, v encoding.BinaryAppender, buf []byte) (out []byte, ok bool) {
+// core: it is counted under "encode_"+what, reported in events as an
+// EventBug event, and Encode returns ok false: the core drops that message
+// and carries on.
+func (b *Bugs) Encode(events *[]Event, what string, v encoding.BinaryAppender, buf []byte) (out []byte, ok bool) {
 	out, err := v.AppendBinary(buf)
 	if err != nil {
-		b.Report(rd, "encode_"+what, fmt.Errorf("encoding our own %s: %w", what, err))
+		b.Report(events, "encode_"+what, fmt.Errorf("encoding our own %s: %w", what, err))
 		return nil, false
 	}
 	return out, true
 }
 
-// Report counts a bug under label and reports it in rd.
-func (b *Bugs) Report(rd *Ready, label string, err error) {
+// Report counts a bug under label and reports it in events.
+func (b *Bugs) Report(events *[]Event, label string, err error) {
 	if b.counts == nil {
 		b.counts = map[string]uint64{}
 	}
 	b.counts[label]++
-	rd.Events = append(rd.Events, Event{Name: EventBug, Msg: err.Error(), Args: []any{"bug", label}})
+	*events = append(*events, Event{Name: EventBug, Msg: err.Error(), Args: []any{"bug", label}})
 }
 
 // Counts returns the bugs counted so far by label (nil: none); the caller

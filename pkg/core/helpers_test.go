@@ -18,10 +18,10 @@ func (a appender) AppendBinary(b []byte) ([]byte, error) {
 func TestBugsEncode(t *testing.T) {
 	var bugs Bugs
 	var rd Ready
-	if b, ok := bugs.Encode(&rd, "ping", appender{}, nil); !ok || len(b) != 2 || len(rd.Events) != 0 {
+	if b, ok := bugs.Encode(&rd.Events, "ping", appender{}, nil); !ok || len(b) != 2 || len(rd.Events) != 0 {
 		t.Fatalf("a good encoding: %v %v, events %v", b, ok, rd.Events)
 	}
-	if b, ok := bugs.Encode(&rd, "ping", appender{err: errors.New("field out of range")}, nil); ok || b != nil {
+	if b, ok := bugs.Encode(&rd.Events, "ping", appender{err: errors.New("field out of range")}, nil); ok || b != nil {
 		t.Fatalf("a failed encoding returned %v %v", b, ok)
 	}
 	if len(rd.Events) != 1 || rd.Events[0].Name != EventBug || bugs.Counts()["encode_ping"] != 1 {

@@ -5,10 +5,10 @@
 // (global or per member), says when it next needs to look (Deadline, for
 // core.Scheduler), and reports up/down transitions with flap counts. It
 // sends nothing: what counts as a sign of life is the protocol's business
-// (bully's leader claims, the token ring's token and acks, a heartbeat).
-// CheckTimeout is the one validation of protocol timeouts that bully, the
-// heartbeat core and Berkeley share: a duration is used as given, never
-// rounded to a tick.
+// (bully's frames of the current term, any frame of a token ring member, a
+// heartbeat). CheckTimeout is the one validation of protocol timeouts that
+// bully, the token ring, the heartbeat core and Berkeley share: a duration
+// is used as given, never rounded to a tick.
 //
 // Core is a heartbeat failure detector built on a Detector: a sans-IO core
 // (pkg/core) that a daemon runs when it has no protocol of its own to run

@@ -72,7 +72,8 @@ type Core struct {
 	sent       uint64    // heartbeats sent
 	intervalMS uint32
 
-	rd core.Ready
+	rd   core.Ready
+	bugs core.Bugs // our own encodings that failed (metric synclab_liveness_bugs_total)
 }
 
 var (
@@ -179,10 +180,9 @@ func (c *Core) Tick(now time.Time) {
 		c.nextBeat = now.Add(c.cfg.Heartbeat) // missed beats are not sent in a burst
 	}
 	hb := wire.Heartbeat{Interval: c.intervalMS, Alive: uint32(c.AliveCount())}
-	payload, err := hb.AppendBinary(make([]byte, 0, wire.HeartbeatLen))
-	if err != nil {
-		// Fixed-size fields of values validate() bounded: cannot fail.
-		panic("liveness: encoding a heartbeat: " + err.Error())
+	payload, ok := c.bugs.Encode(&c.rd.Events, "heartbeat", hb, make([]byte, 0, wire.HeartbeatLen))
+	if !ok {
+		return // counted and reported (core.Bugs); the next beat is tried as usual
 	}
 	c.sent++
 	c.rd.Messages = append(c.rd.Messages, core.Message{

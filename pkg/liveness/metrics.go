@@ -14,6 +14,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.Gauge("synclab_liveness_members_alive", "Members believed alive, this one included.", float64(c.AliveCount()))
 	m.Gauge("synclab_liveness_members", "Members in the static member list, this one included.", float64(len(c.det.peers)+1))
 	m.Counter("synclab_liveness_heartbeats_sent_total", "Heartbeats this member sent (a broadcast counts once).", float64(c.sent))
+	m.Counters("synclab_liveness_bugs_total", "Bugs of this core it survived (an encoding of its own message that failed), by kind.", "bug", c.bugs.Counts())
 	for _, p := range c.det.Members() {
 		member := core.Label{Name: "member", Value: strconv.FormatUint(uint64(p.ID), 10)}
 		m.GaugeBool("synclab_liveness_member_alive", "1 if the member is believed alive, 0 if suspected or not heard yet.", p.State == Alive, member)

@@ -1,6 +1,7 @@
 package bully
 
 import (
+	"encoding"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -126,10 +127,14 @@ type Core struct {
 
 	msgs    []core.Message
 	events  []core.Event
+	bugs    core.Bugs    // our own encodings that failed (metric synclab_elect_bugs_total)
 	durable core.Durable // the term: persisted before anything carrying it leaves
 }
 
-var _ elect.Elector = (*Core)(nil)
+var (
+	_ elect.Elector  = (*Core)(nil)
+	_ core.Scheduler = (*Core)(nil)
+)
 
 // Algorithm is bully's entry in an election factory table.
 var Algorithm = elect.Algorithm{
@@ -789,14 +794,12 @@ func (b *Core) Ready() core.Ready {
 // driver sends nothing of a Ready whose term it could not write.
 func (b *Core) Advance(saved bool) { b.durable.Advance(saved) }
 
-type appender interface {
-	AppendBinary([]byte) ([]byte, error)
-}
-
-func (b *Core) send(to uint32, k wire.Kind, p appender) {
-	payload, err := p.AppendBinary(nil)
-	if err != nil {
-		panic("bully: encoding " + k.String() + ": " + err.Error()) // fixed-size payloads cannot fail
+// send queues one frame; an encoding of our own fields that fails is a
+// bug, counted and reported (core.Bugs), and the frame is not sent.
+func (b *Core) send(to uint32, k wire.Kind, p encoding.BinaryAppender) {
+	payload, ok := b.bugs.Encode(&b.events, k.String(), p, nil)
+	if !ok {
+		return
 	}
 	b.msgs = append(b.msgs, core.Message{To: to, Kind: k, Term: b.term, Payload: payload})
 	if to == core.Broadcast {
@@ -810,7 +813,7 @@ func (b *Core) send(to uint32, k wire.Kind, p appender) {
 // since New (a clock that goes back regains no credit, see epoch.Guard).
 func (b *Core) sinceStart() int64 { return int64(b.now.Sub(b.start)) }
 
-func (b *Core) broadcast(k wire.Kind, p appender) {
+func (b *Core) broadcast(k wire.Kind, p encoding.BinaryAppender) {
 	if len(b.ranked) > 1 {
 		b.send(core.Broadcast, k, p)
 	}

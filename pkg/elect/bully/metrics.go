@@ -22,4 +22,5 @@ func (b *Core) Metrics(m *core.MetricSet) {
 		m.Counter("synclab_elect_messages_received_total", "Election messages accepted, by kind.", float64(b.counts.received[i]), kind)
 	}
 	m.Counters("synclab_elect_messages_rejected_total", "Election messages refused, by reason.", "reason", b.counts.rejected)
+	m.Counters("synclab_elect_bugs_total", "Bugs of this core it survived (an encoding of its own message that failed), by kind.", "bug", b.bugs.Counts())
 }

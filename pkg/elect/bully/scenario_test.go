@@ -2,18 +2,14 @@ package bully
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/pkg/wire"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/scenarios")
 
 // TestScenarios replays the scripts in testdata/scenarios on the synchronous
 // test network and compares what happens with the output recorded in the
@@ -40,33 +36,15 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //
 // Each command prints the events it caused, one per line.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := runScenario(t, string(want), false)
-			// A driver that ticks each node only when its Deadline comes
-			// sees exactly the same election.
-			if due := runScenario(t, string(want), true); due != got {
-				t.Errorf("%s ticked at deadlines only differs:\n%s", file, lineDiff(got, due))
-			}
-			if *rewrite {
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if got != string(want) {
-				t.Errorf("%s differs (rerun with -rewrite and read the diff):\n%s", file, lineDiff(string(want), got))
-			}
-		})
-	}
+	scenario.Files(t, func(t *testing.T, script string) string {
+		got := runScenario(t, script, false)
+		// A driver that ticks each node only when its Deadline comes
+		// sees exactly the same election.
+		if due := runScenario(t, script, true); due != got {
+			t.Errorf("ticked at deadlines only differs:\n%s", scenario.Diff(got, due))
+		}
+		return got
+	})
 }
 
 // runScenario executes the commands of script and returns the script with
@@ -74,17 +52,14 @@ func TestScenarios(t *testing.T) {
 func runScenario(t *testing.T, script string, onlyDue bool) string {
 	var out bytes.Buffer
 	var n *network
-	seen := 0 // events already printed
-	for _, line := range strings.Split(script, "\n") {
-		if strings.HasPrefix(line, "#") {
-			out.WriteString(line + "\n")
-			continue
-		}
-		if !strings.HasPrefix(line, "> ") {
-			continue // blank, or the old output: regenerated below
-		}
+	seen := 0                                // events already printed
+	lines, cmds := scenario.Commands(script) // the old output is regenerated below
+	for i, line := range lines {
 		out.WriteString(line + "\n")
-		f := strings.Fields(strings.TrimPrefix(line, "> "))
+		f := cmds[i]
+		if f == nil {
+			continue // a comment
+		}
 		arg := func(i int) uint32 {
 			if len(f) <= i {
 				t.Fatalf("%q: missing argument %d", line, i)
@@ -167,24 +142,4 @@ func runScenario(t *testing.T, script string, onlyDue bool) string {
 		out.WriteString("\n")
 	}
 	return out.String()
-}
-
-// lineDiff shows the first differing lines of two texts.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range max(len(w), len(g)) {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			lo := max(0, i-3)
-			return fmt.Sprintf("line %d:\n  want: %q\n  got:  %q\ncontext (got):\n%s", i+1, wl, gl,
-				strings.Join(g[lo:min(len(g), i+4)], "\n"))
-		}
-	}
-	return "(identical?)"
 }

@@ -1,7 +1,6 @@
 package bully
 
 import (
-	"errors"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -41,21 +40,21 @@ func (c *counters) reject(err error) {
 	c.rejected[rejectReason(err)]++
 }
 
-// rejectReason names a rejection for the counters: short and stable.
+// rejectLabels name Step's own errors for the counters: short and stable.
+var rejectLabels = core.ErrorLabels{
+	{Err: ErrFromSelf, Label: "from_self"},
+	{Err: ErrForgedClaim, Label: "forged_claim"},
+	{Err: ErrRankMismatch, Label: "rank_mismatch"},
+	{Err: ErrWrongDirection, Label: "wrong_direction"},
+	{Err: core.ErrUnknownMember, Label: "unknown_member"},
+	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
+}
+
+// rejectReason names a rejection for the counters: one of rejectLabels, a
+// term's (pkg/epoch) or a payload's (pkg/wire).
 func rejectReason(err error) string {
-	switch {
-	case errors.Is(err, ErrFromSelf):
-		return "from_self"
-	case errors.Is(err, ErrForgedClaim):
-		return "forged_claim"
-	case errors.Is(err, ErrRankMismatch):
-		return "rank_mismatch"
-	case errors.Is(err, ErrWrongDirection):
-		return "wrong_direction"
-	case errors.Is(err, core.ErrUnknownMember):
-		return "unknown_member"
-	case errors.Is(err, core.ErrUnexpectedKind):
-		return "unexpected_kind"
+	if l := rejectLabels.Of(err, ""); l != "" {
+		return l
 	}
 	if r := epoch.Reason(err); r != "" {
 		return "term_" + r // "term_absurd", "term_too_fast", "term_exhausted"

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/synclab/synclab/pkg/liveness"
 )
 
 // Config configures a token ring core. Zero durations take the defaults of
@@ -142,6 +144,18 @@ func (c *Config) validate() error {
 		}
 		if *f.v == 0 {
 			*f.v = f.def
+		}
+	}
+	// The protocol's timers: the one validation every core's timeouts get.
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"HeartbeatInterval", c.HeartbeatInterval}, {"DeadAfter", c.DeadAfter}, {"AckTimeout", c.AckTimeout},
+		{"LossTimeout", c.LossTimeout}, {"ProbeTimeout", c.ProbeTimeout},
+	} {
+		if err := liveness.CheckTimeout(f.name, f.v); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}
 	if c.MaxDriftPPM == 0 {

@@ -130,6 +130,11 @@
 // Ready.State is the lock table's promised generations; persist it before
 // sending. Factory builds a ring from a driver's core.Env and mutex.Options.
 //
-// Failure detection is still the ring's own (lastHeard, DeadAfter, skipped
-// successors): pkg/liveness's Detector is not on this branch's base yet.
+// Failure detection is pkg/liveness's Detector with DeadAfter as its
+// timeout, started at the core's first Tick or Step (every member is
+// presumed alive until then, and for DeadAfter after); any frame from a
+// member is its sign of life. After a stall of this member's own loop the
+// Detector gives the others half of DeadAfter more before taking them for
+// down (its frames may be waiting unread). Skipping a successor that did
+// not acknowledge a token is the ring's own, on top of it.
 package tokenring

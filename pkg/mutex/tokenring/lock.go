@@ -667,7 +667,7 @@ func (c *Core) startProbe(op wire.ProbeOp, gen uint64, asked []uint32, tries int
 func (c *Core) newProbe(l *lock, op wire.ProbeOp, gen uint64) *probe {
 	var asked []uint32
 	for _, m := range c.cfg.Members {
-		if m != c.self && !c.down[m] {
+		if m != c.self && !c.down(m) {
 			asked = append(asked, m)
 		}
 	}
@@ -684,7 +684,7 @@ func (c *Core) newProbe(l *lock, op wire.ProbeOp, gen uint64) *probe {
 // tickProbe asks p's silent members again when its timeout has passed and
 // tries are left; it reports whether p is over.
 func (c *Core) tickProbe(l *lock, p *probe) bool {
-	again, over := p.Tick(c.now, func(m uint32) bool { return !c.down[m] })
+	again, over := p.Tick(c.now, func(m uint32) bool { return !c.down(m) })
 	for _, m := range again {
 		c.send(m, wire.KindRingProbe, wire.RingProbe{Op: p.op, Name: l.name, Nonce: p.Nonce, Generation: p.gen}, false)
 	}

@@ -23,7 +23,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	alive := 0
 	skipped := 0
 	for _, id := range c.cfg.Members {
-		if id == c.self || !c.down[id] {
+		if id == c.self || !c.down(id) {
 			alive++
 		}
 		if c.skipped[id] {
@@ -95,6 +95,6 @@ func (c *Core) Metrics(m *core.MetricSet) {
 			continue
 		}
 		member := core.Label{Name: "member", Value: strconv.FormatUint(uint64(id), 10)}
-		m.GaugeBool("synclab_mutex_member_alive", "1 if the member is believed alive, else 0.", !c.down[id], member)
+		m.GaugeBool("synclab_mutex_member_alive", "1 if the member is believed alive, else 0.", !c.down(id), member)
 	}
 }

@@ -18,12 +18,7 @@ func (c *Core) Deadline() time.Time {
 	if !c.started {
 		return time.Time{}.Add(1)
 	}
-	ts := []time.Time{c.nextBeat, c.reqs.Deadline()}
-	for _, m := range c.cfg.Members {
-		if m != c.self && !c.down[m] {
-			ts = append(ts, c.lastHeard[m].Add(c.cfg.DeadAfter))
-		}
-	}
+	ts := []time.Time{c.nextBeat, c.reqs.Deadline(), c.det.Deadline()}
 	for _, l := range c.locks {
 		ts = append(ts, c.lockDeadline(l))
 	}

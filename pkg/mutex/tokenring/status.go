@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
 )
 
@@ -53,6 +54,9 @@ func (c *Core) Status() any { return c.Report() }
 func (c *Core) allCounters() map[string]uint64 {
 	m := c.reqs.Counters()
 	maps.Copy(m, c.counters)
+	for label, n := range c.bugs.Counts() {
+		m["bug_"+label] = n
+	}
 	return m
 }
 
@@ -62,17 +66,17 @@ func (c *Core) Report() mutex.Status {
 	st := mutex.Status{Algorithm: Name, ID: c.self, Counters: c.allCounters(), Guarantees: guarantees,
 		Detail: Detail{Majority: c.majority, Floor: c.floor, GenerationCredit: c.guard.Credit(c.limit, c.nanos())}}
 	for _, m := range c.cfg.Members {
-		ms := mutex.MemberStatus{ID: m, Self: m == c.self, Alive: m == c.self || !c.down[m], State: mutex.MemberAlive}
+		ms := mutex.MemberStatus{ID: m, Self: m == c.self, Alive: m == c.self || !c.down(m), State: mutex.MemberAlive}
 		switch {
 		case m == c.self:
 			ms.State = mutex.MemberSelf
-		case c.down[m]:
+		case c.down(m):
 			ms.State = mutex.MemberDown
 		case c.skipped[m]:
 			ms.State = mutex.MemberSkipped
 		}
-		if m != c.self {
-			ms.HeardAgoMS = c.now.Sub(c.lastHeard[m]).Milliseconds()
+		if v, ok := c.peerView(m); ok {
+			ms.HeardAgoMS = c.now.Sub(v.LastHeard).Milliseconds()
 		}
 		st.Members = append(st.Members, ms)
 	}
@@ -116,4 +120,18 @@ func (c *Core) TokenGeneration(name string) (uint64, bool) {
 		return l.tok.gen, true
 	}
 	return 0, false
+}
+
+// peerView is the detector's view of member m, its silence counted from the
+// core's start when it was never heard; false for this member, and before
+// the first Tick or Step.
+func (c *Core) peerView(m uint32) (liveness.MemberView, bool) {
+	if c.det == nil {
+		return liveness.MemberView{}, false
+	}
+	v, ok := c.det.Member(m)
+	if ok && v.LastHeard.IsZero() {
+		v.LastHeard = c.begun
+	}
+	return v, ok
 }

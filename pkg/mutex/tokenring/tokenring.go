@@ -1,6 +1,7 @@
 package tokenring
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/quorum"
 	"github.com/synclab/synclab/pkg/wire"
@@ -102,12 +104,16 @@ type Core struct {
 	voters   quorum.Voters // every member, weight 1
 	hold     time.Duration
 
-	now       time.Time
-	started   bool
-	lastHeard map[uint32]time.Time
-	down      map[uint32]bool
-	skipped   map[uint32]bool
-	nextBeat  time.Time
+	now     time.Time
+	started bool
+	begun   time.Time // the first Tick or Step
+	// det says which members are down (silent for DeadAfter); it is made
+	// at the first Tick or Step, when the core first has a clock, so every
+	// member is presumed alive from then on (Unknown counts as up: a
+	// member that never speaks is found out after DeadAfter).
+	det      *liveness.Detector
+	skipped  map[uint32]bool
+	nextBeat time.Time
 
 	table
 	reqs  *mutex.Table // this member's clients' requests
@@ -115,11 +121,15 @@ type Core struct {
 
 	msgs     []core.Message
 	events   []core.Event
+	bugs     core.Bugs // our own encodings that failed (counters "bug_*")
 	outcomes []mutex.Outcome
 	counters map[string]uint64
 }
 
-var _ mutex.Algorithm = (*Core)(nil)
+var (
+	_ mutex.Algorithm = (*Core)(nil)
+	_ core.Scheduler  = (*Core)(nil)
+)
 
 // New returns a member's core, restoring cfg.Persisted.
 func New(cfg Config) (*Core, error) {
@@ -131,14 +141,12 @@ func New(cfg Config) (*Core, error) {
 		return nil, err
 	}
 	c := &Core{
-		cfg:       cfg,
-		self:      cfg.ID,
-		majority:  len(cfg.Members)/2 + 1,
-		hold:      cfg.Hold(),
-		lastHeard: map[uint32]time.Time{},
-		down:      map[uint32]bool{},
-		skipped:   map[uint32]bool{},
-		counters:  map[string]uint64{},
+		cfg:      cfg,
+		self:     cfg.ID,
+		majority: len(cfg.Members)/2 + 1,
+		hold:     cfg.Hold(),
+		skipped:  map[uint32]bool{},
+		counters: map[string]uint64{},
 	}
 	if c.voters, err = quorum.Majority(cfg.Members...); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -164,11 +172,8 @@ func (c *Core) observe(now time.Time) {
 	}
 	if !c.started {
 		c.started = true
-		// Everyone is presumed alive at start: a member that never
-		// speaks is found out after DeadAfter.
-		for _, m := range c.cfg.Members {
-			c.lastHeard[m] = now
-		}
+		c.begun = now
+		c.det = liveness.NewDetector(c.self, c.cfg.Members, c.cfg.DeadAfter, now)
 		c.nextBeat = now
 		// A restarted member cannot know what it granted before it went
 		// down: for every lock it knew, a lease may run for up to MaxLease
@@ -191,10 +196,12 @@ func (c *Core) emit(name, msg string, args ...any) {
 	c.events = append(c.events, core.Event{Name: name, Msg: msg, Args: args})
 }
 
-func (c *Core) send(to uint32, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }, stream bool) {
-	b, err := p.AppendBinary(nil)
-	if err != nil {
-		panic(fmt.Sprintf("tokenring: encoding our own %v: %v", k, err)) // our fields: a bug
+// send queues one frame; an encoding of our own fields that fails is a
+// bug, counted and reported (core.Bugs), and the frame is not sent.
+func (c *Core) send(to uint32, k wire.Kind, p encoding.BinaryAppender, stream bool) {
+	b, ok := c.bugs.Encode(&c.events, k.String(), p, nil)
+	if !ok {
+		return
 	}
 	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Payload: b, Stream: stream})
 }
@@ -204,25 +211,42 @@ func (c *Core) nextNonce() uint32 {
 	return c.nonce
 }
 
-// up says whether member m may be passed the token: heard recently and not
-// skipped since.
+// up says whether member m may be passed the token: not down and not
+// skipped since it was last heard.
 func (c *Core) up(m uint32) bool {
-	return m == c.self || !c.down[m] && !c.skipped[m]
+	return m == c.self || !c.down(m) && !c.skipped[m]
+}
+
+// down says whether member m has been silent for DeadAfter (never before
+// the core's first Tick or Step).
+func (c *Core) down(m uint32) bool {
+	return c.det != nil && c.det.State(m) == liveness.Suspect
 }
 
 // heard notes that member m spoke.
 func (c *Core) heard(m uint32) {
-	if _, member := c.lastHeard[m]; !member || m == c.self {
-		return
+	if c.det == nil || !c.det.Heard(m, c.now) {
+		return // not a member, or this one
 	}
-	c.lastHeard[m] = c.now
-	if c.down[m] {
-		delete(c.down, m)
-		c.emit(EventMemberUp, fmt.Sprintf("member %d is up", m), "member", m)
-	}
+	c.reportLiveness()
 	if c.skipped[m] {
 		delete(c.skipped, m)
 		c.count("members_rejoined")
+	}
+}
+
+// reportLiveness turns the detector's transitions into the ring's events:
+// member_down when a member's silence reaches DeadAfter, member_up when a
+// member taken for down is heard again. A member heard for the first time
+// was never down (Unknown -> Alive): nothing to say.
+func (c *Core) reportLiveness() {
+	for _, t := range c.det.Transitions() {
+		switch {
+		case t.To == liveness.Suspect:
+			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", t.ID, t.Silent), "member", t.ID)
+		case t.From == liveness.Suspect:
+			c.emit(EventMemberUp, fmt.Sprintf("member %d is up", t.ID), "member", t.ID)
+		}
 	}
 }
 
@@ -286,16 +310,18 @@ func (c *Core) Step(m core.Message) error {
 	return err
 }
 
+// rejectLabels are the counter labels of Step's own errors ("rejected_"
+// and the label); a generation's are pkg/epoch's, a payload's pkg/wire's.
+var rejectLabels = core.ErrorLabels{
+	{Err: ErrNoLock, Label: "no_lock"},
+	{Err: ErrStaleAck, Label: "stale_ack"},
+	{Err: ErrBadToken, Label: "bad_token"},
+	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
+}
+
 func reason(err error) string {
-	switch {
-	case errors.Is(err, ErrNoLock):
-		return "no_lock"
-	case errors.Is(err, ErrStaleAck):
-		return "stale_ack"
-	case errors.Is(err, ErrBadToken):
-		return "bad_token"
-	case errors.Is(err, core.ErrUnexpectedKind):
-		return "unexpected_kind"
+	if l := rejectLabels.Of(err, ""); l != "" {
+		return l
 	}
 	if r := epoch.Reason(err); r != "" {
 		return "generation_" + r // generation_absurd, generation_too_fast
@@ -314,7 +340,7 @@ func (c *Core) Tick(now time.Time) {
 	if !now.Before(c.nextBeat) {
 		alive := 1
 		for _, m := range c.cfg.Members {
-			if m != c.self && !c.down[m] {
+			if m != c.self && !c.down(m) {
 				alive++
 			}
 		}
@@ -322,12 +348,8 @@ func (c *Core) Tick(now time.Time) {
 			Interval: uint32(c.cfg.HeartbeatInterval / time.Millisecond), Alive: uint32(alive)}, false)
 		c.nextBeat = now.Add(c.cfg.HeartbeatInterval)
 	}
-	for _, m := range c.cfg.Members {
-		if m != c.self && !c.down[m] && now.Sub(c.lastHeard[m]) >= c.cfg.DeadAfter {
-			c.down[m] = true
-			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", m, c.cfg.DeadAfter), "member", m)
-		}
-	}
+	c.det.Check(now)
+	c.reportLiveness()
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) { // sorted: deterministic output
 		c.tickLock(c.locks[name])
 	}

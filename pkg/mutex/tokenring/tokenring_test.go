@@ -9,6 +9,7 @@ import (
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 	"github.com/synclab/synclab/pkg/wire"
@@ -215,5 +216,94 @@ func addMembers(t *testing.T, s *sim.Sim, ids []uint32) {
 			}
 			return c
 		}, clock.SimConfig{})
+	}
+}
+
+// TestMemberDownAndUp: the ring's failure detection (pkg/liveness's
+// Detector): a member silent for DeadAfter from the core's first Tick is
+// down, and up again (and no longer skipped) as soon as it is heard; a
+// member heard at least once is down DeadAfter after it was last heard. A
+// Tick far past the deadline (this member's own loop stalled) gives the
+// others half of DeadAfter more, to be heard from frames that waited unread.
+func TestMemberDownAndUp(t *testing.T) {
+	c := newCore(t, 1, 1, 2, 3)
+	dead := c.Config().DeadAfter
+	hb, _ := wire.Heartbeat{Interval: 1000, Alive: 3}.AppendBinary(nil)
+	beat := func(from uint32, at time.Time) {
+		t.Helper()
+		if err := c.Step(core.Message{From: from, Kind: wire.KindHeartbeat, Payload: hb, Time: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	named := func(name string) []uint32 {
+		var ids []uint32
+		for _, e := range events(c.Ready(), name) {
+			ids = append(ids, e.Args[1].(uint32))
+		}
+		return ids
+	}
+	c.Tick(t0)
+	beat(2, t0.Add(dead/2))
+	if d := c.Deadline(); d.After(t0.Add(dead)) {
+		t.Fatalf("deadline %v, want member 3's silence at %v", d.Sub(t0), dead)
+	}
+	c.Tick(t0.Add(dead - time.Millisecond))
+	if got := named(tokenring.EventMemberDown); got != nil {
+		t.Fatalf("down before DeadAfter: %v", got)
+	}
+	c.Tick(t0.Add(dead))
+	if got := named(tokenring.EventMemberDown); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("down at DeadAfter: %v, want [3]", got)
+	}
+	if st := c.Report().Members; st[2].State != mutex.MemberDown || st[1].State != mutex.MemberAlive {
+		t.Fatalf("members %+v", st)
+	}
+	beat(3, t0.Add(dead+time.Millisecond))
+	if got := named(tokenring.EventMemberUp); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("up when heard: %v, want [3]", got)
+	}
+	// Member 2 was last heard at dead/2; this member's loop stalls until
+	// long after that silence passed DeadAfter.
+	stall := t0.Add(10 * dead)
+	c.Tick(stall)
+	if got := named(tokenring.EventMemberDown); got != nil {
+		t.Fatalf("down right after our own stall: %v", got)
+	}
+	c.Tick(stall.Add(dead / 2))
+	if got := named(tokenring.EventMemberDown); len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Fatalf("down half DeadAfter after the stall: %v, want [2 3]", got)
+	}
+}
+
+// TestTimeoutsValidatedOnce: the ring's protocol timeouts go through
+// liveness.CheckTimeout, the one validation of every core's timeouts.
+func TestTimeoutsValidatedOnce(t *testing.T) {
+	cfg := tokenring.DefaultLANConfig()
+	cfg.ID, cfg.Members = 1, []uint32{1, 2}
+	cfg.DeadAfter = 500 * time.Microsecond
+	if _, err := tokenring.New(cfg); !errors.Is(err, liveness.ErrTimeoutRange) || !errors.Is(err, tokenring.ErrConfig) {
+		t.Fatalf("sub-millisecond DeadAfter: %v", err)
+	}
+}
+
+type failingPayload struct{}
+
+func (failingPayload) AppendBinary([]byte) ([]byte, error) {
+	return nil, errors.New("field out of range")
+}
+
+// TestOwnEncodingBugIsCounted: a payload of our own that fails to encode is
+// a bug the core survives: no frame, a core_bug event, a "bug_" counter.
+func TestOwnEncodingBugIsCounted(t *testing.T) {
+	c := newCore(t, 1, 1, 2)
+	c.Tick(t0)
+	c.Ready()
+	c.SendForTest(2, wire.KindToken, failingPayload{})
+	rd := c.Ready()
+	if len(rd.Messages) != 0 || len(events(rd, core.EventBug)) != 1 {
+		t.Fatalf("messages %v, events %v", rd.Messages, rd.Events)
+	}
+	if n := c.Report().Counters["bug_encode_"+wire.KindToken.String()]; n != 1 {
+		t.Fatalf("counters %v", c.Report().Counters)
 	}
 }

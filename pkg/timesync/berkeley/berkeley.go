@@ -2,6 +2,7 @@ package berkeley
 
 import (
 	"cmp"
+	"encoding"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"github.com/synclab/synclab/pkg/delivery"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/timesync/servo"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -65,8 +67,7 @@ type Config struct {
 	// waits for the readings before it computes the round (sooner if every
 	// worker answered every poll).
 	CollectTimeout time.Duration
-	// Burst is how many polls a round sends, BurstGap apart (at least a
-	// tick: polls go out on ticks).
+	// Burst is how many polls a round sends, BurstGap apart.
 	Burst    int
 	BurstGap time.Duration
 	// MaxRTT excludes readings whose round trip is longer: their offset is
@@ -135,6 +136,21 @@ func (c *Config) validate() error {
 	if c.Stepout == 0 {
 		c.Stepout = DefaultStepoutRounds * c.RoundInterval
 	}
+	// The protocol's timers get the one validation of every core's
+	// timeouts; MaxRTT and Threshold are bounds on measurements, not
+	// timers, and only must not be negative.
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"RoundInterval", c.RoundInterval}, {"CollectTimeout", c.CollectTimeout}, {"BurstGap", c.BurstGap},
+		{"AdjustRetry", c.AdjustRetry}, {"StateInterval", c.StateInterval}, {"SyncInterval", c.SyncInterval},
+		{"Stepout", c.Stepout},
+	} {
+		if err := liveness.CheckTimeout(f.name, f.v); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
 	if c.Burst == 0 {
 		c.Burst = DefaultBurst
 	}
@@ -152,8 +168,6 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: frequency pull %g: want a fraction below 1", ErrConfig, c.FrequencyPull)
 	case math.IsNaN(c.StateMinChangePPM) || c.StateMinChangePPM < 0:
 		return fmt.Errorf("%w: state min change %g ppm must not be negative", ErrConfig, c.StateMinChangePPM)
-	case c.Stepout < 0:
-		return fmt.Errorf("%w: negative stepout %v", ErrConfig, c.Stepout)
 	case c.AdjustTries < 1:
 		return fmt.Errorf("%w: adjust tries %d: want at least 1", ErrConfig, c.AdjustTries)
 	case c.CollectTimeout >= c.RoundInterval:
@@ -283,6 +297,7 @@ type Core struct {
 	msgs     []core.Message
 	adj      []clock.Adjustment
 	events   []core.Event
+	bugs     core.Bugs // our own encodings that failed (counters "bug_*")
 }
 
 var (
@@ -400,21 +415,17 @@ func (c *Core) Step(m core.Message) error {
 	return err
 }
 
-func reason(err error) string {
-	switch {
-	case errors.Is(err, ErrNotMaster):
-		return "not_master"
-	case errors.Is(err, ErrStaleRound):
-		return "stale_round"
-	case errors.Is(err, ErrNoTimestamp):
-		return "no_timestamp"
-	case errors.Is(err, ErrImplausible):
-		return "implausible"
-	case errors.Is(err, core.ErrUnexpectedKind):
-		return "unexpected_kind"
-	}
-	return "payload_" + wire.Reason(err)
+// rejectLabels name Step's own errors for the counters ("rejected_" and
+// the label); anything else is a payload's (pkg/wire).
+var rejectLabels = core.ErrorLabels{
+	{Err: ErrNotMaster, Label: "not_master"},
+	{Err: ErrStaleRound, Label: "stale_round"},
+	{Err: ErrNoTimestamp, Label: "no_timestamp"},
+	{Err: ErrImplausible, Label: "implausible"},
+	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
 }
+
+func reason(err error) string { return rejectLabels.Of(err, "payload_"+wire.Reason(err)) }
 
 // fromMaster checks that m comes from the leader of the term we know.
 func (c *Core) fromMaster(m core.Message) error {
@@ -896,7 +907,11 @@ func (c *Core) finishRound() {
 			continue
 		}
 		r := c.readings[ms.ID]
-		p, _ := wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(k.corr), Error: uint64(max(k.errBound, 0))}.AppendBinary(nil)
+		p, ok := c.bugs.Encode(&c.events, wire.KindClockAdjust.String(),
+			wire.ClockAdjust{Round: c.round, Sample: r.sample, Correction: int64(k.corr), Error: uint64(max(k.errBound, 0))}, nil)
+		if !ok {
+			continue // counted and reported: this worker waits for the next round
+		}
 		// This round's adjustment replaces whatever the last round's still
 		// waits for.
 		id := ms.ID
@@ -1163,15 +1178,20 @@ func median(v []float64) float64 {
 
 // sendReport sends a frame whose departure the driver is to report
 // (core.Message.Report): polls and readings measure time.
-func (c *Core) sendReport(to uint32, term uint64, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }) {
+func (c *Core) sendReport(to uint32, term uint64, k wire.Kind, p encoding.BinaryAppender) {
+	n := len(c.msgs)
 	c.send(to, term, k, p)
-	c.msgs[len(c.msgs)-1].Report = true
+	if len(c.msgs) > n {
+		c.msgs[n].Report = true
+	}
 }
 
-func (c *Core) send(to uint32, term uint64, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }) {
-	b, err := p.AppendBinary(nil)
-	if err != nil {
-		panic(fmt.Sprintf("berkeley: encoding our own %v: %v", k, err)) // fields are ours: a bug
+// send queues one frame; an encoding of our own fields that fails is a
+// bug, counted and reported (core.Bugs), and the frame is not sent.
+func (c *Core) send(to uint32, term uint64, k wire.Kind, p encoding.BinaryAppender) {
+	b, ok := c.bugs.Encode(&c.events, k.String(), p, nil)
+	if !ok {
+		return
 	}
 	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Term: term, Payload: b})
 }

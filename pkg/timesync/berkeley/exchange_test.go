@@ -1,11 +1,13 @@
 package berkeley_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/timesync/berkeley"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -86,5 +88,24 @@ func TestWorkerReportsItsTransmitLag(t *testing.T) {
 	adj, _ = wire.ClockAdjust{Round: 1, Sample: 7, Correction: 1}.AppendBinary(nil)
 	if err := w.Step(core.Message{From: 2, Kind: wire.KindClockAdjust, Term: term, Payload: adj, Time: t0.Add(2 * time.Second)}); err == nil {
 		t.Fatal("a correction for an unknown poll was accepted")
+	}
+}
+
+// TestTimersValidatedOnce: Berkeley's timers go through
+// liveness.CheckTimeout, the one validation of every core's timeouts; a
+// measurement bound (Threshold) is not a timer and may be short.
+func TestTimersValidatedOnce(t *testing.T) {
+	env := core.Env{ID: 1, Members: []uint32{1, 2}, Now: time.Unix(1e9, 0)}
+	for name, cfg := range map[string]berkeley.Config{
+		"BurstGap":    {BurstGap: 500 * time.Microsecond},
+		"AdjustRetry": {AdjustRetry: 999 * time.Microsecond},
+		"Stepout":     {Stepout: 1<<32*time.Millisecond + time.Hour},
+	} {
+		if _, err := berkeley.New(env, cfg); !errors.Is(err, liveness.ErrTimeoutRange) || !errors.Is(err, berkeley.ErrConfig) {
+			t.Errorf("%s: %v, want an ErrConfig wrapping liveness.ErrTimeoutRange", name, err)
+		}
+	}
+	if _, err := berkeley.New(env, berkeley.Config{Threshold: 500 * time.Microsecond}); err != nil {
+		t.Errorf("a 500µs threshold: %v", err)
 	}
 }

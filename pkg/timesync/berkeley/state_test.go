@@ -86,3 +86,20 @@ func TestStateRefused(t *testing.T) {
 		t.Errorf("garbage election state: %v", err)
 	}
 }
+
+// TestStateElectionSectionBounded: a state file whose election section is
+// longer than any election keeps is refused, even well-formed (checksum
+// right): so the section handed back to the election, and saved again
+// unchanged until the election hands over a new one, can never reach
+// encodeState's bound (a panic there is our own election's bug, not input).
+func TestStateElectionSectionBounded(t *testing.T) {
+	b := []byte{stateVersion}
+	b = binary.BigEndian.AppendUint64(b, math.Float64bits(1))
+	b = binary.BigEndian.AppendUint64(b, math.Float64bits(0))
+	b = binary.BigEndian.AppendUint16(b, maxElectionState+1)
+	b = append(b, make([]byte, maxElectionState+1)...)
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	if _, err := Restore(b); !errors.Is(err, core.ErrState) {
+		t.Fatalf("%d-byte election section: Restore = %v, want ErrState", maxElectionState+1, err)
+	}
+}

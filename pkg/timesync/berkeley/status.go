@@ -88,6 +88,9 @@ func (c *Core) Report() Status {
 		Counters:     maps.Clone(c.counters),
 		Election:     c.elect.Report(),
 	}
+	for label, n := range c.bugs.Counts() {
+		st.Counters["bug_"+label] = n
+	}
 	switch {
 	case c.leading != 0:
 		st.Role = "master"

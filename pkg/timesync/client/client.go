@@ -329,7 +329,7 @@ func (c *Client) poll(s *source, now time.Time) {
 	// A request that cannot be encoded is our bug, reported and counted;
 	// the poll counts as sent (and unanswered), so polling goes on at
 	// its interval instead of retrying at every tick.
-	if b, ok := c.bugs.Encode(&c.rd, "request", &pkt, make([]byte, 0, wire.NTPHeaderLen)); ok {
+	if b, ok := c.bugs.Encode(&c.rd.Events, "request", &pkt, make([]byte, 0, wire.NTPHeaderLen)); ok {
 		c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
 		c.counters[cntRequests]++
 	}
@@ -811,7 +811,7 @@ func (c *Client) cristianPoll(s *source, now time.Time) {
 		return
 	}
 	if req, err := cristian.RequestFrame(c.cfg.Cluster, c.cfg.ID); err != nil {
-		c.bugs.Report(&c.rd, "encode_time_request", err) // as poll: the burst goes on
+		c.bugs.Report(&c.rd.Events, "encode_time_request", err) // as poll: the burst goes on
 	} else {
 		c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: req, Frame: true})
 		c.counters[cntRequests]++

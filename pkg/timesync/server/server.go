@@ -54,12 +54,12 @@ type Server struct {
 	cfg Config
 	sys SystemState // as set by SetSystem (or the unsynchronised default)
 	lim *limiter    // nil when rate limiting is off
-	// bugs are our own encodings that failed; bugReady holds their events
+	// bugs are our own encodings that failed; bugEvents holds their events
 	// until Ready (an answer on the fast path has no Ready of its own).
-	bugs     core.Bugs
-	bugReady core.Ready
-	now      time.Time // last Tick, for Status
-	out      []core.Datagram
+	bugs      core.Bugs
+	bugEvents []core.Event
+	now       time.Time // last Tick, for Status
+	out       []core.Datagram
 
 	requests, replies, authReplies, kodRate, extIgnored uint64
 	cristianRequests, cristianReplies                   uint64
@@ -179,8 +179,8 @@ func (s *Server) Deadline() time.Time {
 
 // Ready drains the replies.
 func (s *Server) Ready() core.Ready {
-	rd := core.Ready{Datagrams: s.out, Events: s.bugReady.Events}
-	s.out, s.bugReady = nil, core.Ready{}
+	rd := core.Ready{Datagrams: s.out, Events: s.bugEvents}
+	s.out, s.bugEvents = nil, nil
 	return rd
 }
 
@@ -384,7 +384,7 @@ func (s *Server) reply(addr netip.AddrPort, p *wire.NTPPacket, buf, trailer []by
 	// answer allocates nothing.)
 	b, err := p.AppendBinary(buf[:0])
 	if err != nil {
-		s.bugs.Report(&s.bugReady, "encode_reply", fmt.Errorf("encoding our own reply: %w", err))
+		s.bugs.Report(&s.bugEvents, "encode_reply", fmt.Errorf("encoding our own reply: %w", err))
 		s.dropped["bug_encode_reply"]++
 		return core.Datagram{Addr: addr}
 	}

@@ -28,10 +28,10 @@
 // frames the other way round). Tick reaches every part; Ready and Status
 // merge theirs.
 //
-// Time: Deadline is the earliest of the parts' (core.Scheduler); a part
-// that does not say when it needs Tick is ticked every TickInterval. A
-// part may so be ticked early, for another's deadline; every part is
-// correct when ticked at any time.
+// Time: every part says when it needs Tick (core.Scheduler; New refuses
+// one that does not), and Deadline is the earliest of theirs. A part may
+// so be ticked early, for another's deadline; every part is correct when
+// ticked at any time.
 //
 // The server advertises what the client's discipline knows (stratum, root
 // delay and dispersion, leap, reference): the composite hands it over

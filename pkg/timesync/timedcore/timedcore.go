@@ -26,13 +26,14 @@ type Config struct {
 	// (DecodeState): the composite writes it back with every part's
 	// newest, so a part that did not change keeps what it saved.
 	State State
-	// TickInterval is how often a part that does not say when it needs
-	// Tick (core.Scheduler) is ticked. Default 10 ms, the daemon's.
-	TickInterval time.Duration
 }
 
-// DefaultTickInterval is Config.TickInterval's default.
-const DefaultTickInterval = 10 * time.Millisecond
+// Part is what each part is: a core that says when it next needs Tick, so
+// the composite's deadline is the earliest of theirs.
+type Part interface {
+	core.Core
+	core.Scheduler
+}
 
 // systemRefresh bounds the age of the system variables the server
 // advertises (root dispersion grows with the time since the last update):
@@ -40,19 +41,19 @@ const DefaultTickInterval = 10 * time.Millisecond
 // on a request that comes this long after the last refresh.
 const systemRefresh = 10 * time.Millisecond
 
-// ErrConfig is returned by New without any part.
-var ErrConfig = errors.New("timedcore: no parts: a Cluster, Server or Client core is required")
+// ErrConfig is returned by New without any part, or with a part that does
+// not schedule its ticks (not a Part).
+var ErrConfig = errors.New("timedcore: invalid parts")
 
 // Core is the composite. Not safe for concurrent use, like its parts.
 type Core struct {
 	cfg    Config
 	server core.Core // cfg.Server as a core.Core, nil when absent (not a typed nil)
-	parts  []core.Core
+	parts  []Part
 	names  []Section // parts[i]'s state section ("" for the server)
 	state  State     // every part's newest state
 
 	ticked    bool
-	lastTick  time.Time // the last Tick's now
 	systemAt  time.Time // the server's system variables were last set for this time
 	sys       systemer  // the client, when it can say what the server advertises
 	badStates uint64    // parts' states too large to keep (a bug in the part)
@@ -60,9 +61,6 @@ type Core struct {
 
 // New returns the composite of cfg's parts.
 func New(cfg Config) (*Core, error) {
-	if cfg.TickInterval <= 0 {
-		cfg.TickInterval = DefaultTickInterval
-	}
 	c := &Core{cfg: cfg, state: State{parts: map[Section][]byte{}}}
 	for s, b := range cfg.State.parts {
 		c.state.parts[s] = b
@@ -74,13 +72,18 @@ func New(cfg Config) (*Core, error) {
 	// In Ready's order: the cluster's, then the server's, then the
 	// client's.
 	for i, p := range []core.Core{cfg.Cluster, c.server, cfg.Client} {
-		if p != nil {
-			c.parts = append(c.parts, p)
-			c.names = append(c.names, [...]Section{SectionCluster, "", SectionClient}[i])
+		if p == nil {
+			continue
 		}
+		part, ok := p.(Part)
+		if !ok {
+			return nil, fmt.Errorf("%w: the %s part (%T) does not say when it needs Tick (core.Scheduler)", ErrConfig, [...]string{"cluster", "server", "client"}[i], p)
+		}
+		c.parts = append(c.parts, part)
+		c.names = append(c.names, [...]Section{SectionCluster, "", SectionClient}[i])
 	}
 	if len(c.parts) == 0 {
-		return nil, ErrConfig
+		return nil, fmt.Errorf("%w: a Cluster, Server or Client core is required", ErrConfig)
 	}
 	return c, nil
 }
@@ -197,7 +200,7 @@ func (c *Core) route(d core.Datagram) core.Core {
 // Tick advances every part (whichever part's deadline it is for: a part
 // is correct when ticked at any time).
 func (c *Core) Tick(now time.Time) {
-	c.ticked, c.lastTick = true, now
+	c.ticked = true
 	if c.cfg.Cluster != nil {
 		c.cfg.Cluster.Tick(now)
 	}
@@ -218,21 +221,16 @@ func (c *Core) Tick(now time.Time) {
 
 var _ core.Scheduler = (*Core)(nil)
 
-// Deadline is the earliest of the parts' deadlines (core.Scheduler); a
-// part that does not say when it needs Tick is ticked every TickInterval
-// after the last Tick. Zero before the first Tick (the driver ticks first
-// at its own phase) and when no part has anything scheduled.
+// Deadline is the earliest of the parts' deadlines (core.Scheduler). Zero
+// before the first Tick (the driver ticks first at its own phase) and when
+// no part has anything scheduled.
 func (c *Core) Deadline() time.Time {
 	if !c.ticked {
 		return time.Time{}
 	}
 	var dl time.Time
 	for _, p := range c.parts {
-		if s, ok := p.(core.Scheduler); ok {
-			dl = core.Earliest(dl, s.Deadline())
-		} else {
-			dl = core.Earliest(dl, c.lastTick.Add(c.cfg.TickInterval))
-		}
+		dl = core.Earliest(dl, p.Deadline())
 	}
 	return dl
 }

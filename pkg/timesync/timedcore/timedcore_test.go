@@ -34,7 +34,8 @@ func (f *fake) Ready() core.Ready {
 	f.ready = core.Ready{}
 	return rd
 }
-func (f *fake) Status() any { return map[string]string{"name": f.name} }
+func (f *fake) Status() any         { return map[string]string{"name": f.name} }
+func (f *fake) Deadline() time.Time { return time.Time{} }
 
 var (
 	peer = netip.MustParseAddrPort("10.77.0.2:123")
@@ -259,4 +260,17 @@ func FuzzDecodeState(f *testing.F) {
 			}
 		}
 	})
+}
+
+// unscheduled is a core that does not say when it needs Tick.
+type unscheduled struct{ fake }
+
+func (unscheduled) Deadline() {}
+
+// TestPartsScheduleTheirTicks: the composite's deadline is the earliest of
+// its parts', so a part that does not schedule its ticks is refused.
+func TestPartsScheduleTheirTicks(t *testing.T) {
+	if _, err := New(Config{Client: &unscheduled{}}); !errors.Is(err, ErrConfig) {
+		t.Errorf("New with an unscheduled part: %v", err)
+	}
 }
