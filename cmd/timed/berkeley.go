@@ -78,14 +78,15 @@ func berkeleyConfig(c *cli.Context, cfg *daemon.Config) (*berkeley.Config, error
 		return nil, app.Usagef("--no-adjust cannot be used with --mode berkeley: every member must apply its corrections (use `timed query` against a member's --serve address to measure without taking part)")
 	}
 	round, threshold, maxRTT := c.Duration("berkeley-round"), c.Duration("berkeley-threshold"), c.Duration("berkeley-max-rtt")
-	tick := cfg.TickInterval
 	switch {
-	case tick < time.Millisecond || tick > time.Second:
-		// The daemon checks it too, but only after the timeouts below
-		// have been counted in ticks.
-		return nil, app.Usagef("--tick %v: want 1ms to 1s", tick)
-	case round < max(minBerkeleyRound, 4*tick) || round > time.Hour:
-		return nil, app.Usagef("--berkeley-round %v: want %v to 1h (and at least 4 ticks of --tick %v)", round, max(minBerkeleyRound, 4*tick), tick)
+	case cfg.TickInterval < time.Millisecond || cfg.TickInterval > time.Second:
+		// The daemon checks it too, once the cores are built: a usage
+		// error comes first.
+		return nil, app.Usagef("--tick %v: want 1ms to 1s", cfg.TickInterval)
+	case round < minBerkeleyRound || round > time.Hour:
+		// The cores are ticked at their own deadlines, so any --tick
+		// serves any round.
+		return nil, app.Usagef("--berkeley-round %v: want %v to 1h", round, minBerkeleyRound)
 	case threshold <= 0 || threshold > time.Second:
 		return nil, app.Usagef("--berkeley-threshold %v: want more than 0 and at most 1s", threshold)
 	case maxRTT <= 0 || maxRTT > round/2:
