@@ -3,7 +3,6 @@ package diagram
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,11 +10,10 @@ import (
 	"testing"
 	"time"
 
+	scripts "github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata")
 
 // notes reads testdata/p*.trace: three processes exchanging tokens as in
 // the notes' figures, with every case a drawing must handle: a multicast
@@ -46,7 +44,7 @@ func notesFiles(t *testing.T) []*trace.File {
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *rewrite {
+	if *scripts.Rewrite { // the one -rewrite flag of this test binary
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -9,11 +9,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	scripts "github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
@@ -253,36 +253,19 @@ func replayBully(t *testing.T, script string) (*sim.Sim, map[uint32]*bytes.Buffe
 	t.Helper()
 	var s *sim.Sim
 	var bufs map[uint32]*bytes.Buffer
-	for _, line := range strings.Split(script, "\n") {
-		if !strings.HasPrefix(line, "> ") {
-			continue
+	lines, cmds := scripts.Commands(script)
+	for i, line := range lines {
+		f := cmds[i]
+		if f == nil {
+			continue // a comment
 		}
-		f := strings.Fields(strings.TrimPrefix(line, "> "))
-		arg := func(i int) uint32 {
-			if len(f) <= i {
-				t.Fatalf("%q: missing argument %d", line, i)
-			}
-			v, err := strconv.ParseUint(f[i], 10, 32)
-			if err != nil {
-				t.Fatalf("%q: %v", line, err)
-			}
-			return uint32(v)
-		}
+		arg := scripts.Args{T: t, Line: line, F: f}.ID
 		if f[0] != "cluster" && s == nil {
 			t.Fatalf("%q before cluster", line)
 		}
 		switch f[0] {
 		case "cluster":
-			var prio []uint32
-			if len(f) > 2 {
-				for _, p := range strings.Split(f[2], ",") {
-					v, err := strconv.ParseUint(p, 10, 32)
-					if err != nil {
-						t.Fatalf("%q: bad priorities", line)
-					}
-					prio = append(prio, uint32(v))
-				}
-			}
+			prio := scripts.Args{T: t, Line: line, F: f}.IDs(2)
 			s, bufs = bullySim(t, 1, int(arg(1)), prio, sim.LANLink())
 			s.Start()
 		case "tick":

@@ -5,11 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/scenarios")
+// Rewrite is the test binary's -rewrite flag: rewrite the expected output
+// of testdata/scenarios (and any other golden file of a package that
+// imports this one) instead of comparing.
+var Rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/scenarios and the golden files")
 
 // Files runs every testdata/scenarios/*.txt of the test's package through
 // run, as one subtest each.
@@ -26,7 +31,7 @@ func Files(t *testing.T, run func(t *testing.T, script string) string) {
 				t.Fatal(err)
 			}
 			got := run(t, string(want))
-			if *rewrite {
+			if *Rewrite {
 				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -71,4 +76,68 @@ func Diff(want, got string) string {
 		}
 	}
 	return "(identical?)"
+}
+
+// Args reads the arguments of one script command; a missing or malformed
+// one fails the test, naming the line.
+type Args struct {
+	T    testing.TB
+	Line string
+	F    []string // the command's fields, the command itself first
+}
+
+func (a Args) field(i int) string {
+	a.T.Helper()
+	if len(a.F) <= i {
+		a.T.Fatalf("%q: missing argument %d", a.Line, i)
+	}
+	return a.F[i]
+}
+
+// Uint is argument i as an unsigned number.
+func (a Args) Uint(i int) uint64 {
+	a.T.Helper()
+	v, err := strconv.ParseUint(a.field(i), 10, 64)
+	if err != nil {
+		a.T.Fatalf("%q: %v", a.Line, err)
+	}
+	return v
+}
+
+// ID is argument i as a member ID.
+func (a Args) ID(i int) uint32 {
+	a.T.Helper()
+	v, err := strconv.ParseUint(a.field(i), 10, 32)
+	if err != nil {
+		a.T.Fatalf("%q: %v", a.Line, err)
+	}
+	return uint32(v)
+}
+
+// Duration is argument i as a duration ("250ms").
+func (a Args) Duration(i int) time.Duration {
+	a.T.Helper()
+	d, err := time.ParseDuration(a.field(i))
+	if err != nil {
+		a.T.Fatalf("%q: %v", a.Line, err)
+	}
+	return d
+}
+
+// IDs is argument i as a comma-separated list of 32-bit numbers (bully's
+// priorities), nil when the command has no argument i.
+func (a Args) IDs(i int) []uint32 {
+	a.T.Helper()
+	if len(a.F) <= i {
+		return nil
+	}
+	var vs []uint32
+	for _, p := range strings.Split(a.F[i], ",") {
+		v, err := strconv.ParseUint(p, 10, 32)
+		if err != nil {
+			a.T.Fatalf("%q: bad list %q: %v", a.Line, a.F[i], err)
+		}
+		vs = append(vs, uint32(v))
+	}
+	return vs
 }

@@ -3,8 +3,6 @@ package bully
 import (
 	"bytes"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/synclab/synclab/internal/scenario"
@@ -60,30 +58,19 @@ func runScenario(t *testing.T, script string, onlyDue bool) string {
 		if f == nil {
 			continue // a comment
 		}
-		arg := func(i int) uint32 {
-			if len(f) <= i {
-				t.Fatalf("%q: missing argument %d", line, i)
-			}
-			v, err := strconv.ParseUint(f[i], 10, 32)
-			if err != nil {
-				t.Fatalf("%q: %v", line, err)
-			}
-			return uint32(v)
-		}
+		arg := scenario.Args{T: t, Line: line, F: f}.ID
 		if f[0] != "cluster" && n == nil {
 			t.Fatalf("%q before cluster", line)
 		}
 		switch f[0] {
 		case "cluster":
 			ms := ids(int(arg(1)))
-			if len(f) > 2 {
-				for i, p := range strings.Split(f[2], ",") {
-					v, err := strconv.ParseUint(p, 10, 32)
-					if err != nil || i >= len(ms) {
-						t.Fatalf("%q: bad priorities", line)
-					}
-					ms[i].Priority = uint32(v)
-				}
+			prio := scenario.Args{T: t, Line: line, F: f}.IDs(2)
+			if len(prio) > len(ms) {
+				t.Fatalf("%q: more priorities than members", line)
+			}
+			for i, p := range prio {
+				ms[i].Priority = p
 			}
 			n = newNetwork(t, ms, nil)
 			n.onlyDue = onlyDue

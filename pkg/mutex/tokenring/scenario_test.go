@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -224,26 +223,8 @@ func runRingScenario(t *testing.T, script string) string {
 		if f == nil {
 			continue // a comment
 		}
-		num := func(i int) uint64 {
-			if len(f) <= i {
-				t.Fatalf("%q: missing argument %d", line, i)
-			}
-			v, err := strconv.ParseUint(f[i], 10, 64)
-			if err != nil {
-				t.Fatalf("%q: %v", line, err)
-			}
-			return v
-		}
-		dur := func(i int) time.Duration {
-			if len(f) <= i {
-				t.Fatalf("%q: missing argument %d", line, i)
-			}
-			d, err := time.ParseDuration(f[i])
-			if err != nil {
-				t.Fatalf("%q: %v", line, err)
-			}
-			return d
-		}
+		args := scenario.Args{T: t, Line: line, F: f}
+		num, dur := args.Uint, args.Duration
 		if f[0] != "ring" && r == nil {
 			t.Fatalf("%q before ring", line)
 		}
