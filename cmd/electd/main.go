@@ -29,16 +29,15 @@ import (
 	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
-	"github.com/synclab/synclab/pkg/elect/bully"
+	electalgorithms "github.com/synclab/synclab/pkg/elect/algorithms"
 	"github.com/synclab/synclab/pkg/liveness"
 )
 
 const name = "electd"
 
-// algorithms is the election factory table: one line per algorithm.
-var algorithms = []elect.Algorithm{
-	bully.Algorithm,
-}
+// algorithms is the election factory table (one line per algorithm, in
+// pkg/elect/algorithms).
+var algorithms = electalgorithms.All
 
 func algorithmNames() string {
 	names := make([]string, len(algorithms))
@@ -67,7 +66,7 @@ func main() {
 
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: bully.Algorithm.Name, Usage: "election algorithm `NAME`: " + algorithmNames()},
+		&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: electalgorithms.Default, Usage: "election algorithm `NAME`: " + algorithmNames()},
 		&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID); must be the same on every node"},
 		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "leader heartbeat interval, used as given (1ms and up)"},
 		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat)"},

@@ -26,7 +26,7 @@ import (
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
-	"github.com/synclab/synclab/pkg/mutex/tokenring"
+	mutexalgorithms "github.com/synclab/synclab/pkg/mutex/algorithms"
 )
 
 const name = "mutexd"
@@ -37,14 +37,13 @@ func main() {
 	app.Main(a)
 }
 
-// algorithms is mutexd's table of mutual-exclusion algorithms: a new one
-// is one package implementing mutex.Algorithm and one line here.
-var algorithms = mutex.Registry{
-	tokenring.Factory,
-}
+// algorithms is mutexd's table of mutual-exclusion algorithms (a new one
+// is one package implementing mutex.Algorithm and one line in
+// pkg/mutex/algorithms).
+var algorithms = mutexalgorithms.All
 
 // defaultAlgorithm is --algorithm's default.
-const defaultAlgorithm = "tokenring"
+const defaultAlgorithm = mutexalgorithms.Default
 
 // Defaults of the settings every algorithm takes.
 const (

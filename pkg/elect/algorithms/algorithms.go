@@ -1,0 +1,19 @@
+// Package algorithms is the table of every election algorithm electd can
+// run: one line per algorithm. electd's --algorithm, its lab tests and
+// `scripts/bench.sh elect --algorithm all` all read this one table, so a
+// new algorithm is one package implementing elect.Elector and one line
+// here.
+package algorithms
+
+import (
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/bully"
+)
+
+// All is every algorithm, in the order the docs and benchmarks list them.
+var All = []elect.Algorithm{
+	bully.Algorithm,
+}
+
+// Default is electd's --algorithm default.
+const Default = "bully"
