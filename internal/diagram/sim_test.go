@@ -100,7 +100,7 @@ func TestLayoutOracle(t *testing.T) {
 		s.Restart(5)
 		s.Run(400 * time.Millisecond)
 		var sent, delivered uint64
-		for k := wire.Kind(1); k.Known(); k++ {
+		for _, k := range wire.Kinds() {
 			sent += s.Sent(k)
 			delivered += s.Delivered(k)
 		}
@@ -199,7 +199,7 @@ func TestScenarioDiagrams(t *testing.T) {
 				t.Errorf("%d lines for %d members", len(d.Procs), len(s.IDs()))
 			}
 			var delivered uint64
-			for k := wire.Kind(1); k.Known(); k++ {
+			for _, k := range wire.Kinds() {
 				delivered += s.Delivered(k)
 			}
 			arrows := 0

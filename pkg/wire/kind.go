@@ -55,55 +55,78 @@ const (
 	// node; cores never see it (payload: EpochRefused).
 	KindEpochRefused Kind = 16
 
-	// kindEnd is one past the last defined kind: update it when appending
-	// a kind. (It cannot be an implicit "next" constant: the kinds above
-	// carry explicit numbers, so an implicit repetition would copy the
-	// last one's value instead of adding one.)
-	kindEnd Kind = KindEpochRefused + 1
+	// Kinds 17-255 are allocated in blocks, one per algorithm family, so
+	// that algorithms built side by side never take the same number. A
+	// family appends its kinds inside its block (and names them in
+	// kindNames), starting at the block's first number:
+	//   17-19   token ring
+	//   20-29   mutex: central coordinator
+	//   30-39   mutex: Ricart-Agrawala, Lamport's distributed mutex
+	//   40-49   mutex: Maekawa, majority quorum
+	//   50-69   elections: the ring elections (naive, id-list,
+	//           Chang-Roberts, Franklin, Fredrickson-Lynch)
+	//   70-89   elections: Yo-Yo, the eventual leader, the majority election
+	//   90-119  orderd: reliable, causal and total order multicast, the RSM
+	//   120-255 free
 )
+
+// kindNames are the kinds' stable labels for logs and counters; a kind is
+// Known exactly when it has a name here.
+var kindNames = [...]string{
+	KindInvalid:         "invalid",
+	KindHeartbeat:       "heartbeat",
+	KindElection:        "election",
+	KindAnswer:          "answer",
+	KindCoordinator:     "coordinator",
+	KindLeaderHeartbeat: "leader_heartbeat",
+	KindTimeRequest:     "time_request",
+	KindTimeReply:       "time_reply",
+	KindClockPoll:       "clock_poll",
+	KindClockReading:    "clock_reading",
+	KindClockAdjust:     "clock_adjust",
+	KindClockAdjustAck:  "clock_adjust_ack",
+	KindToken:           "token",
+	KindTokenAck:        "token_ack",
+	KindRingProbe:       "ring_probe",
+	KindRingProbeReply:  "ring_probe_reply",
+	KindEpochRefused:    "epoch_refused",
+	// 17-19 token ring
+
+	// 20-29 mutex: central coordinator
+
+	// 30-39 mutex: Ricart-Agrawala, Lamport
+
+	// 40-49 mutex: Maekawa, majority quorum
+
+	// 50-69 elections: rings
+
+	// 70-89 elections: Yo-Yo, eventual leader, majority
+
+	// 90-119 orderd
+}
 
 // Known reports whether k is a kind this version understands: a frame of
 // any other kind fails to decode (DecodeUnknownKind) and cannot be encoded.
-func (k Kind) Known() bool { return k > KindInvalid && k < kindEnd }
+func (k Kind) Known() bool {
+	return k > KindInvalid && int(k) < len(kindNames) && kindNames[k] != ""
+}
+
+// Kinds returns every known kind, in number order.
+func Kinds() []Kind {
+	var out []Kind
+	for k := range kindNames {
+		if Kind(k).Known() {
+			out = append(out, Kind(k))
+		}
+	}
+	return out
+}
 
 // String returns the kind's name, a stable label for logs and counters
 // ("heartbeat", "election", ...), or "kind(N)" for an unknown kind.
 func (k Kind) String() string {
-	switch k {
-	case KindInvalid:
-		return "invalid"
-	case KindHeartbeat:
-		return "heartbeat"
-	case KindElection:
-		return "election"
-	case KindAnswer:
-		return "answer"
-	case KindCoordinator:
-		return "coordinator"
-	case KindLeaderHeartbeat:
-		return "leader_heartbeat"
-	case KindTimeRequest:
-		return "time_request"
-	case KindTimeReply:
-		return "time_reply"
-	case KindClockPoll:
-		return "clock_poll"
-	case KindClockReading:
-		return "clock_reading"
-	case KindClockAdjust:
-		return "clock_adjust"
-	case KindClockAdjustAck:
-		return "clock_adjust_ack"
-	case KindToken:
-		return "token"
-	case KindTokenAck:
-		return "token_ack"
-	case KindRingProbe:
-		return "ring_probe"
-	case KindRingProbeReply:
-		return "ring_probe_reply"
-	case KindEpochRefused:
-		return "epoch_refused"
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
 	}
 	return "kind(" + itoa(int(k)) + ")"
 }
