@@ -103,7 +103,10 @@ type Options struct {
 type Algorithm struct {
 	Name    string
 	Summary string
-	New     func(env core.Env, opts Options) (Elector, error)
+	// Cost is the notes' price of one election in messages, best to
+	// worst case, printed beside the measured one.
+	Cost core.Cost
+	New  func(env core.Env, opts Options) (Elector, error)
 }
 
 // Lookup returns the algorithm called name in table, or an error that

@@ -51,7 +51,10 @@ type Factory struct {
 	Summary string // one line: what it is, where in the notes
 	// Guarantees are the ones every core New builds declares.
 	Guarantees Guarantees
-	Params     []Param
+	// Cost is the notes' price of one entry to the critical section
+	// (messages, synchronisation delay), printed beside the measured one.
+	Cost   core.Cost
+	Params []Param
 	// New builds a member's core. An error wrapping core.ErrState refuses
 	// the persisted state (env.State).
 	New func(env core.Env, opt Options) (Algorithm, error)

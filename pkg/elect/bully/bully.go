@@ -140,6 +140,11 @@ var (
 var Algorithm = elect.Algorithm{
 	Name:    "bully",
 	Summary: "the highest-ranked live member leads (Garcia-Molina); owned terms, no quorum",
+	// Seed 004: O(N) at best (the next-highest member notices and sends
+	// N-2 COORDINATORs), O(N^2) at worst (the lowest notices: every member
+	// above it holds an election).
+	Cost: core.Cost{Text: "O(N) best, O(N^2) worst",
+		Messages: func(n int) (float64, float64) { return float64(n - 2), float64(n * n) }},
 	New: func(env core.Env, o elect.Options) (elect.Elector, error) {
 		return New(env, FromOptions(env.Members, o))
 	},
