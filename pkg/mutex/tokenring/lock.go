@@ -28,7 +28,11 @@ type lock struct {
 	lastGen uint64 // the last token received: a duplicate is acknowledged, not taken
 	lastHop uint64
 
-	wantsSeen map[uint32]bool
+	// wantsSeen is when each member was last heard to want the token
+	// while it was not here: the token takes the recent ones with it. A
+	// want older than the token's arrival is stale (the token has been
+	// round since, and served it or learned it again): see stepToken.
+	wantsSeen map[uint32]time.Time
 	wantSent  bool      // a want for the queue went out
 	lossAt    time.Time // when a waiting member looks for the token; zero: not waiting
 	backoff   time.Time // no new locate before this (after a failed prepare)
@@ -69,7 +73,7 @@ func newLock(name string, promised uint64, ackTimeout time.Duration) *lock {
 	if err != nil {
 		panic(fmt.Sprintf("tokenring: handoff outbox: %v", err)) // AckTimeout validated: a bug
 	}
-	return &lock{name: name, promised: promised, wantsSeen: map[uint32]bool{}, handoff: out}
+	return &lock{name: name, promised: promised, wantsSeen: map[uint32]time.Time{}, handoff: out}
 }
 
 // inFlight is the token sent and not yet acknowledged, nil if none.
@@ -252,7 +256,12 @@ func (c *Core) confirmed(l *lock) bool {
 // others returns the members other than this one that wait for l's token
 // and may be passed it.
 func (c *Core) others(l *lock) []uint32 {
-	set := maps.Clone(l.wantsSeen)
+	set := map[uint32]bool{}
+	for m, at := range l.wantsSeen {
+		if c.fresh(at) {
+			set[m] = true
+		}
+	}
 	if l.tok != nil {
 		maps.Copy(set, l.tok.wants)
 	}
@@ -264,6 +273,13 @@ func (c *Core) others(l *lock) []uint32 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// fresh says whether a want heard at at may still stand: a member that
+// waits without the token looks for it (locate) every loss timeout, and
+// is heard again by then.
+func (c *Core) fresh(at time.Time) bool {
+	return !at.Before(c.now.Add(-2*c.cfg.LossTimeout - time.Duration(c.cfg.ProbeTries)*c.cfg.ProbeTimeout))
 }
 
 // advance decides what the token held here does next: grant, pass on, or
@@ -410,6 +426,16 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 		}
 	}
 	l.maxFence = max(l.maxFence, t.Fence)
+	// Wants heard before the token could have left its sender are in its
+	// wants, or were served on its way here: keeping them would send it
+	// round the whole ring to members that no longer wait (issue 15: N+1
+	// passes per handoff). A want lost on the way is found again by the
+	// waiting member's locate, one loss timeout later.
+	for m, at := range l.wantsSeen {
+		if at.Before(c.now.Add(-c.cfg.AckTimeout)) {
+			delete(l.wantsSeen, m)
+		}
+	}
 	l.wantSent, l.lossAt = false, time.Time{}
 	l.locate = nil // found it
 	l.check = nil  // any check in progress was of an earlier visit
@@ -491,8 +517,13 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 		c.wantedBy(l, from)
 		return nil
 	case wire.ProbeLocate:
+		// Only a member that waits looks for the token: the holder adds it
+		// to the token's wants, anyone else keeps it in case the token
+		// comes by (or must be made anew) while the want is fresh.
 		if c.has(l, &reply) {
 			c.wantedBy(l, from)
+		} else {
+			l.wantsSeen[from] = c.now
 		}
 	case wire.ProbePrepare:
 		switch {
@@ -506,7 +537,7 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 			c.raise(l, p.Generation)
 			reply.Generation = l.promised
 			reply.LeaseLeftMS = msCeil(l.outstanding.Sub(c.now))
-			l.wantsSeen[from] = true
+			l.wantsSeen[from] = c.now
 			if l.prepare != nil && l.prepare.gen < l.promised {
 				c.abortPrepare(l, "outbid")
 			}
@@ -574,7 +605,7 @@ func (c *Core) wantedBy(l *lock, m uint32) {
 		c.advance(l)
 		return
 	}
-	l.wantsSeen[m] = true
+	l.wantsSeen[m] = c.now
 }
 
 func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
@@ -784,7 +815,12 @@ func (c *Core) finishPrepare(l *lock) {
 	holdUntil := c.holdUntil(p, l.outstanding)
 	hold := max(holdUntil.Sub(c.now), 0)
 	l.tok = &token{gen: p.gen, fence: uint64(GenerationRound(p.gen)) << fenceCountBits,
-		wants: maps.Clone(l.wantsSeen), holdUntil: holdUntil, vouched: true}
+		wants: map[uint32]bool{}, holdUntil: holdUntil, vouched: true}
+	for m, at := range l.wantsSeen {
+		if c.fresh(at) {
+			l.tok.wants[m] = true
+		}
+	}
 	delete(l.tok.wants, c.self)
 	clear(l.wantsSeen)
 	l.lastGen, l.lastHop = p.gen, 0
@@ -850,7 +886,7 @@ func (c *Core) tickLock(l *lock) {
 		}
 		for _, w := range f.wants {
 			if w != c.self {
-				l.wantsSeen[w] = true
+				l.wantsSeen[w] = c.now
 			}
 		}
 		c.count("acks_missed")
