@@ -18,7 +18,9 @@ func (c *Core) Deadline() time.Time {
 	if !c.started {
 		return time.Time{}.Add(1)
 	}
-	ts := []time.Time{c.nextBeat, c.reqs.Deadline(), c.det.Deadline()}
+	// The detector's own deadline too: it takes a Check much later than it
+	// asked for as a stall of this member (pkg/liveness).
+	ts := []time.Time{c.nextBeat, c.reqs.Deadline(), c.det.Deadline(), c.watchDeadline()}
 	for _, l := range c.locks {
 		ts = append(ts, c.lockDeadline(l))
 	}

@@ -111,9 +111,14 @@ type Core struct {
 	// at the first Tick or Step, when the core first has a clock, so every
 	// member is presumed alive from then on (Unknown counts as up: a
 	// member that never speaks is found out after DeadAfter).
-	det      *liveness.Detector
-	skipped  map[uint32]bool
-	nextBeat time.Time
+	det *liveness.Detector
+	// watching is the neighbours this member watches and sends its
+	// heartbeats to, each since when (watch.go); reportedDown, those
+	// reported down and not heard since.
+	watching     map[uint32]time.Time
+	reportedDown map[uint32]bool
+	skipped      map[uint32]bool
+	nextBeat     time.Time
 
 	table
 	reqs  *mutex.Table // this member's clients' requests
@@ -146,6 +151,7 @@ func New(cfg Config) (*Core, error) {
 		majority: len(cfg.Members)/2 + 1,
 		hold:     cfg.Hold(),
 		skipped:  map[uint32]bool{},
+		watching: map[uint32]time.Time{}, reportedDown: map[uint32]bool{},
 		counters: map[string]uint64{},
 	}
 	if c.voters, err = quorum.Majority(cfg.Members...); err != nil {
@@ -175,6 +181,7 @@ func (c *Core) observe(now time.Time) {
 		c.begun = now
 		c.det = liveness.NewDetector(c.self, c.cfg.Members, c.cfg.DeadAfter, now)
 		c.nextBeat = now
+		c.rewatch()
 		// A restarted member cannot know what it granted before it went
 		// down: for every lock it knew, a lease may run for up to MaxLease
 		// after the crash, which was before now. Proposers are told.
@@ -217,36 +224,16 @@ func (c *Core) up(m uint32) bool {
 	return m == c.self || !c.down(m) && !c.skipped[m]
 }
 
-// down says whether member m has been silent for DeadAfter (never before
-// the core's first Tick or Step).
-func (c *Core) down(m uint32) bool {
-	return c.det != nil && c.det.State(m) == liveness.Suspect
-}
-
 // heard notes that member m spoke.
 func (c *Core) heard(m uint32) {
 	if c.det == nil || !c.det.Heard(m, c.now) {
 		return // not a member, or this one
 	}
-	c.reportLiveness()
+	c.det.Transitions() // the watch reports its own (watch.go)
+	c.heardFrom(m)
 	if c.skipped[m] {
 		delete(c.skipped, m)
 		c.count("members_rejoined")
-	}
-}
-
-// reportLiveness turns the detector's transitions into the ring's events:
-// member_down when a member's silence reaches DeadAfter, member_up when a
-// member taken for down is heard again. A member heard for the first time
-// was never down (Unknown -> Alive): nothing to say.
-func (c *Core) reportLiveness() {
-	for _, t := range c.det.Transitions() {
-		switch {
-		case t.To == liveness.Suspect:
-			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", t.ID, t.Silent), "member", t.ID)
-		case t.From == liveness.Suspect:
-			c.emit(EventMemberUp, fmt.Sprintf("member %d is up", t.ID), "member", t.ID)
-		}
 	}
 }
 
@@ -337,19 +324,12 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
 	now = c.now
-	if !now.Before(c.nextBeat) {
-		alive := 1
-		for _, m := range c.cfg.Members {
-			if m != c.self && !c.down(m) {
-				alive++
-			}
-		}
-		c.send(core.Broadcast, wire.KindHeartbeat, wire.Heartbeat{
-			Interval: uint32(c.cfg.HeartbeatInterval / time.Millisecond), Alive: uint32(alive)}, false)
-		c.nextBeat = now.Add(c.cfg.HeartbeatInterval)
-	}
 	c.det.Check(now)
 	c.reportLiveness()
+	if !now.Before(c.nextBeat) {
+		c.heartbeat()
+		c.nextBeat = now.Add(c.cfg.HeartbeatInterval)
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) { // sorted: deterministic output
 		c.tickLock(c.locks[name])
 	}
