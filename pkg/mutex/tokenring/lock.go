@@ -50,6 +50,13 @@ type lock struct {
 	// and waits it out even when everyone promised.
 	outstanding time.Time
 
+	// confirmed is the last time this member answered OK to a check or a
+	// prepare of this lock (or, for an entry made since, the latest it may
+	// have: see Core.confirmedFloor): a lease granted on what it confirmed
+	// ends within ConfirmWindow + MaxLease of it. A promise says how much
+	// of that is left.
+	answeredOK time.Time
+
 	// vouch asks the member a token came from whether it passed exactly
 	// that token (see vouching.go); passed is what this member last passed
 	// on, to answer such a question.
@@ -60,8 +67,18 @@ type lock struct {
 	// not created: a prepare that failed for want of a majority is retried
 	// in the same generation rather than a new round (a member cut off
 	// from the majority would otherwise burn rounds every second).
-	proposed  uint64
-	exhausted bool // EventRoundsExhausted was reported
+	proposed uint64
+	// vowed is the generation this member last promised to a proposer in
+	// this run (promised may be one it only heard of).
+	vowed   uint64
+	vowedAt time.Time
+	// prepareAt is when a locate that found nothing proposes (a random
+	// part of a probe timeout later); prepareKnown and prepareSince, what
+	// it knew and when it started, for a last look for rivals.
+	prepareAt    time.Time
+	prepareKnown uint64
+	prepareSince time.Time
+	exhausted    bool // EventRoundsExhausted was reported
 
 	creator uint32    // who made the entry (see table.go)
 	used    time.Time // last frame or request about it
@@ -116,6 +133,15 @@ type probe struct {
 	have      bool
 	stale     uint64
 	leaseLeft time.Duration
+	// known is, for a locate, the generation this member knew when it
+	// started; newer, the highest newer one a member answered it had
+	// promised (a rival's proposal, or a token made meanwhile).
+	known, newer uint64
+	// confirmLeft is, for a prepare, the longest a lease may still run on
+	// what a promiser confirmed before it promised (this member's own
+	// included); confirmUnknown, that a promiser did not say.
+	confirmLeft    time.Duration
+	confirmUnknown bool
 	// majorityAt is when a prepare's promises first made a majority: a
 	// regenerated token's Hold runs from there, so waiting for the last
 	// answers (which may spare the Hold) costs nothing when they never come.
@@ -436,7 +462,7 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 			delete(l.wantsSeen, m)
 		}
 	}
-	l.wantSent, l.lossAt = false, time.Time{}
+	l.wantSent, l.lossAt, l.prepareAt = false, time.Time{}, time.Time{}
 	l.locate = nil // found it
 	l.check = nil  // any check in progress was of an earlier visit
 	l.passed = nil // this member has not passed this visit's token yet
@@ -529,18 +555,19 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 		switch {
 		case c.has(l, &reply):
 			c.wantedBy(l, from)
-		case p.Generation < l.promised || p.Generation == l.promised && GenerationOwner(p.Generation) != from:
+		case p.Generation == l.promised && l.vowed == p.Generation && GenerationOwner(p.Generation) == from:
+			// The proposer asks again (a retry, or a prepare it repeats
+			// after no majority): the same promise. Only one made here: a
+			// generation merely heard of (a stale answer) is not promised.
+			c.promise(l, from, p, &reply)
+		case GenerationRound(p.Generation) <= GenerationRound(l.promised):
+			// A promise is only ever to a higher round: two generations of
+			// one round (rivals that proposed at once) could otherwise both
+			// be made, their fences of one range. The later rival learns
+			// the round it must beat.
 			reply.Status = wire.ProbeStale
 		default:
-			// Promise: no token of an older generation is taken, checked
-			// or created here from now on. Persisted before the reply.
-			c.raise(l, p.Generation)
-			reply.Generation = l.promised
-			reply.LeaseLeftMS = msCeil(l.outstanding.Sub(c.now))
-			l.wantsSeen[from] = c.now
-			if l.prepare != nil && l.prepare.gen < l.promised {
-				c.abortPrepare(l, "outbid")
-			}
+			c.promise(l, from, p, &reply)
 		}
 	case wire.ProbeCheck:
 		switch {
@@ -554,12 +581,30 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 		default:
 			c.raise(l, p.Generation)
 			reply.Generation = l.promised
+			l.answeredOK = c.now
 		}
 	case wire.ProbeVouch:
 		c.answerVouch(from, l, p, &reply)
 	}
 	c.send(from, wire.KindRingProbeReply, reply, false)
 	return nil
+}
+
+// promise answers member from's prepare p with a promise: no token of an
+// older generation is taken, checked or created here from now on.
+// Persisted before the reply.
+func (c *Core) promise(l *lock, from uint32, p wire.RingProbe, reply *wire.RingProbeReply) {
+	c.raise(l, p.Generation)
+	l.vowed, l.vowedAt = p.Generation, c.now
+	reply.Generation = l.promised
+	reply.LeaseLeftMS = msCeil(l.outstanding.Sub(c.now))
+	reply.Flags |= wire.ProbeConfirmKnown
+	reply.ConfirmLeftMS = msCeil(c.confirmLeft(l))
+	l.answeredOK = c.now
+	l.wantsSeen[from] = c.now
+	if l.prepare != nil && l.prepare.gen < l.promised {
+		c.abortPrepare(l, "outbid")
+	}
 }
 
 // stepProbeUnknown answers a probe about a lock missing from the table as
@@ -573,6 +618,8 @@ func (c *Core) stepProbeUnknown(from uint32, p wire.RingProbe) {
 	case wire.ProbeCheck:
 		if p.Generation < c.floor {
 			reply.Status = wire.ProbeStale
+		} else {
+			c.confirmedFloor = c.now
 		}
 	case wire.ProbeVouch:
 		reply.Status = wire.ProbeHave // this member passed no such token
@@ -652,6 +699,18 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 		p.stale = max(p.stale, r.Generation)
 		c.raise(l, r.Generation)
 	case wire.ProbeOK:
+		if r.Op == wire.ProbePrepare {
+			if r.Flags&wire.ProbeConfirmKnown == 0 {
+				p.confirmUnknown = true
+			}
+			p.confirmLeft = max(p.confirmLeft, time.Duration(r.ConfirmLeftMS)*time.Millisecond)
+		}
+		if r.Op == wire.ProbeLocate && r.Generation > p.known {
+			if err := c.admit(l.name, r.Generation); err != nil {
+				return err
+			}
+			p.newer = max(p.newer, r.Generation)
+		}
 		p.Answer(from, r.Nonce)
 		p.promises.Vote(from, true)
 		p.leaseLeft = max(p.leaseLeft, time.Duration(r.LeaseLeftMS)*time.Millisecond)
@@ -665,7 +724,8 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 			c.finishLocate(l)
 		}
 	case wire.ProbePrepare:
-		if p.have || p.stale != 0 || p.Count() == len(c.cfg.Members)-1 {
+		// A token found is waited out with the promises: see finishPrepare.
+		if p.have && p.won() || p.stale != 0 || p.Count() == len(c.cfg.Members)-1 {
 			c.finishPrepare(l)
 		}
 	case wire.ProbeCheck:
@@ -734,6 +794,7 @@ func (c *Core) startLocate(l *lock) {
 		return
 	}
 	l.locate = c.newProbe(l, wire.ProbeLocate, 0)
+	l.locate.known = l.promised
 	if len(c.cfg.Members) == 1 {
 		c.finishLocate(l)
 	}
@@ -750,6 +811,56 @@ func (c *Core) finishLocate(l *lock) {
 		if c.reqs.Waiting(l.name) > 0 {
 			l.lossAt = c.now.Add(c.cfg.LossTimeout)
 		}
+		return
+	}
+	if c.rival(l, p.known, max(p.newer, l.promised), p.Started) {
+		return
+	}
+	// Waiting members that lost the token together look for it together:
+	// the first to propose should be alone, or rivals of one round split
+	// the promises and all start again. A random part of a probe timeout
+	// is many round trips on a LAN.
+	l.prepareAt = c.now.Add(time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.ProbeTimeout) + 1)))
+	l.prepareKnown, l.prepareSince = p.known, p.Started
+}
+
+// rival says whether a rival may be making l's token, and if so backs off:
+// a generation newer than known (what this member knew when it started
+// looking at since) was promised meanwhile, or this member promised one
+// to another member while a prepare of it may still have run.
+func (c *Core) rival(l *lock, known, newer uint64, since time.Time) bool {
+	// A prepare lasts up to its tries' timeouts: one this member promised
+	// that may have run while the locate's answers were given.
+	vowed := l.vowed != 0 && GenerationOwner(l.vowed) != c.self &&
+		l.vowedAt.After(since.Add(-time.Duration(c.cfg.ProbeTries+1)*c.cfg.ProbeTimeout))
+	if newer > known || vowed {
+		// Nobody said it has the token, but a generation newer than the
+		// one this member knew was promised meanwhile, or this member
+		// promised one to another just now: a rival is making the token,
+		// or has just made it (its answer to this locate may have left
+		// before). Proposing above it now would doom that token at its
+		// first check, and cost the lock a second Hold (issue 15: the
+		// first regenerated token after a fault was dropped this way 8
+		// times in 8). Look again once its prepare is over.
+		c.raise(l, newer)
+		c.count("locate_rival")
+		c.backOff(l)
+		return true
+	}
+	return false
+}
+
+// tickPrepareAt starts the prepare a locate that found nothing scheduled,
+// unless the token came, or a rival showed up, meanwhile.
+func (c *Core) tickPrepareAt(l *lock) {
+	if l.prepareAt.IsZero() || c.now.Before(l.prepareAt) {
+		return
+	}
+	l.prepareAt = time.Time{}
+	if l.tok != nil || l.handoff.Len() > 0 || l.locate != nil || l.prepare != nil || c.reqs.Waiting(l.name) == 0 {
+		return
+	}
+	if c.rival(l, l.prepareKnown, l.promised, l.prepareSince) {
 		return
 	}
 	c.startPrepare(l)
@@ -773,6 +884,7 @@ func (c *Core) startPrepare(l *lock) {
 	l.proposed = gen
 	c.raise(l, gen)
 	l.prepare = c.newProbe(l, wire.ProbePrepare, gen)
+	l.prepare.confirmLeft = c.confirmLeft(l) // this member is a promiser too
 	if c.majority == 1 {
 		l.prepare.majorityAt = c.now
 	}
@@ -783,9 +895,16 @@ func (c *Core) startPrepare(l *lock) {
 
 func (c *Core) abortPrepare(l *lock, why string) {
 	l.prepare = nil
+	if why == "outbid" {
+		l.proposed = 0 // promised elsewhere: only a higher round can win now
+	}
 	c.count("prepare_" + why)
-	// Back off by a random part of a loss timeout, so that rivals do not
-	// collide again.
+	c.backOff(l)
+}
+
+// backOff delays this member's next search for l's token by a random part
+// of a loss timeout, so that rivals do not collide again.
+func (c *Core) backOff(l *lock) {
 	l.backoff = c.now.Add(c.cfg.LossTimeout/2 + time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.LossTimeout/2)+1)))
 	if c.reqs.Waiting(l.name) > 0 {
 		l.lossAt = l.backoff
@@ -795,7 +914,7 @@ func (c *Core) abortPrepare(l *lock, why string) {
 func (c *Core) finishPrepare(l *lock) {
 	p := l.prepare
 	switch {
-	case p.have:
+	case p.have && !p.won():
 		l.prepare = nil
 		c.count("prepare_found_token")
 		if c.reqs.Waiting(l.name) > 0 {
@@ -808,6 +927,14 @@ func (c *Core) finishPrepare(l *lock) {
 	case !p.won():
 		c.abortPrepare(l, "no_majority")
 		return
+	}
+	if p.have {
+		// A member has a token of an older generation, but a majority
+		// promised this one: that token cannot pass a check any more.
+		// Making this one now is what keeps the lock alive; waiting it out
+		// is what keeps it safe (the Hold below, that member not having
+		// promised).
+		c.count("regenerations_over_old_token")
 	}
 	l.prepare = nil
 	l.proposed = 0 // created: never again
@@ -895,6 +1022,7 @@ func (c *Core) tickLock(l *lock) {
 	if p := l.locate; p != nil && c.tickProbe(l, p) {
 		c.finishLocate(l)
 	}
+	c.tickPrepareAt(l)
 	if p := l.prepare; p != nil && c.tickProbe(l, p) {
 		c.finishPrepare(l)
 	}
@@ -912,7 +1040,7 @@ func (c *Core) tickLock(l *lock) {
 		c.advance(l)
 	}
 	if l.tok == nil && l.handoff.Len() == 0 && c.reqs.Waiting(l.name) > 0 && !l.lossAt.IsZero() && !now.Before(l.lossAt) &&
-		l.locate == nil && l.prepare == nil && !now.Before(l.backoff) {
+		l.locate == nil && l.prepare == nil && l.prepareAt.IsZero() && !now.Before(l.backoff) {
 		c.count("losses_suspected")
 		c.startLocate(l)
 	}

@@ -30,6 +30,7 @@ func (c *Core) Deadline() time.Time {
 func (c *Core) lockDeadline(l *lock) time.Time {
 	var ts []time.Time
 	ts = append(ts, l.handoff.Deadline())
+	ts = append(ts, l.prepareAt)
 	for _, p := range []*probe{l.locate, l.prepare, l.check, l.vouch} {
 		if p != nil {
 			ts = append(ts, p.Deadline())
@@ -39,7 +40,7 @@ func (c *Core) lockDeadline(l *lock) time.Time {
 	if l.tok != nil && waiting && !c.reqs.Held(l.name) && l.tok.holdUntil.After(c.now) {
 		ts = append(ts, l.tok.holdUntil)
 	}
-	if l.tok == nil && l.handoff.Len() == 0 && waiting && !l.lossAt.IsZero() && l.locate == nil && l.prepare == nil {
+	if l.tok == nil && l.handoff.Len() == 0 && waiting && !l.lossAt.IsZero() && l.locate == nil && l.prepare == nil && l.prepareAt.IsZero() {
 		ts = append(ts, later(l.lossAt, l.backoff))
 	}
 	if l.promised <= c.floor && c.quiet(l) {

@@ -121,8 +121,13 @@ type Core struct {
 	nextBeat     time.Time
 
 	table
-	reqs  *mutex.Table // this member's clients' requests
-	nonce uint32
+	// confirmedFloor is the latest time this member may have answered OK
+	// to a check of a lock that has no entry here (answered from the
+	// floor, or an entry since reclaimed), or before this run began: an
+	// entry made now takes it as its answeredOK.
+	confirmedFloor time.Time
+	reqs           *mutex.Table // this member's clients' requests
+	nonce          uint32
 
 	msgs     []core.Message
 	events   []core.Event
@@ -185,8 +190,12 @@ func (c *Core) observe(now time.Time) {
 		// A restarted member cannot know what it granted before it went
 		// down: for every lock it knew, a lease may run for up to MaxLease
 		// after the crash, which was before now. Proposers are told.
+		// Nor what it confirmed: as if it answered a check of every lock
+		// just now.
+		c.confirmedFloor = now
 		for _, l := range c.locks {
 			l.outstanding = now.Add(c.cfg.MaxLease)
+			l.answeredOK = now
 		}
 	}
 	if now.After(c.now) {
@@ -369,21 +378,54 @@ func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
 // made a majority; and in any case the longest lease the promisers (and
 // this member, outstanding) said may still run on a token they dropped,
 // padded for clock rates.
+//
+// When not every member promised, a member outside the majority may hold an
+// older token and have granted on it: the new token waits until every lease
+// such a grant may carry has ended. A grant needs a check a majority passed
+// at most ConfirmWindow before it, and a lease is at most MaxLease; that
+// majority meets this prepare's in a member that answered the check before
+// it promised. So the lease ends within ConfirmWindow + MaxLease of the
+// last check (or promise) some promiser answered, which each promiser says
+// (ConfirmLeft), padded for clock rates. Without that from every promiser
+// (an older build), or when it is later anyway, the Hold from the moment
+// the promises made a majority: any such check came before it.
 func (c *Core) holdUntil(p *probe, outstanding time.Time) time.Time {
 	until := c.now
 	if orphan := max(p.leaseLeft, outstanding.Sub(c.now)); orphan > 0 {
-		until = c.now.Add(time.Duration(math.Ceil(float64(orphan)*(1+2*c.cfg.MaxDriftPPM*1e-6))) + c.cfg.HoldMargin)
+		until = c.now.Add(c.pad(orphan))
 	}
 	if p.Count()+1 < len(c.cfg.Members) {
 		from := p.majorityAt
 		if from.IsZero() {
 			from = c.now // cannot happen (no token without a majority); be safe
 		}
-		if full := from.Add(c.hold); full.After(until) {
-			until = full
+		wait := from.Add(c.hold)
+		if !p.confirmUnknown {
+			if confirmed := c.now.Add(c.pad(p.confirmLeft)); confirmed.Before(wait) {
+				wait = confirmed
+			}
 		}
+		until = later(until, wait)
 	}
 	return until
+}
+
+// pad lengthens d, a duration of another member's clock, for the rates of
+// two clocks (MaxDriftPPM) and for rounding (HoldMargin).
+func (c *Core) pad(d time.Duration) time.Duration {
+	return time.Duration(math.Ceil(float64(d)*(1+2*c.cfg.MaxDriftPPM*1e-6))) + c.cfg.HoldMargin
+}
+
+// confirmLeft is how much longer a lease may run on what this member last
+// confirmed of lock l (a check it passed, a promise it made, or for all it
+// knows one just before this run began): ConfirmWindow + MaxLease from
+// then, on the granting member's clock, padded for the rates.
+func (c *Core) confirmLeft(l *lock) time.Duration {
+	if l.answeredOK.IsZero() {
+		return 0
+	}
+	window := time.Duration(math.Ceil(float64(c.cfg.ConfirmWindow+c.cfg.MaxLease) * (1 + 2*c.cfg.MaxDriftPPM*1e-6)))
+	return max(l.answeredOK.Add(window).Sub(c.now), 0)
 }
 
 func msCeil(d time.Duration) uint32 {
