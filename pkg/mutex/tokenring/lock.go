@@ -119,6 +119,9 @@ type inflight struct {
 	to       uint32
 	gen, hop uint64
 	wants    []uint32
+	at       time.Time  // first sent
+	msg      wire.Token // to send again
+	late     bool       // its acknowledgement is overdue; a locate asks whether `to` is there
 }
 
 // probe is a locate, prepare, check or vouch: a quorum.Probe (asked: the
@@ -181,7 +184,11 @@ func (c *Core) want(l *lock) {
 		return
 	}
 	l.wantSent = true
-	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, false)
+	// Over the members' TCP links: a want lost on a lossy link is a
+	// member the token does not know waits, bypassed until its next
+	// locate (issue 15: its predecessor served its own client 5 times in
+	// a row meanwhile).
+	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, true)
 }
 
 // Release ends request id: a holder gives its lock back, a waiting request
@@ -303,7 +310,7 @@ func (c *Core) others(l *lock) []uint32 {
 
 // fresh says whether a want heard at at may still stand: a member that
 // waits without the token looks for it (locate) every loss timeout, and
-// is heard again by then.
+// whoever holds the token then takes its want again.
 func (c *Core) fresh(at time.Time) bool {
 	return !at.Before(c.now.Add(-2*c.cfg.LossTimeout - time.Duration(c.cfg.ProbeTries)*c.cfg.ProbeTimeout))
 }
@@ -380,7 +387,7 @@ func (c *Core) pass(l *lock, others []uint32) {
 	}
 	c.send(succ, wire.KindToken, msg, true)
 	l.handoff.CancelIf(c.now, func(delivery.Entry[inflight]) bool { return true }) // one token in flight per lock
-	if err := l.handoff.Send(c.now, delivery.Key{To: succ, ID: t.hop + 1}, inflight{to: succ, gen: t.gen, hop: t.hop + 1, wants: wants}); err != nil {
+	if err := l.handoff.Send(c.now, delivery.Key{To: succ, ID: t.hop + 1}, inflight{to: succ, gen: t.gen, hop: t.hop + 1, wants: wants, at: c.now, msg: msg}); err != nil {
 		c.count("handoff_refused") // unbounded outbox: cannot happen
 	}
 	l.passed = &handoff{to: succ, gen: t.gen, fence: t.fence, holdUntil: t.holdUntil}
@@ -497,6 +504,9 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 		}
 	}
 	l.handoff.Ack(c.now, delivery.Key{To: f.to, ID: f.hop})
+	if l.passed != nil && a.Status == wire.TokenAccepted {
+		l.passed.acked = c.now
+	}
 	if a.Status == wire.TokenStale {
 		// The successor promised a newer generation: this token is dead,
 		// and whoever waits for the lock waits for the newer one.
@@ -511,6 +521,9 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 		return nil
 	}
 	c.count("tokens_acked")
+	// The token is at the successor: whatever a locate of ours (for this
+	// late acknowledgement, say) has heard so far, nothing is lost.
+	l.locate, l.prepareAt = nil, time.Time{}
 	if c.reqs.Waiting(l.name) > 0 {
 		// Served once this visit: the token comes back, no want needed;
 		// but if it gets lost on the way, look for it.
@@ -543,13 +556,20 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 		c.wantedBy(l, from)
 		return nil
 	case wire.ProbeLocate:
-		// Only a member that waits looks for the token: the holder adds it
-		// to the token's wants, anyone else keeps it in case the token
-		// comes by (or must be made anew) while the want is fresh.
+		// A member that waits looks for the token every loss timeout: the
+		// holder adds it to the token's wants. So does a member whose
+		// handoff was late; that one, the member the token came from, put
+		// its own want in the token if it had one.
 		if c.has(l, &reply) {
-			c.wantedBy(l, from)
+			if l.tok == nil || l.tok.from != from {
+				c.wantedBy(l, from)
+			}
 		} else {
-			l.wantsSeen[from] = c.now
+			// What this member confirmed lately tells the locator whether
+			// a token was alive a moment ago, when the holder's own answer
+			// is lost.
+			reply.Flags |= wire.ProbeConfirmKnown
+			reply.ConfirmLeftMS = msCeil(c.confirmLeft(l))
 		}
 	case wire.ProbePrepare:
 		switch {
@@ -605,6 +625,12 @@ func (c *Core) promise(l *lock, from uint32, p wire.RingProbe, reply *wire.RingP
 	if l.prepare != nil && l.prepare.gen < l.promised {
 		c.abortPrepare(l, "outbid")
 	}
+	if c.reqs.Waiting(l.name) > 0 {
+		// The proposer is about to hold the token: it must know this
+		// member waits (a want sent before it had the lock in its table
+		// was not kept).
+		c.send(from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, true)
+	}
 }
 
 // stepProbeUnknown answers a probe about a lock missing from the table as
@@ -641,8 +667,19 @@ func (c *Core) has(l *lock, r *wire.RingProbeReply) bool {
 	case l.inFlight() != nil:
 		r.Status, r.Generation = wire.ProbeHave, l.inFlight().gen
 		return true
+	case l.passed != nil && !l.passed.acked.IsZero() && c.now.Sub(l.passed.acked) < c.locateSpan():
+		// Passed on and acknowledged just now: a locate that asked the
+		// successor a moment ago heard "no token" there, and must not
+		// hear it here too while the token was between the two.
+		r.Status, r.Generation = wire.ProbeHave, l.passed.gen
+		return true
 	}
 	return false
+}
+
+// locateSpan is the longest a locate runs: its tries' timeouts.
+func (c *Core) locateSpan() time.Duration {
+	return time.Duration(c.cfg.ProbeTries) * c.cfg.ProbeTimeout
 }
 
 // wantedBy records that member m waits for l's token.
@@ -705,6 +742,9 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 			}
 			p.confirmLeft = max(p.confirmLeft, time.Duration(r.ConfirmLeftMS)*time.Millisecond)
 		}
+		if r.Op == wire.ProbeLocate && r.Flags&wire.ProbeConfirmKnown != 0 {
+			p.confirmLeft = max(p.confirmLeft, time.Duration(r.ConfirmLeftMS)*time.Millisecond)
+		}
 		if r.Op == wire.ProbeLocate && r.Generation > p.known {
 			if err := c.admit(l.name, r.Generation); err != nil {
 				return err
@@ -763,7 +803,8 @@ func (c *Core) newProbe(l *lock, op wire.ProbeOp, gen uint64) *probe {
 		}
 	}
 	tries := c.cfg.ProbeTries
-	if op == wire.ProbeCheck {
+	switch op {
+	case wire.ProbeCheck:
 		tries = 1 // a check is fresh or useless: it is not asked again, a new one is made
 	}
 	p := c.startProbe(op, gen, asked, tries)
@@ -803,6 +844,13 @@ func (c *Core) startLocate(l *lock) {
 func (c *Core) finishLocate(l *lock) {
 	p := l.locate
 	l.locate = nil
+	if f := l.inFlight(); f != nil && f.late && !p.have {
+		// The successor is there and has not got the token yet (it is on
+		// its way), or has not answered yet: the handoff's next timeout
+		// decides.
+		c.count("handoffs_slow")
+		return
+	}
 	if p.have {
 		// Someone has it and now counts us as waiting. Look again after
 		// a loss timeout even if its lease runs longer: if that member
@@ -813,6 +861,28 @@ func (c *Core) finishLocate(l *lock) {
 		}
 		return
 	}
+	if p.confirmLeft > c.confirmWindow()-(c.cfg.ConfirmWindow+c.cfg.MaxLease)/3 {
+		// Nobody said it has the token, but a member confirmed a check or
+		// a promise within a third of a lease (mutexd lock renews every
+		// third): a token is alive, its holder's answers lost (a lossy
+		// link, this member's or the holder's). A prepare now would doom
+		// it. Look again later; once a dead holder's last check is that
+		// old, its replacement is made, and waits no longer than it would
+		// have (until its last check's leases end).
+		c.count("locate_confirmed_lately")
+		if c.reqs.Waiting(l.name) > 0 {
+			l.lossAt = c.now.Add(c.cfg.LossTimeout)
+		}
+		return
+	}
+	if p.Count()+1 < c.majority {
+		// Too few answers to say anything: this member's own links may be
+		// the slow or lossy ones, and its prepare would doom a live token
+		// it did not hear of (issue 15's lossy member). Look again later.
+		c.count("locates_inconclusive")
+		c.backOff(l)
+		return
+	}
 	if c.rival(l, p.known, max(p.newer, l.promised), p.Started) {
 		return
 	}
@@ -820,6 +890,10 @@ func (c *Core) finishLocate(l *lock) {
 	// the first to propose should be alone, or rivals of one round split
 	// the promises and all start again. A random part of a probe timeout
 	// is many round trips on a LAN.
+	if len(c.cfg.Members) == 1 {
+		c.startPrepare(l) // nobody to collide with
+		return
+	}
 	l.prepareAt = c.now.Add(time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.ProbeTimeout) + 1)))
 	l.prepareKnown, l.prepareSince = p.known, p.Started
 }
@@ -864,6 +938,29 @@ func (c *Core) tickPrepareAt(l *lock) {
 		return
 	}
 	c.startPrepare(l)
+}
+
+// heardSince says whether member m was heard after t.
+func (c *Core) heardSince(m uint32, t time.Time) bool {
+	v, ok := c.det.Member(m)
+	return ok && v.LastHeard.After(t)
+}
+
+// skipHandoff gives up the token passed to f.to, which did not acknowledge
+// it and is skipped until heard again; the waiting members' wants stay
+// here for the next token.
+func (c *Core) skipHandoff(l *lock, f inflight) {
+	l.handoff.CancelIf(c.now, func(delivery.Entry[inflight]) bool { return true })
+	if !c.skipped[f.to] {
+		c.skipped[f.to] = true
+		c.emit(EventMemberSkipped, fmt.Sprintf("member %d did not acknowledge %s's token: skipped", f.to, l.name), "member", f.to, "lock", l.name)
+	}
+	for _, w := range f.wants {
+		if w != c.self {
+			l.wantsSeen[w] = c.now
+		}
+	}
+	c.count("acks_missed")
 }
 
 // startPrepare proposes a new generation of l's token.
@@ -1003,21 +1100,30 @@ func (c *Core) tickLock(l *lock) {
 		c.advance(l)
 	}
 	if _, unacked := l.handoff.Tick(now); len(unacked) > 0 {
-		// The successor did not acknowledge: it may be dead, or have the
-		// token with its ack lost. Skip it, keep the waiting members'
-		// wants, and find out.
+		// The successor did not acknowledge: it may be dead, or slow (a
+		// lossy link: TCP resends the token, or the ack, after its own
+		// timeout), or have restarted and lost the frame. A slow member
+		// must not be skipped: the token is on its way, and a new one
+		// made meanwhile dooms it and costs the lock a Hold (issue 15:
+		// the lossy member's predecessor regenerated 4 times in 1.3 s and
+		// served its own client 5 times in a row). So unless it is known
+		// down, or has been waited for DeadAfter, the token stays in
+		// flight (sent again, for a member that restarted) while a locate
+		// asks whether the successor is there. It is skipped at the next
+		// timeout if nothing was heard from it since the token left.
 		f := unacked[0].Msg
-		if !c.skipped[f.to] {
-			c.skipped[f.to] = true
-			c.emit(EventMemberSkipped, fmt.Sprintf("member %d did not acknowledge %s's token: skipped", f.to, l.name), "member", f.to, "lock", l.name)
-		}
-		for _, w := range f.wants {
-			if w != c.self {
-				l.wantsSeen[w] = c.now
+		if now.Sub(f.at) < c.cfg.DeadAfter && !c.down(f.to) && (!f.late || c.heardSince(f.to, f.at)) {
+			f.late = true
+			c.send(f.to, wire.KindToken, f.msg, true)
+			if err := l.handoff.Send(now, delivery.Key{To: f.to, ID: f.hop}, f); err != nil {
+				c.count("handoff_refused")
 			}
+			c.count("acks_late")
+			c.startLocate(l)
+		} else {
+			c.skipHandoff(l, f)
+			c.startLocate(l)
 		}
-		c.count("acks_missed")
-		c.startLocate(l)
 	}
 	if p := l.locate; p != nil && c.tickProbe(l, p) {
 		c.finishLocate(l)

@@ -61,21 +61,26 @@ func holderCutOffGap(t *testing.T, seed int64, fault holderFault) time.Duration 
 	r.locks = []string{"x"}
 	r.s.SetDefaultLink(sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond})
 	r.run(2*time.Second, true)
-	// Wait for a holder and make its client hold on, renewing.
+	// Wait for a holder and make its client hold on, renewing, to a
+	// random point in its lease (not just at the grant). A holder that
+	// loses its lock meanwhile (a renewal refused: the ring's own loss
+	// rules) is replaced by the next.
 	var victim uint32
-	for victim == 0 {
-		r.run(time.Millisecond, true)
-		for _, id := range r.ids {
-			if c := r.clients[id]; c.holding && !c.hung {
-				victim = id
-				c.until = r.s.Elapsed() + time.Hour
+	for tries := 0; victim == 0 || !r.clients[victim].holding; tries++ {
+		if tries == 20 {
+			t.Fatalf("no client held the lock for long\n%s", r.tail())
+		}
+		victim = 0
+		for victim == 0 {
+			r.run(time.Millisecond, true)
+			for _, id := range r.ids {
+				if c := r.clients[id]; c.holding && !c.hung && victim == 0 {
+					victim = id
+					c.until = r.s.Elapsed() + time.Hour
+				}
 			}
 		}
-	}
-	// Somewhere in its lease, not just at the grant.
-	r.run(time.Duration(r.rng.Int64N(int64(1500*time.Millisecond))), true)
-	if !r.clients[victim].holding {
-		t.Fatalf("member %d's client lost its lock before the fault\n%s", victim, r.tail())
+		r.run(time.Duration(r.rng.Int64N(int64(1500*time.Millisecond))), true)
 	}
 	at := r.s.Elapsed()
 	granted := r.granted
@@ -117,10 +122,14 @@ func holderCutOffGap(t *testing.T, seed int64, fault holderFault) time.Duration 
 }
 
 // TestSimLossyMemberBypass: a waiting member is bypassed at most N-1
-// times (doc.go), even when its links lose a fifth of their datagrams: no
-// other member is granted the lock more than N-1 times between its
-// request and its grant... and its predecessor does not serve its own
-// client again and again by regenerating the token.
+// times (doc.go), even when one member's links lose a fifth of their
+// datagrams and a fifth of its TCP frames are sent again after the
+// retransmission timeout (200 ms, as long as the acknowledgement timeout,
+// and every frame behind them waits): between a client's request and
+// its grant, the other members are granted the lock at most N-1 times in
+// all. Issue 15 saw the lossy member's predecessor skip it, regenerate the
+// token and serve its own client 5 times in a row while the lossy member's
+// client waited 4 s.
 func TestSimLossyMemberBypass(t *testing.T) {
 	sim.Seeds(t, 12, func(t *testing.T, seed int64) {
 		const n = 5
@@ -131,7 +140,7 @@ func TestSimLossyMemberBypass(t *testing.T) {
 		r.locks = []string{"x"}
 		r.s.SetDefaultLink(sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond})
 		lossy := r.ids[1+int(seed)%(n-1)]
-		lossyLink := sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond, Loss: 0.2}
+		lossyLink := sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond, Loss: 0.2, Retransmit: 0.2}
 		for _, id := range r.ids {
 			if id != lossy {
 				r.s.SetLinkBoth(lossy, id, lossyLink)
@@ -140,35 +149,27 @@ func TestSimLossyMemberBypass(t *testing.T) {
 		r.run(20*time.Second, true)
 		r.run(6*time.Second, false)
 		r.checkExclusion()
-		// Between a request of a member and its grant, count the grants of
-		// each other member.
-		worst, regen := 0, 0
-		asked := map[uint32]time.Duration{}
-		for _, e := range r.s.Events() {
-			switch e.Name {
-			case tokenring.EventRegenerated:
-				regen++
-			}
-		}
-		_ = asked
+		worst, lossyWorst := 0, 0
 		for _, w := range r.waits {
-			others := map[uint32]int{}
+			bypasses := 0
 			for _, iv := range r.grants["x"] {
 				if iv.start > w.asked && iv.start < w.granted && iv.node != w.node {
-					others[iv.node]++
-					worst = max(worst, others[iv.node])
+					bypasses++
 				}
 			}
-			for m, k := range others {
-				if k > 1 {
-					t.Errorf("member %d asked at %v, granted at %v: member %d was granted %d times meanwhile (lossy member %d)", w.node, w.asked, w.granted, m, k, lossy)
-				}
+			worst = max(worst, bypasses)
+			if w.node == lossy {
+				lossyWorst = max(lossyWorst, bypasses)
+			}
+			if bypasses > n-1 {
+				t.Errorf("member %d asked at %v, granted at %v: bypassed %d times (want <= %d; lossy member %d)", w.node, w.asked, w.granted, bypasses, n-1, lossy)
 			}
 		}
+		regen := len(r.s.EventsNamed(tokenring.EventRegenerated))
 		if t.Failed() {
 			t.FailNow()
 		}
-		t.Logf("lossy member %d: %d waits, most grants of one other member during a wait %d, %d regenerations", lossy, len(r.waits), worst, regen)
+		t.Logf("lossy member %d: %d waits, most bypasses %d (of the lossy member: %d), %d regenerations", lossy, len(r.waits), worst, lossyWorst, regen)
 	})
 }
 

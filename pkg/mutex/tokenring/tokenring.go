@@ -424,8 +424,13 @@ func (c *Core) confirmLeft(l *lock) time.Duration {
 	if l.answeredOK.IsZero() {
 		return 0
 	}
-	window := time.Duration(math.Ceil(float64(c.cfg.ConfirmWindow+c.cfg.MaxLease) * (1 + 2*c.cfg.MaxDriftPPM*1e-6)))
-	return max(l.answeredOK.Add(window).Sub(c.now), 0)
+	return max(l.answeredOK.Add(c.confirmWindow()).Sub(c.now), 0)
+}
+
+// confirmWindow is how long a lease may run on a confirmation, on another
+// member's clock: ConfirmWindow + MaxLease, padded for the rates.
+func (c *Core) confirmWindow() time.Duration {
+	return time.Duration(math.Ceil(float64(c.cfg.ConfirmWindow+c.cfg.MaxLease) * (1 + 2*c.cfg.MaxDriftPPM*1e-6)))
 }
 
 func msCeil(d time.Duration) uint32 {
