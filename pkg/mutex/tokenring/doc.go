@@ -104,12 +104,26 @@
 //	holder crashed, token dropped:   a waiting member's want goes unanswered
 //	                                 for LossTimeout -> locate -> prepare ->
 //	                                 new generation, Hold, grants resume
-//	successor dead, pass unacked:    the sender waits AckTimeout, skips it,
-//	                                 and locates (the successor may have it)
+//	successor dead, pass unacked:    the sender waits AckTimeout, sends the
+//	                                 token again and locates; at the next
+//	                                 AckTimeout, if nothing was heard from
+//	                                 the successor since the pass, it is
+//	                                 skipped (the locate decides the rest)
+//	successor slow (lossy link):     heard, so waited for (up to DeadAfter):
+//	                                 TCP is still resending the token, and a
+//	                                 new one would doom it
 //	holder paused past its lease:    its lease ran out on its own clock; the
 //	                                 others regenerate and wait out the Hold;
 //	                                 when it wakes, its checks fail and its
 //	                                 token is refused everywhere
+//
+// A locate decides that the token is lost only when a majority answered,
+// nobody has the token or passed it a moment ago, no member confirmed a
+// check or promise within a third of a lease (a live holder whose answers
+// were lost), and no rival may be proposing. Wants travel on the members'
+// TCP links, and a promiser that waits sends the proposer its want: a
+// waiting member is then known to the token, and bypassed at most N-1
+// times, also on a lossy link.
 //
 // # Frames that lie
 //
