@@ -736,14 +736,22 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 		p.stale = max(p.stale, r.Generation)
 		c.raise(l, r.Generation)
 	case wire.ProbeOK:
+		// No member confirms for longer than a lease and a confirm window:
+		// more is a lie, taken for that much (a prepare waits no longer
+		// than its Hold anyway, a locate backs off no longer).
+		confirmLeft := time.Duration(r.ConfirmLeftMS) * time.Millisecond
+		if confirmLeft > c.confirmWindow() {
+			confirmLeft = c.confirmWindow()
+			c.count("confirm_left_clamped")
+		}
 		if r.Op == wire.ProbePrepare {
 			if r.Flags&wire.ProbeConfirmKnown == 0 {
 				p.confirmUnknown = true
 			}
-			p.confirmLeft = max(p.confirmLeft, time.Duration(r.ConfirmLeftMS)*time.Millisecond)
+			p.confirmLeft = max(p.confirmLeft, confirmLeft)
 		}
 		if r.Op == wire.ProbeLocate && r.Flags&wire.ProbeConfirmKnown != 0 {
-			p.confirmLeft = max(p.confirmLeft, time.Duration(r.ConfirmLeftMS)*time.Millisecond)
+			p.confirmLeft = max(p.confirmLeft, confirmLeft)
 		}
 		if r.Op == wire.ProbeLocate && r.Generation > p.known {
 			if err := c.admit(l.name, r.Generation); err != nil {
