@@ -16,10 +16,10 @@
 // holding it adds itself, and every member it passes adds the wants it
 // heard since the token was sent to it) and moves from member to successor
 // until nobody wants it, then stays where it is. A waiting member without
-// the token looks for it every loss timeout (RingProbe, locate), which
-// also renews its want; a want heard before the token's arrival, or not
-// renewed within two loss timeouts, is forgotten, so the lock moves to the
-// next member in one pass, not a rotation. An idle ring sends only two
+// the token looks for it every loss timeout (RingProbe, locate), and the
+// holder takes its want again; a member without the token forgets a want
+// heard before the token's arrival, or more than two loss timeouts ago, so
+// the lock moves to the next member in one pass, not a rotation. An idle ring sends only two
 // heartbeats per member per second (watch.go: each member watches its
 // neighbours); an uncontended acquire at the member that last held the
 // lock costs no message at all, anywhere else at most one rotation.
