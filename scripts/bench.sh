@@ -22,7 +22,9 @@
 #       --clients (default 8) contending for one lock over --window (default
 #       5s), frames per critical-section entry, idle traffic per node over
 #       --traffic (default 10s), recovery after SIGKILL of the holder
-#       (--trials, default 5), RSS; --flags are added to every mutexd run.
+#       (--trials, default 5) and after the holder is partitioned alone or
+#       its daemon paused 5 s (--trials each), RSS; --flags are added to
+#       every mutexd run.
 #       Installs etcd-server and etcd-client.
 #   bench.sh timesync [--warmup D] [--window D] [--load D] [--conns N]
 #                     [--impair [--jitter D] [--asym D]] [--no-serve-ab]

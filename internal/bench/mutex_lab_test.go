@@ -131,6 +131,7 @@ func BenchmarkMutex(b *testing.B) {
 	m.contended(&r)
 	m.idle(&r)
 	m.recovery(&r)
+	m.cutOff(&r) // mutex_cutoff_lab_test.go
 	b.StopTimer()
 
 	t := m.table(&r)
@@ -646,6 +647,7 @@ func (m *mutexBench) table(r *mutexResults) *Table {
 		fmt.Sprintf("%s / %s", Millis(r.recovery["etcd"].P50), Millis(r.recovery["etcd"].Max)))
 	idle := r.recovery["mutexd idle"]
 	t.Row("  the same, token resting idle there", "", fmt.Sprintf("%s / %s", Millis(idle.P50), Millis(idle.Max)), "-")
+	m.cutOffRows(t, r)
 	t.Row("RSS (max)", "<= 20 MB", Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS), MB(m.rss["etcd"])+" (server)")
 	flags := "defaults (lease 3s, 1 s heartbeats, 500 ms loss timeout, 250 ms confirm window)"
 	if *mutexFlags != "" {

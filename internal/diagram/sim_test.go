@@ -126,47 +126,8 @@ func TestLayoutOracle(t *testing.T) {
 
 func checkOracle(t *testing.T, d *Diagram) {
 	t.Helper()
-	vecs := make([]clock.Vector, len(d.Events))
-	for i, e := range d.Events {
-		if len(e.VC) == 0 {
-			t.Fatalf("event %d (%s) has no vector time", i, d.describe(i))
-		}
-		vecs[i] = e.VC.Vector()
-	}
-	col := func(i int) int { return d.Groups[d.Events[i].Group].Col }
-	for _, m := range d.Messages {
-		if m.Send < 0 || m.Recv < 0 {
-			continue
-		}
-		if col(m.Send) >= col(m.Recv) {
-			t.Fatalf("arrow %s drawn from column %d back to %d", m.Frame, col(m.Send), col(m.Recv))
-		}
-		if d.Events[m.Recv].T.Before(d.Events[m.Send].T) {
-			t.Fatalf("frame %s received before it was sent (true time)", m.Frame)
-		}
-	}
-	bad := 0
-	for a := range d.Events {
-		for b := a + 1; b < len(d.Events); b++ {
-			want, got := clock.Compare(vecs[a], vecs[b]), d.Relation(a, b)
-			ok := want == got
-			switch want {
-			case clock.Before:
-				ok = ok && col(a) < col(b)
-			case clock.After:
-				ok = ok && col(b) < col(a)
-			case clock.Equal:
-				ok = ok && d.Events[a].Group == d.Events[b].Group
-			}
-			if !ok {
-				if bad++; bad <= 5 {
-					t.Errorf("events %d and %d: vectors say %v, diagram %v (columns %d, %d)\n  %s\n  %s", a, b, want, got, col(a), col(b), d.describe(a), d.describe(b))
-				}
-			}
-		}
-	}
-	if bad > 0 {
-		t.Fatalf("%d pairs drawn against their vector times", bad)
+	if err := d.CheckCausality(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -202,13 +163,7 @@ func TestScenarioDiagrams(t *testing.T) {
 			for _, k := range wire.Kinds() {
 				delivered += s.Delivered(k)
 			}
-			arrows := 0
-			for _, m := range d.Messages {
-				if m.Send >= 0 && m.Recv >= 0 && !m.Dropped {
-					arrows++
-				}
-			}
-			if uint64(arrows) != delivered {
+			if arrows := d.Arrows(); uint64(arrows) != delivered {
 				t.Errorf("%d arrows for %d delivered frames", arrows, delivered)
 			}
 			if *scenarioOut != "" {

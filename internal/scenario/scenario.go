@@ -20,11 +20,7 @@ var Rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // run, as one subtest each.
 func Files(t *testing.T, run func(t *testing.T, script string) string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios: %v", err)
-	}
-	for _, file := range files {
+	for _, file := range Paths(t) {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
 			want, err := os.ReadFile(file)
 			if err != nil {
@@ -42,6 +38,17 @@ func Files(t *testing.T, run func(t *testing.T, script string) string) {
 			}
 		})
 	}
+}
+
+// Paths lists the test's package's testdata/scenarios/*.txt; none is a
+// failure.
+func Paths(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	return files
 }
 
 // Commands splits script into its lines: comments (returned with cmd

@@ -22,7 +22,17 @@ type LinkConfig struct {
 	// Duplicate is the probability that a delivered datagram arrives a
 	// second time, with its own delay (0..1).
 	Duplicate float64
+	// Retransmit is the probability that a stream frame's segment is lost
+	// once and sent again by TCP after its retransmission timeout
+	// (RetransmitTimeout, Linux's minimum RTO): the frame, and every frame
+	// behind it on the connection, arrives that much later (0..1). What
+	// loss on a link does to a TCP connection.
+	Retransmit float64
 }
+
+// RetransmitTimeout is the delay a retransmitted stream frame takes on top
+// of its link's (LinkConfig.Retransmit): Linux's minimum RTO.
+const RetransmitTimeout = 200 * time.Millisecond
 
 // LANLink is the link profile used when Config.DefaultLink is left zero: a
 // switched lab LAN, 100 us one way with 50 us of jitter, nothing lost.
@@ -41,6 +51,8 @@ func (c LinkConfig) validate() error {
 		return fmt.Errorf("sim: link loss %v outside 0..1", c.Loss)
 	case c.Duplicate < 0 || c.Duplicate > 1:
 		return fmt.Errorf("sim: link duplication %v outside 0..1", c.Duplicate)
+	case c.Retransmit < 0 || c.Retransmit > 1:
+		return fmt.Errorf("sim: link retransmission %v outside 0..1", c.Retransmit)
 	}
 	return nil
 }

@@ -365,7 +365,11 @@ func (s *Sim) transmit(p *packet) {
 			return
 		}
 		p.epoch = l.epoch
-		at := max(s.now+s.delay(l), l.lastStream)
+		at := s.now + s.delay(l)
+		if l.cfg.Retransmit > 0 && s.chance(l.cfg.Retransmit) {
+			at += RetransmitTimeout
+		}
+		at = max(at, l.lastStream)
 		l.lastStream = at
 		s.schedule(at, func() { s.arrive(p) })
 		return

@@ -220,6 +220,14 @@ func (s ProbeStatus) String() string {
 // and the new token must not grant before it ends.
 const ProbeHeld uint8 = 1 << 0
 
+// ProbeConfirmKnown flags a ProbeOK reply to a prepare (a promise) whose
+// Confirm Left is meaningful: how much longer a lease may run on what this
+// member confirmed before it promised (a check it passed, or an earlier
+// promise), as this member reckons it. Without the flag (a build that does
+// not send it) the proposer knows nothing of the kind and waits the whole
+// Hold.
+const ProbeConfirmKnown uint8 = 1 << 1
+
 // RingProbeReply is the payload of KindRingProbeReply.
 //
 //	 0                   1                   2                   3
@@ -239,13 +247,14 @@ const ProbeHeld uint8 = 1 << 0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|   Lease Left, ms (have: the grant's; ok: an orphaned grant's)  | 24
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                         Reserved (0)                          | 28
+//	|  Confirm Left, ms (ok to a prepare, with ProbeConfirmKnown; else 0) | 28
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                  Name (Name Len bytes)                        | 32
 //	/                                                               /
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
-// Flags: bit 0 ProbeHeld; other bits reserved, zero.
+// Flags: bit 0 ProbeHeld, bit 1 ProbeConfirmKnown; other bits reserved,
+// zero.
 type RingProbeReply struct {
 	Op          ProbeOp
 	Name        string
@@ -255,6 +264,8 @@ type RingProbeReply struct {
 	Generation  uint64
 	Fence       uint64
 	LeaseLeftMS uint32
+	// ConfirmLeftMS: see ProbeConfirmKnown; zero without the flag.
+	ConfirmLeftMS uint32
 }
 
 const (
@@ -263,7 +274,7 @@ const (
 	ringProbeFixedLen  = 16
 	probeReplyFixedLen = 32
 
-	probeFlagsKnown = ProbeHeld
+	probeFlagsKnown = ProbeHeld | ProbeConfirmKnown
 
 	tokenWhat      = "token"
 	tokenAckWhat   = "token ack"
@@ -463,13 +474,15 @@ func (r RingProbeReply) AppendBinary(b []byte) ([]byte, error) {
 		return b, &EncodeError{What: probeReplyWhat, Field: "status", Value: uint64(r.Status), Why: "undefined"}
 	case r.Flags&^probeFlagsKnown != 0:
 		return b, &EncodeError{What: probeReplyWhat, Field: "flags", Value: uint64(r.Flags), Why: "undefined bits"}
+	case r.ConfirmLeftMS != 0 && r.Flags&ProbeConfirmKnown == 0:
+		return b, &EncodeError{What: probeReplyWhat, Field: "confirm left", Value: uint64(r.ConfirmLeftMS), Why: "without ProbeConfirmKnown"}
 	}
 	b = append(b, byte(r.Op), byte(len(r.Name)), byte(r.Status), r.Flags)
 	b = binary.BigEndian.AppendUint32(b, r.Nonce)
 	b = binary.BigEndian.AppendUint64(b, r.Generation)
 	b = binary.BigEndian.AppendUint64(b, r.Fence)
 	b = binary.BigEndian.AppendUint32(b, r.LeaseLeftMS)
-	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, r.ConfirmLeftMS)
 	return append(b, r.Name...), nil
 }
 
@@ -487,22 +500,24 @@ func (r *RingProbeReply) UnmarshalBinary(b []byte) error {
 	case flags&^probeFlagsKnown != 0:
 		return decodeErr(probeReplyWhat, DecodeBadFlags, "flags", int(flags), -1)
 	}
-	if res := binary.BigEndian.Uint32(b[28:]); res != 0 {
-		return decodeErr(probeReplyWhat, DecodeBadReserved, "reserved", int(res), 0)
+	confirmLeft := binary.BigEndian.Uint32(b[28:])
+	if confirmLeft != 0 && flags&ProbeConfirmKnown == 0 {
+		return decodeErr(probeReplyWhat, DecodeBadReserved, "confirm left", int(confirmLeft), 0)
 	}
 	name, err := readName(probeReplyWhat, b[probeReplyFixedLen:], int(b[1]))
 	if err != nil {
 		return err
 	}
 	*r = RingProbeReply{
-		Op:          op,
-		Name:        name,
-		Status:      st,
-		Flags:       flags,
-		Nonce:       binary.BigEndian.Uint32(b[4:]),
-		Generation:  binary.BigEndian.Uint64(b[8:]),
-		Fence:       binary.BigEndian.Uint64(b[16:]),
-		LeaseLeftMS: binary.BigEndian.Uint32(b[24:]),
+		Op:            op,
+		Name:          name,
+		Status:        st,
+		Flags:         flags,
+		Nonce:         binary.BigEndian.Uint32(b[4:]),
+		Generation:    binary.BigEndian.Uint64(b[8:]),
+		Fence:         binary.BigEndian.Uint64(b[16:]),
+		LeaseLeftMS:   binary.BigEndian.Uint32(b[24:]),
+		ConfirmLeftMS: confirmLeft,
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ func tokenSamples() []tokenPayload {
 		&RingProbe{Op: ProbeLocate, Name: "db:main", Nonce: 79},
 		&RingProbeReply{Op: ProbePrepare, Name: "counter", Status: ProbeHave, Flags: ProbeHeld, Nonce: 77, Generation: 3<<32 | 2, Fence: 3<<40 | 9, LeaseLeftMS: 1200},
 		&RingProbeReply{Op: ProbeCheck, Name: "counter", Status: ProbeOK, Nonce: 78, Generation: 4<<32 | 5},
+		&RingProbeReply{Op: ProbePrepare, Name: "counter", Status: ProbeOK, Flags: ProbeConfirmKnown, Nonce: 80, Generation: 5<<32 | 1, LeaseLeftMS: 10, ConfirmLeftMS: 3270},
 		&RingProbeReply{Op: ProbeLocate, Name: "counter", Status: ProbeOK, Nonce: 79, Generation: 4<<32 | 5},
 	}
 }
@@ -110,7 +111,10 @@ func TestTokenRejects(t *testing.T) {
 	if _, err := (RingProbeReply{Op: ProbeWant, Name: "a", Status: ProbeOK}).AppendBinary(nil); err == nil {
 		t.Error("reply to a want encoded")
 	}
-	if _, err := (RingProbeReply{Op: ProbeCheck, Name: "a", Status: ProbeOK, Flags: 2}).AppendBinary(nil); err == nil {
+	if _, err := (RingProbeReply{Op: ProbeCheck, Name: "a", Status: ProbeOK, ConfirmLeftMS: 1}).AppendBinary(nil); err == nil {
+		t.Error("confirm left without its flag encoded")
+	}
+	if _, err := (RingProbeReply{Op: ProbeCheck, Name: "a", Status: ProbeOK, Flags: 4}).AppendBinary(nil); err == nil {
 		t.Error("reply with undefined flags encoded")
 	}
 

@@ -21,8 +21,9 @@ type Config struct {
 	ID      uint32
 	Members []uint32
 
-	// HeartbeatInterval is how often a member tells the others it is
-	// alive (default 1 s): all the traffic of an idle ring.
+	// HeartbeatInterval is how often a member tells the members watching
+	// it (its two neighbours) that it is alive (default 1 s): all the
+	// traffic of an idle ring, 2N frames per interval.
 	HeartbeatInterval time.Duration
 	// DeadAfter is the silence after which a member is taken for down and
 	// skipped when the token is passed (default 3.5 heartbeats).

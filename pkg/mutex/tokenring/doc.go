@@ -14,10 +14,15 @@
 // The ring does not spin. A member with a request and no token broadcasts a
 // want (RingProbe, want); the token remembers who wants it (the member
 // holding it adds itself, and every member it passes adds the wants it
-// heard) and moves from member to successor until nobody wants it, then
-// stays where it is. An idle ring sends only a heartbeat per member per
-// second; an uncontended acquire at the member that last held the lock
-// costs no message at all, anywhere else at most one rotation.
+// heard since the token was sent to it) and moves from member to successor
+// until nobody wants it, then stays where it is. A waiting member without
+// the token looks for it every loss timeout (RingProbe, locate), and the
+// holder takes its want again; a member without the token forgets a want
+// heard before the token's arrival, or more than two loss timeouts ago, so
+// the lock moves to the next member in one pass, not a rotation. An idle ring sends only two
+// heartbeats per member per second (watch.go: each member watches its
+// neighbours); an uncontended acquire at the member that last held the
+// lock costs no message at all, anywhere else at most one rotation.
 //
 // A token moves on the members' TCP link to the successor, which
 // acknowledges it. A successor that is down (silent for DeadAfter) or that
@@ -56,6 +61,27 @@
 // before the new token's first grant. When every member promised (none
 // could hold an old token) the Hold is zero.
 //
+// The same argument gives a shorter wait: each promiser says how long a
+// lease may still run on the last check (or promise) it answered before it
+// promised (ConfirmWindow + MaxLease from that answer, padded), and the
+// token waits for the longest of these when that is sooner than the Hold.
+// A check an old holder passed met one of the promisers, before its last
+// answer. A member that restarted, or that has no entry for the lock,
+// counts its answers as of its start (or the last answer it gave about a
+// lock it had no entry for). A holder cut off from the majority, or paused,
+// is so replaced within a lease and a confirm window of its last renewal
+// (about 3.3 s with the defaults) rather than of the new majority.
+//
+// Two generations of one round are never both made: a member promises
+// only a round above every generation it knows (or the same prepare
+// again). And a waiting member whose locate found no token does not
+// propose when a rival's prepare may have run meanwhile (it promised one,
+// or an answer named a newer generation): that rival's token would be
+// doomed at its first check, and the lock would wait a second Hold. A
+// prepare that finds an old token but has its majority makes its token
+// anyway: the old one cannot pass a check any more, and the Hold covers
+// what it granted.
+//
 // So at most one lease of a lock is valid at any real instant, whatever the
 // network does (loss, delay, duplication, reordering), provided the
 // members' clocks run at rates within MaxDriftPPM of each other. This
@@ -78,12 +104,26 @@
 //	holder crashed, token dropped:   a waiting member's want goes unanswered
 //	                                 for LossTimeout -> locate -> prepare ->
 //	                                 new generation, Hold, grants resume
-//	successor dead, pass unacked:    the sender waits AckTimeout, skips it,
-//	                                 and locates (the successor may have it)
+//	successor dead, pass unacked:    the sender waits AckTimeout, sends the
+//	                                 token again and locates; at the next
+//	                                 AckTimeout, if nothing was heard from
+//	                                 the successor since the pass, it is
+//	                                 skipped (the locate decides the rest)
+//	successor slow (lossy link):     heard, so waited for (up to DeadAfter):
+//	                                 TCP is still resending the token, and a
+//	                                 new one would doom it
 //	holder paused past its lease:    its lease ran out on its own clock; the
 //	                                 others regenerate and wait out the Hold;
 //	                                 when it wakes, its checks fail and its
 //	                                 token is refused everywhere
+//
+// A locate decides that the token is lost only when a majority answered,
+// nobody has the token or passed it a moment ago, no member confirmed a
+// check or promise within a third of a lease (a live holder whose answers
+// were lost), and no rival may be proposing. Wants travel on the members'
+// TCP links, and a promiser that waits sends the proposer its want: a
+// waiting member is then known to the token, and bypassed at most N-1
+// times, also on a lossy link.
 //
 // # Frames that lie
 //
@@ -133,7 +173,10 @@
 // Failure detection is pkg/liveness's Detector with DeadAfter as its
 // timeout, started at the core's first Tick or Step (every member is
 // presumed alive until then, and for DeadAfter after); any frame from a
-// member is its sign of life. After a stall of this member's own loop the
+// member is its sign of life. Only the members a member watches (its
+// neighbours, and beyond one that is down: watch.go) get its heartbeats
+// and can be taken for down; the others are presumed up until a token
+// passed to one is not acknowledged. After a stall of this member's own loop the
 // Detector gives the others half of DeadAfter more before taking them for
 // down (its frames may be waiting unread). Skipping a successor that did
 // not acknowledge a token is the ring's own, on top of it.

@@ -28,7 +28,11 @@ type lock struct {
 	lastGen uint64 // the last token received: a duplicate is acknowledged, not taken
 	lastHop uint64
 
-	wantsSeen map[uint32]bool
+	// wantsSeen is when each member was last heard to want the token
+	// while it was not here: the token takes the recent ones with it. A
+	// want older than the token's arrival is stale (the token has been
+	// round since, and served it or learned it again): see stepToken.
+	wantsSeen map[uint32]time.Time
 	wantSent  bool      // a want for the queue went out
 	lossAt    time.Time // when a waiting member looks for the token; zero: not waiting
 	backoff   time.Time // no new locate before this (after a failed prepare)
@@ -46,6 +50,13 @@ type lock struct {
 	// and waits it out even when everyone promised.
 	outstanding time.Time
 
+	// confirmed is the last time this member answered OK to a check or a
+	// prepare of this lock (or, for an entry made since, the latest it may
+	// have: see Core.confirmedFloor): a lease granted on what it confirmed
+	// ends within ConfirmWindow + MaxLease of it. A promise says how much
+	// of that is left.
+	answeredOK time.Time
+
 	// vouch asks the member a token came from whether it passed exactly
 	// that token (see vouching.go); passed is what this member last passed
 	// on, to answer such a question.
@@ -56,8 +67,18 @@ type lock struct {
 	// not created: a prepare that failed for want of a majority is retried
 	// in the same generation rather than a new round (a member cut off
 	// from the majority would otherwise burn rounds every second).
-	proposed  uint64
-	exhausted bool // EventRoundsExhausted was reported
+	proposed uint64
+	// vowed is the generation this member last promised to a proposer in
+	// this run (promised may be one it only heard of).
+	vowed   uint64
+	vowedAt time.Time
+	// prepareAt is when a locate that found nothing proposes (a random
+	// part of a probe timeout later); prepareKnown and prepareSince, what
+	// it knew and when it started, for a last look for rivals.
+	prepareAt    time.Time
+	prepareKnown uint64
+	prepareSince time.Time
+	exhausted    bool // EventRoundsExhausted was reported
 
 	creator uint32    // who made the entry (see table.go)
 	used    time.Time // last frame or request about it
@@ -69,7 +90,7 @@ func newLock(name string, promised uint64, ackTimeout time.Duration) *lock {
 	if err != nil {
 		panic(fmt.Sprintf("tokenring: handoff outbox: %v", err)) // AckTimeout validated: a bug
 	}
-	return &lock{name: name, promised: promised, wantsSeen: map[uint32]bool{}, handoff: out}
+	return &lock{name: name, promised: promised, wantsSeen: map[uint32]time.Time{}, handoff: out}
 }
 
 // inFlight is the token sent and not yet acknowledged, nil if none.
@@ -98,6 +119,9 @@ type inflight struct {
 	to       uint32
 	gen, hop uint64
 	wants    []uint32
+	at       time.Time  // first sent
+	msg      wire.Token // to send again
+	late     bool       // its acknowledgement is overdue; a locate asks whether `to` is there
 }
 
 // probe is a locate, prepare, check or vouch: a quorum.Probe (asked: the
@@ -112,6 +136,15 @@ type probe struct {
 	have      bool
 	stale     uint64
 	leaseLeft time.Duration
+	// known is, for a locate, the generation this member knew when it
+	// started; newer, the highest newer one a member answered it had
+	// promised (a rival's proposal, or a token made meanwhile).
+	known, newer uint64
+	// confirmLeft is, for a prepare, the longest a lease may still run on
+	// what a promiser confirmed before it promised (this member's own
+	// included); confirmUnknown, that a promiser did not say.
+	confirmLeft    time.Duration
+	confirmUnknown bool
 	// majorityAt is when a prepare's promises first made a majority: a
 	// regenerated token's Hold runs from there, so waiting for the last
 	// answers (which may spare the Hold) costs nothing when they never come.
@@ -151,7 +184,11 @@ func (c *Core) want(l *lock) {
 		return
 	}
 	l.wantSent = true
-	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, false)
+	// Over the members' TCP links: a want lost on a lossy link is a
+	// member the token does not know waits, bypassed until its next
+	// locate (issue 15: its predecessor served its own client 5 times in
+	// a row meanwhile).
+	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, true)
 }
 
 // Release ends request id: a holder gives its lock back, a waiting request
@@ -252,7 +289,12 @@ func (c *Core) confirmed(l *lock) bool {
 // others returns the members other than this one that wait for l's token
 // and may be passed it.
 func (c *Core) others(l *lock) []uint32 {
-	set := maps.Clone(l.wantsSeen)
+	set := map[uint32]bool{}
+	for m, at := range l.wantsSeen {
+		if c.fresh(at) {
+			set[m] = true
+		}
+	}
 	if l.tok != nil {
 		maps.Copy(set, l.tok.wants)
 	}
@@ -264,6 +306,13 @@ func (c *Core) others(l *lock) []uint32 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// fresh says whether a want heard at at may still stand: a member that
+// waits without the token looks for it (locate) every loss timeout, and
+// whoever holds the token then takes its want again.
+func (c *Core) fresh(at time.Time) bool {
+	return !at.Before(c.now.Add(-2*c.cfg.LossTimeout - time.Duration(c.cfg.ProbeTries)*c.cfg.ProbeTimeout))
 }
 
 // advance decides what the token held here does next: grant, pass on, or
@@ -338,7 +387,7 @@ func (c *Core) pass(l *lock, others []uint32) {
 	}
 	c.send(succ, wire.KindToken, msg, true)
 	l.handoff.CancelIf(c.now, func(delivery.Entry[inflight]) bool { return true }) // one token in flight per lock
-	if err := l.handoff.Send(c.now, delivery.Key{To: succ, ID: t.hop + 1}, inflight{to: succ, gen: t.gen, hop: t.hop + 1, wants: wants}); err != nil {
+	if err := l.handoff.Send(c.now, delivery.Key{To: succ, ID: t.hop + 1}, inflight{to: succ, gen: t.gen, hop: t.hop + 1, wants: wants, at: c.now, msg: msg}); err != nil {
 		c.count("handoff_refused") // unbounded outbox: cannot happen
 	}
 	l.passed = &handoff{to: succ, gen: t.gen, fence: t.fence, holdUntil: t.holdUntil}
@@ -410,7 +459,17 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 		}
 	}
 	l.maxFence = max(l.maxFence, t.Fence)
-	l.wantSent, l.lossAt = false, time.Time{}
+	// Wants heard before the token could have left its sender are in its
+	// wants, or were served on its way here: keeping them would send it
+	// round the whole ring to members that no longer wait (issue 15: N+1
+	// passes per handoff). A want lost on the way is found again by the
+	// waiting member's locate, one loss timeout later.
+	for m, at := range l.wantsSeen {
+		if at.Before(c.now.Add(-c.cfg.AckTimeout)) {
+			delete(l.wantsSeen, m)
+		}
+	}
+	l.wantSent, l.lossAt, l.prepareAt = false, time.Time{}, time.Time{}
 	l.locate = nil // found it
 	l.check = nil  // any check in progress was of an earlier visit
 	l.passed = nil // this member has not passed this visit's token yet
@@ -445,6 +504,9 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 		}
 	}
 	l.handoff.Ack(c.now, delivery.Key{To: f.to, ID: f.hop})
+	if l.passed != nil && a.Status == wire.TokenAccepted {
+		l.passed.acked = c.now
+	}
 	if a.Status == wire.TokenStale {
 		// The successor promised a newer generation: this token is dead,
 		// and whoever waits for the lock waits for the newer one.
@@ -459,6 +521,9 @@ func (c *Core) stepAck(from uint32, a wire.TokenAck) error {
 		return nil
 	}
 	c.count("tokens_acked")
+	// The token is at the successor: whatever a locate of ours (for this
+	// late acknowledgement, say) has heard so far, nothing is lost.
+	l.locate, l.prepareAt = nil, time.Time{}
 	if c.reqs.Waiting(l.name) > 0 {
 		// Served once this visit: the token comes back, no want needed;
 		// but if it gets lost on the way, look for it.
@@ -491,25 +556,38 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 		c.wantedBy(l, from)
 		return nil
 	case wire.ProbeLocate:
+		// A member that waits looks for the token every loss timeout: the
+		// holder adds it to the token's wants. So does a member whose
+		// handoff was late; that one, the member the token came from, put
+		// its own want in the token if it had one.
 		if c.has(l, &reply) {
-			c.wantedBy(l, from)
+			if l.tok == nil || l.tok.from != from {
+				c.wantedBy(l, from)
+			}
+		} else {
+			// What this member confirmed lately tells the locator whether
+			// a token was alive a moment ago, when the holder's own answer
+			// is lost.
+			reply.Flags |= wire.ProbeConfirmKnown
+			reply.ConfirmLeftMS = msCeil(c.confirmLeft(l))
 		}
 	case wire.ProbePrepare:
 		switch {
 		case c.has(l, &reply):
 			c.wantedBy(l, from)
-		case p.Generation < l.promised || p.Generation == l.promised && GenerationOwner(p.Generation) != from:
+		case p.Generation == l.promised && l.vowed == p.Generation && GenerationOwner(p.Generation) == from:
+			// The proposer asks again (a retry, or a prepare it repeats
+			// after no majority): the same promise. Only one made here: a
+			// generation merely heard of (a stale answer) is not promised.
+			c.promise(l, from, p, &reply)
+		case GenerationRound(p.Generation) <= GenerationRound(l.promised):
+			// A promise is only ever to a higher round: two generations of
+			// one round (rivals that proposed at once) could otherwise both
+			// be made, their fences of one range. The later rival learns
+			// the round it must beat.
 			reply.Status = wire.ProbeStale
 		default:
-			// Promise: no token of an older generation is taken, checked
-			// or created here from now on. Persisted before the reply.
-			c.raise(l, p.Generation)
-			reply.Generation = l.promised
-			reply.LeaseLeftMS = msCeil(l.outstanding.Sub(c.now))
-			l.wantsSeen[from] = true
-			if l.prepare != nil && l.prepare.gen < l.promised {
-				c.abortPrepare(l, "outbid")
-			}
+			c.promise(l, from, p, &reply)
 		}
 	case wire.ProbeCheck:
 		switch {
@@ -523,12 +601,36 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 		default:
 			c.raise(l, p.Generation)
 			reply.Generation = l.promised
+			l.answeredOK = c.now
 		}
 	case wire.ProbeVouch:
 		c.answerVouch(from, l, p, &reply)
 	}
 	c.send(from, wire.KindRingProbeReply, reply, false)
 	return nil
+}
+
+// promise answers member from's prepare p with a promise: no token of an
+// older generation is taken, checked or created here from now on.
+// Persisted before the reply.
+func (c *Core) promise(l *lock, from uint32, p wire.RingProbe, reply *wire.RingProbeReply) {
+	c.raise(l, p.Generation)
+	l.vowed, l.vowedAt = p.Generation, c.now
+	reply.Generation = l.promised
+	reply.LeaseLeftMS = msCeil(l.outstanding.Sub(c.now))
+	reply.Flags |= wire.ProbeConfirmKnown
+	reply.ConfirmLeftMS = msCeil(c.confirmLeft(l))
+	l.answeredOK = c.now
+	l.wantsSeen[from] = c.now
+	if l.prepare != nil && l.prepare.gen < l.promised {
+		c.abortPrepare(l, "outbid")
+	}
+	if c.reqs.Waiting(l.name) > 0 {
+		// The proposer is about to hold the token: it must know this
+		// member waits (a want sent before it had the lock in its table
+		// was not kept).
+		c.send(from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, true)
+	}
 }
 
 // stepProbeUnknown answers a probe about a lock missing from the table as
@@ -542,6 +644,8 @@ func (c *Core) stepProbeUnknown(from uint32, p wire.RingProbe) {
 	case wire.ProbeCheck:
 		if p.Generation < c.floor {
 			reply.Status = wire.ProbeStale
+		} else {
+			c.confirmedFloor = c.now
 		}
 	case wire.ProbeVouch:
 		reply.Status = wire.ProbeHave // this member passed no such token
@@ -563,8 +667,19 @@ func (c *Core) has(l *lock, r *wire.RingProbeReply) bool {
 	case l.inFlight() != nil:
 		r.Status, r.Generation = wire.ProbeHave, l.inFlight().gen
 		return true
+	case l.passed != nil && !l.passed.acked.IsZero() && c.now.Sub(l.passed.acked) < c.locateSpan():
+		// Passed on and acknowledged just now: a locate that asked the
+		// successor a moment ago heard "no token" there, and must not
+		// hear it here too while the token was between the two.
+		r.Status, r.Generation = wire.ProbeHave, l.passed.gen
+		return true
 	}
 	return false
+}
+
+// locateSpan is the longest a locate runs: its tries' timeouts.
+func (c *Core) locateSpan() time.Duration {
+	return time.Duration(c.cfg.ProbeTries) * c.cfg.ProbeTimeout
 }
 
 // wantedBy records that member m waits for l's token.
@@ -574,7 +689,7 @@ func (c *Core) wantedBy(l *lock, m uint32) {
 		c.advance(l)
 		return
 	}
-	l.wantsSeen[m] = true
+	l.wantsSeen[m] = c.now
 }
 
 func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
@@ -621,6 +736,29 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 		p.stale = max(p.stale, r.Generation)
 		c.raise(l, r.Generation)
 	case wire.ProbeOK:
+		// No member confirms for longer than a lease and a confirm window:
+		// more is a lie, taken for that much (a prepare waits no longer
+		// than its Hold anyway, a locate backs off no longer).
+		confirmLeft := time.Duration(r.ConfirmLeftMS) * time.Millisecond
+		if confirmLeft > c.confirmWindow() {
+			confirmLeft = c.confirmWindow()
+			c.count("confirm_left_clamped")
+		}
+		if r.Op == wire.ProbePrepare {
+			if r.Flags&wire.ProbeConfirmKnown == 0 {
+				p.confirmUnknown = true
+			}
+			p.confirmLeft = max(p.confirmLeft, confirmLeft)
+		}
+		if r.Op == wire.ProbeLocate && r.Flags&wire.ProbeConfirmKnown != 0 {
+			p.confirmLeft = max(p.confirmLeft, confirmLeft)
+		}
+		if r.Op == wire.ProbeLocate && r.Generation > p.known {
+			if err := c.admit(l.name, r.Generation); err != nil {
+				return err
+			}
+			p.newer = max(p.newer, r.Generation)
+		}
 		p.Answer(from, r.Nonce)
 		p.promises.Vote(from, true)
 		p.leaseLeft = max(p.leaseLeft, time.Duration(r.LeaseLeftMS)*time.Millisecond)
@@ -634,7 +772,8 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 			c.finishLocate(l)
 		}
 	case wire.ProbePrepare:
-		if p.have || p.stale != 0 || p.Count() == len(c.cfg.Members)-1 {
+		// A token found is waited out with the promises: see finishPrepare.
+		if p.have && p.won() || p.stale != 0 || p.Count() == len(c.cfg.Members)-1 {
 			c.finishPrepare(l)
 		}
 	case wire.ProbeCheck:
@@ -672,7 +811,8 @@ func (c *Core) newProbe(l *lock, op wire.ProbeOp, gen uint64) *probe {
 		}
 	}
 	tries := c.cfg.ProbeTries
-	if op == wire.ProbeCheck {
+	switch op {
+	case wire.ProbeCheck:
 		tries = 1 // a check is fresh or useless: it is not asked again, a new one is made
 	}
 	p := c.startProbe(op, gen, asked, tries)
@@ -703,6 +843,7 @@ func (c *Core) startLocate(l *lock) {
 		return
 	}
 	l.locate = c.newProbe(l, wire.ProbeLocate, 0)
+	l.locate.known = l.promised
 	if len(c.cfg.Members) == 1 {
 		c.finishLocate(l)
 	}
@@ -711,6 +852,13 @@ func (c *Core) startLocate(l *lock) {
 func (c *Core) finishLocate(l *lock) {
 	p := l.locate
 	l.locate = nil
+	if f := l.inFlight(); f != nil && f.late && !p.have {
+		// The successor is there and has not got the token yet (it is on
+		// its way), or has not answered yet: the handoff's next timeout
+		// decides.
+		c.count("handoffs_slow")
+		return
+	}
 	if p.have {
 		// Someone has it and now counts us as waiting. Look again after
 		// a loss timeout even if its lease runs longer: if that member
@@ -721,7 +869,106 @@ func (c *Core) finishLocate(l *lock) {
 		}
 		return
 	}
+	if p.confirmLeft > c.confirmWindow()-(c.cfg.ConfirmWindow+c.cfg.MaxLease)/3 {
+		// Nobody said it has the token, but a member confirmed a check or
+		// a promise within a third of a lease (mutexd lock renews every
+		// third): a token is alive, its holder's answers lost (a lossy
+		// link, this member's or the holder's). A prepare now would doom
+		// it. Look again later; once a dead holder's last check is that
+		// old, its replacement is made, and waits no longer than it would
+		// have (until its last check's leases end).
+		c.count("locate_confirmed_lately")
+		if c.reqs.Waiting(l.name) > 0 {
+			l.lossAt = c.now.Add(c.cfg.LossTimeout)
+		}
+		return
+	}
+	if p.Count()+1 < c.majority {
+		// Too few answers to say anything: this member's own links may be
+		// the slow or lossy ones, and its prepare would doom a live token
+		// it did not hear of (issue 15's lossy member). Look again later.
+		c.count("locates_inconclusive")
+		c.backOff(l)
+		return
+	}
+	if c.rival(l, p.known, max(p.newer, l.promised), p.Started) {
+		return
+	}
+	// Waiting members that lost the token together look for it together:
+	// the first to propose should be alone, or rivals of one round split
+	// the promises and all start again. A random part of a probe timeout
+	// is many round trips on a LAN.
+	if len(c.cfg.Members) == 1 {
+		c.startPrepare(l) // nobody to collide with
+		return
+	}
+	l.prepareAt = c.now.Add(time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.ProbeTimeout) + 1)))
+	l.prepareKnown, l.prepareSince = p.known, p.Started
+}
+
+// rival says whether a rival may be making l's token, and if so backs off:
+// a generation newer than known (what this member knew when it started
+// looking at since) was promised meanwhile, or this member promised one
+// to another member while a prepare of it may still have run.
+func (c *Core) rival(l *lock, known, newer uint64, since time.Time) bool {
+	// A prepare lasts up to its tries' timeouts: one this member promised
+	// that may have run while the locate's answers were given.
+	vowed := l.vowed != 0 && GenerationOwner(l.vowed) != c.self &&
+		l.vowedAt.After(since.Add(-time.Duration(c.cfg.ProbeTries+1)*c.cfg.ProbeTimeout))
+	if newer > known || vowed {
+		// Nobody said it has the token, but a generation newer than the
+		// one this member knew was promised meanwhile, or this member
+		// promised one to another just now: a rival is making the token,
+		// or has just made it (its answer to this locate may have left
+		// before). Proposing above it now would doom that token at its
+		// first check, and cost the lock a second Hold (issue 15: the
+		// first regenerated token after a fault was dropped this way 8
+		// times in 8). Look again once its prepare is over.
+		c.raise(l, newer)
+		c.count("locate_rival")
+		c.backOff(l)
+		return true
+	}
+	return false
+}
+
+// tickPrepareAt starts the prepare a locate that found nothing scheduled,
+// unless the token came, or a rival showed up, meanwhile.
+func (c *Core) tickPrepareAt(l *lock) {
+	if l.prepareAt.IsZero() || c.now.Before(l.prepareAt) {
+		return
+	}
+	l.prepareAt = time.Time{}
+	if l.tok != nil || l.handoff.Len() > 0 || l.locate != nil || l.prepare != nil || c.reqs.Waiting(l.name) == 0 {
+		return
+	}
+	if c.rival(l, l.prepareKnown, l.promised, l.prepareSince) {
+		return
+	}
 	c.startPrepare(l)
+}
+
+// heardSince says whether member m was heard after t.
+func (c *Core) heardSince(m uint32, t time.Time) bool {
+	v, ok := c.det.Member(m)
+	return ok && v.LastHeard.After(t)
+}
+
+// skipHandoff gives up the token passed to f.to, which did not acknowledge
+// it and is skipped until heard again; the waiting members' wants stay
+// here for the next token.
+func (c *Core) skipHandoff(l *lock, f inflight) {
+	l.handoff.CancelIf(c.now, func(delivery.Entry[inflight]) bool { return true })
+	if !c.skipped[f.to] {
+		c.skipped[f.to] = true
+		c.emit(EventMemberSkipped, fmt.Sprintf("member %d did not acknowledge %s's token: skipped", f.to, l.name), "member", f.to, "lock", l.name)
+	}
+	for _, w := range f.wants {
+		if w != c.self {
+			l.wantsSeen[w] = c.now
+		}
+	}
+	c.count("acks_missed")
 }
 
 // startPrepare proposes a new generation of l's token.
@@ -742,6 +989,7 @@ func (c *Core) startPrepare(l *lock) {
 	l.proposed = gen
 	c.raise(l, gen)
 	l.prepare = c.newProbe(l, wire.ProbePrepare, gen)
+	l.prepare.confirmLeft = c.confirmLeft(l) // this member is a promiser too
 	if c.majority == 1 {
 		l.prepare.majorityAt = c.now
 	}
@@ -752,9 +1000,16 @@ func (c *Core) startPrepare(l *lock) {
 
 func (c *Core) abortPrepare(l *lock, why string) {
 	l.prepare = nil
+	if why == "outbid" {
+		l.proposed = 0 // promised elsewhere: only a higher round can win now
+	}
 	c.count("prepare_" + why)
-	// Back off by a random part of a loss timeout, so that rivals do not
-	// collide again.
+	c.backOff(l)
+}
+
+// backOff delays this member's next search for l's token by a random part
+// of a loss timeout, so that rivals do not collide again.
+func (c *Core) backOff(l *lock) {
 	l.backoff = c.now.Add(c.cfg.LossTimeout/2 + time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.LossTimeout/2)+1)))
 	if c.reqs.Waiting(l.name) > 0 {
 		l.lossAt = l.backoff
@@ -764,7 +1019,7 @@ func (c *Core) abortPrepare(l *lock, why string) {
 func (c *Core) finishPrepare(l *lock) {
 	p := l.prepare
 	switch {
-	case p.have:
+	case p.have && !p.won():
 		l.prepare = nil
 		c.count("prepare_found_token")
 		if c.reqs.Waiting(l.name) > 0 {
@@ -778,13 +1033,26 @@ func (c *Core) finishPrepare(l *lock) {
 		c.abortPrepare(l, "no_majority")
 		return
 	}
+	if p.have {
+		// A member has a token of an older generation, but a majority
+		// promised this one: that token cannot pass a check any more.
+		// Making this one now is what keeps the lock alive; waiting it out
+		// is what keeps it safe (the Hold below, that member not having
+		// promised).
+		c.count("regenerations_over_old_token")
+	}
 	l.prepare = nil
 	l.proposed = 0 // created: never again
 	l.passed = nil
 	holdUntil := c.holdUntil(p, l.outstanding)
 	hold := max(holdUntil.Sub(c.now), 0)
 	l.tok = &token{gen: p.gen, fence: uint64(GenerationRound(p.gen)) << fenceCountBits,
-		wants: maps.Clone(l.wantsSeen), holdUntil: holdUntil, vouched: true}
+		wants: map[uint32]bool{}, holdUntil: holdUntil, vouched: true}
+	for m, at := range l.wantsSeen {
+		if c.fresh(at) {
+			l.tok.wants[m] = true
+		}
+	}
 	delete(l.tok.wants, c.self)
 	clear(l.wantsSeen)
 	l.lastGen, l.lastHop = p.gen, 0
@@ -840,25 +1108,35 @@ func (c *Core) tickLock(l *lock) {
 		c.advance(l)
 	}
 	if _, unacked := l.handoff.Tick(now); len(unacked) > 0 {
-		// The successor did not acknowledge: it may be dead, or have the
-		// token with its ack lost. Skip it, keep the waiting members'
-		// wants, and find out.
+		// The successor did not acknowledge: it may be dead, or slow (a
+		// lossy link: TCP resends the token, or the ack, after its own
+		// timeout), or have restarted and lost the frame. A slow member
+		// must not be skipped: the token is on its way, and a new one
+		// made meanwhile dooms it and costs the lock a Hold (issue 15:
+		// the lossy member's predecessor regenerated 4 times in 1.3 s and
+		// served its own client 5 times in a row). So unless it is known
+		// down, or has been waited for DeadAfter, the token stays in
+		// flight (sent again, for a member that restarted) while a locate
+		// asks whether the successor is there. It is skipped at the next
+		// timeout if nothing was heard from it since the token left.
 		f := unacked[0].Msg
-		if !c.skipped[f.to] {
-			c.skipped[f.to] = true
-			c.emit(EventMemberSkipped, fmt.Sprintf("member %d did not acknowledge %s's token: skipped", f.to, l.name), "member", f.to, "lock", l.name)
-		}
-		for _, w := range f.wants {
-			if w != c.self {
-				l.wantsSeen[w] = true
+		if now.Sub(f.at) < c.cfg.DeadAfter && !c.down(f.to) && (!f.late || c.heardSince(f.to, f.at)) {
+			f.late = true
+			c.send(f.to, wire.KindToken, f.msg, true)
+			if err := l.handoff.Send(now, delivery.Key{To: f.to, ID: f.hop}, f); err != nil {
+				c.count("handoff_refused")
 			}
+			c.count("acks_late")
+			c.startLocate(l)
+		} else {
+			c.skipHandoff(l, f)
+			c.startLocate(l)
 		}
-		c.count("acks_missed")
-		c.startLocate(l)
 	}
 	if p := l.locate; p != nil && c.tickProbe(l, p) {
 		c.finishLocate(l)
 	}
+	c.tickPrepareAt(l)
 	if p := l.prepare; p != nil && c.tickProbe(l, p) {
 		c.finishPrepare(l)
 	}
@@ -876,7 +1154,7 @@ func (c *Core) tickLock(l *lock) {
 		c.advance(l)
 	}
 	if l.tok == nil && l.handoff.Len() == 0 && c.reqs.Waiting(l.name) > 0 && !l.lossAt.IsZero() && !now.Before(l.lossAt) &&
-		l.locate == nil && l.prepare == nil && !now.Before(l.backoff) {
+		l.locate == nil && l.prepare == nil && l.prepareAt.IsZero() && !now.Before(l.backoff) {
 		c.count("losses_suspected")
 		c.startLocate(l)
 	}

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/diagram"
 	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -61,6 +64,10 @@ type scenarioRing struct {
 	counts  map[wire.Kind]int
 	out     *bytes.Buffer
 	grantOf map[uint32]map[mutex.RequestID]bool
+	tr      *scenario.Tracer // every send, delivery and event (-scenario.traces DIR)
+	// delivered counts the frames handed to a core since the ring began:
+	// the arrows of its diagram.
+	delivered int
 }
 
 func (r *scenarioRing) at() string { return fmt.Sprintf("%6dms", r.now.Sub(t0).Milliseconds()) }
@@ -87,18 +94,24 @@ func (r *scenarioRing) flush(id uint32) {
 		r.disk[id] = rd.State
 	}
 	c.Advance(true)
+	for _, e := range rd.Events {
+		r.tr.Local(r.now, id, e) // a Ready's events before its sends, as a daemon traces them
+	}
 	for _, m := range rd.Messages {
 		m.From = id
+		var tos []uint32
 		for _, to := range r.ids {
-			if to == id || m.To != core.Broadcast && m.To != to {
-				continue
+			if to != id && (m.To == core.Broadcast || m.To == to) {
+				tos = append(tos, to)
 			}
+		}
+		for i, tf := range r.tr.Send(r.now, id, tos, m.Kind, m.Payload) {
 			if r.drop[m.Kind] > 0 {
 				r.drop[m.Kind]--
-				fmt.Fprintf(r.out, "%s %d->%d %v dropped\n", r.at(), id, to, m.Kind)
+				fmt.Fprintf(r.out, "%s %d->%d %v dropped\n", r.at(), id, tos[i], m.Kind)
 				continue
 			}
-			r.net = append(r.net, frame{at: r.now.Add(time.Millisecond), to: to, m: m})
+			r.net = append(r.net, frame{at: r.now.Add(time.Millisecond), to: tos[i], m: m, tf: tf})
 		}
 	}
 	for _, e := range rd.Events {
@@ -192,6 +205,8 @@ func (r *scenarioRing) run(d time.Duration) {
 			default:
 				f.m.Time = r.now
 				r.counts[f.m.Kind]++
+				r.delivered++
+				r.tr.Recv(r.now, f.tf)
 				if err := r.cores[f.to].Step(f.m); err != nil {
 					fmt.Fprintf(r.out, "%s %d refused %v from %d: %v\n", r.at(), f.to, f.m.Kind, f.m.From, err)
 				}
@@ -214,8 +229,16 @@ func (r *scenarioRing) run(d time.Duration) {
 }
 
 func runRingScenario(t *testing.T, script string) string {
+	out, _ := runRingScript(t, script)
+	return out
+}
+
+// runRingScript runs a script and also returns its rings (a script may
+// start more than one), for their traces.
+func runRingScript(t *testing.T, script string) (string, []*scenarioRing) {
 	var out bytes.Buffer
 	var r *scenarioRing
+	var rings []*scenarioRing
 	lines, cmds := scenario.Commands(script)
 	for i, line := range lines {
 		f := cmds[i]
@@ -235,6 +258,8 @@ func runRingScenario(t *testing.T, script string) string {
 			for i := 1; i <= int(num(1)); i++ {
 				r.ids = append(r.ids, uint32(i))
 			}
+			r.tr = scenario.Traced(t, "mutexd", r.ids, t0)
+			rings = append(rings, r)
 			for _, id := range r.ids {
 				r.start(id)
 			}
@@ -301,7 +326,7 @@ func runRingScenario(t *testing.T, script string) string {
 		}
 		out.WriteString("\n")
 	}
-	return out.String()
+	return out.String(), rings
 }
 
 func kindNamed(name string) (wire.Kind, bool) {
@@ -325,4 +350,41 @@ func holder(h *mutex.RequestStatus) string {
 		return "-"
 	}
 	return fmt.Sprintf("#%d", h.ID)
+}
+
+// TestScenarioTraces: every scenario script can be drawn. Each script's
+// run is traced (internal/scenario's Tracer) and laid out by
+// internal/diagram: a line per member, one arrow per frame the network
+// delivered, and the drawing's order is the run's true happened-before
+// (the tracer's vector clocks: CheckCausality). With -scenario.traces DIR
+// the traces are written there, one directory per script.
+func TestScenarioTraces(t *testing.T) {
+	for _, file := range scenario.Paths(t) {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			script, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, rings := runRingScript(t, string(script))
+			for _, r := range rings {
+				traces, err := r.tr.Files()
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := diagram.Build(traces)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(d.Procs) != len(r.ids) {
+					t.Errorf("%d lines for %d members", len(d.Procs), len(r.ids))
+				}
+				if d.Arrows() != r.delivered || r.delivered == 0 {
+					t.Errorf("%d arrows for %d delivered frames", d.Arrows(), r.delivered)
+				}
+				if err := d.CheckCausality(); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
 }

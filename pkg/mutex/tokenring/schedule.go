@@ -18,7 +18,9 @@ func (c *Core) Deadline() time.Time {
 	if !c.started {
 		return time.Time{}.Add(1)
 	}
-	ts := []time.Time{c.nextBeat, c.reqs.Deadline(), c.det.Deadline()}
+	// The detector's own deadline too: it takes a Check much later than it
+	// asked for as a stall of this member (pkg/liveness).
+	ts := []time.Time{c.nextBeat, c.reqs.Deadline(), c.det.Deadline(), c.watchDeadline()}
 	for _, l := range c.locks {
 		ts = append(ts, c.lockDeadline(l))
 	}
@@ -28,6 +30,7 @@ func (c *Core) Deadline() time.Time {
 func (c *Core) lockDeadline(l *lock) time.Time {
 	var ts []time.Time
 	ts = append(ts, l.handoff.Deadline())
+	ts = append(ts, l.prepareAt)
 	for _, p := range []*probe{l.locate, l.prepare, l.check, l.vouch} {
 		if p != nil {
 			ts = append(ts, p.Deadline())
@@ -37,7 +40,7 @@ func (c *Core) lockDeadline(l *lock) time.Time {
 	if l.tok != nil && waiting && !c.reqs.Held(l.name) && l.tok.holdUntil.After(c.now) {
 		ts = append(ts, l.tok.holdUntil)
 	}
-	if l.tok == nil && l.handoff.Len() == 0 && waiting && !l.lossAt.IsZero() && l.locate == nil && l.prepare == nil {
+	if l.tok == nil && l.handoff.Len() == 0 && waiting && !l.lossAt.IsZero() && l.locate == nil && l.prepare == nil && l.prepareAt.IsZero() {
 		ts = append(ts, later(l.lossAt, l.backoff))
 	}
 	if l.promised <= c.floor && c.quiet(l) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
@@ -29,6 +30,7 @@ type frame struct {
 	at time.Time
 	to uint32
 	m  core.Message
+	tf scenario.Frame // the scenario tracer's copy (scenario_test.go)
 }
 
 type ringClient struct {

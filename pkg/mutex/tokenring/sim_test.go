@@ -35,6 +35,13 @@ type ring struct {
 
 	issued, granted int
 	lastWait        time.Duration // longest wait of a granted request
+	waits           []wait        // every granted request of a client
+}
+
+// wait is one client's request, from its asking to its grant.
+type wait struct {
+	node           uint32
+	asked, granted time.Duration
 }
 
 // interval is one grant as real time sees it: from the grant to the
@@ -146,6 +153,7 @@ func (r *ring) collect() {
 			if uint64(c.req) == arg[uint64](e, "request") {
 				c.holding = true
 				r.lastWait = max(r.lastWait, e.At-c.asked)
+				r.waits = append(r.waits, wait{node: e.Node, asked: c.asked, granted: e.At})
 				c.lease = arg[time.Duration](e, "lease")
 				c.renewAt = e.At + c.lease/3
 				hold := time.Duration(r.rng.Int64N(int64(20 * time.Millisecond)))

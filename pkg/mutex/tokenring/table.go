@@ -112,6 +112,7 @@ func (c *Core) lockFor(name string, creator uint32) (*lock, error) {
 	}
 	l := newLock(name, c.floor, c.cfg.AckTimeout)
 	l.creator, l.used = creator, c.now
+	l.answeredOK = c.confirmedFloor
 	c.locks[name] = l
 	c.made[creator]++
 	return l, nil
@@ -124,7 +125,7 @@ func (c *Core) idle(l *lock) bool { return c.quiet(l) && !l.outstanding.After(c.
 // granted may still run.
 func (c *Core) quiet(l *lock) bool {
 	return l.tok == nil && l.handoff.Len() == 0 && !c.reqs.Held(l.name) && c.reqs.Waiting(l.name) == 0 &&
-		l.locate == nil && l.prepare == nil && l.check == nil && l.vouch == nil
+		l.locate == nil && l.prepare == nil && l.prepareAt.IsZero() && l.check == nil && l.vouch == nil
 }
 
 // reclaimOne frees room for an entry made by creator: the least recently
@@ -162,6 +163,7 @@ func (c *Core) reclaim() {
 // forget removes l, keeping its promise in the floor.
 func (c *Core) forget(l *lock) {
 	delete(c.locks, l.name)
+	c.confirmedFloor = later(c.confirmedFloor, l.answeredOK)
 	if c.made[l.creator]--; c.made[l.creator] <= 0 {
 		delete(c.made, l.creator)
 	}

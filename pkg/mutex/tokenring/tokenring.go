@@ -111,13 +111,23 @@ type Core struct {
 	// at the first Tick or Step, when the core first has a clock, so every
 	// member is presumed alive from then on (Unknown counts as up: a
 	// member that never speaks is found out after DeadAfter).
-	det      *liveness.Detector
-	skipped  map[uint32]bool
-	nextBeat time.Time
+	det *liveness.Detector
+	// watching is the neighbours this member watches and sends its
+	// heartbeats to, each since when (watch.go); reportedDown, those
+	// reported down and not heard since.
+	watching     map[uint32]time.Time
+	reportedDown map[uint32]bool
+	skipped      map[uint32]bool
+	nextBeat     time.Time
 
 	table
-	reqs  *mutex.Table // this member's clients' requests
-	nonce uint32
+	// confirmedFloor is the latest time this member may have answered OK
+	// to a check of a lock that has no entry here (answered from the
+	// floor, or an entry since reclaimed), or before this run began: an
+	// entry made now takes it as its answeredOK.
+	confirmedFloor time.Time
+	reqs           *mutex.Table // this member's clients' requests
+	nonce          uint32
 
 	msgs     []core.Message
 	events   []core.Event
@@ -146,6 +156,7 @@ func New(cfg Config) (*Core, error) {
 		majority: len(cfg.Members)/2 + 1,
 		hold:     cfg.Hold(),
 		skipped:  map[uint32]bool{},
+		watching: map[uint32]time.Time{}, reportedDown: map[uint32]bool{},
 		counters: map[string]uint64{},
 	}
 	if c.voters, err = quorum.Majority(cfg.Members...); err != nil {
@@ -175,11 +186,16 @@ func (c *Core) observe(now time.Time) {
 		c.begun = now
 		c.det = liveness.NewDetector(c.self, c.cfg.Members, c.cfg.DeadAfter, now)
 		c.nextBeat = now
+		c.rewatch()
 		// A restarted member cannot know what it granted before it went
 		// down: for every lock it knew, a lease may run for up to MaxLease
 		// after the crash, which was before now. Proposers are told.
+		// Nor what it confirmed: as if it answered a check of every lock
+		// just now.
+		c.confirmedFloor = now
 		for _, l := range c.locks {
 			l.outstanding = now.Add(c.cfg.MaxLease)
+			l.answeredOK = now
 		}
 	}
 	if now.After(c.now) {
@@ -217,36 +233,16 @@ func (c *Core) up(m uint32) bool {
 	return m == c.self || !c.down(m) && !c.skipped[m]
 }
 
-// down says whether member m has been silent for DeadAfter (never before
-// the core's first Tick or Step).
-func (c *Core) down(m uint32) bool {
-	return c.det != nil && c.det.State(m) == liveness.Suspect
-}
-
 // heard notes that member m spoke.
 func (c *Core) heard(m uint32) {
 	if c.det == nil || !c.det.Heard(m, c.now) {
 		return // not a member, or this one
 	}
-	c.reportLiveness()
+	c.det.Transitions() // the watch reports its own (watch.go)
+	c.heardFrom(m)
 	if c.skipped[m] {
 		delete(c.skipped, m)
 		c.count("members_rejoined")
-	}
-}
-
-// reportLiveness turns the detector's transitions into the ring's events:
-// member_down when a member's silence reaches DeadAfter, member_up when a
-// member taken for down is heard again. A member heard for the first time
-// was never down (Unknown -> Alive): nothing to say.
-func (c *Core) reportLiveness() {
-	for _, t := range c.det.Transitions() {
-		switch {
-		case t.To == liveness.Suspect:
-			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", t.ID, t.Silent), "member", t.ID)
-		case t.From == liveness.Suspect:
-			c.emit(EventMemberUp, fmt.Sprintf("member %d is up", t.ID), "member", t.ID)
-		}
 	}
 }
 
@@ -337,19 +333,12 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
 	now = c.now
-	if !now.Before(c.nextBeat) {
-		alive := 1
-		for _, m := range c.cfg.Members {
-			if m != c.self && !c.down(m) {
-				alive++
-			}
-		}
-		c.send(core.Broadcast, wire.KindHeartbeat, wire.Heartbeat{
-			Interval: uint32(c.cfg.HeartbeatInterval / time.Millisecond), Alive: uint32(alive)}, false)
-		c.nextBeat = now.Add(c.cfg.HeartbeatInterval)
-	}
 	c.det.Check(now)
 	c.reportLiveness()
+	if !now.Before(c.nextBeat) {
+		c.heartbeat()
+		c.nextBeat = now.Add(c.cfg.HeartbeatInterval)
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) { // sorted: deterministic output
 		c.tickLock(c.locks[name])
 	}
@@ -389,21 +378,59 @@ func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
 // made a majority; and in any case the longest lease the promisers (and
 // this member, outstanding) said may still run on a token they dropped,
 // padded for clock rates.
+//
+// When not every member promised, a member outside the majority may hold an
+// older token and have granted on it: the new token waits until every lease
+// such a grant may carry has ended. A grant needs a check a majority passed
+// at most ConfirmWindow before it, and a lease is at most MaxLease; that
+// majority meets this prepare's in a member that answered the check before
+// it promised. So the lease ends within ConfirmWindow + MaxLease of the
+// last check (or promise) some promiser answered, which each promiser says
+// (ConfirmLeft), padded for clock rates. Without that from every promiser
+// (an older build), or when it is later anyway, the Hold from the moment
+// the promises made a majority: any such check came before it.
 func (c *Core) holdUntil(p *probe, outstanding time.Time) time.Time {
 	until := c.now
 	if orphan := max(p.leaseLeft, outstanding.Sub(c.now)); orphan > 0 {
-		until = c.now.Add(time.Duration(math.Ceil(float64(orphan)*(1+2*c.cfg.MaxDriftPPM*1e-6))) + c.cfg.HoldMargin)
+		until = c.now.Add(c.pad(orphan))
 	}
 	if p.Count()+1 < len(c.cfg.Members) {
 		from := p.majorityAt
 		if from.IsZero() {
 			from = c.now // cannot happen (no token without a majority); be safe
 		}
-		if full := from.Add(c.hold); full.After(until) {
-			until = full
+		wait := from.Add(c.hold)
+		if !p.confirmUnknown {
+			if confirmed := c.now.Add(c.pad(p.confirmLeft)); confirmed.Before(wait) {
+				wait = confirmed
+			}
 		}
+		until = later(until, wait)
 	}
 	return until
+}
+
+// pad lengthens d, a duration of another member's clock, for the rates of
+// two clocks (MaxDriftPPM) and for rounding (HoldMargin).
+func (c *Core) pad(d time.Duration) time.Duration {
+	return time.Duration(math.Ceil(float64(d)*(1+2*c.cfg.MaxDriftPPM*1e-6))) + c.cfg.HoldMargin
+}
+
+// confirmLeft is how much longer a lease may run on what this member last
+// confirmed of lock l (a check it passed, a promise it made, or for all it
+// knows one just before this run began): ConfirmWindow + MaxLease from
+// then, on the granting member's clock, padded for the rates.
+func (c *Core) confirmLeft(l *lock) time.Duration {
+	if l.answeredOK.IsZero() {
+		return 0
+	}
+	return max(l.answeredOK.Add(c.confirmWindow()).Sub(c.now), 0)
+}
+
+// confirmWindow is how long a lease may run on a confirmation, on another
+// member's clock: ConfirmWindow + MaxLease, padded for the rates.
+func (c *Core) confirmWindow() time.Duration {
+	return time.Duration(math.Ceil(float64(c.cfg.ConfirmWindow+c.cfg.MaxLease) * (1 + 2*c.cfg.MaxDriftPPM*1e-6)))
 }
 
 func msCeil(d time.Duration) uint32 {

@@ -36,7 +36,8 @@ type handoff struct {
 	gen       uint64
 	fence     uint64
 	holdUntil time.Time
-	nonce     uint32 // the vouch it answered, 0 before: one handoff, one vouch (retries share a nonce)
+	nonce     uint32    // the vouch it answered, 0 before: one handoff, one vouch (retries share a nonce)
+	acked     time.Time // when the successor acknowledged it (zero: not yet)
 }
 
 // startVouch asks the member l's token came from to vouch for it.

@@ -1,0 +1,257 @@
+package tokenring_test
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/tokenring"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// The tests of this file pin the four defects issue 15 found on namespace
+// hosts ("The token ring, too"), each as the promise the README makes.
+
+// holderFault is what happens to the member holding the lock.
+type holderFault int
+
+const (
+	partitionHolder holderFault = iota // cut off alone; the other four stay connected
+	pauseHolder                        // its daemon stopped for 5 s (SIGSTOP)
+)
+
+// TestSimHolderCutOffGap: five members with the LAN defaults (3 s lease),
+// one lock, every member's client asking for it again and again. The
+// member holding it is partitioned alone, or paused 5 s, while its client
+// holds a lease it keeps renewing. The majority must grant again within
+// 4 s (the README's recovery: a loss timeout, a locate, and the wait for
+// every lease the old holder could still have), and the oracle holds: no
+// grant overlaps another in real time, fences grow.
+func TestSimHolderCutOffGap(t *testing.T) {
+	for _, fault := range []holderFault{partitionHolder, pauseHolder} {
+		name := map[holderFault]string{partitionHolder: "partitioned", pauseHolder: "paused"}[fault]
+		t.Run(name, func(t *testing.T) {
+			var worst time.Duration
+			sim.Seeds(t, 12, func(t *testing.T, seed int64) {
+				gap := holderCutOffGap(t, seed, fault)
+				worst = max(worst, gap)
+				if gap > 4*time.Second {
+					t.Fatalf("the majority granted nothing for %v after the holder was %s (want <= 4s)\n%s", gap, name, lastTail)
+				}
+			})
+			t.Logf("holder %s: longest gap until the majority grants %v", name, worst)
+		})
+	}
+}
+
+// holderCutOffGap runs one trial and returns the time from the fault to
+// the first grant at another member.
+func holderCutOffGap(t *testing.T, seed int64, fault holderFault) time.Duration {
+	r := newRing(t, seed, 5)
+	r.cfg = tokenring.DefaultLANConfig()
+	r.cfg.Members = r.ids
+	r.cfg.TrustSenders = seed%2 == 1
+	r.locks = []string{"x"}
+	r.s.SetDefaultLink(sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond})
+	r.run(2*time.Second, true)
+	// Wait for a holder and make its client hold on, renewing, to a
+	// random point in its lease (not just at the grant). A holder that
+	// loses its lock meanwhile (a renewal refused: the ring's own loss
+	// rules) is replaced by the next.
+	var victim uint32
+	for tries := 0; victim == 0 || !r.clients[victim].holding; tries++ {
+		if tries == 20 {
+			t.Fatalf("no client held the lock for long\n%s", r.tail())
+		}
+		victim = 0
+		for victim == 0 {
+			r.run(time.Millisecond, true)
+			for _, id := range r.ids {
+				if c := r.clients[id]; c.holding && !c.hung && victim == 0 {
+					victim = id
+					c.until = r.s.Elapsed() + time.Hour
+				}
+			}
+		}
+		r.run(time.Duration(r.rng.Int64N(int64(1500*time.Millisecond))), true)
+	}
+	at := r.s.Elapsed()
+	granted := r.granted
+	switch fault {
+	case partitionHolder:
+		r.s.Isolate(victim)
+	case pauseHolder:
+		r.s.Pause(victim)
+	}
+	gap := time.Duration(-1)
+	end := at + 12*time.Second
+	for r.s.Elapsed() < end {
+		if fault == pauseHolder && r.s.Elapsed() >= at+5*time.Second {
+			r.s.Resume(victim)
+		}
+		r.run(time.Millisecond, true)
+		if gap < 0 && r.granted > granted {
+			for _, iv := range r.grants["x"] {
+				if iv.start >= at && iv.node != victim {
+					gap = iv.start - at
+					break
+				}
+			}
+		}
+	}
+	lastTail = ""
+	for _, e := range r.s.Events() {
+		if e.At >= at && e.At <= at+gap+time.Millisecond && !strings.HasPrefix(e.Name, "lock_") {
+			lastTail += e.String() + "\n"
+		}
+	}
+	r.s.Heal()
+	r.run(3*time.Second, true)
+	r.checkExclusion()
+	if gap < 0 {
+		t.Fatalf("the majority granted nothing in 12 s after member %d was cut off\n%s", victim, r.tail())
+	}
+	return gap
+}
+
+// TestSimLossyMemberBypass: a waiting member is bypassed at most N-1
+// times (doc.go), even when one member's links lose a fifth of their
+// datagrams and a fifth of its TCP frames are sent again after the
+// retransmission timeout (200 ms, as long as the acknowledgement timeout,
+// and every frame behind them waits): between a client's request and
+// its grant, the other members are granted the lock at most N-1 times in
+// all. Issue 15 saw the lossy member's predecessor skip it, regenerate the
+// token and serve its own client 5 times in a row while the lossy member's
+// client waited 4 s.
+func TestSimLossyMemberBypass(t *testing.T) {
+	sim.Seeds(t, 12, func(t *testing.T, seed int64) {
+		const n = 5
+		r := newRing(t, seed, n)
+		r.cfg = tokenring.DefaultLANConfig()
+		r.cfg.Members = r.ids
+		r.cfg.TrustSenders = seed%2 == 1
+		r.locks = []string{"x"}
+		r.s.SetDefaultLink(sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond})
+		lossy := r.ids[1+int(seed)%(n-1)]
+		lossyLink := sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond, Loss: 0.2, Retransmit: 0.2}
+		for _, id := range r.ids {
+			if id != lossy {
+				r.s.SetLinkBoth(lossy, id, lossyLink)
+			}
+		}
+		r.run(20*time.Second, true)
+		r.run(6*time.Second, false)
+		r.checkExclusion()
+		worst, lossyWorst := 0, 0
+		for _, w := range r.waits {
+			bypasses := 0
+			for _, iv := range r.grants["x"] {
+				if iv.start > w.asked && iv.start < w.granted && iv.node != w.node {
+					bypasses++
+				}
+			}
+			worst = max(worst, bypasses)
+			if w.node == lossy {
+				lossyWorst = max(lossyWorst, bypasses)
+			}
+			if bypasses > n-1 {
+				t.Errorf("member %d asked at %v, granted at %v: bypassed %d times (want <= %d; lossy member %d)", w.node, w.asked, w.granted, bypasses, n-1, lossy)
+			}
+		}
+		regen := len(r.s.EventsNamed(tokenring.EventRegenerated))
+		if t.Failed() {
+			t.FailNow()
+		}
+		t.Logf("lossy member %d: %d waits, most bypasses %d (of the lossy member: %d), %d regenerations", lossy, len(r.waits), worst, lossyWorst, regen)
+	})
+}
+
+// TestSimHandoffPasses: the lock moves from member 1 to member 2 in one
+// token pass (issue 15 counted N+1: the token first went round the whole
+// ring to members that no longer wanted it), and an idle ring sends O(N)
+// frames per second in all. Prints both at 4, 16 and 64 members.
+func TestSimHandoffPasses(t *testing.T) {
+	for _, n := range []int{4, 16, 64} {
+		passes, idle := handoffAndIdle(t, n)
+		t.Logf("%2d members: %d token passes per handoff, idle ring %.0f frames/s in all (%.1f per member)", n, passes, idle, idle/float64(n))
+		if passes != 1 {
+			t.Errorf("%d members: the lock moved from member 1 to 2 in %d token passes, want 1", n, passes)
+		}
+		if limit := 3 * float64(n); idle > limit {
+			t.Errorf("%d members: idle ring sends %.0f frames/s, want O(N) (<= %.0f)", n, idle, limit)
+		}
+	}
+}
+
+// handoffAndIdle: take and release at member 1 twice, then at member 2
+// (issue 15's reproduction), counting token passes; then idle traffic.
+func handoffAndIdle(t *testing.T, n int) (passes int, idlePerSecond float64) {
+	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+	var ids []uint32
+	for i := 1; i <= n; i++ {
+		ids = append(ids, uint32(i))
+	}
+	for _, id := range ids {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			cfg := tokenring.DefaultLANConfig()
+			cfg.ID, cfg.Members, cfg.Persisted, cfg.TrustSenders = id, ids, env.State, true
+			c, err := tokenring.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, clock.SimConfig{})
+	}
+	s.Run(5 * time.Second)
+	take := func(id uint32) {
+		t.Helper()
+		var req mutex.RequestID
+		s.Do(id, func(cc core.Core) {
+			var err error
+			if req, err = cc.(*tokenring.Core).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "x", Client: "t"}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		granted := func() bool {
+			st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
+			return ok && st.Granted
+		}
+		if !s.RunUntil(granted, 5*time.Second) {
+			t.Fatalf("%d members: member %d never granted", n, id)
+		}
+		s.Do(id, func(cc core.Core) {
+			if err := cc.(*tokenring.Core).Release(s.Clock(id).Now(), req); err != nil {
+				t.Fatal(err)
+			}
+		})
+		s.Run(2 * time.Second)
+	}
+	take(1)
+	take(1)
+	before := s.Sent(wire.KindToken)
+	take(2)
+	passes = int(s.Sent(wire.KindToken) - before)
+	s.Run(10 * time.Second)
+	var total uint64
+	for k := wire.Kind(1); k < 255; k++ {
+		total += s.Sent(k)
+	}
+	s.Run(10 * time.Second)
+	var after uint64
+	for k := wire.Kind(1); k < 255; k++ {
+		after += s.Sent(k)
+	}
+	return passes, float64(after-total) / 10
+}
+
+var lastTail string
+
+var _ = fmt.Sprint
+var _ = slices.Sort[[]int]
