@@ -421,10 +421,12 @@ func (c *Core) drain() {
 			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
 		case mutex.Lost:
 			delete(c.fol.renewing, o.ID)
+			delete(c.fol.listed, o.ID)
 			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
 				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
 		case mutex.Released:
 			delete(c.fol.renewing, o.ID)
+			delete(c.fol.listed, o.ID)
 			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
 		}
 	}
@@ -435,11 +437,4 @@ func ms(d time.Duration) uint32 {
 		return 0
 	}
 	return uint32(min(math.Ceil(float64(d)/float64(time.Millisecond)), math.MaxUint32))
-}
-
-func msFloor(d time.Duration) uint32 {
-	if d <= 0 {
-		return 0
-	}
-	return uint32(min(d/time.Millisecond, math.MaxUint32))
 }

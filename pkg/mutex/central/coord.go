@@ -35,8 +35,7 @@ type centry struct {
 	// expires is when the lease ends on the coordinator's clock, padded:
 	// the member counts it from before the grant left, so it ends sooner.
 	expires time.Time
-	grant   []byte // the grant as sent, resent as is when a sync shows it lost
-	old     bool   // re-announced from an older term
+	old     bool // re-announced from an older term
 }
 
 // cqueue is one lock at the coordinator.
@@ -287,31 +286,43 @@ func (c *Core) grantLock(name string) {
 		return
 	}
 	for _, e := range grantable(q) {
-		if k.count+1 >= 1<<fenceCountBits {
-			c.count("fences_exhausted")
-			c.emit(EventFencesExhausted, fmt.Sprintf("term %#x has granted every fence it can; resigning", k.term), "term", k.term)
-			if err := c.el.Resign(c.now); err != nil {
-				c.count("resign_failed")
-			}
-			return
-		}
-		k.count++
 		q.waiting = slices.DeleteFunc(q.waiting, func(x *centry) bool { return x == e })
 		k.waiting--
 		q.holders = append(q.holders, e)
-		e.granted, e.fence, e.expires = true, k.base+k.count, c.now.Add(c.cfg.pad(e.lease))
-		c.count("grants_made")
-		if e.member == c.self {
-			if _, err := c.reqs.Grant(c.now, mutex.RequestID(e.seq), e.fence, k.term); err != nil {
-				c.count("grants_returned")
-				c.remove(e)
-			}
-			continue
+		e.granted = true
+		if !c.sendGrant(e) {
+			return
 		}
-		p := k.peers[e.member]
-		e.grant = c.send(e.member, k.term, wire.KindCentralGrant, wire.CentralGrant{Name: e.lock, Mode: wireMode(e.mode),
-			Incarnation: e.inc, Seq: e.seq, Fence: e.fence, Echo: p.stamp, LeaseMS: ms(e.lease)})
 	}
+}
+
+// sendGrant gives holder e a new fence and its lease from now, and sends
+// it the grant (or grants this member's own request); false when the
+// term has no fence left (the coordinator resigns, e is dropped).
+func (c *Core) sendGrant(e *centry) bool {
+	k := c.co
+	if k.count+1 >= 1<<fenceCountBits {
+		c.count("fences_exhausted")
+		c.emit(EventFencesExhausted, fmt.Sprintf("term %#x has granted every fence it can; resigning", k.term), "term", k.term)
+		c.remove(e)
+		if err := c.el.Resign(c.now); err != nil {
+			c.count("resign_failed")
+		}
+		return false
+	}
+	k.count++
+	e.fence, e.expires = k.base+k.count, c.now.Add(c.cfg.pad(e.lease))
+	c.count("grants_made")
+	if e.member == c.self {
+		if _, err := c.reqs.Grant(c.now, mutex.RequestID(e.seq), e.fence, k.term); err != nil {
+			c.count("grants_returned")
+			c.remove(e)
+		}
+		return true
+	}
+	c.send(e.member, k.term, wire.KindCentralGrant, wire.CentralGrant{Name: e.lock, Mode: wireMode(e.mode),
+		Incarnation: e.inc, Seq: e.seq, Fence: e.fence, Echo: k.peers[e.member].stamp, LeaseMS: ms(e.lease)})
+	return true
 }
 
 // remove takes e out of the coordinator's queue.
@@ -581,9 +592,14 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 		switch {
 		case !w.Held && x == nil:
 			c.coordRequest(member, p.inc, w.Seq, w.Name, modeOf(w.Mode), lease)
-		case !w.Held && x.granted && x.grant != nil:
-			c.count("grants_resent")
-			c.msgs = append(c.msgs, core.Message{To: member, Term: k.term, Kind: wire.KindCentralGrant, Payload: x.grant, Stream: true})
+		case !w.Held && x.granted && !x.old:
+			// The grant had not arrived when the member sent this sync:
+			// lost, or still on its way. The member refuses it now (its
+			// echo predates this sync), so it is granted anew, with a
+			// newer fence: an older fence never arrives after a newer one
+			// ended.
+			c.count("grants_renewed_by_sync")
+			c.sendGrant(x)
 		case w.Held && x != nil && x.granted && x.fence == w.Fence:
 		case w.Held && w.Fence > k.base:
 			c.count("sync_forged_hold") // a fence of this term it was not granted

@@ -57,9 +57,12 @@
 // coordinator rebuilds its queue from: waiting requests are queued in the
 // order they arrive, held grants of older terms are installed as holders
 // until their lease ends. Syncs keep coming, one per beat, and reconcile
-// the queue continuously: a lost request is queued, a lost grant sent again
-// (the same bytes, so the same lease start), a lost release noticed (a
-// request up to the member's last one that it no longer lists is gone).
+// the queue continuously: a lost request is queued; a grant the sync shows
+// as not arrived is made anew with a newer fence (the member refuses a
+// grant whose echo predates a sync that listed the request as waiting, so
+// the older one can never arrive after the newer one, or after a later
+// grant of the lock, ended); a lost release is noticed (a request up to
+// the member's last one that it no longer lists is gone).
 //
 // Fences are derived from the coordinator's term: round<<40 | rank<<32 |
 // count, where round is the term's round, rank the term owner's index

@@ -32,7 +32,12 @@ type follower struct {
 	stamp    uint32
 	stamps   [stampRing]stampAt
 	renewing map[mutex.RequestID]renewal
-	maxSeq   uint64 // the last request made in this incarnation
+	// listed is, per waiting request, the stamp of the last sync that
+	// listed it as waiting: a grant echoing an older stamp was made before
+	// the coordinator read that sync, which makes the coordinator grant
+	// it anew (with a newer fence), so the older grant is refused.
+	listed map[mutex.RequestID]uint32
+	maxSeq uint64 // the last request made in this incarnation
 }
 
 // renewal is a renewal that waits for the coordinator's answer.
@@ -41,7 +46,9 @@ type renewal struct {
 	next  time.Time // when it is sent (again)
 }
 
-func (f *follower) init() { f.renewing = map[mutex.RequestID]renewal{} }
+func (f *follower) init() {
+	f.renewing, f.listed = map[mutex.RequestID]renewal{}, map[mutex.RequestID]uint32{}
+}
 
 func (f *follower) deadline() time.Time {
 	var d time.Time
@@ -204,7 +211,9 @@ func (c *Core) syncEntries() []wire.CentralSyncEntry {
 		c.reqs.Fill(c.now, &ls)
 		for _, h := range ls.Holders {
 			end, _ := c.reqs.Expires(h.ID)
-			if left := msFloor(end.Sub(c.now)); left > 0 {
+			// Left rounds up: a lease with a microsecond left still runs, and
+			// a holder left out of a sync is taken for released.
+			if left := ms(end.Sub(c.now)); left > 0 {
 				out = append(out, wire.CentralSyncEntry{Name: name, Mode: wireMode(h.Mode), Held: true,
 					LeaseMS: uint32(h.LeaseMS), LeftMS: left, Seq: uint64(h.ID), Fence: h.Fence})
 			}
@@ -227,6 +236,11 @@ func (c *Core) sendSync(echo uint32) {
 		s.Flags |= wire.CentralSyncRestarted
 	}
 	s.Stamp = c.nextStamp()
+	for _, e := range s.Entries {
+		if !e.Held {
+			c.fol.listed[mutex.RequestID(e.Seq)] = s.Stamp
+		}
+	}
 	c.send(c.fol.leader, c.fol.term, wire.KindCentralSync, s)
 }
 
@@ -296,19 +310,29 @@ func (c *Core) stepGrant(from uint32, term uint64, g wire.CentralGrant, renewal 
 		}
 		return fmt.Errorf("%w: second grant of %d (fence %d, holds %d)", ErrBadFence, g.Seq, g.Fence, st.Fence)
 	}
+	if g.Echo < c.fol.listed[id] {
+		// Made before the coordinator read a sync that listed the request
+		// as waiting: the coordinator has granted it anew since (or will).
+		c.count("grants_superseded")
+		return nil
+	}
 	if lease != time.Duration(st.LeaseMS)*time.Millisecond {
 		return fmt.Errorf("%w: granted for %v, asked %v", ErrBadLease, lease, time.Duration(st.LeaseMS)*time.Millisecond)
 	}
+	if !c.now.Before(at.Add(lease)) {
+		// Its lease ran out on the way (this member was paused, say): the
+		// coordinator has let it go; the request waits on, and the next
+		// sync queues it again.
+		c.count("grants_expired_on_arrival")
+		return nil
+	}
+	delete(c.fol.listed, id)
 	if _, err := c.reqs.GrantFrom(c.now, at, id, g.Fence, term); err != nil {
 		// The coordinator's order crossed this member's own (a takeover
 		// re-queued requests): give the grant back; the request waits on.
 		c.count("grants_returned")
 		c.send(c.fol.leader, c.fol.term, wire.KindCentralRelease, wire.CentralRelease{Name: g.Name, Incarnation: c.inc, Seq: g.Seq, Fence: g.Fence})
 		return nil
-	}
-	if !c.now.Before(at.Add(lease)) {
-		c.count("grants_expired_on_arrival")
-		c.reqs.ExpireLock(c.now, g.Name)
 	}
 	return nil
 }

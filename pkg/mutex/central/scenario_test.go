@@ -184,10 +184,14 @@ func runScenario(t *testing.T, script string) string {
 			})
 		case "release":
 			id, lock := a.ID(1), f[2]
-			do(id, func(c *central.Core, now time.Time) error { return c.Release(now, r.reqs[fmt.Sprintf("%d/%s", id, lock)]) })
+			do(id, func(c *central.Core, now time.Time) error {
+				return c.Release(now, r.reqs[fmt.Sprintf("%d/%s", id, lock)])
+			})
 		case "renew":
 			id, lock := a.ID(1), f[2]
-			do(id, func(c *central.Core, now time.Time) error { return c.Renew(now, r.reqs[fmt.Sprintf("%d/%s", id, lock)], 0) })
+			do(id, func(c *central.Core, now time.Time) error {
+				return c.Renew(now, r.reqs[fmt.Sprintf("%d/%s", id, lock)], 0)
+			})
 		case "crash":
 			r.s.Crash(a.ID(1))
 		case "restart":
