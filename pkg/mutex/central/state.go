@@ -95,3 +95,7 @@ func firstByte(b []byte) int {
 	}
 	return int(b[0])
 }
+
+// Restore reads a persisted state as New does (nil: the first start), for
+// tools and tests that look at a member's disk.
+func Restore(b []byte) (Saved, error) { return decodeState(b) }
