@@ -40,7 +40,7 @@ var (
 	// ErrUnknownRequest: a frame about a request the receiver does not
 	// have (a duplicate, or one that crossed a release).
 	ErrUnknownRequest = errors.New("central: no such request")
-	// ErrStale: a sync older than one already taken from the member.
+	// ErrStale: a sync taken from the member already (a duplicate).
 	ErrStale = errors.New("central: stale sync")
 )
 

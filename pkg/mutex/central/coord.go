@@ -47,8 +47,8 @@ type cqueue struct {
 // peer is a member as the coordinator sees it.
 type peer struct {
 	inc      uint32    // its run
-	stamp    uint32    // the last stamp it sent: grants count from it
-	syncedAt uint32    // the stamp of its last sync
+	stamp    uint32    // the stamp of its latest frame: grants count from it
+	syncedAt uint32    // the stamp of its latest sync (a duplicate is dropped)
 	heard    time.Time // its last frame
 	support  time.Time // when the newest beat it answered was sent
 	joined   bool      // it synced in this term
@@ -476,7 +476,11 @@ func (c *Core) peerFrame(from uint32, term uint64, inc uint32, stamp uint32) (*p
 		p.inc, p.stamp, p.syncedAt = inc, 0, 0
 	}
 	p.heard = c.now
-	if stamp > p.stamp {
+	if stamp != 0 {
+		// The latest, not the largest: a member's frames arrive in order
+		// (TCP), and one forged frame with a huge stamp must not make every
+		// later grant echo a stamp the member never sent (it would refuse
+		// them all); the member's next frame sets it right.
 		p.stamp = stamp
 	}
 	return p, nil
@@ -546,8 +550,8 @@ func (c *Core) stepSync(from uint32, term uint64, s wire.CentralSync) error {
 	if err != nil {
 		return err
 	}
-	if s.Stamp <= p.syncedAt {
-		return fmt.Errorf("%w: stamp %d after %d", ErrStale, s.Stamp, p.syncedAt)
+	if s.Stamp == p.syncedAt {
+		return fmt.Errorf("%w: stamp %d again", ErrStale, s.Stamp)
 	}
 	p.syncedAt = s.Stamp
 	k := c.co
@@ -572,13 +576,31 @@ func (c *Core) stepSync(from uint32, term uint64, s wire.CentralSync) error {
 // granted again (the grant was lost); a grant of an older term is
 // installed as a holder until its lease ends, while the hold lasts (after
 // it, every such lease has ended); a request of the member up to maxSeq
-// that it no longer lists is gone (a lost release).
+// that it no longer lists is gone (a lost release), one above maxSeq was
+// never made (forged in its name).
 func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry, maxSeq uint64) {
 	k := c.co
 	listed := map[uint64]bool{}
 	for _, w := range entries {
-		key := ckey{member, p.inc, w.Seq}
 		listed[w.Seq] = true
+	}
+	// First what the member no longer has, and what it never made: a
+	// request above its last one (it sends requests after the sync that
+	// announced the last one, on the same ordered link) was forged in its
+	// name, and must not keep its share of the queue.
+	for _, e := range c.entriesOf(member) {
+		switch {
+		case e.inc != p.inc:
+		case e.seq > maxSeq:
+			c.count("sync_forged_request")
+			c.remove(e)
+		case !listed[e.seq]:
+			c.count("sync_gone")
+			c.remove(e)
+		}
+	}
+	for _, w := range entries {
+		key := ckey{member, p.inc, w.Seq}
 		lease, err := c.checkLease(w.LeaseMS)
 		if err != nil {
 			c.count("sync_bad_lease")
@@ -619,12 +641,6 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 			c.count("holds_reannounced")
 			c.add(&centry{ckey: key, lock: w.Name, mode: modeOf(w.Mode), lease: lease, granted: true, fence: w.Fence,
 				expires: c.now.Add(c.cfg.pad(left)), old: true})
-		}
-	}
-	for _, e := range c.entriesOf(member) {
-		if e.inc == p.inc && e.seq <= maxSeq && !listed[e.seq] {
-			c.count("sync_gone")
-			c.remove(e)
 		}
 	}
 }
