@@ -108,9 +108,9 @@ func TestCoordinatorRefuses(t *testing.T) {
 	}
 
 	sync := wire.CentralSync{Incarnation: inc, Stamp: 1 << 21, MaxSeq: 600, Entries: []wire.CentralSyncEntry{
-		{Name: "x", Held: true, LeaseMS: 1000, LeftMS: 900, Seq: 60, Fence: base + 77},   // a fence of this term never granted
+		{Name: "x", Held: true, LeaseMS: 1000, LeftMS: 900, Seq: 60, Fence: base + 77},    // a fence of this term never granted
 		{Name: "x", Held: true, LeaseMS: 1000, LeftMS: 1 << 30, Seq: 61, Fence: base - 1}, // an older term's, after the hold
-		{Name: "x", LeaseMS: 1 << 30, Seq: 62}, // an absurd lease
+		{Name: "x", LeaseMS: 1 << 30, Seq: 62},                                            // an absurd lease
 	}}
 	if err := r.inject(3, core.Message{From: 1, Term: d.Term, Kind: wire.KindCentralSync, Payload: encode(t, sync)}); err != nil {
 		t.Fatal(err)
