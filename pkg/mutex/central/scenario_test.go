@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/diagram"
 	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
@@ -23,13 +25,13 @@ import (
 	"github.com/synclab/synclab/pkg/wire"
 )
 
-var traceOut = flag.String("central.traces", "", "write each scenario's per-node traces (internal/trace format, for internal/diagram) into this directory")
+var traceOut = flag.String("central.traces", "", "write each scenario's per-node traces and its space-time diagram (SVG) into this directory")
 
 // TestScenarios replays the scripts in testdata/scenarios on internal/sim
 // with fixed links (every frame takes exactly 1 ms, no loss, clocks
 // exact), so a run is the notes' drawing: the same interleaving every
-// time, and its traces (-central.traces DIR) can be drawn by
-// internal/diagram. A script is a sequence of commands ("> cmd args"),
+// time. Every run is traced and laid out by internal/diagram (the traces
+// and an SVG of the run are written with -central.traces DIR). A script is a sequence of commands ("> cmd args"),
 // each followed by what it caused; lines starting with # are comments.
 // After a deliberate change of behaviour, regenerate the files with
 //
@@ -133,13 +135,11 @@ func (r *scenarioRun) newCluster(n int, prio []uint32) {
 		}, clock.SimConfig{})
 	}
 	r.bufs = map[uint32]*bytes.Buffer{}
-	if *traceOut != "" {
-		if err := r.s.RecordTraces("mutexd", func(id uint32) (io.Writer, error) {
-			r.bufs[id] = new(bytes.Buffer)
-			return r.bufs[id], nil
-		}, 0); err != nil {
-			r.t.Fatal(err)
-		}
+	if err := r.s.RecordTraces("mutexd", func(id uint32) (io.Writer, error) {
+		r.bufs[id] = new(bytes.Buffer)
+		return r.bufs[id], nil
+	}, 0); err != nil {
+		r.t.Fatal(err)
 	}
 	r.s.Start()
 }
@@ -219,14 +219,7 @@ func runScenario(t *testing.T, script string) string {
 		r.flush()
 		r.out.WriteString("\n")
 	}
-	if *traceOut != "" {
-		name := strings.ReplaceAll(t.Name(), "/", "_")
-		for id, b := range r.bufs {
-			if err := os.WriteFile(filepath.Join(*traceOut, fmt.Sprintf("%s.n%d.trace", name, id)), b.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	r.draw()
 	return r.out.String()
 }
 
@@ -257,6 +250,40 @@ func (r *scenarioRun) status() {
 				line += fmt.Sprintf(" queue: holders=%v waiting=%v", ld.Holders, ld.Waiting)
 			}
 			r.out.WriteString(line + "\n")
+		}
+	}
+}
+
+// draw lays the run out as a space-time diagram (internal/diagram), and
+// with -central.traces writes the traces and the SVG.
+func (r *scenarioRun) draw() {
+	t := r.t
+	r.s.CloseTraces()
+	name := strings.ReplaceAll(t.Name(), "/", "_")
+	var files []*trace.File
+	for _, id := range r.s.IDs() {
+		f, err := trace.Read(bytes.NewReader(r.bufs[id].Bytes()), fmt.Sprintf("n%d", id))
+		if err != nil {
+			t.Fatalf("trace of n%d: %v", id, err)
+		}
+		files = append(files, f)
+		if *traceOut != "" {
+			if err := os.WriteFile(filepath.Join(*traceOut, fmt.Sprintf("%s.n%d.trace", name, id)), r.bufs[id].Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	d, err := diagram.Build(files)
+	if err != nil {
+		t.Fatalf("the run cannot be drawn: %v", err)
+	}
+	if *traceOut != "" {
+		var svg bytes.Buffer
+		if err := d.WriteSVG(&svg, diagram.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(*traceOut, name+".svg"), svg.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
