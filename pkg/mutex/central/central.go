@@ -136,6 +136,9 @@ type Core struct {
 	durable    core.Durable
 	inc        uint32 // this run's incarnation
 	lastLed    uint64 // the last term coordinated, in any run
+	// ledTerm and ledCount: the term this run coordinated last, and how
+	// many fences it had granted in it when it stopped.
+	ledTerm, ledCount uint64
 
 	now     time.Time
 	started bool
@@ -389,20 +392,19 @@ func (c *Core) follow() {
 	if !ok {
 		lead, term = 0, 0
 	}
-	if lead == c.fol.leader && term == c.fol.term {
-		return
+	changed := lead != c.fol.leader || term != c.fol.term
+	if changed {
+		c.fol.leader, c.fol.term, c.fol.beat = lead, term, 0
 	}
-	c.fol.leader, c.fol.term = lead, term
-	c.fol.beat = 0
-	if lead == 0 {
-		return
-	}
-	if leading {
+	// The election may name this member before it leads (and leads in the
+	// same term later): coordinate once it leads, once per term.
+	if leading && c.co == nil && c.fol.tried != term {
+		c.fol.tried = term
 		c.startCoordinating(term)
 		return
 	}
-	if lead == c.self {
-		return // the election names us, but we do not lead yet
+	if !changed || lead == 0 || lead == c.self {
+		return
 	}
 	c.emit(EventFollowing, fmt.Sprintf("following coordinator %d in term %#x", lead, term), "coordinator", lead, "term", term)
 	c.sendSync(0)

@@ -61,7 +61,11 @@ type coord struct {
 	term  uint64
 	base  uint64 // fences of this term are base+1, base+2, ...
 	count uint64 // grants made
-	start time.Time
+	// resumed is the count when this run resumed the term (0: a new term):
+	// fences up to base+resumed were granted before, and members may
+	// re-announce them.
+	resumed uint64
+	start   time.Time
 
 	beat     uint32
 	beats    [beatRing]stampAt
@@ -101,17 +105,29 @@ func (c *Core) startCoordinating(term uint64) {
 		c.emit(EventFencesExhausted, err.Error(), "term", term)
 		return
 	}
-	if term <= c.lastLed {
+	var count uint64
+	switch {
+	case term == c.ledTerm:
+		// Led before in this run (the election wavered without a new
+		// term): go on numbering where it stopped, and rebuild the queue
+		// from the beats' syncs, holding again.
+		count = c.ledCount
+		c.count("terms_resumed")
+	case term <= c.lastLed:
 		// A term coordinated before a restart: its fences may have been
-		// granted. The election claims a new term at every start, so this
-		// does not happen; if it did, grants wait for the next term.
+		// granted, and their count is lost. The election claims a new term
+		// at every start, so this does not happen; if it did, grants wait
+		// for the next term.
 		c.count("term_led_before")
 		return
+	default:
+		c.lastLed = term
+		c.durable.Change(true)
 	}
-	c.lastLed = term
-	c.durable.Change(true)
-	k := &coord{term: term, base: base, start: c.now, peers: map[uint32]*peer{},
-		queues: map[string]*cqueue{}, entries: map[ckey]*centry{}, restartSeen: c.restarted()}
+	c.ledTerm = term
+	k := &coord{term: term, base: base, count: count, start: c.now, peers: map[uint32]*peer{},
+		queues: map[string]*cqueue{}, entries: map[ckey]*centry{}, resumed: count,
+		restartSeen: c.restarted() || count > 0}
 	c.co = k
 	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now}
 	c.emit(EventCoordinating, fmt.Sprintf("coordinating term %#x; grants wait at most %v", term, c.cfg.Hold()),
@@ -127,6 +143,7 @@ func (c *Core) startCoordinating(term uint64) {
 // go to the new coordinator.
 func (c *Core) stopCoordinating() {
 	c.count("terms_ended")
+	c.ledCount = c.co.count
 	c.co = nil
 }
 
@@ -623,7 +640,7 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 			c.count("grants_renewed_by_sync")
 			c.sendGrant(x)
 		case w.Held && x != nil && x.granted && x.fence == w.Fence:
-		case w.Held && w.Fence > k.base:
+		case w.Held && w.Fence > k.base+k.resumed:
 			c.count("sync_forged_hold") // a fence of this term it was not granted
 		case w.Held && k.ready:
 			c.count("sync_late_hold") // an older term's lease, re-announced after every such lease ended

@@ -27,6 +27,7 @@ type follower struct {
 	leader uint32 // the coordinator followed (0: none known; this member while it coordinates)
 	term   uint64
 	beat   uint32 // the last beat heard from it
+	tried  uint64 // the last term this member set out to coordinate
 	holdMS uint32 // what its last beat said of its hold
 
 	stamp    uint32
