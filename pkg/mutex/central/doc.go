@@ -71,10 +71,12 @@
 // orders owners exactly as their IDs do, so every fence of a term is above
 // every fence of any older term, on every member, with no disk write per
 // grant and no need to learn the old coordinator's last fence (which died
-// with it). A member coordinates a term at most once: it persists the last
-// term it coordinated before granting in it, and refuses to coordinate it
-// again after a restart (the election claims a newer term at every start
-// anyway). Why not "the highest fence re-announced, plus one"? A grant
+// with it). A member coordinates a term in one run only: it persists the
+// last term it coordinated before granting in it, and never coordinates it
+// again after a restart (its count is lost; the election claims a newer
+// term at every start anyway). If the election wavers within a run and
+// makes it lead the same term again, it resumes numbering where it stopped,
+// with a full hold. Why not "the highest fence re-announced, plus one"? A grant
 // whose holder crashed before re-announcing it would be forgotten, and its
 // fence given twice.
 //
