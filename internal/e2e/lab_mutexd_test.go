@@ -16,6 +16,8 @@ import (
 
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/labnet"
+	"github.com/synclab/synclab/pkg/mutex"
+	mutexalgorithms "github.com/synclab/synclab/pkg/mutex/algorithms"
 )
 
 // labMutexd runs mutexd on every host of a namespace LAN.
@@ -96,6 +98,17 @@ type counterRun struct {
 	why                 []string // each failure's exit status and message
 }
 
+// loop is what one host runs: k successful `mutexd lock` runs of script
+// (its arguments after the operation's ID: args), shared or exclusive,
+// retrying what failed; pause is slept between two runs.
+type loop struct {
+	k      int
+	shared bool
+	script string
+	args   func(op string) []string
+	pause  time.Duration
+}
+
 // runCounter runs, on every host at once, `mutexd lock counter` around
 // counterScript until it has succeeded k times there, retrying a lock
 // that failed. during, if set, runs beside the loops.
@@ -104,6 +117,16 @@ func (l *labMutexd) runCounter(file string, k int, during func()) counterRun {
 	if err := os.WriteFile(file, []byte("0\n"), 0o644); err != nil {
 		l.t.Fatal(err)
 	}
+	loops := map[int]loop{}
+	for _, h := range l.lab.Hosts() {
+		loops[h.Index()] = loop{k: k, script: counterScript, args: func(op string) []string { return []string{file, h.Name(), op} }}
+	}
+	return l.runLoops(loops, during)
+}
+
+// runLoops runs each host's loop at once, and during beside them.
+func (l *labMutexd) runLoops(loops map[int]loop, during func()) counterRun {
+	l.t.Helper()
 	res := counterRun{successes: map[int]int{}, failures: map[int]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -112,13 +135,20 @@ func (l *labMutexd) runCounter(file string, k int, during func()) counterRun {
 	var errs []string
 	for _, h := range l.lab.Hosts() {
 		i := h.Index()
+		lp, ok := loops[i]
+		if !ok {
+			continue
+		}
 		wg.Go(func() {
-			for ok := 0; ok < k && ctx.Err() == nil; {
-				op := fmt.Sprintf("%s-%d", h.Name(), ok) // the same ID for every try of one increment
-				cmd := exec.CommandContext(ctx, "ip", "netns", "exec", h.Namespace(),
-					filepath.Join(binDir, "mutexd"), "lock", "counter", "--control", l.control(i), "--timeout", "20s",
-					"--", "sh", "-c", counterScript, "sh", file, h.Name(), op)
-				out, err := cmd.CombinedOutput()
+			for ok := 0; ok < lp.k && ctx.Err() == nil; {
+				op := fmt.Sprintf("%s-%d", h.Name(), ok) // the same ID for every try of one operation
+				argv := []string{"netns", "exec", h.Namespace(),
+					filepath.Join(binDir, "mutexd"), "lock", "counter", "--control", l.control(i), "--timeout", "20s"}
+				if lp.shared {
+					argv = append(argv, "--shared")
+				}
+				argv = append(append(argv, "--", "sh", "-c", lp.script, "sh"), lp.args(op)...)
+				out, err := exec.CommandContext(ctx, "ip", argv...).CombinedOutput()
 				mu.Lock()
 				if err != nil {
 					res.failures[i]++
@@ -134,6 +164,8 @@ func (l *labMutexd) runCounter(file string, k int, during func()) counterRun {
 				mu.Unlock()
 				if err != nil {
 					time.Sleep(50 * time.Millisecond) // the daemon may be restarting
+				} else if lp.pause > 0 {
+					time.Sleep(lp.pause)
 				}
 			}
 		})
@@ -143,7 +175,7 @@ func (l *labMutexd) runCounter(file string, k int, during func()) counterRun {
 	}
 	wg.Wait()
 	if len(errs) > 0 || ctx.Err() != nil {
-		l.t.Fatalf("the counter loops did not finish: %v %s", ctx.Err(), strings.Join(errs, "\n"))
+		l.t.Fatalf("the lock loops did not finish: %v %s", ctx.Err(), strings.Join(errs, "\n"))
 	}
 	return res
 }
@@ -160,22 +192,13 @@ func checkCounter(t *testing.T, file string, want int) {
 	if got, _ := strconv.Atoi(lines[0]); got != want {
 		t.Errorf("counter = %q, want %d", lines[0], want)
 	}
-	type span struct {
-		start, end int64
-		op, host   string
-	}
-	var spans []span
+	spans := spansOf(t, file, true)
 	ops := map[string]bool{}
-	for _, line := range lines[1:] {
-		var s span
-		if _, err := fmt.Sscan(line, &s.op, &s.start, &s.end, &s.host); err != nil || s.end < s.start {
-			t.Fatalf("bad log line %q: %v", line, err)
-		}
+	for _, s := range spans {
 		if ops[s.op] {
 			t.Errorf("operation %s applied twice", s.op)
 		}
 		ops[s.op] = true
-		spans = append(spans, s)
 	}
 	if len(spans) != want {
 		t.Errorf("%d critical sections logged, want %d (the counter's value)", len(spans), want)
@@ -196,16 +219,28 @@ func checkCounter(t *testing.T, file string, want int) {
 }
 
 // TestLabMutexdCounter is the shared counter of the notes (seed 000) on
-// five namespace hosts with real binaries: every host increments one
-// shared file K times under `mutexd lock counter`; the total is exact and
-// the logged critical sections never overlap. Then again while the daemon
-// of the host holding the lock is SIGKILLed and restarted mid-run: the
-// loops retry what failed, the run completes, and still nothing overlaps.
+// five namespace hosts with real binaries, for every algorithm mutexd runs
+// (pkg/mutex/algorithms.All, one subtest each, `--algorithm NAME`): every
+// host increments one shared file K times under `mutexd lock counter`; the
+// total is exact and the logged critical sections never overlap. Then
+// again while the daemon of the host holding the lock is SIGKILLed and
+// restarted mid-run, and again with a host that does not hold it (the
+// highest-numbered other one: the central coordinator, with bully)
+// SIGKILLed: the loops retry what failed, the runs complete, and still
+// nothing overlaps. An algorithm that offers shared locks also runs
+// readers (`mutexd lock --shared`) beside writers: readers do run together,
+// and never beside a writer.
 func TestLabMutexdCounter(t *testing.T) {
 	labnet.Require(t)
-	const n, k = 5, 20
+	for _, f := range mutexalgorithms.All {
+		t.Run(f.Name, func(t *testing.T) { labCounter(t, f) })
+	}
+}
+
+func labCounter(t *testing.T, f mutex.Factory) {
+	const n, k = 5, 4
 	lab := labnet.New(t, n)
-	l := &labMutexd{t: t, lab: lab, dir: shortDirT(t), procs: map[int]*labnet.Proc{}}
+	l := &labMutexd{t: t, lab: lab, dir: shortDirT(t), procs: map[int]*labnet.Proc{}, extra: []string{"--algorithm", f.Name}}
 	l.key = keyFile(t, l.dir)
 	for i := 1; i <= n; i++ {
 		l.start(i)
@@ -229,39 +264,169 @@ func TestLabMutexdCounter(t *testing.T) {
 
 	start := time.Now()
 	res := l.runCounter(file, k, nil)
-	t.Logf("%d x %d locked increments in %v (failures %v)", n, k, time.Since(start).Round(time.Millisecond), res.failures)
-	checkCounter(t, file, n*k)
-
-	// Again, killing the holder's daemon mid-run.
-	var killed int
-	var killedAt time.Time
-	start = time.Now()
-	res = l.runCounter(file, k, func() {
-		time.Sleep(300 * time.Millisecond)
-		deadline := time.Now().Add(10 * time.Second)
-		for killed == 0 {
-			if killed = l.holder("counter"); killed == 0 {
-				if time.Now().After(deadline) {
-					t.Error("never found a holder of the lock to kill")
-					return
-				}
-				time.Sleep(time.Millisecond)
-			}
-		}
-		l.procs[killed].Kill()
-		killedAt = time.Now()
-		time.Sleep(200 * time.Millisecond)
-		l.start(killed)
-	})
-	t.Logf("with h%d's daemon SIGKILLed %v into the run and restarted 200 ms later: %d x %d increments in %v (failures %v)",
-		killed, killedAt.Sub(start).Round(time.Millisecond), n, k, time.Since(start).Round(time.Millisecond), res.failures)
+	t.Logf("%s: %d x %d locked increments in %v (failures %v)", f.Name, n, k, time.Since(start).Round(time.Millisecond), res.failures)
 	checkCounter(t, file, n*k)
 	for _, w := range res.why {
 		t.Log(w)
 	}
-	for i := 1; i <= n; i++ {
-		if res.successes[i] != k {
-			t.Errorf("h%d: %d successes, want %d", i, res.successes[i], k)
+
+	// Again, killing a daemon mid-run: the holder's, then another's.
+	for _, victim := range []string{"holder", "non-holder"} {
+		var killed int
+		var killedAt time.Time
+		start = time.Now()
+		res = l.runCounter(file, k, func() {
+			time.Sleep(300 * time.Millisecond)
+			deadline := time.Now().Add(10 * time.Second)
+			holder := 0
+			for holder == 0 {
+				if holder = l.holder("counter"); holder == 0 {
+					if time.Now().After(deadline) {
+						t.Error("never found a holder of the lock")
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			killed = holder
+			if victim == "non-holder" {
+				killed = n
+				if holder == n {
+					killed = n - 1
+				}
+			}
+			l.procs[killed].Kill()
+			killedAt = time.Now()
+			time.Sleep(200 * time.Millisecond)
+			l.start(killed)
+		})
+		t.Logf("%s: with the %s h%d's daemon SIGKILLed %v into the run and restarted 200 ms later: %d x %d increments in %v (failures %v)",
+			f.Name, victim, killed, killedAt.Sub(start).Round(time.Millisecond), n, k, time.Since(start).Round(time.Millisecond), res.failures)
+		checkCounter(t, file, n*k)
+		for _, w := range res.why {
+			t.Log(w)
+		}
+		for i := 1; i <= n; i++ {
+			if res.successes[i] != k {
+				t.Errorf("h%d: %d successes, want %d", i, res.successes[i], k)
+			}
+		}
+	}
+
+	if f.Guarantees.Shared {
+		l.runShared(file)
+	} else {
+		// The clear refusal an algorithm without shared locks gives.
+		out, err := exec.Command("ip", "netns", "exec", lab.Host(1).Namespace(), filepath.Join(binDir, "mutexd"), "lock", "--shared",
+			"counter", "--control", l.control(1), "--timeout", "5s", "--", "true").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "shared mode is not offered") {
+			t.Errorf("%s: --shared: %v: %s, want the refusal", f.Name, err, out)
 		}
 	}
 }
+
+// readerScript is a reader's critical section: it reads the counter and
+// logs "op start end host" (real clock) to the readers' log, holding the
+// lock 200 ms so that readers granted together overlap visibly.
+const readerScript = `f=$1 log=$2 op=$4; grep -q "^$op " "$log" && exit 0; s=$(date +%s%N); head -n 1 "$f" >/dev/null; sleep 0.2; ` +
+	`e=$(date +%s%N); echo "$op $s $e $3" >> "$log"`
+
+// runShared runs readers (`mutexd lock --shared`) and writers (the
+// counter) on the same lock: first every host reads once, all together,
+// and readers must overlap; then hosts 1-3 read while hosts 4-5 increment,
+// and no reader may overlap a writer, nor two writers each other.
+func (l *labMutexd) runShared(file string) {
+	t := l.t
+	t.Helper()
+	readLog := filepath.Join(l.dir, "reads")
+	if err := os.WriteFile(file, []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(readLog, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reader := func(h *labnet.Host, k int, round string) loop {
+		return loop{k: k, shared: true, script: readerScript, pause: 50 * time.Millisecond,
+			args: func(op string) []string { return []string{file, readLog, h.Name(), round + op} }}
+	}
+	start := time.Now()
+	loops := map[int]loop{}
+	for _, h := range l.lab.Hosts() {
+		loops[h.Index()] = reader(h, 1, "all-")
+	}
+	l.runLoops(loops, nil)
+	together := readSpans(t, readLog)
+	overlapping := 0
+	for i := range together {
+		for j := i + 1; j < len(together); j++ {
+			if together[i].start < together[j].end && together[j].start < together[i].end {
+				overlapping++
+			}
+		}
+	}
+	t.Logf("%d readers at once: %d overlapping pairs of the %d possible (in %v)", len(together), overlapping,
+		len(together)*(len(together)-1)/2, time.Since(start).Round(time.Millisecond))
+	if overlapping == 0 {
+		t.Errorf("shared grants never overlapped: readers ran one at a time\n%v", together)
+	}
+
+	start = time.Now()
+	loops = map[int]loop{}
+	for _, h := range l.lab.Hosts() {
+		if h.Index() <= 3 {
+			loops[h.Index()] = reader(h, 2, "mixed-")
+		} else {
+			loops[h.Index()] = loop{k: 3, script: counterScript, pause: 100 * time.Millisecond,
+				args: func(op string) []string { return []string{file, h.Name(), op} }}
+		}
+	}
+	l.runLoops(loops, nil)
+	checkCounter(t, file, 2*3)
+	writes := spansOf(t, file, true)
+	reads := readSpans(t, readLog)
+	beside := 0
+	for _, r := range reads {
+		for _, w := range writes {
+			if r.start < w.end && w.start < r.end {
+				beside++
+				t.Errorf("reader %s %d..%d beside writer %s %d..%d", r.host, r.start, r.end, w.host, w.start, w.end)
+			}
+		}
+	}
+	t.Logf("%d reads and %d writes mixed in %v, %d reads beside a write", len(reads)-len(together), len(writes),
+		time.Since(start).Round(time.Millisecond), beside)
+}
+
+// span is one logged critical section.
+type span struct {
+	start, end int64
+	op, host   string
+}
+
+// spansOf reads the critical sections logged in a counter file (after
+// its first line, the value).
+func spansOf(t *testing.T, file string, skipValue bool) []span {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if skipValue {
+		lines = lines[1:]
+	}
+	var spans []span
+	for _, line := range lines {
+		if line == "" {
+			continue
+		}
+		var s span
+		if _, err := fmt.Sscan(line, &s.op, &s.start, &s.end, &s.host); err != nil || s.end < s.start {
+			t.Fatalf("bad log line %q: %v", line, err)
+		}
+		spans = append(spans, s)
+	}
+	return spans
+}
+
+func readSpans(t *testing.T, file string) []span { return spansOf(t, file, false) }

@@ -220,6 +220,18 @@ func (t *Table) Grantable(lock string) []RequestID {
 // grant; the table refuses only what its own rules forbid (id is not
 // among Grantable).
 func (t *Table) Grant(now time.Time, id RequestID, fence, epoch uint64) (Granted, error) {
+	return t.GrantFrom(now, now, id, fence, epoch)
+}
+
+// GrantFrom is Grant with the lease counted from from (at most now): an
+// algorithm whose grant may have been slow on the wire counts the lease
+// from before the grant was made (a central coordinator: from when the
+// member sent the frame the grant answers), so that it never ends later
+// than the grantor believes.
+func (t *Table) GrantFrom(now, from time.Time, id RequestID, fence, epoch uint64) (Granted, error) {
+	if from.After(now) {
+		from = now
+	}
 	e, ok := t.reqs[id]
 	if !ok || e.granted {
 		return Granted{}, fmt.Errorf("%w: %d is not waiting", ErrUnknownRequest, id)
@@ -231,7 +243,7 @@ func (t *Table) Grant(now time.Time, id RequestID, fence, epoch uint64) (Granted
 	q.waiting = slices.DeleteFunc(q.waiting, func(x *entry) bool { return x == e })
 	t.waiting--
 	q.holders = append(q.holders, e)
-	e.granted, e.fence, e.epoch, e.grantAt, e.expires = true, fence, epoch, now, now.Add(e.req.Lease)
+	e.granted, e.fence, e.epoch, e.grantAt, e.expires = true, fence, epoch, now, from.Add(e.req.Lease)
 	g := Granted{ID: id, Lock: e.req.Lock, Mode: e.req.Mode, Fence: fence, Lease: e.req.Lease, Expires: e.expires, Epoch: epoch}
 	t.outcomes = append(t.outcomes, g)
 	t.counters["grants"]++
@@ -320,6 +332,36 @@ func (t *Table) ConfirmRenewals(now time.Time, lock string) {
 		t.counters["renewals"]++
 		t.outcomes = append(t.outcomes, Renewed{ID: h.id, Lock: lock, Fence: h.fence, Lease: h.req.Lease, Expires: h.expires})
 	}
+}
+
+// ConfirmRenewal renews granted request id's pending renewal with its
+// lease counted from from (Renewed), as ConfirmRenewals does for a whole
+// lock from now; false if id has no renewal pending. A renewal counted
+// from a time its lease has run out by is lost instead (Lost, Expired).
+func (t *Table) ConfirmRenewal(now, from time.Time, id RequestID) bool {
+	e, ok := t.reqs[id]
+	if !ok || !e.granted || e.renewing == 0 {
+		return false
+	}
+	if !now.Before(from.Add(e.renewing)) {
+		t.lose(e, Expired)
+		return true
+	}
+	e.req.Lease, e.renewing = e.renewing, 0
+	e.expires = from.Add(e.req.Lease)
+	t.counters["renewals"]++
+	t.outcomes = append(t.outcomes, Renewed{ID: id, Lock: e.req.Lock, Fence: e.fence, Lease: e.req.Lease, Expires: e.expires})
+	return true
+}
+
+// Revoke ends request id, waiting or granted (Lost, reason): the one
+// request, where Lose takes every holder of a lock.
+func (t *Table) Revoke(id RequestID, reason LossReason) bool {
+	e, ok := t.reqs[id]
+	if ok {
+		t.lose(e, reason)
+	}
+	return ok
 }
 
 // Release ends request id at now: a holder gives its lock back (Released;

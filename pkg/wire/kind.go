@@ -55,6 +55,31 @@ const (
 	// node; cores never see it (payload: EpochRefused).
 	KindEpochRefused Kind = 16
 
+	// Kinds 20-29: the central coordinator (pkg/mutex/central; payloads in
+	// central.go). Members send theirs on the TCP link, in order.
+
+	// KindCentralRequest asks the coordinator for a lock (CentralRequest).
+	KindCentralRequest Kind = 20
+	// KindCentralGrant grants a request (CentralGrant).
+	KindCentralGrant Kind = 21
+	// KindCentralRelease gives a lock back or withdraws a request
+	// (CentralRelease).
+	KindCentralRelease Kind = 22
+	// KindCentralRenew asks the coordinator to extend a lease (CentralRenew).
+	KindCentralRenew Kind = 23
+	// KindCentralRenewed confirms a renewal (CentralGrant).
+	KindCentralRenewed Kind = 24
+	// KindCentralRefuse refuses a request or a renewal (CentralRefuse).
+	KindCentralRefuse Kind = 25
+	// KindCentralBeat is the coordinator's periodic call for syncs
+	// (CentralBeat).
+	KindCentralBeat Kind = 26
+	// KindCentralSync is a member's whole view of its requests, sent to the
+	// coordinator of its term in answer to a beat and on joining a term: its
+	// support, and the re-announcement a new coordinator rebuilds its
+	// queue from (CentralSync).
+	KindCentralSync Kind = 27
+
 	// Kinds 17-255 are allocated in blocks, one per algorithm family, so
 	// that algorithms built side by side never take the same number. A
 	// family appends its kinds inside its block (and names them in
@@ -93,6 +118,14 @@ var kindNames = [...]string{
 	// 17-19 token ring
 
 	// 20-29 mutex: central coordinator
+	KindCentralRequest: "central_request",
+	KindCentralGrant:   "central_grant",
+	KindCentralRelease: "central_release",
+	KindCentralRenew:   "central_renew",
+	KindCentralRenewed: "central_renewed",
+	KindCentralRefuse:  "central_refuse",
+	KindCentralBeat:    "central_beat",
+	KindCentralSync:    "central_sync",
 
 	// 30-39 mutex: Ricart-Agrawala, Lamport
 

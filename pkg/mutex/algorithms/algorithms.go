@@ -7,12 +7,14 @@ package algorithms
 
 import (
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/central"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 )
 
 // All is every algorithm, in the order the docs and benchmarks list them.
 var All = mutex.Registry{
 	tokenring.Factory,
+	central.Factory,
 }
 
 // Default is mutexd's --algorithm default.

@@ -1,0 +1,442 @@
+package central
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Name is the algorithm's name (mutexd run --algorithm central).
+const Name = "central"
+
+// Errors of Step (the frame is counted and dropped).
+var (
+	// ErrNotCoordinator: a member's frame to a member that does not
+	// coordinate the term it names, or a coordinator's frame from a member
+	// that is not the coordinator this member follows in that term.
+	ErrNotCoordinator = errors.New("central: not the coordinator of the frame's term")
+	// ErrStaleIncarnation: a frame of an older run of a member (or, to a
+	// member, about an older run of its own).
+	ErrStaleIncarnation = errors.New("central: frame of an older incarnation")
+	// ErrBadFence: a grant whose fence is not of its coordinator's term,
+	// or a re-announced grant whose fence this coordinator never made.
+	ErrBadFence = errors.New("central: fence not of the coordinator's term")
+	// ErrBadLease: a lease outside the cluster's bounds, or longer than
+	// the one asked for.
+	ErrBadLease = errors.New("central: lease out of range")
+	// ErrBadEcho: a grant or renewal counted from a stamp this member
+	// never sent (or sent too long ago to remember).
+	ErrBadEcho = errors.New("central: echo of an unknown stamp")
+	// ErrUnknownRequest: a frame about a request the receiver does not
+	// have (a duplicate, or one that crossed a release).
+	ErrUnknownRequest = errors.New("central: no such request")
+	// ErrStale: a sync taken from the member already (a duplicate).
+	ErrStale = errors.New("central: stale sync")
+)
+
+var rejectLabels = core.ErrorLabels{
+	{Err: ErrNotCoordinator, Label: "not_coordinator"},
+	{Err: ErrStaleIncarnation, Label: "stale_incarnation"},
+	{Err: ErrBadFence, Label: "bad_fence"},
+	{Err: ErrBadLease, Label: "bad_lease"},
+	{Err: ErrBadEcho, Label: "bad_echo"},
+	{Err: ErrUnknownRequest, Label: "unknown_request"},
+	{Err: ErrStale, Label: "stale_sync"},
+	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
+}
+
+func reason(err error) string { return rejectLabels.Of(err, "payload_"+wire.Reason(err)) }
+
+// Event names. Args are slog-style.
+const (
+	// EventGranted, EventRenewed, EventLost, EventReleased: a request of
+	// this member's clients ("request", "lock", "fence"; granted: "lease",
+	// "expires", "term"; lost: "reason").
+	EventGranted  = "lock_granted"
+	EventRenewed  = "lock_renewed"
+	EventLost     = "lock_lost"
+	EventReleased = "lock_released"
+	// EventCoordinating: this member coordinates a new term ("term",
+	// "hold": the longest it waits before granting).
+	EventCoordinating = "central_coordinating"
+	// EventReady: the coordinator may grant: its hold ended, or every
+	// member re-announced its grants ("term", "waited").
+	EventReady = "central_ready"
+	// EventFollowing: this member follows a new coordinator and sent it
+	// its requests ("coordinator", "term").
+	EventFollowing = "central_following"
+	// EventFencesExhausted: the coordinator cannot number more grants in
+	// its term (its round or count ran out) and resigns ("term").
+	EventFencesExhausted = "central_fences_exhausted"
+)
+
+// Refused is the loss reason of a request the coordinator refused (its
+// queue full, a lease the cluster does not allow).
+const Refused mutex.LossReason = "refused"
+
+// lossReasons are the reasons this algorithm gives, metrics show each.
+var lossReasons = append(slices.Clone(mutex.LossReasons), Refused)
+
+// Fences: round<<40 | rank<<32 | count. The round and the rank of the
+// owner among the members (sorted IDs) order terms exactly as the terms
+// themselves (round, then owner), so every fence of a term is above every
+// fence of an older one; count numbers the grants within the term.
+const (
+	fenceCountBits = 32
+	fenceRankBits  = 8
+	// MaxMembers is the largest cluster whose ranks fit a fence.
+	MaxMembers = 1 << fenceRankBits
+	// MaxFenceRound is the last term round whose grants can be fenced.
+	MaxFenceRound = 1<<(64-fenceCountBits-fenceRankBits) - 1
+)
+
+// ErrFencesExhausted: a term of a round above MaxFenceRound.
+var ErrFencesExhausted = errors.New("central: term round beyond the fences' range")
+
+// FenceBase is the first fence of term (minus one: grants count from 1),
+// for a cluster of members (sorted).
+func FenceBase(term uint64, members []uint32) (uint64, error) {
+	round := epoch.Round(term)
+	rank, ok := slices.BinarySearch(members, epoch.Owner(term))
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("central: term %#x is owned by %d, not a member", term, epoch.Owner(term))
+	case round > MaxFenceRound:
+		return 0, fmt.Errorf("%w: round %d of term %#x", ErrFencesExhausted, round, term)
+	}
+	return uint64(round)<<(fenceCountBits+fenceRankBits) | uint64(rank)<<fenceCountBits, nil
+}
+
+// FenceText shows a fence as round.rank:count.
+func FenceText(f uint64) string {
+	return fmt.Sprintf("%d (%d.%d:%d)", f, f>>(fenceCountBits+fenceRankBits), f>>fenceCountBits&(MaxMembers-1), f&(1<<fenceCountBits-1))
+}
+
+// Core is one member: the client side of every member, and the
+// coordinator's queue while the election makes it leader. Not safe for
+// concurrent use.
+type Core struct {
+	cfg      Config
+	self     uint32
+	members  []uint32 // sorted
+	majority int
+
+	el         elect.Elector
+	electState []byte
+	durable    core.Durable
+	inc        uint32 // this run's incarnation
+	lastLed    uint64 // the last term coordinated, in any run
+	// ledTerm and ledCount: the term this run coordinated last, and how
+	// many fences it had granted in it when it stopped.
+	ledTerm, ledCount uint64
+
+	now     time.Time
+	started bool
+	begun   time.Time
+
+	reqs *mutex.Table // this member's clients' requests
+	fol  follower
+	co   *coord // non-nil while coordinating
+
+	msgs     []core.Message
+	events   []core.Event
+	bugs     core.Bugs
+	outcomes []mutex.Outcome
+	counters map[string]uint64
+}
+
+var (
+	_ mutex.Algorithm = (*Core)(nil)
+	_ core.Advancer   = (*Core)(nil)
+)
+
+// New returns member env.ID's core. It restores env.State (refused with
+// core.ErrState when damaged), raises the incarnation, which the first
+// Ready hands over to be persisted before anything is sent, and starts the
+// election.
+func New(env core.Env, cfg Config) (*Core, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	members := slices.Clone(env.Members)
+	slices.Sort(members)
+	members = slices.Compact(members)
+	switch {
+	case env.ID == 0 || len(members) == 0 || members[0] == 0:
+		return nil, fmt.Errorf("%w: ID %d, members %v: IDs must be > 0", ErrConfig, env.ID, env.Members)
+	case len(members) > MaxMembers:
+		return nil, fmt.Errorf("%w: %d members, at most %d (a fence numbers the coordinator among them)", ErrConfig, len(members), MaxMembers)
+	case !slices.Contains(members, env.ID):
+		return nil, fmt.Errorf("%w: own ID %d is not a member", ErrConfig, env.ID)
+	}
+	saved, err := decodeState(env.State)
+	if err != nil {
+		return nil, err
+	}
+	if saved.Incarnation == math.MaxUint32 {
+		return nil, fmt.Errorf("%w: central state: incarnations exhausted", core.ErrState)
+	}
+	newElection := cfg.Election
+	if newElection == nil {
+		newElection = func(env core.Env) (elect.Elector, error) { return bully.New(env, bully.DefaultLANConfig()) }
+	}
+	eenv := env
+	eenv.Members, eenv.State = members, saved.Election
+	el, err := newElection(eenv)
+	if err != nil {
+		if errors.Is(err, core.ErrState) {
+			return nil, fmt.Errorf("%w: election: %w", core.ErrState, err)
+		}
+		return nil, fmt.Errorf("%w: election: %w", ErrConfig, err)
+	}
+	c := &Core{cfg: cfg, self: env.ID, members: members, majority: len(members)/2 + 1,
+		el: el, electState: saved.Election, inc: saved.Incarnation + 1, lastLed: saved.LastLed,
+		now: env.Now, counters: map[string]uint64{}}
+	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: env.ID, Members: len(members), Shared: true,
+		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: min(cfg.MaxQueue, wire.MaxSyncEntries), MaxLocks: cfg.MaxLocks}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c.fol.init()
+	c.durable.Change(true) // the incarnation: nothing leaves before it is on disk
+	return c, nil
+}
+
+// Config returns the validated configuration.
+func (c *Core) Config() Config { return c.cfg }
+
+// Election returns the coordinator election.
+func (c *Core) Election() elect.Elector { return c.el }
+
+// Incarnation is this run's incarnation.
+func (c *Core) Incarnation() uint32 { return c.inc }
+
+func (c *Core) observe(now time.Time) {
+	if now.IsZero() {
+		return
+	}
+	if !c.started {
+		c.started, c.begun = true, now
+	}
+	if now.After(c.now) {
+		c.now = now
+	}
+}
+
+func (c *Core) count(name string) { c.counters[name]++ }
+
+func (c *Core) emit(name, msg string, args ...any) {
+	c.events = append(c.events, core.Event{Name: name, Msg: msg, Args: args})
+}
+
+// send queues one frame of term on the member's TCP link (datagram: a
+// broadcast beat); an encoding of our own fields that fails is a bug,
+// counted and reported, and the frame is not sent.
+func (c *Core) send(to uint32, term uint64, k wire.Kind, p encoding.BinaryAppender) []byte {
+	b, ok := c.bugs.Encode(&c.events, k.String(), p, nil)
+	if !ok {
+		return nil
+	}
+	c.msgs = append(c.msgs, core.Message{To: to, Term: term, Kind: k, Payload: b, Stream: to != core.Broadcast})
+	c.count("sent_" + k.String())
+	return b
+}
+
+// Handles reports whether k is one of this algorithm's own kinds; every
+// other frame is the election's.
+func Handles(k wire.Kind) bool { return k >= wire.KindCentralRequest && k <= wire.KindCentralSync }
+
+// Step feeds one frame: the algorithm's kinds here, the rest to the
+// election.
+func (c *Core) Step(m core.Message) error {
+	c.observe(m.Time)
+	if !Handles(m.Kind) {
+		err := c.el.Step(m)
+		c.follow()
+		return err
+	}
+	var err error
+	switch m.Kind {
+	case wire.KindCentralRequest:
+		var r wire.CentralRequest
+		if err = r.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepRequest(m.From, m.Term, r)
+		}
+	case wire.KindCentralRelease:
+		var r wire.CentralRelease
+		if err = r.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepRelease(m.From, m.Term, r)
+		}
+	case wire.KindCentralRenew:
+		var r wire.CentralRenew
+		if err = r.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepRenew(m.From, m.Term, r)
+		}
+	case wire.KindCentralSync:
+		var s wire.CentralSync
+		if err = s.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepSync(m.From, m.Term, s)
+		}
+	case wire.KindCentralGrant, wire.KindCentralRenewed:
+		var g wire.CentralGrant
+		if err = g.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepGrant(m.From, m.Term, g, m.Kind == wire.KindCentralRenewed)
+		}
+	case wire.KindCentralRefuse:
+		var r wire.CentralRefuse
+		if err = r.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepRefuse(m.From, m.Term, r)
+		}
+	case wire.KindCentralBeat:
+		var b wire.CentralBeat
+		if err = b.UnmarshalBinary(m.Payload); err == nil {
+			err = c.stepBeat(m.From, m.Term, b)
+		}
+	default:
+		err = core.ErrUnexpectedKind
+	}
+	if err != nil {
+		c.count("rejected_" + reason(err))
+	}
+	c.drain()
+	return err
+}
+
+// StepDatagram refuses datagrams: the algorithm speaks synclab frames only.
+func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+
+// Tick runs the timers: the election's, leases, renewals, and the
+// coordinator's beats, hold and queue.
+func (c *Core) Tick(now time.Time) {
+	c.observe(now)
+	c.el.Tick(c.now)
+	c.follow()
+	c.reqs.Expire(c.now)
+	c.tickFollower()
+	if c.co != nil {
+		c.tickCoord()
+	}
+	c.drain()
+}
+
+// Deadline is the earliest local time the core needs Tick.
+func (c *Core) Deadline() time.Time {
+	d := []time.Time{c.el.Deadline(), c.reqs.Deadline(), c.fol.deadline()}
+	if c.co != nil {
+		d = append(d, c.co.deadline())
+	}
+	return core.Earliest(d...)
+}
+
+// Ready drains what the core wants done. State, while pending, is the
+// incarnation, the last term coordinated and the election's state:
+// persist it before sending.
+func (c *Core) Ready() core.Ready {
+	rd := c.el.Ready()
+	c.el.Changes()
+	if rd.State != nil {
+		c.electState = rd.State
+		c.durable.Change(true)
+	}
+	rd.State, rd.Promise = nil, false
+	c.durable.Ready(&rd, func() []byte {
+		return encodeState(Saved{Incarnation: c.inc, LastLed: c.lastLed, Election: c.electState})
+	})
+	rd.Messages = append(rd.Messages, c.msgs...)
+	rd.Events = append(rd.Events, c.events...)
+	c.msgs, c.events = nil, nil
+	return rd
+}
+
+// Advance is the driver's report on the last Ready (core.Advancer), for
+// this core's state and the election's inside it.
+func (c *Core) Advance(saved bool) {
+	if a, ok := c.el.(core.Advancer); ok {
+		a.Advance(saved)
+	}
+	c.durable.Advance(saved)
+}
+
+// Outcomes drains the typed answers about requests (mutex.Algorithm).
+func (c *Core) Outcomes() []mutex.Outcome {
+	out := c.outcomes
+	c.outcomes = nil
+	return out
+}
+
+// Lookup returns request id as it stands (mutex.Algorithm).
+func (c *Core) Lookup(id mutex.RequestID) (mutex.RequestStatus, bool) {
+	return c.reqs.Lookup(c.now, id)
+}
+
+// Expires returns the local time at which granted request id's lease ends.
+func (c *Core) Expires(id mutex.RequestID) (time.Time, bool) { return c.reqs.Expires(id) }
+
+// follow starts or stops coordinating, and follows a new coordinator, as
+// the election's leader changes.
+func (c *Core) follow() {
+	lead, term, ok := c.el.Leader()
+	leading := ok && lead == c.self && c.el.Role() == elect.RoleLeader
+	if c.co != nil && (!leading || term != c.co.term) {
+		c.stopCoordinating()
+	}
+	if !ok {
+		lead, term = 0, 0
+	}
+	changed := lead != c.fol.leader || term != c.fol.term
+	if changed {
+		c.fol.leader, c.fol.term, c.fol.beat = lead, term, 0
+	}
+	// The election may name this member before it leads (and leads in the
+	// same term later): coordinate once it leads, once per term.
+	if leading && c.co == nil && c.fol.tried != term {
+		c.fol.tried = term
+		c.startCoordinating(term)
+		return
+	}
+	if !changed || lead == 0 || lead == c.self {
+		return
+	}
+	c.emit(EventFollowing, fmt.Sprintf("following coordinator %d in term %#x", lead, term), "coordinator", lead, "term", term)
+	c.sendSync(0)
+}
+
+// drain moves the table's outcomes to the core's, each reported as an
+// event too (for logs and hooks), in the order they happened.
+func (c *Core) drain() {
+	for _, o := range c.reqs.Outcomes() {
+		c.outcomes = append(c.outcomes, o)
+		switch o := o.(type) {
+		case mutex.Granted:
+			c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "mode", o.Mode.String(), "lease", o.Lease, "expires", o.Expires, "term", o.Epoch)
+		case mutex.Renewed:
+			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
+		case mutex.Lost:
+			delete(c.fol.renewing, o.ID)
+			delete(c.fol.listed, o.ID)
+			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
+		case mutex.Released:
+			delete(c.fol.renewing, o.ID)
+			delete(c.fol.listed, o.ID)
+			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
+		}
+	}
+}
+
+func ms(d time.Duration) uint32 {
+	if d <= 0 {
+		return 0
+	}
+	return uint32(min(math.Ceil(float64(d)/float64(time.Millisecond)), math.MaxUint32))
+}

@@ -1,0 +1,663 @@
+package central
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// beatRing is how many of its recent beats the coordinator remembers the
+// sending time of: a sync echoing an older one supports nothing.
+const beatRing = 64
+
+// ckey names a request cluster-wide: its member, the member's run, and
+// its number in that run.
+type ckey struct {
+	member uint32
+	inc    uint32
+	seq    uint64
+}
+
+// centry is a request in the coordinator's queue.
+type centry struct {
+	ckey
+	lock  string
+	mode  mutex.Mode
+	lease time.Duration
+
+	granted bool
+	fence   uint64
+	// expires is when the lease ends on the coordinator's clock, padded:
+	// the member counts it from before the grant left, so it ends sooner.
+	expires time.Time
+	old     bool // re-announced from an older term
+}
+
+// cqueue is one lock at the coordinator.
+type cqueue struct {
+	holders []*centry
+	waiting []*centry
+}
+
+// peer is a member as the coordinator sees it.
+type peer struct {
+	inc      uint32    // its run
+	stamp    uint32    // the stamp of its latest frame: grants count from it
+	syncedAt uint32    // the stamp of its latest sync (a duplicate is dropped)
+	heard    time.Time // its last frame
+	support  time.Time // when the newest beat it answered was sent
+	joined   bool      // it synced in this term
+	entries  int
+}
+
+// coord is the coordinator's state for one term: nothing of it survives
+// the term (a new coordinator rebuilds it from the members' syncs).
+type coord struct {
+	term  uint64
+	base  uint64 // fences of this term are base+1, base+2, ...
+	count uint64 // grants made
+	// resumed is the count when this run resumed the term (0: a new term):
+	// fences up to base+resumed were granted before, and members may
+	// re-announce them.
+	resumed uint64
+	start   time.Time
+
+	beat     uint32
+	beats    [beatRing]stampAt
+	nextBeat time.Time
+
+	peers   map[uint32]*peer
+	queues  map[string]*cqueue
+	entries map[ckey]*centry
+	waiting int
+
+	majorityAt  time.Time // when a majority had joined
+	holdUntil   time.Time
+	ready       bool
+	restartSeen bool // a member (or this one) started less than a lease ago
+}
+
+func (k *coord) deadline() time.Time {
+	d := []time.Time{k.nextBeat}
+	if !k.ready && !k.majorityAt.IsZero() {
+		d = append(d, k.holdUntil)
+	}
+	for _, q := range k.queues {
+		for _, h := range q.holders {
+			d = append(d, h.expires)
+		}
+	}
+	return core.Earliest(d...)
+}
+
+// startCoordinating takes over as the coordinator of term: an empty queue,
+// fences of the term, this member's own requests queued first, and a
+// beat to call the others' syncs.
+func (c *Core) startCoordinating(term uint64) {
+	base, err := FenceBase(term, c.members)
+	if err != nil {
+		c.count("fences_exhausted")
+		c.emit(EventFencesExhausted, err.Error(), "term", term)
+		return
+	}
+	var count uint64
+	switch {
+	case term == c.ledTerm:
+		// Led before in this run (the election wavered without a new
+		// term): go on numbering where it stopped, and rebuild the queue
+		// from the beats' syncs, holding again.
+		count = c.ledCount
+		c.count("terms_resumed")
+	case term <= c.lastLed:
+		// A term coordinated before a restart: its fences may have been
+		// granted, and their count is lost. The election claims a new term
+		// at every start, so this does not happen; if it did, grants wait
+		// for the next term.
+		c.count("term_led_before")
+		return
+	default:
+		c.lastLed = term
+		c.durable.Change(true)
+	}
+	c.ledTerm = term
+	k := &coord{term: term, base: base, count: count, start: c.now, peers: map[uint32]*peer{},
+		queues: map[string]*cqueue{}, entries: map[ckey]*centry{}, resumed: count,
+		restartSeen: c.restarted() || count > 0}
+	c.co = k
+	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now}
+	c.emit(EventCoordinating, fmt.Sprintf("coordinating term %#x; grants wait at most %v", term, c.cfg.Hold()),
+		"term", term, "hold", c.cfg.Hold())
+	c.applySync(c.self, k.peers[c.self], c.syncEntries(), c.fol.maxSeq)
+	c.updateHold()
+	c.beatNow()
+	c.grantAll()
+}
+
+// stopCoordinating drops the term's queue: another member leads now (or
+// nobody). Grants made stay valid until their leases end; their renewals
+// go to the new coordinator.
+func (c *Core) stopCoordinating() {
+	c.count("terms_ended")
+	c.ledCount = c.co.count
+	c.co = nil
+}
+
+func (c *Core) beatNow() {
+	k := c.co
+	k.beat++
+	k.beats[k.beat%beatRing] = stampAt{stamp: k.beat, at: c.now}
+	var hold uint32
+	if !k.ready {
+		hold = ms(c.cfg.Hold())
+		if !k.majorityAt.IsZero() {
+			hold = ms(k.holdUntil.Sub(c.now))
+		}
+	}
+	c.send(core.Broadcast, k.term, wire.KindCentralBeat, wire.CentralBeat{Beat: k.beat, HoldMS: hold})
+	k.nextBeat = c.now.Add(c.cfg.BeatInterval)
+}
+
+// supported says whether a majority (this member included) answered a
+// beat sent within ConfirmWindow: no newer coordinator can have had a
+// majority long enough to grant (see the package comment).
+func (c *Core) supported() bool {
+	k := c.co
+	n := 0
+	from := c.now.Add(-c.cfg.ConfirmWindow)
+	for id, p := range k.peers {
+		if id == c.self || !p.support.IsZero() && !p.support.Before(from) {
+			n++
+		}
+	}
+	return n >= c.majority
+}
+
+// updateHold starts the Hold once a majority joined the term, and ends it
+// when it ran out, or at once when every member joined and none started
+// less than a lease ago (every lease an older coordinator granted was
+// re-announced, and is in the queue).
+func (c *Core) updateHold() {
+	k := c.co
+	if k.ready {
+		return
+	}
+	joined := 0
+	for _, p := range k.peers {
+		if p.joined {
+			joined++
+		}
+	}
+	if k.majorityAt.IsZero() && joined >= c.majority {
+		k.majorityAt, k.holdUntil = c.now, c.now.Add(c.cfg.Hold())
+	}
+	if k.majorityAt.IsZero() {
+		return
+	}
+	if joined == len(c.members) && !k.restartSeen && c.now.Before(k.holdUntil) {
+		k.holdUntil = c.now
+		c.count("holds_skipped")
+	}
+	if !c.now.Before(k.holdUntil) {
+		k.ready = true
+		c.emit(EventReady, fmt.Sprintf("term %#x may grant, %v after it began", k.term, c.now.Sub(k.start)),
+			"term", k.term, "waited", c.now.Sub(k.start))
+	}
+}
+
+func (c *Core) tickCoord() {
+	k := c.co
+	if !c.now.Before(k.nextBeat) {
+		c.beatNow()
+	}
+	for _, name := range slices.Sorted(maps.Keys(k.queues)) {
+		for _, h := range slices.Clone(k.queues[name].holders) {
+			if !c.now.Before(h.expires) {
+				c.count("leases_ended_unreleased")
+				c.remove(h)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(k.peers)) {
+		p := k.peers[id]
+		if id == c.self || c.now.Sub(maxTime(p.heard, k.start)) < c.cfg.DeadAfter {
+			continue
+		}
+		for _, e := range c.entriesOf(id) {
+			if !e.granted {
+				c.count("dropped_silent")
+				c.remove(e)
+			}
+		}
+	}
+	c.updateHold()
+	c.grantAll()
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// entriesOf returns member's requests at the coordinator, in queue order
+// per lock (deterministic).
+func (c *Core) entriesOf(member uint32) []*centry {
+	var out []*centry
+	k := c.co
+	for _, name := range slices.Sorted(maps.Keys(k.queues)) {
+		q := k.queues[name]
+		for _, e := range append(slices.Clone(q.holders), q.waiting...) {
+			if e.member == member {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+func (c *Core) grantAll() {
+	for _, name := range slices.Sorted(maps.Keys(c.co.queues)) {
+		c.grantLock(name)
+	}
+}
+
+// grantable returns the waiting requests the queue's rules allow to be
+// granted now, in queue order: the head alone when it is exclusive and
+// the lock is free; the leading run of shared requests when the lock is
+// free or held shared. A shared request behind a waiting exclusive one
+// waits: a writer is never starved by a stream of readers.
+func grantable(q *cqueue) []*centry {
+	if len(q.waiting) == 0 {
+		return nil
+	}
+	if q.waiting[0].mode == mutex.Exclusive {
+		if len(q.holders) > 0 {
+			return nil
+		}
+		return q.waiting[:1]
+	}
+	for _, h := range q.holders {
+		if h.mode == mutex.Exclusive {
+			return nil
+		}
+	}
+	n := 0
+	for n < len(q.waiting) && q.waiting[n].mode == mutex.Shared {
+		n++
+	}
+	return slices.Clone(q.waiting[:n])
+}
+
+// grantLock grants what lock's queue allows, if the coordinator may grant:
+// its hold is over and a majority supports it.
+func (c *Core) grantLock(name string) {
+	k := c.co
+	q := k.queues[name]
+	if q == nil || !k.ready || !c.supported() {
+		return
+	}
+	for _, e := range grantable(q) {
+		q.waiting = slices.DeleteFunc(q.waiting, func(x *centry) bool { return x == e })
+		k.waiting--
+		q.holders = append(q.holders, e)
+		e.granted = true
+		if !c.sendGrant(e) {
+			return
+		}
+	}
+}
+
+// sendGrant gives holder e a new fence and its lease from now, and sends
+// it the grant (or grants this member's own request); false when the
+// term has no fence left (the coordinator resigns, e is dropped).
+func (c *Core) sendGrant(e *centry) bool {
+	k := c.co
+	if k.count+1 >= 1<<fenceCountBits {
+		c.count("fences_exhausted")
+		c.emit(EventFencesExhausted, fmt.Sprintf("term %#x has granted every fence it can; resigning", k.term), "term", k.term)
+		c.remove(e)
+		if err := c.el.Resign(c.now); err != nil {
+			c.count("resign_failed")
+		}
+		return false
+	}
+	k.count++
+	e.fence, e.expires = k.base+k.count, c.now.Add(c.cfg.pad(e.lease))
+	c.count("grants_made")
+	if e.member == c.self {
+		if _, err := c.reqs.Grant(c.now, mutex.RequestID(e.seq), e.fence, k.term); err != nil {
+			c.count("grants_returned")
+			c.remove(e)
+		}
+		return true
+	}
+	c.send(e.member, k.term, wire.KindCentralGrant, wire.CentralGrant{Name: e.lock, Mode: wireMode(e.mode),
+		Incarnation: e.inc, Seq: e.seq, Fence: e.fence, Echo: k.peers[e.member].stamp, LeaseMS: ms(e.lease)})
+	return true
+}
+
+// remove takes e out of the coordinator's queue.
+func (c *Core) remove(e *centry) {
+	k := c.co
+	if _, ok := k.entries[e.ckey]; !ok {
+		return
+	}
+	delete(k.entries, e.ckey)
+	q := k.queues[e.lock]
+	if e.granted {
+		q.holders = slices.DeleteFunc(q.holders, func(x *centry) bool { return x == e })
+	} else {
+		q.waiting = slices.DeleteFunc(q.waiting, func(x *centry) bool { return x == e })
+		k.waiting--
+	}
+	if p := k.peers[e.member]; p != nil {
+		p.entries--
+	}
+	if len(q.holders) == 0 && len(q.waiting) == 0 {
+		delete(k.queues, e.lock)
+	}
+}
+
+// share is how many requests one other member may have at the
+// coordinator: half the queue split among the others, so that no member
+// can fill it alone.
+func (c *Core) share() int { return max(1, c.cfg.MaxQueue/2/max(1, len(c.members)-1)) }
+
+// admit checks that the coordinator has room for one more request of
+// member on lock.
+func (c *Core) admit(member uint32, lock string) bool {
+	k := c.co
+	switch {
+	case k.waiting >= c.cfg.MaxQueue,
+		member != c.self && k.peers[member].entries >= c.share(),
+		k.queues[lock] == nil && len(k.queues) >= c.cfg.MaxLocks:
+		c.count("refused_queue_full")
+		return false
+	}
+	return true
+}
+
+func (c *Core) add(e *centry) {
+	k := c.co
+	q := k.queues[e.lock]
+	if q == nil {
+		q = &cqueue{}
+		k.queues[e.lock] = q
+	}
+	if e.granted {
+		q.holders = append(q.holders, e)
+	} else {
+		q.waiting = append(q.waiting, e)
+		k.waiting++
+	}
+	k.entries[e.ckey] = e
+	k.peers[e.member].entries++
+}
+
+// coordRequest queues a request (this member's own, or a member's from a
+// request or a sync) and grants what can be granted.
+func (c *Core) coordRequest(member, inc uint32, seq uint64, lock string, mode mutex.Mode, lease time.Duration) {
+	k := c.co
+	key := ckey{member, inc, seq}
+	if k.entries[key] != nil {
+		return // a request also listed in a sync, or a duplicate
+	}
+	if !c.admit(member, lock) {
+		c.refuse(key, lock, wire.RefuseQueueFull)
+		return
+	}
+	c.add(&centry{ckey: key, lock: lock, mode: mode, lease: lease})
+	c.grantLock(lock)
+}
+
+func (c *Core) refuse(key ckey, lock string, why wire.CentralRefuseReason) {
+	if key.member == c.self {
+		reason := Refused
+		if why == wire.RefuseNotHeld {
+			reason = mutex.RenewRefused
+		}
+		c.reqs.Revoke(mutex.RequestID(key.seq), reason)
+		return
+	}
+	c.send(key.member, c.co.term, wire.KindCentralRefuse, wire.CentralRefuse{Name: lock, Reason: why, Incarnation: key.inc, Seq: key.seq})
+}
+
+// coordRelease ends a request: a holder's release, or a waiting one
+// withdrawn.
+func (c *Core) coordRelease(member, inc uint32, seq uint64, fence uint64) error {
+	e := c.co.entries[ckey{member, inc, seq}]
+	if e == nil {
+		return fmt.Errorf("%w: %d of member %d", ErrUnknownRequest, seq, member)
+	}
+	if e.granted && e.fence != fence {
+		return fmt.Errorf("%w: release with fence %d, granted %d", ErrBadFence, fence, e.fence)
+	}
+	c.count("releases")
+	c.remove(e)
+	c.grantLock(e.lock)
+	return nil
+}
+
+// coordRenewLocal confirms a renewal of this member's own client, when a
+// majority supports the coordinator; false: not yet.
+func (c *Core) coordRenewLocal(id mutex.RequestID, st mutex.RequestStatus, lease time.Duration) bool {
+	e := c.co.entries[ckey{c.self, c.inc, uint64(id)}]
+	if e == nil || !e.granted || e.fence != st.Fence {
+		c.reqs.Revoke(id, mutex.RenewRefused)
+		return true
+	}
+	if !c.supported() {
+		c.count("renewals_unsupported")
+		return false
+	}
+	e.lease, e.expires = lease, maxTime(e.expires, c.now.Add(c.cfg.pad(lease)))
+	c.reqs.ConfirmRenewal(c.now, c.now, id)
+	return true
+}
+
+// peerFrame checks a member's frame to the coordinator of term: the term
+// is ours, the member's incarnation not older than one already seen (a
+// newer one drops the older run's waiting requests: it will never use
+// them), and notes its stamp.
+func (c *Core) peerFrame(from uint32, term uint64, inc uint32, stamp uint32) (*peer, error) {
+	k := c.co
+	if k == nil || term != k.term || from == c.self {
+		return nil, fmt.Errorf("%w: frame of term %#x from %d", ErrNotCoordinator, term, from)
+	}
+	if !slices.Contains(c.members, from) {
+		return nil, fmt.Errorf("%w: %d is not a member", ErrNotCoordinator, from)
+	}
+	p := k.peers[from]
+	if p == nil {
+		p = &peer{}
+		k.peers[from] = p
+	}
+	switch {
+	case inc == 0 || inc < p.inc:
+		return nil, fmt.Errorf("%w: %d of member %d, which runs %d", ErrStaleIncarnation, inc, from, p.inc)
+	case inc > p.inc:
+		if p.inc != 0 {
+			for _, e := range c.entriesOf(from) {
+				if !e.granted {
+					c.count("dropped_incarnation")
+					c.remove(e)
+				}
+			}
+		}
+		p.inc, p.stamp, p.syncedAt = inc, 0, 0
+	}
+	p.heard = c.now
+	if stamp != 0 {
+		// The latest, not the largest: a member's frames arrive in order
+		// (TCP), and one forged frame with a huge stamp must not make every
+		// later grant echo a stamp the member never sent (it would refuse
+		// them all); the member's next frame sets it right.
+		p.stamp = stamp
+	}
+	return p, nil
+}
+
+// checkLease reads a lease from the wire (0: the longest).
+func (c *Core) checkLease(leaseMS uint32) (time.Duration, error) {
+	lease := time.Duration(leaseMS) * time.Millisecond
+	if leaseMS == 0 {
+		lease = c.cfg.MaxLease
+	}
+	if lease < c.cfg.MinLease || lease > c.cfg.MaxLease {
+		return 0, fmt.Errorf("%w: %v, want %v to %v", ErrBadLease, lease, c.cfg.MinLease, c.cfg.MaxLease)
+	}
+	return lease, nil
+}
+
+func (c *Core) stepRequest(from uint32, term uint64, r wire.CentralRequest) error {
+	p, err := c.peerFrame(from, term, r.Incarnation, r.Stamp)
+	if err != nil {
+		return err
+	}
+	lease, err := c.checkLease(r.LeaseMS)
+	if err != nil {
+		c.refuse(ckey{from, p.inc, r.Seq}, r.Name, wire.RefuseBadRequest)
+		return err
+	}
+	c.coordRequest(from, p.inc, r.Seq, r.Name, modeOf(r.Mode), lease)
+	return nil
+}
+
+func (c *Core) stepRelease(from uint32, term uint64, r wire.CentralRelease) error {
+	if _, err := c.peerFrame(from, term, r.Incarnation, 0); err != nil {
+		return err
+	}
+	return c.coordRelease(from, r.Incarnation, r.Seq, r.Fence)
+}
+
+func (c *Core) stepRenew(from uint32, term uint64, r wire.CentralRenew) error {
+	p, err := c.peerFrame(from, term, r.Incarnation, r.Stamp)
+	if err != nil {
+		return err
+	}
+	key := ckey{from, p.inc, r.Seq}
+	e := c.co.entries[key]
+	if e == nil || !e.granted || e.fence != r.Fence || e.lock != r.Name {
+		c.refuse(key, r.Name, wire.RefuseNotHeld)
+		return fmt.Errorf("%w: renewal of %d (fence %d)", ErrUnknownRequest, r.Seq, r.Fence)
+	}
+	lease, err := c.checkLease(r.LeaseMS)
+	if err != nil {
+		return err
+	}
+	if !c.supported() {
+		c.count("renewals_unsupported") // no answer: the member asks again next beat
+		return nil
+	}
+	e.lease, e.expires = lease, maxTime(e.expires, c.now.Add(c.cfg.pad(lease)))
+	c.count("renewals_confirmed")
+	c.send(from, c.co.term, wire.KindCentralRenewed, wire.CentralGrant{Name: e.lock, Mode: wireMode(e.mode),
+		Incarnation: p.inc, Seq: r.Seq, Fence: e.fence, Echo: r.Stamp, LeaseMS: ms(lease)})
+	return nil
+}
+
+func (c *Core) stepSync(from uint32, term uint64, s wire.CentralSync) error {
+	p, err := c.peerFrame(from, term, s.Incarnation, s.Stamp)
+	if err != nil {
+		return err
+	}
+	if s.Stamp == p.syncedAt {
+		return fmt.Errorf("%w: stamp %d again", ErrStale, s.Stamp)
+	}
+	p.syncedAt = s.Stamp
+	k := c.co
+	if b := k.beats[s.Echo%beatRing]; s.Echo != 0 && b.stamp == s.Echo && b.at.After(p.support) {
+		p.support = b.at
+	}
+	if !p.joined {
+		p.joined = true
+		if s.Flags&wire.CentralSyncRestarted != 0 {
+			k.restartSeen = true
+		}
+	}
+	c.applySync(from, p, s.Entries, s.MaxSeq)
+	c.updateHold()
+	c.grantAll()
+	return nil
+}
+
+// applySync reconciles the queue with a member's whole view of its
+// requests: a waiting request the queue lacks is queued (a lost request,
+// or one made under an older coordinator); one the queue granted is
+// granted again (the grant was lost); a grant of an older term is
+// installed as a holder until its lease ends, while the hold lasts (after
+// it, every such lease has ended); a request of the member up to maxSeq
+// that it no longer lists is gone (a lost release), one above maxSeq was
+// never made (forged in its name).
+func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry, maxSeq uint64) {
+	k := c.co
+	listed := map[uint64]bool{}
+	for _, w := range entries {
+		listed[w.Seq] = true
+	}
+	// First what the member no longer has, and what it never made: a
+	// request above its last one (it sends requests after the sync that
+	// announced the last one, on the same ordered link) was forged in its
+	// name, and must not keep its share of the queue.
+	for _, e := range c.entriesOf(member) {
+		switch {
+		case e.inc != p.inc:
+		case e.seq > maxSeq:
+			c.count("sync_forged_request")
+			c.remove(e)
+		case !listed[e.seq]:
+			c.count("sync_gone")
+			c.remove(e)
+		}
+	}
+	for _, w := range entries {
+		key := ckey{member, p.inc, w.Seq}
+		lease, err := c.checkLease(w.LeaseMS)
+		if err != nil {
+			c.count("sync_bad_lease")
+			continue
+		}
+		x := k.entries[key]
+		if x != nil && x.lock != w.Name {
+			c.count("sync_inconsistent")
+			continue
+		}
+		switch {
+		case !w.Held && x == nil:
+			c.coordRequest(member, p.inc, w.Seq, w.Name, modeOf(w.Mode), lease)
+		case !w.Held && x.granted && !x.old:
+			// The grant had not arrived when the member sent this sync:
+			// lost, or still on its way. The member refuses it now (its
+			// echo predates this sync), so it is granted anew, with a
+			// newer fence: an older fence never arrives after a newer one
+			// ended.
+			c.count("grants_renewed_by_sync")
+			c.sendGrant(x)
+		case w.Held && x != nil && x.granted && x.fence == w.Fence:
+		case w.Held && w.Fence > k.base+k.resumed:
+			c.count("sync_forged_hold") // a fence of this term it was not granted
+		case w.Held && k.ready:
+			c.count("sync_late_hold") // an older term's lease, re-announced after every such lease ended
+		case w.Held:
+			left := time.Duration(w.LeftMS) * time.Millisecond
+			if left > c.cfg.MaxLease {
+				c.count("sync_bad_lease")
+				continue
+			}
+			if x != nil {
+				c.remove(x)
+			} else if !c.admit(member, w.Name) {
+				continue
+			}
+			c.count("holds_reannounced")
+			c.add(&centry{ckey: key, lock: w.Name, mode: modeOf(w.Mode), lease: lease, granted: true, fence: w.Fence,
+				expires: c.now.Add(c.cfg.pad(left)), old: true})
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package central
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// ParamConfirmWindow is the algorithm's own setting (the token ring's
+// flag of the same name and meaning: how recent a majority's confirmation
+// must be to grant or renew).
+const ParamConfirmWindow = "confirm-window"
+
+// Factory builds central coordinator cores for a driver (mutexd's table).
+var Factory = mutex.Factory{
+	Name:       Name,
+	Summary:    "one elected coordinator with a FIFO queue per lock, shared and exclusive, fences from its term (seeds 000, 001, 002, 004)",
+	Guarantees: guarantees,
+	// Seed 004's comparison table: 3 messages per entry, a delay of 2.
+	Cost: core.Cost{Text: "3", Delay: "2",
+		Messages: func(n int) (float64, float64) { return 3, 3 }},
+	Params: []mutex.Param{
+		{Name: ParamConfirmWindow, Default: DefaultLANConfig().ConfirmWindow,
+			Usage: "how recent a majority check must be to grant or renew; longer saves checks, lengthens recovery by as much"},
+	},
+	New:         func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) { return NewFromEnv(env, opt) },
+	StatusLines: statusLines,
+	LockColumns: []string{"Coordinator queue"},
+	LockCells:   lockCells,
+	FenceText:   FenceText,
+}
+
+// ConfigFor maps a driver's options to the configuration: the cluster's
+// lease, the minimum lease, and the confirm window (the beat a third of
+// it). The result is validated by New.
+func ConfigFor(opt mutex.Options) (Config, error) {
+	cfg := DefaultLANConfig()
+	if opt.Lease != 0 {
+		cfg.MaxLease = opt.Lease
+	}
+	if opt.MinLease != 0 {
+		cfg.MinLease = opt.MinLease
+	}
+	cfg.ConfirmWindow = opt.Param(ParamConfirmWindow, cfg.ConfirmWindow)
+	switch {
+	case cfg.MaxLease <= 0 || cfg.ConfirmWindow <= 0:
+		return cfg, fmt.Errorf("%w: --lease %v and --%s %v must be positive", ErrConfig, cfg.MaxLease, ParamConfirmWindow, cfg.ConfirmWindow)
+	case cfg.MaxLease < cfg.MinLease:
+		return cfg, fmt.Errorf("%w: --lease %v: must be at least %v (a shorter lease could not be renewed in time)", ErrConfig, cfg.MaxLease, cfg.MinLease)
+	case cfg.MaxLease > time.Hour:
+		return cfg, fmt.Errorf("%w: --lease %v: at most 1h (a new coordinator waits one lease before granting)", ErrConfig, cfg.MaxLease)
+	}
+	return cfg, nil
+}
+
+// NewFromEnv builds a member's core from a driver's environment and
+// options (Factory.New).
+func NewFromEnv(env core.Env, opt mutex.Options) (*Core, error) {
+	cfg, err := ConfigFor(opt)
+	if err != nil {
+		return nil, err
+	}
+	return New(env, cfg)
+}
+
+func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
+	var d Detail
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("unexpected central detail: %w", err)
+	}
+	role := fmt.Sprintf("following coordinator %d", d.Coordinator)
+	switch {
+	case d.Coordinates:
+		role = fmt.Sprintf("coordinator (%d of %d members synced, %d supporting, majority %d)", d.Joined, len(st.Members), d.Supporters, d.Majority)
+	case d.Coordinator == 0:
+		role = "no coordinator known (election running)"
+	}
+	ready := "granting"
+	if !d.Ready {
+		ready = fmt.Sprintf("holding %s (waiting out the leases of an older coordinator)", time.Duration(d.HoldLeftMS)*time.Millisecond)
+	}
+	c := st.Counters
+	return []string{
+		fmt.Sprintf("Central  : member %d, incarnation %d, %s, term %#x, %s", st.ID, d.Incarnation, role, d.Term, ready),
+		fmt.Sprintf("Frames   : %d requests, %d grants, %d releases sent; %d refused", c["sent_central_request"],
+			c["sent_central_grant"], c["sent_central_release"], rejectedTotal(c)),
+	}, nil
+}
+
+func rejectedTotal(c map[string]uint64) uint64 {
+	var n uint64
+	for k, v := range c {
+		if strings.HasPrefix(k, "rejected_") {
+			n += v
+		}
+	}
+	return n
+}
+
+func lockCells(raw json.RawMessage) ([]string, error) {
+	var d LockDetail
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, fmt.Errorf("unexpected central lock detail: %w", err)
+		}
+	}
+	if d.Holders == nil && d.Waiting == nil {
+		return []string{"-"}, nil
+	}
+	return []string{fmt.Sprintf("held by %v, waiting %v", d.Holders, d.Waiting)}, nil
+}

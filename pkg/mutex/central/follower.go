@@ -1,0 +1,375 @@
+package central
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// stampRing is how many of its recent stamps a member remembers the
+// sending time of: a grant or renewal echoing an older one is refused.
+// Stamps are taken per request, renewal and sync: about ten a second on
+// an idle member, so this covers minutes.
+const stampRing = 1024
+
+type stampAt struct {
+	stamp uint32
+	at    time.Time
+}
+
+// follower is the client side of every member: the coordinator it
+// follows, its stamps, and its pending renewals.
+type follower struct {
+	leader uint32 // the coordinator followed (0: none known; this member while it coordinates)
+	term   uint64
+	beat   uint32 // the last beat heard from it
+	tried  uint64 // the last term this member set out to coordinate
+	holdMS uint32 // what its last beat said of its hold
+
+	stamp    uint32
+	stamps   [stampRing]stampAt
+	renewing map[mutex.RequestID]renewal
+	// listed is, per waiting request, the stamp of the last sync that
+	// listed it as waiting: a grant echoing an older stamp was made before
+	// the coordinator read that sync, which makes the coordinator grant
+	// it anew (with a newer fence), so the older grant is refused.
+	listed map[mutex.RequestID]uint32
+	maxSeq uint64 // the last request made in this incarnation
+}
+
+// renewal is a renewal that waits for the coordinator's answer.
+type renewal struct {
+	lease time.Duration
+	next  time.Time // when it is sent (again)
+}
+
+func (f *follower) init() {
+	f.renewing, f.listed = map[mutex.RequestID]renewal{}, map[mutex.RequestID]uint32{}
+}
+
+func (f *follower) deadline() time.Time {
+	var d time.Time
+	for _, r := range f.renewing {
+		if d.IsZero() || r.next.Before(d) {
+			d = r.next
+		}
+	}
+	return d
+}
+
+// nextStamp takes a stamp for a frame about to leave now.
+func (c *Core) nextStamp() uint32 {
+	c.fol.stamp++
+	if c.fol.stamp == 0 {
+		c.fol.stamp++
+	}
+	c.fol.stamps[c.fol.stamp%stampRing] = stampAt{stamp: c.fol.stamp, at: c.now}
+	return c.fol.stamp
+}
+
+// stampAt is when this member sent the frame stamped s.
+func (c *Core) stampAt(s uint32) (time.Time, bool) {
+	e := c.fol.stamps[s%stampRing]
+	return e.at, s != 0 && e.stamp == s
+}
+
+// following says whether another member coordinates, and which: the frames
+// of this member's clients go there.
+func (c *Core) following() bool { return c.fol.leader != 0 && c.fol.leader != c.self && c.co == nil }
+
+// fromCoordinator checks that a coordinator's frame comes from the one
+// this member follows, in its term.
+func (c *Core) fromCoordinator(from uint32, term uint64) error {
+	if !c.following() || from != c.fol.leader || term != c.fol.term {
+		return fmt.Errorf("%w: %d in term %#x (we follow %d in %#x)", ErrNotCoordinator, from, term, c.fol.leader, c.fol.term)
+	}
+	return nil
+}
+
+// restarted says whether this member started less than a lease ago: a
+// previous run may have held leases it cannot re-announce.
+func (c *Core) restarted() bool { return c.now.Before(c.begun.Add(c.cfg.pad(c.cfg.MaxLease))) }
+
+// entries counts this member's requests, waiting and held.
+func (c *Core) entries() int {
+	n := 0
+	for _, name := range c.reqs.Locks() {
+		ls := mutex.LockStatus{Name: name}
+		c.reqs.Fill(c.now, &ls)
+		n += len(ls.Holders) + len(ls.Queue)
+	}
+	return n
+}
+
+// Acquire queues r at local time now (mutex.Algorithm) and asks the
+// coordinator for it. The grant arrives as a mutex.Granted outcome (and
+// EventGranted) with the returned ID.
+func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
+	c.observe(now)
+	if c.entries() >= wire.MaxSyncEntries {
+		return 0, fmt.Errorf("%w: %d requests at this member, waiting and held", mutex.ErrQueueFull, wire.MaxSyncEntries)
+	}
+	id, err := c.reqs.Enqueue(c.now, c.self, r)
+	if err != nil {
+		return 0, err
+	}
+	c.fol.maxSeq = uint64(id)
+	st, _ := c.reqs.Lookup(c.now, id)
+	switch {
+	case c.co != nil:
+		c.coordRequest(c.self, c.inc, uint64(id), st.Lock, st.Mode, time.Duration(st.LeaseMS)*time.Millisecond)
+	case c.following():
+		c.send(c.fol.leader, c.fol.term, wire.KindCentralRequest, wire.CentralRequest{Name: st.Lock, Mode: wireMode(st.Mode),
+			Incarnation: c.inc, Seq: uint64(id), Stamp: c.nextStamp(), LeaseMS: uint32(st.LeaseMS)})
+	}
+	c.drain()
+	return id, nil
+}
+
+// Release ends request id: a holder gives its lock back, a waiting request
+// leaves the queue; the coordinator is told. A holder whose lease ended
+// first lost the grant with it: ErrExpired.
+func (c *Core) Release(now time.Time, id mutex.RequestID) error {
+	c.observe(now)
+	st, ok := c.reqs.Lookup(c.now, id)
+	if !ok {
+		return mutex.ErrUnknownRequest
+	}
+	_, err := c.reqs.Release(c.now, id)
+	delete(c.fol.renewing, id)
+	switch {
+	case c.co != nil:
+		c.coordRelease(c.self, c.inc, uint64(id), st.Fence)
+	case c.following():
+		c.send(c.fol.leader, c.fol.term, wire.KindCentralRelease, wire.CentralRelease{Name: st.Lock, Incarnation: c.inc, Seq: uint64(id), Fence: st.Fence})
+	}
+	c.drain()
+	return err
+}
+
+// Renew extends granted request id's lease to lease (0: its current one),
+// through the coordinator: mutex.Renewed when it confirms (at once when
+// this member coordinates with its majority's support), mutex.Lost when it
+// refuses or the lease ends first.
+func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) error {
+	c.observe(now)
+	if err := c.reqs.Renew(c.now, id, lease); err != nil {
+		c.drain()
+		return err
+	}
+	if lease == 0 {
+		st, _ := c.reqs.Lookup(c.now, id)
+		lease = time.Duration(st.LeaseMS) * time.Millisecond
+	}
+	c.fol.renewing[id] = renewal{lease: lease, next: c.now}
+	c.sendRenewals()
+	c.drain()
+	return nil
+}
+
+// sendRenewals sends the renewals that are due, again every beat until
+// the coordinator answers or the lease ends.
+func (c *Core) sendRenewals() {
+	for _, id := range slices.Sorted(maps.Keys(c.fol.renewing)) {
+		r := c.fol.renewing[id]
+		if c.now.Before(r.next) {
+			continue
+		}
+		st, ok := c.reqs.Lookup(c.now, id)
+		if !ok || !st.Granted {
+			delete(c.fol.renewing, id)
+			continue
+		}
+		switch {
+		case c.co != nil:
+			if c.coordRenewLocal(id, st, r.lease) {
+				delete(c.fol.renewing, id)
+				continue
+			}
+		case c.following():
+			c.send(c.fol.leader, c.fol.term, wire.KindCentralRenew, wire.CentralRenew{Name: st.Lock, Incarnation: c.inc,
+				Seq: uint64(id), Fence: st.Fence, Stamp: c.nextStamp(), LeaseMS: ms(r.lease)})
+			c.count("renewals_sent")
+		}
+		r.next = c.now.Add(c.cfg.BeatInterval)
+		c.fol.renewing[id] = r
+	}
+}
+
+func (c *Core) tickFollower() { c.sendRenewals() }
+
+// syncEntries lists this member's requests as a sync does: per lock
+// (sorted), the holders, then the waiting ones in queue order. A lease
+// that has run out is left out (it is being lost).
+func (c *Core) syncEntries() []wire.CentralSyncEntry {
+	var out []wire.CentralSyncEntry
+	for _, name := range c.reqs.Locks() {
+		ls := mutex.LockStatus{Name: name}
+		c.reqs.Fill(c.now, &ls)
+		for _, h := range ls.Holders {
+			end, _ := c.reqs.Expires(h.ID)
+			// Left rounds up: a lease with a microsecond left still runs, and
+			// a holder left out of a sync is taken for released.
+			if left := ms(end.Sub(c.now)); left > 0 {
+				out = append(out, wire.CentralSyncEntry{Name: name, Mode: wireMode(h.Mode), Held: true,
+					LeaseMS: uint32(h.LeaseMS), LeftMS: left, Seq: uint64(h.ID), Fence: h.Fence})
+			}
+		}
+		for _, w := range ls.Queue {
+			out = append(out, wire.CentralSyncEntry{Name: name, Mode: wireMode(w.Mode), LeaseMS: uint32(w.LeaseMS), Seq: uint64(w.ID)})
+		}
+	}
+	return out
+}
+
+// sendSync tells the coordinator followed everything this member has,
+// answering beat echo (0: joining its term).
+func (c *Core) sendSync(echo uint32) {
+	if !c.following() {
+		return
+	}
+	s := wire.CentralSync{Incarnation: c.inc, Echo: echo, MaxSeq: c.fol.maxSeq, Entries: c.syncEntries()}
+	if c.restarted() {
+		s.Flags |= wire.CentralSyncRestarted
+	}
+	s.Stamp = c.nextStamp()
+	for _, e := range s.Entries {
+		if !e.Held {
+			c.fol.listed[mutex.RequestID(e.Seq)] = s.Stamp
+		}
+	}
+	c.send(c.fol.leader, c.fol.term, wire.KindCentralSync, s)
+}
+
+// stepBeat answers the coordinator's beat with a sync: the support it
+// needs to grant, and the requests it may have missed.
+func (c *Core) stepBeat(from uint32, term uint64, b wire.CentralBeat) error {
+	if err := c.fromCoordinator(from, term); err != nil {
+		return err
+	}
+	if b.Beat <= c.fol.beat {
+		return nil // reordered or duplicated: the newer one was answered
+	}
+	c.fol.beat, c.fol.holdMS = b.Beat, b.HoldMS
+	c.sendSync(b.Beat)
+	return nil
+}
+
+// stepGrant takes a grant (or a renewal's confirmation) from the
+// coordinator followed. Its lease counts from when this member sent the
+// frame it echoes; its fence must be of the coordinator's term, its lease
+// the one asked for.
+func (c *Core) stepGrant(from uint32, term uint64, g wire.CentralGrant, renewal bool) error {
+	if err := c.fromCoordinator(from, term); err != nil {
+		return err
+	}
+	if g.Incarnation != c.inc {
+		return fmt.Errorf("%w: grant for incarnation %d, this is %d", ErrStaleIncarnation, g.Incarnation, c.inc)
+	}
+	at, ok := c.stampAt(g.Echo)
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrBadEcho, g.Echo)
+	}
+	lease := time.Duration(g.LeaseMS) * time.Millisecond
+	id := mutex.RequestID(g.Seq)
+	st, ok := c.reqs.Lookup(c.now, id)
+	if !ok || st.Lock != g.Name || st.Mode != modeOf(g.Mode) {
+		if !renewal && !ok && g.Seq <= c.fol.maxSeq {
+			// A grant of a request this member no longer has (released
+			// while the grant was on its way): give it back at once.
+			c.send(c.fol.leader, c.fol.term, wire.KindCentralRelease, wire.CentralRelease{Name: g.Name, Incarnation: c.inc, Seq: g.Seq, Fence: g.Fence})
+		}
+		return fmt.Errorf("%w: %d (%s)", ErrUnknownRequest, g.Seq, g.Name)
+	}
+	if renewal {
+		pending, ok := c.fol.renewing[id]
+		switch {
+		case !st.Granted || st.Fence != g.Fence:
+			return fmt.Errorf("%w: renewal of fence %d, the grant's is %d", ErrBadFence, g.Fence, st.Fence)
+		case !ok:
+			c.count("renewed_duplicate")
+			return nil
+		case lease != pending.lease:
+			return fmt.Errorf("%w: renewed for %v, asked %v", ErrBadLease, lease, pending.lease)
+		}
+		delete(c.fol.renewing, id)
+		c.reqs.ConfirmRenewal(c.now, at, id)
+		return nil
+	}
+	base, err := FenceBase(term, c.members)
+	if err != nil || g.Fence <= base || g.Fence-base >= 1<<fenceCountBits {
+		return fmt.Errorf("%w: fence %d in term %#x", ErrBadFence, g.Fence, term)
+	}
+	if st.Granted {
+		if st.Fence == g.Fence {
+			c.count("grants_duplicate")
+			return nil
+		}
+		return fmt.Errorf("%w: second grant of %d (fence %d, holds %d)", ErrBadFence, g.Seq, g.Fence, st.Fence)
+	}
+	if g.Echo < c.fol.listed[id] {
+		// Made before the coordinator read a sync that listed the request
+		// as waiting: the coordinator has granted it anew since (or will).
+		c.count("grants_superseded")
+		return nil
+	}
+	if lease != time.Duration(st.LeaseMS)*time.Millisecond {
+		return fmt.Errorf("%w: granted for %v, asked %v", ErrBadLease, lease, time.Duration(st.LeaseMS)*time.Millisecond)
+	}
+	if !c.now.Before(at.Add(lease)) {
+		// Its lease ran out on the way (this member was paused, say): the
+		// coordinator has let it go; the request waits on, and the next
+		// sync queues it again.
+		c.count("grants_expired_on_arrival")
+		return nil
+	}
+	delete(c.fol.listed, id)
+	if _, err := c.reqs.GrantFrom(c.now, at, id, g.Fence, term); err != nil {
+		// The coordinator's order crossed this member's own (a takeover
+		// re-queued requests): give the grant back; the request waits on.
+		c.count("grants_returned")
+		c.send(c.fol.leader, c.fol.term, wire.KindCentralRelease, wire.CentralRelease{Name: g.Name, Incarnation: c.inc, Seq: g.Seq, Fence: g.Fence})
+		return nil
+	}
+	return nil
+}
+
+// stepRefuse ends a request the coordinator refused.
+func (c *Core) stepRefuse(from uint32, term uint64, r wire.CentralRefuse) error {
+	if err := c.fromCoordinator(from, term); err != nil {
+		return err
+	}
+	if r.Incarnation != c.inc {
+		return fmt.Errorf("%w: refusal for incarnation %d, this is %d", ErrStaleIncarnation, r.Incarnation, c.inc)
+	}
+	id := mutex.RequestID(r.Seq)
+	st, ok := c.reqs.Lookup(c.now, id)
+	if !ok || st.Lock != r.Name {
+		return fmt.Errorf("%w: %d (%s)", ErrUnknownRequest, r.Seq, r.Name)
+	}
+	switch {
+	case r.Reason == wire.RefuseNotHeld && st.Granted:
+		c.reqs.Revoke(id, mutex.RenewRefused)
+	case r.Reason != wire.RefuseNotHeld && !st.Granted:
+		c.reqs.Refuse(id, Refused)
+	}
+	return nil
+}
+
+func wireMode(m mutex.Mode) wire.CentralMode {
+	if m == mutex.Shared {
+		return wire.CentralShared
+	}
+	return wire.CentralExclusive
+}
+
+func modeOf(m wire.CentralMode) mutex.Mode {
+	if m == wire.CentralShared {
+		return mutex.Shared
+	}
+	return mutex.Exclusive
+}

@@ -1,0 +1,261 @@
+package central_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/corefuzz"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/central"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// FuzzCentral drives one member through a program read from the input:
+// requests, grants, renewals, refusals, releases, beats and syncs from the
+// coordinator it follows, other members, itself and strangers, in its
+// term or any other, for its incarnation or any, with extreme sequence
+// numbers, fences, stamps, leases and entry lists; election frames (so it
+// follows a coordinator, or coordinates itself); its clients' acquires
+// (shared and exclusive), renewals and releases; ticks; restarts from what
+// it persisted; failed writes. It must never panic, and:
+//   - no frame leaves with a term or an incarnation its disk does not hold;
+//   - every fence granted to its clients is of the grant's term, and grows
+//     with every grant of a lock in a life;
+//   - the coordinator's queue stays within MaxLocks, and the metrics valid;
+//   - what it persists it can restart from.
+func FuzzCentral(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 0, 5, 0, 5, 0, 5, 3, 1, 0, 6, 0, 0, 1, 6, 1, 1, 2, 0, 0, 0})
+	f.Add([]byte("\x01\x00\x00\x05\x00\x05\x03\x00\x06\x07\x00\x01\x02\x08\x09\x04\x00\x00\x06\x05\x03\x02"))
+	f.Fuzz(fuzzCentral)
+}
+
+func fuzzCentral(t *testing.T, in []byte) {
+	{
+		p := corefuzz.NewProgram(in)
+		members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}}
+		ids := []uint32{1, 2, 3}
+		self := uint32(1 + p.Intn(3))
+		lim := epoch.Spaced(epoch.MaxRound, bully.TermBurst, 1)
+		cfg := central.DefaultLANConfig()
+		cfg.MaxLocks, cfg.MaxQueue = 8, 32
+		var d *corefuzz.Driver
+		lastFence := map[string]uint64{}
+		d = &corefuzz.Driver{
+			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			New: func(disk []byte) (core.Core, error) {
+				return central.New(core.Env{ID: self, Members: ids, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), State: disk}, cfg)
+			},
+			Sent: func(m core.Message, disk []byte) error { return checkSent(m, disk) },
+			Ready: func(rd core.Ready) error {
+				for _, e := range rd.Events {
+					if e.Name != central.EventGranted {
+						continue
+					}
+					var fence, term uint64
+					var lock string
+					for i := 0; i+1 < len(e.Args); i += 2 {
+						switch e.Args[i] {
+						case "fence":
+							fence = e.Args[i+1].(uint64)
+						case "term":
+							term = e.Args[i+1].(uint64)
+						case "lock":
+							lock = e.Args[i+1].(string)
+						}
+					}
+					base, err := central.FenceBase(term, ids)
+					if err != nil || fence <= base || fence-base >= 1<<32 {
+						return fmt.Errorf("granted fence %#x in term %#x (%v)", fence, term, err)
+					}
+					if fence <= lastFence[lock] {
+						return fmt.Errorf("lock %s: fence %#x after %#x", lock, fence, lastFence[lock])
+					}
+					lastFence[lock] = fence
+				}
+				return nil
+			},
+		}
+		if err := d.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cc := func() *central.Core { return d.Core.(*central.Core) }
+		names := []string{"x", "y"}
+		var reqs []mutex.RequestID
+		for steps := 0; p.More() && steps < 300; steps++ {
+			fail := p.Intn(8) == 0
+			var err error
+			lead, term, _ := cc().Election().Leader()
+			switch p.Intn(10) {
+			case 0, 1:
+				err = d.Tick(time.Duration(1+p.Intn(1500))*time.Millisecond, fail)
+			case 2:
+				if err = d.Restart(); err == nil {
+					clear(lastFence)
+					reqs = nil
+				}
+			case 3:
+				err = d.Step(corefuzz.ElectionFrame(p, term, lim, members, self), fail)
+			case 4:
+				name := names[p.Intn(len(names))]
+				if p.Intn(4) == 0 {
+					name = fmt.Sprintf("n%d", p.Intn(40))
+				}
+				mode := mutex.Exclusive
+				if p.Bool() {
+					mode = mutex.Shared
+				}
+				if id, aerr := cc().Acquire(d.Now, mutex.Request{Lock: name, Mode: mode, Lease: time.Duration(p.Intn(4)) * time.Second}); aerr == nil {
+					reqs = append(reqs, id)
+				}
+				err = d.Drain(fail)
+			case 5:
+				if len(reqs) > 0 {
+					id := reqs[p.Intn(len(reqs))]
+					if p.Bool() {
+						cc().Release(d.Now, id)
+					} else {
+						cc().Renew(d.Now, id, time.Duration(p.Intn(4))*time.Second)
+					}
+				}
+				err = d.Drain(fail)
+			default:
+				err = d.Step(centralFrame(p, lead, term, lim, ids, self, cc().Incarnation(), names), fail)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := cc().Report()
+			if len(st.Locks) > cfg.MaxLocks*2 {
+				t.Fatalf("%d locks, MaxLocks %d", len(st.Locks), cfg.MaxLocks)
+			}
+			var m core.MetricSet
+			cc().Metrics(&m)
+			if err := m.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// checkSent: a frame leaves only with its term's election state and its
+// incarnation on the sender's disk.
+func checkSent(m core.Message, disk []byte) error {
+	saved, err := central.Restore(disk)
+	if err != nil {
+		return err
+	}
+	if !central.Handles(m.Kind) {
+		return nil
+	}
+	term, _ := bully.Restore(saved.Election)
+	if m.Term > term {
+		return fmt.Errorf("%v of term %#x left with %#x on disk", m.Kind, m.Term, term)
+	}
+	var inc uint32
+	switch m.Kind {
+	case wire.KindCentralRequest:
+		var r wire.CentralRequest
+		_ = r.UnmarshalBinary(m.Payload)
+		inc = r.Incarnation
+	case wire.KindCentralSync:
+		var s wire.CentralSync
+		_ = s.UnmarshalBinary(m.Payload)
+		inc = s.Incarnation
+	case wire.KindCentralRenew:
+		var r wire.CentralRenew
+		_ = r.UnmarshalBinary(m.Payload)
+		inc = r.Incarnation
+	}
+	if inc > saved.Incarnation {
+		return fmt.Errorf("%v of incarnation %d left with %d on disk", m.Kind, inc, saved.Incarnation)
+	}
+	return nil
+}
+
+// centralFrame is a frame of the algorithm to member self chosen by the
+// program: any of its kinds, from the coordinator it follows, a member,
+// itself or a stranger, in its term or another, for its incarnation or
+// another, with extreme values, and sometimes a garbage payload.
+func centralFrame(p *corefuzz.Program, lead uint32, term uint64, lim epoch.Limit, ids []uint32, self, inc uint32, names []string) core.Message {
+	kinds := []wire.Kind{wire.KindCentralRequest, wire.KindCentralGrant, wire.KindCentralRelease, wire.KindCentralRenew,
+		wire.KindCentralRenewed, wire.KindCentralRefuse, wire.KindCentralBeat, wire.KindCentralSync}
+	m := core.Message{Kind: kinds[p.Intn(len(kinds))], To: self, Term: term}
+	switch p.Intn(8) {
+	case 0:
+		m.From = self
+	case 1:
+		m.From = 9
+	case 2, 3, 4:
+		m.From = lead
+	default:
+		m.From = ids[p.Intn(len(ids))]
+	}
+	if p.Intn(4) == 0 {
+		m.Term = p.Epoch(term, lim, ids)
+	}
+	name := names[p.Intn(len(names))]
+	if p.Intn(6) == 0 {
+		name = fmt.Sprintf("j%d", p.Intn(100))
+	}
+	incarnation := inc
+	switch p.Intn(6) {
+	case 0:
+		incarnation = p.U32()
+	case 1:
+		incarnation = 1
+	}
+	seq := uint64(1 + p.Intn(6))
+	if p.Intn(6) == 0 {
+		seq = p.U64() | 1
+	}
+	base, _ := central.FenceBase(m.Term, ids)
+	fence := base + uint64(1+p.Intn(4))
+	if p.Intn(5) == 0 {
+		fence = p.U64() | 1
+	}
+	stamp := uint32(p.Intn(40))
+	if p.Intn(6) == 0 {
+		stamp = p.U32()
+	}
+	leaseMS := []uint32{0, 100, 1000, 3000, 3001, 1 << 31, 50}[p.Intn(7)]
+	mode := wire.CentralMode(p.Intn(2))
+	var b []byte
+	switch m.Kind {
+	case wire.KindCentralRequest:
+		b, _ = wire.CentralRequest{Name: name, Mode: mode, Incarnation: incarnation, Seq: seq, Stamp: stamp, LeaseMS: leaseMS}.AppendBinary(nil)
+	case wire.KindCentralGrant, wire.KindCentralRenewed:
+		b, _ = wire.CentralGrant{Name: name, Mode: mode, Incarnation: incarnation, Seq: seq, Fence: fence, Echo: stamp, LeaseMS: leaseMS}.AppendBinary(nil)
+	case wire.KindCentralRelease:
+		if p.Bool() {
+			fence = 0
+		}
+		b, _ = wire.CentralRelease{Name: name, Incarnation: incarnation, Seq: seq, Fence: fence}.AppendBinary(nil)
+	case wire.KindCentralRenew:
+		b, _ = wire.CentralRenew{Name: name, Incarnation: incarnation, Seq: seq, Fence: fence, Stamp: stamp, LeaseMS: leaseMS}.AppendBinary(nil)
+	case wire.KindCentralRefuse:
+		b, _ = wire.CentralRefuse{Name: name, Reason: wire.CentralRefuseReason(1 + p.Intn(3)), Incarnation: incarnation, Seq: seq}.AppendBinary(nil)
+	case wire.KindCentralBeat:
+		b, _ = wire.CentralBeat{Beat: stamp, HoldMS: p.U32()}.AppendBinary(nil)
+	case wire.KindCentralSync:
+		s := wire.CentralSync{Flags: p.Byte() & 1, Incarnation: incarnation, Stamp: stamp, Echo: uint32(p.Intn(20)), MaxSeq: seq + uint64(p.Intn(3))}
+		for range p.Intn(4) {
+			e := wire.CentralSyncEntry{Name: names[p.Intn(len(names))], Mode: wire.CentralMode(p.Intn(2)), LeaseMS: leaseMS, Seq: 1 + uint64(p.Intn(int(min(s.MaxSeq, 8))))}
+			if p.Bool() {
+				e.Held, e.Fence, e.LeftMS = true, fence, []uint32{1, 900, 3000, 1 << 30}[p.Intn(4)]
+			}
+			s.Entries = append(s.Entries, e)
+		}
+		b, _ = s.AppendBinary(nil)
+	}
+	m.Payload = b
+	if p.Intn(12) == 0 {
+		m.Payload = []byte{p.Byte(), p.Byte(), p.Byte()}
+	}
+	return m
+}

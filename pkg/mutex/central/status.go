@@ -1,0 +1,139 @@
+package central
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// Detail is the algorithm's part of mutex.Status.Detail.
+type Detail struct {
+	// Coordinator is the member this one follows (itself while it
+	// coordinates; 0: none known), in Term.
+	Coordinator uint32 `json:"coordinator"`
+	Term        uint64 `json:"term"`
+	Coordinates bool   `json:"coordinates"`
+	Incarnation uint32 `json:"incarnation"`
+	// Ready: the coordinator may grant (its hold is over); HoldLeftMS:
+	// how long it still waits (this member's own, or what the
+	// coordinator's last beat said).
+	Ready      bool  `json:"ready"`
+	HoldLeftMS int64 `json:"hold_left_ms,omitempty"`
+	// Supporters is how many members (this one included) answered a beat
+	// within the confirm window; Joined how many synced in the term. Only
+	// while coordinating.
+	Supporters int `json:"supporters,omitempty"`
+	Joined     int `json:"joined,omitempty"`
+	Majority   int `json:"majority"`
+	// Election is the election's own view.
+	Election elect.Status `json:"election"`
+}
+
+// LockDetail is the algorithm's part of a mutex.LockStatus.Detail, from
+// the coordinator's queue (only while coordinating).
+type LockDetail struct {
+	// Holders and Waiting are the members holding and waiting, in queue
+	// order.
+	Holders []uint32 `json:"holders,omitempty"`
+	Waiting []uint32 `json:"waiting,omitempty"`
+}
+
+// guarantees: what the algorithm promises (doc.go argues each).
+var guarantees = mutex.Guarantees{
+	Survives:  []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Partition, mutex.Loss},
+	Messages:  "3 (request, grant, release; 0 at the coordinator itself); a renewal 2",
+	SyncDelay: "2 (release to the coordinator, grant to the next)",
+	Shared:    true,
+	Protection: "the fence: strictly increasing per lock across coordinators and restarts (term round.rank<<32 | grants in the term); " +
+		"a new coordinator waits out every lease an older one may have granted unless every member re-announced its grants",
+}
+
+// Guarantees implements mutex.Algorithm.
+func (c *Core) Guarantees() mutex.Guarantees { return guarantees }
+
+// Status implements core.Core.
+func (c *Core) Status() any { return c.Report() }
+
+// allCounters is the core's counters and its request table's, one view.
+func (c *Core) allCounters() map[string]uint64 {
+	m := c.reqs.Counters()
+	maps.Copy(m, c.counters)
+	for label, n := range c.bugs.Counts() {
+		m["bug_"+label] = n
+	}
+	return m
+}
+
+// Report returns the status (mutex.Algorithm); Detail is a Detail, each
+// lock's a LockDetail while this member coordinates.
+func (c *Core) Report() mutex.Status {
+	d := Detail{Coordinator: c.fol.leader, Term: c.fol.term, Incarnation: c.inc, Majority: c.majority, Election: c.el.Report()}
+	k := c.co
+	if k != nil {
+		d.Coordinates, d.Ready = true, k.ready
+		if !k.ready {
+			d.HoldLeftMS = c.cfg.Hold().Milliseconds()
+			if !k.majorityAt.IsZero() {
+				d.HoldLeftMS = max(k.holdUntil.Sub(c.now), 0).Milliseconds()
+			}
+		}
+		from := c.now.Add(-c.cfg.ConfirmWindow)
+		for id, p := range k.peers {
+			if id == c.self || !p.support.Before(from) {
+				d.Supporters++
+			}
+			if p.joined {
+				d.Joined++
+			}
+		}
+	} else if c.following() {
+		d.Ready, d.HoldLeftMS = c.fol.holdMS == 0, int64(c.fol.holdMS)
+	}
+	st := mutex.Status{Algorithm: Name, ID: c.self, Counters: c.allCounters(), Guarantees: guarantees, Detail: d}
+	for _, m := range c.members {
+		ms := mutex.MemberStatus{ID: m, Self: m == c.self, Alive: true, State: mutex.MemberAlive}
+		switch {
+		case m == c.self:
+			ms.State = mutex.MemberSelf
+		case k != nil:
+			p := k.peers[m]
+			heard := k.start
+			if p != nil && p.heard.After(heard) {
+				heard = p.heard
+			}
+			ms.HeardAgoMS = c.now.Sub(heard).Milliseconds()
+			if c.now.Sub(heard) >= c.cfg.DeadAfter {
+				ms.Alive, ms.State = false, mutex.MemberDown
+			}
+		}
+		st.Members = append(st.Members, ms)
+	}
+	names := c.reqs.Locks()
+	if k != nil {
+		names = slices.Compact(slices.Sorted(slices.Values(append(names, slices.Collect(maps.Keys(k.queues))...))))
+	}
+	for _, name := range names {
+		ls := mutex.LockStatus{Name: name}
+		c.reqs.Fill(c.now, &ls)
+		for _, h := range ls.Holders {
+			ls.Fence = max(ls.Fence, h.Fence)
+		}
+		if k != nil {
+			if q := k.queues[name]; q != nil {
+				var ld LockDetail
+				for _, h := range q.holders {
+					ld.Holders = append(ld.Holders, h.member)
+					ls.Fence = max(ls.Fence, h.fence)
+				}
+				for _, w := range q.waiting {
+					ld.Waiting = append(ld.Waiting, w.member)
+				}
+				ls.Detail = ld
+			}
+		}
+		st.Locks = append(st.Locks, ls)
+	}
+	return st
+}
