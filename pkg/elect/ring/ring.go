@@ -328,6 +328,9 @@ func (c *Core) follow(w uint32, reason string) {
 	}
 	c.lead, c.suspect, c.listening = w, 0, false
 	c.deadline = time.Time{}
+	if c.current() {
+		c.el.decided = true // whatever this member's election was, it is over
+	}
 	c.announce(reason)
 }
 
@@ -335,6 +338,9 @@ func (c *Core) becomeLeader() {
 	wasLeading := c.leading
 	c.leading, c.lead, c.suspect, c.listening, c.yielding = true, c.id, 0, false, false
 	c.deadline = c.now.Add(c.cfg.Heartbeat)
+	if c.current() {
+		c.el.decided = true
+	}
 	if !wasLeading {
 		c.events = append(c.events, c.announced.Elected(c.id, c.term, c.now))
 	}
@@ -397,19 +403,30 @@ func (c *Core) armElection() {
 	}
 }
 
+// keepElection arms the election timeout unless it is running: a member
+// reminded again and again that it should run (a lower leader's
+// heartbeats) must not put its own timeout off.
+func (c *Core) keepElection() {
+	if c.deadline.After(c.now) {
+		return
+	}
+	c.armElection()
+}
+
 // campaign is this member suspecting that there is no (rightful) leader:
 // it takes part in the current election, or starts one, and initiates its
 // own message where the variant says a suspecting member does.
 func (c *Core) campaign(reason string, fresh bool) {
+	c.listening = false
+	c.suspect = 0
 	switch {
 	case !c.current():
 		c.join(0)
 	case fresh || c.el.decided:
 		c.join(min(c.el.attempt+1, MaxAttempt))
+	default:
+		c.keepElection()
 	}
-	c.listening = false
-	c.suspect = 0
-	c.armElection()
 	if c.yielding || !c.initiates() {
 		return
 	}
@@ -468,13 +485,13 @@ func (c *Core) Tick(now time.Time) {
 			c.counts.leaderTimeouts++
 			c.lead, c.yielding = 0, false
 			c.announce("leader_lost")
-			c.campaign("leader_lost", true)
+			c.campaign("leader_lost", false)
 		}
 	case !due:
 	case c.listening:
 		c.campaign("startup", false)
 	case c.suspect != 0:
-		c.campaign("leader_resigned", true)
+		c.campaign("leader_resigned", false)
 	default:
 		// No COORDINATOR within the election timeout (a member died with
 		// the message, or it was lost): a new attempt.
@@ -786,7 +803,7 @@ func (c *Core) onHeartbeat(from uint32, flags uint8) {
 		if wait := c.stagger(from); wait > 0 {
 			c.deadline = c.now.Add(wait)
 		} else {
-			c.campaign("leader_resigned", true)
+			c.campaign("leader_resigned", false)
 		}
 		return
 	}
