@@ -49,6 +49,10 @@ type hop struct {
 	election wire.RingElection
 	coord    wire.RingCoordinator
 	msg      core.Message // as sent to the current neighbour
+	// skipped are the members this message was given up on: it never goes
+	// back to one of them, so that it gets round (or back here) even when
+	// older skips expire while it travels.
+	skipped []uint32
 }
 
 func (h *hop) payload() encoding.BinaryAppender {
@@ -105,6 +109,9 @@ type Core struct {
 	seen      *delivery.Filter
 	seq       uint64
 	reminded  time.Time // last time a stale leader was told the term
+	// passedOn is the last term whose announcement this member started or
+	// passed on: an announcement goes round once (a term has one leader).
+	passedOn uint64
 
 	now, start time.Time
 	heard      []time.Time
@@ -192,13 +199,13 @@ func New(env core.Env, cfg Config) (*Core, error) {
 // ---- ring order --------------------------------------------------------------
 
 // next is the first member after this one in direction dir that is not
-// skipped; this member itself when every other one is.
-func (c *Core) next(dir int) uint32 {
+// skipped (nor one of also); this member itself when every other one is.
+func (c *Core) next(dir int, also ...uint32) uint32 {
 	n := len(c.ring)
 	p := c.pos[c.id]
 	for i := 1; i < n; i++ {
 		id := c.ring[((p+dir*i)%n+n)%n]
-		if !c.isSkipped(id) {
+		if !c.isSkipped(id) && !slices.Contains(also, id) {
 			return id
 		}
 	}
@@ -232,7 +239,7 @@ func (c *Core) isSkipped(id uint32) bool {
 // pass sends h to the next live member in its direction, acknowledged and
 // resent by the outbox; with nobody else left, this member receives it.
 func (c *Core) pass(h *hop) {
-	to := c.next(h.dir)
+	to := c.next(h.dir, h.skipped...)
 	if to == c.id {
 		c.counts.loopback++
 		c.deliver(c.id, h)
@@ -358,6 +365,7 @@ func (c *Core) decide(w uint32) {
 	}
 	c.setTerm(t)
 	c.el.decided = true
+	c.passedOn = t
 	c.counts.decided++
 	c.det.Heard(w, c.now) // the election just saw it alive
 	c.follow(w, "elected")
@@ -468,6 +476,7 @@ func (c *Core) Tick(now time.Time) {
 		// pass the message to the one after it.
 		c.counts.skips++
 		c.skipped[r.Key.To] = now
+		r.Msg.skipped = append(r.Msg.skipped, r.Key.To)
 		c.pass(r.Msg)
 	}
 	due := !c.deadline.IsZero() && !now.Before(c.deadline)
@@ -769,12 +778,14 @@ func (c *Core) forward(e wire.RingElection, dir int) {
 
 // onCoordinator is an announcement of the leader of the current term.
 func (c *Core) onCoordinator(p wire.RingCoordinator) {
-	if c.lead == p.Leader {
+	if c.lead == p.Leader || c.passedOn == c.term {
 		// Known already: the announcement has been around (or the leader's
-		// heartbeat got here first); it stops here.
+		// heartbeat got here first), or this member passed one of this
+		// term on and then preempted its leader: it stops here.
 		c.counts.announcementsStopped++
 		return
 	}
+	c.passedOn = c.term
 	c.el.decided = c.current()
 	c.det.Heard(p.Leader, c.now)
 	preempt := p.Leader < c.id && !c.yielding
