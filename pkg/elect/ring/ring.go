@@ -241,6 +241,13 @@ func (c *Core) isSkipped(id uint32) bool {
 func (c *Core) pass(h *hop) {
 	to := c.next(h.dir, h.skipped...)
 	if to == c.id {
+		// Nobody else is reachable: this member's own message comes back
+		// to it (a member alone elects itself); another's has nowhere to
+		// go and is dropped (this member's election timeout takes over).
+		if h.election.Origin != c.id && h.coord.Origin != c.id {
+			c.counts.stranded++
+			return
+		}
 		c.counts.loopback++
 		c.deliver(c.id, h)
 		return
@@ -549,6 +556,13 @@ func (c *Core) Step(m core.Message) error {
 	if m.Kind == wire.KindRingAck {
 		c.out.Ack(c.now, delivery.Key{To: m.From, ID: in.seq})
 	}
+	if m.Kind == wire.KindRingElection && m.Term == c.term {
+		if err := c.checkAttempt(in.election.Attempt); err != nil {
+			err = fmt.Errorf("ring: election from %d: %w", m.From, err)
+			c.counts.reject(err)
+			return err
+		}
+	}
 	if m.Kind == wire.KindRingElection || m.Kind == wire.KindRingCoordinator {
 		// Every copy is acknowledged (the first ack may have been lost),
 		// whatever becomes of it: the sender must not skip a live member.
@@ -705,16 +719,14 @@ func (c *Core) checkElection(e *wire.RingElection) error {
 // stepElection handles an election hop of the current term.
 func (c *Core) stepElection(in *inbound) error {
 	e := in.election
+	if err := c.checkAttempt(e.Attempt); err != nil {
+		// A newer term's election (checked after the term moved).
+		err = fmt.Errorf("ring: election from %d: %w", in.From, err)
+		c.counts.reject(err)
+		return err
+	}
 	switch {
-	case !c.current():
-		if e.Attempt > AttemptBurst {
-			return c.implausibleAttempt(in)
-		}
-		c.join(e.Attempt)
-	case e.Attempt > c.el.attempt:
-		if e.Attempt-c.el.attempt > AttemptBurst || e.Attempt > MaxAttempt {
-			return c.implausibleAttempt(in)
-		}
+	case !c.current(), e.Attempt > c.el.attempt:
 		c.join(e.Attempt)
 	case e.Attempt < c.el.attempt:
 		c.counts.staleAttempt++
@@ -728,17 +740,25 @@ func (c *Core) stepElection(in *inbound) error {
 	return nil
 }
 
-func (c *Core) implausibleAttempt(in *inbound) error {
-	err := fmt.Errorf("%w: attempt %d from %d, this member's %d", ErrImplausible, in.election.Attempt, in.From, c.el.attempt)
-	c.counts.reject(err)
-	return err
+// checkAttempt refuses an election attempt no member could have reached
+// yet: more than AttemptBurst above this member's (or than AttemptBurst
+// in a term it has no election of), or beyond MaxAttempt.
+func (c *Core) checkAttempt(a uint32) error {
+	base := uint32(0)
+	if c.current() {
+		base = c.el.attempt
+	}
+	if a > MaxAttempt || a > base && a-base > AttemptBurst {
+		return fmt.Errorf("%w: attempt %d, this member's %d", ErrImplausible, a, base)
+	}
+	return nil
 }
 
 // onElection is an election message of this member's election, arriving
 // travelling in direction dir (from the predecessor when +1).
 func (c *Core) onElection(from uint32, e wire.RingElection, dir int) {
 	if c.leading && !c.cfg.Textbook {
-		if highest(e) < c.id {
+		if highest(e) <= c.id {
 			// A false suspicion: this leader is alive and would win. Tell
 			// the member whose election it is, and let it go no further.
 			c.counts.swallowed++

@@ -37,6 +37,7 @@ type counters struct {
 	resent               uint64 // hops sent again for want of an ack
 	skips                uint64 // successors skipped as dead
 	loopback             uint64 // hops that came back to this member (nobody else live)
+	stranded             uint64 // others' messages with nobody live to pass them to
 	outboxFull           uint64 // hops dropped: too many unacknowledged
 	sent                 [len(ringKinds)]uint64
 	received             [len(ringKinds)]uint64
@@ -89,6 +90,7 @@ type Detail struct {
 	Resent         uint64 `json:"hops_resent"`
 	Skips          uint64 `json:"skips"`
 	Loopback       uint64 `json:"loopback,omitempty"`
+	Stranded       uint64 `json:"stranded,omitempty"`
 	OutboxFull     uint64 `json:"outbox_full,omitempty"`
 	DeadDropped    uint64 `json:"dead_dropped,omitempty"`
 	Unacknowledged int    `json:"unacknowledged"`
@@ -125,6 +127,7 @@ func (c *Core) Detail() Detail {
 		Resent:          c.counts.resent,
 		Skips:           c.counts.skips,
 		Loopback:        c.counts.loopback,
+		Stranded:        c.counts.stranded,
 		OutboxFull:      c.counts.outboxFull,
 		DeadDropped:     c.counts.deadDropped,
 		Unacknowledged:  c.out.Len(),
