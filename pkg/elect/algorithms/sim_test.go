@@ -25,8 +25,10 @@ func TestSimOracle(t *testing.T) {
 }
 
 // TestSimFailover: on a clean LAN of 5, every algorithm replaces a
-// SIGKILLed leader with the next highest member everywhere within a
-// second (leader timeout 400 ms plus the election), over seeds.
+// SIGKILLed leader with the next highest member everywhere within 600 ms
+// (the leader timeout, 400 ms from the last heartbeat; bully's stagger, or
+// a ring's election with one send to the dead leader and its rounds),
+// over seeds.
 func TestSimFailover(t *testing.T) {
 	for _, alg := range algorithms.All {
 		t.Run(alg.Name, func(t *testing.T) {
@@ -39,7 +41,7 @@ func TestSimFailover(t *testing.T) {
 				s.Crash(5)
 				d := c.Converge(3 * time.Second)
 				worst = max(worst, d)
-				if d > time.Second {
+				if d > 600*time.Millisecond {
 					t.Errorf("failover took %v", d)
 				}
 				c.Claims()

@@ -105,7 +105,11 @@ type Core struct {
 	running   bool // the first Tick came (see Tick)
 	det       *liveness.Detector
 	skipped   map[uint32]time.Time // successors that did not acknowledge, when
-	out       *delivery.Outbox[*hop]
+	// out resends a hop HopTries times before the neighbour is skipped;
+	// quick gives up after one send, for a neighbour that is the leader
+	// and has missed two heartbeats: the member an election is about is
+	// the one most likely dead (see pass).
+	out, quick *delivery.Outbox[*hop]
 	seen      *delivery.Filter
 	seq       uint64
 	reminded  time.Time // last time a stale leader was told the term
@@ -162,6 +166,10 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
+	quick, err := delivery.NewOutbox[*hop](delivery.Config{Retry: cfg.HopTimeout, Tries: 1, MaxPending: 4*len(cfg.Ring) + 64})
+	if err != nil {
+		return nil, err
+	}
 	seen, err := delivery.NewFilter(len(cfg.Ring))
 	if err != nil {
 		return nil, err
@@ -175,6 +183,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		term:    term,
 		skipped: map[uint32]time.Time{},
 		out:     out,
+		quick:   quick,
 		seen:    seen,
 		// Hop sequence numbers start at the clock, so that a restarted
 		// member's hops are new to the others' duplicate filters.
@@ -260,7 +269,14 @@ func (c *Core) pass(h *hop) {
 		return
 	}
 	h.msg = core.Message{To: to, Kind: h.kind, Term: c.term, Payload: payload}
-	if err := c.out.Send(c.now, delivery.Key{To: to, ID: c.seq}, h); err != nil {
+	out := c.out
+	if v, ok := c.det.Member(to); ok && to == c.lead && !v.LastHeard.IsZero() && c.now.Sub(v.LastHeard) > 2*c.cfg.Heartbeat {
+		// The leader has missed two heartbeats and an election passes
+		// through: it is probably what the election is about. One send;
+		// no acknowledgement, and it is skipped.
+		out = c.quick
+	}
+	if err := out.Send(c.now, delivery.Key{To: to, ID: c.seq}, h); err != nil {
 		c.counts.outboxFull++
 		return
 	}
@@ -312,7 +328,9 @@ func (c *Core) setTerm(t uint64) {
 		c.term = t
 		c.durable.Change(true)
 		// Hops of an older term would be stale wherever they arrive.
-		c.out.CancelIf(c.now, func(e delivery.Entry[*hop]) bool { return e.Msg.term < t })
+		stale := func(e delivery.Entry[*hop]) bool { return e.Msg.term < t }
+		c.out.CancelIf(c.now, stale)
+		c.quick.CancelIf(c.now, stale)
 	}
 }
 
@@ -474,6 +492,8 @@ func (c *Core) Tick(now time.Time) {
 	c.det.Check(now)
 	c.det.Transitions()
 	resend, gaveUp := c.out.Tick(now)
+	_, quickGaveUp := c.quick.Tick(now)
+	gaveUp = append(gaveUp, quickGaveUp...)
 	for _, e := range resend {
 		c.counts.resent++
 		c.emit(e.Msg.msg)
@@ -518,11 +538,10 @@ func (c *Core) Tick(now time.Time) {
 
 // Deadline is when Tick next has something to do (core.Scheduler).
 func (c *Core) Deadline() time.Time {
-	var lead time.Time
-	if !c.leading && c.lead != 0 {
-		lead = c.det.Expires(c.lead)
-	}
-	return core.Earliest(c.deadline, lead, c.out.Deadline())
+	// The detector's own deadline, not only the leader's expiry: a Check
+	// later than the detector asked for is taken for a stall of this
+	// process, and the leader given extra time (liveness.Detector).
+	return core.Earliest(c.deadline, c.det.Deadline(), c.out.Deadline(), c.quick.Deadline())
 }
 
 // ---- receiving --------------------------------------------------------------------
@@ -555,6 +574,7 @@ func (c *Core) Step(m core.Message) error {
 	}
 	if m.Kind == wire.KindRingAck {
 		c.out.Ack(c.now, delivery.Key{To: m.From, ID: in.seq})
+		c.quick.Ack(c.now, delivery.Key{To: m.From, ID: in.seq})
 	}
 	if m.Kind == wire.KindRingElection && m.Term == c.term {
 		if err := c.checkAttempt(in.election.Attempt); err != nil {

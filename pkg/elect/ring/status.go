@@ -130,7 +130,7 @@ func (c *Core) Detail() Detail {
 		Stranded:        c.counts.stranded,
 		OutboxFull:      c.counts.outboxFull,
 		DeadDropped:     c.counts.deadDropped,
-		Unacknowledged:  c.out.Len(),
+		Unacknowledged:  c.out.Len() + c.quick.Len(),
 		TermCredit:      c.guard.Credit(c.limit, int64(c.now.Sub(c.start))),
 	}
 	for _, id := range c.ring {
@@ -229,7 +229,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.GaugeBool("synclab_elect_is_leader", "1 if this node leads, else 0.", c.leading)
 	m.GaugeBool("synclab_elect_yielding", "1 if this node resigned and follows whoever leads, else 0.", c.yielding)
 	m.Gauge("synclab_elect_ring_round", "Franklin's round in the current election (0 for the other variants).", float64(c.el.round))
-	m.Gauge("synclab_elect_ring_unacknowledged", "Election hops waiting for the neighbour's acknowledgement.", float64(c.out.Len()))
+	m.Gauge("synclab_elect_ring_unacknowledged", "Election hops waiting for the neighbour's acknowledgement.", float64(c.out.Len()+c.quick.Len()))
 	m.Counter("synclab_elect_elections_started_total", "Elections this node started.", float64(c.counts.elections))
 	m.Counter("synclab_elect_terms_claimed_total", "Elections this node decided (announced a leader's term).", float64(c.counts.decided))
 	m.Counter("synclab_elect_leader_timeouts_total", "Leaders given up on for silence.", float64(c.counts.leaderTimeouts))
