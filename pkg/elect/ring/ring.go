@@ -110,9 +110,9 @@ type Core struct {
 	// and has missed two heartbeats: the member an election is about is
 	// the one most likely dead (see pass).
 	out, quick *delivery.Outbox[*hop]
-	seen      *delivery.Filter
-	seq       uint64
-	reminded  time.Time // last time a stale leader was told the term
+	seen       *delivery.Filter
+	seq        uint64
+	reminded   time.Time // last time a stale leader was told the term
 	// passedOn is the last term whose announcement this member started or
 	// passed on: an announcement goes round once (a term has one leader).
 	passedOn uint64
