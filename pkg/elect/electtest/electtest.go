@@ -191,6 +191,47 @@ func (c *Cluster) tail() string {
 	return log
 }
 
+// Disrupt is the chaos schedule: 3 to 8 random disruptions, each
+// followed by run for 0.2-2 s: the leader (as leader(id) says for a random
+// member) or any member crashes, a member restarts, the members split in
+// two, one is isolated or paused; a third of the time everything heals
+// after one. At the end every link heals and every paused member resumes.
+func Disrupt(s *sim.Sim, rnd *rand.Rand, leader func(id uint32) uint32, run func(time.Duration)) {
+	ids := s.IDs()
+	pick := func() uint32 { return ids[rnd.IntN(len(ids))] }
+	for range 3 + rnd.IntN(6) {
+		switch rnd.IntN(7) {
+		case 0, 1:
+			if l := leader(pick()); l != 0 && s.Up(l) {
+				s.Crash(l)
+			}
+		case 2:
+			s.Crash(pick())
+		case 3:
+			s.Restart(pick())
+		case 4:
+			cut := rnd.IntN(len(ids)-1) + 1
+			perm := slices.Clone(ids)
+			rnd.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+			s.Partition(perm[:cut], perm[cut:])
+		case 5:
+			s.Isolate(pick())
+		case 6:
+			s.Pause(pick())
+		}
+		run(time.Duration(200+rnd.IntN(1800)) * time.Millisecond)
+		if rnd.IntN(3) == 0 {
+			s.Heal()
+		}
+	}
+	s.Heal()
+	for _, id := range ids {
+		if s.Paused(id) {
+			s.Resume(id)
+		}
+	}
+}
+
 // Chaos runs alg over seeds: random clusters of 3 to 9 members under loss
 // up to 20%, jitter and duplication, with crashes and restarts of the
 // leader and of others, pauses, partitions and isolation, then healed. At
@@ -214,40 +255,9 @@ func Chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration)
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: link, Multicast: seed%3 == 0})
 		c := New(t, s, alg, ids, elect.Options{})
 		c.Run(time.Second)
-		pick := func() uint32 { return ids[rnd.IntN(len(ids))] }
-		for range 3 + rnd.IntN(6) {
-			switch rnd.IntN(7) {
-			case 0, 1:
-				if l, _, _ := c.Elector(pick()).Leader(); l != 0 && s.Up(l) {
-					s.Crash(l)
-				}
-			case 2:
-				s.Crash(pick())
-			case 3:
-				s.Restart(pick())
-			case 4:
-				cut := rnd.IntN(len(ids)-1) + 1
-				perm := slices.Clone(ids)
-				rnd.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-				s.Partition(perm[:cut], perm[cut:])
-			case 5:
-				s.Isolate(pick())
-			case 6:
-				s.Pause(pick())
-			}
-			c.Run(time.Duration(200+rnd.IntN(1800)) * time.Millisecond)
-			if rnd.IntN(3) == 0 {
-				s.Heal()
-			}
-		}
-		s.Heal()
-		for _, id := range ids {
-			if s.Paused(id) {
-				s.Resume(id)
-			}
-		}
+		Disrupt(s, rnd, func(id uint32) uint32 { l, _, _ := c.Elector(id).Leader(); return l }, c.Run)
 		if c.Want() == 0 {
-			s.Restart(pick())
+			s.Restart(ids[rnd.IntN(len(ids))])
 		}
 		c.Converge(converge)
 		c.Claims()
