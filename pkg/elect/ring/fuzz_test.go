@@ -8,7 +8,6 @@ import (
 
 	"github.com/synclab/synclab/internal/corefuzz"
 	"github.com/synclab/synclab/pkg/core"
-	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/elect/ring"
 	"github.com/synclab/synclab/pkg/epoch"
@@ -74,41 +73,13 @@ func FuzzRing(f *testing.F) {
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
 		}
-		c := func() *ring.Core { return d.Core.(*ring.Core) }
-		last := c().Term()
-		for steps := 0; p.More() && steps < 400; steps++ {
-			fail := p.Intn(6) == 0
-			var err error
-			switch p.Intn(8) {
-			case 0, 1:
-				err = d.Tick(time.Duration(1+p.Intn(60))*10*time.Millisecond, fail)
-			case 2:
-				if err = d.Restart(); err == nil {
-					last, _ = bully.Restore(d.Disk)
-				}
-			case 3:
-				c().Resign(d.Now)
-				err = d.Drain(fail)
-			default:
-				err = d.Step(corefuzz.RingFrame(p, c().Term(), lim, ids, self), fail)
+		corefuzz.ElectionSteps(t, p, d, self, func(term uint64) core.Message {
+			return corefuzz.RingFrame(p, term, lim, ids, self)
+		}, func() error {
+			if n := d.Core.(*ring.Core).Detail().Unacknowledged; n > 2*(4*len(ids)+64) {
+				return fmt.Errorf("%d hops unacknowledged", n)
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			tm := c().Term()
-			if tm < last {
-				t.Fatalf("term went back %#x -> %#x", last, tm)
-			}
-			last = tm
-			if saved, err := bully.Restore(d.Disk); err != nil || tm < saved || bully.CheckTerm(saved) != nil {
-				t.Fatalf("disk %#x (%v), term %#x", saved, err, tm)
-			}
-			if l, tm, _ := c().Leader(); l == self && (c().Role() != elect.RoleLeader || epoch.Owner(tm) != self) {
-				t.Fatalf("leads term %#x as %v", tm, c().Role())
-			}
-			if n := c().Detail().Unacknowledged; n > 4*len(ids)+64 {
-				t.Fatalf("%d hops unacknowledged", n)
-			}
-		}
+			return nil
+		})
 	})
 }
