@@ -86,10 +86,13 @@ type Config struct {
 	// 400 ms: eight heartbeats, so that 5% loss does not make a live
 	// leader suspected (bully's reasoning, see bully.Config).
 	LeaderTimeout time.Duration
-	// Stagger is added to LeaderTimeout once for every member between the
-	// leader and this one along the ring: the leader's successor notices
-	// a dead leader first, and its election reaches the others before they
-	// time out, so that one election runs instead of N. Default 20 ms.
+	// Stagger is added to LeaderTimeout once for every member between
+	// this one and the leader along the ring: the leader's predecessor (on
+	// the default ring, the next highest ID) notices a dead leader first,
+	// skips it, and its election reaches the others before they time out,
+	// so that one election runs instead of N, started by the member that
+	// wins it where the variant lets the initiator's ID count (the naive
+	// ring, Chang-Roberts: the notes' best case). Default 20 ms.
 	Stagger time.Duration
 	// HopTimeout is how long a member waits for its successor to
 	// acknowledge an election hop before it sends it again (HopTries in

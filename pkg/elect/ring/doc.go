@@ -68,11 +68,12 @@
 // # After the election
 //
 // The leader heartbeats every Heartbeat; a follower suspects it after
-// LeaderTimeout plus Stagger for every member between the leader and
-// itself, so the leader's successor starts the election and its message
-// reaches the others before they time out: in Fredrickson-Lynch and
-// Franklin a member that has seen an election does not start another, and
-// the failover costs the notes' best case. An election message that
+// LeaderTimeout plus Stagger for every member between itself and the
+// leader, so the leader's predecessor (the next highest ID) starts the
+// election, skipping the leader it suspects, and its message reaches the
+// others before they time out: in Fredrickson-Lynch and Franklin a member
+// that has seen an election does not start another, and the failover
+// costs the notes' best case. An election message that
 // reaches a live leader of its term that would win anyway goes no
 // further: the leader tells its origin with a heartbeat (a false
 // suspicion moves no term).

@@ -221,16 +221,16 @@ func (c *Core) next(dir int, also ...uint32) uint32 {
 	return c.id
 }
 
-// distance is how many members lie strictly between from and this one,
+// distance is how many members lie strictly between this one and to,
 // going clockwise.
-func (c *Core) distance(from uint32) int {
+func (c *Core) distance(to uint32) int {
 	n := len(c.ring)
-	d := (c.pos[c.id] - c.pos[from] + n) % n
+	d := (c.pos[to] - c.pos[c.id] + n) % n
 	return max(d-1, 0)
 }
 
 // stagger is the extra patience with leader lead: Stagger for every member
-// between it and this one, so that its successor suspects it first.
+// between this one and it, so that its predecessor suspects it first.
 func (c *Core) stagger(lead uint32) time.Duration {
 	if lead == c.id {
 		return 0
@@ -519,6 +519,9 @@ func (c *Core) Tick(now time.Time) {
 	case c.lead != 0:
 		if !c.det.Alive(c.lead) {
 			c.counts.leaderTimeouts++
+			// As dead as this member can tell: its election does not wait
+			// for the leader's acknowledgement.
+			c.skipped[c.lead] = now
 			c.lead, c.yielding = 0, false
 			c.announce("leader_lost")
 			c.campaign("leader_lost", false)
@@ -846,7 +849,7 @@ func (c *Core) onHeartbeat(from uint32, flags uint8) {
 		if c.lead != 0 && c.lead != from {
 			return
 		}
-		// The leader steps down: its successor runs at once, the others
+		// The leader steps down: its predecessor runs at once, the others
 		// after their stagger (by when its election has reached them).
 		c.lead = 0
 		c.announce("leader_resigned")
@@ -888,7 +891,9 @@ func (c *Core) Resign(now time.Time) error {
 	c.leading, c.lead, c.yielding = false, 0, true
 	c.events = append(c.events, c.announced.Demoted(c.id, c.term, "resigned", c.now))
 	c.announce("resigned")
-	c.join(c.el.attempt)
+	if !c.current() {
+		c.join(0) // the election that replaces it, which it relays
+	}
 	c.deadline = c.now.Add(c.cfg.LeaderTimeout)
 	return nil
 }

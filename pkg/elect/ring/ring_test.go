@@ -195,7 +195,7 @@ func TestStateRefused(t *testing.T) {
 	}
 }
 
-// TestSimResign: the leader resigns; its successor runs at once, the
+// TestSimResign: the leader resigns; its predecessor runs at once, the
 // next highest (3) takes over, and the resigner follows it for good.
 func TestSimResign(t *testing.T) {
 	for _, alg := range []elect.Algorithm{ring.NaiveAlgorithm, ring.IDListAlgorithm, ring.ChangRobertsAlgorithm, ring.FranklinAlgorithm, ring.FredricksonLynchAlgorithm} {

@@ -195,7 +195,7 @@ func (c *Core) phase() string {
 	case c.listening:
 		return "listening for a leader (startup)"
 	case c.suspect != 0:
-		return "leader resigned: waiting for its successor's election"
+		return "leader resigned: waiting for its predecessor's election"
 	case !c.current() || !c.el.joined:
 		return "waiting for an election"
 	}
