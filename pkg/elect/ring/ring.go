@@ -393,8 +393,10 @@ func (c *Core) decide(w uint32) {
 	c.passedOn = t
 	c.counts.decided++
 	c.det.Heard(w, c.now) // the election just saw it alive
-	c.follow(w, "elected")
+	// The announcement leaves first, so that it counts among this
+	// member's messages for the election (ElectionStats.Sent).
 	c.pass(&hop{kind: wire.KindRingCoordinator, dir: +1, coord: wire.RingCoordinator{Attempt: c.el.attempt, Origin: c.id, Leader: w}})
+	c.follow(w, "elected")
 }
 
 // exhaust: no term is left to announce (see bully's).
@@ -832,8 +834,8 @@ func (c *Core) onCoordinator(p wire.RingCoordinator) {
 	c.el.decided = c.current()
 	c.det.Heard(p.Leader, c.now)
 	preempt := p.Leader < c.id && !c.yielding
-	c.follow(p.Leader, "coordinator")
 	c.pass(&hop{kind: wire.KindRingCoordinator, dir: +1, coord: wire.RingCoordinator{Attempt: p.Attempt, Origin: p.Origin, Leader: p.Leader}})
+	c.follow(p.Leader, "coordinator")
 	if preempt {
 		// This member was skipped (or woke too late) and ranks above the
 		// winner: the highest live member must lead.
