@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -51,6 +52,11 @@ func algorithm(v Variant, summary string, cost core.Cost) elect.Algorithm {
 		Summary: summary,
 		Cost:    cost,
 		New: func(env core.Env, o elect.Options) (elect.Elector, error) {
+			for id, p := range o.Priorities {
+				if p != 0 {
+					return nil, fmt.Errorf("%v compares member IDs: priorities (member %d: %d) are bully's; leave them out", v, id, p)
+				}
+			}
 			return New(env, FromOptions(v, o))
 		},
 	}

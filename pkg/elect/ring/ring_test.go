@@ -67,6 +67,18 @@ func TestConfigRefused(t *testing.T) {
 	}
 }
 
+// TestPrioritiesRefused: the rings compare IDs; an operator who gives
+// priorities is told they do nothing here rather than ignored.
+func TestPrioritiesRefused(t *testing.T) {
+	_, err := ring.FranklinAlgorithm.New(core.Env{ID: 1, Members: []uint32{1, 2}, Now: t0}, elect.Options{Priorities: map[uint32]uint32{2: 5}})
+	if err == nil || !strings.Contains(err.Error(), "priorities") {
+		t.Fatalf("error %v", err)
+	}
+	if _, err := ring.FranklinAlgorithm.New(core.Env{ID: 1, Members: []uint32{1, 2}, Now: t0}, elect.Options{Priorities: map[uint32]uint32{2: 0}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRefusesAttacks reads every field as an attacker writes it: each
 // frame is refused, counted under its reason, and changes nothing (the
 // term, the leader, what the core would send).
