@@ -50,3 +50,31 @@ func TestSimFailover(t *testing.T) {
 		})
 	}
 }
+
+// TestSimRestartedLeaderTakesOver: the bench's trial, over seeds: the
+// leader is SIGKILLed, the survivors agree on the next highest, the old
+// leader restarts from its disk and, the highest again, takes over in a
+// newer term, with every member following it.
+func TestSimRestartedLeaderTakesOver(t *testing.T) {
+	for _, alg := range algorithms.All {
+		t.Run(alg.Name, func(t *testing.T) {
+			sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+				s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.02}})
+				c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4, 5}, elect.Options{})
+				c.Converge(3 * time.Second)
+				for range 4 {
+					c.Run(time.Duration(seed*37%500) * time.Millisecond)
+					s.Crash(5)
+					c.Converge(3 * time.Second)
+					_, t4, _ := c.Elector(4).Leader()
+					s.Restart(5)
+					c.Converge(3 * time.Second)
+					if _, t5, _ := c.Elector(5).Leader(); t5 <= t4 {
+						t.Fatalf("5 leads term %#x, not above 4's %#x", t5, t4)
+					}
+				}
+				c.Claims()
+			})
+		})
+	}
+}

@@ -393,6 +393,7 @@ func (c *Core) decide(w uint32) {
 	c.passedOn = t
 	c.counts.decided++
 	c.det.Heard(w, c.now) // the election just saw it alive
+	delete(c.skipped, w)
 	// The announcement leaves first, so that it counts among this
 	// member's messages for the election (ElectionStats.Sent).
 	c.pass(&hop{kind: wire.KindRingCoordinator, dir: +1, coord: wire.RingCoordinator{Attempt: c.el.attempt, Origin: c.id, Leader: w}})
@@ -832,7 +833,10 @@ func (c *Core) onCoordinator(p wire.RingCoordinator) {
 	}
 	c.passedOn = c.term
 	c.el.decided = c.current()
+	// The election just saw the leader alive: the announcement must reach
+	// it even if this member skipped it before (it died and restarted).
 	c.det.Heard(p.Leader, c.now)
+	delete(c.skipped, p.Leader)
 	preempt := p.Leader < c.id && !c.yielding
 	c.pass(&hop{kind: wire.KindRingCoordinator, dir: +1, coord: wire.RingCoordinator{Attempt: p.Attempt, Origin: p.Origin, Leader: p.Leader}})
 	c.follow(p.Leader, "coordinator")

@@ -106,6 +106,9 @@ func (c *Core) stepNaive(e wire.RingElection) {
 // list back, or one whose initiator died) picks the highest ID in it and
 // announces it. A resigned member passes lists on without adding itself.
 func (c *Core) stepList(e wire.RingElection) {
+	for _, id := range e.IDs {
+		delete(c.skipped, id) // each added itself on the way: alive
+	}
 	if slices.Contains(e.IDs, c.id) {
 		c.decide(slices.Max(e.IDs))
 		return
