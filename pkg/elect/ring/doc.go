@@ -30,8 +30,11 @@
 // HopTries sends HopTimeout apart; a Filter makes a receiver act on one copy
 // of it). A member that does not acknowledge is skipped (seed 004: "if the
 // successor is faulty, p skips it and passes to the next one") until it is
-// heard from again or SkipFor passes. A member alone receives its own
-// messages back, and elects itself.
+// heard from again or SkipFor passes; a leader this member suspects, or one
+// that missed two heartbeats, gets one send, not HopTries. A member alone
+// receives its own messages back, and elects itself; another's message
+// with nobody left to take it is dropped. A member an election shows alive
+// (listed, or announced as the winner) is not skipped.
 //
 // # Who leads
 //
