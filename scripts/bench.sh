@@ -5,15 +5,22 @@
 # project's targets. Not part of the pass/fail tests.
 #
 # Usage:
-#   bench.sh elect [--trials N] [--idle D] [--loss PCT] [--traffic D]
-#                  [--settle D] [--tuned 'ELECTD-FLAGS']...
+#   bench.sh elect [--algorithm NAME|all] [--trials N] [--idle D] [--loss PCT]
+#                  [--traffic D] [--settle D] [--partition D] [--big N]
+#                  [--tuned 'ELECTD-FLAGS']...
 #       electd against etcd 3.4's election (single node, 2 s lease): failover
 #       after SIGKILL of the leader (p50/p99/max over N trials, default 20;
 #       electd with default flags over unicast and with multicast heartbeats,
 #       and one more column per --tuned set of flags), false elections
 #       in an idle period D (default 10m) with PCT% loss (default 5) on every
 #       host, messages per election, idle traffic per node over --traffic
-#       (default 30s), RSS. Installs etcd-server and etcd-client if missing.
+#       (default 30s), RSS. --algorithm (default bully) picks electd's
+#       algorithm; `all` measures every one of pkg/elect/algorithms side by
+#       side (bully over unicast and multicast, the others over unicast),
+#       with messages per election at 5 and --big (default 16) hosts beside
+#       the notes' cost, and the time two nodes both lead during a
+#       --partition (default 5s) of {1,2} from {3,4,5}.
+#       Installs etcd-server and etcd-client if missing.
 #   bench.sh mutex [--samples N] [--window D] [--clients N] [--trials N] [--traffic D]
 #                  [--flags 'MUTEXD-FLAGS']
 #       mutexd (5 hosts) against etcd 3.4's lock (one node; its v3lock gateway
@@ -236,9 +243,12 @@ on_signal() {
 is_duration() { [[ $1 =~ ^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$ ]]; }
 
 bench_elect() {
-	local trials=20 idle=10m loss=5 traffic=30s settle=1s tuned=() argv=("$@")
+	local trials=20 idle=10m loss=5 traffic=30s settle=1s algorithm=bully partition=5s big=16 tuned=() argv=("$@")
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--algorithm) algorithm=${2:?--algorithm needs a name or all} && shift ;;
+		--partition) partition=${2:?--partition needs a duration} && shift ;;
+		--big) big=${2:?--big needs a number of hosts} && shift ;;
 		--trials) trials=${2:?--trials needs a number} && shift ;;
 		--idle) idle=${2:?--idle needs a duration} && shift ;;
 		--loss) loss=${2:?--loss needs a percentage} && shift ;;
@@ -259,13 +269,19 @@ bench_elect() {
 	[ "$idle" = 0 ] || is_duration "$idle" || die "elect: --idle $idle: want a duration such as 10m (0 skips the idle phase)"
 	is_duration "$traffic" || die "elect: --traffic $traffic: want a duration such as 30s"
 	is_duration "$settle" || die "elect: --settle $settle: want a duration such as 1s"
+	[ "$partition" = 0 ] || is_duration "$partition" || die "elect: --partition $partition: want a duration such as 5s (0 skips it)"
+	if ! [[ $big =~ ^[0-9]{1,2}$ ]] || { [ "$big" -ne 0 ] && [ "$big" -lt 6 ]; } || [ "$big" -gt 64 ]; then
+		die "elect: --big $big: want a number of hosts 6..64 (0 skips it)"
+	fi
+	[[ $algorithm =~ ^[a-z0-9-]{1,40}$ ]] || die "elect: --algorithm $algorithm: want an algorithm name (electd run --help lists them) or all"
 
 	need_root elect "${argv[@]}"
 	need_packages iproute2 nftables etcd-server etcd-client
 	setup
 	build ./cmd/electd
-	log "bench elect: $trials trials, idle $idle with $loss% loss, lab prefix $PREFIX${tuned[*]:+, tuned electd: ${tuned[*]}}"
+	log "bench elect: algorithm $algorithm, $trials trials, idle $idle with $loss% loss, lab prefix $PREFIX${tuned[*]:+, tuned electd: ${tuned[*]}}"
 	local args=(-elect -elect.bin "$WORK/bin" -elect.prefix "$PREFIX" -elect.trials "$trials"
+		-elect.algorithm "$algorithm" -elect.partition "$partition" -elect.big "$big"
 		-elect.idle "$idle" -elect.loss "$loss" -elect.traffic "$traffic" -elect.settle "$settle")
 	local t
 	for t in "${tuned[@]}"; do

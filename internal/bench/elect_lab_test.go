@@ -18,18 +18,23 @@ import (
 
 	"github.com/synclab/synclab/internal/labnet"
 	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/algorithms"
 )
 
 var (
-	electRun     = flag.Bool("elect", false, "run BenchmarkElect, a lab measurement of several minutes (scripts/bench.sh elect sets it)")
-	electTrials  = flag.Int("elect.trials", 20, "failover trials per system")
-	electIdle    = flag.Duration("elect.idle", 10*time.Minute, "idle period with loss in which false elections are counted")
-	electLoss    = flag.Int("elect.loss", 5, "percent of IP packets every host drops, in each direction, during the idle period")
-	electTraffic = flag.Duration("elect.traffic", 30*time.Second, "window over which idle traffic is measured")
-	electSettle  = flag.Duration("elect.settle", time.Second, "quiet time after a cluster agrees again, before the next trial")
-	electBin     = flag.String("elect.bin", "", "`DIR` holding electd (default: go build it from ../../cmd/electd)")
-	electPrefix  = flag.String("elect.prefix", "", "lab namespace `PREFIX` (default: random); bench.sh passes one to clean up after a killed run")
-	electTuned   flagList
+	electRun       = flag.Bool("elect", false, "run BenchmarkElect, a lab measurement of several minutes (scripts/bench.sh elect sets it)")
+	electTrials    = flag.Int("elect.trials", 20, "failover trials per system")
+	electIdle      = flag.Duration("elect.idle", 10*time.Minute, "idle period with loss in which false elections are counted")
+	electLoss      = flag.Int("elect.loss", 5, "percent of IP packets every host drops, in each direction, during the idle period")
+	electTraffic   = flag.Duration("elect.traffic", 30*time.Second, "window over which idle traffic is measured")
+	electSettle    = flag.Duration("elect.settle", time.Second, "quiet time after a cluster agrees again, before the next trial")
+	electBin       = flag.String("elect.bin", "", "`DIR` holding electd (default: go build it from ../../cmd/electd)")
+	electPrefix    = flag.String("elect.prefix", "", "lab namespace `PREFIX` (default: random); bench.sh passes one to clean up after a killed run")
+	electAlgo      = flag.String("elect.algorithm", "bully", "electd --algorithm `NAME` to measure, or \"all\": every algorithm of pkg/elect/algorithms, side by side")
+	electBig       = flag.Int("elect.big", 16, "hosts of the larger cluster whose messages per election are counted too (0: skip)")
+	electBigRuns   = flag.Int("elect.big.trials", 3, "failovers counted in the larger cluster")
+	electPartition = flag.Duration("elect.partition", 5*time.Second, "partition {1,2} | {3,4,5} held this long, while the time with two self-believed leaders is measured (0: skip)")
+	electTuned     flagList
 )
 
 func init() {
@@ -56,14 +61,19 @@ const (
 	// a kill at a uniformly random instant in it is at a uniformly random
 	// phase of both.
 	killPhaseWindow = 2 * time.Second
-	// heartbeatKind is excluded from the messages of an election: the new
-	// leader's heartbeats are its steady state, not the election's cost.
-	heartbeatKind = "leader_heartbeat"
+	// ringAckKind is a ring election's acknowledgement of a hop: counted
+	// in the frames, but not among the messages the notes count (they
+	// assume reliable links).
+	ringAckKind = "ring_ack"
 	// targetFailoverP99, targetRSS: the project's targets for electd
 	// (issue 6), printed next to the figures.
 	targetFailoverP99 = 500 * time.Millisecond
 	targetRSS         = 20_000_000
 )
+
+// heartbeatKinds are excluded from the messages of an election: the new
+// leader's heartbeats are its steady state, not the election's cost.
+var heartbeatKinds = map[string]bool{"leader_heartbeat": true, "ring_heartbeat": true}
 
 // BenchmarkElect measures electd's failover, false elections under loss,
 // messages per election, idle traffic and memory against etcd's election,
@@ -93,24 +103,28 @@ func BenchmarkElect(b *testing.B) {
 	if *electPrefix != "" {
 		opts = append(opts, labnet.WithPrefix(*electPrefix))
 	}
-	e.lab = labnet.New(b, etcdHost, opts...)
+	e.lab = labnet.New(b, max(etcdHost, *electBig), opts...)
 	e.prefix = e.lab.Prefix()
 	load, _ := os.ReadFile("/proc/loadavg")
 	e.loadStart = strings.Join(strings.Fields(string(load))[:3], " ")
 	e.logf("lab %s up: electd on h1-h%d, etcd on h%d; load average %s", e.lab.Prefix(), electHosts, etcdHost, e.loadStart)
 
-	specs := []electdSpec{
-		{label: "electd unicast", port: 7500},
-		{label: "electd multicast", port: 7600, multicast: true},
-	}
-	for k, flags := range electTuned {
-		specs = append(specs, electdSpec{label: "electd " + flags, port: 7700 + 100*k, extra: strings.Fields(flags)})
+	specs, err := electSpecs(*electAlgo, electTuned)
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.ResetTimer()
 
 	var res []*systemResult
 	for _, s := range specs {
-		res = append(res, e.electdPhase(s))
+		r := e.electdPhase(s)
+		if *electBig > 0 {
+			big := s
+			big.label, big.port, big.hosts, big.multicast = s.label+fmt.Sprintf(" (%d hosts)", *electBig), s.port+5000, *electBig, false
+			r.framesBig = e.messagesPhase(big, *electBigRuns)
+			e.logf("%s: %d hosts: %v messages per election (the notes' kinds)", s.label, *electBig, r.framesBig)
+		}
+		res = append(res, r)
 	}
 	e.startEtcd()
 	el := e.etcdElection()
@@ -125,6 +139,31 @@ func BenchmarkElect(b *testing.B) {
 	}
 	b.ReportMetric(float64(res[0].failover.P99)/float64(time.Millisecond), "failover-p99-ms")
 	b.ReportMetric(float64(etcdRes.failover.P99)/float64(time.Millisecond), "etcd-failover-p99-ms")
+}
+
+// electSpecs are the electd columns: bully over unicast and over
+// multicast (and one per tuned flag set) as they always were, and with
+// "all" (or another algorithm's name) one unicast column per algorithm.
+func electSpecs(algorithm string, tuned []string) ([]electdSpec, error) {
+	var specs []electdSpec
+	if algorithm == "bully" || algorithm == "all" {
+		specs = append(specs,
+			electdSpec{label: "electd unicast", port: 7500, algorithm: "bully"},
+			electdSpec{label: "electd multicast", port: 7600, multicast: true, algorithm: "bully"})
+	}
+	for k, a := range algorithms.All {
+		if a.Name != "bully" && (algorithm == "all" || algorithm == a.Name) {
+			specs = append(specs, electdSpec{label: "electd " + a.Name, port: 8000 + 100*k, algorithm: a.Name})
+		}
+	}
+	if len(specs) == 0 {
+		_, err := elect.Lookup(algorithms.All, algorithm)
+		return nil, fmt.Errorf("-elect.algorithm: %v (or all)", err)
+	}
+	for k, flags := range tuned {
+		specs = append(specs, electdSpec{label: "electd " + flags, port: 7700 + 100*k, extra: strings.Fields(flags), algorithm: specs[0].algorithm})
+	}
+	return specs, nil
 }
 
 // electBench is the state of one BenchmarkElect run.
@@ -147,6 +186,9 @@ type systemResult struct {
 	polled       Summary            // electd: when polling first saw agreement
 	frames       map[string]float64 // electd: frames sent per election, by kind
 	framesTotal  []float64          // electd: per election, heartbeats excluded
+	framesNotes  []float64          // electd: per election, the kinds the notes count (no acks)
+	framesBig    []float64          // electd: the same in the -elect.big cluster
+	splitBrain   time.Duration      // electd: two self-believed leaders during the partition
 	unexpected   []string           // elections that ended on another leader than bully's
 	idle         time.Duration      // traffic window
 	leaderBytes  uint64             // payload in+out of the leader over idle

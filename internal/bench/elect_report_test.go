@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+
 	"maps"
 	"runtime"
 	"slices"
@@ -9,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/algorithms"
 )
 
 func (e *electBench) table(specs []electdSpec, res []*systemResult) *Table {
@@ -68,6 +73,47 @@ func (e *electBench) table(specs []electdSpec, res []*systemResult) *Table {
 		}
 		return strings.Join(s, ", ")
 	})...)
+
+	cost := func(k int) (core.Cost, bool) {
+		if isEtcd(k) || specs[k].algorithm == "" {
+			return core.Cost{}, false
+		}
+		a, err := elect.Lookup(algorithms.All, specs[k].algorithm)
+		return a.Cost, err == nil
+	}
+	t.Section("messages per election as the notes count them (election kinds: no heartbeats, no acks), after SIGKILL of the leader")
+	t.Row("the notes' cost", "", cells(func(k int, r *systemResult) string {
+		if c, ok := cost(k); ok {
+			return c.Text
+		}
+		return "-"
+	})...)
+	t.Row(fmt.Sprintf("%d hosts: notes at N=%d live / measured mean", electHosts, electHosts-1), "", cells(func(k int, r *systemResult) string {
+		c, ok := cost(k)
+		if !ok || len(r.framesNotes) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s / %.1f", c.Range(electHosts-1), mean(r.framesNotes))
+	})...)
+	if *electBig > 0 {
+		t.Row(fmt.Sprintf("%d hosts: notes at N=%d live / measured mean", *electBig, *electBig-1), "", cells(func(k int, r *systemResult) string {
+			c, ok := cost(k)
+			if !ok || len(r.framesBig) == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%s / %.1f", c.Range(*electBig-1), mean(r.framesBig))
+		})...)
+	}
+
+	if *electPartition > 0 {
+		t.Section(fmt.Sprintf("%v partition {1,2} | {3,4,5}, the leader (5) on the larger side", *electPartition))
+		t.Row("two self-believed leaders for", "", cells(func(k int, r *systemResult) string {
+			if isEtcd(k) {
+				return "-"
+			}
+			return Millis(r.splitBrain)
+		})...)
+	}
 
 	t.Section(fmt.Sprintf("idle traffic per node, no loss (%v window)", *electTraffic))
 	t.Row("leader, payload in+out", "", cells(func(k int, r *systemResult) string {
@@ -133,6 +179,10 @@ func (e *electBench) table(specs []electdSpec, res []*systemResult) *Table {
 	t.Note("etcd failover = first report of another leader by `etcdctl elect --listen` (read through a pipe) - SIGKILL of the leading client's `etcdctl lease keep-alive`; each client campaigns as etcd's election recipe does (2 s lease, key %s/<lease hex>), since `etcdctl elect` fixes its session TTL at 60 s", etcdElectionName)
 	t.Note("every kill waits a random 0-%v first: it lands at a uniformly random phase of electd's heartbeats and etcdctl's keep-alives", killPhaseWindow)
 	t.Note("p99 is nearest-rank: with fewer than 100 trials it is the maximum")
+	t.Note("messages the notes count: the ring elections' hops (ring_election, ring_coordinator) and bully's election, answer and coordinator frames, resends and sends to the dead leader included; a ring's acknowledgements (ring_ack) are in the total above, not here; a broadcast counts once per recipient")
+	if *electBig > 0 {
+		t.Note("%d hosts: a %d-member cluster of each algorithm on hosts 1-%d, %d failovers", *electBig, *electBig, *electBig, *electBigRuns)
+	}
 	t.Note("loss: nftables on the bridge drops %d%% of IP packets to and from every host (TCP too), so a packet between two hosts is lost with p = %.2f%%", *electLoss, 100*(1-(1-float64(*electLoss)/100)*(1-float64(*electLoss)/100)))
 	for k, r := range res {
 		if len(r.unexpected) > 0 {
@@ -153,16 +203,16 @@ func mean(v []float64) float64 {
 // TestElectTable checks the report BenchmarkElect prints on made-up
 // results: the verdicts follow the targets and every column is filled.
 func TestElectTable(t *testing.T) {
-	specs := []electdSpec{{label: "electd unicast"}, {label: "electd fast"}}
+	specs := []electdSpec{{label: "electd unicast", algorithm: "bully"}, {label: "electd fast", algorithm: "fredrickson-lynch"}}
 	fast := &systemResult{
 		failover: Summarize(ms(380, 420, 440)), polled: Summarize(ms(383, 424, 445)),
-		frames: map[string]float64{"coordinator": 4}, framesTotal: []float64{4, 4, 4},
+		frames: map[string]float64{"coordinator": 4}, framesTotal: []float64{4, 4, 4}, framesNotes: []float64{3, 3, 3}, framesBig: []float64{14, 15}, splitBrain: 4600 * time.Millisecond,
 		idle: 10 * time.Second, leaderBytes: 24000, otherBytes: 6000, leaderIf: 40800, otherIf: 10200,
 		rssMax: 14_700_000, idleLead: "5",
 	}
 	slow := &systemResult{
 		failover: Summarize(ms(280, 510)), polled: Summarize(ms(283, 512)),
-		frames: map[string]float64{"coordinator": 4, "election": 1.5}, framesTotal: []float64{4, 7},
+		frames: map[string]float64{"coordinator": 4, "election": 1.5}, framesTotal: []float64{4, 7}, framesNotes: []float64{8, 9},
 		idle: 10 * time.Second, rssMax: 21_000_000, elections: 3, changes: 8, timeouts: 2, idleLead: "5",
 		unexpected: []string{"trial 2: leader 3"},
 	}
@@ -182,6 +232,7 @@ func TestElectTable(t *testing.T) {
 		"0 ok", "3 MISS", "8 MISS                         1  ",
 		"14.7 MB ok", "21.0 MB MISS", "32.1 MB", "17.1 MB",
 		"client 3", "node 5",
+		"O(N) best, O(N^2) worst", "2-16 / 3.0", "13-225 / 14.5", "2N", "8 / 8.5", "4600.0 ms",
 		"electd fast: elections won by another node than the highest survivor: trial 2: leader 3",
 	} {
 		if !strings.Contains(out, want) {

@@ -23,6 +23,18 @@ type electdSpec struct {
 	port      int
 	multicast bool
 	extra     []string // further `electd run` flags
+	// algorithm is the --algorithm the spec runs ("" is electd's default,
+	// bully): the notes' cost is printed from its elect.Algorithm.
+	algorithm string
+	hosts     int // members on hosts 1..hosts (0: electHosts)
+}
+
+// members is how many hosts the spec's cluster has.
+func (s electdSpec) members() int {
+	if s.hosts == 0 {
+		return electHosts
+	}
+	return s.hosts
 }
 
 type electdCluster struct {
@@ -58,7 +70,7 @@ func (s electdStatus) payloadBytes() uint64 {
 
 func (e *electBench) newCluster(s electdSpec) *electdCluster {
 	c := &electdCluster{e: e, spec: s, procs: map[int]*labnet.Proc{}, clients: map[int]*ctl.Client{}}
-	for i := 1; i <= electHosts; i++ {
+	for i := 1; i <= s.members(); i++ {
 		c.clients[i] = ctl.NewClient(c.control(i), "electd")
 	}
 	return c
@@ -71,7 +83,7 @@ func (c *electdCluster) control(i int) string {
 func (c *electdCluster) start(i int) {
 	e := c.e
 	var members []string
-	for j := 1; j <= electHosts; j++ {
+	for j := 1; j <= c.spec.members(); j++ {
 		members = append(members, fmt.Sprintf("%d=%s:%d", j, e.lab.Host(j).Addr(), c.spec.port))
 	}
 	// Without CAP_SYS_TIME, like every daemon the lab starts: nothing here
@@ -83,12 +95,15 @@ func (c *electdCluster) start(i int) {
 	if c.spec.multicast {
 		argv = append(argv, "--multicast", fmt.Sprintf("%s:%d", multicastGroup, c.spec.port+99), "--interface", e.lab.Host(i).Interface())
 	}
+	if c.spec.algorithm != "" {
+		argv = append(argv, "--algorithm", c.spec.algorithm)
+	}
 	argv = append(append(argv, keyArgs(e.b, e.dir)...), c.spec.extra...)
 	c.procs[i] = e.lab.Host(i).Start(e.b, fmt.Sprintf("electd-%d", c.spec.port), argv, nil)
 }
 
 func (c *electdCluster) startAll() {
-	for i := 1; i <= electHosts; i++ {
+	for i := 1; i <= c.spec.members(); i++ {
 		c.start(i)
 	}
 }
@@ -225,61 +240,8 @@ func (e *electBench) electdPhase(s electdSpec) *systemResult {
 
 	var took, polled []time.Duration
 	for trial := 1; trial <= *electTrials; trial++ {
-		e.randomPhase()
-		views, _ := c.waitAgree("before the trial", hostsExcept(electHosts, 0), 0, 10*time.Second)
-		lead := int(views[1].Leader)
-		survivors := hostsExcept(electHosts, lead)
-		before := map[int]electdStatus{}
-		for _, i := range survivors {
-			before[i] = c.status(i)
-		}
-
-		killAt := time.Now()
-		if err := c.procs[lead].Kill(); err != nil {
-			e.fatal(err)
-		}
-		after, seen := c.waitAgree(fmt.Sprintf("trial %d", trial), survivors, uint32(lead), failoverLimit)
-
-		// The failover ends when the last survivor learned the leader:
-		// the daemon's own stamp (arrival of the COORDINATOR, or the
-		// winner's decision), not when polling happened to ask.
-		var last time.Time
-		for _, v := range after {
-			if v.Since.After(last) {
-				last = v.Since
-			}
-		}
-		d := last.Sub(killAt)
-		if d <= 0 {
-			e.fatalf("%s trial %d: survivors learned leader %d at %v, before the kill at %v", s.label, trial, after[survivors[0]].Leader, last, killAt)
-		}
-		took = append(took, d)
-		polled = append(polled, seen.Sub(killAt))
-		newLead := after[survivors[0]].Leader
-		if int(newLead) != slices.Max(survivors) {
-			r.unexpected = append(r.unexpected, fmt.Sprintf("trial %d: leader %d", trial, newLead))
-		}
-
-		var total float64
-		for _, i := range survivors {
-			st := c.status(i)
-			for kind, n := range st.Node.FramesOut {
-				if kind == heartbeatKind {
-					continue
-				}
-				delta := float64(n - before[i].Node.FramesOut[kind])
-				r.frames[kind] += delta
-				total += delta
-			}
-		}
-		r.framesTotal = append(r.framesTotal, total)
-		e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s), %.0f frames",
-			s.label, trial, *electTrials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), total)
-
-		// Bring the killed node back; it takes over again (highest ID).
-		c.start(lead)
-		c.waitAgree("after the restart", hostsExcept(electHosts, 0), 0, 10*time.Second)
-		e.sleep(*electSettle)
+		d, seen := c.trial(r, trial, *electTrials)
+		took, polled = append(took, d), append(polled, seen)
 	}
 	for k := range r.frames {
 		r.frames[k] /= float64(*electTrials)
@@ -287,5 +249,134 @@ func (e *electBench) electdPhase(s electdSpec) *systemResult {
 	r.failover, r.polled = Summarize(took), Summarize(polled)
 	r.rssMax = max(r.rssMax, c.maxRSS())
 	e.logf("%s: failover %s", s.label, r.failover)
+	if *electPartition > 0 {
+		r.splitBrain = c.splitBrain(*electPartition)
+		e.logf("%s: %v partition {1,2} | {3,4,5}: two self-believed leaders for %s", s.label, *electPartition, Millis(r.splitBrain))
+	}
 	return r
+}
+
+// trial is one failover: a random phase, SIGKILL of the leader, the time
+// until every survivor reports the new one (by its own stamp, and as
+// polling saw it), the frames the survivors sent for it (into r), and the
+// restart of the killed node.
+func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled time.Duration) {
+	e, s := c.e, c.spec
+	e.b.Helper()
+	all := hostsExcept(s.members(), 0)
+	e.randomPhase()
+	views, _ := c.waitAgree("before the trial", all, 0, 10*time.Second)
+	lead := int(views[1].Leader)
+	survivors := hostsExcept(s.members(), lead)
+	before := map[int]electdStatus{}
+	for _, i := range survivors {
+		before[i] = c.status(i)
+	}
+
+	killAt := time.Now()
+	if err := c.procs[lead].Kill(); err != nil {
+		e.fatal(err)
+	}
+	after, seen := c.waitAgree(fmt.Sprintf("trial %d", trial), survivors, uint32(lead), failoverLimit)
+
+	// The failover ends when the last survivor learned the leader:
+	// the daemon's own stamp (arrival of the COORDINATOR, or the
+	// winner's decision), not when polling happened to ask.
+	var last time.Time
+	for _, v := range after {
+		if v.Since.After(last) {
+			last = v.Since
+		}
+	}
+	d := last.Sub(killAt)
+	if d <= 0 {
+		e.fatalf("%s trial %d: survivors learned leader %d at %v, before the kill at %v", s.label, trial, after[survivors[0]].Leader, last, killAt)
+	}
+	newLead := after[survivors[0]].Leader
+	if int(newLead) != slices.Max(survivors) {
+		r.unexpected = append(r.unexpected, fmt.Sprintf("trial %d: leader %d", trial, newLead))
+	}
+
+	var total, notes float64
+	for _, i := range survivors {
+		st := c.status(i)
+		for kind, n := range st.Node.FramesOut {
+			if heartbeatKinds[kind] {
+				continue
+			}
+			delta := float64(n - before[i].Node.FramesOut[kind])
+			r.frames[kind] += delta
+			total += delta
+			if kind != ringAckKind {
+				notes += delta
+			}
+		}
+	}
+	r.framesTotal = append(r.framesTotal, total)
+	r.framesNotes = append(r.framesNotes, notes)
+	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s), %.0f frames (%.0f the notes count)",
+		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), total, notes)
+
+	// Bring the killed node back; it takes over again (highest ID).
+	c.start(lead)
+	c.waitAgree("after the restart", all, 0, 10*time.Second)
+	e.sleep(*electSettle)
+	return d, seen.Sub(killAt)
+}
+
+// splitBrain cuts hosts 1 and 2 off from 3, 4 and 5 for d (the leader, 5,
+// is on the larger side), polls every node's leader, and returns how long
+// two or more nodes each said they led; then heals and waits for
+// agreement.
+func (c *electdCluster) splitBrain(d time.Duration) time.Duration {
+	e := c.e
+	e.b.Helper()
+	all := hostsExcept(c.spec.members(), 0)
+	c.waitAgree("before the partition", all, 0, 10*time.Second)
+	e.sleep(*electSettle)
+	for _, a := range []int{1, 2} {
+		for _, b := range []int{3, 4, 5} {
+			e.lab.Partition(a, b)
+		}
+	}
+	var both time.Duration
+	start := time.Now()
+	last := start
+	for time.Since(start) < d {
+		leaders := 0
+		for _, i := range all {
+			if v, err := c.leader(i); err == nil && int(v.Leader) == i {
+				leaders++
+			}
+		}
+		now := time.Now()
+		if leaders >= 2 {
+			both += now.Sub(last)
+		}
+		last = now
+		if e.ctx.Err() != nil {
+			e.fatal("interrupted: cleaning up the lab")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.lab.HealAll()
+	c.waitAgree("after the partition", all, 0, 10*time.Second)
+	return both
+}
+
+// messagesPhase runs spec on its hosts for a few failovers and returns
+// the frames the notes count per election (election kinds, no heartbeats,
+// no acknowledgements).
+func (e *electBench) messagesPhase(s electdSpec, trials int) []float64 {
+	e.b.Helper()
+	r := &systemResult{frames: map[string]float64{}}
+	c := e.newCluster(s)
+	defer c.stopAll()
+	c.startAll()
+	c.waitAgree("start", hostsExcept(s.members(), 0), 0, 20*time.Second)
+	e.sleep(*electSettle)
+	for trial := 1; trial <= trials; trial++ {
+		c.trial(r, trial, trials)
+	}
+	return r.framesNotes
 }

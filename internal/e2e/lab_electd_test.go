@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/labnet"
+	"github.com/synclab/synclab/pkg/elect/algorithms"
 )
 
 // labElectd runs electd on every host of a namespace LAN.
@@ -98,9 +99,18 @@ func (l *labElectd) waitAgree(what string, within time.Duration, want uint32, ho
 				ld, tm, _ := l.leader(i)
 				views = append(views, fmt.Sprintf("h%d:%d/%d", i, ld, tm))
 			}
+			l.dumpStatus(hosts...)
 			l.t.Fatalf("%s: hosts %v did not agree on leader %d within %v (views %s)", what, hosts, want, within, strings.Join(views, " "))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dumpStatus logs every listed host's `electd status`, for a failure.
+func (l *labElectd) dumpStatus(hosts ...int) {
+	for _, i := range hosts {
+		out, err := exec.Command(filepath.Join(binDir, "electd"), "status", "--control", l.control(i)).CombinedOutput()
+		l.t.Logf("host %d status (%v):\n%s", i, err, out)
 	}
 }
 
@@ -117,14 +127,26 @@ func others(n, except int) []int {
 func all(n int) []int { return others(n, 0) }
 
 // TestLabElectd runs real electd binaries on five namespace hosts with
-// multicast heartbeats across the bridge: the leader is SIGKILLed, a node is
-// partitioned off and healed, the LAN loses 20% of datagrams, and the hooks
-// fire with the right environment.
+// multicast heartbeats across the bridge, once per algorithm electd offers
+// (pkg/elect/algorithms.All, a subtest each): the leader is SIGKILLed, a
+// node is partitioned off and healed, the LAN loses 20% of datagrams, and
+// the hooks fire with the right environment. Every algorithm elects the
+// highest live member, so the expectations are the same for all.
 func TestLabElectd(t *testing.T) {
 	labnet.Require(t)
+	for _, alg := range algorithms.All {
+		t.Run(alg.Name, func(t *testing.T) {
+			start := time.Now()
+			labElectdFailover(t, alg.Name)
+			t.Logf("%s: %v", alg.Name, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+func labElectdFailover(t *testing.T, algorithm string) {
 	const n = 5
 	lab := labnet.New(t, n)
-	l := &labElectd{t: t, lab: lab, dir: shortDirT(t), procs: map[int]*labnet.Proc{}}
+	l := &labElectd{t: t, lab: lab, dir: shortDirT(t), procs: map[int]*labnet.Proc{}, extra: []string{"--algorithm", algorithm}}
 	l.key = keyFile(t, l.dir)
 	for i := 1; i <= n; i++ {
 		l.start(i)
@@ -146,8 +168,8 @@ func TestLabElectd(t *testing.T) {
 	term, _ = l.waitAgree("after the old leader's restart", 5*time.Second, 5, all(n)...)
 
 	// Partition host 3 off: the rest keep their leader; isolated, host 3
-	// elects itself (bully cannot tell a partition from crashes) in a term
-	// of its own; after the heal everyone agrees on 5 again.
+	// elects itself (no algorithm here can tell a partition from crashes)
+	// in a term of its own; after the heal everyone agrees on 5 again.
 	for _, j := range others(n, 3) {
 		lab.Partition(3, j)
 	}
@@ -160,6 +182,7 @@ func TestLabElectd(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
+			l.dumpStatus(3)
 			t.Fatal("isolated host 3 never elected itself")
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -171,8 +194,9 @@ func TestLabElectd(t *testing.T) {
 	term, took = l.waitAgree("after healing the partition", 5*time.Second, 5, all(n)...)
 	t.Logf("after the heal all agreed on 5 in %v", took.Round(time.Millisecond))
 
-	// 20% loss on every host: the leader holds (bully tolerates lost
-	// heartbeats up to the leader timeout); afterwards all still agree.
+	// 20% loss on every host: the leader holds (lost heartbeats are
+	// tolerated up to the leader timeout; lost hops are resent);
+	// afterwards all still agree.
 	for i := 1; i <= n; i++ {
 		lab.Loss(i, 20)
 	}

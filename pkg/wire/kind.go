@@ -93,6 +93,20 @@ const (
 	//   70-89   elections: Yo-Yo, the eventual leader, the majority election
 	//   90-119  orderd: reliable, causal and total order multicast, the RSM
 	//   120-255 free
+
+	// 50-69 elections: the ring elections (pkg/elect/ring).
+
+	// KindRingElection is one hop of a ring election's message to the
+	// next live member (payload: RingElection).
+	KindRingElection Kind = 50
+	// KindRingCoordinator is one hop of the announcement of a term's
+	// leader around the ring (payload: RingCoordinator).
+	KindRingCoordinator Kind = 51
+	// KindRingAck acknowledges one hop to its sender (payload: RingAck).
+	KindRingAck Kind = 52
+	// KindRingHeartbeat is the ring-elected leader's proof of life
+	// (payload: RingHeartbeat).
+	KindRingHeartbeat Kind = 53
 )
 
 // kindNames are the kinds' stable labels for logs and counters; a kind is
@@ -132,6 +146,10 @@ var kindNames = [...]string{
 	// 40-49 mutex: Maekawa, majority quorum
 
 	// 50-69 elections: rings
+	KindRingElection:    "ring_election",
+	KindRingCoordinator: "ring_coordinator",
+	KindRingAck:         "ring_ack",
+	KindRingHeartbeat:   "ring_heartbeat",
 
 	// 70-89 elections: Yo-Yo, eventual leader, majority
 

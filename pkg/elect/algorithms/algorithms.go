@@ -8,11 +8,17 @@ package algorithms
 import (
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect/ring"
 )
 
 // All is every algorithm, in the order the docs and benchmarks list them.
 var All = []elect.Algorithm{
 	bully.Algorithm,
+	ring.NaiveAlgorithm,
+	ring.IDListAlgorithm,
+	ring.ChangRobertsAlgorithm,
+	ring.FranklinAlgorithm,
+	ring.FredricksonLynchAlgorithm,
 }
 
 // Default is electd's --algorithm default.

@@ -65,38 +65,8 @@ func FuzzBully(f *testing.F) {
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
 		}
-		b := func() *bully.Core { return d.Core.(*bully.Core) }
-		last := b().Term()
-		for steps := 0; p.More() && steps < 400; steps++ {
-			fail := p.Intn(6) == 0
-			var err error
-			switch p.Intn(8) {
-			case 0, 1:
-				err = d.Tick(time.Duration(1+p.Intn(60))*10*time.Millisecond, fail)
-			case 2:
-				if err = d.Restart(); err == nil {
-					last, _ = bully.Restore(d.Disk)
-				}
-			case 3:
-				b().Resign(d.Now)
-				err = d.Drain(fail)
-			default:
-				err = d.Step(corefuzz.ElectionFrame(p, b().Term(), lim, members, self), fail)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			tm := b().Term()
-			if tm < last {
-				t.Fatalf("term went back %#x -> %#x", last, tm)
-			}
-			last = tm
-			if saved, err := bully.Restore(d.Disk); err != nil || tm < saved || bully.CheckTerm(saved) != nil {
-				t.Fatalf("disk %#x (%v), term %#x", saved, err, tm)
-			}
-			if l, tm, _ := b().Leader(); l == self && (b().Role() != bully.RoleLeader || bully.TermOwner(tm) != self) {
-				t.Fatalf("leads term %#x as %v", tm, b().Role())
-			}
-		}
+		corefuzz.ElectionSteps(t, p, d, self, func(term uint64) core.Message {
+			return corefuzz.ElectionFrame(p, term, lim, members, self)
+		}, nil)
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect/electtest"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -215,40 +215,9 @@ func TestSimOracle(t *testing.T) {
 		c.run(time.Second)
 
 		ids := s.IDs()
-		pick := func() uint32 { return ids[rnd.IntN(len(ids))] }
-		for range 3 + rnd.IntN(6) {
-			switch rnd.IntN(7) {
-			case 0, 1: // the leader dies (as far as anybody knows one)
-				if l, _, _ := c.core(pick()).Leader(); l != 0 && s.Up(l) {
-					s.Crash(l)
-				}
-			case 2:
-				s.Crash(pick())
-			case 3:
-				s.Restart(pick())
-			case 4:
-				cut := rnd.IntN(len(ids)-1) + 1
-				perm := slices.Clone(ids)
-				rnd.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-				s.Partition(perm[:cut], perm[cut:])
-			case 5:
-				s.Isolate(pick())
-			case 6:
-				s.Pause(pick())
-			}
-			c.run(time.Duration(200+rnd.IntN(1800)) * time.Millisecond)
-			if rnd.IntN(3) == 0 {
-				s.Heal()
-			}
-		}
-		s.Heal()
-		for _, id := range ids {
-			if s.Paused(id) {
-				s.Resume(id)
-			}
-		}
+		electtest.Disrupt(s, rnd, func(id uint32) uint32 { l, _, _ := c.core(id).Leader(); return l }, c.run)
 		if c.top() == 0 {
-			s.Restart(pick())
+			s.Restart(ids[rnd.IntN(len(ids))])
 		}
 		c.converge(10 * time.Second)
 		c.claims()

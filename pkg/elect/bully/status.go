@@ -5,7 +5,6 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
-	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -52,15 +51,7 @@ var rejectLabels = core.ErrorLabels{
 
 // rejectReason names a rejection for the counters: one of rejectLabels, a
 // term's (pkg/epoch) or a payload's (pkg/wire).
-func rejectReason(err error) string {
-	if l := rejectLabels.Of(err, ""); l != "" {
-		return l
-	}
-	if r := epoch.Reason(err); r != "" {
-		return "term_" + r // "term_absurd", "term_too_fast", "term_exhausted"
-	}
-	return "payload_" + wire.Reason(err) // "payload_truncated", ...
-}
+func rejectReason(err error) string { return elect.RejectReason(rejectLabels, err) }
 
 func (c *counters) totalSent() uint64 {
 	var n uint64

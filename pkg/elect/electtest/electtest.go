@@ -1,0 +1,265 @@
+// Package electtest runs any election algorithm (an elect.Algorithm, as
+// pkg/elect/algorithms lists them) on internal/sim and checks it against
+// one oracle, whatever the algorithm:
+//
+//   - at most one leader per term, ever: no two members report (or
+//     believe, at any instant) different leaders of one term;
+//   - after the network heals, every running member follows the
+//     algorithm's rightful leader (Cluster.Rightful: the highest-ranked
+//     running member) in one term, within a bound.
+//
+// Chaos drives a cluster through random crashes, restarts, pauses,
+// partitions and loss over many seeds and applies the oracle; Cluster is
+// the building block for an algorithm's own tests (failover times, message
+// counts). It exists for tests only.
+package electtest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+)
+
+// Cluster is a simulated cluster running one algorithm, with the oracle's
+// bookkeeping.
+type Cluster struct {
+	T   testing.TB
+	S   *sim.Sim
+	Alg elect.Algorithm
+	IDs []uint32
+	// Rightful is the leader the algorithm must end up with among the
+	// running members. Default: the highest running ID (bully without
+	// priorities, every ring election).
+	Rightful func(running []uint32) uint32
+
+	// believed is, per term, the member that believed it led it.
+	believed map[uint64]uint32
+	// Overlap is the virtual time during which two running members both
+	// believed they led (in different terms: split brain), summed.
+	Overlap time.Duration
+	lastAt  time.Duration
+}
+
+// New adds members ids running alg with opts to s (each with its own
+// clock offset and drift) and returns the cluster.
+func New(t testing.TB, s *sim.Sim, alg elect.Algorithm, ids []uint32, opts elect.Options) *Cluster {
+	c := &Cluster{T: t, S: s, Alg: alg, IDs: slices.Clone(ids), believed: map[uint64]uint32{}}
+	rnd := rand.New(rand.NewPCG(uint64(s.Seed()), 99))
+	for _, id := range ids {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			env.Rand = s.NewRand()
+			e, err := alg.New(env, opts)
+			if err != nil {
+				t.Fatalf("%s: node %d: %v", alg.Name, id, err)
+			}
+			return e
+		}, clock.SimConfig{Offset: time.Duration(rnd.IntN(2000)-1000) * time.Millisecond, DriftPPM: float64(rnd.IntN(200) - 100)})
+	}
+	return c
+}
+
+// Elector returns member id's core.
+func (c *Cluster) Elector(id uint32) elect.Elector { return c.S.Core(id).(elect.Elector) }
+
+// Running lists the running members.
+func (c *Cluster) Running() []uint32 {
+	var out []uint32
+	for _, id := range c.IDs {
+		if c.S.Running(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Want is the rightful leader among the running members (0: none runs).
+func (c *Cluster) Want() uint32 {
+	r := c.Running()
+	if len(r) == 0 {
+		return 0
+	}
+	if c.Rightful != nil {
+		return c.Rightful(r)
+	}
+	return slices.Max(r)
+}
+
+// Check is the instant oracle, run after every simulator action: no two
+// running members believe they lead the same term, and no term has two
+// leaders over the run; it sums the time two members both lead.
+func (c *Cluster) Check() {
+	c.T.Helper()
+	leading := 0
+	for _, id := range c.IDs {
+		if !c.S.Up(id) {
+			continue
+		}
+		e := c.Elector(id)
+		if e.Role() != elect.RoleLeader {
+			continue
+		}
+		if c.S.Running(id) {
+			leading++
+		}
+		_, term, _ := e.Leader()
+		if prev, ok := c.believed[term]; ok && prev != id {
+			c.T.Fatalf("%s: members %d and %d both led term %#x\n%s", c.Alg.Name, prev, id, term, c.tail())
+		}
+		c.believed[term] = id
+	}
+	now := c.S.Elapsed()
+	if leading > 1 {
+		c.Overlap += now - c.lastAt
+	}
+	c.lastAt = now
+}
+
+// Run advances d, checking after every action.
+func (c *Cluster) Run(d time.Duration) {
+	c.S.RunUntil(func() bool { c.Check(); return false }, d)
+}
+
+// Agreed reports whether every running member follows want in one term,
+// and want leads it.
+func (c *Cluster) Agreed(want uint32) bool {
+	if want == 0 || c.Elector(want).Role() != elect.RoleLeader {
+		return false
+	}
+	_, term, _ := c.Elector(want).Leader()
+	for _, id := range c.Running() {
+		if l, tm, _ := c.Elector(id).Leader(); l != want || tm != term {
+			return false
+		}
+	}
+	return true
+}
+
+// Converge is the liveness oracle: within limit every running member
+// follows the rightful leader in one term. It returns how long it took.
+func (c *Cluster) Converge(limit time.Duration) time.Duration {
+	c.T.Helper()
+	c.S.Start()
+	start := c.S.Elapsed()
+	want := c.Want()
+	if !c.S.RunUntil(func() bool { c.Check(); return c.Agreed(want) }, limit) {
+		c.T.Fatalf("%s: no agreement on %d within %v: %s\n%s", c.Alg.Name, want, limit, c.Views(), c.tail())
+	}
+	return c.S.Elapsed() - start
+}
+
+// Views is every running member's role, leader and term, for failures.
+func (c *Cluster) Views() string {
+	var b []string
+	for _, id := range c.Running() {
+		v := c.Elector(id).Report()
+		b = append(b, fmt.Sprintf("%d:%v/leader=%d/term=%#x/%s", id, v.Role, v.Leader, v.Term, v.Phase))
+	}
+	return strings.Join(b, " ")
+}
+
+// Claims is the oracle over the whole event log: every leader_elected a
+// member reported names one leader per term.
+func (c *Cluster) Claims() {
+	c.T.Helper()
+	leaders := map[uint64]uint32{}
+	for _, e := range c.S.EventsNamed(elect.EventLeaderElected) {
+		l, _ := e.Arg("leader")
+		tm, _ := e.Arg("term")
+		leader, term := l.(uint32), tm.(uint64)
+		if prev, ok := leaders[term]; ok && prev != leader {
+			c.T.Fatalf("%s: two leaders of term %#x: %d and %d\n%s", c.Alg.Name, term, prev, leader, c.tail())
+		}
+		leaders[term] = leader
+	}
+}
+
+// tail is the end of the simulator's log, enough to see a failure.
+func (c *Cluster) tail() string {
+	log := c.S.Log()
+	if len(log) > 20000 {
+		log = "...\n" + log[len(log)-20000:]
+	}
+	return log
+}
+
+// Disrupt is the chaos schedule: 3 to 8 random disruptions, each
+// followed by run for 0.2-2 s: the leader (as leader(id) says for a random
+// member) or any member crashes, a member restarts, the members split in
+// two, one is isolated or paused; a third of the time everything heals
+// after one. At the end every link heals and every paused member resumes.
+func Disrupt(s *sim.Sim, rnd *rand.Rand, leader func(id uint32) uint32, run func(time.Duration)) {
+	ids := s.IDs()
+	pick := func() uint32 { return ids[rnd.IntN(len(ids))] }
+	for range 3 + rnd.IntN(6) {
+		switch rnd.IntN(7) {
+		case 0, 1:
+			if l := leader(pick()); l != 0 && s.Up(l) {
+				s.Crash(l)
+			}
+		case 2:
+			s.Crash(pick())
+		case 3:
+			s.Restart(pick())
+		case 4:
+			cut := rnd.IntN(len(ids)-1) + 1
+			perm := slices.Clone(ids)
+			rnd.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+			s.Partition(perm[:cut], perm[cut:])
+		case 5:
+			s.Isolate(pick())
+		case 6:
+			s.Pause(pick())
+		}
+		run(time.Duration(200+rnd.IntN(1800)) * time.Millisecond)
+		if rnd.IntN(3) == 0 {
+			s.Heal()
+		}
+	}
+	s.Heal()
+	for _, id := range ids {
+		if s.Paused(id) {
+			s.Resume(id)
+		}
+	}
+}
+
+// Chaos runs alg over seeds: random clusters of 3 to 9 members under loss
+// up to 20%, jitter and duplication, with crashes and restarts of the
+// leader and of others, pauses, partitions and isolation, then healed. At
+// every step at most one leader per term (Check, Claims); after the heal,
+// agreement on the rightful leader within converge.
+func Chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration) {
+	sim.Seeds(t, seeds, func(t *testing.T, seed int64) {
+		rnd := rand.New(rand.NewPCG(uint64(seed), 7))
+		size := 3 + rnd.IntN(7)
+		ids := make([]uint32, size)
+		for i := range ids {
+			ids[i] = uint32(i + 1)
+		}
+		rnd.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		link := sim.LinkConfig{
+			Delay:     100 * time.Microsecond,
+			Jitter:    time.Duration(rnd.IntN(3000)) * time.Microsecond,
+			Loss:      rnd.Float64() * 0.2,
+			Duplicate: 0.01,
+		}
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: link, Multicast: seed%3 == 0})
+		c := New(t, s, alg, ids, elect.Options{})
+		c.Run(time.Second)
+		Disrupt(s, rnd, func(id uint32) uint32 { l, _, _ := c.Elector(id).Leader(); return l }, c.Run)
+		if c.Want() == 0 {
+			s.Restart(ids[rnd.IntN(len(ids))])
+		}
+		c.Converge(converge)
+		c.Claims()
+	})
+}
