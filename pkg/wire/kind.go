@@ -56,7 +56,8 @@ const (
 	KindEpochRefused Kind = 16
 
 	// 30-39: Ricart-Agrawala and Lamport's distributed mutex
-	// (pkg/mutex/permission; payloads in permission.go).
+	// (pkg/mutex/permission; payloads in permission.go; their heartbeat
+	// is KindHeartbeat).
 
 	// KindRARequest asks one member for permission to enter a lock's
 	// critical section, Ricart-Agrawala (payload: PermRequest).
@@ -73,9 +74,6 @@ const (
 	// KindLamportRelease takes the sender's request out of the receiver's
 	// queue (payload: PermRequest, the request released).
 	KindLamportRelease Kind = 34
-	// KindPermAlive is the heartbeat of both, with the sender's
-	// incarnation (payload: PermAlive).
-	KindPermAlive Kind = 35
 
 	// Kinds 17-255 are allocated in blocks, one per algorithm family, so
 	// that algorithms built side by side never take the same number. A
@@ -122,7 +120,6 @@ var kindNames = [...]string{
 	KindLamportRequest: "lamport_request",
 	KindLamportAck:     "lamport_ack",
 	KindLamportRelease: "lamport_release",
-	KindPermAlive:      "perm_alive",
 
 	// 40-49 mutex: Maekawa, majority quorum
 

@@ -84,30 +84,12 @@ type PermReply struct {
 	Want        uint64
 }
 
-// PermAlive is the payload of KindPermAlive, the heartbeat of the
-// permission-based algorithms.
-//
-//	 0                   1                   2                   3
-//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                  Incarnation (sender's, > 0)                  |  0
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                 Interval (milliseconds, > 0)                  |  4
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-type PermAlive struct {
-	Incarnation uint32
-	IntervalMS  uint32
-}
-
 const (
 	permRequestFixedLen = 24
 	permReplyFixedLen   = 40
-	// PermAliveLen is the exact length of a PermAlive payload.
-	PermAliveLen = 8
 
 	permRequestWhat = "permission request"
 	permReplyWhat   = "permission reply"
-	permAliveWhat   = "permission heartbeat"
 )
 
 // AppendBinary appends the encoding of r to b. It fails on a field the
@@ -206,35 +188,6 @@ func (r *PermReply) UnmarshalBinary(b []byte) error {
 	}
 	*r = PermReply{Name: name, Incarnation: inc, Answers: answers, Stamp: stamp,
 		Fence: binary.BigEndian.Uint64(b[24:]), Want: want}
-	return nil
-}
-
-// AppendBinary appends the encoding of a to b. It fails on a zero
-// incarnation or interval (a caller's bug).
-func (a PermAlive) AppendBinary(b []byte) ([]byte, error) {
-	if a.Incarnation == 0 || a.IntervalMS == 0 {
-		return b, &EncodeError{What: permAliveWhat, Field: "incarnation or interval", Value: 0, Why: "must be > 0"}
-	}
-	b = binary.BigEndian.AppendUint32(b, a.Incarnation)
-	return binary.BigEndian.AppendUint32(b, a.IntervalMS), nil
-}
-
-// UnmarshalBinary decodes a PermAlive of exactly PermAliveLen bytes.
-func (a *PermAlive) UnmarshalBinary(b []byte) error {
-	switch {
-	case len(b) < PermAliveLen:
-		return decodeErr(permAliveWhat, DecodeTruncated, "", len(b), PermAliveLen)
-	case len(b) > PermAliveLen:
-		return decodeErr(permAliveWhat, DecodeBadLength, "trailing bytes", len(b), PermAliveLen)
-	}
-	inc, iv := binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])
-	switch {
-	case inc == 0:
-		return decodeErr(permAliveWhat, DecodeBadField, "incarnation", 0, -1)
-	case iv == 0:
-		return decodeErr(permAliveWhat, DecodeBadField, "interval", 0, -1)
-	}
-	*a = PermAlive{Incarnation: inc, IntervalMS: iv}
 	return nil
 }
 

@@ -520,12 +520,9 @@ func (c *Core) step(m core.Message) error {
 	}
 	ra := c.cfg.Variant == RicartAgrawala
 	switch m.Kind {
-	case wire.KindPermAlive:
-		var a wire.PermAlive
-		if err := a.UnmarshalBinary(m.Payload); err != nil {
-			return err
-		}
-		return c.seeIncarnation(m.From, a.Incarnation)
+	case wire.KindHeartbeat:
+		var h wire.Heartbeat
+		return h.UnmarshalBinary(m.Payload)
 	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
 		if ra != (m.Kind == wire.KindRARequest) {
 			return fmt.Errorf("%w: %v", ErrWrongAlgorithm, m.Kind)
@@ -607,8 +604,14 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
 	if !c.now.Before(c.nextBeat) {
-		c.send(core.Broadcast, wire.KindPermAlive, wire.PermAlive{Incarnation: c.inc,
-			IntervalMS: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1))}, 0)
+		alive := 1
+		for _, m := range c.others() {
+			if !c.suspected(m) {
+				alive++
+			}
+		}
+		c.send(core.Broadcast, wire.KindHeartbeat, wire.Heartbeat{
+			Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Alive: uint32(alive)}, 0)
 		c.nextBeat = c.now.Add(c.cfg.HeartbeatInterval)
 	}
 	c.det.Check(c.now)

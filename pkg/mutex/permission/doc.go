@@ -70,7 +70,7 @@
 //
 // The textbook algorithms wait forever for a member that crashed. Each core
 // embeds a liveness.Detector: a member silent for DeadAfter (any frame is a
-// sign of life; every member sends a heartbeat, wire.KindPermAlive, every
+// sign of life; every member sends a heartbeat, wire.KindHeartbeat, every
 // HeartbeatInterval) is no longer waited for, and the answers it gave are
 // void. That is only safe if a member given up cannot still hold or grant,
 // so four rules go with it:
