@@ -16,6 +16,7 @@ import (
 
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/labnet"
+	mutexalgorithms "github.com/synclab/synclab/pkg/mutex/algorithms"
 )
 
 // labMutexd runs mutexd on every host of a namespace LAN.
@@ -196,16 +197,23 @@ func checkCounter(t *testing.T, file string, want int) {
 }
 
 // TestLabMutexdCounter is the shared counter of the notes (seed 000) on
-// five namespace hosts with real binaries: every host increments one
-// shared file K times under `mutexd lock counter`; the total is exact and
-// the logged critical sections never overlap. Then again while the daemon
-// of the host holding the lock is SIGKILLed and restarted mid-run: the
-// loops retry what failed, the run completes, and still nothing overlaps.
+// five namespace hosts with real binaries, for every algorithm of
+// pkg/mutex/algorithms: every host increments one shared file K times
+// under `mutexd lock counter`; the total is exact and the logged critical
+// sections never overlap. Then again while the daemon of the host holding
+// the lock is SIGKILLed and restarted mid-run: the loops retry what
+// failed, the run completes, and still nothing overlaps.
 func TestLabMutexdCounter(t *testing.T) {
 	labnet.Require(t)
+	for _, f := range mutexalgorithms.All {
+		t.Run(f.Name, func(t *testing.T) { labMutexdCounter(t, f.Name) })
+	}
+}
+
+func labMutexdCounter(t *testing.T, algorithm string) {
 	const n, k = 5, 20
 	lab := labnet.New(t, n)
-	l := &labMutexd{t: t, lab: lab, dir: shortDirT(t), procs: map[int]*labnet.Proc{}}
+	l := &labMutexd{t: t, lab: lab, dir: shortDirT(t), procs: map[int]*labnet.Proc{}, extra: []string{"--algorithm", algorithm}}
 	l.key = keyFile(t, l.dir)
 	for i := 1; i <= n; i++ {
 		l.start(i)
@@ -231,6 +239,9 @@ func TestLabMutexdCounter(t *testing.T) {
 	res := l.runCounter(file, k, nil)
 	t.Logf("%d x %d locked increments in %v (failures %v)", n, k, time.Since(start).Round(time.Millisecond), res.failures)
 	checkCounter(t, file, n*k)
+	for _, w := range res.why {
+		t.Log(w)
+	}
 
 	// Again, killing the holder's daemon mid-run.
 	var killed int

@@ -13,12 +13,13 @@ import (
 // once. A restarted member in its hold answers nothing (the requester asks
 // again).
 func (c *Core) stepRARequest(from uint32, at uint64, r wire.PermRequest) {
+	// Requests and replies of Ricart-Agrawala are idempotent (a reply
+	// names the request it answers, a deferral keeps the newest request),
+	// so a late frame needs no filter: it is answered like any other.
 	l := c.locks[r.Name]
 	known := c.fenceFloor
 	if l != nil {
-		if !c.fresh(l, from, at) {
-			return
-		}
+		l.touched = c.now
 		l.known = max(l.known, r.Fence)
 		known = l.known
 	}
@@ -66,6 +67,12 @@ func (c *Core) stepLamportRequest(from uint32, at uint64, r wire.PermRequest) er
 		return err
 	}
 	if !c.fresh(l, from, at) {
+		// A newer frame of the sender was taken first (datagrams
+		// reorder): it said where the sender stands. The request is still
+		// acknowledged if it is the sender's current one and was not yet.
+		if r.Stamp == l.want[from] {
+			c.ackLamport(l, from, r.Incarnation)
+		}
 		return nil
 	}
 	l.known = max(l.known, r.Fence)
@@ -73,14 +80,27 @@ func (c *Core) stepLamportRequest(from uint32, at uint64, r wire.PermRequest) er
 	if l.stamp != 0 && at > l.stamp {
 		l.got[from] = true
 	}
-	if c.inHold() {
-		c.count("held_back")
-	} else {
-		c.send(from, wire.KindLamportAck, wire.PermReply{Name: r.Name, Incarnation: c.inc, Answers: r.Incarnation,
-			Stamp: r.Stamp, Fence: l.known, Want: l.stamp}, 0)
-	}
+	delete(l.acked, from) // a new or resent request: acknowledge it again
+	c.ackLamport(l, from, r.Incarnation)
 	c.advance(l)
 	return nil
+}
+
+// ackLamport acknowledges member from's current request for l, once (a
+// resend clears the mark: the sender lacks the acknowledgement). A
+// restarted member in its hold acknowledges nothing.
+func (c *Core) ackLamport(l *lock, from uint32, inc uint32) {
+	w := l.want[from]
+	if w == 0 || l.acked[from] == w {
+		return
+	}
+	if c.inHold() {
+		c.count("held_back")
+		return
+	}
+	l.acked[from] = w
+	c.send(from, wire.KindLamportAck, wire.PermReply{Name: l.name, Incarnation: c.inc, Answers: inc,
+		Stamp: w, Fence: l.known, Want: l.stamp}, 0)
 }
 
 // stepLamportRelease takes the sender's request out of the queue.
@@ -113,9 +133,10 @@ func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
 		c.count("stray_answers")
 		return
 	}
-	if !c.fresh(l, from, at) {
+	if c.cfg.Variant == Lamport && !c.fresh(l, from, at) {
 		return
 	}
+	l.touched = c.now
 	l.known = max(l.known, r.Fence)
 	if c.cfg.Variant == RicartAgrawala {
 		if l.stamp != 0 && !l.granted && r.Stamp == l.stamp && r.Answers == c.inc {
@@ -128,6 +149,9 @@ func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
 		if l.stamp != 0 && at > l.stamp {
 			l.got[from] = true
 		}
+		// The acknowledgement may reveal a request of its sender whose
+		// own frame was lost or overtaken: acknowledge it now.
+		c.ackLamport(l, from, r.Incarnation)
 	}
 	c.advance(l)
 }

@@ -137,6 +137,9 @@ type lock struct {
 	// ends (Ricart-Agrawala).
 	want     map[uint32]uint64
 	deferred map[uint32]deferral
+	// acked (Lamport): the request of each member this member last
+	// acknowledged.
+	acked map[uint32]uint64
 }
 
 type deferral struct {
@@ -259,6 +262,7 @@ func (c *Core) stalled(gap time.Duration) {
 		clear(l.last)
 		clear(l.want)
 		clear(l.deferred)
+		clear(l.acked)
 	}
 	c.drain()
 	c.startRejoin("stall")
@@ -346,13 +350,21 @@ func (c *Core) emit(name, msg string, args ...any) {
 	c.events = append(c.events, core.Event{Name: name, Msg: msg, Args: args})
 }
 
-// send queues one frame; lamport is the stamp it carries (0: the node's).
-// An encoding of our own fields that fails is a bug, counted and reported
-// (core.Bugs), and the frame is not sent.
+// send queues one frame; lamport is the stamp it carries (0: a new one).
+// Every frame is stamped here, when it is made, never by the node when it
+// leaves: a receiver drops a frame stamped below one it already took from
+// this member, so the stamps must grow in the order the frames are made
+// (replies made before a request, stamped by the node after the request's
+// own stamp, would make the request look stale). An encoding of our own
+// fields that fails is a bug, counted and reported (core.Bugs), and the
+// frame is not sent.
 func (c *Core) send(to uint32, k wire.Kind, p encoding.BinaryAppender, lamport uint64) {
 	b, ok := c.bugs.Encode(&c.events, k.String(), p, nil)
 	if !ok {
 		return
+	}
+	if lamport == 0 {
+		lamport = c.lamport.Send()
 	}
 	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Payload: b, Lamport: lamport})
 }
@@ -409,7 +421,7 @@ func (c *Core) lockFor(name string) (*lock, error) {
 		}
 	}
 	l := &lock{name: name, known: c.fenceFloor, touched: c.now, got: map[uint32]bool{}, sentAt: map[uint32]time.Time{},
-		last: map[uint32]uint64{}, want: map[uint32]uint64{}, deferred: map[uint32]deferral{}}
+		last: map[uint32]uint64{}, want: map[uint32]uint64{}, deferred: map[uint32]deferral{}, acked: map[uint32]uint64{}}
 	c.locks[name] = l
 	return l, nil
 }
@@ -494,6 +506,7 @@ func (c *Core) seeIncarnation(m uint32, inc uint32) error {
 			delete(l.want, m)
 			delete(l.deferred, m)
 			delete(l.sentAt, m)
+			delete(l.acked, m)
 		}
 	}
 	p.inc = inc
@@ -504,6 +517,7 @@ func (c *Core) seeIncarnation(m uint32, inc uint32) error {
 func (c *Core) Step(m core.Message) error {
 	c.observe(m.Time)
 	err := c.step(m)
+	c.confirmRenewals() // any frame may make the majority fresh again
 	if err != nil {
 		c.count("rejected_" + reason(err))
 	}
@@ -564,6 +578,19 @@ func (c *Core) step(m core.Message) error {
 		return nil
 	}
 	return core.ErrUnexpectedKind
+}
+
+// confirmRenewals confirms the renewals waiting for a fresh majority.
+func (c *Core) confirmRenewals() {
+	if !c.freshMajority() {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
+		if c.reqs.Renewing(name) {
+			c.reqs.ConfirmRenewals(c.now, name)
+			c.drain()
+		}
+	}
 }
 
 // rejectLabels are the counter labels of Step's errors ("rejected_" and
