@@ -110,9 +110,9 @@
 // are permissions, not votes. What protects the resource then is the fence
 // (the two grants carry different fences; a resource that refuses a fence
 // below one it has seen refuses the older holder's writes) and the lease.
-// Guarantees lists crash, pause and loss; a partition into a majority and
-// a minority is survived too (the sim test runs one), but not every
-// partition.
+// Guarantees lists crash, pause, partition (into a majority side and a
+// minority, as mutex.Partition means it; the sim tests run a lone holder
+// and a minority of two cut off) and loss; not every failure of links.
 //
 // # Frames that lie
 //

@@ -13,12 +13,14 @@ import (
 // Guarantees returns what variant v promises (the package doc argues each).
 func Guarantees(v Variant) mutex.Guarantees {
 	g := mutex.Guarantees{
-		// Not Partition: a minority side grants nothing (a majority must
-		// answer and be heard), and a holder cut off stops renewing before
-		// the others give it up; but when a link between two members fails
-		// while both still hear a majority, each takes the other for dead
-		// and both may grant. Then the fence protects the resource.
-		Survives: []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Loss},
+		// Partition as mutex.Partition means it: a split into a majority
+		// side, which goes on, and a minority, which grants nothing (a
+		// majority must answer and be heard; a holder cut off stops
+		// renewing before the others give it up). Not every failure of
+		// links: when the link between two members fails while both still
+		// hear a majority, each takes the other for dead and both may
+		// grant; then the fence protects the resource (package doc).
+		Survives: []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Partition, mutex.Loss},
 		Shared:   false,
 		Protection: "the fence, (Lamport time, requester) of the request: strictly increasing per lock across the cluster " +
 			"and restarts; a member cut off renews nothing and its lease ends before the others stop waiting for it",
