@@ -21,18 +21,21 @@
 #       the notes' cost, and the time two nodes both lead during a
 #       --partition (default 5s) of {1,2} from {3,4,5}.
 #       Installs etcd-server and etcd-client if missing.
-#   bench.sh mutex [--samples N] [--window D] [--clients N] [--trials N] [--traffic D]
-#                  [--flags 'MUTEXD-FLAGS']
-#       mutexd (5 hosts) against etcd 3.4's lock (one node; its v3lock gateway
-#       and etcdctl lock): uncontended acquire+release p50/p99 through the API
-#       (--samples, default 2000) and the CLIs, handoffs/s and wait with
-#       --clients (default 8) contending for one lock over --window (default
-#       5s), frames per critical-section entry, idle traffic per node over
-#       --traffic (default 10s), recovery after SIGKILL of the holder
-#       (--trials, default 5) and after the holder is partitioned alone or
-#       its daemon paused 5 s (--trials each), RSS; --flags are added to
-#       every mutexd run.
-#       Installs etcd-server and etcd-client.
+#   bench.sh mutex [--algorithm NAME|all] [--samples N] [--window D] [--clients N]
+#                  [--trials N] [--traffic D] [--count-hosts N] [--flags 'MUTEXD-FLAGS']
+#       every mutexd algorithm (pkg/mutex/algorithms; --algorithm picks one,
+#       default all), one 5-host cluster after the other, against etcd 3.4's
+#       lock (one node; its v3lock gateway and etcdctl lock), in one table:
+#       messages per entry measured (frames sent by all daemons / entries)
+#       beside the notes' figure, uncontended acquire+release p50/p99 through
+#       the API (--samples, default 2000) and the CLIs, handoffs/s and wait
+#       with --clients (default 8) contending for one lock over --window
+#       (default 5s), idle traffic per node over --traffic (default 10s),
+#       recovery after SIGKILL of the holder, of the last holder and of a
+#       bystander (--trials, default 5), after the holder is partitioned
+#       alone or its daemon paused 5 s (--trials each), RSS; then the message counts alone
+#       on --count-hosts hosts (default 16; 0 skips). --flags are added to
+#       every mutexd run. Installs etcd-server and etcd-client.
 #   bench.sh timesync [--warmup D] [--window D] [--load D] [--conns N]
 #                     [--impair [--jitter D] [--asym D]] [--no-serve-ab]
 #       timed's NTP client against chronyd's (-x), both following one chronyd
@@ -291,7 +294,7 @@ bench_elect() {
 }
 
 bench_mutex() {
-	local samples=2000 window=5s clients=8 trials=5 traffic=10s flags="" argv=("$@")
+	local samples=2000 window=5s clients=8 trials=5 traffic=10s flags="" algorithm=all counthosts=16 argv=("$@")
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--samples) samples=${2:?--samples needs a number} && shift ;;
@@ -300,6 +303,8 @@ bench_mutex() {
 		--trials) trials=${2:?--trials needs a number} && shift ;;
 		--traffic) traffic=${2:?--traffic needs a duration} && shift ;;
 		--flags) flags=${2?--flags needs mutexd flags} && shift ;;
+		--algorithm) algorithm=${2:?--algorithm needs a name or all} && shift ;;
+		--count-hosts) counthosts=${2:?--count-hosts needs a number} && shift ;;
 		-h | --help) usage ;;
 		*) echo "$prog mutex: unknown argument '$1'" >&2 && usage ;;
 		esac
@@ -312,14 +317,17 @@ bench_mutex() {
 	{ [[ $clients =~ ^[0-9]{1,3}$ ]] && [ "$clients" -ge 2 ]; } || die "mutex: --clients $clients: want a whole number 2..999"
 	is_duration "$window" || die "mutex: --window $window: want a duration such as 5s"
 	is_duration "$traffic" || die "mutex: --traffic $traffic: want a duration such as 10s"
+	[[ $algorithm =~ ^[a-z0-9-]{1,32}$ ]] || die "mutex: --algorithm $algorithm: want an algorithm's name (mutexd run --help lists them) or all"
+	{ [[ $counthosts =~ ^[0-9]{1,3}$ ]] && [ "$counthosts" -le 250 ]; } || die "mutex: --count-hosts $counthosts: want 0 (skip) to 250"
 
 	need_root mutex "${argv[@]}"
 	need_packages iproute2 nftables etcd-server etcd-client
 	setup
 	build ./cmd/mutexd
-	log "bench mutex: $samples samples, $clients clients for $window, $trials recovery trials, lab prefix $PREFIX${flags:+, mutexd flags: $flags}"
+	log "bench mutex: algorithm $algorithm, $samples samples, $clients clients for $window, $trials recovery trials, counts on $counthosts hosts, lab prefix $PREFIX${flags:+, mutexd flags: $flags}"
 	run_go_bench Mutex -mutex -mutex.bin "$WORK/bin" -mutex.prefix "$PREFIX" -mutex.samples "$samples" \
-		-mutex.window "$window" -mutex.clients "$clients" -mutex.trials "$trials" -mutex.traffic "$traffic" -mutex.flags "$flags"
+		-mutex.window "$window" -mutex.clients "$clients" -mutex.trials "$trials" -mutex.traffic "$traffic" -mutex.flags "$flags" \
+		-mutex.algorithm "$algorithm" -mutex.count-hosts "$counthosts"
 }
 
 bench_timesync() {

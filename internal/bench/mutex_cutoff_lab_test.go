@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/labnet"
+	mutexalgorithms "github.com/synclab/synclab/pkg/mutex/algorithms"
 )
 
 // The holder cut off: issue 15's "token ring, too". Recovery after SIGKILL
@@ -27,20 +27,20 @@ const targetCutOffGap = 4 * time.Second
 // cutOffPause is how long the paused holder's daemon stays stopped.
 const cutOffPause = 5 * time.Second
 
-// cutOff runs *mutexTrials trials of each fault and records, per fault,
-// the time from the fault until a client waiting at the next host is
-// granted: r.recovery["mutexd partitioned"] and ["mutexd paused"].
+// cutOffFaults are the ways the holder is cut off.
+var cutOffFaults = []string{"partitioned", "paused"}
+
+// cutOff runs *mutexTrials trials of each fault against the running
+// cluster and records, per fault, the time from the fault until a client
+// waiting at the next host is granted: r.cutOff[fault][algorithm].
 func (m *mutexBench) cutOff(r *mutexResults) {
 	m.b.Helper()
-	if r.recovery == nil {
-		r.recovery = map[string]Summary{}
-	}
-	for _, fault := range []string{"partitioned", "paused"} {
+	for _, fault := range cutOffFaults {
 		var took []time.Duration
 		for trial := range *mutexTrials {
 			took = append(took, m.cutOffTrial(fault, trial))
 		}
-		r.recovery["mutexd "+fault] = Summarize(took)
+		r.cutOff[fault][m.alg] = Summarize(took)
 	}
 }
 
@@ -125,19 +125,24 @@ func (m *mutexBench) cutOffTrial(fault string, trial int) time.Duration {
 	return took
 }
 
-// cutOffRows adds the cut-off holder's rows to BenchmarkMutex's table.
-func (m *mutexBench) cutOffRows(t *Table, r *mutexResults) {
-	for _, fault := range []string{"partitioned", "paused"} {
-		s, ok := r.recovery["mutexd "+fault]
-		if !ok {
-			continue
-		}
+// cutOffRows adds the cut-off holder's rows to a table of systems (the
+// algorithms measured; "-" for any other, such as etcd).
+func (m *mutexBench) cutOffRows(t *Table, r *mutexResults, systems []string) {
+	for _, fault := range cutOffFaults {
 		what := "holder partitioned alone (4 of 5 connected), until a waiter is granted, p50 / max"
 		if fault == "paused" {
 			what = fmt.Sprintf("holder's daemon paused %v (SIGSTOP), until a waiter is granted, p50 / max", cutOffPause)
 		}
-		t.Row(what, fmt.Sprintf("<= %s", Millis(targetCutOffGap)),
-			Verdict(fmt.Sprintf("%s / %s", Millis(s.P50), Millis(s.Max)), s.Max <= targetCutOffGap), "-")
+		cells := make([]string, len(systems))
+		for i, sys := range systems {
+			s, ok := r.cutOff[fault][sys]
+			if !ok {
+				cells[i] = "-"
+				continue
+			}
+			cells[i] = Verdict(fmt.Sprintf("%s / %s", Millis(s.P50), Millis(s.Max)), s.Max <= targetCutOffGap)
+		}
+		t.Row(what, fmt.Sprintf("<= %s", Millis(targetCutOffGap)), cells...)
 	}
 }
 
@@ -162,28 +167,31 @@ func BenchmarkMutexCutOff(b *testing.B) {
 	if *mutexPrefix != "" {
 		opts = append(opts, labnet.WithPrefix(*mutexPrefix))
 	}
+	alg := *mutexAlg
+	if alg == "all" {
+		alg = mutexalgorithms.Default
+	}
+	if _, err := mutexalgorithms.All.Lookup(alg); err != nil {
+		b.Fatal(err)
+	}
 	m := &mutexBench{
 		electBench: &electBench{b: b, ctx: ctx, lab: labnet.New(b, mutexHosts, opts...), dir: dir},
 		mutexd:     buildBinary(b, dir, *mutexBin, "mutexd"),
-		procs:      map[int]*labnet.Proc{},
-		clients:    map[int]*ctl.Client{},
 		rss:        map[string]int64{},
 	}
-	for i := 1; i <= mutexHosts; i++ {
-		m.start(i)
-	}
-	m.waitUp()
+	m.startCluster(alg, mutexHosts)
 	m.sleep(2 * time.Second) // every member heard
 	b.ResetTimer()
-	var r mutexResults
-	m.cutOff(&r)
+	r := newMutexResults()
+	m.cutOff(r)
 	b.StopTimer()
-	t := &Table{Title: "mutexd: the token holder cut off", Systems: []string{"mutexd", "-"}}
-	m.cutOffRows(t, &r)
-	t.Note("5 namespace hosts, mutexd %s; a waiter queued at the next host; the fault at a random instant of the holder's 3 s lease", m.mutexd)
+	m.stopCluster()
+	t := &Table{Title: "mutexd: the lock holder cut off", Systems: []string{alg, "-"}}
+	m.cutOffRows(t, r, t.Systems)
+	t.Note("5 namespace hosts, mutexd %s --algorithm %s; a waiter queued at the next host; the fault at a random instant of the holder's 3 s lease", m.mutexd, alg)
 	if err := t.Write(os.Stdout); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(r.recovery["mutexd partitioned"].Max)/float64(time.Millisecond), "partitioned-max-ms")
-	b.ReportMetric(float64(r.recovery["mutexd paused"].Max)/float64(time.Millisecond), "paused-max-ms")
+	b.ReportMetric(float64(r.cutOff["partitioned"][alg].Max)/float64(time.Millisecond), "partitioned-max-ms")
+	b.ReportMetric(float64(r.cutOff["paused"][alg].Max)/float64(time.Millisecond), "paused-max-ms")
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/labnet"
 	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/mutex"
+	mutexalgorithms "github.com/synclab/synclab/pkg/mutex/algorithms"
 )
 
 var (
@@ -42,6 +44,8 @@ var (
 	mutexBin     = flag.String("mutex.bin", "", "`DIR` holding mutexd (default: go build it from ../../cmd/mutexd)")
 	mutexPrefix  = flag.String("mutex.prefix", "", "lab namespace `PREFIX` (default: random)")
 	mutexFlags   = flag.String("mutex.flags", "", "extra `FLAGS` for every mutexd run, e.g. \"--loss-timeout 300ms --confirm-window 150ms\"")
+	mutexAlg     = flag.String("mutex.algorithm", "all", "the mutexd `ALGORITHM` to measure (a name of pkg/mutex/algorithms), or all of them side by side")
+	mutexCount   = flag.Int("mutex.count-hosts", 16, "a second, smaller run on this many hosts that only counts messages per entry (0: skip)")
 )
 
 const (
@@ -58,11 +62,14 @@ const (
 	targetRecoveryExtra = time.Second
 )
 
-// BenchmarkMutex measures mutexd against etcd 3.4's lock (its v3lock
-// service, which implements the concurrency.Mutex recipe on the server,
-// called through etcd's JSON gateway, and `etcdctl lock`):
+// BenchmarkMutex measures every algorithm of mutexd (pkg/mutex/algorithms,
+// or the one -mutex.algorithm names), one after the other on the same
+// lab, against etcd 3.4's lock (its v3lock service, which implements the
+// concurrency.Mutex recipe on the server, called through etcd's JSON
+// gateway, and `etcdctl lock`), and prints one table, a column each:
 //
-//	h1..h5  mutexd (defaults: 3 s lease, 1 s heartbeats), one ring
+//	h1..h5  mutexd (defaults: 3 s lease, 1 s heartbeats), one cluster per
+//	        algorithm in turn, each with fresh state
 //	h6      etcd, one node, and every etcd client, on 127.0.0.1
 //
 // The mutexd clients speak HTTP to their own host's daemon on its unix
@@ -85,7 +92,17 @@ const (
 //  4. recovery: a client holds the lock at one host, another waits at the
 //     next; the holder's daemon (mutexd) or session (etcdctl lock --ttl 3)
 //     is SIGKILLed at a random instant of the lease; the time until the
-//     waiter is granted. The daemon is restarted between trials.
+//     waiter is granted. Then the same with nobody holding: the daemon
+//     where the lock was last held (the ring's token rests there) is
+//     killed, and a client asks at the next host; and a bystander (a
+//     daemon whose clients never took the lock) is killed with a client
+//     asking at another host. The daemon is restarted between trials,
+//     and a lock taken there before the next (a restarted member may wait
+//     out a lease before it answers);
+//  5. messages per entry: uncontended entries at each host in turn (the
+//     lock moves every time), frames sent by all daemons (heartbeats
+//     excluded) per entry, beside the notes' figure (core.Cost); and the
+//     same count on -mutex.count-hosts hosts (16) for its growth.
 //
 // RSS is the maximum VmRSS of each daemon over the phases.
 func BenchmarkMutex(b *testing.B) {
@@ -108,71 +125,141 @@ func BenchmarkMutex(b *testing.B) {
 	if *mutexPrefix != "" {
 		opts = append(opts, labnet.WithPrefix(*mutexPrefix))
 	}
-	lab := labnet.New(b, etcdHost, opts...)
+	algs := mutexalgorithms.All
+	if *mutexAlg != "all" {
+		f, err := algs.Lookup(*mutexAlg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		algs = mutex.Registry{f}
+	}
+	if *mutexCount < 0 || *mutexCount > labnet.MaxHosts {
+		b.Fatalf("-mutex.count-hosts %d: want 0 (skip) to %d", *mutexCount, labnet.MaxHosts)
+	}
+	lab := labnet.New(b, max(etcdHost, *mutexCount), opts...)
 	m := &mutexBench{
 		electBench: &electBench{b: b, ctx: ctx, lab: lab, dir: dir, etcd: etcdBin, etcdctl: etcdctlBin},
 		mutexd:     buildBinary(b, dir, *mutexBin, "mutexd"),
-		procs:      map[int]*labnet.Proc{},
-		clients:    map[int]*ctl.Client{},
 		rss:        map[string]int64{},
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	m.logf("lab %s up: mutexd on h1-h%d, etcd on h%d; load average %s", lab.Prefix(), mutexHosts, etcdHost, strings.Join(strings.Fields(string(load))[:3], " "))
-	for i := 1; i <= mutexHosts; i++ {
-		m.start(i)
-	}
-	m.waitUp()
+	m.logf("lab %s up: mutexd on h1-h%d (%s), etcd on h%d; load average %s", lab.Prefix(), mutexHosts,
+		strings.Join(algs.Names(), ", "), etcdHost, strings.Join(strings.Fields(string(load))[:3], " "))
 	m.startEtcd()
 	m.etcdHTTP = m.etcdClient()
 	b.ResetTimer()
 
-	var r mutexResults
-	m.uncontended(&r)
-	m.contended(&r)
-	m.idle(&r)
-	m.recovery(&r)
-	m.cutOff(&r) // mutex_cutoff_lab_test.go
+	r := newMutexResults()
+	for _, f := range algs {
+		m.startCluster(f.Name, mutexHosts)
+		m.uncontended(r)
+		m.perEntry(r, r.perEntry)
+		m.contended(r)
+		m.idle(r)
+		m.recovery(r)
+		m.cutOff(r) // mutex_cutoff_lab_test.go
+		m.stopCluster()
+	}
+	m.etcdUncontended(r)
+	m.etcdContended(r)
+	m.etcdRecovery(r)
+	if *mutexCount > 0 {
+		for _, f := range algs {
+			m.startCluster(f.Name, *mutexCount)
+			m.perEntry(r, r.perEntryMany)
+			m.stopCluster()
+		}
+	}
 	b.StopTimer()
 
-	t := m.table(&r)
+	t := m.table(r, algs)
 	if err := t.Write(os.Stdout); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(r.api["mutexd"].P50)/float64(time.Microsecond), "acquire-release-p50-us")
-	b.ReportMetric(r.handoffs["mutexd"], "handoffs/s")
+	first := algs[0].Name
+	b.ReportMetric(float64(r.api[first].P50)/float64(time.Microsecond), first+"-acquire-release-p50-us")
+	b.ReportMetric(r.handoffs[first], first+"-handoffs/s")
 }
 
 type mutexBench struct {
 	*electBench // the lab, etcd, logging
 	mutexd      string
-	procs       map[int]*labnet.Proc
-	clients     map[int]*ctl.Client
-	etcdHTTP    *http.Client
-	rss         map[string]int64 // max VmRSS: "mutexd", "etcd"
+	// The mutexd cluster running now: its algorithm, its size, each
+	// host's daemon and control client.
+	alg      string
+	hosts    int
+	procs    map[int]*labnet.Proc
+	clients  map[int]*ctl.Client
+	etcdHTTP *http.Client
+	rss      map[string]int64 // max VmRSS: "mutexd" (any algorithm), "etcd"
 }
 
+// mutexResults are the figures, by system: an algorithm's name, or "etcd".
 type mutexResults struct {
-	api, spaced, moving, cli map[string]Summary // by system
+	api, spaced, moving, cli map[string]Summary
 	netnsExec                Summary
 	handoffs                 map[string]float64
 	wait                     map[string]Summary
-	perEntry                 float64            // mutexd frames per grant, heartbeats excluded
-	perEntryKind             map[string]float64 // by kind
-	contendedGrants          int
-	idlePayload, idleIf      float64 // mutexd B/s per node, in+out
-	recovery                 map[string]Summary
+	contendedPerEntry        map[string]float64            // frames per grant under contention, heartbeats excluded
+	perEntryKind             map[string]map[string]float64 // the same, by frame kind
+	contendedGrants          map[string]int
+	perEntry, perEntryMany   map[string]float64 // frames per uncontended entry, 5 hosts and -mutex.count-hosts
+	idlePayload, idleIf      map[string]float64 // B/s per node, in+out
+	// recovery: after SIGKILL of the holder; idle: of the host where the
+	// lock was last held, nobody holding it; bystander: of a host that
+	// never held it.
+	recovery, recoveryIdle, recoveryBystander map[string]Summary
+	// cutOff: from the holder cut off (by fault: "partitioned", "paused")
+	// until a waiter is granted, by algorithm.
+	cutOff map[string]map[string]Summary
 }
 
-func (m *mutexBench) control(i int) string { return filepath.Join(m.dir, fmt.Sprintf("m%d.sock", i)) }
+func newMutexResults() *mutexResults {
+	return &mutexResults{
+		api: map[string]Summary{}, spaced: map[string]Summary{}, moving: map[string]Summary{}, cli: map[string]Summary{},
+		handoffs: map[string]float64{}, wait: map[string]Summary{}, contendedPerEntry: map[string]float64{},
+		perEntryKind: map[string]map[string]float64{}, contendedGrants: map[string]int{},
+		perEntry: map[string]float64{}, perEntryMany: map[string]float64{},
+		idlePayload: map[string]float64{}, idleIf: map[string]float64{},
+		recovery: map[string]Summary{}, recoveryIdle: map[string]Summary{}, recoveryBystander: map[string]Summary{},
+		cutOff: map[string]map[string]Summary{"partitioned": {}, "paused": {}},
+	}
+}
+
+func (m *mutexBench) control(i int) string {
+	return filepath.Join(m.dir, fmt.Sprintf("%s-%d-m%d.sock", m.alg, m.hosts, i))
+}
+
+// startCluster starts mutexd running alg on h1..hN, with fresh state, and
+// waits until every daemon answers.
+func (m *mutexBench) startCluster(alg string, n int) {
+	m.alg, m.hosts = alg, n
+	m.procs, m.clients = map[int]*labnet.Proc{}, map[int]*ctl.Client{}
+	for i := 1; i <= n; i++ {
+		m.start(i)
+	}
+	m.waitUp()
+	m.logf("mutexd --algorithm %s up on h1-h%d", alg, n)
+}
+
+// stopCluster kills the cluster's daemons.
+func (m *mutexBench) stopCluster() {
+	m.b.Helper()
+	for i, p := range m.procs {
+		if err := p.Kill(); err != nil {
+			m.fatalf("stopping mutexd on h%d: %v", i, err)
+		}
+	}
+}
 
 func (m *mutexBench) start(i int) {
 	var members []string
-	for j := 1; j <= mutexHosts; j++ {
+	for j := 1; j <= m.hosts; j++ {
 		members = append(members, fmt.Sprintf("%d=%s:%d", j, m.lab.Host(j).Addr(), mutexPort))
 	}
 	argv := []string{"setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time",
-		m.mutexd, "run", "--id", strconv.Itoa(i), "--members", strings.Join(members, ","),
-		"--control", m.control(i), "--state-dir", filepath.Join(m.dir, fmt.Sprintf("m%d.state", i)),
+		m.mutexd, "run", "--id", strconv.Itoa(i), "--members", strings.Join(members, ","), "--algorithm", m.alg,
+		"--control", m.control(i), "--state-dir", filepath.Join(m.dir, fmt.Sprintf("%s-%d-m%d.state", m.alg, m.hosts, i)),
 		"--lease", mutexLeaseTTL.String(),
 	}
 	argv = append(append(argv, keyArgs(m.b, m.dir)...), strings.Fields(*mutexFlags)...)
@@ -182,9 +269,63 @@ func (m *mutexBench) start(i int) {
 	}
 }
 
+// frames is the frames every daemon of the cluster sent so far,
+// heartbeats excluded, by kind.
+func (m *mutexBench) frames() map[string]uint64 {
+	out := map[string]uint64{}
+	for i := 1; i <= m.hosts; i++ {
+		for k, v := range m.status(i, true).Node.FramesOut {
+			if k != "heartbeat" {
+				out[k] += v
+			}
+		}
+	}
+	return out
+}
+
+func sumFrames(f map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range f {
+		n += v
+	}
+	return n
+}
+
+// perEntry counts the frames of uncontended entries at every host in turn
+// (two rounds after a warm-up round: the lock moves every time), into
+// into[alg].
+func (m *mutexBench) perEntry(r *mutexResults, into map[string]float64) {
+	m.b.Helper()
+	entry := func(i int) {
+		rel, err := m.acquire(m.ctx, i, "count")
+		if err == nil {
+			err = rel()
+		}
+		if err != nil {
+			m.fatalf("%s: entry at h%d: %v", m.alg, i, err)
+		}
+	}
+	for i := 1; i <= m.hosts; i++ {
+		entry(i)
+	}
+	m.sleep(100 * time.Millisecond)
+	before := sumFrames(m.frames())
+	entries := 0
+	for range 2 {
+		for i := 1; i <= m.hosts; i++ {
+			entry(i)
+			m.sleep(20 * time.Millisecond) // the release's consequences
+			entries++
+		}
+	}
+	m.sleep(100 * time.Millisecond)
+	into[m.alg] = float64(sumFrames(m.frames())-before) / float64(entries)
+	m.logf("%s, %d hosts: %.2f frames per uncontended entry (%d entries, each at the next host)", m.alg, m.hosts, into[m.alg], entries)
+}
+
 func (m *mutexBench) waitUp() {
 	m.b.Helper()
-	for i := 1; i <= mutexHosts; i++ {
+	for i := 1; i <= m.hosts; i++ {
 		deadline := time.Now().Add(10 * time.Second)
 		for m.status(i, false) == nil {
 			if time.Now().After(deadline) {
@@ -348,37 +489,42 @@ func (m *mutexBench) timeLoop(what string, n int, wait time.Duration, acq func(k
 
 func (m *mutexBench) uncontended(r *mutexResults) {
 	m.b.Helper()
-	r.api, r.spaced, r.moving, r.cli = map[string]Summary{}, map[string]Summary{}, map[string]Summary{}, map[string]Summary{}
-	ctx := m.ctx
-	// Warm up: the first acquire creates the token (a loss timeout).
-	m.timeLoop("mutexd warm-up", 3, 0, func(int) (func() error, error) { return m.acquire(ctx, 1, "solo") })
-	r.api["mutexd"] = m.timeLoop("mutexd API, back to back at h1", *mutexSamples, 0,
+	ctx, alg := m.ctx, m.alg
+	// Warm up: the first acquire may create the token (a loss timeout).
+	m.timeLoop(alg+" warm-up", 3, 0, func(int) (func() error, error) { return m.acquire(ctx, 1, "solo") })
+	r.api[alg] = m.timeLoop(alg+" API, back to back at h1", *mutexSamples, 0,
 		func(int) (func() error, error) { return m.acquire(ctx, 1, "solo") })
-	r.spaced["mutexd"] = m.timeLoop("mutexd API, every 300 ms at h1", *mutexSpaced, 300*time.Millisecond,
+	r.spaced[alg] = m.timeLoop(alg+" API, every 300 ms at h1", *mutexSpaced, 300*time.Millisecond,
 		func(int) (func() error, error) { return m.acquire(ctx, 1, "solo") })
-	r.moving["mutexd"] = m.timeLoop("mutexd API, alternating h1 and h3", *mutexSamples/4, 0,
+	r.moving[alg] = m.timeLoop(alg+" API, alternating h1 and h3", *mutexSamples/4, 0,
 		func(k int) (func() error, error) { return m.acquire(ctx, 1+2*(k%2), "solo") })
+	r.cli[alg] = m.timeLoop(alg+": mutexd lock solo -- true", *mutexCLI, 0,
+		m.netnsRun(1, m.mutexd, "lock", "--control", m.control(1), "solo", "--", "true"))
+	m.sampleRSS()
+}
 
+// netnsRun is an acquire that runs argv in host h's namespace.
+func (m *mutexBench) netnsRun(h int, argv ...string) func(int) (func() error, error) {
+	return func(int) (func() error, error) {
+		out, err := exec.CommandContext(m.ctx, "ip", append([]string{"netns", "exec", m.lab.Host(h).Namespace()}, argv...)...).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("%v: %s", err, out)
+		}
+		return func() error { return nil }, nil
+	}
+}
+
+func (m *mutexBench) etcdUncontended(r *mutexResults) {
+	m.b.Helper()
+	ctx := m.ctx
 	lease := m.etcdLease(time.Minute)
 	r.api["etcd"] = m.timeLoop("etcd API (v3lock gateway), back to back", *mutexSamples, 0,
 		func(int) (func() error, error) { return m.etcdAcquire(ctx, lease, "solo") })
 	r.spaced["etcd"] = m.timeLoop("etcd API, every 300 ms", *mutexSpaced, 300*time.Millisecond,
 		func(int) (func() error, error) { return m.etcdAcquire(ctx, lease, "solo") })
-
-	run := func(h int, argv ...string) func(int) (func() error, error) {
-		return func(int) (func() error, error) {
-			out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", m.lab.Host(h).Namespace()}, argv...)...).CombinedOutput()
-			if err != nil {
-				return nil, fmt.Errorf("%v: %s", err, out)
-			}
-			return func() error { return nil }, nil
-		}
-	}
-	r.netnsExec = m.timeLoop("ip netns exec true (the CLIs' own overhead here)", *mutexCLI, 0, run(1, "true"))
-	r.cli["mutexd"] = m.timeLoop("mutexd lock solo -- true", *mutexCLI, 0,
-		run(1, m.mutexd, "lock", "--control", m.control(1), "solo", "--", "true"))
+	r.netnsExec = m.timeLoop("ip netns exec true (the CLIs' own overhead here)", *mutexCLI, 0, m.netnsRun(1, "true"))
 	r.cli["etcd"] = m.timeLoop("etcdctl lock solo -- true", *mutexCLI, 0,
-		run(etcdHost, m.etcdctl, "--endpoints", fmt.Sprintf("127.0.0.1:%d", etcdPort), "lock", "solo", "--", "true"))
+		m.netnsRun(etcdHost, m.etcdctl, "--endpoints", fmt.Sprintf("127.0.0.1:%d", etcdPort), "lock", "solo", "--", "true"))
 	m.sampleRSS()
 }
 
@@ -425,52 +571,50 @@ func (m *mutexBench) contend(n int, acq func(k int) (func() error, error)) (int,
 
 func (m *mutexBench) contended(r *mutexResults) {
 	m.b.Helper()
-	r.handoffs, r.wait = map[string]float64{}, map[string]Summary{}
-	n := *mutexClients
+	n, alg := *mutexClients, m.alg
 	// Everyone has taken the lock once, so that the window measures the
 	// steady state, not the token's creation.
-	for i := 1; i <= mutexHosts; i++ {
+	for i := 1; i <= m.hosts; i++ {
 		rel, err := m.acquire(m.ctx, i, hotLock)
 		if err != nil {
 			m.fatal(err)
 		}
 		rel()
 	}
-	before := map[int]*mutexdStatus{}
-	for i := 1; i <= mutexHosts; i++ {
-		before[i] = m.status(i, true)
-	}
+	before := m.frames()
 	start := time.Now()
 	grants, waits := m.contend(n, func(k int) (func() error, error) {
-		return m.acquire(m.ctx, 1+k%mutexHosts, hotLock)
+		return m.acquire(m.ctx, 1+k%m.hosts, hotLock)
 	})
 	el := time.Since(start)
-	r.handoffs["mutexd"] = float64(grants) / el.Seconds()
-	r.wait["mutexd"] = Summarize(waits)
-	r.contendedGrants = grants
-	r.perEntryKind = map[string]float64{}
+	m.sleep(100 * time.Millisecond) // the last release's consequences
+	r.handoffs[alg] = float64(grants) / el.Seconds()
+	r.wait[alg] = Summarize(waits)
+	r.contendedGrants[alg] = grants
+	kinds := map[string]float64{}
+	after := m.frames()
 	var frames uint64
-	for i := 1; i <= mutexHosts; i++ {
-		after := m.status(i, true)
-		for k, v := range after.Node.FramesOut {
-			if k == "heartbeat" {
-				continue
-			}
-			d := v - before[i].Node.FramesOut[k]
-			frames += d
-			r.perEntryKind[k] += float64(d) / float64(max(grants, 1))
-		}
+	for k, v := range after {
+		d := v - before[k]
+		frames += d
+		kinds[k] += float64(d) / float64(max(grants, 1))
 	}
-	r.perEntry = float64(frames) / float64(max(grants, 1))
-	m.logf("mutexd contended, %d clients on %d hosts: %.0f grants/s, wait %s, %.2f frames per grant", n, mutexHosts, r.handoffs["mutexd"], usSummary(r.wait["mutexd"]), r.perEntry)
+	r.perEntryKind[alg] = kinds
+	r.contendedPerEntry[alg] = float64(frames) / float64(max(grants, 1))
+	m.logf("%s contended, %d clients on %d hosts: %.0f grants/s, wait %s, %.2f frames per grant", alg, n, m.hosts, r.handoffs[alg], usSummary(r.wait[alg]), r.contendedPerEntry[alg])
+	m.sampleRSS()
+}
 
+func (m *mutexBench) etcdContended(r *mutexResults) {
+	m.b.Helper()
+	n := *mutexClients
 	leases := make([]string, n)
 	for k := range leases {
 		leases[k] = m.etcdLease(time.Minute)
 	}
-	start = time.Now()
-	grants, waits = m.contend(n, func(k int) (func() error, error) { return m.etcdAcquire(m.ctx, leases[k], hotLock) })
-	el = time.Since(start)
+	start := time.Now()
+	grants, waits := m.contend(n, func(k int) (func() error, error) { return m.etcdAcquire(m.ctx, leases[k], hotLock) })
+	el := time.Since(start)
 	r.handoffs["etcd"] = float64(grants) / el.Seconds()
 	r.wait["etcd"] = Summarize(waits)
 	m.logf("etcd contended, %d clients: %.0f grants/s, wait %s", n, r.handoffs["etcd"], usSummary(r.wait["etcd"]))
@@ -481,7 +625,7 @@ func (m *mutexBench) idle(r *mutexResults) {
 	m.b.Helper()
 	before := map[int]*mutexdStatus{}
 	ifBefore := map[int]IfCounters{}
-	for i := 1; i <= mutexHosts; i++ {
+	for i := 1; i <= m.hosts; i++ {
 		before[i] = m.status(i, true)
 		ifBefore[i] = mustNetDev(m.b, m.procs[i].PID())
 	}
@@ -489,24 +633,41 @@ func (m *mutexBench) idle(r *mutexResults) {
 	m.sleep(*mutexTraffic)
 	el := time.Since(start).Seconds()
 	var payload, wire uint64
-	for i := 1; i <= mutexHosts; i++ {
+	for i := 1; i <= m.hosts; i++ {
 		payload += m.status(i, true).payload() - before[i].payload()
 		d := mustNetDev(m.b, m.procs[i].PID()).Sub(ifBefore[i])
 		wire += d.RxBytes + d.TxBytes
 	}
-	r.idlePayload = float64(payload) / mutexHosts / el
-	r.idleIf = float64(wire) / mutexHosts / el
-	m.logf("mutexd idle: %.0f B/s payload, %.0f B/s on eth0, per node (in+out)", r.idlePayload, r.idleIf)
+	r.idlePayload[m.alg] = float64(payload) / float64(m.hosts) / el
+	r.idleIf[m.alg] = float64(wire) / float64(m.hosts) / el
+	m.logf("%s idle: %.0f B/s payload, %.0f B/s on eth0, per node (in+out)", m.alg, r.idlePayload[m.alg], r.idleIf[m.alg])
 	m.sampleRSS()
+}
+
+// restart starts host i's daemon again and waits until a lock can be
+// taken there (a restarted member may wait out a lease first).
+func (m *mutexBench) restart(i int) {
+	m.b.Helper()
+	m.start(i)
+	m.waitUp()
+	ctx, cancel := context.WithTimeout(m.ctx, failoverLimit)
+	defer cancel()
+	rel, err := m.acquire(ctx, i, hotLock)
+	if err == nil {
+		err = rel()
+	}
+	if err != nil {
+		m.fatalf("%s: the restarted daemon on h%d: %v", m.alg, i, err)
+	}
 }
 
 func (m *mutexBench) recovery(r *mutexResults) {
 	m.b.Helper()
-	r.recovery = map[string]Summary{}
+	alg := m.alg
 	var took []time.Duration
 	for trial := range *mutexTrials {
-		holder := 1 + trial%mutexHosts
-		waiter := 1 + (trial+1)%mutexHosts
+		holder := 1 + trial%m.hosts
+		waiter := 1 + (trial+1)%m.hosts
 		if _, err := m.acquire(m.ctx, holder, hotLock); err != nil {
 			m.fatal(err)
 		}
@@ -533,50 +694,59 @@ func (m *mutexBench) recovery(r *mutexResults) {
 		select {
 		case g = <-got:
 		case <-time.After(failoverLimit):
-			m.fatalf("recovery trial %d: the waiter at h%d was not granted within %v", trial+1, waiter, failoverLimit)
+			m.fatalf("%s recovery trial %d: the waiter at h%d was not granted within %v", alg, trial+1, waiter, failoverLimit)
 		}
 		took = append(took, g.at.Sub(killAt))
-		m.logf("mutexd recovery %d/%d: h%d's daemon killed %v into the lease; h%d granted after %s", trial+1, *mutexTrials, holder,
+		m.logf("%s recovery %d/%d: h%d's daemon killed %v into the lease; h%d granted after %s", alg, trial+1, *mutexTrials, holder,
 			killAt.Sub(granted).Round(time.Millisecond), waiter, Millis(g.at.Sub(killAt)))
 		g.release()
-		m.start(holder)
-		m.waitUp()
-		m.sleep(time.Second) // the restarted member is heard again
+		m.restart(holder)
 	}
-	r.recovery["mutexd"] = Summarize(took)
+	r.recovery[alg] = Summarize(took)
 
-	// The token resting idle at the killed member: nobody holds the lock,
-	// and a client asks at another member just after the kill.
-	took = nil
-	for trial := range *mutexTrials {
-		holder := 1 + trial%mutexHosts
-		waiter := 1 + (trial+1)%mutexHosts
-		rel, err := m.acquire(m.ctx, holder, hotLock)
-		if err != nil {
-			m.fatal(err)
+	// Nobody holds the lock: kill the daemon where it was last held (the
+	// ring's token rests there), or a bystander that never held it, and
+	// ask at the next host just after.
+	idle := func(what string, victimOf func(trial int) (last, victim, asker int)) Summary {
+		var took []time.Duration
+		for trial := range *mutexTrials {
+			last, victim, asker := victimOf(trial)
+			rel, err := m.acquire(m.ctx, last, hotLock)
+			if err != nil {
+				m.fatal(err)
+			}
+			if err := rel(); err != nil {
+				m.fatal(err)
+			}
+			m.sleep(100 * time.Millisecond)
+			killAt := time.Now()
+			m.procs[victim].Kill()
+			ctx, cancel := context.WithTimeout(m.ctx, failoverLimit)
+			rel, err = m.acquire(ctx, asker, hotLock)
+			cancel()
+			if err != nil {
+				m.fatalf("%s recovery (%s) trial %d: the client at h%d: %v", alg, what, trial+1, asker, err)
+			}
+			took = append(took, time.Since(killAt))
+			rel()
+			m.logf("%s recovery, %s %d/%d: h%d's daemon killed; h%d granted after %s", alg, what, trial+1, *mutexTrials, victim, asker, Millis(took[len(took)-1]))
+			m.restart(victim)
 		}
-		if err := rel(); err != nil {
-			m.fatal(err)
-		}
-		m.sleep(100 * time.Millisecond)
-		killAt := time.Now()
-		m.procs[holder].Kill()
-		ctx, cancel := context.WithTimeout(m.ctx, failoverLimit)
-		rel, err = m.acquire(ctx, waiter, hotLock)
-		cancel()
-		if err != nil {
-			m.fatalf("recovery (idle token) trial %d: the client at h%d: %v", trial+1, waiter, err)
-		}
-		took = append(took, time.Since(killAt))
-		rel()
-		m.logf("mutexd recovery, idle token %d/%d: h%d's daemon killed; h%d granted after %s", trial+1, *mutexTrials, holder, waiter, Millis(took[len(took)-1]))
-		m.start(holder)
-		m.waitUp()
-		m.sleep(time.Second)
+		return Summarize(took)
 	}
-	r.recovery["mutexd idle"] = Summarize(took)
+	r.recoveryIdle[alg] = idle("last holder", func(trial int) (int, int, int) {
+		h := 1 + trial%m.hosts
+		return h, h, 1 + (trial+1)%m.hosts
+	})
+	r.recoveryBystander[alg] = idle("bystander", func(trial int) (int, int, int) {
+		h := 1 + trial%m.hosts
+		return h, 1 + (trial+2)%m.hosts, 1 + (trial+1)%m.hosts
+	})
+}
 
-	took = nil
+func (m *mutexBench) etcdRecovery(r *mutexResults) {
+	m.b.Helper()
+	var took []time.Duration
 	h := m.lab.Host(etcdHost)
 	for trial := range *mutexTrials {
 		// The holder: `etcdctl lock --ttl 3`, whose session is the lease.
@@ -619,45 +789,105 @@ func Micros(d time.Duration) string {
 	return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond))
 }
 
-func (m *mutexBench) table(r *mutexResults) *Table {
-	t := &Table{Title: "mutexd against etcd 3.4 (lock)", Systems: []string{"mutexd", "etcd"}}
-	pair := func(s Summary) string { return fmt.Sprintf("%s / %s", Micros(s.P50), Micros(s.P99)) }
-	t.Section("uncontended acquire+release, p50 / p99")
-	t.Row("API, back to back on one host", fmt.Sprintf("p50 <= %s", Micros(targetAcquireP50)),
-		Verdict(pair(r.api["mutexd"]), r.api["mutexd"].P50 <= targetAcquireP50), pair(r.api["etcd"]))
-	t.Row("API, one every 300 ms", "", pair(r.spaced["mutexd"]), pair(r.spaced["etcd"]))
-	t.Row("API, alternating two hosts", "", pair(r.moving["mutexd"]), "-")
-	t.Row("CLI (lock NAME -- true)", "", pair(r.cli["mutexd"]), pair(r.cli["etcd"]))
-	t.Section(fmt.Sprintf("contended: %d clients, one lock, %v", *mutexClients, *mutexWindow))
-	t.Row("handoffs/s", fmt.Sprintf(">= %.0f", targetHandoffs),
-		Verdict(fmt.Sprintf("%.0f", r.handoffs["mutexd"]), r.handoffs["mutexd"] >= targetHandoffs), fmt.Sprintf("%.0f", r.handoffs["etcd"]))
-	t.Row("wait p50 / p99", "", pair(r.wait["mutexd"]), pair(r.wait["etcd"]))
-	var kinds []string
-	for _, k := range slices.Sorted(maps.Keys(r.perEntryKind)) {
-		if v := r.perEntryKind[k]; v >= 0.005 {
-			kinds = append(kinds, fmt.Sprintf("%s %.2f", k, v))
+func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
+	systems := append(algs.Names(), "etcd")
+	names := systems[:len(systems)-1]
+	t := &Table{Title: "mutexd's algorithms against etcd 3.4 (lock)", Systems: systems}
+	pair := func(s Summary) string {
+		if s.N == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s / %s", Micros(s.P50), Micros(s.P99))
+	}
+	ms := func(s Summary) string {
+		if s.N == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s / %s", Millis(s.P50), Millis(s.Max))
+	}
+	row := func(metric, target string, cell func(sys string) string) {
+		cells := make([]string, len(systems))
+		for i, sys := range systems {
+			cells[i] = cell(sys)
+		}
+		t.Row(metric, target, cells...)
+	}
+	algOnly := func(f func(alg string) string) func(string) string {
+		return func(sys string) string {
+			if sys == "etcd" {
+				return "-"
+			}
+			return f(sys)
 		}
 	}
-	t.Row("frames per entry (all daemons)", "", fmt.Sprintf("%.2f", r.perEntry), "-")
+	cost := func(alg string) mutex.Factory { f, _ := algs.Lookup(alg); return f }
+	t.Section("messages per entry (frames sent by all daemons, heartbeats excluded)")
+	row("the notes (seed 004)", "", algOnly(func(a string) string { return cost(a).Cost.Text }))
+	row(fmt.Sprintf("  at %d hosts, notes / measured uncontended", mutexHosts), "= notes", algOnly(func(a string) string {
+		return fmt.Sprintf("%s / %.2f", cost(a).Cost.Range(mutexHosts), r.perEntry[a])
+	}))
+	if *mutexCount > 0 {
+		row(fmt.Sprintf("  at %d hosts, notes / measured uncontended", *mutexCount), "= notes", algOnly(func(a string) string {
+			return fmt.Sprintf("%s / %.2f", cost(a).Cost.Range(*mutexCount), r.perEntryMany[a])
+		}))
+	}
+	row(fmt.Sprintf("  at %d hosts, contended (%d clients)", mutexHosts, *mutexClients), "", algOnly(func(a string) string {
+		return fmt.Sprintf("%.2f", r.contendedPerEntry[a])
+	}))
+	row("synchronisation delay (notes)", "", algOnly(func(a string) string { return cost(a).Cost.Delay }))
+	t.Section("uncontended acquire+release, p50 / p99")
+	row("API, back to back on one host", fmt.Sprintf("p50 <= %s", Micros(targetAcquireP50)), func(sys string) string {
+		if sys == "etcd" {
+			return pair(r.api[sys])
+		}
+		return Verdict(pair(r.api[sys]), r.api[sys].P50 <= targetAcquireP50)
+	})
+	row("API, one every 300 ms", "", func(sys string) string { return pair(r.spaced[sys]) })
+	row("API, alternating two hosts", "", func(sys string) string { return pair(r.moving[sys]) })
+	row("CLI (lock NAME -- true)", "", func(sys string) string { return pair(r.cli[sys]) })
+	t.Section(fmt.Sprintf("contended: %d clients, one lock, %v", *mutexClients, *mutexWindow))
+	row("handoffs/s", fmt.Sprintf(">= %.0f", targetHandoffs), func(sys string) string {
+		if sys == "etcd" {
+			return fmt.Sprintf("%.0f", r.handoffs[sys])
+		}
+		return Verdict(fmt.Sprintf("%.0f", r.handoffs[sys]), r.handoffs[sys] >= targetHandoffs)
+	})
+	row("wait p50 / p99", "", func(sys string) string { return pair(r.wait[sys]) })
 	t.Section("cost")
-	t.Row("idle traffic per node, payload / eth0", "< 1000 B/s", fmt.Sprintf("%.0f / %.0f B/s", r.idlePayload, r.idleIf), "-")
-	rec := r.recovery["mutexd"]
-	t.Row("recovery after SIGKILL of the holder, p50 / max", fmt.Sprintf("<= %s (1 s + lease)", Millis(targetRecoveryExtra+mutexLeaseTTL)),
-		Verdict(fmt.Sprintf("%s / %s", Millis(rec.P50), Millis(rec.Max)), rec.Max <= targetRecoveryExtra+mutexLeaseTTL),
-		fmt.Sprintf("%s / %s", Millis(r.recovery["etcd"].P50), Millis(r.recovery["etcd"].Max)))
-	idle := r.recovery["mutexd idle"]
-	t.Row("  the same, token resting idle there", "", fmt.Sprintf("%s / %s", Millis(idle.P50), Millis(idle.Max)), "-")
-	m.cutOffRows(t, r)
-	t.Row("RSS (max)", "<= 20 MB", Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS), MB(m.rss["etcd"])+" (server)")
-	flags := "defaults (lease 3s, 1 s heartbeats, 500 ms loss timeout, 250 ms confirm window)"
+	row("idle traffic per node, payload / eth0", "< 1000 B/s", algOnly(func(a string) string {
+		return fmt.Sprintf("%.0f / %.0f B/s", r.idlePayload[a], r.idleIf[a])
+	}))
+	limit := targetRecoveryExtra + mutexLeaseTTL
+	row("recovery after SIGKILL of the holder, p50 / max", fmt.Sprintf("<= %s (1 s + lease)", Millis(limit)), func(sys string) string {
+		rec := r.recovery[sys]
+		if sys == "etcd" {
+			return ms(rec)
+		}
+		return Verdict(ms(rec), rec.Max <= limit)
+	})
+	row("  of the last holder, lock free", "", func(sys string) string { return ms(r.recoveryIdle[sys]) })
+	row("  of a bystander, lock free", "", func(sys string) string { return ms(r.recoveryBystander[sys]) })
+	m.cutOffRows(t, r, systems)
+	t.Row("RSS (max, any algorithm)", "<= 20 MB", append([]string{Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS)},
+		append(make([]string, len(names)-1), MB(m.rss["etcd"])+" (server)")...)...)
+	flags := "defaults (lease 3s, 1 s heartbeats)"
 	if *mutexFlags != "" {
 		flags = "flags " + *mutexFlags
 	}
-	t.Note("mutexd: 5 namespace hosts, %s; clients on the daemon's host, HTTP on its unix socket", flags)
+	t.Note("mutexd: %d namespace hosts, one cluster per algorithm in turn, %s; clients on the daemon's host, HTTP on its unix socket", mutexHosts, flags)
 	t.Note("etcd: one node on h6, clients on its 127.0.0.1 through the v3lock JSON gateway (lease per client), etcdctl lock for the CLI")
-	t.Note("contended mutexd clients: %d, round-robin over h1-h%d; %d grants; frames per entry by kind: %s", *mutexClients, mutexHosts, r.contendedGrants, strings.Join(kinds, ", "))
+	for _, a := range names {
+		var kinds []string
+		for _, k := range slices.Sorted(maps.Keys(r.perEntryKind[a])) {
+			if v := r.perEntryKind[a][k]; v >= 0.005 {
+				kinds = append(kinds, fmt.Sprintf("%s %.2f", k, v))
+			}
+		}
+		t.Note("%s contended: %d grants; frames per entry by kind: %s", a, r.contendedGrants[a], strings.Join(kinds, ", "))
+	}
+	t.Note("messages per entry, uncontended: two rounds of an entry at each host in turn (the lock moves every time)")
 	t.Note("the CLIs run under ip netns exec, which alone takes %s (p50)", Micros(r.netnsExec.P50))
-	t.Note("recovery: a waiter queued at the next host; mutexd's holder daemon, or etcd's holder session (etcdctl lock --ttl %d), SIGKILLed at a random instant of its lease", int(mutexLeaseTTL/time.Second))
+	t.Note("recovery: a waiter queued at the next host; mutexd's holder daemon, or etcd's holder session (etcdctl lock --ttl %d), SIGKILLed at a random instant of its lease; lock free: nobody holds it, a client asks at the next host just after the kill", int(mutexLeaseTTL/time.Second))
 	return t
 }
 

@@ -80,6 +80,26 @@ const (
 	// queue from (CentralSync).
 	KindCentralSync Kind = 27
 
+	// 30-39: Ricart-Agrawala and Lamport's distributed mutex
+	// (pkg/mutex/permission; payloads in permission.go; their heartbeat
+	// is KindHeartbeat).
+
+	// KindRARequest asks one member for permission to enter a lock's
+	// critical section, Ricart-Agrawala (payload: PermRequest).
+	KindRARequest Kind = 30
+	// KindRAReply is a member's permission, sent at once or deferred to
+	// the end of its own critical section (payload: PermReply).
+	KindRAReply Kind = 31
+	// KindLamportRequest puts the sender's request into the receiver's
+	// queue, Lamport's distributed mutex (payload: PermRequest).
+	KindLamportRequest Kind = 32
+	// KindLamportAck acknowledges a KindLamportRequest with a later
+	// timestamp (payload: PermReply).
+	KindLamportAck Kind = 33
+	// KindLamportRelease takes the sender's request out of the receiver's
+	// queue (payload: PermRequest, the request released).
+	KindLamportRelease Kind = 34
+
 	// Kinds 17-255 are allocated in blocks, one per algorithm family, so
 	// that algorithms built side by side never take the same number. A
 	// family appends its kinds inside its block (and names them in
@@ -142,6 +162,11 @@ var kindNames = [...]string{
 	KindCentralSync:    "central_sync",
 
 	// 30-39 mutex: Ricart-Agrawala, Lamport
+	KindRARequest:      "ra_request",
+	KindRAReply:        "ra_reply",
+	KindLamportRequest: "lamport_request",
+	KindLamportAck:     "lamport_ack",
+	KindLamportRelease: "lamport_release",
 
 	// 40-49 mutex: Maekawa, majority quorum
 

@@ -8,6 +8,8 @@ package algorithms
 import (
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
+	"github.com/synclab/synclab/pkg/mutex/lamport"
+	"github.com/synclab/synclab/pkg/mutex/ricartagrawala"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 )
 
@@ -15,6 +17,8 @@ import (
 var All = mutex.Registry{
 	tokenring.Factory,
 	central.Factory,
+	ricartagrawala.Factory,
+	lamport.Factory,
 }
 
 // Default is mutexd's --algorithm default.

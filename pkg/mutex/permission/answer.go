@@ -1,0 +1,157 @@
+package permission
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// stepRARequest is Ricart-Agrawala's rule on a request (seed 004's
+// pseudo-code, seed 002's one queue per resource): defer it while this
+// member holds the lock or asked for it first by (stamp, ID); else reply at
+// once. A restarted member in its hold answers nothing (the requester asks
+// again).
+func (c *Core) stepRARequest(from uint32, at uint64, r wire.PermRequest) {
+	// Requests and replies of Ricart-Agrawala are idempotent (a reply
+	// names the request it answers, a deferral keeps the newest request),
+	// so a late frame needs no filter: it is answered like any other.
+	l := c.locks[r.Name]
+	known := c.fenceFloor
+	if l != nil {
+		l.touched = c.now
+		l.known = max(l.known, r.Fence)
+		known = l.known
+	}
+	if c.inHold() {
+		c.count("held_back")
+		return
+	}
+	if l != nil && (l.granted || l.stamp != 0 && before(l.stamp, c.self, r.Stamp, from)) {
+		if d, ok := l.deferred[from]; !ok || r.Stamp >= d.stamp {
+			l.deferred[from] = deferral{stamp: r.Stamp, inc: r.Incarnation}
+		}
+		c.count("deferred")
+		return
+	}
+	var want uint64
+	if l != nil {
+		want = l.stamp
+	}
+	c.send(from, wire.KindRAReply, wire.PermReply{Name: r.Name, Incarnation: c.inc, Answers: r.Incarnation,
+		Stamp: r.Stamp, Fence: known, Want: want}, 0)
+}
+
+// answerDeferred replies to the requests l deferred: all of them when this
+// member's request ended (all true), else those that now come before its
+// (new) request.
+func (c *Core) answerDeferred(l *lock, all bool) {
+	for _, m := range slices.Sorted(maps.Keys(l.deferred)) {
+		d := l.deferred[m]
+		if !all && l.stamp != 0 && before(l.stamp, c.self, d.stamp, m) {
+			continue
+		}
+		delete(l.deferred, m)
+		c.send(m, wire.KindRAReply, wire.PermReply{Name: l.name, Incarnation: c.inc, Answers: d.inc,
+			Stamp: d.stamp, Fence: l.known, Want: l.stamp}, 0)
+	}
+}
+
+// stepLamportRequest is the rule of Lamport's queue on a request: queue it
+// and acknowledge it (the acknowledgement carries this member's own
+// request, if any). A restarted member in its hold queues it but
+// acknowledges nothing.
+func (c *Core) stepLamportRequest(from uint32, at uint64, r wire.PermRequest) error {
+	l, err := c.lockFor(r.Name)
+	if err != nil {
+		return err
+	}
+	if !c.fresh(l, from, at) {
+		// A newer frame of the sender was taken first (datagrams
+		// reorder): it said where the sender stands. The request is still
+		// acknowledged if it is the sender's current one and was not yet.
+		if r.Stamp == l.want[from] {
+			c.ackLamport(l, from, r.Incarnation)
+		}
+		return nil
+	}
+	l.known = max(l.known, r.Fence)
+	l.want[from] = r.Stamp
+	if l.stamp != 0 && at > l.stamp {
+		l.got[from] = true
+	}
+	delete(l.acked, from) // a new or resent request: acknowledge it again
+	c.ackLamport(l, from, r.Incarnation)
+	c.advance(l)
+	return nil
+}
+
+// ackLamport acknowledges member from's current request for l, once (a
+// resend clears the mark: the sender lacks the acknowledgement). A
+// restarted member in its hold acknowledges nothing.
+func (c *Core) ackLamport(l *lock, from uint32, inc uint32) {
+	w := l.want[from]
+	if w == 0 || l.acked[from] == w {
+		return
+	}
+	if c.inHold() {
+		c.count("held_back")
+		return
+	}
+	l.acked[from] = w
+	c.send(from, wire.KindLamportAck, wire.PermReply{Name: l.name, Incarnation: c.inc, Answers: inc,
+		Stamp: w, Fence: l.known, Want: l.stamp}, 0)
+}
+
+// stepLamportRelease takes the sender's request out of the queue.
+func (c *Core) stepLamportRelease(from uint32, at uint64, r wire.PermRequest) {
+	l := c.locks[r.Name]
+	if l == nil {
+		c.count("stray_releases")
+		return
+	}
+	if !c.fresh(l, from, at) {
+		return
+	}
+	l.known = max(l.known, r.Fence)
+	l.want[from] = 0
+	if l.stamp != 0 && at > l.stamp {
+		l.got[from] = true
+	}
+	c.advance(l)
+}
+
+// stepAnswer takes a Ricart-Agrawala reply or a Lamport acknowledgement.
+// Both carry the sender's knowledge of the lock's fences; a reply counts for
+// this member's request only if it answers that very request (stamp and
+// incarnation). An acknowledgement is, as the notes require, a message
+// stamped after the request, and it carries the sender's own request: the
+// newest frame of each member says where it stands in the queue.
+func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
+	l := c.locks[r.Name]
+	if l == nil {
+		c.count("stray_answers")
+		return
+	}
+	if c.cfg.Variant == Lamport && !c.fresh(l, from, at) {
+		return
+	}
+	l.touched = c.now
+	l.known = max(l.known, r.Fence)
+	if c.cfg.Variant == RicartAgrawala {
+		if l.stamp != 0 && !l.granted && r.Stamp == l.stamp && r.Answers == c.inc {
+			l.got[from] = true
+		} else {
+			c.count("stray_answers")
+		}
+	} else {
+		l.want[from] = r.Want
+		if l.stamp != 0 && at > l.stamp {
+			l.got[from] = true
+		}
+		// The acknowledgement may reveal a request of its sender whose
+		// own frame was lost or overtaken: acknowledge it now.
+		c.ackLamport(l, from, r.Incarnation)
+	}
+	c.advance(l)
+}

@@ -1,0 +1,716 @@
+package permission
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Errors of Step (the frame is counted and dropped) and of Acquire.
+var (
+	// ErrImplausible: a frame whose fields no member sends: a request
+	// stamped after the frame that carries it, a fence above the sender's
+	// clock, a frame without a Lamport time.
+	ErrImplausible = errors.New("permission: implausible frame")
+	// ErrStaleIncarnation: a frame of an incarnation older than one the
+	// sender has already shown (a delayed frame of its previous life).
+	ErrStaleIncarnation = errors.New("permission: frame of an older incarnation")
+	// ErrIncarnationJump: an incarnation far above the sender's last one
+	// (more restarts than can have happened): believing it would make the
+	// member's real frames look stale.
+	ErrIncarnationJump = errors.New("permission: incarnation jump")
+	// ErrNoRoom: a request for a lock this member has no room to track.
+	ErrNoRoom = errors.New("permission: frame about a lock the table has no room for")
+	// ErrWrongAlgorithm: a frame of the other permission-based algorithm
+	// (a member configured with another --algorithm).
+	ErrWrongAlgorithm = errors.New("permission: frame of another algorithm")
+	// ErrClockExhausted: this member's Lamport clock reached the last
+	// stamp a request may carry (wire.MaxPermStamp).
+	ErrClockExhausted = errors.New("permission: Lamport clock exhausted: no stamp is left for a request")
+)
+
+// MaxIncarnationJump is how far above a member's last incarnation a frame's
+// may be: a member moves up by one per start or rejoin.
+const MaxIncarnationJump = 1 << 10
+
+// LossStalled is the loss reason of a holder whose member stalled (its loop
+// stopped for longer than half of DeadAfter): the others may have given it
+// up, so it rejoins with a new incarnation and gives up what it held.
+const LossStalled mutex.LossReason = "stalled"
+
+// Event names. Args are slog-style: "request" (uint64), "lock" (string),
+// "fence" (uint64) and the ones named.
+const (
+	EventGranted  = "lock_granted"  // "lease", "expires", "incarnation"
+	EventRenewed  = "lock_renewed"  // "expires"
+	EventLost     = "lock_lost"     // "reason"
+	EventReleased = "lock_released" //
+	// EventMemberDown, EventMemberUp: a member is no longer waited for /
+	// is again ("member").
+	EventMemberDown = "member_down"
+	EventMemberUp   = "member_up"
+	// EventRejoined: a member came back with a new incarnation, its old
+	// requests dropped ("member", "incarnation"); for this member itself
+	// after a stall ("member" is its own ID).
+	EventRejoined = "member_rejoined"
+	// EventReissued: a request was stamped anew because its fence would
+	// not exceed one already granted ("lock", "stamp", "known").
+	EventReissued = "request_reissued"
+)
+
+// Core is one member of a permission-based mutual exclusion. Not safe for
+// concurrent use.
+type Core struct {
+	cfg      Config
+	self     uint32
+	index    map[uint32]uint64 // member -> its index, the low bits of its fences
+	majority int
+	lamport  *clock.Lamport
+
+	now        time.Time
+	started    bool
+	begun      time.Time
+	lastActive time.Time
+	det        *liveness.Detector
+	nextBeat   time.Time
+	restarted  bool
+	holdUntil  time.Time // restart hold: no answers before
+	// rejoinFrom: since when this member rejoins (zero: it does not): it
+	// asks for nothing until it heard every member since then (and a
+	// FreshWindow passed, so they heard it too), or DeadAfter passed.
+	rejoinFrom time.Time
+	// cutOff: this member heard no majority for RejoinAfter: the others may
+	// give it up soon; the answers it holds are void.
+	cutOff bool
+
+	inc     uint32 // this member's incarnation
+	floor   uint64 // the persisted Lamport floor
+	durable core.Durable
+
+	peers      map[uint32]*peer
+	locks      map[string]*lock
+	fenceFloor uint64 // the highest fence of a lock reclaimed from the table
+	reqs       *mutex.Table
+
+	msgs     []core.Message
+	events   []core.Event
+	bugs     core.Bugs
+	outcomes []mutex.Outcome
+	counters map[string]uint64
+}
+
+type peer struct {
+	inc     uint32    // the newest incarnation seen (0: none yet)
+	heardAt time.Time // its last frame, on this member's clock
+}
+
+// lock is this member's state of one lock.
+type lock struct {
+	name    string
+	known   uint64    // the highest fence known for it
+	touched time.Time // the last frame or request about it
+
+	// This member's request: its stamp (0: none), whether it holds.
+	stamp   uint64
+	granted bool
+	// got: the members whose answer to stamp is in (Ricart-Agrawala: a
+	// reply; Lamport: a frame stamped after it); sentAt: when the request
+	// last went to each member.
+	got    map[uint32]bool
+	sentAt map[uint32]time.Time
+
+	// last is the Lamport time of the newest frame about the lock taken
+	// from each member in its current incarnation: an older frame is
+	// stale (what it says, a newer one said after it).
+	last map[uint32]uint64
+	// want is each member's request as its newest frame says (Lamport:
+	// the queue); deferred the requests this member answers when its own
+	// ends (Ricart-Agrawala).
+	want     map[uint32]uint64
+	deferred map[uint32]deferral
+	// acked (Lamport): the request of each member this member last
+	// acknowledged.
+	acked map[uint32]uint64
+}
+
+type deferral struct {
+	stamp uint64
+	inc   uint32
+}
+
+var (
+	_ mutex.Algorithm = (*Core)(nil)
+	_ core.Scheduler  = (*Core)(nil)
+	_ core.Advancer   = (*Core)(nil)
+)
+
+// New returns a member's core, restoring cfg.Persisted.
+func New(cfg Config) (*Core, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	saved, err := decodeState(cfg.Persisted)
+	if err != nil {
+		return nil, err
+	}
+	c := &Core{
+		cfg:       cfg,
+		self:      cfg.ID,
+		index:     map[uint32]uint64{},
+		majority:  len(cfg.Members)/2 + 1,
+		lamport:   cfg.Lamport,
+		restarted: cfg.Persisted != nil,
+		peers:     map[uint32]*peer{},
+		locks:     map[string]*lock{},
+		counters:  map[string]uint64{},
+	}
+	if c.lamport == nil {
+		c.lamport = new(clock.Lamport)
+	}
+	for i, m := range cfg.Members {
+		c.index[m] = uint64(i)
+		if m != c.self {
+			c.peers[m] = &peer{}
+		}
+	}
+	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: cfg.ID, Members: len(cfg.Members),
+		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: cfg.MaxQueue, MaxLocks: cfg.MaxLocks}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	// A new life: one incarnation up, the clock above everything the last
+	// one sent or saw. Both are promises, written before the first frame.
+	c.inc = saved.incarnation + 1
+	c.lamport.Restore(saved.floor)
+	c.raiseFloor(0)
+	c.durable.Change(true)
+	return c, nil
+}
+
+// Config returns the validated configuration.
+func (c *Core) Config() Config { return c.cfg }
+
+// Incarnation is this member's incarnation.
+func (c *Core) Incarnation() uint32 { return c.inc }
+
+// raiseFloor puts the persisted floor floorChunk above the clock when the
+// clock (plus pending sends) comes within floorSlack of it.
+func (c *Core) raiseFloor(pending int) {
+	if now := c.lamport.Now(); now+floorSlack+uint64(pending) >= c.floor {
+		c.floor = min(now+floorChunk, wire.MaxPermStamp)
+		c.durable.Change(true)
+	}
+}
+
+// observe advances the core's clock, starts the detector at the first call,
+// and notices a stall of this member's own loop.
+func (c *Core) observe(now time.Time) {
+	if now.IsZero() {
+		return
+	}
+	if !c.started {
+		c.started = true
+		c.begun, c.lastActive, c.nextBeat, c.now = now, now, now, now
+		c.det = liveness.NewDetector(c.self, c.cfg.Members, c.cfg.DeadAfter, now)
+		if c.restarted {
+			c.holdUntil = now.Add(c.cfg.RestartHold())
+			c.startRejoin("restart")
+		}
+	}
+	if now.After(c.now) {
+		c.now = now
+	}
+	if c.now.Sub(c.lastActive) > c.stallAfter() {
+		c.stalled(c.now.Sub(c.lastActive))
+	}
+	c.lastActive = c.now
+}
+
+// stallAfter: a gap between two calls longer than this (the core asks for a
+// Tick at least every heartbeat) means this member stopped; the others may
+// have given it up after DeadAfter.
+func (c *Core) stallAfter() time.Duration {
+	return max(c.cfg.DeadAfter/2, 2*c.cfg.HeartbeatInterval)
+}
+
+// stalled rejoins after a stall: what this member held may have been given
+// up by the others (its lease has ended by now, or will before they grant),
+// the answers it gathered may have been voided, so it gives up its holds,
+// drops every answer and every other member's state, takes a new
+// incarnation (the others drop its old requests when they see it), and
+// asks again.
+func (c *Core) stalled(gap time.Duration) {
+	c.count("stalls")
+	c.inc++
+	c.durable.Change(true)
+	c.emit(EventRejoined, fmt.Sprintf("this member stalled for %v: rejoining as incarnation %d", gap, c.inc),
+		"member", c.self, "incarnation", c.inc)
+	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
+		l := c.locks[name]
+		c.reqs.Lose(name, LossStalled)
+		l.stamp, l.granted = 0, false
+		clear(l.got)
+		clear(l.sentAt)
+		clear(l.last)
+		clear(l.want)
+		clear(l.deferred)
+		clear(l.acked)
+	}
+	c.drain()
+	c.startRejoin("stall")
+}
+
+// rejoinAfter is how long this member may go without hearing a majority
+// before it takes itself for cut off: a heartbeat and the margin before the
+// others could give it up (they wait DeadAfter from its last heartbeat).
+func (c *Core) rejoinAfter() time.Duration {
+	return c.cfg.DeadAfter - c.cfg.HeartbeatInterval - c.cfg.Margin
+}
+
+// startRejoin makes this member ask for nothing until it has heard every
+// member again (or DeadAfter passed): the others may have given it up and
+// granted in its absence, and its requests must be stamped after what they
+// did (their heartbeats carry their Lamport times). Its pending requests
+// are withdrawn, to be stamped anew.
+func (c *Core) startRejoin(why string) {
+	c.count("rejoins_started")
+	c.rejoinFrom = c.now
+	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
+		if l := c.locks[name]; l.stamp != 0 && !l.granted {
+			c.exit(l)
+		}
+	}
+	_ = why
+}
+
+// rejoining says whether this member still waits to hear everyone.
+func (c *Core) rejoining() bool {
+	if c.inHold() {
+		// A restarted member's request would be, in Lamport's queue, the
+		// frame stamped after the others' requests that lets them enter:
+		// it asks for nothing while a lease of its last life may run.
+		return true
+	}
+	if c.rejoinFrom.IsZero() {
+		return false
+	}
+	done := !c.now.Before(c.rejoinFrom.Add(c.cfg.DeadAfter))
+	if !done && !c.now.Before(c.rejoinFrom.Add(c.cfg.FreshWindow)) {
+		done = true
+		for _, p := range c.peers {
+			if p.heardAt.Before(c.rejoinFrom) {
+				done = false
+				break
+			}
+		}
+	}
+	if done {
+		c.rejoinFrom = time.Time{}
+	}
+	return !done
+}
+
+// checkCutOff notices that this member heard no majority for RejoinAfter
+// (it voids the answers it holds: the others may give it up before it
+// hears them again) and that it hears one again (it rejoins).
+func (c *Core) checkCutOff() {
+	heard := func(within time.Duration) bool {
+		n := 1
+		for _, p := range c.peers {
+			if !p.heardAt.IsZero() && c.now.Sub(p.heardAt) <= within {
+				n++
+			}
+		}
+		return n >= c.majority
+	}
+	switch {
+	case !c.cutOff && !heard(c.rejoinAfter()) && c.now.Sub(c.begun) >= c.rejoinAfter():
+		c.cutOff = true
+		c.count("cut_off")
+		for _, l := range c.locks {
+			clear(l.got)
+		}
+	case c.cutOff && heard(c.cfg.FreshWindow):
+		c.cutOff = false
+		c.startRejoin("majority heard again")
+	}
+}
+
+func (c *Core) count(name string) { c.counters[name]++ }
+
+func (c *Core) emit(name, msg string, args ...any) {
+	c.events = append(c.events, core.Event{Name: name, Msg: msg, Args: args})
+}
+
+// send queues one frame; lamport is the stamp it carries (0: a new one).
+// Every frame is stamped here, when it is made, never by the node when it
+// leaves: a receiver drops a frame stamped below one it already took from
+// this member, so the stamps must grow in the order the frames are made
+// (replies made before a request, stamped by the node after the request's
+// own stamp, would make the request look stale). An encoding of our own
+// fields that fails is a bug, counted and reported (core.Bugs), and the
+// frame is not sent.
+func (c *Core) send(to uint32, k wire.Kind, p encoding.BinaryAppender, lamport uint64) {
+	b, ok := c.bugs.Encode(&c.events, k.String(), p, nil)
+	if !ok {
+		return
+	}
+	if lamport == 0 {
+		lamport = c.lamport.Send()
+	}
+	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Payload: b, Lamport: lamport})
+}
+
+// others returns every member but this one, in ID order.
+func (c *Core) others() []uint32 {
+	out := make([]uint32, 0, len(c.cfg.Members)-1)
+	for _, m := range c.cfg.Members {
+		if m != c.self {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// suspected says whether member m is taken for dead (never before the
+// core's first Tick or Step).
+func (c *Core) suspected(m uint32) bool {
+	return c.det != nil && c.det.State(m) == liveness.Suspect
+}
+
+// freshMajority says whether this member heard a majority (itself
+// included) within FreshWindow: the condition of every grant and renewal.
+func (c *Core) freshMajority() bool {
+	n := 1
+	for _, p := range c.peers {
+		if !p.heardAt.IsZero() && c.now.Sub(p.heardAt) <= c.cfg.FreshWindow {
+			n++
+		}
+	}
+	return n >= c.majority
+}
+
+// inHold says whether this member, restarted, still answers nobody.
+func (c *Core) inHold() bool { return c.now.Before(c.holdUntil) }
+
+// fence is the fence of a request of member m stamped stamp.
+func (c *Core) fence(stamp uint64, m uint32) uint64 { return stamp<<16 | c.index[m] }
+
+// before is the (stamp, ID) order of requests: a's first?
+func before(sa uint64, a uint32, sb uint64, b uint32) bool {
+	return clock.LamportLess(sa, a, sb, b)
+}
+
+// lockFor returns lock name's state, made if need be.
+func (c *Core) lockFor(name string) (*lock, error) {
+	if l, ok := c.locks[name]; ok {
+		return l, nil
+	}
+	if len(c.locks) >= c.cfg.MaxLocks {
+		c.reclaim(true)
+		if len(c.locks) >= c.cfg.MaxLocks {
+			return nil, ErrNoRoom
+		}
+	}
+	l := &lock{name: name, known: c.fenceFloor, touched: c.now, got: map[uint32]bool{}, sentAt: map[uint32]time.Time{},
+		last: map[uint32]uint64{}, want: map[uint32]uint64{}, deferred: map[uint32]deferral{}, acked: map[uint32]uint64{}}
+	c.locks[name] = l
+	return l, nil
+}
+
+// idle says whether lock l holds nothing worth keeping: no request of this
+// member, no queued or deferred request of another.
+func (c *Core) idle(l *lock) bool {
+	if l.stamp != 0 || len(l.deferred) > 0 || c.reqs.Waiting(l.name) > 0 || c.reqs.Held(l.name) {
+		return false
+	}
+	for _, w := range l.want {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// reclaim drops idle locks untouched for DeadAfter (all idle ones when
+// urgent), keeping their highest fence in fenceFloor.
+func (c *Core) reclaim(urgent bool) {
+	for name, l := range c.locks {
+		if c.idle(l) && (urgent || c.now.Sub(l.touched) >= c.cfg.DeadAfter) {
+			c.fenceFloor = max(c.fenceFloor, l.known)
+			delete(c.locks, name)
+			c.count("locks_reclaimed")
+		}
+	}
+}
+
+// heard notes that member m spoke.
+func (c *Core) heard(m uint32) {
+	if p := c.peers[m]; p != nil && c.now.After(p.heardAt) {
+		p.heardAt = c.now
+	}
+	if c.det != nil && c.det.Heard(m, c.now) {
+		c.reportLiveness()
+	}
+}
+
+// reportLiveness acts on the detector's transitions. A member taken for
+// dead is no longer waited for, and the answers it gave are void (it may
+// have given us up and granted); one heard again is asked again at once.
+func (c *Core) reportLiveness() {
+	for _, t := range c.det.Transitions() {
+		switch {
+		case t.To == liveness.Suspect:
+			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v; no longer waited for", t.ID, t.Silent), "member", t.ID)
+			for _, l := range c.locks {
+				delete(l.got, t.ID)
+			}
+		case t.From == liveness.Suspect:
+			c.emit(EventMemberUp, fmt.Sprintf("member %d is up", t.ID), "member", t.ID)
+			for _, l := range c.locks {
+				if l.stamp != 0 && !l.granted {
+					delete(l.sentAt, t.ID) // ask it at once
+				}
+			}
+		}
+	}
+}
+
+// seeIncarnation checks frame incarnation inc of member m; a newer one
+// drops everything known of m's previous life.
+func (c *Core) seeIncarnation(m uint32, inc uint32) error {
+	p := c.peers[m]
+	switch {
+	case inc < p.inc:
+		return fmt.Errorf("%w: %d from member %d, which is at %d", ErrStaleIncarnation, inc, m, p.inc)
+	case inc == p.inc:
+		return nil
+	case p.inc != 0 && inc-p.inc > MaxIncarnationJump:
+		return fmt.Errorf("%w: %d from member %d, which is at %d", ErrIncarnationJump, inc, m, p.inc)
+	}
+	if p.inc != 0 {
+		c.count("rejoins")
+		c.emit(EventRejoined, fmt.Sprintf("member %d rejoined as incarnation %d: its old requests are dropped", m, inc),
+			"member", m, "incarnation", inc)
+		for _, l := range c.locks {
+			delete(l.got, m)
+			delete(l.last, m)
+			delete(l.want, m)
+			delete(l.deferred, m)
+			delete(l.sentAt, m)
+			delete(l.acked, m)
+		}
+	}
+	p.inc = inc
+	return nil
+}
+
+// Step feeds one frame.
+func (c *Core) Step(m core.Message) error {
+	c.observe(m.Time)
+	err := c.step(m)
+	c.confirmRenewals() // any frame may make the majority fresh again
+	if err != nil {
+		c.count("rejected_" + reason(err))
+	}
+	return err
+}
+
+func (c *Core) step(m core.Message) error {
+	if _, ok := c.peers[m.From]; !ok {
+		return core.ErrUnknownMember
+	}
+	c.heard(m.From)
+	if m.Lamport == 0 {
+		return fmt.Errorf("%w: no Lamport time", ErrImplausible)
+	}
+	ra := c.cfg.Variant == RicartAgrawala
+	switch m.Kind {
+	case wire.KindHeartbeat:
+		var h wire.Heartbeat
+		return h.UnmarshalBinary(m.Payload)
+	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
+		if ra != (m.Kind == wire.KindRARequest) {
+			return fmt.Errorf("%w: %v", ErrWrongAlgorithm, m.Kind)
+		}
+		var r wire.PermRequest
+		if err := r.UnmarshalBinary(m.Payload); err != nil {
+			return err
+		}
+		if r.Stamp > m.Lamport || r.Fence>>16 > m.Lamport {
+			return fmt.Errorf("%w: stamp %d, fence %d in a frame of Lamport time %d", ErrImplausible, r.Stamp, r.Fence, m.Lamport)
+		}
+		if err := c.seeIncarnation(m.From, r.Incarnation); err != nil {
+			return err
+		}
+		switch m.Kind {
+		case wire.KindRARequest:
+			c.stepRARequest(m.From, m.Lamport, r)
+			return nil
+		case wire.KindLamportRequest:
+			return c.stepLamportRequest(m.From, m.Lamport, r)
+		}
+		c.stepLamportRelease(m.From, m.Lamport, r)
+		return nil
+	case wire.KindRAReply, wire.KindLamportAck:
+		if ra != (m.Kind == wire.KindRAReply) {
+			return fmt.Errorf("%w: %v", ErrWrongAlgorithm, m.Kind)
+		}
+		var r wire.PermReply
+		if err := r.UnmarshalBinary(m.Payload); err != nil {
+			return err
+		}
+		if r.Stamp > m.Lamport || r.Want > m.Lamport || r.Fence>>16 > m.Lamport {
+			return fmt.Errorf("%w: stamp %d, want %d, fence %d in a frame of Lamport time %d", ErrImplausible, r.Stamp, r.Want, r.Fence, m.Lamport)
+		}
+		if err := c.seeIncarnation(m.From, r.Incarnation); err != nil {
+			return err
+		}
+		c.stepAnswer(m.From, m.Lamport, r)
+		return nil
+	}
+	return core.ErrUnexpectedKind
+}
+
+// confirmRenewals confirms the renewals waiting for a fresh majority.
+func (c *Core) confirmRenewals() {
+	if !c.freshMajority() {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
+		if c.reqs.Renewing(name) {
+			c.reqs.ConfirmRenewals(c.now, name)
+			c.drain()
+		}
+	}
+}
+
+// rejectLabels are the counter labels of Step's errors ("rejected_" and
+// the label); a payload's are pkg/wire's.
+var rejectLabels = core.ErrorLabels{
+	{Err: ErrImplausible, Label: "implausible"},
+	{Err: ErrStaleIncarnation, Label: "stale_incarnation"},
+	{Err: ErrIncarnationJump, Label: "incarnation_jump"},
+	{Err: ErrNoRoom, Label: "no_room"},
+	{Err: ErrWrongAlgorithm, Label: "wrong_algorithm"},
+	{Err: core.ErrUnknownMember, Label: "unknown_member"},
+	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
+}
+
+func reason(err error) string {
+	if l := rejectLabels.Of(err, ""); l != "" {
+		return l
+	}
+	return "payload_" + wire.Reason(err)
+}
+
+// fresh takes a frame stamped at about lock l from member m if it is newer
+// than the last one taken; a stale one is counted and ignored.
+func (c *Core) fresh(l *lock, m uint32, at uint64) bool {
+	if at <= l.last[m] {
+		c.count("stale_frames")
+		return false
+	}
+	l.last[m] = at
+	l.touched = c.now
+	return true
+}
+
+// StepDatagram refuses datagrams: these cores speak synclab frames only.
+func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+
+// Tick runs the timers: heartbeats, liveness, leases, retries.
+func (c *Core) Tick(now time.Time) {
+	c.observe(now)
+	if !c.now.Before(c.nextBeat) {
+		alive := 1
+		for _, m := range c.others() {
+			if !c.suspected(m) {
+				alive++
+			}
+		}
+		c.send(core.Broadcast, wire.KindHeartbeat, wire.Heartbeat{
+			Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Alive: uint32(alive)}, 0)
+		c.nextBeat = c.now.Add(c.cfg.HeartbeatInterval)
+	}
+	c.det.Check(c.now)
+	c.reportLiveness()
+	c.checkCutOff()
+	c.reqs.Expire(c.now)
+	c.drain()
+	for _, name := range slices.Sorted(maps.Keys(c.locks)) { // sorted: deterministic output
+		l := c.locks[name]
+		c.resend(l)
+		c.settle(l)
+	}
+	c.reclaim(false)
+}
+
+// Deadline is when the core next needs Tick (core.Scheduler).
+func (c *Core) Deadline() time.Time {
+	if !c.started {
+		return time.Time{}
+	}
+	d := core.Earliest(c.nextBeat, c.det.Deadline(), c.reqs.Deadline())
+	if c.inHold() {
+		d = core.Earliest(d, c.holdUntil)
+	}
+	if !c.rejoinFrom.IsZero() {
+		d = core.Earliest(d, c.rejoinFrom.Add(c.cfg.FreshWindow), c.rejoinFrom.Add(c.cfg.DeadAfter))
+	}
+	if !c.cutOff {
+		for _, p := range c.peers {
+			if !p.heardAt.IsZero() {
+				d = core.Earliest(d, p.heardAt.Add(c.rejoinAfter()+time.Millisecond))
+			}
+		}
+	}
+	for _, l := range c.locks {
+		if l.stamp == 0 || l.granted {
+			continue
+		}
+		for _, m := range c.others() {
+			if c.needs(l, m) && !c.suspected(m) {
+				d = core.Earliest(d, l.sentAt[m].Add(c.cfg.RetryInterval))
+			}
+		}
+	}
+	return d
+}
+
+// Ready drains what the core wants done. State, while a change is not
+// confirmed on disk (Advance), is the incarnation and the Lamport floor:
+// persist it before sending.
+func (c *Core) Ready() core.Ready {
+	c.raiseFloor(len(c.msgs))
+	rd := core.Ready{Messages: c.msgs, Events: c.events}
+	c.durable.Ready(&rd, func() []byte { return encodeState(savedState{incarnation: c.inc, floor: c.floor}) })
+	c.msgs, c.events = nil, nil
+	return rd
+}
+
+// Advance is the driver's report on the last Ready (core.Advancer).
+func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
+
+// Outcomes drains the typed answers about requests (mutex.Algorithm).
+func (c *Core) Outcomes() []mutex.Outcome {
+	out := c.outcomes
+	c.outcomes = nil
+	return out
+}
+
+// Lookup returns request id as it stands (mutex.Algorithm).
+func (c *Core) Lookup(id mutex.RequestID) (mutex.RequestStatus, bool) {
+	return c.reqs.Lookup(c.now, id)
+}
+
+// Expires returns the local time at which granted request id's lease ends.
+func (c *Core) Expires(id mutex.RequestID) (time.Time, bool) { return c.reqs.Expires(id) }

@@ -1,0 +1,122 @@
+package permission
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// ParamRetry is the setting (mutexd run --retry) of RetryInterval.
+const ParamRetry = "retry"
+
+// Params are the settings both algorithms share (mutexd run flags).
+var Params = []mutex.Param{
+	{Name: ParamRetry, Default: DefaultLANConfig().RetryInterval,
+		Usage: "how long a waiting member goes without a member's answer before it asks again (repairs lost frames)"},
+}
+
+// ConfigFor maps a driver's options to a core's configuration: the
+// cluster's lease, the heartbeat, the retry; DeadAfter follows from them
+// (MinDeadAfter). The result is validated by New.
+func ConfigFor(v Variant, env core.Env, opt mutex.Options) (Config, error) {
+	cfg := DefaultLANConfig()
+	cfg.Variant, cfg.ID, cfg.Members = v, env.ID, env.Members
+	cfg.Persisted, cfg.Lamport = env.State, env.Lamport
+	if opt.Lease != 0 {
+		cfg.MaxLease = opt.Lease
+	}
+	if opt.MinLease != 0 {
+		cfg.MinLease = opt.MinLease
+	}
+	if opt.Heartbeat != 0 {
+		cfg.HeartbeatInterval = opt.Heartbeat
+	}
+	cfg.RetryInterval = opt.Param(ParamRetry, cfg.RetryInterval)
+	for _, f := range []struct {
+		flag string
+		v    time.Duration
+	}{{"lease", cfg.MaxLease}, {"heartbeat", cfg.HeartbeatInterval}, {ParamRetry, cfg.RetryInterval}} {
+		if f.v <= 0 {
+			return cfg, fmt.Errorf("%w: --%s %v: must be positive", ErrConfig, f.flag, f.v)
+		}
+	}
+	return cfg, nil
+}
+
+// NewFromEnv builds a member's core of variant v from a driver's
+// environment and options (Factory.New).
+func NewFromEnv(v Variant, env core.Env, opt mutex.Options) (*Core, error) {
+	cfg, err := ConfigFor(v, env, opt)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg)
+}
+
+// StatusLines are the lines of `mutexd status` after the common summary.
+func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
+	var d Detail
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("unexpected %s detail: %w", st.Algorithm, err)
+	}
+	alive := 0
+	for _, m := range st.Members {
+		if m.Alive {
+			alive++
+		}
+	}
+	c := st.Counters
+	lines := []string{
+		fmt.Sprintf("Members  : %d of %d alive, majority %d, incarnation %d, Lamport %d, dead after %v",
+			alive, len(st.Members), d.Majority, d.Incarnation, d.Lamport, time.Duration(d.DeadAfterMS)*time.Millisecond),
+		fmt.Sprintf("Requests : %d sent, %d resent, %d reissued; %d rejoins seen, %d stalls",
+			c["requests_sent"], c["requests_resent"], c["requests_reissued"], c["rejoins"], c["stalls"]),
+	}
+	if d.RestartHoldMS > 0 {
+		lines = append(lines, fmt.Sprintf("Restarted: answering nobody for %v more (a lease granted before the restart may run)",
+			time.Duration(d.RestartHoldMS)*time.Millisecond))
+	}
+	return lines, nil
+}
+
+// LockColumns are the columns LockCells adds to the lock table.
+var LockColumns = []string{"Request", "Answered", "Waiting here"}
+
+// LockCells are a lock's columns in `mutexd status`: this member's request
+// (its stamp, or held), who answered it, and the other members' requests
+// it knows (deferred or queued).
+func LockCells(raw json.RawMessage) ([]string, error) {
+	var d LockDetail
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, fmt.Errorf("unexpected lock detail: %w", err)
+		}
+	}
+	req := "-"
+	switch {
+	case d.Granted:
+		req = fmt.Sprintf("held (%d)", d.Stamp)
+	case d.Stamp != 0:
+		req = fmt.Sprintf("asked at %d", d.Stamp)
+	}
+	answered := "-"
+	if len(d.Answered) > 0 {
+		answered = strings.Trim(strings.ReplaceAll(fmt.Sprint(d.Answered), " ", ","), "[]")
+	}
+	var others []string
+	for _, e := range append(d.Deferred, d.Queue...) {
+		others = append(others, fmt.Sprintf("%d@%d", e.Member, e.Stamp))
+	}
+	waiting := "-"
+	if len(others) > 0 {
+		waiting = strings.Join(others, ",")
+	}
+	return []string{req, answered, waiting}, nil
+}
+
+// FenceText shows a fence as stamp.member-index.
+func FenceText(f uint64) string { return fmt.Sprintf("%d (%d.%d)", f, f>>16, f&0xffff) }

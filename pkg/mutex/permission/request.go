@@ -1,0 +1,240 @@
+package permission
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Acquire queues r at local time now (mutex.Algorithm). The grant arrives
+// as a mutex.Granted outcome (and EventGranted) with the returned ID.
+func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
+	c.observe(now)
+	if _, err := c.reqs.Check(c.self, r); err != nil {
+		return 0, err
+	}
+	if c.lamport.Now() >= wire.MaxPermStamp-floorSlack {
+		c.count("clock_exhausted")
+		return 0, ErrClockExhausted
+	}
+	l, err := c.lockFor(r.Lock)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", mutex.ErrTooManyLocks, err)
+	}
+	id, err := c.reqs.Enqueue(c.now, c.self, r)
+	if err != nil {
+		return 0, err
+	}
+	l.touched = c.now
+	c.advance(l)
+	return id, nil
+}
+
+// Release ends request id (mutex.Algorithm): a holder gives its lock back,
+// a waiting request leaves the queue. A holder whose lease ended first
+// lost the grant with it: ErrExpired.
+func (c *Core) Release(now time.Time, id mutex.RequestID) error {
+	c.observe(now)
+	st, err := c.reqs.Release(c.now, id)
+	c.drain()
+	if l := c.locks[st.Lock]; l != nil {
+		c.settle(l)
+	}
+	return err
+}
+
+// Renew asks that granted request id's lease run lease from now
+// (mutex.Algorithm). It is confirmed at once while this member hears a
+// majority, else as soon as it does again; a lease that ends first is lost.
+func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) error {
+	c.observe(now)
+	err := c.reqs.Renew(c.now, id, lease)
+	c.drain()
+	for _, l := range c.locks {
+		c.settle(l) // a renewal after the lease ran out lost the lock
+	}
+	return err
+}
+
+// drain turns the table's outcomes into the core's outcomes and events.
+func (c *Core) drain() {
+	for _, o := range c.reqs.Outcomes() {
+		c.outcomes = append(c.outcomes, o)
+		switch o := o.(type) {
+		case mutex.Granted:
+			c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "lease", o.Lease, "expires", o.Expires, "incarnation", o.Epoch)
+		case mutex.Renewed:
+			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
+		case mutex.Lost:
+			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
+		case mutex.Released:
+			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
+		}
+	}
+}
+
+// settle ends this member's request for l when nothing of it is left in
+// the table (the holder released or lost it, or every waiting client
+// withdrew), then moves on.
+func (c *Core) settle(l *lock) {
+	if l.stamp != 0 && !c.reqs.Held(l.name) && (l.granted || c.reqs.Waiting(l.name) == 0) {
+		c.exit(l)
+	}
+	c.advance(l)
+}
+
+// advance does what lock l needs now: a request for the client at the head
+// of its queue, a grant when every answer is in, a renewal to confirm.
+func (c *Core) advance(l *lock) {
+	if l.stamp != 0 && !l.granted && c.reqs.Waiting(l.name) == 0 {
+		c.exit(l) // every client withdrew
+	}
+	if l.stamp == 0 && c.reqs.Waiting(l.name) > 0 && !c.reqs.Held(l.name) && !c.cutOff && !c.rejoining() {
+		c.request(l)
+	}
+	if l.stamp != 0 && !l.granted {
+		c.tryGrant(l)
+	}
+	if c.reqs.Renewing(l.name) && c.freshMajority() {
+		c.reqs.ConfirmRenewals(c.now, l.name)
+		c.drain()
+	}
+}
+
+// request stamps a new request for l and sends it to every other member.
+func (c *Core) request(l *lock) {
+	if c.lamport.Now() >= wire.MaxPermStamp-floorSlack {
+		c.count("clock_exhausted")
+		for _, id := range c.reqs.Grantable(l.name) {
+			c.reqs.Refuse(id, "clock_exhausted")
+		}
+		c.drain()
+		return
+	}
+	l.stamp = c.lamport.Send()
+	l.granted = false
+	clear(l.got)
+	clear(l.sentAt)
+	c.count("requests_sent")
+	if c.cfg.Variant == RicartAgrawala {
+		// Requests this member deferred because its own came first may
+		// come first now.
+		c.answerDeferred(l, false)
+	}
+	for _, m := range c.others() {
+		c.sendRequest(l, m, l.stamp)
+	}
+}
+
+// sendRequest sends l's request to m; lamport is its stamp on the first
+// send (one logical send, the same in every frame), 0 on a retry.
+func (c *Core) sendRequest(l *lock, m uint32, lamport uint64) {
+	kind := wire.KindLamportRequest
+	if c.cfg.Variant == RicartAgrawala {
+		kind = wire.KindRARequest
+	}
+	c.send(m, kind, wire.PermRequest{Name: l.name, Incarnation: c.inc, Stamp: l.stamp, Fence: l.known}, lamport)
+	l.sentAt[m] = c.now
+}
+
+// needs says whether l's request still needs something from member m: its
+// answer (a reply; a frame stamped after the request), or, in Lamport's
+// queue, word that an earlier request of m ended.
+func (c *Core) needs(l *lock, m uint32) bool {
+	if !l.got[m] {
+		return true
+	}
+	if c.cfg.Variant == Lamport {
+		if w := l.want[m]; w != 0 && before(w, m, l.stamp, c.self) {
+			return true
+		}
+	}
+	return false
+}
+
+// resend asks again every live member whose answer l's request has lacked
+// for RetryInterval: it repairs a lost request, answer or release.
+func (c *Core) resend(l *lock) {
+	if l.stamp == 0 || l.granted {
+		return
+	}
+	for _, m := range c.others() {
+		if c.suspected(m) || !c.needs(l, m) || c.now.Sub(l.sentAt[m]) < c.cfg.RetryInterval {
+			continue
+		}
+		c.count("requests_resent")
+		c.sendRequest(l, m, 0)
+	}
+}
+
+// tryGrant grants l to the client at the head of its queue when the
+// algorithm allows: every member not taken for dead answered (and, in
+// Lamport's queue, no earlier request of a live member waits), those
+// answers and this member make a majority, a majority was heard within
+// FreshWindow, and the request's fence exceeds every fence known.
+func (c *Core) tryGrant(l *lock) {
+	if c.cutOff || !c.freshMajority() {
+		return
+	}
+	n := 1
+	for _, m := range c.others() {
+		if c.suspected(m) {
+			continue
+		}
+		if c.needs(l, m) {
+			return
+		}
+		n++
+	}
+	if n < c.majority {
+		return
+	}
+	fence := c.fence(l.stamp, c.self)
+	if fence <= l.known {
+		// A member given up for dead granted a fence above this
+		// request's (its stamp came before that member's grant reached
+		// us): ask again with a stamp above it, which the clock now is.
+		c.count("requests_reissued")
+		c.emit(EventReissued, fmt.Sprintf("%s: request stamped %d is below the known fence %d: asking again", l.name, l.stamp, l.known),
+			"lock", l.name, "stamp", l.stamp, "known", l.known)
+		c.exit(l)
+		c.lamport.Witness(l.known >> 16)
+		c.request(l)
+		return
+	}
+	ids := c.reqs.Grantable(l.name)
+	if len(ids) == 0 {
+		return
+	}
+	if _, err := c.reqs.Grant(c.now, ids[0], fence, uint64(c.inc)); err != nil {
+		c.bugs.Report(&c.events, "grant", err)
+		return
+	}
+	l.granted = true
+	l.known = fence
+	c.drain()
+}
+
+// exit ends this member's request for l: Ricart-Agrawala answers every
+// request it deferred, Lamport's queue sends the release to all.
+func (c *Core) exit(l *lock) {
+	old := l.stamp
+	l.stamp, l.granted = 0, false
+	clear(l.got)
+	clear(l.sentAt)
+	l.touched = c.now
+	if old == 0 {
+		return
+	}
+	if c.cfg.Variant == RicartAgrawala {
+		c.answerDeferred(l, true)
+		return
+	}
+	for _, m := range c.others() {
+		c.send(m, wire.KindLamportRelease, wire.PermRequest{Name: l.name, Incarnation: c.inc, Stamp: old, Fence: l.known}, 0)
+	}
+}

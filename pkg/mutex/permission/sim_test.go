@@ -1,0 +1,192 @@
+package permission_test
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/lamport"
+	"github.com/synclab/synclab/pkg/mutex/mutextest"
+	"github.com/synclab/synclab/pkg/mutex/ricartagrawala"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+var factories = []mutex.Factory{ricartagrawala.Factory, lamport.Factory}
+
+// TestOracle: both algorithms keep the generic oracle (pkg/mutex/mutextest:
+// exclusion in real time, fences above every earlier grant, every request
+// granted once the faults stop) on 3 to 7 members over lossy links, with
+// the faults they claim to survive (crashes and restarts of the holder and
+// of others, pauses longer than the lease, a holder partitioned alone,
+// bursts of loss).
+func TestOracle(t *testing.T) {
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 12, func(t *testing.T, seed int64) {
+				c := mutextest.Run(t, seed, mutextest.Config{Factory: f})
+				t.Log(c)
+			})
+		})
+	}
+}
+
+// TestMinorityAndDeadMember: the faults the textbook algorithms cannot
+// survive. A minority of two (the holder among it) is cut off from the
+// majority for longer than the failure detector's timeout, then the
+// network heals; a member crashes for good and the others go on without
+// it. Over lossy links, with the oracle.
+func TestMinorityAndDeadMember(t *testing.T) {
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 8, func(t *testing.T, seed int64) {
+				c := mutextest.New(t, seed, mutextest.Config{Factory: f, Members: 5 + int(seed%3), Faults: []mutex.Fault{mutex.Loss}})
+				s, ids := c.Sim(), c.IDs()
+				c.Run(3*time.Second, true)
+				for round := range 3 {
+					h := c.Holder()
+					minority := []uint32{h}
+					var majority []uint32
+					for _, id := range ids {
+						switch {
+						case id == h:
+						case len(minority) < 2 && (int(id)+round)%2 == 0:
+							minority = append(minority, id)
+						default:
+							majority = append(majority, id)
+						}
+					}
+					s.Partition(minority, majority)
+					c.Run(time.Duration(2+round*3)*time.Second, true)
+					s.Heal()
+					c.Run(2*time.Second, true)
+				}
+				// Let every client finish, then crash one member for good.
+				c.Run(4*time.Second, false)
+				dead := ids[int(seed)%len(ids)]
+				s.Crash(dead)
+				c.Run(10*time.Second, true)
+				c.Run(10*time.Second, false)
+				if w := slices.DeleteFunc(c.Waiting(), func(id uint32) bool { return id == dead }); len(w) > 0 {
+					t.Fatalf("members %v still wait with member %d dead\n%s", w, dead, c.Tail())
+				}
+				c.Check()
+				t.Log(c)
+			})
+		})
+	}
+}
+
+// TestMessagesPerEntry: an uncontended entry costs exactly what seed 004
+// says: 2(N-1) messages for Ricart-Agrawala, 3(N-1) for Lamport's queue.
+func TestMessagesPerEntry(t *testing.T) {
+	for _, f := range factories {
+		for _, n := range []int{3, 5, 8} {
+			t.Run(fmt.Sprintf("%s/%d", f.Name, n), func(t *testing.T) {
+				got := mutextest.MessagesPerEntry(t, f, mutex.Options{}, n)
+				lo, hi := f.Cost.Messages(n)
+				t.Logf("%s, %d members: %.2f messages per entry (notes: %s = %v)", f.Name, n, got, f.Cost.Text, lo)
+				if got != lo || lo != hi {
+					t.Errorf("%d members: %.2f messages per entry, the notes say %s = %v", n, got, f.Cost.Text, lo)
+				}
+			})
+		}
+	}
+}
+
+// TestContendedReordered: every member's client takes and releases one
+// lock back to back for 5 s over reliable links whose jitter reorders
+// datagrams. Nothing is lost, so nothing may wait for a retry: no request
+// is sent twice, every entry costs exactly what the notes say (2(N-1),
+// 3(N-1)) plus only the acknowledgements that reordering forces in
+// Lamport's queue, and no wait comes near RetryInterval. (Frames stamped in
+// another order than they were made once made requests look stale and
+// cost every handoff a retry: 10 handoffs/s instead of hundreds.)
+func TestContendedReordered(t *testing.T) {
+	for _, f := range factories {
+		for _, n := range []int{3, 5} {
+			t.Run(fmt.Sprintf("%s/%d", f.Name, n), func(t *testing.T) {
+				s := sim.New(sim.Config{Seed: int64(n), DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 400 * time.Microsecond}})
+				type client struct {
+					req     mutex.RequestID
+					asked   time.Duration
+					holding bool
+				}
+				clients := map[uint32]*client{}
+				var waits []time.Duration
+				for id := uint32(1); id <= uint32(n); id++ {
+					clients[id] = &client{}
+					s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+						a, err := f.New(env, mutex.Options{Heartbeat: 100 * time.Millisecond, Lease: time.Second})
+						if err != nil {
+							t.Fatal(err)
+						}
+						return a
+					}, clock.SimConfig{})
+				}
+				s.OnReady(func(r sim.Ready) {
+					for _, o := range r.Core.(mutex.Algorithm).Outcomes() {
+						if g, ok := o.(mutex.Granted); ok && clients[r.Node].req == g.ID {
+							clients[r.Node].holding = true
+							waits = append(waits, r.At-clients[r.Node].asked)
+						}
+					}
+				})
+				s.Start()
+				s.Run(time.Second)
+				s.ResetCounts()
+				entries := 0
+				for s.Elapsed() < 6*time.Second {
+					for id, c := range clients {
+						switch {
+						case c.req == 0:
+							s.Do(id, func(cc core.Core) {
+								req, err := cc.(mutex.Algorithm).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "hot"})
+								if err != nil {
+									t.Fatal(err)
+								}
+								c.req, c.asked = req, s.Elapsed()
+							})
+						case c.holding:
+							s.Do(id, func(cc core.Core) {
+								if err := cc.(mutex.Algorithm).Release(s.Clock(id).Now(), c.req); err != nil {
+									t.Fatal(err)
+								}
+							})
+							*c = client{}
+							entries++
+						}
+					}
+					s.Run(time.Millisecond)
+				}
+				var resent uint64
+				for id := range clients {
+					resent += s.Core(id).(mutex.Algorithm).Report().Counters["requests_resent"]
+				}
+				slices.Sort(waits)
+				p99 := waits[len(waits)*99/100]
+				var frames uint64
+				for _, k := range []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindLamportRequest, wire.KindLamportAck, wire.KindLamportRelease} {
+					frames += s.Sent(k)
+				}
+				lo, _ := f.Cost.Messages(n)
+				perEntry := float64(frames) / float64(entries)
+				t.Logf("%d entries in 5 s, wait p99 %v, %.2f frames per entry (notes %v), %d requests resent", entries, p99, perEntry, lo, resent)
+				if resent > 0 {
+					t.Errorf("%d requests resent on links that lose nothing", resent)
+				}
+				if p99 >= 100*time.Millisecond {
+					t.Errorf("wait p99 %v: a handoff waited for something", p99)
+				}
+				if perEntry < lo || perEntry > lo*1.2 {
+					t.Errorf("%.2f frames per entry, the notes say %v", perEntry, lo)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package permission
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// Guarantees returns what variant v promises (the package doc argues each).
+func Guarantees(v Variant) mutex.Guarantees {
+	g := mutex.Guarantees{
+		// Partition as mutex.Partition means it: a split into a majority
+		// side, which goes on, and a minority, which grants nothing (a
+		// majority must answer and be heard; a holder cut off stops
+		// renewing before the others give it up). Not every failure of
+		// links: when the link between two members fails while both still
+		// hear a majority, each takes the other for dead and both may
+		// grant; then the fence protects the resource (package doc).
+		Survives: []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Partition, mutex.Loss},
+		Shared:   false,
+		Protection: "the fence, (Lamport time, requester) of the request: strictly increasing per lock across the cluster " +
+			"and restarts; a member cut off renews nothing and its lease ends before the others stop waiting for it",
+	}
+	switch v {
+	case RicartAgrawala:
+		g.Messages = "2(N-1): N-1 requests, N-1 replies (a reply deferred to the holder's exit)"
+		g.SyncDelay = "1 (the holder's deferred reply)"
+	case Lamport:
+		g.Messages = "3(N-1): N-1 requests, N-1 acknowledgements, N-1 releases"
+		g.SyncDelay = "1 (the holder's release)"
+	}
+	return g
+}
+
+// Guarantees implements mutex.Algorithm.
+func (c *Core) Guarantees() mutex.Guarantees { return Guarantees(c.cfg.Variant) }
+
+// Detail is the permission cores' part of mutex.Status.Detail.
+type Detail struct {
+	Majority    int    `json:"majority"`
+	Incarnation uint32 `json:"incarnation"`
+	Lamport     uint64 `json:"lamport"`
+	// RestartHoldMS is how long this restarted member still answers
+	// nobody.
+	RestartHoldMS int64 `json:"restart_hold_ms,omitempty"`
+	DeadAfterMS   int64 `json:"dead_after_ms"`
+}
+
+// LockDetail is one lock's part of mutex.LockStatus.Detail.
+type LockDetail struct {
+	// Stamp is this member's request's Lamport time (0: none); Granted
+	// whether it holds.
+	Stamp   uint64 `json:"stamp,omitempty"`
+	Granted bool   `json:"granted,omitempty"`
+	// Answered: the members whose answer to Stamp is in.
+	Answered []uint32 `json:"answered,omitempty"`
+	// Deferred (Ricart-Agrawala): requests this member answers when its
+	// own ends; Queue (Lamport): the other members' requests it knows.
+	Deferred []Entry `json:"deferred,omitempty"`
+	Queue    []Entry `json:"queue,omitempty"`
+}
+
+// Entry is another member's request.
+type Entry struct {
+	Member uint32 `json:"member"`
+	Stamp  uint64 `json:"stamp"`
+}
+
+// Status implements core.Core.
+func (c *Core) Status() any { return c.Report() }
+
+func (c *Core) allCounters() map[string]uint64 {
+	m := c.reqs.Counters()
+	maps.Copy(m, c.counters)
+	for label, n := range c.bugs.Counts() {
+		m["bug_"+label] = n
+	}
+	return m
+}
+
+// Report returns the status (mutex.Algorithm); Detail is a Detail, each
+// lock's a LockDetail.
+func (c *Core) Report() mutex.Status {
+	d := Detail{Majority: c.majority, Incarnation: c.inc, Lamport: c.lamport.Now(), DeadAfterMS: c.cfg.DeadAfter.Milliseconds()}
+	if c.inHold() {
+		d.RestartHoldMS = c.holdUntil.Sub(c.now).Milliseconds()
+	}
+	st := mutex.Status{Algorithm: c.cfg.Variant.String(), ID: c.self, Counters: c.allCounters(), Guarantees: c.Guarantees(), Detail: d}
+	for _, m := range c.cfg.Members {
+		ms := mutex.MemberStatus{ID: m, Self: m == c.self, Alive: m == c.self || !c.suspected(m), State: mutex.MemberAlive}
+		switch {
+		case m == c.self:
+			ms.State = mutex.MemberSelf
+		case c.suspected(m):
+			ms.State = mutex.MemberDown
+		}
+		if p := c.peers[m]; p != nil {
+			heard := p.heardAt
+			if heard.IsZero() {
+				heard = c.begun
+			}
+			ms.HeardAgoMS = c.now.Sub(heard).Milliseconds()
+		}
+		st.Members = append(st.Members, ms)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
+		l := c.locks[name]
+		ls := mutex.LockStatus{Name: name, Fence: l.known}
+		ld := LockDetail{Stamp: l.stamp, Granted: l.granted}
+		for _, m := range slices.Sorted(maps.Keys(l.got)) {
+			if l.got[m] {
+				ld.Answered = append(ld.Answered, m)
+			}
+		}
+		for _, m := range slices.Sorted(maps.Keys(l.deferred)) {
+			ld.Deferred = append(ld.Deferred, Entry{Member: m, Stamp: l.deferred[m].stamp})
+		}
+		for _, m := range slices.Sorted(maps.Keys(l.want)) {
+			if w := l.want[m]; w != 0 {
+				ld.Queue = append(ld.Queue, Entry{Member: m, Stamp: w})
+			}
+		}
+		slices.SortFunc(ld.Queue, func(a, b Entry) int {
+			if before(a.Stamp, a.Member, b.Stamp, b.Member) {
+				return -1
+			}
+			return 1
+		})
+		ls.Detail = ld
+		c.reqs.Fill(c.now, &ls)
+		st.Locks = append(st.Locks, ls)
+	}
+	return st
+}
+
+var _ core.MetricsWriter = (*Core)(nil)
+
+// maxFenceSeries bounds the per-lock fence series.
+const maxFenceSeries = 256
+
+// Metrics exports the core's state and counters. Per-lock samples only for
+// locks this member's clients use, at most maxFenceSeries.
+func (c *Core) Metrics(m *core.MetricSet) {
+	alive := 1
+	for _, id := range c.others() {
+		if !c.suspected(id) {
+			alive++
+		}
+	}
+	m.Gauge("synclab_mutex_members", "Members, this one included.", float64(len(c.cfg.Members)))
+	m.Gauge("synclab_mutex_members_alive", "Members believed alive (waited for), this one included.", float64(alive))
+	m.Gauge("synclab_mutex_incarnation", "This member's incarnation.", float64(c.inc))
+	held, waiting := 0, 0
+	n := 0
+	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
+		if c.reqs.Held(name) {
+			held++
+		}
+		waiting += c.reqs.Waiting(name)
+		if l := c.locks[name]; l.stamp != 0 && n < maxFenceSeries {
+			m.Gauge("synclab_mutex_fence", "Highest fence this member knows of, per lock it asks for.", float64(l.known),
+				core.Label{Name: "lock", Value: name})
+			n++
+		}
+	}
+	m.Gauge("synclab_mutex_locks", "Locks in this member's table.", float64(len(c.locks)))
+	m.Gauge("synclab_mutex_locks_held", "Locks granted to a client of this member now.", float64(held))
+	m.Gauge("synclab_mutex_queue_length", "Requests waiting at this member, all locks.", float64(waiting))
+	counters := c.allCounters()
+	cnt := func(k string) float64 { return float64(counters[k]) }
+	m.Counter("synclab_mutex_requests_total", "Lock requests queued at this member.", cnt("requests"))
+	m.Counter("synclab_mutex_grants_total", "Leases granted to clients of this member.", cnt("grants"))
+	m.Counter("synclab_mutex_renewals_total", "Leases renewed.", cnt("renewals"))
+	m.Counter("synclab_mutex_cancelled_total", "Waiting requests withdrawn before a grant.", cnt("cancelled"))
+	m.Counter("synclab_mutex_requests_sent_total", "Requests stamped and sent to every member.", cnt("requests_sent"))
+	m.Counter("synclab_mutex_requests_resent_total", "Requests sent again to a member whose answer was missing.", cnt("requests_resent"))
+	m.Counter("synclab_mutex_requests_reissued_total", "Requests stamped anew: their fence was below a known one.", cnt("requests_reissued"))
+	m.Counter("synclab_mutex_rejoins_total", "Members seen back with a new incarnation.", cnt("rejoins"))
+	m.Counter("synclab_mutex_stalls_total", "Stalls of this member's own loop (each a rejoin).", cnt("stalls"))
+	losses := map[string]uint64{}
+	rejected := map[string]uint64{}
+	for k, v := range counters {
+		if r, ok := strings.CutPrefix(k, "lost_"); ok {
+			losses[r] = v
+		}
+		if r, ok := strings.CutPrefix(k, "rejected_"); ok {
+			rejected[r] = v
+		}
+	}
+	for _, r := range append(slices.Clone(mutex.LossReasons), LossStalled) {
+		losses[string(r)] += 0
+	}
+	m.Counters("synclab_mutex_losses_total", "Leases lost before their release, by reason.", "reason", losses)
+	m.Counters("synclab_mutex_frames_rejected_total", "Frames refused by the core, by reason.", "reason", rejected)
+	for _, id := range c.others() {
+		m.GaugeBool("synclab_mutex_member_alive", "1 if the member is believed alive, else 0.", !c.suspected(id),
+			core.Label{Name: "member", Value: strconv.FormatUint(uint64(id), 10)})
+	}
+}

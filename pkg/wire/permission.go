@@ -1,0 +1,200 @@
+package wire
+
+import "encoding/binary"
+
+// Payloads of the permission-based mutual exclusion algorithms
+// (pkg/mutex/permission): Ricart-Agrawala and Lamport's distributed mutex.
+// A member that wants a lock asks every other member; a request is named
+// by its Lamport time (Stamp) and its sender, and the (Stamp, sender)
+// order is the order in which the requests are served. Every payload
+// carries the sender's incarnation (a count of its starts and rejoins,
+// never 0): a receiver drops what it knew of an older incarnation, and
+// refuses frames of one older than the newest it has seen.
+//
+// Stamps are Lamport times; a fence is Stamp<<16 | the requester's index
+// among the members, so the largest stamp a payload may carry is
+// MaxPermStamp (fences stay below 2^63).
+
+// MaxPermStamp is the largest request stamp a payload may carry.
+const MaxPermStamp = 1<<47 - 1
+
+// PermRequest is the payload of KindRARequest, KindLamportRequest and
+// KindLamportRelease: a request (or the request released) for one lock.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|   Name Len    |                 Reserved (0)                  |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                  Incarnation (sender's, > 0)                  |  4
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|         Stamp: the request's Lamport time (1..2^47-1)         |  8
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|       Fence: the highest fence the sender knows (or 0)        | 16
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                  Name (Name Len bytes)                        | 24
+//	/                                                               /
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+type PermRequest struct {
+	Name        string
+	Incarnation uint32
+	Stamp       uint64
+	Fence       uint64
+}
+
+// PermReply is the payload of KindRAReply and KindLamportAck: the answer to
+// one request, and what the sender knows of the lock.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|   Name Len    |                 Reserved (0)                  |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                  Incarnation (sender's, > 0)                  |  4
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|      Answers: the incarnation of the request answered (> 0)   |  8
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                         Reserved (0)                          | 12
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|       Stamp: the stamp of the request answered (1..2^47-1)    | 16
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|       Fence: the highest fence the sender knows (or 0)        | 24
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|  Want: the stamp of the sender's own request (0: none; < 2^47)| 32
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                  Name (Name Len bytes)                        | 40
+//	/                                                               /
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+type PermReply struct {
+	Name        string
+	Incarnation uint32
+	Answers     uint32 // the requester's incarnation
+	Stamp       uint64
+	Fence       uint64
+	Want        uint64
+}
+
+const (
+	permRequestFixedLen = 24
+	permReplyFixedLen   = 40
+
+	permRequestWhat = "permission request"
+	permReplyWhat   = "permission reply"
+)
+
+// AppendBinary appends the encoding of r to b. It fails on a field the
+// format cannot carry (a caller's bug).
+func (r PermRequest) AppendBinary(b []byte) ([]byte, error) {
+	switch {
+	case !ValidLockName(r.Name):
+		return b, nameEncodeErr(permRequestWhat, r.Name)
+	case r.Incarnation == 0:
+		return b, &EncodeError{What: permRequestWhat, Field: "incarnation", Value: 0, Why: "must be > 0"}
+	case r.Stamp == 0 || r.Stamp > MaxPermStamp:
+		return b, &EncodeError{What: permRequestWhat, Field: "stamp", Value: r.Stamp, Why: "want 1..MaxPermStamp"}
+	}
+	b = append(b, byte(len(r.Name)), 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, r.Incarnation)
+	b = binary.BigEndian.AppendUint64(b, r.Stamp)
+	b = binary.BigEndian.AppendUint64(b, r.Fence)
+	return append(b, r.Name...), nil
+}
+
+// UnmarshalBinary decodes a PermRequest.
+func (r *PermRequest) UnmarshalBinary(b []byte) error {
+	if len(b) < permRequestFixedLen {
+		return decodeErr(permRequestWhat, DecodeTruncated, "", len(b), permRequestFixedLen)
+	}
+	if b[1] != 0 || b[2] != 0 || b[3] != 0 {
+		return decodeErr(permRequestWhat, DecodeBadReserved, "reserved", int(b[1])<<16|int(b[2])<<8|int(b[3]), 0)
+	}
+	inc := binary.BigEndian.Uint32(b[4:])
+	if inc == 0 {
+		return decodeErr(permRequestWhat, DecodeBadField, "incarnation", 0, -1)
+	}
+	stamp := binary.BigEndian.Uint64(b[8:])
+	if stamp == 0 || stamp > MaxPermStamp {
+		return decodeErr(permRequestWhat, DecodeBadField, "stamp", clampInt(stamp), -1)
+	}
+	name, err := readName(permRequestWhat, b[permRequestFixedLen:], int(b[0]))
+	if err != nil {
+		return err
+	}
+	*r = PermRequest{Name: name, Incarnation: inc, Stamp: stamp, Fence: binary.BigEndian.Uint64(b[16:])}
+	return nil
+}
+
+// AppendBinary appends the encoding of r to b. It fails on a field the
+// format cannot carry (a caller's bug).
+func (r PermReply) AppendBinary(b []byte) ([]byte, error) {
+	switch {
+	case !ValidLockName(r.Name):
+		return b, nameEncodeErr(permReplyWhat, r.Name)
+	case r.Incarnation == 0 || r.Answers == 0:
+		return b, &EncodeError{What: permReplyWhat, Field: "incarnation", Value: uint64(min(r.Incarnation, r.Answers)), Why: "must be > 0"}
+	case r.Stamp == 0 || r.Stamp > MaxPermStamp:
+		return b, &EncodeError{What: permReplyWhat, Field: "stamp", Value: r.Stamp, Why: "want 1..MaxPermStamp"}
+	case r.Want > MaxPermStamp:
+		return b, &EncodeError{What: permReplyWhat, Field: "want", Value: r.Want, Why: "exceeds MaxPermStamp"}
+	}
+	b = append(b, byte(len(r.Name)), 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, r.Incarnation)
+	b = binary.BigEndian.AppendUint32(b, r.Answers)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint64(b, r.Stamp)
+	b = binary.BigEndian.AppendUint64(b, r.Fence)
+	b = binary.BigEndian.AppendUint64(b, r.Want)
+	return append(b, r.Name...), nil
+}
+
+// UnmarshalBinary decodes a PermReply.
+func (r *PermReply) UnmarshalBinary(b []byte) error {
+	if len(b) < permReplyFixedLen {
+		return decodeErr(permReplyWhat, DecodeTruncated, "", len(b), permReplyFixedLen)
+	}
+	if b[1] != 0 || b[2] != 0 || b[3] != 0 {
+		return decodeErr(permReplyWhat, DecodeBadReserved, "reserved", int(b[1])<<16|int(b[2])<<8|int(b[3]), 0)
+	}
+	if res := binary.BigEndian.Uint32(b[12:]); res != 0 {
+		return decodeErr(permReplyWhat, DecodeBadReserved, "reserved", clampInt(uint64(res)), 0)
+	}
+	inc, answers := binary.BigEndian.Uint32(b[4:]), binary.BigEndian.Uint32(b[8:])
+	switch {
+	case inc == 0:
+		return decodeErr(permReplyWhat, DecodeBadField, "incarnation", 0, -1)
+	case answers == 0:
+		return decodeErr(permReplyWhat, DecodeBadField, "answers", 0, -1)
+	}
+	stamp, want := binary.BigEndian.Uint64(b[16:]), binary.BigEndian.Uint64(b[32:])
+	switch {
+	case stamp == 0 || stamp > MaxPermStamp:
+		return decodeErr(permReplyWhat, DecodeBadField, "stamp", clampInt(stamp), -1)
+	case want > MaxPermStamp:
+		return decodeErr(permReplyWhat, DecodeBadField, "want", clampInt(want), -1)
+	}
+	name, err := readName(permReplyWhat, b[permReplyFixedLen:], int(b[0]))
+	if err != nil {
+		return err
+	}
+	*r = PermReply{Name: name, Incarnation: inc, Answers: answers, Stamp: stamp,
+		Fence: binary.BigEndian.Uint64(b[24:]), Want: want}
+	return nil
+}
+
+// clampInt is v as an int for an error's Got, saturated.
+func clampInt(v uint64) int {
+	if v > 1<<62 {
+		return 1 << 62
+	}
+	return int(v)
+}
