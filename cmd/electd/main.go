@@ -170,6 +170,9 @@ type leaderView struct {
 	Since   time.Time `json:"since,omitzero"`
 	Self    bool      `json:"self"`
 	Role    string    `json:"role"`
+	// Why says, when no leader is known, where the election is (the
+	// algorithm's phase: "no leader: no majority ...").
+	Why string `json:"why,omitempty"`
 }
 
 // elector is the daemon's core as the election it is.
@@ -196,6 +199,8 @@ func attach(_ *cli.Context, d *daemon.Daemon) error {
 				Self: st.Leader == st.ID, Role: st.Role.String()}
 			if st.Leader != 0 {
 				v.Address = members[st.Leader].String()
+			} else {
+				v.Why = st.Phase
 			}
 		}); derr != nil {
 			return nil, derr

@@ -73,7 +73,7 @@ func TestBuildRefuses(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--algorithm", "raft"}, `unknown election algorithm "raft" (known: bully)`},
+		{[]string{"--algorithm", "raft"}, `unknown election algorithm "raft" (known: bully`},
 		{[]string{"--heartbeat", "500us"}, "--heartbeat 500µs: timeout out of range"},
 		{[]string{"--answer-timeout", "0s"}, "--answer-timeout 0s: timeout out of range"},
 		{[]string{"--heartbeat", "400ms"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},

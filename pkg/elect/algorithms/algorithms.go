@@ -8,11 +8,13 @@ package algorithms
 import (
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect/majority"
 )
 
 // All is every algorithm, in the order the docs and benchmarks list them.
 var All = []elect.Algorithm{
 	bully.Algorithm,
+	majority.Algorithm,
 }
 
 // Default is electd's --algorithm default.

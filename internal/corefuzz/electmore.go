@@ -1,0 +1,54 @@
+package corefuzz
+
+import (
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// sender picks a frame's sender: self, a stranger (ID 9), or a member.
+func (p *Program) sender(ids []uint32, self uint32) uint32 {
+	switch p.Intn(8) {
+	case 0:
+		return self
+	case 1:
+		return 9
+	}
+	return ids[p.Intn(len(ids))]
+}
+
+// garble sometimes replaces a payload with a few random bytes.
+func (p *Program) garble(m *core.Message) {
+	if p.Intn(10) == 0 {
+		m.Payload = []byte{p.Byte(), p.Byte(), p.Byte()}
+	}
+}
+
+// MajorityFrame is a majority-election frame to member self: any of its
+// kinds (or another), from a member, self or a stranger, with a term
+// around cur, the sender's weight or any, any sequence number, uptime,
+// verdict and holder, and sometimes a garbage payload.
+func MajorityFrame(p *Program, cur uint64, lim epoch.Limit, ids []uint32, weights map[uint32]uint32, self uint32) core.Message {
+	kinds := []wire.Kind{wire.KindVoteRequest, wire.KindVote, wire.KindLeaseRenew, wire.KindLeaseGrant, wire.KindLeaseRelease, wire.KindElection}
+	m := core.Message{Kind: kinds[p.Intn(len(kinds))], To: self, From: p.sender(ids, self)}
+	m.Term = p.Epoch(cur, lim, ids)
+	w := weights[m.From]
+	if p.Intn(8) == 0 {
+		w = p.U32()
+	}
+	switch m.Kind {
+	case wire.KindVoteRequest, wire.KindLeaseRenew:
+		m.Payload, _ = wire.LeaseRequest{Seq: p.U32(), Weight: w, Uptime: p.U32()}.AppendBinary(nil)
+	case wire.KindVote, wire.KindLeaseGrant:
+		holder := uint32(0)
+		if p.Bool() {
+			holder = p.sender(ids, self)
+		}
+		m.Payload, _ = wire.LeaseReply{Seq: uint32(p.Intn(6)), Weight: w, Holder: holder,
+			Verdict: wire.LeaseVerdict(1 + p.Intn(5))}.AppendBinary(nil)
+	case wire.KindLeaseRelease:
+		m.Payload, _ = wire.LeaseRelease{Weight: w, Reason: wire.ReleaseReason(1 + p.Intn(3))}.AppendBinary(nil)
+	}
+	p.garble(&m)
+	return m
+}
