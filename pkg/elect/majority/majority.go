@@ -565,8 +565,11 @@ func (c *Core) stepRequest(in *inbound) {
 	}
 	reply := func(v wire.LeaseVerdict) {
 		h := uint32(0)
-		if c.bound() {
+		switch {
+		case c.bound():
 			h = c.holder
+		case v == wire.VerdictBound:
+			h = c.lead
 		}
 		c.send(in.From, replyKind, wire.LeaseReply{Seq: in.req.Seq, Weight: c.weight, Holder: h, Verdict: v})
 	}
@@ -590,6 +593,12 @@ func (c *Core) stepRequest(in *inbound) {
 		return
 	case c.bound() && c.holder != in.From:
 		c.observe(in)
+		reply(wire.VerdictBound)
+		return
+	case in.Kind == wire.KindVoteRequest && c.lead != 0 && c.lead != in.From:
+		// A leader we heard within a lease is alive: a candidate that
+		// does not hear it (it came back from the other side of a
+		// partition) would only disturb it. Refusing is always safe.
 		reply(wire.VerdictBound)
 		return
 	case in.Kind == wire.KindVoteRequest && !c.bound() && c.outlasts(in):
