@@ -52,3 +52,28 @@ func MajorityFrame(p *Program, cur uint64, lim epoch.Limit, ids []uint32, weight
 	p.garble(&m)
 	return m
 }
+
+// OmegaFrame is an eventual-leader frame to member self: a heartbeat (or
+// another kind) from a member, self or a stranger, with an incarnation
+// around cur (the same, one either side, 0, the largest, any), a trusted
+// leader that is a member, 0 or a stranger, any interval, and sometimes a
+// garbage payload.
+func OmegaFrame(p *Program, cur uint64, ids []uint32, self uint32) core.Message {
+	m := core.Message{Kind: wire.KindOmegaHeartbeat, To: self, From: p.sender(ids, self)}
+	if p.Intn(10) == 0 {
+		m.Kind = wire.KindVoteRequest
+	}
+	switch p.Intn(6) {
+	case 0:
+		m.Term = cur
+	case 1:
+		m.Term = cur + 1
+	case 2:
+		m.Term = cur - min(cur, 1)
+	default:
+		m.Term = p.U64()
+	}
+	m.Payload, _ = wire.OmegaHeartbeat{Leader: p.sender(ids, self) * uint32(p.Intn(2)), Interval: max(1, p.U32()%(wire.MaxOmegaInterval+1))}.AppendBinary(nil)
+	p.garble(&m)
+	return m
+}

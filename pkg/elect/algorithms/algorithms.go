@@ -9,12 +9,14 @@ import (
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/elect/majority"
+	"github.com/synclab/synclab/pkg/elect/omega"
 )
 
 // All is every algorithm, in the order the docs and benchmarks list them.
 var All = []elect.Algorithm{
 	bully.Algorithm,
 	majority.Algorithm,
+	omega.Algorithm,
 }
 
 // Default is electd's --algorithm default.
