@@ -77,3 +77,34 @@ func OmegaFrame(p *Program, cur uint64, ids []uint32, self uint32) core.Message 
 	p.garble(&m)
 	return m
 }
+
+// YoYoFrame is a Yo-Yo frame to member self: any of its kinds (or
+// another), from a neighbour, a non-neighbour, self or a stranger, with a
+// round around cur, right or wrong topology digests, any iteration (this
+// one, the next, far away), values and leaders that are members or not,
+// any flags, and sometimes a garbage payload.
+func YoYoFrame(p *Program, cur uint64, lim epoch.Limit, ids []uint32, self uint32, digest uint32) core.Message {
+	kinds := []wire.Kind{wire.KindYoYoHello, wire.KindYoYoDown, wire.KindYoYoUp, wire.KindYoYoLeader, wire.KindOmegaHeartbeat}
+	m := core.Message{Kind: kinds[p.Intn(len(kinds))], To: self, From: p.sender(ids, self), Stream: p.Bool()}
+	m.Term = p.Epoch(cur, lim, ids)
+	iter := uint32(p.Intn(4))
+	if p.Intn(8) == 0 {
+		iter = p.U32()
+	}
+	switch m.Kind {
+	case wire.KindYoYoHello:
+		d := digest
+		if p.Intn(8) == 0 {
+			d = p.U32()
+		}
+		m.Payload, _ = wire.YoYoHello{Digest: d}.AppendBinary(nil)
+	case wire.KindYoYoDown:
+		m.Payload, _ = wire.YoYoDown{Iteration: iter, Value: max(1, p.sender(ids, self))}.AppendBinary(nil)
+	case wire.KindYoYoUp:
+		m.Payload, _ = wire.YoYoUp{Iteration: iter, Flags: p.Byte() & 3}.AppendBinary(nil)
+	case wire.KindYoYoLeader:
+		m.Payload, _ = wire.YoYoLeader{Leader: max(1, p.sender(ids, self)), Seq: p.U32()}.AppendBinary(nil)
+	}
+	p.garble(&m)
+	return m
+}

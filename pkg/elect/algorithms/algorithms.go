@@ -10,6 +10,7 @@ import (
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/elect/majority"
 	"github.com/synclab/synclab/pkg/elect/omega"
+	"github.com/synclab/synclab/pkg/elect/yoyo"
 )
 
 // All is every algorithm, in the order the docs and benchmarks list them.
@@ -17,6 +18,7 @@ var All = []elect.Algorithm{
 	bully.Algorithm,
 	majority.Algorithm,
 	omega.Algorithm,
+	yoyo.Algorithm,
 }
 
 // Default is electd's --algorithm default.
