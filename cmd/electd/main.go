@@ -31,6 +31,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	electalgorithms "github.com/synclab/synclab/pkg/elect/algorithms"
+	"github.com/synclab/synclab/pkg/elect/majority"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
 	"github.com/synclab/synclab/pkg/liveness"
 )
@@ -82,12 +83,17 @@ func runFlags() []cli.Flag {
 }
 
 func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
-	if err := app.ReadOnlySystemClock(cfg); err != nil {
-		return nil, err
-	}
 	algo, err := elect.Lookup(algorithms, c.String("algorithm"))
 	if err != nil {
 		return nil, app.Usagef("--algorithm: %v", err)
+	}
+	if algo.Name == majority.Algorithm.Name {
+		// Its leases are durations on the local clock that must not run
+		// faster than MaxDriftPPM allows: the oscillator, which timed's
+		// slews (up to 8%) and steps of the system clock do not move.
+		app.SteadyClock(cfg)
+	} else if err := app.ReadOnlySystemClock(cfg); err != nil {
+		return nil, err
 	}
 	prio, err := parsePriorities(c.String("priorities"), cfg.Members)
 	if err != nil {

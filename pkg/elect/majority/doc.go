@@ -32,7 +32,9 @@
 // # Why two members never both believe they lead
 //
 // Assume every clock runs at the true rate within ρ = MaxDriftPPM (100
-// ppm). A leader's belief, from a request sent at true time s, ends by
+// ppm) and is never stepped: electd runs this election on the steady
+// clock (the oscillator, app.SteadyClock), which neither a step of the
+// system clock nor timed's slewing (up to 8%) moves. A leader's belief, from a request sent at true time s, ends by
 // s + (Lease-Margin)/(1-ρ). Each voter of that majority granted after s,
 // and is bound until at least s + (Lease+Margin)/(1+ρ): no earlier,
 // because Margin >= 2·Lease·ρ (Config.validate refuses less). Any other
