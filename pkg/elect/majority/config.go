@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/internal/electcount"
 	"github.com/synclab/synclab/pkg/liveness"
 )
 
@@ -130,23 +131,13 @@ func (c *Config) validate(self uint32, members []uint32) error {
 		}
 	}
 	def := DefaultLANConfig()
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"Renew", &c.Renew, def.Renew},
-		{"Lease", &c.Lease, def.Lease},
-		{"Margin", &c.Margin, def.Margin},
-		{"VoteTimeout", &c.VoteTimeout, def.VoteTimeout},
-		{"Stagger", &c.Stagger, def.Stagger},
-	} {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-		if err := liveness.CheckTimeout(f.name, *f.v); err != nil {
-			return fmt.Errorf("majority: %w (0: default %v)", err, f.def)
-		}
+	if err := electcount.Durations("majority",
+		electcount.Duration{Name: "Renew", V: &c.Renew, Def: def.Renew},
+		electcount.Duration{Name: "Lease", V: &c.Lease, Def: def.Lease},
+		electcount.Duration{Name: "Margin", V: &c.Margin, Def: def.Margin},
+		electcount.Duration{Name: "VoteTimeout", V: &c.VoteTimeout, Def: def.VoteTimeout},
+		electcount.Duration{Name: "Stagger", V: &c.Stagger, Def: def.Stagger}); err != nil {
+		return err
 	}
 	// The leader believes until Lease-Margin after its request left (its
 	// clock), a voter is bound until Lease+Margin after the request came

@@ -35,14 +35,12 @@ var (
 	ErrBadHolder = errors.New("majority: reply names a holder that is not a member")
 )
 
-var rejectLabels = core.ErrorLabels{
-	{Err: ErrFromSelf, Label: "from_self"},
-	{Err: ErrWeightMismatch, Label: "weight_mismatch"},
-	{Err: ErrForgedTerm, Label: "forged_term"},
-	{Err: ErrBadHolder, Label: "bad_holder"},
-	{Err: core.ErrUnknownMember, Label: "unknown_member"},
-	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
-}
+var rejectLabels = electcount.Labels(
+	core.ErrorLabel{Err: ErrFromSelf, Label: "from_self"},
+	core.ErrorLabel{Err: ErrWeightMismatch, Label: "weight_mismatch"},
+	core.ErrorLabel{Err: ErrForgedTerm, Label: "forged_term"},
+	core.ErrorLabel{Err: ErrBadHolder, Label: "bad_holder"},
+)
 
 // stateVersion is the version byte of the durable term (elect.EncodeWord).
 const stateVersion = 'M'

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/internal/electcount"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -55,17 +56,12 @@ func (c *Config) validate(self uint32, members []uint32) error {
 		return fmt.Errorf("omega: %w", err)
 	}
 	def := DefaultLANConfig()
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{{"Heartbeat", &c.Heartbeat, def.Heartbeat}, {"Interval", &c.Interval, def.Interval}, {"Step", &c.Step, def.Step}, {"MaxInterval", &c.MaxInterval, def.MaxInterval}} {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-		if err := liveness.CheckTimeout(f.name, *f.v); err != nil {
-			return fmt.Errorf("omega: %w (0: default %v)", err, f.def)
-		}
+	if err := electcount.Durations("omega",
+		electcount.Duration{Name: "Heartbeat", V: &c.Heartbeat, Def: def.Heartbeat},
+		electcount.Duration{Name: "Interval", V: &c.Interval, Def: def.Interval},
+		electcount.Duration{Name: "Step", V: &c.Step, Def: def.Step},
+		electcount.Duration{Name: "MaxInterval", V: &c.MaxInterval, Def: def.MaxInterval}); err != nil {
+		return err
 	}
 	switch {
 	case c.Interval <= c.Heartbeat:

@@ -32,13 +32,11 @@ var (
 	ErrBadLeader = errors.New("omega: heartbeat names a leader that is not a member")
 )
 
-var rejectLabels = core.ErrorLabels{
-	{Err: ErrFromSelf, Label: "from_self"},
-	{Err: ErrIncarnation, Label: "bad_incarnation"},
-	{Err: ErrBadLeader, Label: "bad_leader"},
-	{Err: core.ErrUnknownMember, Label: "unknown_member"},
-	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
-}
+var rejectLabels = electcount.Labels(
+	core.ErrorLabel{Err: ErrFromSelf, Label: "from_self"},
+	core.ErrorLabel{Err: ErrIncarnation, Label: "bad_incarnation"},
+	core.ErrorLabel{Err: ErrBadLeader, Label: "bad_leader"},
+)
 
 const stateVersion = 'O'
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/internal/electcount"
 	"github.com/synclab/synclab/pkg/liveness"
 )
 
@@ -68,17 +69,11 @@ func (c *Config) validate(self uint32, members []uint32) (map[uint32][]uint32, e
 		return nil, fmt.Errorf("yoyo: %w", err)
 	}
 	def := DefaultLANConfig()
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{{"Heartbeat", &c.Heartbeat, def.Heartbeat}, {"LeaderTimeout", &c.LeaderTimeout, def.LeaderTimeout}, {"RoundTimeout", &c.RoundTimeout, def.RoundTimeout}} {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-		if err := liveness.CheckTimeout(f.name, *f.v); err != nil {
-			return nil, fmt.Errorf("yoyo: %w (0: default %v)", err, f.def)
-		}
+	if err := electcount.Durations("yoyo",
+		electcount.Duration{Name: "Heartbeat", V: &c.Heartbeat, Def: def.Heartbeat},
+		electcount.Duration{Name: "LeaderTimeout", V: &c.LeaderTimeout, Def: def.LeaderTimeout},
+		electcount.Duration{Name: "RoundTimeout", V: &c.RoundTimeout, Def: def.RoundTimeout}); err != nil {
+		return nil, err
 	}
 	if c.LeaderTimeout <= c.Heartbeat {
 		return nil, fmt.Errorf("yoyo: LeaderTimeout (%v) must exceed Heartbeat (%v)", c.LeaderTimeout, c.Heartbeat)

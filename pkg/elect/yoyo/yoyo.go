@@ -35,15 +35,13 @@ var (
 	ErrBadValue = errors.New("yoyo: value is not a member")
 )
 
-var rejectLabels = core.ErrorLabels{
-	{Err: ErrFromSelf, Label: "from_self"},
-	{Err: ErrNotNeighbour, Label: "not_neighbour"},
-	{Err: ErrTopology, Label: "topology_mismatch"},
-	{Err: ErrOutOfTurn, Label: "out_of_turn"},
-	{Err: ErrBadValue, Label: "bad_value"},
-	{Err: core.ErrUnknownMember, Label: "unknown_member"},
-	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
-}
+var rejectLabels = electcount.Labels(
+	core.ErrorLabel{Err: ErrFromSelf, Label: "from_self"},
+	core.ErrorLabel{Err: ErrNotNeighbour, Label: "not_neighbour"},
+	core.ErrorLabel{Err: ErrTopology, Label: "topology_mismatch"},
+	core.ErrorLabel{Err: ErrOutOfTurn, Label: "out_of_turn"},
+	core.ErrorLabel{Err: ErrBadValue, Label: "bad_value"},
+)
 
 const stateVersion = 'Y'
 

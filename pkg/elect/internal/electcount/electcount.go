@@ -5,12 +5,14 @@
 package electcount
 
 import (
+	"fmt"
 	"maps"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -121,4 +123,34 @@ func (c *Counts) Metrics(m *core.MetricSet, kinds []wire.Kind, lead uint32, lead
 	}
 	m.Counters("synclab_elect_messages_rejected_total", "Election messages refused, by reason.", "reason", c.rejected)
 	m.Counters("synclab_elect_bugs_total", "Bugs of this core it survived (an encoding of its own message that failed), by kind.", "bug", bugs.Counts())
+}
+
+// Labels is an algorithm's own reject labels followed by the ones every
+// core shares (a stranger, a kind it does not step).
+func Labels(own ...core.ErrorLabel) core.ErrorLabels {
+	return append(core.ErrorLabels(own),
+		core.ErrorLabel{Err: core.ErrUnknownMember, Label: "unknown_member"},
+		core.ErrorLabel{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"})
+}
+
+// Duration is one configured duration: its name, where it is, and its
+// default.
+type Duration struct {
+	Name string
+	V    *time.Duration
+	Def  time.Duration
+}
+
+// Durations gives every zero duration its default and checks each with
+// liveness.CheckTimeout; errors name the algorithm (what).
+func Durations(what string, ds ...Duration) error {
+	for _, d := range ds {
+		if *d.V == 0 {
+			*d.V = d.Def
+		}
+		if err := liveness.CheckTimeout(d.Name, *d.V); err != nil {
+			return fmt.Errorf("%s: %w (0: default %v)", what, err, d.Def)
+		}
+	}
+	return nil
 }
