@@ -299,7 +299,9 @@ func (c *Core) maybeStand() {
 	}
 }
 
-// stagger is this node's wait before standing: Stagger for every member
+// stagger is this node's wait before standing: one Margin (the other
+// voters were bound by the same renewal a few milliseconds apart: their
+// promises run out that much later than ours), Stagger for every member
 // heard within a lease that has run longer without interruption (the
 // stability rule: the longest-running member stands first), plus a random
 // part of one Stagger.
@@ -314,7 +316,7 @@ func (c *Core) stagger() time.Duration {
 			ahead++
 		}
 	}
-	return time.Duration(ahead)*c.cfg.Stagger + time.Duration(c.rand.Int64N(int64(c.cfg.Stagger)+1))
+	return c.cfg.Margin + time.Duration(ahead)*c.cfg.Stagger + time.Duration(c.rand.Int64N(int64(c.cfg.Stagger)+1))
 }
 
 // ---- candidacy and leadership --------------------------------------------
@@ -377,7 +379,10 @@ func (c *Core) giveUp(why string) {
 	c.reqs = nil
 	c.unbind()
 	c.broadcast(wire.KindLeaseRelease, wire.LeaseRelease{Weight: c.weight, Reason: wire.ReleaseLost})
-	c.standAt = c.now.Add(c.cfg.Lease/2 + c.stagger()) // let another member try first
+	// Try again after a vote timeout and the stagger: long enough for a
+	// member that is winning to be heard (a leader known cancels it), and
+	// for voters still bound to a dead leader to be free.
+	c.standAt = c.now.Add(c.cfg.VoteTimeout + c.stagger())
 	c.announce("lost")
 }
 
