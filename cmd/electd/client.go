@@ -65,7 +65,11 @@ func leaderCommand() *cli.Command {
 					v.Leader, self, v.Address, v.Term, v.Round, v.Since.Format(time.RFC3339Nano))
 			}
 			if v.Leader == 0 {
-				return app.ExitError{Code: 1, Msg: "no leader known: an election is in progress or this node is cut off"}
+				msg := "no leader known: an election is in progress or this node is cut off"
+				if v.Why != "" {
+					msg = "no leader known (" + v.Why + ")"
+				}
+				return app.ExitError{Code: 1, Msg: msg}
 			}
 			return nil
 		},

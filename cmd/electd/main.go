@@ -4,6 +4,7 @@
 // persisted, and operator hooks run on every change.
 //
 //	electd run --id 1 --members 1=10.0.0.1:7500,2=10.0.0.2:7500,... [--algorithm bully] [--priorities 2=10]
+//	           [--topology 1-2,2-3,...] (yoyo)
 //	           [--heartbeat 50ms] [--leader-timeout 400ms] [--answer-timeout 50ms]
 //	           [--on-elected CMD] [--on-demoted CMD] [--on-change CMD]
 //	electd leader [--json]     who leads now (exit 1 if nobody does)
@@ -30,6 +31,8 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	electalgorithms "github.com/synclab/synclab/pkg/elect/algorithms"
+	"github.com/synclab/synclab/pkg/elect/majority"
+	"github.com/synclab/synclab/pkg/elect/yoyo"
 	"github.com/synclab/synclab/pkg/liveness"
 )
 
@@ -67,7 +70,8 @@ func main() {
 func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: electalgorithms.Default, Usage: "election algorithm `NAME`: " + algorithmNames()},
-		&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID); must be the same on every node"},
+		&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID; the majority election's vote weights, 0 counting 1); must be the same on every node"},
+		&cli.StringFlag{Name: "topology", EnvVars: app.Env(name, "topology"), Usage: "yoyo only: the connected graph members elect over, as edges `A-B,B-C,...` (members talk to their neighbours only; default: every pair); must be the same on every node"},
 		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "leader heartbeat interval, used as given (1ms and up)"},
 		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat)"},
 		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: 50 * time.Millisecond, Usage: "how long a candidate waits for a member it asked to answer"},
@@ -79,12 +83,17 @@ func runFlags() []cli.Flag {
 }
 
 func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
-	if err := app.ReadOnlySystemClock(cfg); err != nil {
-		return nil, err
-	}
 	algo, err := elect.Lookup(algorithms, c.String("algorithm"))
 	if err != nil {
 		return nil, app.Usagef("--algorithm: %v", err)
+	}
+	if algo.Name == majority.Algorithm.Name {
+		// Its leases are durations on the local clock that must not run
+		// faster than MaxDriftPPM allows: the oscillator, which timed's
+		// slews (up to 8%) and steps of the system clock do not move.
+		app.SteadyClock(cfg)
+	} else if err := app.ReadOnlySystemClock(cfg); err != nil {
+		return nil, err
 	}
 	prio, err := parsePriorities(c.String("priorities"), cfg.Members)
 	if err != nil {
@@ -93,6 +102,25 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	// The durations are the operator's, used as given: refused only where
 	// no election can run with them (liveness.CheckTimeout).
 	opts := elect.Options{Priorities: prio}
+	if t := c.String("topology"); t != "" {
+		if algo.Name != yoyo.Algorithm.Name {
+			return nil, app.Usagef("--topology: only --algorithm %s runs on a topology (%s talks to every member)", yoyo.Algorithm.Name, algo.Name)
+		}
+		edges, err := yoyo.ParseTopology(t)
+		if err != nil {
+			return nil, app.Usagef("--topology: %v", err)
+		}
+		ids := make([]uint32, 0, len(cfg.Members))
+		for id := range cfg.Members {
+			ids = append(ids, id)
+		}
+		if err := yoyo.CheckTopology(ids, edges); err != nil {
+			return nil, app.Usagef("--topology: %v", err)
+		}
+		for _, e := range edges {
+			opts.Topology = append(opts.Topology, [2]uint32(e))
+		}
+	}
 	for _, f := range []struct {
 		flag string
 		to   *time.Duration
@@ -170,6 +198,9 @@ type leaderView struct {
 	Since   time.Time `json:"since,omitzero"`
 	Self    bool      `json:"self"`
 	Role    string    `json:"role"`
+	// Why says, when no leader is known, where the election is (the
+	// algorithm's phase: "no leader: no majority ...").
+	Why string `json:"why,omitempty"`
 }
 
 // elector is the daemon's core as the election it is.
@@ -196,6 +227,8 @@ func attach(_ *cli.Context, d *daemon.Daemon) error {
 				Self: st.Leader == st.ID, Role: st.Role.String()}
 			if st.Leader != 0 {
 				v.Address = members[st.Leader].String()
+			} else {
+				v.Why = st.Phase
 			}
 		}); derr != nil {
 			return nil, derr

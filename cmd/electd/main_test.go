@@ -17,6 +17,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect/yoyo"
 )
 
 // buildWith runs build on `electd run` flags args and returns the core its
@@ -73,15 +74,43 @@ func TestBuildRefuses(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--algorithm", "raft"}, `unknown election algorithm "raft" (known: bully, ring-naive, ring-idlist, chang-roberts, franklin, fredrickson-lynch)`},
+		{[]string{"--algorithm", "raft"}, `unknown election algorithm "raft" (known: bully`},
 		{[]string{"--heartbeat", "500us"}, "--heartbeat 500µs: timeout out of range"},
 		{[]string{"--answer-timeout", "0s"}, "--answer-timeout 0s: timeout out of range"},
 		{[]string{"--heartbeat", "400ms"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
+		{[]string{"--topology", "1-2,2-3"}, "--topology: only --algorithm yoyo runs on a topology"},
+		{[]string{"--algorithm", "yoyo", "--topology", "1-2"}, "not connected: members [3] cannot reach member 1"},
+		{[]string{"--algorithm", "yoyo", "--topology", "1-2,2-4"}, "4 is not a member"},
+		{[]string{"--algorithm", "yoyo", "--topology", "1-2,2-2,1-3"}, "joins a member to itself"},
+		{[]string{"--algorithm", "yoyo", "--topology", "1-2,2-1,1-3"}, "listed twice"},
+		{[]string{"--algorithm", "yoyo", "--topology", "1_2"}, `edge "1_2": want ID-ID`},
+		{[]string{"--algorithm", "yoyo", "--topology", "1-x"}, `edge "1-x": want ID-ID`},
 	} {
 		_, err := buildWith(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestBuildEveryAlgorithm: every algorithm of the table builds from the
+// flags' defaults (yoyo with a topology as well), and its status names it.
+func TestBuildEveryAlgorithm(t *testing.T) {
+	for _, a := range algorithms {
+		el, err := buildWith(t, "--algorithm", a.Name)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		if st := el.Report(); st.Algorithm != a.Name || st.ID != 1 || len(st.Members) != 3 {
+			t.Errorf("%s: status %+v", a.Name, st)
+		}
+	}
+	el, err := buildWith(t, "--algorithm", "yoyo", "--topology", "1-2, 2-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := el.Report().Detail.(yoyo.Detail); len(d.Neighbours) != 1 || d.Neighbours[0] != 2 {
+		t.Errorf("member 1 of 1-2,2-3 has neighbours %v", d.Neighbours)
 	}
 }
 

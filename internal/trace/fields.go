@@ -32,6 +32,16 @@ var payloads = map[wire.Kind]func() encoding.BinaryUnmarshaler{
 	wire.KindRingProbe:       func() encoding.BinaryUnmarshaler { return new(wire.RingProbe) },
 	wire.KindRingProbeReply:  func() encoding.BinaryUnmarshaler { return new(wire.RingProbeReply) },
 	wire.KindEpochRefused:    func() encoding.BinaryUnmarshaler { return new(wire.EpochRefused) },
+	wire.KindVoteRequest:     func() encoding.BinaryUnmarshaler { return new(wire.LeaseRequest) },
+	wire.KindVote:            func() encoding.BinaryUnmarshaler { return new(wire.LeaseReply) },
+	wire.KindLeaseRenew:      func() encoding.BinaryUnmarshaler { return new(wire.LeaseRequest) },
+	wire.KindLeaseGrant:      func() encoding.BinaryUnmarshaler { return new(wire.LeaseReply) },
+	wire.KindLeaseRelease:    func() encoding.BinaryUnmarshaler { return new(wire.LeaseRelease) },
+	wire.KindOmegaHeartbeat:  func() encoding.BinaryUnmarshaler { return new(wire.OmegaHeartbeat) },
+	wire.KindYoYoHello:       func() encoding.BinaryUnmarshaler { return new(wire.YoYoHello) },
+	wire.KindYoYoDown:        func() encoding.BinaryUnmarshaler { return new(wire.YoYoDown) },
+	wire.KindYoYoUp:          func() encoding.BinaryUnmarshaler { return new(wire.YoYoUp) },
+	wire.KindYoYoLeader:      func() encoding.BinaryUnmarshaler { return new(wire.YoYoLeader) },
 }
 
 // Fields decodes payload, a frame of kind k, into the trace's `fields`

@@ -92,6 +92,11 @@ type Options struct {
 	// higher leads first, ties broken by ID); absent members have 0. They
 	// must be the same on every member.
 	Priorities map[uint32]uint32
+	// Topology is the graph of who may talk to whom, as undirected edges,
+	// for an algorithm that runs on one (Yo-Yo); nil: the algorithm's
+	// default. Only Yo-Yo reads it (electd refuses --topology for the
+	// others).
+	Topology [][2]uint32
 }
 
 // Algorithm is one entry of an election factory table: a name the operator

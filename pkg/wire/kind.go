@@ -100,6 +100,36 @@ const (
 	// queue (payload: PermRequest, the request released).
 	KindLamportRelease Kind = 34
 
+	// 70-89: the majority election (pkg/elect/majority), the eventual
+	// leader (pkg/elect/omega), Yo-Yo (pkg/elect/yoyo).
+
+	// KindVoteRequest asks every member for its vote in the frame's term
+	// (payload: LeaseRequest).
+	KindVoteRequest Kind = 70
+	// KindVote answers a vote request (payload: LeaseReply).
+	KindVote Kind = 71
+	// KindLeaseRenew is the leader asking its voters to renew its lease
+	// (payload: LeaseRequest).
+	KindLeaseRenew Kind = 72
+	// KindLeaseGrant answers a renewal (payload: LeaseReply).
+	KindLeaseGrant Kind = 73
+	// KindLeaseRelease frees the voters bound to the sender
+	// (payload: LeaseRelease).
+	KindLeaseRelease Kind = 74
+	// KindOmegaHeartbeat is the eventual leader's heartbeat; the term is
+	// the sender's incarnation (payload: OmegaHeartbeat).
+	KindOmegaHeartbeat Kind = 75
+	// KindYoYoHello is Yo-Yo's first phase: the sender's ID to its
+	// neighbours (payload: YoYoHello).
+	KindYoYoHello Kind = 76
+	// KindYoYoDown is Yo-Yo's YO- phase (payload: YoYoDown).
+	KindYoYoDown Kind = 77
+	// KindYoYoUp is Yo-Yo's -YO phase (payload: YoYoUp).
+	KindYoYoUp Kind = 78
+	// KindYoYoLeader floods Yo-Yo's leader and its heartbeat
+	// (payload: YoYoLeader).
+	KindYoYoLeader Kind = 79
+
 	// Kinds 17-255 are allocated in blocks, one per algorithm family, so
 	// that algorithms built side by side never take the same number. A
 	// family appends its kinds inside its block (and names them in
@@ -177,6 +207,16 @@ var kindNames = [...]string{
 	KindRingHeartbeat:   "ring_heartbeat",
 
 	// 70-89 elections: Yo-Yo, eventual leader, majority
+	KindVoteRequest:    "vote_request",
+	KindVote:           "vote",
+	KindLeaseRenew:     "lease_renew",
+	KindLeaseGrant:     "lease_grant",
+	KindLeaseRelease:   "lease_release",
+	KindOmegaHeartbeat: "omega_heartbeat",
+	KindYoYoHello:      "yoyo_hello",
+	KindYoYoDown:       "yoyo_down",
+	KindYoYoUp:         "yoyo_up",
+	KindYoYoLeader:     "yoyo_leader",
 
 	// 90-119 orderd
 }

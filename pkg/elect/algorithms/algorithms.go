@@ -9,6 +9,9 @@ import (
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/elect/ring"
+	"github.com/synclab/synclab/pkg/elect/majority"
+	"github.com/synclab/synclab/pkg/elect/omega"
+	"github.com/synclab/synclab/pkg/elect/yoyo"
 )
 
 // All is every algorithm, in the order the docs and benchmarks list them.
@@ -19,6 +22,9 @@ var All = []elect.Algorithm{
 	ring.ChangRobertsAlgorithm,
 	ring.FranklinAlgorithm,
 	ring.FredricksonLynchAlgorithm,
+	majority.Algorithm,
+	omega.Algorithm,
+	yoyo.Algorithm,
 }
 
 // Default is electd's --algorithm default.

@@ -1,0 +1,238 @@
+// Package electscript replays election scenario scripts (internal/scenario)
+// on the simulator (internal/sim) with fixed per-link delays and exact
+// clocks, so that a script reproduces one interleaving of the notes, the
+// same on every run, and its trace can be drawn (internal/diagram). The
+// elections of block 70-89 (majority, omega, yoyo) use it for their
+// testdata/scenarios; it exists for tests only.
+//
+// Commands (each prints the events it caused, at their true times):
+//
+//	cluster N [ARGS...]      members 1..N; ARGS go to the algorithm's Setup.New
+//	delay A B D              the link between A and B takes D each way (default 1ms)
+//	run D                    advance the simulation by D
+//	crash ID | restart ID    stop a member (its disk survives) / start it again
+//	pause ID | resume ID     SIGSTOP / SIGCONT
+//	isolate ID               cut every link to and from ID
+//	partition A,B C,D,...    cut every link between the two groups
+//	heal                     restore every link
+//	resign ID                the member's leader steps down (elect.Elector.Resign)
+//	status                   every member's role, leader, term and phase
+//	counts                   frames sent by kind since the last counts
+//
+// Every run records the members' traces (as `electd --trace` writes them)
+// and draws them (internal/diagram): a script that cannot be drawn fails.
+// With -electscript.out DIR the traces and the drawing (SVG, HTML) of each
+// script are written to DIR.
+package electscript
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/diagram"
+	"github.com/synclab/synclab/internal/trace"
+
+	"github.com/synclab/synclab/internal/scenario"
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Out is the -electscript.out flag: where to write each script's traces
+// and drawings.
+var Out = flag.String("electscript.out", "", "write the traces, SVG and HTML of every election scenario script into this `DIR`")
+
+// Setup is what a script needs of one algorithm.
+type Setup struct {
+	// New returns the constructor of every member's core for the cluster
+	// command's arguments (a.F[2:]), members 1..N.
+	New func(t testing.TB, a scenario.Args, members []uint32) func(env core.Env) (elect.Elector, error)
+	// Kinds are the kinds counts reports, in order.
+	Kinds []wire.Kind
+	// Quiet names events not printed (a heartbeat's own event, say).
+	Quiet map[string]bool
+}
+
+// Run executes script and returns it with every command's output
+// regenerated; a script is deterministic.
+func Run(t *testing.T, script string, setup Setup) string {
+	t.Helper()
+	var out bytes.Buffer
+	var s *sim.Sim
+	bufs := map[uint32]*bytes.Buffer{}
+	seen := 0
+	lines, cmds := scenario.Commands(script)
+	for i, line := range lines {
+		out.WriteString(line + "\n")
+		f := cmds[i]
+		if f == nil {
+			continue
+		}
+		a := scenario.Args{T: t, Line: line, F: f}
+		if f[0] != "cluster" && s == nil {
+			t.Fatalf("%q before cluster", line)
+		}
+		switch f[0] {
+		case "cluster":
+			n := int(a.Uint(1))
+			members := make([]uint32, n)
+			for j := range members {
+				members[j] = uint32(j + 1)
+			}
+			newCore := setup.New(t, scenario.Args{T: t, Line: line, F: append([]string{"cluster"}, f[2:]...)}, members)
+			s = sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
+			for _, id := range members {
+				s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+					el, err := newCore(env)
+					if err != nil {
+						t.Fatalf("%q: member %d: %v", line, id, err)
+					}
+					return el
+				}, clock.SimConfig{})
+			}
+			if err := s.RecordTraces("electd", func(id uint32) (io.Writer, error) {
+				if bufs[id] == nil {
+					bufs[id] = new(bytes.Buffer) // a restart appends to the member's file
+				}
+				return bufs[id], nil
+			}, 0); err != nil {
+				t.Fatal(err)
+			}
+			s.Start()
+		case "delay":
+			s.SetLinkBoth(a.ID(1), a.ID(2), sim.LinkConfig{Delay: a.Duration(3)})
+		case "run":
+			s.Run(a.Duration(1))
+		case "crash":
+			s.Crash(a.ID(1))
+		case "restart":
+			s.Restart(a.ID(1))
+		case "pause":
+			s.Pause(a.ID(1))
+		case "resume":
+			s.Resume(a.ID(1))
+		case "isolate":
+			s.Isolate(a.ID(1))
+		case "partition":
+			s.Partition(a.IDs(1), a.IDs(2))
+		case "heal":
+			s.Heal()
+		case "resign":
+			id := a.ID(1)
+			if err := s.Do(id, func(c core.Core) {
+				if err := c.(elect.Elector).Resign(s.Clock(id).Now()); err != nil {
+					fmt.Fprintf(&out, "error: %v\n", err)
+				}
+			}); err != nil {
+				fmt.Fprintf(&out, "error: %v\n", err)
+			}
+		case "status":
+			for _, id := range s.IDs() {
+				if !s.Up(id) {
+					fmt.Fprintf(&out, "%d down\n", id)
+					continue
+				}
+				v := s.Core(id).(elect.Elector).Report()
+				fmt.Fprintf(&out, "%d %-9v leader=%d term=%s phase=%q\n", id, v.Role, v.Leader, Term(v.Term), v.Phase)
+			}
+		case "counts":
+			var parts []string
+			for _, k := range setup.Kinds {
+				parts = append(parts, fmt.Sprintf("%s=%d", k, s.Sent(k)))
+			}
+			out.WriteString(strings.Join(parts, " ") + "\n")
+			s.ResetCounts()
+		default:
+			t.Fatalf("unknown command %q", line)
+		}
+		if s == nil {
+			continue
+		}
+		evs := s.Events()
+		for _, e := range evs[seen:] {
+			if setup.Quiet[e.Name] {
+				continue
+			}
+			fmt.Fprintf(&out, "%v %d %s", e.At.Round(time.Microsecond), e.Node, e.Name)
+			for j := 0; j+1 < len(e.Args); j += 2 {
+				v := e.Args[j+1]
+				if k, _ := e.Args[j].(string); k == "term" {
+					if tm, ok := v.(uint64); ok {
+						v = Term(tm)
+					}
+				}
+				fmt.Fprintf(&out, " %v=%v", e.Args[j], v)
+			}
+			out.WriteString("\n")
+		}
+		seen = len(evs)
+		out.WriteString("\n")
+	}
+	if s != nil {
+		draw(t, s, bufs)
+	}
+	return out.String()
+}
+
+// draw builds the diagram of the run's traces, and writes them to Out.
+func draw(t *testing.T, s *sim.Sim, bufs map[uint32]*bytes.Buffer) {
+	t.Helper()
+	if err := s.CloseTraces(); err != nil {
+		t.Fatal(err)
+	}
+	var files []*trace.File
+	for _, id := range s.IDs() {
+		f, err := trace.Read(bytes.NewReader(bufs[id].Bytes()), fmt.Sprintf("n%d.trace", id))
+		if err != nil {
+			t.Fatalf("member %d's trace: %v", id, err)
+		}
+		files = append(files, f)
+	}
+	d, err := diagram.Build(files)
+	if err != nil {
+		t.Fatalf("drawing the run: %v", err)
+	}
+	if *Out == "" {
+		return
+	}
+	name := strings.ReplaceAll(t.Name(), "/", "-")
+	if err := os.MkdirAll(*Out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range s.IDs() {
+		if err := os.WriteFile(filepath.Join(*Out, fmt.Sprintf("%s-n%d.trace", name, id)), bufs[id].Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ext, write := range map[string]func(io.Writer) error{
+		".svg":  func(w io.Writer) error { return d.WriteSVG(w, diagram.Options{}) },
+		".html": d.WriteHTML,
+	} {
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(*Out, name+ext), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Term renders an owned term as round.owner ("3.2"), a small one as is.
+func Term(t uint64) string {
+	if t < 1<<32 {
+		return fmt.Sprint(t)
+	}
+	return fmt.Sprintf("%d.%d", epoch.Round(t), epoch.Owner(t))
+}

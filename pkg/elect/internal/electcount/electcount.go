@@ -1,0 +1,156 @@
+// Package electcount is the bookkeeping the elections of block 70-89
+// (majority, omega, yoyo) share: messages sent and received by kind,
+// refused frames by reason, the elections this member took part in with
+// the messages it sent for each, and the metric families they all export.
+package electcount
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Counts is one core's message and election counters. The zero value is
+// ready to use.
+type Counts struct {
+	sent, received map[wire.Kind]uint64
+	rejected       map[string]uint64
+	Elections      uint64 // elections this member started
+	LeaderTimeouts uint64 // leaders given up on
+	Stale          uint64 // frames of an older term, round or incarnation
+
+	election   *elect.ElectionStats
+	sentBefore uint64
+	total      uint64
+}
+
+// Sent counts n messages of kind k (a broadcast counts once per recipient).
+func (c *Counts) Sent(k wire.Kind, n int) {
+	if c.sent == nil {
+		c.sent = map[wire.Kind]uint64{}
+	}
+	c.sent[k] += uint64(n)
+	c.total += uint64(n)
+}
+
+// Received counts one accepted message of kind k.
+func (c *Counts) Received(k wire.Kind) {
+	if c.received == nil {
+		c.received = map[wire.Kind]uint64{}
+	}
+	c.received[k]++
+}
+
+// Reject counts a refused frame under label.
+func (c *Counts) Reject(label string) {
+	if c.rejected == nil {
+		c.rejected = map[string]uint64{}
+	}
+	c.rejected[label]++
+}
+
+// RejectReason labels err for Reject: the first of labels it wraps, an
+// epoch's reason ("term_too_fast"), or the payload's ("payload_truncated").
+func RejectReason(labels core.ErrorLabels, err error) string {
+	if l := labels.Of(err, ""); l != "" {
+		return l
+	}
+	if r := epoch.Reason(err); r != "" {
+		return "term_" + r
+	}
+	return "payload_" + wire.Reason(err)
+}
+
+// ElectionStarted opens an election of term at now; startedHere counts it
+// as one this member started.
+func (c *Counts) ElectionStarted(term uint64, now time.Time, startedHere bool) {
+	if startedHere {
+		c.Elections++
+	}
+	c.election = &elect.ElectionStats{Term: term, Started: now}
+	c.sentBefore = c.total
+}
+
+// Decided closes the open election: leader is known at now.
+func (c *Counts) Decided(leader uint32, now time.Time) {
+	if e := c.election; e != nil && e.Decided.IsZero() {
+		e.Decided, e.Leader, e.Sent = now, leader, c.total-c.sentBefore
+	}
+}
+
+// Running reports whether an election is open.
+func (c *Counts) Running() bool { return c.election != nil && c.election.Decided.IsZero() }
+
+// Fill puts the counters into s: Sent and Received for every kind of
+// kinds, Rejected, LastElection, the election counts.
+func (c *Counts) Fill(s *elect.Status, kinds []wire.Kind) {
+	s.Sent = make(map[string]uint64, len(kinds))
+	s.Received = make(map[string]uint64, len(kinds))
+	for _, k := range kinds {
+		s.Sent[k.String()] = c.sent[k]
+		s.Received[k.String()] = c.received[k]
+	}
+	if len(c.rejected) > 0 {
+		s.Rejected = maps.Clone(c.rejected)
+	}
+	s.ElectionsStarted, s.LeaderTimeouts = c.Elections, c.LeaderTimeouts
+	if c.election != nil {
+		e := *c.election
+		if e.Decided.IsZero() {
+			e.Sent = c.total - c.sentBefore
+		}
+		s.LastElection = &e
+	}
+}
+
+// Metrics exports the families every election of this block shares.
+func (c *Counts) Metrics(m *core.MetricSet, kinds []wire.Kind, lead uint32, leading bool, bugs *core.Bugs) {
+	m.Gauge("synclab_elect_leader_id", "Member ID of the leader this node follows; 0 if none is known.", float64(lead))
+	m.GaugeBool("synclab_elect_is_leader", "1 if this node leads, else 0.", leading)
+	m.Counter("synclab_elect_elections_started_total", "Elections this node started.", float64(c.Elections))
+	m.Counter("synclab_elect_leader_timeouts_total", "Leaders given up on for silence.", float64(c.LeaderTimeouts))
+	m.Counter("synclab_elect_stale_messages_total", "Messages of an older term, round or incarnation, ignored.", float64(c.Stale))
+	for _, k := range kinds {
+		kind := core.Label{Name: "kind", Value: k.String()}
+		m.Counter("synclab_elect_messages_sent_total", "Election messages sent, by kind (a broadcast counts once per recipient).", float64(c.sent[k]), kind)
+		m.Counter("synclab_elect_messages_received_total", "Election messages accepted, by kind.", float64(c.received[k]), kind)
+	}
+	m.Counters("synclab_elect_messages_rejected_total", "Election messages refused, by reason.", "reason", c.rejected)
+	m.Counters("synclab_elect_bugs_total", "Bugs of this core it survived (an encoding of its own message that failed), by kind.", "bug", bugs.Counts())
+}
+
+// Labels is an algorithm's own reject labels followed by the ones every
+// core shares (a stranger, a kind it does not step).
+func Labels(own ...core.ErrorLabel) core.ErrorLabels {
+	return append(core.ErrorLabels(own),
+		core.ErrorLabel{Err: core.ErrUnknownMember, Label: "unknown_member"},
+		core.ErrorLabel{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"})
+}
+
+// Duration is one configured duration: its name, where it is, and its
+// default.
+type Duration struct {
+	Name string
+	V    *time.Duration
+	Def  time.Duration
+}
+
+// Durations gives every zero duration its default and checks each with
+// liveness.CheckTimeout; errors name the algorithm (what).
+func Durations(what string, ds ...Duration) error {
+	for _, d := range ds {
+		if *d.V == 0 {
+			*d.V = d.Def
+		}
+		if err := liveness.CheckTimeout(d.Name, *d.V); err != nil {
+			return fmt.Errorf("%s: %w (0: default %v)", what, err, d.Def)
+		}
+	}
+	return nil
+}

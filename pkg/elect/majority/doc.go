@@ -1,0 +1,90 @@
+// Package majority is a leader election without split brain, as a sans-IO
+// core (an elect.Elector: `electd run --algorithm majority`). It is seed
+// 001's remedy for split brain, "only accept a leader whose votes carry
+// more than half of the system's weight", with the notes' terms (an older
+// term's messages are discarded) and their stability rule (uninterrupted
+// uptime counts), made safe in real time with leases.
+//
+// # The algorithm
+//
+// Every member has a vote weight (Config.Members; electd's --priorities
+// are the weights, absent members weigh 1); every member must be given the
+// same weights.
+//
+//   - A member that knows no leader and is bound by no promise stands: it
+//     claims the next term it owns (pkg/epoch: round<<32 | its ID,
+//     persisted before anything carrying it leaves), votes for itself and
+//     asks every member for its vote (VOTE_REQUEST). It wins when the
+//     yes votes carry more than half the total weight (pkg/quorum), asks
+//     the silent members again after VoteTimeout, and gives up after three
+//     tries or as soon as it cannot win, freeing its voters (RELEASE).
+//   - A vote is a promise: a member that grants one (VOTE) or renews a
+//     leader's lease (LEASE_GRANT) is bound to that member and grants
+//     nothing to anybody else until Lease + Margin has passed on its own
+//     clock since the request came. A member knows one holder at a time,
+//     whatever the term.
+//   - The leader believes it leads until Lease - Margin after it sent the
+//     request (vote request, then every renewal: LEASE_RENEW every Renew)
+//     whose grants carry a majority. When that time comes without a newer
+//     majority, it steps down (demoted, reason lease_expired) and frees its
+//     voters.
+//
+// # Why two members never both believe they lead
+//
+// Assume every clock runs at the true rate within ρ = MaxDriftPPM (100
+// ppm) and is never stepped: electd runs this election on the steady
+// clock (the oscillator, app.SteadyClock), which neither a step of the
+// system clock nor timed's slewing (up to 8%) moves. A leader's belief, from a request sent at true time s, ends by
+// s + (Lease-Margin)/(1-ρ). Each voter of that majority granted after s,
+// and is bound until at least s + (Lease+Margin)/(1+ρ): no earlier,
+// because Margin >= 2·Lease·ρ (Config.validate refuses less). Any other
+// candidate needs a majority too, so one of those voters; it cannot grant
+// before its promise runs out, so the other candidate's belief starts
+// after the first one's ended. A member that restarts has forgotten its
+// promises: one that finds state on disk (it may have voted) grants
+// nothing for Lease + Margin after it starts. A paused leader (SIGSTOP)
+// wakes past its lease and steps down before it acts: every input first
+// checks the lease (Leads(now) is the belief itself, on the local clock).
+// The Margin also covers a loop that acts late on a lease's end (a busy
+// host): the leader's belief ends on its clock whether its loop ran or
+// not, but a hook or a status read made in a loop that was stalled by more
+// than Margin - Lease·ρ may still say "leader" after that instant.
+//
+// Terms make each term's leader unique (owned terms: only their owner can
+// lead them, once), and discard older terms' requests and replies. A
+// voter bound to a leader refuses a newer term's candidate without taking
+// its term, so a member that came back from the minority side does not
+// depose a leader whose lease holds; the leader, told of the newer term,
+// moves its own leadership above it (reassert) and goes on renewing there.
+//
+// # The minority side
+//
+// A leader cut off with less than half the weight cannot renew: it steps
+// down at its lease's end, and the members with it cannot elect anybody.
+// Their status says so (phase "no leader: no majority (last election:
+// votes of weight 2 [1 2] of 5, need 3)"), and `electd leader` prints it.
+// The majority side elects about Lease + Margin after it last heard the
+// old leader, which had stopped believing by then.
+//
+// # Stability: uptime
+//
+// Seed 001's stable election weighs a member's uninterrupted uptime. The
+// vote weights themselves must not move (both sides would count "more
+// than half" of different totals), so uptime weighs on who stands and who
+// is helped: (1) a sitting leader is never challenged while its renewals
+// arrive (its voters are bound); (2) when nobody leads, a member waits one
+// Stagger for every member it heard within a lease that has run longer
+// than it, plus a random part of one: the longest-running member stands
+// first; (3) a voter refuses (verdict "uptime") a candidate that has run
+// for less than itself by more than a lease: a member that just restarted
+// (uptime ~0) cannot take leadership from long-running members that are
+// free to stand, and one that keeps crashing never leads while stable
+// members are there. Requests carry the sender's uptime in milliseconds.
+//
+// # Durations
+//
+// DefaultLANConfig: Renew 100 ms, Lease 400 ms, Margin 25 ms, VoteTimeout
+// 50 ms, Stagger 30 ms: a dead leader is replaced about 450-600 ms after
+// its last renewal. electd maps --heartbeat to Renew, --leader-timeout to
+// Lease, --answer-timeout to VoteTimeout (FromOptions).
+package majority

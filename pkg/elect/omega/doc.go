@@ -1,0 +1,57 @@
+// Package omega is the eventual leader election (Ω) of seed 003, for the
+// crash-recovery, partially synchronous (GST) model, as a sans-IO core
+// (an elect.Elector: `electd run --algorithm omega`).
+//
+// # The algorithm (seed 003's pseudo-code)
+//
+//	Init:            Leader <- none; incarnation <- 1; store(incarnation)
+//	Upon recovery:   Leader <- none; retrieve(incarnation); incarnation++;
+//	                 store(incarnation)
+//	every Heartbeat: send (heartbeat, incarnation) to every member
+//	Upon receive(heartbeat, inc) from j:
+//	                 Candidates <- Candidates - (j, e) + (j, inc)
+//	Upon Interval:   NewLeader <- the candidate with the lowest incarnation,
+//	                 then the lowest ID
+//	                 if NewLeader != Leader: Interval++ (the ◇P detector)
+//	                 Leader <- NewLeader; Candidates <- {}
+//
+// The incarnation is the whole durable state (elect.Word, version 'O'):
+// it is written before the first heartbeat of a life leaves (Ready.Promise),
+// so a process that keeps crashing carries a growing incarnation and is
+// chosen after every process that crashed less: it cannot end up leader
+// while it keeps crashing (eventual accuracy), and since the choice is
+// deterministic over the same candidates, all correct processes choose the
+// same one once the system is synchronous (eventual agreement).
+//
+// # Where this core deviates from the notes, and why
+//
+//   - Heartbeats are sent every Heartbeat, and the candidate set is
+//     collected over a separate window, Interval (>= Heartbeat, initially
+//     LeaderTimeout). In the notes one timer does both: a receiver whose
+//     window equals the sender's period misses the sender whenever jitter
+//     moves a heartbeat across a window boundary, and suspects a live
+//     leader about every other window until the interval has grown past
+//     the jitter. The window is what grows, by Step on every leader
+//     change: the timeout of the classical ◇P implementation.
+//   - The window grows up to MaxInterval, not without bound: an operator
+//     must be able to say how long a dead leader may stay trusted. ◇P's
+//     guarantee holds when MaxInterval exceeds the post-GST delay bound
+//     plus a heartbeat, as it does on a LAN by orders of magnitude.
+//   - A member counts itself a candidate with its own incarnation (in the
+//     notes a process sends its heartbeat to every process of S, itself
+//     included).
+//   - The first choice after a start is not a leader change (there was no
+//     leader to suspect), so it does not grow the window.
+//   - A heartbeat of an older incarnation than one already heard from its
+//     sender is discarded (counted stale): in the notes' pseudo-code a late
+//     heartbeat of an older life would be added beside the newer one, and
+//     could make a recovering process look like it never crashed.
+//   - Ω has no terms. The term this core reports is the leader's
+//     incarnation and ID as an owned epoch (incarnation<<32 | leader): it
+//     names one life of one leader, the same at every member that chose it,
+//     and changes whenever the leader changes; it grows as long as leaders
+//     are replaced by members that crashed at least as often.
+//
+// Resign is refused (elect.ErrCannotResign): the leader is the result of
+// a rule every member applies, not a role it can hand over.
+package omega

@@ -1,0 +1,323 @@
+package omega
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/internal/electcount"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Kinds are the kinds an Ω core steps.
+var Kinds = []wire.Kind{wire.KindOmegaHeartbeat}
+
+// MaxIncarnation is the largest incarnation: a member restarted 2^32-1
+// times refuses to start rather than wrap to an incarnation that would
+// make it everybody's leader again.
+const MaxIncarnation = 1<<32 - 1
+
+// Step's errors (wrapped), besides core.ErrUnknownMember,
+// core.ErrUnexpectedKind and *wire.DecodeError.
+var (
+	ErrFromSelf = errors.New("omega: heartbeat from self")
+	// ErrIncarnation: an incarnation of 0 or above MaxIncarnation.
+	ErrIncarnation = errors.New("omega: incarnation outside 1..MaxIncarnation")
+	// ErrBadLeader: a heartbeat naming a leader that is not a member.
+	ErrBadLeader = errors.New("omega: heartbeat names a leader that is not a member")
+)
+
+var rejectLabels = electcount.Labels(
+	core.ErrorLabel{Err: ErrFromSelf, Label: "from_self"},
+	core.ErrorLabel{Err: ErrIncarnation, Label: "bad_incarnation"},
+	core.ErrorLabel{Err: ErrBadLeader, Label: "bad_leader"},
+)
+
+const stateVersion = 'O'
+
+// Core is the eventual leader core: an elect.Elector. Not safe for
+// concurrent use.
+type Core struct {
+	cfg         Config
+	id          uint32
+	incarnation uint64
+
+	leader    uint32
+	leaderInc uint64
+	// candidates are the members heard in the current window, with the
+	// incarnation they said; last is the previous window's, for status.
+	candidates map[uint32]uint64
+	last       map[uint32]uint64
+	// latest is the highest incarnation heard of each member, ever.
+	latest  map[uint32]uint64
+	heard   map[uint32]time.Time
+	said    map[uint32]uint32 // whom each member trusts, from its heartbeats
+	changes uint64            // leader changes (window growths)
+
+	interval      time.Duration
+	windowStart   time.Time
+	windowEnd     time.Time
+	nextHeartbeat time.Time
+	now           time.Time
+
+	announced elect.Announcer
+	counts    electcount.Counts
+	msgs      []core.Message
+	events    []core.Event
+	bugs      core.Bugs
+	durable   core.Durable
+}
+
+var (
+	_ elect.Elector      = (*Core)(nil)
+	_ core.Advancer      = (*Core)(nil)
+	_ core.MetricsWriter = (*Core)(nil)
+)
+
+// Algorithm is Ω's entry in the table.
+var Algorithm = elect.Algorithm{
+	Name:    "omega",
+	Summary: "eventual leader of the crash-recovery model (seed 003): heartbeats with incarnations, the lowest incarnation then ID leads; no terms, no quorum",
+	// No election messages: every member sends N-1 heartbeats every
+	// heartbeat interval whatever happens, and a new leader is chosen
+	// from them at the end of a window.
+	Cost: core.Cost{Text: "0 (N-1 heartbeats per member per period)",
+		Messages: func(n int) (float64, float64) { return 0, 0 }},
+	New: func(env core.Env, o elect.Options) (elect.Elector, error) {
+		return New(env, FromOptions(env.Members, o))
+	},
+}
+
+// New returns the Ω core of env.ID: its incarnation is the stored one
+// plus one (1 at the first start), stored before its first heartbeat
+// leaves.
+func New(env core.Env, cfg Config) (*Core, error) {
+	if err := cfg.validate(env.ID, env.Members); err != nil {
+		return nil, err
+	}
+	stored, err := elect.DecodeWord("omega", stateVersion, env.State)
+	if err != nil {
+		return nil, err
+	}
+	if stored >= MaxIncarnation {
+		return nil, fmt.Errorf("omega: stored incarnation %d: no incarnation left (remove the state file to start this member over at 1): %w", stored, core.ErrState)
+	}
+	c := &Core{cfg: cfg, id: env.ID, incarnation: stored + 1, interval: cfg.Interval, now: env.Now,
+		candidates: map[uint32]uint64{}, latest: map[uint32]uint64{}, heard: map[uint32]time.Time{}, said: map[uint32]uint32{}}
+	c.durable.Change(true) // store(incarnation) before the first heartbeat
+	c.windowStart, c.windowEnd = env.Now, env.Now.Add(c.interval)
+	c.heartbeat()
+	return c, nil
+}
+
+// Incarnation is this life's incarnation.
+func (c *Core) Incarnation() uint64 { return c.incarnation }
+
+// Interval is the current window.
+func (c *Core) Interval() time.Duration { return c.interval }
+
+// Tick sends the heartbeats due and closes the window at its end.
+func (c *Core) Tick(now time.Time) {
+	if now.After(c.now) {
+		c.now = now
+	}
+	if !c.now.Before(c.nextHeartbeat) {
+		c.heartbeat()
+	}
+	if !c.now.Before(c.windowEnd) {
+		c.closeWindow()
+	}
+}
+
+// Deadline is the next heartbeat or the window's end.
+func (c *Core) Deadline() time.Time { return core.Earliest(c.nextHeartbeat, c.windowEnd) }
+
+func (c *Core) heartbeat() {
+	c.nextHeartbeat = c.now.Add(c.cfg.Heartbeat)
+	if len(c.cfg.Members) < 2 {
+		return
+	}
+	p, ok := c.bugs.Encode(&c.events, "omega_heartbeat", wire.OmegaHeartbeat{Leader: c.leader, Interval: uint32(c.interval.Milliseconds())}, nil)
+	if !ok {
+		return
+	}
+	c.msgs = append(c.msgs, core.Message{To: core.Broadcast, Kind: wire.KindOmegaHeartbeat, Term: c.incarnation, Payload: p})
+	c.counts.Sent(wire.KindOmegaHeartbeat, len(c.cfg.Members)-1)
+}
+
+// closeWindow is "Upon Interval": choose, grow the window on a change,
+// start the next window.
+func (c *Core) closeWindow() {
+	c.candidates[c.id] = c.incarnation
+	next, inc := choose(c.candidates)
+	if next != c.leader {
+		prev := c.leader
+		if prev != 0 {
+			c.interval = min(c.interval+c.cfg.Step, c.cfg.MaxInterval)
+			c.changes++
+			c.counts.LeaderTimeouts++
+		}
+		c.counts.ElectionStarted(epoch.Make(uint32(inc), next), c.windowStart, false)
+		if prev == c.id {
+			c.events = append(c.events, c.announced.Demoted(c.id, c.term(), "lower_candidate", c.now))
+		}
+		c.leader, c.leaderInc = next, inc
+		if next == c.id {
+			c.events = append(c.events, c.announced.Elected(c.id, c.term(), c.now))
+		}
+		c.events = append(c.events, c.announced.Leader(c.leader, c.term(), c.now, "not_heard")...)
+		c.counts.Decided(c.leader, c.now)
+	} else {
+		c.leaderInc = inc
+	}
+	c.last, c.candidates = c.candidates, map[uint32]uint64{}
+	c.windowStart = c.now
+	c.windowEnd = c.now.Add(c.interval)
+}
+
+// choose is Selecciona: the lowest incarnation, then the lowest ID.
+func choose(cands map[uint32]uint64) (uint32, uint64) {
+	var best uint32
+	var inc uint64
+	for id, e := range cands {
+		if best == 0 || e < inc || (e == inc && id < best) {
+			best, inc = id, e
+		}
+	}
+	return best, inc
+}
+
+func (c *Core) term() uint64 {
+	if c.leader == 0 {
+		return 0
+	}
+	return epoch.Make(uint32(c.leaderInc), c.leader)
+}
+
+// Step feeds one heartbeat.
+func (c *Core) Step(m core.Message) error {
+	err := c.accept(m)
+	if err != nil {
+		c.counts.Reject(electcount.RejectReason(rejectLabels, err))
+		return err
+	}
+	c.counts.Received(m.Kind)
+	if m.Time.After(c.now) {
+		c.now = m.Time
+	}
+	if m.Term < c.latest[m.From] {
+		c.counts.Stale++ // a heartbeat of an earlier life
+		return nil
+	}
+	c.latest[m.From] = m.Term
+	c.candidates[m.From] = m.Term
+	c.heard[m.From] = c.now
+	return nil
+}
+
+func (c *Core) accept(m core.Message) error {
+	if m.From == c.id {
+		return ErrFromSelf
+	}
+	if !slices.Contains(c.cfg.Members, m.From) {
+		return fmt.Errorf("%w: %d", core.ErrUnknownMember, m.From)
+	}
+	if m.Kind != wire.KindOmegaHeartbeat {
+		return fmt.Errorf("%w: %v", core.ErrUnexpectedKind, m.Kind)
+	}
+	var h wire.OmegaHeartbeat
+	if err := h.UnmarshalBinary(m.Payload); err != nil {
+		return fmt.Errorf("omega: heartbeat from %d: %w", m.From, err)
+	}
+	if m.Term == 0 || m.Term > MaxIncarnation {
+		return fmt.Errorf("%w: %d says %d", ErrIncarnation, m.From, m.Term)
+	}
+	if h.Leader != 0 && !slices.Contains(c.cfg.Members, h.Leader) {
+		return fmt.Errorf("%w: %d trusts %d", ErrBadLeader, m.From, h.Leader)
+	}
+	c.said[m.From] = h.Leader
+	return nil
+}
+
+// StepDatagram rejects foreign traffic.
+func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+
+// Resign is refused: Ω's leader is chosen by a rule, not by a vote.
+func (c *Core) Resign(time.Time) error { return elect.ErrCannotResign }
+
+// Leader is the member this one trusts, and its owned epoch.
+func (c *Core) Leader() (uint32, uint64, bool) { return c.leader, c.term(), c.leader != 0 }
+
+// Role is leader when this member trusts itself.
+func (c *Core) Role() elect.Role {
+	if c.leader == c.id {
+		return elect.RoleLeader
+	}
+	return elect.RoleFollower
+}
+
+// Changes drains the leadership changes.
+func (c *Core) Changes() []elect.Change { return c.announced.Changes() }
+
+// Ready drains what the core wants done: the incarnation until it is
+// stored (no heartbeat leaves before), the heartbeats, the events.
+func (c *Core) Ready() core.Ready {
+	rd := core.Ready{Messages: c.msgs, Events: c.events}
+	c.durable.Ready(&rd, func() []byte { return elect.EncodeWord(stateVersion, c.incarnation) })
+	c.msgs, c.events = nil, nil
+	return rd
+}
+
+// Advance is the driver's report on the last Ready.
+func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
+
+// Detail is Ω's own part of the status.
+type Detail struct {
+	Heartbeat   time.Duration `json:"heartbeat_ns"`
+	Interval    time.Duration `json:"interval_ns"` // the current window
+	Step        time.Duration `json:"step_ns"`
+	MaxInterval time.Duration `json:"max_interval_ns"`
+	Incarnation uint64        `json:"incarnation"`
+	// LeaderIncarnation is the incarnation the leader was chosen with.
+	LeaderIncarnation uint64 `json:"leader_incarnation,omitempty"`
+	// LeaderChanges counts the changes that grew the window.
+	LeaderChanges uint64 `json:"leader_changes"`
+	// Candidates are the members heard in the last closed window, with
+	// their incarnations (this member included).
+	Candidates map[uint32]uint64 `json:"candidates"`
+	// Trusted is whom each member said it trusts in its last heartbeat.
+	Trusted map[uint32]uint32 `json:"trusted"`
+}
+
+// Status returns the Report.
+func (c *Core) Status() any { return c.Report() }
+
+// Report returns this member's view (elect.Elector).
+func (c *Core) Report() elect.Status {
+	s := elect.Status{Algorithm: Algorithm.Name, ID: c.id, Role: c.Role(), Term: c.term(), Round: epoch.Round(c.term()),
+		Leader: c.leader, LeaderSince: c.announced.Since(), ChangesDropped: c.announced.Dropped(),
+		Detail: Detail{Heartbeat: c.cfg.Heartbeat, Interval: c.interval, Step: c.cfg.Step, MaxInterval: c.cfg.MaxInterval,
+			Incarnation: c.incarnation, LeaderIncarnation: c.leaderInc, LeaderChanges: c.changes,
+			Candidates: maps.Clone(c.last), Trusted: maps.Clone(c.said)}}
+	s.Phase = fmt.Sprintf("window %v, incarnation %d", c.interval, c.incarnation)
+	if c.leader == 0 {
+		s.Phase = "no leader yet: collecting heartbeats for the first window"
+	}
+	c.counts.Fill(&s, Kinds)
+	for _, id := range c.cfg.Members {
+		s.Members = append(s.Members, elect.MemberStatus{ID: id, Priority: uint32(min(c.latest[id], MaxIncarnation)), Self: id == c.id, LastHeard: c.heard[id]})
+	}
+	return s
+}
+
+// Metrics exports Ω's state and counters.
+func (c *Core) Metrics(m *core.MetricSet) {
+	m.Gauge("synclab_elect_incarnation", "This member's incarnation (restarts + 1).", float64(c.incarnation))
+	m.Gauge("synclab_elect_interval_seconds", "The current candidate window.", c.interval.Seconds())
+	c.counts.Metrics(m, Kinds, c.leader, c.leader == c.id, &c.bugs)
+}
