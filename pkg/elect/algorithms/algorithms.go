@@ -8,9 +8,9 @@ package algorithms
 import (
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
-	"github.com/synclab/synclab/pkg/elect/ring"
 	"github.com/synclab/synclab/pkg/elect/majority"
 	"github.com/synclab/synclab/pkg/elect/omega"
+	"github.com/synclab/synclab/pkg/elect/ring"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
 )
 
