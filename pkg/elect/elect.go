@@ -111,8 +111,22 @@ type Algorithm struct {
 	// Cost is the notes' price of one election in messages, best to
 	// worst case, printed beside the measured one.
 	Cost core.Cost
-	New  func(env core.Env, opts Options) (Elector, error)
+	// Rightful is who the algorithm elects once the network is quiet, for
+	// the shared oracles (pkg/elect/electtest): the leader among the
+	// running members, or 0 when any one of them will do as long as all
+	// agree (the majority election's first winner; the eventual leader's
+	// lowest incarnation, which depends on the history of restarts). Nil:
+	// the highest running ID (bully without priorities, the rings).
+	Rightful func(running []uint32) uint32
+	// Quorum says the algorithm elects only while a majority of the
+	// members runs (the majority election): the minority has no leader.
+	Quorum bool
+	New    func(env core.Env, opts Options) (Elector, error)
 }
+
+// AnyAgreed is the Rightful of an algorithm with no one rightful leader:
+// any running member, as long as every one agrees on it.
+func AnyAgreed([]uint32) uint32 { return 0 }
 
 // Lookup returns the algorithm called name in table, or an error that
 // lists the names there are.

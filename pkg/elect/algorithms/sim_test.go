@@ -13,8 +13,10 @@ import (
 // TestSimOracle runs every algorithm electd offers through the shared
 // chaos schedule (electtest.Chaos): crashes, restarts, pauses, partitions
 // and up to 20% loss on 3-9 members; at most one leader per term at every
-// step, and agreement on the highest running member within 10 s of the
-// heal.
+// step, and agreement on the algorithm's rightful leader (Rightful: the
+// highest running member for bully and the rings, the lowest for Yo-Yo,
+// any one for the majority election and the eventual leader) within 10 s
+// of the heal.
 func TestSimOracle(t *testing.T) {
 	for _, alg := range algorithms.All {
 		t.Run(alg.Name, func(t *testing.T) {
@@ -25,10 +27,12 @@ func TestSimOracle(t *testing.T) {
 }
 
 // TestSimFailover: on a clean LAN of 5, every algorithm replaces a
-// SIGKILLed leader with the next highest member everywhere within 600 ms
+// SIGKILLed leader with its rightful successor everywhere, over seeds;
+// those that elect the highest member (bully, the rings) within 600 ms
 // (the leader timeout, 400 ms from the last heartbeat; bully's stagger, or
-// a ring's election with one send to the dead leader and its rounds),
-// over seeds.
+// a ring's election with one send to the dead leader and its rounds), the
+// others within Converge's 3 s (the majority election's lease and stagger,
+// the eventual leader's window, Yo-Yo's rounds: their worst is logged).
 func TestSimFailover(t *testing.T) {
 	for _, alg := range algorithms.All {
 		t.Run(alg.Name, func(t *testing.T) {
@@ -38,11 +42,12 @@ func TestSimFailover(t *testing.T) {
 				c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4, 5}, elect.Options{})
 				c.Converge(3 * time.Second)
 				c.Run(time.Duration(seed*37%1000) * time.Millisecond)
-				s.Crash(5)
+				leader, _, _ := c.Elector(1).Leader()
+				s.Crash(leader)
 				d := c.Converge(3 * time.Second)
 				worst = max(worst, d)
-				if d > 600*time.Millisecond {
-					t.Errorf("failover took %v", d)
+				if alg.Rightful == nil && d > 600*time.Millisecond {
+					t.Errorf("failover took %v, want <= 600ms", d)
 				}
 				c.Claims()
 			})
@@ -58,6 +63,9 @@ func TestSimFailover(t *testing.T) {
 func TestSimRestartedLeaderTakesOver(t *testing.T) {
 	for _, alg := range algorithms.All {
 		t.Run(alg.Name, func(t *testing.T) {
+			if alg.Rightful != nil {
+				t.Skipf("%s does not elect the highest member: a restarted one need not take over", alg.Name)
+			}
 			sim.Seeds(t, 20, func(t *testing.T, seed int64) {
 				s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.02}})
 				c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4, 5}, elect.Options{})

@@ -37,8 +37,9 @@ type Cluster struct {
 	Alg elect.Algorithm
 	IDs []uint32
 	// Rightful is the leader the algorithm must end up with among the
-	// running members. Default: the highest running ID (bully without
-	// priorities, every ring election).
+	// running members (0: any one, all agreeing). Default: the
+	// algorithm's (elect.Algorithm.Rightful), else the highest running ID
+	// (bully without priorities, every ring election).
 	Rightful func(running []uint32) uint32
 
 	// believed is, per term, the member that believed it led it.
@@ -52,7 +53,7 @@ type Cluster struct {
 // New adds members ids running alg with opts to s (each with its own
 // clock offset and drift) and returns the cluster.
 func New(t testing.TB, s *sim.Sim, alg elect.Algorithm, ids []uint32, opts elect.Options) *Cluster {
-	c := &Cluster{T: t, S: s, Alg: alg, IDs: slices.Clone(ids), believed: map[uint64]uint32{}}
+	c := &Cluster{T: t, S: s, Alg: alg, IDs: slices.Clone(ids), believed: map[uint64]uint32{}, Rightful: alg.Rightful}
 	rnd := rand.New(rand.NewPCG(uint64(s.Seed()), 99))
 	for _, id := range ids {
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
@@ -81,7 +82,8 @@ func (c *Cluster) Running() []uint32 {
 	return out
 }
 
-// Want is the rightful leader among the running members (0: none runs).
+// Want is the rightful leader among the running members (0: none runs,
+// or any one will do).
 func (c *Cluster) Want() uint32 {
 	r := c.Running()
 	if len(r) == 0 {
@@ -91,6 +93,13 @@ func (c *Cluster) Want() uint32 {
 		return c.Rightful(r)
 	}
 	return slices.Max(r)
+}
+
+// AnyLeader says whether the algorithm accepts any running member as its
+// leader once all agree (Rightful returns 0).
+func (c *Cluster) AnyLeader() bool {
+	r := c.Running()
+	return len(r) > 0 && c.Rightful != nil && c.Rightful(r) == 0
 }
 
 // Check is the instant oracle, run after every simulator action: no two
@@ -129,8 +138,15 @@ func (c *Cluster) Run(d time.Duration) {
 }
 
 // Agreed reports whether every running member follows want in one term,
-// and want leads it.
+// and want leads it; want 0 with AnyLeader: whichever running member the
+// first one follows.
 func (c *Cluster) Agreed(want uint32) bool {
+	if want == 0 && c.AnyLeader() {
+		want, _, _ = c.Elector(c.Running()[0]).Leader()
+		if want == 0 || !c.S.Running(want) {
+			return false
+		}
+	}
 	if want == 0 || c.Elector(want).Role() != elect.RoleLeader {
 		return false
 	}
@@ -256,8 +272,15 @@ func Chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration)
 		c := New(t, s, alg, ids, elect.Options{})
 		c.Run(time.Second)
 		Disrupt(s, rnd, func(id uint32) uint32 { l, _, _ := c.Elector(id).Leader(); return l }, c.Run)
-		if c.Want() == 0 {
+		if len(c.Running()) == 0 {
 			s.Restart(ids[rnd.IntN(len(ids))])
+		}
+		// An algorithm that needs a majority elects nobody without one:
+		// bring members back until a majority runs.
+		for _, id := range ids {
+			if alg.Quorum && 2*len(c.Running()) <= len(ids) && !s.Up(id) {
+				s.Restart(id)
+			}
 		}
 		c.Converge(converge)
 		c.Claims()

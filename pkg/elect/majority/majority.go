@@ -113,12 +113,16 @@ type Core struct {
 	exhausted error
 
 	announced elect.Announcer
-	counts    electcount.Counts
-	claims    uint64
-	msgs      []core.Message
-	events    []core.Event
-	bugs      core.Bugs
-	durable   core.Durable
+	// observedLead leads observedTerm, as a renewal this node could not
+	// grant said (observe).
+	observedLead uint32
+	observedTerm uint64
+	counts       electcount.Counts
+	claims       uint64
+	msgs         []core.Message
+	events       []core.Event
+	bugs         core.Bugs
+	durable      core.Durable
 }
 
 // Role is elect.Role.
@@ -133,8 +137,10 @@ var (
 
 // Algorithm is the majority election's entry in the table.
 var Algorithm = elect.Algorithm{
-	Name:    "majority",
-	Summary: "a weighted majority's votes elect a leader under a lease it renews; no split brain, the minority side has no leader",
+	Name:     "majority",
+	Rightful: elect.AnyAgreed,
+	Quorum:   true,
+	Summary:  "a weighted majority's votes elect a leader under a lease it renews; no split brain, the minority side has no leader",
 	// Seed 001 gives no figure; one election is a broadcast request and
 	// the replies: 2(N-1) when the first candidate wins, a few rounds of
 	// that when candidacies collide (3 tries each).
@@ -637,11 +643,14 @@ func (c *Core) stepRequest(in *inbound) {
 
 // observe notes the leader a renewal names, where this node cannot grant
 // it (it waits out a restart, or is bound to a candidate that cannot win):
-// knowing who leads binds nothing.
+// knowing who leads binds nothing, not even its term (this node's own
+// term is where its next candidacy starts). The leader is still announced
+// and reported in its own term, never as the leader of an older one.
 func (c *Core) observe(in *inbound) {
 	if in.Kind != wire.KindLeaseRenew {
 		return
 	}
+	c.observedLead, c.observedTerm = in.From, in.Term
 	c.lead, c.leaderHeard = in.From, c.now
 	c.announce("observed")
 }
@@ -722,7 +731,16 @@ func (c *Core) Resign(now time.Time) error {
 }
 
 // Leader returns the leader this node knows, and the term.
-func (c *Core) Leader() (uint32, uint64, bool) { return c.lead, c.term, c.lead != 0 }
+func (c *Core) Leader() (uint32, uint64, bool) { return c.lead, c.leaderTerm(), c.lead != 0 }
+
+// leaderTerm is the term of the leader this node knows: its own term,
+// or the newer one a leader it only observed leads.
+func (c *Core) leaderTerm() uint64 {
+	if c.lead != 0 && c.lead == c.observedLead {
+		return max(c.term, c.observedTerm)
+	}
+	return c.term
+}
 
 // Role is this node's role.
 func (c *Core) Role() Role { return c.role }
@@ -765,7 +783,7 @@ func (c *Core) broadcast(k wire.Kind, p encoding.BinaryAppender) {
 }
 
 func (c *Core) announce(reason string) {
-	c.events = append(c.events, c.announced.Leader(c.lead, c.term, c.now, reason)...)
+	c.events = append(c.events, c.announced.Leader(c.lead, c.leaderTerm(), c.now, reason)...)
 	if c.lead != 0 {
 		c.counts.Decided(c.lead, c.now)
 	}

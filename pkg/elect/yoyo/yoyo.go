@@ -124,8 +124,9 @@ var (
 
 // Algorithm is Yo-Yo's entry in the table.
 var Algorithm = elect.Algorithm{
-	Name:    "yoyo",
-	Summary: "Yo-Yo (seed 001) on any connected topology (--topology 1-2,2-3,...; default complete): the smallest ID leads; members talk only to neighbours",
+	Name:     "yoyo",
+	Rightful: slices.Min[[]uint32],
+	Summary:  "Yo-Yo (seed 001) on any connected topology (--topology 1-2,2-3,...; default complete): the smallest ID leads; members talk only to neighbours",
 	// Seed 001 gives no figure. Per iteration each remaining edge
 	// carries one value down and one vote up; the setup is one hello
 	// each way per edge; pruning leaves O(log N) iterations: O(E log N).
