@@ -68,6 +68,14 @@ const (
 	//   70-89   elections: Yo-Yo, the eventual leader, the majority election
 	//   90-119  orderd: reliable, causal and total order multicast, the RSM
 	//   120-255 free
+
+	// KindMaekawa is a Maekawa voting frame (pkg/mutex/maekawa): request,
+	// locked, failed, inquire, relinquish, release, and the fence's commit
+	// and the lease's renewal (payload: Vote).
+	KindMaekawa Kind = 40
+	// KindQuorumLock is a majority-quorum lock frame (pkg/mutex/majority):
+	// the same operations, with deny instead of queueing (payload: Vote).
+	KindQuorumLock Kind = 41
 )
 
 // kindNames are the kinds' stable labels for logs and counters; a kind is
@@ -97,6 +105,8 @@ var kindNames = [...]string{
 	// 30-39 mutex: Ricart-Agrawala, Lamport
 
 	// 40-49 mutex: Maekawa, majority quorum
+	KindMaekawa:    "maekawa",
+	KindQuorumLock: "quorum_lock",
 
 	// 50-69 elections: rings
 
