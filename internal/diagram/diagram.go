@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -83,7 +84,7 @@ func Build(files []*trace.File) (*Diagram, error) {
 	}
 	d := &Diagram{}
 	byKey := map[string]int{}
-	files = slices.Clone(files)
+	files = append(slices.Clone(files), peerFiles(files)...)
 	slices.SortStableFunc(files, func(a, b *trace.File) int {
 		return cmp.Or(cmp.Compare(a.Header.Daemon, b.Header.Daemon), cmp.Compare(a.Header.Cluster, b.Header.Cluster),
 			cmp.Compare(a.Header.ID, b.Header.ID), a.Header.Started.Compare(b.Header.Started))
@@ -98,6 +99,11 @@ func Build(files []*trace.File) (*Diagram, error) {
 	for _, f := range files {
 		h := f.Header
 		key := clusterKey(h.Daemon, h.Cluster) + fmt.Sprint(h.ID)
+		if h.ID == 0 {
+			// A daemon outside any cluster, or a host drawn from its
+			// packets (peerFiles): no member ID tells its files apart.
+			key += "@" + h.Host + "@" + f.Name
+		}
 		p, ok := byKey[key]
 		if !ok {
 			p = len(d.Procs)
@@ -243,6 +249,13 @@ func (d *Diagram) procName(p int) string {
 // diagram holds several.
 func (d *Diagram) label(p int) string {
 	pr := &d.Procs[p]
+	if pr.ID == 0 {
+		if strings.HasPrefix(pr.Host, "ntp ") || len(pr.Files) == 0 {
+			return pr.Host // a host drawn from its packets
+		}
+		// A daemon outside any cluster: its host and trace file.
+		return pr.Host + " " + filepath.Base(pr.Files[0])
+	}
 	if len(d.Daemons) > 1 || len(d.Clusters) > 1 {
 		return fmt.Sprintf("%d %s %s", pr.ID, pr.Host, pr.Daemon)
 	}

@@ -108,6 +108,10 @@ type Send struct {
 type tracedSend struct {
 	rec trace.Recorder
 	vc  clock.Vector
+	// A datagram's send goes to drec (nil: the recorder has no datagram
+	// side) with the node's Lamport time when it was handed over.
+	drec    trace.DatagramRecorder
+	lamport uint64
 }
 
 // Reported says whether the driver must report the datagram back to the
@@ -153,8 +157,9 @@ type Node struct {
 	// rec records the node's protocol events while tracing is on; nil:
 	// off, and nothing is built for it (SetRecorder).
 	rec      trace.Recorder
-	recClock func() time.Time // the local clock, for the time of the core's events (nil: now below)
-	now      time.Time        // the local time last handed in (Receive, Tick)
+	drec     trace.DatagramRecorder // rec's datagram side, if it has one
+	recClock func() time.Time       // the local clock, for the time of the core's events (nil: now below)
+	now      time.Time              // the local time last handed in (Receive, Tick)
 	// ticked says the core was ticked, last at lastTick (NextTick).
 	ticked   bool
 	lastTick time.Time
@@ -214,6 +219,9 @@ func (n *Node) ID() uint32 { return n.cfg.ID }
 func (n *Node) Receive(in Inbound) error {
 	if in.Datagram {
 		n.stats.DatagramsIn++
+		if n.drec != nil {
+			n.drec.Datagram(trace.EvRecv, in.From, in.Data, n.lamport.Now(), in.Time)
+		}
 		if err := n.core.StepDatagram(core.Datagram{Addr: in.From, Data: in.Data, Time: in.Time}); err != nil {
 			n.stats.drop("datagram_rejected")
 			return err
@@ -363,6 +371,9 @@ func (n *Node) Answer(in Inbound, buf []byte) (s Send, handled bool, err error) 
 		return Send{}, false, nil
 	}
 	n.stats.DatagramsIn++
+	if n.drec != nil {
+		n.drec.Datagram(trace.EvRecv, in.From, in.Data, n.lamport.Now(), in.Time)
+	}
 	if err != nil {
 		n.stats.drop("datagram_rejected")
 	}
@@ -370,7 +381,7 @@ func (n *Node) Answer(in Inbound, buf []byte) (s Send, handled bool, err error) 
 		return Send{}, true, err
 	}
 	n.stats.DatagramsOut++
-	return Send{To: ans.Addr, Data: ans.Data, Datagram: true, NTPStamp: ans.NTPStamp, NTPSign: ans.NTPSign, Frame: ans.Frame}, true, err
+	return n.tracedDatagram(Send{To: ans.Addr, Data: ans.Data, Datagram: true, NTPStamp: ans.NTPStamp, NTPSign: ans.NTPSign, Frame: ans.Frame}), true, err
 }
 
 // Tick advances the core to local time now. A core that schedules its own
@@ -398,9 +409,18 @@ func (n *Node) Ready() Output {
 	}
 	for _, d := range rd.Datagrams {
 		n.stats.DatagramsOut++
-		out.Sends = append(out.Sends, Send{To: d.Addr, Data: d.Data, Datagram: true, NTPStamp: d.NTPStamp, NTPSign: d.NTPSign, Frame: d.Frame})
+		out.Sends = append(out.Sends, n.tracedDatagram(Send{To: d.Addr, Data: d.Data, Datagram: true, NTPStamp: d.NTPStamp, NTPSign: d.NTPSign, Frame: d.Frame}))
 	}
 	return out
+}
+
+// tracedDatagram marks datagram s for recording when it is finalized, if
+// the node records datagrams.
+func (n *Node) tracedDatagram(s Send) Send {
+	if n.drec != nil {
+		s.traced = &tracedSend{rec: n.rec, drec: n.drec, lamport: n.lamport.Now()}
+	}
+	return s
 }
 
 // recordEvents records the core's events of rd before its messages: the
@@ -567,6 +587,7 @@ func (n *Node) SetVectors(on bool) {
 // Receive (the simulator's).
 func (n *Node) SetRecorder(r trace.Recorder, now func() time.Time) {
 	n.rec, n.recClock = r, now
+	n.drec, _ = r.(trace.DatagramRecorder)
 	n.SetVectors(r != nil || n.cfg.Vectors)
 }
 
@@ -623,6 +644,9 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 				b = s.NTPSign.Append(b)
 			}
 		}
+		if s.traced != nil && s.traced.drec != nil {
+			s.traced.drec.Datagram(trace.EvSend, s.To, b, s.traced.lamport, now)
+		}
 		return b
 	}
 	if len(b) < wire.HeaderLen {
@@ -631,7 +655,12 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 		return b
 	}
 	wire.PatchXmt(b, ts)
-	if s.traced != nil {
+	switch {
+	case s.traced != nil && s.traced.drec != nil:
+		// A frame on the datagram socket (Cristian's), to a peer that
+		// need not be a member.
+		s.traced.drec.Datagram(trace.EvSend, s.To, b, s.traced.lamport, now)
+	case s.traced != nil:
 		// The send as it leaves: at the transmit time patched into it.
 		var f wire.Frame
 		if f.UnmarshalBinary(b) == nil {

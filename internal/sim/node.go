@@ -270,6 +270,9 @@ func (s *Sim) drain(n *simNode) {
 	for _, e := range out.Events {
 		s.events = append(s.events, Event{At: s.now, Node: n.id, Local: n.clk.Now(), Event: e})
 	}
+	if s.onReady != nil {
+		s.onReady(Ready{Node: n.id, At: s.now, Local: n.clk.Now(), Core: n.node.Core()})
+	}
 	s.reschedule(n)
 }
 
@@ -448,6 +451,19 @@ type SentFrame struct {
 // OnSend calls f for every synclab frame any node writes (not for foreign
 // datagrams), before it leaves, with the sender's disk.
 func (s *Sim) OnSend(f func(SentFrame)) { s.onSend = f }
+
+// Ready is one node's output just carried out, as OnReady reports it.
+type Ready struct {
+	Node  uint32
+	At    time.Duration // virtual time
+	Local time.Time     // the node's clock
+	Core  core.Core
+}
+
+// OnReady calls f after each node's output has been carried out, at the
+// instant it was: where a driver drains what a core hands over besides
+// its Ready (mutexd's lock outcomes, after every Ready).
+func (s *Sim) OnReady(f func(Ready)) { s.onReady = f }
 
 // SetDiskFaults makes each state write of node id fail with probability p
 // (as a full or read-only disk would), from now on and across restarts. A

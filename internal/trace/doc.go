@@ -15,5 +15,9 @@
 // with the count of events it dropped. A Recorder is what internal/node
 // calls at every send, receive, local event and drop; a nil Recorder is
 // tracing off, and the node checks for nil before it builds anything, so
-// tracing off costs one comparison per event.
+// tracing off costs one comparison per event. A DatagramRecorder also
+// records the datagrams outside the cluster's frames (timed's NTP packets,
+// identified by their transmit timestamps; `peer` names the other end),
+// and a daemon outside any cluster (a plain NTP client or server) writes
+// its trace as ID 0, without members and without vectors.
 package trace

@@ -132,3 +132,41 @@ func snake(s string) string {
 	}
 	return b.String()
 }
+
+// NTPFields names an NTP packet for a trace: its kind (ntp_ and the mode's
+// name), its frame ("ntp:" and the transmit timestamp in hex) and its
+// header's fields, timestamps in RFC 3339 (t1..t3 of the exchange are
+// origin, receive and transmit) and the frame the packet answers
+// (origin_frame: the frame of the packet whose transmit time it echoes).
+// A packet shorter than a header is kind "ntp", frame "", with its length.
+func NTPFields(data []byte) (kind, frame string, fields map[string]any) {
+	var p wire.NTPPacket
+	if len(data) < wire.NTPHeaderLen || p.UnmarshalBinary(data[:wire.NTPHeaderLen]) != nil {
+		return "ntp", "", map[string]any{"undecoded": "short", "len": len(data)}
+	}
+	ts := func(t wire.NTPTime) any {
+		if t.IsZero() {
+			return "0"
+		}
+		return t.Time().UTC().Format(time.RFC3339Nano)
+	}
+	fields = map[string]any{
+		"leap": p.Leap, "version": p.Version, "mode": p.Mode, "stratum": p.Stratum,
+		"poll": p.Poll, "precision": p.Precision,
+		"root_delay": p.RootDelay.Duration().String(), "root_dispersion": p.RootDispersion.Duration().String(),
+		"reference_id": wire.RefIDText(p.ReferenceID),
+		"reference":    ts(p.Reference), "origin": ts(p.Origin), "receive": ts(p.Receive), "transmit": ts(p.Transmit),
+	}
+	if !p.Origin.IsZero() {
+		fields["origin_frame"] = NTPFrameID(p.Origin)
+	}
+	if len(data) > wire.NTPHeaderLen {
+		fields["extension_len"] = len(data) - wire.NTPHeaderLen
+	}
+	return "ntp_" + ntpModes[p.Mode&7], NTPFrameID(p.Transmit), fields
+}
+
+// NTPFrameID is the frame of an NTP packet with transmit timestamp xmt.
+func NTPFrameID(xmt wire.NTPTime) string { return fmt.Sprintf("ntp:%016x", uint64(xmt)) }
+
+var ntpModes = [8]string{"reserved", "symmetric_active", "symmetric_passive", "client", "server", "broadcast", "control", "private"}

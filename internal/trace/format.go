@@ -57,6 +57,10 @@ type Event struct {
 	To     uint32         `json:"to"`
 	Term   uint64         `json:"term,omitempty"`
 	Fields map[string]any `json:"fields,omitempty"`
+	// Peer is the other end of a datagram exchanged with a host that is
+	// not a member (an NTP server or client, a `timed query`): its
+	// address; From (a receive) or To (a send) is 0 then.
+	Peer string `json:"peer,omitempty"`
 
 	Name string         `json:"name,omitempty"`
 	Msg  string         `json:"msg,omitempty"`

@@ -138,8 +138,10 @@ func readHeader(line []byte, h *Header) error {
 	if err := json.Unmarshal(line, h); err != nil {
 		return fmt.Errorf("header: %w", err)
 	}
-	if h.ID == 0 {
-		return errors.New("header: id is 0 (not a member)")
+	if h.ID == 0 && len(h.Members) > 0 {
+		// ID 0 is a daemon outside any cluster (timed as a plain NTP
+		// client or server), which has no members.
+		return errors.New("header: id is 0 (not a member) in a cluster")
 	}
 	return nil
 }

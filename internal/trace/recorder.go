@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -41,6 +42,17 @@ type Recorder interface {
 	Drop(f *wire.Frame, reason string, lamport uint64, at time.Time)
 }
 
+// DatagramRecorder is what a Recorder also implements to record the
+// datagrams a node exchanges outside its cluster's frames: NTP packets on
+// timed's NTP socket, and the synclab frames (Cristian's) that travel on
+// it to and from hosts that need not be members. internal/node calls it
+// when its Recorder has it.
+type DatagramRecorder interface {
+	// Datagram: data was sent to (ev EvSend, at the transmit time patched
+	// into it) or received from (EvRecv, at the kernel stamp) peer.
+	Datagram(ev string, peer netip.AddrPort, data []byte, lamport uint64, at time.Time)
+}
+
 // Log is the Recorder that writes a trace through a Writer.
 type Log struct {
 	mu     sync.Mutex
@@ -66,6 +78,15 @@ func (l *Log) frame(e *Event, f *wire.Frame) {
 	e.From, e.To, e.Term = f.Sender, f.Receiver, f.Term
 }
 
+// vcOf converts a vector stamp; a daemon outside any cluster (ID 0) has
+// none to speak of.
+func (l *Log) vcOf(vc clock.Vector) VC {
+	if l.self == 0 {
+		return nil
+	}
+	return VCOf(vc)
+}
+
 // Send implements Recorder.
 func (l *Log) Send(f *wire.Frame, vc clock.Vector, at time.Time) {
 	fields := Fields(f.Kind, f.Payload)
@@ -75,7 +96,7 @@ func (l *Log) Send(f *wire.Frame, vc clock.Vector, at time.Time) {
 		return
 	}
 	e := &l.ev
-	*e = Event{T: at, Lamport: f.Lamport, VC: VCOf(vc), Ev: EvSend, Fields: fields}
+	*e = Event{T: at, Lamport: f.Lamport, VC: l.vcOf(vc), Ev: EvSend, Fields: fields}
 	l.frame(e, f)
 	l.w.Write(e)
 }
@@ -90,7 +111,7 @@ func (l *Log) Recv(f *wire.Frame, lamport uint64, vc clock.Vector, at time.Time)
 		return
 	}
 	e := &l.ev
-	*e = Event{T: at, Lamport: lamport, VC: VCOf(vc), Ev: EvRecv, Fields: fields}
+	*e = Event{T: at, Lamport: lamport, VC: l.vcOf(vc), Ev: EvRecv, Fields: fields}
 	l.frame(e, f)
 	e.To = l.self
 	l.w.Write(e)
@@ -104,7 +125,7 @@ func (l *Log) Local(ce core.Event, lamport uint64, vc clock.Vector, at time.Time
 	if l.closed {
 		return
 	}
-	l.ev = Event{T: at, Lamport: lamport, VC: VCOf(vc), Ev: EvLocal, Name: ce.Name, Msg: ce.Msg, Args: args}
+	l.ev = Event{T: at, Lamport: lamport, VC: l.vcOf(vc), Ev: EvLocal, Name: ce.Name, Msg: ce.Msg, Args: args}
 	l.w.Write(&l.ev)
 }
 
@@ -122,6 +143,40 @@ func (l *Log) Drop(f *wire.Frame, reason string, lamport uint64, at time.Time) {
 		e.To = 0
 	}
 	l.w.Write(e)
+}
+
+// Datagram implements DatagramRecorder. An NTP packet is an event of kind
+// ntp_<mode> (ntp_client, ntp_server, ntp_symmetric_active...) whose
+// frame is "ntp:" and its transmit timestamp in hex: the same string on
+// the send and on the receive of one packet (every NTP packet carries a
+// fresh transmit time), so arrows match as they do for frames; its fields
+// are the decoded header (t1..t3 as origin, receive, transmit). A synclab
+// frame is traced as a frame, with the peer's address.
+func (l *Log) Datagram(ev string, peer netip.AddrPort, data []byte, lamport uint64, at time.Time) {
+	e := Event{T: at, Lamport: lamport, Ev: ev, Peer: peer.String()}
+	var f wire.Frame
+	if wire.IsFrame(data) && f.UnmarshalBinary(data) == nil {
+		e.Fields = Fields(f.Kind, f.Payload)
+		e.Kind, e.Frame, e.From, e.To, e.Term = f.Kind.String(), FrameID(f.Sender, f.Seq), f.Sender, f.Receiver, f.Term
+		if ev == EvSend && f.Lamport != 0 {
+			e.Lamport = f.Lamport // its logical send's stamp, as for any frame
+		}
+	} else {
+		e.Kind, e.Frame, e.Fields = NTPFields(data)
+		e.From, e.To = 0, 0
+		if ev == EvSend {
+			e.From = l.self
+		} else {
+			e.To = l.self
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.ev = e
+	l.w.Write(&l.ev)
 }
 
 // Flush writes buffered lines to the file (a daemon flushes on a timer and

@@ -199,6 +199,7 @@ func AppendEvent(b []byte, e *Event) []byte {
 		b = append(b, `,"term":`...)
 		b = strconv.AppendUint(b, e.Term, 10)
 	}
+	str("peer", e.Peer)
 	obj("fields", e.Fields)
 	str("name", e.Name)
 	str("msg", e.Msg)

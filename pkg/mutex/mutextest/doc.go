@@ -1,0 +1,35 @@
+// Package mutextest runs any mutual-exclusion algorithm (a mutex.Factory)
+// on the simulator (internal/sim) with a client on every member and checks
+// it against the oracle every algorithm answers to:
+//
+//   - exclusion: an exclusive grant never overlaps another grant of its
+//     lock in real time, and shared grants overlap only each other (a
+//     grant lasts from its outcome to its release, or to the end of its
+//     lease on its member's drifting clock, as renewed; a crashed or lost
+//     holder is not shortened: its program may not know yet);
+//   - fences: a grant's fence is above that of every grant of the lock
+//     that ended before it began, and no fence is granted twice to an
+//     exclusive holder;
+//   - liveness: once the faults stop, every waiting request is granted.
+//
+// Clients ask for locks, hold them up to 20 ms or for several leases
+// (renewing), and now and then hang (neither renew nor release) so the
+// lease must end them. Between phases the faults the algorithm claims to
+// survive (its Guarantees.Survives) are injected: crashes and restarts of
+// the holder or another member, pauses longer than the lease, a member
+// partitioned alone, links that drop a burst (and, with Loss, lossy links
+// throughout). The outcomes are read after each Ready at the instant the
+// core produced them, as mutexd's loop does.
+//
+// Use it from an algorithm's tests:
+//
+//	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+//		c := mutextest.Run(t, seed, mutextest.Config{Factory: central.Factory})
+//		t.Log(c)
+//	})
+//
+// and MessagesPerEntry for the cost of one uncontended entry at N members,
+// to set beside core.Cost.
+//
+// Tests only: it imports internal/sim (whose flags a binary would show).
+package mutextest

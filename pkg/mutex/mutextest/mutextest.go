@@ -1,0 +1,524 @@
+package mutextest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Config is one simulated cluster running one algorithm.
+type Config struct {
+	Factory mutex.Factory
+	// Options are handed to every member's core (zero Lease: 1 s; zero
+	// Heartbeat: 100 ms).
+	Options mutex.Options
+	// Members: 3 or more; 0 picks 3 to 7 from the seed.
+	Members int
+	// Locks the clients take (default "counter" and "printer").
+	Locks []string
+	// Faults injected between phases (default: the factory's
+	// Guarantees.Survives). Loss also makes the links lossy (3% lost, 1%
+	// duplicated, reordered by jitter); without it they are reliable.
+	Faults []mutex.Fault
+	// Rounds of faults (default 6), each followed by 2 s without one.
+	Rounds int
+	// Shared makes a third of the requests shared (default: when the
+	// factory offers shared locks).
+	Shared *bool
+	// Target, if set, names a member worth crashing or pausing besides
+	// the lock holders (e.g. the coordinator).
+	Target func(s *sim.Sim) uint32
+	// Quiet is how long the faultless, requestless end lasts, in which
+	// every waiting request must be granted (default 8 s).
+	Quiet time.Duration
+}
+
+// Cluster is a simulated cluster with one client per member and the
+// oracle watching every outcome.
+type Cluster struct {
+	t       testing.TB
+	cfg     Config
+	s       *sim.Sim
+	rng     *rand.Rand
+	ids     []uint32
+	drift   map[uint32]float64
+	clients map[uint32]*client
+	shared  bool
+
+	grants map[string][]*interval // per lock, in grant order
+	live   map[uint64]*interval   // by node<<32|request
+
+	// Requests and Grants count the clients' requests and their grants;
+	// Releases the grants given back by their clients.
+	Requests, Grants, Releases int
+	// LongestWait is the longest a granted request waited.
+	LongestWait time.Duration
+}
+
+// interval is one grant as real time sees it: from the grant to the
+// release, or to the end of the lease (as renewed) on the granting
+// member's clock. A lost lock is not shortened: its client may not know
+// yet, and must stop at its lease's end.
+type interval struct {
+	node       uint32
+	lock       string
+	mode       mutex.Mode
+	fence      uint64
+	start, end time.Duration
+}
+
+// client is the program on one member that takes locks: it asks for one,
+// holds it a while (renewing a long hold), and releases it; a few times it
+// hangs and neither renews nor releases, so the lease must end it.
+type client struct {
+	req     mutex.RequestID
+	lock    string
+	mode    mutex.Mode
+	asked   time.Duration
+	holding bool
+	lease   time.Duration
+	until   time.Duration // release at (virtual time)
+	renewAt time.Duration
+	hung    bool
+	nextTry time.Duration
+}
+
+// New builds the cluster of seed (nothing runs before the first Run).
+func New(t testing.TB, seed int64, cfg Config) *Cluster {
+	t.Helper()
+	if cfg.Options.Lease == 0 {
+		cfg.Options.Lease = time.Second
+	}
+	if cfg.Options.Heartbeat == 0 {
+		cfg.Options.Heartbeat = 100 * time.Millisecond
+	}
+	if cfg.Members == 0 {
+		cfg.Members = 3 + int(seed%5)
+	}
+	if len(cfg.Locks) == 0 {
+		cfg.Locks = []string{"counter", "printer"}
+	}
+	if cfg.Faults == nil {
+		cfg.Faults = cfg.Factory.Guarantees.Survives
+	}
+	if cfg.Rounds == 0 {
+		cfg.Rounds = 6
+	}
+	if cfg.Quiet == 0 {
+		cfg.Quiet = 8 * time.Second
+	}
+	link := sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}
+	if slices.Contains(cfg.Faults, mutex.Loss) {
+		link.Loss, link.Duplicate = 0.03, 0.01
+	}
+	c := &Cluster{
+		t: t, cfg: cfg,
+		s:       sim.New(sim.Config{Seed: seed, DefaultLink: link}),
+		rng:     rand.New(rand.NewPCG(uint64(seed), 7)),
+		drift:   map[uint32]float64{},
+		clients: map[uint32]*client{},
+		grants:  map[string][]*interval{},
+		live:    map[uint64]*interval{},
+		shared:  cfg.Factory.Guarantees.Shared,
+	}
+	if cfg.Shared != nil {
+		c.shared = *cfg.Shared
+	}
+	for i := 1; i <= cfg.Members; i++ {
+		c.ids = append(c.ids, uint32(i))
+	}
+	for _, id := range c.ids {
+		clk := clock.SimConfig{Offset: time.Duration(c.rng.Int64N(int64(time.Second))), DriftPPM: c.rng.Float64()*200 - 100}
+		c.drift[id] = clk.DriftPPM
+		c.s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			a, err := cfg.Factory.New(env, cfg.Options)
+			if err != nil {
+				t.Fatalf("member %d: %s: %v", id, cfg.Factory.Name, err)
+			}
+			return a
+		}, clk)
+		c.clients[id] = &client{}
+	}
+	c.s.OnReady(c.outcomes)
+	return c
+}
+
+// Sim is the simulator under the cluster (faults, counts, traces).
+func (c *Cluster) Sim() *sim.Sim { return c.s }
+
+// IDs are the members.
+func (c *Cluster) IDs() []uint32 { return slices.Clone(c.ids) }
+
+func (c *Cluster) algorithm(id uint32) mutex.Algorithm { return c.s.Core(id).(mutex.Algorithm) }
+
+// trueTime is the real (virtual) time at which member id's clock reads
+// local, given that it read atLocal at at (the clocks only drift: mutexd
+// never adjusts one).
+func (c *Cluster) trueTime(id uint32, at time.Duration, atLocal, local time.Time) time.Duration {
+	return at + time.Duration(float64(local.Sub(atLocal))/(1+c.drift[id]*1e-6))
+}
+
+// outcomes drains a member's outcomes after each of its Readys, as mutexd
+// does, into the oracle's intervals and the client's state.
+func (c *Cluster) outcomes(r sim.Ready) {
+	a, ok := r.Core.(mutex.Algorithm)
+	if !ok {
+		c.t.Fatalf("member %d: %T is not a mutex.Algorithm", r.Node, r.Core)
+	}
+	cl := c.clients[r.Node]
+	for _, o := range a.Outcomes() {
+		key := uint64(r.Node)<<32 | uint64(o.Request())
+		mine := cl.req == o.Request()
+		switch o := o.(type) {
+		case mutex.Granted:
+			iv := &interval{node: r.Node, lock: o.Lock, mode: o.Mode, fence: o.Fence, start: r.At,
+				end: c.trueTime(r.Node, r.At, r.Local, o.Expires)}
+			c.checkFence(iv)
+			c.grants[o.Lock] = append(c.grants[o.Lock], iv)
+			c.live[key] = iv
+			c.Grants++
+			if !mine {
+				c.t.Fatalf("%v: member %d granted request %d for %s, which its client does not wait for\n%s", r.At, r.Node, o.ID, o.Lock, c.Tail())
+			}
+			cl.holding = true
+			c.LongestWait = max(c.LongestWait, r.At-cl.asked)
+			cl.lease = o.Lease
+			cl.renewAt = r.At + cl.lease/3
+			hold := time.Duration(c.rng.Int64N(int64(20 * time.Millisecond)))
+			switch c.rng.IntN(20) {
+			case 0:
+				cl.hung = true // neither renews nor releases
+			case 1, 2:
+				hold = cl.lease * time.Duration(1+c.rng.IntN(3)) // needs renewals
+			}
+			cl.until = r.At + hold
+		case mutex.Renewed:
+			if iv := c.live[key]; iv != nil {
+				iv.end = c.trueTime(r.Node, r.At, r.Local, o.Expires)
+			}
+			if mine {
+				cl.renewAt = r.At + cl.lease/3
+			}
+		case mutex.Released:
+			if iv := c.live[key]; iv != nil {
+				iv.end = min(iv.end, r.At)
+				delete(c.live, key)
+			}
+		case mutex.Lost:
+			delete(c.live, key)
+			if mine {
+				*cl = client{nextTry: r.At + 20*time.Millisecond}
+			}
+		}
+	}
+}
+
+// checkFence: a grant's fence is above the fence of every grant of the
+// lock that ended before it began (what a resource checking fences relies
+// on), and no two exclusive grants share a fence.
+func (c *Cluster) checkFence(iv *interval) {
+	for _, p := range c.grants[iv.lock] {
+		switch {
+		case p.end <= iv.start && p.fence >= iv.fence:
+			c.t.Fatalf("%v: %s granted fence %d at member %d after member %d's fence %d ended at %v\n%s",
+				iv.start, iv.lock, iv.fence, iv.node, p.node, p.fence, p.end, c.Tail())
+		case p.fence == iv.fence && (p.mode == mutex.Exclusive || iv.mode == mutex.Exclusive):
+			c.t.Fatalf("%v: %s: fence %d granted twice (members %d and %d)\n%s", iv.start, iv.lock, iv.fence, p.node, iv.node, c.Tail())
+		}
+	}
+}
+
+// drive lets every running client act at the current instant.
+func (c *Cluster) drive(active bool) {
+	now := c.s.Elapsed()
+	for _, id := range c.ids {
+		cl := c.clients[id]
+		if !c.s.Running(id) {
+			continue
+		}
+		switch {
+		case cl.req == 0 && active && now >= cl.nextTry:
+			cl.lock = c.cfg.Locks[c.rng.IntN(len(c.cfg.Locks))]
+			cl.mode = mutex.Exclusive
+			if c.shared && c.rng.IntN(3) == 0 {
+				cl.mode = mutex.Shared
+			}
+			lease := c.cfg.Options.Lease * time.Duration(3+c.rng.IntN(7)) / 10
+			c.do(id, func(a mutex.Algorithm, now time.Time) {
+				req, err := a.Acquire(now, mutex.Request{Lock: cl.lock, Mode: cl.mode, Lease: lease, Client: "sim"})
+				if err != nil {
+					c.t.Fatalf("member %d: acquire %s: %v", id, cl.lock, err)
+				}
+				cl.req, cl.asked = req, c.s.Elapsed()
+			})
+			c.Requests++
+		case cl.holding && !cl.hung && now >= cl.until:
+			req := cl.req
+			*cl = client{nextTry: now + time.Duration(c.rng.Int64N(int64(30*time.Millisecond)))}
+			c.do(id, func(a mutex.Algorithm, now time.Time) {
+				err := a.Release(now, req)
+				if err != nil && !errors.Is(err, mutex.ErrExpired) && !errors.Is(err, mutex.ErrUnknownRequest) {
+					c.t.Fatalf("member %d: release %d: %v", id, req, err)
+				}
+			})
+			c.Releases++
+		case cl.holding && !cl.hung && now >= cl.renewAt:
+			cl.renewAt = now + cl.lease // the next is set by the renewal's outcome
+			c.do(id, func(a mutex.Algorithm, now time.Time) {
+				a.Renew(now, cl.req, 0) // a refusal arrives as Lost
+			})
+		case cl.holding && cl.hung && now >= cl.until+2*cl.lease:
+			// The hung client comes back long after its lease ended and
+			// gives back what it no longer holds.
+			req := cl.req
+			*cl = client{nextTry: now}
+			c.do(id, func(a mutex.Algorithm, now time.Time) { a.Release(now, req) })
+		}
+	}
+}
+
+func (c *Cluster) do(id uint32, f func(a mutex.Algorithm, now time.Time)) {
+	c.s.Do(id, func(cc core.Core) { f(cc.(mutex.Algorithm), c.s.Clock(id).Now()) })
+}
+
+// Run advances d in 1 ms steps, the clients asking for locks when active.
+func (c *Cluster) Run(d time.Duration, active bool) {
+	end := c.s.Elapsed() + d
+	for c.s.Elapsed() < end {
+		c.s.Run(time.Millisecond)
+		c.drive(active)
+	}
+}
+
+// crashed, restarted and resumed members lose their client's state: the
+// program that asked died with them, or its lease ran out.
+func (c *Cluster) resetClient(id uint32) {
+	if cl := c.clients[id]; cl.req != 0 {
+		for key, iv := range c.live {
+			if key>>32 == uint64(id) && iv.node == id {
+				delete(c.live, key)
+			}
+		}
+	}
+	*c.clients[id] = client{nextTry: c.s.Elapsed() + 50*time.Millisecond}
+}
+
+// Holder returns a running member holding a lock, else the Target, else
+// a random running member.
+func (c *Cluster) Holder() uint32 {
+	for _, iv := range c.live {
+		if c.s.Running(iv.node) {
+			return iv.node
+		}
+	}
+	if c.cfg.Target != nil {
+		if id := c.cfg.Target(c.s); id != 0 && c.s.Running(id) {
+			return id
+		}
+	}
+	return c.Other()
+}
+
+// Other returns a random running member.
+func (c *Cluster) Other() uint32 {
+	var up []uint32
+	for _, id := range c.ids {
+		if c.s.Running(id) {
+			up = append(up, id)
+		}
+	}
+	if len(up) == 0 {
+		return c.ids[0]
+	}
+	return up[c.rng.IntN(len(up))]
+}
+
+// Fault injects one fault of kind f for a random while, runs through it
+// and ends it.
+func (c *Cluster) Fault(f mutex.Fault) {
+	hold := time.Duration(200+c.rng.IntN(1500)) * time.Millisecond
+	switch f {
+	case mutex.Crash:
+		victim := c.Holder()
+		if c.rng.IntN(2) == 0 {
+			victim = c.Other()
+		}
+		c.s.Crash(victim)
+		c.resetClient(victim)
+		c.Run(hold, true)
+		c.s.Restart(victim)
+		c.resetClient(victim)
+	case mutex.Pause:
+		victim := c.Holder()
+		c.s.Pause(victim)
+		c.Run(c.cfg.Options.Lease+hold, true)
+		c.s.Resume(victim)
+	case mutex.Partition:
+		// A minority (one member, the holder or the target) alone.
+		victim := c.Holder()
+		c.s.Isolate(victim)
+		c.Run(hold, true)
+		c.s.Heal()
+	case mutex.Loss:
+		// A short burst: the links between a holder and another member
+		// drop everything.
+		a, b := c.Holder(), c.Other()
+		if a != b {
+			c.s.Cut(a, b)
+			c.s.Cut(b, a)
+		}
+		c.Run(time.Duration(50+c.rng.IntN(300))*time.Millisecond, true)
+		c.s.Heal()
+	}
+}
+
+// Check runs the exclusion oracle over every grant so far: an exclusive
+// grant never overlaps another grant of its lock in real time; shared
+// grants overlap only each other.
+func (c *Cluster) Check() {
+	for name, ivs := range c.grants {
+		byStart := slices.Clone(ivs)
+		slices.SortFunc(byStart, func(a, b *interval) int { return int(a.start - b.start) })
+		// latest exclusive and latest any-mode end seen so far.
+		var lastEx, lastAny *interval
+		for _, b := range byStart {
+			if lastEx != nil && b.start < lastEx.end {
+				c.t.Fatalf("%s: member %d's %v grant (fence %d) from %v inside member %d's exclusive grant (fence %d) [%v, %v]\n%s",
+					name, b.node, b.mode, b.fence, b.start, lastEx.node, lastEx.fence, lastEx.start, lastEx.end, c.Tail())
+			}
+			if b.mode == mutex.Exclusive && lastAny != nil && b.start < lastAny.end {
+				c.t.Fatalf("%s: member %d's exclusive grant (fence %d) from %v inside member %d's %v grant (fence %d) [%v, %v]\n%s",
+					name, b.node, b.fence, b.start, lastAny.node, lastAny.mode, lastAny.fence, lastAny.start, lastAny.end, c.Tail())
+			}
+			if b.mode == mutex.Exclusive && (lastEx == nil || b.end > lastEx.end) {
+				lastEx = b
+			}
+			if lastAny == nil || b.end > lastAny.end {
+				lastAny = b
+			}
+		}
+	}
+}
+
+// Waiting returns the members whose client waits for a lock.
+func (c *Cluster) Waiting() []uint32 {
+	var out []uint32
+	for _, id := range c.ids {
+		if cl := c.clients[id]; cl.req != 0 && !cl.holding {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Tail is the end of the event log, for failure messages.
+func (c *Cluster) Tail() string {
+	evs := c.s.Events()
+	var b strings.Builder
+	for _, e := range evs[max(0, len(evs)-60):] {
+		b.WriteString(e.String() + "\n")
+	}
+	return b.String()
+}
+
+// Run is the standard run of an algorithm over one seed: 3 s of clients
+// taking locks, then Rounds faults drawn from cfg.Faults each followed by
+// 2 s of calm, then a quiet end in which every waiting request is granted;
+// the oracle checks exclusion, fences and liveness.
+func Run(t testing.TB, seed int64, cfg Config) *Cluster {
+	t.Helper()
+	c := New(t, seed, cfg)
+	c.Run(3*time.Second, true)
+	if c.Grants == 0 {
+		t.Fatalf("%s: nothing granted in 3 s\n%s", cfg.Factory.Name, c.Tail())
+	}
+	for round := range c.cfg.Rounds {
+		if len(c.cfg.Faults) > 0 {
+			c.Fault(c.cfg.Faults[(int(seed)+round)%len(c.cfg.Faults)])
+		}
+		c.Run(2*time.Second, true)
+	}
+	c.Run(c.cfg.Quiet, false)
+	for _, id := range c.Waiting() {
+		cl := c.clients[id]
+		t.Fatalf("%s: member %d: request %d for %s, asked at %v, never granted\n%+v\n%s",
+			cfg.Factory.Name, id, cl.req, cl.lock, cl.asked, c.algorithm(id).Report(), c.Tail())
+	}
+	c.Check()
+	return c
+}
+
+// String summarises the run for a test log.
+func (c *Cluster) String() string {
+	var sent uint64
+	for _, k := range wire.Kinds() {
+		sent += c.s.Sent(k)
+	}
+	return fmt.Sprintf("%s, %d members: %d requests, %d grants, %d releases, longest wait %v, %d frames",
+		c.cfg.Factory.Name, len(c.ids), c.Requests, c.Grants, c.Releases, c.LongestWait, sent)
+}
+
+// MessagesPerEntry measures what one uncontended entry (acquire, hold,
+// release) costs at n members on reliable links: the frames all members
+// send from the request to the release's last consequence, heartbeats
+// excepted, averaged over entries at every member in turn.
+func MessagesPerEntry(t testing.TB, f mutex.Factory, opt mutex.Options, n int) float64 {
+	t.Helper()
+	none := false
+	c := New(t, 1, Config{Factory: f, Options: opt, Members: n, Faults: []mutex.Fault{}, Shared: &none})
+	c.Run(2*time.Second, false) // settle: elections, first heartbeats
+	count := func() uint64 {
+		var sum uint64
+		for _, k := range wire.Kinds() {
+			if k != wire.KindHeartbeat {
+				sum += c.s.Sent(k)
+			}
+		}
+		return sum
+	}
+	var total uint64
+	entries := 0
+	for round := range 2 {
+		for _, id := range c.ids {
+			before := count()
+			cl := c.clients[id]
+			c.do(id, func(a mutex.Algorithm, now time.Time) {
+				req, err := a.Acquire(now, mutex.Request{Lock: "counter", Lease: opt.Lease, Client: "count"})
+				if err != nil {
+					t.Fatalf("member %d: acquire: %v", id, err)
+				}
+				cl.req, cl.asked = req, c.s.Elapsed()
+			})
+			if !c.s.RunUntil(func() bool { return cl.holding }, 5*time.Second) {
+				t.Fatalf("%s: member %d not granted within 5 s\n%s", f.Name, id, c.Tail())
+			}
+			req := cl.req
+			*cl = client{}
+			c.do(id, func(a mutex.Algorithm, now time.Time) {
+				if err := a.Release(now, req); err != nil {
+					t.Fatalf("member %d: release: %v", id, err)
+				}
+			})
+			// The release's consequences (a release to all, a token's
+			// move) take a few message delays; heartbeats are not counted.
+			c.s.Run(50 * time.Millisecond)
+			if round > 0 { // the first round warms up (a token's first trip)
+				total += count() - before
+				entries++
+			}
+		}
+	}
+	c.Check()
+	return float64(total) / float64(entries)
+}
