@@ -7,12 +7,16 @@ package algorithms
 
 import (
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/maekawa"
+	"github.com/synclab/synclab/pkg/mutex/majority"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 )
 
 // All is every algorithm, in the order the docs and benchmarks list them.
 var All = mutex.Registry{
 	tokenring.Factory,
+	maekawa.Factory,
+	majority.Factory,
 }
 
 // Default is mutexd's --algorithm default.

@@ -32,6 +32,10 @@ type Config struct {
 	// inquire, relinquish and failed keep the notes' deadlock from
 	// happening.
 	Quorum int
+	// Coordinators are the members that vote in the majority quorum
+	// (default: every member); the others only request. Quorum counts
+	// among them.
+	Coordinators []uint32
 	// Shared offers shared requests (the majority quorum only): a
 	// coordinator votes for any number of shared requests together, never
 	// beside an exclusive one, and denies new shared ones while an
@@ -130,8 +134,19 @@ func (c *Config) validate() error {
 	if _, ok := slices.BinarySearch(c.Members, c.ID); !ok {
 		return fmt.Errorf("%w: own ID %d is not a member", ErrConfig, c.ID)
 	}
-	if c.Quorum != 0 && (2*c.Quorum <= len(c.Members) || c.Quorum > len(c.Members)) {
-		return fmt.Errorf("%w: Quorum %d of %d members: want more than half, at most all (m > n/2)", ErrConfig, c.Quorum, len(c.Members))
+	if len(c.Coordinators) == 0 {
+		c.Coordinators = c.Members
+	} else if c.Quorum == 0 {
+		return fmt.Errorf("%w: Coordinators are for the majority quorum (Quorum > 0)", ErrConfig)
+	}
+	c.Coordinators = slices.Compact(slices.Sorted(slices.Values(c.Coordinators)))
+	for _, m := range c.Coordinators {
+		if _, ok := slices.BinarySearch(c.Members, m); !ok {
+			return fmt.Errorf("%w: coordinator %d is not a member", ErrConfig, m)
+		}
+	}
+	if n := len(c.Coordinators); c.Quorum != 0 && (2*c.Quorum <= n || c.Quorum > n) {
+		return fmt.Errorf("%w: Quorum %d of %d coordinators: want more than half, at most all (m > n/2)", ErrConfig, c.Quorum, n)
 	}
 	if c.Shared && c.Quorum == 0 {
 		return fmt.Errorf("%w: shared requests are offered by the majority quorum only", ErrConfig)

@@ -385,9 +385,12 @@ func (c *Core) Lookup(id mutex.RequestID) (mutex.RequestStatus, bool) {
 }
 
 // Guarantees is what the algorithm promises.
-func (c *Core) Guarantees() mutex.Guarantees {
-	if c.majority() {
-		return majorityGuarantees(c.cfg.Forgetful)
+func (c *Core) Guarantees() mutex.Guarantees { return c.cfg.Guarantees() }
+
+// Guarantees is what a core of this configuration promises.
+func (c *Config) Guarantees() mutex.Guarantees {
+	if c.Quorum > 0 {
+		return majorityGuarantees(c.Forgetful)
 	}
 	return maekawaGuarantees
 }

@@ -149,5 +149,3 @@ func LockCells(raw json.RawMessage) ([]string, error) {
 	}
 	return []string{list(d.VotedFor), list(d.Queue), req}, nil
 }
-
-

@@ -150,7 +150,7 @@ func (c *Core) pump() {
 // of it (Maekawa).
 func (c *Core) voters() ([]uint32, int) {
 	if c.majority() {
-		return c.cfg.Members, c.cfg.Quorum
+		return c.cfg.Coordinators, c.cfg.Quorum
 	}
 	set := c.grid.LiveSet(c.self, c.alive)
 	return set, len(set)
@@ -197,7 +197,13 @@ func (c *Core) sendRelease(a *ask, fence uint64) {
 	if a.phase == backoff {
 		return
 	}
-	for _, v := range a.set {
+	to := a.set
+	if a.phase == committing || a.phase == held {
+		// Only the voters it kept have an entry: the others were released
+		// when their votes came too late, or denied.
+		to = slices.Sorted(maps.Keys(a.locked))
+	}
+	for _, v := range to {
 		c.post(v, wire.Vote{Op: wire.VoteRelease, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, Fence: fence}, 0)
 	}
 }
@@ -290,7 +296,12 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 		if a.phase == held && !a.renewBy.IsZero() && a.acked[from] {
 			a.renewNo++
 			if len(a.acked)-a.renewNo < a.need {
+				// Lost, and reported at once; but its client may run until
+				// its lease ends (it learns of the loss late, or not at
+				// all): the votes it still has are left to run out, not
+				// released.
 				c.reqs.Lose(a.lock, mutex.RenewRefused)
+				a.phase = backoff
 				c.endAsk(a)
 			}
 		}

@@ -167,5 +167,3 @@ func majorityGuarantees(forgetful bool) mutex.Guarantees {
 	}
 	return g
 }
-
-

@@ -95,43 +95,50 @@ func (c *Core) voterLock(name string, from uint32, create bool) (*vlock, error) 
 	return l, nil
 }
 
-// entries returns member from's entry at l (vote or queued), if any.
-func (l *vlock) entry(from uint32) (*vote, bool) {
+// entry returns member from's entry of attempt at l (a vote, or queued).
+func (l *vlock) entry(from, attempt uint32) (*vote, bool) {
 	for _, g := range l.grants {
-		if g.from == from {
+		if g.from == from && g.attempt == attempt {
 			return g, true
 		}
 	}
 	for _, q := range l.queue {
-		if q.from == from {
+		if q.from == from && q.attempt == attempt {
 			return q, false
 		}
 	}
 	return nil, false
 }
 
-// drop removes member from's entry at l (a newer request of it replaces
-// it, or it released); it reports whether it was a vote.
-func (c *Core) drop(l *vlock, from uint32) (*vote, bool) {
-	for i, g := range l.grants {
-		if g.from == from {
-			l.grants = slices.Delete(l.grants, i, i+1)
-			c.byMember[from]--
-			if len(l.grants) == 0 {
-				l.inquired = false
-				c.durable.Change(false)
-			}
-			return g, true
+// remove takes entry v out of l (a vote or queued).
+func (c *Core) remove(l *vlock, v *vote) {
+	if i := slices.Index(l.grants, v); i >= 0 {
+		l.grants = slices.Delete(l.grants, i, i+1)
+		if len(l.grants) == 0 {
+			l.inquired = false
+			c.durable.Change(false)
+		}
+	} else if i := slices.Index(l.queue, v); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+	} else {
+		return
+	}
+	if c.byMember[v.from]--; c.byMember[v.from] <= 0 {
+		delete(c.byMember, v.from)
+	}
+}
+
+// supersede drops what member from's newer request replaces: its queued
+// requests and its votes not committed (a member runs one request per
+// lock: those attempts were given up). A committed vote stays until its
+// release or its lease's end: the member may have restarted, and the
+// program that held the lock with it may still run until then.
+func (c *Core) supersede(l *vlock, from uint32) {
+	for _, e := range slices.Concat(l.grants, l.queue) {
+		if e.from == from && !e.committed {
+			c.remove(l, e)
 		}
 	}
-	for i, q := range l.queue {
-		if q.from == from {
-			l.queue = slices.Delete(l.queue, i, i+1)
-			c.byMember[from]--
-			return q, false
-		}
-	}
-	return nil, false
 }
 
 func (c *Core) reply(to uint32, op wire.VoteOp, l *vlock, v *vote, fence uint64) {
@@ -141,7 +148,7 @@ func (c *Core) reply(to uint32, op wire.VoteOp, l *vlock, v *vote, fence uint64)
 // voterStep is the voter's side: request, relinquish, release, commit,
 // renew.
 func (c *Core) voterStep(from uint32, m wire.Vote) error {
-	if c.majority() && m.Op == wire.VoteRelinquish {
+	if c.majority() && (m.Op == wire.VoteRelinquish || !slices.Contains(c.cfg.Coordinators, c.self)) {
 		return ErrBadOp
 	}
 	if !c.majority() && m.Mode == wire.VoteShared {
@@ -160,7 +167,7 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 	}
 	switch m.Op {
 	case wire.VoteRequest:
-		c.drop(l, from) // this member's newer request replaces its older one
+		c.supersede(l, from)
 		v := &vote{from: from, attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}
 		c.byMember[from]++
 		c.stats.Requests++
@@ -170,25 +177,28 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 			c.maekawaRequest(l, v)
 		}
 	case wire.VoteRelinquish:
-		g, ok := l.entry(from)
-		if !ok || g.attempt != m.Attempt || g.committed {
+		g, ok := l.entry(from, m.Attempt)
+		if !ok || g.committed {
 			c.count("relinquish_stale")
 			return nil
 		}
-		c.drop(l, from)
+		c.remove(l, g)
 		g.failed = false
+		c.byMember[from]++
 		c.enqueue(l, g)
 		c.stats.Relinquished++
 		c.next(l)
 	case wire.VoteRelease:
-		if e, _ := l.entry(from); e != nil && e.attempt == m.Attempt {
-			c.raise(l, m.Fence, false)
-			c.drop(l, from)
+		if e, _ := l.entry(from, m.Attempt); e != nil {
+			if m.Fence <= l.fence+MaxFenceStep {
+				c.raise(l, m.Fence, false)
+			}
+			c.remove(l, e)
 			c.next(l)
 		}
 	case wire.VoteCommit:
-		g, ok := l.entry(from)
-		if !ok || g.attempt != m.Attempt || !c.now.Before(g.expires) {
+		g, ok := l.entry(from, m.Attempt)
+		if !ok || !c.now.Before(g.expires) {
 			c.reply(from, wire.VoteCommitRefused, l, &vote{attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}, l.fence)
 			c.count("commits_refused")
 			return nil
@@ -202,8 +212,8 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 		g.expires = c.now.Add(c.cfg.stretch(c.lease(m.LeaseMS)))
 		c.reply(from, wire.VoteCommitOK, l, g, m.Fence)
 	case wire.VoteRenew:
-		g, ok := l.entry(from)
-		if !ok || g.attempt != m.Attempt || !g.committed || !c.now.Before(g.expires) {
+		g, ok := l.entry(from, m.Attempt)
+		if !ok || !g.committed || !c.now.Before(g.expires) {
 			c.reply(from, wire.VoteRenewRefused, l, &vote{attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}, l.fence)
 			c.count("renewals_refused")
 			return nil
@@ -263,7 +273,9 @@ func (c *Core) coordinate(l *vlock, v *vote) {
 	if v.mode == wire.VoteExclusive {
 		l.writerUntil = c.now.Add(c.cfg.WriterWindow)
 	}
-	c.byMember[v.from]--
+	if c.byMember[v.from]--; c.byMember[v.from] <= 0 {
+		delete(c.byMember, v.from)
+	}
 	c.stats.Denied++
 	c.reply(v.from, wire.VoteDeny, l, v, l.fence)
 }
@@ -326,7 +338,7 @@ func (c *Core) next(l *vlock) {
 func (c *Core) tickVotes(l *vlock) {
 	for _, g := range slices.Clone(l.grants) {
 		if !c.now.Before(g.expires) {
-			c.drop(l, g.from)
+			c.remove(l, g)
 			if g.committed {
 				c.count("votes_expired_held")
 			} else {
