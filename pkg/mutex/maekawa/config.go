@@ -36,6 +36,20 @@ type Config struct {
 	// (default: every member); the others only request. Quorum counts
 	// among them.
 	Coordinators []uint32
+	// VotingSets, when set, are Maekawa's voting sets by member (every
+	// member has one, any two intersect), instead of the grid's crosses:
+	// the notes' worked examples. No set is replaced when a member of it
+	// is down: the requester waits.
+	VotingSets map[uint32][]uint32
+	// Textbook drops Sanders' correction (no inquire, relinquish or
+	// failed): the notes' algorithm, which can deadlock. Only for the
+	// scenario that shows the notes' deadlock; never in mutexd.
+	Textbook bool
+	// TraceFrames reports every vote frame this member sends as an
+	// EventFrame, those to itself too (its voter and its requester, which
+	// cost no message): for scenario scripts that show the whole protocol
+	// in the order it ran.
+	TraceFrames bool
 	// Shared offers shared requests (the majority quorum only): a
 	// coordinator votes for any number of shared requests together, never
 	// beside an exclusive one, and denies new shared ones while an
@@ -148,6 +162,32 @@ func (c *Config) validate() error {
 	if n := len(c.Coordinators); c.Quorum != 0 && (2*c.Quorum <= n || c.Quorum > n) {
 		return fmt.Errorf("%w: Quorum %d of %d coordinators: want more than half, at most all (m > n/2)", ErrConfig, c.Quorum, n)
 	}
+	if c.VotingSets != nil {
+		if c.Quorum != 0 {
+			return fmt.Errorf("%w: VotingSets are Maekawa's (Quorum 0)", ErrConfig)
+		}
+		sets := map[uint32][]uint32{}
+		for _, m := range c.Members {
+			set := slices.Compact(slices.Sorted(slices.Values(c.VotingSets[m])))
+			if len(set) == 0 {
+				return fmt.Errorf("%w: member %d has no voting set", ErrConfig, m)
+			}
+			for _, v := range set {
+				if _, ok := slices.BinarySearch(c.Members, v); !ok {
+					return fmt.Errorf("%w: voting set of %d names %d, not a member", ErrConfig, m, v)
+				}
+			}
+			sets[m] = set
+		}
+		for a, sa := range sets {
+			for b, sb := range sets {
+				if !slices.ContainsFunc(sa, func(v uint32) bool { _, ok := slices.BinarySearch(sb, v); return ok }) {
+					return fmt.Errorf("%w: the voting sets of %d and %d do not intersect: two requests could both hold", ErrConfig, a, b)
+				}
+			}
+		}
+		c.VotingSets = sets
+	}
 	if c.Shared && c.Quorum == 0 {
 		return fmt.Errorf("%w: shared requests are offered by the majority quorum only", ErrConfig)
 	}
@@ -206,10 +246,6 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: MinLease %v exceeds MaxLease %v", ErrConfig, c.MinLease, c.MaxLease)
 	case c.MaxLease > time.Hour || c.MaxLease/time.Millisecond >= math.MaxUint32:
 		return fmt.Errorf("%w: MaxLease %v: at most 1h", ErrConfig, c.MaxLease)
-	case c.MinLease <= c.AttemptTimeout/10:
-		// A renewal is a round like a request's; a lease shorter than a
-		// tenth of its timeout would expire between two.
-		return fmt.Errorf("%w: MinLease %v must exceed AttemptTimeout/10 (%v)", ErrConfig, c.MinLease, c.AttemptTimeout/10)
 	case c.MaxLocks < 1 || c.MaxLocks > 65535 || c.MaxQueue < 1:
 		return fmt.Errorf("%w: MaxLocks %d (1..65535) and MaxQueue %d must be positive", ErrConfig, c.MaxLocks, c.MaxQueue)
 	}

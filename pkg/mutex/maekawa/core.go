@@ -53,6 +53,9 @@ const (
 	// EventNoLiveSet: (Maekawa) no cross of the grid is wholly alive: a
 	// request waits until one is ("lock").
 	EventNoLiveSet = "no_live_set"
+	// EventFrame: (Config.TraceFrames) a vote frame sent, to this member
+	// itself too ("to", "op", "lock", "fence", "stamp").
+	EventFrame = "vote_frame"
 )
 
 // Loss reasons of this core, beyond mutex's.
@@ -194,6 +197,9 @@ func (c *Core) emit(name, msg string, args ...any) {
 // member itself, on the loop (handled before the call that posted it
 // returns; it costs no message).
 func (c *Core) post(to uint32, v wire.Vote, lamport uint64) {
+	if c.cfg.TraceFrames {
+		c.emit(EventFrame, "", "to", to, "op", v.Op.String(), "lock", v.Name, "fence", v.Fence, "stamp", v.Stamp)
+	}
 	if to == c.self {
 		c.loop = append(c.loop, loopMsg{from: c.self, v: v})
 		return

@@ -152,6 +152,10 @@ func (c *Core) voters() ([]uint32, int) {
 	if c.majority() {
 		return c.cfg.Coordinators, c.cfg.Quorum
 	}
+	if c.cfg.VotingSets != nil {
+		set := c.cfg.VotingSets[c.self]
+		return set, len(set)
+	}
 	set := c.grid.LiveSet(c.self, c.alive)
 	return set, len(set)
 }
@@ -223,10 +227,9 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 	}
 	a := c.asks[m.Name]
 	if a == nil || a.attempt != m.Attempt || a.phase == backoff || !slices.Contains(a.set, from) {
-		if m.Op == wire.VoteLocked {
-			// A vote for an attempt given up: give it straight back.
-			c.post(from, wire.Vote{Op: wire.VoteRelease, Name: m.Name, Attempt: m.Attempt, Stamp: m.Stamp, Mode: m.Mode}, 0)
-		}
+		// An answer to an attempt given up or ended: its release went to
+		// every voter it asked, after its request on the same link, so a
+		// vote given meanwhile is already freed.
 		c.count("answers_stale")
 		return nil
 	}
@@ -366,7 +369,7 @@ func (c *Core) tickAsk(a *ask) {
 			c.giveUp(a, "timeout")
 			return
 		}
-		if !c.majority() && a.phase == collecting {
+		if !c.majority() && a.phase == collecting && c.cfg.VotingSets == nil {
 			for _, v := range a.set {
 				if !c.alive(v) {
 					c.giveUp(a, "member_down")

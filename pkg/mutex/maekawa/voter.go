@@ -291,7 +291,7 @@ func (c *Core) maekawaRequest(l *vlock, v *vote) {
 	}
 	head := firstOr(l.queue)
 	c.enqueue(l, v)
-	if len(l.grants) == 0 { // restart hold
+	if len(l.grants) == 0 || c.cfg.Textbook { // restart hold; or the notes' algorithm: just wait
 		return
 	}
 	g := l.grants[0]
