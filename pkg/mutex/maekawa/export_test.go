@@ -1,0 +1,15 @@
+package maekawa
+
+// DiskLock reads lock's fence and outstanding flag from a core's persisted
+// state (ok false if the state does not name it).
+func DiskLock(disk []byte, lock string) (fence, floor uint64, outstanding, ok bool) {
+	st, err := decodeState(disk, 65535)
+	if err != nil {
+		return 0, 0, false, false
+	}
+	l, ok := st.locks[lock]
+	return l.fence, st.floor, l.outstanding, ok
+}
+
+// VoterLocks is how many locks the voter's table holds.
+func (c *Core) VoterLocks() int { return len(c.votes) }
