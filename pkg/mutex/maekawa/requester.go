@@ -166,7 +166,7 @@ func (c *Core) try(a *ask, lamport uint64) {
 	a.set, a.need = c.voters()
 	a.locked, a.denied, a.inquiries, a.acked = map[uint32]uint64{}, map[uint32]bool{}, map[uint32]bool{}, map[uint32]bool{}
 	a.failed, a.yielded, a.fence = false, false, 0
-	a.deadline = c.now.Add(c.cfg.AttemptTimeout)
+	a.deadline = c.now.Add(c.collectTimeout())
 	if len(a.set) == 0 {
 		// No cross is wholly alive: wait for members to come back.
 		a.phase = backoff
@@ -181,6 +181,21 @@ func (c *Core) try(a *ask, lamport uint64) {
 	for _, v := range a.set {
 		c.post(v, wire.Vote{Op: wire.VoteRequest, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, LeaseMS: msOf(a.lease)}, lamport)
 	}
+}
+
+// collectTimeout is how long votes may take to come. A majority
+// coordinator answers at once (a vote or a deny): AttemptTimeout. A
+// Maekawa voter queues a request while its vote is held, for as long as
+// the holder holds (renewals included): waiting is no fault there, and a
+// crashed or cut-off voter is found by the failure detector. The attempt
+// is refreshed after a lease and AttemptTimeout only in case a voter
+// restarted faster than DeadAfter and forgot its queue; a refreshed
+// request keeps its stamp, so it keeps its place.
+func (c *Core) collectTimeout() time.Duration {
+	if c.majority() {
+		return c.cfg.AttemptTimeout
+	}
+	return c.cfg.MaxLease + c.cfg.AttemptTimeout
 }
 
 // giveUp releases everything a's attempt got (and its place in every
