@@ -127,9 +127,12 @@ func TestTableFlood(t *testing.T) {
 // meet, shared mode in Maekawa.
 func TestConfigRefused(t *testing.T) {
 	for name, f := range map[string]func(*maekawa.Config){
-		"quorum of half":    func(c *maekawa.Config) { c.Members = []uint32{1, 2, 3, 4}; c.Quorum = 2 },
-		"quorum above n":    func(c *maekawa.Config) { c.Members = []uint32{1, 2, 3}; c.Quorum = 4 },
-		"disjoint sets":     func(c *maekawa.Config) { c.Members = []uint32{1, 2}; c.VotingSets = map[uint32][]uint32{1: {1}, 2: {2}} },
+		"quorum of half": func(c *maekawa.Config) { c.Members = []uint32{1, 2, 3, 4}; c.Quorum = 2 },
+		"quorum above n": func(c *maekawa.Config) { c.Members = []uint32{1, 2, 3}; c.Quorum = 4 },
+		"disjoint sets": func(c *maekawa.Config) {
+			c.Members = []uint32{1, 2}
+			c.VotingSets = map[uint32][]uint32{1: {1}, 2: {2}}
+		},
 		"shared in Maekawa": func(c *maekawa.Config) { c.Shared = true },
 		"not a member":      func(c *maekawa.Config) { c.ID = 9 },
 		"coordinator not a member": func(c *maekawa.Config) {
