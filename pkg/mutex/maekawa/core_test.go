@@ -179,3 +179,54 @@ func TestStateRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMetrics: an entry shows up in the metrics as a grant, a held lock,
+// votes given and frames sent by op; every sample follows the conventions.
+func TestMetrics(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) { cfg.Members = []uint32{1, 2, 3, 4} }) // 2x2: cross of 1 is 1,2,3
+	id, err := c.Acquire(t0, mutex.Request{Lock: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Ready()
+	for _, v := range []uint32{2, 3} {
+		c.Step(frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 4}))
+	}
+	c.Ready()
+	for _, v := range []uint32{2, 3} {
+		c.Step(frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommitOK, Name: "db", Attempt: attemptOf(t, c), Fence: 5}))
+	}
+	c.Ready()
+	if st, _ := c.Lookup(id); !st.Granted || st.Fence != 5 {
+		t.Fatalf("request after votes and commits: %+v", st)
+	}
+	var m core.MetricSet
+	c.Metrics(&m)
+	if err := m.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name  string
+		label []core.Label
+		want  float64
+	}{
+		{"synclab_mutex_grants_total", nil, 1},
+		{"synclab_mutex_locks_held", nil, 1},
+		{"synclab_mutex_votes_given", nil, 1}, // its own, to itself
+		{"synclab_mutex_vote_frames_sent_total", []core.Label{{Name: "op", Value: "request"}}, 2},
+		{"synclab_mutex_vote_frames_sent_total", []core.Label{{Name: "op", Value: "commit"}}, 2},
+		{"synclab_mutex_losses_total", []core.Label{{Name: "reason", Value: "expired"}}, 0},
+		{"synclab_mutex_member_alive", []core.Label{{Name: "member", Value: "4"}}, 1},
+	} {
+		if got, ok := m.Value(w.name, w.label...); !ok || got != w.want {
+			t.Errorf("%s%v = %v (present %v), want %v", w.name, w.label, got, ok, w.want)
+		}
+	}
+}
+
+// attemptOf reads the attempt number of the request c sends (from its
+// status: the voter entry of its own vote is not exported; the frames are).
+func attemptOf(t *testing.T, c *maekawa.Core) uint32 {
+	t.Helper()
+	return maekawa.AttemptOf(c, "db")
+}

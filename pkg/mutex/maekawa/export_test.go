@@ -13,3 +13,11 @@ func DiskLock(disk []byte, lock string) (fence, floor uint64, outstanding, ok bo
 
 // VoterLocks is how many locks the voter's table holds.
 func (c *Core) VoterLocks() int { return len(c.votes) }
+
+// AttemptOf is the attempt number of this member's request for lock.
+func AttemptOf(c *Core, lock string) uint32 {
+	if a := c.asks[lock]; a != nil {
+		return a.attempt
+	}
+	return 0
+}
