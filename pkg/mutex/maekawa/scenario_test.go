@@ -1,15 +1,22 @@
 package maekawa_test
 
 import (
+	"bytes"
+	"flag"
 	"fmt"
+	"io"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/diagram"
 	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -30,9 +37,21 @@ import (
 //	run D                        advance virtual time; prints the vote frames
 //	                             sent and the lock outcomes meanwhile
 //	holders LOCK                 who holds LOCK now, with fences
+//
+// Every cluster records its traces, and each is drawn as the notes draw
+// their examples (internal/diagram: a line per member, an arrow per
+// frame); -scenario.svg DIR writes the SVGs there.
 func TestScenarios(t *testing.T) {
 	scenario.Files(t, func(t *testing.T, script string) string {
 		var r *replay
+		drawn := 0
+		draw := func() {
+			if r != nil {
+				drawn++
+				r.draw(fmt.Sprintf("%s-%d", filepath.Base(t.Name()), drawn))
+			}
+		}
+		defer draw()
 		lines, cmds := scenario.Commands(script)
 		var out strings.Builder
 		for i, line := range lines {
@@ -44,6 +63,7 @@ func TestScenarios(t *testing.T) {
 			a := scenario.Args{T: t, Line: line, F: cmd}
 			switch cmd[0] {
 			case "cluster":
+				draw()
 				r = newReplay(t, cmd[1:])
 			case "acquire":
 				mode := mutex.Exclusive
@@ -71,8 +91,11 @@ func TestScenarios(t *testing.T) {
 	})
 }
 
+var svgDir = flag.String("scenario.svg", "", "write each scenario's space-time diagram (SVG) into this directory")
+
 type replay struct {
 	t    *testing.T
+	bufs map[uint32]*bytes.Buffer
 	s    *sim.Sim
 	kind wire.Kind
 	log  []string
@@ -140,8 +163,49 @@ func newReplay(t *testing.T, args []string) *replay {
 			return m
 		}, clock.SimConfig{})
 	}
+	r.bufs = map[uint32]*bytes.Buffer{}
+	if err := r.s.RecordTraces("mutexd", func(id uint32) (io.Writer, error) {
+		r.bufs[id] = new(bytes.Buffer)
+		return r.bufs[id], nil
+	}, 0); err != nil {
+		t.Fatal(err)
+	}
 	r.s.Start()
 	return r
+}
+
+// draw closes the cluster's traces and draws them: a line per member, an
+// arrow per delivered frame.
+func (r *replay) draw(name string) {
+	r.t.Helper()
+	if err := r.s.CloseTraces(); err != nil {
+		r.t.Fatal(err)
+	}
+	var files []*trace.File
+	for _, id := range r.s.IDs() {
+		f, err := trace.Read(bytes.NewReader(r.bufs[id].Bytes()), fmt.Sprintf("n%d.trace", id))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	d, err := diagram.Build(files)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if len(d.Procs) != len(r.s.IDs()) {
+		r.t.Errorf("%s: %d lines for %d members", name, len(d.Procs), len(r.s.IDs()))
+	}
+	if *svgDir == "" {
+		return
+	}
+	var b bytes.Buffer
+	if err := d.WriteSVG(&b, diagram.Options{}); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(*svgDir, name+".svg"), b.Bytes(), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 func frameText(e sim.Event) string {
