@@ -82,7 +82,7 @@ func (c *Core) Report() mutex.Status {
 		d.Quorum = c.cfg.Quorum
 	} else {
 		d.Grid = itoa(c.grid.Rows()) + "x" + itoa(c.grid.Cols())
-		d.VotingSet = c.grid.LiveSet(c.self, c.alive)
+		d.VotingSet, _ = c.voters()
 	}
 	st := mutex.Status{Algorithm: c.name, ID: c.self, Counters: c.allCounters(), Guarantees: c.Guarantees(), Detail: d}
 	for _, m := range c.cfg.Members {
