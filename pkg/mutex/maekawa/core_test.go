@@ -230,3 +230,31 @@ func attemptOf(t *testing.T, c *maekawa.Core) uint32 {
 	t.Helper()
 	return maekawa.AttemptOf(c, "db")
 }
+
+// TestVoterBounds: a commit asking for a lease beyond the voter's
+// --lease is refused, not cut short (the holder would count the longer
+// one); and one member cannot pile up shared votes at a coordinator by
+// committing attempt after attempt.
+func TestVoterBounds(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) { cfg.Quorum, cfg.Shared = 3, true })
+	k := wire.KindQuorumLock
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 1}))
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 1, Fence: 1, LeaseMS: 3_600_000}))
+	if got := sent(c.Ready()); len(got) != 2 || got[1] != "2 commit_refused 0" {
+		t.Fatalf("a commit for an hour with a 3 s --lease: %v", got)
+	}
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 1}))
+	for a := uint32(10); a < 20; a++ {
+		c.Step(frame(3, k, wire.Vote{Op: wire.VoteRequest, Mode: wire.VoteShared, Name: "db", Attempt: a}))
+		c.Step(frame(3, k, wire.Vote{Op: wire.VoteCommit, Mode: wire.VoteShared, Name: "db", Attempt: a, Fence: uint64(a), LeaseMS: 1000}))
+	}
+	c.Ready()
+	var m core.MetricSet
+	c.Metrics(&m)
+	if got, _ := m.Value("synclab_mutex_votes_given"); got != 1 {
+		t.Errorf("member 3 holds %v votes after 10 committed attempts, want 1", got)
+	}
+	if got, _ := m.Value("synclab_mutex_vote_frames_sent_total", core.Label{Name: "op", Value: "commit_ok"}); got != 1 {
+		t.Errorf("%v commits acknowledged, want the first only", got)
+	}
+}

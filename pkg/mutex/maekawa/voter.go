@@ -207,9 +207,14 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
 			return ErrFenceJump
 		}
+		lease, ok := c.leaseOK(m.LeaseMS)
+		if !ok {
+			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
+			return nil
+		}
 		c.raise(l, m.Fence, true)
 		g.committed, g.fence = true, m.Fence
-		g.expires = c.now.Add(c.cfg.stretch(c.lease(m.LeaseMS)))
+		g.expires = c.now.Add(c.cfg.stretch(lease))
 		c.reply(from, wire.VoteCommitOK, l, g, m.Fence)
 	case wire.VoteRenew:
 		g, ok := l.entry(from, m.Attempt)
@@ -218,16 +223,28 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 			c.count("renewals_refused")
 			return nil
 		}
-		g.expires = maxTime(g.expires, c.now.Add(c.cfg.stretch(c.lease(m.LeaseMS))))
+		lease, ok := c.leaseOK(m.LeaseMS)
+		if !ok {
+			c.reply(from, wire.VoteRenewRefused, l, g, l.fence)
+			return nil
+		}
+		g.expires = maxTime(g.expires, c.now.Add(c.cfg.stretch(lease)))
 		c.reply(from, wire.VoteRenewOK, l, g, g.fence)
 	}
 	return nil
 }
 
-// lease bounds a frame's lease by this voter's own maximum.
-func (c *Core) lease(ms uint32) time.Duration {
+// leaseOK reads a commit's or renewal's lease: one longer than this
+// voter's MaxLease is refused, never cut short (the holder would count the
+// longer one while the vote ran out: --lease must be the same on every
+// member); a shorter one than MinLease is held for MinLease.
+func (c *Core) leaseOK(ms uint32) (time.Duration, bool) {
 	d := time.Duration(ms) * time.Millisecond
-	return min(max(d, c.cfg.MinLease), c.cfg.MaxLease)
+	if d > c.cfg.MaxLease {
+		c.count("leases_too_long")
+		return 0, false
+	}
+	return max(d, c.cfg.MinLease), true
 }
 
 // raise records fence f for l; promise says a frame about to leave
@@ -265,6 +282,11 @@ func (c *Core) coordinate(l *vlock, v *vote) {
 	}
 	if free && v.mode == wire.VoteShared && c.now.Before(l.writerUntil) {
 		free = false // a writer is retrying: readers wait (no writer starvation)
+	}
+	if free && slices.ContainsFunc(l.grants, func(g *vote) bool { return g.from == v.from }) {
+		// It still holds a committed vote here (it restarted, or it
+		// lies): one at a time, or one member could pile up shared votes.
+		free = false
 	}
 	if free {
 		c.giveVote(l, v)
