@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/labnet"
 )
 
@@ -113,10 +115,15 @@ func TestLabMutexdShared(t *testing.T) {
 		wg.Add(1)
 		go run(i+1, who, true, 1500*time.Millisecond)
 	}
-	time.Sleep(700 * time.Millisecond)
+	// The writer asks once the readers hold; the last reader once the
+	// writer's request is in its daemon's queue (on a loaded host a
+	// command takes its time to start: the order of the requests is read
+	// from the daemons, not from when the commands were started).
+	l.waitLock(1, func(v mutexLock) bool { return len(v.Holders) > 0 })
 	wg.Add(1)
 	go run(4, "w4", false, 300*time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
+	l.waitLock(4, func(v mutexLock) bool { return len(v.Queue) > 0 })
+	time.Sleep(50 * time.Millisecond) // its first round reached the coordinators
 	wg.Add(1)
 	go run(5, "r5", true, 100*time.Millisecond)
 	wg.Wait()
@@ -139,5 +146,40 @@ func TestLabMutexdShared(t *testing.T) {
 	}
 	if by["r5"].start.Before(by["w4"].end) {
 		t.Errorf("r5, asking after the writer, ran before it: the writer could starve")
+	}
+}
+
+// mutexLock is one lock of GET /v1/locks, as much as these tests read.
+type mutexLock struct {
+	Name    string `json:"name"`
+	Holders []struct {
+		ID uint64 `json:"id"`
+	} `json:"holders"`
+	Queue []struct {
+		ID uint64 `json:"id"`
+	} `json:"queue"`
+}
+
+// waitLock waits (up to 20 s) until host i's daemon shows lock db in the
+// state cond wants.
+func (l *labMutexd) waitLock(i int, cond func(mutexLock) bool) {
+	l.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		var v struct {
+			Locks []mutexLock `json:"locks"`
+		}
+		err := ctl.NewClient(l.control(i), "mutexd").Get(ctx, "/v1/locks", &v)
+		cancel()
+		for _, lk := range v.Locks {
+			if err == nil && lk.Name == "db" && cond(lk) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("h%d: lock db never reached the state awaited (%v)", i, err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
