@@ -74,6 +74,13 @@
 #       server alone and as a client following it; each process's CPU time
 #       (/proc/PID/stat) over --window (default 30s) as a share of one core,
 #       mean and max. Target <= 0.2% per daemon. No lab, no reference system.
+#   bench.sh pv [--n N] [--m M] [--rate R] [--hold D] [--acquisitions A] [--seed S]
+#       seed 000's P_v experiment on the simulator (scripts/bench-pv.sh): the
+#       majority quorum of N coordinators (default 5) with quorum M (default
+#       3), each restarted R times a second (Poisson, default 0.5), two
+#       clients holding for D (default 200ms), A acquisitions (default 1000),
+#       votes in memory and on disk: violations per acquisition beside the
+#       notes' formula. No root, no lab.
 #   bench.sh list                the benchmarks
 #   bench.sh help                this text
 #
@@ -469,5 +476,8 @@ main() {
 	trap on_signal INT TERM HUP
 	"bench_$name" "$@"
 }
+
+# shellcheck source=scripts/bench-pv.sh
+source "$REPO/scripts/bench-pv.sh"
 
 main "$@"

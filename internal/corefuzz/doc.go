@@ -3,7 +3,7 @@
 // choices (which frame, which extreme field values, a tick, a restart from
 // the persisted state, a failed write), and a Driver acts on the core's
 // Ready exactly as the daemon does. Each core's fuzz target (bully, the
-// token ring, Berkeley) builds its frames from a Program and checks its
+// token ring, Berkeley, Maekawa and the majority quorum through VoteFrame) builds its frames from a Program and checks its
 // invariants; the Driver checks the one they share: no message leaves
 // while the promise it depends on is unsaved.
 //

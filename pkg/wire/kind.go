@@ -157,6 +157,14 @@ const (
 	// KindRingHeartbeat is the ring-elected leader's proof of life
 	// (payload: RingHeartbeat).
 	KindRingHeartbeat Kind = 53
+
+	// KindMaekawa is a Maekawa voting frame (pkg/mutex/maekawa): request,
+	// locked, failed, inquire, relinquish, release, and the fence's commit
+	// and the lease's renewal (payload: Vote).
+	KindMaekawa Kind = 40
+	// KindQuorumLock is a majority-quorum lock frame (pkg/mutex/majority):
+	// the same operations, with deny instead of queueing (payload: Vote).
+	KindQuorumLock Kind = 41
 )
 
 // kindNames are the kinds' stable labels for logs and counters; a kind is
@@ -199,6 +207,8 @@ var kindNames = [...]string{
 	KindLamportRelease: "lamport_release",
 
 	// 40-49 mutex: Maekawa, majority quorum
+	KindMaekawa:    "maekawa",
+	KindQuorumLock: "quorum_lock",
 
 	// 50-69 elections: rings
 	KindRingElection:    "ring_election",

@@ -9,6 +9,8 @@ import (
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
 	"github.com/synclab/synclab/pkg/mutex/lamport"
+	"github.com/synclab/synclab/pkg/mutex/maekawa"
+	"github.com/synclab/synclab/pkg/mutex/majority"
 	"github.com/synclab/synclab/pkg/mutex/ricartagrawala"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 )
@@ -19,6 +21,8 @@ var All = mutex.Registry{
 	central.Factory,
 	ricartagrawala.Factory,
 	lamport.Factory,
+	maekawa.Factory,
+	majority.Factory,
 }
 
 // Default is mutexd's --algorithm default.

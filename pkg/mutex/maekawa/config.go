@@ -1,0 +1,266 @@
+package maekawa
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/liveness"
+)
+
+// Config configures a voting core. Zero durations take the defaults of
+// DefaultLANConfig. Times are durations on the member's own clock.
+type Config struct {
+	// ID is this member's ID; Members every member, this one included,
+	// the same list on every member. Required.
+	ID      uint32
+	Members []uint32
+
+	// Quorum selects the majority quorum of coordinators (seeds 000, 001;
+	// pkg/mutex/majority) when > 0: every member is a coordinator, a
+	// request asks all of them and holds with Quorum grants (it must be
+	// more than half the members, or two holders could both reach it); a
+	// coordinator whose vote is taken denies at once instead of queueing,
+	// and a requester that cannot reach Quorum releases what it got and
+	// retries after a randomized backoff. 0: Maekawa (seed 004): the
+	// voting set is a cross of the grid (grid.go), every voter of it must
+	// vote, voters queue requests by (Lamport time, ID), and Sanders'
+	// inquire, relinquish and failed keep the notes' deadlock from
+	// happening.
+	Quorum int
+	// Coordinators are the members that vote in the majority quorum
+	// (default: every member); the others only request. Quorum counts
+	// among them.
+	Coordinators []uint32
+	// VotingSets, when set, are Maekawa's voting sets by member (every
+	// member has one, any two intersect), instead of the grid's crosses:
+	// the notes' worked examples. No set is replaced when a member of it
+	// is down: the requester waits.
+	VotingSets map[uint32][]uint32
+	// Textbook drops Sanders' correction (no inquire, relinquish or
+	// failed): the notes' algorithm, which can deadlock. Only for the
+	// scenario that shows the notes' deadlock; never in mutexd.
+	Textbook bool
+	// TraceFrames reports every vote frame this member sends as an
+	// EventFrame, those to itself too (its voter and its requester, which
+	// cost no message): for scenario scripts that show the whole protocol
+	// in the order it ran.
+	TraceFrames bool
+	// Shared offers shared requests (the majority quorum only): a
+	// coordinator votes for any number of shared requests together, never
+	// beside an exclusive one, and denies new shared ones while an
+	// exclusive request it denied may be retrying (WriterWindow), so a
+	// stream of readers cannot starve a writer.
+	Shared bool
+	// Forgetful keeps the voters' votes and fences in memory only: a
+	// voter that restarts has forgotten whom it voted for. Only for the
+	// P_v experiment of seed 000 (exclusion can then be violated); by
+	// default every vote and fence is on disk (Ready.State with Promise)
+	// before the frame that depends on it leaves.
+	Forgetful bool
+
+	// HeartbeatInterval is how often a member says it is alive (default
+	// 1 s); DeadAfter the silence after which it is taken for down
+	// (default 3.5 heartbeats). Maekawa then leaves it out of the crosses
+	// it asks; the majority quorum needs no detector (any Quorum answers).
+	HeartbeatInterval time.Duration
+	DeadAfter         time.Duration
+	// AttemptTimeout is how long a request's round (votes, then the
+	// commit of its fence) may take before the requester gives back what
+	// it got and tries again (default 500 ms); also how long a voter keeps
+	// a vote that was not committed.
+	AttemptTimeout time.Duration
+	// BackoffBase and BackoffMax bound the randomized exponential backoff
+	// of a retry: uniform in [BackoffBase/2, min(BackoffMax,
+	// BackoffBase<<tries)] (defaults 10 ms, 320 ms).
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// WriterWindow is how long a coordinator that denied an exclusive
+	// request denies new shared ones (default AttemptTimeout + 2
+	// BackoffMax: the writer retries within it).
+	WriterWindow time.Duration
+	// MaxLease is the longest lease (default 3 s) and the default one;
+	// MinLease the shortest a request may ask for (default 100 ms).
+	MaxLease time.Duration
+	MinLease time.Duration
+	// MaxDriftPPM bounds how much faster or slower two members' clocks
+	// run (default 1000 ppm): a voter keeps its vote for the holder's
+	// lease stretched by twice it, plus Margin (default 20 ms).
+	MaxDriftPPM float64
+	Margin      time.Duration
+	// MaxLocks bounds the locks a voter keeps (default 4096; idle ones
+	// are folded into a floor fence when it is full); MaxQueue the
+	// requests waiting at this member for its own clients (default 4096).
+	MaxLocks int
+	MaxQueue int
+
+	// Persisted is the state the previous run left in Ready.State.
+	Persisted []byte
+	// Rand draws backoffs and the first attempt number. Nil: seeded from
+	// ID (deterministic).
+	Rand *rand.Rand
+	// Lamport is the node's Lamport clock (core.Env.Lamport): a request's
+	// priority is a stamp from it. Nil: the core's own.
+	Lamport *clock.Lamport
+}
+
+// DefaultLANConfig returns the defaults for a LAN. Set ID and Members.
+func DefaultLANConfig() Config {
+	return Config{
+		HeartbeatInterval: time.Second,
+		DeadAfter:         3500 * time.Millisecond,
+		AttemptTimeout:    500 * time.Millisecond,
+		BackoffBase:       10 * time.Millisecond,
+		BackoffMax:        320 * time.Millisecond,
+		MaxLease:          3 * time.Second,
+		MinLease:          100 * time.Millisecond,
+		MaxDriftPPM:       1000,
+		Margin:            20 * time.Millisecond,
+		MaxLocks:          4096,
+		MaxQueue:          4096,
+	}
+}
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("maekawa: invalid config")
+
+func (c *Config) validate() error {
+	if c.ID == 0 {
+		return fmt.Errorf("%w: ID must be > 0", ErrConfig)
+	}
+	c.Members = slices.Clone(c.Members)
+	slices.Sort(c.Members)
+	if len(c.Members) == 0 || c.Members[0] == 0 {
+		return fmt.Errorf("%w: members must be non-empty IDs > 0", ErrConfig)
+	}
+	if len(c.Members) > 4096 {
+		return fmt.Errorf("%w: %d members: at most 4096", ErrConfig, len(c.Members))
+	}
+	for i := 1; i < len(c.Members); i++ {
+		if c.Members[i] == c.Members[i-1] {
+			return fmt.Errorf("%w: member %d listed twice", ErrConfig, c.Members[i])
+		}
+	}
+	if _, ok := slices.BinarySearch(c.Members, c.ID); !ok {
+		return fmt.Errorf("%w: own ID %d is not a member", ErrConfig, c.ID)
+	}
+	if len(c.Coordinators) == 0 {
+		c.Coordinators = c.Members
+	} else if c.Quorum == 0 {
+		return fmt.Errorf("%w: Coordinators are for the majority quorum (Quorum > 0)", ErrConfig)
+	}
+	c.Coordinators = slices.Compact(slices.Sorted(slices.Values(c.Coordinators)))
+	for _, m := range c.Coordinators {
+		if _, ok := slices.BinarySearch(c.Members, m); !ok {
+			return fmt.Errorf("%w: coordinator %d is not a member", ErrConfig, m)
+		}
+	}
+	if n := len(c.Coordinators); c.Quorum != 0 && (2*c.Quorum <= n || c.Quorum > n) {
+		return fmt.Errorf("%w: Quorum %d of %d coordinators: want more than half, at most all (m > n/2)", ErrConfig, c.Quorum, n)
+	}
+	if c.VotingSets != nil {
+		if c.Quorum != 0 {
+			return fmt.Errorf("%w: VotingSets are Maekawa's (Quorum 0)", ErrConfig)
+		}
+		sets := map[uint32][]uint32{}
+		for _, m := range c.Members {
+			set := slices.Compact(slices.Sorted(slices.Values(c.VotingSets[m])))
+			if len(set) == 0 {
+				return fmt.Errorf("%w: member %d has no voting set", ErrConfig, m)
+			}
+			for _, v := range set {
+				if _, ok := slices.BinarySearch(c.Members, v); !ok {
+					return fmt.Errorf("%w: voting set of %d names %d, not a member", ErrConfig, m, v)
+				}
+			}
+			sets[m] = set
+		}
+		for a, sa := range sets {
+			for b, sb := range sets {
+				if !slices.ContainsFunc(sa, func(v uint32) bool { _, ok := slices.BinarySearch(sb, v); return ok }) {
+					return fmt.Errorf("%w: the voting sets of %d and %d do not intersect: two requests could both hold", ErrConfig, a, b)
+				}
+			}
+		}
+		c.VotingSets = sets
+	}
+	if c.Shared && c.Quorum == 0 {
+		return fmt.Errorf("%w: shared requests are offered by the majority quorum only", ErrConfig)
+	}
+	def := DefaultLANConfig()
+	for _, f := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"HeartbeatInterval", &c.HeartbeatInterval, def.HeartbeatInterval},
+		{"DeadAfter", &c.DeadAfter, def.DeadAfter},
+		{"AttemptTimeout", &c.AttemptTimeout, def.AttemptTimeout},
+		{"BackoffBase", &c.BackoffBase, def.BackoffBase},
+		{"BackoffMax", &c.BackoffMax, def.BackoffMax},
+		{"MaxLease", &c.MaxLease, def.MaxLease},
+		{"MinLease", &c.MinLease, def.MinLease},
+		{"Margin", &c.Margin, def.Margin},
+		{"WriterWindow", &c.WriterWindow, 0},
+	} {
+		if *f.v < 0 {
+			return fmt.Errorf("%w: %s %v is negative", ErrConfig, f.name, *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if c.WriterWindow == 0 {
+		c.WriterWindow = c.AttemptTimeout + 2*c.BackoffMax
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"HeartbeatInterval", c.HeartbeatInterval}, {"DeadAfter", c.DeadAfter}, {"AttemptTimeout", c.AttemptTimeout},
+		{"BackoffBase", c.BackoffBase}, {"BackoffMax", c.BackoffMax}} {
+		if err := liveness.CheckTimeout(f.name, f.v); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
+	if c.MaxDriftPPM == 0 {
+		c.MaxDriftPPM = def.MaxDriftPPM
+	}
+	if c.MaxLocks == 0 {
+		c.MaxLocks = def.MaxLocks
+	}
+	if c.MaxQueue == 0 {
+		c.MaxQueue = def.MaxQueue
+	}
+	switch {
+	case math.IsNaN(c.MaxDriftPPM) || c.MaxDriftPPM < 0 || c.MaxDriftPPM >= 1e5:
+		return fmt.Errorf("%w: MaxDriftPPM %g: want 0 < ppm < 100000", ErrConfig, c.MaxDriftPPM)
+	case c.DeadAfter <= c.HeartbeatInterval:
+		return fmt.Errorf("%w: DeadAfter %v must exceed HeartbeatInterval %v", ErrConfig, c.DeadAfter, c.HeartbeatInterval)
+	case c.BackoffMax < c.BackoffBase:
+		return fmt.Errorf("%w: BackoffMax %v is below BackoffBase %v", ErrConfig, c.BackoffMax, c.BackoffBase)
+	case c.MinLease > c.MaxLease:
+		return fmt.Errorf("%w: MinLease %v exceeds MaxLease %v", ErrConfig, c.MinLease, c.MaxLease)
+	case c.MaxLease > time.Hour || c.MaxLease/time.Millisecond >= math.MaxUint32:
+		return fmt.Errorf("%w: MaxLease %v: at most 1h", ErrConfig, c.MaxLease)
+	case c.MaxLocks < 1 || c.MaxLocks > 65535 || c.MaxQueue < 1:
+		return fmt.Errorf("%w: MaxLocks %d (1..65535) and MaxQueue %d must be positive", ErrConfig, c.MaxLocks, c.MaxQueue)
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(uint64(c.ID), 0x6d61656b)) // "maek"
+	}
+	if c.Lamport == nil {
+		c.Lamport = new(clock.Lamport)
+	}
+	return nil
+}
+
+// stretch is how long a voter keeps a vote committed for a lease of d, on
+// its own clock: the holder counts d on its clock from before the voter
+// heard of it, and the clocks' rates differ by at most MaxDriftPPM.
+func (c *Config) stretch(d time.Duration) time.Duration {
+	return time.Duration(math.Ceil(float64(d)*(1+2*c.MaxDriftPPM*1e-6))) + c.Margin
+}

@@ -1,0 +1,402 @@
+package maekawa
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Errors of Step (the frame is counted and dropped).
+var (
+	// ErrNoRoom: a request for a lock the voter has no room for (its
+	// table is full of locks with votes, or the sender has its share).
+	ErrNoRoom = errors.New("maekawa: no room for another lock")
+	// ErrNotMember: a frame from an ID outside the member list.
+	ErrNotMember = errors.New("maekawa: frame from a non-member")
+	// ErrBadOp: an op that never travels in this direction or variant (a
+	// deny in Maekawa, an inquire in the majority quorum).
+	ErrBadOp = errors.New("maekawa: op not used by this algorithm")
+	// ErrFenceJump: a commit's fence too far above every fence this voter
+	// knows: no run of grants makes it, only a forged frame.
+	ErrFenceJump = errors.New("maekawa: implausible fence")
+)
+
+// MaxFenceStep is how far above the highest fence a voter knows a commit
+// may raise it. A holder's fence is one above the highest of its voters',
+// and every voter of a cross or a majority has seen every fence before
+// it, give or take those it missed while down: 2^32 is far above that,
+// and at 2^62 fences a forged commit would need 2^30 frames to run a lock
+// out of them.
+const MaxFenceStep = 1 << 32
+
+// Event names. Args are slog-style: "request" (uint64), "lock" (string),
+// "fence" (uint64) and the ones named.
+const (
+	// EventGranted: a request holds its lock ("lease", "expires").
+	EventGranted = "lock_granted"
+	// EventRenewed: a renewal succeeded ("expires").
+	EventRenewed = "lock_renewed"
+	// EventLost: a request lost its lock or will never get it ("reason").
+	EventLost = "lock_lost"
+	// EventReleased: the holder released its lock.
+	EventReleased = "lock_released"
+	// EventMemberDown, EventMemberUp: a member's liveness ("member").
+	EventMemberDown = "member_down"
+	EventMemberUp   = "member_up"
+	// EventNoLiveSet: (Maekawa) no cross of the grid is wholly alive: a
+	// request waits until one is ("lock").
+	EventNoLiveSet = "no_live_set"
+	// EventFrame: (Config.TraceFrames) a vote frame sent, to this member
+	// itself too ("to", "op", "lock", "fence", "stamp").
+	EventFrame = "vote_frame"
+)
+
+// Loss reasons of this core, beyond mutex's.
+const (
+	// FenceExhausted: a lock's fences reached MaxVoteFence.
+	FenceExhausted mutex.LossReason = "fence_exhausted"
+)
+
+// Core is one member of a voting lock: a requester for its own clients and
+// a voter for every member's requests. Not safe for concurrent use.
+type Core struct {
+	cfg   Config
+	self  uint32
+	kind  wire.Kind
+	grid  *Grid
+	name  string
+	stats Stats
+
+	now     time.Time
+	started bool
+	det     *liveness.Detector
+	beat    time.Time
+
+	// Voter side.
+	votes     map[string]*vlock
+	floor     uint64
+	restarted bool // the persisted state had outstanding votes: held off at the first clock reading
+	saved     savedState
+	durable   core.Durable
+	byMember  map[uint32]int // lock entries per member, for shares
+
+	// Requester side.
+	reqs    *mutex.Table
+	asks    map[string]*ask
+	attempt uint32
+
+	loop     []loopMsg // frames to this member's own voter or requester
+	msgs     []core.Message
+	events   []core.Event
+	bugs     core.Bugs
+	outcomes []mutex.Outcome
+	counters map[string]uint64
+}
+
+type loopMsg struct {
+	from uint32
+	v    wire.Vote
+}
+
+var (
+	_ mutex.Algorithm = (*Core)(nil)
+	_ core.Scheduler  = (*Core)(nil)
+	_ core.Advancer   = (*Core)(nil)
+)
+
+// New returns a member's core, restoring cfg.Persisted.
+func New(cfg Config) (*Core, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	saved, err := decodeState(cfg.Persisted, cfg.MaxLocks)
+	if err != nil {
+		return nil, err
+	}
+	c := &Core{
+		cfg:      cfg,
+		self:     cfg.ID,
+		kind:     wire.KindMaekawa,
+		name:     Name,
+		grid:     NewGrid(cfg.Members),
+		votes:    map[string]*vlock{},
+		byMember: map[uint32]int{},
+		asks:     map[string]*ask{},
+		counters: map[string]uint64{},
+		floor:    saved.floor,
+		saved:    saved,
+		attempt:  cfg.Rand.Uint32(),
+	}
+	if cfg.Quorum > 0 {
+		c.kind, c.name = wire.KindQuorumLock, MajorityName
+	}
+	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: cfg.ID, Members: len(cfg.Members), Shared: cfg.Shared,
+		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: cfg.MaxQueue, MaxLocks: cfg.MaxLocks}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if !cfg.Forgetful {
+		for name, s := range saved.locks {
+			c.votes[name] = &vlock{name: name, fence: s.fence}
+			if s.outstanding {
+				c.restarted = true
+			}
+		}
+	}
+	return c, nil
+}
+
+// Config returns the validated configuration.
+func (c *Core) Config() Config { return c.cfg }
+
+// Grid returns the grid the crosses are drawn on.
+func (c *Core) Grid() *Grid { return c.grid }
+
+func (c *Core) majority() bool { return c.cfg.Quorum > 0 }
+
+// observe advances the core's clock (never backwards).
+func (c *Core) observe(now time.Time) {
+	if now.IsZero() {
+		return
+	}
+	if !c.started {
+		c.started = true
+		c.det = liveness.NewDetector(c.self, c.cfg.Members, c.cfg.DeadAfter, now)
+		c.beat = now
+		// A vote this member gave before it went down may still be held:
+		// it votes on those locks again only once any lease granted on it
+		// has surely ended.
+		if c.restarted {
+			hold := now.Add(c.cfg.stretch(c.cfg.MaxLease))
+			for name, s := range c.saved.locks {
+				if s.outstanding {
+					c.votes[name].holdUntil = hold
+					c.count("restart_holds")
+				}
+			}
+		}
+	}
+	if now.After(c.now) {
+		c.now = now
+	}
+}
+
+func (c *Core) count(name string) { c.counters[name]++ }
+
+func (c *Core) emit(name, msg string, args ...any) {
+	c.events = append(c.events, core.Event{Name: name, Msg: msg, Args: args})
+}
+
+// post sends v to member to: through the member's TCP link, or, to this
+// member itself, on the loop (handled before the call that posted it
+// returns; it costs no message).
+func (c *Core) post(to uint32, v wire.Vote, lamport uint64) {
+	if c.cfg.TraceFrames {
+		c.emit(EventFrame, "", "to", to, "op", v.Op.String(), "lock", v.Name, "fence", v.Fence, "stamp", v.Stamp)
+	}
+	if to == c.self {
+		c.loop = append(c.loop, loopMsg{from: c.self, v: v})
+		return
+	}
+	b, ok := c.bugs.Encode(&c.events, "vote", v, nil)
+	if !ok {
+		return
+	}
+	c.msgs = append(c.msgs, core.Message{To: to, Kind: c.kind, Payload: b, Stream: true, Lamport: lamport})
+	c.count("sent_" + v.Op.String())
+	c.stats.Sent[v.Op]++
+}
+
+// settle runs what the last call set going: frames on the loop, requests
+// that may start, outcomes to report.
+func (c *Core) settle() {
+	for len(c.loop) > 0 {
+		m := c.loop[0]
+		c.loop = c.loop[1:]
+		c.handle(m.from, m.v)
+	}
+	c.pump()
+	for len(c.loop) > 0 { // a request just started asks this member too
+		m := c.loop[0]
+		c.loop = c.loop[1:]
+		c.handle(m.from, m.v)
+	}
+	c.drain()
+}
+
+// drain moves the table's outcomes to the core's, each also an event.
+func (c *Core) drain() {
+	for _, o := range c.reqs.Outcomes() {
+		c.outcomes = append(c.outcomes, o)
+		switch o := o.(type) {
+		case mutex.Granted:
+			c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "lease", o.Lease, "expires", o.Expires, "mode", o.Mode.String())
+		case mutex.Renewed:
+			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
+		case mutex.Lost:
+			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
+		case mutex.Released:
+			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
+		}
+	}
+}
+
+// Step feeds one frame.
+func (c *Core) Step(m core.Message) error {
+	c.observe(m.Time)
+	if _, ok := slices.BinarySearch(c.cfg.Members, m.From); !ok || m.From == c.self {
+		c.count("rejected_not_member")
+		return ErrNotMember
+	}
+	if c.det != nil && c.det.Heard(m.From, c.now) {
+		c.reportLiveness()
+	}
+	var err error
+	switch m.Kind {
+	case wire.KindHeartbeat:
+		var h wire.Heartbeat
+		err = h.UnmarshalBinary(m.Payload)
+	case c.kind:
+		var v wire.Vote
+		if err = v.UnmarshalBinary(m.Payload); err == nil {
+			err = c.handle(m.From, v)
+		}
+	default:
+		err = core.ErrUnexpectedKind
+	}
+	if err != nil {
+		c.count("rejected_" + rejectLabels.Of(err, "payload_"+wire.Reason(err)))
+	}
+	c.settle()
+	return err
+}
+
+var rejectLabels = core.ErrorLabels{
+	{Err: ErrNoRoom, Label: "no_room"},
+	{Err: ErrNotMember, Label: "not_member"},
+	{Err: ErrBadOp, Label: "bad_op"},
+	{Err: ErrFenceJump, Label: "fence_jump"},
+	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
+}
+
+// handle dispatches a vote frame to the voter or the requester side.
+func (c *Core) handle(from uint32, v wire.Vote) error {
+	switch v.Op {
+	case wire.VoteRequest, wire.VoteRelinquish, wire.VoteRelease, wire.VoteCommit, wire.VoteRenew:
+		return c.voterStep(from, v)
+	}
+	return c.requesterStep(from, v)
+}
+
+// StepDatagram refuses datagrams.
+func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+
+// Tick runs the timers: heartbeats, liveness, vote and lease expiry,
+// attempts and backoffs.
+func (c *Core) Tick(now time.Time) {
+	c.observe(now)
+	now = c.now
+	if !now.Before(c.beat) {
+		c.msgs = append(c.msgs, core.Message{To: core.Broadcast, Kind: wire.KindHeartbeat,
+			Payload: mustHeartbeat(c.cfg.HeartbeatInterval, c.det.AliveCount())})
+		c.beat = now.Add(c.cfg.HeartbeatInterval)
+	}
+	c.det.Check(now)
+	c.reportLiveness()
+	for _, name := range slices.Sorted(maps.Keys(c.votes)) {
+		c.tickVotes(c.votes[name])
+	}
+	for _, lock := range c.reqs.Expire(now) {
+		if a := c.asks[lock]; a != nil && a.phase == held {
+			if _, ok := c.reqs.Lookup(c.now, a.id); !ok {
+				c.endAsk(a)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.asks)) {
+		c.tickAsk(c.asks[name])
+	}
+	c.settle()
+}
+
+func mustHeartbeat(interval time.Duration, alive int) []byte {
+	b, _ := wire.Heartbeat{Interval: uint32(interval / time.Millisecond), Alive: uint32(alive)}.AppendBinary(nil)
+	return b
+}
+
+func (c *Core) reportLiveness() {
+	for _, t := range c.det.Transitions() {
+		switch {
+		case t.To == liveness.Suspect:
+			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", t.ID, t.Silent), "member", t.ID)
+		case t.From == liveness.Suspect:
+			c.emit(EventMemberUp, fmt.Sprintf("member %d is up", t.ID), "member", t.ID)
+		}
+	}
+}
+
+// alive says whether member m is not taken for down.
+func (c *Core) alive(m uint32) bool {
+	return m == c.self || c.det == nil || c.det.State(m) != liveness.Suspect
+}
+
+// Deadline is when the core next needs Tick.
+func (c *Core) Deadline() time.Time {
+	if !c.started {
+		return time.Time{}
+	}
+	d := core.Earliest(c.beat, c.det.Deadline(), c.reqs.Deadline())
+	for _, l := range c.votes {
+		d = core.Earliest(d, l.deadline())
+	}
+	for _, a := range c.asks {
+		d = core.Earliest(d, a.deadline, a.renewBy)
+	}
+	return d
+}
+
+// Ready drains what the core wants done. State, while a vote or fence is
+// not confirmed on disk (Advance), is the voter's table: persist it before
+// sending (Promise).
+func (c *Core) Ready() core.Ready {
+	rd := core.Ready{Messages: c.msgs, Events: c.events}
+	if !c.cfg.Forgetful {
+		c.durable.Ready(&rd, func() []byte { return encodeState(c.floor, c.votes) })
+	}
+	c.msgs, c.events = nil, nil
+	return rd
+}
+
+// Advance is the driver's report on the last Ready (core.Advancer).
+func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
+
+// Outcomes drains the typed answers about requests.
+func (c *Core) Outcomes() []mutex.Outcome {
+	out := c.outcomes
+	c.outcomes = nil
+	return out
+}
+
+// Lookup returns request id as it stands.
+func (c *Core) Lookup(id mutex.RequestID) (mutex.RequestStatus, bool) {
+	return c.reqs.Lookup(c.now, id)
+}
+
+// Guarantees is what the algorithm promises.
+func (c *Core) Guarantees() mutex.Guarantees { return c.cfg.Guarantees() }
+
+// Guarantees is what a core of this configuration promises.
+func (c *Config) Guarantees() mutex.Guarantees {
+	if c.Quorum > 0 {
+		return majorityGuarantees(c.Forgetful)
+	}
+	return maekawaGuarantees
+}

@@ -1,0 +1,260 @@
+package maekawa_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/maekawa"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newCore(t *testing.T, f func(*maekawa.Config)) *maekawa.Core {
+	t.Helper()
+	cfg := maekawa.DefaultLANConfig()
+	cfg.ID, cfg.Members = 1, []uint32{1, 2, 3, 4, 5}
+	if f != nil {
+		f(&cfg)
+	}
+	c, err := maekawa.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Tick(t0)
+	c.Ready()
+	return c
+}
+
+func frame(from uint32, kind wire.Kind, v wire.Vote) core.Message {
+	b, err := v.AppendBinary(nil)
+	if err != nil {
+		panic(err)
+	}
+	return core.Message{From: from, To: 1, Kind: kind, Payload: b, Time: t0}
+}
+
+// sent returns the vote frames of a Ready, as "to op fence".
+func sent(rd core.Ready) []string {
+	var out []string
+	for _, m := range rd.Messages {
+		var v wire.Vote
+		if v.UnmarshalBinary(m.Payload) == nil {
+			out = append(out, fmt.Sprintf("%d %v %d", m.To, v.Op, v.Fence))
+		}
+	}
+	return out
+}
+
+// TestHostileFrames: what a member gone wrong (or anyone, without a key)
+// can send is refused and counted, and changes nothing it must not.
+func TestHostileFrames(t *testing.T) {
+	c := newCore(t, nil)
+	// 2 asks for a vote and gets it (1's cross is 1,2,3,4; 1 votes for
+	// anyone asking).
+	if err := c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 7, Stamp: 3})); err != nil {
+		t.Fatal(err)
+	}
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 0" {
+		t.Fatalf("answer to a request: %v", got)
+	}
+	for _, tc := range []struct {
+		name string
+		m    core.Message
+		want error
+	}{
+		{"a commit 2^40 above every fence known", frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 7, Fence: 1 << 40, LeaseMS: 1000}), maekawa.ErrFenceJump},
+		{"a stranger", frame(99, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db"}), maekawa.ErrNotMember},
+		{"itself from the network", frame(1, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db"}), maekawa.ErrNotMember},
+		{"a deny in Maekawa", frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteDeny, Name: "db"}), maekawa.ErrBadOp},
+		{"a shared request in Maekawa", frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Mode: wire.VoteShared, Name: "db"}), maekawa.ErrBadOp},
+		{"the majority quorum's kind", frame(3, wire.KindQuorumLock, wire.Vote{Op: wire.VoteRequest, Name: "db"}), core.ErrUnexpectedKind},
+		{"a truncated vote", core.Message{From: 3, Kind: wire.KindMaekawa, Payload: []byte{1, 0, 2}, Time: t0}, wire.DecodeTruncated},
+	} {
+		if err := c.Step(tc.m); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	c.Ready()
+	// A commit the vote's holder does make is taken.
+	if err := c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 7, Fence: 1, LeaseMS: 1000})); err != nil {
+		t.Fatal(err)
+	}
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 commit_ok 1" {
+		t.Fatalf("answer to a commit: %v", got)
+	}
+	// A commit for an attempt that has no vote here is refused, so its
+	// requester cannot hold on it.
+	c.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 1, Fence: 2, LeaseMS: 1000}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "3 commit_refused 1" {
+		t.Fatalf("commit without a vote: %v", got)
+	}
+	cs := c.Report().Counters
+	for _, k := range []string{"rejected_fence_jump", "rejected_not_member", "rejected_bad_op", "rejected_unexpected_kind", "rejected_payload_truncated"} {
+		if cs[k] == 0 {
+			t.Errorf("counter %s not counted: %v", k, cs)
+		}
+	}
+}
+
+// TestTableFlood: a member naming ever new locks fills at most its share
+// of the voter's table, and this member's clients still get theirs.
+func TestTableFlood(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) { cfg.MaxLocks = 64 })
+	refused := 0
+	for i := range 1000 {
+		if err := c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: fmt.Sprintf("junk-%d", i), Attempt: uint32(i)})); errors.Is(err, maekawa.ErrNoRoom) {
+			refused++
+		}
+	}
+	c.Ready()
+	if refused < 900 {
+		t.Errorf("only %d of 1000 junk locks refused", refused)
+	}
+	if _, err := c.Acquire(t0, mutex.Request{Lock: "mine"}); err != nil {
+		t.Fatalf("own client after the flood: %v", err)
+	}
+	if st := c.Report(); len(st.Locks) > 64 {
+		t.Errorf("%d locks in the status", len(st.Locks))
+	}
+}
+
+// TestConfigRefused: a majority that is not one, voting sets that do not
+// meet, shared mode in Maekawa.
+func TestConfigRefused(t *testing.T) {
+	for name, f := range map[string]func(*maekawa.Config){
+		"quorum of half": func(c *maekawa.Config) { c.Members = []uint32{1, 2, 3, 4}; c.Quorum = 2 },
+		"quorum above n": func(c *maekawa.Config) { c.Members = []uint32{1, 2, 3}; c.Quorum = 4 },
+		"disjoint sets": func(c *maekawa.Config) {
+			c.Members = []uint32{1, 2}
+			c.VotingSets = map[uint32][]uint32{1: {1}, 2: {2}}
+		},
+		"shared in Maekawa": func(c *maekawa.Config) { c.Shared = true },
+		"not a member":      func(c *maekawa.Config) { c.ID = 9 },
+		"coordinator not a member": func(c *maekawa.Config) {
+			c.Quorum, c.Coordinators = 2, []uint32{1, 2, 9}
+		},
+	} {
+		cfg := maekawa.DefaultLANConfig()
+		cfg.ID, cfg.Members = 1, []uint32{1, 2, 3}
+		f(&cfg)
+		if _, err := maekawa.New(cfg); !errors.Is(err, maekawa.ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+}
+
+// TestStateRefused: what a voter wrote it restarts from; a corrupt state
+// is refused with core.ErrState, never half-read.
+func TestStateRefused(t *testing.T) {
+	c := newCore(t, nil)
+	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 7}))
+	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 7, Fence: 41, LeaseMS: 1000}))
+	rd := c.Ready()
+	if rd.State == nil || !rd.Promise {
+		t.Fatalf("a vote and a commit without a promised state: %+v", rd)
+	}
+	fence, _, outstanding, ok := maekawa.DiskLock(rd.State, "db")
+	if !ok || fence != 41 || !outstanding {
+		t.Fatalf("state: fence %d outstanding %v ok %v", fence, outstanding, ok)
+	}
+	cfg := maekawa.DefaultLANConfig()
+	cfg.ID, cfg.Members, cfg.Persisted = 1, []uint32{1, 2, 3, 4, 5}, rd.State
+	if _, err := maekawa.New(cfg); err != nil {
+		t.Fatalf("restart from its own state: %v", err)
+	}
+	for name, b := range map[string][]byte{
+		"version":  append([]byte{9}, rd.State[1:]...),
+		"short":    rd.State[:len(rd.State)-1],
+		"trailing": append(append([]byte{}, rd.State...), 0),
+		"flags":    append(append([]byte{}, rd.State[:len(rd.State)-1]...), 0x80),
+	} {
+		cfg.Persisted = b
+		if _, err := maekawa.New(cfg); !errors.Is(err, core.ErrState) {
+			t.Errorf("%s: %v, want core.ErrState", name, err)
+		}
+	}
+}
+
+// TestMetrics: an entry shows up in the metrics as a grant, a held lock,
+// votes given and frames sent by op; every sample follows the conventions.
+func TestMetrics(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) { cfg.Members = []uint32{1, 2, 3, 4} }) // 2x2: cross of 1 is 1,2,3
+	id, err := c.Acquire(t0, mutex.Request{Lock: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Ready()
+	for _, v := range []uint32{2, 3} {
+		c.Step(frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 4}))
+	}
+	c.Ready()
+	for _, v := range []uint32{2, 3} {
+		c.Step(frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommitOK, Name: "db", Attempt: attemptOf(t, c), Fence: 5}))
+	}
+	c.Ready()
+	if st, _ := c.Lookup(id); !st.Granted || st.Fence != 5 {
+		t.Fatalf("request after votes and commits: %+v", st)
+	}
+	var m core.MetricSet
+	c.Metrics(&m)
+	if err := m.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name  string
+		label []core.Label
+		want  float64
+	}{
+		{"synclab_mutex_grants_total", nil, 1},
+		{"synclab_mutex_locks_held", nil, 1},
+		{"synclab_mutex_votes_given", nil, 1}, // its own, to itself
+		{"synclab_mutex_vote_frames_sent_total", []core.Label{{Name: "op", Value: "request"}}, 2},
+		{"synclab_mutex_vote_frames_sent_total", []core.Label{{Name: "op", Value: "commit"}}, 2},
+		{"synclab_mutex_losses_total", []core.Label{{Name: "reason", Value: "expired"}}, 0},
+		{"synclab_mutex_member_alive", []core.Label{{Name: "member", Value: "4"}}, 1},
+	} {
+		if got, ok := m.Value(w.name, w.label...); !ok || got != w.want {
+			t.Errorf("%s%v = %v (present %v), want %v", w.name, w.label, got, ok, w.want)
+		}
+	}
+}
+
+// attemptOf reads the attempt number of the request c sends (from its
+// status: the voter entry of its own vote is not exported; the frames are).
+func attemptOf(t *testing.T, c *maekawa.Core) uint32 {
+	t.Helper()
+	return maekawa.AttemptOf(c, "db")
+}
+
+// TestVoterBounds: a commit asking for a lease beyond the voter's
+// --lease is refused, not cut short (the holder would count the longer
+// one); and one member cannot pile up shared votes at a coordinator by
+// committing attempt after attempt.
+func TestVoterBounds(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) { cfg.Quorum, cfg.Shared = 3, true })
+	k := wire.KindQuorumLock
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 1}))
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 1, Fence: 1, LeaseMS: 3_600_000}))
+	if got := sent(c.Ready()); len(got) != 2 || got[1] != "2 commit_refused 0" {
+		t.Fatalf("a commit for an hour with a 3 s --lease: %v", got)
+	}
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 1}))
+	for a := uint32(10); a < 20; a++ {
+		c.Step(frame(3, k, wire.Vote{Op: wire.VoteRequest, Mode: wire.VoteShared, Name: "db", Attempt: a}))
+		c.Step(frame(3, k, wire.Vote{Op: wire.VoteCommit, Mode: wire.VoteShared, Name: "db", Attempt: a, Fence: uint64(a), LeaseMS: 1000}))
+	}
+	c.Ready()
+	var m core.MetricSet
+	c.Metrics(&m)
+	if got, _ := m.Value("synclab_mutex_votes_given"); got != 1 {
+		t.Errorf("member 3 holds %v votes after 10 committed attempts, want 1", got)
+	}
+	if got, _ := m.Value("synclab_mutex_vote_frames_sent_total", core.Label{Name: "op", Value: "commit_ok"}); got != 1 {
+		t.Errorf("%v commits acknowledged, want the first only", got)
+	}
+}

@@ -1,0 +1,151 @@
+package maekawa
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// ParamAttemptTimeout is the voting cores' own setting (a mutexd run
+// flag).
+const ParamAttemptTimeout = "attempt-timeout"
+
+// Factory builds Maekawa cores for a driver (pkg/mutex/algorithms).
+var Factory = mutex.Factory{
+	Name:       Name,
+	Summary:    "Maekawa's voting sets on a sqrt(N) grid, deadlock-free with Sanders' inquire/relinquish/failed, fences committed at the cross (seed 004)",
+	Guarantees: maekawaGuarantees,
+	// Seed 004's comparison table: 3 sqrt(N) per entry (2 sqrt(N) to
+	// enter, sqrt(N) to leave), a synchronisation delay of 2. The notes'
+	// K is sqrt(N) (projective planes); a grid's cross has K up to
+	// 2 sqrt(N) - 1, and each of the K-1 other voters costs up to 7
+	// frames here: request, failed or inquire, relinquish, locked, commit
+	// and its ack, release.
+	Cost: core.Cost{Text: "3 sqrt(N)", Delay: "2",
+		Messages: func(n int) (float64, float64) {
+			return 3 * math.Sqrt(float64(n)), 7 * float64(maxCross(n)-1)
+		}},
+	Params:      params,
+	New:         func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) { return NewFromEnv(env, opt, 0) },
+	StatusLines: StatusLines,
+	LockColumns: []string{"Voted for", "Queue", "Request"},
+	LockCells:   LockCells,
+}
+
+var params = []mutex.Param{
+	{Name: ParamAttemptTimeout, Default: DefaultLANConfig().AttemptTimeout,
+		Usage: "how long a request's round of votes and fence commit may take before it gives back what it got and retries"},
+}
+
+// maxCross is the largest cross of a grid of n members.
+func maxCross(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	ids := make([]uint32, n)
+	for i := range ids {
+		ids[i] = uint32(i + 1)
+	}
+	g, k := NewGrid(ids), 0
+	for _, id := range ids {
+		k = max(k, len(g.VotingSet(id)))
+	}
+	return k
+}
+
+// ConfigFor maps a driver's options to a core's configuration: the
+// cluster's lease, the heartbeat (a member silent for 3.5 of them is
+// down), the attempt timeout; quorum > 0 selects the majority quorum. The
+// result is validated by New.
+func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
+	cfg := DefaultLANConfig()
+	cfg.ID, cfg.Members, cfg.Quorum = env.ID, env.Members, quorum
+	cfg.Persisted, cfg.Rand, cfg.Lamport = env.State, env.Rand, env.Lamport
+	if opt.Lease != 0 {
+		cfg.MaxLease = opt.Lease
+	}
+	if opt.MinLease != 0 {
+		cfg.MinLease = opt.MinLease
+	}
+	if opt.Heartbeat != 0 {
+		cfg.HeartbeatInterval = opt.Heartbeat
+		cfg.DeadAfter = opt.Heartbeat * 7 / 2
+	}
+	cfg.AttemptTimeout = opt.Param(ParamAttemptTimeout, cfg.AttemptTimeout)
+	if cfg.AttemptTimeout <= 0 {
+		return cfg, fmt.Errorf("%w: --%s %v: must be positive", ErrConfig, ParamAttemptTimeout, cfg.AttemptTimeout)
+	}
+	return cfg, nil
+}
+
+// NewFromEnv builds a member's core from a driver's environment.
+func NewFromEnv(env core.Env, opt mutex.Options, quorum int) (*Core, error) {
+	cfg, err := ConfigFor(env, opt, quorum)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Shared = quorum > 0
+	return New(cfg)
+}
+
+// StatusLines are the voting cores' lines of `mutexd status`.
+func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
+	var d Detail
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("unexpected voting detail: %w", err)
+	}
+	alive := 0
+	for _, m := range st.Members {
+		if m.Alive {
+			alive++
+		}
+	}
+	c := st.Counters
+	disk := "on disk"
+	if !d.Persisted {
+		disk = "in memory only (forgotten on restart)"
+	}
+	var first string
+	if d.Quorum > 0 {
+		first = fmt.Sprintf("Quorum   : %d of %d coordinators, %d alive; votes %s", d.Quorum, len(st.Members), alive, disk)
+	} else {
+		set := "none wholly alive"
+		if len(d.VotingSet) > 0 {
+			set = strings.Trim(strings.ReplaceAll(fmt.Sprint(d.VotingSet), " ", ","), "[]")
+		}
+		first = fmt.Sprintf("Grid     : %s, voting set %s, %d of %d alive; votes %s", d.Grid, set, alive, len(st.Members), disk)
+	}
+	return []string{first,
+		fmt.Sprintf("Voting   : %d locked, %d failed, %d inquire, %d denied, %d commits; %d retries",
+			c["sent_locked"], c["sent_failed"], c["sent_inquire"], c["sent_deny"], c["sent_commit"],
+			c["retries_timeout"]+c["retries_denied"]+c["retries_commit_refused"]+c["retries_member_down"]),
+	}, nil
+}
+
+// LockCells are a lock's columns in `mutexd status`.
+func LockCells(raw json.RawMessage) ([]string, error) {
+	var d LockDetail
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, fmt.Errorf("unexpected voting lock detail: %w", err)
+		}
+	}
+	list := func(ids []uint32) string {
+		if len(ids) == 0 {
+			return "-"
+		}
+		return strings.Trim(strings.ReplaceAll(fmt.Sprint(ids), " ", ","), "[]")
+	}
+	req := "-"
+	if d.Phase != "" {
+		req = fmt.Sprintf("%s %d/%d", d.Phase, d.Votes, d.Need)
+		if d.Tries > 0 {
+			req += fmt.Sprintf(" (retry %d)", d.Tries)
+		}
+	}
+	return []string{list(d.VotedFor), list(d.Queue), req}, nil
+}

@@ -1,0 +1,135 @@
+package maekawa_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/corefuzz"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/maekawa"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// FuzzVoting drives one member of Maekawa or of the majority quorum
+// (first input byte) through a program read from the input: vote frames
+// of every op from members, itself and strangers, about known and made-up
+// locks, with attempts, stamps, fences and leases at their extremes;
+// heartbeats; its clients' acquires (exclusive and shared), renewals and
+// releases; ticks; restarts from what it persisted; failed writes. It must
+// never panic, and:
+//   - no locked leaves before its disk holds the lock's vote as
+//     outstanding, no commit_ok before its disk holds the fence;
+//   - the voter's table stays within MaxLocks;
+//   - fences granted to its clients grow with every grant of a lock in a
+//     life;
+//   - what it persists it can restart from.
+func FuzzVoting(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 3, 0, 0, 9, 1, 2, 0, 0, 2, 1, 7, 0, 1, 0, 9, 9})
+	f.Add([]byte{1, 2, 3, 1, 0, 5, 5, 5, 2, 2, 2, 8, 8, 8, 0, 1, 1, 6})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p := corefuzz.NewProgram(in)
+		majority := p.Bool()
+		ids := []uint32{1, 2, 3, 4, 5}
+		self := uint32(1 + p.Intn(5))
+		cfg := maekawa.DefaultLANConfig()
+		cfg.ID, cfg.Members, cfg.MaxLocks, cfg.MaxQueue = self, ids, 16, 32
+		kind := wire.KindMaekawa
+		if majority {
+			cfg.Quorum, cfg.Shared, kind = 3, true, wire.KindQuorumLock
+		}
+		cfg.Rand = rand.New(rand.NewPCG(1, 2))
+		d := &corefuzz.Driver{
+			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			New: func(disk []byte) (core.Core, error) {
+				c := cfg
+				c.Persisted = disk
+				return maekawa.New(c)
+			},
+			Sent: func(m core.Message, disk []byte) error {
+				if m.Kind != kind {
+					return nil
+				}
+				var v wire.Vote
+				if err := v.UnmarshalBinary(m.Payload); err != nil {
+					return fmt.Errorf("sent an undecodable vote: %w", err)
+				}
+				fence, _, outstanding, ok := maekawa.DiskLock(disk, v.Name)
+				switch {
+				case v.Op == wire.VoteLocked && (!ok || !outstanding):
+					return fmt.Errorf("locked %s left before its vote was on disk", v.Name)
+				case v.Op == wire.VoteCommitOK && (!ok || fence < v.Fence):
+					return fmt.Errorf("commit_ok %s fence %d left with %d on disk", v.Name, v.Fence, fence)
+				}
+				return nil
+			},
+		}
+		lastFence := map[string]uint64{}
+		d.Ready = func(rd core.Ready) error {
+			for _, o := range d.Core.(*maekawa.Core).Outcomes() {
+				if g, ok := o.(mutex.Granted); ok {
+					if g.Fence <= lastFence[g.Lock] {
+						return fmt.Errorf("%s granted fence %d after %d", g.Lock, g.Fence, lastFence[g.Lock])
+					}
+					lastFence[g.Lock] = g.Fence
+				}
+			}
+			return nil
+		}
+		if err := d.Start(); err != nil {
+			t.Fatal(err)
+		}
+		mk := func() *maekawa.Core { return d.Core.(*maekawa.Core) }
+		names := []string{"x", "y"}
+		var reqs []mutex.RequestID
+		for steps := 0; p.More() && steps < 400; steps++ {
+			fail := p.Intn(8) == 0
+			var err error
+			switch p.Intn(12) {
+			case 0, 1:
+				err = d.Tick(time.Duration(1+p.Intn(2000))*time.Millisecond, fail)
+			case 2:
+				if err = d.Restart(); err == nil {
+					clear(lastFence)
+					reqs = nil
+				}
+			case 3:
+				mode := mutex.Exclusive
+				if p.Bool() {
+					mode = mutex.Shared
+				}
+				if id, aerr := mk().Acquire(d.Now, mutex.Request{Lock: names[p.Intn(2)], Mode: mode,
+					Lease: time.Duration(p.Intn(4)) * time.Second}); aerr == nil {
+					reqs = append(reqs, id)
+				}
+				err = d.Drain(fail)
+			case 4:
+				if len(reqs) > 0 {
+					id := reqs[p.Intn(len(reqs))]
+					if p.Bool() {
+						mk().Release(d.Now, id)
+					} else {
+						mk().Renew(d.Now, id, time.Duration(p.Intn(4))*time.Second)
+					}
+				}
+				err = d.Drain(fail)
+			case 5:
+				hb, _ := wire.Heartbeat{Interval: 1000, Alive: 3}.AppendBinary(nil)
+				err = d.Step(core.Message{From: ids[p.Intn(5)], Kind: wire.KindHeartbeat, Payload: hb}, fail)
+			default:
+				err = d.Step(corefuzz.VoteFrame(p, kind, names, ids, self), fail)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := mk().VoterLocks(); n > cfg.MaxLocks {
+				t.Fatalf("voter table holds %d locks, MaxLocks %d", n, cfg.MaxLocks)
+			}
+			_ = mk().Report()
+			_ = mk().Deadline()
+		}
+	})
+}

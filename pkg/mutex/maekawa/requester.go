@@ -1,0 +1,406 @@
+package maekawa
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// phase is where a request of this member's clients stands.
+type phase uint8
+
+const (
+	collecting phase = iota + 1 // asking for votes
+	committing                  // votes in hand, the fence being recorded
+	held                        // granted
+	backoff                     // gave back what it got; waits to retry
+)
+
+func (p phase) String() string {
+	switch p {
+	case collecting:
+		return "collecting"
+	case committing:
+		return "committing"
+	case held:
+		return "held"
+	case backoff:
+		return "backoff"
+	}
+	return "?"
+}
+
+// ask is the protocol run for one request of this member's clients (one
+// per lock at a time; the table queues the others).
+type ask struct {
+	id    mutex.RequestID
+	lock  string
+	mode  wire.VoteMode
+	lease time.Duration
+	stamp uint64 // Lamport time of the first attempt: its priority, kept across retries
+
+	attempt uint32
+	tries   int
+	phase   phase
+	set     []uint32 // the voters asked
+	need    int
+	started time.Time // first attempt
+
+	locked    map[uint32]uint64 // voter -> its fence
+	denied    map[uint32]bool
+	failed    bool // a voter said failed (Maekawa)
+	yielded   bool // this attempt gave a vote back (Maekawa)
+	inquiries map[uint32]bool
+	deadline  time.Time
+
+	fence    uint64
+	commitAt time.Time
+	acked    map[uint32]bool
+
+	renewAt    time.Time
+	renewBy    time.Time // a renewal is unanswered until then
+	renewLease time.Duration
+	renewAcks  map[uint32]bool
+	renewNo    int
+}
+
+// Acquire queues r (mutex.Algorithm).
+func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
+	c.observe(now)
+	id, err := c.reqs.Enqueue(c.now, c.self, r)
+	if err != nil {
+		return 0, err
+	}
+	c.settle()
+	return id, nil
+}
+
+// Renew asks for a granted request's lease to run lease from now: a round
+// of renew frames to the voters that committed it, confirmed by as many
+// as its grant needed.
+func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) error {
+	c.observe(now)
+	defer c.settle()
+	if err := c.reqs.Renew(c.now, id, lease); err != nil {
+		return err
+	}
+	st, _ := c.reqs.Lookup(c.now, id)
+	a := c.asks[st.Lock]
+	if a == nil || a.id != id || a.phase != held {
+		c.reqs.Lose(st.Lock, mutex.RenewRefused)
+		return nil
+	}
+	if lease == 0 {
+		lease = time.Duration(st.LeaseMS) * time.Millisecond
+	}
+	a.renewAt, a.renewBy, a.renewLease = c.now, c.now.Add(c.cfg.AttemptTimeout), lease
+	a.renewAcks, a.renewNo = map[uint32]bool{}, 0
+	for _, v := range slices.Sorted(maps.Keys(a.acked)) {
+		c.post(v, wire.Vote{Op: wire.VoteRenew, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, Fence: a.fence, LeaseMS: msOf(lease)}, 0)
+	}
+	return nil
+}
+
+// Release gives a granted lock back, or withdraws a waiting request.
+func (c *Core) Release(now time.Time, id mutex.RequestID) error {
+	c.observe(now)
+	defer c.settle()
+	st, err := c.reqs.Release(c.now, id)
+	if a := c.asks[st.Lock]; a != nil && a.id == id {
+		c.endAsk(a)
+	}
+	return err
+}
+
+// pump starts the protocol for the first grantable request of every lock
+// without one running, and ends runs whose request is gone.
+func (c *Core) pump() {
+	for _, name := range slices.Sorted(maps.Keys(c.asks)) {
+		if a := c.asks[name]; a != nil {
+			if _, ok := c.reqs.Lookup(c.now, a.id); !ok {
+				c.endAsk(a)
+			}
+		}
+	}
+	for _, lock := range c.reqs.Locks() {
+		if c.asks[lock] != nil {
+			continue
+		}
+		ids := c.reqs.Grantable(lock)
+		if len(ids) == 0 {
+			continue
+		}
+		st, _ := c.reqs.Lookup(c.now, ids[0])
+		a := &ask{id: ids[0], lock: lock, lease: time.Duration(st.LeaseMS) * time.Millisecond, started: c.now}
+		if st.Mode == mutex.Shared {
+			a.mode = wire.VoteShared
+		}
+		a.stamp = c.cfg.Lamport.Send()
+		c.asks[lock] = a
+		c.try(a, a.stamp)
+	}
+}
+
+// voters returns the set a request asks and how many must vote: every
+// member and the quorum (majority); or a cross that is wholly alive, all
+// of it (Maekawa).
+func (c *Core) voters() ([]uint32, int) {
+	if c.majority() {
+		return c.cfg.Coordinators, c.cfg.Quorum
+	}
+	if c.cfg.VotingSets != nil {
+		set := c.cfg.VotingSets[c.self]
+		return set, len(set)
+	}
+	set := c.grid.LiveSet(c.self, c.alive)
+	return set, len(set)
+}
+
+// try sends one attempt of a's request. lamport is the stamp its frames
+// carry (the first attempt's Lamport send; 0: the node stamps them).
+func (c *Core) try(a *ask, lamport uint64) {
+	a.set, a.need = c.voters()
+	a.locked, a.denied, a.inquiries, a.acked = map[uint32]uint64{}, map[uint32]bool{}, map[uint32]bool{}, map[uint32]bool{}
+	a.failed, a.yielded, a.fence = false, false, 0
+	a.deadline = c.now.Add(c.collectTimeout())
+	if len(a.set) == 0 {
+		// No cross is wholly alive: wait for members to come back.
+		a.phase = backoff
+		c.count("no_live_set")
+		c.emit(EventNoLiveSet, fmt.Sprintf("%s: no row and column of the grid are wholly alive; waiting", a.lock), "lock", a.lock)
+		return
+	}
+	c.attempt++
+	a.attempt = c.attempt
+	a.phase = collecting
+	c.stats.Attempts++
+	for _, v := range a.set {
+		c.post(v, wire.Vote{Op: wire.VoteRequest, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, LeaseMS: msOf(a.lease)}, lamport)
+	}
+}
+
+// collectTimeout is how long votes may take to come. A majority
+// coordinator answers at once (a vote or a deny): AttemptTimeout. A
+// Maekawa voter queues a request while its vote is held, for as long as
+// the holder holds (renewals included): waiting is no fault there, and a
+// crashed or cut-off voter is found by the failure detector. The attempt
+// is refreshed after a lease and AttemptTimeout only in case a voter
+// restarted faster than DeadAfter and forgot its queue; a refreshed
+// request keeps its stamp, so it keeps its place.
+func (c *Core) collectTimeout() time.Duration {
+	if c.majority() {
+		return c.cfg.AttemptTimeout
+	}
+	return c.cfg.MaxLease + c.cfg.AttemptTimeout
+}
+
+// giveUp releases everything a's attempt got (and its place in every
+// queue) and backs off before the next attempt: randomized exponential
+// backoff, so two contenders that split the voters stop colliding with
+// probability that grows every round.
+func (c *Core) giveUp(a *ask, why string) {
+	c.count("retries_" + why)
+	c.sendRelease(a, 0)
+	a.tries++
+	a.phase = backoff
+	hi := min(c.cfg.BackoffMax, c.cfg.BackoffBase<<min(a.tries, 20))
+	lo := c.cfg.BackoffBase / 2
+	a.deadline = c.now.Add(lo + time.Duration(c.cfg.Rand.Int64N(int64(hi-lo)+1)))
+}
+
+func (c *Core) sendRelease(a *ask, fence uint64) {
+	if a.phase == backoff {
+		return
+	}
+	to := a.set
+	if a.phase == committing || a.phase == held {
+		// Only the voters it kept have an entry: the others were released
+		// when their votes came too late, or denied.
+		to = slices.Sorted(maps.Keys(a.locked))
+	}
+	for _, v := range to {
+		c.post(v, wire.Vote{Op: wire.VoteRelease, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, Fence: fence}, 0)
+	}
+}
+
+// endAsk ends a's run: its voters are told, the next request may start.
+func (c *Core) endAsk(a *ask) {
+	c.sendRelease(a, a.fence)
+	delete(c.asks, a.lock)
+}
+
+// requesterStep is the requester's side: locked, failed, inquire, deny,
+// and the answers to commits and renewals.
+func (c *Core) requesterStep(from uint32, m wire.Vote) error {
+	if c.majority() && (m.Op == wire.VoteFailed || m.Op == wire.VoteInquire) ||
+		!c.majority() && m.Op == wire.VoteDeny {
+		return ErrBadOp
+	}
+	a := c.asks[m.Name]
+	if a == nil || a.attempt != m.Attempt || a.phase == backoff || !slices.Contains(a.set, from) {
+		// An answer to an attempt given up or ended: its release went to
+		// every voter it asked, after its request on the same link, so a
+		// vote given meanwhile is already freed.
+		c.count("answers_stale")
+		return nil
+	}
+	switch m.Op {
+	case wire.VoteLocked:
+		if a.phase != collecting {
+			if _, ok := a.locked[from]; !ok {
+				// The quorum was complete without it: not needed.
+				c.post(from, wire.Vote{Op: wire.VoteRelease, Name: m.Name, Attempt: m.Attempt, Stamp: m.Stamp, Mode: m.Mode}, 0)
+			}
+			return nil
+		}
+		a.locked[from] = m.Fence
+		delete(a.inquiries, from)
+		if len(a.locked) >= a.need {
+			c.commit(a)
+		}
+	case wire.VoteDeny:
+		if a.phase != collecting {
+			return nil
+		}
+		a.denied[from] = true
+		if len(a.set)-len(a.denied) < a.need {
+			c.giveUp(a, "denied")
+		}
+	case wire.VoteFailed:
+		if a.phase != collecting {
+			return nil
+		}
+		a.failed = true
+		for _, v := range slices.Sorted(maps.Keys(a.inquiries)) {
+			c.relinquish(a, v)
+		}
+	case wire.VoteInquire:
+		if a.phase != collecting {
+			return nil // entering or in: the release will free the vote
+		}
+		if _, ok := a.locked[from]; !ok {
+			return nil
+		}
+		if a.failed || a.yielded {
+			c.relinquish(a, from)
+		} else {
+			a.inquiries[from] = true
+		}
+	case wire.VoteCommitOK:
+		if a.phase != committing {
+			return nil
+		}
+		a.acked[from] = true
+		if len(a.acked) >= a.need {
+			c.granted(a)
+		}
+	case wire.VoteCommitRefused:
+		if a.phase == committing {
+			c.giveUp(a, "commit_refused")
+		}
+	case wire.VoteRenewOK:
+		if a.phase == held && !a.renewBy.IsZero() && a.acked[from] {
+			a.renewAcks[from] = true
+			if len(a.renewAcks) >= a.need {
+				a.renewBy = time.Time{}
+				c.reqs.ConfirmRenewals(a.renewAt, a.lock)
+			}
+		}
+	case wire.VoteRenewRefused:
+		if a.phase == held && !a.renewBy.IsZero() && a.acked[from] {
+			a.renewNo++
+			if len(a.acked)-a.renewNo < a.need {
+				// Lost, and reported at once; but its client may run until
+				// its lease ends (it learns of the loss late, or not at
+				// all): the votes it still has are left to run out, not
+				// released.
+				c.reqs.Lose(a.lock, mutex.RenewRefused)
+				a.phase = backoff
+				c.endAsk(a)
+			}
+		}
+	}
+	return nil
+}
+
+// relinquish gives voter v's vote back (Sanders): this request cannot
+// enter yet, and one of higher priority waits for the vote.
+func (c *Core) relinquish(a *ask, v uint32) {
+	delete(a.locked, v)
+	delete(a.inquiries, v)
+	a.yielded = true
+	c.stats.Relinquishes++
+	c.post(v, wire.Vote{Op: wire.VoteRelinquish, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode}, 0)
+}
+
+// commit records the request's fence at the voters that voted: one above
+// the highest they know. Any later quorum meets this one in a voter that
+// has it by then, so fences grow strictly across the cluster.
+func (c *Core) commit(a *ask) {
+	var top uint64
+	for _, f := range a.locked {
+		top = max(top, f)
+	}
+	if top >= wire.MaxVoteFence {
+		c.reqs.Refuse(a.id, FenceExhausted)
+		c.endAsk(a)
+		return
+	}
+	a.fence = top + 1
+	a.phase, a.commitAt = committing, c.now
+	a.deadline = c.now.Add(c.cfg.AttemptTimeout)
+	a.inquiries = map[uint32]bool{}
+	for _, v := range slices.Sorted(maps.Keys(a.locked)) {
+		c.post(v, wire.Vote{Op: wire.VoteCommit, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, Fence: a.fence, LeaseMS: msOf(a.lease)}, 0)
+	}
+}
+
+// granted: enough voters recorded the fence; the lease counts from when
+// the commit left, before any voter started counting its own.
+func (c *Core) granted(a *ask) {
+	a.phase = held
+	a.deadline = time.Time{}
+	if _, err := c.reqs.Grant(a.commitAt, a.id, a.fence, 0); err != nil {
+		c.bugs.Report(&c.events, "grant", err)
+		c.endAsk(a)
+		return
+	}
+	c.stats.Entries++
+	c.reqs.ExpireLock(c.now, a.lock)
+}
+
+// tickAsk runs a request's timers: an attempt that took too long is given
+// up, a backoff ends in a new attempt, a Maekawa attempt whose cross lost
+// a member starts over on a live one, a renewal unanswered in time is
+// dropped (the lease runs out unless the next renewal gets through).
+func (c *Core) tickAsk(a *ask) {
+	switch a.phase {
+	case collecting, committing:
+		if !c.now.Before(a.deadline) {
+			c.giveUp(a, "timeout")
+			return
+		}
+		if !c.majority() && a.phase == collecting && c.cfg.VotingSets == nil {
+			for _, v := range a.set {
+				if !c.alive(v) {
+					c.giveUp(a, "member_down")
+					a.deadline = c.now // at once, on a live cross
+					return
+				}
+			}
+		}
+	case backoff:
+		if !c.now.Before(a.deadline) {
+			c.try(a, 0)
+		}
+	case held:
+		if !a.renewBy.IsZero() && !c.now.Before(a.renewBy) {
+			a.renewBy = time.Time{}
+			c.count("renewals_unanswered")
+		}
+	}
+}

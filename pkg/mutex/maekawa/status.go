@@ -1,0 +1,169 @@
+package maekawa
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// Names of the algorithms this core runs (mutexd run --algorithm NAME).
+const (
+	Name         = "maekawa"
+	MajorityName = "majority"
+)
+
+// Stats are the core's message counts, for the messages-per-entry
+// figures: frames this member sent by op (frames to itself are not
+// counted: they cost nothing), and what its voter and requester did.
+type Stats struct {
+	Sent [16]uint64 // by wire.VoteOp
+	// Entries: grants to this member's clients; Attempts: rounds of
+	// requests sent (retries included).
+	Entries, Attempts uint64
+	// Voter side: requests seen, votes given, denied (majority), failed
+	// and inquiries sent and relinquishes received (Maekawa).
+	Requests, Votes, Denied, Failed, Inquired, Relinquished uint64
+	// Relinquishes: votes this member's requests gave back.
+	Relinquishes uint64
+}
+
+// SentTotal is every vote frame this member sent.
+func (s Stats) SentTotal() uint64 {
+	var n uint64
+	for _, v := range s.Sent {
+		n += v
+	}
+	return n
+}
+
+// Stats returns the message counts.
+func (c *Core) Stats() Stats { return c.stats }
+
+// Detail is the voting core's part of mutex.Status.Detail.
+type Detail struct {
+	// Maekawa: the grid and this member's voting set (the cross it asks
+	// now, live members only). Majority: Quorum of Members.
+	Grid      string   `json:"grid,omitempty"`
+	VotingSet []uint32 `json:"voting_set,omitempty"`
+	Quorum    int      `json:"quorum,omitempty"`
+	Persisted bool     `json:"persisted"`
+	// Floor is the fence every lock not in the voter's table starts from.
+	Floor uint64 `json:"floor,omitempty"`
+}
+
+// LockDetail is one lock's part: this member as a voter (whom it voted
+// for, who waits) and as a requester (its request's phase).
+type LockDetail struct {
+	VotedFor []uint32 `json:"voted_for,omitempty"`
+	Queue    []uint32 `json:"queue,omitempty"`
+	Phase    string   `json:"phase,omitempty"`
+	Votes    int      `json:"votes,omitempty"`
+	Need     int      `json:"need,omitempty"`
+	Tries    int      `json:"tries,omitempty"`
+}
+
+// Status implements core.Core.
+func (c *Core) Status() any { return c.Report() }
+
+func (c *Core) allCounters() map[string]uint64 {
+	m := c.reqs.Counters()
+	maps.Copy(m, c.counters)
+	for label, n := range c.bugs.Counts() {
+		m["bug_"+label] = n
+	}
+	return m
+}
+
+// Report returns the status: Detail is a Detail, each lock's a LockDetail.
+func (c *Core) Report() mutex.Status {
+	d := Detail{Persisted: !c.cfg.Forgetful, Floor: c.floor}
+	if c.majority() {
+		d.Quorum = c.cfg.Quorum
+	} else {
+		d.Grid = itoa(c.grid.Rows()) + "x" + itoa(c.grid.Cols())
+		d.VotingSet, _ = c.voters()
+	}
+	st := mutex.Status{Algorithm: c.name, ID: c.self, Counters: c.allCounters(), Guarantees: c.Guarantees(), Detail: d}
+	for _, m := range c.cfg.Members {
+		ms := mutex.MemberStatus{ID: m, Self: m == c.self, Alive: c.alive(m), State: mutex.MemberAlive}
+		switch {
+		case m == c.self:
+			ms.State = mutex.MemberSelf
+		case !c.alive(m):
+			ms.State = mutex.MemberDown
+		}
+		if c.det != nil {
+			if v, ok := c.det.Member(m); ok && !v.LastHeard.IsZero() {
+				ms.HeardAgoMS = c.now.Sub(v.LastHeard).Milliseconds()
+			}
+		}
+		st.Members = append(st.Members, ms)
+	}
+	names := map[string]bool{}
+	for _, n := range c.reqs.Locks() {
+		names[n] = true
+	}
+	for n, l := range c.votes {
+		if !l.idle() {
+			names[n] = true
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(names)) {
+		ls := mutex.LockStatus{Name: n}
+		c.reqs.Fill(c.now, &ls)
+		var ld LockDetail
+		if l := c.votes[n]; l != nil {
+			ls.Fence = l.fence
+			for _, g := range l.grants {
+				ld.VotedFor = append(ld.VotedFor, g.from)
+			}
+			for _, q := range l.queue {
+				ld.Queue = append(ld.Queue, q.from)
+			}
+		}
+		if a := c.asks[n]; a != nil {
+			ld.Phase, ld.Votes, ld.Need, ld.Tries = a.phase.String(), len(a.locked), a.need, a.tries
+			ls.Fence = max(ls.Fence, a.fence)
+		}
+		ls.Detail = ld
+		st.Locks = append(st.Locks, ls)
+	}
+	return st
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// Guarantees: what each algorithm promises (doc.go argues each).
+var maekawaGuarantees = mutex.Guarantees{
+	Survives: []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Partition, mutex.Loss},
+	Messages: "3(K-1) in the notes (K = |cross| = about 2 sqrt(N)); 5(K-1) here, the fence's commit and its ack included; " +
+		"up to 7(K-1) with failed, inquire, relinquish and the new locked",
+	SyncDelay: "2 (release to the shared voter, its locked to the next), and the commit round",
+	Shared:    false,
+	Protection: "the fence: one above the highest its cross's voters know, recorded at all of them before the grant; " +
+		"any two crosses share a voter, so fences grow strictly. Survives a crash or partition while a whole row " +
+		"and a whole column of the grid are reachable; a holder that pauses past its lease is fenced out",
+}
+
+func majorityGuarantees(forgetful bool) mutex.Guarantees {
+	g := mutex.Guarantees{
+		Survives:  []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Partition, mutex.Loss},
+		Messages:  "2n+3m+n: request and answer from every coordinator, commit and ack at m, release to all (more with retries)",
+		SyncDelay: "2 (release, then the next request's round after its backoff) and the commit round",
+		Shared:    true,
+		Protection: "the fence: one above the highest its m coordinators know, recorded at m of them before the grant; " +
+			"any two majorities meet, so fences grow strictly. Votes and fences are on disk before they are announced; " +
+			"a restarted coordinator votes on a lock it had voted on only after a whole lease",
+	}
+	if forgetful {
+		g.Survives = []mutex.Fault{mutex.Pause, mutex.Partition, mutex.Loss}
+		g.Protection = "none against restarts: votes are in memory only (the P_v experiment of seed 000)"
+	}
+	return g
+}

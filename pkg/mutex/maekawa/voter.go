@@ -1,0 +1,393 @@
+package maekawa
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// vlock is one lock at a voter: its votes, its queue (Maekawa), and the
+// highest fence it has seen committed.
+type vlock struct {
+	name   string
+	fence  uint64
+	grants []*vote // Maekawa: at most one; majority: one exclusive or any shared
+	queue  []*vote // Maekawa: waiting requests by (stamp, member)
+	// inquired: an inquire was sent to the exclusive vote's holder and not
+	// answered (Maekawa).
+	inquired bool
+	// writerUntil: an exclusive request was denied; new shared ones are
+	// denied until then (majority, shared mode).
+	writerUntil time.Time
+	// holdUntil: restarted with a vote outstanding: no vote before then.
+	holdUntil time.Time
+}
+
+// vote is one request at a voter: queued, or voted for.
+type vote struct {
+	from      uint32
+	attempt   uint32
+	stamp     uint64
+	mode      wire.VoteMode
+	failed    bool // a failed was sent for it (Maekawa)
+	committed bool
+	fence     uint64
+	expires   time.Time // the vote ends then unless committed or renewed further
+}
+
+// before is the requests' priority: lower Lamport time first, then lower ID.
+func (v *vote) before(o *vote) bool {
+	return cmp.Or(cmp.Compare(v.stamp, o.stamp), cmp.Compare(v.from, o.from)) < 0
+}
+
+func (l *vlock) outstanding() bool { return len(l.grants) > 0 }
+
+func (l *vlock) idle() bool {
+	return len(l.grants) == 0 && len(l.queue) == 0 && l.holdUntil.IsZero()
+}
+
+func (l *vlock) deadline() time.Time {
+	var d time.Time
+	for _, g := range l.grants {
+		if d.IsZero() || g.expires.Before(d) {
+			d = g.expires
+		}
+	}
+	if !l.holdUntil.IsZero() && (d.IsZero() || l.holdUntil.Before(d)) {
+		d = l.holdUntil
+	}
+	return d
+}
+
+// voterLock returns lock name's entry, making one for a request from
+// member from if there is room (idle entries folded into the floor to
+// make it).
+func (c *Core) voterLock(name string, from uint32, create bool) (*vlock, error) {
+	if l := c.votes[name]; l != nil {
+		return l, nil
+	}
+	if !create {
+		return nil, nil
+	}
+	if len(c.votes) >= c.cfg.MaxLocks {
+		for _, n := range slices.Sorted(maps.Keys(c.votes)) {
+			if l := c.votes[n]; l.idle() {
+				c.floor = max(c.floor, l.fence)
+				delete(c.votes, n)
+				c.count("locks_reclaimed")
+				c.durable.Change(false)
+			}
+		}
+		if len(c.votes) >= c.cfg.MaxLocks {
+			return nil, ErrNoRoom
+		}
+	}
+	share := max(4, c.cfg.MaxLocks/2/max(1, len(c.cfg.Members)-1))
+	if from != c.self && c.byMember[from] >= share {
+		return nil, ErrNoRoom
+	}
+	l := &vlock{name: name, fence: c.floor}
+	c.votes[name] = l
+	return l, nil
+}
+
+// entry returns member from's entry of attempt at l (a vote, or queued).
+func (l *vlock) entry(from, attempt uint32) (*vote, bool) {
+	for _, g := range l.grants {
+		if g.from == from && g.attempt == attempt {
+			return g, true
+		}
+	}
+	for _, q := range l.queue {
+		if q.from == from && q.attempt == attempt {
+			return q, false
+		}
+	}
+	return nil, false
+}
+
+// remove takes entry v out of l (a vote or queued).
+func (c *Core) remove(l *vlock, v *vote) {
+	if i := slices.Index(l.grants, v); i >= 0 {
+		l.grants = slices.Delete(l.grants, i, i+1)
+		if len(l.grants) == 0 {
+			l.inquired = false
+			c.durable.Change(false)
+		}
+	} else if i := slices.Index(l.queue, v); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+	} else {
+		return
+	}
+	if c.byMember[v.from]--; c.byMember[v.from] <= 0 {
+		delete(c.byMember, v.from)
+	}
+}
+
+// supersede drops what member from's newer request replaces: its queued
+// requests and its votes not committed (a member runs one request per
+// lock: those attempts were given up). A committed vote stays until its
+// release or its lease's end: the member may have restarted, and the
+// program that held the lock with it may still run until then.
+func (c *Core) supersede(l *vlock, from uint32) {
+	for _, e := range slices.Concat(l.grants, l.queue) {
+		if e.from == from && !e.committed {
+			c.remove(l, e)
+		}
+	}
+}
+
+func (c *Core) reply(to uint32, op wire.VoteOp, l *vlock, v *vote, fence uint64) {
+	c.post(to, wire.Vote{Op: op, Name: l.name, Attempt: v.attempt, Stamp: v.stamp, Mode: v.mode, Fence: fence}, 0)
+}
+
+// voterStep is the voter's side: request, relinquish, release, commit,
+// renew.
+func (c *Core) voterStep(from uint32, m wire.Vote) error {
+	if c.majority() && (m.Op == wire.VoteRelinquish || !slices.Contains(c.cfg.Coordinators, c.self)) {
+		return ErrBadOp
+	}
+	if !c.majority() && m.Mode == wire.VoteShared {
+		return ErrBadOp
+	}
+	l, err := c.voterLock(m.Name, from, m.Op == wire.VoteRequest)
+	if err != nil {
+		if m.Op == wire.VoteRequest && c.majority() {
+			c.reply(from, wire.VoteDeny, &vlock{name: m.Name}, &vote{attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}, 0)
+		}
+		return err
+	}
+	if l == nil {
+		c.count("votes_unknown_lock")
+		return nil // a release or commit for a lock this voter does not know: nothing to free
+	}
+	switch m.Op {
+	case wire.VoteRequest:
+		c.supersede(l, from)
+		v := &vote{from: from, attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}
+		c.byMember[from]++
+		c.stats.Requests++
+		if c.majority() {
+			c.coordinate(l, v)
+		} else {
+			c.maekawaRequest(l, v)
+		}
+	case wire.VoteRelinquish:
+		g, ok := l.entry(from, m.Attempt)
+		if !ok || g.committed {
+			c.count("relinquish_stale")
+			return nil
+		}
+		c.remove(l, g)
+		g.failed = false
+		c.byMember[from]++
+		c.enqueue(l, g)
+		c.stats.Relinquished++
+		c.next(l)
+	case wire.VoteRelease:
+		if e, _ := l.entry(from, m.Attempt); e != nil {
+			if m.Fence <= l.fence+MaxFenceStep {
+				c.raise(l, m.Fence, false)
+			}
+			c.remove(l, e)
+			c.next(l)
+		}
+	case wire.VoteCommit:
+		g, ok := l.entry(from, m.Attempt)
+		if !ok || !c.now.Before(g.expires) {
+			c.reply(from, wire.VoteCommitRefused, l, &vote{attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}, l.fence)
+			c.count("commits_refused")
+			return nil
+		}
+		if m.Fence > l.fence+MaxFenceStep || m.Fence < g.fence {
+			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
+			return ErrFenceJump
+		}
+		lease, ok := c.leaseOK(m.LeaseMS)
+		if !ok {
+			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
+			return nil
+		}
+		c.raise(l, m.Fence, true)
+		g.committed, g.fence = true, m.Fence
+		g.expires = c.now.Add(c.cfg.stretch(lease))
+		c.reply(from, wire.VoteCommitOK, l, g, m.Fence)
+	case wire.VoteRenew:
+		g, ok := l.entry(from, m.Attempt)
+		if !ok || !g.committed || !c.now.Before(g.expires) {
+			c.reply(from, wire.VoteRenewRefused, l, &vote{attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}, l.fence)
+			c.count("renewals_refused")
+			return nil
+		}
+		lease, ok := c.leaseOK(m.LeaseMS)
+		if !ok {
+			c.reply(from, wire.VoteRenewRefused, l, g, l.fence)
+			return nil
+		}
+		g.expires = maxTime(g.expires, c.now.Add(c.cfg.stretch(lease)))
+		c.reply(from, wire.VoteRenewOK, l, g, g.fence)
+	}
+	return nil
+}
+
+// leaseOK reads a commit's or renewal's lease: one longer than this
+// voter's MaxLease is refused, never cut short (the holder would count the
+// longer one while the vote ran out: --lease must be the same on every
+// member); a shorter one than MinLease is held for MinLease.
+func (c *Core) leaseOK(ms uint32) (time.Duration, bool) {
+	d := time.Duration(ms) * time.Millisecond
+	if d > c.cfg.MaxLease {
+		c.count("leases_too_long")
+		return 0, false
+	}
+	return max(d, c.cfg.MinLease), true
+}
+
+// raise records fence f for l; promise says a frame about to leave
+// depends on it being on disk.
+func (c *Core) raise(l *vlock, f uint64, promise bool) {
+	if f > l.fence {
+		l.fence = min(f, wire.MaxVoteFence)
+		c.durable.Change(promise)
+	}
+}
+
+// giveVote votes for v: on disk before the locked frame leaves, and kept
+// for AttemptTimeout unless the requester commits.
+func (c *Core) giveVote(l *vlock, v *vote) {
+	if len(l.grants) == 0 {
+		c.durable.Change(true)
+	}
+	v.expires = c.now.Add(c.cfg.AttemptTimeout)
+	v.committed = false
+	l.grants = append(l.grants, v)
+	c.stats.Votes++
+	c.reply(v.from, wire.VoteLocked, l, v, l.fence)
+}
+
+// coordinate is a majority coordinator's answer to a request: a vote if
+// the lock is free for its mode here, else a deny.
+func (c *Core) coordinate(l *vlock, v *vote) {
+	free := c.now.After(l.holdUntil) || l.holdUntil.IsZero()
+	if free {
+		for _, g := range l.grants {
+			if g.mode == wire.VoteExclusive || v.mode == wire.VoteExclusive {
+				free = false
+			}
+		}
+	}
+	if free && v.mode == wire.VoteShared && c.now.Before(l.writerUntil) {
+		free = false // a writer is retrying: readers wait (no writer starvation)
+	}
+	if free && slices.ContainsFunc(l.grants, func(g *vote) bool { return g.from == v.from }) {
+		// It still holds a committed vote here (it restarted, or it
+		// lies): one at a time, or one member could pile up shared votes.
+		free = false
+	}
+	if free {
+		c.giveVote(l, v)
+		return
+	}
+	if v.mode == wire.VoteExclusive {
+		l.writerUntil = c.now.Add(c.cfg.WriterWindow)
+	}
+	if c.byMember[v.from]--; c.byMember[v.from] <= 0 {
+		delete(c.byMember, v.from)
+	}
+	c.stats.Denied++
+	c.reply(v.from, wire.VoteDeny, l, v, l.fence)
+}
+
+// maekawaRequest is Maekawa's voter with Sanders' correction: vote if the
+// vote is free; else queue the request and either inquire whether the
+// vote's holder can give it back (the new request comes first of all) or
+// tell the new request it failed (something comes before it).
+func (c *Core) maekawaRequest(l *vlock, v *vote) {
+	if len(l.grants) == 0 && !c.now.Before(l.holdUntil) {
+		c.giveVote(l, v)
+		return
+	}
+	head := firstOr(l.queue)
+	c.enqueue(l, v)
+	if len(l.grants) == 0 || c.cfg.Textbook { // restart hold; or the notes' algorithm: just wait
+		return
+	}
+	g := l.grants[0]
+	if l.queue[0] == v && v.before(g) {
+		if head != nil && !head.failed {
+			head.failed = true // displaced from the head: it will not get this vote next
+			c.reply(head.from, wire.VoteFailed, l, head, 0)
+		}
+		if !l.inquired && !g.committed {
+			l.inquired = true
+			c.stats.Inquired++
+			c.reply(g.from, wire.VoteInquire, l, g, 0)
+		}
+		return
+	}
+	v.failed = true
+	c.stats.Failed++
+	c.reply(v.from, wire.VoteFailed, l, v, 0)
+}
+
+func (c *Core) enqueue(l *vlock, v *vote) {
+	i, _ := slices.BinarySearchFunc(l.queue, v, func(a, b *vote) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	l.queue = slices.Insert(l.queue, i, v)
+}
+
+// next gives a free Maekawa vote to the first request in the queue.
+func (c *Core) next(l *vlock) {
+	if c.majority() || len(l.grants) > 0 || len(l.queue) == 0 || c.now.Before(l.holdUntil) {
+		return
+	}
+	v := l.queue[0]
+	l.queue = l.queue[1:]
+	c.giveVote(l, v)
+}
+
+// tickVotes ends votes whose time ran out (the requester gave up, or its
+// lease ended without a release: it crashed or was cut off) and a
+// restart's hold.
+func (c *Core) tickVotes(l *vlock) {
+	for _, g := range slices.Clone(l.grants) {
+		if !c.now.Before(g.expires) {
+			c.remove(l, g)
+			if g.committed {
+				c.count("votes_expired_held")
+			} else {
+				c.count("votes_expired")
+			}
+		}
+	}
+	if !l.holdUntil.IsZero() && !c.now.Before(l.holdUntil) {
+		l.holdUntil = time.Time{}
+	}
+	c.next(l)
+}
+
+func firstOr(q []*vote) *vote {
+	if len(q) == 0 {
+		return nil
+	}
+	return q[0]
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func msOf(d time.Duration) uint32 {
+	return uint32(min(max(d, 0)/time.Millisecond, math.MaxUint32))
+}

@@ -1,0 +1,39 @@
+package majority
+
+import (
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/maekawa"
+)
+
+// Name is the algorithm's name (mutexd run --algorithm majority).
+const Name = maekawa.MajorityName
+
+// Quorum is the quorum mutexd uses with n coordinators: the smallest
+// majority, floor(n/2)+1.
+func Quorum(n int) int { return n/2 + 1 }
+
+// Factory builds majority-quorum cores for a driver: every member a
+// coordinator, quorum floor(n/2)+1, votes and fences on disk, shared
+// locks offered.
+var Factory = mutex.Factory{
+	Name:       Name,
+	Summary:    "a majority quorum of coordinators (m > n/2), each vote for a lease and a fence, shared or exclusive, persisted (seeds 000, 001)",
+	Guarantees: (&maekawa.Config{Quorum: 1}).Guarantees(),
+	// The notes give the algorithm, not a price: request to the n
+	// coordinators, m grants, release to the n; here the m also record
+	// the fence (commit and ack), and every coordinator answers (grant or
+	// deny). A refused round repeats after a backoff: no upper bound.
+	Cost: core.Cost{Text: "3n (request and release to n, m grants)", Delay: "2",
+		Messages: func(n int) (float64, float64) {
+			return float64(2*(n-1) + Quorum(n) - 1), -1
+		}},
+	Params: []mutex.Param{{Name: maekawa.ParamAttemptTimeout, Default: maekawa.DefaultLANConfig().AttemptTimeout,
+		Usage: "how long a round of votes and fence commit may take before the request gives back what it got and retries"}},
+	New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
+		return maekawa.NewFromEnv(env, opt, Quorum(len(env.Members)))
+	},
+	StatusLines: maekawa.StatusLines,
+	LockColumns: []string{"Voted for", "Queue", "Request"},
+	LockCells:   maekawa.LockCells,
+}
