@@ -15,57 +15,6 @@ import (
 	"github.com/synclab/synclab/internal/labnet"
 )
 
-// TestLabMutexdVoting is the notes' shared counter (seed 000) with real
-// binaries on five namespace hosts for Maekawa (a 2x3 grid: crosses of 3
-// and 4 voters) and the majority quorum (3 of 5): exact, no two critical
-// sections overlapping; then again with the daemon of a host that holds
-// the lock SIGKILLed mid-run and restarted (its votes on disk; the others
-// take live crosses or another majority meanwhile).
-func TestLabMutexdVoting(t *testing.T) {
-	labnet.Require(t)
-	for _, alg := range []string{"maekawa", "majority"} {
-		t.Run(alg, func(t *testing.T) {
-			const n, k = 5, 6
-			lab := labnet.New(t, n)
-			l := &labMutexd{t: t, lab: lab, dir: shortDirT(t), procs: map[int]*labnet.Proc{},
-				extra: []string{"--algorithm", alg, "--heartbeat", "200ms"}}
-			l.key = keyFile(t, l.dir)
-			for i := 1; i <= n; i++ {
-				l.start(i)
-			}
-			for i := 1; i <= n; i++ {
-				l.waitUp(i)
-			}
-			file := filepath.Join(l.dir, "counter")
-			start := time.Now()
-			res := l.runCounter(file, k, nil)
-			t.Logf("%s: %d x %d locked increments in %v (failures %v)", alg, n, k, time.Since(start).Round(time.Millisecond), res.failures)
-			checkCounter(t, file, n*k)
-
-			var killed int
-			start = time.Now()
-			res = l.runCounter(file, k, func() {
-				time.Sleep(300 * time.Millisecond)
-				for deadline := time.Now().Add(10 * time.Second); killed == 0 && time.Now().Before(deadline); {
-					if killed = l.holder("counter"); killed == 0 {
-						time.Sleep(time.Millisecond)
-					}
-				}
-				if killed == 0 {
-					t.Error("never found a holder of the lock to kill")
-					return
-				}
-				l.procs[killed].Kill()
-				time.Sleep(200 * time.Millisecond)
-				l.start(killed)
-			})
-			t.Logf("%s, h%d's daemon SIGKILLed and restarted: %d x %d increments in %v (failures %v)",
-				alg, killed, n, k, time.Since(start).Round(time.Millisecond), res.failures)
-			checkCounter(t, file, n*k)
-		})
-	}
-}
-
 // TestLabMutexdShared: `mutexd lock --shared` on the majority quorum with
 // real binaries: readers on three hosts hold the lock together, a writer
 // asking meanwhile runs alone after them, and a reader asking after the
