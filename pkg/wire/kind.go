@@ -103,6 +103,15 @@ var kindNames = [...]string{
 	// 70-89 elections: Yo-Yo, eventual leader, majority
 
 	// 90-119 orderd
+	KindOrderRecord:       "order_record",
+	KindOrderStreamAck:    "order_stream_ack",
+	KindOrderSubmit:       "order_submit",
+	KindOrderAppend:       "order_append",
+	KindOrderAppendAck:    "order_append_ack",
+	KindOrderRecover:      "order_recover",
+	KindOrderRecoverReply: "order_recover_reply",
+	KindOrderFetch:        "order_fetch",
+	KindOrderFetchReply:   "order_fetch_reply",
 }
 
 // Known reports whether k is a kind this version understands: a frame of

@@ -1,0 +1,244 @@
+package order
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+)
+
+// oracle knows the truth the replicas cannot: every message sent, in
+// what order, and what its sender had delivered (or sent) before it, the
+// true happens-before of causal messages.
+type oracle struct {
+	t         *testing.T
+	s         *sim.Sim
+	sent      map[string]sentMsg         // by message text
+	delivered map[uint32][]Delivery      // per replica, in delivery order
+	seen      map[uint32]map[string]bool // per replica: delivered texts
+	// causalPast is, per replica, the causal messages it delivered or
+	// sent so far: a causal message's dependencies at its send.
+	causalPast map[uint32][]string
+	bySender   map[uint32][]string // per sender, its messages in send order
+}
+
+type sentMsg struct {
+	from  uint32
+	order Order
+	deps  []string
+}
+
+func newOracle(t *testing.T, s *sim.Sim) *oracle {
+	o := &oracle{t: t, s: s, sent: map[string]sentMsg{}, delivered: map[uint32][]Delivery{},
+		seen: map[uint32]map[string]bool{}, causalPast: map[uint32][]string{}, bySender: map[uint32][]string{}}
+	s.OnReady(func(r sim.Ready) {
+		for _, d := range r.Core.(*Core).Deliveries() {
+			o.check(r.Node, d)
+		}
+	})
+	return o
+}
+
+// send multicasts text from id with order o, if id runs and has room.
+func (o *oracle) send(id uint32, ord Order, text string) bool {
+	if !o.s.Running(id) {
+		return false
+	}
+	var err error
+	// Recorded first: FIFO and causal messages are delivered to their
+	// sender within Multicast.
+	o.sent[text] = sentMsg{from: id, order: ord, deps: slices.Clone(o.causalPast[id])}
+	o.bySender[id] = append(o.bySender[id], text)
+	_ = o.s.Do(id, func(c core.Core) {
+		err = c.(*Core).Multicast(o.s.Clock(id).Now(), ord, []byte(text))
+	})
+	if err != nil {
+		delete(o.sent, text)
+		o.bySender[id] = o.bySender[id][:len(o.bySender[id])-1]
+		return false
+	}
+	if ord != TotalOrder && !o.seen[id][text] {
+		o.t.Fatalf("%s: not delivered to its sender at once", text)
+	}
+	return true
+}
+
+func (o *oracle) check(at uint32, d Delivery) {
+	t := o.t
+	text := string(d.Message)
+	m, ok := o.sent[text]
+	if !ok {
+		t.Fatalf("replica %d delivered %q, which nobody sent\n%s", at, text, o.s.Log())
+	}
+	if m.from != d.Sender || m.order != d.Order {
+		t.Fatalf("replica %d delivered %q as %v from %d, sent as %v from %d", at, text, d.Order, d.Sender, m.order, m.from)
+	}
+	if o.seen[at] == nil {
+		o.seen[at] = map[string]bool{}
+	}
+	if o.seen[at][text] {
+		t.Fatalf("replica %d delivered %q twice\n%s", at, text, o.s.Log())
+	}
+	// FIFO, for every order: the sender's earlier messages of the same
+	// order came first.
+	for _, prev := range o.bySender[d.Sender] {
+		if prev == text {
+			break
+		}
+		if o.sent[prev].order == d.Order && !o.seen[at][prev] {
+			t.Fatalf("replica %d delivered %q before %q, sent earlier by %d (FIFO)\n%s", at, text, prev, d.Sender, o.s.Log())
+		}
+	}
+	if d.Order == Causal {
+		for _, dep := range m.deps {
+			if !o.seen[at][dep] {
+				t.Fatalf("replica %d delivered %q before its causal predecessor %q\n%s", at, text, dep, o.s.Log())
+			}
+		}
+		o.causalPast[at] = append(o.causalPast[at], text)
+	}
+	o.seen[at][text] = true
+	o.delivered[at] = append(o.delivered[at], d)
+	if d.Order == TotalOrder {
+		o.checkTotal()
+	}
+}
+
+// totals returns replica id's total-order deliveries.
+func (o *oracle) totals(id uint32) []string {
+	var out []string
+	for _, d := range o.delivered[id] {
+		if d.Order == TotalOrder {
+			out = append(out, string(d.Message))
+		}
+	}
+	return out
+}
+
+// checkTotal: the total orders of any two replicas are one a prefix of
+// the other.
+func (o *oracle) checkTotal() {
+	ids := o.s.IDs()
+	for _, a := range ids {
+		ta := o.totals(a)
+		for _, b := range ids {
+			tb := o.totals(b)
+			n := min(len(ta), len(tb))
+			if !slices.Equal(ta[:n], tb[:n]) {
+				i := 0
+				for i < n && ta[i] == tb[i] {
+					i++
+				}
+				o.t.Fatalf("total order differs at position %d: replica %d delivered %q, replica %d %q\n%s", i, a, ta[i], b, tb[i], o.s.Log())
+			}
+		}
+	}
+}
+
+// complete reports whether every replica delivered every message.
+func (o *oracle) complete() bool {
+	for _, id := range o.s.IDs() {
+		if len(o.seen[id]) != len(o.sent) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *oracle) missing() string {
+	var b strings.Builder
+	for _, id := range o.s.IDs() {
+		var miss []string
+		for text := range o.sent {
+			if !o.seen[id][text] {
+				miss = append(miss, text)
+			}
+		}
+		slices.Sort(miss)
+		fmt.Fprintf(&b, "replica %d misses %d: %v\n", id, len(miss), miss[:min(len(miss), 10)])
+	}
+	return b.String()
+}
+
+type chaos struct {
+	nodes   int
+	total   Total
+	crashes bool
+	msgs    int
+}
+
+func runChaos(t *testing.T, seed int64, ch chaos) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	link := sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Duration(rng.IntN(3000)) * time.Microsecond,
+		Loss: float64(rng.IntN(20)) / 100, Duplicate: float64(rng.IntN(10)) / 100}
+	s := sim.New(sim.Config{Seed: seed, DefaultLink: link})
+	cfg := DefaultLANConfig()
+	cfg.Total = ch.total
+	ids := make([]uint32, ch.nodes)
+	for i := range ids {
+		ids[i] = uint32(i + 1)
+		s.AddNode(ids[i], netip.AddrPort{}, func(env core.Env) core.Core {
+			c, err := New(env, cfg)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			return c
+		}, clock.SimConfig{Offset: time.Duration(rng.IntN(50)) * time.Millisecond, DriftPPM: float64(rng.IntN(100))})
+	}
+	o := newOracle(t, s)
+	s.Run(time.Second) // an election
+	orders := []Order{FIFO, Causal, TotalOrder}
+	sent := 0
+	for step := 0; sent < ch.msgs && step < 20*ch.msgs; step++ {
+		s.Run(time.Duration(rng.IntN(20)) * time.Millisecond)
+		id := ids[rng.IntN(len(ids))]
+		ord := orders[rng.IntN(len(orders))]
+		if o.send(id, ord, fmt.Sprintf("%s-%d-%d", ord, id, step)) {
+			sent++
+		}
+		if ch.crashes && rng.IntN(40) == 0 {
+			victim := ids[rng.IntN(len(ids))]
+			if s.Running(victim) {
+				s.Crash(victim)
+				s.Run(time.Duration(rng.IntN(1500)) * time.Millisecond)
+				s.Restart(victim)
+			}
+		}
+	}
+	if !s.RunUntil(o.complete, 60*time.Second) {
+		var st strings.Builder
+		for _, id := range ids {
+			r := s.Core(id).(*Core).Report()
+			fmt.Fprintf(&st, "%d: %+v pending %+v", id, r.Streams, r.Pending)
+			if r.Sequencer != nil {
+				fmt.Fprintf(&st, " sequencer %+v", *r.Sequencer)
+			}
+			fmt.Fprintf(&st, " counters %v\n", r.Counters)
+		}
+		t.Fatalf("not every replica delivered every message:\n%s\n%s\n%s", o.missing(), st.String(), o.s.Log()[max(0, len(o.s.Log())-5000):])
+	}
+	for _, id := range ids {
+		if got, want := o.totals(id), o.totals(ids[0]); !slices.Equal(got, want) {
+			t.Fatalf("replica %d's total order differs from replica %d's", id, ids[0])
+		}
+	}
+}
+
+func TestSimSequencer(t *testing.T) {
+	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+		runChaos(t, seed, chaos{nodes: 4, total: Sequencer, crashes: true, msgs: 60})
+	})
+}
+
+func TestSimLamport(t *testing.T) {
+	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+		runChaos(t, seed, chaos{nodes: 4, total: Lamport, crashes: true, msgs: 60})
+	})
+}
