@@ -68,7 +68,9 @@ type Config struct {
 	// entries: submissions beyond it wait. Default 64.
 	MaxUncommitted int
 	// KeepLog is how many delivered log entries a member keeps for the
-	// members that lag (and for a sequencer that takes over). Default 4096.
+	// members that lag (and for a sequencer that takes over). The log is
+	// part of the state written before every frame that depends on it, so
+	// it is kept short. Default 256.
 	KeepLog int
 	// Heartbeat is how often the sequencer repeats its commit point to a
 	// member that lags. Default 50 ms.
@@ -100,7 +102,7 @@ type StateMachine interface {
 // DefaultLANConfig returns the defaults for a LAN.
 func DefaultLANConfig() Config {
 	return Config{Total: Sequencer, Retry: 40 * time.Millisecond, Window: 256, MaxSubmits: 256,
-		MaxUncommitted: 64, KeepLog: 4096, Heartbeat: 50 * time.Millisecond, History: 1024}
+		MaxUncommitted: 64, KeepLog: 256, Heartbeat: 50 * time.Millisecond, History: 1024}
 }
 
 // ErrConfig is wrapped by New's error for a configuration it refuses.

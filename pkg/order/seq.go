@@ -575,7 +575,7 @@ func (c *Core) commitTo(i uint64) {
 	if c.machine != nil {
 		l.Machine = c.machine.Snapshot()
 	}
-	if keep := uint64(c.cfg.KeepLog); l.Applied > l.Base+2*keep {
+	if keep := uint64(c.cfg.KeepLog); l.Applied > l.Base+keep+keep/4+1 {
 		cut := l.Applied - keep
 		if l.BaseSIDs == nil {
 			l.BaseSIDs = map[uint32]uint64{}
