@@ -85,7 +85,8 @@
 // Every buffer is bounded: records held back (Window per member), the
 // records a sender keeps (Window, plus the Lamport acks it owes), early
 // Lamport acks, submissions (MaxSubmits), uncommitted numbers
-// (MaxUncommitted), the log (KeepLog delivered entries, 256 by default; a member that
-// lags further is told so in its status, not caught up: a snapshot
-// transfer is not built yet), and the delivery history (History).
+// (MaxUncommitted), the log (KeepLog delivered entries, 256 by default; a
+// member that lags further gets a snapshot of the state machine instead,
+// one frame of at most wire.MaxOrderSnapshot bytes), and the delivery
+// history (History).
 package order

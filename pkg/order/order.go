@@ -65,6 +65,10 @@ const (
 	// EventSequencer: this member became the sequencer of a term, having
 	// learned the log from a majority (args: term, last, commit).
 	EventSequencer = "sequencer"
+	// EventSnapshot: this member caught up from a snapshot of the state
+	// machine, the log entries before it being no longer kept (args:
+	// from, index). The messages in it are not delivered one by one.
+	EventSnapshot = "snapshot"
 )
 
 // Errors of Multicast.
@@ -328,6 +332,8 @@ func (c *Core) Step(m core.Message) error {
 			err = c.stepFetch(m)
 		case wire.KindOrderFetchReply:
 			err = c.stepFetchReply(m)
+		case wire.KindOrderSnapshot:
+			err = c.stepSnapshot(m)
 		default:
 			err = core.ErrUnexpectedKind
 		}

@@ -1,10 +1,12 @@
 package order
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/wire"
@@ -271,7 +273,8 @@ func (c *Core) stepFetch(m msgT) error {
 	}
 	l := &c.st.Log
 	if f.From <= l.Base {
-		return fmt.Errorf("%w: entries from %d asked, compacted up to %d", ErrFull, f.From, l.Base)
+		c.sendSnapshot(m.From, m.Term)
+		return nil
 	}
 	out := wire.OrderEntries{Prev: f.From - 1, Commit: l.Commit, Start: l.last()}
 	out.Entries = c.entriesFrom(f.From)
@@ -444,8 +447,11 @@ func (c *Core) sendAppend(p uint32) {
 	l := &c.st.Log
 	n := sr.next[p]
 	if n <= l.Base {
-		c.count("member_behind_compaction")
-		n = l.Base + 1
+		// It needs entries no longer kept: the state they built instead.
+		c.sendSnapshot(p, l.Term)
+		sr.due[p] = c.now.Add(c.cfg.Heartbeat)
+		c.wake(sr.due[p])
+		return
 	}
 	out := wire.OrderEntries{Prev: n - 1, Commit: l.Commit, Start: sr.start, Entries: c.entriesFrom(n)}
 	b, ok := c.bugs.Encode(&c.events, "order_entries", out, nil)
@@ -523,8 +529,12 @@ func (c *Core) stepAppendAck(m msgT) error {
 	}
 	sr.match[m.From] = max(sr.match[m.From], a.Match)
 	sr.commits[m.From] = max(sr.commits[m.From], a.Commit)
-	if a.Match+1 < sr.next[m.From] && a.Match >= sr.match[m.From] {
+	switch {
+	case a.Match+1 < sr.next[m.From] && a.Match >= sr.match[m.From]:
 		// It lacks what was sent (lost, or it was behind): go back.
+		sr.next[m.From] = a.Match + 1
+	case a.Match+1 > sr.next[m.From]:
+		// It has more than was sent to it (a snapshot, or an earlier term).
 		sr.next[m.From] = a.Match + 1
 	}
 	if sr.next[m.From] <= l.last() {
@@ -637,4 +647,103 @@ func (c *Core) seqTick(now time.Time) {
 	} else {
 		sr.submitDue = time.Time{}
 	}
+}
+
+// snapshotData is what an OrderSnapshot carries: the state machine after
+// the snapshot's number, and each sender's last submission up to it (so
+// that nothing is numbered twice after it).
+type snapshotData struct {
+	Machine json.RawMessage   `json:"machine"`
+	SIDs    map[uint32]uint64 `json:"sids"`
+}
+
+// sendSnapshot sends the state at the applied number to a member that
+// needs entries no longer kept (sequencer), or to a new sequencer that
+// fetches them.
+func (c *Core) sendSnapshot(to uint32, term uint64) {
+	l := &c.st.Log
+	if c.machine == nil || l.Applied == 0 {
+		c.count("snapshot_unavailable")
+		return
+	}
+	sids := map[uint32]uint64{}
+	for k, v := range l.BaseSIDs {
+		sids[k] = v
+	}
+	for i := l.Base + 1; i <= l.Applied; i++ {
+		e, _ := l.entry(i)
+		sids[e.Sender] = max(sids[e.Sender], e.SID)
+	}
+	data, err := json.Marshal(snapshotData{Machine: l.Machine, SIDs: sids})
+	if err != nil {
+		c.bugs.Report(&c.events, "encode_snapshot", err)
+		return
+	}
+	b, ok := c.bugs.Encode(&c.events, "order_snapshot", wire.OrderSnapshot{Index: l.Applied, Data: data}, nil)
+	if ok {
+		c.msgs = append(c.msgs, msgT{To: to, Kind: wire.KindOrderSnapshot, Term: term, Payload: b})
+		c.count("snapshots_sent")
+	}
+}
+
+func (c *Core) stepSnapshot(m msgT) error {
+	var s wire.OrderSnapshot
+	if err := s.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	sr := &c.seqr
+	fetching := sr.recovering != 0 && m.Term == sr.recovering && m.From == sr.best
+	if !fetching {
+		if err := c.promiseTerm(m.From, m.Term); err != nil {
+			return err
+		}
+	}
+	l := &c.st.Log
+	if c.machine == nil {
+		return fmt.Errorf("%w: a snapshot, and no state machine here", core.ErrUnexpectedKind)
+	}
+	if s.Index > l.Commit {
+		var d snapshotData
+		if err := json.Unmarshal(s.Data, &d); err != nil {
+			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
+		}
+		for id := range d.SIDs {
+			if _, ok := c.pos[id]; !ok {
+				return fmt.Errorf("%w: snapshot names non-member %d", ErrImplausible, id)
+			}
+		}
+		if err := c.machine.Restore(d.Machine); err != nil {
+			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
+		}
+		l.Entries, l.Base, l.Commit, l.Applied = nil, s.Index, s.Index, s.Index
+		l.Machine, l.BaseSIDs = d.Machine, d.SIDs
+		for sid := range l.Submits {
+			if sid <= d.SIDs[c.id] {
+				delete(l.Submits, sid)
+			}
+		}
+		if !fetching {
+			l.AppendTerm = m.Term
+		}
+		c.durable.Change(true)
+		c.count("snapshots_installed")
+		c.events = append(c.events, eventf(EventSnapshot, "caught up from member %d's snapshot at number %d", m.From, s.Index,
+			"from", m.From, "index", s.Index))
+	}
+	if fetching {
+		sr.fetchNext = l.last() + 1
+		if l.last() >= sr.bestLast {
+			c.becomeSequencer()
+			return nil
+		}
+		c.sendFetch()
+		return nil
+	}
+	match := l.Commit
+	if l.AppendTerm == m.Term {
+		match = l.last()
+	}
+	b, _ := wire.OrderAppendAck{Match: match, Commit: l.Commit}.AppendBinary(nil)
+	c.msgs = append(c.msgs, msgT{To: m.From, Kind: wire.KindOrderAppendAck, Term: m.Term, Payload: b})
+	return nil
 }

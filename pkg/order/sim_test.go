@@ -12,6 +12,7 @@ import (
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/order/rsm"
 )
 
 // oracle knows the truth the replicas cannot: every message sent, in
@@ -337,5 +338,68 @@ func TestSimSequencerFailover(t *testing.T) {
 func TestSimLamportPartitions(t *testing.T) {
 	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 5, total: Lamport, partitions: true, killSequencer: true, outage: 5 * time.Second, msgs: 80})
+	})
+}
+
+// A replica down for more commands than the log keeps catches up from a
+// snapshot of the state machine: as a member (the sequencer sends it), and
+// as the returning highest-ranked member that becomes sequencer again and
+// must fetch the log from a member that compacted it.
+func TestSimSnapshotCatchUp(t *testing.T) {
+	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.05}})
+		cfg := DefaultLANConfig()
+		cfg.KeepLog = 8
+		cfg.Machine = func() StateMachine { return rsm.New() }
+		for id := uint32(1); id <= 3; id++ {
+			s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+				c, err := New(env, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}, clock.SimConfig{})
+		}
+		s.Run(time.Second)
+		apply := func(from uint32, n int) {
+			for k := range n {
+				_ = s.Do(from, func(c core.Core) {
+					if err := c.(*Core).Multicast(s.Clock(from).Now(), TotalOrder, []byte(fmt.Sprintf("set k%d %d", k%10, k))); err != nil {
+						t.Fatal(err)
+					}
+				})
+				s.Run(5 * time.Millisecond)
+			}
+		}
+		machine := func(id uint32) string { return string(s.Core(id).(*Core).Machine().Snapshot()) }
+		same := func(ids ...uint32) func() bool {
+			return func() bool {
+				for _, id := range ids {
+					if !s.Running(id) || machine(id) != machine(ids[0]) || s.Core(id).(*Core).st.Log.Submits != nil && len(s.Core(id).(*Core).st.Log.Submits) > 0 {
+						return false
+					}
+				}
+				return true
+			}
+		}
+		apply(1, 5)
+		s.Crash(1)
+		apply(2, 40)
+		s.Run(2 * time.Second)
+		s.Restart(1)
+		if !s.RunUntil(same(1, 2, 3), 20*time.Second) {
+			t.Fatalf("member 1 did not catch up: %s vs %s\n%+v", machine(1), machine(2), *s.Core(1).(*Core).Report().Sequencer)
+		}
+		s.Crash(3) // the sequencer
+		apply(1, 40)
+		s.Run(3 * time.Second) // a new sequencer numbers them all; the log is compacted past 3's
+		s.Restart(3)           // outranks 2: sequencer again, from a log it lacks
+		apply(2, 3)
+		if !s.RunUntil(same(1, 2, 3), 20*time.Second) {
+			t.Fatalf("the returning sequencer did not catch up: %s vs %s\n%+v", machine(3), machine(2), *s.Core(3).(*Core).Report().Sequencer)
+		}
+		if ev := s.EventsNamed(EventSnapshot); len(ev) < 2 {
+			t.Fatalf("%d snapshots installed, want one at each catch-up: %v", len(ev), ev)
+		}
 	})
 }

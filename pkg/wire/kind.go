@@ -112,6 +112,7 @@ var kindNames = [...]string{
 	KindOrderRecoverReply: "order_recover_reply",
 	KindOrderFetch:        "order_fetch",
 	KindOrderFetchReply:   "order_fetch_reply",
+	KindOrderSnapshot:     "order_snapshot",
 }
 
 // Known reports whether k is a kind this version understands: a frame of

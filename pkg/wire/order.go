@@ -49,6 +49,9 @@ const (
 	KindOrderFetch Kind = 97
 	// KindOrderFetchReply answers a Fetch (payload: OrderEntries).
 	KindOrderFetchReply Kind = 98
+	// KindOrderSnapshot carries the replicated state at a log number to a
+	// member that needs entries no longer kept (payload: OrderSnapshot).
+	KindOrderSnapshot Kind = 99
 )
 
 // Limits of ordered multicast, read before anything is allocated.
@@ -59,6 +62,8 @@ const (
 	MaxOrderVector = 64
 	// MaxOrderEntries bounds the log entries of one Append or FetchReply.
 	MaxOrderEntries = 32
+	// MaxOrderSnapshot bounds a snapshot's bytes (it travels in one frame).
+	MaxOrderSnapshot = 60000
 )
 
 // OrderType is what a stream record carries.
@@ -220,6 +225,56 @@ type OrderRecoverReply struct {
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 type OrderFetch struct {
 	From uint64
+}
+
+// OrderSnapshot is the replicated state after log number Index
+// (KindOrderSnapshot), as the core encodes it: the member that takes it
+// continues from Index+1.
+//
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                      Index (64)                               |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                      Length (32)                              |  8
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                      Data (Length bytes)                      | 12
+type OrderSnapshot struct {
+	Index uint64
+	Data  []byte // aliases the decoded buffer
+}
+
+const orderSnapshotWhat = "order snapshot"
+
+// AppendBinary encodes an OrderSnapshot.
+func (s OrderSnapshot) AppendBinary(b []byte) ([]byte, error) {
+	switch {
+	case s.Index == 0:
+		return b, &EncodeError{What: orderSnapshotWhat, Field: "index", Value: 0, Why: "a snapshot follows at least one entry"}
+	case len(s.Data) > MaxOrderSnapshot:
+		return b, &EncodeError{What: orderSnapshotWhat, Field: "length", Value: uint64(len(s.Data)), Why: "exceeds MaxOrderSnapshot"}
+	}
+	b = binary.BigEndian.AppendUint64(b, s.Index)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s.Data)))
+	return append(b, s.Data...), nil
+}
+
+// UnmarshalBinary decodes an OrderSnapshot; Data aliases b.
+func (s *OrderSnapshot) UnmarshalBinary(b []byte) error {
+	if len(b) < 12 {
+		return decodeErr(orderSnapshotWhat, DecodeTruncated, "", len(b), 12)
+	}
+	idx := binary.BigEndian.Uint64(b)
+	if idx == 0 {
+		return decodeErr(orderSnapshotWhat, DecodeBadField, "index", 0, -1)
+	}
+	n := binary.BigEndian.Uint32(b[8:])
+	if n > MaxOrderSnapshot {
+		return decodeErr(orderSnapshotWhat, DecodeOversized, "length", int(min(n, 1<<30)), MaxOrderSnapshot)
+	}
+	if err := checkLen(orderSnapshotWhat, b, 12+int(n)); err != nil {
+		return err
+	}
+	*s = OrderSnapshot{Index: idx, Data: b[12:len(b):len(b)]}
+	return nil
 }
 
 const (

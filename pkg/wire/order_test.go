@@ -41,6 +41,8 @@ func orderSamples() []orderPayload {
 		&OrderRecover{Last: 17},
 		&OrderRecoverReply{LogTerm: 4, Last: 9, Commit: 3},
 		&OrderFetch{From: 1},
+		&OrderSnapshot{Index: 1, Data: []byte(`{"cents":100}`)},
+		&OrderSnapshot{Index: ^uint64(0), Data: bytes.Repeat([]byte("s"), MaxOrderSnapshot)},
 	}
 }
 
@@ -60,6 +62,8 @@ func emptyOrderLike(p orderPayload) orderPayload {
 		return new(OrderRecover)
 	case *OrderRecoverReply:
 		return new(OrderRecoverReply)
+	case *OrderSnapshot:
+		return new(OrderSnapshot)
 	}
 	return new(OrderFetch)
 }
@@ -153,6 +157,8 @@ func TestOrderRejects(t *testing.T) {
 		{"commit after match", new(OrderAppendAck), []byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2}, DecodeBadField},
 		{"commit after last", new(OrderRecoverReply), append(make([]byte, 16), 0, 0, 0, 0, 0, 0, 0, 1), DecodeBadField},
 		{"fetch from 0", new(OrderFetch), make([]byte, 8), DecodeBadField},
+		{"snapshot index 0", new(OrderSnapshot), make([]byte, 12), DecodeBadField},
+		{"snapshot 4 GB", new(OrderSnapshot), []byte{0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff}, DecodeOversized},
 	} {
 		err := c.p.UnmarshalBinary(c.b)
 		if !errors.Is(err, c.kind) {
@@ -179,6 +185,8 @@ func TestOrderRejects(t *testing.T) {
 		OrderAppendAck{Commit: 1},
 		OrderRecoverReply{Commit: 1},
 		OrderFetch{},
+		OrderSnapshot{},
+		OrderSnapshot{Index: 1, Data: make([]byte, MaxOrderSnapshot+1)},
 	} {
 		var ee *EncodeError
 		if _, err := p.AppendBinary(nil); !errors.As(err, &ee) {
@@ -209,9 +217,10 @@ func fuzzOrder(f *testing.F, p func() orderPayload) {
 	})
 }
 
-func FuzzOrderRecord(f *testing.F)  { fuzzOrder(f, func() orderPayload { return new(OrderRecord) }) }
-func FuzzOrderEntries(f *testing.F) { fuzzOrder(f, func() orderPayload { return new(OrderEntries) }) }
-func FuzzOrderSubmit(f *testing.F)  { fuzzOrder(f, func() orderPayload { return new(OrderSubmit) }) }
+func FuzzOrderRecord(f *testing.F)   { fuzzOrder(f, func() orderPayload { return new(OrderRecord) }) }
+func FuzzOrderEntries(f *testing.F)  { fuzzOrder(f, func() orderPayload { return new(OrderEntries) }) }
+func FuzzOrderSubmit(f *testing.F)   { fuzzOrder(f, func() orderPayload { return new(OrderSubmit) }) }
+func FuzzOrderSnapshot(f *testing.F) { fuzzOrder(f, func() orderPayload { return new(OrderSnapshot) }) }
 func FuzzOrderFixed(f *testing.F) {
 	fuzzOrder(f, func() orderPayload { return new(OrderRecoverReply) })
 }

@@ -1,6 +1,7 @@
 package rsm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,11 +11,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Limits of the key-value map.
 const (
-	MaxKeys     = 1024
+	MaxKeys     = 64 // a snapshot of the map travels in one frame (wire.MaxOrderSnapshot)
 	MaxKeyLen   = 64
 	MaxValueLen = 256
 )
@@ -88,6 +91,8 @@ func (m *Machine) Apply(cmd []byte) (string, error) {
 		rest := strings.TrimLeft(strings.TrimSpace(string(cmd))[len("set"):], " \t")
 		v := strings.TrimLeft(rest[len(k):], " \t")
 		switch {
+		case !printable(k) || !printable(v):
+			return "", fmt.Errorf("%w: keys and values are printable UTF-8 text", ErrCommand)
 		case len(k) > MaxKeyLen:
 			return "", fmt.Errorf("%w: key of %d bytes, at most %d", ErrCommand, len(k), MaxKeyLen)
 		case len(v) > MaxValueLen:
@@ -169,10 +174,26 @@ func (m *Machine) Get(k string) (string, bool) {
 // Keys returns the keys, sorted.
 func (m *Machine) Keys() []string { return slices.Sorted(maps.Keys(m.KV)) }
 
-// Snapshot encodes the state.
+// Snapshot encodes the state (JSON, HTML characters unescaped: at most
+// about 45 kB with MaxKeys keys of the longest).
 func (m *Machine) Snapshot() []byte {
-	b, _ := json.Marshal(m)
-	return b
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(m)
+	return bytes.TrimSpace(b.Bytes())
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) && r != ' ' {
+			return false
+		}
+	}
+	return true
 }
 
 // Restore replaces the state with a snapshot, refusing an absurd one.

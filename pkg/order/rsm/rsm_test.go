@@ -2,7 +2,11 @@ package rsm
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 func apply(t *testing.T, m *Machine, cmds ...string) {
@@ -75,5 +79,21 @@ func TestKV(t *testing.T) {
 	}
 	if err := n.Restore([]byte("{")); err == nil {
 		t.Fatal("corrupt snapshot restored")
+	}
+}
+
+// The largest map fits a snapshot frame.
+func TestLargestSnapshotFits(t *testing.T) {
+	m := New()
+	v := strings.Repeat(`"\<&`, MaxValueLen/4)
+	for i := range MaxKeys {
+		k := fmt.Sprintf("%0*d", MaxKeyLen, i)
+		apply(t, m, "set "+k+" "+v)
+	}
+	if n := len(m.Snapshot()); n > wire.MaxOrderSnapshot-1000 {
+		t.Fatalf("snapshot of %d bytes", n)
+	}
+	if _, err := m.Apply([]byte("set k \x01")); !errors.Is(err, ErrCommand) {
+		t.Fatal("control character accepted")
 	}
 }
