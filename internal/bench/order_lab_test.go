@@ -146,7 +146,7 @@ func BenchmarkOrder(b *testing.B) {
 		return Millis(rec.P50) + " / " + Millis(rec.Max)
 	})
 	t.Note("latency: %d multicasts per order from h1, 5 ms apart; a delivery's own time stamp (the shared clock) minus the send's, at all five members (etcd: the put's start to the watch event at one watcher)", *orderSamples)
-	t.Note("frames: the algorithm's own frames, and (+) the reliable stream's acknowledgements; the notes count a sequencer as 1 + (N-1), which holds while it cannot fail: orderd's commits on a majority (1 + 3(N-1)) so that a new one continues the order")
+	t.Note("frames: the algorithm's own frames, and (+) the reliable stream's acknowledgements; the notes count a sequencer as 1 + (N-1), which holds while it cannot fail: orderd's commits on a majority, 1 + 4(N-1): the entry and its ack, the commit point and its ack, so that a new sequencer continues the order")
 	t.Note("etcd: one node on h6 (no replication: its best case), puts and the watch through its JSON gateway from h6")
 	if err := t.Write(os.Stdout); err != nil {
 		b.Fatal(err)

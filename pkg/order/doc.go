@@ -53,7 +53,9 @@
 // adopted log holds all of them. Each sender's submissions are numbered
 // once and in order (per-sender submission IDs, kept in the log), so a
 // message resent to a new sequencer is not numbered twice. The price is
-// a commit round: 1 + 3(N-1) messages per multicast, against the notes'
+// a commit round: 1 + 4(N-1) frames per multicast (the submission; the
+// entry to each member and its ack; the commit point to each and its
+// ack, so the sequencer knows whom to tell again), against the notes'
 // 1 + (N-1) for a sequencer that cannot fail.
 //
 // # Total order by Lamport stamps
