@@ -81,6 +81,14 @@
 #       clients holding for D (default 200ms), A acquisitions (default 1000),
 #       votes in memory and on disk: violations per acquisition beside the
 #       notes' formula. No root, no lab.
+#   bench.sh order [--samples N] [--burst N] [--trials N]
+#       orderd (5 hosts) against etcd 3.4 used as an ordered log (one node,
+#       put + watch): frames per multicast per order at 5 and 16 members
+#       beside the notes' counts (simulator), delivery latency p50/p99 per
+#       order over --samples multicasts (default 200) to every member,
+#       multicasts/s with every host sending --burst (default 200) back to
+#       back, the Lamport total order too, and recovery after SIGKILL of the
+#       sequencer (--trials, default 5). Installs etcd-server and etcd-client.
 #   bench.sh list                the benchmarks
 #   bench.sh help                this text
 #
@@ -335,6 +343,31 @@ bench_mutex() {
 	run_go_bench Mutex -mutex -mutex.bin "$WORK/bin" -mutex.prefix "$PREFIX" -mutex.samples "$samples" \
 		-mutex.window "$window" -mutex.clients "$clients" -mutex.trials "$trials" -mutex.traffic "$traffic" -mutex.flags "$flags" \
 		-mutex.algorithm "$algorithm" -mutex.count-hosts "$counthosts"
+}
+
+bench_order() {
+	local samples=200 burst=200 trials=5 argv=("$@")
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--samples) samples=${2:?--samples needs a number} && shift ;;
+		--burst) burst=${2:?--burst needs a number} && shift ;;
+		--trials) trials=${2:?--trials needs a number} && shift ;;
+		-h | --help) usage ;;
+		*) echo "$prog order: unknown argument '$1'" >&2 && usage ;;
+		esac
+		shift
+	done
+	local n
+	for n in "$samples" "$burst" "$trials"; do
+		{ [[ $n =~ ^[0-9]{1,6}$ ]] && [ "$n" -ge 1 ]; } || die "order: $n: want a whole number >= 1"
+	done
+	need_root order "${argv[@]}"
+	need_packages iproute2 nftables etcd-server etcd-client
+	setup
+	build ./cmd/orderd
+	log "bench order: $samples samples, $burst per host back to back, $trials recovery trials, lab prefix $PREFIX"
+	run_go_bench Order -order -order.bin "$WORK/bin" -order.prefix "$PREFIX" -order.samples "$samples" \
+		-order.burst "$burst" -order.trials "$trials"
 }
 
 bench_timesync() {

@@ -11,7 +11,7 @@
 #                    default /usr/local. The installed units' ExecStart= follows it.
 #   --dest DIR       stage everything under DIR instead of / (like DESTDIR): for
 #                    packaging and tests, no root needed
-#   --only LIST      only these daemons, e.g. --only timed,electd (default: all three)
+#   --only LIST      only these daemons, e.g. --only timed,electd (default: all four)
 #   --bin-dir DIR    install the prebuilt binaries DIR/timed... instead of building
 #                    them with `go build` (install only)
 #   --dry-run        print every action, change nothing
@@ -27,14 +27,14 @@
 # makes one (`X keygen`, root-only, mode 0600), which the units hand to the
 # daemons. Every member of a cluster needs the same file: install on one
 # machine, then copy its key over the others' (scp -p). An existing key is
-# never replaced; uninstall keeps it unless --purge (of all three daemons).
+# never replaced; uninstall keeps it unless --purge (of all four daemons).
 #
 # This script never starts, stops, enables or disables a service: it prints
 # the systemctl line for the admin to run. uninstall refuses to remove a
 # daemon whose service is enabled or running on this host.
 set -euo pipefail
 
-all=(timed mutexd electd)
+all=(timed mutexd electd orderd)
 repo=$(cd "$(dirname "$0")/.." && pwd)
 me=install.sh
 
@@ -333,14 +333,14 @@ do_uninstall() {
 		fi
 	done
 	# The key is the cluster's, not one daemon's: only a purge of all
-	# three takes it.
+	# four takes it.
 	if [ "$purge" = 1 ] && [ ${#daemons[@]} = ${#all[@]} ]; then
 		remove "$key_path"
 		if [ "$dry" = 0 ] && [ -d "$dest${key_path%/*}" ]; then
 			rmdir "$dest${key_path%/*}" 2>/dev/null || true
 		fi
 	elif [ -e "$dest$key_path" ]; then
-		say "kept $dest$key_path (the cluster key; uninstall --purge of all three daemons removes it)"
+		say "kept $dest$key_path (the cluster key; uninstall --purge of all four daemons removes it)"
 	fi
 	say ""
 	if [ "$changed" = 0 ]; then

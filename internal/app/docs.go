@@ -128,7 +128,7 @@ durable state (\fB\-\-state\-dir\fR), locked by the running daemon.
 .SH SEE ALSO
 `, roff(name))
 	var see []string
-	for _, d := range []string{"timed", "mutexd", "electd"} {
+	for _, d := range []string{"timed", "mutexd", "electd", "orderd"} {
 		if d != name {
 			see = append(see, `\fB`+d+`\fR(`+manSection+`)`)
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-var daemons = []string{"timed", "mutexd", "electd"}
+var daemons = []string{"timed", "mutexd", "electd", "orderd"}
 
 const script = "../../scripts/install.sh"
 
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// stubBins writes stand-ins for the three binaries: enough of `X man`,
+// stubBins writes stand-ins for the four binaries: enough of `X man`,
 // `X completion` and `X keygen` for the installer, with no build. Their output is fixed,
 // as the real binaries' is.
 func stubBins(t *testing.T) string {
@@ -155,11 +155,11 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 	bins := stubBins(t)
 	dest := t.TempDir()
 	out := mustRun(t, "--dest", dest, "--bin-dir", bins)
-	if !strings.Contains(out, "Installed 22 files (0 up to date)") {
+	if !strings.Contains(out, "Installed 29 files (0 up to date)") {
 		t.Errorf("first install:\n%s", out)
 	}
 	for _, want := range []string{
-		"systemctl daemon-reload && systemctl enable --now timed mutexd electd\n",
+		"systemctl daemon-reload && systemctl enable --now timed mutexd electd orderd\n",
 		"Edit /etc/default/timed: set TIMED_SERVER (a server to follow) or TIMED_SERVE (to serve the lab), or TIMED_ID and TIMED_MEMBERS for Berkeley mode",
 		"Edit /etc/default/mutexd: set MUTEXD_ID and MUTEXD_MEMBERS",
 		"created " + dest + keyFile + " (0600; a new cluster key)",
@@ -187,7 +187,7 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 	}
 
 	out = mustRun(t, "--dest", dest, "--bin-dir", bins)
-	if !strings.Contains(out, "Nothing to do: timed mutexd electd already installed (18 files up to date).") ||
+	if !strings.Contains(out, "Nothing to do: timed mutexd electd orderd already installed (24 files up to date).") ||
 		!strings.Contains(out, "kept "+dest+keyFile+": the cluster key is never replaced") {
 		t.Errorf("second install does not say it changed nothing:\n%s", out)
 	}
@@ -218,10 +218,10 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 	}
 
 	out = mustRun(t, "uninstall", "--dest", dest)
-	if !strings.Contains(out, "Removed 18 files") {
+	if !strings.Contains(out, "Removed 24 files") {
 		t.Errorf("uninstall:\n%s", out)
 	}
-	checkTree(t, dest, map[string]fs.FileMode{"/etc/default/timed": 0o600, "/etc/default/mutexd": 0o644, "/etc/default/electd": 0o644, keyFile: 0o600})
+	checkTree(t, dest, map[string]fs.FileMode{"/etc/default/timed": 0o600, "/etc/default/mutexd": 0o644, "/etc/default/electd": 0o644, "/etc/default/orderd": 0o644, keyFile: 0o600})
 	if out := mustRun(t, "uninstall", "--dest", dest); !strings.Contains(out, "Nothing to do") {
 		t.Errorf("second uninstall:\n%s", out)
 	}
@@ -278,7 +278,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 			t.Errorf("--dry-run does not say it would install %s", p)
 		}
 	}
-	if !strings.Contains(out, "Dry run: 22 files would be installed, 0 up to date; nothing was changed.") ||
+	if !strings.Contains(out, "Dry run: 29 files would be installed, 0 up to date; nothing was changed.") ||
 		!strings.Contains(out, "would create "+dest+keyFile) {
 		t.Errorf("dry run:\n%s", out)
 	}
@@ -332,7 +332,7 @@ func TestUsageErrors(t *testing.T) {
 // bytes the second time.
 func TestRealDaemons(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the three daemons; skipped with -short")
+		t.Skip("builds the four daemons; skipped with -short")
 	}
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command: install.sh cannot build the daemons")

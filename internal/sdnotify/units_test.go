@@ -16,7 +16,7 @@ import (
 	"testing"
 )
 
-var daemons = []string{"timed", "mutexd", "electd"}
+var daemons = []string{"timed", "mutexd", "electd", "orderd"}
 
 const unitDir = "../../systemd"
 

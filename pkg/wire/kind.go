@@ -229,6 +229,16 @@ var kindNames = [...]string{
 	KindYoYoLeader:     "yoyo_leader",
 
 	// 90-119 orderd
+	KindOrderRecord:       "order_record",
+	KindOrderStreamAck:    "order_stream_ack",
+	KindOrderSubmit:       "order_submit",
+	KindOrderAppend:       "order_append",
+	KindOrderAppendAck:    "order_append_ack",
+	KindOrderRecover:      "order_recover",
+	KindOrderRecoverReply: "order_recover_reply",
+	KindOrderFetch:        "order_fetch",
+	KindOrderFetchReply:   "order_fetch_reply",
+	KindOrderSnapshot:     "order_snapshot",
 }
 
 // Known reports whether k is a kind this version understands: a frame of

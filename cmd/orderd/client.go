@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/pkg/order"
+	"github.com/synclab/synclab/pkg/order/rsm"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// sendRequest is POST /v1/send.
+type sendRequest struct {
+	Order   order.Order `json:"order"`
+	Message string      `json:"message"`
+	// Wait asks for the message's own delivery at this node (its place
+	// in the order, and the state machine's answer).
+	Wait bool `json:"wait"`
+}
+
+// sendReply answers it.
+type sendReply struct {
+	Delivered *order.Delivery `json:"delivered,omitempty"`
+}
+
+// stateView is GET /v1/state.
+type stateView struct {
+	Balance string            `json:"balance"`
+	Cents   int64             `json:"cents"`
+	KV      map[string]string `json:"kv"`
+	Applied uint64            `json:"applied"`
+}
+
+func coreOf(n *node.Node) (*order.Core, error) {
+	c, ok := n.Core().(*order.Core)
+	if !ok {
+		return nil, fmt.Errorf("the daemon's core (%T) is not orderd's", n.Core())
+	}
+	return c, nil
+}
+
+func attach(_ *cli.Context, d *daemon.Daemon) error {
+	clk := d.Config().Clock
+	d.Handle(http.MethodPost, "/v1/send", func(r *http.Request) (any, error) {
+		var req sendRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			return nil, ctl.BadRequest("send: " + err.Error())
+		}
+		if req.Order == 0 {
+			req.Order = order.FIFO
+		}
+		var before uint64
+		var err error
+		if derr := d.Do(r.Context(), func(n *node.Node) {
+			var c *order.Core
+			if c, err = coreOf(n); err != nil {
+				return
+			}
+			before = c.Report().Delivered["total_index"]
+			err = c.Multicast(clk.Now(), req.Order, []byte(req.Message))
+		}); derr != nil {
+			return nil, derr
+		}
+		if err != nil {
+			return nil, ctl.Conflict(err.Error())
+		}
+		if !req.Wait {
+			return sendReply{}, nil
+		}
+		// Wait for the message's delivery here: this node's next one of
+		// that order, from itself, with that text (its own messages are
+		// delivered in the order it sent them).
+		for {
+			var found *order.Delivery
+			var pending string
+			if derr := d.Do(r.Context(), func(n *node.Node) {
+				c, _ := coreOf(n)
+				for _, dl := range c.History(before) {
+					if dl.Order == req.Order && dl.Sender == d.Config().ID && string(dl.Message) == req.Message {
+						found = &dl
+						return
+					}
+				}
+				if s := c.Report().Sequencer; s != nil && s.Sequencer == 0 {
+					pending = "no sequencer known: an election is running"
+				}
+			}); derr != nil {
+				if r.Context().Err() != nil {
+					return nil, ctl.Timeout("sent, but not yet delivered here (" + pending + "); see orderd status")
+				}
+				return nil, derr
+			}
+			if found != nil {
+				return sendReply{Delivered: found}, nil
+			}
+			select {
+			case <-r.Context().Done():
+				return nil, ctl.Timeout("sent, but not yet delivered here; see orderd status")
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	d.Handle(http.MethodGet, "/v1/log", func(r *http.Request) (any, error) {
+		after, err := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+		if err != nil && r.URL.Query().Get("after") != "" {
+			return nil, ctl.BadRequest("after: want a delivery index")
+		}
+		var out []order.Delivery
+		if derr := d.Do(r.Context(), func(n *node.Node) {
+			var c *order.Core
+			if c, err = coreOf(n); err == nil {
+				out = c.History(after)
+			}
+		}); derr != nil {
+			return nil, derr
+		}
+		if out == nil {
+			out = []order.Delivery{}
+		}
+		return out, err
+	})
+	d.Handle(http.MethodGet, "/v1/state", func(r *http.Request) (any, error) {
+		var v stateView
+		var err error
+		if derr := d.Do(r.Context(), func(n *node.Node) {
+			var c *order.Core
+			if c, err = coreOf(n); err != nil {
+				return
+			}
+			m := c.Machine().(*rsm.Machine)
+			v = stateView{Balance: rsm.Format(m.Cents), Cents: m.Cents, KV: map[string]string{}, Applied: m.Applied}
+			for _, k := range m.Keys() {
+				v.KV[k], _ = m.Get(k)
+			}
+		}); derr != nil {
+			return nil, derr
+		}
+		return v, err
+	})
+	return nil
+}
+
+func sendCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "send",
+		Usage:     "multicast MESSAGE to every member (this one included)",
+		ArgsUsage: "MESSAGE...",
+		Flags: []cli.Flag{app.ControlFlag(name),
+			&cli.StringFlag{Name: "order", Value: "fifo", Usage: "fifo, causal or total"},
+			&cli.BoolFlag{Name: "wait", Usage: "wait until this node delivers it, and print the delivery"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "how long --wait waits"},
+			app.JSONFlag},
+		Action: func(c *cli.Context) error {
+			o, err := order.ParseOrder(c.String("order"))
+			if err != nil {
+				return app.Usagef("--order: %v", err)
+			}
+			return send(c, o, c.Bool("wait"))
+		},
+	}
+}
+
+func send(c *cli.Context, o order.Order, wait bool) error {
+	msg := strings.Join(c.Args().Slice(), " ")
+	switch {
+	case msg == "":
+		return app.Usagef("%s needs a message", c.Command.Name)
+	case len(msg) > wire.MaxOrderMessage:
+		return app.Usagef("message of %d bytes, at most %d", len(msg), wire.MaxOrderMessage)
+	}
+	timeout := 10 * time.Second
+	if c.IsSet("timeout") {
+		timeout = c.Duration("timeout")
+	}
+	ctx, cancel := context.WithTimeout(c.Context, timeout)
+	defer cancel()
+	var rep sendReply
+	if err := app.Client(c).Post(ctx, "/v1/send", sendRequest{Order: o, Message: msg, Wait: wait}, &rep); err != nil {
+		return err
+	}
+	if rep.Delivered == nil {
+		return nil
+	}
+	if c.Bool("json") {
+		b, _ := json.Marshal(rep.Delivered)
+		fmt.Fprintln(c.App.Writer, string(b))
+		return nil
+	}
+	printDelivery(c.App.Writer, *rep.Delivered)
+	if rep.Delivered.Error != "" {
+		return app.ExitError{Code: 1, Msg: "refused by the state machine (at every replica alike): " + rep.Delivered.Error}
+	}
+	return nil
+}
+
+func applyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "apply",
+		Usage:     "apply a command to the replicated state machine, in total order, and print its result here",
+		ArgsUsage: "'deposit 100' | 'withdraw 5.50' | 'interest 1%' | 'balance 1000' | 'set KEY VALUE' | 'del KEY'",
+		Flags: []cli.Flag{app.ControlFlag(name),
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "how long to wait for the command's delivery"},
+			app.JSONFlag},
+		Action: func(c *cli.Context) error { return send(c, order.TotalOrder, true) },
+	}
+}
+
+func getState(c *cli.Context) (stateView, error) {
+	ctx, cancel := context.WithTimeout(c.Context, 5*time.Second)
+	defer cancel()
+	var v stateView
+	err := app.Client(c).Get(ctx, "/v1/state", &v)
+	return v, err
+}
+
+func stateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "state",
+		Usage: "print this replica's account and keys",
+		Flags: []cli.Flag{app.ControlFlag(name), app.JSONFlag},
+		Action: func(c *cli.Context) error {
+			v, err := getState(c)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				b, _ := json.Marshal(v)
+				fmt.Fprintln(c.App.Writer, string(b))
+				return nil
+			}
+			fmt.Fprintf(c.App.Writer, "balance %s (%d commands applied, %d keys)\n", v.Balance, v.Applied, len(v.KV))
+			return nil
+		},
+	}
+}
+
+func getCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "get",
+		Usage:     "print KEY's value in this replica's map (exit 1 if unset)",
+		ArgsUsage: "KEY",
+		Flags:     []cli.Flag{app.ControlFlag(name)},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return app.Usagef("get takes one KEY")
+			}
+			v, err := getState(c)
+			if err != nil {
+				return err
+			}
+			val, ok := v.KV[c.Args().First()]
+			if !ok {
+				return app.ExitError{Code: 1, Msg: fmt.Sprintf("no key %q", c.Args().First())}
+			}
+			fmt.Fprintln(c.App.Writer, val)
+			return nil
+		},
+	}
+}
+
+func logCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "log",
+		Usage: "print the delivered messages in delivery order (sender, timestamps, delivery time)",
+		Flags: []cli.Flag{app.ControlFlag(name), app.JSONFlag,
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing deliveries as they come, until interrupted"},
+			&cli.Uint64Flag{Name: "after", Usage: "only deliveries after index `N`"}},
+		Action: func(c *cli.Context) error {
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			after := c.Uint64("after")
+			cl := app.Client(c)
+			for {
+				var ds []order.Delivery
+				qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				err := cl.Get(qctx, "/v1/log?after="+strconv.FormatUint(after, 10), &ds)
+				cancel()
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				for _, d := range ds {
+					if c.Bool("json") {
+						b, _ := json.Marshal(d)
+						fmt.Fprintln(c.App.Writer, string(b))
+					} else {
+						printDelivery(c.App.Writer, d)
+					}
+					after = d.Index
+				}
+				if !c.Bool("follow") {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		},
+	}
+}
+
+func printDelivery(w io.Writer, d order.Delivery) {
+	stamp := ""
+	switch {
+	case d.Vector != nil:
+		stamp = fmt.Sprintf(" vector=%v", d.Vector)
+	case d.Lamport != 0:
+		stamp = fmt.Sprintf(" lamport=%d", d.Lamport)
+	}
+	res := ""
+	if d.Result != "" {
+		res = " -> " + d.Result
+	}
+	if d.Error != "" {
+		res = " -> refused: " + d.Error
+	}
+	fmt.Fprintf(w, "%d %s %s from %d seq=%d%s %q%s\n", d.Index, d.At.Format(time.RFC3339Nano), d.Order, d.Sender, d.Seq, stamp, d.Message, res)
+}

@@ -1,0 +1,215 @@
+// Command orderd multicasts messages to the machines of a lab with the
+// ordering promises of seed 004's logical-time chapter (reliable FIFO,
+// causal with vector clocks, total by an elected sequencer or by Lamport
+// stamps with acks from all), and keeps a replicated state machine on the
+// total order: the notes' bank account and a key-value map.
+//
+//	orderd run --id 1 --members 1=10.0.0.1:7600,2=10.0.0.2:7600,... [--total sequencer|lamport] [--on-deliver CMD]
+//	orderd send [--order fifo|causal|total] MESSAGE
+//	orderd log [--follow] [--json]
+//	orderd apply 'deposit 100' | 'interest 1%' | 'set k v'
+//	orderd state [--json]      orderd get KEY
+//	orderd status [--json]
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/order"
+	"github.com/synclab/synclab/pkg/order/rsm"
+)
+
+const name = "orderd"
+
+func main() {
+	app.SerialRuntime()
+	a := newApp()
+	os.Args = app.FlagsFirst(os.Args, a, "send", "apply")
+	app.Main(a)
+}
+
+func newApp() *cli.App {
+	return app.New(app.Spec{
+		Name:  name,
+		Usage: "ordered multicast (FIFO, causal, total) and a replicated state machine for a lab LAN",
+		Description: "orderd delivers every member's messages to every member, each once, in the order asked for:\n" +
+			"fifo (each sender's order), causal (after every message that could have caused it) or total\n" +
+			"(one order everywhere: an elected sequencer, or Lamport stamps with acks from all, --total).\n" +
+			"The total order drives a replicated account and key-value map (orderd apply, state, get).",
+		RunFlags:   runFlags(),
+		Build:      build,
+		Attach:     attach,
+		Commands:   []*cli.Command{sendCommand(), logCommand(), applyCommand(), stateCommand(), getCommand()},
+		RenderCore: renderStatus,
+	})
+}
+
+func runFlags() []cli.Flag {
+	d := order.DefaultLANConfig()
+	return []cli.Flag{
+		&cli.StringFlag{Name: "total", EnvVars: app.Env(name, "total"), Value: "sequencer", Usage: "how total order is made: sequencer (elected, bully; a majority must be up) or lamport (the notes' distributed algorithm: every member must be up); the same on every node"},
+		&cli.DurationFlag{Name: "retry", EnvVars: app.Env(name, "retry"), Value: d.Retry, Usage: "resend what is not acknowledged after this long (doubling up to 16x while a member is silent)"},
+		&cli.IntFlag{Name: "window", EnvVars: app.Env(name, "window"), Value: d.Window, Usage: "records of this node's stream that may wait for the slowest member's ack; beyond, send is refused until it catches up"},
+		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "the sequencer's heartbeat (election and commit point)"},
+		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which members elect a new sequencer (must exceed --heartbeat)"},
+		&cli.StringSliceFlag{Name: "on-deliver", EnvVars: app.Env(name, "on-deliver"), Usage: "shell `CMD` run for every delivered message (ORDERD_ORDER, ORDERD_SENDER, ORDERD_SEQ, ORDERD_INDEX, ORDERD_MESSAGE, ORDERD_RESULT in its environment)"},
+		&cli.DurationFlag{Name: "hook-timeout", EnvVars: app.Env(name, "hook-timeout"), Value: 10 * time.Second, Usage: "a hook running longer is killed"},
+	}
+}
+
+// config maps the flags to the core's configuration.
+func config(c *cli.Context) (order.Config, error) {
+	cfg := order.DefaultLANConfig()
+	var err error
+	if cfg.Total, err = order.ParseTotal(c.String("total")); err != nil {
+		return cfg, app.Usagef("--total: %v", err)
+	}
+	cfg.Retry, cfg.Window = c.Duration("retry"), c.Int("window")
+	opts := elect.Options{Heartbeat: c.Duration("heartbeat"), LeaderTimeout: c.Duration("leader-timeout")}
+	for _, f := range []string{"retry", "heartbeat", "leader-timeout"} {
+		if err := liveness.CheckTimeout("--"+f, c.Duration(f)); err != nil {
+			return cfg, app.Usagef("%v", err)
+		}
+	}
+	if opts.LeaderTimeout <= opts.Heartbeat {
+		return cfg, app.Usagef("--leader-timeout (%v) must exceed --heartbeat (%v)", opts.LeaderTimeout, opts.Heartbeat)
+	}
+	cfg.Heartbeat = opts.Heartbeat
+	cfg.Election = func(env core.Env) (elect.Elector, error) {
+		return bully.New(env, bully.FromOptions(env.Members, opts))
+	}
+	cfg.Machine = func() order.StateMachine { return rsm.New() }
+	return cfg, nil
+}
+
+func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
+	if err := app.ReadOnlySystemClock(cfg); err != nil {
+		return nil, err
+	}
+	ocfg, err := config(c)
+	if err != nil {
+		return nil, err
+	}
+	members := slices.Sorted(maps.Keys(cfg.Members))
+	// A trial core with no state: settings it cannot work with are a usage
+	// error before anything starts.
+	if _, err := order.New(core.Env{ID: cfg.ID, Members: members, Now: time.Now(), Rand: rand.New(rand.NewPCG(1, 1)), Lamport: new(clock.Lamport)}, ocfg); err != nil {
+		return nil, app.UsageError{Err: err}
+	}
+	cfg.Hooks = map[string][]string{order.EventDelivered: c.StringSlice("on-deliver")}
+	cfg.HookTimeout = c.Duration("hook-timeout")
+	cfg.HookEnv = hookEnv
+	return func(env core.Env) (core.Core, error) {
+		oc, err := order.New(env, ocfg)
+		if errors.Is(err, core.ErrState) {
+			return nil, fmt.Errorf("%w (in %s/%s): it holds this member's stream, log and replicated state; "+
+				"removing it makes the member start empty, and the others' messages to it and its place in the log are lost: "+
+				"remove it only with every orderd of the cluster stopped, on every member", err, cfg.StateDir, daemon.CoreStateFile)
+		}
+		return oc, err
+	}, nil
+}
+
+// hookEnv describes a delivery to the --on-deliver hooks.
+func hookEnv(cc core.Core, e core.Event) []string {
+	oc, ok := cc.(*order.Core)
+	if !ok || e.Name != order.EventDelivered {
+		return nil
+	}
+	var index uint64
+	for i := 0; i+1 < len(e.Args); i += 2 {
+		if k, _ := e.Args[i].(string); k == "index" {
+			index, _ = e.Args[i+1].(uint64)
+		}
+	}
+	h := oc.History(index - 1)
+	if len(h) == 0 || h[0].Index != index {
+		return nil
+	}
+	d := h[0]
+	return []string{
+		"ORDERD_ORDER=" + d.Order.String(),
+		"ORDERD_SENDER=" + strconv.FormatUint(uint64(d.Sender), 10),
+		"ORDERD_SEQ=" + strconv.FormatUint(d.Seq, 10),
+		"ORDERD_INDEX=" + strconv.FormatUint(d.Index, 10),
+		"ORDERD_MESSAGE=" + string(d.Message),
+		"ORDERD_RESULT=" + d.Result + d.Error,
+	}
+}
+
+func renderStatus(w io.Writer, raw []byte, now time.Time) error {
+	var st order.Status
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return fmt.Errorf("unexpected order status: %w", err)
+	}
+	fmt.Fprintf(w, "Members  : %v (this node %d)\nTotal    : %s\n", st.Members, st.ID, st.Total)
+	if s := st.Sequencer; s != nil {
+		seq := "none known (an election is running)"
+		if s.Sequencer != 0 {
+			seq = strconv.FormatUint(uint64(s.Sequencer), 10)
+			if s.Sequencer == st.ID {
+				seq += " (this node)"
+			}
+		}
+		fmt.Fprintf(w, "Sequencer: %s; this node is %s, term %d\n", seq, s.Role, s.Term)
+		fmt.Fprintf(w, "Log      : last %d, committed %d, applied %d, compacted up to %d, %d of this node's messages wait for a number\n",
+			s.Last, s.Commit, s.Applied, s.Base, s.Submits)
+	}
+	if st.Machine != "" {
+		fmt.Fprintf(w, "State    : %s\n", st.Machine)
+	}
+	var ds []string
+	for _, k := range slices.Sorted(maps.Keys(st.Delivered)) {
+		if k != "total_index" {
+			ds = append(ds, fmt.Sprintf("%d %s", st.Delivered[k], k))
+		}
+	}
+	fmt.Fprintf(w, "Delivered: %s since start (%d in all)\nVector   : %v (causal messages delivered per member)\n", strings.Join(ds, ", "), st.Delivered["total_index"], st.CausalVector)
+	var cs []string
+	for _, k := range slices.Sorted(maps.Keys(st.Counters)) {
+		cs = append(cs, fmt.Sprintf("%s %d", k, st.Counters[k]))
+	}
+	if len(cs) > 0 {
+		fmt.Fprintf(w, "Counters : %s\n", strings.Join(cs, ", "))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Member\tAcked our stream\tUnacked\tTheirs received\tHeld back")
+	for _, s := range st.Streams {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\n", s.Member, s.Acked, s.Unacked, s.Received, s.HeldBack)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(st.Pending) == 0 {
+		fmt.Fprintln(w, "\nNothing pending.")
+		return nil
+	}
+	fmt.Fprintln(w, "\nPending (received, not delivered):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Order\tFrom\tSeq\tWaiting for")
+	for _, p := range st.Pending {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", p.Order, p.Sender, p.Seq, p.Waiting)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/order"
+)
+
+func configWith(t *testing.T, args ...string) (order.Config, error) {
+	t.Helper()
+	set := flag.NewFlagSet("run", flag.ContinueOnError)
+	for _, f := range runFlags() {
+		if err := f.Apply(set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := set.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return config(cli.NewContext(cli.NewApp(), set, nil))
+}
+
+// Settings no cluster can run with are usage errors (exit 2) naming the
+// flag, before anything starts.
+func TestConfigRefusals(t *testing.T) {
+	for _, args := range [][]string{
+		{"--total", "paxos"},
+		{"--heartbeat", "400ms", "--leader-timeout", "400ms"},
+		{"--retry", "0s"},
+	} {
+		_, err := configWith(t, args...)
+		var ue app.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), strings.TrimPrefix(args[0], "")) {
+			t.Errorf("%v: %v, want a usage error naming %s", args, err, args[0])
+		}
+	}
+	cfg, err := configWith(t, "--total", "lamport", "--window", "32")
+	if err != nil || cfg.Total != order.Lamport || cfg.Window != 32 {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	// The flags' core runs, with the account behind it.
+	c, err := order.New(core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Now(), Rand: rand.New(rand.NewPCG(1, 1)), Lamport: new(clock.Lamport)}, cfg)
+	if err != nil || c.Machine() == nil {
+		t.Fatalf("core: %v", err)
+	}
+}
+
+// status renders what is pending and why, the sequencer and the streams.
+func TestRenderStatus(t *testing.T) {
+	st := order.Status{ID: 2, Members: []uint32{1, 2, 3}, Total: "sequencer", CausalVector: []uint64{1, 0, 0},
+		Streams:   []order.StreamStatus{{Member: 1, Acked: 3, Received: 4, HeldBack: 2, Missing: 5}},
+		Pending:   []order.Pending{{Order: order.Causal, Sender: 3, Seq: 1, Waiting: "member 1's causal message #2 (delivered 1)"}},
+		Sequencer: &order.SequencerStatus{Sequencer: 3, Role: "member", Term: 3, Last: 9, Commit: 8, Applied: 8},
+		Delivered: map[string]uint64{"causal": 1, "total_index": 9}, Counters: map[string]uint64{"rejected_stale": 2}}
+	raw, _ := json.Marshal(st)
+	var b bytes.Buffer
+	if err := renderStatus(&b, raw, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Sequencer: 3; this node is member, term 3", "last 9, committed 8, applied 8",
+		"causal  3     1    member 1's causal message #2 (delivered 1)", "rejected_stale 2", "1       3                 0        4                2"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, b.String())
+		}
+	}
+}

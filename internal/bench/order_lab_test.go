@@ -1,0 +1,485 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/labnet"
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/order"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+var (
+	orderRun     = flag.Bool("order", false, "run BenchmarkOrder, a lab measurement of a few minutes (scripts/bench.sh order sets it)")
+	orderSamples = flag.Int("order.samples", 200, "multicasts per order for the latency figures")
+	orderBurst   = flag.Int("order.burst", 200, "multicasts per host for the throughput figures")
+	orderTrials  = flag.Int("order.trials", 5, "SIGKILLs of the sequencer")
+	orderBin     = flag.String("order.bin", "", "`DIR` holding orderd (default: go build it from ../../cmd/orderd)")
+	orderPrefix  = flag.String("order.prefix", "", "lab namespace `PREFIX` (default: random)")
+)
+
+const (
+	orderHosts = 5 // orderd on h1..h5; etcd on h6
+	orderPort  = 7600
+)
+
+// BenchmarkOrder measures orderd's ordered multicast on five namespace
+// hosts against etcd 3.4 used as an ordered replicated log (one node on
+// h6: a put is a multicast, a watch on the prefix its delivery), in one
+// lab, and prints the table:
+//
+//   - frames per multicast for each order at 5 and 16 members, counted
+//     exactly on the simulator (no loss), beside the notes' figures;
+//   - delivery latency, from the send call at h1 to the delivery at every
+//     member (the namespaces share one clock, so a delivery's own time
+//     stamp against the send's is exact), p50/p99, sends spaced 5 ms;
+//   - multicasts/s with every host sending back to back;
+//   - the sequencer's recovery: from its SIGKILL to the completion of an
+//     apply issued at once on another host.
+func BenchmarkOrder(b *testing.B) {
+	if !*orderRun {
+		b.Skip("BenchmarkOrder runs for minutes in a namespace lab: run it with scripts/bench.sh order (or pass -order)")
+	}
+	labnet.Require(b)
+	etcdBin, err1 := exec.LookPath("etcd")
+	etcdctlBin, err2 := exec.LookPath("etcdctl")
+	if err := errors.Join(err1, err2); err != nil {
+		b.Skipf("etcd is the reference: install Debian's etcd-server and etcd-client (scripts/bench.sh order does): %v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir := shortTempDir(b)
+	var opts []labnet.Option
+	if *orderPrefix != "" {
+		opts = append(opts, labnet.WithPrefix(*orderPrefix))
+	}
+	lab := labnet.New(b, etcdHost, opts...)
+	o := &orderBench{
+		mutexBench: &mutexBench{electBench: &electBench{b: b, ctx: ctx, lab: lab, dir: dir, etcd: etcdBin, etcdctl: etcdctlBin}},
+		orderd:     buildBinary(b, dir, *orderBin, "orderd"),
+		procs:      map[int]*labnet.Proc{},
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	o.logf("lab %s up: orderd on h1-h%d, etcd on h%d; load average %s", lab.Prefix(), orderHosts, etcdHost, strings.Join(strings.Fields(string(load))[:3], " "))
+	t := &Table{Title: "orderd against etcd 3.4 (put + watch as an ordered log)", Systems: []string{"fifo", "causal", "total (sequencer)", "total (lamport)", "etcd"}}
+
+	t.Section("frames per multicast (simulator, no loss): measured / the notes")
+	for _, n := range []int{5, 16} {
+		var cells []string
+		for _, c := range []struct {
+			o     order.Order
+			total order.Total
+			notes string
+		}{{order.FIFO, order.Sequencer, fmt.Sprintf("%d", n-1)}, {order.Causal, order.Sequencer, fmt.Sprintf("%d", n-1)},
+			{order.TotalOrder, order.Sequencer, fmt.Sprintf("%d", n)}, {order.TotalOrder, order.Lamport, fmt.Sprintf("%d", n-1+n*(n-1))}} {
+			alg, acks := framesPerMulticast(n, c.o, c.total)
+			cells = append(cells, fmt.Sprintf("%.1f (+%.1f acks) / %s", alg, acks, c.notes))
+		}
+		t.Row(fmt.Sprintf("N=%d", n), "= notes", append(cells, "-")...)
+	}
+
+	o.cluster("sequencer")
+	lat := map[string]Summary{}
+	thr := map[string]float64{}
+	for _, ord := range []order.Order{order.FIFO, order.Causal, order.TotalOrder} {
+		name := ord.String()
+		if ord == order.TotalOrder {
+			name = "total (sequencer)"
+		}
+		lat[name] = o.latency(ord)
+		thr[name] = o.throughput(ord)
+		o.logf("%s: latency %v, %.0f multicasts/s", name, lat[name], thr[name])
+	}
+	rec := o.recovery()
+	o.stopAll()
+	o.cluster("lamport")
+	lat["total (lamport)"] = o.latency(order.TotalOrder)
+	thr["total (lamport)"] = o.throughput(order.TotalOrder)
+	o.logf("lamport: latency %v, %.0f multicasts/s", lat["total (lamport)"], thr["total (lamport)"])
+	o.stopAll()
+
+	o.startEtcd()
+	o.etcdHTTP = o.etcdClient()
+	lat["etcd"], thr["etcd"] = o.etcdLog()
+	o.logf("etcd: latency %v, %.0f puts/s", lat["etcd"], thr["etcd"])
+
+	names := []string{"fifo", "causal", "total (sequencer)", "total (lamport)", "etcd"}
+	t.Section("delivery latency, send to delivery at every member (5 hosts)")
+	row := func(metric, target string, f func(string) string) {
+		var cells []string
+		for _, n := range names {
+			cells = append(cells, f(n))
+		}
+		t.Row(metric, target, cells...)
+	}
+	row("p50", "sequencer <= 2 LAN RTT", func(n string) string { return Millis(lat[n].P50) })
+	row("p99", "", func(n string) string { return Millis(lat[n].P99) })
+	t.Section("throughput, 5 hosts sending back to back")
+	row("multicasts/s", "", func(n string) string { return fmt.Sprintf("%.0f", thr[n]) })
+	t.Section("sequencer SIGKILLed: until an apply at another host completes")
+	row(fmt.Sprintf("p50 / max of %d", rec.N), "", func(n string) string {
+		if n != "total (sequencer)" {
+			return "-"
+		}
+		return Millis(rec.P50) + " / " + Millis(rec.Max)
+	})
+	t.Note("latency: %d multicasts per order from h1, 5 ms apart; a delivery's own time stamp (the shared clock) minus the send's, at all five members (etcd: the put's start to the watch event at one watcher)", *orderSamples)
+	t.Note("frames: the algorithm's own frames, and (+) the reliable stream's acknowledgements; the notes count a sequencer as 1 + (N-1), which holds while it cannot fail: orderd's commits on a majority, 1 + 4(N-1): the entry and its ack, the commit point and its ack, so that a new sequencer continues the order")
+	t.Note("etcd: one node on h6 (no replication: its best case), puts and the watch through its JSON gateway from h6")
+	if err := t.Write(os.Stdout); err != nil {
+		b.Fatal(err)
+	}
+}
+
+type orderBench struct {
+	*mutexBench
+	orderd string
+	procs  map[int]*labnet.Proc
+	run    int // clusters started, for fresh state directories
+}
+
+func (o *orderBench) control(i int) string { return filepath.Join(o.dir, fmt.Sprintf("o%d.sock", i)) }
+
+func (o *orderBench) cluster(total string) {
+	o.run++
+	var members []string
+	for j := 1; j <= orderHosts; j++ {
+		members = append(members, fmt.Sprintf("%d=%s:%d", j, o.lab.Host(j).Addr(), orderPort))
+	}
+	for i := 1; i <= orderHosts; i++ {
+		o.startHost(i, total, strings.Join(members, ","))
+	}
+	o.waitSequencer(total == "lamport")
+}
+
+func (o *orderBench) startHost(i int, total, members string) {
+	argv := []string{"setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time",
+		o.orderd, "run", "--id", strconv.Itoa(i), "--members", members, "--total", total,
+		"--control", o.control(i), "--state-dir", filepath.Join(o.dir, fmt.Sprintf("o%d-%d.state", o.run, i)),
+		"--log-level", "warn"}
+	argv = append(argv, keyArgs(o.b, o.dir)...)
+	o.procs[i] = o.lab.Host(i).Start(o.b, "orderd", argv, nil)
+}
+
+func (o *orderBench) stopAll() {
+	for i, p := range o.procs {
+		p.Kill()
+		delete(o.procs, i)
+	}
+}
+
+func (o *orderBench) status(i int) *order.Status {
+	var st struct {
+		Node struct {
+			Core order.Status `json:"core"`
+		} `json:"node"`
+	}
+	ctx, cancel := context.WithTimeout(o.ctx, 5*time.Second)
+	defer cancel()
+	if err := ctl.NewClient(o.control(i), "orderd").Get(ctx, "/v1/status", &st); err != nil {
+		return nil
+	}
+	return &st.Node.Core
+}
+
+// waitSequencer waits until every host answers and, with a sequencer,
+// knows the same one, done recovering.
+func (o *orderBench) waitSequencer(lamport bool) uint32 {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var seq uint32
+		ok := true
+		for i := range o.procs {
+			st := o.status(i)
+			switch {
+			case st == nil:
+				ok = false
+			case lamport:
+			case st.Sequencer == nil || st.Sequencer.Sequencer == 0 || seq != 0 && st.Sequencer.Sequencer != seq:
+				ok = false
+			default:
+				seq = st.Sequencer.Sequencer
+				if seq == uint32(i) && st.Sequencer.Role != "sequencer" {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			return seq
+		}
+		if time.Now().After(deadline) {
+			o.fatalf("orderd hosts did not agree on a sequencer within 60 s")
+		}
+		o.sleep(20 * time.Millisecond)
+	}
+}
+
+func (o *orderBench) send(i int, ord order.Order, msg string, wait bool) (*order.Delivery, error) {
+	var rep struct {
+		Delivered *order.Delivery `json:"delivered"`
+	}
+	ctx, cancel := context.WithTimeout(o.ctx, 60*time.Second)
+	defer cancel()
+	err := ctl.NewClient(o.control(i), "orderd").Post(ctx, "/v1/send", map[string]any{"order": ord, "message": msg, "wait": wait}, &rep)
+	return rep.Delivered, err
+}
+
+func (o *orderBench) log(i int) []order.Delivery {
+	var ds []order.Delivery
+	// Generous: on a loaded machine a daemon busy writing its state
+	// answers late.
+	ctx, cancel := context.WithTimeout(o.ctx, 60*time.Second)
+	defer cancel()
+	if err := ctl.NewClient(o.control(i), "orderd").Get(ctx, "/v1/log", &ds); err != nil {
+		o.fatalf("log of h%d: %v", i, err)
+	}
+	return ds
+}
+
+// delivered waits until every host delivered every message of prefix and
+// returns their deliveries by message.
+func (o *orderBench) delivered(prefix string, want int) map[string][]order.Delivery {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		by := map[string][]order.Delivery{}
+		for i := range o.procs {
+			for _, d := range o.log(i) {
+				if strings.HasPrefix(string(d.Message), prefix) {
+					by[string(d.Message)] = append(by[string(d.Message)], d)
+				}
+			}
+		}
+		full := len(by) == want
+		for _, ds := range by {
+			full = full && len(ds) == len(o.procs)
+		}
+		if full {
+			return by
+		}
+		if time.Now().After(deadline) {
+			o.fatalf("%s: not every host delivered all %d messages within 3 minutes (%d seen)", prefix, want, len(by))
+		}
+		o.sleep(50 * time.Millisecond)
+	}
+}
+
+func (o *orderBench) latency(ord order.Order) Summary {
+	prefix := fmt.Sprintf("lat-%s-%d-", ord, o.run)
+	sent := map[string]time.Time{}
+	for k := range *orderSamples {
+		msg := prefix + strconv.Itoa(k)
+		sent[msg] = time.Now()
+		if _, err := o.send(1, ord, msg, false); err != nil {
+			o.fatalf("send: %v", err)
+		}
+		o.sleep(5 * time.Millisecond)
+	}
+	var samples []time.Duration
+	for msg, ds := range o.delivered(prefix, len(sent)) {
+		for _, d := range ds {
+			if d.Sender == 1 && d.Order != order.TotalOrder && d.At.Sub(sent[msg]) < time.Millisecond {
+				continue // FIFO and causal deliver to their sender inside the send call
+			}
+			samples = append(samples, d.At.Sub(sent[msg]))
+		}
+	}
+	return Summarize(samples)
+}
+
+func (o *orderBench) throughput(ord order.Order) float64 {
+	prefix := fmt.Sprintf("thr-%s-%d-", ord, o.run)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 1; i <= orderHosts; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < *orderBurst; {
+				if _, err := o.send(i, ord, fmt.Sprintf("%sh%d-%d", prefix, i, k), false); err != nil {
+					if strings.Contains(err.Error(), "in flight") || strings.Contains(err.Error(), "wait for") {
+						time.Sleep(time.Millisecond) // the window is full: back-pressure
+						continue
+					}
+					o.fatalf("send: %v", err)
+				}
+				k++
+			}
+		}()
+	}
+	wg.Wait()
+	o.delivered(prefix, orderHosts**orderBurst)
+	return float64(orderHosts**orderBurst) / time.Since(start).Seconds()
+}
+
+// recovery SIGKILLs the sequencer and times an apply issued at once on
+// host 1 (or 2): it completes when a new sequencer has recovered the log
+// from a majority and numbered it.
+func (o *orderBench) recovery() Summary {
+	var samples []time.Duration
+	members := make([]string, 0, orderHosts)
+	for j := 1; j <= orderHosts; j++ {
+		members = append(members, fmt.Sprintf("%d=%s:%d", j, o.lab.Host(j).Addr(), orderPort))
+	}
+	for k := range *orderTrials {
+		seq := int(o.waitSequencer(false))
+		client := 1
+		if seq == 1 {
+			client = 2
+		}
+		o.sleep(time.Duration(k*37%50) * time.Millisecond)
+		o.procs[seq].Kill()
+		start := time.Now()
+		if _, err := o.send(client, order.TotalOrder, fmt.Sprintf("deposit %d", k+1), true); err != nil {
+			o.fatalf("apply after the sequencer's SIGKILL: %v", err)
+		}
+		samples = append(samples, time.Since(start))
+		o.logf("recovery %d: sequencer h%d killed, apply at h%d done in %v", k+1, seq, client, samples[len(samples)-1].Round(time.Millisecond))
+		o.startHost(seq, "sequencer", strings.Join(members, ","))
+		o.waitSequencer(false)
+	}
+	return Summarize(samples)
+}
+
+// etcdLog is etcd as an ordered log: puts under one prefix from h6,
+// a watch on the prefix delivering them in revision order.
+func (o *orderBench) etcdLog() (Summary, float64) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	ctx, cancel := context.WithCancel(o.ctx)
+	defer cancel()
+	body, _ := json.Marshal(map[string]any{"create_request": map[string]string{"key": b64("/order/"), "range_end": b64("/order0")}})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/v3/watch", etcdPort), bytes.NewReader(body))
+	resp, err := o.etcdHTTP.Do(req)
+	if err != nil {
+		o.fatalf("etcd watch: %v", err)
+	}
+	defer resp.Body.Close()
+	events := make(chan [2]any, 1<<16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			at := time.Now()
+			var w struct {
+				Result struct {
+					Events []struct {
+						KV struct {
+							Key string `json:"key"`
+						} `json:"kv"`
+					} `json:"events"`
+				} `json:"result"`
+			}
+			if json.Unmarshal(sc.Bytes(), &w) != nil {
+				continue
+			}
+			for _, e := range w.Result.Events {
+				k, _ := base64.StdEncoding.DecodeString(e.KV.Key)
+				events <- [2]any{string(k), at}
+			}
+		}
+	}()
+	o.sleep(200 * time.Millisecond) // the watch is created
+	put := func(k string) {
+		if err := o.etcdCall(ctx, "/v3/kv/put", map[string]string{"key": b64(k), "value": b64("deposit 100")}, nil); err != nil {
+			o.fatalf("etcd put: %v", err)
+		}
+	}
+	sent := map[string]time.Time{}
+	for k := range *orderSamples {
+		key := fmt.Sprintf("/order/lat-%d", k)
+		sent[key] = time.Now()
+		put(key)
+		o.sleep(5 * time.Millisecond)
+	}
+	var samples []time.Duration
+	for len(samples) < len(sent) {
+		select {
+		case e := <-events:
+			samples = append(samples, e[1].(time.Time).Sub(sent[e[0].(string)]))
+		case <-time.After(10 * time.Second):
+			o.fatalf("etcd watch: %d of %d events", len(samples), len(sent))
+		}
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 1; i <= orderHosts; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range *orderBurst {
+				put(fmt.Sprintf("/order/thr-%d-%d", i, k))
+			}
+		}()
+	}
+	wg.Wait()
+	for got := 0; got < orderHosts**orderBurst; got++ {
+		select {
+		case <-events:
+		case <-time.After(10 * time.Second):
+			o.fatalf("etcd watch: %d of %d events", got, orderHosts**orderBurst)
+		}
+	}
+	return Summarize(samples), float64(orderHosts**orderBurst) / time.Since(start).Seconds()
+}
+
+// framesPerMulticast counts, on the simulator without loss, the frames
+// one multicast of order o costs at n members: the algorithm's (records,
+// submissions, log entries and their acks, Lamport acks) and the stream's
+// cumulative acknowledgements, apart; the election's are not counted.
+func framesPerMulticast(n int, o order.Order, total order.Total) (alg, acks float64) {
+	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+	cfg := order.DefaultLANConfig()
+	cfg.Total = total
+	for id := uint32(1); id <= uint32(n); id++ {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			c, err := order.New(env, cfg)
+			if err != nil {
+				panic(err)
+			}
+			return c
+		}, clock.SimConfig{})
+	}
+	s.Run(2 * time.Second)
+	count := func() (a, k uint64) {
+		for _, kind := range wire.Kinds() {
+			switch {
+			case kind == wire.KindOrderStreamAck:
+				k += s.Sent(kind)
+			case kind >= wire.KindOrderRecord && kind <= wire.KindOrderFetchReply:
+				a += s.Sent(kind)
+			}
+		}
+		return a, k
+	}
+	a0, k0 := count()
+	const msgs = 20
+	for i := range msgs {
+		id := uint32(1 + i%n)
+		_ = s.Do(id, func(c core.Core) { _ = c.(*order.Core).Multicast(s.Clock(id).Now(), o, []byte("m")) })
+		s.Run(50 * time.Millisecond) // one at a time: no batching
+	}
+	s.Run(time.Second)
+	a1, k1 := count()
+	return float64(a1-a0) / msgs, float64(k1-k0) / msgs
+}

@@ -1,0 +1,156 @@
+package order
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/liveness"
+)
+
+// Total names how the total order is made.
+type Total uint8
+
+// Total-order algorithms.
+const (
+	// Sequencer: an elected sequencer numbers every message; a number is
+	// delivered once a majority holds it (see doc.go).
+	Sequencer Total = iota + 1
+	// Lamport: the notes' distributed algorithm, Lamport stamps and an
+	// acknowledgement from every member to every member.
+	Lamport
+)
+
+func (t Total) String() string {
+	switch t {
+	case Sequencer:
+		return "sequencer"
+	case Lamport:
+		return "lamport"
+	}
+	return fmt.Sprintf("total(%d)", uint8(t))
+}
+
+// ParseTotal reads a Total's name.
+func ParseTotal(s string) (Total, error) {
+	switch s {
+	case "sequencer":
+		return Sequencer, nil
+	case "lamport":
+		return Lamport, nil
+	}
+	return 0, fmt.Errorf("unknown total order %q (known: sequencer, lamport)", s)
+}
+
+// Config configures a Core. Zero fields take the defaults of
+// DefaultLANConfig; every duration is on the local clock.
+type Config struct {
+	// Total is how total order is made. Default Sequencer.
+	Total Total
+	// Retry is how long a sender waits for an acknowledgement before it
+	// sends again (stream records, submissions, log entries). It doubles
+	// per silent try up to 16 x Retry, so a member that is down costs
+	// a few frames a second. Default 40 ms.
+	Retry time.Duration
+	// Window bounds the records of this member's stream that some member
+	// has not acknowledged: a multicast beyond it is refused (ErrBusy)
+	// until the slowest member catches up. It also bounds how far ahead
+	// of the next expected record a receiver holds records back. Default
+	// 256.
+	Window int
+	// MaxSubmits bounds this member's total-order messages waiting for
+	// their number (sequencer). Default 256.
+	MaxSubmits int
+	// MaxUncommitted bounds the sequencer's numbered but uncommitted
+	// entries: submissions beyond it wait. Default 64.
+	MaxUncommitted int
+	// KeepLog is how many delivered log entries a member keeps for the
+	// members that lag (and for a sequencer that takes over). The log is
+	// part of the state written before every frame that depends on it, so
+	// it is kept short. Default 256.
+	KeepLog int
+	// Heartbeat is how often the sequencer repeats its commit point to a
+	// member that lags. Default 50 ms.
+	Heartbeat time.Duration
+	// Election builds the sequencer's election from the Env the core hands
+	// it. Default bully with DefaultLANConfig.
+	Election func(env core.Env) (elect.Elector, error)
+	// Machine, when set, is the replicated state machine the total order
+	// is applied to (in the core, so that its state is persisted with the
+	// position it reflects). New returns an empty one.
+	Machine func() StateMachine
+	// History is how many delivered messages are kept for Deliveries'
+	// readers (orderd log). Default 1024.
+	History int
+}
+
+// StateMachine is a deterministic state machine applied to the totally
+// ordered messages: the same messages in the same order give the same
+// state at every replica.
+type StateMachine interface {
+	// Apply applies one message; its result is reported with the
+	// delivery (an error is a refused command, still in the order).
+	Apply(msg []byte) (string, error)
+	// Snapshot encodes the state; Restore replaces the state with one.
+	Snapshot() []byte
+	Restore(b []byte) error
+}
+
+// DefaultLANConfig returns the defaults for a LAN.
+func DefaultLANConfig() Config {
+	return Config{Total: Sequencer, Retry: 40 * time.Millisecond, Window: 256, MaxSubmits: 256,
+		MaxUncommitted: 64, KeepLog: 256, Heartbeat: 50 * time.Millisecond, History: 1024}
+}
+
+// ErrConfig is wrapped by New's error for a configuration it refuses.
+var ErrConfig = errors.New("order: invalid config")
+
+func (c *Config) validate() error {
+	d := DefaultLANConfig()
+	if c.Total == 0 {
+		c.Total = d.Total
+	}
+	if c.Retry == 0 {
+		c.Retry = d.Retry
+	}
+	if c.Window == 0 {
+		c.Window = d.Window
+	}
+	if c.MaxSubmits == 0 {
+		c.MaxSubmits = d.MaxSubmits
+	}
+	if c.MaxUncommitted == 0 {
+		c.MaxUncommitted = d.MaxUncommitted
+	}
+	if c.KeepLog == 0 {
+		c.KeepLog = d.KeepLog
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = d.Heartbeat
+	}
+	if c.History == 0 {
+		c.History = d.History
+	}
+	if c.Election == nil {
+		c.Election = func(env core.Env) (elect.Elector, error) { return bully.New(env, bully.DefaultLANConfig()) }
+	}
+	switch {
+	case c.Total != Sequencer && c.Total != Lamport:
+		return fmt.Errorf("%w: total order %v", ErrConfig, c.Total)
+	case c.Window < 1 || c.Window > 1<<16:
+		return fmt.Errorf("%w: Window %d: want 1 to 65536", ErrConfig, c.Window)
+	case c.MaxSubmits < 1 || c.MaxUncommitted < 1 || c.KeepLog < 1 || c.History < 1:
+		return fmt.Errorf("%w: MaxSubmits %d, MaxUncommitted %d, KeepLog %d, History %d must be positive",
+			ErrConfig, c.MaxSubmits, c.MaxUncommitted, c.KeepLog, c.History)
+	}
+	if err := liveness.CheckTimeout("Retry", c.Retry); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := liveness.CheckTimeout("Heartbeat", c.Heartbeat); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}

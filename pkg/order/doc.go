@@ -1,0 +1,94 @@
+// Package order is ordered multicast to a static group, as sans-IO cores
+// (see pkg/core): reliable FIFO, causal and total order, the two ways of
+// seed 004's logical-time chapter, and the replicated state machine the
+// notes say total order is for (pkg/order/rsm). cmd/orderd runs it.
+//
+// One Core does every order; each multicast names its own (Multicast).
+// A message is delivered to its sender too, as the notes' multicast
+// "including itself".
+//
+// # Reliable FIFO: the stream every order stands on
+//
+// Each member numbers the records it multicasts 1, 2, 3... and sends each
+// to every other member (unicast fan-out, or one multicast frame). A
+// receiver hands a member's records on in that order, exactly once,
+// holding back those that arrive early (at most Window ahead: anything
+// further is refused and counted, never buffered), and acknowledges
+// cumulatively; the sender resends from the first unacknowledged record
+// after Retry, backing off to 16 x Retry while a member stays silent, and
+// refuses new multicasts (ErrBusy) once Window records wait for the
+// slowest member. A FIFO message is delivered when its record is handed
+// on.
+//
+// # Causal order
+//
+// A causal record carries its vector timestamp t(m), and the receiver
+// applies the notes' conditions exactly:
+//
+//	t(m)[i] = V[i] + 1        and        t(m)[k] <= V[k] for k != i
+//
+// where V counts the causal messages delivered from each member (kept by
+// this core, not the node's event vector clock, which ticks on every
+// frame). A vector of the wrong width, an entry t(m)[i] that is not the
+// sender's own count, or an entry beyond what member k can have sent
+// (its stream's window) is refused and counted: nothing from the wire can
+// make a message wait for a predecessor that cannot exist.
+//
+// # Total order by a sequencer
+//
+// The sequencer is elected with the election machinery (an elect.Elector,
+// bully by default, composed as pkg/timesync/berkeley does). A sender
+// hands its message to the sequencer (Submit, resent every Retry until
+// it is delivered); the sequencer numbers it, keeps it in its log and
+// sends it to every member; a member keeps it and acknowledges; once a
+// majority holds a number the sequencer commits it, and members deliver
+// committed numbers in order. Committing on a majority is what lets a
+// new sequencer continue the sequence without gap or duplicate after the
+// old one crashes: before it numbers anything it asks every member for
+// its log and waits for a majority (each promises the new term, so the
+// old sequencer can commit nothing more), adopts the most advanced log
+// among them (highest term whose whole log it holds, then longest),
+// fetching the entries it lacks, and goes on from its last number. Every
+// committed number is held by a majority, and two majorities meet, so the
+// adopted log holds all of them. Each sender's submissions are numbered
+// once and in order (per-sender submission IDs, kept in the log), so a
+// message resent to a new sequencer is not numbered twice. The price is
+// a commit round: 1 + 4(N-1) frames per multicast (the submission; the
+// entry to each member and its ack; the commit point to each and its
+// ack, so the sequencer knows whom to tell again), against the notes'
+// 1 + (N-1) for a sequencer that cannot fail.
+//
+// # Total order by Lamport stamps
+//
+// The notes' distributed algorithm: the message is queued everywhere by
+// (Lamport stamp, sender), every member multicasts an ack (N acks of N-1
+// frames: the notes' N^2), and a member delivers the head of its queue
+// once every member acknowledged it and every other member has a later
+// message or ack queued. The stream under it gives the reliable FIFO
+// channels the algorithm assumes. It needs every member alive: one
+// member down stops it, as the notes' algorithm.
+//
+// # Crashes
+//
+// Everything a member has promised is persisted in its Ready.State
+// before any frame that depends on it leaves (an acknowledgement, a
+// number, a commit): its stream and what it handed on, the causal and
+// Lamport queues, the log and the state machine at the position it
+// reflects. A member that restarts is where it was; the others resend
+// what it missed, and the sequencer sends it the log entries after its
+// commit point. A FIFO or causal message that reached only some members
+// before its sender crashed reaches the rest when the sender is back
+// (only its stream holds it); causal messages that depend on it wait
+// until then. The sequencer's log has no such limit: any member holds
+// it.
+//
+// # Bounds
+//
+// Every buffer is bounded: records held back (Window per member), the
+// records a sender keeps (Window, plus the Lamport acks it owes), early
+// Lamport acks, submissions (MaxSubmits), uncommitted numbers
+// (MaxUncommitted), the log (KeepLog delivered entries, 256 by default; a
+// member that lags further gets a snapshot of the state machine instead,
+// one frame of at most wire.MaxOrderSnapshot bytes), and the delivery
+// history (History).
+package order

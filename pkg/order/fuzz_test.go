@@ -1,0 +1,182 @@
+package order
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/corefuzz"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/order/rsm"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// FuzzOrder drives one core through a program read from the input, as a
+// hostile member (holding the key) and a bad disk would: records with
+// sequence numbers at, near and far past the window, vectors of any
+// width and value, Lamport stamps and acks of anything, submissions,
+// appends, recover and fetch frames with terms of any owner and any
+// numbers; multicasts; ticks; restarts from what it persisted; failed
+// writes. It must never panic, never hold more than its bounds, and
+// always restart from its own state.
+func FuzzOrder(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 0, 1, 1, 2, 3, 9, 9, 9, 4, 0, 5, 1})
+	f.Add([]byte("\x00\x02\x00\x00\x03\x01\x05\x07\x00\x01\x02\x03\x04\x05\x06\x07\x08"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p := corefuzz.NewProgram(in)
+		members := []uint32{1, 2, 3}
+		self := uint32(1 + p.Intn(3))
+		cfg := DefaultLANConfig()
+		cfg.Window, cfg.MaxSubmits, cfg.MaxUncommitted, cfg.KeepLog = 8, 8, 4, 4
+		if p.Bool() {
+			cfg.Total = Lamport
+		}
+		cfg.Machine = func() StateMachine { return rsm.New() }
+		lamport := &clock.Lamport{}
+		var d *corefuzz.Driver
+		d = &corefuzz.Driver{
+			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			New: func(disk []byte) (core.Core, error) {
+				return New(core.Env{ID: self, Members: members, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), Lamport: lamport, State: disk}, cfg)
+			},
+			Sent: func(m core.Message, disk []byte) error { return nil },
+		}
+		if err := d.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for step := 0; p.More() && step < 200; step++ {
+			fail := p.Intn(8) == 0
+			var err error
+			switch p.Intn(5) {
+			case 0:
+				err = d.Step(fuzzFrame(p, members, self, d.Core.(*Core)), fail)
+			case 1:
+				err = d.Tick(time.Duration(p.Intn(200))*time.Millisecond, fail)
+			case 2:
+				orders := []Order{FIFO, Causal, TotalOrder, 0, 9}
+				_ = d.Core.(*Core).Multicast(d.Now, orders[p.Intn(len(orders))], []byte(fmt.Sprintf("deposit %d", p.Intn(100))))
+				err = d.Drain(fail)
+			case 3:
+				err = d.Restart()
+			default:
+				err = d.Step(fuzzFrame(p, members, self, d.Core.(*Core)), fail)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkBounds(t, d.Core.(*Core))
+			_ = d.Core.Status()
+		}
+	})
+}
+
+func checkBounds(t *testing.T, c *Core) {
+	t.Helper()
+	w := c.cfg.Window
+	for p, in := range c.st.Stream.In {
+		if len(in.held) > w {
+			t.Fatalf("holds %d records of %d, window %d", len(in.held), p, w)
+		}
+	}
+	if n := len(c.st.Stream.Sent); n > 3*len(c.members)*w+w {
+		t.Fatalf("keeps %d sent records", n)
+	}
+	if n := len(c.st.Causal.Pending); n > len(c.members)*3*w {
+		t.Fatalf("%d causal messages held", n)
+	}
+	if n := len(c.st.Lamport.Early); n > 2*len(c.members)*w {
+		t.Fatalf("%d early acks", n)
+	}
+	if l := &c.st.Log; len(l.Entries) > 2*c.cfg.KeepLog+c.cfg.MaxUncommitted+wire.MaxOrderEntries {
+		t.Fatalf("log of %d entries", len(l.Entries))
+	}
+}
+
+// fuzzFrame builds one frame of any orderd kind, mostly well formed,
+// with fields chosen from the edges.
+func fuzzFrame(p *corefuzz.Program, members []uint32, self uint32, c *Core) core.Message {
+	from := members[p.Intn(len(members))]
+	if p.Intn(8) == 0 {
+		from = p.U32()
+	}
+	_, known, _ := c.Election().Leader()
+	term := known
+	switch p.Intn(4) {
+	case 0:
+		term = epoch.Make(epoch.Round(known), from)
+	case 1:
+		term = p.U64()
+	case 2:
+		term = epoch.Make(epoch.Round(known)+1, from)
+	}
+	seq := func() uint64 {
+		in := c.st.Stream.In[from]
+		base := uint64(0)
+		if in != nil {
+			base = in.Next
+		}
+		switch p.Intn(4) {
+		case 0:
+			return base + 1 + uint64(p.Intn(12))
+		case 1:
+			return base - min(base, uint64(p.Intn(3)))
+		case 2:
+			return ^uint64(0) - uint64(p.Intn(2))
+		}
+		return p.U64()
+	}
+	var payload []byte
+	kind := wire.Kind(90 + p.Intn(10))
+	switch kind {
+	case wire.KindOrderRecord:
+		r := wire.OrderRecord{Seq: max(1, seq()), Type: wire.OrderType(1 + p.Intn(4)), Stamp: p.U64()}
+		switch r.Type {
+		case wire.OrderCausal:
+			r.Vector = make([]uint64, 1+p.Intn(4))
+			for i := range r.Vector {
+				r.Vector[i] = uint64(p.Intn(4))
+				if p.Intn(6) == 0 {
+					r.Vector[i] = p.U64()
+				}
+			}
+		case wire.OrderTotalAck:
+			r.AckSender = members[p.Intn(len(members))]
+			r.AckStamp = p.U64()
+		}
+		if r.Type != wire.OrderTotalAck {
+			r.Message = []byte("deposit 1")
+		}
+		payload, _ = r.AppendBinary(nil)
+	case wire.KindOrderStreamAck:
+		payload, _ = wire.OrderStreamAck{Upto: seq()}.AppendBinary(nil)
+	case wire.KindOrderSubmit:
+		payload, _ = wire.OrderSubmit{SID: max(1, seq()), Message: []byte("interest 1%")}.AppendBinary(nil)
+	case wire.KindOrderAppend, wire.KindOrderFetchReply:
+		e := wire.OrderEntries{Prev: seq() % (1 << 62), Commit: seq(), Start: seq()}
+		for range p.Intn(5) {
+			e.Entries = append(e.Entries, wire.OrderEntry{Sender: members[p.Intn(3)], SID: max(1, seq()), Message: []byte("set k v")})
+		}
+		payload, _ = e.AppendBinary(nil)
+	case wire.KindOrderAppendAck:
+		m := seq()
+		payload, _ = wire.OrderAppendAck{Match: m, Commit: m / 2}.AppendBinary(nil)
+	case wire.KindOrderRecover:
+		payload, _ = wire.OrderRecover{Last: seq()}.AppendBinary(nil)
+	case wire.KindOrderRecoverReply:
+		last := seq()
+		payload, _ = wire.OrderRecoverReply{LogTerm: term - min(term, uint64(p.Intn(2))), Last: last, Commit: last / 2}.AppendBinary(nil)
+	case wire.KindOrderFetch:
+		payload, _ = wire.OrderFetch{From: max(1, seq())}.AppendBinary(nil)
+	default:
+		payload = []byte{byte(p.Intn(256))}
+	}
+	if p.Intn(16) == 0 {
+		payload = payload[:p.Intn(len(payload)+1)]
+	}
+	_ = self
+	return core.Message{From: from, Kind: kind, Term: term, Payload: payload}
+}

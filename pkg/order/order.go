@@ -1,0 +1,546 @@
+package order
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Order is the promise a multicast asks for.
+type Order uint8
+
+// Orders.
+const (
+	// FIFO: every member delivers the sender's messages in the order it
+	// sent them, each once.
+	FIFO Order = iota + 1
+	// Causal: and after every message that causally precedes it.
+	Causal
+	// TotalOrder: every member delivers the total-order messages in the
+	// same order (by the Config's Total algorithm).
+	TotalOrder
+)
+
+var orderNames = [...]string{FIFO: "fifo", Causal: "causal", TotalOrder: "total"}
+
+func (o Order) String() string {
+	if o > 0 && int(o) < len(orderNames) {
+		return orderNames[o]
+	}
+	return fmt.Sprintf("order(%d)", uint8(o))
+}
+
+// MarshalText makes an Order read as its name in JSON.
+func (o Order) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// UnmarshalText reads an Order's name.
+func (o *Order) UnmarshalText(b []byte) error {
+	v, err := ParseOrder(string(b))
+	*o = v
+	return err
+}
+
+// ParseOrder reads an Order's name.
+func ParseOrder(s string) (Order, error) {
+	for i, n := range orderNames {
+		if n != "" && n == s {
+			return Order(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown order %q (known: fifo, causal, total)", s)
+}
+
+// Events.
+const (
+	// EventDelivered: a message was delivered (args: order, sender, seq,
+	// index, and the state machine's result for total order).
+	EventDelivered = "delivered"
+	// EventSequencer: this member became the sequencer of a term, having
+	// learned the log from a majority (args: term, last, commit).
+	EventSequencer = "sequencer"
+	// EventSnapshot: this member caught up from a snapshot of the state
+	// machine, the log entries before it being no longer kept (args:
+	// from, index). The messages in it are not delivered one by one.
+	EventSnapshot = "snapshot"
+)
+
+// Errors of Multicast.
+var (
+	// ErrBusy: a window or bound is full; try again later.
+	ErrBusy = errors.New("order: too many messages in flight")
+	// ErrTooLong: the message exceeds wire.MaxOrderMessage.
+	ErrTooLong = errors.New("order: message too long")
+	// ErrOrder: an order this core does not know.
+	ErrOrder = errors.New("order: unknown order")
+)
+
+// Errors of Step, counted under their labels.
+var (
+	ErrStale       = errors.New("order: stale or duplicate")
+	ErrImplausible = errors.New("order: implausible value")
+	ErrTerm        = errors.New("order: not the current sequencer's term")
+	ErrNotLeading  = errors.New("order: this member is not the sequencer")
+	ErrFull        = errors.New("order: bound reached")
+)
+
+var stepLabels = core.ErrorLabels{
+	{Err: ErrStale, Label: "stale"},
+	{Err: ErrImplausible, Label: "implausible"},
+	{Err: ErrTerm, Label: "wrong_term"},
+	{Err: ErrNotLeading, Label: "not_sequencer"},
+	{Err: ErrFull, Label: "full"},
+	{Err: core.ErrUnknownMember, Label: "unknown_member"},
+	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
+}
+
+// Delivery is one delivered message.
+type Delivery struct {
+	Index   uint64    `json:"index"` // this member's delivery counter, from 1
+	Order   Order     `json:"order"`
+	Sender  uint32    `json:"sender"`
+	Seq     uint64    `json:"seq"`               // the sender's stream number, or the total order's number (sequencer)
+	Lamport uint64    `json:"lamport,omitempty"` // the message's Lamport stamp (total, Lamport)
+	Vector  []uint64  `json:"vector,omitempty"`  // the message's vector timestamp, in member order (causal)
+	Message []byte    `json:"message"`
+	Result  string    `json:"result,omitempty"` // the state machine's answer
+	Error   string    `json:"error,omitempty"`  // the state machine's refusal
+	At      time.Time `json:"at"`               // local clock at delivery
+}
+
+// Core is the ordered-multicast core. Not safe for concurrent use.
+type Core struct {
+	cfg     Config
+	id      uint32
+	members []uint32 // sorted, self included
+	peers   []uint32 // members but self
+	pos     map[uint32]int
+	lamport *clock.Lamport
+	el      elect.Elector
+	now     time.Time
+
+	durable    core.Durable
+	electState []byte
+
+	st *persisted
+
+	machine StateMachine
+
+	history    []Delivery
+	fresh      []Delivery
+	msgs       []core.Message
+	events     []core.Event
+	bugs       core.Bugs
+	counters   map[string]uint64
+	nextTick   time.Time
+	deliveredN map[Order]uint64
+
+	seqr seqRole // the sequencer's volatile state
+}
+
+// New builds the core from its environment.
+func New(env core.Env, cfg Config) (*Core, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	members := slices.Clone(env.Members)
+	slices.Sort(members)
+	members = slices.Compact(members)
+	if !slices.Contains(members, env.ID) {
+		return nil, fmt.Errorf("%w: %d is not a member", ErrConfig, env.ID)
+	}
+	if len(members) > wire.MaxOrderVector {
+		return nil, fmt.Errorf("%w: %d members, at most %d", ErrConfig, len(members), wire.MaxOrderVector)
+	}
+	c := &Core{cfg: cfg, id: env.ID, members: members, pos: map[uint32]int{}, lamport: env.Lamport, now: env.Now,
+		counters: map[string]uint64{}, deliveredN: map[Order]uint64{}}
+	if c.lamport == nil {
+		c.lamport = &clock.Lamport{}
+	}
+	for i, m := range members {
+		c.pos[m] = i
+		if m != env.ID {
+			c.peers = append(c.peers, m)
+		}
+	}
+	st, err := decodeState(env.State, c)
+	if err != nil {
+		return nil, err
+	}
+	c.st = st
+	c.lamport.Restore(st.Clock)
+	if cfg.Machine != nil {
+		c.machine = cfg.Machine()
+		if st.Log.Machine != nil {
+			if err := c.machine.Restore(st.Log.Machine); err != nil {
+				return nil, fmt.Errorf("%w: state machine: %w", core.ErrState, err)
+			}
+		}
+	}
+	eenv := env
+	eenv.State = st.Election
+	c.electState = st.Election
+	el, err := cfg.Election(eenv)
+	if err != nil {
+		if errors.Is(err, core.ErrState) {
+			return nil, fmt.Errorf("%w: election: %w", core.ErrState, err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c.el = el
+	c.seqr.reset()
+	if env.State == nil {
+		c.durable.Change(false)
+	}
+	return c, nil
+}
+
+// Election returns the sequencer's election.
+func (c *Core) Election() elect.Elector { return c.el }
+
+// UsesVectors says no: a causal message carries its own vector (the
+// notes' delivery vector, counting delivered messages), not the node's
+// event clock.
+func (c *Core) UsesVectors() bool { return false }
+
+// StepDatagram refuses datagrams.
+func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+
+func (c *Core) count(label string) { c.counters[label]++ }
+
+// Multicast sends msg to every member (this one included) with the given
+// order, at local time now.
+func (c *Core) Multicast(now time.Time, o Order, msg []byte) error {
+	c.now = now
+	if len(msg) > wire.MaxOrderMessage {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrTooLong, len(msg), wire.MaxOrderMessage)
+	}
+	switch o {
+	case FIFO:
+		if !c.st.Stream.room(c.cfg.Window) {
+			return c.busy()
+		}
+		seq := c.emit(wire.OrderRecord{Type: wire.OrderFIFO, Message: msg})
+		c.deliver(Delivery{Order: FIFO, Sender: c.id, Seq: seq, Message: msg})
+	case Causal:
+		if !c.st.Stream.room(c.cfg.Window) {
+			return c.busy()
+		}
+		c.st.Causal.V[c.pos[c.id]]++
+		vec := slices.Clone(c.st.Causal.V)
+		seq := c.emit(wire.OrderRecord{Type: wire.OrderCausal, Vector: vec, Message: msg})
+		c.deliver(Delivery{Order: Causal, Sender: c.id, Seq: seq, Vector: vec, Message: msg})
+	case TotalOrder:
+		if c.cfg.Total == Lamport {
+			if !c.st.Stream.room(c.cfg.Window) {
+				return c.busy()
+			}
+			c.lamportSend(msg)
+		} else if err := c.submit(msg); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("%w: %v", ErrOrder, o)
+	}
+	c.durable.Change(true)
+	return nil
+}
+
+func (c *Core) busy() error {
+	c.count("busy")
+	slow := []uint32{}
+	for _, p := range c.peers {
+		if c.st.Stream.Seq-c.st.Stream.Out[p].Acked >= uint64(c.cfg.Window) {
+			slow = append(slow, p)
+		}
+	}
+	return fmt.Errorf("%w: %d records unacknowledged by member(s) %v (down?)", ErrBusy, c.cfg.Window, slow)
+}
+
+// emit numbers a record, keeps it and sends it to every member.
+func (c *Core) emit(r wire.OrderRecord) uint64 {
+	s := c.st.Stream
+	s.Seq++
+	r.Seq = s.Seq
+	b, ok := c.bugs.Encode(&c.events, "order_record", r, nil)
+	if !ok {
+		return r.Seq
+	}
+	s.Sent = append(s.Sent, sentRecord{Seq: r.Seq, Payload: b})
+	for _, p := range c.peers {
+		o := s.Out[p]
+		if o.Acked+1 == r.Seq || o.due.IsZero() {
+			c.sendRecord(p, b)
+		}
+		if o.due.IsZero() {
+			o.due, o.backoff = c.now.Add(c.cfg.Retry), c.cfg.Retry
+		}
+	}
+	c.wake(c.now.Add(c.cfg.Retry))
+	return r.Seq
+}
+
+func (c *Core) sendRecord(to uint32, payload []byte) {
+	c.msgs = append(c.msgs, core.Message{To: to, Kind: wire.KindOrderRecord, Payload: payload})
+}
+
+func (c *Core) wake(t time.Time) {
+	if c.nextTick.IsZero() || t.Before(c.nextTick) {
+		c.nextTick = t
+	}
+}
+
+// Step feeds one frame.
+func (c *Core) Step(m core.Message) error {
+	if !m.Time.IsZero() {
+		c.now = m.Time
+	}
+	if bully.Handles(m.Kind) {
+		err := c.el.Step(m)
+		c.followElection()
+		return err
+	}
+	if m.Local {
+		return nil
+	}
+	var err error
+	if _, ok := c.pos[m.From]; !ok || m.From == c.id {
+		err = core.ErrUnknownMember
+	} else {
+		switch m.Kind {
+		case wire.KindOrderRecord:
+			err = c.stepRecord(m)
+		case wire.KindOrderStreamAck:
+			err = c.stepStreamAck(m)
+		case wire.KindOrderSubmit:
+			err = c.stepSubmit(m)
+		case wire.KindOrderAppend:
+			err = c.stepAppend(m)
+		case wire.KindOrderAppendAck:
+			err = c.stepAppendAck(m)
+		case wire.KindOrderRecover:
+			err = c.stepRecover(m)
+		case wire.KindOrderRecoverReply:
+			err = c.stepRecoverReply(m)
+		case wire.KindOrderFetch:
+			err = c.stepFetch(m)
+		case wire.KindOrderFetchReply:
+			err = c.stepFetchReply(m)
+		case wire.KindOrderSnapshot:
+			err = c.stepSnapshot(m)
+		default:
+			err = core.ErrUnexpectedKind
+		}
+	}
+	if err != nil {
+		c.count("rejected_" + stepLabels.Of(err, wire.Reason(err)))
+	}
+	return err
+}
+
+func (c *Core) stepRecord(m core.Message) error {
+	var r wire.OrderRecord
+	if err := r.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	in := c.st.Stream.In[m.From]
+	switch {
+	case r.Seq <= in.Next:
+		in.ack = true // its ack may have been lost
+		c.count("duplicates")
+		return nil
+	case r.Seq-in.Next > uint64(c.cfg.Window):
+		return fmt.Errorf("%w: record %d from %d, %d ahead of the next expected (window %d)", ErrImplausible, r.Seq, m.From, r.Seq-in.Next, c.cfg.Window)
+	}
+	if r.Type == wire.OrderCausal && len(r.Vector) != len(c.members) {
+		// Refused before it is held: it is the sender's bug, and holding
+		// it would stall the stream behind it.
+		return fmt.Errorf("%w: causal vector of %d entries for %d members", ErrImplausible, len(r.Vector), len(c.members))
+	}
+	if _, dup := in.held[r.Seq]; dup {
+		c.count("duplicates")
+		return nil
+	}
+	r.Message = slices.Clone(r.Message)
+	in.held[r.Seq] = r
+	for {
+		next, ok := in.held[in.Next+1]
+		if !ok {
+			break
+		}
+		delete(in.held, in.Next+1)
+		in.Next++
+		in.ack = true
+		c.handOn(m.From, next)
+	}
+	if in.ack {
+		c.durable.Change(true)
+	}
+	return nil
+}
+
+// handOn takes a record from sender's stream, in order, exactly once.
+func (c *Core) handOn(from uint32, r wire.OrderRecord) {
+	switch r.Type {
+	case wire.OrderFIFO:
+		c.deliver(Delivery{Order: FIFO, Sender: from, Seq: r.Seq, Message: r.Message})
+	case wire.OrderCausal:
+		c.causalReceive(from, r)
+	case wire.OrderTotal:
+		c.lamportReceive(from, r)
+	case wire.OrderTotalAck:
+		c.lamportAckReceive(from, r)
+	}
+}
+
+func (c *Core) stepStreamAck(m core.Message) error {
+	var a wire.OrderStreamAck
+	if err := a.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	s := c.st.Stream
+	o := s.Out[m.From]
+	switch {
+	case a.Upto > s.Seq:
+		return fmt.Errorf("%w: ack of record %d, only %d sent", ErrImplausible, a.Upto, s.Seq)
+	case a.Upto <= o.Acked:
+		return nil
+	}
+	o.Acked = a.Upto
+	o.backoff = c.cfg.Retry
+	if o.Acked == s.Seq {
+		o.due = time.Time{}
+	} else {
+		o.due = c.now.Add(c.cfg.Retry)
+		c.wake(o.due)
+	}
+	old := len(s.Sent)
+	s.trim()
+	if len(s.Sent) != old {
+		c.durable.Change(false)
+	}
+	return nil
+}
+
+// Tick advances timers.
+func (c *Core) Tick(now time.Time) {
+	c.now = now
+	c.el.Tick(now)
+	c.followElection()
+	c.nextTick = time.Time{}
+	s := c.st.Stream
+	for _, p := range c.peers {
+		o := s.Out[p]
+		if o.Acked >= s.Seq {
+			o.due = time.Time{}
+			continue
+		}
+		if o.due.IsZero() {
+			o.due, o.backoff = now.Add(c.cfg.Retry), c.cfg.Retry
+		}
+		if !now.Before(o.due) {
+			for seq := o.Acked + 1; seq <= s.Seq && seq <= o.Acked+maxBurst; seq++ {
+				if b, ok := s.record(seq); ok {
+					c.sendRecord(p, b)
+					c.count("resent_records")
+				}
+			}
+			o.backoff = min(2*o.backoff, 16*c.cfg.Retry)
+			o.due = now.Add(o.backoff)
+		}
+		c.wake(o.due)
+	}
+	c.seqTick(now)
+}
+
+// Deadline is when Tick is next needed.
+func (c *Core) Deadline() time.Time { return core.Earliest(c.el.Deadline(), c.nextTick) }
+
+// Ready drains the output.
+func (c *Core) Ready() core.Ready {
+	rd := c.el.Ready()
+	c.el.Changes()
+	if rd.State != nil {
+		c.electState = rd.State
+		c.durable.Change(rd.Promise)
+	}
+	rd.State, rd.Promise = nil, false
+	for _, p := range c.peers {
+		if in := c.st.Stream.In[p]; in.ack {
+			in.ack = false
+			b, _ := wire.OrderStreamAck{Upto: in.Next}.AppendBinary(nil)
+			c.msgs = append(c.msgs, core.Message{To: p, Kind: wire.KindOrderStreamAck, Payload: b})
+		}
+	}
+	c.durable.Ready(&rd, c.encodeState)
+	rd.Messages = append(rd.Messages, c.msgs...)
+	rd.Events = append(rd.Events, c.events...)
+	c.msgs, c.events = nil, nil
+	return rd
+}
+
+// Advance is the driver's report on the last Ready.
+func (c *Core) Advance(saved bool) {
+	if a, ok := c.el.(core.Advancer); ok {
+		a.Advance(saved)
+	}
+	c.durable.Advance(saved)
+}
+
+// deliver hands a message to the application.
+func (c *Core) deliver(d Delivery) {
+	c.st.Delivered++
+	d.Index = c.st.Delivered
+	d.At = c.now
+	c.deliveredN[d.Order]++
+	if len(c.history) >= c.cfg.History {
+		c.history = append(c.history[:0:0], c.history[len(c.history)-c.cfg.History+1:]...)
+	}
+	c.history = append(c.history, d)
+	if len(c.fresh) < c.cfg.History {
+		// Bounded for a driver that never drains them (the daemon reads
+		// History instead).
+		c.fresh = append(c.fresh, d)
+	}
+	args := []any{"order", d.Order.String(), "sender", d.Sender, "seq", d.Seq, "index", d.Index}
+	if d.Result != "" {
+		args = append(args, "result", d.Result)
+	}
+	if d.Error != "" {
+		args = append(args, "error", d.Error)
+	}
+	c.events = append(c.events, core.Event{Name: EventDelivered, Msg: fmt.Sprintf("delivered %s message %d of %d", d.Order, d.Seq, d.Sender), Args: args})
+	c.durable.Change(false)
+}
+
+// Deliveries drains the messages delivered since the last call, in
+// delivery order (at most History of them are kept undrained).
+func (c *Core) Deliveries() []Delivery {
+	f := c.fresh
+	c.fresh = nil
+	return f
+}
+
+// History returns the last History deliveries, oldest first, from index
+// after on (0: all).
+func (c *Core) History(after uint64) []Delivery {
+	i, _ := slices.BinarySearchFunc(c.history, after+1, func(d Delivery, idx uint64) int {
+		switch {
+		case d.Index < idx:
+			return -1
+		case d.Index > idx:
+			return 1
+		}
+		return 0
+	})
+	return slices.Clone(c.history[i:])
+}
+
+// Machine returns the replicated state machine (nil without one).
+func (c *Core) Machine() StateMachine { return c.machine }

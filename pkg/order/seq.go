@@ -1,0 +1,749 @@
+package order
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// The sequencer's total order (see doc.go for why each rule is there).
+//
+// A sender hands its message to the sequencer (Submit, resent until the
+// message is delivered); the sequencer gives it the next number, keeps it
+// in its log and sends it to every member (Append); each member keeps it
+// in its log and says how far its log matches (AppendAck); once a
+// majority holds a number the sequencer commits it and says so in its
+// next Append; members deliver committed numbers in order. The
+// sequencer's term is its election term (bully's owned epoch); a member
+// takes a term's Appends only from the term's owner, and only for the term
+// its own election knows.
+//
+// A newly elected sequencer first asks every member for its log
+// (Recover); each promises the term (refusing older terms' Appends from
+// then on) and says which term's log it holds whole (LogTerm), its last
+// number and commit point. With a majority of answers the sequencer
+// adopts the log of the most advanced one (highest LogTerm, then longest),
+// fetching the entries it lacks (Fetch), and only then numbers anything.
+// A committed number is held by a majority, any two majorities meet, and
+// a member's LogTerm only moves to a term once it holds that term's whole
+// initial log: so the adopted log holds every committed number, and the
+// new sequencer continues after the last of them, without gap or
+// duplicate. Numbers that only the dead sequencer (or a minority) held
+// and that nobody delivered may be renumbered; their senders resend them
+// until they are delivered, and the sequencer takes each sender's
+// submissions in order and once (SIDs), so nothing is lost or doubled.
+
+type logEntry struct {
+	Sender  uint32 `json:"sender"`
+	SID     uint64 `json:"sid"`
+	Message []byte `json:"message"`
+}
+
+type logState struct {
+	Term       uint64     `json:"term"`        // highest term promised
+	LogTerm    uint64     `json:"log_term"`    // term whose whole initial log this log holds
+	AppendTerm uint64     `json:"append_term"` // term whose sequencer shaped this log's tail
+	Base       uint64     `json:"base"`        // entries up to Base are compacted away
+	Entries    []logEntry `json:"entries,omitempty"`
+	Commit     uint64     `json:"commit"`
+	Applied    uint64     `json:"applied"`
+	Machine    []byte     `json:"machine,omitempty"` // state machine at Applied
+	// BaseSIDs are the senders' highest SIDs in the compacted entries.
+	BaseSIDs map[uint32]uint64 `json:"base_sids,omitempty"`
+	// SID is this member's last submission; Submits are those not yet
+	// delivered.
+	SID     uint64            `json:"sid"`
+	Submits map[uint64][]byte `json:"submits,omitempty"`
+}
+
+func (l *logState) last() uint64 { return l.Base + uint64(len(l.Entries)) }
+
+func (l *logState) entry(i uint64) (logEntry, bool) {
+	if i <= l.Base || i > l.last() {
+		return logEntry{}, false
+	}
+	return l.Entries[i-l.Base-1], true
+}
+
+// truncate drops the entries after i (never a committed one).
+func (l *logState) truncate(i uint64) {
+	if i < l.last() && i >= l.Base {
+		l.Entries = l.Entries[:i-l.Base]
+	}
+}
+
+// sids returns each sender's highest SID in the log.
+func (l *logState) sids() map[uint32]uint64 {
+	s := map[uint32]uint64{}
+	for k, v := range l.BaseSIDs {
+		s[k] = v
+	}
+	for _, e := range l.Entries {
+		s[e.Sender] = max(s[e.Sender], e.SID)
+	}
+	return s
+}
+
+// seqRole is the sequencer's volatile state: rebuilt after a restart by
+// a new recovery.
+type seqRole struct {
+	leading    uint64 // term this member numbers in (recovered)
+	recovering uint64 // term being recovered
+	replies    map[uint32]wire.OrderRecoverReply
+	best       uint32 // member whose log is adopted
+	fetchNext  uint64
+	bestLast   uint64
+	retryAt    time.Time
+	start      uint64
+	match      map[uint32]uint64
+	next       map[uint32]uint64
+	sentCommit map[uint32]uint64
+	commits    map[uint32]uint64 // each member's commit point, as it acknowledged
+	due        map[uint32]time.Time
+	sids       map[uint32]uint64
+	leader     uint32 // the sequencer as the election knows it
+	submitDue  time.Time
+	recoveries uint64
+}
+
+func (r *seqRole) reset() {
+	*r = seqRole{recoveries: r.recoveries, leader: r.leader}
+}
+
+func (c *Core) majority() int { return len(c.members)/2 + 1 }
+
+// followElection starts recovering when this member is elected, and stops
+// sequencing when it is not the leader any more.
+func (c *Core) followElection() {
+	if c.cfg.Total != Sequencer {
+		return
+	}
+	lead, term, ok := c.el.Leader()
+	if !ok {
+		lead = 0
+	}
+	if lead != c.seqr.leader {
+		c.seqr.leader = lead
+		c.seqr.submitDue = c.now // hand pending submissions to the new one at once
+		c.wake(c.now)
+	}
+	me := ok && lead == c.id && c.el.Role() == elect.RoleLeader
+	switch {
+	case !me:
+		if c.seqr.leading != 0 || c.seqr.recovering != 0 {
+			c.seqr.reset()
+		}
+	case c.seqr.leading == term || c.seqr.recovering == term:
+	default:
+		c.startRecovery(term)
+	}
+}
+
+func (c *Core) startRecovery(term uint64) {
+	c.seqr.reset()
+	c.seqr.recovering = term
+	c.seqr.recoveries++
+	l := &c.st.Log
+	if term > l.Term {
+		l.Term = term
+		c.durable.Change(true)
+	}
+	c.seqr.replies = map[uint32]wire.OrderRecoverReply{c.id: {LogTerm: l.LogTerm, Last: l.last(), Commit: l.Commit}}
+	c.sendRecover()
+	c.maybeRecovered()
+}
+
+func (c *Core) sendRecover() {
+	b, _ := wire.OrderRecover{Last: c.st.Log.last()}.AppendBinary(nil)
+	for _, p := range c.peers {
+		if _, ok := c.seqr.replies[p]; !ok {
+			c.msgs = append(c.msgs, c.termMsg(p, wire.KindOrderRecover, b))
+		}
+	}
+	c.seqr.retryAt = c.now.Add(4 * c.cfg.Retry)
+	c.wake(c.seqr.retryAt)
+}
+
+func (c *Core) termMsg(to uint32, k wire.Kind, b []byte) msgT {
+	return msgT{To: to, Kind: k, Term: c.st.Log.Term, Payload: b}
+}
+
+// promiseTerm checks a sequencer's term from the wire (owned by its
+// sender, and the one this member's election knows: an older one is
+// stale, a newer one the election has not confirmed yet, and the sender
+// retries) and promises it: no Append of an older term is taken from now
+// on.
+func (c *Core) promiseTerm(from uint32, term uint64) error {
+	_, known, _ := c.el.Leader()
+	switch {
+	case epoch.Owner(term) != from:
+		return fmt.Errorf("%w: term %d is not member %d's", ErrImplausible, term, from)
+	case term < c.st.Log.Term || term != known:
+		return fmt.Errorf("%w: term %d from %d, this member knows %d and promised %d", ErrTerm, term, from, known, c.st.Log.Term)
+	}
+	if term > c.st.Log.Term {
+		c.st.Log.Term = term
+		c.durable.Change(true)
+	}
+	return nil
+}
+
+func (c *Core) stepRecover(m msgT) error {
+	var r wire.OrderRecover
+	if err := r.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	if err := c.promiseTerm(m.From, m.Term); err != nil {
+		return err
+	}
+	l := &c.st.Log
+	b, _ := wire.OrderRecoverReply{LogTerm: l.LogTerm, Last: l.last(), Commit: l.Commit}.AppendBinary(nil)
+	c.msgs = append(c.msgs, c.termMsg(m.From, wire.KindOrderRecoverReply, b))
+	return nil
+}
+
+func (c *Core) stepRecoverReply(m msgT) error {
+	var r wire.OrderRecoverReply
+	if err := r.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	if c.seqr.recovering == 0 || m.Term != c.seqr.recovering {
+		return fmt.Errorf("%w: recover reply for term %d", ErrStale, m.Term)
+	}
+	if r.LogTerm > m.Term {
+		return fmt.Errorf("%w: member %d holds a log of term %d, after %d", ErrImplausible, m.From, r.LogTerm, m.Term)
+	}
+	if c.seqr.best != 0 {
+		return nil // already adopting
+	}
+	c.seqr.replies[m.From] = r
+	c.maybeRecovered()
+	return nil
+}
+
+// maybeRecovered picks the log to adopt once a majority answered.
+func (c *Core) maybeRecovered() {
+	sr := &c.seqr
+	if len(sr.replies) < c.majority() || sr.best != 0 {
+		return
+	}
+	best := c.id
+	for _, id := range c.members {
+		r, ok := sr.replies[id]
+		if !ok {
+			continue
+		}
+		b := sr.replies[best]
+		if r.LogTerm > b.LogTerm || r.LogTerm == b.LogTerm && r.Last > b.Last {
+			best = id
+		}
+	}
+	sr.best = best
+	br := sr.replies[best]
+	l := &c.st.Log
+	if best == c.id || br.Last <= l.Commit {
+		if best != c.id {
+			l.truncate(max(br.Last, l.Commit))
+		}
+		c.becomeSequencer()
+		return
+	}
+	sr.bestLast = br.Last
+	sr.fetchNext = l.Commit + 1
+	c.sendFetch()
+}
+
+func (c *Core) sendFetch() {
+	b, _ := wire.OrderFetch{From: c.seqr.fetchNext}.AppendBinary(nil)
+	c.msgs = append(c.msgs, c.termMsg(c.seqr.best, wire.KindOrderFetch, b))
+	c.seqr.retryAt = c.now.Add(4 * c.cfg.Retry)
+	c.wake(c.seqr.retryAt)
+}
+
+func (c *Core) stepFetch(m msgT) error {
+	var f wire.OrderFetch
+	if err := f.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	l := &c.st.Log
+	if f.From <= l.Base {
+		c.sendSnapshot(m.From, m.Term)
+		return nil
+	}
+	out := wire.OrderEntries{Prev: f.From - 1, Commit: l.Commit, Start: l.last()}
+	out.Entries = c.entriesFrom(f.From)
+	b, ok := c.bugs.Encode(&c.events, "order_entries", out, nil)
+	if ok {
+		c.msgs = append(c.msgs, msgT{To: m.From, Kind: wire.KindOrderFetchReply, Term: m.Term, Payload: b})
+	}
+	return nil
+}
+
+// entriesFrom returns up to MaxOrderEntries entries from i, within a
+// frame's bytes.
+func (c *Core) entriesFrom(i uint64) []wire.OrderEntry {
+	var out []wire.OrderEntry
+	size := 0
+	for ; len(out) < wire.MaxOrderEntries; i++ {
+		e, ok := c.st.Log.entry(i)
+		if !ok || size+len(e.Message) > 16<<10 {
+			break
+		}
+		size += len(e.Message) + 14
+		out = append(out, wire.OrderEntry{Sender: e.Sender, SID: e.SID, Message: e.Message})
+	}
+	return out
+}
+
+func (c *Core) stepFetchReply(m msgT) error {
+	var r wire.OrderEntries
+	if err := r.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	sr := &c.seqr
+	if sr.recovering == 0 || m.Term != sr.recovering || m.From != sr.best || r.Prev+1 != sr.fetchNext {
+		return fmt.Errorf("%w: fetch reply from %d for %d", ErrStale, m.From, r.Prev+1)
+	}
+	if len(r.Entries) == 0 {
+		// The member compacted or lost what it announced: start over.
+		c.startRecovery(sr.recovering)
+		return nil
+	}
+	l := &c.st.Log
+	l.truncate(r.Prev)
+	for _, e := range r.Entries {
+		if l.last() >= sr.bestLast {
+			break
+		}
+		if _, ok := c.pos[e.Sender]; !ok {
+			return fmt.Errorf("%w: entry from non-member %d", ErrImplausible, e.Sender)
+		}
+		l.Entries = append(l.Entries, logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
+	}
+	sr.fetchNext = l.last() + 1
+	c.durable.Change(true)
+	if l.last() >= sr.bestLast {
+		c.becomeSequencer()
+		return nil
+	}
+	c.sendFetch()
+	return nil
+}
+
+// becomeSequencer starts numbering in the recovered term.
+func (c *Core) becomeSequencer() {
+	sr := &c.seqr
+	l := &c.st.Log
+	term := sr.recovering
+	replies := sr.replies
+	sr.recovering, sr.leading = 0, term
+	l.LogTerm, l.AppendTerm = term, term
+	sr.start = l.last()
+	sr.match = map[uint32]uint64{c.id: l.last()}
+	sr.next, sr.sentCommit, sr.commits, sr.due = map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]time.Time{}
+	for _, p := range c.peers {
+		n := l.Commit
+		if r, ok := replies[p]; ok {
+			n = min(r.Commit, l.last())
+		}
+		sr.next[p] = max(n, l.Base) + 1
+	}
+	sr.sids = l.sids()
+	c.durable.Change(true)
+	c.events = append(c.events, eventf(EventSequencer, "sequencer of term %d from number %d", term, l.last()+1,
+		"term", term, "last", l.last(), "commit", l.Commit))
+	for _, p := range c.peers {
+		c.sendAppend(p)
+	}
+	c.advanceCommit()
+}
+
+// submit hands a message to the sequencer.
+func (c *Core) submit(msg []byte) error {
+	l := &c.st.Log
+	if len(l.Submits) >= c.cfg.MaxSubmits {
+		c.count("busy")
+		return fmt.Errorf("%w: %d messages wait for the sequencer (%s)", ErrBusy, len(l.Submits), c.sequencerText())
+	}
+	l.SID++
+	if l.Submits == nil {
+		l.Submits = map[uint64][]byte{}
+	}
+	l.Submits[l.SID] = slices.Clone(msg)
+	c.sendSubmit(l.SID)
+	if c.seqr.submitDue.IsZero() {
+		c.seqr.submitDue = c.now.Add(c.cfg.Retry)
+		c.wake(c.seqr.submitDue)
+	}
+	return nil
+}
+
+func (c *Core) sequencerText() string {
+	if c.seqr.leader == 0 {
+		return "no sequencer known: an election is running"
+	}
+	return fmt.Sprintf("sequencer %d", c.seqr.leader)
+}
+
+func (c *Core) sendSubmit(sid uint64) {
+	lead := c.seqr.leader
+	if lead == 0 {
+		return
+	}
+	msg := c.st.Log.Submits[sid]
+	if lead == c.id {
+		c.takeSubmit(c.id, sid, msg)
+		return
+	}
+	b, ok := c.bugs.Encode(&c.events, "order_submit", wire.OrderSubmit{SID: sid, Message: msg}, nil)
+	if ok {
+		c.msgs = append(c.msgs, msgT{To: lead, Kind: wire.KindOrderSubmit, Payload: b})
+	}
+}
+
+func (c *Core) stepSubmit(m msgT) error {
+	var s wire.OrderSubmit
+	if err := s.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	return c.takeSubmit(m.From, s.SID, s.Message)
+}
+
+// takeSubmit numbers a sender's next submission.
+func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte) error {
+	sr := &c.seqr
+	l := &c.st.Log
+	switch {
+	case sr.leading == 0:
+		return fmt.Errorf("%w (%s)", ErrNotLeading, c.sequencerText())
+	case sid <= sr.sids[from]:
+		return nil // numbered already: its delivery will tell the sender
+	case sid != sr.sids[from]+1:
+		return fmt.Errorf("%w: submission %d from %d before its %d", ErrStale, sid, from, sr.sids[from]+1)
+	case l.last()-l.Commit >= uint64(c.cfg.MaxUncommitted):
+		return fmt.Errorf("%w: %d numbers uncommitted", ErrFull, l.last()-l.Commit)
+	}
+	l.Entries = append(l.Entries, logEntry{Sender: from, SID: sid, Message: slices.Clone(msg)})
+	sr.sids[from] = sid
+	sr.match[c.id] = l.last()
+	c.durable.Change(true)
+	for _, p := range c.peers {
+		c.sendAppend(p)
+	}
+	c.advanceCommit()
+	return nil
+}
+
+// sendAppend sends member p the entries from its next number on (none:
+// a heartbeat with the commit point).
+func (c *Core) sendAppend(p uint32) {
+	sr := &c.seqr
+	l := &c.st.Log
+	n := sr.next[p]
+	if n <= l.Base {
+		// It needs entries no longer kept: the state they built instead.
+		c.sendSnapshot(p, l.Term)
+		sr.due[p] = c.now.Add(c.cfg.Heartbeat)
+		c.wake(sr.due[p])
+		return
+	}
+	out := wire.OrderEntries{Prev: n - 1, Commit: l.Commit, Start: sr.start, Entries: c.entriesFrom(n)}
+	b, ok := c.bugs.Encode(&c.events, "order_entries", out, nil)
+	if !ok {
+		return
+	}
+	c.msgs = append(c.msgs, c.termMsg(p, wire.KindOrderAppend, b))
+	sr.next[p] = n + uint64(len(out.Entries))
+	sr.sentCommit[p] = l.Commit
+	sr.due[p] = c.now.Add(c.cfg.Heartbeat)
+	c.wake(sr.due[p])
+}
+
+func (c *Core) stepAppend(m msgT) error {
+	var a wire.OrderEntries
+	if err := a.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	if err := c.promiseTerm(m.From, m.Term); err != nil {
+		return err
+	}
+	l := &c.st.Log
+	for _, e := range a.Entries {
+		if _, ok := c.pos[e.Sender]; !ok {
+			return fmt.Errorf("%w: entry from non-member %d", ErrImplausible, e.Sender)
+		}
+	}
+	if a.Prev <= l.last() {
+		i := a.Prev
+		for _, e := range a.Entries {
+			i++
+			if i <= l.Commit || i <= l.Base {
+				continue // committed: the same everywhere
+			}
+			if old, ok := l.entry(i); ok && l.AppendTerm == m.Term && old.Sender == e.Sender && old.SID == e.SID {
+				continue
+			}
+			l.truncate(i - 1)
+			l.Entries = append(l.Entries, logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
+		}
+		if l.AppendTerm != m.Term {
+			// Anything after what this sequencer sent is another term's.
+			l.truncate(max(i, l.Commit))
+			l.AppendTerm = m.Term
+		}
+		if l.last() >= a.Start && l.LogTerm != m.Term {
+			l.LogTerm = m.Term
+		}
+		c.durable.Change(true)
+	}
+	match := l.Commit
+	if l.AppendTerm == m.Term {
+		match = l.last()
+	}
+	if a.Commit > l.Commit {
+		c.commitTo(min(a.Commit, match))
+	}
+	b, _ := wire.OrderAppendAck{Match: match, Commit: l.Commit}.AppendBinary(nil)
+	c.msgs = append(c.msgs, msgT{To: m.From, Kind: wire.KindOrderAppendAck, Term: m.Term, Payload: b})
+	return nil
+}
+
+func (c *Core) stepAppendAck(m msgT) error {
+	var a wire.OrderAppendAck
+	if err := a.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	sr := &c.seqr
+	l := &c.st.Log
+	if sr.leading == 0 || m.Term != sr.leading {
+		return fmt.Errorf("%w: append ack for term %d", ErrStale, m.Term)
+	}
+	if a.Match > l.last() {
+		return fmt.Errorf("%w: member %d matches up to %d, the log ends at %d", ErrImplausible, m.From, a.Match, l.last())
+	}
+	sr.match[m.From] = max(sr.match[m.From], a.Match)
+	sr.commits[m.From] = max(sr.commits[m.From], a.Commit)
+	switch {
+	case a.Match+1 < sr.next[m.From] && a.Match >= sr.match[m.From]:
+		// It lacks what was sent (lost, or it was behind): go back.
+		sr.next[m.From] = a.Match + 1
+	case a.Match+1 > sr.next[m.From]:
+		// It has more than was sent to it (a snapshot, or an earlier term).
+		sr.next[m.From] = a.Match + 1
+	}
+	if sr.next[m.From] <= l.last() {
+		c.sendAppend(m.From)
+	}
+	c.advanceCommit()
+	return nil
+}
+
+// advanceCommit commits what a majority holds in this term.
+func (c *Core) advanceCommit() {
+	sr := &c.seqr
+	l := &c.st.Log
+	ms := make([]uint64, 0, len(c.members))
+	for _, id := range c.members {
+		ms = append(ms, sr.match[id])
+	}
+	slices.Sort(ms)
+	slices.Reverse(ms)
+	maj := ms[c.majority()-1]
+	if maj > l.Commit {
+		c.commitTo(maj)
+		for _, p := range c.peers {
+			c.sendAppend(p)
+		}
+	}
+}
+
+// commitTo commits and applies the log up to i.
+func (c *Core) commitTo(i uint64) {
+	l := &c.st.Log
+	if i <= l.Commit {
+		return
+	}
+	l.Commit = min(i, l.last())
+	for l.Applied < l.Commit {
+		l.Applied++
+		e, _ := l.entry(l.Applied)
+		if e.Sender == c.id {
+			for sid := range l.Submits {
+				if sid <= e.SID {
+					delete(l.Submits, sid)
+				}
+			}
+		}
+		c.applyTotal(Delivery{Order: TotalOrder, Sender: e.Sender, Seq: l.Applied, Message: e.Message})
+	}
+	if c.machine != nil {
+		l.Machine = c.machine.Snapshot()
+	}
+	if keep := uint64(c.cfg.KeepLog); l.Applied > l.Base+keep+keep/4+1 {
+		cut := l.Applied - keep
+		if l.BaseSIDs == nil {
+			l.BaseSIDs = map[uint32]uint64{}
+		}
+		for _, e := range l.Entries[:cut-l.Base] {
+			l.BaseSIDs[e.Sender] = max(l.BaseSIDs[e.Sender], e.SID)
+		}
+		l.Entries = append(l.Entries[:0:0], l.Entries[cut-l.Base:]...)
+		l.Base = cut
+	}
+	c.durable.Change(true)
+}
+
+// seqTick resends what is due.
+func (c *Core) seqTick(now time.Time) {
+	if c.cfg.Total != Sequencer {
+		return
+	}
+	sr := &c.seqr
+	l := &c.st.Log
+	if sr.recovering != 0 && !now.Before(sr.retryAt) {
+		if sr.best == 0 {
+			c.sendRecover()
+		} else {
+			c.sendFetch()
+		}
+	}
+	if sr.recovering != 0 {
+		c.wake(sr.retryAt)
+	}
+	if sr.leading != 0 {
+		for _, p := range c.peers {
+			if sr.match[p] >= l.last() && sr.commits[p] >= l.Commit {
+				continue // up to date: bully's heartbeats say the sequencer lives
+			}
+			if !now.Before(sr.due[p]) {
+				if sr.next[p] > sr.match[p]+1 {
+					sr.next[p] = sr.match[p] + 1
+					c.count("resent_appends")
+				}
+				c.sendAppend(p)
+			}
+			c.wake(sr.due[p])
+		}
+	}
+	if len(l.Submits) > 0 {
+		if sr.submitDue.IsZero() || !now.Before(sr.submitDue) {
+			sids := make([]uint64, 0, len(l.Submits))
+			for sid := range l.Submits {
+				sids = append(sids, sid)
+			}
+			slices.Sort(sids)
+			for _, sid := range sids[:min(len(sids), maxBurst)] {
+				c.sendSubmit(sid)
+			}
+			sr.submitDue = now.Add(c.cfg.Retry)
+		}
+		c.wake(sr.submitDue)
+	} else {
+		sr.submitDue = time.Time{}
+	}
+}
+
+// snapshotData is what an OrderSnapshot carries: the state machine after
+// the snapshot's number, and each sender's last submission up to it (so
+// that nothing is numbered twice after it).
+type snapshotData struct {
+	Machine json.RawMessage   `json:"machine"`
+	SIDs    map[uint32]uint64 `json:"sids"`
+}
+
+// sendSnapshot sends the state at the applied number to a member that
+// needs entries no longer kept (sequencer), or to a new sequencer that
+// fetches them.
+func (c *Core) sendSnapshot(to uint32, term uint64) {
+	l := &c.st.Log
+	if c.machine == nil || l.Applied == 0 {
+		c.count("snapshot_unavailable")
+		return
+	}
+	sids := map[uint32]uint64{}
+	for k, v := range l.BaseSIDs {
+		sids[k] = v
+	}
+	for i := l.Base + 1; i <= l.Applied; i++ {
+		e, _ := l.entry(i)
+		sids[e.Sender] = max(sids[e.Sender], e.SID)
+	}
+	data, err := json.Marshal(snapshotData{Machine: l.Machine, SIDs: sids})
+	if err != nil {
+		c.bugs.Report(&c.events, "encode_snapshot", err)
+		return
+	}
+	b, ok := c.bugs.Encode(&c.events, "order_snapshot", wire.OrderSnapshot{Index: l.Applied, Data: data}, nil)
+	if ok {
+		c.msgs = append(c.msgs, msgT{To: to, Kind: wire.KindOrderSnapshot, Term: term, Payload: b})
+		c.count("snapshots_sent")
+	}
+}
+
+func (c *Core) stepSnapshot(m msgT) error {
+	var s wire.OrderSnapshot
+	if err := s.UnmarshalBinary(m.Payload); err != nil {
+		return err
+	}
+	sr := &c.seqr
+	fetching := sr.recovering != 0 && m.Term == sr.recovering && m.From == sr.best
+	if !fetching {
+		if err := c.promiseTerm(m.From, m.Term); err != nil {
+			return err
+		}
+	}
+	l := &c.st.Log
+	if c.machine == nil {
+		return fmt.Errorf("%w: a snapshot, and no state machine here", core.ErrUnexpectedKind)
+	}
+	if s.Index > l.Commit {
+		var d snapshotData
+		if err := json.Unmarshal(s.Data, &d); err != nil {
+			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
+		}
+		for id := range d.SIDs {
+			if _, ok := c.pos[id]; !ok {
+				return fmt.Errorf("%w: snapshot names non-member %d", ErrImplausible, id)
+			}
+		}
+		if err := c.machine.Restore(d.Machine); err != nil {
+			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
+		}
+		l.Entries, l.Base, l.Commit, l.Applied = nil, s.Index, s.Index, s.Index
+		l.Machine, l.BaseSIDs = d.Machine, d.SIDs
+		for sid := range l.Submits {
+			if sid <= d.SIDs[c.id] {
+				delete(l.Submits, sid)
+			}
+		}
+		if !fetching {
+			l.AppendTerm = m.Term
+		}
+		c.durable.Change(true)
+		c.count("snapshots_installed")
+		c.events = append(c.events, eventf(EventSnapshot, "caught up from member %d's snapshot at number %d", m.From, s.Index,
+			"from", m.From, "index", s.Index))
+	}
+	if fetching {
+		sr.fetchNext = l.last() + 1
+		if l.last() >= sr.bestLast {
+			c.becomeSequencer()
+			return nil
+		}
+		c.sendFetch()
+		return nil
+	}
+	match := l.Commit
+	if l.AppendTerm == m.Term {
+		match = l.last()
+	}
+	b, _ := wire.OrderAppendAck{Match: match, Commit: l.Commit}.AppendBinary(nil)
+	c.msgs = append(c.msgs, msgT{To: m.From, Kind: wire.KindOrderAppendAck, Term: m.Term, Payload: b})
+	return nil
+}

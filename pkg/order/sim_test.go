@@ -1,0 +1,405 @@
+package order
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/order/rsm"
+)
+
+// oracle knows the truth the replicas cannot: every message sent, in
+// what order, and what its sender had delivered (or sent) before it, the
+// true happens-before of causal messages.
+type oracle struct {
+	t         *testing.T
+	s         *sim.Sim
+	sent      map[string]sentMsg         // by message text
+	delivered map[uint32][]Delivery      // per replica, in delivery order
+	seen      map[uint32]map[string]bool // per replica: delivered texts
+	// causalPast is, per replica, the causal messages it delivered or
+	// sent so far: a causal message's dependencies at its send.
+	causalPast map[uint32][]string
+	bySender   map[uint32][]string // per sender, its messages in send order
+}
+
+type sentMsg struct {
+	from  uint32
+	order Order
+	deps  []string
+}
+
+func newOracle(t *testing.T, s *sim.Sim) *oracle {
+	o := &oracle{t: t, s: s, sent: map[string]sentMsg{}, delivered: map[uint32][]Delivery{},
+		seen: map[uint32]map[string]bool{}, causalPast: map[uint32][]string{}, bySender: map[uint32][]string{}}
+	s.OnReady(func(r sim.Ready) {
+		for _, d := range r.Core.(*Core).Deliveries() {
+			o.check(r.Node, d)
+		}
+	})
+	return o
+}
+
+// send multicasts text from id with order o, if id runs and has room.
+func (o *oracle) send(id uint32, ord Order, text string) bool {
+	if !o.s.Running(id) {
+		return false
+	}
+	var err error
+	// Recorded first: FIFO and causal messages are delivered to their
+	// sender within Multicast.
+	o.sent[text] = sentMsg{from: id, order: ord, deps: slices.Clone(o.causalPast[id])}
+	o.bySender[id] = append(o.bySender[id], text)
+	_ = o.s.Do(id, func(c core.Core) {
+		err = c.(*Core).Multicast(o.s.Clock(id).Now(), ord, []byte(text))
+	})
+	if err != nil {
+		delete(o.sent, text)
+		o.bySender[id] = o.bySender[id][:len(o.bySender[id])-1]
+		return false
+	}
+	if ord != TotalOrder && !o.seen[id][text] {
+		o.t.Fatalf("%s: not delivered to its sender at once", text)
+	}
+	return true
+}
+
+func (o *oracle) check(at uint32, d Delivery) {
+	t := o.t
+	text := string(d.Message)
+	m, ok := o.sent[text]
+	if !ok {
+		t.Fatalf("replica %d delivered %q, which nobody sent\n%s", at, text, o.s.Log())
+	}
+	if m.from != d.Sender || m.order != d.Order {
+		t.Fatalf("replica %d delivered %q as %v from %d, sent as %v from %d", at, text, d.Order, d.Sender, m.order, m.from)
+	}
+	if o.seen[at] == nil {
+		o.seen[at] = map[string]bool{}
+	}
+	if o.seen[at][text] {
+		t.Fatalf("replica %d delivered %q twice\n%s", at, text, o.s.Log())
+	}
+	// FIFO, for every order: the sender's earlier messages of the same
+	// order came first.
+	for _, prev := range o.bySender[d.Sender] {
+		if prev == text {
+			break
+		}
+		if o.sent[prev].order == d.Order && !o.seen[at][prev] {
+			t.Fatalf("replica %d delivered %q before %q, sent earlier by %d (FIFO)\n%s", at, text, prev, d.Sender, o.s.Log())
+		}
+	}
+	if d.Order == Causal {
+		for _, dep := range m.deps {
+			if !o.seen[at][dep] {
+				t.Fatalf("replica %d delivered %q before its causal predecessor %q\n%s", at, text, dep, o.s.Log())
+			}
+		}
+		o.causalPast[at] = append(o.causalPast[at], text)
+	}
+	o.seen[at][text] = true
+	o.delivered[at] = append(o.delivered[at], d)
+	if d.Order == TotalOrder {
+		o.checkTotal()
+	}
+}
+
+// totals returns replica id's total-order deliveries.
+func (o *oracle) totals(id uint32) []string {
+	var out []string
+	for _, d := range o.delivered[id] {
+		if d.Order == TotalOrder {
+			out = append(out, string(d.Message))
+		}
+	}
+	return out
+}
+
+// checkTotal: the total orders of any two replicas are one a prefix of
+// the other.
+func (o *oracle) checkTotal() {
+	ids := o.s.IDs()
+	for _, a := range ids {
+		ta := o.totals(a)
+		for _, b := range ids {
+			tb := o.totals(b)
+			n := min(len(ta), len(tb))
+			if !slices.Equal(ta[:n], tb[:n]) {
+				i := 0
+				for i < n && ta[i] == tb[i] {
+					i++
+				}
+				o.t.Fatalf("total order differs at position %d: replica %d delivered %q, replica %d %q\n%s", i, a, ta[i], b, tb[i], o.s.Log())
+			}
+		}
+	}
+}
+
+// complete reports whether every replica delivered every message.
+func (o *oracle) complete() bool {
+	for _, id := range o.s.IDs() {
+		if len(o.seen[id]) != len(o.sent) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *oracle) missing() string {
+	var b strings.Builder
+	for _, id := range o.s.IDs() {
+		var miss []string
+		for text := range o.sent {
+			if !o.seen[id][text] {
+				miss = append(miss, text)
+			}
+		}
+		slices.Sort(miss)
+		fmt.Fprintf(&b, "replica %d misses %d: %v\n", id, len(miss), miss[:min(len(miss), 10)])
+	}
+	return b.String()
+}
+
+type chaos struct {
+	nodes   int
+	total   Total
+	crashes bool
+	// partitions cut the cluster in two now and then, healed within
+	// seconds.
+	partitions bool
+	// killSequencer crashes the sequencer half-way and keeps it down for
+	// outage while the others go on multicasting; with a sequencer, the
+	// survivors must deliver in total order meanwhile.
+	killSequencer bool
+	outage        time.Duration
+	msgs          int
+}
+
+func runChaos(t *testing.T, seed int64, ch chaos) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	link := sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Duration(rng.IntN(3000)) * time.Microsecond,
+		Loss: float64(rng.IntN(20)) / 100, Duplicate: float64(rng.IntN(10)) / 100}
+	s := sim.New(sim.Config{Seed: seed, DefaultLink: link})
+	cfg := DefaultLANConfig()
+	cfg.Total = ch.total
+	ids := make([]uint32, ch.nodes)
+	for i := range ids {
+		ids[i] = uint32(i + 1)
+		s.AddNode(ids[i], netip.AddrPort{}, func(env core.Env) core.Core {
+			c, err := New(env, cfg)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			return c
+		}, clock.SimConfig{Offset: time.Duration(rng.IntN(50)) * time.Millisecond, DriftPPM: float64(rng.IntN(100))})
+	}
+	o := newOracle(t, s)
+	s.Run(time.Second) // an election
+	orders := []Order{FIFO, Causal, TotalOrder}
+	sent := 0
+	for step := 0; sent < ch.msgs && step < 20*ch.msgs; step++ {
+		s.Run(time.Duration(rng.IntN(20)) * time.Millisecond)
+		id := ids[rng.IntN(len(ids))]
+		ord := orders[rng.IntN(len(orders))]
+		if o.send(id, ord, fmt.Sprintf("%s-%d-%d", ord, id, step)) {
+			sent++
+		}
+		if ch.killSequencer && sent == ch.msgs/2 {
+			o.sequencerOutage(ch, rng)
+			sent++
+		}
+		if ch.partitions && rng.IntN(60) == 0 {
+			var a, b []uint32
+			for _, id := range ids {
+				if rng.IntN(2) == 0 {
+					a = append(a, id)
+				} else {
+					b = append(b, id)
+				}
+			}
+			s.Partition(a, b)
+			s.Run(time.Duration(rng.IntN(2000)) * time.Millisecond)
+			s.Heal()
+		}
+		if ch.crashes && rng.IntN(40) == 0 {
+			victim := ids[rng.IntN(len(ids))]
+			if s.Running(victim) {
+				s.Crash(victim)
+				s.Run(time.Duration(rng.IntN(1500)) * time.Millisecond)
+				s.Restart(victim)
+			}
+		}
+	}
+	if !s.RunUntil(o.complete, 60*time.Second) {
+		var st strings.Builder
+		for _, id := range ids {
+			r := s.Core(id).(*Core).Report()
+			fmt.Fprintf(&st, "%d: %+v pending %+v", id, r.Streams, r.Pending)
+			if r.Sequencer != nil {
+				fmt.Fprintf(&st, " sequencer %+v", *r.Sequencer)
+			}
+			fmt.Fprintf(&st, " counters %v\n", r.Counters)
+		}
+		t.Fatalf("not every replica delivered every message:\n%s\n%s\n%s", o.missing(), st.String(), o.s.Log()[max(0, len(o.s.Log())-5000):])
+	}
+	for _, id := range ids {
+		if got, want := o.totals(id), o.totals(ids[0]); !slices.Equal(got, want) {
+			t.Fatalf("replica %d's total order differs from replica %d's", id, ids[0])
+		}
+	}
+}
+
+// sequencerOutage crashes the sequencer and checks that the others keep
+// delivering every order meanwhile (total order too, with a sequencer:
+// a new one is elected and recovers the log from a majority).
+func (o *oracle) sequencerOutage(ch chaos, rng *rand.Rand) {
+	s := o.s
+	var seqr uint32
+	for _, id := range s.IDs() {
+		if s.Running(id) {
+			if lead, _, ok := s.Core(id).(*Core).Election().Leader(); ok {
+				seqr = lead
+			}
+		}
+	}
+	if seqr == 0 || !s.Running(seqr) {
+		return
+	}
+	s.Crash(seqr)
+	var live []uint32
+	for _, id := range s.IDs() {
+		if s.Running(id) {
+			live = append(live, id)
+		}
+	}
+	var during []string
+	for i := 0; i < 10; i++ {
+		id := live[rng.IntN(len(live))]
+		text := fmt.Sprintf("outage-%d-%d", id, i)
+		// Lamport's total order waits for every member's ack, and a causal
+		// message may depend on one of the dead member's that only some
+		// members got (its stream resends it when it is back): FIFO is
+		// what must go on without it, and the sequencer's total order.
+		ord := FIFO
+		if ch.total == Sequencer && i%2 == 0 {
+			ord = TotalOrder
+		}
+		if o.send(id, ord, text) {
+			during = append(during, text)
+		}
+		s.Run(20 * time.Millisecond)
+	}
+	ok := s.RunUntil(func() bool {
+		for _, id := range live {
+			for _, text := range during {
+				if !o.seen[id][text] {
+					return false
+				}
+			}
+		}
+		return true
+	}, ch.outage)
+	if !ok {
+		o.t.Fatalf("with sequencer %d down, the others did not deliver %v within %v:\n%s", seqr, during, ch.outage, o.missing())
+	}
+	s.Restart(seqr)
+}
+
+func TestSimSequencer(t *testing.T) {
+	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+		runChaos(t, seed, chaos{nodes: 4, total: Sequencer, crashes: true, msgs: 60})
+	})
+}
+
+func TestSimLamport(t *testing.T) {
+	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+		runChaos(t, seed, chaos{nodes: 4, total: Lamport, crashes: true, msgs: 60})
+	})
+}
+
+// The sequencer crashes and stays down while the others multicast: a new
+// sequencer takes over without a gap or a duplicate (the oracle checks
+// every replica's total order against every other's), on 5 members with
+// partitions too.
+func TestSimSequencerFailover(t *testing.T) {
+	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+		runChaos(t, seed, chaos{nodes: 5, total: Sequencer, partitions: true, killSequencer: true, outage: 5 * time.Second, msgs: 80})
+	})
+}
+
+func TestSimLamportPartitions(t *testing.T) {
+	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+		runChaos(t, seed, chaos{nodes: 5, total: Lamport, partitions: true, killSequencer: true, outage: 5 * time.Second, msgs: 80})
+	})
+}
+
+// A replica down for more commands than the log keeps catches up from a
+// snapshot of the state machine: as a member (the sequencer sends it), and
+// as the returning highest-ranked member that becomes sequencer again and
+// must fetch the log from a member that compacted it.
+func TestSimSnapshotCatchUp(t *testing.T) {
+	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.05}})
+		cfg := DefaultLANConfig()
+		cfg.KeepLog = 8
+		cfg.Machine = func() StateMachine { return rsm.New() }
+		for id := uint32(1); id <= 3; id++ {
+			s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+				c, err := New(env, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}, clock.SimConfig{})
+		}
+		s.Run(time.Second)
+		apply := func(from uint32, n int) {
+			for k := range n {
+				_ = s.Do(from, func(c core.Core) {
+					if err := c.(*Core).Multicast(s.Clock(from).Now(), TotalOrder, []byte(fmt.Sprintf("set k%d %d", k%10, k))); err != nil {
+						t.Fatal(err)
+					}
+				})
+				s.Run(5 * time.Millisecond)
+			}
+		}
+		machine := func(id uint32) string { return string(s.Core(id).(*Core).Machine().Snapshot()) }
+		same := func(ids ...uint32) func() bool {
+			return func() bool {
+				for _, id := range ids {
+					if !s.Running(id) || machine(id) != machine(ids[0]) || s.Core(id).(*Core).st.Log.Submits != nil && len(s.Core(id).(*Core).st.Log.Submits) > 0 {
+						return false
+					}
+				}
+				return true
+			}
+		}
+		apply(1, 5)
+		s.Crash(1)
+		apply(2, 40)
+		s.Run(2 * time.Second)
+		s.Restart(1)
+		if !s.RunUntil(same(1, 2, 3), 20*time.Second) {
+			t.Fatalf("member 1 did not catch up: %s vs %s\n%+v", machine(1), machine(2), *s.Core(1).(*Core).Report().Sequencer)
+		}
+		s.Crash(3) // the sequencer
+		apply(1, 40)
+		s.Run(3 * time.Second) // a new sequencer numbers them all; the log is compacted past 3's
+		s.Restart(3)           // outranks 2: sequencer again, from a log it lacks
+		apply(2, 3)
+		if !s.RunUntil(same(1, 2, 3), 20*time.Second) {
+			t.Fatalf("the returning sequencer did not catch up: %s vs %s\n%+v", machine(3), machine(2), *s.Core(3).(*Core).Report().Sequencer)
+		}
+		if ev := s.EventsNamed(EventSnapshot); len(ev) < 2 {
+			t.Fatalf("%d snapshots installed, want one at each catch-up: %v", len(ev), ev)
+		}
+	})
+}
