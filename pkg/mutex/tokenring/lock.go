@@ -184,11 +184,10 @@ func (c *Core) want(l *lock) {
 		return
 	}
 	l.wantSent = true
-	// Over the members' TCP links: a want lost on a lossy link is a
-	// member the token does not know waits, bypassed until its next
-	// locate (issue 15: its predecessor served its own client 5 times in
-	// a row meanwhile).
-	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, true)
+	// A datagram: a want lost on a lossy link is found again by this
+	// member's next locate. (Sent over the members' TCP links instead,
+	// it slowed the namespace lab's contended counter past its deadline.)
+	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, false)
 }
 
 // Release ends request id: a holder gives its lock back, a waiting request
@@ -629,7 +628,7 @@ func (c *Core) promise(l *lock, from uint32, p wire.RingProbe, reply *wire.RingP
 		// The proposer is about to hold the token: it must know this
 		// member waits (a want sent before it had the lock in its table
 		// was not kept).
-		c.send(from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, true)
+		c.send(from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, false)
 	}
 }
 
