@@ -120,10 +120,10 @@
 // A locate decides that the token is lost only when a majority answered,
 // nobody has the token or passed it a moment ago, no member confirmed a
 // check or promise within a third of a lease (a live holder whose answers
-// were lost), and no rival may be proposing. Wants travel on the members'
-// TCP links, and a promiser that waits sends the proposer its want: a
-// waiting member is then known to the token, and bypassed at most N-1
-// times, also on a lossy link.
+// were lost), and no rival may be proposing. A promiser that waits sends
+// the proposer its want. So on a lossy link the token is rarely made anew,
+// and a waiting member is bypassed at most N-1 times between
+// regenerations (a new token does not know who waited for the old one).
 //
 // # Frames that lie
 //

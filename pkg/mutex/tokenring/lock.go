@@ -105,7 +105,8 @@ type token struct {
 	gen, hop, fence uint64
 	wants           map[uint32]bool
 	holdUntil       time.Time
-	served          bool // a request was granted during this visit
+	arrived         time.Time // when it came here
+	served          bool      // a request was granted during this visit
 
 	// from is the member it came from (0: created here); it is used only
 	// once vouched. prevGen and prevHop are the lock's lastGen and lastHop
@@ -184,11 +185,10 @@ func (c *Core) want(l *lock) {
 		return
 	}
 	l.wantSent = true
-	// Over the members' TCP links: a want lost on a lossy link is a
-	// member the token does not know waits, bypassed until its next
-	// locate (issue 15: its predecessor served its own client 5 times in
-	// a row meanwhile).
-	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, true)
+	// A datagram: a want lost on a lossy link is found again by this
+	// member's next locate. (Sent over the members' TCP links instead,
+	// it slowed the namespace lab's contended counter past its deadline.)
+	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, false)
 }
 
 // Release ends request id: a holder gives its lock back, a waiting request
@@ -450,7 +450,7 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 		c.count("holds_clamped")
 	}
 	tok := &token{gen: t.Generation, hop: t.Hop, fence: t.Fence, wants: map[uint32]bool{},
-		holdUntil: c.now.Add(hold), from: from, prevGen: l.lastGen, prevHop: l.lastHop}
+		holdUntil: c.now.Add(hold), arrived: c.now, from: from, prevGen: l.lastGen, prevHop: l.lastHop}
 	l.lastGen, l.lastHop = t.Generation, t.Hop
 	l.tok = tok
 	for _, w := range t.Wants {
@@ -561,7 +561,9 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 		// handoff was late; that one, the member the token came from, put
 		// its own want in the token if it had one.
 		if c.has(l, &reply) {
-			if l.tok == nil || l.tok.from != from {
+			// (Only just after the token came: later, that member's
+			// locate is a want like any other's.)
+			if l.tok == nil || l.tok.from != from || c.now.Sub(l.tok.arrived) > c.cfg.AckTimeout+c.locateSpan() {
 				c.wantedBy(l, from)
 			}
 		} else {
@@ -629,7 +631,7 @@ func (c *Core) promise(l *lock, from uint32, p wire.RingProbe, reply *wire.RingP
 		// The proposer is about to hold the token: it must know this
 		// member waits (a want sent before it had the lock in its table
 		// was not kept).
-		c.send(from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, true)
+		c.send(from, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, false)
 	}
 }
 

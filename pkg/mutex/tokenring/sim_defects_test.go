@@ -149,8 +149,21 @@ func TestSimLossyMemberBypass(t *testing.T) {
 		r.run(20*time.Second, true)
 		r.run(6*time.Second, false)
 		r.checkExclusion()
+		// A regenerated token does not know who waited for the old one:
+		// a wait that spans a regeneration is not held to the bound, and
+		// regenerations after the first (the start) must stay rare.
+		var regens []time.Duration
+		for _, e := range r.s.EventsNamed(tokenring.EventRegenerated) {
+			regens = append(regens, e.At)
+		}
+		if len(regens) > 2 {
+			t.Errorf("%d regenerations in 26 s with one lossy member (issue 15 saw 4 in 1.3 s): %v", len(regens), regens)
+		}
 		worst, lossyWorst := 0, 0
 		for _, w := range r.waits {
+			if slices.ContainsFunc(regens, func(at time.Duration) bool { return at > w.asked && at < w.granted }) {
+				continue
+			}
 			bypasses := 0
 			for _, iv := range r.grants["x"] {
 				if iv.start > w.asked && iv.start < w.granted && iv.node != w.node {
@@ -165,7 +178,7 @@ func TestSimLossyMemberBypass(t *testing.T) {
 				t.Errorf("member %d asked at %v, granted at %v: bypassed %d times (want <= %d; lossy member %d)", w.node, w.asked, w.granted, bypasses, n-1, lossy)
 			}
 		}
-		regen := len(r.s.EventsNamed(tokenring.EventRegenerated))
+		regen := len(regens)
 		if t.Failed() {
 			t.FailNow()
 		}
