@@ -64,11 +64,13 @@ func TestLabMutexdShared(t *testing.T) {
 		wg.Add(1)
 		go run(i+1, who, true, 1500*time.Millisecond)
 	}
-	// The writer asks once the readers hold; the last reader once the
+	// The writer asks once all three readers hold; the last reader once the
 	// writer's request is in its daemon's queue (on a loaded host a
 	// command takes its time to start: the order of the requests is read
 	// from the daemons, not from when the commands were started).
-	l.waitLock(1, func(v mutexLock) bool { return len(v.Holders) > 0 })
+	for i := 1; i <= 3; i++ { // every reader holds (a slow start must not let the writer in first)
+		l.waitLock(i, func(v mutexLock) bool { return len(v.Holders) > 0 })
+	}
 	wg.Add(1)
 	go run(4, "w4", false, 300*time.Millisecond)
 	l.waitLock(4, func(v mutexLock) bool { return len(v.Queue) > 0 })
