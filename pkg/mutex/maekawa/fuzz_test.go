@@ -67,14 +67,13 @@ func FuzzVoting(f *testing.F) {
 				return nil
 			},
 		}
-		lastFence := map[string]uint64{}
+		fences := corefuzz.Fences{}
 		d.Ready = func(rd core.Ready) error {
 			for _, o := range d.Core.(*maekawa.Core).Outcomes() {
 				if g, ok := o.(mutex.Granted); ok {
-					if g.Fence <= lastFence[g.Lock] {
-						return fmt.Errorf("%s granted fence %d after %d", g.Lock, g.Fence, lastFence[g.Lock])
+					if err := fences.Granted(g.Lock, g.Fence); err != nil {
+						return err
 					}
-					lastFence[g.Lock] = g.Fence
 				}
 			}
 			return nil
@@ -84,7 +83,7 @@ func FuzzVoting(f *testing.F) {
 		}
 		mk := func() *maekawa.Core { return d.Core.(*maekawa.Core) }
 		names := []string{"x", "y"}
-		var reqs []mutex.RequestID
+		clients := corefuzz.Clients{Core: func() mutex.Algorithm { return mk() }}
 		for steps := 0; p.More() && steps < 400; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
@@ -93,28 +92,15 @@ func FuzzVoting(f *testing.F) {
 				err = d.Tick(time.Duration(1+p.Intn(2000))*time.Millisecond, fail)
 			case 2:
 				if err = d.Restart(); err == nil {
-					clear(lastFence)
-					reqs = nil
+					clear(fences)
+					clients.Forget()
 				}
 			case 3:
-				mode := mutex.Exclusive
-				if p.Bool() {
-					mode = mutex.Shared
-				}
-				if id, aerr := mk().Acquire(d.Now, mutex.Request{Lock: names[p.Intn(2)], Mode: mode,
-					Lease: time.Duration(p.Intn(4)) * time.Second}); aerr == nil {
-					reqs = append(reqs, id)
-				}
+				mode := corefuzz.Mode(p)
+				clients.Acquire(p, d.Now, names[p.Intn(2)], mode)
 				err = d.Drain(fail)
 			case 4:
-				if len(reqs) > 0 {
-					id := reqs[p.Intn(len(reqs))]
-					if p.Bool() {
-						mk().Release(d.Now, id)
-					} else {
-						mk().Renew(d.Now, id, time.Duration(p.Intn(4))*time.Second)
-					}
-				}
+				clients.Touch(p, d.Now)
 				err = d.Drain(fail)
 			case 5:
 				hb, _ := wire.Heartbeat{Interval: 1000, Alive: 3}.AppendBinary(nil)

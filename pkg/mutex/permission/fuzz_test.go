@@ -44,7 +44,7 @@ func FuzzPermission(f *testing.F) {
 		var lamport *clock.Lamport
 		cfg := permission.DefaultLANConfig()
 		cfg.Variant, cfg.ID, cfg.Members, cfg.MaxLocks, cfg.MaxQueue = variant, self, ids, 16, 32
-		lastFence := map[string]uint64{}
+		fences := corefuzz.Fences{}
 		var d *corefuzz.Driver
 		d = &corefuzz.Driver{
 			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -61,20 +61,9 @@ func FuzzPermission(f *testing.F) {
 					if e.Name != permission.EventGranted {
 						continue
 					}
-					var name string
-					var fence uint64
-					for i := 0; i+1 < len(e.Args); i += 2 {
-						switch e.Args[i] {
-						case "lock":
-							name = e.Args[i+1].(string)
-						case "fence":
-							fence = e.Args[i+1].(uint64)
-						}
+					if err := fences.Granted(corefuzz.EventArg(e, "lock").(string), corefuzz.EventArg(e, "fence").(uint64)); err != nil {
+						return err
 					}
-					if fence <= lastFence[name] {
-						return fmt.Errorf("%s granted fence %d after %d", name, fence, lastFence[name])
-					}
-					lastFence[name] = fence
 				}
 				return nil
 			},
@@ -84,7 +73,7 @@ func FuzzPermission(f *testing.F) {
 		}
 		member := func() *permission.Core { return d.Core.(*permission.Core) }
 		names := []string{"x", "y", "z"}
-		var reqs []mutex.RequestID
+		clients := corefuzz.Clients{Core: func() mutex.Algorithm { return member() }}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
@@ -97,27 +86,14 @@ func FuzzPermission(f *testing.F) {
 				err = d.Tick(dt, fail)
 			case 2:
 				if err = d.Restart(); err == nil {
-					clear(lastFence)
-					reqs = nil
+					clear(fences)
+					clients.Forget()
 				}
 			case 3:
-				name := names[p.Intn(len(names))]
-				if p.Intn(4) == 0 {
-					name = fmt.Sprintf("n%d", p.Intn(40))
-				}
-				if id, aerr := member().Acquire(d.Now, mutex.Request{Lock: name, Lease: time.Duration(p.Intn(4)) * time.Second}); aerr == nil {
-					reqs = append(reqs, id)
-				}
+				clients.Acquire(p, d.Now, corefuzz.LockName(p, names), mutex.Exclusive)
 				err = d.Drain(fail)
 			case 4:
-				if len(reqs) > 0 {
-					id := reqs[p.Intn(len(reqs))]
-					if p.Bool() {
-						member().Release(d.Now, id)
-					} else {
-						member().Renew(d.Now, id, time.Duration(p.Intn(4))*time.Second)
-					}
-				}
+				clients.Touch(p, d.Now)
 				err = d.Drain(fail)
 			default:
 				// As the node does: a frame more than 2^40 ahead of the
@@ -135,15 +111,8 @@ func FuzzPermission(f *testing.F) {
 			if len(rd.Locks) > cfg.MaxLocks {
 				t.Fatalf("%d locks, MaxLocks %d", len(rd.Locks), cfg.MaxLocks)
 			}
-			var m core.MetricSet
-			member().Metrics(&m)
-			if err := m.Err(); err != nil {
+			if err := corefuzz.CheckMetrics(member(), cfg.MaxLocks+16); err != nil {
 				t.Fatal(err)
-			}
-			for _, fam := range m.Families() {
-				if len(fam.Samples) > cfg.MaxLocks+16 {
-					t.Fatalf("%s: %d samples", fam.Name, len(fam.Samples))
-				}
 			}
 		}
 	})

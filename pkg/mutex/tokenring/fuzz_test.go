@@ -54,15 +54,7 @@ func FuzzTokenRing(f *testing.F) {
 					if e.Name != tokenring.EventGranted {
 						continue
 					}
-					var fence, gen uint64
-					for i := 0; i+1 < len(e.Args); i += 2 {
-						switch e.Args[i] {
-						case "fence":
-							fence = e.Args[i+1].(uint64)
-						case "generation":
-							gen = e.Args[i+1].(uint64)
-						}
-					}
+					fence, gen := corefuzz.EventArg(e, "fence").(uint64), corefuzz.EventArg(e, "generation").(uint64)
 					if fence>>40 != uint64(epoch.Round(gen)) || fence&(1<<40-1) == 0 {
 						return fmt.Errorf("granted fence %#x on a token of generation %#x", fence, gen)
 					}
@@ -78,7 +70,7 @@ func FuzzTokenRing(f *testing.F) {
 		promised := map[string]uint64{}
 		var floor uint64
 		lastFence := map[string]uint64{}
-		var reqs []mutex.RequestID
+		clients := corefuzz.Clients{Core: func() mutex.Algorithm { return ring() }}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
@@ -91,27 +83,14 @@ func FuzzTokenRing(f *testing.F) {
 					// (and nothing that depended on it left: Sent).
 					clear(lastFence)
 					clear(promised)
-					reqs = nil
+					clients.Forget()
 					floor, _ = tokenring.PromisedOnDisk(d.Disk, "\x00")
 				}
 			case 3:
-				name := names[p.Intn(len(names))]
-				if p.Intn(4) == 0 {
-					name = fmt.Sprintf("n%d", p.Intn(40))
-				}
-				if id, aerr := ring().Acquire(d.Now, mutex.Request{Lock: name, Lease: time.Duration(p.Intn(4)) * time.Second}); aerr == nil {
-					reqs = append(reqs, id)
-				}
+				clients.Acquire(p, d.Now, corefuzz.LockName(p, names), mutex.Exclusive)
 				err = d.Drain(fail)
 			case 4:
-				if len(reqs) > 0 {
-					id := reqs[p.Intn(len(reqs))]
-					if p.Bool() {
-						ring().Release(d.Now, id)
-					} else {
-						ring().Renew(d.Now, id, time.Duration(p.Intn(4))*time.Second)
-					}
-				}
+				clients.Touch(p, d.Now)
 				err = d.Drain(fail)
 			default:
 				name := names[p.Intn(len(names))]
@@ -160,15 +139,8 @@ func FuzzTokenRing(f *testing.F) {
 					lastFence[l.Name] = h.Fence
 				}
 			}
-			var m core.MetricSet
-			ring().Metrics(&m)
-			if err := m.Err(); err != nil {
+			if err := corefuzz.CheckMetrics(ring(), cfg.MaxLocks+8); err != nil {
 				t.Fatal(err)
-			}
-			for _, fam := range m.Families() {
-				if len(fam.Samples) > cfg.MaxLocks+8 {
-					t.Fatalf("%s: %d samples", fam.Name, len(fam.Samples))
-				}
 			}
 		}
 	})

@@ -1,0 +1,108 @@
+package corefuzz
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// What every mutex core's fuzz target shares: its clients, the fences a
+// life grants, the metrics. Each target keeps its own choice of steps (so
+// its corpus keeps driving the same paths), its own frames and its own
+// invariants.
+
+// LockName is one of names, or one time in four one of 40 others (more
+// locks than the fuzz targets' MaxLocks).
+func LockName(p *Program, names []string) string {
+	name := names[p.Intn(len(names))]
+	if p.Intn(4) == 0 {
+		name = fmt.Sprintf("n%d", p.Intn(40))
+	}
+	return name
+}
+
+// Mode is exclusive or shared, the program's choice.
+func Mode(p *Program) mutex.Mode {
+	if p.Bool() {
+		return mutex.Shared
+	}
+	return mutex.Exclusive
+}
+
+// Clients are a mutex core's clients: the requests they made in this life
+// of the core, renewed and released at the program's choice. Core returns
+// the current life's core.
+type Clients struct {
+	Core func() mutex.Algorithm
+	reqs []mutex.RequestID
+}
+
+// Acquire asks for lock in mode with a lease of 0 to 3 s (0: the
+// default), the program's choice, and keeps the request if it is taken.
+func (c *Clients) Acquire(p *Program, now time.Time, lock string, mode mutex.Mode) {
+	id, err := c.Core().Acquire(now, mutex.Request{Lock: lock, Mode: mode, Lease: time.Duration(p.Intn(4)) * time.Second})
+	if err == nil {
+		c.reqs = append(c.reqs, id)
+	}
+}
+
+// Touch releases or renews (for 0 to 3 s) one of the requests, the
+// program's choice; nothing without one.
+func (c *Clients) Touch(p *Program, now time.Time) {
+	if len(c.reqs) == 0 {
+		return
+	}
+	id := c.reqs[p.Intn(len(c.reqs))]
+	if p.Bool() {
+		_ = c.Core().Release(now, id)
+	} else {
+		_ = c.Core().Renew(now, id, time.Duration(p.Intn(4))*time.Second)
+	}
+}
+
+// Forget drops the requests: after a restart the new life knows none.
+func (c *Clients) Forget() { c.reqs = nil }
+
+// Fences checks that the grants of one life carry, per lock, a fence above
+// the one before. Clear it on a restart: a new life's fences are bounded
+// by its disk, which the target checks its own way.
+type Fences map[string]uint64
+
+// Granted records fence, granted for lock, or says why it may not be.
+func (f Fences) Granted(lock string, fence uint64) error {
+	if fence <= f[lock] {
+		return fmt.Errorf("lock %s: granted fence %#x after %#x", lock, fence, f[lock])
+	}
+	f[lock] = fence
+	return nil
+}
+
+// EventArg returns the value that follows key in e's Args (nil without
+// one).
+func EventArg(e core.Event, key string) any {
+	for i := 0; i+1 < len(e.Args); i += 2 {
+		if e.Args[i] == key {
+			return e.Args[i+1]
+		}
+	}
+	return nil
+}
+
+// CheckMetrics: the core's metrics are valid, and no family has more than
+// maxSamples samples (0: no bound): a hostile peer may make counters grow,
+// never their number beyond the core's bounds.
+func CheckMetrics(c interface{ Metrics(*core.MetricSet) }, maxSamples int) error {
+	var m core.MetricSet
+	c.Metrics(&m)
+	if err := m.Err(); err != nil {
+		return err
+	}
+	for _, fam := range m.Families() {
+		if maxSamples > 0 && len(fam.Samples) > maxSamples {
+			return fmt.Errorf("%s: %d samples, at most %d", fam.Name, len(fam.Samples), maxSamples)
+		}
+	}
+	return nil
+}
