@@ -34,28 +34,16 @@ func TestCentralRoundTrips(t *testing.T) {
 // TestCentralLayout pins the byte layout of a grant and of a sync entry
 // (the diagrams above CentralGrant and CentralSync).
 func TestCentralLayout(t *testing.T) {
-	b, err := CentralGrant{Name: "ab", Mode: CentralShared, Incarnation: 0x01020304, Seq: 0x1112131415161718,
-		Fence: 0x2122232425262728, Echo: 0x31323334, LeaseMS: 0x41424344}.AppendBinary(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []byte{2, 1, 0, 0, 1, 2, 3, 4,
-		0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
-		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
-		0x31, 0x32, 0x33, 0x34, 0x41, 0x42, 0x43, 0x44, 'a', 'b'}
-	if !bytes.Equal(b, want) {
-		t.Fatalf("grant encodes as\n% x\nwant\n% x", b, want)
-	}
-	s, err := CentralSync{Flags: 1, Incarnation: 0x01020304, Stamp: 0x05060708, Echo: 0x090a0b0c, MaxSeq: 0x20,
-		Entries: []CentralSyncEntry{{Name: "z", Mode: 1, Held: true, LeaseMS: 0x0d0e0f10, LeftMS: 0x11121314, Seq: 0x20, Fence: 0x30}}}.AppendBinary(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want = []byte{1, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 0, 0, 0, 0, 0, 0, 0x20,
-		1, 1, 1, 0, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0x30, 'z'}
-	if !bytes.Equal(s, want) {
-		t.Fatalf("sync encodes as\n% x\nwant\n% x", s, want)
-	}
+	checkLayout(t, CentralGrant{Name: "ab", Mode: CentralShared, Incarnation: 0x01020304, Seq: 0x1112131415161718,
+		Fence: 0x2122232425262728, Echo: 0x31323334, LeaseMS: 0x41424344},
+		[]byte{2, 1, 0, 0, 1, 2, 3, 4,
+			0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+			0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
+			0x31, 0x32, 0x33, 0x34, 0x41, 0x42, 0x43, 0x44, 'a', 'b'})
+	checkLayout(t, CentralSync{Flags: 1, Incarnation: 0x01020304, Stamp: 0x05060708, Echo: 0x090a0b0c, MaxSeq: 0x20,
+		Entries: []CentralSyncEntry{{Name: "z", Mode: 1, Held: true, LeaseMS: 0x0d0e0f10, LeftMS: 0x11121314, Seq: 0x20, Fence: 0x30}}},
+		[]byte{1, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 0, 0, 0, 0, 0, 0, 0x20,
+			1, 1, 1, 0, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0x30, 'z'})
 }
 
 // TestCentralRejects: what an attacker can put in a field the format does

@@ -60,6 +60,19 @@ func checkRoundTrips[P payload](t *testing.T, samples []P) [][]byte {
 	return encoded
 }
 
+// checkLayout pins v's bytes (the diagram above its type): it must encode
+// to want exactly.
+func checkLayout(t *testing.T, v encoding.BinaryAppender, want []byte) {
+	t.Helper()
+	b, err := v.AppendBinary(nil)
+	if err != nil {
+		t.Fatalf("%T: %v", v, err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Errorf("%T encodes as\n% x\nwant\n% x", v, b, want)
+	}
+}
+
 // refusal is hostile input a decoder must refuse with a *DecodeError of
 // kind.
 type refusal struct {

@@ -23,22 +23,16 @@ func TestPermRoundTrips(t *testing.T) {
 
 // TestPermLayout pins the byte layouts (the diagrams above the types).
 func TestPermLayout(t *testing.T) {
-	b, _ := PermRequest{Name: "ab", Incarnation: 0x01020304, Stamp: 0x0000111213141516, Fence: 0x2122232425262728}.AppendBinary(nil)
-	want := []byte{2, 0, 0, 0, 1, 2, 3, 4,
-		0, 0, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16,
-		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 'a', 'b'}
-	if !bytes.Equal(b, want) {
-		t.Fatalf("request encodes as\n% x\nwant\n% x", b, want)
-	}
-	b, _ = PermReply{Name: "ab", Incarnation: 0x01020304, Answers: 0x05060708, Stamp: 0x0000111213141516,
-		Fence: 0x2122232425262728, Want: 0x0000313233343536}.AppendBinary(nil)
-	want = []byte{2, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0,
-		0, 0, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16,
-		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
-		0, 0, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 'a', 'b'}
-	if !bytes.Equal(b, want) {
-		t.Fatalf("reply encodes as\n% x\nwant\n% x", b, want)
-	}
+	checkLayout(t, PermRequest{Name: "ab", Incarnation: 0x01020304, Stamp: 0x0000111213141516, Fence: 0x2122232425262728},
+		[]byte{2, 0, 0, 0, 1, 2, 3, 4,
+			0, 0, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16,
+			0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 'a', 'b'})
+	checkLayout(t, PermReply{Name: "ab", Incarnation: 0x01020304, Answers: 0x05060708, Stamp: 0x0000111213141516,
+		Fence: 0x2122232425262728, Want: 0x0000313233343536},
+		[]byte{2, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0,
+			0, 0, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16,
+			0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
+			0, 0, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 'a', 'b'})
 }
 
 // TestPermRejects: names, zero incarnations and stamps, stamps past

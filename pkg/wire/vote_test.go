@@ -47,18 +47,12 @@ func TestVoteRoundTrips(t *testing.T) {
 
 // TestVoteLayout pins the byte layout (the diagram above Vote).
 func TestVoteLayout(t *testing.T) {
-	b, err := Vote{Op: VoteCommit, Mode: VoteShared, Name: "ab", Attempt: 0x01020304,
-		Stamp: 0x1112131415161718, Fence: 0x2122232425262728, LeaseMS: 0x31323334}.AppendBinary(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []byte{7, 1, 2, 0, 1, 2, 3, 4,
-		0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
-		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
-		0x31, 0x32, 0x33, 0x34, 0, 0, 0, 0, 'a', 'b'}
-	if !bytes.Equal(b, want) {
-		t.Errorf("layout\n got % x\nwant % x", b, want)
-	}
+	checkLayout(t, Vote{Op: VoteCommit, Mode: VoteShared, Name: "ab", Attempt: 0x01020304,
+		Stamp: 0x1112131415161718, Fence: 0x2122232425262728, LeaseMS: 0x31323334},
+		[]byte{7, 1, 2, 0, 1, 2, 3, 4,
+			0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+			0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
+			0x31, 0x32, 0x33, 0x34, 0, 0, 0, 0, 'a', 'b'})
 }
 
 // TestVoteHostile: what an attacker can put in each field is refused by
