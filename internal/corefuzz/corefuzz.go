@@ -157,8 +157,9 @@ type Driver struct {
 	// Ready, if set, sees every Ready first (its clock adjustments).
 	Ready func(rd core.Ready) error
 
-	Core    core.Core
-	Disk    []byte
+	Core core.Core
+	Disk []byte
+	// Now is the clock; zero at Start: StartTime.
 	Now     time.Time
 	Life    int // restarts so far
 	Writes  int
@@ -166,8 +167,14 @@ type Driver struct {
 	Refused int // frames the core refused
 }
 
+// StartTime is the Driver's clock at Start unless it was set.
+var StartTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // Start builds the first core.
 func (d *Driver) Start() error {
+	if d.Now.IsZero() {
+		d.Now = StartTime
+	}
 	c, err := d.New(nil)
 	if err != nil {
 		return err

@@ -7,7 +7,8 @@
 // invariants; the Driver checks the one they share: no message leaves
 // while the promise it depends on is unsaved. The mutex cores' targets
 // also share their clients (Clients, LockName, Mode), the growth of a
-// life's fences (Fences, EventArg) and the metrics check (CheckMetrics).
+// life's fences (Fences, OnEvent, EventArg) and the metrics check
+// (CheckMetrics).
 //
 // It exists for tests only.
 package corefuzz

@@ -79,6 +79,21 @@ func (f Fences) Granted(lock string, fence uint64) error {
 	return nil
 }
 
+// OnEvent is a Driver's Ready that hands f every event of that name.
+func OnEvent(name string, f func(e core.Event) error) func(core.Ready) error {
+	return func(rd core.Ready) error {
+		for _, e := range rd.Events {
+			if e.Name != name {
+				continue
+			}
+			if err := f(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // EventArg returns the value that follows key in e's Args (nil without
 // one).
 func EventArg(e core.Event, key string) any {

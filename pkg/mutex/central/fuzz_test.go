@@ -47,27 +47,18 @@ func fuzzCentral(t *testing.T, in []byte) {
 		var d *corefuzz.Driver
 		fences := corefuzz.Fences{}
 		d = &corefuzz.Driver{
-			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
 				return central.New(core.Env{ID: self, Members: ids, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), State: disk}, cfg)
 			},
 			Sent: func(m core.Message, disk []byte) error { return checkSent(m, disk) },
-			Ready: func(rd core.Ready) error {
-				for _, e := range rd.Events {
-					if e.Name != central.EventGranted {
-						continue
-					}
-					fence, term := corefuzz.EventArg(e, "fence").(uint64), corefuzz.EventArg(e, "term").(uint64)
-					base, err := central.FenceBase(term, ids)
-					if err != nil || fence <= base || fence-base >= 1<<32 {
-						return fmt.Errorf("granted fence %#x in term %#x (%v)", fence, term, err)
-					}
-					if err := fences.Granted(corefuzz.EventArg(e, "lock").(string), fence); err != nil {
-						return err
-					}
+			Ready: corefuzz.OnEvent(central.EventGranted, func(e core.Event) error {
+				fence, term := corefuzz.EventArg(e, "fence").(uint64), corefuzz.EventArg(e, "term").(uint64)
+				base, err := central.FenceBase(term, ids)
+				if err != nil || fence <= base || fence-base >= 1<<32 {
+					return fmt.Errorf("granted fence %#x in term %#x (%v)", fence, term, err)
 				}
-				return nil
-			},
+				return fences.Granted(corefuzz.EventArg(e, "lock").(string), fence)
+			}),
 		}
 		if err := d.Start(); err != nil {
 			t.Fatal(err)

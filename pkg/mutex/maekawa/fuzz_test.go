@@ -43,7 +43,6 @@ func FuzzVoting(f *testing.F) {
 		}
 		cfg.Rand = rand.New(rand.NewPCG(1, 2))
 		d := &corefuzz.Driver{
-			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
 				c := cfg
 				c.Persisted = disk

@@ -47,7 +47,6 @@ func FuzzPermission(f *testing.F) {
 		fences := corefuzz.Fences{}
 		var d *corefuzz.Driver
 		d = &corefuzz.Driver{
-			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
 				c := cfg
 				c.Persisted = disk
@@ -56,17 +55,9 @@ func FuzzPermission(f *testing.F) {
 				return permission.New(c)
 			},
 			Sent: func(m core.Message, disk []byte) error { return checkSent(m, disk) },
-			Ready: func(rd core.Ready) error {
-				for _, e := range rd.Events {
-					if e.Name != permission.EventGranted {
-						continue
-					}
-					if err := fences.Granted(corefuzz.EventArg(e, "lock").(string), corefuzz.EventArg(e, "fence").(uint64)); err != nil {
-						return err
-					}
-				}
-				return nil
-			},
+			Ready: corefuzz.OnEvent(permission.EventGranted, func(e core.Event) error {
+				return fences.Granted(corefuzz.EventArg(e, "lock").(string), corefuzz.EventArg(e, "fence").(uint64))
+			}),
 		}
 		if err := d.Start(); err != nil {
 			t.Fatal(err)

@@ -42,25 +42,19 @@ func FuzzTokenRing(f *testing.F) {
 		lim := epoch.Spaced(1<<24-1, tokenring.GenerationBurst, 1)
 		var d *corefuzz.Driver
 		d = &corefuzz.Driver{
-			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
 				c := cfg
 				c.Persisted = disk
 				return tokenring.New(c)
 			},
 			Sent: func(m core.Message, disk []byte) error { return checkSentGeneration(m, disk) },
-			Ready: func(rd core.Ready) error {
-				for _, e := range rd.Events {
-					if e.Name != tokenring.EventGranted {
-						continue
-					}
-					fence, gen := corefuzz.EventArg(e, "fence").(uint64), corefuzz.EventArg(e, "generation").(uint64)
-					if fence>>40 != uint64(epoch.Round(gen)) || fence&(1<<40-1) == 0 {
-						return fmt.Errorf("granted fence %#x on a token of generation %#x", fence, gen)
-					}
+			Ready: corefuzz.OnEvent(tokenring.EventGranted, func(e core.Event) error {
+				fence, gen := corefuzz.EventArg(e, "fence").(uint64), corefuzz.EventArg(e, "generation").(uint64)
+				if fence>>40 != uint64(epoch.Round(gen)) || fence&(1<<40-1) == 0 {
+					return fmt.Errorf("granted fence %#x on a token of generation %#x", fence, gen)
 				}
 				return nil
-			},
+			}),
 		}
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
