@@ -31,35 +31,39 @@ func Mode(p *Program) mutex.Mode {
 	return mutex.Exclusive
 }
 
-// Clients are a mutex core's clients: the requests they made in this life
-// of the core, renewed and released at the program's choice. Core returns
-// the current life's core.
+// Clients are the clients of the mutex core a Driver runs (its Core is a
+// mutex.Algorithm): the requests they made in this life of the core,
+// renewed and released at the program's choice.
 type Clients struct {
-	Core func() mutex.Algorithm
-	reqs []mutex.RequestID
+	Driver *Driver
+	reqs   []mutex.RequestID
 }
 
+func (c *Clients) algorithm() mutex.Algorithm { return c.Driver.Core.(mutex.Algorithm) }
+
 // Acquire asks for lock in mode with a lease of 0 to 3 s (0: the
-// default), the program's choice, and keeps the request if it is taken.
-func (c *Clients) Acquire(p *Program, now time.Time, lock string, mode mutex.Mode) {
-	id, err := c.Core().Acquire(now, mutex.Request{Lock: lock, Mode: mode, Lease: time.Duration(p.Intn(4)) * time.Second})
-	if err == nil {
+// default), the program's choice, keeps the request if it is taken, and
+// drains the core (the write fails if failWrite).
+func (c *Clients) Acquire(p *Program, lock string, mode mutex.Mode, failWrite bool) error {
+	lease := time.Duration(p.Intn(4)) * time.Second
+	if id, err := c.algorithm().Acquire(c.Driver.Now, mutex.Request{Lock: lock, Mode: mode, Lease: lease}); err == nil {
 		c.reqs = append(c.reqs, id)
 	}
+	return c.Driver.Drain(failWrite)
 }
 
 // Touch releases or renews (for 0 to 3 s) one of the requests, the
-// program's choice; nothing without one.
-func (c *Clients) Touch(p *Program, now time.Time) {
-	if len(c.reqs) == 0 {
-		return
+// program's choice (nothing without one), and drains the core.
+func (c *Clients) Touch(p *Program, failWrite bool) error {
+	if len(c.reqs) > 0 {
+		id := c.reqs[p.Intn(len(c.reqs))]
+		if p.Bool() {
+			_ = c.algorithm().Release(c.Driver.Now, id)
+		} else {
+			_ = c.algorithm().Renew(c.Driver.Now, id, time.Duration(p.Intn(4))*time.Second)
+		}
 	}
-	id := c.reqs[p.Intn(len(c.reqs))]
-	if p.Bool() {
-		_ = c.Core().Release(now, id)
-	} else {
-		_ = c.Core().Renew(now, id, time.Duration(p.Intn(4))*time.Second)
-	}
+	return c.Driver.Drain(failWrite)
 }
 
 // Forget drops the requests: after a restart the new life knows none.

@@ -10,7 +10,6 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/epoch"
-	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -65,7 +64,7 @@ func fuzzCentral(t *testing.T, in []byte) {
 		}
 		cc := func() *central.Core { return d.Core.(*central.Core) }
 		names := []string{"x", "y"}
-		clients := corefuzz.Clients{Core: func() mutex.Algorithm { return cc() }}
+		clients := corefuzz.Clients{Driver: d}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
@@ -81,12 +80,9 @@ func fuzzCentral(t *testing.T, in []byte) {
 			case 3:
 				err = d.Step(corefuzz.ElectionFrame(p, term, lim, members, self), fail)
 			case 4:
-				name := corefuzz.LockName(p, names)
-				clients.Acquire(p, d.Now, name, corefuzz.Mode(p))
-				err = d.Drain(fail)
+				err = clients.Acquire(p, corefuzz.LockName(p, names), corefuzz.Mode(p), fail) // name, then mode
 			case 5:
-				clients.Touch(p, d.Now)
-				err = d.Drain(fail)
+				err = clients.Touch(p, fail)
 			default:
 				err = d.Step(centralFrame(p, lead, term, lim, ids, self, cc().Incarnation(), names), fail)
 			}

@@ -82,7 +82,7 @@ func FuzzVoting(f *testing.F) {
 		}
 		mk := func() *maekawa.Core { return d.Core.(*maekawa.Core) }
 		names := []string{"x", "y"}
-		clients := corefuzz.Clients{Core: func() mutex.Algorithm { return mk() }}
+		clients := corefuzz.Clients{Driver: d}
 		for steps := 0; p.More() && steps < 400; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
@@ -96,11 +96,9 @@ func FuzzVoting(f *testing.F) {
 				}
 			case 3:
 				mode := corefuzz.Mode(p)
-				clients.Acquire(p, d.Now, names[p.Intn(2)], mode)
-				err = d.Drain(fail)
+				err = clients.Acquire(p, names[p.Intn(2)], mode, fail)
 			case 4:
-				clients.Touch(p, d.Now)
-				err = d.Drain(fail)
+				err = clients.Touch(p, fail)
 			case 5:
 				hb, _ := wire.Heartbeat{Interval: 1000, Alive: 3}.AppendBinary(nil)
 				err = d.Step(core.Message{From: ids[p.Intn(5)], Kind: wire.KindHeartbeat, Payload: hb}, fail)

@@ -64,7 +64,7 @@ func FuzzPermission(f *testing.F) {
 		}
 		member := func() *permission.Core { return d.Core.(*permission.Core) }
 		names := []string{"x", "y", "z"}
-		clients := corefuzz.Clients{Core: func() mutex.Algorithm { return member() }}
+		clients := corefuzz.Clients{Driver: d}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
@@ -81,11 +81,9 @@ func FuzzPermission(f *testing.F) {
 					clients.Forget()
 				}
 			case 3:
-				clients.Acquire(p, d.Now, corefuzz.LockName(p, names), mutex.Exclusive)
-				err = d.Drain(fail)
+				err = clients.Acquire(p, corefuzz.LockName(p, names), mutex.Exclusive, fail)
 			case 4:
-				clients.Touch(p, d.Now)
-				err = d.Drain(fail)
+				err = clients.Touch(p, fail)
 			default:
 				// As the node does: a frame more than 2^40 ahead of the
 				// clock is refused, any other merged before the core sees it.

@@ -64,7 +64,7 @@ func FuzzTokenRing(f *testing.F) {
 		promised := map[string]uint64{}
 		var floor uint64
 		lastFence := map[string]uint64{}
-		clients := corefuzz.Clients{Core: func() mutex.Algorithm { return ring() }}
+		clients := corefuzz.Clients{Driver: d}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
@@ -81,11 +81,9 @@ func FuzzTokenRing(f *testing.F) {
 					floor, _ = tokenring.PromisedOnDisk(d.Disk, "\x00")
 				}
 			case 3:
-				clients.Acquire(p, d.Now, corefuzz.LockName(p, names), mutex.Exclusive)
-				err = d.Drain(fail)
+				err = clients.Acquire(p, corefuzz.LockName(p, names), mutex.Exclusive, fail)
 			case 4:
-				clients.Touch(p, d.Now)
-				err = d.Drain(fail)
+				err = clients.Touch(p, fail)
 			default:
 				name := names[p.Intn(len(names))]
 				switch p.Intn(6) {
