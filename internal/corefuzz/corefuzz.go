@@ -109,6 +109,18 @@ func (p *Program) I64() int64 {
 	return int64(p.U64())
 }
 
+// From is a frame's sender: self one time in eight (a frame in its own
+// name), stranger one time in eight, else one of ids.
+func (p *Program) From(self, stranger uint32, ids []uint32) uint32 {
+	switch p.Intn(8) {
+	case 0:
+		return self
+	case 1:
+		return stranger
+	}
+	return ids[p.Intn(len(ids))]
+}
+
 // Epoch returns an owned epoch (a term, a generation) relative to the
 // local one cur: the same, one round up or down, a burst away, the last
 // usable round or the end of the space, with any owner of ids (or a

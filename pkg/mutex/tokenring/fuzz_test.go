@@ -190,15 +190,7 @@ func checkSentGeneration(m core.Message, disk []byte) error {
 // ringFrame is a token-ring frame about lock name chosen by the program;
 // cur is what the member promised for it.
 func ringFrame(p *corefuzz.Program, name string, cur uint64, lim epoch.Limit, ids []uint32, self uint32) core.Message {
-	m := core.Message{To: self}
-	switch p.Intn(8) {
-	case 0:
-		m.From = self
-	case 1:
-		m.From = 77
-	default:
-		m.From = ids[p.Intn(len(ids))]
-	}
+	m := core.Message{To: self, From: p.From(self, 77, ids)}
 	gen := p.Epoch(cur, lim, ids)
 	raw := func(v interface{ AppendBinary([]byte) ([]byte, error) }) []byte {
 		b, err := v.AppendBinary(nil)
