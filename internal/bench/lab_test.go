@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -21,6 +23,18 @@ func benchLab(b *testing.B, n int, prefix string) *labnet.Lab {
 		opts = append(opts, labnet.WithPrefix(prefix))
 	}
 	return labnet.New(b, n, opts...)
+}
+
+// etcdBinaries finds etcd and etcdctl, the reference a lab benchmark
+// measures beside synclab's daemon, or skips the benchmark saying how to
+// get them (scripts/bench.sh what installs them).
+func etcdBinaries(b *testing.B, what string) (etcd, etcdctl string) {
+	etcd, err1 := exec.LookPath("etcd")
+	etcdctl, err2 := exec.LookPath("etcdctl")
+	if err := errors.Join(err1, err2); err != nil {
+		b.Skipf("etcd is the reference: install Debian's etcd-server and etcd-client (scripts/bench.sh %s does, without starting the service): %v", what, err)
+	}
+	return etcd, etcdctl
 }
 
 // loadAverage is the machine's 1, 5 and 15 minute load averages, for the

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"syscall"
@@ -54,27 +53,8 @@ func (m *mutexBench) cutOffTrial(fault string, trial int) time.Duration {
 			others = append(others, i)
 		}
 	}
-	release, err := m.acquire(m.ctx, holder, hotLock)
-	if err != nil {
-		m.fatal(err)
-	}
-	granted := time.Now()
-	type grant struct {
-		at      time.Time
-		release func() error
-	}
-	got := make(chan grant, 1)
-	go func() {
-		rel, err := m.acquire(m.ctx, waiter, hotLock)
-		if err != nil {
-			m.logf("cut-off holder: waiter at h%d: %v", waiter, err)
-			rel = func() error { return nil }
-		}
-		got <- grant{time.Now(), rel}
-	}()
-	// At a random instant of the lease, once the waiter waits.
-	m.sleep(100*time.Millisecond + rand.N(mutexLeaseTTL-200*time.Millisecond))
-	at := time.Now()
+	release, granted, got := m.holdAndWait("cut-off holder", holder, waiter)
+	at := time.Now() // a random instant of the lease, once the waiter waits
 	switch fault {
 	case "partitioned":
 		m.lab.Split([]int{holder}, others)
@@ -83,7 +63,7 @@ func (m *mutexBench) cutOffTrial(fault string, trial int) time.Duration {
 			m.fatal(err)
 		}
 	}
-	var g grant
+	var g lockGrant
 	resumed := false
 	for g.release == nil {
 		wait := failoverLimit - time.Since(at)
@@ -163,10 +143,6 @@ func BenchmarkMutexCutOff(b *testing.B) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dir := shortTempDir(b)
-	var opts []labnet.Option
-	if *mutexPrefix != "" {
-		opts = append(opts, labnet.WithPrefix(*mutexPrefix))
-	}
 	alg := *mutexAlg
 	if alg == "all" {
 		alg = mutexalgorithms.Default
@@ -175,7 +151,7 @@ func BenchmarkMutexCutOff(b *testing.B) {
 		b.Fatal(err)
 	}
 	m := &mutexBench{
-		electBench: &electBench{b: b, ctx: ctx, lab: labnet.New(b, mutexHosts, opts...), dir: dir},
+		electBench: &electBench{b: b, ctx: ctx, lab: benchLab(b, mutexHosts, *mutexPrefix), dir: dir},
 		mutexd:     buildBinary(b, dir, *mutexBin, "mutexd"),
 		rss:        map[string]int64{},
 	}

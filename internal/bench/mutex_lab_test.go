@@ -110,21 +110,13 @@ func BenchmarkMutex(b *testing.B) {
 		b.Skip("BenchmarkMutex runs for minutes in a namespace lab: run it with scripts/bench.sh mutex (or pass -mutex)")
 	}
 	labnet.Require(b)
-	etcdBin, err1 := exec.LookPath("etcd")
-	etcdctlBin, err2 := exec.LookPath("etcdctl")
-	if err := errors.Join(err1, err2); err != nil {
-		b.Skipf("etcd is the reference: install Debian's etcd-server and etcd-client (scripts/bench.sh mutex does, without starting the service): %v", err)
-	}
+	etcdBin, etcdctlBin := etcdBinaries(b, "mutex")
 	if *mutexSamples < 1 || *mutexSpaced < 1 || *mutexCLI < 1 || *mutexWindow <= 0 || *mutexClients < 2 || *mutexTrials < 1 || *mutexTraffic <= 0 {
 		b.Fatal("bad flags: every count must be positive, every duration too, and -mutex.clients at least 2")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dir := shortTempDir(b)
-	var opts []labnet.Option
-	if *mutexPrefix != "" {
-		opts = append(opts, labnet.WithPrefix(*mutexPrefix))
-	}
 	algs := mutexalgorithms.All
 	if *mutexAlg != "all" {
 		f, err := algs.Lookup(*mutexAlg)
@@ -136,15 +128,14 @@ func BenchmarkMutex(b *testing.B) {
 	if *mutexCount < 0 || *mutexCount > labnet.MaxHosts {
 		b.Fatalf("-mutex.count-hosts %d: want 0 (skip) to %d", *mutexCount, labnet.MaxHosts)
 	}
-	lab := labnet.New(b, max(etcdHost, *mutexCount), opts...)
+	lab := benchLab(b, max(etcdHost, *mutexCount), *mutexPrefix)
 	m := &mutexBench{
 		electBench: &electBench{b: b, ctx: ctx, lab: lab, dir: dir, etcd: etcdBin, etcdctl: etcdctlBin},
 		mutexd:     buildBinary(b, dir, *mutexBin, "mutexd"),
 		rss:        map[string]int64{},
 	}
-	load, _ := os.ReadFile("/proc/loadavg")
 	m.logf("lab %s up: mutexd on h1-h%d (%s), etcd on h%d; load average %s", lab.Prefix(), mutexHosts,
-		strings.Join(algs.Names(), ", "), etcdHost, strings.Join(strings.Fields(string(load))[:3], " "))
+		strings.Join(algs.Names(), ", "), etcdHost, loadAverage())
 	m.startEtcd()
 	m.etcdHTTP = m.etcdClient()
 	b.ResetTimer()
@@ -661,6 +652,38 @@ func (m *mutexBench) restart(i int) {
 	}
 }
 
+// lockGrant is a waiter's grant: when it came, and its release.
+type lockGrant struct {
+	at      time.Time
+	release func() error
+}
+
+// holdAndWait sets up a failover trial: the daemon on h{holder} takes the
+// hot lock, the one on h{waiter} asks for it in the background, and
+// holdAndWait returns at a random instant of the holder's lease (at least
+// 100 ms from either end), once the waiter waits. It returns the holder's
+// release, when its grant came, and the channel the waiter's grant comes
+// on (a waiter that fails is logged under what and gets a no-op release).
+func (m *mutexBench) holdAndWait(what string, holder, waiter int) (release func() error, granted time.Time, got <-chan lockGrant) {
+	m.b.Helper()
+	release, err := m.acquire(m.ctx, holder, hotLock)
+	if err != nil {
+		m.fatal(err)
+	}
+	granted = time.Now()
+	grant := make(chan lockGrant, 1)
+	go func() {
+		rel, err := m.acquire(m.ctx, waiter, hotLock)
+		if err != nil {
+			m.logf("%s: waiter at h%d: %v", what, waiter, err)
+			rel = func() error { return nil }
+		}
+		grant <- lockGrant{time.Now(), rel}
+	}()
+	m.sleep(100*time.Millisecond + rand.N(mutexLeaseTTL-200*time.Millisecond))
+	return release, granted, grant
+}
+
 func (m *mutexBench) recovery(r *mutexResults) {
 	m.b.Helper()
 	alg := m.alg
@@ -668,29 +691,11 @@ func (m *mutexBench) recovery(r *mutexResults) {
 	for trial := range *mutexTrials {
 		holder := 1 + trial%m.hosts
 		waiter := 1 + (trial+1)%m.hosts
-		if _, err := m.acquire(m.ctx, holder, hotLock); err != nil {
-			m.fatal(err)
-		}
-		granted := time.Now()
-		type grant struct {
-			at      time.Time
-			release func() error
-		}
-		got := make(chan grant, 1)
-		go func() {
-			rel, err := m.acquire(m.ctx, waiter, hotLock)
-			if err != nil {
-				m.logf("recovery: waiter at h%d: %v", waiter, err)
-				rel = func() error { return nil }
-			}
-			got <- grant{time.Now(), rel}
-		}()
-		// Kill at a random instant of the lease, once the waiter waits.
-		m.sleep(100*time.Millisecond + rand.N(mutexLeaseTTL-200*time.Millisecond))
+		_, granted, got := m.holdAndWait("recovery", holder, waiter)
 		m.sampleRSS()
-		killAt := time.Now()
+		killAt := time.Now() // at a random instant of the lease, once the waiter waits
 		m.procs[holder].Kill()
-		var g grant
+		var g lockGrant
 		select {
 		case g = <-got:
 		case <-time.After(failoverLimit):

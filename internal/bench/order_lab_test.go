@@ -6,13 +6,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -63,26 +61,17 @@ func BenchmarkOrder(b *testing.B) {
 		b.Skip("BenchmarkOrder runs for minutes in a namespace lab: run it with scripts/bench.sh order (or pass -order)")
 	}
 	labnet.Require(b)
-	etcdBin, err1 := exec.LookPath("etcd")
-	etcdctlBin, err2 := exec.LookPath("etcdctl")
-	if err := errors.Join(err1, err2); err != nil {
-		b.Skipf("etcd is the reference: install Debian's etcd-server and etcd-client (scripts/bench.sh order does): %v", err)
-	}
+	etcdBin, etcdctlBin := etcdBinaries(b, "order")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dir := shortTempDir(b)
-	var opts []labnet.Option
-	if *orderPrefix != "" {
-		opts = append(opts, labnet.WithPrefix(*orderPrefix))
-	}
-	lab := labnet.New(b, etcdHost, opts...)
+	lab := benchLab(b, etcdHost, *orderPrefix)
 	o := &orderBench{
 		mutexBench: &mutexBench{electBench: &electBench{b: b, ctx: ctx, lab: lab, dir: dir, etcd: etcdBin, etcdctl: etcdctlBin}},
 		orderd:     buildBinary(b, dir, *orderBin, "orderd"),
 		procs:      map[int]*labnet.Proc{},
 	}
-	load, _ := os.ReadFile("/proc/loadavg")
-	o.logf("lab %s up: orderd on h1-h%d, etcd on h%d; load average %s", lab.Prefix(), orderHosts, etcdHost, strings.Join(strings.Fields(string(load))[:3], " "))
+	o.logf("lab %s up: orderd on h1-h%d, etcd on h%d; load average %s", lab.Prefix(), orderHosts, etcdHost, loadAverage())
 	t := &Table{Title: "orderd against etcd 3.4 (put + watch as an ordered log)", Systems: []string{"fifo", "causal", "total (sequencer)", "total (lamport)", "etcd"}}
 
 	t.Section("frames per multicast (simulator, no loss): measured / the notes")

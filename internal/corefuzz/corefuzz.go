@@ -109,6 +109,18 @@ func (p *Program) I64() int64 {
 	return int64(p.U64())
 }
 
+// From is a frame's sender: self one time in eight (a frame in its own
+// name), stranger one time in eight, else one of ids.
+func (p *Program) From(self, stranger uint32, ids []uint32) uint32 {
+	switch p.Intn(8) {
+	case 0:
+		return self
+	case 1:
+		return stranger
+	}
+	return ids[p.Intn(len(ids))]
+}
+
 // Epoch returns an owned epoch (a term, a generation) relative to the
 // local one cur: the same, one round up or down, a burst away, the last
 // usable round or the end of the space, with any owner of ids (or a
@@ -157,8 +169,9 @@ type Driver struct {
 	// Ready, if set, sees every Ready first (its clock adjustments).
 	Ready func(rd core.Ready) error
 
-	Core    core.Core
-	Disk    []byte
+	Core core.Core
+	Disk []byte
+	// Now is the clock; zero at Start: StartTime.
 	Now     time.Time
 	Life    int // restarts so far
 	Writes  int
@@ -166,8 +179,14 @@ type Driver struct {
 	Refused int // frames the core refused
 }
 
+// StartTime is the Driver's clock at Start unless it was set.
+var StartTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // Start builds the first core.
 func (d *Driver) Start() error {
+	if d.Now.IsZero() {
+		d.Now = StartTime
+	}
 	c, err := d.New(nil)
 	if err != nil {
 		return err

@@ -5,7 +5,10 @@
 // Ready exactly as the daemon does. Each core's fuzz target (bully, the
 // token ring, Berkeley, Maekawa and the majority quorum through VoteFrame) builds its frames from a Program and checks its
 // invariants; the Driver checks the one they share: no message leaves
-// while the promise it depends on is unsaved.
+// while the promise it depends on is unsaved. The mutex cores' targets
+// also share their clients (Clients, LockName, Mode), the growth of a
+// life's fences (Fences, OnEvent, EventArg) and the metrics check
+// (CheckMetrics).
 //
 // It exists for tests only.
 package corefuzz

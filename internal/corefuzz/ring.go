@@ -29,14 +29,7 @@ func RingFrame(p *Program, cur uint64, lim epoch.Limit, ids []uint32, self uint3
 		}
 		return ids[p.Intn(len(ids))]
 	}
-	switch p.Intn(8) {
-	case 0:
-		m.From = self
-	case 1:
-		m.From = 9
-	default:
-		m.From = ids[p.Intn(len(ids))]
-	}
+	m.From = p.From(self, 9, ids)
 	m.Term = p.Epoch(cur, lim, ids)
 	seq := uint64(p.Intn(16))
 	if p.Intn(4) == 0 {

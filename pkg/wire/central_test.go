@@ -3,13 +3,12 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"strings"
 	"testing"
 )
 
-func centralSamples() []tokenPayload {
-	return []tokenPayload{
+func centralSamples() []payload {
+	return []payload{
 		&CentralRequest{Name: "counter", Mode: CentralShared, Incarnation: 3, Seq: 7, Stamp: 41, LeaseMS: 3000},
 		&CentralRequest{Name: "a", Incarnation: 1, Seq: 1},
 		&CentralGrant{Name: "counter", Mode: CentralExclusive, Incarnation: 3, Seq: 7, Fence: 5<<40 | 2<<32 | 9, Echo: 41, LeaseMS: 3000},
@@ -26,84 +25,32 @@ func centralSamples() []tokenPayload {
 	}
 }
 
-func emptyCentral(p tokenPayload) tokenPayload {
-	switch p.(type) {
-	case *CentralRequest:
-		return new(CentralRequest)
-	case *CentralGrant:
-		return new(CentralGrant)
-	case *CentralRelease:
-		return new(CentralRelease)
-	case *CentralRenew:
-		return new(CentralRenew)
-	case *CentralRefuse:
-		return new(CentralRefuse)
-	case *CentralBeat:
-		return new(CentralBeat)
-	}
-	return new(CentralSync)
-}
-
 // TestCentralRoundTrips: every payload re-encodes what it decodes; every
 // truncation and any trailing byte is a *DecodeError.
 func TestCentralRoundTrips(t *testing.T) {
-	for _, in := range centralSamples() {
-		b, err := in.AppendBinary(nil)
-		if err != nil {
-			t.Fatalf("%T: %v", in, err)
-		}
-		out := emptyCentral(in)
-		if err := out.UnmarshalBinary(b); err != nil {
-			t.Fatalf("%T: %v", in, err)
-		}
-		if again, _ := out.AppendBinary(nil); !bytes.Equal(again, b) {
-			t.Errorf("%T: round trip % x -> % x", in, b, again)
-		}
-		for n := range len(b) {
-			if err := emptyCentral(in).UnmarshalBinary(b[:n]); err == nil {
-				t.Errorf("%T: %d of %d bytes accepted", in, n, len(b))
-			} else {
-				requireDecodeError(t, err)
-			}
-		}
-		if err := emptyCentral(in).UnmarshalBinary(append(bytes.Clone(b), 'x')); err == nil {
-			t.Errorf("%T: trailing byte accepted", in)
-		}
-	}
+	checkRoundTrips(t, centralSamples())
 }
 
 // TestCentralLayout pins the byte layout of a grant and of a sync entry
 // (the diagrams above CentralGrant and CentralSync).
 func TestCentralLayout(t *testing.T) {
-	b, err := CentralGrant{Name: "ab", Mode: CentralShared, Incarnation: 0x01020304, Seq: 0x1112131415161718,
-		Fence: 0x2122232425262728, Echo: 0x31323334, LeaseMS: 0x41424344}.AppendBinary(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []byte{2, 1, 0, 0, 1, 2, 3, 4,
-		0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
-		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
-		0x31, 0x32, 0x33, 0x34, 0x41, 0x42, 0x43, 0x44, 'a', 'b'}
-	if !bytes.Equal(b, want) {
-		t.Fatalf("grant encodes as\n% x\nwant\n% x", b, want)
-	}
-	s, err := CentralSync{Flags: 1, Incarnation: 0x01020304, Stamp: 0x05060708, Echo: 0x090a0b0c, MaxSeq: 0x20,
-		Entries: []CentralSyncEntry{{Name: "z", Mode: 1, Held: true, LeaseMS: 0x0d0e0f10, LeftMS: 0x11121314, Seq: 0x20, Fence: 0x30}}}.AppendBinary(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want = []byte{1, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 0, 0, 0, 0, 0, 0, 0x20,
-		1, 1, 1, 0, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0x30, 'z'}
-	if !bytes.Equal(s, want) {
-		t.Fatalf("sync encodes as\n% x\nwant\n% x", s, want)
-	}
+	checkLayout(t, CentralGrant{Name: "ab", Mode: CentralShared, Incarnation: 0x01020304, Seq: 0x1112131415161718,
+		Fence: 0x2122232425262728, Echo: 0x31323334, LeaseMS: 0x41424344},
+		[]byte{2, 1, 0, 0, 1, 2, 3, 4,
+			0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+			0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
+			0x31, 0x32, 0x33, 0x34, 0x41, 0x42, 0x43, 0x44, 'a', 'b'})
+	checkLayout(t, CentralSync{Flags: 1, Incarnation: 0x01020304, Stamp: 0x05060708, Echo: 0x090a0b0c, MaxSeq: 0x20,
+		Entries: []CentralSyncEntry{{Name: "z", Mode: 1, Held: true, LeaseMS: 0x0d0e0f10, LeftMS: 0x11121314, Seq: 0x20, Fence: 0x30}}},
+		[]byte{1, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 0, 0, 0, 0, 0, 0, 0x20,
+			1, 1, 1, 0, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0x30, 'z'})
 }
 
 // TestCentralRejects: what an attacker can put in a field the format does
 // not allow is refused on both sides, as a typed error, before anything is
 // allocated for an absurd count.
 func TestCentralRejects(t *testing.T) {
-	for _, p := range []tokenPayload{
+	checkEncodeRefused(t,
 		&CentralRequest{Name: "a b", Seq: 1}, &CentralRequest{Name: "a", Mode: 2, Seq: 1}, &CentralRequest{Name: "a"},
 		&CentralGrant{Name: "a", Seq: 1}, &CentralRenew{Name: "a", Seq: 1}, &CentralRelease{Name: strings.Repeat("x", 65), Seq: 1},
 		&CentralRefuse{Name: "a", Seq: 1}, &CentralRefuse{Name: "a", Seq: 1, Reason: 9},
@@ -112,12 +59,7 @@ func TestCentralRejects(t *testing.T) {
 		&CentralSync{MaxSeq: 1, Entries: []CentralSyncEntry{{Name: "a", Seq: 1, Held: true}}},
 		&CentralSync{MaxSeq: 1, Entries: []CentralSyncEntry{{Name: "a", Seq: 1, Fence: 3}}},
 		&CentralSync{MaxSeq: 1, Entries: []CentralSyncEntry{{Name: "a", Seq: 1, LeftMS: 3}}},
-	} {
-		var ee *EncodeError
-		if _, err := p.AppendBinary(nil); !errors.As(err, &ee) {
-			t.Errorf("%+v encoded (%v)", p, err)
-		}
-	}
+	)
 
 	req, _ := CentralRequest{Name: "ab", Incarnation: 1, Seq: 1}.AppendBinary(nil)
 	grant, _ := CentralGrant{Name: "ab", Incarnation: 1, Seq: 1, Fence: 1}.AppendBinary(nil)
@@ -125,55 +67,29 @@ func TestCentralRejects(t *testing.T) {
 	mutate := func(b []byte, i int, v byte) []byte { b = bytes.Clone(b); b[i] = v; return b }
 	absurdCount := mutate(sync, 2, 0xff)
 	binary.BigEndian.PutUint16(absurdCount[2:], 0xffff)
-	for _, c := range []struct {
-		p    tokenPayload
-		b    []byte
-		kind DecodeErrorKind
-	}{
-		{new(CentralRequest), mutate(req, 1, 2), DecodeBadField},    // mode
-		{new(CentralRequest), mutate(req, 2, 1), DecodeBadReserved}, // reserved
-		{new(CentralRequest), mutate(req, 15, 0), DecodeBadField},   // seq 0
-		{new(CentralRequest), mutate(req, 0, 0), DecodeBadField},    // empty name
-		{new(CentralRequest), mutate(req, 24, ' '), DecodeBadField}, // name character
-		{new(CentralGrant), mutate(grant, 23, 0), DecodeBadField},   // fence 0
-		{new(CentralSync), mutate(sync, 0, 0x80), DecodeBadFlags},   // flags
-		{new(CentralSync), mutate(sync, 3, 2), DecodeTruncated},     // more entries than bytes
-		{new(CentralSync), absurdCount, DecodeOversized},            // absurd count
-		{new(CentralSync), mutate(sync, 26, 2), DecodeBadField},     // held 2
-		{new(CentralSync), mutate(sync, 27, 1), DecodeBadReserved},  // entry reserved
-		{new(CentralSync), mutate(sync, 24, 0), DecodeBadField},     // entry name length 0
-		{new(CentralSync), mutate(sync, 24, 9), DecodeBadField},     // entry name past the end
-		{new(CentralSync), mutate(sync, 43, 5), DecodeBadField},     // entry seq above MaxSeq
-		{new(CentralSync), mutate(sync, 51, 0), DecodeBadField},     // held without fence
-		{new(CentralBeat), make([]byte, 9), DecodeBadLength},        // beat too long
-		{new(CentralRefuse), make([]byte, 17), DecodeBadField},      // reason 0
-		{new(CentralRelease), mutate(req[:25], 1, 1), DecodeBadReserved},
-	} {
-		if err := c.p.UnmarshalBinary(c.b); !errors.Is(err, c.kind) {
-			t.Errorf("%T % x: %v, want %v", c.p, c.b, err, c.kind)
-		}
-	}
+	checkRefusals(t, []refusal{
+		{"mode", new(CentralRequest), mutate(req, 1, 2), DecodeBadField},
+		{"reserved", new(CentralRequest), mutate(req, 2, 1), DecodeBadReserved},
+		{"seq 0", new(CentralRequest), mutate(req, 15, 0), DecodeBadField},
+		{"empty name", new(CentralRequest), mutate(req, 0, 0), DecodeBadField},
+		{"name character", new(CentralRequest), mutate(req, 24, ' '), DecodeBadField},
+		{"fence 0", new(CentralGrant), mutate(grant, 23, 0), DecodeBadField},
+		{"flags", new(CentralSync), mutate(sync, 0, 0x80), DecodeBadFlags},
+		{"more entries than bytes", new(CentralSync), mutate(sync, 3, 2), DecodeTruncated},
+		{"absurd count", new(CentralSync), absurdCount, DecodeOversized},
+		{"held 2", new(CentralSync), mutate(sync, 26, 2), DecodeBadField},
+		{"entry reserved", new(CentralSync), mutate(sync, 27, 1), DecodeBadReserved},
+		{"entry name length 0", new(CentralSync), mutate(sync, 24, 0), DecodeBadField},
+		{"entry name past the end", new(CentralSync), mutate(sync, 24, 9), DecodeBadField},
+		{"entry seq above MaxSeq", new(CentralSync), mutate(sync, 43, 5), DecodeBadField},
+		{"held without fence", new(CentralSync), mutate(sync, 51, 0), DecodeBadField},
+		{"beat too long", new(CentralBeat), make([]byte, 9), DecodeBadLength},
+		{"reason 0", new(CentralRefuse), make([]byte, 17), DecodeBadField},
+		{"release reserved", new(CentralRelease), mutate(req[:25], 1, 1), DecodeBadReserved},
+	})
 }
 
 func FuzzCentral(f *testing.F) {
-	for _, p := range centralSamples() {
-		b, _ := p.AppendBinary(nil)
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, p := range []tokenPayload{new(CentralRequest), new(CentralGrant), new(CentralRelease), new(CentralRenew),
-			new(CentralRefuse), new(CentralBeat), new(CentralSync)} {
-			if err := p.UnmarshalBinary(b); err != nil {
-				requireDecodeError(t, err)
-				continue
-			}
-			out, err := p.AppendBinary(nil)
-			if err != nil {
-				t.Fatalf("%T: decoded but does not encode: %v", p, err)
-			}
-			if !bytes.Equal(out, b) {
-				t.Fatalf("%T: % x re-encodes as % x", p, b, out)
-			}
-		}
-	})
+	fuzzDecoders(f, centralSamples(), nil, new(CentralRequest), new(CentralGrant), new(CentralRelease), new(CentralRenew),
+		new(CentralRefuse), new(CentralBeat), new(CentralSync))
 }

@@ -2,16 +2,12 @@ package wire
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/binary"
-	"errors"
 	"testing"
 )
 
-type orderPayload interface {
-	encoding.BinaryAppender
-	encoding.BinaryUnmarshaler
-}
+// orderPayload is the order family's payload (codec_test.go's checks).
+type orderPayload = payload
 
 func orderSamples() []orderPayload {
 	msg := bytes.Repeat([]byte("m"), MaxOrderMessage)
@@ -46,55 +42,10 @@ func orderSamples() []orderPayload {
 	}
 }
 
-func emptyOrderLike(p orderPayload) orderPayload {
-	switch p.(type) {
-	case *OrderRecord:
-		return new(OrderRecord)
-	case *OrderStreamAck:
-		return new(OrderStreamAck)
-	case *OrderSubmit:
-		return new(OrderSubmit)
-	case *OrderEntries:
-		return new(OrderEntries)
-	case *OrderAppendAck:
-		return new(OrderAppendAck)
-	case *OrderRecover:
-		return new(OrderRecover)
-	case *OrderRecoverReply:
-		return new(OrderRecoverReply)
-	case *OrderSnapshot:
-		return new(OrderSnapshot)
-	}
-	return new(OrderFetch)
-}
-
 // TestOrderRoundTrips: every payload re-encodes what it decodes, at its
 // largest too; every truncation and any trailing byte is a *DecodeError.
 func TestOrderRoundTrips(t *testing.T) {
-	for _, in := range orderSamples() {
-		b, err := in.AppendBinary(nil)
-		if err != nil {
-			t.Fatalf("%T: %v", in, err)
-		}
-		out := emptyOrderLike(in)
-		if err := out.UnmarshalBinary(b); err != nil {
-			t.Fatalf("%T: %v", in, err)
-		}
-		again, _ := out.AppendBinary(nil)
-		if !bytes.Equal(again, b) {
-			t.Errorf("%T: round trip % x -> % x", in, b, again)
-		}
-		for n := range len(b) {
-			if err := emptyOrderLike(in).UnmarshalBinary(b[:n]); err == nil {
-				t.Errorf("%T: %d of %d bytes accepted", in, n, len(b))
-			} else {
-				requireDecodeError(t, err)
-			}
-		}
-		if err := emptyOrderLike(in).UnmarshalBinary(append(bytes.Clone(b), 'x')); err == nil {
-			t.Errorf("%T: trailing byte accepted", in)
-		}
-	}
+	checkRoundTrips(t, orderSamples())
 	if len(orderSamples()[11].(*OrderEntries).Entries) != MaxOrderEntries {
 		t.Fatal("sample does not reach MaxOrderEntries")
 	}
@@ -126,12 +77,7 @@ func TestOrderRejects(t *testing.T) {
 	mutate := func(b []byte, f func(b []byte)) []byte { b = bytes.Clone(b); f(b); return b }
 	entries, _ := OrderEntries{Prev: 1, Entries: []OrderEntry{{Sender: 1, SID: 1, Message: []byte("x")}}}.AppendBinary(nil)
 	sub, _ := OrderSubmit{SID: 1, Message: []byte("x")}.AppendBinary(nil)
-	for _, c := range []struct {
-		name string
-		p    orderPayload
-		b    []byte
-		kind DecodeErrorKind
-	}{
+	checkRefusals(t, []refusal{
 		{"seq 0", new(OrderRecord), mutate(rec, func(b []byte) { clear(b[:8]) }), DecodeBadField},
 		{"type 0", new(OrderRecord), mutate(rec, func(b []byte) { b[16] = 0 }), DecodeBadField},
 		{"type 200", new(OrderRecord), mutate(rec, func(b []byte) { b[16] = 200 }), DecodeBadField},
@@ -159,14 +105,8 @@ func TestOrderRejects(t *testing.T) {
 		{"fetch from 0", new(OrderFetch), make([]byte, 8), DecodeBadField},
 		{"snapshot index 0", new(OrderSnapshot), make([]byte, 12), DecodeBadField},
 		{"snapshot 4 GB", new(OrderSnapshot), []byte{0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff}, DecodeOversized},
-	} {
-		err := c.p.UnmarshalBinary(c.b)
-		if !errors.Is(err, c.kind) {
-			t.Errorf("%s: %v, want %v", c.name, err, c.kind)
-		}
-		requireDecodeError(t, err)
-	}
-	for _, p := range []encoding.BinaryAppender{
+	})
+	checkEncodeRefused(t,
 		OrderRecord{Type: OrderFIFO},
 		OrderRecord{Seq: 1},
 		OrderRecord{Seq: 1, Type: OrderFIFO, Vector: []uint64{1}},
@@ -187,34 +127,11 @@ func TestOrderRejects(t *testing.T) {
 		OrderFetch{},
 		OrderSnapshot{},
 		OrderSnapshot{Index: 1, Data: make([]byte, MaxOrderSnapshot+1)},
-	} {
-		var ee *EncodeError
-		if _, err := p.AppendBinary(nil); !errors.As(err, &ee) {
-			t.Errorf("%+v encoded: %v", p, err)
-		}
-	}
+	)
 }
 
 func fuzzOrder(f *testing.F, p func() orderPayload) {
-	for _, s := range orderSamples() {
-		if b, err := s.AppendBinary(nil); err == nil {
-			f.Add(b)
-		}
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		v := p()
-		if err := v.UnmarshalBinary(b); err != nil {
-			requireDecodeError(t, err)
-			return
-		}
-		out, err := v.AppendBinary(nil)
-		if err != nil {
-			t.Fatalf("decoded %T does not encode: %v", v, err)
-		}
-		if !bytes.Equal(out, b) {
-			t.Fatalf("round trip % x -> % x", b, out)
-		}
-	})
+	fuzzDecoders(f, orderSamples(), nil, p())
 }
 
 func FuzzOrderRecord(f *testing.F)   { fuzzOrder(f, func() orderPayload { return new(OrderRecord) }) }

@@ -2,19 +2,13 @@ package wire
 
 import (
 	"bytes"
-	"encoding"
 	"errors"
 	"strings"
 	"testing"
 )
 
-type tokenPayload interface {
-	encoding.BinaryAppender
-	encoding.BinaryUnmarshaler
-}
-
-func tokenSamples() []tokenPayload {
-	return []tokenPayload{
+func tokenSamples() []payload {
+	return []payload{
 		&Token{Name: "counter", HoldMS: 3250, Generation: 3<<32 | 2, Hop: 17, Fence: 3<<40 | 5, Wants: []uint32{4, 1}},
 		&Token{Name: "a", Generation: 1<<32 | 1},
 		&TokenAck{Name: "printer/lab-2", Status: TokenAccepted, Generation: 1<<32 | 4, Hop: 9},
@@ -30,61 +24,20 @@ func tokenSamples() []tokenPayload {
 	}
 }
 
-func emptyLike(p tokenPayload) tokenPayload {
-	switch p.(type) {
-	case *Token:
-		return new(Token)
-	case *TokenAck:
-		return new(TokenAck)
-	case *RingProbe:
-		return new(RingProbe)
-	}
-	return new(RingProbeReply)
-}
-
 // TestTokenRoundTrips: every payload re-encodes what it decodes; every
 // truncation and any trailing byte is a *DecodeError.
 func TestTokenRoundTrips(t *testing.T) {
-	for _, in := range tokenSamples() {
-		b, err := in.AppendBinary(nil)
-		if err != nil {
-			t.Fatalf("%T: %v", in, err)
-		}
-		out := emptyLike(in)
-		if err := out.UnmarshalBinary(b); err != nil {
-			t.Fatalf("%T: %v", in, err)
-		}
-		again, _ := out.AppendBinary(nil)
-		if !bytes.Equal(again, b) {
-			t.Errorf("%T: round trip % x -> % x", in, b, again)
-		}
-		for n := range len(b) {
-			if err := emptyLike(in).UnmarshalBinary(b[:n]); err == nil {
-				t.Errorf("%T: %d of %d bytes accepted", in, n, len(b))
-			} else {
-				requireDecodeError(t, err)
-			}
-		}
-		if err := emptyLike(in).UnmarshalBinary(append(bytes.Clone(b), 'x')); err == nil {
-			t.Errorf("%T: trailing byte accepted", in)
-		}
-	}
+	checkRoundTrips(t, tokenSamples())
 }
 
 // TestTokenLayout pins the byte layout of a token (the diagram above Token).
 func TestTokenLayout(t *testing.T) {
-	b, err := Token{Name: "ab", HoldMS: 0x01020304, Generation: 0x1112131415161718, Hop: 0x2122232425262728, Fence: 0x3132333435363738, Wants: []uint32{0x41424344}}.AppendBinary(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []byte{2, 0, 0, 1, 1, 2, 3, 4,
-		0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
-		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
-		0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38,
-		0x41, 0x42, 0x43, 0x44, 'a', 'b'}
-	if !bytes.Equal(b, want) {
-		t.Fatalf("token encodes as\n% x\nwant\n% x", b, want)
-	}
+	checkLayout(t, Token{Name: "ab", HoldMS: 0x01020304, Generation: 0x1112131415161718, Hop: 0x2122232425262728, Fence: 0x3132333435363738, Wants: []uint32{0x41424344}},
+		[]byte{2, 0, 0, 1, 1, 2, 3, 4,
+			0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+			0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
+			0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38,
+			0x41, 0x42, 0x43, 0x44, 'a', 'b'})
 }
 
 // TestTokenRejects: names, enums, reserved bytes and flags the format does
@@ -120,23 +73,15 @@ func TestTokenRejects(t *testing.T) {
 
 	good, _ := Token{Name: "ab", Wants: []uint32{3}}.AppendBinary(nil)
 	mutate := func(i int, v byte) []byte { b := bytes.Clone(good); b[i] = v; return b }
-	for _, c := range []struct {
-		b    []byte
-		kind DecodeErrorKind
-	}{
-		{mutate(1, 1), DecodeBadReserved},
-		{mutate(0, 0), DecodeBadField},     // empty name
-		{mutate(0, 65), DecodeBadField},    // name too long
-		{mutate(35, 0), DecodeBadField},    // want ID 0
-		{mutate(36, ' '), DecodeBadField},  // name character
-		{mutate(3, 2), DecodeTruncated},    // more wants than bytes
-		{mutate(2, 0xff), DecodeOversized}, // absurd want count
-	} {
-		var tok Token
-		if err := tok.UnmarshalBinary(c.b); !errors.Is(err, c.kind) {
-			t.Errorf("% x: %v, want %v", c.b, err, c.kind)
-		}
-	}
+	checkRefusals(t, []refusal{
+		{"reserved", new(Token), mutate(1, 1), DecodeBadReserved},
+		{"empty name", new(Token), mutate(0, 0), DecodeBadField},
+		{"name too long", new(Token), mutate(0, 65), DecodeBadField},
+		{"want ID 0", new(Token), mutate(35, 0), DecodeBadField},
+		{"name character", new(Token), mutate(36, ' '), DecodeBadField},
+		{"more wants than bytes", new(Token), mutate(3, 2), DecodeTruncated},
+		{"absurd want count", new(Token), mutate(2, 0xff), DecodeOversized},
+	})
 	reply, _ := RingProbeReply{Op: ProbeCheck, Name: "a", Status: ProbeOK}.AppendBinary(nil)
 	for i, k := range map[int]DecodeErrorKind{0: DecodeBadField, 2: DecodeBadField, 3: DecodeBadFlags, 31: DecodeBadReserved} {
 		b := bytes.Clone(reply)
@@ -149,23 +94,5 @@ func TestTokenRejects(t *testing.T) {
 }
 
 func FuzzToken(f *testing.F) {
-	for _, p := range tokenSamples() {
-		b, _ := p.AppendBinary(nil)
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, p := range []tokenPayload{new(Token), new(TokenAck), new(RingProbe), new(RingProbeReply)} {
-			if err := p.UnmarshalBinary(b); err != nil {
-				requireDecodeError(t, err)
-				continue
-			}
-			out, err := p.AppendBinary(nil)
-			if err != nil {
-				t.Fatalf("%T: decoded but does not encode: %v", p, err)
-			}
-			if !bytes.Equal(out, b) {
-				t.Fatalf("%T: round trip % x -> % x", p, b, out)
-			}
-		}
-	})
+	fuzzDecoders(f, tokenSamples(), nil, new(Token), new(TokenAck), new(RingProbe), new(RingProbeReply))
 }

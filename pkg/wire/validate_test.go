@@ -231,9 +231,7 @@ func TestReplayWindow(t *testing.T) {
 // and the maximum, over a pseudo-random walk with reordering and duplicates.
 func TestReplayWindowOracle(t *testing.T) {
 	var w SeqWindow
-	seen := map[uint64]bool{}
-	var top uint64
-	started := false
+	o := replayOracle{seen: map[uint64]bool{}}
 	x := uint64(0x9e3779b97f4a7c15)
 	seq := uint64(5000)
 	for i := 0; i < 200000; i++ {
@@ -251,30 +249,48 @@ func TestReplayWindowOracle(t *testing.T) {
 		default:
 			s = seq - x>>32%(ReplayWindow+200) // late, duplicate or stale
 		}
-		var want error
-		switch {
-		case !started || s > top:
-		case top-s >= ReplayWindow:
-			want = ErrStale
-		case seen[s]:
-			want = ErrReplay
-		}
-		var got error
-		if started {
-			got = w.check(s)
-		}
-		if got != want {
-			t.Fatalf("step %d seq %d top %d: %v, want %v", i, s, top, got, want)
-		}
-		if got == nil {
-			w.mark(s)
-			seen[s] = true
-			if !started || s > top {
-				top = s
-			}
-			started = true
+		if err := o.step(&w, s); err != nil {
+			t.Fatalf("step %d: %v", i, err)
 		}
 	}
+}
+
+// replayOracle is the simple model of a SeqWindow: every sequence number
+// it accepted, and the newest.
+type replayOracle struct {
+	seen    map[uint64]bool
+	top     uint64
+	started bool
+}
+
+// step checks w's verdict on sequence number s against the oracle's (the
+// first is always accepted: the window starts there), and marks s in both
+// when it is accepted.
+func (o *replayOracle) step(w *SeqWindow, s uint64) error {
+	var want error
+	switch {
+	case !o.started || s > o.top:
+	case o.top-s >= ReplayWindow:
+		want = ErrStale
+	case o.seen[s]:
+		want = ErrReplay
+	}
+	var got error
+	if o.started {
+		got = w.check(s)
+	}
+	if got != want {
+		return fmt.Errorf("seq %d top %d: %v, want %v", s, o.top, got, want)
+	}
+	if got == nil {
+		w.mark(s)
+		o.seen[s] = true
+		if !o.started || s > o.top {
+			o.top = s
+		}
+		o.started = true
+	}
+	return nil
 }
 
 func TestValidatorConcurrent(t *testing.T) {

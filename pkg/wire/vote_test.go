@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-func voteSamples() []Vote {
-	return []Vote{
+func voteSamples() []*Vote {
+	return []*Vote{
 		{Op: VoteRequest, Name: "counter", Attempt: 7, Stamp: 12, LeaseMS: 3000},
 		{Op: VoteRequest, Mode: VoteShared, Name: "db:main", Attempt: 1<<32 - 1, Stamp: 1<<64 - 1, LeaseMS: 1<<32 - 1},
 		{Op: VoteLocked, Name: "counter", Attempt: 7, Stamp: 12, Fence: 41},
@@ -28,25 +28,12 @@ func voteSamples() []Vote {
 // TestVoteRoundTrips: every op re-encodes what it decodes; every
 // truncation and any trailing byte is a *DecodeError.
 func TestVoteRoundTrips(t *testing.T) {
-	for _, in := range voteSamples() {
-		b, err := in.AppendBinary(nil)
-		if err != nil {
-			t.Fatalf("%v: %v", in.Op, err)
-		}
+	samples := voteSamples()
+	for i, b := range checkRoundTrips(t, samples) {
+		in := *samples[i]
 		var out Vote
-		if err := out.UnmarshalBinary(b); err != nil {
-			t.Fatalf("%v: %v", in.Op, err)
-		}
-		if out != in {
-			t.Errorf("%v: decoded %+v, want %+v", in.Op, out, in)
-		}
-		for n := range len(b) {
-			var v Vote
-			if err := v.UnmarshalBinary(b[:n]); err == nil {
-				t.Errorf("%v: %d of %d bytes accepted", in.Op, n, len(b))
-			} else {
-				requireDecodeError(t, err)
-			}
+		if err := out.UnmarshalBinary(b); err != nil || out != in {
+			t.Errorf("%v: decoded %+v (%v), want %+v", in.Op, out, err, in)
 		}
 		var v Vote
 		if err := v.UnmarshalBinary(append(bytes.Clone(b), 'x')); !errors.Is(err, DecodeBadLength) && !errors.Is(err, DecodeBadField) {
@@ -60,18 +47,12 @@ func TestVoteRoundTrips(t *testing.T) {
 
 // TestVoteLayout pins the byte layout (the diagram above Vote).
 func TestVoteLayout(t *testing.T) {
-	b, err := Vote{Op: VoteCommit, Mode: VoteShared, Name: "ab", Attempt: 0x01020304,
-		Stamp: 0x1112131415161718, Fence: 0x2122232425262728, LeaseMS: 0x31323334}.AppendBinary(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []byte{7, 1, 2, 0, 1, 2, 3, 4,
-		0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
-		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
-		0x31, 0x32, 0x33, 0x34, 0, 0, 0, 0, 'a', 'b'}
-	if !bytes.Equal(b, want) {
-		t.Errorf("layout\n got % x\nwant % x", b, want)
-	}
+	checkLayout(t, Vote{Op: VoteCommit, Mode: VoteShared, Name: "ab", Attempt: 0x01020304,
+		Stamp: 0x1112131415161718, Fence: 0x2122232425262728, LeaseMS: 0x31323334},
+		[]byte{7, 1, 2, 0, 1, 2, 3, 4,
+			0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+			0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
+			0x31, 0x32, 0x33, 0x34, 0, 0, 0, 0, 'a', 'b'})
 }
 
 // TestVoteHostile: what an attacker can put in each field is refused by
@@ -80,41 +61,27 @@ func TestVoteLayout(t *testing.T) {
 func TestVoteHostile(t *testing.T) {
 	good, _ := Vote{Op: VoteLocked, Name: "ab", Fence: 1}.AppendBinary(nil)
 	mod := func(f func(b []byte)) []byte { b := bytes.Clone(good); f(b); return b }
-	for _, tc := range []struct {
-		name string
-		b    []byte
-		want DecodeErrorKind
-	}{
-		{"op 0", mod(func(b []byte) { b[0] = 0 }), DecodeBadField},
-		{"op 14", mod(func(b []byte) { b[0] = 14 }), DecodeBadField},
-		{"op 255", mod(func(b []byte) { b[0] = 255 }), DecodeBadField},
-		{"mode 2", mod(func(b []byte) { b[1] = 2 }), DecodeBadField},
-		{"name len 0", mod(func(b []byte) { b[2] = 0 }), DecodeBadField},
-		{"name len 65", mod(func(b []byte) { b[2] = 65 }), DecodeBadField},
-		{"name len past end", mod(func(b []byte) { b[2] = 3 }), DecodeTruncated},
-		{"reserved byte", mod(func(b []byte) { b[3] = 1 }), DecodeBadReserved},
-		{"reserved word", mod(func(b []byte) { b[31] = 1 }), DecodeBadReserved},
-		{"reserved word top bit", mod(func(b []byte) { b[28] = 0x80 }), DecodeBadReserved},
-		{"fence 2^62", mod(func(b []byte) { b[16] = 0x40; b[23] = 0 }), DecodeBadField},
-		{"fence max", mod(func(b []byte) {
+	checkRefusals(t, []refusal{
+		{"op 0", new(Vote), mod(func(b []byte) { b[0] = 0 }), DecodeBadField},
+		{"op 14", new(Vote), mod(func(b []byte) { b[0] = 14 }), DecodeBadField},
+		{"op 255", new(Vote), mod(func(b []byte) { b[0] = 255 }), DecodeBadField},
+		{"mode 2", new(Vote), mod(func(b []byte) { b[1] = 2 }), DecodeBadField},
+		{"name len 0", new(Vote), mod(func(b []byte) { b[2] = 0 }), DecodeBadField},
+		{"name len 65", new(Vote), mod(func(b []byte) { b[2] = 65 }), DecodeBadField},
+		{"name len past end", new(Vote), mod(func(b []byte) { b[2] = 3 }), DecodeTruncated},
+		{"reserved byte", new(Vote), mod(func(b []byte) { b[3] = 1 }), DecodeBadReserved},
+		{"reserved word", new(Vote), mod(func(b []byte) { b[31] = 1 }), DecodeBadReserved},
+		{"reserved word top bit", new(Vote), mod(func(b []byte) { b[28] = 0x80 }), DecodeBadReserved},
+		{"fence 2^62", new(Vote), mod(func(b []byte) { b[16] = 0x40; b[23] = 0 }), DecodeBadField},
+		{"fence max", new(Vote), mod(func(b []byte) {
 			for i := 16; i < 24; i++ {
 				b[i] = 0xff
 			}
 		}), DecodeBadField},
-		{"name bytes", mod(func(b []byte) { b[32] = ' ' }), DecodeBadField},
-	} {
-		var v Vote
-		err := v.UnmarshalBinary(tc.b)
-		if !errors.Is(err, tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
-		}
-	}
-	for _, v := range []Vote{{Op: 0, Name: "a"}, {Op: voteOpEnd, Name: "a"}, {Op: VoteLocked, Mode: 2, Name: "a"},
-		{Op: VoteLocked, Name: ""}, {Op: VoteLocked, Name: "a", Fence: MaxVoteFence + 1}} {
-		if _, err := v.AppendBinary(nil); err == nil {
-			t.Errorf("%+v encoded", v)
-		}
-	}
+		{"name bytes", new(Vote), mod(func(b []byte) { b[32] = ' ' }), DecodeBadField},
+	})
+	checkEncodeRefused(t, Vote{Op: 0, Name: "a"}, Vote{Op: voteOpEnd, Name: "a"}, Vote{Op: VoteLocked, Mode: 2, Name: "a"},
+		Vote{Op: VoteLocked, Name: ""}, Vote{Op: VoteLocked, Name: "a", Fence: MaxVoteFence + 1})
 }
 
 // TestVoteZeroAlloc: decoding allocates only the name.
@@ -127,23 +94,5 @@ func TestVoteZeroAlloc(t *testing.T) {
 }
 
 func FuzzVote(f *testing.F) {
-	for _, v := range voteSamples() {
-		b, _ := v.AppendBinary(nil)
-		f.Add(b)
-	}
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var v Vote
-		if err := v.UnmarshalBinary(b); err != nil {
-			requireDecodeError(t, err)
-			return
-		}
-		out, err := v.AppendBinary(nil)
-		if err != nil {
-			t.Fatalf("decoded vote does not encode: %v", err)
-		}
-		if !bytes.Equal(out, b) {
-			t.Fatalf("round trip % x -> % x", b, out)
-		}
-	})
+	fuzzDecoders(f, voteSamples(), [][]byte{{}}, new(Vote))
 }

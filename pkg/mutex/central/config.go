@@ -1,6 +1,7 @@
 package central
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -8,7 +9,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
-	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
 // Config configures a member's core. The member's ID, the members, the
@@ -80,57 +81,37 @@ var ErrConfig = errors.New("central: invalid config")
 
 func (c *Config) validate() error {
 	def := DefaultLANConfig()
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"ConfirmWindow", &c.ConfirmWindow, def.ConfirmWindow},
-		{"DeadAfter", &c.DeadAfter, def.DeadAfter},
-		{"MaxLease", &c.MaxLease, def.MaxLease},
-		{"MinLease", &c.MinLease, def.MinLease},
-		{"HoldMargin", &c.HoldMargin, def.HoldMargin},
-	} {
-		if *f.v < 0 {
-			return fmt.Errorf("%w: %s %v is negative", ErrConfig, f.name, *f.v)
-		}
-		if *f.v == 0 {
-			*f.v = f.def
-		}
+	if err := mutex.FillDurations([]mutex.Duration{
+		{Name: "ConfirmWindow", Value: &c.ConfirmWindow, Default: def.ConfirmWindow},
+		{Name: "DeadAfter", Value: &c.DeadAfter, Default: def.DeadAfter},
+		{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
+		{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
+		{Name: "HoldMargin", Value: &c.HoldMargin, Default: def.HoldMargin},
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.BeatInterval == 0 {
 		c.BeatInterval = c.ConfirmWindow / 3
 	}
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-	}{{"ConfirmWindow", c.ConfirmWindow}, {"BeatInterval", c.BeatInterval}, {"DeadAfter", c.DeadAfter}} {
-		if err := liveness.CheckTimeout(f.name, f.v); err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
-		}
+	if err := mutex.CheckTimers([]mutex.Timer{
+		{Name: "ConfirmWindow", Value: c.ConfirmWindow}, {Name: "BeatInterval", Value: c.BeatInterval}, {Name: "DeadAfter", Value: c.DeadAfter},
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if c.MaxDriftPPM == 0 {
-		c.MaxDriftPPM = def.MaxDriftPPM
-	}
-	if c.MaxLocks == 0 {
-		c.MaxLocks = def.MaxLocks
-	}
-	if c.MaxQueue == 0 {
-		c.MaxQueue = def.MaxQueue
+	c.MaxDriftPPM = cmp.Or(c.MaxDriftPPM, def.MaxDriftPPM)
+	c.MaxLocks = cmp.Or(c.MaxLocks, def.MaxLocks)
+	c.MaxQueue = cmp.Or(c.MaxQueue, def.MaxQueue)
+	if err := mutex.CheckBounds(mutex.Bounds{
+		MinLease: c.MinLease, MaxLease: c.MaxLease, LongLease: "a new coordinator waits one lease before granting",
+		MaxDriftPPM: c.MaxDriftPPM, MaxLocks: c.MaxLocks, MaxQueue: c.MaxQueue,
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	switch {
-	case math.IsNaN(c.MaxDriftPPM) || c.MaxDriftPPM < 0 || c.MaxDriftPPM >= 1e5:
-		return fmt.Errorf("%w: MaxDriftPPM %g: want 0 < ppm < 100000", ErrConfig, c.MaxDriftPPM)
 	case c.BeatInterval >= c.ConfirmWindow:
 		return fmt.Errorf("%w: BeatInterval %v must be shorter than ConfirmWindow %v, or the support of a majority lapses between two beats", ErrConfig, c.BeatInterval, c.ConfirmWindow)
 	case c.DeadAfter <= c.BeatInterval:
 		return fmt.Errorf("%w: DeadAfter %v must exceed BeatInterval %v", ErrConfig, c.DeadAfter, c.BeatInterval)
-	case c.MinLease > c.MaxLease:
-		return fmt.Errorf("%w: MinLease %v exceeds MaxLease %v", ErrConfig, c.MinLease, c.MaxLease)
-	case c.MaxLease > time.Hour:
-		return fmt.Errorf("%w: MaxLease %v: more than an hour would also make a takeover wait that long", ErrConfig, c.MaxLease)
-	case c.MaxLocks < 1 || c.MaxQueue < 1:
-		return fmt.Errorf("%w: MaxLocks %d and MaxQueue %d must be positive", ErrConfig, c.MaxLocks, c.MaxQueue)
 	}
 	return nil
 }

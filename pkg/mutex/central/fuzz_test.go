@@ -10,7 +10,6 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/epoch"
-	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -45,48 +44,27 @@ func fuzzCentral(t *testing.T, in []byte) {
 		cfg := central.DefaultLANConfig()
 		cfg.MaxLocks, cfg.MaxQueue = 8, 32
 		var d *corefuzz.Driver
-		lastFence := map[string]uint64{}
+		fences := corefuzz.Fences{}
 		d = &corefuzz.Driver{
-			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
 				return central.New(core.Env{ID: self, Members: ids, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), State: disk}, cfg)
 			},
 			Sent: func(m core.Message, disk []byte) error { return checkSent(m, disk) },
-			Ready: func(rd core.Ready) error {
-				for _, e := range rd.Events {
-					if e.Name != central.EventGranted {
-						continue
-					}
-					var fence, term uint64
-					var lock string
-					for i := 0; i+1 < len(e.Args); i += 2 {
-						switch e.Args[i] {
-						case "fence":
-							fence = e.Args[i+1].(uint64)
-						case "term":
-							term = e.Args[i+1].(uint64)
-						case "lock":
-							lock = e.Args[i+1].(string)
-						}
-					}
-					base, err := central.FenceBase(term, ids)
-					if err != nil || fence <= base || fence-base >= 1<<32 {
-						return fmt.Errorf("granted fence %#x in term %#x (%v)", fence, term, err)
-					}
-					if fence <= lastFence[lock] {
-						return fmt.Errorf("lock %s: fence %#x after %#x", lock, fence, lastFence[lock])
-					}
-					lastFence[lock] = fence
+			Ready: corefuzz.OnEvent(central.EventGranted, func(e core.Event) error {
+				fence, term := corefuzz.EventArg(e, "fence").(uint64), corefuzz.EventArg(e, "term").(uint64)
+				base, err := central.FenceBase(term, ids)
+				if err != nil || fence <= base || fence-base >= 1<<32 {
+					return fmt.Errorf("granted fence %#x in term %#x (%v)", fence, term, err)
 				}
-				return nil
-			},
+				return fences.Granted(corefuzz.EventArg(e, "lock").(string), fence)
+			}),
 		}
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
 		}
 		cc := func() *central.Core { return d.Core.(*central.Core) }
 		names := []string{"x", "y"}
-		var reqs []mutex.RequestID
+		clients := corefuzz.Clients{Driver: d}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
@@ -96,34 +74,15 @@ func fuzzCentral(t *testing.T, in []byte) {
 				err = d.Tick(time.Duration(1+p.Intn(1500))*time.Millisecond, fail)
 			case 2:
 				if err = d.Restart(); err == nil {
-					clear(lastFence)
-					reqs = nil
+					clear(fences)
+					clients.Forget()
 				}
 			case 3:
 				err = d.Step(corefuzz.ElectionFrame(p, term, lim, members, self), fail)
 			case 4:
-				name := names[p.Intn(len(names))]
-				if p.Intn(4) == 0 {
-					name = fmt.Sprintf("n%d", p.Intn(40))
-				}
-				mode := mutex.Exclusive
-				if p.Bool() {
-					mode = mutex.Shared
-				}
-				if id, aerr := cc().Acquire(d.Now, mutex.Request{Lock: name, Mode: mode, Lease: time.Duration(p.Intn(4)) * time.Second}); aerr == nil {
-					reqs = append(reqs, id)
-				}
-				err = d.Drain(fail)
+				err = clients.Acquire(p, corefuzz.LockName(p, names), corefuzz.Mode(p), fail) // name, then mode
 			case 5:
-				if len(reqs) > 0 {
-					id := reqs[p.Intn(len(reqs))]
-					if p.Bool() {
-						cc().Release(d.Now, id)
-					} else {
-						cc().Renew(d.Now, id, time.Duration(p.Intn(4))*time.Second)
-					}
-				}
-				err = d.Drain(fail)
+				err = clients.Touch(p, fail)
 			default:
 				err = d.Step(centralFrame(p, lead, term, lim, ids, self, cc().Incarnation(), names), fail)
 			}
@@ -134,9 +93,7 @@ func fuzzCentral(t *testing.T, in []byte) {
 			if len(st.Locks) > cfg.MaxLocks*2 {
 				t.Fatalf("%d locks, MaxLocks %d", len(st.Locks), cfg.MaxLocks)
 			}
-			var m core.MetricSet
-			cc().Metrics(&m)
-			if err := m.Err(); err != nil {
+			if err := corefuzz.CheckMetrics(cc(), 0); err != nil {
 				t.Fatal(err)
 			}
 		}

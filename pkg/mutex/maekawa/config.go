@@ -1,6 +1,7 @@
 package maekawa
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
 // Config configures a voting core. Zero durations take the defaults of
@@ -180,62 +182,42 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: shared requests are offered by the majority quorum only", ErrConfig)
 	}
 	def := DefaultLANConfig()
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"HeartbeatInterval", &c.HeartbeatInterval, def.HeartbeatInterval},
-		{"DeadAfter", &c.DeadAfter, def.DeadAfter},
-		{"AttemptTimeout", &c.AttemptTimeout, def.AttemptTimeout},
-		{"BackoffBase", &c.BackoffBase, def.BackoffBase},
-		{"BackoffMax", &c.BackoffMax, def.BackoffMax},
-		{"MaxLease", &c.MaxLease, def.MaxLease},
-		{"MinLease", &c.MinLease, def.MinLease},
-		{"Margin", &c.Margin, def.Margin},
-		{"WriterWindow", &c.WriterWindow, 0},
-	} {
-		if *f.v < 0 {
-			return fmt.Errorf("%w: %s %v is negative", ErrConfig, f.name, *f.v)
-		}
-		if *f.v == 0 {
-			*f.v = f.def
-		}
+	if err := mutex.FillDurations([]mutex.Duration{
+		{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
+		{Name: "DeadAfter", Value: &c.DeadAfter, Default: def.DeadAfter},
+		{Name: "AttemptTimeout", Value: &c.AttemptTimeout, Default: def.AttemptTimeout},
+		{Name: "BackoffBase", Value: &c.BackoffBase, Default: def.BackoffBase},
+		{Name: "BackoffMax", Value: &c.BackoffMax, Default: def.BackoffMax},
+		{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
+		{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
+		{Name: "Margin", Value: &c.Margin, Default: def.Margin},
+		{Name: "WriterWindow", Value: &c.WriterWindow},
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.WriterWindow == 0 {
 		c.WriterWindow = c.AttemptTimeout + 2*c.BackoffMax
 	}
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-	}{{"HeartbeatInterval", c.HeartbeatInterval}, {"DeadAfter", c.DeadAfter}, {"AttemptTimeout", c.AttemptTimeout},
-		{"BackoffBase", c.BackoffBase}, {"BackoffMax", c.BackoffMax}} {
-		if err := liveness.CheckTimeout(f.name, f.v); err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
-		}
+	if err := mutex.CheckTimers([]mutex.Timer{
+		{Name: "HeartbeatInterval", Value: c.HeartbeatInterval}, {Name: "DeadAfter", Value: c.DeadAfter},
+		{Name: "AttemptTimeout", Value: c.AttemptTimeout}, {Name: "BackoffBase", Value: c.BackoffBase}, {Name: "BackoffMax", Value: c.BackoffMax},
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if c.MaxDriftPPM == 0 {
-		c.MaxDriftPPM = def.MaxDriftPPM
-	}
-	if c.MaxLocks == 0 {
-		c.MaxLocks = def.MaxLocks
-	}
-	if c.MaxQueue == 0 {
-		c.MaxQueue = def.MaxQueue
+	c.MaxDriftPPM = cmp.Or(c.MaxDriftPPM, def.MaxDriftPPM)
+	c.MaxLocks = cmp.Or(c.MaxLocks, def.MaxLocks)
+	c.MaxQueue = cmp.Or(c.MaxQueue, def.MaxQueue)
+	if err := mutex.CheckBounds(mutex.Bounds{
+		MinLease: c.MinLease, MaxLease: c.MaxLease, LongLease: "a voter keeps its vote, and a restarted voter waits, that long",
+		MaxDriftPPM: c.MaxDriftPPM, MaxLocks: c.MaxLocks, LocksCap: 65535, MaxQueue: c.MaxQueue,
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	switch {
-	case math.IsNaN(c.MaxDriftPPM) || c.MaxDriftPPM < 0 || c.MaxDriftPPM >= 1e5:
-		return fmt.Errorf("%w: MaxDriftPPM %g: want 0 < ppm < 100000", ErrConfig, c.MaxDriftPPM)
 	case c.DeadAfter <= c.HeartbeatInterval:
 		return fmt.Errorf("%w: DeadAfter %v must exceed HeartbeatInterval %v", ErrConfig, c.DeadAfter, c.HeartbeatInterval)
 	case c.BackoffMax < c.BackoffBase:
 		return fmt.Errorf("%w: BackoffMax %v is below BackoffBase %v", ErrConfig, c.BackoffMax, c.BackoffBase)
-	case c.MinLease > c.MaxLease:
-		return fmt.Errorf("%w: MinLease %v exceeds MaxLease %v", ErrConfig, c.MinLease, c.MaxLease)
-	case c.MaxLease > time.Hour || c.MaxLease/time.Millisecond >= math.MaxUint32:
-		return fmt.Errorf("%w: MaxLease %v: at most 1h", ErrConfig, c.MaxLease)
-	case c.MaxLocks < 1 || c.MaxLocks > 65535 || c.MaxQueue < 1:
-		return fmt.Errorf("%w: MaxLocks %d (1..65535) and MaxQueue %d must be positive", ErrConfig, c.MaxLocks, c.MaxQueue)
 	}
 	if c.Rand == nil {
 		c.Rand = rand.New(rand.NewPCG(uint64(c.ID), 0x6d61656b)) // "maek"

@@ -43,7 +43,6 @@ func FuzzVoting(f *testing.F) {
 		}
 		cfg.Rand = rand.New(rand.NewPCG(1, 2))
 		d := &corefuzz.Driver{
-			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
 				c := cfg
 				c.Persisted = disk
@@ -67,14 +66,13 @@ func FuzzVoting(f *testing.F) {
 				return nil
 			},
 		}
-		lastFence := map[string]uint64{}
+		fences := corefuzz.Fences{}
 		d.Ready = func(rd core.Ready) error {
 			for _, o := range d.Core.(*maekawa.Core).Outcomes() {
 				if g, ok := o.(mutex.Granted); ok {
-					if g.Fence <= lastFence[g.Lock] {
-						return fmt.Errorf("%s granted fence %d after %d", g.Lock, g.Fence, lastFence[g.Lock])
+					if err := fences.Granted(g.Lock, g.Fence); err != nil {
+						return err
 					}
-					lastFence[g.Lock] = g.Fence
 				}
 			}
 			return nil
@@ -84,7 +82,7 @@ func FuzzVoting(f *testing.F) {
 		}
 		mk := func() *maekawa.Core { return d.Core.(*maekawa.Core) }
 		names := []string{"x", "y"}
-		var reqs []mutex.RequestID
+		clients := corefuzz.Clients{Driver: d}
 		for steps := 0; p.More() && steps < 400; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
@@ -93,29 +91,14 @@ func FuzzVoting(f *testing.F) {
 				err = d.Tick(time.Duration(1+p.Intn(2000))*time.Millisecond, fail)
 			case 2:
 				if err = d.Restart(); err == nil {
-					clear(lastFence)
-					reqs = nil
+					clear(fences)
+					clients.Forget()
 				}
 			case 3:
-				mode := mutex.Exclusive
-				if p.Bool() {
-					mode = mutex.Shared
-				}
-				if id, aerr := mk().Acquire(d.Now, mutex.Request{Lock: names[p.Intn(2)], Mode: mode,
-					Lease: time.Duration(p.Intn(4)) * time.Second}); aerr == nil {
-					reqs = append(reqs, id)
-				}
-				err = d.Drain(fail)
+				mode := corefuzz.Mode(p)
+				err = clients.Acquire(p, names[p.Intn(2)], mode, fail)
 			case 4:
-				if len(reqs) > 0 {
-					id := reqs[p.Intn(len(reqs))]
-					if p.Bool() {
-						mk().Release(d.Now, id)
-					} else {
-						mk().Renew(d.Now, id, time.Duration(p.Intn(4))*time.Second)
-					}
-				}
-				err = d.Drain(fail)
+				err = clients.Touch(p, fail)
 			case 5:
 				hb, _ := wire.Heartbeat{Interval: 1000, Alive: 3}.AppendBinary(nil)
 				err = d.Step(core.Message{From: ids[p.Intn(5)], Kind: wire.KindHeartbeat, Payload: hb}, fail)

@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
 // Variant is the algorithm a Core runs.
@@ -139,49 +141,31 @@ func (c *Config) validate() error {
 	c.Members = slices.Clone(c.Members)
 	slices.Sort(c.Members)
 	def := DefaultLANConfig()
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"HeartbeatInterval", &c.HeartbeatInterval, def.HeartbeatInterval},
-		{"FreshWindow", &c.FreshWindow, 0},
-		{"DeadAfter", &c.DeadAfter, 0},
-		{"RetryInterval", &c.RetryInterval, def.RetryInterval},
-		{"MaxLease", &c.MaxLease, def.MaxLease},
-		{"MinLease", &c.MinLease, def.MinLease},
-		{"Margin", &c.Margin, def.Margin},
-	} {
-		if *f.v < 0 {
-			return fmt.Errorf("%w: %s %v is negative", ErrConfig, f.name, *f.v)
-		}
-		if *f.v == 0 {
-			*f.v = f.def
-		}
+	if err := mutex.FillDurations([]mutex.Duration{
+		{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
+		{Name: "FreshWindow", Value: &c.FreshWindow},
+		{Name: "DeadAfter", Value: &c.DeadAfter},
+		{Name: "RetryInterval", Value: &c.RetryInterval, Default: def.RetryInterval},
+		{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
+		{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
+		{Name: "Margin", Value: &c.Margin, Default: def.Margin},
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.FreshWindow == 0 {
 		c.FreshWindow = c.HeartbeatInterval * 3 / 2
 	}
-	if c.MaxDriftPPM == 0 {
-		c.MaxDriftPPM = def.MaxDriftPPM
+	c.MaxDriftPPM = cmp.Or(c.MaxDriftPPM, def.MaxDriftPPM)
+	c.MaxLocks = cmp.Or(c.MaxLocks, def.MaxLocks)
+	c.MaxQueue = cmp.Or(c.MaxQueue, def.MaxQueue)
+	if err := mutex.CheckBounds(mutex.Bounds{
+		MinLease: c.MinLease, MaxLease: c.MaxLease, LongLease: "a dead member is waited for longer than a lease",
+		MaxDriftPPM: c.MaxDriftPPM, MaxLocks: c.MaxLocks, MaxQueue: c.MaxQueue,
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if c.MaxLocks == 0 {
-		c.MaxLocks = def.MaxLocks
-	}
-	if c.MaxQueue == 0 {
-		c.MaxQueue = def.MaxQueue
-	}
-	switch {
-	case math.IsNaN(c.MaxDriftPPM) || c.MaxDriftPPM < 0 || c.MaxDriftPPM >= 1e5:
-		return fmt.Errorf("%w: MaxDriftPPM %g: want 0 < ppm < 100000", ErrConfig, c.MaxDriftPPM)
-	case c.MinLease > c.MaxLease:
-		return fmt.Errorf("%w: MinLease %v exceeds MaxLease %v", ErrConfig, c.MinLease, c.MaxLease)
-	case c.MaxLease > time.Hour:
-		return fmt.Errorf("%w: MaxLease %v: at most 1h (a dead member is waited for longer than a lease)", ErrConfig, c.MaxLease)
-	case c.FreshWindow <= c.HeartbeatInterval:
+	if c.FreshWindow <= c.HeartbeatInterval {
 		return fmt.Errorf("%w: FreshWindow %v must exceed HeartbeatInterval %v, or a live majority looks stale between two heartbeats", ErrConfig, c.FreshWindow, c.HeartbeatInterval)
-	case c.MaxLocks < 1 || c.MaxQueue < 1:
-		return fmt.Errorf("%w: MaxLocks %d and MaxQueue %d must be positive", ErrConfig, c.MaxLocks, c.MaxQueue)
 	}
 	if c.DeadAfter == 0 {
 		c.DeadAfter = c.MinDeadAfter()
@@ -189,13 +173,11 @@ func (c *Config) validate() error {
 	if c.DeadAfter < c.MinDeadAfter() {
 		return fmt.Errorf("%w: DeadAfter %v is below %v (lease + fresh window + heartbeat, padded): a member cut off while it holds a lease would be given up before its lease ends", ErrConfig, c.DeadAfter, c.MinDeadAfter())
 	}
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-	}{{"HeartbeatInterval", c.HeartbeatInterval}, {"DeadAfter", c.DeadAfter}, {"RetryInterval", c.RetryInterval}, {"FreshWindow", c.FreshWindow}} {
-		if err := liveness.CheckTimeout(f.name, f.v); err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
-		}
+	if err := mutex.CheckTimers([]mutex.Timer{
+		{Name: "HeartbeatInterval", Value: c.HeartbeatInterval}, {Name: "DeadAfter", Value: c.DeadAfter},
+		{Name: "RetryInterval", Value: c.RetryInterval}, {Name: "FreshWindow", Value: c.FreshWindow},
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
 }

@@ -44,10 +44,9 @@ func FuzzPermission(f *testing.F) {
 		var lamport *clock.Lamport
 		cfg := permission.DefaultLANConfig()
 		cfg.Variant, cfg.ID, cfg.Members, cfg.MaxLocks, cfg.MaxQueue = variant, self, ids, 16, 32
-		lastFence := map[string]uint64{}
+		fences := corefuzz.Fences{}
 		var d *corefuzz.Driver
 		d = &corefuzz.Driver{
-			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
 				c := cfg
 				c.Persisted = disk
@@ -56,35 +55,16 @@ func FuzzPermission(f *testing.F) {
 				return permission.New(c)
 			},
 			Sent: func(m core.Message, disk []byte) error { return checkSent(m, disk) },
-			Ready: func(rd core.Ready) error {
-				for _, e := range rd.Events {
-					if e.Name != permission.EventGranted {
-						continue
-					}
-					var name string
-					var fence uint64
-					for i := 0; i+1 < len(e.Args); i += 2 {
-						switch e.Args[i] {
-						case "lock":
-							name = e.Args[i+1].(string)
-						case "fence":
-							fence = e.Args[i+1].(uint64)
-						}
-					}
-					if fence <= lastFence[name] {
-						return fmt.Errorf("%s granted fence %d after %d", name, fence, lastFence[name])
-					}
-					lastFence[name] = fence
-				}
-				return nil
-			},
+			Ready: corefuzz.OnEvent(permission.EventGranted, func(e core.Event) error {
+				return fences.Granted(corefuzz.EventArg(e, "lock").(string), corefuzz.EventArg(e, "fence").(uint64))
+			}),
 		}
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
 		}
 		member := func() *permission.Core { return d.Core.(*permission.Core) }
 		names := []string{"x", "y", "z"}
-		var reqs []mutex.RequestID
+		clients := corefuzz.Clients{Driver: d}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
@@ -97,28 +77,13 @@ func FuzzPermission(f *testing.F) {
 				err = d.Tick(dt, fail)
 			case 2:
 				if err = d.Restart(); err == nil {
-					clear(lastFence)
-					reqs = nil
+					clear(fences)
+					clients.Forget()
 				}
 			case 3:
-				name := names[p.Intn(len(names))]
-				if p.Intn(4) == 0 {
-					name = fmt.Sprintf("n%d", p.Intn(40))
-				}
-				if id, aerr := member().Acquire(d.Now, mutex.Request{Lock: name, Lease: time.Duration(p.Intn(4)) * time.Second}); aerr == nil {
-					reqs = append(reqs, id)
-				}
-				err = d.Drain(fail)
+				err = clients.Acquire(p, corefuzz.LockName(p, names), mutex.Exclusive, fail)
 			case 4:
-				if len(reqs) > 0 {
-					id := reqs[p.Intn(len(reqs))]
-					if p.Bool() {
-						member().Release(d.Now, id)
-					} else {
-						member().Renew(d.Now, id, time.Duration(p.Intn(4))*time.Second)
-					}
-				}
-				err = d.Drain(fail)
+				err = clients.Touch(p, fail)
 			default:
 				// As the node does: a frame more than 2^40 ahead of the
 				// clock is refused, any other merged before the core sees it.
@@ -135,15 +100,8 @@ func FuzzPermission(f *testing.F) {
 			if len(rd.Locks) > cfg.MaxLocks {
 				t.Fatalf("%d locks, MaxLocks %d", len(rd.Locks), cfg.MaxLocks)
 			}
-			var m core.MetricSet
-			member().Metrics(&m)
-			if err := m.Err(); err != nil {
+			if err := corefuzz.CheckMetrics(member(), cfg.MaxLocks+16); err != nil {
 				t.Fatal(err)
-			}
-			for _, fam := range m.Families() {
-				if len(fam.Samples) > cfg.MaxLocks+16 {
-					t.Fatalf("%s: %d samples", fam.Name, len(fam.Samples))
-				}
 			}
 		}
 	})

@@ -1,6 +1,7 @@
 package tokenring
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -8,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
 // Config configures a token ring core. Zero durations take the defaults of
@@ -125,67 +126,44 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: own ID %d is not a member", ErrConfig, c.ID)
 	}
 	def := DefaultLANConfig()
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"HeartbeatInterval", &c.HeartbeatInterval, def.HeartbeatInterval},
-		{"DeadAfter", &c.DeadAfter, def.DeadAfter},
-		{"AckTimeout", &c.AckTimeout, def.AckTimeout},
-		{"LossTimeout", &c.LossTimeout, def.LossTimeout},
-		{"ProbeTimeout", &c.ProbeTimeout, def.ProbeTimeout},
-		{"ConfirmWindow", &c.ConfirmWindow, def.ConfirmWindow},
-		{"MaxLease", &c.MaxLease, def.MaxLease},
-		{"MinLease", &c.MinLease, def.MinLease},
-		{"HoldMargin", &c.HoldMargin, def.HoldMargin},
-	} {
-		if *f.v < 0 {
-			return fmt.Errorf("%w: %s %v is negative", ErrConfig, f.name, *f.v)
-		}
-		if *f.v == 0 {
-			*f.v = f.def
-		}
+	if err := mutex.FillDurations([]mutex.Duration{
+		{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
+		{Name: "DeadAfter", Value: &c.DeadAfter, Default: def.DeadAfter},
+		{Name: "AckTimeout", Value: &c.AckTimeout, Default: def.AckTimeout},
+		{Name: "LossTimeout", Value: &c.LossTimeout, Default: def.LossTimeout},
+		{Name: "ProbeTimeout", Value: &c.ProbeTimeout, Default: def.ProbeTimeout},
+		{Name: "ConfirmWindow", Value: &c.ConfirmWindow, Default: def.ConfirmWindow},
+		{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
+		{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
+		{Name: "HoldMargin", Value: &c.HoldMargin, Default: def.HoldMargin},
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	// The protocol's timers: the one validation every core's timeouts get.
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"HeartbeatInterval", c.HeartbeatInterval}, {"DeadAfter", c.DeadAfter}, {"AckTimeout", c.AckTimeout},
-		{"LossTimeout", c.LossTimeout}, {"ProbeTimeout", c.ProbeTimeout},
-	} {
-		if err := liveness.CheckTimeout(f.name, f.v); err != nil {
-			return fmt.Errorf("%w: %w", ErrConfig, err)
-		}
+	if err := mutex.CheckTimers([]mutex.Timer{
+		{Name: "HeartbeatInterval", Value: c.HeartbeatInterval}, {Name: "DeadAfter", Value: c.DeadAfter},
+		{Name: "AckTimeout", Value: c.AckTimeout}, {Name: "LossTimeout", Value: c.LossTimeout},
+		{Name: "ProbeTimeout", Value: c.ProbeTimeout},
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if c.MaxDriftPPM == 0 {
-		c.MaxDriftPPM = def.MaxDriftPPM
-	}
-	if c.MaxLocks == 0 {
-		c.MaxLocks = def.MaxLocks
-	}
-	if c.MaxQueue == 0 {
-		c.MaxQueue = def.MaxQueue
-	}
-	if c.ProbeTries == 0 {
-		c.ProbeTries = def.ProbeTries
+	c.MaxDriftPPM = cmp.Or(c.MaxDriftPPM, def.MaxDriftPPM)
+	c.MaxLocks = cmp.Or(c.MaxLocks, def.MaxLocks)
+	c.MaxQueue = cmp.Or(c.MaxQueue, def.MaxQueue)
+	c.ProbeTries = cmp.Or(c.ProbeTries, def.ProbeTries)
+	if err := mutex.CheckBounds(mutex.Bounds{
+		MinLease: c.MinLease, MaxLease: c.MaxLease, LongLease: "a lost token waits one lease before it is replaced",
+		MaxDriftPPM: c.MaxDriftPPM, MaxLocks: c.MaxLocks, LocksCap: 65535, MaxQueue: c.MaxQueue,
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	switch {
-	case math.IsNaN(c.MaxDriftPPM) || c.MaxDriftPPM < 0 || c.MaxDriftPPM >= 1e5:
-		return fmt.Errorf("%w: MaxDriftPPM %g: want 0 < ppm < 100000", ErrConfig, c.MaxDriftPPM)
 	case c.DeadAfter <= c.HeartbeatInterval:
 		return fmt.Errorf("%w: DeadAfter %v must exceed HeartbeatInterval %v, or live members are taken for dead between two heartbeats", ErrConfig, c.DeadAfter, c.HeartbeatInterval)
 	case c.ProbeTimeout >= c.LossTimeout:
 		return fmt.Errorf("%w: ProbeTimeout %v must be shorter than LossTimeout %v", ErrConfig, c.ProbeTimeout, c.LossTimeout)
 	case c.ProbeTimeout >= c.ConfirmWindow:
 		return fmt.Errorf("%w: ProbeTimeout %v must be shorter than ConfirmWindow %v: a check must be able to complete while it is still fresh", ErrConfig, c.ProbeTimeout, c.ConfirmWindow)
-	case c.MinLease > c.MaxLease:
-		return fmt.Errorf("%w: MinLease %v exceeds MaxLease %v", ErrConfig, c.MinLease, c.MaxLease)
-	case c.MaxLease > time.Hour:
-		return fmt.Errorf("%w: MaxLease %v: more than an hour would also make a lost token take that long to replace", ErrConfig, c.MaxLease)
-	case c.MaxLocks < 1 || c.MaxLocks > 65535 || c.MaxQueue < 1:
-		return fmt.Errorf("%w: MaxLocks %d (1..65535) and MaxQueue %d must be positive", ErrConfig, c.MaxLocks, c.MaxQueue)
 	case c.ProbeTries < 1:
 		return fmt.Errorf("%w: ProbeTries %d must be at least 1", ErrConfig, c.ProbeTries)
 	}

@@ -42,33 +42,19 @@ func FuzzTokenRing(f *testing.F) {
 		lim := epoch.Spaced(1<<24-1, tokenring.GenerationBurst, 1)
 		var d *corefuzz.Driver
 		d = &corefuzz.Driver{
-			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
 				c := cfg
 				c.Persisted = disk
 				return tokenring.New(c)
 			},
 			Sent: func(m core.Message, disk []byte) error { return checkSentGeneration(m, disk) },
-			Ready: func(rd core.Ready) error {
-				for _, e := range rd.Events {
-					if e.Name != tokenring.EventGranted {
-						continue
-					}
-					var fence, gen uint64
-					for i := 0; i+1 < len(e.Args); i += 2 {
-						switch e.Args[i] {
-						case "fence":
-							fence = e.Args[i+1].(uint64)
-						case "generation":
-							gen = e.Args[i+1].(uint64)
-						}
-					}
-					if fence>>40 != uint64(epoch.Round(gen)) || fence&(1<<40-1) == 0 {
-						return fmt.Errorf("granted fence %#x on a token of generation %#x", fence, gen)
-					}
+			Ready: corefuzz.OnEvent(tokenring.EventGranted, func(e core.Event) error {
+				fence, gen := corefuzz.EventArg(e, "fence").(uint64), corefuzz.EventArg(e, "generation").(uint64)
+				if fence>>40 != uint64(epoch.Round(gen)) || fence&(1<<40-1) == 0 {
+					return fmt.Errorf("granted fence %#x on a token of generation %#x", fence, gen)
 				}
 				return nil
-			},
+			}),
 		}
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
@@ -78,7 +64,7 @@ func FuzzTokenRing(f *testing.F) {
 		promised := map[string]uint64{}
 		var floor uint64
 		lastFence := map[string]uint64{}
-		var reqs []mutex.RequestID
+		clients := corefuzz.Clients{Driver: d}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
@@ -91,28 +77,13 @@ func FuzzTokenRing(f *testing.F) {
 					// (and nothing that depended on it left: Sent).
 					clear(lastFence)
 					clear(promised)
-					reqs = nil
+					clients.Forget()
 					floor, _ = tokenring.PromisedOnDisk(d.Disk, "\x00")
 				}
 			case 3:
-				name := names[p.Intn(len(names))]
-				if p.Intn(4) == 0 {
-					name = fmt.Sprintf("n%d", p.Intn(40))
-				}
-				if id, aerr := ring().Acquire(d.Now, mutex.Request{Lock: name, Lease: time.Duration(p.Intn(4)) * time.Second}); aerr == nil {
-					reqs = append(reqs, id)
-				}
-				err = d.Drain(fail)
+				err = clients.Acquire(p, corefuzz.LockName(p, names), mutex.Exclusive, fail)
 			case 4:
-				if len(reqs) > 0 {
-					id := reqs[p.Intn(len(reqs))]
-					if p.Bool() {
-						ring().Release(d.Now, id)
-					} else {
-						ring().Renew(d.Now, id, time.Duration(p.Intn(4))*time.Second)
-					}
-				}
-				err = d.Drain(fail)
+				err = clients.Touch(p, fail)
 			default:
 				name := names[p.Intn(len(names))]
 				switch p.Intn(6) {
@@ -160,15 +131,8 @@ func FuzzTokenRing(f *testing.F) {
 					lastFence[l.Name] = h.Fence
 				}
 			}
-			var m core.MetricSet
-			ring().Metrics(&m)
-			if err := m.Err(); err != nil {
+			if err := corefuzz.CheckMetrics(ring(), cfg.MaxLocks+8); err != nil {
 				t.Fatal(err)
-			}
-			for _, fam := range m.Families() {
-				if len(fam.Samples) > cfg.MaxLocks+8 {
-					t.Fatalf("%s: %d samples", fam.Name, len(fam.Samples))
-				}
 			}
 		}
 	})
@@ -226,15 +190,7 @@ func checkSentGeneration(m core.Message, disk []byte) error {
 // ringFrame is a token-ring frame about lock name chosen by the program;
 // cur is what the member promised for it.
 func ringFrame(p *corefuzz.Program, name string, cur uint64, lim epoch.Limit, ids []uint32, self uint32) core.Message {
-	m := core.Message{To: self}
-	switch p.Intn(8) {
-	case 0:
-		m.From = self
-	case 1:
-		m.From = 77
-	default:
-		m.From = ids[p.Intn(len(ids))]
-	}
+	m := core.Message{To: self, From: p.From(self, 77, ids)}
 	gen := p.Epoch(cur, lim, ids)
 	raw := func(v interface{ AppendBinary([]byte) ([]byte, error) }) []byte {
 		b, err := v.AppendBinary(nil)

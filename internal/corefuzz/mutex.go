@@ -1,0 +1,127 @@
+package corefuzz
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// What every mutex core's fuzz target shares: its clients, the fences a
+// life grants, the metrics. Each target keeps its own choice of steps (so
+// its corpus keeps driving the same paths), its own frames and its own
+// invariants.
+
+// LockName is one of names, or one time in four one of 40 others (more
+// locks than the fuzz targets' MaxLocks).
+func LockName(p *Program, names []string) string {
+	name := names[p.Intn(len(names))]
+	if p.Intn(4) == 0 {
+		name = fmt.Sprintf("n%d", p.Intn(40))
+	}
+	return name
+}
+
+// Mode is exclusive or shared, the program's choice.
+func Mode(p *Program) mutex.Mode {
+	if p.Bool() {
+		return mutex.Shared
+	}
+	return mutex.Exclusive
+}
+
+// Clients are the clients of the mutex core a Driver runs (its Core is a
+// mutex.Algorithm): the requests they made in this life of the core,
+// renewed and released at the program's choice.
+type Clients struct {
+	Driver *Driver
+	reqs   []mutex.RequestID
+}
+
+func (c *Clients) algorithm() mutex.Algorithm { return c.Driver.Core.(mutex.Algorithm) }
+
+// Acquire asks for lock in mode with a lease of 0 to 3 s (0: the
+// default), the program's choice, keeps the request if it is taken, and
+// drains the core (the write fails if failWrite).
+func (c *Clients) Acquire(p *Program, lock string, mode mutex.Mode, failWrite bool) error {
+	lease := time.Duration(p.Intn(4)) * time.Second
+	if id, err := c.algorithm().Acquire(c.Driver.Now, mutex.Request{Lock: lock, Mode: mode, Lease: lease}); err == nil {
+		c.reqs = append(c.reqs, id)
+	}
+	return c.Driver.Drain(failWrite)
+}
+
+// Touch releases or renews (for 0 to 3 s) one of the requests, the
+// program's choice (nothing without one), and drains the core.
+func (c *Clients) Touch(p *Program, failWrite bool) error {
+	if len(c.reqs) > 0 {
+		id := c.reqs[p.Intn(len(c.reqs))]
+		if p.Bool() {
+			_ = c.algorithm().Release(c.Driver.Now, id)
+		} else {
+			_ = c.algorithm().Renew(c.Driver.Now, id, time.Duration(p.Intn(4))*time.Second)
+		}
+	}
+	return c.Driver.Drain(failWrite)
+}
+
+// Forget drops the requests: after a restart the new life knows none.
+func (c *Clients) Forget() { c.reqs = nil }
+
+// Fences checks that the grants of one life carry, per lock, a fence above
+// the one before. Clear it on a restart: a new life's fences are bounded
+// by its disk, which the target checks its own way.
+type Fences map[string]uint64
+
+// Granted records fence, granted for lock, or says why it may not be.
+func (f Fences) Granted(lock string, fence uint64) error {
+	if fence <= f[lock] {
+		return fmt.Errorf("lock %s: granted fence %#x after %#x", lock, fence, f[lock])
+	}
+	f[lock] = fence
+	return nil
+}
+
+// OnEvent is a Driver's Ready that hands f every event of that name.
+func OnEvent(name string, f func(e core.Event) error) func(core.Ready) error {
+	return func(rd core.Ready) error {
+		for _, e := range rd.Events {
+			if e.Name != name {
+				continue
+			}
+			if err := f(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// EventArg returns the value that follows key in e's Args (nil without
+// one).
+func EventArg(e core.Event, key string) any {
+	for i := 0; i+1 < len(e.Args); i += 2 {
+		if e.Args[i] == key {
+			return e.Args[i+1]
+		}
+	}
+	return nil
+}
+
+// CheckMetrics: the core's metrics are valid, and no family has more than
+// maxSamples samples (0: no bound): a hostile peer may make counters grow,
+// never their number beyond the core's bounds.
+func CheckMetrics(c interface{ Metrics(*core.MetricSet) }, maxSamples int) error {
+	var m core.MetricSet
+	c.Metrics(&m)
+	if err := m.Err(); err != nil {
+		return err
+	}
+	for _, fam := range m.Families() {
+		if maxSamples > 0 && len(fam.Samples) > maxSamples {
+			return fmt.Errorf("%s: %d samples, at most %d", fam.Name, len(fam.Samples), maxSamples)
+		}
+	}
+	return nil
+}

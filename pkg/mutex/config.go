@@ -1,0 +1,101 @@
+package mutex
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/synclab/synclab/pkg/liveness"
+)
+
+// The checks every algorithm's Config.validate shares. Each returns an
+// error that names the field, its value and the bound it broke, without a
+// package prefix: the caller wraps it in its own ErrConfig.
+
+// MaxLeaseLimit is the longest lease any algorithm grants: a lease is also
+// what a new holder, coordinator or restarted member waits out, so a longer
+// one would stall the cluster that long after a failure.
+const MaxLeaseLimit = time.Hour
+
+// MaxDriftLimit bounds Config.MaxDriftPPM (exclusive): 10% is no clock, and
+// every padding by twice the drift would double a wait.
+const MaxDriftLimit = 1e5
+
+// Duration is one duration field of a Config, for FillDurations.
+type Duration struct {
+	Name  string // the field, as the error calls it
+	Value *time.Duration
+	// Default replaces a zero Value; a zero Default leaves it zero for the
+	// caller to derive from other fields.
+	Default time.Duration
+}
+
+// FillDurations refuses a negative duration and gives each zero one its
+// default, in order.
+func FillDurations(fields []Duration) error {
+	for _, f := range fields {
+		switch {
+		case *f.Value < 0:
+			return fmt.Errorf("%s %v is negative", f.Name, *f.Value)
+		case *f.Value == 0:
+			*f.Value = f.Default
+		}
+	}
+	return nil
+}
+
+// Timer is one protocol timeout or interval of a Config, for CheckTimers.
+type Timer struct {
+	Name  string
+	Value time.Duration
+}
+
+// CheckTimers runs liveness.CheckTimeout, the one range check of protocol
+// timers, on each timer in order; the error wraps liveness.ErrTimeoutRange.
+func CheckTimers(timers []Timer) error {
+	for _, t := range timers {
+		if err := liveness.CheckTimeout(t.Name, t.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Bounds are the bounds a lease-granting Config shares, once its defaults
+// are filled in, for CheckBounds.
+type Bounds struct {
+	MinLease, MaxLease time.Duration
+	// LongLease is what a lease above MaxLeaseLimit would cost in this
+	// algorithm (the error's reason; empty: none given).
+	LongLease   string
+	MaxDriftPPM float64
+	MaxLocks    int
+	// LocksCap bounds MaxLocks where a wire field counts locks (0: no
+	// bound but positive).
+	LocksCap int
+	MaxQueue int
+}
+
+// CheckBounds checks, in this order: the drift bound (0 <= ppm <
+// MaxDriftLimit, not NaN), MinLease <= MaxLease <= MaxLeaseLimit, and
+// MaxLocks and MaxQueue positive (MaxLocks at most LocksCap if set).
+func CheckBounds(l Bounds) error {
+	switch {
+	case math.IsNaN(l.MaxDriftPPM) || l.MaxDriftPPM < 0 || l.MaxDriftPPM >= MaxDriftLimit:
+		return fmt.Errorf("MaxDriftPPM %g: want 0 <= ppm < %g", l.MaxDriftPPM, float64(MaxDriftLimit))
+	case l.MinLease > l.MaxLease:
+		return fmt.Errorf("MinLease %v exceeds MaxLease %v", l.MinLease, l.MaxLease)
+	case l.MaxLease > MaxLeaseLimit && l.LongLease != "":
+		return fmt.Errorf("MaxLease %v: at most %v (%s)", l.MaxLease, MaxLeaseLimit, l.LongLease)
+	case l.MaxLease > MaxLeaseLimit:
+		return fmt.Errorf("MaxLease %v: at most %v", l.MaxLease, MaxLeaseLimit)
+	case l.MaxLocks < 1 || (l.LocksCap > 0 && l.MaxLocks > l.LocksCap):
+		if l.LocksCap > 0 {
+			return fmt.Errorf("MaxLocks %d: want 1..%d", l.MaxLocks, l.LocksCap)
+		}
+		return fmt.Errorf("MaxLocks %d must be positive", l.MaxLocks)
+	case l.MaxQueue < 1:
+		return fmt.Errorf("MaxQueue %d must be positive", l.MaxQueue)
+	}
+	return nil
+}
