@@ -181,7 +181,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 func (c *Core) newRound(r uint64, reason string) {
 	next, err := c.limit.Next(max(c.round, r), c.id)
 	if err != nil {
-		c.counts.Reject(electcount.RejectReason(rejectLabels, err))
+		c.counts.RejectErr(rejectLabels, err)
 		return
 	}
 	c.counts.ElectionStarted(next, c.now, true)
@@ -433,7 +433,7 @@ func (c *Core) nextIteration() {
 	c.pending = nil
 	for _, p := range early {
 		if err := c.take(p); err != nil {
-			c.counts.Reject(electcount.RejectReason(rejectLabels, err))
+			c.counts.RejectErr(rejectLabels, err)
 		}
 	}
 }
@@ -516,7 +516,7 @@ func (c *Core) Step(m core.Message) error {
 		err = c.guard.Admit(c.limit, int64(c.now.Sub(c.start)), c.round, m.Term)
 	}
 	if err != nil {
-		c.counts.Reject(electcount.RejectReason(rejectLabels, err))
+		c.counts.RejectErr(rejectLabels, err)
 		return err
 	}
 	if m.Time.After(c.now) {
@@ -561,7 +561,7 @@ func (c *Core) Step(m core.Message) error {
 		}
 	}
 	if err := c.take(pendingMsg{from: m.From, kind: m.Kind, down: p.down, up: p.up}); err != nil {
-		c.counts.Reject(electcount.RejectReason(rejectLabels, err))
+		c.counts.RejectErr(rejectLabels, err)
 		return err
 	}
 	c.advance()

@@ -1,17 +1,19 @@
-// Package electcount is the bookkeeping the elections of block 70-89
-// (majority, omega, yoyo) share: messages sent and received by kind,
-// refused frames by reason, the elections this member took part in with
-// the messages it sent for each, and the metric families they all export.
+// Package electcount is the bookkeeping the elections share: messages
+// sent and received by kind, refused frames by reason, the elections this
+// member took part in with the messages it sent for each, and the metric
+// families they all export (the elections of block 70-89: majority,
+// omega, yoyo); and the configuration checks every election makes
+// (Durations, Roster: bully and the rings too).
 package electcount
 
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
-	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -55,16 +57,9 @@ func (c *Counts) Reject(label string) {
 	c.rejected[label]++
 }
 
-// RejectReason labels err for Reject: the first of labels it wraps, an
-// epoch's reason ("term_too_fast"), or the payload's ("payload_truncated").
-func RejectReason(labels core.ErrorLabels, err error) string {
-	if l := labels.Of(err, ""); l != "" {
-		return l
-	}
-	if r := epoch.Reason(err); r != "" {
-		return "term_" + r
-	}
-	return "payload_" + wire.Reason(err)
+// RejectErr counts a refused frame under its label (elect.RejectReason).
+func (c *Counts) RejectErr(labels core.ErrorLabels, err error) {
+	c.Reject(elect.RejectReason(labels, err))
 }
 
 // ElectionStarted opens an election of term at now; startedHere counts it
@@ -150,6 +145,32 @@ func Durations(what string, ds ...Duration) error {
 		}
 		if err := liveness.CheckTimeout(d.Name, *d.V); err != nil {
 			return fmt.Errorf("%s: %w (0: default %v)", what, err, d.Def)
+		}
+	}
+	return nil
+}
+
+// Roster checks the list an algorithm orders or weighs the members by
+// (bully's ranking, a ring's order, the majority's weights): the rules
+// of liveness.CheckMembers, and, when the member list is given, the same
+// members. what names the algorithm and noun the list ("ranked", "in the
+// ring", "weighted"), for the errors.
+func Roster(what, noun string, self uint32, listed, members []uint32) error {
+	if len(listed) == 0 {
+		return fmt.Errorf("%s: empty member list", what)
+	}
+	if err := liveness.CheckMembers(self, listed); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	if len(members) != len(listed) {
+		return fmt.Errorf("%s: %d members %s, %d members", what, len(listed), noun, len(members))
+	}
+	for _, id := range members {
+		if !slices.Contains(listed, id) {
+			return fmt.Errorf("%s: member %d is not %s", what, id, noun)
 		}
 	}
 	return nil
