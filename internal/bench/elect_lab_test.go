@@ -71,7 +71,7 @@ const (
 	// targetQuorumFailoverP99: the majority election's (issue 16), whose
 	// new leader waits out the dead one's lease.
 	targetQuorumFailoverP99 = time.Second
-	targetRSS         = 20_000_000
+	targetRSS               = 20_000_000
 )
 
 // heartbeatKinds are excluded from the messages of an election: the new
