@@ -100,6 +100,7 @@ type Core struct {
 	// The leader's flood.
 	seq      uint32 // the leader's next heartbeat; a follower's last relayed
 	heardAt  time.Time
+	gaveUp   uint32 // the leader this member last gave up for silence
 	nextBeat time.Time
 	startAt  time.Time // a member without a leader starts a round then
 
@@ -213,17 +214,33 @@ func (c *Core) enter(r uint64) {
 	c.perRound = 0
 	c.announce("new_round")
 	for _, n := range c.nbrs {
-		if c.now.Sub(c.heard[n]) >= c.cfg.LeaderTimeout {
-			// Not heard for a leader timeout (the leader's flood crosses
-			// every edge every heartbeat): dead or cut off. The round runs
-			// on the graph that answers; a neighbour that turns out alive
-			// joins it, or, if too late for that, starts another.
+		if n == c.gaveUp || c.silentBefore(n) {
+			// The leader this member gave up, or a neighbour dead or cut
+			// off before it: the round runs on the graph that answers; a
+			// neighbour that turns out alive joins it, or, if too late for
+			// that, starts another.
 			c.edges[n] = silent
 			continue
 		}
 		c.greet(n)
 	}
 	c.advance() // a member without neighbours has won at once
+}
+
+// silentBefore reports whether neighbour n was silent before this round:
+// unheard for a leader timeout, and, if a leader's flood was heard, since
+// a heartbeat before its last one. While a leader lives its flood crosses
+// every edge every heartbeat, so a live neighbour was heard with the last
+// flood; once the leader is dead nobody floods and every neighbour falls
+// silent at once, which says nothing about it. (Going by the leader
+// timeout alone, a member that joined a round a little after the one that
+// started it took every live neighbour for dead, and each one's hello
+// then forced another round.)
+func (c *Core) silentBefore(n uint32) bool {
+	if c.now.Sub(c.heard[n]) < c.cfg.LeaderTimeout {
+		return false
+	}
+	return c.heardAt.IsZero() || c.heardAt.Sub(c.heard[n]) >= c.cfg.Heartbeat
 }
 
 func (c *Core) greet(n uint32) {
@@ -471,9 +488,9 @@ func (c *Core) Tick(now time.Time) {
 			c.beat()
 		}
 	case c.lead != 0:
-		if !c.now.Before(c.heardAt.Add(c.cfg.LeaderTimeout)) {
+		if !c.now.Before(c.leaderDeadline()) {
 			c.counts.LeaderTimeouts++
-			c.lead = 0
+			c.gaveUp, c.lead = c.lead, 0
 			c.announce("leader_lost")
 			c.newRound(c.round, "leader_lost")
 		}
@@ -496,7 +513,7 @@ func (c *Core) Deadline() time.Time {
 	case c.lead == c.id:
 		return c.nextBeat
 	case c.lead != 0:
-		return c.heardAt.Add(c.cfg.LeaderTimeout)
+		return c.leaderDeadline()
 	case c.electing:
 		at := c.roundAt.Add(c.cfg.RoundTimeout)
 		if s := c.nextSilence(); !s.IsZero() && s.Before(at) {
@@ -505,6 +522,19 @@ func (c *Core) Deadline() time.Time {
 		return at
 	}
 	return c.startAt
+}
+
+// leaderDeadline is when this member gives the leader up: a leader
+// timeout after its flood was last heard, plus a Stagger for every member
+// below this one but the leader (see Config.Stagger).
+func (c *Core) leaderDeadline() time.Time {
+	below := 0
+	for _, m := range c.cfg.Members {
+		if m < c.id && m != c.lead {
+			below++
+		}
+	}
+	return c.heardAt.Add(c.cfg.LeaderTimeout + time.Duration(below)*c.cfg.Stagger)
 }
 
 // ---- messages --------------------------------------------------------------
@@ -524,6 +554,9 @@ func (c *Core) Step(m core.Message) error {
 	}
 	c.counts.Received(m.Kind)
 	c.heard[m.From] = c.now
+	if m.From == c.gaveUp {
+		c.gaveUp = 0 // alive after all (restarted, or back from a partition)
+	}
 	if !c.electing && c.round != 0 && c.edges[m.From] == silent && m.Term <= c.round {
 		// A neighbour the decided round went without is back: the round's
 		// leader is the smallest ID of the graph that answered, which
