@@ -127,8 +127,6 @@ type Core struct {
 	now, start time.Time
 	heard      []time.Time
 	announced  elect.Announcer
-	last       *elect.ElectionStats
-	hopsBefore uint64
 	counts     counters
 
 	limit     epoch.Limit
@@ -345,7 +343,11 @@ func (c *Core) emit(m core.Message) {
 	if m.To == core.Broadcast {
 		n = uint64(len(c.ring) - 1)
 	}
-	c.counts.sent[kindIndex(m.Kind)] += n
+	if m.Kind == wire.KindRingElection || m.Kind == wire.KindRingCoordinator {
+		c.counts.Sent(m.Kind, int(n)) // an election's cost: its hops
+	} else {
+		c.counts.SentAside(m.Kind, int(n))
+	}
 }
 
 func (c *Core) broadcast(k wire.Kind, p encoding.BinaryAppender) {
@@ -458,8 +460,8 @@ func (c *Core) exhaust(err error) {
 // election this member took part in once a leader is known.
 func (c *Core) announce(reason string) {
 	c.events = append(c.events, c.announced.Leader(c.lead, c.term, c.now, reason)...)
-	if e := c.last; e != nil && e.Decided.IsZero() && c.lead != 0 {
-		e.Decided, e.Leader, e.Sent = c.now, c.lead, c.counts.hops()-c.hopsBefore
+	if c.lead != 0 {
+		c.counts.Decided(c.lead, c.now)
 	}
 }
 
@@ -467,8 +469,7 @@ func (c *Core) announce(reason string) {
 // attempt, fresh.
 func (c *Core) join(attempt uint32) {
 	c.el = election{live: true, term: c.term, attempt: attempt, started: c.now}
-	c.last = &elect.ElectionStats{Term: c.term, Started: c.now}
-	c.hopsBefore = c.counts.hops()
+	c.counts.ElectionStarted(c.term, c.now, false) // counted as started in campaign
 	c.armElection()
 }
 
@@ -509,7 +510,7 @@ func (c *Core) campaign(reason string, fresh bool) {
 	if c.yielding || !c.initiates() {
 		return
 	}
-	c.counts.elections++
+	c.counts.Elections++
 	c.events = append(c.events, c.announced.ElectionStarted(c.term, reason, c.now))
 	c.el.joined = true
 	c.initiate()
@@ -564,7 +565,7 @@ func (c *Core) Tick(now time.Time) {
 		}
 	case c.lead != 0:
 		if !c.det.Alive(c.lead) {
-			c.counts.leaderTimeouts++
+			c.counts.LeaderTimeouts++
 			// As dead as this member can tell: its election does not wait
 			// for the leader's acknowledgement.
 			c.skipped[c.lead] = now
@@ -611,7 +612,7 @@ func (c *Core) Step(m core.Message) error {
 		c.counts.reject(err)
 		return err
 	}
-	c.counts.received[kindIndex(m.Kind)]++
+	c.counts.Received(m.Kind)
 	if m.Time.After(c.now) {
 		c.now = m.Time
 	}
@@ -642,7 +643,7 @@ func (c *Core) Step(m core.Message) error {
 		}
 	}
 	if m.Term < c.term {
-		c.counts.stale++
+		c.counts.Stale++
 		if m.Kind == wire.KindRingHeartbeat && c.leading && c.now.Sub(c.reminded) >= c.cfg.Heartbeat {
 			// A leader of an older term (back from a partition or a pause):
 			// tell it the current one.
@@ -924,7 +925,7 @@ func (c *Core) onHeartbeat(from uint32, flags uint8) {
 		return
 	}
 	if from == c.resigner && c.term == c.resignedTerm {
-		c.counts.stale++ // overtaken by its resignation
+		c.counts.Stale++ // overtaken by its resignation
 		return
 	}
 	if c.lead == from {

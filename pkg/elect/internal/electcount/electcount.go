@@ -1,9 +1,10 @@
-// Package electcount is the bookkeeping the elections share: messages
-// sent and received by kind, refused frames by reason, the elections this
-// member took part in with the messages it sent for each, and the metric
-// families they all export (the elections of block 70-89: majority,
-// omega, yoyo); and the configuration checks every election makes
-// (Durations, Roster: bully and the rings too).
+// Package electcount is what every election core keeps the same way:
+// messages sent and received by kind, refused frames by reason, the
+// elections started, leaders given up, stale frames, the last election
+// with the messages sent for it (status: elect.Status via Fill), the
+// metric families they all export (Metrics), and the configuration checks
+// they all make (Roster, Durations). Each core keeps its own counters
+// beside these (bully's claims, a ring's skips and resends, ...).
 package electcount
 
 import (
@@ -39,6 +40,16 @@ func (c *Counts) Sent(k wire.Kind, n int) {
 	}
 	c.sent[k] += uint64(n)
 	c.total += uint64(n)
+}
+
+// SentAside counts n messages of kind k that are no part of an
+// election's cost (a ring's acknowledgements and heartbeats): in the
+// counters by kind, not in ElectionStats.Sent.
+func (c *Counts) SentAside(k wire.Kind, n int) {
+	if c.sent == nil {
+		c.sent = map[wire.Kind]uint64{}
+	}
+	c.sent[k] += uint64(n)
 }
 
 // Received counts one accepted message of kind k.
@@ -104,7 +115,7 @@ func (c *Counts) Fill(s *elect.Status, kinds []wire.Kind) {
 	}
 }
 
-// Metrics exports the families every election of this block shares.
+// Metrics exports the families every election shares.
 func (c *Counts) Metrics(m *core.MetricSet, kinds []wire.Kind, lead uint32, leading bool, bugs *core.Bugs) {
 	m.Gauge("synclab_elect_leader_id", "Member ID of the leader this node follows; 0 if none is known.", float64(lead))
 	m.GaugeBool("synclab_elect_is_leader", "1 if this node leads, else 0.", leading)
