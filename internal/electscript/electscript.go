@@ -1,14 +1,18 @@
 // Package electscript replays election scenario scripts (internal/scenario)
 // on the simulator (internal/sim) with fixed per-link delays and exact
 // clocks, so that a script reproduces one interleaving of the notes, the
-// same on every run, and its trace can be drawn (internal/diagram). The
-// elections of block 70-89 (majority, omega, yoyo) use it for their
-// testdata/scenarios; it exists for tests only.
+// same on every run, and its trace can be drawn (internal/diagram). Every
+// election that runs on the simulator uses it for its testdata/scenarios
+// (the rings, majority, omega, yoyo; bully's scripts tick its synchronous
+// test network instead); it exists for tests only.
 //
 // Commands (each prints the events it caused, at their true times):
 //
-//	cluster N [ARGS...]      members 1..N; ARGS go to the algorithm's Setup.New
-//	delay A B D              the link between A and B takes D each way (default 1ms)
+//	cluster ARGS...          the members and their cores, as the algorithm's
+//	                         Setup.New reads ARGS (Numbered: "cluster N ..."
+//	                         for members 1..N)
+//	delay A B D              the link between A and B takes D each way
+//	                         (default Setup.Delay, 1ms if unset)
 //	run D                    advance the simulation by D
 //	crash ID | restart ID    stop a member (its disk survives) / start it again
 //	pause ID | resume ID     SIGSTOP / SIGCONT
@@ -17,7 +21,8 @@
 //	heal                     restore every link
 //	resign ID                the member's leader steps down (elect.Elector.Resign)
 //	status                   every member's role, leader, term and phase
-//	counts                   frames sent by kind since the last counts
+//	counts                   frames sent by kind since the last counts, and
+//	                         how many arrived where fewer did
 //
 // Every run records the members' traces (as `electd --trace` writes them)
 // and draws them (internal/diagram): a script that cannot be drawn fails.
@@ -55,13 +60,27 @@ var Out = flag.String("electscript.out", "", "write the traces, SVG and HTML of 
 
 // Setup is what a script needs of one algorithm.
 type Setup struct {
-	// New returns the constructor of every member's core for the cluster
-	// command's arguments (a.F[2:]), members 1..N.
-	New func(t testing.TB, a scenario.Args, members []uint32) func(env core.Env) (elect.Elector, error)
+	// New reads the cluster command (a.F[0] is "cluster") and returns the
+	// members, in the order status lists them, and the constructor of
+	// every member's core.
+	New func(t testing.TB, a scenario.Args) (members []uint32, newCore func(env core.Env) (elect.Elector, error))
 	// Kinds are the kinds counts reports, in order.
 	Kinds []wire.Kind
-	// Quiet names events not printed (a heartbeat's own event, say).
-	Quiet map[string]bool
+	// Show picks the events printed (nil: every one).
+	Show func(event string) bool
+	// Delay is every link's delay unless a delay command says otherwise
+	// (0: 1ms).
+	Delay time.Duration
+}
+
+// Numbered is the cluster command's "N": members 1..N.
+func Numbered(a scenario.Args) []uint32 {
+	n := int(a.Uint(1))
+	members := make([]uint32, n)
+	for j := range members {
+		members[j] = uint32(j + 1)
+	}
+	return members
 }
 
 // Run executes script and returns it with every command's output
@@ -85,13 +104,15 @@ func Run(t *testing.T, script string, setup Setup) string {
 		}
 		switch f[0] {
 		case "cluster":
-			n := int(a.Uint(1))
-			members := make([]uint32, n)
-			for j := range members {
-				members[j] = uint32(j + 1)
+			if s != nil {
+				t.Fatalf("%q: a second cluster", line)
 			}
-			newCore := setup.New(t, scenario.Args{T: t, Line: line, F: append([]string{"cluster"}, f[2:]...)}, members)
-			s = sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
+			members, newCore := setup.New(t, a)
+			delay := setup.Delay
+			if delay == 0 {
+				delay = time.Millisecond
+			}
+			s = sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: delay}})
 			for _, id := range members {
 				s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
 					el, err := newCore(env)
@@ -149,7 +170,11 @@ func Run(t *testing.T, script string, setup Setup) string {
 		case "counts":
 			var parts []string
 			for _, k := range setup.Kinds {
-				parts = append(parts, fmt.Sprintf("%s=%d", k, s.Sent(k)))
+				p := fmt.Sprintf("%s=%d", k, s.Sent(k))
+				if got := s.Delivered(k); got != s.Sent(k) {
+					p += fmt.Sprintf(" (delivered %d)", got)
+				}
+				parts = append(parts, p)
 			}
 			out.WriteString(strings.Join(parts, " ") + "\n")
 			s.ResetCounts()
@@ -161,7 +186,7 @@ func Run(t *testing.T, script string, setup Setup) string {
 		}
 		evs := s.Events()
 		for _, e := range evs[seen:] {
-			if setup.Quiet[e.Name] {
+			if setup.Show != nil && !setup.Show(e.Name) {
 				continue
 			}
 			fmt.Fprintf(&out, "%v %d %s", e.At.Round(time.Microsecond), e.Node, e.Name)

@@ -26,19 +26,25 @@ func TestSimOracle(t *testing.T) {
 	}
 }
 
-// TestSimFailover: on a clean LAN of 5, every algorithm replaces a
-// SIGKILLed leader with its rightful successor everywhere, over seeds;
-// those that elect the highest member (bully, the rings) within 600 ms
-// (the leader timeout, 400 ms from the last heartbeat; bully's stagger, or
-// a ring's election with one send to the dead leader and its rounds), the
-// others within Converge's 3 s (the majority election's lease and stagger,
-// the eventual leader's window, Yo-Yo's rounds: their worst is logged).
+// TestSimFailover: on a LAN of 5 without loss (1 or 5 ms of jitter, by
+// seed), every algorithm replaces a SIGKILLed leader with its rightful
+// successor everywhere, over seeds, within 600 ms: the leader timeout (400 ms from the last heartbeat) and
+// then bully's stagger, a ring's election with one send to the dead
+// leader and its rounds, the majority election's stagger, the eventual
+// leader's window, or Yo-Yo's round, whose members that join it give the
+// dead leader half a heartbeat to answer their hello (before, they waited
+// for its RoundTimeout: 2.4 s). A ring member that relayed an election
+// its living leader swallowed must still start the next one (before, in
+// Franklin and Fredrickson-Lynch it waited for ElectionTimeout: 1.4 s;
+// seed 8: the leader's own start-up election, relayed by every member).
+// Each algorithm's worst is logged.
 func TestSimFailover(t *testing.T) {
 	for _, alg := range algorithms.All {
 		t.Run(alg.Name, func(t *testing.T) {
 			var worst time.Duration
-			sim.Seeds(t, 20, func(t *testing.T, seed int64) {
-				s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: 200 * time.Microsecond}})
+			sim.Seeds(t, 40, func(t *testing.T, seed int64) {
+				jitter := time.Millisecond + time.Duration(seed%2)*4*time.Millisecond
+				s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: jitter}})
 				c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4, 5}, elect.Options{})
 				c.Converge(3 * time.Second)
 				c.Run(time.Duration(seed*37%1000) * time.Millisecond)
@@ -46,7 +52,7 @@ func TestSimFailover(t *testing.T) {
 				s.Crash(leader)
 				d := c.Converge(3 * time.Second)
 				worst = max(worst, d)
-				if alg.Rightful == nil && d > 600*time.Millisecond {
+				if d > 600*time.Millisecond {
 					t.Errorf("failover took %v, want <= 600ms", d)
 				}
 				c.Claims()

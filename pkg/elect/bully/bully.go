@@ -110,11 +110,7 @@ type Core struct {
 	start     time.Time // the local clock at New: the term guard counts from it
 	heard     []time.Time
 	announced elect.Announcer
-	// election is the last election this node started; sentBefore the
-	// messages it had sent before it.
-	election   *elect.ElectionStats
-	sentBefore uint64
-	counts     counters
+	counts    counters
 
 	// limit and guard decide which terms from the wire are plausible (see
 	// termLimit); exhausted holds the error once no term is left to claim.
@@ -259,9 +255,7 @@ func (b *Core) becomeCandidate(reason wire.ElectionReason) {
 	if b.startup && !b.running {
 		b.deadline = b.now // a Tick at once: the wait starts with it (run)
 	}
-	b.counts.elections++
-	b.election = &elect.ElectionStats{Term: b.term, Started: b.now}
-	b.sentBefore = b.counts.totalSent()
+	b.counts.ElectionStarted(b.term, b.now, true)
 	b.announce(reason.String())
 	b.events = append(b.events, b.announced.ElectionStarted(b.term, reason.String(), b.now))
 }
@@ -436,7 +430,7 @@ func tickFollower(b *Core) {
 	switch {
 	case b.lead != 0:
 		if !b.det.Alive(b.lead) {
-			b.counts.leaderTimeouts++
+			b.counts.LeaderTimeouts++
 			b.leaderLost(wire.ReasonLeaderLost)
 		}
 	case !b.due():
@@ -478,7 +472,7 @@ func (b *Core) Step(m core.Message) error {
 		b.counts.reject(err)
 		return err
 	}
-	b.counts.received[kindIndex(m.Kind)]++
+	b.counts.Received(m.Kind)
 	if m.Time.After(b.now) {
 		b.now = m.Time // the freshest local reading
 	}
@@ -492,7 +486,7 @@ func (b *Core) Step(m core.Message) error {
 		return err
 	}
 	if m.Term < b.term {
-		b.counts.stale++
+		b.counts.Stale++
 		return b.stepStale(in)
 	}
 	// A frame of the current or a newer term is a sign of life (a stale
@@ -807,11 +801,11 @@ func (b *Core) send(to uint32, k wire.Kind, p encoding.BinaryAppender) {
 		return
 	}
 	b.msgs = append(b.msgs, core.Message{To: to, Kind: k, Term: b.term, Payload: payload})
+	n := 1
 	if to == core.Broadcast {
-		b.counts.sent[kindIndex(k)] += uint64(len(b.ranked) - 1)
-	} else {
-		b.counts.sent[kindIndex(k)]++
+		n = len(b.ranked) - 1
 	}
+	b.counts.Sent(k, n)
 }
 
 // sinceStart is the term guard's clock: nanoseconds of the local clock
@@ -833,7 +827,7 @@ func (b *Core) emit(name, msg string, args ...any) {
 // known.
 func (b *Core) announce(reason string) {
 	b.events = append(b.events, b.announced.Leader(b.lead, b.term, b.now, reason)...)
-	if e := b.election; e != nil && e.Decided.IsZero() && b.lead != 0 {
-		e.Decided, e.Leader, e.Sent = b.now, b.lead, b.counts.totalSent()-b.sentBefore
+	if b.lead != 0 {
+		b.counts.Decided(b.lead, b.now)
 	}
 }

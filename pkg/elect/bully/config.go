@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/internal/electcount"
 	"github.com/synclab/synclab/pkg/liveness"
 )
 
@@ -116,51 +117,21 @@ func (c *Config) validate(self uint32, members []uint32) error {
 			c.Members = append(c.Members, Member{ID: id})
 		}
 	}
-	if len(c.Members) == 0 {
-		return errors.New("bully: empty member list")
+	ranked := make([]uint32, len(c.Members))
+	for i, m := range c.Members {
+		ranked[i] = m.ID
 	}
-	seen := make(map[uint32]bool, len(c.Members))
-	for _, m := range c.Members {
-		if m.ID == 0 {
-			return errors.New("bully: member ID 0 is reserved")
-		}
-		if seen[m.ID] {
-			return fmt.Errorf("bully: member %d listed twice", m.ID)
-		}
-		seen[m.ID] = true
+	if err := electcount.Roster("bully", "ranked", self, ranked, members); err != nil {
+		return err
 	}
-	if !seen[self] {
-		return fmt.Errorf("bully: own ID %d is not in the member list", self)
-	}
-	if len(members) > 0 {
-		if len(members) != len(c.Members) {
-			return fmt.Errorf("bully: %d ranked members, %d members", len(c.Members), len(members))
-		}
-		for _, id := range members {
-			if !seen[id] {
-				return fmt.Errorf("bully: member %d is not ranked", id)
-			}
-		}
-	}
-
 	def := DefaultLANConfig()
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"Heartbeat", &c.Heartbeat, def.Heartbeat},
-		{"LeaderTimeout", &c.LeaderTimeout, def.LeaderTimeout},
-		{"Stagger", &c.Stagger, def.Stagger},
-		{"AnswerTimeout", &c.AnswerTimeout, def.AnswerTimeout},
-		{"CoordinatorTimeout", &c.CoordinatorTimeout, def.CoordinatorTimeout},
-	} {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-		if err := liveness.CheckTimeout(f.name, *f.v); err != nil {
-			return fmt.Errorf("bully: %w (0: default %v)", err, f.def)
-		}
+	if err := electcount.Durations("bully",
+		electcount.Duration{Name: "Heartbeat", V: &c.Heartbeat, Def: def.Heartbeat},
+		electcount.Duration{Name: "LeaderTimeout", V: &c.LeaderTimeout, Def: def.LeaderTimeout},
+		electcount.Duration{Name: "Stagger", V: &c.Stagger, Def: def.Stagger},
+		electcount.Duration{Name: "AnswerTimeout", V: &c.AnswerTimeout, Def: def.AnswerTimeout},
+		electcount.Duration{Name: "CoordinatorTimeout", V: &c.CoordinatorTimeout, Def: def.CoordinatorTimeout}); err != nil {
+		return err
 	}
 	if c.LeaderTimeout <= c.Heartbeat {
 		return fmt.Errorf("bully: LeaderTimeout (%v) must exceed Heartbeat (%v), or every follower suspects a live leader between two heartbeats",

@@ -5,39 +5,24 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/internal/electcount"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
 // electionKinds are the kinds a bully core counts, in counter order.
-var electionKinds = [...]wire.Kind{wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat}
+var electionKinds = []wire.Kind{wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat}
 
-func kindIndex(k wire.Kind) int {
-	for i, ek := range electionKinds {
-		if ek == k {
-			return i
-		}
-	}
-	panic("bully: no counter for kind " + k.String())
-}
-
+// counters are bully's own counters beside the ones every election keeps
+// (electcount: messages by kind, refusals, elections started, leader
+// timeouts, stale frames, the cost of the last election it started).
 type counters struct {
-	elections      uint64 // elections started
-	claims         uint64 // terms claimed (elected or reasserted)
-	leaderTimeouts uint64 // leaders given up for silence
-	stale          uint64 // messages of an older term
-	contested      uint64 // stale claims of our own leader answered with our term
-	overslept      uint64 // role timers found far past their deadline, waited again
-	sent           [len(electionKinds)]uint64
-	received       [len(electionKinds)]uint64
-	rejected       map[string]uint64
+	electcount.Counts
+	claims    uint64 // terms claimed (elected or reasserted)
+	contested uint64 // stale claims of our own leader answered with our term
+	overslept uint64 // role timers found far past their deadline, waited again
 }
 
-func (c *counters) reject(err error) {
-	if c.rejected == nil {
-		c.rejected = make(map[string]uint64)
-	}
-	c.rejected[rejectReason(err)]++
-}
+func (c *counters) reject(err error) { c.RejectErr(rejectLabels, err) }
 
 // rejectLabels name Step's own errors for the counters: short and stable.
 var rejectLabels = core.ErrorLabels{
@@ -47,18 +32,6 @@ var rejectLabels = core.ErrorLabels{
 	{Err: ErrWrongDirection, Label: "wrong_direction"},
 	{Err: core.ErrUnknownMember, Label: "unknown_member"},
 	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
-}
-
-// rejectReason names a rejection for the counters: one of rejectLabels, a
-// term's (pkg/epoch) or a payload's (pkg/wire).
-func rejectReason(err error) string { return elect.RejectReason(rejectLabels, err) }
-
-func (c *counters) totalSent() uint64 {
-	var n uint64
-	for _, v := range c.sent {
-		n += v
-	}
-	return n
 }
 
 // Detail is bully's own part of the status (elect.Status.Detail).
@@ -102,7 +75,7 @@ func (b *Core) Detail() Detail {
 		Stagger:            b.cfg.Stagger,
 		Yielding:           b.yielding,
 		TermsClaimed:       b.counts.claims,
-		StaleMessages:      b.counts.stale,
+		StaleMessages:      b.counts.Stale,
 		LeaderContested:    b.counts.contested,
 		Overslept:          b.counts.overslept,
 		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
@@ -116,38 +89,18 @@ func (b *Core) Detail() Detail {
 // Report returns this node's view of the election (elect.Elector).
 func (b *Core) Report() elect.Status {
 	s := elect.Status{
-		Algorithm:        Algorithm.Name,
-		ID:               b.id,
-		Role:             b.role,
-		Term:             b.term,
-		Round:            TermRound(b.term),
-		Leader:           b.lead,
-		LeaderSince:      b.announced.Since(),
-		Phase:            b.phase(),
-		ElectionsStarted: b.counts.elections,
-		LeaderTimeouts:   b.counts.leaderTimeouts,
-		Sent:             make(map[string]uint64, len(electionKinds)),
-		Received:         make(map[string]uint64, len(electionKinds)),
-		ChangesDropped:   b.announced.Dropped(),
-		Detail:           b.Detail(),
+		Algorithm:      Algorithm.Name,
+		ID:             b.id,
+		Role:           b.role,
+		Term:           b.term,
+		Round:          TermRound(b.term),
+		Leader:         b.lead,
+		LeaderSince:    b.announced.Since(),
+		Phase:          b.phase(),
+		ChangesDropped: b.announced.Dropped(),
+		Detail:         b.Detail(),
 	}
-	if b.election != nil {
-		e := *b.election
-		if e.Decided.IsZero() {
-			e.Sent = b.counts.totalSent() - b.sentBefore
-		}
-		s.LastElection = &e
-	}
-	for i, k := range electionKinds {
-		s.Sent[k.String()] = b.counts.sent[i]
-		s.Received[k.String()] = b.counts.received[i]
-	}
-	if len(b.counts.rejected) > 0 {
-		s.Rejected = make(map[string]uint64, len(b.counts.rejected))
-		for k, v := range b.counts.rejected {
-			s.Rejected[k] = v
-		}
-	}
+	b.counts.Fill(&s, electionKinds)
 	// Members in the configured order, as the operator wrote them.
 	for _, m := range b.cfg.Members {
 		s.Members = append(s.Members, elect.MemberStatus{

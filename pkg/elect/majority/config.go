@@ -107,28 +107,15 @@ func (c *Config) validate(self uint32, members []uint32) error {
 			c.Members = append(c.Members, Member{ID: id, Weight: 1})
 		}
 	}
-	seen := map[uint32]bool{}
-	for _, m := range c.Members {
-		switch {
-		case m.ID == 0:
-			return errors.New("majority: member ID 0 is reserved")
-		case seen[m.ID]:
-			return fmt.Errorf("majority: member %d listed twice", m.ID)
-		case m.Weight == 0:
+	weighted := make([]uint32, len(c.Members))
+	for i, m := range c.Members {
+		if m.Weight == 0 {
 			return fmt.Errorf("majority: member %d has weight 0 (every voter weighs at least 1)", m.ID)
 		}
-		seen[m.ID] = true
+		weighted[i] = m.ID
 	}
-	if !seen[self] {
-		return fmt.Errorf("majority: own ID %d is not in the member list", self)
-	}
-	if len(members) > 0 && len(members) != len(c.Members) {
-		return fmt.Errorf("majority: %d weighted members, %d members", len(c.Members), len(members))
-	}
-	for _, id := range members {
-		if !seen[id] {
-			return fmt.Errorf("majority: member %d has no weight", id)
-		}
+	if err := electcount.Roster("majority", "weighted", self, weighted, members); err != nil {
+		return err
 	}
 	def := DefaultLANConfig()
 	if err := electcount.Durations("majority",

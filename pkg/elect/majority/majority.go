@@ -459,7 +459,7 @@ func (c *Core) reassert(t uint64) {
 }
 
 func (c *Core) exhaust(err error) {
-	c.counts.Reject(electcount.RejectReason(rejectLabels, err))
+	c.counts.RejectErr(rejectLabels, err)
 	if c.exhausted == nil {
 		c.exhausted = err
 		c.events = append(c.events, core.Event{Name: "terms_exhausted", Msg: "cannot claim a term: the term space is exhausted; stop every member and remove its state file",
@@ -503,7 +503,7 @@ func (c *Core) Step(m core.Message) error {
 		err = c.guard.Admit(c.limit, int64(c.now.Sub(c.start)), c.term, m.Term)
 	}
 	if err != nil {
-		c.counts.Reject(electcount.RejectReason(rejectLabels, err))
+		c.counts.RejectErr(rejectLabels, err)
 		return err
 	}
 	c.counts.Received(m.Kind)

@@ -20,9 +20,10 @@ import (
 func TestScenarios(t *testing.T) {
 	scenario.Files(t, func(t *testing.T, script string) string {
 		return electscript.Run(t, script, electscript.Setup{
-			New: func(t testing.TB, a scenario.Args, members []uint32) func(core.Env) (elect.Elector, error) {
+			New: func(t testing.TB, a scenario.Args) ([]uint32, func(core.Env) (elect.Elector, error)) {
 				cfg := majority.DefaultLANConfig()
-				weights := a.IDs(1)
+				members := electscript.Numbered(a)
+				weights := a.IDs(2)
 				for i, id := range members {
 					m := majority.Member{ID: id, Weight: 1}
 					if i < len(weights) {
@@ -30,7 +31,7 @@ func TestScenarios(t *testing.T) {
 					}
 					cfg.Members = append(cfg.Members, m)
 				}
-				return func(env core.Env) (elect.Elector, error) { return majority.New(env, cfg) }
+				return members, func(env core.Env) (elect.Elector, error) { return majority.New(env, cfg) }
 			},
 			Kinds: majority.Kinds,
 		})

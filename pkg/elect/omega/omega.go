@@ -204,7 +204,7 @@ func (c *Core) term() uint64 {
 func (c *Core) Step(m core.Message) error {
 	err := c.accept(m)
 	if err != nil {
-		c.counts.Reject(electcount.RejectReason(rejectLabels, err))
+		c.counts.RejectErr(rejectLabels, err)
 		return err
 	}
 	c.counts.Received(m.Kind)

@@ -16,8 +16,8 @@ import (
 func TestScenarios(t *testing.T) {
 	scenario.Files(t, func(t *testing.T, script string) string {
 		return electscript.Run(t, script, electscript.Setup{
-			New: func(testing.TB, scenario.Args, []uint32) func(core.Env) (elect.Elector, error) {
-				return func(env core.Env) (elect.Elector, error) { return omega.New(env, omega.DefaultLANConfig()) }
+			New: func(_ testing.TB, a scenario.Args) ([]uint32, func(core.Env) (elect.Elector, error)) {
+				return electscript.Numbered(a), func(env core.Env) (elect.Elector, error) { return omega.New(env, omega.DefaultLANConfig()) }
 			},
 			Kinds: omega.Kinds,
 		})

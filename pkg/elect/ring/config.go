@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/internal/electcount"
 	"github.com/synclab/synclab/pkg/liveness"
 )
 
@@ -164,34 +165,11 @@ func (c *Config) validate(self uint32, members []uint32) error {
 		c.Ring = slices.Clone(members)
 		slices.Sort(c.Ring)
 	}
-	if len(c.Ring) == 0 {
-		return errors.New("ring: empty member list")
-	}
 	if len(c.Ring) > maxMembers {
 		return fmt.Errorf("ring: %d members, at most %d", len(c.Ring), maxMembers)
 	}
-	seen := make(map[uint32]bool, len(c.Ring))
-	for _, id := range c.Ring {
-		if id == 0 {
-			return errors.New("ring: member ID 0 is reserved")
-		}
-		if seen[id] {
-			return fmt.Errorf("ring: member %d listed twice", id)
-		}
-		seen[id] = true
-	}
-	if !seen[self] {
-		return fmt.Errorf("ring: own ID %d is not in the ring", self)
-	}
-	if len(members) > 0 {
-		if len(members) != len(c.Ring) {
-			return fmt.Errorf("ring: %d members in the ring, %d members", len(c.Ring), len(members))
-		}
-		for _, id := range members {
-			if !seen[id] {
-				return fmt.Errorf("ring: member %d is not in the ring", id)
-			}
-		}
+	if err := electcount.Roster("ring", "in the ring", self, c.Ring, members); err != nil {
+		return err
 	}
 	def := DefaultLANConfig()
 	if c.HopTries == 0 {
@@ -206,24 +184,14 @@ func (c *Config) validate(self uint32, members []uint32) error {
 			c.SkipFor = def.LeaderTimeout
 		}
 	}
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"Heartbeat", &c.Heartbeat, def.Heartbeat},
-		{"LeaderTimeout", &c.LeaderTimeout, def.LeaderTimeout},
-		{"Stagger", &c.Stagger, def.Stagger},
-		{"HopTimeout", &c.HopTimeout, def.HopTimeout},
-		{"ElectionTimeout", &c.ElectionTimeout, def.ElectionTimeout},
-		{"SkipFor", &c.SkipFor, def.LeaderTimeout},
-	} {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-		if err := liveness.CheckTimeout(f.name, *f.v); err != nil {
-			return fmt.Errorf("ring: %w (0: default %v)", err, f.def)
-		}
+	if err := electcount.Durations("ring",
+		electcount.Duration{Name: "Heartbeat", V: &c.Heartbeat, Def: def.Heartbeat},
+		electcount.Duration{Name: "LeaderTimeout", V: &c.LeaderTimeout, Def: def.LeaderTimeout},
+		electcount.Duration{Name: "Stagger", V: &c.Stagger, Def: def.Stagger},
+		electcount.Duration{Name: "HopTimeout", V: &c.HopTimeout, Def: def.HopTimeout},
+		electcount.Duration{Name: "ElectionTimeout", V: &c.ElectionTimeout, Def: def.ElectionTimeout},
+		electcount.Duration{Name: "SkipFor", V: &c.SkipFor, Def: def.LeaderTimeout}); err != nil {
+		return err
 	}
 	if c.LeaderTimeout <= c.Heartbeat {
 		return fmt.Errorf("ring: LeaderTimeout (%v) must exceed Heartbeat (%v), or every follower suspects a live leader between two heartbeats",

@@ -37,6 +37,3 @@ var rejectLabels = core.ErrorLabels{
 	{Err: core.ErrUnknownMember, Label: "unknown_member"},
 	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
 }
-
-// rejectReason names a rejection for the counters (elect.RejectReason).
-func rejectReason(err error) string { return elect.RejectReason(rejectLabels, err) }

@@ -76,6 +76,7 @@ type election struct {
 	// (Chang-Roberts), an initiator (lists), active (Franklin).
 	active  bool
 	decided bool
+	top     uint32       // the highest member its messages spoke for, here
 	round   uint32       // Franklin's round while active
 	got     [2][2]uint32 // Franklin: candidates heard for round, round+1, from the left and the right (0: none)
 	started time.Time
@@ -95,7 +96,13 @@ type Core struct {
 	lead     uint32 // leader of term (its owner), 0 if unknown
 	yielding bool   // resigned: relays, never competes, follows anyone
 	suspect  uint32 // a resigned leader whose followers wait their stagger
-	el       election
+	// resignedTerm and resigner: the last leader heard resigning, and its
+	// term, which it never leads again (an election after a resignation
+	// decides a newer term): a plain heartbeat of it in that term left
+	// before the resignation and arrived after it.
+	resignedTerm uint64
+	resigner     uint32
+	el           election
 
 	// deadline is the role's timer: the leader's next heartbeat, the
 	// startup listening window, the wait after a resignation, a
@@ -120,8 +127,6 @@ type Core struct {
 	now, start time.Time
 	heard      []time.Time
 	announced  elect.Announcer
-	last       *elect.ElectionStats
-	hopsBefore uint64
 	counts     counters
 
 	limit     epoch.Limit
@@ -270,7 +275,7 @@ func (c *Core) pass(h *hop) {
 	}
 	h.msg = core.Message{To: to, Kind: h.kind, Term: c.term, Payload: payload}
 	out := c.out
-	if v, ok := c.det.Member(to); ok && to == c.lead && !v.LastHeard.IsZero() && c.now.Sub(v.LastHeard) > 2*c.cfg.Heartbeat {
+	if c.leaderQuiet(to) {
 		// The leader has missed two heartbeats and an election passes
 		// through: it is probably what the election is about. One send;
 		// no acknowledgement, and it is skipped.
@@ -281,6 +286,36 @@ func (c *Core) pass(h *hop) {
 		return
 	}
 	c.emit(h.msg)
+}
+
+// leaderQuiet reports whether id is the leader this member follows and
+// has missed two heartbeats.
+func (c *Core) leaderQuiet(id uint32) bool {
+	v, ok := c.det.Member(id)
+	return ok && id == c.lead && !v.LastHeard.IsZero() && c.now.Sub(v.LastHeard) > 2*c.cfg.Heartbeat
+}
+
+// skippedBy takes an election hop that came from `from` travelling in
+// direction dir as evidence: the members between the two were skipped by
+// the sender. If the leader is one of them and has missed two heartbeats
+// here too, this member skips it as well, rather than spend a HopTimeout
+// on one send to it (Franklin's messages go both ways, so the leader's
+// other neighbour would otherwise wait for it in every failover).
+func (c *Core) skippedBy(from uint32, dir int) {
+	if c.lead == 0 || c.leading {
+		return
+	}
+	n := len(c.ring)
+	for i := 1; i < n; i++ {
+		id := c.ring[((c.pos[from]+dir*i)%n+n)%n]
+		if id == c.id {
+			return
+		}
+		if id == c.lead && c.leaderQuiet(id) {
+			c.skipped[id] = c.now
+			return
+		}
+	}
 }
 
 // deliver acts on a hop as if it came from the network (from a member, or
@@ -308,7 +343,11 @@ func (c *Core) emit(m core.Message) {
 	if m.To == core.Broadcast {
 		n = uint64(len(c.ring) - 1)
 	}
-	c.counts.sent[kindIndex(m.Kind)] += n
+	if m.Kind == wire.KindRingElection || m.Kind == wire.KindRingCoordinator {
+		c.counts.Sent(m.Kind, int(n)) // an election's cost: its hops
+	} else {
+		c.counts.SentAside(m.Kind, int(n))
+	}
 }
 
 func (c *Core) broadcast(k wire.Kind, p encoding.BinaryAppender) {
@@ -375,6 +414,12 @@ func (c *Core) becomeLeader() {
 	}
 	if !wasLeading {
 		c.events = append(c.events, c.announced.Elected(c.id, c.term, c.now))
+		// The first heartbeat leaves at once: every member follows the
+		// owner of a newer term on its heartbeat, one hop away, where the
+		// announcement takes up to N hops round the ring (each a
+		// scheduling delay on a loaded host, and a state write). The
+		// announcement still goes round, as the notes have it.
+		c.broadcast(wire.KindRingHeartbeat, wire.RingHeartbeat{})
 	}
 	c.announce("elected")
 }
@@ -415,8 +460,8 @@ func (c *Core) exhaust(err error) {
 // election this member took part in once a leader is known.
 func (c *Core) announce(reason string) {
 	c.events = append(c.events, c.announced.Leader(c.lead, c.term, c.now, reason)...)
-	if e := c.last; e != nil && e.Decided.IsZero() && c.lead != 0 {
-		e.Decided, e.Leader, e.Sent = c.now, c.lead, c.counts.hops()-c.hopsBefore
+	if c.lead != 0 {
+		c.counts.Decided(c.lead, c.now)
 	}
 }
 
@@ -424,8 +469,7 @@ func (c *Core) announce(reason string) {
 // attempt, fresh.
 func (c *Core) join(attempt uint32) {
 	c.el = election{live: true, term: c.term, attempt: attempt, started: c.now}
-	c.last = &elect.ElectionStats{Term: c.term, Started: c.now}
-	c.hopsBefore = c.counts.hops()
+	c.counts.ElectionStarted(c.term, c.now, false) // counted as started in campaign
 	c.armElection()
 }
 
@@ -466,7 +510,7 @@ func (c *Core) campaign(reason string, fresh bool) {
 	if c.yielding || !c.initiates() {
 		return
 	}
-	c.counts.elections++
+	c.counts.Elections++
 	c.events = append(c.events, c.announced.ElectionStarted(c.term, reason, c.now))
 	c.el.joined = true
 	c.initiate()
@@ -521,7 +565,7 @@ func (c *Core) Tick(now time.Time) {
 		}
 	case c.lead != 0:
 		if !c.det.Alive(c.lead) {
-			c.counts.leaderTimeouts++
+			c.counts.LeaderTimeouts++
 			// As dead as this member can tell: its election does not wait
 			// for the leader's acknowledgement.
 			c.skipped[c.lead] = now
@@ -568,7 +612,7 @@ func (c *Core) Step(m core.Message) error {
 		c.counts.reject(err)
 		return err
 	}
-	c.counts.received[kindIndex(m.Kind)]++
+	c.counts.Received(m.Kind)
 	if m.Time.After(c.now) {
 		c.now = m.Time
 	}
@@ -599,7 +643,7 @@ func (c *Core) Step(m core.Message) error {
 		}
 	}
 	if m.Term < c.term {
-		c.counts.stale++
+		c.counts.Stale++
 		if m.Kind == wire.KindRingHeartbeat && c.leading && c.now.Sub(c.reminded) >= c.cfg.Heartbeat {
 			// A leader of an older term (back from a partition or a pause):
 			// tell it the current one.
@@ -805,6 +849,10 @@ func (c *Core) onElection(from uint32, e wire.RingElection, dir int) {
 		return
 	}
 	c.el.joined = true
+	c.el.top = max(c.el.top, highest(e))
+	if from != c.id {
+		c.skippedBy(from, dir)
+	}
 	c.step(from, e, dir)
 }
 
@@ -824,10 +872,18 @@ func (c *Core) forward(e wire.RingElection, dir int) {
 
 // onCoordinator is an announcement of the leader of the current term.
 func (c *Core) onCoordinator(p wire.RingCoordinator) {
-	if c.lead == p.Leader || c.passedOn == c.term {
-		// Known already: the announcement has been around (or the leader's
-		// heartbeat got here first), or this member passed one of this
-		// term on and then preempted its leader: it stops here.
+	if p.Leader == c.resigner && c.term == c.resignedTerm {
+		// The leader resigned this term after announcing it: the
+		// announcement was overtaken by the resignation.
+		c.counts.announcementsStopped++
+		return
+	}
+	if c.passedOn == c.term {
+		// Known already: the announcement has been around, or this member
+		// passed one of this term on and then preempted its leader: it
+		// stops here. A member that follows the leader already (its first
+		// heartbeat, which leaves at once, got here first) passes it on
+		// still: the announcement goes round once, as the notes count it.
 		c.counts.announcementsStopped++
 		return
 	}
@@ -857,6 +913,7 @@ func (c *Core) onHeartbeat(from uint32, flags uint8) {
 		}
 		// The leader steps down: its predecessor runs at once, the others
 		// after their stagger (by when its election has reached them).
+		c.resignedTerm, c.resigner = c.term, from
 		c.lead = 0
 		c.announce("leader_resigned")
 		c.suspect = from
@@ -867,7 +924,22 @@ func (c *Core) onHeartbeat(from uint32, flags uint8) {
 		}
 		return
 	}
+	if from == c.resigner && c.term == c.resignedTerm {
+		c.counts.Stale++ // overtaken by its resignation
+		return
+	}
 	if c.lead == from {
+		if c.current() && c.el.joined && !c.el.decided && c.el.top <= from {
+			// This member relayed an election of the term its leader
+			// would win: a false suspicion (or a start-up election the
+			// leader ended), which the leader swallowed. It is over here
+			// too: in Franklin and Fredrickson-Lynch a member that has
+			// seen an election does not start another, so, left open, it
+			// would keep this member from starting the one the leader's
+			// real death calls for, until ElectionTimeout (1 s: the
+			// 1.4 s failovers the simulator showed).
+			c.el.decided = true
+		}
 		return
 	}
 	if from > c.id || c.yielding {

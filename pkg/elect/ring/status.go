@@ -6,27 +6,20 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/internal/electcount"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
 // ringKinds are the kinds a ring core counts, in counter order.
-var ringKinds = [...]wire.Kind{wire.KindRingElection, wire.KindRingCoordinator, wire.KindRingAck, wire.KindRingHeartbeat}
+var ringKinds = []wire.Kind{wire.KindRingElection, wire.KindRingCoordinator, wire.KindRingAck, wire.KindRingHeartbeat}
 
-func kindIndex(k wire.Kind) int {
-	for i, rk := range ringKinds {
-		if rk == k {
-			return i
-		}
-	}
-	panic("ring: no counter for kind " + k.String())
-}
-
+// counters are the ring's own counters beside the ones every election
+// keeps (electcount: messages by kind, refusals, elections started,
+// leader timeouts, stale frames, the last election's cost).
 type counters struct {
-	elections            uint64 // elections this member initiated
+	electcount.Counts
 	decided              uint64 // elections this member decided (announced a leader)
-	leaderTimeouts       uint64
-	stale                uint64 // frames of an older term
 	staleAttempt         uint64 // election messages of an older attempt
 	staleRound           uint64 // Franklin messages of a round this member is past
 	duplicates           uint64 // hops received again (resent, duplicated)
@@ -39,23 +32,9 @@ type counters struct {
 	loopback             uint64 // hops that came back to this member (nobody else live)
 	stranded             uint64 // others' messages with nobody live to pass them to
 	outboxFull           uint64 // hops dropped: too many unacknowledged
-	sent                 [len(ringKinds)]uint64
-	received             [len(ringKinds)]uint64
-	rejected             map[string]uint64
 }
 
-func (c *counters) reject(err error) {
-	if c.rejected == nil {
-		c.rejected = make(map[string]uint64)
-	}
-	c.rejected[rejectReason(err)]++
-}
-
-// hops is the election messages sent: elections and announcements,
-// resends included (the messages the notes count, plus what loss costs).
-func (c *counters) hops() uint64 {
-	return c.sent[kindIndex(wire.KindRingElection)] + c.sent[kindIndex(wire.KindRingCoordinator)]
-}
+func (c *counters) reject(err error) { c.RejectErr(rejectLabels, err) }
 
 // Detail is the ring's own part of the status (elect.Status.Detail).
 type Detail struct {
@@ -119,7 +98,7 @@ func (c *Core) Detail() Detail {
 		Active:          c.el.active,
 		Yielding:        c.yielding,
 		Decided:         c.counts.decided,
-		StaleMessages:   c.counts.stale,
+		StaleMessages:   c.counts.Stale,
 		StaleAttempts:   c.counts.staleAttempt,
 		StaleRounds:     c.counts.staleRound,
 		Duplicates:      c.counts.duplicates,
@@ -147,38 +126,18 @@ func (c *Core) Detail() Detail {
 // Report returns this member's view of the election (elect.Elector).
 func (c *Core) Report() elect.Status {
 	s := elect.Status{
-		Algorithm:        c.cfg.Variant.String(),
-		ID:               c.id,
-		Role:             c.Role(),
-		Term:             c.term,
-		Round:            epoch.Round(c.term),
-		Leader:           c.lead,
-		LeaderSince:      c.announced.Since(),
-		Phase:            c.phase(),
-		ElectionsStarted: c.counts.elections,
-		LeaderTimeouts:   c.counts.leaderTimeouts,
-		Sent:             make(map[string]uint64, len(ringKinds)),
-		Received:         make(map[string]uint64, len(ringKinds)),
-		ChangesDropped:   c.announced.Dropped(),
-		Detail:           c.Detail(),
+		Algorithm:      c.cfg.Variant.String(),
+		ID:             c.id,
+		Role:           c.Role(),
+		Term:           c.term,
+		Round:          epoch.Round(c.term),
+		Leader:         c.lead,
+		LeaderSince:    c.announced.Since(),
+		Phase:          c.phase(),
+		ChangesDropped: c.announced.Dropped(),
+		Detail:         c.Detail(),
 	}
-	if c.last != nil {
-		e := *c.last
-		if e.Decided.IsZero() {
-			e.Sent = c.counts.hops() - c.hopsBefore
-		}
-		s.LastElection = &e
-	}
-	for i, k := range ringKinds {
-		s.Sent[k.String()] = c.counts.sent[i]
-		s.Received[k.String()] = c.counts.received[i]
-	}
-	if len(c.counts.rejected) > 0 {
-		s.Rejected = make(map[string]uint64, len(c.counts.rejected))
-		for k, v := range c.counts.rejected {
-			s.Rejected[k] = v
-		}
-	}
+	c.counts.Fill(&s, ringKinds)
 	for _, id := range c.ring {
 		s.Members = append(s.Members, elect.MemberStatus{ID: id, Priority: id, Self: id == c.id, LastHeard: c.heard[c.pos[id]]})
 	}
@@ -225,22 +184,11 @@ func (c *Core) phase() string {
 // uses, so that one dashboard shows either).
 func (c *Core) Metrics(m *core.MetricSet) {
 	m.Gauge("synclab_elect_term_round", "Round of the highest term seen (term = round << 32 | owner ID).", float64(epoch.Round(c.term)))
-	m.Gauge("synclab_elect_leader_id", "Member ID of the leader this node follows; 0 if none is known.", float64(c.lead))
-	m.GaugeBool("synclab_elect_is_leader", "1 if this node leads, else 0.", c.leading)
+	c.counts.Metrics(m, ringKinds, c.lead, c.leading, &c.bugs)
 	m.GaugeBool("synclab_elect_yielding", "1 if this node resigned and follows whoever leads, else 0.", c.yielding)
 	m.Gauge("synclab_elect_ring_round", "Franklin's round in the current election (0 for the other variants).", float64(c.el.round))
 	m.Gauge("synclab_elect_ring_unacknowledged", "Election hops waiting for the neighbour's acknowledgement.", float64(c.out.Len()+c.quick.Len()))
-	m.Counter("synclab_elect_elections_started_total", "Elections this node started.", float64(c.counts.elections))
 	m.Counter("synclab_elect_terms_claimed_total", "Elections this node decided (announced a leader's term).", float64(c.counts.decided))
-	m.Counter("synclab_elect_leader_timeouts_total", "Leaders given up on for silence.", float64(c.counts.leaderTimeouts))
-	m.Counter("synclab_elect_stale_messages_total", "Messages of an older term, ignored.", float64(c.counts.stale))
 	m.Counter("synclab_elect_ring_hops_resent_total", "Election hops sent again for want of an acknowledgement.", float64(c.counts.resent))
 	m.Counter("synclab_elect_ring_skips_total", "Successors skipped as dead after HopTries unacknowledged sends.", float64(c.counts.skips))
-	for i, k := range ringKinds {
-		kind := core.Label{Name: "kind", Value: k.String()}
-		m.Counter("synclab_elect_messages_sent_total", "Election messages sent, by kind (a broadcast counts once per recipient).", float64(c.counts.sent[i]), kind)
-		m.Counter("synclab_elect_messages_received_total", "Election messages accepted, by kind.", float64(c.counts.received[i]), kind)
-	}
-	m.Counters("synclab_elect_messages_rejected_total", "Election messages refused, by reason.", "reason", c.counts.rejected)
-	m.Counters("synclab_elect_bugs_total", "Bugs of this core it survived (an encoding of its own message that failed), by kind.", "bug", c.bugs.Counts())
 }

@@ -27,11 +27,19 @@ type Config struct {
 	// member starts another (a message lost with a connection, a member
 	// that died mid-round). Default 2 s.
 	RoundTimeout time.Duration
+	// Stagger is added to LeaderTimeout once for every member below this
+	// one (the leader aside): the smallest live member, which wins, starts
+	// the round, and its hellos reach the others before they time out.
+	// Without it every member starts a round of its own at the same
+	// instant, and each newer round makes the members that took part in
+	// an older one start over: up to N rounds' hellos. Default 20 ms: well
+	// above LAN delays.
+	Stagger time.Duration
 }
 
 // DefaultLANConfig returns the durations for a LAN.
 func DefaultLANConfig() Config {
-	return Config{Heartbeat: 100 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond, RoundTimeout: 2 * time.Second}
+	return Config{Heartbeat: 100 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond, RoundTimeout: 2 * time.Second, Stagger: 20 * time.Millisecond}
 }
 
 // FromOptions maps the operator's options: Heartbeat, LeaderTimeout, and
@@ -72,7 +80,8 @@ func (c *Config) validate(self uint32, members []uint32) (map[uint32][]uint32, e
 	if err := electcount.Durations("yoyo",
 		electcount.Duration{Name: "Heartbeat", V: &c.Heartbeat, Def: def.Heartbeat},
 		electcount.Duration{Name: "LeaderTimeout", V: &c.LeaderTimeout, Def: def.LeaderTimeout},
-		electcount.Duration{Name: "RoundTimeout", V: &c.RoundTimeout, Def: def.RoundTimeout}); err != nil {
+		electcount.Duration{Name: "RoundTimeout", V: &c.RoundTimeout, Def: def.RoundTimeout},
+		electcount.Duration{Name: "Stagger", V: &c.Stagger, Def: def.Stagger}); err != nil {
 		return nil, err
 	}
 	if c.LeaderTimeout <= c.Heartbeat {

@@ -17,16 +17,16 @@ import (
 func TestScenarios(t *testing.T) {
 	scenario.Files(t, func(t *testing.T, script string) string {
 		return electscript.Run(t, script, electscript.Setup{
-			New: func(t testing.TB, a scenario.Args, members []uint32) func(core.Env) (elect.Elector, error) {
+			New: func(t testing.TB, a scenario.Args) ([]uint32, func(core.Env) (elect.Elector, error)) {
 				cfg := yoyo.DefaultLANConfig()
-				if len(a.F) > 1 {
-					edges, err := yoyo.ParseTopology(a.F[1])
+				if len(a.F) > 2 {
+					edges, err := yoyo.ParseTopology(a.F[2])
 					if err != nil {
 						t.Fatalf("%q: %v", a.Line, err)
 					}
 					cfg.Topology = edges
 				}
-				return func(env core.Env) (elect.Elector, error) { return yoyo.New(env, cfg) }
+				return electscript.Numbered(a), func(env core.Env) (elect.Elector, error) { return yoyo.New(env, cfg) }
 			},
 			Kinds: yoyo.Kinds,
 		})

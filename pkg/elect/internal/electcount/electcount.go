@@ -1,17 +1,20 @@
-// Package electcount is the bookkeeping the elections of block 70-89
-// (majority, omega, yoyo) share: messages sent and received by kind,
-// refused frames by reason, the elections this member took part in with
-// the messages it sent for each, and the metric families they all export.
+// Package electcount is what every election core keeps the same way:
+// messages sent and received by kind, refused frames by reason, the
+// elections started, leaders given up, stale frames, the last election
+// with the messages sent for it (status: elect.Status via Fill), the
+// metric families they all export (Metrics), and the configuration checks
+// they all make (Roster, Durations). Each core keeps its own counters
+// beside these (bully's claims, a ring's skips and resends, ...).
 package electcount
 
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
-	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -39,6 +42,16 @@ func (c *Counts) Sent(k wire.Kind, n int) {
 	c.total += uint64(n)
 }
 
+// SentAside counts n messages of kind k that are no part of an
+// election's cost (a ring's acknowledgements and heartbeats): in the
+// counters by kind, not in ElectionStats.Sent.
+func (c *Counts) SentAside(k wire.Kind, n int) {
+	if c.sent == nil {
+		c.sent = map[wire.Kind]uint64{}
+	}
+	c.sent[k] += uint64(n)
+}
+
 // Received counts one accepted message of kind k.
 func (c *Counts) Received(k wire.Kind) {
 	if c.received == nil {
@@ -55,16 +68,9 @@ func (c *Counts) Reject(label string) {
 	c.rejected[label]++
 }
 
-// RejectReason labels err for Reject: the first of labels it wraps, an
-// epoch's reason ("term_too_fast"), or the payload's ("payload_truncated").
-func RejectReason(labels core.ErrorLabels, err error) string {
-	if l := labels.Of(err, ""); l != "" {
-		return l
-	}
-	if r := epoch.Reason(err); r != "" {
-		return "term_" + r
-	}
-	return "payload_" + wire.Reason(err)
+// RejectErr counts a refused frame under its label (elect.RejectReason).
+func (c *Counts) RejectErr(labels core.ErrorLabels, err error) {
+	c.Reject(elect.RejectReason(labels, err))
 }
 
 // ElectionStarted opens an election of term at now; startedHere counts it
@@ -109,7 +115,7 @@ func (c *Counts) Fill(s *elect.Status, kinds []wire.Kind) {
 	}
 }
 
-// Metrics exports the families every election of this block shares.
+// Metrics exports the families every election shares.
 func (c *Counts) Metrics(m *core.MetricSet, kinds []wire.Kind, lead uint32, leading bool, bugs *core.Bugs) {
 	m.Gauge("synclab_elect_leader_id", "Member ID of the leader this node follows; 0 if none is known.", float64(lead))
 	m.GaugeBool("synclab_elect_is_leader", "1 if this node leads, else 0.", leading)
@@ -150,6 +156,32 @@ func Durations(what string, ds ...Duration) error {
 		}
 		if err := liveness.CheckTimeout(d.Name, *d.V); err != nil {
 			return fmt.Errorf("%s: %w (0: default %v)", what, err, d.Def)
+		}
+	}
+	return nil
+}
+
+// Roster checks the list an algorithm orders or weighs the members by
+// (bully's ranking, a ring's order, the majority's weights): the rules
+// of liveness.CheckMembers, and, when the member list is given, the same
+// members. what names the algorithm and noun the list ("ranked", "in the
+// ring", "weighted"), for the errors.
+func Roster(what, noun string, self uint32, listed, members []uint32) error {
+	if len(listed) == 0 {
+		return fmt.Errorf("%s: empty member list", what)
+	}
+	if err := liveness.CheckMembers(self, listed); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	if len(members) != len(listed) {
+		return fmt.Errorf("%s: %d members %s, %d members", what, len(listed), noun, len(members))
+	}
+	for _, id := range members {
+		if !slices.Contains(listed, id) {
+			return fmt.Errorf("%s: member %d is not %s", what, id, noun)
 		}
 	}
 	return nil
