@@ -67,7 +67,7 @@ func TestHostileFrames(t *testing.T) {
 		m    core.Message
 		want error
 	}{
-		{"a commit 2^40 above every fence known", frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 7, Fence: 1 << 40, LeaseMS: 1000}), maekawa.ErrFenceJump},
+		{"a commit 2^20 eras above every fence known", frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 7, Fence: 1 << 52, LeaseMS: 1000}), maekawa.ErrFenceJump},
 		{"a stranger", frame(99, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db"}), maekawa.ErrNotMember},
 		{"itself from the network", frame(1, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db"}), maekawa.ErrNotMember},
 		{"a deny in Maekawa", frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteDeny, Name: "db"}), maekawa.ErrBadOp},
@@ -148,35 +148,95 @@ func TestConfigRefused(t *testing.T) {
 	}
 }
 
-// TestStateRefused: what a voter wrote it restarts from; a corrupt state
-// is refused with core.ErrState, never half-read.
-func TestStateRefused(t *testing.T) {
-	c := newCore(t, nil)
+// TestRestartState: a voter writes its era once per start, never per
+// vote; restarted, it knows every lock above every fence of its last run,
+// and gives no vote before a whole stretched lease has passed (its last
+// run's votes may still hold). With PersistVotes it writes each vote
+// down instead and holds off on those locks only. A corrupt state is
+// refused with core.ErrState, never half-read.
+func TestRestartState(t *testing.T) {
+	cfg := maekawa.DefaultLANConfig()
+	cfg.ID, cfg.Members = 1, []uint32{1, 2, 3, 4, 5}
+	c, err := maekawa.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Tick(t0)
+	rd := c.Ready()
+	if era, _, err := maekawa.DiskState(rd.State); err != nil || era != 0 || rd.State == nil || !rd.Promise {
+		t.Fatalf("first start: era %d promise %v (%v), want era 0 on disk before anything leaves", era, rd.Promise, err)
+	}
+	c.Advance(true)
+	disk := rd.State
 	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 7}))
 	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 7, Fence: 41, LeaseMS: 1000}))
-	rd := c.Ready()
-	if rd.State == nil || !rd.Promise {
-		t.Fatalf("a vote and a commit without a promised state: %+v", rd)
+	if rd := c.Ready(); rd.State != nil || len(sent(rd)) != 2 {
+		t.Fatalf("a vote and a commit: state %v, frames %v: want the answers and no disk write", rd.State, sent(rd))
 	}
-	fence, _, outstanding, ok := maekawa.DiskLock(rd.State, "db")
-	if !ok || fence != 41 || !outstanding {
-		t.Fatalf("state: fence %d outstanding %v ok %v", fence, outstanding, ok)
-	}
-	cfg := maekawa.DefaultLANConfig()
-	cfg.ID, cfg.Members, cfg.Persisted = 1, []uint32{1, 2, 3, 4, 5}, rd.State
-	if _, err := maekawa.New(cfg); err != nil {
+
+	cfg.Persisted = disk
+	r, err := maekawa.New(cfg)
+	if err != nil {
 		t.Fatalf("restart from its own state: %v", err)
 	}
+	r.Tick(t0)
+	rd = r.Ready()
+	if era, _, _ := maekawa.DiskState(rd.State); era != 1 || !rd.Promise {
+		t.Fatalf("restart: era %d promise %v, want era 1 promised", era, rd.Promise)
+	}
+	r.Advance(true)
+	r.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 9}))
+	if got := sent(r.Ready()); len(got) != 0 {
+		t.Fatalf("a request right after the restart was answered %v: the last run's vote may still hold", got)
+	}
+	hold := cfg.MaxLease + cfg.MaxLease*2*1000/1e6 + cfg.Margin
+	r.Tick(t0.Add(hold - time.Millisecond))
+	if got := sent(r.Ready()); len(got) != 0 {
+		t.Fatalf("vote given %v before the hold ended", got)
+	}
+	r.Tick(t0.Add(hold + time.Millisecond))
+	want := fmt.Sprintf("3 locked %d", uint64(1)<<32)
+	if got := sent(r.Ready()); len(got) != 1 || got[0] != want {
+		t.Fatalf("after the hold: %v, want %q (above fence 41 of the last run)", got, want)
+	}
+
 	for name, b := range map[string][]byte{
-		"version":  append([]byte{9}, rd.State[1:]...),
-		"short":    rd.State[:len(rd.State)-1],
-		"trailing": append(append([]byte{}, rd.State...), 0),
-		"flags":    append(append([]byte{}, rd.State[:len(rd.State)-1]...), 0x80),
+		"version":  append([]byte{9}, disk[1:]...),
+		"short":    disk[:len(disk)-1],
+		"trailing": append(append([]byte{}, disk...), 0),
+		"era last": {2, 0xff, 0xff, 0xff, 0xff, 0, 0},
+		"lock":     {2, 0, 0, 0, 1, 0, 1, 3, 'd'},
 	} {
 		cfg.Persisted = b
 		if _, err := maekawa.New(cfg); !errors.Is(err, core.ErrState) {
 			t.Errorf("%s: %v, want core.ErrState", name, err)
 		}
+	}
+
+	cfg.Persisted, cfg.PersistVotes = nil, true
+	p, err := maekawa.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Tick(t0)
+	p.Ready()
+	p.Advance(true)
+	p.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 7}))
+	rd = p.Ready()
+	if _, out, _ := maekawa.DiskState(rd.State); !out["db"] || !rd.Promise {
+		t.Fatalf("PersistVotes: a vote without a promised state naming it: %+v", rd)
+	}
+	cfg.Persisted = rd.State
+	q, err := maekawa.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Tick(t0)
+	q.Ready()
+	q.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "other", Attempt: 9}))
+	q.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 10}))
+	if got := sent(q.Ready()); len(got) != 1 || got[0] != fmt.Sprintf("3 locked %d", uint64(1)<<32) {
+		t.Fatalf("PersistVotes restart: %v, want a vote on the other lock only", got)
 	}
 }
 

@@ -41,20 +41,35 @@
 // A request that cannot enter gives its votes to any request before it,
 // so the request first of all in the cluster always gathers its cross.
 //
-// # Fences: committed at the cross
+// # Fences: committed at the cross, numbered by era
 //
 // Every voter remembers the highest fence it has seen for each lock. A
 // vote (locked) carries it; a request with all its votes takes the fence
 // one above the highest, and commits it: every voter of its cross records
-// it (on disk) and acknowledges, and only then is the request granted.
-// Any later request's cross shares a voter with this one, which had the
-// fence before it could vote again, so fences grow strictly across the
-// cluster and across restarts. Without the commit the holder's fence would
-// be a maximum over voters some later cross need not meet (the voter that
-// gave the maximum), and a holder that crashed before releasing would
-// leave its fence unknown to everyone: the commit costs 2(K-1) frames per
-// entry, 5(K-1) in all where the notes count 3(K-1) (TestMessagesPerEntry
-// measures it).
+// it and acknowledges, and only then is the request granted. Any later
+// request's cross shares a voter with this one, which had the fence before
+// it could vote again (by the release, or by the commit if the holder
+// died), so fences grow strictly across the cluster. Without the commit
+// the holder's fence would be a maximum over voters some later cross need
+// not meet (the voter that gave the maximum), and a holder that crashed
+// before releasing would leave its fence unknown to everyone: the commit
+// costs 2(K-1) frames per entry, 5(K-1) in all where the notes count
+// 3(K-1) (TestMessagesPerEntry measures it; the bench prints the split).
+//
+// Nothing of this is written to disk per vote or per fence. A fence is
+// era<<32 | a count (pkg/epoch's layout, as the token ring's fences are
+// round<<40 | a count). A voter's era is on disk, written once per start
+// (the last run's plus one, before anything leaves) and again only when
+// it records a fence of a newer era than its own (some member restarted;
+// the write is a promise: no commit_ok leaves before it). A voter that
+// starts in era E+1 knows every lock at (E+1)<<32, above every fence it
+// recorded in its last run (their eras are at most E, on disk). So after
+// a restart it still has every fence it acknowledged, as a bound from
+// above: the argument of the last paragraph holds across restarts. A
+// first start is era 0 (fences 1, 2, 3, ... until some member restarts).
+// An era read from a frame is admitted as pkg/epoch admits epochs: at
+// most 2^16 eras above the voter's at once, regained at one a second, so
+// a forged fence cannot run a lock out of numbers.
 //
 // # Leases
 //
@@ -79,11 +94,13 @@
 //	                            this is as safe as the own cross. While
 //	                            no row or no column is wholly alive,
 //	                            requests wait (no_live_set)
-//	voter restarts:             its votes and fences are on disk (Ready
-//	                            with Promise before locked or commit_ok
-//	                            leaves); one that had a vote outstanding
-//	                            votes on that lock again only after a whole
-//	                            stretched MaxLease
+//	voter restarts:             it has forgotten its votes and its queue;
+//	                            it votes on nothing until a whole stretched
+//	                            MaxLease after it started (below), and its
+//	                            new era puts every lock above its old
+//	                            fences; requesters that waited in its
+//	                            queue ask it again (refresh, every
+//	                            AttemptTimeout while they collect)
 //	requester restarts:         its committed votes run out with their
 //	                            lease (a new request never frees them);
 //	                            its attempt numbers start at a random
@@ -95,6 +112,27 @@
 //	                            after a lease (its votes released) and
 //	                            sent again with its priority
 //
+// # Why a voter that forgot its votes cannot hand a lock out twice
+//
+// (The argument of pkg/elect/majority, for votes instead of leaders.)
+// Clocks run at rates within MaxDriftPPM (rho) of true time. A holder
+// counts its lease L from when it sent its commit (true time s), and
+// believes it holds until at most s + L/(1-rho). Each voter of its cross
+// recorded the commit after s and keeps the vote for stretch(L) =
+// L(1+2rho) + Margin on its clock: until at least s + stretch(L)/(1+rho),
+// which is later. A voter that crashed and restarted meanwhile has lost
+// the vote; it started after s (it acknowledged the commit before it
+// crashed), and votes on nothing for stretch(MaxLease) after its start:
+// not before s + stretch(L)/(1+rho) either. So no second cross can be
+// complete while the first holder believes it holds, whether or not its
+// voters forgot. The rule costs availability only: a restarted voter
+// abstains for about 3 s (its requests wait in its queue). It needs the
+// state directory to tell a restart from a first start: a voter that
+// finds no state (first start, or a wiped --state-dir) votes at once.
+// Config.Forgetful drops the rule (the notes' coordinators, seed 000's
+// P_v), Config.PersistVotes writes each vote instead (a disk write per
+// entry; a restart then abstains only on the locks it had voted on).
+//
 // A holder that pauses past its lease is not stopped by anything here: its
 // fence is what protects the resource, which must refuse a fence lower
 // than one it has seen.
@@ -102,17 +140,22 @@
 // # The majority quorum (Config.Quorum > 0)
 //
 // Every member (or Config.Coordinators) is a coordinator; a request asks
-// them all and needs Quorum > n/2 votes. A coordinator whose vote is taken
-// denies at once instead of queueing; a request that cannot reach Quorum
-// gives back what it got and retries after a randomized exponential
-// backoff (BackoffBase to BackoffMax): two contenders that split the
-// coordinators pick new delays each round, and collide again only when
-// their draws fall within a round trip of each other, with a probability
-// that halves as the window doubles. Shared requests (Config.Shared) take
-// a coordinator's vote together; a coordinator that denied an exclusive
-// request denies new shared ones for WriterWindow, so readers drain and
-// the writer gets in. Config.Forgetful keeps votes in memory only: seed
-// 000's loss of memory, for its P_v experiment (pkg/mutex/majority).
+// them all and needs Quorum > n/2 votes. A coordinator queues exclusive
+// requests as a Maekawa voter does, with Sanders' inquire, relinquish and
+// failed (a request that asks n and needs any m still has, at each
+// coordinator, either the vote or a place in the queue, and the request
+// first of all gathers its votes as in Maekawa); a released vote goes to
+// the next request at once, so a handoff costs the release and a locked,
+// not a retry timer. Votes beyond the quorum are given back as they come.
+// Shared requests (Config.Shared) take a coordinator's vote together and
+// never wait in a queue: a coordinator that has an exclusive vote out or
+// an exclusive request queued denies them, and a denied reader gives back
+// what it got and retries after a randomized exponential backoff
+// (BackoffBase to BackoffMax); so readers never hold votes while they
+// wait (no deadlock with writers), and a queued writer stops new readers
+// (no writer starvation). Each grant, shared or not, takes a fence of its
+// own: a commit whose fence is not above the coordinator's is refused
+// (two readers' commits that crossed), and the reader retries.
 //
 // # Frames that lie
 //

@@ -105,9 +105,12 @@ func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		}
 	}
 	c := st.Counters
-	disk := "on disk"
-	if !d.Persisted {
-		disk = "in memory only (forgotten on restart)"
+	disk := "in " + d.Votes
+	if d.Votes == VotesPersist {
+		disk = d.Votes
+	}
+	if d.HoldLeftMS > 0 {
+		disk += fmt.Sprintf(" (restarted: votes again in %d ms)", d.HoldLeftMS)
 	}
 	var first string
 	if d.Quorum > 0 {

@@ -51,11 +51,13 @@ type ask struct {
 	started time.Time // first attempt
 
 	locked    map[uint32]uint64 // voter -> its fence
+	answered  map[uint32]bool   // voters that voted or denied: no queued entry of this attempt left there
 	denied    map[uint32]bool
 	failed    bool // a voter said failed (Maekawa)
 	yielded   bool // this attempt gave a vote back (Maekawa)
 	inquiries map[uint32]bool
 	deadline  time.Time
+	refreshAt time.Time // collecting: ask again the voters whose vote it lacks
 
 	fence    uint64
 	commitAt time.Time
@@ -165,8 +167,10 @@ func (c *Core) voters() ([]uint32, int) {
 func (c *Core) try(a *ask, lamport uint64) {
 	a.set, a.need = c.voters()
 	a.locked, a.denied, a.inquiries, a.acked = map[uint32]uint64{}, map[uint32]bool{}, map[uint32]bool{}, map[uint32]bool{}
+	a.answered = map[uint32]bool{}
 	a.failed, a.yielded, a.fence = false, false, 0
-	a.deadline = c.now.Add(c.collectTimeout())
+	a.deadline = c.now.Add(c.collectTimeout(a.mode))
+	a.refreshAt = c.now.Add(c.cfg.AttemptTimeout)
 	if len(a.set) == 0 {
 		// No cross is wholly alive: wait for members to come back.
 		a.phase = backoff
@@ -184,15 +188,16 @@ func (c *Core) try(a *ask, lamport uint64) {
 }
 
 // collectTimeout is how long votes may take to come. A majority
-// coordinator answers at once (a vote or a deny): AttemptTimeout. A
-// Maekawa voter queues a request while its vote is held, for as long as
-// the holder holds (renewals included): waiting is no fault there, and a
-// crashed or cut-off voter is found by the failure detector. The attempt
-// is refreshed after a lease and AttemptTimeout only in case a voter
-// restarted faster than DeadAfter and forgot its queue; a refreshed
+// coordinator answers a shared request at once (a vote or a deny):
+// AttemptTimeout. A voter queues an exclusive request while its vote is
+// held, for as long as the holder holds (renewals included): waiting is
+// no fault there, and a crashed or cut-off voter is found by the failure
+// detector (Maekawa) or is one of the n-m a majority can do without. The
+// attempt is refreshed after a lease and AttemptTimeout only in case a
+// voter restarted faster than DeadAfter and forgot its queue; a refreshed
 // request keeps its stamp, so it keeps its place.
-func (c *Core) collectTimeout() time.Duration {
-	if c.majority() {
+func (c *Core) collectTimeout(mode wire.VoteMode) time.Duration {
+	if mode == wire.VoteShared {
 		return c.cfg.AttemptTimeout
 	}
 	return c.cfg.MaxLease + c.cfg.AttemptTimeout
@@ -218,9 +223,13 @@ func (c *Core) sendRelease(a *ask, fence uint64) {
 	}
 	to := a.set
 	if a.phase == committing || a.phase == held {
-		// Only the voters it kept have an entry: the others were released
-		// when their votes came too late, or denied.
-		to = slices.Sorted(maps.Keys(a.locked))
+		// The voters it kept have an entry, and those that have not
+		// answered (a majority's request may wait in their queues); the
+		// others were released when their votes came too late, or denied.
+		to = slices.DeleteFunc(slices.Clone(a.set), func(v uint32) bool {
+			_, kept := a.locked[v]
+			return !kept && a.answered[v]
+		})
 	}
 	for _, v := range to {
 		c.post(v, wire.Vote{Op: wire.VoteRelease, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, Fence: fence}, 0)
@@ -236,8 +245,7 @@ func (c *Core) endAsk(a *ask) {
 // requesterStep is the requester's side: locked, failed, inquire, deny,
 // and the answers to commits and renewals.
 func (c *Core) requesterStep(from uint32, m wire.Vote) error {
-	if c.majority() && (m.Op == wire.VoteFailed || m.Op == wire.VoteInquire) ||
-		!c.majority() && m.Op == wire.VoteDeny {
+	if !c.majority() && m.Op == wire.VoteDeny {
 		return ErrBadOp
 	}
 	a := c.asks[m.Name]
@@ -250,6 +258,7 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 	}
 	switch m.Op {
 	case wire.VoteLocked:
+		a.answered[from] = true
 		if a.phase != collecting {
 			if _, ok := a.locked[from]; !ok {
 				// The quorum was complete without it: not needed.
@@ -263,6 +272,7 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 			c.commit(a)
 		}
 	case wire.VoteDeny:
+		a.answered[from] = true
 		if a.phase != collecting {
 			return nil
 		}
@@ -332,6 +342,7 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 func (c *Core) relinquish(a *ask, v uint32) {
 	delete(a.locked, v)
 	delete(a.inquiries, v)
+	delete(a.answered, v) // back in v's queue
 	a.yielded = true
 	c.stats.Relinquishes++
 	c.post(v, wire.Vote{Op: wire.VoteRelinquish, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode}, 0)
@@ -384,6 +395,9 @@ func (c *Core) tickAsk(a *ask) {
 			c.giveUp(a, "timeout")
 			return
 		}
+		if a.phase == collecting && !c.now.Before(a.refreshAt) {
+			c.refresh(a)
+		}
 		if !c.majority() && a.phase == collecting && c.cfg.VotingSets == nil {
 			for _, v := range a.set {
 				if !c.alive(v) {
@@ -401,6 +415,21 @@ func (c *Core) tickAsk(a *ask) {
 		if !a.renewBy.IsZero() && !c.now.Before(a.renewBy) {
 			a.renewBy = time.Time{}
 			c.count("renewals_unanswered")
+		}
+	}
+}
+
+// refresh asks again, every AttemptTimeout while the request collects,
+// the voters whose vote it lacks: one that has it queued takes the
+// repeat for what it is; one that restarted and forgot it queues it
+// again (or votes). Without it a voter's restart would cost the waiting
+// request a whole collectTimeout.
+func (c *Core) refresh(a *ask) {
+	a.refreshAt = c.now.Add(c.cfg.AttemptTimeout)
+	for _, v := range a.set {
+		if _, ok := a.locked[v]; !ok && v != c.self {
+			c.count("requests_refreshed")
+			c.post(v, wire.Vote{Op: wire.VoteRequest, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, LeaseMS: msOf(a.lease)}, 0)
 		}
 	}
 }
