@@ -16,10 +16,13 @@ type VoteOp uint8
 
 const (
 	// VoteRequest: requester -> voter: vote for my request (Stamp is its
-	// Lamport time, the priority; Mode; LeaseMS the lease it will ask).
+	// Lamport time, the priority; Mode; LeaseMS the lease it will ask;
+	// Fence, exclusive requests: the fence it proposes, 0 for none).
 	VoteRequest VoteOp = 1
-	// VoteLocked: voter -> requester: my vote is yours (Fence: the highest
-	// fence I know for the lock).
+	// VoteLocked: voter -> requester: my vote is yours (Fence: the fence
+	// I offer: the proposal if I recorded it as the lock's fence, else
+	// one above the highest I know; LeaseMS: how long your request waited
+	// here before this vote).
 	VoteLocked VoteOp = 2
 	// VoteFailed: voter -> requester (Maekawa): my vote went to a request
 	// of higher priority; yours waits in my queue.
@@ -97,11 +100,11 @@ const MaxVoteFence = 1<<62 - 1
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|          Fence (locked: the voter's; commit, renew,           | 16
-//	+                  release: the holder's)  <= MaxVoteFence      +
+//	|    Fence (request: proposed; locked: offered; commit, renew,  | 16
+//	+              release: the holder's)  <= MaxVoteFence          +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|          Lease, ms (request, commit, renew)                   | 24
+//	|     Lease, ms (request, commit, renew; locked: the wait)      | 24
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                         Reserved (0)                          | 28
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+

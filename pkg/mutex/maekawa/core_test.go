@@ -59,7 +59,7 @@ func TestHostileFrames(t *testing.T) {
 	if err := c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 7, Stamp: 3})); err != nil {
 		t.Fatal(err)
 	}
-	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 0" {
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 1" {
 		t.Fatalf("answer to a request: %v", got)
 	}
 	for _, tc := range []struct {
@@ -195,7 +195,7 @@ func TestRestartState(t *testing.T) {
 		t.Fatalf("vote given %v before the hold ended", got)
 	}
 	r.Tick(t0.Add(hold + time.Millisecond))
-	want := fmt.Sprintf("3 locked %d", uint64(1)<<32)
+	want := fmt.Sprintf("3 locked %d", uint64(1)<<32+1)
 	if got := sent(r.Ready()); len(got) != 1 || got[0] != want {
 		t.Fatalf("after the hold: %v, want %q (above fence 41 of the last run)", got, want)
 	}
@@ -235,7 +235,7 @@ func TestRestartState(t *testing.T) {
 	q.Ready()
 	q.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "other", Attempt: 9}))
 	q.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 10}))
-	if got := sent(q.Ready()); len(got) != 1 || got[0] != fmt.Sprintf("3 locked %d", uint64(1)<<32) {
+	if got := sent(q.Ready()); len(got) != 1 || got[0] != fmt.Sprintf("3 locked %d", uint64(1)<<32+1) {
 		t.Fatalf("PersistVotes restart: %v, want a vote on the other lock only", got)
 	}
 }
@@ -250,7 +250,7 @@ func TestMetrics(t *testing.T) {
 	}
 	c.Ready()
 	for _, v := range []uint32{2, 3} {
-		c.Step(frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 4}))
+		c.Step(frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 5}))
 	}
 	c.Ready()
 	for _, v := range []uint32{2, 3} {
@@ -316,5 +316,86 @@ func TestVoterBounds(t *testing.T) {
 	}
 	if got, _ := m.Value("synclab_mutex_vote_frames_sent_total", core.Label{Name: "op", Value: "commit_ok"}); got != 1 {
 		t.Errorf("%v commits acknowledged, want the first only", got)
+	}
+}
+
+// TestDirectEntry: an exclusive request proposes one above the fence its
+// member knows; when every vote offers the proposal back (each voter
+// recorded it), the request holds at once, without a commit round, its
+// lease counted from when its requests left plus the shortest wait a
+// voter reports (at the slowest clock rate). A voter that knows a higher
+// fence offers one above it, and the request commits that instead.
+func TestDirectEntry(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) { cfg.Members = []uint32{1, 2, 3, 4} }) // 2x2: cross of 1 is 1,2,3
+	id, err := c.Acquire(t0, mutex.Request{Lock: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 1" || got[1] != "3 request 1" {
+		t.Fatalf("requests: %v, want fence 1 proposed to 2 and 3", got)
+	}
+	at := t0.Add(2500 * time.Millisecond)
+	for v, wait := range map[uint32]uint32{2: 2000, 3: 1000} {
+		m := frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 1, LeaseMS: wait})
+		m.Time = at
+		c.Step(m)
+	}
+	if got := sent(c.Ready()); len(got) != 0 {
+		t.Fatalf("frames after every vote offered the proposal: %v, want none (no commit round)", got)
+	}
+	var granted mutex.Granted
+	for _, o := range c.Outcomes() {
+		if g, ok := o.(mutex.Granted); ok {
+			granted = g
+		}
+	}
+	// 1's own vote waited 0: the lease counts from t0.
+	if granted.ID != id || granted.Fence != 1 || !granted.Expires.Equal(t0.Add(3*time.Second)) {
+		t.Fatalf("granted %+v, want fence 1 expiring at t0+3s", granted)
+	}
+	if st := c.Report(); st.Counters["sent_commit"] != 0 {
+		t.Errorf("%d commits sent", st.Counters["sent_commit"])
+	}
+	c.Release(at, id)
+	c.Ready()
+
+	// A member whose own vote knows nothing of a later grant proposes a
+	// stale fence: the voter that knows 7 offers 8, and 8 is committed.
+	id, _ = c.Acquire(at, mutex.Request{Lock: "db"})
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 2" {
+		t.Fatalf("second requests: %v, want fence 2 proposed", got)
+	}
+	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 2}))
+	c.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 8}))
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 commit 8" || got[1] != "3 commit 8" {
+		t.Fatalf("after a stale proposal: %v, want fence 8 committed at 2 and 3", got)
+	}
+	if st, _ := c.Lookup(id); st.Granted {
+		t.Fatal("granted before the commit was acknowledged")
+	}
+}
+
+// TestVoterRecordsProposal: a voter records an exclusive request's
+// proposal when it is above every fence it knows, and offers it back;
+// otherwise it offers one above its own. A vote given back and given
+// again offers the proposal only if nothing was recorded meanwhile.
+func TestVoterRecordsProposal(t *testing.T) {
+	c := newCore(t, nil)
+	k := wire.KindMaekawa
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 1, Stamp: 5, Fence: 10, LeaseMS: 1000}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 10" {
+		t.Fatalf("a proposal above everything: %v, want it offered back", got)
+	}
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 1, Fence: 10}))
+	c.Step(frame(3, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 2, Stamp: 6, Fence: 10, LeaseMS: 1000}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "3 locked 11" {
+		t.Fatalf("a proposal already recorded for another: %v, want 11 offered", got)
+	}
+	// A lease beyond the voter's --lease is never recorded: that request
+	// goes through a commit, which the voter refuses.
+	c.Step(frame(3, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 2}))
+	c.Step(frame(4, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 3, Stamp: 7, Fence: 50, LeaseMS: 3_600_000}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "4 locked 11" {
+		t.Fatalf("a proposal with an hour's lease: %v, want 11 offered (not recorded)", got)
 	}
 }

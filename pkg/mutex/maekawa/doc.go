@@ -41,20 +41,52 @@
 // A request that cannot enter gives its votes to any request before it,
 // so the request first of all in the cluster always gathers its cross.
 //
-// # Fences: committed at the cross, numbered by era
+// # Fences: proposed with the request, committed only when stale
 //
-// Every voter remembers the highest fence it has seen for each lock. A
-// vote (locked) carries it; a request with all its votes takes the fence
-// one above the highest, and commits it: every voter of its cross records
-// it and acknowledges, and only then is the request granted. Any later
-// request's cross shares a voter with this one, which had the fence before
-// it could vote again (by the release, or by the commit if the holder
-// died), so fences grow strictly across the cluster. Without the commit
-// the holder's fence would be a maximum over voters some later cross need
-// not meet (the voter that gave the maximum), and a holder that crashed
-// before releasing would leave its fence unknown to everyone: the commit
-// costs 2(K-1) frames per entry, 5(K-1) in all where the notes count
-// 3(K-1) (TestMessagesPerEntry measures it; the bench prints the split).
+// Every voter remembers the highest fence it has seen for each lock, and
+// every grant's fence must be above the fence of every grant before it,
+// across the cluster and across restarts. Any two quorums (crosses, or
+// majorities) share a voter; the argument is that this voter knew the
+// earlier grant's fence before it could vote for the later request, and
+// the later request's fence is above everything its voters know.
+//
+// An exclusive request proposes its fence: one above the highest this
+// member knows for the lock (its own voter's entry, and what earlier
+// attempts of the request were told). A voter that votes for it records
+// the proposal as its own fence if the proposal is above everything it
+// knows, and offers it back in its locked; otherwise it records nothing
+// and offers one above its own fence. If every vote of the quorum offers
+// the proposal, every voter of the quorum recorded it before voting: the
+// request holds at once, on the proposal (3(K-1) frames per entry,
+// request, locked and release: the notes' count). Otherwise the request
+// takes the highest fence offered, above everything each of its voters
+// knows, and commits it: every voter records it and acknowledges, and
+// only then is the request granted (2(K-1) frames more, 5(K-1)). A
+// release carries the fence too. Either way each voter of the quorum has
+// the fence before the holder can use it, so a holder that dies without
+// releasing leaves it known where the next quorum will find it; a plain
+// maximum over the quorum, with nothing recorded, would lose it with the
+// holder, and the voter that gave the maximum need not be in the next
+// quorum. A voter that gives a vote back (relinquish) and gives it again
+// offers the proposal again only if nothing was recorded meanwhile.
+// The proposal is stale when this member's own voter did not take part
+// in the last grant (Maekawa: the last holder's cross misses it; a
+// non-voting participant of the majority quorum): TestMessagesPerEntry
+// counts both kinds, and the README gives the split.
+//
+// Shared requests propose nothing and always commit: readers are voted
+// for together, so a proposal recorded by a voter would not say in which
+// order two readers' grants came; each reader's commit must be above the
+// voter's fence or it is refused (two readers' commits that crossed), so
+// each grant, shared or not, has a fence of its own.
+//
+// Leases on the direct path: the holder counts its lease from when its
+// requests left, plus the shortest time any of its voters says it kept
+// the request queued before voting (the locked's wait, taken at the
+// slowest clock rate); each voter keeps a recorded vote for the
+// stretched lease from when it voted, which is later (next section's
+// argument, with "sent the commit" read as "sent the request, and the
+// voter waited that long").
 //
 // Nothing of this is written to disk per vote or per fence. A fence is
 // era<<32 | a count (pkg/epoch's layout, as the token ring's fences are
@@ -73,14 +105,17 @@
 //
 // # Leases
 //
-// The holder's lease counts on its own clock from when it sent its commit;
-// a voter keeps its vote for the lease, stretched for clock rates
-// (MaxDriftPPM) and Margin, from when the commit arrived: later in real
-// time, longer in duration. So a voter frees its vote only after the
-// holder's lease has ended (or on its release), whatever the network did.
-// A renewal is a round of renew frames to the cross; the table confirms it
-// once every voter acknowledged, from when it was sent. A vote that is
-// never committed ends after AttemptTimeout.
+// After a commit round, the holder's lease counts on its own clock from
+// when it sent its commit; a voter keeps its vote for the lease,
+// stretched for clock rates (MaxDriftPPM) and Margin, from when the
+// commit arrived: later in real time, longer in duration. So a voter
+// frees its vote only after the holder's lease has ended (or on its
+// release), whatever the network did; on the direct path the same holds
+// from the request (above). A renewal is a round of renew frames to the
+// quorum; the table confirms it once every voter acknowledged, from when
+// it was sent. A vote that may not be held (neither recorded nor
+// committed) lasts as long as its request may collect, and ends at once
+// when its member is taken for down.
 //
 // # Failures
 //
@@ -116,13 +151,15 @@
 //
 // (The argument of pkg/elect/majority, for votes instead of leaders.)
 // Clocks run at rates within MaxDriftPPM (rho) of true time. A holder
-// counts its lease L from when it sent its commit (true time s), and
-// believes it holds until at most s + L/(1-rho). Each voter of its cross
-// recorded the commit after s and keeps the vote for stretch(L) =
+// counts its lease L from when it sent its commit (true time s; on the
+// direct path, from its request plus the voters' wait: the same argument
+// with s the earliest instant any of its votes began), and believes it
+// holds until at most s + L/(1-rho). Each voter of its quorum recorded
+// the fence after s and keeps the vote for stretch(L) =
 // L(1+2rho) + Margin on its clock: until at least s + stretch(L)/(1+rho),
 // which is later. A voter that crashed and restarted meanwhile has lost
-// the vote; it started after s (it acknowledged the commit before it
-// crashed), and votes on nothing for stretch(MaxLease) after its start:
+// the vote; it started after s (it voted, or acknowledged the commit,
+// before it crashed), and votes on nothing for stretch(MaxLease) after its start:
 // not before s + stretch(L)/(1+rho) either. So no second cross can be
 // complete while the first holder believes it holds, whether or not its
 // voters forgot. The rule costs availability only: a restarted voter
@@ -174,8 +211,9 @@
 // Drive a Core like any core (Step, Tick at Deadline) and call Acquire,
 // Renew and Release on the driver's goroutine; their answers are typed
 // outcomes (mutex.Granted with fence and lease, Renewed, Lost, Released),
-// also events for logs and hooks. Ready.State is the voter's table: persist
-// it before sending when Promise is set. Factory builds Maekawa cores for
+// also events for logs and hooks. Ready.State is the voter's era (and,
+// with PersistVotes, its outstanding votes): persist it before sending
+// when Promise is set. Factory builds Maekawa cores for
 // mutexd; Stats counts the frames per op for the messages-per-entry
 // figures.
 package maekawa

@@ -60,7 +60,7 @@ func FuzzVoting(f *testing.F) {
 				}
 				era, _, err := maekawa.DiskState(disk)
 				switch {
-				case err != nil || era == 0:
+				case err != nil || len(disk) == 0:
 					return fmt.Errorf("%s %s left before its era was on disk (%v)", v.Op, v.Name, err)
 				case (v.Op == wire.VoteLocked || v.Op == wire.VoteCommitOK) && maekawa.EraOf(v.Fence) > era:
 					return fmt.Errorf("%s %s fence %d (era %d) left with era %d on disk: a restart could go below it",

@@ -3,6 +3,7 @@ package maekawa
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -50,7 +51,10 @@ type ask struct {
 	need    int
 	started time.Time // first attempt
 
-	locked    map[uint32]uint64 // voter -> its fence
+	locked    map[uint32]uint64 // voter -> the fence it offers
+	waited    map[uint32]uint32 // voter -> ms the request waited there before its vote
+	proposal  uint64            // exclusive: the fence this attempt proposes (doc.go, "Fences")
+	sentAt    time.Time         // when this attempt's requests left
 	answered  map[uint32]bool   // voters that voted or denied: no queued entry of this attempt left there
 	denied    map[uint32]bool
 	failed    bool // a voter said failed (Maekawa)
@@ -60,7 +64,8 @@ type ask struct {
 	refreshAt time.Time // collecting: ask again the voters whose vote it lacks
 
 	fence    uint64
-	commitAt time.Time
+	commitAt time.Time // when the lease counts from
+	hint     uint64    // the highest fence offered to this request so far
 	acked    map[uint32]bool
 
 	renewAt    time.Time
@@ -167,7 +172,7 @@ func (c *Core) voters() ([]uint32, int) {
 func (c *Core) try(a *ask, lamport uint64) {
 	a.set, a.need = c.voters()
 	a.locked, a.denied, a.inquiries, a.acked = map[uint32]uint64{}, map[uint32]bool{}, map[uint32]bool{}, map[uint32]bool{}
-	a.answered = map[uint32]bool{}
+	a.answered, a.waited = map[uint32]bool{}, map[uint32]uint32{}
 	a.failed, a.yielded, a.fence = false, false, 0
 	a.deadline = c.now.Add(c.collectTimeout(a.mode))
 	a.refreshAt = c.now.Add(c.cfg.AttemptTimeout)
@@ -181,9 +186,12 @@ func (c *Core) try(a *ask, lamport uint64) {
 	c.attempt++
 	a.attempt = c.attempt
 	a.phase = collecting
+	a.sentAt = c.now
+	a.proposal = c.propose(a)
 	c.stats.Attempts++
 	for _, v := range a.set {
-		c.post(v, wire.Vote{Op: wire.VoteRequest, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, LeaseMS: msOf(a.lease)}, lamport)
+		c.post(v, wire.Vote{Op: wire.VoteRequest, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode,
+			Fence: a.proposal, LeaseMS: msOf(a.lease)}, lamport)
 	}
 }
 
@@ -267,9 +275,16 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 			return nil
 		}
 		a.locked[from] = m.Fence
+		a.waited[from] = m.LeaseMS
+		a.hint = max(a.hint, m.Fence)
 		delete(a.inquiries, from)
 		if len(a.locked) >= a.need {
-			c.commit(a)
+			if a.mode == wire.VoteExclusive && a.proposal > 0 &&
+				!slices.ContainsFunc(slices.Collect(maps.Values(a.locked)), func(f uint64) bool { return f != a.proposal }) {
+				c.enter(a)
+			} else {
+				c.commit(a)
+			}
 		}
 	case wire.VoteDeny:
 		a.answered[from] = true
@@ -309,6 +324,7 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 			c.granted(a)
 		}
 	case wire.VoteCommitRefused:
+		a.hint = max(a.hint, m.Fence)
 		if a.phase == committing {
 			c.giveUp(a, "commit_refused")
 		}
@@ -348,20 +364,66 @@ func (c *Core) relinquish(a *ask, v uint32) {
 	c.post(v, wire.Vote{Op: wire.VoteRelinquish, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode}, 0)
 }
 
-// commit records the request's fence at the voters that voted: one above
-// the highest they know. Any later quorum meets this one in a voter that
-// has it by then, so fences grow strictly across the cluster.
+// propose is the fence an exclusive attempt proposes: one above the
+// highest this member knows for the lock (its own voter's, and what the
+// request's earlier attempts were told). If every voter of the quorum
+// knows nothing higher, each records it as it votes and the request
+// holds on it without a commit round (enter); 0 for a shared request,
+// which always commits (two readers' votes are given together, so a
+// proposal could not tell their order).
+func (c *Core) propose(a *ask) uint64 {
+	if a.mode != wire.VoteExclusive {
+		return 0
+	}
+	known := c.floor
+	if l := c.votes[a.lock]; l != nil {
+		known = l.fence
+	}
+	known = max(known, a.hint)
+	if known >= wire.MaxVoteFence {
+		return 0 // the commit reports the exhaustion
+	}
+	return known + 1
+}
+
+// enter: every vote of the quorum recorded the proposal as its fence, so
+// any later quorum, which meets this one, knows it (the same argument as
+// a commit's). The lease counts from when the votes began: the requests
+// left at sentAt, and each voter voted after holding the request for
+// the wait it reports, on its clock (taken at the slowest rate).
+func (c *Core) enter(a *ask) {
+	wait := uint32(math.MaxUint32)
+	for v := range a.locked {
+		wait = min(wait, a.waited[v])
+	}
+	slow := 1 - 2*c.cfg.MaxDriftPPM*1e-6
+	a.commitAt = a.sentAt.Add(time.Duration(float64(time.Duration(wait)*time.Millisecond) * slow))
+	if a.commitAt.After(c.now) {
+		a.commitAt = c.now
+	}
+	a.fence = a.proposal
+	for v := range a.locked {
+		a.acked[v] = true // the voters a renewal goes to
+	}
+	c.stats.Direct++
+	c.granted(a)
+}
+
+// commit records the request's fence at the voters that voted: the
+// highest they offer, which is above every fence each of them knows.
+// Any later quorum meets this one in a voter that has it by then, so
+// fences grow strictly across the cluster.
 func (c *Core) commit(a *ask) {
 	var top uint64
 	for _, f := range a.locked {
 		top = max(top, f)
 	}
-	if top >= wire.MaxVoteFence {
+	if top >= wire.MaxVoteFence || top == 0 {
 		c.reqs.Refuse(a.id, FenceExhausted)
 		c.endAsk(a)
 		return
 	}
-	a.fence = top + 1
+	a.fence = top
 	a.phase, a.commitAt = committing, c.now
 	a.deadline = c.now.Add(c.cfg.AttemptTimeout)
 	a.inquiries = map[uint32]bool{}

@@ -21,6 +21,9 @@ type Stats struct {
 	// Entries: grants to this member's clients; Attempts: rounds of
 	// requests sent (retries included).
 	Entries, Attempts uint64
+	// Direct: entries on a proposed fence every voter recorded (no
+	// commit round).
+	Direct uint64
 	// Voter side: requests seen, votes given, denied (majority), failed
 	// and inquiries sent and relinquishes received (Maekawa).
 	Requests, Votes, Denied, Failed, Inquired, Relinquished uint64

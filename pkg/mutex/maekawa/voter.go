@@ -36,7 +36,23 @@ type vote struct {
 	committed bool
 	fence     uint64
 	expires   time.Time // the vote ends then unless committed or renewed further
+
+	// An exclusive request proposes its fence (doc.go, "Fences"):
+	// proposal, with lease the lease it asks (0: refused, too long); it
+	// arrived then. recorded: this voter took the proposal as its fence
+	// for the lock when it voted, so the requester may hold on it without
+	// a commit.
+	proposal uint64
+	lease    time.Duration
+	arrived  time.Time
+	recorded bool
 }
+
+// mayHold says whether the requester may hold the lock on this vote now:
+// it committed a fence here, or may have entered on a proposal this
+// voter recorded. Such a vote lasts its lease, whatever happens to its
+// member.
+func (v *vote) mayHold() bool { return v.committed || v.recorded }
 
 // before is the requests' priority: lower Lamport time first, then lower ID.
 func (v *vote) before(o *vote) bool {
@@ -135,7 +151,7 @@ func (c *Core) remove(l *vlock, v *vote) {
 // program that held the lock with it may still run until then.
 func (c *Core) supersede(l *vlock, from uint32) {
 	for _, e := range slices.Concat(l.grants, l.queue) {
-		if e.from == from && !e.committed {
+		if e.from == from && !e.mayHold() {
 			c.remove(l, e)
 		}
 	}
@@ -172,7 +188,12 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 			return nil
 		}
 		c.supersede(l, from)
-		v := &vote{from: from, attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}
+		v := &vote{from: from, attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode, arrived: c.now}
+		if m.Mode == wire.VoteExclusive && m.Fence > 0 {
+			if lease, ok := c.leaseOK(m.LeaseMS); ok {
+				v.proposal, v.lease = m.Fence, lease
+			}
+		}
 		c.byMember[from]++
 		c.stats.Requests++
 		if c.majority() && v.mode == wire.VoteShared {
@@ -231,7 +252,7 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 		c.reply(from, wire.VoteCommitOK, l, g, m.Fence)
 	case wire.VoteRenew:
 		g, ok := l.entry(from, m.Attempt)
-		if !ok || !g.committed || !c.now.Before(g.expires) {
+		if !ok || !g.mayHold() || !c.now.Before(g.expires) {
 			c.reply(from, wire.VoteRenewRefused, l, &vote{attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}, l.fence)
 			c.count("renewals_refused")
 			return nil
@@ -303,7 +324,25 @@ func (c *Core) giveVote(l *vlock, v *vote) {
 	v.committed = false
 	l.grants = append(l.grants, v)
 	c.stats.Votes++
-	c.reply(v.from, wire.VoteLocked, l, v, l.fence)
+	offer := min(l.fence+1, wire.MaxVoteFence)
+	switch {
+	case v.recorded && l.fence == v.proposal:
+		// A vote given back (relinquish) and given again: nothing was
+		// recorded here since, so the proposal is still above them all.
+		offer = v.proposal
+	case v.proposal > l.fence && c.admit(v.proposal) == nil:
+		c.raise(l, v.proposal)
+		v.recorded, offer = true, v.proposal
+	default:
+		v.recorded = false
+	}
+	if v.recorded {
+		// The requester may enter on this vote without a commit, its lease
+		// counted from before the vote: keep it for the lease.
+		v.expires = maxTime(v.expires, c.now.Add(c.cfg.stretch(v.lease)))
+	}
+	c.post(v.from, wire.Vote{Op: wire.VoteLocked, Name: l.name, Attempt: v.attempt, Stamp: v.stamp, Mode: v.mode,
+		Fence: offer, LeaseMS: msOf(c.now.Sub(v.arrived))}, 0)
 }
 
 // coordinate is a majority coordinator's answer to a shared request: a
@@ -397,14 +436,14 @@ func (c *Core) tickVotes(l *vlock) {
 		}
 	}
 	for _, g := range slices.Clone(l.grants) {
-		if !g.committed && !c.alive(g.from) {
+		if !g.mayHold() && !c.alive(g.from) {
 			c.remove(l, g)
 			c.count("votes_dropped_member_down")
 			continue
 		}
 		if !c.now.Before(g.expires) {
 			c.remove(l, g)
-			if g.committed {
+			if g.mayHold() {
 				c.count("votes_expired_held")
 			} else {
 				c.count("votes_expired")
