@@ -334,8 +334,8 @@ func TestDirectEntry(t *testing.T) {
 	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 1" || got[1] != "3 request 1" {
 		t.Fatalf("requests: %v, want fence 1 proposed to 2 and 3", got)
 	}
-	at := t0.Add(2500 * time.Millisecond)
-	for v, wait := range map[uint32]uint32{2: 2000, 3: 1000} {
+	at := t0.Add(2 * time.Millisecond)
+	for v, wait := range map[uint32]uint32{2: 1, 3: 0} {
 		m := frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 1, LeaseMS: wait})
 		m.Time = at
 		c.Step(m)
@@ -359,13 +359,32 @@ func TestDirectEntry(t *testing.T) {
 	c.Release(at, id)
 	c.Ready()
 
-	// A member whose own vote knows nothing of a later grant proposes a
-	// stale fence: the voter that knows 7 offers 8, and 8 is committed.
+	// Votes that offer the proposal after a long wait in queues, one of
+	// them given at once: the lease would be mostly spent, so the request
+	// commits its fence instead (votes and lease start afresh).
 	id, _ = c.Acquire(at, mutex.Request{Lock: "db"})
 	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 2" {
 		t.Fatalf("second requests: %v, want fence 2 proposed", got)
 	}
-	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 2}))
+	late := at.Add(2500 * time.Millisecond)
+	for v, wait := range map[uint32]uint32{2: 2500, 3: 0} {
+		m := frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 2, LeaseMS: wait})
+		m.Time = late
+		c.Step(m)
+	}
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 commit 2" || got[1] != "3 commit 2" {
+		t.Fatalf("votes after a long wait: %v, want the proposal committed", got)
+	}
+	c.Release(late, id)
+	c.Ready()
+
+	// A member whose own vote knows nothing of a later grant proposes a
+	// stale fence: the voter that knows 7 offers 8, and 8 is committed.
+	id, _ = c.Acquire(late, mutex.Request{Lock: "db"})
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 3" {
+		t.Fatalf("third requests: %v, want fence 3 proposed", got)
+	}
+	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 3}))
 	c.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 8}))
 	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 commit 8" || got[1] != "3 commit 8" {
 		t.Fatalf("after a stale proposal: %v, want fence 8 committed at 2 and 3", got)

@@ -126,7 +126,7 @@ func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 	return []string{first,
 		fmt.Sprintf("Voting   : %d locked, %d failed, %d inquire, %d denied, %d commits; %d retries",
 			c["sent_locked"], c["sent_failed"], c["sent_inquire"], c["sent_deny"], c["sent_commit"],
-			c["retries_timeout"]+c["retries_denied"]+c["retries_commit_refused"]+c["retries_member_down"]),
+			c["retries_timeout"]+c["retries_denied"]+c["retries_commit_refused"]+c["retries_member_down"]+c["retries_lease_spent"]),
 	}, nil
 }
 

@@ -279,9 +279,8 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 		a.hint = max(a.hint, m.Fence)
 		delete(a.inquiries, from)
 		if len(a.locked) >= a.need {
-			if a.mode == wire.VoteExclusive && a.proposal > 0 &&
-				!slices.ContainsFunc(slices.Collect(maps.Values(a.locked)), func(f uint64) bool { return f != a.proposal }) {
-				c.enter(a)
+			if start, ok := c.direct(a); ok {
+				c.enter(a, start)
 			} else {
 				c.commit(a)
 			}
@@ -386,21 +385,40 @@ func (c *Core) propose(a *ask) uint64 {
 	return known + 1
 }
 
-// enter: every vote of the quorum recorded the proposal as its fence, so
-// any later quorum, which meets this one, knows it (the same argument as
-// a commit's). The lease counts from when the votes began: the requests
-// left at sentAt, and each voter voted after holding the request for
-// the wait it reports, on its clock (taken at the slowest rate).
-func (c *Core) enter(a *ask) {
+// direct says whether a, with its quorum's votes, may hold without a
+// commit round, and from when its lease counts. Every vote must offer the
+// proposal (each voter recorded it as its fence, so any later quorum,
+// which meets this one, knows it: a commit's argument). The lease counts
+// from when the votes began: the requests left at sentAt, and each voter
+// voted after holding the request for the wait it reports, on its clock
+// (taken at the slowest rate); the earliest vote ends first. When that
+// is long ago (a vote given at once, the others after a wait in queues),
+// the lease would be mostly spent: the request commits instead, which
+// starts every vote and the lease afresh, for a round trip.
+func (c *Core) direct(a *ask) (time.Time, bool) {
+	if a.mode != wire.VoteExclusive || a.proposal == 0 {
+		return time.Time{}, false
+	}
 	wait := uint32(math.MaxUint32)
+	for _, f := range a.locked {
+		if f != a.proposal {
+			return time.Time{}, false
+		}
+	}
 	for v := range a.locked {
 		wait = min(wait, a.waited[v])
 	}
 	slow := 1 - 2*c.cfg.MaxDriftPPM*1e-6
-	a.commitAt = a.sentAt.Add(time.Duration(float64(time.Duration(wait)*time.Millisecond) * slow))
-	if a.commitAt.After(c.now) {
-		a.commitAt = c.now
+	start := a.sentAt.Add(time.Duration(float64(time.Duration(wait)*time.Millisecond) * slow))
+	if start.After(c.now) {
+		start = c.now
 	}
+	return start, c.now.Sub(start) <= a.lease/16
+}
+
+// enter: a holds on its proposal from start (direct).
+func (c *Core) enter(a *ask, start time.Time) {
+	a.commitAt = start
 	a.fence = a.proposal
 	for v := range a.locked {
 		a.acked[v] = true // the voters a renewal goes to
@@ -435,6 +453,14 @@ func (c *Core) commit(a *ask) {
 // granted: enough voters recorded the fence; the lease counts from when
 // the commit left, before any voter started counting its own.
 func (c *Core) granted(a *ask) {
+	if !c.now.Before(a.commitAt.Add(a.lease)) {
+		// The last acknowledgement came after the lease it confirms had
+		// ended (a voter paused or slow): the votes are running out, and
+		// a grant now would hold nothing, its fence possibly below one
+		// granted meanwhile. Start over.
+		c.giveUp(a, "lease_spent")
+		return
+	}
 	a.phase = held
 	a.deadline = time.Time{}
 	if _, err := c.reqs.Grant(a.commitAt, a.id, a.fence, 0); err != nil {

@@ -232,11 +232,12 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
 			return fmt.Errorf("%w: %d: %w", ErrFenceJump, m.Fence, err)
 		}
-		if m.Fence <= l.fence {
+		if mine := g.recorded && m.Fence == g.proposal && l.fence == g.proposal; m.Fence <= l.fence && !mine {
 			// Another grant recorded this fence or a higher one since this
 			// vote was given: readers voted for together, whose commits
 			// crossed. Each grant takes a fence of its own, so a reader that
-			// starts after another ended holds a higher one.
+			// starts after another ended holds a higher one. (The proposal
+			// this vote recorded may be committed: it is this request's.)
 			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
 			c.count("commits_refused_fence")
 			return nil
