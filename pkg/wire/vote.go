@@ -24,14 +24,15 @@ const (
 	// one above the highest I know; LeaseMS: how long your request waited
 	// here before this vote).
 	VoteLocked VoteOp = 2
-	// VoteFailed: voter -> requester (Maekawa): my vote went to a request
-	// of higher priority; yours waits in my queue.
+	// VoteFailed: voter -> requester (Maekawa, and the majority quorum's
+	// exclusive requests): my vote went to a request of higher priority;
+	// yours waits in my queue.
 	VoteFailed VoteOp = 3
-	// VoteInquire: voter -> requester (Maekawa): a request of higher
+	// VoteInquire: voter -> requester (as VoteFailed): a request of higher
 	// priority than yours arrived; give my vote back if you cannot enter.
 	VoteInquire VoteOp = 4
-	// VoteRelinquish: requester -> voter (Maekawa): take your vote back
-	// (my request stays in your queue).
+	// VoteRelinquish: requester -> voter (as VoteFailed): take your vote
+	// back (my request stays in your queue).
 	VoteRelinquish VoteOp = 5
 	// VoteRelease: requester -> voter: my request is over (held and
 	// released, withdrawn, or abandoned): free your vote and forget it
@@ -52,7 +53,8 @@ const (
 	// VoteRenewOK, VoteRenewRefused: voter -> requester.
 	VoteRenewOK      VoteOp = 11
 	VoteRenewRefused VoteOp = 12
-	// VoteDeny: voter -> requester (majority quorum): my vote is taken
+	// VoteDeny: voter -> requester (majority quorum: a shared request, or
+	// one this voter has no room for): my vote is taken, or a writer waits
 	// (or I am waiting out a restart); release what you got and retry.
 	VoteDeny VoteOp = 13
 

@@ -22,7 +22,7 @@ var (
 	// ErrNotMember: a frame from an ID outside the member list.
 	ErrNotMember = errors.New("maekawa: frame from a non-member")
 	// ErrBadOp: an op that never travels in this direction or variant (a
-	// deny in Maekawa, an inquire in the majority quorum).
+	// deny in Maekawa, a shared request in Maekawa).
 	ErrBadOp = errors.New("maekawa: op not used by this algorithm")
 	// ErrFenceJump: a commit's fence too far above every fence this voter
 	// knows: no run of grants makes it, only a forged frame.
