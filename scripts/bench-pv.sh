@@ -3,9 +3,9 @@
 # bench.sh, which defines die, log and the dispatcher).
 
 # bench_pv runs pkg/mutex/majority's TestPvExperiment on the simulator:
-# the majority quorum with coordinators restarted at a rate, votes in
-# memory and on disk, the measured violation rate beside the notes'
-# formula. No root, no lab: the simulator is the ground truth.
+# the majority quorum with coordinators restarted at a rate, in three
+# arms (votes forgotten; forgotten but a lease's wait after a restart;
+# on disk), the measured violation rate beside the notes' formula. No root, no lab: the simulator is the ground truth.
 bench_pv() {
 	local n=5 m=3 rate=0.5 hold=200ms acquisitions=1000 seed=1
 	while [ $# -gt 0 ]; do

@@ -79,8 +79,10 @@
 #       majority quorum of N coordinators (default 5) with quorum M (default
 #       3), each restarted R times a second (Poisson, default 0.5), two
 #       clients holding for D (default 200ms), A acquisitions (default 1000),
-#       votes in memory and on disk: violations per acquisition beside the
-#       notes' formula. No root, no lab.
+#       in three arms (votes forgotten and given again at once; forgotten
+#       but no vote for a lease after a restart, mutexd's default; written
+#       to disk per vote): violations per acquisition beside the notes'
+#       formula. No root, no lab.
 #   bench.sh order [--samples N] [--burst N] [--trials N]
 #       orderd (5 hosts) against etcd 3.4 used as an ordered log (one node,
 #       put + watch): frames per multicast per order at 5 and 16 members

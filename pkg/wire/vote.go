@@ -16,19 +16,23 @@ type VoteOp uint8
 
 const (
 	// VoteRequest: requester -> voter: vote for my request (Stamp is its
-	// Lamport time, the priority; Mode; LeaseMS the lease it will ask).
+	// Lamport time, the priority; Mode; LeaseMS the lease it will ask;
+	// Fence, exclusive requests: the fence it proposes, 0 for none).
 	VoteRequest VoteOp = 1
-	// VoteLocked: voter -> requester: my vote is yours (Fence: the highest
-	// fence I know for the lock).
+	// VoteLocked: voter -> requester: my vote is yours (Fence: the fence
+	// I offer: the proposal if I recorded it as the lock's fence, else
+	// one above the highest I know; LeaseMS: how long your request waited
+	// here before this vote).
 	VoteLocked VoteOp = 2
-	// VoteFailed: voter -> requester (Maekawa): my vote went to a request
-	// of higher priority; yours waits in my queue.
+	// VoteFailed: voter -> requester (Maekawa, and the majority quorum's
+	// exclusive requests): my vote went to a request of higher priority;
+	// yours waits in my queue.
 	VoteFailed VoteOp = 3
-	// VoteInquire: voter -> requester (Maekawa): a request of higher
+	// VoteInquire: voter -> requester (as VoteFailed): a request of higher
 	// priority than yours arrived; give my vote back if you cannot enter.
 	VoteInquire VoteOp = 4
-	// VoteRelinquish: requester -> voter (Maekawa): take your vote back
-	// (my request stays in your queue).
+	// VoteRelinquish: requester -> voter (as VoteFailed): take your vote
+	// back (my request stays in your queue).
 	VoteRelinquish VoteOp = 5
 	// VoteRelease: requester -> voter: my request is over (held and
 	// released, withdrawn, or abandoned): free your vote and forget it
@@ -49,7 +53,8 @@ const (
 	// VoteRenewOK, VoteRenewRefused: voter -> requester.
 	VoteRenewOK      VoteOp = 11
 	VoteRenewRefused VoteOp = 12
-	// VoteDeny: voter -> requester (majority quorum): my vote is taken
+	// VoteDeny: voter -> requester (majority quorum: a shared request, or
+	// one this voter has no room for): my vote is taken, or a writer waits
 	// (or I am waiting out a restart); release what you got and retry.
 	VoteDeny VoteOp = 13
 
@@ -97,11 +102,11 @@ const MaxVoteFence = 1<<62 - 1
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|          Fence (locked: the voter's; commit, renew,           | 16
-//	+                  release: the holder's)  <= MaxVoteFence      +
+//	|    Fence (request: proposed; locked: offered; commit, renew,  | 16
+//	+              release: the holder's)  <= MaxVoteFence          +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|          Lease, ms (request, commit, renew)                   | 24
+//	|     Lease, ms (request, commit, renew; locked: the wait)      | 24
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                         Reserved (0)                          | 28
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+

@@ -25,10 +25,10 @@ type Config struct {
 	// Quorum selects the majority quorum of coordinators (seeds 000, 001;
 	// pkg/mutex/majority) when > 0: every member is a coordinator, a
 	// request asks all of them and holds with Quorum grants (it must be
-	// more than half the members, or two holders could both reach it); a
-	// coordinator whose vote is taken denies at once instead of queueing,
-	// and a requester that cannot reach Quorum releases what it got and
-	// retries after a randomized backoff. 0: Maekawa (seed 004): the
+	// more than half the members, or two holders could both reach it);
+	// coordinators queue exclusive requests as Maekawa's voters do and
+	// deny shared ones they cannot vote for now (the reader retries after
+	// a randomized backoff). 0: Maekawa (seed 004): the
 	// voting set is a cross of the grid (grid.go), every voter of it must
 	// vote, voters queue requests by (Lamport time, ID), and Sanders'
 	// inquire, relinquish and failed keep the notes' deadlock from
@@ -55,15 +55,21 @@ type Config struct {
 	// Shared offers shared requests (the majority quorum only): a
 	// coordinator votes for any number of shared requests together, never
 	// beside an exclusive one, and denies new shared ones while an
-	// exclusive request it denied may be retrying (WriterWindow), so a
-	// stream of readers cannot starve a writer.
+	// exclusive request waits in its queue, so a stream of readers cannot
+	// starve a writer.
 	Shared bool
-	// Forgetful keeps the voters' votes and fences in memory only: a
-	// voter that restarts has forgotten whom it voted for. Only for the
-	// P_v experiment of seed 000 (exclusion can then be violated); by
-	// default every vote and fence is on disk (Ready.State with Promise)
-	// before the frame that depends on it leaves.
+	// Forgetful: a voter that restarts has forgotten whom it voted for
+	// and votes again at once. Only for the P_v experiment of seed 000
+	// (its "forget" arm: exclusion can then be violated). By default a
+	// voter that restarts also keeps its votes in memory only, but votes
+	// on no lock until a whole stretched MaxLease has passed since it
+	// started: any vote it gave before is over by then (doc.go).
 	Forgetful bool
+	// PersistVotes writes, before each locked leaves, which locks have a
+	// vote outstanding (a disk write per vote): a voter that restarts then
+	// holds off on those locks only. The P_v experiment's "persisted" arm,
+	// the design before the restart hold; slower (an fsync on every entry).
+	PersistVotes bool
 
 	// HeartbeatInterval is how often a member says it is alive (default
 	// 1 s); DeadAfter the silence after which it is taken for down
@@ -73,17 +79,20 @@ type Config struct {
 	DeadAfter         time.Duration
 	// AttemptTimeout is how long a request's round (votes, then the
 	// commit of its fence) may take before the requester gives back what
-	// it got and tries again (default 500 ms); also how long a voter keeps
-	// a vote that was not committed.
+	// it got and tries again (default 500 ms) when its voters answer at
+	// once (a shared request); an exclusive request may wait in voters'
+	// queues for a lease more, and asks the voters whose vote it lacks
+	// again every AttemptTimeout meanwhile (one may have restarted).
 	AttemptTimeout time.Duration
 	// BackoffBase and BackoffMax bound the randomized exponential backoff
 	// of a retry: uniform in [BackoffBase/2, min(BackoffMax,
 	// BackoffBase<<tries)] (defaults 10 ms, 320 ms).
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
-	// WriterWindow is how long a coordinator that denied an exclusive
-	// request denies new shared ones (default AttemptTimeout + 2
-	// BackoffMax: the writer retries within it).
+	// WriterWindow is no longer used: exclusive requests now wait in the
+	// coordinators' queues, and a queued writer is what holds new readers
+	// back. Kept (and validated) so that configurations that set it still
+	// load.
 	WriterWindow time.Duration
 	// MaxLease is the longest lease (default 3 s) and the default one;
 	// MinLease the shortest a request may ask for (default 100 ms).
@@ -177,6 +186,9 @@ func (c *Config) validate() error {
 			}
 		}
 		c.VotingSets = sets
+	}
+	if c.Forgetful && c.PersistVotes {
+		return fmt.Errorf("%w: Forgetful and PersistVotes: a voter either forgets its votes or writes them", ErrConfig)
 	}
 	if c.Shared && c.Quorum == 0 {
 		return fmt.Errorf("%w: shared requests are offered by the majority quorum only", ErrConfig)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/wire"
@@ -21,20 +22,12 @@ var (
 	// ErrNotMember: a frame from an ID outside the member list.
 	ErrNotMember = errors.New("maekawa: frame from a non-member")
 	// ErrBadOp: an op that never travels in this direction or variant (a
-	// deny in Maekawa, an inquire in the majority quorum).
+	// deny in Maekawa, a shared request in Maekawa).
 	ErrBadOp = errors.New("maekawa: op not used by this algorithm")
 	// ErrFenceJump: a commit's fence too far above every fence this voter
 	// knows: no run of grants makes it, only a forged frame.
 	ErrFenceJump = errors.New("maekawa: implausible fence")
 )
-
-// MaxFenceStep is how far above the highest fence a voter knows a commit
-// may raise it. A holder's fence is one above the highest of its voters',
-// and every voter of a cross or a majority has seen every fence before
-// it, give or take those it missed while down: 2^32 is far above that,
-// and at 2^62 fences a forged commit would need 2^30 frames to run a lock
-// out of them.
-const MaxFenceStep = 1 << 32
 
 // Event names. Args are slog-style: "request" (uint64), "lock" (string),
 // "fence" (uint64) and the ones named.
@@ -80,9 +73,16 @@ type Core struct {
 	beat    time.Time
 
 	// Voter side.
-	votes     map[string]*vlock
-	floor     uint64
-	restarted bool // the persisted state had outstanding votes: held off at the first clock reading
+	votes map[string]*vlock
+	// era is the highest fence era this voter started in or recorded
+	// (persisted: state.go); floor the fence of a lock it has no entry for.
+	era   uint32
+	floor uint64
+	guard epoch.Guard // eras read from frames
+	// restarted: a previous run left state; its votes may still be held,
+	// so none is given before holdUntil (set at the first clock reading).
+	restarted bool
+	holdUntil time.Time
 	saved     savedState
 	durable   core.Durable
 	byMember  map[uint32]int // lock entries per member, for shares
@@ -130,10 +130,17 @@ func New(cfg Config) (*Core, error) {
 		byMember: map[uint32]int{},
 		asks:     map[string]*ask{},
 		counters: map[string]uint64{},
-		floor:    saved.floor,
+		era:      saved.era,
 		saved:    saved,
 		attempt:  cfg.Rand.Uint32(),
 	}
+	// A new era for this run, on disk before anything leaves (Change with
+	// a promise): every lock starts above every fence the last run knew.
+	if !saved.fresh {
+		c.era++
+	}
+	c.floor = floorOf(c.era)
+	c.durable.Change(true)
 	if cfg.Quorum > 0 {
 		c.kind, c.name = wire.KindQuorumLock, MajorityName
 	}
@@ -141,13 +148,11 @@ func New(cfg Config) (*Core, error) {
 		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: cfg.MaxQueue, MaxLocks: cfg.MaxLocks}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if !cfg.Forgetful {
-		for name, s := range saved.locks {
-			c.votes[name] = &vlock{name: name, fence: s.fence}
-			if s.outstanding {
-				c.restarted = true
-			}
-		}
+	switch {
+	case cfg.PersistVotes:
+		c.restarted = len(saved.outstanding) > 0
+	case !cfg.Forgetful:
+		c.restarted = len(cfg.Persisted) > 0
 	}
 	return c, nil
 }
@@ -170,15 +175,17 @@ func (c *Core) observe(now time.Time) {
 		c.det = liveness.NewDetector(c.self, c.cfg.Members, c.cfg.DeadAfter, now)
 		c.beat = now
 		// A vote this member gave before it went down may still be held:
-		// it votes on those locks again only once any lease granted on it
-		// has surely ended.
+		// it votes again only once any lease granted on it has surely
+		// ended: on every lock, or (PersistVotes) on those it wrote down.
 		if c.restarted {
 			hold := now.Add(c.cfg.stretch(c.cfg.MaxLease))
-			for name, s := range c.saved.locks {
-				if s.outstanding {
-					c.votes[name].holdUntil = hold
-					c.count("restart_holds")
-				}
+			if !c.cfg.PersistVotes {
+				c.holdUntil = hold
+				c.count("restart_holds")
+			}
+			for name := range c.saved.outstanding {
+				c.votes[name] = &vlock{name: name, fence: c.floor, holdUntil: hold}
+				c.count("restart_holds")
 			}
 		}
 	}
@@ -311,6 +318,9 @@ func (c *Core) Tick(now time.Time) {
 	}
 	c.det.Check(now)
 	c.reportLiveness()
+	if !c.holdUntil.IsZero() && !now.Before(c.holdUntil) {
+		c.holdUntil = time.Time{} // the restart's hold is over: queued requests get their votes below
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.votes)) {
 		c.tickVotes(c.votes[name])
 	}
@@ -353,24 +363,25 @@ func (c *Core) Deadline() time.Time {
 	if !c.started {
 		return time.Time{}
 	}
-	d := core.Earliest(c.beat, c.det.Deadline(), c.reqs.Deadline())
+	d := core.Earliest(c.beat, c.det.Deadline(), c.reqs.Deadline(), c.holdUntil)
 	for _, l := range c.votes {
 		d = core.Earliest(d, l.deadline())
 	}
 	for _, a := range c.asks {
 		d = core.Earliest(d, a.deadline, a.renewBy)
+		if a.phase == collecting {
+			d = core.Earliest(d, a.refreshAt)
+		}
 	}
 	return d
 }
 
-// Ready drains what the core wants done. State, while a vote or fence is
-// not confirmed on disk (Advance), is the voter's table: persist it before
-// sending (Promise).
+// Ready drains what the core wants done. State, while the era (or, with
+// PersistVotes, a vote) is not confirmed on disk (Advance), is the
+// voter's durable state: persist it before sending (Promise).
 func (c *Core) Ready() core.Ready {
 	rd := core.Ready{Messages: c.msgs, Events: c.events}
-	if !c.cfg.Forgetful {
-		c.durable.Ready(&rd, func() []byte { return encodeState(c.floor, c.votes) })
-	}
+	c.durable.Ready(&rd, c.encodeState)
 	c.msgs, c.events = nil, nil
 	return rd
 }

@@ -59,7 +59,7 @@ func TestHostileFrames(t *testing.T) {
 	if err := c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 7, Stamp: 3})); err != nil {
 		t.Fatal(err)
 	}
-	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 0" {
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 1" {
 		t.Fatalf("answer to a request: %v", got)
 	}
 	for _, tc := range []struct {
@@ -67,7 +67,7 @@ func TestHostileFrames(t *testing.T) {
 		m    core.Message
 		want error
 	}{
-		{"a commit 2^40 above every fence known", frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 7, Fence: 1 << 40, LeaseMS: 1000}), maekawa.ErrFenceJump},
+		{"a commit 2^20 eras above every fence known", frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 7, Fence: 1 << 52, LeaseMS: 1000}), maekawa.ErrFenceJump},
 		{"a stranger", frame(99, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db"}), maekawa.ErrNotMember},
 		{"itself from the network", frame(1, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db"}), maekawa.ErrNotMember},
 		{"a deny in Maekawa", frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteDeny, Name: "db"}), maekawa.ErrBadOp},
@@ -148,35 +148,95 @@ func TestConfigRefused(t *testing.T) {
 	}
 }
 
-// TestStateRefused: what a voter wrote it restarts from; a corrupt state
-// is refused with core.ErrState, never half-read.
-func TestStateRefused(t *testing.T) {
-	c := newCore(t, nil)
+// TestRestartState: a voter writes its era once per start, never per
+// vote; restarted, it knows every lock above every fence of its last run,
+// and gives no vote before a whole stretched lease has passed (its last
+// run's votes may still hold). With PersistVotes it writes each vote
+// down instead and holds off on those locks only. A corrupt state is
+// refused with core.ErrState, never half-read.
+func TestRestartState(t *testing.T) {
+	cfg := maekawa.DefaultLANConfig()
+	cfg.ID, cfg.Members = 1, []uint32{1, 2, 3, 4, 5}
+	c, err := maekawa.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Tick(t0)
+	rd := c.Ready()
+	if era, _, err := maekawa.DiskState(rd.State); err != nil || era != 0 || rd.State == nil || !rd.Promise {
+		t.Fatalf("first start: era %d promise %v (%v), want era 0 on disk before anything leaves", era, rd.Promise, err)
+	}
+	c.Advance(true)
+	disk := rd.State
 	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 7}))
 	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 7, Fence: 41, LeaseMS: 1000}))
-	rd := c.Ready()
-	if rd.State == nil || !rd.Promise {
-		t.Fatalf("a vote and a commit without a promised state: %+v", rd)
+	if rd := c.Ready(); rd.State != nil || len(sent(rd)) != 2 {
+		t.Fatalf("a vote and a commit: state %v, frames %v: want the answers and no disk write", rd.State, sent(rd))
 	}
-	fence, _, outstanding, ok := maekawa.DiskLock(rd.State, "db")
-	if !ok || fence != 41 || !outstanding {
-		t.Fatalf("state: fence %d outstanding %v ok %v", fence, outstanding, ok)
-	}
-	cfg := maekawa.DefaultLANConfig()
-	cfg.ID, cfg.Members, cfg.Persisted = 1, []uint32{1, 2, 3, 4, 5}, rd.State
-	if _, err := maekawa.New(cfg); err != nil {
+
+	cfg.Persisted = disk
+	r, err := maekawa.New(cfg)
+	if err != nil {
 		t.Fatalf("restart from its own state: %v", err)
 	}
+	r.Tick(t0)
+	rd = r.Ready()
+	if era, _, _ := maekawa.DiskState(rd.State); era != 1 || !rd.Promise {
+		t.Fatalf("restart: era %d promise %v, want era 1 promised", era, rd.Promise)
+	}
+	r.Advance(true)
+	r.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 9}))
+	if got := sent(r.Ready()); len(got) != 0 {
+		t.Fatalf("a request right after the restart was answered %v: the last run's vote may still hold", got)
+	}
+	hold := cfg.MaxLease + cfg.MaxLease*2*1000/1e6 + cfg.Margin
+	r.Tick(t0.Add(hold - time.Millisecond))
+	if got := sent(r.Ready()); len(got) != 0 {
+		t.Fatalf("vote given %v before the hold ended", got)
+	}
+	r.Tick(t0.Add(hold + time.Millisecond))
+	want := fmt.Sprintf("3 locked %d", uint64(1)<<32+1)
+	if got := sent(r.Ready()); len(got) != 1 || got[0] != want {
+		t.Fatalf("after the hold: %v, want %q (above fence 41 of the last run)", got, want)
+	}
+
 	for name, b := range map[string][]byte{
-		"version":  append([]byte{9}, rd.State[1:]...),
-		"short":    rd.State[:len(rd.State)-1],
-		"trailing": append(append([]byte{}, rd.State...), 0),
-		"flags":    append(append([]byte{}, rd.State[:len(rd.State)-1]...), 0x80),
+		"version":  append([]byte{9}, disk[1:]...),
+		"short":    disk[:len(disk)-1],
+		"trailing": append(append([]byte{}, disk...), 0),
+		"era last": {2, 0xff, 0xff, 0xff, 0xff, 0, 0},
+		"lock":     {2, 0, 0, 0, 1, 0, 1, 3, 'd'},
 	} {
 		cfg.Persisted = b
 		if _, err := maekawa.New(cfg); !errors.Is(err, core.ErrState) {
 			t.Errorf("%s: %v, want core.ErrState", name, err)
 		}
+	}
+
+	cfg.Persisted, cfg.PersistVotes = nil, true
+	p, err := maekawa.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Tick(t0)
+	p.Ready()
+	p.Advance(true)
+	p.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 7}))
+	rd = p.Ready()
+	if _, out, _ := maekawa.DiskState(rd.State); !out["db"] || !rd.Promise {
+		t.Fatalf("PersistVotes: a vote without a promised state naming it: %+v", rd)
+	}
+	cfg.Persisted = rd.State
+	q, err := maekawa.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Tick(t0)
+	q.Ready()
+	q.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "other", Attempt: 9}))
+	q.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 10}))
+	if got := sent(q.Ready()); len(got) != 1 || got[0] != fmt.Sprintf("3 locked %d", uint64(1)<<32+1) {
+		t.Fatalf("PersistVotes restart: %v, want a vote on the other lock only", got)
 	}
 }
 
@@ -190,7 +250,7 @@ func TestMetrics(t *testing.T) {
 	}
 	c.Ready()
 	for _, v := range []uint32{2, 3} {
-		c.Step(frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 4}))
+		c.Step(frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 5}))
 	}
 	c.Ready()
 	for _, v := range []uint32{2, 3} {
@@ -256,5 +316,105 @@ func TestVoterBounds(t *testing.T) {
 	}
 	if got, _ := m.Value("synclab_mutex_vote_frames_sent_total", core.Label{Name: "op", Value: "commit_ok"}); got != 1 {
 		t.Errorf("%v commits acknowledged, want the first only", got)
+	}
+}
+
+// TestDirectEntry: an exclusive request proposes one above the fence its
+// member knows; when every vote offers the proposal back (each voter
+// recorded it), the request holds at once, without a commit round, its
+// lease counted from when its requests left plus the shortest wait a
+// voter reports (at the slowest clock rate). A voter that knows a higher
+// fence offers one above it, and the request commits that instead.
+func TestDirectEntry(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) { cfg.Members = []uint32{1, 2, 3, 4} }) // 2x2: cross of 1 is 1,2,3
+	id, err := c.Acquire(t0, mutex.Request{Lock: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 1" || got[1] != "3 request 1" {
+		t.Fatalf("requests: %v, want fence 1 proposed to 2 and 3", got)
+	}
+	at := t0.Add(2 * time.Millisecond)
+	for v, wait := range map[uint32]uint32{2: 1, 3: 0} {
+		m := frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 1, LeaseMS: wait})
+		m.Time = at
+		c.Step(m)
+	}
+	if got := sent(c.Ready()); len(got) != 0 {
+		t.Fatalf("frames after every vote offered the proposal: %v, want none (no commit round)", got)
+	}
+	var granted mutex.Granted
+	for _, o := range c.Outcomes() {
+		if g, ok := o.(mutex.Granted); ok {
+			granted = g
+		}
+	}
+	// 1's own vote waited 0: the lease counts from t0.
+	if granted.ID != id || granted.Fence != 1 || !granted.Expires.Equal(t0.Add(3*time.Second)) {
+		t.Fatalf("granted %+v, want fence 1 expiring at t0+3s", granted)
+	}
+	if st := c.Report(); st.Counters["sent_commit"] != 0 {
+		t.Errorf("%d commits sent", st.Counters["sent_commit"])
+	}
+	c.Release(at, id)
+	c.Ready()
+
+	// Votes that offer the proposal after a long wait in queues, one of
+	// them given at once: the lease would be mostly spent, so the request
+	// commits its fence instead (votes and lease start afresh).
+	id, _ = c.Acquire(at, mutex.Request{Lock: "db"})
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 2" {
+		t.Fatalf("second requests: %v, want fence 2 proposed", got)
+	}
+	late := at.Add(2500 * time.Millisecond)
+	for v, wait := range map[uint32]uint32{2: 2500, 3: 0} {
+		m := frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 2, LeaseMS: wait})
+		m.Time = late
+		c.Step(m)
+	}
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 commit 2" || got[1] != "3 commit 2" {
+		t.Fatalf("votes after a long wait: %v, want the proposal committed", got)
+	}
+	c.Release(late, id)
+	c.Ready()
+
+	// A member whose own vote knows nothing of a later grant proposes a
+	// stale fence: the voter that knows 7 offers 8, and 8 is committed.
+	id, _ = c.Acquire(late, mutex.Request{Lock: "db"})
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 3" {
+		t.Fatalf("third requests: %v, want fence 3 proposed", got)
+	}
+	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 3}))
+	c.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 8}))
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 commit 8" || got[1] != "3 commit 8" {
+		t.Fatalf("after a stale proposal: %v, want fence 8 committed at 2 and 3", got)
+	}
+	if st, _ := c.Lookup(id); st.Granted {
+		t.Fatal("granted before the commit was acknowledged")
+	}
+}
+
+// TestVoterRecordsProposal: a voter records an exclusive request's
+// proposal when it is above every fence it knows, and offers it back;
+// otherwise it offers one above its own. A vote given back and given
+// again offers the proposal only if nothing was recorded meanwhile.
+func TestVoterRecordsProposal(t *testing.T) {
+	c := newCore(t, nil)
+	k := wire.KindMaekawa
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 1, Stamp: 5, Fence: 10, LeaseMS: 1000}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 10" {
+		t.Fatalf("a proposal above everything: %v, want it offered back", got)
+	}
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 1, Fence: 10}))
+	c.Step(frame(3, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 2, Stamp: 6, Fence: 10, LeaseMS: 1000}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "3 locked 11" {
+		t.Fatalf("a proposal already recorded for another: %v, want 11 offered", got)
+	}
+	// A lease beyond the voter's --lease is never recorded: that request
+	// goes through a commit, which the voter refuses.
+	c.Step(frame(3, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 2}))
+	c.Step(frame(4, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 3, Stamp: 7, Fence: 50, LeaseMS: 3_600_000}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "4 locked 11" {
+		t.Fatalf("a proposal with an hour's lease: %v, want 11 offered (not recorded)", got)
 	}
 }

@@ -41,31 +41,81 @@
 // A request that cannot enter gives its votes to any request before it,
 // so the request first of all in the cluster always gathers its cross.
 //
-// # Fences: committed at the cross
+// # Fences: proposed with the request, committed only when stale
 //
-// Every voter remembers the highest fence it has seen for each lock. A
-// vote (locked) carries it; a request with all its votes takes the fence
-// one above the highest, and commits it: every voter of its cross records
-// it (on disk) and acknowledges, and only then is the request granted.
-// Any later request's cross shares a voter with this one, which had the
-// fence before it could vote again, so fences grow strictly across the
-// cluster and across restarts. Without the commit the holder's fence would
-// be a maximum over voters some later cross need not meet (the voter that
-// gave the maximum), and a holder that crashed before releasing would
-// leave its fence unknown to everyone: the commit costs 2(K-1) frames per
-// entry, 5(K-1) in all where the notes count 3(K-1) (TestMessagesPerEntry
-// measures it).
+// Every voter remembers the highest fence it has seen for each lock, and
+// every grant's fence must be above the fence of every grant before it,
+// across the cluster and across restarts. Any two quorums (crosses, or
+// majorities) share a voter; the argument is that this voter knew the
+// earlier grant's fence before it could vote for the later request, and
+// the later request's fence is above everything its voters know.
+//
+// An exclusive request proposes its fence: one above the highest this
+// member knows for the lock (its own voter's entry, and what earlier
+// attempts of the request were told). A voter that votes for it records
+// the proposal as its own fence if the proposal is above everything it
+// knows, and offers it back in its locked; otherwise it records nothing
+// and offers one above its own fence. If every vote of the quorum offers
+// the proposal, every voter of the quorum recorded it before voting: the
+// request holds at once, on the proposal (3(K-1) frames per entry,
+// request, locked and release: the notes' count). Otherwise the request
+// takes the highest fence offered, above everything each of its voters
+// knows, and commits it: every voter records it and acknowledges, and
+// only then is the request granted (2(K-1) frames more, 5(K-1)). A
+// release carries the fence too. Either way each voter of the quorum has
+// the fence before the holder can use it, so a holder that dies without
+// releasing leaves it known where the next quorum will find it; a plain
+// maximum over the quorum, with nothing recorded, would lose it with the
+// holder, and the voter that gave the maximum need not be in the next
+// quorum. A voter that gives a vote back (relinquish) and gives it again
+// offers the proposal again only if nothing was recorded meanwhile.
+// The proposal is stale when this member's own voter did not take part
+// in the last grant (Maekawa: the last holder's cross misses it; a
+// non-voting participant of the majority quorum): TestMessagesPerEntry
+// counts both kinds, and the README gives the split.
+//
+// Shared requests propose nothing and always commit: readers are voted
+// for together, so a proposal recorded by a voter would not say in which
+// order two readers' grants came; each reader's commit must be above the
+// voter's fence or it is refused (two readers' commits that crossed), so
+// each grant, shared or not, has a fence of its own.
+//
+// Leases on the direct path: the holder counts its lease from when its
+// requests left, plus the shortest time any of its voters says it kept
+// the request queued before voting (the locked's wait, taken at the
+// slowest clock rate); each voter keeps a recorded vote for the
+// stretched lease from when it voted, which is later (next section's
+// argument, with "sent the commit" read as "sent the request, and the
+// voter waited that long").
+//
+// Nothing of this is written to disk per vote or per fence. A fence is
+// era<<32 | a count (pkg/epoch's layout, as the token ring's fences are
+// round<<40 | a count). A voter's era is on disk, written once per start
+// (the last run's plus one, before anything leaves) and again only when
+// it records a fence of a newer era than its own (some member restarted;
+// the write is a promise: no commit_ok leaves before it). A voter that
+// starts in era E+1 knows every lock at (E+1)<<32, above every fence it
+// recorded in its last run (their eras are at most E, on disk). So after
+// a restart it still has every fence it acknowledged, as a bound from
+// above: the argument of the last paragraph holds across restarts. A
+// first start is era 0 (fences 1, 2, 3, ... until some member restarts).
+// An era read from a frame is admitted as pkg/epoch admits epochs: at
+// most 2^16 eras above the voter's at once, regained at one a second, so
+// a forged fence cannot run a lock out of numbers.
 //
 // # Leases
 //
-// The holder's lease counts on its own clock from when it sent its commit;
-// a voter keeps its vote for the lease, stretched for clock rates
-// (MaxDriftPPM) and Margin, from when the commit arrived: later in real
-// time, longer in duration. So a voter frees its vote only after the
-// holder's lease has ended (or on its release), whatever the network did.
-// A renewal is a round of renew frames to the cross; the table confirms it
-// once every voter acknowledged, from when it was sent. A vote that is
-// never committed ends after AttemptTimeout.
+// After a commit round, the holder's lease counts on its own clock from
+// when it sent its commit; a voter keeps its vote for the lease,
+// stretched for clock rates (MaxDriftPPM) and Margin, from when the
+// commit arrived: later in real time, longer in duration. So a voter
+// frees its vote only after the holder's lease has ended (or on its
+// release), whatever the network did; on the direct path the same holds
+// from the request (above). A renewal is a round of renew frames to the
+// quorum; the table confirms it once every voter acknowledged, from when
+// it was sent. A vote that may not be held (neither recorded nor
+// committed) lasts as long as its request may collect, and ends at once
+// when its member is taken for down.
 //
 // # Failures
 //
@@ -79,11 +129,13 @@
 //	                            this is as safe as the own cross. While
 //	                            no row or no column is wholly alive,
 //	                            requests wait (no_live_set)
-//	voter restarts:             its votes and fences are on disk (Ready
-//	                            with Promise before locked or commit_ok
-//	                            leaves); one that had a vote outstanding
-//	                            votes on that lock again only after a whole
-//	                            stretched MaxLease
+//	voter restarts:             it has forgotten its votes and its queue;
+//	                            it votes on nothing until a whole stretched
+//	                            MaxLease after it started (below), and its
+//	                            new era puts every lock above its old
+//	                            fences; requesters that waited in its
+//	                            queue ask it again (refresh, every
+//	                            AttemptTimeout while they collect)
 //	requester restarts:         its committed votes run out with their
 //	                            lease (a new request never frees them);
 //	                            its attempt numbers start at a random
@@ -95,6 +147,29 @@
 //	                            after a lease (its votes released) and
 //	                            sent again with its priority
 //
+// # Why a voter that forgot its votes cannot hand a lock out twice
+//
+// (The argument of pkg/elect/majority, for votes instead of leaders.)
+// Clocks run at rates within MaxDriftPPM (rho) of true time. A holder
+// counts its lease L from when it sent its commit (true time s; on the
+// direct path, from its request plus the voters' wait: the same argument
+// with s the earliest instant any of its votes began), and believes it
+// holds until at most s + L/(1-rho). Each voter of its quorum recorded
+// the fence after s and keeps the vote for stretch(L) =
+// L(1+2rho) + Margin on its clock: until at least s + stretch(L)/(1+rho),
+// which is later. A voter that crashed and restarted meanwhile has lost
+// the vote; it started after s (it voted, or acknowledged the commit,
+// before it crashed), and votes on nothing for stretch(MaxLease) after its start:
+// not before s + stretch(L)/(1+rho) either. So no second cross can be
+// complete while the first holder believes it holds, whether or not its
+// voters forgot. The rule costs availability only: a restarted voter
+// abstains for about 3 s (its requests wait in its queue). It needs the
+// state directory to tell a restart from a first start: a voter that
+// finds no state (first start, or a wiped --state-dir) votes at once.
+// Config.Forgetful drops the rule (the notes' coordinators, seed 000's
+// P_v), Config.PersistVotes writes each vote instead (a disk write per
+// entry; a restart then abstains only on the locks it had voted on).
+//
 // A holder that pauses past its lease is not stopped by anything here: its
 // fence is what protects the resource, which must refuse a fence lower
 // than one it has seen.
@@ -102,17 +177,22 @@
 // # The majority quorum (Config.Quorum > 0)
 //
 // Every member (or Config.Coordinators) is a coordinator; a request asks
-// them all and needs Quorum > n/2 votes. A coordinator whose vote is taken
-// denies at once instead of queueing; a request that cannot reach Quorum
-// gives back what it got and retries after a randomized exponential
-// backoff (BackoffBase to BackoffMax): two contenders that split the
-// coordinators pick new delays each round, and collide again only when
-// their draws fall within a round trip of each other, with a probability
-// that halves as the window doubles. Shared requests (Config.Shared) take
-// a coordinator's vote together; a coordinator that denied an exclusive
-// request denies new shared ones for WriterWindow, so readers drain and
-// the writer gets in. Config.Forgetful keeps votes in memory only: seed
-// 000's loss of memory, for its P_v experiment (pkg/mutex/majority).
+// them all and needs Quorum > n/2 votes. A coordinator queues exclusive
+// requests as a Maekawa voter does, with Sanders' inquire, relinquish and
+// failed (a request that asks n and needs any m still has, at each
+// coordinator, either the vote or a place in the queue, and the request
+// first of all gathers its votes as in Maekawa); a released vote goes to
+// the next request at once, so a handoff costs the release and a locked,
+// not a retry timer. Votes beyond the quorum are given back as they come.
+// Shared requests (Config.Shared) take a coordinator's vote together and
+// never wait in a queue: a coordinator that has an exclusive vote out or
+// an exclusive request queued denies them, and a denied reader gives back
+// what it got and retries after a randomized exponential backoff
+// (BackoffBase to BackoffMax); so readers never hold votes while they
+// wait (no deadlock with writers), and a queued writer stops new readers
+// (no writer starvation). Each grant, shared or not, takes a fence of its
+// own: a commit whose fence is not above the coordinator's is refused
+// (two readers' commits that crossed), and the reader retries.
 //
 // # Frames that lie
 //
@@ -131,8 +211,9 @@
 // Drive a Core like any core (Step, Tick at Deadline) and call Acquire,
 // Renew and Release on the driver's goroutine; their answers are typed
 // outcomes (mutex.Granted with fence and lease, Renewed, Lost, Released),
-// also events for logs and hooks. Ready.State is the voter's table: persist
-// it before sending when Promise is set. Factory builds Maekawa cores for
+// also events for logs and hooks. Ready.State is the voter's era (and,
+// with PersistVotes, its outstanding votes): persist it before sending
+// when Promise is set. Factory builds Maekawa cores for
 // mutexd; Stats counts the frames per op for the messages-per-entry
 // figures.
 package maekawa

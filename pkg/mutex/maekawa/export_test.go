@@ -1,15 +1,14 @@
 package maekawa
 
-// DiskLock reads lock's fence and outstanding flag from a core's persisted
-// state (ok false if the state does not name it).
-func DiskLock(disk []byte, lock string) (fence, floor uint64, outstanding, ok bool) {
+// DiskState reads a core's persisted state: its era, and the locks it
+// wrote down as having a vote outstanding (PersistVotes).
+func DiskState(disk []byte) (era uint32, outstanding map[string]bool, err error) {
 	st, err := decodeState(disk, 65535)
-	if err != nil {
-		return 0, 0, false, false
-	}
-	l, ok := st.locks[lock]
-	return l.fence, st.floor, l.outstanding, ok
+	return st.era, st.outstanding, err
 }
+
+// EraOf is the era of fence f.
+func EraOf(f uint64) uint32 { return eraOf(f) }
 
 // VoterLocks is how many locks the voter's table holds.
 func (c *Core) VoterLocks() int { return len(c.votes) }

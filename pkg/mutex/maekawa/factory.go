@@ -17,14 +17,15 @@ const ParamAttemptTimeout = "attempt-timeout"
 // Factory builds Maekawa cores for a driver (pkg/mutex/algorithms).
 var Factory = mutex.Factory{
 	Name:       Name,
-	Summary:    "Maekawa's voting sets on a sqrt(N) grid, deadlock-free with Sanders' inquire/relinquish/failed, fences committed at the cross (seed 004)",
+	Summary:    "Maekawa's voting sets on a sqrt(N) grid, deadlock-free with Sanders' inquire/relinquish/failed, fences proposed with the request and recorded at the cross (seed 004)",
 	Guarantees: maekawaGuarantees,
 	// Seed 004's comparison table: 3 sqrt(N) per entry (2 sqrt(N) to
 	// enter, sqrt(N) to leave), a synchronisation delay of 2. The notes'
 	// K is sqrt(N) (projective planes); a grid's cross has K up to
-	// 2 sqrt(N) - 1, and each of the K-1 other voters costs up to 7
-	// frames here: request, failed or inquire, relinquish, locked, commit
-	// and its ack, release.
+	// 2 sqrt(N) - 1. Each of the K-1 other voters costs 3 frames when the
+	// proposed fence was current (request, locked, release), 5 when it
+	// was stale (the commit and its ack), and up to 7 under contention
+	// (failed or inquire, relinquish).
 	Cost: core.Cost{Text: "3 sqrt(N)", Delay: "2",
 		Messages: func(n int) (float64, float64) {
 			return 3 * math.Sqrt(float64(n)), 7 * float64(maxCross(n)-1)
@@ -38,7 +39,7 @@ var Factory = mutex.Factory{
 
 var params = []mutex.Param{
 	{Name: ParamAttemptTimeout, Default: DefaultLANConfig().AttemptTimeout,
-		Usage: "how long a request's round of votes and fence commit may take before it gives back what it got and retries"},
+		Usage: "how long a request's round of votes and fence commit may take before it gives back what it got and retries; a queued request asks again this often"},
 }
 
 // maxCross is the largest cross of a grid of n members.
@@ -105,9 +106,12 @@ func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		}
 	}
 	c := st.Counters
-	disk := "on disk"
-	if !d.Persisted {
-		disk = "in memory only (forgotten on restart)"
+	disk := "in " + d.Votes
+	if d.Votes == VotesPersist {
+		disk = d.Votes
+	}
+	if d.HoldLeftMS > 0 {
+		disk += fmt.Sprintf(" (restarted: votes again in %d ms)", d.HoldLeftMS)
 	}
 	var first string
 	if d.Quorum > 0 {
@@ -122,7 +126,7 @@ func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 	return []string{first,
 		fmt.Sprintf("Voting   : %d locked, %d failed, %d inquire, %d denied, %d commits; %d retries",
 			c["sent_locked"], c["sent_failed"], c["sent_inquire"], c["sent_deny"], c["sent_commit"],
-			c["retries_timeout"]+c["retries_denied"]+c["retries_commit_refused"]+c["retries_member_down"]),
+			c["retries_timeout"]+c["retries_denied"]+c["retries_commit_refused"]+c["retries_member_down"]+c["retries_lease_spent"]),
 	}, nil
 }
 

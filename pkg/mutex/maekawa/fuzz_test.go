@@ -20,8 +20,9 @@ import (
 // heartbeats; its clients' acquires (exclusive and shared), renewals and
 // releases; ticks; restarts from what it persisted; failed writes. It must
 // never panic, and:
-//   - no locked leaves before its disk holds the lock's vote as
-//     outstanding, no commit_ok before its disk holds the fence;
+//   - nothing leaves before its era is on disk, and no locked or
+//     commit_ok carries a fence of an era above the one on disk (a
+//     restart starts above every fence of that era);
 //   - the voter's table stays within MaxLocks;
 //   - fences granted to its clients grow with every grant of a lock in a
 //     life;
@@ -56,12 +57,13 @@ func FuzzVoting(f *testing.F) {
 				if err := v.UnmarshalBinary(m.Payload); err != nil {
 					return fmt.Errorf("sent an undecodable vote: %w", err)
 				}
-				fence, _, outstanding, ok := maekawa.DiskLock(disk, v.Name)
+				era, _, err := maekawa.DiskState(disk)
 				switch {
-				case v.Op == wire.VoteLocked && (!ok || !outstanding):
-					return fmt.Errorf("locked %s left before its vote was on disk", v.Name)
-				case v.Op == wire.VoteCommitOK && (!ok || fence < v.Fence):
-					return fmt.Errorf("commit_ok %s fence %d left with %d on disk", v.Name, v.Fence, fence)
+				case err != nil || len(disk) == 0:
+					return fmt.Errorf("%s %s left before its era was on disk (%v)", v.Op, v.Name, err)
+				case (v.Op == wire.VoteLocked || v.Op == wire.VoteCommitOK) && maekawa.EraOf(v.Fence) > era:
+					return fmt.Errorf("%s %s fence %d (era %d) left with era %d on disk: a restart could go below it",
+						v.Op, v.Name, v.Fence, maekawa.EraOf(v.Fence), era)
 				}
 				return nil
 			},

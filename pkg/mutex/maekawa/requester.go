@@ -3,6 +3,7 @@ package maekawa
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -50,15 +51,21 @@ type ask struct {
 	need    int
 	started time.Time // first attempt
 
-	locked    map[uint32]uint64 // voter -> its fence
+	locked    map[uint32]uint64 // voter -> the fence it offers
+	waited    map[uint32]uint32 // voter -> ms the request waited there before its vote
+	proposal  uint64            // exclusive: the fence this attempt proposes (doc.go, "Fences")
+	sentAt    time.Time         // when this attempt's requests left
+	answered  map[uint32]bool   // voters that voted or denied: no queued entry of this attempt left there
 	denied    map[uint32]bool
 	failed    bool // a voter said failed (Maekawa)
 	yielded   bool // this attempt gave a vote back (Maekawa)
 	inquiries map[uint32]bool
 	deadline  time.Time
+	refreshAt time.Time // collecting: ask again the voters whose vote it lacks
 
 	fence    uint64
-	commitAt time.Time
+	commitAt time.Time // when the lease counts from
+	hint     uint64    // the highest fence offered to this request so far
 	acked    map[uint32]bool
 
 	renewAt    time.Time
@@ -165,8 +172,10 @@ func (c *Core) voters() ([]uint32, int) {
 func (c *Core) try(a *ask, lamport uint64) {
 	a.set, a.need = c.voters()
 	a.locked, a.denied, a.inquiries, a.acked = map[uint32]uint64{}, map[uint32]bool{}, map[uint32]bool{}, map[uint32]bool{}
+	a.answered, a.waited = map[uint32]bool{}, map[uint32]uint32{}
 	a.failed, a.yielded, a.fence = false, false, 0
-	a.deadline = c.now.Add(c.collectTimeout())
+	a.deadline = c.now.Add(c.collectTimeout(a.mode))
+	a.refreshAt = c.now.Add(c.cfg.AttemptTimeout)
 	if len(a.set) == 0 {
 		// No cross is wholly alive: wait for members to come back.
 		a.phase = backoff
@@ -177,22 +186,26 @@ func (c *Core) try(a *ask, lamport uint64) {
 	c.attempt++
 	a.attempt = c.attempt
 	a.phase = collecting
+	a.sentAt = c.now
+	a.proposal = c.propose(a)
 	c.stats.Attempts++
 	for _, v := range a.set {
-		c.post(v, wire.Vote{Op: wire.VoteRequest, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, LeaseMS: msOf(a.lease)}, lamport)
+		c.post(v, wire.Vote{Op: wire.VoteRequest, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode,
+			Fence: a.proposal, LeaseMS: msOf(a.lease)}, lamport)
 	}
 }
 
 // collectTimeout is how long votes may take to come. A majority
-// coordinator answers at once (a vote or a deny): AttemptTimeout. A
-// Maekawa voter queues a request while its vote is held, for as long as
-// the holder holds (renewals included): waiting is no fault there, and a
-// crashed or cut-off voter is found by the failure detector. The attempt
-// is refreshed after a lease and AttemptTimeout only in case a voter
-// restarted faster than DeadAfter and forgot its queue; a refreshed
+// coordinator answers a shared request at once (a vote or a deny):
+// AttemptTimeout. A voter queues an exclusive request while its vote is
+// held, for as long as the holder holds (renewals included): waiting is
+// no fault there, and a crashed or cut-off voter is found by the failure
+// detector (Maekawa) or is one of the n-m a majority can do without. The
+// attempt is refreshed after a lease and AttemptTimeout only in case a
+// voter restarted faster than DeadAfter and forgot its queue; a refreshed
 // request keeps its stamp, so it keeps its place.
-func (c *Core) collectTimeout() time.Duration {
-	if c.majority() {
+func (c *Core) collectTimeout(mode wire.VoteMode) time.Duration {
+	if mode == wire.VoteShared {
 		return c.cfg.AttemptTimeout
 	}
 	return c.cfg.MaxLease + c.cfg.AttemptTimeout
@@ -218,9 +231,13 @@ func (c *Core) sendRelease(a *ask, fence uint64) {
 	}
 	to := a.set
 	if a.phase == committing || a.phase == held {
-		// Only the voters it kept have an entry: the others were released
-		// when their votes came too late, or denied.
-		to = slices.Sorted(maps.Keys(a.locked))
+		// The voters it kept have an entry, and those that have not
+		// answered (a majority's request may wait in their queues); the
+		// others were released when their votes came too late, or denied.
+		to = slices.DeleteFunc(slices.Clone(a.set), func(v uint32) bool {
+			_, kept := a.locked[v]
+			return !kept && a.answered[v]
+		})
 	}
 	for _, v := range to {
 		c.post(v, wire.Vote{Op: wire.VoteRelease, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, Fence: fence}, 0)
@@ -236,8 +253,7 @@ func (c *Core) endAsk(a *ask) {
 // requesterStep is the requester's side: locked, failed, inquire, deny,
 // and the answers to commits and renewals.
 func (c *Core) requesterStep(from uint32, m wire.Vote) error {
-	if c.majority() && (m.Op == wire.VoteFailed || m.Op == wire.VoteInquire) ||
-		!c.majority() && m.Op == wire.VoteDeny {
+	if !c.majority() && m.Op == wire.VoteDeny {
 		return ErrBadOp
 	}
 	a := c.asks[m.Name]
@@ -250,6 +266,7 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 	}
 	switch m.Op {
 	case wire.VoteLocked:
+		a.answered[from] = true
 		if a.phase != collecting {
 			if _, ok := a.locked[from]; !ok {
 				// The quorum was complete without it: not needed.
@@ -258,11 +275,18 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 			return nil
 		}
 		a.locked[from] = m.Fence
+		a.waited[from] = m.LeaseMS
+		a.hint = max(a.hint, m.Fence)
 		delete(a.inquiries, from)
 		if len(a.locked) >= a.need {
-			c.commit(a)
+			if start, ok := c.direct(a); ok {
+				c.enter(a, start)
+			} else {
+				c.commit(a)
+			}
 		}
 	case wire.VoteDeny:
+		a.answered[from] = true
 		if a.phase != collecting {
 			return nil
 		}
@@ -299,6 +323,7 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 			c.granted(a)
 		}
 	case wire.VoteCommitRefused:
+		a.hint = max(a.hint, m.Fence)
 		if a.phase == committing {
 			c.giveUp(a, "commit_refused")
 		}
@@ -332,25 +357,91 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 func (c *Core) relinquish(a *ask, v uint32) {
 	delete(a.locked, v)
 	delete(a.inquiries, v)
+	delete(a.answered, v) // back in v's queue
 	a.yielded = true
 	c.stats.Relinquishes++
 	c.post(v, wire.Vote{Op: wire.VoteRelinquish, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode}, 0)
 }
 
-// commit records the request's fence at the voters that voted: one above
-// the highest they know. Any later quorum meets this one in a voter that
-// has it by then, so fences grow strictly across the cluster.
+// propose is the fence an exclusive attempt proposes: one above the
+// highest this member knows for the lock (its own voter's, and what the
+// request's earlier attempts were told). If every voter of the quorum
+// knows nothing higher, each records it as it votes and the request
+// holds on it without a commit round (enter); 0 for a shared request,
+// which always commits (two readers' votes are given together, so a
+// proposal could not tell their order).
+func (c *Core) propose(a *ask) uint64 {
+	if a.mode != wire.VoteExclusive {
+		return 0
+	}
+	known := c.floor
+	if l := c.votes[a.lock]; l != nil {
+		known = l.fence
+	}
+	known = max(known, a.hint)
+	if known >= wire.MaxVoteFence {
+		return 0 // the commit reports the exhaustion
+	}
+	return known + 1
+}
+
+// direct says whether a, with its quorum's votes, may hold without a
+// commit round, and from when its lease counts. Every vote must offer the
+// proposal (each voter recorded it as its fence, so any later quorum,
+// which meets this one, knows it: a commit's argument). The lease counts
+// from when the votes began: the requests left at sentAt, and each voter
+// voted after holding the request for the wait it reports, on its clock
+// (taken at the slowest rate); the earliest vote ends first. When that
+// is long ago (a vote given at once, the others after a wait in queues),
+// the lease would be mostly spent: the request commits instead, which
+// starts every vote and the lease afresh, for a round trip.
+func (c *Core) direct(a *ask) (time.Time, bool) {
+	if a.mode != wire.VoteExclusive || a.proposal == 0 {
+		return time.Time{}, false
+	}
+	wait := uint32(math.MaxUint32)
+	for _, f := range a.locked {
+		if f != a.proposal {
+			return time.Time{}, false
+		}
+	}
+	for v := range a.locked {
+		wait = min(wait, a.waited[v])
+	}
+	slow := 1 - 2*c.cfg.MaxDriftPPM*1e-6
+	start := a.sentAt.Add(time.Duration(float64(time.Duration(wait)*time.Millisecond) * slow))
+	if start.After(c.now) {
+		start = c.now
+	}
+	return start, c.now.Sub(start) <= a.lease/16
+}
+
+// enter: a holds on its proposal from start (direct).
+func (c *Core) enter(a *ask, start time.Time) {
+	a.commitAt = start
+	a.fence = a.proposal
+	for v := range a.locked {
+		a.acked[v] = true // the voters a renewal goes to
+	}
+	c.stats.Direct++
+	c.granted(a)
+}
+
+// commit records the request's fence at the voters that voted: the
+// highest they offer, which is above every fence each of them knows.
+// Any later quorum meets this one in a voter that has it by then, so
+// fences grow strictly across the cluster.
 func (c *Core) commit(a *ask) {
 	var top uint64
 	for _, f := range a.locked {
 		top = max(top, f)
 	}
-	if top >= wire.MaxVoteFence {
+	if top >= wire.MaxVoteFence || top == 0 {
 		c.reqs.Refuse(a.id, FenceExhausted)
 		c.endAsk(a)
 		return
 	}
-	a.fence = top + 1
+	a.fence = top
 	a.phase, a.commitAt = committing, c.now
 	a.deadline = c.now.Add(c.cfg.AttemptTimeout)
 	a.inquiries = map[uint32]bool{}
@@ -362,6 +453,14 @@ func (c *Core) commit(a *ask) {
 // granted: enough voters recorded the fence; the lease counts from when
 // the commit left, before any voter started counting its own.
 func (c *Core) granted(a *ask) {
+	if !c.now.Before(a.commitAt.Add(a.lease)) {
+		// The last acknowledgement came after the lease it confirms had
+		// ended (a voter paused or slow): the votes are running out, and
+		// a grant now would hold nothing, its fence possibly below one
+		// granted meanwhile. Start over.
+		c.giveUp(a, "lease_spent")
+		return
+	}
 	a.phase = held
 	a.deadline = time.Time{}
 	if _, err := c.reqs.Grant(a.commitAt, a.id, a.fence, 0); err != nil {
@@ -384,6 +483,9 @@ func (c *Core) tickAsk(a *ask) {
 			c.giveUp(a, "timeout")
 			return
 		}
+		if a.phase == collecting && !c.now.Before(a.refreshAt) {
+			c.refresh(a)
+		}
 		if !c.majority() && a.phase == collecting && c.cfg.VotingSets == nil {
 			for _, v := range a.set {
 				if !c.alive(v) {
@@ -401,6 +503,21 @@ func (c *Core) tickAsk(a *ask) {
 		if !a.renewBy.IsZero() && !c.now.Before(a.renewBy) {
 			a.renewBy = time.Time{}
 			c.count("renewals_unanswered")
+		}
+	}
+}
+
+// refresh asks again, every AttemptTimeout while the request collects,
+// the voters whose vote it lacks: one that has it queued takes the
+// repeat for what it is; one that restarted and forgot it queues it
+// again (or votes). Without it a voter's restart would cost the waiting
+// request a whole collectTimeout.
+func (c *Core) refresh(a *ask) {
+	a.refreshAt = c.now.Add(c.cfg.AttemptTimeout)
+	for _, v := range a.set {
+		if _, ok := a.locked[v]; !ok && v != c.self {
+			c.count("requests_refreshed")
+			c.post(v, wire.Vote{Op: wire.VoteRequest, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, LeaseMS: msOf(a.lease)}, 0)
 		}
 	}
 }

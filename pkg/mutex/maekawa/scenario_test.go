@@ -30,7 +30,7 @@ import (
 // to be avoided with Sanders' inquire, relinquish and failed; and a
 // majority-quorum example of seeds 000/001. Commands:
 //
-//	cluster N [majority M] [coordinators=1,2,3] [textbook] [forgetful] [sets=1:1,2/2:2,3/...] [delay=D] [backoff=D]
+//	cluster N [majority M] [coordinators=1,2,3] [textbook] [forgetful|persist] [sets=1:1,2/2:2,3/...] [delay=D] [backoff=D]
 //	acquire ID LOCK [shared]     a client of ID asks for LOCK
 //	release ID LOCK              it gives LOCK back
 //	crash ID / restart ID
@@ -125,6 +125,8 @@ func newReplay(t *testing.T, args []string) *replay {
 			cfg.Textbook = true
 		case "forgetful":
 			cfg.Forgetful = true
+		case "persist":
+			cfg.PersistVotes = true
 		case "backoff":
 			d, err := time.ParseDuration(v)
 			if err != nil {

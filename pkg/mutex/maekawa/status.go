@@ -21,6 +21,9 @@ type Stats struct {
 	// Entries: grants to this member's clients; Attempts: rounds of
 	// requests sent (retries included).
 	Entries, Attempts uint64
+	// Direct: entries on a proposed fence every voter recorded (no
+	// commit round).
+	Direct uint64
 	// Voter side: requests seen, votes given, denied (majority), failed
 	// and inquiries sent and relinquishes received (Maekawa).
 	Requests, Votes, Denied, Failed, Inquired, Relinquished uint64
@@ -40,6 +43,13 @@ func (s Stats) SentTotal() uint64 {
 // Stats returns the message counts.
 func (c *Core) Stats() Stats { return c.stats }
 
+// What a voter's votes become across a restart (Detail.Votes).
+const (
+	VotesWait    = "memory, wait a lease after a restart"
+	VotesForget  = "memory, forgotten on restart"
+	VotesPersist = "on disk"
+)
+
 // Detail is the voting core's part of mutex.Status.Detail.
 type Detail struct {
 	// Maekawa: the grid and this member's voting set (the cross it asks
@@ -47,9 +57,15 @@ type Detail struct {
 	Grid      string   `json:"grid,omitempty"`
 	VotingSet []uint32 `json:"voting_set,omitempty"`
 	Quorum    int      `json:"quorum,omitempty"`
-	Persisted bool     `json:"persisted"`
-	// Floor is the fence every lock not in the voter's table starts from.
+	// Votes says what a restart does to this voter's votes: VotesWait,
+	// VotesForget or VotesPersist.
+	Votes string `json:"votes"`
+	// Era is this voter's fence era (on disk; fences are era<<32 | a
+	// count); Floor the fence every lock not in its table starts from.
+	Era   uint32 `json:"era"`
 	Floor uint64 `json:"floor,omitempty"`
+	// HoldLeftMS: restarted, it votes on nothing for this long yet.
+	HoldLeftMS int64 `json:"hold_left_ms,omitempty"`
 }
 
 // LockDetail is one lock's part: this member as a voter (whom it voted
@@ -77,7 +93,13 @@ func (c *Core) allCounters() map[string]uint64 {
 
 // Report returns the status: Detail is a Detail, each lock's a LockDetail.
 func (c *Core) Report() mutex.Status {
-	d := Detail{Persisted: !c.cfg.Forgetful, Floor: c.floor}
+	d := Detail{Votes: VotesWait, Era: c.era, Floor: c.floor, HoldLeftMS: max(c.holdUntil.Sub(c.now), 0).Milliseconds()}
+	switch {
+	case c.cfg.Forgetful:
+		d.Votes = VotesForget
+	case c.cfg.PersistVotes:
+		d.Votes = VotesPersist
+	}
 	if c.majority() {
 		d.Quorum = c.cfg.Quorum
 	} else {
@@ -142,7 +164,7 @@ func itoa(n int) string {
 // Guarantees: what each algorithm promises (doc.go argues each).
 var maekawaGuarantees = mutex.Guarantees{
 	Survives: []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Partition, mutex.Loss},
-	Messages: "3(K-1) in the notes (K = |cross| = about 2 sqrt(N)); 5(K-1) here, the fence's commit and its ack included; " +
+	Messages: "3(K-1) in the notes (K = |cross| = about 2 sqrt(N)); 5(K-1) here: 3(K-1) Maekawa + 2(K-1) the fence's commit and its ack; " +
 		"up to 7(K-1) with failed, inquire, relinquish and the new locked",
 	SyncDelay: "2 (release to the shared voter, its locked to the next), and the commit round",
 	Shared:    false,
@@ -154,16 +176,16 @@ var maekawaGuarantees = mutex.Guarantees{
 func majorityGuarantees(forgetful bool) mutex.Guarantees {
 	g := mutex.Guarantees{
 		Survives:  []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Partition, mutex.Loss},
-		Messages:  "2n+3m+n: request and answer from every coordinator, commit and ack at m, release to all (more with retries)",
-		SyncDelay: "2 (release, then the next request's round after its backoff) and the commit round",
+		Messages:  "3(n-1) + 2(m-1): request, answer and release at the n-1 others, commit and ack at m-1 (readers retry when denied)",
+		SyncDelay: "2 (release to a coordinator, its locked to the next in its queue) and the commit round",
 		Shared:    true,
 		Protection: "the fence: one above the highest its m coordinators know, recorded at m of them before the grant; " +
-			"any two majorities meet, so fences grow strictly. Votes and fences are on disk before they are announced; " +
-			"a restarted coordinator votes on a lock it had voted on only after a whole lease",
+			"any two majorities meet, so fences grow strictly, and a restart starts a new era above them. " +
+			"A restarted coordinator, which has forgotten its votes, votes on nothing for a whole lease",
 	}
 	if forgetful {
 		g.Survives = []mutex.Fault{mutex.Pause, mutex.Partition, mutex.Loss}
-		g.Protection = "none against restarts: votes are in memory only (the P_v experiment of seed 000)"
+		g.Protection = "none against restarts: votes are forgotten and given again at once (the P_v experiment of seed 000)"
 	}
 	return g
 }

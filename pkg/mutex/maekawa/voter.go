@@ -2,6 +2,7 @@ package maekawa
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -20,10 +21,8 @@ type vlock struct {
 	// inquired: an inquire was sent to the exclusive vote's holder and not
 	// answered (Maekawa).
 	inquired bool
-	// writerUntil: an exclusive request was denied; new shared ones are
-	// denied until then (majority, shared mode).
-	writerUntil time.Time
-	// holdUntil: restarted with a vote outstanding: no vote before then.
+	// holdUntil: restarted with a vote outstanding (PersistVotes): no
+	// vote before then.
 	holdUntil time.Time
 }
 
@@ -37,7 +36,23 @@ type vote struct {
 	committed bool
 	fence     uint64
 	expires   time.Time // the vote ends then unless committed or renewed further
+
+	// An exclusive request proposes its fence (doc.go, "Fences"):
+	// proposal, with lease the lease it asks (0: refused, too long); it
+	// arrived then. recorded: this voter took the proposal as its fence
+	// for the lock when it voted, so the requester may hold on it without
+	// a commit.
+	proposal uint64
+	lease    time.Duration
+	arrived  time.Time
+	recorded bool
 }
+
+// mayHold says whether the requester may hold the lock on this vote now:
+// it committed a fence here, or may have entered on a proposal this
+// voter recorded. Such a vote lasts its lease, whatever happens to its
+// member.
+func (v *vote) mayHold() bool { return v.committed || v.recorded }
 
 // before is the requests' priority: lower Lamport time first, then lower ID.
 func (v *vote) before(o *vote) bool {
@@ -79,7 +94,6 @@ func (c *Core) voterLock(name string, from uint32, create bool) (*vlock, error) 
 				c.floor = max(c.floor, l.fence)
 				delete(c.votes, n)
 				c.count("locks_reclaimed")
-				c.durable.Change(false)
 			}
 		}
 		if len(c.votes) >= c.cfg.MaxLocks {
@@ -116,7 +130,9 @@ func (c *Core) remove(l *vlock, v *vote) {
 		l.grants = slices.Delete(l.grants, i, i+1)
 		if len(l.grants) == 0 {
 			l.inquired = false
-			c.durable.Change(false)
+			if c.cfg.PersistVotes {
+				c.durable.Change(false)
+			}
 		}
 	} else if i := slices.Index(l.queue, v); i >= 0 {
 		l.queue = slices.Delete(l.queue, i, i+1)
@@ -135,7 +151,7 @@ func (c *Core) remove(l *vlock, v *vote) {
 // program that held the lock with it may still run until then.
 func (c *Core) supersede(l *vlock, from uint32) {
 	for _, e := range slices.Concat(l.grants, l.queue) {
-		if e.from == from && !e.committed {
+		if e.from == from && !e.mayHold() {
 			c.remove(l, e)
 		}
 	}
@@ -148,7 +164,7 @@ func (c *Core) reply(to uint32, op wire.VoteOp, l *vlock, v *vote, fence uint64)
 // voterStep is the voter's side: request, relinquish, release, commit,
 // renew.
 func (c *Core) voterStep(from uint32, m wire.Vote) error {
-	if c.majority() && (m.Op == wire.VoteRelinquish || !slices.Contains(c.cfg.Coordinators, c.self)) {
+	if c.majority() && !slices.Contains(c.cfg.Coordinators, c.self) {
 		return ErrBadOp
 	}
 	if !c.majority() && m.Mode == wire.VoteShared {
@@ -167,11 +183,20 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 	}
 	switch m.Op {
 	case wire.VoteRequest:
+		if _, ok := l.entry(from, m.Attempt); ok || slices.ContainsFunc(l.queue, func(q *vote) bool { return q.from == from && q.attempt == m.Attempt }) {
+			c.count("requests_repeated") // a refresh (requester.go): it is here already
+			return nil
+		}
 		c.supersede(l, from)
-		v := &vote{from: from, attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}
+		v := &vote{from: from, attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode, arrived: c.now}
+		if m.Mode == wire.VoteExclusive && m.Fence > 0 {
+			if lease, ok := c.leaseOK(m.LeaseMS); ok {
+				v.proposal, v.lease = m.Fence, lease
+			}
+		}
 		c.byMember[from]++
 		c.stats.Requests++
-		if c.majority() {
+		if c.majority() && v.mode == wire.VoteShared {
 			c.coordinate(l, v)
 		} else {
 			c.maekawaRequest(l, v)
@@ -190,8 +215,8 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 		c.next(l)
 	case wire.VoteRelease:
 		if e, _ := l.entry(from, m.Attempt); e != nil {
-			if m.Fence <= l.fence+MaxFenceStep {
-				c.raise(l, m.Fence, false)
+			if c.admit(m.Fence) == nil {
+				c.raise(l, m.Fence)
 			}
 			c.remove(l, e)
 			c.next(l)
@@ -203,22 +228,32 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 			c.count("commits_refused")
 			return nil
 		}
-		if m.Fence > l.fence+MaxFenceStep || m.Fence < g.fence {
+		if err := c.admit(m.Fence); err != nil {
 			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
-			return ErrFenceJump
+			return fmt.Errorf("%w: %d: %w", ErrFenceJump, m.Fence, err)
+		}
+		if mine := g.recorded && m.Fence == g.proposal && l.fence == g.proposal; m.Fence <= l.fence && !mine {
+			// Another grant recorded this fence or a higher one since this
+			// vote was given: readers voted for together, whose commits
+			// crossed. Each grant takes a fence of its own, so a reader that
+			// starts after another ended holds a higher one. (The proposal
+			// this vote recorded may be committed: it is this request's.)
+			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
+			c.count("commits_refused_fence")
+			return nil
 		}
 		lease, ok := c.leaseOK(m.LeaseMS)
 		if !ok {
 			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
 			return nil
 		}
-		c.raise(l, m.Fence, true)
+		c.raise(l, m.Fence)
 		g.committed, g.fence = true, m.Fence
 		g.expires = c.now.Add(c.cfg.stretch(lease))
 		c.reply(from, wire.VoteCommitOK, l, g, m.Fence)
 	case wire.VoteRenew:
 		g, ok := l.entry(from, m.Attempt)
-		if !ok || !g.committed || !c.now.Before(g.expires) {
+		if !ok || !g.mayHold() || !c.now.Before(g.expires) {
 			c.reply(from, wire.VoteRenewRefused, l, &vote{attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode}, l.fence)
 			c.count("renewals_refused")
 			return nil
@@ -247,42 +282,79 @@ func (c *Core) leaseOK(ms uint32) (time.Duration, bool) {
 	return max(d, c.cfg.MinLease), true
 }
 
-// raise records fence f for l; promise says a frame about to leave
-// depends on it being on disk.
-func (c *Core) raise(l *vlock, f uint64, promise bool) {
-	if f > l.fence {
-		l.fence = min(f, wire.MaxVoteFence)
-		c.durable.Change(promise)
+// raise records fence f for l (admitted by admit). A fence of a newer
+// era than this voter's raises the era, on disk before anything leaves:
+// a restart must start above it. It happens once per restart of some
+// member, not per grant.
+func (c *Core) raise(l *vlock, f uint64) {
+	if f <= l.fence {
+		return
+	}
+	l.fence = min(f, wire.MaxVoteFence)
+	if e := eraOf(l.fence); e > c.era {
+		c.era = e
+		c.durable.Change(true)
+		c.count("era_raised")
 	}
 }
 
-// giveVote votes for v: on disk before the locked frame leaves, and kept
-// for AttemptTimeout unless the requester commits.
+// admit applies the eras' plausibility rule (pkg/epoch) to a fence read
+// from a frame: within this voter's era any count is plausible (2^32
+// grants), a newer era only as far as the restarts since could take it.
+func (c *Core) admit(f uint64) error {
+	return c.guard.Admit(eraLimit, c.now.UnixNano(), floorOf(c.era)|(1<<eraShift-1), f)
+}
+
+// held says whether l may get no vote now: this voter restarted less
+// than a stretched lease ago (its votes of the last run may still hold).
+func (c *Core) held(l *vlock) bool {
+	return c.now.Before(c.holdUntil) || c.now.Before(l.holdUntil)
+}
+
+// giveVote votes for v (with PersistVotes, on disk before the locked
+// frame leaves). A vote not committed lasts as long as its requester
+// collects (collectTimeout): a requester that waits in other voters'
+// queues keeps what it got, and Sanders' inquire, not a timer, takes it
+// back for a request before it. One whose member is taken for down ends
+// at once (tickVotes).
 func (c *Core) giveVote(l *vlock, v *vote) {
-	if len(l.grants) == 0 {
+	if len(l.grants) == 0 && c.cfg.PersistVotes {
 		c.durable.Change(true)
 	}
-	v.expires = c.now.Add(c.cfg.AttemptTimeout)
+	v.expires = c.now.Add(c.collectTimeout(v.mode))
 	v.committed = false
 	l.grants = append(l.grants, v)
 	c.stats.Votes++
-	c.reply(v.from, wire.VoteLocked, l, v, l.fence)
+	offer := min(l.fence+1, wire.MaxVoteFence)
+	switch {
+	case v.recorded && l.fence == v.proposal:
+		// A vote given back (relinquish) and given again: nothing was
+		// recorded here since, so the proposal is still above them all.
+		offer = v.proposal
+	case v.proposal > l.fence && c.admit(v.proposal) == nil:
+		c.raise(l, v.proposal)
+		v.recorded, offer = true, v.proposal
+	default:
+		v.recorded = false
+	}
+	if v.recorded {
+		// The requester may enter on this vote without a commit, its lease
+		// counted from before the vote: keep it for the lease.
+		v.expires = maxTime(v.expires, c.now.Add(c.cfg.stretch(v.lease)))
+	}
+	c.post(v.from, wire.Vote{Op: wire.VoteLocked, Name: l.name, Attempt: v.attempt, Stamp: v.stamp, Mode: v.mode,
+		Fence: offer, LeaseMS: msOf(c.now.Sub(v.arrived))}, 0)
 }
 
-// coordinate is a majority coordinator's answer to a request: a vote if
-// the lock is free for its mode here, else a deny.
+// coordinate is a majority coordinator's answer to a shared request: a
+// vote if the lock is free for readers here, else a deny (the requester
+// gives back what it got and retries after a backoff). Readers never wait
+// in a queue holding votes, so they cannot take part in a deadlock; an
+// exclusive request queued here (a writer waiting) makes new readers
+// wait, so a stream of readers cannot starve a writer.
 func (c *Core) coordinate(l *vlock, v *vote) {
-	free := c.now.After(l.holdUntil) || l.holdUntil.IsZero()
-	if free {
-		for _, g := range l.grants {
-			if g.mode == wire.VoteExclusive || v.mode == wire.VoteExclusive {
-				free = false
-			}
-		}
-	}
-	if free && v.mode == wire.VoteShared && c.now.Before(l.writerUntil) {
-		free = false // a writer is retrying: readers wait (no writer starvation)
-	}
+	free := !c.held(l) && len(l.queue) == 0 &&
+		!slices.ContainsFunc(l.grants, func(g *vote) bool { return g.mode == wire.VoteExclusive })
 	if free && slices.ContainsFunc(l.grants, func(g *vote) bool { return g.from == v.from }) {
 		// It still holds a committed vote here (it restarted, or it
 		// lies): one at a time, or one member could pile up shared votes.
@@ -291,9 +363,6 @@ func (c *Core) coordinate(l *vlock, v *vote) {
 	if free {
 		c.giveVote(l, v)
 		return
-	}
-	if v.mode == wire.VoteExclusive {
-		l.writerUntil = c.now.Add(c.cfg.WriterWindow)
 	}
 	if c.byMember[v.from]--; c.byMember[v.from] <= 0 {
 		delete(c.byMember, v.from)
@@ -307,13 +376,15 @@ func (c *Core) coordinate(l *vlock, v *vote) {
 // vote's holder can give it back (the new request comes first of all) or
 // tell the new request it failed (something comes before it).
 func (c *Core) maekawaRequest(l *vlock, v *vote) {
-	if len(l.grants) == 0 && !c.now.Before(l.holdUntil) {
+	if len(l.grants) == 0 && !c.held(l) {
 		c.giveVote(l, v)
 		return
 	}
 	head := firstOr(l.queue)
 	c.enqueue(l, v)
-	if len(l.grants) == 0 || c.cfg.Textbook { // restart hold; or the notes' algorithm: just wait
+	if len(l.grants) != 1 || l.grants[0].mode == wire.VoteShared || c.cfg.Textbook {
+		// A restart's hold, or readers that will release (they never wait
+		// holding a vote); or the notes' algorithm: just wait.
 		return
 	}
 	g := l.grants[0]
@@ -344,9 +415,10 @@ func (c *Core) enqueue(l *vlock, v *vote) {
 	l.queue = slices.Insert(l.queue, i, v)
 }
 
-// next gives a free Maekawa vote to the first request in the queue.
+// next gives a free vote to the first request in the queue: at once, so
+// a handoff costs the release and the next locked, never a timer.
 func (c *Core) next(l *vlock) {
-	if c.majority() || len(l.grants) > 0 || len(l.queue) == 0 || c.now.Before(l.holdUntil) {
+	if len(l.grants) > 0 || len(l.queue) == 0 || c.held(l) {
 		return
 	}
 	v := l.queue[0]
@@ -358,10 +430,21 @@ func (c *Core) next(l *vlock) {
 // lease ended without a release: it crashed or was cut off) and a
 // restart's hold.
 func (c *Core) tickVotes(l *vlock) {
+	for _, q := range slices.Clone(l.queue) {
+		if !c.alive(q.from) {
+			c.remove(l, q)
+			c.count("requests_dropped_member_down")
+		}
+	}
 	for _, g := range slices.Clone(l.grants) {
+		if !g.mayHold() && !c.alive(g.from) {
+			c.remove(l, g)
+			c.count("votes_dropped_member_down")
+			continue
+		}
 		if !c.now.Before(g.expires) {
 			c.remove(l, g)
-			if g.committed {
+			if g.mayHold() {
 				c.count("votes_expired_held")
 			} else {
 				c.count("votes_expired")

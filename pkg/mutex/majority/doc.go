@@ -16,13 +16,18 @@
 // with P the probability that one given coordinator fails and recovers
 // within the window δt (failures independent; two quorums of m among n
 // share at least k = 2m-n coordinators, and any k or more of the holder's
-// m forgetting lets a second quorum form). Here a coordinator writes its
-// vote and its fence to disk before it announces them, and one that
-// restarts with a vote outstanding votes on that lock again only after a
-// whole lease: no violation (pv_test.go measures both). And every vote
-// carries a fence: the holder's is one above the highest of its quorum,
-// recorded at all m before the grant (Redlock's majority of Redis locks
-// has no fence, and no memory across a restart without fsync).
+// m forgetting lets a second quorum form). Here a coordinator also keeps
+// its votes in memory only (no disk write per vote), but one that
+// restarts votes on nothing for a whole stretched lease after it starts:
+// every vote it forgot has ended by then, so no violation (pv_test.go
+// measures it beside the notes' coordinators and beside votes written to
+// disk). And every vote carries a fence, recorded at all m before the
+// holder can use it; fences are era<<32 | a count, the era written once
+// per start, so they grow across restarts too (Redlock's majority of
+// Redis locks has no fence, and no memory across a restart without
+// fsync). Writers wait in the coordinators' queues (Sanders' inquire,
+// relinquish and failed keep them from deadlocking), so a released lock
+// goes to the next writer within a round trip.
 //
 // # The P_v experiment
 //
@@ -32,9 +37,13 @@
 // runs n coordinators and two clients that always want one lock, each
 // coordinator crashed and restarted (down 5 ms) as a Poisson process of
 // the rate, holds of δt, and counts violations (a grant while the other
-// client holds) per acquisition, with votes in memory and on disk, beside
-// the formula with P = 1 - exp(-rate δt). The measured rate sits a little
-// below the formula: a forgotten vote helps the other client only if the
-// coordinator is back, and the client's retry completes, before the
-// holder releases.
+// client holds) per acquisition, in three arms (-pv.arms): votes
+// forgotten and given again at once (the notes' coordinators), forgotten
+// but no vote for a lease after a restart (mutexd's default), and
+// written to disk before each locked (Config.PersistVotes), beside the
+// formula with P = 1 - exp(-rate δt). The measured rate of the first arm
+// sits below the formula: a forgotten vote helps the other client only
+// if the coordinator is back, and the client has asked it again (its
+// waiting request is repeated every AttemptTimeout), before the holder
+// releases. The other two arms measure 0.
 package majority

@@ -18,18 +18,20 @@ func Quorum(n int) int { return n/2 + 1 }
 // locks offered.
 var Factory = mutex.Factory{
 	Name:       Name,
-	Summary:    "a majority quorum of coordinators (m > n/2), each vote for a lease and a fence, shared or exclusive, persisted (seeds 000, 001)",
+	Summary:    "a majority quorum of coordinators (m > n/2), each vote for a lease and a fence, shared or exclusive; writers queue, a restarted coordinator abstains for a lease (seeds 000, 001)",
 	Guarantees: (&maekawa.Config{Quorum: 1}).Guarantees(),
 	// The notes give the algorithm, not a price: request to the n
-	// coordinators, m grants, release to the n; here the m also record
-	// the fence (commit and ack), and every coordinator answers (grant or
-	// deny). A refused round repeats after a backoff: no upper bound.
+	// coordinators, m grants, release to the n. Here every coordinator
+	// answers and records the proposed fence, 3(n-1) uncontended; a stale
+	// proposal, or a shared request, adds the commit and its ack at m-1;
+	// contention adds failed, inquire and relinquish, and a denied reader
+	// retries: no upper bound.
 	Cost: core.Cost{Text: "3n (request and release to n, m grants)", Delay: "2",
 		Messages: func(n int) (float64, float64) {
 			return float64(2*(n-1) + Quorum(n) - 1), -1
 		}},
 	Params: []mutex.Param{{Name: maekawa.ParamAttemptTimeout, Default: maekawa.DefaultLANConfig().AttemptTimeout,
-		Usage: "how long a round of votes and fence commit may take before the request gives back what it got and retries"}},
+		Usage: "how long a round of votes and fence commit may take before the request gives back what it got and retries; a queued request asks again this often"}},
 	New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
 		return maekawa.NewFromEnv(env, opt, Quorum(len(env.Members)))
 	},
