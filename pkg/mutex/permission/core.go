@@ -82,8 +82,11 @@ type Core struct {
 	lastActive time.Time
 	det        *liveness.Detector
 	lastBeat   time.Time // zero: none yet
-	restarted  bool
-	holdUntil  time.Time // restart hold: no answers before
+	// saidBusy: the last heartbeat (or request, sent to every member)
+	// said this member may hold or ask: when it stops, it says so at once.
+	saidBusy  bool
+	restarted bool
+	holdUntil time.Time // restart hold: no answers before
 	// rejoinFrom: since when this member rejoins (zero: it does not): it
 	// asks for nothing until it heard every member since then (and a
 	// FreshWindow passed, so they heard it too), or SuspectAfter passed.
@@ -493,11 +496,17 @@ func (c *Core) confirm(name string) {
 // after the last, or a busy heartbeat after it while busy (a member that
 // asks for the lock, or holds it, is heard often, so that the others can
 // bound its lease closely from when they last heard it).
+//
+// A member that said it was busy and no longer is says so at once: the
+// others gave it leaves (Ricart-Agrawala has no release message) and would
+// wait DeadAfter for it, not SuspectAfter, should it fall silent before
+// its next heartbeat.
 func (c *Core) nextBeat() time.Time {
-	if c.lastBeat.IsZero() {
+	busy := c.busy()
+	switch {
+	case c.lastBeat.IsZero(), c.saidBusy && !busy:
 		return c.now
-	}
-	if c.busy() {
+	case busy:
 		return c.lastBeat.Add(c.cfg.BusyHeartbeat())
 	}
 	return c.lastBeat.Add(c.cfg.HeartbeatInterval)
@@ -836,8 +845,9 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
 	if !c.now.Before(c.nextBeat()) {
+		c.saidBusy = c.busy()
 		c.send(core.Broadcast, wire.KindPermHeartbeat, wire.PermHeartbeat{
-			Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Busy: c.busy()}, 0)
+			Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Busy: c.saidBusy}, 0)
 		c.lastBeat = c.now
 	}
 	c.det.Check(c.now)

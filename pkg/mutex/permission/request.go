@@ -134,6 +134,8 @@ func (c *Core) request(l *lock) {
 	for _, m := range c.others() {
 		c.sendRequest(l, m, l.stamp)
 	}
+	// Heard by every member: it counts as this member's (busy) heartbeat.
+	c.lastBeat, c.saidBusy = c.now, true
 }
 
 // sendRequest sends l's request to m; lamport is its stamp on the first
