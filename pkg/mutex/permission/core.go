@@ -288,6 +288,10 @@ func (c *Core) stallAfter() time.Duration { return c.cfg.StallAfter() }
 // asks again.
 func (c *Core) stalled(gap time.Duration) {
 	c.count("stalls")
+	// Nobody is taken for dead for a silence this member did not listen
+	// to (startRejoin below raises every member's timeout, which would
+	// hide the stall from the detector's own notice).
+	c.det.Resume(c.now)
 	c.inc++
 	c.durable.Change(true)
 	c.emit(EventRejoined, fmt.Sprintf("this member stalled for %v: rejoining as incarnation %d", gap, c.inc),
