@@ -205,6 +205,25 @@ func (d *Detector) Check(now time.Time) {
 	}
 }
 
+// Resume says that this member's own loop stopped and runs again at now,
+// as its embedding core noticed (it may notice sooner than Check, which
+// takes a stall for one only when it is called more than a quarter of the
+// timeout after its Deadline; a core that raised a member's timeout on
+// waking would make a long stall look short). As after a stall Check
+// notices, a member not yet suspected is suspected only after half of its
+// timeout more with this member listening: the frames that kept it alive
+// may be waiting unread in the socket.
+func (d *Detector) Resume(now time.Time) {
+	for _, p := range d.peers {
+		if p.state == Suspect {
+			continue
+		}
+		if from := now.Add(-d.timeoutOf(p) / 2); from.After(d.reference(p)) {
+			p.listened = from
+		}
+	}
+}
+
 // reference is when p's silence started to count: its last sign of life,
 // the detector's start if none, or the end of a stall of our own.
 func (d *Detector) reference(p *member) time.Time {

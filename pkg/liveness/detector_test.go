@@ -190,3 +190,36 @@ func TestDetectorStall(t *testing.T) {
 		t.Fatal("member 2, heard after the stall, is not alive")
 	}
 }
+
+// TestResume: a stall the embedding core noticed (the member's own loop
+// stopped) suspects nobody for the silence it did not listen to, even when
+// the timeout was raised on waking so that Check would find its deadline
+// only a little late; half a timeout more of silence does.
+func TestResume(t *testing.T) {
+	start := time.Unix(1000, 0)
+	d := NewDetector(1, []uint32{1, 2, 3}, time.Second, start)
+	d.Heard(2, start)
+	d.Heard(3, start)
+	woke := start.Add(3 * time.Second) // stopped since start
+	d.SetTimeout(2, 3*time.Second-50*time.Millisecond)
+	d.Resume(woke)
+	d.Check(woke)
+	if d.State(2) == Suspect || d.State(3) == Suspect {
+		t.Fatalf("suspected right after the stall: 2 %v, 3 %v", d.State(2), d.State(3))
+	}
+	d.Check(woke.Add(400 * time.Millisecond))
+	if d.State(3) == Suspect {
+		t.Fatal("3 suspected within half its timeout of the stall's end")
+	}
+	d.Check(woke.Add(600 * time.Millisecond))
+	if d.State(3) != Suspect {
+		t.Fatal("3 not suspected half its timeout after the stall's end")
+	}
+	if d.State(2) == Suspect {
+		t.Fatal("2 suspected before half its own timeout after the stall's end")
+	}
+	d.Check(woke.Add(1500 * time.Millisecond))
+	if d.State(2) != Suspect {
+		t.Fatal("2 not suspected half its timeout after the stall's end")
+	}
+}

@@ -81,8 +81,7 @@ const (
 	KindCentralSync Kind = 27
 
 	// 30-39: Ricart-Agrawala and Lamport's distributed mutex
-	// (pkg/mutex/permission; payloads in permission.go; their heartbeat
-	// is KindHeartbeat).
+	// (pkg/mutex/permission; payloads in permission.go).
 
 	// KindRARequest asks one member for permission to enter a lock's
 	// critical section, Ricart-Agrawala (payload: PermRequest).
@@ -99,6 +98,9 @@ const (
 	// KindLamportRelease takes the sender's request out of the receiver's
 	// queue (payload: PermRequest, the request released).
 	KindLamportRelease Kind = 34
+	// KindPermHeartbeat is a member's heartbeat, saying whether it may
+	// still hold or ask for any lock (payload: PermHeartbeat).
+	KindPermHeartbeat Kind = 35
 
 	// 70-89: the majority election (pkg/elect/majority), the eventual
 	// leader (pkg/elect/omega), Yo-Yo (pkg/elect/yoyo).
@@ -205,6 +207,7 @@ var kindNames = [...]string{
 	KindLamportRequest: "lamport_request",
 	KindLamportAck:     "lamport_ack",
 	KindLamportRelease: "lamport_release",
+	KindPermHeartbeat:  "perm_heartbeat",
 
 	// 40-49 mutex: Maekawa, majority quorum
 	KindMaekawa:    "maekawa",

@@ -481,7 +481,7 @@ func MessagesPerEntry(t testing.TB, f mutex.Factory, opt mutex.Options, n int) f
 	count := func() uint64 {
 		var sum uint64
 		for _, k := range wire.Kinds() {
-			if k != wire.KindHeartbeat {
+			if k != wire.KindHeartbeat && k != wire.KindPermHeartbeat {
 				sum += c.s.Sent(k)
 			}
 		}

@@ -12,34 +12,31 @@ import (
 // member holds the lock or asked for it first by (stamp, ID); else reply at
 // once. A restarted member in its hold answers nothing (the requester asks
 // again).
-func (c *Core) stepRARequest(from uint32, at uint64, r wire.PermRequest) {
+func (c *Core) stepRARequest(from uint32, at uint64, r wire.PermRequest) error {
 	// Requests and replies of Ricart-Agrawala are idempotent (a reply
 	// names the request it answers, a deferral keeps the newest request),
 	// so a late frame needs no filter: it is answered like any other.
-	l := c.locks[r.Name]
-	known := c.fenceFloor
-	if l != nil {
-		l.touched = c.now
-		l.known = max(l.known, r.Fence)
-		known = l.known
+	l, err := c.lockFor(r.Name) // where the reply, a leave, is noted
+	if err != nil {
+		return err
 	}
+	l.touched = c.now
+	l.known = max(l.known, r.Fence)
+	c.sawWant(l, from, at, r.Stamp)
 	if c.inHold() {
 		c.count("held_back")
-		return
+		return nil
 	}
-	if l != nil && (l.granted || l.stamp != 0 && before(l.stamp, c.self, r.Stamp, from)) {
+	if l.granted || l.stamp != 0 && before(l.stamp, c.self, r.Stamp, from) {
 		if d, ok := l.deferred[from]; !ok || r.Stamp >= d.stamp {
 			l.deferred[from] = deferral{stamp: r.Stamp, inc: r.Incarnation}
 		}
 		c.count("deferred")
-		return
+		return nil
 	}
-	var want uint64
-	if l != nil {
-		want = l.stamp
-	}
-	c.send(from, wire.KindRAReply, wire.PermReply{Name: r.Name, Incarnation: c.inc, Answers: r.Incarnation,
-		Stamp: r.Stamp, Fence: known, Want: want}, 0)
+	c.lend(l, from, c.send(from, wire.KindRAReply, wire.PermReply{Name: r.Name, Incarnation: c.inc, Answers: r.Incarnation,
+		Stamp: r.Stamp, Fence: l.known, Want: l.stamp}, 0))
+	return nil
 }
 
 // answerDeferred replies to the requests l deferred: all of them when this
@@ -52,8 +49,8 @@ func (c *Core) answerDeferred(l *lock, all bool) {
 			continue
 		}
 		delete(l.deferred, m)
-		c.send(m, wire.KindRAReply, wire.PermReply{Name: l.name, Incarnation: c.inc, Answers: d.inc,
-			Stamp: d.stamp, Fence: l.known, Want: l.stamp}, 0)
+		c.lend(l, m, c.send(m, wire.KindRAReply, wire.PermReply{Name: l.name, Incarnation: c.inc, Answers: d.inc,
+			Stamp: d.stamp, Fence: l.known, Want: l.stamp}, 0))
 	}
 }
 
@@ -77,6 +74,7 @@ func (c *Core) stepLamportRequest(from uint32, at uint64, r wire.PermRequest) er
 	}
 	l.known = max(l.known, r.Fence)
 	l.want[from] = r.Stamp
+	c.sawWant(l, from, at, r.Stamp)
 	if l.stamp != 0 && at > l.stamp {
 		l.got[from] = true
 	}
@@ -99,8 +97,8 @@ func (c *Core) ackLamport(l *lock, from uint32, inc uint32) {
 		return
 	}
 	l.acked[from] = w
-	c.send(from, wire.KindLamportAck, wire.PermReply{Name: l.name, Incarnation: c.inc, Answers: inc,
-		Stamp: w, Fence: l.known, Want: l.stamp}, 0)
+	c.lend(l, from, c.send(from, wire.KindLamportAck, wire.PermReply{Name: l.name, Incarnation: c.inc, Answers: inc,
+		Stamp: w, Fence: l.known, Want: l.stamp}, 0))
 }
 
 // stepLamportRelease takes the sender's request out of the queue.
@@ -115,6 +113,7 @@ func (c *Core) stepLamportRelease(from uint32, at uint64, r wire.PermRequest) {
 	}
 	l.known = max(l.known, r.Fence)
 	l.want[from] = 0
+	c.sawWant(l, from, at, 0)
 	if l.stamp != 0 && at > l.stamp {
 		l.got[from] = true
 	}
@@ -138,6 +137,7 @@ func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
 	}
 	l.touched = c.now
 	l.known = max(l.known, r.Fence)
+	c.sawWant(l, from, at, r.Want)
 	if c.cfg.Variant == RicartAgrawala {
 		if l.stamp != 0 && !l.granted && r.Stamp == l.stamp && r.Answers == c.inc {
 			l.got[from] = true

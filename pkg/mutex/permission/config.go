@@ -53,11 +53,21 @@ type Config struct {
 	// (this one included) heard within it (default 1.5 heartbeats). A
 	// member cut off from the majority stops renewing within it.
 	FreshWindow time.Duration
-	// DeadAfter is the silence after which a member is taken for dead
-	// and no longer waited for. It must exceed MinDeadAfter (the longest
-	// lease, padded for clock rates, plus FreshWindow, a heartbeat and
-	// Margin): a member cut off with a lease stops renewing and its lease
-	// ends before the others stop waiting for it. Zero: MinDeadAfter.
+	// SuspectAfter is the silence after which a member is suspected: a
+	// member that cannot hold a lock by this member's leave (it was given
+	// none, or said that it asks for nothing since) is no longer waited
+	// for. It must be at least MinSuspectAfter (a stall of this member's
+	// own loop, which it notices after StallAfter, plus a heartbeat and
+	// Margin: a member that stopped rejoins before the others suspect
+	// it). Zero: MinSuspectAfter (3.2 s with 1 s heartbeats).
+	SuspectAfter time.Duration
+	// DeadAfter is the silence after which a member that may hold a lock
+	// by this member's leave (it was answered, and has not said since that
+	// its request ended) is no longer waited for. It must be at least
+	// MinDeadAfter (the longest lease and a heartbeat, padded for clock
+	// rates, plus Margin): a holder's lease ends at most MaxLease after it
+	// last heard a majority, and the others heard it at most a heartbeat
+	// before that. Zero: MinDeadAfter (3.8 s with a 3 s lease).
 	DeadAfter time.Duration
 	// RetryInterval is how long a waiting member goes without the answer
 	// it needs from a member before it asks again (default 500 ms): it
@@ -116,12 +126,43 @@ func (c *Config) pad(d time.Duration) time.Duration {
 }
 
 // MinDeadAfter is the shortest DeadAfter that keeps the timing rule of the
-// package doc: a member cut off from the others renews nothing after its
-// last fresh majority, FreshWindow after it last heard them; its lease
-// ends MaxLease later; the others last heard it up to a heartbeat before
-// that; so they wait MaxLease + FreshWindow + a heartbeat, padded.
+// package doc: a holder's lease, granted or renewed, ends at most MaxLease
+// after the last instant it heard a majority (the lease is capped there);
+// a holder is busy, and beats every BusyHeartbeat until it crashes, stops
+// or is cut off, so a member that last heard it at h, having missed at
+// most BusyBeatsCovered-1 of its last heartbeats, knows every lease it
+// holds has ended by h + MaxLease + BusyBeatsCovered busy heartbeats,
+// padded: 3.8 s with a 3 s lease and 1 s heartbeats.
 func (c *Config) MinDeadAfter() time.Duration {
-	return c.pad(c.MaxLease+c.FreshWindow+c.HeartbeatInterval) + c.Margin
+	return c.pad(c.MaxLease+BusyBeatsCovered*c.BusyHeartbeat()) + c.Margin
+}
+
+// BusyHeartbeat is the heartbeat interval of a member that holds or asks
+// for a lock (or whose lease of an earlier life may still run): a fifth
+// of HeartbeatInterval, so that the others, who must wait out its lease
+// from when they last heard it, are never more than that behind. Idle
+// members beat every HeartbeatInterval.
+func (c *Config) BusyHeartbeat() time.Duration { return max(c.HeartbeatInterval/5, time.Millisecond) }
+
+// BusyBeatsCovered is how many busy heartbeats DeadAfter covers: the last
+// ones of a holder may be lost, all but one, and its lease still ends
+// before it is given up.
+const BusyBeatsCovered = 3
+
+// StallAfter is the gap between two calls of the core (it asks for a Tick
+// at least every heartbeat) after which a member takes its own loop for
+// stopped: the others may have suspected it meanwhile, so it gives up what
+// it held and rejoins.
+func (c *Config) StallAfter() time.Duration { return 2 * c.HeartbeatInterval }
+
+// MinSuspectAfter is the shortest SuspectAfter: a member suspected by the
+// others was silent for it, so its own loop stalled for StallAfter or more
+// (it noticed, and rejoined before it answers or asks again), or it heard
+// no majority for SuspectAfter less a heartbeat and Margin (it took itself
+// for cut off, and rejoins), or only a link to it failed (the limit of the
+// package doc).
+func (c *Config) MinSuspectAfter() time.Duration {
+	return c.StallAfter() + c.HeartbeatInterval + c.Margin
 }
 
 // RestartHold is how long a restarted member answers no request: any lease
@@ -144,6 +185,7 @@ func (c *Config) validate() error {
 	if err := mutex.FillDurations([]mutex.Duration{
 		{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
 		{Name: "FreshWindow", Value: &c.FreshWindow},
+		{Name: "SuspectAfter", Value: &c.SuspectAfter},
 		{Name: "DeadAfter", Value: &c.DeadAfter},
 		{Name: "RetryInterval", Value: &c.RetryInterval, Default: def.RetryInterval},
 		{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
@@ -167,15 +209,22 @@ func (c *Config) validate() error {
 	if c.FreshWindow <= c.HeartbeatInterval {
 		return fmt.Errorf("%w: FreshWindow %v must exceed HeartbeatInterval %v, or a live majority looks stale between two heartbeats", ErrConfig, c.FreshWindow, c.HeartbeatInterval)
 	}
-	if c.DeadAfter == 0 {
-		c.DeadAfter = c.MinDeadAfter()
+	if c.SuspectAfter == 0 {
+		c.SuspectAfter = c.MinSuspectAfter()
 	}
-	if c.DeadAfter < c.MinDeadAfter() {
-		return fmt.Errorf("%w: DeadAfter %v is below %v (lease + fresh window + heartbeat, padded): a member cut off while it holds a lease would be given up before its lease ends", ErrConfig, c.DeadAfter, c.MinDeadAfter())
+	if c.SuspectAfter < c.MinSuspectAfter() {
+		return fmt.Errorf("%w: SuspectAfter %v is below %v (two heartbeats of stall, a heartbeat and the margin): a member could be suspected before it notices that it stopped", ErrConfig, c.SuspectAfter, c.MinSuspectAfter())
+	}
+	if c.DeadAfter == 0 {
+		c.DeadAfter = max(c.MinDeadAfter(), c.SuspectAfter)
+	}
+	if c.DeadAfter < c.MinDeadAfter() || c.DeadAfter < c.SuspectAfter {
+		return fmt.Errorf("%w: DeadAfter %v is below %v (lease + heartbeat, padded) or SuspectAfter %v: a member cut off while it holds a lease would be given up before its lease ends", ErrConfig, c.DeadAfter, c.MinDeadAfter(), c.SuspectAfter)
 	}
 	if err := mutex.CheckTimers([]mutex.Timer{
-		{Name: "HeartbeatInterval", Value: c.HeartbeatInterval}, {Name: "DeadAfter", Value: c.DeadAfter},
-		{Name: "RetryInterval", Value: c.RetryInterval}, {Name: "FreshWindow", Value: c.FreshWindow},
+		{Name: "HeartbeatInterval", Value: c.HeartbeatInterval}, {Name: "SuspectAfter", Value: c.SuspectAfter},
+		{Name: "DeadAfter", Value: c.DeadAfter}, {Name: "RetryInterval", Value: c.RetryInterval},
+		{Name: "FreshWindow", Value: c.FreshWindow},
 	}); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}

@@ -43,7 +43,7 @@ var (
 const MaxIncarnationJump = 1 << 10
 
 // LossStalled is the loss reason of a holder whose member stalled (its loop
-// stopped for longer than half of DeadAfter): the others may have given it
+// stopped for longer than Config.StallAfter): the others may have given it
 // up, so it rejoins with a new incarnation and gives up what it held.
 const LossStalled mutex.LossReason = "stalled"
 
@@ -81,16 +81,26 @@ type Core struct {
 	begun      time.Time
 	lastActive time.Time
 	det        *liveness.Detector
-	nextBeat   time.Time
-	restarted  bool
-	holdUntil  time.Time // restart hold: no answers before
+	lastBeat   time.Time // zero: none yet
+	// saidBusy: the last heartbeat (or request, sent to every member)
+	// said this member may hold or ask: when it stops, it says so at once.
+	saidBusy  bool
+	restarted bool
+	holdUntil time.Time // restart hold: no answers before
 	// rejoinFrom: since when this member rejoins (zero: it does not): it
 	// asks for nothing until it heard every member since then (and a
-	// FreshWindow passed, so they heard it too), or DeadAfter passed.
+	// FreshWindow passed, so they heard it too), or SuspectAfter passed.
 	rejoinFrom time.Time
 	// cutOff: this member heard no majority for RejoinAfter: the others may
 	// give it up soon; the answers it holds are void.
 	cutOff bool
+	// busyUntil: until then this member says it is busy (PermHeartbeat)
+	// even when it asks for nothing: a lease of its last life, or one it
+	// gave up when it stalled, may still run at its client.
+	busyUntil time.Time
+	// leases: the lease of each request of this member's clients, for
+	// the cap of leaseFrom.
+	leases map[mutex.RequestID]time.Duration
 
 	inc     uint32 // this member's incarnation
 	floor   uint64 // the persisted Lamport floor
@@ -111,6 +121,16 @@ type Core struct {
 type peer struct {
 	inc     uint32    // the newest incarnation seen (0: none yet)
 	heardAt time.Time // its last frame, on this member's clock
+	// lent: how many locks hold a leave this member gave it (lock.lent),
+	// plus one while lentBefore is set: while any does, it is waited for
+	// DeadAfter, not SuspectAfter.
+	lent int
+	// lentBefore (0: none): it may hold a lock without this member's
+	// leave, or by a leave this member gave in a life before its restart,
+	// in a frame stamped below this: this member rejoined (it restarted,
+	// stalled, or was cut off), and the others may have granted without
+	// it meanwhile.
+	lentBefore uint64
 }
 
 // lock is this member's state of one lock.
@@ -140,6 +160,12 @@ type lock struct {
 	// acked (Lamport): the request of each member this member last
 	// acknowledged.
 	acked map[uint32]uint64
+	// lent is, for each member that may hold l by this member's leave, the
+	// Lamport time of the last frame about l sent to it that may count as
+	// that leave (Ricart-Agrawala: a reply; Lamport: any frame stamped
+	// after its request). It ends when the member shows, in a frame
+	// stamped later, that it has no request for l stamped below it.
+	lent map[uint32]uint64
 }
 
 type deferral struct {
@@ -172,6 +198,7 @@ func New(cfg Config) (*Core, error) {
 		peers:     map[uint32]*peer{},
 		locks:     map[string]*lock{},
 		counters:  map[string]uint64{},
+		leases:    map[mutex.RequestID]time.Duration{},
 	}
 	if c.lamport == nil {
 		c.lamport = new(clock.Lamport)
@@ -180,6 +207,12 @@ func New(cfg Config) (*Core, error) {
 		c.index[m] = uint64(i)
 		if m != c.self {
 			c.peers[m] = &peer{}
+			if c.restarted {
+				// What the last life gave leave to is lost with it (and
+				// the rejoin of the restart adds what was granted
+				// without it).
+				c.peers[m].lent, c.peers[m].lentBefore = 1, max(saved.floor, 1)
+			}
 		}
 	}
 	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: cfg.ID, Members: len(cfg.Members),
@@ -218,10 +251,16 @@ func (c *Core) observe(now time.Time) {
 	}
 	if !c.started {
 		c.started = true
-		c.begun, c.lastActive, c.nextBeat, c.now = now, now, now, now
-		c.det = liveness.NewDetector(c.self, c.cfg.Members, c.cfg.DeadAfter, now)
+		c.begun, c.lastActive, c.now = now, now, now
+		c.det = liveness.NewDetector(c.self, c.cfg.Members, c.cfg.SuspectAfter, now)
+		for m, p := range c.peers {
+			if p.lent > 0 {
+				c.det.SetTimeout(m, c.cfg.DeadAfter)
+			}
+		}
 		if c.restarted {
 			c.holdUntil = now.Add(c.cfg.RestartHold())
+			c.busyUntil = c.holdUntil
 			c.startRejoin("restart")
 		}
 	}
@@ -236,25 +275,36 @@ func (c *Core) observe(now time.Time) {
 
 // stallAfter: a gap between two calls longer than this (the core asks for a
 // Tick at least every heartbeat) means this member stopped; the others may
-// have given it up after DeadAfter.
-func (c *Core) stallAfter() time.Duration {
-	return max(c.cfg.DeadAfter/2, 2*c.cfg.HeartbeatInterval)
-}
+// suspect it from SuspectAfter after its last heartbeat.
+func (c *Core) stallAfter() time.Duration { return c.cfg.StallAfter() }
 
 // stalled rejoins after a stall: what this member held may have been given
 // up by the others (its lease has ended by now, or will before they grant),
-// the answers it gathered may have been voided, so it gives up its holds,
+// the answers it gathered may have been voided, so it gives up its holds
+// (and, as a restarted member does, answers nobody while their leases may
+// still run at its clients: holding nothing, it would answer at once),
 // drops every answer and every other member's state, takes a new
 // incarnation (the others drop its old requests when they see it), and
 // asks again.
 func (c *Core) stalled(gap time.Duration) {
 	c.count("stalls")
+	// Nobody is taken for dead for a silence this member did not listen
+	// to (startRejoin below raises every member's timeout, which would
+	// hide the stall from the detector's own notice).
+	c.det.Resume(c.now)
 	c.inc++
 	c.durable.Change(true)
 	c.emit(EventRejoined, fmt.Sprintf("this member stalled for %v: rejoining as incarnation %d", gap, c.inc),
 		"member", c.self, "incarnation", c.inc)
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
 		l := c.locks[name]
+		if e := c.reqs.Expiry(name); e.After(c.holdUntil) {
+			// Its client may hold on until then: as after a restart,
+			// this member answers nobody before (by the rule of the
+			// algorithm it would answer at once, holding nothing now).
+			c.holdUntil = e
+			c.busyUntil = e
+		}
 		c.reqs.Lose(name, LossStalled)
 		l.stamp, l.granted = 0, false
 		clear(l.got)
@@ -270,19 +320,31 @@ func (c *Core) stalled(gap time.Duration) {
 
 // rejoinAfter is how long this member may go without hearing a majority
 // before it takes itself for cut off: a heartbeat and the margin before the
-// others could give it up (they wait DeadAfter from its last heartbeat).
+// others could suspect it (they wait SuspectAfter from its last heartbeat).
 func (c *Core) rejoinAfter() time.Duration {
-	return c.cfg.DeadAfter - c.cfg.HeartbeatInterval - c.cfg.Margin
+	return c.cfg.SuspectAfter - c.cfg.HeartbeatInterval - c.cfg.Margin
 }
 
 // startRejoin makes this member ask for nothing until it has heard every
-// member again (or DeadAfter passed): the others may have given it up and
+// member again (or SuspectAfter passed): the others may have given it up and
 // granted in its absence, and its requests must be stamped after what they
 // did (their heartbeats carry their Lamport times). Its pending requests
 // are withdrawn, to be stamped anew.
 func (c *Core) startRejoin(why string) {
 	c.count("rejoins_started")
 	c.rejoinFrom = c.now
+	// The others may have given this member up and granted without its
+	// leave: each is waited for DeadAfter until it says, after the rejoin,
+	// that it holds nothing.
+	for m, p := range c.peers {
+		if p.lentBefore == 0 {
+			p.lent++
+			if p.lent == 1 && c.det != nil {
+				c.det.SetTimeout(m, c.cfg.DeadAfter)
+			}
+		}
+		p.lentBefore = max(p.lentBefore, c.lamport.Now(), 1)
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
 		if l := c.locks[name]; l.stamp != 0 && !l.granted {
 			c.exit(l)
@@ -302,7 +364,7 @@ func (c *Core) rejoining() bool {
 	if c.rejoinFrom.IsZero() {
 		return false
 	}
-	done := !c.now.Before(c.rejoinFrom.Add(c.cfg.DeadAfter))
+	done := !c.now.Before(c.rejoinFrom.Add(c.cfg.SuspectAfter))
 	if !done && !c.now.Before(c.rejoinFrom.Add(c.cfg.FreshWindow)) {
 		done = true
 		for _, p := range c.peers {
@@ -350,7 +412,8 @@ func (c *Core) emit(name, msg string, args ...any) {
 	c.events = append(c.events, core.Event{Name: name, Msg: msg, Args: args})
 }
 
-// send queues one frame; lamport is the stamp it carries (0: a new one).
+// send queues one frame and returns its stamp (0: not sent); lamport is the
+// stamp it carries (0: a new one).
 // Every frame is stamped here, when it is made, never by the node when it
 // leaves: a receiver drops a frame stamped below one it already took from
 // this member, so the stamps must grow in the order the frames are made
@@ -358,15 +421,16 @@ func (c *Core) emit(name, msg string, args ...any) {
 // own stamp, would make the request look stale). An encoding of our own
 // fields that fails is a bug, counted and reported (core.Bugs), and the
 // frame is not sent.
-func (c *Core) send(to uint32, k wire.Kind, p encoding.BinaryAppender, lamport uint64) {
+func (c *Core) send(to uint32, k wire.Kind, p encoding.BinaryAppender, lamport uint64) uint64 {
 	b, ok := c.bugs.Encode(&c.events, k.String(), p, nil)
 	if !ok {
-		return
+		return 0
 	}
 	if lamport == 0 {
 		lamport = c.lamport.Send()
 	}
 	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Payload: b, Lamport: lamport})
+	return lamport
 }
 
 // others returns every member but this one, in ID order.
@@ -386,16 +450,155 @@ func (c *Core) suspected(m uint32) bool {
 	return c.det != nil && c.det.State(m) == liveness.Suspect
 }
 
-// freshMajority says whether this member heard a majority (itself
-// included) within FreshWindow: the condition of every grant and renewal.
+// freshMajority says whether this member heard a majority (itself included)
+// within FreshWindow: the condition of every grant and renewal.
 func (c *Core) freshMajority() bool {
-	n := 1
+	at := c.majorityHeard()
+	return !at.IsZero() && c.now.Sub(at) <= c.cfg.FreshWindow
+}
+
+// majorityHeard is the last instant at which this member had heard a
+// majority (itself included): the latest time since which a majority
+// was heard; zero if never.
+func (c *Core) majorityHeard() time.Time {
+	need := c.majority - 1
+	if need <= 0 {
+		return c.now
+	}
+	heard := make([]time.Time, 0, len(c.peers))
 	for _, p := range c.peers {
-		if !p.heardAt.IsZero() && c.now.Sub(p.heardAt) <= c.cfg.FreshWindow {
-			n++
+		heard = append(heard, p.heardAt)
+	}
+	slices.SortFunc(heard, func(a, b time.Time) int { return b.Compare(a) })
+	return heard[need-1]
+}
+
+// leaseFrom is when a lease of length lease granted or renewed now is
+// counted from: now, but never so that it ends more than MaxLease after
+// this member last heard a majority. So every lease of a member ends by
+// MaxLease after that instant, which the others, who stop hearing it at
+// most a heartbeat earlier, wait out (Config.MinDeadAfter) without a
+// FreshWindow more for the grants made on a majority heard a while ago.
+func (c *Core) leaseFrom(lease time.Duration) time.Time {
+	capped := c.majorityHeard().Add(c.cfg.MaxLease - lease)
+	if capped.Before(c.now) {
+		return capped
+	}
+	return c.now
+}
+
+// confirm confirms the pending renewals of lock name, each capped as
+// leaseFrom says.
+func (c *Core) confirm(name string) {
+	for _, id := range c.reqs.Holders(name) {
+		c.reqs.ConfirmRenewal(c.now, c.leaseFrom(c.leases[id]), id)
+	}
+	c.drain()
+}
+
+// nextBeat is when this member sends its next heartbeat: a heartbeat
+// after the last, or a busy heartbeat after it while busy (a member that
+// asks for the lock, or holds it, is heard often, so that the others can
+// bound its lease closely from when they last heard it).
+//
+// A member that said it was busy and no longer is says so at once: the
+// others gave it leaves (Ricart-Agrawala has no release message) and would
+// wait DeadAfter for it, not SuspectAfter, should it fall silent before
+// its next heartbeat.
+func (c *Core) nextBeat() time.Time {
+	busy := c.busy()
+	switch {
+	case c.lastBeat.IsZero(), c.saidBusy && !busy:
+		return c.now
+	case busy:
+		return c.lastBeat.Add(c.cfg.BusyHeartbeat())
+	}
+	return c.lastBeat.Add(c.cfg.HeartbeatInterval)
+}
+
+// busy says whether this member may hold or ask for a lock, or a lease of
+// its may still run at a client (PermHeartbeat.Busy).
+func (c *Core) busy() bool {
+	if c.now.Before(c.busyUntil) {
+		return true
+	}
+	for _, l := range c.locks {
+		if l.stamp != 0 {
+			return true
 		}
 	}
-	return n >= c.majority
+	return false
+}
+
+// lend notes that the frame about l stamped at, just sent to member m,
+// may count as this member's leave for a request of m: m is waited for
+// DeadAfter from now on, not SuspectAfter. A member already suspected is
+// not: it was silent for SuspectAfter, so it has rejoined or stopped (or
+// only the link to it failed), and it takes no old leave for a new one.
+func (c *Core) lend(l *lock, m uint32, at uint64) {
+	p := c.peers[m]
+	if p == nil || at == 0 || c.suspected(m) {
+		return
+	}
+	if _, ok := l.lent[m]; !ok {
+		p.lent++
+		if p.lent == 1 && c.det != nil {
+			c.det.SetTimeout(m, c.cfg.DeadAfter)
+		}
+	}
+	l.lent[m] = max(l.lent[m], at)
+}
+
+// unlend ends the leave l gave member m.
+func (c *Core) unlend(l *lock, m uint32) {
+	if _, ok := l.lent[m]; !ok {
+		return
+	}
+	delete(l.lent, m)
+	c.spent(m)
+}
+
+// spent counts one leave given member m as spent.
+func (c *Core) spent(m uint32) {
+	if p := c.peers[m]; p != nil {
+		p.lent--
+		if p.lent == 0 && c.det != nil {
+			c.det.SetTimeout(m, 0)
+		}
+	}
+}
+
+// unlendBefore ends the leave an earlier life of this member may have
+// given member m.
+func (c *Core) unlendBefore(m uint32) {
+	if p := c.peers[m]; p != nil && p.lentBefore != 0 {
+		p.lentBefore = 0
+		c.spent(m)
+	}
+}
+
+// sawWant takes what a frame of member m stamped at says of its request for
+// l (want; 0: none): a leave given before at, to a member that has no
+// request stamped below it, is spent.
+func (c *Core) sawWant(l *lock, m uint32, at, want uint64) {
+	if f, ok := l.lent[m]; ok && at > f && (want == 0 || want > f) {
+		c.unlend(l, m)
+	}
+}
+
+// idleBeat takes a heartbeat of member m stamped at that says it holds
+// and asks for nothing: every leave given it before at is spent.
+func (c *Core) idleBeat(m uint32, at uint64) {
+	if p := c.peers[m]; p != nil && p.lentBefore != 0 && at > p.lentBefore && !c.rejoining() {
+		// Said after the rejoin ended, when m has heard this member
+		// again and grants nothing without its leave any more.
+		c.unlendBefore(m)
+	}
+	for _, l := range c.locks {
+		if f, ok := l.lent[m]; ok && at > f {
+			c.unlend(l, m)
+		}
+	}
 }
 
 // inHold says whether this member, restarted, still answers nobody.
@@ -421,15 +624,17 @@ func (c *Core) lockFor(name string) (*lock, error) {
 		}
 	}
 	l := &lock{name: name, known: c.fenceFloor, touched: c.now, got: map[uint32]bool{}, sentAt: map[uint32]time.Time{},
-		last: map[uint32]uint64{}, want: map[uint32]uint64{}, deferred: map[uint32]deferral{}, acked: map[uint32]uint64{}}
+		last: map[uint32]uint64{}, want: map[uint32]uint64{}, deferred: map[uint32]deferral{}, acked: map[uint32]uint64{},
+		lent: map[uint32]uint64{}}
 	c.locks[name] = l
 	return l, nil
 }
 
 // idle says whether lock l holds nothing worth keeping: no request of this
-// member, no queued or deferred request of another.
+// member, no queued or deferred request of another, no leave that may be
+// in use.
 func (c *Core) idle(l *lock) bool {
-	if l.stamp != 0 || len(l.deferred) > 0 || c.reqs.Waiting(l.name) > 0 || c.reqs.Held(l.name) {
+	if l.stamp != 0 || len(l.deferred) > 0 || len(l.lent) > 0 || c.reqs.Waiting(l.name) > 0 || c.reqs.Held(l.name) {
 		return false
 	}
 	for _, w := range l.want {
@@ -470,9 +675,13 @@ func (c *Core) reportLiveness() {
 		switch {
 		case t.To == liveness.Suspect:
 			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v; no longer waited for", t.ID, t.Silent), "member", t.ID)
+			// Silent for SuspectAfter with no leave of ours, or for
+			// DeadAfter: whatever it held by our leave has ended.
 			for _, l := range c.locks {
 				delete(l.got, t.ID)
+				c.unlend(l, t.ID)
 			}
+			c.unlendBefore(t.ID)
 		case t.From == liveness.Suspect:
 			c.emit(EventMemberUp, fmt.Sprintf("member %d is up", t.ID), "member", t.ID)
 			for _, l := range c.locks {
@@ -534,7 +743,18 @@ func (c *Core) step(m core.Message) error {
 	}
 	ra := c.cfg.Variant == RicartAgrawala
 	switch m.Kind {
+	case wire.KindPermHeartbeat:
+		var h wire.PermHeartbeat
+		if err := h.UnmarshalBinary(m.Payload); err != nil {
+			return err
+		}
+		if !h.Busy {
+			c.idleBeat(m.From, m.Lamport)
+		}
+		return nil
 	case wire.KindHeartbeat:
+		// The heartbeat of a member of an older version: a sign of life
+		// only.
 		var h wire.Heartbeat
 		return h.UnmarshalBinary(m.Payload)
 	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
@@ -553,8 +773,7 @@ func (c *Core) step(m core.Message) error {
 		}
 		switch m.Kind {
 		case wire.KindRARequest:
-			c.stepRARequest(m.From, m.Lamport, r)
-			return nil
+			return c.stepRARequest(m.From, m.Lamport, r)
 		case wire.KindLamportRequest:
 			return c.stepLamportRequest(m.From, m.Lamport, r)
 		}
@@ -587,8 +806,7 @@ func (c *Core) confirmRenewals() {
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
 		if c.reqs.Renewing(name) {
-			c.reqs.ConfirmRenewals(c.now, name)
-			c.drain()
+			c.confirm(name)
 		}
 	}
 }
@@ -630,16 +848,11 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 // Tick runs the timers: heartbeats, liveness, leases, retries.
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
-	if !c.now.Before(c.nextBeat) {
-		alive := 1
-		for _, m := range c.others() {
-			if !c.suspected(m) {
-				alive++
-			}
-		}
-		c.send(core.Broadcast, wire.KindHeartbeat, wire.Heartbeat{
-			Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Alive: uint32(alive)}, 0)
-		c.nextBeat = c.now.Add(c.cfg.HeartbeatInterval)
+	if !c.now.Before(c.nextBeat()) {
+		c.saidBusy = c.busy()
+		c.send(core.Broadcast, wire.KindPermHeartbeat, wire.PermHeartbeat{
+			Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Busy: c.saidBusy}, 0)
+		c.lastBeat = c.now
 	}
 	c.det.Check(c.now)
 	c.reportLiveness()
@@ -659,12 +872,12 @@ func (c *Core) Deadline() time.Time {
 	if !c.started {
 		return time.Time{}
 	}
-	d := core.Earliest(c.nextBeat, c.det.Deadline(), c.reqs.Deadline())
+	d := core.Earliest(c.nextBeat(), c.det.Deadline(), c.reqs.Deadline())
 	if c.inHold() {
 		d = core.Earliest(d, c.holdUntil)
 	}
 	if !c.rejoinFrom.IsZero() {
-		d = core.Earliest(d, c.rejoinFrom.Add(c.cfg.FreshWindow), c.rejoinFrom.Add(c.cfg.DeadAfter))
+		d = core.Earliest(d, c.rejoinFrom.Add(c.cfg.FreshWindow), c.rejoinFrom.Add(c.cfg.SuspectAfter))
 	}
 	if !c.cutOff {
 		for _, p := range c.peers {

@@ -69,43 +69,79 @@
 // # Failures: what the notes leave out
 //
 // The textbook algorithms wait forever for a member that crashed. Each core
-// embeds a liveness.Detector: a member silent for DeadAfter (any frame is a
-// sign of life; every member sends a heartbeat, wire.KindHeartbeat, every
-// HeartbeatInterval) is no longer waited for, and the answers it gave are
-// void. That is only safe if a member given up cannot still hold or grant,
-// so four rules go with it:
+// embeds a liveness.Detector fed by every frame (every member sends a
+// heartbeat, wire.KindPermHeartbeat, every HeartbeatInterval), and stops
+// waiting for a silent member as soon as the member cannot hold a lock by
+// its leave: a member needs every other member's leave to enter (a reply;
+// in Lamport's queue a frame stamped after its request), so a member that
+// was given none, or said since that it is done with it, holds nothing of
+// ours.
 //
-//   - A majority. A member grants only when the members that answered,
-//     with itself, are a majority, and it heard a majority within
-//     FreshWindow; a renewal needs the same fresh majority. A member on
-//     the minority side of a partition grants and renews nothing.
-//   - Leases end before the others give up. DeadAfter is at least the
-//     longest lease, padded for clock rates, plus FreshWindow, a heartbeat
-//     and a margin (Config.MinDeadAfter; 5.7 s with a 3 s lease and 1 s
-//     heartbeats). A holder cut off from the others stops renewing within
-//     FreshWindow of the last time it heard them, and its lease ends before
-//     they stop waiting for it. A crashed holder's lease ends on its
-//     client's clock (mutexd lock counts its own) before the others go on.
-//   - Rejoining. A member that may have been given up (it heard no
-//     majority for DeadAfter less a heartbeat and the margin, its own loop
-//     stalled for half of DeadAfter, or it restarted) rejoins: it voids the
-//     answers it holds, withdraws its requests, and asks for nothing until
-//     it has heard every member again (and a FreshWindow passed, so they
-//     heard it), or DeadAfter passed. Its new requests are stamped after
-//     the Lamport times of everything the others did meanwhile (their
-//     heartbeats carry them). A stalled member also gives up what it held
-//     (Lost, "stalled") and takes a new incarnation.
+//   - Leaves. A core notes, per lock and member, the Lamport time of the
+//     last frame it sent that may count as a leave (Ricart-Agrawala: a
+//     reply; Lamport: any frame about the lock). The leave is spent when
+//     the member shows, in a frame stamped later, that it has no request
+//     below it (its request, an answer's Want, a release), or says in a
+//     heartbeat stamped later that it is idle (busy=false: no request,
+//     nothing held, no lease of an earlier life or given up in a stall
+//     that may still run at a client). Ricart-Agrawala has no release
+//     message, so for its last holder the idle heartbeat is the news: a
+//     member that said it was busy (in a heartbeat, or by sending a
+//     request to all) says at once when it no longer is.
+//   - Two timeouts. A member with no unspent leave is suspected after
+//     SuspectAfter (3.2 s with 1 s heartbeats: two heartbeats of stall, a
+//     heartbeat, a margin) and no longer waited for; one that may hold by
+//     our leave after DeadAfter (3.8 s with a 3 s lease). Its answers are
+//     void then, and its leaves spent.
+//   - Leases end before DeadAfter. A grant and a renewal need the answers
+//     of a majority (a grant) and a majority heard within FreshWindow, and
+//     a lease never ends more than MaxLease after the last instant the
+//     holder heard a majority (Core.leaseFrom caps it; up to a heartbeat
+//     of a lease is the price). A member that holds or asks beats every
+//     BusyHeartbeat (a fifth of the heartbeat), so the others last heard a
+//     holder that crashed, stopped or was cut off at most a busy heartbeat
+//     before it last heard a majority, or BusyBeatsCovered of them if the
+//     last ones were lost: DeadAfter is MaxLease and three busy heartbeats,
+//     padded for clock rates, plus the margin (Config.MinDeadAfter). A
+//     crashed holder's lease ends on its client's clock (mutexd lock counts
+//     its own) first.
+//   - Rejoining before the others suspect. A member that heard no
+//     majority for SuspectAfter less a heartbeat and the margin takes
+//     itself for cut off (it voids the answers it holds); one whose own
+//     loop stopped for StallAfter (two heartbeats) stalled: it gives up
+//     what it held and answers nobody while those leases may still run at
+//     its clients (holding nothing, it would answer at once), and takes a
+//     new incarnation. Either rejoins, as a restarted member does: it
+//     withdraws its requests and asks for nothing until it has heard every
+//     member again (and a FreshWindow passed, so they heard it), or
+//     SuspectAfter passed; its new requests are stamped after what the
+//     others did meanwhile (their heartbeats carry their Lamport times).
+//     The others may have granted without its leave meanwhile, so until
+//     each says, after the rejoin, that it is idle, each is waited for
+//     DeadAfter. So a member the others suspected has always rejoined, or
+//     stopped, before it asks or answers again.
 //   - Incarnations. A restarted member has a new incarnation (persisted);
 //     the others drop its old requests (queued, deferred) and answers when
 //     they see it, and refuse frames of an older one. A restarted member
 //     answers nobody and asks for nothing for a lease (RestartHold): a
-//     lease it granted before the crash may still run.
+//     lease it granted before the crash may still run; its heartbeats say
+//     busy meanwhile, and it waits DeadAfter for every member, as the
+//     leaves of its last life are lost with it.
+//
+// Recovery: a crashed holder is given up DeadAfter after its last (busy)
+// heartbeat, 3.6-3.8 s after the crash with the defaults; a crashed member
+// that held nothing by the waiter's leave SuspectAfter after its last
+// heartbeat, 2.2-3.2 s after the crash (in Lamport's queue a request sent
+// to the member after its last heartbeat is itself a leave, so then
+// DeadAfter). Idle traffic is unchanged: N-1 heartbeats of 5 bytes a
+// second per member; a member that holds or asks sends five, and one more
+// round when it stops.
 //
 // What this costs in safety: the rules assume a failure shows to both
 // sides alike, as a crash, a pause, or a partition into a majority and a
 // minority does. When one link fails while both its ends still hear a
 // majority (A and B cannot talk, C hears both), A and B each take the other
-// for dead after DeadAfter, and both may grant at once: a majority of
+// for dead after SuspectAfter, and both may grant at once: a majority of
 // answers does not intersect in a vote here, as Ricart-Agrawala's replies
 // are permissions, not votes. What protects the resource then is the fence
 // (the two grants carry different fences; a resource that refuses a fence

@@ -71,8 +71,9 @@ func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 	}
 	c := st.Counters
 	lines := []string{
-		fmt.Sprintf("Members  : %d of %d alive, majority %d, incarnation %d, Lamport %d, dead after %v",
-			alive, len(st.Members), d.Majority, d.Incarnation, d.Lamport, time.Duration(d.DeadAfterMS)*time.Millisecond),
+		fmt.Sprintf("Members  : %d of %d alive, majority %d, incarnation %d, Lamport %d, down after %v (%v if it may hold by our leave: %v)",
+			alive, len(st.Members), d.Majority, d.Incarnation, d.Lamport, time.Duration(d.SuspectAfterMS)*time.Millisecond,
+			time.Duration(d.DeadAfterMS)*time.Millisecond, d.Lent),
 		fmt.Sprintf("Requests : %d sent, %d resent, %d reissued; %d rejoins seen, %d stalls",
 			c["requests_sent"], c["requests_resent"], c["requests_reissued"], c["rejoins"], c["stalls"]),
 	}

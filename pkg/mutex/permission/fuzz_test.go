@@ -153,7 +153,7 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 		name = "bad name!"
 	}
 	kinds := []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindLamportRequest, wire.KindLamportAck,
-		wire.KindLamportRelease, wire.KindHeartbeat, wire.KindToken}
+		wire.KindLamportRelease, wire.KindHeartbeat, wire.KindPermHeartbeat, wire.KindToken}
 	k := kinds[p.Intn(len(kinds))]
 	var b []byte
 	switch k {
@@ -178,6 +178,11 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 		b = append(b, name...)
 	case wire.KindHeartbeat:
 		b, _ = wire.Heartbeat{Interval: 1000, Alive: 3}.AppendBinary(nil)
+	case wire.KindPermHeartbeat:
+		b, _ = wire.PermHeartbeat{Interval: 1000, Busy: p.Bool()}.AppendBinary(nil)
+		if p.Intn(8) == 0 {
+			b[4] = byte(p.Intn(256)) // a Busy byte no member sends
+		}
 	default:
 		b = make([]byte, p.Intn(40))
 	}
@@ -209,8 +214,11 @@ func checkSent(m core.Message, disk []byte) error {
 			return fmt.Errorf("undecodable %v sent", m.Kind)
 		}
 		fInc, stamps = r.Incarnation, []uint64{r.Stamp, r.Want, r.Fence >> 16}
-	case wire.KindHeartbeat:
-		return nil
+	case wire.KindPermHeartbeat:
+		var h wire.PermHeartbeat
+		if h.UnmarshalBinary(m.Payload) != nil {
+			return fmt.Errorf("undecodable %v sent", m.Kind)
+		}
 	default:
 		return fmt.Errorf("unexpected kind %v sent", m.Kind)
 	}

@@ -12,7 +12,8 @@ import (
 // as a mutex.Granted outcome (and EventGranted) with the returned ID.
 func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
 	c.observe(now)
-	if _, err := c.reqs.Check(c.self, r); err != nil {
+	checked, err := c.reqs.Check(c.self, r)
+	if err != nil {
 		return 0, err
 	}
 	if c.lamport.Now() >= wire.MaxPermStamp-floorSlack {
@@ -27,6 +28,7 @@ func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) 
 	if err != nil {
 		return 0, err
 	}
+	c.leases[id] = checked.Lease
 	l.touched = c.now
 	c.advance(l)
 	return id, nil
@@ -51,6 +53,9 @@ func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) error {
 	c.observe(now)
 	err := c.reqs.Renew(c.now, id, lease)
+	if err == nil && lease != 0 {
+		c.leases[id] = lease
+	}
 	c.drain()
 	for _, l := range c.locks {
 		c.settle(l) // a renewal after the lease ran out lost the lock
@@ -69,9 +74,11 @@ func (c *Core) drain() {
 		case mutex.Renewed:
 			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
 		case mutex.Lost:
+			delete(c.leases, o.ID)
 			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
 				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
 		case mutex.Released:
+			delete(c.leases, o.ID)
 			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
 		}
 	}
@@ -100,8 +107,7 @@ func (c *Core) advance(l *lock) {
 		c.tryGrant(l)
 	}
 	if c.reqs.Renewing(l.name) && c.freshMajority() {
-		c.reqs.ConfirmRenewals(c.now, l.name)
-		c.drain()
+		c.confirm(l.name)
 	}
 }
 
@@ -128,6 +134,8 @@ func (c *Core) request(l *lock) {
 	for _, m := range c.others() {
 		c.sendRequest(l, m, l.stamp)
 	}
+	// Heard by every member: it counts as this member's (busy) heartbeat.
+	c.lastBeat, c.saidBusy = c.now, true
 }
 
 // sendRequest sends l's request to m; lamport is its stamp on the first
@@ -137,8 +145,11 @@ func (c *Core) sendRequest(l *lock, m uint32, lamport uint64) {
 	if c.cfg.Variant == RicartAgrawala {
 		kind = wire.KindRARequest
 	}
-	c.send(m, kind, wire.PermRequest{Name: l.name, Incarnation: c.inc, Stamp: l.stamp, Fence: l.known}, lamport)
+	at := c.send(m, kind, wire.PermRequest{Name: l.name, Incarnation: c.inc, Stamp: l.stamp, Fence: l.known}, lamport)
 	l.sentAt[m] = c.now
+	if kind == wire.KindLamportRequest {
+		c.lend(l, m, at) // stamped after any request of m it did not see yet
+	}
 }
 
 // needs says whether l's request still needs something from member m: its
@@ -210,7 +221,7 @@ func (c *Core) tryGrant(l *lock) {
 	if len(ids) == 0 {
 		return
 	}
-	if _, err := c.reqs.Grant(c.now, ids[0], fence, uint64(c.inc)); err != nil {
+	if _, err := c.reqs.GrantFrom(c.now, c.leaseFrom(c.leases[ids[0]]), ids[0], fence, uint64(c.inc)); err != nil {
 		c.bugs.Report(&c.events, "grant", err)
 		return
 	}
@@ -235,6 +246,6 @@ func (c *Core) exit(l *lock) {
 		return
 	}
 	for _, m := range c.others() {
-		c.send(m, wire.KindLamportRelease, wire.PermRequest{Name: l.name, Incarnation: c.inc, Stamp: old, Fence: l.known}, 0)
+		c.lend(l, m, c.send(m, wire.KindLamportRelease, wire.PermRequest{Name: l.name, Incarnation: c.inc, Stamp: old, Fence: l.known}, 0))
 	}
 }

@@ -171,7 +171,7 @@ func (sc *scene) start(t *testing.T, variant string, n int, delay time.Duration)
 // sent prints a protocol frame as it leaves, and counts it.
 func (sc *scene) sent(f sim.SentFrame) {
 	k := f.Frame.Kind
-	if k == wire.KindHeartbeat {
+	if k == wire.KindPermHeartbeat {
 		sc.alive++
 		return
 	}

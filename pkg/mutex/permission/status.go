@@ -47,7 +47,13 @@ type Detail struct {
 	// RestartHoldMS is how long this restarted member still answers
 	// nobody.
 	RestartHoldMS int64 `json:"restart_hold_ms,omitempty"`
-	DeadAfterMS   int64 `json:"dead_after_ms"`
+	// SuspectAfterMS: the silence after which a member is no longer
+	// waited for; DeadAfterMS: the same for a member that may hold a lock
+	// by this member's leave.
+	SuspectAfterMS int64 `json:"suspect_after_ms"`
+	DeadAfterMS    int64 `json:"dead_after_ms"`
+	// Lent: the members that may hold a lock by this member's leave.
+	Lent []uint32 `json:"lent,omitempty"`
 }
 
 // LockDetail is one lock's part of mutex.LockStatus.Detail.
@@ -85,7 +91,12 @@ func (c *Core) allCounters() map[string]uint64 {
 // Report returns the status (mutex.Algorithm); Detail is a Detail, each
 // lock's a LockDetail.
 func (c *Core) Report() mutex.Status {
-	d := Detail{Majority: c.majority, Incarnation: c.inc, Lamport: c.lamport.Now(), DeadAfterMS: c.cfg.DeadAfter.Milliseconds()}
+	d := Detail{Majority: c.majority, Incarnation: c.inc, Lamport: c.lamport.Now(), SuspectAfterMS: c.cfg.SuspectAfter.Milliseconds(), DeadAfterMS: c.cfg.DeadAfter.Milliseconds()}
+	for _, m := range c.others() {
+		if c.peers[m].lent > 0 {
+			d.Lent = append(d.Lent, m)
+		}
+	}
 	if c.inHold() {
 		d.RestartHoldMS = c.holdUntil.Sub(c.now).Milliseconds()
 	}
