@@ -60,6 +60,24 @@ type logState struct {
 	// delivered.
 	SID     uint64            `json:"sid"`
 	Submits map[uint64][]byte `json:"submits,omitempty"`
+
+	// changed is the first entry changed (added, replaced or cut) since
+	// the state was last written; 0: none. A log record carries the
+	// entries from there on (see record.go).
+	changed uint64
+}
+
+// touch notes that entries from i on changed.
+func (l *logState) touch(i uint64) {
+	if l.changed == 0 || i < l.changed {
+		l.changed = i
+	}
+}
+
+// add appends an entry.
+func (l *logState) add(e logEntry) {
+	l.touch(l.last() + 1)
+	l.Entries = append(l.Entries, e)
 }
 
 func (l *logState) last() uint64 { return l.Base + uint64(len(l.Entries)) }
@@ -74,6 +92,7 @@ func (l *logState) entry(i uint64) (logEntry, bool) {
 // truncate drops the entries after i (never a committed one).
 func (l *logState) truncate(i uint64) {
 	if i < l.last() && i >= l.Base {
+		l.touch(i + 1)
 		l.Entries = l.Entries[:i-l.Base]
 	}
 }
@@ -324,7 +343,7 @@ func (c *Core) stepFetchReply(m msgT) error {
 		if _, ok := c.pos[e.Sender]; !ok {
 			return fmt.Errorf("%w: entry from non-member %d", ErrImplausible, e.Sender)
 		}
-		l.Entries = append(l.Entries, logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
+		l.add(logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
 	}
 	sr.fetchNext = l.last() + 1
 	c.durable.Change(true)
@@ -429,7 +448,7 @@ func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte) error {
 	case l.last()-l.Commit >= uint64(c.cfg.MaxUncommitted):
 		return fmt.Errorf("%w: %d numbers uncommitted", ErrFull, l.last()-l.Commit)
 	}
-	l.Entries = append(l.Entries, logEntry{Sender: from, SID: sid, Message: slices.Clone(msg)})
+	l.add(logEntry{Sender: from, SID: sid, Message: slices.Clone(msg)})
 	sr.sids[from] = sid
 	sr.match[c.id] = l.last()
 	c.durable.Change(true)
@@ -490,7 +509,7 @@ func (c *Core) stepAppend(m msgT) error {
 				continue
 			}
 			l.truncate(i - 1)
-			l.Entries = append(l.Entries, logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
+			l.add(logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
 		}
 		if l.AppendTerm != m.Term {
 			// Anything after what this sequencer sent is another term's.
@@ -582,9 +601,6 @@ func (c *Core) commitTo(i uint64) {
 		}
 		c.applyTotal(Delivery{Order: TotalOrder, Sender: e.Sender, Seq: l.Applied, Message: e.Message})
 	}
-	if c.machine != nil {
-		l.Machine = c.machine.Snapshot()
-	}
 	if keep := uint64(c.cfg.KeepLog); l.Applied > l.Base+keep+keep/4+1 {
 		cut := l.Applied - keep
 		if l.BaseSIDs == nil {
@@ -674,7 +690,7 @@ func (c *Core) sendSnapshot(to uint32, term uint64) {
 		e, _ := l.entry(i)
 		sids[e.Sender] = max(sids[e.Sender], e.SID)
 	}
-	data, err := json.Marshal(snapshotData{Machine: l.Machine, SIDs: sids})
+	data, err := json.Marshal(snapshotData{Machine: c.machine.Snapshot(), SIDs: sids})
 	if err != nil {
 		c.bugs.Report(&c.events, "encode_snapshot", err)
 		return
@@ -716,7 +732,8 @@ func (c *Core) stepSnapshot(m msgT) error {
 			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
 		}
 		l.Entries, l.Base, l.Commit, l.Applied = nil, s.Index, s.Index, s.Index
-		l.Machine, l.BaseSIDs = d.Machine, d.SIDs
+		l.BaseSIDs = d.SIDs
+		c.rec.whole = true // the machine changed by other means than entries
 		for sid := range l.Submits {
 			if sid <= d.SIDs[c.id] {
 				delete(l.Submits, sid)
