@@ -272,6 +272,9 @@ type Daemon struct {
 	// loop then steps it with every frame and call already queued before
 	// it acts on the Ready: one fdatasync covers them all (group commit).
 	appends bool
+	// acted are the Do calls whose fn ran: they return once the loop
+	// acted on the core's Ready (persisted, sent).
+	acted []chan struct{}
 	// wake is when the core next needs Tick, on its clock (schedule);
 	// wakeSet is false while the loop ticks at the fixed interval.
 	wake    time.Time
@@ -384,11 +387,13 @@ func (d *Daemon) Config() Config { return d.cfg }
 // Do runs fn on the loop, serialised with every Step and Tick (and with
 // the datagram reader), and then acts on whatever fn made the core want.
 // It is how control-API handlers reach the core (which is not safe for
-// concurrent use).
+// concurrent use). It returns once that is done: what fn made the core
+// persist is on disk, so a handler that answers "sent" after Do never
+// promises what a crash would lose.
 func (d *Daemon) Do(ctx context.Context, fn func(n *node.Node)) error {
 	done := make(chan struct{})
 	select {
-	case d.doCh <- func() { fn(d.node); close(done) }:
+	case d.doCh <- func() { fn(d.node); d.acted = append(d.acted, done) }:
 	case <-d.stopped:
 		return ErrStopped
 	case <-ctx.Done():

@@ -348,6 +348,10 @@ func (d *Daemon) locked(fn func()) {
 	fn()
 	d.process()
 	d.schedule()
+	for _, done := range d.acted {
+		close(done)
+	}
+	d.acted = d.acted[:0]
 }
 
 func (d *Daemon) receive(p transport.Packet, datagram bool) {
@@ -372,6 +376,15 @@ func (d *Daemon) process() {
 		return
 	}
 	saved := true
+	if d.appends && !out.Promise && len(out.Sends) > 0 {
+		// Nothing these messages say depends on the write (core.Ready):
+		// they leave now, and the fdatasync runs while they travel. For
+		// a core that appends, a write is on nearly every step's path.
+		for _, s := range out.Sends {
+			d.send(s)
+		}
+		out.Sends = nil
+	}
 	if out.State != nil || len(out.Entries) > 0 {
 		var err error
 		if out.State != nil {

@@ -109,7 +109,9 @@ type Ready struct {
 	State []byte
 	// Promise says that State holds something the Messages depend on (a
 	// term, a promised generation): if it cannot be written, the driver
-	// must send none of them. A core that uses Durable keeps handing State
+	// must send none of them. Without Promise nothing the Messages say
+	// depends on the write, and a driver may send them before it writes
+	// (the daemon does for a core that appends, see Entries). A core that uses Durable keeps handing State
 	// over, marked so, with every Ready until a write succeeds; so a message
 	// that depends on unsaved state can never leave.
 	Promise bool
