@@ -487,6 +487,7 @@ func (c *Core) Ready() core.Ready {
 		c.durable.Change(rd.Promise)
 	}
 	rd.State, rd.Promise = nil, false
+	c.flushAppends()
 	for _, p := range c.peers {
 		if in := c.st.Stream.In[p]; in.ack {
 			in.ack = false
@@ -495,6 +496,7 @@ func (c *Core) Ready() core.Ready {
 		}
 	}
 	c.durable.ReadyLog(&rd, c.wantWhole(), c.encodeState, c.encodeRecord)
+	c.seqr.handed = c.st.Log.last()
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Events = append(rd.Events, c.events...)
 	c.msgs, c.events = nil, nil
@@ -507,6 +509,9 @@ func (c *Core) Advance(saved bool) {
 		a.Advance(saved)
 	}
 	c.durable.Advance(saved)
+	if saved && !c.durable.Pending() {
+		c.savedThrough()
+	}
 }
 
 // deliver hands a message to the application.

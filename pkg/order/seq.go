@@ -129,6 +129,13 @@ type seqRole struct {
 	leader     uint32 // the sequencer as the election knows it
 	submitDue  time.Time
 	recoveries uint64
+	// commitDue is when a commit point that no Append carried yet goes
+	// alone (Config.CommitDelay after it moved); zero: none waits.
+	commitDue time.Time
+	flush     bool // entries wait for flushAppends
+	// handed is the log's last number when the last Ready was taken: once
+	// its write is confirmed (Advance), the sequencer holds it.
+	handed uint64
 }
 
 func (r *seqRole) reset() {
@@ -364,7 +371,8 @@ func (c *Core) becomeSequencer() {
 	sr.recovering, sr.leading = 0, term
 	l.LogTerm, l.AppendTerm = term, term
 	sr.start = l.last()
-	sr.match = map[uint32]uint64{c.id: l.last()}
+	sr.match = map[uint32]uint64{}
+	sr.handed = 0
 	sr.next, sr.sentCommit, sr.commits, sr.due = map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]time.Time{}
 	for _, p := range c.peers {
 		n := l.Commit
@@ -450,14 +458,60 @@ func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte) error {
 	}
 	l.add(logEntry{Sender: from, SID: sid, Message: slices.Clone(msg)})
 	sr.sids[from] = sid
-	sr.match[c.id] = l.last()
-	c.durable.Change(true)
-	for _, p := range c.peers {
-		c.sendAppend(p)
-	}
+	// Not a promise: the Appends may leave while the entry is written
+	// here (as Raft's leader replicates while it writes its own log). The
+	// sequencer counts itself among the holders only once its write is
+	// confirmed (Advance).
+	c.durable.Change(false)
+	sr.flush = true // at the Ready: one Append per member for every entry numbered meanwhile
 	c.advanceCommit()
 	return nil
 }
+
+// flushAppends sends every member the entries it has not been sent, with
+// the commit point: called at the Ready, so that the entries numbered
+// from every frame the daemon took in one batch go in one Append per
+// member.
+func (c *Core) flushAppends() {
+	sr := &c.seqr
+	if sr.leading == 0 {
+		return
+	}
+	defer func() {
+		// An idle sequencer's commit point goes now, in this Ready.
+		if !sr.commitDue.IsZero() && !c.now.Before(sr.commitDue) {
+			c.sendCommits()
+		}
+	}()
+	if !sr.flush {
+		return
+	}
+	sr.flush = false
+	for _, p := range c.peers {
+		for k := 0; k < maxAppends && sr.next[p] <= c.st.Log.last(); k++ {
+			before := sr.next[p]
+			c.sendAppend(p)
+			if sr.next[p] == before {
+				break // a snapshot, or nothing fitted
+			}
+		}
+	}
+}
+
+// savedThrough is the driver's confirmation that the log up to handed is
+// on disk: the sequencer counts itself as its holder from now on.
+func (c *Core) savedThrough() {
+	sr := &c.seqr
+	if sr.leading == 0 || sr.handed <= sr.match[c.id] {
+		return
+	}
+	sr.match[c.id] = sr.handed
+	c.advanceCommit()
+}
+
+// maxAppends bounds the Appends one flush sends a member; the rest go as
+// it acknowledges.
+const maxAppends = 4
 
 // sendAppend sends member p the entries from its next number on (none:
 // a heartbeat with the commit point).
@@ -546,18 +600,21 @@ func (c *Core) stepAppendAck(m msgT) error {
 	if a.Match > l.last() {
 		return fmt.Errorf("%w: member %d matches up to %d, the log ends at %d", ErrImplausible, m.From, a.Match, l.last())
 	}
+	progress := a.Match > sr.match[m.From]
 	sr.match[m.From] = max(sr.match[m.From], a.Match)
 	sr.commits[m.From] = max(sr.commits[m.From], a.Commit)
 	switch {
-	case a.Match+1 < sr.next[m.From] && a.Match >= sr.match[m.From]:
-		// It lacks what was sent (lost, or it was behind): go back.
+	case a.Match+1 < sr.next[m.From] && !progress:
+		// It lacks what was sent (lost, or it was behind): go back. An
+		// ack that moved on answers an earlier Append while later ones
+		// are in flight: nothing to resend.
 		sr.next[m.From] = a.Match + 1
 	case a.Match+1 > sr.next[m.From]:
 		// It has more than was sent to it (a snapshot, or an earlier term).
 		sr.next[m.From] = a.Match + 1
 	}
 	if sr.next[m.From] <= l.last() {
-		c.sendAppend(m.From)
+		sr.flush = true
 	}
 	c.advanceCommit()
 	return nil
@@ -576,8 +633,32 @@ func (c *Core) advanceCommit() {
 	maj := ms[c.majority()-1]
 	if maj > l.Commit {
 		c.commitTo(maj)
-		for _, p := range c.peers {
+		// The commit point rides on the next Append to each member (as
+		// Raft's commit index on AppendEntries). While numbers are in
+		// flight more Appends follow, and one that none carries within
+		// CommitDelay goes alone; once everything numbered is committed
+		// the sequencer is idle, and it goes alone at once (after the
+		// frames waiting on the loop, which may bring new submissions).
+		due := c.now.Add(c.cfg.CommitDelay)
+		if l.Commit == l.last() {
+			due = c.now
+		}
+		if sr.commitDue.IsZero() || due.Before(sr.commitDue) {
+			sr.commitDue = due
+			c.wake(due)
+		}
+	}
+}
+
+// sendCommits sends the commit point alone to the members no Append told
+// it since it moved.
+func (c *Core) sendCommits() {
+	sr := &c.seqr
+	sr.commitDue = time.Time{}
+	for _, p := range c.peers {
+		if sr.sentCommit[p] < c.st.Log.Commit {
 			c.sendAppend(p)
+			c.count("commits_alone")
 		}
 	}
 }
@@ -612,7 +693,9 @@ func (c *Core) commitTo(i uint64) {
 		l.Entries = append(l.Entries[:0:0], l.Entries[cut-l.Base:]...)
 		l.Base = cut
 	}
-	c.durable.Change(true)
+	// Not a promise: a commit point is held by a majority whatever
+	// happens to this member, which learns it again after a crash.
+	c.durable.Change(false)
 }
 
 // seqTick resends what is due.
@@ -631,6 +714,13 @@ func (c *Core) seqTick(now time.Time) {
 	}
 	if sr.recovering != 0 {
 		c.wake(sr.retryAt)
+	}
+	if sr.leading != 0 && !sr.commitDue.IsZero() {
+		if now.Before(sr.commitDue) {
+			c.wake(sr.commitDue)
+		} else {
+			c.sendCommits()
+		}
 	}
 	if sr.leading != 0 {
 		for _, p := range c.peers {
