@@ -126,9 +126,9 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	return func(env core.Env) (core.Core, error) {
 		oc, err := order.New(env, ocfg)
 		if errors.Is(err, core.ErrState) {
-			return nil, fmt.Errorf("%w (in %s/%s): it holds this member's stream, log and replicated state; "+
-				"removing it makes the member start empty, and the others' messages to it and its place in the log are lost: "+
-				"remove it only with every orderd of the cluster stopped, on every member", err, cfg.StateDir, daemon.CoreStateFile)
+			return nil, fmt.Errorf("%w (in %s/%s and %s): they hold this member's stream, log and replicated state; "+
+				"removing them makes the member start empty, and the others' messages to it and its place in the log are lost: "+
+				"remove them only with every orderd of the cluster stopped, on every member", err, cfg.StateDir, daemon.CoreStateFile, daemon.CoreLogFile)
 		}
 		return oc, err
 	}, nil
