@@ -494,3 +494,71 @@ func comparable(c *Core) string {
 	b, _ := json.Marshal(st)
 	return string(b) + "\nmachine " + string(m)
 }
+
+// Numbering and committing are not promises (the sequencer's Appends
+// leave while it writes), so what makes a committed number survive is
+// that a majority has it on disk before any member delivers it: the
+// sequencer counts itself a holder only once its own write is confirmed.
+// With every member's disk failing now and then, whenever a member
+// delivers total-order number k, a majority of the members' disks (the
+// state a restart would read) hold entry k.
+func TestSimCommittedIsOnAMajorityOfDisks(t *testing.T) {
+	sim.Seeds(t, 6, func(t *testing.T, seed int64) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.05}})
+		cfg := DefaultLANConfig()
+		ids := []uint32{1, 2, 3, 4, 5}
+		for _, id := range ids {
+			s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+				c, err := New(env, cfg)
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				return c
+			}, clock.SimConfig{})
+		}
+		s.Run(time.Second)
+		for _, id := range ids {
+			s.SetDiskFaults(id, 0.3)
+		}
+		holds := func(id uint32, k uint64) bool {
+			c, err := New(core.Env{ID: id, Members: ids, Lamport: &clock.Lamport{}, State: s.Disk(id), Log: s.DiskLog(id)}, cfg)
+			if err != nil {
+				t.Fatalf("member %d's disk: %v", id, err)
+			}
+			return k <= c.st.Log.Base || k <= c.st.Log.last()
+		}
+		checked := map[uint64]bool{}
+		s.OnReady(func(r sim.Ready) {
+			for _, d := range r.Core.(*Core).Deliveries() {
+				if d.Order != TotalOrder || checked[d.Seq] {
+					continue
+				}
+				checked[d.Seq] = true
+				n := 0
+				for _, id := range ids {
+					if holds(id, d.Seq) {
+						n++
+					}
+				}
+				if n < 3 {
+					t.Fatalf("member %d delivered number %d, held on %d disks of 5\n%s", r.Node, d.Seq, n, s.Log())
+				}
+			}
+		})
+		for k := range 40 {
+			id := ids[rng.IntN(len(ids))]
+			_ = s.Do(id, func(c core.Core) {
+				_ = c.(*Core).Multicast(s.Clock(id).Now(), TotalOrder, []byte(fmt.Sprintf("m%d", k)))
+			})
+			s.Run(time.Duration(rng.IntN(10)) * time.Millisecond)
+		}
+		for _, id := range ids {
+			s.SetDiskFaults(id, 0)
+		}
+		s.Run(3 * time.Second)
+		if len(checked) < 30 {
+			t.Fatalf("only %d numbers delivered", len(checked))
+		}
+	})
+}
