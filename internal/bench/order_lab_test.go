@@ -138,7 +138,7 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		t.Row(metric, target, cells...)
 	}
-	row("p50", fmt.Sprintf("sequencer <= 2 LAN RTT (%s)", Millis(2*rtt.P50)), func(n string) string { return Millis(lat[n].P50) })
+	row("p50", fmt.Sprintf("sequencer <= 2 LAN RTT (%v)", 2*rtt.P50.Round(time.Microsecond)), func(n string) string { return Millis(lat[n].P50) })
 	row("p99", "", func(n string) string { return Millis(lat[n].P99) })
 	t.Section("throughput, 5 hosts sending back to back")
 	row("multicasts/s", "", func(n string) string { return fmt.Sprintf("%.0f", thr[n]) })
@@ -149,7 +149,7 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		return Millis(rec.P50) + " / " + Millis(rec.Max)
 	})
-	t.Note("LAN RTT: UDP echo h1 -> h2 -> h1 between two sockets in user space, p50 %s p99 %s over %d; the sequencer's path is 2 of them plus 2 fdatasyncs (the sender's submission, the members' entry), which this disk makes the larger part", Millis(rtt.P50), Millis(rtt.P99), rtt.N)
+	t.Note("LAN RTT: UDP echo h1 -> h2 -> h1 between two sockets in user space, p50 %v p99 %v over %d; the sequencer's path is 2 of them plus 2 fdatasyncs (the sender's submission, the members' entry), which this disk makes the larger part", rtt.P50.Round(time.Microsecond), rtt.P99.Round(time.Microsecond), rtt.N)
 	t.Note("latency: %d multicasts per order from h1, 5 ms apart; a delivery's own time stamp (the shared clock) minus the send's, at all five members (etcd: the put's start to the watch event at one watcher)", *orderSamples)
 	t.Note("frames: the protocol's own (stream records, Lamport acks, submissions, Appends), then (+) the reliability layer's acknowledgements (stream acks, Append acks), against the notes' count: FIFO/causal N-1, sequencer 1 + (N-1), Lamport N-1 + N(N-1) (the message and every member's multicast ack); the election's frames are not counted")
 	t.Note("sequencer: a number is committed once a majority holds it, so that a new sequencer continues the order; the commit point rides on the next Append (20 at once), and an idle sequencer sends it alone, N-1 frames more (one at a time)")
