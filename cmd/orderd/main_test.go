@@ -39,6 +39,8 @@ func TestConfigRefusals(t *testing.T) {
 		{"--total", "paxos"},
 		{"--heartbeat", "400ms", "--leader-timeout", "400ms"},
 		{"--retry", "0s"},
+		{"--commit-delay", "0s"},
+		{"--commit-delay", "60ms"},
 	} {
 		_, err := configWith(t, args...)
 		var ue app.UsageError

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -74,21 +75,24 @@ func BenchmarkOrder(b *testing.B) {
 	o.logf("lab %s up: orderd on h1-h%d, etcd on h%d; load average %s", lab.Prefix(), orderHosts, etcdHost, loadAverage())
 	t := &Table{Title: "orderd against etcd 3.4 (put + watch as an ordered log)", Systems: []string{"fifo", "causal", "total (sequencer)", "total (lamport)", "etcd"}}
 
-	t.Section("frames per multicast (simulator, no loss): measured / the notes")
+	t.Section("frames per multicast (simulator, no loss): protocol + stream/append acks / the notes' protocol count")
 	for _, n := range []int{5, 16} {
-		var cells []string
-		for _, c := range []struct {
-			o     order.Order
-			total order.Total
-			notes string
-		}{{order.FIFO, order.Sequencer, fmt.Sprintf("%d", n-1)}, {order.Causal, order.Sequencer, fmt.Sprintf("%d", n-1)},
-			{order.TotalOrder, order.Sequencer, fmt.Sprintf("%d", n)}, {order.TotalOrder, order.Lamport, fmt.Sprintf("%d", n-1+n*(n-1))}} {
-			alg, acks := framesPerMulticast(n, c.o, c.total)
-			cells = append(cells, fmt.Sprintf("%.1f (+%.1f acks) / %s", alg, acks, c.notes))
+		for _, burst := range []bool{false, true} {
+			var cells []string
+			for _, c := range orderCounts(n) {
+				proto, acks := framesPerMulticast(n, c.o, c.total, burst)
+				cells = append(cells, fmt.Sprintf("%.1f + %.1f / %d", proto, acks, c.notes))
+			}
+			how := "one at a time"
+			if burst {
+				how = "20 at once"
+			}
+			t.Row(fmt.Sprintf("N=%d, %s", n, how), "= notes", append(cells, "-")...)
 		}
-		t.Row(fmt.Sprintf("N=%d", n), "= notes", append(cells, "-")...)
 	}
 
+	rtt := o.lanRTT(1, 2, 200)
+	o.logf("LAN round trip h1-h2 (UDP, user space to user space): %v", rtt)
 	o.cluster("sequencer")
 	lat := map[string]Summary{}
 	thr := map[string]float64{}
@@ -123,7 +127,7 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		t.Row(metric, target, cells...)
 	}
-	row("p50", "sequencer <= 2 LAN RTT", func(n string) string { return Millis(lat[n].P50) })
+	row("p50", fmt.Sprintf("sequencer <= 2 LAN RTT (%v)", 2*rtt.P50.Round(time.Microsecond)), func(n string) string { return Millis(lat[n].P50) })
 	row("p99", "", func(n string) string { return Millis(lat[n].P99) })
 	t.Section("throughput, 5 hosts sending back to back")
 	row("multicasts/s", "", func(n string) string { return fmt.Sprintf("%.0f", thr[n]) })
@@ -134,8 +138,10 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		return Millis(rec.P50) + " / " + Millis(rec.Max)
 	})
+	t.Note("LAN RTT: UDP echo h1 -> h2 -> h1 between two sockets in user space, p50 %v p99 %v over %d; the sequencer's path is 2 of them plus 2 fdatasyncs (the sender's submission, the members' entry), which this disk makes the larger part", rtt.P50.Round(time.Microsecond), rtt.P99.Round(time.Microsecond), rtt.N)
 	t.Note("latency: %d multicasts per order from h1, 5 ms apart; a delivery's own time stamp (the shared clock) minus the send's, at all five members (etcd: the put's start to the watch event at one watcher)", *orderSamples)
-	t.Note("frames: the algorithm's own frames, and (+) the reliable stream's acknowledgements; the notes count a sequencer as 1 + (N-1), which holds while it cannot fail: orderd's commits on a majority, 1 + 4(N-1): the entry and its ack, the commit point and its ack, so that a new sequencer continues the order")
+	t.Note("frames: the protocol's own (stream records, Lamport acks, submissions, Appends), then (+) the reliability layer's acknowledgements (stream acks, Append acks), against the notes' count: FIFO/causal N-1, sequencer 1 + (N-1), Lamport N-1 + N(N-1) (the message and every member's multicast ack); the election's frames are not counted")
+	t.Note("sequencer: a number is committed once a majority holds it, so that a new sequencer continues the order; the commit point rides on the next Append (20 at once), and an idle sequencer sends it alone, N-1 frames more (one at a time)")
 	t.Note("etcd: one node on h6 (no replication: its best case), puts and the watch through its JSON gateway from h6")
 	if err := t.Write(os.Stdout); err != nil {
 		b.Fatal(err)
@@ -432,11 +438,74 @@ func (o *orderBench) etcdLog() (Summary, float64) {
 	return Summarize(samples), float64(orderHosts**orderBurst) / time.Since(start).Seconds()
 }
 
+// lanRTT measures the LAN's round trip from host a to host b: UDP
+// datagrams echoed by a socket in b's namespace, timed in a's.
+func (o *orderBench) lanRTT(a, b, n int) Summary {
+	var echo *net.UDPConn
+	addr := netip.AddrPortFrom(o.lab.Host(b).Addr(), orderPort+1)
+	if err := o.lab.Host(b).Do(func() (err error) {
+		echo, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr))
+		return err
+	}); err != nil {
+		o.fatalf("echo socket on h%d: %v", b, err)
+	}
+	defer echo.Close()
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			k, from, err := echo.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			echo.WriteToUDPAddrPort(buf[:k], from)
+		}
+	}()
+	var conn *net.UDPConn
+	if err := o.lab.Host(a).Do(func() (err error) {
+		conn, err = net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(addr))
+		return err
+	}); err != nil {
+		o.fatalf("socket on h%d: %v", a, err)
+	}
+	defer conn.Close()
+	var samples []time.Duration
+	buf := make([]byte, 64)
+	for range n {
+		start := time.Now()
+		conn.SetReadDeadline(start.Add(time.Second))
+		if _, err := conn.Write([]byte("ping")); err != nil {
+			o.fatalf("rtt: %v", err)
+		}
+		if _, err := conn.Read(buf); err != nil {
+			continue // lost: not a round trip
+		}
+		samples = append(samples, time.Since(start))
+		o.sleep(2 * time.Millisecond)
+	}
+	return Summarize(samples)
+}
+
+// orderCount is one column of the frame counts: an order and the notes'
+// figure for it at n members.
+type orderCount struct {
+	o     order.Order
+	total order.Total
+	notes int
+}
+
+func orderCounts(n int) []orderCount {
+	return []orderCount{{order.FIFO, order.Sequencer, n - 1}, {order.Causal, order.Sequencer, n - 1},
+		{order.TotalOrder, order.Sequencer, n}, {order.TotalOrder, order.Lamport, n - 1 + n*(n-1)}}
+}
+
 // framesPerMulticast counts, on the simulator without loss, the frames
-// one multicast of order o costs at n members: the algorithm's (records,
-// submissions, log entries and their acks, Lamport acks) and the stream's
-// cumulative acknowledgements, apart; the election's are not counted.
-func framesPerMulticast(n int, o order.Order, total order.Total) (alg, acks float64) {
+// one multicast of order o costs at n members: the protocol's (stream
+// records, Lamport acks, submissions, log entries, commits) and the
+// reliability layer's acknowledgements (the stream's cumulative acks,
+// the Append acks), apart; the election's are not counted. burst sends
+// the 20 multicasts at once from every member in turn, else one at a
+// time (each alone on the network).
+func framesPerMulticast(n int, o order.Order, total order.Total, burst bool) (proto, acks float64) {
 	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
 	cfg := order.DefaultLANConfig()
 	cfg.Total = total
@@ -450,25 +519,27 @@ func framesPerMulticast(n int, o order.Order, total order.Total) (alg, acks floa
 		}, clock.SimConfig{})
 	}
 	s.Run(2 * time.Second)
-	count := func() (a, k uint64) {
+	count := func() (p, k uint64) {
 		for _, kind := range wire.Kinds() {
 			switch {
-			case kind == wire.KindOrderStreamAck:
+			case kind == wire.KindOrderStreamAck || kind == wire.KindOrderAppendAck:
 				k += s.Sent(kind)
-			case kind >= wire.KindOrderRecord && kind <= wire.KindOrderFetchReply:
-				a += s.Sent(kind)
+			case kind >= wire.KindOrderRecord && kind <= wire.KindOrderSnapshot:
+				p += s.Sent(kind)
 			}
 		}
-		return a, k
+		return p, k
 	}
-	a0, k0 := count()
+	p0, k0 := count()
 	const msgs = 20
 	for i := range msgs {
 		id := uint32(1 + i%n)
 		_ = s.Do(id, func(c core.Core) { _ = c.(*order.Core).Multicast(s.Clock(id).Now(), o, []byte("m")) })
-		s.Run(50 * time.Millisecond) // one at a time: no batching
+		if !burst {
+			s.Run(50 * time.Millisecond)
+		}
 	}
 	s.Run(time.Second)
-	a1, k1 := count()
-	return float64(a1-a0) / msgs, float64(k1-k0) / msgs
+	p1, k1 := count()
+	return float64(p1-p0) / msgs, float64(k1-k0) / msgs
 }

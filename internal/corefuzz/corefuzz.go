@@ -171,6 +171,9 @@ type Driver struct {
 
 	Core core.Core
 	Disk []byte
+	// Log is what the core appended after Disk (core.Ready.Entries); a
+	// core that appends reads it in New, as its Env.Log.
+	Log [][]byte
 	// Now is the clock; zero at Start: StartTime.
 	Now     time.Time
 	Life    int // restarts so far
@@ -233,7 +236,7 @@ func (d *Driver) Drain(failWrite bool) error {
 		}
 	}
 	saved := true
-	if rd.State != nil {
+	if rd.State != nil || len(rd.Entries) > 0 {
 		d.Writes++
 		if failWrite {
 			saved = false
@@ -241,8 +244,12 @@ func (d *Driver) Drain(failWrite bool) error {
 			if rd.Promise {
 				rd.Messages = nil
 			}
+		} else if rd.State != nil {
+			d.Disk, d.Log = bytes.Clone(rd.State), nil
 		} else {
-			d.Disk = bytes.Clone(rd.State)
+			for _, e := range rd.Entries {
+				d.Log = append(d.Log, bytes.Clone(e))
+			}
 		}
 	}
 	if a, ok := d.Core.(core.Advancer); ok {

@@ -235,6 +235,7 @@ type Daemon struct {
 	cfg     Config
 	log     *slog.Logger
 	state   *stateDir
+	clog    *coreLog // the core's log after its snapshot (core.Ready.Entries)
 	node    *node.Node
 	ep      transport.Endpoint
 	dgram   *transport.UDPConn // nil unless Config.Datagrams
@@ -267,6 +268,13 @@ type Daemon struct {
 	served           bool      // the loop has ended: the reader steps nothing more
 	answers          answerBatch
 	plan             slewPlan // the last tick's, for its Ready's slews
+	// appends: the core has handed log records (core.Ready.Entries). The
+	// loop then steps it with every frame and call already queued before
+	// it acts on the Ready: one fdatasync covers them all (group commit).
+	appends bool
+	// acted are the Do calls whose fn ran: they return once the loop
+	// acted on the core's Ready (persisted, sent).
+	acted []chan struct{}
 	// wake is when the core next needs Tick, on its clock (schedule);
 	// wakeSet is false while the loop ticks at the fixed interval.
 	wake    time.Time
@@ -303,9 +311,9 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		return nil, err
 	}
 	saved := &durable{st: st, inc: inc, epochs: epochs}
-	persisted, err := st.read(coreStateFile)
+	persisted, records, clog, recovered, err := st.loadCore()
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", coreStateFile, err)
+		return nil, err
 	}
 	lamport := new(clock.Lamport)
 	c, err := newCore(core.Env{
@@ -315,10 +323,15 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		Rand:    rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))),
 		Lamport: lamport,
 		State:   persisted,
+		Log:     records,
 	})
 	if err != nil {
+		clog.close()
 		if file := st.file(coreStateFile); errors.Is(err, core.ErrState) && !strings.Contains(err.Error(), file) {
 			// The operator must know which file the core refused.
+			if len(records) > 0 {
+				file += " (with the records of " + st.file(coreLogFile) + ")"
+			}
 			err = fmt.Errorf("%s: %w", file, err)
 		}
 		return nil, err
@@ -338,10 +351,24 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("daemon", cfg.Name, "id", cfg.ID)
+	errs := map[string]uint64{}
+	switch {
+	case recovered.CutBytes > 0:
+		// A crash in the middle of an append (or a damaged disk): the
+		// records before the damage are whole and were handed over; none
+		// after it was confirmed to the core.
+		errs["core_log_tail_cut"]++
+		log.Warn("the core's log ended in a torn or corrupt record: cut", "file", st.file(coreLogFile),
+			"bytes_cut", recovered.CutBytes, "records_kept", recovered.Records)
+	case recovered.Stale:
+		errs["core_log_stale"]++
+		log.Info("dropped a log older than the core's snapshot (a crash while the snapshot was written)", "file", st.file(coreLogFile))
+	}
 	return &Daemon{
 		cfg:        cfg,
 		log:        log,
 		state:      st,
+		clog:       clog,
 		node:       n,
 		doCh:       make(chan func()),
 		rearm:      make(chan struct{}, 1),
@@ -350,7 +377,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		notServing: make(chan struct{}),
 		subs:       map[*subscriber]struct{}{},
 		events:     map[string]uint64{},
-		errs:       map[string]uint64{},
+		errs:       errs,
 	}, nil
 }
 
@@ -360,11 +387,13 @@ func (d *Daemon) Config() Config { return d.cfg }
 // Do runs fn on the loop, serialised with every Step and Tick (and with
 // the datagram reader), and then acts on whatever fn made the core want.
 // It is how control-API handlers reach the core (which is not safe for
-// concurrent use).
+// concurrent use). It returns once that is done: what fn made the core
+// persist is on disk, so a handler that answers "sent" after Do never
+// promises what a crash would lose.
 func (d *Daemon) Do(ctx context.Context, fn func(n *node.Node)) error {
 	done := make(chan struct{})
 	select {
-	case d.doCh <- func() { fn(d.node); close(done) }:
+	case d.doCh <- func() { fn(d.node); d.acted = append(d.acted, done) }:
 	case <-d.stopped:
 		return ErrStopped
 	case <-ctx.Done():

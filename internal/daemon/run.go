@@ -22,6 +22,7 @@ import (
 // finish, release the state directory.
 func (d *Daemon) Run(ctx context.Context) (err error) {
 	defer d.state.close()
+	defer d.clog.close()
 	// A clock with work in progress (the system clock's fast slew phase)
 	// must end it, or the clock keeps running fast after the daemon exits.
 	if c, ok := d.cfg.Clock.(io.Closer); ok {
@@ -191,7 +192,9 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			if !ok {
 				return errors.New("network endpoint closed")
 			}
-			d.locked(func() { d.receive(p, false) })
+			if !d.batch(func() { d.receive(p, false) }, packets) {
+				return errors.New("network endpoint closed")
+			}
 		case <-timer.C:
 			// Frames that arrived before the deadline count before it: a
 			// loop that was not running (a busy host) must not time a peer
@@ -200,7 +203,9 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			if !d.drain(packets) {
 				return errors.New("network endpoint closed")
 			}
-			d.locked(d.tick)
+			if !d.batch(d.tick, packets) {
+				return errors.New("network endpoint closed")
+			}
 			if fixed = fixed.Add(d.cfg.TickInterval); !fixed.After(time.Now()) {
 				fixed = time.Now().Add(d.cfg.TickInterval)
 			}
@@ -208,7 +213,9 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		case <-d.rearm:
 			rearm()
 		case fn := <-d.doCh:
-			d.locked(fn)
+			if !d.batch(fn, packets) {
+				return errors.New("network endpoint closed")
+			}
 		case <-watchdog:
 			sdnotify.Watchdog()
 		}
@@ -218,6 +225,9 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 // drain steps the core with every frame already queued, without waiting
 // for more; false when the endpoint closed.
 func (d *Daemon) drain(packets <-chan transport.Packet) bool {
+	if d.appends {
+		return d.batch(func() {}, packets)
+	}
 	for range cap(packets) {
 		select {
 		case p, ok := <-packets:
@@ -231,6 +241,44 @@ func (d *Daemon) drain(packets <-chan transport.Packet) bool {
 	}
 	return true
 }
+
+// batch runs fn and acts on the core's Ready, as locked does. For a core
+// that appends to its log (core.Ready.Entries) it first steps the core
+// with every frame and control call already waiting, so that one append,
+// and one fdatasync, makes all their records durable before any of their
+// messages leaves: group commit. Under load a batch grows with the time
+// a write takes; idle, it is one frame. false when the endpoint closed.
+func (d *Daemon) batch(fn func(), packets <-chan transport.Packet) bool {
+	if !d.appends {
+		d.locked(fn)
+		return true
+	}
+	open := true
+	d.locked(func() {
+		fn()
+		for n := 0; n < maxBatch; n++ {
+			select {
+			case p, ok := <-packets:
+				if !ok {
+					open = false
+					return
+				}
+				d.receive(p, false)
+				continue
+			case f := <-d.doCh:
+				f()
+				continue
+			default:
+			}
+			return
+		}
+	})
+	return open
+}
+
+// maxBatch bounds the frames and calls one group commit takes, so that a
+// flood cannot hold the messages of the first of them back for long.
+const maxBatch = 256
 
 // schedule reads when the core next needs Tick (node.NextTick), holding
 // d.mu after the core ran, and wakes the loop to re-arm its timer when
@@ -300,6 +348,10 @@ func (d *Daemon) locked(fn func()) {
 	fn()
 	d.process()
 	d.schedule()
+	for _, done := range d.acted {
+		close(done)
+	}
+	d.acted = d.acted[:0]
 }
 
 func (d *Daemon) receive(p transport.Packet, datagram bool) {
@@ -324,8 +376,24 @@ func (d *Daemon) process() {
 		return
 	}
 	saved := true
-	if out.State != nil {
-		if err := d.state.write(coreStateFile, out.State); err != nil {
+	if d.appends && !out.Promise && len(out.Sends) > 0 {
+		// Nothing these messages say depends on the write (core.Ready):
+		// they leave now, and the fdatasync runs while they travel. For
+		// a core that appends, a write is on nearly every step's path.
+		for _, s := range out.Sends {
+			d.send(s)
+		}
+		out.Sends = nil
+	}
+	if out.State != nil || len(out.Entries) > 0 {
+		var err error
+		if out.State != nil {
+			err = d.state.snapshot(d.clog, out.State)
+		} else {
+			d.appends = true
+			err = d.clog.appendRecords(out.Entries)
+		}
+		if err != nil {
 			saved = false
 			d.errs["persist_failed"]++
 			withheld := 0

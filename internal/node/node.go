@@ -120,11 +120,13 @@ type tracedSend struct {
 func (s Send) Reported() bool { return s.Datagram && (s.NTPStamp || s.Frame) }
 
 // Output is what the driver must do after a Receive or Tick, in order:
-// persist State (and then call Advance), apply Adjustments, write Sends,
-// report Events. If State cannot be written and Promise is set, the Sends
-// must not be written at all (see core.Ready.Promise).
+// persist State or append Entries (and then call Advance), apply
+// Adjustments, write Sends, report Events. If State or Entries cannot be
+// written and Promise is set, the Sends must not be written at all (see
+// core.Ready.Promise and core.Ready.Entries).
 type Output struct {
 	State       []byte
+	Entries     [][]byte
 	Promise     bool
 	Adjustments []clock.Adjustment
 	Sends       []Send
@@ -133,7 +135,7 @@ type Output struct {
 
 // Empty reports whether there is nothing to do.
 func (o Output) Empty() bool {
-	return o.State == nil && len(o.Adjustments) == 0 && len(o.Sends) == 0 && len(o.Events) == 0
+	return o.State == nil && len(o.Entries) == 0 && len(o.Adjustments) == 0 && len(o.Sends) == 0 && len(o.Events) == 0
 }
 
 // Node wraps a core with framing and validation. It is not safe for
@@ -396,7 +398,7 @@ func (n *Node) Tick(now time.Time) {
 // Ready drains the core and encodes its messages.
 func (n *Node) Ready() Output {
 	rd := n.core.Ready()
-	out := Output{State: rd.State, Promise: rd.Promise, Adjustments: rd.Adjustments, Events: rd.Events}
+	out := Output{State: rd.State, Entries: rd.Entries, Promise: rd.Promise, Adjustments: rd.Adjustments, Events: rd.Events}
 	if n.rec != nil && len(rd.Events) > 0 {
 		n.recordEvents(rd)
 	}

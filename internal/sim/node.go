@@ -51,7 +51,8 @@ type simNode struct {
 	node    *node.Node
 
 	disk        []byte
-	diskFaults  float64 // probability that a state write fails
+	log         [][]byte // records appended after disk (core.Ready.Entries)
+	diskFaults  float64  // probability that a state write fails
 	incarnation uint32
 	up, paused  bool
 	// life changes at every crash and restart: a copy in flight to an older
@@ -96,6 +97,7 @@ func (s *Sim) boot(n *simNode) {
 		Rand:    rand.New(rand.NewPCG(uint64(s.cfg.Seed), envStream|uint64(n.id)<<32|uint64(n.incarnation))),
 		Lamport: lamport,
 		State:   bytes.Clone(n.disk),
+		Log:     cloneLog(n.log),
 	})
 	if c == nil {
 		panic(fmt.Sprintf("sim: node %d: core constructor returned nil", n.id))
@@ -227,7 +229,7 @@ func (s *Sim) reschedule(n *simNode) {
 func (s *Sim) drain(n *simNode) {
 	out := n.node.Ready()
 	saved := true
-	if out.State != nil {
+	if out.State != nil || len(out.Entries) > 0 {
 		if n.diskFaults > 0 && s.chance(n.diskFaults) {
 			// As the daemon does when a write fails: a promise's messages
 			// stay home, and the core is told.
@@ -237,8 +239,11 @@ func (s *Sim) drain(n *simNode) {
 				n.counters.Withheld += uint64(len(out.Sends))
 				out.Sends = nil
 			}
+		} else if out.State != nil {
+			// A snapshot starts the log afresh.
+			n.disk, n.log = bytes.Clone(out.State), nil
 		} else {
-			n.disk = bytes.Clone(out.State)
+			n.log = append(n.log, cloneLog(out.Entries)...)
 		}
 	}
 	n.node.Advance(saved)
@@ -542,4 +547,15 @@ func (s *Sim) Resume(id uint32) {
 		s.arrive(p)
 	}
 	s.startTicking(n)
+}
+
+func cloneLog(l [][]byte) [][]byte {
+	if l == nil {
+		return nil
+	}
+	c := make([][]byte, len(l))
+	for i, r := range l {
+		c[i] = bytes.Clone(r)
+	}
+	return c
 }

@@ -294,6 +294,10 @@ func (s *Sim) Clock(id uint32) *clock.Sim { return s.mustNode(id).clk }
 // Disk returns a copy of node id's persisted state.
 func (s *Sim) Disk(id uint32) []byte { return bytes.Clone(s.mustNode(id).disk) }
 
+// DiskLog returns a copy of the records node id appended after its Disk
+// (core.Ready.Entries), as a restart hands them to its core (Env.Log).
+func (s *Sim) DiskLog(id uint32) [][]byte { return cloneLog(s.mustNode(id).log) }
+
 // Up reports whether node id is running (not crashed; it may be paused).
 func (s *Sim) Up(id uint32) bool { return s.mustNode(id).up }
 

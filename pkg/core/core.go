@@ -109,10 +109,23 @@ type Ready struct {
 	State []byte
 	// Promise says that State holds something the Messages depend on (a
 	// term, a promised generation): if it cannot be written, the driver
-	// must send none of them. A core that uses Durable keeps handing State
+	// must send none of them. Without Promise nothing the Messages say
+	// depends on the write, and a driver may send them before it writes
+	// (the daemon does for a core that appends, see Entries). A core that uses Durable keeps handing State
 	// over, marked so, with every Ready until a write succeeds; so a message
 	// that depends on unsaved state can never leave.
 	Promise bool
+	// Entries, when State is nil, are records to append to the core's
+	// log, in order: a core whose state is large and changes a little at
+	// a time (a replicated log) hands over what changed instead of the
+	// whole state. The driver appends them durably before sending
+	// Messages, exactly as it writes State (Promise applies alike), and
+	// hands them back in Env.Log after a restart, after the State they
+	// follow. A Ready with State starts the log afresh: State is the
+	// whole state as of this Ready, so the driver writes it as the new
+	// snapshot and drops the log behind it (and any Entries beside it).
+	// See the package doc.
+	Entries [][]byte
 
 	Adjustments []clock.Adjustment
 	Messages    []Message
@@ -122,7 +135,7 @@ type Ready struct {
 
 // Empty reports whether there is nothing to do.
 func (rd Ready) Empty() bool {
-	return rd.State == nil && len(rd.Adjustments) == 0 && len(rd.Messages) == 0 &&
+	return rd.State == nil && len(rd.Entries) == 0 && len(rd.Adjustments) == 0 && len(rd.Messages) == 0 &&
 		len(rd.Datagrams) == 0 && len(rd.Events) == 0
 }
 

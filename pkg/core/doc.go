@@ -23,10 +23,11 @@
 // adjustments, state to persist, events to report. The driver drains Ready
 // after every Step and Tick and acts on it in this order:
 //
-//  1. persist Ready.State atomically (before any message that depends on it
-//     leaves the host: a term or a fence must never be announced and then
-//     forgotten by a crash); if the write fails and Ready.Promise is set,
-//     send none of this Ready's messages;
+//  1. persist Ready.State atomically, or append Ready.Entries to the core's
+//     log (before any message that depends on it leaves the host: a term
+//     or a fence must never be announced and then forgotten by a crash);
+//     if the write fails and Ready.Promise is set, send none of this
+//     Ready's messages;
 //  2. tell the core whether the write succeeded (Advancer.Advance);
 //  3. apply Ready.Adjustments to the clock;
 //  4. send Ready.Messages and Ready.Datagrams;
@@ -37,6 +38,28 @@
 // and Advance): after a failed write it hands the state over again, as a
 // promise, with every Ready, so nothing that depends on unsaved state leaves
 // in a later Ready either.
+//
+// # A snapshot and a log
+//
+// Most cores' durable state is a few numbers (a term, a generation), and
+// State carries it whole. A core whose state is large and changes a
+// little at a time (orderd's streams, queues and replicated log) hands
+// over Ready.Entries instead: records of what changed, which the driver
+// appends to a log after the last State, the snapshot. The daemon keeps
+// them in one file of checksummed records after the snapshot file and
+// makes a whole batch durable with one fdatasync: it steps the core with
+// every frame and control call already waiting before it takes the Ready
+// (group commit), so under load one write covers many steps, and no
+// message of any of them leaves before it. A Ready with State starts the
+// log afresh: the core asks for one when its log has outgrown the
+// snapshot, and Durable.ReadyLog makes sure it does after any failed
+// write (a record builds on the one before it, which may be lost or
+// torn). On a restart the core gets the snapshot as Env.State and the
+// records after it as Env.Log; a torn or corrupt tail (a crash in the
+// middle of an append) has been cut, counted and logged by the driver,
+// and none of the cut records was ever confirmed to the core, so nothing
+// it promised is lost. The simulator keeps a node's records beside its
+// disk the same way.
 //
 // Framing, sequence numbers, Lamport stamping, authentication and replay
 // protection are not a core's business: internal/node does them, identically

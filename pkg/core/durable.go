@@ -17,6 +17,12 @@ type Durable struct {
 	saved   uint64 // the version last confirmed on disk
 	promise uint64 // the version of the last change that was a promise
 	offered bool   // the last Ready carried State, and Advance has not come
+
+	// For a core that appends (ReadyLog): a record may only follow a
+	// saved snapshot or record, so after a failed write (a record lost or
+	// torn) the whole state goes again.
+	whole     bool // the last Ready carried the whole state
+	needWhole bool // the next Ready must carry the whole state
 }
 
 // Change records that the durable state changed. promise says that what the
@@ -48,12 +54,44 @@ func (d *Durable) Ready(rd *Ready, encode func() []byte) {
 	d.handed, d.offered = d.version, true
 }
 
+// ReadyLog is Ready for a core that keeps its state as a snapshot and a
+// log of records after it (Ready.Entries): while a change is pending it
+// puts into rd one record, record(), that brings the state written last
+// up to date, or the whole state, encode(), when whole says the core wants
+// a new snapshot (its log grew long, or a change is easier to write whole
+// than as a record) and after any failed write: a record builds on the
+// one before it, and the one that failed may be lost or torn. record is
+// only called when a record is wanted: a core that builds records by
+// difference moves its mark there (and in encode), when it hands them.
+func (d *Durable) ReadyLog(rd *Ready, whole bool, encode, record func() []byte) {
+	if !d.Pending() && !d.needWhole {
+		return
+	}
+	if whole || d.needWhole {
+		rd.State = encode()
+		d.whole = true
+	} else {
+		rd.Entries = append(rd.Entries, record())
+		d.whole = false
+	}
+	rd.Promise = d.PromisePending()
+	d.handed, d.offered = d.version, true
+}
+
 // Advance is the driver's report on the last Ready (core.Advancer): saved
-// says that its State, if any, was written. On a failed write the change
-// stays pending and the next Ready carries the state again.
+// says that its State (or Entries), if any, was written. On a failed write
+// the change stays pending and the next Ready carries the state again
+// (whole, for a core that appends).
 func (d *Durable) Advance(saved bool) {
-	if d.offered && saved {
-		d.saved = max(d.saved, d.handed)
+	if d.offered {
+		if saved {
+			d.saved = max(d.saved, d.handed)
+			if d.whole {
+				d.needWhole = false
+			}
+		} else {
+			d.needWhole = true
+		}
 	}
 	d.offered = false
 }

@@ -28,6 +28,13 @@ type Env struct {
 	// Ready.State and the driver confirmed it (nil at first start). The core
 	// decodes it itself and refuses an absurd one with an error.
 	State []byte
+	// Log is what the core appended after that State (Ready.Entries), in
+	// order, as the driver confirmed it; nil for a core that never
+	// appends. The driver cut a torn or corrupt tail (a crash in the
+	// middle of a write) before handing it over: every record here is
+	// whole, and it ends with the last record the core was told was
+	// saved, or one written later whose Advance a crash prevented.
+	Log [][]byte
 }
 
 // Scheduler is implemented by a core that knows when it next needs Tick.

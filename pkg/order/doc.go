@@ -51,12 +51,15 @@
 // fetching the entries it lacks, and goes on from its last number. Every
 // committed number is held by a majority, and two majorities meet, so the
 // adopted log holds all of them. Each sender's submissions are numbered
-// once and in order (per-sender submission IDs, kept in the log), so a
-// message resent to a new sequencer is not numbered twice. The price is
-// a commit round: 1 + 4(N-1) frames per multicast (the submission; the
-// entry to each member and its ack; the commit point to each and its
-// ack, so the sequencer knows whom to tell again), against the notes'
-// 1 + (N-1) for a sequencer that cannot fail.
+// once and in order (per-sender submission IDs, kept in the log), so
+// a message resent to a new sequencer is not numbered twice. The commit
+// point rides on the sequencer's next Append (as Raft's commit index on
+// AppendEntries): under load a multicast costs the notes' 1 + (N-1)
+// frames, plus the members' N-1 acknowledgements of the entry; an idle
+// sequencer sends a new commit point alone at once (N-1 frames more), and
+// one that waits while numbers are in flight goes alone after
+// CommitDelay. The entries numbered from the frames the daemon took in one
+// batch go in one Append per member.
 //
 // # Total order by Lamport stamps
 //
@@ -70,17 +73,25 @@
 //
 // # Crashes
 //
-// Everything a member has promised is persisted in its Ready.State
-// before any frame that depends on it leaves (an acknowledgement, a
-// number, a commit): its stream and what it handed on, the causal and
+// Everything a member has promised is on disk before any frame that
+// depends on it leaves (an acknowledgement, a submission, an entry's
+// acknowledgement): its stream and what it handed on, the causal and
 // Lamport queues, the log and the state machine at the position it
-// reflects. A member that restarts is where it was; the others resend
-// what it missed, and the sequencer sends it the log entries after its
-// commit point. A FIFO or causal message that reached only some members
-// before its sender crashed reaches the rest when the sender is back
-// (only its stream holds it); causal messages that depend on it wait
-// until then. The sequencer's log has no such limit: any member holds
-// it.
+// reflects. It is written as a snapshot now and then and, in between, as
+// one record per step of what changed (record.go; core.Ready.Entries),
+// which the daemon appends to its log with one fdatasync for a whole
+// batch of frames. A member that restarts reads the snapshot and the
+// records after it and is exactly where it was (TestSimRecordsRestoreExactly
+// checks it after every step): the others resend what it missed, and the
+// sequencer sends it the log entries after its commit point. Numbering
+// and committing are not promises (a majority holds what is committed):
+// the sequencer's Appends leave while it writes, and it counts itself a
+// holder once its write is confirmed.
+//
+// A FIFO or causal message that reached only some members before its
+// sender crashed reaches the rest when the sender is back (only its
+// stream holds it); causal messages that depend on it wait until then.
+// The sequencer's log has no such limit: any member holds it.
 //
 // # Bounds
 //

@@ -41,7 +41,7 @@ func FuzzOrder(f *testing.F) {
 		d = &corefuzz.Driver{
 			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			New: func(disk []byte) (core.Core, error) {
-				return New(core.Env{ID: self, Members: members, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), Lamport: lamport, State: disk}, cfg)
+				return New(core.Env{ID: self, Members: members, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), Lamport: lamport, State: disk, Log: d.Log}, cfg)
 			},
 			Sent: func(m core.Message, disk []byte) error { return nil },
 		}

@@ -146,6 +146,10 @@ func (c *Core) lamportWaits(h lamportMsg) string {
 // machine when there is one.
 func (c *Core) applyTotal(d Delivery) {
 	if c.machine != nil {
+		if d.Lamport != 0 {
+			// Not in a log: the record carries it (record.go).
+			c.rec.applied = append(c.rec.applied, d.Message)
+		}
 		res, err := c.machine.Apply(d.Message)
 		d.Result = res
 		if err != nil {

@@ -141,7 +141,8 @@ type Core struct {
 	nextTick   time.Time
 	deliveredN map[Order]uint64
 
-	seqr seqRole // the sequencer's volatile state
+	seqr seqRole  // the sequencer's volatile state
+	rec  recorder // what the last write handed over (record.go)
 }
 
 // New builds the core from its environment.
@@ -169,7 +170,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 			c.peers = append(c.peers, m)
 		}
 	}
-	st, err := decodeState(env.State, c)
+	st, r, err := decodeState(env.State, env.Log, c)
 	if err != nil {
 		return nil, err
 	}
@@ -177,11 +178,9 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	c.lamport.Restore(st.Clock)
 	if cfg.Machine != nil {
 		c.machine = cfg.Machine()
-		if st.Log.Machine != nil {
-			if err := c.machine.Restore(st.Log.Machine); err != nil {
-				return nil, fmt.Errorf("%w: state machine: %w", core.ErrState, err)
-			}
-		}
+	}
+	if err := c.restoreMachine(r); err != nil {
+		return nil, err
 	}
 	eenv := env
 	eenv.State = st.Election
@@ -195,9 +194,10 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	}
 	c.el = el
 	c.seqr.reset()
-	if env.State == nil {
-		c.durable.Change(false)
-	}
+	// The first write is a snapshot: it folds the log read at the start
+	// into one file (and starts it on a first start).
+	c.rec.whole = true
+	c.durable.Change(false)
 	return c, nil
 }
 
@@ -275,7 +275,10 @@ func (c *Core) emit(r wire.OrderRecord) uint64 {
 	s.Sent = append(s.Sent, sentRecord{Seq: r.Seq, Payload: b})
 	for _, p := range c.peers {
 		o := s.Out[p]
-		if o.Acked+1 == r.Seq || o.due.IsZero() {
+		if o.backoff <= c.cfg.Retry {
+			// The member answers: the record goes at once, behind the
+			// ones in flight (the window bounds them). To a silent one
+			// (backing off) only the resends go, until it answers.
 			c.sendRecord(p, b)
 		}
 		if o.due.IsZero() {
@@ -413,6 +416,12 @@ func (c *Core) stepStreamAck(m core.Message) error {
 		return nil
 	}
 	o.Acked = a.Upto
+	if o.backoff > c.cfg.Retry {
+		// It was silent, and new records were kept from it: it answers
+		// again, so what it lacks goes now rather than at the next
+		// resend.
+		c.resend(m.From, o)
+	}
 	o.backoff = c.cfg.Retry
 	if o.Acked == s.Seq {
 		o.due = time.Time{}
@@ -445,18 +454,25 @@ func (c *Core) Tick(now time.Time) {
 			o.due, o.backoff = now.Add(c.cfg.Retry), c.cfg.Retry
 		}
 		if !now.Before(o.due) {
-			for seq := o.Acked + 1; seq <= s.Seq && seq <= o.Acked+maxBurst; seq++ {
-				if b, ok := s.record(seq); ok {
-					c.sendRecord(p, b)
-					c.count("resent_records")
-				}
-			}
+			c.resend(p, o)
 			o.backoff = min(2*o.backoff, 16*c.cfg.Retry)
 			o.due = now.Add(o.backoff)
 		}
 		c.wake(o.due)
 	}
 	c.seqTick(now)
+}
+
+// resend sends member p the records it has not acknowledged, at most
+// maxBurst of them.
+func (c *Core) resend(p uint32, o *peerOut) {
+	s := c.st.Stream
+	for seq := o.Acked + 1; seq <= s.Seq && seq <= o.Acked+maxBurst; seq++ {
+		if b, ok := s.record(seq); ok {
+			c.sendRecord(p, b)
+			c.count("resent_records")
+		}
+	}
 }
 
 // Deadline is when Tick is next needed.
@@ -471,6 +487,7 @@ func (c *Core) Ready() core.Ready {
 		c.durable.Change(rd.Promise)
 	}
 	rd.State, rd.Promise = nil, false
+	c.flushAppends()
 	for _, p := range c.peers {
 		if in := c.st.Stream.In[p]; in.ack {
 			in.ack = false
@@ -478,7 +495,8 @@ func (c *Core) Ready() core.Ready {
 			c.msgs = append(c.msgs, core.Message{To: p, Kind: wire.KindOrderStreamAck, Payload: b})
 		}
 	}
-	c.durable.Ready(&rd, c.encodeState)
+	c.durable.ReadyLog(&rd, c.wantWhole(), c.encodeState, c.encodeRecord)
+	c.seqr.handed = c.st.Log.last()
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Events = append(rd.Events, c.events...)
 	c.msgs, c.events = nil, nil
@@ -491,6 +509,9 @@ func (c *Core) Advance(saved bool) {
 		a.Advance(saved)
 	}
 	c.durable.Advance(saved)
+	if saved && !c.durable.Pending() {
+		c.savedThrough()
+	}
 }
 
 // deliver hands a message to the application.

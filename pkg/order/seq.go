@@ -60,6 +60,24 @@ type logState struct {
 	// delivered.
 	SID     uint64            `json:"sid"`
 	Submits map[uint64][]byte `json:"submits,omitempty"`
+
+	// changed is the first entry changed (added, replaced or cut) since
+	// the state was last written; 0: none. A log record carries the
+	// entries from there on (see record.go).
+	changed uint64
+}
+
+// touch notes that entries from i on changed.
+func (l *logState) touch(i uint64) {
+	if l.changed == 0 || i < l.changed {
+		l.changed = i
+	}
+}
+
+// add appends an entry.
+func (l *logState) add(e logEntry) {
+	l.touch(l.last() + 1)
+	l.Entries = append(l.Entries, e)
 }
 
 func (l *logState) last() uint64 { return l.Base + uint64(len(l.Entries)) }
@@ -74,6 +92,7 @@ func (l *logState) entry(i uint64) (logEntry, bool) {
 // truncate drops the entries after i (never a committed one).
 func (l *logState) truncate(i uint64) {
 	if i < l.last() && i >= l.Base {
+		l.touch(i + 1)
 		l.Entries = l.Entries[:i-l.Base]
 	}
 }
@@ -110,6 +129,13 @@ type seqRole struct {
 	leader     uint32 // the sequencer as the election knows it
 	submitDue  time.Time
 	recoveries uint64
+	// commitDue is when a commit point that no Append carried yet goes
+	// alone (Config.CommitDelay after it moved); zero: none waits.
+	commitDue time.Time
+	flush     bool // entries wait for flushAppends
+	// handed is the log's last number when the last Ready was taken: once
+	// its write is confirmed (Advance), the sequencer holds it.
+	handed uint64
 }
 
 func (r *seqRole) reset() {
@@ -324,7 +350,7 @@ func (c *Core) stepFetchReply(m msgT) error {
 		if _, ok := c.pos[e.Sender]; !ok {
 			return fmt.Errorf("%w: entry from non-member %d", ErrImplausible, e.Sender)
 		}
-		l.Entries = append(l.Entries, logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
+		l.add(logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
 	}
 	sr.fetchNext = l.last() + 1
 	c.durable.Change(true)
@@ -345,7 +371,8 @@ func (c *Core) becomeSequencer() {
 	sr.recovering, sr.leading = 0, term
 	l.LogTerm, l.AppendTerm = term, term
 	sr.start = l.last()
-	sr.match = map[uint32]uint64{c.id: l.last()}
+	sr.match = map[uint32]uint64{}
+	sr.handed = 0
 	sr.next, sr.sentCommit, sr.commits, sr.due = map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]time.Time{}
 	for _, p := range c.peers {
 		n := l.Commit
@@ -429,16 +456,62 @@ func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte) error {
 	case l.last()-l.Commit >= uint64(c.cfg.MaxUncommitted):
 		return fmt.Errorf("%w: %d numbers uncommitted", ErrFull, l.last()-l.Commit)
 	}
-	l.Entries = append(l.Entries, logEntry{Sender: from, SID: sid, Message: slices.Clone(msg)})
+	l.add(logEntry{Sender: from, SID: sid, Message: slices.Clone(msg)})
 	sr.sids[from] = sid
-	sr.match[c.id] = l.last()
-	c.durable.Change(true)
-	for _, p := range c.peers {
-		c.sendAppend(p)
-	}
+	// Not a promise: the Appends may leave while the entry is written
+	// here (as Raft's leader replicates while it writes its own log). The
+	// sequencer counts itself among the holders only once its write is
+	// confirmed (Advance).
+	c.durable.Change(false)
+	sr.flush = true // at the Ready: one Append per member for every entry numbered meanwhile
 	c.advanceCommit()
 	return nil
 }
+
+// flushAppends sends every member the entries it has not been sent, with
+// the commit point: called at the Ready, so that the entries numbered
+// from every frame the daemon took in one batch go in one Append per
+// member.
+func (c *Core) flushAppends() {
+	sr := &c.seqr
+	if sr.leading == 0 {
+		return
+	}
+	defer func() {
+		// An idle sequencer's commit point goes now, in this Ready.
+		if !sr.commitDue.IsZero() && !c.now.Before(sr.commitDue) {
+			c.sendCommits()
+		}
+	}()
+	if !sr.flush {
+		return
+	}
+	sr.flush = false
+	for _, p := range c.peers {
+		for k := 0; k < maxAppends && sr.next[p] <= c.st.Log.last(); k++ {
+			before := sr.next[p]
+			c.sendAppend(p)
+			if sr.next[p] == before {
+				break // a snapshot, or nothing fitted
+			}
+		}
+	}
+}
+
+// savedThrough is the driver's confirmation that the log up to handed is
+// on disk: the sequencer counts itself as its holder from now on.
+func (c *Core) savedThrough() {
+	sr := &c.seqr
+	if sr.leading == 0 || sr.handed <= sr.match[c.id] {
+		return
+	}
+	sr.match[c.id] = sr.handed
+	c.advanceCommit()
+}
+
+// maxAppends bounds the Appends one flush sends a member; the rest go as
+// it acknowledges.
+const maxAppends = 4
 
 // sendAppend sends member p the entries from its next number on (none:
 // a heartbeat with the commit point).
@@ -490,7 +563,7 @@ func (c *Core) stepAppend(m msgT) error {
 				continue
 			}
 			l.truncate(i - 1)
-			l.Entries = append(l.Entries, logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
+			l.add(logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
 		}
 		if l.AppendTerm != m.Term {
 			// Anything after what this sequencer sent is another term's.
@@ -527,18 +600,21 @@ func (c *Core) stepAppendAck(m msgT) error {
 	if a.Match > l.last() {
 		return fmt.Errorf("%w: member %d matches up to %d, the log ends at %d", ErrImplausible, m.From, a.Match, l.last())
 	}
+	progress := a.Match > sr.match[m.From]
 	sr.match[m.From] = max(sr.match[m.From], a.Match)
 	sr.commits[m.From] = max(sr.commits[m.From], a.Commit)
 	switch {
-	case a.Match+1 < sr.next[m.From] && a.Match >= sr.match[m.From]:
-		// It lacks what was sent (lost, or it was behind): go back.
+	case a.Match+1 < sr.next[m.From] && !progress:
+		// It lacks what was sent (lost, or it was behind): go back. An
+		// ack that moved on answers an earlier Append while later ones
+		// are in flight: nothing to resend.
 		sr.next[m.From] = a.Match + 1
 	case a.Match+1 > sr.next[m.From]:
 		// It has more than was sent to it (a snapshot, or an earlier term).
 		sr.next[m.From] = a.Match + 1
 	}
 	if sr.next[m.From] <= l.last() {
-		c.sendAppend(m.From)
+		sr.flush = true
 	}
 	c.advanceCommit()
 	return nil
@@ -557,8 +633,32 @@ func (c *Core) advanceCommit() {
 	maj := ms[c.majority()-1]
 	if maj > l.Commit {
 		c.commitTo(maj)
-		for _, p := range c.peers {
+		// The commit point rides on the next Append to each member (as
+		// Raft's commit index on AppendEntries). While numbers are in
+		// flight more Appends follow, and one that none carries within
+		// CommitDelay goes alone; once everything numbered is committed
+		// the sequencer is idle, and it goes alone at once (after the
+		// frames waiting on the loop, which may bring new submissions).
+		due := c.now.Add(c.cfg.CommitDelay)
+		if l.Commit == l.last() {
+			due = c.now
+		}
+		if sr.commitDue.IsZero() || due.Before(sr.commitDue) {
+			sr.commitDue = due
+			c.wake(due)
+		}
+	}
+}
+
+// sendCommits sends the commit point alone to the members no Append told
+// it since it moved.
+func (c *Core) sendCommits() {
+	sr := &c.seqr
+	sr.commitDue = time.Time{}
+	for _, p := range c.peers {
+		if sr.sentCommit[p] < c.st.Log.Commit {
 			c.sendAppend(p)
+			c.count("commits_alone")
 		}
 	}
 }
@@ -582,9 +682,6 @@ func (c *Core) commitTo(i uint64) {
 		}
 		c.applyTotal(Delivery{Order: TotalOrder, Sender: e.Sender, Seq: l.Applied, Message: e.Message})
 	}
-	if c.machine != nil {
-		l.Machine = c.machine.Snapshot()
-	}
 	if keep := uint64(c.cfg.KeepLog); l.Applied > l.Base+keep+keep/4+1 {
 		cut := l.Applied - keep
 		if l.BaseSIDs == nil {
@@ -596,7 +693,9 @@ func (c *Core) commitTo(i uint64) {
 		l.Entries = append(l.Entries[:0:0], l.Entries[cut-l.Base:]...)
 		l.Base = cut
 	}
-	c.durable.Change(true)
+	// Not a promise: a commit point is held by a majority whatever
+	// happens to this member, which learns it again after a crash.
+	c.durable.Change(false)
 }
 
 // seqTick resends what is due.
@@ -615,6 +714,13 @@ func (c *Core) seqTick(now time.Time) {
 	}
 	if sr.recovering != 0 {
 		c.wake(sr.retryAt)
+	}
+	if sr.leading != 0 && !sr.commitDue.IsZero() {
+		if now.Before(sr.commitDue) {
+			c.wake(sr.commitDue)
+		} else {
+			c.sendCommits()
+		}
 	}
 	if sr.leading != 0 {
 		for _, p := range c.peers {
@@ -674,7 +780,7 @@ func (c *Core) sendSnapshot(to uint32, term uint64) {
 		e, _ := l.entry(i)
 		sids[e.Sender] = max(sids[e.Sender], e.SID)
 	}
-	data, err := json.Marshal(snapshotData{Machine: l.Machine, SIDs: sids})
+	data, err := json.Marshal(snapshotData{Machine: c.machine.Snapshot(), SIDs: sids})
 	if err != nil {
 		c.bugs.Report(&c.events, "encode_snapshot", err)
 		return
@@ -716,7 +822,8 @@ func (c *Core) stepSnapshot(m msgT) error {
 			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
 		}
 		l.Entries, l.Base, l.Commit, l.Applied = nil, s.Index, s.Index, s.Index
-		l.Machine, l.BaseSIDs = d.Machine, d.SIDs
+		l.BaseSIDs = d.SIDs
+		c.rec.whole = true // the machine changed by other means than entries
 		for sid := range l.Submits {
 			if sid <= d.SIDs[c.id] {
 				delete(l.Submits, sid)
