@@ -61,6 +61,9 @@ type summary struct {
 	Plot                        string
 	// Diagrams are the acts' diagrams written (SVG and HTML of each).
 	Diagrams []string
+	// Lab is the prefix of the network namespaces the demo built (netns
+	// mode), so that a caller can check they are gone.
+	Lab string
 }
 
 func (s summary) ok() bool {
@@ -212,6 +215,7 @@ func run(ctx context.Context, o options) (sum summary, err error) {
 			return sum, err
 		}
 		defer down()
+		sum.Lab = l.prefix
 	}
 	defer l.stopAll()
 	if err := l.startAll(); err != nil {
