@@ -2,6 +2,13 @@ package corefuzz
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -124,4 +131,46 @@ func CheckMetrics(c interface{ Metrics(*core.MetricSet) }, maxSamples int) error
 		}
 	}
 	return nil
+}
+
+// Inputs are the programs a plain (non-fuzz) test runs a mutex target on
+// to show that its grant checks are reached: seeds (the target's f.Add
+// inputs), the stored corpus of target (testdata/fuzz/<target>, if any),
+// and n programs of size bytes drawn from a fixed seed.
+func Inputs(t testing.TB, target string, seeds [][]byte, n, size int) [][]byte {
+	t.Helper()
+	ins := slices.Clone(seeds)
+	files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lit, ok := strings.Cut(string(b), "[]byte(")
+		lit, _ = strings.CutSuffix(strings.TrimSpace(lit), ")")
+		in, err := strconv.Unquote(lit)
+		if !ok || err != nil {
+			t.Fatalf("%s: not a []byte corpus entry (%v)", name, err)
+		}
+		ins = append(ins, []byte(in))
+	}
+	r := rand.New(rand.NewPCG(uint64(len(target)), 7))
+	for range n {
+		b := make([]byte, size)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		ins = append(ins, b)
+	}
+	return ins
+}
+
+// MustReach fails t unless the runs reached grants: a target whose grant
+// checks never run cannot fail them.
+func MustReach(t testing.TB, target string, runs, grants int) {
+	t.Helper()
+	t.Logf("%s: %d grants over %d programs", target, grants, runs)
+	if grants == 0 {
+		t.Fatalf("%s: no grant in %d programs: its fence checks never run", target, runs)
+	}
 }
