@@ -296,3 +296,13 @@ func (d *Driver) Drain(failWrite bool) error {
 	}
 	return nil
 }
+
+// Encode is v's encoding, for an emulated peer's answer built from a frame
+// the core encoded (so every field is in range): it panics otherwise.
+func Encode(v interface{ AppendBinary([]byte) ([]byte, error) }) []byte {
+	b, err := v.AppendBinary(nil)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

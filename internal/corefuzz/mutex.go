@@ -165,12 +165,23 @@ func Inputs(t testing.TB, target string, seeds [][]byte, n, size int) [][]byte {
 	return ins
 }
 
-// MustReach fails t unless the runs reached grants: a target whose grant
-// checks never run cannot fail them.
-func MustReach(t testing.TB, target string, runs, grants int) {
+// MustReach runs run, a mutex target's body, on its Inputs (64 generated
+// programs of 1500 bytes beside seeds and the stored corpus) and fails t
+// unless every one of kinds (the variants run picks from a program, as it
+// names them) reached a grant: a target whose grant checks never run
+// cannot fail them.
+func MustReach(t *testing.T, target string, seeds [][]byte, kinds []string, run func(t *testing.T, in []byte) (kind string, grants int)) {
 	t.Helper()
-	t.Logf("%s: %d grants over %d programs", target, grants, runs)
-	if grants == 0 {
-		t.Fatalf("%s: no grant in %d programs: its fence checks never run", target, runs)
+	ins := Inputs(t, target, seeds, 64, 1500)
+	grants := map[string]int{}
+	for _, in := range ins {
+		k, n := run(t, in)
+		grants[k] += n
+	}
+	for _, k := range kinds {
+		t.Logf("%s %s: %d grants over %d programs", target, k, grants[k], len(ins))
+		if grants[k] == 0 {
+			t.Errorf("%s %s: no grant in %d programs: its fence checks never run", target, k, len(ins))
+		}
 	}
 }

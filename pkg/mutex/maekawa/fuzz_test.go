@@ -42,21 +42,19 @@ var votingSeeds = [][]byte{
 // TestFuzzVotingReachesGrants: the programs FuzzVoting starts from drive
 // the member (Maekawa and majority) to grants, so its fence checks run.
 func TestFuzzVotingReachesGrants(t *testing.T) {
-	ins := corefuzz.Inputs(t, "FuzzVoting", votingSeeds, 64, 1500)
-	grants := map[bool]int{}
-	for _, in := range ins {
-		grants[len(in) > 0 && in[0]&1 == 1] += runVoting(t, in)
-	}
-	corefuzz.MustReach(t, "FuzzVoting (Maekawa)", len(ins), grants[false])
-	corefuzz.MustReach(t, "FuzzVoting (majority)", len(ins), grants[true])
+	corefuzz.MustReach(t, "FuzzVoting", votingSeeds, []string{"Maekawa", "majority"}, runVoting)
 }
 
-// runVoting runs one program of FuzzVoting and returns the grants it
-// reached.
-func runVoting(t *testing.T, in []byte) (grants int) {
+// runVoting runs one program of FuzzVoting and returns the algorithm it
+// ran and the grants it reached.
+func runVoting(t *testing.T, in []byte) (algo string, grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		majority := p.Bool()
+		algo = "Maekawa"
+		if majority {
+			algo = "majority"
+		}
 		ids := []uint32{1, 2, 3, 4, 5}
 		self := uint32(1 + p.Intn(5))
 		cfg := maekawa.DefaultLANConfig()
@@ -149,5 +147,5 @@ func runVoting(t *testing.T, in []byte) (grants int) {
 			_ = mk().Deadline()
 		}
 	}
-	return grants
+	return algo, grants
 }
