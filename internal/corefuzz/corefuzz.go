@@ -180,6 +180,41 @@ type Driver struct {
 	Writes  int
 	Failed  int
 	Refused int // frames the core refused
+	// Recent are the messages the core sent that no emulated peer took
+	// yet (Deliver), the oldest first; past RecentCap the oldest are lost.
+	Recent []core.Message
+}
+
+// RecentCap is how many sent messages a Driver keeps in Recent.
+const RecentCap = 16
+
+// Deliver hands what the core (member self) sent since the last delivery
+// (Recent) to its emulated peers: each message is lost one time in eight,
+// else answer gets it with the member that answers it, its addressee or,
+// for a broadcast, one of ids other than self. What the core sends in
+// return waits for the next delivery.
+func (d *Driver) Deliver(p *Program, self uint32, ids []uint32, answer func(m core.Message, peer uint32) error) error {
+	var others []uint32
+	for _, id := range ids {
+		if id != self {
+			others = append(others, id)
+		}
+	}
+	sent := d.Recent
+	d.Recent = nil
+	for _, m := range sent {
+		if p.Intn(8) == 0 {
+			continue
+		}
+		peer := m.To
+		if peer == core.Broadcast || peer == self {
+			peer = others[p.Intn(len(others))]
+		}
+		if err := answer(m, peer); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // StartTime is the Driver's clock at Start unless it was set.
@@ -256,6 +291,10 @@ func (d *Driver) Drain(failWrite bool) error {
 		a.Advance(saved)
 	}
 	for _, m := range rd.Messages {
+		d.Recent = append(d.Recent, m)
+		if len(d.Recent) > RecentCap {
+			d.Recent = d.Recent[len(d.Recent)-RecentCap:]
+		}
 		if d.Sent != nil {
 			if err := d.Sent(m, d.Disk); err != nil {
 				return err
@@ -263,4 +302,14 @@ func (d *Driver) Drain(failWrite bool) error {
 		}
 	}
 	return nil
+}
+
+// Encode is v's encoding, for an emulated peer's answer built from a frame
+// the core encoded (so every field is in range): it panics otherwise.
+func Encode(v interface{ AppendBinary([]byte) ([]byte, error) }) []byte {
+	b, err := v.AppendBinary(nil)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -8,7 +8,10 @@
 // while the promise it depends on is unsaved. The mutex cores' targets
 // also share their clients (Clients, LockName, Mode), the growth of a
 // life's fences (Fences, OnEvent, EventArg) and the metrics check
-// (CheckMetrics).
+// (CheckMetrics), and their emulated peers: Driver.Deliver hands what the
+// core sent to correct peers (each target's own answers, Voters for the
+// voting locks), so that programs reach grants, and Inputs with MustReach
+// let a plain test show that they do.
 //
 // It exists for tests only.
 package corefuzz

@@ -2,6 +2,13 @@ package corefuzz
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -124,4 +131,57 @@ func CheckMetrics(c interface{ Metrics(*core.MetricSet) }, maxSamples int) error
 		}
 	}
 	return nil
+}
+
+// Inputs are the programs a plain (non-fuzz) test runs a mutex target on
+// to show that its grant checks are reached: seeds (the target's f.Add
+// inputs), the stored corpus of target (testdata/fuzz/<target>, if any),
+// and n programs of size bytes drawn from a fixed seed.
+func Inputs(t testing.TB, target string, seeds [][]byte, n, size int) [][]byte {
+	t.Helper()
+	ins := slices.Clone(seeds)
+	files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lit, ok := strings.Cut(string(b), "[]byte(")
+		lit, _ = strings.CutSuffix(strings.TrimSpace(lit), ")")
+		in, err := strconv.Unquote(lit)
+		if !ok || err != nil {
+			t.Fatalf("%s: not a []byte corpus entry (%v)", name, err)
+		}
+		ins = append(ins, []byte(in))
+	}
+	r := rand.New(rand.NewPCG(uint64(len(target)), 7))
+	for range n {
+		b := make([]byte, size)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		ins = append(ins, b)
+	}
+	return ins
+}
+
+// MustReach runs run, a mutex target's body, on its Inputs (64 generated
+// programs of 1500 bytes beside seeds and the stored corpus) and fails t
+// unless every one of kinds (the variants run picks from a program, as it
+// names them) reached a grant: a target whose grant checks never run
+// cannot fail them.
+func MustReach(t *testing.T, target string, seeds [][]byte, kinds []string, run func(t *testing.T, in []byte) (kind string, grants int)) {
+	t.Helper()
+	ins := Inputs(t, target, seeds, 64, 1500)
+	grants := map[string]int{}
+	for _, in := range ins {
+		k, n := run(t, in)
+		grants[k] += n
+	}
+	for _, k := range kinds {
+		t.Logf("%s %s: %d grants over %d programs", target, k, grants[k], len(ins))
+		if grants[k] == 0 {
+			t.Errorf("%s %s: no grant in %d programs: its fence checks never run", target, k, len(ins))
+		}
+	}
 }

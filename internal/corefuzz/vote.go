@@ -59,3 +59,45 @@ func VoteFrame(p *Program, kind wire.Kind, names []string, ids []uint32, self ui
 	}
 	return core.Message{From: from, To: self, Kind: kind, Payload: b, Stream: true, Lamport: uint64(p.Intn(100))}
 }
+
+// Voters are the voting locks' correct peers: each answers a vote the
+// core sent as its own voter would, remembering (for them all) the highest
+// fence committed per lock, so that the fences they vote with grow as a
+// real quorum's do.
+type Voters map[string]uint64
+
+// Answer is what voter peer answers to m, a vote of kind the core (member
+// self) sent
+// (ok false: nothing): locked for a request, commit_ok for a commit,
+// renew_ok for a renewal, a commit one above the fence for a locked vote
+// (the core as voter); one time in four another op that echoes m's lock,
+// attempt, stamp and mode, the answer a confused voter gives.
+func (vs Voters) Answer(p *Program, kind wire.Kind, m core.Message, peer, self uint32) (core.Message, bool) {
+	var v wire.Vote
+	if m.Kind != kind || v.UnmarshalBinary(m.Payload) != nil {
+		return core.Message{}, false
+	}
+	a := wire.Vote{Name: v.Name, Attempt: v.Attempt, Stamp: v.Stamp, Mode: v.Mode, Fence: vs[v.Name], LeaseMS: v.LeaseMS}
+	switch v.Op {
+	case wire.VoteRequest:
+		a.Op = wire.VoteLocked
+	case wire.VoteCommit:
+		vs[v.Name] = max(vs[v.Name], v.Fence)
+		a.Op, a.Fence = wire.VoteCommitOK, v.Fence
+	case wire.VoteRenew:
+		a.Op, a.Fence = wire.VoteRenewOK, v.Fence
+	case wire.VoteLocked:
+		a.Op, a.Fence = wire.VoteCommit, min(max(vs[v.Name], v.Fence)+1, wire.MaxVoteFence)
+		vs[v.Name] = a.Fence
+	default:
+		return core.Message{}, false
+	}
+	if p.Intn(4) == 0 {
+		a.Op = wire.VoteOp(1 + p.Intn(13))
+	}
+	b, err := a.AppendBinary(nil)
+	if err != nil {
+		panic(err) // every field comes from a vote that decoded
+	}
+	return core.Message{From: peer, To: self, Kind: kind, Payload: b, Stream: true, Lamport: m.Lamport + 1}, true
+}

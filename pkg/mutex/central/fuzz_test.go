@@ -28,13 +28,29 @@ import (
 //   - the coordinator's queue stays within MaxLocks, and the metrics valid;
 //   - what it persists it can restart from.
 func FuzzCentral(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte{0, 0, 5, 0, 5, 0, 5, 3, 1, 0, 6, 0, 0, 1, 6, 1, 1, 2, 0, 0, 0})
-	f.Add([]byte("\x01\x00\x00\x05\x00\x05\x03\x00\x06\x07\x00\x01\x02\x08\x09\x04\x00\x00\x06\x05\x03\x02"))
-	f.Fuzz(fuzzCentral)
+	for _, in := range centralSeeds {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { runCentral(t, in) })
 }
 
-func fuzzCentral(t *testing.T, in []byte) {
+var centralSeeds = [][]byte{
+	{},
+	{0, 0, 5, 0, 5, 0, 5, 3, 1, 0, 6, 0, 0, 1, 6, 1, 1, 2, 0, 0, 0},
+	[]byte("\x01\x00\x00\x05\x00\x05\x03\x00\x06\x07\x00\x01\x02\x08\x09\x04\x00\x00\x06\x05\x03\x02"),
+}
+
+// TestFuzzCentralReachesGrants: the programs FuzzCentral starts from drive
+// the member to grants, so its fence checks run.
+func TestFuzzCentralReachesGrants(t *testing.T) {
+	corefuzz.MustReach(t, "FuzzCentral", centralSeeds, []string{"central"}, func(t *testing.T, in []byte) (string, int) {
+		return "central", runCentral(t, in)
+	})
+}
+
+// runCentral runs one program of FuzzCentral and returns the grants it
+// reached.
+func runCentral(t *testing.T, in []byte) (grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}}
@@ -56,6 +72,7 @@ func fuzzCentral(t *testing.T, in []byte) {
 				if err != nil || fence <= base || fence-base >= 1<<32 {
 					return fmt.Errorf("granted fence %#x in term %#x (%v)", fence, term, err)
 				}
+				grants++
 				return fences.Granted(corefuzz.EventArg(e, "lock").(string), fence)
 			}),
 		}
@@ -65,6 +82,7 @@ func fuzzCentral(t *testing.T, in []byte) {
 		cc := func() *central.Core { return d.Core.(*central.Core) }
 		names := []string{"x", "y"}
 		clients := corefuzz.Clients{Driver: d}
+		peers := centralPeers{count: map[uint64]uint64{}, modes: map[uint64]wire.CentralMode{}}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
@@ -83,6 +101,14 @@ func fuzzCentral(t *testing.T, in []byte) {
 				err = clients.Acquire(p, corefuzz.LockName(p, names), corefuzz.Mode(p), fail) // name, then mode
 			case 5:
 				err = clients.Touch(p, fail)
+			case 6, 7:
+				// Correct peers answer what the member sent.
+				err = d.Deliver(p, self, ids, func(m core.Message, peer uint32) error {
+					if a, ok := peers.answer(m, peer, self, ids); ok {
+						return d.Step(a, fail)
+					}
+					return nil
+				})
 			default:
 				err = d.Step(centralFrame(p, lead, term, lim, ids, self, cc().Incarnation(), names), fail)
 			}
@@ -98,6 +124,55 @@ func fuzzCentral(t *testing.T, in []byte) {
 			}
 		}
 	}
+	return grants
+}
+
+// centralPeers are the member's correct peers: as the coordinator it
+// follows, they grant its requests (fences of the term, counted up) and
+// confirm its renewals; as followers of it, they answer its beats with
+// syncs, the support it needs to grant.
+type centralPeers struct {
+	count map[uint64]uint64           // per term, the grants made
+	modes map[uint64]wire.CentralMode // per request seq, its mode
+	stamp uint32
+}
+
+// answer is what peer answers to m, a frame member self sent (ok false:
+// nothing).
+func (r *centralPeers) answer(m core.Message, peer, self uint32, ids []uint32) (core.Message, bool) {
+	a := core.Message{From: peer, To: self, Term: m.Term, Stream: m.Stream}
+	var g wire.CentralGrant
+	switch m.Kind {
+	case wire.KindCentralRequest:
+		var q wire.CentralRequest
+		base, err := central.FenceBase(m.Term, ids)
+		if q.UnmarshalBinary(m.Payload) != nil || err != nil {
+			return a, false
+		}
+		r.count[m.Term]++
+		r.modes[q.Seq] = q.Mode
+		a.Kind = wire.KindCentralGrant
+		g = wire.CentralGrant{Name: q.Name, Mode: q.Mode, Incarnation: q.Incarnation, Seq: q.Seq, Fence: base + r.count[m.Term], Echo: q.Stamp, LeaseMS: q.LeaseMS}
+	case wire.KindCentralRenew:
+		var q wire.CentralRenew
+		if q.UnmarshalBinary(m.Payload) != nil {
+			return a, false
+		}
+		a.Kind = wire.KindCentralRenewed
+		g = wire.CentralGrant{Name: q.Name, Mode: r.modes[q.Seq], Incarnation: q.Incarnation, Seq: q.Seq, Fence: q.Fence, Echo: q.Stamp, LeaseMS: q.LeaseMS}
+	case wire.KindCentralBeat:
+		var b wire.CentralBeat
+		if b.UnmarshalBinary(m.Payload) != nil {
+			return a, false
+		}
+		r.stamp++
+		a.Kind, a.Payload = wire.KindCentralSync, corefuzz.Encode(wire.CentralSync{Incarnation: 1, Stamp: r.stamp, Echo: b.Beat})
+		return a, true
+	default:
+		return a, false
+	}
+	a.Payload = corefuzz.Encode(g)
+	return a, true
 }
 
 // checkSent: a frame leaves only with its term's election state and its

@@ -28,12 +28,34 @@ import (
 //     life;
 //   - what it persists it can restart from.
 func FuzzVoting(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte{0, 1, 3, 0, 0, 9, 1, 2, 0, 0, 2, 1, 7, 0, 1, 0, 9, 9})
-	f.Add([]byte{1, 2, 3, 1, 0, 5, 5, 5, 2, 2, 2, 8, 8, 8, 0, 1, 1, 6})
-	f.Fuzz(func(t *testing.T, in []byte) {
+	for _, in := range votingSeeds {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { runVoting(t, in) })
+}
+
+var votingSeeds = [][]byte{
+	{},
+	{0, 1, 3, 0, 0, 9, 1, 2, 0, 0, 2, 1, 7, 0, 1, 0, 9, 9},
+	{1, 2, 3, 1, 0, 5, 5, 5, 2, 2, 2, 8, 8, 8, 0, 1, 1, 6},
+}
+
+// TestFuzzVotingReachesGrants: the programs FuzzVoting starts from drive
+// the member (Maekawa and majority) to grants, so its fence checks run.
+func TestFuzzVotingReachesGrants(t *testing.T) {
+	corefuzz.MustReach(t, "FuzzVoting", votingSeeds, []string{"Maekawa", "majority"}, runVoting)
+}
+
+// runVoting runs one program of FuzzVoting and returns the algorithm it
+// ran and the grants it reached.
+func runVoting(t *testing.T, in []byte) (algo string, grants int) {
+	{
 		p := corefuzz.NewProgram(in)
 		majority := p.Bool()
+		algo = "Maekawa"
+		if majority {
+			algo = "majority"
+		}
 		ids := []uint32{1, 2, 3, 4, 5}
 		self := uint32(1 + p.Intn(5))
 		cfg := maekawa.DefaultLANConfig()
@@ -75,6 +97,7 @@ func FuzzVoting(f *testing.F) {
 					if err := fences.Granted(g.Lock, g.Fence); err != nil {
 						return err
 					}
+					grants++
 				}
 			}
 			return nil
@@ -85,6 +108,7 @@ func FuzzVoting(f *testing.F) {
 		mk := func() *maekawa.Core { return d.Core.(*maekawa.Core) }
 		names := []string{"x", "y"}
 		clients := corefuzz.Clients{Driver: d}
+		voters := corefuzz.Voters{}
 		for steps := 0; p.More() && steps < 400; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
@@ -104,6 +128,14 @@ func FuzzVoting(f *testing.F) {
 			case 5:
 				hb, _ := wire.Heartbeat{Interval: 1000, Alive: 3}.AppendBinary(nil)
 				err = d.Step(core.Message{From: ids[p.Intn(5)], Kind: wire.KindHeartbeat, Payload: hb}, fail)
+			case 6, 7, 8:
+				// Correct voters answer what the member sent.
+				err = d.Deliver(p, self, ids, func(m core.Message, peer uint32) error {
+					if a, ok := voters.Answer(p, kind, m, peer, self); ok {
+						return d.Step(a, fail)
+					}
+					return nil
+				})
 			default:
 				err = d.Step(corefuzz.VoteFrame(p, kind, names, ids, self), fail)
 			}
@@ -116,5 +148,6 @@ func FuzzVoting(f *testing.F) {
 			_ = mk().Report()
 			_ = mk().Deadline()
 		}
-	})
+	}
+	return algo, grants
 }

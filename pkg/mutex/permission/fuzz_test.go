@@ -30,14 +30,35 @@ import (
 //   - the lock table stays within MaxLocks, the metrics within bounds;
 //   - what it persists it can restart from.
 func FuzzPermission(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte{0, 3, 0, 0, 5, 1, 2, 0, 0, 0, 9, 9, 5, 2, 1, 1, 0, 0, 3, 1})
-	f.Add([]byte("\x01\x03\x01\x00\x05\x00\x01\x02\x03\x00\x00\x05\x03\x02\x01\x00\x07\x00\x06\x03\x04\x01"))
-	f.Fuzz(func(t *testing.T, in []byte) {
+	for _, in := range permissionSeeds {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { runPermission(t, in) })
+}
+
+var permissionSeeds = [][]byte{
+	{},
+	{0, 3, 0, 0, 5, 1, 2, 0, 0, 0, 9, 9, 5, 2, 1, 1, 0, 0, 3, 1},
+	[]byte("\x01\x03\x01\x00\x05\x00\x01\x02\x03\x00\x00\x05\x03\x02\x01\x00\x07\x00\x06\x03\x04\x01"),
+}
+
+// TestFuzzPermissionReachesGrants: the programs FuzzPermission starts from
+// drive the member (either algorithm) to grants, so its fence checks run.
+func TestFuzzPermissionReachesGrants(t *testing.T) {
+	corefuzz.MustReach(t, "FuzzPermission", permissionSeeds, []string{permission.RicartAgrawala.String(), permission.Lamport.String()}, func(t *testing.T, in []byte) (string, int) {
+		v, n := runPermission(t, in)
+		return v.String(), n
+	})
+}
+
+// runPermission runs one program of FuzzPermission and returns the
+// algorithm it ran and the grants it reached.
+func runPermission(t *testing.T, in []byte) (variant permission.Variant, grants int) {
+	{
 		p := corefuzz.NewProgram(in)
 		ids := []uint32{1, 2, 3}
 		self := uint32(1 + p.Intn(3))
-		variant := permission.RicartAgrawala
+		variant = permission.RicartAgrawala
 		if p.Bool() {
 			variant = permission.Lamport
 		}
@@ -56,6 +77,7 @@ func FuzzPermission(f *testing.F) {
 			},
 			Sent: func(m core.Message, disk []byte) error { return checkSent(m, disk) },
 			Ready: corefuzz.OnEvent(permission.EventGranted, func(e core.Event) error {
+				grants++
 				return fences.Granted(corefuzz.EventArg(e, "lock").(string), corefuzz.EventArg(e, "fence").(uint64))
 			}),
 		}
@@ -65,6 +87,7 @@ func FuzzPermission(f *testing.F) {
 		member := func() *permission.Core { return d.Core.(*permission.Core) }
 		names := []string{"x", "y", "z"}
 		clients := corefuzz.Clients{Driver: d}
+		peers := permPeers{known: map[string]uint64{}, clock: map[uint32]uint64{}}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
@@ -84,6 +107,15 @@ func FuzzPermission(f *testing.F) {
 				err = clients.Acquire(p, corefuzz.LockName(p, names), mutex.Exclusive, fail)
 			case 4:
 				err = clients.Touch(p, fail)
+			case 5, 6:
+				// Correct peers answer what the member sent.
+				err = d.Deliver(p, self, ids, func(m core.Message, peer uint32) error {
+					if a, ok := peers.answer(variant, m, peer, self); ok {
+						lamport.Receive(a.Lamport)
+						return d.Step(a, fail)
+					}
+					return nil
+				})
 			default:
 				// As the node does: a frame more than 2^40 ahead of the
 				// clock is refused, any other merged before the core sees it.
@@ -104,7 +136,46 @@ func FuzzPermission(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-	})
+	}
+	return variant, grants
+}
+
+// permPeers are the member's correct peers, which never want a lock
+// themselves: they answer its requests (a reply that echoes the request's
+// stamp and incarnation, or an acknowledgement stamped after it), with
+// the highest fence the member told them of, each on its own Lamport
+// clock.
+type permPeers struct {
+	known map[string]uint64 // per lock, the highest fence heard of
+	clock map[uint32]uint64 // per peer, its Lamport clock
+}
+
+// answer is what peer answers to m, a frame member self sent (ok false:
+// nothing).
+func (r permPeers) answer(variant permission.Variant, m core.Message, peer, self uint32) (core.Message, bool) {
+	var q wire.PermRequest
+	switch m.Kind {
+	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
+		if q.UnmarshalBinary(m.Payload) != nil {
+			return core.Message{}, false
+		}
+	default:
+		return core.Message{}, false
+	}
+	r.known[q.Name] = max(r.known[q.Name], q.Fence)
+	r.clock[peer] = max(r.clock[peer], m.Lamport) + 1
+	if m.Kind == wire.KindLamportRelease {
+		return core.Message{}, false
+	}
+	kind := wire.KindRAReply
+	if variant == permission.Lamport {
+		kind = wire.KindLamportAck
+	}
+	b, err := wire.PermReply{Name: q.Name, Incarnation: 1, Answers: q.Incarnation, Stamp: q.Stamp, Fence: r.known[q.Name]}.AppendBinary(nil)
+	if err != nil {
+		return core.Message{}, false
+	}
+	return core.Message{From: peer, To: self, Kind: kind, Payload: b, Lamport: r.clock[peer]}, true
 }
 
 // permFrame builds a frame as a member, a stranger or an attacker could:

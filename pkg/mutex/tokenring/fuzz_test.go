@@ -3,6 +3,7 @@ package tokenring_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,10 +30,30 @@ import (
 //     grows with every grant of the lock in a life;
 //   - what it persists it can restart from.
 func FuzzTokenRing(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte{0, 2, 6, 0, 0, 0, 4, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0})
-	f.Add([]byte("\x00\x01\x06\x00\x00\x00\x02\x00\x00\x05\x03\x02\x01\x00\x07\x00\x06\x03"))
-	f.Fuzz(func(t *testing.T, in []byte) {
+	for _, in := range tokenRingSeeds {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { runTokenRing(t, in) })
+}
+
+var tokenRingSeeds = [][]byte{
+	{},
+	{0, 2, 6, 0, 0, 0, 4, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0},
+	[]byte("\x00\x01\x06\x00\x00\x00\x02\x00\x00\x05\x03\x02\x01\x00\x07\x00\x06\x03"),
+}
+
+// TestFuzzTokenRingReachesGrants: the programs FuzzTokenRing starts from
+// drive the member to grants, so its fence checks run.
+func TestFuzzTokenRingReachesGrants(t *testing.T) {
+	corefuzz.MustReach(t, "FuzzTokenRing", tokenRingSeeds, []string{"token ring"}, func(t *testing.T, in []byte) (string, int) {
+		return "token ring", runTokenRing(t, in)
+	})
+}
+
+// runTokenRing runs one program of FuzzTokenRing and returns the grants it
+// reached.
+func runTokenRing(t *testing.T, in []byte) (grants int) {
+	{
 		p := corefuzz.NewProgram(in)
 		ids := []uint32{1, 2, 3}
 		self := uint32(1 + p.Intn(3))
@@ -40,6 +61,7 @@ func FuzzTokenRing(f *testing.F) {
 		cfg.ID, cfg.Members, cfg.MaxLocks, cfg.MaxQueue = self, ids, 16, 32
 		cfg.Rand = rand.New(rand.NewPCG(1, 2))
 		lim := epoch.Spaced(1<<24-1, tokenring.GenerationBurst, 1)
+		fences := corefuzz.Fences{}
 		var d *corefuzz.Driver
 		d = &corefuzz.Driver{
 			New: func(disk []byte) (core.Core, error) {
@@ -53,7 +75,8 @@ func FuzzTokenRing(f *testing.F) {
 				if fence>>40 != uint64(epoch.Round(gen)) || fence&(1<<40-1) == 0 {
 					return fmt.Errorf("granted fence %#x on a token of generation %#x", fence, gen)
 				}
-				return nil
+				grants++
+				return fences.Granted(corefuzz.EventArg(e, "lock").(string), fence)
 			}),
 		}
 		if err := d.Start(); err != nil {
@@ -65,10 +88,11 @@ func FuzzTokenRing(f *testing.F) {
 		var floor uint64
 		lastFence := map[string]uint64{}
 		clients := corefuzz.Clients{Driver: d}
+		peers := ringPeers{passed: map[string]wire.Token{}}
 		for steps := 0; p.More() && steps < 300; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
-			switch p.Intn(10) {
+			switch p.Intn(12) {
 			case 0, 1:
 				err = d.Tick(time.Duration(1+p.Intn(1000))*time.Millisecond, fail)
 			case 2:
@@ -76,6 +100,7 @@ func FuzzTokenRing(f *testing.F) {
 					// What was never written is gone with the old life
 					// (and nothing that depended on it left: Sent).
 					clear(lastFence)
+					clear(fences)
 					clear(promised)
 					clients.Forget()
 					floor, _ = tokenring.PromisedOnDisk(d.Disk, "\x00")
@@ -84,6 +109,14 @@ func FuzzTokenRing(f *testing.F) {
 				err = clients.Acquire(p, corefuzz.LockName(p, names), mutex.Exclusive, fail)
 			case 4:
 				err = clients.Touch(p, fail)
+			case 5, 6:
+				// Correct peers answer what the member sent.
+				err = d.Deliver(p, self, ids, func(m core.Message, peer uint32) error {
+					if a, ok := peers.answer(p, m, peer, self, ids); ok {
+						return peers.step(d, a, fail)
+					}
+					return nil
+				})
 			default:
 				name := names[p.Intn(len(names))]
 				switch p.Intn(6) {
@@ -98,7 +131,7 @@ func FuzzTokenRing(f *testing.F) {
 						cur = l.Detail.(tokenring.LockDetail).Promised
 					}
 				}
-				err = d.Step(ringFrame(p, name, cur, lim, ids, self), fail)
+				err = peers.step(d, ringFrame(p, name, cur, lim, ids, self), fail)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -135,7 +168,65 @@ func FuzzTokenRing(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-	})
+	}
+	return grants
+}
+
+// ringPeers are the member's correct peers: they answer its probes with
+// promises and confirmations, acknowledge the tokens it passes and pass
+// them back round the ring, and vouch for the last token handed to it.
+type ringPeers struct {
+	passed map[string]wire.Token // per lock, the last token the member was handed
+}
+
+// step hands m to the member, remembering a token it carries.
+func (r ringPeers) step(d *corefuzz.Driver, m core.Message, fail bool) error {
+	var tok wire.Token
+	if m.Kind == wire.KindToken && tok.UnmarshalBinary(m.Payload) == nil {
+		r.passed[tok.Name] = tok
+	}
+	return d.Step(m, fail)
+}
+
+// answer is what peer answers to m, a frame member self sent (ok false:
+// nothing).
+func (r ringPeers) answer(p *corefuzz.Program, m core.Message, peer, self uint32, ids []uint32) (core.Message, bool) {
+	a := core.Message{From: peer, To: self, Stream: m.Stream}
+	switch m.Kind {
+	case wire.KindRingProbe:
+		var q wire.RingProbe
+		if q.UnmarshalBinary(m.Payload) != nil || q.Op == wire.ProbeWant {
+			return a, false
+		}
+		reply := wire.RingProbeReply{Op: q.Op, Name: q.Name, Status: wire.ProbeOK, Nonce: q.Nonce, Generation: q.Generation, Flags: wire.ProbeConfirmKnown}
+		if q.Op == wire.ProbeVouch {
+			reply.Flags = 0
+			if t, ok := r.passed[q.Name]; ok && t.Generation == q.Generation {
+				reply.Fence = t.Fence
+			} else {
+				reply.Status = wire.ProbeHave
+			}
+		}
+		a.Kind, a.Payload = wire.KindRingProbeReply, corefuzz.Encode(reply)
+	case wire.KindToken:
+		var t wire.Token
+		if t.UnmarshalBinary(m.Payload) != nil {
+			return a, false
+		}
+		a.Kind, a.Payload = wire.KindTokenAck, corefuzz.Encode(wire.TokenAck{Name: t.Name, Status: wire.TokenAccepted, Generation: t.Generation, Hop: t.Hop})
+		if p.Bool() {
+			// Round the ring and back, from the member's predecessor.
+			pred := ids[(slices.Index(ids, self)+len(ids)-1)%len(ids)]
+			t.Hop += uint64(len(ids) - 1)
+			t.HoldMS, t.Wants = 0, nil
+			a = core.Message{From: pred, To: self, Kind: wire.KindToken, Stream: true, Payload: corefuzz.Encode(t)}
+		}
+	case wire.KindHeartbeat:
+		a.Kind, a.Payload = wire.KindHeartbeat, m.Payload
+	default:
+		return a, false
+	}
+	return a, true
 }
 
 // checkSentGeneration: a frame that announces a generation leaves only
