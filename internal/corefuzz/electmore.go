@@ -1,6 +1,8 @@
 package corefuzz
 
 import (
+	"slices"
+
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/wire"
@@ -38,14 +40,21 @@ func MajorityFrame(p *Program, cur uint64, lim epoch.Limit, ids []uint32, weight
 	}
 	switch m.Kind {
 	case wire.KindVoteRequest, wire.KindLeaseRenew:
-		m.Payload, _ = wire.LeaseRequest{Seq: p.U32(), Weight: w, Uptime: p.U32()}.AppendBinary(nil)
+		// A standing order of members, self and strangers, in any order.
+		var ranks []uint32
+		for range p.Intn(6) {
+			if id := p.sender(ids, self); !slices.Contains(ranks, id) {
+				ranks = append(ranks, id)
+			}
+		}
+		m.Payload, _ = wire.LeaseRequest{Seq: p.U32(), Weight: w, Uptime: p.U32(), Ranks: ranks}.AppendBinary(nil)
 	case wire.KindVote, wire.KindLeaseGrant:
 		holder := uint32(0)
 		if p.Bool() {
 			holder = p.sender(ids, self)
 		}
 		m.Payload, _ = wire.LeaseReply{Seq: uint32(p.Intn(6)), Weight: w, Holder: holder,
-			Verdict: wire.LeaseVerdict(1 + p.Intn(5))}.AppendBinary(nil)
+			Verdict: wire.LeaseVerdict(1 + p.Intn(5)), Uptime: p.U32()}.AppendBinary(nil)
 	case wire.KindLeaseRelease:
 		m.Payload, _ = wire.LeaseRelease{Weight: w, Reason: wire.ReleaseReason(1 + p.Intn(3))}.AppendBinary(nil)
 	}

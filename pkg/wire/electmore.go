@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"slices"
+)
 
 // Payloads of the elections of block 70-89: the majority election with
 // leases (pkg/elect/majority), the eventual leader Ω of the crash-recovery
@@ -23,15 +26,33 @@ import "encoding/binary"
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|              Uptime (uninterrupted, milliseconds)             |  8
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|     Count     |                 Reserved (0)                  | 12
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                 Ranks[0] ... Ranks[Count-1] (IDs)             | 16
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
 // Seq is echoed by the reply, so that a reply counts for the request it
 // answers only. Weight is checked against the receiver's member list.
-// Uptime saturates at 2^32-1 ms (49 days).
+// Uptime saturates at 2^32-1 ms (49 days). Ranks is the standing order a
+// leader's renewal announces: the members that answered it, longest
+// uptime first, in the order in which they stand when the leader is gone
+// (a vote request carries none). At most MaxLeaseRanks IDs, none 0, none
+// twice; the receiver ignores IDs that are not members. It decides only
+// who stands first, never who may lead: a forged order costs candidacies,
+// not safety (that is the votes' and the leases').
+//
+// Version: before the standing order (synclab <= 792a65e) a request was
+// 12 bytes and a reply 16; the two layouts refuse each other's frames
+// (DecodeBadLength, counted), so a cluster is upgraded all at once.
 type LeaseRequest struct {
 	Seq    uint32
 	Weight uint32
 	Uptime uint32
+	Ranks  []uint32
 }
+
+// MaxLeaseRanks is the most IDs a LeaseRequest's standing order carries.
+const MaxLeaseRanks = 255
 
 // LeaseVerdict is a voter's answer to a LeaseRequest.
 type LeaseVerdict uint8
@@ -85,11 +106,17 @@ func (v LeaseVerdict) String() string {
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|    Verdict    |                 Reserved (0)                  | 12
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|          Uptime (the voter's, uninterrupted, milliseconds)    | 16
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Uptime (saturating at 2^32-1 ms) lets the leader rank its voters for
+// the standing order of its renewals (LeaseRequest.Ranks).
 type LeaseReply struct {
 	Seq     uint32
 	Weight  uint32
 	Holder  uint32 // 0: bound to nobody
 	Verdict LeaseVerdict
+	Uptime  uint32
 }
 
 // Granted reports whether the reply grants the request.
@@ -234,8 +261,8 @@ type YoYoLeader struct {
 
 // The payloads' exact lengths.
 const (
-	LeaseRequestLen   = 12
-	LeaseReplyLen     = 16
+	LeaseRequestLen   = 16 // without ranks; 4 bytes more per rank
+	LeaseReplyLen     = 20
 	LeaseReleaseLen   = 8
 	OmegaHeartbeatLen = 8
 	YoYoHelloLen      = 4
@@ -257,20 +284,61 @@ const (
 
 var be = binary.BigEndian
 
-// AppendBinary appends the encoding of r to b. It cannot fail.
+// AppendBinary appends the encoding of r to b: at most MaxLeaseRanks
+// ranks, none 0, none twice.
 func (r LeaseRequest) AppendBinary(b []byte) ([]byte, error) {
+	if len(r.Ranks) > MaxLeaseRanks {
+		return b, &EncodeError{What: leaseRequestWhat, Field: "count", Value: uint64(len(r.Ranks)), Why: "more than MaxLeaseRanks"}
+	}
+	if i := badRank(r.Ranks); i >= 0 {
+		return b, &EncodeError{What: leaseRequestWhat, Field: "rank", Value: uint64(r.Ranks[i]), Why: "0 or listed twice"}
+	}
 	b = be.AppendUint32(b, r.Seq)
 	b = be.AppendUint32(b, r.Weight)
-	return be.AppendUint32(b, r.Uptime), nil
+	b = be.AppendUint32(b, r.Uptime)
+	b = append(b, byte(len(r.Ranks)), 0, 0, 0)
+	for _, id := range r.Ranks {
+		b = be.AppendUint32(b, id)
+	}
+	return b, nil
 }
 
-// UnmarshalBinary decodes a LeaseRequest: exactly LeaseRequestLen bytes.
+// UnmarshalBinary decodes a LeaseRequest: LeaseRequestLen bytes and 4 per
+// rank exactly, zero reserved bytes, no rank 0 or listed twice.
 func (r *LeaseRequest) UnmarshalBinary(b []byte) error {
-	if err := checkLen(leaseRequestWhat, b, LeaseRequestLen); err != nil {
+	if len(b) < LeaseRequestLen {
+		return checkLen(leaseRequestWhat, b, LeaseRequestLen)
+	}
+	n := int(b[12])
+	if err := checkLen(leaseRequestWhat, b, LeaseRequestLen+4*n); err != nil {
 		return err
 	}
-	*r = LeaseRequest{Seq: be.Uint32(b), Weight: be.Uint32(b[4:]), Uptime: be.Uint32(b[8:])}
+	if err := checkReserved(leaseRequestWhat, b[13:16]); err != nil {
+		return err
+	}
+	var ranks []uint32
+	if n > 0 {
+		ranks = make([]uint32, n)
+		for i := range ranks {
+			ranks[i] = be.Uint32(b[LeaseRequestLen+4*i:])
+		}
+		if i := badRank(ranks); i >= 0 {
+			return decodeErr(leaseRequestWhat, DecodeBadField, "rank", int(ranks[i]), -1)
+		}
+	}
+	*r = LeaseRequest{Seq: be.Uint32(b), Weight: be.Uint32(b[4:]), Uptime: be.Uint32(b[8:]), Ranks: ranks}
 	return nil
+}
+
+// badRank is the index of the first rank that is 0 or repeats one before
+// it, or -1 (quadratic: at most MaxLeaseRanks).
+func badRank(ranks []uint32) int {
+	for i, id := range ranks {
+		if id == 0 || slices.Contains(ranks[:i], id) {
+			return i
+		}
+	}
+	return -1
 }
 
 // AppendBinary appends the encoding of r to b.
@@ -281,7 +349,8 @@ func (r LeaseReply) AppendBinary(b []byte) ([]byte, error) {
 	b = be.AppendUint32(b, r.Seq)
 	b = be.AppendUint32(b, r.Weight)
 	b = be.AppendUint32(b, r.Holder)
-	return append(b, byte(r.Verdict), 0, 0, 0), nil
+	b = append(b, byte(r.Verdict), 0, 0, 0)
+	return be.AppendUint32(b, r.Uptime), nil
 }
 
 // UnmarshalBinary decodes a LeaseReply: exactly LeaseReplyLen bytes, a
@@ -297,7 +366,7 @@ func (r *LeaseReply) UnmarshalBinary(b []byte) error {
 	if v == 0 || v >= verdictEnd {
 		return decodeErr(leaseReplyWhat, DecodeBadField, "verdict", int(v), -1)
 	}
-	*r = LeaseReply{Seq: be.Uint32(b), Weight: be.Uint32(b[4:]), Holder: be.Uint32(b[8:]), Verdict: v}
+	*r = LeaseReply{Seq: be.Uint32(b), Weight: be.Uint32(b[4:]), Holder: be.Uint32(b[8:]), Verdict: v, Uptime: be.Uint32(b[16:])}
 	return nil
 }
 

@@ -26,10 +26,11 @@ var electMoreGolden = []struct {
 	v    electMorePayload
 	hex  string
 }{
-	{"lease request", &LeaseRequest{Seq: 7, Weight: 2, Uptime: 0xfffffffe}, "0000000700000002fffffffe"},
-	{"lease reply granted", &LeaseReply{Seq: 7, Weight: 1, Verdict: VerdictGranted}, "00000007000000010000000001000000"},
-	{"lease reply bound", &LeaseReply{Seq: 1, Weight: 1, Holder: 3, Verdict: VerdictBound}, "00000001000000010000000302000000"},
-	{"lease reply recovering", &LeaseReply{Seq: 1, Weight: 9, Verdict: VerdictRecovering}, "00000001000000090000000005000000"},
+	{"lease request", &LeaseRequest{Seq: 7, Weight: 2, Uptime: 0xfffffffe}, "0000000700000002fffffffe00000000"},
+	{"lease renewal with ranks", &LeaseRequest{Seq: 8, Weight: 1, Uptime: 5000, Ranks: []uint32{3, 1, 0xffffffff}}, "000000080000000100001388030000000000000300000001ffffffff"},
+	{"lease reply granted", &LeaseReply{Seq: 7, Weight: 1, Verdict: VerdictGranted, Uptime: 0xffffffff}, "00000007000000010000000001000000ffffffff"},
+	{"lease reply bound", &LeaseReply{Seq: 1, Weight: 1, Holder: 3, Verdict: VerdictBound, Uptime: 400}, "0000000100000001000000030200000000000190"},
+	{"lease reply recovering", &LeaseReply{Seq: 1, Weight: 9, Verdict: VerdictRecovering}, "0000000100000009000000000500000000000000"},
 	{"lease release", &LeaseRelease{Weight: 1, Reason: ReleaseResigned}, "0000000101000000"},
 	{"omega heartbeat", &OmegaHeartbeat{Leader: 2, Interval: 250}, "00000002000000fa"},
 	{"yoyo hello", &YoYoHello{Digest: 0xdeadbeef}, "deadbeef"},
@@ -73,14 +74,23 @@ func TestElectMoreDecodeErrors(t *testing.T) {
 		hex  string
 		kind DecodeErrorKind
 	}{
-		{"request short", new(LeaseRequest), "0000000700000002ffffff", DecodeTruncated},
-		{"request long", new(LeaseRequest), "0000000700000002ffffffff00", DecodeBadLength},
+		{"request short", new(LeaseRequest), "0000000700000002ffffffff000000", DecodeTruncated},
+		{"request of the 12-byte layout", new(LeaseRequest), "0000000700000002ffffffff", DecodeTruncated},
+		{"request long", new(LeaseRequest), "0000000700000002ffffffff0000000000", DecodeBadLength},
 		{"request empty", new(LeaseRequest), "", DecodeTruncated},
-		{"reply verdict 0", new(LeaseReply), "00000007000000010000000000000000", DecodeBadField},
-		{"reply verdict unknown", new(LeaseReply), "00000007000000010000000006000000", DecodeBadField},
-		{"reply verdict 255", new(LeaseReply), "000000070000000100000000ff000000", DecodeBadField},
-		{"reply reserved", new(LeaseReply), "00000007000000010000000001000001", DecodeBadReserved},
-		{"reply short", new(LeaseReply), "000000070000000100000000010000", DecodeTruncated},
+		{"request reserved", new(LeaseRequest), "0000000700000002ffffffff00000100", DecodeBadReserved},
+		{"request count beyond the ranks", new(LeaseRequest), "0000000700000002ffffffff0200000000000003", DecodeTruncated},
+		{"request count 255, no ranks", new(LeaseRequest), "0000000700000002ffffffffff000000", DecodeTruncated},
+		{"request ranks beyond the count", new(LeaseRequest), "0000000700000002ffffffff010000000000000300000004", DecodeBadLength},
+		{"request rank 0", new(LeaseRequest), "0000000700000002ffffffff020000000000000300000000", DecodeBadField},
+		{"request rank twice", new(LeaseRequest), "0000000700000002ffffffff03000000000000030000000100000003", DecodeBadField},
+		{"reply verdict 0", new(LeaseReply), "0000000700000001000000000000000000000000", DecodeBadField},
+		{"reply verdict unknown", new(LeaseReply), "0000000700000001000000000600000000000000", DecodeBadField},
+		{"reply verdict 255", new(LeaseReply), "000000070000000100000000ff00000000000000", DecodeBadField},
+		{"reply reserved", new(LeaseReply), "0000000700000001000000000100000100000000", DecodeBadReserved},
+		{"reply short", new(LeaseReply), "00000007000000010000000001000000000000", DecodeTruncated},
+		{"reply of the 16-byte layout", new(LeaseReply), "00000007000000010000000001000000", DecodeTruncated},
+		{"reply long", new(LeaseReply), "000000070000000100000000010000000000000000", DecodeBadLength},
 		{"release reason 0", new(LeaseRelease), "0000000100000000", DecodeBadField},
 		{"release reason unknown", new(LeaseRelease), "0000000104000000", DecodeBadField},
 		{"release reserved", new(LeaseRelease), "0000000101010000", DecodeBadReserved},
@@ -109,7 +119,7 @@ func TestElectMoreDecodeErrors(t *testing.T) {
 			if !errors.As(err, &de) || !errors.Is(err, tc.kind) {
 				t.Fatalf("error %v, want a *DecodeError of kind %v", err, tc.kind)
 			}
-			if reflect.ValueOf(tc.p).Elem().Interface() != before {
+			if !reflect.DeepEqual(reflect.ValueOf(tc.p).Elem().Interface(), before) {
 				t.Error("a failed decode modified the value")
 			}
 		})
@@ -118,6 +128,8 @@ func TestElectMoreDecodeErrors(t *testing.T) {
 
 func TestElectMoreEncodeErrors(t *testing.T) {
 	for _, v := range []electMorePayload{
+		&LeaseRequest{Ranks: make([]uint32, MaxLeaseRanks+1)}, &LeaseRequest{Ranks: []uint32{2, 0}},
+		&LeaseRequest{Ranks: []uint32{2, 3, 2}},
 		&LeaseReply{}, &LeaseReply{Verdict: verdictEnd},
 		&LeaseRelease{}, &LeaseRelease{Reason: releaseEnd},
 		&OmegaHeartbeat{}, &OmegaHeartbeat{Interval: MaxOmegaInterval + 1},
@@ -159,4 +171,21 @@ func FuzzElectMore(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLeaseRequestMostRanks: the largest standing order round-trips, one
+// more is refused on both sides.
+func TestLeaseRequestMostRanks(t *testing.T) {
+	r := LeaseRequest{Seq: 1, Weight: 1, Uptime: 1}
+	for i := range MaxLeaseRanks {
+		r.Ranks = append(r.Ranks, uint32(i+1))
+	}
+	b, err := r.AppendBinary(nil)
+	if err != nil || len(b) != LeaseRequestLen+4*MaxLeaseRanks {
+		t.Fatalf("%d ranks: %v, %d bytes", MaxLeaseRanks, err, len(b))
+	}
+	var got LeaseRequest
+	if err := got.UnmarshalBinary(b); err != nil || !reflect.DeepEqual(got, r) {
+		t.Fatalf("decoded %v, %+v", err, got)
+	}
 }

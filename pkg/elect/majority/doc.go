@@ -79,7 +79,26 @@
 // for less than itself by more than a lease: a member that just restarted
 // (uptime ~0) cannot take leadership from long-running members that are
 // free to stand, and one that keeps crashing never leads while stable
-// members are there. Requests carry the sender's uptime in milliseconds.
+// members are there. Requests and replies carry the sender's uptime in
+// milliseconds.
+//
+// # The standing order
+//
+// For (2) every member must know the others' uptimes before the leader
+// dies, or every survivor stands within one Stagger, the votes split and
+// the stability rule refuses all but one candidate (3-6 candidacies per
+// failover before this). So the leader, which hears every voter's uptime
+// in its grants, announces in each renewal the standing order: its voters
+// heard within a lease, longest-running first (uptimes rounded to a
+// Stagger, then by ID). After the leader is gone the member at rank r
+// stands Margin + r·Stagger after its promise ran out, with no random
+// part: the first stands alone, wins in one round of 2(N-1) messages, and
+// every later one is bound to it before its turn comes (while the delays
+// stay under a Stagger). A member the order leaves out stands after every
+// ranked one; one that knows no order from the last two leases falls back
+// on the uptimes it heard itself plus a random part of a Stagger. The
+// order only decides who asks first: a forged or stale one costs
+// candidacies, never safety, which rests on the votes and the leases.
 //
 // # Durations
 //

@@ -1,6 +1,7 @@
 package majority
 
 import (
+	"cmp"
 	"encoding"
 	"errors"
 	"fmt"
@@ -105,6 +106,12 @@ type Core struct {
 	// and when (our clock).
 	uptime   []time.Duration
 	uptimeAt []time.Time
+	// ranks is the standing order the last leader's renewal announced
+	// (members only, the leader not among them), heard at ranksAt: after
+	// the leader is gone, the member at rank r stands r Staggers after
+	// the first, so exactly one candidacy runs while the first is alive.
+	ranks   []uint32
+	ranksAt time.Time
 	// lastVote says how this node's last election went (for status).
 	lastVote string
 
@@ -307,11 +314,39 @@ func (c *Core) maybeStand() {
 
 // stagger is this node's wait before standing: one Margin (the other
 // voters were bound by the same renewal a few milliseconds apart: their
-// promises run out that much later than ours), Stagger for every member
-// heard within a lease that has run longer without interruption (the
-// stability rule: the longest-running member stands first), plus a random
-// part of one Stagger.
+// promises run out that much later than ours), then its place in the
+// standing order. The last leader's renewals announced that order (its
+// voters, longest uptime first: the stability rule's choice), so every
+// member knows its rank: rank r waits r Staggers, no randomness, and the
+// first stands alone. A member the order leaves out (the leader did not
+// hear it) waits until after every ranked one, and a member that knows
+// no recent order falls back on the uptimes it heard itself.
 func (c *Core) stagger() time.Duration {
+	if c.rankFresh() {
+		r := slices.Index(c.ranks, c.id)
+		if r >= 0 {
+			return c.cfg.Margin + time.Duration(r)*c.cfg.Stagger
+		}
+		return c.cfg.Margin + time.Duration(len(c.ranks))*c.cfg.Stagger + c.randomStagger()
+	}
+	return c.cfg.Margin + time.Duration(c.ahead())*c.cfg.Stagger + c.randomStagger()
+}
+
+func (c *Core) randomStagger() time.Duration {
+	return time.Duration(c.rand.Int64N(int64(c.cfg.Stagger) + 1))
+}
+
+// rankFresh reports whether the standing order came from a renewal
+// recent enough to describe the members alive now: within two leases
+// (the leader's last renewal, a lease waited out, one more lease for the
+// candidacies it orders).
+func (c *Core) rankFresh() bool {
+	return !c.ranksAt.IsZero() && c.now.Sub(c.ranksAt) <= 2*(c.cfg.Lease+c.cfg.Margin)
+}
+
+// ahead is how many members heard within a lease have run longer
+// without interruption than this node.
+func (c *Core) ahead() int {
 	mine := c.uptimeNow()
 	ahead := 0
 	for i, m := range c.cfg.Members {
@@ -322,7 +357,51 @@ func (c *Core) stagger() time.Duration {
 			ahead++
 		}
 	}
-	return c.cfg.Margin + time.Duration(ahead)*c.cfg.Stagger + time.Duration(c.rand.Int64N(int64(c.cfg.Stagger)+1))
+	return ahead
+}
+
+// standingOrder is the order a leader announces in its renewals: the
+// other members heard within a lease (their replies carry their uptimes),
+// longest-running first, then by ID. The first is the member the
+// stability rule wants next: no voter refuses it for its uptime.
+func (c *Core) standingOrder() []uint32 {
+	type ranked struct {
+		id     uint32
+		uptime time.Duration
+	}
+	var rs []ranked
+	for i, m := range c.cfg.Members {
+		if m.ID == c.id || c.uptimeAt[i].IsZero() || c.now.Sub(c.uptimeAt[i]) > c.cfg.Lease+c.cfg.Margin {
+			continue
+		}
+		// Rounded to a Stagger: members started together keep the ID
+		// order renewal after renewal, whatever their replies' delays.
+		up := (c.uptime[i] + c.now.Sub(c.uptimeAt[i])).Truncate(c.cfg.Stagger)
+		rs = append(rs, ranked{m.ID, up})
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if a.uptime != b.uptime {
+			return cmp.Compare(b.uptime, a.uptime)
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	out := make([]uint32, 0, min(len(rs), wire.MaxLeaseRanks))
+	for _, r := range rs[:min(len(rs), wire.MaxLeaseRanks)] {
+		out = append(out, r.id)
+	}
+	return out
+}
+
+// learnOrder keeps the standing order of a renewal from leader: its
+// members (the others are ignored), the leader itself left out.
+func (c *Core) learnOrder(leader uint32, ranks []uint32) {
+	c.ranks = c.ranks[:0]
+	for _, id := range ranks {
+		if _, ok := c.pos[id]; ok && id != leader {
+			c.ranks = append(c.ranks, id)
+		}
+	}
+	c.ranksAt = c.now
 }
 
 // ---- candidacy and leadership --------------------------------------------
@@ -364,7 +443,11 @@ func (c *Core) ask(k wire.Kind) {
 	} else {
 		c.deadline = c.now.Add(c.cfg.VoteTimeout)
 	}
-	c.broadcast(k, wire.LeaseRequest{Seq: r.seq, Weight: c.weight, Uptime: uptimeMs(c.uptimeNow())})
+	req := wire.LeaseRequest{Seq: r.seq, Weight: c.weight, Uptime: uptimeMs(c.uptimeNow())}
+	if k == wire.KindLeaseRenew {
+		req.Ranks = c.standingOrder()
+	}
+	c.broadcast(k, req)
 	c.count(r) // a single-member cluster wins alone
 }
 
@@ -515,6 +598,8 @@ func (c *Core) Step(m core.Message) error {
 		c.uptime[i], c.uptimeAt[i] = time.Duration(in.req.Uptime)*time.Millisecond, c.now
 		c.stepRequest(in)
 	case wire.KindVote, wire.KindLeaseGrant:
+		i := c.pos[m.From]
+		c.uptime[i], c.uptimeAt[i] = time.Duration(in.reply.Uptime)*time.Millisecond, c.now
 		c.stepReply(in)
 	case wire.KindLeaseRelease:
 		c.stepRelease(in)
@@ -580,7 +665,7 @@ func (c *Core) stepRequest(in *inbound) {
 		case v == wire.VerdictBound:
 			h = c.lead
 		}
-		c.send(in.From, replyKind, wire.LeaseReply{Seq: in.req.Seq, Weight: c.weight, Holder: h, Verdict: v})
+		c.send(in.From, replyKind, wire.LeaseReply{Seq: in.req.Seq, Weight: c.weight, Holder: h, Verdict: v, Uptime: uptimeMs(c.uptimeNow())})
 	}
 	switch {
 	case in.Term < c.term:
@@ -631,6 +716,7 @@ func (c *Core) stepRequest(in *inbound) {
 		}
 		c.leaderHeard = c.now
 		c.standAt = time.Time{}
+		c.learnOrder(in.From, in.req.Ranks)
 	} else if c.lead != 0 && c.lead != in.From {
 		c.lead = 0
 	}
@@ -652,6 +738,7 @@ func (c *Core) observe(in *inbound) {
 	}
 	c.observedLead, c.observedTerm = in.From, in.Term
 	c.lead, c.leaderHeard = in.From, c.now
+	c.learnOrder(in.From, in.req.Ranks)
 	c.announce("observed")
 }
 

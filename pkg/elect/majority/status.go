@@ -2,6 +2,7 @@ package majority
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -33,6 +34,11 @@ type Detail struct {
 	Recovering time.Duration `json:"recovering_ns,omitempty"`
 	// Uptime is this member's uninterrupted uptime (the stability rule).
 	Uptime time.Duration `json:"uptime_ns"`
+	// StandingOrder is the order in which the members stand once the
+	// leader is gone: what this leader announces in its renewals, or
+	// what a follower last heard from its leader (empty: none known
+	// within two leases; then a member staggers by the uptimes it heard).
+	StandingOrder []uint32 `json:"standing_order,omitempty"`
 	// LastVote says how this node's last candidacy or lease ended.
 	LastVote     string `json:"last_vote"`
 	TermsClaimed uint64 `json:"terms_claimed"`
@@ -51,6 +57,12 @@ func (c *Core) Detail() Detail {
 		TermCredit: c.guard.Credit(c.limit, int64(c.now.Sub(c.start)))}
 	if c.Leads(c.now) {
 		d.LeaseLeft = c.leaseUntil.Sub(c.now)
+	}
+	switch {
+	case c.role == elect.RoleLeader:
+		d.StandingOrder = c.standingOrder()
+	case c.rankFresh():
+		d.StandingOrder = slices.Clone(c.ranks)
 	}
 	if c.bound() {
 		d.BoundTo, d.BoundFor = c.holder, c.boundUntil.Sub(c.now)
