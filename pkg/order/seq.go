@@ -552,7 +552,14 @@ func (c *Core) stepAppend(m msgT) error {
 			return fmt.Errorf("%w: entry from non-member %d", ErrImplausible, e.Sender)
 		}
 	}
-	if a.Prev <= l.last() {
+	// A sequencer's first Append taken here must start within what is
+	// committed: the numbers after the commit point held here may be an
+	// older sequencer's, and a later Append of this term (its first lost
+	// or overtaken) cannot vouch for them, as it carries no term per
+	// entry. Such an Append is not taken; the ack's match, the commit
+	// point, sends the sequencer back to the first number not committed.
+	vouched := l.AppendTerm == m.Term || a.Prev <= l.Commit
+	if a.Prev <= l.last() && vouched {
 		i := a.Prev
 		for _, e := range a.Entries {
 			i++

@@ -336,6 +336,16 @@ func TestSimSequencerFailover(t *testing.T) {
 	})
 }
 
+// Seed 235 of TestSimSequencerFailover, pinned: a member held number 17
+// from the dead sequencer, lost the new sequencer's Append that replaced
+// it, took the next one (which carried the commit point past 17), and
+// delivered the dead sequencer's entry where every other replica
+// delivered the new one's. A sequencer's first Append taken by a member
+// must now start within the member's commit point.
+func TestSimSequencerStaleEntryNotCommitted(t *testing.T) {
+	runChaos(t, 235, chaos{nodes: 5, total: Sequencer, partitions: true, killSequencer: true, outage: 5 * time.Second, msgs: 80})
+}
+
 func TestSimLamportPartitions(t *testing.T) {
 	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 5, total: Lamport, partitions: true, killSequencer: true, outage: 5 * time.Second, msgs: 80})
