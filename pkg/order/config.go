@@ -61,12 +61,12 @@ type Config struct {
 	// of the next expected record a receiver holds records back. Default
 	// 256.
 	Window int
-	// RelayAfter is how long a member's stream may stay silent towards
-	// this member while this member holds records of it not known to be
-	// held everywhere, before this member passes them on to the members
-	// that lack them (its sender may have crashed mid-fan-out); a sender
-	// whose stream every member acknowledged says so after RelayAfter/2
-	// of quiet (relay.go). Default 3 s.
+	// RelayAfter is how long this member holds a record of another
+	// member's stream without hearing that every member holds it before
+	// it passes it on to the members that lack it (its sender may have
+	// crashed mid-fan-out); a sender says how far every member holds its
+	// stream 3/4 RelayAfter after the first record it has not yet said it
+	// of (relay.go). Default 3 s.
 	RelayAfter time.Duration
 	// MaxSubmits bounds this member's total-order messages waiting for
 	// their number (sequencer). Default 256.

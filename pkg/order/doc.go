@@ -34,10 +34,10 @@
 //
 // The relay costs nothing per multicast while nothing fails. A sender
 // knows from the acknowledgements when every member holds its records,
-// and says so to every member (an OrderHolding, N-1 frames) once it has
-// been quiet for RelayAfter/2 after its last multicast, or under steady
-// traffic at most once per 3/4 RelayAfter: per quiet period, not per
-// multicast. A receiver that has kept a record not known to be everywhere
+// and says so to every member (an OrderHolding, N-1 frames) 3/4
+// RelayAfter after the first record it has not yet said it of: once per
+// quiet period, and at most once per 3/4 RelayAfter under steady traffic,
+// not per multicast. A receiver that has kept a record not known to be everywhere
 // for RelayAfter (3 s) asks every member that may lack it how far it
 // holds that stream; a member answers with its own position, and
 // whichever holds more relays the records the other lacks (OrderRelay,

@@ -270,7 +270,6 @@ func (c *Core) emit(r wire.OrderRecord) uint64 {
 	s := c.st.Stream
 	s.Seq++
 	r.Seq = s.Seq
-	c.relay.lastEmit = c.now
 	if c.relay.pending.IsZero() {
 		c.relay.pending = c.now
 	}

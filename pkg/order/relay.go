@@ -21,18 +21,17 @@ import (
 //
 // Cost: nothing per multicast while nothing fails. A receiver learns that
 // every member holds a record from its sender, who knows it from the
-// acknowledgements: once a sender's stream is acknowledged by every
-// member and it has been quiet for RelayAfter/2, it says so once to every
-// member (N-1 frames per quiet period, not per multicast; under steady
-// traffic the receivers keep the last Window records instead, which the
-// window makes enough). Only when a sender has been silent towards a
-// receiver for RelayAfter while the receiver holds records of it not
-// known to be everywhere does the receiver ask every member that may lack
-// them how far it holds that stream (OrderHolding); a member answers with
-// its own position, and whoever is ahead relays the records the other
-// lacks (OrderRelay), at most maxBurst per answer, each answer asking for
-// the next. The asking backs off from Retry to 16 x Retry, and stops once
-// every member is known to hold everything the asker holds.
+// acknowledgements and says so to every member (OrderHolding) 3/4
+// RelayAfter after the first record it has not yet said it of: N-1 frames
+// per sender per quiet period, and at most once per 3/4 RelayAfter under
+// steady traffic, not per multicast. Only when a receiver has held a
+// record for RelayAfter without hearing that (its sender crashed, or is
+// cut off from some member, or the announcement was lost) does it ask
+// every member that may lack it how far it holds that stream; a member
+// answers with its own position, and whoever is ahead relays the records
+// the other lacks (OrderRelay), at most maxBurst per answer, each answer
+// asking for the next. The asking backs off from Retry to 16 x Retry, and
+// stops once every member is known to hold everything the asker holds.
 //
 // A relayed record enters the origin's stream at the receiver exactly as
 // the origin's own copy would: same numbers, same window, handed on once
@@ -55,10 +54,10 @@ type relayState struct {
 	asking   map[uint32]*relayAsk         // origins whose records this member is passing on
 	answers  map[[2]uint32]bool           // (member, origin): the member is owed this member's holding
 
-	// This member's own stream: the stability last announced, the last
-	// new record, and the first one not covered by an announcement.
-	announced         uint64
-	lastEmit, pending time.Time
+	// This member's own stream: the stability last announced, and when
+	// it numbered the first record that announcement did not cover.
+	announced uint64
+	pending   time.Time
 }
 
 type relayAsk struct {
@@ -68,7 +67,7 @@ type relayAsk struct {
 
 func (r *relayState) reset(now time.Time, members []uint32) {
 	*r = relayState{unstable: map[uint32]time.Time{}, known: map[uint32]map[uint32]uint64{},
-		asking: map[uint32]*relayAsk{}, answers: map[[2]uint32]bool{}, lastEmit: now}
+		asking: map[uint32]*relayAsk{}, answers: map[[2]uint32]bool{}}
 	for _, m := range members {
 		r.known[m] = map[uint32]uint64{}
 	}
@@ -261,22 +260,16 @@ func (c *Core) stepRelay(m core.Message) error {
 }
 
 // announceDue is when this member next says how far every member holds
-// its stream: RelayAfter/2 after its last record once every member holds
-// them all, and in any case 3/4 RelayAfter after the first record not yet
-// announced, so that a receiver hears of it before it would start
-// relaying (RelayAfter after it kept the record). Zero: nothing to say.
+// its stream: 3/4 RelayAfter after the first record not yet announced,
+// so that a receiver hears of it before it would start relaying
+// (RelayAfter after it kept the record), and at most once per 3/4
+// RelayAfter however many records it multicast meanwhile. Zero: nothing
+// to say.
 func (c *Core) announceDue() time.Time {
-	r := &c.relay
-	s := c.st.Stream
-	ma := s.minAcked()
-	if ma <= r.announced {
+	if c.st.Stream.minAcked() <= c.relay.announced {
 		return time.Time{}
 	}
-	due := r.pending.Add(c.cfg.RelayAfter * 3 / 4)
-	if ma == s.Seq {
-		due = core.Earliest(due, r.lastEmit.Add(c.cfg.RelayAfter/2))
-	}
-	return due
+	return c.relay.pending.Add(c.cfg.RelayAfter * 3 / 4)
 }
 
 // relayTick announces this member's stream's stability when due, and
