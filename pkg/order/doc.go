@@ -143,9 +143,9 @@
 // records a sender keeps (Window, plus the Lamport acks it owes), the
 // records kept for the relay (the last Window of each member's stream
 // not known to be everywhere: a sender's stream runs at most Window past
-// its slowest member, so an older one is held everywhere; one dropped
-// while not known to be, which only Lamport acks can cause, is counted,
-// relay_kept_dropped), early
+// its slowest member, so an older one is held everywhere, unless Lamport
+// acks pushed its sender past its window; the drops are counted,
+// relay_kept_window), early
 // Lamport acks, submissions (MaxSubmits), uncommitted numbers
 // (MaxUncommitted), the log (KeepLog delivered entries, 256 by default; a
 // member that lags further gets a snapshot of the state machine instead,

@@ -85,7 +85,7 @@ func (c *Core) keep(from uint32, r wire.OrderRecord) {
 		c.relay.unstable[from] = c.now
 	}
 	if n := trimKept(s, from, c.cfg.Window); n > 0 {
-		c.counters["relay_kept_dropped"] += uint64(n)
+		c.counters["relay_kept_window"] += uint64(n)
 	}
 }
 
@@ -93,9 +93,10 @@ func (c *Core) keep(from uint32, r wire.OrderRecord) {
 // holds, and all but the last window of them: a sender's stream runs at
 // most Window records past its slowest member's acknowledgement, so a
 // record Window behind this member's position is one every member holds
-// (the Lamport acks a sender owes can run past its window: a record
-// dropped while not known to be stable is counted, relay_kept_dropped).
-// It returns how many of those it dropped.
+// (only the Lamport acks a sender owes can run past its window). It
+// returns how many it dropped at the window, not yet known to be stable
+// (counted, relay_kept_window: under steady traffic faster than Window
+// records per announcement, normal).
 func trimKept(s *stream, from uint32, window int) (unstable int) {
 	kept := s.Kept[from]
 	i := 0
@@ -110,7 +111,7 @@ func trimKept(s *stream, from uint32, window int) (unstable int) {
 	case i == len(kept):
 		delete(s.Kept, from)
 	case i > 0:
-		s.Kept[from] = append(kept[:0:0], kept[i:]...)
+		s.Kept[from] = kept[i:] // the next append past its capacity copies only these
 	}
 	return unstable
 }

@@ -112,6 +112,11 @@ func check(st *persisted, c *Core, n int) error {
 			return fmt.Errorf("%w: stream record %d is corrupt", core.ErrState, r.Seq)
 		}
 	}
+	for p, in := range s.In {
+		if in.Stable > in.Next {
+			return fmt.Errorf("%w: member %d's stream stable at %d, past the %d handed on", core.ErrState, p, in.Stable, in.Next)
+		}
+	}
 	for p := range s.Kept {
 		trimKept(s, p, c.cfg.Window)
 		for i, r := range s.Kept[p] {
