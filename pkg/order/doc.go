@@ -131,11 +131,11 @@
 //
 // A FIFO or causal message that reached only some members before its
 // sender crashed reaches the rest through the relay, whether or not the
-// sender comes back; causal messages that depend on it wait at most
-// RelayAfter and a round trip for it. A member down for good is not
-// removed from the group (the group is static): the others stop their
-// own multicasts once Window records wait for it, as they do for a
-// member down for a while.
+// sender comes back; causal messages that depend on it wait for it
+// about RelayAfter and a few round trips (more under loss, as the asking
+// backs off). A member down for good is not removed from the group (the
+// group is static): the others stop their own multicasts once Window
+// records wait for it, as they do for a member down for a while.
 //
 // # Bounds
 //
