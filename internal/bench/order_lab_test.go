@@ -524,7 +524,7 @@ func framesPerMulticast(n int, o order.Order, total order.Total, burst bool) (pr
 			switch {
 			case kind == wire.KindOrderStreamAck || kind == wire.KindOrderAppendAck:
 				k += s.Sent(kind)
-			case kind >= wire.KindOrderRecord && kind <= wire.KindOrderSnapshot:
+			case kind >= wire.KindOrderRecord && kind <= wire.KindOrderRelay:
 				p += s.Sent(kind)
 			}
 		}

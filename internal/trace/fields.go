@@ -62,6 +62,8 @@ var payloads = map[wire.Kind]func() encoding.BinaryUnmarshaler{
 	wire.KindOrderFetch:        func() encoding.BinaryUnmarshaler { return new(wire.OrderFetch) },
 	wire.KindOrderFetchReply:   func() encoding.BinaryUnmarshaler { return new(wire.OrderEntries) },
 	wire.KindOrderSnapshot:     func() encoding.BinaryUnmarshaler { return new(wire.OrderSnapshot) },
+	wire.KindOrderHolding:      func() encoding.BinaryUnmarshaler { return new(wire.OrderHolding) },
+	wire.KindOrderRelay:        func() encoding.BinaryUnmarshaler { return new(wire.OrderRelay) },
 	wire.KindVoteRequest:       func() encoding.BinaryUnmarshaler { return new(wire.LeaseRequest) },
 	wire.KindVote:              func() encoding.BinaryUnmarshaler { return new(wire.LeaseReply) },
 	wire.KindLeaseRenew:        func() encoding.BinaryUnmarshaler { return new(wire.LeaseRequest) },

@@ -61,6 +61,13 @@ type Config struct {
 	// of the next expected record a receiver holds records back. Default
 	// 256.
 	Window int
+	// RelayAfter is how long this member holds a record of another
+	// member's stream without hearing that every member holds it before
+	// it passes it on to the members that lack it (its sender may have
+	// crashed mid-fan-out); a sender says how far every member holds its
+	// stream 3/4 RelayAfter after the first record it has not yet said it
+	// of (relay.go). Default 3 s.
+	RelayAfter time.Duration
 	// MaxSubmits bounds this member's total-order messages waiting for
 	// their number (sequencer). Default 256.
 	MaxSubmits int
@@ -108,7 +115,7 @@ type StateMachine interface {
 
 // DefaultLANConfig returns the defaults for a LAN.
 func DefaultLANConfig() Config {
-	return Config{Total: Sequencer, Retry: 40 * time.Millisecond, Window: 256, MaxSubmits: 256,
+	return Config{Total: Sequencer, Retry: 40 * time.Millisecond, RelayAfter: 3 * time.Second, Window: 256, MaxSubmits: 256,
 		MaxUncommitted: 64, KeepLog: 256, Heartbeat: 50 * time.Millisecond, CommitDelay: 2 * time.Millisecond, History: 1024}
 }
 
@@ -125,6 +132,9 @@ func (c *Config) validate() error {
 	}
 	if c.Window == 0 {
 		c.Window = d.Window
+	}
+	if c.RelayAfter == 0 {
+		c.RelayAfter = d.RelayAfter
 	}
 	if c.MaxSubmits == 0 {
 		c.MaxSubmits = d.MaxSubmits
@@ -152,6 +162,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: total order %v", ErrConfig, c.Total)
 	case c.Window < 1 || c.Window > 1<<16:
 		return fmt.Errorf("%w: Window %d: want 1 to 65536", ErrConfig, c.Window)
+	case c.RelayAfter < 2*c.Retry:
+		return fmt.Errorf("%w: RelayAfter %v: want at least 2 x Retry (%v)", ErrConfig, c.RelayAfter, 2*c.Retry)
 	case c.CommitDelay < 0 || c.CommitDelay > c.Heartbeat:
 		return fmt.Errorf("%w: CommitDelay %v: want 0 to Heartbeat (%v)", ErrConfig, c.CommitDelay, c.Heartbeat)
 	case c.MaxSubmits < 1 || c.MaxUncommitted < 1 || c.KeepLog < 1 || c.History < 1:

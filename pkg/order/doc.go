@@ -20,6 +20,47 @@
 // slowest member. A FIFO message is delivered when its record is handed
 // on.
 //
+// # The relay: agreement when a sender crashes
+//
+// The stream resends a record only from its sender, so a record that
+// reached some members before its sender crashed for good (or was cut
+// off from some members) would never reach the rest: the correct members
+// would deliver different messages, and a causal message that depends on
+// it would wait forever where it is missing. So, as the textbook's
+// reliable multicast, a receiver keeps every record it hands on (its own
+// log of the others' streams, persisted with the position it reached)
+// until it knows every member holds it, and passes it on to the members
+// that lack it when the sender does not settle it (relay.go).
+//
+// The relay costs nothing per multicast while nothing fails. A sender
+// knows from the acknowledgements when every member holds its records,
+// and says so to every member (an OrderHolding, N-1 frames) 3/4
+// RelayAfter after the first record it has not yet said it of: once per
+// quiet period, and at most once per 3/4 RelayAfter under steady traffic,
+// not per multicast. A receiver that has kept a record not known to be everywhere
+// for RelayAfter (3 s) asks every member that may lack it how far it
+// holds that stream; a member answers with its own position, and
+// whichever holds more relays the records the other lacks (OrderRelay,
+// the sender's record as the sender encoded it, up to 16 per answer, each
+// answer asking for the next), backing off from Retry to 16 x Retry until
+// every member is known to hold everything the asker holds. A relayed
+// record enters the sender's stream at the receiver exactly as the
+// sender's own copy: same number, same window, handed on once, and the
+// sender's own retransmission of it later is a duplicate; a restarted
+// member knows from its disk what it handed on and kept. A sender's
+// numbers are on disk before its records leave, so a restarted sender
+// never reuses a number another member holds.
+//
+// Trust: the cluster key authenticates the frame's last hop, not the
+// member whose stream a record belongs to, and every member holds the
+// key. A member can therefore relay a record its origin never sent, just
+// as it could forge a frame that names another member as its sender:
+// orderd's members trust each other, and the key keeps every other host
+// out. What a relay can do is bounded as the origin's own frames are: a
+// relayed record beyond the origin's window is refused, a member's own
+// stream is never taken from another member, a holding beyond what the
+// origin can have sent is refused, and everything refused is counted.
+//
 // # Causal order
 //
 // A causal record carries its vector timestamp t(m), and the receiver
@@ -89,14 +130,22 @@
 // holder once its write is confirmed.
 //
 // A FIFO or causal message that reached only some members before its
-// sender crashed reaches the rest when the sender is back (only its
-// stream holds it); causal messages that depend on it wait until then.
-// The sequencer's log has no such limit: any member holds it.
+// sender crashed reaches the rest through the relay, whether or not the
+// sender comes back; causal messages that depend on it wait for it
+// about RelayAfter and a few round trips (more under loss, as the asking
+// backs off). A member down for good is not removed from the group (the
+// group is static): the others stop their own multicasts once Window
+// records wait for it, as they do for a member down for a while.
 //
 // # Bounds
 //
 // Every buffer is bounded: records held back (Window per member), the
-// records a sender keeps (Window, plus the Lamport acks it owes), early
+// records a sender keeps (Window, plus the Lamport acks it owes), the
+// records kept for the relay (the last Window of each member's stream
+// not known to be everywhere: a sender's stream runs at most Window past
+// its slowest member, so an older one is held everywhere, unless Lamport
+// acks pushed its sender past its window; the drops are counted,
+// relay_kept_window), early
 // Lamport acks, submissions (MaxSubmits), uncommitted numbers
 // (MaxUncommitted), the log (KeepLog delivered entries, 256 by default; a
 // member that lags further gets a snapshot of the state machine instead,

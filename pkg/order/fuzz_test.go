@@ -81,6 +81,9 @@ func checkBounds(t *testing.T, c *Core) {
 		if len(in.held) > w {
 			t.Fatalf("holds %d records of %d, window %d", len(in.held), p, w)
 		}
+		if k := len(c.st.Stream.Kept[p]); k > w {
+			t.Fatalf("keeps %d records of %d for the relay, window %d", k, p, w)
+		}
 	}
 	if n := len(c.st.Stream.Sent); n > 3*len(c.members)*w+w {
 		t.Fatalf("keeps %d sent records", n)
@@ -130,9 +133,8 @@ func fuzzFrame(p *corefuzz.Program, members []uint32, self uint32, c *Core) core
 		return p.U64()
 	}
 	var payload []byte
-	kind := wire.Kind(90 + p.Intn(10))
-	switch kind {
-	case wire.KindOrderRecord:
+	kind := wire.Kind(90 + p.Intn(12))
+	record := func() wire.OrderRecord {
 		r := wire.OrderRecord{Seq: max(1, seq()), Type: wire.OrderType(1 + p.Intn(4)), Stamp: p.U64()}
 		switch r.Type {
 		case wire.OrderCausal:
@@ -150,7 +152,24 @@ func fuzzFrame(p *corefuzz.Program, members []uint32, self uint32, c *Core) core
 		if r.Type != wire.OrderTotalAck {
 			r.Message = []byte("deposit 1")
 		}
-		payload, _ = r.AppendBinary(nil)
+		return r
+	}
+	switch kind {
+	case wire.KindOrderRecord:
+		payload, _ = record().AppendBinary(nil)
+	case wire.KindOrderHolding:
+		origin := members[p.Intn(len(members))]
+		if p.Intn(8) == 0 {
+			origin = p.U32()
+		}
+		upto := seq()
+		payload, _ = wire.OrderHolding{Origin: max(1, origin), Flags: uint8(p.Intn(2)), Upto: upto, Stable: upto - min(upto, uint64(p.Intn(3)))}.AppendBinary(nil)
+	case wire.KindOrderRelay:
+		origin := members[p.Intn(len(members))]
+		from, origin = origin, from // seq() reads the origin's stream
+		r := record()
+		from, origin = origin, from
+		payload, _ = wire.OrderRelay{Origin: max(1, origin), Record: r}.AppendBinary(nil)
 	case wire.KindOrderStreamAck:
 		payload, _ = wire.OrderStreamAck{Upto: seq()}.AppendBinary(nil)
 	case wire.KindOrderSubmit:

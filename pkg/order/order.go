@@ -141,8 +141,9 @@ type Core struct {
 	nextTick   time.Time
 	deliveredN map[Order]uint64
 
-	seqr seqRole  // the sequencer's volatile state
-	rec  recorder // what the last write handed over (record.go)
+	seqr  seqRole    // the sequencer's volatile state
+	relay relayState // the relay's volatile state (relay.go)
+	rec   recorder   // what the last write handed over (record.go)
 }
 
 // New builds the core from its environment.
@@ -194,6 +195,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	}
 	c.el = el
 	c.seqr.reset()
+	c.relay.reset(env.Now, members)
 	// The first write is a snapshot: it folds the log read at the start
 	// into one file (and starts it on a first start).
 	c.rec.whole = true
@@ -268,6 +270,9 @@ func (c *Core) emit(r wire.OrderRecord) uint64 {
 	s := c.st.Stream
 	s.Seq++
 	r.Seq = s.Seq
+	if c.relay.pending.IsZero() {
+		c.relay.pending = c.now
+	}
 	b, ok := c.bugs.Encode(&c.events, "order_record", r, nil)
 	if !ok {
 		return r.Seq
@@ -337,6 +342,10 @@ func (c *Core) Step(m core.Message) error {
 			err = c.stepFetchReply(m)
 		case wire.KindOrderSnapshot:
 			err = c.stepSnapshot(m)
+		case wire.KindOrderHolding:
+			err = c.stepHolding(m)
+		case wire.KindOrderRelay:
+			err = c.stepRelay(m)
 		default:
 			err = core.ErrUnexpectedKind
 		}
@@ -352,14 +361,23 @@ func (c *Core) stepRecord(m core.Message) error {
 	if err := r.UnmarshalBinary(m.Payload); err != nil {
 		return err
 	}
-	in := c.st.Stream.In[m.From]
+	return c.acceptRecord(m.From, r, 0)
+}
+
+// acceptRecord takes a record of from's stream, from from itself or
+// relayed by member via (relay.go): either way it is handed on once, in
+// order.
+func (c *Core) acceptRecord(from uint32, r wire.OrderRecord, via uint32) error {
+	in := c.st.Stream.In[from]
 	switch {
 	case r.Seq <= in.Next:
-		in.ack = true // its ack may have been lost
+		if via == 0 {
+			in.ack = true // its ack may have been lost
+		}
 		c.count("duplicates")
 		return nil
 	case r.Seq-in.Next > uint64(c.cfg.Window):
-		return fmt.Errorf("%w: record %d from %d, %d ahead of the next expected (window %d)", ErrImplausible, r.Seq, m.From, r.Seq-in.Next, c.cfg.Window)
+		return fmt.Errorf("%w: record %d of %d's stream, %d ahead of the next expected (window %d)", ErrImplausible, r.Seq, from, r.Seq-in.Next, c.cfg.Window)
 	}
 	if r.Type == wire.OrderCausal && len(r.Vector) != len(c.members) {
 		// Refused before it is held: it is the sender's bug, and holding
@@ -380,7 +398,8 @@ func (c *Core) stepRecord(m core.Message) error {
 		delete(in.held, in.Next+1)
 		in.Next++
 		in.ack = true
-		c.handOn(m.From, next)
+		c.handOn(from, next)
+		c.keep(from, next)
 	}
 	if in.ack {
 		c.durable.Change(true)
@@ -407,20 +426,26 @@ func (c *Core) stepStreamAck(m core.Message) error {
 	if err := a.UnmarshalBinary(m.Payload); err != nil {
 		return err
 	}
+	return c.acked(m.From, a.Upto)
+}
+
+// acked takes member from's word that it holds this member's stream up
+// to upto.
+func (c *Core) acked(from uint32, upto uint64) error {
 	s := c.st.Stream
-	o := s.Out[m.From]
+	o := s.Out[from]
 	switch {
-	case a.Upto > s.Seq:
-		return fmt.Errorf("%w: ack of record %d, only %d sent", ErrImplausible, a.Upto, s.Seq)
-	case a.Upto <= o.Acked:
+	case upto > s.Seq:
+		return fmt.Errorf("%w: ack of record %d, only %d sent", ErrImplausible, upto, s.Seq)
+	case upto <= o.Acked:
 		return nil
 	}
-	o.Acked = a.Upto
+	o.Acked = upto
 	if o.backoff > c.cfg.Retry {
 		// It was silent, and new records were kept from it: it answers
 		// again, so what it lacks goes now rather than at the next
 		// resend.
-		c.resend(m.From, o)
+		c.resend(from, o)
 	}
 	o.backoff = c.cfg.Retry
 	if o.Acked == s.Seq {
@@ -433,6 +458,9 @@ func (c *Core) stepStreamAck(m core.Message) error {
 	s.trim()
 	if len(s.Sent) != old {
 		c.durable.Change(false)
+	}
+	if due := c.announceDue(); !due.IsZero() {
+		c.wake(due) // relayTick announces it
 	}
 	return nil
 }
@@ -460,6 +488,7 @@ func (c *Core) Tick(now time.Time) {
 		}
 		c.wake(o.due)
 	}
+	c.relayTick(now)
 	c.seqTick(now)
 }
 
@@ -488,6 +517,7 @@ func (c *Core) Ready() core.Ready {
 	}
 	rd.State, rd.Promise = nil, false
 	c.flushAppends()
+	c.flushAnswers()
 	for _, p := range c.peers {
 		if in := c.st.Stream.In[p]; in.ack {
 			in.ack = false

@@ -49,6 +49,17 @@ type logRecord struct {
 	// Applied are the messages the Lamport total order applied to the
 	// state machine since, in order (the sequencer's are its log's).
 	Applied [][]byte `json:"applied,omitempty"`
+
+	// Kept are the other members' records handed on since and kept for
+	// the relay (relay.go); which of them are still kept follows from the
+	// stream's positions.
+	Kept []keptRecord `json:"kept,omitempty"`
+}
+
+// keptRecord is one record of member From's stream kept for the relay.
+type keptRecord struct {
+	From uint32 `json:"from"`
+	sentRecord
 }
 
 // streamHead is a stream's positions, without its kept records.
@@ -81,6 +92,8 @@ type recorder struct {
 	snapshot                      int      // the snapshot's size
 	whole                         bool     // the next write must be a snapshot
 	applied                       [][]byte // Lamport order's, since
+
+	kept map[uint32]uint64 // per member, the last kept record written
 }
 
 // wantWhole says whether the next write is a snapshot.
@@ -115,6 +128,10 @@ func (c *Core) mark(snapshot int) {
 	c.marked(&r.lamport, &c.st.Lamport)
 	c.marked(&r.head, logHead(c.st.Log))
 	r.sent = s.Seq
+	r.kept = map[uint32]uint64{}
+	for p, in := range s.In {
+		r.kept[p] = in.Next
+	}
 	r.bytes, r.snapshot, r.whole, r.applied = 0, snapshot, false, nil
 	c.st.Log.changed = 0
 }
@@ -137,6 +154,17 @@ func (c *Core) encodeRecord() []byte {
 		}
 	}
 	r.sent = s.Seq
+	if r.kept == nil {
+		r.kept = map[uint32]uint64{}
+	}
+	for _, p := range c.peers {
+		for _, kr := range s.Kept[p] {
+			if kr.Seq > r.kept[p] {
+				rec.Kept = append(rec.Kept, keptRecord{From: p, sentRecord: kr})
+			}
+		}
+		r.kept[p] = s.In[p].Next
+	}
 	if b, ok := c.marked(&r.causal, &c.st.Causal); ok {
 		rec.Causal = b
 	}
@@ -192,6 +220,14 @@ func replay(st *persisted, records [][]byte) (entries []logEntry, base uint64, a
 		for _, sr := range rec.Sent {
 			if n := len(st.Stream.Sent); n == 0 || sr.Seq > st.Stream.Sent[n-1].Seq {
 				st.Stream.Sent = append(st.Stream.Sent, sr)
+			}
+		}
+		for _, kr := range rec.Kept {
+			if st.Stream.Kept == nil {
+				st.Stream.Kept = map[uint32][]sentRecord{}
+			}
+			if k := st.Stream.Kept[kr.From]; len(k) == 0 || kr.Seq > k[len(k)-1].Seq {
+				st.Stream.Kept[kr.From] = append(k, kr.sentRecord)
 			}
 		}
 		// A part is written whole: absent fields (omitted when empty) are

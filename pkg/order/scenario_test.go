@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/sim"
-	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/order/rsm"
 )
@@ -30,6 +28,9 @@ var diagramOut = flag.String("order.traces", "", "write every scenario's traces 
 //
 //	cluster N [sequencer|lamport]   N members, 1 ms links; waits for a sequencer
 //	link A B DELAY                  the delay from A to B
+//	cut A B                         A's frames to B are lost (until heal)
+//	heal                            every cut link passes again
+//	crash ID                        ID crashes (SIGKILL), for good
 //	send ID ORDER TEXT...           ID multicasts TEXT (fifo, causal or total)
 //	run DURATION                    run, printing every delivery
 //	pending ID                      what ID holds back, and why
@@ -69,14 +70,8 @@ func TestScenarios(t *testing.T) {
 				logs, fifoAcct, bufs = map[uint32][]Delivery{}, map[uint32]*rsm.Machine{}, map[uint32]*bytes.Buffer{}
 				for id := uint32(1); id <= uint32(a.Uint(1)); id++ {
 					fifoAcct[id] = rsm.New()
-					s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-						c, err := New(env, cfg)
-						if err != nil {
-							t.Fatal(err)
-						}
-						return c
-					}, clock.SimConfig{})
 				}
+				addMembers(t, s, int(a.Uint(1)), cfg)
 				if err := s.RecordTraces("orderd", func(id uint32) (io.Writer, error) {
 					bufs[id] = new(bytes.Buffer)
 					return bufs[id], nil
@@ -96,6 +91,12 @@ func TestScenarios(t *testing.T) {
 				fmt.Fprintf(&out, "sequencer: %s\n", sequencerOf(s))
 			case "link":
 				s.SetLink(a.ID(1), a.ID(2), sim.LinkConfig{Delay: a.Duration(3)})
+			case "cut":
+				s.Cut(a.ID(1), a.ID(2))
+			case "heal":
+				s.Heal()
+			case "crash":
+				s.Crash(a.ID(1))
 			case "send":
 				o, err := ParseOrder(f[2])
 				if err != nil {

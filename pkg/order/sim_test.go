@@ -14,6 +14,7 @@ import (
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/order/rsm"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // oracle knows the truth the replicas cannot: every message sent, in
@@ -29,6 +30,9 @@ type oracle struct {
 	// sent so far: a causal message's dependencies at its send.
 	causalPast map[uint32][]string
 	bySender   map[uint32][]string // per sender, its messages in send order
+	// dead are the members crashed for good: not correct, so what only
+	// they delivered need not be delivered anywhere else.
+	dead map[uint32]bool
 }
 
 type sentMsg struct {
@@ -39,7 +43,8 @@ type sentMsg struct {
 
 func newOracle(t *testing.T, s *sim.Sim) *oracle {
 	o := &oracle{t: t, s: s, sent: map[string]sentMsg{}, delivered: map[uint32][]Delivery{},
-		seen: map[uint32]map[string]bool{}, causalPast: map[uint32][]string{}, bySender: map[uint32][]string{}}
+		seen: map[uint32]map[string]bool{}, causalPast: map[uint32][]string{}, bySender: map[uint32][]string{},
+		dead: map[uint32]bool{}}
 	s.OnReady(func(r sim.Ready) {
 		for _, d := range r.Core.(*Core).Deliveries() {
 			o.check(r.Node, d)
@@ -144,11 +149,44 @@ func (o *oracle) checkTotal() {
 	}
 }
 
-// complete reports whether every replica delivered every message.
-func (o *oracle) complete() bool {
+// correct are the members not crashed for good.
+func (o *oracle) correct() []uint32 {
+	var ids []uint32
 	for _, id := range o.s.IDs() {
-		if len(o.seen[id]) != len(o.sent) {
-			return false
+		if !o.dead[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// owed reports whether every correct replica must deliver text: a
+// correct member sent it, or some correct member delivered it (the
+// agreement of reliable multicast: a message a member crashed for good
+// sent to nobody else is delivered nowhere else).
+func (o *oracle) owed(text string) bool {
+	if !o.dead[o.sent[text].from] {
+		return true
+	}
+	for _, id := range o.correct() {
+		if o.seen[id][text] {
+			return true
+		}
+	}
+	return false
+}
+
+// complete reports whether every correct replica delivered every message
+// it owes.
+func (o *oracle) complete() bool {
+	for text := range o.sent {
+		if !o.owed(text) {
+			continue
+		}
+		for _, id := range o.correct() {
+			if !o.seen[id][text] {
+				return false
+			}
 		}
 	}
 	return true
@@ -156,10 +194,10 @@ func (o *oracle) complete() bool {
 
 func (o *oracle) missing() string {
 	var b strings.Builder
-	for _, id := range o.s.IDs() {
+	for _, id := range o.correct() {
 		var miss []string
 		for text := range o.sent {
-			if !o.seen[id][text] {
+			if !o.seen[id][text] && o.owed(text) {
 				miss = append(miss, text)
 			}
 		}
@@ -181,7 +219,10 @@ type chaos struct {
 	// survivors must deliver in total order meanwhile.
 	killSequencer bool
 	outage        time.Duration
-	msgs          int
+	// killSender crashes a member for good half-way, right after its
+	// multicasts reached only some of the others.
+	killSender bool
+	msgs       int
 }
 
 func runChaos(t *testing.T, seed int64, ch chaos) {
@@ -217,6 +258,9 @@ func runChaos(t *testing.T, seed int64, ch chaos) {
 			o.sequencerOutage(ch, rng)
 			sent++
 		}
+		if ch.killSender && sent == ch.msgs/2 && len(o.dead) == 0 {
+			o.senderDies(rng, step)
+		}
 		if ch.partitions && rng.IntN(60) == 0 {
 			var a, b []uint32
 			for _, id := range ids {
@@ -232,6 +276,9 @@ func runChaos(t *testing.T, seed int64, ch chaos) {
 		}
 		if ch.crashes && rng.IntN(40) == 0 {
 			victim := ids[rng.IntN(len(ids))]
+			if o.dead[victim] {
+				continue
+			}
 			if s.Running(victim) {
 				s.Crash(victim)
 				s.Run(time.Duration(rng.IntN(1500)) * time.Millisecond)
@@ -241,7 +288,7 @@ func runChaos(t *testing.T, seed int64, ch chaos) {
 	}
 	if !s.RunUntil(o.complete, 60*time.Second) {
 		var st strings.Builder
-		for _, id := range ids {
+		for _, id := range o.correct() {
 			r := s.Core(id).(*Core).Report()
 			fmt.Fprintf(&st, "%d: %+v pending %+v", id, r.Streams, r.Pending)
 			if r.Sequencer != nil {
@@ -251,11 +298,55 @@ func runChaos(t *testing.T, seed int64, ch chaos) {
 		}
 		t.Fatalf("not every replica delivered every message:\n%s\n%s\n%s", o.missing(), st.String(), o.s.Log()[max(0, len(o.s.Log())-5000):])
 	}
-	for _, id := range ids {
-		if got, want := o.totals(id), o.totals(ids[0]); !slices.Equal(got, want) {
-			t.Fatalf("replica %d's total order differs from replica %d's", id, ids[0])
+	live := o.correct()
+	if ch.killSender {
+		var relayed, asks, announced uint64
+		for _, id := range live {
+			r := s.Core(id).(*Core).Report()
+			relayed += r.Counters["relayed_records"]
+			asks += r.Counters["relay_asks"]
+			announced += r.Counters["stability_announced"]
+		}
+		t.Logf("relayed %d records, %d asks, %d announcements", relayed, asks, announced)
+	}
+	for _, id := range live {
+		if got, want := o.totals(id), o.totals(live[0]); !slices.Equal(got, want) {
+			t.Fatalf("replica %d's total order differs from replica %d's", id, live[0])
 		}
 	}
+}
+
+// senderDies has a member multicast FIFO and causal messages that reach
+// only some of the others (the links to the rest cut), crashes it for
+// good, and has a member that may have delivered them multicast a causal
+// successor at once: the survivors must still agree (the relay), and the
+// successor must not wait forever for its dead predecessor.
+func (o *oracle) senderDies(rng *rand.Rand, step int) {
+	s := o.s
+	var live []uint32
+	for _, id := range s.IDs() {
+		if s.Running(id) {
+			live = append(live, id)
+		}
+	}
+	if len(live) < 3 {
+		return
+	}
+	rng.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
+	victim, others := live[0], live[1:]
+	reach := others[:1+rng.IntN(len(others)-1)] // at least one, never all
+	for _, id := range others[len(reach):] {
+		s.Cut(victim, id)
+	}
+	for i := range 1 + rng.IntN(4) {
+		ord := []Order{FIFO, Causal}[rng.IntN(2)]
+		o.send(victim, ord, fmt.Sprintf("dying-%s-%d-%d-%d", ord, victim, step, i))
+	}
+	s.Run(time.Duration(1+rng.IntN(5)) * time.Millisecond)
+	s.Crash(victim)
+	o.dead[victim] = true
+	s.Heal()
+	o.send(reach[0], Causal, fmt.Sprintf("successor-%d-%d", reach[0], step))
 }
 
 // sequencerOutage crashes the sequencer and checks that the others keep
@@ -314,6 +405,18 @@ func (o *oracle) sequencerOutage(ch chaos, rng *rand.Rand) {
 	s.Restart(seqr)
 }
 
+// A sender crashes for good mid-fan-out (its last multicasts reached only
+// some members) amid loss, duplication, reordering, crashes and restarts
+// of the others: every correct member delivers the same FIFO and causal
+// messages (the relay passes on what the dead sender's stream cannot
+// resend), causal order holds against the true happens-before (a
+// successor of a message only some got is not blocked), nothing twice.
+func TestSimSenderDiesMidFanOut(t *testing.T) {
+	sim.Seeds(t, 30, func(t *testing.T, seed int64) {
+		runChaos(t, seed, chaos{nodes: 5, total: Sequencer, crashes: true, partitions: seed%2 == 0, killSender: true, msgs: 60})
+	})
+}
+
 func TestSimSequencer(t *testing.T) {
 	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 4, total: Sequencer, crashes: true, msgs: 60})
@@ -362,15 +465,7 @@ func TestSimSnapshotCatchUp(t *testing.T) {
 		cfg := DefaultLANConfig()
 		cfg.KeepLog = 8
 		cfg.Machine = func() StateMachine { return rsm.New() }
-		for id := uint32(1); id <= 3; id++ {
-			s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-				c, err := New(env, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return c
-			}, clock.SimConfig{})
-		}
+		addMembers(t, s, 3, cfg)
 		s.Run(time.Second)
 		apply := func(from uint32, n int) {
 			for k := range n {
@@ -569,6 +664,103 @@ func TestSimCommittedIsOnAMajorityOfDisks(t *testing.T) {
 		s.Run(3 * time.Second)
 		if len(checked) < 30 {
 			t.Fatalf("only %d numbers delivered", len(checked))
+		}
+	})
+}
+
+// The relay costs nothing per multicast while nothing fails: on a
+// lossless network each FIFO or causal multicast costs its N-1 records
+// and N-1 acknowledgements, as before the relay; a member's stream is
+// said stable once per quiet period after it multicast (N-1 frames, not
+// per multicast; under steady traffic at most once per 3/4 RelayAfter),
+// after which no member keeps a record for the relay; nothing is ever
+// relayed or asked.
+func TestSimRelayFailureFreeCost(t *testing.T) {
+	const n, msgs = 5, 20
+	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+	cfg := DefaultLANConfig()
+	addMembers(t, s, n, cfg)
+	s.Run(2 * time.Second)
+	sent := func(k wire.Kind) uint64 { return s.Sent(k) }
+	rec0, ack0, hold0 := sent(wire.KindOrderRecord), sent(wire.KindOrderStreamAck), sent(wire.KindOrderHolding)
+	for i := range msgs {
+		id := uint32(1 + i%n)
+		ord := []Order{FIFO, Causal}[i%2]
+		_ = s.Do(id, func(c core.Core) {
+			if err := c.(*Core).Multicast(s.Clock(id).Now(), ord, []byte(fmt.Sprintf("m%d", i))); err != nil {
+				t.Fatal(err)
+			}
+		})
+		s.Run(50 * time.Millisecond)
+	}
+	s.Run(cfg.RelayAfter / 4)
+	if got, want := sent(wire.KindOrderRecord)-rec0, uint64(msgs*(n-1)); got != want {
+		t.Errorf("%d records for %d multicasts, want %d (N-1 each)", got, msgs, want)
+	}
+	if got, want := sent(wire.KindOrderStreamAck)-ack0, uint64(msgs*(n-1)); got != want {
+		t.Errorf("%d stream acks for %d multicasts, want %d (N-1 each)", got, msgs, want)
+	}
+	if got := sent(wire.KindOrderHolding) - hold0; got != 0 {
+		t.Errorf("%d holdings while the members multicast, want none", got)
+	}
+	s.Run(3 * cfg.RelayAfter)
+	if got, want := sent(wire.KindOrderHolding)-hold0, uint64(n*(n-1)); got != want {
+		t.Errorf("%d holdings after a quiet period, want %d (each member's stability, to N-1 members, once)", got, want)
+	}
+	if got := sent(wire.KindOrderRelay); got != 0 {
+		t.Errorf("%d records relayed without a failure", got)
+	}
+	for id := uint32(1); id <= n; id++ {
+		c := s.Core(id).(*Core)
+		if k := c.st.Stream.Kept; len(k) != 0 {
+			t.Errorf("member %d still keeps records for the relay after they were announced stable: %v", id, k)
+		}
+		if a := c.counters["relay_asks"]; a != 0 {
+			t.Errorf("member %d asked %d times without a failure", id, a)
+		}
+	}
+}
+
+// addMembers adds members 1..n running New(cfg), on perfect clocks.
+func addMembers(t *testing.T, s *sim.Sim, n int, cfg Config) {
+	t.Helper()
+	for id := uint32(1); id <= uint32(n); id++ {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			c, err := New(env, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, clock.SimConfig{})
+	}
+}
+
+// A sender alive but cut off from one member for good (its frames to it
+// lost, the member's to it passing): its stream can never reach that
+// member, so the others relay it, under loss and duplication; every
+// member delivers every message, in causal order, once.
+func TestSimRelayPastOneWayCut(t *testing.T) {
+	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 13))
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond,
+			Jitter: time.Millisecond, Loss: 0.1, Duplicate: 0.05}})
+		addMembers(t, s, 4, DefaultLANConfig())
+		o := newOracle(t, s)
+		s.Run(time.Second)
+		s.Cut(1, 4)
+		for i := range 40 {
+			id := uint32(1 + rng.IntN(4))
+			if i%3 == 0 {
+				id = 1
+			}
+			o.send(id, []Order{FIFO, Causal}[rng.IntN(2)], fmt.Sprintf("m%d-%d", id, i))
+			s.Run(time.Duration(rng.IntN(30)) * time.Millisecond)
+		}
+		if !s.RunUntil(o.complete, 30*time.Second) {
+			t.Fatalf("not every member delivered every message with 1->4 cut:\n%s", o.missing())
+		}
+		if n := s.Core(4).(*Core).counters["relayed_in"]; n == 0 {
+			t.Fatal("member 4 got everything without a relay: the cut did not cut")
 		}
 	})
 }

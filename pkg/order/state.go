@@ -112,6 +112,20 @@ func check(st *persisted, c *Core, n int) error {
 			return fmt.Errorf("%w: stream record %d is corrupt", core.ErrState, r.Seq)
 		}
 	}
+	for p, in := range s.In {
+		if in.Stable > in.Next {
+			return fmt.Errorf("%w: member %d's stream stable at %d, past the %d handed on", core.ErrState, p, in.Stable, in.Next)
+		}
+	}
+	for p := range s.Kept {
+		trimKept(s, p, c.cfg.Window)
+		for i, r := range s.Kept[p] {
+			var rec wire.OrderRecord
+			if err := rec.UnmarshalBinary(r.Payload); err != nil || rec.Seq != r.Seq || (i > 0 && r.Seq != s.Kept[p][i-1].Seq+1) || r.Seq > s.In[p].Next {
+				return fmt.Errorf("%w: record %d of member %d's stream, kept for the relay, is corrupt", core.ErrState, r.Seq, p)
+			}
+		}
+	}
 	for p, o := range s.Out {
 		if o.Acked > s.Seq {
 			return fmt.Errorf("%w: member %d acknowledged %d of %d records", core.ErrState, p, o.Acked, s.Seq)

@@ -40,6 +40,13 @@ type StreamStatus struct {
 	Received uint64 `json:"received"`
 	HeldBack int    `json:"held_back"`
 	Missing  uint64 `json:"missing,omitempty"`
+	// Stable is how far every member holds its stream, as far as this
+	// member knows; Kept how many records after it are kept here for the
+	// relay, and Relaying whether this member is passing them on (the
+	// member has said nothing of them for RelayAfter: crashed?).
+	Stable   uint64 `json:"stable"`
+	Kept     int    `json:"kept"`
+	Relaying bool   `json:"relaying,omitempty"`
 }
 
 // Pending is one message received and not delivered, and why.
@@ -82,7 +89,8 @@ func (c *Core) Report() Status {
 	st.Delivered["total_index"] = c.st.Delivered
 	for _, p := range c.peers {
 		o, in := s.Out[p], s.In[p]
-		ss := StreamStatus{Member: p, Acked: o.Acked, Unacked: s.Seq - o.Acked, Received: in.Next, HeldBack: len(in.held)}
+		ss := StreamStatus{Member: p, Acked: o.Acked, Unacked: s.Seq - o.Acked, Received: in.Next, HeldBack: len(in.held),
+			Stable: in.Stable, Kept: len(s.Kept[p]), Relaying: c.relay.asking[p] != nil}
 		if len(in.held) > 0 {
 			ss.Missing = in.Next + 1
 			st.Pending = append(st.Pending, Pending{Order: FIFO, Sender: p, Seq: in.Next + 1,

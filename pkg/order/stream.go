@@ -41,9 +41,13 @@ type peerOut struct {
 
 // peerIn is what the stream knows of one member as a sender.
 type peerIn struct {
-	Next uint64                      `json:"next"` // records handed on: 1..Next
-	held map[uint64]wire.OrderRecord // early records, Next+1..Next+Window
-	ack  bool                        // an ack is owed
+	Next uint64 `json:"next"` // records handed on: 1..Next
+	// Stable: every member holds records 1..Stable (never after Next), as
+	// the member announced or the relay learned; the records after it
+	// that this member handed on are kept to be relayed (relay.go).
+	Stable uint64                      `json:"stable,omitempty"`
+	held   map[uint64]wire.OrderRecord // early records, Next+1..Next+Window
+	ack    bool                        // an ack is owed
 }
 
 type stream struct {
@@ -51,6 +55,10 @@ type stream struct {
 	Sent []sentRecord        `json:"sent,omitempty"`
 	Out  map[uint32]*peerOut `json:"out"`
 	In   map[uint32]*peerIn  `json:"in"`
+	// Kept are the records of each other member's stream handed on here
+	// and not known to be held by every member: Stable+1..Next, at most
+	// the last Window (relay.go).
+	Kept map[uint32][]sentRecord `json:"kept,omitempty"`
 }
 
 func newStream(peers []uint32) *stream {
@@ -67,6 +75,9 @@ func (s *stream) fill(peers []uint32) {
 	}
 	if s.In == nil {
 		s.In = map[uint32]*peerIn{}
+	}
+	if s.Kept == nil {
+		s.Kept = map[uint32][]sentRecord{}
 	}
 	keep := map[uint32]bool{}
 	for _, p := range peers {
@@ -87,6 +98,11 @@ func (s *stream) fill(peers []uint32) {
 	for p := range s.In {
 		if !keep[p] {
 			delete(s.In, p)
+		}
+	}
+	for p := range s.Kept {
+		if !keep[p] {
+			delete(s.Kept, p)
 		}
 	}
 }

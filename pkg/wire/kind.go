@@ -242,6 +242,8 @@ var kindNames = [...]string{
 	KindOrderFetch:        "order_fetch",
 	KindOrderFetchReply:   "order_fetch_reply",
 	KindOrderSnapshot:     "order_snapshot",
+	KindOrderHolding:      "order_holding",
+	KindOrderRelay:        "order_relay",
 }
 
 // Known reports whether k is a kind this version understands: a frame of
