@@ -97,6 +97,34 @@ func (l *logState) truncate(i uint64) {
 	}
 }
 
+// compact drops the delivered entries but the last keep, once a quarter
+// more has piled up. Never those changed since the last write: the next
+// record carries the log from the first changed entry on (record.go), and
+// a restart applies to the state machine, from that record, the entries
+// applied since; an entry cut before it was written would be missing on
+// replay (and one rewritten in the meantime replayed with its old
+// content). Those go at a later commit, once written.
+func (l *logState) compact(keep uint64) {
+	if l.Applied <= l.Base+keep+keep/4+1 {
+		return
+	}
+	cut := l.Applied - keep
+	if l.changed != 0 {
+		cut = min(cut, l.changed-1)
+	}
+	if cut <= l.Base {
+		return
+	}
+	if l.BaseSIDs == nil {
+		l.BaseSIDs = map[uint32]uint64{}
+	}
+	for _, e := range l.Entries[:cut-l.Base] {
+		l.BaseSIDs[e.Sender] = max(l.BaseSIDs[e.Sender], e.SID)
+	}
+	l.Entries = append(l.Entries[:0:0], l.Entries[cut-l.Base:]...)
+	l.Base = cut
+}
+
 // sids returns each sender's highest SID in the log.
 func (l *logState) sids() map[uint32]uint64 {
 	s := map[uint32]uint64{}
@@ -689,17 +717,7 @@ func (c *Core) commitTo(i uint64) {
 		}
 		c.applyTotal(Delivery{Order: TotalOrder, Sender: e.Sender, Seq: l.Applied, Message: e.Message})
 	}
-	if keep := uint64(c.cfg.KeepLog); l.Applied > l.Base+keep+keep/4+1 {
-		cut := l.Applied - keep
-		if l.BaseSIDs == nil {
-			l.BaseSIDs = map[uint32]uint64{}
-		}
-		for _, e := range l.Entries[:cut-l.Base] {
-			l.BaseSIDs[e.Sender] = max(l.BaseSIDs[e.Sender], e.SID)
-		}
-		l.Entries = append(l.Entries[:0:0], l.Entries[cut-l.Base:]...)
-		l.Base = cut
-	}
+	l.compact(uint64(c.cfg.KeepLog))
 	// Not a promise: a commit point is held by a majority whatever
 	// happens to this member, which learns it again after a crash.
 	c.durable.Change(false)

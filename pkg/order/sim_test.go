@@ -315,13 +315,13 @@ func (o *oracle) sequencerOutage(ch chaos, rng *rand.Rand) {
 }
 
 func TestSimSequencer(t *testing.T) {
-	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+	sim.Seeds(t, seeds(20, 300), func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 4, total: Sequencer, crashes: true, msgs: 60})
 	})
 }
 
 func TestSimLamport(t *testing.T) {
-	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+	sim.Seeds(t, seeds(20, 300), func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 4, total: Lamport, crashes: true, msgs: 60})
 	})
 }
@@ -331,7 +331,7 @@ func TestSimLamport(t *testing.T) {
 // every replica's total order against every other's), on 5 members with
 // partitions too.
 func TestSimSequencerFailover(t *testing.T) {
-	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+	sim.Seeds(t, seeds(20, 300), func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 5, total: Sequencer, partitions: true, killSequencer: true, outage: 5 * time.Second, msgs: 80})
 	})
 }
@@ -347,7 +347,7 @@ func TestSimSequencerStaleEntryNotCommitted(t *testing.T) {
 }
 
 func TestSimLamportPartitions(t *testing.T) {
-	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+	sim.Seeds(t, seeds(10, 200), func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 5, total: Lamport, partitions: true, killSequencer: true, outage: 5 * time.Second, msgs: 80})
 	})
 }
@@ -357,7 +357,7 @@ func TestSimLamportPartitions(t *testing.T) {
 // as the returning highest-ranked member that becomes sequencer again and
 // must fetch the log from a member that compacted it.
 func TestSimSnapshotCatchUp(t *testing.T) {
-	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+	sim.Seeds(t, seeds(10, 200), func(t *testing.T, seed int64) {
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.05}})
 		cfg := DefaultLANConfig()
 		cfg.KeepLog = 8
@@ -425,63 +425,77 @@ func TestSimSnapshotCatchUp(t *testing.T) {
 func TestSimRecordsRestoreExactly(t *testing.T) {
 	for _, total := range []Total{Sequencer, Lamport} {
 		t.Run(total.String(), func(t *testing.T) {
-			sim.Seeds(t, 4, func(t *testing.T, seed int64) {
-				rng := rand.New(rand.NewPCG(uint64(seed), 9))
-				s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond,
-					Jitter: time.Millisecond, Loss: 0.1, Duplicate: 0.05}})
-				cfg := DefaultLANConfig()
-				cfg.Total = total
-				cfg.KeepLog = 8 // compaction between snapshots
-				cfg.Machine = func() StateMachine { return rsm.New() }
-				build := func(env core.Env) (*Core, error) { return New(env, cfg) }
-				for id := uint32(1); id <= 3; id++ {
-					s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-						c, err := build(env)
-						if err != nil {
-							t.Fatalf("New: %v", err)
-						}
-						return c
-					}, clock.SimConfig{})
-				}
-				checks, readies := 0, 0
-				s.OnReady(func(r sim.Ready) {
-					live := r.Core.(*Core)
-					if readies++; readies%sampleEvery != 0 || live.durable.Pending() {
-						return // sampled (a restore is costly); or a failed write: nothing to compare with
-					}
-					restored, err := build(core.Env{ID: r.Node, Members: []uint32{1, 2, 3}, Now: r.Local,
-						Lamport: &clock.Lamport{}, State: s.Disk(r.Node), Log: s.DiskLog(r.Node)})
-					if err != nil {
-						t.Fatalf("node %d at %v: its own disk refused: %v", r.Node, r.At, err)
-					}
-					if a, b := comparable(live), comparable(restored); a != b {
-						t.Fatalf("node %d at %v: restored from %d records:\n%s\nlive:\n%s", r.Node, r.At, len(s.DiskLog(r.Node)), b, a)
-					}
-					checks++
-				})
-				s.Run(time.Second)
-				orders := []Order{FIFO, Causal, TotalOrder, TotalOrder}
-				for step := range 120 {
-					id := uint32(1 + rng.IntN(3))
-					if s.Running(id) {
-						_ = s.Do(id, func(c core.Core) {
-							_ = c.(*Core).Multicast(s.Clock(id).Now(), orders[rng.IntN(len(orders))], []byte(fmt.Sprintf("set k%d %d", step%5, step)))
-						})
-					}
-					s.Run(time.Duration(rng.IntN(8)) * time.Millisecond)
-					if rng.IntN(50) == 0 {
-						v := uint32(1 + rng.IntN(3))
-						s.Crash(v)
-						s.Run(time.Duration(rng.IntN(300)) * time.Millisecond)
-						s.Restart(v)
-					}
-				}
-				s.Run(2 * time.Second)
-				if checks < 50 {
-					t.Fatalf("only %d states compared", checks)
-				}
-			})
+			sim.Seeds(t, seeds(4, 100), func(t *testing.T, seed int64) { recordsRestoreExactly(t, total, seed) })
 		})
+	}
+}
+
+// Seed 95 of TestSimRecordsRestoreExactly/sequencer, pinned: a member
+// back from a crash took, in one batch, a new sequencer's Append of
+// entries 32 to 40 with the commit point at 40, and compacted its log to
+// 32 before writing: the record carried the log from 33 on, so entry 32
+// (applied to the state machine) existed nowhere on disk, and the member
+// refused its own disk at the next start ("log record 101 changes entry
+// 33, the log holds 1 to 31"). Compaction now never cuts an entry not
+// yet written.
+func TestSimRecordsCompactionAfterWrite(t *testing.T) {
+	recordsRestoreExactly(t, Sequencer, 95)
+}
+
+func recordsRestoreExactly(t *testing.T, total Total, seed int64) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 9))
+	s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond,
+		Jitter: time.Millisecond, Loss: 0.1, Duplicate: 0.05}})
+	cfg := DefaultLANConfig()
+	cfg.Total = total
+	cfg.KeepLog = 8 // compaction between snapshots
+	cfg.Machine = func() StateMachine { return rsm.New() }
+	build := func(env core.Env) (*Core, error) { return New(env, cfg) }
+	for id := uint32(1); id <= 3; id++ {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			c, err := build(env)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			return c
+		}, clock.SimConfig{})
+	}
+	checks, readies := 0, 0
+	s.OnReady(func(r sim.Ready) {
+		live := r.Core.(*Core)
+		if readies++; readies%sampleEvery != 0 || live.durable.Pending() {
+			return // sampled (a restore is costly); or a failed write: nothing to compare with
+		}
+		restored, err := build(core.Env{ID: r.Node, Members: []uint32{1, 2, 3}, Now: r.Local,
+			Lamport: &clock.Lamport{}, State: s.Disk(r.Node), Log: s.DiskLog(r.Node)})
+		if err != nil {
+			t.Fatalf("node %d at %v: its own disk refused: %v", r.Node, r.At, err)
+		}
+		if a, b := comparable(live), comparable(restored); a != b {
+			t.Fatalf("node %d at %v: restored from %d records:\n%s\nlive:\n%s", r.Node, r.At, len(s.DiskLog(r.Node)), b, a)
+		}
+		checks++
+	})
+	s.Run(time.Second)
+	orders := []Order{FIFO, Causal, TotalOrder, TotalOrder}
+	for step := range 120 {
+		id := uint32(1 + rng.IntN(3))
+		if s.Running(id) {
+			_ = s.Do(id, func(c core.Core) {
+				_ = c.(*Core).Multicast(s.Clock(id).Now(), orders[rng.IntN(len(orders))], []byte(fmt.Sprintf("set k%d %d", step%5, step)))
+			})
+		}
+		s.Run(time.Duration(rng.IntN(8)) * time.Millisecond)
+		if rng.IntN(50) == 0 {
+			v := uint32(1 + rng.IntN(3))
+			s.Crash(v)
+			s.Run(time.Duration(rng.IntN(300)) * time.Millisecond)
+			s.Restart(v)
+		}
+	}
+	s.Run(2 * time.Second)
+	if checks < 50 {
+		t.Fatalf("only %d states compared", checks)
 	}
 }
 
@@ -513,7 +527,7 @@ func comparable(c *Core) string {
 // delivers total-order number k, a majority of the members' disks (the
 // state a restart would read) hold entry k.
 func TestSimCommittedIsOnAMajorityOfDisks(t *testing.T) {
-	sim.Seeds(t, 6, func(t *testing.T, seed int64) {
+	sim.Seeds(t, seeds(6, 100), func(t *testing.T, seed int64) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 11))
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.05}})
 		cfg := DefaultLANConfig()
