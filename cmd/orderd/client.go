@@ -82,7 +82,7 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 			if c, err = coreOf(n); err != nil {
 				return
 			}
-			before = c.Report().Delivered["total_index"]
+			before = c.LastIndex()
 			if err = c.Multicast(clk.Now(), req.Order, []byte(req.Message)); err == nil && sequenced {
 				sid = c.Submission()
 			}
@@ -112,7 +112,7 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 				}
 				// Delivered, and out of the history already (a flood).
 				committed = sequenced && !c.Submitting(sid)
-				if s := c.Report().Sequencer; s != nil && s.Sequencer == 0 {
+				if _, _, known := c.Election().Leader(); total == order.Sequencer && !known {
 					pending = ": no sequencer known: an election is running"
 				}
 			}); derr != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -285,25 +286,40 @@ func num(v any) float64 {
 }
 
 // fdatasyncTime measures this disk's fdatasync of a small append in dir,
-// as a daemon's log write does it.
-func (o *orderBench) fdatasyncTime(n int) Summary {
-	f, err := os.CreateTemp(o.dir, "fdatasync-*")
-	if err != nil {
-		o.fatalf("fdatasync probe: %v", err)
+// as a daemon's log write does it, by at once files at the same moment
+// (the lab's hosts share one disk: the members write an entry together).
+func (o *orderBench) fdatasyncTime(n, at int) Summary {
+	files := make([]*os.File, at)
+	for k := range files {
+		f, err := os.CreateTemp(o.dir, "fdatasync-*")
+		if err != nil {
+			o.fatalf("fdatasync probe: %v", err)
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		files[k] = f
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
 	rec := []byte(strings.Repeat("x", 200))
+	var mu sync.Mutex
 	var samples []time.Duration
 	for range n {
-		if _, err := f.Write(rec); err != nil {
-			o.fatalf("fdatasync probe: %v", err)
+		var wg sync.WaitGroup
+		for _, f := range files {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := f.Write(rec); err != nil {
+					return
+				}
+				start := time.Now()
+				if unix.Fdatasync(int(f.Fd())) == nil {
+					mu.Lock()
+					samples = append(samples, time.Since(start))
+					mu.Unlock()
+				}
+			}()
 		}
-		start := time.Now()
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
-			o.fatalf("fdatasync probe: %v", err)
-		}
-		samples = append(samples, time.Since(start))
+		wg.Wait()
 		o.sleep(2 * time.Millisecond)
 	}
 	return Summarize(samples)

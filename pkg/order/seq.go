@@ -495,6 +495,10 @@ func (c *Core) submit(msg []byte) error {
 // a majority of disks, a stronger promise than this one's.
 func (c *Core) Submission() uint64 { return c.st.Log.SID }
 
+// LastIndex is the index of the last delivery here (Delivery.Index): a
+// caller waiting for a delivery looks at History after it.
+func (c *Core) LastIndex() uint64 { return c.st.Delivered }
+
 // Submitting reports whether submission sid still waits for its entry's
 // commit here (false once delivered, or lost with a restart).
 func (c *Core) Submitting(sid uint64) bool {
