@@ -71,9 +71,10 @@
 // The critical path of a multicast is four one-way message delays
 // (sender -> sequencer -> members -> sequencer -> members) and one
 // fdatasync, the members' entry, as Raft's: the sequencer's own write
-// runs while its Append travels, and a member acknowledges an Append
-// that changes nothing in its log (the commit point alone) without a
-// write of its own. The commit point rides on the sequencer's next Append (as Raft's commit index on
+// runs while its Append travels (the daemon's loop then takes the
+// members' acks once that write is done), and a member acknowledges an
+// Append that changes nothing in its log (the commit point alone) before
+// its record of it is written. The commit point rides on the sequencer's next Append (as Raft's commit index on
 // AppendEntries): under load a multicast costs the notes' 1 + (N-1)
 // frames, plus the members' N-1 acknowledgements of the entry; an idle
 // sequencer sends a new commit point alone at once (N-1 frames more), and
