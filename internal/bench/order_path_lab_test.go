@@ -191,12 +191,14 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 		if !ok {
 			return nil, fmt.Sprintf("h%d's ack did not reach the sequencer", i)
 		}
-		if commitIn, ok = find(f, ackOut.T, func(e trace.Event) bool {
+		// A member slower than the majority may get the commit point
+		// before its own ack leaves (and delivers once its write is done).
+		if commitIn, ok = find(f, appendIn.T, func(e trace.Event) bool {
 			return e.Ev == trace.EvRecv && e.Kind == "order_append" && uint64(num(e.Fields["commit"])) >= number
 		}); !ok {
 			return nil, fmt.Sprintf("h%d received no commit point %d", i, number)
 		}
-		commitSent, _ := find(sq, ackOut.T, func(e trace.Event) bool { return e.Ev == trace.EvSend && e.Frame == commitIn.Frame })
+		commitSent, _ := find(sq, appendOut.T, func(e trace.Event) bool { return e.Ev == trace.EvSend && e.Frame == commitIn.Frame })
 		if delivered, ok = find(f, commitIn.T, func(e trace.Event) bool {
 			return e.Ev == trace.EvLocal && e.Name == order.EventDelivered && uint64(num(e.Args["seq"])) == number
 		}); !ok {
