@@ -54,8 +54,13 @@ func coreOf(n *node.Node) (*order.Core, error) {
 	return c, nil
 }
 
-func attach(_ *cli.Context, d *daemon.Daemon) error {
+func attach(cc *cli.Context, d *daemon.Daemon) error {
 	clk := d.Config().Clock
+	me := d.Config().ID
+	total, err := order.ParseTotal(cc.String("total"))
+	if err != nil {
+		return app.Usagef("--total: %v", err)
+	}
 	d.Handle(http.MethodPost, "/v1/send", func(r *http.Request) (any, error) {
 		var req sendRequest
 		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
@@ -64,54 +69,66 @@ func attach(_ *cli.Context, d *daemon.Daemon) error {
 		if req.Order == 0 {
 			req.Order = order.FIFO
 		}
-		var before uint64
-		var err error
+		// A submission to the sequencer is not written here: it is
+		// answered once its entry is committed (on a majority of disks),
+		// which this node learns when it delivers it. The others are
+		// answered once written here (Do), or delivered with --wait.
+		sequenced := req.Order == order.TotalOrder && total == order.Sequencer
+		events, unsubscribe := d.Subscribe() // before the send: no delivery is missed
+		defer unsubscribe()
+		var before, sid uint64
 		if derr := d.Do(r.Context(), func(n *node.Node) {
 			var c *order.Core
 			if c, err = coreOf(n); err != nil {
 				return
 			}
-			before = c.Report().Delivered["total_index"]
-			err = c.Multicast(clk.Now(), req.Order, []byte(req.Message))
+			before = c.LastIndex()
+			if err = c.Multicast(clk.Now(), req.Order, []byte(req.Message)); err == nil && sequenced {
+				sid = c.Submission()
+			}
 		}); derr != nil {
 			return nil, derr
 		}
 		if err != nil {
 			return nil, ctl.Conflict(err.Error())
 		}
-		if !req.Wait {
+		if !req.Wait && !sequenced {
 			return sendReply{}, nil
 		}
-		// Wait for the message's delivery here: this node's next one of
-		// that order, from itself, with that text (its own messages are
-		// delivered in the order it sent them).
+		// Wait for the message's delivery here: by its submission ID, or
+		// this node's next one of that order, from itself, with that text
+		// (its own messages are delivered in the order it sent them).
 		for {
 			var found *order.Delivery
 			var pending string
+			committed := false
 			if derr := d.Do(r.Context(), func(n *node.Node) {
 				c, _ := coreOf(n)
 				for _, dl := range c.History(before) {
-					if dl.Order == req.Order && dl.Sender == d.Config().ID && string(dl.Message) == req.Message {
+					if dl.Order == req.Order && dl.Sender == me && (sequenced && dl.SID == sid || !sequenced && string(dl.Message) == req.Message) {
 						found = &dl
 						return
 					}
 				}
-				if s := c.Report().Sequencer; s != nil && s.Sequencer == 0 {
-					pending = "no sequencer known: an election is running"
+				// Delivered, and out of the history already (a flood).
+				committed = sequenced && !c.Submitting(sid)
+				if _, _, known := c.Election().Leader(); total == order.Sequencer && !known {
+					pending = ": no sequencer known: an election is running"
 				}
 			}); derr != nil {
 				if r.Context().Err() != nil {
-					return nil, ctl.Timeout("sent, but not yet delivered here (" + pending + "); see orderd status")
+					return nil, notDelivered(sequenced, pending)
 				}
 				return nil, derr
 			}
-			if found != nil {
+			switch {
+			case found != nil && req.Wait:
 				return sendReply{Delivered: found}, nil
+			case found != nil, committed:
+				return sendReply{}, nil
 			}
-			select {
-			case <-r.Context().Done():
-				return nil, ctl.Timeout("sent, but not yet delivered here; see orderd status")
-			case <-time.After(5 * time.Millisecond):
+			if !waitDelivery(r.Context(), events, me) {
+				return nil, notDelivered(sequenced, pending)
 			}
 		}
 	})
@@ -155,6 +172,36 @@ func attach(_ *cli.Context, d *daemon.Daemon) error {
 	return nil
 }
 
+// waitDelivery waits for a delivery of this node's own message (or an
+// event lost to a slow read, or a while: the caller looks again); false
+// once ctx is done.
+func waitDelivery(ctx context.Context, events <-chan daemon.EventRecord, me uint32) bool {
+	poll := time.NewTimer(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return ctx.Err() == nil
+			}
+			if e.Lost > 0 || e.Name == order.EventDelivered && fmt.Sprint(e.Attrs["sender"]) == strconv.FormatUint(uint64(me), 10) {
+				return true
+			}
+		case <-poll.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func notDelivered(sequenced bool, pending string) error {
+	if sequenced {
+		return ctl.Timeout("submitted to the sequencer, not committed yet" + pending + ": it may still be delivered; see orderd status")
+	}
+	return ctl.Timeout("sent, but not yet delivered here" + pending + "; see orderd status")
+}
+
 func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "send",
@@ -163,7 +210,7 @@ func sendCommand() *cli.Command {
 		Flags: []cli.Flag{app.ControlFlag(name),
 			&cli.StringFlag{Name: "order", Value: "fifo", Usage: "fifo, causal or total"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait until this node delivers it, and print the delivery"},
-			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "how long --wait waits"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "how long to wait for the answer: --wait's delivery, or --order total's commit (with a sequencer, a total-order send is answered once a majority holds it)"},
 			app.JSONFlag},
 		Action: func(c *cli.Context) error {
 			o, err := order.ParseOrder(c.String("order"))

@@ -93,8 +93,29 @@
 // committed number is held by a majority, and two majorities meet, so the
 // adopted log holds all of them. Each sender's submissions are numbered
 // once and in order (per-sender submission IDs, kept in the log), so
-// a message resent to a new sequencer is not numbered twice. The commit
-// point rides on the sequencer's next Append (as Raft's commit index on
+// a message resent to a new sequencer is not numbered twice.
+//
+// A submission is not written by its sender: it leaves at once, and the
+// sender answers the send once the entry is committed, which is on a
+// majority of disks (a stronger promise than the sender's own disk, and
+// no fdatasync of the sender's on the path). A sender that crashes
+// before that loses its waiting submissions with its memory, unanswered
+// (those the sequencer numbered are delivered as any other). Its
+// submission IDs are era<<32 | count, the era one more at every start and
+// on disk before any submission of it leaves, so a restarted sender never
+// reuses an ID it may have sent; the sequencer takes a sender's next ID
+// of the same era, or the first of a newer era, and nothing else: no
+// message is numbered twice, none after a later one of its sender, and
+// one of the old era still in flight once the new era's first is
+// numbered is refused as numbered already (it was never answered).
+//
+// The critical path of a multicast is four one-way message delays
+// (sender -> sequencer -> members -> sequencer -> members) and one
+// fdatasync, the members' entry, as Raft's: the sequencer's own write
+// runs while its Append travels (the daemon's loop then takes the
+// members' acks once that write is done), and a member acknowledges an
+// Append that changes nothing in its log (the commit point alone) before
+// its record of it is written. The commit point rides on the sequencer's next Append (as Raft's commit index on
 // AppendEntries): under load a multicast costs the notes' 1 + (N-1)
 // frames, plus the members' N-1 acknowledgements of the entry; an idle
 // sequencer sends a new commit point alone at once (N-1 frames more), and
@@ -115,15 +136,17 @@
 // # Crashes
 //
 // Everything a member has promised is on disk before any frame that
-// depends on it leaves (an acknowledgement, a submission, an entry's
-// acknowledgement): its stream and what it handed on, the causal and
+// depends on it leaves (an acknowledgement, an entry's acknowledgement,
+// a start's submission era): its stream and what it handed on, the causal and
 // Lamport queues, the log and the state machine at the position it
 // reflects. It is written as a snapshot now and then and, in between, as
 // one record per step of what changed (record.go; core.Ready.Entries),
 // which the daemon appends to its log with one fdatasync for a whole
 // batch of frames. A member that restarts reads the snapshot and the
 // records after it and is exactly where it was (TestSimRecordsRestoreExactly
-// checks it after every step): the others resend what it missed, and the
+// checks it after every step; a record carries the log from the first
+// entry changed since the last one, so the log is compacted only of
+// entries already written): the others resend what it missed, and the
 // sequencer sends it the log entries after its commit point. Numbering
 // and committing are not promises (a majority holds what is committed):
 // the sequencer's Appends leave while it writes, and it counts itself a

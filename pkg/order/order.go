@@ -60,7 +60,8 @@ func ParseOrder(s string) (Order, error) {
 // Events.
 const (
 	// EventDelivered: a message was delivered (args: order, sender, seq,
-	// index, and the state machine's result for total order).
+	// index, sid for the sequencer's total order, and the state machine's
+	// result for total order).
 	EventDelivered = "delivered"
 	// EventSequencer: this member became the sequencer of a term, having
 	// learned the log from a majority (args: term, last, commit).
@@ -106,6 +107,7 @@ type Delivery struct {
 	Order   Order     `json:"order"`
 	Sender  uint32    `json:"sender"`
 	Seq     uint64    `json:"seq"`               // the sender's stream number, or the total order's number (sequencer)
+	SID     uint64    `json:"sid,omitempty"`     // the sender's submission ID (total, sequencer: Core.Submission)
 	Lamport uint64    `json:"lamport,omitempty"` // the message's Lamport stamp (total, Lamport)
 	Vector  []uint64  `json:"vector,omitempty"`  // the message's vector timestamp, in member order (causal)
 	Message []byte    `json:"message"`
@@ -200,6 +202,11 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	// into one file (and starts it on a first start).
 	c.rec.whole = true
 	c.durable.Change(false)
+	if cfg.Total == Sequencer {
+		if err := c.newEra(); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -244,8 +251,9 @@ func (c *Core) Multicast(now time.Time, o Order, msg []byte) error {
 				return c.busy()
 			}
 			c.lamportSend(msg)
-		} else if err := c.submit(msg); err != nil {
-			return err
+		} else {
+			// Volatile until the sequencer's log holds it (submit).
+			return c.submit(msg)
 		}
 	default:
 		return fmt.Errorf("%w: %v", ErrOrder, o)
@@ -550,7 +558,10 @@ func (c *Core) deliver(d Delivery) {
 	d.Index = c.st.Delivered
 	d.At = c.now
 	c.deliveredN[d.Order]++
-	if len(c.history) >= c.cfg.History {
+	if len(c.history) >= 2*c.cfg.History {
+		// Cut once History more piled up, not at every delivery: a copy
+		// of the whole history per delivery was most of a member's CPU
+		// on the total order's path (BenchmarkSequencerMulticast).
 		c.history = append(c.history[:0:0], c.history[len(c.history)-c.cfg.History+1:]...)
 	}
 	c.history = append(c.history, d)
@@ -560,6 +571,9 @@ func (c *Core) deliver(d Delivery) {
 		c.fresh = append(c.fresh, d)
 	}
 	args := []any{"order", d.Order.String(), "sender", d.Sender, "seq", d.Seq, "index", d.Index}
+	if d.SID != 0 {
+		args = append(args, "sid", d.SID)
+	}
 	if d.Result != "" {
 		args = append(args, "result", d.Result)
 	}
@@ -581,7 +595,8 @@ func (c *Core) Deliveries() []Delivery {
 // History returns the last History deliveries, oldest first, from index
 // after on (0: all).
 func (c *Core) History(after uint64) []Delivery {
-	i, _ := slices.BinarySearchFunc(c.history, after+1, func(d Delivery, idx uint64) int {
+	h := c.history[max(0, len(c.history)-c.cfg.History):]
+	i, _ := slices.BinarySearchFunc(h, after+1, func(d Delivery, idx uint64) int {
 		switch {
 		case d.Index < idx:
 			return -1
@@ -590,7 +605,7 @@ func (c *Core) History(after uint64) []Delivery {
 		}
 		return 0
 	})
-	return slices.Clone(c.history[i:])
+	return slices.Clone(h[i:])
 }
 
 // Machine returns the replicated state machine (nil without one).

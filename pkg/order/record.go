@@ -99,7 +99,11 @@ type recorder struct {
 // wantWhole says whether the next write is a snapshot.
 func (c *Core) wantWhole() bool {
 	r := &c.rec
-	return r.whole || r.bytes > snapshotGrowth*r.snapshot+snapshotSlack
+	l := &c.st.Log
+	// Entries changed since the last write and no longer held (another
+	// member's snapshot replaced them) cannot go in a record.
+	cut := l.changed != 0 && l.changed <= l.Base
+	return r.whole || cut || r.bytes > snapshotGrowth*r.snapshot+snapshotSlack
 }
 
 // marked encodes v and reports whether it differs from *last, moving
@@ -176,7 +180,7 @@ func (c *Core) encodeRecord() []byte {
 		rec.Log = b
 	}
 	if l.changed != 0 {
-		rec.From = max(l.changed, l.Base+1)
+		rec.From = l.changed // > l.Base: see wantWhole and logState.compact
 		for i := rec.From; i <= l.last(); i++ {
 			e, _ := l.entry(i)
 			rec.Entries = append(rec.Entries, e)

@@ -37,7 +37,8 @@ import (
 // duplicate. Numbers that only the dead sequencer (or a minority) held
 // and that nobody delivered may be renumbered; their senders resend them
 // until they are delivered, and the sequencer takes each sender's
-// submissions in order and once (SIDs), so nothing is lost or doubled.
+// submissions in order and once (SIDs, in eras: see submit), so nothing
+// is doubled, and nothing answered (committed) is lost.
 
 type logEntry struct {
 	Sender  uint32 `json:"sender"`
@@ -56,10 +57,13 @@ type logState struct {
 	Machine    []byte     `json:"machine,omitempty"` // state machine at Applied
 	// BaseSIDs are the senders' highest SIDs in the compacted entries.
 	BaseSIDs map[uint32]uint64 `json:"base_sids,omitempty"`
-	// SID is this member's last submission; Submits are those not yet
-	// delivered.
-	SID     uint64            `json:"sid"`
-	Submits map[uint64][]byte `json:"submits,omitempty"`
+	// Era is this member's submission era: the high 32 bits of its SIDs,
+	// one more at every start (written before any submission of it
+	// leaves). SID is its last submission, Submits those not yet
+	// delivered: volatile (see submit).
+	Era     uint64            `json:"era"`
+	SID     uint64            `json:"-"`
+	Submits map[uint64][]byte `json:"-"`
 
 	// changed is the first entry changed (added, replaced or cut) since
 	// the state was last written; 0: none. A log record carries the
@@ -95,6 +99,34 @@ func (l *logState) truncate(i uint64) {
 		l.touch(i + 1)
 		l.Entries = l.Entries[:i-l.Base]
 	}
+}
+
+// compact drops the delivered entries but the last keep, once a quarter
+// more has piled up. Never those changed since the last write: the next
+// record carries the log from the first changed entry on (record.go), and
+// a restart applies to the state machine, from that record, the entries
+// applied since; an entry cut before it was written would be missing on
+// replay (and one rewritten in the meantime replayed with its old
+// content). Those go at a later commit, once written.
+func (l *logState) compact(keep uint64) {
+	if l.Applied <= l.Base+keep+keep/4+1 {
+		return
+	}
+	cut := l.Applied - keep
+	if l.changed != 0 {
+		cut = min(cut, l.changed-1)
+	}
+	if cut <= l.Base {
+		return
+	}
+	if l.BaseSIDs == nil {
+		l.BaseSIDs = map[uint32]uint64{}
+	}
+	for _, e := range l.Entries[:cut-l.Base] {
+		l.BaseSIDs[e.Sender] = max(l.BaseSIDs[e.Sender], e.SID)
+	}
+	l.Entries = append(l.Entries[:0:0], l.Entries[cut-l.Base:]...)
+	l.Base = cut
 }
 
 // sids returns each sender's highest SID in the log.
@@ -391,12 +423,57 @@ func (c *Core) becomeSequencer() {
 	c.advanceCommit()
 }
 
+// Submission IDs: a sender numbers its submissions era<<32 | count,
+// count from 1 in each era. The era is written once per start, before any
+// submission of it leaves (newEra), so a restarted sender never reuses an
+// ID it may have sent before the crash, whatever it wrote.
+const (
+	sidCount = 1<<32 - 1
+	maxEra   = 1<<32 - 1
+)
+
+func sidEra(sid uint64) uint64 { return sid >> 32 }
+
+// newEra starts a submission era: a promise, so that it is on disk before
+// any submission of it leaves.
+func (c *Core) newEra() error {
+	l := &c.st.Log
+	if l.Era >= maxEra {
+		return fmt.Errorf("%w: submission era %d, the last", core.ErrState, l.Era)
+	}
+	l.Era++
+	l.SID = l.Era << 32
+	c.durable.Change(true)
+	return nil
+}
+
 // submit hands a message to the sequencer.
+//
+// A submission is not written: it leaves at once, and the sequencer's
+// log is what keeps it (a send is answered once its entry is committed,
+// on a majority of disks: Submitted). A sender that crashes before that
+// loses its submissions with its memory, unanswered, as a crash before
+// the write would lose them anyway; those already numbered are delivered
+// as any other. It restarts in a new era, whose first submission the
+// sequencer takes after any of the old era (takeSubmit): none is numbered
+// twice, and an old one still in flight is not numbered after a new one.
 func (c *Core) submit(msg []byte) error {
 	l := &c.st.Log
 	if len(l.Submits) >= c.cfg.MaxSubmits {
 		c.count("busy")
 		return fmt.Errorf("%w: %d messages wait for the sequencer (%s)", ErrBusy, len(l.Submits), c.sequencerText())
+	}
+	if l.SID&sidCount == sidCount {
+		// This era's IDs are used up (4 billion submissions since the
+		// start): the next era's first is taken after those still waiting
+		// only if none is.
+		if len(l.Submits) > 0 {
+			c.count("busy")
+			return fmt.Errorf("%w: submission era %d is used up; %d submissions wait for the sequencer", ErrBusy, l.Era, len(l.Submits))
+		}
+		if err := c.newEra(); err != nil {
+			return err
+		}
 	}
 	l.SID++
 	if l.Submits == nil {
@@ -409,6 +486,24 @@ func (c *Core) submit(msg []byte) error {
 		c.wake(c.seqr.submitDue)
 	}
 	return nil
+}
+
+// Submission returns the ID of this member's last submission to the
+// sequencer (the last total-order Multicast taken, with Total Sequencer):
+// its Delivery carries it once committed. What answers a send waits for
+// that delivery here, not for a write of its own: a committed entry is on
+// a majority of disks, a stronger promise than this one's.
+func (c *Core) Submission() uint64 { return c.st.Log.SID }
+
+// LastIndex is the index of the last delivery here (Delivery.Index): a
+// caller waiting for a delivery looks at History after it.
+func (c *Core) LastIndex() uint64 { return c.st.Delivered }
+
+// Submitting reports whether submission sid still waits for its entry's
+// commit here (false once delivered, or lost with a restart).
+func (c *Core) Submitting(sid uint64) bool {
+	_, ok := c.st.Log.Submits[sid]
+	return ok
 }
 
 func (c *Core) sequencerText() string {
@@ -446,13 +541,22 @@ func (c *Core) stepSubmit(m msgT) error {
 func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte) error {
 	sr := &c.seqr
 	l := &c.st.Log
+	last := sr.sids[from]
 	switch {
 	case sr.leading == 0:
 		return fmt.Errorf("%w (%s)", ErrNotLeading, c.sequencerText())
-	case sid <= sr.sids[from]:
+	case sid <= last:
 		return nil // numbered already: its delivery will tell the sender
-	case sid != sr.sids[from]+1:
-		return fmt.Errorf("%w: submission %d from %d before its %d", ErrStale, sid, from, sr.sids[from]+1)
+	case sid&sidCount == 0:
+		return fmt.Errorf("%w: submission %x from %d: no era's count is 0", ErrImplausible, sid, from)
+	case sidEra(sid) == sidEra(last) && sid != last+1, sidEra(sid) > sidEra(last) && sid&sidCount != 1:
+		// Arrived before an earlier one: the sender resends it in turn.
+		// (A new era's first is taken after any of the old era: the
+		// sender restarted, or used up an era with nothing waiting. What
+		// it submitted before and is not numbered yet was lost with its
+		// memory, unanswered; numbering the new era's first refuses any
+		// of it still in flight.)
+		return fmt.Errorf("%w: submission %x from %d before its %x", ErrStale, sid, from, last+1)
 	case l.last()-l.Commit >= uint64(c.cfg.MaxUncommitted):
 		return fmt.Errorf("%w: %d numbers uncommitted", ErrFull, l.last()-l.Commit)
 	}
@@ -560,6 +664,11 @@ func (c *Core) stepAppend(m msgT) error {
 	// point, sends the sequencer back to the first number not committed.
 	vouched := l.AppendTerm == m.Term || a.Prev <= l.Commit
 	if a.Prev <= l.last() && vouched {
+		// The ack below says this log holds what changed: a promise. An
+		// Append that changes nothing (the commit point alone, a
+		// heartbeat, a resend) promises what an earlier write holds, and
+		// core.Durable keeps a failed earlier write's promise pending.
+		changed := false
 		i := a.Prev
 		for _, e := range a.Entries {
 			i++
@@ -571,16 +680,21 @@ func (c *Core) stepAppend(m msgT) error {
 			}
 			l.truncate(i - 1)
 			l.add(logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
+			changed = true
 		}
 		if l.AppendTerm != m.Term {
 			// Anything after what this sequencer sent is another term's.
 			l.truncate(max(i, l.Commit))
 			l.AppendTerm = m.Term
+			changed = true
 		}
 		if l.last() >= a.Start && l.LogTerm != m.Term {
 			l.LogTerm = m.Term
+			changed = true
 		}
-		c.durable.Change(true)
+		if changed {
+			c.durable.Change(true)
+		}
 	}
 	match := l.Commit
 	if l.AppendTerm == m.Term {
@@ -687,19 +801,9 @@ func (c *Core) commitTo(i uint64) {
 				}
 			}
 		}
-		c.applyTotal(Delivery{Order: TotalOrder, Sender: e.Sender, Seq: l.Applied, Message: e.Message})
+		c.applyTotal(Delivery{Order: TotalOrder, Sender: e.Sender, Seq: l.Applied, SID: e.SID, Message: e.Message})
 	}
-	if keep := uint64(c.cfg.KeepLog); l.Applied > l.Base+keep+keep/4+1 {
-		cut := l.Applied - keep
-		if l.BaseSIDs == nil {
-			l.BaseSIDs = map[uint32]uint64{}
-		}
-		for _, e := range l.Entries[:cut-l.Base] {
-			l.BaseSIDs[e.Sender] = max(l.BaseSIDs[e.Sender], e.SID)
-		}
-		l.Entries = append(l.Entries[:0:0], l.Entries[cut-l.Base:]...)
-		l.Base = cut
-	}
+	l.compact(uint64(c.cfg.KeepLog))
 	// Not a promise: a commit point is held by a majority whatever
 	// happens to this member, which learns it again after a crash.
 	c.durable.Change(false)

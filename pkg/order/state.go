@@ -3,7 +3,6 @@ package order
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
@@ -163,11 +162,6 @@ func check(st *persisted, c *Core, n int) error {
 	if l.Commit > l.last() || l.Applied > l.Commit || l.Base > l.Applied || l.LogTerm > l.Term || l.AppendTerm > l.Term {
 		return fmt.Errorf("%w: log base %d applied %d commit %d last %d, terms %d/%d/%d", core.ErrState,
 			l.Base, l.Applied, l.Commit, l.last(), l.LogTerm, l.AppendTerm, l.Term)
-	}
-	for sid := range maps.Keys(l.Submits) {
-		if sid > l.SID {
-			return fmt.Errorf("%w: submission %d after the last, %d", core.ErrState, sid, l.SID)
-		}
 	}
 	return nil
 }
