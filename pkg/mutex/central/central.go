@@ -332,7 +332,7 @@ func (c *Core) Tick(now time.Time) {
 func (c *Core) Deadline() time.Time {
 	d := []time.Time{c.el.Deadline(), c.reqs.Deadline(), c.fol.deadline()}
 	if c.co != nil {
-		d = append(d, c.co.deadline())
+		d = append(d, c.co.deadline(c.now, c.parkFor()))
 	}
 	return core.Earliest(d...)
 }

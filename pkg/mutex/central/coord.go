@@ -1,6 +1,7 @@
 package central
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -60,6 +61,14 @@ type peer struct {
 	entries   int
 }
 
+// parkedRenewal is a member's renewal that waits for fresher support: its
+// frame's stamp, when it arrived, and the lease asked.
+type parkedRenewal struct {
+	stamp uint32
+	heard time.Time
+	lease time.Duration
+}
+
 // coord is the coordinator's state for one term: nothing of it survives
 // the term (a new coordinator rebuilds it from the members' syncs).
 type coord struct {
@@ -81,6 +90,8 @@ type coord struct {
 	queues  map[string]*cqueue
 	entries map[ckey]*centry
 	waiting int
+	// renewals wait for support fresh enough not to cut them (renewFresh).
+	renewals map[ckey]parkedRenewal
 
 	majorityAt  time.Time // when a majority had joined
 	holdUntil   time.Time
@@ -88,8 +99,15 @@ type coord struct {
 	restartSeen bool // a member (or this one) started less than a lease ago
 }
 
-func (k *coord) deadline() time.Time {
+func (k *coord) deadline(now time.Time, parkFor time.Duration) time.Time {
 	d := []time.Time{k.nextBeat}
+	for _, r := range k.renewals {
+		// Once parked that long, a renewal waits for support, which
+		// comes with a frame, not a timer.
+		if at := r.heard.Add(parkFor); at.After(now) {
+			d = append(d, at)
+		}
+	}
 	if !k.ready && !k.majorityAt.IsZero() {
 		d = append(d, k.holdUntil)
 	}
@@ -132,7 +150,7 @@ func (c *Core) startCoordinating(term uint64) {
 	}
 	c.ledTerm = term
 	k := &coord{term: term, base: base, count: count, start: c.now, peers: map[uint32]*peer{},
-		queues: map[string]*cqueue{}, entries: map[ckey]*centry{}, resumed: count,
+		queues: map[string]*cqueue{}, entries: map[ckey]*centry{}, renewals: map[ckey]parkedRenewal{}, resumed: count,
 		restartSeen: c.restarted() || count > 0}
 	c.co = k
 	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now, backedOld: c.backedAt()}
@@ -291,6 +309,7 @@ func (c *Core) tickCoord() {
 	}
 	c.updateHold()
 	c.grantAll()
+	c.confirmParked()
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -435,6 +454,7 @@ func (c *Core) remove(e *centry) {
 		return
 	}
 	delete(k.entries, e.ckey)
+	delete(k.renewals, e.ckey)
 	q := k.queues[e.lock]
 	if e.granted {
 		q.holders = slices.DeleteFunc(q.holders, func(x *centry) bool { return x == e })
@@ -530,22 +550,83 @@ func (c *Core) coordRelease(member, inc uint32, seq uint64, fence uint64) error 
 	return nil
 }
 
-// coordRenewLocal confirms a renewal of this member's own client, when a
-// majority supports the coordinator; false: not yet.
-func (c *Core) coordRenewLocal(id mutex.RequestID, st mutex.RequestStatus, lease time.Duration) bool {
+// renewFresh says whether a renewal of lease, asked in a frame that
+// arrived at heard (parked since then), is confirmed now: with support,
+// and either not cut by its age or parked long enough (an eighth of a
+// beat: the beat called for it was not answered in time, and a cut lease
+// is better than none). Otherwise it calls for support: a holder renewing
+// gets its whole lease for a round trip, and its renewals replace the
+// periodic beats (each resets the beat's timer).
+func (c *Core) renewFresh(lease time.Duration, heard time.Time) bool {
+	if c.supported() && (c.leaseFor(lease, heard) >= lease || c.now.Sub(heard) >= c.parkFor()) {
+		return true
+	}
+	if c.now.Sub(c.co.beatAt) >= c.parkFor() { // else one has just left
+		c.count("beats_called")
+		c.beatNow()
+	}
+	return false
+}
+
+// parkFor is how long a renewal waits for fresher support.
+func (c *Core) parkFor() time.Duration { return c.cfg.BeatInterval / 8 }
+
+// confirmParked confirms the parked renewals that may be now, and has the
+// own clients' renewals tried again.
+func (c *Core) confirmParked() {
+	k := c.co
+	if k == nil {
+		return
+	}
+	for _, key := range slices.SortedFunc(maps.Keys(k.renewals), func(a, b ckey) int {
+		return cmp.Or(cmp.Compare(a.member, b.member), cmp.Compare(a.seq, b.seq))
+	}) {
+		r := k.renewals[key]
+		if !c.supported() || c.leaseFor(r.lease, r.heard) < r.lease && c.now.Sub(r.heard) < c.parkFor() {
+			continue
+		}
+		delete(k.renewals, key)
+		if e := k.entries[key]; e != nil && e.granted {
+			c.confirmRenewal(e, r)
+		}
+	}
+	for id, r := range c.fol.renewing {
+		r.next = c.now
+		c.fol.renewing[id] = r
+	}
+	c.sendRenewals()
+}
+
+// confirmRenewal extends holder e's lease as renewal r asked, cut as
+// leaseFor says, and tells its member.
+func (c *Core) confirmRenewal(e *centry, r parkedRenewal) {
+	cut := c.leaseFor(r.lease, r.heard)
+	e.lease, e.expires = r.lease, maxTime(e.expires, c.now.Add(c.cfg.pad(cut)))
+	c.count("renewals_confirmed")
+	if cut < r.lease {
+		c.count("leases_cut")
+	}
+	c.send(e.member, c.co.term, wire.KindCentralRenewed, wire.CentralGrant{Name: e.lock, Mode: wireMode(e.mode),
+		Incarnation: e.inc, Seq: e.seq, Fence: e.fence, Echo: r.stamp, LeaseMS: msDown(cut)})
+}
+
+// coordRenewLocal confirms a renewal of this member's own client, first
+// tried at since, when renewFresh allows; false: not yet.
+func (c *Core) coordRenewLocal(id mutex.RequestID, st mutex.RequestStatus, lease time.Duration, since time.Time) bool {
 	e := c.co.entries[ckey{c.self, c.inc, uint64(id)}]
 	if e == nil || !e.granted || e.fence != st.Fence {
 		c.reqs.Revoke(id, mutex.RenewRefused)
 		return true
 	}
-	if !c.supported() {
-		c.count("renewals_unsupported")
-		c.callSupport()
+	if !c.renewFresh(lease, since) {
+		c.count("renewals_parked")
 		return false
 	}
-	cut := c.leaseFor(lease, c.now)
+	// Counted from when the client asked, as a member counts from its
+	// renewal's sending: the cut holds wherever the lease is counted.
+	cut := c.leaseFor(lease, since)
 	e.lease, e.expires = lease, maxTime(e.expires, c.now.Add(c.cfg.pad(cut)))
-	c.reqs.ConfirmRenewal(c.now, c.now.Add(cut-lease), id)
+	c.reqs.ConfirmRenewal(c.now, since.Add(cut-lease), id)
 	return true
 }
 
@@ -639,16 +720,16 @@ func (c *Core) stepRenew(from uint32, term uint64, r wire.CentralRenew) error {
 	if err != nil {
 		return err
 	}
-	if !c.supported() {
-		c.count("renewals_unsupported") // no answer: the member asks again soon
-		c.callSupport()
+	parked := parkedRenewal{stamp: r.Stamp, heard: c.now, lease: lease}
+	if !c.renewFresh(lease, c.now) {
+		// Answered when a majority backs this coordinator afresh
+		// (confirmParked); a newer renewal of the member replaces it.
+		c.count("renewals_parked")
+		c.co.renewals[key] = parked
 		return nil
 	}
-	cut := c.leaseFor(lease, c.now)
-	e.lease, e.expires = lease, maxTime(e.expires, c.now.Add(c.cfg.pad(cut)))
-	c.count("renewals_confirmed")
-	c.send(from, c.co.term, wire.KindCentralRenewed, wire.CentralGrant{Name: e.lock, Mode: wireMode(e.mode),
-		Incarnation: p.inc, Seq: r.Seq, Fence: e.fence, Echo: r.Stamp, LeaseMS: msDown(cut)})
+	delete(c.co.renewals, key)
+	c.confirmRenewal(e, parked)
 	return nil
 }
 
@@ -679,6 +760,7 @@ func (c *Core) stepSync(from uint32, term uint64, s wire.CentralSync) error {
 	c.applySync(from, p, s.Entries, s.MaxSeq)
 	c.updateHold()
 	c.grantAll()
+	c.confirmParked()
 	return nil
 }
 

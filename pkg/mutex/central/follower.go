@@ -49,6 +49,7 @@ type follower struct {
 type renewal struct {
 	lease time.Duration
 	next  time.Time // when it is sent (again)
+	since time.Time // when it was first asked
 }
 
 func (f *follower) init() {
@@ -175,7 +176,7 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 		st, _ := c.reqs.Lookup(c.now, id)
 		lease = time.Duration(st.LeaseMS) * time.Millisecond
 	}
-	c.fol.renewing[id] = renewal{lease: lease, next: c.now}
+	c.fol.renewing[id] = renewal{lease: lease, next: c.now, since: c.now}
 	c.sendRenewals()
 	c.drain()
 	return nil
@@ -196,7 +197,7 @@ func (c *Core) sendRenewals() {
 		}
 		switch {
 		case c.co != nil:
-			if c.coordRenewLocal(id, st, r.lease) {
+			if c.coordRenewLocal(id, st, r.lease, r.since) {
 				delete(c.fol.renewing, id)
 				continue
 			}
