@@ -65,9 +65,14 @@
 //
 // The price is up to ConfirmWindow - LeaseSlack (3/4 of a beat) of a lease
 // (granted 2.25-3 s of a 3 s one), which the client sees in lease_left_ms
-// and renews before (mutexd lock renews at a third of what is left).
-// Nothing else flows while idle: the beat, its answers and the election's
-// heartbeat, one each a second per member.
+// and renews before (mutexd lock renews at a third of what is left). Only
+// a grant pays it, to keep an entry at three messages and one round trip;
+// a renewal that would be cut is parked instead, a beat called at once,
+// and answered uncut when a majority answered it (cut only if the answers
+// take an eighth of a beat), so a holder keeps its whole lease and its
+// renewals take the periodic beats' place. Nothing else flows while idle:
+// the beat, its answers and the election's heartbeat, one each a second
+// per member.
 //
 // # Takeover: the queue, the fences, and the wait
 //
