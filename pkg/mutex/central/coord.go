@@ -211,7 +211,7 @@ func (c *Core) supportAt() time.Time {
 
 // supported says whether a majority backed this coordinator within
 // ConfirmWindow: the condition of every grant and renewal, each of whose
-// leases ends within MaxLease of supportAt (leaseFor).
+// leases ends within MaxLease + LeaseSlack of supportAt (leaseFor).
 func (c *Core) supported() bool {
 	at := c.supportAt()
 	return !at.IsZero() && c.now.Sub(at) <= c.cfg.ConfirmWindow
@@ -255,11 +255,12 @@ func (c *Core) updateHold() {
 		}
 	}
 	if k.majorityAt.IsZero() && joined >= c.majority {
-		// Every lease an older coordinator granted ends within MaxLease
-		// of an instant at which a majority backed it; that majority and
-		// this one share a member, which backed it no later than its
-		// backedOld. So the latest backedOld of this majority, plus a
-		// padded lease, is past every such lease (the package comment).
+		// Every lease an older coordinator granted ends within MaxLease +
+		// LeaseSlack of an instant at which a majority backed it; that
+		// majority and this one share a member, which backed it no later
+		// than its backedOld. So the latest backedOld of this majority,
+		// plus the padded Hold, is past every such lease (the package
+		// comment).
 		var from time.Time
 		for _, p := range k.peers {
 			if p.joined && p.backedOld.After(from) {
