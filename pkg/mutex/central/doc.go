@@ -60,8 +60,8 @@
 //
 //	(L) every lease a coordinator grants or renews ends by S + MaxLease +
 //	    LeaseSlack (on any clock, with the drift padding), for an S that a
-//	    majority backed: each of its members answered a beat sent at S,
-//	    after S.
+//	    majority backed: each of its members answered a beat sent at S or
+//	    later, after it was sent (the coordinator backs itself throughout).
 //
 // The price is up to ConfirmWindow - LeaseSlack (3/4 of a beat) of a lease
 // (granted 2.25-3 s of a 3 s one), which the client sees in lease_left_ms
@@ -117,25 +117,25 @@
 // plus HoldMargin): Hold is that wait's longest, from the moment the
 // majority joined. Why that is enough. Take any lease an older coordinator
 // O granted or renewed, on support S: by (L) it ends by S + MaxLease +
-// LeaseSlack. The
-// majority M_O whose answers made S and the new majority M share a member
-// X (two majorities of the same members intersect). X answered O's beat
-// sent at S (so after S), while it still followed O; it joined the new
-// term later, and a member never answers the beat of a term older than
-// the newest it knows, so it answered nothing of O's after joining, and its
-// backedAt when it sent its joining sync is after S. The new coordinator
-// reads that instant as no earlier than it was (the sync was sent before
-// it arrived; the age is shrunk for drift), so B >= S and the lease ended
-// by B + MaxLease + LeaseSlack, before the first grant. A member that restarted cannot
-// remember what it answered: its backedAt is its start, after anything its
-// old run answered. An older coordinator that is itself in M counts its
-// own support at every instant it coordinated: its backedAt is when it
-// stopped (or its start, after a crash). This covers every older term, not
-// only the last: X answers one coordinator at a time, and backedAt is its
-// last answer to any. A majority is required to grant at all, so a
-// coordinator cut off in a minority stops granting and renewing within
-// ConfirmWindow, and its holders' leases run out within MaxLease +
-// LeaseSlack of its last support.
+// LeaseSlack. The majority M_O whose answers made S and the new majority
+// M share a member X (two majorities of the same members intersect). X
+// answered a beat O sent at S or later, after receiving it, while it still
+// followed O; it joined the new term later, and a member never answers the
+// beat of a term older than the newest it knows, so it answered nothing
+// of O's after joining, and its backedAt when it sent its joining sync is
+// after S. The new coordinator reads that instant as no earlier than it
+// was (the sync was sent before it arrived; the age is shrunk for drift),
+// so B >= S and the lease ended by B + MaxLease + LeaseSlack, before the
+// first grant. A member that restarted cannot remember what it answered:
+// its backedAt is its start, after anything its old run answered. If X is
+// O itself (it counts its own support at every instant it coordinated),
+// its backedAt is when it stopped coordinating (or its start, after a
+// crash): after S too. This covers every older term, not only the last: X
+// answers one coordinator at a time, and backedAt is its last answer to
+// any. A majority is required to grant at all, so a coordinator cut off in
+// a minority stops granting and renewing within ConfirmWindow, and its
+// holders' leases run out within MaxLease + LeaseSlack of its last
+// support.
 //
 // So a coordinator SIGKILLed is replaced by bully within DeadAfter (2.5
 // beats, the election's leader timeout) and the new one grants MaxLease +
