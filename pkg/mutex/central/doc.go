@@ -140,7 +140,7 @@
 // So a coordinator SIGKILLed is replaced by bully within DeadAfter (2.5
 // beats, the election's leader timeout) and the new one grants MaxLease +
 // LeaseSlack after the last beat the members answered: within a lease and
-// half a beat of the crash (3.5 s at most with the defaults, 3 s on
+// half a beat of the crash (2.5-3.5 s with the defaults, 3 s on
 // average), whatever the election took, where counting from the election
 // added it and a confirm window to every takeover.
 //
