@@ -62,8 +62,17 @@ func newKeeper(now, deadline time.Time, lease, grace time.Duration, what string)
 		what: what, lease: lease, grace: grace, deadline: deadline,
 		renewEvery: max(lease/3, 10*time.Millisecond),
 		retryEvery: max(min(lease/10, 250*time.Millisecond), 10*time.Millisecond),
-		renewAt:    now.Add(max(lease/3, 10*time.Millisecond)),
+		renewAt:    now.Add(max(min(lease, deadline.Sub(now))/3, 10*time.Millisecond)),
 	}
+}
+
+// renewAfter is when the next renewal is due after one that left the
+// lease left: a third of the lease, or of what is left when a grant or
+// renewal came with less than asked (an algorithm may cut a lease to end
+// with its majority's support: the central coordinator, Ricart-Agrawala),
+// so that the renewal comes well before the warning.
+func (k *keeper) renewAfter(left time.Duration) time.Duration {
+	return max(min(k.renewEvery, left/3), 10*time.Millisecond)
 }
 
 // Lost is why the lock is gone, "" while it is held.
@@ -91,7 +100,7 @@ func (k *keeper) Renewed(now time.Time, r renewOutcome) keeperAction {
 		case r.Err == nil:
 			k.lastRenew = nil
 			k.deadline = r.Sent.Add(r.Left)
-			k.renewAt = now.Add(k.renewEvery)
+			k.renewAt = now.Add(k.renewAfter(r.Left))
 		case r.Gone:
 			k.lose(now, r.Err.Error())
 			a.Warn = fmt.Sprintf("lost: %s: sending SIGTERM to %s", r.Err, k.what)

@@ -36,9 +36,23 @@ func TestKeeper(t *testing.T) {
 				{at: 0, input: "tick", want: keeperAction{Wake: at(400)}},
 				{at: 399, input: "tick", want: keeperAction{Wake: at(400)}}, // early: nothing
 				{at: 400, input: "tick", want: keeperAction{Renew: true, Wake: at(750)}},
-				{at: 402, input: "ok", left: ms(1199), want: keeperAction{Wake: at(802)}},
-				{at: 802, input: "tick", want: keeperAction{Renew: true, Wake: at(1149)}},
+				{at: 402, input: "ok", left: ms(1200), want: keeperAction{Wake: at(802)}},
+				{at: 802, input: "tick", want: keeperAction{Renew: true, Wake: at(1150)}},
 				{at: 803, input: "ok", left: ms(1200), want: keeperAction{Wake: at(1203)}},
+			},
+		},
+		{
+			// A lease cut short by the algorithm (the central coordinator
+			// grants 3 s asked as 2.25 s on a majority's support 1 s old):
+			// the renewals come at a third of what is left, well before the
+			// warning a third of the lease ahead of the deadline.
+			name: "a cut lease is renewed at a third of what is left", lease: ms(3000), grace: time.Second,
+			steps: []keeperStep{
+				{at: 0, input: "tick", want: keeperAction{Wake: at(1000)}},
+				{at: 1000, input: "tick", want: keeperAction{Renew: true, Wake: at(1950)}},
+				{at: 1010, input: "ok", left: ms(2250), want: keeperAction{Wake: at(1760)}},
+				{at: 1760, input: "tick", want: keeperAction{Renew: true, Wake: at(2200)}},
+				{at: 1770, input: "ok", left: ms(2400), want: keeperAction{Wake: at(2570)}},
 			},
 		},
 		{

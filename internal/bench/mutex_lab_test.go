@@ -200,6 +200,9 @@ type mutexResults struct {
 	// lock was last held, nobody holding it; bystander: of a host that
 	// never held it.
 	recovery, recoveryIdle, recoveryBystander map[string]Summary
+	// recoveryCoordinator: of the host that coordinates (an algorithm
+	// whose status names one: central), nobody holding the lock.
+	recoveryCoordinator map[string]Summary
 	// cutOff: from the holder cut off (by fault: "partitioned", "paused")
 	// until a waiter is granted, by algorithm.
 	cutOff map[string]map[string]Summary
@@ -213,7 +216,8 @@ func newMutexResults() *mutexResults {
 		perEntry: map[string]float64{}, perEntryMany: map[string]float64{},
 		idlePayload: map[string]float64{}, idleIf: map[string]float64{},
 		recovery: map[string]Summary{}, recoveryIdle: map[string]Summary{}, recoveryBystander: map[string]Summary{},
-		cutOff: map[string]map[string]Summary{"partitioned": {}, "paused": {}},
+		recoveryCoordinator: map[string]Summary{},
+		cutOff:              map[string]map[string]Summary{"partitioned": {}, "paused": {}},
 	}
 }
 
@@ -263,15 +267,36 @@ func (m *mutexBench) start(i int) {
 // frames is the frames every daemon of the cluster sent so far,
 // heartbeats excluded, by kind.
 func (m *mutexBench) frames() map[string]uint64 {
+	out := m.framesAll()
+	delete(out, "heartbeat")
+	delete(out, "perm_heartbeat")
+	return out
+}
+
+// framesAll is the frames every daemon of the cluster sent so far, by
+// kind.
+func (m *mutexBench) framesAll() map[string]uint64 {
 	out := map[string]uint64{}
 	for i := 1; i <= m.hosts; i++ {
 		for k, v := range m.status(i, true).Node.FramesOut {
-			if k != "heartbeat" && k != "perm_heartbeat" {
-				out[k] += v
-			}
+			out[k] += v
 		}
 	}
 	return out
+}
+
+// coordinator is the host whose daemon says it coordinates (the status
+// detail's "coordinates", central's), 0 if none does.
+func (m *mutexBench) coordinator() int {
+	for i := 1; i <= m.hosts; i++ {
+		var d struct {
+			Coordinates bool `json:"coordinates"`
+		}
+		if st := m.status(i, false); st != nil && json.Unmarshal(st.Node.Core.Detail, &d) == nil && d.Coordinates {
+			return i
+		}
+	}
+	return 0
 }
 
 func sumFrames(f map[string]uint64) uint64 {
@@ -302,10 +327,11 @@ func (m *mutexBench) perEntry(r *mutexResults, into map[string]float64) {
 	m.sleep(100 * time.Millisecond)
 	// The kinds that flow while nothing is asked (liveness: an election's
 	// heartbeats, a coordinator's beats and their syncs) are the idle
-	// traffic, measured on its own, not the price of an entry: a second
-	// without entries names them, and they are left out of the count.
+	// traffic, measured on its own, not the price of an entry: two seconds
+	// without entries name them (two: a kind sent once a second must
+	// show), and they are left out of the count.
 	idleFrom := m.frames()
-	m.sleep(time.Second)
+	m.sleep(2 * time.Second)
 	background := map[string]bool{}
 	for k, v := range m.frames() {
 		if v > idleFrom[k] {
@@ -359,6 +385,9 @@ func (m *mutexBench) waitUp() {
 type mutexdStatus struct {
 	Node struct {
 		FramesOut map[string]uint64 `json:"frames_out"`
+		Core      struct {
+			Detail json.RawMessage `json:"detail"` // the algorithm's own
+		} `json:"core"`
 	} `json:"node"`
 	Transport transport.Stats `json:"transport"`
 }
@@ -649,9 +678,18 @@ func (m *mutexBench) idle(r *mutexResults) {
 		before[i] = m.status(i, true)
 		ifBefore[i] = mustNetDev(m.b, m.procs[i].PID())
 	}
+	kindsBefore := m.framesAll()
 	start := time.Now()
 	m.sleep(*mutexTraffic)
 	el := time.Since(start).Seconds()
+	var kinds []string
+	for k, v := range m.framesAll() {
+		if d := v - kindsBefore[k]; d > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %.2f", k, float64(d)/float64(m.hosts)/el))
+		}
+	}
+	slices.Sort(kinds)
+	m.logf("%s idle: frames sent per second per node, by kind: %s", m.alg, strings.Join(kinds, ", "))
 	var payload, wire uint64
 	for i := 1; i <= m.hosts; i++ {
 		payload += m.status(i, true).payload() - before[i].payload()
@@ -776,6 +814,14 @@ func (m *mutexBench) recovery(r *mutexResults) {
 		h := 1 + trial%m.hosts
 		return h, 1 + (trial+2)%m.hosts, 1 + (trial+1)%m.hosts
 	})
+	// An algorithm with a coordinator: kill it, the lock last held and
+	// asked for at two other hosts.
+	if c := m.coordinator(); c != 0 {
+		other := func(k int) int { return 1 + (c-1+k)%m.hosts }
+		r.recoveryCoordinator[alg] = idle("coordinator", func(trial int) (int, int, int) {
+			return other(1 + trial%(m.hosts-1)), c, other(1 + (trial+1)%(m.hosts-1))
+		})
+	}
 }
 
 func (m *mutexBench) etcdRecovery(r *mutexResults) {
@@ -901,6 +947,15 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	})
 	row("  of the last holder, lock free", "", func(sys string) string { return ms(r.recoveryIdle[sys]) })
 	row("  of a bystander, lock free", "", func(sys string) string { return ms(r.recoveryBystander[sys]) })
+	if len(r.recoveryCoordinator) > 0 {
+		row("  of the coordinator, lock free", fmt.Sprintf("<= %s", Millis(limit)), func(sys string) string {
+			rec, ok := r.recoveryCoordinator[sys]
+			if !ok {
+				return "-"
+			}
+			return Verdict(ms(rec), rec.Max <= limit)
+		})
+	}
 	m.cutOffRows(t, r, systems)
 	t.Row("RSS (max, any algorithm)", "<= 20 MB", append([]string{Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS)},
 		append(make([]string, len(names)-1), MB(m.rss["etcd"])+" (server)")...)...)

@@ -255,9 +255,15 @@ const MaxSyncEntries = 512
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                 Entries (Entry Count of them)                 | 24
+//	|                 Support age, ms                               | 24
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                 Entries (Entry Count of them)                 | 28
 //	/                                                               /
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Support age: how long before sending this sync the member last answered
+// a beat of a coordinator (or coordinated, or started), rounded down: a new
+// coordinator counts the older coordinators' leases from there.
 //
 // Flags: bit 0 CentralSyncRestarted; other bits reserved, zero. An entry:
 //
@@ -287,7 +293,10 @@ type CentralSync struct {
 	Stamp       uint32
 	Echo        uint32
 	MaxSeq      uint64
-	Entries     []CentralSyncEntry
+	// SupportAgeMS: how long ago the member last supported a coordinator
+	// (answered its beat, coordinated itself, or started), rounded down.
+	SupportAgeMS uint32
+	Entries      []CentralSyncEntry
 }
 
 // CentralSyncEntry is one request of a CentralSync. A held entry has a
@@ -309,7 +318,7 @@ const (
 	centralRenewFixedLen   = 32
 	centralRefuseFixedLen  = 16
 	centralBeatLen         = 8
-	centralSyncFixedLen    = 24
+	centralSyncFixedLen    = 28
 	centralEntryFixedLen   = 28
 
 	centralSyncFlagsKnown = CentralSyncRestarted
@@ -575,6 +584,7 @@ func (s CentralSync) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.BigEndian.AppendUint32(b, s.Stamp)
 	b = binary.BigEndian.AppendUint32(b, s.Echo)
 	b = binary.BigEndian.AppendUint64(b, s.MaxSeq)
+	b = binary.BigEndian.AppendUint32(b, s.SupportAgeMS)
 	for _, e := range s.Entries {
 		held := byte(0)
 		if e.Held {
@@ -629,7 +639,7 @@ func (s *CentralSync) UnmarshalBinary(b []byte) error {
 		return decodeErr(centralSyncWhat, DecodeTruncated, "entries", len(b), min)
 	}
 	out := CentralSync{Flags: b[0], Incarnation: binary.BigEndian.Uint32(b[4:]), Stamp: binary.BigEndian.Uint32(b[8:]),
-		Echo: binary.BigEndian.Uint32(b[12:]), MaxSeq: binary.BigEndian.Uint64(b[16:])}
+		Echo: binary.BigEndian.Uint32(b[12:]), MaxSeq: binary.BigEndian.Uint64(b[16:]), SupportAgeMS: binary.BigEndian.Uint32(b[24:])}
 	if n > 0 {
 		out.Entries = make([]CentralSyncEntry, 0, n)
 	}

@@ -18,7 +18,7 @@ func centralSamples() []payload {
 		&CentralRefuse{Name: "db:main", Reason: RefuseNotHeld, Incarnation: 4, Seq: 2},
 		&CentralBeat{Beat: 12, HoldMS: 3270},
 		&CentralSync{Incarnation: 1, Stamp: 3, Echo: 2},
-		&CentralSync{Flags: CentralSyncRestarted, Incarnation: 5, Stamp: 9, Echo: 8, MaxSeq: 12, Entries: []CentralSyncEntry{
+		&CentralSync{Flags: CentralSyncRestarted, Incarnation: 5, Stamp: 9, Echo: 8, MaxSeq: 12, SupportAgeMS: 1500, Entries: []CentralSyncEntry{
 			{Name: "counter", Held: true, LeaseMS: 3000, LeftMS: 1200, Seq: 11, Fence: 3<<40 | 4},
 			{Name: "db", Mode: CentralShared, LeaseMS: 1000, Seq: 12},
 		}},
@@ -40,9 +40,9 @@ func TestCentralLayout(t *testing.T) {
 			0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
 			0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
 			0x31, 0x32, 0x33, 0x34, 0x41, 0x42, 0x43, 0x44, 'a', 'b'})
-	checkLayout(t, CentralSync{Flags: 1, Incarnation: 0x01020304, Stamp: 0x05060708, Echo: 0x090a0b0c, MaxSeq: 0x20,
+	checkLayout(t, CentralSync{Flags: 1, Incarnation: 0x01020304, Stamp: 0x05060708, Echo: 0x090a0b0c, MaxSeq: 0x20, SupportAgeMS: 0x40414243,
 		Entries: []CentralSyncEntry{{Name: "z", Mode: 1, Held: true, LeaseMS: 0x0d0e0f10, LeftMS: 0x11121314, Seq: 0x20, Fence: 0x30}}},
-		[]byte{1, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 0, 0, 0, 0, 0, 0, 0x20,
+		[]byte{1, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 0, 0, 0, 0, 0, 0, 0x20, 0x40, 0x41, 0x42, 0x43,
 			1, 1, 1, 0, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0x30, 'z'})
 }
 
@@ -77,12 +77,12 @@ func TestCentralRejects(t *testing.T) {
 		{"flags", new(CentralSync), mutate(sync, 0, 0x80), DecodeBadFlags},
 		{"more entries than bytes", new(CentralSync), mutate(sync, 3, 2), DecodeTruncated},
 		{"absurd count", new(CentralSync), absurdCount, DecodeOversized},
-		{"held 2", new(CentralSync), mutate(sync, 26, 2), DecodeBadField},
-		{"entry reserved", new(CentralSync), mutate(sync, 27, 1), DecodeBadReserved},
-		{"entry name length 0", new(CentralSync), mutate(sync, 24, 0), DecodeBadField},
-		{"entry name past the end", new(CentralSync), mutate(sync, 24, 9), DecodeBadField},
-		{"entry seq above MaxSeq", new(CentralSync), mutate(sync, 43, 5), DecodeBadField},
-		{"held without fence", new(CentralSync), mutate(sync, 51, 0), DecodeBadField},
+		{"held 2", new(CentralSync), mutate(sync, 30, 2), DecodeBadField},
+		{"entry reserved", new(CentralSync), mutate(sync, 31, 1), DecodeBadReserved},
+		{"entry name length 0", new(CentralSync), mutate(sync, 28, 0), DecodeBadField},
+		{"entry name past the end", new(CentralSync), mutate(sync, 28, 9), DecodeBadField},
+		{"entry seq above MaxSeq", new(CentralSync), mutate(sync, 47, 5), DecodeBadField},
+		{"held without fence", new(CentralSync), mutate(sync, 55, 0), DecodeBadField},
 		{"beat too long", new(CentralBeat), make([]byte, 9), DecodeBadLength},
 		{"reason 0", new(CentralRefuse), make([]byte, 17), DecodeBadField},
 		{"release reserved", new(CentralRelease), mutate(req[:25], 1, 1), DecodeBadReserved},

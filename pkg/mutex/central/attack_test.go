@@ -64,6 +64,8 @@ func TestForgedGrants(t *testing.T) {
 		{"with a fence of an older term", 3, d.Term, func(g wire.CentralGrant) wire.CentralGrant { g.Fence = base - 5; return g }, "rejected_bad_fence"},
 		{"with a fence beyond the term's", 3, d.Term, func(g wire.CentralGrant) wire.CentralGrant { g.Fence = base + 1<<40; return g }, "rejected_bad_fence"},
 		{"with an absurd lease", 3, d.Term, func(g wire.CentralGrant) wire.CentralGrant { g.LeaseMS = 1 << 31; return g }, "rejected_bad_lease"},
+		{"with no lease", 3, d.Term, func(g wire.CentralGrant) wire.CentralGrant { g.LeaseMS = 0; return g }, "rejected_bad_lease"},
+		{"with a lease longer than asked", 3, d.Term, func(g wire.CentralGrant) wire.CentralGrant { g.LeaseMS = 1001; return g }, "rejected_bad_lease"},
 		{"echoing a stamp never sent", 3, d.Term, func(g wire.CentralGrant) wire.CentralGrant { g.Echo = 1 << 30; return g }, "rejected_bad_echo"},
 		{"for a request never made", 3, d.Term, func(g wire.CentralGrant) wire.CentralGrant { g.Seq = 1 << 40; return g }, "rejected_unknown_request"},
 	} {

@@ -188,7 +188,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	}
 	newElection := cfg.Election
 	if newElection == nil {
-		newElection = func(env core.Env) (elect.Elector, error) { return bully.New(env, bully.DefaultLANConfig()) }
+		newElection = func(env core.Env) (elect.Elector, error) { return bully.New(env, cfg.BullyConfig(members)) }
 	}
 	eenv := env
 	eenv.Members, eenv.State = members, saved.Election
@@ -332,7 +332,7 @@ func (c *Core) Tick(now time.Time) {
 func (c *Core) Deadline() time.Time {
 	d := []time.Time{c.el.Deadline(), c.reqs.Deadline(), c.fol.deadline()}
 	if c.co != nil {
-		d = append(d, c.co.deadline())
+		d = append(d, c.co.deadline(c.now, c.parkFor()))
 	}
 	return core.Earliest(d...)
 }
@@ -432,6 +432,15 @@ func (c *Core) drain() {
 			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
 		}
 	}
+}
+
+// msDown is d in whole milliseconds, rounded down (a lease cut to end by
+// an instant must not end a fraction later).
+func msDown(d time.Duration) uint32 {
+	if d <= 0 {
+		return 0
+	}
+	return uint32(min(d/time.Millisecond, math.MaxUint32))
 }
 
 func ms(d time.Duration) uint32 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/mutex"
 )
 
@@ -20,28 +21,42 @@ type Config struct {
 	// Election builds the coordinator election from the Env this core
 	// hands it: this member's, with State the election's own persisted
 	// state (kept inside this core's). The elected leader coordinates.
-	// Nil: bully with its LAN defaults (bully.DefaultLANConfig).
+	// Nil: bully with the timers of Config.BullyConfig (a heartbeat every
+	// BeatInterval, a leader suspected after DeadAfter).
 	Election func(env core.Env) (elect.Elector, error)
 
-	// ConfirmWindow is how recent the majority's support must be for the
-	// coordinator to grant or renew (default 250 ms): a member supports it
-	// by answering a beat, and the support dates from the beat's sending.
-	// A new coordinator's wait (Hold) is ConfirmWindow + MaxLease, so
-	// longer saves beats and lengthens a takeover by as much.
-	ConfirmWindow time.Duration
-	// BeatInterval is how often the coordinator calls for support (default
-	// ConfirmWindow/3: two beats or their answers may be lost before
-	// grants pause). Every member answers each with a sync: all the
-	// traffic of an idle cluster besides the election's heartbeats.
+	// BeatInterval is how often the coordinator calls for its members'
+	// support (a beat, answered by every member that follows it with a
+	// sync): with the election's heartbeats, all an idle cluster sends.
+	// Default: a third of MaxLease, at most 1 s (mutexd: --heartbeat, as
+	// long).
 	BeatInterval time.Duration
+	// ConfirmWindow is how old the majority's support may be for the
+	// coordinator to grant or renew on it (default 5/4 of BeatInterval: a
+	// beat late by a quarter of an interval still does); older, it calls
+	// for support at once and grants when a majority answered. At most
+	// half of MaxLease.
+	ConfirmWindow time.Duration
+	// LeaseSlack: a lease granted or renewed on support of age a is cut by
+	// a - LeaseSlack when that is positive, so that it ends within
+	// MaxLease + LeaseSlack of the support: that is what lets a new
+	// coordinator count the old one's leases from when its majority last
+	// backed it (Hold). Default half of BeatInterval: a lease is cut by at
+	// most ConfirmWindow - LeaseSlack (3/4 of a beat), and a takeover
+	// waits at most MaxLease + LeaseSlack after the last beat answered. At
+	// most ConfirmWindow.
+	LeaseSlack time.Duration
 	// DeadAfter is how long the coordinator waits for a member's sync
-	// before it drops the member's waiting requests (default 1 s): a
-	// crashed member must not be granted a lock nobody will use. Its
-	// grants are not taken back: they end with their lease.
+	// before it drops the member's waiting requests (default 5/2 of
+	// BeatInterval: two beats or answers lost): a crashed member must not be
+	// granted a lock nobody will use. Its grants are not taken back: they
+	// end with their lease.
 	DeadAfter time.Duration
 	// MaxLease is the longest lease a grant carries (default 3 s), and
-	// the default lease. A new coordinator waits ConfirmWindow + MaxLease
-	// before its first grant unless every member re-announced its grants.
+	// the default lease. A new coordinator waits up to MaxLease (padded)
+	// before its first grant: from the latest instant at which a member of
+	// its first majority backed an older coordinator, unless every member
+	// re-announced its grants.
 	MaxLease time.Duration
 	// MinLease is the shortest lease a request may ask for (default
 	// 100 ms).
@@ -65,14 +80,12 @@ type Config struct {
 // DefaultLANConfig returns the defaults for a LAN.
 func DefaultLANConfig() Config {
 	return Config{
-		ConfirmWindow: 250 * time.Millisecond,
-		DeadAfter:     time.Second,
-		MaxLease:      3 * time.Second,
-		MinLease:      100 * time.Millisecond,
-		MaxDriftPPM:   1000,
-		HoldMargin:    20 * time.Millisecond,
-		MaxLocks:      4096,
-		MaxQueue:      4096,
+		MaxLease:    3 * time.Second,
+		MinLease:    100 * time.Millisecond,
+		MaxDriftPPM: 1000,
+		HoldMargin:  20 * time.Millisecond,
+		MaxLocks:    4096,
+		MaxQueue:    4096,
 	}
 }
 
@@ -82,16 +95,28 @@ var ErrConfig = errors.New("central: invalid config")
 func (c *Config) validate() error {
 	def := DefaultLANConfig()
 	if err := mutex.FillDurations([]mutex.Duration{
-		{Name: "ConfirmWindow", Value: &c.ConfirmWindow, Default: def.ConfirmWindow},
-		{Name: "DeadAfter", Value: &c.DeadAfter, Default: def.DeadAfter},
 		{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
 		{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
 		{Name: "HoldMargin", Value: &c.HoldMargin, Default: def.HoldMargin},
 	}); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if c.BeatInterval == 0 {
-		c.BeatInterval = c.ConfirmWindow / 3
+	if err := mutex.FillDurations([]mutex.Duration{
+		{Name: "BeatInterval", Value: &c.BeatInterval, Default: DefaultBeat(c.MaxLease)},
+		{Name: "ConfirmWindow", Value: &c.ConfirmWindow},
+		{Name: "DeadAfter", Value: &c.DeadAfter},
+		{Name: "LeaseSlack", Value: &c.LeaseSlack},
+	}); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if c.ConfirmWindow == 0 {
+		c.ConfirmWindow = c.BeatInterval * 5 / 4
+	}
+	if c.DeadAfter == 0 {
+		c.DeadAfter = c.BeatInterval * 5 / 2
+	}
+	if c.LeaseSlack == 0 {
+		c.LeaseSlack = c.BeatInterval / 2
 	}
 	if err := mutex.CheckTimers([]mutex.Timer{
 		{Name: "ConfirmWindow", Value: c.ConfirmWindow}, {Name: "BeatInterval", Value: c.BeatInterval}, {Name: "DeadAfter", Value: c.DeadAfter},
@@ -110,6 +135,10 @@ func (c *Config) validate() error {
 	switch {
 	case c.BeatInterval >= c.ConfirmWindow:
 		return fmt.Errorf("%w: BeatInterval %v must be shorter than ConfirmWindow %v, or the support of a majority lapses between two beats", ErrConfig, c.BeatInterval, c.ConfirmWindow)
+	case c.LeaseSlack > c.ConfirmWindow:
+		return fmt.Errorf("%w: LeaseSlack %v must be at most ConfirmWindow %v (a longer slack only lengthens a takeover)", ErrConfig, c.LeaseSlack, c.ConfirmWindow)
+	case c.ConfirmWindow > c.MaxLease/2:
+		return fmt.Errorf("%w: ConfirmWindow %v must be at most half of MaxLease %v: a lease is cut by the age of the support it is granted on", ErrConfig, c.ConfirmWindow, c.MaxLease)
 	case c.DeadAfter <= c.BeatInterval:
 		return fmt.Errorf("%w: DeadAfter %v must exceed BeatInterval %v", ErrConfig, c.DeadAfter, c.BeatInterval)
 	}
@@ -122,8 +151,35 @@ func (c *Config) pad(d time.Duration) time.Duration {
 	return time.Duration(math.Ceil(float64(d)*(1+2*c.MaxDriftPPM*1e-6))) + c.HoldMargin
 }
 
-// Hold is how long a new coordinator waits, from the moment a majority
+// Hold is the longest a new coordinator waits, from the moment a majority
 // joined its term, before its first grant (unless every member
-// re-announced its grants): every lease an older coordinator granted has
-// ended by then (see the package comment).
-func (c *Config) Hold() time.Duration { return c.pad(c.ConfirmWindow + c.MaxLease) }
+// re-announced its grants): MaxLease + LeaseSlack, padded, counted from
+// the latest instant a member of that majority backed an older
+// coordinator (at most that moment); every lease an older coordinator
+// granted has ended by then (see the package comment).
+func (c *Config) Hold() time.Duration { return c.pad(c.MaxLease + c.LeaseSlack) }
+
+// DefaultBeat is the default BeatInterval for a cluster's longest lease:
+// a third of it, at most 1 s (about 1 KB/s of idle traffic per member at
+// five members, with the election's heartbeats).
+func DefaultBeat(maxLease time.Duration) time.Duration { return min(time.Second, maxLease/3) }
+
+// shrink is a duration measured on another member's clock as this one
+// may at least measure it, less the margin: d shortened by twice the drift
+// bound. A support age reported by a member is shrunk before it is
+// subtracted, so the instant it names is never taken as earlier than it
+// may have been.
+func (c *Config) shrink(d time.Duration) time.Duration {
+	return max(time.Duration(math.Floor(float64(d)*(1-2*c.MaxDriftPPM*1e-6)))-c.HoldMargin, 0)
+}
+
+// BullyConfig is the default election's timers for this configuration:
+// bully with a leader heartbeat every BeatInterval and a leader suspected
+// after DeadAfter of silence (two heartbeats lost), its other timeouts
+// bully's LAN defaults in proportion (bully.FromOptions). A coordinator
+// SIGKILLed is replaced within DeadAfter and a few LAN round trips, which
+// ends before the old leases do (the Hold) as long as DeadAfter is below
+// MaxLease.
+func (c *Config) BullyConfig(members []uint32) bully.Config {
+	return bully.FromOptions(members, elect.Options{Heartbeat: c.BeatInterval, LeaderTimeout: c.DeadAfter})
+}

@@ -1,6 +1,7 @@
 package central
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -46,13 +47,26 @@ type cqueue struct {
 
 // peer is a member as the coordinator sees it.
 type peer struct {
-	inc      uint32    // its run
-	stamp    uint32    // the stamp of its latest frame: grants count from it
-	syncedAt uint32    // the stamp of its latest sync (a duplicate is dropped)
-	heard    time.Time // its last frame
-	support  time.Time // when the newest beat it answered was sent
-	joined   bool      // it synced in this term
-	entries  int
+	inc        uint32    // its run
+	stamp      uint32    // the stamp of its latest frame: grants count from it
+	stampHeard time.Time // when the frame stamped stamp arrived
+	syncedAt   uint32    // the stamp of its latest sync (a duplicate is dropped)
+	heard      time.Time // its last frame
+	support    time.Time // when the newest beat it answered was sent
+	joined     bool      // it synced in this term
+	// backedOld is the latest instant, on this member's clock, at which
+	// the member may have backed an older coordinator (answered its beat,
+	// coordinated, or started): from its first sync of the term.
+	backedOld time.Time
+	entries   int
+}
+
+// parkedRenewal is a member's renewal that waits for fresher support: its
+// frame's stamp, when it arrived, and the lease asked.
+type parkedRenewal struct {
+	stamp uint32
+	heard time.Time
+	lease time.Duration
 }
 
 // coord is the coordinator's state for one term: nothing of it survives
@@ -69,12 +83,15 @@ type coord struct {
 
 	beat     uint32
 	beats    [beatRing]stampAt
+	beatAt   time.Time // the last beat's sending
 	nextBeat time.Time
 
 	peers   map[uint32]*peer
 	queues  map[string]*cqueue
 	entries map[ckey]*centry
 	waiting int
+	// renewals wait for support fresh enough not to cut them (renewFresh).
+	renewals map[ckey]parkedRenewal
 
 	majorityAt  time.Time // when a majority had joined
 	holdUntil   time.Time
@@ -82,8 +99,15 @@ type coord struct {
 	restartSeen bool // a member (or this one) started less than a lease ago
 }
 
-func (k *coord) deadline() time.Time {
+func (k *coord) deadline(now time.Time, parkFor time.Duration) time.Time {
 	d := []time.Time{k.nextBeat}
+	for _, r := range k.renewals {
+		// Once parked that long, a renewal waits for support, which
+		// comes with a frame, not a timer.
+		if at := r.heard.Add(parkFor); at.After(now) {
+			d = append(d, at)
+		}
+	}
 	if !k.ready && !k.majorityAt.IsZero() {
 		d = append(d, k.holdUntil)
 	}
@@ -126,10 +150,10 @@ func (c *Core) startCoordinating(term uint64) {
 	}
 	c.ledTerm = term
 	k := &coord{term: term, base: base, count: count, start: c.now, peers: map[uint32]*peer{},
-		queues: map[string]*cqueue{}, entries: map[ckey]*centry{}, resumed: count,
+		queues: map[string]*cqueue{}, entries: map[ckey]*centry{}, renewals: map[ckey]parkedRenewal{}, resumed: count,
 		restartSeen: c.restarted() || count > 0}
 	c.co = k
-	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now}
+	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now, backedOld: c.backedAt()}
 	c.emit(EventCoordinating, fmt.Sprintf("coordinating term %#x; grants wait at most %v", term, c.cfg.Hold()),
 		"term", term, "hold", c.cfg.Hold())
 	c.applySync(c.self, k.peers[c.self], c.syncEntries(), c.fol.maxSeq)
@@ -145,6 +169,9 @@ func (c *Core) stopCoordinating() {
 	c.count("terms_ended")
 	c.ledCount = c.co.count
 	c.co = nil
+	// Its grants counted on its own support until now: a coordinator it
+	// joins next counts them from here.
+	c.fol.backed = c.now
 }
 
 func (c *Core) beatNow() {
@@ -159,22 +186,57 @@ func (c *Core) beatNow() {
 		}
 	}
 	c.send(core.Broadcast, k.term, wire.KindCentralBeat, wire.CentralBeat{Beat: k.beat, HoldMS: hold})
-	k.nextBeat = c.now.Add(c.cfg.BeatInterval)
+	k.beatAt, k.nextBeat = c.now, c.now.Add(c.cfg.BeatInterval)
 }
 
-// supported says whether a majority (this member included) answered a
-// beat sent within ConfirmWindow: no newer coordinator can have had a
-// majority long enough to grant (see the package comment).
-func (c *Core) supported() bool {
+// supportAt is the latest instant at which a majority (this member
+// included, at now) backed this coordinator: the sending of the newest beat
+// that many members answered. Zero: none yet.
+func (c *Core) supportAt() time.Time {
 	k := c.co
-	n := 0
-	from := c.now.Add(-c.cfg.ConfirmWindow)
+	at := make([]time.Time, 0, len(k.peers))
 	for id, p := range k.peers {
-		if id == c.self || !p.support.IsZero() && !p.support.Before(from) {
-			n++
+		if id == c.self {
+			at = append(at, c.now)
+		} else if !p.support.IsZero() {
+			at = append(at, p.support)
 		}
 	}
-	return n >= c.majority
+	if len(at) < c.majority {
+		return time.Time{}
+	}
+	slices.SortFunc(at, func(a, b time.Time) int { return b.Compare(a) })
+	return at[c.majority-1]
+}
+
+// supported says whether a majority backed this coordinator within
+// ConfirmWindow: the condition of every grant and renewal, each of whose
+// leases ends within MaxLease + LeaseSlack of supportAt (leaseFor).
+func (c *Core) supported() bool {
+	at := c.supportAt()
+	return !at.IsZero() && c.now.Sub(at) <= c.cfg.ConfirmWindow
+}
+
+// callSupport sends a beat now, for a grant or renewal that waits for
+// support (the last beat's answers are late or lost), unless one left a
+// moment ago (an eighth of BeatInterval): at most a round trip's wait.
+func (c *Core) callSupport() {
+	if k := c.co; !c.supported() && c.now.Sub(k.beatAt) >= c.cfg.BeatInterval/8 {
+		c.count("beats_called")
+		c.beatNow()
+	}
+}
+
+// leaseFor is the lease to grant or renew now for one asked, to a member
+// that counts it from its frame that arrived at heard: the lease asked,
+// cut so that it ends, wherever it is counted, within MaxLease +
+// LeaseSlack of supportAt. A newer coordinator counts every lease of this
+// one from the latest instant a member of its own majority backed this
+// one, which is never before supportAt (the package comment): that is the
+// whole price of a takeover that does not wait for the election and a
+// confirm window more.
+func (c *Core) leaseFor(asked time.Duration, heard time.Time) time.Duration {
+	return min(asked, c.supportAt().Add(c.cfg.MaxLease+c.cfg.LeaseSlack).Sub(heard))
 }
 
 // updateHold starts the Hold once a majority joined the term, and ends it
@@ -193,7 +255,19 @@ func (c *Core) updateHold() {
 		}
 	}
 	if k.majorityAt.IsZero() && joined >= c.majority {
-		k.majorityAt, k.holdUntil = c.now, c.now.Add(c.cfg.Hold())
+		// Every lease an older coordinator granted ends within MaxLease +
+		// LeaseSlack of an instant at which a majority backed it; that
+		// majority and this one share a member, which backed it no later
+		// than its backedOld. So the latest backedOld of this majority,
+		// plus the padded Hold, is past every such lease (the package
+		// comment).
+		var from time.Time
+		for _, p := range k.peers {
+			if p.joined && p.backedOld.After(from) {
+				from = p.backedOld
+			}
+		}
+		k.majorityAt, k.holdUntil = c.now, from.Add(c.cfg.Hold())
 	}
 	if k.majorityAt.IsZero() {
 		return
@@ -236,6 +310,7 @@ func (c *Core) tickCoord() {
 	}
 	c.updateHold()
 	c.grantAll()
+	c.confirmParked()
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -299,10 +374,33 @@ func grantable(q *cqueue) []*centry {
 func (c *Core) grantLock(name string) {
 	k := c.co
 	q := k.queues[name]
-	if q == nil || !k.ready || !c.supported() {
+	if q == nil || !k.ready {
 		return
 	}
-	for _, e := range grantable(q) {
+	if !c.supported() {
+		if len(grantable(q)) > 0 {
+			c.callSupport()
+		}
+		return
+	}
+	batch := grantable(q)
+	// Readers granted together: this member's own first, so that it has
+	// the lowest fence of the batch. Its grant begins at once, the others'
+	// a link later; were its fence the highest, it could end (a quick
+	// reader) before a lower fence of the batch arrived, and a resource
+	// would see a fence go down.
+	slices.SortStableFunc(batch, func(a, b *centry) int {
+		switch {
+		case a.member == b.member:
+			return 0
+		case a.member == c.self:
+			return -1
+		case b.member == c.self:
+			return 1
+		}
+		return 0
+	})
+	for _, e := range batch {
 		q.waiting = slices.DeleteFunc(q.waiting, func(x *centry) bool { return x == e })
 		k.waiting--
 		q.holders = append(q.holders, e)
@@ -328,17 +426,25 @@ func (c *Core) sendGrant(e *centry) bool {
 		return false
 	}
 	k.count++
-	e.fence, e.expires = k.base+k.count, c.now.Add(c.cfg.pad(e.lease))
+	heard := c.now
+	if e.member != c.self {
+		heard = k.peers[e.member].stampHeard
+	}
+	lease := c.leaseFor(e.lease, heard)
+	e.fence, e.expires = k.base+k.count, c.now.Add(c.cfg.pad(lease))
 	c.count("grants_made")
+	if lease < e.lease {
+		c.count("leases_cut")
+	}
 	if e.member == c.self {
-		if _, err := c.reqs.Grant(c.now, mutex.RequestID(e.seq), e.fence, k.term); err != nil {
+		if _, err := c.reqs.GrantFrom(c.now, c.now.Add(lease-e.lease), mutex.RequestID(e.seq), e.fence, k.term); err != nil {
 			c.count("grants_returned")
 			c.remove(e)
 		}
 		return true
 	}
 	c.send(e.member, k.term, wire.KindCentralGrant, wire.CentralGrant{Name: e.lock, Mode: wireMode(e.mode),
-		Incarnation: e.inc, Seq: e.seq, Fence: e.fence, Echo: k.peers[e.member].stamp, LeaseMS: ms(e.lease)})
+		Incarnation: e.inc, Seq: e.seq, Fence: e.fence, Echo: k.peers[e.member].stamp, LeaseMS: msDown(lease)})
 	return true
 }
 
@@ -349,6 +455,7 @@ func (c *Core) remove(e *centry) {
 		return
 	}
 	delete(k.entries, e.ckey)
+	delete(k.renewals, e.ckey)
 	q := k.queues[e.lock]
 	if e.granted {
 		q.holders = slices.DeleteFunc(q.holders, func(x *centry) bool { return x == e })
@@ -444,20 +551,83 @@ func (c *Core) coordRelease(member, inc uint32, seq uint64, fence uint64) error 
 	return nil
 }
 
-// coordRenewLocal confirms a renewal of this member's own client, when a
-// majority supports the coordinator; false: not yet.
-func (c *Core) coordRenewLocal(id mutex.RequestID, st mutex.RequestStatus, lease time.Duration) bool {
+// renewFresh says whether a renewal of lease, asked in a frame that
+// arrived at heard (parked since then), is confirmed now: with support,
+// and either not cut by its age or parked long enough (an eighth of a
+// beat: the beat called for it was not answered in time, and a cut lease
+// is better than none). Otherwise it calls for support: a holder renewing
+// gets its whole lease for a round trip, and its renewals replace the
+// periodic beats (each resets the beat's timer).
+func (c *Core) renewFresh(lease time.Duration, heard time.Time) bool {
+	if c.supported() && (c.leaseFor(lease, heard) >= lease || c.now.Sub(heard) >= c.parkFor()) {
+		return true
+	}
+	if c.now.Sub(c.co.beatAt) >= c.parkFor() { // else one has just left
+		c.count("beats_called")
+		c.beatNow()
+	}
+	return false
+}
+
+// parkFor is how long a renewal waits for fresher support.
+func (c *Core) parkFor() time.Duration { return c.cfg.BeatInterval / 8 }
+
+// confirmParked confirms the parked renewals that may be now, and has the
+// own clients' renewals tried again.
+func (c *Core) confirmParked() {
+	k := c.co
+	if k == nil {
+		return
+	}
+	for _, key := range slices.SortedFunc(maps.Keys(k.renewals), func(a, b ckey) int {
+		return cmp.Or(cmp.Compare(a.member, b.member), cmp.Compare(a.seq, b.seq))
+	}) {
+		r := k.renewals[key]
+		if !c.supported() || c.leaseFor(r.lease, r.heard) < r.lease && c.now.Sub(r.heard) < c.parkFor() {
+			continue
+		}
+		delete(k.renewals, key)
+		if e := k.entries[key]; e != nil && e.granted {
+			c.confirmRenewal(e, r)
+		}
+	}
+	for id, r := range c.fol.renewing {
+		r.next = c.now
+		c.fol.renewing[id] = r
+	}
+	c.sendRenewals()
+}
+
+// confirmRenewal extends holder e's lease as renewal r asked, cut as
+// leaseFor says, and tells its member.
+func (c *Core) confirmRenewal(e *centry, r parkedRenewal) {
+	cut := c.leaseFor(r.lease, r.heard)
+	e.lease, e.expires = r.lease, maxTime(e.expires, c.now.Add(c.cfg.pad(cut)))
+	c.count("renewals_confirmed")
+	if cut < r.lease {
+		c.count("leases_cut")
+	}
+	c.send(e.member, c.co.term, wire.KindCentralRenewed, wire.CentralGrant{Name: e.lock, Mode: wireMode(e.mode),
+		Incarnation: e.inc, Seq: e.seq, Fence: e.fence, Echo: r.stamp, LeaseMS: msDown(cut)})
+}
+
+// coordRenewLocal confirms a renewal of this member's own client, first
+// tried at since, when renewFresh allows; false: not yet.
+func (c *Core) coordRenewLocal(id mutex.RequestID, st mutex.RequestStatus, lease time.Duration, since time.Time) bool {
 	e := c.co.entries[ckey{c.self, c.inc, uint64(id)}]
 	if e == nil || !e.granted || e.fence != st.Fence {
 		c.reqs.Revoke(id, mutex.RenewRefused)
 		return true
 	}
-	if !c.supported() {
-		c.count("renewals_unsupported")
+	if !c.renewFresh(lease, since) {
+		c.count("renewals_parked")
 		return false
 	}
-	e.lease, e.expires = lease, maxTime(e.expires, c.now.Add(c.cfg.pad(lease)))
-	c.reqs.ConfirmRenewal(c.now, c.now, id)
+	// Counted from when the client asked, as a member counts from its
+	// renewal's sending: the cut holds wherever the lease is counted.
+	cut := c.leaseFor(lease, since)
+	e.lease, e.expires = lease, maxTime(e.expires, c.now.Add(c.cfg.pad(cut)))
+	c.reqs.ConfirmRenewal(c.now, since.Add(cut-lease), id)
 	return true
 }
 
@@ -498,7 +668,7 @@ func (c *Core) peerFrame(from uint32, term uint64, inc uint32, stamp uint32) (*p
 		// (TCP), and one forged frame with a huge stamp must not make every
 		// later grant echo a stamp the member never sent (it would refuse
 		// them all); the member's next frame sets it right.
-		p.stamp = stamp
+		p.stamp, p.stampHeard = stamp, c.now
 	}
 	return p, nil
 }
@@ -551,14 +721,16 @@ func (c *Core) stepRenew(from uint32, term uint64, r wire.CentralRenew) error {
 	if err != nil {
 		return err
 	}
-	if !c.supported() {
-		c.count("renewals_unsupported") // no answer: the member asks again next beat
+	parked := parkedRenewal{stamp: r.Stamp, heard: c.now, lease: lease}
+	if !c.renewFresh(lease, c.now) {
+		// Answered when a majority backs this coordinator afresh
+		// (confirmParked); a newer renewal of the member replaces it.
+		c.count("renewals_parked")
+		c.co.renewals[key] = parked
 		return nil
 	}
-	e.lease, e.expires = lease, maxTime(e.expires, c.now.Add(c.cfg.pad(lease)))
-	c.count("renewals_confirmed")
-	c.send(from, c.co.term, wire.KindCentralRenewed, wire.CentralGrant{Name: e.lock, Mode: wireMode(e.mode),
-		Incarnation: p.inc, Seq: r.Seq, Fence: e.fence, Echo: r.Stamp, LeaseMS: ms(lease)})
+	delete(c.co.renewals, key)
+	c.confirmRenewal(e, parked)
 	return nil
 }
 
@@ -577,6 +749,11 @@ func (c *Core) stepSync(from uint32, term uint64, s wire.CentralSync) error {
 	}
 	if !p.joined {
 		p.joined = true
+		// The member answers only the coordinator it follows, so it backed
+		// none older since it sent this sync; its age is shrunk for the
+		// clocks' rates, so the instant is never taken as earlier than it
+		// was (the sync arrived after it was sent: later is safe).
+		p.backedOld = c.now.Add(-c.cfg.shrink(time.Duration(s.SupportAgeMS) * time.Millisecond))
 		if s.Flags&wire.CentralSyncRestarted != 0 {
 			k.restartSeen = true
 		}
@@ -584,6 +761,7 @@ func (c *Core) stepSync(from uint32, term uint64, s wire.CentralSync) error {
 	c.applySync(from, p, s.Entries, s.MaxSeq)
 	c.updateHold()
 	c.grantAll()
+	c.confirmParked()
 	return nil
 }
 
@@ -637,6 +815,12 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 			// echo predates this sync), so it is granted anew, with a
 			// newer fence: an older fence never arrives after a newer one
 			// ended.
+			if !c.supported() {
+				// A grant needs support (its lease is cut to it): the
+				// member lists the request again in its next sync.
+				c.callSupport()
+				continue
+			}
 			c.count("grants_renewed_by_sync")
 			c.sendGrant(x)
 		case w.Held && x != nil && x.granted && x.fence == w.Fence:

@@ -20,7 +20,8 @@
 // # The coordinator is elected
 //
 // The coordinator is the leader of an election (any elect.Elector:
-// Config.Election; bully with its LAN defaults by default), run inside this
+// Config.Election; by default bully with a heartbeat every BeatInterval and
+// a leader timeout of DeadAfter: Config.BullyConfig), run inside this
 // core like Berkeley's master election (its frames are stepped into it, its
 // state kept inside this core's). A member follows the leader of the
 // newest term it knows, and only it: grants, renewals, refusals and beats
@@ -42,27 +43,54 @@
 // # Support: no two coordinators grant at once
 //
 // Bully alone can elect two leaders (each side of a partition elects
-// one). So the coordinator grants and renews only while a majority, itself
-// included, supports it: every BeatInterval it sends a beat; each member
-// that follows it answers with a sync echoing the beat; a support dates
-// from the sending of the beat it answers, and counts for ConfirmWindow. A
-// member answers only the coordinator it follows, and follows only the
-// newest term it knows.
+// one). So the coordinator grants and renews only on a majority's support:
+// every BeatInterval (1 s by default, the election's heartbeat too) it
+// sends a beat; each member that follows it answers with a sync echoing
+// the beat, and has backed it from then on (Core.backedAt: its last
+// answer). A member answers only the coordinator it follows, and follows
+// only the newest term it knows. The coordinator's support time S is the
+// sending of the newest beat a majority (itself included, at every
+// instant) answered. It grants or renews only while S is at most
+// ConfirmWindow old (5/4 of a beat; older, it calls for support at once
+// and grants on the answers), and cuts every lease so that it ends, as
+// the member counts it, within MaxLease + LeaseSlack (half a beat) of S: a
+// lease asked for l, for a member whose echoed frame arrived at h, is
+// min(l, S + MaxLease + LeaseSlack - h); the member counts it from before
+// h. So
+//
+//	(L) every lease a coordinator grants or renews ends by S + MaxLease +
+//	    LeaseSlack (on any clock, with the drift padding), for an S that a
+//	    majority backed: each of its members answered a beat sent at S or
+//	    later, after it was sent (the coordinator backs itself throughout).
+//
+// The price is up to ConfirmWindow - LeaseSlack (3/4 of a beat) of a lease
+// (granted 2.25-3 s of a 3 s one), which the client sees in lease_left_ms
+// and renews before (mutexd lock renews at a third of what is left). Only
+// a grant pays it, to keep an entry at three messages and one round trip;
+// a renewal that would be cut is parked instead, a beat called at once,
+// and answered uncut when a majority answered it (cut only if the answers
+// take an eighth of a beat), so a holder keeps its whole lease and its
+// renewals take the periodic beats' place. Nothing else flows while idle:
+// the beat, its answers and the election's heartbeat, one each a second
+// per member.
 //
 // # Takeover: the queue, the fences, and the wait
 //
 // A member that starts following a new coordinator sends it a sync at
 // once: every request it has, waiting ones and held ones (with the grant's
-// fence and the lease left). That is the re-announcement the new
-// coordinator rebuilds its queue from: waiting requests are queued in the
-// order they arrive, held grants of older terms are installed as holders
-// until their lease ends. Syncs keep coming, one per beat, and reconcile
-// the queue continuously: a lost request is queued; a grant the sync shows
-// as not arrived is made anew with a newer fence (the member refuses a
-// grant whose echo predates a sync that listed the request as waiting, so
-// the older one can never arrive after the newer one, or after a later
-// grant of the lock, ended); a lost release is noticed (a request up to
-// the member's last one that it no longer lists is gone).
+// fence and the lease left), and how long ago it last backed a
+// coordinator (its support age: its last answer to a beat, the end of its
+// own last term as coordinator, or its start, whichever is latest). That
+// is the re-announcement the new coordinator rebuilds its queue from:
+// waiting requests are queued in the order they arrive, held grants of
+// older terms are installed as holders until their lease ends. Syncs keep
+// coming, one per beat, and reconcile the queue continuously: a lost
+// request is queued; a grant the sync shows as not arrived is made anew
+// with a newer fence (the member refuses a grant whose echo predates a
+// sync that listed the request as waiting, so the older one can never
+// arrive after the newer one, or after a later grant of the lock, ended);
+// a lost release is noticed (a request up to the member's last one that it
+// no longer lists is gone).
 //
 // Fences are derived from the coordinator's term: round<<40 | rank<<32 |
 // count, where round is the term's round, rank the term owner's index
@@ -76,35 +104,58 @@
 // again after a restart (its count is lost; the election claims a newer
 // term at every start anyway). If the election wavers within a run and
 // makes it lead the same term again, it resumes numbering where it stopped,
-// with a full hold. Why not "the highest fence re-announced, plus one"? A grant
+// and waits as a new coordinator does (it backed itself until it stopped). Why not "the highest fence re-announced, plus one"? A grant
 // whose holder crashed before re-announcing it would be forgotten, and its
 // fence given twice.
 //
 // The new coordinator must not grant while a lease an older coordinator
-// granted may still run. It waits Hold = ConfirmWindow + MaxLease (padded
-// by 2 x MaxDriftPPM, plus HoldMargin) from the moment a majority of the
-// members (itself included) joined its term, and only then grants. Why
-// that is enough: the old coordinator granted or renewed only with the
-// support of a majority echoing a beat sent at most ConfirmWindow earlier.
-// That majority and the new one share a member, which answered the old
-// beat before it joined the new term (it answers only the coordinator it
-// follows), so before the new majority was complete: every old grant was
-// made before majorityAt + ConfirmWindow and ends before majorityAt +
-// ConfirmWindow + MaxLease, the Hold's end. A majority is required to
-// grant at all, so a coordinator cut off in a minority stops granting and
-// renewing within ConfirmWindow, and its holders' leases run out.
+// granted may still run. Once a majority of the members (itself included)
+// has joined its term, it takes B, the latest instant at which a member of
+// that majority backed an older coordinator (the instant each one's sync
+// reported, shrunk for the clocks' rates; its own backedAt), and grants
+// nothing before B + MaxLease + LeaseSlack (padded by 2 x MaxDriftPPM,
+// plus HoldMargin): Hold is that wait's longest, from the moment the
+// majority joined. Why that is enough. Take any lease an older coordinator
+// O granted or renewed, on support S: by (L) it ends by S + MaxLease +
+// LeaseSlack. The majority M_O whose answers made S and the new majority
+// M share a member X (two majorities of the same members intersect). X
+// answered a beat O sent at S or later, after receiving it, while it still
+// followed O; it joined the new term later, and a member never answers the
+// beat of a term older than the newest it knows, so it answered nothing
+// of O's after joining, and its backedAt when it sent its joining sync is
+// after S. The new coordinator reads that instant as no earlier than it
+// was (the sync was sent before it arrived; the age is shrunk for drift),
+// so B >= S and the lease ended by B + MaxLease + LeaseSlack, before the
+// first grant. A member that restarted cannot remember what it answered:
+// its backedAt is its start, after anything its old run answered. If X is
+// O itself (it counts its own support at every instant it coordinated),
+// its backedAt is when it stopped coordinating (or its start, after a
+// crash): after S too. This covers every older term, not only the last: X
+// answers one coordinator at a time, and backedAt is its last answer to
+// any. A majority is required to grant at all, so a coordinator cut off in
+// a minority stops granting and renewing within ConfirmWindow, and its
+// holders' leases run out within MaxLease + LeaseSlack of its last
+// support.
+//
+// So a coordinator SIGKILLed is replaced by bully within DeadAfter (2.5
+// beats, the election's leader timeout) and the new one grants MaxLease +
+// LeaseSlack after the last beat the members answered: within a lease and
+// half a beat of the crash (2.5-3.5 s with the defaults, 3 s on
+// average), whatever the election took, where counting from the election
+// added it and a confirm window to every takeover.
 //
 // The wait is skipped when every member joined the term and none started
 // less than a lease ago: then every old lease was re-announced and is in
 // the queue as a holder (a member refuses grants of older terms once it
 // joined), and nobody can hold one it could not re-announce. After the
-// Hold, a re-announced grant of an older term is ignored (it has ended).
+// wait, a re-announced grant of an older term is ignored (it has ended).
 //
 // # Failures
 //
 //	coordinator crashes:        the election picks another member; every
 //	                            member re-sends what it waits for and
-//	                            holds; the Hold; grants resume with fences
+//	                            holds; the wait (a lease from the last
+//	                            beat answered); grants resume with fences
 //	                            of the new term
 //	member crashes holding:     its lease ends at the coordinator, which
 //	                            then grants the next in the queue; its
@@ -117,10 +168,11 @@
 //	                            their leases end
 //	coordinator paused:         its supports go stale: it neither grants
 //	                            nor renews; the others elect a new one
-//	                            (which waits out the Hold); when it wakes
-//	                            it follows the newer term
-//	partition:                  the side with a majority goes on after a
-//	                            Hold; the other grants nothing
+//	                            (which waits out a lease from their last
+//	                            answer to it); when it wakes it follows
+//	                            the newer term
+//	partition:                  the side with a majority goes on after the
+//	                            wait; the other grants nothing
 //	loss, duplication:          member frames travel on the TCP link in
 //	                            order; every sync repairs what was lost
 //
@@ -150,5 +202,6 @@
 // holds the incarnation, the last term coordinated and the election's
 // state: persist it before sending (the first Ready carries the raised
 // incarnation as a promise). Factory builds it from a driver's Env and
-// mutex.Options (--lease, --confirm-window).
+// mutex.Options (--lease, and --heartbeat for the beat and the election's
+// heartbeat, at most a third of the lease).
 package central

@@ -10,11 +10,6 @@ import (
 	"github.com/synclab/synclab/pkg/mutex"
 )
 
-// ParamConfirmWindow is the algorithm's own setting (the token ring's
-// flag of the same name and meaning: how recent a majority's confirmation
-// must be to grant or renew).
-const ParamConfirmWindow = "confirm-window"
-
 // Factory builds central coordinator cores for a driver (mutexd's table).
 var Factory = mutex.Factory{
 	Name:       Name,
@@ -23,10 +18,6 @@ var Factory = mutex.Factory{
 	// Seed 004's comparison table: 3 messages per entry, a delay of 2.
 	Cost: core.Cost{Text: "3", Delay: "2",
 		Messages: func(n int) (float64, float64) { return 3, 3 }},
-	Params: []mutex.Param{
-		{Name: ParamConfirmWindow, Default: DefaultLANConfig().ConfirmWindow,
-			Usage: "how recent a majority check must be to grant or renew; longer saves checks, lengthens recovery by as much"},
-	},
 	New:         func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) { return NewFromEnv(env, opt) },
 	StatusLines: statusLines,
 	LockColumns: []string{"Coordinator queue"},
@@ -35,8 +26,10 @@ var Factory = mutex.Factory{
 }
 
 // ConfigFor maps a driver's options to the configuration: the cluster's
-// lease, the minimum lease, and the confirm window (the beat a third of
-// it). The result is validated by New.
+// lease, the minimum lease, and the heartbeat, which is the coordinator's
+// beat and its election's heartbeat (at most a third of the lease: a
+// lease granted on a beat's support is cut by the beat's age). The other
+// timers follow from them (Config). The result is validated by New.
 func ConfigFor(opt mutex.Options) (Config, error) {
 	cfg := DefaultLANConfig()
 	if opt.Lease != 0 {
@@ -45,14 +38,16 @@ func ConfigFor(opt mutex.Options) (Config, error) {
 	if opt.MinLease != 0 {
 		cfg.MinLease = opt.MinLease
 	}
-	cfg.ConfirmWindow = opt.Param(ParamConfirmWindow, cfg.ConfirmWindow)
 	switch {
-	case cfg.MaxLease <= 0 || cfg.ConfirmWindow <= 0:
-		return cfg, fmt.Errorf("%w: --lease %v and --%s %v must be positive", ErrConfig, cfg.MaxLease, ParamConfirmWindow, cfg.ConfirmWindow)
+	case cfg.MaxLease <= 0 || opt.Heartbeat < 0:
+		return cfg, fmt.Errorf("%w: --lease %v and --heartbeat %v must be positive", ErrConfig, cfg.MaxLease, opt.Heartbeat)
 	case cfg.MaxLease < cfg.MinLease:
 		return cfg, fmt.Errorf("%w: --lease %v: must be at least %v (a shorter lease could not be renewed in time)", ErrConfig, cfg.MaxLease, cfg.MinLease)
 	case cfg.MaxLease > time.Hour:
 		return cfg, fmt.Errorf("%w: --lease %v: at most 1h (a new coordinator waits one lease before granting)", ErrConfig, cfg.MaxLease)
+	}
+	if opt.Heartbeat != 0 {
+		cfg.BeatInterval = min(opt.Heartbeat, cfg.MaxLease/3)
 	}
 	return cfg, nil
 }

@@ -29,6 +29,10 @@ type follower struct {
 	beat   uint32 // the last beat heard from it
 	tried  uint64 // the last term this member set out to coordinate
 	holdMS uint32 // what its last beat said of its hold
+	// backed is when this member last backed a coordinator: answered a
+	// beat of the one it followed, or stopped coordinating itself (see
+	// backedAt).
+	backed time.Time
 
 	stamp    uint32
 	stamps   [stampRing]stampAt
@@ -45,6 +49,7 @@ type follower struct {
 type renewal struct {
 	lease time.Duration
 	next  time.Time // when it is sent (again)
+	since time.Time // when it was first asked
 }
 
 func (f *follower) init() {
@@ -76,6 +81,12 @@ func (c *Core) stampAt(s uint32) (time.Time, bool) {
 	e := c.fol.stamps[s%stampRing]
 	return e.at, s != 0 && e.stamp == s
 }
+
+// backedAt is the latest instant at which this member may have backed a
+// coordinator: its last answer to a beat, the end of its own last term as
+// coordinator, or its start (a previous run may have backed one until it
+// died).
+func (c *Core) backedAt() time.Time { return maxTime(c.fol.backed, c.begun) }
 
 // following says whether another member coordinates, and which: the frames
 // of this member's clients go there.
@@ -165,7 +176,7 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 		st, _ := c.reqs.Lookup(c.now, id)
 		lease = time.Duration(st.LeaseMS) * time.Millisecond
 	}
-	c.fol.renewing[id] = renewal{lease: lease, next: c.now}
+	c.fol.renewing[id] = renewal{lease: lease, next: c.now, since: c.now}
 	c.sendRenewals()
 	c.drain()
 	return nil
@@ -186,7 +197,7 @@ func (c *Core) sendRenewals() {
 		}
 		switch {
 		case c.co != nil:
-			if c.coordRenewLocal(id, st, r.lease) {
+			if c.coordRenewLocal(id, st, r.lease, r.since) {
 				delete(c.fol.renewing, id)
 				continue
 			}
@@ -195,7 +206,7 @@ func (c *Core) sendRenewals() {
 				Seq: uint64(id), Fence: st.Fence, Stamp: c.nextStamp(), LeaseMS: ms(r.lease)})
 			c.count("renewals_sent")
 		}
-		r.next = c.now.Add(c.cfg.BeatInterval)
+		r.next = c.now.Add(c.cfg.BeatInterval / 4)
 		c.fol.renewing[id] = r
 	}
 }
@@ -232,7 +243,8 @@ func (c *Core) sendSync(echo uint32) {
 	if !c.following() {
 		return
 	}
-	s := wire.CentralSync{Incarnation: c.inc, Echo: echo, MaxSeq: c.fol.maxSeq, Entries: c.syncEntries()}
+	s := wire.CentralSync{Incarnation: c.inc, Echo: echo, MaxSeq: c.fol.maxSeq, Entries: c.syncEntries(),
+		SupportAgeMS: msDown(c.now.Sub(c.backedAt()))}
 	if c.restarted() {
 		s.Flags |= wire.CentralSyncRestarted
 	}
@@ -255,6 +267,9 @@ func (c *Core) stepBeat(from uint32, term uint64, b wire.CentralBeat) error {
 		return nil // reordered or duplicated: the newer one was answered
 	}
 	c.fol.beat, c.fol.holdMS = b.Beat, b.HoldMS
+	// Backing it from now: a coordinator this member joins later counts
+	// this one's leases from here.
+	c.fol.backed = c.now
 	c.sendSync(b.Beat)
 	return nil
 }
@@ -293,11 +308,13 @@ func (c *Core) stepGrant(from uint32, term uint64, g wire.CentralGrant, renewal 
 		case !ok:
 			c.count("renewed_duplicate")
 			return nil
-		case lease != pending.lease:
+		case lease <= 0 || lease > pending.lease:
 			return fmt.Errorf("%w: renewed for %v, asked %v", ErrBadLease, lease, pending.lease)
 		}
 		delete(c.fol.renewing, id)
-		c.reqs.ConfirmRenewal(c.now, at, id)
+		// A lease cut by the coordinator (its support's age) ends lease
+		// after the echoed stamp: counted from that much before it.
+		c.reqs.ConfirmRenewal(c.now, at.Add(lease-pending.lease), id)
 		return nil
 	}
 	base, err := FenceBase(term, c.members)
@@ -317,8 +334,9 @@ func (c *Core) stepGrant(from uint32, term uint64, g wire.CentralGrant, renewal 
 		c.count("grants_superseded")
 		return nil
 	}
-	if lease != time.Duration(st.LeaseMS)*time.Millisecond {
-		return fmt.Errorf("%w: granted for %v, asked %v", ErrBadLease, lease, time.Duration(st.LeaseMS)*time.Millisecond)
+	asked := time.Duration(st.LeaseMS) * time.Millisecond
+	if lease <= 0 || lease > asked {
+		return fmt.Errorf("%w: granted for %v, asked %v", ErrBadLease, lease, asked)
 	}
 	if !c.now.Before(at.Add(lease)) {
 		// Its lease ran out on the way (this member was paused, say): the
@@ -328,7 +346,7 @@ func (c *Core) stepGrant(from uint32, term uint64, g wire.CentralGrant, renewal 
 		return nil
 	}
 	delete(c.fol.listed, id)
-	if _, err := c.reqs.GrantFrom(c.now, at, id, g.Fence, term); err != nil {
+	if _, err := c.reqs.GrantFrom(c.now, at.Add(lease-asked), id, g.Fence, term); err != nil {
 		// The coordinator's order crossed this member's own (a takeover
 		// re-queued requests): give the grant back; the request waits on.
 		c.count("grants_returned")

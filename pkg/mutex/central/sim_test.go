@@ -1,10 +1,12 @@
 package central_test
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
@@ -87,6 +89,54 @@ func TestMessagesPerEntry(t *testing.T) {
 			n, per, central.Factory.Cost.Text, generic)
 		if lo, hi := central.Factory.Cost.Messages(n); per < lo || per > hi {
 			t.Errorf("%d members: %.2f messages per entry, the notes say %s", n, per, central.Factory.Cost.Text)
+		}
+	}
+}
+
+// TestCoordinatorCrashRecovery: with the defaults (3 s lease, a beat a
+// second, bully noticing a dead leader after 2.5 s), a SIGKILLed
+// coordinator's successor grants a waiting client a lease and half a
+// beat after the last beat the members answered: between MaxLease -
+// BeatInterval and MaxLease + LeaseSlack (padded) after the crash, at
+// whatever instant of the beat the crash comes, never before (the old
+// coordinator's leases may run until then) and never an election later.
+func TestCoordinatorCrashRecovery(t *testing.T) {
+	cfg := central.DefaultLANConfig()
+	lo := cfg.MaxLease - central.DefaultBeat(cfg.MaxLease)
+	hi := cfg.MaxLease + central.DefaultBeat(cfg.MaxLease)/2 + 50*time.Millisecond
+	for k := range 6 {
+		s := sim.New(sim.Config{Seed: int64(k + 1), DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
+		for id := uint32(1); id <= 5; id++ {
+			s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+				c, err := central.New(env, central.DefaultLANConfig())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}, clock.SimConfig{})
+		}
+		s.Run(6 * time.Second)
+		if got := coordinator(s); got != 5 {
+			t.Fatalf("offset %d: coordinator %d, want 5", k, got)
+		}
+		s.Run(time.Duration(k) * 173 * time.Millisecond)
+		s.Crash(5)
+		crashed := s.Elapsed()
+		var req mutex.RequestID
+		s.Do(1, func(x core.Core) {
+			req, _ = x.(mutex.Algorithm).Acquire(s.Clock(1).Now(), mutex.Request{Lock: "x"})
+		})
+		granted := func() bool {
+			st, ok := s.Core(1).(mutex.Algorithm).Lookup(req)
+			return ok && st.Granted
+		}
+		if !s.RunUntil(granted, 10*time.Second) {
+			t.Fatalf("offset %d: not granted 10 s after the coordinator's crash", k)
+		}
+		took := s.Elapsed() - crashed
+		t.Logf("crash %v into the run: granted by member %d %v after it", crashed.Round(time.Millisecond), coordinator(s), took.Round(time.Millisecond))
+		if took < lo || took > hi {
+			t.Errorf("crash %v into the run: granted %v after it, want %v to %v", crashed.Round(time.Millisecond), took, lo, hi)
 		}
 	}
 }
