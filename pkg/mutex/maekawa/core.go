@@ -49,6 +49,9 @@ const (
 	// EventFrame: (Config.TraceFrames) a vote frame sent, to this member
 	// itself too ("to", "op", "lock", "fence", "stamp").
 	EventFrame = "vote_frame"
+	// EventConfigIgnored: a setting that does nothing any more was set
+	// ("setting", "value"); reported once, by New.
+	EventConfigIgnored = "config_ignored"
 )
 
 // Loss reasons of this core, beyond mutex's.
@@ -143,6 +146,11 @@ func New(cfg Config) (*Core, error) {
 	c.durable.Change(true)
 	if cfg.Quorum > 0 {
 		c.kind, c.name = wire.KindQuorumLock, MajorityName
+	}
+	if cfg.WriterWindow != 0 {
+		c.count("config_ignored")
+		c.emit(EventConfigIgnored, fmt.Sprintf("WriterWindow %v is ignored: writers wait in the coordinators' queues, which holds new readers back", cfg.WriterWindow),
+			"setting", "WriterWindow", "value", cfg.WriterWindow)
 	}
 	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: cfg.ID, Members: len(cfg.Members), Shared: cfg.Shared,
 		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: cfg.MaxQueue, MaxLocks: cfg.MaxLocks}); err != nil {

@@ -17,15 +17,15 @@ const ParamAttemptTimeout = "attempt-timeout"
 // Factory builds Maekawa cores for a driver (pkg/mutex/algorithms).
 var Factory = mutex.Factory{
 	Name:       Name,
-	Summary:    "Maekawa's voting sets on a sqrt(N) grid, deadlock-free with Sanders' inquire/relinquish/failed, fences proposed with the request and recorded at the cross (seed 004)",
+	Summary:    "Maekawa's voting sets on a sqrt(N) grid, deadlock-free with Sanders' inquire/relinquish/failed, fences proposed with the request (from the clock) and recorded at the cross as it votes (seed 004)",
 	Guarantees: maekawaGuarantees,
 	// Seed 004's comparison table: 3 sqrt(N) per entry (2 sqrt(N) to
 	// enter, sqrt(N) to leave), a synchronisation delay of 2. The notes'
 	// K is sqrt(N) (projective planes); a grid's cross has K up to
-	// 2 sqrt(N) - 1. Each of the K-1 other voters costs 3 frames when the
-	// proposed fence was current (request, locked, release), 5 when it
-	// was stale (the commit and its ack), and up to 7 under contention
-	// (failed or inquire, relinquish).
+	// 2 sqrt(N) - 1. Each of the K-1 other voters costs 3 frames when it
+	// recorded the fence the request holds on as it voted (request,
+	// locked, release), 5 when it recorded less (the commit and its ack),
+	// and up to 7 under contention (failed or inquire, relinquish).
 	Cost: core.Cost{Text: "3 sqrt(N)", Delay: "2",
 		Messages: func(n int) (float64, float64) {
 			return 3 * math.Sqrt(float64(n)), 7 * float64(maxCross(n)-1)
@@ -60,8 +60,11 @@ func maxCross(n int) int {
 
 // ConfigFor maps a driver's options to a core's configuration: the
 // cluster's lease, the heartbeat (a member silent for 3.5 of them is
-// down), the attempt timeout; quorum > 0 selects the majority quorum. The
-// result is validated by New.
+// down, as in every mutexd algorithm; the voting cores beat every 1.5 of
+// them: one lost, and the next half a heartbeat late, still arrive in
+// time, and the idle traffic is two thirds of a beat every heartbeat),
+// the attempt timeout; quorum > 0 selects the majority quorum. The result
+// is validated by New.
 func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
 	cfg := DefaultLANConfig()
 	cfg.ID, cfg.Members, cfg.Quorum = env.ID, env.Members, quorum
@@ -73,7 +76,7 @@ func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
 		cfg.MinLease = opt.MinLease
 	}
 	if opt.Heartbeat != 0 {
-		cfg.HeartbeatInterval = opt.Heartbeat
+		cfg.HeartbeatInterval = opt.Heartbeat * 3 / 2
 		cfg.DeadAfter = opt.Heartbeat * 7 / 2
 	}
 	cfg.AttemptTimeout = opt.Param(ParamAttemptTimeout, cfg.AttemptTimeout)

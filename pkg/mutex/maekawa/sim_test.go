@@ -21,16 +21,34 @@ func TestOracle(t *testing.T) {
 	})
 }
 
-// TestMessagesPerEntry: an uncontended entry costs 5(K-1) frames, K the
-// size of the requester's cross: the notes' 3(K-1) (request, locked,
-// release) and the fence's commit and its ack. Within the Factory's Cost.
+// TestMessagesPerEntry: an uncontended entry costs 3(K-1) frames, K the
+// size of the requester's cross (request, locked, release: the notes'
+// count), when every voter recorded the proposed fence as it voted; 2
+// more for each voter that recorded less (the commit and its ack). The
+// simulated members' clocks are up to 1 s apart, so a proposal read from
+// a clock behind the last grant's is stale now and then: the count must
+// stay within 15% of 3(K-1) averaged over the members (before proposals
+// were read from clocks: 33% above at 4 members, 28% at 5), and within the
+// Factory's Cost.
 func TestMessagesPerEntry(t *testing.T) {
 	for _, n := range []int{4, 5, 9, 16} {
 		got := mutextest.MessagesPerEntry(t, maekawa.Factory, mutex.Options{}, n)
 		lo, hi := maekawa.Factory.Cost.Messages(n)
-		t.Logf("maekawa, %d members: %.2f messages per entry (notes: %s = %.1f; worst here %.0f)", n, got, maekawa.Factory.Cost.Text, lo, hi)
+		var ids []uint32
+		for i := 1; i <= n; i++ {
+			ids = append(ids, uint32(i))
+		}
+		grid, direct := maekawa.NewGrid(ids), 0.0
+		for _, id := range ids {
+			direct += 3 * float64(len(grid.VotingSet(id))-1) / float64(n)
+		}
+		t.Logf("maekawa, %d members: %.2f messages per entry (3(K-1), K each member's cross: %.2f; notes: %s = %.1f; worst here %.0f)",
+			n, got, direct, maekawa.Factory.Cost.Text, lo, hi)
 		if got < lo || got > hi {
 			t.Errorf("%d members: %.2f messages per entry, outside [%.1f, %.0f]", n, got, lo, hi)
+		}
+		if got > 1.15*direct {
+			t.Errorf("%d members: %.2f messages per entry, more than 15%% above 3(K-1) = %.2f: proposals go stale", n, got, direct)
 		}
 	}
 }

@@ -21,9 +21,10 @@ type Stats struct {
 	// Entries: grants to this member's clients; Attempts: rounds of
 	// requests sent (retries included).
 	Entries, Attempts uint64
-	// Direct: entries on a proposed fence every voter recorded (no
-	// commit round).
-	Direct uint64
+	// Direct: entries on a fence every voter recorded as it voted (no
+	// commit round); Partial: entries that committed the fence only at
+	// the voters that had recorded less.
+	Direct, Partial uint64
 	// Voter side: requests seen, votes given, denied (majority), failed
 	// and inquiries sent and relinquishes received (Maekawa).
 	Requests, Votes, Denied, Failed, Inquired, Relinquished uint64
