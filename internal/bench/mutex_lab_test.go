@@ -907,7 +907,7 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	m.cutOffRows(t, r, systems)
 	t.Row("RSS (max, any algorithm)", "<= 20 MB", append([]string{Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS)},
 		append(make([]string, len(names)-1), MB(m.rss["etcd"])+" (server)")...)...)
-	flags := "defaults (lease 3s, 1 s heartbeats)"
+	flags := "defaults (lease 3s, --heartbeat 1s: a member silent 3.5 s is down; the voting cores beat every 1.5 s)"
 	if *mutexFlags != "" {
 		flags = "flags " + *mutexFlags
 	}
