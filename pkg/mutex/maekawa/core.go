@@ -91,6 +91,11 @@ type Core struct {
 	byMember  map[uint32]int // lock entries per member, for shares
 
 	// Requester side.
+	// ahead: by member, how far its clock read ahead of this member's when
+	// its last frame arrived (the frame's transmit time less its arrival:
+	// the one-way delay makes it an underestimate). A proposal reads the
+	// fastest live clock (propose).
+	ahead   map[uint32]time.Duration
 	reqs    *mutex.Table
 	asks    map[string]*ask
 	attempt uint32
@@ -132,6 +137,7 @@ func New(cfg Config) (*Core, error) {
 		votes:    map[string]*vlock{},
 		byMember: map[uint32]int{},
 		asks:     map[string]*ask{},
+		ahead:    map[uint32]time.Duration{},
 		counters: map[string]uint64{},
 		era:      saved.era,
 		saved:    saved,
@@ -273,6 +279,9 @@ func (c *Core) Step(m core.Message) error {
 	}
 	if c.det != nil && c.det.Heard(m.From, c.now) {
 		c.reportLiveness()
+	}
+	if !m.Sent.IsZero() && !m.Time.IsZero() {
+		c.ahead[m.From] = m.Sent.Sub(m.Time)
 	}
 	var err error
 	switch m.Kind {

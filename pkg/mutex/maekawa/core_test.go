@@ -456,6 +456,42 @@ func TestDirectEntry(t *testing.T) {
 	}
 }
 
+// TestProposalFromFastestClock: a member proposes from the fastest clock
+// among its own and those of the live members it hears (a frame's
+// transmit time against its arrival), so that a member whose clock is
+// behind still proposes above a grant made earlier by one whose clock is
+// ahead; a member taken for down, or a clock implausibly far ahead, does
+// not count.
+func TestProposalFromFastestClock(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) { cfg.Members = []uint32{1, 2, 3, 4} }) // 2x2: cross of 1 is 1,2,3
+	beat := func(from uint32, ahead time.Duration, at time.Time) {
+		b, _ := wire.Heartbeat{Interval: 1500}.AppendBinary(nil)
+		c.Step(core.Message{From: from, To: 1, Kind: wire.KindHeartbeat, Payload: b, Time: at, Sent: at.Add(ahead)})
+	}
+	beat(2, 5*time.Second, t0)
+	beat(3, -time.Second, t0)
+	beat(4, 49*24*time.Hour, t0) // a wall clock set weeks ahead: not believed
+	c.Ready()
+	id, _ := c.Acquire(t0.Add(10*time.Millisecond), mutex.Request{Lock: "db"})
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 5010" {
+		t.Fatalf("requests: %v, want 5010 proposed (member 2's clock, 5 s ahead)", got)
+	}
+	c.Release(t0.Add(20*time.Millisecond), id)
+	c.Ready()
+	// 2 falls silent and is taken for down: its clock no longer counts.
+	later := t0.Add(4 * time.Second)
+	beat(3, -time.Second, later)
+	beat(4, 0, later)
+	c.Tick(later)
+	c.Ready()
+	c.Acquire(later, mutex.Request{Lock: "db"})
+	rd := sent(c.Ready())
+	if len(rd) != 2 || rd[0] != "3 request 5011" {
+		// The own voter knows 5010 (its proposal), above this clock's 4000.
+		t.Fatalf("requests with 2 down: %v, want 5011 proposed (one above the fence known; 4000 ms on the clocks left)", rd)
+	}
+}
+
 // TestVoterRecordsProposal: a voter records an exclusive request's
 // proposal when it is above every fence it knows, otherwise one above its
 // own, and offers what it recorded, saying so. A lease it would refuse is

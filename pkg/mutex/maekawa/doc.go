@@ -52,9 +52,11 @@
 //
 // An exclusive request proposes its fence: one above the highest this
 // member knows for the lock (its own voter's entry, and what earlier
-// attempts of the request were told), or, if that is higher, its clock's
-// reading in milliseconds within the same era (requester.go,
-// clockFence). A voter that votes for it records a fence for the lock
+// attempts of the request were told), or, if that is higher, a clock
+// reading in milliseconds within the same era (requester.go, clockFence):
+// the fastest clock among its own and those of the live members it hears,
+// each read from a frame's transmit time against its arrival
+// (clusterClock). A voter that votes for it records a fence for the lock
 // before its locked leaves: the proposal if it is above everything the
 // voter knows, else one above the voter's own fence; it offers what it
 // recorded, and says so (wire.Vote.Recorded). The request's fence is the
@@ -88,10 +90,14 @@
 // knew more, never a fence out of order. The clock is what keeps it
 // current when the member's own voter missed the last grant, as when the
 // lock moves to a member outside the last holder's cross, or when grants
-// went by while the request waited in queues: a grant proposed from a
-// clock reading is below the proposal of a request made later in real
-// time, when the members' clocks agree (timed keeps them within a
-// millisecond or so on a lab LAN). The reading is taken modulo 2^32 ms
+// went by while the request waited in queues: every member proposes from
+// about the same clock, the fastest (heartbeats and votes keep each
+// member's view of it current), so a grant proposed from it is below the
+// proposal of a request made later in real time by more than a one-way
+// delay, however far apart the members' own clocks run. A member taken
+// for down no longer counts (a dead fast clock would hold proposals ahead
+// of real time), nor a clock more than 2^31 ms ahead (a reading modulo
+// 2^32 would look like one from before). The reading is taken modulo 2^32 ms
 // (the count's width; it wraps every 49.7 days): after a wrap, a lock
 // used before it proposes from its fence alone until some member's
 // restart opens a new era. A voter that gives a vote back (relinquish)

@@ -374,11 +374,10 @@ func (c *Core) relinquish(a *ask, v uint32) {
 // The clock is what makes the proposal current when this member's own
 // voter missed the last grants (the lock moved to a member outside the
 // last holder's cross, or grants went by while the request waited): a
-// grant proposed from a clock reading is below the proposal of any
-// request made later in real time, when the members' clocks agree (timed
-// keeps them within a millisecond or so). It is a hint and no more: a
-// voter records a proposal only above everything it knows, so a wrong
-// clock costs a commit round (decide), never a fence out of order.
+// grant proposed from the cluster's fastest clock (clusterClock) is below
+// the proposal of any request made later in real time. It is a hint and
+// no more: a voter records a proposal only above everything it knows, so
+// a wrong clock costs a commit round (decide), never a fence out of order.
 func (c *Core) propose(a *ask) uint64 {
 	if a.mode != wire.VoteExclusive {
 		return 0
@@ -391,7 +390,32 @@ func (c *Core) propose(a *ask) uint64 {
 	if known >= wire.MaxVoteFence {
 		return 0 // the commit reports the exhaustion
 	}
-	return max(known+1, clockFence(eraOf(known), c.now))
+	return max(known+1, clockFence(eraOf(known), c.clusterClock()))
+}
+
+// maxAhead bounds how far ahead a member's clock is believed to run: half
+// the clock fence's range (clockFence), beyond which a reading would look
+// like one from before.
+const maxAhead = time.Duration(1<<31) * time.Millisecond
+
+// clusterClock reads the fastest clock among this member's and the live
+// members' it heard from (ahead), so that every member proposes from about
+// the same clock however far apart their own clocks run (mutexd's is the
+// raw oscillator anchored at the wall time of its start, so two members'
+// clocks part by their oscillators' drift, up to a fraction of a second a
+// day; and a lab's wall clocks may not be synchronized at all): a grant
+// proposed from it is below the proposal of a request made later in real
+// time by more than the network's one-way delay. A member taken for down
+// no longer counts: a dead fast clock would otherwise hold every proposal
+// ahead of real time.
+func (c *Core) clusterClock() time.Time {
+	var lead time.Duration
+	for id, d := range c.ahead {
+		if d > lead && d < maxAhead && c.alive(id) {
+			lead = d
+		}
+	}
+	return c.now.Add(lead)
 }
 
 // clockFence is the fence of era e that the clock reading now proposes:

@@ -25,11 +25,12 @@ func TestOracle(t *testing.T) {
 // size of the requester's cross (request, locked, release: the notes'
 // count), when every voter recorded the proposed fence as it voted; 2
 // more for each voter that recorded less (the commit and its ack). The
-// simulated members' clocks are up to 1 s apart, so a proposal read from
-// a clock behind the last grant's is stale now and then: the count must
-// stay within 15% of 3(K-1) averaged over the members (before proposals
-// were read from clocks: 33% above at 4 members, 28% at 5), and within the
-// Factory's Cost.
+// simulated members' clocks are up to 1 s apart, but every member proposes
+// from the fastest live clock it hears (clusterClock), so each proposal is
+// current: the count is 3(K-1) averaged over the members, exactly (before
+// this design 8.00, 9.20, 14.67 and 21.00 at 4, 5, 9 and 16 members;
+// with each member's own clock, 6.00, 7.20, 13.33 and 20.00), and within
+// the Factory's Cost.
 func TestMessagesPerEntry(t *testing.T) {
 	for _, n := range []int{4, 5, 9, 16} {
 		got := mutextest.MessagesPerEntry(t, maekawa.Factory, mutex.Options{}, n)
@@ -47,8 +48,8 @@ func TestMessagesPerEntry(t *testing.T) {
 		if got < lo || got > hi {
 			t.Errorf("%d members: %.2f messages per entry, outside [%.1f, %.0f]", n, got, lo, hi)
 		}
-		if got > 1.15*direct {
-			t.Errorf("%d members: %.2f messages per entry, more than 15%% above 3(K-1) = %.2f: proposals go stale", n, got, direct)
+		if got > direct+0.005 {
+			t.Errorf("%d members: %.2f messages per entry, above 3(K-1) = %.2f: proposals went stale", n, got, direct)
 		}
 	}
 }
