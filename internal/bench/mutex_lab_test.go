@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -648,23 +649,54 @@ func (m *mutexBench) idle(r *mutexResults) {
 	m.b.Helper()
 	before := map[int]*mutexdStatus{}
 	ifBefore := map[int]IfCounters{}
+	segBefore := map[int]SegmentCounters{}
 	for i := 1; i <= m.hosts; i++ {
 		before[i] = m.status(i, true)
 		ifBefore[i] = mustNetDev(m.b, m.procs[i].PID())
+		segBefore[i] = mustSegments(m.b, m.procs[i].PID())
 	}
 	start := time.Now()
 	m.sleep(*mutexTraffic)
 	el := time.Since(start).Seconds()
 	var payload, wire uint64
+	var segs SegmentCounters
+	kinds := map[string]uint64{}
 	for i := 1; i <= m.hosts; i++ {
-		payload += m.status(i, true).payload() - before[i].payload()
+		st := m.status(i, true)
+		payload += st.payload() - before[i].payload()
+		for k, v := range st.Node.FramesOut {
+			kinds[k] += v - before[i].Node.FramesOut[k]
+		}
 		d := mustNetDev(m.b, m.procs[i].PID()).Sub(ifBefore[i])
 		wire += d.RxBytes + d.TxBytes
+		s := mustSegments(m.b, m.procs[i].PID()).Sub(segBefore[i])
+		segs = SegmentCounters{TCPIn: segs.TCPIn + s.TCPIn, TCPOut: segs.TCPOut + s.TCPOut, UDPIn: segs.UDPIn + s.UDPIn, UDPOut: segs.UDPOut + s.UDPOut}
 	}
 	r.idlePayload[m.alg] = float64(payload) / float64(m.hosts) / el
 	r.idleIf[m.alg] = float64(wire) / float64(m.hosts) / el
-	m.logf("%s idle: %.0f B/s payload, %.0f B/s on eth0, per node (in+out)", m.alg, r.idlePayload[m.alg], r.idleIf[m.alg])
+	// What flows: the frames each daemon sends, by kind, and the segments
+	// of its namespace, by protocol (a TCP link's segments beyond its
+	// frames are its ACKs and keepalive probes).
+	perNode := func(n uint64) float64 { return float64(n) / float64(m.hosts) / el }
+	var byKind []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		if kinds[k] > 0 {
+			byKind = append(byKind, fmt.Sprintf("%s %.2f/s", k, perNode(kinds[k])))
+		}
+	}
+	m.logf("%s idle: %.0f B/s payload, %.0f B/s on eth0, per node (in+out); frames sent per node: %s; segments per node in+out: UDP %.2f/s, TCP %.2f/s",
+		m.alg, r.idlePayload[m.alg], r.idleIf[m.alg], cmp.Or(strings.Join(byKind, ", "), "none"),
+		perNode(segs.UDPIn+segs.UDPOut), perNode(segs.TCPIn+segs.TCPOut))
 	m.sampleRSS()
+}
+
+func mustSegments(b *testing.B, pid int) SegmentCounters {
+	b.Helper()
+	c, err := Segments(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
 
 // restart starts host i's daemon again and waits until a lock can be
