@@ -81,7 +81,8 @@ type Config struct {
 	// late, never make a live member look down: (3.5 s - 0.5 s) / 2.
 	// Heartbeats are all an idle member sends (to every other member: 8
 	// frames per node per beat, in and out, at 5 members), so they are
-	// most of its idle traffic.
+	// most of its idle traffic. (ConfigFor: mutexd's majority quorum beats
+	// every 2 s and waits 4.5 s.)
 	HeartbeatInterval time.Duration
 	DeadAfter         time.Duration
 	// AttemptTimeout is how long a request's round (votes, then the

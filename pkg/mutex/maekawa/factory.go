@@ -1,10 +1,12 @@
 package maekawa
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -59,12 +61,17 @@ func maxCross(n int) int {
 }
 
 // ConfigFor maps a driver's options to a core's configuration: the
-// cluster's lease, the heartbeat (a member silent for 3.5 of them is
-// down, as in every mutexd algorithm; the voting cores beat every 1.5 of
-// them: one lost, and the next half a heartbeat late, still arrive in
-// time, and the idle traffic is two thirds of a beat every heartbeat),
-// the attempt timeout; quorum > 0 selects the majority quorum. The result
-// is validated by New.
+// cluster's lease, the heartbeat h, the attempt timeout; quorum > 0
+// selects the majority quorum. The result is validated by New.
+//
+// Maekawa takes a member silent for 3.5 h for down, as every mutexd
+// algorithm does (a requester whose cross has a dead member waits that
+// long before it asks a live cross), and beats every 1.5 h: one heartbeat
+// lost, and the next half a heartbeat late, still arrive in time, and the
+// idle traffic is two thirds of a beat every h. The majority quorum's
+// requests never wait for the detector (any Quorum of the coordinators
+// answers; it only drops dead members' queued requests), so it beats
+// every 2 h and takes a member for down after 4.5 h, the same tolerance.
 func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
 	cfg := DefaultLANConfig()
 	cfg.ID, cfg.Members, cfg.Quorum = env.ID, env.Members, quorum
@@ -75,9 +82,10 @@ func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
 	if opt.MinLease != 0 {
 		cfg.MinLease = opt.MinLease
 	}
-	if opt.Heartbeat != 0 {
-		cfg.HeartbeatInterval = opt.Heartbeat * 3 / 2
-		cfg.DeadAfter = opt.Heartbeat * 7 / 2
+	h := cmp.Or(opt.Heartbeat, time.Second)
+	cfg.HeartbeatInterval, cfg.DeadAfter = h*3/2, h*7/2
+	if quorum > 0 {
+		cfg.HeartbeatInterval, cfg.DeadAfter = h*2, h*9/2
 	}
 	cfg.AttemptTimeout = opt.Param(ParamAttemptTimeout, cfg.AttemptTimeout)
 	if cfg.AttemptTimeout <= 0 {
