@@ -14,11 +14,44 @@ import (
 // faults stop) under every fault it claims: crashes and restarts of the
 // holder or a voter, pauses past the lease, a member cut off alone, links
 // that drop bursts and lossy links throughout.
+//
+// Over the seeds, grants take each of the three ways to their fence
+// (decide): at once on a fence every voter recorded as it voted, with a
+// commit at the voters that recorded less (after a restart's new era,
+// votes given again after a relinquish), and with a commit everywhere
+// (votes that waited long in queues): the oracle checks all three.
 func TestOracle(t *testing.T) {
+	var ways EntryWays
 	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
 		c := mutextest.Run(t, seed, mutextest.Config{Factory: maekawa.Factory})
+		ways.Add(c)
 		t.Log(c)
 	})
+	ways.Check(t)
+}
+
+// EntryWays tallies how the grants of simulated runs got their fence.
+type EntryWays struct{ Direct, Partial, Commit uint64 }
+
+// Add counts the grants of c's members (those since their last restart).
+func (w *EntryWays) Add(c *mutextest.Cluster) {
+	for _, id := range c.IDs() {
+		if core, ok := c.Sim().Core(id).(*maekawa.Core); ok {
+			st := core.Stats()
+			w.Direct += st.Direct
+			w.Partial += st.Partial
+			w.Commit += st.Entries - st.Direct - st.Partial
+		}
+	}
+}
+
+// Check fails unless every way was taken.
+func (w EntryWays) Check(t *testing.T) {
+	t.Helper()
+	t.Logf("grants: %d on the recorded fence at once, %d after a commit where a voter recorded less, %d after a commit everywhere", w.Direct, w.Partial, w.Commit)
+	if w.Direct == 0 || w.Partial == 0 || w.Commit == 0 {
+		t.Errorf("a way to a fence never taken: %+v", w)
+	}
 }
 
 // TestMessagesPerEntry: an uncontended entry costs 3(K-1) frames, K the
