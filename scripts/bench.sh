@@ -21,9 +21,9 @@
 #       the notes' cost, and the time two nodes both lead during a
 #       --partition (default 5s) of {1,2} from {3,4,5}.
 #       Installs etcd-server and etcd-client if missing.
-#   bench.sh mutex [--algorithm NAME|all] [--samples N] [--window D] [--clients N]
+#   bench.sh mutex [--algorithm NAME[,NAME...]|all] [--samples N] [--window D] [--clients N]
 #                  [--trials N] [--traffic D] [--count-hosts N] [--flags 'MUTEXD-FLAGS']
-#       every mutexd algorithm (pkg/mutex/algorithms; --algorithm picks one,
+#       every mutexd algorithm (pkg/mutex/algorithms; --algorithm picks some,
 #       default all), one 5-host cluster after the other, against etcd 3.4's
 #       lock (one node; its v3lock gateway and etcdctl lock), in one table:
 #       messages per entry measured (frames sent by all daemons / entries)
@@ -334,7 +334,7 @@ bench_mutex() {
 	{ [[ $clients =~ ^[0-9]{1,3}$ ]] && [ "$clients" -ge 2 ]; } || die "mutex: --clients $clients: want a whole number 2..999"
 	is_duration "$window" || die "mutex: --window $window: want a duration such as 5s"
 	is_duration "$traffic" || die "mutex: --traffic $traffic: want a duration such as 10s"
-	[[ $algorithm =~ ^[a-z0-9-]{1,32}$ ]] || die "mutex: --algorithm $algorithm: want an algorithm's name (mutexd run --help lists them) or all"
+	[[ $algorithm =~ ^[a-z0-9-]{1,32}(,[a-z0-9-]{1,32}){0,15}$ ]] || die "mutex: --algorithm $algorithm: want algorithm names, comma-separated (mutexd run --help lists them), or all"
 	{ [[ $counthosts =~ ^[0-9]{1,3}$ ]] && [ "$counthosts" -le 250 ]; } || die "mutex: --count-hosts $counthosts: want 0 (skip) to 250"
 
 	need_root mutex "${argv[@]}"

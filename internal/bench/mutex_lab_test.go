@@ -44,7 +44,7 @@ var (
 	mutexBin     = flag.String("mutex.bin", "", "`DIR` holding mutexd (default: go build it from ../../cmd/mutexd)")
 	mutexPrefix  = flag.String("mutex.prefix", "", "lab namespace `PREFIX` (default: random)")
 	mutexFlags   = flag.String("mutex.flags", "", "extra `FLAGS` for every mutexd run, e.g. \"--loss-timeout 300ms --confirm-window 150ms\"")
-	mutexAlg     = flag.String("mutex.algorithm", "all", "the mutexd `ALGORITHM` to measure (a name of pkg/mutex/algorithms), or all of them side by side")
+	mutexAlg     = flag.String("mutex.algorithm", "all", "the mutexd `ALGORITHM`s to measure (names of pkg/mutex/algorithms, comma-separated), or all of them side by side")
 	mutexCount   = flag.Int("mutex.count-hosts", 16, "a second, smaller run on this many hosts that only counts messages per entry (0: skip)")
 )
 
@@ -119,11 +119,14 @@ func BenchmarkMutex(b *testing.B) {
 	dir := shortTempDir(b)
 	algs := mutexalgorithms.All
 	if *mutexAlg != "all" {
-		f, err := algs.Lookup(*mutexAlg)
-		if err != nil {
-			b.Fatal(err)
+		algs = nil
+		for _, name := range strings.Split(*mutexAlg, ",") {
+			f, err := mutexalgorithms.All.Lookup(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			algs = append(algs, f)
 		}
-		algs = mutex.Registry{f}
 	}
 	if *mutexCount < 0 || *mutexCount > labnet.MaxHosts {
 		b.Fatalf("-mutex.count-hosts %d: want 0 (skip) to %d", *mutexCount, labnet.MaxHosts)
@@ -674,9 +677,11 @@ func (m *mutexBench) idle(r *mutexResults) {
 	m.b.Helper()
 	before := map[int]*mutexdStatus{}
 	ifBefore := map[int]IfCounters{}
+	segBefore := map[int]SegmentCounters{}
 	for i := 1; i <= m.hosts; i++ {
 		before[i] = m.status(i, true)
 		ifBefore[i] = mustNetDev(m.b, m.procs[i].PID())
+		segBefore[i] = mustSegments(m.b, m.procs[i].PID())
 	}
 	kindsBefore := m.framesAll()
 	start := time.Now()
@@ -691,15 +696,32 @@ func (m *mutexBench) idle(r *mutexResults) {
 	slices.Sort(kinds)
 	m.logf("%s idle: frames sent per second per node, by kind: %s", m.alg, strings.Join(kinds, ", "))
 	var payload, wire uint64
+	var segs SegmentCounters
 	for i := 1; i <= m.hosts; i++ {
 		payload += m.status(i, true).payload() - before[i].payload()
 		d := mustNetDev(m.b, m.procs[i].PID()).Sub(ifBefore[i])
 		wire += d.RxBytes + d.TxBytes
+		s := mustSegments(m.b, m.procs[i].PID()).Sub(segBefore[i])
+		segs = SegmentCounters{TCPIn: segs.TCPIn + s.TCPIn, TCPOut: segs.TCPOut + s.TCPOut, UDPIn: segs.UDPIn + s.UDPIn, UDPOut: segs.UDPOut + s.UDPOut}
 	}
 	r.idlePayload[m.alg] = float64(payload) / float64(m.hosts) / el
 	r.idleIf[m.alg] = float64(wire) / float64(m.hosts) / el
-	m.logf("%s idle: %.0f B/s payload, %.0f B/s on eth0, per node (in+out)", m.alg, r.idlePayload[m.alg], r.idleIf[m.alg])
+	// What flows beside the frames logged above: the segments of each
+	// namespace, by protocol (a TCP link's segments beyond its frames are
+	// its ACKs and keepalive probes).
+	perNode := func(n uint64) float64 { return float64(n) / float64(m.hosts) / el }
+	m.logf("%s idle: %.0f B/s payload, %.0f B/s on eth0, per node (in+out); segments per node in+out: UDP %.2f/s, TCP %.2f/s",
+		m.alg, r.idlePayload[m.alg], r.idleIf[m.alg], perNode(segs.UDPIn+segs.UDPOut), perNode(segs.TCPIn+segs.TCPOut))
 	m.sampleRSS()
+}
+
+func mustSegments(b *testing.B, pid int) SegmentCounters {
+	b.Helper()
+	c, err := Segments(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
 
 // restart starts host i's daemon again and waits until a lock can be
@@ -959,7 +981,7 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	m.cutOffRows(t, r, systems)
 	t.Row("RSS (max, any algorithm)", "<= 20 MB", append([]string{Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS)},
 		append(make([]string, len(names)-1), MB(m.rss["etcd"])+" (server)")...)...)
-	flags := "defaults (lease 3s, 1 s heartbeats)"
+	flags := "defaults (lease 3s, --heartbeat 1s: a member silent 3.5 s is down; the voting cores beat every 1.5 s)"
 	if *mutexFlags != "" {
 		flags = "flags " + *mutexFlags
 	}

@@ -135,6 +135,83 @@ func parseNetDev(b []byte, iface string) (IfCounters, error) {
 	return IfCounters{}, &ParseError{File: "net/dev", Reason: "no interface " + strconv.Quote(iface), Err: ErrNotFound}
 }
 
+// SegmentCounters are a network namespace's TCP segments and UDP
+// datagrams, in and out, since it was created (/proc/net/snmp): what
+// splits an interface's bytes into the protocols' datagrams and the TCP
+// links' own segments (ACKs, keepalive probes, handshakes).
+type SegmentCounters struct {
+	TCPIn, TCPOut, UDPIn, UDPOut uint64
+}
+
+// Sub returns c - old, field by field.
+func (c SegmentCounters) Sub(old SegmentCounters) SegmentCounters {
+	return SegmentCounters{TCPIn: c.TCPIn - old.TCPIn, TCPOut: c.TCPOut - old.TCPOut, UDPIn: c.UDPIn - old.UDPIn, UDPOut: c.UDPOut - old.UDPOut}
+}
+
+// Segments returns the TCP and UDP counters of the network namespace of
+// process pid (/proc/PID/net/snmp, read from the root namespace as NetDev
+// reads net/dev).
+func Segments(pid int) (SegmentCounters, error) {
+	path := fmt.Sprintf("/proc/%d/net/snmp", pid)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return SegmentCounters{}, err
+	}
+	c, err := parseSNMP(b)
+	if err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			pe.File = path
+		}
+		return SegmentCounters{}, err
+	}
+	return c, nil
+}
+
+// parseSNMP reads the Tcp and Udp lines of a /proc/net/snmp file: each
+// protocol has a line of names and then a line of values.
+//
+//	Tcp: RtoAlgorithm ... InSegs OutSegs RetransSegs ...
+//	Tcp: 1 ... 351885 350195 476 ...
+//	Udp: InDatagrams NoPorts InErrors OutDatagrams ...
+//	Udp: 2915757 96917 3256730 5925010 ...
+func parseSNMP(b []byte) (SegmentCounters, error) {
+	names := map[string][]string{}
+	values := map[string]map[string]uint64{}
+	for line := range bytes.Lines(b) {
+		proto, rest, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		p, f := string(proto), strings.Fields(string(rest))
+		if names[p] == nil {
+			names[p] = f
+			continue
+		}
+		if len(f) != len(names[p]) {
+			return SegmentCounters{}, &ParseError{File: "net/snmp", Reason: fmt.Sprintf("%s: %d values for %d names", p, len(f), len(names[p]))}
+		}
+		values[p] = map[string]uint64{}
+		for i, name := range names[p] {
+			if n, err := strconv.ParseUint(f[i], 10, 64); err == nil {
+				values[p][name] = n // negative ones (Tcp MaxConn -1) are not counters
+			}
+		}
+	}
+	var c SegmentCounters
+	for _, w := range []struct {
+		proto, name string
+		into        *uint64
+	}{{"Tcp", "InSegs", &c.TCPIn}, {"Tcp", "OutSegs", &c.TCPOut}, {"Udp", "InDatagrams", &c.UDPIn}, {"Udp", "OutDatagrams", &c.UDPOut}} {
+		v, ok := values[w.proto][w.name]
+		if !ok {
+			return SegmentCounters{}, &ParseError{File: "net/snmp", Reason: "no " + w.proto + " " + w.name, Err: ErrNotFound}
+		}
+		*w.into = v
+	}
+	return c, nil
+}
+
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times: 100 on
 // every Linux architecture Go supports (the kernel fixes it for userspace).
 const clockTicks = 100

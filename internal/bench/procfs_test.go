@@ -94,6 +94,30 @@ func TestNetDevOfSelf(t *testing.T) {
 	}
 }
 
+// TestParseSNMP: the TCP segments and UDP datagrams of /proc/net/snmp,
+// by name (the column order is the kernel's); a file without them is an
+// error.
+func TestParseSNMP(t *testing.T) {
+	in := "Ip: Forwarding DefaultTTL\nIp: 1 64\n" +
+		"Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n" +
+		"Tcp: 1 200 120000 -1 35696 34525 1122 7929 0 351885 350195 476 0 5648 0\n" +
+		"Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\n" +
+		"Udp: 2915757 96917 3256730 5925010 3256730 0 0 0 0\n"
+	got, err := parseSNMP([]byte(in))
+	if want := (SegmentCounters{TCPIn: 351885, TCPOut: 350195, UDPIn: 2915757, UDPOut: 5925010}); err != nil || got != want {
+		t.Fatalf("got %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := parseSNMP([]byte("Ip: Forwarding\nIp: 1\n")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("no Tcp or Udp: %v, want ErrNotFound", err)
+	}
+	if _, err := parseSNMP([]byte("Udp: InDatagrams OutDatagrams\nUdp: 1\n")); err == nil {
+		t.Error("a short value line parsed")
+	}
+	if _, err := Segments(os.Getpid()); err != nil {
+		t.Errorf("own namespace's /proc/net/snmp: %v", err)
+	}
+}
+
 func TestParseStatCPU(t *testing.T) {
 	// A command name with a space and a parenthesis, utime 250, stime 50.
 	line := []byte("4242 (timed (x) y) S 1 4242 4242 0 -1 4194560 800 0 0 0 250 50 0 0 20 0 7 0 123 0 0\n")

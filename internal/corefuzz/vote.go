@@ -47,6 +47,9 @@ func VoteFrame(p *Program, kind wire.Kind, names []string, ids []uint32, self ui
 	if p.Intn(4) == 0 {
 		v.LeaseMS = p.U32()
 	}
+	// A locked that says it recorded its fence: the requester may hold
+	// on it without a commit when the others agree.
+	v.Recorded = v.Op == wire.VoteLocked && p.Intn(2) == 0
 	b, err := v.AppendBinary(nil)
 	if err != nil {
 		panic(err) // every field is in range by construction
@@ -68,7 +71,9 @@ type Voters map[string]uint64
 
 // Answer is what voter peer answers to m, a vote of kind the core (member
 // self) sent
-// (ok false: nothing): locked for a request, commit_ok for a commit,
+// (ok false: nothing): locked for a request (recording the proposal if it
+// is above the fence, or the fence another peer just recorded for it,
+// else one above the fence, as a voter does), commit_ok for a commit,
 // renew_ok for a renewal, a commit one above the fence for a locked vote
 // (the core as voter); one time in four another op that echoes m's lock,
 // attempt, stamp and mode, the answer a confused voter gives.
@@ -80,7 +85,14 @@ func (vs Voters) Answer(p *Program, kind wire.Kind, m core.Message, peer, self u
 	a := wire.Vote{Name: v.Name, Attempt: v.Attempt, Stamp: v.Stamp, Mode: v.Mode, Fence: vs[v.Name], LeaseMS: v.LeaseMS}
 	switch v.Op {
 	case wire.VoteRequest:
-		a.Op = wire.VoteLocked
+		a.Op, a.Recorded = wire.VoteLocked, v.Mode == wire.VoteExclusive
+		if a.Recorded {
+			a.Fence = max(v.Fence, min(vs[v.Name]+1, wire.MaxVoteFence))
+			if v.Fence != 0 && v.Fence == vs[v.Name] {
+				a.Fence = v.Fence // recorded by a peer before this one: they agree
+			}
+			vs[v.Name] = a.Fence
+		}
 	case wire.VoteCommit:
 		vs[v.Name] = max(vs[v.Name], v.Fence)
 		a.Op, a.Fence = wire.VoteCommitOK, v.Fence
@@ -94,6 +106,7 @@ func (vs Voters) Answer(p *Program, kind wire.Kind, m core.Message, peer, self u
 	}
 	if p.Intn(4) == 0 {
 		a.Op = wire.VoteOp(1 + p.Intn(13))
+		a.Recorded = a.Op == wire.VoteLocked && p.Intn(2) == 0
 	}
 	b, err := a.AppendBinary(nil)
 	if err != nil {

@@ -20,9 +20,11 @@ const (
 	// Fence, exclusive requests: the fence it proposes, 0 for none).
 	VoteRequest VoteOp = 1
 	// VoteLocked: voter -> requester: my vote is yours (Fence: the fence
-	// I offer: the proposal if I recorded it as the lock's fence, else
-	// one above the highest I know; LeaseMS: how long your request waited
-	// here before this vote).
+	// I offer: the proposal if it is above every fence I know, else one
+	// above the highest I know; Recorded: I took that offer as the lock's
+	// fence before voting, so you may hold on it without a commit if
+	// every vote of your quorum offers the same; LeaseMS: how long your
+	// request waited here before this vote).
 	VoteLocked VoteOp = 2
 	// VoteFailed: voter -> requester (Maekawa, and the majority quorum's
 	// exclusive requests): my vote went to a request of higher priority;
@@ -94,7 +96,7 @@ const MaxVoteFence = 1<<62 - 1
 //	 0                   1                   2                   3
 //	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|      Op       |     Mode      |   Name Len    | Reserved (0)  |  0
+//	|      Op       |     Mode      |   Name Len    |     Flags     |  0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|            Attempt: the requester's number for the request    |  4
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
@@ -114,6 +116,8 @@ const MaxVoteFence = 1<<62 - 1
 //	/                                                               /
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
+// Flags: bit 0 is Recorded (locked only); the other bits are 0.
+//
 // The lease is a request's wish; a voter holds its vote for at most its
 // own configured maximum, whatever a frame asks.
 type Vote struct {
@@ -124,7 +128,13 @@ type Vote struct {
 	Stamp   uint64
 	Fence   uint64
 	LeaseMS uint32
+	// Recorded (VoteLocked only): the voter recorded Fence as the lock's
+	// fence before it voted.
+	Recorded bool
 }
+
+// voteFlagRecorded is Vote.Recorded in the Flags byte.
+const voteFlagRecorded = 1 << 0
 
 const (
 	voteFixedLen = 32
@@ -143,8 +153,14 @@ func (v Vote) AppendBinary(b []byte) ([]byte, error) {
 		return b, &EncodeError{What: voteWhat, Field: "mode", Value: uint64(v.Mode), Why: "undefined"}
 	case v.Fence > MaxVoteFence:
 		return b, &EncodeError{What: voteWhat, Field: "fence", Value: v.Fence, Why: "exceeds MaxVoteFence"}
+	case v.Recorded && v.Op != VoteLocked:
+		return b, &EncodeError{What: voteWhat, Field: "flags", Value: voteFlagRecorded, Why: "recorded is an answer's flag: locked only"}
 	}
-	b = append(b, byte(v.Op), byte(v.Mode), byte(len(v.Name)), 0)
+	var flags byte
+	if v.Recorded {
+		flags |= voteFlagRecorded
+	}
+	b = append(b, byte(v.Op), byte(v.Mode), byte(len(v.Name)), flags)
 	b = binary.BigEndian.AppendUint32(b, v.Attempt)
 	b = binary.BigEndian.AppendUint64(b, v.Stamp)
 	b = binary.BigEndian.AppendUint64(b, v.Fence)
@@ -164,8 +180,10 @@ func (v *Vote) UnmarshalBinary(b []byte) error {
 		return decodeErr(voteWhat, DecodeBadField, "op", int(op), -1)
 	case mode >= voteModeEnd:
 		return decodeErr(voteWhat, DecodeBadField, "mode", int(mode), -1)
-	case b[3] != 0:
-		return decodeErr(voteWhat, DecodeBadReserved, "reserved", int(b[3]), 0)
+	case b[3]&^voteFlagRecorded != 0:
+		return decodeErr(voteWhat, DecodeBadReserved, "flags", int(b[3]), 0)
+	case b[3] != 0 && op != VoteLocked:
+		return decodeErr(voteWhat, DecodeBadField, "flags", int(b[3]), 0)
 	}
 	if res := binary.BigEndian.Uint32(b[28:]); res != 0 {
 		return decodeErr(voteWhat, DecodeBadReserved, "reserved", int(res&0x7fffffff), 0)
@@ -186,6 +204,8 @@ func (v *Vote) UnmarshalBinary(b []byte) error {
 		Stamp:   binary.BigEndian.Uint64(b[8:]),
 		Fence:   fence,
 		LeaseMS: binary.BigEndian.Uint32(b[24:]),
+
+		Recorded: b[3]&voteFlagRecorded != 0,
 	}
 	return nil
 }

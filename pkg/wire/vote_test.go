@@ -11,6 +11,7 @@ func voteSamples() []*Vote {
 		{Op: VoteRequest, Name: "counter", Attempt: 7, Stamp: 12, LeaseMS: 3000},
 		{Op: VoteRequest, Mode: VoteShared, Name: "db:main", Attempt: 1<<32 - 1, Stamp: 1<<64 - 1, LeaseMS: 1<<32 - 1},
 		{Op: VoteLocked, Name: "counter", Attempt: 7, Stamp: 12, Fence: 41},
+		{Op: VoteLocked, Name: "counter", Attempt: 8, Stamp: 13, Fence: 42, LeaseMS: 3, Recorded: true},
 		{Op: VoteFailed, Name: "a", Attempt: 2},
 		{Op: VoteInquire, Name: "a", Attempt: 2, Stamp: 9},
 		{Op: VoteRelinquish, Name: "a", Attempt: 2},
@@ -47,6 +48,11 @@ func TestVoteRoundTrips(t *testing.T) {
 
 // TestVoteLayout pins the byte layout (the diagram above Vote).
 func TestVoteLayout(t *testing.T) {
+	checkLayout(t, Vote{Op: VoteLocked, Name: "ab", Fence: 5, Recorded: true},
+		[]byte{2, 0, 2, 1, 0, 0, 0, 0,
+			0, 0, 0, 0, 0, 0, 0, 0,
+			0, 0, 0, 0, 0, 0, 0, 5,
+			0, 0, 0, 0, 0, 0, 0, 0, 'a', 'b'})
 	checkLayout(t, Vote{Op: VoteCommit, Mode: VoteShared, Name: "ab", Attempt: 0x01020304,
 		Stamp: 0x1112131415161718, Fence: 0x2122232425262728, LeaseMS: 0x31323334},
 		[]byte{7, 1, 2, 0, 1, 2, 3, 4,
@@ -69,7 +75,10 @@ func TestVoteHostile(t *testing.T) {
 		{"name len 0", new(Vote), mod(func(b []byte) { b[2] = 0 }), DecodeBadField},
 		{"name len 65", new(Vote), mod(func(b []byte) { b[2] = 65 }), DecodeBadField},
 		{"name len past end", new(Vote), mod(func(b []byte) { b[2] = 3 }), DecodeTruncated},
-		{"reserved byte", new(Vote), mod(func(b []byte) { b[3] = 1 }), DecodeBadReserved},
+		{"unknown flag", new(Vote), mod(func(b []byte) { b[3] = 2 }), DecodeBadReserved},
+		{"flags 0xff", new(Vote), mod(func(b []byte) { b[3] = 0xff }), DecodeBadReserved},
+		{"recorded on a request", new(Vote), mod(func(b []byte) { b[0] = byte(VoteRequest); b[3] = 1 }), DecodeBadField},
+		{"recorded on a commit", new(Vote), mod(func(b []byte) { b[0] = byte(VoteCommit); b[3] = 1 }), DecodeBadField},
 		{"reserved word", new(Vote), mod(func(b []byte) { b[31] = 1 }), DecodeBadReserved},
 		{"reserved word top bit", new(Vote), mod(func(b []byte) { b[28] = 0x80 }), DecodeBadReserved},
 		{"fence 2^62", new(Vote), mod(func(b []byte) { b[16] = 0x40; b[23] = 0 }), DecodeBadField},
@@ -81,7 +90,8 @@ func TestVoteHostile(t *testing.T) {
 		{"name bytes", new(Vote), mod(func(b []byte) { b[32] = ' ' }), DecodeBadField},
 	})
 	checkEncodeRefused(t, Vote{Op: 0, Name: "a"}, Vote{Op: voteOpEnd, Name: "a"}, Vote{Op: VoteLocked, Mode: 2, Name: "a"},
-		Vote{Op: VoteLocked, Name: ""}, Vote{Op: VoteLocked, Name: "a", Fence: MaxVoteFence + 1})
+		Vote{Op: VoteLocked, Name: ""}, Vote{Op: VoteLocked, Name: "a", Fence: MaxVoteFence + 1},
+		Vote{Op: VoteRequest, Name: "a", Recorded: true}, Vote{Op: VoteRelease, Name: "a", Recorded: true})
 }
 
 // TestVoteZeroAlloc: decoding allocates only the name.

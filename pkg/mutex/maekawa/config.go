@@ -72,9 +72,17 @@ type Config struct {
 	PersistVotes bool
 
 	// HeartbeatInterval is how often a member says it is alive (default
-	// 1 s); DeadAfter the silence after which it is taken for down
-	// (default 3.5 heartbeats). Maekawa then leaves it out of the crosses
-	// it asks; the majority quorum needs no detector (any Quorum answers).
+	// 1.5 s); DeadAfter the silence after which it is taken for down
+	// (default 3.5 s). Maekawa then leaves it out of the crosses it asks;
+	// the majority quorum needs no detector (any Quorum answers), but a
+	// voter drops the queued requests of a member taken for down. Any
+	// frame from a member counts as a heartbeat. The default beats just
+	// often enough that one heartbeat lost, and the next half a second
+	// late, never make a live member look down: (3.5 s - 0.5 s) / 2.
+	// Heartbeats are all an idle member sends (to every other member: 8
+	// frames per node per beat, in and out, at 5 members), so they are
+	// most of its idle traffic. (ConfigFor: mutexd's majority quorum beats
+	// every 2 s and waits 4.5 s.)
 	HeartbeatInterval time.Duration
 	DeadAfter         time.Duration
 	// AttemptTimeout is how long a request's round (votes, then the
@@ -89,10 +97,13 @@ type Config struct {
 	// BackoffBase<<tries)] (defaults 10 ms, 320 ms).
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
-	// WriterWindow is no longer used: exclusive requests now wait in the
-	// coordinators' queues, and a queued writer is what holds new readers
-	// back. Kept (and validated) so that configurations that set it still
-	// load.
+	// Deprecated: WriterWindow does nothing. It was how long a majority
+	// coordinator denied new readers after a writer's request; writers now
+	// wait in the coordinators' queues, and a queued writer is what holds
+	// new readers back (Shared). A configuration that still sets it loads
+	// (a negative value is refused as before), and New reports it ignored:
+	// an EventConfigIgnored event, which mutexd logs, and the
+	// config_ignored counter.
 	WriterWindow time.Duration
 	// MaxLease is the longest lease (default 3 s) and the default one;
 	// MinLease the shortest a request may ask for (default 100 ms).
@@ -122,7 +133,7 @@ type Config struct {
 // DefaultLANConfig returns the defaults for a LAN. Set ID and Members.
 func DefaultLANConfig() Config {
 	return Config{
-		HeartbeatInterval: time.Second,
+		HeartbeatInterval: 1500 * time.Millisecond,
 		DeadAfter:         3500 * time.Millisecond,
 		AttemptTimeout:    500 * time.Millisecond,
 		BackoffBase:       10 * time.Millisecond,
@@ -206,9 +217,6 @@ func (c *Config) validate() error {
 		{Name: "WriterWindow", Value: &c.WriterWindow},
 	}); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	if c.WriterWindow == 0 {
-		c.WriterWindow = c.AttemptTimeout + 2*c.BackoffMax
 	}
 	if err := mutex.CheckTimers([]mutex.Timer{
 		{Name: "HeartbeatInterval", Value: c.HeartbeatInterval}, {Name: "DeadAfter", Value: c.DeadAfter},

@@ -49,6 +49,9 @@ const (
 	// EventFrame: (Config.TraceFrames) a vote frame sent, to this member
 	// itself too ("to", "op", "lock", "fence", "stamp").
 	EventFrame = "vote_frame"
+	// EventConfigIgnored: a setting that does nothing any more was set
+	// ("setting", "value"); reported once, by New.
+	EventConfigIgnored = "config_ignored"
 )
 
 // Loss reasons of this core, beyond mutex's.
@@ -88,6 +91,11 @@ type Core struct {
 	byMember  map[uint32]int // lock entries per member, for shares
 
 	// Requester side.
+	// ahead: by member, how far its clock read ahead of this member's when
+	// its last frame arrived (the frame's transmit time less its arrival:
+	// the one-way delay makes it an underestimate). A proposal reads the
+	// fastest live clock (propose).
+	ahead   map[uint32]time.Duration
 	reqs    *mutex.Table
 	asks    map[string]*ask
 	attempt uint32
@@ -129,6 +137,7 @@ func New(cfg Config) (*Core, error) {
 		votes:    map[string]*vlock{},
 		byMember: map[uint32]int{},
 		asks:     map[string]*ask{},
+		ahead:    map[uint32]time.Duration{},
 		counters: map[string]uint64{},
 		era:      saved.era,
 		saved:    saved,
@@ -143,6 +152,11 @@ func New(cfg Config) (*Core, error) {
 	c.durable.Change(true)
 	if cfg.Quorum > 0 {
 		c.kind, c.name = wire.KindQuorumLock, MajorityName
+	}
+	if cfg.WriterWindow != 0 {
+		c.count("config_ignored")
+		c.emit(EventConfigIgnored, fmt.Sprintf("WriterWindow %v is ignored: writers wait in the coordinators' queues, which holds new readers back", cfg.WriterWindow),
+			"setting", "WriterWindow", "value", cfg.WriterWindow)
 	}
 	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: cfg.ID, Members: len(cfg.Members), Shared: cfg.Shared,
 		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: cfg.MaxQueue, MaxLocks: cfg.MaxLocks}); err != nil {
@@ -265,6 +279,9 @@ func (c *Core) Step(m core.Message) error {
 	}
 	if c.det != nil && c.det.Heard(m.From, c.now) {
 		c.reportLiveness()
+	}
+	if !m.Sent.IsZero() && !m.Time.IsZero() {
+		c.ahead[m.From] = m.Sent.Sub(m.Time)
 	}
 	var err error
 	switch m.Kind {

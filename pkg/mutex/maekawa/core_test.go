@@ -12,7 +12,10 @@ import (
 	"github.com/synclab/synclab/pkg/wire"
 )
 
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// t0 is an instant whose clock reading in milliseconds is a multiple of
+// 2^32 (2026-01-27 15:08:45.952 UTC): a request's clock hint (propose)
+// reads the milliseconds since t0, so the fences of these tests stay small.
+var t0 = time.UnixMilli(412 << 32).UTC()
 
 func newCore(t *testing.T, f func(*maekawa.Config)) *maekawa.Core {
 	t.Helper()
@@ -38,13 +41,17 @@ func frame(from uint32, kind wire.Kind, v wire.Vote) core.Message {
 	return core.Message{From: from, To: 1, Kind: kind, Payload: b, Time: t0}
 }
 
-// sent returns the vote frames of a Ready, as "to op fence".
+// sent returns the vote frames of a Ready, as "to op fence [recorded]".
 func sent(rd core.Ready) []string {
 	var out []string
 	for _, m := range rd.Messages {
 		var v wire.Vote
 		if v.UnmarshalBinary(m.Payload) == nil {
-			out = append(out, fmt.Sprintf("%d %v %d", m.To, v.Op, v.Fence))
+			rec := ""
+			if v.Recorded {
+				rec = " recorded"
+			}
+			out = append(out, fmt.Sprintf("%d %v %d%s", m.To, v.Op, v.Fence, rec))
 		}
 	}
 	return out
@@ -59,7 +66,7 @@ func TestHostileFrames(t *testing.T) {
 	if err := c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 7, Stamp: 3})); err != nil {
 		t.Fatal(err)
 	}
-	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 1" {
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 1 recorded" {
 		t.Fatalf("answer to a request: %v", got)
 	}
 	for _, tc := range []struct {
@@ -148,6 +155,39 @@ func TestConfigRefused(t *testing.T) {
 	}
 }
 
+// TestWriterWindowIgnored: the deprecated WriterWindow still loads, and
+// the core says, in an event the daemon logs and a counter, that it does
+// nothing; a negative one is refused as before.
+func TestWriterWindowIgnored(t *testing.T) {
+	cfg := maekawa.DefaultLANConfig()
+	cfg.ID, cfg.Members, cfg.Quorum, cfg.Shared = 1, []uint32{1, 2, 3}, 2, true
+	cfg.WriterWindow = time.Second
+	c, err := maekawa.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Tick(t0)
+	var said bool
+	for _, e := range c.Ready().Events {
+		said = said || e.Name == maekawa.EventConfigIgnored
+	}
+	if !said || c.Report().Counters["config_ignored"] != 1 {
+		t.Errorf("WriterWindow set: event %v, counter %d; want it reported ignored", said, c.Report().Counters["config_ignored"])
+	}
+	cfg.WriterWindow = -time.Second
+	if _, err := maekawa.New(cfg); !errors.Is(err, maekawa.ErrConfig) {
+		t.Errorf("negative WriterWindow: %v, want ErrConfig", err)
+	}
+	cfg.WriterWindow = 0
+	c, _ = maekawa.New(cfg)
+	c.Tick(t0)
+	for _, e := range c.Ready().Events {
+		if e.Name == maekawa.EventConfigIgnored {
+			t.Errorf("WriterWindow unset, yet reported: %+v", e)
+		}
+	}
+}
+
 // TestRestartState: a voter writes its era once per start, never per
 // vote; restarted, it knows every lock above every fence of its last run,
 // and gives no vote before a whole stretched lease has passed (its last
@@ -195,7 +235,7 @@ func TestRestartState(t *testing.T) {
 		t.Fatalf("vote given %v before the hold ended", got)
 	}
 	r.Tick(t0.Add(hold + time.Millisecond))
-	want := fmt.Sprintf("3 locked %d", uint64(1)<<32+1)
+	want := fmt.Sprintf("3 locked %d recorded", uint64(1)<<32+1)
 	if got := sent(r.Ready()); len(got) != 1 || got[0] != want {
 		t.Fatalf("after the hold: %v, want %q (above fence 41 of the last run)", got, want)
 	}
@@ -235,7 +275,7 @@ func TestRestartState(t *testing.T) {
 	q.Ready()
 	q.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "other", Attempt: 9}))
 	q.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 10}))
-	if got := sent(q.Ready()); len(got) != 1 || got[0] != fmt.Sprintf("3 locked %d", uint64(1)<<32+1) {
+	if got := sent(q.Ready()); len(got) != 1 || got[0] != fmt.Sprintf("3 locked %d recorded", uint64(1)<<32+1) {
 		t.Fatalf("PersistVotes restart: %v, want a vote on the other lock only", got)
 	}
 }
@@ -300,7 +340,7 @@ func TestVoterBounds(t *testing.T) {
 	k := wire.KindQuorumLock
 	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 1}))
 	c.Step(frame(2, k, wire.Vote{Op: wire.VoteCommit, Name: "db", Attempt: 1, Fence: 1, LeaseMS: 3_600_000}))
-	if got := sent(c.Ready()); len(got) != 2 || got[1] != "2 commit_refused 0" {
+	if got := sent(c.Ready()); len(got) != 2 || got[1] != "2 commit_refused 1" {
 		t.Fatalf("a commit for an hour with a 3 s --lease: %v", got)
 	}
 	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 1}))
@@ -320,11 +360,12 @@ func TestVoterBounds(t *testing.T) {
 }
 
 // TestDirectEntry: an exclusive request proposes one above the fence its
-// member knows; when every vote offers the proposal back (each voter
-// recorded it), the request holds at once, without a commit round, its
-// lease counted from when its requests left plus the shortest wait a
-// voter reports (at the slowest clock rate). A voter that knows a higher
-// fence offers one above it, and the request commits that instead.
+// member knows, or its clock's reading if higher (t0 reads 0 here); when
+// every vote offers the same fence and says it recorded it, the request
+// holds at once, without a commit round, its lease counted from when its
+// requests left plus the shortest wait a voter reports (at the slowest
+// clock rate). Otherwise the highest offer is committed, only at the
+// voters that did not record it.
 func TestDirectEntry(t *testing.T) {
 	c := newCore(t, func(cfg *maekawa.Config) { cfg.Members = []uint32{1, 2, 3, 4} }) // 2x2: cross of 1 is 1,2,3
 	id, err := c.Acquire(t0, mutex.Request{Lock: "db"})
@@ -335,13 +376,15 @@ func TestDirectEntry(t *testing.T) {
 		t.Fatalf("requests: %v, want fence 1 proposed to 2 and 3", got)
 	}
 	at := t0.Add(2 * time.Millisecond)
-	for v, wait := range map[uint32]uint32{2: 1, 3: 0} {
-		m := frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 1, LeaseMS: wait})
-		m.Time = at
+	locked := func(v uint32, fence uint64, wait uint32, recorded bool, when time.Time) {
+		m := frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: fence, LeaseMS: wait, Recorded: recorded})
+		m.Time = when
 		c.Step(m)
 	}
+	locked(2, 1, 1, true, at)
+	locked(3, 1, 0, true, at)
 	if got := sent(c.Ready()); len(got) != 0 {
-		t.Fatalf("frames after every vote offered the proposal: %v, want none (no commit round)", got)
+		t.Fatalf("frames after every vote recorded the proposal: %v, want none (no commit round)", got)
 	}
 	var granted mutex.Granted
 	for _, o := range c.Outcomes() {
@@ -361,60 +404,136 @@ func TestDirectEntry(t *testing.T) {
 
 	// Votes that offer the proposal after a long wait in queues, one of
 	// them given at once: the lease would be mostly spent, so the request
-	// commits its fence instead (votes and lease start afresh).
+	// commits its fence everywhere instead (votes and lease start afresh).
+	// The clock now reads 2 ms, no more than the fence known: 1+1.
 	id, _ = c.Acquire(at, mutex.Request{Lock: "db"})
 	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 2" {
 		t.Fatalf("second requests: %v, want fence 2 proposed", got)
 	}
 	late := at.Add(2500 * time.Millisecond)
-	for v, wait := range map[uint32]uint32{2: 2500, 3: 0} {
-		m := frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 2, LeaseMS: wait})
-		m.Time = late
-		c.Step(m)
-	}
+	locked(2, 2, 2500, true, late)
+	locked(3, 2, 0, true, late)
 	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 commit 2" || got[1] != "3 commit 2" {
 		t.Fatalf("votes after a long wait: %v, want the proposal committed", got)
 	}
 	c.Release(late, id)
 	c.Ready()
 
-	// A member whose own vote knows nothing of a later grant proposes a
-	// stale fence: the voter that knows 7 offers 8, and 8 is committed.
+	// A member whose own vote knows nothing of a later grant, and whose
+	// clock is behind it, proposes a stale fence: the voter that knows
+	// 5001 offers (and recorded) 5002; the one that recorded the
+	// proposal is sent a commit of 5002, the other is not.
 	id, _ = c.Acquire(late, mutex.Request{Lock: "db"})
-	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 3" {
-		t.Fatalf("third requests: %v, want fence 3 proposed", got)
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 2502" {
+		t.Fatalf("third requests: %v, want the clock's 2502 ms proposed", got)
 	}
-	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 3}))
-	c.Step(frame(3, wire.KindMaekawa, wire.Vote{Op: wire.VoteLocked, Name: "db", Attempt: attemptOf(t, c), Fence: 8}))
-	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 commit 8" || got[1] != "3 commit 8" {
-		t.Fatalf("after a stale proposal: %v, want fence 8 committed at 2 and 3", got)
+	locked(2, 2502, 0, true, late)
+	locked(3, 5002, 0, true, late)
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 commit 5002" {
+		t.Fatalf("after a stale proposal: %v, want fence 5002 committed at 2 only", got)
 	}
 	if st, _ := c.Lookup(id); st.Granted {
 		t.Fatal("granted before the commit was acknowledged")
 	}
+	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommitOK, Name: "db", Attempt: attemptOf(t, c), Fence: 5002}))
+	c.Ready()
+	if st, _ := c.Lookup(id); !st.Granted || st.Fence != 5002 {
+		t.Fatalf("after the commit's ack: %+v, want granted on 5002", st)
+	}
+	c.Release(late, id)
+	c.Ready()
+
+	// An offer equal to the highest but not recorded (a voter that
+	// refused the lease, or of an older version) is committed there too.
+	c.Acquire(late, mutex.Request{Lock: "db"})
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 5003" {
+		t.Fatalf("fourth requests: %v, want 5003 proposed", got)
+	}
+	locked(2, 5003, 0, true, late)
+	locked(3, 5003, 0, false, late)
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "3 commit 5003" {
+		t.Fatalf("an offer not recorded: %v, want 5003 committed at 3", got)
+	}
+}
+
+// TestProposalFromFastestClock: a member proposes from the fastest clock
+// among its own and those of the live members it hears (a frame's
+// transmit time against its arrival), so that a member whose clock is
+// behind still proposes above a grant made earlier by one whose clock is
+// ahead; a member taken for down, or a clock implausibly far ahead, does
+// not count.
+func TestProposalFromFastestClock(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) { cfg.Members = []uint32{1, 2, 3, 4} }) // 2x2: cross of 1 is 1,2,3
+	beat := func(from uint32, ahead time.Duration, at time.Time) {
+		b, _ := wire.Heartbeat{Interval: 1500}.AppendBinary(nil)
+		c.Step(core.Message{From: from, To: 1, Kind: wire.KindHeartbeat, Payload: b, Time: at, Sent: at.Add(ahead)})
+	}
+	beat(2, 5*time.Second, t0)
+	beat(3, -time.Second, t0)
+	beat(4, 49*24*time.Hour, t0) // a wall clock set weeks ahead: not believed
+	c.Ready()
+	id, _ := c.Acquire(t0.Add(10*time.Millisecond), mutex.Request{Lock: "db"})
+	if got := sent(c.Ready()); len(got) != 2 || got[0] != "2 request 5010" {
+		t.Fatalf("requests: %v, want 5010 proposed (member 2's clock, 5 s ahead)", got)
+	}
+	c.Release(t0.Add(20*time.Millisecond), id)
+	c.Ready()
+	// 2 falls silent and is taken for down: its clock no longer counts.
+	later := t0.Add(4 * time.Second)
+	beat(3, -time.Second, later)
+	beat(4, 0, later)
+	c.Tick(later)
+	c.Ready()
+	c.Acquire(later, mutex.Request{Lock: "db"})
+	rd := sent(c.Ready())
+	if len(rd) != 2 || rd[0] != "3 request 5011" {
+		// The own voter knows 5010 (its proposal), above this clock's 4000.
+		t.Fatalf("requests with 2 down: %v, want 5011 proposed (one above the fence known; 4000 ms on the clocks left)", rd)
+	}
 }
 
 // TestVoterRecordsProposal: a voter records an exclusive request's
-// proposal when it is above every fence it knows, and offers it back;
-// otherwise it offers one above its own. A vote given back and given
-// again offers the proposal only if nothing was recorded meanwhile.
+// proposal when it is above every fence it knows, otherwise one above its
+// own, and offers what it recorded, saying so. A lease it would refuse is
+// never recorded. A vote given back and given again offers the same
+// fence if nothing was recorded meanwhile.
 func TestVoterRecordsProposal(t *testing.T) {
 	c := newCore(t, nil)
 	k := wire.KindMaekawa
 	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 1, Stamp: 5, Fence: 10, LeaseMS: 1000}))
-	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 10" {
-		t.Fatalf("a proposal above everything: %v, want it offered back", got)
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 10 recorded" {
+		t.Fatalf("a proposal above everything: %v, want it recorded and offered back", got)
 	}
 	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 1, Fence: 10}))
 	c.Step(frame(3, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 2, Stamp: 6, Fence: 10, LeaseMS: 1000}))
-	if got := sent(c.Ready()); len(got) != 1 || got[0] != "3 locked 11" {
-		t.Fatalf("a proposal already recorded for another: %v, want 11 offered", got)
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "3 locked 11 recorded" {
+		t.Fatalf("a proposal already recorded for another: %v, want 11 recorded and offered", got)
+	}
+	// A refresh proposes nothing: one above is recorded all the same.
+	c.Step(frame(3, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 2}))
+	c.Step(frame(4, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 3, Stamp: 7, LeaseMS: 1000}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "4 locked 12 recorded" {
+		t.Fatalf("a request without a proposal: %v, want 12 recorded", got)
+	}
+	// A request before it takes the vote back (inquire, relinquish) and
+	// records 13; the vote given again offers 14, above it.
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 4, Stamp: 1, LeaseMS: 1000}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "4 inquire 0" {
+		t.Fatalf("a request before the vote's: %v, want an inquire", got)
+	}
+	c.Step(frame(4, k, wire.Vote{Op: wire.VoteRelinquish, Name: "db", Attempt: 3}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "2 locked 13 recorded" {
+		t.Fatalf("after the relinquish: %v, want 13 recorded for 2", got)
+	}
+	c.Step(frame(2, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 4}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "4 locked 14 recorded" {
+		t.Fatalf("the vote given again: %v, want 14 recorded (13 went to another)", got)
 	}
 	// A lease beyond the voter's --lease is never recorded: that request
 	// goes through a commit, which the voter refuses.
-	c.Step(frame(3, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 2}))
-	c.Step(frame(4, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 3, Stamp: 7, Fence: 50, LeaseMS: 3_600_000}))
-	if got := sent(c.Ready()); len(got) != 1 || got[0] != "4 locked 11" {
-		t.Fatalf("a proposal with an hour's lease: %v, want 11 offered (not recorded)", got)
+	c.Step(frame(4, k, wire.Vote{Op: wire.VoteRelease, Name: "db", Attempt: 3}))
+	c.Step(frame(5, k, wire.Vote{Op: wire.VoteRequest, Name: "db", Attempt: 5, Stamp: 8, Fence: 50, LeaseMS: 3_600_000}))
+	if got := sent(c.Ready()); len(got) != 1 || got[0] != "5 locked 15" {
+		t.Fatalf("a proposal with an hour's lease: %v, want 15 offered (not recorded)", got)
 	}
 }

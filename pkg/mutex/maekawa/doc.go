@@ -41,7 +41,7 @@
 // A request that cannot enter gives its votes to any request before it,
 // so the request first of all in the cluster always gathers its cross.
 //
-// # Fences: proposed with the request, committed only when stale
+// # Fences: proposed with the request, recorded as the votes are given
 //
 // Every voter remembers the highest fence it has seen for each lock, and
 // every grant's fence must be above the fence of every grant before it,
@@ -52,27 +52,59 @@
 //
 // An exclusive request proposes its fence: one above the highest this
 // member knows for the lock (its own voter's entry, and what earlier
-// attempts of the request were told). A voter that votes for it records
-// the proposal as its own fence if the proposal is above everything it
-// knows, and offers it back in its locked; otherwise it records nothing
-// and offers one above its own fence. If every vote of the quorum offers
-// the proposal, every voter of the quorum recorded it before voting: the
-// request holds at once, on the proposal (3(K-1) frames per entry,
-// request, locked and release: the notes' count). Otherwise the request
-// takes the highest fence offered, above everything each of its voters
-// knows, and commits it: every voter records it and acknowledges, and
-// only then is the request granted (2(K-1) frames more, 5(K-1)). A
-// release carries the fence too. Either way each voter of the quorum has
-// the fence before the holder can use it, so a holder that dies without
-// releasing leaves it known where the next quorum will find it; a plain
-// maximum over the quorum, with nothing recorded, would lose it with the
-// holder, and the voter that gave the maximum need not be in the next
-// quorum. A voter that gives a vote back (relinquish) and gives it again
-// offers the proposal again only if nothing was recorded meanwhile.
-// The proposal is stale when this member's own voter did not take part
-// in the last grant (Maekawa: the last holder's cross misses it; a
-// non-voting participant of the majority quorum): TestMessagesPerEntry
-// counts both kinds, and the README gives the split.
+// attempts of the request were told), or, if that is higher, a clock
+// reading in milliseconds within the same era (requester.go, clockFence):
+// the fastest clock among its own and those of the live members it hears,
+// each read from a frame's transmit time against its arrival
+// (clusterClock). A voter that votes for it records a fence for the lock
+// before its locked leaves: the proposal if it is above everything the
+// voter knows, else one above the voter's own fence; it offers what it
+// recorded, and says so (wire.Vote.Recorded). The request's fence is the
+// highest offer of its quorum, top. A voter that recorded top has it; the
+// others are sent a commit of top, record it and acknowledge, and only
+// then is the request granted. When every vote recorded top (the usual
+// case: the proposal was current) no commit is sent: 3(K-1) frames per
+// entry, request, locked and release, the notes' count; each voter that
+// recorded less costs 2 frames more (the commit and its ack). A release
+// carries the fence too.
+//
+// Why fences grow: let G be a grant on fence f and G' a later grant of
+// the lock, and v a voter both quorums share. By G's grant v had a fence
+// of at least f (recorded as it voted, or committed while its vote was
+// still G's: a commit for a vote that ended is refused). v votes for one
+// exclusive request at a time, and a vote G held on lasts until G's
+// release or its lease's end (it "may hold": next section), so v's vote
+// that G' holds on was given after that, when v's fence was at least f;
+// a vote v gave G' before G's and then took back (relinquish) is not one
+// G' holds on until it is given again. v's offer to G' is above its
+// fence: top for G' is above f. A holder that dies without releasing
+// leaves f recorded where the next quorum meets it; a plain maximum over
+// the quorum, recorded nowhere, would lose it with the holder (the voter
+// that gave the maximum need not be in the next quorum). A voter that
+// restarted between the two has a floor above every fence it recorded
+// before (below, the era).
+//
+// The proposal is only a hint: a voter records it only above everything
+// it knows, so a stale one (this member's own voter missed the last
+// grants; a clock behind the others') costs the commit at the voters that
+// knew more, never a fence out of order. The clock is what keeps it
+// current when the member's own voter missed the last grant, as when the
+// lock moves to a member outside the last holder's cross, or when grants
+// went by while the request waited in queues: every member proposes from
+// about the same clock, the fastest (heartbeats and votes keep each
+// member's view of it current), so a grant proposed from it is below the
+// proposal of a request made later in real time by more than a one-way
+// delay, however far apart the members' own clocks run. A member taken
+// for down no longer counts (a dead fast clock would hold proposals ahead
+// of real time), nor a clock more than 2^31 ms ahead (a reading modulo
+// 2^32 would look like one from before). The reading is taken modulo 2^32 ms
+// (the count's width; it wraps every 49.7 days): after a wrap, a lock
+// used before it proposes from its fence alone until some member's
+// restart opens a new era. A voter that gives a vote back (relinquish)
+// and gives it again offers the same fence if nothing was recorded
+// meanwhile, so that the offers of a quorum still agree.
+// TestMessagesPerEntry counts the entries of each kind, and the README
+// gives the split.
 //
 // Shared requests propose nothing and always commit: readers are voted
 // for together, so a proposal recorded by a voter would not say in which
@@ -80,13 +112,17 @@
 // voter's fence or it is refused (two readers' commits that crossed), so
 // each grant, shared or not, has a fence of its own.
 //
-// Leases on the direct path: the holder counts its lease from when its
-// requests left, plus the shortest time any of its voters says it kept
-// the request queued before voting (the locked's wait, taken at the
-// slowest clock rate); each voter keeps a recorded vote for the
-// stretched lease from when it voted, which is later (next section's
-// argument, with "sent the commit" read as "sent the request, and the
-// voter waited that long").
+// Leases when votes were recorded: the holder counts its lease from when
+// its requests left, plus the shortest time any of its voters says it
+// kept the request queued before voting (the locked's wait, taken at the
+// slowest clock rate), whether or not some voters were sent a commit;
+// each voter keeps a recorded vote for the stretched lease from when it
+// voted, and a committed one from when the commit came, both later (next
+// section's argument, with "sent the commit" read as "sent the request,
+// and the voter waited that long"). When that start is more than a
+// sixteenth of the lease ago (a vote given at once, the others after a
+// wait in queues), the request commits top at every voter instead, and
+// the lease counts from the commit.
 //
 // Nothing of this is written to disk per vote or per fence. A fence is
 // era<<32 | a count (pkg/epoch's layout, as the token ring's fences are
@@ -97,8 +133,9 @@
 // starts in era E+1 knows every lock at (E+1)<<32, above every fence it
 // recorded in its last run (their eras are at most E, on disk). So after
 // a restart it still has every fence it acknowledged, as a bound from
-// above: the argument of the last paragraph holds across restarts. A
-// first start is era 0 (fences 1, 2, 3, ... until some member restarts).
+// above: the argument of the last paragraphs holds across restarts. A
+// first start is era 0 (fences are clock readings, or 1, 2, 3, ... where
+// a clock lags, until some member restarts).
 // An era read from a frame is admitted as pkg/epoch admits epochs: at
 // most 2^16 eras above the voter's at once, regained at one a second, so
 // a forged fence cannot run a lock out of numbers.
@@ -110,8 +147,8 @@
 // stretched for clock rates (MaxDriftPPM) and Margin, from when the
 // commit arrived: later in real time, longer in duration. So a voter
 // frees its vote only after the holder's lease has ended (or on its
-// release), whatever the network did; on the direct path the same holds
-// from the request (above). A renewal is a round of renew frames to the
+// release), whatever the network did; for votes recorded as they were
+// given the same holds from the request (above). A renewal is a round of renew frames to the
 // quorum; the table confirms it once every voter acknowledged, from when
 // it was sent. A vote that may not be held (neither recorded nor
 // committed) lasts as long as its request may collect, and ends at once
@@ -151,9 +188,10 @@
 //
 // (The argument of pkg/elect/majority, for votes instead of leaders.)
 // Clocks run at rates within MaxDriftPPM (rho) of true time. A holder
-// counts its lease L from when it sent its commit (true time s; on the
-// direct path, from its request plus the voters' wait: the same argument
-// with s the earliest instant any of its votes began), and believes it
+// counts its lease L from when it sent its commit (true time s; when its
+// votes were recorded as they were given, from its request plus the
+// voters' wait: the same argument with s the earliest instant any of its
+// votes began), and believes it
 // holds until at most s + L/(1-rho). Each voter of its quorum recorded
 // the fence after s and keeps the vote for stretch(L) =
 // L(1+2rho) + Margin on its clock: until at least s + stretch(L)/(1+rho),

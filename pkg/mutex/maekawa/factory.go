@@ -1,10 +1,12 @@
 package maekawa
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -17,15 +19,15 @@ const ParamAttemptTimeout = "attempt-timeout"
 // Factory builds Maekawa cores for a driver (pkg/mutex/algorithms).
 var Factory = mutex.Factory{
 	Name:       Name,
-	Summary:    "Maekawa's voting sets on a sqrt(N) grid, deadlock-free with Sanders' inquire/relinquish/failed, fences proposed with the request and recorded at the cross (seed 004)",
+	Summary:    "Maekawa's voting sets on a sqrt(N) grid, deadlock-free with Sanders' inquire/relinquish/failed, fences proposed with the request (from the clock) and recorded at the cross as it votes (seed 004)",
 	Guarantees: maekawaGuarantees,
 	// Seed 004's comparison table: 3 sqrt(N) per entry (2 sqrt(N) to
 	// enter, sqrt(N) to leave), a synchronisation delay of 2. The notes'
 	// K is sqrt(N) (projective planes); a grid's cross has K up to
-	// 2 sqrt(N) - 1. Each of the K-1 other voters costs 3 frames when the
-	// proposed fence was current (request, locked, release), 5 when it
-	// was stale (the commit and its ack), and up to 7 under contention
-	// (failed or inquire, relinquish).
+	// 2 sqrt(N) - 1. Each of the K-1 other voters costs 3 frames when it
+	// recorded the fence the request holds on as it voted (request,
+	// locked, release), 5 when it recorded less (the commit and its ack),
+	// and up to 7 under contention (failed or inquire, relinquish).
 	Cost: core.Cost{Text: "3 sqrt(N)", Delay: "2",
 		Messages: func(n int) (float64, float64) {
 			return 3 * math.Sqrt(float64(n)), 7 * float64(maxCross(n)-1)
@@ -59,9 +61,17 @@ func maxCross(n int) int {
 }
 
 // ConfigFor maps a driver's options to a core's configuration: the
-// cluster's lease, the heartbeat (a member silent for 3.5 of them is
-// down), the attempt timeout; quorum > 0 selects the majority quorum. The
-// result is validated by New.
+// cluster's lease, the heartbeat h, the attempt timeout; quorum > 0
+// selects the majority quorum. The result is validated by New.
+//
+// Maekawa takes a member silent for 3.5 h for down, as every mutexd
+// algorithm does (a requester whose cross has a dead member waits that
+// long before it asks a live cross), and beats every 1.5 h: one heartbeat
+// lost, and the next half a heartbeat late, still arrive in time, and the
+// idle traffic is two thirds of a beat every h. The majority quorum's
+// requests never wait for the detector (any Quorum of the coordinators
+// answers; it only drops dead members' queued requests), so it beats
+// every 2 h and takes a member for down after 4.5 h, the same tolerance.
 func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
 	cfg := DefaultLANConfig()
 	cfg.ID, cfg.Members, cfg.Quorum = env.ID, env.Members, quorum
@@ -72,9 +82,10 @@ func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
 	if opt.MinLease != 0 {
 		cfg.MinLease = opt.MinLease
 	}
-	if opt.Heartbeat != 0 {
-		cfg.HeartbeatInterval = opt.Heartbeat
-		cfg.DeadAfter = opt.Heartbeat * 7 / 2
+	h := cmp.Or(opt.Heartbeat, time.Second)
+	cfg.HeartbeatInterval, cfg.DeadAfter = h*3/2, h*7/2
+	if quorum > 0 {
+		cfg.HeartbeatInterval, cfg.DeadAfter = h*2, h*9/2
 	}
 	cfg.AttemptTimeout = opt.Param(ParamAttemptTimeout, cfg.AttemptTimeout)
 	if cfg.AttemptTimeout <= 0 {

@@ -52,6 +52,7 @@ type ask struct {
 	started time.Time // first attempt
 
 	locked    map[uint32]uint64 // voter -> the fence it offers
+	recorded  map[uint32]bool   // voter -> it recorded its offer before voting
 	waited    map[uint32]uint32 // voter -> ms the request waited there before its vote
 	proposal  uint64            // exclusive: the fence this attempt proposes (doc.go, "Fences")
 	sentAt    time.Time         // when this attempt's requests left
@@ -172,7 +173,7 @@ func (c *Core) voters() ([]uint32, int) {
 func (c *Core) try(a *ask, lamport uint64) {
 	a.set, a.need = c.voters()
 	a.locked, a.denied, a.inquiries, a.acked = map[uint32]uint64{}, map[uint32]bool{}, map[uint32]bool{}, map[uint32]bool{}
-	a.answered, a.waited = map[uint32]bool{}, map[uint32]uint32{}
+	a.answered, a.waited, a.recorded = map[uint32]bool{}, map[uint32]uint32{}, map[uint32]bool{}
 	a.failed, a.yielded, a.fence = false, false, 0
 	a.deadline = c.now.Add(c.collectTimeout(a.mode))
 	a.refreshAt = c.now.Add(c.cfg.AttemptTimeout)
@@ -275,15 +276,12 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 			return nil
 		}
 		a.locked[from] = m.Fence
+		a.recorded[from] = m.Recorded
 		a.waited[from] = m.LeaseMS
 		a.hint = max(a.hint, m.Fence)
 		delete(a.inquiries, from)
 		if len(a.locked) >= a.need {
-			if start, ok := c.direct(a); ok {
-				c.enter(a, start)
-			} else {
-				c.commit(a)
-			}
+			c.decide(a)
 		}
 	case wire.VoteDeny:
 		a.answered[from] = true
@@ -356,6 +354,7 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 // enter yet, and one of higher priority waits for the vote.
 func (c *Core) relinquish(a *ask, v uint32) {
 	delete(a.locked, v)
+	delete(a.recorded, v)
 	delete(a.inquiries, v)
 	delete(a.answered, v) // back in v's queue
 	a.yielded = true
@@ -365,11 +364,20 @@ func (c *Core) relinquish(a *ask, v uint32) {
 
 // propose is the fence an exclusive attempt proposes: one above the
 // highest this member knows for the lock (its own voter's, and what the
-// request's earlier attempts were told). If every voter of the quorum
-// knows nothing higher, each records it as it votes and the request
-// holds on it without a commit round (enter); 0 for a shared request,
-// which always commits (two readers' votes are given together, so a
-// proposal could not tell their order).
+// request's earlier attempts were told), or, if higher, the member's
+// clock in the same era (clockFence). If every voter of the quorum knows
+// nothing higher, each records it as it votes and the request holds on it
+// without a commit round (decide); 0 for a shared request, which always
+// commits (two readers' votes are given together, so a proposal could not
+// tell their order).
+//
+// The clock is what makes the proposal current when this member's own
+// voter missed the last grants (the lock moved to a member outside the
+// last holder's cross, or grants went by while the request waited): a
+// grant proposed from the cluster's fastest clock (clusterClock) is below
+// the proposal of any request made later in real time. It is a hint and
+// no more: a voter records a proposal only above everything it knows, so
+// a wrong clock costs a commit round (decide), never a fence out of order.
 func (c *Core) propose(a *ask) uint64 {
 	if a.mode != wire.VoteExclusive {
 		return 0
@@ -382,29 +390,99 @@ func (c *Core) propose(a *ask) uint64 {
 	if known >= wire.MaxVoteFence {
 		return 0 // the commit reports the exhaustion
 	}
-	return known + 1
+	return max(known+1, clockFence(eraOf(known), c.clusterClock()))
 }
 
-// direct says whether a, with its quorum's votes, may hold without a
-// commit round, and from when its lease counts. Every vote must offer the
-// proposal (each voter recorded it as its fence, so any later quorum,
-// which meets this one, knows it: a commit's argument). The lease counts
-// from when the votes began: the requests left at sentAt, and each voter
-// voted after holding the request for the wait it reports, on its clock
-// (taken at the slowest rate); the earliest vote ends first. When that
-// is long ago (a vote given at once, the others after a wait in queues),
-// the lease would be mostly spent: the request commits instead, which
-// starts every vote and the lease afresh, for a round trip.
-func (c *Core) direct(a *ask) (time.Time, bool) {
-	if a.mode != wire.VoteExclusive || a.proposal == 0 {
-		return time.Time{}, false
-	}
-	wait := uint32(math.MaxUint32)
-	for _, f := range a.locked {
-		if f != a.proposal {
-			return time.Time{}, false
+// maxAhead bounds how far ahead a member's clock is believed to run: half
+// the clock fence's range (clockFence), beyond which a reading would look
+// like one from before.
+const maxAhead = time.Duration(1<<31) * time.Millisecond
+
+// clusterClock reads the fastest clock among this member's and the live
+// members' it heard from (ahead), so that every member proposes from about
+// the same clock however far apart their own clocks run (mutexd's is the
+// raw oscillator anchored at the wall time of its start, so two members'
+// clocks part by their oscillators' drift, up to a fraction of a second a
+// day; and a lab's wall clocks may not be synchronized at all): a grant
+// proposed from it is below the proposal of a request made later in real
+// time by more than the network's one-way delay. A member taken for down
+// no longer counts: a dead fast clock would otherwise hold every proposal
+// ahead of real time.
+func (c *Core) clusterClock() time.Time {
+	var lead time.Duration
+	for id, d := range c.ahead {
+		if d > lead && d < maxAhead && c.alive(id) {
+			lead = d
 		}
 	}
+	return c.now.Add(lead)
+}
+
+// clockFence is the fence of era e that the clock reading now proposes:
+// the era's floor and the reading in milliseconds, modulo 2^32 (the
+// count's width, so the era stays whole; the reading wraps every 49.7
+// days, and until a member's restart opens a new era the locks used
+// before the wrap propose from their fences alone).
+func clockFence(e uint32, now time.Time) uint64 {
+	return floorOf(e) | uint64(uint32(now.UnixMilli()))
+}
+
+// decide takes a's quorum of votes to a grant. The fence is the highest
+// any vote offers, top: above every fence each of these voters knew.
+// Every voter of the quorum must have it before the request may hold
+// (any later quorum meets this one in a voter that then knows it, so
+// fences grow strictly across the cluster, even if this holder dies
+// without a release). A voter that recorded its offer before voting and
+// offers top has it already; the others are sent a commit of top and the
+// request holds once they acknowledge. When every vote recorded top (the
+// common case: the proposal was current) the request holds at once: 3
+// frames per other voter, request, locked and release.
+//
+// The lease counts from when the votes began (fresh): the requests left
+// at sentAt, and each voter voted after holding the request for the wait
+// it reports, on its clock (taken at the slowest rate); the earliest vote
+// ends first. When that is long ago (a vote given at once, the others
+// after a wait in queues), the lease would be mostly spent: the request
+// commits top at every voter instead, which starts every vote and the
+// lease afresh, for a round trip.
+func (c *Core) decide(a *ask) {
+	var top uint64
+	for _, f := range a.locked {
+		top = max(top, f)
+	}
+	if top >= wire.MaxVoteFence || top == 0 {
+		c.reqs.Refuse(a.id, FenceExhausted)
+		c.endAsk(a)
+		return
+	}
+	a.fence = top
+	start, fresh := c.voteStart(a)
+	if a.mode != wire.VoteExclusive || !fresh {
+		c.commit(a, c.now, slices.Sorted(maps.Keys(a.locked)))
+		return
+	}
+	var stale []uint32
+	for _, v := range slices.Sorted(maps.Keys(a.locked)) {
+		if a.recorded[v] && a.locked[v] == top {
+			a.acked[v] = true // has top already; a renewal goes to it too
+		} else {
+			stale = append(stale, v)
+		}
+	}
+	if len(stale) == 0 {
+		a.commitAt = start
+		c.stats.Direct++
+		c.granted(a)
+		return
+	}
+	c.stats.Partial++
+	c.commit(a, start, stale)
+}
+
+// voteStart is when a's votes began, at the earliest (decide), and
+// whether that leaves most of the lease.
+func (c *Core) voteStart(a *ask) (time.Time, bool) {
+	wait := uint32(math.MaxUint32)
 	for v := range a.locked {
 		wait = min(wait, a.waited[v])
 	}
@@ -416,36 +494,14 @@ func (c *Core) direct(a *ask) (time.Time, bool) {
 	return start, c.now.Sub(start) <= a.lease/16
 }
 
-// enter: a holds on its proposal from start (direct).
-func (c *Core) enter(a *ask, start time.Time) {
-	a.commitAt = start
-	a.fence = a.proposal
-	for v := range a.locked {
-		a.acked[v] = true // the voters a renewal goes to
-	}
-	c.stats.Direct++
-	c.granted(a)
-}
-
-// commit records the request's fence at the voters that voted: the
-// highest they offer, which is above every fence each of them knows.
-// Any later quorum meets this one in a voter that has it by then, so
-// fences grow strictly across the cluster.
-func (c *Core) commit(a *ask) {
-	var top uint64
-	for _, f := range a.locked {
-		top = max(top, f)
-	}
-	if top >= wire.MaxVoteFence || top == 0 {
-		c.reqs.Refuse(a.id, FenceExhausted)
-		c.endAsk(a)
-		return
-	}
-	a.fence = top
-	a.phase, a.commitAt = committing, c.now
+// commit records a's fence at voters to (decide), the lease counted from
+// from: when the commit leaves, or, when the other voters recorded the
+// fence as they voted, when the first vote began.
+func (c *Core) commit(a *ask, from time.Time, to []uint32) {
+	a.phase, a.commitAt = committing, from
 	a.deadline = c.now.Add(c.cfg.AttemptTimeout)
 	a.inquiries = map[uint32]bool{}
-	for _, v := range slices.Sorted(maps.Keys(a.locked)) {
+	for _, v := range to {
 		c.post(v, wire.Vote{Op: wire.VoteCommit, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, Fence: a.fence, LeaseMS: msOf(a.lease)}, 0)
 	}
 }

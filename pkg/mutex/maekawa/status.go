@@ -21,9 +21,10 @@ type Stats struct {
 	// Entries: grants to this member's clients; Attempts: rounds of
 	// requests sent (retries included).
 	Entries, Attempts uint64
-	// Direct: entries on a proposed fence every voter recorded (no
-	// commit round).
-	Direct uint64
+	// Direct: entries on a fence every voter recorded as it voted (no
+	// commit round); Partial: entries that committed the fence only at
+	// the voters that had recorded less.
+	Direct, Partial uint64
 	// Voter side: requests seen, votes given, denied (majority), failed
 	// and inquiries sent and relinquishes received (Maekawa).
 	Requests, Votes, Denied, Failed, Inquired, Relinquished uint64
@@ -164,11 +165,11 @@ func itoa(n int) string {
 // Guarantees: what each algorithm promises (doc.go argues each).
 var maekawaGuarantees = mutex.Guarantees{
 	Survives: []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Partition, mutex.Loss},
-	Messages: "3(K-1) in the notes (K = |cross| = about 2 sqrt(N)); 5(K-1) here: 3(K-1) Maekawa + 2(K-1) the fence's commit and its ack; " +
-		"up to 7(K-1) with failed, inquire, relinquish and the new locked",
-	SyncDelay: "2 (release to the shared voter, its locked to the next), and the commit round",
+	Messages: "3(K-1) (K = |cross| = about 2 sqrt(N)): request, locked, release, each voter recording the fence as it votes; " +
+		"+2 (a commit and its ack) for each voter that recorded less; up to 7(K-1) with failed, inquire, relinquish and the new locked",
+	SyncDelay: "2 (release to the shared voter, its locked to the next), and a commit round where a voter recorded less",
 	Shared:    false,
-	Protection: "the fence: one above the highest its cross's voters know, recorded at all of them before the grant; " +
+	Protection: "the fence: above the highest its cross's voters know, recorded at all of them before the grant; " +
 		"any two crosses share a voter, so fences grow strictly. Survives a crash or partition while a whole row " +
 		"and a whole column of the grid are reachable; a holder that pauses past its lease is fenced out",
 }
@@ -176,10 +177,10 @@ var maekawaGuarantees = mutex.Guarantees{
 func majorityGuarantees(forgetful bool) mutex.Guarantees {
 	g := mutex.Guarantees{
 		Survives:  []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Partition, mutex.Loss},
-		Messages:  "3(n-1) + 2(m-1): request, answer and release at the n-1 others, commit and ack at m-1 (readers retry when denied)",
-		SyncDelay: "2 (release to a coordinator, its locked to the next in its queue) and the commit round",
+		Messages:  "3(n-1): request, answer and release at the n-1 others; + commit and ack at each of the m-1 that recorded less, at all m-1 for a reader (readers retry when denied)",
+		SyncDelay: "2 (release to a coordinator, its locked to the next in its queue), and a commit round where one recorded less",
 		Shared:    true,
-		Protection: "the fence: one above the highest its m coordinators know, recorded at m of them before the grant; " +
+		Protection: "the fence: above the highest its m coordinators know, recorded at m of them before the grant; " +
 			"any two majorities meet, so fences grow strictly, and a restart starts a new era above them. " +
 			"A restarted coordinator, which has forgotten its votes, votes on nothing for a whole lease",
 	}

@@ -39,19 +39,21 @@ type vote struct {
 
 	// An exclusive request proposes its fence (doc.go, "Fences"):
 	// proposal, with lease the lease it asks (0: refused, too long); it
-	// arrived then. recorded: this voter took the proposal as its fence
-	// for the lock when it voted, so the requester may hold on it without
-	// a commit.
+	// arrived then. recorded: this voter took offered (the proposal, or
+	// one above its own fence if that was higher) as its fence for the
+	// lock when it voted, so the requester may hold on it without a
+	// commit.
 	proposal uint64
 	lease    time.Duration
 	arrived  time.Time
 	recorded bool
+	offered  uint64
 }
 
 // mayHold says whether the requester may hold the lock on this vote now:
-// it committed a fence here, or may have entered on a proposal this
-// voter recorded. Such a vote lasts its lease, whatever happens to its
-// member.
+// it committed a fence here, or may have entered on the fence this voter
+// recorded. Such a vote lasts its lease, whatever happens to its member.
+// (Of an entry in the queue it says what it would be if voted for.)
 func (v *vote) mayHold() bool { return v.committed || v.recorded }
 
 // before is the requests' priority: lower Lamport time first, then lower ID.
@@ -150,7 +152,12 @@ func (c *Core) remove(l *vlock, v *vote) {
 // release or its lease's end: the member may have restarted, and the
 // program that held the lock with it may still run until then.
 func (c *Core) supersede(l *vlock, from uint32) {
-	for _, e := range slices.Concat(l.grants, l.queue) {
+	for _, e := range slices.Clone(l.queue) {
+		if e.from == from {
+			c.remove(l, e) // a queued entry holds no vote, whatever it recorded before
+		}
+	}
+	for _, e := range slices.Clone(l.grants) {
 		if e.from == from && !e.mayHold() {
 			c.remove(l, e)
 		}
@@ -189,7 +196,10 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 		}
 		c.supersede(l, from)
 		v := &vote{from: from, attempt: m.Attempt, stamp: m.Stamp, mode: m.Mode, arrived: c.now}
-		if m.Mode == wire.VoteExclusive && m.Fence > 0 {
+		if m.Mode == wire.VoteExclusive {
+			// Every exclusive vote records a fence (giveVote): the
+			// proposal, or one above this voter's if the proposal is
+			// stale (a refresh proposes nothing: 0).
 			if lease, ok := c.leaseOK(m.LeaseMS); ok {
 				v.proposal, v.lease = m.Fence, lease
 			}
@@ -232,7 +242,7 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
 			return fmt.Errorf("%w: %d: %w", ErrFenceJump, m.Fence, err)
 		}
-		if mine := g.recorded && m.Fence == g.proposal && l.fence == g.proposal; m.Fence <= l.fence && !mine {
+		if mine := g.recorded && m.Fence == g.offered && l.fence == g.offered; m.Fence <= l.fence && !mine {
 			// Another grant recorded this fence or a higher one since this
 			// vote was given: readers voted for together, whose commits
 			// crossed. Each grant takes a fence of its own, so a reader that
@@ -327,15 +337,33 @@ func (c *Core) giveVote(l *vlock, v *vote) {
 	c.stats.Votes++
 	offer := min(l.fence+1, wire.MaxVoteFence)
 	switch {
-	case v.recorded && l.fence == v.proposal:
-		// A vote given back (relinquish) and given again: nothing was
-		// recorded here since, so the proposal is still above them all.
-		offer = v.proposal
-	case v.proposal > l.fence && c.admit(v.proposal) == nil:
-		c.raise(l, v.proposal)
-		v.recorded, offer = true, v.proposal
-	default:
+	case v.mode != wire.VoteExclusive || v.lease == 0:
+		// A reader's vote (readers always commit), or a lease this voter
+		// refuses (the commit will be refused too): nothing recorded.
 		v.recorded = false
+	case v.recorded && l.fence == v.offered:
+		// A vote given back (relinquish) and given again: nothing was
+		// recorded here since, so the same offer is still above them all
+		// (and still agrees with the other voters').
+		offer = v.offered
+	default:
+		// Refreshed at vote time: the proposal if it is above everything
+		// this voter knows, else one above its own fence; recorded either
+		// way, so that a request whose votes all offer the same fence may
+		// hold on it (doc.go, "Fences").
+		want := l.fence + 1
+		if v.proposal > want {
+			if err := c.admit(v.proposal); err == nil {
+				want = v.proposal
+			} else {
+				c.count("proposals_implausible")
+			}
+		}
+		v.recorded = want <= wire.MaxVoteFence && c.admit(want) == nil
+		if v.recorded {
+			c.raise(l, want)
+			v.offered, offer = want, want
+		}
 	}
 	if v.recorded {
 		// The requester may enter on this vote without a commit, its lease
@@ -343,7 +371,7 @@ func (c *Core) giveVote(l *vlock, v *vote) {
 		v.expires = maxTime(v.expires, c.now.Add(c.cfg.stretch(v.lease)))
 	}
 	c.post(v.from, wire.Vote{Op: wire.VoteLocked, Name: l.name, Attempt: v.attempt, Stamp: v.stamp, Mode: v.mode,
-		Fence: offer, LeaseMS: msOf(c.now.Sub(v.arrived))}, 0)
+		Fence: offer, LeaseMS: msOf(c.now.Sub(v.arrived)), Recorded: v.recorded}, 0)
 }
 
 // coordinate is a majority coordinator's answer to a shared request: a

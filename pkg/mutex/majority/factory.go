@@ -22,8 +22,9 @@ var Factory = mutex.Factory{
 	Guarantees: (&maekawa.Config{Quorum: 1}).Guarantees(),
 	// The notes give the algorithm, not a price: request to the n
 	// coordinators, m grants, release to the n. Here every coordinator
-	// answers and records the proposed fence, 3(n-1) uncontended; a stale
-	// proposal, or a shared request, adds the commit and its ack at m-1;
+	// answers and records a fence as it votes, 3(n-1) uncontended; each of
+	// the m-1 that recorded less than the highest (a stale proposal) adds a
+	// commit and its ack, and a shared request commits at all m-1;
 	// contention adds failed, inquire and relinquish, and a denied reader
 	// retries: no upper bound.
 	Cost: core.Cost{Text: "3n (request and release to n, m grants)", Delay: "2",
