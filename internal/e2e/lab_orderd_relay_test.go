@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/labnet"
 	"github.com/synclab/synclab/pkg/order"
 )
 
@@ -39,15 +38,9 @@ func (c *cluster) orderLog(i int) []order.Delivery {
 // and the successor after its cause, each exactly once, the same at every
 // survivor.
 func TestLabOrderdSenderDies(t *testing.T) {
-	labnet.Require(t)
 	const n = 5
-	lab := labnet.New(t, n)
-	c := &cluster{t: t, daemon: "orderd", dir: shortDirT(t)}
-	c.key = keyFile(t, c.dir)
-	l := &labOrderd{c: c, lab: lab, procs: map[int]*labnet.Proc{}}
-	for i := 1; i <= n; i++ {
-		l.start(i)
-	}
+	l := newLabOrderd(t, n)
+	c, lab := l.c, l.lab
 	c.eventually("every host answers and knows a sequencer", 10*time.Second, func() bool {
 		for i := 1; i <= n; i++ {
 			if c.sequencer(i) == 0 {

@@ -20,6 +20,18 @@ type labOrderd struct {
 	extra []string
 }
 
+// newLabOrderd starts orderd, keyed, on every host of a new n-host lab.
+func newLabOrderd(t *testing.T, n int) *labOrderd {
+	labnet.Require(t)
+	c := &cluster{t: t, daemon: "orderd", dir: shortDirT(t)}
+	c.key = keyFile(t, c.dir)
+	l := &labOrderd{c: c, lab: labnet.New(t, n), procs: map[int]*labnet.Proc{}}
+	for i := 1; i <= n; i++ {
+		l.start(i)
+	}
+	return l
+}
+
 func (l *labOrderd) start(i int) {
 	var members []string
 	for j := 1; j <= l.lab.N(); j++ {
@@ -42,15 +54,9 @@ func (l *labOrderd) start(i int) {
 // the killed host restarts from its disk and catches up, and every
 // replica ends with the same balance after the same commands.
 func TestLabOrderdAccount(t *testing.T) {
-	labnet.Require(t)
 	const n = 5
-	lab := labnet.New(t, n)
-	c := &cluster{t: t, daemon: "orderd", dir: shortDirT(t)}
-	c.key = keyFile(t, c.dir)
-	l := &labOrderd{c: c, lab: lab, procs: map[int]*labnet.Proc{}}
-	for i := 1; i <= n; i++ {
-		l.start(i)
-	}
+	l := newLabOrderd(t, n)
+	c, lab := l.c, l.lab
 	c.eventually("every host knows sequencer 5", 10*time.Second, func() bool {
 		for i := 1; i <= n; i++ {
 			if c.sequencer(i) != 5 {
