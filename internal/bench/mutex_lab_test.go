@@ -44,7 +44,7 @@ var (
 	mutexBin     = flag.String("mutex.bin", "", "`DIR` holding mutexd (default: go build it from ../../cmd/mutexd)")
 	mutexPrefix  = flag.String("mutex.prefix", "", "lab namespace `PREFIX` (default: random)")
 	mutexFlags   = flag.String("mutex.flags", "", "extra `FLAGS` for every mutexd run, e.g. \"--loss-timeout 300ms --confirm-window 150ms\"")
-	mutexAlg     = flag.String("mutex.algorithm", "all", "the mutexd `ALGORITHM` to measure (a name of pkg/mutex/algorithms), or all of them side by side")
+	mutexAlg     = flag.String("mutex.algorithm", "all", "the mutexd `ALGORITHM`s to measure (names of pkg/mutex/algorithms, comma-separated), or all of them side by side")
 	mutexCount   = flag.Int("mutex.count-hosts", 16, "a second, smaller run on this many hosts that only counts messages per entry (0: skip)")
 )
 
@@ -119,11 +119,14 @@ func BenchmarkMutex(b *testing.B) {
 	dir := shortTempDir(b)
 	algs := mutexalgorithms.All
 	if *mutexAlg != "all" {
-		f, err := algs.Lookup(*mutexAlg)
-		if err != nil {
-			b.Fatal(err)
+		algs = nil
+		for _, name := range strings.Split(*mutexAlg, ",") {
+			f, err := mutexalgorithms.All.Lookup(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			algs = append(algs, f)
 		}
-		algs = mutex.Registry{f}
 	}
 	if *mutexCount < 0 || *mutexCount > labnet.MaxHosts {
 		b.Fatalf("-mutex.count-hosts %d: want 0 (skip) to %d", *mutexCount, labnet.MaxHosts)
