@@ -23,7 +23,7 @@
 #       Installs etcd-server and etcd-client if missing.
 #   bench.sh mutex [--algorithm NAME[,NAME...]|all] [--samples N] [--window D] [--clients N]
 #                  [--trials N] [--traffic D] [--count-hosts N] [--flags 'MUTEXD-FLAGS']
-#       every mutexd algorithm (pkg/mutex/algorithms; --algorithm picks some,
+#       every mutexd algorithm (pkg/mutex/algorithms; --algorithm picks one or a comma-separated list,
 #       default all), one 5-host cluster after the other, against etcd 3.4's
 #       lock (one node; its v3lock gateway and etcdctl lock), in one table:
 #       messages per entry measured (frames sent by all daemons / entries)
@@ -36,6 +36,11 @@
 #       alone or its daemon paused 5 s (--trials each), RSS; then the message counts alone
 #       on --count-hosts hosts (default 16; 0 skips). --flags are added to
 #       every mutexd run. Installs etcd-server and etcd-client.
+#   bench.sh mutex-profile [--algorithm NAME[,NAME...]] [--samples N]
+#       one uncontended entry taken apart, step by step, from mutexd's traces
+#       (--trace on h1..h5): the request leaving, reaching the peers, their
+#       answers, the grant, the release; median offsets from the acquire call
+#       (default ricartagrawala,lamport, 200 entries each).
 #   bench.sh timesync [--warmup D] [--window D] [--load D] [--conns N]
 #                     [--impair [--jitter D] [--asym D]] [--no-serve-ab]
 #       timed's NTP client against chronyd's (-x), both following one chronyd
@@ -334,7 +339,7 @@ bench_mutex() {
 	{ [[ $clients =~ ^[0-9]{1,3}$ ]] && [ "$clients" -ge 2 ]; } || die "mutex: --clients $clients: want a whole number 2..999"
 	is_duration "$window" || die "mutex: --window $window: want a duration such as 5s"
 	is_duration "$traffic" || die "mutex: --traffic $traffic: want a duration such as 10s"
-	[[ $algorithm =~ ^[a-z0-9-]{1,32}(,[a-z0-9-]{1,32}){0,15}$ ]] || die "mutex: --algorithm $algorithm: want algorithm names, comma-separated (mutexd run --help lists them), or all"
+	[[ $algorithm =~ ^[a-z0-9-]{1,32}(,[a-z0-9-]{1,32}){0,15}$ ]] || die "mutex: --algorithm $algorithm: want an algorithm's name (mutexd run --help lists them), several separated by commas, or all"
 	{ [[ $counthosts =~ ^[0-9]{1,3}$ ]] && [ "$counthosts" -le 250 ]; } || die "mutex: --count-hosts $counthosts: want 0 (skip) to 250"
 
 	need_root mutex "${argv[@]}"
@@ -345,6 +350,28 @@ bench_mutex() {
 	run_go_bench Mutex -mutex -mutex.bin "$WORK/bin" -mutex.prefix "$PREFIX" -mutex.samples "$samples" \
 		-mutex.window "$window" -mutex.clients "$clients" -mutex.trials "$trials" -mutex.traffic "$traffic" -mutex.flags "$flags" \
 		-mutex.algorithm "$algorithm" -mutex.count-hosts "$counthosts"
+}
+
+bench_mutex-profile() {
+	local samples=200 algorithm=ricartagrawala,lamport argv=("$@")
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--samples) samples=${2:?--samples needs a number} && shift ;;
+		--algorithm) algorithm=${2:?--algorithm needs a name} && shift ;;
+		-h | --help) usage ;;
+		*) echo "$prog mutex-profile: unknown argument '$1'" >&2 && usage ;;
+		esac
+		shift
+	done
+	{ [[ $samples =~ ^[0-9]{1,6}$ ]] && [ "$samples" -ge 1 ]; } || die "mutex-profile: --samples $samples: want a whole number >= 1"
+	[[ $algorithm =~ ^[a-z0-9-]{1,32}(,[a-z0-9-]{1,32}){0,15}$ ]] || die "mutex-profile: --algorithm $algorithm: want names separated by commas"
+	need_root mutex-profile "${argv[@]}"
+	need_packages iproute2 nftables
+	setup
+	build ./cmd/mutexd
+	log "bench mutex-profile: $algorithm, $samples entries each, lab prefix $PREFIX"
+	run_go_bench MutexProfile -mutex.profile -mutex.bin "$WORK/bin" -mutex.prefix "$PREFIX" \
+		-mutex.profile.samples "$samples" -mutex.algorithm "$algorithm"
 }
 
 bench_order() {

@@ -83,8 +83,10 @@ type Core struct {
 	det        *liveness.Detector
 	lastBeat   time.Time // zero: none yet
 	// saidBusy: the last heartbeat (or request, sent to every member)
-	// said this member may hold or ask: when it stops, it says so at once.
+	// said this member may hold or ask: when it stops, it says so within
+	// IdleNotice. idleFrom: when its last request ended.
 	saidBusy  bool
+	idleFrom  time.Time
 	restarted bool
 	holdUntil time.Time // restart hold: no answers before
 	// rejoinFrom: since when this member rejoins (zero: it does not): it
@@ -110,6 +112,12 @@ type Core struct {
 	locks      map[string]*lock
 	fenceFloor uint64 // the highest fence of a lock reclaimed from the table
 	reqs       *mutex.Table
+
+	// releases are the Lamport releases of requests a client's Release
+	// ended, made at the loop's next turn (flushReleases), after the
+	// client has its answer.
+	releases    []release
+	holdRelease bool // within Release: a Lamport release is held back
 
 	msgs     []core.Message
 	events   []core.Event
@@ -166,6 +174,13 @@ type lock struct {
 	// after its request). It ends when the member shows, in a frame
 	// stamped later, that it has no request for l stamped below it.
 	lent map[uint32]uint64
+}
+
+// release is a Lamport release not yet made: the request stamped stamp
+// for lock name ended.
+type release struct {
+	name  string
+	stamp uint64
 }
 
 type deferral struct {
@@ -501,15 +516,23 @@ func (c *Core) confirm(name string) {
 // asks for the lock, or holds it, is heard often, so that the others can
 // bound its lease closely from when they last heard it).
 //
-// A member that said it was busy and no longer is says so at once: the
-// others gave it leaves (Ricart-Agrawala has no release message) and would
-// wait DeadAfter for it, not SuspectAfter, should it fall silent before
-// its next heartbeat.
+// A member that said it was busy and no longer is says so IdleNotice
+// after its last request ended (or its busy time of an earlier life did),
+// unless it asks again first (its request is heard by all, and says busy):
+// the others gave it leaves (Ricart-Agrawala has no release message) and
+// would wait DeadAfter for it, not SuspectAfter, should it fall silent
+// before its next heartbeat.
 func (c *Core) nextBeat() time.Time {
 	busy := c.busy()
 	switch {
-	case c.lastBeat.IsZero(), c.saidBusy && !busy:
+	case c.lastBeat.IsZero():
 		return c.now
+	case c.saidBusy && !busy:
+		idle := c.idleFrom
+		if c.busyUntil.After(idle) {
+			idle = c.busyUntil
+		}
+		return core.Earliest(idle.Add(c.cfg.IdleNotice()), c.lastBeat.Add(c.cfg.BusyHeartbeat()))
 	case busy:
 		return c.lastBeat.Add(c.cfg.BusyHeartbeat())
 	}
@@ -725,6 +748,7 @@ func (c *Core) seeIncarnation(m uint32, inc uint32) error {
 // Step feeds one frame.
 func (c *Core) Step(m core.Message) error {
 	c.observe(m.Time)
+	c.flushReleases()
 	err := c.step(m)
 	c.confirmRenewals() // any frame may make the majority fresh again
 	if err != nil {
@@ -848,6 +872,7 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 // Tick runs the timers: heartbeats, liveness, leases, retries.
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
+	c.flushReleases()
 	if !c.now.Before(c.nextBeat()) {
 		c.saidBusy = c.busy()
 		c.send(core.Broadcast, wire.KindPermHeartbeat, wire.PermHeartbeat{
@@ -871,6 +896,9 @@ func (c *Core) Tick(now time.Time) {
 func (c *Core) Deadline() time.Time {
 	if !c.started {
 		return time.Time{}
+	}
+	if len(c.releases) > 0 {
+		return c.now // the loop's next turn makes them
 	}
 	d := core.Earliest(c.nextBeat(), c.det.Deadline(), c.reqs.Deadline())
 	if c.inHold() {

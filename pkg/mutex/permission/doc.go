@@ -66,6 +66,37 @@
 // every stamp it sent or saw, so its requests come after every request it
 // ever answered and its fences after every fence it knew.
 //
+// What a restart may reuse, and what not: no frame leaves stamped at or
+// above the floor on disk (Ready raises the floor, floorChunk above the
+// clock, whenever the clock comes within floorSlack of it, and the state
+// is a promise: written before that Ready's frames leave), so every stamp
+// at or above the persisted floor is unused and a restart may take any of
+// them; none below it, which the last life may have sent. So one write
+// reserves 2^24 stamps, nothing is written per request, and a request
+// never waits for the disk. A stamp the last life only saw (a frame's
+// Lamport time merged into its clock) may lie above the floor if it
+// crashed before the raise was written; it acted on nothing that needed
+// the write (no frame left), and the fences it heard of are heard again:
+// every answer carries its sender's highest known fence, a grant waits for
+// the answer of every live member, and a grant whose fence is not above
+// the highest known is stamped anew (below).
+//
+// # What an entry costs, and what is not in its path
+//
+// An uncontended entry is the notes' messages and nothing else: the
+// request to every other member and their answers (Lamport: and the
+// release to all), no disk write and no other frame. The clock floor is
+// a range reserved once per start (and raised once per 2^24 - 2^16
+// ticks, a write per million entries or so), so no request waits for a
+// write; no fence is persisted, as it is the request's place in the
+// (stamp, ID) order, fixed by the stamp. Lamport's release is made after
+// the client has its answer (Release holds it back to the loop's next
+// turn, when Deadline is now; any call of the core makes it first, before
+// any frame it makes, so a request that follows is stamped after it): a
+// release only lets the others in, so a release that leaves later makes
+// them wait longer and never lets one enter sooner; a member that
+// crashes before it leaves is given up as one that crashed holding.
+//
 // # Failures: what the notes leave out
 //
 // The textbook algorithms wait forever for a member that crashed. Each core
@@ -87,7 +118,15 @@
 //     that may still run at a client). Ricart-Agrawala has no release
 //     message, so for its last holder the idle heartbeat is the news: a
 //     member that said it was busy (in a heartbeat, or by sending a
-//     request to all) says at once when it no longer is.
+//     request to all) says so IdleNotice (20 ms with 1 s heartbeats) after
+//     its last request ended, unless it asks again first: its request
+//     goes to all, says busy, and spends the same leaves (it is stamped
+//     after every answer it took), so a client that takes the lock again
+//     at once costs no heartbeat round per entry. The notice is news of
+//     an idleness that holds when it is sent (busy is read then); sent
+//     later, it can only keep the others waiting longer: a member that
+//     crashes within IdleNotice of its release is waited for DeadAfter,
+//     not SuspectAfter.
 //   - Two timeouts. A member with no unspent leave is suspected after
 //     SuspectAfter (3.2 s with 1 s heartbeats: two heartbeats of stall, a
 //     heartbeat, a margin) and no longer waited for; one that may hold by
@@ -133,9 +172,10 @@
 // that held nothing by the waiter's leave SuspectAfter after its last
 // heartbeat, 2.2-3.2 s after the crash (in Lamport's queue a request sent
 // to the member after its last heartbeat is itself a leave, so then
-// DeadAfter). Idle traffic is unchanged: N-1 heartbeats of 5 bytes a
-// second per member; a member that holds or asks sends five, and one more
-// round when it stops.
+// DeadAfter; so too for a member that crashed within IdleNotice of its
+// release). Idle traffic is unchanged: N-1 heartbeats of 5 bytes a second
+// per member; a member that holds or asks sends five, and one more round
+// IdleNotice after it stops (none if it asks again first).
 //
 // What this costs in safety: the rules assume a failure shows to both
 // sides alike, as a crash, a pause, or a partition into a majority and a

@@ -12,6 +12,7 @@ import (
 // as a mutex.Granted outcome (and EventGranted) with the returned ID.
 func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
 	c.observe(now)
+	c.flushReleases()
 	checked, err := c.reqs.Check(c.self, r)
 	if err != nil {
 		return 0, err
@@ -37,14 +38,36 @@ func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) 
 // Release ends request id (mutex.Algorithm): a holder gives its lock back,
 // a waiting request leaves the queue. A holder whose lease ended first
 // lost the grant with it: ErrExpired.
+//
+// Lamport's release to all is not made here but at the loop's next turn
+// (Deadline is now; any call makes it first), so that the client has its
+// answer while the frames travel: a release only lets the others in, and
+// one that leaves later makes them wait longer, never enter sooner.
 func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 	c.observe(now)
+	c.flushReleases()
 	st, err := c.reqs.Release(c.now, id)
 	c.drain()
 	if l := c.locks[st.Lock]; l != nil {
+		c.holdRelease = true
 		c.settle(l)
+		c.holdRelease = false
 	}
 	return err
+}
+
+// flushReleases makes the Lamport releases a client's Release held back,
+// before any other frame: every frame is stamped when it is made, and a
+// request made after a release must be stamped after it, or the receivers
+// would take the request for stale.
+func (c *Core) flushReleases() {
+	rs := c.releases
+	c.releases = nil
+	for _, r := range rs {
+		if l := c.locks[r.name]; l != nil {
+			c.sendRelease(l, r.stamp)
+		}
+	}
 }
 
 // Renew asks that granted request id's lease run lease from now
@@ -52,6 +75,7 @@ func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 // majority, else as soon as it does again; a lease that ends first is lost.
 func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) error {
 	c.observe(now)
+	c.flushReleases()
 	err := c.reqs.Renew(c.now, id, lease)
 	if err == nil && lease != 0 {
 		c.leases[id] = lease
@@ -113,6 +137,7 @@ func (c *Core) advance(l *lock) {
 
 // request stamps a new request for l and sends it to every other member.
 func (c *Core) request(l *lock) {
+	c.flushReleases() // a release held back is stamped before this request
 	if c.lamport.Now() >= wire.MaxPermStamp-floorSlack {
 		c.count("clock_exhausted")
 		for _, id := range c.reqs.Grantable(l.name) {
@@ -241,11 +266,24 @@ func (c *Core) exit(l *lock) {
 	if old == 0 {
 		return
 	}
+	if !c.busy() {
+		c.idleFrom = c.now
+	}
 	if c.cfg.Variant == RicartAgrawala {
 		c.answerDeferred(l, true)
 		return
 	}
+	if c.holdRelease {
+		c.releases = append(c.releases, release{name: l.name, stamp: old})
+		return
+	}
+	c.sendRelease(l, old)
+}
+
+// sendRelease sends Lamport's release of l's request stamped stamp to every
+// other member.
+func (c *Core) sendRelease(l *lock, stamp uint64) {
 	for _, m := range c.others() {
-		c.lend(l, m, c.send(m, wire.KindLamportRelease, wire.PermRequest{Name: l.name, Incarnation: c.inc, Stamp: old, Fence: l.known}, 0))
+		c.lend(l, m, c.send(m, wire.KindLamportRelease, wire.PermRequest{Name: l.name, Incarnation: c.inc, Stamp: stamp, Fence: l.known}, 0))
 	}
 }
