@@ -104,7 +104,8 @@
 // again after a restart (its count is lost; the election claims a newer
 // term at every start anyway). If the election wavers within a run and
 // makes it lead the same term again, it resumes numbering where it stopped,
-// and waits as a new coordinator does (it backed itself until it stopped). Why not "the highest fence re-announced, plus one"? A grant
+// and waits as a new coordinator does (it backed itself until it
+// stopped). Why not "the highest fence re-announced, plus one"? A grant
 // whose holder crashed before re-announcing it would be forgotten, and its
 // fence given twice.
 //
