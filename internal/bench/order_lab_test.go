@@ -385,7 +385,7 @@ func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
 			if !ok {
 				continue
 			}
-			if d.Sender == 1 && d.Order != order.TotalOrder && d.At.Sub(at) < time.Millisecond {
+			if i == 1 && d.Order != order.TotalOrder {
 				continue // FIFO and causal deliver to their sender inside the send call
 			}
 			stamps = append(stamps, d.At.Sub(at))
