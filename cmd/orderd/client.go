@@ -127,8 +127,15 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 			case found != nil, committed:
 				return sendReply{}, nil
 			}
-			if !waitDelivery(r.Context(), events, me) {
+			woke, own := waitDelivery(r.Context(), events, me, sid)
+			if !woke {
 				return nil, notDelivered(sequenced, pending)
+			}
+			if own && !req.Wait {
+				// The event is this submission's own delivery here,
+				// emitted once it is written: committed, without
+				// another turn of the loop to look it up.
+				return sendReply{}, nil
 			}
 		}
 	})
@@ -173,24 +180,29 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 }
 
 // waitDelivery waits for a delivery of this node's own message (or an
-// event lost to a slow read, or a while: the caller looks again); false
-// once ctx is done.
-func waitDelivery(ctx context.Context, events <-chan daemon.EventRecord, me uint32) bool {
+// event lost to a slow read, or a while: the caller looks again); woke
+// is false once ctx is done. own says the delivery is the sequenced
+// submission sid itself (sid 0: none).
+func waitDelivery(ctx context.Context, events <-chan daemon.EventRecord, me uint32, sid uint64) (woke, own bool) {
 	poll := time.NewTimer(100 * time.Millisecond)
 	defer poll.Stop()
 	for {
 		select {
 		case e, ok := <-events:
 			if !ok {
-				return ctx.Err() == nil
+				return ctx.Err() == nil, false
 			}
-			if e.Lost > 0 || e.Name == order.EventDelivered && fmt.Sprint(e.Attrs["sender"]) == strconv.FormatUint(uint64(me), 10) {
-				return true
+			if e.Lost > 0 {
+				return true, false
+			}
+			if e.Name == order.EventDelivered && fmt.Sprint(e.Attrs["sender"]) == strconv.FormatUint(uint64(me), 10) {
+				own = sid != 0 && e.Attrs["order"] == order.TotalOrder.String() && fmt.Sprint(e.Attrs["sid"]) == strconv.FormatUint(sid, 10)
+				return true, own
 			}
 		case <-poll.C:
-			return true
+			return true, false
 		case <-ctx.Done():
-			return false
+			return false, false
 		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/order"
@@ -76,5 +78,41 @@ func TestRenderStatus(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// A sequenced send is answered on its own delivery's event (emitted once
+// the delivery is written), and only on its own: another submission of
+// this node's, or a delivery from another member, is not its commit.
+func TestWaitDeliveryKnowsItsOwnSubmission(t *testing.T) {
+	const me, sid = 2, 7<<32 | 5
+	delivered := func(ord order.Order, sender uint32, s uint64) daemon.EventRecord {
+		return daemon.EventRecord{Name: order.EventDelivered, Attrs: map[string]any{"order": ord.String(), "sender": sender, "seq": uint64(9), "sid": s}}
+	}
+	for _, c := range []struct {
+		name      string
+		e         daemon.EventRecord
+		woke, own bool
+	}{
+		{"its own", delivered(order.TotalOrder, me, sid), true, true},
+		{"an earlier one of this node", delivered(order.TotalOrder, me, sid-1), true, false},
+		{"another member's", delivered(order.TotalOrder, 3, sid), false, false},
+		{"fifo from this node", delivered(order.FIFO, me, 0), true, false},
+		{"lost events", daemon.EventRecord{Name: "other", Lost: 3}, true, false},
+	} {
+		events := make(chan daemon.EventRecord, 1)
+		events <- c.e
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		woke, own := waitDelivery(ctx, events, me, sid)
+		cancel()
+		if woke != c.woke || own != c.own {
+			t.Errorf("%s: woke %v own %v, want %v %v", c.name, woke, own, c.woke, c.own)
+		}
+	}
+	// Without a submission (not sequenced) nothing is its own.
+	events := make(chan daemon.EventRecord, 1)
+	events <- delivered(order.TotalOrder, me, sid)
+	if woke, own := waitDelivery(context.Background(), events, me, 0); !woke || own {
+		t.Errorf("no submission: woke %v own %v", woke, own)
 	}
 }
