@@ -89,13 +89,15 @@
 #       to disk per vote): violations per acquisition beside the notes'
 #       formula. No root, no lab.
 #   bench.sh order [--samples N] [--burst N] [--trials N]
-#       orderd (5 hosts) against etcd 3.4 used as an ordered log (one node,
-#       put + watch): frames per multicast per order at 5 and 16 members
-#       beside the notes' counts (simulator), delivery latency p50/p99 per
-#       order over --samples multicasts (default 200) to every member,
-#       multicasts/s with every host sending --burst (default 200) back to
-#       back, the Lamport total order too, and recovery after SIGKILL of the
-#       sequencer (--trials, default 5). Installs etcd-server and etcd-client.
+#       orderd (5 hosts) against etcd 3.4 used as an ordered log (put +
+#       watch; one node, then a 5-member cluster with the puts at its
+#       leader, then at a follower): frames per multicast per order at 5
+#       and 16 members beside the notes' counts (simulator), delivery
+#       latency p50/p99 per order over --samples multicasts (default 200)
+#       to every member, multicasts/s with every host sending --burst
+#       (default 200) back to back, the Lamport total order too, and
+#       recovery after SIGKILL of the sequencer (--trials, default 5).
+#       Installs etcd-server and etcd-client.
 #   bench.sh list                the benchmarks
 #   bench.sh help                this text
 #

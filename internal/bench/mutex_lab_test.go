@@ -449,8 +449,11 @@ func (m *mutexBench) acquire(ctx context.Context, i int, name string) (release f
 
 // etcdClient is an HTTP client whose connections are opened inside h6,
 // so that it reaches etcd on that host's 127.0.0.1.
-func (m *mutexBench) etcdClient() *http.Client {
-	h := m.lab.Host(etcdHost)
+func (m *mutexBench) etcdClient() *http.Client { return etcdClientAt(m.lab.Host(etcdHost)) }
+
+// etcdClientAt is an HTTP client whose connections are dialled inside h's
+// namespace, so that 127.0.0.1 is h's own loopback.
+func etcdClientAt(h *labnet.Host) *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var c net.Conn
@@ -467,12 +470,18 @@ func (m *mutexBench) etcdClient() *http.Client {
 
 // etcdCall POSTs a JSON body to etcd's gateway and decodes the answer.
 func (m *mutexBench) etcdCall(ctx context.Context, path string, in, out any) error {
+	return etcdPost(ctx, m.etcdHTTP, path, in, out)
+}
+
+// etcdPost POSTs a JSON body to the gateway of the etcd listening on
+// 127.0.0.1 of c's host and decodes the answer.
+func etcdPost(ctx context.Context, c *http.Client, path string, in, out any) error {
 	body, _ := json.Marshal(in)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d%s", etcdPort, path), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	resp, err := m.etcdHTTP.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}

@@ -40,14 +40,24 @@ var (
 )
 
 const (
-	orderHosts = 5 // orderd on h1..h5; etcd on h6
+	orderHosts = 5 // orderd on h1..h5; etcd on h6, then a 5-member etcd cluster on h6..h10
 	orderPort  = 7600
 )
 
+// The etcd columns of the order table: one node, then a cluster of
+// orderHosts members with the puts sent to its leader, then to a follower
+// (which forwards them to the leader, as an orderd member forwards a total
+// order send to the sequencer).
+const (
+	etcdOne      = "etcd, 1 node"
+	etcdLeader   = "etcd x5, put at leader"
+	etcdFollower = "etcd x5, put at follower"
+)
+
 // BenchmarkOrder measures orderd's ordered multicast on five namespace
-// hosts against etcd 3.4 used as an ordered replicated log (one node on
-// h6: a put is a multicast, a watch on the prefix its delivery), in one
-// lab, and prints the table:
+// hosts against etcd 3.4 used as an ordered replicated log (a put is a
+// multicast, a watch on the prefix its delivery): one node on h6, and a
+// cluster of five members on h6-h10, in one lab, and prints the table:
 //
 //   - frames per multicast for each order at 5 and 16 members, counted
 //     exactly on the simulator (no loss), beside the notes' figures;
@@ -66,14 +76,16 @@ func BenchmarkOrder(b *testing.B) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dir := shortTempDir(b)
-	lab := benchLab(b, etcdHost, *orderPrefix)
+	lab := benchLab(b, etcdHost+orderHosts-1, *orderPrefix)
 	o := &orderBench{
 		mutexBench: &mutexBench{electBench: &electBench{b: b, ctx: ctx, lab: lab, dir: dir, etcd: etcdBin, etcdctl: etcdctlBin}},
 		orderd:     buildBinary(b, dir, *orderBin, "orderd"),
 		procs:      map[int]*labnet.Proc{},
 	}
-	o.logf("lab %s up: orderd on h1-h%d, etcd on h%d; load average %s", lab.Prefix(), orderHosts, etcdHost, loadAverage())
-	t := &Table{Title: "orderd against etcd 3.4 (put + watch as an ordered log)", Systems: []string{"fifo", "causal", "total (sequencer)", "total (lamport)", "etcd"}}
+	loadStart := loadAverage()
+	o.logf("lab %s up: orderd on h1-h%d, etcd on h%d, then etcd x%d on h%d-h%d; load average %s", lab.Prefix(), orderHosts, etcdHost, orderHosts, etcdHost, etcdHost+orderHosts-1, loadStart)
+	names := []string{"fifo", "causal", "total (sequencer)", "total (lamport)", etcdOne, etcdLeader, etcdFollower}
+	t := &Table{Title: "orderd against etcd 3.4 (put + watch as an ordered log)", Systems: names}
 
 	t.Section("frames per multicast (simulator, no loss): protocol + stream/append acks / the notes' protocol count")
 	for _, n := range []int{5, 16} {
@@ -87,7 +99,7 @@ func BenchmarkOrder(b *testing.B) {
 			if burst {
 				how = "20 at once"
 			}
-			t.Row(fmt.Sprintf("N=%d, %s", n, how), "= notes", append(cells, "-")...)
+			t.Row(fmt.Sprintf("N=%d, %s", n, how), "= notes", append(cells, "-", "-", "-")...)
 		}
 	}
 
@@ -120,11 +132,41 @@ func BenchmarkOrder(b *testing.B) {
 
 	o.startEtcd()
 	o.etcdHTTP = o.etcdClient()
-	lat["etcd"], thr["etcd"] = o.etcdLog()
-	o.logf("etcd: latency %v, %.0f puts/s", lat["etcd"], thr["etcd"])
+	lat[etcdOne], thr[etcdOne] = o.etcdLog(o.etcdHTTP, []*http.Client{o.etcdHTTP})
+	o.logf("%s: latency %v, %.0f puts/s", etcdOne, lat[etcdOne], thr[etcdOne])
+	if err := o.etcdProc.Kill(); err != nil {
+		o.fatal(err)
+	}
+	o.etcdHTTP.CloseIdleConnections()
 
-	names := []string{"fifo", "causal", "total (sequencer)", "total (lamport)", "etcd"}
-	t.Section("delivery latency, send call to the delivery seen by a client of every member (5 hosts; etcd: its watcher)")
+	var members []int
+	for i := range orderHosts {
+		members = append(members, etcdHost+i)
+	}
+	ec := o.startEtcdCluster(members)
+	leader, err := ec.leader(o.ctx)
+	if err != nil {
+		o.fatal(err)
+	}
+	follower := members[0]
+	if follower == leader {
+		follower = members[1]
+	}
+	var watchers []*http.Client
+	for _, i := range members {
+		watchers = append(watchers, ec.clients[i])
+	}
+	lat[etcdLeader], thr[etcdLeader] = o.etcdLog(ec.clients[leader], watchers)
+	o.logf("%s (h%d): latency %v, %.0f puts/s", etcdLeader, leader, lat[etcdLeader], thr[etcdLeader])
+	lat[etcdFollower], thr[etcdFollower] = o.etcdLog(ec.clients[follower], watchers)
+	o.logf("%s (h%d): latency %v, %.0f puts/s", etcdFollower, follower, lat[etcdFollower], thr[etcdFollower])
+	if now, err := ec.leader(o.ctx); err != nil || now != leader {
+		o.fatalf("etcd's leader changed during the measurement (h%d, now h%d: %v): run again", leader, now, err)
+	}
+	ec.stop()
+	loadEnd := loadAverage()
+
+	t.Section("delivery latency, send call to the delivery seen by a client of every member (5 hosts; etcd: its watchers)")
 	row := func(metric, target string, f func(string) string) {
 		var cells []string
 		for _, n := range names {
@@ -135,7 +177,7 @@ func BenchmarkOrder(b *testing.B) {
 	row("p50", fmt.Sprintf("sequencer <= 2 LAN RTT (%v)", 2*rtt.P50.Round(time.Microsecond)), func(n string) string { return Millis(lat[n].P50) })
 	row("p99", "", func(n string) string { return Millis(lat[n].P99) })
 	row("p50 / p99 stamped (the delivering frame's arrival)", "", func(n string) string {
-		if n == "etcd" {
+		if _, ok := stamped[n]; !ok {
 			return "-"
 		}
 		return Millis(stamped[n].P50) + " / " + Millis(stamped[n].P99)
@@ -187,10 +229,12 @@ func BenchmarkOrder(b *testing.B) {
 		return Millis(rec.P50) + " / " + Millis(rec.Max)
 	})
 	t.Note("LAN RTT: UDP echo h1 -> h2 -> h1 between two sockets in user space, p50 %v p99 %v over %d; the sequencer's path is 2 of them (h1 -> sequencer -> members -> sequencer -> members) plus 1 fdatasync (the members' entry; the sequencer's runs while its Append travels, the submission is not written), p50 %v p99 %v here: the disk is most of the path, and what keeps it above 2 round trips", rtt.P50.Round(time.Microsecond), rtt.P99.Round(time.Microsecond), rtt.N, fsync.P50.Round(time.Microsecond), fsync.P99.Round(time.Microsecond))
-	t.Note("latency: %d multicasts per order from h1, 5 ms apart, each call's start to the delivery's event read by a client following each member's events stream (GET /v1/events), at all five members, as etcd's: the put's start to the watch event read by one watcher; one control client per host kept across calls, as etcd's HTTP client. Stamped: the delivery's own time stamp (the shared clock), the kernel's receive stamp of the frame that delivered it, before the member's loop took it and wrote the delivery", *orderSamples)
+	t.Note("latency: %d multicasts per order from h1, 5 ms apart, each call's start to the delivery's event read by a client following each member's events stream (GET /v1/events), at all five members, as etcd's: the put's start to the watch event read by a watcher of each member (one node: one watcher); one control client per host kept across calls, as etcd's HTTP client. Stamped: the delivery's own time stamp (the shared clock), the kernel's receive stamp of the frame that delivered it, before the member's loop took it and wrote the delivery", *orderSamples)
 	t.Note("frames: the protocol's own (stream records, Lamport acks, submissions, Appends), then (+) the reliability layer's acknowledgements (stream acks, Append acks), against the notes' count: FIFO/causal N-1, sequencer 1 + (N-1), Lamport N-1 + N(N-1) (the message and every member's multicast ack); the election's frames are not counted")
 	t.Note("sequencer: a number is committed once a majority holds it, so that a new sequencer continues the order; the commit point rides on the next Append (20 at once), and an idle sequencer sends it alone, N-1 frames more (one at a time)")
-	t.Note("etcd: one node on h6 (no replication: its best case), puts and the watch through its JSON gateway from h6")
+	t.Note("etcd 3.4, the same binary and flags for both: one node on h6 (no replication: its best case; one fdatasync, no network hop), the puts and the watch through its JSON gateway from h6; then a cluster of %d members on h%d-h%d (peers over the lab's network, each its own data dir), a watcher on every member (its gateway, from its host), the puts from a client on the leader's host (h%d) to the leader, then on a follower's host (h%d) to that follower, which forwards them to the leader; latency at all %d watchers, as orderd's at all members; a put is answered once committed on a majority (its fdatasync at the leader and 2 followers)", orderHosts, members[0], members[len(members)-1], leader, follower, orderHosts)
+	t.Note("disk: every host's data (orderd's state dirs, etcd's data dirs) is under one temp dir %s: the lab's hosts share one disk", o.dir)
+	t.Note("load average (1, 5, 15 min): %s at the start, %s at the end", loadStart, loadEnd)
 	if err := t.Write(os.Stdout); err != nil {
 		b.Fatal(err)
 	}
@@ -201,6 +245,8 @@ type orderBench struct {
 	orderd string
 	procs  map[int]*labnet.Proc
 	run    int // clusters started, for fresh state directories
+	// etcdRun numbers etcdLog's runs: each puts under a prefix of its own.
+	etcdRun int
 	// clients are the control clients of the running daemons, kept
 	// across calls as etcd's HTTP client is (a connection per call
 	// costs orderd about 0.4 ms that etcd does not pay).
@@ -504,63 +550,75 @@ func (o *orderBench) recovery() Summary {
 	return Summarize(samples)
 }
 
-// etcdLog is etcd as an ordered log: puts under one prefix from h6,
-// a watch on the prefix delivering them in revision order.
-func (o *orderBench) etcdLog() (Summary, float64) {
+// etcdLog is etcd as an ordered log: puts under one prefix through put
+// (a client on one host, to the member on its 127.0.0.1), a watch on the
+// prefix through each of watchers (one per member, on its host)
+// delivering them in revision order. Latency is a put's start to its
+// event read by each watcher; throughput, puts from 5 senders back to
+// back until every watcher has read every event.
+func (o *orderBench) etcdLog(put *http.Client, watchers []*http.Client) (Summary, float64) {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	ctx, cancel := context.WithCancel(o.ctx)
 	defer cancel()
-	body, _ := json.Marshal(map[string]any{"create_request": map[string]string{"key": b64("/order/"), "range_end": b64("/order0")}})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/v3/watch", etcdPort), bytes.NewReader(body))
-	resp, err := o.etcdHTTP.Do(req)
-	if err != nil {
-		o.fatalf("etcd watch: %v", err)
+	o.etcdRun++
+	prefix := fmt.Sprintf("/order/%d/", o.etcdRun)
+	type event struct {
+		key string
+		at  time.Time
 	}
-	defer resp.Body.Close()
-	events := make(chan [2]any, 1<<16)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
-			at := time.Now()
-			var w struct {
-				Result struct {
-					Events []struct {
-						KV struct {
-							Key string `json:"key"`
-						} `json:"kv"`
-					} `json:"events"`
-				} `json:"result"`
-			}
-			if json.Unmarshal(sc.Bytes(), &w) != nil {
-				continue
-			}
-			for _, e := range w.Result.Events {
-				k, _ := base64.StdEncoding.DecodeString(e.KV.Key)
-				events <- [2]any{string(k), at}
-			}
+	events := make(chan event, 1<<16)
+	body, _ := json.Marshal(map[string]any{"create_request": map[string]string{"key": b64(prefix), "range_end": b64(prefix[:len(prefix)-1] + "0")}})
+	for _, c := range watchers {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/v3/watch", etcdPort), bytes.NewReader(body))
+		resp, err := c.Do(req)
+		if err != nil {
+			o.fatalf("etcd watch: %v", err)
 		}
-	}()
-	o.sleep(200 * time.Millisecond) // the watch is created
-	put := func(k string) {
-		if err := o.etcdCall(ctx, "/v3/kv/put", map[string]string{"key": b64(k), "value": b64("deposit 100")}, nil); err != nil {
+		defer resp.Body.Close()
+		go func() {
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 1<<20), 1<<24)
+			for sc.Scan() {
+				at := time.Now()
+				var w struct {
+					Result struct {
+						Events []struct {
+							KV struct {
+								Key string `json:"key"`
+							} `json:"kv"`
+						} `json:"events"`
+					} `json:"result"`
+				}
+				if json.Unmarshal(sc.Bytes(), &w) != nil {
+					continue
+				}
+				for _, e := range w.Result.Events {
+					k, _ := base64.StdEncoding.DecodeString(e.KV.Key)
+					events <- event{string(k), at}
+				}
+			}
+		}()
+	}
+	o.sleep(200 * time.Millisecond) // the watches are created
+	send := func(k string) {
+		if err := etcdPost(ctx, put, "/v3/kv/put", map[string]string{"key": b64(k), "value": b64("deposit 100")}, nil); err != nil {
 			o.fatalf("etcd put: %v", err)
 		}
 	}
 	sent := map[string]time.Time{}
 	for k := range *orderSamples {
-		key := fmt.Sprintf("/order/lat-%d", k)
+		key := fmt.Sprintf("%slat-%d", prefix, k)
 		sent[key] = time.Now()
-		put(key)
+		send(key)
 		o.sleep(5 * time.Millisecond)
 	}
 	var samples []time.Duration
-	for len(samples) < len(sent) {
+	for want := len(sent) * len(watchers); len(samples) < want; {
 		select {
 		case e := <-events:
-			samples = append(samples, e[1].(time.Time).Sub(sent[e[0].(string)]))
+			samples = append(samples, e.at.Sub(sent[e.key]))
 		case <-time.After(10 * time.Second):
-			o.fatalf("etcd watch: %d of %d events", len(samples), len(sent))
+			o.fatalf("etcd watch: %d of %d events", len(samples), want)
 		}
 	}
 	start := time.Now()
@@ -570,16 +628,16 @@ func (o *orderBench) etcdLog() (Summary, float64) {
 		go func() {
 			defer wg.Done()
 			for k := range *orderBurst {
-				put(fmt.Sprintf("/order/thr-%d-%d", i, k))
+				send(fmt.Sprintf("%sthr-%d-%d", prefix, i, k))
 			}
 		}()
 	}
 	wg.Wait()
-	for got := 0; got < orderHosts**orderBurst; got++ {
+	for got, want := 0, orderHosts**orderBurst*len(watchers); got < want; got++ {
 		select {
 		case <-events:
 		case <-time.After(10 * time.Second):
-			o.fatalf("etcd watch: %d of %d events", got, orderHosts**orderBurst)
+			o.fatalf("etcd watch: %d of %d events", got, want)
 		}
 	}
 	return Summarize(samples), float64(orderHosts**orderBurst) / time.Since(start).Seconds()
