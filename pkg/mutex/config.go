@@ -1,6 +1,7 @@
 package mutex
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -59,6 +60,22 @@ func CheckTimers(timers []Timer) error {
 		}
 	}
 	return nil
+}
+
+// The defaults of the limits every lease-granting Config has: clocks
+// whose rates differ by at most 0.1%, and state for 4096 locks and 4096
+// waiting requests per member.
+const (
+	DefaultMaxDriftPPM = 1000
+	DefaultMaxLocks    = 4096
+	DefaultMaxQueue    = 4096
+)
+
+// FillLimits sets each of a Config's limits left zero to its default.
+func FillLimits(maxDriftPPM *float64, maxLocks, maxQueue *int) {
+	*maxDriftPPM = cmp.Or(*maxDriftPPM, DefaultMaxDriftPPM)
+	*maxLocks = cmp.Or(*maxLocks, DefaultMaxLocks)
+	*maxQueue = cmp.Or(*maxQueue, DefaultMaxQueue)
 }
 
 // Bounds are the bounds a lease-granting Config shares, once its defaults

@@ -111,3 +111,17 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+func TestFillLimits(t *testing.T) {
+	var ppm float64
+	var locks, queue int
+	FillLimits(&ppm, &locks, &queue)
+	if ppm != DefaultMaxDriftPPM || locks != DefaultMaxLocks || queue != DefaultMaxQueue {
+		t.Errorf("zeros filled to %v %v %v, want the defaults", ppm, locks, queue)
+	}
+	ppm, locks, queue = 50, 7, 9
+	FillLimits(&ppm, &locks, &queue)
+	if ppm != 50 || locks != 7 || queue != 9 {
+		t.Errorf("set limits changed to %v %v %v", ppm, locks, queue)
+	}
+}

@@ -1,7 +1,6 @@
 package central
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -82,10 +81,10 @@ func DefaultLANConfig() Config {
 	return Config{
 		MaxLease:    3 * time.Second,
 		MinLease:    100 * time.Millisecond,
-		MaxDriftPPM: 1000,
+		MaxDriftPPM: mutex.DefaultMaxDriftPPM,
 		HoldMargin:  20 * time.Millisecond,
-		MaxLocks:    4096,
-		MaxQueue:    4096,
+		MaxLocks:    mutex.DefaultMaxLocks,
+		MaxQueue:    mutex.DefaultMaxQueue,
 	}
 }
 
@@ -123,9 +122,7 @@ func (c *Config) validate() error {
 	}); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c.MaxDriftPPM = cmp.Or(c.MaxDriftPPM, def.MaxDriftPPM)
-	c.MaxLocks = cmp.Or(c.MaxLocks, def.MaxLocks)
-	c.MaxQueue = cmp.Or(c.MaxQueue, def.MaxQueue)
+	mutex.FillLimits(&c.MaxDriftPPM, &c.MaxLocks, &c.MaxQueue)
 	if err := mutex.CheckBounds(mutex.Bounds{
 		MinLease: c.MinLease, MaxLease: c.MaxLease, LongLease: "a new coordinator waits one lease before granting",
 		MaxDriftPPM: c.MaxDriftPPM, MaxLocks: c.MaxLocks, MaxQueue: c.MaxQueue,

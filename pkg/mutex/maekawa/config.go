@@ -1,7 +1,6 @@
 package maekawa
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -140,10 +139,10 @@ func DefaultLANConfig() Config {
 		BackoffMax:        320 * time.Millisecond,
 		MaxLease:          3 * time.Second,
 		MinLease:          100 * time.Millisecond,
-		MaxDriftPPM:       1000,
+		MaxDriftPPM:       mutex.DefaultMaxDriftPPM,
 		Margin:            20 * time.Millisecond,
-		MaxLocks:          4096,
-		MaxQueue:          4096,
+		MaxLocks:          mutex.DefaultMaxLocks,
+		MaxQueue:          mutex.DefaultMaxQueue,
 	}
 }
 
@@ -224,9 +223,7 @@ func (c *Config) validate() error {
 	}); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c.MaxDriftPPM = cmp.Or(c.MaxDriftPPM, def.MaxDriftPPM)
-	c.MaxLocks = cmp.Or(c.MaxLocks, def.MaxLocks)
-	c.MaxQueue = cmp.Or(c.MaxQueue, def.MaxQueue)
+	mutex.FillLimits(&c.MaxDriftPPM, &c.MaxLocks, &c.MaxQueue)
 	if err := mutex.CheckBounds(mutex.Bounds{
 		MinLease: c.MinLease, MaxLease: c.MaxLease, LongLease: "a voter keeps its vote, and a restarted voter waits, that long",
 		MaxDriftPPM: c.MaxDriftPPM, MaxLocks: c.MaxLocks, LocksCap: 65535, MaxQueue: c.MaxQueue,

@@ -1,7 +1,6 @@
 package permission
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -110,10 +109,10 @@ func DefaultLANConfig() Config {
 		RetryInterval:     500 * time.Millisecond,
 		MaxLease:          3 * time.Second,
 		MinLease:          100 * time.Millisecond,
-		MaxDriftPPM:       1000,
+		MaxDriftPPM:       mutex.DefaultMaxDriftPPM,
 		Margin:            200 * time.Millisecond,
-		MaxLocks:          4096,
-		MaxQueue:          4096,
+		MaxLocks:          mutex.DefaultMaxLocks,
+		MaxQueue:          mutex.DefaultMaxQueue,
 	}
 }
 
@@ -206,9 +205,7 @@ func (c *Config) validate() error {
 	if c.FreshWindow == 0 {
 		c.FreshWindow = c.HeartbeatInterval * 3 / 2
 	}
-	c.MaxDriftPPM = cmp.Or(c.MaxDriftPPM, def.MaxDriftPPM)
-	c.MaxLocks = cmp.Or(c.MaxLocks, def.MaxLocks)
-	c.MaxQueue = cmp.Or(c.MaxQueue, def.MaxQueue)
+	mutex.FillLimits(&c.MaxDriftPPM, &c.MaxLocks, &c.MaxQueue)
 	if err := mutex.CheckBounds(mutex.Bounds{
 		MinLease: c.MinLease, MaxLease: c.MaxLease, LongLease: "a dead member is waited for longer than a lease",
 		MaxDriftPPM: c.MaxDriftPPM, MaxLocks: c.MaxLocks, MaxQueue: c.MaxQueue,

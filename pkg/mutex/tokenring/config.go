@@ -98,10 +98,10 @@ func DefaultLANConfig() Config {
 		ConfirmWindow:     250 * time.Millisecond,
 		MaxLease:          3 * time.Second,
 		MinLease:          100 * time.Millisecond,
-		MaxDriftPPM:       1000,
+		MaxDriftPPM:       mutex.DefaultMaxDriftPPM,
 		HoldMargin:        20 * time.Millisecond,
-		MaxLocks:          4096,
-		MaxQueue:          4096,
+		MaxLocks:          mutex.DefaultMaxLocks,
+		MaxQueue:          mutex.DefaultMaxQueue,
 	}
 }
 
@@ -147,9 +147,7 @@ func (c *Config) validate() error {
 	}); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c.MaxDriftPPM = cmp.Or(c.MaxDriftPPM, def.MaxDriftPPM)
-	c.MaxLocks = cmp.Or(c.MaxLocks, def.MaxLocks)
-	c.MaxQueue = cmp.Or(c.MaxQueue, def.MaxQueue)
+	mutex.FillLimits(&c.MaxDriftPPM, &c.MaxLocks, &c.MaxQueue)
 	c.ProbeTries = cmp.Or(c.ProbeTries, def.ProbeTries)
 	if err := mutex.CheckBounds(mutex.Bounds{
 		MinLease: c.MinLease, MaxLease: c.MaxLease, LongLease: "a lost token waits one lease before it is replaced",
