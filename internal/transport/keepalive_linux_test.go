@@ -58,7 +58,7 @@ func tcpTimers(t *testing.T) map[[2]netip.AddrPort]tcpTimer {
 // peer is noticed after 2*KeepAlive and two unanswered probes a KeepAlive
 // apart: 4*KeepAlive, as with data in flight); the accepting end, which
 // only reads, runs no keepalive timer. Both ends probing every KeepAlive
-// was a quarter to a third of an idle mutexd's traffic on the wire.
+// (taking turns: one exchange per KeepAlive) was twice the traffic.
 func TestStreamKeepAliveAtTheDialerOnly(t *testing.T) {
 	k := &kit{t: t, real: true}
 	const keep = 3 * time.Second

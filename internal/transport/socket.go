@@ -161,9 +161,8 @@ func (s *sockets) dial(ctx context.Context, to netip.AddrPort) (net.Conn, error)
 // 2*keep is probed, and dropped after two probes a keep apart go
 // unanswered, so a dead idle peer is noticed after 4*keep, as one with
 // data in flight is (TCP_USER_TIMEOUT). A healthy idle link costs a probe
-// and its ACK every 2*keep, from this end only: both ends probing every
-// keep cost four times that, a quarter to a third of an idle mutexd's
-// traffic on the wire while its links stayed open.
+// and its ACK every 2*keep: half of what both ends probing every keep
+// cost (they took turns, each probe restarting the other end's wait).
 func dialKeepAlive(keep time.Duration) net.KeepAliveConfig {
 	return net.KeepAliveConfig{Enable: true, Idle: 2 * keep, Interval: keep, Count: 2}
 }
