@@ -422,7 +422,7 @@ func checkFences(t *testing.T, writes, reads []span) {
 			switch {
 			case a.fence == 0 || b.fence == 0:
 				t.Fatalf("a section without its fence: %+v, %+v", a, b)
-			case a.reader && b.reader && a.start < b.end && b.start < a.end && a.fence != b.fence:
+			case a.reader && b.reader && a.op < b.op && a.start < b.end && b.start < a.end && a.fence != b.fence:
 				t.Errorf("readers %s (%s) and %s (%s) ran together with fences %d and %d", a.op, a.host, b.op, b.host, a.fence, b.fence)
 			case a.end <= b.start && (a.fence > b.fence || a.fence == b.fence && !(a.reader && b.reader)):
 				t.Errorf("%s (%s, fence %d) began after %s (%s, fence %d) ended: a fenced resource refuses it", b.op, b.host, b.fence, a.op, a.host, a.fence)
