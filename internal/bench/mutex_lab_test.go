@@ -400,6 +400,17 @@ func (s *mutexdStatus) payload() uint64 {
 	return t.UDP.BytesIn + t.UDP.BytesOut + t.Multicast.BytesIn + t.Multicast.BytesOut + t.Stream.BytesIn + t.Stream.BytesOut
 }
 
+// openLinks counts the outbound stream links connected now.
+func (s *mutexdStatus) openLinks() int {
+	n := 0
+	for _, l := range s.Transport.Links {
+		if l.Connected {
+			n++
+		}
+	}
+	return n
+}
+
 // status reads host i's status; nil if it does not answer (must: fail).
 func (m *mutexBench) status(i int, must bool) *mutexdStatus {
 	m.b.Helper()
@@ -719,12 +730,21 @@ func (m *mutexBench) idle(r *mutexResults) {
 	}
 	r.idlePayload[m.alg] = float64(payload) / float64(m.hosts) / el
 	r.idleIf[m.alg] = float64(wire) / float64(m.hosts) / el
+	// The stream links open at the window's start and end (each counted
+	// at its dialer): the TCP segments of an idle link are its keepalive
+	// probes and their ACKs, counted at both ends.
+	var linksBefore, linksAfter int
+	for i := 1; i <= m.hosts; i++ {
+		linksBefore += before[i].openLinks()
+		linksAfter += m.status(i, true).openLinks()
+	}
 	// What flows beside the frames logged above: the segments of each
 	// namespace, by protocol (a TCP link's segments beyond its frames are
 	// its ACKs and keepalive probes).
 	perNode := func(n uint64) float64 { return float64(n) / float64(m.hosts) / el }
-	m.logf("%s idle: %.0f B/s payload, %.0f B/s on eth0, per node (in+out); segments per node in+out: UDP %.2f/s, TCP %.2f/s",
-		m.alg, r.idlePayload[m.alg], r.idleIf[m.alg], perNode(segs.UDPIn+segs.UDPOut), perNode(segs.TCPIn+segs.TCPOut))
+	m.logf("%s idle: %.0f B/s payload, %.0f B/s on eth0, per node (in+out); segments per node in+out: UDP %.2f/s, TCP %.2f/s; stream links open %d at the start, %d at the end: %.2f TCP segments per open link per second, both ends",
+		m.alg, r.idlePayload[m.alg], r.idleIf[m.alg], perNode(segs.UDPIn+segs.UDPOut), perNode(segs.TCPIn+segs.TCPOut),
+		linksBefore, linksAfter, float64(segs.TCPIn+segs.TCPOut)/max(1, float64(linksBefore+linksAfter)/2)/el)
 	m.sampleRSS()
 }
 

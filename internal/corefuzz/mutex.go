@@ -77,16 +77,30 @@ func (c *Clients) Touch(p *Program, failWrite bool) error {
 func (c *Clients) Forget() { c.reqs = nil }
 
 // Fences checks that the grants of one life carry, per lock, a fence above
-// the one before. Clear it on a restart: a new life's fences are bounded
-// by its disk, which the target checks its own way.
-type Fences map[string]uint64
+// the one before, or the same when both are shared (readers together share
+// one). Clear it on a restart: a new life's fences are bounded by its
+// disk, which the target checks its own way.
+type Fences map[string]lastGrant
 
-// Granted records fence, granted for lock, or says why it may not be.
+type lastGrant struct {
+	fence  uint64
+	shared bool
+}
+
+// Granted records fence, granted exclusive for lock, or says why it may
+// not be.
 func (f Fences) Granted(lock string, fence uint64) error {
-	if fence <= f[lock] {
-		return fmt.Errorf("lock %s: granted fence %#x after %#x", lock, fence, f[lock])
+	return f.GrantedMode(lock, mutex.Exclusive, fence)
+}
+
+// GrantedMode records fence, granted for lock in mode, or says why it may
+// not be.
+func (f Fences) GrantedMode(lock string, mode mutex.Mode, fence uint64) error {
+	last, shared := f[lock], mode == mutex.Shared
+	if fence < last.fence || fence == last.fence && !(shared && last.shared) {
+		return fmt.Errorf("lock %s: granted fence %#x (%v) after %#x", lock, fence, mode, last.fence)
 	}
-	f[lock] = fence
+	f[lock] = lastGrant{fence, shared}
 	return nil
 }
 

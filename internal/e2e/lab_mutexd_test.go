@@ -81,7 +81,8 @@ func (l *labMutexd) holder(name string) int {
 // the file, increment, write it back. The file is the counter's value on its
 // first line, then one line per applied operation, "op start end host", the
 // section's times on the real clock, which every namespace shares; the sleep
-// widens the section so that two at once could not go unnoticed.
+// widens the section so that two at once could not go unnoticed. The line
+// ends with the lock's fence (MUTEXD_FENCE), as a fenced resource sees it.
 //
 // An operation is applied at most once, as a client that retries must make
 // it: a lock lost while the command runs (a lease that could not be renewed
@@ -91,7 +92,7 @@ func (l *labMutexd) holder(name string) int {
 // increments twice, while two holders at once still lose an update (a stale
 // read) and overlap, which checkCounter sees.
 const counterScript = `f=$1 op=$3; grep -q "^$op " "$f" && exit 0; s=$(date +%s%N); n=$(head -n 1 "$f"); sleep 0.005; ` +
-	`e=$(date +%s%N); { echo $((n+1)); tail -n +2 "$f"; echo "$op $s $e $2"; } > "$f.$op" && mv "$f.$op" "$f"`
+	`e=$(date +%s%N); { echo $((n+1)); tail -n +2 "$f"; echo "$op $s $e $2 $MUTEXD_FENCE"; } > "$f.$op" && mv "$f.$op" "$f"`
 
 type counterRun struct {
 	successes, failures map[int]int
@@ -329,7 +330,7 @@ func labCounter(t *testing.T, f mutex.Factory) {
 // logs "op start end host" (real clock) to the readers' log, holding the
 // lock 200 ms so that readers granted together overlap visibly.
 const readerScript = `f=$1 log=$2 op=$4; grep -q "^$op " "$log" && exit 0; s=$(date +%s%N); head -n 1 "$f" >/dev/null; sleep 0.2; ` +
-	`e=$(date +%s%N); echo "$op $s $e $3" >> "$log"`
+	`e=$(date +%s%N); echo "$op $s $e $3 $MUTEXD_FENCE" >> "$log"`
 
 // runShared runs readers (`mutexd lock --shared`) and writers (the
 // counter) on the same lock: first every host reads once, all together,
@@ -395,12 +396,51 @@ func (l *labMutexd) runShared(file string) {
 	}
 	t.Logf("%d reads and %d writes mixed in %v, %d reads beside a write", len(reads)-len(together), len(writes),
 		time.Since(start).Round(time.Millisecond), beside)
+	checkFences(t, writes, reads)
+}
+
+// checkFences checks the fences the critical sections ran with as a
+// resource that keeps the highest fence it has seen, and refuses a lower
+// one, needs them: readers that ran together had the same fence, and a
+// section that began after another ended had a higher one (or the same,
+// both readers).
+func checkFences(t *testing.T, writes, reads []span) {
+	t.Helper()
+	type section struct {
+		span
+		reader bool
+	}
+	var all []section
+	for _, w := range writes {
+		all = append(all, section{w, false})
+	}
+	for _, r := range reads {
+		all = append(all, section{r, true})
+	}
+	for _, a := range all {
+		for _, b := range all {
+			switch {
+			case a.fence == 0 || b.fence == 0:
+				t.Fatalf("a section without its fence: %+v, %+v", a, b)
+			case a.reader && b.reader && a.op < b.op && a.start < b.end && b.start < a.end && a.fence != b.fence:
+				t.Errorf("readers %s (%s) and %s (%s) ran together with fences %d and %d", a.op, a.host, b.op, b.host, a.fence, b.fence)
+			case a.end <= b.start && (a.fence > b.fence || a.fence == b.fence && !(a.reader && b.reader)):
+				t.Errorf("%s (%s, fence %d) began after %s (%s, fence %d) ended: a fenced resource refuses it", b.op, b.host, b.fence, a.op, a.host, a.fence)
+			}
+		}
+	}
+	fences := map[uint64]bool{}
+	for _, s := range all {
+		fences[s.fence] = true
+	}
+	t.Logf("%d sections (%d reads) on %d fences, each as a fenced resource needs it", len(all), len(reads), len(fences))
 }
 
 // span is one logged critical section.
 type span struct {
 	start, end int64
 	op, host   string
+	fence      uint64 // 0 if not logged
 }
 
 // spansOf reads the critical sections logged in a counter file (after
@@ -423,6 +463,9 @@ func spansOf(t *testing.T, file string, skipValue bool) []span {
 		var s span
 		if _, err := fmt.Sscan(line, &s.op, &s.start, &s.end, &s.host); err != nil || s.end < s.start {
 			t.Fatalf("bad log line %q: %v", line, err)
+		}
+		if f := strings.Fields(line); len(f) > 4 {
+			s.fence, _ = strconv.ParseUint(f[4], 10, 64)
 		}
 		spans = append(spans, s)
 	}

@@ -35,6 +35,7 @@ func init() {
 	helperRoles["mcast-send"] = helperMcastSend
 	helperRoles["stream-recv"] = helperStreamRecv
 	helperRoles["stream-send"] = helperStreamSend
+	helperRoles["stream-idle"] = helperStreamIdle
 }
 
 // helperEndpoint opens an endpoint at LABNET_ADDR:7700, joined to the lab
@@ -387,4 +388,82 @@ func TestLabStreamSurvivesPeerKill(t *testing.T) {
 	lost := int(got2[0]) - int(last(got1)) - 1
 	t.Logf("first receiver got 1..%d; killed when %d had been sent; restarted when %d had; second receiver got %d..%d (%d frames); lost in the gap: %d; sender %s",
 		last(got1), killedAt, restartAt, got2[0], last(got2), len(got2), lost, stats)
+}
+
+// helperStreamIdle sends one frame to LABNET_PEER:7700 with the stream
+// keepalive LABNET_KEEPALIVE, then stays idle, printing "connected" and
+// "down" as its link to the peer comes up and goes down, until SIGTERM.
+func helperStreamIdle() error {
+	peer, err := netip.ParseAddr(os.Getenv("LABNET_PEER"))
+	if err != nil {
+		return fmt.Errorf("LABNET_PEER: %w", err)
+	}
+	keep, err := time.ParseDuration(os.Getenv("LABNET_KEEPALIVE"))
+	if err != nil {
+		return fmt.Errorf("LABNET_KEEPALIVE: %w", err)
+	}
+	addr, err := netip.ParseAddr(os.Getenv("LABNET_ADDR"))
+	if err != nil {
+		return fmt.Errorf("LABNET_ADDR: %w", err)
+	}
+	ep, err := transport.Open(transport.Config{Listen: netip.AddrPortFrom(addr, labPort), Stream: transport.StreamConfig{KeepAlive: keep}})
+	if err != nil {
+		return err
+	}
+	defer ep.Close()
+	term := termSignal()
+	if err := ep.SendStream(netip.AddrPortFrom(peer, labPort), seqFrame(1), nil); err != nil {
+		return err
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	was := false
+	for {
+		select {
+		case <-tick.C:
+			st := ep.Stats()
+			up := len(st.Links) == 1 && st.Links[0].Connected
+			if up != was {
+				if up {
+					fmt.Println("connected")
+				} else {
+					fmt.Printf("down %s\n", st.Links[0].LastError)
+				}
+				was = up
+			}
+		case <-term:
+			return nil
+		}
+	}
+}
+
+// TestLabStreamNoticesDeadIdlePeer: an idle link whose peer stops
+// answering (the path cut, so no reset comes) is dropped within
+// 4*KeepAlive, the transport's promise, though only the dialer probes and
+// only after 2*KeepAlive of silence; while the peer answers, the probes
+// keep the idle link up.
+func TestLabStreamNoticesDeadIdlePeer(t *testing.T) {
+	labnet.Require(t)
+	lab := labnet.New(t, 2)
+	h1, h2 := lab.Host(1), lab.Host(2)
+	const keep = time.Second
+	recv := startHelper(t, h2, "stream-recv", "LABNET_ADDR="+h2.Addr().String())
+	waitOutput(t, recv, "ready", 10*time.Second)
+	idle := startHelper(t, h1, "stream-idle", "LABNET_ADDR="+h1.Addr().String(), "LABNET_PEER="+h2.Addr().String(),
+		"LABNET_KEEPALIVE="+keep.String())
+	waitOutput(t, idle, "connected", 10*time.Second)
+	waitFor(t, 10*time.Second, "the frame at the receiver", func() bool { return len(numbers(recv.Output(), "rx")) == 1 })
+	// Idle and healthy for several probe rounds: still up.
+	time.Sleep(5 * keep)
+	if strings.Contains(idle.Output(), "down") {
+		t.Fatalf("the idle link to a live peer went down:\n%s", idle.Output())
+	}
+	lab.Partition(1, 2)
+	cut := time.Now()
+	line := waitOutput(t, idle, "down", 4*keep+3*time.Second)
+	took := time.Since(cut)
+	t.Logf("idle link dropped %v after its peer was cut off (KeepAlive %v): %s", took.Round(10*time.Millisecond), keep, line)
+	if took > 4*keep+time.Second {
+		t.Errorf("noticed after %v, want within 4*KeepAlive = %v (and a second's slack)", took, 4*keep)
+	}
 }

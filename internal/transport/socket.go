@@ -67,9 +67,7 @@ func Open(cfg Config) (Endpoint, error) {
 			setUserTimeout(rc, 4*cfg.Stream.KeepAlive)
 			return nil
 		},
-		KeepAliveConfig: net.KeepAliveConfig{
-			Enable: true, Idle: cfg.Stream.KeepAlive, Interval: cfg.Stream.KeepAlive, Count: 3,
-		},
+		KeepAliveConfig: dialKeepAlive(cfg.Stream.KeepAlive),
 	}
 	if !local.Addr().IsUnspecified() {
 		// Dial from the member IP, so the acceptor sees which member a
@@ -159,6 +157,16 @@ func (s *sockets) dial(ctx context.Context, to netip.AddrPort) (net.Conn, error)
 	return c, nil
 }
 
+// dialKeepAlive is the dialing end's keepalive: a link idle for
+// 2*keep is probed, and dropped after two probes a keep apart go
+// unanswered, so a dead idle peer is noticed after 4*keep, as one with
+// data in flight is (TCP_USER_TIMEOUT). A healthy idle link costs a probe
+// and its ACK every 2*keep: half of what both ends probing every keep
+// cost (they took turns, each probe restarting the other end's wait).
+func dialKeepAlive(keep time.Duration) net.KeepAliveConfig {
+	return net.KeepAliveConfig{Enable: true, Idle: 2 * keep, Interval: keep, Count: 2}
+}
+
 func (s *sockets) accept() {
 	for {
 		c, err := s.ln.AcceptTCP()
@@ -180,9 +188,10 @@ func (s *sockets) accept() {
 			}
 			continue
 		}
-		c.SetKeepAliveConfig(net.KeepAliveConfig{
-			Enable: true, Idle: s.e.cfg.Stream.KeepAlive, Interval: s.e.cfg.Stream.KeepAlive, Count: 3,
-		})
+		// The accepting end only reads: a dead dialer costs it nothing
+		// but a slot until IdleTimeout (or a newer connection of the
+		// member), so it does not probe (Go's accept turns keepalive on).
+		c.SetKeepAlive(false)
 		ap := c.RemoteAddr().(*net.TCPAddr).AddrPort()
 		s.e.serveInbound(c, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 	}

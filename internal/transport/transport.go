@@ -182,9 +182,13 @@ type StreamConfig struct {
 	// WriteTimeout: a peer that stops reading for this long is
 	// disconnected, so a slow peer never blocks anyone [1s].
 	WriteTimeout time.Duration
-	// KeepAlive is the TCP keepalive idle time and probe interval; a dead
-	// peer is noticed after about 4*KeepAlive, whether the link is idle
-	// (keepalive probes) or has data in flight (TCP_USER_TIMEOUT) [5s].
+	// KeepAlive paces the dialing end's TCP keepalive: a link idle for
+	// 2*KeepAlive is probed, and dropped after two unanswered probes
+	// KeepAlive apart; so a dead peer is noticed after about 4*KeepAlive,
+	// whether the link is idle (keepalive probes) or has data in flight
+	// (TCP_USER_TIMEOUT) [5s]. The accepting end, which only reads, does
+	// not probe: it drops a connection that begins no frame within
+	// IdleTimeout.
 	KeepAlive time.Duration
 	// IdleTimeout: an inbound connection that begins no frame for this
 	// long is closed; an outbound link idle for half of it closes itself

@@ -28,7 +28,10 @@
 // before for the lock anywhere in the cluster, and a lease on this
 // member's clock. A holder that stops (a pause longer than the lease) can
 // outlive its lease without knowing; the fence is what protects the
-// resource then, which must refuse a fence below one it has seen. Each
+// resource then, which must refuse a fence below one it has seen. Readers
+// that hold a lock together (Shared) carry the same fence, so that rule
+// refuses none of them; a writer's fence is above every fence before it,
+// and the first reader's of a group above every fence before it. Each
 // algorithm states which faults it survives, and what each entry costs, in
 // its Guarantees (shown by `mutexd status` and the README).
 //

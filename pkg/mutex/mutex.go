@@ -114,7 +114,8 @@ type Outcome interface {
 
 // Granted: the request holds its lock from now until Expires (local time)
 // unless renewed. Fence is strictly greater than every fence granted before
-// for the lock, anywhere in the cluster; Epoch is the algorithm's epoch the
+// for the lock, anywhere in the cluster, except that readers holding the
+// lock together (Shared) share one; Epoch is the algorithm's epoch the
 // grant was made in (the token ring's generation).
 type Granted struct {
 	ID      RequestID

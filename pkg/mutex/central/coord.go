@@ -345,8 +345,11 @@ func (c *Core) grantAll() {
 // grantable returns the waiting requests the queue's rules allow to be
 // granted now, in queue order: the head alone when it is exclusive and
 // the lock is free; the leading run of shared requests when the lock is
-// free or held shared. A shared request behind a waiting exclusive one
-// waits: a writer is never starved by a stream of readers.
+// free or held shared in this term. A shared request behind a waiting
+// exclusive one waits: a writer is never starved by a stream of readers.
+// Readers re-announced from an older term are not joined: their fence is
+// of that term, below any this coordinator can give, and readers together
+// share one fence (sharedFence).
 func grantable(q *cqueue) []*centry {
 	if len(q.waiting) == 0 {
 		return nil
@@ -358,7 +361,7 @@ func grantable(q *cqueue) []*centry {
 		return q.waiting[:1]
 	}
 	for _, h := range q.holders {
-		if h.mode == mutex.Exclusive {
+		if h.mode == mutex.Exclusive || h.old {
 			return nil
 		}
 	}
@@ -367,6 +370,27 @@ func grantable(q *cqueue) []*centry {
 		n++
 	}
 	return slices.Clone(q.waiting[:n])
+}
+
+// sharedFence is the fence of the readers that hold q together with
+// reader e (0 when none does): a reader granted while others of this term
+// hold the lock takes theirs. Readers together share one fence, because a
+// resource keeps only the highest fence it has seen and refuses a lower
+// one: two readers with fences f1 < f2 could not both use it once the
+// second had (and a reader's grant may arrive after another reader of its
+// batch already used the resource and released). The next writer's fence
+// is above it, so a reader that outlived its lease is still refused once
+// the writer has used the resource.
+func sharedFence(q *cqueue, e *centry) uint64 {
+	if e.mode != mutex.Shared {
+		return 0
+	}
+	for _, h := range q.holders {
+		if h != e && h.granted && h.mode == mutex.Shared && !h.old {
+			return h.fence
+		}
+	}
+	return 0
 }
 
 // grantLock grants what lock's queue allows, if the coordinator may grant:
@@ -383,24 +407,7 @@ func (c *Core) grantLock(name string) {
 		}
 		return
 	}
-	batch := grantable(q)
-	// Readers granted together: this member's own first, so that it has
-	// the lowest fence of the batch. Its grant begins at once, the others'
-	// a link later; were its fence the highest, it could end (a quick
-	// reader) before a lower fence of the batch arrived, and a resource
-	// would see a fence go down.
-	slices.SortStableFunc(batch, func(a, b *centry) int {
-		switch {
-		case a.member == b.member:
-			return 0
-		case a.member == c.self:
-			return -1
-		case b.member == c.self:
-			return 1
-		}
-		return 0
-	})
-	for _, e := range batch {
+	for _, e := range grantable(q) {
 		q.waiting = slices.DeleteFunc(q.waiting, func(x *centry) bool { return x == e })
 		k.waiting--
 		q.holders = append(q.holders, e)
@@ -411,27 +418,32 @@ func (c *Core) grantLock(name string) {
 	}
 }
 
-// sendGrant gives holder e a new fence and its lease from now, and sends
-// it the grant (or grants this member's own request); false when the
-// term has no fence left (the coordinator resigns, e is dropped).
+// sendGrant gives holder e its fence (a new one, or the fence of the
+// readers it joins) and its lease from now, and sends it the grant (or
+// grants this member's own request); false when the term has no fence
+// left (the coordinator resigns, e is dropped).
 func (c *Core) sendGrant(e *centry) bool {
 	k := c.co
-	if k.count+1 >= 1<<fenceCountBits {
-		c.count("fences_exhausted")
-		c.emit(EventFencesExhausted, fmt.Sprintf("term %#x has granted every fence it can; resigning", k.term), "term", k.term)
-		c.remove(e)
-		if err := c.el.Resign(c.now); err != nil {
-			c.count("resign_failed")
+	fence := sharedFence(k.queues[e.lock], e)
+	if fence == 0 {
+		if k.count+1 >= 1<<fenceCountBits {
+			c.count("fences_exhausted")
+			c.emit(EventFencesExhausted, fmt.Sprintf("term %#x has granted every fence it can; resigning", k.term), "term", k.term)
+			c.remove(e)
+			if err := c.el.Resign(c.now); err != nil {
+				c.count("resign_failed")
+			}
+			return false
 		}
-		return false
+		k.count++
+		fence = k.base + k.count
 	}
-	k.count++
 	heard := c.now
 	if e.member != c.self {
 		heard = k.peers[e.member].stampHeard
 	}
 	lease := c.leaseFor(e.lease, heard)
-	e.fence, e.expires = k.base+k.count, c.now.Add(c.cfg.pad(lease))
+	e.fence, e.expires = fence, c.now.Add(c.cfg.pad(lease))
 	c.count("grants_made")
 	if lease < e.lease {
 		c.count("leases_cut")
@@ -813,8 +825,8 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 			// The grant had not arrived when the member sent this sync:
 			// lost, or still on its way. The member refuses it now (its
 			// echo predates this sync), so it is granted anew, with a
-			// newer fence: an older fence never arrives after a newer one
-			// ended.
+			// newer fence (a reader: its readers' fence): an older fence
+			// never arrives after a newer one ended.
 			if !c.supported() {
 				// A grant needs support (its lease is cut to it): the
 				// member lists the request again in its next sync.

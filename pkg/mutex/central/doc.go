@@ -17,6 +17,32 @@
 // granted together; a waiting exclusive request stops later shared ones
 // from joining (no writer starvation), and the queue is FIFO otherwise.
 //
+// # Readers share one fence
+//
+// A fenced resource keeps the highest fence it has seen and refuses a
+// lower one (mutex's doc). So readers that hold a lock together carry the
+// same fence: the first reader granted while the lock is free or held
+// exclusive takes a new fence, and every reader granted while some reader
+// of this term still holds it takes that one. Were each reader given its
+// own, the resource would refuse the lower of two readers once the other
+// had used it; and since a batch's grants leave together but arrive a link
+// apart, a reader with the higher fence can use the resource and release
+// before a lower fence of its batch even arrives
+// (TestReadersGrantedTogetherShareAFence delays one grant by 100 ms and
+// fails with a fence per reader). The rule the simulator's oracle checks
+// (pkg/mutex/mutextest) is what such a resource needs: a grant's fence is
+// above that of every grant of the lock that ended before it began, equal
+// allowed only between two readers; readers whose grants overlap share
+// their fence; no writer's fence is given twice. A writer's fence is above
+// every reader's before it, so a reader that outlived its lease (a pause)
+// is refused once the writer has used the resource; a reader's fence is
+// above every writer's before it, for the same reason. The alternative, a
+// fence per reader with the next reader or writer held back until every
+// grant of the batch is acknowledged, costs a round trip per batch and
+// still leaves two readers' fences apart. Readers re-announced from an
+// older term (a takeover) are not joined: their fence is of that term,
+// below any this coordinator can give; new readers wait until they end.
+//
 // # The coordinator is elected
 //
 // The coordinator is the leader of an election (any elect.Elector:

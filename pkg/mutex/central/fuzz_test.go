@@ -10,6 +10,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -73,7 +74,11 @@ func runCentral(t *testing.T, in []byte) (grants int) {
 					return fmt.Errorf("granted fence %#x in term %#x (%v)", fence, term, err)
 				}
 				grants++
-				return fences.Granted(corefuzz.EventArg(e, "lock").(string), fence)
+				var mode mutex.Mode
+				if err := mode.UnmarshalText([]byte(corefuzz.EventArg(e, "mode").(string))); err != nil {
+					return err
+				}
+				return fences.GrantedMode(corefuzz.EventArg(e, "lock").(string), mode, fence)
 			}),
 		}
 		if err := d.Start(); err != nil {

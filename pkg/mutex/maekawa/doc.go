@@ -108,9 +108,19 @@
 //
 // Shared requests propose nothing and always commit: readers are voted
 // for together, so a proposal recorded by a voter would not say in which
-// order two readers' grants came; each reader's commit must be above the
-// voter's fence or it is refused (two readers' commits that crossed), so
-// each grant, shared or not, has a fence of its own.
+// order two readers' grants came. Readers that hold together share one
+// fence (a resource keeps the highest fence it has seen and refuses a
+// lower one, so two readers on f1 < f2 could not both use it): a voter
+// whose committed votes include readers offers a reader their fence, and
+// accepts a reader's commit only of that fence; otherwise it offers one
+// above its own, and accepts a commit only above its fence. Two readers
+// whose grants overlap committed at a voter both majorities share, each
+// while the other's vote was committed there, so they hold the same
+// fence; the first reader of a group commits above the fence of every
+// grant that ended before it began (the argument above), and a writer's
+// offer is above the readers' fence recorded at the voter it shares with
+// them. A reader refused (it was offered two fences) gives up and asks
+// again.
 //
 // Leases when votes were recorded: the holder counts its lease from when
 // its requests left, plus the shortest time any of its voters says it
@@ -228,9 +238,9 @@
 // what it got and retries after a randomized exponential backoff
 // (BackoffBase to BackoffMax); so readers never hold votes while they
 // wait (no deadlock with writers), and a queued writer stops new readers
-// (no writer starvation). Each grant, shared or not, takes a fence of its
-// own: a commit whose fence is not above the coordinator's is refused
-// (two readers' commits that crossed), and the reader retries.
+// (no writer starvation). Readers together share one fence ("Fences"): a
+// reader's commit of any other fence than the readers' already holding
+// at a coordinator is refused there, and the reader retries.
 //
 // # Frames that lie
 //

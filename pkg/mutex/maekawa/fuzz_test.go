@@ -94,7 +94,7 @@ func runVoting(t *testing.T, in []byte) (algo string, grants int) {
 		d.Ready = func(rd core.Ready) error {
 			for _, o := range d.Core.(*maekawa.Core).Outcomes() {
 				if g, ok := o.(mutex.Granted); ok {
-					if err := fences.Granted(g.Lock, g.Fence); err != nil {
+					if err := fences.GrantedMode(g.Lock, g.Mode, g.Fence); err != nil {
 						return err
 					}
 					grants++

@@ -242,12 +242,21 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
 			return fmt.Errorf("%w: %d: %w", ErrFenceJump, m.Fence, err)
 		}
-		if mine := g.recorded && m.Fence == g.offered && l.fence == g.offered; m.Fence <= l.fence && !mine {
+		if readers := readersFence(l); g.mode == wire.VoteShared && readers != 0 {
+			if m.Fence != readers {
+				// Readers hold here on another fence: readers together
+				// share one (readersFence). The requester gives up and
+				// asks again, and is offered theirs.
+				c.reply(from, wire.VoteCommitRefused, l, g, readers)
+				c.count("commits_refused_readers")
+				return nil
+			}
+		} else if mine := g.recorded && m.Fence == g.offered && l.fence == g.offered; m.Fence <= l.fence && !mine {
 			// Another grant recorded this fence or a higher one since this
-			// vote was given: readers voted for together, whose commits
-			// crossed. Each grant takes a fence of its own, so a reader that
-			// starts after another ended holds a higher one. (The proposal
-			// this vote recorded may be committed: it is this request's.)
+			// vote was given: a reader whose commit crossed another's (the
+			// first reader's fence must be above every grant before it),
+			// or a writer's. (The proposal this vote recorded may be
+			// committed: it is this request's.)
 			c.reply(from, wire.VoteCommitRefused, l, g, l.fence)
 			c.count("commits_refused_fence")
 			return nil
@@ -336,6 +345,9 @@ func (c *Core) giveVote(l *vlock, v *vote) {
 	l.grants = append(l.grants, v)
 	c.stats.Votes++
 	offer := min(l.fence+1, wire.MaxVoteFence)
+	if readers := readersFence(l); v.mode == wire.VoteShared && readers != 0 {
+		offer = readers // a reader joins the readers holding here
+	}
 	switch {
 	case v.mode != wire.VoteExclusive || v.lease == 0:
 		// A reader's vote (readers always commit), or a lease this voter
@@ -372,6 +384,24 @@ func (c *Core) giveVote(l *vlock, v *vote) {
 	}
 	c.post(v.from, wire.Vote{Op: wire.VoteLocked, Name: l.name, Attempt: v.attempt, Stamp: v.stamp, Mode: v.mode,
 		Fence: offer, LeaseMS: msOf(c.now.Sub(v.arrived)), Recorded: v.recorded}, 0)
+}
+
+// readersFence is the fence of the readers whose committed votes l has
+// given (0: none). Readers together share one fence: a resource keeps the
+// highest fence it has seen and refuses a lower one, so two readers on f1
+// < f2 could not both use it once the second had. A voter offers a reader
+// their fence and refuses a reader's commit of any other; two readers
+// whose grants overlap committed at a common voter (their majorities
+// intersect) while the other's vote was committed there, so they hold on
+// the same fence. The first reader of a group commits above the voter's
+// fence, as a writer does, so it is above every grant that ended before.
+func readersFence(l *vlock) uint64 {
+	for _, g := range l.grants {
+		if g.mode == wire.VoteShared && g.committed {
+			return g.fence
+		}
+	}
+	return 0
 }
 
 // coordinate is a majority coordinator's answer to a shared request: a

@@ -7,9 +7,11 @@
 //     grant lasts from its outcome to its release, or to the end of its
 //     lease on its member's drifting clock, as renewed; a crashed or lost
 //     holder is not shortened: its program may not know yet);
-//   - fences: a grant's fence is above that of every grant of the lock
-//     that ended before it began, and no fence is granted twice to an
-//     exclusive holder;
+//   - fences, what a resource that keeps the highest fence it has seen
+//     and refuses a lower one needs: a grant's fence is above that of
+//     every grant of the lock that ended before it began (equal allowed
+//     between two readers), readers whose grants overlap share their
+//     fence, and no fence is granted twice to an exclusive holder;
 //   - liveness: once the faults stop, every waiting request is granted.
 //
 // Clients ask for locks, hold them up to 20 ms or for several leases

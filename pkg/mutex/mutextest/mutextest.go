@@ -225,15 +225,21 @@ func (c *Cluster) outcomes(r sim.Ready) {
 }
 
 // checkFence: a grant's fence is above the fence of every grant of the
-// lock that ended before it began (what a resource checking fences relies
-// on), and no two exclusive grants share a fence.
+// lock that ended before it began, or equal when both are shared; and no
+// two exclusive grants share a fence. That, with readers together sharing
+// one fence (Check), is what a resource needs that keeps the highest fence
+// it has seen and refuses a lower one: every holder is accepted while its
+// grant lasts, and one that outlived its lease is refused once a later
+// holder has used the resource (a reader only after a writer: readers
+// together may read).
 func (c *Cluster) checkFence(iv *interval) {
 	for _, p := range c.grants[iv.lock] {
+		bothShared := p.mode == mutex.Shared && iv.mode == mutex.Shared
 		switch {
-		case p.end <= iv.start && p.fence >= iv.fence:
-			c.t.Fatalf("%v: %s granted fence %d at member %d after member %d's fence %d ended at %v\n%s",
-				iv.start, iv.lock, iv.fence, iv.node, p.node, p.fence, p.end, c.Tail())
-		case p.fence == iv.fence && (p.mode == mutex.Exclusive || iv.mode == mutex.Exclusive):
+		case p.end <= iv.start && (p.fence > iv.fence || p.fence == iv.fence && !bothShared):
+			c.t.Fatalf("%v: %s granted fence %d at member %d (%v) after member %d's fence %d (%v) ended at %v\n%s",
+				iv.start, iv.lock, iv.fence, iv.node, iv.mode, p.node, p.fence, p.mode, p.end, c.Tail())
+		case p.fence == iv.fence && !bothShared:
 			c.t.Fatalf("%v: %s: fence %d granted twice (members %d and %d)\n%s", iv.start, iv.lock, iv.fence, p.node, iv.node, c.Tail())
 		}
 	}
@@ -385,13 +391,17 @@ func (c *Cluster) Fault(f mutex.Fault) {
 
 // Check runs the exclusion oracle over every grant so far: an exclusive
 // grant never overlaps another grant of its lock in real time; shared
-// grants overlap only each other.
+// grants overlap only each other, and carry the same fence (a resource
+// that keeps the highest fence it has seen would refuse the lower of two
+// readers once the other had read).
 func (c *Cluster) Check() {
 	for name, ivs := range c.grants {
 		byStart := slices.Clone(ivs)
 		slices.SortFunc(byStart, func(a, b *interval) int { return int(a.start - b.start) })
-		// latest exclusive and latest any-mode end seen so far.
+		// latest exclusive and latest any-mode end seen so far, and the
+		// readers whose grant still lasts.
 		var lastEx, lastAny *interval
+		var readers []*interval
 		for _, b := range byStart {
 			if lastEx != nil && b.start < lastEx.end {
 				c.t.Fatalf("%s: member %d's %v grant (fence %d) from %v inside member %d's exclusive grant (fence %d) [%v, %v]\n%s",
@@ -400,6 +410,16 @@ func (c *Cluster) Check() {
 			if b.mode == mutex.Exclusive && lastAny != nil && b.start < lastAny.end {
 				c.t.Fatalf("%s: member %d's exclusive grant (fence %d) from %v inside member %d's %v grant (fence %d) [%v, %v]\n%s",
 					name, b.node, b.fence, b.start, lastAny.node, lastAny.mode, lastAny.fence, lastAny.start, lastAny.end, c.Tail())
+			}
+			if b.mode == mutex.Shared {
+				readers = slices.DeleteFunc(readers, func(a *interval) bool { return a.end <= b.start })
+				for _, a := range readers {
+					if a.fence != b.fence {
+						c.t.Fatalf("%s: member %d's shared grant (fence %d) from %v beside member %d's shared grant with another fence (%d) [%v, %v]\n%s",
+							name, b.node, b.fence, b.start, a.node, a.fence, a.start, a.end, c.Tail())
+					}
+				}
+				readers = append(readers, b)
 			}
 			if b.mode == mutex.Exclusive && (lastEx == nil || b.end > lastEx.end) {
 				lastEx = b
