@@ -108,15 +108,16 @@ func BenchmarkOrder(b *testing.B) {
 	o.cluster("sequencer")
 	lat := map[string]Summary{}     // seen by a client of each member (etcd: its watcher)
 	stamped := map[string]Summary{} // the deliveries' own stamps
+	emitted := map[string]Summary{} // the members' events, as they stamped them
 	thr := map[string]float64{}
 	for _, ord := range []order.Order{order.FIFO, order.Causal, order.TotalOrder} {
 		name := ord.String()
 		if ord == order.TotalOrder {
 			name = "total (sequencer)"
 		}
-		lat[name], stamped[name] = o.latency(ord)
+		lat[name], emitted[name], stamped[name] = o.latency(ord)
 		thr[name] = o.throughput(ord)
-		o.logf("%s: latency seen %v; stamped %v; %.0f multicasts/s", name, lat[name], stamped[name], thr[name])
+		o.logf("%s: latency seen %v; emitted %v; stamped %v; %.0f multicasts/s", name, lat[name], emitted[name], stamped[name], thr[name])
 	}
 	path := o.tracePath(o.waitSequencer(false), 40)
 	fsync := o.fdatasyncTime(100, 1)
@@ -125,9 +126,9 @@ func BenchmarkOrder(b *testing.B) {
 	rec := o.recovery()
 	o.stopAll()
 	o.cluster("lamport")
-	lat["total (lamport)"], stamped["total (lamport)"] = o.latency(order.TotalOrder)
+	lat["total (lamport)"], emitted["total (lamport)"], stamped["total (lamport)"] = o.latency(order.TotalOrder)
 	thr["total (lamport)"] = o.throughput(order.TotalOrder)
-	o.logf("lamport: latency seen %v; stamped %v; %.0f multicasts/s", lat["total (lamport)"], stamped["total (lamport)"], thr["total (lamport)"])
+	o.logf("lamport: latency seen %v; emitted %v; stamped %v; %.0f multicasts/s", lat["total (lamport)"], emitted["total (lamport)"], stamped["total (lamport)"], thr["total (lamport)"])
 	o.stopAll()
 
 	o.startEtcd()
@@ -181,6 +182,12 @@ func BenchmarkOrder(b *testing.B) {
 			return "-"
 		}
 		return Millis(stamped[n].P50) + " / " + Millis(stamped[n].P99)
+	})
+	row("p50 / p99 emitted (the member's event, before its events stream)", "", func(n string) string {
+		if _, ok := emitted[n]; !ok {
+			return "-"
+		}
+		return Millis(emitted[n].P50) + " / " + Millis(emitted[n].P99)
 	})
 	// The sequencer's critical path: 2 round trips of messages and one
 	// fdatasync (the members' entry; the sequencer writes its own while
@@ -408,8 +415,12 @@ func (o *orderBench) delivered(prefix string, want int) map[string][]order.Deliv
 // stamped, the delivery's own time stamp, which is the core's time for
 // the step that delivered it: the kernel's receive stamp of the frame
 // that brought it (the commit point), before the member's loop took the
-// frame and wrote the delivery.
-func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
+// frame and wrote the delivery. emitted is the time the member's daemon
+// gave the event (its loop's emit, before the events stream encodes and
+// flushes it): seen - emitted is the stream and the client, emitted -
+// stamped the member's loop (its wake-up, the batch, the core, and any
+// write before the event).
+func (o *orderBench) latency(ord order.Order) (seen, emitted, stamped Summary) {
 	prefix := fmt.Sprintf("lat-%s-%d-", ord, o.run)
 	w := o.watchDeliveries()
 	sent := map[string]time.Time{}
@@ -423,7 +434,7 @@ func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
 	}
 	o.delivered(prefix, len(sent))
 	arrived := w.stop()
-	var seenAt, stamps []time.Duration
+	var seenAt, emits, stamps []time.Duration
 	missing := 0
 	for i := range o.procs {
 		for _, d := range o.log(i) {
@@ -436,7 +447,8 @@ func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
 			}
 			stamps = append(stamps, d.At.Sub(at))
 			if t, ok := arrived[i][d.Index]; ok {
-				seenAt = append(seenAt, t.Sub(at))
+				seenAt = append(seenAt, t.read.Sub(at))
+				emits = append(emits, t.emitted.Sub(at))
 			} else {
 				missing++
 			}
@@ -445,7 +457,7 @@ func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
 	if missing > 0 {
 		o.logf("%s: %d deliveries not seen on the events streams (lost to a slow reader)", ord, missing)
 	}
-	return Summarize(seenAt), Summarize(stamps)
+	return Summarize(seenAt), Summarize(emits), Summarize(stamps)
 }
 
 // watchDeliveries follows every host's events stream (GET /v1/events)
@@ -453,16 +465,16 @@ func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
 // and returns the arrivals, by host and delivery index.
 type deliveryWatch struct {
 	mu      sync.Mutex
-	arrived map[int]map[uint64]time.Time
+	arrived map[int]map[uint64]arrival
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
 
 func (o *orderBench) watchDeliveries() *deliveryWatch {
 	ctx, cancel := context.WithCancel(o.ctx)
-	w := &deliveryWatch{arrived: map[int]map[uint64]time.Time{}, cancel: cancel}
+	w := &deliveryWatch{arrived: map[int]map[uint64]arrival{}, cancel: cancel}
 	for i := range o.procs {
-		w.arrived[i] = map[uint64]time.Time{}
+		w.arrived[i] = map[uint64]arrival{}
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
@@ -471,14 +483,15 @@ func (o *orderBench) watchDeliveries() *deliveryWatch {
 			_ = c.Stream(ctx, "/v1/events", func(raw json.RawMessage) error {
 				at := time.Now()
 				var e struct {
-					Name  string `json:"event"`
+					Time  time.Time `json:"time"`
+					Name  string    `json:"event"`
 					Attrs struct {
 						Index uint64 `json:"index"`
 					} `json:"attrs"`
 				}
 				if json.Unmarshal(raw, &e) == nil && e.Name == order.EventDelivered {
 					w.mu.Lock()
-					w.arrived[i][e.Attrs.Index] = at
+					w.arrived[i][e.Attrs.Index] = arrival{read: at, emitted: e.Time}
 					w.mu.Unlock()
 				}
 				return nil
@@ -489,7 +502,11 @@ func (o *orderBench) watchDeliveries() *deliveryWatch {
 	return w
 }
 
-func (w *deliveryWatch) stop() map[int]map[uint64]time.Time {
+// arrival is when a delivery's event was read by the client, and the
+// time its daemon gave the event.
+type arrival struct{ read, emitted time.Time }
+
+func (w *deliveryWatch) stop() map[int]map[uint64]arrival {
 	w.cancel()
 	w.wg.Wait()
 	return w.arrived

@@ -386,6 +386,15 @@ func (d *Daemon) process() {
 		out.Sends = nil
 	}
 	if out.State != nil || len(out.Entries) > 0 {
+		// Events that do not depend on the write (core.Event.BeforeSave)
+		// are reported now, while it runs: only the leading run of them,
+		// so that every watcher and hook sees the events in order.
+		early := 0
+		for early < len(out.Events) && out.Events[early].BeforeSave {
+			d.emit(out.Events[early])
+			early++
+		}
+		out.Events = out.Events[early:]
 		var err error
 		if out.State != nil {
 			err = d.state.snapshot(d.clog, out.State)
