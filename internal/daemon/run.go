@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"time"
 
 	"github.com/synclab/synclab/internal/ctl"
@@ -395,6 +396,13 @@ func (d *Daemon) process() {
 			early++
 		}
 		out.Events = out.Events[early:]
+		if early > 0 {
+			// emit readied the events streams' goroutines on this P; the
+			// write below blocks it in a syscall, where they would wait
+			// for another thread to steal them (on a busy host, for as
+			// long as the fdatasync takes): let them run first.
+			runtime.Gosched()
+		}
 		var err error
 		if out.State != nil {
 			err = d.state.snapshot(d.clog, out.State)
