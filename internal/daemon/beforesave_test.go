@@ -77,3 +77,52 @@ func TestEventsBeforeSaveReportedBeforeTheWrite(t *testing.T) {
 		t.Fatalf("events (name, record already written): %v, want %v", all, want)
 	}
 }
+
+// An appending core's events whose write failed wait, in order, for the
+// next write that succeeds (a crash meanwhile loses them with the write,
+// and the restarted core does it again); a Ready without a write does
+// not overtake them; other cores' events are reported as before.
+func TestEventsOfAFailedWriteWaitForTheNextWrite(t *testing.T) {
+	ev := func(names ...string) []core.Event {
+		var out []core.Event
+		for _, n := range names {
+			out = append(out, core.Event{Name: n})
+		}
+		return out
+	}
+	names := func(es []core.Event) []string {
+		out := []string{}
+		for _, e := range es {
+			out = append(out, e.Name)
+		}
+		return out
+	}
+	d := &Daemon{errs: map[string]uint64{}}
+	if got := names(d.afterWrite(ev("a"), false, true)); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("a core that does not append: %v, want its events at once", got)
+	}
+	d.appends = true
+	steps := []struct {
+		events       []string
+		saved, wrote bool
+		want         []string
+	}{
+		{[]string{"1"}, true, true, []string{"1"}},
+		{[]string{"2", "3"}, false, true, nil},
+		{[]string{"4"}, true, false, nil}, // no write: behind the held ones
+		{[]string{"5"}, false, true, nil},
+		{[]string{"6"}, true, true, []string{"2", "3", "4", "5", "6"}},
+		{[]string{"7"}, true, false, []string{"7"}},
+	}
+	for i, s := range steps {
+		if got := names(d.afterWrite(ev(s.events...), s.saved, s.wrote)); !slices.Equal(got, append([]string{}, s.want...)) {
+			t.Fatalf("step %d: reported %v, want %v", i, got, s.want)
+		}
+	}
+	for range maxUnsaved + 3 {
+		d.afterWrite(ev("x"), false, true)
+	}
+	if len(d.unsaved) != maxUnsaved || d.errs["events_reported_unsaved"] != 3 {
+		t.Fatalf("%d held, %d reported unsaved: want %d and 3", len(d.unsaved), d.errs["events_reported_unsaved"], maxUnsaved)
+	}
+}

@@ -186,7 +186,12 @@
 // FIFO, causal and Lamport deliveries are announced after their write,
 // as before: their record is also what stops the stream handing the
 // message on again (its acknowledgement depends on it), and nothing
-// outside this member holds its place in the delivery order.
+// outside this member holds its place in the delivery order. After a
+// failed write the daemon holds these announcements until a write
+// succeeds (internal/daemon, for a core that appends), so a crash in
+// between never announces them twice, nor gives their index away.
+// (What a failing disk still breaks, FIFO's answer to a send that was
+// never written, is outside this.)
 //
 // A FIFO or causal message that reached only some members before its
 // sender crashed reaches the rest through the relay, whether or not the

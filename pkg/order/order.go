@@ -118,6 +118,8 @@ type Delivery struct {
 	Result  string    `json:"result,omitempty"` // the state machine's answer
 	Error   string    `json:"error,omitempty"`  // the state machine's refusal
 	At      time.Time `json:"at"`               // local clock at delivery
+
+	early bool // announced before its record is written (BeforeSave)
 }
 
 // Core is the ordered-multicast core. Not safe for concurrent use.
@@ -622,6 +624,9 @@ func (c *Core) deliver(d Delivery) {
 	// (d.Seq), with the same message (doc.go, "Announced before
 	// written"). Its index must be one no restart gives away.
 	early := d.Order == TotalOrder && c.cfg.Total == Sequencer && d.Index <= c.idx.saved+indexSlack
+	if early && len(c.fresh) > 0 {
+		c.fresh[len(c.fresh)-1].early = true
+	}
 	c.events = append(c.events, core.Event{Name: EventDelivered, Msg: fmt.Sprintf("delivered %s message %d of %d", d.Order, d.Seq, d.Sender), Args: args, BeforeSave: early})
 	c.durable.Change(false)
 }

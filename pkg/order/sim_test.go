@@ -53,6 +53,16 @@ type oracle struct {
 	positions map[uint64]string                   // sequencer's log number -> text, at any replica
 	lastPos   map[uint32][2]uint64                // per replica: incarnation, last log number delivered in it
 	repeats   int                                 // announcements repeated after a restart
+	// held are, per replica, the deliveries of Readies whose write failed
+	// and that were not announced before it: as the daemon, they are
+	// announced once a later write of the same life succeeds, and lost
+	// with a crash before (the restart delivers them again).
+	held map[uint32]*heldDeliveries
+}
+
+type heldDeliveries struct {
+	inc uint32
+	ds  []Delivery
 }
 
 // announcement is a replica's last delivery of a message.
@@ -90,21 +100,36 @@ func newOracle(t *testing.T, s *sim.Sim) *oracle {
 		seen: map[uint32]map[string]bool{}, causalPast: map[uint32][]string{}, bySender: map[uint32][]string{},
 		dead: map[uint32]bool{}, announced: map[uint32]map[string]*announcement{}, failures: map[uint32]uint64{},
 		indexes: map[uint32]map[uint64]string{}, lastIndex: map[uint32]uint64{}, positions: map[uint64]string{},
-		lastPos: map[uint32][2]uint64{}}
+		lastPos: map[uint32][2]uint64{}, held: map[uint32]*heldDeliveries{}}
 	s.OnReady(func(r sim.Ready) {
-		for _, d := range r.Core.(*Core).Deliveries() {
-			o.check(r.Node, d)
-		}
 		// The simulator reports a Ready once it wrote (or failed to
 		// write) its state: if that write succeeded, it holds every
 		// delivery so far (a failed one leaves the change pending, and
 		// the next write carries it whole).
+		inc := s.Incarnation(r.Node)
+		h := o.held[r.Node]
+		if h == nil || h.inc != inc {
+			h = &heldDeliveries{inc: inc} // a crash lost what waited
+			o.held[r.Node] = h
+		}
+		ds := r.Core.(*Core).Deliveries()
 		if f := s.Counters(r.Node).WriteFailures; f != o.failures[r.Node] {
 			o.failures[r.Node] = f
+			// As the daemon: the Ready's leading deliveries announced
+			// before the write go now (when none waits), the rest wait.
+			i := 0
+			for len(h.ds) == 0 && i < len(ds) && ds[i].early {
+				o.check(r.Node, ds[i])
+				i++
+			}
+			h.ds = append(h.ds, ds[i:]...)
 		} else {
+			for _, d := range append(h.ds, ds...) {
+				o.check(r.Node, d)
+			}
+			h.ds = nil
 			// Of this life only: what an earlier life announced and
 			// never wrote is not in this one's state.
-			inc := s.Incarnation(r.Node)
 			for _, a := range o.announced[r.Node] {
 				if a.inc == inc {
 					a.saved = true
@@ -162,10 +187,23 @@ func (o *oracle) send(id uint32, ord Order, text string) bool {
 		o.bySender[id] = o.bySender[id][:len(o.bySender[id])-1]
 		return false
 	}
-	if ord != TotalOrder && !o.seen[id][text] {
+	if ord != TotalOrder && !o.seen[id][text] && !o.waiting(id, text) {
 		o.t.Fatalf("%s: not delivered to its sender at once", text)
 	}
 	return true
+}
+
+// waiting reports whether replica id delivered text in a Ready whose
+// write failed, not announced yet.
+func (o *oracle) waiting(id uint32, text string) bool {
+	if h := o.held[id]; h != nil {
+		for _, d := range h.ds {
+			if string(d.Message) == text {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (o *oracle) check(at uint32, d Delivery) {
