@@ -595,6 +595,12 @@ func (c *Core) deliver(d Delivery) {
 	c.st.Delivered = max(c.st.Delivered, c.idx.floor) + 1
 	d.Index = c.st.Delivered
 	d.At = c.now
+	// The sequencer's total order is announced without waiting for this
+	// delivery's record: the entry is committed, on a majority of disks,
+	// and a restart delivers it again from the log, at the same number
+	// (d.Seq), with the same message (doc.go, "Announced before
+	// written"). Its index must be one no restart gives away.
+	d.early = d.Order == TotalOrder && c.cfg.Total == Sequencer && d.Index <= c.idx.saved+indexSlack
 	c.deliveredN[d.Order]++
 	if len(c.history) >= 2*c.cfg.History {
 		// Cut once History more piled up, not at every delivery: a copy
@@ -618,16 +624,7 @@ func (c *Core) deliver(d Delivery) {
 	if d.Error != "" {
 		args = append(args, "error", d.Error)
 	}
-	// The sequencer's total order is announced without waiting for this
-	// delivery's record: the entry is committed, on a majority of disks,
-	// and a restart delivers it again from the log, at the same number
-	// (d.Seq), with the same message (doc.go, "Announced before
-	// written"). Its index must be one no restart gives away.
-	early := d.Order == TotalOrder && c.cfg.Total == Sequencer && d.Index <= c.idx.saved+indexSlack
-	if early && len(c.fresh) > 0 {
-		c.fresh[len(c.fresh)-1].early = true
-	}
-	c.events = append(c.events, core.Event{Name: EventDelivered, Msg: fmt.Sprintf("delivered %s message %d of %d", d.Order, d.Seq, d.Sender), Args: args, BeforeSave: early})
+	c.events = append(c.events, core.Event{Name: EventDelivered, Msg: fmt.Sprintf("delivered %s message %d of %d", d.Order, d.Seq, d.Sender), Args: args, BeforeSave: d.early})
 	c.durable.Change(false)
 }
 
