@@ -112,8 +112,8 @@
 // The critical path of a multicast is four one-way message delays
 // (sender -> sequencer -> members -> sequencer -> members) and one
 // fdatasync, the members' entry (a member announces the delivery before
-// its record of it is written: "Announced before written"), as Raft's: the sequencer's own write
-// runs while its Append travels (the daemon's loop then takes the
+// its record of it is written: "Announced before written"), as Raft's:
+// the sequencer's own write runs while its Append travels (the daemon's loop then takes the
 // members' acks once that write is done), and a member acknowledges an
 // Append that changes nothing in its log (the commit point alone) before
 // its record of it is written. The commit point rides on the sequencer's next Append (as Raft's commit index on
@@ -190,8 +190,6 @@
 // failed write the daemon holds these announcements until a write
 // succeeds (internal/daemon, for a core that appends), so a crash in
 // between never announces them twice, nor gives their index away.
-// (What a failing disk still breaks, FIFO's answer to a send that was
-// never written, is outside this.)
 //
 // A FIFO or causal message that reached only some members before its
 // sender crashed reaches the rest through the relay, whether or not the
