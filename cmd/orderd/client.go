@@ -336,6 +336,11 @@ func logCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "log",
 		Usage: "print the delivered messages in delivery order (sender, timestamps, delivery time)",
+		Description: "Each delivery has an index, this member's counter: increasing, each shown once, never given to two messages " +
+			"(a restart continues 1024 past the last one written). The log is this process's deliveries since it started. " +
+			"A total-order delivery (sequencer) is announced before this member writes its record: after a crash in between, " +
+			"the restarted member delivers it again, with the same seq (its number in the log) and message and a new index; " +
+			"deduplicate total-order deliveries by seq across restarts (with --follow too).",
 		Flags: []cli.Flag{app.ControlFlag(name), app.JSONFlag,
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing deliveries as they come, until interrupted"},
 			&cli.Uint64Flag{Name: "after", Usage: "only deliveries after index `N`"}},

@@ -73,7 +73,8 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "the sequencer's heartbeat (election and commit point)"},
 		&cli.DurationFlag{Name: "commit-delay", EnvVars: app.Env(name, "commit-delay"), Value: d.CommitDelay, Usage: "while numbers are in flight, how long the sequencer waits for an entry's frame to carry a new commit point before it sends it alone (more: fewer frames under load; an idle sequencer sends it at once)"},
 		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which members elect a new sequencer (must exceed --heartbeat)"},
-		&cli.StringSliceFlag{Name: "on-deliver", EnvVars: app.Env(name, "on-deliver"), Usage: "shell `CMD` run for every delivered message (ORDERD_ORDER, ORDERD_SENDER, ORDERD_SEQ, ORDERD_INDEX, ORDERD_MESSAGE, ORDERD_RESULT in its environment)"},
+		&cli.StringSliceFlag{Name: "on-deliver", EnvVars: app.Env(name, "on-deliver"), Usage: "shell `CMD` run for every delivered message (ORDERD_ORDER, ORDERD_SENDER, ORDERD_SEQ, ORDERD_INDEX, ORDERD_MESSAGE, ORDERD_RESULT in its environment); " +
+			"at least once: a total-order delivery is announced before its record is written, and after a crash in between it runs again with the same ORDERD_SEQ (its log number; a new ORDERD_INDEX): deduplicate by ORDERD_SEQ"},
 		&cli.DurationFlag{Name: "hook-timeout", EnvVars: app.Env(name, "hook-timeout"), Value: 10 * time.Second, Usage: "a hook running longer is killed"},
 	}
 }

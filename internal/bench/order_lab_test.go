@@ -108,15 +108,16 @@ func BenchmarkOrder(b *testing.B) {
 	o.cluster("sequencer")
 	lat := map[string]Summary{}     // seen by a client of each member (etcd: its watcher)
 	stamped := map[string]Summary{} // the deliveries' own stamps
+	emitted := map[string]Summary{} // the members' events, as they stamped them
 	thr := map[string]float64{}
 	for _, ord := range []order.Order{order.FIFO, order.Causal, order.TotalOrder} {
 		name := ord.String()
 		if ord == order.TotalOrder {
 			name = "total (sequencer)"
 		}
-		lat[name], stamped[name] = o.latency(ord)
+		lat[name], emitted[name], stamped[name] = o.latency(ord)
 		thr[name] = o.throughput(ord)
-		o.logf("%s: latency seen %v; stamped %v; %.0f multicasts/s", name, lat[name], stamped[name], thr[name])
+		o.logf("%s: latency seen %v; emitted %v; stamped %v; %.0f multicasts/s", name, lat[name], emitted[name], stamped[name], thr[name])
 	}
 	path := o.tracePath(o.waitSequencer(false), 40)
 	fsync := o.fdatasyncTime(100, 1)
@@ -125,9 +126,9 @@ func BenchmarkOrder(b *testing.B) {
 	rec := o.recovery()
 	o.stopAll()
 	o.cluster("lamport")
-	lat["total (lamport)"], stamped["total (lamport)"] = o.latency(order.TotalOrder)
+	lat["total (lamport)"], emitted["total (lamport)"], stamped["total (lamport)"] = o.latency(order.TotalOrder)
 	thr["total (lamport)"] = o.throughput(order.TotalOrder)
-	o.logf("lamport: latency seen %v; stamped %v; %.0f multicasts/s", lat["total (lamport)"], stamped["total (lamport)"], thr["total (lamport)"])
+	o.logf("lamport: latency seen %v; emitted %v; stamped %v; %.0f multicasts/s", lat["total (lamport)"], emitted["total (lamport)"], stamped["total (lamport)"], thr["total (lamport)"])
 	o.stopAll()
 
 	o.startEtcd()
@@ -182,6 +183,12 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		return Millis(stamped[n].P50) + " / " + Millis(stamped[n].P99)
 	})
+	row("p50 / p99 emitted (the member's event, before its events stream)", "", func(n string) string {
+		if _, ok := emitted[n]; !ok {
+			return "-"
+		}
+		return Millis(emitted[n].P50) + " / " + Millis(emitted[n].P99)
+	})
 	// The sequencer's critical path: 2 round trips of messages and one
 	// fdatasync (the members' entry; the sequencer writes its own while
 	// its Append travels), against what the traces measured.
@@ -228,8 +235,8 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		return Millis(rec.P50) + " / " + Millis(rec.Max)
 	})
-	t.Note("LAN RTT: UDP echo h1 -> h2 -> h1 between two sockets in user space, p50 %v p99 %v over %d; the sequencer's path is 2 of them (h1 -> sequencer -> members -> sequencer -> members) plus 1 fdatasync (the members' entry; the sequencer's runs while its Append travels, the submission is not written), p50 %v p99 %v here: the disk is most of the path, and what keeps it above 2 round trips", rtt.P50.Round(time.Microsecond), rtt.P99.Round(time.Microsecond), rtt.N, fsync.P50.Round(time.Microsecond), fsync.P99.Round(time.Microsecond))
-	t.Note("latency: %d multicasts per order from h1, 5 ms apart, each call's start to the delivery's event read by a client following each member's events stream (GET /v1/events), at all five members, as etcd's: the put's start to the watch event read by a watcher of each member (one node: one watcher); one control client per host kept across calls, as etcd's HTTP client. Stamped: the delivery's own time stamp (the shared clock), the kernel's receive stamp of the frame that delivered it, before the member's loop took it and wrote the delivery", *orderSamples)
+	t.Note("LAN RTT: UDP echo h1 -> h2 -> h1 between two sockets in user space, p50 %v p99 %v over %d; the sequencer's path is 2 of them (h1 -> sequencer -> members -> sequencer -> members) plus 1 fdatasync (the members' entry; the sequencer's runs while its Append travels, the submission is not written, and a member announces the delivery before its record of it is written), p50 %v p99 %v here: the disk is most of the path, and what keeps it above 2 round trips; etcd's single node pays 1 fdatasync and no network hop", rtt.P50.Round(time.Microsecond), rtt.P99.Round(time.Microsecond), rtt.N, fsync.P50.Round(time.Microsecond), fsync.P99.Round(time.Microsecond))
+	t.Note("latency: %d multicasts per order from h1, 5 ms apart, each call's start to the delivery's event read by a client following each member's events stream (GET /v1/events), at all five members, as etcd's: the put's start to the watch event read by a watcher of each member (one node: one watcher); one control client per host kept across calls, as etcd's HTTP client. Stamped: the delivery's own time stamp (the shared clock), the kernel's receive stamp of the frame that delivered it, before the member's loop took it. Emitted: the time the member's daemon gave the event (after its loop's wake-up, batch and core; for FIFO, causal and Lamport after the delivery's fdatasync, for the sequencer's total order before it), before its events stream encoded and flushed it to the client", *orderSamples)
 	t.Note("frames: the protocol's own (stream records, Lamport acks, submissions, Appends), then (+) the reliability layer's acknowledgements (stream acks, Append acks), against the notes' count: FIFO/causal N-1, sequencer 1 + (N-1), Lamport N-1 + N(N-1) (the message and every member's multicast ack); the election's frames are not counted")
 	t.Note("sequencer: a number is committed once a majority holds it, so that a new sequencer continues the order; the commit point rides on the next Append (20 at once), and an idle sequencer sends it alone, N-1 frames more (one at a time)")
 	t.Note("etcd 3.4, the same binary and flags for both: one node on h6 (no replication: its best case; one fdatasync, no network hop), the puts and the watch through its JSON gateway from h6; then a cluster of %d members on h%d-h%d (peers over the lab's network, each its own data dir), a watcher on every member (its gateway, from its host), the puts from a client on the leader's host (h%d) to the leader, then on a follower's host (h%d) to that follower, which forwards them to the leader; latency at all %d watchers, as orderd's at all members; a put is answered once committed on a majority (its fdatasync at the leader and 2 followers)", orderHosts, members[0], members[len(members)-1], leader, follower, orderHosts)
@@ -408,8 +415,12 @@ func (o *orderBench) delivered(prefix string, want int) map[string][]order.Deliv
 // stamped, the delivery's own time stamp, which is the core's time for
 // the step that delivered it: the kernel's receive stamp of the frame
 // that brought it (the commit point), before the member's loop took the
-// frame and wrote the delivery.
-func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
+// frame and wrote the delivery. emitted is the time the member's daemon
+// gave the event (its loop's emit, before the events stream encodes and
+// flushes it): seen - emitted is the stream and the client, emitted -
+// stamped the member's loop (its wake-up, the batch, the core, and any
+// write before the event).
+func (o *orderBench) latency(ord order.Order) (seen, emitted, stamped Summary) {
 	prefix := fmt.Sprintf("lat-%s-%d-", ord, o.run)
 	w := o.watchDeliveries()
 	sent := map[string]time.Time{}
@@ -423,7 +434,7 @@ func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
 	}
 	o.delivered(prefix, len(sent))
 	arrived := w.stop()
-	var seenAt, stamps []time.Duration
+	var seenAt, emits, stamps []time.Duration
 	missing := 0
 	for i := range o.procs {
 		for _, d := range o.log(i) {
@@ -436,7 +447,8 @@ func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
 			}
 			stamps = append(stamps, d.At.Sub(at))
 			if t, ok := arrived[i][d.Index]; ok {
-				seenAt = append(seenAt, t.Sub(at))
+				seenAt = append(seenAt, t.read.Sub(at))
+				emits = append(emits, t.emitted.Sub(at))
 			} else {
 				missing++
 			}
@@ -445,7 +457,7 @@ func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
 	if missing > 0 {
 		o.logf("%s: %d deliveries not seen on the events streams (lost to a slow reader)", ord, missing)
 	}
-	return Summarize(seenAt), Summarize(stamps)
+	return Summarize(seenAt), Summarize(emits), Summarize(stamps)
 }
 
 // watchDeliveries follows every host's events stream (GET /v1/events)
@@ -453,16 +465,16 @@ func (o *orderBench) latency(ord order.Order) (seen, stamped Summary) {
 // and returns the arrivals, by host and delivery index.
 type deliveryWatch struct {
 	mu      sync.Mutex
-	arrived map[int]map[uint64]time.Time
+	arrived map[int]map[uint64]arrival
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
 
 func (o *orderBench) watchDeliveries() *deliveryWatch {
 	ctx, cancel := context.WithCancel(o.ctx)
-	w := &deliveryWatch{arrived: map[int]map[uint64]time.Time{}, cancel: cancel}
+	w := &deliveryWatch{arrived: map[int]map[uint64]arrival{}, cancel: cancel}
 	for i := range o.procs {
-		w.arrived[i] = map[uint64]time.Time{}
+		w.arrived[i] = map[uint64]arrival{}
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
@@ -471,14 +483,15 @@ func (o *orderBench) watchDeliveries() *deliveryWatch {
 			_ = c.Stream(ctx, "/v1/events", func(raw json.RawMessage) error {
 				at := time.Now()
 				var e struct {
-					Name  string `json:"event"`
+					Time  time.Time `json:"time"`
+					Name  string    `json:"event"`
 					Attrs struct {
 						Index uint64 `json:"index"`
 					} `json:"attrs"`
 				}
 				if json.Unmarshal(raw, &e) == nil && e.Name == order.EventDelivered {
 					w.mu.Lock()
-					w.arrived[i][e.Attrs.Index] = at
+					w.arrived[i][e.Attrs.Index] = arrival{read: at, emitted: e.Time}
 					w.mu.Unlock()
 				}
 				return nil
@@ -489,7 +502,11 @@ func (o *orderBench) watchDeliveries() *deliveryWatch {
 	return w
 }
 
-func (w *deliveryWatch) stop() map[int]map[uint64]time.Time {
+// arrival is when a delivery's event was read by the client, and the
+// time its daemon gave the event.
+type arrival struct{ read, emitted time.Time }
+
+func (w *deliveryWatch) stop() map[int]map[uint64]arrival {
 	w.cancel()
 	w.wg.Wait()
 	return w.arrived

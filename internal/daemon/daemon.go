@@ -272,6 +272,9 @@ type Daemon struct {
 	// loop then steps it with every frame and call already queued before
 	// it acts on the Ready: one fdatasync covers them all (group commit).
 	appends bool
+	// unsaved are an appending core's events whose write failed, held
+	// for the next write that succeeds (afterWrite).
+	unsaved []core.Event
 	// acted are the Do calls whose fn ran: they return once the loop
 	// acted on the core's Ready (persisted, sent).
 	acted []chan struct{}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"time"
 
 	"github.com/synclab/synclab/internal/ctl"
@@ -14,6 +15,7 @@ import (
 	"github.com/synclab/synclab/internal/sdnotify"
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
 )
 
 // Run opens the sockets, serves the control API and runs the loop until ctx
@@ -386,6 +388,22 @@ func (d *Daemon) process() {
 		out.Sends = nil
 	}
 	if out.State != nil || len(out.Entries) > 0 {
+		// Events that do not depend on the write (core.Event.BeforeSave)
+		// are reported now, while it runs: only the leading run of them,
+		// so that every watcher and hook sees the events in order.
+		early := 0
+		for len(d.unsaved) == 0 && early < len(out.Events) && out.Events[early].BeforeSave {
+			d.emit(out.Events[early])
+			early++
+		}
+		out.Events = out.Events[early:]
+		if early > 0 {
+			// emit readied the events streams' goroutines on this P; the
+			// write below blocks it in a syscall, where they would wait
+			// for another thread to steal them (on a busy host, for as
+			// long as the fdatasync takes): let them run first.
+			runtime.Gosched()
+		}
 		var err error
 		if out.State != nil {
 			err = d.state.snapshot(d.clog, out.State)
@@ -430,10 +448,40 @@ func (d *Daemon) process() {
 	for _, s := range out.Sends {
 		d.send(s)
 	}
-	for _, e := range out.Events {
+	for _, e := range d.afterWrite(out.Events, saved, out.State != nil || len(out.Entries) > 0) {
 		d.emit(e)
 	}
 }
+
+// afterWrite returns the events to report after a Ready's write. A core
+// that appends to its log (orderd's) reports with an event what its write
+// holds (a delivery and its index), so after a failed write its events
+// wait, in order, for the next write that succeeds; a crash meanwhile
+// loses them with the write, and the restarted core does it again.
+// Other cores' events are reported as they always were. At most
+// maxUnsaved wait: beyond, the oldest are reported anyway (counted).
+func (d *Daemon) afterWrite(events []core.Event, saved, wrote bool) []core.Event {
+	if !d.appends {
+		return events
+	}
+	if !saved || !wrote && len(d.unsaved) > 0 {
+		d.unsaved = append(d.unsaved, events...)
+		if over := len(d.unsaved) - maxUnsaved; over > 0 {
+			d.errs["events_reported_unsaved"] += uint64(over)
+			events, d.unsaved = d.unsaved[:over], d.unsaved[over:]
+			return events
+		}
+		return nil
+	}
+	if len(d.unsaved) > 0 {
+		events = append(d.unsaved, events...)
+		d.unsaved = nil
+	}
+	return events
+}
+
+// maxUnsaved bounds the events held for a write that keeps failing.
+const maxUnsaved = 4096
 
 // persistFailing logs a failed state write: at once the first time, then
 // at most every persistLogEvery while the disk keeps failing (the core

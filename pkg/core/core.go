@@ -99,6 +99,13 @@ type Event struct {
 	Name string
 	Msg  string
 	Args []any
+	// BeforeSave says that what the event reports does not depend on the
+	// Ready's State or Entries being written: a driver may report it
+	// before it writes (the daemon reports the Ready's leading run of
+	// them before its fdatasync, so that events keep their order). A core
+	// that marks one says what a crash between the report and the write
+	// repeats (orderd's deliveries of the total order: its doc.go).
+	BeforeSave bool
 }
 
 // Ready is everything a core wants done, drained by Ready().

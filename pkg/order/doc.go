@@ -111,8 +111,9 @@
 //
 // The critical path of a multicast is four one-way message delays
 // (sender -> sequencer -> members -> sequencer -> members) and one
-// fdatasync, the members' entry, as Raft's: the sequencer's own write
-// runs while its Append travels (the daemon's loop then takes the
+// fdatasync, the members' entry (a member announces the delivery before
+// its record of it is written: "Announced before written"), as Raft's:
+// the sequencer's own write runs while its Append travels (the daemon's loop then takes the
 // members' acks once that write is done), and a member acknowledges an
 // Append that changes nothing in its log (the commit point alone) before
 // its record of it is written. The commit point rides on the sequencer's next Append (as Raft's commit index on
@@ -151,6 +152,44 @@
 // and committing are not promises (a majority holds what is committed):
 // the sequencer's Appends leave while it writes, and it counts itself a
 // holder once its write is confirmed.
+//
+// # Announced before written
+//
+// A member announces a delivery of the sequencer's total order (its
+// EventDelivered, marked core.Event.BeforeSave, which the daemon reports
+// before its fdatasync; the hooks run from it, and a send is answered on
+// it) as soon as it learns the commit point, without waiting for its
+// record of the delivery: the entry is committed, so it is on a majority
+// of disks, and the record ("delivered up to number i", the commit point
+// and the state machine's applied number) is written in the same batch.
+// That takes the member's second fdatasync off the path: the critical
+// path is the four one-way delays and the members' one write of the
+// entry, before their acknowledgement.
+//
+// The price is at-least-once across a crash: a member that crashes
+// between the announcement and the write restarts from the record before
+// it, learns the commit point again and delivers the entries after its
+// record again, in the same order, each with the same number (Delivery.Seq,
+// its place in the log), sender, submission ID and message, and the same
+// state machine result: the machine is rebuilt from the log, and every
+// replica ends identical. Only those are repeated: an announcement whose
+// record was written is never made again. A consumer that must act once
+// (an --on-deliver hook, a reader of `orderd log` across restarts)
+// deduplicates a total-order delivery by its number. Delivery indexes
+// never repeat: the repeat takes a new one. A restart continues at the
+// last index written plus indexSlack (1024), and a delivery is announced
+// before its record only while its index is within indexSlack of the
+// last index confirmed written (else after the write, as every other
+// delivery): no index announced before a crash is given to another
+// message after it.
+//
+// FIFO, causal and Lamport deliveries are announced after their write,
+// as before: their record is also what stops the stream handing the
+// message on again (its acknowledgement depends on it), and nothing
+// outside this member holds its place in the delivery order. After a
+// failed write the daemon holds these announcements until a write
+// succeeds (internal/daemon, for a core that appends), so a crash in
+// between never announces them twice, nor gives their index away.
 //
 // A FIFO or causal message that reached only some members before its
 // sender crashed reaches the rest through the relay, whether or not the

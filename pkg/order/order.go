@@ -103,7 +103,11 @@ var stepLabels = core.ErrorLabels{
 
 // Delivery is one delivered message.
 type Delivery struct {
-	Index   uint64    `json:"index"` // this member's delivery counter, from 1
+	// Index is this member's delivery counter, from 1: it increases with
+	// every delivery and is never given to two messages, and a restart
+	// continues after every index the member may have announced
+	// (indexSlack past the last one written: a gap).
+	Index   uint64    `json:"index"`
 	Order   Order     `json:"order"`
 	Sender  uint32    `json:"sender"`
 	Seq     uint64    `json:"seq"`               // the sender's stream number, or the total order's number (sequencer)
@@ -114,6 +118,8 @@ type Delivery struct {
 	Result  string    `json:"result,omitempty"` // the state machine's answer
 	Error   string    `json:"error,omitempty"`  // the state machine's refusal
 	At      time.Time `json:"at"`               // local clock at delivery
+
+	early bool // announced before its record is written (BeforeSave)
 }
 
 // Core is the ordered-multicast core. Not safe for concurrent use.
@@ -146,7 +152,26 @@ type Core struct {
 	seqr  seqRole    // the sequencer's volatile state
 	relay relayState // the relay's volatile state (relay.go)
 	rec   recorder   // what the last write handed over (record.go)
+	idx   indexes    // which delivery indexes are safe to announce before a write
 }
+
+// indexes keeps a delivery's index unique across a crash while the
+// total order's deliveries are announced before their record is written
+// (see doc.go, "Announced before written"). A restart continues from the
+// last index written plus indexSlack, so a delivery announced early may
+// take any index up to the last one confirmed written plus indexSlack:
+// none of them is ever given to another message after a crash.
+type indexes struct {
+	saved   uint64 // Delivered in the last write confirmed (Advance)
+	handed  uint64 // Delivered in the last Ready's write
+	offered bool   // the last Ready carried a write
+	floor   uint64 // a restart's first index is after it
+}
+
+// indexSlack is how far past the last delivery index written a delivery
+// may be announced before its own record is written (and how many
+// indexes a restart skips).
+const indexSlack = 1024
 
 // New builds the core from its environment.
 func New(env core.Env, cfg Config) (*Core, error) {
@@ -178,6 +203,12 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		return nil, err
 	}
 	c.st = st
+	c.idx.saved = st.Delivered
+	if env.State != nil || len(env.Log) > 0 {
+		// The last incarnation may have announced deliveries after the
+		// last one written (EventDelivered, BeforeSave).
+		c.idx.floor = st.Delivered + indexSlack
+	}
 	c.lamport.Restore(st.Clock)
 	if cfg.Machine != nil {
 		c.machine = cfg.Machine()
@@ -535,6 +566,9 @@ func (c *Core) Ready() core.Ready {
 	}
 	c.durable.ReadyLog(&rd, c.wantWhole(), c.encodeState, c.encodeRecord)
 	c.seqr.handed = c.st.Log.last()
+	if rd.State != nil || len(rd.Entries) > 0 {
+		c.idx.handed, c.idx.offered = c.st.Delivered, true
+	}
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Events = append(rd.Events, c.events...)
 	c.msgs, c.events = nil, nil
@@ -547,6 +581,10 @@ func (c *Core) Advance(saved bool) {
 		a.Advance(saved)
 	}
 	c.durable.Advance(saved)
+	if c.idx.offered && saved {
+		c.idx.saved = c.idx.handed
+	}
+	c.idx.offered = false
 	if saved && !c.durable.Pending() {
 		c.savedThrough()
 	}
@@ -554,9 +592,15 @@ func (c *Core) Advance(saved bool) {
 
 // deliver hands a message to the application.
 func (c *Core) deliver(d Delivery) {
-	c.st.Delivered++
+	c.st.Delivered = max(c.st.Delivered, c.idx.floor) + 1
 	d.Index = c.st.Delivered
 	d.At = c.now
+	// The sequencer's total order is announced without waiting for this
+	// delivery's record: the entry is committed, on a majority of disks,
+	// and a restart delivers it again from the log, at the same number
+	// (d.Seq), with the same message (doc.go, "Announced before
+	// written"). Its index must be one no restart gives away.
+	d.early = d.Order == TotalOrder && c.cfg.Total == Sequencer && d.Index <= c.idx.saved+indexSlack
 	c.deliveredN[d.Order]++
 	if len(c.history) >= 2*c.cfg.History {
 		// Cut once History more piled up, not at every delivery: a copy
@@ -580,7 +624,7 @@ func (c *Core) deliver(d Delivery) {
 	if d.Error != "" {
 		args = append(args, "error", d.Error)
 	}
-	c.events = append(c.events, core.Event{Name: EventDelivered, Msg: fmt.Sprintf("delivered %s message %d of %d", d.Order, d.Seq, d.Sender), Args: args})
+	c.events = append(c.events, core.Event{Name: EventDelivered, Msg: fmt.Sprintf("delivered %s message %d of %d", d.Order, d.Seq, d.Sender), Args: args, BeforeSave: d.early})
 	c.durable.Change(false)
 }
 

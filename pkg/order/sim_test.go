@@ -37,6 +37,39 @@ type oracle struct {
 	// promised (answered) only once committed (Core.Submission): one
 	// that nobody delivered before its sender crashed may be lost.
 	sequencer bool
+
+	// What "never delivered twice" means once the sequencer's total order
+	// is announced before its record is written (doc.go, "Announced
+	// before written"): a replica may announce a total-order message
+	// again only after a restart, only if the record of its earlier
+	// announcement was never written, and then at the same position
+	// (log number) with the same message; no message at two positions,
+	// never two messages at one position or at one delivery index, and
+	// a replica's indexes only increase, across restarts too.
+	announced map[uint32]map[string]*announcement // per replica, by text
+	failures  map[uint32]uint64                   // per replica, its disk's failed writes so far
+	indexes   map[uint32]map[uint64]string        // per replica, delivery index -> text
+	lastIndex map[uint32]uint64                   // per replica, its last delivery index
+	positions map[uint64]string                   // sequencer's log number -> text, at any replica
+	lastPos   map[uint32][2]uint64                // per replica: incarnation, last log number delivered in it
+	repeats   int                                 // announcements repeated after a restart
+	// held are, per replica, the deliveries of Readies whose write failed
+	// and that were not announced before it: as the daemon, they are
+	// announced once a later write of the same life succeeds, and lost
+	// with a crash before (the restart delivers them again).
+	held map[uint32]*heldDeliveries
+}
+
+type heldDeliveries struct {
+	inc uint32
+	ds  []Delivery
+}
+
+// announcement is a replica's last delivery of a message.
+type announcement struct {
+	seq   uint64
+	inc   uint32 // the replica's incarnation
+	saved bool   // a write that holds its record succeeded since
 }
 
 type sentMsg struct {
@@ -65,13 +98,75 @@ func (o *oracle) volatile(text string) bool {
 func newOracle(t *testing.T, s *sim.Sim) *oracle {
 	o := &oracle{t: t, s: s, sent: map[string]sentMsg{}, delivered: map[uint32][]Delivery{},
 		seen: map[uint32]map[string]bool{}, causalPast: map[uint32][]string{}, bySender: map[uint32][]string{},
-		dead: map[uint32]bool{}}
+		dead: map[uint32]bool{}, announced: map[uint32]map[string]*announcement{}, failures: map[uint32]uint64{},
+		indexes: map[uint32]map[uint64]string{}, lastIndex: map[uint32]uint64{}, positions: map[uint64]string{},
+		lastPos: map[uint32][2]uint64{}, held: map[uint32]*heldDeliveries{}}
 	s.OnReady(func(r sim.Ready) {
-		for _, d := range r.Core.(*Core).Deliveries() {
-			o.check(r.Node, d)
+		// The simulator reports a Ready once it wrote (or failed to
+		// write) its state: if that write succeeded, it holds every
+		// delivery so far (a failed one leaves the change pending, and
+		// the next write carries it whole).
+		inc := s.Incarnation(r.Node)
+		h := o.held[r.Node]
+		if h == nil || h.inc != inc {
+			h = &heldDeliveries{inc: inc} // a crash lost what waited
+			o.held[r.Node] = h
+		}
+		ds := r.Core.(*Core).Deliveries()
+		if f := s.Counters(r.Node).WriteFailures; f != o.failures[r.Node] {
+			o.failures[r.Node] = f
+			// As the daemon: the Ready's leading deliveries announced
+			// before the write go now (when none waits), the rest wait.
+			i := 0
+			for len(h.ds) == 0 && i < len(ds) && ds[i].early {
+				o.check(r.Node, ds[i])
+				i++
+			}
+			h.ds = append(h.ds, ds[i:]...)
+		} else {
+			for _, d := range append(h.ds, ds...) {
+				o.check(r.Node, d)
+			}
+			h.ds = nil
+			// Of this life only: what an earlier life announced and
+			// never wrote is not in this one's state.
+			for _, a := range o.announced[r.Node] {
+				if a.inc == inc {
+					a.saved = true
+				}
+			}
 		}
 	})
 	return o
+}
+
+// checkIndex: a delivery index is given once per replica, increasing,
+// across restarts too; a log number holds one message everywhere, and a
+// replica delivers log numbers in increasing order within a life.
+func (o *oracle) checkIndex(at uint32, d Delivery) {
+	t, text := o.t, string(d.Message)
+	if o.indexes[at] == nil {
+		o.indexes[at] = map[uint64]string{}
+	}
+	if prev, ok := o.indexes[at][d.Index]; ok {
+		t.Fatalf("replica %d delivered %q at index %d, where it delivered %q\n%s", at, text, d.Index, prev, o.s.Log())
+	}
+	if d.Index <= o.lastIndex[at] {
+		t.Fatalf("replica %d delivered %q at index %d after index %d", at, text, d.Index, o.lastIndex[at])
+	}
+	o.indexes[at][d.Index], o.lastIndex[at] = text, d.Index
+	if d.Order != TotalOrder || !o.sequencer {
+		return
+	}
+	if prev, ok := o.positions[d.Seq]; ok && prev != text {
+		t.Fatalf("replica %d delivered %q at log number %d, where %q was delivered\n%s", at, text, d.Seq, prev, o.s.Log())
+	}
+	o.positions[d.Seq] = text
+	inc := uint64(o.s.Incarnation(at))
+	if lp := o.lastPos[at]; lp[0] == inc && d.Seq <= lp[1] {
+		t.Fatalf("replica %d delivered log number %d after %d", at, d.Seq, lp[1])
+	}
+	o.lastPos[at] = [2]uint64{inc, d.Seq}
 }
 
 // send multicasts text from id with order o, if id runs and has room.
@@ -92,10 +187,23 @@ func (o *oracle) send(id uint32, ord Order, text string) bool {
 		o.bySender[id] = o.bySender[id][:len(o.bySender[id])-1]
 		return false
 	}
-	if ord != TotalOrder && !o.seen[id][text] {
+	if ord != TotalOrder && !o.seen[id][text] && !o.waiting(id, text) {
 		o.t.Fatalf("%s: not delivered to its sender at once", text)
 	}
 	return true
+}
+
+// waiting reports whether replica id delivered text in a Ready whose
+// write failed, not announced yet.
+func (o *oracle) waiting(id uint32, text string) bool {
+	if h := o.held[id]; h != nil {
+		for _, d := range h.ds {
+			if string(d.Message) == text {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (o *oracle) check(at uint32, d Delivery) {
@@ -111,9 +219,24 @@ func (o *oracle) check(at uint32, d Delivery) {
 	if o.seen[at] == nil {
 		o.seen[at] = map[string]bool{}
 	}
-	if o.seen[at][text] {
-		t.Fatalf("replica %d delivered %q twice\n%s", at, text, o.s.Log())
+	o.checkIndex(at, d)
+	if o.announced[at] == nil {
+		o.announced[at] = map[string]*announcement{}
 	}
+	inc := o.s.Incarnation(at)
+	if o.seen[at][text] {
+		a := o.announced[at][text]
+		if !o.sequencer || d.Order != TotalOrder || a.saved || a.inc == inc || a.seq != d.Seq {
+			t.Fatalf("replica %d delivered %q twice (log number %d, then %d; incarnation %d, then %d; its record written: %v)\n%s",
+				at, text, a.seq, d.Seq, a.inc, inc, a.saved, o.s.Log())
+		}
+		// Announced before its record was written, and the replica
+		// crashed before the write: the restart repeats it, in place.
+		a.inc = inc
+		o.repeats++
+		return
+	}
+	o.announced[at][text] = &announcement{seq: d.Seq, inc: inc}
 	// FIFO, for every order: the sender's earlier messages of the same
 	// order came first (but one lost with its sender's crash, see
 	// volatile: then it never comes after, checked below), and none of
@@ -258,9 +381,17 @@ type chaos struct {
 	// messages and crashes within milliseconds, its submissions in
 	// flight (the sequencer included), and comes back in a new era.
 	burstCrashes bool
+	// diskFaults fails each member's writes with this probability while
+	// the messages are sent (healed before the end): a member that
+	// crashes before a write succeeds has announced deliveries whose
+	// record it never wrote.
+	diskFaults float64
+	// totalOnly sends only total-order messages.
+	totalOnly bool
 }
 
-func runChaos(t *testing.T, seed int64, ch chaos) {
+// runChaos returns the oracle, to look at after the run.
+func runChaos(t *testing.T, seed int64, ch chaos) *oracle {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	link := sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Duration(rng.IntN(3000)) * time.Microsecond,
 		Loss: float64(rng.IntN(20)) / 100, Duplicate: float64(rng.IntN(10)) / 100}
@@ -282,6 +413,12 @@ func runChaos(t *testing.T, seed int64, ch chaos) {
 	o.sequencer = ch.total == Sequencer
 	s.Run(time.Second) // an election
 	orders := []Order{FIFO, Causal, TotalOrder}
+	if ch.totalOnly {
+		orders = []Order{TotalOrder}
+	}
+	for _, id := range ids {
+		s.SetDiskFaults(id, ch.diskFaults)
+	}
 	sent := 0
 	for step := 0; sent < ch.msgs && step < 20*ch.msgs; step++ {
 		s.Run(time.Duration(rng.IntN(20)) * time.Millisecond)
@@ -333,6 +470,9 @@ func runChaos(t *testing.T, seed int64, ch chaos) {
 			}
 		}
 	}
+	for _, id := range ids {
+		s.SetDiskFaults(id, 0)
+	}
 	if !s.RunUntil(o.complete, 60*time.Second) {
 		var st strings.Builder
 		for _, id := range o.correct() {
@@ -361,6 +501,7 @@ func runChaos(t *testing.T, seed int64, ch chaos) {
 			t.Fatalf("replica %d's total order differs from replica %d's", id, live[0])
 		}
 	}
+	return o
 }
 
 // senderDies has a member multicast FIFO and causal messages that reach
