@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -72,12 +73,17 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 		// A submission to the sequencer is not written here: it is
 		// answered once its entry is committed (on a majority of disks),
 		// which this node learns when it delivers it. The others are
-		// answered once written here (Do), or delivered with --wait.
+		// answered once written here (DoSaved: a failed write is an
+		// error, not "sent"), or delivered with --wait.
 		sequenced := req.Order == order.TotalOrder && total == order.Sequencer
+		do := d.DoSaved
+		if sequenced {
+			do = d.Do
+		}
 		events, unsubscribe := d.Subscribe() // before the send: no delivery is missed
 		defer unsubscribe()
 		var before, sid uint64
-		if derr := d.Do(r.Context(), func(n *node.Node) {
+		if derr := do(r.Context(), func(n *node.Node) {
 			var c *order.Core
 			if c, err = coreOf(n); err != nil {
 				return
@@ -86,11 +92,12 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 			if err = c.Multicast(clk.Now(), req.Order, []byte(req.Message)); err == nil && sequenced {
 				sid = c.Submission()
 			}
-		}); derr != nil {
+		}); derr != nil && !errors.Is(derr, daemon.ErrNotSaved) {
 			return nil, derr
-		}
-		if err != nil {
+		} else if err != nil {
 			return nil, ctl.Conflict(err.Error())
+		} else if derr != nil {
+			return nil, ctl.Unavailable("send: " + derr.Error())
 		}
 		if !req.Wait && !sequenced {
 			return sendReply{}, nil

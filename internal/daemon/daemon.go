@@ -276,8 +276,11 @@ type Daemon struct {
 	// for the next write that succeeds (afterWrite).
 	unsaved []core.Event
 	// acted are the Do calls whose fn ran: they return once the loop
-	// acted on the core's Ready (persisted, sent).
-	acted []chan struct{}
+	// acted on the core's Ready (persisted, sent), told whether its write
+	// succeeded.
+	acted []chan bool
+	// writeFailed says that the Ready being acted on could not be written.
+	writeFailed bool
 	// wake is when the core next needs Tick, on its clock (schedule);
 	// wakeSet is false while the loop ticks at the fixed interval.
 	wake    time.Time
@@ -391,20 +394,40 @@ func (d *Daemon) Config() Config { return d.cfg }
 // the datagram reader), and then acts on whatever fn made the core want.
 // It is how control-API handlers reach the core (which is not safe for
 // concurrent use). It returns once that is done: what fn made the core
-// persist is on disk, so a handler that answers "sent" after Do never
-// promises what a crash would lose.
+// persist has been written, unless the disk failed (the core keeps it
+// pending and the loop writes it with a later Ready). A handler that
+// answers "kept" must use DoSaved, which reports that failure.
 func (d *Daemon) Do(ctx context.Context, fn func(n *node.Node)) error {
-	done := make(chan struct{})
+	_, err := d.do(ctx, fn)
+	return err
+}
+
+// ErrNotSaved is returned by DoSaved when what fn changed could not be
+// written: it is not kept yet, and a crash before a later write succeeds
+// loses it.
+var ErrNotSaved = errors.New("not on disk: the state write failed (see the daemon's log); it is kept only once a later write succeeds")
+
+// DoSaved is Do for a handler that promises what fn changed: it returns
+// ErrNotSaved when the write of the Ready that followed fn failed.
+func (d *Daemon) DoSaved(ctx context.Context, fn func(n *node.Node)) error {
+	saved, err := d.do(ctx, fn)
+	if err == nil && !saved {
+		err = ErrNotSaved
+	}
+	return err
+}
+
+func (d *Daemon) do(ctx context.Context, fn func(n *node.Node)) (saved bool, err error) {
+	done := make(chan bool, 1)
 	select {
 	case d.doCh <- func() { fn(d.node); d.acted = append(d.acted, done) }:
 	case <-d.stopped:
-		return ErrStopped
+		return false, ErrStopped
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	// Once accepted, fn runs promptly: the loop executes it right away.
-	<-done
-	return nil
+	return <-done, nil
 }
 
 // Handle registers a control-API handler (before Run).

@@ -330,6 +330,62 @@ func TestMessagesWithheldWhenStateCannotBePersisted(t *testing.T) {
 	}
 }
 
+// counter is a core whose state changes only when a handler asks it to
+// (bump), as orderd's multicast does: the shape of a change a handler
+// answers as kept.
+type counter struct {
+	core.Durable
+	n int
+}
+
+func (c *counter) bump()                            { c.n++; c.Change(true) }
+func (c *counter) Step(core.Message) error          { return nil }
+func (c *counter) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+func (c *counter) Status() any                      { return nil }
+func (c *counter) Tick(time.Time)                   {}
+func (c *counter) Ready() core.Ready {
+	var rd core.Ready
+	c.Durable.Ready(&rd, func() []byte { return fmt.Appendf(nil, "n=%d", c.n) })
+	return rd
+}
+
+// TestDoSavedReportsAFailedWrite: a handler that answers "kept" learns
+// when the write of its change failed (DoSaved), while Do keeps returning
+// once the loop acted; once the disk works, the change is written.
+func TestDoSavedReportsAFailedWrite(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	cfg := testConfig(t, net, dir, 1, 2)
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return &counter{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	bump := func(n *node.Node) { n.Core().(*counter).bump() }
+	ctx := context.Background()
+	if err := d.DoSaved(ctx, bump); err != nil {
+		t.Fatalf("a write that works: %v", err)
+	}
+	// A directory where the state file belongs makes the rename fail,
+	// even for root.
+	file := filepath.Join(cfg.StateDir, coreStateFile)
+	os.Remove(file)
+	os.Mkdir(file, 0o700)
+	if err := d.DoSaved(ctx, bump); !errors.Is(err, ErrNotSaved) {
+		t.Fatalf("a failed write: DoSaved = %v, want ErrNotSaved", err)
+	}
+	if err := d.Do(ctx, bump); err != nil {
+		t.Fatalf("a failed write: Do = %v, want nil (it acted)", err)
+	}
+	os.Remove(file)
+	if err := d.DoSaved(ctx, bump); err != nil {
+		t.Fatalf("the disk works again: %v", err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "n=4" {
+		t.Errorf("written %q, want n=4 (every change, the failed ones too)", b)
+	}
+}
+
 func TestHooksRunInOrderWithEnvironment(t *testing.T) {
 	net := transport.NewMemNetwork()
 	dir := shortDir(t)

@@ -347,11 +347,12 @@ func (d *Daemon) planned(a time.Duration) time.Duration {
 func (d *Daemon) locked(fn func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.writeFailed = false
 	fn()
 	d.process()
 	d.schedule()
 	for _, done := range d.acted {
-		close(done)
+		done <- !d.writeFailed
 	}
 	d.acted = d.acted[:0]
 }
@@ -413,6 +414,7 @@ func (d *Daemon) process() {
 		}
 		if err != nil {
 			saved = false
+			d.writeFailed = true
 			d.errs["persist_failed"]++
 			withheld := 0
 			if out.Promise {
