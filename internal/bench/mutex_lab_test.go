@@ -356,7 +356,7 @@ func (m *mutexBench) perEntry(r *mutexResults, into map[string]float64) {
 				if background[k] {
 					left += v - before[k]
 				} else {
-					n += v - before[k]
+					n += (v - before[k]) * uint64(messagesIn(k)) // messages, not frames
 				}
 			}
 			if n == 0 {
