@@ -661,10 +661,15 @@ func (c *Core) lockFor(name string) (*lock, error) {
 
 // idle says whether lock l holds nothing worth keeping: no request of this
 // member, no queued or deferred request of another, no leave that may be
-// in use.
+// in use, no release held back.
 func (c *Core) idle(l *lock) bool {
 	if l.stamp != 0 || len(l.deferred) > 0 || len(l.lent) > 0 || c.reqs.Waiting(l.name) > 0 || c.reqs.Held(l.name) {
 		return false
+	}
+	for _, r := range c.releases {
+		if r.name == l.name {
+			return false
+		}
 	}
 	for _, w := range l.want {
 		if w != 0 {
