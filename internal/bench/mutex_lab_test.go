@@ -194,7 +194,7 @@ type mutexResults struct {
 	netnsExec                Summary
 	handoffs                 map[string]float64
 	wait                     map[string]Summary
-	contendedPerEntry        map[string]float64            // frames per grant under contention, heartbeats excluded
+	contendedPerEntry        map[string]float64            // messages per grant under contention, heartbeats excluded
 	perEntryKind             map[string]map[string]float64 // the same, by frame kind
 	contendedGrants          map[string]int
 	perEntry, perEntryMany   map[string]float64 // frames per uncontended entry, 5 hosts and -mutex.count-hosts
@@ -356,7 +356,7 @@ func (m *mutexBench) perEntry(r *mutexResults, into map[string]float64) {
 				if background[k] {
 					left += v - before[k]
 				} else {
-					n += v - before[k]
+					n += (v - before[k]) * uint64(messagesIn(k)) // messages, not frames
 				}
 			}
 			if n == 0 {
@@ -368,7 +368,7 @@ func (m *mutexBench) perEntry(r *mutexResults, into map[string]float64) {
 		}
 	}
 	into[m.alg] = float64(counted) / float64(max(entries, 1))
-	m.logf("%s, %d hosts: %.2f frames per uncontended entry (%d entries, each at the next host; %d more cost no message); %.2f per entry of idle traffic left out (%s)",
+	m.logf("%s, %d hosts: %.2f messages per uncontended entry (%d entries, each at the next host; %d more cost no message); %.2f per entry of idle traffic left out (%s)",
 		m.alg, m.hosts, into[m.alg], entries, free, float64(left)/float64(entries+free), strings.Join(slices.Sorted(maps.Keys(background)), ", "))
 }
 
@@ -669,15 +669,17 @@ func (m *mutexBench) contended(r *mutexResults) {
 	r.contendedGrants[alg] = grants
 	kinds := map[string]float64{}
 	after := m.frames()
-	var frames uint64
+	var frames, msgs uint64
 	for k, v := range after {
 		d := v - before[k]
 		frames += d
+		msgs += d * uint64(messagesIn(k))
 		kinds[k] += float64(d) / float64(max(grants, 1))
 	}
 	r.perEntryKind[alg] = kinds
-	r.contendedPerEntry[alg] = float64(frames) / float64(max(grants, 1))
-	m.logf("%s contended, %d clients on %d hosts: %.0f grants/s, wait %s, %.2f frames per grant", alg, n, m.hosts, r.handoffs[alg], usSummary(r.wait[alg]), r.contendedPerEntry[alg])
+	r.contendedPerEntry[alg] = float64(msgs) / float64(max(grants, 1))
+	m.logf("%s contended, %d clients on %d hosts: %.0f grants/s, wait %s, %.2f messages per grant in %.2f frames", alg, n, m.hosts, r.handoffs[alg],
+		usSummary(r.wait[alg]), r.contendedPerEntry[alg], float64(frames)/float64(max(grants, 1)))
 	m.sampleRSS()
 }
 
@@ -956,7 +958,7 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 		}
 	}
 	cost := func(alg string) mutex.Factory { f, _ := algs.Lookup(alg); return f }
-	t.Section("messages per entry (frames sent by all daemons, heartbeats excluded)")
+	t.Section("messages per entry (sent by all daemons, heartbeats excluded; a lamport_requeue frame carries two)")
 	row("the notes (seed 004)", "", algOnly(func(a string) string { return cost(a).Cost.Text }))
 	row(fmt.Sprintf("  at %d hosts, notes / measured uncontended", mutexHosts), "= notes", algOnly(func(a string) string {
 		return fmt.Sprintf("%s / %.2f", cost(a).Cost.Range(mutexHosts), r.perEntry[a])

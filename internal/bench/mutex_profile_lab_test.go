@@ -16,6 +16,8 @@ import (
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/labnet"
 	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/pkg/mutex/permission"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 var (
@@ -184,7 +186,7 @@ func printProfile(alg string, entries []entryTimes, files []*trace.File) {
 		for h, f := range files {
 			for _, ev := range f.Events {
 				off := ev.T.Sub(e.start)
-				if ev.Kind == "lamport_release" {
+				if ev.Kind == "lamport_release" || ev.Kind == "lamport_requeue" {
 					if inRel(ev.T) {
 						if h == 0 && ev.Ev == trace.EvSend {
 							relOut = append(relOut, off)
@@ -208,9 +210,9 @@ func printProfile(alg string, entries []entryTimes, files []*trace.File) {
 					releasedAt = off
 				}
 				switch {
-				case h == 0 && ev.Ev == trace.EvSend && strings.HasSuffix(ev.Kind, "_request"):
+				case h == 0 && ev.Ev == trace.EvSend && isRequest(ev.Kind):
 					reqOut = append(reqOut, off)
-				case h != 0 && ev.Ev == trace.EvRecv && strings.HasSuffix(ev.Kind, "_request") && ev.From == 1:
+				case h != 0 && ev.Ev == trace.EvRecv && isRequest(ev.Kind) && ev.From == 1:
 					reqIn = append(reqIn, off)
 				case h != 0 && ev.Ev == trace.EvSend && (ev.Kind == "ra_reply" || ev.Kind == "lamport_ack") && ev.To == 1:
 					ansOut = append(ansOut, off)
@@ -270,10 +272,33 @@ func printProfile(alg string, entries []entryTimes, files []*trace.File) {
 		}
 	})
 	var parts []string
+	var nFrames, nMessages int
 	for _, k := range kinds {
 		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(frames[k])/float64(len(entries))))
+		if k != "perm_heartbeat" {
+			nFrames += frames[k]
+			nMessages += frames[k] * messagesIn(k)
+		}
 	}
 	fmt.Printf("  frames sent per entry, all hosts: %s\n", strings.Join(parts, ", "))
+	fmt.Printf("  per entry, heartbeats apart: %.2f messages of the notes in %.2f frames (a lamport_requeue carries two: a release and the next request)\n",
+		float64(nMessages)/float64(len(entries)), float64(nFrames)/float64(len(entries)))
+}
+
+// isRequest says whether a frame of kind k carries a request: a
+// Ricart-Agrawala or Lamport request, or a requeue (Lamport's release and
+// the next request in one frame).
+func isRequest(k string) bool { return strings.HasSuffix(k, "_request") || k == "lamport_requeue" }
+
+// messagesIn is how many messages of the notes a frame of the kind named
+// name carries (permission.MessagesIn: two in a lamport_requeue).
+func messagesIn(name string) int {
+	for _, k := range wire.Kinds() {
+		if k.String() == name {
+			return permission.MessagesIn(k)
+		}
+	}
+	return 1
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

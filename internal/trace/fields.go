@@ -42,6 +42,7 @@ var payloads = map[wire.Kind]func() encoding.BinaryUnmarshaler{
 	wire.KindCentralSync:       func() encoding.BinaryUnmarshaler { return new(wire.CentralSync) },
 	wire.KindLamportAck:        func() encoding.BinaryUnmarshaler { return new(wire.PermReply) },
 	wire.KindLamportRelease:    func() encoding.BinaryUnmarshaler { return new(wire.PermRequest) },
+	wire.KindLamportRequeue:    func() encoding.BinaryUnmarshaler { return new(wire.PermRequeue) },
 	wire.KindPermHeartbeat:     func() encoding.BinaryUnmarshaler { return new(wire.PermHeartbeat) },
 	wire.KindLamportRequest:    func() encoding.BinaryUnmarshaler { return new(wire.PermRequest) },
 	wire.KindMaekawa:           func() encoding.BinaryUnmarshaler { return new(wire.Vote) },

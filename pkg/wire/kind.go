@@ -101,6 +101,12 @@ const (
 	// KindPermHeartbeat is a member's heartbeat, saying whether it may
 	// still hold or ask for any lock (payload: PermHeartbeat).
 	KindPermHeartbeat Kind = 35
+	// KindLamportRequeue carries two messages of Lamport's distributed
+	// mutex made in one turn of the sender's loop: the release of its
+	// request for a lock and its next request for it, which moves it from
+	// its place in the receiver's queue to a new one (payload:
+	// PermRequeue).
+	KindLamportRequeue Kind = 36
 
 	// 70-89: the majority election (pkg/elect/majority), the eventual
 	// leader (pkg/elect/omega), Yo-Yo (pkg/elect/yoyo).
@@ -208,6 +214,7 @@ var kindNames = [...]string{
 	KindLamportAck:     "lamport_ack",
 	KindLamportRelease: "lamport_release",
 	KindPermHeartbeat:  "perm_heartbeat",
+	KindLamportRequeue: "lamport_requeue",
 
 	// 40-49 mutex: Maekawa, majority quorum
 	KindMaekawa:    "maekawa",

@@ -46,6 +46,43 @@ type PermRequest struct {
 	Fence       uint64
 }
 
+// PermRequeue is the payload of KindLamportRequeue: two messages of
+// Lamport's distributed mutex in one frame, made in one turn of the
+// sender's loop: the release of its request stamped Released and its next
+// request for the same lock (the PermRequest), which moves it from its old
+// place in the receiver's queue to a new one. The release is stamped with
+// the frame's Lamport time less one, the request no later than the frame:
+// the sender took the two stamps from its clock in that order, so a
+// receiver takes the release, then the request, as if two frames had come
+// in the order they were made. Released is below Stamp.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|   Name Len    |                 Reserved (0)                  |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                  Incarnation (sender's, > 0)                  |  4
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|      Stamp: the new request's Lamport time (1..2^47-1)        |  8
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|       Fence: the highest fence the sender knows (or 0)        | 16
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|  Released: the stamp of the request released (1..Stamp-1)     | 24
+//	+                                                               +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                  Name (Name Len bytes)                        | 32
+//	/                                                               /
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+type PermRequeue struct {
+	PermRequest
+	Released uint64
+}
+
 // PermReply is the payload of KindRAReply and KindLamportAck: the answer to
 // one request, and what the sender knows of the lock.
 //
@@ -87,27 +124,42 @@ type PermReply struct {
 const (
 	permRequestFixedLen = 24
 	permReplyFixedLen   = 40
+	permRequeueFixedLen = 32
 
 	permRequestWhat = "permission request"
 	permReplyWhat   = "permission reply"
+	permRequeueWhat = "permission requeue"
 )
 
 // AppendBinary appends the encoding of r to b. It fails on a field the
 // format cannot carry (a caller's bug).
 func (r PermRequest) AppendBinary(b []byte) ([]byte, error) {
+	if err := r.check(permRequestWhat); err != nil {
+		return b, err
+	}
+	b = r.appendFixed(b)
+	return append(b, r.Name...), nil
+}
+
+// check refuses the fields of r the format cannot carry.
+func (r PermRequest) check(what string) error {
 	switch {
 	case !ValidLockName(r.Name):
-		return b, nameEncodeErr(permRequestWhat, r.Name)
+		return nameEncodeErr(what, r.Name)
 	case r.Incarnation == 0:
-		return b, &EncodeError{What: permRequestWhat, Field: "incarnation", Value: 0, Why: "must be > 0"}
+		return &EncodeError{What: what, Field: "incarnation", Value: 0, Why: "must be > 0"}
 	case r.Stamp == 0 || r.Stamp > MaxPermStamp:
-		return b, &EncodeError{What: permRequestWhat, Field: "stamp", Value: r.Stamp, Why: "want 1..MaxPermStamp"}
+		return &EncodeError{What: what, Field: "stamp", Value: r.Stamp, Why: "want 1..MaxPermStamp"}
 	}
+	return nil
+}
+
+// appendFixed appends the 24 bytes before the name.
+func (r PermRequest) appendFixed(b []byte) []byte {
 	b = append(b, byte(len(r.Name)), 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, r.Incarnation)
 	b = binary.BigEndian.AppendUint64(b, r.Stamp)
-	b = binary.BigEndian.AppendUint64(b, r.Fence)
-	return append(b, r.Name...), nil
+	return binary.BigEndian.AppendUint64(b, r.Fence)
 }
 
 // UnmarshalBinary decodes a PermRequest.
@@ -115,22 +167,68 @@ func (r *PermRequest) UnmarshalBinary(b []byte) error {
 	if len(b) < permRequestFixedLen {
 		return decodeErr(permRequestWhat, DecodeTruncated, "", len(b), permRequestFixedLen)
 	}
-	if b[1] != 0 || b[2] != 0 || b[3] != 0 {
-		return decodeErr(permRequestWhat, DecodeBadReserved, "reserved", int(b[1])<<16|int(b[2])<<8|int(b[3]), 0)
-	}
-	inc := binary.BigEndian.Uint32(b[4:])
-	if inc == 0 {
-		return decodeErr(permRequestWhat, DecodeBadField, "incarnation", 0, -1)
-	}
-	stamp := binary.BigEndian.Uint64(b[8:])
-	if stamp == 0 || stamp > MaxPermStamp {
-		return decodeErr(permRequestWhat, DecodeBadField, "stamp", clampInt(stamp), -1)
+	if err := r.decodeFixed(permRequestWhat, b); err != nil {
+		return err
 	}
 	name, err := readName(permRequestWhat, b[permRequestFixedLen:], int(b[0]))
 	if err != nil {
 		return err
 	}
-	*r = PermRequest{Name: name, Incarnation: inc, Stamp: stamp, Fence: binary.BigEndian.Uint64(b[16:])}
+	r.Name = name
+	return nil
+}
+
+// decodeFixed decodes the 24 bytes before the name (b holds them).
+func (r *PermRequest) decodeFixed(what string, b []byte) error {
+	if b[1] != 0 || b[2] != 0 || b[3] != 0 {
+		return decodeErr(what, DecodeBadReserved, "reserved", int(b[1])<<16|int(b[2])<<8|int(b[3]), 0)
+	}
+	inc := binary.BigEndian.Uint32(b[4:])
+	if inc == 0 {
+		return decodeErr(what, DecodeBadField, "incarnation", 0, -1)
+	}
+	stamp := binary.BigEndian.Uint64(b[8:])
+	if stamp == 0 || stamp > MaxPermStamp {
+		return decodeErr(what, DecodeBadField, "stamp", clampInt(stamp), -1)
+	}
+	*r = PermRequest{Incarnation: inc, Stamp: stamp, Fence: binary.BigEndian.Uint64(b[16:])}
+	return nil
+}
+
+// AppendBinary appends the encoding of r to b. It fails on a field the
+// format cannot carry (a caller's bug), and on a release not stamped
+// before the request.
+func (r PermRequeue) AppendBinary(b []byte) ([]byte, error) {
+	if err := r.PermRequest.check(permRequeueWhat); err != nil {
+		return b, err
+	}
+	if r.Released == 0 || r.Released >= r.Stamp {
+		return b, &EncodeError{What: permRequeueWhat, Field: "released", Value: r.Released, Why: "want 1..Stamp-1"}
+	}
+	b = r.appendFixed(b)
+	b = binary.BigEndian.AppendUint64(b, r.Released)
+	return append(b, r.Name...), nil
+}
+
+// UnmarshalBinary decodes a PermRequeue.
+func (r *PermRequeue) UnmarshalBinary(b []byte) error {
+	if len(b) < permRequeueFixedLen {
+		return decodeErr(permRequeueWhat, DecodeTruncated, "", len(b), permRequeueFixedLen)
+	}
+	var req PermRequest
+	if err := req.decodeFixed(permRequeueWhat, b); err != nil {
+		return err
+	}
+	released := binary.BigEndian.Uint64(b[24:])
+	if released == 0 || released >= req.Stamp {
+		return decodeErr(permRequeueWhat, DecodeBadField, "released", clampInt(released), -1)
+	}
+	name, err := readName(permRequeueWhat, b[permRequeueFixedLen:], int(b[0]))
+	if err != nil {
+		return err
+	}
+	req.Name = name
+	*r = PermRequeue{PermRequest: req, Released: released}
 	return nil
 }
 

@@ -114,10 +114,14 @@ type Core struct {
 	reqs       *mutex.Table
 
 	// releases are the Lamport releases of requests a client's Release
-	// ended, made at the loop's next turn (flushReleases), after the
-	// client has its answer.
-	releases    []release
-	holdRelease bool // within Release: a Lamport release is held back
+	// ended, held back until this member's next request for the lock
+	// carries one (request), any other call makes them (flushReleases),
+	// or releaseDue: always after the client has its answer.
+	releases   []release
+	releaseDue time.Time
+	// holdRelease: within Release, a Lamport release is held back for
+	// this long (0: to the loop's next turn; -1: not held).
+	holdRelease time.Duration
 
 	msgs     []core.Message
 	events   []core.Event
@@ -214,6 +218,8 @@ func New(cfg Config) (*Core, error) {
 		locks:     map[string]*lock{},
 		counters:  map[string]uint64{},
 		leases:    map[mutex.RequestID]time.Duration{},
+
+		holdRelease: -1,
 	}
 	if c.lamport == nil {
 		c.lamport = new(clock.Lamport)
@@ -655,10 +661,15 @@ func (c *Core) lockFor(name string) (*lock, error) {
 
 // idle says whether lock l holds nothing worth keeping: no request of this
 // member, no queued or deferred request of another, no leave that may be
-// in use.
+// in use, no release held back.
 func (c *Core) idle(l *lock) bool {
 	if l.stamp != 0 || len(l.deferred) > 0 || len(l.lent) > 0 || c.reqs.Waiting(l.name) > 0 || c.reqs.Held(l.name) {
 		return false
+	}
+	for _, r := range c.releases {
+		if r.name == l.name {
+			return false
+		}
 	}
 	for _, w := range l.want {
 		if w != 0 {
@@ -803,6 +814,24 @@ func (c *Core) step(m core.Message) error {
 		}
 		c.stepLamportRelease(m.From, m.Lamport, r)
 		return nil
+	case wire.KindLamportRequeue:
+		if ra {
+			return fmt.Errorf("%w: %v", ErrWrongAlgorithm, m.Kind)
+		}
+		var r wire.PermRequeue
+		if err := r.UnmarshalBinary(m.Payload); err != nil {
+			return err
+		}
+		// The release is stamped one below the frame: above the request it
+		// ends.
+		if r.Stamp > m.Lamport || r.Released+1 >= m.Lamport || r.Fence>>16 > m.Lamport {
+			return fmt.Errorf("%w: stamp %d, released %d, fence %d in a frame of Lamport time %d", ErrImplausible, r.Stamp, r.Released, r.Fence, m.Lamport)
+		}
+		if err := c.seeIncarnation(m.From, r.Incarnation); err != nil {
+			return err
+		}
+		c.stepLamportRelease(m.From, m.Lamport-1, wire.PermRequest{Name: r.Name, Incarnation: r.Incarnation, Stamp: r.Released, Fence: r.Fence})
+		return c.stepLamportRequest(m.From, m.Lamport, r.PermRequest)
 	case wire.KindRAReply, wire.KindLamportAck:
 		if ra != (m.Kind == wire.KindRAReply) {
 			return fmt.Errorf("%w: %v", ErrWrongAlgorithm, m.Kind)
@@ -897,10 +926,10 @@ func (c *Core) Deadline() time.Time {
 	if !c.started {
 		return time.Time{}
 	}
-	if len(c.releases) > 0 {
-		return c.now // the loop's next turn makes them
-	}
 	d := core.Earliest(c.nextBeat(), c.det.Deadline(), c.reqs.Deadline())
+	if len(c.releases) > 0 {
+		d = core.Earliest(d, c.releaseDue)
+	}
 	if c.inHold() {
 		d = core.Earliest(d, c.holdUntil)
 	}

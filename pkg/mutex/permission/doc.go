@@ -36,9 +36,10 @@
 // not keep that order, and loses frames. We get the same guarantee without
 // holding frames back: every frame about a lock carries the sender's
 // current request for it (a request carries itself, an acknowledgement its
-// Want, a release "none"), and a receiver takes a frame only if its Lamport
-// time is above the newest frame it took from that member in that
-// incarnation (stamps of one sender grow strictly). A late frame is
+// Want, a release "none", a requeue "none" stamped one below its new
+// request), and a receiver takes a frame only if its Lamport time is above
+// the newest frame it took from that member in that incarnation (stamps
+// of one sender grow strictly). A late frame is
 // dropped, counted as stale, and nothing is lost by dropping it: the newer
 // frame already said where the sender stands. So "the newest frame from j
 // is stamped after my request, and shows no earlier request of j" is
@@ -90,12 +91,29 @@
 // ticks, a write per million entries or so), so no request waits for a
 // write; no fence is persisted, as it is the request's place in the
 // (stamp, ID) order, fixed by the stamp. Lamport's release is made after
-// the client has its answer (Release holds it back to the loop's next
-// turn, when Deadline is now; any call of the core makes it first, before
-// any frame it makes, so a request that follows is stamped after it): a
-// release only lets the others in, so a release that leaves later makes
-// them wait longer and never lets one enter sooner; a member that
-// crashes before it leaves is given up as one that crashed holding.
+// the client has its answer: Release holds it back, to the loop's next
+// turn when another member's request for the lock is queued here (that
+// member waits for it), else at most Config.ReleaseHold (5 ms) for this
+// member's next request for the lock, with which it travels in one frame,
+// wire.KindLamportRequeue: the release stamped one below the request, so a
+// receiver takes the two in the order they were made. Any other call of
+// the core makes it first, before any frame it makes. A release only lets
+// the others in, so one that leaves later makes them wait longer and never
+// lets one enter sooner; and none waits for a release held for the next
+// request: a request that comes meanwhile is a frame, which makes the
+// release leave before its acknowledgement (stamped after it), and the
+// requester needed that acknowledgement anyway. A member that crashes
+// before its release leaves is given up as one that crashed holding.
+//
+// Why a requeue, measured (scripts/bench.sh mutex-profile): on the lab's
+// two cores, an entry's time is mostly the frames' (each send wakes a
+// daemon), and a client taking the lock again at once found the previous
+// entry's N-1 releases being written when its request was to go: Lamport's
+// back-to-back entry was 0.4-0.5 ms behind Ricart-Agrawala's, and level
+// with it with those frames taken out. A requeue carries both messages, so
+// such an entry costs 3(N-1) messages of the notes in 2(N-1) frames, the
+// same frames as Ricart-Agrawala's, and every other member wakes once for
+// the release and the request.
 //
 // # Failures: what the notes leave out
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // ParamRetry is the setting (mutexd run --retry) of RetryInterval.
@@ -121,3 +122,14 @@ func LockCells(raw json.RawMessage) ([]string, error) {
 
 // FenceText shows a fence as stamp.member-index.
 func FenceText(f uint64) string { return fmt.Sprintf("%d (%d.%d)", f, f>>16, f&0xffff) }
+
+// MessagesIn is how many messages of the notes a frame of kind k carries:
+// two for a requeue (Lamport's release and the same member's next request
+// for the lock, wire.KindLamportRequeue), one for any other. A count of
+// messages per entry weighs frames by it.
+func MessagesIn(k wire.Kind) int {
+	if k == wire.KindLamportRequeue {
+		return 2
+	}
+	return 1
+}

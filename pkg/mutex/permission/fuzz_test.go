@@ -159,6 +159,12 @@ func (r permPeers) answer(variant permission.Variant, m core.Message, peer, self
 		if q.UnmarshalBinary(m.Payload) != nil {
 			return core.Message{}, false
 		}
+	case wire.KindLamportRequeue:
+		var rq wire.PermRequeue
+		if rq.UnmarshalBinary(m.Payload) != nil {
+			return core.Message{}, false
+		}
+		q = rq.PermRequest
 	default:
 		return core.Message{}, false
 	}
@@ -224,15 +230,18 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 		name = "bad name!"
 	}
 	kinds := []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindLamportRequest, wire.KindLamportAck,
-		wire.KindLamportRelease, wire.KindHeartbeat, wire.KindPermHeartbeat, wire.KindToken}
+		wire.KindLamportRelease, wire.KindLamportRequeue, wire.KindHeartbeat, wire.KindPermHeartbeat, wire.KindToken}
 	k := kinds[p.Intn(len(kinds))]
 	var b []byte
 	switch k {
-	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
+	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease, wire.KindLamportRequeue:
 		b = append(b, byte(len(name)), 0, 0, 0)
 		b = binary.BigEndian.AppendUint32(b, incarnation())
 		b = binary.BigEndian.AppendUint64(b, stamp())
 		b = binary.BigEndian.AppendUint64(b, stamp()<<16|uint64(p.Intn(4)))
+		if k == wire.KindLamportRequeue {
+			b = binary.BigEndian.AppendUint64(b, stamp()) // the release: any order against the request
+		}
 		b = append(b, name...)
 	case wire.KindRAReply, wire.KindLamportAck:
 		b = append(b, byte(len(name)), 0, 0, 0)
@@ -279,6 +288,15 @@ func checkSent(m core.Message, disk []byte) error {
 			return fmt.Errorf("undecodable %v sent", m.Kind)
 		}
 		fInc, stamps = r.Incarnation, []uint64{r.Stamp, r.Fence >> 16}
+	case wire.KindLamportRequeue:
+		var r wire.PermRequeue
+		if r.UnmarshalBinary(m.Payload) != nil {
+			return fmt.Errorf("undecodable %v sent", m.Kind)
+		}
+		if r.Released+1 >= m.Lamport || r.Stamp > m.Lamport {
+			return fmt.Errorf("%v stamped %d carries a release of %d and a request of %d: the release is not between them", m.Kind, m.Lamport, r.Released, r.Stamp)
+		}
+		fInc, stamps = r.Incarnation, []uint64{r.Stamp, r.Released, r.Fence >> 16}
 	case wire.KindRAReply, wire.KindLamportAck:
 		var r wire.PermReply
 		if r.UnmarshalBinary(m.Payload) != nil {

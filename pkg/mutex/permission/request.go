@@ -2,6 +2,7 @@ package permission
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/mutex"
@@ -10,9 +11,11 @@ import (
 
 // Acquire queues r at local time now (mutex.Algorithm). The grant arrives
 // as a mutex.Granted outcome (and EventGranted) with the returned ID.
+//
+// A Lamport release held back for r's lock (Release) travels with the
+// request it makes, in one frame; any other is made first.
 func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
 	c.observe(now)
-	c.flushReleases()
 	checked, err := c.reqs.Check(c.self, r)
 	if err != nil {
 		return 0, err
@@ -39,21 +42,41 @@ func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) 
 // a waiting request leaves the queue. A holder whose lease ended first
 // lost the grant with it: ErrExpired.
 //
-// Lamport's release to all is not made here but at the loop's next turn
-// (Deadline is now; any call makes it first), so that the client has its
-// answer while the frames travel: a release only lets the others in, and
-// one that leaves later makes them wait longer, never enter sooner.
+// Lamport's release to all is not made here but later, so that the
+// client has its answer while the frames travel: at the loop's next turn
+// (Deadline is now) when another member's request for the lock is queued
+// here, as that member waits for it; else it waits, at most
+// Config.ReleaseHold, for this member's next request for the lock, and
+// goes with it in one frame (Acquire). Any other call of the core makes it
+// first. A release only lets the others in: one that leaves later makes
+// them wait longer, never enter sooner; and none waits for a release held
+// back for ReleaseHold: a request that comes meanwhile (any frame) makes
+// it leave, before the acknowledgement.
 func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 	c.observe(now)
 	c.flushReleases()
 	st, err := c.reqs.Release(c.now, id)
 	c.drain()
 	if l := c.locks[st.Lock]; l != nil {
-		c.holdRelease = true
+		c.holdRelease = c.cfg.ReleaseHold()
+		if c.othersQueued(l) {
+			c.holdRelease = 0
+		}
 		c.settle(l)
-		c.holdRelease = false
+		c.holdRelease = -1
 	}
 	return err
+}
+
+// othersQueued says whether another member's request for l is in this
+// member's queue (Lamport): its release is then awaited, and leaves at once.
+func (c *Core) othersQueued(l *lock) bool {
+	for _, w := range l.want {
+		if w != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // flushReleases makes the Lamport releases a client's Release held back,
@@ -68,6 +91,18 @@ func (c *Core) flushReleases() {
 			c.sendRelease(l, r.stamp)
 		}
 	}
+}
+
+// takeRelease takes the release of lock name held back, if any, out of
+// the held ones: its stamp (0: none).
+func (c *Core) takeRelease(name string) uint64 {
+	for i, r := range c.releases {
+		if r.name == name {
+			c.releases = slices.Delete(c.releases, i, i+1)
+			return r.stamp
+		}
+	}
+	return 0
 }
 
 // Renew asks that granted request id's lease run lease from now
@@ -135,16 +170,24 @@ func (c *Core) advance(l *lock) {
 	}
 }
 
-// request stamps a new request for l and sends it to every other member.
+// request stamps a new request for l and sends it to every other member;
+// with the release of l held back, if any, in one frame (a requeue: the
+// release stamped one below the request).
 func (c *Core) request(l *lock) {
-	c.flushReleases() // a release held back is stamped before this request
 	if c.lamport.Now() >= wire.MaxPermStamp-floorSlack {
+		c.flushReleases()
 		c.count("clock_exhausted")
 		for _, id := range c.reqs.Grantable(l.name) {
 			c.reqs.Refuse(id, "clock_exhausted")
 		}
 		c.drain()
 		return
+	}
+	released := c.takeRelease(l.name)
+	c.flushReleases() // the others' releases are stamped before this request
+	if released != 0 {
+		c.lamport.Send() // the release's stamp, one below the request's
+		c.count("requeues_sent")
 	}
 	l.stamp = c.lamport.Send()
 	l.granted = false
@@ -157,6 +200,10 @@ func (c *Core) request(l *lock) {
 		c.answerDeferred(l, false)
 	}
 	for _, m := range c.others() {
+		if released != 0 {
+			c.sendRequeue(l, m, released)
+			continue
+		}
 		c.sendRequest(l, m, l.stamp)
 	}
 	// Heard by every member: it counts as this member's (busy) heartbeat.
@@ -175,6 +222,16 @@ func (c *Core) sendRequest(l *lock, m uint32, lamport uint64) {
 	if kind == wire.KindLamportRequest {
 		c.lend(l, m, at) // stamped after any request of m it did not see yet
 	}
+}
+
+// sendRequeue sends m the release of l's request stamped released and
+// l's new request, in one frame stamped with the new request's stamp.
+func (c *Core) sendRequeue(l *lock, m uint32, released uint64) {
+	at := c.send(m, wire.KindLamportRequeue, wire.PermRequeue{
+		PermRequest: wire.PermRequest{Name: l.name, Incarnation: c.inc, Stamp: l.stamp, Fence: l.known},
+		Released:    released}, l.stamp)
+	l.sentAt[m] = c.now
+	c.lend(l, m, at) // the release, and the request, stamped after any request of m it did not see yet
 }
 
 // needs says whether l's request still needs something from member m: its
@@ -273,7 +330,11 @@ func (c *Core) exit(l *lock) {
 		c.answerDeferred(l, true)
 		return
 	}
-	if c.holdRelease {
+	if c.holdRelease >= 0 {
+		due := c.now.Add(c.holdRelease)
+		if len(c.releases) == 0 || due.Before(c.releaseDue) {
+			c.releaseDue = due
+		}
 		c.releases = append(c.releases, release{name: l.name, stamp: old})
 		return
 	}

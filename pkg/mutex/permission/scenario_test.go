@@ -45,7 +45,9 @@ var drawDir = flag.String("scenario.draw", "", "write each scenario's traces and
 //	run D                      let D pass
 //	crash ID, restart ID       member ID stops (its disk survives), starts again
 //	counts                     protocol frames sent by kind since the last
-//	                           counts (heartbeats apart), and their sum
+//	                           counts (heartbeats apart), and their sum (and
+//	                           the messages they carry, where a frame
+//	                           carries two: lamport_requeue)
 //
 // Each command prints what it caused: every protocol frame sent (ms since
 // the start, sender->receiver, kind, the request's stamp and the fields
@@ -109,10 +111,14 @@ func runScenario(t *testing.T, script string) string {
 			sc.s.Restart(a.ID(1))
 		case "counts":
 			var parts []string
-			sum := 0
+			sum, msgs := 0, 0
 			for _, k := range slices.Sorted(maps.Keys(sc.counts)) {
 				parts = append(parts, fmt.Sprintf("%v=%d", k, sc.counts[k]))
 				sum += sc.counts[k]
+				msgs += sc.counts[k] * permission.MessagesIn(k)
+			}
+			if msgs != sum {
+				parts = append(parts, fmt.Sprintf("messages=%d", msgs))
 			}
 			fmt.Fprintf(sc.out, "%s total=%d (heartbeats apart: %d)\n", strings.Join(parts, " "), sum, sc.alive)
 			clear(sc.counts)
@@ -184,6 +190,12 @@ func (sc *scene) sent(f sim.SentFrame) {
 			sc.t.Fatalf("%v: %v", k, err)
 		}
 		what = fmt.Sprintf("lock=%s stamp=%d known=%s", r.Name, r.Stamp, fenceText(r.Fence))
+	case wire.KindLamportRequeue:
+		var r wire.PermRequeue
+		if err := r.UnmarshalBinary(f.Frame.Payload); err != nil {
+			sc.t.Fatalf("%v: %v", k, err)
+		}
+		what = fmt.Sprintf("lock=%s released=%d stamp=%d known=%s", r.Name, r.Released, r.Stamp, fenceText(r.Fence))
 	case wire.KindRAReply, wire.KindLamportAck:
 		var r wire.PermReply
 		if err := r.UnmarshalBinary(f.Frame.Payload); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/lamport"
 	"github.com/synclab/synclab/pkg/mutex/mutextest"
+	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/mutex/ricartagrawala"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -170,13 +171,15 @@ func TestContendedReordered(t *testing.T) {
 				}
 				slices.Sort(waits)
 				p99 := waits[len(waits)*99/100]
-				var frames uint64
-				for _, k := range []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindLamportRequest, wire.KindLamportAck, wire.KindLamportRelease} {
-					frames += s.Sent(k)
+				var msgs uint64
+				for _, k := range []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindLamportRequest, wire.KindLamportAck,
+					wire.KindLamportRelease, wire.KindLamportRequeue} {
+					msgs += s.Sent(k) * uint64(permission.MessagesIn(k))
 				}
 				lo, _ := f.Cost.Messages(n)
-				perEntry := float64(frames) / float64(entries)
-				t.Logf("%d entries in 5 s, wait p99 %v, %.2f frames per entry (notes %v), %d requests resent", entries, p99, perEntry, lo, resent)
+				perEntry := float64(msgs) / float64(entries)
+				t.Logf("%d entries in 5 s, wait p99 %v, %.2f messages per entry (notes %v; %d frames were requeues), %d requests resent",
+					entries, p99, perEntry, lo, s.Sent(wire.KindLamportRequeue), resent)
 				if resent > 0 {
 					t.Errorf("%d requests resent on links that lose nothing", resent)
 				}
@@ -184,9 +187,97 @@ func TestContendedReordered(t *testing.T) {
 					t.Errorf("wait p99 %v: a handoff waited for something", p99)
 				}
 				if perEntry < lo || perEntry > lo*1.2 {
-					t.Errorf("%.2f frames per entry, the notes say %v", perEntry, lo)
+					t.Errorf("%.2f messages per entry, the notes say %v", perEntry, lo)
 				}
 			})
 		}
+	}
+}
+
+// TestBackToBackRequeue: a client that takes the lock again as soon as it
+// released it, nobody else asking, still costs every message of the notes
+// per entry (3(N-1) for Lamport's queue, 2(N-1) for Ricart-Agrawala), but
+// in Lamport's queue the release and the next request travel in one frame
+// (a requeue): 2(N-1) frames per entry, and the last release alone,
+// ReleaseHold after it was made. Grants are one round trip after the
+// request, as an entry without a held release.
+func TestBackToBackRequeue(t *testing.T) {
+	const n, entries = 5, 20
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
+			for id := uint32(1); id <= n; id++ {
+				s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+					a, err := f.New(env, mutex.Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return a
+				}, clock.SimConfig{})
+			}
+			var req mutex.RequestID
+			var asked, worst time.Duration
+			holding := false
+			s.OnReady(func(r sim.Ready) {
+				for _, o := range r.Core.(mutex.Algorithm).Outcomes() {
+					if g, ok := o.(mutex.Granted); ok && g.ID == req {
+						holding = true
+						worst = max(worst, r.At-asked)
+					}
+				}
+			})
+			s.Start()
+			s.Run(2 * time.Second)
+			s.ResetCounts()
+			acquire := func(a mutex.Algorithm) {
+				var err error
+				if req, err = a.Acquire(s.Clock(1).Now(), mutex.Request{Lock: "x"}); err != nil {
+					t.Fatal(err)
+				}
+				asked = s.Elapsed()
+			}
+			s.Do(1, func(c core.Core) { acquire(c.(mutex.Algorithm)) })
+			for k := range entries {
+				if !s.RunUntil(func() bool { return holding }, time.Second) {
+					t.Fatalf("entry %d not granted within 1 s", k)
+				}
+				holding = false
+				s.Do(1, func(c core.Core) {
+					a := c.(mutex.Algorithm)
+					if err := a.Release(s.Clock(1).Now(), req); err != nil {
+						t.Fatal(err)
+					}
+					if k+1 < entries {
+						acquire(a) // the client asks again at once
+					}
+				})
+			}
+			s.Run(50 * time.Millisecond) // the last release, held ReleaseHold
+			var msgs, frames uint64
+			for _, k := range []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindLamportRequest, wire.KindLamportAck,
+				wire.KindLamportRelease, wire.KindLamportRequeue} {
+				msgs += s.Sent(k) * uint64(permission.MessagesIn(k))
+				frames += s.Sent(k)
+			}
+			lo, _ := f.Cost.Messages(n)
+			t.Logf("%d entries: %.2f messages per entry (notes %v) in %.2f frames, %d requeues; slowest grant %v after its request",
+				entries, float64(msgs)/entries, lo, float64(frames)/entries, s.Sent(wire.KindLamportRequeue), worst)
+			if float64(msgs) != lo*entries {
+				t.Errorf("%d messages for %d entries, the notes say %v each", msgs, entries, lo)
+			}
+			wantFrames := uint64(2 * (n - 1) * entries)
+			if f.Name == lamport.Name {
+				wantFrames += n - 1 // the last release, alone
+				if got := s.Sent(wire.KindLamportRequeue); got != (n-1)*(entries-1) {
+					t.Errorf("%d requeues, want %d: every release but the last travels with the next request", got, (n-1)*(entries-1))
+				}
+			}
+			if frames != wantFrames {
+				t.Errorf("%d frames for %d entries, want %d", frames, entries, wantFrames)
+			}
+			if worst > 2*time.Millisecond+time.Millisecond/2 {
+				t.Errorf("a grant came %v after its request: more than a round trip (2 ms)", worst)
+			}
+		})
 	}
 }

@@ -189,6 +189,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.Counter("synclab_mutex_cancelled_total", "Waiting requests withdrawn before a grant.", cnt("cancelled"))
 	m.Counter("synclab_mutex_requests_sent_total", "Requests stamped and sent to every member.", cnt("requests_sent"))
 	m.Counter("synclab_mutex_requests_resent_total", "Requests sent again to a member whose answer was missing.", cnt("requests_resent"))
+	m.Counter("synclab_mutex_requeues_sent_total", "Lamport requests sent with this member's release of the lock in one frame.", cnt("requeues_sent"))
 	m.Counter("synclab_mutex_requests_reissued_total", "Requests stamped anew: their fence was below a known one.", cnt("requests_reissued"))
 	m.Counter("synclab_mutex_rejoins_total", "Members seen back with a new incarnation.", cnt("rejoins"))
 	m.Counter("synclab_mutex_stalls_total", "Stalls of this member's own loop (each a rejoin).", cnt("stalls"))
