@@ -542,8 +542,8 @@ func TestLabAttackMutexdSameFence(t *testing.T) {
 		if b, err := os.ReadFile(fenceB); err == nil {
 			t.Fatalf("B was granted fence %s while A holds fence %d", strings.TrimSpace(string(b)), fa)
 		}
-		if cmdA.ProcessState != nil {
-			t.Fatalf("A's lock ended before the checks: %v", cmdA.ProcessState)
+		if lk := lockOf(a.mustStatus(1), "x"); lk == nil || field(lk, "holder", "fence") != float64(fa) {
+			t.Fatalf("A no longer holds x (fence %d) at member 1 when the checks end: %v", fa, lk)
 		}
 		if err := os.WriteFile(releaseA, nil, 0o644); err != nil {
 			t.Fatal(err)
