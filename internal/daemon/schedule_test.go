@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -37,9 +38,28 @@ func (s *sleeper) count() int {
 	return len(s.ticks)
 }
 
+// waitTicks polls until s has had n ticks, or fails the test after within
+// (time enough for any scheduling delay a loaded host adds; the loop's own
+// timers are far shorter).
+func (s *sleeper) waitTicks(t *testing.T, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for s.count() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ticks after %v, want %d", s.count(), within, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestLoopSleepsUntilTheDeadline: a core that says when it needs Tick is
-// ticked then, not every TickInterval (2 ms here: 250 ticks in half a
-// second); a Do that moves its deadline re-arms the loop's timer at once.
+// ticked then, not every TickInterval (2 ms here: 100 ticks per 200 ms
+// period); a Do that moves its deadline re-arms the loop's timer at once.
+//
+// Nothing here counts ticks in a fixed wall-clock window: a loaded host
+// delays the loop's wake-ups by tens of milliseconds, so the test waits
+// for the ticks it needs and judges their spacing against the core's own
+// period and the loop's own MaxSleep.
 func TestLoopSleepsUntilTheDeadline(t *testing.T) {
 	cfg := testConfig(t, transport.NewMemNetwork(), shortDir(t), 1, 1)
 	s := &sleeper{period: 200 * time.Millisecond}
@@ -48,38 +68,65 @@ func TestLoopSleepsUntilTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, d)
-	time.Sleep(500 * time.Millisecond)
-	// The first Tick one TickInterval after the start, then one per 200 ms:
-	// 3 in half a second (a loaded host may make it 2).
-	if n := s.count(); n < 2 || n > 4 {
-		t.Errorf("%d ticks in 500 ms at a 200 ms deadline, want 3", n)
-	}
+	// The first Tick one TickInterval after the start, then one per 200 ms.
+	// No gap may be shorter than the period (a tick before the deadline);
+	// the median gap must be nearer the period than twice it: a loop that
+	// slept MaxSleep (1 s) or missed deadlines would fail, while one late
+	// wake-up of any size moves only one gap of five.
+	s.waitTicks(t, 6, 10*time.Second)
+	s.mu.Lock()
+	var gaps []time.Duration
 	for i := 1; i < len(s.ticks); i++ {
-		if gap := s.ticks[i].Sub(s.ticks[i-1]); gap < s.period {
-			t.Errorf("tick %d came %v after the last, before the deadline", i, gap)
+		gaps = append(gaps, s.ticks[i].Sub(s.ticks[i-1]))
+	}
+	s.mu.Unlock()
+	t.Logf("gaps between ticks at a 200 ms deadline: %v", gaps)
+	for i, gap := range gaps {
+		if gap < s.period {
+			t.Errorf("tick %d came %v after the last, before the deadline", i+1, gap)
 		}
 	}
-	// A Do that wants a tick in 5 ms, and then none for an hour, gets
-	// exactly that one.
-	before := s.count()
-	var asked time.Time
-	if err := d.Do(context.Background(), func(*node.Node) {
-		s.mu.Lock()
-		asked = cfg.Clock.Now()
-		s.next, s.period = asked.Add(5*time.Millisecond), time.Hour
-		s.mu.Unlock()
-	}); err != nil {
-		t.Fatal(err)
+	if med := slices.Sorted(slices.Values(gaps))[len(gaps)/2]; med >= 2*s.period {
+		t.Errorf("median gap %v at a %v deadline: ticks come late", med, s.period)
 	}
-	time.Sleep(150 * time.Millisecond)
+
+	// Nothing due for an hour: the loop sleeps MaxSleep. Right after the
+	// tick that ends such a sleep, a Do asks for a tick in 5 ms: it must
+	// come at once, not when the MaxSleep timer would have fired again.
+	// The bound, half of MaxSleep, is a hundred times the 5 ms asked and
+	// tells the two apart under any load this machine sees.
+	setNext := func(in time.Duration) (asked time.Time) {
+		t.Helper()
+		if err := d.Do(context.Background(), func(*node.Node) {
+			s.mu.Lock()
+			asked = cfg.Clock.Now()
+			s.next, s.period = asked.Add(in), time.Hour
+			s.mu.Unlock()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return asked
+	}
+	setNext(time.Hour)
+	s.waitTicks(t, s.count()+1, 10*time.Second)
+	before := s.count()
+	asked := setNext(5 * time.Millisecond)
+	s.waitTicks(t, before+1, 10*time.Second)
+	// And no more ticks (the next is an hour, so MaxSleep, away): a loop
+	// that ticked every TickInterval would add dozens in this time.
+	time.Sleep(node.MaxSleep / 2)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if got := s.ticks[before:]; len(got) != 1 || got[0].Sub(asked) < 5*time.Millisecond {
-		t.Errorf("ticks after asking for one in 5 ms: %v after asking", func() (ds []time.Duration) {
-			for _, g := range got {
-				ds = append(ds, g.Sub(asked))
-			}
-			return ds
-		}())
+	got := s.ticks[before:]
+	var after []time.Duration
+	for _, g := range got {
+		after = append(after, g.Sub(asked))
+	}
+	t.Logf("ticks after asking for one in 5 ms: %v", after)
+	if len(got) > 1 && got[1].Sub(got[0]) < node.MaxSleep {
+		t.Errorf("ticks after asking for one in 5 ms: %v after asking; want one, then none for MaxSleep", after)
+	}
+	if after[0] < 5*time.Millisecond || after[0] >= node.MaxSleep/2 {
+		t.Errorf("the tick asked for in 5 ms came %v after asking", after[0])
 	}
 }

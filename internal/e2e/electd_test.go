@@ -40,6 +40,21 @@ func (c *cluster) agreed(hosts ...int) (uint32, uint64) {
 	return lead, term
 }
 
+// electWithin bounds each wait for an election or a hook in
+// TestElectdFailoverHooksAndResign. On a quiet host each takes well under a
+// second (the failover time is logged); a loaded one stretches bully's
+// 50 ms answer timeout into extra rounds, each a leader timeout more, and
+// runs the hooks' shells late. What the test judges is who leads and which
+// hooks ran, not how fast.
+const electWithin = 20 * time.Second
+
+// TestElectdFailoverHooksAndResign: four members, host 2 ranked first. It
+// leads; SIGKILLed, the survivors elect 4, the next-ranked; back, it takes
+// over in a higher term and 4's demoted hook runs; then it resigns. Each
+// step waits until the members agree on the leader bully must end with:
+// on a loaded host a member answering later than the answer timeout can
+// make a lower-ranked one lead for a moment, which is bully's known
+// behaviour when its timing assumption fails, not the end state judged.
 func TestElectdFailoverHooksAndResign(t *testing.T) {
 	const n = 4
 	c := newCluster(t, "electd", n)
@@ -55,14 +70,11 @@ func TestElectdFailoverHooksAndResign(t *testing.T) {
 	}
 	var lead uint32
 	var term uint64
-	c.eventually("all hosts agree on a leader", 5*time.Second, func() bool {
+	c.eventually("all hosts agree on leader 2 (highest priority)", electWithin, func() bool {
 		lead, term = c.agreed(1, 2, 3, 4)
-		return lead != 0
+		return lead == 2
 	})
-	if lead != 2 {
-		t.Fatalf("leader %d, want 2 (highest priority)", lead)
-	}
-	c.eventually("on-elected hook ran on host 2", 5*time.Second, func() bool {
+	c.eventually("on-elected hook ran on host 2", electWithin, func() bool {
 		b, _ := os.ReadFile(hookLog(2))
 		return strings.Contains(string(b), fmt.Sprintf("elected 2 %d leader", term))
 	})
@@ -71,15 +83,15 @@ func TestElectdFailoverHooksAndResign(t *testing.T) {
 	c.procs[2].Process.Signal(syscall.SIGKILL)
 	c.procs[2].Wait()
 	var newTerm uint64
-	took := c.eventually("survivors agree on a new leader", 5*time.Second, func() bool {
+	took := c.eventually("survivors agree on leader 4, the next-ranked", electWithin, func() bool {
 		lead, newTerm = c.agreed(1, 3, 4)
-		return lead != 0 && lead != 2
+		return lead == 4
 	})
 	t.Logf("failover after SIGKILL observed in %v", took.Round(time.Millisecond))
-	if lead != 4 || newTerm <= term {
-		t.Errorf("after the leader died: leader %d term %d (before: term %d); want 4 and a higher term", lead, newTerm, term)
+	if newTerm <= term {
+		t.Errorf("after the leader died: leader %d term %d (before: term %d); want a higher term", lead, newTerm, term)
 	}
-	c.eventually("on-change hooks saw the new leader", 5*time.Second, func() bool {
+	c.eventually("on-change hooks saw the new leader", electWithin, func() bool {
 		b, _ := os.ReadFile(hookLog(1))
 		return strings.Contains(string(b), "change leader_elected 4")
 	})
@@ -87,11 +99,11 @@ func TestElectdFailoverHooksAndResign(t *testing.T) {
 	// The old leader returns, outranks 4 and takes over in a higher term;
 	// 4 is demoted and its hook says so.
 	c.start(2)
-	c.eventually("returning leader takes over", 5*time.Second, func() bool {
+	c.eventually("returning leader takes over", electWithin, func() bool {
 		l, tm := c.agreed(1, 2, 3, 4)
 		return l == 2 && tm > newTerm
 	})
-	c.eventually("host 4's demoted hook", 5*time.Second, func() bool {
+	c.eventually("host 4's demoted hook", electWithin, func() bool {
 		b, _ := os.ReadFile(hookLog(4))
 		return strings.Contains(string(b), "demoted follower")
 	})
@@ -104,7 +116,7 @@ func TestElectdFailoverHooksAndResign(t *testing.T) {
 	if out, err := exec.Command(filepath.Join(binDir, "electd"), "resign", "--control", c.control(2)).CombinedOutput(); err != nil {
 		t.Fatalf("resign on the leader: %v %s", err, out)
 	}
-	c.eventually("someone else leads after the resignation", 5*time.Second, func() bool {
+	c.eventually("someone else leads after the resignation", electWithin, func() bool {
 		l, _ := c.agreed(1, 2, 3, 4)
 		return l != 0 && l != 2
 	})

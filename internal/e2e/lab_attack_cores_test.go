@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -226,17 +227,65 @@ func (a *attackLab) forgeBurst(frames ...forged) {
 }
 
 // refused checks that member i counted the attack: as bad MAC with a key,
-// else under the core's reason (path into the status).
+// else under the core's reason (path into the status). The counters only
+// grow, so it waits for them (up to refuseWithin): a loaded host reads the
+// forged frames late, and a check made a fixed time after sending them
+// failed there, while an attack that is never counted still fails.
 func (a *attackLab) refused(i int, min float64, path ...string) {
 	a.t.Helper()
-	st := a.mustStatus(i)
 	if a.keyed {
 		path = []string{"node", "dropped", "bad_mac"}
+	}
+	st := a.mustStatus(i)
+	for deadline := time.Now().Add(refuseWithin); num(st, path...) < min && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		st = a.mustStatus(i)
 	}
 	if got := num(st, path...); got < min {
 		b, _ := json.Marshal(st["node"])
 		a.t.Errorf("member %d: %s = %v, want at least %v: the attack was not refused and counted\n%s", i, strings.Join(path, "."), got, min, tailString(string(b), 3000))
 	}
+}
+
+// attackLeaderTimeout is electd's --leader-timeout in the attack tests that
+// check the term never changes. The attacks work at once (a refused
+// leader, a panic) or not at all, so the timer's length does not hide
+// them; but at the default 400 ms a member stalled that long on a loaded
+// host (other tests, other builds) is rightly suspected, and a new term,
+// which is no split, failed the tests.
+const attackLeaderTimeout = 1500 * time.Millisecond
+
+// refuseWithin bounds the wait for a member to count frames already sent
+// to it: far above the milliseconds it takes on a quiet host, and short
+// enough that a test whose attack is never counted fails promptly.
+const refuseWithin = 10 * time.Second
+
+// waitHeard waits until every member answers its status and has accepted
+// a frame from every other member: the cluster is up, and an attacker
+// reading the wire knows every member's sequence numbers (seqOf). The
+// tests slept a second here, which a loaded host's slow start outlasted.
+func (a *attackLab) waitHeard() {
+	a.t.Helper()
+	a.eventually("every member hears every other", 30*time.Second, func() bool {
+		for i := 1; i <= a.n; i++ {
+			a.alive(i)
+			st, err := a.status(i)
+			if err != nil {
+				return false
+			}
+			peers, _ := field(st, "node", "peers").([]any)
+			heard := 0
+			for _, p := range peers {
+				if p, ok := p.(map[string]any); ok && num(p, "seq") > 0 {
+					heard++
+				}
+			}
+			if heard < a.n-1 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // alive fails the test if member i's daemon has died.
@@ -289,9 +338,14 @@ func (a *attackLab) agreedLeader(path ...string) (uint32, uint64) {
 // claim) and, the term being persisted, on every restart after. Now the
 // frames are refused and counted (term_absurd), every member keeps leader
 // 3 in its term, and a member restarted afterwards rejoins.
+//
+// The members run with attackLeaderTimeout: the term must not change, and
+// at the default 400 ms a loaded host's stall alone changed it.
 func TestLabAttackElectdAbsurdTerm(t *testing.T) {
 	forEachSecurity(t, func(t *testing.T, keyed bool) {
-		a := newAttackLab(t, "electd", 7500, 3, keyed, nil)
+		a := newAttackLab(t, "electd", 7500, 3, keyed, func(int) []string {
+			return []string{"--leader-timeout", attackLeaderTimeout.String()}
+		})
 		a.startAll()
 		var lead uint32
 		var term uint64
@@ -446,13 +500,19 @@ func (a *attackLab) lockCmd(i int, name, script string) *exec.Cmd {
 // to vouch for the token, member 1 does not (it holds x's token), and the
 // token is dropped unused (tokens_disowned); B is granted only after A
 // releases, with a higher fence.
+//
+// A holds x until the test has made its checks (it waits for a file, 30 s
+// at most), not for a fixed 5 s that a loaded host could use up before the
+// forged token was even sent; B's want is seen at both members before the
+// token is forged, instead of after a fixed 300 ms.
 func TestLabAttackMutexdSameFence(t *testing.T) {
 	forEachSecurity(t, func(t *testing.T, keyed bool) {
 		a := newAttackLab(t, "mutexd", 7400, 3, keyed, func(int) []string { return []string{"--heartbeat", "200ms"} })
 		a.startAll()
-		time.Sleep(time.Second)
+		a.waitHeard()
 		fenceA, fenceB := filepath.Join(a.dir, "a.fence"), filepath.Join(a.dir, "b.fence")
-		cmdA := a.lockCmd(1, "x", "echo $MUTEXD_FENCE > "+fenceA+"; sleep 5")
+		releaseA := filepath.Join(a.dir, "a.release")
+		cmdA := a.lockCmd(1, "x", "echo $MUTEXD_FENCE > "+fenceA+"; i=0; while [ ! -e "+releaseA+" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done")
 		var lk map[string]any
 		a.eventually("A holds x at member 1", 10*time.Second, func() bool {
 			st, err := a.status(1)
@@ -461,18 +521,32 @@ func TestLabAttackMutexdSameFence(t *testing.T) {
 		})
 		gen := uint64(field(lk, "detail", "generation").(float64))
 		fa := uint64(lk["holder"].(map[string]any)["fence"].(float64))
-		started := time.Now()
 		cmdB := a.lockCmd(2, "x", "echo $MUTEXD_FENCE > "+fenceB)
-		time.Sleep(300 * time.Millisecond) // B's want reaches member 1
+		a.eventually("B waits for x at member 2, and member 1 knows", 20*time.Second, func() bool {
+			st2, err2 := a.status(2)
+			st1, err1 := a.status(1)
+			if err1 != nil || err2 != nil {
+				return false
+			}
+			queue, _ := lockOf(st2, "x")["queue"].([]any)
+			wants, _ := field(lockOf(st1, "x"), "detail", "wants").([]any)
+			return len(queue) > 0 && slices.Contains(wants, any(float64(2)))
+		})
 		a.forge(1, 2, wire.KindToken, 0, wire.Token{Name: "x", HoldMS: 0, Generation: gen, Hop: 1 << 40, Fence: fa - 1})
-		time.Sleep(time.Second)
-		if b, err := os.ReadFile(fenceB); err == nil {
-			t.Fatalf("B was granted fence %s while A holds fence %d (for %v more)", strings.TrimSpace(string(b)), fa, 5*time.Second-time.Since(started))
-		}
+		// Refused and counted, and, A still holding x, B not granted.
 		if !keyed {
 			a.refused(2, 1, "node", "core", "counters", "tokens_disowned")
 		} else {
 			a.refused(2, 1)
+		}
+		if b, err := os.ReadFile(fenceB); err == nil {
+			t.Fatalf("B was granted fence %s while A holds fence %d", strings.TrimSpace(string(b)), fa)
+		}
+		if lk := lockOf(a.mustStatus(1), "x"); lk == nil || field(lk, "holder", "fence") != float64(fa) {
+			t.Fatalf("A no longer holds x (fence %d) at member 1 when the checks end: %v", fa, lk)
+		}
+		if err := os.WriteFile(releaseA, nil, 0o644); err != nil {
+			t.Fatal(err)
 		}
 		if err := cmdA.Wait(); err != nil {
 			t.Fatalf("A's lock: %v", err)
@@ -499,11 +573,10 @@ func TestLabAttackMutexdLockKilled(t *testing.T) {
 	forEachSecurity(t, func(t *testing.T, keyed bool) {
 		a := newAttackLab(t, "mutexd", 7400, 3, keyed, func(int) []string { return []string{"--heartbeat", "200ms", "--lease", "1s"} })
 		a.startAll()
-		time.Sleep(time.Second)
+		a.waitHeard()
 		for to := uint32(1); to <= 3; to++ {
 			a.forge(1+to%3, to, wire.KindRingProbe, 0, wire.RingProbe{Op: wire.ProbePrepare, Name: "x", Nonce: 1, Generation: (1<<24-1)<<32 | 1})
 		}
-		time.Sleep(200 * time.Millisecond)
 		for i := 1; i <= 3; i++ {
 			a.refused(i, 1, "node", "core", "counters", "rejected_generation_absurd")
 		}
@@ -522,7 +595,7 @@ func TestLabAttackMutexdLockKilled(t *testing.T) {
 		for i := 1; i <= 3; i++ {
 			a.start(i)
 		}
-		time.Sleep(time.Second)
+		a.waitHeard()
 		lockEverywhere("after every member restarted")
 	})
 }
@@ -548,19 +621,26 @@ func TestLabAttackMutexdTableFill(t *testing.T) {
 		t.Cleanup(func() { os.RemoveAll(shm) })
 		a.stateRoot = shm
 		a.startAll()
-		time.Sleep(time.Second)
+		a.waitHeard()
 		ops := []wire.ProbeOp{wire.ProbeWant, wire.ProbeLocate, wire.ProbeCheck, wire.ProbePrepare}
 		flood := time.Now()
+		udpIn := func() float64 { return num(a.mustStatus(2), "transport", "udp", "packets_in") }
+		read := udpIn()
 		var burst []forged
 		for i := range 5000 {
 			burst = append(burst, forged{1, 2, wire.KindRingProbe, 0, wire.RingProbe{Op: ops[i%len(ops)], Name: fmt.Sprintf("junk-%d", i), Nonce: uint32(i), Generation: 1<<32 | 1}})
 			if len(burst) == 200 {
+				// Member 2 reads each burst before the next is sent: a
+				// flood that overflows its socket proves nothing, and a
+				// fixed pause between bursts was too short when member 2
+				// waited for a CPU.
+				before := read
 				a.forgeBurst(burst...)
 				burst = nil
-				time.Sleep(20 * time.Millisecond) // let member 2 read: a flood that overflows its socket proves nothing
+				a.eventually("member 2 reads a burst of 200 forged frames", refuseWithin, func() bool { read = udpIn(); return read-before >= 200 })
 			}
 		}
-		t.Logf("5000 frames forged in %v", time.Since(flood))
+		t.Logf("5000 frames forged in %v; member 2's socket overflowed %v times", time.Since(flood), num(a.mustStatus(2), "transport", "rx_overflow"))
 		// 5000 frames in member 1's name ran its sequence numbers 5000
 		// ahead at member 2, whose replay window now takes member 1's
 		// real frames for stale (the perimeter half of issue 13 bounds
@@ -568,7 +648,7 @@ func TestLabAttackMutexdTableFill(t *testing.T) {
 		// incarnation is heard again at once.
 		a.procs[1].Kill()
 		a.start(1)
-		time.Sleep(500 * time.Millisecond)
+		a.waitHeard()
 		a.alive(2)
 		st := a.mustStatus(2)
 		locks, _ := field(st, "node", "core", "locks").([]any)

@@ -62,14 +62,16 @@ var modes = []mode{{"key", true}, {"insecure", false}}
 // logged on it), and with node 3's address spoofed; a frame from a wrong
 // source (node 1's frame, with node 3's address spoofed); and, without a
 // key, a plausible forged jump of node 3's numbers. The three keep one
-// leader in one term throughout.
+// leader in one term throughout (at attackLeaderTimeout: a member that
+// refused node 3's frames would suspect it one timeout after the attack).
 func TestLabAttackElectd(t *testing.T) {
 	labnet.Require(t)
 	const n = 3
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			lab := labnet.New(t, n+1)
-			l := &labElectd{t: t, lab: lab, dir: shortDirT(t), n: n, procs: map[int]*labnet.Proc{}}
+			l := &labElectd{t: t, lab: lab, dir: shortDirT(t), n: n, procs: map[int]*labnet.Proc{},
+				extra: []string{"--leader-timeout", attackLeaderTimeout.String()}}
 			if m.keyed {
 				l.key = keyFile(t, l.dir)
 			}
@@ -116,7 +118,7 @@ func TestLabAttackElectd(t *testing.T) {
 				jumped = true
 			}
 
-			time.Sleep(2 * time.Second) // five leader timeouts
+			time.Sleep(2 * attackLeaderTimeout) // node 2, had it refused node 3, would have suspected it by now
 			after := statusOf(t, "electd", l.control(2))
 			if got := num(after, "transport", "udp_strangers") - num(before, "transport", "udp_strangers"); got != 2 {
 				t.Errorf("udp_strangers counted %v times, want 2 (the attacker's address, node 3's machine on another port)", got)
@@ -201,10 +203,15 @@ func TestLabAttackMutexdTCP(t *testing.T) {
 			for i := 1; i <= n; i++ {
 				l.start(i)
 			}
+			// A restarted member makes the others wait a lease (3 s by
+			// default) before a new token's first grant, and the README
+			// measured 6-10 s for a replacement under load: two restarts
+			// in a row can take most of 20 s. A lock that is never granted
+			// still fails; how soon it is granted is logged, not judged.
 			lockOK := func(i int) {
 				t.Helper()
 				start := time.Now()
-				out, err := exec.Command(filepath.Join(binDir, "mutexd"), "lock", "x", "--control", l.control(i), "--timeout", "10s", "--", "true").CombinedOutput()
+				out, err := exec.Command(filepath.Join(binDir, "mutexd"), "lock", "x", "--control", l.control(i), "--timeout", "30s", "--", "true").CombinedOutput()
 				if err != nil {
 					t.Fatalf("lock x through node %d under attack: %v\n%s", i, err, out)
 				}
@@ -257,6 +264,20 @@ func TestLabAttackMutexdTCP(t *testing.T) {
 			attacker, student := lab.Host(n+1), lab.Host(3)
 			attack(attacker, 1000, 1<<20, 1<<20-1)
 			attack(attacker, 1000, 0, 0)
+			// One oversized prefix alone first, read before anything can
+			// evict it: it must be refused as a bad frame. In the flood
+			// after it, how many of the 200 such prefixes node 1 reads
+			// before newer connections from the same IP evict them
+			// depends on the scheduler (78 read, 527 evicted at load 20);
+			// each is one or the other.
+			attack(student, 1, 1<<20, 64<<10)
+			deadline := time.Now().Add(10 * time.Second)
+			for num(statusOf(t, "mutexd", l.control(1)), "transport", "bad_frames") < 1 {
+				if time.Now().After(deadline) {
+					t.Fatal("a 1 MiB length prefix from node 3's IP was not refused as a bad frame within 10 s")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 			attack(student, 200, 1<<20, 64<<10)
 			attack(student, 200, 1<<16, 60000)
 			attack(student, 200, 0, 0)
@@ -292,7 +313,7 @@ func TestLabAttackMutexdTCP(t *testing.T) {
 			if tr("inbound_strangers") < 1900 {
 				t.Errorf("strangers' connections reset: %v, want about 2000", tr("inbound_strangers"))
 			}
-			if tr("bad_frames") < 100 || tr("inbound_evicted")+tr("bad_frames") < 590 {
+			if tr("bad_frames") < 1 || tr("inbound_evicted")+tr("bad_frames") < 591 {
 				t.Errorf("the student's connections from node 3's IP: evicted %v, bad frames %v", tr("inbound_evicted"), tr("bad_frames"))
 			}
 			if tr("inbound") > 2*4 {

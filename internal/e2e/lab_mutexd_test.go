@@ -332,6 +332,17 @@ func labCounter(t *testing.T, f mutex.Factory) {
 const readerScript = `f=$1 log=$2 op=$4; grep -q "^$op " "$log" && exit 0; s=$(date +%s%N); head -n 1 "$f" >/dev/null; sleep 0.2; ` +
 	`e=$(date +%s%N); echo "$op $s $e $3 $MUTEXD_FENCE" >> "$log"`
 
+// togetherScript is a reader's critical section in the round where every
+// host reads at once: as readerScript, but after entering it also waits
+// (10 s at most) until another reader has entered, so that readers granted
+// together overlap however late a loaded host starts them; readers granted
+// one at a time still never overlap (the first waits alone and leaves).
+// Entries are logged by operation, once each, so a retried reader does
+// not count twice.
+const togetherScript = `f=$1 log=$2 op=$4; grep -q "^$op " "$log" && exit 0; s=$(date +%s%N); head -n 1 "$f" >/dev/null; ` +
+	`echo "$op" >> "$log.in"; i=0; while [ $(sort -u "$log.in" | wc -l) -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; sleep 0.2; ` +
+	`e=$(date +%s%N); echo "$op $s $e $3" >> "$log"`
+
 // runShared runs readers (`mutexd lock --shared`) and writers (the
 // counter) on the same lock: first every host reads once, all together,
 // and readers must overlap; then hosts 1-3 read while hosts 4-5 increment,
@@ -353,7 +364,9 @@ func (l *labMutexd) runShared(file string) {
 	start := time.Now()
 	loops := map[int]loop{}
 	for _, h := range l.lab.Hosts() {
-		loops[h.Index()] = reader(h, 1, "all-")
+		lp := reader(h, 1, "all-")
+		lp.script = togetherScript
+		loops[h.Index()] = lp
 	}
 	l.runLoops(loops, nil)
 	together := readSpans(t, readLog)

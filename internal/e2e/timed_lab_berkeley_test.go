@@ -292,10 +292,20 @@ func newLabBerkeley(t *testing.T, n int, stream uint64) *labBerkeley {
 // transmit stamps bias each reading by tens of microseconds: LAB-NOTES),
 // asserted below 300 us; the returning master's group was within 1 ms
 // again 1-3 s after its restart. The whole test takes about 20 s.
+//
+// A master starved of the CPU for longer than the leader timeout on a
+// loaded machine is rightly replaced, and takes its place back (the suite
+// failed once so, at load 15: h6 led for a second after the SIGKILL phase
+// had converged). So, as in TestLabTimedBerkeleyUnderLoad, snapshots
+// without exactly one master are counted and logged, not failed; the
+// bounds are checked through them, and each phase ends only when every
+// member agrees on the master it must have (8, then 7, then 8 again): a
+// split that does not heal still fails.
 func TestLabTimedBerkeley(t *testing.T) {
 	labnet.Require(t)
 	const n = 8
 	g := newLabBerkeley(t, n, 4)
+	g.reelections = true
 	all := all(n)
 
 	took, settled := g.converge("start", all, 20*time.Second, 5*time.Second, 5*time.Second)
@@ -304,11 +314,7 @@ func TestLabTimedBerkeley(t *testing.T) {
 	if p99 > 300*time.Microsecond {
 		t.Errorf("settled precision p99 %v, want < 300 us", p99)
 	}
-	views, _ := g.snapshot(all)
-	master, term := agreed(views)
-	if master != n {
-		t.Fatalf("master %d, want %d (the highest ID):%s", master, n, g.describe(views))
-	}
+	term := g.waitMaster("at the start (the highest ID)", all, n)
 	out, err := exec.Command(filepath.Join(binDir, "timed"), "status", "--control", g.clients[n].Path()).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Berkeley    : master, master 8 (this node)") || !strings.Contains(string(out), "(self)") {
 		t.Errorf("timed status on the master (%v):\n%s", err, out)
@@ -339,6 +345,7 @@ func TestLabTimedBerkeley(t *testing.T) {
 		t.Errorf("first round under the new master %v after the SIGKILL, want <= 2 s", first)
 	}
 	_, settled = g.converge("after the SIGKILL", survivors, 5*time.Second, 0, 3*time.Second)
+	g.waitMaster("after the SIGKILL", survivors, n-1)
 	t.Logf("7 survivors: precision p99 %v", percentile(settled, 99))
 
 	// The old master returns, its clock as far off as at the start. Its
@@ -349,13 +356,30 @@ func TestLabTimedBerkeley(t *testing.T) {
 	g.bounds = false
 	g.start(n)
 	took, settled = g.converge("after the restart", all, 15*time.Second, 0, 3*time.Second)
-	views, _ = g.snapshot(all)
-	master, newTerm := agreed(views)
-	t.Logf("restarted host %d rejoined: all 8 within 1 ms after %v under master %d (term %#x); precision p99 %v",
-		n, took.Round(10*time.Millisecond), master, newTerm, percentile(settled, 99))
-	if master != n || newTerm <= term {
-		t.Errorf("after the restart: master %d in term %#x, want %d in a term above %#x:%s", master, newTerm, n, term, g.describe(views))
+	newTerm := g.waitMaster("after the restart", all, n)
+	t.Logf("restarted host %d rejoined: all 8 within 1 ms after %v under master %d (term %#x); precision p99 %v; %d snapshots without exactly one master (a re-election)",
+		n, took.Round(10*time.Millisecond), n, newTerm, percentile(settled, 99), g.masterless)
+	if newTerm <= term {
+		t.Errorf("after the restart: master %d in term %#x, want a term above %#x", n, newTerm, term)
 	}
+}
+
+// waitMaster waits (10 s at most: a leader timeout and an election, many
+// times over) until every listed member agrees that want is the master,
+// and returns its term.
+func (g *labBerkeley) waitMaster(what string, hosts []int, want uint32) uint64 {
+	g.t.Helper()
+	var views map[int]berkeleyView
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var ok bool
+		if views, ok = g.snapshot(hosts); ok {
+			if m, term := agreed(views); m == want {
+				return term
+			}
+		}
+	}
+	g.t.Fatalf("%s: the members do not agree on master %d:%s", what, want, g.describe(views))
+	return 0
 }
 
 // TestLabTimedBerkeleyUnderLoad: the error bounds hold on a busy machine.

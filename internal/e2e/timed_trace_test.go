@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,13 +36,20 @@ func TestTimedNTPTraced(t *testing.T) {
 	}
 	// (A trace reaches its file every 250 ms.)
 	c.eventually("six NTP exchanges traced", 20*time.Second, func() bool { return exchanges() >= 6 })
-	// The client stops first: a reply the server sent after its own trace
-	// ended would be a packet of a host with no trace, drawn as a line of
-	// its own.
-	for _, i := range []int{2, 1} {
-		if out, err := exec.Command(filepath.Join(binDir, "timed"), "trace", "stop", "--control", c.control(i)).CombinedOutput(); err != nil {
-			t.Fatalf("host %d: timed trace stop: %v\n%s", i, err, out)
-		}
+	// Every packet one trace received must have been sent within the
+	// other's trace, or its sender is drawn as a line of its own. So the
+	// client stops first (a reply the server sent after its own trace
+	// ended would be such a packet), and stops sending with it: its
+	// daemon ends (SIGTERM ends the trace cleanly after the last request).
+	// Stopping only its trace let it go on polling, and the requests the
+	// server received before its own trace stop (two or three when that
+	// stop took 700 ms on a loaded host) made a third line.
+	c.procs[2].Process.Signal(syscall.SIGTERM)
+	if err := c.procs[2].Wait(); err != nil {
+		t.Fatalf("the client's timed after SIGTERM: %v", err)
+	}
+	if out, err := exec.Command(filepath.Join(binDir, "timed"), "trace", "stop", "--control", c.control(1)).CombinedOutput(); err != nil {
+		t.Fatalf("the server: timed trace stop: %v\n%s", err, out)
 	}
 	client, err := trace.ReadFiles(clientTrace)
 	if err != nil {
