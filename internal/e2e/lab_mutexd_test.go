@@ -341,7 +341,7 @@ const readerScript = `f=$1 log=$2 op=$4; grep -q "^$op " "$log" && exit 0; s=$(d
 // not count twice.
 const togetherScript = `f=$1 log=$2 op=$4; grep -q "^$op " "$log" && exit 0; s=$(date +%s%N); head -n 1 "$f" >/dev/null; ` +
 	`echo "$op" >> "$log.in"; i=0; while [ $(sort -u "$log.in" | wc -l) -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; sleep 0.2; ` +
-	`e=$(date +%s%N); echo "$op $s $e $3" >> "$log"`
+	`e=$(date +%s%N); echo "$op $s $e $3 $MUTEXD_FENCE" >> "$log"`
 
 // runShared runs readers (`mutexd lock --shared`) and writers (the
 // counter) on the same lock: first every host reads once, all together,
