@@ -279,3 +279,34 @@ func TestForgedServedNumbers(t *testing.T) {
 		s.Run(20 * time.Millisecond)
 	}
 }
+
+// TestLateCopyOfAnOlderWant: a want datagram that arrives after a newer
+// one of the same member (reordered, or a copy) does not stand for it: the
+// token that served the older one is still passed on for the newer.
+func TestLateCopyOfAnOlderWant(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 13})
+	addMembersTrusting(t, s, []uint32{1, 2, 3}, true)
+	s.Run(100 * time.Millisecond)
+	a := &attackRing{t: t, s: s}
+	req := a.acquire(1, "x")
+	_, gen := a.grant(1, req, 5*time.Second)
+	s.Do(1, func(c core.Core) { c.(*tokenring.Core).Release(s.Clock(1).Now(), req) })
+	s.Run(time.Second)
+
+	num := uint64(s.Clock(3).Now().UnixMilli())
+	for _, n := range []uint64{num + 1, num} {
+		if err := a.forge(2, 3, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: "x", Generation: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	passed := a.ring(2).Report().Counters["tokens_passed"]
+	round := tokenring.GenerationRound(gen) + 1
+	tok := wire.Token{Name: "x", Generation: tokenring.MakeGeneration(round, 1), Hop: 1, Fence: uint64(round) << 40,
+		Served: []wire.WantServed{{Member: 3, Want: num}}}
+	if err := a.forge(2, 1, wire.KindToken, tok); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.ring(2).Report().Counters["tokens_passed"]; n != passed+1 {
+		t.Errorf("member 2 kept the token (%d passes): member 3's want %d was taken for its served %d", n-passed, num+1, num)
+	}
+}

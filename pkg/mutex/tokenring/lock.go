@@ -728,6 +728,9 @@ func (c *Core) wantedByNumbered(l *lock, m uint32, num uint64) {
 		c.advance(l)
 		return
 	}
+	if prev, ok := l.wantsSeen[m]; ok && prev.num > num && num != 0 {
+		num = prev.num // a late copy of an older want: the newer one stands
+	}
 	l.wantsSeen[m] = seenWant{at: c.now, num: num}
 }
 
