@@ -47,8 +47,8 @@ const MaxTokenWants = 1024
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|         Served Count          |         Reserved (0)          |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|  Served: Served Count of (member ID, 4 bytes; its last served  |
-//	/  want number, 8 bytes)                                        /
+//	|  Served: Served Count of (member ID, 4 bytes; its last        |
+//	/  served want number, 8 bytes)                                 /
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                  Name (Name Len bytes)                        |
 //	/                                                               /
@@ -189,8 +189,8 @@ func (o ProbeOp) String() string {
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|        Nonce: matches replies to this probe                   |  4
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	| Generation (prepare: proposed; check, vouch: the token's; want: |  8
-//	| the want's number)                                            |
+//	|  Generation (prepare: proposed; check, vouch: the token's;    |  8
+//	|  want: the want's number)                                     |
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
