@@ -17,8 +17,8 @@ import "encoding/binary"
 // MaxLockNameLen is the longest lock name.
 const MaxLockNameLen = 64
 
-// MaxTokenWants is the most members a token can list as waiting for it
-// (more than any lab ring).
+// MaxTokenWants is the most members a token can list as waiting for it,
+// or as served (more than any lab ring).
 const MaxTokenWants = 1024
 
 // Token is the payload of KindToken: the right to grant one lock.
@@ -45,9 +45,19 @@ const MaxTokenWants = 1024
 //	|        Wants: Want Count member IDs waiting for the lock      | 32
 //	/                                                               /
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|         Served Count          |         Reserved (0)          |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|  Served: Served Count of (member ID, 4 bytes; its last        |
+//	/  served want number, 8 bytes)                                 /
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                  Name (Name Len bytes)                        |
 //	/                                                               /
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Served is Suzuki-Kasami's LN: for each member, the number of the last
+// want of it (see ProbeWant) that was served, as that member set it when
+// the token was last there; a member that overheard a want drops it when
+// the token says it was served.
 type Token struct {
 	Name       string
 	HoldMS     uint32 // a regenerated token's safety wait, carried as what is left of it
@@ -55,6 +65,13 @@ type Token struct {
 	Hop        uint64
 	Fence      uint64
 	Wants      []uint32
+	Served     []WantServed
+}
+
+// WantServed is one entry of a token's Served list.
+type WantServed struct {
+	Member uint32 // non-zero
+	Want   uint64 // the number of the member's last served want
 }
 
 // TokenAckStatus says what the receiver did with a token.
@@ -113,7 +130,10 @@ type ProbeOp uint8
 
 const (
 	// ProbeWant: the sender has a request waiting for the lock; a member
-	// holding the idle token starts it moving. No reply.
+	// holding the idle token starts it moving. No reply. Its Generation is
+	// the want's number (0: not numbered): a member's wants are numbered
+	// in increasing order, and a token whose Served entry for the sender
+	// is at least that number has served it.
 	ProbeWant ProbeOp = 1
 	// ProbePrepare: the sender proposes to create the token anew in the
 	// probe's generation (it may be lost). A member holding the token
@@ -169,7 +189,8 @@ func (o ProbeOp) String() string {
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|        Nonce: matches replies to this probe                   |  4
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|  Generation (prepare: proposed; check, vouch: the token's)     |  8
+//	|  Generation (prepare: proposed; check, vouch: the token's;    |  8
+//	|  want: the want's number)                                     |
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
@@ -270,6 +291,8 @@ type RingProbeReply struct {
 
 const (
 	tokenFixedLen      = 32
+	tokenServedHeadLen = 4  // served count, reserved
+	tokenServedLen     = 12 // member, want number
 	tokenAckFixedLen   = 24
 	ringProbeFixedLen  = 16
 	probeReplyFixedLen = 32
@@ -331,6 +354,9 @@ func (t Token) AppendBinary(b []byte) ([]byte, error) {
 	if len(t.Wants) > MaxTokenWants {
 		return b, &EncodeError{What: tokenWhat, Field: "want count", Value: uint64(len(t.Wants)), Why: "exceeds MaxTokenWants"}
 	}
+	if len(t.Served) > MaxTokenWants {
+		return b, &EncodeError{What: tokenWhat, Field: "served count", Value: uint64(len(t.Served)), Why: "exceeds MaxTokenWants"}
+	}
 	b = append(b, byte(len(t.Name)), 0)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(t.Wants)))
 	b = binary.BigEndian.AppendUint32(b, t.HoldMS)
@@ -340,10 +366,17 @@ func (t Token) AppendBinary(b []byte) ([]byte, error) {
 	for _, w := range t.Wants {
 		b = binary.BigEndian.AppendUint32(b, w)
 	}
+	b = binary.BigEndian.AppendUint16(b, uint16(len(t.Served)))
+	b = append(b, 0, 0)
+	for _, s := range t.Served {
+		b = binary.BigEndian.AppendUint32(b, s.Member)
+		b = binary.BigEndian.AppendUint64(b, s.Want)
+	}
 	return append(b, t.Name...), nil
 }
 
-// UnmarshalBinary decodes a Token. Want IDs must be non-zero.
+// UnmarshalBinary decodes a Token. Want and served member IDs must be
+// non-zero.
 func (t *Token) UnmarshalBinary(b []byte) error {
 	if len(b) < tokenFixedLen {
 		return decodeErr(tokenWhat, DecodeTruncated, "", len(b), tokenFixedLen)
@@ -356,8 +389,20 @@ func (t *Token) UnmarshalBinary(b []byte) error {
 		return decodeErr(tokenWhat, DecodeOversized, "want count", nw, MaxTokenWants)
 	}
 	end := tokenFixedLen + 4*nw
+	if len(b) < end+tokenServedHeadLen {
+		return decodeErr(tokenWhat, DecodeTruncated, "wants", len(b), end+tokenServedHeadLen)
+	}
+	ns := int(binary.BigEndian.Uint16(b[end:]))
+	if ns > MaxTokenWants {
+		return decodeErr(tokenWhat, DecodeOversized, "served count", ns, MaxTokenWants)
+	}
+	if b[end+2] != 0 || b[end+3] != 0 {
+		return decodeErr(tokenWhat, DecodeBadReserved, "served reserved", int(b[end+2])<<8|int(b[end+3]), 0)
+	}
+	served := end + tokenServedHeadLen
+	end = served + tokenServedLen*ns
 	if len(b) < end {
-		return decodeErr(tokenWhat, DecodeTruncated, "wants", len(b), end)
+		return decodeErr(tokenWhat, DecodeTruncated, "served", len(b), end)
 	}
 	name, err := readName(tokenWhat, b[end:], int(b[0]))
 	if err != nil {
@@ -372,6 +417,17 @@ func (t *Token) UnmarshalBinary(b []byte) error {
 			}
 		}
 	}
+	var servedList []WantServed
+	if ns > 0 {
+		servedList = make([]WantServed, ns)
+		for i := range servedList {
+			at := served + tokenServedLen*i
+			servedList[i] = WantServed{Member: binary.BigEndian.Uint32(b[at:]), Want: binary.BigEndian.Uint64(b[at+4:])}
+			if servedList[i].Member == 0 {
+				return decodeErr(tokenWhat, DecodeBadField, "served member", 0, -1)
+			}
+		}
+	}
 	*t = Token{
 		Name:       name,
 		HoldMS:     binary.BigEndian.Uint32(b[4:]),
@@ -379,6 +435,7 @@ func (t *Token) UnmarshalBinary(b []byte) error {
 		Hop:        binary.BigEndian.Uint64(b[16:]),
 		Fence:      binary.BigEndian.Uint64(b[24:]),
 		Wants:      wants,
+		Served:     servedList,
 	}
 	return nil
 }

@@ -9,11 +9,13 @@ import (
 
 func tokenSamples() []payload {
 	return []payload{
-		&Token{Name: "counter", HoldMS: 3250, Generation: 3<<32 | 2, Hop: 17, Fence: 3<<40 | 5, Wants: []uint32{4, 1}},
+		&Token{Name: "counter", HoldMS: 3250, Generation: 3<<32 | 2, Hop: 17, Fence: 3<<40 | 5, Wants: []uint32{4, 1},
+			Served: []WantServed{{Member: 2, Want: 1764127000123}, {Member: 4, Want: 9}}},
 		&Token{Name: "a", Generation: 1<<32 | 1},
 		&TokenAck{Name: "printer/lab-2", Status: TokenAccepted, Generation: 1<<32 | 4, Hop: 9},
 		&TokenAck{Name: "x", Status: TokenStale, Generation: 7<<32 | 3},
 		&RingProbe{Op: ProbeWant, Name: "counter", Nonce: 1},
+		&RingProbe{Op: ProbeWant, Name: "counter", Generation: 1764127000124},
 		&RingProbe{Op: ProbePrepare, Name: "counter", Nonce: 77, Generation: 4<<32 | 5},
 		&RingProbe{Op: ProbeCheck, Name: "db:main", Nonce: 78, Generation: 4<<32 | 5},
 		&RingProbe{Op: ProbeLocate, Name: "db:main", Nonce: 79},
@@ -32,12 +34,16 @@ func TestTokenRoundTrips(t *testing.T) {
 
 // TestTokenLayout pins the byte layout of a token (the diagram above Token).
 func TestTokenLayout(t *testing.T) {
-	checkLayout(t, Token{Name: "ab", HoldMS: 0x01020304, Generation: 0x1112131415161718, Hop: 0x2122232425262728, Fence: 0x3132333435363738, Wants: []uint32{0x41424344}},
+	checkLayout(t, Token{Name: "ab", HoldMS: 0x01020304, Generation: 0x1112131415161718, Hop: 0x2122232425262728, Fence: 0x3132333435363738, Wants: []uint32{0x41424344},
+		Served: []WantServed{{Member: 0x51525354, Want: 0x6162636465666768}}},
 		[]byte{2, 0, 0, 1, 1, 2, 3, 4,
 			0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
 			0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
 			0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38,
-			0x41, 0x42, 0x43, 0x44, 'a', 'b'})
+			0x41, 0x42, 0x43, 0x44,
+			0, 1, 0, 0,
+			0x51, 0x52, 0x53, 0x54, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68,
+			'a', 'b'})
 }
 
 // TestTokenRejects: names, enums, reserved bytes and flags the format does
@@ -71,15 +77,23 @@ func TestTokenRejects(t *testing.T) {
 		t.Error("reply with undefined flags encoded")
 	}
 
-	good, _ := Token{Name: "ab", Wants: []uint32{3}}.AppendBinary(nil)
+	if _, err := (Token{Name: "a", Served: make([]WantServed, MaxTokenWants+1)}).AppendBinary(nil); err == nil {
+		t.Error("token with too many served entries encoded")
+	}
+
+	good, _ := Token{Name: "ab", Wants: []uint32{3}, Served: []WantServed{{Member: 5, Want: 1}}}.AppendBinary(nil)
 	mutate := func(i int, v byte) []byte { b := bytes.Clone(good); b[i] = v; return b }
 	checkRefusals(t, []refusal{
 		{"reserved", new(Token), mutate(1, 1), DecodeBadReserved},
 		{"empty name", new(Token), mutate(0, 0), DecodeBadField},
 		{"name too long", new(Token), mutate(0, 65), DecodeBadField},
 		{"want ID 0", new(Token), mutate(35, 0), DecodeBadField},
-		{"name character", new(Token), mutate(36, ' '), DecodeBadField},
-		{"more wants than bytes", new(Token), mutate(3, 2), DecodeTruncated},
+		{"served member 0", new(Token), mutate(43, 0), DecodeBadField},
+		{"served reserved", new(Token), mutate(39, 1), DecodeBadReserved},
+		{"absurd served count", new(Token), mutate(36, 0xff), DecodeOversized},
+		{"more served than bytes", new(Token), mutate(37, 2), DecodeTruncated},
+		{"name character", new(Token), mutate(52, ' '), DecodeBadField},
+		{"more wants than bytes", new(Token), mutate(3, 20), DecodeTruncated},
 		{"absurd want count", new(Token), mutate(2, 0xff), DecodeOversized},
 	})
 	reply, _ := RingProbeReply{Op: ProbeCheck, Name: "a", Status: ProbeOK}.AppendBinary(nil)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"testing"
 	"time"
 
@@ -212,4 +213,100 @@ func TestLockTableCannotBeFilled(t *testing.T) {
 func appendCRC(b []byte) []byte {
 	sum := crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
 	return binary.BigEndian.AppendUint32(b, sum)
+}
+
+// TestForgedServedNumbers: a token (in a keyed cluster: from a member,
+// trusted) whose Served list claims absurd numbers. The entry beyond any
+// clock is refused and counted; the entry for the receiver itself beyond
+// its last want is replaced by its own number; an entry for member 3 that
+// is merely ahead makes its wants look served, which costs member 3 one
+// loss timeout (its locate is a want no number drops), once: the token,
+// there, takes member 3's own number, and its next want is served in one
+// pass without a locate.
+func TestForgedServedNumbers(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 12})
+	addMembersTrusting(t, s, []uint32{1, 2, 3}, true)
+	s.Run(100 * time.Millisecond)
+	a := &attackRing{t: t, s: s}
+	release := func(id uint32, req mutex.RequestID) {
+		s.Do(id, func(c core.Core) { c.(*tokenring.Core).Release(s.Clock(id).Now(), req) })
+	}
+	var gen uint64
+	for _, id := range []uint32{1, 2, 1} { // member 2 has numbered a want
+		req := a.acquire(id, "x")
+		_, gen = a.grant(id, req, 5*time.Second)
+		release(id, req)
+		s.Run(20 * time.Millisecond)
+	}
+	s.Run(time.Second) // the wants heard while the token was made are old
+
+	now := uint64(s.Clock(2).Now().UnixMilli())
+	round := tokenring.GenerationRound(gen) + 1
+	forged := wire.Token{Name: "x", Generation: tokenring.MakeGeneration(round, 1), Hop: 1, Fence: uint64(round) << 40,
+		Served: []wire.WantServed{{Member: 1, Want: math.MaxUint64}, {Member: 2, Want: math.MaxUint64}, {Member: 3, Want: now + 10*60*1000}}}
+	if err := a.forge(2, 1, wire.KindToken, forged); err != nil {
+		t.Fatalf("forged token refused before its Served list was read: %v", err)
+	}
+	c2 := a.ring(2).Report().Counters
+	if c2["token_served_absurd"] != 1 || c2["token_served_ahead"] != 1 {
+		t.Errorf("member 2 counters %v: want member 1's entry refused as absurd, its own as ahead", c2)
+	}
+	r3 := a.acquire(3, "x")
+	start := s.Elapsed()
+	a.grant(3, r3, 5*time.Second)
+	cfg := a.ring(3).Config()
+	waited := s.Elapsed() - start
+	if waited > cfg.LossTimeout+time.Second {
+		t.Errorf("member 3 waited %v with a forged served number (want about a loss timeout, %v)", waited, cfg.LossTimeout)
+	}
+	if n := a.ring(2).Report().Counters["wants_served_already"]; n == 0 {
+		t.Errorf("member 2 took member 3's want although the forged token said it was served (not the path under test)")
+	}
+	t.Logf("member 3 waited %v with a forged served number", waited)
+	release(3, r3)
+	for _, id := range []uint32{1, 3} {
+		locates := a.ring(id).Report().Counters["probes_locate"]
+		req := a.acquire(id, "x")
+		start := s.Elapsed()
+		a.grant(id, req, 5*time.Second)
+		if waited := s.Elapsed() - start; waited > cfg.LossTimeout/2 {
+			t.Errorf("member %d waited %v once the token had been there", id, waited)
+		}
+		if n := a.ring(id).Report().Counters["probes_locate"]; n != locates {
+			t.Errorf("member %d looked for the token (%d locates) once it had been there", id, n-locates)
+		}
+		release(id, req)
+		s.Run(20 * time.Millisecond)
+	}
+}
+
+// TestLateCopyOfAnOlderWant: a want datagram that arrives after a newer
+// one of the same member (reordered, or a copy) does not stand for it: the
+// token that served the older one is still passed on for the newer.
+func TestLateCopyOfAnOlderWant(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 13})
+	addMembersTrusting(t, s, []uint32{1, 2, 3}, true)
+	s.Run(100 * time.Millisecond)
+	a := &attackRing{t: t, s: s}
+	req := a.acquire(1, "x")
+	_, gen := a.grant(1, req, 5*time.Second)
+	s.Do(1, func(c core.Core) { c.(*tokenring.Core).Release(s.Clock(1).Now(), req) })
+	s.Run(time.Second)
+
+	num := uint64(s.Clock(3).Now().UnixMilli())
+	for _, n := range []uint64{num + 1, num} {
+		if err := a.forge(2, 3, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: "x", Generation: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	passed := a.ring(2).Report().Counters["tokens_passed"]
+	round := tokenring.GenerationRound(gen) + 1
+	tok := wire.Token{Name: "x", Generation: tokenring.MakeGeneration(round, 1), Hop: 1, Fence: uint64(round) << 40,
+		Served: []wire.WantServed{{Member: 3, Want: num}}}
+	if err := a.forge(2, 1, wire.KindToken, tok); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.ring(2).Report().Counters["tokens_passed"]; n != passed+1 {
+		t.Errorf("member 2 kept the token (%d passes): member 3's want %d was taken for its served %d", n-passed, num+1, num)
+	}
 }

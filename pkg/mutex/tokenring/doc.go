@@ -18,8 +18,15 @@
 // until nobody wants it, then stays where it is. A waiting member without
 // the token looks for it every loss timeout (RingProbe, locate), and the
 // holder takes its want again; a member without the token forgets a want
-// heard before the token's arrival, or more than two loss timeouts ago, so
-// the lock moves to the next member in one pass, not a rotation. An idle ring sends only two
+// heard before the token's arrival, or more than two loss timeouts ago.
+// Wants are numbered as Suzuki-Kasami's requests are: each member numbers
+// its wants in increasing order (its clock's milliseconds, or one more),
+// and the token carries, per member, the number of its last want served,
+// which only that member sets (when it grants, or passes the token on with
+// nothing waiting); a member drops an overheard want the token says was
+// served, however recent. So the lock moves to the next member in one pass,
+// not a rotation, even when the entries follow each other within
+// milliseconds. An idle ring sends only two
 // heartbeats per member per second (watch.go: each member watches its
 // neighbours); an uncontended acquire at the member that last held the
 // lock costs no message at all, anywhere else at most one rotation.
@@ -143,7 +150,11 @@
 //     MAC already keeps outsiders from forging one, and handoffs skip the
 //     round trip. A token's
 //     fence must be of its generation's round, its hold at most a whole
-//     Hold; wants name members only.
+//     Hold; wants name members only. A served want number for another
+//     member more than an hour ahead of this member's clock is refused
+//     (counted), one for this member beyond its last want is replaced by
+//     its own: a forged number costs the member it names at most a loss
+//     timeout, once (its locate is a want that no number drops).
 //   - The lock table cannot be filled by another member (table.go): only a
 //     request, a token or a prepare makes an entry, each member's frames at
 //     most their share, and idle entries are reclaimed, their promises kept

@@ -1,6 +1,7 @@
 package tokenring
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,13 +30,21 @@ type lock struct {
 	lastHop uint64
 
 	// wantsSeen is when each member was last heard to want the token
-	// while it was not here: the token takes the recent ones with it. A
-	// want older than the token's arrival is stale (the token has been
-	// round since, and served it or learned it again): see stepToken.
-	wantsSeen map[uint32]time.Time
-	wantSent  bool      // a want for the queue went out
-	lossAt    time.Time // when a waiting member looks for the token; zero: not waiting
-	backoff   time.Time // no new locate before this (after a failed prepare)
+	// while it was not here, and the want's number: the token takes the
+	// recent ones with it, less those its Served list says were served
+	// (Suzuki-Kasami). A want older than the token's arrival is stale (the
+	// token has been round since, and served it or learned it again): see
+	// stepToken.
+	wantsSeen map[uint32]seenWant
+	// wantNum is the number of this member's last want (ProbeWant), 0
+	// before the first: the clock's milliseconds, or one more than the
+	// last if that is more, so that they increase and a restarted member's
+	// wants are newer than any it made before (its clock set back instead:
+	// see takeServed).
+	wantNum  uint64
+	wantSent bool      // a want for the queue went out
+	lossAt   time.Time // when a waiting member looks for the token; zero: not waiting
+	backoff  time.Time // no new locate before this (after a failed prepare)
 
 	locate, prepare, check *probe
 
@@ -85,12 +94,19 @@ type lock struct {
 	local   bool      // a client of this member asked for it (metrics)
 }
 
+// seenWant is a want overheard: when, and its number (0: a locate's or a
+// prepare's, not numbered; judged by its age alone).
+type seenWant struct {
+	at  time.Time
+	num uint64
+}
+
 func newLock(name string, promised uint64, ackTimeout time.Duration) *lock {
 	out, err := delivery.NewOutbox[inflight](delivery.Config{Retry: ackTimeout, Tries: 1})
 	if err != nil {
 		panic(fmt.Sprintf("tokenring: handoff outbox: %v", err)) // AckTimeout validated: a bug
 	}
-	return &lock{name: name, promised: promised, wantsSeen: map[uint32]time.Time{}, handoff: out}
+	return &lock{name: name, promised: promised, wantsSeen: map[uint32]seenWant{}, handoff: out}
 }
 
 // inFlight is the token sent and not yet acknowledged, nil if none.
@@ -104,9 +120,12 @@ func (l *lock) inFlight() *inflight {
 type token struct {
 	gen, hop, fence uint64
 	wants           map[uint32]bool
-	holdUntil       time.Time
-	arrived         time.Time // when it came here
-	served          bool      // a request was granted during this visit
+	// served is, per member, the number of its last want served
+	// (wire.Token's Served): set by that member alone.
+	served     map[uint32]uint64
+	holdUntil  time.Time
+	arrived    time.Time // when it came here
+	servedHere bool      // a request was granted during this visit
 
 	// from is the member it came from (0: created here); it is used only
 	// once vouched. prevGen and prevHop are the lock's lastGen and lastHop
@@ -185,10 +204,11 @@ func (c *Core) want(l *lock) {
 		return
 	}
 	l.wantSent = true
+	l.wantNum = max(l.wantNum+1, uint64(max(c.now.UnixMilli(), 0)))
 	// A datagram: a want lost on a lossy link is found again by this
 	// member's next locate. (Sent over the members' TCP links instead,
 	// it slowed the namespace lab's contended counter past its deadline.)
-	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name}, false)
+	c.send(core.Broadcast, wire.KindRingProbe, wire.RingProbe{Op: wire.ProbeWant, Name: l.name, Generation: l.wantNum}, false)
 }
 
 // Release ends request id: a holder gives its lock back, a waiting request
@@ -290,8 +310,8 @@ func (c *Core) confirmed(l *lock) bool {
 // and may be passed it.
 func (c *Core) others(l *lock) []uint32 {
 	set := map[uint32]bool{}
-	for m, at := range l.wantsSeen {
-		if c.fresh(at) {
+	for m, w := range l.wantsSeen {
+		if c.fresh(w.at) && !(l.tok != nil && l.tok.servedWant(m, w.num)) {
 			set[m] = true
 		}
 	}
@@ -322,7 +342,7 @@ func (c *Core) advance(l *lock) {
 		return
 	}
 	others := c.others(l)
-	if c.reqs.Waiting(l.name) > 0 && !(l.tok.served && len(others) > 0) {
+	if c.reqs.Waiting(l.name) > 0 && !(l.tok.servedHere && len(others) > 0) {
 		c.tryGrant(l)
 		return
 	}
@@ -357,7 +377,8 @@ func (c *Core) tryGrant(l *lock) {
 		return
 	}
 	l.tok.fence = g.Fence
-	l.tok.served = true
+	l.tok.servedHere = true
+	l.tok.served[c.self] = l.wantNum // every want this member sent is served, or in the token's wants when it passes
 	l.maxFence = max(l.maxFence, l.tok.fence)
 	l.outstanding = g.Expires
 	if c.reqs.Waiting(l.name) == 0 {
@@ -377,6 +398,9 @@ func (c *Core) pass(l *lock, others []uint32) {
 		wants = append(wants, c.self) // served once this visit; wait for the next
 	}
 	t := l.tok
+	if c.reqs.Waiting(l.name) == 0 {
+		t.served[c.self] = l.wantNum // this member says it waits no more
+	}
 	msg := wire.Token{
 		Name:       l.name,
 		HoldMS:     msCeil(t.holdUntil.Sub(c.now)),
@@ -384,6 +408,7 @@ func (c *Core) pass(l *lock, others []uint32) {
 		Hop:        t.hop + 1,
 		Fence:      t.fence,
 		Wants:      wants,
+		Served:     t.servedList(),
 	}
 	c.send(succ, wire.KindToken, msg, true)
 	l.handoff.CancelIf(c.now, func(delivery.Entry[inflight]) bool { return true }) // one token in flight per lock
@@ -449,7 +474,7 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 		hold = c.hold
 		c.count("holds_clamped")
 	}
-	tok := &token{gen: t.Generation, hop: t.Hop, fence: t.Fence, wants: map[uint32]bool{},
+	tok := &token{gen: t.Generation, hop: t.Hop, fence: t.Fence, wants: map[uint32]bool{}, served: map[uint32]uint64{},
 		holdUntil: c.now.Add(hold), arrived: c.now, from: from, prevGen: l.lastGen, prevHop: l.lastHop}
 	l.lastGen, l.lastHop = t.Generation, t.Hop
 	l.tok = tok
@@ -458,14 +483,16 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 			tok.wants[w] = true
 		}
 	}
+	c.takeServed(l, t.Served)
 	l.maxFence = max(l.maxFence, t.Fence)
 	// Wants heard before the token could have left its sender are in its
-	// wants, or were served on its way here: keeping them would send it
-	// round the whole ring to members that no longer wait (issue 15: N+1
-	// passes per handoff). A want lost on the way is found again by the
-	// waiting member's locate, one loss timeout later.
-	for m, at := range l.wantsSeen {
-		if at.Before(c.now.Add(-c.cfg.AckTimeout)) {
+	// wants, or were served on its way here; so are the wants the token
+	// says were served, however recent: keeping them would send it round
+	// the whole ring to members that no longer wait (issue 15: N+1 passes
+	// per handoff). A want lost on the way is found again by the waiting
+	// member's locate, one loss timeout later.
+	for m, w := range l.wantsSeen {
+		if w.at.Before(c.now.Add(-c.cfg.AckTimeout)) || tok.servedWant(m, w.num) {
 			delete(l.wantsSeen, m)
 		}
 	}
@@ -553,7 +580,7 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 	reply := wire.RingProbeReply{Op: p.Op, Name: p.Name, Status: wire.ProbeOK, Nonce: p.Nonce, Generation: l.promised, Fence: l.maxFence}
 	switch p.Op {
 	case wire.ProbeWant:
-		c.wantedBy(l, from)
+		c.wantedByNumbered(l, from, p.Generation)
 		return nil
 	case wire.ProbeLocate:
 		// A member that waits looks for the token every loss timeout: the
@@ -623,7 +650,7 @@ func (c *Core) promise(l *lock, from uint32, p wire.RingProbe, reply *wire.RingP
 	reply.Flags |= wire.ProbeConfirmKnown
 	reply.ConfirmLeftMS = msCeil(c.confirmLeft(l))
 	l.answeredOK = c.now
-	l.wantsSeen[from] = c.now
+	l.wantsSeen[from] = seenWant{at: c.now}
 	if l.prepare != nil && l.prepare.gen < l.promised {
 		c.abortPrepare(l, "outbid")
 	}
@@ -684,14 +711,27 @@ func (c *Core) locateSpan() time.Duration {
 	return time.Duration(c.cfg.ProbeTries) * c.cfg.ProbeTimeout
 }
 
-// wantedBy records that member m waits for l's token.
-func (c *Core) wantedBy(l *lock, m uint32) {
+// wantedBy records that member m waits for l's token (a locate or a
+// prepare says so: not numbered).
+func (c *Core) wantedBy(l *lock, m uint32) { c.wantedByNumbered(l, m, 0) }
+
+// wantedByNumbered records member m's want number num (0: not numbered).
+// One the token here says was served is late (a datagram that took its
+// time, or a copy): it is dropped.
+func (c *Core) wantedByNumbered(l *lock, m uint32, num uint64) {
 	if l.tok != nil {
+		if l.tok.servedWant(m, num) {
+			c.count("wants_served_already")
+			return
+		}
 		l.tok.wants[m] = true
 		c.advance(l)
 		return
 	}
-	l.wantsSeen[m] = c.now
+	if prev, ok := l.wantsSeen[m]; ok && prev.num > num && num != 0 {
+		num = prev.num // a late copy of an older want: the newer one stands
+	}
+	l.wantsSeen[m] = seenWant{at: c.now, num: num}
 }
 
 func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
@@ -967,7 +1007,7 @@ func (c *Core) skipHandoff(l *lock, f inflight) {
 	}
 	for _, w := range f.wants {
 		if w != c.self {
-			l.wantsSeen[w] = c.now
+			l.wantsSeen[w] = seenWant{at: c.now}
 		}
 	}
 	c.count("acks_missed")
@@ -1049,9 +1089,9 @@ func (c *Core) finishPrepare(l *lock) {
 	holdUntil := c.holdUntil(p, l.outstanding)
 	hold := max(holdUntil.Sub(c.now), 0)
 	l.tok = &token{gen: p.gen, fence: uint64(GenerationRound(p.gen)) << fenceCountBits,
-		wants: map[uint32]bool{}, holdUntil: holdUntil, vouched: true}
-	for m, at := range l.wantsSeen {
-		if c.fresh(at) {
+		wants: map[uint32]bool{}, served: map[uint32]uint64{}, holdUntil: holdUntil, vouched: true}
+	for m, w := range l.wantsSeen {
+		if c.fresh(w.at) {
 			l.tok.wants[m] = true
 		}
 	}
@@ -1159,5 +1199,72 @@ func (c *Core) tickLock(l *lock) {
 		l.locate == nil && l.prepare == nil && l.prepareAt.IsZero() && !now.Before(l.backoff) {
 		c.count("losses_suspected")
 		c.startLocate(l)
+	}
+}
+
+// maxServedAhead is how far beyond this member's clock a served want
+// number (another member's clock, in ms) may be: more than lab clocks are
+// apart, even unsynchronized.
+const maxServedAhead = time.Hour
+
+// servedWant says whether the token says member m's want number num was
+// served (an unnumbered want, 0, never is).
+func (t *token) servedWant(m uint32, num uint64) bool {
+	n, ok := t.served[m]
+	return num != 0 && ok && num <= n
+}
+
+// servedList is the token's Served list for the wire, by member.
+func (t *token) servedList() []wire.WantServed {
+	out := make([]wire.WantServed, 0, len(t.served))
+	for m, n := range t.served {
+		out = append(out, wire.WantServed{Member: m, Want: n})
+	}
+	slices.SortFunc(out, func(a, b wire.WantServed) int { return cmp.Compare(a.Member, b.Member) })
+	return out
+}
+
+// takeServed reads a token's Served list into l's token. Only members of
+// the ring are kept, the lower number of a member listed twice (a want
+// taken for served is lost to the ring until the member's locate), and no
+// number beyond this member's clock by more than maxServedAhead (want
+// numbers are their member's clock in ms: one beyond is forged, or of a
+// clock far off; without it, that member's wants are judged by their age
+// alone, as before the token carried the list). Only a member itself
+// numbers its wants: an entry for this member beyond the last want it
+// sent is forged, or from before a restart with a clock set back; this
+// member's own number replaces it, so that its wants count again. Another
+// member's entry forged within bounds costs that member at most a loss
+// timeout, once: its locate is a want that no served number drops, and
+// once the token is there, its own number replaces the entry.
+func (c *Core) takeServed(l *lock, served []wire.WantServed) {
+	t := l.tok
+	limit := uint64(max(c.now.Add(maxServedAhead).UnixMilli(), 0))
+	for _, s := range served {
+		if !c.member(s.Member) {
+			c.count("token_served_not_member")
+			continue
+		}
+		if s.Want > limit && s.Member != c.self {
+			c.count("token_served_absurd")
+			continue
+		}
+		if n, ok := t.served[s.Member]; ok {
+			c.count("token_served_twice")
+			t.served[s.Member] = min(n, s.Want)
+			continue
+		}
+		t.served[s.Member] = s.Want
+	}
+	if n, ok := t.served[c.self]; ok && n > l.wantNum {
+		if l.wantNum != 0 {
+			// (Before this member's first want since it started, or since
+			// its entry was reclaimed, a number from before is no news.)
+			c.count("token_served_ahead")
+		}
+		t.served[c.self] = l.wantNum
+	}
+	if c.reqs.Waiting(l.name) == 0 {
+		t.served[c.self] = l.wantNum // this member waits for nothing: whatever it wanted was served
 	}
 }

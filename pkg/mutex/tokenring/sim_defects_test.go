@@ -2,14 +2,12 @@ package tokenring_test
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
-	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
@@ -211,41 +209,9 @@ func handoffAndIdle(t *testing.T, n int) (passes int, idlePerSecond float64) {
 	for i := 1; i <= n; i++ {
 		ids = append(ids, uint32(i))
 	}
-	for _, id := range ids {
-		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-			cfg := tokenring.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.Persisted, cfg.TrustSenders = id, ids, env.State, true
-			c, err := tokenring.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}, clock.SimConfig{})
-	}
+	addMembersTrusting(t, s, ids, true)
 	s.Run(5 * time.Second)
-	take := func(id uint32) {
-		t.Helper()
-		var req mutex.RequestID
-		s.Do(id, func(cc core.Core) {
-			var err error
-			if req, err = cc.(*tokenring.Core).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "x", Client: "t"}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		granted := func() bool {
-			st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
-			return ok && st.Granted
-		}
-		if !s.RunUntil(granted, 5*time.Second) {
-			t.Fatalf("%d members: member %d never granted", n, id)
-		}
-		s.Do(id, func(cc core.Core) {
-			if err := cc.(*tokenring.Core).Release(s.Clock(id).Now(), req); err != nil {
-				t.Fatal(err)
-			}
-		})
-		s.Run(2 * time.Second)
-	}
+	take := func(id uint32) { enterOnce(t, s, id, 2*time.Second) }
 	take(1)
 	take(1)
 	before := s.Sent(wire.KindToken)
@@ -264,7 +230,84 @@ func handoffAndIdle(t *testing.T, n int) (passes int, idlePerSecond float64) {
 	return passes, float64(after-total) / 10
 }
 
+// enterOnce takes lock x at member id, releases it once granted, and runs
+// the simulation on for after.
+func enterOnce(t *testing.T, s *sim.Sim, id uint32, after time.Duration) {
+	t.Helper()
+	var req mutex.RequestID
+	s.Do(id, func(cc core.Core) {
+		var err error
+		if req, err = cc.(*tokenring.Core).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "x", Client: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	granted := func() bool {
+		st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
+		return ok && st.Granted
+	}
+	if !s.RunUntil(granted, 5*time.Second) {
+		t.Fatalf("member %d never granted", id)
+	}
+	s.Do(id, func(cc core.Core) {
+		if err := cc.(*tokenring.Core).Release(s.Clock(id).Now(), req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s.Run(after)
+}
+
 var lastTail string
 
 var _ = fmt.Sprint
 var _ = slices.Sort[[]int]
+
+// TestSimEntriesInTurnPasses: lock entries at each member in turn (take and
+// release at member 1, then at 2, then 3 ...), one right after the other,
+// as the bench runs them. Each entry must cost one token pass, from the
+// last holder to the next: a member that overheard an earlier member's
+// want, served since, must not send the token round the whole ring to it
+// (the bench counted 6 passes per second entry at 5 members, 17 at 16).
+func TestSimEntriesInTurnPasses(t *testing.T) {
+	for _, n := range []int{5, 16} {
+		for _, trust := range []bool{true, false} {
+			perEntry, locates := entriesInTurn(t, n, trust)
+			t.Logf("%2d members (trust senders %v): %.2f token passes, %.2f locates per entry", n, trust, perEntry, locates)
+			if perEntry > 1 {
+				t.Errorf("%d members: %.2f token passes per entry in turn, want 1", n, perEntry)
+			}
+			if locates > 0 {
+				t.Errorf("%d members: %.2f locate probes per entry in turn, want 0", n, locates)
+			}
+		}
+	}
+}
+
+// entriesInTurn runs 3n entries, member after member, and returns the
+// token passes and locate probes per entry.
+func entriesInTurn(t *testing.T, n int, trust bool) (passes, locates float64) {
+	s := sim.New(sim.Config{Seed: int64(n), DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 100 * time.Microsecond}})
+	var ids []uint32
+	for i := 1; i <= n; i++ {
+		ids = append(ids, uint32(i))
+	}
+	addMembersTrusting(t, s, ids, trust)
+	s.Run(5 * time.Second)
+	enter := func(id uint32) { enterOnce(t, s, id, time.Millisecond) }
+	enter(ids[0]) // the token comes to member 1 (made, or found)
+	s.Run(time.Second)
+	locatesSent := func() (sum uint64) {
+		for _, id := range ids {
+			sum += s.Core(id).(*tokenring.Core).Report().Counters["probes_locate"]
+		}
+		return sum
+	}
+	tokens, probes := s.Sent(wire.KindToken), locatesSent()
+	entries := 3 * n
+	for i := 1; i <= entries; i++ {
+		enter(ids[i%n])
+	}
+	s.Run(time.Second) // a token sent on round the ring would be counted here
+	passes = float64(s.Sent(wire.KindToken)-tokens) / float64(entries)
+	locates = float64(locatesSent()-probes) / float64(entries)
+	return passes, locates
+}

@@ -203,13 +203,17 @@ func TestIdleRingIsQuiet(t *testing.T) {
 
 // addMembers adds a ring of ids to s, each a tokenring core with the LAN
 // defaults on an exact clock, restoring what it persisted.
-func addMembers(t *testing.T, s *sim.Sim, ids []uint32) {
+func addMembers(t *testing.T, s *sim.Sim, ids []uint32) { addMembersTrusting(t, s, ids, false) }
+
+// addMembersTrusting adds ids with the LAN defaults, TrustSenders as
+// trust (a keyed cluster: no vouching).
+func addMembersTrusting(t *testing.T, s *sim.Sim, ids []uint32, trust bool) {
 	t.Helper()
 	for _, id := range ids {
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
 			disk := env.State
 			cfg := tokenring.DefaultLANConfig()
-			cfg.ID, cfg.Members, cfg.Persisted = id, ids, disk
+			cfg.ID, cfg.Members, cfg.Persisted, cfg.TrustSenders = id, ids, disk, trust
 			c, err := tokenring.New(cfg)
 			if err != nil {
 				t.Fatal(err)
