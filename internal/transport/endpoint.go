@@ -15,8 +15,11 @@ import (
 // stream framing, link queues, backoff, counters, Close) is shared, so
 // both implementations behave alike by construction.
 type fabric interface {
-	send(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error)
-	sendMulticast(b []byte, fin Finalizer) (TxStamp, error)
+	// send and sendMulticast ask the kernel for the datagram's transmit
+	// stamp only when stamp is set: a stamp costs an error-queue read
+	// after the send, and a wake-up of the socket's reader.
+	send(to netip.AddrPort, b []byte, fin Finalizer, stamp bool) (TxStamp, error)
+	sendMulticast(b []byte, fin Finalizer, stamp bool) (TxStamp, error)
 	dial(ctx context.Context, to netip.AddrPort) (net.Conn, error)
 	// shut closes the sockets so that their readers and the accept loop
 	// return; it is called once, by Close.
@@ -125,30 +128,38 @@ func (e *endpoint) Packets() <-chan Packet    { return e.packets }
 func (e *endpoint) LocalAddr() netip.AddrPort { return e.local }
 
 func (e *endpoint) Send(to netip.AddrPort, b []byte, fin Finalizer) error {
-	_, err := e.SendStamped(to, b, fin)
+	_, err := e.sendUnicast(to, b, fin, false)
 	return err
 }
 
 func (e *endpoint) SendStamped(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
+	return e.sendUnicast(to, b, fin, true)
+}
+
+func (e *endpoint) sendUnicast(to netip.AddrPort, b []byte, fin Finalizer, stamp bool) (TxStamp, error) {
 	if e.ctx.Err() != nil {
 		return TxStamp{}, ErrClosed
 	}
-	return e.fab.send(to, b, fin)
+	return e.fab.send(to, b, fin, stamp)
 }
 
 func (e *endpoint) SendMulticast(b []byte, fin Finalizer) error {
-	_, err := e.SendMulticastStamped(b, fin)
+	_, err := e.sendGroup(b, fin, false)
 	return err
 }
 
 func (e *endpoint) SendMulticastStamped(b []byte, fin Finalizer) (TxStamp, error) {
+	return e.sendGroup(b, fin, true)
+}
+
+func (e *endpoint) sendGroup(b []byte, fin Finalizer, stamp bool) (TxStamp, error) {
 	if e.cfg.Multicast == nil {
 		return TxStamp{}, ErrNoMulticast
 	}
 	if e.ctx.Err() != nil {
 		return TxStamp{}, ErrClosed
 	}
-	return e.fab.sendMulticast(b, fin)
+	return e.fab.sendMulticast(b, fin, stamp)
 }
 
 func (e *endpoint) SendStream(to netip.AddrPort, b []byte, fin Finalizer) error {

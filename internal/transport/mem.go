@@ -114,11 +114,11 @@ func (f *memFabric) offerLocked(p Packet) {
 
 // The in-memory network has no kernel: its stamps are TxStamp{} and the
 // caller keeps the time it read in the Finalizer.
-func (f *memFabric) send(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
+func (f *memFabric) send(to netip.AddrPort, b []byte, fin Finalizer, _ bool) (TxStamp, error) {
 	return TxStamp{}, f.sendUnicast(to, b, fin)
 }
 
-func (f *memFabric) sendMulticast(b []byte, fin Finalizer) (TxStamp, error) {
+func (f *memFabric) sendMulticast(b []byte, fin Finalizer, _ bool) (TxStamp, error) {
 	return TxStamp{}, f.sendGroup(b, fin)
 }
 

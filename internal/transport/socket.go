@@ -138,12 +138,19 @@ func (s *sockets) openMulticast(m *MulticastConfig, local netip.AddrPort) error 
 	return nil
 }
 
-func (s *sockets) send(to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
-	return s.ucast.writeStamped(&s.e.c, ViaUDP, to, b, fin)
+func (s *sockets) send(to netip.AddrPort, b []byte, fin Finalizer, stamp bool) (TxStamp, error) {
+	return s.write(ViaUDP, to, b, fin, stamp)
 }
 
-func (s *sockets) sendMulticast(b []byte, fin Finalizer) (TxStamp, error) {
-	return s.ucast.writeStamped(&s.e.c, ViaMulticast, s.group, b, fin)
+func (s *sockets) sendMulticast(b []byte, fin Finalizer, stamp bool) (TxStamp, error) {
+	return s.write(ViaMulticast, s.group, b, fin, stamp)
+}
+
+func (s *sockets) write(via Via, to netip.AddrPort, b []byte, fin Finalizer, stamp bool) (TxStamp, error) {
+	if stamp {
+		return s.ucast.writeStamped(&s.e.c, via, to, b, fin)
+	}
+	return TxStamp{}, s.ucast.writeTo(&s.e.c, via, to, b, fin, nil)
 }
 
 func (s *sockets) dial(ctx context.Context, to netip.AddrPort) (net.Conn, error) {

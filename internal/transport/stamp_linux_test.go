@@ -3,6 +3,7 @@ package transport
 import (
 	"encoding/binary"
 	"net/netip"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,18 +97,7 @@ func TestPlainSendsAreNotStamped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	queued := 0
-	oob := make([]byte, txOOBSize)
-	var buf [1]byte
-	tx.sock.rc.Control(func(fd uintptr) {
-		for {
-			if _, _, _, _, err := unix.Recvmsg(int(fd), buf[:], oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT); err != nil {
-				return
-			}
-			queued++
-		}
-	})
-	if queued != 0 {
+	if queued := queuedTxStamps(tx.sock.rc); queued != 0 {
 		t.Fatalf("%d transmit stamps queued by plain sends", queued)
 	}
 	if st, err := tx.SendStamped(rx.LocalAddr(), []byte("stamped"), nil); err != nil || !st.Kernel {
@@ -139,8 +129,9 @@ func TestParseTxTimestampRefusesOtherMessages(t *testing.T) {
 }
 
 // TestEndpointTxTimestamps: the member socket stamps its unicast and
-// multicast sends too, and a plain send between them keeps the counter in
-// step (its stamp is drained, not mistaken for the next one's).
+// multicast sends too; a plain send between them asks for no stamp (it
+// would cost an error-queue read for nothing) and keeps the counter in
+// step.
 func TestEndpointTxTimestamps(t *testing.T) {
 	group := netip.MustParseAddrPort("239.77.9.9:7391")
 	open := func(addr string) Endpoint {
@@ -178,4 +169,24 @@ func TestEndpointTxTimestamps(t *testing.T) {
 			t.Fatalf("send %d: stamp %v outside [%v, %v]", i, st.Time, before, after)
 		}
 	}
+	// The stamps asked for: the stamped sends' alone.
+	if u := a.(*endpoint).fab.(*sockets).ucast; u.txSent != 20 {
+		t.Fatalf("%d transmit stamps asked for by 20 stamped and 10 plain sends", u.txSent)
+	}
+}
+
+// queuedTxStamps drains the socket's error queue and counts what it held.
+func queuedTxStamps(rc syscall.RawConn) int {
+	queued := 0
+	oob := make([]byte, txOOBSize)
+	var buf [1]byte
+	rc.Control(func(fd uintptr) {
+		for {
+			if _, _, _, _, err := unix.Recvmsg(int(fd), buf[:], oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT); err != nil {
+				return
+			}
+			queued++
+		}
+	})
+	return queued
 }
