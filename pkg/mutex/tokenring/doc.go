@@ -127,8 +127,13 @@
 // A locate decides that the token is lost only when a majority answered,
 // nobody has the token or passed it a moment ago, no member confirmed a
 // check or promise within a third of a lease (a live holder whose answers
-// were lost), and no rival may be proposing. A promiser that waits sends
-// the proposer its want. So on a lossy link the token is rarely made anew,
+// were lost), no rival may be proposing, and the maker of the newest
+// generation either answered or cannot still be waiting out its Hold with
+// it: a new token checks nothing during its Hold, so the sign of a live
+// holder is missing by design, and a replacement could not grant before
+// the promises of that Hold run out anyway (its majority meets the old
+// one), so the locator looks again while they outlast its next look. A
+// promiser that waits sends the proposer its want. So on a lossy link the token is rarely made anew,
 // and a waiting member is bypassed at most N-1 times between
 // regenerations (a new token does not know who waited for the old one).
 //

@@ -184,6 +184,100 @@ func TestSimLossyMemberBypass(t *testing.T) {
 	})
 }
 
+// TestSimLocateMissesTheMakerInItsHold: the trace of issue 15's lossy ring
+// (TestSimLossyMemberBypass, seed 81) took apart. A regenerated token waits
+// out its Hold at the member that made it, checking nothing; a member that
+// asks for the lock then looks for the token, and when all three tries of
+// its locate miss the maker's answers (a lossy link) while a majority
+// answers "not here", it used to make a token of its own, dooming the live
+// one a moment before its first grant and making everyone wait a new Hold.
+// Here: member 1 holds the lock, renewing, and crashes; member 2 makes the
+// replacement; during its Hold, the link between 2 and 3 is cut for as long
+// as 3's first locate runs. Member 3 must not regenerate: it is granted on
+// 2's token, and the ring made exactly one token after the crash.
+func TestSimLocateMissesTheMakerInItsHold(t *testing.T) {
+	for _, trust := range []bool{true, false} {
+		t.Run(fmt.Sprintf("trust=%v", trust), func(t *testing.T) {
+			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+			ids := []uint32{1, 2, 3, 4, 5}
+			addMembersTrusting(t, s, ids, trust)
+			s.Run(2 * time.Second)
+			acquire := func(id uint32) mutex.RequestID {
+				var req mutex.RequestID
+				s.Do(id, func(cc core.Core) {
+					var err error
+					if req, err = cc.(*tokenring.Core).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "x", Client: "t"}); err != nil {
+						t.Fatal(err)
+					}
+				})
+				return req
+			}
+			granted := func(id uint32, req mutex.RequestID) func() bool {
+				return func() bool {
+					st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
+					return ok && st.Granted
+				}
+			}
+			held := acquire(1)
+			if !s.RunUntil(granted(1, held), 2*time.Second) {
+				t.Fatal("member 1 never granted")
+			}
+			for range 2 { // renewals are checks: a majority confirms 1's token
+				s.Run(time.Second)
+				s.Do(1, func(cc core.Core) { cc.(*tokenring.Core).Renew(s.Clock(1).Now(), held, 0) })
+			}
+			s.Run(300 * time.Millisecond)
+			s.Crash(1)
+			crashed := s.Elapsed()
+			acquire(2)
+			made := func() []sim.Event {
+				var out []sim.Event
+				for _, e := range s.EventsNamed(tokenring.EventRegenerated) {
+					if e.At > crashed {
+						out = append(out, e)
+					}
+				}
+				return out
+			}
+			if !s.RunUntil(func() bool { return len(made()) > 0 }, 5*time.Second) {
+				t.Fatal("no token made after the holder crashed")
+			}
+			replacement := made()[0]
+			hold := arg[time.Duration](replacement, "hold")
+			if replacement.Node != 2 || hold < 1500*time.Millisecond {
+				t.Fatalf("the setup needs member 2 to make a token whose Hold outlasts member 3's locate, 1.5 s after it is made: %v", replacement)
+			}
+			// Member 3 asks 0.8 s into the Hold and locates a loss timeout
+			// later, while the promises of 2's majority are over a third of
+			// a lease old (the sign of a live holder it used to trust); its
+			// locate's three tries all miss member 2.
+			start := replacement.At
+			s.Run(start + 700*time.Millisecond - s.Elapsed())
+			s.Cut(2, 3)
+			s.Cut(3, 2)
+			s.Run(100 * time.Millisecond)
+			waiting := acquire(3)
+			s.Run(start + 1500*time.Millisecond - s.Elapsed())
+			s.Heal()
+			got := s.RunUntil(granted(3, waiting), 5*time.Second)
+			if len(made()) != 1 {
+				t.Errorf("%d tokens made after the crash, want 1 (member 3 regenerated over member 2's token in its Hold): %v", len(made()), made())
+			}
+			if !got {
+				t.Fatalf("member 3 never granted")
+			}
+			for _, e := range s.EventsNamed(tokenring.EventGranted) {
+				if e.Node == 3 && arg[uint64](e, "request") == uint64(waiting) && arg[uint64](e, "generation") != arg[uint64](replacement, "generation") {
+					t.Errorf("member 3 granted on generation %#x, want member 2's %#x", arg[uint64](e, "generation"), arg[uint64](replacement, "generation"))
+				}
+			}
+			if n := s.Core(3).(*tokenring.Core).Report().Counters["locate_token_in_hold"]; n == 0 {
+				t.Errorf("member 3 never waited for a token in its Hold (counter locate_token_in_hold 0): the cut did not reach its locate")
+			}
+		})
+	}
+}
+
 // TestSimHandoffPasses: the lock moves from member 1 to member 2 in one
 // token pass (issue 15 counted N+1: the token first went round the whole
 // ring to members that no longer wanted it), and an idle ring sends O(N)
