@@ -18,7 +18,10 @@
 // until nobody wants it, then stays where it is. A waiting member without
 // the token looks for it every loss timeout (RingProbe, locate), and the
 // holder takes its want again; a member without the token forgets a want
-// heard before the token's arrival, or more than two loss timeouts ago.
+// more than two loss timeouts old, and, when the token comes, a want the
+// token says was served, or an unnumbered one (a locate's) heard before
+// the token could have left its sender. A numbered want the token has not
+// served stands: the sender may have missed it (a lossy link).
 // Wants are numbered as Suzuki-Kasami's requests are: each member numbers
 // its wants in increasing order (its clock's milliseconds, or one more),
 // and the token carries, per member, the number of its last want served,

@@ -491,14 +491,17 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 	}
 	c.takeServed(l, t.Served)
 	l.maxFence = max(l.maxFence, t.Fence)
-	// Wants heard before the token could have left its sender are in its
-	// wants, or were served on its way here; so are the wants the token
-	// says were served, however recent: keeping them would send it round
-	// the whole ring to members that no longer wait (issue 15: N+1 passes
-	// per handoff). A want lost on the way is found again by the waiting
-	// member's locate, one loss timeout later.
+	// The wants the token says were served are dropped, however recent:
+	// keeping them would send it round the whole ring to members that no
+	// longer wait (issue 15: N+1 passes per handoff). A numbered want it
+	// has not served stands, however old (within fresh): the sender may
+	// never have heard it (a lossy link), and dropping it let this member
+	// serve its own client three times in a row while three others
+	// waited, their wants known here, for their locates. An unnumbered
+	// one (a locate's, a prepare's) heard before the token could have
+	// left its sender is in its wants, or was served on its way here.
 	for m, w := range l.wantsSeen {
-		if w.at.Before(c.now.Add(-c.cfg.AckTimeout)) || tok.servedWant(m, w.num) {
+		if w.num == 0 && w.at.Before(c.now.Add(-c.cfg.AckTimeout)) || tok.servedWant(m, w.num) {
 			delete(l.wantsSeen, m)
 		}
 	}

@@ -278,6 +278,69 @@ func TestSimLocateMissesTheMakerInItsHold(t *testing.T) {
 	}
 }
 
+// TestSimWantsTheSenderMissed: seed 132 of TestSimLossyMemberBypass. The
+// wants of members 4 and 5 are lost on their way to member 2, which holds
+// the token, and reach member 3; member 2 passes the token to 3 with 3's
+// want alone, and the token takes longer than an acknowledgement timeout
+// on the way (TCP resending it). Member 3 used to drop the wants it had
+// heard before the token's arrival as if the token carried them, and
+// served its own client again and again while 4 and 5 waited for their
+// locates. Now 3 serves one request and passes the token to 4: a
+// numbered want the token has not served stands.
+func TestSimWantsTheSenderMissed(t *testing.T) {
+	for _, trust := range []bool{true, false} {
+		t.Run(fmt.Sprintf("trust=%v", trust), func(t *testing.T) {
+			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+			ids := []uint32{1, 2, 3, 4, 5}
+			addMembersTrusting(t, s, ids, trust)
+			s.Run(2 * time.Second)
+			acquire := func(id uint32) mutex.RequestID {
+				var req mutex.RequestID
+				s.Do(id, func(cc core.Core) {
+					var err error
+					if req, err = cc.(*tokenring.Core).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "x", Client: "t"}); err != nil {
+						t.Fatal(err)
+					}
+				})
+				return req
+			}
+			release := func(id uint32, req mutex.RequestID) {
+				s.Do(id, func(cc core.Core) {
+					if err := cc.(*tokenring.Core).Release(s.Clock(id).Now(), req); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+			granted := func(id uint32, req mutex.RequestID) bool {
+				st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
+				return ok && st.Granted
+			}
+			held := acquire(2)
+			if !s.RunUntil(func() bool { return granted(2, held) }, 2*time.Second) {
+				t.Fatal("member 2 never granted")
+			}
+			third := acquire(3)
+			s.Run(10 * time.Millisecond)
+			s.Cut(4, 2)
+			s.Cut(5, 2)
+			fourth, fifth := acquire(4), acquire(5)
+			s.Run(50 * time.Millisecond)
+			s.SetLink(2, 3, sim.LinkConfig{Delay: 200 * time.Microsecond, Retransmit: 1}) // the token arrives 200 ms late
+			release(2, held)
+			if !s.RunUntil(func() bool { return granted(3, third) }, time.Second) {
+				t.Fatal("member 3 never granted")
+			}
+			release(3, third)
+			again := acquire(3) // its client asks at once, as a busy one does
+			s.RunUntil(func() bool { return granted(4, fourth) || granted(3, again) }, 300*time.Millisecond)
+			if granted(3, again) || !granted(4, fourth) {
+				t.Errorf("member 3 served its own client again (%v) while 4 and 5 waited, their wants heard at 3 before the token came (4 granted: %v, 5 granted: %v)",
+					granted(3, again), granted(4, fourth), granted(5, fifth))
+			}
+		})
+	}
+}
+
 // TestSimHandoffPasses: the lock moves from member 1 to member 2 in one
 // token pass (issue 15 counted N+1: the token first went round the whole
 // ring to members that no longer wanted it), and an idle ring sends O(N)
