@@ -202,21 +202,9 @@ func TestSimLocateMissesTheMakerInItsHold(t *testing.T) {
 			ids := []uint32{1, 2, 3, 4, 5}
 			addMembersTrusting(t, s, ids, trust)
 			s.Run(2 * time.Second)
-			acquire := func(id uint32) mutex.RequestID {
-				var req mutex.RequestID
-				s.Do(id, func(cc core.Core) {
-					var err error
-					if req, err = cc.(*tokenring.Core).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "x", Client: "t"}); err != nil {
-						t.Fatal(err)
-					}
-				})
-				return req
-			}
+			acquire := func(id uint32) mutex.RequestID { return acquireX(t, s, id) }
 			granted := func(id uint32, req mutex.RequestID) func() bool {
-				return func() bool {
-					st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
-					return ok && st.Granted
-				}
+				return func() bool { return grantedX(s, id, req) }
 			}
 			held := acquire(1)
 			if !s.RunUntil(granted(1, held), 2*time.Second) {
@@ -294,27 +282,9 @@ func TestSimWantsTheSenderMissed(t *testing.T) {
 			ids := []uint32{1, 2, 3, 4, 5}
 			addMembersTrusting(t, s, ids, trust)
 			s.Run(2 * time.Second)
-			acquire := func(id uint32) mutex.RequestID {
-				var req mutex.RequestID
-				s.Do(id, func(cc core.Core) {
-					var err error
-					if req, err = cc.(*tokenring.Core).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "x", Client: "t"}); err != nil {
-						t.Fatal(err)
-					}
-				})
-				return req
-			}
-			release := func(id uint32, req mutex.RequestID) {
-				s.Do(id, func(cc core.Core) {
-					if err := cc.(*tokenring.Core).Release(s.Clock(id).Now(), req); err != nil {
-						t.Fatal(err)
-					}
-				})
-			}
-			granted := func(id uint32, req mutex.RequestID) bool {
-				st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
-				return ok && st.Granted
-			}
+			acquire := func(id uint32) mutex.RequestID { return acquireX(t, s, id) }
+			release := func(id uint32, req mutex.RequestID) { releaseX(t, s, id, req) }
+			granted := func(id uint32, req mutex.RequestID) bool { return grantedX(s, id, req) }
 			held := acquire(2)
 			if !s.RunUntil(func() bool { return granted(2, held) }, 2*time.Second) {
 				t.Fatal("member 2 never granted")
@@ -391,6 +361,17 @@ func handoffAndIdle(t *testing.T, n int) (passes int, idlePerSecond float64) {
 // the simulation on for after.
 func enterOnce(t *testing.T, s *sim.Sim, id uint32, after time.Duration) {
 	t.Helper()
+	req := acquireX(t, s, id)
+	if !s.RunUntil(func() bool { return grantedX(s, id, req) }, 5*time.Second) {
+		t.Fatalf("member %d never granted", id)
+	}
+	releaseX(t, s, id, req)
+	s.Run(after)
+}
+
+// acquireX: a client of member id asks for lock x (the default lease).
+func acquireX(t *testing.T, s *sim.Sim, id uint32) mutex.RequestID {
+	t.Helper()
 	var req mutex.RequestID
 	s.Do(id, func(cc core.Core) {
 		var err error
@@ -398,19 +379,23 @@ func enterOnce(t *testing.T, s *sim.Sim, id uint32, after time.Duration) {
 			t.Fatal(err)
 		}
 	})
-	granted := func() bool {
-		st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
-		return ok && st.Granted
-	}
-	if !s.RunUntil(granted, 5*time.Second) {
-		t.Fatalf("member %d never granted", id)
-	}
+	return req
+}
+
+// releaseX: that client gives request req back.
+func releaseX(t *testing.T, s *sim.Sim, id uint32, req mutex.RequestID) {
+	t.Helper()
 	s.Do(id, func(cc core.Core) {
 		if err := cc.(*tokenring.Core).Release(s.Clock(id).Now(), req); err != nil {
 			t.Fatal(err)
 		}
 	})
-	s.Run(after)
+}
+
+// grantedX says whether member id's request req holds its lock.
+func grantedX(s *sim.Sim, id uint32, req mutex.RequestID) bool {
+	st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
+	return ok && st.Granted
 }
 
 var lastTail string
