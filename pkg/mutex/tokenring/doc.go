@@ -136,9 +136,10 @@
 // holder is missing by design, and a replacement could not grant before
 // the promises of that Hold run out anyway (its majority meets the old
 // one), so the locator looks again while they outlast its next look. A
-// promiser that waits sends the proposer its want. So on a lossy link the token is rarely made anew,
-// and a waiting member is bypassed at most N-1 times between
-// regenerations (a new token does not know who waited for the old one).
+// promiser that waits sends the proposer its want. So on a lossy link the
+// token is rarely made anew, and a waiting member is bypassed at most N-1
+// times between regenerations (a new token does not know who waited for
+// the old one).
 //
 // # Frames that lie
 //
