@@ -18,7 +18,10 @@
 // until nobody wants it, then stays where it is. A waiting member without
 // the token looks for it every loss timeout (RingProbe, locate), and the
 // holder takes its want again; a member without the token forgets a want
-// heard before the token's arrival, or more than two loss timeouts ago.
+// more than two loss timeouts old, and, when the token comes, a want the
+// token says was served, or an unnumbered one (a locate's) heard before
+// the token could have left its sender. A numbered want the token has not
+// served stands: the sender may have missed it (a lossy link).
 // Wants are numbered as Suzuki-Kasami's requests are: each member numbers
 // its wants in increasing order (its clock's milliseconds, or one more),
 // and the token carries, per member, the number of its last want served,
@@ -127,10 +130,16 @@
 // A locate decides that the token is lost only when a majority answered,
 // nobody has the token or passed it a moment ago, no member confirmed a
 // check or promise within a third of a lease (a live holder whose answers
-// were lost), and no rival may be proposing. A promiser that waits sends
-// the proposer its want. So on a lossy link the token is rarely made anew,
-// and a waiting member is bypassed at most N-1 times between
-// regenerations (a new token does not know who waited for the old one).
+// were lost), no rival may be proposing, and the maker of the newest
+// generation either answered or cannot still be waiting out its Hold with
+// it: a new token checks nothing during its Hold, so the sign of a live
+// holder is missing by design, and a replacement could not grant before
+// the promises of that Hold run out anyway (its majority meets the old
+// one), so the locator looks again while they outlast its next look. A
+// promiser that waits sends the proposer its want. So on a lossy link the
+// token is rarely made anew, and a waiting member is bypassed at most N-1
+// times between regenerations (a new token does not know who waited for
+// the old one).
 //
 // # Frames that lie
 //

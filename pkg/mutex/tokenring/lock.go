@@ -20,6 +20,12 @@ type lock struct {
 	name     string
 	promised uint64 // highest generation promised or seen (persisted)
 	maxFence uint64 // highest fence this member knows of
+	// promisedAt is when promised last rose in this run (zero: not since
+	// the start): the newest generation is at most that old here.
+	// checkedGen is the newest generation whose check this member
+	// confirmed in this run: that token's Hold was over.
+	promisedAt time.Time
+	checkedGen uint64
 
 	tok *token // the token, when held here
 	// handoff is the token while it is sent and not yet acknowledged: a
@@ -485,14 +491,17 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 	}
 	c.takeServed(l, t.Served)
 	l.maxFence = max(l.maxFence, t.Fence)
-	// Wants heard before the token could have left its sender are in its
-	// wants, or were served on its way here; so are the wants the token
-	// says were served, however recent: keeping them would send it round
-	// the whole ring to members that no longer wait (issue 15: N+1 passes
-	// per handoff). A want lost on the way is found again by the waiting
-	// member's locate, one loss timeout later.
+	// The wants the token says were served are dropped, however recent:
+	// keeping them would send it round the whole ring to members that no
+	// longer wait (issue 15: N+1 passes per handoff). A numbered want it
+	// has not served stands, however old (within fresh): the sender may
+	// never have heard it (a lossy link), and dropping it let this member
+	// serve its own client three times in a row while three others
+	// waited, their wants known here, for their locates. An unnumbered
+	// one (a locate's, a prepare's) heard before the token could have
+	// left its sender is in its wants, or was served on its way here.
 	for m, w := range l.wantsSeen {
-		if w.at.Before(c.now.Add(-c.cfg.AckTimeout)) || tok.servedWant(m, w.num) {
+		if w.num == 0 && w.at.Before(c.now.Add(-c.cfg.AckTimeout)) || tok.servedWant(m, w.num) {
 			delete(l.wantsSeen, m)
 		}
 	}
@@ -631,6 +640,7 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 			c.raise(l, p.Generation)
 			reply.Generation = l.promised
 			l.answeredOK = c.now
+			l.checkedGen = max(l.checkedGen, p.Generation)
 		}
 	case wire.ProbeVouch:
 		c.answerVouch(from, l, p, &reply)
@@ -936,6 +946,13 @@ func (c *Core) finishLocate(l *lock) {
 	if c.rival(l, p.known, max(p.newer, l.promised), p.Started) {
 		return
 	}
+	if c.waitingOutHold(l, p) {
+		c.count("locate_token_in_hold")
+		if c.reqs.Waiting(l.name) > 0 {
+			l.lossAt = c.now.Add(c.cfg.LossTimeout)
+		}
+		return
+	}
 	// Waiting members that lost the token together look for it together:
 	// the first to propose should be alone, or rivals of one round split
 	// the promises and all start again. A random part of a probe timeout
@@ -972,6 +989,39 @@ func (c *Core) rival(l *lock, known, newer uint64, since time.Time) bool {
 		return true
 	}
 	return false
+}
+
+// waitingOutHold says whether the newest generation's token may still be
+// waiting out its Hold at the member that made it, which did not answer
+// locate p. A new token checks nothing and moves nowhere during its Hold,
+// so the sign of a live holder that finishLocate trusts (a member that
+// confirmed a check lately) is missing by design, and three lost answers
+// of the maker (a lossy link, its own or this member's) look like a lost
+// token: issue 15's lossy ring regenerated this way, dooming a token a
+// moment before its first grant and resetting everyone's wait to a new
+// Hold. Waiting is free while the confirmations the answers report (the
+// promises of that token's majority, this member's own included) outlast
+// the next look and a locate and a prepare after it: a replacement's
+// majority meets the old one and waits them out before its first grant,
+// whenever it is made. Not once the maker answered, is taken for down, or
+// the token is known to have left it or granted (its Hold is over: from
+// then on it checks, and the usual signs apply), nor when this member
+// learned of the generation a Hold ago or more. A holder that was granting
+// when it went silent checked its token with this member (or granted a
+// fence this member knows of): its replacement is proposed as before.
+func (c *Core) waitingOutHold(l *lock, p *probe) bool {
+	g := l.promised
+	maker := GenerationOwner(g)
+	switch {
+	case g == 0 || maker == c.self || !p.Asked(maker) || p.Answered(maker):
+		return false
+	case l.lastGen == g || l.checkedGen >= g || l.maxFence > uint64(GenerationRound(g))<<fenceCountBits:
+		return false
+	case l.promisedAt.IsZero() || c.now.Sub(l.promisedAt) >= c.hold:
+		return false
+	}
+	left := max(p.confirmLeft, c.confirmLeft(l))
+	return left > c.cfg.LossTimeout+2*c.locateSpan()+c.cfg.ProbeTimeout
 }
 
 // tickPrepareAt starts the prepare a locate that found nothing scheduled,

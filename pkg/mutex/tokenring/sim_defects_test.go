@@ -184,6 +184,133 @@ func TestSimLossyMemberBypass(t *testing.T) {
 	})
 }
 
+// TestSimLocateMissesTheMakerInItsHold: the trace of issue 15's lossy ring
+// (TestSimLossyMemberBypass, seed 81) took apart. A regenerated token waits
+// out its Hold at the member that made it, checking nothing; a member that
+// asks for the lock then looks for the token, and when all three tries of
+// its locate miss the maker's answers (a lossy link) while a majority
+// answers "not here", it used to make a token of its own, dooming the live
+// one a moment before its first grant and making everyone wait a new Hold.
+// Here: member 1 holds the lock, renewing, and crashes; member 2 makes the
+// replacement; during its Hold, the link between 2 and 3 is cut for as long
+// as 3's first locate runs. Member 3 must not regenerate: it is granted on
+// 2's token, and the ring made exactly one token after the crash.
+func TestSimLocateMissesTheMakerInItsHold(t *testing.T) {
+	for _, trust := range []bool{true, false} {
+		t.Run(fmt.Sprintf("trust=%v", trust), func(t *testing.T) {
+			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+			ids := []uint32{1, 2, 3, 4, 5}
+			addMembersTrusting(t, s, ids, trust)
+			s.Run(2 * time.Second)
+			acquire := func(id uint32) mutex.RequestID { return acquireX(t, s, id) }
+			granted := func(id uint32, req mutex.RequestID) func() bool {
+				return func() bool { return grantedX(s, id, req) }
+			}
+			held := acquire(1)
+			if !s.RunUntil(granted(1, held), 2*time.Second) {
+				t.Fatal("member 1 never granted")
+			}
+			for range 2 { // renewals are checks: a majority confirms 1's token
+				s.Run(time.Second)
+				s.Do(1, func(cc core.Core) { cc.(*tokenring.Core).Renew(s.Clock(1).Now(), held, 0) })
+			}
+			s.Run(300 * time.Millisecond)
+			s.Crash(1)
+			crashed := s.Elapsed()
+			acquire(2)
+			made := func() []sim.Event {
+				var out []sim.Event
+				for _, e := range s.EventsNamed(tokenring.EventRegenerated) {
+					if e.At > crashed {
+						out = append(out, e)
+					}
+				}
+				return out
+			}
+			if !s.RunUntil(func() bool { return len(made()) > 0 }, 5*time.Second) {
+				t.Fatal("no token made after the holder crashed")
+			}
+			replacement := made()[0]
+			hold := arg[time.Duration](replacement, "hold")
+			if replacement.Node != 2 || hold < 1500*time.Millisecond {
+				t.Fatalf("the setup needs member 2 to make a token whose Hold outlasts member 3's locate, 1.5 s after it is made: %v", replacement)
+			}
+			// Member 3 asks 0.8 s into the Hold and locates a loss timeout
+			// later, while the promises of 2's majority are over a third of
+			// a lease old (the sign of a live holder it used to trust); its
+			// locate's three tries all miss member 2.
+			start := replacement.At
+			s.Run(start + 700*time.Millisecond - s.Elapsed())
+			s.Cut(2, 3)
+			s.Cut(3, 2)
+			s.Run(100 * time.Millisecond)
+			waiting := acquire(3)
+			s.Run(start + 1500*time.Millisecond - s.Elapsed())
+			s.Heal()
+			got := s.RunUntil(granted(3, waiting), 5*time.Second)
+			if len(made()) != 1 {
+				t.Errorf("%d tokens made after the crash, want 1 (member 3 regenerated over member 2's token in its Hold): %v", len(made()), made())
+			}
+			if !got {
+				t.Fatalf("member 3 never granted")
+			}
+			for _, e := range s.EventsNamed(tokenring.EventGranted) {
+				if e.Node == 3 && arg[uint64](e, "request") == uint64(waiting) && arg[uint64](e, "generation") != arg[uint64](replacement, "generation") {
+					t.Errorf("member 3 granted on generation %#x, want member 2's %#x", arg[uint64](e, "generation"), arg[uint64](replacement, "generation"))
+				}
+			}
+			if n := s.Core(3).(*tokenring.Core).Report().Counters["locate_token_in_hold"]; n == 0 {
+				t.Errorf("member 3 never waited for a token in its Hold (counter locate_token_in_hold 0): the cut did not reach its locate")
+			}
+		})
+	}
+}
+
+// TestSimWantsTheSenderMissed: seed 132 of TestSimLossyMemberBypass. The
+// wants of members 4 and 5 are lost on their way to member 2, which holds
+// the token, and reach member 3; member 2 passes the token to 3 with 3's
+// want alone, and the token takes longer than an acknowledgement timeout
+// on the way (TCP resending it). Member 3 used to drop the wants it had
+// heard before the token's arrival as if the token carried them, and
+// served its own client again and again while 4 and 5 waited for their
+// locates. Now 3 serves one request and passes the token to 4: a
+// numbered want the token has not served stands.
+func TestSimWantsTheSenderMissed(t *testing.T) {
+	for _, trust := range []bool{true, false} {
+		t.Run(fmt.Sprintf("trust=%v", trust), func(t *testing.T) {
+			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+			ids := []uint32{1, 2, 3, 4, 5}
+			addMembersTrusting(t, s, ids, trust)
+			s.Run(2 * time.Second)
+			acquire := func(id uint32) mutex.RequestID { return acquireX(t, s, id) }
+			release := func(id uint32, req mutex.RequestID) { releaseX(t, s, id, req) }
+			granted := func(id uint32, req mutex.RequestID) bool { return grantedX(s, id, req) }
+			held := acquire(2)
+			if !s.RunUntil(func() bool { return granted(2, held) }, 2*time.Second) {
+				t.Fatal("member 2 never granted")
+			}
+			third := acquire(3)
+			s.Run(10 * time.Millisecond)
+			s.Cut(4, 2)
+			s.Cut(5, 2)
+			fourth, fifth := acquire(4), acquire(5)
+			s.Run(50 * time.Millisecond)
+			s.SetLink(2, 3, sim.LinkConfig{Delay: 200 * time.Microsecond, Retransmit: 1}) // the token arrives 200 ms late
+			release(2, held)
+			if !s.RunUntil(func() bool { return granted(3, third) }, time.Second) {
+				t.Fatal("member 3 never granted")
+			}
+			release(3, third)
+			again := acquire(3) // its client asks at once, as a busy one does
+			s.RunUntil(func() bool { return granted(4, fourth) || granted(3, again) }, 300*time.Millisecond)
+			if granted(3, again) || !granted(4, fourth) {
+				t.Errorf("member 3 served its own client again (%v) while 4 and 5 waited, their wants heard at 3 before the token came (4 granted: %v, 5 granted: %v)",
+					granted(3, again), granted(4, fourth), granted(5, fifth))
+			}
+		})
+	}
+}
+
 // TestSimHandoffPasses: the lock moves from member 1 to member 2 in one
 // token pass (issue 15 counted N+1: the token first went round the whole
 // ring to members that no longer wanted it), and an idle ring sends O(N)
@@ -234,6 +361,17 @@ func handoffAndIdle(t *testing.T, n int) (passes int, idlePerSecond float64) {
 // the simulation on for after.
 func enterOnce(t *testing.T, s *sim.Sim, id uint32, after time.Duration) {
 	t.Helper()
+	req := acquireX(t, s, id)
+	if !s.RunUntil(func() bool { return grantedX(s, id, req) }, 5*time.Second) {
+		t.Fatalf("member %d never granted", id)
+	}
+	releaseX(t, s, id, req)
+	s.Run(after)
+}
+
+// acquireX: a client of member id asks for lock x (the default lease).
+func acquireX(t *testing.T, s *sim.Sim, id uint32) mutex.RequestID {
+	t.Helper()
 	var req mutex.RequestID
 	s.Do(id, func(cc core.Core) {
 		var err error
@@ -241,19 +379,23 @@ func enterOnce(t *testing.T, s *sim.Sim, id uint32, after time.Duration) {
 			t.Fatal(err)
 		}
 	})
-	granted := func() bool {
-		st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
-		return ok && st.Granted
-	}
-	if !s.RunUntil(granted, 5*time.Second) {
-		t.Fatalf("member %d never granted", id)
-	}
+	return req
+}
+
+// releaseX: that client gives request req back.
+func releaseX(t *testing.T, s *sim.Sim, id uint32, req mutex.RequestID) {
+	t.Helper()
 	s.Do(id, func(cc core.Core) {
 		if err := cc.(*tokenring.Core).Release(s.Clock(id).Now(), req); err != nil {
 			t.Fatal(err)
 		}
 	})
-	s.Run(after)
+}
+
+// grantedX says whether member id's request req holds its lock.
+func grantedX(s *sim.Sim, id uint32, req mutex.RequestID) bool {
+	st, ok := s.Core(id).(*tokenring.Core).Lookup(req)
+	return ok && st.Granted
 }
 
 var lastTail string

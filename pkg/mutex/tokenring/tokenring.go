@@ -263,7 +263,7 @@ func (c *Core) successor() uint32 {
 // anything that depends on it leaves.
 func (c *Core) raise(l *lock, g uint64) {
 	if g > l.promised {
-		l.promised = g
+		l.promised, l.promisedAt = g, c.now
 		c.durable.Change(true)
 	}
 }
