@@ -812,8 +812,9 @@ func (c *Core) commitTo(i uint64) {
 	}
 	l.compact(uint64(c.cfg.KeepLog))
 	// Not a promise: a commit point is held by a majority whatever
-	// happens to this member, which learns it again after a crash.
-	c.durable.Change(false)
+	// happens to this member, which learns it again after a crash
+	// (askCommit); its record may wait for the next write (lazy.go).
+	c.durable.Lazy()
 }
 
 // seqTick resends what is due.
