@@ -141,11 +141,13 @@
 // a start's submission era): its stream and what it handed on, the causal and
 // Lamport queues, the log and the state machine at the position it
 // reflects. It is written as a snapshot now and then and, in between, as
-// one record per step of what changed (record.go; core.Ready.Entries),
+// one record per step of what changed (record.go; core.Ready.Entries; the
+// sequencer's deliveries' records ride on the next, lazy.go),
 // which the daemon appends to its log with one fdatasync for a whole
 // batch of frames. A member that restarts reads the snapshot and the
-// records after it and is exactly where it was (TestSimRecordsRestoreExactly
-// checks it after every step; a record carries the log from the first
+// records after it and is exactly where it was, but for the deliveries
+// whose record waited (TestSimRecordsRestoreExactly checks it after every
+// step that leaves nothing waiting; a record carries the log from the first
 // entry changed since the last one, so the log is compacted only of
 // entries already written): the others resend what it missed, and the
 // sequencer sends it the log entries after its commit point. Numbering
