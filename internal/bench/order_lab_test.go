@@ -103,6 +103,12 @@ func BenchmarkOrder(b *testing.B) {
 		}
 	}
 
+	var wcells []string
+	for _, c := range orderCounts(orderHosts) {
+		wcells = append(wcells, fmt.Sprintf("%.1f", writesPerMulticast(orderHosts, c.o, c.total)))
+	}
+	t.Row(fmt.Sprintf("state writes (fdatasyncs), all %d members, 5 ms apart", orderHosts), "", append(wcells, "-", "-", "-")...)
+
 	rtt := o.lanRTT(1, 2, 200)
 	o.logf("LAN round trip h1-h2 (UDP, user space to user space): %v", rtt)
 	o.cluster("sequencer")
@@ -720,14 +726,9 @@ func orderCounts(n int) []orderCount {
 		{order.TotalOrder, order.Sequencer, n}, {order.TotalOrder, order.Lamport, n - 1 + n*(n-1)}}
 }
 
-// framesPerMulticast counts, on the simulator without loss, the frames
-// one multicast of order o costs at n members: the protocol's (stream
-// records, Lamport acks, submissions, log entries, commits) and the
-// reliability layer's acknowledgements (the stream's cumulative acks,
-// the Append acks), apart; the election's are not counted. burst sends
-// the 20 multicasts at once from every member in turn, else one at a
-// time (each alone on the network).
-func framesPerMulticast(n int, o order.Order, total order.Total, burst bool) (proto, acks float64) {
+// simOrderCluster is n members on a lossless simulated LAN, past their
+// first election.
+func simOrderCluster(n int, total order.Total) *sim.Sim {
 	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
 	cfg := order.DefaultLANConfig()
 	cfg.Total = total
@@ -741,6 +742,42 @@ func framesPerMulticast(n int, o order.Order, total order.Total, burst bool) (pr
 		}, clock.SimConfig{})
 	}
 	s.Run(2 * time.Second)
+	return s
+}
+
+// writesPerMulticast counts, on the simulator, the state writes (each an
+// fdatasync in the daemon) of all n members per multicast from member 1,
+// sent 5 ms apart as the latency figures are: this tree's core, whatever
+// -order.bin runs.
+func writesPerMulticast(n int, o order.Order, total order.Total) float64 {
+	s := simOrderCluster(n, total)
+	writes := 0
+	lens := map[uint32]int{}
+	disks := map[uint32]int{}
+	s.OnReady(func(r sim.Ready) {
+		l, d := len(s.DiskLog(r.Node)), len(s.Disk(r.Node))
+		if l != lens[r.Node] || d != disks[r.Node] {
+			writes++
+		}
+		lens[r.Node], disks[r.Node] = l, d
+	})
+	const msgs = 40
+	for range msgs {
+		_ = s.Do(1, func(c core.Core) { _ = c.(*order.Core).Multicast(s.Clock(1).Now(), o, []byte("m")) })
+		s.Run(5 * time.Millisecond)
+	}
+	return float64(writes) / msgs
+}
+
+// framesPerMulticast counts, on the simulator without loss, the frames
+// one multicast of order o costs at n members: the protocol's (stream
+// records, Lamport acks, submissions, log entries, commits) and the
+// reliability layer's acknowledgements (the stream's cumulative acks,
+// the Append acks), apart; the election's are not counted. burst sends
+// the 20 multicasts at once from every member in turn, else one at a
+// time (each alone on the network).
+func framesPerMulticast(n int, o order.Order, total order.Total, burst bool) (proto, acks float64) {
+	s := simOrderCluster(n, total)
 	count := func() (p, k uint64) {
 		for _, kind := range wire.Kinds() {
 			switch {

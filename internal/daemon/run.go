@@ -129,6 +129,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	close(d.looping) // the datagram reader may step the core from now on
 	err = d.loop(ctx, ctlErr)
+	if w, ok := d.node.Core().(deferredWriter); ok {
+		// A clean stop writes what the core let wait for a later write.
+		d.locked(w.WriteDeferred)
+	}
 	d.endServing()
 	d.mu.Lock()
 	if d.tr != nil {
@@ -371,6 +375,11 @@ func (d *Daemon) receive(p transport.Packet, datagram bool) {
 		d.log.Debug("dropped packet", "from", p.From.String(), "via", p.Via.String(), "err", err)
 	}
 }
+
+// deferredWriter is a core that lets some changes wait for a later write
+// (orderd's delivery records): WriteDeferred makes them due at the next
+// Ready, which the daemon writes before it stops.
+type deferredWriter interface{ WriteDeferred() }
 
 // process acts on the core's Ready in the order pkg/core prescribes.
 func (d *Daemon) process() {

@@ -317,3 +317,27 @@ func TestOrderdSIGKILLKeepsWhatItAcknowledged(t *testing.T) {
 	applies := c.orderState(1).Applied
 	c.sameState(max(applies, c.orderState(2).Applied, c.orderState(3).Applied), 1, 2, 3)
 }
+
+// A member SIGKILLed as a command is committed (the apply answered at
+// another host), before its record of the commit point is written (that
+// record waits up to 50 ms for the next write), restarts behind the
+// commit point, holding the entry it acknowledged; nothing more is sent
+// (an idle cluster), and it must still catch up: it asks the sequencer
+// for the commit point. Its `orderd state` equals the others'.
+func TestOrderdIdleRestartCatchesUp(t *testing.T) {
+	const n = 3
+	c := newCluster(t, "orderd", n)
+	for i := 1; i <= n; i++ {
+		c.start(i)
+	}
+	c.eventually("every host knows sequencer 3", 10*time.Second, func() bool {
+		return c.sequencer(1) == 3 && c.sequencer(2) == 3 && c.sequencer(3) == 3
+	})
+	if out, err := c.orderd(1, "apply", "deposit 100"); err != nil {
+		t.Fatalf("apply: %v %s", err, out)
+	}
+	c.procs[2].Process.Signal(syscall.SIGKILL)
+	c.procs[2].Wait()
+	c.start(2)
+	c.sameState(1, 1, 2, 3)
+}

@@ -89,6 +89,12 @@ type Config struct {
 	// (everything numbered committed) sends it alone at once: N-1 frames
 	// more for an isolated multicast. Default 2 ms; at most Heartbeat.
 	CommitDelay time.Duration
+	// RecordDelay is how long a record that holds only the sequencer's
+	// commit point and the deliveries announced before their record may
+	// wait for the next write before it is written alone (lazy.go): a
+	// crash in between repeats those deliveries at the restart, at the
+	// same numbers. Default 50 ms.
+	RecordDelay time.Duration
 	// Election builds the sequencer's election from the Env the core hands
 	// it. Default bully with DefaultLANConfig.
 	Election func(env core.Env) (elect.Elector, error)
@@ -116,7 +122,7 @@ type StateMachine interface {
 // DefaultLANConfig returns the defaults for a LAN.
 func DefaultLANConfig() Config {
 	return Config{Total: Sequencer, Retry: 40 * time.Millisecond, RelayAfter: 3 * time.Second, Window: 256, MaxSubmits: 256,
-		MaxUncommitted: 64, KeepLog: 256, Heartbeat: 50 * time.Millisecond, CommitDelay: 2 * time.Millisecond, History: 1024}
+		MaxUncommitted: 64, KeepLog: 256, Heartbeat: 50 * time.Millisecond, CommitDelay: 2 * time.Millisecond, RecordDelay: 50 * time.Millisecond, History: 1024}
 }
 
 // ErrConfig is wrapped by New's error for a configuration it refuses.
@@ -154,6 +160,9 @@ func (c *Config) validate() error {
 	if c.History == 0 {
 		c.History = d.History
 	}
+	if c.RecordDelay == 0 {
+		c.RecordDelay = d.RecordDelay
+	}
 	if c.Election == nil {
 		c.Election = func(env core.Env) (elect.Elector, error) { return bully.New(env, bully.DefaultLANConfig()) }
 	}
@@ -166,6 +175,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: RelayAfter %v: want at least 2 x Retry (%v)", ErrConfig, c.RelayAfter, 2*c.Retry)
 	case c.CommitDelay < 0 || c.CommitDelay > c.Heartbeat:
 		return fmt.Errorf("%w: CommitDelay %v: want 0 to Heartbeat (%v)", ErrConfig, c.CommitDelay, c.Heartbeat)
+	case c.RecordDelay < 0 || c.RecordDelay > time.Minute:
+		return fmt.Errorf("%w: RecordDelay %v: want 0 to a minute", ErrConfig, c.RecordDelay)
 	case c.MaxSubmits < 1 || c.MaxUncommitted < 1 || c.KeepLog < 1 || c.History < 1:
 		return fmt.Errorf("%w: MaxSubmits %d, MaxUncommitted %d, KeepLog %d, History %d must be positive",
 			ErrConfig, c.MaxSubmits, c.MaxUncommitted, c.KeepLog, c.History)

@@ -133,7 +133,7 @@ type Core struct {
 	el      elect.Elector
 	now     time.Time
 
-	durable    core.Durable
+	durable    lazyDurable
 	electState []byte
 
 	st *persisted
@@ -529,6 +529,9 @@ func (c *Core) Tick(now time.Time) {
 	}
 	c.relayTick(now)
 	c.seqTick(now)
+	if !c.durable.due.IsZero() {
+		c.wake(c.durable.due)
+	}
 }
 
 // resend sends member p the records it has not acknowledged, at most
@@ -564,10 +567,13 @@ func (c *Core) Ready() core.Ready {
 			c.msgs = append(c.msgs, core.Message{To: p, Kind: wire.KindOrderStreamAck, Payload: b})
 		}
 	}
-	c.durable.ReadyLog(&rd, c.wantWhole(), c.encodeState, c.encodeRecord)
-	c.seqr.handed = c.st.Log.last()
-	if rd.State != nil || len(rd.Entries) > 0 {
-		c.idx.handed, c.idx.offered = c.st.Delivered, true
+	if !c.deferRecord() {
+		c.durable.ReadyLog(&rd, c.wantWhole(), c.encodeState, c.encodeRecord)
+		c.seqr.handed = c.st.Log.last()
+		if rd.State != nil || len(rd.Entries) > 0 {
+			c.idx.handed, c.idx.offered = c.st.Delivered, true
+			c.durable.handed()
+		}
 	}
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Events = append(rd.Events, c.events...)
@@ -583,6 +589,9 @@ func (c *Core) Advance(saved bool) {
 	c.durable.Advance(saved)
 	if c.idx.offered && saved {
 		c.idx.saved = c.idx.handed
+	}
+	if c.idx.offered && !saved {
+		c.durable.urgent = true // the write is retried at once, whole
 	}
 	c.idx.offered = false
 	if saved && !c.durable.Pending() {
@@ -625,7 +634,11 @@ func (c *Core) deliver(d Delivery) {
 		args = append(args, "error", d.Error)
 	}
 	c.events = append(c.events, core.Event{Name: EventDelivered, Msg: fmt.Sprintf("delivered %s message %d of %d", d.Order, d.Seq, d.Sender), Args: args, BeforeSave: d.early})
-	c.durable.Change(false)
+	if d.early {
+		c.durable.Lazy() // its record may wait (lazy.go)
+	} else {
+		c.durable.Change(false)
+	}
 }
 
 // Deliveries drains the messages delivered since the last call, in

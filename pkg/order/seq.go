@@ -168,10 +168,16 @@ type seqRole struct {
 	// handed is the log's last number when the last Ready was taken: once
 	// its write is confirmed (Advance), the sequencer holds it.
 	handed uint64
+	// heard is the last term whose sequencer's Append (or snapshot) this
+	// member took since it started; until it hears the known term's, a
+	// member holding entries past its commit point asks for it (askCommit)
+	// every askDue.
+	heard  uint64
+	askDue time.Time
 }
 
 func (r *seqRole) reset() {
-	*r = seqRole{recoveries: r.recoveries, leader: r.leader}
+	*r = seqRole{recoveries: r.recoveries, leader: r.leader, heard: r.heard}
 }
 
 func (c *Core) majority() int { return len(c.members)/2 + 1 }
@@ -650,6 +656,7 @@ func (c *Core) stepAppend(m msgT) error {
 	if err := c.promiseTerm(m.From, m.Term); err != nil {
 		return err
 	}
+	c.seqr.heard = m.Term
 	l := &c.st.Log
 	for _, e := range a.Entries {
 		if _, ok := c.pos[e.Sender]; !ok {
@@ -805,8 +812,9 @@ func (c *Core) commitTo(i uint64) {
 	}
 	l.compact(uint64(c.cfg.KeepLog))
 	// Not a promise: a commit point is held by a majority whatever
-	// happens to this member, which learns it again after a crash.
-	c.durable.Change(false)
+	// happens to this member, which learns it again after a crash
+	// (askCommit); its record may wait for the next write (lazy.go).
+	c.durable.Lazy()
 }
 
 // seqTick resends what is due.
@@ -848,6 +856,7 @@ func (c *Core) seqTick(now time.Time) {
 			c.wake(sr.due[p])
 		}
 	}
+	c.askCommit(now)
 	if len(l.Submits) > 0 {
 		if sr.submitDue.IsZero() || !now.Before(sr.submitDue) {
 			sids := make([]uint64, 0, len(l.Submits))
@@ -864,6 +873,39 @@ func (c *Core) seqTick(now time.Time) {
 	} else {
 		sr.submitDue = time.Time{}
 	}
+}
+
+// askCommit has a member that holds entries past its commit point, and
+// has not heard the sequencer of the known term since it started, say
+// where it stands. A member acknowledges an Append that carries only the
+// commit point before its record of it is written (the commit point is
+// not a promise); one that crashes in between restarts behind, and the
+// sequencer, which holds its acknowledgement of the newer commit point,
+// sends it nothing while the cluster is idle: its state machine would lag
+// until the next multicast. The question is an AppendAck whose match is
+// its commit point (the part of its log it knows is everyone's): the
+// sequencer goes back to the number after it and sends the entries from
+// there with its commit point, as to any member that lacks what was sent.
+// Asked every Heartbeat until an Append of the term arrives.
+func (c *Core) askCommit(now time.Time) {
+	sr := &c.seqr
+	l := &c.st.Log
+	if sr.leader == 0 || sr.leader == c.id || l.Commit >= l.last() {
+		return
+	}
+	_, term, ok := c.el.Leader()
+	if !ok || term == sr.heard {
+		return
+	}
+	if now.Before(sr.askDue) {
+		c.wake(sr.askDue)
+		return
+	}
+	b, _ := wire.OrderAppendAck{Match: l.Commit, Commit: l.Commit}.AppendBinary(nil)
+	c.msgs = append(c.msgs, msgT{To: sr.leader, Kind: wire.KindOrderAppendAck, Term: term, Payload: b})
+	c.count("commit_asks")
+	sr.askDue = now.Add(c.cfg.Heartbeat)
+	c.wake(sr.askDue)
 }
 
 // snapshotData is what an OrderSnapshot carries: the state machine after
@@ -914,6 +956,7 @@ func (c *Core) stepSnapshot(m msgT) error {
 		if err := c.promiseTerm(m.From, m.Term); err != nil {
 			return err
 		}
+		sr.heard = m.Term
 	}
 	l := &c.st.Log
 	if c.machine == nil {

@@ -103,8 +103,8 @@ func newOracle(t *testing.T, s *sim.Sim) *oracle {
 		lastPos: map[uint32][2]uint64{}, held: map[uint32]*heldDeliveries{}}
 	s.OnReady(func(r sim.Ready) {
 		// The simulator reports a Ready once it wrote (or failed to
-		// write) its state: if that write succeeded, it holds every
-		// delivery so far (a failed one leaves the change pending, and
+		// write) its state: if that write succeeded and left nothing
+		// pending, it holds every delivery so far (a failed one leaves the change pending, and
 		// the next write carries it whole).
 		inc := s.Incarnation(r.Node)
 		h := o.held[r.Node]
@@ -129,9 +129,11 @@ func newOracle(t *testing.T, s *sim.Sim) *oracle {
 			}
 			h.ds = nil
 			// Of this life only: what an earlier life announced and
-			// never wrote is not in this one's state.
+			// never wrote is not in this one's state. Only once nothing
+			// is pending: a record that may wait (lazy.go) is not
+			// written by a Ready that writes nothing.
 			for _, a := range o.announced[r.Node] {
-				if a.inc == inc {
+				if a.inc == inc && !r.Core.(*Core).durable.Pending() {
 					a.saved = true
 				}
 			}
