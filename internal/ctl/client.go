@@ -42,10 +42,9 @@ type Client struct {
 	path   string
 	daemon string
 
-	mu     sync.Mutex
-	idle   []*clientConn // most recently used last
-	closed bool
-	dials  uint64 // connections opened, for tests
+	mu    sync.Mutex
+	idle  []*clientConn // most recently used last
+	dials uint64        // connections opened, for tests
 }
 
 // Connection reuse. The server drops a connection idle for a minute
@@ -201,6 +200,12 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 // request was written.
 func (cc *clientConn) exchange(req []byte, method string) (_ *http.Response, sent bool, _ error) {
 	if _, err := cc.conn.Write(req); err != nil {
+		// The daemon may have answered and stopped reading before the
+		// request was written whole (a body over its limit: 413); that
+		// answer is the call's. A connection it had closed reads nothing.
+		if resp, rerr := http.ReadResponse(cc.br, &http.Request{Method: method}); rerr == nil {
+			return resp, true, nil
+		}
 		return nil, false, err
 	}
 	resp, err := http.ReadResponse(cc.br, &http.Request{Method: method})
@@ -270,7 +275,7 @@ func (c *Client) release(cc *clientConn, resp *http.Response, drained bool) {
 	}
 	cc.reused, cc.idleAt = true, time.Now()
 	c.mu.Lock()
-	if !c.closed && len(c.idle) < maxIdleConns {
+	if len(c.idle) < maxIdleConns {
 		c.idle = append(c.idle, cc)
 		cc = nil
 	}

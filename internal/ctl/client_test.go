@@ -272,3 +272,24 @@ func TestClientCancelledCallDropsConnection(t *testing.T) {
 		t.Errorf("%d connections, want 2", n)
 	}
 }
+
+// A body far over the daemon's limit: the daemon answers 413 and stops
+// reading before the client has written it all; the client reports that
+// answer, not a broken connection.
+func TestClientBodyOverTheLimit(t *testing.T) {
+	_, c := serve(t, ListenOptions{MaxBodyBytes: 1 << 10}, func(s *Server) {
+		s.Handle(http.MethodPost, "/v1/echo", func(r *http.Request) (any, error) {
+			var v any
+			return v, Decode(r, &v)
+		})
+	})
+	ctx := ctxTimeout(t, 10*time.Second)
+	err := c.Post(ctx, "/v1/echo", map[string]string{"a": strings.Repeat("x", 4<<20)}, nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeTooLarge {
+		t.Fatalf("4 MiB body: %v, want the daemon's 413", err)
+	}
+	if err := c.Post(ctx, "/v1/echo", map[string]string{"a": "b"}, nil); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+}
