@@ -101,7 +101,7 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, out
 	if err != nil {
 		return err
 	}
-	err, drained := c.decode(ctx, resp, out)
+	drained, err := c.decode(ctx, resp, out)
 	c.release(cc, resp, drained)
 	return err
 }
@@ -119,7 +119,7 @@ func (c *Client) Stream(ctx context.Context, path string, fn func(json.RawMessag
 	drained := false
 	defer func() { c.release(cc, resp, drained) }()
 	if resp.StatusCode != http.StatusOK {
-		err, drained = readError(resp)
+		drained, err = readError(resp)
 		return err
 	}
 	dec := json.NewDecoder(resp.Body)
@@ -287,24 +287,24 @@ func (c *Client) release(cc *clientConn, resp *http.Response, drained bool) {
 
 // decode reads the answer into out; drained says the body was read whole
 // (the connection can carry another call).
-func (c *Client) decode(ctx context.Context, resp *http.Response, out any) (err error, drained bool) {
+func (c *Client) decode(ctx context.Context, resp *http.Response, out any) (drained bool, err error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return readError(resp)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return c.readFailure(ctx, err), false
+		return false, c.readFailure(ctx, err)
 	}
 	if len(b) > maxResponseBytes {
-		return fmt.Errorf("the daemon at %s answered more than %d bytes", c.path, maxResponseBytes), false
+		return false, fmt.Errorf("the daemon at %s answered more than %d bytes", c.path, maxResponseBytes)
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return nil, true
+		return true, nil
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("unexpected answer from the daemon at %s: %w", c.path, err), true
+		return true, fmt.Errorf("unexpected answer from the daemon at %s: %w", c.path, err)
 	}
-	return nil, true
+	return true, nil
 }
 
 // readFailure classifies an error while reading an answer.
@@ -320,10 +320,10 @@ func (c *Client) readFailure(ctx context.Context, err error) error {
 }
 
 // readError turns an error response into an *Error; drained as decode's.
-func readError(resp *http.Response) (err error, drained bool) {
+func readError(resp *http.Response) (drained bool, err error) {
 	b, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes+1))
 	drained = rerr == nil && len(b) <= maxErrorBytes
-	return parseError(resp.StatusCode, b[:min(len(b), maxErrorBytes)]), drained
+	return drained, parseError(resp.StatusCode, b[:min(len(b), maxErrorBytes)])
 }
 
 func parseError(status int, b []byte) *Error {

@@ -452,6 +452,6 @@ func rawPost(t *testing.T, sock, path, body string) *Error {
 	if resp.StatusCode < 400 {
 		t.Fatalf("POST %s %q: status %d, want an error", path, body, resp.StatusCode)
 	}
-	err, _ = readError(resp)
+	_, err = readError(resp)
 	return err.(*Error)
 }
