@@ -29,7 +29,7 @@ func socketDir(t testing.TB) string {
 }
 
 // serve starts a server on a fresh socket; register runs before Serve.
-func serve(t *testing.T, opts ListenOptions, register func(*Server)) (*Server, *Client) {
+func serve(t testing.TB, opts ListenOptions, register func(*Server)) (*Server, *Client) {
 	t.Helper()
 	path := filepath.Join(socketDir(t), "control.sock")
 	if opts.Logger == nil {
@@ -452,5 +452,6 @@ func rawPost(t *testing.T, sock, path, body string) *Error {
 	if resp.StatusCode < 400 {
 		t.Fatalf("POST %s %q: status %d, want an error", path, body, resp.StatusCode)
 	}
-	return readError(resp).(*Error)
+	_, err = readError(resp)
+	return err.(*Error)
 }

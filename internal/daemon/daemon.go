@@ -390,13 +390,21 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 // Config returns the validated configuration.
 func (d *Daemon) Config() Config { return d.cfg }
 
-// Do runs fn on the loop, serialised with every Step and Tick (and with
+// Do runs fn with the core, serialised with every Step and Tick (and with
 // the datagram reader), and then acts on whatever fn made the core want.
 // It is how control-API handlers reach the core (which is not safe for
 // concurrent use). It returns once that is done: what fn made the core
 // persist has been written, unless the disk failed (the core keeps it
 // pending and the loop writes it with a later Ready). A handler that
 // answers "kept" must use DoSaved, which reports that failure.
+//
+// fn runs holding the lock the loop holds for everything it does, on the
+// caller's goroutine, as the datagram reader steps the core: handing fn
+// to the loop's goroutine and the answer back cost two goroutine
+// switches and a thread wake-up each way. A core that appends to its log
+// (core.Ready.Entries) is the exception: its calls go through the loop,
+// which takes every call and frame already waiting into one write (group
+// commit, see batch).
 func (d *Daemon) Do(ctx context.Context, fn func(n *node.Node)) error {
 	_, err := d.do(ctx, fn)
 	return err
@@ -418,6 +426,18 @@ func (d *Daemon) DoSaved(ctx context.Context, fn func(n *node.Node)) error {
 }
 
 func (d *Daemon) do(ctx context.Context, fn func(n *node.Node)) (saved bool, err error) {
+	select {
+	case <-d.looping:
+	case <-d.notServing:
+		return false, ErrStopped
+	case <-d.stopped:
+		return false, ErrStopped
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	if done, ok := d.doHere(fn); ok {
+		return done, nil
+	}
 	done := make(chan bool, 1)
 	select {
 	case d.doCh <- func() { fn(d.node); d.acted = append(d.acted, done) }:
@@ -428,6 +448,23 @@ func (d *Daemon) do(ctx context.Context, fn func(n *node.Node)) (saved bool, err
 	}
 	// Once accepted, fn runs promptly: the loop executes it right away.
 	return <-done, nil
+}
+
+// doHere runs fn on the caller's goroutine, as the loop would (locked),
+// unless the core appends to its log (ok false: the loop must batch it).
+// saved is false when the Ready's write failed.
+func (d *Daemon) doHere(fn func(n *node.Node)) (saved, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.served:
+		// The loop has ended: the core is stepped no more. The caller's
+		// select on d.stopped answers ErrStopped.
+		return false, false
+	case d.appends:
+		return false, false
+	}
+	return d.step(func() { fn(d.node) }), true
 }
 
 // Handle registers a control-API handler (before Run).

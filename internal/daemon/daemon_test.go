@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -602,5 +603,57 @@ func TestCorruptEpochsRefused(t *testing.T) {
 	os.WriteFile(path, []byte("2 12\n3 not-a-number\n"), 0o600)
 	if _, err := New(cfg, livenessFactory(1, 2)); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("corrupt epochs file: %v", err)
+	}
+}
+
+// goroutineID is the running goroutine's number, from its stack's header.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	return strings.Fields(string(buf[:runtime.Stack(buf, false)]))[1]
+}
+
+// Do runs fn on its caller's goroutine, holding the loop's lock, with no
+// handoff to the loop and back (a thread wake-up each way when the loop
+// sleeps: 6 us p50 and 50 us p90 per call here); a core that appends to
+// its log is the exception, its calls are batched by the loop into one
+// write (group commit).
+func TestDoRunsOnTheCallersGoroutine(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	d, err := New(testConfig(t, net, dir, 1, 1), func(core.Env) (core.Core, error) { return &counter{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	ctx := context.Background()
+	me := goroutineID()
+	var ran string
+	if err := d.DoSaved(ctx, func(n *node.Node) { ran = goroutineID(); n.Core().(*counter).bump() }); err != nil {
+		t.Fatal(err)
+	}
+	if ran != me {
+		t.Errorf("fn ran on goroutine %s, want the caller's (%s)", ran, me)
+	}
+	if b, err := os.ReadFile(filepath.Join(d.Config().StateDir, coreStateFile)); err != nil || string(b) != "n=1" {
+		t.Errorf("DoSaved returned before its write: %q, %v", b, err)
+	}
+
+	cfg := testConfig(t, net, dir, 2, 1)
+	cfg.Members = map[uint32]netip.AddrPort{2: addr(2)}
+	a, err := New(cfg, func(core.Env) (core.Core, error) { return &appender{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, a)
+	eventually(t, "the first append", func() bool {
+		var appends bool
+		a.Do(ctx, func(*node.Node) { appends = a.appends })
+		return appends
+	})
+	if err := a.Do(ctx, func(*node.Node) { ran = goroutineID() }); err != nil {
+		t.Fatal(err)
+	}
+	if ran == me {
+		t.Errorf("an appending core's call ran on the caller's goroutine, want the loop's (group commit)")
 	}
 }

@@ -351,6 +351,13 @@ func (d *Daemon) planned(a time.Duration) time.Duration {
 func (d *Daemon) locked(fn func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.step(fn)
+}
+
+// step is locked's work, for a caller holding d.mu: run fn, act on the
+// Ready, answer the Do calls fn ran. saved is false when the Ready's
+// write failed.
+func (d *Daemon) step(fn func()) (saved bool) {
 	d.writeFailed = false
 	fn()
 	d.process()
@@ -359,6 +366,7 @@ func (d *Daemon) locked(fn func()) {
 		done <- !d.writeFailed
 	}
 	d.acted = d.acted[:0]
+	return !d.writeFailed
 }
 
 func (d *Daemon) receive(p transport.Packet, datagram bool) {
