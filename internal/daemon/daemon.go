@@ -92,10 +92,12 @@ type Config struct {
 	Hooks map[string][]string
 	// HookTimeout bounds each hook. Default 10 s.
 	HookTimeout time.Duration
-	// OnEvent, if set, is called on the loop with every event the core
-	// reports, before watchers and hooks see it: how a daemon's control
-	// handlers learn the outcome of what they asked the core (mutexd's
-	// grants), which a watcher may miss. It must not block.
+	// OnEvent, if set, is called with every event the core reports,
+	// holding the loop's lock (on the loop, the datagram reader, or a
+	// control handler's Do), before watchers and hooks see it: how a
+	// daemon's control handlers learn the outcome of what they asked the
+	// core (mutexd's grants), which a watcher may miss. It must not block
+	// and must not call Do.
 	OnEvent func(e core.Event)
 	// HookEnv, if set, adds environment variables to an event's hooks,
 	// computed on the loop from the core's state when the event is emitted
