@@ -22,6 +22,27 @@
 // token says was served, or an unnumbered one (a locate's) heard before
 // the token could have left its sender. A numbered want the token has not
 // served stands: the sender may have missed it (a lossy link).
+//
+// The wants recorded from prepares and locates carry no number (a
+// prepare's Generation is its proposal; a locate is sent unnumbered on
+// purpose, below), and the age rule alone could keep one the token had
+// served: a want heard less than an acknowledgement timeout before the
+// token came stands. That carried a fresh ring's token round the ring to
+// its first holder, served (a member that promised the holder's prepare
+// got the token milliseconds later: N-1 passes more). So a prepare's want
+// names the generation proposed, and a token of that generation drops it
+// whatever its age: only the proposer made that token, and it served
+// itself before passing it on. A locate's cannot do the same harm twice:
+// it is recorded only where the token is or has just been, the token
+// drops it once older than an acknowledgement timeout, and the member
+// locates only after waiting a loss timeout, so at most one pass to a
+// member served meanwhile, when the token came back round within that
+// timeout. Numbering it would cost more than that pass: a Served number
+// forged ahead of a member's clock would drop every locate of that member
+// too, and the locate is what makes such a forgery cost one loss timeout,
+// not an hour (TestForgedServedNumbers). Nor can either skip a member
+// that still waits: a dropped want of a member that waits is in the
+// token's wants, or is found again by the member's next locate.
 // Wants are numbered as Suzuki-Kasami's requests are: each member numbers
 // its wants in increasing order (its clock's milliseconds, or one more),
 // and the token carries, per member, the number of its last want served,

@@ -101,10 +101,13 @@ type lock struct {
 }
 
 // seenWant is a want overheard: when, and its number (0: a locate's or a
-// prepare's, not numbered; judged by its age alone).
+// prepare's, not numbered; judged by its age). A prepare's names the
+// generation proposed (madeBy): a token of that generation was made by the
+// proposer, which served itself before passing it on.
 type seenWant struct {
-	at  time.Time
-	num uint64
+	at     time.Time
+	num    uint64
+	madeBy uint64
 }
 
 func newLock(name string, promised uint64, ackTimeout time.Duration) *lock {
@@ -499,9 +502,14 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 	// serve its own client three times in a row while three others
 	// waited, their wants known here, for their locates. An unnumbered
 	// one (a locate's, a prepare's) heard before the token could have
-	// left its sender is in its wants, or was served on its way here.
+	// left its sender is in its wants, or was served on its way here. A
+	// prepare's is served by any token of the generation it proposed,
+	// however recent: only the proposer made that token, and it served
+	// itself first (issue 15's round trip again: a fresh ring's first
+	// holder, its prepare promised a moment before the token came, had the
+	// token sent round the ring back to it, served).
 	for m, w := range l.wantsSeen {
-		if w.num == 0 && w.at.Before(c.now.Add(-c.cfg.AckTimeout)) || tok.servedWant(m, w.num) {
+		if w.num == 0 && w.at.Before(c.now.Add(-c.cfg.AckTimeout)) || tok.servedWant(m, w.num) || w.madeBy != 0 && w.madeBy == t.Generation {
 			delete(l.wantsSeen, m)
 		}
 	}
@@ -660,7 +668,7 @@ func (c *Core) promise(l *lock, from uint32, p wire.RingProbe, reply *wire.RingP
 	reply.Flags |= wire.ProbeConfirmKnown
 	reply.ConfirmLeftMS = msCeil(c.confirmLeft(l))
 	l.answeredOK = c.now
-	l.wantsSeen[from] = seenWant{at: c.now}
+	l.wantsSeen[from] = seenWant{at: c.now, madeBy: p.Generation}
 	if l.prepare != nil && l.prepare.gen < l.promised {
 		c.abortPrepare(l, "outbid")
 	}
