@@ -95,7 +95,10 @@
 // The same argument gives a shorter wait: each promiser says how long a
 // lease may still run on the last check (or promise) it answered before it
 // promised (ConfirmWindow + MaxLease from that answer, padded), and the
-// token waits for the longest of these when that is sooner than the Hold.
+// token waits for the longest of these when that is sooner than the Hold,
+// each counted from when its answer came (not from the end of the prepare,
+// which waits for the silent members' answers: a dead one's a locate's
+// span).
 // A check an old holder passed met one of the promisers, before its last
 // answer. A member that restarted, or that has no entry for the lock,
 // counts its answers as of its start (or the last answer it gave about a
@@ -157,10 +160,16 @@
 // holder is missing by design, and a replacement could not grant before
 // the promises of that Hold run out anyway (its majority meets the old
 // one), so the locator looks again while they outlast its next look. A
-// promiser that waits sends the proposer its want. So on a lossy link the
-// token is rarely made anew, and a waiting member is bypassed at most N-1
-// times between regenerations (a new token does not know who waited for
-// the old one).
+// promiser that waits sends the proposer its want. Members that lost the
+// token together look for it together, and two prepares that cross are
+// both refused (each member promises one generation a round), and the
+// promises they got hold the next token a whole Hold longer: so a member
+// that heard a locate from a lower ID while its own ran leaves the
+// proposing to it, and waits until that one's prepare has had time to
+// arrive (then it has promised it, and backs off as from any rival). So
+// on a lossy link the token is rarely made anew, and a waiting member is
+// bypassed at most N-1 times between regenerations (a new token does not
+// know who waited for the old one).
 //
 // # Frames that lie
 //
