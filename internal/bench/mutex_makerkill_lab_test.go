@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
@@ -58,6 +60,30 @@ func (m *mutexBench) ringHold(i int) (left time.Duration, ok bool) {
 	return 0, false
 }
 
+// ringCounters is the ring's counters at host i that say how its search
+// for a lost token went.
+func (m *mutexBench) ringCounters(i int) map[string]uint64 {
+	ctx, cancel := context.WithTimeout(m.ctx, time.Second)
+	defer cancel()
+	var st struct {
+		Node struct {
+			Core struct {
+				Counters map[string]uint64 `json:"counters"`
+			} `json:"core"`
+		} `json:"node"`
+	}
+	out := map[string]uint64{}
+	if m.clients[i].Get(ctx, "/v1/status", &st) != nil {
+		return out
+	}
+	for k, v := range st.Node.Core.Counters {
+		if strings.HasPrefix(k, "locate") || strings.HasPrefix(k, "prepare") || k == "regenerations" || k == "checks_timed_out" || k == "check_failed" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // makerKill runs *mutexTrials trials of each case against the ring
 // (r.makerKill[case]); the cluster is running, and is running again after.
 func (m *mutexBench) makerKill(r *mutexResults) {
@@ -97,17 +123,30 @@ func (m *mutexBench) makerKillTrial(what string, trial int) time.Duration {
 		maker = 1 + (trial+1)%m.hosts
 		_, _, got := m.holdAndWait("maker killed", holder, maker)
 		m.procs[holder].Kill()
+		// The waiter makes the replacement and waits out its Hold; killed
+		// at a random instant of it. (A Hold can be zero: the holder was
+		// killed late enough in its lease that no lease it could have
+		// granted still runs. Then the maker is killed as it grants.)
 		deadline := time.Now().Add(failoverLimit)
 		var left time.Duration
-		for ok := false; !ok; left, ok = m.ringHold(maker) {
+		for ok, granted := false, false; !ok && !granted; left, ok = m.ringHold(maker) {
+			select {
+			case g := <-got:
+				granted = true
+				defer g.release()
+				m.logf("maker killed (regenerated) trial %d: h%d's token had no Hold: killed as it grants", trial+1, maker)
+			default:
+			}
 			if time.Now().After(deadline) {
 				m.fatalf("regenerated maker trial %d: h%d made no token in %v after h%d was killed", trial+1, maker, failoverLimit, holder)
 			}
 			m.sleep(5 * time.Millisecond)
 		}
-		m.sleep(rand.N(left))
+		if left > 0 {
+			m.sleep(rand.N(left))
+			defer func() { <-got }() // the maker's own client: its daemon is gone
+		}
 		killed = []int{holder, maker}
-		defer func() { <-got }() // the maker's own client: its daemon is gone
 	}
 	killAt := time.Now()
 	m.procs[maker].Kill()
@@ -141,6 +180,14 @@ func (m *mutexBench) makerKillTrial(what string, trial int) time.Duration {
 	}
 	m.logf("%s maker killed (%s) %d/%d: h%d's daemon killed; h%d/h%d asked at once, first granted after %s",
 		m.alg, what, trial+1, *mutexTrials, maker, askers[0], askers[1], Millis(took))
+	if took > targetCutOffGap {
+		// What the survivors did meanwhile, for the trial that missed.
+		for h := 1; h <= m.hosts; h++ {
+			if !slices.Contains(killed, h) && h != maker {
+				m.logf("h%d since the kill (counters %v):\n%s", h, m.ringCounters(h), eventsSince(m.procs[h].Output(), killAt))
+			}
+		}
+	}
 	// Both daemons of the regenerated case are started before either is
 	// waited for (restart waits for every daemon of the cluster).
 	for _, h := range killed[1:] {
@@ -169,4 +216,20 @@ func (m *mutexBench) makerKillRows(t *Table, r *mutexResults, systems []string) 
 		}
 		t.Row(label, fmt.Sprintf("<= %s", Millis(targetCutOffGap)), cells...)
 	}
+}
+
+// eventsSince is the lines of a daemon's log with an event, from at on.
+func eventsSince(log string, at time.Time) string {
+	var b strings.Builder
+	for line := range strings.Lines(log) {
+		_, rest, ok := strings.Cut(line, "time=")
+		if !ok || !strings.Contains(line, "event=") {
+			continue
+		}
+		stamp, _, _ := strings.Cut(rest, " ")
+		if t, err := time.Parse(time.RFC3339Nano, stamp); err == nil && !t.Before(at.Add(-time.Second)) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
