@@ -160,10 +160,12 @@ func BenchmarkMutexCutOff(b *testing.B) {
 	b.ResetTimer()
 	r := newMutexResults()
 	m.cutOff(r)
+	m.makerKill(r) // the ring only: mutex_makerkill_lab_test.go
 	b.StopTimer()
 	m.stopCluster()
 	t := &Table{Title: "mutexd: the lock holder cut off", Systems: []string{alg, "-"}}
 	m.cutOffRows(t, r, t.Systems)
+	m.makerKillRows(t, r, t.Systems)
 	t.Note("5 namespace hosts, mutexd %s --algorithm %s; a waiter queued at the next host; the fault at a random instant of the holder's 3 s lease", m.mutexd, alg)
 	if err := t.Write(os.Stdout); err != nil {
 		b.Fatal(err)

@@ -151,7 +151,8 @@ func BenchmarkMutex(b *testing.B) {
 		m.contended(r)
 		m.idle(r)
 		m.recovery(r)
-		m.cutOff(r) // mutex_cutoff_lab_test.go
+		m.cutOff(r)    // mutex_cutoff_lab_test.go
+		m.makerKill(r) // mutex_makerkill_lab_test.go: the ring only
 		m.stopCluster()
 	}
 	m.etcdUncontended(r)
@@ -209,6 +210,9 @@ type mutexResults struct {
 	// cutOff: from the holder cut off (by fault: "partitioned", "paused")
 	// until a waiter is granted, by algorithm.
 	cutOff map[string]map[string]Summary
+	// makerKill: the ring's new token's maker killed (by case: "fresh",
+	// "regenerated"), until one of two hosts asking at once is granted.
+	makerKill map[string]Summary
 }
 
 func newMutexResults() *mutexResults {
@@ -221,6 +225,7 @@ func newMutexResults() *mutexResults {
 		recovery: map[string]Summary{}, recoveryIdle: map[string]Summary{}, recoveryBystander: map[string]Summary{},
 		recoveryCoordinator: map[string]Summary{},
 		cutOff:              map[string]map[string]Summary{"partitioned": {}, "paused": {}},
+		makerKill:           map[string]Summary{},
 	}
 }
 
@@ -1014,6 +1019,7 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 		})
 	}
 	m.cutOffRows(t, r, systems)
+	m.makerKillRows(t, r, systems)
 	t.Row("RSS (max, any algorithm)", "<= 20 MB", append([]string{Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS)},
 		append(make([]string, len(names)-1), MB(m.rss["etcd"])+" (server)")...)...)
 	flags := "defaults (lease 3s, --heartbeat 1s: a member silent 3.5 s is down; the voting cores beat every 1.5 s)"

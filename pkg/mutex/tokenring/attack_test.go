@@ -310,3 +310,36 @@ func TestLateCopyOfAnOlderWant(t *testing.T) {
 		t.Errorf("member 2 kept the token (%d passes): member 3's want %d was taken for its served %d", n-passed, num+1, num)
 	}
 }
+
+// TestAbsurdLeaseLeftInAPromise: a promise (a prepare's OK answer) whose
+// Lease Left is the largest the wire carries, 49 days. No lease runs
+// longer than MaxLease, so the answer is taken for that much and counted
+// (lease_left_clamped): the new token grants within a Hold. Main's code
+// waited the 49 days, the lock stuck at the proposer.
+func TestAbsurdLeaseLeftInAPromise(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 14, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+	addMembersTrusting(t, s, []uint32{1, 2, 3}, true)
+	s.Run(100 * time.Millisecond)
+	a := &attackRing{t: t, s: s}
+	var prepare *wire.RingProbe
+	s.OnSend(func(f sim.SentFrame) {
+		var p wire.RingProbe
+		if f.From == 1 && f.Frame.Kind == wire.KindRingProbe && p.UnmarshalBinary(f.Frame.Payload) == nil && p.Op == wire.ProbePrepare && prepare == nil {
+			prepare = &p
+		}
+	})
+	req := a.acquire(1, "x")
+	if !s.RunUntil(func() bool { return prepare != nil }, 2*time.Second) {
+		t.Fatal("member 1 sent no prepare")
+	}
+	reply := wire.RingProbeReply{Op: wire.ProbePrepare, Name: "x", Status: wire.ProbeOK, Flags: wire.ProbeConfirmKnown,
+		Nonce: prepare.Nonce, Generation: prepare.Generation, LeaseLeftMS: math.MaxUint32}
+	if err := a.forge(1, 2, wire.KindRingProbeReply, reply); err != nil {
+		t.Fatal(err)
+	}
+	cfg := a.ring(1).Config()
+	a.grant(1, req, cfg.Hold()+time.Second)
+	if n := a.ring(1).Report().Counters["lease_left_clamped"]; n != 1 {
+		t.Errorf("lease_left_clamped %d, want 1", n)
+	}
+}

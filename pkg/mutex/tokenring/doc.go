@@ -22,6 +22,27 @@
 // token says was served, or an unnumbered one (a locate's) heard before
 // the token could have left its sender. A numbered want the token has not
 // served stands: the sender may have missed it (a lossy link).
+//
+// The wants recorded from prepares and locates carry no number (a
+// prepare's Generation is its proposal; a locate is sent unnumbered on
+// purpose, below), and the age rule alone could keep one the token had
+// served: a want heard less than an acknowledgement timeout before the
+// token came stands. That carried a fresh ring's token round the ring to
+// its first holder, served (a member that promised the holder's prepare
+// got the token milliseconds later: N-1 passes more). So a prepare's want
+// names the generation proposed, and a token of that generation drops it
+// whatever its age: only the proposer made that token, and it served
+// itself before passing it on. A locate's cannot do the same harm twice:
+// it is recorded only where the token is or has just been, the token
+// drops it once older than an acknowledgement timeout, and the member
+// locates only after waiting a loss timeout, so at most one pass to a
+// member served meanwhile, when the token came back round within that
+// timeout. Numbering it would cost more than that pass: a Served number
+// forged ahead of a member's clock would drop every locate of that member
+// too, and the locate is what makes such a forgery cost one loss timeout,
+// not an hour (TestForgedServedNumbers). Nor can either skip a member
+// that still waits: a dropped want of a member that waits is in the
+// token's wants, or is found again by the member's next locate.
 // Wants are numbered as Suzuki-Kasami's requests are: each member numbers
 // its wants in increasing order (its clock's milliseconds, or one more),
 // and the token carries, per member, the number of its last want served,
@@ -74,7 +95,10 @@
 // The same argument gives a shorter wait: each promiser says how long a
 // lease may still run on the last check (or promise) it answered before it
 // promised (ConfirmWindow + MaxLease from that answer, padded), and the
-// token waits for the longest of these when that is sooner than the Hold.
+// token waits for the longest of these when that is sooner than the Hold,
+// each counted from when its answer came (not from the end of the prepare,
+// which waits for the silent members' answers: a dead one's a locate's
+// span).
 // A check an old holder passed met one of the promisers, before its last
 // answer. A member that restarted, or that has no entry for the lock,
 // counts its answers as of its start (or the last answer it gave about a
@@ -136,10 +160,16 @@
 // holder is missing by design, and a replacement could not grant before
 // the promises of that Hold run out anyway (its majority meets the old
 // one), so the locator looks again while they outlast its next look. A
-// promiser that waits sends the proposer its want. So on a lossy link the
-// token is rarely made anew, and a waiting member is bypassed at most N-1
-// times between regenerations (a new token does not know who waited for
-// the old one).
+// promiser that waits sends the proposer its want. Members that lost the
+// token together look for it together, and two prepares that cross are
+// both refused (each member promises one generation a round), and the
+// promises they got hold the next token a whole Hold longer: so a member
+// that heard a locate from a lower ID while its own ran leaves the
+// proposing to it, and waits until that one's prepare has had time to
+// arrive (then it has promised it, and backs off as from any rival). So
+// on a lossy link the token is rarely made anew, and a waiting member is
+// bypassed at most N-1 times between regenerations (a new token does not
+// know who waited for the old one).
 //
 // # Frames that lie
 //

@@ -93,7 +93,11 @@ type lock struct {
 	prepareAt    time.Time
 	prepareKnown uint64
 	prepareSince time.Time
-	exhausted    bool // EventRoundsExhausted was reported
+	// located is when each other member's last locate was heard: a
+	// member with a lower ID that looked for the token together with this
+	// one proposes first (see finishLocate).
+	located   map[uint32]time.Time
+	exhausted bool // EventRoundsExhausted was reported
 
 	creator uint32    // who made the entry (see table.go)
 	used    time.Time // last frame or request about it
@@ -101,10 +105,13 @@ type lock struct {
 }
 
 // seenWant is a want overheard: when, and its number (0: a locate's or a
-// prepare's, not numbered; judged by its age alone).
+// prepare's, not numbered; judged by its age). A prepare's names the
+// generation proposed (madeBy): a token of that generation was made by the
+// proposer, which served itself before passing it on.
 type seenWant struct {
-	at  time.Time
-	num uint64
+	at     time.Time
+	num    uint64
+	madeBy uint64
 }
 
 func newLock(name string, promised uint64, ackTimeout time.Duration) *lock {
@@ -156,12 +163,11 @@ type inflight struct {
 // own yes included, and what the other answers said.
 type probe struct {
 	*quorum.Probe
-	op        wire.ProbeOp
-	gen       uint64
-	promises  *quorum.Tally
-	have      bool
-	stale     uint64
-	leaseLeft time.Duration
+	op       wire.ProbeOp
+	gen      uint64
+	promises *quorum.Tally
+	have     bool
+	stale    uint64
 	// known is, for a locate, the generation this member knew when it
 	// started; newer, the highest newer one a member answered it had
 	// promised (a rival's proposal, or a token made meanwhile).
@@ -171,6 +177,13 @@ type probe struct {
 	// included); confirmUnknown, that a promiser did not say.
 	confirmLeft    time.Duration
 	confirmUnknown bool
+	// For a prepare, leaseUntil and confirmUntil are those answers as
+	// times on this member's clock, from when each answer came (padded for
+	// the clocks' rates): a new token's Hold ends at the latest, however
+	// long the prepare then waits for a silent member's answer. (From the
+	// end of the prepare instead, every Hold after a crash ran a locate's
+	// span, 150 ms, past the promises it waits out.)
+	leaseUntil, confirmUntil time.Time
 	// majorityAt is when a prepare's promises first made a majority: a
 	// regenerated token's Hold runs from there, so waiting for the last
 	// answers (which may spare the Hold) costs nothing when they never come.
@@ -499,9 +512,14 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 	// serve its own client three times in a row while three others
 	// waited, their wants known here, for their locates. An unnumbered
 	// one (a locate's, a prepare's) heard before the token could have
-	// left its sender is in its wants, or was served on its way here.
+	// left its sender is in its wants, or was served on its way here. A
+	// prepare's is served by any token of the generation it proposed,
+	// however recent: only the proposer made that token, and it served
+	// itself first (issue 15's round trip again: a fresh ring's first
+	// holder, its prepare promised a moment before the token came, had the
+	// token sent round the ring back to it, served).
 	for m, w := range l.wantsSeen {
-		if w.num == 0 && w.at.Before(c.now.Add(-c.cfg.AckTimeout)) || tok.servedWant(m, w.num) {
+		if w.num == 0 && w.at.Before(c.now.Add(-c.cfg.AckTimeout)) || tok.servedWant(m, w.num) || w.madeBy != 0 && w.madeBy == t.Generation {
 			delete(l.wantsSeen, m)
 		}
 	}
@@ -592,6 +610,10 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 		c.wantedByNumbered(l, from, p.Generation)
 		return nil
 	case wire.ProbeLocate:
+		if l.located == nil {
+			l.located = map[uint32]time.Time{}
+		}
+		l.located[from] = c.now
 		// A member that waits looks for the token every loss timeout: the
 		// holder adds it to the token's wants. So does a member whose
 		// handoff was late; that one, the member the token came from, put
@@ -660,7 +682,7 @@ func (c *Core) promise(l *lock, from uint32, p wire.RingProbe, reply *wire.RingP
 	reply.Flags |= wire.ProbeConfirmKnown
 	reply.ConfirmLeftMS = msCeil(c.confirmLeft(l))
 	l.answeredOK = c.now
-	l.wantsSeen[from] = seenWant{at: c.now}
+	l.wantsSeen[from] = seenWant{at: c.now, madeBy: p.Generation}
 	if l.prepare != nil && l.prepare.gen < l.promised {
 		c.abortPrepare(l, "outbid")
 	}
@@ -782,7 +804,7 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 	case wire.ProbeHave:
 		p.have = true
 		if r.Flags&wire.ProbeHeld != 0 {
-			p.leaseLeft = max(p.leaseLeft, time.Duration(r.LeaseLeftMS)*time.Millisecond)
+			c.orphanLease(p, r)
 		}
 	case wire.ProbeStale:
 		p.stale = max(p.stale, r.Generation)
@@ -801,6 +823,7 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 				p.confirmUnknown = true
 			}
 			p.confirmLeft = max(p.confirmLeft, confirmLeft)
+			p.confirmUntil = later(p.confirmUntil, c.now.Add(c.pad(confirmLeft)))
 		}
 		if r.Op == wire.ProbeLocate && r.Flags&wire.ProbeConfirmKnown != 0 {
 			p.confirmLeft = max(p.confirmLeft, confirmLeft)
@@ -813,7 +836,7 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 		}
 		p.Answer(from, r.Nonce)
 		p.promises.Vote(from, true)
-		p.leaseLeft = max(p.leaseLeft, time.Duration(r.LeaseLeftMS)*time.Millisecond)
+		c.orphanLease(p, r)
 		if p.majorityAt.IsZero() && p.won() {
 			p.majorityAt = c.now
 		}
@@ -962,7 +985,39 @@ func (c *Core) finishLocate(l *lock) {
 		return
 	}
 	l.prepareAt = c.now.Add(time.Duration(c.cfg.Rand.Int64N(int64(c.cfg.ProbeTimeout) + 1)))
+	if lower, ok := c.lowerLocator(l, p.Started); ok {
+		// Two waiting members that lost the token together looked for it
+		// together (their clients asked at once; a dead maker's Hold kept
+		// them looking in step), and a random part of a probe timeout
+		// still lets their prepares cross now and then: each refuses the
+		// other's, both give up, and the promises they got are a
+		// confirmation that the next token waits out, a whole Hold later
+		// (issue 15's trial: a fresh ring's first holder killed, two
+		// members asking at once, 6.3 s without a grant, 1 seed in 50).
+		// The member with the lower ID proposes; this one waits until
+		// that member's locate is over and its prepare has had a probe
+		// timeout to start and one more to arrive. By then it is here
+		// (and this member, having promised, backs off as from any
+		// rival), or that member did not propose after all. (A fixed
+		// wait instead could land on the other's prepare when its locate
+		// began later.)
+		l.prepareAt = later(l.prepareAt, lower.Add(c.locateSpan()+2*c.cfg.ProbeTimeout))
+		c.count("prepares_deferred")
+	}
 	l.prepareKnown, l.prepareSince = p.known, p.Started
+}
+
+// lowerLocator returns when the last member with a lower ID than this
+// one, not known down, began a locate of l's token that may have run
+// with this member's (started at started: since then, or less than a
+// locate's span before); ok false if none did.
+func (c *Core) lowerLocator(l *lock, started time.Time) (at time.Time, ok bool) {
+	for m, t := range l.located {
+		if m < c.self && !c.down(m) && !t.Before(started.Add(-c.locateSpan())) && t.After(at) {
+			at, ok = t, true
+		}
+	}
+	return at, ok
 }
 
 // rival says whether a rival may be making l's token, and if so backs off:
@@ -1082,6 +1137,7 @@ func (c *Core) startPrepare(l *lock) {
 	c.raise(l, gen)
 	l.prepare = c.newProbe(l, wire.ProbePrepare, gen)
 	l.prepare.confirmLeft = c.confirmLeft(l) // this member is a promiser too
+	l.prepare.confirmUntil = c.now.Add(c.pad(l.prepare.confirmLeft))
 	if c.majority == 1 {
 		l.prepare.majorityAt = c.now
 	}
@@ -1316,5 +1372,21 @@ func (c *Core) takeServed(l *lock, served []wire.WantServed) {
 	}
 	if c.reqs.Waiting(l.name) == 0 {
 		t.served[c.self] = l.wantNum // this member waits for nothing: whatever it wanted was served
+	}
+}
+
+// orphanLease notes in p the lease that reply r says may still run (a
+// live holder's, or one granted on a token since dropped), from now. No
+// lease runs longer than MaxLease, so more is a lie (a member gone wrong,
+// a frame forged without a key), taken for MaxLease and counted: one
+// reply of 49 days used to make the new token's maker hold it that long.
+func (c *Core) orphanLease(p *probe, r wire.RingProbeReply) {
+	d := time.Duration(r.LeaseLeftMS) * time.Millisecond
+	if d > c.cfg.MaxLease {
+		c.count("lease_left_clamped")
+		d = c.cfg.MaxLease
+	}
+	if d > 0 {
+		p.leaseUntil = later(p.leaseUntil, c.now.Add(c.pad(d)))
 	}
 }

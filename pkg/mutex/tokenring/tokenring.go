@@ -390,9 +390,9 @@ func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
 // (an older build), or when it is later anyway, the Hold from the moment
 // the promises made a majority: any such check came before it.
 func (c *Core) holdUntil(p *probe, outstanding time.Time) time.Time {
-	until := c.now
-	if orphan := max(p.leaseLeft, outstanding.Sub(c.now)); orphan > 0 {
-		until = c.now.Add(c.pad(orphan))
+	until := later(c.now, p.leaseUntil)
+	if orphan := outstanding.Sub(c.now); orphan > 0 {
+		until = later(until, c.now.Add(c.pad(orphan)))
 	}
 	if p.Count()+1 < len(c.cfg.Members) {
 		from := p.majorityAt
@@ -401,8 +401,8 @@ func (c *Core) holdUntil(p *probe, outstanding time.Time) time.Time {
 		}
 		wait := from.Add(c.hold)
 		if !p.confirmUnknown {
-			if confirmed := c.now.Add(c.pad(p.confirmLeft)); confirmed.Before(wait) {
-				wait = confirmed
+			if p.confirmUntil.Before(wait) {
+				wait = p.confirmUntil
 			}
 		}
 		until = later(until, wait)

@@ -1,0 +1,224 @@
+package tokenring_test
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/tokenring"
+)
+
+// makerKill says which token's maker a recovery trial kills.
+type makerKill int
+
+const (
+	freshMaker makerKill = iota // the first token of a ring just started, granting at once
+	regenMaker                  // a token made after its holder crashed, killed within its Hold
+)
+
+// TestSimMakerKilledInItsHold: a token's maker dies (SIGKILL: a crash)
+// while the promises that made its token still bound the leases it could
+// have granted, and two members ask for the lock at the same instant
+// after it, so that their locates and prepares run together. Since a
+// locate that misses a new token's silent maker waits while the maker is
+// not known down (TestSimLocateMissesTheMakerInItsHold), the replacement
+// is made shortly before those promises end rather than at once: a
+// collision of the two proposers costs a back-off the Hold used to
+// absorb. The majority must grant again within 4 s of the kill (issue 15's
+// recovery target) and the oracle holds (no two grants overlap in real
+// time, fences grow). Logged: the gap from the kill, and how far the
+// grant came after the old majority's promises ended.
+func TestSimMakerKilledInItsHold(t *testing.T) {
+	r0 := tokenring.DefaultLANConfig()
+	for _, kind := range []makerKill{freshMaker, regenMaker} {
+		name := map[makerKill]string{freshMaker: "fresh", regenMaker: "regenerated"}[kind]
+		t.Run(name, func(t *testing.T) {
+			var gaps, pasts []time.Duration
+			sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+				gap, past := makerKilledGap(t, seed, kind)
+				gaps, pasts = append(gaps, gap), append(pasts, past)
+				if gap > 4*time.Second {
+					t.Fatalf("the ring granted nothing for %v after the %s token's maker was killed (%v after its promises ended; want <= 4s)\n%s", gap, name, past, lastTail)
+				}
+			})
+			if len(gaps) == 0 {
+				return
+			}
+			slices.Sort(gaps)
+			slices.Sort(pasts)
+			t.Logf("%s token's maker killed: gap to the next grant median %v, longest %v (%d seeds)", name, gaps[len(gaps)/2], gaps[len(gaps)-1], len(gaps))
+			if kind != freshMaker {
+				return // its promises were answered a prepare's span before it was made: not measured here
+			}
+			// The replacement waits out the promises the dead maker got,
+			// padded (HoldMargin, the clocks' rates), then checks: tens of
+			// milliseconds. Main's code counted the promisers' answers from
+			// the end of its prepare, which waited a locate's span for the
+			// dead maker's answer: 178 ms.
+			limit := r0.HoldMargin + 2*r0.ProbeTimeout/5
+			t.Logf("grant after the dead maker's promises ended: median %v, longest %v (want a median <= %v)", pasts[len(pasts)/2], pasts[len(pasts)-1], limit)
+			if pasts[len(pasts)/2] > limit {
+				t.Errorf("the replacement granted a median %v after the dead maker's promises ended (want <= %v)", pasts[len(pasts)/2], limit)
+			}
+		})
+	}
+}
+
+// makerKilledGap runs one trial and returns the time from the kill to the
+// first grant at a surviving member, and from the end of the promises of
+// the dead maker's majority (ConfirmWindow + MaxLease after its token was
+// made) to that grant.
+func makerKilledGap(t *testing.T, seed int64, kind makerKill) (gap, past time.Duration) {
+	r := newLANRing(t, seed, 5)
+	ask := func(id uint32) mutex.RequestID {
+		var req mutex.RequestID
+		r.s.Do(id, func(cc core.Core) {
+			var err error
+			if req, err = cc.(*tokenring.Core).Acquire(r.s.Clock(id).Now(), mutex.Request{Lock: "x", Client: "trial"}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return req
+	}
+	granted := func(id uint32, req mutex.RequestID) bool {
+		st, ok := r.core(id).Lookup(req)
+		return ok && st.Granted
+	}
+	runUntil := func(pred func() bool, limit time.Duration) bool {
+		end := r.s.Elapsed() + limit
+		for r.s.Elapsed() < end {
+			if pred() {
+				return true
+			}
+			r.run(time.Millisecond, false)
+		}
+		return pred()
+	}
+	made := func(after time.Duration) []sim.Event {
+		var out []sim.Event
+		for _, e := range r.s.EventsNamed(tokenring.EventRegenerated) {
+			if e.At > after {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	others := func(not ...uint32) []uint32 {
+		var out []uint32
+		for _, id := range r.ids {
+			if !slices.Contains(not, id) {
+				out = append(out, id)
+			}
+		}
+		r.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		return out
+	}
+	// A ring just started: its members came up within the last second.
+	r.run(time.Duration(r.rng.Int64N(int64(time.Second))), false)
+	first := r.ids[r.rng.IntN(len(r.ids))]
+	held := ask(first)
+	if !runUntil(func() bool { return granted(first, held) }, 5*time.Second) {
+		t.Fatalf("member %d never granted on a fresh ring\n%s", first, r.tail())
+	}
+	maker, down := first, []uint32{first}
+	var killAt time.Duration
+	if kind == regenMaker {
+		// The first holder renews (checks: the others see its token
+		// granting), then crashes; another member's request makes the
+		// replacement, whose maker is killed within its Hold.
+		for range 2 {
+			r.run(time.Second, false)
+			r.s.Do(first, func(cc core.Core) { cc.(*tokenring.Core).Renew(r.s.Clock(first).Now(), held, 0) })
+		}
+		r.run(time.Duration(r.rng.Int64N(int64(time.Second))), false)
+		r.s.Crash(first)
+		crashed := r.s.Elapsed()
+		next := others(first)[0]
+		ask(next)
+		if !runUntil(func() bool { return len(made(crashed)) > 0 }, 6*time.Second) {
+			t.Fatalf("no token made after the holder crashed\n%s", r.tail())
+		}
+		tok := made(crashed)[0]
+		maker = tok.Node
+		down = append(down, maker)
+		hold := arg[time.Duration](tok, "hold")
+		killAt = tok.At + time.Duration(r.rng.Int64N(int64(max(hold, time.Millisecond))))
+	}
+	tok := r.s.EventsNamed(tokenring.EventRegenerated)
+	var made0 sim.Event
+	for _, e := range tok {
+		if e.Node == maker {
+			made0 = e
+		}
+	}
+	if kind == freshMaker {
+		// Before its client's first renewal (a check the others would see).
+		killAt = made0.At + time.Duration(r.rng.Int64N(int64(time.Second)))
+	}
+	r.run(max(killAt-r.s.Elapsed(), 0), false)
+	r.s.Crash(maker)
+	at := r.s.Elapsed()
+	promisesEnd := made0.At + r.cfg.ConfirmWindow + r.cfg.MaxLease
+	// Two members ask at the same instant, a moment after the kill.
+	r.run(time.Duration(r.rng.Int64N(int64(300*time.Millisecond))), false)
+	pair := others(down...)[:2]
+	ask(pair[0])
+	ask(pair[1])
+	before := len(r.grants["x"])
+	if !runUntil(func() bool { return len(r.grants["x"]) > before }, 12*time.Second) {
+		t.Fatalf("nothing granted in 12 s after member %d (maker) was killed\n%s", maker, r.tail())
+	}
+	grant := r.grants["x"][before].start
+	gap, past = grant-at, grant-promisesEnd
+	lastTail = fmt.Sprintf("maker %d killed at %v, its token made at %v; asked at %v by %v\n", maker, at, made0.At, r.s.Elapsed(), pair)
+	for _, e := range r.s.Events() {
+		if e.At >= at && e.At <= grant+time.Millisecond {
+			lastTail += e.String() + "\n"
+		}
+	}
+	for _, id := range r.ids {
+		if r.s.Up(id) {
+			cs := r.core(id).Report().Counters
+			lastTail += fmt.Sprintf("member %d: prepares outbid %d, without a majority %d, deferred %d; locates found a rival %d, a token in its Hold %d\n",
+				id, cs["prepare_outbid"], cs["prepare_no_majority"], cs["prepares_deferred"], cs["locate_rival"], cs["locate_token_in_hold"])
+		}
+	}
+	r.run(4*time.Second, false)
+	r.checkExclusion()
+	return gap, past
+}
+
+// TestSimCrossingPrepares: the seeds of TestSimMakerKilledInItsHold (500
+// of each kind) and TestSimHolderCutOffGap where main's code let two waiting members'
+// prepares cross: each refused the other's, both gave up, and the
+// promises they had got held the next token a whole Hold more (6.3 s
+// without a grant). The member with the lower ID now proposes and the
+// other, which heard its locate, waits for its prepare.
+func TestSimCrossingPrepares(t *testing.T) {
+	for _, c := range []struct {
+		kind makerKill
+		seed int64
+	}{{freshMaker, 39}, {regenMaker, 52}} {
+		gap, _ := makerKilledGap(t, c.seed, c.kind)
+		if gap > 4*time.Second {
+			t.Errorf("seed %d: the ring granted nothing for %v after the maker was killed (want <= 4s)\n%s", c.seed, gap, lastTail)
+		}
+		if !regexp.MustCompile(`deferred [1-9]`).MatchString(lastTail) {
+			t.Errorf("seed %d: no member deferred its prepare to a lower one's: the seed no longer makes two prepares cross\n%s", c.seed, lastTail)
+		}
+		t.Logf("seed %d: %v from the kill to the next grant", c.seed, gap)
+	}
+	// And TestSimHolderCutOffGap's seed 292 (of 500): after the holder is
+	// partitioned alone, two of the majority's prepares crossed on main's
+	// code, and the majority granted nothing for 4.69 s.
+	for _, fault := range []holderFault{partitionHolder, pauseHolder} {
+		if gap := holderCutOffGap(t, 292, fault); gap > 4*time.Second {
+			t.Errorf("holder %s, seed 292: the majority granted nothing for %v (want <= 4s)\n%s", map[holderFault]string{partitionHolder: "partitioned", pauseHolder: "paused"}[fault], gap, lastTail)
+		}
+	}
+}
