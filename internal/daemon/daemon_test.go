@@ -423,7 +423,10 @@ func TestHooksRunInOrderWithEnvironment(t *testing.T) {
 
 func TestHookTimeoutKillsAndContinues(t *testing.T) {
 	dir := t.TempDir()
-	h := newHookRunner("TESTD", 1, 100*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// The timeout bounds the second hook too, a shell's start on a loaded
+	// host included: 100 ms failed it at load 20. A second is still far
+	// from the first hook's 10 s.
+	h := newHookRunner("TESTD", 1, time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	out := filepath.Join(dir, "out")
 	h.enqueue(core.Event{Name: "a"}, "sleep 10; echo late >> "+out, nil)
 	h.enqueue(core.Event{Name: "b", Args: []any{"leader", 3, "term", uint64(9)}}, `echo "$TESTD_LEADER/$TESTD_TERM/$TESTD_EVENT/$TESTD_ROLE" >> `+out, []string{"TESTD_ROLE=leader"})
