@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -84,8 +85,13 @@ func start(t *testing.T, d *Daemon) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
+	// Accepting, not merely there: the socket's file appears at bind(2),
+	// before listen(2), and a client in between is refused.
 	eventually(t, "control socket", func() bool {
-		_, err := os.Stat(d.Config().ControlPath)
+		c, err := net.Dial("unix", d.Config().ControlPath)
+		if err == nil {
+			c.Close()
+		}
 		return err == nil
 	})
 	t.Cleanup(func() {
