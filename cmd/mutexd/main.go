@@ -32,6 +32,7 @@ import (
 const name = "mutexd"
 
 func main() {
+	app.SerialRuntime()
 	a := newApp()
 	os.Args = app.FlagsFirst(os.Args, a, "lock")
 	app.Main(a)

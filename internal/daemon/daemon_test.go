@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -85,8 +86,13 @@ func start(t *testing.T, d *Daemon) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
+	// Accepting, not merely there: the socket's file appears at bind(2),
+	// before listen(2), and a client in between is refused.
 	eventually(t, "control socket", func() bool {
-		_, err := os.Stat(d.Config().ControlPath)
+		c, err := net.Dial("unix", d.Config().ControlPath)
+		if err == nil {
+			c.Close()
+		}
 		return err == nil
 	})
 	t.Cleanup(func() {
@@ -424,7 +430,10 @@ func TestHooksRunInOrderWithEnvironment(t *testing.T) {
 
 func TestHookTimeoutKillsAndContinues(t *testing.T) {
 	dir := t.TempDir()
-	h := newHookRunner("TESTD", 1, 100*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// The timeout bounds the second hook too, a shell's start on a loaded
+	// host included: 100 ms failed it at load 20. A second is still far
+	// from the first hook's 10 s.
+	h := newHookRunner("TESTD", 1, time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	out := filepath.Join(dir, "out")
 	h.enqueue(core.Event{Name: "a"}, "sleep 10; echo late >> "+out, nil)
 	h.enqueue(core.Event{Name: "b", Args: []any{"leader", 3, "term", uint64(9)}}, `echo "$TESTD_LEADER/$TESTD_TERM/$TESTD_EVENT/$TESTD_ROLE" >> `+out, []string{"TESTD_ROLE=leader"})

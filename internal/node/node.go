@@ -144,6 +144,7 @@ type Node struct {
 	cfg       Config
 	core      core.Core
 	validator *wire.Validator
+	sealer    *wire.Sealer // signs with Keys[0]; nil: no keys
 	cluster   uint32
 	inc       uint32 // incarnation (raised while running only when the series run out)
 	series    uint8  // series within the incarnation
@@ -190,6 +191,9 @@ func New(cfg Config, c core.Core) (*Node, error) {
 	}
 	if n.lamport == nil {
 		n.lamport = new(clock.Lamport)
+	}
+	if len(cfg.Keys) > 0 {
+		n.sealer = wire.NewSealer(cfg.Keys[0])
 	}
 	n.vectors = cfg.Vectors
 	if u, ok := c.(core.VectorUser); ok && u.UsesVectors() {
@@ -669,8 +673,8 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 			s.traced.rec.Send(&f, s.traced.vc, now)
 		}
 	}
-	if len(n.cfg.Keys) > 0 {
-		b = wire.Seal(b, n.cfg.Keys[0])
+	if n.sealer != nil {
+		b = n.sealer.Seal(b)
 	}
 	return b
 }

@@ -24,8 +24,9 @@ type batchIO struct {
 	rhdrs  []unix.Mmsghdr
 	riovs  []unix.Iovec
 	rnames []unix.RawSockaddrInet6 // large enough for either family
-	rdata  []byte                  // len(rhdrs) slots of slotSize
+	rdata  []byte                  // len(rhdrs) slots of slot bytes
 	roob   []byte                  // len(rhdrs) slots of oobSize
+	slot   int
 	pkts   []Packet
 
 	// Writing.
@@ -40,32 +41,33 @@ type batchIO struct {
 	err        error
 }
 
-// slotSize bounds a datagram read by ServeUDP: NTP packets (48 bytes, a
-// MAC, extension fields of NTS) and synclab frames fit many times over;
-// a longer datagram is truncated by the kernel and dropped (counted as a
-// receive error).
-const slotSize = 2048
-
-func newBatchIO(conn *net.UDPConn, v6 bool, n int) (*batchIO, error) {
+// newBatchIO sets up batches of n datagrams on conn (an AF_INET6 socket
+// if v6), read into slots of slot bytes each; slot 0: for writing only.
+func newBatchIO(conn *net.UDPConn, v6 bool, n, slot int) (*batchIO, error) {
 	rc, err := conn.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
 	b := &batchIO{
 		rc: rc, v6: v6,
-		rhdrs: make([]unix.Mmsghdr, n), riovs: make([]unix.Iovec, n), rnames: make([]unix.RawSockaddrInet6, n),
-		rdata: make([]byte, n*slotSize), roob: make([]byte, n*oobSize), pkts: make([]Packet, n),
 		whdrs: make([]unix.Mmsghdr, n), wiovs: make([]unix.Iovec, n), wnames: make([]unix.RawSockaddrInet6, n),
+	}
+	if slot > 0 {
+		b.rhdrs, b.riovs, b.rnames = make([]unix.Mmsghdr, n), make([]unix.Iovec, n), make([]unix.RawSockaddrInet6, n)
+		b.rdata, b.roob, b.slot, b.pkts = make([]byte, n*slot), make([]byte, n*oobSize), slot, make([]Packet, n)
 	}
 	b.recv = func(fd uintptr) bool { return b.mmsg(fd, unix.SYS_RECVMMSG, b.rhdrs, unix.MSG_DONTWAIT) }
 	b.send = func(fd uintptr) bool { return b.mmsg(fd, unix.SYS_SENDMMSG, b.whdrs[:b.k], unix.MSG_DONTWAIT) }
 	return b, nil
 }
 
-// read waits for datagrams and reads up to a batch of them. The packets
-// returned alias the batch's buffers until the next read. Datagrams that
-// were truncated (longer than slotSize) are dropped and counted.
-func (b *batchIO) read(c *counters, via Via, kernel bool) ([]Packet, error) {
+// read waits for datagrams and reads every one already queued, up to a
+// batch. The packets returned alias the batch's buffers until the next
+// read. Datagrams that were truncated (longer than a slot) are dropped and
+// counted; skip, if set, drops a datagram by source before it is counted
+// as input (it counts it itself).
+func (b *batchIO) read(c *counters, via Via, kernel bool, skip func(netip.AddrPort) bool) ([]Packet, error) {
+	slotSize := b.slot
 	for i := range b.rhdrs {
 		h := &b.rhdrs[i].Hdr
 		b.riovs[i].Base = &b.rdata[i*slotSize]
@@ -98,7 +100,7 @@ func (b *batchIO) read(c *counters, via Via, kernel bool) ([]Packet, error) {
 		}
 		size := int(b.rhdrs[i].Len)
 		from, ok := b.sockaddr(&b.rnames[i])
-		if !ok {
+		if !ok || skip != nil && skip(from) {
 			continue
 		}
 		p := Packet{From: from, Data: b.rdata[i*slotSize : i*slotSize+size : i*slotSize+size], Via: via}
@@ -164,11 +166,14 @@ func (b *batchIO) write(c *counters, via Via, ds []Datagram) (int, error) {
 		for k < len(ds) && k < len(b.whdrs) {
 			d := ds[k]
 			nl, ok := b.setSockaddr(&b.wnames[k], d.To)
-			if !ok || len(d.Data) == 0 || len(d.Data) > MaxDatagram {
+			if !ok || len(d.Data) > MaxDatagram {
 				break
 			}
 			h := &b.whdrs[k].Hdr
-			b.wiovs[k].Base = &d.Data[0]
+			b.wiovs[k].Base = nil // an empty datagram is a datagram
+			if len(d.Data) > 0 {
+				b.wiovs[k].Base = &d.Data[0]
+			}
 			b.wiovs[k].SetLen(len(d.Data))
 			*h = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&b.wnames[k])), Namelen: nl, Iov: &b.wiovs[k]}
 			h.SetIovlen(1)
@@ -179,7 +184,7 @@ func (b *batchIO) write(c *counters, via Via, ds []Datagram) (int, error) {
 			// ds[0] cannot be sent at all.
 			c.sendErrs.Add(1)
 			if first == nil {
-				first = errors.New("transport: datagram of bad length or to an address of another family")
+				first = errors.New("transport: datagram too long or to an address of another family")
 			}
 			ds = ds[1:]
 			continue
@@ -217,9 +222,17 @@ func (b *batchIO) sendmmsg(k int) (int, error) {
 // mmsg runs recvmmsg or sendmmsg (trap) on hdrs with flags, for
 // RawConn.Read or Write: false (on EAGAIN) parks the goroutine in the
 // netpoller until the socket is ready; EINTR retries at once.
+//
+// The call is a raw syscall: with MSG_DONTWAIT it never sleeps, so the
+// runtime need not know about it. A Syscall6 would enter and leave the
+// scheduler's syscall state, and on a daemon that idles between packets
+// that wakes the runtime's monitor thread (asleep while every P is idle)
+// for nearly every packet, and lets it hand the P of a send that takes
+// long (a veth send runs the receiver's network stack inline) to another
+// thread: thread wake-ups per packet that cost more than the packet.
 func (b *batchIO) mmsg(fd, trap uintptr, hdrs []unix.Mmsghdr, flags uintptr) bool {
 	for {
-		r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), flags, 0, 0)
+		r, _, e := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), flags, 0, 0)
 		switch e {
 		case 0:
 			b.n, b.err = int(r), nil

@@ -18,13 +18,11 @@ type batchIO struct {
 	pkts []Packet
 }
 
-const slotSize = 2048
-
-func newBatchIO(conn *net.UDPConn, _ bool, _ int) (*batchIO, error) {
-	return &batchIO{conn: conn, buf: make([]byte, slotSize), oob: make([]byte, max(oobSize, 1)), pkts: make([]Packet, 1)}, nil
+func newBatchIO(conn *net.UDPConn, _ bool, _, slot int) (*batchIO, error) {
+	return &batchIO{conn: conn, buf: make([]byte, slot), oob: make([]byte, max(oobSize, 1)), pkts: make([]Packet, 1)}, nil
 }
 
-func (b *batchIO) read(c *counters, via Via, kernel bool) ([]Packet, error) {
+func (b *batchIO) read(c *counters, via Via, kernel bool, skip func(netip.AddrPort) bool) ([]Packet, error) {
 	n, oobn, flags, from, err := b.conn.ReadMsgUDPAddrPort(b.buf, b.oob)
 	if err != nil {
 		return nil, err
@@ -33,7 +31,11 @@ func (b *batchIO) read(c *counters, via Via, kernel bool) ([]Packet, error) {
 		c.truncated.Add(1)
 		return b.pkts[:0], nil
 	}
-	p := Packet{From: netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), Data: b.buf[:n:n], Via: via, Time: time.Now()}
+	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+	if skip != nil && skip(from) {
+		return b.pkts[:0], nil
+	}
+	p := Packet{From: from, Data: b.buf[:n:n], Via: via, Time: time.Now()}
 	if kernel {
 		if t, ok := parseRxTimestamp(b.oob[:oobn]); ok {
 			p.Time, p.Kernel = t, true

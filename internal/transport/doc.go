@@ -2,8 +2,8 @@
 // stamps packet times. A daemon sees one Endpoint per node:
 //
 //	receive                                        Endpoint
-//	UDP member socket  (Listen)     --recvmsg, kernel stamp--+
-//	UDP group socket   (Group)      --recvmsg, kernel stamp--+--> Packets() --> daemon loop
+//	UDP member socket  (Listen)     --recvmmsg, kernel stamp-+
+//	UDP group socket   (Group)      --recvmmsg, kernel stamp-+--> Packets() --> daemon loop
 //	TCP listener       (Listen)     --frames, user stamp-----+
 //
 //	send                                  right before the syscall
@@ -18,6 +18,17 @@
 // and its receive time. Readers wait when the channel (PacketBuffer) is
 // full, leaving the backlog in the kernel's socket buffers, instead of
 // dropping; Close unblocks them.
+//
+// # Few syscalls, no scheduler round trips
+//
+// A daemon idles between frames, and on a small VM a hop's cost is mostly
+// thread wake-ups, not work. So a UDP reader takes every datagram already
+// queued with one recvmmsg(2), and plain sends leave with sendmmsg(2),
+// both with MSG_DONTWAIT as raw syscalls: they never sleep (Go's netpoller
+// parks the reader on EAGAIN), so the runtime need not enter its syscall
+// state, which would wake its monitor thread (asleep while the daemon
+// idles) for nearly every frame and let it hand the P of a long veth send
+// to another thread (batchIO.mmsg).
 //
 // # Who stamps what, and how precisely
 //

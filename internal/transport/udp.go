@@ -25,6 +25,11 @@ type udpSocket struct {
 	txMu   sync.Mutex
 	rc     syscall.RawConn // nil: no kernel transmit stamps
 	txSent uint32          // datagrams sent since transmit stamps were enabled
+
+	// Plain sends (no control message) of an unconnected socket go
+	// through out, one sendmmsg for a batch (writeBatch).
+	outMu sync.Mutex
+	out   *batchIO // nil until the first
 }
 
 // enableTx turns on kernel transmit stamps, where the platform has them;
@@ -68,20 +73,31 @@ func (s *udpSocket) localAddr() netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
+// readBatch is how many datagrams readLoop takes with one read
+// (recvmmsg(2) on Linux): every datagram already queued, up to this many,
+// so that answers that arrive together cost one wake-up of the reader.
+const readBatch = 8
+
+// readSlot holds the largest datagram: nothing a member sends is cut.
+// The batch's buffer is reserved once; only what datagrams fill of it
+// becomes resident.
+const readSlot = MaxDatagram + 1
+
 // readLoop reads datagrams until the socket is closed. skip, if set, drops
 // a datagram by source before it is copied or counted as input (our own
 // multicast, strangers), counting it itself. deliver blocks until the
 // packet is taken or the owner is closing (false).
 //
-// ReadMsgUDPAddrPort is recvmsg(2) through Go's netpoller: the goroutine
-// parks on EAGAIN instead of holding a thread, and internal/poll retries
-// EINTR (Go's preemption signals), so no raw-fd loop is needed here.
+// It reads with batchIO: recvmmsg(2) through Go's netpoller (the goroutine
+// parks on EAGAIN instead of holding a thread), every queued datagram at
+// once, as a raw syscall (see batchIO.mmsg).
 func (s *udpSocket) readLoop(c *counters, skip func(netip.AddrPort) bool, deliver func(Packet) bool) {
-	buf := make([]byte, 1<<16)
-	oob := make([]byte, oobSize)
+	in, err := newBatchIO(s.conn, udpNetwork(s.localAddr().Addr()) == "udp6", readBatch, readSlot)
+	if err != nil {
+		return // only a socket that is not a real one: nothing to read
+	}
 	for {
-		n, oobn, _, from, err := s.conn.ReadMsgUDPAddrPort(buf, oob)
-		now := time.Now()
+		batch, err := in.read(c, s.via, s.kernel, skip)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -96,21 +112,11 @@ func (s *udpSocket) readLoop(c *counters, skip func(netip.AddrPort) bool, delive
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-		if skip != nil && skip(from) {
-			continue
-		}
-		p := Packet{From: from, Data: append([]byte(nil), buf[:n]...), Via: s.via}
-		if s.kernel {
-			p.Time, p.Kernel = parseRxTimestamp(oob[:oobn])
-		}
-		if !p.Kernel {
-			p.Time = now
-		}
-		c.stamp(p.Kernel)
-		c.via[s.via].in(n)
-		if !deliver(p) {
-			return
+		for _, p := range batch {
+			p.Data = append([]byte(nil), p.Data...) // the consumer owns it
+			if !deliver(p) {
+				return
+			}
 		}
 	}
 }
@@ -140,7 +146,8 @@ func (s *udpSocket) writeTo(c *counters, via Via, to netip.AddrPort, b []byte, f
 		case s.connected:
 			_, _, err = s.conn.WriteMsgUDPAddrPort(b, oob, netip.AddrPort{})
 		case oob == nil:
-			_, err = s.conn.WriteToUDPAddrPort(b, to)
+			_, err = s.writeBatch(c, via, []Datagram{{To: to, Data: b}})
+			return err // counted
 		default:
 			_, _, err = s.conn.WriteMsgUDPAddrPort(b, oob, to)
 		}
@@ -154,6 +161,27 @@ func (s *udpSocket) writeTo(c *counters, via Via, to netip.AddrPort, b []byte, f
 	}
 	c.via[via].out(len(b))
 	return nil
+}
+
+// writeBatch writes ds (finalized, unconnected socket) with as few
+// sendmmsg(2) calls as it takes, as raw syscalls (see batchIO.mmsg), and
+// counts what it sent and what failed.
+func (s *udpSocket) writeBatch(c *counters, via Via, ds []Datagram) (int, error) {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	if s.out == nil {
+		w, err := newBatchIO(s.conn, udpNetwork(s.localAddr().Addr()) == "udp6", BatchSize, 0)
+		if err != nil {
+			c.sendErrs.Add(uint64(len(ds)))
+			return 0, err
+		}
+		s.out = w
+	}
+	n, err := s.out.write(c, via, ds)
+	if errors.Is(err, net.ErrClosed) {
+		err = ErrClosed
+	}
+	return n, err
 }
 
 // writeStamped is writeTo, and then the kernel's transmit stamp of the
@@ -187,9 +215,6 @@ type UDPConn struct {
 	wg      sync.WaitGroup
 	c       counters
 	once    sync.Once
-
-	wmu    sync.Mutex // WriteBatch
-	writer *batchIO
 }
 
 // BatchSize is how many datagrams a ServeUDP reader takes per read, and
@@ -201,6 +226,12 @@ type Datagram struct {
 	To   netip.AddrPort
 	Data []byte
 }
+
+// serveSlot bounds a datagram read by ServeUDP: NTP packets (48 bytes, a
+// MAC, extension fields of NTS) and synclab frames fit many times over;
+// a longer datagram is truncated by the kernel and dropped (counted as a
+// receive error).
+const serveSlot = 2048
 
 // ServeUDP binds a UDP socket at addr like ListenUDP, but has no Packets
 // channel: its reader calls serve with each batch of datagrams it reads
@@ -219,7 +250,7 @@ func ServeUDP(addr netip.AddrPort, serve func(batch []Packet)) (*UDPConn, error)
 	if err != nil {
 		return nil, err
 	}
-	reader, err := newBatchIO(s.conn, udpNetwork(addr.Addr()) == "udp6", BatchSize)
+	reader, err := newBatchIO(s.conn, udpNetwork(addr.Addr()) == "udp6", BatchSize, serveSlot)
 	if err != nil {
 		s.conn.Close()
 		return nil, err
@@ -230,7 +261,7 @@ func ServeUDP(addr netip.AddrPort, serve func(batch []Packet)) (*UDPConn, error)
 	go func() {
 		defer u.wg.Done()
 		for {
-			batch, err := reader.read(&u.c, ViaUDP, s.kernel)
+			batch, err := reader.read(&u.c, ViaUDP, s.kernel, nil)
 			if err != nil {
 				if errors.Is(err, net.ErrClosed) {
 					return
@@ -258,20 +289,7 @@ func ServeUDP(addr netip.AddrPort, serve func(batch []Packet)) (*UDPConn, error)
 // sent is skipped and counted; the first error is returned once the others
 // are written.
 func (u *UDPConn) WriteBatch(ds []Datagram) (int, error) {
-	u.wmu.Lock()
-	defer u.wmu.Unlock()
-	if u.writer == nil {
-		w, err := newBatchIO(u.sock.conn, udpNetwork(u.sock.localAddr().Addr()) == "udp6", BatchSize)
-		if err != nil {
-			return 0, err
-		}
-		u.writer = w
-	}
-	n, err := u.writer.write(&u.c, ViaUDP, ds)
-	if errors.Is(err, net.ErrClosed) {
-		err = ErrClosed
-	}
-	return n, err
+	return u.sock.writeBatch(&u.c, ViaUDP, ds)
 }
 
 // ListenUDP binds a UDP socket at addr (port 0 picks one) with kernel

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -346,5 +347,43 @@ func TestSeqParts(t *testing.T) {
 	b, _ := f.AppendBinary(nil)
 	if got := b[28:36]; !bytes.Equal(got, []byte{1, 2, 3, 4, 5, 6, 7, 8}) {
 		t.Errorf("sequence on the wire % x", got)
+	}
+}
+
+// TestSealerSealsAsSeal: a Sealer's frames are Seal's, byte for byte,
+// from many goroutines at once (its HMAC states are reused, never
+// shared), and every one passes the validator.
+func TestSealerSealsAsSeal(t *testing.T) {
+	k := Key{ID: 7, Secret: bytes.Repeat([]byte{0x5a}, MinKeyLen)}
+	s := NewSealer(k)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				f := Frame{Header: Header{Kind: KindHeartbeat, Cluster: 9, Sender: 2, Receiver: 1, Seq: uint64(g*1000 + i + 1)}, Payload: bytes.Repeat([]byte{byte(i)}, i%40)}
+				raw, err := f.AppendBinary(nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				want := Seal(bytes.Clone(raw), k)
+				if got := s.Seal(raw); !bytes.Equal(got, want) {
+					t.Errorf("goroutine %d frame %d: Sealer %x, Seal %x", g, i, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	raw, _ := (&Frame{Header: Header{Kind: KindHeartbeat, Cluster: 9, Sender: 2, Receiver: 1, Seq: 1}}).AppendBinary(nil)
+	var f Frame
+	sealed := s.Seal(raw)
+	if err := f.UnmarshalBinary(sealed); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewValidator(9, 1, []Key{k}).Admit(&f, sealed); err != nil {
+		t.Fatalf("a Sealer's frame refused: %v", err)
 	}
 }
