@@ -55,7 +55,7 @@ const (
 	// mutexLeaseTTL is mutexd's default --lease, and etcd's session TTL
 	// in the recovery trials.
 	mutexLeaseTTL = 3 * time.Second
-	// Targets of issue 5, printed beside the figures.
+	// Targets of issue 5 (the token ring), printed beside the figures.
 	targetAcquireP50 = 500 * time.Microsecond
 	targetHandoffs   = 500.0
 	// Recovery: at most 1 s plus the lease.
@@ -978,11 +978,17 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	}))
 	row("synchronisation delay (notes)", "", algOnly(func(a string) string { return cost(a).Cost.Delay }))
 	t.Section("uncontended acquire+release, p50 / p99")
-	row("API, back to back on one host", fmt.Sprintf("p50 <= %s", Micros(targetAcquireP50)), func(sys string) string {
+	// Issue 15's target is every algorithm ahead of etcd, measured in
+	// this run; the token ring keeps issue 5's bound as well.
+	row("API, back to back on one host", fmt.Sprintf("p50 < etcd's; tokenring p50 <= %s", Micros(targetAcquireP50)), func(sys string) string {
 		if sys == "etcd" {
 			return pair(r.api[sys])
 		}
-		return Verdict(pair(r.api[sys]), r.api[sys].P50 <= targetAcquireP50)
+		ahead := r.api[sys].P50 < r.api["etcd"].P50
+		if sys == "tokenring" {
+			ahead = ahead && r.api[sys].P50 <= targetAcquireP50
+		}
+		return Verdict(pair(r.api[sys]), ahead)
 	})
 	row("API, one every 300 ms", "", func(sys string) string { return pair(r.spaced[sys]) })
 	row("API, alternating two hosts", "", func(sys string) string { return pair(r.moving[sys]) })
