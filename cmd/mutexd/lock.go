@@ -376,7 +376,7 @@ func minTime(a, b time.Time) time.Time {
 }
 
 func isTerminal(fd int) bool {
-	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	_, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	return err == nil
 }
 

@@ -10,8 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
 )
 
 // The core's log (core.Ready.Entries): records appended after the
@@ -158,7 +156,7 @@ func (l *coreLog) appendRecords(records [][]byte) error {
 		l.drop()
 		return err
 	}
-	if err := unix.Fdatasync(int(l.f.Fd())); err != nil {
+	if err := syncData(l.f); err != nil {
 		l.drop()
 		return err
 	}
