@@ -47,6 +47,18 @@ func (c *cluster) sequencer(i int) uint32 {
 	return uint32(v)
 }
 
+// awaitSequencer waits until hosts 1..n all know host id as the sequencer.
+func (c *cluster) awaitSequencer(id uint32, n int) {
+	c.eventually(fmt.Sprintf("every host knows sequencer %d", id), 10*time.Second, func() bool {
+		for i := 1; i <= n; i++ {
+			if c.sequencer(i) != id {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // sameState waits until every listed host holds the same account and
 // map after applied commands, and returns the balance.
 func (c *cluster) sameState(applied uint64, hosts ...int) string {
@@ -80,9 +92,7 @@ func TestOrderdAccountAndSequencerKill(t *testing.T) {
 		c.extra[i] = []string{"--on-deliver", `echo "$ORDERD_INDEX $ORDERD_ORDER $ORDERD_SENDER $ORDERD_MESSAGE" >> ` + hooks(i)}
 		c.start(i)
 	}
-	c.eventually("every host knows sequencer 3", 10*time.Second, func() bool {
-		return c.sequencer(1) == 3 && c.sequencer(2) == 3 && c.sequencer(3) == 3
-	})
+	c.awaitSequencer(3, n)
 	if out, err := c.orderd(1, "apply", "balance 1000"); err != nil || !strings.Contains(out, "balance 1000.00") {
 		t.Fatalf("apply: %v %s", err, out)
 	}
@@ -205,9 +215,7 @@ func TestOrderdSIGKILLKeepsWhatItAcknowledged(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		c.start(i)
 	}
-	c.eventually("every host knows sequencer 3", 10*time.Second, func() bool {
-		return c.sequencer(1) == 3 && c.sequencer(2) == 3 && c.sequencer(3) == 3
-	})
+	c.awaitSequencer(3, n)
 	var (
 		mu      sync.Mutex
 		applied []string // keys whose `set` host 1 answered
@@ -330,9 +338,7 @@ func TestOrderdIdleRestartCatchesUp(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		c.start(i)
 	}
-	c.eventually("every host knows sequencer 3", 10*time.Second, func() bool {
-		return c.sequencer(1) == 3 && c.sequencer(2) == 3 && c.sequencer(3) == 3
-	})
+	c.awaitSequencer(3, n)
 	if out, err := c.orderd(1, "apply", "deposit 100"); err != nil {
 		t.Fatalf("apply: %v %s", err, out)
 	}

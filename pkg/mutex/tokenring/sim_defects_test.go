@@ -201,10 +201,7 @@ func TestSimLossyMemberBypass(t *testing.T) {
 func TestSimLocateMissesTheMakerInItsHold(t *testing.T) {
 	for _, trust := range []bool{true, false} {
 		t.Run(fmt.Sprintf("trust=%v", trust), func(t *testing.T) {
-			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
-			ids := []uint32{1, 2, 3, 4, 5}
-			addMembersTrusting(t, s, ids, trust)
-			s.Run(2 * time.Second)
+			s := settledRingOfFive(t, trust)
 			acquire := func(id uint32) mutex.RequestID { return acquireX(t, s, id) }
 			granted := func(id uint32, req mutex.RequestID) func() bool {
 				return func() bool { return grantedX(s, id, req) }
@@ -284,10 +281,7 @@ func TestSimLocateMissesTheMakerInItsHold(t *testing.T) {
 func TestSimWantsTheSenderMissed(t *testing.T) {
 	for _, trust := range []bool{true, false} {
 		t.Run(fmt.Sprintf("trust=%v", trust), func(t *testing.T) {
-			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
-			ids := []uint32{1, 2, 3, 4, 5}
-			addMembersTrusting(t, s, ids, trust)
-			s.Run(2 * time.Second)
+			s := settledRingOfFive(t, trust)
 			acquire := func(id uint32) mutex.RequestID { return acquireX(t, s, id) }
 			release := func(id uint32, req mutex.RequestID) { releaseX(t, s, id, req) }
 			granted := func(id uint32, req mutex.RequestID) bool { return grantedX(s, id, req) }
@@ -332,6 +326,17 @@ func TestSimHandoffPasses(t *testing.T) {
 			t.Errorf("%d members: idle ring sends %.0f frames/s, want O(N) (<= %.0f)", n, idle, limit)
 		}
 	}
+}
+
+// settledRingOfFive is a ring of members 1-5 on 0.2 ms links (seed 1),
+// trusting senders as a keyed cluster does or vouching for tokens, run 2 s
+// so that it is up before a test's first request.
+func settledRingOfFive(t *testing.T, trust bool) *sim.Sim {
+	t.Helper()
+	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+	addMembersTrusting(t, s, []uint32{1, 2, 3, 4, 5}, trust)
+	s.Run(2 * time.Second)
+	return s
 }
 
 // handoffAndIdle: take and release at member 1 twice, then at member 2

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -23,10 +22,7 @@ import (
 func TestSimServedProposerNotCarriedRound(t *testing.T) {
 	for _, trust := range []bool{true, false} {
 		t.Run(fmt.Sprintf("trust=%v", trust), func(t *testing.T) {
-			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
-			ids := []uint32{1, 2, 3, 4, 5}
-			addMembersTrusting(t, s, ids, trust)
-			s.Run(2 * time.Second)
+			s := settledRingOfFive(t, trust)
 			first := acquireX(t, s, 1)
 			if !s.RunUntil(func() bool { return grantedX(s, 1, first) }, 2*time.Second) {
 				t.Fatal("member 1 never granted")
