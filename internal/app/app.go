@@ -104,7 +104,13 @@ func setUsageError(cmd *cli.Command) {
 	}
 }
 
-func onUsageError(_ *cli.Context, err error, _ bool) error { return UsageError{err} }
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	flags := c.App.Flags
+	if c.Command != nil {
+		flags = c.Command.Flags
+	}
+	return UsageError{explainUsage(flags, err)}
+}
 
 // Main runs the app and exits with the synclab convention: 0 success,
 // 1 failure, 2 usage error, or an ExitError's own code.
@@ -141,7 +147,7 @@ func Run(a *cli.App, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n(see %s --help)\n", a.Name, err, a.Name)
 		return 2
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", a.Name, err)
+	fmt.Fprintf(stderr, "%s: %v\n", a.Name, explainFailure(a.Name, err))
 	return 1
 }
 
