@@ -147,7 +147,9 @@ func renderClient(w io.Writer, raw json.RawMessage) error {
 		peer = "none"
 	}
 	fmt.Fprintf(tw, "NTP client\t: %s, system peer %s, stratum %d, refid %s (%s)\n", state, peer, st.Stratum, st.ReferenceID, st.Selection)
-	fmt.Fprintf(tw, "Offset\t: %s now, %s at the last update (%d updates)\n",
+	// The core's offsets are the reference minus this clock (the
+	// correction still to make), the opposite of `timed query`'s: say so.
+	fmt.Fprintf(tw, "Offset\t: %s now, %s at the last update (%d updates); reference minus this clock: - means this clock is ahead\n",
 		app.FormatOffset(time.Duration(st.OffsetNS)), app.FormatOffset(time.Duration(st.LastOffsetNS)), st.Updates)
 	fmt.Fprintf(tw, "Frequency\t: %+.3f ppm (error %.3f ppm)\n", st.FrequencyPPM, st.FrequencyErrorPPM)
 	fmt.Fprintf(tw, "Error bound\t: ±%s [%s, %s]\n", time.Duration(st.ErrorBoundNS),
@@ -159,7 +161,7 @@ func renderClient(w io.Writer, raw json.RawMessage) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Source\tMode\tStratum\tReach\tPoll\tOffset\tDelay\tDispersion\tJitter\tVerdict")
+	fmt.Fprintln(tw, "Source\tMode\tStratum\tReach\tPoll\tOffset (source - local)\tDelay\tDispersion\tJitter\tVerdict")
 	for _, s := range st.Sources {
 		verdict := s.Verdict
 		if s.Why != "" {

@@ -389,3 +389,21 @@ func TestServeKeyFileErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderClientSigns: the NTP client's offsets are the reference minus
+// this clock, the opposite of `timed query`'s and ntpdate's habits in
+// either direction; status says which, so that a clock 30 ms ahead
+// (-30.000ms) is not read as one behind.
+func TestRenderClientSigns(t *testing.T) {
+	raw := []byte(`{"synchronized":true,"stratum":9,"sys_peer":"127.0.0.1:123","offset_ns":-30000000,"last_offset_ns":-30000000,"updates":1,
+		"sources":[{"address":"127.0.0.1:123","mode":"server","stratum":8,"reach":"377","offset_ns":-30000000,"verdict":"sys_peer"}]}`)
+	var out bytes.Buffer
+	if err := renderClient(&out, raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-30.000ms now", "reference minus this clock: - means this clock is ahead", "Offset (source - local)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+}
