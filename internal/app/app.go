@@ -147,7 +147,7 @@ func Run(a *cli.App, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n(see %s --help)\n", a.Name, err, a.Name)
 		return 2
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", a.Name, explainFailure(a.Name, err))
+	fmt.Fprintf(stderr, "%s: %v\n", a.Name, err)
 	return 1
 }
 
@@ -223,7 +223,7 @@ func runCommand(spec Spec) *cli.Command {
 		Name:   "run",
 		Usage:  "run the " + spec.Name + " daemon",
 		Flags:  append(clusterFlagsOptional(commonRunFlags(spec.Name), spec.ClusterOptional), spec.RunFlags...),
-		Action: func(c *cli.Context) error { return run(c, spec) },
+		Action: func(c *cli.Context) error { return explainFailure(spec.Name, run(c, spec)) },
 	}
 }
 

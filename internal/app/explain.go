@@ -114,10 +114,13 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// explainFailure adds what to do to the start-up failures an operator
+// explainFailure adds what to do to the failures of `run` an operator
 // causes on a host: an address in use, a privileged port, a directory
 // a normal user cannot write.
 func explainFailure(name string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var op *net.OpError
 	isNet := errors.As(err, &op)
 	switch {
