@@ -202,7 +202,14 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\n", m.ID, m.Priority, heard)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if st.Algorithm == "bully" {
+		// A student reads "4.5s ago" as a dead member.
+		fmt.Fprintln(w, "(bully: only the leader sends while all is well; the others are heard in elections, so their silence is no sign of a crash)")
+	}
+	return nil
 }
 
 // detailPart prints one of an algorithm's detail fields for people: a

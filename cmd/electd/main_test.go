@@ -131,7 +131,7 @@ func TestRenderStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Algorithm: bully (waiting for answers)", "Role     : candidate", "Leader   : none known",
-		"Elections: 1 started, 0 leader timeouts; last", "terms claimed 0", "ID  Priority  Last heard", "(self)"} {
+		"Elections: 1 started, 0 leader timeouts; last", "terms claimed 0", "ID  Priority  Last heard", "(self)", "(bully: only the leader sends while all is well"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}

@@ -259,3 +259,16 @@ func TestExplainUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestClockLine: mutexd's steady clock is not "unsynchronised" (nothing is
+// meant to synchronise it); a system clock says what the kernel says.
+func TestClockLine(t *testing.T) {
+	steady := clockLine(daemon.Status{Clock: daemon.ClockStatus{Kind: "steady"}})
+	if strings.Contains(steady, "unsynchronised") || !strings.Contains(steady, "nothing adjusts") {
+		t.Errorf("steady clock: %q", steady)
+	}
+	system := clockLine(daemon.Status{Clock: daemon.ClockStatus{Kind: "system", MaxErrorNs: int64(16 * time.Second)}})
+	if system != "system, unsynchronised, frequency +0.000 ppm, max error 16s" {
+		t.Errorf("system clock: %q", system)
+	}
+}
