@@ -401,7 +401,7 @@ func TestRenderClientSigns(t *testing.T) {
 	if err := renderClient(&out, raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"-30.000ms now", "reference minus this clock: - means this clock is ahead", "Offset (source - local)"} {
+	for _, want := range []string{"-30.000ms now, -30.000ms at the last update (1 update); reference minus this clock: - means this clock is ahead", "Offset (source - local)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
