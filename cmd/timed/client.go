@@ -122,6 +122,9 @@ func resolveSource(s string) (netip.AddrPort, error) {
 	if err != nil || n == 0 {
 		return netip.AddrPort{}, fmt.Errorf("%q: bad port %q", s, port)
 	}
+	if err := app.MistypedIP(host); err != nil {
+		return netip.AddrPort{}, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ips, err := lookupHost(ctx, host)

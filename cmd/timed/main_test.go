@@ -286,6 +286,7 @@ func TestNoClusterFlags(t *testing.T) {
 		want string
 	}{
 		{alone, "nothing to do"},
+		{append(alone, "--server", "300.1.1.1"), `"300.1.1.1" is not an IPv4 address`},
 		{append(alone, "--mode", "berkeley"), "give --id and --members"},
 		{append(alone, "--server", "127.0.0.1", "--multicast", "239.1.1.1:7", "--interface", "lo"), "--multicast is for a cluster"},
 		{append(alone, "--serve", "127.0.0.1", "--cluster", "lab"), "--cluster is for a cluster"},

@@ -35,6 +35,12 @@ func TestParseMembers(t *testing.T) {
 			t.Errorf("ParseMembers(%q) accepted", bad)
 		}
 	}
+	// A mistyped IP is refused as one, without a DNS lookup of it.
+	for _, typo := range []string{"1=300.0.0.1:7400", "1=10.0.0:7400"} {
+		if _, err := ParseMembers(typo); err == nil || !strings.Contains(err.Error(), "is not an IPv4 address") {
+			t.Errorf("ParseMembers(%q): %v", typo, err)
+		}
+	}
 }
 
 func TestParseMulticast(t *testing.T) {

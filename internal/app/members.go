@@ -62,6 +62,9 @@ func resolveAddrPort(hostport string) (netip.AddrPort, error) {
 	if err != nil || port == 0 {
 		return netip.AddrPort{}, fmt.Errorf("address %q: port must be 1-65535", hostport)
 	}
+	if err := MistypedIP(host); err != nil {
+		return netip.AddrPort{}, fmt.Errorf("address %q: %w", hostport, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
@@ -124,4 +127,13 @@ func progName() string {
 		return n
 	}
 	return "timed"
+}
+
+// MistypedIP refuses a host made of digits and dots that is no IPv4
+// address (300.0.0.1, 10.0.0): a typo, not a name to ask DNS for.
+func MistypedIP(host string) error {
+	if host != "" && strings.Trim(host, "0123456789.") == "" {
+		return fmt.Errorf("%q is not an IPv4 address (four numbers 0-255, e.g. 10.0.0.1)", host)
+	}
+	return nil
 }
