@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -184,7 +185,7 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 	if d, ok := st.Detail.(map[string]any); ok && len(d) > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(d)) {
-			parts = append(parts, fmt.Sprintf("%s %v", strings.ReplaceAll(k, "_", " "), d[k]))
+			parts = append(parts, detailPart(k, d[k]))
 		}
 		fmt.Fprintf(w, "Detail   : %s\n", strings.Join(parts, ", "))
 	}
@@ -201,5 +202,26 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\n", m.ID, m.Priority, heard)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if st.Algorithm == "bully" {
+		// A student reads "4.5s ago" as a dead member.
+		fmt.Fprintln(w, "(bully: only the leader sends while all is well; the others are heard in elections, so their silence is no sign of a crash)")
+	}
+	return nil
+}
+
+// detailPart prints one of an algorithm's detail fields for people: a
+// "_ns" field as a duration ("leader timeout 400ms", not "leader timeout
+// ns 4e+08"), a whole number as one.
+func detailPart(key string, v any) string {
+	f, isNum := v.(float64)
+	if name, ok := strings.CutSuffix(key, "_ns"); ok && isNum {
+		return fmt.Sprintf("%s %v", strings.ReplaceAll(name, "_", " "), time.Duration(f))
+	}
+	if isNum && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		v = int64(f)
+	}
+	return fmt.Sprintf("%s %v", strings.ReplaceAll(key, "_", " "), v)
 }

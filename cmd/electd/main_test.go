@@ -6,6 +6,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -130,9 +131,14 @@ func TestRenderStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Algorithm: bully (waiting for answers)", "Role     : candidate", "Leader   : none known",
-		"Elections: 1 started, 0 leader timeouts; last", "terms claimed 0", "ID  Priority  Last heard", "(self)"} {
+		"Elections: 1 started, 0 leader timeouts; last", "terms claimed 0", "ID  Priority  Last heard", "(self)", "(bully: only the leader sends while all is well"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
+	}
+	// The algorithm's durations read as durations, not as nanoseconds in
+	// a float's exponent form ("answer timeout ns 5e+07").
+	if !regexp.MustCompile(`answer timeout [0-9.]+m?s`).MatchString(out.String()) || strings.Contains(out.String(), "e+0") {
+		t.Errorf("status prints a duration as a number:\n%s", out.String())
 	}
 }

@@ -122,6 +122,9 @@ func resolveSource(s string) (netip.AddrPort, error) {
 	if err != nil || n == 0 {
 		return netip.AddrPort{}, fmt.Errorf("%q: bad port %q", s, port)
 	}
+	if err := app.MistypedIP(host); err != nil {
+		return netip.AddrPort{}, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ips, err := lookupHost(ctx, host)
@@ -147,8 +150,14 @@ func renderClient(w io.Writer, raw json.RawMessage) error {
 		peer = "none"
 	}
 	fmt.Fprintf(tw, "NTP client\t: %s, system peer %s, stratum %d, refid %s (%s)\n", state, peer, st.Stratum, st.ReferenceID, st.Selection)
-	fmt.Fprintf(tw, "Offset\t: %s now, %s at the last update (%d updates)\n",
-		app.FormatOffset(time.Duration(st.OffsetNS)), app.FormatOffset(time.Duration(st.LastOffsetNS)), st.Updates)
+	// The core's offsets are the reference minus this clock (the
+	// correction still to make), the opposite of `timed query`'s: say so.
+	updates := "updates"
+	if st.Updates == 1 {
+		updates = "update"
+	}
+	fmt.Fprintf(tw, "Offset\t: %s now, %s at the last update (%d %s); reference minus this clock: - means this clock is ahead\n",
+		app.FormatOffset(time.Duration(st.OffsetNS)), app.FormatOffset(time.Duration(st.LastOffsetNS)), st.Updates, updates)
 	fmt.Fprintf(tw, "Frequency\t: %+.3f ppm (error %.3f ppm)\n", st.FrequencyPPM, st.FrequencyErrorPPM)
 	fmt.Fprintf(tw, "Error bound\t: ±%s [%s, %s]\n", time.Duration(st.ErrorBoundNS),
 		app.FormatOffset(time.Duration(st.BoundLowNS)), app.FormatOffset(time.Duration(st.BoundHighNS)))
@@ -159,7 +168,7 @@ func renderClient(w io.Writer, raw json.RawMessage) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Source\tMode\tStratum\tReach\tPoll\tOffset\tDelay\tDispersion\tJitter\tVerdict")
+	fmt.Fprintln(tw, "Source\tMode\tStratum\tReach\tPoll\tOffset (source - local)\tDelay\tDispersion\tJitter\tVerdict")
 	for _, s := range st.Sources {
 		verdict := s.Verdict
 		if s.Why != "" {

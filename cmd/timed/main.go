@@ -120,6 +120,11 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		}
 		cfg.Clock, cfg.ClockName = clock.NewSim(sc, time.Now), "sim"
 	case "system":
+		// A follower that may not correct the clock would report itself
+		// synchronised while the clock drifts on: refuse, as chronyd does.
+		if (cc != nil || bk != nil) && !c.Bool("no-adjust") && !mayCorrectClock() {
+			return nil, fmt.Errorf("correcting this machine's clock needs CAP_SYS_TIME, which this process lacks: run it as root (timed.service grants it), or add --no-adjust to measure only, or --clock sim for an experiment")
+		}
 		clk, err := clock.NewSystem(clock.SystemOptions{ReadOnly: c.Bool("no-adjust")})
 		if err != nil {
 			return nil, fmt.Errorf("system clock: %w", err)

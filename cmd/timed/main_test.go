@@ -286,6 +286,7 @@ func TestNoClusterFlags(t *testing.T) {
 		want string
 	}{
 		{alone, "nothing to do"},
+		{append(alone, "--server", "300.1.1.1"), `"300.1.1.1" is not an IPv4 address`},
 		{append(alone, "--mode", "berkeley"), "give --id and --members"},
 		{append(alone, "--server", "127.0.0.1", "--multicast", "239.1.1.1:7", "--interface", "lo"), "--multicast is for a cluster"},
 		{append(alone, "--serve", "127.0.0.1", "--cluster", "lab"), "--cluster is for a cluster"},
@@ -386,6 +387,24 @@ func TestServeKeyFileErrors(t *testing.T) {
 		args := []string{"timed", "run", "--id", "1", "--members", "1=127.0.0.1:9", "--clock", "sim", "--serve", "127.0.0.1", "--ntp-key-file", path}
 		if code := app.Run(a, args, &stderr); code != 1 || !strings.Contains(stderr.String(), want) {
 			t.Errorf("%s: exit %d, %q", path, code, stderr.String())
+		}
+	}
+}
+
+// TestRenderClientSigns: the NTP client's offsets are the reference minus
+// this clock, the opposite of `timed query`'s and ntpdate's habits in
+// either direction; status says which, so that a clock 30 ms ahead
+// (-30.000ms) is not read as one behind.
+func TestRenderClientSigns(t *testing.T) {
+	raw := []byte(`{"synchronized":true,"stratum":9,"sys_peer":"127.0.0.1:123","offset_ns":-30000000,"last_offset_ns":-30000000,"updates":1,
+		"sources":[{"address":"127.0.0.1:123","mode":"server","stratum":8,"reach":"377","offset_ns":-30000000,"verdict":"sys_peer"}]}`)
+	var out bytes.Buffer
+	if err := renderClient(&out, raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-30.000ms now, -30.000ms at the last update (1 update); reference minus this clock: - means this clock is ahead", "Offset (source - local)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
 	}
 }

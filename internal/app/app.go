@@ -104,7 +104,13 @@ func setUsageError(cmd *cli.Command) {
 	}
 }
 
-func onUsageError(_ *cli.Context, err error, _ bool) error { return UsageError{err} }
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	flags := c.App.Flags
+	if c.Command != nil {
+		flags = c.Command.Flags
+	}
+	return UsageError{explainUsage(flags, err)}
+}
 
 // Main runs the app and exits with the synclab convention: 0 success,
 // 1 failure, 2 usage error, or an ExitError's own code.
@@ -217,7 +223,7 @@ func runCommand(spec Spec) *cli.Command {
 		Name:   "run",
 		Usage:  "run the " + spec.Name + " daemon",
 		Flags:  append(clusterFlagsOptional(commonRunFlags(spec.Name), spec.ClusterOptional), spec.RunFlags...),
-		Action: func(c *cli.Context) error { return run(c, spec) },
+		Action: func(c *cli.Context) error { return explainFailure(spec.Name, run(c, spec)) },
 	}
 }
 

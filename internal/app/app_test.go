@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -32,6 +33,12 @@ func TestParseMembers(t *testing.T) {
 		"1=127.0.0.1:70000", "1=127.0.0.1:1,1=127.0.0.2:1", "4294967296=127.0.0.1:1"} {
 		if _, err := ParseMembers(bad); err == nil {
 			t.Errorf("ParseMembers(%q) accepted", bad)
+		}
+	}
+	// A mistyped IP is refused as one, without a DNS lookup of it.
+	for _, typo := range []string{"1=300.0.0.1:7400", "1=10.0.0:7400"} {
+		if _, err := ParseMembers(typo); err == nil || !strings.Contains(err.Error(), "is not an IPv4 address") {
+			t.Errorf("ParseMembers(%q): %v", typo, err)
 		}
 	}
 }
@@ -76,13 +83,13 @@ func TestExitCodes(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"testd", "--version"}, 0, ""},
-		{[]string{"testd", "run", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"testd", "run", "--bogus"}, 2, "unknown flag --bogus"},
 		{[]string{"testd", "run"}, 2, "--id and --members required (or TESTD_ID and TESTD_MEMBERS)"},
 		{[]string{"testd", "run", "--id", "3", "--members", "1=127.0.0.1:7000"}, 2, "--id 3 is not in --members"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=nonsense"}, 2, "--members"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--multicast", "239.1.1.1:7"}, 2, "--multicast needs --interface"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--log-level", "loud"}, 2, "--log-level"},
-		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--key-file", "/nonexistent"}, 1, "key file"},
+		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--key-file", "/nonexistent"}, 1, "key file /nonexistent does not exist: copy the cluster's key there"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000"}, 2, "build reached"},
 		// A cluster needs a key or --insecure; a node alone needs neither.
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000,2=127.0.0.2:7000"}, 2,
@@ -230,5 +237,44 @@ func TestKeygen(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
 		t.Errorf("temporary files left: %v", entries)
+	}
+}
+
+// TestExplainUsage: flag errors in synclab's words, with the flag as it is
+// typed, the value, what is wanted and, for a typo, the nearest flag.
+func TestExplainUsage(t *testing.T) {
+	flags := []cli.Flag{
+		&cli.DurationFlag{Name: "lease"}, &cli.StringFlag{Name: "algorithm"}, &cli.StringFlag{Name: "members"},
+		&cli.StringFlag{Name: "metrics"}, &cli.Float64Flag{Name: "sim-drift"}, &cli.BoolFlag{Name: "insecure"},
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"flag provided but not defined: -leese", "unknown flag --leese (did you mean --lease?)"},
+		{"flag provided but not defined: -algo", "unknown flag --algo (did you mean --algorithm?)"},
+		{"flag provided but not defined: -mem", "unknown flag --mem (did you mean --members?)"},
+		{"flag provided but not defined: -me", "unknown flag --me"}, // --members or --metrics: no guess
+		{"flag provided but not defined: -zzzzzz", "unknown flag --zzzzzz"},
+		{`invalid value "abc" for flag -sim-drift: parse error`, `--sim-drift "abc": want a number, e.g. 35 or -2.5`},
+		{`could not parse "banana" as duration value from environment variable "TESTD_LEASE" for flag lease: time: invalid duration "banana"`,
+			`TESTD_LEASE="banana" (--lease): want a duration with its unit, e.g. 500ms, 3s or 1m`},
+		{`could not parse "yes" as bool value from environment variable "TESTD_INSECURE" for flag insecure: strconv.ParseBool: parsing "yes": invalid syntax`,
+			`TESTD_INSECURE="yes" (--insecure): want true or false`},
+		{"--members required", "--members required"},
+	} {
+		if got := explainUsage(flags, errors.New(tc.in)).Error(); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestClockLine: mutexd's steady clock is not "unsynchronised" (nothing is
+// meant to synchronise it); a system clock says what the kernel says.
+func TestClockLine(t *testing.T) {
+	steady := clockLine(daemon.Status{Clock: daemon.ClockStatus{Kind: "steady"}})
+	if strings.Contains(steady, "unsynchronised") || !strings.Contains(steady, "nothing adjusts") {
+		t.Errorf("steady clock: %q", steady)
+	}
+	system := clockLine(daemon.Status{Clock: daemon.ClockStatus{Kind: "system", MaxErrorNs: int64(16 * time.Second)}})
+	if system != "system, unsynchronised, frequency +0.000 ppm, max error 16s" {
+		t.Errorf("system clock: %q", system)
 	}
 }

@@ -115,7 +115,7 @@ func writeKeyFile(path string, keys []wire.Key) (err error) {
 func keygenCommand(name string) *cli.Command {
 	return &cli.Command{
 		Name:      "keygen",
-		Usage:     "write a new random cluster key file (mode 0600), the same format for timed, mutexd and electd",
+		Usage:     "write a new random cluster key file (mode 0600), the same format for timed, mutexd, electd and orderd",
 		ArgsUsage: "[PATH] (default " + DefaultKeyFile + ")",
 		Description: "Creates the shared key that authenticates the cluster's frames. Run it once, on one machine, then\n" +
 			"copy that same file to every member (e.g. scp -p), mode 0600, and give each daemon --key-file PATH.\n" +
@@ -172,7 +172,7 @@ func checkKey(name string, cfg daemon.Config) error {
 	}
 	env := func(flag string) string { return EnvVar(name, flag) }
 	return Usagef("%v. Authenticate it:\n"+
-		"    %s keygen %s          on one machine (timed, mutexd and electd keygen all make the same file)\n"+
+		"    %s keygen %s          on one machine (every synclab daemon's keygen makes the same file)\n"+
 		"    copy that same file to every member (mode 0600), and run every member with --key-file %s (%s=%s)\n"+
 		"or run it unauthenticated, where any host on the LAN can forge and replay its frames: --insecure (%s=true)",
 		err, name, DefaultKeyFile, DefaultKeyFile, env("key-file"), DefaultKeyFile, env("insecure"))

@@ -2,10 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +62,9 @@ func resolveAddrPort(hostport string) (netip.AddrPort, error) {
 	if err != nil || port == 0 {
 		return netip.AddrPort{}, fmt.Errorf("address %q: port must be 1-65535", hostport)
 	}
+	if err := MistypedIP(host); err != nil {
+		return netip.AddrPort{}, fmt.Errorf("address %q: %w", hostport, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
@@ -72,6 +79,9 @@ func resolveAddrPort(hostport string) (netip.AddrPort, error) {
 // authenticates nothing.
 func LoadKeys(path string) ([]wire.Key, error) {
 	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("key file %s does not exist: copy the cluster's key there from a member (scp -p), or make one with `%s keygen %s` (every synclab daemon makes the same file)", path, progName(), path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("key file: %w", err)
 	}
@@ -79,12 +89,15 @@ func LoadKeys(path string) ([]wire.Key, error) {
 		return nil, fmt.Errorf("key file %s is world-readable: chmod o-rwx %s", path, path)
 	}
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, fmt.Errorf("key file %s is not readable by this user (a key is root's, mode 0600): run as root, or give --key-file a copy this user owns (mode 0600)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("key file: %w", err)
 	}
 	keys, err := wire.ParseKeyFile(data)
 	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
+		return nil, fmt.Errorf("key file %s: %w (make a new one with `%s keygen --force %s`, or copy the cluster's from a member)", path, err, progName(), path)
 	}
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("key file %s holds no key", path)
@@ -105,4 +118,22 @@ func ParseMulticast(s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("--multicast %q: port must not be 0", s)
 	}
 	return ap, nil
+}
+
+// progName is the daemon this process is, for advice that names a
+// command; the tests' binaries are not one, and get timed.
+func progName() string {
+	if n := filepath.Base(os.Args[0]); slices.Contains([]string{"timed", "mutexd", "electd", "orderd"}, n) {
+		return n
+	}
+	return "timed"
+}
+
+// MistypedIP refuses a host made of digits and dots that is no IPv4
+// address (300.0.0.1, 10.0.0): a typo, not a name to ask DNS for.
+func MistypedIP(host string) error {
+	if host != "" && strings.Trim(host, "0123456789.") == "" {
+		return fmt.Errorf("%q is not an IPv4 address (four numbers 0-255, e.g. 10.0.0.1)", host)
+	}
+	return nil
 }

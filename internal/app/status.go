@@ -151,6 +151,10 @@ func clockLine(st daemon.Status) string {
 	if c.Error != "" {
 		return strings.Join(append(parts, "unreadable: "+c.Error), ", ")
 	}
+	if c.Kind == "steady" {
+		// Not "unsynchronised": nobody is meant to synchronise it.
+		return "steady: the oscillator, which nothing adjusts (leases and timeouts run on it, not on the system clock)"
+	}
 	sync := "unsynchronised"
 	if c.Synchronized {
 		sync = "synchronised"

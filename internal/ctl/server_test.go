@@ -374,7 +374,7 @@ func TestListenOptions(t *testing.T) {
 	})
 	t.Run("unknown group", func(t *testing.T) {
 		_, err := Listen(filepath.Join(dir, "g.sock"), ListenOptions{Group: "no-such-group-synclab"})
-		if err == nil || !strings.Contains(err.Error(), `control group "no-such-group-synclab"`) {
+		if err == nil || !strings.Contains(err.Error(), `control group "no-such-group-synclab" does not exist on this host: create it (groupadd no-such-group-synclab)`) {
 			t.Errorf("unknown group: %v", err)
 		}
 	})
