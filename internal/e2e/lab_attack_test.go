@@ -84,7 +84,7 @@ func TestLabAttackElectd(t *testing.T) {
 			node3 := netip.AddrPortFrom(lab.Host(3).Addr(), 7500)
 			hb, _ := wire.LeaderHeartbeat{Priority: 0}.AppendBinary(nil)
 			frame := func(seq uint64) []byte {
-				b, err := forge.Raw(wire.Header{Kind: wire.KindLeaderHeartbeat, Cluster: wire.ClusterID("synclab"),
+				b, err := forge.Raw(wire.Header{Kind: wire.KindLeaderHeartbeat, Cluster: wire.ServiceClusterID("electd", "synclab"),
 					Sender: 3, Receiver: 2, Term: term, Seq: seq, Lamport: 1}, hb, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -92,7 +92,7 @@ func TestLabAttackElectd(t *testing.T) {
 				return b
 			}
 			split := frame(0xffffffffffffff00)
-			from1, err := forge.Raw(wire.Header{Kind: wire.KindHeartbeat, Cluster: wire.ClusterID("synclab"),
+			from1, err := forge.Raw(wire.Header{Kind: wire.KindHeartbeat, Cluster: wire.ServiceClusterID("electd", "synclab"),
 				Sender: 1, Receiver: 2, Seq: 1, Lamport: 1}, make([]byte, wire.HeartbeatLen), nil)
 			if err != nil {
 				t.Fatal(err)
