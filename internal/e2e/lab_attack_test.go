@@ -454,7 +454,7 @@ func (l *labMutexd) waitUp(i int) {
 // and says what to run; with --insecure it starts, warns, and says so in its
 // status. A daemon alone needs neither.
 func TestNoKeyExits2(t *testing.T) {
-	for _, d := range []string{"timed", "mutexd", "electd"} {
+	for _, d := range []string{"timed", "mutexd", "electd", "orderd"} {
 		c := newCluster(t, d, 2)
 		args := []string{"run", "--id", "1", "--members", c.members, "--control", c.control(1),
 			"--state-dir", filepath.Join(c.dir, "h1.state")}
