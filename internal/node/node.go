@@ -285,7 +285,7 @@ func (n *Node) Receive(in Inbound) error {
 		err = n.commitSeq(plan, in.Time)
 	}
 	if err != nil {
-		if errors.Is(err, ErrPreRestart) {
+		if errors.Is(err, ErrPreRestart) || plan.renew {
 			n.refuseEpoch(f.Sender, wire.SeqEpoch(f.Seq), in.Time)
 		}
 		n.refuse(&f, reasonOf(err))
