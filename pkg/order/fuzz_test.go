@@ -113,6 +113,10 @@ func checkBounds(t *testing.T, c *Core) {
 	if l := &c.st.Log; l.last() > 1<<62 || l.Commit > l.last() {
 		t.Fatalf("log numbered to %d, committed to %d", l.last(), l.Commit)
 	}
+	// Likewise the Lamport clock: a record's stamp moves it 2^40 at most.
+	if now := c.lamport.Now(); now > 1<<62 {
+		t.Fatalf("Lamport clock at %d", now)
+	}
 }
 
 // coordinator is bully's announcement by another member (or this one, or
