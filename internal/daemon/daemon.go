@@ -348,6 +348,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		ID:          cfg.ID,
 		Members:     cfg.Members,
 		Cluster:     cfg.Cluster,
+		Service:     cfg.Name,
 		Keys:        cfg.Keys,
 		Incarnation: inc,
 		Epochs:      epochs,

@@ -89,7 +89,7 @@ func TestElectdFailingDisk(t *testing.T) {
 	seq := wire.Seq(1, 0, 0)
 	claim := func(term uint64) {
 		seq++
-		b, err := forge.Frame(wire.Header{Kind: wire.KindCoordinator, Cluster: wire.ClusterID("synclab"), Sender: 1, Receiver: 2, Term: term, Seq: seq}, wire.Coordinator{}, &keys[0])
+		b, err := forge.Frame(wire.Header{Kind: wire.KindCoordinator, Cluster: wire.ServiceClusterID("electd", "synclab"), Sender: 1, Receiver: 2, Term: term, Seq: seq}, wire.Coordinator{}, &keys[0])
 		if err != nil {
 			t.Fatal(err)
 		}

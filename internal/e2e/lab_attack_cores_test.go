@@ -205,7 +205,7 @@ func (a *attackLab) forgeBurst(frames ...forged) {
 	for i, f := range frames {
 		seq := a.seqOf(f.from, fresh[f.from])
 		fresh[f.from] = true
-		b, err := forge.Frame(wire.Header{Kind: f.kind, Cluster: wire.ClusterID("synclab"), Sender: f.from, Receiver: f.to,
+		b, err := forge.Frame(wire.Header{Kind: f.kind, Cluster: wire.ServiceClusterID(a.daemon, "synclab"), Sender: f.from, Receiver: f.to,
 			Term: f.term, Seq: seq}, f.payload, key)
 		if err != nil {
 			a.t.Fatal(err)

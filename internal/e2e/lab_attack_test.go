@@ -84,7 +84,7 @@ func TestLabAttackElectd(t *testing.T) {
 			node3 := netip.AddrPortFrom(lab.Host(3).Addr(), 7500)
 			hb, _ := wire.LeaderHeartbeat{Priority: 0}.AppendBinary(nil)
 			frame := func(seq uint64) []byte {
-				b, err := forge.Raw(wire.Header{Kind: wire.KindLeaderHeartbeat, Cluster: wire.ClusterID("synclab"),
+				b, err := forge.Raw(wire.Header{Kind: wire.KindLeaderHeartbeat, Cluster: wire.ServiceClusterID("electd", "synclab"),
 					Sender: 3, Receiver: 2, Term: term, Seq: seq, Lamport: 1}, hb, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -92,7 +92,7 @@ func TestLabAttackElectd(t *testing.T) {
 				return b
 			}
 			split := frame(0xffffffffffffff00)
-			from1, err := forge.Raw(wire.Header{Kind: wire.KindHeartbeat, Cluster: wire.ClusterID("synclab"),
+			from1, err := forge.Raw(wire.Header{Kind: wire.KindHeartbeat, Cluster: wire.ServiceClusterID("electd", "synclab"),
 				Sender: 1, Receiver: 2, Seq: 1, Lamport: 1}, make([]byte, wire.HeartbeatLen), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -454,7 +454,7 @@ func (l *labMutexd) waitUp(i int) {
 // and says what to run; with --insecure it starts, warns, and says so in its
 // status. A daemon alone needs neither.
 func TestNoKeyExits2(t *testing.T) {
-	for _, d := range []string{"timed", "mutexd", "electd"} {
+	for _, d := range []string{"timed", "mutexd", "electd", "orderd"} {
 		c := newCluster(t, d, 2)
 		args := []string{"run", "--id", "1", "--members", c.members, "--control", c.control(1),
 			"--state-dir", filepath.Join(c.dir, "h1.state")}

@@ -24,6 +24,12 @@ type Config struct {
 	Members map[uint32]netip.AddrPort // every member's address, this node's included
 	Cluster string                    // cluster name; frames of other clusters are dropped
 	Keys    []wire.Key                // shared keys; empty: frames are not authenticated. Keys[0] signs.
+	// Service names what speaks in the cluster (the daemon: "mutexd"),
+	// the same on every member; it is bound into every frame's cluster ID
+	// (wire.ServiceClusterID), so that daemons of one host sharing a
+	// cluster name and key never take each other's frames. "": the
+	// cluster name alone (tests, the simulator).
+	Service string
 	// Incarnation numbers this run of the node (1..MaxIncarnation). The driver
 	// persists it and raises it at every start.
 	Incarnation uint32
@@ -180,8 +186,8 @@ func New(cfg Config, c core.Core) (*Node, error) {
 	n := &Node{
 		cfg:       cfg,
 		core:      c,
-		cluster:   wire.ClusterID(cfg.Cluster),
-		validator: wire.NewValidator(wire.ClusterID(cfg.Cluster), cfg.ID, cfg.Keys),
+		cluster:   wire.ServiceClusterID(cfg.Service, cfg.Cluster),
+		validator: wire.NewValidator(wire.ServiceClusterID(cfg.Service, cfg.Cluster), cfg.ID, cfg.Keys),
 		inc:       cfg.Incarnation,
 		seq:       wire.Seq(cfg.Incarnation, 0, 0),
 		peers:     map[uint32]*peer{},
@@ -279,7 +285,7 @@ func (n *Node) Receive(in Inbound) error {
 		err = n.commitSeq(plan, in.Time)
 	}
 	if err != nil {
-		if errors.Is(err, ErrPreRestart) {
+		if errors.Is(err, ErrPreRestart) || plan.renew {
 			n.refuseEpoch(f.Sender, wire.SeqEpoch(f.Seq), in.Time)
 		}
 		n.refuse(&f, reasonOf(err))

@@ -113,6 +113,9 @@ type seqPlan struct {
 	resync   bool // without keys: a stale frame taken, the window restarted
 	persist  bool // save the new epoch first
 	senderID uint32
+	// renew: the frame was refused, and the sender should move to a new
+	// series (KindEpochRefused) to be heard again at once.
+	renew bool
 }
 
 // maxAdvance is how far a counter may have moved in dt (SeqBurst+SeqRate*dt,
@@ -179,6 +182,16 @@ func (n *Node) checkSeq(f *wire.Frame, now time.Time) (seqPlan, error) {
 		}
 	case epoch > p.epoch:
 		if uint64(counter) > maxAdvance(dt) {
+			// Refused, and the sender is asked for a new series, whose
+			// counter starts again from 0. A genuine sender is only
+			// here when the window moved to an older epoch of its
+			// shortly before (a recording of it taken after this node
+			// restarted, or, without keys, a forged frame: both pass);
+			// its counter says how long it has been in its epoch, which
+			// may be months of frames, and waiting for counter/SeqRate
+			// seconds to pass held it out for as long (12 hours at
+			// most), where one round trip now brings it back.
+			plan.renew = true
 			return plan, fmt.Errorf("%w: counter %d opening epoch %#x from %d", ErrImplausibleSeq, counter, epoch, f.Sender)
 		}
 		plan.reset = true

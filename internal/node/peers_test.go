@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"net/netip"
@@ -394,4 +395,62 @@ func FuzzReceiveHeader(f *testing.F) {
 			t.Fatalf("without keys, node 1's next frame after seq %#x lamport %#x was refused: %v", seq, lamport, err)
 		}
 	})
+}
+
+// TestOlderEpochDoesNotHoldTheSenderBack: node 1 has been running for
+// weeks in its epoch (incarnation 7) and has sent five million frames to
+// the lab. Node 2 takes a frame of an older epoch of node 1: with a key, a
+// recording of incarnation 5 played back just after node 2 restarted
+// (switched off overnight, it saved only incarnation 1, and nothing tells
+// the recording from a frame delayed in the network); without one, a
+// frame forged one incarnation below the current one (which resyncs the
+// window). Node 1's real frames then open a newer epoch with a counter of
+// five million, judged against the 50 ms since that frame: on main every
+// one was refused as implausible_seq for counter/SeqRate = 50 s (at
+// 2^32-1, 12 hours), and a forger repeating one frame without a key held
+// node 1 out for good. Now node 2 asks node 1 for a new series at the
+// first refusal, and hears it again one round trip later.
+func TestOlderEpochDoesNotHoldTheSenderBack(t *testing.T) {
+	for _, keyed := range []bool{true, false} {
+		var key *wire.Key
+		var dsk disk
+		p := newPair(t, keyed, func(c *Config) {
+			c.Save, c.Incarnation = dsk.save, 3
+			if keyed {
+				c.Epochs = map[uint32]uint32{1: wire.SeqEpoch(wire.Seq(1, 0, 9))}
+			}
+		})
+		p.a, p.ra = newNode(t, 1, func(c *Config) {
+			c.Incarnation = 7
+			if keyed {
+				c.Keys = []wire.Key{testKey}
+			}
+		})
+		p.a.seq = wire.Seq(7, 0, 5_000_000) // weeks of frames to the lab
+		older := wire.Seq(5, 0, 1200)       // the recording
+		if keyed {
+			key = &testKey
+		} else {
+			p.mustAccept("node 1's frame", p.send())
+			older = wire.Seq(6, 0, 10) // forged
+		}
+		p.mustAccept("the older epoch's frame", forged(t, 1, older, 1, key))
+		p.mustRefuse("node 1's next frame, far into a newer epoch", p.send(), "implausible_seq")
+		sends := p.b.Ready().Sends
+		if len(sends) != 1 || sends[0].Kind != wire.KindEpochRefused || sends[0].To != members[1] {
+			t.Fatalf("keyed %v: node 2 sends %+v, want one epoch_refused to node 1", keyed, sends)
+		}
+		if err := p.a.Receive(Inbound{From: members[2], Data: p.b.Finalize(sends[0], p.now), Time: p.now}); err != nil {
+			t.Fatalf("keyed %v: node 1 refused node 2's epoch_refused: %v", keyed, err)
+		}
+		for i := range 3 {
+			p.mustAccept(fmt.Sprintf("node 1's frame %d in its new series", i), p.send())
+		}
+		if keyed {
+			if got, want := dsk.d.Epochs[1], wire.SeqEpoch(wire.Seq(7, 1, 0)); got != want {
+				t.Errorf("saved epoch %#x, want node 1's current %#x", got, want)
+			}
+			p.mustRefuse("the recording once more", forged(t, 1, older, 1, key), "stale")
+		}
+	}
 }

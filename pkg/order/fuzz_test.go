@@ -1,6 +1,7 @@
 package order
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -51,7 +52,7 @@ func FuzzOrder(f *testing.F) {
 		for step := 0; p.More() && step < 200; step++ {
 			fail := p.Intn(8) == 0
 			var err error
-			switch p.Intn(5) {
+			switch p.Intn(6) {
 			case 0:
 				err = d.Step(fuzzFrame(p, members, self, d.Core.(*Core)), fail)
 			case 1:
@@ -62,6 +63,15 @@ func FuzzOrder(f *testing.F) {
 				err = d.Drain(fail)
 			case 3:
 				err = d.Restart()
+			case 4:
+				if p.Bool() {
+					// Another member takes over as sequencer (bully's
+					// announcement in a newer term of its own), so that
+					// the follower's side of the sequencer is reached.
+					_ = d.Step(coordinator(p, members, self, d.Core.(*Core)), fail)
+					break
+				}
+				err = d.Step(fuzzFrame(p, members, self, d.Core.(*Core)), fail)
 			default:
 				err = d.Step(fuzzFrame(p, members, self, d.Core.(*Core)), fail)
 			}
@@ -97,6 +107,25 @@ func checkBounds(t *testing.T, c *Core) {
 	if l := &c.st.Log; len(l.Entries) > 2*c.cfg.KeepLog+c.cfg.MaxUncommitted+wire.MaxOrderEntries {
 		t.Fatalf("log of %d entries", len(l.Entries))
 	}
+	// A program of 200 steps numbers a few thousand entries, and a
+	// snapshot jumps at most 2^40: a log near the end of the number
+	// space was taken there by one frame.
+	if l := &c.st.Log; l.last() > 1<<62 || l.Commit > l.last() {
+		t.Fatalf("log numbered to %d, committed to %d", l.last(), l.Commit)
+	}
+	// Likewise the Lamport clock: a record's stamp moves it 2^40 at most.
+	if now := c.lamport.Now(); now > 1<<62 {
+		t.Fatalf("Lamport clock at %d", now)
+	}
+}
+
+// coordinator is bully's announcement by another member (or this one, or
+// a stranger) of itself as leader in a newer term of its own.
+func coordinator(p *corefuzz.Program, members []uint32, self uint32, c *Core) core.Message {
+	from := members[p.Intn(len(members))]
+	_, known, _ := c.Election().Leader()
+	payload, _ := wire.Coordinator{}.AppendBinary(nil) // priorities as the member list: 0
+	return core.Message{From: from, Kind: wire.KindCoordinator, Term: epoch.Make(epoch.Round(known)+1+uint32(p.Intn(2)), from), Payload: payload}
 }
 
 // fuzzFrame builds one frame of any orderd kind, mostly well formed,
@@ -190,6 +219,27 @@ func fuzzFrame(p *corefuzz.Program, members []uint32, self uint32, c *Core) core
 		payload, _ = wire.OrderRecoverReply{LogTerm: term - min(term, uint64(p.Intn(2))), Last: last, Commit: last / 2}.AppendBinary(nil)
 	case wire.KindOrderFetch:
 		payload, _ = wire.OrderFetch{From: max(1, seq())}.AppendBinary(nil)
+	case wire.KindOrderSnapshot:
+		// A well-formed snapshot (the machine's own state, submissions
+		// of members or not) numbered anywhere: near the commit point,
+		// at the edges of the number space, past them.
+		machine := json.RawMessage(`{}`)
+		if m := c.Machine(); m != nil {
+			machine = m.Snapshot()
+		}
+		sids := map[uint32]uint64{members[p.Intn(3)]: seq()}
+		if p.Intn(8) == 0 {
+			sids[p.U32()] = 1
+		}
+		data, _ := json.Marshal(snapshotData{Machine: machine, SIDs: sids})
+		index := c.st.Log.Commit + uint64(p.Intn(12))
+		switch p.Intn(4) {
+		case 0:
+			index = seq()
+		case 1:
+			index = c.st.Log.Commit + 1<<40 + uint64(p.Intn(3)) - 1
+		}
+		payload, _ = wire.OrderSnapshot{Index: index, Data: data}.AppendBinary(nil)
 	default:
 		payload = []byte{byte(p.Intn(256))}
 	}

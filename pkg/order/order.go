@@ -403,6 +403,11 @@ func (c *Core) stepRecord(m core.Message) error {
 	return c.acceptRecord(m.From, r, 0)
 }
 
+// maxStampAhead bounds how far ahead of this member's Lamport clock a
+// total-order record's stamp may be (internal/node's MaxLamportAhead for
+// a frame's own stamp).
+const maxStampAhead = 1 << 40
+
 // acceptRecord takes a record of from's stream, from from itself or
 // relayed by member via (relay.go): either way it is handed on once, in
 // order.
@@ -417,6 +422,13 @@ func (c *Core) acceptRecord(from uint32, r wire.OrderRecord, via uint32) error {
 		return nil
 	case r.Seq-in.Next > uint64(c.cfg.Window):
 		return fmt.Errorf("%w: record %d of %d's stream, %d ahead of the next expected (window %d)", ErrImplausible, r.Seq, from, r.Seq-in.Next, c.cfg.Window)
+	}
+	if (r.Type == wire.OrderTotal || r.Type == wire.OrderTotalAck) && r.Stamp > c.lamport.Now() && r.Stamp-c.lamport.Now() > maxStampAhead {
+		// Refused before it is held, like a frame's own stamp that far
+		// ahead (the node's bound): merged, one stamp at the end of the
+		// clock's range stopped it there, and every member's total order
+		// with it. A genuine record of this number is taken when it comes.
+		return fmt.Errorf("%w: record %d of %d's stream stamped %d, the clock at %d", ErrImplausible, r.Seq, from, r.Stamp, c.lamport.Now())
 	}
 	if r.Type == wire.OrderCausal && len(r.Vector) != len(c.members) {
 		// Refused before it is held: it is the sender's bug, and holding

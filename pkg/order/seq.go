@@ -945,10 +945,20 @@ func (c *Core) sendSnapshot(to uint32, term uint64) {
 	}
 }
 
+// maxSnapshotAhead bounds how far past this member's commit point a
+// snapshot may take it: a million multicasts a second for 12 days, and
+// one frame cannot bring the log's numbers within reach of their end (a
+// snapshot numbered 2^64-1 stopped a member for good, its state refused
+// at the next start).
+const maxSnapshotAhead = 1 << 40
+
 func (c *Core) stepSnapshot(m msgT) error {
 	var s wire.OrderSnapshot
 	if err := s.UnmarshalBinary(m.Payload); err != nil {
 		return err
+	}
+	if commit := c.st.Log.Commit; s.Index > commit && s.Index-commit > maxSnapshotAhead {
+		return fmt.Errorf("%w: snapshot at number %d from %d, this member's commit point %d", ErrImplausible, s.Index, m.From, commit)
 	}
 	sr := &c.seqr
 	fetching := sr.recovering != 0 && m.Term == sr.recovering && m.From == sr.best

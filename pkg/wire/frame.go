@@ -367,6 +367,30 @@ func ClusterID(name string) uint32 {
 	return binary.BigEndian.Uint32(sum[:4])
 }
 
+// ServiceClusterID is the cluster ID of the cluster name as spoken by one
+// service (a daemon: "timed", "mutexd", "electd", "orderd"): the first 4
+// bytes of SHA-256(service, 0, name); ClusterID(name) when service is "".
+//
+// The daemons of a host share one key file and, by default, one cluster
+// name, and their member IDs are the same host's: without the service in
+// the ID, an authentic frame recorded from one daemon (electd's heartbeat
+// "from 3") passes another's MAC, cluster and member checks when sent to
+// it from member 3's address, and its sequence number, of another series
+// altogether, moves the receiver's window for member 3 ahead of that
+// member's real frames, which are then refused as stale. The MAC covers
+// the cluster ID, so a frame of one service cannot be made one of another.
+func ServiceClusterID(service, name string) uint32 {
+	if service == "" {
+		return ClusterID(name)
+	}
+	h := sha256.New()
+	h.Write([]byte(service))
+	h.Write([]byte{0})
+	h.Write([]byte(name))
+	var sum [sha256.Size]byte
+	return binary.BigEndian.Uint32(h.Sum(sum[:0])[:4])
+}
+
 // PatchXmt writes t into the transmit timestamp of an encoded frame. Call
 // it as late as possible before the write, and before Seal: the MAC covers
 // the timestamp. It panics if frame is shorter than a header.
