@@ -424,9 +424,12 @@ func (c *Core) answersDue(from, now time.Time) bool {
 const catchUpDelay = time.Millisecond
 
 // noteLate notes that a loop ran d late: this member's own (a Tick after
-// its deadline), or the others' (an answer's delay).
+// its deadline), or the others' (an answer's delay). A loss timeout or
+// more is a stall, not load (and an answer's delay is bounded by its
+// probe's life anyway): the waits it stretches stretch by at most
+// ProbeTries+1 loss timeouts.
 func (c *Core) noteLate(d time.Duration) {
-	if d > c.lateness() {
+	if d < c.cfg.LossTimeout && d > c.lateness() {
 		c.lateBy, c.lateAt = d, c.now
 	}
 }
