@@ -100,7 +100,11 @@
 // which waits for the silent members' answers: a dead one's a locate's
 // span).
 // A check an old holder passed met one of the promisers, before its last
-// answer.
+// answer. A member that restarted, or that has no entry for the lock,
+// counts its answers as of its start (or the last answer it gave about a
+// lock it had no entry for). A holder cut off from the majority, or paused,
+// is so replaced within a lease and a confirm window of its last renewal
+// (about 3.3 s with the defaults) rather than of the new majority.
 //
 // A promise confirms nothing: no token grants on its promises alone, and
 // its first grant waits for a check even when every member promised (the
@@ -108,11 +112,7 @@
 // answer, and like one it commits nothing; were it a confirmation a lease
 // could be granted on, every member that promised a prepare which then
 // failed (two that crossed) would have to report it to the next proposer,
-// and the next token would wait a whole Hold for leases nobody granted. A member that restarted, or that has no entry for the lock,
-// counts its answers as of its start (or the last answer it gave about a
-// lock it had no entry for). A holder cut off from the majority, or paused,
-// is so replaced within a lease and a confirm window of its last renewal
-// (about 3.3 s with the defaults) rather than of the new majority.
+// and the next token would wait a whole Hold for leases nobody granted.
 //
 // Two generations of one round are never both made: a member promises
 // only a round above every generation it knows (or the same prepare
