@@ -77,7 +77,7 @@ func (m *mutexBench) ringCounters(i int) map[string]uint64 {
 		return out
 	}
 	for k, v := range st.Node.Core.Counters {
-		if strings.HasPrefix(k, "locate") || strings.HasPrefix(k, "prepare") || k == "regenerations" || k == "checks_timed_out" || k == "check_failed" {
+		if strings.HasPrefix(k, "locate") || strings.HasPrefix(k, "prepare") || k == "regenerations" || k == "checks_timed_out" || k == "check_failed" || k == "ticks_late" || k == "probes_prepare" {
 			out[k] = v
 		}
 	}
@@ -148,6 +148,14 @@ func (m *mutexBench) makerKillTrial(what string, trial int) time.Duration {
 		}
 		killed = []int{holder, maker}
 	}
+	// The survivors' counters before the kill, to say how their search
+	// went (prepares crossed: outbid) on every trial's line.
+	before := map[int]map[string]uint64{}
+	for h := 1; h <= m.hosts; h++ {
+		if !slices.Contains(killed, h) && h != maker {
+			before[h] = m.ringCounters(h)
+		}
+	}
 	killAt := time.Now()
 	m.procs[maker].Kill()
 	// Two hosts ask at the same instant, a moment after the kill.
@@ -178,8 +186,15 @@ func (m *mutexBench) makerKillTrial(what string, trial int) time.Duration {
 	if ctx.Err() != nil {
 		m.fatalf("maker killed (%s) trial %d: h%d and h%d were not both granted within %v", what, trial+1, askers[0], askers[1], failoverLimit)
 	}
-	m.logf("%s maker killed (%s) %d/%d: h%d's daemon killed; h%d/h%d asked at once, first granted after %s",
-		m.alg, what, trial+1, *mutexTrials, maker, askers[0], askers[1], Millis(took))
+	search := map[string]uint64{}
+	for h, was := range before {
+		for k, v := range m.ringCounters(h) {
+			search[k] += v - was[k]
+		}
+	}
+	m.logf("%s maker killed (%s) %d/%d: h%d's daemon killed; h%d/h%d asked at once, first granted after %s (survivors: %d prepares, %d outbid, %d deferred; %d ticks put off)",
+		m.alg, what, trial+1, *mutexTrials, maker, askers[0], askers[1], Millis(took),
+		search["probes_prepare"], search["prepare_outbid"], search["prepares_deferred"], search["ticks_late"])
 	if took > targetCutOffGap {
 		// What the survivors did meanwhile, for the trial that missed.
 		for h := 1; h <= m.hosts; h++ {

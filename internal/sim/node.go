@@ -71,6 +71,13 @@ type simNode struct {
 	// a fixed-interval tick.
 	scheduled bool
 
+	// late is how much later than due its loop may run (SetLate); waiting
+	// is what it will do when it runs next (its timer first), waking that
+	// it is waiting for the CPU.
+	late    time.Duration
+	waiting []func()
+	waking  bool
+
 	counters Counters
 }
 
@@ -189,8 +196,40 @@ func (s *Sim) scheduleTick(n *simNode) {
 	wait = max(wait, 1)
 	gen := n.tickGen
 	s.schedule(s.now+wait, func() {
-		if n.tickGen == gen {
+		if n.tickGen != gen {
+			return
+		}
+		if n.late == 0 {
 			s.tick(n)
+			return
+		}
+		s.runLate(n, true, func() {
+			if n.tickGen == gen {
+				s.tick(n)
+			}
+		})
+	})
+}
+
+// runLate has node n's loop do fn when it next gets the CPU (SetLate):
+// a random 0..late from the first thing it had to do, all it had to do by
+// then at once, its timer first (first), then the frames in the order
+// they came.
+func (s *Sim) runLate(n *simNode, first bool, fn func()) {
+	if first {
+		n.waiting = append([]func(){fn}, n.waiting...)
+	} else {
+		n.waiting = append(n.waiting, fn)
+	}
+	if n.waking {
+		return
+	}
+	n.waking = true
+	s.schedule(s.now+time.Duration(s.rnd.Int64N(int64(n.late)+1)), func() {
+		todo := n.waiting
+		n.waiting, n.waking = nil, false
+		for _, f := range todo {
+			f()
 		}
 	})
 }
@@ -294,6 +333,10 @@ type packet struct {
 	fromLife  uint64
 	toLife    uint64
 	epoch     uint64 // the link's cut epoch at send (streams)
+	// arrived is when it reached the receiver's kernel, once held back by
+	// a late loop (SetLate): the receive stamp.
+	arrived time.Duration
+	held    bool
 }
 
 func (p *packet) entry(at time.Duration, f Fate) TraceEntry {
@@ -416,6 +459,12 @@ func (s *Sim) arrive(p *packet) {
 		to.counters.Missed++
 		s.trace.add(p.entry(s.now, FatePaused), nil)
 		return
+	case to.late > 0 && !p.held:
+		// A busy host: the frame waits in the kernel until the loop reads
+		// it, stamped with its arrival.
+		p.held, p.arrived = true, s.now
+		s.runLate(to, false, func() { s.arrive(p) })
+		return
 	}
 	s.receive(p)
 }
@@ -426,10 +475,14 @@ func (s *Sim) receive(p *packet) {
 	if s.traces != nil && !p.datagram && to.node != nil {
 		dropped = maps.Clone(to.node.Status().Dropped)
 	}
+	stamp := s.now
+	if p.held {
+		stamp = p.arrived
+	}
 	err := to.node.Receive(node.Inbound{
 		From:     p.from.addr,
 		Data:     p.data,
-		Time:     to.clk.FromKernel(s.Now()),
+		Time:     to.clk.FromKernel(s.cfg.Start.Add(stamp)),
 		Stream:   p.stream,
 		Datagram: p.datagram,
 	})
@@ -528,6 +581,20 @@ func (s *Sim) Pause(id uint32) {
 	n.paused = true
 	n.tickGen++
 	s.simEvent(id, "sim.pause", fmt.Sprintf("node %d paused", id))
+}
+
+// SetLate makes node id's loop run up to max later than due from now on,
+// as on a busy host whose CPUs other processes hold (0: on time): when a
+// tick falls due or a frame arrives, the loop gets the CPU a random 0..max
+// later, and then does everything that fell due meanwhile, its timer
+// first: a tick due after a datagram came runs before the datagram is
+// read, as a daemon's timer wakes its loop before its socket's reader
+// runs. Frames keep their receive stamps (the kernel's) and their order.
+func (s *Sim) SetLate(id uint32, max time.Duration) {
+	if max < 0 {
+		panic(fmt.Sprintf("sim: negative lateness %v", max))
+	}
+	s.mustNode(id).late = max
 }
 
 // Resume continues a paused node: it reads the stream frames held for it,

@@ -93,9 +93,9 @@
 // could hold an old token) the Hold is zero.
 //
 // The same argument gives a shorter wait: each promiser says how long a
-// lease may still run on the last check (or promise) it answered before it
-// promised (ConfirmWindow + MaxLease from that answer, padded), and the
-// token waits for the longest of these when that is sooner than the Hold,
+// lease may still run on the last check it answered before it promised
+// (ConfirmWindow + MaxLease from that answer, padded), and the token waits
+// for the longest of these when that is sooner than the Hold,
 // each counted from when its answer came (not from the end of the prepare,
 // which waits for the silent members' answers: a dead one's a locate's
 // span).
@@ -105,6 +105,14 @@
 // lock it had no entry for). A holder cut off from the majority, or paused,
 // is so replaced within a lease and a confirm window of its last renewal
 // (about 3.3 s with the defaults) rather than of the new majority.
+//
+// A promise confirms nothing: no token grants on its promises alone, and
+// its first grant waits for a check even when every member promised (the
+// Hold is then zero: one round trip). The promise is a Paxos phase-1
+// answer, and like one it commits nothing; were it a confirmation a lease
+// could be granted on, every member that promised a prepare which then
+// failed (two that crossed) would have to report it to the next proposer,
+// and the next token would wait a whole Hold for leases nobody granted.
 //
 // Two generations of one round are never both made: a member promises
 // only a round above every generation it knows (or the same prepare
@@ -152,24 +160,45 @@
 //	                                 token is refused everywhere
 //
 // A locate decides that the token is lost only when a majority answered,
-// nobody has the token or passed it a moment ago, no member confirmed a
-// check or promise within a third of a lease (a live holder whose answers
-// were lost), no rival may be proposing, and the maker of the newest
-// generation either answered or cannot still be waiting out its Hold with
-// it: a new token checks nothing during its Hold, so the sign of a live
-// holder is missing by design, and a replacement could not grant before
-// the promises of that Hold run out anyway (its majority meets the old
-// one), so the locator looks again while they outlast its next look. A
-// promiser that waits sends the proposer its want. Members that lost the
-// token together look for it together, and two prepares that cross are
-// both refused (each member promises one generation a round), and the
-// promises they got hold the next token a whole Hold longer: so a member
-// that heard a locate from a lower ID while its own ran leaves the
-// proposing to it, and waits until that one's prepare has had time to
+// nobody has the token or passed it a moment ago, no member (this one
+// included) confirmed a check within a third of a lease (a live holder
+// whose answers were lost), no rival may be proposing, and the maker of
+// the newest generation either answered or cannot still be waiting out
+// its Hold with it: a new token checks nothing during its Hold, so the
+// sign of a live holder is missing by design, and the locator looks again
+// while that Hold (counted from when this member heard of the generation)
+// outlasts its next look and a locate and a prepare after it. A
+// promiser that waits sends the proposer its want. A maker that answers
+// "no token" while the newest generation it knows is its own is taken for
+// one that did not answer: its prepare may still run (for many probe
+// timeouts on a busy host), and it may have made the token since. Members
+// that lost the token together look for it together, and two prepares
+// that cross are both refused (each member promises one generation a
+// round): both back off and look again, which costs the lock a second or
+// so (before promises stopped counting as confirmations, a whole Hold).
+// So a member that heard a locate from a lower ID while its own ran leaves
+// the proposing to it, and waits until that one's prepare has had time to
 // arrive (then it has promised it, and backs off as from any rival). So
 // on a lossy link the token is rarely made anew, and a waiting member is
 // bypassed at most N-1 times between regenerations (a new token does not
 // know who waited for the old one).
+//
+// # A busy host
+//
+// On a loaded host every loop runs late, and the wall-clock waits above
+// overshoot: a member's locate and prepare take many probe timeouts, and
+// a loop that gets the CPU back runs its timer before its socket's reader
+// (the Go scheduler runs expired timers first), so it decides on timeouts
+// with the answers unread. So a Tick that comes late, or that ends a probe
+// or starts a prepare after the loop had not run for a while, is put off
+// for a millisecond (counter ticks_late) so that the frames waiting for it
+// count first; and the waits for another member's next step (the deferral
+// to a lower locator's prepare, the window in which a promise just made
+// marks a rival) grow by how late the loops ran lately: this member's own
+// Ticks, and the delays of the answers to its probes (lateness). A lab
+// trial at load 13 took 8.13 s to recover with prepares crossed at both
+// askers; the simulator's busy host (sim.SetLate) reproduces it
+// (TestSimMakerKilledOnABusyHost).
 //
 // # Frames that lie
 //

@@ -26,6 +26,7 @@ type lock struct {
 	// confirmed in this run: that token's Hold was over.
 	promisedAt time.Time
 	checkedGen uint64
+	checkedAt  time.Time // when this member last answered a check OK in this run
 
 	tok *token // the token, when held here
 	// handoff is the token while it is sent and not yet acknowledged: a
@@ -65,11 +66,12 @@ type lock struct {
 	// and waits it out even when everyone promised.
 	outstanding time.Time
 
-	// confirmed is the last time this member answered OK to a check or a
-	// prepare of this lock (or, for an entry made since, the latest it may
-	// have: see Core.confirmedFloor): a lease granted on what it confirmed
-	// ends within ConfirmWindow + MaxLease of it. A promise says how much
-	// of that is left.
+	// answeredOK is the last time this member answered OK to a check of
+	// this lock (or, for an entry made since, the latest it may have: see
+	// Core.confirmedFloor): a lease granted on what it confirmed ends
+	// within ConfirmWindow + MaxLease of it. A promise says how much of
+	// that is left. A promise itself confirms nothing: no token grants on
+	// its promises alone (see finishPrepare).
 	answeredOK time.Time
 
 	// vouch asks the member a token came from whether it passed exactly
@@ -172,6 +174,10 @@ type probe struct {
 	// started; newer, the highest newer one a member answered it had
 	// promised (a rival's proposal, or a token made meanwhile).
 	known, newer uint64
+	// ownNewest is, for a locate, the members that answered that the
+	// newest generation they know is their own and they have no token:
+	// each is proposing it, or made it and passed the token on.
+	ownNewest map[uint32]bool
 	// confirmLeft is, for a prepare, the longest a lease may still run on
 	// what a promiser confirmed before it promised (this member's own
 	// included); confirmUnknown, that a promiser did not say.
@@ -661,7 +667,7 @@ func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
 		default:
 			c.raise(l, p.Generation)
 			reply.Generation = l.promised
-			l.answeredOK = c.now
+			l.answeredOK, l.checkedAt = c.now, c.now
 			l.checkedGen = max(l.checkedGen, p.Generation)
 		}
 	case wire.ProbeVouch:
@@ -681,7 +687,6 @@ func (c *Core) promise(l *lock, from uint32, p wire.RingProbe, reply *wire.RingP
 	reply.LeaseLeftMS = msCeil(l.outstanding.Sub(c.now))
 	reply.Flags |= wire.ProbeConfirmKnown
 	reply.ConfirmLeftMS = msCeil(c.confirmLeft(l))
-	l.answeredOK = c.now
 	l.wantsSeen[from] = seenWant{at: c.now, madeBy: p.Generation}
 	if l.prepare != nil && l.prepare.gen < l.promised {
 		c.abortPrepare(l, "outbid")
@@ -828,11 +833,26 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 		if r.Op == wire.ProbeLocate && r.Flags&wire.ProbeConfirmKnown != 0 {
 			p.confirmLeft = max(p.confirmLeft, confirmLeft)
 		}
+		if r.Op == wire.ProbeLocate && r.Generation != 0 && GenerationOwner(r.Generation) == from {
+			if p.ownNewest == nil {
+				p.ownNewest = map[uint32]bool{}
+			}
+			p.ownNewest[from] = true
+		}
 		if r.Op == wire.ProbeLocate && r.Generation > p.known {
 			if err := c.admit(l.name, r.Generation); err != nil {
 				return err
 			}
 			p.newer = max(p.newer, r.Generation)
+		}
+		if r.Op != wire.ProbeCheck || p.Count() == 0 {
+			// How late the others' loops run: an answer's delay is
+			// mostly the waits of the loops it passed through (a round
+			// trip on a LAN is well under a millisecond). An answer to
+			// a try sent again after a loss counts the probe timeouts
+			// before it too: on a lossy link the waits below grow by up
+			// to a locate's span, and the lock waits a little longer.
+			c.noteLate(c.now.Sub(p.Started))
 		}
 		p.Answer(from, r.Nonce)
 		p.promises.Vote(from, true)
@@ -944,12 +964,12 @@ func (c *Core) finishLocate(l *lock) {
 		}
 		return
 	}
-	if p.confirmLeft > c.confirmWindow()-(c.cfg.ConfirmWindow+c.cfg.MaxLease)/3 {
-		// Nobody said it has the token, but a member confirmed a check or
-		// a promise within a third of a lease (mutexd lock renews every
-		// third): a token is alive, its holder's answers lost (a lossy
-		// link, this member's or the holder's). A prepare now would doom
-		// it. Look again later; once a dead holder's last check is that
+	if max(p.confirmLeft, c.checkedLeft(l)) > c.confirmWindow()-(c.cfg.ConfirmWindow+c.cfg.MaxLease)/3 {
+		// Nobody said it has the token, but a member (this one too)
+		// confirmed a check within a third of a lease (mutexd lock renews
+		// every third): a token is alive, its holder's answers lost (a
+		// lossy link, this member's or the holder's) or late (a busy
+		// host). A prepare now would doom it. Look again later; once a dead holder's last check is that
 		// old, its replacement is made, and waits no longer than it would
 		// have (until its last check's leases end).
 		c.count("locate_confirmed_lately")
@@ -1001,10 +1021,33 @@ func (c *Core) finishLocate(l *lock) {
 		// rival), or that member did not propose after all. (A fixed
 		// wait instead could land on the other's prepare when its locate
 		// began later.)
-		l.prepareAt = later(l.prepareAt, lower.Add(c.locateSpan()+2*c.cfg.ProbeTimeout))
+		// On a busy host every loop runs late, the lower member's too:
+		// each try of its locate ends, and its prepare leaves, as late as
+		// this member's own loop ran lately (lateTries). A wait of the
+		// wall clock alone ran out before that prepare came (issue 15's
+		// lab trial at load 13: 8.13 s without a grant).
+		l.prepareAt = later(l.prepareAt, lower.Add(c.locateSpan()+2*c.cfg.ProbeTimeout+c.lateTries()))
 		c.count("prepares_deferred")
 	}
 	l.prepareKnown, l.prepareSince = p.known, p.Started
+}
+
+// checkedLeft is confirmLeft for the last check this member answered in
+// this run (not its start's presumption: a member just started knows of no
+// live holder).
+func (c *Core) checkedLeft(l *lock) time.Duration {
+	if l.checkedAt.IsZero() {
+		return 0
+	}
+	return max(l.checkedAt.Add(c.confirmWindow()).Sub(c.now), 0)
+}
+
+// lateTries is how much later than its timeouts say a locate and the
+// prepare after it may run on a busy host: each of their timeouts (the
+// locate's tries, the prepare's start) as late as this member's own loop
+// ran lately.
+func (c *Core) lateTries() time.Duration {
+	return time.Duration(c.cfg.ProbeTries+1) * c.lateness()
 }
 
 // lowerLocator returns when the last member with a lower ID than this
@@ -1013,7 +1056,7 @@ func (c *Core) finishLocate(l *lock) {
 // locate's span before); ok false if none did.
 func (c *Core) lowerLocator(l *lock, started time.Time) (at time.Time, ok bool) {
 	for m, t := range l.located {
-		if m < c.self && !c.down(m) && !t.Before(started.Add(-c.locateSpan())) && t.After(at) {
+		if m < c.self && !c.down(m) && !t.Before(started.Add(-c.locateSpan()-c.lateTries())) && t.After(at) {
 			at, ok = t, true
 		}
 	}
@@ -1027,8 +1070,9 @@ func (c *Core) lowerLocator(l *lock, started time.Time) (at time.Time, ok bool) 
 func (c *Core) rival(l *lock, known, newer uint64, since time.Time) bool {
 	// A prepare lasts up to its tries' timeouts: one this member promised
 	// that may have run while the locate's answers were given.
+	// (On a busy host its tries' timeouts ran late: lateTries.)
 	vowed := l.vowed != 0 && GenerationOwner(l.vowed) != c.self &&
-		l.vowedAt.After(since.Add(-time.Duration(c.cfg.ProbeTries+1)*c.cfg.ProbeTimeout))
+		l.vowedAt.After(since.Add(-time.Duration(c.cfg.ProbeTries+1)*c.cfg.ProbeTimeout-c.lateTries()))
 	if newer > known || vowed {
 		// Nobody said it has the token, but a generation newer than the
 		// one this member knew was promised meanwhile, or this member
@@ -1048,17 +1092,18 @@ func (c *Core) rival(l *lock, known, newer uint64, since time.Time) bool {
 
 // waitingOutHold says whether the newest generation's token may still be
 // waiting out its Hold at the member that made it, which did not answer
-// locate p. A new token checks nothing and moves nowhere during its Hold,
+// locate p, or answered that it had no token while its generation was the
+// newest it knew: its prepare was still running (on a busy host it runs
+// for many probe timeouts), and it may have made the token since. A new token checks nothing and moves nowhere during its Hold,
 // so the sign of a live holder that finishLocate trusts (a member that
 // confirmed a check lately) is missing by design, and three lost answers
 // of the maker (a lossy link, its own or this member's) look like a lost
 // token: issue 15's lossy ring regenerated this way, dooming a token a
 // moment before its first grant and resetting everyone's wait to a new
-// Hold. Waiting is free while the confirmations the answers report (the
-// promises of that token's majority, this member's own included) outlast
-// the next look and a locate and a prepare after it: a replacement's
-// majority meets the old one and waits them out before its first grant,
-// whenever it is made. Not once the maker answered, is taken for down, or
+// Hold. So this member looks again while that Hold may outlast the next
+// look and a locate and a prepare after it (a live maker grants at its
+// end), and proposes in time to be ready when it is over (a dead maker's
+// ring then waits no longer than its token would have). Not once the maker answered, is taken for down, or
 // the token is known to have left it or granted (its Hold is over: from
 // then on it checks, and the usual signs apply), nor when this member
 // learned of the generation a Hold ago or more. A holder that was granting
@@ -1068,14 +1113,18 @@ func (c *Core) waitingOutHold(l *lock, p *probe) bool {
 	g := l.promised
 	maker := GenerationOwner(g)
 	switch {
-	case g == 0 || maker == c.self || !p.Asked(maker) || p.Answered(maker):
+	case g == 0 || maker == c.self || !p.Asked(maker) || p.Answered(maker) && !p.ownNewest[maker]:
 		return false
 	case l.lastGen == g || l.checkedGen >= g || l.maxFence > uint64(GenerationRound(g))<<fenceCountBits:
 		return false
 	case l.promisedAt.IsZero() || c.now.Sub(l.promisedAt) >= c.hold:
 		return false
 	}
-	left := max(p.confirmLeft, c.confirmLeft(l))
+	// The maker's Hold began when its promises made a majority: not
+	// before this member heard of its generation, if it promised it;
+	// later than that otherwise (a Hold from then is longer: looking a
+	// little longer is the cost).
+	left := l.promisedAt.Add(c.hold).Sub(c.now)
 	return left > c.cfg.LossTimeout+2*c.locateSpan()+c.cfg.ProbeTimeout
 }
 
@@ -1204,8 +1253,14 @@ func (c *Core) finishPrepare(l *lock) {
 	delete(l.tok.wants, c.self)
 	clear(l.wantsSeen)
 	l.lastGen, l.lastHop = p.gen, 0
-	// The promises are a check: nobody in the majority knew anything newer.
-	l.confirmedGen, l.confirmedAt = p.gen, p.Started
+	// The promises are not a check: the first grant waits for one. A
+	// promise is a Paxos phase-1 answer, and like one it commits nothing:
+	// were it a confirmation a lease could be granted on, every member
+	// that promised a prepare which then failed (two that crossed: each
+	// is refused by the other's promisers) would have to report it to the
+	// next proposer, and the next token would wait a whole Hold for
+	// leases nobody granted (issue 15's loaded lab host: 8.13 s without a
+	// grant). One round trip after the Hold costs far less.
 	l.wantSent, l.lossAt = false, time.Time{}
 	c.count("regenerations")
 	c.emit(EventRegenerated, fmt.Sprintf("%s: new token, generation %#x, first grant in %v", l.name, p.gen, hold),

@@ -18,6 +18,9 @@ func (c *Core) Deadline() time.Time {
 	if !c.started {
 		return time.Time{}.Add(1)
 	}
+	if !c.catchUp.IsZero() {
+		return c.catchUp // everything else is due already
+	}
 	// The detector's own deadline too: it takes a Check much later than it
 	// asked for as a stall of this member (pkg/liveness).
 	ts := []time.Time{c.nextBeat, c.reqs.Deadline(), c.det.Deadline(), c.watchDeadline()}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -74,7 +75,16 @@ func TestSimMakerKilledInItsHold(t *testing.T) {
 // the dead maker's majority (ConfirmWindow + MaxLease after its token was
 // made) to that grant.
 func makerKilledGap(t *testing.T, seed int64, kind makerKill) (gap, past time.Duration) {
+	return makerKilledGapLate(t, seed, kind, 0)
+}
+
+// makerKilledGapLate is makerKilledGap on a busy host: every member's loop
+// runs up to late behind its timers and its socket (sim.SetLate).
+func makerKilledGapLate(t *testing.T, seed int64, kind makerKill, late time.Duration) (gap, past time.Duration) {
 	r := newLANRing(t, seed, 5)
+	for _, id := range r.ids {
+		r.s.SetLate(id, late)
+	}
 	ask := func(id uint32) mutex.RequestID {
 		var req mutex.RequestID
 		r.s.Do(id, func(cc core.Core) {
@@ -219,6 +229,56 @@ func TestSimCrossingPrepares(t *testing.T) {
 	for _, fault := range []holderFault{partitionHolder, pauseHolder} {
 		if gap := holderCutOffGap(t, 292, fault); gap > 4*time.Second {
 			t.Errorf("holder %s, seed 292: the majority granted nothing for %v (want <= 4s)\n%s", map[holderFault]string{partitionHolder: "partitioned", pauseHolder: "paused"}[fault], gap, lastTail)
+		}
+	}
+}
+
+// TestSimMakerKilledOnABusyHost: TestSimMakerKilledInItsHold's trials on a
+// loaded host (sim.SetLate): every member's loop gets the CPU up to 50 ms
+// after something falls due for it, then runs its timer before it reads
+// the frames that came meanwhile (issue 15's lab trial at load 13 took
+// 8.13 s, prepares crossed at both askers). Every wall-clock wait
+// overshoots there, the deferral to a lower locator's prepare among them,
+// and two askers' prepares still cross now and then; crossing must cost no
+// more than a new locate and prepare, never a whole Hold. So the ring
+// grants again within 4 s of the kill, as on a quiet host, but for at
+// most one trial in fifty, and within 4.5 s always. On main's code
+// (e31b631) 47 and 45 of 100 trials (fresh, regenerated) took more than
+// 4 s, up to 9.2 s; here 0 and 1 of 500 (4.09 s). Overloaded, loops up to
+// 100 ms late: within 6 s always, and 4 s but for one in ten (main: 49 and
+// 64 of 100 over 4 s, up to 11.6 s, two with nothing granted in 12 s;
+// here 3 and 12 of 500, the longest 4.7 s).
+func TestSimMakerKilledOnABusyHost(t *testing.T) {
+	for _, load := range []struct {
+		name     string
+		late     time.Duration
+		longest  time.Duration // no recovery longer
+		overFour int           // at most one in this many over 4 s
+	}{
+		{"busy", 50 * time.Millisecond, 4500 * time.Millisecond, 50},
+		{"overloaded", 100 * time.Millisecond, 6 * time.Second, 10},
+	} {
+		for _, kind := range []makerKill{freshMaker, regenMaker} {
+			name := map[makerKill]string{freshMaker: "fresh", regenMaker: "regenerated"}[kind]
+			t.Run(load.name+"/"+name, func(t *testing.T) {
+				var gaps []time.Duration
+				sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+					gap, _ := makerKilledGapLate(t, seed, kind, load.late)
+					gaps = append(gaps, gap)
+					if gap > load.longest {
+						t.Fatalf("loops up to %v late: the ring granted nothing for %v after the %s token's maker was killed (want <= %v)\n%s", load.late, gap, name, load.longest, lastTail)
+					}
+				})
+				if len(gaps) == 0 {
+					return
+				}
+				slices.Sort(gaps)
+				over := len(gaps) - sort.Search(len(gaps), func(i int) bool { return gaps[i] > 4*time.Second })
+				t.Logf("%s token's maker killed, loops up to %v late: gap median %v, longest %v, %d of %d over 4s", name, load.late, gaps[len(gaps)/2], gaps[len(gaps)-1], over, len(gaps))
+				if over*load.overFour > len(gaps) {
+					t.Errorf("%d of %d recoveries took more than 4 s with loops up to %v late (want at most one in %d)", over, len(gaps), load.late, load.overFour)
+				}
+			})
 		}
 	}
 }

@@ -120,6 +120,14 @@ type Core struct {
 	skipped      map[uint32]bool
 	nextBeat     time.Time
 
+	// catchUp is when a Tick put off at catchUpFrom (the loop was not
+	// running: a busy host) runs, after the frames that waited meanwhile
+	// were read (zero: none pending); see lateTick. lateBy is the
+	// longest delay of a loop lately, at lateAt (see lateness).
+	catchUp, catchUpFrom time.Time
+	lateBy               time.Duration
+	lateAt               time.Time
+
 	table
 	// confirmedFloor is the latest time this member may have answered OK
 	// to a check of a lock that has no entry here (answered from the
@@ -331,6 +339,9 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 // Tick runs the timers: heartbeats, liveness, leases, acknowledgements,
 // probes, loss.
 func (c *Core) Tick(now time.Time) {
+	if c.lateTick(now) {
+		return
+	}
 	c.observe(now)
 	now = c.now
 	c.det.Check(now)
@@ -343,6 +354,95 @@ func (c *Core) Tick(now time.Time) {
 		c.tickLock(c.locks[name])
 	}
 	c.reclaim()
+}
+
+// lateTick says whether a Tick at now must wait for the frames that may
+// have come while the loop was not running: then the Tick is put off for
+// a moment (catchUpDelay), so that they count first. On a busy host a
+// loop that gets the CPU back runs its timer before its socket's reader
+// (the Go scheduler runs expired timers first), and what it decides on
+// its timeouts it decides blind: a prepare started with a rival's prepare
+// unread crosses it, a locate or check times out with its answers unread.
+// So a Tick is put off when it came late (after its deadline by more than
+// a tenth of a probe timeout, this lateness remembered: lateness), or when
+// the loop had not run for as long and a probe's timeout or a prepare is
+// due (its deadline may have fallen within the loop's wait for the CPU).
+// Not after a stall (late by a loss timeout or more: pkg/liveness's
+// concern, and every timeout acts at once as it always did), nor alone.
+func (c *Core) lateTick(now time.Time) bool {
+	if !c.started || len(c.cfg.Members) == 1 {
+		return false
+	}
+	slack := c.cfg.ProbeTimeout / 10
+	if !c.catchUp.IsZero() {
+		// The put-off Tick: the frames that came before it was put off
+		// have been read. But a probe's timeout or a prepare that fell due
+		// meanwhile fell due while the loop waited again: once more.
+		from := c.catchUpFrom
+		c.catchUp, c.catchUpFrom = time.Time{}, time.Time{}
+		if !c.answersDue(from, now) {
+			return false
+		}
+	} else {
+		late := now.Sub(c.Deadline())
+		if late >= c.cfg.LossTimeout {
+			return false
+		}
+		if late > slack {
+			c.observe(now)
+			c.noteLate(late)
+		}
+		if late <= slack && (now.Sub(c.now) <= slack || !c.answersDue(time.Time{}, now)) {
+			return false
+		}
+	}
+	c.catchUp, c.catchUpFrom = now.Add(catchUpDelay), now
+	c.count("ticks_late")
+	return true
+}
+
+// answersDue says whether a probe's timeout or a prepare (decisions on
+// what the other members answered) fell due after from, by now.
+func (c *Core) answersDue(from, now time.Time) bool {
+	due := func(t time.Time) bool { return !t.IsZero() && t.After(from) && !now.Before(t) }
+	for _, l := range c.locks {
+		if due(l.prepareAt) {
+			return true
+		}
+		for _, p := range []*probe{l.locate, l.prepare, l.check, l.vouch} {
+			if p != nil && due(p.Deadline()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// catchUpDelay is how long a late Tick waits for the frames that came
+// meanwhile: long enough for the driver to read its sockets (the daemon's
+// reader runs when its loop sleeps), short beside every timeout.
+const catchUpDelay = time.Millisecond
+
+// noteLate notes that a loop ran d late: this member's own (a Tick after
+// its deadline), or the others' (an answer's delay). A loss timeout or
+// more is a stall, not load (and an answer's delay is bounded by its
+// probe's life anyway): the waits it stretches stretch by at most
+// ProbeTries+1 loss timeouts.
+func (c *Core) noteLate(d time.Duration) {
+	if d < c.cfg.LossTimeout && d > c.lateness() {
+		c.lateBy, c.lateAt = d, c.now
+	}
+}
+
+// lateness is how late the members' loops ran lately: the longest delay of
+// this member's Ticks, or of the answers to its probes, within the last
+// few loss timeouts. A wait for what another member does next must allow
+// for it.
+func (c *Core) lateness() time.Duration {
+	if c.lateAt.IsZero() || c.now.Sub(c.lateAt) > 4*c.cfg.LossTimeout {
+		return 0
+	}
+	return c.lateBy
 }
 
 // Outcomes drains the typed answers about requests (mutex.Algorithm).
