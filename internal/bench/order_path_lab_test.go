@@ -287,10 +287,13 @@ func num(v any) float64 {
 	return 0
 }
 
-// fdatasyncTime measures this disk's fdatasync of a small append in dir,
-// as a daemon's log write does it, by at once files at the same moment
-// (the lab's hosts share one disk: the members write an entry together).
-func (o *orderBench) fdatasyncTime(n, at int) Summary {
+// fdatasyncTime measures this disk's fdatasync of a 200-byte record, by
+// at once files at the same moment (the lab's hosts share one disk: the
+// members write an entry together), written as orderd's log writes it
+// (prealloc: into space allocated ahead, the file's size unchanged) or
+// as builds before it did (appended, the file growing: ext4 then
+// commits the new size through its journal with every fdatasync).
+func (o *orderBench) fdatasyncTime(n, at int, prealloc bool) Summary {
 	files := make([]*os.File, at)
 	for k := range files {
 		f, err := os.CreateTemp(o.dir, "fdatasync-*")
@@ -299,18 +302,26 @@ func (o *orderBench) fdatasyncTime(n, at int) Summary {
 		}
 		defer os.Remove(f.Name())
 		defer f.Close()
+		if prealloc {
+			if err := unix.Fallocate(int(f.Fd()), 0, 0, 1<<20); err != nil {
+				o.fatalf("fdatasync probe: fallocate: %v", err)
+			}
+			if err := f.Sync(); err != nil {
+				o.fatalf("fdatasync probe: %v", err)
+			}
+		}
 		files[k] = f
 	}
 	rec := []byte(strings.Repeat("x", 200))
 	var mu sync.Mutex
 	var samples []time.Duration
-	for range n {
+	for k := range n {
 		var wg sync.WaitGroup
 		for _, f := range files {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := f.Write(rec); err != nil {
+				if _, err := f.WriteAt(rec, int64(k*len(rec))); err != nil {
 					return
 				}
 				start := time.Now()
