@@ -347,3 +347,35 @@ func TestCoreLogOfTheFirstFormatIsKept(t *testing.T) {
 		t.Fatalf("after the upgrade: %q, %+v", got, rec)
 	}
 }
+
+// The state main's orderd (e31b631, the first log format) left after
+// three applies and a SIGKILL (testdata/synclog1): this build hands the
+// same eight records to the core, in order, and keeps them across a
+// restart in the current format.
+func TestCoreLogWrittenByTheFirstFormatsOrderd(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{coreStateFile, coreLogFile} {
+		b, err := os.ReadFile(filepath.Join("testdata", "synclog1", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, l, rec := loadAt(t, dir, 1000)
+	if len(recs) != 8 || !rec.Upgraded || rec.CutBytes != 0 {
+		t.Fatalf("%d records, %+v: want 8, upgraded", len(recs), rec)
+	}
+	for i, r := range recs {
+		if !bytes.HasPrefix(r, []byte(`{"clock":`)) {
+			t.Fatalf("record %d is not orderd's: %.40q", i, r)
+		}
+	}
+	want := slices.Clone(texts(recs))
+	l.close()
+	again, _, rec := loadAt(t, dir, 1001)
+	if !slices.Equal(texts(again), want) || rec != (logRecovery{Records: 8}) {
+		t.Fatalf("after the rewrite: %d records, %+v", len(again), rec)
+	}
+}
