@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // The core's log (core.Ready.Entries): records appended after the
@@ -98,6 +99,9 @@ type coreLog struct {
 	// whose core never appends never pays for the removal.
 	onDisk bool
 	buf    []byte
+	// wrote and synced are the last append's write(2) and fdatasync
+	// (zero after one that created the log), for the trace (TraceLogWrite).
+	wrote, synced time.Duration
 }
 
 // logRecovery is what loading the log found.
@@ -270,6 +274,7 @@ func grown(need, size int64) int64 {
 // fdatasync, creating the log (atomically, with its header) on the first
 // append after a snapshot.
 func (l *coreLog) appendRecords(records [][]byte) error {
+	l.wrote, l.synced = 0, 0
 	if l.f == nil {
 		return l.create(records)
 	}
@@ -285,14 +290,17 @@ func (l *coreLog) appendRecords(records [][]byte) error {
 		}
 		l.size = size
 	}
+	start := time.Now()
 	if _, err := l.f.WriteAt(l.buf, l.end); err != nil {
 		l.drop()
 		return err
 	}
+	written := time.Now()
 	if err := syncData(l.f); err != nil {
 		l.drop()
 		return err
 	}
+	l.wrote, l.synced = written.Sub(start), time.Since(written)
 	l.end += int64(len(l.buf))
 	return nil
 }
