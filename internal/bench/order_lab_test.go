@@ -126,9 +126,10 @@ func BenchmarkOrder(b *testing.B) {
 		o.logf("%s: latency seen %v; emitted %v; stamped %v; %.0f multicasts/s", name, lat[name], emitted[name], stamped[name], thr[name])
 	}
 	path := o.tracePath(o.waitSequencer(false), 40)
-	fsync := o.fdatasyncTime(100, 1)
-	fsyncs := o.fdatasyncTime(40, orderHosts-1)
-	o.logf("fdatasync of a 200-byte append here: %v; %d at once: %v", fsync, orderHosts-1, fsyncs)
+	fsync := o.fdatasyncTime(100, 1, true)
+	fsyncs := o.fdatasyncTime(40, orderHosts-1, true)
+	fsyncGrow := o.fdatasyncTime(100, 1, false)
+	o.logf("fdatasync of a 200-byte record here, into allocated space: %v; %d at once: %v; appended, the file growing: %v", fsync, orderHosts-1, fsyncs, fsyncGrow)
 	rec := o.recovery()
 	o.stopAll()
 	o.cluster("lamport")
@@ -199,17 +200,23 @@ func BenchmarkOrder(b *testing.B) {
 	// fdatasync (the members' entry; the sequencer writes its own while
 	// its Append travels), against what the traces measured.
 	critical := 2*rtt.P50 + fsync.P50
-	row("sequencer's critical path", "4 one-way + 1 fdatasync", func(n string) string {
+	row("sequencer's critical path: 2 LAN round trips (4 one-way) + 1 fdatasync (disk)", "4 one-way + 1 fdatasync", func(n string) string {
 		if n != "total (sequencer)" {
 			return "-"
 		}
-		return fmt.Sprintf("%s = 2 x %v + %s", Millis(critical), rtt.P50.Round(time.Microsecond), Millis(fsync.P50))
+		return fmt.Sprintf("%v = 2 x %v + %v", critical.Round(time.Microsecond), rtt.P50.Round(time.Microsecond), fsync.P50.Round(time.Microsecond))
 	})
-	row(fmt.Sprintf("fdatasync p50: alone / %d at once (one disk for all hosts)", orderHosts-1), "", func(n string) string {
+	row("p50 in LAN round trips (of which the fdatasync)", "sequencer <= 2", func(n string) string {
+		if n != "total (sequencer)" && n != etcdOne || rtt.P50 <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f (%.0f)", float64(lat[n].P50)/float64(rtt.P50), float64(fsync.P50)/float64(rtt.P50))
+	})
+	row(fmt.Sprintf("fdatasync p50: alone / %d at once (one disk for all hosts) / alone, file growing", orderHosts-1), "", func(n string) string {
 		if n != "total (sequencer)" {
 			return "-"
 		}
-		return Millis(fsync.P50) + " / " + Millis(fsyncs.P50)
+		return fmt.Sprintf("%v / %v / %v", fsync.P50.Round(time.Microsecond), fsyncs.P50.Round(time.Microsecond), fsyncGrow.P50.Round(time.Microsecond))
 	})
 	t.Section(fmt.Sprintf("the sequencer's path, one multicast at a time from h1 (protocol traces of every host, p50 of %d)", path.n))
 	for _, st := range path.stages {
@@ -246,7 +253,7 @@ func BenchmarkOrder(b *testing.B) {
 	t.Note("frames: the protocol's own (stream records, Lamport acks, submissions, Appends), then (+) the reliability layer's acknowledgements (stream acks, Append acks), against the notes' count: FIFO/causal N-1, sequencer 1 + (N-1), Lamport N-1 + N(N-1) (the message and every member's multicast ack); the election's frames are not counted")
 	t.Note("sequencer: a number is committed once a majority holds it, so that a new sequencer continues the order; the commit point rides on the next Append (20 at once), and an idle sequencer sends it alone, N-1 frames more (one at a time)")
 	t.Note("etcd 3.4, the same binary and flags for both: one node on h6 (no replication: its best case; one fdatasync, no network hop), the puts and the watch through its JSON gateway from h6; then a cluster of %d members on h%d-h%d (peers over the lab's network, each its own data dir), a watcher on every member (its gateway, from its host), the puts from a client on the leader's host (h%d) to the leader, then on a follower's host (h%d) to that follower, which forwards them to the leader; latency at all %d watchers, as orderd's at all members; a put is answered once committed on a majority (its fdatasync at the leader and 2 followers)", orderHosts, members[0], members[len(members)-1], leader, follower, orderHosts)
-	t.Note("disk: every host's data (orderd's state dirs, etcd's data dirs) is under one temp dir %s: the lab's hosts share one disk", o.dir)
+	t.Note("disk: every host's data (orderd's state dirs, etcd's data dirs) is under one temp dir %s: the lab's hosts share one disk. fdatasync of a 200-byte record, p50 / p99: %v / %v written into space allocated ahead (as orderd's log writes: etcd's WAL preallocates its segments too), %v / %v appended to a file that grows (as orderd's log did before: ext4 commits the new size through its journal on every fdatasync)", o.dir, fsync.P50.Round(time.Microsecond), fsync.P99.Round(time.Microsecond), fsyncGrow.P50.Round(time.Microsecond), fsyncGrow.P99.Round(time.Microsecond))
 	t.Note("load average (1, 5, 15 min): %s at the start, %s at the end", loadStart, loadEnd)
 	if err := t.Write(os.Stdout); err != nil {
 		b.Fatal(err)

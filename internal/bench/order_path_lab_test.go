@@ -166,6 +166,9 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 		return nil, "the sequencer sent no Append of it"
 	}
 	var appendNet, write, ackNet, commitNet, deliver []time.Duration
+	// The member's write, where its daemon traces it (TraceLogWrite;
+	// main's build before it does not): before it, it, after it.
+	var toWrite, writing, syncing, afterWrite []time.Duration
 	var acksIn []time.Time
 	var commitOut time.Time
 	for i, f := range traces {
@@ -186,6 +189,15 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 			return e.Ev == trace.EvSend && e.Kind == "order_append_ack" && uint64(num(e.Fields["match"])) >= number
 		}); !ok {
 			return nil, fmt.Sprintf("h%d acknowledged no Append of number %d", i, number)
+		}
+		if w, ok := find(f, appendIn.T, func(e trace.Event) bool {
+			return e.Ev == trace.EvLocal && e.Name == daemon.TraceLogWrite
+		}); ok && !w.T.After(ackOut.T) {
+			synced := time.Duration(num(w.Args["sync_us"])) * time.Microsecond
+			d := time.Duration(num(w.Args["write_us"]))*time.Microsecond + synced
+			toWrite = append(toWrite, w.T.Add(-d).Sub(appendIn.T))
+			writing, syncing = append(writing, d), append(syncing, synced)
+			afterWrite = append(afterWrite, ackOut.T.Sub(w.T))
 		}
 		ackIn, ok := find(sq, ackOut.T, func(e trace.Event) bool { return e.Ev == trace.EvRecv && e.Frame == ackOut.Frame })
 		if !ok {
@@ -218,17 +230,26 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 	// the first members' acks (5 hosts: 2).
 	slices.SortFunc(acksIn, func(a, b time.Time) int { return a.Compare(b) })
 	majority := acksIn[min(len(acksIn)-1, (len(traces)/2+1)-2)]
-	return []hop{
+	hops := []hop{
 		{"h1: send call to Submit out (control API, loop)", submitOut.T.Sub(start)},
 		{"one-way h1 -> sequencer (Submit)", submitIn.T.Sub(submitOut.T)},
 		{"sequencer: Submit in to Append out", appendOut.T.Sub(submitIn.T)},
 		{"one-way sequencer -> member (Append)", median(appendNet)},
 		{"member: Append in to ack out (its fdatasync)", median(write)},
-		{"one-way member -> sequencer (ack)", median(ackNet)},
-		{"sequencer: majority's ack in to commit point out", commitOut.Sub(majority)},
-		{"one-way sequencer -> member (commit point)", median(commitNet)},
-		{"member: commit point in to delivered", median(deliver)},
-	}, ""
+	}
+	if len(writing) == len(write) {
+		hops = append(hops,
+			hop{"  of which: Append in to its write (wake-up, core, record)", median(toWrite)},
+			hop{"  of which: its write, write(2) + fdatasync", median(writing)},
+			hop{"  of which: its fdatasync alone (in the daemon)", median(syncing)},
+			hop{"  of which: write done to ack out (Advance, the ack's send)", median(afterWrite)})
+	}
+	return append(hops,
+		hop{"one-way member -> sequencer (ack)", median(ackNet)},
+		hop{"sequencer: majority's ack in to commit point out", commitOut.Sub(majority)},
+		hop{"one-way sequencer -> member (commit point)", median(commitNet)},
+		hop{"member: commit point in to delivered", median(deliver)},
+	), ""
 }
 
 // deliveredAt is msg's delivery time at f's host, after start.
@@ -287,10 +308,13 @@ func num(v any) float64 {
 	return 0
 }
 
-// fdatasyncTime measures this disk's fdatasync of a small append in dir,
-// as a daemon's log write does it, by at once files at the same moment
-// (the lab's hosts share one disk: the members write an entry together).
-func (o *orderBench) fdatasyncTime(n, at int) Summary {
+// fdatasyncTime measures this disk's fdatasync of a 200-byte record, by
+// at once files at the same moment (the lab's hosts share one disk: the
+// members write an entry together), written as orderd's log writes it
+// (prealloc: into space allocated ahead, the file's size unchanged) or
+// as builds before it did (appended, the file growing: ext4 then
+// commits the new size through its journal with every fdatasync).
+func (o *orderBench) fdatasyncTime(n, at int, prealloc bool) Summary {
 	files := make([]*os.File, at)
 	for k := range files {
 		f, err := os.CreateTemp(o.dir, "fdatasync-*")
@@ -299,18 +323,26 @@ func (o *orderBench) fdatasyncTime(n, at int) Summary {
 		}
 		defer os.Remove(f.Name())
 		defer f.Close()
+		if prealloc {
+			if err := unix.Fallocate(int(f.Fd()), 0, 0, 1<<20); err != nil {
+				o.fatalf("fdatasync probe: fallocate: %v", err)
+			}
+			if err := f.Sync(); err != nil {
+				o.fatalf("fdatasync probe: %v", err)
+			}
+		}
 		files[k] = f
 	}
 	rec := []byte(strings.Repeat("x", 200))
 	var mu sync.Mutex
 	var samples []time.Duration
-	for range n {
+	for k := range n {
 		var wg sync.WaitGroup
 		for _, f := range files {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := f.Write(rec); err != nil {
+				if _, err := f.WriteAt(rec, int64(k*len(rec))); err != nil {
 					return
 				}
 				start := time.Now()

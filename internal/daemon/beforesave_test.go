@@ -3,6 +3,8 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"github.com/synclab/synclab/internal/trace"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,5 +126,46 @@ func TestEventsOfAFailedWriteWaitForTheNextWrite(t *testing.T) {
 	}
 	if len(d.unsaved) != maxUnsaved || d.errs["events_reported_unsaved"] != 3 {
 		t.Fatalf("%d held, %d reported unsaved: want %d and 3", len(d.unsaved), d.errs["events_reported_unsaved"], maxUnsaved)
+	}
+}
+
+// everTicking is an appender that appends a record on every tick.
+type everTicking struct{ appender }
+
+func (a *everTicking) Tick(time.Time) { a.Change(false) }
+
+// A running trace records each append to the core's log after it ended
+// (TraceLogWrite: the records, the write(2) and the fdatasync), so that a
+// message's path through a member splits into its wake-up and core, its
+// write, and what follows (the order bench's path section).
+func TestTraceRecordsTheLogsWrites(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	cfg := testConfig(t, net, dir, 1, 1)
+	cfg.TraceFile = filepath.Join(dir, "h1.trace")
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return &everTicking{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	var writes []trace.Event
+	eventually(t, "log writes in the trace", func() bool {
+		d.Do(context.Background(), func(*node.Node) { d.tr.log.Flush() })
+		f, err := trace.ReadFile(cfg.TraceFile)
+		if err != nil {
+			return false
+		}
+		writes = writes[:0]
+		for _, e := range f.Events {
+			if e.Ev == trace.EvLocal && e.Name == TraceLogWrite {
+				writes = append(writes, e)
+			}
+		}
+		return len(writes) >= 3
+	})
+	for _, e := range writes {
+		if num := func(k string) float64 { f, _ := e.Args[k].(json.Number).Float64(); return f }; num("records") != 1 || num("sync_us") < 0 || num("write_us") < 0 || e.Args["sync_us"] == nil {
+			t.Fatalf("log write event %+v", e.Args)
+		}
 	}
 }

@@ -319,7 +319,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		return nil, err
 	}
 	saved := &durable{st: st, inc: inc, epochs: epochs}
-	persisted, records, clog, recovered, err := st.loadCore()
+	persisted, records, clog, recovered, err := st.loadCore(inc)
 	if err != nil {
 		return nil, err
 	}
@@ -372,6 +372,10 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	case recovered.Stale:
 		errs["core_log_stale"]++
 		log.Info("dropped a log older than the core's snapshot (a crash while the snapshot was written)", "file", st.file(coreLogFile))
+	}
+	if recovered.Upgraded {
+		log.Info("rewrote the core's log in the current format (preallocated, records carry the incarnation)", "file", st.file(coreLogFile),
+			"records", recovered.Records)
 	}
 	return &Daemon{
 		cfg:        cfg,

@@ -428,6 +428,11 @@ func (d *Daemon) process() {
 		} else {
 			d.appends = true
 			err = d.clog.appendRecords(out.Entries)
+			if err == nil && d.tr != nil && d.clog.synced > 0 {
+				d.tr.log.Local(core.Event{Name: TraceLogWrite, Args: []any{
+					"records", len(out.Entries), "write_us", d.clog.wrote.Microseconds(), "sync_us", d.clog.synced.Microseconds(),
+				}}, 0, clock.Vector{}, d.cfg.Clock.Now())
+			}
 		}
 		if err != nil {
 			saved = false

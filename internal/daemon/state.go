@@ -81,7 +81,14 @@ func (s *stateDir) write(name string, data []byte) error {
 	return writeFileAtomic(s.path, name, data)
 }
 
-func writeFileAtomic(dir, name string, data []byte) (err error) {
+func writeFileAtomic(dir, name string, data []byte) error {
+	return writeFileAtomicSized(dir, name, data, 0)
+}
+
+// writeFileAtomicSized is writeFileAtomic with the file's space
+// allocated up to size (zeros after data): the core's log writes its
+// records into it without growing the file.
+func writeFileAtomicSized(dir, name string, data []byte, size int64) (err error) {
 	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return err
@@ -94,6 +101,11 @@ func writeFileAtomic(dir, name string, data []byte) (err error) {
 	}()
 	if _, err = tmp.Write(data); err != nil {
 		return err
+	}
+	if n := int64(len(data)); size > n {
+		if err = preallocate(tmp, n, size-n); err != nil {
+			return err
+		}
 	}
 	if err = tmp.Sync(); err != nil {
 		return err

@@ -20,6 +20,13 @@ import (
 	"github.com/synclab/synclab/internal/trace"
 )
 
+// TraceLogWrite is the local event a running trace records after each
+// append to the core's log (CoreLogFile), stamped when it ended: records
+// appended, write_us (write(2)) and sync_us (fdatasync), so that a
+// message's path through a member splits into its wake-up and core, its
+// write, and what follows.
+const TraceLogWrite = "log_write"
+
 // traceFlushEvery is how often a running trace's buffered lines reach the
 // file: a reader (or a killed daemon) loses at most this much.
 const traceFlushEvery = 250 * time.Millisecond

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -259,12 +260,22 @@ func TestOrderdSIGKILLKeepsWhatItAcknowledged(t *testing.T) {
 	if fi, err := os.Stat(logFile); err != nil || fi.Size() <= 40 {
 		t.Fatalf("host 1 kept no records in its log: %v", err)
 	}
-	// A torn record: its header says 64 bytes, 5 made it to the disk.
-	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_APPEND, 0)
+	// A torn record right after the last whole one (the log's space is
+	// allocated ahead: its records, not its size, mark the end): its
+	// header says 64 bytes, 5 made it to the disk.
+	b, err := os.ReadFile(logFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write([]byte{0, 0, 0, 64, 0xde, 0xad, 0xbe, 0xef, 't', 'o', 'r', 'n', '!'})
+	end := 40 // the header; then length (4) | CRC (4) | incarnation (4) | data
+	for end+12 <= len(b) && binary.BigEndian.Uint32(b[end+8:]) != 0 {
+		end += 12 + int(binary.BigEndian.Uint32(b[end:]))
+	}
+	f, err := os.OpenFile(logFile, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0, 0, 0, 64, 0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 9, 't', 'o', 'r', 'n', '!'}, int64(end))
 	f.Close()
 
 	c.start(1)
