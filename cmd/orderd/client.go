@@ -269,7 +269,7 @@ func send(c *cli.Context, o order.Order, wait bool) error {
 	}
 	printDelivery(c.App.Writer, *rep.Delivered)
 	if rep.Delivered.Error != "" {
-		return app.ExitError{Code: 1, Msg: "refused by the state machine (at every replica alike): " + rep.Delivered.Error}
+		return app.ExitError{Code: 1, Msg: "refused by the state machine (at every replica alike): " + strings.TrimPrefix(rep.Delivered.Error, rsm.ErrCommand.Error()+": ")}
 	}
 	return nil
 }
@@ -309,7 +309,7 @@ func stateCommand() *cli.Command {
 				fmt.Fprintln(c.App.Writer, string(b))
 				return nil
 			}
-			fmt.Fprintf(c.App.Writer, "balance %s (%d commands applied, %d keys)\n", v.Balance, v.Applied, len(v.KV))
+			fmt.Fprintf(c.App.Writer, "balance %s (%s applied, %s)\n", v.Balance, app.Plural(v.Applied, "command"), app.Plural(uint64(len(v.KV)), "key"))
 			return nil
 		},
 	}

@@ -189,6 +189,9 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 			ds = append(ds, fmt.Sprintf("%d %s", st.Delivered[k], k))
 		}
 	}
+	if len(ds) == 0 {
+		ds = []string{"nothing"}
+	}
 	fmt.Fprintf(w, "Delivered: %s since start (%d in all)\nVector   : %v (causal messages delivered per member)\n", strings.Join(ds, ", "), st.Delivered["total_index"], st.CausalVector)
 	var cs []string
 	for _, k := range slices.Sorted(maps.Keys(st.Counters)) {

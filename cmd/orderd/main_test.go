@@ -79,6 +79,17 @@ func TestRenderStatus(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, b.String())
 		}
 	}
+
+	// A node that has delivered nothing says so.
+	st.Delivered = map[string]uint64{}
+	raw, _ = json.Marshal(st)
+	b.Reset()
+	if err := renderStatus(&b, raw, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Delivered: nothing since start (0 in all)"; !strings.Contains(b.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, b.String())
+	}
 }
 
 // A sequenced send is answered on its own delivery's event (emitted once

@@ -152,12 +152,8 @@ func renderClient(w io.Writer, raw json.RawMessage) error {
 	fmt.Fprintf(tw, "NTP client\t: %s, system peer %s, stratum %d, refid %s (%s)\n", state, peer, st.Stratum, st.ReferenceID, st.Selection)
 	// The core's offsets are the reference minus this clock (the
 	// correction still to make), the opposite of `timed query`'s: say so.
-	updates := "updates"
-	if st.Updates == 1 {
-		updates = "update"
-	}
-	fmt.Fprintf(tw, "Offset\t: %s now, %s at the last update (%d %s); reference minus this clock: - means this clock is ahead\n",
-		app.FormatOffset(time.Duration(st.OffsetNS)), app.FormatOffset(time.Duration(st.LastOffsetNS)), st.Updates, updates)
+	fmt.Fprintf(tw, "Offset\t: %s now, %s at the last update (%s); reference minus this clock: - means this clock is ahead\n",
+		app.FormatOffset(time.Duration(st.OffsetNS)), app.FormatOffset(time.Duration(st.LastOffsetNS)), app.Plural(uint64(st.Updates), "update"))
 	fmt.Fprintf(tw, "Frequency\t: %+.3f ppm (error %.3f ppm)\n", st.FrequencyPPM, st.FrequencyErrorPPM)
 	fmt.Fprintf(tw, "Error bound\t: ±%s [%s, %s]\n", time.Duration(st.ErrorBoundNS),
 		app.FormatOffset(time.Duration(st.BoundLowNS)), app.FormatOffset(time.Duration(st.BoundHighNS)))

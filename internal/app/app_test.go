@@ -278,3 +278,11 @@ func TestClockLine(t *testing.T) {
 		t.Errorf("system clock: %q", system)
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0 keys", 1: "1 key", 2: "2 keys"} {
+		if got := Plural(n, "key"); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -206,3 +206,12 @@ func reasons(m map[string]uint64) string {
 	}
 	return fmt.Sprintf("%d (%s)", t, strings.Join(parts, ", "))
 }
+
+// Plural is n with its noun, in the plural unless n is 1 ("1 key", "3
+// keys"): status lines a student reads aloud.
+func Plural(n uint64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -87,8 +87,12 @@ var (
 	ErrStale       = errors.New("order: stale or duplicate")
 	ErrImplausible = errors.New("order: implausible value")
 	ErrTerm        = errors.New("order: not the current sequencer's term")
-	ErrNotLeading  = errors.New("order: this member is not the sequencer")
-	ErrFull        = errors.New("order: bound reached")
+	// errEarlyTerm: a sequencer's term the election has not announced
+	// here yet; its frame is dropped uncounted as bad input (early_terms)
+	// and its sender resends.
+	errEarlyTerm  = errors.New("order: a term this member's election has not announced yet")
+	ErrNotLeading = errors.New("order: this member is not the sequencer")
+	ErrFull       = errors.New("order: bound reached")
 )
 
 var stepLabels = core.ErrorLabels{
@@ -388,6 +392,10 @@ func (c *Core) Step(m core.Message) error {
 		default:
 			err = core.ErrUnexpectedKind
 		}
+	}
+	if errors.Is(err, errEarlyTerm) {
+		c.count("early_terms")
+		return nil
 	}
 	if err != nil {
 		c.count("rejected_" + stepLabels.Of(err, wire.Reason(err)))

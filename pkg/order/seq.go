@@ -248,8 +248,13 @@ func (c *Core) promiseTerm(from uint32, term uint64) error {
 	switch {
 	case epoch.Owner(term) != from:
 		return fmt.Errorf("%w: term %d is not member %d's", ErrImplausible, term, from)
-	case term < c.st.Log.Term || term != known:
+	case term < c.st.Log.Term || term < known:
 		return fmt.Errorf("%w: term %d from %d, this member knows %d and promised %d", ErrTerm, term, from, known, c.st.Log.Term)
+	case term != known:
+		// Newer than the election has told this member of: its message
+		// (the sequencer's announcement) is still on the way, or lost and
+		// resent. Not bad input: the sender retries.
+		return fmt.Errorf("%w: term %d from %d, this member knows %d", errEarlyTerm, term, from, known)
 	}
 	if term > c.st.Log.Term {
 		c.st.Log.Term = term
@@ -278,6 +283,13 @@ func (c *Core) stepRecoverReply(m msgT) error {
 		return err
 	}
 	if c.seqr.recovering == 0 || m.Term != c.seqr.recovering {
+		if epoch.Owner(m.Term) == c.id && m.Term <= c.st.Log.Term {
+			// An answer to this member's own request that came after a
+			// majority's (a fresh cluster's every start has one) or after
+			// a newer election overtook it: nothing wrong with the sender.
+			c.count("late_recover_replies")
+			return nil
+		}
 		return fmt.Errorf("%w: recover reply for term %d", ErrStale, m.Term)
 	}
 	if r.LogTerm > m.Term {

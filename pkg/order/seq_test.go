@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +145,29 @@ func TestHistoryKeepsTheLast(t *testing.T) {
 		if after := c.History(uint64(k - 1)); len(after) != 1 || after[0].Index != uint64(k) || c.LastIndex() != uint64(k) {
 			t.Fatalf("after %d deliveries: History(%d) holds %d, last index %d", k, k-1, len(after), c.LastIndex())
 		}
+	}
+}
+
+// A fresh cluster refuses nothing: the recovery's answers that come after
+// a majority's, or after a newer election overtook the recovery, are late,
+// not bad input (before, a fresh cluster's status showed a dropped
+// rejected_order_recover_reply at two members of three).
+func TestSimFreshClusterRefusesNothing(t *testing.T) {
+	late := uint64(0)
+	sim.Seeds(t, seeds(10, 100), func(t *testing.T, seed int64) {
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond}})
+		addMembers(t, s, 5, DefaultLANConfig())
+		s.Run(3 * time.Second)
+		for id := uint32(1); id <= 5; id++ {
+			for k, n := range s.Core(id).(*Core).counters {
+				if strings.HasPrefix(k, "rejected_") {
+					t.Errorf("member %d counted %s %d in a fresh cluster", id, k, n)
+				}
+			}
+			late += s.Core(id).(*Core).counters["late_recover_replies"]
+		}
+	})
+	if late == 0 {
+		t.Error("no late recover reply in any seed: the test no longer covers them")
 	}
 }
