@@ -332,9 +332,9 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 	first := !s.last.valid
 	if first {
 		s.epoch = m.Time
+		// Open loop no frequency is ever in force: no segments, so
+		// freqIntegral stays 0.
 		if !s.cfg.MeasureOnly {
-			// Open loop, no frequency is ever in force: no segments,
-			// and freqIntegral stays 0.
 			s.freqs = []freqSeg{{at: m.Time, ppm: s.freq}}
 		}
 	}
