@@ -145,6 +145,9 @@ func renderClient(w io.Writer, raw json.RawMessage) error {
 	if st.Synchronized {
 		state = "synchronised"
 	}
+	if st.MeasureOnly {
+		state = "measuring only (--no-adjust: the clock is never corrected)"
+	}
 	peer := st.SysPeer
 	if peer == "" {
 		peer = "none"

@@ -104,8 +104,14 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		return nil, app.Usagef("nothing to do: give --server HOST or --peer HOST to follow, --serve ADDR to serve NTP, or --id and --members for a cluster (--mode berkeley)")
 	}
 	if c.Bool("no-adjust") {
-		// Measure and report: the discipline runs, the clock is not touched.
+		// Measure and report: the client's servo runs open loop, so what
+		// it reports is the untouched clock's offset, not the offset left
+		// after corrections nobody made; the daemon drops any adjustment
+		// all the same (and the system clock is opened read-only).
 		cfg.SkipAdjust = true
+		if cc != nil {
+			cc.NoAdjust = true
+		}
 	}
 	switch kind {
 	case "sim":

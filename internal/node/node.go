@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/synclab/synclab/internal/trace"
@@ -173,6 +174,9 @@ type Node struct {
 	ticked   bool
 	lastTick time.Time
 	stats    Stats
+	// lastNTPXmt is the last transmit timestamp patched into an NTP
+	// packet (ntpXmt); atomic: Finalize runs on transport writers.
+	lastNTPXmt atomic.Uint64
 }
 
 // New wraps c. It fails on a contradictory configuration.
@@ -651,7 +655,7 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 	ts := wire.NTPTimeFromTime(now)
 	if s.Datagram && !s.Frame {
 		if s.NTPStamp && len(b) >= wire.NTPHeaderLen {
-			putUint64(b[wire.NTPXmtOffset:], uint64(ts))
+			putUint64(b[wire.NTPXmtOffset:], uint64(n.ntpXmt(ts)))
 			if s.NTPSign != nil {
 				b = s.NTPSign.Append(b)
 			}
@@ -683,6 +687,34 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 		b = n.sealer.Seal(b)
 	}
 	return b
+}
+
+// ntpXmtNudgeMax is how far behind this node's last NTP transmit timestamp
+// a clock reading may be and still be nudged past it (ntpXmt): the answers
+// of one batch share a reading; a clock set back further than this (by an
+// operator: timed never steps back) is taken as it is.
+const ntpXmtNudgeMax = wire.NTPTime(1 << 32 / 1000) // 1 ms
+
+// ntpXmt returns the transmit timestamp for an NTP packet stamped with
+// clock reading ts: ts, or one unit (2^-32 s, 0.23 ns) after the last one
+// this node sent when ts is not later. Every NTP packet of a node then
+// carries a distinct transmit timestamp, as RFC 5905 assumes: a client
+// drops a second packet with the transmit time of the last one as a
+// duplicate, and a trace names an NTP packet by it. The answers of one
+// datagram batch are stamped with one clock reading (internal/daemon), as
+// are a simulated node's sends of one instant, and a coarse clock repeats
+// readings; the nudge is far below any clock's precision.
+func (n *Node) ntpXmt(ts wire.NTPTime) wire.NTPTime {
+	for {
+		last := n.lastNTPXmt.Load()
+		next := ts
+		if behind := wire.NTPTime(last) - ts; last != 0 && int64(behind) >= 0 && behind < ntpXmtNudgeMax {
+			next = wire.NTPTime(last) + 1
+		}
+		if n.lastNTPXmt.CompareAndSwap(last, uint64(next)) {
+			return next
+		}
+	}
 }
 
 func putUint64(b []byte, v uint64) {

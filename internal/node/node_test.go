@@ -425,7 +425,7 @@ func TestSignedAnswerStampedThenSigned(t *testing.T) {
 		t.Fatalf("Answer: %+v, %v, %v", s, handled, err)
 	}
 	at := t0.Add(3 * time.Millisecond)
-	check := func(how string, out []byte) {
+	check := func(how string, out []byte, at time.Time) {
 		t.Helper()
 		pkt, id, digest, err := wire.SplitNTPMAC(out)
 		if err != nil || wire.VerifyNTPMAC(pkt, id, digest, []wire.NTPKey{key}) != nil {
@@ -436,7 +436,7 @@ func TestSignedAnswerStampedThenSigned(t *testing.T) {
 			t.Fatalf("%s: transmit %v, want the write's %v", how, p.Transmit.Time(), at)
 		}
 	}
-	check("FinishAnswer", n.FinishAnswer(s, at))
+	check("FinishAnswer", n.FinishAnswer(s, at), at)
 	if st := n.Status(); st.DatagramsIn != 1 || st.DatagramsOut != 1 {
 		t.Errorf("counters in %d out %d", st.DatagramsIn, st.DatagramsOut)
 	}
@@ -445,5 +445,7 @@ func TestSignedAnswerStampedThenSigned(t *testing.T) {
 	if len(sends) != 1 || sends[0].NTPSign == nil {
 		t.Fatalf("sends %+v", sends)
 	}
-	check("Finalize", n.Finalize(sends[0], at))
+	// A later write: one at the same instant would be nudged a unit on
+	// (distinct transmit timestamps, TestNTPTransmitStampsDistinct).
+	check("Finalize", n.Finalize(sends[0], at.Add(time.Millisecond)), at.Add(time.Millisecond))
 }

@@ -210,6 +210,9 @@ func NTPFields(data []byte) (kind, frame string, fields map[string]any) {
 }
 
 // NTPFrameID is the frame of an NTP packet with transmit timestamp xmt.
+// It names one packet because a daemon never stamps two NTP packets with
+// one transmit time (internal/node nudges a repeated clock reading, as the
+// answers of one datagram batch share one, by 2^-32 s).
 func NTPFrameID(xmt wire.NTPTime) string { return fmt.Sprintf("ntp:%016x", uint64(xmt)) }
 
 var ntpModes = [8]string{"reserved", "symmetric_active", "symmetric_passive", "client", "server", "broadcast", "control", "private"}

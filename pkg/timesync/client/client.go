@@ -220,6 +220,7 @@ func (c Config) servoConfig(f savedFrequency) servo.Config {
 		StepLimit:      c.StepLimit,
 		Frequency:      f.ppm,
 		FrequencyError: f.errPPM,
+		MeasureOnly:    c.NoAdjust,
 	}
 }
 
@@ -234,6 +235,9 @@ func (c *Client) Restore(state []byte) error {
 	f, err := decodeState(state)
 	if err != nil {
 		return err
+	}
+	if c.cfg.NoAdjust {
+		return nil // see Config.NoAdjust
 	}
 	sv, err := servo.New(c.cfg.servoConfig(f))
 	if err != nil {
@@ -251,7 +255,7 @@ func (c *Client) Frequency() float64 { return c.servo.Frequency() }
 // selection and its error bound is still within the kernel's phase limit
 // at the last tick.
 func (c *Client) Synchronized() bool {
-	return c.servo.Synchronized() && c.servo.SyncAdjustment(c.now).Synced
+	return !c.cfg.NoAdjust && c.servo.Synchronized() && c.servo.SyncAdjustment(c.now).Synced
 }
 
 // Bound returns the interval that holds true time when the local clock
@@ -612,6 +616,7 @@ func (c *Client) update(now time.Time) {
 		c.counters[cntStaleSys]++
 		return // each sample once: the servo would refuse it (ErrOutOfOrder)
 	}
+	predicted, hasPrediction := c.servo.Offset(now)
 	res, err := c.servo.Update(now, servo.Measurement{
 		Time: est.Time, Offset: sel.Offset, RootDistance: sel.Distance(), Jitter: sel.Jitter,
 	})
@@ -625,9 +630,18 @@ func (c *Client) update(now time.Time) {
 	c.counters[cntUpdates]++
 	c.rd.Adjustments = append(c.rd.Adjustments, res.Adjustments...)
 	c.lastSync = now
+	// The poll interval grows while the offsets are noise. Disciplined,
+	// the offset acted on is what is left to correct; measuring only, the
+	// clock's offset is never corrected and what tells noise from news is
+	// how far the measurement is from where the open-loop model (offset
+	// and drift) put the clock.
+	pollOffset := res.Offset
+	if c.cfg.NoAdjust && hasPrediction {
+		pollOffset -= predicted
+	}
 	for _, s := range c.srcs {
 		s.filter.Shift(res.Correction)
-		s.poller.Update(res.Offset, sel.Jitter)
+		s.poller.Update(pollOffset, sel.Jitter)
 	}
 	if res.Action == servo.ActionStep {
 		c.stepFence = now.Add(res.Correction)
@@ -635,7 +649,7 @@ func (c *Client) update(now time.Time) {
 	}
 	peer, _ := sp.peerVars()
 	c.sys = ntp.NextSystem(peer, est, sel, wire.RefIDFromAddr(sp.addr.Addr()), c.cfg.Precision, now)
-	if !c.synced {
+	if !c.synced && !c.cfg.NoAdjust {
 		c.synced = true
 		c.event(EventSynchronized, fmt.Sprintf("clock synchronised to %v, offset %v", sp.addr, res.Offset),
 			"source", sp.addr.String(), "offset", res.Offset, "root_distance", sel.Distance())
@@ -666,7 +680,7 @@ func (c *Client) setSysPeer(s *source) {
 // syncState refreshes the clock's error fields between updates, and notices
 // when the bound has grown past the kernel's phase limit.
 func (c *Client) syncState(now time.Time) {
-	if !c.servo.Synchronized() || now.Sub(c.lastSync) < c.cfg.SyncInterval {
+	if c.cfg.NoAdjust || !c.servo.Synchronized() || now.Sub(c.lastSync) < c.cfg.SyncInterval {
 		return
 	}
 	a := c.servo.SyncAdjustment(now)
@@ -697,7 +711,7 @@ func (c *Client) saveState(now time.Time) {
 // passed since the last save.
 func (c *Client) saveDue() (at time.Time, ok bool) {
 	st := c.servo.State()
-	if st.Updates < 2 || st.FrequencyError >= c.servo.Config().MaxFrequencyPPM {
+	if c.cfg.NoAdjust || st.Updates < 2 || st.FrequencyError >= c.servo.Config().MaxFrequencyPPM {
 		return time.Time{}, false
 	}
 	moved := math.Abs(c.servo.Frequency()-c.savedFreq) >= c.cfg.StateMinChangePPM
@@ -745,7 +759,7 @@ func (c *Client) Deadline() time.Time {
 			dl = core.Earliest(dl, s.next)
 		}
 	}
-	if c.servo.Synchronized() {
+	if c.servo.Synchronized() && !c.cfg.NoAdjust {
 		dl = core.Earliest(dl, c.lastSync.Add(c.cfg.SyncInterval))
 	}
 	if at, ok := c.saveDue(); ok {
@@ -767,7 +781,7 @@ func (c *Client) System(now time.Time) ntp.System { return c.sysAt(now) }
 // the system variables of the last update with the dispersion grown since,
 // our local reference if configured, or "unsynchronised".
 func (c *Client) sysAt(now time.Time) ntp.System {
-	if c.servo.Synchronized() && c.servo.SyncAdjustment(now).Synced {
+	if !c.cfg.NoAdjust && c.servo.Synchronized() && c.servo.SyncAdjustment(now).Synced {
 		s := c.sys
 		if age := now.Sub(s.Reference); age > 0 {
 			s.RootDispersion += time.Duration(math.Ceil(float64(age) * ntp.MaxDriftPPM * 1e-6))

@@ -143,6 +143,21 @@ type Config struct {
 	// Frequency is the initial frequency correction, ppm (default 0).
 	// Restore overrides it with the persisted value.
 	Frequency float64
+	// NoAdjust measures and reports only (timed run --no-adjust): the
+	// client polls, filters and selects as ever, and its servo runs open
+	// loop (servo.Config.MeasureOnly), so every offset it reports is the
+	// offset of the clock as it is, never corrected; the frequency it
+	// reports is the correction it would make, not one in force. It
+	// emits no clock adjustment, steps nothing, saves no state (Restore
+	// reads none either: a disciplined run's frequency is not this
+	// clock's) and reports itself unsynchronised: in its status, by not
+	// emitting EventSynchronized, and in the system variables it hands
+	// its NTP server and its peers (unsynchronised, or LocalStratum as
+	// without a source), since this host's clock is not disciplined. The
+	// poll interval adapts to how well the open-loop model predicts the
+	// offsets, as it adapts to the residual offsets of a disciplined
+	// clock.
+	NoAdjust bool
 
 	// Precision is the local clock's precision exponent, log2 s (default
 	// -20, about 1 µs).

@@ -15,6 +15,10 @@ import (
 type Status struct {
 	Now          time.Time `json:"now,omitzero"` // local clock at the last tick
 	Synchronized bool      `json:"synchronized"`
+	// MeasureOnly: the clock is measured, never corrected (Config.NoAdjust;
+	// timed run --no-adjust). Offsets are the clock's as it is, and the
+	// frequency is the correction that would be made.
+	MeasureOnly bool `json:"measure_only,omitempty"`
 	// LocalReference is true when the host serves its own clock
 	// (Config.LocalStratum) for want of a better source.
 	LocalReference bool   `json:"local_reference,omitempty"`
@@ -100,6 +104,7 @@ func (c *Client) Report() Status {
 	st := Status{
 		Now:          now,
 		Synchronized: c.Synchronized(),
+		MeasureOnly:  c.cfg.NoAdjust,
 		Selection:    "ok",
 		Counters:     maps.Clone(c.counters),
 	}

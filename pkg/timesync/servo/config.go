@@ -71,6 +71,16 @@ type Config struct {
 	// is estimated from by linear regression, at least 2 (default 16).
 	// Longer windows average noise, shorter ones follow wander.
 	FrequencyWindow int
+	// MeasureOnly runs the servo open loop (timed run --no-adjust): it
+	// estimates the offset, the drift and the bound of a clock that
+	// nobody corrects, and commands nothing. Update returns no
+	// adjustments and a zero Correction, Pending and Slewed are zero (so
+	// samples are taken as measured and the filters are never shifted),
+	// Offset and Bound predict the untouched clock (drifting at the
+	// estimated drift), and Frequency is the correction it would apply
+	// (minus the drift), not one in force. Frequency and FrequencyError
+	// of a disciplined run do not describe such a clock: leave them zero.
+	MeasureOnly bool
 }
 
 // Validate fills defaults for zero fields and rejects impossible values.

@@ -56,4 +56,12 @@
 // later corrections: Filter.Shift subtracts each Correction as it is
 // commanded. The clock filter's register is then self-consistent, so its
 // minimum-delay choice, jitter and spike gate work during large slews too.
+//
+// Config.MeasureOnly runs the servo open loop (timed run --no-adjust): it
+// commands nothing, so the convention above reduces to the offsets as
+// measured (Pending, Slewed and every Correction are zero), and Offset,
+// Bound and Frequency describe the clock nobody corrects: its offset
+// drifting at the estimated drift, and the correction that would cancel
+// it. A daemon that merely dropped a closed-loop servo's adjustments
+// would report offsets as if they had been applied.
 package servo

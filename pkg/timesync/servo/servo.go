@@ -44,6 +44,8 @@ const (
 	ActionSlew Action = iota + 1
 	// ActionStep: the clock was stepped forward (makestep window).
 	ActionStep
+	// ActionNone: nothing was commanded (Config.MeasureOnly).
+	ActionNone
 )
 
 func (a Action) String() string {
@@ -52,6 +54,8 @@ func (a Action) String() string {
 		return "slew"
 	case ActionStep:
 		return "step"
+	case ActionNone:
+		return "none"
 	}
 	return "unknown"
 }
@@ -328,12 +332,21 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 	first := !s.last.valid
 	if first {
 		s.epoch = m.Time
-		s.freqs = []freqSeg{{at: m.Time, ppm: s.freq}}
+		// Open loop no frequency is ever in force: no segments, so
+		// freqIntegral stays 0.
+		if !s.cfg.MeasureOnly {
+			s.freqs = []freqSeg{{at: m.Time, ppm: s.freq}}
+		}
 	}
 	s.observe(m)
 	oldFreq := s.freq
 	e := s.estimate(m)
 	proj := s.project(now, m.Time, e)
+	if s.cfg.MeasureOnly {
+		s.updates++
+		s.last = lastUpdate{valid: true, t: m.Time, now: now, lambda: e.lambda, offset: proj, acted: time.Duration(math.Round(proj))}
+		return Result{Action: ActionNone, Offset: s.last.acted, Frequency: s.freq}, nil
+	}
 	res, actual, pending := s.command(now, proj)
 	if first || s.freq != oldFreq {
 		res.Adjustments = append(res.Adjustments, clock.Adjustment{Kind: clock.AdjustFrequency, PPM: s.freq})
@@ -420,6 +433,9 @@ func (s *Servo) estimate(m Measurement) estimation {
 		s.freq = math.Max(-s.cfg.MaxFrequencyPPM, math.Min(s.cfg.MaxFrequencyPPM, -drift))
 		s.freqErr = driftErr
 		s.resid = drift + s.freq // non-zero only when clamped
+		if s.cfg.MeasureOnly {
+			s.resid = drift // the correction is not applied: the clock drifts on
+		}
 		e.drift, e.ok = drift, true
 	} else {
 		// Too little data to know the drift: it may be anything the
