@@ -121,7 +121,7 @@ func (m *mutexBench) makerKillTrial(what string, trial int) time.Duration {
 	case "regenerated":
 		holder := maker
 		maker = 1 + (trial+1)%m.hosts
-		_, _, got := m.holdAndWait("maker killed", holder, maker)
+		_, _, got := m.holdAndWait("maker killed (regenerated: the maker's own client, whose daemon the trial kills on purpose)", holder, maker)
 		m.procs[holder].Kill()
 		// The waiter makes the replacement and waits out its Hold; killed
 		// at a random instant of it. (A Hold can be zero: the holder was
