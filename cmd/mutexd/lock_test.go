@@ -342,10 +342,14 @@ func TestLockAnchorsALateGrant(t *testing.T) {
 	f := newFakeDaemon(t)
 	f.set(func() {
 		f.acquire = func(*http.Request) (any, error) {
-			time.Sleep(700 * time.Millisecond) // queued behind others
-			return grantView{Request: "9-1", Lock: "db", Fence: 42, LeaseMS: 600, LeaseLeftMS: 599}, nil
+			// Queued behind others for longer than the lease has left
+			// counted from the request's start (1499-1100 ms < 2/3 of it).
+			// A 1.5 s lease: a loaded host's process start and renewals
+			// must fit in it (with 600 ms one run at load 20 lost it).
+			time.Sleep(1100 * time.Millisecond)
+			return grantView{Request: "9-1", Lock: "db", Fence: 42, LeaseMS: 1500, LeaseLeftMS: 1499}, nil
 		}
-		f.renew = func(*http.Request) (any, error) { return renewView{LeaseLeftMS: 599, Fence: 42}, nil }
+		f.renew = func(*http.Request) (any, error) { return renewView{LeaseLeftMS: 1499, Fence: 42}, nil }
 	})
 	cmd, stderr := lockProc(t, f, "db", "--", "true")
 	if code := exitCode(t, cmd); code != 0 {

@@ -171,7 +171,11 @@ func TestInboundBudget(t *testing.T) {
 // next frame dials again (not counted as a reconnection after a failure).
 func TestIdleLinkClosesItself(t *testing.T) {
 	eachImpl(t, func(t *testing.T, k *kit) {
-		cfg := StreamConfig{IdleTimeout: 200 * time.Millisecond}
+		// The link closes itself at 500 ms, the acceptor would time it out
+		// at 1 s: the margin is what a loaded host's late timer may eat
+		// (with 200 ms, a timer 100 ms late under load let the acceptor's
+		// timeout come first).
+		cfg := StreamConfig{IdleTimeout: time.Second}
 		a := k.open(Config{Listen: k.addr(0), Stream: cfg})
 		b := k.open(Config{Listen: k.addr(1), Stream: cfg})
 		mustSend(t, a.SendStream(b.LocalAddr(), []byte("one"), nil))
