@@ -88,8 +88,9 @@ var (
 	ErrImplausible = errors.New("order: implausible value")
 	ErrTerm        = errors.New("order: not the current sequencer's term")
 	// errEarlyTerm: a sequencer's term the election has not announced
-	// here yet; its frame is dropped uncounted as bad input (early_terms)
-	// and its sender resends.
+	// here yet. Its frame is ignored and counted as early_terms, not as
+	// bad input (no rejected_ counter, no drop at the node): its sender
+	// resends.
 	errEarlyTerm  = errors.New("order: a term this member's election has not announced yet")
 	ErrNotLeading = errors.New("order: this member is not the sequencer")
 	ErrFull       = errors.New("order: bound reached")
