@@ -80,7 +80,7 @@
 #       (/proc/PID/stat) over --window (default 30s) as a share of one core,
 #       mean and max. Target <= 0.2% per daemon. No lab, no reference system.
 #   bench.sh pv [--n N] [--m M] [--rate R] [--hold D] [--acquisitions A] [--seed S]
-#       seed 000's P_v experiment on the simulator (scripts/bench-pv.sh): the
+#       the course notes' P_v experiment on the simulator (scripts/bench-pv.sh): the
 #       majority quorum of N coordinators (default 5) with quorum M (default
 #       3), each restarted R times a second (Poisson, default 0.5), two
 #       clients holding for D (default 200ms), A acquisitions (default 1000),

@@ -441,7 +441,7 @@ func writePlot(path string, s plot.Series) error {
 	return nil
 }
 
-// incrementScript is the critical section of seed 000: read the shared
+// incrementScript is the critical section of the notes' shared counter: read the shared
 // counter, take a moment, write it back plus one. Without mutual exclusion
 // two hosts read the same value and one increment is lost.
 const incrementScript = `v=$(cat "$1"); sleep 0.005; echo $((v + 1)) > "$1"`
