@@ -26,9 +26,10 @@
 #
 # It first builds timed, mutexd, electd and the demo itself with
 # `go build -v`, a line per package as it compiles. The first build on a
-# machine downloads the Go modules and compiles them all: a few minutes
-# (3-4 on 2 cores); later builds take seconds. Then the demo runs for
-# about a minute (-short: 30 s).
+# machine downloads the Go modules and compiles them all (about 260
+# packages): one to four minutes on 2 cores (64 s with an empty Go cache at
+# load 5-12; 4 minutes on a slower machine); later builds take seconds.
+# Then the demo runs for about a minute (-short: 30 s).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,7 +86,7 @@ command -v go >/dev/null || {
 bin=$(mktemp -d "${TMPDIR:-/tmp}/synclab-demo-bin.XXXXXX")
 trap 'rm -rf "$bin"' EXIT
 echo "== building timed, mutexd, electd and the demo (go build -v: a line per package as it compiles)"
-echo "   the first build on a machine downloads the Go modules and compiles them all: a few minutes (3-4 on 2 cores); later builds take seconds"
+echo "   the first build on a machine downloads the Go modules and compiles them all (about 260 packages): one to four minutes on 2 cores; later builds take seconds"
 start=$SECONDS
 (cd "$repo" && go build -v -o "$bin/" ./cmd/timed ./cmd/mutexd ./cmd/electd ./internal/demo) 2>&1 | sed -u 's/^/   /'
 echo "== built in $((SECONDS - start)) s"

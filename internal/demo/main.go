@@ -32,7 +32,7 @@ const OutDir = "synclab-demo"
 
 // BuildNote says what the first build costs; scripts/demo.sh says the
 // same before its own build.
-const BuildNote = "the first build on a machine downloads the Go modules and compiles them all: a few minutes (3-4 on 2 cores); later builds take seconds"
+const BuildNote = "the first build on a machine downloads the Go modules and compiles them all (about 260 packages): one to four minutes on 2 cores; later builds take seconds"
 
 // flags defines the demo's command line into o; hosts receives -hosts.
 // scripts/demo.sh checks arguments against the same names before it
