@@ -224,7 +224,7 @@ func writeManFlag(b *strings.Builder, f cli.DocGenerationFlag) {
 	if !strings.HasSuffix(usage, ".") {
 		b.WriteString(".")
 	}
-	if sf, ok := f.(cli.DocGenerationSliceFlag); ok && sf.IsSliceFlag() {
+	if repeatable(f, usage) {
 		b.WriteString(" Repeatable.")
 	}
 	if def := strings.Trim(f.GetDefaultText(), `"`); f.TakesValue() && !isZero(def) {
@@ -234,6 +234,13 @@ func writeManFlag(b *strings.Builder, f cli.DocGenerationFlag) {
 		b.WriteString(` Environment: \fB` + roff(strings.Join(env, ", ")) + `\fR.`)
 	}
 	b.WriteString("\n")
+}
+
+// repeatable says whether to add that f may be given more than once: a
+// slice flag whose usage does not say so already.
+func repeatable(f cli.Flag, usage string) bool {
+	sf, ok := f.(cli.DocGenerationSliceFlag)
+	return ok && sf.IsSliceFlag() && !strings.Contains(strings.ToLower(usage), "repeat")
 }
 
 // unquoteUsage splits a usage string at its `PLACEHOLDER`, the way

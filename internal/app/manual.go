@@ -207,7 +207,7 @@ func mdFlagRow(f cli.DocGenerationFlag) string {
 		}
 		opt += " " + placeholder
 	}
-	if sf, ok := f.(cli.DocGenerationSliceFlag); ok && sf.IsSliceFlag() {
+	if repeatable(f, usage) {
 		usage += " (repeatable)"
 	}
 	def := strings.Trim(f.GetDefaultText(), `"`)
