@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench-pv.sh: `bench.sh pv`, seed 000's P_v experiment (sourced by
+# bench-pv.sh: `bench.sh pv`, the course notes' P_v experiment (sourced by
 # bench.sh, which defines die, log and the dispatcher).
 
 # bench_pv runs pkg/mutex/majority's TestPvExperiment on the simulator:

@@ -80,7 +80,7 @@
 #       (/proc/PID/stat) over --window (default 30s) as a share of one core,
 #       mean and max. Target <= 0.2% per daemon. No lab, no reference system.
 #   bench.sh pv [--n N] [--m M] [--rate R] [--hold D] [--acquisitions A] [--seed S]
-#       seed 000's P_v experiment on the simulator (scripts/bench-pv.sh): the
+#       the course notes' P_v experiment on the simulator (scripts/bench-pv.sh): the
 #       majority quorum of N coordinators (default 5) with quorum M (default
 #       3), each restarted R times a second (Poisson, default 0.5), two
 #       clients holding for D (default 200ms), A acquisitions (default 1000),
@@ -100,6 +100,13 @@
 #       Installs etcd-server and etcd-client.
 #   bench.sh list                the benchmarks
 #   bench.sh help                this text
+#
+#   bench.sh --record[=DIR] NAME [ARGS...]
+#       run NAME as above and, when it succeeds, keep its output as a dated
+#       result file, DIR/YYYY-MM-DD-HHMM-NAME.md (default DIR: docs/benchmarks),
+#       headed by the date, the machine (kernel, CPUs, memory), the load
+#       average at the start and the end, the commit and the command. Then
+#       add what the run shows, and its line in docs/benchmarks/README.md.
 #
 # Every benchmark needs root (it builds network namespaces and may install
 # the reference system with apt-get, never starting the services packages
@@ -259,12 +266,71 @@ cleanup() {
 	if [ -n "$WORK" ]; then
 		rm -rf "$WORK"
 	fi
+	finish_record "$rc" "$BENCH_NAME"
 	exit "$rc"
 }
 
 on_signal() {
 	echo "$prog: interrupted: stopping and cleaning up" >&2
 	exit 130 # runs cleanup
+}
+
+# Recording (--record): the run's output goes to the terminal and, through
+# tee, to $RECORD_RAW; finish_record makes the dated file of it.
+RECORD_DIR=""   # where the result file goes
+RECORD_RAW=""   # the run's output so far
+RECORD_TEE=""   # PID of the tee
+RECORD_HEAD=""  # the file's header, known at the start
+
+machine() {
+	local cpu mem
+	cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+	mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+	echo "$(uname -srm), $(nproc) CPUs${cpu:+ ($cpu)}, $mem"
+}
+
+start_record() { # start_record NAME ARGS...
+	local name=$1 commit
+	shift
+	mkdir -p "$RECORD_DIR" || die "--record: cannot create $RECORD_DIR"
+	commit=$(git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+	if [ -n "$(git -C "$REPO" status --porcelain 2>/dev/null)" ]; then
+		commit="$commit, with uncommitted changes"
+	fi
+	RECORD_HEAD=$(
+		printf '# %s, %s UTC\n\n' "$name" "$(date -u '+%Y-%m-%d %H:%M')"
+		printf -- '- command: `scripts/bench.sh %s`\n' "$(printf '%q ' "$name" "$@" | sed 's/ $//')"
+		printf -- '- machine: %s\n' "$(machine)"
+		printf -- '- commit: %s\n' "$commit"
+		printf -- '- load average (1, 5, 15 min) at the start: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+	)
+	RECORD_RAW=$(mktemp "${TMPDIR:-/tmp}/synclab-bench-record.XXXXXX")
+	exec 3>&1 4>&2
+	exec > >(tee -a "$RECORD_RAW") 2>&1
+	RECORD_TEE=$!
+}
+
+# finish_record RC NAME: writes the result file if the run succeeded.
+finish_record() {
+	local rc=$1 name=$2 file
+	[ -n "$RECORD_RAW" ] || return 0
+	exec 1>&3 2>&4 3>&- 4>&-
+	wait "$RECORD_TEE" 2>/dev/null || true
+	if [ "$rc" != 0 ]; then
+		echo "$prog: not recorded: the run failed (exit $rc)" >&2
+	else
+		file=$RECORD_DIR/$(date -u +%Y-%m-%d-%H%M)-$name.md
+		{
+			echo "$RECORD_HEAD"
+			printf -- '- load average at the end: %s\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+			echo '```'
+			cat "$RECORD_RAW"
+			echo '```'
+		} >"$file"
+		echo "$prog: recorded in $file: add what the run shows, and its line in docs/benchmarks/README.md" >&2
+	fi
+	rm -f "$RECORD_RAW"
+	RECORD_RAW=""
 }
 
 is_duration() { [[ $1 =~ ^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$ ]]; }
@@ -521,7 +587,16 @@ bench_berkeley() {
 		-berkeley.seed "$seed" -berkeley.unicast="$unicast"
 }
 
+BENCH_NAME=""
+
 main() {
+	[ $# -gt 0 ] || usage
+	local record=0
+	case $1 in
+	--record) record=1 RECORD_DIR=$REPO/docs/benchmarks && shift ;;
+	--record=*) record=1 RECORD_DIR=${1#--record=} && shift ;;
+	esac
+	[ -n "$RECORD_DIR" ] || [ "$record" = 0 ] || die "--record=: want a directory"
 	[ $# -gt 0 ] || usage
 	local name=$1
 	shift
@@ -536,8 +611,13 @@ main() {
 		echo "$prog: no benchmark '$name' (have: $(benchmarks | tr '\n' ' '))" >&2
 		usage
 	}
+	BENCH_NAME=$name
 	trap cleanup EXIT
 	trap on_signal INT TERM HUP
+	if [ "$record" = 1 ]; then
+		case $RECORD_DIR in /*) ;; *) RECORD_DIR=$PWD/$RECORD_DIR ;; esac
+		start_record "$name" "$@"
+	fi
 	"bench_$name" "$@"
 }
 

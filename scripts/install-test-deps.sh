@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the lab tests need (network namespaces,
 # nftables, reference NTP implementations; chromium for the diagram page's
-# browser test), as root, without starting any service they ship: a chronyd
-# started by its package would reach public servers and move the real clock.
+# browser test; lintian for the Debian package's test), as root, without
+# starting any service they ship: a chronyd started by its package would
+# reach public servers and move the real clock.
 set -euo pipefail
 
-packages=(iproute2 nftables chrony ntpsec-ntpdate chromium)
+packages=(iproute2 nftables chrony ntpsec-ntpdate chromium lintian)
 
 # ntpsec's ntpd is a reference too, but its package conflicts with chrony
 # (both provide time-daemon: installing one removes the other) and ships a

@@ -23,11 +23,12 @@
 # current example is always in DIR/share/doc/synclab to compare with). Running
 # install twice changes nothing the second time, and says so.
 #
-# The cluster key: when /etc/synclab/cluster.key does not exist, install
-# makes one (`X keygen`, root-only, mode 0600), which the units hand to the
-# daemons. Every member of a cluster needs the same file: install on one
-# machine, then copy its key over the others' (scp -p). An existing key is
-# never replaced; uninstall keeps it unless --purge (of all four daemons).
+# The cluster key, /etc/synclab/cluster.key, which the units hand to the
+# daemons: install never makes one, since a lab needs ONE key, the same file
+# on every member. Make it on the first machine only (`timed keygen`, mode
+# 0600) and copy that file to the others (scp -p); install says so while the
+# key is missing. An existing key is never touched; uninstall keeps it
+# unless --purge (of all four daemons).
 #
 # This script never starts, stops, enables or disables a service: it prints
 # the systemctl line for the admin to run. uninstall refuses to remove a
@@ -233,19 +234,13 @@ do_install() {
 		fi
 	done
 
-	local key_made=0
+	# One key for the lab: never made here (a key per machine would keep
+	# the members from hearing each other).
+	local key_missing=0
 	if [ -e "$dest$key_path" ]; then
 		say "kept $dest$key_path: the cluster key is never replaced"
-	elif [ "$dry" = 1 ]; then
-		changed=$((changed + 1))
-		say "would create $dest$key_path (0600; a new cluster key: ${daemons[0]} keygen)"
 	else
-		changed=$((changed + 1))
-		key_made=1
-		# keygen writes it atomically, mode 0600, and creates the directory.
-		"$bindir/${daemons[0]}" keygen "$dest$key_path" >/dev/null ||
-			fail "$bindir/${daemons[0]} keygen $dest$key_path failed"
-		say "created $dest$key_path (0600; a new cluster key)"
+		key_missing=1
 	fi
 
 	say ""
@@ -267,9 +262,10 @@ do_install() {
 			say "Edit $f: set ${var}_ID and ${var}_MEMBERS for this host."
 		fi
 	done
-	if [ "$key_made" = 1 ]; then
-		say "This machine has a new cluster key, $key_path. Every member needs the same file:"
-		say "keep the first machine's and copy it over the others' (scp -p $key_path HOST:$key_path)."
+	if [ "$key_missing" = 1 ]; then
+		say "No cluster key here yet ($key_path): the units do not start without it."
+		say "On the FIRST machine of the lab only: ${daemons[0]} keygen (it writes $key_path, mode 0600);"
+		say "then copy that one file to every other machine: scp -p $key_path root@HOST:$key_path"
 	fi
 	say "This script starts and enables nothing. When the configuration is ready:"
 	say "    systemctl daemon-reload && systemctl enable --now ${daemons[*]}"

@@ -53,7 +53,11 @@ func algorithmNames() string {
 func main() {
 	// electd's work is serial: one loop steps the core.
 	app.SerialRuntime()
-	app.Main(app.New(app.Spec{
+	app.Main(newApp())
+}
+
+func newApp() *cli.App {
+	return app.New(app.Spec{
 		Name:  name,
 		Usage: "leader election for a lab LAN",
 		Description: "electd elects a leader among the members and tells everyone, with the algorithm --algorithm\n" +
@@ -64,7 +68,18 @@ func main() {
 		Attach:     attach,
 		Commands:   []*cli.Command{leaderCommand(), watchCommand(), resignCommand()},
 		RenderCore: renderStatus,
-	}))
+		Examples: []app.Example{
+			{Cmd: "electd run --id 2 --members 1=10.0.0.1:7500,2=10.0.0.2:7500,3=10.0.0.3:7500 --key-file /etc/synclab/cluster.key --on-elected /usr/local/sbin/become-primary", Does: "member 2 of three with the bully election; the hook runs when this member becomes leader, with ELECTD_TERM in its environment to fence what it guards."},
+			{Cmd: "electd run --id 2 --members 1=10.0.0.1:7500,2=10.0.0.2:7500,3=10.0.0.3:7500 --key-file /etc/synclab/cluster.key --algorithm majority", Does: "the majority election: never two leaders at one instant, partitions included; a minority side has none."},
+			{Cmd: "electd leader --json", Does: "who leads, its address, term and since when; exit 1 when no leader is known."},
+			{Cmd: "electd watch", Does: "print every leadership change until interrupted."},
+			{Cmd: "electd resign", Does: "on the leader: step down; another member takes over at once."},
+		},
+		Exits: map[string][]app.Exit{
+			"leader": {{Code: "1", Meaning: "also: no leader is known (an election is in progress, or this member is cut off or on a minority side: the message says why)"}},
+			"resign": {{Code: "1", Meaning: "also: this member is not the leader (the message names the leader to run it on)"}},
+		},
+	})
 }
 
 func runFlags() []cli.Flag {

@@ -61,7 +61,7 @@ func newApp() *cli.App {
 		&cli.DurationFlag{Name: "lease", EnvVars: app.Env(name, "lease"), Value: defaultLease,
 			Usage: "the cluster's longest lease, and the default one; must be the same on every node (a regenerated token waits this long before its first grant)"},
 		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: defaultHeartbeat,
-			Usage: "the unit of every algorithm's failure detector: how often a member says it is alive (the ring skips a member silent 3.5 heartbeats; central's coordinator and its election beat at this rate, at most a third of the lease; Maekawa beats every 1.5 and the majority quorum every 2; Ricart-Agrawala and Lamport at this rate when idle; see README)"},
+			Usage: "the unit of every algorithm's failure detector: how often a member says it is alive (the ring skips a member silent 3.5 heartbeats; central's coordinator and its election beat at this rate, at most a third of the lease; Maekawa beats every 1.5 and the majority quorum every 2; Ricart-Agrawala and Lamport at this rate when idle; see docs/mutexd.md)"},
 	}
 	seen := map[string]bool{}
 	for _, f := range algorithms {
@@ -89,6 +89,23 @@ func newApp() *cli.App {
 		Attach:     func(_ *cli.Context, d *daemon.Daemon) error { api.attach(d); return nil },
 		Commands:   []*cli.Command{lockCommand()},
 		RenderCore: renderStatus,
+		Examples: []app.Example{
+			{Cmd: "mutexd run --id 2 --members 1=10.0.0.1:7400,2=10.0.0.2:7400,3=10.0.0.3:7400 --key-file /etc/synclab/cluster.key", Does: "member 2 of three, with the default algorithm (the token ring) and lease (3s); the same member list on every machine."},
+			{Cmd: "mutexd run --id 2 --members 1=10.0.0.1:7400,2=10.0.0.2:7400,3=10.0.0.3:7400 --key-file /etc/synclab/cluster.key --algorithm central", Does: "the same cluster with the central coordinator, which also grants shared locks."},
+			{Cmd: "mutexd lock backup -- rsync -a /home /mnt/backup", Does: "run the backup on one machine of the lab at a time, like flock(1) across machines; MUTEXD_FENCE in its environment lets a resource refuse a client that outlived its lease."},
+			{Cmd: "mutexd lock --timeout 30s --shared reports -- ./read-reports", Does: "a reader beside other readers (central and majority); give up with status 75 if not granted within 30 s."},
+		},
+		Exits: map[string][]app.Exit{
+			"lock": {
+				{Code: "CMD's own", Meaning: "CMD ran and exited; the lock was released (a warning says so if only the release failed)"},
+				{Code: "128+N", Meaning: "CMD died of signal N, or signal N came while waiting for the lock (nothing ran)"},
+				{Code: "75", Meaning: "--timeout passed before the lock was granted (EX_TEMPFAIL); CMD did not run"},
+				{Code: "76", Meaning: "the lock was lost, or could not be renewed in time, while CMD ran (or right after the grant); CMD was terminated; stderr says why"},
+				{Code: "126", Meaning: "CMD could not be run (not executable)"},
+				{Code: "127", Meaning: "CMD was not found"},
+				{Code: "1", Meaning: "the daemon could not be reached, or refused the request; CMD did not run"},
+			},
+		},
 	})
 }
 

@@ -1,5 +1,5 @@
 // Command orderd multicasts messages to the machines of a lab with the
-// ordering promises of seed 004's logical-time chapter (reliable FIFO,
+// ordering promises of the course notes' chapter on logical time (reliable FIFO,
 // causal with vector clocks, total by an elected sequencer or by Lamport
 // stamps with acks from all), and keeps a replicated state machine on the
 // total order: the notes' bank account and a key-value map.
@@ -61,6 +61,18 @@ func newApp() *cli.App {
 		Attach:     attach,
 		Commands:   []*cli.Command{sendCommand(), logCommand(), applyCommand(), stateCommand(), getCommand()},
 		RenderCore: renderStatus,
+		Examples: []app.Example{
+			{Cmd: "orderd run --id 2 --members 1=10.0.0.1:7600,2=10.0.0.2:7600,3=10.0.0.3:7600 --key-file /etc/synclab/cluster.key", Does: "member 2 of three; total order by an elected sequencer (a majority must be up)."},
+			{Cmd: "orderd send --order causal 'the results are in'", Does: "multicast a message to every member, delivered after every message that could have caused it."},
+			{Cmd: "orderd log --follow", Does: "print the deliveries as they come, in this member's delivery order."},
+			{Cmd: "orderd apply 'deposit 100'", Does: "apply a command to the replicated account in total order and print its result here (balance 1100.00)."},
+			{Cmd: "orderd get motd", Does: "print a key of the replicated map (exit 1 if it is unset)."},
+		},
+		Exits: map[string][]app.Exit{
+			"send":  {{Code: "1", Meaning: "also: with --wait, the message was delivered but the state machine refused it (an unknown verb in total order), alike at every member; or not answered within --timeout (it may still be delivered)"}},
+			"apply": {{Code: "1", Meaning: "also: the state machine refused the command (withdraw below zero, an unknown verb), alike at every replica"}},
+			"get":   {{Code: "1", Meaning: "also: the key is not set"}},
+		},
 	})
 }
 

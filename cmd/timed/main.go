@@ -78,6 +78,19 @@ func newApp() *cli.App {
 		// Keeping time over NTP (client, server, symmetric peer,
 		// Cristian) needs no cluster; Berkeley does.
 		ClusterOptional: true,
+		Examples: []app.Example{
+			{Cmd: "timed run --server 10.0.0.1", Does: "follow the lab's master (or the university's NTP server) and correct this clock, as root, like chronyd with one server line; /etc/default/timed says the same with TIMED_SERVER=10.0.0.1."},
+			{Cmd: "timed run --serve 0.0.0.0 --stratum 8", Does: "the lab's master: serve this clock to the lab at stratum 8, like chrony's local stratum 8."},
+			{Cmd: "timed run --server 10.0.0.1 --clock sim --sim-offset 30ms --state-dir /tmp/timed --control /tmp/timed/control.sock", Does: "try it as a normal user: a simulated clock 30 ms off is corrected, the machine's clock is never touched (timed status --control /tmp/timed/control.sock shows it)."},
+			{Cmd: "timed run --id 2 --members 1=10.0.0.1:7300,2=10.0.0.2:7300,3=10.0.0.3:7300 --mode berkeley --key-file /etc/synclab/cluster.key", Does: "Berkeley mode: the members agree on their average time with no reference; the same line on every member but --id."},
+			{Cmd: "timed query 10.0.0.1", Does: "measure this clock against a server once, like ntpdate -q; the clock is never changed."},
+			{Cmd: "timed compare --server 10.0.0.1 --server 10.0.0.3", Does: "several servers side by side with the local daemon's view."},
+		},
+		Exits: map[string][]app.Exit{
+			"run":     {{Code: "1", Meaning: "also: told to follow a server without CAP_SYS_TIME (run it as root, or add --no-adjust, or --clock sim)"}},
+			"query":   {{Code: "1", Meaning: "no valid answer from the server; the message says why (port unreachable, a kiss-o'-death, no answer in time)"}},
+			"compare": {{Code: "1", Meaning: "no server answered validly"}},
+		},
 	})
 }
 

@@ -47,6 +47,15 @@ type Spec struct {
 	// out): Build then gets a Config with ID 0 and no Members, and decides
 	// whether its flags need a cluster (timed keeps time over NTP alone).
 	ClusterOptional bool
+	// Examples open the manual page's EXAMPLES (the commands every binary
+	// shares follow them). Each names one of the binary's commands and
+	// only that command's flags: a test checks them.
+	Examples []Example
+	// Exits are the exit statuses of the binary's own commands besides
+	// 0, 1 and 2, by command path ("lock", "trace draw"), for the manual
+	// page's EXIT STATUS: every code a command can return is listed there
+	// (a test looks for the codes in the binary's source).
+	Exits map[string][]Exit
 }
 
 // UsageError marks a mistake in how the command was called: exit code 2.
@@ -73,7 +82,7 @@ func New(spec Spec) *cli.App {
 		Name:                 spec.Name,
 		Usage:                spec.Usage,
 		Description:          spec.Description,
-		Version:              Version,
+		Version:              versionText(),
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
 		Commands: slices.Concat(
@@ -92,6 +101,7 @@ func New(spec Spec) *cli.App {
 	for _, cmd := range a.Commands {
 		setUsageError(cmd)
 	}
+	a.Metadata = map[string]any{manualKey: manual{examples: spec.Examples, exits: spec.Exits}}
 	return a
 }
 

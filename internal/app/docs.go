@@ -49,7 +49,7 @@ func completionCommand(name string) *cli.Command {
 func WriteMan(w io.Writer, a *cli.App) error {
 	name := a.Name
 	var b strings.Builder
-	fmt.Fprintf(&b, ".TH %s %s \"\" %q \"synclab\"\n", strings.ToUpper(name), manSection, "synclab "+a.Version)
+	fmt.Fprintf(&b, ".TH %s %s \"\" %q \"synclab\"\n", strings.ToUpper(name), manSection, "synclab "+Version)
 	// Options, variables and paths are copied from the page: no
 	// hyphenation, and no justification stretching them apart.
 	b.WriteString(".nh\n.ad l\n")
@@ -115,18 +115,24 @@ func WriteMan(w io.Writer, a *cli.App) error {
 .I /etc/default/%[1]s
 the environment file of \fB%[1]s.service\fR (systemd): one \fBVARIABLE=value\fR a line, as in ENVIRONMENT.
 .TP
-.I /etc/systemd/system/%[1]s.service
-the hardened systemd unit that runs \fB%[1]s run\fR.
+.I /lib/systemd/system/%[1]s.service
+the hardened systemd unit that runs \fB%[1]s run\fR (from the Debian package; \fBscripts/install.sh\fR puts it in \fI/etc/systemd/system\fR).
+.TP
+.I %[2]s
+the cluster key: the same file, mode 0600, on every member. \fB%[1]s keygen\fR makes it on the first machine; copy that file to the others.
 .TP
 .I /run/%[1]s/control.sock
 the control socket the client commands talk to (\fB\-\-control\fR).
 .TP
 .I /var/lib/%[1]s
 durable state (\fB\-\-state\-dir\fR), locked by the running daemon.
-.SH EXIT STATUS
-0 on success, 1 on failure, 2 on a usage error; errors say what is wrong and how to fix it.
-.SH SEE ALSO
-`, roff(name))
+`, roff(name), roff(DefaultKeyFile))
+	writeManExits(&b, name, cmds, exitsOf(a))
+	b.WriteString(".SH EXAMPLES\n")
+	for _, e := range append(slices.Clone(manualOf(a).examples), commonExamples(name)...) {
+		b.WriteString(".PP\n.nf\n.RS\n" + roff(e.Cmd) + "\n.RE\n.fi\n" + roff(capital(e.Does)) + "\n")
+	}
+	b.WriteString(".SH SEE ALSO\n")
 	var see []string
 	for _, d := range []string{"timed", "mutexd", "electd", "orderd"} {
 		if d != name {
@@ -135,8 +141,28 @@ durable state (\fB\-\-state\-dir\fR), locked by the running daemon.
 	}
 	see = append(see, `\fBsystemctl\fR(1)`, `\fBjournalctl\fR(1)`, `\fBsystemd.exec\fR(5)`)
 	b.WriteString(strings.Join(see, ", ") + "\n")
+	fmt.Fprintf(&b, ".PP\nThe guides: \\fBREADME.md\\fR and \\fBdocs/\\fR of the synclab repository (\\fIdocs/%s.md\\fR for this daemon); "+
+		"the Debian package installs them in \\fI/usr/share/doc/synclab\\fR.\n", roff(name))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeManExits writes EXIT STATUS: the convention, then each command's
+// own meanings.
+func writeManExits(b *strings.Builder, name string, cmds []pathCommand, exits map[string][]Exit) {
+	b.WriteString(".SH EXIT STATUS\n")
+	for _, e := range conventionExits {
+		fmt.Fprintf(b, ".TP\n.B %s\n%s.\n", roff(e.Code), roff(capital(e.Meaning)))
+	}
+	for _, c := range cmds {
+		if len(exits[c.path]) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, ".PP\n\\fB%s %s\\fR:\n", roff(name), roff(c.path))
+		for _, e := range exits[c.path] {
+			fmt.Fprintf(b, ".TP\n.B %s\n%s.\n", roff(e.Code), roff(capital(e.Meaning)))
+		}
+	}
 }
 
 type pathCommand struct {
@@ -198,7 +224,7 @@ func writeManFlag(b *strings.Builder, f cli.DocGenerationFlag) {
 	if !strings.HasSuffix(usage, ".") {
 		b.WriteString(".")
 	}
-	if sf, ok := f.(cli.DocGenerationSliceFlag); ok && sf.IsSliceFlag() {
+	if repeatable(f, usage) {
 		b.WriteString(" Repeatable.")
 	}
 	if def := strings.Trim(f.GetDefaultText(), `"`); f.TakesValue() && !isZero(def) {
@@ -208,6 +234,13 @@ func writeManFlag(b *strings.Builder, f cli.DocGenerationFlag) {
 		b.WriteString(` Environment: \fB` + roff(strings.Join(env, ", ")) + `\fR.`)
 	}
 	b.WriteString("\n")
+}
+
+// repeatable says whether to add that f may be given more than once: a
+// slice flag whose usage does not say so already.
+func repeatable(f cli.Flag, usage string) bool {
+	sf, ok := f.(cli.DocGenerationSliceFlag)
+	return ok && sf.IsSliceFlag() && !strings.Contains(strings.ToLower(usage), "repeat")
 }
 
 // unquoteUsage splits a usage string at its `PLACEHOLDER`, the way

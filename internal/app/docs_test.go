@@ -41,6 +41,8 @@ func docsApp() *cli.App {
 			},
 			Subcommands: []*cli.Command{{Name: "release", Usage: "release a lock", Flags: []cli.Flag{JSONFlag}}},
 		}},
+		Examples: []Example{{Cmd: "testd lock db --wait 5s -- true", Does: "take lock db for true."}},
+		Exits:    map[string][]Exit{"lock": {{Code: "75", Meaning: "not granted in time"}}},
 	})
 }
 
@@ -231,5 +233,89 @@ _testd || true`,
 				}
 			}
 		})
+	}
+}
+
+// TestManExamplesAndExits: the page has the binary's examples before the
+// ones every binary shares, and EXIT STATUS has the convention and each
+// command's own codes.
+func TestManExamplesAndExits(t *testing.T) {
+	page, _, code := runApp(t, "man")
+	if code != 0 {
+		t.Fatalf("testd man: exit %d", code)
+	}
+	for _, want := range []string{
+		".SH EXIT STATUS\n.TP\n.B 0\nSuccess.\n.TP\n.B 1\nFailure:",
+		".TP\n.B 2\nUsage error:",
+		".PP\n\\fBtestd lock\\fR:\n.TP\n.B 75\nNot granted in time.\n",
+		".PP\n\\fBtestd run\\fR:\n.TP\n.B 0\nThe daemon was stopped",
+		".SH EXAMPLES\n.PP\n.nf\n.RS\ntestd lock db \\-\\-wait 5s \\-\\- true\n.RE\n.fi\nTake lock db for true.\n",
+		"testd keygen\n.RE\n.fi\nMake the cluster key, /etc/synclab/cluster.key, on the first machine only",
+		".I /etc/synclab/cluster.key\n",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if i, j := strings.Index(page, ".SH EXIT STATUS"), strings.Index(page, ".SH EXAMPLES"); i < 0 || j < i || !strings.Contains(page[j:], ".SH SEE ALSO") {
+		t.Error("sections out of order: want EXIT STATUS, EXAMPLES, SEE ALSO")
+	}
+}
+
+// TestMarkdownReference: the Markdown reference lists every visible
+// command under its own heading, with a flag table, the command's exits,
+// and the examples.
+func TestMarkdownReference(t *testing.T) {
+	a := docsApp()
+	a.Setup()
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, c := range visibleCommands(a.Commands, "") {
+		if !strings.Contains(md, "\n## testd "+c.path+"\n") || !strings.Contains(md, "](#"+Anchor("testd "+c.path)+")") {
+			t.Errorf("no heading or index link for %q", c.path)
+		}
+	}
+	for _, want := range []string{
+		"| `--heartbeat DURATION` | `TESTD_HEARTBEAT` | `50ms` | leader heartbeat interval |",
+		"| `--on-elected CMD` | `TESTD_ON_ELECTED` |  | shell CMD run when elected (repeatable) |",
+		"- **75**: not granted in time.",
+		"```sh\ntestd lock db --wait 5s -- true\n```\n\nTake lock db for true.",
+		"`testd trace start\\|stop`", // GFM: a pipe in a cell is escaped, in a code span too
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("reference lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "hidden-thing") {
+		t.Error("a hidden flag is in the reference")
+	}
+}
+
+func TestAnchor(t *testing.T) {
+	for in, want := range map[string]string{
+		"timed run":                         "timed-run",
+		"What each algorithm survives":      "what-each-algorithm-survives",
+		"Berkeley mode (`--mode berkeley`)": "berkeley-mode---mode-berkeley",
+		"A peer shows down":                 "a-peer-shows-down",
+		"Maekawa and the majority quorum":   "maekawa-and-the-majority-quorum",
+	} {
+		if got := Anchor(in); got != want {
+			t.Errorf("Anchor(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestVersionNamesTheCommit: --version says the release and, once
+// stamped, the commit it was built from.
+func TestVersionNamesTheCommit(t *testing.T) {
+	saved := Commit
+	t.Cleanup(func() { Commit = saved })
+	Commit = "0123456789abcdef"
+	out, _, code := runApp(t, "--version")
+	if code != 0 || !strings.HasPrefix(out, "testd version "+Version+" (commit 0123456789abcdef), go") {
+		t.Errorf("testd --version: exit %d, %q", code, out)
 	}
 }

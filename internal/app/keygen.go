@@ -98,7 +98,7 @@ func writeKeyFile(path string, keys []wire.Key) (err error) {
 		return err
 	}
 	body := "# synclab cluster key: the same file on every member of the cluster, mode 0600.\n" +
-		"# Made by `keygen`; rotated with `keygen --add` (README, Security).\n" +
+		"# Made by `keygen`; rotated with `keygen --add` (docs/security.md).\n" +
 		string(wire.FormatKeyFile(keys))
 	if _, err = tmp.WriteString(body); err != nil {
 		return err

@@ -964,7 +964,7 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	}
 	cost := func(alg string) mutex.Factory { f, _ := algs.Lookup(alg); return f }
 	t.Section("messages per entry (sent by all daemons, heartbeats excluded; a lamport_requeue frame carries two)")
-	row("the notes (seed 004)", "", algOnly(func(a string) string { return cost(a).Cost.Text }))
+	row("the notes' comparison table", "", algOnly(func(a string) string { return cost(a).Cost.Text }))
 	row(fmt.Sprintf("  at %d hosts, notes / measured uncontended", mutexHosts), "= notes", algOnly(func(a string) string {
 		return fmt.Sprintf("%s / %.2f", cost(a).Cost.Range(mutexHosts), r.perEntry[a])
 	}))

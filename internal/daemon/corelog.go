@@ -58,7 +58,7 @@ import (
 // preallocation, the file's size its end), written by builds before
 // this one, is read and rewritten in this format when the daemon starts,
 // atomically: an upgrade keeps the log. A build before this one does
-// not read this format: it drops the log as damaged (see the README).
+// not read this format: it drops the log as damaged (see docs/orderd.md, upgrades).
 
 // CoreLogFile is the file in the state directory that holds the core's
 // log after its snapshot (CoreStateFile).

@@ -26,6 +26,7 @@ type options struct {
 	short bool
 	netns bool   // hosts in network namespaces (root) rather than on loopback
 	bin   string // directory of the three binaries
+	repo  string // the synclab checkout (scripts/lab.sh); "": found from the working directory
 	plot  string // chart file ("" for none)
 	// diagrams is the directory the acts' space-time diagrams (and the
 	// traces they are drawn from) go to; "" for none.
@@ -237,9 +238,12 @@ func run(ctx context.Context, o options) (sum summary, err error) {
 // namespaces builds a lab of hosts+1 network-namespace hosts on one bridge
 // with scripts/lab.sh, and returns what tears it down.
 func (l *lab) namespaces() (down func(), err error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return nil, err
+	root := l.o.repo
+	if root == "" {
+		var err error
+		if root, err = moduleRoot(); err != nil {
+			return nil, err
+		}
 	}
 	script := filepath.Join(root, "scripts", "lab.sh")
 	l.prefix = fmt.Sprintf("sldemo%04x", rand.IntN(1<<16))
@@ -416,6 +420,9 @@ func (l *lab) clocks(ctx context.Context, sum *summary) error {
 }
 
 func writePlot(path string, s plot.Series) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("the chart: %w", err)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("the chart: %w", err)
@@ -441,7 +448,7 @@ func writePlot(path string, s plot.Series) error {
 	return nil
 }
 
-// incrementScript is the critical section of seed 000: read the shared
+// incrementScript is the critical section of the notes' shared counter: read the shared
 // counter, take a moment, write it back plus one. Without mutual exclusion
 // two hosts read the same value and one increment is lost.
 const incrementScript = `v=$(cat "$1"); sleep 0.005; echo $((v + 1)) > "$1"`

@@ -10,6 +10,8 @@
 // (10.77.0.1-5, built and removed with scripts/lab.sh), each daemon in its
 // host's namespace. Every process it starts is stopped by PID at the end,
 // also on Ctrl-C, and its temporary directory (and namespaces) removed.
+// What it leaves is in one directory where it was started,
+// synclab-demo/ (OutDir): the clocks' chart and the acts' diagrams.
 package main
 
 import (
@@ -24,20 +26,44 @@ import (
 	"syscall"
 )
 
+// OutDir is where the demo's outputs go by default, relative to the
+// directory it is run from; .gitignore covers it.
+const OutDir = "synclab-demo"
+
+// BuildNote says what the first build costs; scripts/demo.sh says the
+// same before its own build.
+const BuildNote = "the first build on a machine downloads the Go modules and compiles them all (about 260 packages): one to four minutes on 2 cores; later builds take seconds"
+
+// flags defines the demo's command line into o; hosts receives -hosts.
+// scripts/demo.sh checks arguments against the same names before it
+// builds anything (a test keeps the two lists equal).
+func flags(o *options, hosts *string) *flag.FlagSet {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.BoolVar(&o.short, "short", false, "the short form (about 30 s), as CI runs it")
+	fs.StringVar(&o.bin, "bin", "", "`DIR` holding timed, mutexd and electd (default: go build them)")
+	fs.StringVar(&o.repo, "repo", "", "the synclab checkout, for scripts/lab.sh (default: found from the working directory)")
+	fs.StringVar(&o.plot, "plot", filepath.Join(OutDir, "clocks.svg"), "write the clocks' chart to `FILE` (samples beside it, .tsv)")
+	fs.StringVar(&o.diagrams, "diagrams", filepath.Join(OutDir, "diagrams"), "write the acts' space-time diagrams (SVG and HTML, and their traces) to `DIR` (\"\": none)")
+	fs.BoolVar(&o.keep, "keep", false, "leave the lab running until Enter is pressed")
+	fs.StringVar(hosts, "hosts", "auto", "`where` the hosts run: loopback (no root), netns (root, iproute2, nftables), or auto: netns when possible")
+	return fs
+}
+
 func main() {
 	var o options
-	flag.BoolVar(&o.short, "short", false, "the short form (about 30 s), as CI runs it")
-	flag.StringVar(&o.bin, "bin", "", "`DIR` holding timed, mutexd and electd (default: go build them)")
-	flag.StringVar(&o.plot, "plot", "synclab-demo-clocks.svg", "write the clocks' chart to `FILE` (samples beside it, .tsv)")
-	flag.StringVar(&o.diagrams, "diagrams", "synclab-demo-diagrams", "write the acts' space-time diagrams (SVG and HTML, and their traces) to `DIR` (\"\": none)")
-	flag.BoolVar(&o.keep, "keep", false, "leave the lab running until Enter is pressed")
-	hostsMode := flag.String("hosts", "auto", "`where` the hosts run: loopback (no root), netns (root, iproute2, nftables), or auto: netns when possible")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %q (see -h)\n", flag.Args())
+	var hostsMode string
+	fs := flags(&o, &hostsMode)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			os.Exit(0)
+		}
 		os.Exit(2)
 	}
-	switch *hostsMode {
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %q (see -h)\n", fs.Args())
+		os.Exit(2)
+	}
+	switch hostsMode {
 	case "loopback":
 	case "netns":
 		if why := netnsUnavailable(); why != "" {
@@ -48,7 +74,7 @@ func main() {
 	case "auto":
 		o.netns = netnsUnavailable() == ""
 	default:
-		fmt.Fprintf(os.Stderr, "demo: -hosts %q: want auto, loopback or netns\n", *hostsMode)
+		fmt.Fprintf(os.Stderr, "demo: -hosts %q: want auto, loopback or netns\n", hostsMode)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -60,8 +86,9 @@ func main() {
 			fail(err)
 		}
 		defer os.RemoveAll(dir)
-		fmt.Println("== building timed, mutexd and electd")
-		if err := build(dir); err != nil {
+		fmt.Println("== building timed, mutexd and electd (go build -v: a line per package as it compiles)")
+		fmt.Println("   " + BuildNote)
+		if err := build(dir, o.repo); err != nil {
 			fail(err)
 		}
 		o.bin = dir
@@ -101,13 +128,15 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// build compiles the three daemons into dir.
-func build(dir string) error {
-	root, err := moduleRoot()
-	if err != nil {
-		return err
+// build compiles the three daemons into dir, showing Go's progress.
+func build(dir, root string) error {
+	if root == "" {
+		var err error
+		if root, err = moduleRoot(); err != nil {
+			return err
+		}
 	}
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/timed", "./cmd/mutexd", "./cmd/electd")
+	cmd := exec.Command("go", "build", "-v", "-o", dir+string(filepath.Separator), "./cmd/timed", "./cmd/mutexd", "./cmd/electd")
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -129,7 +158,7 @@ func moduleRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory: run the demo from the synclab checkout, or pass -bin")
+			return "", fmt.Errorf("no go.mod above the working directory: run the demo from the synclab checkout, or pass -repo (or -bin)")
 		}
 		dir = parent
 	}

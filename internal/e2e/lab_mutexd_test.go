@@ -219,7 +219,7 @@ func checkCounter(t *testing.T, file string, want int) {
 	}
 }
 
-// TestLabMutexdCounter is the shared counter of the notes (seed 000) on
+// TestLabMutexdCounter is the shared counter of the course notes on
 // five namespace hosts with real binaries, for every algorithm mutexd runs
 // (pkg/mutex/algorithms.All, one subtest each, `--algorithm NAME`): every
 // host increments one shared file K times under `mutexd lock counter`; the

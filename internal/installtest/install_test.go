@@ -105,13 +105,14 @@ func tree(t *testing.T, root string) map[string]file {
 	return files
 }
 
-// keyFile is the cluster key install creates when there is none.
+// keyFile is the cluster key, which install never makes: a lab needs one,
+// made on its first machine and copied to the others.
 const keyFile = "/etc/synclab/cluster.key"
 
 // expected is every file install puts on a host for daemons ds, with its
-// mode: the cluster key too.
+// mode (no key among them).
 func expected(prefix string, ds ...string) map[string]fs.FileMode {
-	want := map[string]fs.FileMode{keyFile: 0o600}
+	want := map[string]fs.FileMode{}
 	for _, d := range ds {
 		want[prefix+"/bin/"+d] = 0o755
 		want["/etc/systemd/system/"+d+".service"] = 0o644
@@ -155,15 +156,16 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 	bins := stubBins(t)
 	dest := t.TempDir()
 	out := mustRun(t, "--dest", dest, "--bin-dir", bins)
-	if !strings.Contains(out, "Installed 29 files (0 up to date)") {
+	if !strings.Contains(out, "Installed 28 files (0 up to date)") {
 		t.Errorf("first install:\n%s", out)
 	}
 	for _, want := range []string{
 		"systemctl daemon-reload && systemctl enable --now timed mutexd electd orderd\n",
 		"Edit /etc/default/timed: set TIMED_SERVER (a server to follow) or TIMED_SERVE (to serve the lab), or TIMED_ID and TIMED_MEMBERS for Berkeley mode",
 		"Edit /etc/default/mutexd: set MUTEXD_ID and MUTEXD_MEMBERS",
-		"created " + dest + keyFile + " (0600; a new cluster key)",
-		"copy it over the others' (scp -p " + keyFile + " HOST:" + keyFile + ")",
+		"No cluster key here yet (" + keyFile + "): the units do not start without it.",
+		"On the FIRST machine of the lab only: timed keygen (it writes " + keyFile + ", mode 0600);",
+		"then copy that one file to every other machine: scp -p " + keyFile + " root@HOST:" + keyFile,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("first install does not say %q:\n%s", want, out)
@@ -188,11 +190,23 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 
 	out = mustRun(t, "--dest", dest, "--bin-dir", bins)
 	if !strings.Contains(out, "Nothing to do: timed mutexd electd orderd already installed (24 files up to date).") ||
-		!strings.Contains(out, "kept "+dest+keyFile+": the cluster key is never replaced") {
-		t.Errorf("second install does not say it changed nothing:\n%s", out)
+		!strings.Contains(out, "No cluster key here yet") {
+		t.Errorf("second install does not say it changed nothing, and that the key is missing:\n%s", out)
 	}
 	if second := tree(t, dest); !maps.Equal(first, second) {
 		t.Errorf("second install touched files:\nbefore %v\nafter  %v", first, second)
+	}
+
+	// The key the admin copied here is kept, and never replaced.
+	if err := os.MkdirAll(filepath.Dir(dest+keyFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dest+keyFile, []byte("1 hex:the-labs-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = mustRun(t, "--dest", dest, "--bin-dir", bins)
+	if got := read(t, dest+keyFile); got != "1 hex:the-labs-key\n" || !strings.Contains(out, "kept "+dest+keyFile+": the cluster key is never replaced") || strings.Contains(out, "No cluster key") {
+		t.Errorf("a reinstall over the lab's key: key %q\n%s", got, out)
 	}
 
 	// An admin's configuration survives a reinstall, even of a changed
@@ -274,12 +288,12 @@ func TestDryRunWritesNothing(t *testing.T) {
 		t.Fatalf("--dry-run created %s (%v)", dest, err)
 	}
 	for p := range expected("/usr/local", daemons...) {
-		if p != keyFile && !strings.Contains(out, "would install "+dest+p+" ") {
+		if !strings.Contains(out, "would install "+dest+p+" ") {
 			t.Errorf("--dry-run does not say it would install %s", p)
 		}
 	}
-	if !strings.Contains(out, "Dry run: 29 files would be installed, 0 up to date; nothing was changed.") ||
-		!strings.Contains(out, "would create "+dest+keyFile) {
+	if !strings.Contains(out, "Dry run: 28 files would be installed, 0 up to date; nothing was changed.") ||
+		strings.Contains(out, "would create "+dest+keyFile) || !strings.Contains(out, "No cluster key here yet") {
 		t.Errorf("dry run:\n%s", out)
 	}
 

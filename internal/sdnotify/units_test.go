@@ -127,6 +127,10 @@ func TestUnitsPolicy(t *testing.T) {
 			} else if len(conflicts) > 0 {
 				t.Errorf("%s.service conflicts with %v", d, conflicts)
 			}
+			// systemctl status names the manual page the package installs.
+			if u.get("Unit", "Documentation") != "man:"+d+"(8)" {
+				t.Errorf("[Unit] Documentation = %q, want man:%s(8)", u.get("Unit", "Documentation"), d)
+			}
 			if u.get("Install", "WantedBy") != "multi-user.target" {
 				t.Errorf("[Install] WantedBy = %q", u.get("Install", "WantedBy"))
 			}

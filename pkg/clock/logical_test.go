@@ -10,7 +10,7 @@ import (
 	"testing/quick"
 )
 
-// TestLamportNotesExample replays the course notes' example (seed 002):
+// TestLamportNotesExample replays the course notes' Lamport clock example (P1, P2, P3 ticking 6, 8, 10):
 // P1, P2, P3 clocks advance by 6, 8 and 10 per period; m1 P1->P2, m2
 // P2->P3 are fine, m3 (sent at 60) arrives at P2 at 56 and m4 (sent at 69)
 // at P1 at 54, and the receivers are corrected to 61 and 70.
@@ -55,7 +55,7 @@ func TestLamportNotesExample(t *testing.T) {
 	}
 }
 
-// TestLamportRules checks the increment rules of the notes (seed 004).
+// TestLamportRules checks the increment rules of the notes' chapter on logical time.
 func TestLamportRules(t *testing.T) {
 	var a, b Lamport
 	if a.Tick() != 1 || a.Send() != 2 || a.Now() != 2 {

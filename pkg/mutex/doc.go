@@ -33,7 +33,7 @@
 // refuses none of them; a writer's fence is above every fence before it,
 // and the first reader's of a group above every fence before it. Each
 // algorithm states which faults it survives, and what each entry costs, in
-// its Guarantees (shown by `mutexd status` and the README).
+// its Guarantees (shown by `mutexd status` and docs/mutexd.md).
 //
 // # Adding an algorithm
 //

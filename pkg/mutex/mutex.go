@@ -213,7 +213,7 @@ const (
 var Faults = []Fault{Crash, Pause, Partition, Loss}
 
 // Guarantees is what an algorithm promises, shown in status, in the API
-// and in the README's table.
+// and in docs/mutexd.md's table.
 type Guarantees struct {
 	// Survives: the faults after which the majority goes on granting and
 	// no two holders ever hold a lock together by the fence's order.

@@ -7,7 +7,7 @@ import (
 	"github.com/synclab/synclab/pkg/wire"
 )
 
-// Causal order, as seed 004 gives it: p_i sends m with t(m) = V_i after
+// Causal order, as the notes give it: p_i sends m with t(m) = V_i after
 // V_i[i]++; p_j holds m back until
 //
 //	t(m)[i] = V_j[i] + 1       (m is the next message p_j expects from p_i)

@@ -1,6 +1,6 @@
 // Package order is ordered multicast to a static group, as sans-IO cores
 // (see pkg/core): reliable FIFO, causal and total order, the two ways of
-// seed 004's logical-time chapter, and the replicated state machine the
+// the course notes' chapter on logical time, and the replicated state machine the
 // notes say total order is for (pkg/order/rsm). cmd/orderd runs it.
 //
 // One Core does every order; each multicast names its own (Multicast).

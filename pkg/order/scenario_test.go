@@ -19,7 +19,7 @@ import (
 
 var diagramOut = flag.String("order.traces", "", "write every scenario's traces (n1.trace, ...) into DIR/<scenario>/ for the diagram tool")
 
-// TestScenarios replays testdata/scenarios: seed 004's examples on the
+// TestScenarios replays testdata/scenarios: the notes' examples (logical time) on the
 // simulator with fixed per-link delays (no jitter, no loss), so that the
 // notes' interleavings happen exactly; -order.traces=DIR records them to
 // be drawn. Regenerate after a deliberate change with -rewrite.

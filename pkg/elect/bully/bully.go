@@ -136,7 +136,7 @@ var (
 var Algorithm = elect.Algorithm{
 	Name:    "bully",
 	Summary: "the highest-ranked live member leads (Garcia-Molina); owned terms, no quorum",
-	// Seed 004: O(N) at best (the next-highest member notices and sends
+	// The notes: O(N) at best (the next-highest member notices and sends
 	// N-2 COORDINATORs), O(N^2) at worst (the lowest notices: every member
 	// above it holds an election).
 	Cost: core.Cost{Text: "O(N) best, O(N^2) worst",

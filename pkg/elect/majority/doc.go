@@ -68,7 +68,7 @@
 //
 // # Stability: uptime
 //
-// Seed 001's stable election weighs a member's uninterrupted uptime. The
+// The notes' stable election weighs a member's uninterrupted uptime. The
 // vote weights themselves must not move (both sides would count "more
 // than half" of different totals), so uptime weighs on who stands and who
 // is helped: (1) a sitting leader is never challenged while its renewals

@@ -148,7 +148,7 @@ var Algorithm = elect.Algorithm{
 	Rightful: elect.AnyAgreed,
 	Quorum:   true,
 	Summary:  "a weighted majority's votes elect a leader under a lease it renews; no split brain, the minority side has no leader",
-	// Seed 001 gives no figure; one election is a broadcast request and
+	// The notes give no figure; one election is a broadcast request and
 	// the replies: 2(N-1) when the first candidate wins, a few rounds of
 	// that when candidacies collide (3 tries each).
 	Cost: core.Cost{Text: "2(N-1) per candidacy",

@@ -1,8 +1,8 @@
-// Package omega is the eventual leader election (Ω) of seed 003, for the
+// Package omega is the eventual leader election (Ω) of the course notes, for the
 // crash-recovery, partially synchronous (GST) model, as a sans-IO core
 // (an elect.Elector: `electd run --algorithm omega`).
 //
-// # The algorithm (seed 003's pseudo-code)
+// # The algorithm (the notes' pseudo-code)
 //
 //	Init:            Leader <- none; incarnation <- 1; store(incarnation)
 //	Upon recovery:   Leader <- none; retrieve(incarnation); incarnation++;

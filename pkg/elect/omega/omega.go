@@ -83,7 +83,7 @@ var (
 var Algorithm = elect.Algorithm{
 	Name:     "omega",
 	Rightful: elect.AnyAgreed,
-	Summary:  "eventual leader of the crash-recovery model (seed 003): heartbeats with incarnations, the lowest incarnation then ID leads; no terms, no quorum",
+	Summary:  "eventual leader of the crash-recovery model: heartbeats with incarnations, the lowest incarnation then ID leads; no terms, no quorum",
 	// No election messages: every member sends N-1 heartbeats every
 	// heartbeat interval whatever happens, and a new leader is chosen
 	// from them at the end of a window.

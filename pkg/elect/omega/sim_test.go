@@ -54,7 +54,7 @@ func describe(s *sim.Sim) string {
 	return b.String()
 }
 
-// TestSimEventualLeader shows seed 003's two properties. Five members;
+// TestSimEventualLeader shows the notes' two properties. Five members;
 // before GST the links lose up to 30% and jitter by up to the window, and
 // some members crash and recover a few times; member `flapper` (the
 // lowest ID in half the seeds: the member the rule would otherwise pick)

@@ -15,14 +15,14 @@ import (
 var (
 	NaiveAlgorithm = algorithm(Naive,
 		"the notes' ring 1: suspecting members send a vote around the ring; only a candidate's own vote elects it",
-		// Seed 000: a candidate's vote goes round (N), then the
+		// The notes: a candidate's vote goes round (N), then the
 		// announcement (N); with every member a candidate at most N(N+1)/2
 		// votes survive to be passed on.
 		core.Cost{Text: "2N (one candidate), N(N+1)/2+N (all at once)",
 			Messages: func(n int) (float64, float64) { return float64(2 * n), float64(n*(n+1)/2 + n) }})
 	IDListAlgorithm = algorithm(IDList,
 		"the notes' ring 2: every suspecting member sends a list that collects every live ID; the highest leads",
-		// Seed 000: "n processes suspect at once: n^2 messages".
+		// The notes: "n processes suspect at once: n^2 messages".
 		core.Cost{Text: "2N (one initiator), N^2+N (all suspect)",
 			Messages: func(n int) (float64, float64) { return float64(2 * n), float64(n*n + n) }})
 	ChangRobertsAlgorithm = algorithm(ChangRoberts,
@@ -42,7 +42,7 @@ var (
 				return float64(4*n + n), float64(2*n)*rounds + float64(n)
 			}})
 	FredricksonLynchAlgorithm = algorithm(FredricksonLynch,
-		"Fredrickson-Lynch (seed 004): one ELECTION collects the live IDs around the ring, then one COORDINATOR",
+		"Fredrickson-Lynch (the notes'): one ELECTION collects the live IDs around the ring, then one COORDINATOR",
 		core.Cost{Text: "2N", Messages: func(n int) (float64, float64) { return float64(2 * n), float64(2 * n) }})
 )
 

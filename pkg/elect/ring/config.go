@@ -15,7 +15,7 @@ import (
 type Variant uint8
 
 const (
-	// Naive is the notes' "ring 1" (seed 000): a member that suspects the
+	// Naive is the notes' "ring 1": a member that suspects the
 	// leader becomes a candidate and sends a vote around the ring; the
 	// vote coming back elects it. Only candidates compete: a member that
 	// merely relays a vote never runs.
@@ -32,7 +32,7 @@ const (
 	// both ways, stays active only if it beats both active neighbours, and
 	// relays once passive. Each round deactivates at least half.
 	Franklin
-	// FredricksonLynch is seed 004's ring: the member that notices the
+	// FredricksonLynch is the notes' last ring: the member that notices the
 	// failure sends an ELECTION collecting every live member's ID around
 	// the ring, picks the highest and sends a COORDINATOR around: 2N
 	// messages. A member that has already seen an election does not start

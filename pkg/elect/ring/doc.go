@@ -2,11 +2,11 @@
 // core with five variants, each an elect.Elector that electd runs
 // (`electd run --algorithm NAME`):
 //
-//	ring-naive         seed 000's "ring 1" (VoteEmMim / HabemosLider)
-//	ring-idlist        seed 000's "ring 2": a list collects the live IDs
+//	ring-naive         the notes' "ring 1" (VoteEmMim / HabemosLider)
+//	ring-idlist        the notes' "ring 2": a list collects the live IDs
 //	chang-roberts      only higher IDs are passed on
 //	franklin           bidirectional rounds, each deactivates >= half
-//	fredrickson-lynch  seed 004: ELECTION collects IDs, then COORDINATOR: 2N
+//	fredrickson-lynch  the notes': ELECTION collects IDs, then COORDINATOR: 2N
 //
 // The variants differ only in what a member that suspects the leader
 // sends and in what a member does with an election message (variants.go);
@@ -28,7 +28,7 @@
 // message moves one hop, to the next member that is not known to be dead,
 // and the receiver acknowledges each hop (pkg/delivery's Outbox resends it,
 // HopTries sends HopTimeout apart; a Filter makes a receiver act on one copy
-// of it). A member that does not acknowledge is skipped (seed 004: "if the
+// of it). A member that does not acknowledge is skipped (the notes: "if the
 // successor is faulty, p skips it and passes to the next one") until it is
 // heard from again or SkipFor passes; a leader this member suspects, or one
 // that missed two heartbeats, gets one send, not HopTries. A member alone

@@ -18,7 +18,7 @@ import (
 // The notes' rings (naive, id-list) and Chang-Roberts let every suspecting
 // member send one; Franklin and Fredrickson-Lynch do not start a second
 // election in a member that has already seen one ("a process does not
-// start more than one election at a time", seed 004).
+// start more than one election at a time", the notes).
 func (c *Core) initiates() bool {
 	switch c.cfg.Variant {
 	case Franklin, FredricksonLynch:

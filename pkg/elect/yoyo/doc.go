@@ -1,4 +1,4 @@
-// Package yoyo is the Yo-Yo leader election of seed 001 (Santoro's
+// Package yoyo is the Yo-Yo leader election of the course notes (Santoro's
 // minimum finding) on any connected topology, as a sans-IO core (an
 // elect.Elector: `electd run --algorithm yoyo --topology 1-2,2-3,...`).
 // Members talk to their neighbours only; the smallest ID leads.
@@ -49,7 +49,7 @@
 //     round did not see it.
 //
 // A partition that cuts the graph in two elects a leader on each side:
-// the split brain seed 001 describes for Yo-Yo (the notes' example: the
+// the split brain the notes describe for Yo-Yo (the notes' example: the
 // channel between 2 and 10 stops working). Each side's members say so
 // in status (following different leaders); when the sides meet again the
 // first member that hears the other side starts a round over the whole

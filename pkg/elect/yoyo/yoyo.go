@@ -128,8 +128,8 @@ var (
 var Algorithm = elect.Algorithm{
 	Name:     "yoyo",
 	Rightful: slices.Min[[]uint32],
-	Summary:  "Yo-Yo (seed 001) on any connected topology (--topology 1-2,2-3,...; default complete): the smallest ID leads; members talk only to neighbours",
-	// Seed 001 gives no figure. Per iteration each remaining edge
+	Summary:  "Yo-Yo on any connected topology (--topology 1-2,2-3,...; default complete): the smallest ID leads; members talk only to neighbours",
+	// The notes give no figure. Per iteration each remaining edge
 	// carries one value down and one vote up; the setup is one hello
 	// each way per edge; pruning leaves O(log N) iterations: O(E log N).
 	// At N members the counts below are for the complete graph (E =

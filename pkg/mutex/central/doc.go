@@ -1,5 +1,5 @@
-// Package central is mutexd's central coordinator (seeds 000, 001, 002 and
-// 004): one elected member keeps a FIFO queue per lock and grants it,
+// Package central is mutexd's central coordinator (the course notes' centralized
+// algorithm): one elected member keeps a FIFO queue per lock and grants it,
 // exclusive or shared, as a sans-IO core built to keep its promise through
 // crashes of the coordinator and of members, pauses, partitions and loss.
 //
@@ -13,7 +13,7 @@
 //
 // Three messages per entry (none at the coordinator itself), and two
 // between one holder's release and the next one's grant. A lock is
-// exclusive or shared (seed 002): the leading run of shared requests is
+// exclusive or shared (the notes' shared locks): the leading run of shared requests is
 // granted together; a waiting exclusive request stops later shared ones
 // from joining (no writer starvation), and the queue is FIFO otherwise.
 //

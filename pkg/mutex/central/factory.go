@@ -13,9 +13,9 @@ import (
 // Factory builds central coordinator cores for a driver (mutexd's table).
 var Factory = mutex.Factory{
 	Name:       Name,
-	Summary:    "one elected coordinator with a FIFO queue per lock, shared and exclusive, fences from its term (seeds 000, 001, 002, 004)",
+	Summary:    "one elected coordinator with a FIFO queue per lock, shared and exclusive, fences from its term",
 	Guarantees: guarantees,
-	// Seed 004's comparison table: 3 messages per entry, a delay of 2.
+	// The notes' comparison table: 3 messages per entry, a delay of 2.
 	Cost: core.Cost{Text: "3", Delay: "2",
 		Messages: func(n int) (float64, float64) { return 3, 3 }},
 	New:         func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) { return NewFromEnv(env, opt) },

@@ -1,4 +1,4 @@
-// Package lamport is mutexd's Lamport distributed mutex (seed 004): every
+// Package lamport is mutexd's Lamport distributed mutex (the course notes'): every
 // member keeps a queue of requests ordered by (Lamport time, ID); a member
 // that wants a lock sends a request to every other member, which queues it
 // and acknowledges it; the member enters when its request heads its queue

@@ -13,9 +13,9 @@ const Name = "lamport"
 // (pkg/mutex/algorithms).
 var Factory = mutex.Factory{
 	Name:       Name,
-	Summary:    "Lamport's distributed mutex: a queue ordered by (Lamport time, ID) at every member, request, ack and release to all (seed 004)",
+	Summary:    "Lamport's distributed mutex: a queue ordered by (Lamport time, ID) at every member, request, ack and release to all",
 	Guarantees: permission.Guarantees(permission.Lamport),
-	// Seed 004: 3(N-1) messages per entry (N-1 requests, N-1 acks, N-1
+	// The notes: 3(N-1) messages per entry (N-1 requests, N-1 acks, N-1
 	// releases); the next holder enters one message (the release) after
 	// the last one left.
 	Cost: core.Cost{Text: "3(N-1)", Delay: "1",

@@ -21,13 +21,13 @@ type Config struct {
 	ID      uint32
 	Members []uint32
 
-	// Quorum selects the majority quorum of coordinators (seeds 000, 001;
+	// Quorum selects the majority quorum of coordinators (the notes';
 	// pkg/mutex/majority) when > 0: every member is a coordinator, a
 	// request asks all of them and holds with Quorum grants (it must be
 	// more than half the members, or two holders could both reach it);
 	// coordinators queue exclusive requests as Maekawa's voters do and
 	// deny shared ones they cannot vote for now (the reader retries after
-	// a randomized backoff). 0: Maekawa (seed 004): the
+	// a randomized backoff). 0: Maekawa (the notes'): the
 	// voting set is a cross of the grid (grid.go), every voter of it must
 	// vote, voters queue requests by (Lamport time, ID), and Sanders'
 	// inquire, relinquish and failed keep the notes' deadlock from
@@ -58,7 +58,7 @@ type Config struct {
 	// starve a writer.
 	Shared bool
 	// Forgetful: a voter that restarts has forgotten whom it voted for
-	// and votes again at once. Only for the P_v experiment of seed 000
+	// and votes again at once. Only for the notes' P_v experiment
 	// (its "forget" arm: exclusion can then be violated). By default a
 	// voter that restarts also keeps its votes in memory only, but votes
 	// on no lock until a whole stretched MaxLease has passed since it

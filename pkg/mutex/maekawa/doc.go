@@ -1,7 +1,7 @@
 // Package maekawa is mutexd's voting-set mutual exclusion: Maekawa's
-// algorithm (seed 004) on a sqrt(N) grid, made deadlock-free with
+// algorithm (the course notes') on a sqrt(N) grid, made deadlock-free with
 // Sanders' inquire, relinquish and failed, and, on the same core, the
-// majority quorum of coordinators of seeds 000 and 001 (pkg/mutex/majority
+// majority quorum of coordinators of the notes (pkg/mutex/majority
 // builds it). Both are sans-IO mutex.Algorithm cores on a mutex.Table,
 // built to keep their promise through crashes, loss, pauses and restarts.
 //
@@ -103,7 +103,7 @@
 // restart opens a new era. A voter that gives a vote back (relinquish)
 // and gives it again offers the same fence if nothing was recorded
 // meanwhile, so that the offers of a quorum still agree.
-// TestMessagesPerEntry counts the entries of each kind, and the README
+// TestMessagesPerEntry counts the entries of each kind, and docs/mutexd.md
 // gives the split.
 //
 // Shared requests propose nothing and always commit: readers are voted
@@ -214,7 +214,7 @@
 // abstains for about 3 s (its requests wait in its queue). It needs the
 // state directory to tell a restart from a first start: a voter that
 // finds no state (first start, or a wiped --state-dir) votes at once.
-// Config.Forgetful drops the rule (the notes' coordinators, seed 000's
+// Config.Forgetful drops the rule (the notes' coordinators, their
 // P_v), Config.PersistVotes writes each vote instead (a disk write per
 // entry; a restart then abstains only on the locks it had voted on).
 //

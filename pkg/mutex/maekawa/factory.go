@@ -19,9 +19,9 @@ const ParamAttemptTimeout = "attempt-timeout"
 // Factory builds Maekawa cores for a driver (pkg/mutex/algorithms).
 var Factory = mutex.Factory{
 	Name:       Name,
-	Summary:    "Maekawa's voting sets on a sqrt(N) grid, deadlock-free with Sanders' inquire/relinquish/failed, fences proposed with the request (from the clock) and recorded at the cross as it votes (seed 004)",
+	Summary:    "Maekawa's voting sets on a sqrt(N) grid, deadlock-free with Sanders' inquire/relinquish/failed, fences proposed with the request (from the clock) and recorded at the cross as it votes",
 	Guarantees: maekawaGuarantees,
-	// Seed 004's comparison table: 3 sqrt(N) per entry (2 sqrt(N) to
+	// The notes' comparison table: 3 sqrt(N) per entry (2 sqrt(N) to
 	// enter, sqrt(N) to leave), a synchronisation delay of 2. The notes'
 	// K is sqrt(N) (projective planes); a grid's cross has K up to
 	// 2 sqrt(N) - 1. Each of the K-1 other voters costs 3 frames when it

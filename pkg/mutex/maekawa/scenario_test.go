@@ -28,7 +28,7 @@ import (
 // fixed delay on every link (the notes' interleavings, drawable): seed
 // 004's Maekawa deadlock, shown to happen with the notes' algorithm and
 // to be avoided with Sanders' inquire, relinquish and failed; and a
-// majority-quorum example of seeds 000/001. Commands:
+// majority-quorum example of the notes. Commands:
 //
 //	cluster N [majority M] [coordinators=1,2,3] [textbook] [forgetful|persist] [sets=1:1,2/2:2,3/...] [delay=D] [backoff=D]
 //	acquire ID LOCK [shared]     a client of ID asks for LOCK

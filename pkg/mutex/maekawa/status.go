@@ -186,7 +186,7 @@ func majorityGuarantees(forgetful bool) mutex.Guarantees {
 	}
 	if forgetful {
 		g.Survives = []mutex.Fault{mutex.Pause, mutex.Partition, mutex.Loss}
-		g.Protection = "none against restarts: votes are forgotten and given again at once (the P_v experiment of seed 000)"
+		g.Protection = "none against restarts: votes are forgotten and given again at once (the course notes' P_v experiment)"
 	}
 	return g
 }

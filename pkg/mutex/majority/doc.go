@@ -1,5 +1,5 @@
-// Package majority is mutexd's majority quorum of coordinators (seeds 000
-// and 001): n coordinators (every member), a lock held only with the
+// Package majority is mutexd's majority quorum of coordinators (the course
+// notes'): n coordinators (every member), a lock held only with the
 // votes of m > n/2 of them (m = floor(n/2)+1 here), each vote for a lease
 // and with a fence, shared or exclusive. It is pkg/mutex/maekawa's voting
 // core with Config.Quorum set (read that package for the protocol and its
@@ -7,7 +7,7 @@
 //
 // # Unlike the notes, and unlike Redlock
 //
-// The notes' coordinators keep their grants in memory, and seed 000
+// The notes' coordinators keep their grants in memory, and the notes
 // derives the probability that exclusion is violated when the
 // coordinators in the intersection of two quorums restart and forget:
 //

@@ -18,7 +18,7 @@ func Quorum(n int) int { return n/2 + 1 }
 // locks offered.
 var Factory = mutex.Factory{
 	Name:       Name,
-	Summary:    "a majority quorum of coordinators (m > n/2), each vote for a lease and a fence, shared or exclusive; writers queue, a restarted coordinator abstains for a lease (seeds 000, 001)",
+	Summary:    "a majority quorum of coordinators (m > n/2), each vote for a lease and a fence, shared or exclusive; writers queue, a restarted coordinator abstains for a lease",
 	Guarantees: (&maekawa.Config{Quorum: 1}).Guarantees(),
 	// The notes give the algorithm, not a price: request to the n
 	// coordinators, m grants, release to the n. Here every coordinator

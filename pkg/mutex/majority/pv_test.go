@@ -17,7 +17,7 @@ import (
 	"github.com/synclab/synclab/pkg/mutex/maekawa"
 )
 
-// The P_v experiment (seed 000): how often does the majority quorum
+// The course notes' P_v experiment: how often does the majority quorum
 // violate exclusion when coordinators restart and forget their votes?
 var (
 	pvN        = flag.Int("pv.n", 5, "P_v experiment: coordinators n")
@@ -49,7 +49,7 @@ func (a pvArm) describe() string {
 	return "on disk"
 }
 
-// PvFormula is seed 000's probability that exclusion is violated:
+// PvFormula is the notes' probability that exclusion is violated:
 //
 //	P_v = sum_{k=2m-n}^{n} C(m,k) P^k (1-P)^(m-k)
 //
@@ -200,7 +200,7 @@ func runPv(t testing.TB, seed int64, n, m int, rate float64, hold, down time.Dur
 	return res
 }
 
-// TestPvExperiment measures seed 000's P_v in the simulator, in three
+// TestPvExperiment measures the notes' P_v in the simulator, in three
 // arms: coordinators that restart having forgotten their votes and vote
 // again at once violate exclusion at about the rate the notes' formula
 // gives; the default (forgotten, but no vote for a stretched lease after
@@ -223,7 +223,7 @@ func TestPvExperiment(t *testing.T) {
 	p := 1 - math.Exp(-rate*hold.Seconds())
 	formula := PvFormula(n, m, p)
 	var out strings.Builder
-	fmt.Fprintf(&out, "P_v experiment (seed 000): n=%d coordinators, quorum m=%d, k=2m-n=%d; each restarts at %.3g/s (down %v), holds of δt=%v\n",
+	fmt.Fprintf(&out, "P_v experiment (the course notes' majority quorum): n=%d coordinators, quorum m=%d, k=2m-n=%d; each restarts at %.3g/s (down %v), holds of δt=%v\n",
 		n, m, 2*m-n, rate, *pvDown, hold)
 	fmt.Fprintf(&out, "notes: P = 1-exp(-rate*δt) = %.4f (one coordinator fails and recovers within δt); P_v = sum_{k=2m-n}^{n} C(m,k) P^k (1-P)^(m-k) = %.4g\n", p, formula)
 	fmt.Fprintf(&out, "%-24s %12s %10s %9s %12s %12s\n", "votes", "acquisitions", "violations", "restarts", "measured P_v", "notes' P_v")

@@ -7,8 +7,8 @@ import (
 	"github.com/synclab/synclab/pkg/wire"
 )
 
-// stepRARequest is Ricart-Agrawala's rule on a request (seed 004's
-// pseudo-code, seed 002's one queue per resource): defer it while this
+// stepRARequest is Ricart-Agrawala's rule on a request (the notes'
+// pseudo-code, and their one queue per resource): defer it while this
 // member holds the lock or asked for it first by (stamp, ID); else reply at
 // once. A restarted member in its hold answers nothing (the requester asks
 // again).

@@ -18,10 +18,10 @@ type Variant uint8
 // Variants.
 const (
 	// RicartAgrawala: request to all, replies deferred by the member that
-	// holds the lock or asked first; no release message (seeds 002, 004).
+	// holds the lock or asked first; no release message (the notes').
 	RicartAgrawala Variant = iota + 1
 	// Lamport: request to all, acknowledged by all, a queue ordered by
-	// (Lamport time, ID) at every member, release to all (seed 004).
+	// (Lamport time, ID) at every member, release to all (the notes').
 	Lamport
 )
 

@@ -1,7 +1,7 @@
 // Package permission is the machinery of mutexd's permission-based mutual
 // exclusion, the algorithms in which a member enters a critical section
-// once every other member has let it: Ricart-Agrawala (seeds 002, 004;
-// pkg/mutex/ricartagrawala) and Lamport's distributed mutex (seed 004;
+// once every other member has let it: Ricart-Agrawala (the course notes';
+// pkg/mutex/ricartagrawala) and Lamport's distributed mutex (the notes';
 // pkg/mutex/lamport). One sans-IO Core runs either (Config.Variant): the
 // two share requests stamped with Lamport times, a failure detector,
 // incarnations, fences and leases, and differ only in how a member answers

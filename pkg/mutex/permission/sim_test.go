@@ -83,7 +83,7 @@ func TestMinorityAndDeadMember(t *testing.T) {
 	}
 }
 
-// TestMessagesPerEntry: an uncontended entry costs exactly what seed 004
+// TestMessagesPerEntry: an uncontended entry costs exactly what the notes' comparison table
 // says: 2(N-1) messages for Ricart-Agrawala, 3(N-1) for Lamport's queue.
 func TestMessagesPerEntry(t *testing.T) {
 	for _, f := range factories {

@@ -1,9 +1,9 @@
-// Package ricartagrawala is mutexd's Ricart-Agrawala algorithm (seeds 002
-// and 004): a member that wants a lock sends a request stamped with its
+// Package ricartagrawala is mutexd's Ricart-Agrawala algorithm (the course
+// notes'): a member that wants a lock sends a request stamped with its
 // Lamport time to every other member and enters once every one of them
 // replied; a member replies at once unless it holds the lock or asked for
 // it first by (Lamport time, ID), in which case it keeps the request in
-// its queue for that lock (one queue per resource, as seed 002 says) and
+// its queue for that lock (one queue per resource, as the notes say) and
 // replies when it leaves. 2(N-1) messages per entry, a synchronisation
 // delay of one message.
 //

@@ -12,9 +12,9 @@ const Name = "ricartagrawala"
 // Factory builds Ricart-Agrawala cores for a driver (pkg/mutex/algorithms).
 var Factory = mutex.Factory{
 	Name:       Name,
-	Summary:    "Ricart-Agrawala: request with (Lamport time, ID) to all, replies deferred by the holder and by earlier requests (seeds 002, 004)",
+	Summary:    "Ricart-Agrawala: request with (Lamport time, ID) to all, replies deferred by the holder and by earlier requests",
 	Guarantees: permission.Guarantees(permission.RicartAgrawala),
-	// Seed 004's comparison table: 2(N-1) messages per entry, and as many
+	// The notes' comparison table: 2(N-1) messages per entry, and as many
 	// before the entry; a synchronisation delay of one message (the
 	// holder's deferred reply).
 	Cost: core.Cost{Text: "2(N-1)", Delay: "1",

@@ -1,5 +1,5 @@
 // Package tokenring is mutexd's mutual exclusion: a token ring per named
-// lock (seeds 000, 001, 002 and 004), as a sans-IO core.Core, built to keep
+// lock (the course notes' token ring), as a sans-IO core.Core, built to keep
 // its promise through crashes, message loss, pauses and restarts.
 //
 // # The ring

@@ -19,9 +19,9 @@ const (
 // Factory builds token ring cores for a driver (cmd/mutexd's registry).
 var Factory = mutex.Factory{
 	Name:       Name,
-	Summary:    "a token ring per lock, with generations, majority checks, fences and leases (seeds 000, 001, 002, 004)",
+	Summary:    "a token ring per lock, with generations, majority checks, fences and leases",
 	Guarantees: guarantees,
-	// Seed 004's comparison table: 1 to unbounded messages per entry (the
+	// The notes' comparison table: 1 to unbounded messages per entry (the
 	// token circulates while nobody wants it), a delay of 0 to N-1.
 	Cost: core.Cost{Text: "1 to inf", Delay: "0 to N-1",
 		Messages: func(n int) (float64, float64) { return 1, -1 }},

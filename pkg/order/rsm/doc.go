@@ -1,5 +1,5 @@
 // Package rsm is the replicated state machine orderd applies its total
-// order to: the bank account of seed 004's example and a small key-value
+// order to: the bank account of the notes' example and a small key-value
 // map. It is deterministic, as state machine replication needs: the same
 // commands in the same order leave every replica in the same state, to
 // the cent and to the byte.

@@ -1,5 +1,5 @@
 // Package berkeley is timed's internal synchronisation: the Berkeley
-// algorithm (seed 004), with a fault-tolerant average and a master chosen
+// algorithm (the course notes' chapter on physical clocks), with a fault-tolerant average and a master chosen
 // by an election (any elect.Elector: Config.Election; the bully election of
 // pkg/elect/bully by default, which timed uses). It is a sans-IO core.Core
 // and a core.Scheduler (its Deadline is the election's and its own rounds',

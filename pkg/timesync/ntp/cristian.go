@@ -39,7 +39,7 @@ type CristianEstimate struct {
 
 // Cristian accumulates a burst of Cristian rounds and keeps the one with the
 // minimum round trip (the least queueing, so the tightest bound). From the
-// course notes (seed 004):
+// course notes' chapter on physical clocks:
 //
 //	p --m_r--> S         S puts its time t in m_t no earlier than min
 //	p <--m_t-- S         after p sent m_r, and no later than min before
