@@ -44,6 +44,7 @@ import (
 
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/pkg/clock"
 )
 
@@ -138,6 +139,14 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		cfg.Clock, cfg.ClockName = clk, "system"
 	default:
 		return nil, app.Usagef("--clock %q: want system or sim", kind)
+	}
+	if bk != nil {
+		// Only Berkeley makes the members act together: the master's
+		// place and the corrections. What must agree is the mode beside
+		// the member list and cluster name; the round, threshold and
+		// timeouts are the master's or each host's own. A timed following
+		// NTP servers never steps back: its members only say they live.
+		cfg.Agreement = &node.Agreement{Algorithm: "berkeley"}
 	}
 	return coreFactory(cfg, serve, cc, bk), nil
 }

@@ -225,6 +225,12 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		case <-watchdog:
 			sdnotify.Watchdog()
 		}
+		d.mu.Lock()
+		fatal := d.fatal
+		d.mu.Unlock()
+		if fatal != nil {
+			return fatal
+		}
 	}
 }
 
@@ -311,6 +317,7 @@ func (d *Daemon) tick() {
 		d.plan = slewPlan{valid: true, left: st.SlewLeft}
 	}
 	d.node.Tick(now)
+	d.alerts.flush(time.Now())
 }
 
 // slewPlan is the clock's remaining slew when the core's last tick read the
@@ -361,6 +368,7 @@ func (d *Daemon) step(fn func()) (saved bool) {
 	d.writeFailed = false
 	fn()
 	d.process()
+	d.agreementStep()
 	d.schedule()
 	for _, done := range d.acted {
 		done <- !d.writeFailed
