@@ -462,7 +462,20 @@ func (n *Node) Tick(now time.Time) {
 }
 
 // Ready drains the core and encodes its messages.
+//
+// While configuration agreement holds the core back (the node starts, or
+// stepped back), the core is not drained: what it wants (messages made
+// when it was built, state to write) waits in it until it runs; only the
+// node's own messages leave.
 func (n *Node) Ready() Output {
+	if n.Standing() != StandingAgreed {
+		var out Output
+		for _, m := range n.own {
+			out.Sends = n.encode(out.Sends, m)
+		}
+		n.own = n.own[:0]
+		return out
+	}
 	rd := n.core.Ready()
 	out := Output{State: rd.State, Entries: rd.Entries, Promise: rd.Promise, Adjustments: rd.Adjustments, Events: rd.Events}
 	if n.rec != nil && len(rd.Events) > 0 {
@@ -473,12 +486,6 @@ func (n *Node) Ready() Output {
 	}
 	n.own = n.own[:0]
 	for _, m := range rd.Messages {
-		if n.Standing() != StandingAgreed {
-			// Made by a control call while the node stands back (or
-			// starts): nothing of the core's reaches a member.
-			n.stats.drop("unsent_" + n.Standing().String())
-			continue
-		}
 		out.Sends = n.encode(out.Sends, m)
 	}
 	for _, d := range rd.Datagrams {
