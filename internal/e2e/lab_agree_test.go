@@ -432,3 +432,98 @@ func TestLabAgreeOrderdOtherAddress(t *testing.T) {
 	h2 := a.lab.Host(2).Addr().String() + ":7600"
 	a.checkDisagreement("member 3's member list has member 2 at "+wrong+", ours at "+h2, "member 1's member list has member 2 at "+h2+", ours at "+wrong)
 }
+
+// TestLabAgreeStepBackAtRuntime: a running leader steps back when the
+// other member of a two-member cluster comes back with another
+// configuration (a tie: both step back), with its demotion hook run and
+// its core restarted from its saved state; when that member comes back
+// with the right configuration, the configurations agree again and one
+// leads, elected anew.
+func TestLabAgreeStepBackAtRuntime(t *testing.T) {
+	a := newAgreeLab(t, "electd", 7500)
+	two := a.members(nil, 3)
+	hooks := filepath.Join(a.dir, "h2.hooks")
+	hook := []string{"--on-elected", "echo elected >> " + hooks, "--on-demoted", "echo demoted >> " + hooks}
+	a.start(1, two)
+	a.start(2, two, hook...)
+	leads2 := func() bool { v, _ := a.leaders(); return v[1] == 2 && v[2] == 2 }
+	eventually(t, "2 leads both", 5*time.Second, leads2)
+
+	a.procs[1].Kill()
+	a.start(1, two, "--priorities", "1=5")
+	eventually(t, "host 2 steps back", 5*time.Second, func() bool { return a.standing(2) == "stepped_back" })
+	a.noTwoLeaders(2 * time.Second)
+	if v, selves := a.leaders(); v[2] != 0 || len(selves) != 0 {
+		t.Fatalf("after the step back: leaders %v, self-leaders %v", v, selves)
+	}
+	a.warned(2, "stepping back")
+	a.warned(2, "condition=config_differs", "member=1", `member 1's priorities differs (none here, 1=5 there)`)
+	waitFile(t, hooks, "demoted")
+	if n := num(a.status(2), "errors", "core_restarted"); n != 1 {
+		t.Errorf("host 2 restarted its core %v times, want 1", n)
+	}
+
+	a.procs[1].Kill()
+	a.start(1, two)
+	eventually(t, "2 leads both again", 8*time.Second, leads2)
+	a.warned(2, "configurations agree again")
+	if b, _ := os.ReadFile(hooks); strings.Count(string(b), "elected") < 2 {
+		t.Errorf("host 2's hooks: %q, want elected, demoted, elected", b)
+	}
+}
+
+// TestLabAgreeMutexdHolderStopped: a member holding a lock steps back (the
+// other member of two came back with another lease): its holder's next
+// renewal is refused, saying why, and its command is stopped (exit 76)
+// well before the lease would have run out at the other member.
+func TestLabAgreeMutexdHolderStopped(t *testing.T) {
+	a := newAgreeLab(t, "mutexd", 7400)
+	two := a.members(nil, 3)
+	a.start(1, two)
+	a.start(2, two)
+	eventually(t, "both run", 5*time.Second, func() bool { return a.standing(1) == "agreed" && a.standing(2) == "agreed" })
+	marker := filepath.Join(a.dir, "holding")
+	lock := exec.Command(filepath.Join(binDir, "mutexd"), "lock", "x", "--control", a.control(2), "--timeout", "10s", "--",
+		"sh", "-c", "touch "+marker+"; sleep 30")
+	var out strings.Builder
+	lock.Stdout, lock.Stderr = &out, &out
+	if err := lock.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- lock.Wait() }()
+	t.Cleanup(func() { lock.Process.Kill() })
+	eventually(t, "host 2 holds x", 10*time.Second, func() bool {
+		_, err := os.Stat(marker)
+		select {
+		case err := <-done:
+			t.Fatalf("mutexd lock ended before the lock was held: %v: %s", err, out.String())
+		default:
+		}
+		return err == nil
+	})
+
+	a.procs[1].Kill()
+	a.start(1, two, "--lease", "5s")
+	stepped := time.Now()
+	select {
+	case err := <-done:
+		if exitCode(err) != 76 || !strings.Contains(out.String(), "stepped back") {
+			t.Fatalf("the holder ended %v (exit %d): %s", err, exitCode(err), out.String())
+		}
+		t.Logf("holder stopped %v after member 1 came back with another lease: %s", time.Since(stepped).Round(time.Millisecond), strings.TrimSpace(out.String()))
+	case <-time.After(8 * time.Second):
+		t.Fatalf("the holder still runs 8s after host 2 stepped back (standing %q): %s", a.standing(2), out.String())
+	}
+}
+
+// eventually polls cond every 50 ms for d.
+func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); !cond(); {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

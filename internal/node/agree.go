@@ -712,8 +712,11 @@ func (a *agreement) differences(id uint32, c *wire.ConfigAnnounce, authentic boo
 }
 
 func paramText(v string, ok bool) string {
-	if !ok {
+	switch {
+	case !ok:
 		return "unset"
+	case v == "":
+		return "none"
 	}
 	return quote(v)
 }

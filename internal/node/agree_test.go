@@ -222,7 +222,7 @@ func TestAgreementTwoMembersBothStepBack(t *testing.T) {
 	if l.standing(1) != StandingSteppedBack || l.standing(2) != StandingSteppedBack {
 		t.Fatalf("standings %v %v", l.standing(1), l.standing(2))
 	}
-	if got := l.notices(1); !strings.Contains(got, `member 2's priorities differs ("" here, 2=5 there)`) {
+	if got := l.notices(1); !strings.Contains(got, `member 2's priorities differs (none here, 2=5 there)`) {
 		t.Fatalf("notices %q", got)
 	}
 }
