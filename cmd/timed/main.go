@@ -148,5 +148,10 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		// NTP servers never steps back: its members only say they live.
 		cfg.Agreement = &node.Agreement{Algorithm: "berkeley"}
 	}
+	if cc != nil || bk != nil {
+		// A clock that should follow someone and does not, for long, is
+		// an operator's business (WARN, every ten minutes while it lasts).
+		cfg.SyncWarnAfter = 10 * time.Minute
+	}
 	return coreFactory(cfg, serve, cc, bk), nil
 }

@@ -122,6 +122,11 @@ type Config struct {
 	// EventLevel, if set, is the log level of a core's event (mutexd logs
 	// a lost lock at WARN); default INFO.
 	EventLevel func(e core.Event) slog.Level
+	// SyncWarnAfter, if set, is how long the clock may stay unsynchronised
+	// (since the start, or since it last was) before the daemon says so at
+	// WARN, then every SyncWarnAfter while it lasts (timed, when it
+	// disciplines the clock).
+	SyncWarnAfter time.Duration
 
 	insecureIgnored bool // Insecure was given with Keys
 }
@@ -312,6 +317,8 @@ type Daemon struct {
 	gate     chan struct{}
 	// fatal, once set, ends the loop: the core could not be rebuilt.
 	fatal error
+	// syncedAt is when a tick last found the clock synchronised.
+	syncedAt time.Time
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
