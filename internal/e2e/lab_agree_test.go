@@ -527,3 +527,31 @@ func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestLabAgreeTimedBerkeleyOtherCluster: timed in Berkeley mode, host 3
+// with another cluster name: host 3 steps back and never masters (nor
+// corrects anyone); one master among hosts 1 and 2 at every poll.
+func TestLabAgreeTimedBerkeleyOtherCluster(t *testing.T) {
+	a := newAgreeLab(t, "timed", 7300)
+	full := a.members(nil)
+	berkeley := []string{"--mode", "berkeley", "--clock", "sim", "--sim-offset", "20ms"}
+	a.start(1, full, berkeley...)
+	a.start(2, full, berkeley...)
+	a.start(3, full, append([]string{"--cluster", "lab-b"}, berkeley...)...)
+	var masters []int
+	a.poll(4*time.Second, func(round int) {
+		masters = masters[:0]
+		for i := 1; i <= 3; i++ {
+			if field(a.status(i), "node", "core", "cluster", "role") == "master" {
+				masters = append(masters, i)
+			}
+		}
+		if len(masters) > 1 || slices.Contains(masters, 3) {
+			t.Fatalf("poll %d: masters %v", round, masters)
+		}
+	})
+	if len(masters) != 1 {
+		t.Fatalf("masters at the end: %v, want one of hosts 1 and 2", masters)
+	}
+	a.checkDisagreement("member 3's cluster name differs (synclab here, lab-b there)", "member 1's cluster name differs (lab-b here, synclab there)")
+}

@@ -595,6 +595,14 @@ func (n *Node) agreeRefused(f *wire.Frame, in Inbound, err error) {
 	if f.Sender != m.id {
 		m.evDiffs = append(m.evDiffs, fmt.Sprintf("member %d's address sends as member %d (its --id?)", m.id, f.Sender))
 	}
+	if c.Flags&wire.ConfigAnswer != 0 && (now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)) {
+		// A member that just started asks: it learns of the difference
+		// from the answer at once, before it runs. Answered even when
+		// the request did not authenticate (another key): at most one
+		// announcement per askInterval, and only to a member's address.
+		m.answeredAt = now
+		n.announce(m.id, false)
+	}
 	m.disagreements++
 	a.disagreements++
 	what := "its frames are refused"
