@@ -325,6 +325,10 @@ func (n *Node) evaluate(now time.Time) {
 	if len(a.members) == 0 {
 		return
 	}
+	if a.started.IsZero() {
+		// A frame came before the first Tick: the start is now.
+		a.started = now
+	}
 	agree, differ, decided := a.counts(n.cfg.ID, now)
 	next := StandingAgreed
 	switch {
@@ -462,9 +466,9 @@ func (n *Node) announce(to uint32, ask bool) {
 	}
 }
 
-// agreeAdmit decides, before its sequence number is looked at, whether a
-// member's authenticated frame (not the node's own kinds) goes on to the
-// core: not while this node stands back or starts, not from a member
+// agreeAdmit decides, once its sequence number and stamps passed and
+// before anything is recorded, whether a member's authenticated frame
+// (not the node's own kinds) goes on to the core: not while this node stands back or starts, not from a member
 // whose configuration differs, not from an incarnation of it that has
 // not announced itself (the node asks it to), unless that lasts long
 // enough to say it is an older build that never will.

@@ -301,11 +301,6 @@ func (n *Node) Receive(in Inbound) error {
 			n.refuse(&f, wire.Reason(err))
 			return err
 		}
-	case n.agree != nil:
-		if err := n.agreeAdmit(&f, in.Time); err != nil {
-			n.refuse(&f, reasonOf(err))
-			return err
-		}
 	}
 	plan, err := n.checkSeq(&f, in.Time)
 	if err == nil && f.Lamport > n.lamport.Now() && f.Lamport-n.lamport.Now() > MaxLamportAhead {
@@ -314,6 +309,11 @@ func (n *Node) Receive(in Inbound) error {
 	var vector clock.Vector
 	if err == nil && f.Vector != nil {
 		vector, err = n.checkVector(f.Vector, f.Sender)
+	}
+	if err == nil && n.agree != nil && f.Kind != wire.KindEpochRefused && f.Kind != wire.KindConfig {
+		// Configuration agreement (agree.go): after the checks of what
+		// the frame claims, before anything is recorded.
+		err = n.agreeAdmit(&f, in.Time)
 	}
 	if err == nil {
 		err = n.commitSeq(plan, in.Time)
