@@ -16,6 +16,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/netip"
@@ -139,6 +140,7 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 
 	cfg.Agreement = agreement(algo, opts)
 	cfg.StepBackEvents = stepBackEvents
+	cfg.EventLevel = eventLevel
 	cfg.Hooks = map[string][]string{
 		elect.EventElected:       c.StringSlice("on-elected"),
 		elect.EventDemoted:       c.StringSlice("on-demoted"),
@@ -206,6 +208,25 @@ func formatPriorities(p map[uint32]uint32) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// eventLevel logs at WARN a leadership lost against the leader's will: a
+// lease that ran out (the majority election's leader did not hear its
+// majority in time), terms run out, a step back. A demotion by a
+// higher-ranked leader or a resignation is the algorithm working: INFO.
+func eventLevel(e core.Event) slog.Level {
+	if e.Name != elect.EventDemoted {
+		return slog.LevelInfo
+	}
+	for i := 0; i+1 < len(e.Args); i += 2 {
+		if e.Args[i] == "reason" {
+			switch e.Args[i+1] {
+			case "lease_expired", "terms_exhausted", daemon.EventSteppedBack:
+				return slog.LevelWarn
+			}
+		}
+	}
+	return slog.LevelInfo
 }
 
 // stepBackEvents are the events a leadership ends with when the member
