@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"maps"
 	"net/netip"
@@ -303,4 +304,54 @@ func TestAgreementForgedFramesToldApart(t *testing.T) {
 	if l.standing(1) != StandingAgreed || l.nodes[1].Status().Agreement.Members[0].State != "agrees" {
 		t.Fatalf("node 1 %v, view of 2 %+v", l.standing(1), l.nodes[1].Status().Agreement.Members[0])
 	}
+}
+
+// FuzzReceiveAgreement: with configuration agreement on, no input from a
+// member's address (announcements of any cluster, with or without a MAC
+// that verifies) makes the node panic, steps the core before the node
+// agreed, or goes uncounted; whatever it notices is said in bounded text.
+func FuzzReceiveAgreement(f *testing.F) {
+	other := wire.Key{ID: 7, Secret: []byte("fedcba9876543210fedcba9876543210")}
+	for _, c := range []Config{
+		keyed(1, nil),
+		keyed(1, func(c *Config) { c.Keys = []wire.Key{other} }),
+		keyed(1, func(c *Config) { c.Cluster = "lab2" }),
+		keyed(1, func(c *Config) { delete(c.Members, 3) }),
+	} {
+		c.Cluster = cmp.Or(c.Cluster, "lab")
+		c.Service, c.Incarnation = "electd", 1
+		c.Agreement = &Agreement{Algorithm: "bully"}
+		a, err := New(c, &recorder{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		a.Tick(t0)
+		for _, s := range a.Ready().Sends {
+			f.Add(a.Finalize(s, t0))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg := keyed(2, nil)
+		cfg.Cluster, cfg.Service, cfg.Incarnation = "lab", "electd", 1
+		cfg.Agreement = &Agreement{Algorithm: "bully"}
+		r := &recorder{}
+		b, err := New(cfg, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = b.Receive(Inbound{From: members[1], Data: data, Time: t0})
+		if len(r.steps) != 0 {
+			t.Fatalf("a node still starting stepped its core (err %v)", err)
+		}
+		if err != nil && b.Status().TotalDropped() != 1 {
+			t.Fatalf("refused without being counted: %v", err)
+		}
+		for _, nt := range b.Notices() {
+			if len(nt.Msg) > 8192 {
+				t.Fatalf("notice of %d bytes", len(nt.Msg))
+			}
+		}
+		b.Tick(t0.Add(time.Second))
+		_ = b.Status()
+	})
 }
