@@ -16,9 +16,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -150,6 +153,9 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		return nil, app.Usagef("--leader-timeout (%v) must exceed --heartbeat (%v)", opts.LeaderTimeout, opts.Heartbeat)
 	}
 
+	cfg.Agreement = agreement(algo, opts)
+	cfg.StepBackEvents = stepBackEvents
+	cfg.EventLevel = eventLevel
 	cfg.Hooks = map[string][]string{
 		elect.EventElected:       c.StringSlice("on-elected"),
 		elect.EventDemoted:       c.StringSlice("on-demoted"),
@@ -182,6 +188,79 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		}
 		return el, err
 	}, nil
+}
+
+// agreement is what must be the same on every electd of a cluster, beside
+// the member list and cluster name: the algorithm, the priorities (bully's
+// ranks, the majority election's vote weights), Yo-Yo's topology and, for
+// the majority election, --leader-timeout, which is its lease: a voter
+// with a shorter one would be free before the leader it voted for stops
+// believing it leads. The other durations are each host's own timing.
+func agreement(algo elect.Algorithm, opts elect.Options) *node.Agreement {
+	params := map[string]string{"priorities": formatPriorities(opts.Priorities)}
+	if algo.Name == yoyo.Algorithm.Name {
+		var edges []string
+		for _, e := range opts.Topology {
+			a, b := min(e[0], e[1]), max(e[0], e[1])
+			edges = append(edges, fmt.Sprintf("%d-%d", a, b))
+		}
+		slices.Sort(edges)
+		params["topology"] = strings.Join(slices.Compact(edges), ",")
+	}
+	if algo.Name == majority.Algorithm.Name {
+		params["leader-timeout"] = opts.LeaderTimeout.String()
+	}
+	return &node.Agreement{Algorithm: algo.Name, Params: params}
+}
+
+// formatPriorities writes priorities in one order, leaving out 0 (the
+// default): "2=10,5=3" however the operator spelt them.
+func formatPriorities(p map[uint32]uint32) string {
+	var out []string
+	for _, id := range slices.Sorted(maps.Keys(p)) {
+		if p[id] != 0 {
+			out = append(out, fmt.Sprintf("%d=%d", id, p[id]))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// eventLevel logs at WARN a leadership lost against the leader's will: a
+// lease that ran out (the majority election's leader did not hear its
+// majority in time), terms run out, a step back. A demotion by a
+// higher-ranked leader or a resignation is the algorithm working: INFO.
+func eventLevel(e core.Event) slog.Level {
+	if e.Name != elect.EventDemoted {
+		return slog.LevelInfo
+	}
+	for i := 0; i+1 < len(e.Args); i += 2 {
+		if e.Args[i] == "reason" {
+			switch e.Args[i+1] {
+			case "lease_expired", "terms_exhausted", daemon.EventSteppedBack:
+				return slog.LevelWarn
+			}
+		}
+	}
+	return slog.LevelInfo
+}
+
+// stepBackEvents are the events a leadership ends with when the member
+// steps back (its core is stopped): demoted if it led, leader_lost if it
+// knew a leader. Hooks bound to them run as for any other demotion.
+func stepBackEvents(c core.Core) []core.Event {
+	el, ok := c.(elect.Elector)
+	if !ok {
+		return nil
+	}
+	st := el.Report()
+	var out []core.Event
+	if st.Role == elect.RoleLeader {
+		out = append(out, elect.Change{Event: elect.EventDemoted, Leader: st.ID, Term: st.Term, Reason: daemon.EventSteppedBack}.CoreEvent())
+	}
+	if st.Leader != 0 {
+		out = append(out, elect.Change{Event: elect.EventLeaderLost, Leader: st.Leader, Term: st.Term, Reason: daemon.EventSteppedBack}.CoreEvent())
+	}
+	return out
 }
 
 func parsePriorities(s string, members map[uint32]netip.AddrPort) (map[uint32]uint32, error) {
@@ -238,6 +317,11 @@ func attach(_ *cli.Context, d *daemon.Daemon) error {
 				return
 			}
 			st := el.Report()
+			if why, back := daemon.SteppedBack(n); back {
+				// Its core was stopped: it neither leads nor follows.
+				v = leaderView{Term: st.Term, Round: st.Round, Role: "stepped_back", Why: "this member stepped back: " + why}
+				return
+			}
 			v = leaderView{Leader: st.Leader, Term: st.Term, Round: st.Round, Since: st.LeaderSince,
 				Self: st.Leader == st.ID, Role: st.Role.String()}
 			if st.Leader != 0 {
@@ -253,7 +337,7 @@ func attach(_ *cli.Context, d *daemon.Daemon) error {
 	d.Handle(http.MethodPost, "/v1/resign", func(r *http.Request) (any, error) {
 		var err error
 		var v leaderView
-		if derr := d.Do(r.Context(), func(n *node.Node) {
+		if derr := d.DoActive(r.Context(), func(n *node.Node) {
 			var el elect.Elector
 			if el, err = elector(n); err != nil {
 				return

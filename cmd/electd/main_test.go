@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"regexp"
@@ -140,5 +141,46 @@ func TestRenderStatus(t *testing.T) {
 	// a float's exponent form ("answer timeout ns 5e+07").
 	if !regexp.MustCompile(`answer timeout [0-9.]+m?s`).MatchString(out.String()) || strings.Contains(out.String(), "e+0") {
 		t.Errorf("status prints a duration as a number:\n%s", out.String())
+	}
+}
+
+// TestEventLevel: a leadership lost against the leader's will (a lease
+// run out, a step back) is a WARN line; the algorithm's own hand-overs
+// are not.
+func TestEventLevel(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		want   slog.Level
+	}{{"lease_expired", slog.LevelWarn}, {"stepped_back", slog.LevelWarn}, {"higher_ranked_leader", slog.LevelInfo}, {"resigned", slog.LevelInfo}} {
+		e := elect.Change{Event: elect.EventDemoted, Leader: 1, Term: 1, Reason: tc.reason}.CoreEvent()
+		if got := eventLevel(e); got != tc.want {
+			t.Errorf("demoted (%s): %v, want %v", tc.reason, got, tc.want)
+		}
+	}
+	if got := eventLevel(elect.Change{Event: elect.EventElected, Leader: 1}.CoreEvent()); got != slog.LevelInfo {
+		t.Errorf("elected: %v", got)
+	}
+}
+
+// TestAgreementParams: what must agree is spelt one way whatever the
+// operator wrote, and holds the majority election's lease, never the
+// per-host timings of the others.
+func TestAgreementParams(t *testing.T) {
+	opts := elect.Options{Priorities: map[uint32]uint32{5: 3, 2: 10, 7: 0}, LeaderTimeout: 400 * time.Millisecond, Heartbeat: 50 * time.Millisecond}
+	b, err := elect.Lookup(algorithms, "bully")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := agreement(b, opts); a.Algorithm != "bully" || len(a.Params) != 1 || a.Params["priorities"] != "2=10,5=3" {
+		t.Errorf("bully: %+v", a)
+	}
+	m, _ := elect.Lookup(algorithms, "majority")
+	if a := agreement(m, opts); a.Params["leader-timeout"] != "400ms" {
+		t.Errorf("majority: %+v", a)
+	}
+	y, _ := elect.Lookup(algorithms, "yoyo")
+	opts.Topology = [][2]uint32{{3, 1}, {1, 2}, {2, 3}}
+	if a := agreement(y, opts); a.Params["topology"] != "1-2,1-3,2-3" {
+		t.Errorf("yoyo: %+v", a)
 	}
 }

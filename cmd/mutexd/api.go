@@ -45,8 +45,7 @@ type lockAPI struct {
 	min   time.Duration // the shortest lease a request may ask for
 	max   time.Duration // the cluster's longest lease (--lease)
 
-	waiters     map[mutex.RequestID][]chan mutex.Outcome // one-shot
-	incarnation uint32                                   // this run's, set on the loop at first use
+	waiters map[mutex.RequestID][]chan mutex.Outcome // one-shot
 
 	stats apiStats
 }
@@ -106,13 +105,26 @@ func (a *lockAPI) algorithm(*http.Request) (any, error) {
 	return algorithmView{Name: a.alg.Name, Summary: a.alg.Summary, Guarantees: a.alg.Guarantees}, nil
 }
 
-// algo runs fn on the loop with the algorithm, and this run's incarnation.
+// lockLostEvent is the event every algorithm reports when a request loses
+// its lock (pkg/mutex's cores: "lock_lost").
+const lockLostEvent = "lock_lost"
+
+// steppedBack answers every waiting request, on the loop, when the member
+// steps back: its core was stopped and rebuilt, and none of its requests
+// will ever be granted (a granted one learns it at its next renewal).
+func (a *lockAPI) steppedBack() {
+	for id := range a.waiters {
+		a.deliver(mutex.Lost{ID: id, Reason: mutex.LossReason(daemon.EventSteppedBack)})
+	}
+}
+
+// algo runs fn on the loop with the algorithm, and this run's incarnation
+// (the node's: raised when the core is rebuilt after a step back, so that
+// a handle of the old core's is never taken for one of the new's). While
+// the member stands back it refuses (daemon.DoActive): 503 stepped_back.
 func (a *lockAPI) algo(ctx context.Context, fn func(alg mutex.Algorithm, inc uint32)) error {
-	err := a.d.Do(ctx, func(n *node.Node) {
-		if a.incarnation == 0 {
-			a.incarnation = n.Status().Incarnation
-		}
-		fn(n.Core().(*algoCore).Algorithm, a.incarnation)
+	err := a.d.DoActive(ctx, func(n *node.Node) {
+		fn(n.Core().(*algoCore).Algorithm, n.Incarnation())
 	})
 	if errors.Is(err, daemon.ErrStopped) {
 		return ctl.Unavailable("the daemon is shutting down")
@@ -375,7 +387,7 @@ func (a *lockAPI) request(alg mutex.Algorithm, inc uint32, handle, name string) 
 		return 0, ctl.BadRequest(err.Error())
 	}
 	if hinc != inc {
-		return 0, gone(fmt.Sprintf("request %s was granted by an earlier run of this daemon (now run %d): the lock was lost when it stopped", handle, inc), "restarted")
+		return 0, gone(fmt.Sprintf("request %s was granted by an earlier run of this daemon or its core (now run %d): the lock was lost when it stopped (or stepped back)", handle, inc), "restarted")
 	}
 	if st, ok := alg.Lookup(id); ok && st.Lock != name {
 		return 0, ctl.BadRequest(fmt.Sprintf("request %s is for lock %q, not %q", handle, st.Lock, name))
@@ -412,6 +424,12 @@ func (a *lockAPI) doRenew(r *http.Request) (any, error) {
 			ch = a.wait(id)
 		}
 	}); err != nil {
+		var ce *ctl.Error
+		if errors.As(err, &ce) && ce.Code == daemon.EventSteppedBack {
+			// Its core was stopped: the grant is gone, and the client
+			// must stop its work now, not at its lease's end.
+			return nil, gone(fmt.Sprintf("request %s lost lock %q: %s", req.Request, name, ce.Msg), daemon.EventSteppedBack)
+		}
 		return nil, err
 	}
 	if errors.Is(rerr, mutex.ErrUnknownRequest) {
@@ -488,8 +506,10 @@ func (a *lockAPI) doRelease(r *http.Request) (any, error) {
 
 func (a *lockAPI) locks(r *http.Request) (any, error) {
 	var v locksView
-	err := a.algo(r.Context(), func(alg mutex.Algorithm, inc uint32) {
-		v = locksView{Incarnation: inc, Locks: alg.Report().Locks}
+	// A read: answered while the member stands back too (its rebuilt
+	// core holds nothing).
+	err := a.d.Do(r.Context(), func(n *node.Node) {
+		v = locksView{Incarnation: n.Incarnation(), Locks: n.Core().(*algoCore).Algorithm.Report().Locks}
 	})
 	if v.Locks == nil {
 		v.Locks = []mutex.LockStatus{}

@@ -12,6 +12,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -164,6 +166,22 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, er
 		return nil, nil, app.UsageError{Err: err}
 	}
 	api := newAPI(f, opt)
+	// What must be the same on every mutexd beside the member list and
+	// cluster name: the algorithm and the cluster's lease (every grant's
+	// bound, and what a regenerated token waits out). --heartbeat and the
+	// algorithms' timeouts are each host's own timing.
+	cfg.Agreement = &node.Agreement{Algorithm: f.Name, Params: map[string]string{"lease": opt.Lease.String()}}
+	cfg.EventLevel = func(e core.Event) slog.Level {
+		if e.Name == lockLostEvent {
+			return slog.LevelWarn // a holder lost its lock: its work must stop
+		}
+		return slog.LevelInfo
+	}
+	cfg.OnEvent = func(e core.Event) {
+		if e.Name == daemon.EventSteppedBack {
+			api.steppedBack()
+		}
+	}
 	return func(env core.Env) (core.Core, error) {
 		alg, err := f.New(env, opt)
 		if errors.Is(err, core.ErrState) {

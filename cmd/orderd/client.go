@@ -80,6 +80,12 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 		if sequenced {
 			do = d.Do
 		}
+		// Nothing is sent while the member stands back (refused, 503
+		// stepped_back), nor before the members' configurations are
+		// heard at the start (it waits).
+		if err := d.DoActive(r.Context(), func(*node.Node) {}); err != nil {
+			return nil, err
+		}
 		events, unsubscribe := d.Subscribe() // before the send: no delivery is missed
 		defer unsubscribe()
 		var before, sid uint64

@@ -30,6 +30,7 @@ import (
 
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
@@ -133,6 +134,10 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	if _, err := order.New(core.Env{ID: cfg.ID, Members: members, Now: time.Now(), Rand: rand.New(rand.NewPCG(1, 1)), Lamport: new(clock.Lamport)}, ocfg); err != nil {
 		return nil, app.UsageError{Err: err}
 	}
+	// What must be the same on every orderd beside the member list and
+	// cluster name: how total order is made. The durations and the window
+	// are each host's own.
+	cfg.Agreement = &node.Agreement{Algorithm: ocfg.Total.String()}
 	cfg.Hooks = map[string][]string{order.EventDelivered: c.StringSlice("on-deliver")}
 	cfg.HookTimeout = c.Duration("hook-timeout")
 	cfg.HookEnv = hookEnv

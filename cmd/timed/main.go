@@ -44,6 +44,7 @@ import (
 
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/pkg/clock"
 )
 
@@ -151,6 +152,19 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		cfg.Clock, cfg.ClockName = clk, "system"
 	default:
 		return nil, app.Usagef("--clock %q: want system or sim", kind)
+	}
+	if bk != nil {
+		// Only Berkeley makes the members act together: the master's
+		// place and the corrections. What must agree is the mode beside
+		// the member list and cluster name; the round, threshold and
+		// timeouts are the master's or each host's own. A timed following
+		// NTP servers never steps back: its members only say they live.
+		cfg.Agreement = &node.Agreement{Algorithm: "berkeley"}
+	}
+	if cc != nil || bk != nil {
+		// A clock that should follow someone and does not, for long, is
+		// an operator's business (WARN, every ten minutes while it lasts).
+		cfg.SyncWarnAfter = 10 * time.Minute
 	}
 	return coreFactory(cfg, serve, cc, bk), nil
 }

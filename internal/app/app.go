@@ -371,13 +371,20 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return nil, Usagef("--log-level %q: want debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
+	var mk func(io.Writer, *slog.HandlerOptions) slog.Handler
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		mk = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) }
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		mk = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) }
+	default:
+		return nil, Usagef("--log-format %q: want text or json", format)
 	}
-	return nil, Usagef("--log-format %q: want text or json", format)
+	if journalStream(w) {
+		// The journal: every line carries its syslog priority (journal.go).
+		return slog.New(newPriorityHandler(w, opts, mk)), nil
+	}
+	return slog.New(mk(w, opts)), nil
 }
 
 func envsOf(name string, flags []string) []string {

@@ -3,10 +3,12 @@ package app
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -284,5 +286,47 @@ func TestPlural(t *testing.T) {
 		if got := Plural(n, "key"); got != want {
 			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestJournalPriorities: when stderr is the journal's stream
+// (JOURNAL_STREAM names it), every line starts with its syslog priority,
+// so that `journalctl -p warning` finds the WARN and ERROR lines; anywhere
+// else, no prefix.
+func TestJournalPriorities(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
+	log, err := newLogger(f, "debug", "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log = log.With("daemon", "mutexd")
+	log.Debug("d")
+	log.Info("i")
+	log.Warn("w", "member", 3)
+	log.Error("e")
+	b, _ := os.ReadFile(f.Name())
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i, want := range []string{"<7>", "<6>", "<4>", "<3>"} {
+		if i >= len(lines) || !strings.HasPrefix(lines[i], want+"time=") || !strings.Contains(lines[i], "daemon=mutexd") {
+			t.Fatalf("line %d: %q, want prefix %s and the logger's attributes (all: %q)", i, lines[min(i, len(lines)-1)], want, b)
+		}
+	}
+	t.Setenv("JOURNAL_STREAM", "1:2")
+	var buf bytes.Buffer
+	if journalStream(&buf) {
+		t.Fatal("a buffer taken for the journal")
+	}
+	log, _ = newLogger(f, "info", "text")
+	if _, ok := log.Handler().(*priorityHandler); ok {
+		t.Fatal("another stream taken for the journal")
 	}
 }

@@ -123,6 +123,9 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 			fmt.Fprintf(tw, "Refused\t: %s; %d TCP connections in\n", reasons(refused), tr.Inbound)
 		}
 	}
+	if a := st.Node.Agreement; a != nil {
+		agreementLines(tw, a)
+	}
 	if len(st.Errors) > 0 {
 		fmt.Fprintf(tw, "Errors\t: %s\n", reasons(st.Errors))
 	}
@@ -140,6 +143,48 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		return renderCore(w, st.Node.Core, st.Clock.Now)
 	}
 	return PrintJSON(w, st.Node.Core)
+}
+
+// agreementLines renders configuration agreement: this member's standing
+// (loud when it stepped back), its fingerprint, and a line per member
+// that does not agree, saying what differs.
+func agreementLines(w io.Writer, a *node.AgreementStatus) {
+	key := "key id " + a.KeyID
+	if a.KeyID == "none" {
+		key = "no key"
+	}
+	switch a.Standing {
+	case "stepped_back":
+		fmt.Fprintf(w, "Agreement\t: STEPPED BACK: %s; this member does not lead, grant, vote or sequence\n", a.Reason)
+	case "starting":
+		fmt.Fprintf(w, "Agreement\t: starting: %s\n", a.Reason)
+	default:
+		fmt.Fprintf(w, "Agreement\t: agreed with %s\n", idsText(a.Agree))
+	}
+	fmt.Fprintf(w, "Fingerprint\t: %s (%s; %s)\n", a.Fingerprint[:min(8, len(a.Fingerprint))], a.Algorithm, key)
+	for _, m := range a.Members {
+		switch m.State {
+		case "agrees", "silent":
+			continue
+		case "differs":
+			fmt.Fprintf(w, "Member %d\t: DIFFERS: %s\n", m.ID, strings.Join(m.Differs, "; "))
+		case "unverified":
+			fmt.Fprintf(w, "Member %d\t: announces no configuration (an older synclab?): followed unchecked\n", m.ID)
+		case "unknown":
+			fmt.Fprintf(w, "Member %d\t: heard, its configuration not announced yet\n", m.ID)
+		}
+	}
+}
+
+func idsText(ids []uint32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	if len(s) == 1 {
+		return "member " + s[0] + " (itself)"
+	}
+	return "members " + strings.Join(s, ", ")
 }
 
 func clockLine(st daemon.Status) string {

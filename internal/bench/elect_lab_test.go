@@ -79,7 +79,10 @@ const (
 // majority election's lease renewals and grants, the eventual leader's
 // heartbeats, Yo-Yo's leader flood among them).
 var heartbeatKinds = map[string]bool{"leader_heartbeat": true, "ring_heartbeat": true,
-	"lease_renew": true, "lease_grant": true, "omega_heartbeat": true, "yoyo_leader": true}
+	"lease_renew": true, "lease_grant": true, "omega_heartbeat": true, "yoyo_leader": true,
+	// The node's configuration announcements: once a second per member,
+	// whatever the election does.
+	"config": true}
 
 // BenchmarkElect measures electd's failover, false elections under loss,
 // messages per election, idle traffic and memory against etcd's election,

@@ -110,6 +110,23 @@ type Config struct {
 	// Network opens the node's endpoint. Default transport.Open (real
 	// sockets); tests pass an in-memory network's Open.
 	Network func(transport.Config) (transport.Endpoint, error)
+	// Agreement, when set, turns configuration agreement on for a node
+	// with other members (internal/node): the binary names its algorithm
+	// and the parameters that must be the same on every member; the
+	// daemon adds the multicast group. nil: off.
+	Agreement *node.Agreement
+	// StepBackEvents, if set, is asked, when the node steps back, for the
+	// events its stopped core's role ends with (electd: demoted, leader
+	// lost), reported with EventSteppedBack so that hooks run.
+	StepBackEvents func(c core.Core) []core.Event
+	// EventLevel, if set, is the log level of a core's event (mutexd logs
+	// a lost lock at WARN); default INFO.
+	EventLevel func(e core.Event) slog.Level
+	// SyncWarnAfter, if set, is how long the clock may stay unsynchronised
+	// (since the start, or since it last was) before the daemon says so at
+	// WARN, then every SyncWarnAfter while it lasts (timed, when it
+	// disciplines the clock).
+	SyncWarnAfter time.Duration
 
 	insecureIgnored bool // Insecure was given with Keys
 }
@@ -289,6 +306,19 @@ type Daemon struct {
 	wakeSet bool
 	rearm   chan struct{} // the loop re-arms its timer (cap 1)
 	tr      *tracing      // the running trace; nil: off
+
+	newCore CoreFactory    // to rebuild the core after a step back
+	lamport *clock.Lamport // the node's and the core's
+	alerts  *alerts        // rate-limited WARN/ERROR lines (owned by the holder of mu)
+	// standing is the node's, as last acted on (agreementStep); gate
+	// is closed once the node no longer waits for the members'
+	// announcements at its start.
+	standing node.Standing
+	gate     chan struct{}
+	// fatal, once set, ends the loop: the core could not be rebuilt.
+	fatal error
+	// syncedAt is when a tick last found the clock synchronised.
+	syncedAt time.Time
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
@@ -355,6 +385,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		Save:        saved.save,
 		Multicast:   cfg.Multicast != nil,
 		Lamport:     lamport,
+		Agreement:   nodeAgreement(&cfg),
 	}, c)
 	if err != nil {
 		return nil, err
@@ -377,7 +408,16 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		log.Info("rewrote the core's log in the current format (preallocated, records carry the incarnation)", "file", st.file(coreLogFile),
 			"records", recovered.Records)
 	}
+	gate := make(chan struct{})
+	if n.Standing() != node.StandingStarting {
+		close(gate)
+	}
 	return &Daemon{
+		newCore:    newCore,
+		lamport:    lamport,
+		alerts:     newAlerts(log),
+		standing:   n.Standing(),
+		gate:       gate,
 		cfg:        cfg,
 		log:        log,
 		state:      st,

@@ -45,6 +45,22 @@
 // explicitly (ErrNoKey otherwise); an insecure daemon warns at start and its
 // status says so. The endpoint lets only the members' IPs connect over TCP.
 //
+// Configuration agreement (internal/node, Config.Agreement): the binary
+// names its algorithm and the parameters that must agree. After every
+// step the daemon writes the node's notices (a member whose configuration
+// differs, frames from a member's address that fail authentication,
+// forgeries, a member unheard for long) at WARN, rate-limited per
+// condition and member: the first at once, then one line per ten seconds
+// with a count (alerts.go). When the node steps back the daemon logs why,
+// stops the core and builds it again from the state directory (as a
+// restart would: no leadership, grant or sequencer's place of the old run
+// survives), reports EventSteppedBack (and the binary's StepBackEvents:
+// electd's demoted and leader_lost, so that hooks run) and holds it;
+// control calls that make the core act (DoActive: a lock, a send, a
+// resignation) are refused with 503 "stepped_back" meanwhile, and wait
+// for the end of the start. When the configurations agree again it
+// reports EventAgreementRestored and the core runs.
+//
 // Lifecycle: New validates and prepares; Run binds sockets, notifies systemd
 // (READY, WATCHDOG at half the configured interval, from the loop itself so a
 // stuck loop stops the pings, STOPPING) and returns when its context ends.

@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -68,7 +70,11 @@ func (d *Daemon) emit(e core.Event) {
 	if msg == "" {
 		msg = e.Name
 	}
-	d.log.Info(msg, append([]any{"event", e.Name}, e.Args...)...)
+	level := slog.LevelInfo
+	if d.cfg.EventLevel != nil {
+		level = d.cfg.EventLevel(e)
+	}
+	d.log.Log(context.Background(), level, msg, append([]any{"event", e.Name}, e.Args...)...)
 
 	rec := EventRecord{Time: time.Now(), Name: e.Name, Msg: e.Msg, Attrs: attrs(e.Args)}
 	d.subMu.Lock()

@@ -108,6 +108,24 @@ func commonMetrics(m *core.MetricSet, st Status) {
 	m.Counters("synclab_events_total", "Core events, by name.", "event", st.Events)
 	m.Counters("synclab_errors_total", "Daemon errors, by kind.", "error", st.Errors)
 	m.Counters("synclab_hooks_total", "Hook runs, by outcome.", "outcome", st.Hooks)
+	if a := st.Node.Agreement; a != nil {
+		m.Gauge("synclab_config_stepped_back", "1 while this member's configuration is in the minority of the members it hears (it does not lead, grant, vote or sequence).",
+			b2f(a.Standing == "stepped_back"))
+		m.Gauge("synclab_config_members_differing", "Members heard whose configuration differs from this member's.", float64(len(a.Differ)))
+		m.Counters("synclab_config_disagreements_total", "Configuration announcements (and refused frames naming a configuration) found to differ, by member.",
+			"member", memberCounts(a.Members, func(m node.MemberAgreement) uint64 { return m.Disagreements }))
+		m.Counters("synclab_auth_failures_total", "Frames from a member's address that failed authentication, by member.",
+			"member", memberCounts(a.Members, func(m node.MemberAgreement) uint64 { return m.AuthFailures }))
+	}
+}
+
+// memberCounts is one counter of each member, by its ID.
+func memberCounts(ms []node.MemberAgreement, v func(node.MemberAgreement) uint64) map[string]uint64 {
+	out := make(map[string]uint64, len(ms))
+	for _, m := range ms {
+		out[strconv.FormatUint(uint64(m.ID), 10)] = v(m)
+	}
+	return out
 }
 
 func b2f(b bool) float64 {

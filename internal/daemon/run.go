@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"runtime"
@@ -225,6 +226,12 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		case <-watchdog:
 			sdnotify.Watchdog()
 		}
+		d.mu.Lock()
+		fatal := d.fatal
+		d.mu.Unlock()
+		if fatal != nil {
+			return fatal
+		}
 	}
 }
 
@@ -311,6 +318,35 @@ func (d *Daemon) tick() {
 		d.plan = slewPlan{valid: true, left: st.SlewLeft}
 	}
 	d.node.Tick(now)
+	d.alerts.flush(time.Now())
+	d.checkSync()
+}
+
+// checkSync says at WARN, every SyncWarnAfter, that the clock has not been
+// synchronised for that long.
+func (d *Daemon) checkSync() {
+	if d.cfg.SyncWarnAfter <= 0 {
+		return
+	}
+	wall := time.Now()
+	st, err := d.cfg.Clock.State()
+	if err == nil && st.Synchronized {
+		d.syncedAt = wall
+		return
+	}
+	since := d.started
+	if d.syncedAt.After(since) {
+		since = d.syncedAt
+	}
+	if since.IsZero() || wall.Sub(since) < d.cfg.SyncWarnAfter {
+		return
+	}
+	what := "since the daemon started"
+	if !d.syncedAt.IsZero() {
+		what = "since " + d.syncedAt.Format(time.RFC3339)
+	}
+	d.alerts.report(wall, slog.LevelWarn, "unsynchronised", 0, d.cfg.SyncWarnAfter,
+		fmt.Sprintf("the clock has not been synchronised for %v (%s): see `%s status` for its sources or master", wall.Sub(since).Round(time.Second), what, d.cfg.Name))
 }
 
 // slewPlan is the clock's remaining slew when the core's last tick read the
@@ -361,6 +397,7 @@ func (d *Daemon) step(fn func()) (saved bool) {
 	d.writeFailed = false
 	fn()
 	d.process()
+	d.agreementStep()
 	d.schedule()
 	for _, done := range d.acted {
 		done <- !d.writeFailed

@@ -249,7 +249,19 @@ func TestWrongKeyIsDroppedAndCounted(t *testing.T) {
 		d, _ := st["node"].(map[string]any)["dropped"].(map[string]any)
 		return d["bad_mac"] != nil && d["bad_mac"].(float64) >= 3
 	})
-	c.eventually("host 1 takes host 2 for down: it heard nothing it could authenticate", 5*time.Second, func() bool { return c.alive(1) == 0 })
+	// Two members, two keys: each announces its key's fingerprint, the
+	// other's differs, and with two members that disagree both step back
+	// (configuration agreement): neither grants anything, and each says
+	// which key differs.
+	c.eventually("host 1 steps back, naming member 2's other key", 5*time.Second, func() bool {
+		st, err := c.status(1)
+		if err != nil {
+			return false
+		}
+		ag, _ := st["node"].(map[string]any)["agreement"].(map[string]any)
+		ms, _ := ag["members"].([]any)
+		return ag["standing"] == "stepped_back" && len(ms) == 1 && strings.Contains(fmt.Sprint(ms[0]), "member 2's key differs")
+	})
 }
 
 func TestSimClockReportsGroundTruth(t *testing.T) {

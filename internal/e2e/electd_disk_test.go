@@ -97,7 +97,32 @@ func TestElectdFailingDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Member 1 announces the cluster's configuration (configuration
+	// agreement), as a member of this build does: electd follows only
+	// members whose configuration it knows to agree.
+	members, err := app.ParseMembers(c.members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := wire.ConfigAnnounce{Service: "electd", Cluster: "synclab", Algorithm: "bully",
+		Params:         []wire.ConfigParam{{Name: "multicast", Value: "none"}, {Name: "priorities", Value: ""}},
+		KeyFingerprint: wire.KeyFingerprint(keys[0].Secret), KeyID: keys[0].ID}
+	for id, addr := range members {
+		ann.Members = append(ann.Members, wire.ConfigMember{ID: id, Addr: addr})
+	}
+	ann.Canonical()
+	announce := func() {
+		seq++
+		b, err := forge.Frame(wire.Header{Kind: wire.KindConfig, Cluster: wire.ServiceClusterID("electd", "synclab"), Sender: 1, Receiver: 2, Seq: seq}, &ann, &keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.WriteToUDPAddrPort(b, self); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.eventually("electd leads and heartbeats", 10*time.Second, func() bool {
+		announce()
 		n, top := frames(200 * time.Millisecond)
 		return n > 0 && top == bully.MakeTerm(0, 2)
 	})

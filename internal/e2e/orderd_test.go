@@ -279,7 +279,13 @@ func TestOrderdSIGKILLKeepsWhatItAcknowledged(t *testing.T) {
 	f.Close()
 
 	c.start(1)
-	c.eventually("host 1 answers again", 10*time.Second, func() bool { _, err := c.status(1); return err == nil })
+	// Back, and running: its core waits, at the start, for the members'
+	// configurations (configuration agreement), and catches up when it
+	// runs.
+	c.eventually("host 1 answers again and runs", 10*time.Second, func() bool {
+		st, err := c.status(1)
+		return err == nil && field(st, "node", "agreement", "standing") == "agreed"
+	})
 	st, _ := c.status(1)
 	if cut, _ := st["errors"].(map[string]any)["core_log_tail_cut"].(float64); cut != 1 {
 		t.Fatalf("the torn tail was not counted: errors %v", st["errors"])

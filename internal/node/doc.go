@@ -92,4 +92,66 @@
 // (pkg/wire); the receiver refuses a vector with more entries than
 // members, an entry of a non-member, or one more than MaxLamportAhead
 // ahead of what it knows ("bad_vector"), and sets core.Message.Vector.
+//
+// # Configuration agreement
+//
+// With Config.Agreement set (every daemon with other members sets it; the
+// simulator does not), a node announces what must be the same on every
+// member (KindConfig, wire.ConfigAnnounce): the service, the cluster name,
+// the member list with addresses, the algorithm and the parameters that
+// must agree (the daemon's choice: electd's priorities, Yo-Yo's topology
+// and the majority election's lease; mutexd's lease; orderd's total order;
+// timed's Berkeley mode; every daemon's multicast group), a digest of
+// them, and the fingerprint of the key it signs with (wire.KeyFingerprint:
+// readable without the key, revealing nothing of it). Per-host timings are
+// not in it: a heartbeat or timeout that differs must not split a
+// cluster; an algorithm or a lease that differs must.
+//
+// Announcements are periodic (Agreement.Interval, 1 s), to every member by
+// unicast, and name their parts so that a difference can be said ("member
+// 3's member list lacks member 2"); a compact digest in every frame would
+// say only that something differs, and cost every frame 16 bytes. They
+// are bound to the sender's incarnation: a member that restarts may have
+// another configuration, so its frames of a new incarnation are refused
+// ("config_unverified") until it announced it (the node asks it at once,
+// ConfigAnswer, and it answers at once); a member that is heard for
+// 3 Intervals without ever announcing is an older build, followed
+// unchecked, and said so ("unverified").
+//
+// A member whose announced configuration differs is not followed, voted
+// for or counted: its frames are refused before the core sees them
+// ("config_differs"). Frames refused before that (another cluster's ID, a
+// MAC that fails) from a member's address are evidence too: an
+// announcement with another cluster's ID whose MAC verifies with this
+// node's key is a member configured with another cluster name (or another
+// service on that port); one whose MAC fails names its key's fingerprint,
+// which tells a member with another key from forgeries in its name (the
+// fingerprint of a key this node holds, or a member heard meanwhile with
+// frames that authenticate). Only the key is believed of a frame that does
+// not authenticate.
+//
+// A node counts the members it hears (a frame accepted, or evidence of a
+// difference, within 3 Intervals): those that agree, itself included, and
+// those that differ. While as many differ as agree it steps back
+// (StandingSteppedBack): the core is neither stepped, ticked nor drained,
+// no frame of it leaves, and the driver restarts it from its saved state
+// (ReplaceCore, under a new incarnation), so that nothing it believed
+// survives; it runs again when the count turns. Two members that disagree
+// are tied: both step back (safety first). At the start the node holds its
+// core (StandingStarting) until every member has been heard, or a
+// majority of the members agrees, or Agreement.StartGrace (500 ms) has
+// passed: a typo on one host then never leads, grants or sequences, even
+// for an instant. A member that hears nobody is in no minority and runs
+// (a partition is the algorithms' business, not agreement's).
+//
+// What an attacker on the LAN can do with it: without the key, only
+// unauthenticated evidence, which counts for a member this node does not
+// hear authentically; so it can make a node that hears fewer members
+// agreeing than it sees "differing" addresses step back (a node already
+// cut off from most of its cluster), never one that hears a majority,
+// and it can never make a node lead or be counted.
+//
+// The node never logs: what an operator must see is a Notice (Notices),
+// which the driver writes rate-limited, and the view is in
+// Status.Agreement.
 package node

@@ -54,6 +54,11 @@ type Config struct {
 	// every frame with it (see SetVectors); a core that implements
 	// core.VectorUser turns it on too.
 	Vectors bool
+	// Agreement, when set, turns configuration agreement on (agree.go):
+	// the node announces its configuration, refuses members whose
+	// configuration differs and steps back when its own is in the
+	// minority. nil: off (the simulator, tests).
+	Agreement *Agreement
 }
 
 func (c *Config) validate() error {
@@ -74,7 +79,7 @@ func (c *Config) validate() error {
 	if c.Incarnation == 0 || c.Incarnation > MaxIncarnation {
 		return fmt.Errorf("node: incarnation %d out of range 1..%d", c.Incarnation, MaxIncarnation)
 	}
-	return nil
+	return checkAgreement(c)
 }
 
 // Inbound is one received packet, as the driver hands it over.
@@ -174,6 +179,11 @@ type Node struct {
 	ticked   bool
 	lastTick time.Time
 	stats    Stats
+	// agree is configuration agreement (agree.go); nil: off.
+	agree *agreement
+	// coreRan says the core was ticked or stepped since it was built: a
+	// core that ran is rebuilt when the node steps back (ReplaceCore).
+	coreRan bool
 	// lastNTPXmt is the last transmit timestamp patched into an NTP
 	// packet (ntpXmt); atomic: Finalize runs on transport writers.
 	lastNTPXmt atomic.Uint64
@@ -220,6 +230,9 @@ func New(cfg Config, c core.Core) (*Node, error) {
 			delete(n.epochs, id) // a member that left the list
 		}
 	}
+	if cfg.Agreement != nil {
+		n.agree = newAgreement(&cfg)
+	}
 	return n, nil
 }
 
@@ -238,6 +251,7 @@ func (n *Node) Receive(in Inbound) error {
 		if n.drec != nil {
 			n.drec.Datagram(trace.EvRecv, in.From, in.Data, n.lamport.Now(), in.Time)
 		}
+		n.coreRan = true
 		if err := n.core.StepDatagram(core.Datagram{Addr: in.From, Data: in.Data, Time: in.Time}); err != nil {
 			n.stats.drop("datagram_rejected")
 			return err
@@ -266,13 +280,24 @@ func (n *Node) Receive(in Inbound) error {
 		}
 	}
 	if err := n.validator.Admit(&f, in.Data); err != nil {
+		if n.agree != nil {
+			n.agreeRefused(&f, in, err)
+		}
 		n.refuse(&f, wire.Reason(err))
 		return err
 	}
 	var refusal wire.EpochRefused
-	if f.Kind == wire.KindEpochRefused {
+	var announced *wire.ConfigAnnounce
+	switch {
+	case f.Kind == wire.KindEpochRefused:
 		// The node's own message: decoded before anything is recorded.
 		if err := refusal.UnmarshalBinary(f.Payload); err != nil {
+			n.refuse(&f, wire.Reason(err))
+			return err
+		}
+	case f.Kind == wire.KindConfig:
+		announced = new(wire.ConfigAnnounce)
+		if err := announced.UnmarshalBinary(f.Payload); err != nil {
 			n.refuse(&f, wire.Reason(err))
 			return err
 		}
@@ -284,6 +309,11 @@ func (n *Node) Receive(in Inbound) error {
 	var vector clock.Vector
 	if err == nil && f.Vector != nil {
 		vector, err = n.checkVector(f.Vector, f.Sender)
+	}
+	if err == nil && n.agree != nil && f.Kind != wire.KindEpochRefused && f.Kind != wire.KindConfig {
+		// Configuration agreement (agree.go): after the checks of what
+		// the frame claims, before anything is recorded.
+		err = n.agreeAdmit(&f, in.Time)
 	}
 	if err == nil {
 		err = n.commitSeq(plan, in.Time)
@@ -304,15 +334,25 @@ func (n *Node) Receive(in Inbound) error {
 		// know what every frame told.
 		n.vector.Merge(vector)
 	}
-	if f.Kind == wire.KindEpochRefused {
+	if f.Kind == wire.KindEpochRefused || f.Kind == wire.KindConfig {
 		// The node's own business: the core never sees it.
-		n.epochRefused(refusal)
+		if announced != nil {
+			if n.agree != nil {
+				n.configReceived(&f, announced, in.Time)
+			}
+		} else {
+			n.epochRefused(refusal)
+		}
 		n.stats.in(f.Kind)
 		if n.rec != nil {
 			n.recordRecv(f, in.Time)
 		}
 		return nil
 	}
+	if n.agree != nil {
+		n.agreeHeard(f.Sender, in.Time)
+	}
+	n.coreRan = true
 	m := core.Message{
 		From:    f.Sender,
 		To:      f.Receiver,
@@ -404,13 +444,38 @@ func (n *Node) Answer(in Inbound, buf []byte) (s Send, handled bool, err error) 
 // ticks (core.Scheduler) is ticked when NextTick says; any other at a fixed
 // interval. A core must be correct when ticked at any time, early, late or
 // after a long sleep.
+//
+// With configuration agreement, the node's own work comes first
+// (announcements, the end of the start, members heard no more), and the
+// core is ticked only while the node stands agreed: a core held back
+// sees a long pause, which every core survives.
 func (n *Node) Tick(now time.Time) {
 	n.ticked, n.lastTick, n.now = true, now, now
+	if n.agree != nil {
+		n.agreeTick(now)
+		if n.agree.standing != StandingAgreed {
+			return
+		}
+	}
+	n.coreRan = true
 	n.core.Tick(now)
 }
 
 // Ready drains the core and encodes its messages.
+//
+// While configuration agreement holds the core back (the node starts, or
+// stepped back), the core is not drained: what it wants (messages made
+// when it was built, state to write) waits in it until it runs; only the
+// node's own messages leave.
 func (n *Node) Ready() Output {
+	if n.Standing() != StandingAgreed {
+		var out Output
+		for _, m := range n.own {
+			out.Sends = n.encode(out.Sends, m)
+		}
+		n.own = n.own[:0]
+		return out
+	}
 	rd := n.core.Ready()
 	out := Output{State: rd.State, Entries: rd.Entries, Promise: rd.Promise, Adjustments: rd.Adjustments, Events: rd.Events}
 	if n.rec != nil && len(rd.Events) > 0 {
@@ -736,6 +801,8 @@ type Status struct {
 	// Authenticated: frames carry and need a MAC (keys configured).
 	Authenticated bool      `json:"authenticated"`
 	Peers         []PeerSeq `json:"peers,omitempty"`
+	// Agreement is configuration agreement's view (nil: off).
+	Agreement *AgreementStatus `json:"agreement,omitempty"`
 	Stats
 	Core any `json:"core"`
 }
@@ -752,6 +819,9 @@ func (n *Node) Status() Status {
 		Authenticated: len(n.cfg.Keys) > 0,
 		Stats:         n.stats.clone(),
 		Core:          n.core.Status(),
+	}
+	if n.agree != nil {
+		st.Agreement = n.agreementStatus()
 	}
 	for _, id := range n.others {
 		ps := PeerSeq{ID: id, Saved: n.epochs[id]}
@@ -796,6 +866,10 @@ func reasonOf(err error) string {
 		{ErrLamportAhead, "lamport_ahead"},
 		{ErrBadVector, "bad_vector"},
 		{ErrUnsaved, "unsaved"},
+		{ErrConfigDiffers, "config_differs"},
+		{ErrConfigUnverified, "config_unverified"},
+		{ErrSteppedBack, "stepped_back"},
+		{ErrStarting, "starting"},
 	} {
 		if errors.Is(err, r.err) {
 			return r.reason

@@ -286,6 +286,10 @@ func (n *Node) newSeries() bool {
 	n.series = 0
 	n.seq = wire.Seq(n.inc, 0, 0)
 	n.stats.NewSeries++
+	if n.agree != nil {
+		// The members know this node's configuration by incarnation.
+		n.announce(0, false)
+	}
 	return true
 }
 

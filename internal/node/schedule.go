@@ -42,8 +42,15 @@ func (n *Node) NextTick(now time.Time) (next time.Time, ok bool) {
 	if !ok || !n.ticked {
 		return time.Time{}, false
 	}
-	dl := s.Deadline()
 	limit := now.Add(MaxSleep)
+	if n.agree != nil {
+		limit = minTime(limit, n.agreeDeadline(now))
+		if n.agree.standing != StandingAgreed {
+			// The core is not ticked: its deadline means nothing now.
+			return limit, true
+		}
+	}
+	dl := s.Deadline()
 	switch {
 	case dl.IsZero():
 		return limit, true

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"strings"
 	"time"
@@ -75,6 +76,7 @@ var payloads = map[wire.Kind]func() encoding.BinaryUnmarshaler{
 	wire.KindYoYoDown:          func() encoding.BinaryUnmarshaler { return new(wire.YoYoDown) },
 	wire.KindYoYoUp:            func() encoding.BinaryUnmarshaler { return new(wire.YoYoUp) },
 	wire.KindYoYoLeader:        func() encoding.BinaryUnmarshaler { return new(wire.YoYoLeader) },
+	wire.KindConfig:            func() encoding.BinaryUnmarshaler { return new(wire.ConfigAnnounce) },
 }
 
 // Fields decodes payload, a frame of kind k, into the trace's `fields`
@@ -101,6 +103,7 @@ var (
 	stringerType = reflect.TypeFor[fmt.Stringer]()
 	timeType     = reflect.TypeFor[time.Time]()
 	durationType = reflect.TypeFor[time.Duration]()
+	addrPortType = reflect.TypeFor[netip.AddrPort]()
 )
 
 // value turns a decoded payload value into plain JSON values.
@@ -111,6 +114,8 @@ func value(v reflect.Value) any {
 		return v.Interface().(time.Time).UTC().Format(time.RFC3339Nano)
 	case t == durationType:
 		return v.Interface().(time.Duration).String()
+	case t == addrPortType:
+		return v.Interface().(netip.AddrPort).String()
 	case t.Kind() != reflect.Struct && t.PkgPath() != "" && t.Implements(stringerType):
 		// A named enum (ElectionReason, TokenAckStatus...): its name reads
 		// better than its number.

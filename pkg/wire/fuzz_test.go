@@ -202,3 +202,27 @@ func FuzzReplayWindow(f *testing.F) {
 		}
 	})
 }
+
+func FuzzConfigAnnounce(f *testing.F) {
+	b, err := testConfigAnnounce().AppendBinary(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte{})
+	f.Add(b[:40])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c ConfigAnnounce
+		if err := c.UnmarshalBinary(b); err != nil {
+			requireDecodeError(t, err)
+			return
+		}
+		out, err := c.AppendBinary(nil)
+		if err != nil {
+			t.Fatalf("decoded announcement does not encode: %v", err)
+		}
+		if !bytes.Equal(out, b) {
+			t.Fatalf("round trip % x -> % x", b, out)
+		}
+	})
+}

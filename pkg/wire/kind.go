@@ -150,7 +150,8 @@ const (
 	//           Chang-Roberts, Franklin, Fredrickson-Lynch)
 	//   70-89   elections: Yo-Yo, the eventual leader, the majority election
 	//   90-119  orderd: reliable, causal and total order multicast, the RSM
-	//   120-255 free
+	//   120-129 the node's own (configuration agreement)
+	//   130-255 free
 
 	// 50-69 elections: the ring elections (pkg/elect/ring).
 
@@ -173,6 +174,16 @@ const (
 	// KindQuorumLock is a majority-quorum lock frame (pkg/mutex/majority):
 	// the same operations, with deny instead of queueing (payload: Vote).
 	KindQuorumLock Kind = 41
+
+	// 120-129: the node's own messages (internal/node), beside
+	// KindEpochRefused; cores never see them.
+
+	// KindConfig announces what the sender's configuration says must be
+	// the same on every member, part by part, and the fingerprint of its
+	// key (payload: ConfigAnnounce): configuration agreement. A node
+	// that does not know the kind (an older build) drops it as
+	// unknown_kind and runs as before.
+	KindConfig Kind = 120
 )
 
 // kindNames are the kinds' stable labels for logs and counters; a kind is
@@ -251,6 +262,9 @@ var kindNames = [...]string{
 	KindOrderSnapshot:     "order_snapshot",
 	KindOrderHolding:      "order_holding",
 	KindOrderRelay:        "order_relay",
+
+	// 120-129 the node's own
+	KindConfig: "config",
 }
 
 // Known reports whether k is a kind this version understands: a frame of

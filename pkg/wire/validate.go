@@ -211,6 +211,18 @@ func (v *Validator) Authenticate(f *Frame, raw []byte) error {
 	return v.checkMAC(f, raw)
 }
 
+// VerifyMAC applies only the MAC check of Validate: nil when the frame
+// carries a MAC by one of the validator's keys over raw (or the
+// validator has no keys). It keeps no state and checks nothing else: a
+// caller uses it to learn whether a frame refused for another reason
+// (another cluster's ID: a member configured with another cluster name)
+// comes from a holder of the key, never to deliver one.
+func (v *Validator) VerifyMAC(f *Frame, raw []byte) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.checkMAC(f, raw)
+}
+
 // checkMAC verifies f's MAC over raw when the validator has keys. v.mu
 // must be held (the MACs and the scratch sum are shared).
 func (v *Validator) checkMAC(f *Frame, raw []byte) error {

@@ -1,0 +1,869 @@
+package node
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Agreement turns configuration agreement on (Config.Agreement): the node
+// announces what must be the same on every member (KindConfig), compares
+// what the members announce, refuses the frames of a member whose
+// configuration differs, and holds its own core back while its
+// configuration is in the minority of the members it hears. See the
+// package documentation ("Configuration agreement").
+type Agreement struct {
+	// Algorithm names what the core runs, as the operator chose it
+	// ("bully", "tokenring", "sequencer", "berkeley").
+	Algorithm string
+	// Params are the parameters that must be the same on every member,
+	// by name (a per-host timing is not one: a difference there must
+	// not split a cluster).
+	Params map[string]string
+	// Interval is how often the node announces itself to every member.
+	// Default DefaultAnnounceInterval.
+	Interval time.Duration
+	// StartGrace bounds how long, at the start, the node holds its core
+	// back waiting for the members' announcements (it asks each for one
+	// at once, and goes on as soon as every member or a majority agreed).
+	// Default DefaultStartGrace.
+	StartGrace time.Duration
+}
+
+// Defaults of Agreement.
+const (
+	DefaultAnnounceInterval = time.Second
+	DefaultStartGrace       = 500 * time.Millisecond
+)
+
+// Standing is whether the node's core runs, as configuration agreement
+// decides it.
+type Standing uint8
+
+const (
+	// StandingAgreed: the node's configuration is not in the minority of
+	// the members it hears: its core runs. Always so without agreement.
+	StandingAgreed Standing = iota
+	// StandingStarting: at the start, the node waits (StartGrace at most)
+	// for the members' announcements before its core runs.
+	StandingStarting
+	// StandingSteppedBack: the node's configuration is in the minority of
+	// the members it hears (or tied with them): its core neither hears
+	// nor sends member frames, nor is it ticked: it does not lead,
+	// grant, vote or sequence until the configurations agree.
+	StandingSteppedBack
+)
+
+var standingNames = [...]string{StandingAgreed: "agreed", StandingStarting: "starting", StandingSteppedBack: "stepped_back"}
+
+func (s Standing) String() string {
+	if int(s) < len(standingNames) {
+		return standingNames[s]
+	}
+	return fmt.Sprintf("standing(%d)", uint8(s))
+}
+
+// Errors of frames refused by agreement (drop reasons in reasonOf).
+var (
+	// ErrConfigDiffers: the sender's announced configuration differs from
+	// this node's ("config_differs").
+	ErrConfigDiffers = errors.New("node: the sender's configuration differs from this node's")
+	// ErrConfigUnverified: no announcement yet of the sender's incarnation
+	// ("config_unverified"); the node has asked it for one.
+	ErrConfigUnverified = errors.New("node: no configuration announced yet by this incarnation of the sender")
+	// ErrSteppedBack: this node has stepped back ("stepped_back").
+	ErrSteppedBack = errors.New("node: this node stepped back: its configuration is in the minority of the members it hears")
+	// ErrStarting: this node waits for the members' announcements
+	// ("starting").
+	ErrStarting = errors.New("node: starting: waiting for the members' configuration announcements")
+)
+
+// Notice is something configuration agreement wants an operator to see:
+// the driver logs it (WARN when Warn), rate-limited by Key and Member, so
+// that a condition repeated every packet or every second is one line per
+// interval with a count.
+type Notice struct {
+	Key    string // the condition: "config_differs", "auth_failed", "forged", "unverified", "unreachable"
+	Member uint32
+	Warn   bool
+	Msg    string
+}
+
+// maxNotices bounds the notices waiting for the driver.
+const maxNotices = 256
+
+// unreachableAfter is how long a member may go unheard before the node
+// says so (a notice every unreachableAfter while it lasts).
+const unreachableAfter = 30 * time.Second
+
+// askInterval spaces the announcements a node sends one member asking for
+// its own (ConfigAnswer), and its answers to one member's requests.
+const askInterval = 200 * time.Millisecond
+
+// agreement is the node's configuration agreement state.
+type agreement struct {
+	cfg      Agreement
+	own      wire.ConfigAnnounce // this node's, flags clear
+	ownFPs   [][wire.KeyFingerprintLen]byte
+	keyed    bool
+	window   time.Duration // how long a member counts as heard after its last frame
+	started  time.Time     // first Tick or Receive; zero before
+	next     time.Time     // next announcement to every member
+	standing Standing
+	since    time.Time
+	members  map[uint32]*memberAgreement
+	byAddr   map[netip.AddrPort]uint32
+	notices  []Notice
+	lost     uint64 // notices dropped beyond maxNotices
+	// disagreements counts the announcements (and the refused frames
+	// with a fingerprint) found to differ, every member together.
+	disagreements uint64
+}
+
+// memberAgreement is what the node knows of one member's configuration.
+type memberAgreement struct {
+	id uint32
+	// The member's last authenticated announcement and its incarnation.
+	cfgInc      uint32
+	cfg         *wire.ConfigAnnounce
+	diffs       []string
+	announcedAt time.Time
+	// heardAt: the last authenticated frame accepted from the member
+	// (an announcement, or a core frame once admitted).
+	heardAt time.Time
+	// An incarnation heard without an announcement of it.
+	unknownInc   uint32
+	unknownSince time.Time
+	unknownAt    time.Time
+	legacyInc    uint32 // admitted without an announcement (an older build)
+	// Evidence from frames refused before delivery (another cluster's
+	// ID, a MAC that fails): a member with another cluster name or key.
+	evAt        time.Time
+	evDiffs     []string
+	evAuthentic bool
+	evFP        [wire.KeyFingerprintLen]byte
+	// Authentication failures from the member's address.
+	authFails     uint64
+	disagreements uint64
+	// Rate limits of the node's own sends to it and notices about it.
+	askedAt, answeredAt, unreachableAt time.Time
+}
+
+func newAgreement(cfg *Config) *agreement {
+	a := &agreement{
+		cfg:      *cfg.Agreement,
+		standing: StandingStarting,
+		members:  map[uint32]*memberAgreement{},
+		byAddr:   map[netip.AddrPort]uint32{},
+	}
+	if a.cfg.Interval <= 0 {
+		a.cfg.Interval = DefaultAnnounceInterval
+	}
+	if a.cfg.StartGrace <= 0 {
+		a.cfg.StartGrace = DefaultStartGrace
+	}
+	a.window = 3 * a.cfg.Interval
+	a.own = wire.ConfigAnnounce{Service: cfg.Service, Cluster: cfg.Cluster, Algorithm: a.cfg.Algorithm}
+	for _, name := range slices.Sorted(maps.Keys(a.cfg.Params)) {
+		a.own.Params = append(a.own.Params, wire.ConfigParam{Name: name, Value: a.cfg.Params[name]})
+	}
+	for id, addr := range cfg.Members {
+		a.own.Members = append(a.own.Members, wire.ConfigMember{ID: id, Addr: addr})
+		if id != cfg.ID {
+			a.members[id] = &memberAgreement{id: id}
+			a.byAddr[addr] = id
+		}
+	}
+	a.own.Canonical()
+	if len(cfg.Keys) > 0 {
+		a.keyed = true
+		a.own.KeyFingerprint = wire.KeyFingerprint(cfg.Keys[0].Secret)
+		a.own.KeyID = cfg.Keys[0].ID
+		for _, k := range cfg.Keys {
+			a.ownFPs = append(a.ownFPs, wire.KeyFingerprint(k.Secret))
+		}
+	}
+	a.own.Digest = wire.ConfigDigest(&a.own)
+	if len(a.members) == 0 {
+		a.standing = StandingAgreed // nobody to agree with
+	}
+	return a
+}
+
+// checkAgreement refuses an Agreement no announcement can carry.
+func checkAgreement(cfg *Config) error {
+	if cfg.Agreement == nil {
+		return nil
+	}
+	a := newAgreement(cfg)
+	if _, err := a.own.AppendBinary(nil); err != nil {
+		return fmt.Errorf("node: configuration agreement: %w", err)
+	}
+	return nil
+}
+
+// Standing returns whether the node's core runs (StandingAgreed), waits
+// for the members' announcements at the start, or has stepped back.
+func (n *Node) Standing() Standing {
+	if n.agree == nil {
+		return StandingAgreed
+	}
+	return n.agree.standing
+}
+
+// Notices drains what configuration agreement wants an operator to see.
+func (n *Node) Notices() []Notice {
+	if n.agree == nil || len(n.agree.notices) == 0 {
+		return nil
+	}
+	out := n.agree.notices
+	n.agree.notices = nil
+	return out
+}
+
+func (a *agreement) notice(nt Notice) {
+	if len(a.notices) >= maxNotices {
+		a.lost++
+		return
+	}
+	a.notices = append(a.notices, nt)
+}
+
+// member returns the agreement state of member id (nil: not a member).
+func (a *agreement) member(id uint32) *memberAgreement { return a.members[id] }
+
+// sender finds the member a frame that came as in is from: the member at
+// its address (a datagram: address and port; a stream frame: the IP,
+// preferring the member the frame names).
+func (a *agreement) sender(in Inbound, claimed uint32) *memberAgreement {
+	if !in.Stream {
+		if id, ok := a.byAddr[in.From]; ok {
+			return a.members[id]
+		}
+		return nil
+	}
+	if m := a.members[claimed]; m != nil {
+		for addr, id := range a.byAddr {
+			if id == claimed && addr.Addr() == in.From.Addr() {
+				return m
+			}
+		}
+	}
+	for addr, id := range a.byAddr {
+		if addr.Addr() == in.From.Addr() {
+			return a.members[id]
+		}
+	}
+	return nil
+}
+
+// memberState is how one member counts.
+type memberState uint8
+
+const (
+	stSilent     memberState = iota // not heard lately
+	stAgrees                        // announced this node's configuration
+	stDiffers                       // announced another, or its frames show another key or cluster
+	stUnknown                       // heard, no announcement of its incarnation yet
+	stUnverified                    // heard, never announced: an older build, admitted unchecked
+)
+
+var stateNames = [...]string{stSilent: "silent", stAgrees: "agrees", stDiffers: "differs", stUnknown: "unknown", stUnverified: "unverified"}
+
+func (a *agreement) recent(t, now time.Time) bool {
+	return !t.IsZero() && now.Sub(t) < a.window
+}
+
+func (a *agreement) stateOf(m *memberAgreement, now time.Time) memberState {
+	switch {
+	case m.cfg != nil && a.recent(m.heardAt, now) && m.cfgInc >= m.unknownInc:
+		if len(m.diffs) > 0 {
+			return stDiffers
+		}
+		return stAgrees
+	case a.recent(m.evAt, now) && len(m.evDiffs) > 0:
+		return stDiffers
+	case m.legacyInc != 0 && m.legacyInc >= m.unknownInc && a.recent(m.heardAt, now):
+		return stUnverified
+	case a.recent(m.unknownAt, now):
+		return stUnknown
+	}
+	return stSilent
+}
+
+// counts returns the members whose configuration agrees with this node's
+// (itself included) and those whose differs, among the members it hears.
+func (a *agreement) counts(self uint32, now time.Time) (agree, differ []uint32, decided int) {
+	agree = []uint32{self}
+	for _, id := range slices.Sorted(maps.Keys(a.members)) {
+		switch a.stateOf(a.members[id], now) {
+		case stAgrees:
+			agree = append(agree, id)
+			decided++
+		case stDiffers:
+			differ = append(differ, id)
+			decided++
+		}
+	}
+	return agree, differ, decided
+}
+
+// evaluate decides the node's standing at now: stepped back while as
+// many members it hears differ as agree (itself included: two members
+// that disagree both step back), starting until every member has been
+// heard, or a majority of the members agrees, or StartGrace has passed.
+func (n *Node) evaluate(now time.Time) {
+	a := n.agree
+	if len(a.members) == 0 {
+		return
+	}
+	if a.started.IsZero() {
+		// A frame came before the first Tick: the start is now.
+		a.started = now
+	}
+	agree, differ, decided := a.counts(n.cfg.ID, now)
+	next := StandingAgreed
+	switch {
+	case len(differ) > 0 && len(differ) >= len(agree):
+		next = StandingSteppedBack
+	case a.standing == StandingStarting && decided < len(a.members) && 2*len(agree) <= len(n.cfg.Members) &&
+		now.Sub(a.started) < a.cfg.StartGrace:
+		next = StandingStarting
+	}
+	if next == a.standing {
+		return
+	}
+	prev := a.standing
+	a.standing, a.since = next, now
+	if next == StandingSteppedBack || prev == StandingSteppedBack {
+		// The members learn of it with the next announcement: at once.
+		a.next = now
+	}
+}
+
+// StandingReason says in words why the node stands as it does.
+func (n *Node) StandingReason() string {
+	if n.agree == nil {
+		return ""
+	}
+	a := n.agree
+	agree, differ, _ := a.counts(n.cfg.ID, n.now)
+	switch a.standing {
+	case StandingSteppedBack:
+		return fmt.Sprintf("this member's configuration is in the minority of the members it hears: %s agree%s, %s differ%s",
+			idList(agree), plural(len(agree)), idList(differ), plural(len(differ)))
+	case StandingStarting:
+		return fmt.Sprintf("waiting for the members' configurations (at most %v)", a.cfg.StartGrace)
+	}
+	if len(differ) > 0 {
+		return fmt.Sprintf("%s agree, %s differ (not followed or counted)", idList(agree), idList(differ))
+	}
+	return ""
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return "s"
+	}
+	return ""
+}
+
+func idList(ids []uint32) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	if len(s) == 1 {
+		return "member " + s[0]
+	}
+	return "members " + strings.Join(s, ", ")
+}
+
+// agreeTick runs agreement's time-driven work at local time now:
+// announcements, the start's end, members heard no more.
+func (n *Node) agreeTick(now time.Time) {
+	a := n.agree
+	if a.started.IsZero() {
+		a.started = now
+	}
+	if !now.Before(a.next) {
+		// The first round asks every member for its announcement.
+		n.announce(0, a.next.IsZero())
+		a.next = now.Add(a.cfg.Interval)
+	}
+	for _, id := range slices.Sorted(maps.Keys(a.members)) {
+		m := a.members[id]
+		last := m.heardAt
+		if last.IsZero() {
+			last = a.started
+		}
+		if now.Sub(last) >= unreachableAfter && now.Sub(m.unreachableAt) >= unreachableAfter {
+			m.unreachableAt = now
+			what := "never heard since this node started"
+			if !m.heardAt.IsZero() {
+				what = fmt.Sprintf("not heard for %v", now.Sub(m.heardAt).Round(time.Second))
+			}
+			a.notice(Notice{Key: "unreachable", Member: id, Warn: true,
+				Msg: fmt.Sprintf("member %d %s: it is down, unreachable, or its frames are refused (see status: dropped, refused)", id, what)})
+		}
+	}
+	n.evaluate(now)
+}
+
+// agreeDeadline is when agreement next needs a Tick.
+func (n *Node) agreeDeadline(now time.Time) time.Time {
+	a := n.agree
+	dl := a.next
+	if a.standing == StandingStarting && !a.started.IsZero() {
+		dl = minTime(dl, a.started.Add(a.cfg.StartGrace))
+	}
+	if dl.IsZero() || dl.Before(now) {
+		return now
+	}
+	return dl
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// announce queues this node's announcement to member to, or to every
+// member (to 0); ask sets ConfigAnswer.
+func (n *Node) announce(to uint32, ask bool) {
+	a := n.agree
+	c := a.own
+	if ask {
+		c.Flags |= wire.ConfigAnswer
+	}
+	if a.standing == StandingSteppedBack {
+		c.Flags |= wire.ConfigSteppedBack
+	}
+	b, err := c.AppendBinary(nil)
+	if err != nil {
+		n.stats.drop("unsent_config") // checked by New: cannot happen
+		return
+	}
+	if to != 0 {
+		n.own = append(n.own, core.Message{To: to, Kind: wire.KindConfig, Payload: b})
+		return
+	}
+	for _, id := range n.others {
+		n.own = append(n.own, core.Message{To: id, Kind: wire.KindConfig, Payload: b})
+	}
+}
+
+// agreeAdmit decides, once its sequence number and stamps passed and
+// before anything is recorded, whether a member's authenticated frame
+// (not the node's own kinds) goes on to the core: not while this node stands back or starts, not from a member
+// whose configuration differs, not from an incarnation of it that has
+// not announced itself (the node asks it to), unless that lasts long
+// enough to say it is an older build that never will.
+func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) error {
+	a := n.agree
+	m := a.member(f.Sender)
+	if m == nil {
+		return nil
+	}
+	inc, _, _ := wire.SeqParts(f.Seq)
+	switch {
+	case a.standing == StandingSteppedBack:
+		return ErrSteppedBack
+	case a.standing == StandingStarting:
+		return ErrStarting
+	case m.cfg != nil && inc <= m.cfgInc:
+		if len(m.diffs) > 0 {
+			return fmt.Errorf("%w: member %d: %s", ErrConfigDiffers, f.Sender, strings.Join(m.diffs, "; "))
+		}
+		return nil
+	case m.legacyInc != 0 && inc == m.legacyInc:
+		return nil
+	}
+	if inc != m.unknownInc {
+		m.unknownInc, m.unknownSince = inc, now
+	}
+	m.unknownAt = now
+	if now.Sub(m.unknownSince) >= a.window {
+		// Heard for a while and never announced: a build without
+		// agreement. Admitted, unchecked, and said so.
+		m.legacyInc = inc
+		a.notice(Notice{Key: "unverified", Member: f.Sender, Warn: true,
+			Msg: fmt.Sprintf("member %d announces no configuration (an older synclab without configuration agreement?): it is followed unchecked; upgrade it", f.Sender)})
+		return nil
+	}
+	if now.Sub(m.askedAt) >= askInterval || m.askedAt.After(now) {
+		m.askedAt = now
+		n.announce(f.Sender, true)
+	}
+	return fmt.Errorf("%w: member %d, incarnation %d", ErrConfigUnverified, f.Sender, inc)
+}
+
+// agreeHeard records an authenticated frame accepted from member id.
+func (n *Node) agreeHeard(id uint32, now time.Time) {
+	if m := n.agree.member(id); m != nil {
+		m.heardAt = now
+	}
+}
+
+// configReceived takes a member's authenticated announcement, its
+// sequence number accepted.
+func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Time) {
+	a := n.agree
+	m := a.member(f.Sender)
+	if m == nil {
+		return
+	}
+	inc, _, _ := wire.SeqParts(f.Seq)
+	if inc < m.cfgInc {
+		return // an older incarnation's, late
+	}
+	m.heardAt, m.announcedAt = now, now
+	m.cfgInc, m.cfg = inc, c
+	m.diffs = a.differences(f.Sender, c, true)
+	if len(m.diffs) > 0 {
+		m.disagreements++
+		a.disagreements++
+		a.notice(Notice{Key: "config_differs", Member: f.Sender, Warn: true,
+			Msg: fmt.Sprintf("configuration disagreement with member %d: %s; its frames are refused (not followed, voted for or counted) until the configurations agree",
+				f.Sender, strings.Join(m.diffs, "; "))})
+	}
+	if c.Flags&wire.ConfigAnswer != 0 && (now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)) {
+		m.answeredAt = now
+		n.announce(f.Sender, false)
+	}
+	n.evaluate(now)
+}
+
+// agreeRefused looks at a frame refused before delivery (err: another
+// cluster's ID, or a MAC that fails) that came from a member's address:
+// the evidence of a member configured with another cluster name or key,
+// or of forgeries in its name.
+func (n *Node) agreeRefused(f *wire.Frame, in Inbound, err error) {
+	a := n.agree
+	authErr := errors.Is(err, wire.ErrBadMAC) || errors.Is(err, wire.ErrUnknownKey) || errors.Is(err, wire.ErrNoMAC)
+	if !authErr && !errors.Is(err, wire.ErrWrongCluster) {
+		return
+	}
+	m := a.sender(in, f.Sender)
+	if m == nil {
+		return
+	}
+	now := in.Time
+	if a.started.IsZero() {
+		a.started = now
+	}
+	var c wire.ConfigAnnounce
+	if f.Kind != wire.KindConfig || c.UnmarshalBinary(f.Payload) != nil {
+		if authErr {
+			m.authFails++
+			n.authNotice(m, err, now)
+		}
+		return
+	}
+	authentic := n.validator.VerifyMAC(f, in.Data) == nil
+	if !authentic {
+		m.authFails++
+	}
+	if errors.Is(err, wire.ErrWrongCluster) && wire.ServiceClusterID(c.Service, c.Cluster) != f.Cluster {
+		return // its parts do not make its header: not worth believing
+	}
+	if !authentic && slices.Contains(a.ownFPs, c.KeyFingerprint) {
+		// It names a key this node holds, yet its MAC fails.
+		m.evAt, m.evDiffs = time.Time{}, nil
+		a.notice(Notice{Key: "forged", Member: m.id, Warn: true,
+			Msg: fmt.Sprintf("frames from member %d's address fail authentication (%s) although they name this cluster's key (key id %s): forged or corrupted frames; %d refused so far",
+				m.id, wire.Reason(err), short(c.KeyFingerprint), m.authFails)})
+		return
+	}
+	m.evAt, m.evAuthentic, m.evFP = now, authentic, c.KeyFingerprint
+	if authentic {
+		m.evDiffs = a.differences(m.id, &c, true)
+	} else {
+		// Only the key can be believed of a frame that does not
+		// authenticate: anyone could have written the rest.
+		m.evDiffs = []string{a.keyDifference(m.id, c.KeyFingerprint)}
+	}
+	if f.Sender != m.id {
+		m.evDiffs = append(m.evDiffs, fmt.Sprintf("member %d's address sends as member %d (its --id?)", m.id, f.Sender))
+	}
+	if c.Flags&wire.ConfigAnswer != 0 && (now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)) {
+		// A member that just started asks: it learns of the difference
+		// from the answer at once, before it runs. Answered even when
+		// the request did not authenticate (another key): at most one
+		// announcement per askInterval, and only to a member's address.
+		m.answeredAt = now
+		n.announce(m.id, false)
+	}
+	m.disagreements++
+	a.disagreements++
+	what := "its frames are refused"
+	if !authentic {
+		what = fmt.Sprintf("its frames fail authentication here (%d so far)", m.authFails)
+	}
+	a.notice(Notice{Key: "config_differs", Member: m.id, Warn: true,
+		Msg: fmt.Sprintf("configuration disagreement with member %d: %s; %s until the configurations agree", m.id, strings.Join(m.evDiffs, "; "), what)})
+	n.evaluate(now)
+}
+
+// authNotice says that a frame from member m's address failed
+// authentication, telling apart, where an announcement allows it, a
+// member with another key from forgeries.
+func (n *Node) authNotice(m *memberAgreement, err error, now time.Time) {
+	a := n.agree
+	switch {
+	case a.recent(m.evAt, now) && !m.evAuthentic && len(m.evDiffs) > 0:
+		a.notice(Notice{Key: "config_differs", Member: m.id, Warn: true,
+			Msg: fmt.Sprintf("configuration disagreement with member %d: %s; its frames fail authentication here (%d so far)", m.id, strings.Join(m.evDiffs, "; "), m.authFails)})
+	case m.cfg != nil && a.recent(m.heardAt, now):
+		a.notice(Notice{Key: "forged", Member: m.id, Warn: true,
+			Msg: fmt.Sprintf("frames from member %d's address fail authentication (%s) while its own frames authenticate: forged or corrupted frames in its name; %d refused so far",
+				m.id, wire.Reason(err), m.authFails)})
+	default:
+		a.notice(Notice{Key: "auth_failed", Member: m.id, Warn: true,
+			Msg: fmt.Sprintf("frames from member %d's address fail authentication (%s): member %d has another key, or they are forged (its next announcement tells which); %d refused so far",
+				m.id, wire.Reason(err), m.id, m.authFails)})
+	}
+}
+
+// keyDifference says how member id's key differs from this node's.
+func (a *agreement) keyDifference(id uint32, theirs [wire.KeyFingerprintLen]byte) string {
+	switch {
+	case theirs == [wire.KeyFingerprintLen]byte{}:
+		return fmt.Sprintf("member %d runs without a key (--insecure), this member with key id %s", id, short(a.own.KeyFingerprint))
+	case !a.keyed:
+		return fmt.Sprintf("member %d authenticates with key id %s, this member runs without a key (--insecure)", id, short(theirs))
+	}
+	return fmt.Sprintf("member %d's key differs (key id %s here, %s there)", id, short(a.own.KeyFingerprint), short(theirs))
+}
+
+// short is a key fingerprint as a WARN line shows it.
+func short(fp [wire.KeyFingerprintLen]byte) string {
+	if fp == ([wire.KeyFingerprintLen]byte{}) {
+		return "none"
+	}
+	return hex.EncodeToString(fp[:4]) + ".."
+}
+
+// maxMemberDiffs bounds the member-list differences named one by one.
+const maxMemberDiffs = 4
+
+// differences says, part by part, how member id's announced
+// configuration c differs from this node's; authentic: c came with a
+// MAC this node verified (or neither side has keys).
+func (a *agreement) differences(id uint32, c *wire.ConfigAnnounce, authentic bool) []string {
+	own := &a.own
+	var d []string
+	if c.Service != own.Service {
+		d = append(d, fmt.Sprintf("member %d's address runs %s, not %s (one port given to two daemons?)", id, quote(c.Service), own.Service))
+	}
+	if c.Cluster != own.Cluster {
+		d = append(d, fmt.Sprintf("member %d's cluster name differs (%s here, %s there)", id, quote(own.Cluster), quote(c.Cluster)))
+	}
+	if c.Algorithm != own.Algorithm {
+		d = append(d, fmt.Sprintf("member %d's algorithm differs (%s here, %s there)", id, quote(own.Algorithm), quote(c.Algorithm)))
+	}
+	names := map[string]bool{}
+	for _, p := range own.Params {
+		names[p.Name] = true
+	}
+	for _, p := range c.Params {
+		names[p.Name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		ours, okO := own.Param(name)
+		theirs, okT := c.Param(name)
+		if ours != theirs || okO != okT {
+			d = append(d, fmt.Sprintf("member %d's %s differs (%s here, %s there)", id, name, paramText(ours, okO), paramText(theirs, okT)))
+		}
+	}
+	ours := map[uint32]netip.AddrPort{}
+	for _, m := range own.Members {
+		ours[m.ID] = m.Addr
+	}
+	theirs := map[uint32]netip.AddrPort{}
+	for _, m := range c.Members {
+		theirs[m.ID] = m.Addr
+	}
+	var md []string
+	for _, mid := range slices.Sorted(maps.Keys(ours)) {
+		t, ok := theirs[mid]
+		switch {
+		case !ok:
+			md = append(md, fmt.Sprintf("member %d's member list lacks member %d", id, mid))
+		case t != ours[mid]:
+			md = append(md, fmt.Sprintf("member %d's member list has member %d at %s, ours at %s", id, mid, t, ours[mid]))
+		}
+	}
+	for _, mid := range slices.Sorted(maps.Keys(theirs)) {
+		if _, ok := ours[mid]; !ok {
+			md = append(md, fmt.Sprintf("member %d's member list has member %d (%s), ours does not", id, mid, theirs[mid]))
+		}
+	}
+	if len(md) > maxMemberDiffs {
+		md = append(md[:maxMemberDiffs], fmt.Sprintf("and %d more member-list differences", len(md)-maxMemberDiffs))
+	}
+	d = append(d, md...)
+	keyedThere := c.KeyFingerprint != [wire.KeyFingerprintLen]byte{}
+	if authentic && keyedThere != a.keyed {
+		d = append(d, a.keyDifference(id, c.KeyFingerprint))
+	}
+	return d
+}
+
+func paramText(v string, ok bool) string {
+	switch {
+	case !ok:
+		return "unset"
+	case v == "":
+		return "none"
+	}
+	return quote(v)
+}
+
+// quote shows a string from the wire (checked: no control characters)
+// quoted when it could be misread.
+func quote(s string) string {
+	if s == "" || strings.ContainsAny(s, " \"';,()") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}
+
+// AgreementStatus is configuration agreement's part of the node's
+// status: this node's fingerprint and standing, and each member's.
+type AgreementStatus struct {
+	// Fingerprint is the digest of what must agree (hex); KeyID the
+	// fingerprint of the signing key ("none": no key).
+	Fingerprint string            `json:"fingerprint"`
+	KeyID       string            `json:"key_id"`
+	Algorithm   string            `json:"algorithm"`
+	Params      map[string]string `json:"params,omitempty"`
+	// Standing is "agreed", "starting" or "stepped_back", since Since
+	// (local clock); Reason says why in words.
+	Standing string    `json:"standing"`
+	Since    time.Time `json:"since,omitzero"`
+	Reason   string    `json:"reason,omitempty"`
+	// Agree and Differ are the members counted on each side (Agree
+	// includes this node).
+	Agree  []uint32 `json:"agree"`
+	Differ []uint32 `json:"differ"`
+	// Disagreements counts announcements (and refused frames naming a
+	// configuration) found to differ, every member together.
+	Disagreements uint64            `json:"disagreements"`
+	Members       []MemberAgreement `json:"members"`
+}
+
+// MemberAgreement is one member's configuration as this node knows it.
+type MemberAgreement struct {
+	ID uint32 `json:"id"`
+	// State is "agrees", "differs", "unknown" (heard, no announcement of
+	// its incarnation yet), "unverified" (heard, never announced: an
+	// older build, followed unchecked) or "silent" (not heard lately).
+	State  string `json:"state"`
+	Agrees bool   `json:"agrees"`
+	// Differs says what differs, in words.
+	Differs []string `json:"differs,omitempty"`
+	// Authenticated: Differs comes from a frame that authenticated (with
+	// keys); false: from one whose MAC failed (only its key is believed).
+	Authenticated bool      `json:"authenticated,omitempty"`
+	Fingerprint   string    `json:"fingerprint,omitempty"`
+	KeyID         string    `json:"key_id,omitempty"`
+	SteppedBack   bool      `json:"stepped_back,omitempty"`
+	LastHeard     time.Time `json:"last_heard,omitzero"`
+	AuthFailures  uint64    `json:"auth_failures,omitempty"`
+	Disagreements uint64    `json:"disagreements,omitempty"`
+}
+
+// agreementStatus reports agreement at the node's last local time.
+func (n *Node) agreementStatus() *AgreementStatus {
+	a := n.agree
+	now := n.now
+	agree, differ, _ := a.counts(n.cfg.ID, now)
+	st := &AgreementStatus{
+		Fingerprint:   hex.EncodeToString(a.own.Digest[:]),
+		KeyID:         wire.FingerprintText(a.own.KeyFingerprint),
+		Algorithm:     a.own.Algorithm,
+		Params:        maps.Clone(a.cfg.Params),
+		Standing:      a.standing.String(),
+		Since:         a.since,
+		Reason:        n.StandingReason(),
+		Agree:         agree,
+		Differ:        differ,
+		Disagreements: a.disagreements,
+		Members:       []MemberAgreement{},
+	}
+	if st.Differ == nil {
+		st.Differ = []uint32{}
+	}
+	for _, id := range slices.Sorted(maps.Keys(a.members)) {
+		m := a.members[id]
+		s := a.stateOf(m, now)
+		v := MemberAgreement{ID: id, State: stateNames[s], Agrees: s == stAgrees, LastHeard: m.heardAt,
+			AuthFailures: m.authFails, Disagreements: m.disagreements}
+		switch {
+		case m.cfg != nil && (s == stAgrees || s == stDiffers && len(m.diffs) > 0):
+			v.Differs, v.Authenticated = m.diffs, true
+			v.Fingerprint = hex.EncodeToString(m.cfg.Digest[:])
+			v.KeyID = wire.FingerprintText(m.cfg.KeyFingerprint)
+			v.SteppedBack = m.cfg.Flags&wire.ConfigSteppedBack != 0
+		case s == stDiffers:
+			v.Differs, v.Authenticated = m.evDiffs, m.evAuthentic
+			v.KeyID = wire.FingerprintText(m.evFP)
+		case m.cfg != nil:
+			v.Fingerprint = hex.EncodeToString(m.cfg.Digest[:])
+			v.KeyID = wire.FingerprintText(m.cfg.KeyFingerprint)
+		}
+		st.Members = append(st.Members, v)
+	}
+	return st
+}
+
+// CoreRan reports whether the core was ticked or stepped since it was
+// built (or replaced).
+func (n *Node) CoreRan() bool { return n.coreRan }
+
+// ReplaceCore puts c, a core built afresh from the persisted state, in
+// place of the node's core: how a driver restarts the core of a node
+// that stepped back, as a crash and a restart would, without ending the
+// process. The node moves to a new incarnation first (saved: Config.Save),
+// so that the new core's frames, and the handles a driver gives its
+// requests, are never taken for the old one's; the members hear of it
+// with an announcement at once. On a failed save nothing changes.
+func (n *Node) ReplaceCore(c core.Core) error {
+	if c == nil {
+		return errors.New("node: nil core")
+	}
+	if n.inc >= MaxIncarnation {
+		return fmt.Errorf("node: incarnation %d cannot be raised", n.inc)
+	}
+	if err := n.save(Durable{Incarnation: n.inc + 1, Epochs: n.epochs}); err != nil {
+		return err
+	}
+	n.inc++
+	n.series = 0
+	n.seq = wire.Seq(n.inc, 0, 0)
+	n.stats.NewSeries++
+	n.core, n.coreRan = c, false
+	n.SetVectors(n.rec != nil || n.cfg.Vectors)
+	if n.agree != nil {
+		n.announce(0, false)
+	}
+	return nil
+}
+
+// Incarnation is the node's incarnation now (raised while running when
+// its series run out, or by ReplaceCore).
+func (n *Node) Incarnation() uint32 { return n.inc }
