@@ -201,7 +201,11 @@ do_install() {
 		say "building ${daemons[*]} (go build -trimpath, in $repo)"
 		# Static binaries (no cgo): nothing to resolve at start, no libc
 		# mapped into every daemon (1.5 MB of its resident set).
-		(cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$tmp/" "${pkgs[@]}") || fail "go build failed: see the errors above"
+		# The commit goes into the binaries (`X version`, `X status`, the
+		# synclab_build_info metric); "unknown" outside a git checkout.
+		local commit
+		commit=$(git -C "$repo" describe --always --dirty --abbrev=12 2>/dev/null) || commit=unknown
+		(cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-X github.com/synclab/synclab/internal/app.Commit=$commit" -o "$tmp/" "${pkgs[@]}") || fail "go build failed: see the errors above"
 		bindir=$tmp
 	fi
 

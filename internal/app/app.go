@@ -79,7 +79,7 @@ func New(spec Spec) *cli.App {
 		Commands: slices.Concat(
 			[]*cli.Command{runCommand(spec), statusCommand(spec)},
 			spec.Commands,
-			[]*cli.Command{keygenCommand(spec.Name), traceCommand(spec.Name), manCommand(spec.Name), completionCommand(spec.Name)},
+			[]*cli.Command{keygenCommand(spec.Name), traceCommand(spec.Name), manCommand(spec.Name), completionCommand(spec.Name), versionCommand(spec.Name)},
 		),
 		OnUsageError: onUsageError,
 		// Main decides exit codes; urfave must not exit on its own.
@@ -92,6 +92,8 @@ func New(spec Spec) *cli.App {
 	for _, cmd := range a.Commands {
 		setUsageError(cmd)
 	}
+	// --version says what `version` says.
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, Build(c.App.Name)) }
 	return a
 }
 
@@ -240,7 +242,7 @@ func run(c *cli.Context, spec Spec) error {
 		return err
 	}
 	cfg.Logger = logger
-	cfg.Version = Version
+	cfg.Version, cfg.Commit = Version, commit()
 	newCore, err := spec.Build(c, &cfg)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/netip"
 	"os"
@@ -284,5 +285,33 @@ func TestPlural(t *testing.T) {
 		if got := Plural(n, "key"); got != want {
 			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestVersion: `X version` (and --version) name the daemon, its version
+// and the commit it was built from; --json has the same fields.
+func TestVersion(t *testing.T) {
+	defer func(c string) { Commit = c }(Commit)
+	Commit = "1a2b3c4d5e6f"
+	for _, args := range [][]string{{"testd", "version"}, {"testd", "--version"}} {
+		var out, stderr bytes.Buffer
+		a := testApp()
+		a.Writer, a.ErrWriter = &out, &stderr
+		if code := Run(a, args, &stderr); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr.String())
+		}
+		if want := "testd " + Version + " (commit 1a2b3c4d5e6f, go"; !strings.HasPrefix(out.String(), want) {
+			t.Errorf("%q printed %q, want it to start with %q", args, out.String(), want)
+		}
+	}
+	var out bytes.Buffer
+	a := testApp()
+	a.Writer = &out
+	if code := Run(a, []string{"testd", "version", "--json"}, &out); code != 0 {
+		t.Fatalf("version --json: exit %d", code)
+	}
+	var b BuildInfo
+	if err := json.Unmarshal(out.Bytes(), &b); err != nil || b.Daemon != "testd" || b.Version != Version || b.Commit != "1a2b3c4d5e6f" {
+		t.Errorf("version --json: %s (%v)", out.String(), err)
 	}
 }

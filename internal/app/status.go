@@ -88,11 +88,15 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	standalone := len(st.Members) == 0
+	build := st.Version
+	if st.Commit != "" {
+		build += " (commit " + st.Commit + ")"
+	}
 	if standalone {
-		fmt.Fprintf(tw, "Daemon\t: %s %s, no cluster, incarnation %d\n", st.Daemon, st.Version, st.Node.Incarnation)
+		fmt.Fprintf(tw, "Daemon\t: %s %s, no cluster, incarnation %d\n", st.Daemon, build, st.Node.Incarnation)
 	} else {
 		fmt.Fprintf(tw, "Daemon\t: %s %s, node %d of %d, cluster %q, incarnation %d\n",
-			st.Daemon, st.Version, st.ID, len(st.Members), st.Cluster, st.Node.Incarnation)
+			st.Daemon, build, st.ID, len(st.Members), st.Cluster, st.Node.Incarnation)
 	}
 	addr := st.Address
 	if standalone && st.Datagram != nil {

@@ -30,6 +30,9 @@ type Config struct {
 	Name string
 	// Version is reported by status.
 	Version string
+	// Commit is the source revision of the build, reported by status and
+	// the synclab_build_info metric.
+	Commit string
 	// ID is this node's member ID (> 0). Required, unless the daemon runs
 	// outside any cluster (see Standalone).
 	ID uint32

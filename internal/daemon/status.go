@@ -16,6 +16,7 @@ import (
 type Status struct {
 	Daemon    string   `json:"daemon"`
 	Version   string   `json:"version,omitempty"`
+	Commit    string   `json:"commit,omitempty"`
 	ID        uint32   `json:"id"`
 	Cluster   string   `json:"cluster"`
 	Address   string   `json:"address"`
@@ -80,6 +81,7 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 	st := Status{
 		Daemon:        d.cfg.Name,
 		Version:       d.cfg.Version,
+		Commit:        d.cfg.Commit,
 		ID:            d.cfg.ID,
 		Cluster:       d.cfg.Cluster,
 		Address:       d.cfg.Members[d.cfg.ID].String(),
