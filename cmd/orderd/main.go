@@ -34,6 +34,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/order"
 	"github.com/synclab/synclab/pkg/order/rsm"
@@ -176,7 +177,7 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 				seq += " (this node)"
 			}
 		}
-		fmt.Fprintf(w, "Sequencer: %s; this node is %s, term %d\n", seq, s.Role, s.Term)
+		fmt.Fprintf(w, "Sequencer: %s; this node is %s, term %s\n", seq, s.Role, epoch.Format(s.Term))
 		fmt.Fprintf(w, "Log      : last %d, committed %d, applied %d, compacted up to %d, %d of this node's messages wait for a number\n",
 			s.Last, s.Commit, s.Applied, s.Base, s.Submits)
 	}
