@@ -10,6 +10,7 @@
 //	timed status [--json]
 //	timed query HOST[:PORT] [--proto ntp|cristian] [-n N] [--timeout D] [--source ADDR] [--json] [--key-file PATH --key-id N]
 //	timed compare [--server S ...] [--timeout D] [--source ADDR] [--json]
+//	timed waitsync [--max-error D] [--timeout D]
 //
 // Keeping time over NTP (--server, --peer, --serve, --mode cristian) needs
 // no cluster: without --id and --members timed opens no cluster socket at
@@ -73,8 +74,12 @@ func newApp() *cli.App {
 			&cli.BoolFlag{Name: "no-adjust", EnvVars: app.Env(name, "no-adjust"), Usage: "measure and report only; never correct the clock"},
 		}, slices.Concat(serveFlags(), clientFlags(), berkeleyFlags())...),
 		Build:      build,
-		Commands:   []*cli.Command{queryCommand(), compareCommand()},
+		Commands:   []*cli.Command{queryCommand(), compareCommand(), waitsyncCommand()},
 		RenderCore: renderCore,
+		OwnsClock:  true,
+		StatusExit: statusExit,
+		// The exit code a script tests.
+		StatusUsage: " (exit 0 synchronised or the lab's reference, 3 not synchronised, 1 no answer; --json: 0 with any answer)",
 		// Keeping time over NTP (client, server, symmetric peer,
 		// Cristian) needs no cluster; Berkeley does.
 		ClusterOptional: true,
@@ -99,6 +104,14 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	bk, err := berkeleyConfig(c, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cc != nil {
+		if serve != nil {
+			cc.LocalStratum = serve.cfg.LocalStratum // markSelf's advice; coreFactory sets it too
+		}
+		if err := markSelf(cfg, serve, cc, cfg.Logger); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Standalone() && serve == nil && cc == nil {
 		return nil, app.Usagef("nothing to do: give --server HOST or --peer HOST to follow, --serve ADDR to serve NTP, or --id and --members for a cluster (--mode berkeley)")

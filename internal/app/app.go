@@ -43,6 +43,17 @@ type Spec struct {
 	// it as indented JSON. now is the daemon clock's reading at the time of
 	// the status (cores report times on that clock).
 	RenderCore func(w io.Writer, core []byte, now time.Time) error
+	// OwnsClock says the daemon disciplines the clock and prints its own
+	// synchronisation state (timed): the status's Clock line then leaves
+	// the kernel's out.
+	OwnsClock bool
+	// StatusExit, when set, decides `status`'s exit code from the core's
+	// status once it is printed for people (timed: 0 synchronised, 3
+	// not); `status --json` exits 0 whenever it has a document to print.
+	StatusExit func(core []byte) error
+	// StatusUsage is appended to `status`'s one-line usage (what its exit
+	// code says, when StatusExit decides it).
+	StatusUsage string
 	// ClusterOptional lets `run` go without --id and --members (both left
 	// out): Build then gets a Config with ID 0 and no Members, and decides
 	// whether its flags need a cluster (timed keeps time over NTP alone).

@@ -268,15 +268,43 @@ func TestExplainUsage(t *testing.T) {
 }
 
 // TestClockLine: mutexd's steady clock is not "unsynchronised" (nothing is
-// meant to synchronise it); a system clock says what the kernel says.
+// meant to synchronise it); a system clock says what the kernel says, its
+// bound in the one style of every bound, and nothing of it where the
+// daemon keeps the time itself (timed prints its own bound, once).
 func TestClockLine(t *testing.T) {
-	steady := clockLine(daemon.Status{Clock: daemon.ClockStatus{Kind: "steady"}})
+	steady := clockLine(daemon.Status{Clock: daemon.ClockStatus{Kind: "steady"}}, false)
 	if strings.Contains(steady, "unsynchronised") || !strings.Contains(steady, "nothing adjusts") {
 		t.Errorf("steady clock: %q", steady)
 	}
-	system := clockLine(daemon.Status{Clock: daemon.ClockStatus{Kind: "system", MaxErrorNs: int64(16 * time.Second)}})
-	if system != "system, unsynchronised, frequency +0.000 ppm, max error 16s" {
-		t.Errorf("system clock: %q", system)
+	for _, tc := range []struct {
+		clock     daemon.ClockStatus
+		ownsClock bool
+		want      string
+	}{
+		{daemon.ClockStatus{Kind: "system", MaxErrorNs: int64(16 * time.Second)}, false, "system, unsynchronised, frequency +0.000 ppm"},
+		{daemon.ClockStatus{Kind: "system", Synchronized: true, MaxErrorNs: 1008716, FrequencyPPM: 1.5}, false,
+			"system, synchronised, error bound ±1.009ms (the kernel's), frequency +1.500 ppm"},
+		{daemon.ClockStatus{Kind: "sim", Synchronized: true, MaxErrorNs: 1008716}, true, "sim, frequency +0.000 ppm, synchronisation: see Time below"},
+	} {
+		if got := clockLine(daemon.Status{Clock: tc.clock}, tc.ownsClock); got != tc.want {
+			t.Errorf("clock %+v (owned %v): %q, want %q", tc.clock, tc.ownsClock, got, tc.want)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                        "0ns",
+		688770 * time.Nanosecond: "688.770us",
+		1008716:                  "1.009ms",
+		2500 * time.Millisecond:  "2.500000s",
+	} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	if got := FormatBound(688770); got != "±688.770us" {
+		t.Errorf("FormatBound = %q", got)
 	}
 }
 

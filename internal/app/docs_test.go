@@ -182,7 +182,7 @@ func TestCompletionScripts(t *testing.T) {
 		words []string // the last one is being completed
 		want  string
 	}{
-		{[]string{""}, "run status lock keygen trace man completion"},
+		{[]string{""}, "run status lock keygen trace man completion version"},
 		{[]string{"lo"}, "lock"},
 		{[]string{"run", "--he"}, "--heartbeat --help"},
 		{[]string{"lock", ""}, "release"},

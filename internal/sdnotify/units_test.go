@@ -130,7 +130,42 @@ func TestUnitsPolicy(t *testing.T) {
 			if u.get("Install", "WantedBy") != "multi-user.target" {
 				t.Errorf("[Install] WantedBy = %q", u.get("Install", "WantedBy"))
 			}
+			// The others start on a synchronised clock when the host
+			// waits for one (timed-wait.service).
+			after := strings.Fields(u.get("Unit", "After"))
+			if slices.Contains(after, "time-sync.target") == (d == "timed") {
+				t.Errorf("[Unit] After = %v: time-sync.target is for every daemon but timed, which comes before it", after)
+			}
 		})
+	}
+}
+
+// TestTimedWaitUnit: timed-wait.service is chrony-wait.service's shape:
+// a oneshot `timed waitsync` before time-sync.target, pulled in by it,
+// after and requiring timed, bounded in time; it only reads timed's
+// control socket.
+func TestTimedWaitUnit(t *testing.T) {
+	u := parseUnit(t, filepath.Join(unitDir, "timed-wait.service"))
+	for _, kv := range [][3]string{
+		{"Unit", "After", "timed.service"},
+		{"Unit", "Requires", "timed.service"},
+		{"Unit", "Before", "time-sync.target"},
+		{"Unit", "Wants", "time-sync.target"},
+		{"Service", "Type", "oneshot"},
+		{"Service", "ExecStart", "/usr/local/bin/timed waitsync --max-error 100ms"},
+		{"Service", "EnvironmentFile", "-/etc/default/timed"},
+		{"Service", "TimeoutStartSec", "180"},
+		{"Service", "RemainAfterExit", "yes"},
+		{"Service", "CapabilityBoundingSet", "CAP_DAC_OVERRIDE"},
+		{"Service", "NoNewPrivileges", "yes"},
+		{"Service", "PrivateNetwork", "yes"},
+		{"Service", "RestrictAddressFamilies", "AF_UNIX"},
+		{"Service", "ProtectSystem", "strict"},
+		{"Install", "WantedBy", "multi-user.target"},
+	} {
+		if got := u.get(kv[0], kv[1]); got != kv[2] {
+			t.Errorf("[%s] %s = %q, want %q", kv[0], kv[1], got, kv[2])
+		}
 	}
 }
 
@@ -146,21 +181,30 @@ func TestUnitsVerify(t *testing.T) {
 	if reason := analyzeUnusable(t, sa, dir); reason != "" {
 		t.Skip(reason)
 	}
+	units := map[string]string{"timed-wait": "timed waitsync --max-error 100ms"} // unit: the command it runs
 	for _, d := range daemons {
+		units[d] = d + " run"
+	}
+	// Every copy first: timed-wait.service requires timed.service, which
+	// verify looks for beside it.
+	for d, cmd := range units {
+		src, err := os.ReadFile(filepath.Join(unitDir, d+".service"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		execLine := "ExecStart=/usr/local/bin/" + cmd
+		if n := strings.Count(string(src), execLine); n != 1 {
+			t.Fatalf("%q appears %d times in %s.service, want once", execLine, n, d)
+		}
+		bin, args, _ := strings.Cut(cmd, " ")
+		patched := strings.Replace(string(src), execLine, "ExecStart="+dummyExec(t, dir, bin)+" "+args, 1)
+		if err := os.WriteFile(filepath.Join(dir, d+".service"), []byte(patched), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for d := range units {
 		t.Run(d, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join(unitDir, d+".service"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			execLine := "ExecStart=/usr/local/bin/" + d + " run"
-			if n := strings.Count(string(src), execLine); n != 1 {
-				t.Fatalf("%q appears %d times in %s.service, want once", execLine, n, d)
-			}
 			copyPath := filepath.Join(dir, d+".service")
-			patched := strings.Replace(string(src), execLine, "ExecStart="+dummyExec(t, dir, d)+" run", 1)
-			if err := os.WriteFile(copyPath, []byte(patched), 0o644); err != nil {
-				t.Fatal(err)
-			}
 			out, err := runCmd(sa, "verify", "--man=no", copyPath)
 			if err != nil {
 				t.Fatalf("systemd-analyze verify %s.service: %v\n%s", d, err, out)
