@@ -153,12 +153,16 @@ func hookEnv(cc core.Core, e core.Event) []string {
 		return nil
 	}
 	d := h[0]
+	msg := d.Message
+	if viewOf(d).Plain {
+		msg, _ = rsm.Text(msg) // as sent
+	}
 	return []string{
 		"ORDERD_ORDER=" + d.Order.String(),
 		"ORDERD_SENDER=" + strconv.FormatUint(uint64(d.Sender), 10),
 		"ORDERD_SEQ=" + strconv.FormatUint(d.Seq, 10),
 		"ORDERD_INDEX=" + strconv.FormatUint(d.Index, 10),
-		"ORDERD_MESSAGE=" + string(d.Message),
+		"ORDERD_MESSAGE=" + string(msg),
 		"ORDERD_RESULT=" + d.Result + d.Error,
 	}
 }

@@ -33,6 +33,9 @@ type options struct {
 	keep     bool
 	pause    func() // called before stopping when keep is set
 	out      io.Writer
+	// bold: out is a terminal that may get escape codes (headings in
+	// bold); never in a file or a pipe.
+	bold bool
 }
 
 // hosts is the size of the demo lab.
@@ -91,7 +94,11 @@ type proc struct {
 }
 
 func (l *lab) say(format string, args ...any) {
-	fmt.Fprintf(l.o.out, "\n\033[1m== %s\033[0m\n", fmt.Sprintf(format, args...))
+	if l.o.bold {
+		fmt.Fprintf(l.o.out, "\n\033[1m== %s\033[0m\n", fmt.Sprintf(format, args...))
+		return
+	}
+	fmt.Fprintf(l.o.out, "\n== %s\n", fmt.Sprintf(format, args...))
 }
 
 func (l *lab) printf(format string, args ...any) { fmt.Fprintf(l.o.out, format, args...) }

@@ -22,6 +22,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	"github.com/synclab/synclab/internal/app"
 )
 
 func main() {
@@ -54,6 +56,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	o.out = os.Stdout
+	// Bold headings on a terminal only (and not with NO_COLOR set,
+	// no-color.org): redirected output stays plain text.
+	o.bold = app.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("NO_COLOR") == ""
 	if o.bin == "" {
 		dir, err := os.MkdirTemp("", "synclab-demo-bin.")
 		if err != nil {
