@@ -141,7 +141,9 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	case "system":
 		// A follower that may not correct the clock would report itself
 		// synchronised while the clock drifts on: refuse, as chronyd does.
-		if (cc != nil || bk != nil) && !c.Bool("no-adjust") && !mayCorrectClock() {
+		// (A client whose only sources are this host follows nothing.)
+		follows := cc != nil && len(cc.Servers)+len(cc.Peers)+len(cc.CristianServers) > 0
+		if (follows || bk != nil) && !c.Bool("no-adjust") && !mayCorrectClock() {
 			return nil, fmt.Errorf("correcting this machine's clock needs CAP_SYS_TIME, which this process lacks: run it as root (timed.service grants it), or add --no-adjust to measure only, or --clock sim for an experiment")
 		}
 		clk, err := clock.NewSystem(clock.SystemOptions{ReadOnly: c.Bool("no-adjust")})

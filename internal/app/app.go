@@ -235,7 +235,7 @@ func runCommand(spec Spec) *cli.Command {
 	return &cli.Command{
 		Name:   "run",
 		Usage:  "run the " + spec.Name + " daemon",
-		Flags:  append(clusterFlagsOptional(commonRunFlags(spec.Name), spec.ClusterOptional), spec.RunFlags...),
+		Flags:  slices.Concat(clusterFlagsOptional(commonRunFlags(spec.Name), spec.ClusterOptional), labFlags(spec.Name), spec.RunFlags),
 		Action: func(c *cli.Context) error { return explainFailure(spec.Name, run(c, spec)) },
 	}
 }
@@ -244,19 +244,31 @@ func run(c *cli.Context, spec Spec) error {
 	if c.NArg() > 0 {
 		return Usagef("run takes no arguments (got %q)", c.Args().Slice())
 	}
-	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"), c.String("log-format"))
+	// The lab file first: it may set the log's level and format too.
+	lab, err := applyLab(c, spec)
 	if err != nil {
 		return err
 	}
-	cfg, err := commonConfig(c, spec)
+	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"), c.String("log-format"))
 	if err != nil {
-		return err
+		return lab.explain(err)
+	}
+	cfg, err := commonConfig(c, spec, lab)
+	if err != nil {
+		return lab.explain(err)
 	}
 	cfg.Logger = logger
 	cfg.Version, cfg.Commit = Version, commit()
+	cfg.ConfigSource = lab.source()
+	if lab != nil {
+		logger.Info("configuration from the lab file (flags and environment variables override it)", "source", cfg.ConfigSource)
+		if lab.warn != "" {
+			logger.Warn(lab.warn)
+		}
+	}
 	newCore, err := spec.Build(c, &cfg)
 	if err != nil {
-		return err
+		return lab.explain(err)
 	}
 	d, err := daemon.New(cfg, newCore)
 	if err != nil {
@@ -272,7 +284,7 @@ func run(c *cli.Context, spec Spec) error {
 	return d.Run(ctx)
 }
 
-func commonConfig(c *cli.Context, spec Spec) (daemon.Config, error) {
+func commonConfig(c *cli.Context, spec Spec, lab *labUse) (daemon.Config, error) {
 	name := spec.Name
 	cfg := daemon.Config{
 		Name:         name,
@@ -307,6 +319,9 @@ func commonConfig(c *cli.Context, spec Spec) (daemon.Config, error) {
 		return noCluster(c, cfg)
 	}
 	if len(missing) > 0 {
+		if lab == nil {
+			return cfg, Usagef("%s required (or %s, or a lab file: --lab-file, default %s)", strings.Join(missing, " and "), strings.Join(envsOf(name, missing), " and "), DefaultLabFile)
+		}
 		return cfg, Usagef("%s required (or %s)", strings.Join(missing, " and "), strings.Join(envsOf(name, missing), " and "))
 	}
 	id := c.Uint("id")

@@ -85,7 +85,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"testd", "--version"}, 0, ""},
 		{[]string{"testd", "run", "--bogus"}, 2, "unknown flag --bogus"},
-		{[]string{"testd", "run"}, 2, "--id and --members required (or TESTD_ID and TESTD_MEMBERS)"},
+		{[]string{"testd", "run"}, 2, "--id and --members required (or TESTD_ID and TESTD_MEMBERS, or a lab file: --lab-file, default /etc/synclab/lab.toml)"},
 		{[]string{"testd", "run", "--id", "3", "--members", "1=127.0.0.1:7000"}, 2, "--id 3 is not in --members"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=nonsense"}, 2, "--members"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--multicast", "239.1.1.1:7"}, 2, "--multicast needs --interface"},

@@ -123,6 +123,9 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		auth = "OFF (--insecure: any host on the LAN can forge and replay this cluster's frames)"
 	}
 	fmt.Fprintf(tw, "Address\t: %s, authentication %s\n", addr, auth)
+	if st.ConfigSource != "" {
+		fmt.Fprintf(tw, "Config\t: %s\n", st.ConfigSource)
+	}
 	fmt.Fprintf(tw, "Uptime\t: %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
 	fmt.Fprintf(tw, "Clock\t: %s\n", clockLine(st.Status, ownsClock))
 	if !standalone {

@@ -169,6 +169,8 @@ func (l *lab) start(host int, daemon string, args ...string) (*proc, error) {
 		// daemon's own, and SIGKILL reaches it.
 		cmd = exec.Command("ip", append([]string{"netns", "exec", fmt.Sprintf("%s-h%d", l.prefix, host), cmd.Path}, argv...)...)
 	}
+	// The demo's lab is its own: never this machine's lab file.
+	cmd.Env = append(os.Environ(), "SYNCLAB_LAB_FILE=")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s on host %d: %w", daemon, host, err)

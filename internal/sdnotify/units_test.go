@@ -86,8 +86,9 @@ func TestUnitsPolicy(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			u := parseUnit(t, filepath.Join(unitDir, d+".service"))
 			want := map[string]string{
-				"ExecStart":        "/usr/local/bin/" + d + " run",
-				"EnvironmentFile":  "-/etc/default/" + d,
+				"ExecStart": "/usr/local/bin/" + d + " run",
+				// The machine's word to all four, then to this one.
+				"EnvironmentFile":  "-/etc/default/synclab -/etc/default/" + d,
 				"StateDirectory":   d,
 				"RuntimeDirectory": d,
 				// A cluster runs authenticated: the key install.sh
@@ -312,14 +313,19 @@ func TestEnvExamples(t *testing.T) {
 					t.Errorf("%s.env.example: %s is not a %s* variable", d, v, prefix)
 				}
 			}
-			slices.Sort(set)
-			required := []string{prefix + "ID", prefix + "MEMBERS"}
-			if d == "timed" {
-				// Keeping time over NTP needs no cluster: one server.
-				required = []string{prefix + "SERVER"}
+			// The lab file describes the lab: an install leaves no
+			// address, and no ID, live.
+			if len(set) > 0 {
+				t.Errorf("%s.env.example sets %v: every line is to be commented out (the lab file describes the lab)", d, set)
 			}
-			if !slices.Equal(set, required) {
-				t.Errorf("%s.env.example sets %v; only the required %v should be set, the rest shown commented at their defaults", d, set, required)
+			for _, v := range []string{"LAB_FILE", "LAB_HOST"} {
+				if !slices.Contains(documented, prefix+v) {
+					t.Errorf("%s.env.example does not document %s", d, prefix+v)
+				}
+			}
+			// Its addresses are the README's lab's, never the test lab's.
+			if b, _ := os.ReadFile(filepath.Join(unitDir, d+".env.example")); strings.Contains(string(b), "10.77.") {
+				t.Errorf("%s.env.example names the test lab's 10.77.0.x", d)
 			}
 		})
 	}
@@ -348,6 +354,12 @@ func TestEnvExamplesMatchFlags(t *testing.T) {
 				t.Fatalf("%s run --help: %v\n%s", d, err, help)
 			}
 			documented, _ := envVars(t, filepath.Join(unitDir, d+".env.example"))
+			// /etc/default/synclab's are read by every daemon.
+			shared, set := envVars(t, filepath.Join(unitDir, "synclab.env.example"))
+			if len(shared) == 0 || len(set) > 0 {
+				t.Errorf("synclab.env.example documents %v and sets %v: want SYNCLAB_* variables, all commented out", shared, set)
+			}
+			documented = append(documented, shared...)
 			for _, v := range documented {
 				if !strings.Contains(help, "$"+v+"]") && !strings.Contains(help, "$"+v+",") {
 					t.Errorf("%s.env.example documents %s, which `%s run` does not read", d, v, d)

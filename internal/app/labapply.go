@@ -1,0 +1,185 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// labFlags are the flags every daemon's `run` takes to find the lab file
+// and its own host in it; SYNCLAB_* variables are read by all four, so
+// that /etc/default/synclab says it once per machine.
+func labFlags(name string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "lab-file", EnvVars: []string{EnvVar(name, "lab-file"), "SYNCLAB_LAB_FILE"}, Value: DefaultLabFile,
+			Usage: "the lab file `PATH` (TOML: the hosts with their IDs and addresses, each daemon's port and settings), the same on every machine; flags and environment variables override it. Not there: not used, unless named; \"\": none"},
+		&cli.StringFlag{Name: "lab-host", EnvVars: []string{EnvVar(name, "lab-host"), "SYNCLAB_LAB_HOST"},
+			Usage: "which of the lab file's hosts this machine is (`ID` or name), when its addresses do not say (default: the host whose address is one of this machine's)"},
+	}
+}
+
+// labUse is what the lab file gave a daemon's run: for status, logs, and
+// errors that name the line a value came from.
+type labUse struct {
+	lab     *Lab
+	host    *LabHost
+	how     string            // how the host was found
+	members bool              // --id and --members came from the file
+	origins map[string]string // flag -> "FILE:LINE (field)"
+	warn    string            // why the host's own settings could not apply
+}
+
+// source describes the configuration for status: "lab file PATH, host 2
+// (pc2: address 10.0.0.2 on eth0)".
+func (u *labUse) source() string {
+	if u == nil {
+		return ""
+	}
+	s := "lab file " + u.lab.Path
+	if u.host != nil {
+		s += fmt.Sprintf(", host %s (%s)", u.host, u.how)
+	}
+	if !u.members {
+		s += ", its hosts not used as members here"
+	}
+	return s
+}
+
+// explain adds to err, when it names a flag whose value came from the lab
+// file, where that value is.
+func (u *labUse) explain(err error) error {
+	if u == nil || err == nil {
+		return err
+	}
+	for _, f := range slices.Sorted(maps.Keys(u.origins)) {
+		if strings.Contains(err.Error(), "--"+f) {
+			return wrapSame(err, fmt.Sprintf("%v (%s set it: %s)", err, "the lab file", u.origins[f]))
+		}
+	}
+	return err
+}
+
+// wrapSame is err with another message, of the same kind (a usage error
+// stays one: exit 2).
+func wrapSame(err error, msg string) error {
+	if _, ok := err.(UsageError); ok {
+		return UsageError{fmt.Errorf("%s", msg)}
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// applyLab reads the lab file the command names and sets, through the
+// command's own flags, every value it gives that neither a flag nor an
+// environment variable set (so that everything after sees one resolved
+// configuration, as if the operator had typed it): the member list and
+// this host's ID, the cluster name, key and insecurity at the top, then
+// the daemon's settings, this host's own over its section's.
+func applyLab(c *cli.Context, spec Spec) (*labUse, error) {
+	path := c.String("lab-file")
+	if path == "" {
+		return nil, nil
+	}
+	lab, err := LoadLab(path, c.IsSet("lab-file"))
+	var ce *labContentError
+	if errors.As(err, &ce) {
+		return nil, UsageError{err} // a mistake in the configuration, as a bad flag is: exit 2
+	}
+	if lab == nil || err != nil {
+		return nil, err
+	}
+	u := &labUse{lab: lab, origins: map[string]string{}}
+	name := spec.Name
+	u.members = !c.IsSet("members") && lab.Joins(name, spec.ClusterOptional)
+
+	// This machine's host: needed for the members; for its own settings
+	// otherwise, where it is told so only if it cannot be found.
+	var id uint32
+	if c.IsSet("id") {
+		id = uint32(min(c.Uint("id"), 1<<32-1))
+	}
+	local, lerr := LocalAddrs()
+	u.host, u.how, err = lab.Host(id, c.String("lab-host"), local)
+	switch {
+	case lerr != nil && u.host == nil && id == 0 && c.String("lab-host") == "":
+		err = fmt.Errorf("%s: finding this machine's host: %w (or say which host it is: --lab-host ID)", path, lerr)
+		fallthrough
+	case err != nil && (u.members || c.String("lab-host") != ""):
+		return nil, UsageError{err}
+	case err != nil:
+		u.warn = err.Error() + "; its hosts' own settings for " + name + " are not used"
+	}
+
+	set := func(flag, value, origin string) error {
+		if err := c.Set(flag, value); err != nil {
+			return UsageError{fmt.Errorf("%s: %q: %s", origin, value, wantOf(findFlag(c.Command.Flags, flag)))}
+		}
+		u.origins[flag] = origin
+		return nil
+	}
+	top := func(key, flag, value string) error {
+		if value == "" || c.IsSet(flag) {
+			return nil
+		}
+		return set(flag, value, fmt.Sprintf("%s:%d (%s)", path, lab.lines[key], key))
+	}
+	if u.members {
+		var list []string
+		members := lab.Members(name)
+		for _, id := range slices.Sorted(maps.Keys(members)) {
+			list = append(list, fmt.Sprintf("%d=%s", id, members[id]))
+		}
+		if err := set("members", strings.Join(list, ","), fmt.Sprintf("%s (its [[host]] list)", path)); err != nil {
+			return nil, err
+		}
+		if !c.IsSet("id") {
+			if err := set("id", strconv.FormatUint(uint64(u.host.ID), 10), fmt.Sprintf("%s:%d (host %s, %s)", path, u.host.line, u.host, u.how)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// The cluster's name only where there is a cluster (timed alone
+	// refuses --cluster).
+	if u.members || !spec.ClusterOptional {
+		if err := top("cluster", "cluster", lab.Cluster); err != nil {
+			return nil, err
+		}
+	}
+	if err := top("key-file", "key-file", lab.KeyFile); err != nil {
+		return nil, err
+	}
+	if lab.Insecure != nil {
+		if err := top("insecure", "insecure", strconv.FormatBool(*lab.Insecure)); err != nil {
+			return nil, err
+		}
+	}
+	settings := lab.settingsFor(name, u.host)
+	for _, key := range slices.Sorted(maps.Keys(settings)) {
+		s := settings[key]
+		origin := fmt.Sprintf("%s:%d (%s)", path, s.line, s.field)
+		f := findFlag(c.Command.Flags, key)
+		if f == nil {
+			hint := ""
+			if near := nearestFlag(c.Command.Flags, key); near != "" {
+				hint = fmt.Sprintf(" (did you mean --%s?)", near)
+			}
+			return nil, UsageError{fmt.Errorf("%s: `%s run` has no flag --%s%s; `%s run --help` lists them", origin, name, key, hint, name)}
+		}
+		if c.IsSet(key) {
+			continue // a flag or an environment variable says otherwise
+		}
+		if _, many := f.(*cli.StringSliceFlag); s.list && !many {
+			return nil, UsageError{fmt.Errorf("%s: --%s takes one value, not a list", origin, key)}
+		}
+		for _, v := range s.values {
+			if err := set(key, v, origin); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return u, nil
+}
