@@ -466,14 +466,14 @@ func (l *Lab) Host(id uint32, hint string, local map[netip.Addr]string) (h *LabH
 	case id != 0:
 		for i := range l.Hosts {
 			if l.Hosts[i].ID == id {
-				return &l.Hosts[i], "given by --id", nil
+				return &l.Hosts[i], "named by --id", nil
 			}
 		}
 		return nil, "", fmt.Errorf("%s: no host has id %d (hosts: %s)", l.Path, id, l.hostList())
 	case hint != "":
 		for i := range l.Hosts {
 			if strconv.FormatUint(uint64(l.Hosts[i].ID), 10) == hint || l.Hosts[i].Name == hint {
-				return &l.Hosts[i], "given by --lab-host " + hint, nil
+				return &l.Hosts[i], "named by --lab-host (SYNCLAB_LAB_HOST) " + hint, nil
 			}
 		}
 		return nil, "", fmt.Errorf("%s: --lab-host %q is no host's id or name (hosts: %s)", l.Path, hint, l.hostList())

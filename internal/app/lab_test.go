@@ -127,7 +127,7 @@ func TestLabFile(t *testing.T) {
 	if r.heartbeat != 70*time.Millisecond || strings.Join(r.elected, "|") != "echo one|echo two" {
 		t.Errorf("settings: heartbeat %v, on-elected %q", r.heartbeat, r.elected)
 	}
-	if want := "lab file " + path + ", host 2 (address 10.0.0.2 on eth0)"; r.cfg.ConfigSource != want {
+	if want := "lab file " + path + ", host 2, address 10.0.0.2 on eth0"; r.cfg.ConfigSource != want {
 		t.Errorf("source %q, want %q", r.cfg.ConfigSource, want)
 	}
 

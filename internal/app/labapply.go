@@ -30,22 +30,23 @@ type labUse struct {
 	host    *LabHost
 	how     string            // how the host was found
 	members bool              // --id and --members came from the file
+	why     string            // why not
 	origins map[string]string // flag -> "FILE:LINE (field)"
 	warn    string            // why the host's own settings could not apply
 }
 
 // source describes the configuration for status: "lab file PATH, host 2
-// (pc2: address 10.0.0.2 on eth0)".
+// (pc2), address 10.0.0.2 on eth0".
 func (u *labUse) source() string {
 	if u == nil {
 		return ""
 	}
 	s := "lab file " + u.lab.Path
 	if u.host != nil {
-		s += fmt.Sprintf(", host %s (%s)", u.host, u.how)
+		s += fmt.Sprintf(", host %s, %s", u.host, u.how)
 	}
-	if !u.members {
-		s += ", its hosts not used as members here"
+	if u.why != "" {
+		s += "; " + u.why
 	}
 	return s
 }
@@ -96,22 +97,31 @@ func applyLab(c *cli.Context, spec Spec) (*labUse, error) {
 	name := spec.Name
 	u.members = !c.IsSet("members") && lab.Joins(name, spec.ClusterOptional)
 
+	switch {
+	case u.members:
+	case c.IsSet("members"):
+		u.why = "--members given: its hosts are not " + name + "'s members"
+	default:
+		u.why = fmt.Sprintf("no cluster for %s: its [%s] section gives no port", name, name)
+	}
+
 	// This machine's host: needed for the members; for its own settings
-	// otherwise, where it is told so only if it cannot be found.
+	// otherwise, where it is only warned of if it cannot be found.
 	var id uint32
 	if c.IsSet("id") {
 		id = uint32(min(c.Uint("id"), 1<<32-1))
 	}
-	local, lerr := LocalAddrs()
-	u.host, u.how, err = lab.Host(id, c.String("lab-host"), local)
-	switch {
-	case lerr != nil && u.host == nil && id == 0 && c.String("lab-host") == "":
-		err = fmt.Errorf("%s: finding this machine's host: %w (or say which host it is: --lab-host ID)", path, lerr)
-		fallthrough
-	case err != nil && (u.members || c.String("lab-host") != ""):
-		return nil, UsageError{err}
-	case err != nil:
-		u.warn = err.Error() + "; its hosts' own settings for " + name + " are not used"
+	hint := c.String("lab-host")
+	if local, lerr := LocalAddrs(); lerr != nil && id == 0 && hint == "" {
+		err = fmt.Errorf("%s: finding which host this machine is: %w (or say which it is: --lab-host ID, SYNCLAB_LAB_HOST=ID)", path, lerr)
+	} else {
+		u.host, u.how, err = lab.Host(id, hint, local)
+	}
+	if err != nil {
+		if u.members || hint != "" {
+			return nil, UsageError{err}
+		}
+		u.warn = err.Error() + "; the lab file's own settings for this host's " + name + " are not used"
 	}
 
 	set := func(flag, value, origin string) error {

@@ -110,7 +110,7 @@ func TestLabLabFile(t *testing.T) {
 		for _, d := range []string{"timed", "mutexd", "electd", "orderd"} {
 			var st map[string]any
 			eventually(fmt.Sprintf("%s on host %d answers", d, h.Index()), func() bool { st = status(d, h.Index()); return st != nil })
-			want := fmt.Sprintf("lab file %s, host %d (pc%d) (address %s on %s)", labFile, h.Index(), h.Index(), h.Addr(), h.Interface())
+			want := fmt.Sprintf("lab file %s, host %d (pc%d), address %s on %s", labFile, h.Index(), h.Index(), h.Addr(), h.Interface())
 			members, _ := st["members"].([]any)
 			if st["config_source"] != want || st["id"] != float64(h.Index()) || len(members) != 3 || st["cluster"] != "e2e-lab" || st["auth"] != true {
 				t.Errorf("%s on host %d: config_source %v, id %v, %d members, cluster %v, auth %v; want %q, %d, 3, e2e-lab, true",
