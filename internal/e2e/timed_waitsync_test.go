@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -100,5 +101,39 @@ func TestTimedWaitsync(t *testing.T) {
 	_, errOut, code = timedCLI(t, "waitsync", "--control", c.control(4), "--timeout", "30s")
 	if took := time.Since(start); code != 1 || took > 10*time.Second || !strings.Contains(errOut, "will never be synchronised here: --no-adjust") {
 		t.Errorf("waitsync on a --no-adjust client: exit %d after %v, %q", code, took, errOut)
+	}
+}
+
+// TestTimedServerIsThisHost: the README's master, serving at stratum 8
+// with its own address among its servers (the old example file left
+// TIMED_SERVER live; a shared lab file lists the master for everyone). It
+// was told "bad_stratum: stratum 8 is no better than our local stratum 8"
+// and polled itself; now the source is named as this host, never polled,
+// and the master is the lab's reference, synchronised for scripts.
+func TestTimedServerIsThisHost(t *testing.T) {
+	c := newCluster(t, "timed", 1)
+	ip := "127.0.0.31"
+	addr := fmt.Sprintf("%s:%d", ip, freePort(t, ip))
+	c.startAlone(1, "--clock", "sim", "--serve", addr, "--stratum", "8", "--server", addr)
+	c.eventually("the master answers", 10*time.Second, func() bool { _, err := c.status(1); return err == nil })
+	time.Sleep(time.Second) // a second of polling, were it polling itself
+	out, errOut, code := timedCLI(t, "status", "--control", c.control(1))
+	for _, want := range []string{
+		"Time     : the lab's reference, serving its own clock at local stratum 8",
+		"self: this host: " + ip + " is this machine's loopback address, where this timed answers NTP on port",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q (exit %d):\n%s%s", want, code, out, errOut)
+		}
+	}
+	if code != 0 || strings.Contains(out, "bad_stratum") || !strings.Contains(out, "Requests   : 0,") {
+		t.Errorf("status: exit %d, the master polled itself or blamed the stratum:\n%s", code, out)
+	}
+	if out, errOut, code := timedCLI(t, "waitsync", "--control", c.control(1), "--timeout", "5s"); code != 0 || !strings.Contains(out, "the lab's reference") {
+		t.Errorf("waitsync on the master: exit %d, %q %q", code, out, errOut)
+	}
+	b, _ := os.ReadFile(c.logPath(1))
+	if !strings.Contains(string(b), "not following "+addr+": this host itself") {
+		t.Errorf("the log does not say it:\n%s", b)
 	}
 }
