@@ -235,7 +235,9 @@ func runCommand(spec Spec) *cli.Command {
 	return &cli.Command{
 		Name:   "run",
 		Usage:  "run the " + spec.Name + " daemon",
-		Flags:  slices.Concat(clusterFlagsOptional(commonRunFlags(spec.Name), spec.ClusterOptional), labFlags(spec.Name), spec.RunFlags),
+		Flags: slices.Concat(clusterFlagsOptional(commonRunFlags(spec.Name), spec.ClusterOptional), labFlags(spec.Name), spec.RunFlags,
+			// No variable: a unit's environment must not make it a check.
+			[]cli.Flag{&cli.BoolFlag{Name: "check", Usage: "check the configuration (flags, variables, the lab file), print what the daemon would run with, and exit without starting it: 0 if it would start"}}),
 		Action: func(c *cli.Context) error { return explainFailure(spec.Name, run(c, spec)) },
 	}
 }
@@ -269,6 +271,9 @@ func run(c *cli.Context, spec Spec) error {
 	newCore, err := spec.Build(c, &cfg)
 	if err != nil {
 		return lab.explain(err)
+	}
+	if c.Bool("check") {
+		return printCheck(c, cfg, lab)
 	}
 	d, err := daemon.New(cfg, newCore)
 	if err != nil {

@@ -285,3 +285,33 @@ func TestLabFileExample(t *testing.T) {
 		t.Error("timed joins a cluster without a port")
 	}
 }
+
+// TestRunCheck: `X run --check` says what the daemon would run with, and
+// where the lab file's part comes from, without starting it; a value a
+// flag or a variable replaced is shown as such.
+func TestRunCheck(t *testing.T) {
+	path := writeLab(t, threeHosts)
+	machine(t, "10.0.0.2")
+	a := New(Spec{
+		Name:     "labd",
+		RunFlags: []cli.Flag{&cli.DurationFlag{Name: "heartbeat", EnvVars: Env("labd", "heartbeat")}, &cli.StringSliceFlag{Name: "on-elected"}},
+		Build:    func(*cli.Context, *daemon.Config) (daemon.CoreFactory, error) { return nil, nil },
+	})
+	var out, stderr bytes.Buffer
+	a.Writer, a.ErrWriter = &out, &stderr
+	if code := Run(a, []string{"labd", "run", "--check", "--insecure", "--lab-file", path, "--heartbeat", "1s"}, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{
+		`labd would run as member 2 of 3, cluster "physics", listening on 10.0.0.2:7700`,
+		"members: 1=10.0.0.1:7700,2=10.0.0.2:7700,3=10.0.0.3:7700",
+		"key: none (--insecure",
+		"lab file " + path + ", host 2, address 10.0.0.2 on eth0",
+		"--on-elected echo one,echo two " + path + ":22 (labd.on-elected)",
+		"--heartbeat 1s overridden here (a flag or variable), not " + path + ":21 (labd.heartbeat)",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), want) {
+			t.Errorf("--check lacks %q:\n%s", want, out.String())
+		}
+	}
+}

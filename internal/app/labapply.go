@@ -7,8 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/daemon"
 )
 
 // labFlags are the flags every daemon's `run` takes to find the lab file
@@ -32,6 +35,8 @@ type labUse struct {
 	members bool              // --id and --members came from the file
 	why     string            // why not
 	origins map[string]string // flag -> "FILE:LINE (field)"
+	// overridden: the file's settings a flag or a variable replaced.
+	overridden map[string]string
 	warn    string            // why the host's own settings could not apply
 }
 
@@ -93,7 +98,7 @@ func applyLab(c *cli.Context, spec Spec) (*labUse, error) {
 	if lab == nil || err != nil {
 		return nil, err
 	}
-	u := &labUse{lab: lab, origins: map[string]string{}}
+	u := &labUse{lab: lab, origins: map[string]string{}, overridden: map[string]string{}}
 	name := spec.Name
 	u.members = !c.IsSet("members") && lab.Joins(name, spec.ClusterOptional)
 
@@ -180,7 +185,8 @@ func applyLab(c *cli.Context, spec Spec) (*labUse, error) {
 			return nil, UsageError{fmt.Errorf("%s: `%s run` has no flag --%s%s; `%s run --help` lists them", origin, name, key, hint, name)}
 		}
 		if c.IsSet(key) {
-			continue // a flag or an environment variable says otherwise
+			u.overridden[key] = origin // a flag or an environment variable says otherwise
+			continue
 		}
 		if _, many := f.(*cli.StringSliceFlag); s.list && !many {
 			return nil, UsageError{fmt.Errorf("%s: --%s takes one value, not a list", origin, key)}
@@ -192,4 +198,51 @@ func applyLab(c *cli.Context, spec Spec) (*labUse, error) {
 		}
 	}
 	return u, nil
+}
+
+// printCheck is `X run --check`: the resolved configuration, and where
+// the lab file's part of it comes from.
+func printCheck(c *cli.Context, cfg daemon.Config, u *labUse) error {
+	w := c.App.Writer
+	name := c.App.Name
+	if cfg.Standalone() {
+		fmt.Fprintf(w, "%s would run alone (no cluster)\n", name)
+	} else {
+		fmt.Fprintf(w, "%s would run as member %d of %d, cluster %q, listening on %s\n", name, cfg.ID, len(cfg.Members), cfg.Cluster, cfg.Members[cfg.ID])
+		var list []string
+		for _, id := range slices.Sorted(maps.Keys(cfg.Members)) {
+			list = append(list, fmt.Sprintf("%d=%s", id, cfg.Members[id]))
+		}
+		fmt.Fprintf(w, "members: %s\n", strings.Join(list, ","))
+	}
+	switch {
+	case len(cfg.Keys) > 0:
+		fmt.Fprintf(w, "key: %s (%s)\n", c.String("key-file"), Plural(uint64(len(cfg.Keys)), "key"))
+	case cfg.Insecure:
+		fmt.Fprintln(w, "key: none (--insecure: any host on the LAN can forge this cluster's frames)")
+	}
+	if u == nil {
+		fmt.Fprintln(w, "lab file: none")
+		return nil
+	}
+	fmt.Fprintf(w, "%s\n", u.source())
+	if u.warn != "" {
+		fmt.Fprintf(w, "warning: %s\n", u.warn)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, f := range slices.Sorted(maps.Keys(u.origins)) {
+		fmt.Fprintf(tw, "  --%s %s\t%s\n", f, flagText(c, f), u.origins[f])
+	}
+	for _, f := range slices.Sorted(maps.Keys(u.overridden)) {
+		fmt.Fprintf(tw, "  --%s %s\toverridden here (a flag or variable), not %s\n", f, flagText(c, f), u.overridden[f])
+	}
+	return tw.Flush()
+}
+
+// flagText is flag's value as the command sees it.
+func flagText(c *cli.Context, flag string) string {
+	if v := c.StringSlice(flag); len(v) > 0 {
+		return strings.Join(v, ",")
+	}
+	return fmt.Sprint(c.Value(flag))
 }
