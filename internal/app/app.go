@@ -233,8 +233,8 @@ func clusterFlagsOptional(flags []cli.Flag, optional bool) []cli.Flag {
 
 func runCommand(spec Spec) *cli.Command {
 	return &cli.Command{
-		Name:   "run",
-		Usage:  "run the " + spec.Name + " daemon",
+		Name:  "run",
+		Usage: "run the " + spec.Name + " daemon",
 		Flags: slices.Concat(clusterFlagsOptional(commonRunFlags(spec.Name), spec.ClusterOptional), labFlags(spec.Name), spec.RunFlags,
 			// No variable: a unit's environment must not make it a check.
 			[]cli.Flag{&cli.BoolFlag{Name: "check", Usage: "check the configuration (flags, variables, the lab file), print what the daemon would run with, and exit without starting it: 0 if it would start"}}),

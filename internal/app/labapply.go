@@ -37,7 +37,7 @@ type labUse struct {
 	origins map[string]string // flag -> "FILE:LINE (field)"
 	// overridden: the file's settings a flag or a variable replaced.
 	overridden map[string]string
-	warn    string            // why the host's own settings could not apply
+	warn       string // why the host's own settings could not apply
 }
 
 // source describes the configuration for status: "lab file PATH, host 2
