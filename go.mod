@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/beevik/ntp v1.6.0
+	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0

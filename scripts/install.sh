@@ -16,12 +16,18 @@
 #                    them with `go build` (install only)
 #   --dry-run        print every action, change nothing
 #   --purge          uninstall: also remove /etc/default/X, the state in
-#                    /var/lib/X and the cluster key (kept otherwise)
+#                    /var/lib/X, and (of all four) /etc/default/synclab, the
+#                    lab file and the cluster key (kept otherwise)
 #
-# The unit files go to /etc/systemd/system. /etc/default/X is written only
-# when it does not exist: an admin's configuration is never overwritten (the
-# current example is always in DIR/share/doc/synclab to compare with). Running
-# install twice changes nothing the second time, and says so.
+# The unit files go to /etc/systemd/system (with timed, timed-wait.service
+# too: enabled, it holds time-sync.target until timed has synchronised the
+# clock, and mutexd, electd and orderd start after it). /etc/default/X and
+# /etc/default/synclab are written only when they do not exist, every line
+# commented out: an admin's configuration is never overwritten (the current
+# examples are always in DIR/share/doc/synclab to compare with). The lab
+# itself is described in the lab file, /etc/synclab/lab.toml, which install
+# never writes: its example, lab.toml.example, goes beside the others.
+# Running install twice changes nothing the second time, and says so.
 #
 # The cluster key, /etc/synclab/cluster.key, which the units hand to the
 # daemons: install never makes one, since a lab needs ONE key, the same file
@@ -129,10 +135,12 @@ bin_path() { echo "$prefix/bin/$1"; }
 unit_path() { echo "/etc/systemd/system/$1.service"; }
 env_path() { echo "/etc/default/$1"; }
 example_path() { echo "$prefix/share/doc/synclab/$1.env.example"; }
+lab_example_path() { echo "$prefix/share/doc/synclab/lab.toml.example"; }
 man_path() { echo "$prefix/share/man/man8/$1.8"; }
 bash_path() { echo "$prefix/share/bash-completion/completions/$1"; }
 zsh_path() { echo "$prefix/share/zsh/site-functions/_$1"; }
 key_path=/etc/synclab/cluster.key
+lab_path=/etc/synclab/lab.toml
 
 say() { printf '%s\n' "$*"; }
 
@@ -202,7 +210,11 @@ do_install() {
 		say "building ${daemons[*]} (go build -trimpath, in $repo)"
 		# Static binaries (no cgo): nothing to resolve at start, no libc
 		# mapped into every daemon (1.5 MB of its resident set).
-		(cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$tmp/" "${pkgs[@]}") || fail "go build failed: see the errors above"
+		# The commit goes into the binaries (`X version`, `X status`, the
+		# synclab_build_info metric); "unknown" outside a git checkout.
+		local commit
+		commit=$(git -C "$repo" describe --always --dirty --abbrev=12 2>/dev/null) || commit=unknown
+		(cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-X github.com/synclab/synclab/internal/app.Commit=$commit" -o "$tmp/" "${pkgs[@]}") || fail "go build failed: see the errors above"
 		bindir=$tmp
 	fi
 
@@ -234,6 +246,27 @@ do_install() {
 		fi
 	done
 
+	# What the four share: the lab file's example, /etc/default/synclab
+	# (what this machine says to all of them), and with timed its wait
+	# unit.
+	put "$repo/systemd/lab.toml.example" "$(lab_example_path)" 0644 "systemd/lab.toml.example"
+	put "$repo/systemd/synclab.env.example" "$(example_path synclab)" 0644 "systemd/synclab.env.example"
+	if [ -e "$dest$(env_path synclab)" ]; then
+		say "kept $dest$(env_path synclab): an admin's configuration is never overwritten (the current example: $(example_path synclab))"
+	else
+		put "$repo/systemd/synclab.env.example" "$(env_path synclab)" 0644 "systemd/synclab.env.example"
+		created_env+=("$(env_path synclab)")
+	fi
+	case " ${daemons[*]} " in
+	*" timed "*)
+		local wait=$repo/systemd/timed-wait.service
+		grep -qx "ExecStart=/usr/local/bin/timed waitsync --max-error 100ms" "$wait" ||
+			fail "$wait: no line 'ExecStart=/usr/local/bin/timed waitsync --max-error 100ms', which --prefix rewrites; fix the unit or this script"
+		sed "s#/usr/local/bin/#$prefix/bin/#g" "$wait" >"$tmp/stage/timed-wait.service"
+		put "$tmp/stage/timed-wait.service" "$(unit_path timed-wait)" 0644 "systemd/timed-wait.service, ExecStart=$(bin_path timed) waitsync"
+		;;
+	esac
+
 	# One key for the lab: never made here (a key per machine would keep
 	# the members from hearing each other).
 	local key_missing=0
@@ -251,17 +284,16 @@ do_install() {
 	else
 		say "Installed $(files "$changed") ($same up to date)${dest:+ under $dest}."
 	fi
-	for f in "${created_env[@]}"; do
-		local var
-		var=${f##*/}
-		var=${var^^}
-		if [ "$var" = TIMED ]; then
-			# Keeping time over NTP needs no cluster.
-			say "Edit $f: set TIMED_SERVER (a server to follow) or TIMED_SERVE (to serve the lab), or TIMED_ID and TIMED_MEMBERS for Berkeley mode."
-		else
-			say "Edit $f: set ${var}_ID and ${var}_MEMBERS for this host."
-		fi
-	done
+	if [ -e "$dest$lab_path" ]; then
+		say "The lab file is there: $dest$lab_path (kept; every daemon reads it)."
+	else
+		say "Describe the lab once, in $lab_path (the example: $(lab_example_path)): its machines with their IDs"
+		say "and addresses, each daemon's port and settings. Write it on one machine, then copy it and the key to"
+		say "every other: scp -p $lab_path $key_path HOST:/etc/synclab/"
+	fi
+	if [ ${#created_env[@]} -gt 0 ]; then
+		say "${created_env[*]}: every line commented out; set a variable there only to override the lab file on this machine."
+	fi
 	if [ "$key_missing" = 1 ]; then
 		say "No cluster key here yet ($key_path): the units do not start without it."
 		say "On the FIRST machine of the lab only: ${daemons[0]} keygen (it writes $key_path, mode 0600);"
@@ -269,6 +301,9 @@ do_install() {
 	fi
 	say "This script starts and enables nothing. When the configuration is ready:"
 	say "    systemctl daemon-reload && systemctl enable --now ${daemons[*]}"
+	case " ${daemons[*]} " in
+	*" timed "*) say "and, for mutexd, electd and orderd to start on a synchronised clock: systemctl enable timed-wait" ;;
+	esac
 	if [ "$changed" != 0 ]; then
 		say "A daemon that was already running keeps its old binary until: systemctl restart <daemon>"
 	fi
@@ -328,6 +363,33 @@ do_uninstall() {
 			say "kept $dest$(unit_path "$d").d: drop-ins are the admin's"
 		fi
 	done
+	case " ${daemons[*]} " in
+	*" timed "*)
+		local wait
+		wait=$dest$(unit_path timed-wait)
+		if [ -f "$wait" ] && ! grep -qx "ExecStart=$(bin_path timed) waitsync --max-error 100ms" "$wait"; then
+			say "kept $wait: its ExecStart is not $(bin_path timed) waitsync (installed with another --prefix, or edited)"
+		else
+			remove "$(unit_path timed-wait)"
+		fi
+		;;
+	esac
+	# What the four share goes with the last of them; the lab file and
+	# /etc/default/synclab only with a purge of all four, as the key.
+	if [ ${#daemons[@]} = ${#all[@]} ]; then
+		remove "$(lab_example_path)"
+		remove "$(example_path synclab)"
+	fi
+	if [ "$purge" = 1 ] && [ ${#daemons[@]} = ${#all[@]} ]; then
+		remove "$(env_path synclab)"
+		remove "$lab_path"
+	else
+		for p in "$(env_path synclab)" "$lab_path"; do
+			if [ -e "$dest$p" ]; then
+				say "kept $dest$p (uninstall --purge of all four daemons removes it)"
+			fi
+		done
+	fi
 	# The key is the cluster's, not one daemon's: only a purge of all
 	# four takes it.
 	if [ "$purge" = 1 ] && [ ${#daemons[@]} = ${#all[@]} ]; then

@@ -14,7 +14,6 @@
 #                                   with the version and commit stamped in
 #   /lib/systemd/system/*.service   every unit of systemd/, ExecStart= in /usr/bin
 #   /etc/default/X                  systemd/X.env.example, as a conffile
-#   /etc/synclab/NAME               any other systemd/NAME.example, as a conffile
 #   /etc/synclab/                   where the cluster key goes (never made here)
 #   /usr/share/man/man8/X.8.gz      `X man`
 #   /usr/share/bash-completion/completions/X, /usr/share/zsh/vendor-completions/_X
@@ -138,7 +137,7 @@ host=$(go env GOARCH)
 build "$host" "$work/host"
 
 common=$work/common
-mkdir -p "$common/units" "$common/man" "$common/bash" "$common/zsh" "$common/default" "$common/etc" "$common/examples"
+mkdir -p "$common/units" "$common/man" "$common/bash" "$common/zsh" "$common/default" "$common/examples"
 for u in "${units[@]}"; do
 	sed 's#/usr/local/bin/#/usr/bin/#g' "$repo/systemd/$u" >"$common/units/$u"
 	if grep -q '/usr/local/' "$common/units/$u"; then
@@ -155,8 +154,9 @@ for e in "$repo"/systemd/*.example; do
 	n=${e##*/}
 	cp "$e" "$common/examples/$n"
 	case $n in
+	# Any other example (the lab file's) is documentation only: a lab file
+	# installed live would configure every daemon with the example's lab.
 	*.env.example) cp "$e" "$common/default/${n%.env.example}" ;;
-	*) cp "$e" "$common/etc/${n%.example}" ;;
 	esac
 done
 
@@ -276,15 +276,6 @@ EOF
 		cat <<EOF
   - src: $f
     dst: /etc/default/${f##*/}
-    type: config|noreplace
-    file_info: {mode: 0644}
-EOF
-	done
-	for f in "$common"/etc/*; do
-		[ -e "$f" ] || continue
-		cat <<EOF
-  - src: $f
-    dst: /etc/synclab/${f##*/}
     type: config|noreplace
     file_info: {mode: 0644}
 EOF

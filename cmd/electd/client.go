@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -62,8 +63,8 @@ func leaderCommand() *cli.Command {
 				if v.Self {
 					self = " (this node)"
 				}
-				fmt.Fprintf(c.App.Writer, "leader %d%s at %s, term %d (round %d), since %s\n",
-					v.Leader, self, v.Address, v.Term, v.Round, v.Since.Format(time.RFC3339Nano))
+				fmt.Fprintf(c.App.Writer, "leader %d%s at %s, term %s, since %s\n",
+					v.Leader, self, v.Address, epoch.Format(v.Term), v.Since.Format(time.RFC3339Nano))
 			}
 			if v.Leader == 0 {
 				msg := "no leader known: an election is in progress or this node is cut off"
@@ -89,7 +90,7 @@ func resignCommand() *cli.Command {
 			if err := app.Client(c).Post(ctx, "/v1/resign", struct{}{}, &v); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "resigned leadership of term %d; a new leader is being elected\n", v.Term)
+			fmt.Fprintf(c.App.Writer, "resigned leadership of term %s; a new leader is being elected\n", epoch.Format(v.Term))
 			return nil
 		},
 	}
@@ -113,7 +114,11 @@ func watchCommand() *cli.Command {
 				b, _ := json.Marshal(map[string]any{"event": "current", "attrs": v})
 				fmt.Fprintln(w, string(b))
 			} else {
-				fmt.Fprintf(w, "%s current leader %d, term %d\n", time.Now().Format(time.RFC3339Nano), v.Leader, v.Term)
+				cur := "none known"
+				if v.Leader != 0 {
+					cur = fmt.Sprint(v.Leader)
+				}
+				fmt.Fprintf(w, "%s current leader %s, term %s\n", time.Now().Format(time.RFC3339Nano), cur, epoch.Format(v.Term))
 			}
 			err := app.Client(c).Stream(ctx, "/v1/events", func(raw json.RawMessage) error {
 				var e daemon.EventRecord
@@ -145,12 +150,33 @@ func watchCommand() *cli.Command {
 	}
 }
 
+// printEvent prints a leadership event for people: what happened, the
+// leader it names (election_started names none), the term as "3 by 2",
+// the reason, if any.
 func printEvent(w io.Writer, e daemon.EventRecord) {
-	lost := ""
-	if e.Lost > 0 {
-		lost = fmt.Sprintf(" (%d earlier events lost: reading too slowly)", e.Lost)
+	line := e.Time.Format(time.RFC3339Nano) + " " + e.Name
+	if l, ok := e.Attrs["leader"]; ok && l != nil {
+		line += " leader " + fmt.Sprint(l)
 	}
-	fmt.Fprintf(w, "%s %s leader=%v term=%v%s\n", e.Time.Format(time.RFC3339Nano), e.Name, e.Attrs["leader"], e.Attrs["term"], lost)
+	if t, ok := e.Attrs["term"]; ok && t != nil {
+		line += " term " + termText(t)
+	}
+	if r, ok := e.Attrs["reason"].(string); ok && r != "" {
+		line += " (" + r + ")"
+	}
+	if e.Lost > 0 {
+		line += fmt.Sprintf(" (%d earlier events lost: reading too slowly)", e.Lost)
+	}
+	fmt.Fprintln(w, line)
+}
+
+// termText prints a term read from JSON (a json.Number: every digit of
+// the 64 bits kept) as "3 by 2".
+func termText(v any) string {
+	if t, err := strconv.ParseUint(fmt.Sprint(v), 10, 64); err == nil {
+		return epoch.Format(t)
+	}
+	return fmt.Sprint(v)
 }
 
 func renderStatus(w io.Writer, raw []byte, now time.Time) error {
@@ -172,12 +198,25 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 	if st.Phase != "" {
 		fmt.Fprintf(w, " (%s)", st.Phase)
 	}
-	fmt.Fprintf(w, "\nRole     : %s\nTerm     : %d (round %d, claimed by %d)\nLeader   : %s\n", st.Role, st.Term, st.Round, epoch.Owner(st.Term), leader)
+	term := epoch.Format(st.Term)
+	if st.Term != 0 {
+		term += fmt.Sprintf(" (round %d, claimed by member %d)", epoch.Round(st.Term), epoch.Owner(st.Term))
+	}
+	fmt.Fprintf(w, "\nRole     : %s\nTerm     : %s\nLeader   : %s\n", st.Role, term, leader)
 	fmt.Fprintf(w, "Elections: %d started, %d leader timeouts", st.ElectionsStarted, st.LeaderTimeouts)
 	if e := st.LastElection; e != nil {
 		took := "running"
 		if !e.Decided.IsZero() {
 			took = fmt.Sprintf("won by %d in %s", e.Leader, e.Decided.Sub(e.Started).Round(time.Millisecond))
+			// Leadership may have moved since without an election here
+			// (a coordinator of a higher term heard): say so, rather
+			// than name the old winner as if it led.
+			switch {
+			case st.Leader == 0:
+				took += ", no leader known now"
+			case st.Leader != e.Leader:
+				took += fmt.Sprintf(", since replaced by %d without an election here", st.Leader)
+			}
 		}
 		fmt.Fprintf(w, "; last %s ago, %s, %d messages sent for it", now.Sub(e.Started).Round(time.Millisecond), took, e.Sent)
 	}

@@ -172,11 +172,10 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		if e.Name == elect.EventLeaderLost {
 			lead = 0
 		}
-		return []string{
+		return append([]string{
 			"ELECTD_ROLE=" + el.Role().String(),
 			"ELECTD_LEADER=" + strconv.FormatUint(uint64(lead), 10),
-			"ELECTD_TERM=" + strconv.FormatUint(term, 10),
-		}
+		}, daemon.TermEnv("ELECTD_TERM", term)...)
 	}
 	stateDir := cfg.StateDir
 	return func(env core.Env) (core.Core, error) {

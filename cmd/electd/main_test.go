@@ -20,6 +20,7 @@ import (
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
+	"github.com/synclab/synclab/pkg/epoch"
 )
 
 // buildWith runs build on `electd run` flags args and returns the core its
@@ -182,5 +183,37 @@ func TestAgreementParams(t *testing.T) {
 	opts.Topology = [][2]uint32{{3, 1}, {1, 2}, {2, 3}}
 	if a := agreement(y, opts); a.Params["topology"] != "1-2,1-3,2-3" {
 		t.Errorf("yoyo: %+v", a)
+	}
+}
+
+// TestRenderForPeople: terms read "5 by 2", not 21474836482; an election
+// won by 2 does not pass for the present when 3 leads now; a watched event
+// without a leader shows none (it printed leader=<nil>).
+func TestRenderForPeople(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	st := elect.Status{Algorithm: "bully", ID: 1, Role: elect.RoleFollower, Term: epoch.Make(5, 3), Leader: 3,
+		LastElection: &elect.ElectionStats{Term: epoch.Make(4, 1), Started: now.Add(-time.Minute), Decided: now.Add(-time.Minute + 3*time.Millisecond), Leader: 2}}
+	raw, _ := json.Marshal(st)
+	var out bytes.Buffer
+	if err := renderStatus(&out, raw, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Term     : 5 by 3 (round 5, claimed by member 3)\n", "won by 2 in 3ms, since replaced by 3 without an election here"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "21474836") {
+		t.Errorf("status shows a raw term:\n%s", out.String())
+	}
+
+	out.Reset()
+	started := daemon.EventRecord{Time: now, Name: elect.EventElectionStarted, Attrs: map[string]any{"term": json.Number("21474836481"), "reason": "leader timeout"}}
+	printEvent(&out, started)
+	elected := daemon.EventRecord{Time: now, Name: elect.EventLeaderElected, Attrs: map[string]any{"leader": json.Number("2"), "term": json.Number("21474836482")}}
+	printEvent(&out, elected)
+	want := "2026-12-01T09:00:00Z election_started term 5 by 1 (leader timeout)\n2026-12-01T09:00:00Z leader_elected leader 2 term 5 by 2\n"
+	if out.String() != want {
+		t.Errorf("watch printed\n%s\nwant\n%s", out.String(), want)
 	}
 }

@@ -235,7 +235,7 @@ func (r *lockRun) run(argv []string, sigs <-chan os.Signal) error {
 	// on a terminal, the foreground group, so that it can read the
 	// terminal and Ctrl-C reaches it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	tty := isTerminal(0)
+	tty := app.IsTerminal(0)
 	if tty {
 		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, 0
 	}
@@ -373,11 +373,6 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-func isTerminal(fd int) bool {
-	_, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
-	return err == nil
 }
 
 // takeTerminal makes this process's group the terminal's foreground group

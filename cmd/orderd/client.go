@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -32,11 +34,38 @@ type sendRequest struct {
 	// Wait asks for the message's own delivery at this node (its place
 	// in the order, and the state machine's answer).
 	Wait bool `json:"wait"`
+	// Plain says a total-order message is no command for the state
+	// machine (`orderd send`; `orderd apply` leaves it false, as do
+	// clients older than it): it travels marked (rsm.PlainPrefix).
+	Plain bool `json:"plain,omitempty"`
 }
 
 // sendReply answers it.
 type sendReply struct {
-	Delivered *order.Delivery `json:"delivered,omitempty"`
+	Delivered *deliveryView `json:"delivered,omitempty"`
+}
+
+// deliveryView is a delivery as `orderd log` and `orderd send --wait`
+// show it: the message's bytes (base64 in JSON, as delivered), and beside
+// them its text, without the plain mark, when it is UTF-8, so that a grep
+// of the JSON finds what was sent.
+type deliveryView struct {
+	order.Delivery
+	Text string `json:"text,omitempty"`
+	// Plain: a total-order message that is no command (orderd send).
+	Plain bool `json:"plain,omitempty"`
+}
+
+func viewOf(d order.Delivery) deliveryView {
+	text, plain := rsm.Text(d.Message)
+	v := deliveryView{Delivery: d, Plain: plain && d.Order == order.TotalOrder}
+	if !v.Plain {
+		text = d.Message
+	}
+	if utf8.Valid(text) {
+		v.Text = string(text)
+	}
+	return v
 }
 
 // stateView is GET /v1/state.
@@ -70,6 +99,13 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 		if req.Order == 0 {
 			req.Order = order.FIFO
 		}
+		msg := []byte(req.Message)
+		if req.Plain && req.Order == order.TotalOrder {
+			msg = rsm.Plain(msg)
+		}
+		if len(msg) > wire.MaxOrderMessage {
+			return nil, ctl.BadRequest(fmt.Sprintf("send: message of %d bytes, at most %d", len(msg), wire.MaxOrderMessage))
+		}
 		// A submission to the sequencer is not written here: it is
 		// answered once its entry is committed (on a majority of disks),
 		// which this node learns when it delivers it. The others are
@@ -95,7 +131,7 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 				return
 			}
 			before = c.LastIndex()
-			if err = c.Multicast(clk.Now(), req.Order, []byte(req.Message)); err == nil && sequenced {
+			if err = c.Multicast(clk.Now(), req.Order, msg); err == nil && sequenced {
 				sid = c.Submission()
 			}
 		}); derr != nil && !errors.Is(derr, daemon.ErrNotSaved) {
@@ -118,7 +154,7 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 			if derr := d.Do(r.Context(), func(n *node.Node) {
 				c, _ := coreOf(n)
 				for _, dl := range c.History(before) {
-					if dl.Order == req.Order && dl.Sender == me && (sequenced && dl.SID == sid || !sequenced && string(dl.Message) == req.Message) {
+					if dl.Order == req.Order && dl.Sender == me && (sequenced && dl.SID == sid || !sequenced && bytes.Equal(dl.Message, msg)) {
 						found = &dl
 						return
 					}
@@ -136,7 +172,8 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 			}
 			switch {
 			case found != nil && req.Wait:
-				return sendReply{Delivered: found}, nil
+				v := viewOf(*found)
+				return sendReply{Delivered: &v}, nil
 			case found != nil, committed:
 				return sendReply{}, nil
 			}
@@ -157,17 +194,18 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 		if err != nil && r.URL.Query().Get("after") != "" {
 			return nil, ctl.BadRequest("after: want a delivery index")
 		}
-		var out []order.Delivery
+		var hist []order.Delivery
 		if derr := d.Do(r.Context(), func(n *node.Node) {
 			var c *order.Core
 			if c, err = coreOf(n); err == nil {
-				out = c.History(after)
+				hist = c.History(after)
 			}
 		}); derr != nil {
 			return nil, derr
 		}
-		if out == nil {
-			out = []order.Delivery{}
+		out := make([]deliveryView, 0, len(hist))
+		for _, dl := range hist {
+			out = append(out, viewOf(dl))
 		}
 		return out, err
 	})
@@ -249,11 +287,18 @@ func sendCommand() *cli.Command {
 
 func send(c *cli.Context, o order.Order, wait bool) error {
 	msg := strings.Join(c.Args().Slice(), " ")
+	// `send` is for messages; only `apply` hands commands to the state
+	// machine (a total-order send travels marked as plain, one byte).
+	plain := c.Command.Name == "send" && o == order.TotalOrder
+	limit := wire.MaxOrderMessage
+	if plain {
+		limit -= len(rsm.PlainPrefix)
+	}
 	switch {
 	case msg == "":
 		return app.Usagef("%s needs a message", c.Command.Name)
-	case len(msg) > wire.MaxOrderMessage:
-		return app.Usagef("message of %d bytes, at most %d", len(msg), wire.MaxOrderMessage)
+	case len(msg) > limit:
+		return app.Usagef("message of %d bytes, at most %d", len(msg), limit)
 	}
 	timeout := 10 * time.Second
 	if c.IsSet("timeout") {
@@ -262,7 +307,7 @@ func send(c *cli.Context, o order.Order, wait bool) error {
 	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
 	var rep sendReply
-	if err := app.Client(c).Post(ctx, "/v1/send", sendRequest{Order: o, Message: msg, Wait: wait}, &rep); err != nil {
+	if err := app.Client(c).Post(ctx, "/v1/send", sendRequest{Order: o, Message: msg, Wait: wait, Plain: plain}, &rep); err != nil {
 		return err
 	}
 	if rep.Delivered == nil {
@@ -350,7 +395,9 @@ func logCommand() *cli.Command {
 		Name:  "log",
 		Usage: "print the delivered messages in delivery order (sender, timestamps, delivery time)",
 		Description: "Each delivery has an index, this member's counter: increasing, each shown once, never given to two messages " +
-			"(a restart continues 1024 past the last one written). The log is this process's deliveries since it started. " +
+			"(a restart continues 1024 past the last one written). The log is this process's deliveries since it started " +
+			"(the last 1024): a restart starts it afresh, which the first line says; the replicated state (orderd state) is kept. " +
+			"--json prints one delivery per line, the message as base64 (its bytes) and, when it is UTF-8, as text. " +
 			"A total-order delivery (sequencer) is announced before this member writes its record: after a crash in between, " +
 			"the restarted member delivers it again, with the same seq (its number in the log) and message and a new index; " +
 			"deduplicate total-order deliveries by seq across restarts (with --follow too).",
@@ -362,8 +409,13 @@ func logCommand() *cli.Command {
 			defer stop()
 			after := c.Uint64("after")
 			cl := app.Client(c)
+			if !c.Bool("json") {
+				if err := logHeader(ctx, c.App.Writer, cl); err != nil {
+					return err
+				}
+			}
 			for {
-				var ds []order.Delivery
+				var ds []deliveryView
 				qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				err := cl.Get(qctx, "/v1/log?after="+strconv.FormatUint(after, 10), &ds)
 				cancel()
@@ -395,7 +447,26 @@ func logCommand() *cli.Command {
 	}
 }
 
-func printDelivery(w io.Writer, d order.Delivery) {
+// logHeader says whose deliveries `orderd log` prints: this process's,
+// since it started (a restart hides the ones before).
+func logHeader(ctx context.Context, w io.Writer, cl *ctl.Client) error {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var st struct {
+		Started time.Time `json:"started"`
+		Node    struct {
+			Incarnation uint64 `json:"incarnation"`
+		} `json:"node"`
+	}
+	if err := cl.Get(qctx, "/v1/status", &st); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "# deliveries of this orderd since it started at %s (incarnation %d); a restart starts this list afresh, the replicated state is kept\n",
+		st.Started.Format(time.RFC3339), st.Node.Incarnation)
+	return err
+}
+
+func printDelivery(w io.Writer, d deliveryView) {
 	stamp := ""
 	switch {
 	case d.Vector != nil:
@@ -410,5 +481,9 @@ func printDelivery(w io.Writer, d order.Delivery) {
 	if d.Error != "" {
 		res = " -> refused: " + d.Error
 	}
-	fmt.Fprintf(w, "%d %s %s from %d seq=%d%s %q%s\n", d.Index, d.At.Format(time.RFC3339Nano), d.Order, d.Sender, d.Seq, stamp, d.Message, res)
+	var msg any = d.Message
+	if d.Text != "" || len(d.Message) == 0 {
+		msg = d.Text
+	}
+	fmt.Fprintf(w, "%d %s %s from %d seq=%d%s %q%s\n", d.Index, d.At.Format(time.RFC3339Nano), d.Order, d.Sender, d.Seq, stamp, msg, res)
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/order"
 	"github.com/synclab/synclab/pkg/order/rsm"
@@ -169,12 +170,16 @@ func hookEnv(cc core.Core, e core.Event) []string {
 		return nil
 	}
 	d := h[0]
+	msg := d.Message
+	if viewOf(d).Plain {
+		msg, _ = rsm.Text(msg) // as sent
+	}
 	return []string{
 		"ORDERD_ORDER=" + d.Order.String(),
 		"ORDERD_SENDER=" + strconv.FormatUint(uint64(d.Sender), 10),
 		"ORDERD_SEQ=" + strconv.FormatUint(d.Seq, 10),
 		"ORDERD_INDEX=" + strconv.FormatUint(d.Index, 10),
-		"ORDERD_MESSAGE=" + string(d.Message),
+		"ORDERD_MESSAGE=" + string(msg),
 		"ORDERD_RESULT=" + d.Result + d.Error,
 	}
 }
@@ -193,7 +198,7 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 				seq += " (this node)"
 			}
 		}
-		fmt.Fprintf(w, "Sequencer: %s; this node is %s, term %d\n", seq, s.Role, s.Term)
+		fmt.Fprintf(w, "Sequencer: %s; this node is %s, term %s\n", seq, s.Role, epoch.Format(s.Term))
 		fmt.Fprintf(w, "Log      : last %d, committed %d, applied %d, compacted up to %d, %d of this node's messages wait for a number\n",
 			s.Last, s.Commit, s.Applied, s.Base, s.Submits)
 	}

@@ -73,7 +73,7 @@ func TestRenderStatus(t *testing.T) {
 	if err := renderStatus(&b, raw, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Sequencer: 3; this node is member, term 3", "last 9, committed 8, applied 8",
+	for _, want := range []string{"Sequencer: 3; this node is member, term 0 by 3", "last 9, committed 8, applied 8",
 		"causal  3     1    member 1's causal message #2 (delivered 1)", "rejected_stale 2", "1       3                 0        4                2"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, b.String())

@@ -159,15 +159,12 @@ func renderBerkeley(w io.Writer, raw json.RawMessage, now time.Time) error {
 			master += " (this node)"
 		}
 	}
-	fmt.Fprintf(tw, "Berkeley\t: %s, master %s, term %d (round %d)\n", st.Role, master, st.Term, epoch.Round(st.Term))
-	if st.Synchronized {
-		fmt.Fprintf(tw, "Error bound\t: ±%s relative to the group's time, frequency %+.3f ppm\n", time.Duration(st.ErrorBoundNS), st.FrequencyPPM)
-	} else {
-		fmt.Fprintf(tw, "Error bound\t: unknown (no correction applied yet), frequency %+.3f ppm\n", st.FrequencyPPM)
-	}
+	fmt.Fprintf(tw, "Berkeley\t: %s, master %s, term %s\n", st.Role, master, epoch.Format(st.Term))
+	// The error bound is the Time line's.
+	fmt.Fprintf(tw, "Frequency\t: %+.3f ppm\n", st.FrequencyPPM)
 	if a := st.LastAdjust; a != nil {
-		fmt.Fprintf(tw, "Last correction\t: %s received %s ago (round %d of term %d), error ±%s\n",
-			app.FormatOffset(time.Duration(a.CorrectionNS)), ago(now, a.At), a.Round, a.Term, time.Duration(a.ErrorNS))
+		fmt.Fprintf(tw, "Last correction\t: %s received %s ago (round %d of term %s), accurate to %s then\n",
+			app.FormatOffset(time.Duration(a.CorrectionNS)), ago(now, a.At), a.Round, epoch.Format(a.Term), app.FormatBound(time.Duration(a.ErrorNS)))
 	}
 	fmt.Fprintf(tw, "Counters\t: %s\n", counterList(st.Counters))
 	r := st.LastRound
@@ -182,7 +179,7 @@ func renderBerkeley(w io.Writer, raw json.RawMessage, now time.Time) error {
 			how = "median (no majority agreed)"
 		}
 		fmt.Fprintf(tw, "Last round\t: %d, %s ago: %d clocks, %s, spread %s, rate pull %s\n",
-			r.Round, ago(now, r.At), r.Clocks, how, time.Duration(r.SpreadNS), app.FormatOffset(time.Duration(r.SteerNS)))
+			r.Round, ago(now, r.At), r.Clocks, how, app.FormatDuration(time.Duration(r.SpreadNS)), app.FormatOffset(time.Duration(r.SteerNS)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -194,7 +191,7 @@ func renderBerkeley(w io.Writer, raw json.RawMessage, now time.Time) error {
 	for _, m := range r.Members {
 		rtt, off, acked := "-", "-", "-"
 		if m.Answered {
-			rtt, off = time.Duration(m.RTTNS).String(), app.FormatOffset(time.Duration(m.OffsetNS))
+			rtt, off = app.FormatDuration(time.Duration(m.RTTNS)), app.FormatOffset(time.Duration(m.OffsetNS))
 			if r.Skipped == "" {
 				acked = "no"
 				if m.Acked {

@@ -101,6 +101,14 @@ func TestNewBerkeleyRestores(t *testing.T) {
 	}
 }
 
+// withSync fills st's summary in, as the composite's Status does.
+func withSync(st timedcore.Status) timedcore.Status {
+	st.Sync = timedcore.SyncOf(st)
+	return st
+}
+
+// TestRenderBerkeley: one error bound, on the Time line, in the one style
+// of every measured time; terms as "round by owner".
 func TestRenderBerkeley(t *testing.T) {
 	now := time.Date(2026, 11, 22, 9, 0, 10, 0, time.UTC)
 	term := uint64(2)<<32 | 8
@@ -121,19 +129,20 @@ func TestRenderBerkeley(t *testing.T) {
 		t.Fatal(err)
 	}
 	ss := srv.Report()
-	raw, _ := json.Marshal(timedcore.Status{Cluster: master, Server: &ss})
+	raw, _ := json.Marshal(withSync(timedcore.Status{Cluster: master, Server: &ss}))
 	var out bytes.Buffer
 	if err := renderCore(&out, raw, now); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"Berkeley    : master, master 8 (this node), term 8589934600 (round 2)",
-		"Error bound : ±12.345µs relative to the group's time, frequency -3.250 ppm",
-		"Counters    : readings 290, rounds 42",
-		"Last round  : 42, 400ms ago: 7 clocks, average of 4 of 6 agreeing, spread 23µs, rate pull -2ns",
+		"Time     : synchronised to the Berkeley group's time (master 8), error bound ±12.345us\n",
+		"Berkeley   : master, master 8 (this node), term 2 by 8\n",
+		"Frequency  : -3.250 ppm\n",
+		"Counters   : readings 290, rounds 42",
+		"Last round : 42, 400ms ago: 7 clocks, average of 4 of 6 agreeing, spread 23.000us, rate pull -2ns",
 		"8 (self)", "+1.500us",
 		"excluded: disagrees", "-1.998ms", "yes",
-		"95µs", "-4.000us", "+5.500us",
+		"95.000us", "-4.000us", "+5.500us",
 		"excluded: no reading",
 		"NTP server : stratum 16",
 	} {
@@ -144,15 +153,15 @@ func TestRenderBerkeley(t *testing.T) {
 
 	worker := berkeley.Status{Role: "worker", Master: 8, Term: term, Election: elect.Status{ID: 3, Role: elect.RoleFollower},
 		LastAdjust: &berkeley.AdjustReport{Term: term, Round: 41, CorrectionNS: -7_000, ErrorNS: 60_000, At: now.Add(-time.Second)}}
-	raw, _ = json.Marshal(timedcore.Status{Cluster: worker})
+	raw, _ = json.Marshal(withSync(timedcore.Status{Cluster: worker}))
 	out.Reset()
 	if err := renderCore(&out, raw, now); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"Berkeley        : worker, master 8, term",
-		"Error bound     : unknown (no correction applied yet)",
-		"Last correction : -7.000us received 1s ago (round 41 of term 8589934600), error ±60µs",
+		"Time     : unsynchronised: no Berkeley correction applied yet (master 8)\n",
+		"Berkeley        : worker, master 8, term 2 by 8\n",
+		"Last correction : -7.000us received 1s ago (round 41 of term 2 by 8), accurate to ±60.000us then",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("worker output lacks %q:\n%s", want, out.String())

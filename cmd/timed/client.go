@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -141,6 +142,13 @@ func renderClient(w io.Writer, raw json.RawMessage) error {
 		return fmt.Errorf("unexpected NTP client status: %w", err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	if !slices.ContainsFunc(st.Sources, func(s client.SourceStatus) bool { return s.Verdict != client.VerdictSelf }) {
+		fmt.Fprintln(tw, "NTP client\t: follows nothing: every source configured is this host")
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		return renderSources(w, st.Sources)
+	}
 	state := "unsynchronised"
 	if st.Synchronized {
 		state = "synchronised"
@@ -158,20 +166,33 @@ func renderClient(w io.Writer, raw json.RawMessage) error {
 	fmt.Fprintf(tw, "Offset\t: %s now, %s at the last update (%s); reference minus this clock: - means this clock is ahead\n",
 		app.FormatOffset(time.Duration(st.OffsetNS)), app.FormatOffset(time.Duration(st.LastOffsetNS)), app.Plural(uint64(st.Updates), "update"))
 	fmt.Fprintf(tw, "Frequency\t: %+.3f ppm (error %.3f ppm)\n", st.FrequencyPPM, st.FrequencyErrorPPM)
-	fmt.Fprintf(tw, "Error bound\t: ±%s [%s, %s]\n", time.Duration(st.ErrorBoundNS),
-		app.FormatOffset(time.Duration(st.BoundLowNS)), app.FormatOffset(time.Duration(st.BoundHighNS)))
+	if st.ErrorBoundNS > 0 || st.Updates > 0 {
+		// The bound itself is the Time line's; here its two sides.
+		fmt.Fprintf(tw, "Bounds\t: true time within [%s, %s] of this clock\n",
+			app.FormatOffset(time.Duration(st.BoundLowNS)), app.FormatOffset(time.Duration(st.BoundHighNS)))
+	}
 	fmt.Fprintf(tw, "Root\t: delay %s, dispersion %s, jitter %s\n",
 		fmtDur(time.Duration(st.RootDelayNS)), fmtDur(time.Duration(st.RootDispersionNS)), fmtDur(time.Duration(st.SystemJitterNS)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	return renderSources(w, st.Sources)
+}
+
+// renderSources prints the sources, like `chronyc sources`; a source that
+// is this host has no numbers to show.
+func renderSources(w io.Writer, sources []client.SourceStatus) error {
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "Source\tMode\tStratum\tReach\tPoll\tOffset (source - local)\tDelay\tDispersion\tJitter\tVerdict")
-	for _, s := range st.Sources {
+	for _, s := range sources {
 		verdict := s.Verdict
 		if s.Why != "" {
 			verdict += ": " + s.Why
+		}
+		if s.Verdict == client.VerdictSelf {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", s.Address, s.Mode, verdict)
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Address, s.Mode, s.Stratum, s.Reach, s.Poll,
 			app.FormatOffset(time.Duration(s.OffsetNS)), fmtDur(time.Duration(s.DelayNS)),

@@ -20,6 +20,7 @@ import (
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/pkg/timesync/server"
+	"github.com/synclab/synclab/pkg/timesync/timedcore"
 )
 
 // defaultCompareServers are queried when no --server is given. A user
@@ -78,8 +79,13 @@ type compareEntry struct {
 
 // localView is the local daemon's own view of its clock.
 type localView struct {
-	Control      string  `json:"control"`
-	Clock        string  `json:"clock"`
+	Control string `json:"control"`
+	Clock   string `json:"clock"`
+	// Sync is timed's own view (`timed status`'s Time line): the one
+	// error bound.
+	Sync timedcore.Sync `json:"sync"`
+	// Synchronized, EstErrorNs and MaxErrorNs are the kernel's (kept for
+	// scripts; the bound to read is Sync's).
 	Synchronized bool    `json:"synchronized"`
 	EstErrorNs   int64   `json:"est_error_ns"`
 	MaxErrorNs   int64   `json:"max_error_ns"`
@@ -230,6 +236,7 @@ func localDaemonView(c *cli.Context) (*localView, string) {
 	v := &localView{
 		Control:      c.String("control"),
 		Clock:        st.Clock.Kind,
+		Sync:         st.Node.Core.Sync,
 		Synchronized: st.Clock.Synchronized,
 		EstErrorNs:   st.Clock.EstErrorNs,
 		MaxErrorNs:   st.Clock.MaxErrorNs,
@@ -247,14 +254,7 @@ func printCompare(w io.Writer, r compareResult) {
 		fmt.Fprintf(w, "Local daemon: %s\n", r.LocalError)
 	} else {
 		l := r.Local
-		sync := "unsynchronised"
-		if l.Synchronized {
-			sync = "synchronised"
-		}
-		parts := []string{l.Clock + " clock", sync, fmt.Sprintf("frequency %+.3f ppm", l.FrequencyPPM)}
-		if l.MaxErrorNs > 0 {
-			parts = append(parts, "est error "+fmtDur(time.Duration(l.EstErrorNs)), "max error "+fmtDur(time.Duration(l.MaxErrorNs)))
-		}
+		parts := []string{l.Clock + " clock", syncLine(l.Sync), fmt.Sprintf("frequency %+.3f ppm", l.FrequencyPPM)}
 		if l.TrueOffsetNs != nil {
 			parts = append(parts, "true offset "+app.FormatOffset(time.Duration(*l.TrueOffsetNs)))
 		}

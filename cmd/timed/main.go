@@ -10,6 +10,7 @@
 //	timed status [--json]
 //	timed query HOST[:PORT] [--proto ntp|cristian] [-n N] [--timeout D] [--source ADDR] [--json] [--key-file PATH --key-id N]
 //	timed compare [--server S ...] [--timeout D] [--source ADDR] [--json]
+//	timed waitsync [--max-error D] [--timeout D]
 //
 // Keeping time over NTP (--server, --peer, --serve, --mode cristian) needs
 // no cluster: without --id and --members timed opens no cluster socket at
@@ -74,8 +75,12 @@ func newApp() *cli.App {
 			&cli.BoolFlag{Name: "no-adjust", EnvVars: app.Env(name, "no-adjust"), Usage: "measure and report only; never correct the clock"},
 		}, slices.Concat(serveFlags(), clientFlags(), berkeleyFlags())...),
 		Build:      build,
-		Commands:   []*cli.Command{queryCommand(), compareCommand()},
+		Commands:   []*cli.Command{queryCommand(), compareCommand(), waitsyncCommand()},
 		RenderCore: renderCore,
+		OwnsClock:  true,
+		StatusExit: statusExit,
+		// The exit code a script tests.
+		StatusUsage: " (exit 0 synchronised or the lab's reference, 3 not synchronised, 1 no answer; --json: 0 with any answer)",
 		// Keeping time over NTP (client, server, symmetric peer,
 		// Cristian) needs no cluster; Berkeley does.
 		ClusterOptional: true,
@@ -91,6 +96,10 @@ func newApp() *cli.App {
 			"run":     {{Code: "1", Meaning: "also: told to follow a server without CAP_SYS_TIME (run it as root, or add --no-adjust, or --clock sim)"}},
 			"query":   {{Code: "1", Meaning: "no valid answer from the server; the message says why (port unreachable, a kiss-o'-death, no answer in time)"}},
 			"compare": {{Code: "1", Meaning: "no server answered validly"}},
+			"status":  {{Code: "3", Meaning: "the daemon answered, and its clock is not synchronised (0: synchronised, or it is the lab's reference); with --json the exit is 0 whenever the document is printed"}},
+			"waitsync": {
+				{Code: "1", Meaning: "--timeout passed before the clock was synchronised within --max-error, or the configuration can never synchronise (--no-adjust, nothing to follow)"},
+			},
 		},
 	})
 }
@@ -113,6 +122,14 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	bk, err := berkeleyConfig(c, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cc != nil {
+		if serve != nil {
+			cc.LocalStratum = serve.cfg.LocalStratum // markSelf's advice; coreFactory sets it too
+		}
+		if err := markSelf(cfg, serve, cc, cfg.Logger); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Standalone() && serve == nil && cc == nil {
 		return nil, app.Usagef("nothing to do: give --server HOST or --peer HOST to follow, --serve ADDR to serve NTP, or --id and --members for a cluster (--mode berkeley)")
@@ -142,7 +159,9 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	case "system":
 		// A follower that may not correct the clock would report itself
 		// synchronised while the clock drifts on: refuse, as chronyd does.
-		if (cc != nil || bk != nil) && !c.Bool("no-adjust") && !mayCorrectClock() {
+		// (A client whose only sources are this host follows nothing.)
+		follows := cc != nil && len(cc.Servers)+len(cc.Peers)+len(cc.CristianServers) > 0
+		if (follows || bk != nil) && !c.Bool("no-adjust") && !mayCorrectClock() {
 			return nil, fmt.Errorf("correcting this machine's clock needs CAP_SYS_TIME, which this process lacks: run it as root (timed.service grants it), or add --no-adjust to measure only, or --clock sim for an experiment")
 		}
 		clk, err := clock.NewSystem(clock.SystemOptions{ReadOnly: c.Bool("no-adjust")})

@@ -308,7 +308,9 @@ func TestNoClusterFlags(t *testing.T) {
 		{[]string{"--mode", "cristian", "--server", "127.0.0.1"}, "0.0.0.0:0"},
 		// A symmetric peer's packets come to the port it polls from,
 		// so it is fixed: 123, as the peer at the other end expects.
-		{[]string{"--peer", "127.0.0.1"}, "0.0.0.0:123"},
+		// (192.0.2.1, TEST-NET-1: a peer on any of this machine's
+		// addresses would be this timed itself, and is not polled.)
+		{[]string{"--peer", "192.0.2.1"}, "0.0.0.0:123"},
 		{[]string{"--peer", "127.0.0.1", "--serve", "127.0.0.1:1123"}, "127.0.0.1:1123"},
 		{[]string{"--id", "2", "--members", "2=127.0.0.2:7300", "--peer", "127.0.0.1"}, "127.0.0.2:123"},
 		{[]string{"--id", "2", "--members", "2=127.0.0.2:7300", "--server", "127.0.0.1"}, "127.0.0.2:0"},

@@ -141,23 +141,8 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 		serve.cfg.Cristian = server.CristianConfig{ID: frameID, Cluster: wire.ClusterID(cluster), Keys: cfg.Keys}
 	}
 	if cc != nil && serve == nil {
-		// A client needs a socket even without --serve: on this host's
-		// own address when it is a member, so servers see (and
-		// rate-limit) each host by its address even when hosts share an
-		// interface; else on every address.
 		cfg.Datagrams = true
-		self := netip.IPv4Unspecified()
-		if !standalone && !cfg.Members[cfg.ID].Addr().IsUnspecified() {
-			self = cfg.Members[cfg.ID].Addr()
-		}
-		// A client's port is any; a symmetric peer's is fixed: its
-		// peer's packets come to the port it polls from, and a peer is
-		// configured with ours (RFC 5905: port 123 at both ends).
-		port := uint16(0)
-		if len(cc.Peers) > 0 {
-			port = ntpPort
-		}
-		cfg.DatagramAddr = netip.AddrPortFrom(self, port)
+		cfg.DatagramAddr = ntpAddr(cfg, serve, cc)
 	}
 	if cc != nil {
 		cc.TickInterval = cfg.TickInterval
@@ -218,6 +203,28 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 	}
 }
 
+// ntpAddr is where timed's NTP socket listens: --serve's address; else, a
+// client needing a socket all the same, this host's own address when it is
+// a member, so servers see (and rate-limit) each host by its address even
+// when hosts share an interface, or every address.
+func ntpAddr(cfg *daemon.Config, serve *serveSettings, cc *client.Config) netip.AddrPort {
+	if serve != nil {
+		return serve.addr
+	}
+	self := netip.IPv4Unspecified()
+	if !cfg.Standalone() && !cfg.Members[cfg.ID].Addr().IsUnspecified() {
+		self = cfg.Members[cfg.ID].Addr()
+	}
+	// A client's port is any; a symmetric peer's is fixed: its peer's
+	// packets come to the port it polls from, and a peer is configured
+	// with ours (RFC 5905: port 123 at both ends).
+	port := uint16(0)
+	if cc != nil && len(cc.Peers) > 0 {
+		port = ntpPort
+	}
+	return netip.AddrPortFrom(self, port)
+}
+
 // standaloneFrameID is the sender ID of Cristian's frames from a timed
 // outside any cluster: frames need one (0 is not a member ID), and the
 // other end only echoes it.
@@ -250,6 +257,7 @@ func measurePrecision(now func() time.Time) int8 {
 // coreView is timedcore.Status with the cluster part left raw for the
 // liveness renderer.
 type coreView struct {
+	Sync    timedcore.Sync  `json:"sync"`
 	Cluster json.RawMessage `json:"cluster"`
 	Server  *server.Status  `json:"server"`
 	Client  json.RawMessage `json:"client"`
@@ -263,12 +271,17 @@ func renderCore(w io.Writer, raw []byte, now time.Time) error {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return fmt.Errorf("unexpected timed status: %w", err)
 	}
+	if err := renderSync(w, v.Sync); err != nil {
+		return err
+	}
 	switch {
 	case isBerkeley(v.Cluster):
+		fmt.Fprintln(w)
 		if err := renderBerkeley(w, v.Cluster, now); err != nil {
 			return err
 		}
 	case len(v.Cluster) > 0:
+		fmt.Fprintln(w)
 		if err := app.RenderLiveness(w, v.Cluster, now); err != nil {
 			return err
 		}
@@ -337,6 +350,6 @@ func precisionString(exp int8) string {
 	return time.Duration(math.Round(math.Ldexp(float64(time.Second), int(exp)))).String()
 }
 
-// fmtDur prints an unsigned duration in milliseconds with microsecond
-// digits, the way chronyc does.
-func fmtDur(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/1e6) }
+// fmtDur prints an unsigned duration in the one style of every measured
+// time (app.FormatDuration).
+func fmtDur(d time.Duration) string { return app.FormatDuration(d) }

@@ -43,6 +43,17 @@ type Spec struct {
 	// it as indented JSON. now is the daemon clock's reading at the time of
 	// the status (cores report times on that clock).
 	RenderCore func(w io.Writer, core []byte, now time.Time) error
+	// OwnsClock says the daemon disciplines the clock and prints its own
+	// synchronisation state (timed): the status's Clock line then leaves
+	// the kernel's out.
+	OwnsClock bool
+	// StatusExit, when set, decides `status`'s exit code from the core's
+	// status once it is printed for people (timed: 0 synchronised, 3
+	// not); `status --json` exits 0 whenever it has a document to print.
+	StatusExit func(core []byte) error
+	// StatusUsage is appended to `status`'s one-line usage (what its exit
+	// code says, when StatusExit decides it).
+	StatusUsage string
 	// ClusterOptional lets `run` go without --id and --members (both left
 	// out): Build then gets a Config with ID 0 and no Members, and decides
 	// whether its flags need a cluster (timed keeps time over NTP alone).
@@ -82,13 +93,13 @@ func New(spec Spec) *cli.App {
 		Name:                 spec.Name,
 		Usage:                spec.Usage,
 		Description:          spec.Description,
-		Version:              versionText(),
+		Version:              Version,
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
 		Commands: slices.Concat(
 			[]*cli.Command{runCommand(spec), statusCommand(spec)},
 			spec.Commands,
-			[]*cli.Command{keygenCommand(spec.Name), traceCommand(spec.Name), manCommand(spec.Name), completionCommand(spec.Name)},
+			[]*cli.Command{keygenCommand(spec.Name), traceCommand(spec.Name), manCommand(spec.Name), completionCommand(spec.Name), versionCommand(spec.Name)},
 		),
 		OnUsageError: onUsageError,
 		// Main decides exit codes; urfave must not exit on its own.
@@ -102,6 +113,8 @@ func New(spec Spec) *cli.App {
 		setUsageError(cmd)
 	}
 	a.Metadata = map[string]any{manualKey: manual{examples: spec.Examples, exits: spec.Exits}}
+	// --version says what `version` says.
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, Build(c.App.Name)) }
 	return a
 }
 
@@ -230,9 +243,11 @@ func clusterFlagsOptional(flags []cli.Flag, optional bool) []cli.Flag {
 
 func runCommand(spec Spec) *cli.Command {
 	return &cli.Command{
-		Name:   "run",
-		Usage:  "run the " + spec.Name + " daemon",
-		Flags:  append(clusterFlagsOptional(commonRunFlags(spec.Name), spec.ClusterOptional), spec.RunFlags...),
+		Name:  "run",
+		Usage: "run the " + spec.Name + " daemon",
+		Flags: slices.Concat(clusterFlagsOptional(commonRunFlags(spec.Name), spec.ClusterOptional), labFlags(spec.Name), spec.RunFlags,
+			// No variable: a unit's environment must not make it a check.
+			[]cli.Flag{&cli.BoolFlag{Name: "check", Usage: "check the configuration (flags, variables, the lab file), print what the daemon would run with, and exit without starting it: 0 if it would start"}}),
 		Action: func(c *cli.Context) error { return explainFailure(spec.Name, run(c, spec)) },
 	}
 }
@@ -241,19 +256,34 @@ func run(c *cli.Context, spec Spec) error {
 	if c.NArg() > 0 {
 		return Usagef("run takes no arguments (got %q)", c.Args().Slice())
 	}
+	// The lab file first: it may set the log's level and format too.
+	lab, err := applyLab(c, spec)
+	if err != nil {
+		return err
+	}
 	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"), c.String("log-format"))
 	if err != nil {
-		return err
+		return lab.explain(err)
 	}
-	cfg, err := commonConfig(c, spec)
+	cfg, err := commonConfig(c, spec, lab)
 	if err != nil {
-		return err
+		return lab.explain(err)
 	}
 	cfg.Logger = logger
-	cfg.Version = Version
+	cfg.Version, cfg.Commit = Version, commit()
+	cfg.ConfigSource = lab.source()
+	if lab != nil {
+		logger.Info("configuration from the lab file (flags and environment variables override it)", "source", cfg.ConfigSource)
+		if lab.warn != "" {
+			logger.Warn(lab.warn)
+		}
+	}
 	newCore, err := spec.Build(c, &cfg)
 	if err != nil {
-		return err
+		return lab.explain(err)
+	}
+	if c.Bool("check") {
+		return printCheck(c, cfg, lab)
 	}
 	d, err := daemon.New(cfg, newCore)
 	if err != nil {
@@ -269,7 +299,7 @@ func run(c *cli.Context, spec Spec) error {
 	return d.Run(ctx)
 }
 
-func commonConfig(c *cli.Context, spec Spec) (daemon.Config, error) {
+func commonConfig(c *cli.Context, spec Spec, lab *labUse) (daemon.Config, error) {
 	name := spec.Name
 	cfg := daemon.Config{
 		Name:         name,
@@ -304,6 +334,9 @@ func commonConfig(c *cli.Context, spec Spec) (daemon.Config, error) {
 		return noCluster(c, cfg)
 	}
 	if len(missing) > 0 {
+		if lab == nil {
+			return cfg, Usagef("%s required (or %s, or a lab file: --lab-file, default %s)", strings.Join(missing, " and "), strings.Join(envsOf(name, missing), " and "), DefaultLabFile)
+		}
 		return cfg, Usagef("%s required (or %s)", strings.Join(missing, " and "), strings.Join(envsOf(name, missing), " and "))
 	}
 	id := c.Uint("id")

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -86,7 +87,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"testd", "--version"}, 0, ""},
 		{[]string{"testd", "run", "--bogus"}, 2, "unknown flag --bogus"},
-		{[]string{"testd", "run"}, 2, "--id and --members required (or TESTD_ID and TESTD_MEMBERS)"},
+		{[]string{"testd", "run"}, 2, "--id and --members required (or TESTD_ID and TESTD_MEMBERS, or a lab file: --lab-file, default /etc/synclab/lab.toml)"},
 		{[]string{"testd", "run", "--id", "3", "--members", "1=127.0.0.1:7000"}, 2, "--id 3 is not in --members"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=nonsense"}, 2, "--members"},
 		{[]string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000", "--multicast", "239.1.1.1:7"}, 2, "--multicast needs --interface"},
@@ -269,15 +270,43 @@ func TestExplainUsage(t *testing.T) {
 }
 
 // TestClockLine: mutexd's steady clock is not "unsynchronised" (nothing is
-// meant to synchronise it); a system clock says what the kernel says.
+// meant to synchronise it); a system clock says what the kernel says, its
+// bound in the one style of every bound, and nothing of it where the
+// daemon keeps the time itself (timed prints its own bound, once).
 func TestClockLine(t *testing.T) {
-	steady := clockLine(daemon.Status{Clock: daemon.ClockStatus{Kind: "steady"}})
+	steady := clockLine(daemon.Status{Clock: daemon.ClockStatus{Kind: "steady"}}, false)
 	if strings.Contains(steady, "unsynchronised") || !strings.Contains(steady, "nothing adjusts") {
 		t.Errorf("steady clock: %q", steady)
 	}
-	system := clockLine(daemon.Status{Clock: daemon.ClockStatus{Kind: "system", MaxErrorNs: int64(16 * time.Second)}})
-	if system != "system, unsynchronised, frequency +0.000 ppm, max error 16s" {
-		t.Errorf("system clock: %q", system)
+	for _, tc := range []struct {
+		clock     daemon.ClockStatus
+		ownsClock bool
+		want      string
+	}{
+		{daemon.ClockStatus{Kind: "system", MaxErrorNs: int64(16 * time.Second)}, false, "system, unsynchronised, frequency +0.000 ppm"},
+		{daemon.ClockStatus{Kind: "system", Synchronized: true, MaxErrorNs: 1008716, FrequencyPPM: 1.5}, false,
+			"system, synchronised, error bound ±1.009ms (the kernel's), frequency +1.500 ppm"},
+		{daemon.ClockStatus{Kind: "sim", Synchronized: true, MaxErrorNs: 1008716}, true, "sim, frequency +0.000 ppm, synchronisation: see Time below"},
+	} {
+		if got := clockLine(daemon.Status{Clock: tc.clock}, tc.ownsClock); got != tc.want {
+			t.Errorf("clock %+v (owned %v): %q, want %q", tc.clock, tc.ownsClock, got, tc.want)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                        "0ns",
+		688770 * time.Nanosecond: "688.770us",
+		1008716:                  "1.009ms",
+		2500 * time.Millisecond:  "2.500000s",
+	} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	if got := FormatBound(688770); got != "±688.770us" {
+		t.Errorf("FormatBound = %q", got)
 	}
 }
 
@@ -328,5 +357,33 @@ func TestJournalPriorities(t *testing.T) {
 	log, _ = newLogger(f, "info", "text")
 	if _, ok := log.Handler().(*priorityHandler); ok {
 		t.Fatal("another stream taken for the journal")
+	}
+}
+
+// TestVersion: `X version` (and --version) name the daemon, its version
+// and the commit it was built from; --json has the same fields.
+func TestVersion(t *testing.T) {
+	defer func(c string) { Commit = c }(Commit)
+	Commit = "1a2b3c4d5e6f"
+	for _, args := range [][]string{{"testd", "version"}, {"testd", "--version"}} {
+		var out, stderr bytes.Buffer
+		a := testApp()
+		a.Writer, a.ErrWriter = &out, &stderr
+		if code := Run(a, args, &stderr); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr.String())
+		}
+		if want := "testd " + Version + " (commit 1a2b3c4d5e6f, go"; !strings.HasPrefix(out.String(), want) {
+			t.Errorf("%q printed %q, want it to start with %q", args, out.String(), want)
+		}
+	}
+	var out bytes.Buffer
+	a := testApp()
+	a.Writer = &out
+	if code := Run(a, []string{"testd", "version", "--json"}, &out); code != 0 {
+		t.Fatalf("version --json: exit %d", code)
+	}
+	var b BuildInfo
+	if err := json.Unmarshal(out.Bytes(), &b); err != nil || b.Daemon != "testd" || b.Version != Version || b.Commit != "1a2b3c4d5e6f" {
+		t.Errorf("version --json: %s (%v)", out.String(), err)
 	}
 }

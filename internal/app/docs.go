@@ -115,6 +115,12 @@ func WriteMan(w io.Writer, a *cli.App) error {
 .I /etc/default/%[1]s
 the environment file of \fB%[1]s.service\fR (systemd): one \fBVARIABLE=value\fR a line, as in ENVIRONMENT.
 .TP
+.I /etc/synclab/lab.toml
+the lab file (\fB\-\-lab\-file\fR): the lab's hosts with their IDs and addresses, each daemon's port and settings, the same file on every machine.
+.TP
+.I /etc/default/synclab
+the environment file every synclab unit reads before its own: what one machine says to all four daemons (\fBSYNCLAB_LAB_HOST\fR).
+.TP
 .I /lib/systemd/system/%[1]s.service
 the hardened systemd unit that runs \fB%[1]s run\fR (from the Debian package; \fBscripts/install.sh\fR puts it in \fI/etc/systemd/system\fR).
 .TP
@@ -231,7 +237,7 @@ func writeManFlag(b *strings.Builder, f cli.DocGenerationFlag) {
 		b.WriteString(` Default: \fB` + roff(def) + `\fR.`)
 	}
 	if env := f.GetEnvVars(); len(env) > 0 {
-		b.WriteString(` Environment: \fB` + roff(strings.Join(env, ", ")) + `\fR.`)
+		b.WriteString(" Environment: " + manEnv(env) + ".")
 	}
 	b.WriteString("\n")
 }
@@ -241,6 +247,16 @@ func writeManFlag(b *strings.Builder, f cli.DocGenerationFlag) {
 func repeatable(f cli.Flag, usage string) bool {
 	sf, ok := f.(cli.DocGenerationSliceFlag)
 	return ok && sf.IsSliceFlag() && !strings.Contains(strings.ToLower(usage), "repeat")
+}
+
+// manEnv lists a flag's variables: \fBA\fR, or \fBB\fR (the first
+// wins).
+func manEnv(env []string) string {
+	var parts []string
+	for _, v := range env {
+		parts = append(parts, `\fB`+roff(v)+`\fR`)
+	}
+	return strings.Join(parts, ", or ")
 }
 
 // unquoteUsage splits a usage string at its `PLACEHOLDER`, the way

@@ -3,57 +3,11 @@ package app
 import (
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 )
-
-// Commit is the source commit the binary was built from, set at link time
-// with -ldflags "-X github.com/synclab/synclab/internal/app.Commit=..."
-// (scripts/package.sh does). Left empty, the commit Go recorded in the
-// binary is used, when it recorded one (a build in a git checkout without
-// -buildvcs=false).
-var Commit = ""
-
-// commit returns the binary's commit, or "" when nobody recorded it.
-func commit() string {
-	if Commit != "" {
-		return Commit
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if rev == "" {
-		return ""
-	}
-	return rev + dirty
-}
-
-// versionText is what --version prints after the program's name: the
-// release, the commit when known, and the Go release and platform it was
-// built with (what a bug report needs).
-func versionText() string {
-	v := Version
-	if c := commit(); c != "" {
-		v += " (commit " + c + ")"
-	}
-	return v + ", " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
-}
 
 // Example is one entry of a manual page's EXAMPLES: a command line and
 // what it does. The command must be one of the binary's own (a test

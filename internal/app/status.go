@@ -40,7 +40,7 @@ func Client(c *cli.Context) *ctl.Client {
 func statusCommand(spec Spec) *cli.Command {
 	return &cli.Command{
 		Name:  "status",
-		Usage: "show the running daemon's view",
+		Usage: "show the running daemon's view" + spec.StatusUsage,
 		Flags: []cli.Flag{ControlFlag(spec.Name), JSONFlag},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -53,9 +53,19 @@ func statusCommand(spec Spec) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
+				// The document says it all; a script reading it
+				// wants exit 0 whenever there is one.
 				return PrintJSON(c.App.Writer, raw)
 			}
-			return renderStatus(c.App.Writer, raw, spec.RenderCore)
+			err := renderStatus(c.App.Writer, raw, spec.RenderCore, spec.OwnsClock)
+			if err != nil || spec.StatusExit == nil {
+				return err
+			}
+			var st statusView
+			if err := json.Unmarshal(raw, &st); err != nil {
+				return fmt.Errorf("unexpected status from the daemon: %w", err)
+			}
+			return spec.StatusExit(st.Node.Core)
 		},
 	}
 }
@@ -81,18 +91,22 @@ type statusView struct {
 	} `json:"node"`
 }
 
-func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, time.Time) error) error {
+func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, time.Time) error, ownsClock bool) error {
 	var st statusView
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return fmt.Errorf("unexpected status from the daemon: %w", err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	standalone := len(st.Members) == 0
+	build := st.Version
+	if st.Commit != "" {
+		build += " (commit " + st.Commit + ")"
+	}
 	if standalone {
-		fmt.Fprintf(tw, "Daemon\t: %s %s, no cluster, incarnation %d\n", st.Daemon, st.Version, st.Node.Incarnation)
+		fmt.Fprintf(tw, "Daemon\t: %s %s, no cluster, incarnation %d\n", st.Daemon, build, st.Node.Incarnation)
 	} else {
 		fmt.Fprintf(tw, "Daemon\t: %s %s, node %d of %d, cluster %q, incarnation %d\n",
-			st.Daemon, st.Version, st.ID, len(st.Members), st.Cluster, st.Node.Incarnation)
+			st.Daemon, build, st.ID, len(st.Members), st.Cluster, st.Node.Incarnation)
 	}
 	addr := st.Address
 	if standalone && st.Datagram != nil {
@@ -109,8 +123,11 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		auth = "OFF (--insecure: any host on the LAN can forge and replay this cluster's frames)"
 	}
 	fmt.Fprintf(tw, "Address\t: %s, authentication %s\n", addr, auth)
+	if st.ConfigSource != "" {
+		fmt.Fprintf(tw, "Config\t: %s\n", st.ConfigSource)
+	}
 	fmt.Fprintf(tw, "Uptime\t: %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
-	fmt.Fprintf(tw, "Clock\t: %s\n", clockLine(st.Status))
+	fmt.Fprintf(tw, "Clock\t: %s\n", clockLine(st.Status, ownsClock))
 	if !standalone {
 		fmt.Fprintf(tw, "Frames\t: in %d, out %d, dropped %s\n",
 			sum(st.Node.FramesIn), sum(st.Node.FramesOut), reasons(st.Node.Dropped))
@@ -187,7 +204,13 @@ func idsText(ids []uint32) string {
 	return "members " + strings.Join(s, ", ")
 }
 
-func clockLine(st daemon.Status) string {
+// clockLine describes the clock the daemon runs on. ownsClock (timed)
+// leaves the synchronisation out: timed prints its own, with the one error
+// bound it keeps, below; the kernel's maximum error (what timed last set,
+// then widened by the kernel at 500 ppm) would be a second, looser number.
+// Other daemons have only the kernel's word, shown as an error bound in the
+// same style.
+func clockLine(st daemon.Status, ownsClock bool) string {
 	c := st.Clock
 	parts := []string{c.Kind}
 	if st.TrueOffsetNs != nil {
@@ -200,34 +223,54 @@ func clockLine(st daemon.Status) string {
 		// Not "unsynchronised": nobody is meant to synchronise it.
 		return "steady: the oscillator, which nothing adjusts (leases and timeouts run on it, not on the system clock)"
 	}
-	sync := "unsynchronised"
-	if c.Synchronized {
-		sync = "synchronised"
+	switch {
+	case ownsClock:
+	case c.Synchronized && c.MaxErrorNs > 0:
+		parts = append(parts, "synchronised, error bound "+FormatBound(time.Duration(c.MaxErrorNs))+" (the kernel's)")
+	case c.Synchronized:
+		parts = append(parts, "synchronised")
+	default:
+		parts = append(parts, "unsynchronised")
 	}
-	parts = append(parts, sync, fmt.Sprintf("frequency %+.3f ppm", c.FrequencyPPM))
-	if c.MaxErrorNs > 0 {
-		parts = append(parts, "max error "+time.Duration(c.MaxErrorNs).String())
+	parts = append(parts, fmt.Sprintf("frequency %+.3f ppm", c.FrequencyPPM))
+	if ownsClock {
+		parts = append(parts, "synchronisation: see Time below")
 	}
 	return strings.Join(parts, ", ")
 }
 
 // FormatOffset prints a signed duration with a unit a human reads at a
-// glance: +12.345ms, -87us.
+// glance: +12.345ms, -87.000us. Every measured time synclab prints for
+// people (offsets, delays, error bounds) has this one style, unsigned
+// through FormatDuration and as a bound through FormatBound.
 func FormatOffset(d time.Duration) string {
 	sign := "+"
 	if d < 0 {
 		sign, d = "-", -d
 	}
+	return sign + FormatDuration(d)
+}
+
+// FormatDuration prints an unsigned measured duration in FormatOffset's
+// style: 1.009ms, 688.770us, 2.500000s, 12ns (ASCII "us", never "µs").
+func FormatDuration(d time.Duration) string {
+	neg := ""
+	if d < 0 {
+		neg, d = "-", -d
+	}
 	switch {
 	case d >= time.Second:
-		return fmt.Sprintf("%s%.6fs", sign, d.Seconds())
+		return fmt.Sprintf("%s%.6fs", neg, d.Seconds())
 	case d >= time.Millisecond:
-		return fmt.Sprintf("%s%.3fms", sign, float64(d)/1e6)
+		return fmt.Sprintf("%s%.3fms", neg, float64(d)/1e6)
 	case d >= time.Microsecond:
-		return fmt.Sprintf("%s%.3fus", sign, float64(d)/1e3)
+		return fmt.Sprintf("%s%.3fus", neg, float64(d)/1e3)
 	}
-	return fmt.Sprintf("%s%dns", sign, d.Nanoseconds())
+	return fmt.Sprintf("%s%dns", neg, d.Nanoseconds())
 }
+
+// FormatBound prints an error bound: ±688.770us.
+func FormatBound(d time.Duration) string { return "±" + FormatDuration(d) }
 
 func sum(m map[string]uint64) uint64 {
 	var t uint64

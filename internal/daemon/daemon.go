@@ -30,6 +30,13 @@ type Config struct {
 	Name string
 	// Version is reported by status.
 	Version string
+	// Commit is the source revision of the build, reported by status and
+	// the synclab_build_info metric.
+	Commit string
+	// ConfigSource says where the configuration came from beyond flags
+	// and environment ("lab file /etc/synclab/lab.toml, host 2 (address
+	// 10.0.0.2 on eth0)"), for status; "" for none.
+	ConfigSource string
 	// ID is this node's member ID (> 0). Required, unless the daemon runs
 	// outside any cluster (see Standalone).
 	ID uint32

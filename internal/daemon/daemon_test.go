@@ -443,7 +443,7 @@ func TestHookTimeoutKillsAndContinues(t *testing.T) {
 		t.Errorf("stop took %v: the hanging hook was not killed at its timeout", el)
 	}
 	b, _ := os.ReadFile(out)
-	if string(b) != "3/9/b/leader\n" {
+	if string(b) != "3/0 by 9/b/leader\n" { // the term, for people: round 0 by member 9
 		t.Errorf("output %q, want only the second hook's", b)
 	}
 	if st := h.stats(); st["ran"] != 2 || st["failed"] != 1 {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
 )
 
 // EventRecord is an event as watchers see it.
@@ -74,7 +77,7 @@ func (d *Daemon) emit(e core.Event) {
 	if d.cfg.EventLevel != nil {
 		level = d.cfg.EventLevel(e)
 	}
-	d.log.Log(context.Background(), level, msg, append([]any{"event", e.Name}, e.Args...)...)
+	d.log.Log(context.Background(), level, msg, append([]any{"event", e.Name}, logArgs(e.Args)...)...)
 
 	rec := EventRecord{Time: time.Now(), Name: e.Name, Msg: e.Msg, Attrs: attrs(e.Args)}
 	d.subMu.Lock()
@@ -100,6 +103,47 @@ func (d *Daemon) emit(e core.Event) {
 	}
 	for _, cmd := range cmds {
 		d.hooks.enqueue(e, cmd, env)
+	}
+}
+
+// logArgs is args as the log shows them: a "term" (by synclab's
+// convention an owned epoch, pkg/epoch: every core's terms are) becomes an
+// epoch.Term, which the text log prints "3 by 2" and the JSON log as the
+// raw number.
+func logArgs(args []any) []any {
+	var out []any
+	for i := 0; i+1 < len(args); i += 2 {
+		if t, ok := termArg(args[i], args[i+1]); ok {
+			if out == nil {
+				out = slices.Clone(args)
+			}
+			out[i+1] = epoch.Term(t)
+		}
+	}
+	if out == nil {
+		return args
+	}
+	return out
+}
+
+// termArg says whether key and value are a term.
+func termArg(key, v any) (uint64, bool) {
+	if k, _ := key.(string); k != "term" {
+		return 0, false
+	}
+	t, ok := v.(uint64)
+	return t, ok
+}
+
+// TermEnv is a term in a hook's environment: NAME="3 by 2" to read,
+// NAME_ROUND and NAME_OWNER, and NAME_RAW, the 64-bit number, which
+// compares as terms do (a fencing token, a "newer than" test).
+func TermEnv(name string, term uint64) []string {
+	return []string{
+		name + "=" + epoch.Format(term),
+		name + "_ROUND=" + strconv.FormatUint(uint64(epoch.Round(term)), 10),
+		name + "_OWNER=" + strconv.FormatUint(uint64(epoch.Owner(term)), 10),
+		name + "_RAW=" + strconv.FormatUint(term, 10),
 	}
 }
 

@@ -120,7 +120,7 @@ func (h *hookRunner) stats() map[string]uint64 {
 
 // hookEnv turns an event into environment variables: PREFIX_EVENT, PREFIX_ID
 // and PREFIX_<KEY> for every key/value pair of the event's Args
-// (e.g. "leader", 3 becomes ELECTD_LEADER=3).
+// (e.g. "leader", 3 becomes ELECTD_LEADER=3); a term is four (TermEnv).
 func hookEnv(prefix string, id uint32, e core.Event) []string {
 	env := []string{
 		prefix + "_EVENT=" + e.Name,
@@ -129,6 +129,10 @@ func hookEnv(prefix string, id uint32, e core.Event) []string {
 	for i := 0; i+1 < len(e.Args); i += 2 {
 		key, ok := e.Args[i].(string)
 		if !ok {
+			continue
+		}
+		if t, ok := termArg(key, e.Args[i+1]); ok {
+			env = append(env, TermEnv(prefix+"_"+envName(key), t)...)
 			continue
 		}
 		env = append(env, prefix+"_"+envName(key)+"="+fmt.Sprint(e.Args[i+1]))

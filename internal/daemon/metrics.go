@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +94,9 @@ func (d *Daemon) Metrics(ctx context.Context) (Metrics, error) {
 // commonMetrics describes what every daemon has. Names follow the
 // Prometheus conventions: base units (seconds), _total for counters.
 func commonMetrics(m *core.MetricSet, st Status) {
+	m.Gauge("synclab_build_info", "Always 1; the labels say which build runs.", 1,
+		core.Label{Name: "version", Value: st.Version},
+		core.Label{Name: "commit", Value: st.Commit}, core.Label{Name: "goversion", Value: runtime.Version()})
 	m.Gauge("synclab_uptime_seconds", "Seconds since the daemon started.", st.UptimeSeconds)
 	m.Gauge("synclab_incarnation", "This run's incarnation number.", float64(st.Node.Incarnation))
 	m.Gauge("synclab_authenticated", "1 if frames are authenticated with a key, 0 if not (--insecure, or alone).", b2f(st.Auth))

@@ -116,6 +116,7 @@ func TestMetricsEndpointServesCoreMetrics(t *testing.T) {
 		cfg := testConfig(t, net, dir, id, n)
 		factory := livenessFactory(id, n)
 		if id == 1 {
+			cfg.Version, cfg.Commit = "9.9.9", "c0ffee"
 			cfg.MetricsAddr = freeAddr(t)
 			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			live := factory
@@ -146,6 +147,7 @@ func TestMetricsEndpointServesCoreMetrics(t *testing.T) {
 		`synclab_liveness_member_alive{daemon="testd",member="2"} 1` + "\n",
 		`synclab_frames_received_total{daemon="testd",kind="heartbeat"} `,
 		"# TYPE synclab_uptime_seconds gauge\n",
+		`synclab_build_info{daemon="testd",version="9.9.9",commit="c0ffee",goversion="go`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %q:\n%s", want, body)

@@ -14,14 +14,17 @@ import (
 
 // Status is the daemon's whole view, served at GET /v1/status.
 type Status struct {
-	Daemon    string   `json:"daemon"`
-	Version   string   `json:"version,omitempty"`
-	ID        uint32   `json:"id"`
-	Cluster   string   `json:"cluster"`
-	Address   string   `json:"address"`
-	Members   []Member `json:"members"`
-	Multicast string   `json:"multicast,omitempty"`
-	Auth      bool     `json:"auth"`
+	Daemon  string `json:"daemon"`
+	Version string `json:"version,omitempty"`
+	Commit  string `json:"commit,omitempty"`
+	// ConfigSource: where the configuration came from (Config.ConfigSource).
+	ConfigSource string   `json:"config_source,omitempty"`
+	ID           uint32   `json:"id"`
+	Cluster      string   `json:"cluster"`
+	Address      string   `json:"address"`
+	Members      []Member `json:"members"`
+	Multicast    string   `json:"multicast,omitempty"`
+	Auth         bool     `json:"auth"`
 	// Insecure: the cluster runs without keys by the operator's choice.
 	Insecure      bool        `json:"insecure"`
 	Started       time.Time   `json:"started"`
@@ -80,6 +83,8 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 	st := Status{
 		Daemon:        d.cfg.Name,
 		Version:       d.cfg.Version,
+		Commit:        d.cfg.Commit,
+		ConfigSource:  d.cfg.ConfigSource,
 		ID:            d.cfg.ID,
 		Cluster:       d.cfg.Cluster,
 		Address:       d.cfg.Members[d.cfg.ID].String(),

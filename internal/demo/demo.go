@@ -34,6 +34,9 @@ type options struct {
 	keep     bool
 	pause    func() // called before stopping when keep is set
 	out      io.Writer
+	// bold: out is a terminal that may get escape codes (headings in
+	// bold); never in a file or a pipe.
+	bold bool
 }
 
 // hosts is the size of the demo lab.
@@ -92,7 +95,11 @@ type proc struct {
 }
 
 func (l *lab) say(format string, args ...any) {
-	fmt.Fprintf(l.o.out, "\n\033[1m== %s\033[0m\n", fmt.Sprintf(format, args...))
+	if l.o.bold {
+		fmt.Fprintf(l.o.out, "\n\033[1m== %s\033[0m\n", fmt.Sprintf(format, args...))
+		return
+	}
+	fmt.Fprintf(l.o.out, "\n== %s\n", fmt.Sprintf(format, args...))
 }
 
 func (l *lab) printf(format string, args ...any) { fmt.Fprintf(l.o.out, format, args...) }
@@ -163,6 +170,8 @@ func (l *lab) start(host int, daemon string, args ...string) (*proc, error) {
 		// daemon's own, and SIGKILL reaches it.
 		cmd = exec.Command("ip", append([]string{"netns", "exec", fmt.Sprintf("%s-h%d", l.prefix, host), cmd.Path}, argv...)...)
 	}
+	// The demo's lab is its own: never this machine's lab file.
+	cmd.Env = append(os.Environ(), "SYNCLAB_LAB_FILE=")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s on host %d: %w", daemon, host, err)

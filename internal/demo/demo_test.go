@@ -78,6 +78,9 @@ func runShort(t *testing.T, netns bool) summary {
 	if !sum.ok() {
 		t.Fatalf("summary: %+v", sum)
 	}
+	if strings.Contains(out.String(), "\033") {
+		t.Errorf("escape codes in output that is no terminal")
+	}
 	if sum.Unlocked >= hosts*sum.Increments {
 		// Not a failure of synclab, but the demo would not show what it
 		// means to: say so.
@@ -126,4 +129,17 @@ func runShort(t *testing.T, netns bool) summary {
 		}
 	}
 	return sum
+}
+
+// TestHeadingsPlainUnlessTerminal: headings are bold on a terminal only;
+// redirected output got "\033[1m" in it.
+func TestHeadingsPlainUnlessTerminal(t *testing.T) {
+	for _, bold := range []bool{false, true} {
+		var out bytes.Buffer
+		l := &lab{o: options{out: &out, bold: bold}}
+		l.say("act %d", 1)
+		if want := map[bool]string{false: "\n== act 1\n", true: "\n\033[1m== act 1\033[0m\n"}[bold]; out.String() != want {
+			t.Errorf("bold %v: %q, want %q", bold, out.String(), want)
+		}
+	}
 }

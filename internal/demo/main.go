@@ -24,6 +24,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	"github.com/synclab/synclab/internal/app"
 )
 
 // OutDir is where the demo's outputs go by default, relative to the
@@ -80,6 +82,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	o.out = os.Stdout
+	// Bold headings on a terminal only (and not with NO_COLOR set,
+	// no-color.org): redirected output stays plain text.
+	o.bold = app.IsTerminal(int(os.Stdout.Fd())) && os.Getenv("NO_COLOR") == ""
 	if o.bin == "" {
 		dir, err := os.MkdirTemp("", "synclab-demo-bin.")
 		if err != nil {

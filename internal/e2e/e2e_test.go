@@ -20,6 +20,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	// The daemons started here never read this machine's own lab file
+	// (/etc/synclab/lab.toml): a test that wants one names it.
+	os.Setenv("SYNCLAB_LAB_FILE", "")
 	if dir := os.Getenv("SYNCLAB_E2E_BIN"); dir != "" {
 		// Binaries built elsewhere: an installed build, or an older one
 		// to show what a test guards against.

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/pkg/epoch"
 )
 
 type leaderJSON struct {
@@ -62,7 +64,8 @@ func TestElectdFailoverHooksAndResign(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		c.extra[i] = []string{
 			"--priorities", "2=5", // 2 outranks the higher IDs
-			"--on-elected", `echo "elected $ELECTD_LEADER $ELECTD_TERM $ELECTD_ROLE" >> ` + hookLog(i),
+			// The term for people ("3 by 2") and raw, to compare.
+			"--on-elected", `echo "elected $ELECTD_LEADER $ELECTD_TERM_RAW $ELECTD_ROLE ($ELECTD_TERM)" >> ` + hookLog(i),
 			"--on-demoted", `echo "demoted $ELECTD_ROLE" >> ` + hookLog(i),
 			"--on-change", `echo "change $ELECTD_EVENT $ELECTD_LEADER" >> ` + hookLog(i),
 		}
@@ -76,7 +79,7 @@ func TestElectdFailoverHooksAndResign(t *testing.T) {
 	})
 	c.eventually("on-elected hook ran on host 2", electWithin, func() bool {
 		b, _ := os.ReadFile(hookLog(2))
-		return strings.Contains(string(b), fmt.Sprintf("elected 2 %d leader", term))
+		return strings.Contains(string(b), fmt.Sprintf("elected 2 %d leader (%s)\n", term, epoch.Format(term)))
 	})
 
 	// SIGKILL the leader: the survivors agree on the next-ranked member, 4.

@@ -53,8 +53,8 @@ func (l *labElectd) start(i int) {
 		"--id", fmt.Sprint(i), "--members", strings.Join(members, ","),
 		"--control", l.control(i), "--state-dir", filepath.Join(l.dir, fmt.Sprintf("h%d.state", i)),
 		"--multicast", "239.77.0.1:7599", "--interface", h.Interface(),
-		"--on-elected", `echo "elected $ELECTD_LEADER $ELECTD_TERM $ELECTD_ROLE" >> ` + l.hooks(i),
-		"--on-change", `echo "change $ELECTD_EVENT $ELECTD_LEADER $ELECTD_TERM $ELECTD_ROLE" >> ` + l.hooks(i),
+		"--on-elected", `echo "elected $ELECTD_LEADER $ELECTD_TERM_RAW $ELECTD_ROLE" >> ` + l.hooks(i),
+		"--on-change", `echo "change $ELECTD_EVENT $ELECTD_LEADER $ELECTD_TERM_RAW $ELECTD_ROLE" >> ` + l.hooks(i),
 	}
 	argv = append(append(argv, authArgs(l.key)...), l.extra...)
 	if l.trace {

@@ -316,7 +316,7 @@ func TestLabTimedBerkeley(t *testing.T) {
 	}
 	term := g.waitMaster("at the start (the highest ID)", all, n)
 	out, err := exec.Command(filepath.Join(binDir, "timed"), "status", "--control", g.clients[n].Path()).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "Berkeley    : master, master 8 (this node)") || !strings.Contains(string(out), "(self)") {
+	if err != nil || !strings.Contains(string(out), "Berkeley   : master, master 8 (this node), term ") || !strings.Contains(string(out), "(self)") {
 		t.Errorf("timed status on the master (%v):\n%s", err, out)
 	}
 

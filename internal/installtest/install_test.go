@@ -112,8 +112,17 @@ const keyFile = "/etc/synclab/cluster.key"
 // expected is every file install puts on a host for daemons ds, with its
 // mode (no key among them).
 func expected(prefix string, ds ...string) map[string]fs.FileMode {
-	want := map[string]fs.FileMode{}
+	want := map[string]fs.FileMode{
+		// What the four share: the lab file's example (never the lab file
+		// itself), what this machine says to all of them.
+		prefix + "/share/doc/synclab/lab.toml.example":    0o644,
+		prefix + "/share/doc/synclab/synclab.env.example": 0o644,
+		"/etc/default/synclab":                            0o644,
+	}
 	for _, d := range ds {
+		if d == "timed" {
+			want["/etc/systemd/system/timed-wait.service"] = 0o644
+		}
 		want[prefix+"/bin/"+d] = 0o755
 		want["/etc/systemd/system/"+d+".service"] = 0o644
 		want["/etc/default/"+d] = 0o644
@@ -156,13 +165,15 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 	bins := stubBins(t)
 	dest := t.TempDir()
 	out := mustRun(t, "--dest", dest, "--bin-dir", bins)
-	if !strings.Contains(out, "Installed 28 files (0 up to date)") {
+	if !strings.Contains(out, "Installed 32 files (0 up to date)") {
 		t.Errorf("first install:\n%s", out)
 	}
 	for _, want := range []string{
 		"systemctl daemon-reload && systemctl enable --now timed mutexd electd orderd\n",
-		"Edit /etc/default/timed: set TIMED_SERVER (a server to follow) or TIMED_SERVE (to serve the lab), or TIMED_ID and TIMED_MEMBERS for Berkeley mode",
-		"Edit /etc/default/mutexd: set MUTEXD_ID and MUTEXD_MEMBERS",
+		"systemctl enable timed-wait",
+		"Describe the lab once, in /etc/synclab/lab.toml (the example: /usr/local/share/doc/synclab/lab.toml.example)",
+		"scp -p /etc/synclab/lab.toml /etc/synclab/cluster.key HOST:/etc/synclab/",
+		"/etc/default/timed /etc/default/mutexd /etc/default/electd /etc/default/orderd /etc/default/synclab: every line commented out",
 		"No cluster key here yet (" + keyFile + "): the units do not start without it.",
 		"On the FIRST machine of the lab only: timed keygen (it writes " + keyFile + ", mode 0600);",
 		"then copy that one file to every other machine: scp -p " + keyFile + " root@HOST:" + keyFile,
@@ -189,7 +200,7 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 	}
 
 	out = mustRun(t, "--dest", dest, "--bin-dir", bins)
-	if !strings.Contains(out, "Nothing to do: timed mutexd electd orderd already installed (24 files up to date).") ||
+	if !strings.Contains(out, "Nothing to do: timed mutexd electd orderd already installed (27 files up to date).") ||
 		!strings.Contains(out, "No cluster key here yet") {
 		t.Errorf("second install does not say it changed nothing, and that the key is missing:\n%s", out)
 	}
@@ -231,11 +242,18 @@ func TestInstallTwiceKeepConfigUninstall(t *testing.T) {
 		t.Errorf("replacing one changed binary:\n%s", out)
 	}
 
+	// The lab file is the admin's, and stays with the key.
+	os.WriteFile(dest+"/etc/synclab/lab.toml", []byte("# the lab\n"), 0o644)
+	if out := mustRun(t, "--dest", dest, "--bin-dir", bins); !strings.Contains(out, "The lab file is there: "+dest+"/etc/synclab/lab.toml (kept") {
+		t.Errorf("install beside a lab file:\n%s", out)
+	}
+
 	out = mustRun(t, "uninstall", "--dest", dest)
-	if !strings.Contains(out, "Removed 24 files") {
+	if !strings.Contains(out, "Removed 27 files") || !strings.Contains(out, "kept "+dest+"/etc/synclab/lab.toml") {
 		t.Errorf("uninstall:\n%s", out)
 	}
-	checkTree(t, dest, map[string]fs.FileMode{"/etc/default/timed": 0o600, "/etc/default/mutexd": 0o644, "/etc/default/electd": 0o644, "/etc/default/orderd": 0o644, keyFile: 0o600})
+	checkTree(t, dest, map[string]fs.FileMode{"/etc/default/timed": 0o600, "/etc/default/mutexd": 0o644, "/etc/default/electd": 0o644, "/etc/default/orderd": 0o644,
+		"/etc/default/synclab": 0o644, "/etc/synclab/lab.toml": 0o644, keyFile: 0o600})
 	if out := mustRun(t, "uninstall", "--dest", dest); !strings.Contains(out, "Nothing to do") {
 		t.Errorf("second uninstall:\n%s", out)
 	}
@@ -270,6 +288,9 @@ func TestPrefixAndOnly(t *testing.T) {
 	}
 	mustRun(t, "uninstall", "--dest", dest, "--prefix", "/opt/synclab", "--only", "timed")
 	got := tree(t, dest)
+	if _, ok := got["/etc/systemd/system/timed-wait.service"]; ok {
+		t.Error("uninstall --only timed left timed-wait.service")
+	}
 	for p := range expected("/opt/synclab", "electd") {
 		if _, ok := got[p]; !ok {
 			t.Errorf("uninstall --only timed removed %s", p)
@@ -292,7 +313,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 			t.Errorf("--dry-run does not say it would install %s", p)
 		}
 	}
-	if !strings.Contains(out, "Dry run: 28 files would be installed, 0 up to date; nothing was changed.") ||
+	if !strings.Contains(out, "Dry run: 32 files would be installed, 0 up to date; nothing was changed.") ||
 		strings.Contains(out, "would create "+dest+keyFile) || !strings.Contains(out, "No cluster key here yet") {
 		t.Errorf("dry run:\n%s", out)
 	}

@@ -71,7 +71,10 @@ func (h *Host) Start(t testing.TB, name string, argv []string, env []string) *Pr
 	defer f.Close() // the child holds its own copy
 	cmd := exec.Command("ip", append([]string{"netns", "exec", h.ns}, argv...)...)
 	cmd.Stdout, cmd.Stderr = f, f // *os.File: the child writes directly, no copying goroutine
-	cmd.Env = append(os.Environ(), env...)
+	// SYNCLAB_LAB_FILE= first: a lab test's daemons never read this
+	// machine's own lab file (/etc/synclab/lab.toml); env or a
+	// --lab-file flag names one.
+	cmd.Env = append(append(os.Environ(), "SYNCLAB_LAB_FILE="), env...)
 	if err := startProcess(cmd); err != nil {
 		t.Fatalf("labnet: %s.Start(%q) %v: %v", h.Name(), name, argv, err)
 	}

@@ -62,7 +62,6 @@ type expected struct {
 	units     []string // timed.service, ...
 	services  []string // the units that are services
 	defaults  []string // /etc/default/X, from systemd/X.env.example
-	etc       []string // /etc/synclab/NAME, from systemd/NAME.example
 	statedirs []string // StateDirectory= of the units
 }
 
@@ -101,8 +100,6 @@ func expect(t *testing.T) expected {
 			}
 		case strings.HasSuffix(n, ".env.example"):
 			e.defaults = append(e.defaults, "/etc/default/"+strings.TrimSuffix(n, ".env.example"))
-		case strings.HasSuffix(n, ".example"):
-			e.etc = append(e.etc, keyDir+"/"+strings.TrimSuffix(n, ".example"))
 		}
 	}
 	if len(e.cmds) == 0 || len(e.services) == 0 || len(e.defaults) == 0 {
@@ -122,7 +119,6 @@ func (e expected) files() []string {
 		out = append(out, "/lib/systemd/system/"+u)
 	}
 	out = append(out, e.defaults...)
-	out = append(out, e.etc...)
 	return append(out, "/usr/share/doc/synclab/copyright", "/usr/share/doc/synclab/changelog.gz",
 		"/usr/share/doc/synclab/README.md", "/usr/share/lintian/overrides/synclab")
 }
@@ -278,7 +274,7 @@ func TestDebianPackage(t *testing.T) {
 	// clear on the host (a doc page added later, say).
 	hostClear(t, e, inPackage)
 	conffiles := strings.Fields(mustRun(t, "dpkg-deb", "-I", deb, "conffiles"))
-	if want := slices.Sorted(slices.Values(slices.Concat(e.defaults, e.etc))); !slices.Equal(slices.Sorted(slices.Values(conffiles)), want) {
+	if want := slices.Sorted(slices.Values(e.defaults)); !slices.Equal(slices.Sorted(slices.Values(conffiles)), want) {
 		t.Errorf("conffiles %q, want %q", conffiles, want)
 	}
 

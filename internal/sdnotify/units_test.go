@@ -86,8 +86,9 @@ func TestUnitsPolicy(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			u := parseUnit(t, filepath.Join(unitDir, d+".service"))
 			want := map[string]string{
-				"ExecStart":        "/usr/local/bin/" + d + " run",
-				"EnvironmentFile":  "-/etc/default/" + d,
+				"ExecStart": "/usr/local/bin/" + d + " run",
+				// The machine's word to all four, then to this one.
+				"EnvironmentFile":  "-/etc/default/synclab -/etc/default/" + d,
 				"StateDirectory":   d,
 				"RuntimeDirectory": d,
 				// A cluster runs authenticated: the key install.sh
@@ -134,7 +135,42 @@ func TestUnitsPolicy(t *testing.T) {
 			if u.get("Install", "WantedBy") != "multi-user.target" {
 				t.Errorf("[Install] WantedBy = %q", u.get("Install", "WantedBy"))
 			}
+			// The others start on a synchronised clock when the host
+			// waits for one (timed-wait.service).
+			after := strings.Fields(u.get("Unit", "After"))
+			if slices.Contains(after, "time-sync.target") == (d == "timed") {
+				t.Errorf("[Unit] After = %v: time-sync.target is for every daemon but timed, which comes before it", after)
+			}
 		})
+	}
+}
+
+// TestTimedWaitUnit: timed-wait.service is chrony-wait.service's shape:
+// a oneshot `timed waitsync` before time-sync.target, pulled in by it,
+// after and requiring timed, bounded in time; it only reads timed's
+// control socket.
+func TestTimedWaitUnit(t *testing.T) {
+	u := parseUnit(t, filepath.Join(unitDir, "timed-wait.service"))
+	for _, kv := range [][3]string{
+		{"Unit", "After", "timed.service"},
+		{"Unit", "Requires", "timed.service"},
+		{"Unit", "Before", "time-sync.target"},
+		{"Unit", "Wants", "time-sync.target"},
+		{"Service", "Type", "oneshot"},
+		{"Service", "ExecStart", "/usr/local/bin/timed waitsync --max-error 100ms"},
+		{"Service", "EnvironmentFile", "-/etc/default/timed"},
+		{"Service", "TimeoutStartSec", "180"},
+		{"Service", "RemainAfterExit", "yes"},
+		{"Service", "CapabilityBoundingSet", "CAP_DAC_OVERRIDE"},
+		{"Service", "NoNewPrivileges", "yes"},
+		{"Service", "PrivateNetwork", "yes"},
+		{"Service", "RestrictAddressFamilies", "AF_UNIX"},
+		{"Service", "ProtectSystem", "strict"},
+		{"Install", "WantedBy", "multi-user.target"},
+	} {
+		if got := u.get(kv[0], kv[1]); got != kv[2] {
+			t.Errorf("[%s] %s = %q, want %q", kv[0], kv[1], got, kv[2])
+		}
 	}
 }
 
@@ -150,21 +186,30 @@ func TestUnitsVerify(t *testing.T) {
 	if reason := analyzeUnusable(t, sa, dir); reason != "" {
 		t.Skip(reason)
 	}
+	units := map[string]string{"timed-wait": "timed waitsync --max-error 100ms"} // unit: the command it runs
 	for _, d := range daemons {
+		units[d] = d + " run"
+	}
+	// Every copy first: timed-wait.service requires timed.service, which
+	// verify looks for beside it.
+	for d, cmd := range units {
+		src, err := os.ReadFile(filepath.Join(unitDir, d+".service"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		execLine := "ExecStart=/usr/local/bin/" + cmd
+		if n := strings.Count(string(src), execLine); n != 1 {
+			t.Fatalf("%q appears %d times in %s.service, want once", execLine, n, d)
+		}
+		bin, args, _ := strings.Cut(cmd, " ")
+		patched := strings.Replace(string(src), execLine, "ExecStart="+dummyExec(t, dir, bin)+" "+args, 1)
+		if err := os.WriteFile(filepath.Join(dir, d+".service"), []byte(patched), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for d := range units {
 		t.Run(d, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join(unitDir, d+".service"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			execLine := "ExecStart=/usr/local/bin/" + d + " run"
-			if n := strings.Count(string(src), execLine); n != 1 {
-				t.Fatalf("%q appears %d times in %s.service, want once", execLine, n, d)
-			}
 			copyPath := filepath.Join(dir, d+".service")
-			patched := strings.Replace(string(src), execLine, "ExecStart="+dummyExec(t, dir, d)+" run", 1)
-			if err := os.WriteFile(copyPath, []byte(patched), 0o644); err != nil {
-				t.Fatal(err)
-			}
 			out, err := runCmd(sa, "verify", "--man=no", copyPath)
 			if err != nil {
 				t.Fatalf("systemd-analyze verify %s.service: %v\n%s", d, err, out)
@@ -272,14 +317,19 @@ func TestEnvExamples(t *testing.T) {
 					t.Errorf("%s.env.example: %s is not a %s* variable", d, v, prefix)
 				}
 			}
-			slices.Sort(set)
-			required := []string{prefix + "ID", prefix + "MEMBERS"}
-			if d == "timed" {
-				// Keeping time over NTP needs no cluster: one server.
-				required = []string{prefix + "SERVER"}
+			// The lab file describes the lab: an install leaves no
+			// address, and no ID, live.
+			if len(set) > 0 {
+				t.Errorf("%s.env.example sets %v: every line is to be commented out (the lab file describes the lab)", d, set)
 			}
-			if !slices.Equal(set, required) {
-				t.Errorf("%s.env.example sets %v; only the required %v should be set, the rest shown commented at their defaults", d, set, required)
+			for _, v := range []string{"LAB_FILE", "LAB_HOST"} {
+				if !slices.Contains(documented, prefix+v) {
+					t.Errorf("%s.env.example does not document %s", d, prefix+v)
+				}
+			}
+			// Its addresses are the README's lab's, never the test lab's.
+			if b, _ := os.ReadFile(filepath.Join(unitDir, d+".env.example")); strings.Contains(string(b), "10.77.") {
+				t.Errorf("%s.env.example names the test lab's 10.77.0.x", d)
 			}
 		})
 	}
@@ -308,6 +358,12 @@ func TestEnvExamplesMatchFlags(t *testing.T) {
 				t.Fatalf("%s run --help: %v\n%s", d, err, help)
 			}
 			documented, _ := envVars(t, filepath.Join(unitDir, d+".env.example"))
+			// /etc/default/synclab's are read by every daemon.
+			shared, set := envVars(t, filepath.Join(unitDir, "synclab.env.example"))
+			if len(shared) == 0 || len(set) > 0 {
+				t.Errorf("synclab.env.example documents %v and sets %v: want SYNCLAB_* variables, all commented out", shared, set)
+			}
+			documented = append(documented, shared...)
 			for _, v := range documented {
 				if !strings.Contains(help, "$"+v+"]") && !strings.Contains(help, "$"+v+",") {
 					t.Errorf("%s.env.example documents %s, which `%s run` does not read", d, v, d)

@@ -3,6 +3,7 @@ package epoch
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Make returns the epoch of round round owned by owner.
@@ -181,3 +182,21 @@ func (g *Guard) rest(l Limit, now int64) {
 		g.at, g.set = now, true
 	}
 }
+
+// Format prints an epoch for people: "3 by 2" is round 3, created by
+// member 2 (a member's first epoch may be round 0: "0 by 2"). Epoch 0,
+// nobody's, prints "0". Scripts keep the raw number (JSON, X_TERM_RAW in
+// hooks): it compares as the epochs do.
+func Format(e uint64) string {
+	if e == 0 {
+		return "0"
+	}
+	return strconv.FormatUint(uint64(Round(e)), 10) + " by " + strconv.FormatUint(uint64(Owner(e)), 10)
+}
+
+// Term is an epoch as a value to log: it prints as Format does (slog's
+// text handler, %v), and marshals to JSON as the raw number.
+type Term uint64
+
+// String implements fmt.Stringer.
+func (t Term) String() string { return Format(uint64(t)) }

@@ -1,7 +1,9 @@
 package epoch_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/quick"
 
@@ -165,5 +167,26 @@ func TestLimitValidate(t *testing.T) {
 		if l.Validate() == nil {
 			t.Errorf("%+v accepted", l)
 		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for e, want := range map[uint64]string{
+		0:                                   "0",
+		7:                                   "0 by 7",
+		epoch.Make(3, 2):                    "3 by 2",
+		4294967299:                          "1 by 3",
+		21474836482:                         "5 by 2",
+		epoch.Make(epoch.MaxRound, 1<<32-1): "4294967295 by 4294967295",
+	} {
+		if got := epoch.Format(e); got != want {
+			t.Errorf("Format(%d) = %q, want %q", e, got, want)
+		}
+		if got := fmt.Sprint(epoch.Term(e)); got != want {
+			t.Errorf("Term(%d) prints %q, want %q", e, got, want)
+		}
+	}
+	if b, err := json.Marshal(epoch.Term(epoch.Make(3, 2))); err != nil || string(b) != "12884901890" {
+		t.Errorf("Term marshals to %s, %v: want the raw number", b, err)
 	}
 }

@@ -433,7 +433,7 @@ func (c *Core) becomeSequencer() {
 	}
 	sr.sids = l.sids()
 	c.durable.Change(true)
-	c.events = append(c.events, eventf(EventSequencer, "sequencer of term %d from number %d", term, l.last()+1,
+	c.events = append(c.events, eventf(EventSequencer, "sequencer of term %s from number %d", epoch.Format(term), l.last()+1,
 		"term", term, "last", l.last(), "commit", l.Commit))
 	for _, p := range c.peers {
 		c.sendAppend(p)

@@ -406,7 +406,7 @@ func (c *Core) follow() {
 	if !changed || lead == 0 || lead == c.self {
 		return
 	}
-	c.emit(EventFollowing, fmt.Sprintf("following coordinator %d in term %#x", lead, term), "coordinator", lead, "term", term)
+	c.emit(EventFollowing, fmt.Sprintf("following coordinator %d in term %s", lead, epoch.Format(term)), "coordinator", lead, "term", term)
 	c.sendSync(0)
 }
 

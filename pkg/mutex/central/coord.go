@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -154,7 +155,7 @@ func (c *Core) startCoordinating(term uint64) {
 		restartSeen: c.restarted() || count > 0}
 	c.co = k
 	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now, backedOld: c.backedAt()}
-	c.emit(EventCoordinating, fmt.Sprintf("coordinating term %#x; grants wait at most %v", term, c.cfg.Hold()),
+	c.emit(EventCoordinating, fmt.Sprintf("coordinating term %s; grants wait at most %v", epoch.Format(term), c.cfg.Hold()),
 		"term", term, "hold", c.cfg.Hold())
 	c.applySync(c.self, k.peers[c.self], c.syncEntries(), c.fol.maxSeq)
 	c.updateHold()
@@ -278,7 +279,7 @@ func (c *Core) updateHold() {
 	}
 	if !c.now.Before(k.holdUntil) {
 		k.ready = true
-		c.emit(EventReady, fmt.Sprintf("term %#x may grant, %v after it began", k.term, c.now.Sub(k.start)),
+		c.emit(EventReady, fmt.Sprintf("term %s may grant, %v after it began", epoch.Format(k.term), c.now.Sub(k.start)),
 			"term", k.term, "waited", c.now.Sub(k.start))
 	}
 }
@@ -428,7 +429,7 @@ func (c *Core) sendGrant(e *centry) bool {
 	if fence == 0 {
 		if k.count+1 >= 1<<fenceCountBits {
 			c.count("fences_exhausted")
-			c.emit(EventFencesExhausted, fmt.Sprintf("term %#x has granted every fence it can; resigning", k.term), "term", k.term)
+			c.emit(EventFencesExhausted, fmt.Sprintf("term %s has granted every fence it can; resigning", epoch.Format(k.term)), "term", k.term)
 			c.remove(e)
 			if err := c.el.Resign(c.now); err != nil {
 				c.count("resign_failed")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/mutex"
 )
 
@@ -80,7 +81,7 @@ func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 	}
 	c := st.Counters
 	return []string{
-		fmt.Sprintf("Central  : member %d, incarnation %d, %s, term %#x, %s", st.ID, d.Incarnation, role, d.Term, ready),
+		fmt.Sprintf("Central  : member %d, incarnation %d, %s, term %s, %s", st.ID, d.Incarnation, role, epoch.Format(d.Term), ready),
 		fmt.Sprintf("Frames   : %d requests, %d grants, %d releases sent; %d refused", c["sent_central_request"],
 			c["sent_central_grant"], c["sent_central_release"], rejectedTotal(c)),
 	}, nil

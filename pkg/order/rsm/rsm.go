@@ -35,8 +35,35 @@ type Machine struct {
 // New returns an empty machine.
 func New() *Machine { return &Machine{} }
 
-// Apply applies one command and returns what it did.
+// PlainPrefix starts a totally ordered message that is no command: text
+// sent with `orderd send --order total`, which the machine leaves alone
+// (only `orderd apply` commands are its business; the message said
+// "refused: unknown command"). One byte, ASCII RS: no command starts with
+// it, no text a person types does, and a machine older than this one,
+// which knows no such mark, reads it as part of an unknown first word and
+// refuses the message without changing its state (only its Applied count
+// differs, by one per plain message).
+const PlainPrefix = "\x1e"
+
+// Plain marks msg as a plain message (PlainPrefix).
+func Plain(msg []byte) []byte { return append([]byte(PlainPrefix), msg...) }
+
+// Text is a message as people read it: without its PlainPrefix, if any;
+// plain says whether it had one.
+func Text(msg []byte) (text []byte, plain bool) {
+	if t, ok := bytes.CutPrefix(msg, []byte(PlainPrefix)); ok {
+		return t, true
+	}
+	return msg, false
+}
+
+// Apply applies one command and returns what it did. A plain message
+// (PlainPrefix) is no command: Apply returns "" and nil and changes
+// nothing, Applied included.
 func (m *Machine) Apply(cmd []byte) (string, error) {
+	if _, plain := Text(cmd); plain {
+		return "", nil
+	}
 	m.Applied++
 	f := strings.Fields(string(cmd))
 	if len(f) == 0 {

@@ -3,6 +3,7 @@ package rsm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,5 +96,37 @@ func TestLargestSnapshotFits(t *testing.T) {
 	}
 	if _, err := m.Apply([]byte("set k \x01")); !errors.Is(err, ErrCommand) {
 		t.Fatal("control character accepted")
+	}
+}
+
+// TestPlainMessages: a plain message is no command, even one that reads
+// like one ("set the table"): no result, no refusal, no change, not
+// counted. A machine that knows no mark (an older orderd, here one that
+// sees the marked bytes as a command word) refuses it and changes nothing
+// but its count: the account and the keys stay the same in a mixed
+// cluster.
+func TestPlainMessages(t *testing.T) {
+	m := New()
+	apply(t, m, "balance 10")
+	for _, text := range []string{"hello lab", "set the table", "deposit 100", ""} {
+		msg := Plain([]byte(text))
+		if got, plain := Text(msg); !plain || string(got) != text {
+			t.Errorf("Text(Plain(%q)) = %q, %v", text, got, plain)
+		}
+		res, err := m.Apply(msg)
+		if res != "" || err != nil {
+			t.Errorf("plain %q: %q, %v; want no result and no refusal", text, res, err)
+		}
+		// What an orderd without the mark does with it.
+		f := strings.Fields(string(msg))
+		if len(f) > 0 && slices.Contains([]string{"deposit", "withdraw", "interest", "balance", "set", "del"}, f[0]) {
+			t.Errorf("plain %q reads as the command %q to a machine without the mark", text, f[0])
+		}
+	}
+	if Format(m.Cents) != "10.00" || len(m.KV) != 0 || m.Applied != 1 {
+		t.Errorf("after plain messages: %s, %v, applied %d; want 10.00, no keys, 1", Format(m.Cents), m.KV, m.Applied)
+	}
+	if _, plain := Text([]byte("deposit 1")); plain {
+		t.Error("a command reads as plain")
 	}
 }

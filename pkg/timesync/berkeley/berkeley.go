@@ -15,6 +15,7 @@ import (
 	"github.com/synclab/synclab/pkg/delivery"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/timesync/servo"
 	"github.com/synclab/synclab/pkg/wire"
@@ -830,11 +831,11 @@ func (c *Core) followElection() {
 		c.nextRound = c.now // the first round at the next tick
 		c.collect, c.missed = false, map[uint32]int{}
 		c.adjusts.CancelIf(c.now, func(delivery.Entry[[]byte]) bool { return true })
-		c.events = append(c.events, core.Event{Name: EventMaster, Msg: fmt.Sprintf("master in term %#x", term), Args: []any{"term", term}})
+		c.events = append(c.events, core.Event{Name: EventMaster, Msg: fmt.Sprintf("master in term %s", epoch.Format(term)), Args: []any{"term", term}})
 	case c.leading != 0 && (lead != c.id || term != c.leading):
 		c.leading, c.collect = 0, false
 		c.adjusts.CancelIf(c.now, func(delivery.Entry[[]byte]) bool { return true })
-		c.events = append(c.events, core.Event{Name: EventWorker, Msg: fmt.Sprintf("worker under %d in term %#x", lead, term), Args: []any{"master", lead, "term", term}})
+		c.events = append(c.events, core.Event{Name: EventWorker, Msg: fmt.Sprintf("worker under %d in term %s", lead, epoch.Format(term)), Args: []any{"master", lead, "term", term}})
 	}
 }
 

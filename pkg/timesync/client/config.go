@@ -99,6 +99,14 @@ type Config struct {
 	// stratum). Mode-1 packets from addresses not listed here are ignored
 	// and counted.
 	Peers []netip.AddrPort
+	// Self are sources the operator configured that are this host itself
+	// (the driver tells: an address of this machine at the port its own
+	// server answers on). A clock cannot follow itself: they are never
+	// polled, and Status lists each with the verdict "self" and Why
+	// naming the address, so that the configuration is seen, not hidden.
+	// A client with only these (the lab master that lists itself among
+	// the lab's servers) follows nothing.
+	Self []SelfSource
 
 	// MinPoll and MaxPoll bound the poll exponent, log2 seconds (defaults
 	// 0 and 6: 1 s to 64 s; allowed -4..17, sub-second polls are for
@@ -192,6 +200,15 @@ type Config struct {
 	Rand *rand.Rand
 }
 
+// SelfSource is a configured source that is this host (Config.Self).
+type SelfSource struct {
+	Addr netip.AddrPort
+	Mode string // "server" or "peer", as in SourceStatus
+	// Why names it as this host: "10.0.0.1 is this machine's address
+	// (eth0), where this timed serves NTP".
+	Why string
+}
+
 // DefaultLANConfig returns the LAN profile: polls from 1 s to 64 s, a burst
 // of 8 requests 500 ms apart at start, slews at 83,333 ppm, no stepping.
 // Set Servers and/or Peers (and Rand) before use.
@@ -217,8 +234,13 @@ func DefaultLANConfig() Config {
 // is not set (0 is a valid exponent).
 func (c *Config) validate() error {
 	def := DefaultLANConfig()
-	if len(c.Servers)+len(c.Peers)+len(c.CristianServers) == 0 {
+	if len(c.Servers)+len(c.Peers)+len(c.CristianServers)+len(c.Self) == 0 {
 		return fmt.Errorf("%w: no servers and no peers: give at least one --server or --peer", ErrConfig)
+	}
+	for _, s := range c.Self {
+		if s.Why == "" || s.Mode == "" {
+			return fmt.Errorf("%w: self source %v: say its mode and why it is this host", ErrConfig, s.Addr)
+		}
 	}
 	if len(c.CristianServers) > 0 && c.ID == 0 {
 		return fmt.Errorf("%w: Cristian servers need the node's ID", ErrConfig)

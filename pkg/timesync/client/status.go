@@ -80,7 +80,8 @@ type SourceStatus struct {
 	// unreachable, bad_stratum, too_far, loop, no_majority (from the
 	// selection), or candidate (selection not run since), collecting
 	// (fewer than Config.MinSamples samples), no_estimate,
-	// stopped (kiss-o'-death DENY/RSTR). Why explains it.
+	// stopped (kiss-o'-death DENY/RSTR), self (this host: Config.Self,
+	// never polled). Why explains it.
 	Verdict string `json:"verdict"`
 	Why     string `json:"why,omitempty"`
 
@@ -140,8 +141,19 @@ func (c *Client) Report() Status {
 	for _, s := range c.srcs {
 		st.Sources = append(st.Sources, c.sourceStatus(s))
 	}
+	for _, s := range c.cfg.Self {
+		st.Sources = append(st.Sources, SourceStatus{Address: s.Addr.String(), Mode: s.Mode, Reach: "0",
+			Verdict: VerdictSelf, Why: s.Why + ": a clock cannot follow itself, not polled"})
+	}
+	if len(c.srcs) == 0 {
+		st.Selection = "no source to follow: every one configured is this host"
+	}
 	return st
 }
+
+// VerdictSelf is the verdict of a configured source that is this host
+// (Config.Self).
+const VerdictSelf = "self"
 
 func refIDString(sys ntp.System) string {
 	if sys.Stratum <= 1 || sys.Stratum >= wire.StratumUnsynchronized || sys.ReferenceID == wire.RefIDFromText("LOCL") {

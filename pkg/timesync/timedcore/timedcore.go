@@ -284,6 +284,9 @@ func (c *Core) Advance(saved bool) {
 
 // Status is timed's core status: each part's, under its own key.
 type Status struct {
+	// Sync sums up the parts: is the clock synchronised, to what, within
+	// which bound.
+	Sync    Sync           `json:"sync"`
 	Cluster any            `json:"cluster,omitempty"` // nil outside any cluster
 	Server  *server.Status `json:"server,omitempty"`
 	Client  any            `json:"client,omitempty"`
@@ -305,5 +308,6 @@ func (c *Core) Status() any {
 	if c.cfg.Client != nil {
 		st.Client = c.cfg.Client.Status()
 	}
+	st.Sync = SyncOf(st)
 	return st
 }

@@ -1,6 +1,6 @@
 //go:build darwin || dragonfly || freebsd || netbsd || openbsd
 
-package main
+package app
 
 import "golang.org/x/sys/unix"
 
