@@ -402,7 +402,7 @@ func TestDebianPackage(t *testing.T) {
 	t.Run("version", func(t *testing.T) {
 		out := mustRun(t, "/usr/bin/timed", "--version")
 		commit := strings.TrimSpace(mustRun(t, "git", "-C", repo, "rev-parse", "HEAD"))
-		if !strings.HasPrefix(out, "timed version "+version+" (commit "+commit) {
+		if !strings.HasPrefix(out, "timed "+version+" (commit "+commit) {
 			t.Errorf("timed --version: %q, want version %s and commit %s", out, version, commit)
 		}
 	})
