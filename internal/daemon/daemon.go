@@ -264,10 +264,11 @@ type Daemon struct {
 	// Owned by the holder of mu.
 	events           map[string]uint64
 	errs             map[string]uint64
-	metricsErrLogged bool      // the core's invalid metrics were reported
-	persistFailedAt  time.Time // first failed state write of the current run of failures; zero: writes work
-	persistLoggedAt  time.Time // last log line about it
-	served           bool      // the loop has ended: the reader steps nothing more
+	metricsErrLogged bool                 // the core's invalid metrics were reported
+	stampWarned      map[uint32]time.Time // last WARN about a member's refused stamps (warnStamp)
+	persistFailedAt  time.Time            // first failed state write of the current run of failures; zero: writes work
+	persistLoggedAt  time.Time            // last log line about it
+	served           bool                 // the loop has ended: the reader steps nothing more
 	answers          answerBatch
 	plan             slewPlan // the last tick's, for its Ready's slews
 	// appends: the core has handed log records (core.Ready.Entries). The
@@ -318,12 +319,19 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	saved := &durable{st: st, inc: inc, epochs: epochs}
+	stamps, err := st.readStamps()
+	if err != nil {
+		return nil, err
+	}
+	saved := &durable{st: st, inc: inc, epochs: epochs, stamps: stamps}
 	persisted, records, clog, recovered, err := st.loadCore(inc)
 	if err != nil {
 		return nil, err
 	}
 	lamport := new(clock.Lamport)
+	// The clock resumes above every stamp of the last run before the core
+	// reads it (node.Stamps).
+	lamport.Restore(stamps.Floor)
 	c, err := newCore(core.Env{
 		ID:      cfg.ID,
 		Members: slices.Sorted(maps.Keys(cfg.Members)),
@@ -352,6 +360,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		Keys:        cfg.Keys,
 		Incarnation: inc,
 		Epochs:      epochs,
+		Stamps:      stamps,
 		Save:        saved.save,
 		Multicast:   cfg.Multicast != nil,
 		Lamport:     lamport,
