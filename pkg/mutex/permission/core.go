@@ -10,6 +10,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/wire"
@@ -131,8 +132,8 @@ type Core struct {
 }
 
 type peer struct {
-	inc     uint32    // the newest incarnation seen (0: none yet)
-	heardAt time.Time // its last frame, on this member's clock
+	life    epoch.Life // its incarnation as its frames say (Inc 0: none yet)
+	heardAt time.Time  // its last frame, on this member's clock
 	// lent: how many locks hold a leave this member gave it (lock.lent),
 	// plus one while lentBefore is set: while any does, it is waited for
 	// DeadAfter, not SuspectAfter.
@@ -727,19 +728,28 @@ func (c *Core) reportLiveness() {
 	}
 }
 
-// seeIncarnation checks frame incarnation inc of member m; a newer one
-// drops everything known of m's previous life.
-func (c *Core) seeIncarnation(m uint32, inc uint32) error {
+// seeIncarnation checks frame incarnation inc of member m, in a frame
+// stamped at (epoch.Life): a newer one, or an older one stamped after every
+// frame of the one believed (which a forger made up), drops everything known
+// of m's other life.
+func (c *Core) seeIncarnation(m uint32, inc uint32, at uint64) error {
 	p := c.peers[m]
-	switch {
-	case inc < p.inc:
-		return fmt.Errorf("%w: %d from member %d, which is at %d", ErrStaleIncarnation, inc, m, p.inc)
-	case inc == p.inc:
+	cur := uint32(p.life.Inc)
+	switch p.life.Judge(uint64(inc), at) {
+	case epoch.Same:
+		p.life.See(uint64(inc), at)
 		return nil
-	case p.inc != 0 && inc-p.inc > MaxIncarnationJump:
-		return fmt.Errorf("%w: %d from member %d, which is at %d", ErrIncarnationJump, inc, m, p.inc)
+	case epoch.Stale:
+		return fmt.Errorf("%w: %d from member %d, which is at %d (since a frame stamped %d, this one %d)", ErrStaleIncarnation, inc, m, cur, p.life.Stamp, at)
+	case epoch.Newer:
+		if cur != 0 && inc-cur > MaxIncarnationJump {
+			return fmt.Errorf("%w: %d from member %d, which is at %d", ErrIncarnationJump, inc, m, cur)
+		}
+	case epoch.Back:
+		c.count("incarnations_undone")
 	}
-	if p.inc != 0 {
+	p.life.See(uint64(inc), at)
+	if cur != 0 {
 		c.count("rejoins")
 		c.emit(EventRejoined, fmt.Sprintf("member %d rejoined as incarnation %d: its old requests are dropped", m, inc),
 			"member", m, "incarnation", inc)
@@ -752,7 +762,6 @@ func (c *Core) seeIncarnation(m uint32, inc uint32) error {
 			delete(l.acked, m)
 		}
 	}
-	p.inc = inc
 	return nil
 }
 
@@ -803,7 +812,7 @@ func (c *Core) step(m core.Message) error {
 		if r.Stamp > m.Lamport || r.Fence>>16 > m.Lamport {
 			return fmt.Errorf("%w: stamp %d, fence %d in a frame of Lamport time %d", ErrImplausible, r.Stamp, r.Fence, m.Lamport)
 		}
-		if err := c.seeIncarnation(m.From, r.Incarnation); err != nil {
+		if err := c.seeIncarnation(m.From, r.Incarnation, m.Lamport); err != nil {
 			return err
 		}
 		switch m.Kind {
@@ -827,7 +836,7 @@ func (c *Core) step(m core.Message) error {
 		if r.Stamp > m.Lamport || r.Released+1 >= m.Lamport || r.Fence>>16 > m.Lamport {
 			return fmt.Errorf("%w: stamp %d, released %d, fence %d in a frame of Lamport time %d", ErrImplausible, r.Stamp, r.Released, r.Fence, m.Lamport)
 		}
-		if err := c.seeIncarnation(m.From, r.Incarnation); err != nil {
+		if err := c.seeIncarnation(m.From, r.Incarnation, m.Lamport); err != nil {
 			return err
 		}
 		c.stepLamportRelease(m.From, m.Lamport-1, wire.PermRequest{Name: r.Name, Incarnation: r.Incarnation, Stamp: r.Released, Fence: r.Fence})
@@ -843,7 +852,7 @@ func (c *Core) step(m core.Message) error {
 		if r.Stamp > m.Lamport || r.Want > m.Lamport || r.Fence>>16 > m.Lamport {
 			return fmt.Errorf("%w: stamp %d, want %d, fence %d in a frame of Lamport time %d", ErrImplausible, r.Stamp, r.Want, r.Fence, m.Lamport)
 		}
-		if err := c.seeIncarnation(m.From, r.Incarnation); err != nil {
+		if err := c.seeIncarnation(m.From, r.Incarnation, m.Lamport); err != nil {
 			return err
 		}
 		c.stepAnswer(m.From, m.Lamport, r)
