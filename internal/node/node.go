@@ -786,24 +786,30 @@ func (n *Node) Status() Status {
 		Core:          n.core.Status(),
 	}
 	for _, id := range n.others {
-		ps := PeerSeq{ID: id, Saved: n.epochs[id]}
-		if p := n.peers[id]; p != nil {
-			if p.seen {
-				ps.Seq = p.win.Top()
-				ps.Incarnation, ps.Series, _ = wire.SeqParts(ps.Seq)
-			}
-			if p.stamp.set {
-				ps.Stamp = p.stamp.last
-			}
-			if p.stampsRefused > 0 {
-				ps.StampsRefused, ps.StampRefusedAt = p.stampsRefused, p.stampRefusedAt
-			}
-		}
-		if ps.Seq != 0 || ps.Saved != 0 || ps.StampsRefused != 0 {
+		if ps := n.Peer(id); ps.Seq != 0 || ps.Saved != 0 || ps.StampsRefused != 0 {
 			st.Peers = append(st.Peers, ps)
 		}
 	}
 	return st
+}
+
+// Peer is the node's view of member id's sequence numbers and stamps (as
+// in Status, without building the rest).
+func (n *Node) Peer(id uint32) PeerSeq {
+	ps := PeerSeq{ID: id, Saved: n.epochs[id]}
+	if p := n.peers[id]; p != nil {
+		if p.seen {
+			ps.Seq = p.win.Top()
+			ps.Incarnation, ps.Series, _ = wire.SeqParts(ps.Seq)
+		}
+		if p.stamp.set {
+			ps.Stamp = p.stamp.last
+		}
+		if p.stampsRefused > 0 {
+			ps.StampsRefused, ps.StampRefusedAt = p.stampsRefused, p.stampRefusedAt
+		}
+	}
+	return ps
 }
 
 func (n *Node) vectorString() string {

@@ -17,12 +17,7 @@ import (
 // taken), after carrying out what to's core then wants done.
 func (s *Sim) Forge(from, to uint32, kind wire.Kind, term, lamport uint64, p encoding.BinaryAppender) error {
 	n := s.mustNode(to)
-	var seq uint64
-	for _, ps := range n.node.Status().Peers {
-		if ps.ID == from {
-			seq = ps.Seq + 64
-		}
-	}
+	seq := n.node.Peer(from).Seq + 64
 	b, err := forge.Frame(wire.Header{Kind: kind, Cluster: wire.ServiceClusterID("", s.cfg.Cluster), Sender: from, Receiver: to,
 		Term: term, Seq: seq, Lamport: lamport}, p, nil)
 	if err != nil {

@@ -111,7 +111,9 @@ type Core struct {
 
 	peers      map[uint32]*peer
 	locks      map[string]*lock
-	fenceFloor uint64 // the highest fence of a lock reclaimed from the table
+	made       map[uint32]int // entries per creator (lockFor)
+	share      int            // entries another member's frames may make
+	fenceFloor uint64         // the highest fence of a lock reclaimed from the table
 	reqs       *mutex.Table
 
 	// releases are the Lamport releases of requests a client's Release
@@ -149,6 +151,7 @@ type peer struct {
 // lock is this member's state of one lock.
 type lock struct {
 	name    string
+	creator uint32    // whose request made the entry (lockFor)
 	known   uint64    // the highest fence known for it
 	touched time.Time // the last frame or request about it
 
@@ -217,6 +220,8 @@ func New(cfg Config) (*Core, error) {
 		restarted: cfg.Persisted != nil,
 		peers:     map[uint32]*peer{},
 		locks:     map[string]*lock{},
+		made:      map[uint32]int{},
+		share:     max(1, cfg.MaxLocks/2/max(1, len(cfg.Members)-1)),
 		counters:  map[string]uint64{},
 		leases:    map[mutex.RequestID]time.Duration{},
 
@@ -642,10 +647,24 @@ func before(sa uint64, a uint32, sb uint64, b uint32) bool {
 	return clock.LamportLess(sa, a, sb, b)
 }
 
-// lockFor returns lock name's state, made if need be.
-func (c *Core) lockFor(name string) (*lock, error) {
+// lockFor returns lock name's state, made if need be for creator: this
+// member for its clients' requests, else the member whose frame names the
+// lock. The entries a member's frames make count against its share,
+// MaxLocks/2 split among the other members: half the table is always there
+// for this member's clients, and the rest is shared so that no member, nor
+// anyone forging its frames, takes the room of the others. A member over
+// its share is refused (ErrNoRoom, "share_full") until entries of its own
+// are idle again (see idleWants) and reclaimed.
+func (c *Core) lockFor(name string, creator uint32) (*lock, error) {
 	if l, ok := c.locks[name]; ok {
 		return l, nil
+	}
+	if creator != c.self && c.made[creator] >= c.share {
+		c.reclaim(true)
+		if c.made[creator] >= c.share {
+			c.count("share_full")
+			return nil, fmt.Errorf("%w: member %d has %d entries, its share", ErrNoRoom, creator, c.made[creator])
+		}
 	}
 	if len(c.locks) >= c.cfg.MaxLocks {
 		c.reclaim(true)
@@ -653,11 +672,38 @@ func (c *Core) lockFor(name string) (*lock, error) {
 			return nil, ErrNoRoom
 		}
 	}
-	l := &lock{name: name, known: c.fenceFloor, touched: c.now, got: map[uint32]bool{}, sentAt: map[uint32]time.Time{},
+	l := &lock{name: name, creator: creator, known: c.fenceFloor, touched: c.now, got: map[uint32]bool{}, sentAt: map[uint32]time.Time{},
 		last: map[uint32]uint64{}, want: map[uint32]uint64{}, deferred: map[uint32]deferral{}, acked: map[uint32]uint64{},
 		lent: map[uint32]uint64{}}
 	c.locks[name] = l
+	c.made[creator]++
 	return l, nil
+}
+
+// idleWants takes a heartbeat of member m stamped at that says it holds and
+// asks for nothing: every request of m stamped before at has ended, as if
+// its release had come (Lamport's queue), or needs no answer any more
+// (Ricart-Agrawala's deferrals). So an entry that only a request m never
+// made holds (a forged one, or one whose release was lost) is idle again
+// at m's next such heartbeat.
+func (c *Core) idleWants(m uint32, at uint64) {
+	var ended []string
+	for name, l := range c.locks {
+		if w := l.want[m]; w != 0 && w < at {
+			l.want[m] = 0
+			l.last[m] = max(l.last[m], at)
+			ended = append(ended, name)
+		}
+		if d, ok := l.deferred[m]; ok && d.stamp < at {
+			delete(l.deferred, m)
+			ended = append(ended, name)
+		}
+	}
+	slices.Sort(ended) // deterministic output
+	for _, name := range slices.Compact(ended) {
+		c.count("wants_ended_idle")
+		c.advance(c.locks[name])
+	}
 }
 
 // idle says whether lock l holds nothing worth keeping: no request of this
@@ -687,6 +733,7 @@ func (c *Core) reclaim(urgent bool) {
 		if c.idle(l) && (urgent || c.now.Sub(l.touched) >= c.cfg.DeadAfter) {
 			c.fenceFloor = max(c.fenceFloor, l.known)
 			delete(c.locks, name)
+			c.made[l.creator]--
 			c.count("locks_reclaimed")
 		}
 	}
@@ -794,6 +841,7 @@ func (c *Core) step(m core.Message) error {
 		}
 		if !h.Busy {
 			c.idleBeat(m.From, m.Lamport)
+			c.idleWants(m.From, m.Lamport)
 		}
 		return nil
 	case wire.KindHeartbeat:

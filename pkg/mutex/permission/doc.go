@@ -212,13 +212,21 @@
 //
 // Every field is read as an attacker would: a request's stamp must not be
 // above the Lamport time of the frame that carries it, nor a fence's stamp
-// (the node bounds a frame's Lamport time to 2^40 above its clock); stamps
-// end at wire.MaxPermStamp, where this member refuses new requests with
-// ErrClockExhausted rather than wrap; an incarnation may move up by at
-// most MaxIncarnationJump at once; frames of the other algorithm, of an
-// older incarnation, or from non-members are refused and counted; only a
-// Lamport request makes an entry in the lock table, bounded by MaxLocks,
-// and idle entries are reclaimed (their fences kept in a floor).
+// (the node bounds a frame's Lamport time by what a member can have
+// reached since it was last heard, internal/node's LamportRate, so a
+// forger moves clocks by 2^18 a second at most and the 47-bit stamps last
+// 17 years of it); stamps end at wire.MaxPermStamp, where this member
+// refuses new requests with ErrClockExhausted rather than wrap; an
+// incarnation may move up by at most MaxIncarnationJump at once, and a
+// forged one is undone by the member's next frame stamped after it
+// (epoch.Life); frames of the other algorithm, of an older incarnation, or
+// from non-members are refused and counted. Requests make entries in the
+// lock table, bounded by MaxLocks: another member's frames at most its
+// share (MaxLocks/2 split among the other members), so half the table is
+// always this member's and nobody takes the others' room; a member's
+// idle heartbeat ends every request of its stamped before it (one it never
+// made included), and idle entries are reclaimed (their fences kept in a
+// floor).
 //
 // # Use
 //

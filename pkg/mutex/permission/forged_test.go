@@ -1,6 +1,7 @@
 package permission_test
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -90,6 +91,57 @@ func TestForgedIncarnationUndone(t *testing.T) {
 				if !fs.lock(id, "x", 5*time.Second) {
 					t.Fatalf("x not granted at member %d within 5 s of the forged incarnation %d", id, inc+98)
 				}
+			}
+		})
+	}
+}
+
+// TestForgedRequestsFillNoTable is issue 29's fourth attack: 5000 requests
+// "from 1" naming made-up locks, to members 2 and 3. On main they filled
+// both lock tables (4096 entries): new locks at members 2 and 3 timed out
+// or were refused (too many locks). Now the entries member 1's frames make
+// count against its share (a quarter of the table with three members), so
+// members 2 and 3 keep room for their own clients and for each other; and
+// member 1's next idle heartbeat, which says it asks for nothing, ends the
+// requests it never made: its share is free again, and it is granted too.
+func TestForgedRequestsFillNoTable(t *testing.T) {
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			fs := newForgedSim(t, f, 3)
+			fs.s.Run(2 * time.Second)
+			inc := fs.s.Core(1).(*permission.Core).Incarnation()
+			kind := wire.KindRARequest
+			if f.Name == "lamport" {
+				kind = wire.KindLamportRequest
+			}
+			taken := map[uint32]int{}
+			// Stamped below the receivers' clocks (which only grow): no
+			// stamp of the flood is refused for being ahead.
+			stamp := min(fs.s.Node(2).Status().Lamport, fs.s.Node(3).Status().Lamport)
+			for i := range 5000 {
+				for _, to := range []uint32{2, 3} {
+					if fs.s.Forge(1, to, kind, 0, stamp, wire.PermRequest{Name: fmt.Sprintf("junk-%d", i), Incarnation: inc, Stamp: stamp}) == nil {
+						taken[to]++
+					}
+				}
+			}
+			share := mutex.DefaultMaxLocks / 2 / 2
+			for _, id := range []uint32{2, 3} {
+				st := fs.s.Core(id).(*permission.Core).Report()
+				t.Logf("member %d: %d of 5000 forged requests taken, %d locks in its table, share_full %d", id, taken[id], len(st.Locks), st.Counters["share_full"])
+				if len(st.Locks) > share {
+					t.Errorf("member %d keeps %d locks, member 1's share is %d", id, len(st.Locks), share)
+				}
+			}
+			for i := range 5 {
+				for _, id := range []uint32{2, 3} {
+					if !fs.lock(id, fmt.Sprintf("real-%d", i), 5*time.Second) {
+						t.Fatalf("lock real-%d at member %d not granted within 5 s of the flood", i, id)
+					}
+				}
+			}
+			if !fs.lock(1, "new", 5*time.Second) {
+				t.Fatalf("member 1's lock not granted within 5 s of the flood: member 2's counters %v", fs.s.Core(2).(*permission.Core).Report().Counters)
 			}
 		})
 	}
