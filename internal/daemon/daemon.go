@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synclab/synclab/internal/ctl"
@@ -266,11 +267,17 @@ type Daemon struct {
 	errs             map[string]uint64
 	metricsErrLogged bool                 // the core's invalid metrics were reported
 	stampWarned      map[uint32]time.Time // last WARN about a member's refused stamps (warnStamp)
-	persistFailedAt  time.Time            // first failed state write of the current run of failures; zero: writes work
-	persistLoggedAt  time.Time            // last log line about it
-	served           bool                 // the loop has ended: the reader steps nothing more
-	answers          answerBatch
-	plan             slewPlan // the last tick's, for its Ready's slews
+
+	// metricsRefused counts the metrics endpoint's connections refused
+	// beyond metricsMaxConns; metricsWarned is when that was last said
+	// (UnixNano). Atomic: the endpoint's accept loop updates them.
+	metricsRefused  atomic.Uint64
+	metricsWarned   atomic.Int64
+	persistFailedAt time.Time // first failed state write of the current run of failures; zero: writes work
+	persistLoggedAt time.Time // last log line about it
+	served          bool      // the loop has ended: the reader steps nothing more
+	answers         answerBatch
+	plan            slewPlan // the last tick's, for its Ready's slews
 	// appends: the core has handed log records (core.Ready.Entries). The
 	// loop then steps it with every frame and call already queued before
 	// it acts on the Ready: one fdatasync covers them all (group commit).
