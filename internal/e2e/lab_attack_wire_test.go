@@ -74,14 +74,19 @@ func TestLabAttackLamportCutOff(t *testing.T) {
 		a := newAttackLab(t, "electd", 7700, 3, keyed, func(int) []string {
 			return []string{"--leader-timeout", attackLeaderTimeout.String()}
 		})
-		a.startAll()
+		// Member 3 first: the others' start-up elections then reach it,
+		// and it knows their stamps (in a bully cluster at rest only the
+		// leader sends).
+		a.start(3)
+		a.eventually("member 3 answers", 10*time.Second, func() bool { _, err := a.status(3); return err == nil })
+		a.start(1)
+		a.start(2)
 		var term uint64
-		a.eventually("the members agree on leader 3", 10*time.Second, func() bool {
+		a.eventually("the members agree on leader 3, which heard the others", 20*time.Second, func() bool {
 			var lead uint32
 			lead, term = a.agreedLeader()
-			return lead == 3
+			return lead == 3 && peerSeq(t, "electd", a.control(3), 1) > 0 && peerSeq(t, "electd", a.control(3), 2) > 0
 		})
-		a.waitHeard()
 		clk := a.lamportOf(3)
 		const step = 1<<40 - 1
 		a.forgeBurst(
@@ -263,8 +268,11 @@ func TestLabAttackLamportTableFill(t *testing.T) {
 			locks, _ := field(st, "node", "core", "locks").([]any)
 			t.Logf("member %d after 5000 forged requests in %v: %d locks in its table, share_full %v", i, time.Since(flood).Round(time.Millisecond), len(locks),
 				num(st, "node", "core", "counters", "share_full"))
-			if !keyed && (len(locks) > 4096/2/2+10 || num(st, "node", "core", "counters", "share_full") == 0) {
-				t.Errorf("member %d keeps %d locks (share_full %v), member 1's share is %d", i, len(locks), num(st, "node", "core", "counters", "share_full"), 4096/2/2)
+			// share_full counts the frames beyond the share; whether the
+			// flood outruns member 1's idle heartbeats (which end the
+			// forged requests) depends on the host's load.
+			if !keyed && len(locks) > 4096/2/2+10 {
+				t.Errorf("member %d keeps %d locks, member 1's share is %d", i, len(locks), 4096/2/2)
 			}
 		}
 		t.Logf("member 2's RSS %.1f MB before the flood, %.1f MB after", rssBefore, rssAfter)
