@@ -217,7 +217,7 @@ func commonRunFlags(name string) []cli.Flag {
 		&cli.StringFlag{Name: "state-dir", EnvVars: env("state-dir"), Value: "/var/lib/" + name, Usage: "durable state `DIR`"},
 		&cli.StringFlag{Name: "log-level", EnvVars: env("log-level"), Value: "info", Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Value: "text", Usage: "text or json"},
-		&cli.StringFlag{Name: "metrics", EnvVars: env("metrics"), Usage: "serve Prometheus metrics on `ADDR` (e.g. 127.0.0.1:9177)"},
+		&cli.StringFlag{Name: "metrics", EnvVars: env("metrics"), Usage: "serve Prometheus metrics on `ADDR` (e.g. 127.0.0.1:9177; 8 connections at once, the rest closed and counted: on a LAN address anyone can keep them busy)"},
 		&cli.StringFlag{Name: "multicast", EnvVars: env("multicast"), Usage: "send broadcasts to multicast `GROUP:PORT` (e.g. 239.77.0.1:7199)"},
 		&cli.StringFlag{Name: "interface", EnvVars: env("interface"), Usage: "network `IF` for --multicast (e.g. eth0, lo)"},
 		&cli.IntFlag{Name: "multicast-ttl", EnvVars: env("multicast-ttl"), Value: 1, Usage: "multicast TTL (0 keeps datagrams on this host)"},

@@ -310,4 +310,3 @@ func TestAnchor(t *testing.T) {
 		}
 	}
 }
-

@@ -143,6 +143,9 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	if a := st.Node.Agreement; a != nil {
 		agreementLines(tw, a)
 	}
+	if line := stampsLine(st.Node.Peers, st.Clock.Now); line != "" {
+		fmt.Fprintf(tw, "Stamps\t: %s\n", line)
+	}
 	if len(st.Errors) > 0 {
 		fmt.Fprintf(tw, "Errors\t: %s\n", reasons(st.Errors))
 	}
@@ -160,6 +163,26 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		return renderCore(w, st.Node.Core, st.Clock.Now)
 	}
 	return PrintJSON(w, st.Node.Core)
+}
+
+// stampsLine names the members whose Lamport stamps the node refused
+// (node.LamportRate), "" if none.
+func stampsLine(peers []node.PeerSeq, now time.Time) string {
+	var parts []string
+	for _, p := range peers {
+		if p.StampsRefused == 0 {
+			continue
+		}
+		part := fmt.Sprintf("member %d: %d refused", p.ID, p.StampsRefused)
+		if !p.StampRefusedAt.IsZero() && !now.IsZero() {
+			part += fmt.Sprintf(", the last %s ago", now.Sub(p.StampRefusedAt).Round(time.Second))
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + " (beyond what any member can have reached: forged frames, or a clock pushed ahead; see the log)"
 }
 
 // agreementLines renders configuration agreement: this member's standing

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synclab/synclab/internal/ctl"
@@ -288,12 +289,19 @@ type Daemon struct {
 	// Owned by the holder of mu.
 	events           map[string]uint64
 	errs             map[string]uint64
-	metricsErrLogged bool      // the core's invalid metrics were reported
-	persistFailedAt  time.Time // first failed state write of the current run of failures; zero: writes work
-	persistLoggedAt  time.Time // last log line about it
-	served           bool      // the loop has ended: the reader steps nothing more
-	answers          answerBatch
-	plan             slewPlan // the last tick's, for its Ready's slews
+	metricsErrLogged bool                 // the core's invalid metrics were reported
+	stampWarned      map[uint32]time.Time // last WARN about a member's refused stamps (warnStamp)
+
+	// metricsRefused counts the metrics endpoint's connections refused
+	// beyond metricsMaxConns; metricsWarned is when that was last said
+	// (UnixNano). Atomic: the endpoint's accept loop updates them.
+	metricsRefused  atomic.Uint64
+	metricsWarned   atomic.Int64
+	persistFailedAt time.Time // first failed state write of the current run of failures; zero: writes work
+	persistLoggedAt time.Time // last log line about it
+	served          bool      // the loop has ended: the reader steps nothing more
+	answers         answerBatch
+	plan            slewPlan // the last tick's, for its Ready's slews
 	// appends: the core has handed log records (core.Ready.Entries). The
 	// loop then steps it with every frame and call already queued before
 	// it acts on the Ready: one fdatasync covers them all (group commit).
@@ -355,12 +363,19 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	saved := &durable{st: st, inc: inc, epochs: epochs}
+	stamps, err := st.readStamps()
+	if err != nil {
+		return nil, err
+	}
+	saved := &durable{st: st, inc: inc, epochs: epochs, stamps: stamps}
 	persisted, records, clog, recovered, err := st.loadCore(inc)
 	if err != nil {
 		return nil, err
 	}
 	lamport := new(clock.Lamport)
+	// The clock resumes above every stamp of the last run before the core
+	// reads it (node.Stamps).
+	lamport.Restore(stamps.Floor)
 	c, err := newCore(core.Env{
 		ID:      cfg.ID,
 		Members: slices.Sorted(maps.Keys(cfg.Members)),
@@ -389,6 +404,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		Keys:        cfg.Keys,
 		Incarnation: inc,
 		Epochs:      epochs,
+		Stamps:      stamps,
 		Save:        saved.save,
 		Multicast:   cfg.Multicast != nil,
 		Lamport:     lamport,

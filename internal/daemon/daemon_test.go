@@ -562,27 +562,8 @@ func TestOnEventSeesEveryEvent(t *testing.T) {
 // be recordings), the member moves to a new series when told, and the two
 // hear each other again.
 func TestEpochsSavedAcrossRestart(t *testing.T) {
-	net := transport.NewMemNetwork()
-	dir := shortDir(t)
-	d1, err := New(testConfig(t, net, dir, 1, 2), livenessFactory(1, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, d1)
-	run2 := func() (*Daemon, context.CancelFunc, chan error) {
-		d, err := New(testConfig(t, net, dir, 2, 2), livenessFactory(2, 2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- d.Run(ctx) }()
-		eventually(t, "alive", func() bool {
-			_, err := os.Stat(d.Config().ControlPath)
-			return err == nil && aliveCount(status(t, d.Config().ControlPath)) == 2
-		})
-		return d, cancel, done
-	}
+	net, dir, d1 := startFirst(t)
+	run2 := func() (*Daemon, context.CancelFunc, chan error) { return runSecond(t, net, dir) }
 	d2, cancel, done := run2()
 	st1 := status(t, d1.Config().ControlPath)
 	cancel()
@@ -665,4 +646,65 @@ func TestDoRunsOnTheCallersGoroutine(t *testing.T) {
 	if ran == me {
 		t.Errorf("an appending core's call ran on the caller's goroutine, want the loop's (group commit)")
 	}
+}
+
+// TestLamportStateSavedAcrossRestart: a daemon saves its Lamport floor and
+// each member's last stamp (node.Stamps) in the state directory; after a
+// restart its clock resumes above every stamp it sent before, and the
+// members hear each other again; a corrupt file is refused by name.
+func TestLamportStateSavedAcrossRestart(t *testing.T) {
+	net, dir, _ := startFirst(t)
+	run2 := func() (*Daemon, context.CancelFunc, chan error) { return runSecond(t, net, dir) }
+	d2, cancel, done := run2()
+	sent := status(t, d2.Config().ControlPath).Node.Lamport
+	cancel()
+	<-done
+	path := filepath.Join(d2.Config().StateDir, "lamport")
+	st, err := d2.state.readStamps()
+	if err != nil || st.Floor <= sent || st.At.IsZero() || st.Peers[1].Stamp == 0 {
+		b, _ := os.ReadFile(path)
+		t.Fatalf("lamport file %q (%v): want a floor above %d and member 1's last stamp", b, err, sent)
+	}
+	d2, cancel, done = run2()
+	if got := status(t, d2.Config().ControlPath).Node.Lamport; got < st.Floor {
+		t.Errorf("clock %d after the restart, below the saved floor %d", got, st.Floor)
+	}
+	cancel()
+	<-done
+
+	os.WriteFile(path, []byte("floor 12 2026-01-01T00:00:00Z\n3 not-a-number 2026-01-01T00:00:00Z\n"), 0o600)
+	if _, err := New(testConfig(t, net, dir, 2, 2), livenessFactory(2, 2)); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("corrupt lamport file: %v", err)
+	}
+}
+
+// startFirst starts member 1 of a two-member cluster on a new network.
+func startFirst(t *testing.T) (*transport.MemNetwork, string, *Daemon) {
+	t.Helper()
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	d1, err := New(testConfig(t, net, dir, 1, 2), livenessFactory(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d1)
+	return net, dir, d1
+}
+
+// runSecond runs member 2 of a two-member cluster until its stop function
+// is called, once it sees member 1 alive.
+func runSecond(t *testing.T, net *transport.MemNetwork, dir string) (*Daemon, context.CancelFunc, chan error) {
+	t.Helper()
+	d, err := New(testConfig(t, net, dir, 2, 2), livenessFactory(2, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	eventually(t, "alive", func() bool {
+		_, err := os.Stat(d.Config().ControlPath)
+		return err == nil && aliveCount(status(t, d.Config().ControlPath)) == 2
+	})
+	return d, cancel, done
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math"
 	"net"
 	"net/http"
@@ -13,18 +14,43 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/pkg/core"
 )
 
+// The metrics endpoint may listen on a LAN address, where anyone can
+// connect: it serves at most metricsMaxConns connections at once (one
+// more is accepted and closed at once, and counted: a flood of half-sent
+// requests costs the daemon nothing), each of which must send its header
+// within metricsHeaderTimeout and may idle metricsIdleTimeout between
+// scrapes. A Prometheus server holds one connection; a few scrapers and a
+// curl fit easily.
+const (
+	metricsMaxConns      = 8
+	metricsHeaderTimeout = 2 * time.Second
+	metricsIdleTimeout   = 30 * time.Second
+	metricsRefusedLogged = time.Minute // between two warnings about refused connections
+)
+
 // serveMetrics serves the Prometheus text exposition format on
 // http://addr/metrics. It returns a function that stops the server.
 func (d *Daemon) serveMetrics(addr string) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
+	raw, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	ln := &capListener{Listener: raw, slots: make(chan struct{}, metricsMaxConns), refused: &d.metricsRefused}
+	ln.onRefuse = func(n uint64) {
+		now := time.Now().UnixNano()
+		if last := d.metricsWarned.Load(); last != 0 && time.Duration(now-last) < metricsRefusedLogged || !d.metricsWarned.CompareAndSwap(last, now) {
+			return
+		}
+		d.log.Warn(fmt.Sprintf("metrics endpoint: refused connections beyond %d at once", metricsMaxConns), "addr", raw.Addr().String(),
+			"refused_total", n, "hint", "a scraper that opens many connections, or a flood from the network: bind --metrics to a loopback address, or firewall it")
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
@@ -38,7 +64,9 @@ func (d *Daemon) serveMetrics(addr string) (func(), error) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		m.WriteText(w)
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: metricsHeaderTimeout, ReadTimeout: metricsHeaderTimeout,
+		WriteTimeout: 10 * time.Second, IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: 8 << 10,
+		ErrorLog: log.New(io.Discard, "", 0)} // a client's broken request is its own business
 	go srv.Serve(ln)
 	d.log.Info("serving metrics", "addr", ln.Addr().String())
 	return func() {
@@ -170,3 +198,44 @@ func fmtValue(v float64) string {
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+
+// capListener accepts at most cap(slots) connections at once; one more is
+// closed as soon as it is accepted, and counted in refused.
+type capListener struct {
+	net.Listener
+	slots    chan struct{}
+	refused  *atomic.Uint64
+	onRefuse func(total uint64)
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &slotConn{Conn: c, slots: l.slots}, nil
+		default:
+			c.Close()
+			n := l.refused.Add(1)
+			if l.onRefuse != nil {
+				l.onRefuse(n)
+			}
+		}
+	}
+}
+
+// slotConn gives its slot back when closed.
+type slotConn struct {
+	net.Conn
+	slots chan struct{}
+	once  sync.Once
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { <-c.slots })
+	return err
+}

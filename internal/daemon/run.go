@@ -134,6 +134,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		// A clean stop writes what the core let wait for a later write.
 		d.locked(w.WriteDeferred)
 	}
+	d.mu.Lock()
+	d.node.SaveStamps(d.cfg.Clock.Now()) // the members' last stamps, as of now
+	d.mu.Unlock()
 	d.endServing()
 	d.mu.Lock()
 	if d.tr != nil {
@@ -416,9 +419,36 @@ func (d *Daemon) receive(p transport.Packet, datagram bool) {
 	})
 	if err != nil {
 		// Counted by the node; a flood of bad packets must not flood the
-		// journal, so individual drops are debug-level.
+		// journal, so individual drops are debug-level, but a member
+		// whose frames are refused is said at WARN, once in a while.
+		var se *node.StampError
+		if errors.As(err, &se) {
+			d.warnStamp(se)
+		}
 		d.log.Debug("dropped packet", "from", p.From.String(), "via", p.Via.String(), "err", err)
 	}
+}
+
+// stampWarnEvery spaces the warnings about one member's refused stamps.
+const stampWarnEvery = 30 * time.Second
+
+// warnStamp says at WARN, at most once per stampWarnEvery per member, that
+// a member's frames are refused for a Lamport stamp beyond what any member
+// can have reached (node.LamportRate), and what to do.
+func (d *Daemon) warnStamp(se *node.StampError) {
+	if d.stampWarned == nil {
+		d.stampWarned = map[uint32]time.Time{}
+	}
+	now := time.Now()
+	if last, ok := d.stampWarned[se.Member]; ok && now.Sub(last) < stampWarnEvery {
+		return
+	}
+	d.stampWarned[se.Member] = now
+	d.log.Warn(fmt.Sprintf("refusing frames of member %d: Lamport stamp beyond what any member can have reached", se.Member),
+		"member", se.Member, "sender", se.Sender, "stamp", se.Stamp, "ceiling", se.Ceiling, "err", se.Error(),
+		"hint", "frames forged in the member's name (without a key anyone on the LAN can: run the cluster with --key-file), "+
+			"or a member whose clock was pushed ahead by a version without this bound (restart it on a fresh state directory); "+
+			"the refusals end by themselves once the stamps are back in range; `status` counts them per member")
 }
 
 // deferredWriter is a core that lets some changes wait for a later write

@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"os"
 	"path/filepath"
@@ -32,6 +33,7 @@ const (
 	lockFile        = "lock"
 	incarnationFile = "incarnation"
 	epochsFile      = "epochs"
+	lamportFile     = "lamport"
 	coreStateFile   = CoreStateFile
 )
 
@@ -177,25 +179,33 @@ func (s *stateDir) readEpochs() (map[uint32]uint32, error) {
 			filepath.Join(s.path, epochsFile), line, why)
 	}
 	epochs := map[uint32]uint32{}
-	for i, line := range strings.Split(string(b), "\n") {
-		if j := strings.IndexByte(line, '#'); j >= 0 {
-			line = line[:j]
-		}
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
+	for i, f := range fieldLines(b) {
 		if len(f) != 2 {
-			return nil, corrupt(i+1, "want ID EPOCH")
+			return nil, corrupt(i, "want ID EPOCH")
 		}
 		id, err1 := strconv.ParseUint(f[0], 10, 32)
 		ep, err2 := strconv.ParseUint(f[1], 10, 32)
 		if err1 != nil || err2 != nil || id == 0 {
-			return nil, corrupt(i+1, "want two decimal numbers")
+			return nil, corrupt(i, "want two decimal numbers")
 		}
 		epochs[uint32(id)] = uint32(ep)
 	}
 	return epochs, nil
+}
+
+// fieldLines yields the fields of each line of a state file that has any
+// once '#' comments are cut, with its line number (from 1).
+func fieldLines(b []byte) iter.Seq2[int, []string] {
+	return func(yield func(int, []string) bool) {
+		for i, line := range strings.Split(string(b), "\n") {
+			if j := strings.IndexByte(line, '#'); j >= 0 {
+				line = line[:j]
+			}
+			if f := strings.Fields(line); len(f) > 0 && !yield(i+1, f) {
+				return
+			}
+		}
+	}
 }
 
 func (s *stateDir) writeEpochs(epochs map[uint32]uint32) error {
@@ -208,12 +218,65 @@ func (s *stateDir) writeEpochs(epochs map[uint32]uint32) error {
 	return s.write(epochsFile, []byte(b.String()))
 }
 
+// readStamps reads the node's Lamport state (node.Durable.Stamps): a line
+// "floor FLOOR TIME", then one "ID STAMP TIME" line per member, decimal
+// numbers and RFC 3339 times, '#' comments. A missing file is none (a
+// first start, or a state directory of an older version).
+func (s *stateDir) readStamps() (node.Stamps, error) {
+	b, err := s.read(lamportFile)
+	if err != nil || b == nil {
+		return node.Stamps{}, err
+	}
+	corrupt := func(line int, why string) error {
+		return fmt.Errorf("state file %s is corrupt (line %d: %s): remove it; the node then resumes its Lamport clock from the first frame it takes, as on a first start",
+			filepath.Join(s.path, lamportFile), line, why)
+	}
+	st := node.Stamps{Peers: map[uint32]node.PeerStamp{}}
+	for i, f := range fieldLines(b) {
+		if len(f) != 3 {
+			return node.Stamps{}, corrupt(i, "want three fields")
+		}
+		v, err1 := strconv.ParseUint(f[1], 10, 64)
+		at, err2 := time.Parse(time.RFC3339Nano, f[2])
+		if err1 != nil || err2 != nil {
+			return node.Stamps{}, corrupt(i, "want a decimal number and an RFC 3339 time")
+		}
+		if f[0] == "floor" {
+			st.Floor, st.At = v, at
+			continue
+		}
+		id, err := strconv.ParseUint(f[0], 10, 32)
+		if err != nil || id == 0 {
+			return node.Stamps{}, corrupt(i, "want \"floor\" or a member ID")
+		}
+		st.Peers[uint32(id)] = node.PeerStamp{Stamp: v, Heard: at}
+	}
+	if st.Floor == 0 {
+		return node.Stamps{}, fmt.Errorf("state file %s is corrupt (no floor line): remove it; the node then resumes its Lamport clock from the first frame it takes, as on a first start",
+			filepath.Join(s.path, lamportFile))
+	}
+	return st, nil
+}
+
+func (s *stateDir) writeStamps(st node.Stamps) error {
+	var b strings.Builder
+	b.WriteString("# synclab: Lamport time. \"floor F T\": this node's clock resumes above F (saved at T);\n")
+	b.WriteString("# \"ID STAMP T\": the last stamp taken from member ID, at T. Frames are judged from them.\n")
+	fmt.Fprintf(&b, "floor %d %s\n", st.Floor, st.At.UTC().Format(time.RFC3339Nano))
+	for _, id := range slices.Sorted(maps.Keys(st.Peers)) {
+		p := st.Peers[id]
+		fmt.Fprintf(&b, "%d %d %s\n", id, p.Stamp, p.Heard.UTC().Format(time.RFC3339Nano))
+	}
+	return s.write(lamportFile, []byte(b.String()))
+}
+
 // durable is node.Config.Save for a daemon: it writes what changed of the
 // node's durable state, each file atomically and durably, on the loop.
 type durable struct {
 	st     *stateDir
 	inc    uint32
 	epochs map[uint32]uint32
+	stamps node.Stamps
 }
 
 func (d *durable) save(v node.Durable) error {
@@ -228,6 +291,13 @@ func (d *durable) save(v node.Durable) error {
 			return fmt.Errorf("persisting epochs: %w", err)
 		}
 		d.epochs = maps.Clone(v.Epochs)
+	}
+	if v.Stamps.Floor != 0 && !v.Stamps.Equal(d.stamps) {
+		if err := d.st.writeStamps(v.Stamps); err != nil {
+			return fmt.Errorf("persisting Lamport state: %w", err)
+		}
+		v.Stamps.Peers = maps.Clone(v.Stamps.Peers)
+		d.stamps = v.Stamps
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 		TickNs:        int64(d.cfg.TickInterval),
 		Node:          n.Status(),
 		Events:        maps.Clone(d.events),
-		Errors:        maps.Clone(d.errs),
+		Errors:        d.errorCounts(),
 		Hooks:         d.hooks.stats(),
 		Trace:         d.tr.status(),
 	}
@@ -166,4 +166,14 @@ func (d *Daemon) routes() {
 			d.ctl.Handle(rt.method, rt.pattern, rt.h)
 		}
 	}
+}
+
+// errorCounts is the daemon's error counters, with the metrics endpoint's
+// refused connections.
+func (d *Daemon) errorCounts() map[string]uint64 {
+	errs := maps.Clone(d.errs)
+	if n := d.metricsRefused.Load(); n > 0 {
+		errs["metrics_connections_refused"] = n
+	}
+	return errs
 }

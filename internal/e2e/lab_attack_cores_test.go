@@ -177,12 +177,14 @@ func (a *attackLab) seqOf(from uint32, cached bool) uint64 {
 	return s
 }
 
-// forged is one frame to forge: "from" member from to member to.
+// forged is one frame to forge: "from" member from to member to, stamped
+// lamport (0: none).
 type forged struct {
 	from, to uint32
 	kind     wire.Kind
 	term     uint64
 	payload  encoding.BinaryAppender
+	lamport  uint64
 }
 
 // forge sends one frame "from" member from to member to, with the given
@@ -190,7 +192,7 @@ type forged struct {
 // address; sealed with the guessed key when the cluster has one.
 func (a *attackLab) forge(from, to uint32, kind wire.Kind, term uint64, p encoding.BinaryAppender) {
 	a.t.Helper()
-	a.forgeBurst(forged{from, to, kind, term, p})
+	a.forgeBurst(forged{from, to, kind, term, p, 0})
 }
 
 // forgeBurst sends frames back to back, as a script would.
@@ -206,7 +208,7 @@ func (a *attackLab) forgeBurst(frames ...forged) {
 		seq := a.seqOf(f.from, fresh[f.from])
 		fresh[f.from] = true
 		b, err := forge.Frame(wire.Header{Kind: f.kind, Cluster: wire.ServiceClusterID(a.daemon, "synclab"), Sender: f.from, Receiver: f.to,
-			Term: f.term, Seq: seq}, f.payload, key)
+			Term: f.term, Seq: seq, Lamport: f.lamport}, f.payload, key)
 		if err != nil {
 			a.t.Fatal(err)
 		}
@@ -430,9 +432,9 @@ func TestLabAttackBerkeleyWorkerClock(t *testing.T) {
 		_, term := a.agreedLeader("cluster", "election")
 		next := term + 1<<32 // the master's own term, one round on
 		a.forgeBurst(
-			forged{3, 2, wire.KindLeaderHeartbeat, next, wire.LeaderHeartbeat{}},
-			forged{3, 2, wire.KindClockPoll, next, wire.ClockPoll{Round: 1, Sample: 0}},
-			forged{3, 2, wire.KindClockAdjust, next, wire.ClockAdjust{Round: 1, Sample: 0, Correction: int64(10 * time.Second), Error: uint64(time.Millisecond)}})
+			forged{3, 2, wire.KindLeaderHeartbeat, next, wire.LeaderHeartbeat{}, 0},
+			forged{3, 2, wire.KindClockPoll, next, wire.ClockPoll{Round: 1, Sample: 0}, 0},
+			forged{3, 2, wire.KindClockAdjust, next, wire.ClockAdjust{Round: 1, Sample: 0, Correction: int64(10 * time.Second), Error: uint64(time.Millisecond)}, 0})
 		var worst time.Duration
 		for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			if p, ok := a.spread(); ok {
@@ -628,7 +630,7 @@ func TestLabAttackMutexdTableFill(t *testing.T) {
 		read := udpIn()
 		var burst []forged
 		for i := range 5000 {
-			burst = append(burst, forged{1, 2, wire.KindRingProbe, 0, wire.RingProbe{Op: ops[i%len(ops)], Name: fmt.Sprintf("junk-%d", i), Nonce: uint32(i), Generation: 1<<32 | 1}})
+			burst = append(burst, forged{1, 2, wire.KindRingProbe, 0, wire.RingProbe{Op: ops[i%len(ops)], Name: fmt.Sprintf("junk-%d", i), Nonce: uint32(i), Generation: 1<<32 | 1}, 0})
 			if len(burst) == 200 {
 				// Member 2 reads each burst before the next is sent: a
 				// flood that overflows its socket proves nothing, and a

@@ -75,8 +75,29 @@
 // catches up): with one shared key a member can impersonate any other
 // outright, which is worse; per-member keys would be the remedy.
 //
-// Lamport stamps more than MaxLamportAhead ahead of the node's clock are
-// refused ("lamport_ahead"), never merged.
+// # Lamport stamps
+//
+// A frame's Lamport stamp is merged into the node's clock before its core
+// sees it, so it is checked first: a stamp above the clock is believed
+// only up to what some member can have reached since it was last heard,
+// its last stamp plus LamportRate per second since then plus a burst that
+// jumps spend (LamportBurst; lamport.go says why an honest cluster never
+// meets the bound). A stamp beyond is refused ("lamport_ahead"), never
+// merged, counted per member in status (PeerSeq.StampsRefused) and said at
+// WARN by the daemon. Since no frame raises the bound, a forger can move
+// a clock by LamportRate a second, no more; the members that judge the
+// pushed node's frames allow the same, so it is never refused for having
+// been pushed, and when the forger stops nothing remains to refuse.
+//
+// What a restart keeps (Durable.Stamps, saved when the clock comes near
+// the floor and at most once a minute while stamps change): a floor above
+// every stamp the node sent, which its clock resumes from (so a member's
+// stamps only grow across its restarts, which pkg/epoch's Life relies on),
+// and each member's last stamp and when it was heard, from which it is
+// judged after the restart. A node started with nothing saved has no
+// reference: it takes the first frame's stamp as it is, and judges every
+// later one from it. That first frame is the one a forger without a key
+// can still make count (documented as a limit of --insecure).
 //
 // Logical time is the node's. Every logical send gets one Lamport stamp,
 // carried by every frame of its fan-out (a broadcast over unicast is N-1

@@ -38,10 +38,17 @@ type Config struct {
 	// (Durable.Epochs): frames of those epochs are refused as possible
 	// replays. nil: none (a first start, or a driver without a disk).
 	Epochs map[uint32]uint32
+	// Stamps is the Lamport state saved by the node's last run
+	// (Durable.Stamps): the clock resumes from its floor, and each
+	// member's stamps are judged from its last one (see LamportRate).
+	// Zero: none (a first start).
+	Stamps Stamps
 	// Save, if set, writes the node's durable state atomically and
 	// durably before returning; the node calls it before it accepts a
-	// frame of a peer's new epoch (with keys) and before it sends under a
-	// new incarnation. nil: nothing survives a restart (the simulator).
+	// frame of a peer's new epoch (with keys), before it sends under a
+	// new incarnation or a Lamport stamp at its saved floor, and at most
+	// once a minute while the members' last stamps change. nil: nothing
+	// survives a restart.
 	Save func(Durable) error
 	// Multicast sends a broadcast as one multicast frame instead of one
 	// unicast frame per member.
@@ -184,6 +191,13 @@ type Node struct {
 	// coreRan says the core was ticked or stepped since it was built: a
 	// core that ran is rebuilt when the node steps back (ReplaceCore).
 	coreRan bool
+	// Lamport state (lamport.go): the saved floor, when the stamps were
+	// last saved, whether they changed since, and the reference a member
+	// never heard is judged from (unset: none yet, a first start).
+	floor         uint64
+	stampsAt      time.Time
+	stampsChanged bool
+	anchor        stampGuard
 	// lastNTPXmt is the last transmit timestamp patched into an NTP
 	// packet (ntpXmt); atomic: Finalize runs on transport writers.
 	lastNTPXmt atomic.Uint64
@@ -233,6 +247,7 @@ func New(cfg Config, c core.Core) (*Node, error) {
 	if cfg.Agreement != nil {
 		n.agree = newAgreement(&cfg)
 	}
+	n.restoreStamps(cfg.Stamps)
 	return n, nil
 }
 
@@ -303,12 +318,12 @@ func (n *Node) Receive(in Inbound) error {
 		}
 	}
 	plan, err := n.checkSeq(&f, in.Time)
-	if err == nil && f.Lamport > n.lamport.Now() && f.Lamport-n.lamport.Now() > MaxLamportAhead {
-		err = fmt.Errorf("%w: %d from %d, clock at %d", ErrLamportAhead, f.Lamport, f.Sender, n.lamport.Now())
+	if err == nil {
+		err = n.checkStamp(f.Sender, f.Sender, f.Lamport, in.Time)
 	}
 	var vector clock.Vector
 	if err == nil && f.Vector != nil {
-		vector, err = n.checkVector(f.Vector, f.Sender)
+		vector, err = n.checkVector(f.Vector, f.Sender, in.Time)
 	}
 	if err == nil && n.agree != nil && f.Kind != wire.KindEpochRefused && f.Kind != wire.KindConfig {
 		// Configuration agreement (agree.go): after the checks of what
@@ -322,9 +337,11 @@ func (n *Node) Receive(in Inbound) error {
 		if errors.Is(err, ErrPreRestart) || plan.renew {
 			n.refuseEpoch(f.Sender, wire.SeqEpoch(f.Seq), in.Time)
 		}
+		n.refusedStamp(err, in.Time)
 		n.refuse(&f, reasonOf(err))
 		return err
 	}
+	n.takeStamp(f.Sender, f.Lamport, in.Time)
 	n.lamport.Receive(f.Lamport)
 	switch {
 	case n.vectors:
@@ -459,6 +476,7 @@ func (n *Node) Tick(now time.Time) {
 	}
 	n.coreRan = true
 	n.core.Tick(now)
+	n.saveStamps(0, now)
 }
 
 // Ready drains the core and encodes its messages.
@@ -480,6 +498,14 @@ func (n *Node) Ready() Output {
 	out := Output{State: rd.State, Entries: rd.Entries, Promise: rd.Promise, Adjustments: rd.Adjustments, Events: rd.Events}
 	if n.rec != nil && len(rd.Events) > 0 {
 		n.recordEvents(rd)
+	}
+	if !n.saveStamps(len(n.own)+len(rd.Messages), n.now) {
+		// The clock would pass a floor that could not be saved: after a
+		// crash, this node's next life would stamp below these frames.
+		for _, m := range slices.Concat(n.own, rd.Messages) {
+			n.stats.drop("unsent_" + m.Kind.String())
+		}
+		n.own, rd.Messages = n.own[:0], nil
 	}
 	for _, m := range n.own {
 		out.Sends = n.encode(out.Sends, m)
@@ -621,10 +647,12 @@ func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send, st stamps)
 
 // checkVector decodes a frame's vector timestamp (its structure already
 // checked by wire) and refuses what no member can have sent: more entries
-// than members, an entry of a non-member, a counter more than
-// MaxLamportAhead ahead of what this node knows of that member. The
-// returned vector is the node's own copy.
-func (n *Node) checkVector(b []byte, from uint32) (clock.Vector, error) {
+// than members, an entry of a non-member, a counter above what this node
+// knows of that member and beyond what its Lamport clock can have reached
+// (an entry counts the member's events, which its clock counts too; see
+// LamportRate), or, for this node's own entry, more than LamportBurst
+// above its clock. The returned vector is the node's own copy.
+func (n *Node) checkVector(b []byte, from uint32, now time.Time) (clock.Vector, error) {
 	if err := n.vecBuf.UnmarshalBinary(b); err != nil {
 		return clock.Vector{}, fmt.Errorf("%w: %v", ErrBadVector, err)
 	}
@@ -635,8 +663,12 @@ func (n *Node) checkVector(b []byte, from uint32) (clock.Vector, error) {
 		if _, ok := n.cfg.Members[id]; !ok {
 			return clock.Vector{}, fmt.Errorf("%w: an entry of %d, not a member, from %d", ErrBadVector, id, from)
 		}
-		if got, known := n.vecBuf.Get(id), n.vector.Get(id); got > known && got-known > MaxLamportAhead {
-			return clock.Vector{}, fmt.Errorf("%w: member %d's entry %d from %d, known %d", ErrBadVector, id, got, from, known)
+		got := n.vecBuf.Get(id)
+		if got <= n.vector.Get(id) {
+			continue
+		}
+		if err := n.checkEntry(id, from, got, now); err != nil {
+			return clock.Vector{}, fmt.Errorf("%w: %w", ErrBadVector, err)
 		}
 	}
 	return n.vecBuf.Clone(), nil
@@ -824,16 +856,30 @@ func (n *Node) Status() Status {
 		st.Agreement = n.agreementStatus()
 	}
 	for _, id := range n.others {
-		ps := PeerSeq{ID: id, Saved: n.epochs[id]}
-		if p := n.peers[id]; p != nil && p.seen {
-			ps.Seq = p.win.Top()
-			ps.Incarnation, ps.Series, _ = wire.SeqParts(ps.Seq)
-		}
-		if ps.Seq != 0 || ps.Saved != 0 {
+		if ps := n.Peer(id); ps.Seq != 0 || ps.Saved != 0 || ps.StampsRefused != 0 {
 			st.Peers = append(st.Peers, ps)
 		}
 	}
 	return st
+}
+
+// Peer is the node's view of member id's sequence numbers and stamps (as
+// in Status, without building the rest).
+func (n *Node) Peer(id uint32) PeerSeq {
+	ps := PeerSeq{ID: id, Saved: n.epochs[id]}
+	if p := n.peers[id]; p != nil {
+		if p.seen {
+			ps.Seq = p.win.Top()
+			ps.Incarnation, ps.Series, _ = wire.SeqParts(ps.Seq)
+		}
+		if p.stamp.set {
+			ps.Stamp = p.stamp.last
+		}
+		if p.stampsRefused > 0 {
+			ps.StampsRefused, ps.StampRefusedAt = p.stampsRefused, p.stampRefusedAt
+		}
+	}
+	return ps
 }
 
 func (n *Node) vectorString() string {
@@ -863,8 +909,8 @@ func reasonOf(err error) string {
 		{ErrWrongSource, "wrong_source"},
 		{ErrImplausibleSeq, "implausible_seq"},
 		{ErrPreRestart, "pre_restart"},
+		{ErrBadVector, "bad_vector"}, // before lamport_ahead: an entry's *StampError is wrapped in it
 		{ErrLamportAhead, "lamport_ahead"},
-		{ErrBadVector, "bad_vector"},
 		{ErrUnsaved, "unsaved"},
 		{ErrConfigDiffers, "config_differs"},
 		{ErrConfigUnverified, "config_unverified"},

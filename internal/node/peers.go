@@ -34,16 +34,6 @@ const (
 	// machine whose state was wiped; a forged incarnation of 2^24-1 is
 	// refused instead of making every later real frame look old.
 	IncarnationSlack = 1 << 16
-
-	// MaxLamportAhead bounds how far ahead of this node's Lamport clock a
-	// frame's stamp may be. A genuine stamp is ahead by the events of the
-	// cluster this node has not heard of yet: all of them after a restart
-	// (the clock is not persisted), which 2^40 exceeds for decades at a
-	// million events a second. A stamp beyond it is refused, never merged:
-	// one frame cannot push the clock within reach of its end (2^64, where
-	// it would stop, every later event stamped alike), and 2^24 refusals
-	// stand between a forger and that end.
-	MaxLamportAhead = 1 << 40
 )
 
 // Errors for frames refused by the node's own checks (wire's sentinels
@@ -61,11 +51,12 @@ var (
 	// to a new series.
 	ErrPreRestart = errors.New("node: frame of an epoch accepted before this node restarted")
 	// ErrBadVector: the frame's vector timestamp names a non-member, has
-	// more entries than members, or an entry more than MaxLamportAhead
-	// ahead of what this node knows ("bad_vector").
+	// more entries than members, or an entry beyond what its member can
+	// have reached ("bad_vector").
 	ErrBadVector = errors.New("node: vector timestamp refused")
-	// ErrLamportAhead: the Lamport stamp is more than MaxLamportAhead
-	// ahead of this node's clock.
+	// ErrLamportAhead: the Lamport stamp is beyond what its sender can have
+	// reached since it was last heard (see LamportRate; a *StampError says
+	// by how much).
 	ErrLamportAhead = errors.New("node: Lamport stamp too far ahead")
 	// ErrUnsaved: the frame opens a new epoch of its sender and this
 	// node could not persist it (Config.Save failed).
@@ -85,6 +76,10 @@ type Durable struct {
 	// epochs is refused (ErrPreRestart): whatever was captured before the
 	// restart cannot be played back after it.
 	Epochs map[uint32]uint32
+	// Stamps is the Lamport floor this node's clock resumes from and each
+	// member's last stamp (see LamportRate). Its Floor is 0 until the
+	// node first raised it.
+	Stamps Stamps
 }
 
 // peer is what the node knows of one member's sequence numbers since it
@@ -98,6 +93,11 @@ type peer struct {
 	// refusalInterval, however many recordings are played back at us.
 	refused   uint32
 	refusedAt time.Time
+	// The member's Lamport stamps (lamport.go), and how many of its
+	// stamps this node refused, the last when.
+	stamp          stampGuard
+	stampsRefused  uint64
+	stampRefusedAt time.Time
 }
 
 // refusalInterval spaces the KindEpochRefused a node sends one peer about
@@ -216,7 +216,9 @@ func (n *Node) commitSeq(plan seqPlan, now time.Time) error {
 			next = map[uint32]uint32{}
 		}
 		next[plan.senderID] = epoch
-		if err := n.save(Durable{Incarnation: n.inc, Epochs: next}); err != nil {
+		d := n.durable()
+		d.Epochs = next
+		if err := n.save(d); err != nil {
 			return fmt.Errorf("%w: epoch %#x of %d: %v", ErrUnsaved, epoch, plan.senderID, err)
 		}
 		n.epochs = next
@@ -278,7 +280,9 @@ func (n *Node) newSeries() bool {
 		n.stats.drop("sequence_exhausted")
 		return false
 	}
-	if err := n.save(Durable{Incarnation: n.inc + 1, Epochs: n.epochs}); err != nil {
+	d := n.durable()
+	d.Incarnation = n.inc + 1
+	if err := n.save(d); err != nil {
 		n.stats.drop("incarnation_unsaved")
 		return false
 	}
@@ -310,4 +314,11 @@ type PeerSeq struct {
 	Series      uint8  `json:"series"`
 	Seq         uint64 `json:"seq"`             // highest accepted since this node started
 	Saved       uint32 `json:"saved,omitempty"` // highest epoch persisted
+	// Stamp is the member's last Lamport stamp taken (or the one it is
+	// judged from); StampsRefused counts its stamps (or vector entries)
+	// refused as beyond what it can have reached, the last at
+	// StampRefusedAt (local time).
+	Stamp          uint64    `json:"stamp,omitempty"`
+	StampsRefused  uint64    `json:"stamps_refused,omitempty"`
+	StampRefusedAt time.Time `json:"stamp_refused_at,omitzero"`
 }

@@ -188,7 +188,8 @@ func (d *disk) save(v Durable) error {
 		return d.fail
 	}
 	d.saves++
-	d.d = Durable{Incarnation: v.Incarnation, Epochs: maps.Clone(v.Epochs)}
+	v.Stamps.Peers = maps.Clone(v.Stamps.Peers)
+	d.d = Durable{Incarnation: v.Incarnation, Epochs: maps.Clone(v.Epochs), Stamps: v.Stamps}
 	return nil
 }
 
@@ -289,14 +290,24 @@ func TestLamportAheadRefused(t *testing.T) {
 		}
 		seq := p.b.Status().Peers[0].Seq
 		clk := p.b.Status().Lamport
+		last := p.b.Status().Peers[0].Stamp
 		p.mustRefuse("stamp 2^64-1", forged(t, 1, seq+1, ^uint64(0), key), "lamport_ahead")
-		p.mustRefuse("stamp just beyond the bound", forged(t, 1, seq+2, clk+MaxLamportAhead+1, key), "lamport_ahead")
+		// deliver is 50 ms after the last frame: the rate for the time since
+		// the first, and the burst.
+		p.mustRefuse("stamp just beyond the bound", forged(t, 1, seq+2, last+LamportBurst+rateOver(100*time.Millisecond)+1, key), "lamport_ahead")
 		if got := p.b.Status().Lamport; got != clk {
 			t.Errorf("refused stamps moved the clock %d -> %d", clk, got)
 		}
-		p.mustAccept("stamp at the bound", forged(t, 1, seq+3, clk+MaxLamportAhead, key))
-		if got := p.b.Status().Lamport; got != clk+MaxLamportAhead+1 {
-			t.Errorf("clock %d, want %d", got, clk+MaxLamportAhead+1)
+		bound := last + LamportBurst + rateOver(150*time.Millisecond)
+		p.mustAccept("stamp at the bound", forged(t, 1, seq+3, bound, key))
+		if got, want := p.b.Status().Lamport, bound+1; got != want {
+			t.Errorf("clock %d, want %d", got, want)
+		}
+		// The burst is spent: 50 ms later, 50 ms of the rate only.
+		p.mustRefuse("a second jump at once", forged(t, 1, seq+4, bound+rateOver(50*time.Millisecond)+1, key), "lamport_ahead")
+		p.mustAccept("the rate's worth", forged(t, 1, seq+5, bound+rateOver(100*time.Millisecond), key))
+		if got := p.b.Status().Peers[0].StampsRefused; got != 3 {
+			t.Errorf("stamps_refused %d, want 3", got)
 		}
 	}
 }
@@ -371,6 +382,7 @@ func FuzzReceiveHeader(f *testing.F) {
 	f.Add(uint64(0xffffffffffffff00), uint64(0), uint32(1), uint8(wire.KindHeartbeat), false)
 	f.Add(uint64(1<<40|5000), ^uint64(0), uint32(1), uint8(wire.KindEpochRefused), true)
 	f.Add(uint64(0), uint64(1<<40), uint32(3), uint8(wire.KindCoordinator), false)
+	f.Add(uint64(1<<40|2), uint64(1<<40), uint32(1), uint8(wire.KindHeartbeat), false) // a stamp beyond the ceiling
 	f.Fuzz(func(t *testing.T, seq, lamport uint64, sender uint32, kind uint8, keyed bool) {
 		p := newPair(t, keyed, nil)
 		p.mustAccept("first real frame", p.send())
@@ -387,6 +399,11 @@ func FuzzReceiveHeader(f *testing.F) {
 		steps := len(p.rb.steps)
 		if err := p.deliver(b); err != nil {
 			after := p.b.Status()
+			// Only the refusal counters may move.
+			for i := range after.Peers {
+				after.Peers[i].StampsRefused, after.Peers[i].StampRefusedAt = 0, time.Time{}
+			}
+			after.Peers = slices.DeleteFunc(after.Peers, func(ps PeerSeq) bool { return ps == PeerSeq{ID: ps.ID} })
 			if after.Lamport != before.Lamport || len(p.rb.steps) != steps || !slices.Equal(before.Peers, after.Peers) || after.Series != before.Series {
 				t.Fatalf("a refused frame (%v) changed the node: %+v -> %+v", err, before, after)
 			}

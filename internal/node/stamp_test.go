@@ -102,7 +102,7 @@ func TestVectors(t *testing.T) {
 	// A vector naming a non-member, or too far ahead, is refused.
 	for name, v := range map[string]clock.Vector{
 		"non-member": clock.VectorOf(map[uint32]uint64{1: 5, 9: 1}),
-		"far ahead":  clock.VectorOf(map[uint32]uint64{1: MaxLamportAhead + 10}),
+		"far ahead":  clock.VectorOf(map[uint32]uint64{1: 2*LamportBurst + 10}),
 	} {
 		c, rc := newNode(t, 1, nil)
 		c.SetVectors(true)

@@ -50,9 +50,13 @@ type simNode struct {
 	clk     *clock.Sim
 	node    *node.Node
 
-	disk        []byte
-	log         [][]byte // records appended after disk (core.Ready.Entries)
-	diskFaults  float64  // probability that a state write fails
+	disk []byte
+	log  [][]byte // records appended after disk (core.Ready.Entries)
+	// stamps is the node's Lamport state as it last saved it
+	// (node.Durable.Stamps): a restarted node resumes its clock above
+	// every stamp it sent, as a daemon does.
+	stamps      node.Stamps
+	diskFaults  float64 // probability that a state write fails
 	incarnation uint32
 	up, paused  bool
 	// life changes at every crash and restart: a copy in flight to an older
@@ -95,6 +99,7 @@ func (n *simNode) monoAt(t time.Time) time.Time { return n.clk.FromKernel(t).Add
 func (s *Sim) boot(n *simNode) {
 	n.incarnation++
 	lamport := new(clock.Lamport)
+	lamport.Restore(n.stamps.Floor)
 	c := n.newCore(core.Env{
 		ID:      n.id,
 		Members: slices.Clone(s.order),
@@ -121,6 +126,15 @@ func (s *Sim) boot(n *simNode) {
 		Incarnation: n.incarnation,
 		Multicast:   s.cfg.Multicast,
 		Lamport:     lamport,
+		Stamps:      n.stamps,
+		// Only the Lamport state is kept: the simulated restarts have
+		// always forgotten the peers' epochs (a node's own incarnation
+		// is counted above).
+		Save: func(d node.Durable) error {
+			d.Stamps.Peers = maps.Clone(d.Stamps.Peers)
+			n.stamps = d.Stamps
+			return nil
+		},
 	}, c)
 	if err != nil {
 		panic(fmt.Sprintf("sim: node %d: %v", n.id, err))

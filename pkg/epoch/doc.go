@@ -49,4 +49,17 @@
 // disk was put there by a frame this rule would refuse (or by an older
 // build that had no rule); the daemon refuses to start on it and names the
 // file, rather than run a member that can never make progress.
+//
+// # Incarnations
+//
+// A member's incarnation (its restarts) is another member's number: only
+// the member raises it, nobody adopts it, so a forged one above the real
+// one would, if believed for good, make the member's every later frame
+// look like a late frame of an earlier life. Life judges an incarnation
+// read from a frame with the frame's Lamport stamp: the member's lives
+// only ever raise its stamps, so a lower incarnation stamped after every
+// frame of the one believed is the member itself, back from a forged
+// claim (Back), and a late frame of a real earlier life stays Stale. The
+// permission-based mutexes, the central coordinator and the eventual
+// leader (Ω) judge incarnations with it.
 package epoch

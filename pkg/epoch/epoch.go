@@ -200,3 +200,86 @@ type Term uint64
 
 // String implements fmt.Stringer.
 func (t Term) String() string { return Format(uint64(t)) }
+
+// Life is what one member knows of another's incarnation: a number only
+// that member raises (once per restart or rejoin), read from its frames,
+// with the Lamport stamp of the newest frame of it. The zero Life has
+// seen nothing.
+//
+// Anyone can put any incarnation in a frame when a cluster runs without a
+// key, and only the member itself ever moves to a new one: a forged
+// incarnation above the member's own, believed for good, would make every
+// later real frame look like one of an earlier life, and nothing the
+// member does would ever bring it back. So an incarnation is judged with
+// the frame's Lamport stamp, which a member's lives only ever raise (its
+// clock resumes above every stamp of its last life; internal/node): a
+// frame of a lower incarnation stamped after every frame of the one
+// believed says that one was never the member's, and it is believed
+// instead (Back). A late frame of a real earlier life is stamped below
+// its successor's frames and stays Stale. Lamport stamps themselves are
+// bounded by what a member can have reached (internal/node), and every
+// member's clock passes a forged stamp within a round trip of hearing it:
+// a forged incarnation is undone by the member's first frame after that.
+type Life struct {
+	Inc   uint64 // the incarnation believed (0: none seen)
+	Stamp uint64 // the largest Lamport stamp of a frame of Inc
+}
+
+// Verdict is what Life.See makes of a frame.
+type Verdict uint8
+
+const (
+	// Same: a frame of the incarnation believed.
+	Same Verdict = iota
+	// Newer: a higher incarnation: the member restarted or rejoined, what
+	// its earlier life said is void.
+	Newer
+	// Back: a lower incarnation stamped after every frame of the one
+	// believed, which was not the member's (a forged frame): what that
+	// one said is void, and this one is believed again.
+	Back
+	// Stale: a lower incarnation stamped before: a late frame of an
+	// earlier life, to refuse.
+	Stale
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Same:
+		return "same"
+	case Newer:
+		return "newer"
+	case Back:
+		return "back"
+	case Stale:
+		return "stale"
+	}
+	return fmt.Sprintf("verdict(%d)", uint8(v))
+}
+
+// Judge says what a frame of incarnation inc stamped at (its Lamport
+// time) would be, without recording it.
+func (l Life) Judge(inc, at uint64) Verdict {
+	switch {
+	case inc == l.Inc:
+		return Same
+	case inc > l.Inc:
+		return Newer
+	case at > l.Stamp:
+		return Back
+	}
+	return Stale
+}
+
+// See judges a frame of incarnation inc stamped at and records it unless
+// it is Stale.
+func (l *Life) See(inc, at uint64) Verdict {
+	v := l.Judge(inc, at)
+	switch v {
+	case Same:
+		l.Stamp = max(l.Stamp, at)
+	case Newer, Back:
+		l.Inc, l.Stamp = inc, at
+	}
+	return v
+}

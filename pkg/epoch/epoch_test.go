@@ -190,3 +190,31 @@ func TestFormat(t *testing.T) {
 		t.Errorf("Term marshals to %s, %v: want the raw number", b, err)
 	}
 }
+
+// TestLifeUndoesAForgedIncarnation: a member at incarnation 1; a forged
+// frame claims incarnation 99 (stamped 500, within the bound the node
+// puts on stamps); the member's next real frame, stamped after it (every
+// clock passes a stamp within a round trip of hearing it), brings
+// incarnation 1 back; a late frame of a real earlier life stays stale.
+func TestLifeUndoesAForgedIncarnation(t *testing.T) {
+	var l epoch.Life
+	for _, step := range []struct {
+		inc, at uint64
+		want    epoch.Verdict
+		life    epoch.Life
+	}{
+		{1, 10, epoch.Newer, epoch.Life{1, 10}},
+		{1, 20, epoch.Same, epoch.Life{1, 20}},
+		{1, 15, epoch.Same, epoch.Life{1, 20}},      // reordered: still its life
+		{99, 500, epoch.Newer, epoch.Life{99, 500}}, // forged
+		{1, 400, epoch.Stale, epoch.Life{99, 500}},  // the member has not heard the forged stamp yet
+		{1, 502, epoch.Back, epoch.Life{1, 502}},    // it has
+		{2, 600, epoch.Newer, epoch.Life{2, 600}},   // it restarts
+		{1, 590, epoch.Stale, epoch.Life{2, 600}},   // a late frame of its last life
+		{1, 0, epoch.Stale, epoch.Life{2, 600}},
+	} {
+		if got := l.See(step.inc, step.at); got != step.want || l != step.life {
+			t.Fatalf("incarnation %d at %d: %v, life %+v; want %v, %+v", step.inc, step.at, got, l, step.want, step.life)
+		}
+	}
+}

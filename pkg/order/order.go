@@ -409,18 +409,21 @@ func (c *Core) stepRecord(m core.Message) error {
 	if err := r.UnmarshalBinary(m.Payload); err != nil {
 		return err
 	}
-	return c.acceptRecord(m.From, r, 0)
+	return c.acceptRecord(m.From, r, 0, m.Lamport)
 }
 
-// maxStampAhead bounds how far ahead of this member's Lamport clock a
-// total-order record's stamp may be (internal/node's MaxLamportAhead for
-// a frame's own stamp).
-const maxStampAhead = 1 << 40
-
 // acceptRecord takes a record of from's stream, from from itself or
-// relayed by member via (relay.go): either way it is handed on once, in
-// order.
-func (c *Core) acceptRecord(from uint32, r wire.OrderRecord, via uint32) error {
+// relayed by member via (relay.go), in a frame stamped at (its Lamport
+// time): either way it is handed on once, in order.
+//
+// A record's stamp is never above the frame that carries it: its sender
+// stamped it when it made it, and every frame that carries it later, its
+// own or a relay's (which merged the stamp of the frame it came in), is
+// stamped after. So the stamp is bounded by the frame's, which the node
+// bounds by what a member can have reached (internal/node's LamportRate):
+// a record stamped near the end of the clock's range, merged, would stop
+// the member's clock there, and every member's total order with it.
+func (c *Core) acceptRecord(from uint32, r wire.OrderRecord, via uint32, at uint64) error {
 	in := c.st.Stream.In[from]
 	switch {
 	case r.Seq <= in.Next:
@@ -432,12 +435,10 @@ func (c *Core) acceptRecord(from uint32, r wire.OrderRecord, via uint32) error {
 	case r.Seq-in.Next > uint64(c.cfg.Window):
 		return fmt.Errorf("%w: record %d of %d's stream, %d ahead of the next expected (window %d)", ErrImplausible, r.Seq, from, r.Seq-in.Next, c.cfg.Window)
 	}
-	if (r.Type == wire.OrderTotal || r.Type == wire.OrderTotalAck) && r.Stamp > c.lamport.Now() && r.Stamp-c.lamport.Now() > maxStampAhead {
-		// Refused before it is held, like a frame's own stamp that far
-		// ahead (the node's bound): merged, one stamp at the end of the
-		// clock's range stopped it there, and every member's total order
-		// with it. A genuine record of this number is taken when it comes.
-		return fmt.Errorf("%w: record %d of %d's stream stamped %d, the clock at %d", ErrImplausible, r.Seq, from, r.Stamp, c.lamport.Now())
+	if (r.Type == wire.OrderTotal || r.Type == wire.OrderTotalAck) && r.Stamp >= at {
+		// Refused before it is held: a genuine record of this number is
+		// taken when it comes.
+		return fmt.Errorf("%w: record %d of %d's stream stamped %d, in a frame stamped %d", ErrImplausible, r.Seq, from, r.Stamp, at)
 	}
 	if r.Type == wire.OrderCausal && len(r.Vector) != len(c.members) {
 		// Refused before it is held: it is the sender's bug, and holding

@@ -251,7 +251,7 @@ func (c *Core) stepRelay(m core.Message) error {
 	case rl.Origin == m.From:
 		return fmt.Errorf("%w: member %d relays its own record %d", ErrImplausible, m.From, rl.Record.Seq)
 	}
-	if err := c.acceptRecord(rl.Origin, rl.Record, m.From); err != nil {
+	if err := c.acceptRecord(rl.Origin, rl.Record, m.From, m.Lamport); err != nil {
 		return err
 	}
 	c.count("relayed_in")

@@ -18,8 +18,8 @@ import (
 // end of its range: every later stamp of the member was 2^64-1, its frames
 // were refused by every other member as too far ahead (lamport_ahead), and
 // no total-order message completed anywhere again. Now a record stamped
-// more than 2^40 ahead of the clock is refused before it is held (the
-// node's bound on a frame's stamp), counted, and the genuine record of
+// after the frame that carries it is refused before it is held (the frame's
+// own stamp is bounded by the node), counted, and the genuine record of
 // that number is taken when it comes.
 func TestSimLamportStampAtTheEndRefused(t *testing.T) {
 	sim.Seeds(t, seeds(5, 100), func(t *testing.T, seed int64) {

@@ -53,8 +53,10 @@ type Core struct {
 	// incarnation they said; last is the previous window's, for status.
 	candidates map[uint32]uint64
 	last       map[uint32]uint64
-	// latest is the highest incarnation heard of each member, ever.
-	latest  map[uint32]uint64
+	// latest is each member's incarnation as its heartbeats say, with
+	// their Lamport stamps (epoch.Life: a forged higher one is undone by
+	// the member's next heartbeat stamped after it).
+	latest  map[uint32]*epoch.Life
 	heard   map[uint32]time.Time
 	said    map[uint32]uint32 // whom each member trusts, from its heartbeats
 	changes uint64            // leader changes (window growths)
@@ -109,7 +111,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		return nil, fmt.Errorf("omega: stored incarnation %d: no incarnation left (remove the state file to start this member over at 1): %w", stored, core.ErrState)
 	}
 	c := &Core{cfg: cfg, id: env.ID, incarnation: stored + 1, interval: cfg.Interval, now: env.Now,
-		candidates: map[uint32]uint64{}, latest: map[uint32]uint64{}, heard: map[uint32]time.Time{}, said: map[uint32]uint32{}}
+		candidates: map[uint32]uint64{}, latest: map[uint32]*epoch.Life{}, heard: map[uint32]time.Time{}, said: map[uint32]uint32{}}
 	c.durable.Change(true) // store(incarnation) before the first heartbeat
 	c.windowStart, c.windowEnd = env.Now, env.Now.Add(c.interval)
 	c.heartbeat()
@@ -181,6 +183,14 @@ func (c *Core) closeWindow() {
 	c.windowEnd = c.now.Add(c.interval)
 }
 
+// incarnationOf is member id's incarnation as last believed (0: none).
+func (c *Core) incarnationOf(id uint32) uint64 {
+	if l := c.latest[id]; l != nil {
+		return l.Inc
+	}
+	return 0
+}
+
 // choose is Selecciona: the lowest incarnation, then the lowest ID.
 func choose(cands map[uint32]uint64) (uint32, uint64) {
 	var best uint32
@@ -211,11 +221,15 @@ func (c *Core) Step(m core.Message) error {
 	if m.Time.After(c.now) {
 		c.now = m.Time
 	}
-	if m.Term < c.latest[m.From] {
+	life := c.latest[m.From]
+	if life == nil {
+		life = &epoch.Life{}
+		c.latest[m.From] = life
+	}
+	if life.See(m.Term, m.Lamport) == epoch.Stale {
 		c.counts.Stale++ // a heartbeat of an earlier life
 		return nil
 	}
-	c.latest[m.From] = m.Term
 	c.candidates[m.From] = m.Term
 	c.heard[m.From] = c.now
 	return nil
@@ -311,7 +325,7 @@ func (c *Core) Report() elect.Status {
 	}
 	c.counts.Fill(&s, Kinds)
 	for _, id := range c.cfg.Members {
-		s.Members = append(s.Members, elect.MemberStatus{ID: id, Priority: uint32(min(c.latest[id], MaxIncarnation)), Self: id == c.id, LastHeard: c.heard[id]})
+		s.Members = append(s.Members, elect.MemberStatus{ID: id, Priority: uint32(min(c.incarnationOf(id), MaxIncarnation)), Self: id == c.id, LastHeard: c.heard[id]})
 	}
 	return s
 }

@@ -156,3 +156,27 @@ func TestSimEventualLeader(t *testing.T) {
 		}
 	})
 }
+
+// TestSimForgedIncarnationUndone: one heartbeat "from 1" (everyone's
+// leader: all at incarnation 1, the lowest ID) to member 2 claiming
+// incarnation 99, as a host can send a cluster without a key. On main
+// member 2 then took every real heartbeat of member 1 for one of an earlier
+// life and trusted member 3 for good. Now member 1's next heartbeat,
+// stamped after the forged one once member 1 has heard it through member
+// 2's, brings incarnation 1 back (epoch.Life), and member 2 trusts member 1
+// again within a few windows.
+func TestSimForgedIncarnationUndone(t *testing.T) {
+	s := newSim(t, 1, 3, sim.LinkConfig{Delay: time.Millisecond})
+	s.Run(3 * time.Second)
+	if l, _, _ := s.Core(2).(*omega.Core).Leader(); l != 1 {
+		t.Fatalf("member 2 trusts %d before the attack, want 1", l)
+	}
+	stamp := s.Node(2).Status().Lamport + 1000
+	if err := s.Forge(1, 2, wire.KindOmegaHeartbeat, 99, stamp, wire.OmegaHeartbeat{Leader: 1, Interval: 200}); err != nil {
+		t.Fatalf("forged heartbeat refused: %v", err)
+	}
+	s.Run(2 * time.Second)
+	if l, _, _ := s.Core(2).(*omega.Core).Leader(); l != 1 {
+		t.Fatalf("member 2 trusts %d two seconds after the forged incarnation, want 1\n%s", l, describe(s))
+	}
+}

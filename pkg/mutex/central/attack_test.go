@@ -154,3 +154,35 @@ func TestCoordinatorRefuses(t *testing.T) {
 		t.Errorf("member 1 not granted after the forged frames: %+v", r.core(1).Report().Counters)
 	}
 }
+
+// TestForgedIncarnationUndone: one request "from 1" to the coordinator
+// claiming incarnation 99, as a host can send a cluster without a key. On
+// main the coordinator then refused every real frame of member 1 as
+// stale_incarnation for the rest of its term: member 1's locks timed out.
+// Now member 1's next frame stamped after the forged one (member 1 hears
+// the forged stamp through the coordinator's beats) brings its incarnation
+// back (epoch.Life), and member 1 is granted.
+func TestForgedIncarnationUndone(t *testing.T) {
+	r := &scenarioRun{t: t}
+	r.newCluster(3, nil)
+	r.s.Run(2 * time.Second)
+	d := r.core(1).Report().Detail.(central.Detail)
+	stamp := r.s.Node(3).Status().Lamport + 1000
+	err := r.s.Forge(1, 3, wire.KindCentralRequest, d.Term, stamp,
+		wire.CentralRequest{Name: "y", Incarnation: r.core(1).Incarnation() + 98, Seq: 1, Stamp: 1, LeaseMS: 1000})
+	if err != nil {
+		t.Fatalf("forged request refused: %v", err)
+	}
+	r.s.Run(100 * time.Millisecond)
+	var req mutex.RequestID
+	r.s.Do(1, func(c core.Core) { req, err = c.(*central.Core).Acquire(r.s.Clock(1).Now(), mutex.Request{Lock: "z"}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.s.RunUntil(func() bool {
+		st, ok := r.core(1).Lookup(req)
+		return ok && st.Granted
+	}, 3*time.Second) {
+		t.Fatalf("member 1 not granted z within 3 s of a forged incarnation: coordinator counters %v", r.core(3).Report().Counters)
+	}
+}

@@ -269,22 +269,22 @@ func (c *Core) Step(m core.Message) error {
 	case wire.KindCentralRequest:
 		var r wire.CentralRequest
 		if err = r.UnmarshalBinary(m.Payload); err == nil {
-			err = c.stepRequest(m.From, m.Term, r)
+			err = c.stepRequest(m.From, m.Term, m.Lamport, r)
 		}
 	case wire.KindCentralRelease:
 		var r wire.CentralRelease
 		if err = r.UnmarshalBinary(m.Payload); err == nil {
-			err = c.stepRelease(m.From, m.Term, r)
+			err = c.stepRelease(m.From, m.Term, m.Lamport, r)
 		}
 	case wire.KindCentralRenew:
 		var r wire.CentralRenew
 		if err = r.UnmarshalBinary(m.Payload); err == nil {
-			err = c.stepRenew(m.From, m.Term, r)
+			err = c.stepRenew(m.From, m.Term, m.Lamport, r)
 		}
 	case wire.KindCentralSync:
 		var s wire.CentralSync
 		if err = s.UnmarshalBinary(m.Payload); err == nil {
-			err = c.stepSync(m.From, m.Term, s)
+			err = c.stepSync(m.From, m.Term, m.Lamport, s)
 		}
 	case wire.KindCentralGrant, wire.KindCentralRenewed:
 		var g wire.CentralGrant

@@ -48,13 +48,14 @@ type cqueue struct {
 
 // peer is a member as the coordinator sees it.
 type peer struct {
-	inc        uint32    // its run
-	stamp      uint32    // the stamp of its latest frame: grants count from it
-	stampHeard time.Time // when the frame stamped stamp arrived
-	syncedAt   uint32    // the stamp of its latest sync (a duplicate is dropped)
-	heard      time.Time // its last frame
-	support    time.Time // when the newest beat it answered was sent
-	joined     bool      // it synced in this term
+	inc        uint32     // its run
+	life       epoch.Life // its run as its frames say, with their Lamport stamps
+	stamp      uint32     // the stamp of its latest frame: grants count from it
+	stampHeard time.Time  // when the frame stamped stamp arrived
+	syncedAt   uint32     // the stamp of its latest sync (a duplicate is dropped)
+	heard      time.Time  // its last frame
+	support    time.Time  // when the newest beat it answered was sent
+	joined     bool       // it synced in this term
 	// backedOld is the latest instant, on this member's clock, at which
 	// the member may have backed an older coordinator (answered its beat,
 	// coordinated, or started): from its first sync of the term.
@@ -644,11 +645,12 @@ func (c *Core) coordRenewLocal(id mutex.RequestID, st mutex.RequestStatus, lease
 	return true
 }
 
-// peerFrame checks a member's frame to the coordinator of term: the term
-// is ours, the member's incarnation not older than one already seen (a
-// newer one drops the older run's waiting requests: it will never use
-// them), and notes its stamp.
-func (c *Core) peerFrame(from uint32, term uint64, inc uint32, stamp uint32) (*peer, error) {
+// peerFrame checks a member's frame to the coordinator of term, stamped at
+// (its Lamport time): the term is ours, the member's incarnation not older
+// than one already seen unless stamped after every frame of it (epoch.Life:
+// that one was forged), and notes its stamp. A new incarnation drops the
+// other run's waiting requests: the member will never use them.
+func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32) (*peer, error) {
 	k := c.co
 	if k == nil || term != k.term || from == c.self {
 		return nil, fmt.Errorf("%w: frame of term %#x from %d", ErrNotCoordinator, term, from)
@@ -661,10 +663,16 @@ func (c *Core) peerFrame(from uint32, term uint64, inc uint32, stamp uint32) (*p
 		p = &peer{}
 		k.peers[from] = p
 	}
-	switch {
-	case inc == 0 || inc < p.inc:
+	if inc == 0 {
+		return nil, fmt.Errorf("%w: 0 of member %d", ErrStaleIncarnation, from)
+	}
+	switch p.life.Judge(uint64(inc), at) {
+	case epoch.Stale:
 		return nil, fmt.Errorf("%w: %d of member %d, which runs %d", ErrStaleIncarnation, inc, from, p.inc)
-	case inc > p.inc:
+	case epoch.Back:
+		c.count("incarnations_undone")
+		fallthrough
+	case epoch.Newer:
 		if p.inc != 0 {
 			for _, e := range c.entriesOf(from) {
 				if !e.granted {
@@ -675,6 +683,7 @@ func (c *Core) peerFrame(from uint32, term uint64, inc uint32, stamp uint32) (*p
 		}
 		p.inc, p.stamp, p.syncedAt = inc, 0, 0
 	}
+	p.life.See(uint64(inc), at)
 	p.heard = c.now
 	if stamp != 0 {
 		// The latest, not the largest: a member's frames arrive in order
@@ -698,8 +707,8 @@ func (c *Core) checkLease(leaseMS uint32) (time.Duration, error) {
 	return lease, nil
 }
 
-func (c *Core) stepRequest(from uint32, term uint64, r wire.CentralRequest) error {
-	p, err := c.peerFrame(from, term, r.Incarnation, r.Stamp)
+func (c *Core) stepRequest(from uint32, term, at uint64, r wire.CentralRequest) error {
+	p, err := c.peerFrame(from, term, at, r.Incarnation, r.Stamp)
 	if err != nil {
 		return err
 	}
@@ -712,15 +721,15 @@ func (c *Core) stepRequest(from uint32, term uint64, r wire.CentralRequest) erro
 	return nil
 }
 
-func (c *Core) stepRelease(from uint32, term uint64, r wire.CentralRelease) error {
-	if _, err := c.peerFrame(from, term, r.Incarnation, 0); err != nil {
+func (c *Core) stepRelease(from uint32, term, at uint64, r wire.CentralRelease) error {
+	if _, err := c.peerFrame(from, term, at, r.Incarnation, 0); err != nil {
 		return err
 	}
 	return c.coordRelease(from, r.Incarnation, r.Seq, r.Fence)
 }
 
-func (c *Core) stepRenew(from uint32, term uint64, r wire.CentralRenew) error {
-	p, err := c.peerFrame(from, term, r.Incarnation, r.Stamp)
+func (c *Core) stepRenew(from uint32, term, at uint64, r wire.CentralRenew) error {
+	p, err := c.peerFrame(from, term, at, r.Incarnation, r.Stamp)
 	if err != nil {
 		return err
 	}
@@ -747,8 +756,8 @@ func (c *Core) stepRenew(from uint32, term uint64, r wire.CentralRenew) error {
 	return nil
 }
 
-func (c *Core) stepSync(from uint32, term uint64, s wire.CentralSync) error {
-	p, err := c.peerFrame(from, term, s.Incarnation, s.Stamp)
+func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync) error {
+	p, err := c.peerFrame(from, term, at, s.Incarnation, s.Stamp)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ func (c *Core) stepRARequest(from uint32, at uint64, r wire.PermRequest) error {
 	// Requests and replies of Ricart-Agrawala are idempotent (a reply
 	// names the request it answers, a deferral keeps the newest request),
 	// so a late frame needs no filter: it is answered like any other.
-	l, err := c.lockFor(r.Name) // where the reply, a leave, is noted
+	l, err := c.lockFor(r.Name, from) // where the reply, a leave, is noted
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (c *Core) answerDeferred(l *lock, all bool) {
 // request, if any). A restarted member in its hold queues it but
 // acknowledges nothing.
 func (c *Core) stepLamportRequest(from uint32, at uint64, r wire.PermRequest) error {
-	l, err := c.lockFor(r.Name)
+	l, err := c.lockFor(r.Name, from)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/wire"
@@ -110,7 +111,9 @@ type Core struct {
 
 	peers      map[uint32]*peer
 	locks      map[string]*lock
-	fenceFloor uint64 // the highest fence of a lock reclaimed from the table
+	made       map[uint32]int // entries per creator (lockFor)
+	share      int            // entries another member's frames may make
+	fenceFloor uint64         // the highest fence of a lock reclaimed from the table
 	reqs       *mutex.Table
 
 	// releases are the Lamport releases of requests a client's Release
@@ -131,8 +134,8 @@ type Core struct {
 }
 
 type peer struct {
-	inc     uint32    // the newest incarnation seen (0: none yet)
-	heardAt time.Time // its last frame, on this member's clock
+	life    epoch.Life // its incarnation as its frames say (Inc 0: none yet)
+	heardAt time.Time  // its last frame, on this member's clock
 	// lent: how many locks hold a leave this member gave it (lock.lent),
 	// plus one while lentBefore is set: while any does, it is waited for
 	// DeadAfter, not SuspectAfter.
@@ -148,6 +151,7 @@ type peer struct {
 // lock is this member's state of one lock.
 type lock struct {
 	name    string
+	creator uint32    // whose request made the entry (lockFor)
 	known   uint64    // the highest fence known for it
 	touched time.Time // the last frame or request about it
 
@@ -216,6 +220,8 @@ func New(cfg Config) (*Core, error) {
 		restarted: cfg.Persisted != nil,
 		peers:     map[uint32]*peer{},
 		locks:     map[string]*lock{},
+		made:      map[uint32]int{},
+		share:     max(1, cfg.MaxLocks/2/max(1, len(cfg.Members)-1)),
 		counters:  map[string]uint64{},
 		leases:    map[mutex.RequestID]time.Duration{},
 
@@ -641,10 +647,24 @@ func before(sa uint64, a uint32, sb uint64, b uint32) bool {
 	return clock.LamportLess(sa, a, sb, b)
 }
 
-// lockFor returns lock name's state, made if need be.
-func (c *Core) lockFor(name string) (*lock, error) {
+// lockFor returns lock name's state, made if need be for creator: this
+// member for its clients' requests, else the member whose frame names the
+// lock. The entries a member's frames make count against its share,
+// MaxLocks/2 split among the other members: half the table is always there
+// for this member's clients, and the rest is shared so that no member, nor
+// anyone forging its frames, takes the room of the others. A member over
+// its share is refused (ErrNoRoom, "share_full") until entries of its own
+// are idle again (see idleWants) and reclaimed.
+func (c *Core) lockFor(name string, creator uint32) (*lock, error) {
 	if l, ok := c.locks[name]; ok {
 		return l, nil
+	}
+	if creator != c.self && c.made[creator] >= c.share {
+		c.reclaim(true)
+		if c.made[creator] >= c.share {
+			c.count("share_full")
+			return nil, fmt.Errorf("%w: member %d has %d entries, its share", ErrNoRoom, creator, c.made[creator])
+		}
 	}
 	if len(c.locks) >= c.cfg.MaxLocks {
 		c.reclaim(true)
@@ -652,11 +672,38 @@ func (c *Core) lockFor(name string) (*lock, error) {
 			return nil, ErrNoRoom
 		}
 	}
-	l := &lock{name: name, known: c.fenceFloor, touched: c.now, got: map[uint32]bool{}, sentAt: map[uint32]time.Time{},
+	l := &lock{name: name, creator: creator, known: c.fenceFloor, touched: c.now, got: map[uint32]bool{}, sentAt: map[uint32]time.Time{},
 		last: map[uint32]uint64{}, want: map[uint32]uint64{}, deferred: map[uint32]deferral{}, acked: map[uint32]uint64{},
 		lent: map[uint32]uint64{}}
 	c.locks[name] = l
+	c.made[creator]++
 	return l, nil
+}
+
+// idleWants takes a heartbeat of member m stamped at that says it holds and
+// asks for nothing: every request of m stamped before at has ended, as if
+// its release had come (Lamport's queue), or needs no answer any more
+// (Ricart-Agrawala's deferrals). So an entry that only a request m never
+// made holds (a forged one, or one whose release was lost) is idle again
+// at m's next such heartbeat.
+func (c *Core) idleWants(m uint32, at uint64) {
+	var ended []string
+	for name, l := range c.locks {
+		if w := l.want[m]; w != 0 && w < at {
+			l.want[m] = 0
+			l.last[m] = max(l.last[m], at)
+			ended = append(ended, name)
+		}
+		if d, ok := l.deferred[m]; ok && d.stamp < at {
+			delete(l.deferred, m)
+			ended = append(ended, name)
+		}
+	}
+	slices.Sort(ended) // deterministic output
+	for _, name := range slices.Compact(ended) {
+		c.count("wants_ended_idle")
+		c.advance(c.locks[name])
+	}
 }
 
 // idle says whether lock l holds nothing worth keeping: no request of this
@@ -686,6 +733,7 @@ func (c *Core) reclaim(urgent bool) {
 		if c.idle(l) && (urgent || c.now.Sub(l.touched) >= c.cfg.DeadAfter) {
 			c.fenceFloor = max(c.fenceFloor, l.known)
 			delete(c.locks, name)
+			c.made[l.creator]--
 			c.count("locks_reclaimed")
 		}
 	}
@@ -727,19 +775,28 @@ func (c *Core) reportLiveness() {
 	}
 }
 
-// seeIncarnation checks frame incarnation inc of member m; a newer one
-// drops everything known of m's previous life.
-func (c *Core) seeIncarnation(m uint32, inc uint32) error {
+// seeIncarnation checks frame incarnation inc of member m, in a frame
+// stamped at (epoch.Life): a newer one, or an older one stamped after every
+// frame of the one believed (which a forger made up), drops everything known
+// of m's other life.
+func (c *Core) seeIncarnation(m uint32, inc uint32, at uint64) error {
 	p := c.peers[m]
-	switch {
-	case inc < p.inc:
-		return fmt.Errorf("%w: %d from member %d, which is at %d", ErrStaleIncarnation, inc, m, p.inc)
-	case inc == p.inc:
+	cur := uint32(p.life.Inc)
+	switch p.life.Judge(uint64(inc), at) {
+	case epoch.Same:
+		p.life.See(uint64(inc), at)
 		return nil
-	case p.inc != 0 && inc-p.inc > MaxIncarnationJump:
-		return fmt.Errorf("%w: %d from member %d, which is at %d", ErrIncarnationJump, inc, m, p.inc)
+	case epoch.Stale:
+		return fmt.Errorf("%w: %d from member %d, which is at %d (since a frame stamped %d, this one %d)", ErrStaleIncarnation, inc, m, cur, p.life.Stamp, at)
+	case epoch.Newer:
+		if cur != 0 && inc-cur > MaxIncarnationJump {
+			return fmt.Errorf("%w: %d from member %d, which is at %d", ErrIncarnationJump, inc, m, cur)
+		}
+	case epoch.Back:
+		c.count("incarnations_undone")
 	}
-	if p.inc != 0 {
+	p.life.See(uint64(inc), at)
+	if cur != 0 {
 		c.count("rejoins")
 		c.emit(EventRejoined, fmt.Sprintf("member %d rejoined as incarnation %d: its old requests are dropped", m, inc),
 			"member", m, "incarnation", inc)
@@ -752,7 +809,6 @@ func (c *Core) seeIncarnation(m uint32, inc uint32) error {
 			delete(l.acked, m)
 		}
 	}
-	p.inc = inc
 	return nil
 }
 
@@ -785,6 +841,7 @@ func (c *Core) step(m core.Message) error {
 		}
 		if !h.Busy {
 			c.idleBeat(m.From, m.Lamport)
+			c.idleWants(m.From, m.Lamport)
 		}
 		return nil
 	case wire.KindHeartbeat:
@@ -803,7 +860,7 @@ func (c *Core) step(m core.Message) error {
 		if r.Stamp > m.Lamport || r.Fence>>16 > m.Lamport {
 			return fmt.Errorf("%w: stamp %d, fence %d in a frame of Lamport time %d", ErrImplausible, r.Stamp, r.Fence, m.Lamport)
 		}
-		if err := c.seeIncarnation(m.From, r.Incarnation); err != nil {
+		if err := c.seeIncarnation(m.From, r.Incarnation, m.Lamport); err != nil {
 			return err
 		}
 		switch m.Kind {
@@ -827,7 +884,7 @@ func (c *Core) step(m core.Message) error {
 		if r.Stamp > m.Lamport || r.Released+1 >= m.Lamport || r.Fence>>16 > m.Lamport {
 			return fmt.Errorf("%w: stamp %d, released %d, fence %d in a frame of Lamport time %d", ErrImplausible, r.Stamp, r.Released, r.Fence, m.Lamport)
 		}
-		if err := c.seeIncarnation(m.From, r.Incarnation); err != nil {
+		if err := c.seeIncarnation(m.From, r.Incarnation, m.Lamport); err != nil {
 			return err
 		}
 		c.stepLamportRelease(m.From, m.Lamport-1, wire.PermRequest{Name: r.Name, Incarnation: r.Incarnation, Stamp: r.Released, Fence: r.Fence})
@@ -843,7 +900,7 @@ func (c *Core) step(m core.Message) error {
 		if r.Stamp > m.Lamport || r.Want > m.Lamport || r.Fence>>16 > m.Lamport {
 			return fmt.Errorf("%w: stamp %d, want %d, fence %d in a frame of Lamport time %d", ErrImplausible, r.Stamp, r.Want, r.Fence, m.Lamport)
 		}
-		if err := c.seeIncarnation(m.From, r.Incarnation); err != nil {
+		if err := c.seeIncarnation(m.From, r.Incarnation, m.Lamport); err != nil {
 			return err
 		}
 		c.stepAnswer(m.From, m.Lamport, r)

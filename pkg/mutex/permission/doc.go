@@ -62,7 +62,7 @@
 //
 // Across restarts: the core persists (core.Durable, a promise written
 // before any frame that depends on it leaves) its incarnation and a floor
-// of its Lamport clock, 2^24 above the clock and raised before the clock
+// of its Lamport clock, 2^16 above the clock and raised before the clock
 // reaches it. A restarted member resumes its clock at the floor, above
 // every stamp it sent or saw, so its requests come after every request it
 // ever answered and its fences after every fence it knew.
@@ -73,7 +73,7 @@
 // is a promise: written before that Ready's frames leave), so every stamp
 // at or above the persisted floor is unused and a restart may take any of
 // them; none below it, which the last life may have sent. So one write
-// reserves 2^24 stamps, nothing is written per request, and a request
+// reserves 2^16 stamps, nothing is written per request, and a request
 // never waits for the disk. A stamp the last life only saw (a frame's
 // Lamport time merged into its clock) may lie above the floor if it
 // crashed before the raise was written; it acted on nothing that needed
@@ -87,8 +87,8 @@
 // An uncontended entry is the notes' messages and nothing else: the
 // request to every other member and their answers (Lamport: and the
 // release to all), no disk write and no other frame. The clock floor is
-// a range reserved once per start (and raised once per 2^24 - 2^16
-// ticks, a write per million entries or so), so no request waits for a
+// a range reserved once per start (and raised once per 2^16 - 2^12
+// ticks, a write per ten thousand entries or so), so no request waits for a
 // write; no fence is persisted, as it is the request's place in the
 // (stamp, ID) order, fixed by the stamp. Lamport's release is made after
 // the client has its answer: Release holds it back, to the loop's next
@@ -212,13 +212,21 @@
 //
 // Every field is read as an attacker would: a request's stamp must not be
 // above the Lamport time of the frame that carries it, nor a fence's stamp
-// (the node bounds a frame's Lamport time to 2^40 above its clock); stamps
-// end at wire.MaxPermStamp, where this member refuses new requests with
-// ErrClockExhausted rather than wrap; an incarnation may move up by at
-// most MaxIncarnationJump at once; frames of the other algorithm, of an
-// older incarnation, or from non-members are refused and counted; only a
-// Lamport request makes an entry in the lock table, bounded by MaxLocks,
-// and idle entries are reclaimed (their fences kept in a floor).
+// (the node bounds a frame's Lamport time by what a member can have
+// reached since it was last heard, internal/node's LamportRate, so a
+// forger moves clocks by 2^18 a second at most and the 47-bit stamps last
+// 17 years of it); stamps end at wire.MaxPermStamp, where this member
+// refuses new requests with ErrClockExhausted rather than wrap; an
+// incarnation may move up by at most MaxIncarnationJump at once, and a
+// forged one is undone by the member's next frame stamped after it
+// (epoch.Life); frames of the other algorithm, of an older incarnation, or
+// from non-members are refused and counted. Requests make entries in the
+// lock table, bounded by MaxLocks: another member's frames at most its
+// share (MaxLocks/2 split among the other members), so half the table is
+// always this member's and nobody takes the others' room; a member's
+// idle heartbeat ends every request of its stamped before it (one it never
+// made included), and idle entries are reclaimed (their fences kept in a
+// floor).
 //
 // # Use
 //

@@ -24,7 +24,7 @@ func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) 
 		c.count("clock_exhausted")
 		return 0, ErrClockExhausted
 	}
-	l, err := c.lockFor(r.Lock)
+	l, err := c.lockFor(r.Lock, c.self)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", mutex.ErrTooManyLocks, err)
 	}

@@ -22,14 +22,17 @@ import (
 // this member sent or saw was below it, so every request it makes after a
 // restart is stamped above them, and its fence is above every fence it
 // could have known. It is raised in chunks (floorChunk), one write per
-// 2^24 Lamport ticks, not one per message.
+// 2^16 Lamport ticks, not one per message. A restart moves the clock up by
+// a chunk, which the others take at once (internal/node's LamportBurst
+// covers a thousand of them back to back, and LamportRate four a second
+// for ever; 2^24 took four, and an eighth of a second each).
 const (
 	stateVersion = 1
 	stateLen     = 1 + 4 + 8 + 4
 	// floorChunk is how far above the clock the persisted floor is put;
 	// floorSlack how close the clock may come to it before it is raised.
-	floorChunk = 1 << 24
-	floorSlack = 1 << 16
+	floorChunk = 1 << 16
+	floorSlack = 1 << 12
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -1,0 +1,148 @@
+package permission_test
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/permission"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// forgedSim is a simulated cluster of n members of algorithm f, whose
+// grants it notes (frames are forged with sim.Forge).
+type forgedSim struct {
+	t      *testing.T
+	s      *sim.Sim
+	grants map[mutex.RequestID]bool
+}
+
+func newForgedSim(t *testing.T, f mutex.Factory, n uint32) *forgedSim {
+	fs := &forgedSim{t: t, s: sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}}), grants: map[mutex.RequestID]bool{}}
+	for id := uint32(1); id <= n; id++ {
+		fs.s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			a, err := f.New(env, mutex.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}, clock.SimConfig{})
+	}
+	fs.s.OnReady(func(r sim.Ready) {
+		for _, o := range r.Core.(mutex.Algorithm).Outcomes() {
+			if g, ok := o.(mutex.Granted); ok {
+				fs.grants[g.ID] = true
+			}
+		}
+	})
+	fs.s.Start()
+	return fs
+}
+
+// lock acquires lock name at member id and releases it once granted; it
+// reports whether that happened within d.
+func (fs *forgedSim) lock(id uint32, name string, d time.Duration) bool {
+	var req mutex.RequestID
+	var err error
+	fs.s.Do(id, func(c core.Core) {
+		req, err = c.(mutex.Algorithm).Acquire(fs.s.Clock(id).Now(), mutex.Request{Lock: name})
+	})
+	if err != nil {
+		fs.t.Fatalf("acquire %s at %d: %v", name, id, err)
+	}
+	if !fs.s.RunUntil(func() bool { return fs.grants[req] }, d) {
+		return false
+	}
+	fs.s.Do(id, func(c core.Core) { err = c.(mutex.Algorithm).Release(fs.s.Clock(id).Now(), req) })
+	return err == nil
+}
+
+// TestForgedIncarnationUndone is issue 29's third attack: one request "from
+// 1" to member 2 with incarnation 99 (member 1 is at 1; jumps up to 1024
+// are taken). On main member 2 then refused every real frame of member 1 as
+// stale_incarnation, and lock x timed out at members 1 and 2, also after
+// member 1 restarted, until member 2 restarted. Now member 1's next frame
+// stamped after the forged one (one round trip: member 2's frames carry
+// the forged stamp to it) brings its incarnation back (epoch.Life), and x
+// is granted at both.
+func TestForgedIncarnationUndone(t *testing.T) {
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			fs := newForgedSim(t, f, 3)
+			fs.s.Run(2 * time.Second)
+			if !fs.lock(2, "x", 5*time.Second) {
+				t.Fatal("x not granted at member 2 before the attack")
+			}
+			inc := fs.s.Core(1).(*permission.Core).Incarnation()
+			kind := wire.KindRARequest
+			if f.Name == "lamport" {
+				kind = wire.KindLamportRequest
+			}
+			stamp := fs.s.Node(2).Status().Lamport + 1000
+			if err := fs.s.Forge(1, 2, kind, 0, stamp, wire.PermRequest{Name: "x", Incarnation: inc + 98, Stamp: stamp}); err != nil {
+				t.Fatalf("the forged request was refused: %v", err)
+			}
+			for _, id := range []uint32{2, 1, 2} {
+				if !fs.lock(id, "x", 5*time.Second) {
+					t.Fatalf("x not granted at member %d within 5 s of the forged incarnation %d", id, inc+98)
+				}
+			}
+		})
+	}
+}
+
+// TestForgedRequestsFillNoTable is issue 29's fourth attack: 5000 requests
+// "from 1" naming made-up locks, to members 2 and 3. On main they filled
+// both lock tables (4096 entries): new locks at members 2 and 3 timed out
+// or were refused (too many locks). Now the entries member 1's frames make
+// count against its share (a quarter of the table with three members), so
+// members 2 and 3 keep room for their own clients and for each other; and
+// member 1's next idle heartbeat, which says it asks for nothing, ends the
+// requests it never made: its share is free again, and it is granted too.
+func TestForgedRequestsFillNoTable(t *testing.T) {
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			fs := newForgedSim(t, f, 3)
+			fs.s.Run(2 * time.Second)
+			inc := fs.s.Core(1).(*permission.Core).Incarnation()
+			kind := wire.KindRARequest
+			if f.Name == "lamport" {
+				kind = wire.KindLamportRequest
+			}
+			taken := map[uint32]int{}
+			// Stamped below the receivers' clocks (which only grow): no
+			// stamp of the flood is refused for being ahead.
+			stamp := min(fs.s.Node(2).Status().Lamport, fs.s.Node(3).Status().Lamport)
+			for i := range 5000 {
+				for _, to := range []uint32{2, 3} {
+					if fs.s.Forge(1, to, kind, 0, stamp, wire.PermRequest{Name: fmt.Sprintf("junk-%d", i), Incarnation: inc, Stamp: stamp}) == nil {
+						taken[to]++
+					}
+				}
+			}
+			share := mutex.DefaultMaxLocks / 2 / 2
+			for _, id := range []uint32{2, 3} {
+				st := fs.s.Core(id).(*permission.Core).Report()
+				t.Logf("member %d: %d of 5000 forged requests taken, %d locks in its table, share_full %d", id, taken[id], len(st.Locks), st.Counters["share_full"])
+				if len(st.Locks) > share {
+					t.Errorf("member %d keeps %d locks, member 1's share is %d", id, len(st.Locks), share)
+				}
+			}
+			for i := range 5 {
+				for _, id := range []uint32{2, 3} {
+					if !fs.lock(id, fmt.Sprintf("real-%d", i), 5*time.Second) {
+						t.Fatalf("lock real-%d at member %d not granted within 5 s of the flood", i, id)
+					}
+				}
+			}
+			if !fs.lock(1, "new", 5*time.Second) {
+				t.Fatalf("member 1's lock not granted within 5 s of the flood: member 2's counters %v", fs.s.Core(2).(*permission.Core).Report().Counters)
+			}
+		})
+	}
+}
