@@ -43,6 +43,9 @@ type sendRequest struct {
 // sendReply answers it.
 type sendReply struct {
 	Delivered *deliveryView `json:"delivered,omitempty"`
+	// Skipped: the message is committed, and this member did not
+	// deliver it one by one: it caught up from a snapshot past it.
+	Skipped *order.Skipped `json:"skipped,omitempty"`
 }
 
 // deliveryView is a delivery as `orderd log` and `orderd send --wait`
@@ -149,6 +152,7 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 		// (its own messages are delivered in the order it sent them).
 		for {
 			var found *order.Delivery
+			var skipped *order.Skipped
 			var pending string
 			committed := false
 			if derr := d.Do(r.Context(), func(n *node.Node) {
@@ -157,6 +161,9 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 					if dl.Order == req.Order && dl.Sender == me && (sequenced && dl.SID == sid || !sequenced && bytes.Equal(dl.Message, msg)) {
 						found = &dl
 						return
+					}
+					if dl.Skipped != nil && sequenced {
+						skipped = dl.Skipped
 					}
 				}
 				// Delivered, and out of the history already (a flood).
@@ -174,7 +181,11 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 			case found != nil && req.Wait:
 				v := viewOf(*found)
 				return sendReply{Delivered: &v}, nil
-			case found != nil, committed:
+			case found != nil:
+				return sendReply{}, nil
+			case committed && req.Wait && skipped != nil:
+				return sendReply{Skipped: skipped}, nil
+			case committed:
 				return sendReply{}, nil
 			}
 			woke, own := waitDelivery(r.Context(), events, me, sid)
@@ -310,6 +321,11 @@ func send(c *cli.Context, o order.Order, wait bool) error {
 	if err := app.Client(c).Post(ctx, "/v1/send", sendRequest{Order: o, Message: msg, Wait: wait, Plain: plain}, &rep); err != nil {
 		return err
 	}
+	if k := rep.Skipped; k != nil {
+		fmt.Fprintf(c.App.ErrWriter, "committed, but not delivered here one by one: this member caught up from member %d's snapshot past it (numbers %d to %d); "+
+			"its result is in the state (orderd state), not known here\n", k.Via, k.From, k.To)
+		return nil
+	}
 	if rep.Delivered == nil {
 		return nil
 	}
@@ -400,7 +416,10 @@ func logCommand() *cli.Command {
 			"--json prints one delivery per line, the message as base64 (its bytes) and, when it is UTF-8, as text. " +
 			"A total-order delivery (sequencer) is announced before this member writes its record: after a crash in between, " +
 			"the restarted member delivers it again, with the same seq (its number in the log) and message and a new index; " +
-			"deduplicate total-order deliveries by seq across restarts (with --follow too).",
+			"deduplicate total-order deliveries by seq across restarts (with --follow too). " +
+			"A member more than the log's 256 entries behind catches up from a snapshot of the replicated state: " +
+			"the numbers it thereby did not deliver one by one are shown as one record, \"skipped numbers N to M\" " +
+			"(JSON: \"skipped\": {\"from\", \"to\", \"via\"}, seq M), so no number is ever passed over in silence.",
 		Flags: []cli.Flag{app.ControlFlag(name), app.JSONFlag,
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing deliveries as they come, until interrupted"},
 			&cli.Uint64Flag{Name: "after", Usage: "only deliveries after index `N`"}},
@@ -467,6 +486,11 @@ func logHeader(ctx context.Context, w io.Writer, cl *ctl.Client) error {
 }
 
 func printDelivery(w io.Writer, d deliveryView) {
+	if k := d.Skipped; k != nil {
+		fmt.Fprintf(w, "%d %s %s skipped numbers %d to %d (not delivered here: caught up from member %d's snapshot)\n",
+			d.Index, d.At.Format(time.RFC3339Nano), d.Order, k.From, k.To, k.Via)
+		return
+	}
 	stamp := ""
 	switch {
 	case d.Vector != nil:

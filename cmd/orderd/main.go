@@ -88,7 +88,8 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "commit-delay", EnvVars: app.Env(name, "commit-delay"), Value: d.CommitDelay, Usage: "while numbers are in flight, how long the sequencer waits for an entry's frame to carry a new commit point before it sends it alone (more: fewer frames under load; an idle sequencer sends it at once)"},
 		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which members elect a new sequencer (must exceed --heartbeat)"},
 		&cli.StringSliceFlag{Name: "on-deliver", EnvVars: app.Env(name, "on-deliver"), Usage: "shell `CMD` run for every delivered message (ORDERD_ORDER, ORDERD_SENDER, ORDERD_SEQ, ORDERD_INDEX, ORDERD_MESSAGE, ORDERD_RESULT in its environment); " +
-			"at least once: a total-order delivery is announced before its record is written, and after a crash in between it runs again with the same ORDERD_SEQ (its log number; a new ORDERD_INDEX): deduplicate by ORDERD_SEQ"},
+			"at least once: a total-order delivery is announced before its record is written, and after a crash in between it runs again with the same ORDERD_SEQ (its log number; a new ORDERD_INDEX): deduplicate by ORDERD_SEQ. " +
+			"A member more than the log's 256 entries behind catches up from a snapshot of the state: the hook then runs once for the numbers it skipped, with ORDERD_SKIPPED_FROM, ORDERD_SKIPPED_TO (= ORDERD_SEQ) and ORDERD_SNAPSHOT_FROM (the member whose snapshot) set, an empty message and sender 0"},
 		&cli.DurationFlag{Name: "hook-timeout", EnvVars: app.Env(name, "hook-timeout"), Value: 10 * time.Second, Usage: "a hook running longer is killed"},
 	}
 }
@@ -174,7 +175,7 @@ func hookEnv(cc core.Core, e core.Event) []string {
 	if viewOf(d).Plain {
 		msg, _ = rsm.Text(msg) // as sent
 	}
-	return []string{
+	env := []string{
 		"ORDERD_ORDER=" + d.Order.String(),
 		"ORDERD_SENDER=" + strconv.FormatUint(uint64(d.Sender), 10),
 		"ORDERD_SEQ=" + strconv.FormatUint(d.Seq, 10),
@@ -182,6 +183,16 @@ func hookEnv(cc core.Core, e core.Event) []string {
 		"ORDERD_MESSAGE=" + string(msg),
 		"ORDERD_RESULT=" + d.Result + d.Error,
 	}
+	if k := d.Skipped; k != nil {
+		// Numbers this member will not deliver one by one: it caught up
+		// from a snapshot (ORDERD_SEQ is the last of them, the message
+		// empty, the sender 0).
+		env = append(env,
+			"ORDERD_SKIPPED_FROM="+strconv.FormatUint(k.From, 10),
+			"ORDERD_SKIPPED_TO="+strconv.FormatUint(k.To, 10),
+			"ORDERD_SNAPSHOT_FROM="+strconv.FormatUint(uint64(k.Via), 10))
+	}
+	return env
 }
 
 func renderStatus(w io.Writer, raw []byte, now time.Time) error {
@@ -201,6 +212,10 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 		fmt.Fprintf(w, "Sequencer: %s; this node is %s, term %s\n", seq, s.Role, epoch.Format(s.Term))
 		fmt.Fprintf(w, "Log      : last %d, committed %d, applied %d, compacted up to %d, %d of this node's messages wait for a number\n",
 			s.Last, s.Commit, s.Applied, s.Base, s.Submits)
+		if k := s.LastSkip; k != nil {
+			fmt.Fprintf(w, "Skipped  : numbers %d to %d, not delivered here one by one: caught up from member %d's snapshot (more than the log's entries behind; %d numbers skipped since start, see orderd log)\n",
+				k.From, k.To, k.Via, st.Counters["skipped_numbers"])
+		}
 	}
 	if st.Machine != "" {
 		fmt.Fprintf(w, "State    : %s\n", st.Machine)

@@ -878,10 +878,16 @@ func (m *mutexBench) recovery(r *mutexResults) {
 		return h, 1 + (trial+2)%m.hosts, 1 + (trial+1)%m.hosts
 	})
 	// An algorithm with a coordinator: kill it, the lock last held and
-	// asked for at two other hosts.
-	if c := m.coordinator(); c != 0 {
-		other := func(k int) int { return 1 + (c-1+k)%m.hosts }
+	// asked for at two other hosts. The coordinator is looked up at every
+	// trial: it need not come back as the coordinator (central's election
+	// keeps a sitting one).
+	if m.coordinator() != 0 {
 		r.recoveryCoordinator[alg] = idle("coordinator", func(trial int) (int, int, int) {
+			c := m.coordinator()
+			if c == 0 {
+				m.fatalf("%s recovery (coordinator) trial %d: no host says it coordinates", alg, trial+1)
+			}
+			other := func(k int) int { return 1 + (c-1+k)%m.hosts }
 			return other(1 + trial%(m.hosts-1)), c, other(1 + (trial+1)%(m.hosts-1))
 		})
 	}

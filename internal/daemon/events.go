@@ -77,6 +77,9 @@ func (d *Daemon) emit(e core.Event) {
 	if d.cfg.EventLevel != nil {
 		level = d.cfg.EventLevel(e)
 	}
+	if e.Warn && level < slog.LevelWarn {
+		level = slog.LevelWarn
+	}
 	d.log.Log(context.Background(), level, msg, append([]any{"event", e.Name}, logArgs(e.Args)...)...)
 
 	rec := EventRecord{Time: time.Now(), Name: e.Name, Msg: e.Msg, Attrs: attrs(e.Args)}

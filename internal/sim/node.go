@@ -429,7 +429,11 @@ func (s *Sim) transmit(p *packet) {
 		p.epoch = l.epoch
 		at := s.now + s.delay(l)
 		if l.cfg.Retransmit > 0 && s.chance(l.cfg.Retransmit) {
-			at += RetransmitTimeout
+			if l.cfg.RetransmitDelay > 0 {
+				at += l.cfg.RetransmitDelay
+			} else {
+				at += RetransmitTimeout
+			}
 		}
 		at = max(at, l.lastStream)
 		l.lastStream = at

@@ -106,6 +106,10 @@ type Event struct {
 	// that marks one says what a crash between the report and the write
 	// repeats (orderd's deliveries of the total order: its doc.go).
 	BeforeSave bool
+	// Warn says the event is one an operator must see (logged at WARN):
+	// something the core promised less than usual for (orderd's numbers
+	// skipped through a snapshot).
+	Warn bool
 }
 
 // Ready is everything a core wants done, drained by Ready().

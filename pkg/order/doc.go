@@ -229,4 +229,24 @@
 // member that lags further gets a snapshot of the state machine instead,
 // one frame of at most wire.MaxOrderSnapshot bytes), and the delivery
 // history (History).
+//
+// # Snapshots: only past the log, and never in silence
+//
+// The sequencer sends a member a snapshot only when the member itself
+// said (its answer to the recovery, or an acknowledgement) that it holds
+// nothing past the log's compacted part; a member that was merely silent
+// (an acknowledgement lost, or its election not yet at the new term) is
+// sent the entries again from what it last said it holds, and a snapshot
+// goes again at most every Heartbeat, doubling up to 16 Heartbeats while
+// the member does not take it. A sequencer whose own log starts at a
+// snapshot's number (it caught up from one) fetches the KeepLog entries
+// before that number from a member that committed them before it numbers
+// anything, so that the members a few entries behind it get entries, not
+// a snapshot. The unavoidable case, a member more than KeepLog entries
+// behind, is reported: the numbers it does not deliver one by one come
+// out as one Delivery whose Skipped names them (From, To, Via; Seq is
+// To, no message), after an EventSnapshot marked Warn; the counters
+// snapshots_installed and skipped_numbers and Status' LastSkip count
+// them. Nothing else is ever passed over: per life, a member's total
+// order is contiguous, number by number or skip by skip.
 package order

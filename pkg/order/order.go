@@ -68,7 +68,9 @@ const (
 	EventSequencer = "sequencer"
 	// EventSnapshot: this member caught up from a snapshot of the state
 	// machine, the log entries before it being no longer kept (args:
-	// from, index). The messages in it are not delivered one by one.
+	// from, index, skipped_from, skipped_to). The messages in it are not
+	// delivered one by one: an EventDelivered with a Delivery whose
+	// Skipped names them follows.
 	EventSnapshot = "snapshot"
 )
 
@@ -123,8 +125,22 @@ type Delivery struct {
 	Result  string    `json:"result,omitempty"` // the state machine's answer
 	Error   string    `json:"error,omitempty"`  // the state machine's refusal
 	At      time.Time `json:"at"`               // local clock at delivery
+	// Skipped, on a total-order record with no message: this member did
+	// not deliver the numbers From to To (Seq is To) one by one, having
+	// caught up from a snapshot of the replicated state (their effect is
+	// in it). Nothing else is ever passed over.
+	Skipped *Skipped `json:"skipped,omitempty"`
 
 	early bool // announced before its record is written (BeforeSave)
+}
+
+// Skipped is a range of the sequencer's numbers a member did not deliver
+// one by one (Delivery.Skipped).
+type Skipped struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+	// Via is the member whose snapshot of the state this one installed.
+	Via uint32 `json:"via"`
 }
 
 // Core is the ordered-multicast core. Not safe for concurrent use.
@@ -146,6 +162,7 @@ type Core struct {
 	machine StateMachine
 
 	history    []Delivery
+	lastSkip   *Skipped // the last numbers skipped through a snapshot
 	fresh      []Delivery
 	msgs       []core.Message
 	events     []core.Event
@@ -631,7 +648,10 @@ func (c *Core) deliver(d Delivery) {
 	// and a restart delivers it again from the log, at the same number
 	// (d.Seq), with the same message (doc.go, "Announced before
 	// written"). Its index must be one no restart gives away.
-	d.early = d.Order == TotalOrder && c.cfg.Total == Sequencer && d.Index <= c.idx.saved+indexSlack
+	// A skip is not: it is written with the snapshot that caused it, and
+	// a crash before that write may catch up from another snapshot, at
+	// another number.
+	d.early = d.Order == TotalOrder && c.cfg.Total == Sequencer && d.Skipped == nil && d.Index <= c.idx.saved+indexSlack
 	c.deliveredN[d.Order]++
 	if len(c.history) >= 2*c.cfg.History {
 		// Cut once History more piled up, not at every delivery: a copy
@@ -646,6 +666,9 @@ func (c *Core) deliver(d Delivery) {
 		c.fresh = append(c.fresh, d)
 	}
 	args := []any{"order", d.Order.String(), "sender", d.Sender, "seq", d.Seq, "index", d.Index}
+	if d.Skipped != nil {
+		args = append(args, "skipped_from", d.Skipped.From, "skipped_to", d.Skipped.To, "via", d.Skipped.Via)
+	}
 	if d.SID != 0 {
 		args = append(args, "sid", d.SID)
 	}
@@ -655,7 +678,11 @@ func (c *Core) deliver(d Delivery) {
 	if d.Error != "" {
 		args = append(args, "error", d.Error)
 	}
-	c.events = append(c.events, core.Event{Name: EventDelivered, Msg: fmt.Sprintf("delivered %s message %d of %d", d.Order, d.Seq, d.Sender), Args: args, BeforeSave: d.early})
+	msg := fmt.Sprintf("delivered %s message %d of %d", d.Order, d.Seq, d.Sender)
+	if k := d.Skipped; k != nil {
+		msg = fmt.Sprintf("skipped %s numbers %d to %d via member %d's snapshot", d.Order, k.From, k.To, k.Via)
+	}
+	c.events = append(c.events, core.Event{Name: EventDelivered, Msg: msg, Args: args, BeforeSave: d.early})
 	if d.early {
 		c.durable.Lazy() // its record may wait (lazy.go)
 	} else {

@@ -148,12 +148,34 @@ type seqRole struct {
 	recovering uint64 // term being recovered
 	replies    map[uint32]wire.OrderRecoverReply
 	best       uint32 // member whose log is adopted
+	source     uint32 // member fetched from: best, or one that holds the tail
 	fetchNext  uint64
 	bestLast   uint64
-	retryAt    time.Time
-	start      uint64
-	match      map[uint32]uint64
-	next       map[uint32]uint64
+	// tailTo is, while a recovering sequencer whose log starts at a
+	// snapshot's number fetches the entries before it (the part of the
+	// log the others keep, for the members a few entries behind), that
+	// number; tail holds those fetched, from tailFrom. tailDone:
+	// fetched, or given up, once in this recovery.
+	tailTo, tailFrom uint64
+	tail             []logEntry
+	tailDone         bool
+	retryAt          time.Time
+	start            uint64
+	match            map[uint32]uint64
+	next             map[uint32]uint64
+	// held is how far each member holds this log by its own last word
+	// in the term (its recovery reply's commit point, then its
+	// acknowledgements; the sequencer's guess, its own commit point,
+	// until it says): what goes to it again after a silence starts
+	// there. Only a member that said it holds nothing past the
+	// compacted part of the log is sent a snapshot.
+	held map[uint32]uint64
+	// snapDue is when member p may be sent another snapshot, snapWait
+	// the wait after the next one: a snapshot is the whole state, one
+	// frame, and goes again only after Heartbeat, doubling up to 16
+	// times while the member does not take it.
+	snapDue    map[uint32]time.Time
+	snapWait   map[uint32]time.Duration
 	sentCommit map[uint32]uint64
 	commits    map[uint32]uint64 // each member's commit point, as it acknowledged
 	due        map[uint32]time.Time
@@ -320,14 +342,14 @@ func (c *Core) maybeRecovered() {
 			best = id
 		}
 	}
-	sr.best = best
+	sr.best, sr.source = best, best
 	br := sr.replies[best]
 	l := &c.st.Log
 	if best == c.id || br.Last <= l.Commit {
 		if best != c.id {
 			l.truncate(max(br.Last, l.Commit))
 		}
-		c.becomeSequencer()
+		c.recovered()
 		return
 	}
 	sr.bestLast = br.Last
@@ -337,7 +359,7 @@ func (c *Core) maybeRecovered() {
 
 func (c *Core) sendFetch() {
 	b, _ := wire.OrderFetch{From: c.seqr.fetchNext}.AppendBinary(nil)
-	c.msgs = append(c.msgs, c.termMsg(c.seqr.best, wire.KindOrderFetch, b))
+	c.msgs = append(c.msgs, c.termMsg(c.seqr.source, wire.KindOrderFetch, b))
 	c.seqr.retryAt = c.now.Add(4 * c.cfg.Retry)
 	c.wake(c.seqr.retryAt)
 }
@@ -383,8 +405,11 @@ func (c *Core) stepFetchReply(m msgT) error {
 		return err
 	}
 	sr := &c.seqr
-	if sr.recovering == 0 || m.Term != sr.recovering || m.From != sr.best || r.Prev+1 != sr.fetchNext {
+	if sr.recovering == 0 || m.Term != sr.recovering || m.From != sr.source || r.Prev+1 != sr.fetchNext {
 		return fmt.Errorf("%w: fetch reply from %d for %d", ErrStale, m.From, r.Prev+1)
+	}
+	if sr.tailTo != 0 {
+		return c.takeTail(r)
 	}
 	if len(r.Entries) == 0 {
 		// The member compacted or lost what it announced: start over.
@@ -402,13 +427,85 @@ func (c *Core) stepFetchReply(m msgT) error {
 		}
 		l.add(logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
 	}
-	sr.fetchNext = l.last() + 1
 	c.durable.Change(true)
+	c.fetchRest()
+	return nil
+}
+
+// fetchRest fetches the adopted log after what this member holds, and
+// goes on once it holds it all.
+func (c *Core) fetchRest() {
+	sr := &c.seqr
+	l := &c.st.Log
+	sr.fetchNext = l.last() + 1
 	if l.last() >= sr.bestLast {
-		c.becomeSequencer()
-		return nil
+		c.recovered()
+		return
 	}
 	c.sendFetch()
+}
+
+// recovered: this member holds the adopted log. If its log starts at a
+// snapshot's number it caught up from (fewer than KeepLog delivered
+// entries kept), it first fetches the KeepLog entries before that
+// number from a member that committed them (members compact only
+// entries older than that): without them, every member even one entry
+// behind that number would be sent a snapshot, and skip numbers it
+// could have delivered one by one. Then it numbers.
+func (c *Core) recovered() {
+	sr := &c.seqr
+	l := &c.st.Log
+	if !sr.tailDone && l.Base > 0 && l.Applied-l.Base < uint64(c.cfg.KeepLog) {
+		sr.tailDone = true
+		var src uint32
+		var most uint64
+		for _, id := range c.peers {
+			if r, ok := sr.replies[id]; ok && r.Commit >= l.Base && r.Commit > most {
+				src, most = id, r.Commit
+			}
+		}
+		if src != 0 {
+			sr.source = src
+			sr.tailTo, sr.tailFrom, sr.tail = l.Base, l.Base-min(uint64(c.cfg.KeepLog), l.Base)+1, nil
+			sr.fetchNext = sr.tailFrom
+			c.count("tail_fetches")
+			c.sendFetch()
+			return
+		}
+	}
+	c.becomeSequencer()
+}
+
+// takeTail takes entries fetched for the tail before the log's start.
+// An empty answer (the member compacted them meanwhile) gives it up.
+func (c *Core) takeTail(r wire.OrderEntries) error {
+	sr := &c.seqr
+	l := &c.st.Log
+	for _, e := range r.Entries {
+		if sr.fetchNext > sr.tailTo {
+			break
+		}
+		if _, ok := c.pos[e.Sender]; !ok {
+			return fmt.Errorf("%w: entry from non-member %d", ErrImplausible, e.Sender)
+		}
+		sr.tail = append(sr.tail, logEntry{Sender: e.Sender, SID: e.SID, Message: slices.Clone(e.Message)})
+		sr.fetchNext++
+	}
+	if sr.fetchNext <= sr.tailTo && len(r.Entries) > 0 {
+		c.sendFetch()
+		return nil
+	}
+	if sr.fetchNext > sr.tailTo && l.Base == sr.tailTo {
+		// Committed entries, the same at every member: the log now
+		// holds them before its old start, as the others' does (written
+		// whole: a record only appends).
+		l.Entries = append(sr.tail, l.Entries...)
+		l.Base = sr.tailFrom - 1
+		c.rec.whole = true
+		c.durable.Change(false)
+	}
+	sr.tailTo, sr.tail = 0, nil
+	c.recovered()
 	return nil
 }
 
@@ -424,12 +521,16 @@ func (c *Core) becomeSequencer() {
 	sr.match = map[uint32]uint64{}
 	sr.handed = 0
 	sr.next, sr.sentCommit, sr.commits, sr.due = map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]time.Time{}
+	sr.held, sr.snapDue, sr.snapWait = map[uint32]uint64{}, map[uint32]time.Time{}, map[uint32]time.Duration{}
 	for _, p := range c.peers {
+		// Its commit point, as it answered; for a member that did not
+		// answer, this one's: its acknowledgement corrects the guess.
 		n := l.Commit
 		if r, ok := replies[p]; ok {
 			n = min(r.Commit, l.last())
 		}
-		sr.next[p] = max(n, l.Base) + 1
+		sr.held[p] = n
+		sr.next[p] = n + 1
 	}
 	sr.sids = l.sids()
 	c.durable.Change(true)
@@ -642,8 +743,17 @@ func (c *Core) sendAppend(p uint32) {
 	l := &c.st.Log
 	n := sr.next[p]
 	if n <= l.Base {
-		// It needs entries no longer kept: the state they built instead.
-		c.sendSnapshot(p, l.Term)
+		// It said it lacks entries no longer kept: the state they built
+		// instead, once per snapshot wait (it is the whole state).
+		if !c.now.Before(sr.snapDue[p]) {
+			c.sendSnapshot(p, l.Term)
+			wait := sr.snapWait[p]
+			if wait == 0 {
+				wait = c.cfg.Heartbeat
+			}
+			sr.snapDue[p] = c.now.Add(wait)
+			sr.snapWait[p] = min(2*wait, 16*c.cfg.Heartbeat)
+		}
 		sr.due[p] = c.now.Add(c.cfg.Heartbeat)
 		c.wake(sr.due[p])
 		return
@@ -743,6 +853,10 @@ func (c *Core) stepAppendAck(m msgT) error {
 	progress := a.Match > sr.match[m.From]
 	sr.match[m.From] = max(sr.match[m.From], a.Match)
 	sr.commits[m.From] = max(sr.commits[m.From], a.Commit)
+	sr.held[m.From] = a.Match // its word, also when it says less than before (a restart)
+	if a.Match >= l.Base {
+		delete(sr.snapWait, m.From) // it holds what the log keeps: no snapshot waits
+	}
 	switch {
 	case a.Match+1 < sr.next[m.From] && !progress:
 		// It lacks what was sent (lost, or it was behind): go back. An
@@ -859,8 +973,12 @@ func (c *Core) seqTick(now time.Time) {
 				continue // up to date: bully's heartbeats say the sequencer lives
 			}
 			if !now.Before(sr.due[p]) {
-				if sr.next[p] > sr.match[p]+1 {
-					sr.next[p] = sr.match[p] + 1
+				// Silent for a heartbeat: again from what it said it
+				// holds (not from what it acknowledged in this term:
+				// a member whose first acknowledgement was lost has
+				// acknowledged nothing, and number 1 is long compacted).
+				if sr.next[p] > sr.held[p]+1 {
+					sr.next[p] = sr.held[p] + 1
 					c.count("resent_appends")
 				}
 				c.sendAppend(p)
@@ -964,6 +1082,23 @@ func (c *Core) sendSnapshot(to uint32, term uint64) {
 // at the next start).
 const maxSnapshotAhead = 1 << 40
 
+// skipped reports numbers this member will never deliver one by one,
+// having installed a snapshot past them: to the operator (a WARN event),
+// to the status (counters, the last skip) and to whoever reads the
+// deliveries (orderd log, the hooks: a delivery record that says which
+// numbers, so that a consumer never passes over one in silence).
+func (c *Core) skipped(k Skipped) {
+	c.count("snapshots_installed")
+	c.counters["skipped_numbers"] += k.To - k.From + 1
+	c.lastSkip = &k
+	c.events = append(c.events, core.Event{Name: EventSnapshot, Warn: true,
+		Msg: fmt.Sprintf("caught up from member %d's snapshot at number %d: numbers %d to %d are not delivered here one by one "+
+			"(their effect is in the state; orderd log and the hooks show the skip); this member was more than the log's %d entries behind",
+			k.Via, k.To, k.From, k.To, c.cfg.KeepLog),
+		Args: []any{"from", k.Via, "index", k.To, "skipped_from", k.From, "skipped_to", k.To}})
+	c.deliver(Delivery{Order: TotalOrder, Seq: k.To, Skipped: &k})
+}
+
 func (c *Core) stepSnapshot(m msgT) error {
 	var s wire.OrderSnapshot
 	if err := s.UnmarshalBinary(m.Payload); err != nil {
@@ -973,7 +1108,15 @@ func (c *Core) stepSnapshot(m msgT) error {
 		return fmt.Errorf("%w: snapshot at number %d from %d, this member's commit point %d", ErrImplausible, s.Index, m.From, commit)
 	}
 	sr := &c.seqr
-	fetching := sr.recovering != 0 && m.Term == sr.recovering && m.From == sr.best
+	fetching := sr.recovering != 0 && m.Term == sr.recovering && m.From == sr.source
+	if fetching && sr.tailTo != 0 {
+		// The answer to the tail's fetch: the member compacted past it
+		// meanwhile. Go on without (never installed: it would drop the
+		// log fetched after this member's snapshot).
+		sr.tailTo, sr.tail = 0, nil
+		c.recovered()
+		return nil
+	}
 	if !fetching {
 		if err := c.promiseTerm(m.From, m.Term); err != nil {
 			return err
@@ -984,7 +1127,8 @@ func (c *Core) stepSnapshot(m msgT) error {
 	if c.machine == nil {
 		return fmt.Errorf("%w: a snapshot, and no state machine here", core.ErrUnexpectedKind)
 	}
-	if s.Index > l.Commit {
+	installed := s.Index > l.Commit
+	if installed {
 		var d snapshotData
 		if err := json.Unmarshal(s.Data, &d); err != nil {
 			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
@@ -997,6 +1141,7 @@ func (c *Core) stepSnapshot(m msgT) error {
 		if err := c.machine.Restore(d.Machine); err != nil {
 			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
 		}
+		skip := Skipped{From: l.Applied + 1, To: s.Index, Via: m.From}
 		l.Entries, l.Base, l.Commit, l.Applied = nil, s.Index, s.Index, s.Index
 		l.BaseSIDs = d.SIDs
 		c.rec.whole = true // the machine changed by other means than entries
@@ -1009,17 +1154,10 @@ func (c *Core) stepSnapshot(m msgT) error {
 			l.AppendTerm = m.Term
 		}
 		c.durable.Change(true)
-		c.count("snapshots_installed")
-		c.events = append(c.events, eventf(EventSnapshot, "caught up from member %d's snapshot at number %d", m.From, s.Index,
-			"from", m.From, "index", s.Index))
+		c.skipped(skip)
 	}
 	if fetching {
-		sr.fetchNext = l.last() + 1
-		if l.last() >= sr.bestLast {
-			c.becomeSequencer()
-			return nil
-		}
-		c.sendFetch()
+		c.fetchRest()
 		return nil
 	}
 	match := l.Commit

@@ -662,22 +662,8 @@ func TestSimLamportPartitions(t *testing.T) {
 // must fetch the log from a member that compacted it.
 func TestSimSnapshotCatchUp(t *testing.T) {
 	sim.Seeds(t, seeds(10, 200), func(t *testing.T, seed int64) {
-		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.05}})
-		cfg := DefaultLANConfig()
-		cfg.KeepLog = 8
-		cfg.Machine = func() StateMachine { return rsm.New() }
-		addMembers(t, s, 3, cfg)
-		s.Run(time.Second)
-		apply := func(from uint32, n int) {
-			for k := range n {
-				_ = s.Do(from, func(c core.Core) {
-					if err := c.(*Core).Multicast(s.Clock(from).Now(), TotalOrder, []byte(fmt.Sprintf("set k%d %d", k%10, k))); err != nil {
-						t.Fatal(err)
-					}
-				})
-				s.Run(5 * time.Millisecond)
-			}
-		}
+		s, _, tr := machineSim(t, seed, 3)
+		apply := applier(t, s)
 		machine := func(id uint32) string { return string(s.Core(id).(*Core).Machine().Snapshot()) }
 		same := func(ids ...uint32) func() bool {
 			return func() bool {
@@ -707,6 +693,26 @@ func TestSimSnapshotCatchUp(t *testing.T) {
 		}
 		if ev := s.EventsNamed(EventSnapshot); len(ev) < 2 {
 			t.Fatalf("%d snapshots installed, want one at each catch-up: %v", len(ev), ev)
+		}
+		// Each skip was reported as a delivery record naming its numbers
+		// (the trail checks that no number was passed over otherwise),
+		// and only the members that were down skipped anything: member 2
+		// never lagged, and neither did member 1 when member 3 came back.
+		if len(tr.skipped[1]) == 0 || len(tr.skipped[3]) == 0 {
+			t.Fatalf("skip records: %v; want some at members 1 and 3", tr.skipped)
+		}
+		if len(tr.skipped[2]) > 0 || len(tr.skipped[1]) > 1 {
+			t.Fatalf("skip records: %v; members 2 and 1 (once back) were never more than a few entries behind", tr.skipped)
+		}
+		for id, ks := range tr.skipped {
+			var n uint64
+			for _, k := range ks {
+				n += k[1] - k[0] + 1
+			}
+			c := s.Core(id).(*Core)
+			if got := c.counters["skipped_numbers"]; got != n || c.Report().Sequencer.LastSkip == nil {
+				t.Fatalf("member %d skipped %d numbers, its counter says %d (last skip %v)", id, n, got, c.Report().Sequencer.LastSkip)
+			}
 		}
 	})
 }

@@ -72,6 +72,10 @@ type SequencerStatus struct {
 	Recoveries uint64 `json:"recoveries"`
 	// Match is how far each member's log matches (sequencer only).
 	Match map[uint32]uint64 `json:"match,omitempty"`
+	// LastSkip is the last range of numbers this member did not deliver
+	// one by one, having caught up from a snapshot (counters
+	// snapshots_installed and skipped_numbers count them all).
+	LastSkip *Skipped `json:"last_skip,omitempty"`
 }
 
 // Status returns the core's view.
@@ -113,7 +117,7 @@ func (c *Core) Report() Status {
 		l := &c.st.Log
 		sr := &c.seqr
 		ss := &SequencerStatus{Sequencer: sr.leader, Role: "member", Term: l.Term, LogTerm: l.LogTerm, Last: l.last(),
-			Commit: l.Commit, Applied: l.Applied, Base: l.Base, Submits: len(l.Submits), Recoveries: sr.recoveries}
+			Commit: l.Commit, Applied: l.Applied, Base: l.Base, Submits: len(l.Submits), Recoveries: sr.recoveries, LastSkip: c.lastSkip}
 		switch {
 		case sr.leading != 0:
 			ss.Role = "sequencer"

@@ -676,7 +676,7 @@ func (b *Core) stepClaim(in *inbound) {
 		b.stepResigned(in)
 		return
 	}
-	if in.higher || b.yielding {
+	if in.higher || b.yielding || b.cfg.Sticky {
 		if in.From == b.lead && in.Term == b.term {
 			return // the common case: a heartbeat (Step told the detector)
 		}

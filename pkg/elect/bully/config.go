@@ -65,6 +65,17 @@ type Config struct {
 	// together do not retry together. It must exceed AnswerTimeout and
 	// Heartbeat. Default 250 ms.
 	CoordinatorTimeout time.Duration
+	// Sticky keeps a sitting leader: a member that hears the claim or
+	// heartbeat of a leader it outranks follows it, where bully would take
+	// over (a member that starts or comes back, or one that lost its own
+	// leadership to a newer term). It still stands when no leader is
+	// known, and of two leaders that meet the higher-ranked one stays.
+	// For an election whose every change of leader costs (mutexd's
+	// central coordinator waits out a lease at each takeover): a member
+	// SIGKILLed and restarted by systemd two seconds later took the
+	// coordination back from its successor and waited a lease from its
+	// own start, 6-7 s without a grant. Default false: bully's rule.
+	Sticky bool
 }
 
 // DefaultLANConfig returns the timeouts for a LAN: 50 ms heartbeats, a dead

@@ -44,16 +44,35 @@
 //   - a round runs on the neighbours heard within a leader timeout when
 //     it starts (the others are "silent"): the graph that answers. When a
 //     silent neighbour is heard again, a new round takes it in;
+//   - while a round runs, each member repeats, every Heartbeat and as
+//     datagrams, what it sent each neighbour in it (its hello, this
+//     iteration's value, its last vote): the round's keepalive, since no
+//     leader floods, and its way past a message late on the link (a TCP
+//     segment or SYN lost: up to a second under 20% loss). A neighbour
+//     whose hello is missing counts as silent only once it has not been
+//     heard for a leader timeout and for four heartbeats in the round
+//     (half a heartbeat for the leader whose flood stopped, so that a
+//     failover stays one short round). Before, half a heartbeat for all:
+//     under 20% loss at one member, its late hello left it out of the
+//     round, and then started another round that left it out again (19
+//     rounds in 15 s, the leader demoted three times, the slow member
+//     leading alone meanwhile: issue 29);
 //   - a member that hears a leader with a larger ID than its own, or two
 //     leaders, starts a new round: Yo-Yo elects the smallest ID, so that
 //     round did not see it.
 //
-// A partition that cuts the graph in two elects a leader on each side:
-// the split brain the notes describe for Yo-Yo (the notes' example: the
-// channel between 2 and 10 stops working). Each side's members say so
-// in status (following different leaders); when the sides meet again the
-// first member that hears the other side starts a round over the whole
-// graph. For no split brain, use the majority election.
+// What Yo-Yo promises here is an eventual election: once the graph is
+// connected and its links carry messages (loss included), every member
+// follows the smallest ID in one round, and then stays with it (a slow
+// or lossy link is no reason for a new round). It does not promise one
+// leader at every instant: a partition that cuts the graph in two elects
+// a leader on each side, the split brain the notes describe for Yo-Yo
+// (the notes' example: the channel between 2 and 10 stops working), and
+// a member cut off from all its neighbours leads itself for as long as it
+// is. Each side's members say so in status
+// (following different leaders); when the sides meet again the first
+// member that hears the other side starts a round over the whole graph.
+// For no split brain, use the majority election.
 //
 // The topology must be connected and name members only (New refuses a
 // disconnected or malformed one); every member must be given the same

@@ -28,6 +28,12 @@ type Detail struct {
 	// RoundMessages counts the election messages (hello, values, votes)
 	// this member sent in the current round.
 	RoundMessages uint64 `json:"round_messages"`
+	// Keepalives counts the messages this member repeated while a round
+	// ran (its hello, value and vote, every heartbeat, as datagrams: a
+	// round's liveness and its way past a late link); Repeats those of
+	// its neighbours it received and took as repeats (since start).
+	Keepalives uint64 `json:"keepalives"`
+	Repeats    uint64 `json:"repeats"`
 }
 
 // Status returns the Report.
@@ -58,7 +64,7 @@ func (c *Core) node() string {
 func (c *Core) Detail() Detail {
 	d := Detail{Heartbeat: c.cfg.Heartbeat, LeaderTimeout: c.cfg.LeaderTimeout, RoundTimeout: c.cfg.RoundTimeout,
 		Neighbours: c.nbrs, Edges: map[uint32]string{}, Topology: c.cfg.Topology, Digest: fmt.Sprintf("%08x", c.digest),
-		Iteration: c.iteration, Node: c.node(), RoundMessages: c.perRound}
+		Iteration: c.iteration, Node: c.node(), RoundMessages: c.perRound, Keepalives: c.keepalives, Repeats: c.repeats}
 	for _, n := range c.nbrs {
 		d.Edges[n] = c.edges[n].String()
 	}

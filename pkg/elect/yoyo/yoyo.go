@@ -96,6 +96,17 @@ type Core struct {
 	outcome   string          // "pruned" or "leader": this member's part in the round is over
 	lost      bool            // a source that got a NO: a candidate no more
 	roundAt   time.Time
+	// suspect is the leader this member followed when it joined the
+	// round, if its flood had stopped (the round is likely for its
+	// death): its missing hello is given up faster (silentAt).
+	suspect uint32
+	// keepAt is when this member next repeats, as datagrams, what it
+	// sent each neighbour in the round: its keepalive while no leader
+	// floods (see keepalive). lastDown are the values it sent in this
+	// iteration, lastUp its last vote on each edge.
+	keepAt   time.Time
+	lastDown map[uint32]wire.YoYoDown
+	lastUp   map[uint32]wire.YoYoUp
 
 	// The leader's flood.
 	seq      uint32 // the leader's next heartbeat; a follower's last relayed
@@ -112,10 +123,13 @@ type Core struct {
 	announced elect.Announcer
 	counts    electcount.Counts
 	perRound  uint64 // messages sent in the current round
-	msgs      []core.Message
-	events    []core.Event
-	bugs      core.Bugs
-	durable   core.Durable
+	// keepalives are the messages repeated while electing (keepalive);
+	// repeats those received and taken as such.
+	keepalives, repeats uint64
+	msgs                []core.Message
+	events              []core.Event
+	bugs                core.Bugs
+	durable             core.Durable
 }
 
 var (
@@ -203,14 +217,20 @@ func (c *Core) enter(r uint64) {
 		c.round = r
 		c.durable.Change(true)
 	}
+	c.suspect = 0
+	if c.lead != 0 && c.lead != c.id && c.now.Sub(c.heardAt) >= c.cfg.LeaderTimeout/2 {
+		c.suspect = c.lead // its flood stopped: the round is likely for its death
+	}
 	c.lead, c.seq = 0, 0
 	c.electing = true
 	c.edges = make(map[uint32]dir, len(c.nbrs))
 	c.iteration, c.sentDown, c.minValue, c.outcome, c.lost = 0, false, 0, "", false
 	c.values, c.votes = map[uint32]uint32{}, map[uint32]uint8{}
+	c.lastDown, c.lastUp = map[uint32]wire.YoYoDown{}, map[uint32]wire.YoYoUp{}
 	c.pending = nil
 	c.greeted = make(map[uint32]bool, len(c.nbrs))
 	c.roundAt = c.now
+	c.keepAt = c.now.Add(c.cfg.Heartbeat)
 	c.perRound = 0
 	c.announce("new_round")
 	for _, n := range c.nbrs {
@@ -250,25 +270,45 @@ func (c *Core) greet(n uint32) {
 
 // silentAt is when neighbour n, if its hello is still missing in the
 // round, counts as silent: unheard for a leader timeout (the flood
-// crosses every edge every heartbeat while a leader lives; enter marks
-// those at once), and given half a heartbeat in the round to answer our
-// hello. The second part is for a member that
-// joins a round another started: the leader died for both at about the
-// same instant, so the joiner sees it silent a few milliseconds after the
-// starter did; but so, after a leader's death, does every live neighbour,
-// whose last relay of the flood is as old. A live one answers the hello
-// within a round trip; the dead one never does. Without this, a joiner
-// waited for the dead leader's hello until RoundTimeout (2 s), which was
-// Yo-Yo's failover in the simulator: 2.4 s where the others take 0.4 s.
+// crosses every edge every heartbeat while a leader lives, and a member
+// in a round repeats its hello every heartbeat: keepalive), and given
+// keepaliveGrace heartbeats in the round to be heard, half a heartbeat
+// if it is the suspect (the leader whose flood stopped).
+//
+// The suspect's half heartbeat is for a member that joins a round
+// another started: the leader died for both at about the same instant,
+// so the joiner sees it silent a few milliseconds after the starter did
+// (which marked it silent at once, having given it up); without it a
+// joiner waited for the dead leader's hello until RoundTimeout (2 s),
+// which was Yo-Yo's failover in the simulator: 2.4 s where the others
+// take 0.4 s. Any other neighbour has keepaliveGrace heartbeats: after
+// a leader's death every live neighbour is as silent as the dead leader
+// (nobody floods), and its hello on the link may be late (a TCP segment
+// lost: 0.2-0.6 s under 20% loss). Given half a heartbeat like the
+// leader, such a live member was left out of the round; its hello then
+// started another round, which left it out again: a round a second, the
+// leader demoted each time, and a member every hello reached late led
+// alone meanwhile (issue 29). Its keepalives say it lives: one in
+// keepaliveGrace-1 heartbeats is enough.
 func (c *Core) silentAt(n uint32) time.Time {
-	return maxTime(c.heard[n].Add(c.cfg.LeaderTimeout), c.roundAt.Add(c.cfg.Heartbeat/2))
+	grace := keepaliveGrace * c.cfg.Heartbeat
+	if n == c.suspect {
+		grace = c.cfg.Heartbeat / 2
+	}
+	return maxTime(c.heard[n].Add(c.cfg.LeaderTimeout), c.roundAt.Add(grace))
 }
 
+// keepaliveGrace is how many heartbeats a neighbour has, in a round, to
+// be heard before it counts as silent (silentAt): its first keepalive
+// leaves a heartbeat after it joined, and under 20% loss three in a row
+// are lost once in 125 rounds.
+const keepaliveGrace = 4
+
 // silenceDue marks silent the neighbours whose hello is missing past
-// silentAt, while the round is still orienting (no value sent yet);
-// it reports whether it marked any.
+// silentAt, while the round is still orienting (no value sent yet); it
+// reports whether it marked any.
 func (c *Core) silenceDue() bool {
-	if !c.electing || c.outcome != "" || c.iteration > 0 || c.sentDown {
+	if !c.orienting() {
 		return false
 	}
 	marked := false
@@ -285,7 +325,7 @@ func (c *Core) silenceDue() bool {
 // missing in an orienting round, or the zero time.
 func (c *Core) nextSilence() time.Time {
 	var at time.Time
-	if !c.electing || c.outcome != "" || c.iteration > 0 || c.sentDown {
+	if !c.orienting() {
 		return at
 	}
 	for _, n := range c.nbrs {
@@ -296,6 +336,48 @@ func (c *Core) nextSilence() time.Time {
 		}
 	}
 	return at
+}
+
+// orienting: a round runs here and no value has been sent yet.
+func (c *Core) orienting() bool {
+	return c.electing && c.outcome == "" && c.iteration == 0 && !c.sentDown
+}
+
+// keepalive repeats, as datagrams, what this member sent each neighbour
+// in the round (its hello, this iteration's value, its last vote), every
+// Heartbeat while it elects. While no leader floods, it is how a
+// neighbour knows this member lives (enter marks silent a neighbour
+// unheard for a leader timeout, and a round that stalled must not take
+// every live neighbour for dead); and it carries the round past a
+// message that is late on the link (a TCP segment lost twice under 20%
+// loss costs 0.6 s, a lost SYN a second; a few such on a round's path
+// outlasted RoundTimeout). A neighbour that has them already takes the
+// repeats as such (take: errRepeat). Not election messages: counted
+// aside.
+func (c *Core) keepalive() {
+	c.keepAt = c.now.Add(c.cfg.Heartbeat)
+	for _, n := range c.nbrs {
+		if c.greeted[n] {
+			c.repeat(n, wire.KindYoYoHello, wire.YoYoHello{Digest: c.digest})
+		}
+		if d, ok := c.lastDown[n]; ok {
+			c.repeat(n, wire.KindYoYoDown, d)
+		}
+		if u, ok := c.lastUp[n]; ok {
+			c.repeat(n, wire.KindYoYoUp, u)
+		}
+	}
+}
+
+// repeat sends a repeat as a datagram, counted aside.
+func (c *Core) repeat(to uint32, k wire.Kind, p encoding.BinaryAppender) {
+	b, ok := c.bugs.Encode(&c.events, k.String(), p, nil)
+	if !ok {
+		return
+	}
+	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Term: c.round, Payload: b})
+	c.counts.SentAside(k, 1)
+	c.keepalives++
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -348,7 +430,9 @@ func (c *Core) step() bool {
 			}
 		}
 		for _, o := range outs {
-			c.send(o, wire.KindYoYoDown, wire.YoYoDown{Iteration: c.iteration, Value: c.minValue}, true)
+			d := wire.YoYoDown{Iteration: c.iteration, Value: c.minValue}
+			c.send(o, wire.KindYoYoDown, d, true)
+			c.lastDown[o] = d
 		}
 		c.sentDown = true
 	}
@@ -428,7 +512,9 @@ func (c *Core) vote(ins []uint32, yes bool) {
 	}
 	for _, u := range ins {
 		f := flags[u]
-		c.send(u, wire.KindYoYoUp, wire.YoYoUp{Iteration: c.iteration, Flags: f}, true)
+		v := wire.YoYoUp{Iteration: c.iteration, Flags: f}
+		c.send(u, wire.KindYoYoUp, v, true)
+		c.lastUp[u] = v
 		switch {
 		case f&wire.YoYoPrune != 0:
 			c.edges[u] = pruned
@@ -446,10 +532,13 @@ func (c *Core) nextIteration() {
 	c.iteration++
 	c.sentDown, c.minValue = false, 0
 	c.values, c.votes = map[uint32]uint32{}, map[uint32]uint8{}
+	c.lastDown = map[uint32]wire.YoYoDown{}
 	early := c.pending
 	c.pending = nil
 	for _, p := range early {
-		if err := c.take(p); err != nil {
+		if err := c.take(p); errors.Is(err, errRepeat) {
+			c.repeats++
+		} else if err != nil {
 			c.counts.RejectErr(rejectLabels, err)
 		}
 	}
@@ -497,8 +586,13 @@ func (c *Core) Tick(now time.Time) {
 	case c.electing:
 		if !c.now.Before(c.roundAt.Add(c.cfg.RoundTimeout)) {
 			c.newRound(c.round, "round_timeout")
-		} else if c.silenceDue() {
+			break
+		}
+		if c.silenceDue() {
 			c.advance()
+		}
+		if c.electing && !c.now.Before(c.keepAt) {
+			c.keepalive()
 		}
 	default:
 		if !c.now.Before(c.startAt) {
@@ -518,6 +612,9 @@ func (c *Core) Deadline() time.Time {
 		at := c.roundAt.Add(c.cfg.RoundTimeout)
 		if s := c.nextSilence(); !s.IsZero() && s.Before(at) {
 			at = s
+		}
+		if c.keepAt.Before(at) {
+			at = c.keepAt
 		}
 		return at
 	}
@@ -572,6 +669,12 @@ func (c *Core) Step(m core.Message) error {
 	case m.Term < c.round:
 		c.counts.Stale++
 		return nil
+	case m.Term == c.round && c.took(m.From) && (!c.electing || m.Kind == wire.KindYoYoHello):
+		// A message repeated (keepalive) by a neighbour that took part in
+		// this round: a hello once the edge is oriented, anything once
+		// this member has decided.
+		c.repeats++
+		return nil
 	case m.Term > c.round || !c.electing:
 		if m.Term == c.round && !c.electing {
 			// A message of the round this member already decided: a
@@ -593,12 +696,25 @@ func (c *Core) Step(m core.Message) error {
 			c.greet(m.From)
 		}
 	}
-	if err := c.take(pendingMsg{from: m.From, kind: m.Kind, down: p.down, up: p.up}); err != nil {
+	if err := c.take(pendingMsg{from: m.From, kind: m.Kind, down: p.down, up: p.up}); errors.Is(err, errRepeat) {
+		c.repeats++
+		return nil
+	} else if err != nil {
 		c.counts.RejectErr(rejectLabels, err)
 		return err
 	}
 	c.advance()
 	return nil
+}
+
+// took reports whether neighbour n took part in the current round: its
+// hello oriented the edge.
+func (c *Core) took(n uint32) bool {
+	switch c.edges[n] {
+	case in, out, pruned:
+		return true
+	}
+	return false
 }
 
 // take applies one message of the current round.
@@ -615,30 +731,54 @@ func (c *Core) take(p pendingMsg) error {
 		}
 	case wire.KindYoYoDown:
 		switch {
+		case p.down.Iteration < c.iteration || c.pendingHas(p):
+			return errRepeat // an earlier iteration's, taken then
 		case p.down.Iteration == c.iteration+1 && len(c.pending) < 2*len(c.nbrs):
 			c.pending = append(c.pending, p)
 		case p.down.Iteration != c.iteration || c.edges[p.from] != in:
 			return fmt.Errorf("%w: value from %d in iteration %d (here %d, edge %v)", ErrOutOfTurn, p.from, p.down.Iteration, c.iteration, c.edges[p.from])
 		default:
-			if _, dup := c.values[p.from]; dup {
-				return fmt.Errorf("%w: second value from %d", ErrOutOfTurn, p.from)
+			if v, dup := c.values[p.from]; dup && v == p.down.Value {
+				return errRepeat
+			} else if dup {
+				return fmt.Errorf("%w: second value from %d (%d, then %d)", ErrOutOfTurn, p.from, v, p.down.Value)
 			}
 			c.values[p.from] = p.down.Value
 		}
 	case wire.KindYoYoUp:
 		switch {
+		case p.up.Iteration < c.iteration || c.pendingHas(p):
+			return errRepeat
 		case p.up.Iteration == c.iteration+1 && len(c.pending) < 2*len(c.nbrs):
 			c.pending = append(c.pending, p)
 		case p.up.Iteration != c.iteration || c.edges[p.from] != out || !c.sentDown:
 			return fmt.Errorf("%w: vote from %d in iteration %d (here %d, edge %v)", ErrOutOfTurn, p.from, p.up.Iteration, c.iteration, c.edges[p.from])
 		default:
-			if _, dup := c.votes[p.from]; dup {
-				return fmt.Errorf("%w: second vote from %d", ErrOutOfTurn, p.from)
+			if f, dup := c.votes[p.from]; dup && f == p.up.Flags {
+				return errRepeat
+			} else if dup {
+				return fmt.Errorf("%w: second vote from %d (%#x, then %#x)", ErrOutOfTurn, p.from, f, p.up.Flags)
 			}
 			c.votes[p.from] = p.up.Flags
 		}
 	}
 	return nil
+}
+
+// errRepeat: a message this member took already (a neighbour's
+// keepalive repeats it), or one of an iteration it is past: ignored and
+// counted as a repeat, not refused.
+var errRepeat = errors.New("yoyo: a repeat of a message already taken")
+
+// pendingHas reports whether a message of the next iteration is held
+// already.
+func (c *Core) pendingHas(p pendingMsg) bool {
+	for _, q := range c.pending {
+		if q == p {
+			return true
+		}
+	}
+	return false
 }
 
 // stepLeader is the leader's flood: follow it and pass it on once.

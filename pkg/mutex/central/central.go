@@ -395,6 +395,11 @@ func (c *Core) follow() {
 	changed := lead != c.fol.leader || term != c.fol.term
 	if changed {
 		c.fol.leader, c.fol.term, c.fol.beat = lead, term, 0
+		// Until now it backed older coordinators only: every sync of the
+		// term says so, not only the first (which a restarted
+		// coordinator's node may refuse, or the link lose), and not its
+		// answers to this term's beats since.
+		c.fol.backedOlder = c.backedAt()
 	}
 	// The election may name this member before it leads (and leads in the
 	// same term later): coordinate once it leads, once per term.

@@ -177,6 +177,15 @@ func (c *Config) shrink(d time.Duration) time.Duration {
 // SIGKILLed is replaced within DeadAfter and a few LAN round trips, which
 // ends before the old leases do (the Hold) as long as DeadAfter is below
 // MaxLease.
+//
+// The election is sticky (bully.Config.Sticky): a member that starts or
+// comes back follows a sitting coordinator it outranks instead of taking
+// over, since every change of coordinator costs a wait; one restarted by
+// systemd two seconds after a SIGKILL took the coordination back from
+// its successor and waited a lease from its own start (6-7 s without a
+// grant, issue 29).
 func (c *Config) BullyConfig(members []uint32) bully.Config {
-	return bully.FromOptions(members, elect.Options{Heartbeat: c.BeatInterval, LeaderTimeout: c.DeadAfter})
+	b := bully.FromOptions(members, elect.Options{Heartbeat: c.BeatInterval, LeaderTimeout: c.DeadAfter})
+	b.Sticky = true
+	return b
 }

@@ -271,6 +271,31 @@ func (c *Core) updateHold() {
 		}
 		k.majorityAt, k.holdUntil = c.now, from.Add(c.cfg.Hold())
 	}
+	// A majority of the other members bounds the wait too, without this
+	// member's own backedOld, which after a restart is its start (it
+	// cannot know what it answered before): any majority that backed an
+	// older coordinator shares a member with any majority of the others,
+	// this member aside (one of them holds at most a majority less one of
+	// the others, and a majority of the others is more than the rest). So
+	// the majority-th earliest backedOld among the others who joined is
+	// as good a start as the latest of the first majority. Without it, a
+	// coordinator SIGKILLed and back within a second, before the others
+	// noticed, waited a lease from its restart (4.5 s without a grant).
+	var others []time.Time
+	for id, p := range k.peers {
+		if id != c.self && p.joined {
+			others = append(others, p.backedOld)
+		}
+	}
+	if len(others) >= c.majority {
+		slices.SortFunc(others, func(a, b time.Time) int { return a.Compare(b) })
+		if until := others[c.majority-1].Add(c.cfg.Hold()); k.majorityAt.IsZero() || until.Before(k.holdUntil) {
+			if k.majorityAt.IsZero() {
+				k.majorityAt = c.now
+			}
+			k.holdUntil = until
+		}
+	}
 	if k.majorityAt.IsZero() {
 		return
 	}

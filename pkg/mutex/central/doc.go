@@ -51,7 +51,15 @@
 // core like Berkeley's master election (its frames are stepped into it, its
 // state kept inside this core's). A member follows the leader of the
 // newest term it knows, and only it: grants, renewals, refusals and beats
-// from anyone else, or of another term, are refused and counted.
+// from anyone else, or of another term, are refused and counted. The
+// default election is sticky (bully.Config.Sticky): a member that starts
+// or comes back follows a sitting coordinator even if it outranks it,
+// since every change of coordinator costs a wait (below). Plain bully had
+// a coordinator SIGKILLed and restarted by systemd two seconds later
+// take the coordination back from its successor, and wait a lease from
+// its own start: 6-7 s without a grant. So the coordinator is whoever
+// claimed first when nobody led (at a cluster's start, often not the
+// highest ID), and stays until it fails.
 //
 // # Leases, counted from before the grant
 //
@@ -142,7 +150,19 @@
 // reported, shrunk for the clocks' rates; its own backedAt), and grants
 // nothing before B + MaxLease + LeaseSlack (padded by 2 x MaxDriftPPM,
 // plus HoldMargin): Hold is that wait's longest, from the moment the
-// majority joined. Why that is enough. Take any lease an older coordinator
+// majority joined. Once a majority of the other members has joined, the
+// majority-th earliest of their instants will do as well (it is the
+// latest of some majority of the others, which meets every majority that
+// backed an older coordinator in a member other than this one: such a
+// majority holds at most a majority less one of the others), and the
+// earlier of the two is taken: a coordinator that restarted (its own
+// backedAt is its start) is not held a lease from its restart. A member's
+// instant is what it backed before it joined the term, in every sync of
+// the term (not its answers to this coordinator's beats since): a first
+// sync lost (a restarted coordinator refuses its peers' frames of
+// pre-restart epochs until they move to a new series) does not move it
+// to the coordinator's next beat (4.5 s after its start, where 2.5-3.5 s
+// is the rule). Why that is enough. Take any lease an older coordinator
 // O granted or renewed, on support S: by (L) it ends by S + MaxLease +
 // LeaseSlack. The majority M_O whose answers made S and the new majority
 // M share a member X (two majorities of the same members intersect). X

@@ -33,6 +33,10 @@ type follower struct {
 	// beat of the one it followed, or stopped coordinating itself (see
 	// backedAt).
 	backed time.Time
+	// backedOlder is backedAt when this member began following the
+	// current term: the latest instant it may have backed an older
+	// coordinator, what its syncs of the term report.
+	backedOlder time.Time
 
 	stamp    uint32
 	stamps   [stampRing]stampAt
@@ -244,7 +248,7 @@ func (c *Core) sendSync(echo uint32) {
 		return
 	}
 	s := wire.CentralSync{Incarnation: c.inc, Echo: echo, MaxSeq: c.fol.maxSeq, Entries: c.syncEntries(),
-		SupportAgeMS: msDown(c.now.Sub(c.backedAt()))}
+		SupportAgeMS: msDown(c.now.Sub(maxTime(c.fol.backedOlder, c.begun)))}
 	if c.restarted() {
 		s.Flags |= wire.CentralSyncRestarted
 	}

@@ -1,12 +1,10 @@
 package central_test
 
 import (
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
-	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
@@ -105,32 +103,14 @@ func TestCoordinatorCrashRecovery(t *testing.T) {
 	lo := cfg.MaxLease - central.DefaultBeat(cfg.MaxLease)
 	hi := cfg.MaxLease + central.DefaultBeat(cfg.MaxLease)/2 + 50*time.Millisecond
 	for k := range 6 {
-		s := sim.New(sim.Config{Seed: int64(k + 1), DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
-		for id := uint32(1); id <= 5; id++ {
-			s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-				c, err := central.New(env, central.DefaultLANConfig())
-				if err != nil {
-					t.Fatal(err)
-				}
-				return c
-			}, clock.SimConfig{})
-		}
-		s.Run(6 * time.Second)
+		s := defaultCluster(t, int64(k+1))
 		if got := coordinator(s); got != 5 {
 			t.Fatalf("offset %d: coordinator %d, want 5", k, got)
 		}
 		s.Run(time.Duration(k) * 173 * time.Millisecond)
 		s.Crash(5)
 		crashed := s.Elapsed()
-		var req mutex.RequestID
-		s.Do(1, func(x core.Core) {
-			req, _ = x.(mutex.Algorithm).Acquire(s.Clock(1).Now(), mutex.Request{Lock: "x"})
-		})
-		granted := func() bool {
-			st, ok := s.Core(1).(mutex.Algorithm).Lookup(req)
-			return ok && st.Granted
-		}
-		if !s.RunUntil(granted, 10*time.Second) {
+		if !acquired(s, 1, 10*time.Second) {
 			t.Fatalf("offset %d: not granted 10 s after the coordinator's crash", k)
 		}
 		took := s.Elapsed() - crashed

@@ -171,7 +171,8 @@ var maekawaGuarantees = mutex.Guarantees{
 	Shared:    false,
 	Protection: "the fence: above the highest its cross's voters know, recorded at all of them before the grant; " +
 		"any two crosses share a voter, so fences grow strictly. Survives a crash or partition while a whole row " +
-		"and a whole column of the grid are reachable; a holder that pauses past its lease is fenced out",
+		"and a whole column of the grid are reachable (a majority is neither needed nor enough: at 5 members, " +
+		"6 of the 10 splits 3/2 leave no side granting until the heal); a holder that pauses past its lease is fenced out",
 }
 
 func majorityGuarantees(forgetful bool) mutex.Guarantees {
