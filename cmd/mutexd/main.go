@@ -150,6 +150,24 @@ func trialEnv(cfg *daemon.Config) core.Env {
 		Rand: rand.New(rand.NewPCG(1, 1)), Lamport: new(clock.Lamport)}
 }
 
+// agreementParams is what must be the same on every mutexd beside the
+// member list and cluster name: the algorithm's timing as a whole. Every
+// mutual-exclusion core waits out another member's leases by its own
+// clock and its own settings: the lease (every grant's bound, and what a
+// regenerated token waits out), the heartbeat (central cuts a lease to end
+// within half a beat of its support and a new coordinator waits that half
+// beat of its own; Ricart-Agrawala and Lamport take a member for dead after
+// missing a few of its busy heartbeats, timed by their own), and each
+// algorithm's own timeouts. A member whose timing differs would make
+// those waits too short: it is refused, not followed.
+func agreementParams(opt mutex.Options) map[string]string {
+	p := map[string]string{"lease": opt.Lease.String(), "heartbeat": opt.Heartbeat.String()}
+	for name, d := range opt.Params {
+		p[name] = d.String()
+	}
+	return p
+}
+
 func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, error) {
 	app.SteadyClock(cfg)
 	f, err := algorithms.Lookup(c.String("algorithm"))
@@ -166,11 +184,7 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, er
 		return nil, nil, app.UsageError{Err: err}
 	}
 	api := newAPI(f, opt)
-	// What must be the same on every mutexd beside the member list and
-	// cluster name: the algorithm and the cluster's lease (every grant's
-	// bound, and what a regenerated token waits out). --heartbeat and the
-	// algorithms' timeouts are each host's own timing.
-	cfg.Agreement = &node.Agreement{Algorithm: f.Name, Params: map[string]string{"lease": opt.Lease.String()}}
+	cfg.Agreement = &node.Agreement{Algorithm: f.Name, Params: agreementParams(opt)}
 	cfg.EventLevel = func(e core.Event) slog.Level {
 		if e.Name == lockLostEvent {
 			return slog.LevelWarn // a holder lost its lock: its work must stop

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/pkg/mutex"
 )
 
 func mutexd(t *testing.T, args ...string) (string, int) {
@@ -103,5 +106,19 @@ func TestRenderStatus(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestAgreementHoldsTheTiming: a member whose heartbeat or an algorithm's
+// own timeout differs is a member whose waits for the others' leases are
+// wrong (central's new coordinator waits half a beat of its own; RA and
+// Lamport time a member's silence by their own busy heartbeat), so the
+// timing is part of what must agree, not only the lease.
+func TestAgreementHoldsTheTiming(t *testing.T) {
+	p := agreementParams(mutex.Options{Lease: 3 * time.Second, Heartbeat: time.Second,
+		Params: map[string]time.Duration{"loss-timeout": 400 * time.Millisecond}})
+	want := map[string]string{"lease": "3s", "heartbeat": "1s", "loss-timeout": "400ms"}
+	if !maps.Equal(p, want) {
+		t.Errorf("agreement params %v, want %v", p, want)
 	}
 }
