@@ -68,7 +68,11 @@ func (d *Daemon) emit(e core.Event) {
 	if msg == "" {
 		msg = e.Name
 	}
-	d.log.Info(msg, append([]any{"event", e.Name}, e.Args...)...)
+	if e.Warn {
+		d.log.Warn(msg, append([]any{"event", e.Name}, e.Args...)...)
+	} else {
+		d.log.Info(msg, append([]any{"event", e.Name}, e.Args...)...)
+	}
 
 	rec := EventRecord{Time: time.Now(), Name: e.Name, Msg: e.Msg, Attrs: attrs(e.Args)}
 	d.subMu.Lock()

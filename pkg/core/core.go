@@ -106,6 +106,11 @@ type Event struct {
 	// that marks one says what a crash between the report and the write
 	// repeats (orderd's deliveries of the total order: its doc.go).
 	BeforeSave bool
+	// Warn says that the event needs the administrator's attention (a
+	// fault the core works around but cannot repair, such as a broken
+	// link): the daemon logs it at WARN rather than INFO. A core that
+	// marks one says it once per episode, not per frame.
+	Warn bool
 }
 
 // Ready is everything a core wants done, drained by Ready().
