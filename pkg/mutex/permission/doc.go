@@ -276,9 +276,9 @@
 // for it, heartbeats included, go both ways. A relayed frame is stepped
 // as its origin's: it keeps the failure detector from suspecting the
 // origin and carries the requests, replies and releases (a handoff across
-// the broken link costs two more hops, and at worst a RetryInterval and
-// RelayAfter after the cut); it never counts toward the receiver's
-// majority. A member that has heard nothing directly from another for
+// the broken link costs two more hops; the first after the cut, at worst a
+// RetryInterval: the resent request goes around, marked, and the answer
+// comes back around); it never counts toward the receiver's majority. A member that has heard nothing directly from another for
 // SuspectAfter while its frames come through a relay logs the broken link
 // at WARN (EventLinkDown, naming both ends) and shows it in status; one
 // that stays silent here while others still hear it (relays failing too)

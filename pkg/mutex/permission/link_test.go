@@ -4,6 +4,8 @@ import (
 	"encoding"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -276,5 +278,102 @@ func TestConfirmWindow(t *testing.T) {
 	m.beat(2)
 	if len(m.events(permission.EventMemberUp)) != 1 {
 		t.Errorf("member 2 heard again, but not up: %v", m.evs)
+	}
+}
+
+// TestLinkCutHandoff: the lock moves across a broken link. Member 1 holds
+// "x", member 2 waits; the link between them breaks, both ways (they still
+// hear the others); 1 releases a while later (at once, or after either
+// has long suspected the other). 2 is granted within a RetryInterval of
+// the release (its request, sent again, goes around the link and so does
+// the answer), nobody is given up, and both ends report the broken link at
+// WARN once it lasted SuspectAfter. On 3 and 5 members, both algorithms,
+// the LAN defaults.
+func TestLinkCutHandoff(t *testing.T) {
+	for _, f := range factories {
+		for _, n := range []uint32{3, 5} {
+			for _, hold := range []time.Duration{0, 100 * time.Millisecond, 2 * time.Second, 6 * time.Second} {
+				t.Run(fmt.Sprintf("%s/%d/%v", f.Name, n, hold), func(t *testing.T) {
+					s := sim.New(sim.Config{Seed: int64(n) + int64(hold), DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}})
+					for id := uint32(1); id <= n; id++ {
+						s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+							a, err := f.New(env, mutex.Options{})
+							if err != nil {
+								t.Fatal(err)
+							}
+							return a
+						}, clock.SimConfig{})
+					}
+					granted := map[uint32]mutex.RequestID{}
+					var grantedAt time.Duration
+					s.OnReady(func(r sim.Ready) {
+						for _, o := range r.Core.(mutex.Algorithm).Outcomes() {
+							if g, ok := o.(mutex.Granted); ok {
+								granted[r.Node], grantedAt = g.ID, r.At
+							}
+						}
+					})
+					s.Start()
+					s.Run(2 * time.Second)
+					acquire := func(id uint32) (req mutex.RequestID) {
+						s.Do(id, func(c core.Core) {
+							var err error
+							if req, err = c.(mutex.Algorithm).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "x"}); err != nil {
+								t.Fatal(err)
+							}
+						})
+						return req
+					}
+					r1 := acquire(1)
+					if !s.RunUntil(func() bool { return granted[1] == r1 }, time.Second) {
+						t.Fatal("member 1 not granted")
+					}
+					r2 := acquire(2)
+					s.Run(20 * time.Millisecond)
+					s.Cut(1, 2)
+					s.Cut(2, 1)
+					for left := hold; left > 0; left -= time.Second { // 1's client renews its lease
+						s.Run(min(left, time.Second))
+						s.Do(1, func(c core.Core) {
+							if err := c.(mutex.Algorithm).Renew(s.Clock(1).Now(), r1, 0); err != nil {
+								t.Fatal(err)
+							}
+						})
+					}
+					s.Do(1, func(c core.Core) {
+						if err := c.(mutex.Algorithm).Release(s.Clock(1).Now(), r1); err != nil {
+							t.Fatal(err)
+						}
+					})
+					released := s.Elapsed()
+					tm := s.Core(1).(*permission.Core).Config()
+					if !s.RunUntil(func() bool { return granted[2] == r2 }, 2*tm.RetryInterval) {
+						t.Fatalf("member 2 not granted within %v of 1's release across the broken link", 2*tm.RetryInterval)
+					}
+					took := grantedAt - released
+					t.Logf("member 2 granted %v after member 1's release, %v after the cut", took, hold+took)
+					if took < 0 {
+						t.Fatalf("member 2 granted %v before member 1 released: two holders", -took)
+					}
+					if took > tm.RetryInterval+10*time.Millisecond {
+						t.Errorf("the handoff took %v, want within a RetryInterval (%v)", took, tm.RetryInterval)
+					}
+					if downs := s.EventsNamed(permission.EventMemberDown); len(downs) > 0 {
+						t.Errorf("members given up across a broken link: %v", downs)
+					}
+					if hold > tm.SuspectAfter+tm.HeartbeatInterval {
+						for _, id := range []uint32{1, 2} {
+							var warned bool
+							for _, e := range s.EventsNamed(permission.EventLinkDown) {
+								warned = warned || e.Node == id
+							}
+							if !warned {
+								t.Errorf("member %d never reported the broken link", id)
+							}
+						}
+					}
+				})
+			}
+		}
 	}
 }
