@@ -135,9 +135,10 @@ func (c *Config) unpad(d time.Duration) time.Duration {
 // from another before it also sends its frames for that member through
 // relays (RelayFanout other members it hears): 1.5 heartbeats, a heartbeat
 // and a half of silence on a link that works only when a heartbeat is lost
-// (the relayed copies then only add redundancy). A member that relays to
-// this one is relayed to as well, and a request sent again for want of an
-// answer always goes both ways.
+// (the relayed copies then only add redundancy). A member that has not
+// heard this one directly for as long (its relayed frames say so) is
+// relayed to as well; a request sent again for want of an answer, and an
+// answer to a frame that came through a relay, always go both ways.
 func (c *Config) RelayAfter() time.Duration { return c.HeartbeatInterval * 3 / 2 }
 
 // RelayFanout is how many members a frame for a member that is not heard

@@ -124,8 +124,11 @@ type Core struct {
 	holdRelease time.Duration
 
 	// forceRelay: the frames being sent go through relays whatever the
-	// link looks like (a request sent again for want of an answer).
+	// link looks like (a request sent again for want of an answer);
+	// replyVia: so do those for this member (0: none), whose frame, come
+	// through a relay, is being answered.
 	forceRelay bool
+	replyVia   uint32
 
 	msgs     []core.Message
 	events   []core.Event
@@ -154,6 +157,7 @@ type peer struct {
 	relayedAt, unheardAt time.Time
 	relayer              uint32
 	linkDown             bool
+	relaying             bool // frames to it go through relays (as of the last Tick)
 	// lent: how many locks hold a leave this member gave it (lock.lent),
 	// plus one while lentBefore is set: while any does, it is waited for
 	// DeadAfter, not SuspectAfter.
@@ -572,6 +576,11 @@ func (c *Core) nextBeat() time.Time {
 	return c.lastBeat.Add(c.cfg.HeartbeatInterval)
 }
 
+// heartbeat is this member's heartbeat now.
+func (c *Core) heartbeat() wire.PermHeartbeat {
+	return wire.PermHeartbeat{Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Busy: c.busy()}
+}
+
 // busy says whether this member may hold or ask for a lock, or a lease of
 // its may still run at a client (PermHeartbeat.Busy).
 func (c *Core) busy() bool {
@@ -940,9 +949,9 @@ func (c *Core) Tick(now time.Time) {
 	c.observe(now)
 	c.flushReleases()
 	if !c.now.Before(c.nextBeat()) {
-		c.saidBusy = c.busy()
-		c.send(core.Broadcast, wire.KindPermHeartbeat, wire.PermHeartbeat{
-			Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Busy: c.saidBusy}, 0)
+		hb := c.heartbeat()
+		c.saidBusy = hb.Busy
+		c.send(core.Broadcast, wire.KindPermHeartbeat, hb, 0)
 		c.lastBeat = c.now
 	}
 	c.det.Check(c.now)

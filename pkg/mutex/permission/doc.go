@@ -270,15 +270,17 @@
 // other, safely, however long the link stays broken. So that the lock
 // keeps moving meanwhile, frames go around the broken link (relays,
 // link.go): a request sent again for want of an answer also goes to two
-// members that pass it on (wire.PermRelay, marked "unheard": the answer
-// then comes back the same way), and once a member has heard nothing
+// members that pass it on (wire.PermRelay; an answer to a frame that came
+// that way goes back that way), and once a member has heard nothing
 // directly from another for RelayAfter (1.5 heartbeats), all its frames
-// for it, heartbeats included, go both ways. A relayed frame is stepped
+// for it, heartbeats included (one at once), go both ways, marked
+// "unheard" (the other end then relays too: a link that fails one way
+// only is bridged both ways). A relayed frame is stepped
 // as its origin's: it keeps the failure detector from suspecting the
 // origin and carries the requests, replies and releases (a handoff across
 // the broken link costs two more hops; the first after the cut, at worst a
-// RetryInterval: the resent request goes around, marked, and the answer
-// comes back around); it never counts toward the receiver's majority. A member that has heard nothing directly from another for
+// RetryInterval: the resent request goes around, and the answer comes
+// back around); it never counts toward the receiver's majority. A member that has heard nothing directly from another for
 // SuspectAfter while its frames come through a relay logs the broken link
 // at WARN (EventLinkDown, naming both ends) and shows it in status; one
 // that stays silent here while others still hear it (relays failing too)

@@ -17,15 +17,18 @@ import (
 //
 // Relays (liveness). A frame for a member this member has not heard
 // directly for RelayAfter, or that says (a relayed frame with
-// wire.PermRelayUnheard) it lacks this member's frames, also goes, with
-// the same stamp, to RelayFanout other members this member hears, as a
-// wire.PermRelay; each passes it on to its target, which steps it as a
-// frame of its origin. A request sent again for want of an answer goes
-// through relays whatever the link looks like (it is the first sign of a
-// broken one). Relayed frames make their origin heard (heardAt: the
-// failure detector), never heard directly (directAt: this member's
-// majority, for its grants, leases and the cut-off, counts only members
-// heard directly).
+// wire.PermRelayUnheard) it has not heard this member directly for as
+// long, also goes, with the same stamp, to RelayFanout other members this
+// member hears, as a wire.PermRelay; each passes it on to its target,
+// which steps it as a frame of its origin. When relaying to a member
+// starts, a heartbeat goes to it at once (its failure detector hears this
+// member well before it would suspect it). A request sent again for want
+// of an answer goes through relays whatever the link looks like (it is
+// the first sign of a broken one), and so does what a member sends in
+// answer to a frame that came through a relay. Relayed frames make their
+// origin heard (heardAt: the failure detector), never heard directly
+// (directAt: this member's majority, for its grants, leases and the
+// cut-off, counts only members heard directly).
 //
 // Confirmation (safety). A member silent here for its timeout (the
 // detector's Suspect) is not given up at once: ConfirmSlack after the
@@ -122,7 +125,8 @@ func (c *Core) relaysFor(to uint32) []uint32 {
 
 // relayCopies sends the frame just queued for to (each other member for a
 // broadcast) through relays where viaRelay says so, or, for a frame sent
-// again for want of an answer (forceRelay), in any case.
+// again for want of an answer (forceRelay) or in answer to one that came
+// through a relay (replyVia), in any case.
 func (c *Core) relayCopies(to uint32, k wire.Kind, b []byte, lamport uint64) {
 	if k == wire.KindPermRelay || c.det == nil {
 		return
@@ -133,7 +137,7 @@ func (c *Core) relayCopies(to uint32, k wire.Kind, b []byte, lamport uint64) {
 		}
 		return
 	}
-	c.relayCopy(to, k, b, lamport, c.forceRelay)
+	c.relayCopy(to, k, b, lamport, c.forceRelay || to == c.replyVia)
 }
 
 func (c *Core) relayCopy(to uint32, k wire.Kind, b []byte, lamport uint64, force bool) {
@@ -142,7 +146,7 @@ func (c *Core) relayCopy(to uint32, k wire.Kind, b []byte, lamport uint64, force
 		return
 	}
 	rl := wire.PermRelay{Origin: c.self, Target: to, Kind: k, Lamport: lamport, Payload: b}
-	if force || c.unheard(to) {
+	if c.unheard(to) {
 		rl.Flags = wire.PermRelayUnheard
 	}
 	relays := c.relaysFor(to)
@@ -183,6 +187,8 @@ func (c *Core) stepRelay(m core.Message) error {
 			p.unheardAt = c.now
 		}
 		c.heard(r.Origin, true)
+		c.replyVia = r.Origin // the answers go back the way it came
+		defer func() { c.replyVia = 0 }()
 		return c.stepFrame(core.Message{From: r.Origin, To: c.self, Kind: r.Kind, Payload: r.Payload, Lamport: r.Lamport, Time: m.Time})
 	case r.Origin == m.From && r.Target != c.self:
 		if c.peers[r.Target] == nil {
@@ -424,11 +430,19 @@ func (c *Core) heardAgain(m uint32) {
 	}
 }
 
-// checkLinks reports a broken link (a member heard only through relays for
-// SuspectAfter) once, and its repair.
+// checkLinks sends a heartbeat through relays to a member as relaying to it
+// starts, and reports a broken link (a member heard only through relays
+// for SuspectAfter) once, and its repair.
 func (c *Core) checkLinks() {
 	for _, m := range c.others() {
 		p := c.peers[m]
+		if relay := c.viaRelay(m); relay != p.relaying {
+			p.relaying = relay
+			if relay {
+				c.count("relays_started")
+				c.send(m, wire.KindPermHeartbeat, c.heartbeat(), 0)
+			}
+		}
 		switch direct := c.directSilence(m); {
 		case !p.linkDown && direct >= c.cfg.SuspectAfter && c.relayedRecently(m):
 			p.linkDown = true

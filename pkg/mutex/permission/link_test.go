@@ -83,6 +83,11 @@ func TestSingleLinkCut(t *testing.T) {
 				if relayed == 0 {
 					t.Errorf("no frame came through a relay")
 				}
+				// Over links that lose nothing, the relays keep every end
+				// heard: nobody is even suspected.
+				if n := len(s.EventsNamed(permission.EventUnconfirmed)); faults == nil && (probes > 0 || n > 0) {
+					t.Errorf("over reliable links: %d probes, %d members silent but unconfirmed: the relays did not keep them heard", probes, n)
+				}
 				if testing.Verbose() {
 					t.Logf("%v; %d frames relayed, %d probes, %d links reported down", c, relayed, probes, len(s.EventsNamed(permission.EventLinkDown)))
 				}
