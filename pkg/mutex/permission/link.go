@@ -297,6 +297,17 @@ func (c *Core) confirmTick() {
 func (c *Core) probe(m uint32) {
 	cf := c.peers[m].confirm
 	need := c.majority - 1
+	if len(c.cfg.Members)-2 < need {
+		// Two members: nobody else can confirm, and no grant could be
+		// made without m anyway.
+		if !cf.said {
+			cf.said = true
+			c.warn(EventUnconfirmed, fmt.Sprintf("member %d has been silent here for %v; with %d members no other member can confirm that it is down: still waited for",
+				m, c.silence(m).Round(time.Millisecond), len(c.cfg.Members)), "member", m, "heard_by", []uint32{})
+		}
+		cf.due = c.now.Add(c.cfg.SuspectAfter)
+		return
+	}
 	if cf.stamp != 0 && len(cf.answers) < need && !cf.said {
 		cf.said = true
 		c.warn(EventUnconfirmed, fmt.Sprintf("member %d has been silent here for %v, but only %d of the %d other members needed to confirm that it is down answered (are they running an older mutexd, or cut off?): still waited for",

@@ -382,3 +382,26 @@ func TestLinkCutHandoff(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoMembersNeverGiveUp: with two members nobody can confirm a
+// silence, so the silent one is never given up (nor could anything be
+// granted without it); the survivor says so once, at WARN, and probes
+// nobody.
+func TestTwoMembersNeverGiveUp(t *testing.T) {
+	m := newMember(t, 1, []uint32{1, 2})
+	m.beat(2)
+	for range 100 {
+		m.tick(100 * time.Millisecond)
+	}
+	if len(m.events(permission.EventMemberDown)) > 0 {
+		t.Fatal("member 2 given up with nobody to confirm")
+	}
+	if w := m.events(permission.EventUnconfirmed); len(w) != 1 || !w[0].Warn {
+		t.Errorf("want one WARN %s, got %v", permission.EventUnconfirmed, w)
+	}
+	for _, msg := range m.out {
+		if msg.Kind == wire.KindPermProbe {
+			t.Fatalf("a probe sent with nobody to ask: %+v", msg)
+		}
+	}
+}
