@@ -33,7 +33,9 @@
 #       (default 5s), idle traffic per node over --traffic (default 10s),
 #       recovery after SIGKILL of the holder, of the last holder and of a
 #       bystander (--trials, default 5), after the holder is partitioned
-#       alone or its daemon paused 5 s (--trials each), RSS; then the message counts alone
+#       alone or its daemon paused 5 s (--trials each), with the link between
+#       the holder and a waiter cut while the holder keeps the lock 6 s (two
+#       holders, or the handoff after its release; --trials), RSS; then the message counts alone
 #       on --count-hosts hosts (default 16; 0 skips). --flags are added to
 #       every mutexd run. Installs etcd-server and etcd-client.
 #   bench.sh mutex-profile [--algorithm NAME[,NAME...]] [--samples N]

@@ -126,8 +126,9 @@ func (m *mutexBench) cutOffRows(t *Table, r *mutexResults, systems []string) {
 	}
 }
 
-// BenchmarkMutexCutOff measures the cut-off holder alone (no etcd): the
-// rows BenchmarkMutex prints, in a minute, for a before/after of the ring.
+// BenchmarkMutexCutOff measures the cut-off holder alone (no etcd), and the
+// link between the holder and a waiter cut: the rows BenchmarkMutex prints,
+// in a few minutes, for a before/after of one algorithm.
 // Run it as root with -mutex (and -mutex.bin DIR to measure another build
 // of mutexd):
 //
@@ -160,11 +161,13 @@ func BenchmarkMutexCutOff(b *testing.B) {
 	b.ResetTimer()
 	r := newMutexResults()
 	m.cutOff(r)
+	m.linkCut(r)   // mutex_link_lab_test.go
 	m.makerKill(r) // the ring only: mutex_makerkill_lab_test.go
 	b.StopTimer()
 	m.stopCluster()
 	t := &Table{Title: "mutexd: the lock holder cut off", Systems: []string{alg, "-"}}
 	m.cutOffRows(t, r, t.Systems)
+	m.linkCutRows(t, r, t.Systems)
 	m.makerKillRows(t, r, t.Systems)
 	t.Note("5 namespace hosts, mutexd %s --algorithm %s; a waiter queued at the next host; the fault at a random instant of the holder's 3 s lease", m.mutexd, alg)
 	if err := t.Write(os.Stdout); err != nil {

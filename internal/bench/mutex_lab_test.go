@@ -152,6 +152,7 @@ func BenchmarkMutex(b *testing.B) {
 		m.idle(r)
 		m.recovery(r)
 		m.cutOff(r)    // mutex_cutoff_lab_test.go
+		m.linkCut(r)   // mutex_link_lab_test.go
 		m.makerKill(r) // mutex_makerkill_lab_test.go: the ring only
 		m.stopCluster()
 	}
@@ -213,6 +214,12 @@ type mutexResults struct {
 	// makerKill: the ring's new token's maker killed (by case: "fresh",
 	// "regenerated"), until one of two hosts asking at once is granted.
 	makerKill map[string]Summary
+	// linkCut: the link between the holder and a waiter cut, from the
+	// holder's release linkHold later to the waiter's grant, by
+	// algorithm; linkTwoHolders: the trials whose waiter was granted
+	// before that release (mutex_link_lab_test.go).
+	linkCut        map[string]Summary
+	linkTwoHolders map[string]int
 }
 
 func newMutexResults() *mutexResults {
@@ -226,6 +233,7 @@ func newMutexResults() *mutexResults {
 		recoveryCoordinator: map[string]Summary{},
 		cutOff:              map[string]map[string]Summary{"partitioned": {}, "paused": {}},
 		makerKill:           map[string]Summary{},
+		linkCut:             map[string]Summary{}, linkTwoHolders: map[string]int{},
 	}
 }
 
@@ -1032,6 +1040,7 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 		})
 	}
 	m.cutOffRows(t, r, systems)
+	m.linkCutRows(t, r, systems)
 	m.makerKillRows(t, r, systems)
 	t.Row("RSS (max, any algorithm)", "<= 20 MB", append([]string{Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS)},
 		append(make([]string, len(names)-1), MB(m.rss["etcd"])+" (server)")...)...)

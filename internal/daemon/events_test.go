@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +91,22 @@ func TestEventsStreamDeliversEachEventAtOnce(t *testing.T) {
 	cancel()
 	if err := <-streamErr; !errors.Is(err, context.Canceled) {
 		t.Errorf("stream ended with %v, want the client's cancellation", err)
+	}
+}
+
+// TestEmitWarn: an event a core marks Warn is logged at WARN, any other at
+// INFO; both are counted.
+func TestEmitWarn(t *testing.T) {
+	var buf bytes.Buffer
+	d := &Daemon{log: slog.New(slog.NewTextHandler(&buf, nil)), events: map[string]uint64{}}
+	d.emit(core.Event{Name: "member_up", Msg: "member 2 is up", Args: []any{"member", 2}})
+	d.emit(core.Event{Name: "link_down", Msg: "the link to member 2 is broken", Args: []any{"member", 2}, Warn: true})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], "event=member_up") ||
+		!strings.Contains(lines[1], "level=WARN") || !strings.Contains(lines[1], "event=link_down") {
+		t.Errorf("logged:\n%s\nwant member_up at INFO, then link_down at WARN", buf.String())
+	}
+	if d.events["link_down"] != 1 || d.events["member_up"] != 1 {
+		t.Errorf("counted %v", d.events)
 	}
 }

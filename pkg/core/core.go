@@ -106,9 +106,11 @@ type Event struct {
 	// that marks one says what a crash between the report and the write
 	// repeats (orderd's deliveries of the total order: its doc.go).
 	BeforeSave bool
-	// Warn says the event is one an operator must see (logged at WARN):
-	// something the core promised less than usual for (orderd's numbers
-	// skipped through a snapshot).
+	// Warn says that the event needs the administrator's attention: a
+	// fault the core works around but cannot repair (a broken link), or
+	// something it promised less than usual for (orderd's numbers skipped
+	// through a snapshot). The daemon logs it at WARN rather than INFO. A
+	// core that marks one says it once per episode, not per frame.
 	Warn bool
 }
 

@@ -256,6 +256,20 @@ func (d *Detector) Expires(id uint32) time.Time {
 	return d.expires(p)
 }
 
+// QuietSince returns the instant member id's current silence is counted
+// from, as its timeout counts it: its last sign of life, the detector's
+// start if it was never heard, or the end of a stall of this member's own
+// (the frames it may have sent meanwhile could be waiting unread). Zero for
+// this member's own ID and for unknown IDs. A silence measured from it is
+// never longer than the one the member really kept.
+func (d *Detector) QuietSince(id uint32) time.Time {
+	p, ok := d.byID[id]
+	if !ok {
+		return time.Time{}
+	}
+	return d.reference(p)
+}
+
 // Deadline is the earliest time at which Check has something to do (zero:
 // every member is suspected already): what an embedding core folds into its
 // own core.Scheduler deadline.

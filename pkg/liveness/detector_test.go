@@ -223,3 +223,30 @@ func TestResume(t *testing.T) {
 		t.Fatal("2 not suspected half its timeout after the stall's end")
 	}
 }
+
+// TestQuietSince: the instant a member's silence counts from is its last
+// sign of life, the detector's start if none, or the end of a stall of its
+// own (never earlier than what the timeout counts from); zero for its own
+// ID and strangers.
+func TestQuietSince(t *testing.T) {
+	start := time.Unix(1000, 0)
+	d := NewDetector(1, []uint32{1, 2, 3}, time.Second, start)
+	if got := d.QuietSince(2); !got.Equal(start) {
+		t.Errorf("never heard: %v, want the start", got)
+	}
+	d.Heard(2, start.Add(300*time.Millisecond))
+	if got := d.QuietSince(2); !got.Equal(start.Add(300 * time.Millisecond)) {
+		t.Errorf("heard at +300ms: %v", got.Sub(start))
+	}
+	woke := start.Add(5 * time.Second)
+	d.Resume(woke) // stopped since +300ms: 2's silence counts from half a timeout before waking
+	if got := d.QuietSince(2); !got.Equal(woke.Add(-500 * time.Millisecond)) {
+		t.Errorf("after a stall: %v, want half a timeout before waking", got.Sub(start))
+	}
+	if got, exp := d.QuietSince(2).Add(d.Timeout(2)), d.Expires(2); !got.Equal(exp) {
+		t.Errorf("QuietSince + timeout = %v, Expires = %v", got, exp)
+	}
+	if !d.QuietSince(1).IsZero() || !d.QuietSince(9).IsZero() {
+		t.Error("own ID or a stranger: want zero")
+	}
+}

@@ -19,6 +19,12 @@ const (
 	MemberAlive   = "alive"
 	MemberDown    = "down"    // silent for longer than its failure detector allows
 	MemberSkipped = "skipped" // alive, but bypassed (the ring: failed to acknowledge)
+	// MemberRelayed: alive, but its frames come only through other
+	// members (the link between it and this member is broken).
+	MemberRelayed = "relayed"
+	// MemberSilent: silent here for longer than the failure detector
+	// allows, but still waited for: the others do not confirm it down.
+	MemberSilent = "silent"
 )
 
 // MemberStatus is one member as this member sees it.

@@ -107,6 +107,17 @@ const (
 	// its place in the receiver's queue to a new one (payload:
 	// PermRequeue).
 	KindLamportRequeue Kind = 36
+	// KindPermRelay carries a frame of these algorithms from one member
+	// to another through a third, when the link between the two is
+	// broken (payload: PermRelay).
+	KindPermRelay Kind = 37
+	// KindPermProbe asks a member how long it has not heard another
+	// (payload: PermProbe): the sender has not heard that one for its
+	// timeout, and gives it up only if a majority has not either.
+	KindPermProbe Kind = 38
+	// KindPermProbeReply answers a KindPermProbe (payload:
+	// PermProbeReply).
+	KindPermProbeReply Kind = 39
 
 	// 70-89: the majority election (pkg/elect/majority), the eventual
 	// leader (pkg/elect/omega), Yo-Yo (pkg/elect/yoyo).
@@ -226,6 +237,9 @@ var kindNames = [...]string{
 	KindLamportRelease: "lamport_release",
 	KindPermHeartbeat:  "perm_heartbeat",
 	KindLamportRequeue: "lamport_requeue",
+	KindPermRelay:      "perm_relay",
+	KindPermProbe:      "perm_probe",
+	KindPermProbeReply: "perm_probe_reply",
 
 	// 40-49 mutex: Maekawa, majority quorum
 	KindMaekawa:    "maekawa",

@@ -93,3 +93,75 @@ func TestPermRejects(t *testing.T) {
 func FuzzPermPayloads(f *testing.F) {
 	fuzzDecoders(f, permSamples(), [][]byte{{}}, new(PermRequest), new(PermReply), new(PermRequeue))
 }
+
+func permLinkSamples() []payload {
+	return []payload{
+		&PermRelay{Origin: 1, Target: 2, Kind: KindRAReply, Lamport: 9, Payload: []byte{}},
+		&PermRelay{Origin: 1<<32 - 1, Target: 3, Kind: KindPermHeartbeat, Flags: PermRelayUnheard, Lamport: 1<<64 - 1, Payload: []byte{0, 0, 3, 0xe8, 1}},
+		&PermRelay{Origin: 2, Target: 1, Kind: KindPermProbeReply, Lamport: 1, Payload: bytes.Repeat([]byte{7}, MaxPermRelayPayload)},
+		&PermProbe{Member: 3},
+		&PermProbe{Member: 1<<32 - 1},
+		&PermProbeReply{Member: 2, SilentMS: 3800, Probe: 77},
+		&PermProbeReply{Member: 1<<32 - 1, SilentMS: 1<<32 - 1, Probe: 1<<64 - 1},
+	}
+}
+
+// TestPermLinkRoundTrips: the relay and the probes re-encode what they
+// decode, at their largest too; truncations and trailing bytes are refused.
+func TestPermLinkRoundTrips(t *testing.T) {
+	checkRoundTrips(t, permLinkSamples())
+}
+
+// TestPermLinkLayout pins the relay's and the probes' bytes.
+func TestPermLinkLayout(t *testing.T) {
+	checkLayout(t, PermRelay{Origin: 0x01020304, Target: 0x05060708, Kind: KindRARequest, Flags: PermRelayUnheard, Lamport: 0x1112131415161718, Payload: []byte("ab")},
+		[]byte{1, 2, 3, 4, 5, 6, 7, 8, 30, 1, 0, 2,
+			0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 'a', 'b'})
+	checkLayout(t, PermProbe{Member: 0x01020304}, []byte{1, 2, 3, 4})
+	checkLayout(t, PermProbeReply{Member: 0x01020304, SilentMS: 0x05060708, Probe: 0x1112131415161718},
+		[]byte{1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18})
+}
+
+// TestPermLinkRejects: member 0, a relay to its own origin, of an unknown
+// kind or of a relay, a Lamport time or probe of 0, an undefined flag and
+// a length that disagrees with the bytes are refused on both sides.
+func TestPermLinkRejects(t *testing.T) {
+	checkEncodeRefused(t,
+		PermRelay{Origin: 0, Target: 2, Kind: KindRAReply, Lamport: 1},
+		PermRelay{Origin: 1, Target: 0, Kind: KindRAReply, Lamport: 1},
+		PermRelay{Origin: 2, Target: 2, Kind: KindRAReply, Lamport: 1},
+		PermRelay{Origin: 1, Target: 2, Kind: KindPermRelay, Lamport: 1},
+		PermRelay{Origin: 1, Target: 2, Kind: Kind(250), Lamport: 1},
+		PermRelay{Origin: 1, Target: 2, Kind: KindRAReply, Lamport: 0},
+		PermRelay{Origin: 1, Target: 2, Kind: KindRAReply, Flags: 2, Lamport: 1},
+		PermRelay{Origin: 1, Target: 2, Kind: KindRAReply, Lamport: 1, Payload: make([]byte, MaxPermRelayPayload+1)},
+		PermProbe{},
+		PermProbeReply{Member: 0, Probe: 1},
+		PermProbeReply{Member: 1, Probe: 0},
+	)
+	rl, _ := PermRelay{Origin: 1, Target: 2, Kind: KindRAReply, Lamport: 5, Payload: []byte("xy")}.AppendBinary(nil)
+	pr, _ := PermProbeReply{Member: 2, SilentMS: 10, Probe: 5}.AppendBinary(nil)
+	set := func(b []byte, i int, v ...byte) []byte { b = bytes.Clone(b); copy(b[i:], v); return b }
+	checkRefusals(t, []refusal{
+		{"relay origin 0", new(PermRelay), set(rl, 0, 0, 0, 0, 0), DecodeBadField},
+		{"relay target 0", new(PermRelay), set(rl, 4, 0, 0, 0, 0), DecodeBadField},
+		{"relay to its origin", new(PermRelay), set(rl, 4, 0, 0, 0, 1), DecodeBadField},
+		{"relay of a relay", new(PermRelay), set(rl, 8, byte(KindPermRelay)), DecodeBadField},
+		{"relay of an unknown kind", new(PermRelay), set(rl, 8, 250), DecodeBadField},
+		{"relay of kind 0", new(PermRelay), set(rl, 8, 0), DecodeBadField},
+		{"relay flag 2", new(PermRelay), set(rl, 9, 2), DecodeBadField},
+		{"relay Lamport 0", new(PermRelay), set(rl, 12, 0, 0, 0, 0, 0, 0, 0, 0), DecodeBadField},
+		{"relay length past the bytes", new(PermRelay), set(rl, 10, 0, 3), DecodeTruncated},
+		{"relay length short of the bytes", new(PermRelay), set(rl, 10, 0, 1), DecodeBadLength},
+		{"relay length past the largest", new(PermRelay), set(rl, 10, 0xff, 0xff), DecodeOversized},
+		{"probe member 0", new(PermProbe), []byte{0, 0, 0, 0}, DecodeBadField},
+		{"probe reply member 0", new(PermProbeReply), set(pr, 0, 0, 0, 0, 0), DecodeBadField},
+		{"probe reply probe 0", new(PermProbeReply), set(pr, 8, 0, 0, 0, 0, 0, 0, 0, 0), DecodeBadField},
+	})
+}
+
+// FuzzPermLink: any bytes decode into a valid relay or probe that
+// re-encodes to the same bytes, or fail with a *DecodeError.
+func FuzzPermLink(f *testing.F) {
+	fuzzDecoders(f, permLinkSamples(), [][]byte{{}}, new(PermRelay), new(PermProbe), new(PermProbeReply))
+}

@@ -124,6 +124,36 @@ func (c *Config) pad(d time.Duration) time.Duration {
 	return time.Duration(math.Ceil(float64(d) * (1 + 2*c.MaxDriftPPM*1e-6)))
 }
 
+// unpad is d shrunk for clock rates that differ by MaxDriftPPM: a duration
+// another member measured on its clock is at least this long on this
+// member's.
+func (c *Config) unpad(d time.Duration) time.Duration {
+	return time.Duration(math.Floor(float64(d) * (1 - 2*c.MaxDriftPPM*1e-6)))
+}
+
+// RelayAfter is how long a member goes without a frame received directly
+// from another before it also sends its frames for that member through
+// relays (RelayFanout other members it hears): 1.5 heartbeats, a heartbeat
+// and a half of silence on a link that works only when a heartbeat is lost
+// (the relayed copies then only add redundancy). A member that has not
+// heard this one directly for as long (its relayed frames say so) is
+// relayed to as well; a request sent again for want of an answer, and an
+// answer to a frame that came through a relay, always go both ways.
+func (c *Config) RelayAfter() time.Duration { return c.HeartbeatInterval * 3 / 2 }
+
+// RelayFanout is how many members a frame for a member that is not heard
+// directly passes through: two, so that one lost copy (or a relay that
+// cannot reach the target either) does not lose the frame.
+const RelayFanout = 2
+
+// ConfirmSlack is how long after its own timeout for a silent member a
+// member asks the others whether they heard it (PermProbe): the answers are
+// measured from the probe, so a probe sent the instant the asker's own
+// silence reached the timeout would find the others, who last heard the
+// member a network delay later, a hair short of it. A twentieth of Margin
+// (10 ms with the defaults): one probe round usually decides.
+func (c *Config) ConfirmSlack() time.Duration { return max(c.Margin/20, time.Millisecond) }
+
 // MinDeadAfter is the shortest DeadAfter that keeps the timing rule of the
 // package doc: a holder's lease, granted or renewed, ends at most MaxLease
 // after the last instant it heard a majority (the lease is capped there);
@@ -176,12 +206,12 @@ const BusyBeatsCovered = 3
 // it held and rejoins.
 func (c *Config) StallAfter() time.Duration { return 2 * c.HeartbeatInterval }
 
-// MinSuspectAfter is the shortest SuspectAfter: a member suspected by the
-// others was silent for it, so its own loop stalled for StallAfter or more
-// (it noticed, and rejoined before it answers or asks again), or it heard
-// no majority for SuspectAfter less a heartbeat and Margin (it took itself
-// for cut off, and rejoins), or only a link to it failed (the limit of the
-// package doc).
+// MinSuspectAfter is the shortest SuspectAfter: a member given up by the
+// others was silent to a majority for it, so its own loop stalled for
+// StallAfter or more (it noticed, and rejoined before it answers or asks
+// again), or it heard no majority for SuspectAfter less a heartbeat and
+// Margin (it took itself for cut off, and rejoins). Silence at one member
+// alone (a broken link) gives nobody up: the package doc, "Links".
 func (c *Config) MinSuspectAfter() time.Duration {
 	return c.StallAfter() + c.HeartbeatInterval + c.Margin
 }

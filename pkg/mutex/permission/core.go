@@ -126,6 +126,13 @@ type Core struct {
 	// this long (0: to the loop's next turn; -1: not held).
 	holdRelease time.Duration
 
+	// forceRelay: the frames being sent go through relays whatever the
+	// link looks like (a request sent again for want of an answer);
+	// replyVia: so do those for this member (0: none), whose frame, come
+	// through a relay, is being answered.
+	forceRelay bool
+	replyVia   uint32
+
 	msgs     []core.Message
 	events   []core.Event
 	bugs     core.Bugs
@@ -134,8 +141,26 @@ type Core struct {
 }
 
 type peer struct {
-	life    epoch.Life // its incarnation as its frames say (Inc 0: none yet)
-	heardAt time.Time  // its last frame, on this member's clock
+	life epoch.Life // its incarnation as its frames say (Inc 0: none yet)
+	// heardAt: its last frame, on this member's clock, directly or
+	// through a relay; directAt: its last frame received directly, the
+	// only hearing that counts toward this member's majority (the
+	// cut-off, grants, leases: link.go says why).
+	heardAt, directAt time.Time
+	// down: given up, no longer waited for: this member has been silent
+	// from it for its timeout, and a majority confirmed a silence as long
+	// over the same stretch of time (link.go). confirm is the
+	// confirmation under way (nil: none).
+	down    bool
+	confirm *confirm
+	// The link to it (link.go): relayedAt, when its last frame came
+	// through a relay, by relayer; unheardAt, when the last of them said
+	// that it hears this member only through relays. linkDown: the
+	// broken link was reported (EventLinkDown).
+	relayedAt, unheardAt time.Time
+	relayer              uint32
+	linkDown             bool
+	relaying             bool // frames to it go through relays (as of the last Tick)
 	// lent: how many locks hold a leave this member gave it (lock.lent),
 	// plus one while lentBefore is set: while any does, it is waited for
 	// DeadAfter, not SuspectAfter.
@@ -319,6 +344,9 @@ func (c *Core) stalled(gap time.Duration) {
 	// to (startRejoin below raises every member's timeout, which would
 	// hide the stall from the detector's own notice).
 	c.det.Resume(c.now)
+	for _, p := range c.peers {
+		p.confirm = nil // asked again, from silences measured anew
+	}
 	c.inc++
 	c.durable.Change(true)
 	c.emit(EventRejoined, fmt.Sprintf("this member stalled for %v: rejoining as incarnation %d", gap, c.inc),
@@ -414,7 +442,7 @@ func (c *Core) checkCutOff() {
 	heard := func(within time.Duration) bool {
 		n := 1
 		for _, p := range c.peers {
-			if !p.heardAt.IsZero() && c.now.Sub(p.heardAt) <= within {
+			if !p.directAt.IsZero() && c.now.Sub(p.directAt) <= within {
 				n++
 			}
 		}
@@ -447,7 +475,8 @@ func (c *Core) emit(name, msg string, args ...any) {
 // (replies made before a request, stamped by the node after the request's
 // own stamp, would make the request look stale). An encoding of our own
 // fields that fails is a bug, counted and reported (core.Bugs), and the
-// frame is not sent.
+// frame is not sent. A frame for a member not heard directly goes through
+// relays too, with the same stamp (relayCopies).
 func (c *Core) send(to uint32, k wire.Kind, p encoding.BinaryAppender, lamport uint64) uint64 {
 	b, ok := c.bugs.Encode(&c.events, k.String(), p, nil)
 	if !ok {
@@ -457,6 +486,7 @@ func (c *Core) send(to uint32, k wire.Kind, p encoding.BinaryAppender, lamport u
 		lamport = c.lamport.Send()
 	}
 	c.msgs = append(c.msgs, core.Message{To: to, Kind: k, Payload: b, Lamport: lamport})
+	c.relayCopies(to, k, b, lamport)
 	return lamport
 }
 
@@ -471,10 +501,11 @@ func (c *Core) others() []uint32 {
 	return out
 }
 
-// suspected says whether member m is taken for dead (never before the
-// core's first Tick or Step).
-func (c *Core) suspected(m uint32) bool {
-	return c.det != nil && c.det.State(m) == liveness.Suspect
+// givenUp says whether member m is no longer waited for: given up as down,
+// on a majority's confirmation (link.go).
+func (c *Core) givenUp(m uint32) bool {
+	p := c.peers[m]
+	return p != nil && p.down
 }
 
 // freshMajority says whether this member heard a majority (itself included)
@@ -494,7 +525,7 @@ func (c *Core) majorityHeard() time.Time {
 	}
 	heard := make([]time.Time, 0, len(c.peers))
 	for _, p := range c.peers {
-		heard = append(heard, p.heardAt)
+		heard = append(heard, p.directAt)
 	}
 	slices.SortFunc(heard, func(a, b time.Time) int { return b.Compare(a) })
 	return heard[need-1]
@@ -551,6 +582,11 @@ func (c *Core) nextBeat() time.Time {
 	return c.lastBeat.Add(c.cfg.HeartbeatInterval)
 }
 
+// heartbeat is this member's heartbeat now.
+func (c *Core) heartbeat() wire.PermHeartbeat {
+	return wire.PermHeartbeat{Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Busy: c.busy()}
+}
+
 // busy says whether this member may hold or ask for a lock, or a lease of
 // its may still run at a client (PermHeartbeat.Busy).
 func (c *Core) busy() bool {
@@ -567,12 +603,12 @@ func (c *Core) busy() bool {
 
 // lend notes that the frame about l stamped at, just sent to member m,
 // may count as this member's leave for a request of m: m is waited for
-// DeadAfter from now on, not SuspectAfter. A member already suspected is
-// not: it was silent for SuspectAfter, so it has rejoined or stopped (or
-// only the link to it failed), and it takes no old leave for a new one.
+// DeadAfter from now on, not SuspectAfter. A member given up is not: a
+// majority was silent from it for SuspectAfter, so it has rejoined or
+// stopped, and it takes no old leave for a new one.
 func (c *Core) lend(l *lock, m uint32, at uint64) {
 	p := c.peers[m]
-	if p == nil || at == 0 || c.suspected(m) {
+	if p == nil || at == 0 || c.givenUp(m) {
 		return
 	}
 	if _, ok := l.lent[m]; !ok {
@@ -739,38 +775,35 @@ func (c *Core) reclaim(urgent bool) {
 	}
 }
 
-// heard notes that member m spoke.
-func (c *Core) heard(m uint32) {
-	if p := c.peers[m]; p != nil && c.now.After(p.heardAt) {
+// heard notes that member m spoke: directly, or through a relay
+// (relayed).
+func (c *Core) heard(m uint32, relayed bool) {
+	p := c.peers[m]
+	if p == nil {
+		return
+	}
+	if c.now.After(p.heardAt) {
 		p.heardAt = c.now
+	}
+	if !relayed && c.now.After(p.directAt) {
+		p.directAt = c.now
 	}
 	if c.det != nil && c.det.Heard(m, c.now) {
 		c.reportLiveness()
 	}
 }
 
-// reportLiveness acts on the detector's transitions. A member taken for
-// dead is no longer waited for, and the answers it gave are void (it may
-// have given us up and granted); one heard again is asked again at once.
+// reportLiveness acts on the detector's transitions. A member silent for
+// its timeout is not given up yet: the others are asked first (Tick, the
+// confirmation of link.go). One heard again is no longer down, and is
+// asked again at once.
 func (c *Core) reportLiveness() {
 	for _, t := range c.det.Transitions() {
 		switch {
 		case t.To == liveness.Suspect:
-			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v; no longer waited for", t.ID, t.Silent), "member", t.ID)
-			// Silent for SuspectAfter with no leave of ours, or for
-			// DeadAfter: whatever it held by our leave has ended.
-			for _, l := range c.locks {
-				delete(l.got, t.ID)
-				c.unlend(l, t.ID)
-			}
-			c.unlendBefore(t.ID)
+			c.count("silences")
 		case t.From == liveness.Suspect:
-			c.emit(EventMemberUp, fmt.Sprintf("member %d is up", t.ID), "member", t.ID)
-			for _, l := range c.locks {
-				if l.stamp != 0 && !l.granted {
-					delete(l.sentAt, t.ID) // ask it at once
-				}
-			}
+			c.heardAgain(t.ID)
 		}
 	}
 }
@@ -828,12 +861,25 @@ func (c *Core) step(m core.Message) error {
 	if _, ok := c.peers[m.From]; !ok {
 		return core.ErrUnknownMember
 	}
-	c.heard(m.From)
+	c.heard(m.From, false)
 	if m.Lamport == 0 {
 		return fmt.Errorf("%w: no Lamport time", ErrImplausible)
 	}
+	if m.Kind == wire.KindPermRelay {
+		return c.stepRelay(m)
+	}
+	return c.stepFrame(m)
+}
+
+// stepFrame takes a frame of member m.From, received directly or through a
+// relay (stepRelay).
+func (c *Core) stepFrame(m core.Message) error {
 	ra := c.cfg.Variant == RicartAgrawala
 	switch m.Kind {
+	case wire.KindPermProbe:
+		return c.stepProbe(m)
+	case wire.KindPermProbeReply:
+		return c.stepProbeReply(m)
 	case wire.KindPermHeartbeat:
 		var h wire.PermHeartbeat
 		if err := h.UnmarshalBinary(m.Payload); err != nil {
@@ -960,14 +1006,16 @@ func (c *Core) Tick(now time.Time) {
 	c.observe(now)
 	c.flushReleases()
 	if !c.now.Before(c.nextBeat()) {
-		c.saidBusy = c.busy()
-		c.send(core.Broadcast, wire.KindPermHeartbeat, wire.PermHeartbeat{
-			Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Busy: c.saidBusy}, 0)
+		hb := c.heartbeat()
+		c.saidBusy = hb.Busy
+		c.send(core.Broadcast, wire.KindPermHeartbeat, hb, 0)
 		c.lastBeat = c.now
 	}
 	c.det.Check(c.now)
 	c.reportLiveness()
 	c.checkCutOff()
+	c.checkLinks()
+	c.confirmTick()
 	c.reqs.Expire(c.now)
 	c.drain()
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) { // sorted: deterministic output
@@ -990,13 +1038,18 @@ func (c *Core) Deadline() time.Time {
 	if c.inHold() {
 		d = core.Earliest(d, c.holdUntil)
 	}
+	for _, p := range c.peers {
+		if p.confirm != nil {
+			d = core.Earliest(d, p.confirm.due)
+		}
+	}
 	if !c.rejoinFrom.IsZero() {
 		d = core.Earliest(d, c.rejoinFrom.Add(c.cfg.FreshWindow), c.rejoinFrom.Add(c.cfg.SuspectAfter))
 	}
 	if !c.cutOff {
 		for _, p := range c.peers {
-			if !p.heardAt.IsZero() {
-				d = core.Earliest(d, p.heardAt.Add(c.rejoinAfter()+time.Millisecond))
+			if !p.directAt.IsZero() {
+				d = core.Earliest(d, p.directAt.Add(c.rejoinAfter()+time.Millisecond))
 			}
 		}
 	}
@@ -1005,7 +1058,7 @@ func (c *Core) Deadline() time.Time {
 			continue
 		}
 		for _, m := range c.others() {
-			if c.needs(l, m) && !c.suspected(m) {
+			if c.needs(l, m) && !c.givenUp(m) {
 				d = core.Earliest(d, l.sentAt[m].Add(c.cfg.RetryInterval))
 			}
 		}

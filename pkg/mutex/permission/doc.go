@@ -147,9 +147,11 @@
 //     not SuspectAfter.
 //   - Two timeouts. A member with no unspent leave is suspected after
 //     SuspectAfter (3.2 s with 1 s heartbeats: two heartbeats of stall, a
-//     heartbeat, a margin) and no longer waited for; one that may hold by
-//     our leave after DeadAfter (3.8 s with a 3 s lease). Its answers are
-//     void then, and its leaves spent.
+//     heartbeat, a margin); one that may hold by our leave after DeadAfter
+//     (3.8 s with a 3 s lease). A suspected member is given up (no longer
+//     waited for, its answers void, its leaves spent) only once a majority
+//     confirms the silence ("Links", below): silence at one member alone
+//     proves nothing.
 //   - Leases end before DeadAfter. A grant and a renewal need the answers
 //     of a majority (a grant) and a majority heard within FreshWindow, and
 //     a lease never ends more than MaxLease after the last instant the
@@ -186,27 +188,126 @@
 //     leaves of its last life are lost with it.
 //
 // Recovery: a crashed holder is given up DeadAfter after its last (busy)
-// heartbeat, 3.6-3.8 s after the crash with the defaults; a crashed member
+// heartbeat and one probe round later (ConfirmSlack, 10 ms, and a round
+// trip), 3.6-3.8 s after the crash with the defaults; a crashed member
 // that held nothing by the waiter's leave SuspectAfter after its last
-// heartbeat, 2.2-3.2 s after the crash (in Lamport's queue a request sent
-// to the member after its last heartbeat is itself a leave, so then
-// DeadAfter; so too for a member that crashed within IdleNotice of its
-// release). Idle traffic is unchanged: N-1 heartbeats of 5 bytes a second
-// per member; a member that holds or asks sends five, and one more round
-// IdleNotice after it stops (none if it asks again first).
+// heartbeat and a probe round later, 2.2-3.2 s after the crash (in
+// Lamport's queue a request sent to the member after its last heartbeat
+// is itself a leave, so then DeadAfter; so too for a member that crashed
+// within IdleNotice of its release). Idle traffic is unchanged: N-1
+// heartbeats of 5 bytes a second per member; a member that holds or asks
+// sends five, and one more round IdleNotice after it stops (none if it
+// asks again first).
 //
-// What this costs in safety: the rules assume a failure shows to both
-// sides alike, as a crash, a pause, or a partition into a majority and a
-// minority does. When one link fails while both its ends still hear a
-// majority (A and B cannot talk, C hears both), A and B each take the other
-// for dead after SuspectAfter, and both may grant at once: a majority of
-// answers does not intersect in a vote here, as Ricart-Agrawala's replies
-// are permissions, not votes. What protects the resource then is the fence
-// (the two grants carry different fences; a resource that refuses a fence
-// below one it has seen refuses the older holder's writes) and the lease.
-// Guarantees lists crash, pause, partition (into a majority side and a
-// minority, as mutex.Partition means it; the sim tests run a lone holder
-// and a minority of two cut off) and loss; not every failure of links.
+// # Links: when a member may stop waiting for another
+//
+// The rules above assume that a failure shows to both sides alike, as a
+// crash, a pause, or a partition into a majority and a minority does.
+// One broken link does not: when A and B cannot talk and both still hear
+// C, A's silence from B is also B's from A, and if each gave the other up
+// on its own silence, both would grant at once (a majority of answers
+// does not intersect in a vote here: the replies are permissions, not
+// votes). Issue 29 measured exactly that: 11 overlapping critical
+// sections with one link cut. So silence at one member is only a
+// suspicion, and the rule for giving a member up is:
+//
+// A member X stops waiting for Y at time t only if it holds, from a
+// majority M of the members (X among them, Y not), evidence that no
+// member of M heard anything from Y, directly or through a relay, during
+// one stretch [F, S] with S-F at least X's timeout for Y (DeadAfter if
+// Y may hold by X's leave, else SuspectAfter), and S <= t.
+//
+// X gets that evidence by asking (link.go). ConfirmSlack after its own
+// silence from Y reached the timeout, X sends every other member a probe
+// (wire.PermProbe) at its time S; each answers how long it has heard
+// nothing from Y (wire.PermProbeReply, echoing the probe's Lamport time).
+// An answer that arrives at X's time q reporting a silence a was made
+// after S (it echoes the probe) and no later than q, so the answerer
+// heard nothing from Y from no later than q - a until at least S: X takes
+// F as the latest of those beginnings over majority-1 answers (the
+// earliest ones) and its own, the answerers' durations shrunk for clock
+// rates (Config.unpad). No bound on message delay enters: a slow answer
+// only moves F later. If the stretch is too short, X asks again when it
+// could be long enough, else every RetryInterval; an answer of another
+// probe counts for nothing; hearing Y by any path ends it all.
+//
+// Why Y cannot be in its critical section at t, nor enter one without X's
+// leave: links fail both ways (a link that delivers one way delivers the
+// other; the loss a working link has is what BusyBeatsCovered allows), so
+// during [F+I, S], I being Y's heartbeat interval (a busy one, and the
+// beats BusyBeatsCovered lets be lost, when Y holds by X's leave), Y
+// hears no member of M directly either. The members Y hears directly are
+// then outside M, fewer than a majority (Y's majority counts only frames
+// that came directly: a relayed one proves nothing about the link).
+//   - Y holds by X's leave (the DeadAfter case): every lease of Y's ends
+//     at most MaxLease after the last instant Y heard a majority
+//     (leaseFrom), and Y renews nothing without a fresh majority, so all
+//     of them ended by F + I + MaxLease (padded), within DeadAfter - Margin
+//     of F: before S, and Y stays out of its critical section until it
+//     is granted again, which takes X's leave (X defers while it holds or
+//     asks first) or X given up, below.
+//   - Y does not (the SuspectAfter case): Y heard no majority from F + I
+//     on, so it took itself for cut off RejoinAfter later (SuspectAfter -
+//     a heartbeat - Margin: before S) and voided the answers it held; it
+//     grants nothing cut off, and rejoins (startRejoin) before it asks or
+//     answers again: it then treats every member as one that may hold
+//     without its leave (lentBefore, DeadAfter) until that member says it
+//     is idle after the rejoin. Or Y's own loop stopped (StallAfter), with
+//     the same rejoin, or it crashed (RestartHold, the same rejoin).
+//   - And Y cannot give X up in turn while X holds without Y's leave: in
+//     either case Y was out (a stretch of DeadAfter is longer than one of
+//     SuspectAfter), so it rejoined before it acted again, and after a
+//     rejoin it waits for every member as for one that may hold without
+//     its leave (DeadAfter) until that member says, after the rejoin,
+//     that it is idle. Giving X up then takes a majority silent from X
+//     for DeadAfter: by the first case with the roles swapped, X's leases
+//     have ended by then.
+//
+// A crash, a pause, a partition of Y's minority: every member of the
+// majority is as silent from Y as X, and answers so within a round trip,
+// so recovery is a probe round slower than before. A single broken link
+// A-B: C hears B, so A never gives B up (nor B A); each waits for the
+// other, safely, however long the link stays broken. So that the lock
+// keeps moving meanwhile, frames go around the broken link (relays,
+// link.go): a request sent again for want of an answer also goes to two
+// members that pass it on (wire.PermRelay; an answer to a frame that came
+// that way goes back that way), and once a member has heard nothing
+// directly from another for RelayAfter (1.5 heartbeats), all its frames
+// for it, heartbeats included (one at once), go both ways, marked
+// "unheard" (the other end then relays too: a link that fails one way
+// only is bridged both ways). A relayed frame is stepped
+// as its origin's: it keeps the failure detector from suspecting the
+// origin and carries the requests, replies and releases (a handoff across
+// the broken link costs two more hops; the first after the cut, at worst a
+// RetryInterval: the resent request goes around, and the answer comes
+// back around); it never counts toward the receiver's majority. A member that has heard nothing directly from another for
+// SuspectAfter while its frames come through a relay logs the broken link
+// at WARN (EventLinkDown, naming both ends) and shows it in status; one
+// that stays silent here while others still hear it (relays failing too)
+// logs EventUnconfirmed, at WARN, once, and is still waited for.
+//
+// What the relay costs: nothing while every link works; while one is
+// broken, each frame between its ends is sent three times and passed on
+// twice; a member that crashed is relayed to (heartbeats and resent
+// requests, and passed on until the relay suspects it too) for the 2 s
+// or so between RelayAfter and its confirmation. A relay can forge the
+// frames it passes on, as any key holder can forge any frame (the node's
+// doc); it cannot forge an answer to a probe from a member it is not: a
+// lying member adds one answer, and X's own silence is still required.
+//
+// Limits. The argument needs that when a majority hears nothing from Y,
+// Y hears no majority directly. Links that fail both ways give that, and
+// so does one link failing one way only (the members at the other ends
+// still hear Y, so nobody gives Y up; the relays, told by the "unheard"
+// mark, carry the other direction). A member whose own sends all fail
+// while it still receives (a host firewall dropping its output) does not:
+// it keeps hearing a majority and renewing while the others, silent from
+// it, give it up; the fence then protects the resource, as before this
+// rule. A cluster of two never gives a member up (no third member to
+// confirm), as it never could grant without both. In a cluster mixing this
+// version with older ones, only members of this version answer probes
+// and relay: a member of this version gives a silent one up only when
+// enough of them confirm it (EventUnconfirmed says so); upgrade all.
 //
 // # Frames that lie
 //
@@ -226,7 +327,13 @@
 // always this member's and nobody takes the others' room; a member's
 // idle heartbeat ends every request of its stamped before it (one it never
 // made included), and idle entries are reclaimed (their fences kept in a
-// floor).
+// floor). A relayed
+// frame must be stamped no later than the frame that carries it (which the
+// node bounded and merged: a relay adds no Lamport time), is passed on
+// only for its own sender, once, never as a relay of a relay, and is then
+// checked as any frame of its origin; an answer to a probe must be stamped
+// after the probe it names and be about another member, and only answers
+// to this member's last probe count.
 //
 // # Use
 //

@@ -78,11 +78,32 @@ func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		fmt.Sprintf("Requests : %d sent, %d resent, %d reissued; %d rejoins seen, %d stalls",
 			c["requests_sent"], c["requests_resent"], c["requests_reissued"], c["rejoins"], c["stalls"]),
 	}
+	for _, r := range d.Relayed {
+		lines = append(lines, fmt.Sprintf("Link     : no frame directly from %d for %v (heard %v ago): frames to it also go through %s; if this lasts, the link between this host and %d is broken",
+			r.Member, ms(r.DirectAgoMS), ms(r.HeardAgoMS), idList(r.Via), r.Member))
+	}
+	for _, s := range d.Silent {
+		why := "too few members answered whether they hear it"
+		if len(s.HeardBy) > 0 {
+			why = fmt.Sprintf("members %s still hear it (a broken link?)", idList(s.HeardBy))
+		}
+		lines = append(lines, fmt.Sprintf("Silent   : %d silent here for %v but not given up: %s; still waited for", s.Member, ms(s.HeardAgoMS), why))
+	}
 	if d.RestartHoldMS > 0 {
 		lines = append(lines, fmt.Sprintf("Restarted: answering nobody for %v more (a lease granted before the restart may run)",
 			time.Duration(d.RestartHoldMS)*time.Millisecond))
 	}
 	return lines, nil
+}
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// idList shows member IDs as 3,4 ("none" for none).
+func idList(ids []uint32) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Trim(strings.ReplaceAll(fmt.Sprint(ids), " ", ","), "[]")
 }
 
 // LockColumns are the columns LockCells adds to the lock table.

@@ -75,7 +75,7 @@ func runPermission(t *testing.T, in []byte) (variant permission.Variant, grants 
 				c.Lamport = lamport
 				return permission.New(c)
 			},
-			Sent: func(m core.Message, disk []byte) error { return checkSent(m, disk) },
+			Sent: func(m core.Message, disk []byte) error { return checkSent(self, m, disk) },
 			Ready: corefuzz.OnEvent(permission.EventGranted, func(e core.Event) error {
 				grants++
 				return fences.Granted(corefuzz.EventArg(e, "lock").(string), corefuzz.EventArg(e, "fence").(uint64))
@@ -153,8 +153,28 @@ type permPeers struct {
 // answer is what peer answers to m, a frame member self sent (ok false:
 // nothing).
 func (r permPeers) answer(variant permission.Variant, m core.Message, peer, self uint32) (core.Message, bool) {
+	if m.Kind == wire.KindPermRelay {
+		// The relay passes it on; its target answers directly.
+		var rl wire.PermRelay
+		if rl.UnmarshalBinary(m.Payload) != nil || rl.Origin != self {
+			return core.Message{}, false
+		}
+		peer, m = rl.Target, core.Message{To: rl.Target, Kind: rl.Kind, Payload: rl.Payload, Lamport: rl.Lamport}
+	}
 	var q wire.PermRequest
 	switch m.Kind {
+	case wire.KindPermProbe:
+		// A peer that has not heard the member asked about for 10 s.
+		var pr wire.PermProbe
+		if pr.UnmarshalBinary(m.Payload) != nil {
+			return core.Message{}, false
+		}
+		r.clock[peer] = max(r.clock[peer], m.Lamport) + 1
+		b, err := wire.PermProbeReply{Member: pr.Member, SilentMS: 10000, Probe: m.Lamport}.AppendBinary(nil)
+		if err != nil {
+			return core.Message{}, false
+		}
+		return core.Message{From: peer, To: self, Kind: wire.KindPermProbeReply, Payload: b, Lamport: r.clock[peer]}, true
 	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
 		if q.UnmarshalBinary(m.Payload) != nil {
 			return core.Message{}, false
@@ -230,7 +250,8 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 		name = "bad name!"
 	}
 	kinds := []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindLamportRequest, wire.KindLamportAck,
-		wire.KindLamportRelease, wire.KindLamportRequeue, wire.KindHeartbeat, wire.KindPermHeartbeat, wire.KindToken}
+		wire.KindLamportRelease, wire.KindLamportRequeue, wire.KindHeartbeat, wire.KindPermHeartbeat, wire.KindToken,
+		wire.KindPermRelay, wire.KindPermProbe, wire.KindPermProbeReply}
 	k := kinds[p.Intn(len(kinds))]
 	var b []byte
 	switch k {
@@ -263,6 +284,22 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 		if p.Intn(8) == 0 {
 			b[4] = byte(p.Intn(256)) // a Busy byte no member sends
 		}
+	case wire.KindPermRelay:
+		// Another member's frame for this one (or for a third, to pass
+		// on), made the same way, about anyone.
+		inner := permFrame(p, names, now, inc, ids, self)
+		b = binary.BigEndian.AppendUint32(b, ids[p.Intn(len(ids))])
+		b = binary.BigEndian.AppendUint32(b, ids[p.Intn(len(ids))])
+		b = append(b, byte(inner.Kind), byte(p.Intn(3)))
+		b = binary.BigEndian.AppendUint16(b, uint16(len(inner.Payload)))
+		b = binary.BigEndian.AppendUint64(b, inner.Lamport)
+		b = append(b, inner.Payload...)
+	case wire.KindPermProbe:
+		b = binary.BigEndian.AppendUint32(b, ids[p.Intn(len(ids))])
+	case wire.KindPermProbeReply:
+		b = binary.BigEndian.AppendUint32(b, ids[p.Intn(len(ids))])
+		b = binary.BigEndian.AppendUint32(b, p.U32())
+		b = binary.BigEndian.AppendUint64(b, stamp())
 	default:
 		b = make([]byte, p.Intn(40))
 	}
@@ -273,8 +310,9 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 }
 
 // checkSent: a frame leaves only with its incarnation on the disk and every
-// stamp it carries below the disk's Lamport floor.
-func checkSent(m core.Message, disk []byte) error {
+// stamp it carries below the disk's Lamport floor (a frame of member self's
+// own that goes through a relay, too).
+func checkSent(self uint32, m core.Message, disk []byte) error {
 	inc, floor, err := permission.OnDisk(disk)
 	if err != nil || disk == nil {
 		return fmt.Errorf("frame %v sent with no state on disk (%v)", m.Kind, err)
@@ -307,6 +345,34 @@ func checkSent(m core.Message, disk []byte) error {
 		var h wire.PermHeartbeat
 		if h.UnmarshalBinary(m.Payload) != nil {
 			return fmt.Errorf("undecodable %v sent", m.Kind)
+		}
+	case wire.KindPermProbe:
+		var q wire.PermProbe
+		if q.UnmarshalBinary(m.Payload) != nil {
+			return fmt.Errorf("undecodable %v sent", m.Kind)
+		}
+	case wire.KindPermProbeReply:
+		var r wire.PermProbeReply
+		if r.UnmarshalBinary(m.Payload) != nil {
+			return fmt.Errorf("undecodable %v sent", m.Kind)
+		}
+		if r.Probe >= m.Lamport {
+			return fmt.Errorf("%v stamped %d answers probe %d: not after it", m.Kind, m.Lamport, r.Probe)
+		}
+	case wire.KindPermRelay:
+		var r wire.PermRelay
+		if r.UnmarshalBinary(m.Payload) != nil {
+			return fmt.Errorf("undecodable %v sent", m.Kind)
+		}
+		if r.Lamport > m.Lamport {
+			return fmt.Errorf("%v stamped %d carries a frame stamped %d", m.Kind, m.Lamport, r.Lamport)
+		}
+		if r.Origin == self {
+			// One of the member's own frames, through a relay: it is
+			// checked as it was made.
+			if err := checkSent(self, core.Message{Kind: r.Kind, Payload: r.Payload, Lamport: r.Lamport}, disk); err != nil {
+				return fmt.Errorf("relayed: %w", err)
+			}
 		}
 	default:
 		return fmt.Errorf("unexpected kind %v sent", m.Kind)

@@ -256,11 +256,13 @@ func (c *Core) resend(l *lock) {
 		return
 	}
 	for _, m := range c.others() {
-		if c.suspected(m) || !c.needs(l, m) || c.now.Sub(l.sentAt[m]) < c.cfg.RetryInterval {
+		if c.givenUp(m) || !c.needs(l, m) || c.now.Sub(l.sentAt[m]) < c.cfg.RetryInterval {
 			continue
 		}
 		c.count("requests_resent")
+		c.forceRelay = true // the answer may be lost on a broken link: ask both ways
 		c.sendRequest(l, m, 0)
+		c.forceRelay = false
 	}
 }
 
@@ -275,7 +277,7 @@ func (c *Core) tryGrant(l *lock) {
 	}
 	n := 1
 	for _, m := range c.others() {
-		if c.suspected(m) {
+		if c.givenUp(m) {
 			continue
 		}
 		if c.needs(l, m) {

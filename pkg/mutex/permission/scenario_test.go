@@ -44,6 +44,8 @@ var drawDir = flag.String("scenario.draw", "", "write each scenario's traces and
 //	release ID REQ             that client releases request REQ
 //	run D                      let D pass
 //	crash ID, restart ID       member ID stops (its disk survives), starts again
+//	cut A B, heal              the link between members A and B breaks (both
+//	                           ways); every link works again
 //	counts                     protocol frames sent by kind since the last
 //	                           counts (heartbeats apart), and their sum (and
 //	                           the messages they carry, where a frame
@@ -105,6 +107,11 @@ func runScenario(t *testing.T, script string) string {
 			})
 		case "run":
 			sc.s.Run(a.Duration(1))
+		case "cut":
+			sc.s.Cut(a.ID(1), a.ID(2))
+			sc.s.Cut(a.ID(2), a.ID(1))
+		case "heal":
+			sc.s.Heal()
 		case "crash":
 			sc.s.Crash(a.ID(1))
 		case "restart":
@@ -174,39 +181,68 @@ func (sc *scene) start(t *testing.T, variant string, n int, delay time.Duration)
 	sc.s.Start()
 }
 
-// sent prints a protocol frame as it leaves, and counts it.
+// sent prints a protocol frame as it leaves, and counts it. Heartbeats
+// are counted apart, relayed ones too.
 func (sc *scene) sent(f sim.SentFrame) {
 	k := f.Frame.Kind
-	if k == wire.KindPermHeartbeat {
+	what := describe(sc.t, k, f.Frame.Payload)
+	if k == wire.KindPermHeartbeat || strings.Contains(what, wire.KindPermHeartbeat.String()) {
 		sc.alive++
 		return
 	}
 	sc.counts[k]++
-	var what string
+	fmt.Fprintf(sc.out, "%s %d->%d %v lamport=%d %s\n", sc.at(sc.s.Elapsed()), f.From, f.Frame.Receiver, k, f.Frame.Lamport, what)
+}
+
+// describe shows the fields of a frame that matter.
+func describe(t *testing.T, k wire.Kind, payload []byte) string {
 	switch k {
 	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
 		var r wire.PermRequest
-		if err := r.UnmarshalBinary(f.Frame.Payload); err != nil {
-			sc.t.Fatalf("%v: %v", k, err)
+		if err := r.UnmarshalBinary(payload); err != nil {
+			t.Fatalf("%v: %v", k, err)
 		}
-		what = fmt.Sprintf("lock=%s stamp=%d known=%s", r.Name, r.Stamp, fenceText(r.Fence))
+		return fmt.Sprintf("lock=%s stamp=%d known=%s", r.Name, r.Stamp, fenceText(r.Fence))
 	case wire.KindLamportRequeue:
 		var r wire.PermRequeue
-		if err := r.UnmarshalBinary(f.Frame.Payload); err != nil {
-			sc.t.Fatalf("%v: %v", k, err)
+		if err := r.UnmarshalBinary(payload); err != nil {
+			t.Fatalf("%v: %v", k, err)
 		}
-		what = fmt.Sprintf("lock=%s released=%d stamp=%d known=%s", r.Name, r.Released, r.Stamp, fenceText(r.Fence))
+		return fmt.Sprintf("lock=%s released=%d stamp=%d known=%s", r.Name, r.Released, r.Stamp, fenceText(r.Fence))
 	case wire.KindRAReply, wire.KindLamportAck:
 		var r wire.PermReply
-		if err := r.UnmarshalBinary(f.Frame.Payload); err != nil {
-			sc.t.Fatalf("%v: %v", k, err)
+		if err := r.UnmarshalBinary(payload); err != nil {
+			t.Fatalf("%v: %v", k, err)
 		}
-		what = fmt.Sprintf("lock=%s answers=%d known=%s", r.Name, r.Stamp, fenceText(r.Fence))
+		what := fmt.Sprintf("lock=%s answers=%d known=%s", r.Name, r.Stamp, fenceText(r.Fence))
 		if k == wire.KindLamportAck {
 			what += fmt.Sprintf(" want=%d", r.Want)
 		}
+		return what
+	case wire.KindPermProbe:
+		var r wire.PermProbe
+		if err := r.UnmarshalBinary(payload); err != nil {
+			t.Fatalf("%v: %v", k, err)
+		}
+		return fmt.Sprintf("member=%d", r.Member)
+	case wire.KindPermProbeReply:
+		var r wire.PermProbeReply
+		if err := r.UnmarshalBinary(payload); err != nil {
+			t.Fatalf("%v: %v", k, err)
+		}
+		return fmt.Sprintf("member=%d silent=%dms probe=%d", r.Member, r.SilentMS, r.Probe)
+	case wire.KindPermRelay:
+		var r wire.PermRelay
+		if err := r.UnmarshalBinary(payload); err != nil {
+			t.Fatalf("%v: %v", k, err)
+		}
+		unheard := ""
+		if r.Flags&wire.PermRelayUnheard != 0 {
+			unheard = " unheard"
+		}
+		return fmt.Sprintf("[%d->%d%s %v lamport=%d %s]", r.Origin, r.Target, unheard, r.Kind, r.Lamport, describe(t, r.Kind, r.Payload))
 	}
-	fmt.Fprintf(sc.out, "%s %d->%d %v lamport=%d %s\n", sc.at(sc.s.Elapsed()), f.From, f.Frame.Receiver, k, f.Frame.Lamport, what)
+	return ""
 }
 
 func fenceText(f uint64) string {
@@ -223,7 +259,8 @@ func (sc *scene) flush() {
 		switch e.Name {
 		case permission.EventGranted, permission.EventReleased, permission.EventLost, permission.EventRenewed,
 			permission.EventMemberDown, permission.EventMemberUp, permission.EventRejoined, permission.EventReissued,
-			"sim.crash", "sim.restart":
+			permission.EventLinkDown, permission.EventLinkUp, permission.EventUnconfirmed, permission.EventMemberHeard,
+			"sim.crash", "sim.restart", "sim.cut", "sim.heal":
 		default:
 			continue
 		}

@@ -16,14 +16,16 @@ func Guarantees(v Variant) mutex.Guarantees {
 		// Partition as mutex.Partition means it: a split into a majority
 		// side, which goes on, and a minority, which grants nothing (a
 		// majority must answer and be heard; a holder cut off stops
-		// renewing before the others give it up). Not every failure of
-		// links: when the link between two members fails while both still
-		// hear a majority, each takes the other for dead and both may
-		// grant; then the fence protects the resource (package doc).
+		// renewing before the others give it up). And a link broken
+		// between two members that both still hear a majority: neither
+		// gives the other up (a member is given up only when a majority
+		// has been silent from it), and frames go around the link through
+		// relays (package doc, "Links").
 		Survives: []mutex.Fault{mutex.Crash, mutex.Pause, mutex.Partition, mutex.Loss},
 		Shared:   false,
 		Protection: "the fence, (Lamport time, requester) of the request: strictly increasing per lock across the cluster " +
-			"and restarts; a member cut off renews nothing and its lease ends before the others stop waiting for it",
+			"and restarts; a member cut off renews nothing and its lease ends before the others stop waiting for it, " +
+			"which they do only when a majority has been silent from it",
 	}
 	switch v {
 	case RicartAgrawala:
@@ -54,6 +56,27 @@ type Detail struct {
 	DeadAfterMS    int64 `json:"dead_after_ms"`
 	// Lent: the members that may hold a lock by this member's leave.
 	Lent []uint32 `json:"lent,omitempty"`
+	// Relayed: the members this member's frames also reach through relays
+	// (none of theirs came directly for RelayAfter, or they lack this
+	// member's), with what it knows of each link; Silent: members silent
+	// here for their timeout but not given up (others still hear them,
+	// or too few answered).
+	Relayed []LinkDetail `json:"relayed,omitempty"`
+	Silent  []LinkDetail `json:"silent,omitempty"`
+}
+
+// LinkDetail is what a member knows of its link to another.
+type LinkDetail struct {
+	Member uint32 `json:"member"`
+	// DirectAgoMS: how long since a frame of it came directly (since the
+	// start if none did); HeardAgoMS: by any path.
+	DirectAgoMS int64 `json:"direct_ago_ms"`
+	HeardAgoMS  int64 `json:"heard_ago_ms"`
+	// Via: the members frames to it go through.
+	Via []uint32 `json:"via,omitempty"`
+	// HeardBy: the members whose last answer said they heard it more
+	// recently than this member's timeout for it (Silent only).
+	HeardBy []uint32 `json:"heard_by,omitempty"`
 }
 
 // LockDetail is one lock's part of mutex.LockStatus.Detail.
@@ -93,8 +116,19 @@ func (c *Core) allCounters() map[string]uint64 {
 func (c *Core) Report() mutex.Status {
 	d := Detail{Majority: c.majority, Incarnation: c.inc, Lamport: c.lamport.Now(), SuspectAfterMS: c.cfg.SuspectAfter.Milliseconds(), DeadAfterMS: c.cfg.DeadAfter.Milliseconds()}
 	for _, m := range c.others() {
-		if c.peers[m].lent > 0 {
+		p := c.peers[m]
+		if p.lent > 0 {
 			d.Lent = append(d.Lent, m)
+		}
+		ld := LinkDetail{Member: m, DirectAgoMS: c.directSilence(m).Milliseconds(), HeardAgoMS: c.silenceAgo(m).Milliseconds()}
+		if c.viaRelay(m) {
+			ld.Via = c.relaysFor(m)
+			d.Relayed = append(d.Relayed, ld)
+		}
+		if c.silent(m) {
+			ld.Via = nil
+			ld.HeardBy, _ = c.hearing(m)
+			d.Silent = append(d.Silent, ld)
 		}
 	}
 	if c.inHold() {
@@ -102,12 +136,16 @@ func (c *Core) Report() mutex.Status {
 	}
 	st := mutex.Status{Algorithm: c.cfg.Variant.String(), ID: c.self, Counters: c.allCounters(), Guarantees: c.Guarantees(), Detail: d}
 	for _, m := range c.cfg.Members {
-		ms := mutex.MemberStatus{ID: m, Self: m == c.self, Alive: m == c.self || !c.suspected(m), State: mutex.MemberAlive}
+		ms := mutex.MemberStatus{ID: m, Self: m == c.self, Alive: m == c.self || !c.givenUp(m), State: mutex.MemberAlive}
 		switch {
 		case m == c.self:
 			ms.State = mutex.MemberSelf
-		case c.suspected(m):
+		case c.givenUp(m):
 			ms.State = mutex.MemberDown
+		case c.silent(m):
+			ms.State = mutex.MemberSilent
+		case c.unheard(m) && c.relayedRecently(m):
+			ms.State = mutex.MemberRelayed
 		}
 		if p := c.peers[m]; p != nil {
 			heard := p.heardAt
@@ -158,7 +196,7 @@ const maxFenceSeries = 256
 func (c *Core) Metrics(m *core.MetricSet) {
 	alive := 1
 	for _, id := range c.others() {
-		if !c.suspected(id) {
+		if !c.givenUp(id) {
 			alive++
 		}
 	}
@@ -193,6 +231,10 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.Counter("synclab_mutex_requests_reissued_total", "Requests stamped anew: their fence was below a known one.", cnt("requests_reissued"))
 	m.Counter("synclab_mutex_rejoins_total", "Members seen back with a new incarnation.", cnt("rejoins"))
 	m.Counter("synclab_mutex_stalls_total", "Stalls of this member's own loop (each a rejoin).", cnt("stalls"))
+	m.Counters("synclab_mutex_relay_frames_total", "Frames through relays: sent for a member not heard directly (out), received from one (in), passed on for others (passed).",
+		"dir", map[string]uint64{"out": counters["relayed_out"], "in": counters["relayed_in"], "passed": counters["relays_passed"]})
+	m.Counter("synclab_mutex_probes_total", "Probes asking the others whether a member silent here is silent to them too.", cnt("probes_sent"))
+	m.Counter("synclab_mutex_members_given_up_total", "Members no longer waited for, on a majority's confirmation.", cnt("members_given_up"))
 	losses := map[string]uint64{}
 	rejected := map[string]uint64{}
 	for k, v := range counters {
@@ -209,7 +251,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.Counters("synclab_mutex_losses_total", "Leases lost before their release, by reason.", "reason", losses)
 	m.Counters("synclab_mutex_frames_rejected_total", "Frames refused by the core, by reason.", "reason", rejected)
 	for _, id := range c.others() {
-		m.GaugeBool("synclab_mutex_member_alive", "1 if the member is believed alive, else 0.", !c.suspected(id),
+		m.GaugeBool("synclab_mutex_member_alive", "1 if the member is believed alive, else 0.", !c.givenUp(id),
 			core.Label{Name: "member", Value: strconv.FormatUint(uint64(id), 10)})
 	}
 }
