@@ -24,7 +24,11 @@
 // length, cluster, sender, receiver, term, sequence, Lamport time, transmit
 // timestamp), the payload, and an optional 20-byte trailer (key ID and
 // truncated HMAC-SHA256). Kinds are append-only: a kind's number never
-// changes meaning. The life of a frame, as internal/node drives it:
+// changes meaning. Every kind is declared once, in the registry
+// (registry.go: number, name, payload codec, class), and numbers are
+// allotted by family (Blocks); Known, String, Info and Registered are
+// read from it by the node, the trace decoder, the fuzz generators, the
+// benchmarks and the docs' generated tables. The life of a frame, as internal/node drives it:
 //
 //	// Sender: encode once, then patch the time and seal right before the write.
 //	hb, _ := wire.Heartbeat{Interval: 100, Alive: 3}.AppendBinary(nil)
