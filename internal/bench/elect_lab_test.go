@@ -19,6 +19,7 @@ import (
 	"github.com/synclab/synclab/internal/labnet"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/algorithms"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 var (
@@ -61,10 +62,6 @@ const (
 	// a kill at a uniformly random instant in it is at a uniformly random
 	// phase of both.
 	killPhaseWindow = 2 * time.Second
-	// ringAckKind is a ring election's acknowledgement of a hop: counted
-	// in the frames, but not among the messages the notes count (they
-	// assume reliable links).
-	ringAckKind = "ring_ack"
 	// targetFailoverP99, targetRSS: the project's targets for electd
 	// (issue 6), printed next to the figures.
 	targetFailoverP99 = 500 * time.Millisecond
@@ -74,15 +71,15 @@ const (
 	targetRSS               = 20_000_000
 )
 
-// heartbeatKinds are excluded from the messages of an election: the new
-// leader's heartbeats are its steady state, not the election's cost (the
-// majority election's lease renewals and grants, the eventual leader's
-// heartbeats, Yo-Yo's leader flood among them).
-var heartbeatKinds = map[string]bool{"leader_heartbeat": true, "ring_heartbeat": true,
-	"lease_renew": true, "lease_grant": true, "omega_heartbeat": true, "yoyo_leader": true,
-	// The node's configuration announcements: once a second per member,
-	// whatever the election does.
-	"config": true}
+// kindClass is the class of the frame kind called name in wire's
+// registry: heartbeats (the new leader's steady state, the node's
+// configuration announcements) are not the election's cost, and acks (a
+// ring election's acknowledgement of a hop) are counted in the frames but
+// not among the messages the notes count, which assume reliable links.
+func kindClass(name string) wire.Class {
+	k, _ := wire.KindNamed(name)
+	return k.Class()
+}
 
 // BenchmarkElect measures electd's failover, false elections under loss,
 // messages per election, idle traffic and memory against etcd's election,

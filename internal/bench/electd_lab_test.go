@@ -16,6 +16,7 @@ import (
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/algorithms"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // electdSpec is one electd configuration: its own ports, so that several
@@ -326,13 +327,13 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 	for _, i := range survivors {
 		st := c.status(i)
 		for kind, n := range st.Node.FramesOut {
-			if heartbeatKinds[kind] {
+			if kindClass(kind) == wire.ClassHeartbeat {
 				continue
 			}
 			delta := float64(n - before[i].Node.FramesOut[kind])
 			r.frames[kind] += delta
 			total += delta
-			if kind != ringAckKind {
+			if kindClass(kind) != wire.ClassAck {
 				notes += delta
 			}
 		}

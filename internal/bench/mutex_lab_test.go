@@ -30,6 +30,8 @@ import (
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/mutex"
 	mutexalgorithms "github.com/synclab/synclab/pkg/mutex/algorithms"
+	"github.com/synclab/synclab/pkg/mutex/central"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 var (
@@ -280,13 +282,16 @@ func (m *mutexBench) start(i int) {
 	}
 }
 
-// frames is the frames every daemon of the cluster sent so far,
-// heartbeats excluded, by kind.
+// frames is the frames every daemon of the cluster sent so far, by kind,
+// heartbeats (wire.ClassHeartbeat: the algorithms' and the node's
+// configuration announcements) excluded.
 func (m *mutexBench) frames() map[string]uint64 {
 	out := m.framesAll()
-	delete(out, "heartbeat")
-	delete(out, "perm_heartbeat")
-	delete(out, "config") // the node's configuration announcements
+	for k := range out {
+		if kindClass(k) == wire.ClassHeartbeat {
+			delete(out, k)
+		}
+	}
 	return out
 }
 
@@ -303,12 +308,10 @@ func (m *mutexBench) framesAll() map[string]uint64 {
 }
 
 // coordinator is the host whose daemon says it coordinates (the status
-// detail's "coordinates", central's), 0 if none does.
+// detail's central.Detail), 0 if none does.
 func (m *mutexBench) coordinator() int {
 	for i := 1; i <= m.hosts; i++ {
-		var d struct {
-			Coordinates bool `json:"coordinates"`
-		}
+		var d central.Detail
 		if st := m.status(i, false); st != nil && json.Unmarshal(st.Node.Core.Detail, &d) == nil && d.Coordinates {
 			return i
 		}

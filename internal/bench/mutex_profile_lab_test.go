@@ -16,7 +16,6 @@ import (
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/labnet"
 	"github.com/synclab/synclab/internal/trace"
-	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -291,14 +290,10 @@ func printProfile(alg string, entries []entryTimes, files []*trace.File) {
 func isRequest(k string) bool { return strings.HasSuffix(k, "_request") || k == "lamport_requeue" }
 
 // messagesIn is how many messages of the notes a frame of the kind named
-// name carries (permission.MessagesIn: two in a lamport_requeue).
+// name carries (wire.KindInfo.Messages: two in a lamport_requeue).
 func messagesIn(name string) int {
-	for _, k := range wire.Kinds() {
-		if k.String() == name {
-			return permission.MessagesIn(k)
-		}
-	}
-	return 1
+	k, _ := wire.KindNamed(name)
+	return k.Messages()
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -783,14 +783,19 @@ func writesPerMulticast(n int, o order.Order, total order.Total) float64 {
 // the Append acks), apart; the election's are not counted. burst sends
 // the 20 multicasts at once from every member in turn, else one at a
 // time (each alone on the network).
+// orderBlock is orderd's block of kinds.
+var orderBlock, _ = wire.BlockOf(wire.KindOrderRecord)
+
 func framesPerMulticast(n int, o order.Order, total order.Total, burst bool) (proto, acks float64) {
 	s := simOrderCluster(n, total)
 	count := func() (p, k uint64) {
 		for _, kind := range wire.Kinds() {
-			switch {
-			case kind == wire.KindOrderStreamAck || kind == wire.KindOrderAppendAck:
+			if b, _ := wire.BlockOf(kind); b != orderBlock {
+				continue
+			}
+			if kind.Class() == wire.ClassAck {
 				k += s.Sent(kind)
-			case kind >= wire.KindOrderRecord && kind <= wire.KindOrderRelay:
+			} else {
 				p += s.Sent(kind)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -320,6 +321,33 @@ func (s *Sim) Counters(id uint32) Counters { return s.mustNode(id).counters }
 // ResetCounts (a multicast frame counts once, a broadcast over unicast once
 // per member): the cost of a protocol in messages.
 func (s *Sim) Sent(k wire.Kind) uint64 { return s.sent[k] }
+
+// CheckDeclared says, as an error naming each, which frames were sent
+// since the last ResetCounts of kinds outside kinds (an algorithm's
+// registration: mutex.Factory.Kinds, elect.Algorithm.Kinds), the node's
+// own (epoch refusals, configuration announcements) aside, that none of
+// kinds was sent, or that one of kinds is not a registered kind: the test that an algorithm declares what it sends.
+func (s *Sim) CheckDeclared(kinds []wire.Kind) error {
+	var errs []error
+	for _, k := range kinds {
+		if !k.Known() {
+			errs = append(errs, fmt.Errorf("its registration lists %v, which wire's registry does not know", k))
+		}
+	}
+	var declared uint64
+	for _, k := range slices.Sorted(maps.Keys(s.sent)) {
+		switch n := s.sent[k]; {
+		case slices.Contains(kinds, k):
+			declared += n
+		case n > 0 && k != wire.KindEpochRefused && k != wire.KindConfig:
+			errs = append(errs, fmt.Errorf("sent %d frames of %v, which its registration does not list (Kinds: %v)", n, k, kinds))
+		}
+	}
+	if declared == 0 {
+		errs = append(errs, fmt.Errorf("sent none of its kinds %v", kinds))
+	}
+	return errors.Join(errs...)
+}
 
 // Delivered returns how many frames of kind k receivers accepted since the
 // last ResetCounts.

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"encoding"
 	"encoding/hex"
 	"fmt"
 	"net/netip"
@@ -13,85 +12,17 @@ import (
 	"github.com/synclab/synclab/pkg/wire"
 )
 
-// payloads builds an empty payload of each kind whose fields a trace shows.
-// A kind added to pkg/wire without a line here is traced without fields
-// (and with the payload's length), never refused.
-var payloads = map[wire.Kind]func() encoding.BinaryUnmarshaler{
-	wire.KindHeartbeat:         func() encoding.BinaryUnmarshaler { return new(wire.Heartbeat) },
-	wire.KindElection:          func() encoding.BinaryUnmarshaler { return new(wire.Election) },
-	wire.KindAnswer:            func() encoding.BinaryUnmarshaler { return new(wire.Answer) },
-	wire.KindCoordinator:       func() encoding.BinaryUnmarshaler { return new(wire.Coordinator) },
-	wire.KindLeaderHeartbeat:   func() encoding.BinaryUnmarshaler { return new(wire.LeaderHeartbeat) },
-	wire.KindTimeRequest:       func() encoding.BinaryUnmarshaler { return new(wire.TimeRequest) },
-	wire.KindTimeReply:         func() encoding.BinaryUnmarshaler { return new(wire.TimeReply) },
-	wire.KindClockPoll:         func() encoding.BinaryUnmarshaler { return new(wire.ClockPoll) },
-	wire.KindClockReading:      func() encoding.BinaryUnmarshaler { return new(wire.ClockReading) },
-	wire.KindClockAdjust:       func() encoding.BinaryUnmarshaler { return new(wire.ClockAdjust) },
-	wire.KindClockAdjustAck:    func() encoding.BinaryUnmarshaler { return new(wire.ClockAdjustAck) },
-	wire.KindToken:             func() encoding.BinaryUnmarshaler { return new(wire.Token) },
-	wire.KindTokenAck:          func() encoding.BinaryUnmarshaler { return new(wire.TokenAck) },
-	wire.KindRingProbe:         func() encoding.BinaryUnmarshaler { return new(wire.RingProbe) },
-	wire.KindRingProbeReply:    func() encoding.BinaryUnmarshaler { return new(wire.RingProbeReply) },
-	wire.KindEpochRefused:      func() encoding.BinaryUnmarshaler { return new(wire.EpochRefused) },
-	wire.KindCentralBeat:       func() encoding.BinaryUnmarshaler { return new(wire.CentralBeat) },
-	wire.KindCentralGrant:      func() encoding.BinaryUnmarshaler { return new(wire.CentralGrant) },
-	wire.KindCentralRefuse:     func() encoding.BinaryUnmarshaler { return new(wire.CentralRefuse) },
-	wire.KindCentralRelease:    func() encoding.BinaryUnmarshaler { return new(wire.CentralRelease) },
-	wire.KindCentralRenew:      func() encoding.BinaryUnmarshaler { return new(wire.CentralRenew) },
-	wire.KindCentralRenewed:    func() encoding.BinaryUnmarshaler { return new(wire.CentralGrant) },
-	wire.KindCentralRequest:    func() encoding.BinaryUnmarshaler { return new(wire.CentralRequest) },
-	wire.KindCentralSync:       func() encoding.BinaryUnmarshaler { return new(wire.CentralSync) },
-	wire.KindLamportAck:        func() encoding.BinaryUnmarshaler { return new(wire.PermReply) },
-	wire.KindLamportRelease:    func() encoding.BinaryUnmarshaler { return new(wire.PermRequest) },
-	wire.KindLamportRequeue:    func() encoding.BinaryUnmarshaler { return new(wire.PermRequeue) },
-	wire.KindPermHeartbeat:     func() encoding.BinaryUnmarshaler { return new(wire.PermHeartbeat) },
-	wire.KindPermRelay:         func() encoding.BinaryUnmarshaler { return new(wire.PermRelay) },
-	wire.KindPermProbe:         func() encoding.BinaryUnmarshaler { return new(wire.PermProbe) },
-	wire.KindPermProbeReply:    func() encoding.BinaryUnmarshaler { return new(wire.PermProbeReply) },
-	wire.KindLamportRequest:    func() encoding.BinaryUnmarshaler { return new(wire.PermRequest) },
-	wire.KindMaekawa:           func() encoding.BinaryUnmarshaler { return new(wire.Vote) },
-	wire.KindQuorumLock:        func() encoding.BinaryUnmarshaler { return new(wire.Vote) },
-	wire.KindRAReply:           func() encoding.BinaryUnmarshaler { return new(wire.PermReply) },
-	wire.KindRARequest:         func() encoding.BinaryUnmarshaler { return new(wire.PermRequest) },
-	wire.KindRingAck:           func() encoding.BinaryUnmarshaler { return new(wire.RingAck) },
-	wire.KindRingCoordinator:   func() encoding.BinaryUnmarshaler { return new(wire.RingCoordinator) },
-	wire.KindRingElection:      func() encoding.BinaryUnmarshaler { return new(wire.RingElection) },
-	wire.KindRingHeartbeat:     func() encoding.BinaryUnmarshaler { return new(wire.RingHeartbeat) },
-	wire.KindOrderRecord:       func() encoding.BinaryUnmarshaler { return new(wire.OrderRecord) },
-	wire.KindOrderStreamAck:    func() encoding.BinaryUnmarshaler { return new(wire.OrderStreamAck) },
-	wire.KindOrderSubmit:       func() encoding.BinaryUnmarshaler { return new(wire.OrderSubmit) },
-	wire.KindOrderAppend:       func() encoding.BinaryUnmarshaler { return new(wire.OrderEntries) },
-	wire.KindOrderAppendAck:    func() encoding.BinaryUnmarshaler { return new(wire.OrderAppendAck) },
-	wire.KindOrderRecover:      func() encoding.BinaryUnmarshaler { return new(wire.OrderRecover) },
-	wire.KindOrderRecoverReply: func() encoding.BinaryUnmarshaler { return new(wire.OrderRecoverReply) },
-	wire.KindOrderFetch:        func() encoding.BinaryUnmarshaler { return new(wire.OrderFetch) },
-	wire.KindOrderFetchReply:   func() encoding.BinaryUnmarshaler { return new(wire.OrderEntries) },
-	wire.KindOrderSnapshot:     func() encoding.BinaryUnmarshaler { return new(wire.OrderSnapshot) },
-	wire.KindOrderHolding:      func() encoding.BinaryUnmarshaler { return new(wire.OrderHolding) },
-	wire.KindOrderRelay:        func() encoding.BinaryUnmarshaler { return new(wire.OrderRelay) },
-	wire.KindVoteRequest:       func() encoding.BinaryUnmarshaler { return new(wire.LeaseRequest) },
-	wire.KindVote:              func() encoding.BinaryUnmarshaler { return new(wire.LeaseReply) },
-	wire.KindLeaseRenew:        func() encoding.BinaryUnmarshaler { return new(wire.LeaseRequest) },
-	wire.KindLeaseGrant:        func() encoding.BinaryUnmarshaler { return new(wire.LeaseReply) },
-	wire.KindLeaseRelease:      func() encoding.BinaryUnmarshaler { return new(wire.LeaseRelease) },
-	wire.KindOmegaHeartbeat:    func() encoding.BinaryUnmarshaler { return new(wire.OmegaHeartbeat) },
-	wire.KindYoYoHello:         func() encoding.BinaryUnmarshaler { return new(wire.YoYoHello) },
-	wire.KindYoYoDown:          func() encoding.BinaryUnmarshaler { return new(wire.YoYoDown) },
-	wire.KindYoYoUp:            func() encoding.BinaryUnmarshaler { return new(wire.YoYoUp) },
-	wire.KindYoYoLeader:        func() encoding.BinaryUnmarshaler { return new(wire.YoYoLeader) },
-	wire.KindConfig:            func() encoding.BinaryUnmarshaler { return new(wire.ConfigAnnounce) },
-}
-
 // Fields decodes payload, a frame of kind k, into the trace's `fields`
-// object: its exported fields by snake_case name, enums by their names,
-// times in RFC 3339, bytes in hex. A payload that does not decode gives
+// object with the kind's codec from wire's registry (a kind this build
+// does not know shows only its length): its exported fields by snake_case
+// name, enums by their names, times in RFC 3339, bytes in hex. A payload that does not decode gives
 // {"undecoded": "<why>", "len": N}: a trace shows what came, never fails.
 func Fields(k wire.Kind, payload []byte) map[string]any {
-	mk, ok := payloads[k]
+	info, ok := wire.Info(k)
 	if !ok {
 		return map[string]any{"len": len(payload)}
 	}
-	p := mk()
+	p := info.New()
 	if err := p.UnmarshalBinary(payload); err != nil {
 		return map[string]any{"undecoded": err.Error(), "len": len(payload)}
 	}

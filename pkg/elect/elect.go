@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // Elector is a leader election core.
@@ -111,6 +112,13 @@ type Algorithm struct {
 	// Cost is the notes' price of one election in messages, best to
 	// worst case, printed beside the measured one.
 	Cost core.Cost
+	// Kinds are the frame kinds its members send each other, from wire's
+	// registry: the docs' tables and the test that a core sends no other
+	// read them.
+	Kinds []wire.Kind
+	// Guarantees are what it promises under faults, in docs/electd.md's
+	// table.
+	Guarantees Guarantees
 	// Rightful is who the algorithm elects once the network is quiet, for
 	// the shared oracles (pkg/elect/electtest): the leader among the
 	// running members, or 0 when any one of them will do as long as all
@@ -122,6 +130,26 @@ type Algorithm struct {
 	// members runs (the majority election): the minority has no leader.
 	Quorum bool
 	New    func(env core.Env, opts Options) (Elector, error)
+}
+
+// Guarantees is what an election promises when the network or members
+// fail, one line each, as docs/electd.md's table shows them.
+type Guarantees struct {
+	// TwoLeaders: whether two members can believe they lead at once, and
+	// when.
+	TwoLeaders string
+	// Minority: what the members on the minority side of a partition do.
+	Minority string
+	// CutOff: what a leader cut off from the others does.
+	CutOff string
+}
+
+// WithoutQuorum are the guarantees of an election without a quorum or a
+// lease (bully, the rings).
+var WithoutQuorum = Guarantees{
+	TwoLeaders: "possible under a partition, one per side, in different terms (never two in one term); the lower term yields when the sides meet",
+	Minority:   "elects its own leader",
+	CutOff:     "believes it leads until it hears from the others (no lease)",
 }
 
 // AnyAgreed is the Rightful of an algorithm with no one rightful leader:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // Options are the settings a driver hands every algorithm it builds.
@@ -53,7 +54,11 @@ type Factory struct {
 	Guarantees Guarantees
 	// Cost is the notes' price of one entry to the critical section
 	// (messages, synchronisation delay), printed beside the measured one.
-	Cost   core.Cost
+	Cost core.Cost
+	// Kinds are the frame kinds its members send each other (its
+	// elector's included), from wire's registry: the docs' tables and the
+	// test that a core sends no other read them.
+	Kinds  []wire.Kind
 	Params []Param
 	// New builds a member's core. An error wrapping core.ErrState refuses
 	// the persisted state (env.State).

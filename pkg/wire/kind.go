@@ -4,6 +4,13 @@ package wire
 //
 // ONLY APPEND TO THIS LIST. A kind's number is on the wire: renumbering or
 // reusing one makes old and new nodes misread each other.
+//
+// A kind is declared once: its constant here (or beside its payload, like
+// orderd's), and its line in the registry (registry.go), which gives its
+// name, its payload's codec and its class; everything else (Known, String,
+// trace decoding, fuzz generators, the benchmarks' message classes, the
+// docs' kind tables) is derived from that line. Its number is taken from
+// its family's block (Blocks).
 type Kind uint8
 
 const (
@@ -149,20 +156,8 @@ const (
 	// (payload: YoYoLeader).
 	KindYoYoLeader Kind = 79
 
-	// Kinds 17-255 are allocated in blocks, one per algorithm family, so
-	// that algorithms built side by side never take the same number. A
-	// family appends its kinds inside its block (and names them in
-	// kindNames), starting at the block's first number:
-	//   17-19   token ring
-	//   20-29   mutex: central coordinator
-	//   30-39   mutex: Ricart-Agrawala, Lamport's distributed mutex
-	//   40-49   mutex: Maekawa, majority quorum
-	//   50-69   elections: the ring elections (naive, id-list,
-	//           Chang-Roberts, Franklin, Fredrickson-Lynch)
-	//   70-89   elections: Yo-Yo, the eventual leader, the majority election
-	//   90-119  orderd: reliable, causal and total order multicast, the RSM
-	//   120-129 the node's own (configuration agreement)
-	//   130-255 free
+	// Kind numbers are allotted in blocks, one per algorithm family:
+	// Blocks, below, is the one list of them.
 
 	// 50-69 elections: the ring elections (pkg/elect/ring).
 
@@ -196,116 +191,6 @@ const (
 	// unknown_kind and runs as before.
 	KindConfig Kind = 120
 )
-
-// kindNames are the kinds' stable labels for logs and counters; a kind is
-// Known exactly when it has a name here.
-var kindNames = [...]string{
-	KindInvalid:         "invalid",
-	KindHeartbeat:       "heartbeat",
-	KindElection:        "election",
-	KindAnswer:          "answer",
-	KindCoordinator:     "coordinator",
-	KindLeaderHeartbeat: "leader_heartbeat",
-	KindTimeRequest:     "time_request",
-	KindTimeReply:       "time_reply",
-	KindClockPoll:       "clock_poll",
-	KindClockReading:    "clock_reading",
-	KindClockAdjust:     "clock_adjust",
-	KindClockAdjustAck:  "clock_adjust_ack",
-	KindToken:           "token",
-	KindTokenAck:        "token_ack",
-	KindRingProbe:       "ring_probe",
-	KindRingProbeReply:  "ring_probe_reply",
-	KindEpochRefused:    "epoch_refused",
-	// 17-19 token ring
-
-	// 20-29 mutex: central coordinator
-	KindCentralRequest: "central_request",
-	KindCentralGrant:   "central_grant",
-	KindCentralRelease: "central_release",
-	KindCentralRenew:   "central_renew",
-	KindCentralRenewed: "central_renewed",
-	KindCentralRefuse:  "central_refuse",
-	KindCentralBeat:    "central_beat",
-	KindCentralSync:    "central_sync",
-
-	// 30-39 mutex: Ricart-Agrawala, Lamport
-	KindRARequest:      "ra_request",
-	KindRAReply:        "ra_reply",
-	KindLamportRequest: "lamport_request",
-	KindLamportAck:     "lamport_ack",
-	KindLamportRelease: "lamport_release",
-	KindPermHeartbeat:  "perm_heartbeat",
-	KindLamportRequeue: "lamport_requeue",
-	KindPermRelay:      "perm_relay",
-	KindPermProbe:      "perm_probe",
-	KindPermProbeReply: "perm_probe_reply",
-
-	// 40-49 mutex: Maekawa, majority quorum
-	KindMaekawa:    "maekawa",
-	KindQuorumLock: "quorum_lock",
-
-	// 50-69 elections: rings
-	KindRingElection:    "ring_election",
-	KindRingCoordinator: "ring_coordinator",
-	KindRingAck:         "ring_ack",
-	KindRingHeartbeat:   "ring_heartbeat",
-
-	// 70-89 elections: Yo-Yo, eventual leader, majority
-	KindVoteRequest:    "vote_request",
-	KindVote:           "vote",
-	KindLeaseRenew:     "lease_renew",
-	KindLeaseGrant:     "lease_grant",
-	KindLeaseRelease:   "lease_release",
-	KindOmegaHeartbeat: "omega_heartbeat",
-	KindYoYoHello:      "yoyo_hello",
-	KindYoYoDown:       "yoyo_down",
-	KindYoYoUp:         "yoyo_up",
-	KindYoYoLeader:     "yoyo_leader",
-
-	// 90-119 orderd
-	KindOrderRecord:       "order_record",
-	KindOrderStreamAck:    "order_stream_ack",
-	KindOrderSubmit:       "order_submit",
-	KindOrderAppend:       "order_append",
-	KindOrderAppendAck:    "order_append_ack",
-	KindOrderRecover:      "order_recover",
-	KindOrderRecoverReply: "order_recover_reply",
-	KindOrderFetch:        "order_fetch",
-	KindOrderFetchReply:   "order_fetch_reply",
-	KindOrderSnapshot:     "order_snapshot",
-	KindOrderHolding:      "order_holding",
-	KindOrderRelay:        "order_relay",
-
-	// 120-129 the node's own
-	KindConfig: "config",
-}
-
-// Known reports whether k is a kind this version understands: a frame of
-// any other kind fails to decode (DecodeUnknownKind) and cannot be encoded.
-func (k Kind) Known() bool {
-	return k > KindInvalid && int(k) < len(kindNames) && kindNames[k] != ""
-}
-
-// Kinds returns every known kind, in number order.
-func Kinds() []Kind {
-	var out []Kind
-	for k := range kindNames {
-		if Kind(k).Known() {
-			out = append(out, Kind(k))
-		}
-	}
-	return out
-}
-
-// String returns the kind's name, a stable label for logs and counters
-// ("heartbeat", "election", ...), or "kind(N)" for an unknown kind.
-func (k Kind) String() string {
-	if int(k) < len(kindNames) && kindNames[k] != "" {
-		return kindNames[k]
-	}
-	return "kind(" + itoa(int(k)) + ")"
-}
 
 func itoa(n int) string {
 	if n == 0 {

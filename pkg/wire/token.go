@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"slices"
+)
 
 // Payloads of the token ring (pkg/mutex/tokenring). Every one names the lock
 // it is about (a token per lock), in a trailing name of 1 to MaxLockNameLen
@@ -356,6 +359,14 @@ func (t Token) AppendBinary(b []byte) ([]byte, error) {
 	}
 	if len(t.Served) > MaxTokenWants {
 		return b, &EncodeError{What: tokenWhat, Field: "served count", Value: uint64(len(t.Served)), Why: "exceeds MaxTokenWants"}
+	}
+	if slices.Contains(t.Wants, 0) {
+		return b, &EncodeError{What: tokenWhat, Field: "want", Value: 0, Why: "member IDs start at 1"}
+	}
+	for _, s := range t.Served {
+		if s.Member == 0 {
+			return b, &EncodeError{What: tokenWhat, Field: "served member", Value: 0, Why: "member IDs start at 1"}
+		}
 	}
 	b = append(b, byte(len(t.Name)), 0)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(t.Wants)))

@@ -110,3 +110,12 @@ func TestTokenRejects(t *testing.T) {
 func FuzzToken(f *testing.F) {
 	fuzzDecoders(f, tokenSamples(), nil, new(Token), new(TokenAck), new(RingProbe), new(RingProbeReply))
 }
+
+// TestTokenRefusesZeroMembers: the encoder refuses a want or a served
+// member 0, which the decoder refuses (before, it encoded them: a token
+// every receiver dropped; found by corefuzz's generic generator).
+func TestTokenRefusesZeroMembers(t *testing.T) {
+	checkEncodeRefused(t,
+		Token{Name: "x", Wants: []uint32{2, 0}},
+		Token{Name: "x", Served: []WantServed{{Member: 0, Want: 1}}})
+}

@@ -92,3 +92,25 @@ func TestSimRestartedLeaderTakesOver(t *testing.T) {
 		})
 	}
 }
+
+// TestKindsDeclared: every algorithm's registration lists the kinds its
+// members send (elect.Algorithm.Kinds, which the docs' tables show): on 5
+// members, through an election, a failover and a restart, a core sends no
+// kind it does not declare, and declares only kinds wire knows (sim.CheckDeclared).
+func TestKindsDeclared(t *testing.T) {
+	for _, alg := range algorithms.All {
+		t.Run(alg.Name, func(t *testing.T) {
+			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.05}})
+			c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4, 5}, elect.Options{})
+			c.Converge(3 * time.Second)
+			leader, _, _ := c.Elector(1).Leader()
+			s.Crash(leader)
+			c.Converge(3 * time.Second)
+			s.Restart(leader)
+			c.Converge(3 * time.Second)
+			if err := s.CheckDeclared(alg.Kinds); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -141,6 +141,8 @@ var Algorithm = elect.Algorithm{
 	// above it holds an election).
 	Cost: core.Cost{Text: "O(N) best, O(N^2) worst",
 		Messages: func(n int) (float64, float64) { return float64(n - 2), float64(n * n) }},
+	Kinds:      electionKinds,
+	Guarantees: elect.WithoutQuorum,
 	New: func(env core.Env, o elect.Options) (elect.Elector, error) {
 		return New(env, FromOptions(env.Members, o))
 	},

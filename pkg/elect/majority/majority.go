@@ -153,6 +153,12 @@ var Algorithm = elect.Algorithm{
 	// that when candidacies collide (3 tries each).
 	Cost: core.Cost{Text: "2(N-1) per candidacy",
 		Messages: func(n int) (float64, float64) { return float64(2 * (n - 1)), float64(2 * (n - 1) * retries) }},
+	Kinds: Kinds,
+	Guarantees: elect.Guarantees{
+		TwoLeaders: "never, at any instant, with clocks within 100 ppm: partitions, pauses and restarts included",
+		Minority:   "has no leader, and says why",
+		CutOff:     "gives up at the end of its lease",
+	},
 	New: func(env core.Env, o elect.Options) (elect.Elector, error) {
 		return New(env, FromOptions(env.Members, o))
 	},

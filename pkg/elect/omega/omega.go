@@ -91,6 +91,12 @@ var Algorithm = elect.Algorithm{
 	// from them at the end of a window.
 	Cost: core.Cost{Text: "0 (N-1 heartbeats per member per period)",
 		Messages: func(n int) (float64, float64) { return 0, 0 }},
+	Kinds: Kinds,
+	Guarantees: elect.Guarantees{
+		TwoLeaders: "possible while members disagree (no quorum, no term); all agree on one eventually",
+		Minority:   "trusts the lowest incarnation it hears",
+		CutOff:     "is trusted by those who still hear it",
+	},
 	New: func(env core.Env, o elect.Options) (elect.Elector, error) {
 		return New(env, FromOptions(env.Members, o))
 	},

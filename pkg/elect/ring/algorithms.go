@@ -48,9 +48,11 @@ var (
 
 func algorithm(v Variant, summary string, cost core.Cost) elect.Algorithm {
 	return elect.Algorithm{
-		Name:    v.String(),
-		Summary: summary,
-		Cost:    cost,
+		Name:       v.String(),
+		Summary:    summary,
+		Cost:       cost,
+		Kinds:      ringKinds,
+		Guarantees: elect.WithoutQuorum,
 		New: func(env core.Env, o elect.Options) (elect.Elector, error) {
 			for id, p := range o.Priorities {
 				if p != 0 {

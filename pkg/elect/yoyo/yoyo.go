@@ -157,6 +157,12 @@ var Algorithm = elect.Algorithm{
 			}
 			return 4 * e, 2*e + 2*e*iters
 		}},
+	Kinds: Kinds,
+	Guarantees: elect.Guarantees{
+		TwoLeaders: "possible under a partition of the graph (the notes' split brain), merged by a new round when the sides meet",
+		Minority:   "elects its own leader",
+		CutOff:     "as the others without a quorum",
+	},
 	New: func(env core.Env, o elect.Options) (elect.Elector, error) {
 		return New(env, FromOptions(env.Members, o))
 	},

@@ -152,3 +152,19 @@ func gridSideWhole(members []uint32) bool {
 	col := has[1] && has[4] || has[2] && has[5] || has[3]
 	return row && col
 }
+
+// TestKindsDeclared: every algorithm's registration lists the kinds its
+// members send (mutex.Factory.Kinds, which the docs' tables show): five
+// members taking a lock in turn, one of them crashed for 2 s, send no kind
+// their registration does not declare, and declare only kinds wire knows (sim.CheckDeclared).
+func TestKindsDeclared(t *testing.T) {
+	for _, f := range algorithms.All {
+		t.Run(f.Name, func(t *testing.T) {
+			var s *sim.Sim
+			availability(t, f, 1, func(sm *sim.Sim) { s = sm; s.Crash(2) }, 2*time.Second)
+			if err := s.CheckDeclared(f.Kinds); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // Factory builds central coordinator cores for a driver (mutexd's table).
@@ -19,6 +21,9 @@ var Factory = mutex.Factory{
 	// The notes' comparison table: 3 messages per entry, a delay of 2.
 	Cost: core.Cost{Text: "3", Delay: "2",
 		Messages: func(n int) (float64, float64) { return 3, 3 }},
+	// Its own and its coordinator election's (bully).
+	Kinds: append([]wire.Kind{wire.KindCentralRequest, wire.KindCentralGrant, wire.KindCentralRelease, wire.KindCentralRenew,
+		wire.KindCentralRenewed, wire.KindCentralRefuse, wire.KindCentralBeat, wire.KindCentralSync}, bully.Algorithm.Kinds...),
 	New:         func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) { return NewFromEnv(env, opt) },
 	StatusLines: statusLines,
 	LockColumns: []string{"Coordinator queue"},

@@ -20,6 +20,7 @@ var Factory = mutex.Factory{
 	// the last one left.
 	Cost: core.Cost{Text: "3(N-1)", Delay: "1",
 		Messages: func(n int) (float64, float64) { return float64(3 * (n - 1)), float64(3 * (n - 1)) }},
+	Kinds:       permission.Kinds(permission.Lamport),
 	Params:      permission.Params,
 	New:         New,
 	StatusLines: permission.StatusLines,

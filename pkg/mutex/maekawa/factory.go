@@ -10,6 +10,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // ParamAttemptTimeout is the voting cores' own setting (a mutexd run
@@ -32,6 +33,7 @@ var Factory = mutex.Factory{
 		Messages: func(n int) (float64, float64) {
 			return 3 * math.Sqrt(float64(n)), 7 * float64(maxCross(n)-1)
 		}},
+	Kinds:       []wire.Kind{wire.KindHeartbeat, wire.KindMaekawa},
 	Params:      params,
 	New:         func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) { return NewFromEnv(env, opt, 0) },
 	StatusLines: StatusLines,

@@ -4,6 +4,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/maekawa"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // Name is the algorithm's name (mutexd run --algorithm majority).
@@ -31,6 +32,7 @@ var Factory = mutex.Factory{
 		Messages: func(n int) (float64, float64) {
 			return float64(2*(n-1) + Quorum(n) - 1), -1
 		}},
+	Kinds: []wire.Kind{wire.KindHeartbeat, wire.KindQuorumLock},
 	Params: []mutex.Param{{Name: maekawa.ParamAttemptTimeout, Default: maekawa.DefaultLANConfig().AttemptTimeout,
 		Usage: "how long a round of votes and fence commit may take before the request gives back what it got and retries; a queued request asks again this often"}},
 	New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {

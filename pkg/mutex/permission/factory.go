@@ -144,13 +144,10 @@ func LockCells(raw json.RawMessage) ([]string, error) {
 // FenceText shows a fence as stamp.member-index.
 func FenceText(f uint64) string { return fmt.Sprintf("%d (%d.%d)", f, f>>16, f&0xffff) }
 
-// MessagesIn is how many messages of the notes a frame of kind k carries:
-// two for a requeue (Lamport's release and the same member's next request
-// for the lock, wire.KindLamportRequeue), one for any other. A count of
-// messages per entry weighs frames by it.
-func MessagesIn(k wire.Kind) int {
-	if k == wire.KindLamportRequeue {
-		return 2
+// Kinds are the frame kinds the members of variant v send each other.
+func Kinds(v Variant) []wire.Kind {
+	if v == RicartAgrawala {
+		return []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindPermHeartbeat, wire.KindPermRelay, wire.KindPermProbe, wire.KindPermProbeReply}
 	}
-	return 1
+	return []wire.Kind{wire.KindLamportRequest, wire.KindLamportAck, wire.KindLamportRelease, wire.KindPermHeartbeat, wire.KindLamportRequeue, wire.KindPermRelay, wire.KindPermProbe, wire.KindPermProbeReply}
 }

@@ -122,7 +122,7 @@ func runScenario(t *testing.T, script string) string {
 			for _, k := range slices.Sorted(maps.Keys(sc.counts)) {
 				parts = append(parts, fmt.Sprintf("%v=%d", k, sc.counts[k]))
 				sum += sc.counts[k]
-				msgs += sc.counts[k] * permission.MessagesIn(k)
+				msgs += sc.counts[k] * k.Messages()
 			}
 			if msgs != sum {
 				parts = append(parts, fmt.Sprintf("messages=%d", msgs))

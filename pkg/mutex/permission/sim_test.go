@@ -13,7 +13,6 @@ import (
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/lamport"
 	"github.com/synclab/synclab/pkg/mutex/mutextest"
-	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/mutex/ricartagrawala"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -172,9 +171,11 @@ func TestContendedReordered(t *testing.T) {
 				slices.Sort(waits)
 				p99 := waits[len(waits)*99/100]
 				var msgs uint64
-				for _, k := range []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindLamportRequest, wire.KindLamportAck,
-					wire.KindLamportRelease, wire.KindLamportRequeue} {
-					msgs += s.Sent(k) * uint64(permission.MessagesIn(k))
+				for _, k := range f.Kinds {
+					if k.Class() != wire.ClassMessage {
+						continue
+					}
+					msgs += s.Sent(k) * uint64(k.Messages())
 				}
 				lo, _ := f.Cost.Messages(n)
 				perEntry := float64(msgs) / float64(entries)
@@ -254,9 +255,11 @@ func TestBackToBackRequeue(t *testing.T) {
 			}
 			s.Run(50 * time.Millisecond) // the last release, held ReleaseHold
 			var msgs, frames uint64
-			for _, k := range []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindLamportRequest, wire.KindLamportAck,
-				wire.KindLamportRelease, wire.KindLamportRequeue} {
-				msgs += s.Sent(k) * uint64(permission.MessagesIn(k))
+			for _, k := range f.Kinds {
+				if k.Class() != wire.ClassMessage {
+					continue
+				}
+				msgs += s.Sent(k) * uint64(k.Messages())
 				frames += s.Sent(k)
 			}
 			lo, _ := f.Cost.Messages(n)

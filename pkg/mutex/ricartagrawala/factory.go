@@ -19,6 +19,7 @@ var Factory = mutex.Factory{
 	// holder's deferred reply).
 	Cost: core.Cost{Text: "2(N-1)", Delay: "1",
 		Messages: func(n int) (float64, float64) { return float64(2 * (n - 1)), float64(2 * (n - 1)) }},
+	Kinds:       permission.Kinds(permission.RicartAgrawala),
 	Params:      permission.Params,
 	New:         New,
 	StatusLines: permission.StatusLines,

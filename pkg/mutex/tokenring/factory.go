@@ -8,6 +8,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // The ring's own settings (mutexd run flags).
@@ -25,6 +26,7 @@ var Factory = mutex.Factory{
 	// token circulates while nobody wants it), a delay of 0 to N-1.
 	Cost: core.Cost{Text: "1 to inf", Delay: "0 to N-1",
 		Messages: func(n int) (float64, float64) { return 1, -1 }},
+	Kinds: []wire.Kind{wire.KindHeartbeat, wire.KindToken, wire.KindTokenAck, wire.KindRingProbe, wire.KindRingProbeReply},
 	Params: []mutex.Param{
 		{Name: ParamLossTimeout, Default: DefaultLANConfig().LossTimeout,
 			Usage: "how long a waiting member goes without the token before it looks for it (and regenerates it if nobody has it)"},
