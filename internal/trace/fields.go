@@ -77,6 +77,8 @@ var payloads = map[wire.Kind]func() encoding.BinaryUnmarshaler{
 	wire.KindYoYoUp:            func() encoding.BinaryUnmarshaler { return new(wire.YoYoUp) },
 	wire.KindYoYoLeader:        func() encoding.BinaryUnmarshaler { return new(wire.YoYoLeader) },
 	wire.KindConfig:            func() encoding.BinaryUnmarshaler { return new(wire.ConfigAnnounce) },
+	wire.KindStatusQuery:       func() encoding.BinaryUnmarshaler { return new(wire.StatusQuery) },
+	wire.KindStatusReport:      func() encoding.BinaryUnmarshaler { return new(wire.StatusReport) },
 }
 
 // Fields decodes payload, a frame of kind k, into the trace's `fields`

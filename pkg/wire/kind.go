@@ -150,7 +150,7 @@ const (
 	//           Chang-Roberts, Franklin, Fredrickson-Lynch)
 	//   70-89   elections: Yo-Yo, the eventual leader, the majority election
 	//   90-119  orderd: reliable, causal and total order multicast, the RSM
-	//   120-129 the node's own (configuration agreement)
+	//   120-129 the node's own (configuration agreement, status --cluster)
 	//   130-255 free
 
 	// 50-69 elections: the ring elections (pkg/elect/ring).
@@ -184,6 +184,14 @@ const (
 	// that does not know the kind (an older build) drops it as
 	// unknown_kind and runs as before.
 	KindConfig Kind = 120
+	// KindStatusQuery asks a member for its row of the whole lab's table,
+	// `X status --cluster` (payload: StatusQuery, padded so that no answer
+	// is twice its size). A node answers only members, at most a few a
+	// second each; one that does not know the kind (an older build) drops
+	// it as unknown_kind, and its row says it did not answer.
+	KindStatusQuery Kind = 121
+	// KindStatusReport answers a KindStatusQuery (payload: StatusReport).
+	KindStatusReport Kind = 122
 )
 
 // kindNames are the kinds' stable labels for logs and counters; a kind is
@@ -264,7 +272,9 @@ var kindNames = [...]string{
 	KindOrderRelay:        "order_relay",
 
 	// 120-129 the node's own
-	KindConfig: "config",
+	KindConfig:       "config",
+	KindStatusQuery:  "status_query",
+	KindStatusReport: "status_report",
 }
 
 // Known reports whether k is a kind this version understands: a frame of
