@@ -76,6 +76,7 @@ func newApp() *cli.App {
 		Build:      build,
 		Commands:   []*cli.Command{queryCommand(), compareCommand()},
 		RenderCore: renderCore,
+		Cluster:    clusterView,
 		// Keeping time over NTP (client, server, symmetric peer,
 		// Cristian) needs no cluster; Berkeley does.
 		ClusterOptional: true,
@@ -161,6 +162,7 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		// NTP servers never steps back: its members only say they live.
 		cfg.Agreement = &node.Agreement{Algorithm: "berkeley"}
 	}
+	cfg.ClusterFacts = clusterFacts
 	if cc != nil || bk != nil {
 		// A clock that should follow someone and does not, for long, is
 		// an operator's business (WARN, every ten minutes while it lasts).

@@ -43,6 +43,9 @@ type Spec struct {
 	// it as indented JSON. now is the daemon clock's reading at the time of
 	// the status (cores report times on that clock).
 	RenderCore func(w io.Writer, core []byte, now time.Time) error
+	// Cluster adds the binary's own columns to `status --cluster` (nil:
+	// a Role column).
+	Cluster *ClusterView
 	// ClusterOptional lets `run` go without --id and --members (both left
 	// out): Build then gets a Config with ID 0 and no Members, and decides
 	// whether its flags need a cluster (timed keeps time over NTP alone).
@@ -250,7 +253,7 @@ func run(c *cli.Context, spec Spec) error {
 		return err
 	}
 	cfg.Logger = logger
-	cfg.Version = Version
+	cfg.Version, cfg.Commit = Version, commit()
 	newCore, err := spec.Build(c, &cfg)
 	if err != nil {
 		return err
