@@ -138,7 +138,7 @@ func (d *Daemon) ClusterStatus(ctx context.Context, timeout time.Duration) (Clus
 	var askedClock time.Time // on the node's clock
 	if err := d.Do(ctx, func(n *node.Node) {
 		askedClock = d.cfg.Clock.Now()
-		if id, qerr = n.QueryCluster(); qerr == nil {
+		if id, qerr = n.QueryCluster(askedClock); qerr == nil {
 			d.clusterWait[id] = done
 		}
 	}); err != nil {

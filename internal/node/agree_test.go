@@ -327,7 +327,7 @@ func FuzzReceiveAgreement(f *testing.F) {
 			f.Fatal(err)
 		}
 		a.Tick(t0)
-		a.QueryCluster() // status queries among the seeds
+		a.QueryCluster(t0) // status queries among the seeds
 		for _, s := range a.Ready().Sends {
 			f.Add(a.Finalize(s, t0))
 		}

@@ -49,8 +49,9 @@ const (
 	statusAnswerEvery = 250 * time.Millisecond
 )
 
-// ErrClusterBusy: MaxClusterQueries are already waiting for answers.
-var ErrClusterBusy = errors.New("node: too many status queries in progress; try again in a moment")
+// ErrClusterBusy: MaxClusterQueries are already waiting for answers, or
+// this node asks faster than members answer.
+var ErrClusterBusy = errors.New("node: too many status queries; try again in a moment")
 
 // ErrNoMembers: the node has no other member to ask.
 var ErrNoMembers = errors.New("node: no other member to ask: this node is alone in its member list")
@@ -71,6 +72,8 @@ type clusterQueries struct {
 	counter uint32
 	pending map[uint64]*clusterQuery
 	budget  map[uint32]*answerBudget
+	// asking is this node's own pace of queries.
+	asking answerBudget
 	// news are queries that got an answer since the driver last looked.
 	news []uint64
 }
@@ -100,16 +103,23 @@ func (b *answerBudget) take(now time.Time) bool {
 	return true
 }
 
-// QueryCluster asks every other member for its row of the lab's table;
-// the queries leave with the next Ready. It returns the query's ID, under
-// which the answers gather (ClusterQueryDone, EndClusterQuery).
-func (n *Node) QueryCluster() (uint64, error) {
+// QueryCluster asks, at local time now, every other member for its row of
+// the lab's table; the queries leave with the next Ready. It returns the
+// query's ID, under which the answers gather (ClusterQueryDone,
+// EndClusterQuery). A node asks at the pace the members answer
+// (statusAnswerBurst, then one per statusAnswerEvery), so that an answer
+// is never missing only because the member refused to answer so often:
+// faster, or with MaxClusterQueries waiting, it refuses (ErrClusterBusy).
+func (n *Node) QueryCluster(now time.Time) (uint64, error) {
 	if len(n.others) == 0 {
 		return 0, ErrNoMembers
 	}
 	q := &n.queries
 	if len(q.pending) >= MaxClusterQueries {
 		return 0, ErrClusterBusy
+	}
+	if !q.asking.take(now) {
+		return 0, fmt.Errorf("%w (at most %d at once, then one per %v: the members answer no faster)", ErrClusterBusy, statusAnswerBurst, statusAnswerEvery)
 	}
 	if q.pending == nil {
 		q.pending = map[uint64]*clusterQuery{}
@@ -121,7 +131,7 @@ func (n *Node) QueryCluster() (uint64, error) {
 	for _, to := range n.others {
 		n.own = append(n.own, core.Message{To: to, Kind: wire.KindStatusQuery, Payload: payload})
 	}
-	q.pending[id] = &clusterQuery{at: n.now, asked: slices.Clone(n.others), answers: map[uint32]ClusterAnswer{}}
+	q.pending[id] = &clusterQuery{at: now, asked: slices.Clone(n.others), answers: map[uint32]ClusterAnswer{}}
 	return id, nil
 }
 

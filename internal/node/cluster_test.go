@@ -33,7 +33,7 @@ func TestClusterQueryAnswers(t *testing.T) {
 	l := newAgreeLAN(t, reporting(1, nil), reporting(2, nil), reporting(3, func(c *Config) { delete(c.Members, 2) }))
 	l.run(2 * time.Second)
 	n1 := l.nodes[1]
-	id, err := n1.QueryCluster()
+	id, err := n1.QueryCluster(l.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestClusterQueryOtherKey(t *testing.T) {
 	other := wire.Key{ID: 9, Secret: []byte("fedcba9876543210fedcba9876543210")}
 	l := newAgreeLAN(t, reporting(1, nil), reporting(2, nil), reporting(3, func(c *Config) { c.Keys = []wire.Key{other} }))
 	l.run(time.Second)
-	id, _ := l.nodes[1].QueryCluster()
+	id, _ := l.nodes[1].QueryCluster(l.now)
 	l.flush(l.nodes[1])
 	if l.nodes[1].ClusterQueryDone(id) {
 		t.Fatal("done without member 3")
@@ -94,7 +94,7 @@ func TestClusterQueryOtherKey(t *testing.T) {
 func TestClusterQueryTimes(t *testing.T) {
 	a, _ := newNode(t, 1, nil)
 	b, _ := newNode(t, 2, nil)
-	id, err := a.QueryCluster()
+	id, err := a.QueryCluster(t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,8 @@ func TestStatusAnswersLimited(t *testing.T) {
 	b, _ := newNode(t, 2, nil)
 	answered, limited := 0, 0
 	ask := func(now time.Time) {
-		id, err := a.QueryCluster()
+		a.queries.asking = answerBudget{} // a asks faster than it would: b's budget is under test
+		id, err := a.QueryCluster(now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +176,7 @@ func TestStatusReportUnsolicited(t *testing.T) {
 		t.Fatalf("errors %v, dropped %v", errs, a.Status().Dropped)
 	}
 	// A second answer (b's bug: it answers twice, with new numbers).
-	id, _ := a.QueryCluster()
+	id, _ := a.QueryCluster(t0)
 	deliver(t, a, b, t0)
 	sends := b.Ready().Sends
 	b.own = append(b.own, core.Message{To: 1, Kind: wire.KindStatusReport, Payload: sends[0].Data[wire.HeaderLen:]})
@@ -188,25 +189,36 @@ func TestStatusReportUnsolicited(t *testing.T) {
 	}
 }
 
-// TestClusterQueriesBounded: at most MaxClusterQueries wait; a query no
-// driver ended is forgotten after clusterQueryTTL.
+// TestClusterQueriesBounded: a node asks at the pace members answer (a
+// burst, then one per statusAnswerEvery); at most MaxClusterQueries wait;
+// a query no driver ended is forgotten after clusterQueryTTL.
 func TestClusterQueriesBounded(t *testing.T) {
 	a, _ := newNode(t, 1, nil)
 	a.Tick(t0)
-	for range MaxClusterQueries {
-		if _, err := a.QueryCluster(); err != nil {
-			t.Fatal(err)
+	now := t0
+	for i := range MaxClusterQueries {
+		if i >= statusAnswerBurst {
+			now = now.Add(statusAnswerEvery)
+		}
+		if _, err := a.QueryCluster(now); err != nil {
+			t.Fatalf("query %d: %v", i, err)
+		}
+		if i == statusAnswerBurst-1 {
+			if _, err := a.QueryCluster(now); !errors.Is(err, ErrClusterBusy) || !strings.Contains(err.Error(), "one per 250ms") {
+				t.Fatalf("faster than the members answer: %v", err)
+			}
 		}
 	}
-	if _, err := a.QueryCluster(); !errors.Is(err, ErrClusterBusy) {
-		t.Fatalf("one more: %v", err)
+	now = now.Add(time.Minute)
+	if _, err := a.QueryCluster(now); !errors.Is(err, ErrClusterBusy) {
+		t.Fatalf("one more than MaxClusterQueries: %v", err)
 	}
-	a.Tick(t0.Add(clusterQueryTTL + time.Second))
-	if _, err := a.QueryCluster(); err != nil {
+	a.Tick(now.Add(clusterQueryTTL))
+	if _, err := a.QueryCluster(now.Add(clusterQueryTTL)); err != nil {
 		t.Fatalf("after the TTL: %v", err)
 	}
 	alone, _ := newNode(t, 1, func(c *Config) { c.Members = map[uint32]netip.AddrPort{1: members[1]} })
-	if _, err := alone.QueryCluster(); !errors.Is(err, ErrNoMembers) {
+	if _, err := alone.QueryCluster(t0); !errors.Is(err, ErrNoMembers) {
 		t.Fatalf("alone: %v", err)
 	}
 }
@@ -223,7 +235,7 @@ func TestStatusAnswerNoAmplifier(t *testing.T) {
 			r.Role = "leader"
 		}
 	})
-	id, _ := a.QueryCluster()
+	id, _ := a.QueryCluster(t0)
 	var qlen int
 	for _, s := range a.Ready().Sends {
 		if s.To == members[2] {
