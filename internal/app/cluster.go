@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
 
@@ -134,6 +135,9 @@ func renderCluster(w io.Writer, st *daemon.ClusterStatus, view *ClusterView) err
 			cells = append(cells, mine[:len(own)]...)
 			cells = append(cells, offsetCell(r), clockCell(r.Clock), versionCell(r), uptimeCell(r.UptimeSeconds))
 		}
+		for i := range cells {
+			cells[i] = printable(cells[i])
+		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
@@ -162,7 +166,7 @@ func renderCluster(w io.Writer, st *daemon.ClusterStatus, view *ClusterView) err
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range notes {
-			fmt.Fprintln(w, n)
+			fmt.Fprintln(w, printable(n))
 		}
 	}
 	return nil
@@ -280,6 +284,19 @@ func agoText(d time.Duration) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// printable keeps what a terminal shows as it is: the strings of a row come
+// from the members (checked on the wire for control characters), and a
+// format character (a right-to-left override) would still turn the table
+// around.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || unicode.IsGraphic(r) {
+			return r
+		}
+		return -1
+	}, s)
 }
 
 func shortHex(s string) string { return s[:min(len(s), 8)] }

@@ -97,3 +97,18 @@ func TestClusterStatusJSONRoundTrip(t *testing.T) {
 		t.Fatalf("%v: %+v", err, back.Rows[1])
 	}
 }
+
+// TestRenderClusterPrintable: a member's strings cannot turn the table
+// around (a right-to-left override is dropped).
+func TestRenderClusterPrintable(t *testing.T) {
+	st := testTable()
+	st.Rows[1].Version = "1.2\u202e3"
+	st.Rows[2].Differs = []string{"member 3's algorithm differs (bully here, \u202eyllub there)"}
+	var b bytes.Buffer
+	if err := renderCluster(&b, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(b.String(), '\u202e') || !strings.Contains(b.String(), "1.23") {
+		t.Errorf("table %q", b.String())
+	}
+}

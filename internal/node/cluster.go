@@ -243,11 +243,14 @@ func (n *Node) statusReported(f *wire.Frame, r *wire.StatusReport, now time.Time
 	}
 	a := ClusterAnswer{Member: f.Sender, Report: *r, At: now}
 	if !r.Origin.IsZero() && !r.Received.IsZero() && f.Xmt != 0 {
+		// The times are the member's word (it holds the key): only an
+		// exchange that can have happened is measured, and halves are
+		// added, so that no value can overflow.
 		t1, t2, t3, t4 := r.Origin.Time(), r.Received.Time(), f.Xmt.Time(), now
-		delay := t4.Sub(t1) - t3.Sub(t2)
-		if delay >= 0 && t3.Sub(t2) >= 0 {
-			a.Timed, a.Delay = true, delay
-			a.Offset = (t2.Sub(t1) + t3.Sub(t4)) / 2
+		rtt, held := t4.Sub(t1), t3.Sub(t2)
+		if rtt >= 0 && rtt <= clusterQueryTTL && held >= 0 && held <= rtt {
+			a.Timed, a.Delay = true, rtt-held
+			a.Offset = t2.Sub(t1)/2 + t3.Sub(t4)/2
 		}
 	}
 	q.answers[f.Sender] = a

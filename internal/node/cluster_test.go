@@ -267,3 +267,37 @@ func TestStandingNumbers(t *testing.T) {
 		t.Fatal("wire.StatusReport.Standing no longer matches node.Standing")
 	}
 }
+
+// TestClusterQueryAbsurdTimes: times no exchange can have (an origin that
+// is not the query's, an answer sent before the query came) are not
+// measured; a member's clock decades off is, without overflow.
+func TestClusterQueryAbsurdTimes(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		origin, received  wire.NTPTime
+		sent              time.Time
+		timed             bool
+		offsetAtLeastDays int
+	}{
+		{"origin a year back", wire.NTPTimeFromTime(t0.AddDate(-1, 0, 0)), wire.NTPTimeFromTime(t0), t0, false, 0},
+		{"sent before received", wire.NTPTimeFromTime(t0), wire.NTPTimeFromTime(t0.Add(time.Second)), t0, false, 0},
+		{"clock 60 years ahead", wire.NTPTimeFromTime(t0), wire.NTPTimeFromTime(t0.AddDate(60, 0, 0)), t0.AddDate(60, 0, 0), true, 60 * 365},
+	} {
+		a, _ := newNode(t, 1, nil)
+		b, _ := newNode(t, 2, nil)
+		id, _ := a.QueryCluster(t0)
+		a.Ready()
+		r := wire.StatusReport{QueryID: id, Origin: c.origin, Received: c.received}
+		payload, _ := r.AppendBinary(nil)
+		b.own = append(b.own, core.Message{To: 1, Kind: wire.KindStatusReport, Payload: payload})
+		for _, s := range b.Ready().Sends {
+			if err := a.Receive(Inbound{From: members[2], Data: b.Finalize(s, c.sent), Time: t0.Add(time.Millisecond)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ans := a.EndClusterQuery(id)
+		if len(ans) != 1 || ans[0].Timed != c.timed || ans[0].Offset < time.Duration(c.offsetAtLeastDays)*24*time.Hour-24*time.Hour {
+			t.Errorf("%s: %+v", c.name, ans)
+		}
+	}
+}
