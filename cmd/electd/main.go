@@ -10,7 +10,7 @@
 //	electd leader [--json]     who leads now (exit 1 if nobody does)
 //	electd watch [--json]      every leadership change, until interrupted
 //	electd resign              the leader steps down
-//	electd status [--json]
+//	electd status [--json] [--cluster]
 package main
 
 import (
@@ -36,7 +36,9 @@ import (
 	electalgorithms "github.com/synclab/synclab/pkg/elect/algorithms"
 	"github.com/synclab/synclab/pkg/elect/majority"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 const name = "electd"
@@ -71,6 +73,7 @@ func newApp() *cli.App {
 		Attach:     attach,
 		Commands:   []*cli.Command{leaderCommand(), watchCommand(), resignCommand()},
 		RenderCore: renderStatus,
+		Cluster:    clusterView,
 		Examples: []app.Example{
 			{Cmd: "electd run --id 2 --members 1=10.0.0.1:7500,2=10.0.0.2:7500,3=10.0.0.3:7500 --key-file /etc/synclab/cluster.key --on-elected /usr/local/sbin/become-primary", Does: "member 2 of three with the bully election; the hook runs when this member becomes leader, with ELECTD_TERM in its environment to fence what it guards."},
 			{Cmd: "electd run --id 2 --members 1=10.0.0.1:7500,2=10.0.0.2:7500,3=10.0.0.3:7500 --key-file /etc/synclab/cluster.key --algorithm majority", Does: "the majority election: never two leaders at one instant, partitions included; a minority side has none."},
@@ -155,6 +158,7 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 
 	cfg.Agreement = agreement(algo, opts)
 	cfg.StepBackEvents = stepBackEvents
+	cfg.ClusterFacts = clusterFacts
 	cfg.EventLevel = eventLevel
 	cfg.Hooks = map[string][]string{
 		elect.EventElected:       c.StringSlice("on-elected"),
@@ -353,4 +357,50 @@ func attach(_ *cli.Context, d *daemon.Daemon) error {
 		return v, nil
 	})
 	return nil
+}
+
+// clusterFacts is electd's part of its row in `status --cluster`: its
+// role, the leader it knows and the term.
+func clusterFacts(c core.Core) (string, []wire.StatusFact) {
+	el, ok := c.(elect.Elector)
+	if !ok {
+		return "", nil
+	}
+	st := el.Report()
+	return st.Role.String(), []wire.StatusFact{
+		{Tag: wire.FactLeader, Value: uint64(st.Leader)},
+		{Tag: wire.FactTerm, Value: st.Term},
+		{Tag: wire.FactTermRound, Value: uint64(st.Round)},
+	}
+}
+
+// clusterView is electd's columns of `status --cluster`.
+var clusterView = &app.ClusterView{
+	Headers: []string{"Role", "Leader", "Term"},
+	Cells: func(r daemon.ClusterRow) []string {
+		if r.SteppedBack {
+			return []string{"stepped back", "-", rowTerm(r)}
+		}
+		leader := "none"
+		if l := r.Facts["leader"].String(); l != "" && l != "0" {
+			leader = l
+		}
+		return []string{r.Role, leader, rowTerm(r)}
+	},
+}
+
+// rowTerm shows a row's term as people read it: its round and owner ("3 by 2")
+// where terms are owned epochs (round << 32 | owner), else the number.
+func rowTerm(r daemon.ClusterRow) string {
+	term, err1 := strconv.ParseUint(r.Facts["term"].String(), 10, 64)
+	round, err2 := strconv.ParseUint(r.Facts["term_round"].String(), 10, 32)
+	switch {
+	case err1 != nil:
+		return "-"
+	case term == 0:
+		return "none"
+	case err2 == nil && round != term:
+		return fmt.Sprintf("%d by %d", round, epoch.Owner(term))
+	}
+	return strconv.FormatUint(term, 10)
 }

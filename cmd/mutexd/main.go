@@ -6,7 +6,7 @@
 //
 //	mutexd run --id 1 --members 1=10.0.0.1:7400,2=10.0.0.2:7400,... [--algorithm tokenring] [--lease 3s]
 //	mutexd lock NAME [--timeout D] [--lease D] [--grace D] -- CMD ARGS...
-//	mutexd status [--json]
+//	mutexd status [--json] [--cluster]
 package main
 
 import (
@@ -91,6 +91,7 @@ func newApp() *cli.App {
 		Attach:     func(_ *cli.Context, d *daemon.Daemon) error { api.attach(d); return nil },
 		Commands:   []*cli.Command{lockCommand()},
 		RenderCore: renderStatus,
+		Cluster:    clusterView,
 		Examples: []app.Example{
 			{Cmd: "mutexd run --id 2 --members 1=10.0.0.1:7400,2=10.0.0.2:7400,3=10.0.0.3:7400 --key-file /etc/synclab/cluster.key", Does: "member 2 of three, with the default algorithm (the token ring) and lease (3s); the same member list on every machine."},
 			{Cmd: "mutexd run --id 2 --members 1=10.0.0.1:7400,2=10.0.0.2:7400,3=10.0.0.3:7400 --key-file /etc/synclab/cluster.key --algorithm central", Does: "the same cluster with the central coordinator, which also grants shared locks."},
@@ -185,6 +186,7 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, er
 	}
 	api := newAPI(f, opt)
 	cfg.Agreement = &node.Agreement{Algorithm: f.Name, Params: agreementParams(opt)}
+	cfg.ClusterFacts = clusterFacts
 	cfg.EventLevel = func(e core.Event) slog.Level {
 		if e.Name == lockLostEvent {
 			return slog.LevelWarn // a holder lost its lock: its work must stop

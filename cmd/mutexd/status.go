@@ -10,7 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/synclab/synclab/internal/app"
+	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // statusWire is statusView as read back by the CLI: the algorithm's detail
@@ -161,4 +165,57 @@ func queueText(q []mutex.RequestStatus) string {
 		return "0"
 	}
 	return fmt.Sprintf("%d (oldest %s)", len(q), time.Duration(q[0].WaitedMS)*time.Millisecond)
+}
+
+// clusterFacts is mutexd's part of its row in `status --cluster`: the
+// locks its clients hold (their names, as far as they fit, in the role)
+// and the requests waiting here.
+func clusterFacts(c core.Core) (string, []wire.StatusFact) {
+	ac, ok := c.(*algoCore)
+	if !ok {
+		return "", nil
+	}
+	var held, queued uint64
+	var names []string
+	for _, l := range ac.Report().Locks {
+		if len(l.Holders) > 0 || l.Holder != nil {
+			held++
+			names = append(names, l.Name)
+		}
+		queued += uint64(len(l.Queue))
+	}
+	return heldText(names), []wire.StatusFact{{Tag: wire.FactHeld, Value: held}, {Tag: wire.FactQueued, Value: queued}}
+}
+
+// heldText names the locks held, within what a status report carries.
+func heldText(names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		more := ""
+		if rest := len(names) - i - 1; rest > 0 {
+			more = fmt.Sprintf(" +%d", rest)
+		}
+		sep := ""
+		if i > 0 {
+			sep = ","
+		}
+		if b.Len()+len(sep)+len(n)+len(more) > wire.MaxStatusString {
+			fmt.Fprintf(&b, " +%d", len(names)-i)
+			break
+		}
+		b.WriteString(sep + n)
+	}
+	return b.String()
+}
+
+// clusterView is mutexd's columns of `status --cluster`.
+var clusterView = &app.ClusterView{
+	Headers: []string{"Algorithm", "Holds", "Waiting"},
+	Cells: func(r daemon.ClusterRow) []string {
+		holds := r.Facts["held"].String()
+		if r.Role != "" {
+			holds += " (" + r.Role + ")"
+		}
+		return []string{r.Algorithm, holds, r.Facts["queued"].String()}
+	},
 }

@@ -246,7 +246,7 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 // is false once ctx is done. own says the delivery is the sequenced
 // submission sid itself (sid 0: none).
 func waitDelivery(ctx context.Context, events <-chan daemon.EventRecord, me uint32, sid uint64) (woke, own bool) {
-	poll := time.NewTimer(100 * time.Millisecond)
+	poll := time.NewTimer(deliveryPoll)
 	defer poll.Stop()
 	for {
 		select {
@@ -268,6 +268,10 @@ func waitDelivery(ctx context.Context, events <-chan daemon.EventRecord, me uint
 		}
 	}
 }
+
+// deliveryPoll is how long waitDelivery waits for an event before it
+// looks again anyway (a variable: a test sets it past its own deadline).
+var deliveryPoll = 100 * time.Millisecond
 
 func notDelivered(sequenced bool, pending string) error {
 	if sequenced {

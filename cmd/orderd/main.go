@@ -9,7 +9,7 @@
 //	orderd log [--follow] [--json]
 //	orderd apply 'deposit 100' | 'interest 1%' | 'set k v'
 //	orderd state [--json]      orderd get KEY
-//	orderd status [--json]
+//	orderd status [--json] [--cluster]
 package main
 
 import (
@@ -63,6 +63,7 @@ func newApp() *cli.App {
 		Attach:     attach,
 		Commands:   []*cli.Command{sendCommand(), logCommand(), applyCommand(), stateCommand(), getCommand()},
 		RenderCore: renderStatus,
+		Cluster:    clusterView,
 		Examples: []app.Example{
 			{Cmd: "orderd run --id 2 --members 1=10.0.0.1:7600,2=10.0.0.2:7600,3=10.0.0.3:7600 --key-file /etc/synclab/cluster.key", Does: "member 2 of three; total order by an elected sequencer (a majority must be up)."},
 			{Cmd: "orderd send --order causal 'the results are in'", Does: "multicast a message to every member, delivered after every message that could have caused it."},
@@ -140,6 +141,7 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	// cluster name: how total order is made. The durations and the window
 	// are each host's own.
 	cfg.Agreement = &node.Agreement{Algorithm: ocfg.Total.String()}
+	cfg.ClusterFacts = clusterFacts
 	cfg.Hooks = map[string][]string{order.EventDelivered: c.StringSlice("on-deliver")}
 	cfg.HookTimeout = c.Duration("hook-timeout")
 	cfg.HookEnv = hookEnv

@@ -97,6 +97,10 @@ func TestRenderStatus(t *testing.T) {
 // the delivery is written), and only on its own: another submission of
 // this node's, or a delivery from another member, is not its commit.
 func TestWaitDeliveryKnowsItsOwnSubmission(t *testing.T) {
+	// The periodic look never comes first: on a loaded host it could be
+	// due together with the context's end, and select picks either.
+	defer func(d time.Duration) { deliveryPoll = d }(deliveryPoll)
+	deliveryPoll = time.Hour
 	const me, sid = 2, 7<<32 | 5
 	delivered := func(ord order.Order, sender uint32, s uint64) daemon.EventRecord {
 		return daemon.EventRecord{Name: order.EventDelivered, Attrs: map[string]any{"order": ord.String(), "sender": sender, "seq": uint64(9), "sid": s}}

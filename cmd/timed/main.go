@@ -80,7 +80,8 @@ func newApp() *cli.App {
 		OwnsClock:  true,
 		StatusExit: statusExit,
 		// The exit code a script tests.
-		StatusUsage: " (exit 0 synchronised or the lab's reference, 3 not synchronised, 1 no answer; --json: 0 with any answer)",
+		StatusUsage: "; alone, exit 0 synchronised or the lab's reference, 3 not synchronised, 1 no answer (--json: 0 with any answer)",
+		Cluster:     clusterView,
 		// Keeping time over NTP (client, server, symmetric peer,
 		// Cristian) needs no cluster; Berkeley does.
 		ClusterOptional: true,
@@ -180,6 +181,7 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		// NTP servers never steps back: its members only say they live.
 		cfg.Agreement = &node.Agreement{Algorithm: "berkeley"}
 	}
+	cfg.ClusterFacts = clusterFacts
 	if cc != nil || bk != nil {
 		// A clock that should follow someone and does not, for long, is
 		// an operator's business (WARN, every ten minutes while it lasts).

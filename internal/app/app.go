@@ -54,6 +54,9 @@ type Spec struct {
 	// StatusUsage is appended to `status`'s one-line usage (what its exit
 	// code says, when StatusExit decides it).
 	StatusUsage string
+	// Cluster adds the binary's own columns to `status --cluster` (nil:
+	// a Role column).
+	Cluster *ClusterView
 	// ClusterOptional lets `run` go without --id and --members (both left
 	// out): Build then gets a Config with ID 0 and no Members, and decides
 	// whether its flags need a cluster (timed keeps time over NTP alone).

@@ -42,6 +42,7 @@ func manualOf(a *cli.App) manual {
 func commonExamples(name string) []Example {
 	return []Example{
 		{name + " status", "the running daemon's view: members, role, counters (--json for scripts)."},
+		{name + " status --cluster", "the whole lab in one table, from any member: one row per member (those that do not answer too), whether its configuration agrees, its state, clock offset, version and uptime; exit 3 when a member does not answer or differs."},
 		{name + " keygen", "make the cluster key, " + DefaultKeyFile + ", on the first machine only; copy that file to every other member (scp -p), never run keygen there."},
 		{name + " trace start", "record a protocol trace of the running daemon into its state directory's traces/; " + name + " trace stop ends it."},
 		{name + " trace draw h1.trace h2.trace h3.trace -o run.html", "draw the traces of three hosts as a space-time diagram to explore in a browser."},
@@ -63,6 +64,9 @@ func commonExits() map[string][]Exit {
 		"run": {
 			{"0", "the daemon was stopped (SIGTERM, SIGINT) and shut down cleanly"},
 			{"1", "the daemon could not start or had to stop: an address in use, a state directory it cannot write, a state file it cannot trust (the message names the file)"},
+		},
+		"status": {
+			{fmt.Sprint(ExitIncomplete), "with --cluster: a member did not answer, or its configuration differs from this member's (the table, or the JSON's rows, say which and why; stderr names them)"},
 		},
 	}
 }

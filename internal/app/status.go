@@ -40,11 +40,23 @@ func Client(c *cli.Context) *ctl.Client {
 func statusCommand(spec Spec) *cli.Command {
 	return &cli.Command{
 		Name:  "status",
-		Usage: "show the running daemon's view" + spec.StatusUsage,
-		Flags: []cli.Flag{ControlFlag(spec.Name), JSONFlag},
+		Usage: "show the running daemon's view, or with --cluster the whole lab's" + spec.StatusUsage,
+		Description: "With --cluster the daemon asks every member for its row over the cluster's own\n" +
+			"authenticated protocol (no extra port) and prints one row per member: whether it answered,\n" +
+			"whether its configuration agrees, the daemon's own state, its clock's offset from this\n" +
+			"member's and its error bound, its version and uptime. A member that does not answer is a\n" +
+			"row too, with when it was last heard and, for one with another key or cluster name, what\n" +
+			"configuration agreement knows of it. It works from any member.",
+		Flags: append([]cli.Flag{ControlFlag(spec.Name), JSONFlag}, clusterFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return Usagef("status takes no arguments")
+			}
+			if c.Bool("cluster") {
+				return clusterStatus(c, spec)
+			}
+			if c.IsSet("timeout") {
+				return Usagef("--timeout is only used with --cluster")
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 10*time.Second)
 			defer cancel()

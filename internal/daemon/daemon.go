@@ -130,6 +130,11 @@ type Config struct {
 	// EventLevel, if set, is the log level of a core's event (mutexd logs
 	// a lost lock at WARN); default INFO.
 	EventLevel func(e core.Event) slog.Level
+	// ClusterFacts, if set, gives the daemon's role and numbers for its
+	// row of the lab's table (`status --cluster`, cluster.go): electd's
+	// leader and term, mutexd's locks, orderd's sequencer, timed's
+	// offset.
+	ClusterFacts ClusterFactsFunc
 	// SyncWarnAfter, if set, is how long the clock may stay unsynchronised
 	// (since the start, or since it last was) before the daemon says so at
 	// WARN, then every SyncWarnAfter while it lasts (timed, when it
@@ -334,6 +339,9 @@ type Daemon struct {
 	fatal error
 	// syncedAt is when a tick last found the clock synchronised.
 	syncedAt time.Time
+	// clusterWait are the callers of ClusterStatus waiting for their
+	// query's answers, by query ID (owned by the holder of mu).
+	clusterWait map[uint64]chan struct{}
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
@@ -376,6 +384,14 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	// The clock resumes above every stamp of the last run before the core
 	// reads it (node.Stamps).
 	lamport.Restore(stamps.Floor)
+	// The node asks the daemon for its part of a status report; the
+	// daemon is made last.
+	var d *Daemon
+	report := func(r *wire.StatusReport) {
+		if d != nil {
+			d.statusReport(r)
+		}
+	}
 	c, err := newCore(core.Env{
 		ID:      cfg.ID,
 		Members: slices.Sorted(maps.Keys(cfg.Members)),
@@ -409,6 +425,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		Multicast:   cfg.Multicast != nil,
 		Lamport:     lamport,
 		Agreement:   nodeAgreement(&cfg),
+		Report:      report,
 	}, c)
 	if err != nil {
 		return nil, err
@@ -435,26 +452,28 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 	if n.Standing() != node.StandingStarting {
 		close(gate)
 	}
-	return &Daemon{
-		newCore:    newCore,
-		lamport:    lamport,
-		alerts:     newAlerts(log),
-		standing:   n.Standing(),
-		gate:       gate,
-		cfg:        cfg,
-		log:        log,
-		state:      st,
-		clog:       clog,
-		node:       n,
-		doCh:       make(chan func()),
-		rearm:      make(chan struct{}, 1),
-		stopped:    make(chan struct{}),
-		looping:    make(chan struct{}),
-		notServing: make(chan struct{}),
-		subs:       map[*subscriber]struct{}{},
-		events:     map[string]uint64{},
-		errs:       errs,
-	}, nil
+	d = &Daemon{
+		newCore:     newCore,
+		lamport:     lamport,
+		alerts:      newAlerts(log),
+		standing:    n.Standing(),
+		gate:        gate,
+		cfg:         cfg,
+		log:         log,
+		state:       st,
+		clog:        clog,
+		node:        n,
+		doCh:        make(chan func()),
+		rearm:       make(chan struct{}, 1),
+		stopped:     make(chan struct{}),
+		looping:     make(chan struct{}),
+		notServing:  make(chan struct{}),
+		subs:        map[*subscriber]struct{}{},
+		events:      map[string]uint64{},
+		errs:        errs,
+		clusterWait: map[uint64]chan struct{}{},
+	}
+	return d, nil
 }
 
 // Config returns the validated configuration.

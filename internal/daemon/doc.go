@@ -61,6 +61,17 @@
 // for the end of the start. When the configurations agree again it
 // reports EventAgreementRestored and the core runs.
 //
+// The whole lab in one table (cluster.go, GET /v1/cluster, `X status
+// --cluster`): ClusterStatus has the node ask every member
+// (node.QueryCluster), waits until every member answered or its deadline
+// passed (the loop wakes it after the step that brought the last answer),
+// then makes one row per member: from its answer (standing, build,
+// uptime, clock and the offset measured with the query, the binary's
+// facts from Config.ClusterFacts), or, for a member that did not answer,
+// from configuration agreement's view of it (what differs, authenticated
+// or not, failures) with when it was last heard and why it may not have
+// answered. Complete says that every member answered and agrees.
+//
 // Lifecycle: New validates and prepares; Run binds sockets, notifies systemd
 // (READY, WATCHDOG at half the configured interval, from the loop itself so a
 // stuck loop stops the pings, STOPPING) and returns when its context ends.

@@ -401,6 +401,7 @@ func (d *Daemon) step(fn func()) (saved bool) {
 	fn()
 	d.process()
 	d.agreementStep()
+	d.clusterStep()
 	d.schedule()
 	for _, done := range d.acted {
 		done <- !d.writeFailed

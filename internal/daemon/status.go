@@ -141,6 +141,7 @@ func (d *Daemon) routes() {
 		}
 		return st, nil
 	})
+	d.ctl.Handle(http.MethodGet, "/v1/cluster", d.clusterRoute)
 	d.ctl.HandleStream(http.MethodGet, "/v1/events", func(r *http.Request, send func(any) error) error {
 		ch, stop := d.Subscribe()
 		defer stop()

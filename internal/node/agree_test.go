@@ -308,8 +308,9 @@ func TestAgreementForgedFramesToldApart(t *testing.T) {
 
 // FuzzReceiveAgreement: with configuration agreement on, no input from a
 // member's address (announcements of any cluster, with or without a MAC
-// that verifies) makes the node panic, steps the core before the node
-// agreed, or goes uncounted; whatever it notices is said in bounded text.
+// that verifies, status queries) makes the node panic, steps the core
+// before the node agreed, or goes uncounted; whatever it notices is said
+// in bounded text.
 func FuzzReceiveAgreement(f *testing.F) {
 	other := wire.Key{ID: 7, Secret: []byte("fedcba9876543210fedcba9876543210")}
 	for _, c := range []Config{
@@ -326,6 +327,7 @@ func FuzzReceiveAgreement(f *testing.F) {
 			f.Fatal(err)
 		}
 		a.Tick(t0)
+		a.QueryCluster(t0) // status queries among the seeds
 		for _, s := range a.Ready().Sends {
 			f.Add(a.Finalize(s, t0))
 		}

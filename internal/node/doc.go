@@ -175,4 +175,45 @@
 // The node never logs: what an operator must see is a Notice (Notices),
 // which the driver writes rate-limited, and the view is in
 // Status.Agreement.
+//
+// # The whole lab in one table
+//
+// `X status --cluster` asks every member for its row over the cluster's
+// own protocol, on the member socket (no extra port), authenticated like
+// every frame (cluster.go):
+//
+//	id, err := n.QueryCluster(now)   // KindStatusQuery to every other member, with the next Ready
+//	...                              // answers (KindStatusReport) gather as frames arrive
+//	n.ClusterNews()                  // queries that got an answer since the last call
+//	n.ClusterQueryDone(id)           // every member asked has answered
+//	answers := n.EndClusterQuery(id) // at the driver's deadline: what came
+//
+// A member answers a query with its StatusReport: what the node knows
+// (its standing, incarnation, configuration fingerprint and key, the
+// query's ID) and what the driver adds (Config.Report: its build, uptime,
+// clock, and the daemon's own facts). The answer carries the query's
+// transmit time back and the query's arrival on the member's clock; with
+// the answer's own transmit time and arrival they are the four times of
+// an NTP exchange, so the asker measures the member's clock against its
+// own (ClusterAnswer.Offset, within ±Delay/2) with the kernel's receive
+// stamps, whatever the member's daemon.
+//
+// Status frames are the node's own: they pass configuration agreement's
+// refusals (a member whose configuration differs, or that stepped back,
+// still answers, and its row says how it differs), but nothing before
+// them: a query is taken only from a member, from its own address, with
+// the cluster's ID and (with keys) a MAC that verifies and a sequence
+// number not seen before. A member with another key or cluster name
+// cannot take the query nor answer it: the driver shows what agreement's
+// evidence says of it instead. Not an amplifier: a query is padded to
+// wire.StatusQueryLen, so that no answer is twice its size; an answer goes
+// to the member's listed address, never to where the query came from;
+// each member is answered at most statusAnswerBurst (4) times at once,
+// then once per statusAnswerEvery (250 ms), more is refused and counted
+// ("status_limited"); and a node asks at that same pace, with at most
+// MaxClusterQueries waiting, so that a row is never missing only because
+// the member refused to answer so often. An answer that answers no query
+// of this node to that member, or a second one, is refused
+// ("status_unsolicited"). A node of an older build drops a query as
+// unknown_kind: its row says it did not answer.
 package node

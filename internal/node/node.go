@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"maps"
@@ -66,6 +67,13 @@ type Config struct {
 	// configuration differs and steps back when its own is in the
 	// minority. nil: off (the simulator, tests).
 	Agreement *Agreement
+	// Report, if set, fills the driver's part of this node's row of the
+	// lab's table (cluster.go): its build, uptime, clock and the daemon's
+	// own facts. The node then sets what it knows itself (standing,
+	// incarnation, configuration fingerprint and key, the query's ID and
+	// times). It is called while the node is in use (a Receive, or
+	// SelfReport) and must not call the node. nil: the node's part alone.
+	Report func(r *wire.StatusReport)
 }
 
 func (c *Config) validate() error {
@@ -188,6 +196,8 @@ type Node struct {
 	stats    Stats
 	// agree is configuration agreement (agree.go); nil: off.
 	agree *agreement
+	// queries are the status queries, asked and answered (cluster.go).
+	queries clusterQueries
 	// coreRan says the core was ticked or stepped since it was built: a
 	// core that ran is rebuilt when the node steps back (ReplaceCore).
 	coreRan bool
@@ -301,18 +311,29 @@ func (n *Node) Receive(in Inbound) error {
 		n.refuse(&f, wire.Reason(err))
 		return err
 	}
-	var refusal wire.EpochRefused
+	// The node's own messages are decoded before anything is recorded
+	// (and only they allocate here).
+	var refusal *wire.EpochRefused
 	var announced *wire.ConfigAnnounce
-	switch {
-	case f.Kind == wire.KindEpochRefused:
-		// The node's own message: decoded before anything is recorded.
-		if err := refusal.UnmarshalBinary(f.Payload); err != nil {
-			n.refuse(&f, wire.Reason(err))
-			return err
-		}
-	case f.Kind == wire.KindConfig:
+	var query *wire.StatusQuery
+	var report *wire.StatusReport
+	var own encoding.BinaryUnmarshaler
+	switch f.Kind {
+	case wire.KindEpochRefused:
+		refusal = new(wire.EpochRefused)
+		own = refusal
+	case wire.KindConfig:
 		announced = new(wire.ConfigAnnounce)
-		if err := announced.UnmarshalBinary(f.Payload); err != nil {
+		own = announced
+	case wire.KindStatusQuery:
+		query = new(wire.StatusQuery)
+		own = query
+	case wire.KindStatusReport:
+		report = new(wire.StatusReport)
+		own = report
+	}
+	if own != nil {
+		if err := own.UnmarshalBinary(f.Payload); err != nil {
 			n.refuse(&f, wire.Reason(err))
 			return err
 		}
@@ -325,9 +346,11 @@ func (n *Node) Receive(in Inbound) error {
 	if err == nil && f.Vector != nil {
 		vector, err = n.checkVector(f.Vector, f.Sender, in.Time)
 	}
-	if err == nil && n.agree != nil && f.Kind != wire.KindEpochRefused && f.Kind != wire.KindConfig {
+	if err == nil && n.agree != nil && !nodeKind(f.Kind) {
 		// Configuration agreement (agree.go): after the checks of what
-		// the frame claims, before anything is recorded.
+		// the frame claims, before anything is recorded. The node's own
+		// kinds pass: a member whose configuration differs still
+		// announces it, and still answers a status query.
 		err = n.agreeAdmit(&f, in.Time)
 	}
 	if err == nil {
@@ -351,14 +374,24 @@ func (n *Node) Receive(in Inbound) error {
 		// know what every frame told.
 		n.vector.Merge(vector)
 	}
-	if f.Kind == wire.KindEpochRefused || f.Kind == wire.KindConfig {
+	if nodeKind(f.Kind) {
 		// The node's own business: the core never sees it.
-		if announced != nil {
+		var err error
+		switch {
+		case announced != nil:
 			if n.agree != nil {
 				n.configReceived(&f, announced, in.Time)
 			}
-		} else {
-			n.epochRefused(refusal)
+		case query != nil:
+			err = n.statusQueried(&f, query, in.Time)
+		case report != nil:
+			err = n.statusReported(&f, report, in.Time)
+		default:
+			n.epochRefused(*refusal)
+		}
+		if err != nil {
+			n.refuse(&f, reasonOf(err))
+			return err
 		}
 		n.stats.in(f.Kind)
 		if n.rec != nil {
@@ -468,6 +501,9 @@ func (n *Node) Answer(in Inbound, buf []byte) (s Send, handled bool, err error) 
 // sees a long pause, which every core survives.
 func (n *Node) Tick(now time.Time) {
 	n.ticked, n.lastTick, n.now = true, now, now
+	if len(n.queries.pending) > 0 {
+		n.expireClusterQueries(now)
+	}
 	if n.agree != nil {
 		n.agreeTick(now)
 		if n.agree.standing != StandingAgreed {
@@ -900,6 +936,17 @@ func fromMember(addr netip.AddrPort, in Inbound) bool {
 	return in.From == addr
 }
 
+// nodeKind says whether frames of kind k are the node's own business,
+// never the core's: epoch refusals, configuration announcements, status
+// queries and their answers.
+func nodeKind(k wire.Kind) bool {
+	switch k {
+	case wire.KindEpochRefused, wire.KindConfig, wire.KindStatusQuery, wire.KindStatusReport:
+		return true
+	}
+	return false
+}
+
 // reasonOf is the drop reason of an error from Receive's own checks.
 func reasonOf(err error) string {
 	for _, r := range [...]struct {
@@ -916,6 +963,8 @@ func reasonOf(err error) string {
 		{ErrConfigUnverified, "config_unverified"},
 		{ErrSteppedBack, "stepped_back"},
 		{ErrStarting, "starting"},
+		{ErrStatusLimited, "status_limited"},
+		{ErrStatusUnsolicited, "status_unsolicited"},
 	} {
 		if errors.Is(err, r.err) {
 			return r.reason

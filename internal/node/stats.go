@@ -9,7 +9,9 @@ import (
 // Stats counts frames by kind and drops by reason. Reasons are short stable
 // labels (wire.Reason, plus "unknown_member", "wrong_source",
 // "implausible_seq", "pre_restart", "lamport_ahead", "bad_vector", "unsaved",
-// "rejected_<kind>", "bad_destination", "unsent_<kind>", "datagram_rejected")
+// "rejected_<kind>", "bad_destination", "unsent_<kind>", "datagram_rejected",
+// configuration agreement's, and the status queries' "status_limited",
+// "status_unsolicited", "status_report_trimmed", "unsent_status_report")
 // so that status and metrics can show them as they are.
 type Stats struct {
 	FramesIn     map[string]uint64 `json:"frames_in"`  // accepted frames by kind

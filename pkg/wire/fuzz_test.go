@@ -226,3 +226,43 @@ func FuzzConfigAnnounce(f *testing.F) {
 		}
 	})
 }
+
+func FuzzStatusQuery(f *testing.F) {
+	b, _ := StatusQuery{ID: 42}.AppendBinary(nil)
+	f.Add(b)
+	f.Add(b[:20])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var q StatusQuery
+		if err := q.UnmarshalBinary(b); err != nil {
+			requireDecodeError(t, err)
+			return
+		}
+		if out, _ := q.AppendBinary(nil); !bytes.Equal(out, b) {
+			t.Fatalf("round trip % x -> % x", b, out)
+		}
+	})
+}
+
+func FuzzStatusReport(f *testing.F) {
+	b, err := testStatusReport().AppendBinary(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte{})
+	f.Add(b[:70])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r StatusReport
+		if err := r.UnmarshalBinary(b); err != nil {
+			requireDecodeError(t, err)
+			return
+		}
+		out, err := r.AppendBinary(nil)
+		if err != nil {
+			t.Fatalf("decoded report does not encode: %v", err)
+		}
+		if !bytes.Equal(out, b) {
+			t.Fatalf("round trip % x -> % x", b, out)
+		}
+	})
+}

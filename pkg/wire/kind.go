@@ -190,6 +190,14 @@ const (
 	// that does not know the kind (an older build) drops it as
 	// unknown_kind and runs as before.
 	KindConfig Kind = 120
+	// KindStatusQuery asks a member for its row of the whole lab's table,
+	// `X status --cluster` (payload: StatusQuery, padded so that no answer
+	// is twice its size). A node answers only members, at most a few a
+	// second each; one that does not know the kind (an older build) drops
+	// it as unknown_kind, and its row says it did not answer.
+	KindStatusQuery Kind = 121
+	// KindStatusReport answers a KindStatusQuery (payload: StatusReport).
+	KindStatusReport Kind = 122
 )
 
 func itoa(n int) string {

@@ -203,6 +203,8 @@ var registry = []KindInfo{
 
 	// 120-129 the node's own.
 	{Kind: KindConfig, Name: "config", New: newPayload[ConfigAnnounce], Class: ClassHeartbeat},
+	{Kind: KindStatusQuery, Name: "status_query", New: newPayload[StatusQuery]},
+	{Kind: KindStatusReport, Name: "status_report", New: newPayload[StatusReport]},
 }
 
 // byKind indexes registry by number; nil where no kind is registered.
