@@ -13,6 +13,7 @@ import (
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -59,13 +60,9 @@ func reason(err error) string { return rejectLabels.Of(err, "payload_"+wire.Reas
 
 // Event names. Args are slog-style.
 const (
-	// EventGranted, EventRenewed, EventLost, EventReleased: a request of
-	// this member's clients ("request", "lock", "fence"; granted: "lease",
-	// "expires", "term"; lost: "reason").
-	EventGranted  = "lock_granted"
-	EventRenewed  = "lock_renewed"
-	EventLost     = "lock_lost"
-	EventReleased = "lock_released"
+	// Besides mutex.EventGranted ("mode", "term"), EventRenewed,
+	// EventLost and EventReleased:
+	//
 	// EventCoordinating: this member coordinates a new term ("term",
 	// "hold": the longest it waits before granting).
 	EventCoordinating = "central_coordinating"
@@ -416,27 +413,13 @@ func (c *Core) follow() {
 }
 
 // drain moves the table's outcomes to the core's, each reported as an
-// event too (for logs and hooks), in the order they happened.
+// event too (for logs and hooks), in the order they happened; a request
+// that ended is no longer renewed or listed in syncs.
 func (c *Core) drain() {
-	for _, o := range c.reqs.Outcomes() {
-		c.outcomes = append(c.outcomes, o)
-		switch o := o.(type) {
-		case mutex.Granted:
-			c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence),
-				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "mode", o.Mode.String(), "lease", o.Lease, "expires", o.Expires, "term", o.Epoch)
-		case mutex.Renewed:
-			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
-		case mutex.Lost:
-			delete(c.fol.renewing, o.ID)
-			delete(c.fol.listed, o.ID)
-			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
-				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
-		case mutex.Released:
-			delete(c.fol.renewing, o.ID)
-			delete(c.fol.listed, o.ID)
-			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
-		}
-	}
+	mutexcount.Drain(c.reqs, &c.outcomes, &c.events, mutexcount.Grants{Mode: true, Epoch: "term"}, func(id mutex.RequestID) {
+		delete(c.fol.renewing, id)
+		delete(c.fol.listed, id)
+	})
 }
 
 // msDown is d in whole milliseconds, rounded down (a lease cut to end by

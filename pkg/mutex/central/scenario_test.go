@@ -68,7 +68,7 @@ type scenarioRun struct {
 // printed are the events a script shows.
 var printed = map[string]bool{
 	elect.EventElected: true, central.EventCoordinating: true, central.EventReady: true,
-	central.EventGranted: true, central.EventRenewed: true, central.EventReleased: true, central.EventLost: true,
+	mutex.EventGranted: true, mutex.EventRenewed: true, mutex.EventReleased: true, mutex.EventLost: true,
 	central.EventFencesExhausted: true, "sim.crash": true, "sim.restart": true,
 }
 

@@ -88,14 +88,14 @@ func TestReadersGrantedTogetherShareAFence(t *testing.T) {
 	released := map[uint32]time.Duration{}
 	fences := map[uint32][]uint64{}
 	for _, e := range s.Events()[from:] {
-		if e.Name != central.EventGranted && e.Name != central.EventReleased {
+		if e.Name != mutex.EventGranted && e.Name != mutex.EventReleased {
 			continue
 		}
 		f, _ := e.Arg("fence")
 		fence := f.(uint64)
 		who := e.Name + " n" + string(rune('0'+e.Node))
 		res.access(who, fence)
-		if e.Name == central.EventGranted {
+		if e.Name == mutex.EventGranted {
 			fences[e.Node] = append(fences[e.Node], fence)
 			granted[e.Node] = e.At
 		} else if _, ok := released[e.Node]; !ok {

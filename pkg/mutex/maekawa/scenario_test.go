@@ -253,7 +253,7 @@ func (r *replay) flush(out *strings.Builder) {
 		switch e.Name {
 		case maekawa.EventFrame:
 			r.log = append(r.log, fmt.Sprintf("%8v %d->%d %s", e.At, e.Node, arg(e, "to"), frameText(e)))
-		case maekawa.EventGranted, maekawa.EventReleased, maekawa.EventLost, "sim.crash", "sim.restart":
+		case mutex.EventGranted, mutex.EventReleased, mutex.EventLost, "sim.crash", "sim.restart":
 			r.log = append(r.log, fmt.Sprintf("%8v %d: %s", e.At, e.Node, strings.TrimPrefix(eventText(e), "sim.")))
 		}
 	}

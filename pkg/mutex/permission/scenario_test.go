@@ -20,6 +20,7 @@ import (
 	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/wire"
@@ -257,8 +258,8 @@ func (sc *scene) flush() {
 	evs := sc.s.Events()
 	for _, e := range evs[sc.seen:] {
 		switch e.Name {
-		case permission.EventGranted, permission.EventReleased, permission.EventLost, permission.EventRenewed,
-			permission.EventMemberDown, permission.EventMemberUp, permission.EventRejoined, permission.EventReissued,
+		case mutex.EventGranted, mutex.EventReleased, mutex.EventLost, mutex.EventRenewed,
+			liveness.EventMemberDown, liveness.EventMemberUp, permission.EventRejoined, permission.EventReissued,
 			permission.EventLinkDown, permission.EventLinkUp, permission.EventUnconfirmed, permission.EventMemberHeard,
 			"sim.crash", "sim.restart", "sim.cut", "sim.heal":
 		default:

@@ -11,6 +11,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/delivery"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 	"github.com/synclab/synclab/pkg/quorum"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -197,7 +198,7 @@ type probe struct {
 }
 
 // Acquire queues r at local time now (mutex.Algorithm). The grant arrives
-// as a mutex.Granted outcome (and EventGranted) with the returned ID.
+// as a mutex.Granted outcome (and mutex.EventGranted) with the returned ID.
 func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
 	c.observe(now)
 	if _, err := c.reqs.Check(c.self, r); err != nil {
@@ -307,21 +308,7 @@ func (c *Core) lose(l *lock, why mutex.LossReason) {
 // drain moves the table's outcomes to the core's, each reported as an
 // event too (for logs and hooks), in the order they happened.
 func (c *Core) drain() {
-	for _, o := range c.reqs.Outcomes() {
-		c.outcomes = append(c.outcomes, o)
-		switch o := o.(type) {
-		case mutex.Granted:
-			c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence),
-				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "lease", o.Lease, "expires", o.Expires, "generation", o.Epoch)
-		case mutex.Renewed:
-			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
-		case mutex.Lost:
-			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
-				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
-		case mutex.Released:
-			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
-		}
-	}
+	mutexcount.Drain(c.reqs, &c.outcomes, &c.events, mutexcount.Grants{Epoch: "generation"}, nil)
 }
 
 // confirmed says whether a grant or renewal may happen now: the token was

@@ -116,7 +116,7 @@ func (r *scenarioRing) flush(id uint32) {
 	}
 	for _, e := range rd.Events {
 		switch e.Name {
-		case tokenring.EventGranted, tokenring.EventRenewed, tokenring.EventLost, tokenring.EventReleased:
+		case mutex.EventGranted, mutex.EventRenewed, mutex.EventLost, mutex.EventReleased:
 			continue // shown as outcomes
 		}
 		fmt.Fprintf(r.out, "%s %d %s", r.at(), id, e.Name)
