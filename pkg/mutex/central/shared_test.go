@@ -1,7 +1,6 @@
 package central_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +36,7 @@ func (f *fencedResource) access(who string, fence uint64) {
 // lock's rightful holder; readers together share one fence, and the next
 // writer's is above it.
 func TestReadersGrantedTogetherShareAFence(t *testing.T) {
-	r := &scenarioRun{t: t, out: &strings.Builder{}, reqs: map[string]mutex.RequestID{}}
+	r := &scenarioRun{t: t}
 	r.newCluster(4, nil)
 	s := r.s
 	s.Run(4 * time.Second)

@@ -1,0 +1,277 @@
+// Package mutexscript replays mutual-exclusion scenario scripts
+// (internal/scenario) on the simulator (internal/sim) with fixed per-link
+// delays and exact clocks, so that a script reproduces one interleaving of
+// the notes, the same on every run, and its trace can be drawn
+// (internal/diagram). It is the twin of internal/electscript; every lock
+// core that runs on the simulator uses it for its testdata/scenarios
+// (central, ricartagrawala and lamport, maekawa and majority); it exists
+// for tests only.
+//
+// Commands (each prints what it caused, at its true time, as the
+// algorithm's Setup.Event writes it):
+//
+//	cluster ARGS...             the members and their cores, as the algorithm's
+//	                            Setup.New reads ARGS; a script may start a new
+//	                            cluster (the last one is drawn first)
+//	run D                       advance the simulation by D
+//	acquire ID LOCK [shared]    a client of member ID asks for LOCK
+//	release ID LOCK|REQ         that client releases (or withdraws) its request
+//	                            for LOCK, or request number REQ
+//	renew ID LOCK|REQ           that client renews its grant (the lease it has)
+//	crash ID | restart ID       stop a member (its disk survives) / start it again
+//	isolate ID                  cut every link to and from ID
+//	cut A B                     cut the link between A and B, both ways
+//	heal                        restore every link
+//	counts                      frames delivered by kind since the last counts
+//	                            (Setup.Kinds), where any was
+//
+// and the algorithm's own (Setup.Commands: a status, a Lamport clock
+// moved). Every run records the members' traces (as `mutexd --trace`
+// writes them) and draws them: a run that cannot be drawn fails. With
+// -mutexscript.out DIR the traces and drawings (SVG, HTML) are written to
+// DIR.
+package mutexscript
+
+import (
+	"flag"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/diagram"
+	"github.com/synclab/synclab/internal/scenario"
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// Out is the -mutexscript.out flag: where to write each script's traces
+// and drawings.
+var Out = flag.String("mutexscript.out", "", "write the traces, SVG and HTML of every mutex scenario script into this `DIR`")
+
+// Cluster is what a cluster command starts.
+type Cluster struct {
+	Members []uint32
+	// New is member id's core.
+	New func(id uint32, env core.Env) (mutex.Algorithm, error)
+	// Delay is every link's delay (0: 1ms).
+	Delay time.Duration
+	// Start is the simulation's start (zero: the simulator's default).
+	Start time.Time
+}
+
+// Setup is what a script needs of one algorithm.
+type Setup struct {
+	// New reads the cluster command (a.F[0] is "cluster").
+	New func(r *Script, a scenario.Args) Cluster
+	// Event is the line an event of the run prints, or false to leave it
+	// out.
+	Event func(r *Script, e sim.Event) (string, bool)
+	// Prefix begins a line the harness prints for member id at d since the
+	// start: a request taken, an operator call refused.
+	Prefix func(d time.Duration, id uint32) string
+	// ShowRequests prints every request an acquire takes (scripts that
+	// release by number).
+	ShowRequests bool
+	// Kinds: the kinds counts reports, in this order; Name shortens a
+	// kind's name there (nil: as it is).
+	Kinds []wire.Kind
+	Name  func(wire.Kind) string
+	// Commands are the algorithm's own commands (they may replace one of
+	// the above, counts); the events before one are printed first.
+	Commands map[string]func(r *Script, a scenario.Args)
+	// OnSend sees every frame sent (sim.OnSend), for an algorithm that
+	// prints or counts them.
+	OnSend func(r *Script, f sim.SentFrame)
+}
+
+// Script is one script's run.
+type Script struct {
+	T   *testing.T
+	S   *sim.Sim // the current cluster
+	Out *strings.Builder
+
+	setup  Setup
+	seen   int
+	reqs   map[string]mutex.RequestID // "ID/LOCK" -> its latest request
+	traces *diagram.SimTraces
+	drawn  int
+}
+
+// Core is member id's core.
+func (r *Script) Core(id uint32) mutex.Algorithm { return r.S.Core(id).(mutex.Algorithm) }
+
+// Printf writes to the script's output.
+func (r *Script) Printf(format string, args ...any) { fmt.Fprintf(r.Out, format, args...) }
+
+// Flush prints the events since the last flush, as Setup.Event writes
+// them.
+func (r *Script) Flush() {
+	evs := r.S.Events()
+	for _, e := range evs[r.seen:] {
+		if line, ok := r.setup.Event(r, e); ok {
+			r.Out.WriteString(line + "\n")
+		}
+	}
+	r.seen = len(evs)
+}
+
+// Run executes script and returns it with every command's output
+// regenerated; a script is deterministic.
+func Run(t *testing.T, script string, setup Setup) string {
+	t.Helper()
+	r := &Script{T: t, Out: &strings.Builder{}, setup: setup}
+	lines, cmds := scenario.Commands(script)
+	for i, line := range lines {
+		r.Out.WriteString(line + "\n")
+		f := cmds[i]
+		if f == nil {
+			continue
+		}
+		a := scenario.Args{T: t, Line: line, F: f}
+		if f[0] != "cluster" && r.S == nil {
+			t.Fatalf("%q before cluster", line)
+		}
+		if own, ok := setup.Commands[f[0]]; ok {
+			r.Flush()
+			own(r, a)
+		} else {
+			r.command(a)
+		}
+		r.Flush()
+		r.Out.WriteString("\n")
+	}
+	r.draw()
+	return r.Out.String()
+}
+
+func (r *Script) command(a scenario.Args) {
+	f := a.F
+	switch f[0] {
+	case "cluster":
+		r.draw()
+		r.start(a)
+	case "run":
+		r.S.Run(a.Duration(1))
+	case "acquire":
+		id, lock := a.ID(1), a.F[2]
+		mode := mutex.Exclusive
+		if len(f) > 3 && f[3] == "shared" {
+			mode = mutex.Shared
+		}
+		r.do(id, "acquire", func(c mutex.Algorithm, now time.Time) error {
+			req, err := c.Acquire(now, mutex.Request{Lock: lock, Mode: mode, Client: "script"})
+			if err == nil {
+				r.reqs[fmt.Sprintf("%d/%s", id, lock)] = req
+				if r.setup.ShowRequests {
+					r.Printf("%s request=%d lock=%s\n", r.setup.Prefix(r.S.Elapsed(), id), req, lock)
+				}
+			}
+			return err
+		})
+	case "release":
+		id, req := a.ID(1), r.request(a)
+		r.do(id, "release", func(c mutex.Algorithm, now time.Time) error { return c.Release(now, req) })
+	case "renew":
+		id, req := a.ID(1), r.request(a)
+		r.do(id, "renew", func(c mutex.Algorithm, now time.Time) error { return c.Renew(now, req, 0) })
+	case "crash":
+		r.S.Crash(a.ID(1))
+	case "restart":
+		r.S.Restart(a.ID(1))
+	case "isolate":
+		r.S.Isolate(a.ID(1))
+	case "cut":
+		r.S.Cut(a.ID(1), a.ID(2))
+		r.S.Cut(a.ID(2), a.ID(1))
+	case "heal":
+		r.S.Heal()
+	case "counts":
+		var parts []string
+		for _, k := range r.setup.Kinds {
+			if n := r.S.Delivered(k); n > 0 {
+				name := k.String()
+				if r.setup.Name != nil {
+					name = r.setup.Name(k)
+				}
+				parts = append(parts, fmt.Sprintf("%s=%d", name, n))
+			}
+		}
+		r.Out.WriteString(strings.Join(parts, " ") + "\n")
+		r.S.ResetCounts()
+	default:
+		r.T.Fatalf("unknown command %q", a.Line)
+	}
+}
+
+// request is argument 2 of a release or renew: the member's latest
+// request for that lock, or a request number.
+func (r *Script) request(a scenario.Args) mutex.RequestID {
+	if req, ok := r.reqs[fmt.Sprintf("%d/%s", a.ID(1), a.F[2])]; ok {
+		return req
+	}
+	n, err := strconv.ParseUint(a.F[2], 10, 64)
+	if err != nil {
+		r.T.Fatalf("%q: no request for lock %q at member %d", a.Line, a.F[2], a.ID(1))
+	}
+	return mutex.RequestID(n)
+}
+
+// do calls an operator call on member id's core; a refusal is printed.
+func (r *Script) do(id uint32, what string, fn func(c mutex.Algorithm, now time.Time) error) {
+	refused := func(err error) {
+		r.Printf("%s %s: %v\n", r.setup.Prefix(r.S.Elapsed(), id), what, err)
+	}
+	if err := r.S.Do(id, func(c core.Core) {
+		if err := fn(c.(mutex.Algorithm), r.S.Clock(id).Now()); err != nil {
+			refused(err)
+		}
+	}); err != nil {
+		refused(err)
+	}
+}
+
+func (r *Script) start(a scenario.Args) {
+	r.S = NewSim(r.T, r.setup.New(r, a))
+	r.seen, r.reqs = 0, map[string]mutex.RequestID{}
+	r.traces = diagram.RecordSim(r.T, r.S, "mutexd")
+	if r.setup.OnSend != nil {
+		r.S.OnSend(func(f sim.SentFrame) { r.setup.OnSend(r, f) })
+	}
+	r.S.Start()
+}
+
+// NewSim is cl on the simulator, not started: seed 1, every link's delay
+// fixed, exact clocks. Tests that drive a scenario's cluster by hand
+// start it themselves.
+func NewSim(t testing.TB, cl Cluster) *sim.Sim {
+	if cl.Delay == 0 {
+		cl.Delay = time.Millisecond
+	}
+	s := sim.New(sim.Config{Seed: 1, Start: cl.Start, DefaultLink: sim.LinkConfig{Delay: cl.Delay}})
+	for _, id := range cl.Members {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			c, err := cl.New(id, env)
+			if err != nil {
+				t.Fatalf("member %d: %v", id, err)
+			}
+			return c
+		}, clock.SimConfig{})
+	}
+	return s
+}
+
+// draw draws the current cluster's run, if any (a script's clusters are
+// numbered from 1 in the files' names).
+func (r *Script) draw() {
+	if r.S == nil {
+		return
+	}
+	r.drawn++
+	r.traces.Draw(r.T, r.S, *Out, fmt.Sprintf("%s-%d", strings.ReplaceAll(r.T.Name(), "/", "-"), r.drawn))
+}
