@@ -11,15 +11,15 @@ import (
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/lamport"
-	"github.com/synclab/synclab/pkg/mutex/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/ricartagrawala"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
 var factories = []mutex.Factory{ricartagrawala.Factory, lamport.Factory}
 
-// TestOracle: both algorithms keep the generic oracle (pkg/mutex/mutextest:
+// TestOracle: both algorithms keep the generic oracle (pkg/mutex/internal/mutextest:
 // exclusion in real time, fences above every earlier grant, every request
 // granted once the faults stop) on 3 to 7 members over lossy links, with
 // the faults they claim to survive (crashes and restarts of the holder and
