@@ -3,8 +3,10 @@
 // delays and exact clocks, so that a script reproduces one interleaving of
 // the notes, the same on every run, and its trace can be drawn
 // (internal/diagram). It is the twin of internal/electscript; every lock
-// core that runs on the simulator uses it for its testdata/scenarios
-// (central, ricartagrawala and lamport, maekawa and majority); it exists
+// core uses it for its testdata/scenarios: central, ricartagrawala and
+// lamport, maekawa and majority on the simulator, the token ring on its
+// own network (Setup.Net: members ticked only at their deadlines, a frame
+// of a kind dropped, a member paused with its frames waiting). It exists
 // for tests only.
 //
 // Commands (each prints what it caused, at its true time, as the
@@ -19,9 +21,9 @@
 //	                            for LOCK, or request number REQ
 //	renew ID LOCK|REQ           that client renews its grant (the lease it has)
 //	crash ID | restart ID       stop a member (its disk survives) / start it again
-//	isolate ID                  cut every link to and from ID
-//	cut A B                     cut the link between A and B, both ways
-//	heal                        restore every link
+//	isolate ID                  cut every link to and from ID (the simulator)
+//	cut A B                     cut the link between A and B, both ways (idem)
+//	heal                        restore every link (idem)
 //	counts                      frames delivered by kind since the last counts
 //	                            (Setup.Kinds), where any was
 //
@@ -65,12 +67,37 @@ type Cluster struct {
 	Start time.Time
 }
 
+// Net is a cluster a script drives: the simulator's (Setup.New) or an
+// algorithm's own network (Setup.Net).
+type Net interface {
+	// Elapsed is the time since the start.
+	Elapsed() time.Duration
+	// Run lets d pass.
+	Run(d time.Duration)
+	// Do calls f with member id's core and its clock's reading, then
+	// hands what the core wants done to the network.
+	Do(id uint32, f func(c mutex.Algorithm, now time.Time)) error
+	// Crash stops member id (its disk survives); Restart starts it again.
+	Crash(id uint32)
+	Restart(id uint32)
+	// Delivered is the frames of kind k delivered since ResetCounts.
+	Delivered(k wire.Kind) uint64
+	ResetCounts()
+	// Draw lays out the run's traces (a run that cannot be drawn fails t)
+	// and, with dir set, writes them and the drawing there under name.
+	Draw(t testing.TB, dir, name string)
+}
+
 // Setup is what a script needs of one algorithm.
 type Setup struct {
-	// New reads the cluster command (a.F[0] is "cluster").
+	// New reads the cluster command (a.F[0] is "cluster") and returns the
+	// cluster to run on the simulator.
 	New func(r *Script, a scenario.Args) Cluster
-	// Event is the line an event of the run prints, or false to leave it
-	// out.
+	// Net, instead of New, reads the cluster command and returns the
+	// algorithm's own network, which prints what happens itself.
+	Net func(r *Script, a scenario.Args) Net
+	// Event is the line an event of a simulated run prints, or false to
+	// leave it out.
 	Event func(r *Script, e sim.Event) (string, bool)
 	// Prefix begins a line the harness prints for member id at d since the
 	// start: a request taken, an operator call refused.
@@ -93,17 +120,17 @@ type Setup struct {
 // Script is one script's run.
 type Script struct {
 	T   *testing.T
-	S   *sim.Sim // the current cluster
+	N   Net      // the current cluster
+	S   *sim.Sim // the current cluster, when it is the simulator's
 	Out *strings.Builder
 
-	setup  Setup
-	seen   int
-	reqs   map[string]mutex.RequestID // "ID/LOCK" -> its latest request
-	traces *diagram.SimTraces
-	drawn  int
+	setup Setup
+	seen  int
+	reqs  map[string]mutex.RequestID // "ID/LOCK" -> its latest request
+	drawn int
 }
 
-// Core is member id's core.
+// Core is member id's core on the simulator.
 func (r *Script) Core(id uint32) mutex.Algorithm { return r.S.Core(id).(mutex.Algorithm) }
 
 // Printf writes to the script's output.
@@ -112,6 +139,9 @@ func (r *Script) Printf(format string, args ...any) { fmt.Fprintf(r.Out, format,
 // Flush prints the events since the last flush, as Setup.Event writes
 // them.
 func (r *Script) Flush() {
+	if r.S == nil {
+		return
+	}
 	evs := r.S.Events()
 	for _, e := range evs[r.seen:] {
 		if line, ok := r.setup.Event(r, e); ok {
@@ -134,7 +164,7 @@ func Run(t *testing.T, script string, setup Setup) string {
 			continue
 		}
 		a := scenario.Args{T: t, Line: line, F: f}
-		if f[0] != "cluster" && r.S == nil {
+		if f[0] != "cluster" && r.N == nil {
 			t.Fatalf("%q before cluster", line)
 		}
 		if own, ok := setup.Commands[f[0]]; ok {
@@ -157,7 +187,7 @@ func (r *Script) command(a scenario.Args) {
 		r.draw()
 		r.start(a)
 	case "run":
-		r.S.Run(a.Duration(1))
+		r.N.Run(a.Duration(1))
 	case "acquire":
 		id, lock := a.ID(1), a.F[2]
 		mode := mutex.Exclusive
@@ -169,7 +199,7 @@ func (r *Script) command(a scenario.Args) {
 			if err == nil {
 				r.reqs[fmt.Sprintf("%d/%s", id, lock)] = req
 				if r.setup.ShowRequests {
-					r.Printf("%s request=%d lock=%s\n", r.setup.Prefix(r.S.Elapsed(), id), req, lock)
+					r.Printf("%s request=%d lock=%s\n", r.setup.Prefix(r.N.Elapsed(), id), req, lock)
 				}
 			}
 			return err
@@ -181,20 +211,26 @@ func (r *Script) command(a scenario.Args) {
 		id, req := a.ID(1), r.request(a)
 		r.do(id, "renew", func(c mutex.Algorithm, now time.Time) error { return c.Renew(now, req, 0) })
 	case "crash":
-		r.S.Crash(a.ID(1))
+		r.N.Crash(a.ID(1))
 	case "restart":
-		r.S.Restart(a.ID(1))
-	case "isolate":
-		r.S.Isolate(a.ID(1))
-	case "cut":
-		r.S.Cut(a.ID(1), a.ID(2))
-		r.S.Cut(a.ID(2), a.ID(1))
-	case "heal":
-		r.S.Heal()
+		r.N.Restart(a.ID(1))
+	case "isolate", "cut", "heal":
+		if r.S == nil {
+			r.T.Fatalf("%q: only on the simulator", a.Line)
+		}
+		switch f[0] {
+		case "isolate":
+			r.S.Isolate(a.ID(1))
+		case "cut":
+			r.S.Cut(a.ID(1), a.ID(2))
+			r.S.Cut(a.ID(2), a.ID(1))
+		default:
+			r.S.Heal()
+		}
 	case "counts":
 		var parts []string
 		for _, k := range r.setup.Kinds {
-			if n := r.S.Delivered(k); n > 0 {
+			if n := r.N.Delivered(k); n > 0 {
 				name := k.String()
 				if r.setup.Name != nil {
 					name = r.setup.Name(k)
@@ -203,7 +239,7 @@ func (r *Script) command(a scenario.Args) {
 			}
 		}
 		r.Out.WriteString(strings.Join(parts, " ") + "\n")
-		r.S.ResetCounts()
+		r.N.ResetCounts()
 	default:
 		r.T.Fatalf("unknown command %q", a.Line)
 	}
@@ -225,10 +261,10 @@ func (r *Script) request(a scenario.Args) mutex.RequestID {
 // do calls an operator call on member id's core; a refusal is printed.
 func (r *Script) do(id uint32, what string, fn func(c mutex.Algorithm, now time.Time) error) {
 	refused := func(err error) {
-		r.Printf("%s %s: %v\n", r.setup.Prefix(r.S.Elapsed(), id), what, err)
+		r.Printf("%s %s: %v\n", r.setup.Prefix(r.N.Elapsed(), id), what, err)
 	}
-	if err := r.S.Do(id, func(c core.Core) {
-		if err := fn(c.(mutex.Algorithm), r.S.Clock(id).Now()); err != nil {
+	if err := r.N.Do(id, func(c mutex.Algorithm, now time.Time) {
+		if err := fn(c, now); err != nil {
 			refused(err)
 		}
 	}); err != nil {
@@ -237,14 +273,30 @@ func (r *Script) do(id uint32, what string, fn func(c mutex.Algorithm, now time.
 }
 
 func (r *Script) start(a scenario.Args) {
-	r.S = NewSim(r.T, r.setup.New(r, a))
 	r.seen, r.reqs = 0, map[string]mutex.RequestID{}
-	r.traces = diagram.RecordSim(r.T, r.S, "mutexd")
+	if r.setup.Net != nil {
+		r.S, r.N = nil, r.setup.Net(r, a)
+		return
+	}
+	r.S = NewSim(r.T, r.setup.New(r, a))
+	r.N = &simNet{Sim: r.S, traces: diagram.RecordSim(r.T, r.S, "mutexd")}
 	if r.setup.OnSend != nil {
 		r.S.OnSend(func(f sim.SentFrame) { r.setup.OnSend(r, f) })
 	}
 	r.S.Start()
 }
+
+// simNet is the simulator as a script's Net.
+type simNet struct {
+	*sim.Sim
+	traces *diagram.SimTraces
+}
+
+func (n *simNet) Do(id uint32, f func(c mutex.Algorithm, now time.Time)) error {
+	return n.Sim.Do(id, func(c core.Core) { f(c.(mutex.Algorithm), n.Clock(id).Now()) })
+}
+
+func (n *simNet) Draw(t testing.TB, dir, name string) { n.traces.Draw(t, n.Sim, dir, name) }
 
 // NewSim is cl on the simulator, not started: seed 1, every link's delay
 // fixed, exact clocks. Tests that drive a scenario's cluster by hand
@@ -269,9 +321,9 @@ func NewSim(t testing.TB, cl Cluster) *sim.Sim {
 // draw draws the current cluster's run, if any (a script's clusters are
 // numbered from 1 in the files' names).
 func (r *Script) draw() {
-	if r.S == nil {
+	if r.N == nil {
 		return
 	}
 	r.drawn++
-	r.traces.Draw(r.T, r.S, *Out, fmt.Sprintf("%s-%d", strings.ReplaceAll(r.T.Name(), "/", "-"), r.drawn))
+	r.N.Draw(r.T, *Out, fmt.Sprintf("%s-%d", strings.ReplaceAll(r.T.Name(), "/", "-"), r.drawn))
 }
