@@ -128,11 +128,10 @@ type Core struct {
 	members  []uint32 // sorted
 	majority int
 
-	el         elect.Elector
-	electState []byte
-	durable    core.Durable
-	inc        uint32 // this run's incarnation
-	lastLed    uint64 // the last term coordinated, in any run
+	el      elect.Embedded // the election, its state saved inside this core's
+	durable core.Durable
+	inc     uint32 // this run's incarnation
+	lastLed uint64 // the last term coordinated, in any run
 	// ledTerm and ledCount: the term this run coordinated last, and how
 	// many fences it had granted in it when it stopped.
 	ledTerm, ledCount uint64
@@ -197,7 +196,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		return nil, fmt.Errorf("%w: election: %w", ErrConfig, err)
 	}
 	c := &Core{cfg: cfg, self: env.ID, members: members, majority: len(members)/2 + 1,
-		el: el, electState: saved.Election, inc: saved.Incarnation + 1, lastLed: saved.LastLed,
+		el: elect.Embedded{Elector: el, State: saved.Election}, inc: saved.Incarnation + 1, lastLed: saved.LastLed,
 		now: env.Now, counters: map[string]uint64{}}
 	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: env.ID, Members: len(members), Shared: true,
 		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: min(cfg.MaxQueue, wire.MaxSyncEntries), MaxLocks: cfg.MaxLocks}); err != nil {
@@ -212,7 +211,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 func (c *Core) Config() Config { return c.cfg }
 
 // Election returns the coordinator election.
-func (c *Core) Election() elect.Elector { return c.el }
+func (c *Core) Election() elect.Elector { return c.el.Elector }
 
 // Incarnation is this run's incarnation.
 func (c *Core) Incarnation() uint32 { return c.inc }
@@ -338,15 +337,12 @@ func (c *Core) Deadline() time.Time {
 // incarnation, the last term coordinated and the election's state:
 // persist it before sending.
 func (c *Core) Ready() core.Ready {
-	rd := c.el.Ready()
-	c.el.Changes()
-	if rd.State != nil {
-		c.electState = rd.State
+	rd, changed, _ := c.el.Drain()
+	if changed {
 		c.durable.Change(true)
 	}
-	rd.State, rd.Promise = nil, false
 	c.durable.Ready(&rd, func() []byte {
-		return encodeState(Saved{Incarnation: c.inc, LastLed: c.lastLed, Election: c.electState})
+		return encodeState(Saved{Incarnation: c.inc, LastLed: c.lastLed, Election: c.el.State})
 	})
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Events = append(rd.Events, c.events...)
@@ -357,9 +353,7 @@ func (c *Core) Ready() core.Ready {
 // Advance is the driver's report on the last Ready (core.Advancer), for
 // this core's state and the election's inside it.
 func (c *Core) Advance(saved bool) {
-	if a, ok := c.el.(core.Advancer); ok {
-		a.Advance(saved)
-	}
+	c.el.Advance(saved)
 	c.durable.Advance(saved)
 }
 
