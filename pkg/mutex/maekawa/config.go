@@ -22,7 +22,7 @@ type Config struct {
 	Members []uint32
 
 	// Quorum selects the majority quorum of coordinators (the notes';
-	// pkg/mutex/majority) when > 0: every member is a coordinator, a
+	// mutexd's majority, MajorityFactory) when > 0: every member is a coordinator, a
 	// request asks all of them and holds with Quorum grants (it must be
 	// more than half the members, or two holders could both reach it);
 	// coordinators queue exclusive requests as Maekawa's voters do and
