@@ -27,12 +27,7 @@ func ConfigFor(v Variant, env core.Env, opt mutex.Options) (Config, error) {
 	cfg := DefaultLANConfig()
 	cfg.Variant, cfg.ID, cfg.Members = v, env.ID, env.Members
 	cfg.Persisted, cfg.Lamport = env.State, env.Lamport
-	if opt.Lease != 0 {
-		cfg.MaxLease = opt.Lease
-	}
-	if opt.MinLease != 0 {
-		cfg.MinLease = opt.MinLease
-	}
+	opt.Leases(&cfg.MaxLease, &cfg.MinLease)
 	if opt.Heartbeat != 0 {
 		cfg.HeartbeatInterval = opt.Heartbeat
 	}
