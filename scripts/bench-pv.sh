@@ -2,7 +2,7 @@
 # bench-pv.sh: `bench.sh pv`, the course notes' P_v experiment (sourced by
 # bench.sh, which defines die, log and the dispatcher).
 
-# bench_pv runs pkg/mutex/majority's TestPvExperiment on the simulator:
+# bench_pv runs pkg/mutex/maekawa's TestPvExperiment (the majority quorum) on the simulator:
 # the majority quorum with coordinators restarted at a rate, in three
 # arms (votes forgotten; forgotten but a lease's wait after a restart;
 # on disk), the measured violation rate beside the notes' formula. No root, no lab: the simulator is the ground truth.
@@ -28,7 +28,7 @@ bench_pv() {
 	is_duration "$hold" || die "pv: --hold $hold: want a duration such as 200ms"
 	command -v go >/dev/null || die "go not found in PATH"
 	log "bench pv: n=$n m=$m, $rate restarts/s per coordinator, holds of $hold, $acquisitions acquisitions, seed $seed"
-	(cd "$REPO" && go test ./pkg/mutex/majority -run '^TestPvExperiment$' -count=1 -v -timeout 30m \
+	(cd "$REPO" && go test ./pkg/mutex/maekawa -run '^TestPvExperiment$' -count=1 -v -timeout 30m \
 		-pv.n "$n" -pv.m "$m" -pv.rate "$rate" -pv.hold "$hold" -pv.acquisitions "$acquisitions" -pv.seed "$seed") |
 		grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS' -e '^ok '
 }

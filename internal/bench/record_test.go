@@ -15,7 +15,7 @@ import (
 // which commit, and the output itself. A run that fails records nothing.
 func TestRecord(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs scripts/bench.sh pv (a test build of pkg/mutex/majority): skipped with -short")
+		t.Skip("runs scripts/bench.sh pv (a test build of pkg/mutex/maekawa): skipped with -short")
 	}
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not in PATH: bench.sh needs it")

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/synclab/synclab/internal/trace"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/internal/trace"
 
 	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/internal/transport"

@@ -27,7 +27,7 @@ type echoNTP struct {
 
 func (e *echoNTP) Step(core.Message) error { return core.ErrUnexpectedKind }
 func (e *echoNTP) StepDatagram(d core.Datagram) error {
-	if d.Sent {
+	if d.Local {
 		e.sent = append(e.sent, d)
 		return nil
 	}
@@ -103,7 +103,7 @@ func TestDatagramSocketServesCore(t *testing.T) {
 		// kernel gives no stamp).
 		var sent []core.Datagram
 		d.Do(context.Background(), func(*node.Node) { sent = append(sent, echo.sent...) })
-		if len(sent) != 1 || !sent[0].Sent || !bytes.Equal(sent[0].Data, p.Data) {
+		if len(sent) != 1 || !sent[0].Local || !bytes.Equal(sent[0].Data, p.Data) {
 			t.Fatalf("sent report %+v does not match the reply", sent)
 		}
 		if lag := sent[0].Time.Sub(resp.Transmit.Time()); lag < -time.Nanosecond || lag > 10*time.Millisecond {
@@ -177,7 +177,7 @@ func TestStandaloneConfig(t *testing.T) {
 type answerNTP struct{ echoNTP }
 
 func (a *answerNTP) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error) {
-	if d.Sent {
+	if d.Local {
 		return core.Datagram{}, false, nil
 	}
 	return core.Datagram{Addr: d.Addr, Data: append(buf[:0], d.Data...), NTPStamp: true}, true, nil

@@ -34,17 +34,12 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/diagram"
-	"github.com/synclab/synclab/internal/trace"
-
 	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/clock"
@@ -89,7 +84,7 @@ func Run(t *testing.T, script string, setup Setup) string {
 	t.Helper()
 	var out bytes.Buffer
 	var s *sim.Sim
-	bufs := map[uint32]*bytes.Buffer{}
+	var traces *diagram.SimTraces
 	seen := 0
 	lines, cmds := scenario.Commands(script)
 	for i, line := range lines {
@@ -122,14 +117,7 @@ func Run(t *testing.T, script string, setup Setup) string {
 					return el
 				}, clock.SimConfig{})
 			}
-			if err := s.RecordTraces("electd", func(id uint32) (io.Writer, error) {
-				if bufs[id] == nil {
-					bufs[id] = new(bytes.Buffer) // a restart appends to the member's file
-				}
-				return bufs[id], nil
-			}, 0); err != nil {
-				t.Fatal(err)
-			}
+			traces = diagram.RecordSim(t, s, "electd")
 			s.Start()
 		case "delay":
 			s.SetLinkBoth(a.ID(1), a.ID(2), sim.LinkConfig{Delay: a.Duration(3)})
@@ -205,53 +193,9 @@ func Run(t *testing.T, script string, setup Setup) string {
 		out.WriteString("\n")
 	}
 	if s != nil {
-		draw(t, s, bufs)
+		traces.Draw(t, s, *Out, strings.ReplaceAll(t.Name(), "/", "-"))
 	}
 	return out.String()
-}
-
-// draw builds the diagram of the run's traces, and writes them to Out.
-func draw(t *testing.T, s *sim.Sim, bufs map[uint32]*bytes.Buffer) {
-	t.Helper()
-	if err := s.CloseTraces(); err != nil {
-		t.Fatal(err)
-	}
-	var files []*trace.File
-	for _, id := range s.IDs() {
-		f, err := trace.Read(bytes.NewReader(bufs[id].Bytes()), fmt.Sprintf("n%d.trace", id))
-		if err != nil {
-			t.Fatalf("member %d's trace: %v", id, err)
-		}
-		files = append(files, f)
-	}
-	d, err := diagram.Build(files)
-	if err != nil {
-		t.Fatalf("drawing the run: %v", err)
-	}
-	if *Out == "" {
-		return
-	}
-	name := strings.ReplaceAll(t.Name(), "/", "-")
-	if err := os.MkdirAll(*Out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range s.IDs() {
-		if err := os.WriteFile(filepath.Join(*Out, fmt.Sprintf("%s-n%d.trace", name, id)), bufs[id].Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for ext, write := range map[string]func(io.Writer) error{
-		".svg":  func(w io.Writer) error { return d.WriteSVG(w, diagram.Options{}) },
-		".html": d.WriteHTML,
-	} {
-		var b bytes.Buffer
-		if err := write(&b); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(*Out, name+ext), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // Term renders an owned term as round.owner ("3.2"), a small one as is.

@@ -767,7 +767,7 @@ func (n *Node) FrameSent(s Send, patched, at time.Time) error {
 // time at (the transmit time Finalize patched in). Drivers call it right
 // after writing a datagram that Send.Reported says; its error is the core's.
 func (n *Node) DatagramSent(s Send, b []byte, at time.Time) error {
-	return n.core.StepDatagram(core.Datagram{Addr: s.To, Data: b, Time: at, Sent: true})
+	return n.core.StepDatagram(core.Datagram{Addr: s.To, Data: b, Time: at, Local: true})
 }
 
 // Finalize returns the bytes of s as they must leave at local time now: the

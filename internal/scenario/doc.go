@@ -31,6 +31,6 @@
 //
 // And a test can check its own drawing: Tracer.Files, then diagram.Build,
 // Diagram.Arrows (one per delivered frame) and Diagram.CheckCausality (the
-// layout in the vectors' order), as the token ring's TestScenarioTraces
-// does.
+// layout in the vectors' order), as the token ring's scenario network
+// does for every script it runs (its Draw, under internal/mutexscript).
 package scenario

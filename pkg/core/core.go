@@ -85,11 +85,12 @@ type Datagram struct {
 	// like NTPStamp.
 	Frame bool
 
-	// Sent marks a local report, never a packet from the network: after
-	// writing a datagram with NTPStamp or Frame, the driver steps the core with the
-	// bytes as written (Data) and the transmit time it patched in (Time),
-	// so that a client knows its exact T1.
-	Sent bool
+	// Local marks a local report, never a packet from the network (as
+	// Message.Local does): after writing a datagram with NTPStamp or
+	// Frame, the driver steps the core with the bytes as written (Data)
+	// and the transmit time it patched in (Time), so that a client knows
+	// its exact T1.
+	Local bool
 }
 
 // Event is something a core reports: a leader elected, a token acquired, a

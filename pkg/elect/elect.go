@@ -120,7 +120,7 @@ type Algorithm struct {
 	// table.
 	Guarantees Guarantees
 	// Rightful is who the algorithm elects once the network is quiet, for
-	// the shared oracles (pkg/elect/electtest): the leader among the
+	// the shared oracles (pkg/elect/internal/electtest): the leader among the
 	// running members, or 0 when any one of them will do as long as all
 	// agree (the majority election's first winner; the eventual leader's
 	// lowest incarnation, which depends on the history of restarts). Nil:

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/synclab/synclab/pkg/liveness"
 )
 
-// The checks every algorithm's Config.validate shares. Each returns an
-// error that names the field, its value and the bound it broke, without a
-// package prefix: the caller wraps it in its own ErrConfig.
+// The checks every algorithm's Config.validate shares (its durations:
+// liveness.FillDurations and CheckTimers). Each returns an error that
+// names the field, its value and the bound it broke, without a package
+// prefix: the caller wraps it in its own ErrConfig.
 
 // MaxLeaseLimit is the longest lease any algorithm grants: a lease is also
 // what a new holder, coordinator or restarted member waits out, so a longer
@@ -21,46 +20,6 @@ const MaxLeaseLimit = time.Hour
 // MaxDriftLimit bounds Config.MaxDriftPPM (exclusive): 10% is no clock, and
 // every padding by twice the drift would double a wait.
 const MaxDriftLimit = 1e5
-
-// Duration is one duration field of a Config, for FillDurations.
-type Duration struct {
-	Name  string // the field, as the error calls it
-	Value *time.Duration
-	// Default replaces a zero Value; a zero Default leaves it zero for the
-	// caller to derive from other fields.
-	Default time.Duration
-}
-
-// FillDurations refuses a negative duration and gives each zero one its
-// default, in order.
-func FillDurations(fields []Duration) error {
-	for _, f := range fields {
-		switch {
-		case *f.Value < 0:
-			return fmt.Errorf("%s %v is negative", f.Name, *f.Value)
-		case *f.Value == 0:
-			*f.Value = f.Default
-		}
-	}
-	return nil
-}
-
-// Timer is one protocol timeout or interval of a Config, for CheckTimers.
-type Timer struct {
-	Name  string
-	Value time.Duration
-}
-
-// CheckTimers runs liveness.CheckTimeout, the one range check of protocol
-// timers, on each timer in order; the error wraps liveness.ErrTimeoutRange.
-func CheckTimers(timers []Timer) error {
-	for _, t := range timers {
-		if err := liveness.CheckTimeout(t.Name, t.Value); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // The defaults of the limits every lease-granting Config has: clocks
 // whose rates differ by at most 0.1%, and state for 4096 locks and 4096

@@ -1,72 +1,10 @@
 package mutex
 
 import (
-	"errors"
 	"math"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/synclab/synclab/pkg/liveness"
 )
-
-// TestFillDurations: a zero field takes its default (or stays zero without
-// one), a set field is kept, and a negative one is refused by name and
-// value, leaving the fields after it untouched.
-func TestFillDurations(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		a, b    time.Duration
-		wantA   time.Duration
-		wantB   time.Duration
-		wantErr string
-	}{
-		{"zero takes the default", 0, 0, time.Second, 0, ""},
-		{"set is kept", 5 * time.Millisecond, 7, 5 * time.Millisecond, 7, ""},
-		{"negative first", -time.Millisecond, 0, -time.Millisecond, 0, "A -1ms is negative"},
-		{"negative second", 0, -1, time.Second, -1, "B -1ns is negative"},
-	} {
-		a, b := tc.a, tc.b
-		err := FillDurations([]Duration{
-			{Name: "A", Value: &a, Default: time.Second},
-			{Name: "B", Value: &b}, // no default: the caller derives it
-		})
-		if got := errText(err); got != tc.wantErr {
-			t.Errorf("%s: error %q, want %q", tc.name, got, tc.wantErr)
-		}
-		if a != tc.wantA || b != tc.wantB {
-			t.Errorf("%s: fields %v, %v, want %v, %v", tc.name, a, b, tc.wantA, tc.wantB)
-		}
-	}
-}
-
-// TestCheckTimers: the first timer out of liveness's range is named, with
-// its value and the range, and the error wraps ErrTimeoutRange.
-func TestCheckTimers(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		a, b    time.Duration
-		wantErr string // a substring; "" wants no error
-	}{
-		{"both in range", liveness.MinTimeout, liveness.MaxTimeout, ""},
-		{"zero", 0, time.Second, "A 0s"},
-		{"below the minimum", time.Second, liveness.MinTimeout - 1, "B 999.999µs"},
-		{"above the maximum", liveness.MaxTimeout + 1, time.Second, "A " + (liveness.MaxTimeout + 1).String()},
-		{"first one named", -1, -1, "A -1ns"},
-	} {
-		err := CheckTimers([]Timer{{Name: "A", Value: tc.a}, {Name: "B", Value: tc.b}})
-		if tc.wantErr == "" {
-			if err != nil {
-				t.Errorf("%s: %v", tc.name, err)
-			}
-			continue
-		}
-		if !errors.Is(err, liveness.ErrTimeoutRange) || !strings.Contains(err.Error(), tc.wantErr) ||
-			!strings.Contains(err.Error(), liveness.MaxTimeout.String()) {
-			t.Errorf("%s: %v, want ErrTimeoutRange naming %q and the range", tc.name, err, tc.wantErr)
-		}
-	}
-}
 
 // TestCheckBounds: each bound refused with the field, its value and the
 // bound, one past each edge; the edges themselves pass.

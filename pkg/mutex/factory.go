@@ -30,6 +30,17 @@ type Options struct {
 	Params map[string]time.Duration
 }
 
+// Leases sets a Config's MaxLease and MinLease from Lease and MinLease,
+// where they are set (0 keeps the Config's).
+func (o Options) Leases(maxLease, minLease *time.Duration) {
+	if o.Lease != 0 {
+		*maxLease = o.Lease
+	}
+	if o.MinLease != 0 {
+		*minLease = o.MinLease
+	}
+}
+
 // Param returns the algorithm's own setting name, or def.
 func (o Options) Param(name string, def time.Duration) time.Duration {
 	if v, ok := o.Params[name]; ok {

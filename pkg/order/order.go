@@ -151,11 +151,10 @@ type Core struct {
 	peers   []uint32 // members but self
 	pos     map[uint32]int
 	lamport *clock.Lamport
-	el      elect.Elector
+	el      elect.Embedded // the election, its state saved inside this core's
 	now     time.Time
 
-	durable    lazyDurable
-	electState []byte
+	durable lazyDurable
 
 	st *persisted
 
@@ -240,7 +239,6 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	}
 	eenv := env
 	eenv.State = st.Election
-	c.electState = st.Election
 	el, err := cfg.Election(eenv)
 	if err != nil {
 		if errors.Is(err, core.ErrState) {
@@ -248,7 +246,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c.el = el
+	c.el = elect.Embedded{Elector: el, State: st.Election}
 	c.seqr.reset()
 	c.relay.reset(env.Now, members)
 	// The first write is a snapshot: it folds the log read at the start
@@ -264,7 +262,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 }
 
 // Election returns the sequencer's election.
-func (c *Core) Election() elect.Elector { return c.el }
+func (c *Core) Election() elect.Elector { return c.el.Elector }
 
 // UsesVectors says no: a causal message carries its own vector (the
 // notes' delivery vector, counting delivered messages), not the node's
@@ -590,13 +588,10 @@ func (c *Core) Deadline() time.Time { return core.Earliest(c.el.Deadline(), c.ne
 
 // Ready drains the output.
 func (c *Core) Ready() core.Ready {
-	rd := c.el.Ready()
-	c.el.Changes()
-	if rd.State != nil {
-		c.electState = rd.State
-		c.durable.Change(rd.Promise)
+	rd, changed, promise := c.el.Drain()
+	if changed {
+		c.durable.Change(promise)
 	}
-	rd.State, rd.Promise = nil, false
 	c.flushAppends()
 	c.flushAnswers()
 	for _, p := range c.peers {
@@ -622,9 +617,7 @@ func (c *Core) Ready() core.Ready {
 
 // Advance is the driver's report on the last Ready.
 func (c *Core) Advance(saved bool) {
-	if a, ok := c.el.(core.Advancer); ok {
-		a.Advance(saved)
-	}
+	c.el.Advance(saved)
 	c.durable.Advance(saved)
 	if c.idx.offered && saved {
 		c.idx.saved = c.idx.handed

@@ -126,7 +126,7 @@ func (c *Core) marked(last *[]byte, v any) (json.RawMessage, bool) {
 func (c *Core) mark(snapshot int) {
 	r := &c.rec
 	s := c.st.Stream
-	r.election = c.electState
+	r.election = c.el.State
 	c.marked(&r.stream, streamHead{Seq: s.Seq, Out: s.Out, In: s.In})
 	c.marked(&r.causal, &c.st.Causal)
 	c.marked(&r.lamport, &c.st.Lamport)
@@ -146,8 +146,8 @@ func (c *Core) encodeRecord() []byte {
 	r := &c.rec
 	s := c.st.Stream
 	rec := logRecord{Clock: c.lamport.Now(), Delivered: c.st.Delivered}
-	if !bytes.Equal(c.electState, r.election) {
-		rec.Election, r.election = c.electState, c.electState
+	if !bytes.Equal(c.el.State, r.election) {
+		rec.Election, r.election = c.el.State, c.el.State
 	}
 	if b, ok := c.marked(&r.stream, streamHead{Seq: s.Seq, Out: s.Out, In: s.In}); ok {
 		rec.Stream = b

@@ -817,7 +817,7 @@ func comparable(c *Core) string {
 	s := *st.Stream
 	s.Out = nil
 	st.Stream = &s
-	st.Election = c.electState
+	st.Election = c.el.State
 	st.Log.changed = 0
 	var m []byte
 	if c.machine != nil {

@@ -36,7 +36,7 @@ const stateVersion = 1
 // applied number included. It becomes the base of the next record.
 func (c *Core) encodeState() []byte {
 	c.st.Version = stateVersion
-	c.st.Election = c.electState
+	c.st.Election = c.el.State
 	c.st.Clock = c.lamport.Now()
 	c.st.Log.Machine = nil
 	if c.machine != nil {

@@ -7,8 +7,12 @@
 // cast cannot be), or Pending. Any two sets that each hold more than half of
 // the weight share a member: that is the whole safety argument of a
 // majority, weighted or not (issue 16's weighted election, issue 15's
-// majority-quorum lock). Unanimous voters need every yes (Maekawa's voting
-// sets, Ricart-Agrawala's replies).
+// majority-quorum lock). Unanimous voters need every yes. The token ring
+// counts its promises with a majority Tally; Maekawa and Ricart-Agrawala
+// count their votes and replies themselves, because a Tally only adds
+// votes: a Maekawa vote can be relinquished and given again (Sanders'
+// inquire), and the replies a Ricart-Agrawala request waits for shrink
+// when a member is given up while it waits.
 //
 // A Probe asks a set of members one question under a nonce, collects their
 // answers, asks again the ones that stay silent (at most Tries sends in

@@ -68,8 +68,8 @@ func Weighted(weights map[uint32]uint64) (Voters, error) {
 }
 
 // Unanimous returns the voters ids, each of weight 1, whose vote is won
-// only when every one says yes (Maekawa's voting sets, Ricart-Agrawala's
-// replies) and lost at the first no.
+// only when every one says yes and lost at the first no (no core uses it
+// yet: see the package doc).
 func Unanimous(ids ...uint32) (Voters, error) {
 	v, err := Majority(ids...)
 	v.all = true

@@ -177,7 +177,7 @@ const (
 	// locked, failed, inquire, relinquish, release, and the fence's commit
 	// and the lease's renewal (payload: Vote).
 	KindMaekawa Kind = 40
-	// KindQuorumLock is a majority-quorum lock frame (pkg/mutex/majority):
+	// KindQuorumLock is a majority-quorum lock frame (pkg/mutex/maekawa, majority):
 	// the same operations, with deny instead of queueing (payload: Vote).
 	KindQuorumLock Kind = 41
 

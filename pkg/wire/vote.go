@@ -4,7 +4,7 @@ import "encoding/binary"
 
 // Payload of the voting locks: Maekawa's voting sets (KindMaekawa,
 // pkg/mutex/maekawa) and the majority quorum of coordinators
-// (KindQuorumLock, pkg/mutex/majority). A requester asks the voters of its
+// (KindQuorumLock, maekawa.MajorityFactory). A requester asks the voters of its
 // quorum for their vote on one lock; a voter votes for one exclusive
 // request at a time (or for several shared ones, never beside an exclusive
 // one). Every frame names the request it is about by the requester's

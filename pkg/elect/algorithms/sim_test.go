@@ -7,7 +7,7 @@ import (
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/algorithms"
-	"github.com/synclab/synclab/pkg/elect/electtest"
+	"github.com/synclab/synclab/pkg/elect/internal/electtest"
 )
 
 // TestSimOracle runs every algorithm electd offers through the shared

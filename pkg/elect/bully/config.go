@@ -137,11 +137,11 @@ func (c *Config) validate(self uint32, members []uint32) error {
 	}
 	def := DefaultLANConfig()
 	if err := electcount.Durations("bully",
-		electcount.Duration{Name: "Heartbeat", V: &c.Heartbeat, Def: def.Heartbeat},
-		electcount.Duration{Name: "LeaderTimeout", V: &c.LeaderTimeout, Def: def.LeaderTimeout},
-		electcount.Duration{Name: "Stagger", V: &c.Stagger, Def: def.Stagger},
-		electcount.Duration{Name: "AnswerTimeout", V: &c.AnswerTimeout, Def: def.AnswerTimeout},
-		electcount.Duration{Name: "CoordinatorTimeout", V: &c.CoordinatorTimeout, Def: def.CoordinatorTimeout}); err != nil {
+		liveness.Duration{Name: "Heartbeat", Value: &c.Heartbeat, Default: def.Heartbeat},
+		liveness.Duration{Name: "LeaderTimeout", Value: &c.LeaderTimeout, Default: def.LeaderTimeout},
+		liveness.Duration{Name: "Stagger", Value: &c.Stagger, Default: def.Stagger},
+		liveness.Duration{Name: "AnswerTimeout", Value: &c.AnswerTimeout, Default: def.AnswerTimeout},
+		liveness.Duration{Name: "CoordinatorTimeout", Value: &c.CoordinatorTimeout, Default: def.CoordinatorTimeout}); err != nil {
 		return err
 	}
 	if c.LeaderTimeout <= c.Heartbeat {

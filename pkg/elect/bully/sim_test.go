@@ -11,7 +11,7 @@ import (
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect/bully"
-	"github.com/synclab/synclab/pkg/elect/electtest"
+	"github.com/synclab/synclab/pkg/elect/internal/electtest"
 	"github.com/synclab/synclab/pkg/wire"
 )
 

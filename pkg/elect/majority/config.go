@@ -119,11 +119,11 @@ func (c *Config) validate(self uint32, members []uint32) error {
 	}
 	def := DefaultLANConfig()
 	if err := electcount.Durations("majority",
-		electcount.Duration{Name: "Renew", V: &c.Renew, Def: def.Renew},
-		electcount.Duration{Name: "Lease", V: &c.Lease, Def: def.Lease},
-		electcount.Duration{Name: "Margin", V: &c.Margin, Def: def.Margin},
-		electcount.Duration{Name: "VoteTimeout", V: &c.VoteTimeout, Def: def.VoteTimeout},
-		electcount.Duration{Name: "Stagger", V: &c.Stagger, Def: def.Stagger}); err != nil {
+		liveness.Duration{Name: "Renew", Value: &c.Renew, Default: def.Renew},
+		liveness.Duration{Name: "Lease", Value: &c.Lease, Default: def.Lease},
+		liveness.Duration{Name: "Margin", Value: &c.Margin, Default: def.Margin},
+		liveness.Duration{Name: "VoteTimeout", Value: &c.VoteTimeout, Default: def.VoteTimeout},
+		liveness.Duration{Name: "Stagger", Value: &c.Stagger, Default: def.Stagger}); err != nil {
 		return err
 	}
 	// The leader believes until Lease-Margin after its request left (its

@@ -57,10 +57,10 @@ func (c *Config) validate(self uint32, members []uint32) error {
 	}
 	def := DefaultLANConfig()
 	if err := electcount.Durations("omega",
-		electcount.Duration{Name: "Heartbeat", V: &c.Heartbeat, Def: def.Heartbeat},
-		electcount.Duration{Name: "Interval", V: &c.Interval, Def: def.Interval},
-		electcount.Duration{Name: "Step", V: &c.Step, Def: def.Step},
-		electcount.Duration{Name: "MaxInterval", V: &c.MaxInterval, Def: def.MaxInterval}); err != nil {
+		liveness.Duration{Name: "Heartbeat", Value: &c.Heartbeat, Default: def.Heartbeat},
+		liveness.Duration{Name: "Interval", Value: &c.Interval, Default: def.Interval},
+		liveness.Duration{Name: "Step", Value: &c.Step, Default: def.Step},
+		liveness.Duration{Name: "MaxInterval", Value: &c.MaxInterval, Default: def.MaxInterval}); err != nil {
 		return err
 	}
 	switch {

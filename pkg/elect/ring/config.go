@@ -185,12 +185,12 @@ func (c *Config) validate(self uint32, members []uint32) error {
 		}
 	}
 	if err := electcount.Durations("ring",
-		electcount.Duration{Name: "Heartbeat", V: &c.Heartbeat, Def: def.Heartbeat},
-		electcount.Duration{Name: "LeaderTimeout", V: &c.LeaderTimeout, Def: def.LeaderTimeout},
-		electcount.Duration{Name: "Stagger", V: &c.Stagger, Def: def.Stagger},
-		electcount.Duration{Name: "HopTimeout", V: &c.HopTimeout, Def: def.HopTimeout},
-		electcount.Duration{Name: "ElectionTimeout", V: &c.ElectionTimeout, Def: def.ElectionTimeout},
-		electcount.Duration{Name: "SkipFor", V: &c.SkipFor, Def: def.LeaderTimeout}); err != nil {
+		liveness.Duration{Name: "Heartbeat", Value: &c.Heartbeat, Default: def.Heartbeat},
+		liveness.Duration{Name: "LeaderTimeout", Value: &c.LeaderTimeout, Default: def.LeaderTimeout},
+		liveness.Duration{Name: "Stagger", Value: &c.Stagger, Default: def.Stagger},
+		liveness.Duration{Name: "HopTimeout", Value: &c.HopTimeout, Default: def.HopTimeout},
+		liveness.Duration{Name: "ElectionTimeout", Value: &c.ElectionTimeout, Default: def.ElectionTimeout},
+		liveness.Duration{Name: "SkipFor", Value: &c.SkipFor, Default: def.LeaderTimeout}); err != nil {
 		return err
 	}
 	if c.LeaderTimeout <= c.Heartbeat {

@@ -10,7 +10,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
-	"github.com/synclab/synclab/pkg/elect/electtest"
+	"github.com/synclab/synclab/pkg/elect/internal/electtest"
 	"github.com/synclab/synclab/pkg/elect/ring"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/wire"

@@ -78,10 +78,10 @@ func (c *Config) validate(self uint32, members []uint32) (map[uint32][]uint32, e
 	}
 	def := DefaultLANConfig()
 	if err := electcount.Durations("yoyo",
-		electcount.Duration{Name: "Heartbeat", V: &c.Heartbeat, Def: def.Heartbeat},
-		electcount.Duration{Name: "LeaderTimeout", V: &c.LeaderTimeout, Def: def.LeaderTimeout},
-		electcount.Duration{Name: "RoundTimeout", V: &c.RoundTimeout, Def: def.RoundTimeout},
-		electcount.Duration{Name: "Stagger", V: &c.Stagger, Def: def.Stagger}); err != nil {
+		liveness.Duration{Name: "Heartbeat", Value: &c.Heartbeat, Default: def.Heartbeat},
+		liveness.Duration{Name: "LeaderTimeout", Value: &c.LeaderTimeout, Default: def.LeaderTimeout},
+		liveness.Duration{Name: "RoundTimeout", Value: &c.RoundTimeout, Default: def.RoundTimeout},
+		liveness.Duration{Name: "Stagger", Value: &c.Stagger, Default: def.Stagger}); err != nil {
 		return nil, err
 	}
 	if c.LeaderTimeout <= c.Heartbeat {

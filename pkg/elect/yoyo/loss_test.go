@@ -6,7 +6,7 @@ import (
 
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/elect"
-	"github.com/synclab/synclab/pkg/elect/electtest"
+	"github.com/synclab/synclab/pkg/elect/internal/electtest"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
 )
 

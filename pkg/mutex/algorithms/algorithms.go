@@ -8,10 +8,8 @@ package algorithms
 import (
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
-	"github.com/synclab/synclab/pkg/mutex/lamport"
 	"github.com/synclab/synclab/pkg/mutex/maekawa"
-	"github.com/synclab/synclab/pkg/mutex/majority"
-	"github.com/synclab/synclab/pkg/mutex/ricartagrawala"
+	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 )
 
@@ -19,10 +17,10 @@ import (
 var All = mutex.Registry{
 	tokenring.Factory,
 	central.Factory,
-	ricartagrawala.Factory,
-	lamport.Factory,
+	permission.RicartAgrawalaFactory,
+	permission.LamportFactory,
 	maekawa.Factory,
-	majority.Factory,
+	maekawa.MajorityFactory,
 }
 
 // Default is mutexd's --algorithm default.

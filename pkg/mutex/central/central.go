@@ -13,6 +13,7 @@ import (
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -59,13 +60,9 @@ func reason(err error) string { return rejectLabels.Of(err, "payload_"+wire.Reas
 
 // Event names. Args are slog-style.
 const (
-	// EventGranted, EventRenewed, EventLost, EventReleased: a request of
-	// this member's clients ("request", "lock", "fence"; granted: "lease",
-	// "expires", "term"; lost: "reason").
-	EventGranted  = "lock_granted"
-	EventRenewed  = "lock_renewed"
-	EventLost     = "lock_lost"
-	EventReleased = "lock_released"
+	// Besides mutex.EventGranted ("mode", "term"), EventRenewed,
+	// EventLost and EventReleased:
+	//
 	// EventCoordinating: this member coordinates a new term ("term",
 	// "hold": the longest it waits before granting).
 	EventCoordinating = "central_coordinating"
@@ -131,11 +128,10 @@ type Core struct {
 	members  []uint32 // sorted
 	majority int
 
-	el         elect.Elector
-	electState []byte
-	durable    core.Durable
-	inc        uint32 // this run's incarnation
-	lastLed    uint64 // the last term coordinated, in any run
+	el      elect.Embedded // the election, its state saved inside this core's
+	durable core.Durable
+	inc     uint32 // this run's incarnation
+	lastLed uint64 // the last term coordinated, in any run
 	// ledTerm and ledCount: the term this run coordinated last, and how
 	// many fences it had granted in it when it stopped.
 	ledTerm, ledCount uint64
@@ -200,7 +196,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		return nil, fmt.Errorf("%w: election: %w", ErrConfig, err)
 	}
 	c := &Core{cfg: cfg, self: env.ID, members: members, majority: len(members)/2 + 1,
-		el: el, electState: saved.Election, inc: saved.Incarnation + 1, lastLed: saved.LastLed,
+		el: elect.Embedded{Elector: el, State: saved.Election}, inc: saved.Incarnation + 1, lastLed: saved.LastLed,
 		now: env.Now, counters: map[string]uint64{}}
 	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: env.ID, Members: len(members), Shared: true,
 		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: min(cfg.MaxQueue, wire.MaxSyncEntries), MaxLocks: cfg.MaxLocks}); err != nil {
@@ -215,7 +211,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 func (c *Core) Config() Config { return c.cfg }
 
 // Election returns the coordinator election.
-func (c *Core) Election() elect.Elector { return c.el }
+func (c *Core) Election() elect.Elector { return c.el.Elector }
 
 // Incarnation is this run's incarnation.
 func (c *Core) Incarnation() uint32 { return c.inc }
@@ -341,15 +337,12 @@ func (c *Core) Deadline() time.Time {
 // incarnation, the last term coordinated and the election's state:
 // persist it before sending.
 func (c *Core) Ready() core.Ready {
-	rd := c.el.Ready()
-	c.el.Changes()
-	if rd.State != nil {
-		c.electState = rd.State
+	rd, changed, _ := c.el.Drain()
+	if changed {
 		c.durable.Change(true)
 	}
-	rd.State, rd.Promise = nil, false
 	c.durable.Ready(&rd, func() []byte {
-		return encodeState(Saved{Incarnation: c.inc, LastLed: c.lastLed, Election: c.electState})
+		return encodeState(Saved{Incarnation: c.inc, LastLed: c.lastLed, Election: c.el.State})
 	})
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Events = append(rd.Events, c.events...)
@@ -360,9 +353,7 @@ func (c *Core) Ready() core.Ready {
 // Advance is the driver's report on the last Ready (core.Advancer), for
 // this core's state and the election's inside it.
 func (c *Core) Advance(saved bool) {
-	if a, ok := c.el.(core.Advancer); ok {
-		a.Advance(saved)
-	}
+	c.el.Advance(saved)
 	c.durable.Advance(saved)
 }
 
@@ -416,27 +407,13 @@ func (c *Core) follow() {
 }
 
 // drain moves the table's outcomes to the core's, each reported as an
-// event too (for logs and hooks), in the order they happened.
+// event too (for logs and hooks), in the order they happened; a request
+// that ended is no longer renewed or listed in syncs.
 func (c *Core) drain() {
-	for _, o := range c.reqs.Outcomes() {
-		c.outcomes = append(c.outcomes, o)
-		switch o := o.(type) {
-		case mutex.Granted:
-			c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence),
-				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "mode", o.Mode.String(), "lease", o.Lease, "expires", o.Expires, "term", o.Epoch)
-		case mutex.Renewed:
-			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
-		case mutex.Lost:
-			delete(c.fol.renewing, o.ID)
-			delete(c.fol.listed, o.ID)
-			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
-				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
-		case mutex.Released:
-			delete(c.fol.renewing, o.ID)
-			delete(c.fol.listed, o.ID)
-			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
-		}
-	}
+	mutexcount.Drain(c.reqs, &c.outcomes, &c.events, mutexcount.Grants{Mode: true, Epoch: "term"}, func(id mutex.RequestID) {
+		delete(c.fol.renewing, id)
+		delete(c.fol.listed, id)
+	})
 }
 
 // msDown is d in whole milliseconds, rounded down (a lease cut to end by

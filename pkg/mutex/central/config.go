@@ -9,6 +9,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
 )
 
@@ -93,19 +94,19 @@ var ErrConfig = errors.New("central: invalid config")
 
 func (c *Config) validate() error {
 	def := DefaultLANConfig()
-	if err := mutex.FillDurations([]mutex.Duration{
-		{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
-		{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
-		{Name: "HoldMargin", Value: &c.HoldMargin, Default: def.HoldMargin},
-	}); err != nil {
+	if err := liveness.FillDurations(
+		liveness.Duration{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
+		liveness.Duration{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
+		liveness.Duration{Name: "HoldMargin", Value: &c.HoldMargin, Default: def.HoldMargin},
+	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if err := mutex.FillDurations([]mutex.Duration{
-		{Name: "BeatInterval", Value: &c.BeatInterval, Default: DefaultBeat(c.MaxLease)},
-		{Name: "ConfirmWindow", Value: &c.ConfirmWindow},
-		{Name: "DeadAfter", Value: &c.DeadAfter},
-		{Name: "LeaseSlack", Value: &c.LeaseSlack},
-	}); err != nil {
+	if err := liveness.FillDurations(
+		liveness.Duration{Name: "BeatInterval", Value: &c.BeatInterval, Default: DefaultBeat(c.MaxLease)},
+		liveness.Duration{Name: "ConfirmWindow", Value: &c.ConfirmWindow},
+		liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter},
+		liveness.Duration{Name: "LeaseSlack", Value: &c.LeaseSlack},
+	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.ConfirmWindow == 0 {
@@ -117,9 +118,9 @@ func (c *Config) validate() error {
 	if c.LeaseSlack == 0 {
 		c.LeaseSlack = c.BeatInterval / 2
 	}
-	if err := mutex.CheckTimers([]mutex.Timer{
-		{Name: "ConfirmWindow", Value: c.ConfirmWindow}, {Name: "BeatInterval", Value: c.BeatInterval}, {Name: "DeadAfter", Value: c.DeadAfter},
-	}); err != nil {
+	if err := liveness.CheckTimers(
+		liveness.Duration{Name: "ConfirmWindow", Value: &c.ConfirmWindow}, liveness.Duration{Name: "BeatInterval", Value: &c.BeatInterval}, liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter},
+	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	mutex.FillLimits(&c.MaxDriftPPM, &c.MaxLocks, &c.MaxQueue)

@@ -30,7 +30,7 @@
 // before a lower fence of its batch even arrives
 // (TestReadersGrantedTogetherShareAFence delays one grant by 100 ms and
 // fails with a fence per reader). The rule the simulator's oracle checks
-// (pkg/mutex/mutextest) is what such a resource needs: a grant's fence is
+// (pkg/mutex/internal/mutextest) is what such a resource needs: a grant's fence is
 // above that of every grant of the lock that ended before it began, equal
 // allowed only between two readers; readers whose grants overlap share
 // their fence; no writer's fence is given twice. A writer's fence is above

@@ -38,12 +38,7 @@ var Factory = mutex.Factory{
 // timers follow from them (Config). The result is validated by New.
 func ConfigFor(opt mutex.Options) (Config, error) {
 	cfg := DefaultLANConfig()
-	if opt.Lease != 0 {
-		cfg.MaxLease = opt.Lease
-	}
-	if opt.MinLease != 0 {
-		cfg.MinLease = opt.MinLease
-	}
+	opt.Leases(&cfg.MaxLease, &cfg.MinLease)
 	switch {
 	case cfg.MaxLease <= 0 || opt.Heartbeat < 0:
 		return cfg, fmt.Errorf("%w: --lease %v and --heartbeat %v must be positive", ErrConfig, cfg.MaxLease, opt.Heartbeat)

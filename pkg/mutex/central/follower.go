@@ -122,7 +122,7 @@ func (c *Core) entries() int {
 
 // Acquire queues r at local time now (mutex.Algorithm) and asks the
 // coordinator for it. The grant arrives as a mutex.Granted outcome (and
-// EventGranted) with the returned ID.
+// mutex.EventGranted) with the returned ID.
 func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
 	c.observe(now)
 	if c.entries() >= wire.MaxSyncEntries {

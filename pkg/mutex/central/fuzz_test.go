@@ -67,7 +67,7 @@ func runCentral(t *testing.T, in []byte) (grants int) {
 				return central.New(core.Env{ID: self, Members: ids, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), State: disk}, cfg)
 			},
 			Sent: func(m core.Message, disk []byte) error { return checkSent(m, disk) },
-			Ready: corefuzz.OnEvent(central.EventGranted, func(e core.Event) error {
+			Ready: corefuzz.OnEvent(mutex.EventGranted, func(e core.Event) error {
 				fence, term := corefuzz.EventArg(e, "fence").(uint64), corefuzz.EventArg(e, "term").(uint64)
 				base, err := central.FenceBase(term, ids)
 				if err != nil || fence <= base || fence-base >= 1<<32 {

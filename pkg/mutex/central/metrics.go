@@ -2,9 +2,9 @@ package central
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 )
 
 var _ core.MetricsWriter = (*Core)(nil)
@@ -40,25 +40,8 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	}
 	counters := c.allCounters()
 	cnt := func(k string) float64 { return float64(counters[k]) }
-	m.Counter("synclab_mutex_requests_total", "Lock requests queued at this member.", cnt("requests"))
-	m.Counter("synclab_mutex_grants_total", "Leases granted to clients of this member.", cnt("grants"))
-	m.Counter("synclab_mutex_renewals_total", "Leases renewed.", cnt("renewals"))
-	m.Counter("synclab_mutex_cancelled_total", "Waiting requests withdrawn before a grant.", cnt("cancelled"))
+	mutexcount.RequestMetrics(m, counters)
 	m.Counter("synclab_mutex_central_grants_made_total", "Grants this member made as coordinator.", cnt("grants_made"))
 	m.Counter("synclab_mutex_central_holds_reannounced_total", "Grants of older terms a new coordinator learnt from syncs.", cnt("holds_reannounced"))
-	losses := map[string]uint64{}
-	rejected := map[string]uint64{}
-	for k, v := range counters {
-		if r, ok := strings.CutPrefix(k, "lost_"); ok {
-			losses[r] = v
-		}
-		if r, ok := strings.CutPrefix(k, "rejected_"); ok {
-			rejected[r] = v
-		}
-	}
-	for _, r := range lossReasons {
-		losses[string(r)] += 0
-	}
-	m.Counters("synclab_mutex_losses_total", "Leases lost before their release, by reason.", "reason", losses)
-	m.Counters("synclab_mutex_frames_rejected_total", "Frames refused by the core, by reason.", "reason", rejected)
+	mutexcount.LossMetrics(m, counters, lossReasons, "Frames")
 }

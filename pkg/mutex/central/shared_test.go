@@ -1,7 +1,6 @@
 package central_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +36,7 @@ func (f *fencedResource) access(who string, fence uint64) {
 // lock's rightful holder; readers together share one fence, and the next
 // writer's is above it.
 func TestReadersGrantedTogetherShareAFence(t *testing.T) {
-	r := &scenarioRun{t: t, out: &strings.Builder{}, reqs: map[string]mutex.RequestID{}}
+	r := &scenarioRun{t: t}
 	r.newCluster(4, nil)
 	s := r.s
 	s.Run(4 * time.Second)
@@ -88,14 +87,14 @@ func TestReadersGrantedTogetherShareAFence(t *testing.T) {
 	released := map[uint32]time.Duration{}
 	fences := map[uint32][]uint64{}
 	for _, e := range s.Events()[from:] {
-		if e.Name != central.EventGranted && e.Name != central.EventReleased {
+		if e.Name != mutex.EventGranted && e.Name != mutex.EventReleased {
 			continue
 		}
 		f, _ := e.Arg("fence")
 		fence := f.(uint64)
 		who := e.Name + " n" + string(rune('0'+e.Node))
 		res.access(who, fence)
-		if e.Name == central.EventGranted {
+		if e.Name == mutex.EventGranted {
 			fences[e.Node] = append(fences[e.Node], fence)
 			granted[e.Node] = e.At
 		} else if _, ok := released[e.Node]; !ok {

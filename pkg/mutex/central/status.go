@@ -6,6 +6,7 @@ import (
 
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 )
 
 // Detail is the algorithm's part of mutex.Status.Detail.
@@ -56,14 +57,10 @@ func (c *Core) Guarantees() mutex.Guarantees { return guarantees }
 // Status implements core.Core.
 func (c *Core) Status() any { return c.Report() }
 
-// allCounters is the core's counters and its request table's, one view.
+// allCounters is the core's counters, its request table's and its bugs',
+// one view.
 func (c *Core) allCounters() map[string]uint64 {
-	m := c.reqs.Counters()
-	maps.Copy(m, c.counters)
-	for label, n := range c.bugs.Counts() {
-		m["bug_"+label] = n
-	}
-	return m
+	return mutexcount.Counters(c.reqs, c.counters, &c.bugs)
 }
 
 // Report returns the status (mutex.Algorithm); Detail is a Detail, each

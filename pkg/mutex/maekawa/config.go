@@ -22,7 +22,7 @@ type Config struct {
 	Members []uint32
 
 	// Quorum selects the majority quorum of coordinators (the notes';
-	// pkg/mutex/majority) when > 0: every member is a coordinator, a
+	// mutexd's majority, MajorityFactory) when > 0: every member is a coordinator, a
 	// request asks all of them and holds with Quorum grants (it must be
 	// more than half the members, or two holders could both reach it);
 	// coordinators queue exclusive requests as Maekawa's voters do and
@@ -204,23 +204,23 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: shared requests are offered by the majority quorum only", ErrConfig)
 	}
 	def := DefaultLANConfig()
-	if err := mutex.FillDurations([]mutex.Duration{
-		{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
-		{Name: "DeadAfter", Value: &c.DeadAfter, Default: def.DeadAfter},
-		{Name: "AttemptTimeout", Value: &c.AttemptTimeout, Default: def.AttemptTimeout},
-		{Name: "BackoffBase", Value: &c.BackoffBase, Default: def.BackoffBase},
-		{Name: "BackoffMax", Value: &c.BackoffMax, Default: def.BackoffMax},
-		{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
-		{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
-		{Name: "Margin", Value: &c.Margin, Default: def.Margin},
-		{Name: "WriterWindow", Value: &c.WriterWindow},
-	}); err != nil {
+	if err := liveness.FillDurations(
+		liveness.Duration{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
+		liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter, Default: def.DeadAfter},
+		liveness.Duration{Name: "AttemptTimeout", Value: &c.AttemptTimeout, Default: def.AttemptTimeout},
+		liveness.Duration{Name: "BackoffBase", Value: &c.BackoffBase, Default: def.BackoffBase},
+		liveness.Duration{Name: "BackoffMax", Value: &c.BackoffMax, Default: def.BackoffMax},
+		liveness.Duration{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
+		liveness.Duration{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
+		liveness.Duration{Name: "Margin", Value: &c.Margin, Default: def.Margin},
+		liveness.Duration{Name: "WriterWindow", Value: &c.WriterWindow},
+	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if err := mutex.CheckTimers([]mutex.Timer{
-		{Name: "HeartbeatInterval", Value: c.HeartbeatInterval}, {Name: "DeadAfter", Value: c.DeadAfter},
-		{Name: "AttemptTimeout", Value: c.AttemptTimeout}, {Name: "BackoffBase", Value: c.BackoffBase}, {Name: "BackoffMax", Value: c.BackoffMax},
-	}); err != nil {
+	if err := liveness.CheckTimers(
+		liveness.Duration{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval}, liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter},
+		liveness.Duration{Name: "AttemptTimeout", Value: &c.AttemptTimeout}, liveness.Duration{Name: "BackoffBase", Value: &c.BackoffBase}, liveness.Duration{Name: "BackoffMax", Value: &c.BackoffMax},
+	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	mutex.FillLimits(&c.MaxDriftPPM, &c.MaxLocks, &c.MaxQueue)

@@ -11,6 +11,7 @@ import (
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -32,17 +33,9 @@ var (
 // Event names. Args are slog-style: "request" (uint64), "lock" (string),
 // "fence" (uint64) and the ones named.
 const (
-	// EventGranted: a request holds its lock ("lease", "expires").
-	EventGranted = "lock_granted"
-	// EventRenewed: a renewal succeeded ("expires").
-	EventRenewed = "lock_renewed"
-	// EventLost: a request lost its lock or will never get it ("reason").
-	EventLost = "lock_lost"
-	// EventReleased: the holder released its lock.
-	EventReleased = "lock_released"
-	// EventMemberDown, EventMemberUp: a member's liveness ("member").
-	EventMemberDown = "member_down"
-	EventMemberUp   = "member_up"
+	// Besides mutex.EventGranted ("mode"), EventRenewed, EventLost,
+	// EventReleased, and liveness.EventMemberDown and EventMemberUp:
+	//
 	// EventNoLiveSet: (Maekawa) no cross of the grid is wholly alive: a
 	// request waits until one is ("lock").
 	EventNoLiveSet = "no_live_set"
@@ -253,21 +246,7 @@ func (c *Core) settle() {
 
 // drain moves the table's outcomes to the core's, each also an event.
 func (c *Core) drain() {
-	for _, o := range c.reqs.Outcomes() {
-		c.outcomes = append(c.outcomes, o)
-		switch o := o.(type) {
-		case mutex.Granted:
-			c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence),
-				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "lease", o.Lease, "expires", o.Expires, "mode", o.Mode.String())
-		case mutex.Renewed:
-			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
-		case mutex.Lost:
-			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
-				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
-		case mutex.Released:
-			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
-		}
-	}
+	mutexcount.Drain(c.reqs, &c.outcomes, &c.events, mutexcount.Grants{Mode: true}, nil)
 }
 
 // Step feeds one frame.
@@ -363,9 +342,9 @@ func (c *Core) reportLiveness() {
 	for _, t := range c.det.Transitions() {
 		switch {
 		case t.To == liveness.Suspect:
-			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", t.ID, t.Silent), "member", t.ID)
+			c.emit(liveness.EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", t.ID, t.Silent), "member", t.ID)
 		case t.From == liveness.Suspect:
-			c.emit(EventMemberUp, fmt.Sprintf("member %d is up", t.ID), "member", t.ID)
+			c.emit(liveness.EventMemberUp, fmt.Sprintf("member %d is up", t.ID), "member", t.ID)
 		}
 	}
 }

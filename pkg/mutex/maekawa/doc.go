@@ -1,7 +1,7 @@
 // Package maekawa is mutexd's voting-set mutual exclusion: Maekawa's
 // algorithm (the course notes') on a sqrt(N) grid, made deadlock-free with
 // Sanders' inquire, relinquish and failed, and, on the same core, the
-// majority quorum of coordinators of the notes (pkg/mutex/majority
+// majority quorum of coordinators of the notes (MajorityFactory
 // builds it). Both are sans-IO mutex.Algorithm cores on a mutex.Table,
 // built to keep their promise through crashes, loss, pauses and restarts.
 //
@@ -235,7 +235,11 @@
 //
 // # The majority quorum (Config.Quorum > 0)
 //
-// Every member (or Config.Coordinators) is a coordinator; a request asks
+// mutexd's majority (MajorityFactory) is the notes' majority quorum of
+// coordinators: every member a coordinator, a lock held only with the
+// votes of m = floor(n/2)+1 of them (MajorityQuorum), each vote for a
+// lease and with a fence, shared or exclusive. Every member (or
+// Config.Coordinators) is a coordinator; a request asks
 // them all and needs Quorum > n/2 votes. A coordinator queues exclusive
 // requests as a Maekawa voter does, with Sanders' inquire, relinquish and
 // failed (a request that asks n and needs any m still has, at each
@@ -252,6 +256,48 @@
 // (no writer starvation). Readers together share one fence ("Fences"): a
 // reader's commit of any other fence than the readers' already holding
 // at a coordinator is refused there, and the reader retries.
+//
+// # The majority quorum, unlike the notes and unlike Redlock
+//
+// The notes' coordinators keep their grants in memory, and the notes
+// derives the probability that exclusion is violated when the
+// coordinators in the intersection of two quorums restart and forget:
+//
+//	P_v = sum_{k=2m-n}^{n} C(m,k) P^k (1-P)^(m-k)
+//
+// with P the probability that one given coordinator fails and recovers
+// within the window δt (failures independent; two quorums of m among n
+// share at least k = 2m-n coordinators, and any k or more of the holder's
+// m forgetting lets a second quorum form). Here a coordinator also keeps
+// its votes in memory only (no disk write per vote), but one that
+// restarts votes on nothing for a whole stretched lease after it starts:
+// every vote it forgot has ended by then, so no violation (majority_pv_test.go
+// measures it beside the notes' coordinators and beside votes written to
+// disk). And every vote carries a fence, recorded at all m before the
+// holder can use it; fences are era<<32 | a count, the era written once
+// per start, so they grow across restarts too (Redlock's majority of
+// Redis locks has no fence, and no memory across a restart without
+// fsync). Writers wait in the coordinators' queues (Sanders' inquire,
+// relinquish and failed keep them from deadlocking), so a released lock
+// goes to the next writer within a round trip.
+//
+// # The P_v experiment
+//
+//	go test ./pkg/mutex/maekawa -run TestPvExperiment -v -pv.n 5 -pv.m 3 -pv.rate 0.5 -pv.hold 200ms
+//	scripts/bench.sh pv [--n N] [--m M] [--rate R] [--hold D] [--acquisitions A]
+//
+// runs n coordinators and two clients that always want one lock, each
+// coordinator crashed and restarted (down 5 ms) as a Poisson process of
+// the rate, holds of δt, and counts violations (a grant while the other
+// client holds) per acquisition, in three arms (-pv.arms): votes
+// forgotten and given again at once (the notes' coordinators), forgotten
+// but no vote for a lease after a restart (mutexd's default), and
+// written to disk before each locked (Config.PersistVotes), beside the
+// formula with P = 1 - exp(-rate δt). The measured rate of the first arm
+// sits below the formula: a forgotten vote helps the other client only
+// if the coordinator is back, and the client has asked it again (its
+// waiting request is repeated every AttemptTimeout), before the holder
+// releases. The other two arms measure 0.
 //
 // # Frames that lie
 //
@@ -273,6 +319,6 @@
 // also events for logs and hooks. Ready.State is the voter's era (and,
 // with PersistVotes, its outstanding votes): persist it before sending
 // when Promise is set. Factory builds Maekawa cores for
-// mutexd; Stats counts the frames per op for the messages-per-entry
+// mutexd, MajorityFactory the majority quorum's; Stats counts the frames per op for the messages-per-entry
 // figures.
 package maekawa

@@ -78,12 +78,7 @@ func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
 	cfg := DefaultLANConfig()
 	cfg.ID, cfg.Members, cfg.Quorum = env.ID, env.Members, quorum
 	cfg.Persisted, cfg.Rand, cfg.Lamport = env.State, env.Rand, env.Lamport
-	if opt.Lease != 0 {
-		cfg.MaxLease = opt.Lease
-	}
-	if opt.MinLease != 0 {
-		cfg.MinLease = opt.MinLease
-	}
+	opt.Leases(&cfg.MaxLease, &cfg.MinLease)
 	h := cmp.Or(opt.Heartbeat, time.Second)
 	cfg.HeartbeatInterval, cfg.DeadAfter = h*3/2, h*7/2
 	if quorum > 0 {

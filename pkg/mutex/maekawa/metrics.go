@@ -2,10 +2,10 @@ package maekawa
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 )
 
 var _ core.MetricsWriter = (*Core)(nil)
@@ -39,31 +39,10 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.Gauge("synclab_mutex_votes_given", "Votes this member has given and not got back, all locks.", float64(votes))
 	m.Gauge("synclab_mutex_voter_queue_length", "Requests queued at this member's voter (Maekawa), all locks.", float64(waiting))
 	cs := c.allCounters()
-	cnt := func(k string) float64 { return float64(cs[k]) }
-	m.Counter("synclab_mutex_requests_total", "Lock requests queued at this member.", cnt("requests"))
-	m.Counter("synclab_mutex_grants_total", "Leases granted to clients of this member.", cnt("grants"))
-	m.Counter("synclab_mutex_renewals_total", "Leases renewed.", cnt("renewals"))
-	m.Counter("synclab_mutex_cancelled_total", "Waiting requests withdrawn before a grant.", cnt("cancelled"))
-	sent, retries, losses, rejected := map[string]uint64{}, map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
-	for k, v := range cs {
-		switch {
-		case strings.HasPrefix(k, "sent_"):
-			sent[strings.TrimPrefix(k, "sent_")] = v
-		case strings.HasPrefix(k, "retries_"):
-			retries[strings.TrimPrefix(k, "retries_")] = v
-		case strings.HasPrefix(k, "lost_"):
-			losses[strings.TrimPrefix(k, "lost_")] = v
-		case strings.HasPrefix(k, "rejected_"):
-			rejected[strings.TrimPrefix(k, "rejected_")] = v
-		}
-	}
-	for _, r := range mutex.LossReasons {
-		losses[string(r)] += 0
-	}
-	m.Counters("synclab_mutex_vote_frames_sent_total", "Vote frames sent to other members, by op.", "op", sent)
-	m.Counters("synclab_mutex_retries_total", "Request rounds given up and retried, by cause.", "cause", retries)
-	m.Counters("synclab_mutex_losses_total", "Leases lost before their release, by reason.", "reason", losses)
-	m.Counters("synclab_mutex_frames_rejected_total", "Vote frames refused by the core, by reason.", "reason", rejected)
+	mutexcount.RequestMetrics(m, cs)
+	m.Counters("synclab_mutex_vote_frames_sent_total", "Vote frames sent to other members, by op.", "op", mutexcount.ByPrefix(cs, "sent_"))
+	m.Counters("synclab_mutex_retries_total", "Request rounds given up and retried, by cause.", "cause", mutexcount.ByPrefix(cs, "retries_"))
+	mutexcount.LossMetrics(m, cs, mutex.LossReasons, "Vote frames")
 	for _, id := range c.cfg.Members {
 		if id != c.self {
 			m.GaugeBool("synclab_mutex_member_alive", "1 if the member is believed alive, else 0.", c.alive(id),

@@ -5,8 +5,8 @@ import (
 
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/maekawa"
-	"github.com/synclab/synclab/pkg/mutex/mutextest"
 )
 
 // TestOracle: Maekawa keeps the generic oracle (exclusion in real time,

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 )
 
 // Names of the algorithms this core runs (mutexd run --algorithm NAME).
@@ -83,13 +84,10 @@ type LockDetail struct {
 // Status implements core.Core.
 func (c *Core) Status() any { return c.Report() }
 
+// allCounters is the core's counters, its request table's and its bugs',
+// one view.
 func (c *Core) allCounters() map[string]uint64 {
-	m := c.reqs.Counters()
-	maps.Copy(m, c.counters)
-	for label, n := range c.bugs.Counts() {
-		m["bug_"+label] = n
-	}
-	return m
+	return mutexcount.Counters(c.reqs, c.counters, &c.bugs)
 }
 
 // Report returns the status: Detail is a Detail, each lock's a LockDetail.

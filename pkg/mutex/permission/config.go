@@ -233,16 +233,16 @@ func (c *Config) validate() error {
 	c.Members = slices.Clone(c.Members)
 	slices.Sort(c.Members)
 	def := DefaultLANConfig()
-	if err := mutex.FillDurations([]mutex.Duration{
-		{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
-		{Name: "FreshWindow", Value: &c.FreshWindow},
-		{Name: "SuspectAfter", Value: &c.SuspectAfter},
-		{Name: "DeadAfter", Value: &c.DeadAfter},
-		{Name: "RetryInterval", Value: &c.RetryInterval, Default: def.RetryInterval},
-		{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
-		{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
-		{Name: "Margin", Value: &c.Margin, Default: def.Margin},
-	}); err != nil {
+	if err := liveness.FillDurations(
+		liveness.Duration{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
+		liveness.Duration{Name: "FreshWindow", Value: &c.FreshWindow},
+		liveness.Duration{Name: "SuspectAfter", Value: &c.SuspectAfter},
+		liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter},
+		liveness.Duration{Name: "RetryInterval", Value: &c.RetryInterval, Default: def.RetryInterval},
+		liveness.Duration{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
+		liveness.Duration{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
+		liveness.Duration{Name: "Margin", Value: &c.Margin, Default: def.Margin},
+	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.FreshWindow == 0 {
@@ -270,11 +270,11 @@ func (c *Config) validate() error {
 	if c.DeadAfter < c.MinDeadAfter() || c.DeadAfter < c.SuspectAfter {
 		return fmt.Errorf("%w: DeadAfter %v is below %v (lease + heartbeat, padded) or SuspectAfter %v: a member cut off while it holds a lease would be given up before its lease ends", ErrConfig, c.DeadAfter, c.MinDeadAfter(), c.SuspectAfter)
 	}
-	if err := mutex.CheckTimers([]mutex.Timer{
-		{Name: "HeartbeatInterval", Value: c.HeartbeatInterval}, {Name: "SuspectAfter", Value: c.SuspectAfter},
-		{Name: "DeadAfter", Value: c.DeadAfter}, {Name: "RetryInterval", Value: c.RetryInterval},
-		{Name: "FreshWindow", Value: c.FreshWindow},
-	}); err != nil {
+	if err := liveness.CheckTimers(
+		liveness.Duration{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval}, liveness.Duration{Name: "SuspectAfter", Value: &c.SuspectAfter},
+		liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter}, liveness.Duration{Name: "RetryInterval", Value: &c.RetryInterval},
+		liveness.Duration{Name: "FreshWindow", Value: &c.FreshWindow},
+	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil

@@ -51,14 +51,10 @@ const LossStalled mutex.LossReason = "stalled"
 // Event names. Args are slog-style: "request" (uint64), "lock" (string),
 // "fence" (uint64) and the ones named.
 const (
-	EventGranted  = "lock_granted"  // "lease", "expires", "incarnation"
-	EventRenewed  = "lock_renewed"  // "expires"
-	EventLost     = "lock_lost"     // "reason"
-	EventReleased = "lock_released" //
-	// EventMemberDown, EventMemberUp: a member is no longer waited for /
-	// is again ("member").
-	EventMemberDown = "member_down"
-	EventMemberUp   = "member_up"
+	// Besides mutex.EventGranted ("incarnation"), EventRenewed, EventLost,
+	// EventReleased, and liveness.EventMemberDown and EventMemberUp (a
+	// member is no longer waited for / is again):
+	//
 	// EventRejoined: a member came back with a new incarnation, its old
 	// requests dropped ("member", "incarnation"); for this member itself
 	// after a stall ("member" is its own ID).

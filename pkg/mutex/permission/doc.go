@@ -1,8 +1,9 @@
 // Package permission is the machinery of mutexd's permission-based mutual
 // exclusion, the algorithms in which a member enters a critical section
 // once every other member has let it: Ricart-Agrawala (the course notes';
-// pkg/mutex/ricartagrawala) and Lamport's distributed mutex (the notes';
-// pkg/mutex/lamport). One sans-IO Core runs either (Config.Variant): the
+// RicartAgrawalaFactory, mutexd's ricartagrawala) and Lamport's
+// distributed mutex (the notes'; LamportFactory, mutexd's lamport). One
+// sans-IO Core runs either (Config.Variant): the
 // two share requests stamped with Lamport times, a failure detector,
 // incarnations, fences and leases, and differ only in how a member answers
 // (answer.go).
@@ -344,4 +345,6 @@
 // and hooks. Ready.State is the incarnation and the Lamport floor: persist
 // it before sending (a promise). Shared requests are refused with
 // mutex.ErrSharedUnsupported: both algorithms grant one holder at a time.
+// RicartAgrawalaFactory and LamportFactory are the two algorithms' lines
+// in pkg/mutex/algorithms, for mutexd.
 package permission

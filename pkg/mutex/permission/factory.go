@@ -27,12 +27,7 @@ func ConfigFor(v Variant, env core.Env, opt mutex.Options) (Config, error) {
 	cfg := DefaultLANConfig()
 	cfg.Variant, cfg.ID, cfg.Members = v, env.ID, env.Members
 	cfg.Persisted, cfg.Lamport = env.State, env.Lamport
-	if opt.Lease != 0 {
-		cfg.MaxLease = opt.Lease
-	}
-	if opt.MinLease != 0 {
-		cfg.MinLease = opt.MinLease
-	}
+	opt.Leases(&cfg.MaxLease, &cfg.MinLease)
 	if opt.Heartbeat != 0 {
 		cfg.HeartbeatInterval = opt.Heartbeat
 	}
@@ -150,4 +145,48 @@ func Kinds(v Variant) []wire.Kind {
 		return []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindPermHeartbeat, wire.KindPermRelay, wire.KindPermProbe, wire.KindPermProbeReply}
 	}
 	return []wire.Kind{wire.KindLamportRequest, wire.KindLamportAck, wire.KindLamportRelease, wire.KindPermHeartbeat, wire.KindLamportRequeue, wire.KindPermRelay, wire.KindPermProbe, wire.KindPermProbeReply}
+}
+
+// RicartAgrawalaFactory builds Ricart-Agrawala cores for a driver
+// (mutexd run --algorithm ricartagrawala; pkg/mutex/algorithms).
+var RicartAgrawalaFactory = mutex.Factory{
+	Name:       RicartAgrawala.String(),
+	Summary:    "Ricart-Agrawala: request with (Lamport time, ID) to all, replies deferred by the holder and by earlier requests",
+	Guarantees: Guarantees(RicartAgrawala),
+	// The notes' comparison table: 2(N-1) messages per entry, and as many
+	// before the entry; a synchronisation delay of one message (the
+	// holder's deferred reply).
+	Cost: core.Cost{Text: "2(N-1)", Delay: "1",
+		Messages: func(n int) (float64, float64) { return float64(2 * (n - 1)), float64(2 * (n - 1)) }},
+	Kinds:  Kinds(RicartAgrawala),
+	Params: Params,
+	New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
+		return NewFromEnv(RicartAgrawala, env, opt)
+	},
+	StatusLines: StatusLines,
+	LockColumns: LockColumns,
+	LockCells:   LockCells,
+	FenceText:   FenceText,
+}
+
+// LamportFactory builds cores of Lamport's distributed mutex for a driver
+// (mutexd run --algorithm lamport; pkg/mutex/algorithms).
+var LamportFactory = mutex.Factory{
+	Name:       Lamport.String(),
+	Summary:    "Lamport's distributed mutex: a queue ordered by (Lamport time, ID) at every member, request, ack and release to all",
+	Guarantees: Guarantees(Lamport),
+	// The notes: 3(N-1) messages per entry (N-1 requests, N-1 acks, N-1
+	// releases); the next holder enters one message (the release) after
+	// the last one left.
+	Cost: core.Cost{Text: "3(N-1)", Delay: "1",
+		Messages: func(n int) (float64, float64) { return float64(3 * (n - 1)), float64(3 * (n - 1)) }},
+	Kinds:  Kinds(Lamport),
+	Params: Params,
+	New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
+		return NewFromEnv(Lamport, env, opt)
+	},
+	StatusLines: StatusLines,
+	LockColumns: LockColumns,
+	LockCells:   LockCells,
+	FenceText:   FenceText,
 }

@@ -76,7 +76,7 @@ func runPermission(t *testing.T, in []byte) (variant permission.Variant, grants 
 				return permission.New(c)
 			},
 			Sent: func(m core.Message, disk []byte) error { return checkSent(self, m, disk) },
-			Ready: corefuzz.OnEvent(permission.EventGranted, func(e core.Event) error {
+			Ready: corefuzz.OnEvent(mutex.EventGranted, func(e core.Event) error {
 				grants++
 				return fences.Granted(corefuzz.EventArg(e, "lock").(string), corefuzz.EventArg(e, "fence").(uint64))
 			}),

@@ -409,7 +409,7 @@ func (c *Core) giveUp(m uint32, by []uint32) {
 	p := c.peers[m]
 	p.down, p.confirm = true, nil
 	c.count("members_given_up")
-	c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent here for %v, and members %v confirm a silence as long; no longer waited for",
+	c.emit(liveness.EventMemberDown, fmt.Sprintf("member %d is down: silent here for %v, and members %v confirm a silence as long; no longer waited for",
 		m, c.silence(m).Round(time.Millisecond), by), "member", m, "confirmed_by", by)
 	for _, l := range c.locks {
 		delete(l.got, m)
@@ -430,7 +430,7 @@ func (c *Core) heardAgain(m uint32) {
 	switch {
 	case p.down:
 		p.down = false
-		c.emit(EventMemberUp, fmt.Sprintf("member %d is up", m), "member", m)
+		c.emit(liveness.EventMemberUp, fmt.Sprintf("member %d is up", m), "member", m)
 	case cf != nil && cf.said:
 		c.emit(EventMemberHeard, fmt.Sprintf("member %d is heard again (it was never given up)", m), "member", m)
 	}

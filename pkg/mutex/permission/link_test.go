@@ -13,8 +13,9 @@ import (
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
-	"github.com/synclab/synclab/pkg/mutex/mutextest"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -71,7 +72,7 @@ func TestSingleLinkCut(t *testing.T) {
 				c.Check()
 				// Nobody was ever cut off from a majority: nobody is given
 				// up; the relays carried the cut links' frames.
-				if downs := s.EventsNamed(permission.EventMemberDown); len(downs) > 0 {
+				if downs := s.EventsNamed(liveness.EventMemberDown); len(downs) > 0 {
 					t.Errorf("%d members given up, the first %v: a single broken link cuts nobody off", len(downs), downs[0])
 				}
 				var relayed, probes uint64
@@ -208,7 +209,7 @@ func TestConfirmWindow(t *testing.T) {
 	m.beat(2)
 	m.beat(3)
 	stamp := m.awaitProbe(3, 2, 2*tm.SuspectAfter)
-	if len(m.events(permission.EventMemberDown)) > 0 {
+	if len(m.events(liveness.EventMemberDown)) > 0 {
 		t.Fatal("member 2 given up before anyone confirmed")
 	}
 	answer := func(silent time.Duration, probe uint64) error {
@@ -220,7 +221,7 @@ func TestConfirmWindow(t *testing.T) {
 	if err := answer(100*time.Millisecond, stamp); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(m.events(permission.EventMemberDown)); n > 0 {
+	if n := len(m.events(liveness.EventMemberDown)); n > 0 {
 		t.Fatalf("member 2 given up although 3 heard it 100 ms ago")
 	}
 	warn := m.events(permission.EventUnconfirmed)
@@ -254,7 +255,7 @@ func TestConfirmWindow(t *testing.T) {
 	if err := m.step(3, wire.KindPermProbeReply, wire.PermProbeReply{Member: 2, SilentMS: 1 << 31, Probe: stamp}, stamp); !errors.Is(err, permission.ErrImplausible) {
 		t.Errorf("an answer stamped at the probe's own time: %v, want ErrImplausible", err)
 	}
-	if n := len(m.events(permission.EventMemberDown)); n > 0 {
+	if n := len(m.events(liveness.EventMemberDown)); n > 0 {
 		t.Fatalf("member 2 given up on a stale or implausible answer")
 	}
 	// The next probe goes when 3's silence could be long enough.
@@ -266,13 +267,13 @@ func TestConfirmWindow(t *testing.T) {
 	if err := answer(tm.SuspectAfter+100*time.Millisecond, stamp); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(m.events(permission.EventMemberDown)); n > 0 {
+	if n := len(m.events(liveness.EventMemberDown)); n > 0 {
 		t.Fatalf("member 2 given up on a silence that does not cover the timeout before the probe")
 	}
 	if err := answer(tm.SuspectAfter+400*time.Millisecond, stamp); err != nil {
 		t.Fatal(err)
 	}
-	down := m.events(permission.EventMemberDown)
+	down := m.events(liveness.EventMemberDown)
 	if len(down) != 1 {
 		t.Fatalf("member 2 not given up on 3's confirmation: %v", m.evs)
 	}
@@ -281,7 +282,7 @@ func TestConfirmWindow(t *testing.T) {
 	}
 	// Heard again: up.
 	m.beat(2)
-	if len(m.events(permission.EventMemberUp)) != 1 {
+	if len(m.events(liveness.EventMemberUp)) != 1 {
 		t.Errorf("member 2 heard again, but not up: %v", m.evs)
 	}
 }
@@ -363,7 +364,7 @@ func TestLinkCutHandoff(t *testing.T) {
 					if took > tm.RetryInterval+10*time.Millisecond {
 						t.Errorf("the handoff took %v, want within a RetryInterval (%v)", took, tm.RetryInterval)
 					}
-					if downs := s.EventsNamed(permission.EventMemberDown); len(downs) > 0 {
+					if downs := s.EventsNamed(liveness.EventMemberDown); len(downs) > 0 {
 						t.Errorf("members given up across a broken link: %v", downs)
 					}
 					if hold > tm.SuspectAfter+tm.HeartbeatInterval {
@@ -393,7 +394,7 @@ func TestTwoMembersNeverGiveUp(t *testing.T) {
 	for range 100 {
 		m.tick(100 * time.Millisecond)
 	}
-	if len(m.events(permission.EventMemberDown)) > 0 {
+	if len(m.events(liveness.EventMemberDown)) > 0 {
 		t.Fatal("member 2 given up with nobody to confirm")
 	}
 	if w := m.events(permission.EventUnconfirmed); len(w) != 1 || !w[0].Warn {

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
 // Acquire queues r at local time now (mutex.Algorithm). The grant arrives
-// as a mutex.Granted outcome (and EventGranted) with the returned ID.
+// as a mutex.Granted outcome (and mutex.EventGranted) with the returned ID.
 //
 // A Lamport release held back for r's lock (Release) travels with the
 // request it makes, in one frame; any other is made first.
@@ -122,25 +123,10 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 	return err
 }
 
-// drain turns the table's outcomes into the core's outcomes and events.
+// drain turns the table's outcomes into the core's outcomes and events;
+// a request that ended keeps no lease.
 func (c *Core) drain() {
-	for _, o := range c.reqs.Outcomes() {
-		c.outcomes = append(c.outcomes, o)
-		switch o := o.(type) {
-		case mutex.Granted:
-			c.emit(EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence),
-				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "lease", o.Lease, "expires", o.Expires, "incarnation", o.Epoch)
-		case mutex.Renewed:
-			c.emit(EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
-		case mutex.Lost:
-			delete(c.leases, o.ID)
-			c.emit(EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
-				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
-		case mutex.Released:
-			delete(c.leases, o.ID)
-			c.emit(EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
-		}
-	}
+	mutexcount.Drain(c.reqs, &c.outcomes, &c.events, mutexcount.Grants{Epoch: "incarnation"}, func(id mutex.RequestID) { delete(c.leases, id) })
 }
 
 // settle ends this member's request for l when nothing of it is left in

@@ -11,15 +11,14 @@ import (
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
-	"github.com/synclab/synclab/pkg/mutex/lamport"
-	"github.com/synclab/synclab/pkg/mutex/mutextest"
-	"github.com/synclab/synclab/pkg/mutex/ricartagrawala"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
+	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
-var factories = []mutex.Factory{ricartagrawala.Factory, lamport.Factory}
+var factories = []mutex.Factory{permission.RicartAgrawalaFactory, permission.LamportFactory}
 
-// TestOracle: both algorithms keep the generic oracle (pkg/mutex/mutextest:
+// TestOracle: both algorithms keep the generic oracle (pkg/mutex/internal/mutextest:
 // exclusion in real time, fences above every earlier grant, every request
 // granted once the faults stop) on 3 to 7 members over lossy links, with
 // the faults they claim to survive (crashes and restarts of the holder and
@@ -269,7 +268,7 @@ func TestBackToBackRequeue(t *testing.T) {
 				t.Errorf("%d messages for %d entries, the notes say %v each", msgs, entries, lo)
 			}
 			wantFrames := uint64(2 * (n - 1) * entries)
-			if f.Name == lamport.Name {
+			if f.Name == permission.Lamport.String() {
 				wantFrames += n - 1 // the last release, alone
 				if got := s.Sent(wire.KindLamportRequeue); got != (n-1)*(entries-1) {
 					t.Errorf("%d requeues, want %d: every release but the last travels with the next request", got, (n-1)*(entries-1))

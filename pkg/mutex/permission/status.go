@@ -4,10 +4,10 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 )
 
 // Guarantees returns what variant v promises (the package doc argues each).
@@ -102,13 +102,10 @@ type Entry struct {
 // Status implements core.Core.
 func (c *Core) Status() any { return c.Report() }
 
+// allCounters is the core's counters, its request table's and its bugs',
+// one view.
 func (c *Core) allCounters() map[string]uint64 {
-	m := c.reqs.Counters()
-	maps.Copy(m, c.counters)
-	for label, n := range c.bugs.Counts() {
-		m["bug_"+label] = n
-	}
-	return m
+	return mutexcount.Counters(c.reqs, c.counters, &c.bugs)
 }
 
 // Report returns the status (mutex.Algorithm); Detail is a Detail, each
@@ -221,10 +218,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.Gauge("synclab_mutex_queue_length", "Requests waiting at this member, all locks.", float64(waiting))
 	counters := c.allCounters()
 	cnt := func(k string) float64 { return float64(counters[k]) }
-	m.Counter("synclab_mutex_requests_total", "Lock requests queued at this member.", cnt("requests"))
-	m.Counter("synclab_mutex_grants_total", "Leases granted to clients of this member.", cnt("grants"))
-	m.Counter("synclab_mutex_renewals_total", "Leases renewed.", cnt("renewals"))
-	m.Counter("synclab_mutex_cancelled_total", "Waiting requests withdrawn before a grant.", cnt("cancelled"))
+	mutexcount.RequestMetrics(m, counters)
 	m.Counter("synclab_mutex_requests_sent_total", "Requests stamped and sent to every member.", cnt("requests_sent"))
 	m.Counter("synclab_mutex_requests_resent_total", "Requests sent again to a member whose answer was missing.", cnt("requests_resent"))
 	m.Counter("synclab_mutex_requeues_sent_total", "Lamport requests sent with this member's release of the lock in one frame.", cnt("requeues_sent"))
@@ -235,21 +229,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 		"dir", map[string]uint64{"out": counters["relayed_out"], "in": counters["relayed_in"], "passed": counters["relays_passed"]})
 	m.Counter("synclab_mutex_probes_total", "Probes asking the others whether a member silent here is silent to them too.", cnt("probes_sent"))
 	m.Counter("synclab_mutex_members_given_up_total", "Members no longer waited for, on a majority's confirmation.", cnt("members_given_up"))
-	losses := map[string]uint64{}
-	rejected := map[string]uint64{}
-	for k, v := range counters {
-		if r, ok := strings.CutPrefix(k, "lost_"); ok {
-			losses[r] = v
-		}
-		if r, ok := strings.CutPrefix(k, "rejected_"); ok {
-			rejected[r] = v
-		}
-	}
-	for _, r := range append(slices.Clone(mutex.LossReasons), LossStalled) {
-		losses[string(r)] += 0
-	}
-	m.Counters("synclab_mutex_losses_total", "Leases lost before their release, by reason.", "reason", losses)
-	m.Counters("synclab_mutex_frames_rejected_total", "Frames refused by the core, by reason.", "reason", rejected)
+	mutexcount.LossMetrics(m, counters, append(slices.Clone(mutex.LossReasons), LossStalled), "Frames")
 	for _, id := range c.others() {
 		m.GaugeBool("synclab_mutex_member_alive", "1 if the member is believed alive, else 0.", !c.givenUp(id),
 			core.Label{Name: "member", Value: strconv.FormatUint(uint64(id), 10)})

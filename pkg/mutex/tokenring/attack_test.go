@@ -65,7 +65,7 @@ func (a *attackRing) acquire(id uint32, name string) mutex.RequestID {
 func (a *attackRing) grant(id uint32, req mutex.RequestID, within time.Duration) (fence, gen uint64) {
 	a.t.Helper()
 	ok := a.s.RunUntil(func() bool {
-		for _, e := range a.s.EventsNamed(tokenring.EventGranted) {
+		for _, e := range a.s.EventsNamed(mutex.EventGranted) {
 			if r, _ := e.Arg("request"); e.Node == id && r == uint64(req) {
 				f, _ := e.Arg("fence")
 				g, _ := e.Arg("generation")
@@ -82,7 +82,7 @@ func (a *attackRing) grant(id uint32, req mutex.RequestID, within time.Duration)
 }
 
 func (a *attackRing) granted(id uint32, req mutex.RequestID) bool {
-	for _, e := range a.s.EventsNamed(tokenring.EventGranted) {
+	for _, e := range a.s.EventsNamed(mutex.EventGranted) {
 		if r, _ := e.Arg("request"); e.Node == id && r == uint64(req) {
 			return true
 		}

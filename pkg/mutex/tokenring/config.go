@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
 )
 
@@ -126,25 +127,25 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: own ID %d is not a member", ErrConfig, c.ID)
 	}
 	def := DefaultLANConfig()
-	if err := mutex.FillDurations([]mutex.Duration{
-		{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
-		{Name: "DeadAfter", Value: &c.DeadAfter, Default: def.DeadAfter},
-		{Name: "AckTimeout", Value: &c.AckTimeout, Default: def.AckTimeout},
-		{Name: "LossTimeout", Value: &c.LossTimeout, Default: def.LossTimeout},
-		{Name: "ProbeTimeout", Value: &c.ProbeTimeout, Default: def.ProbeTimeout},
-		{Name: "ConfirmWindow", Value: &c.ConfirmWindow, Default: def.ConfirmWindow},
-		{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
-		{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
-		{Name: "HoldMargin", Value: &c.HoldMargin, Default: def.HoldMargin},
-	}); err != nil {
+	if err := liveness.FillDurations(
+		liveness.Duration{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
+		liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter, Default: def.DeadAfter},
+		liveness.Duration{Name: "AckTimeout", Value: &c.AckTimeout, Default: def.AckTimeout},
+		liveness.Duration{Name: "LossTimeout", Value: &c.LossTimeout, Default: def.LossTimeout},
+		liveness.Duration{Name: "ProbeTimeout", Value: &c.ProbeTimeout, Default: def.ProbeTimeout},
+		liveness.Duration{Name: "ConfirmWindow", Value: &c.ConfirmWindow, Default: def.ConfirmWindow},
+		liveness.Duration{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},
+		liveness.Duration{Name: "MinLease", Value: &c.MinLease, Default: def.MinLease},
+		liveness.Duration{Name: "HoldMargin", Value: &c.HoldMargin, Default: def.HoldMargin},
+	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	// The protocol's timers: the one validation every core's timeouts get.
-	if err := mutex.CheckTimers([]mutex.Timer{
-		{Name: "HeartbeatInterval", Value: c.HeartbeatInterval}, {Name: "DeadAfter", Value: c.DeadAfter},
-		{Name: "AckTimeout", Value: c.AckTimeout}, {Name: "LossTimeout", Value: c.LossTimeout},
-		{Name: "ProbeTimeout", Value: c.ProbeTimeout},
-	}); err != nil {
+	if err := liveness.CheckTimers(
+		liveness.Duration{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval}, liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter},
+		liveness.Duration{Name: "AckTimeout", Value: &c.AckTimeout}, liveness.Duration{Name: "LossTimeout", Value: &c.LossTimeout},
+		liveness.Duration{Name: "ProbeTimeout", Value: &c.ProbeTimeout},
+	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	mutex.FillLimits(&c.MaxDriftPPM, &c.MaxLocks, &c.MaxQueue)

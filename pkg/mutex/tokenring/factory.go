@@ -57,12 +57,7 @@ func ConfigFor(env core.Env, opt mutex.Options) (Config, error) {
 	// With a key, the MAC already keeps outsiders from forging a token;
 	// without one, a received token is vouched for by its sender first.
 	cfg.TrustSenders = opt.Authenticated
-	if opt.Lease != 0 {
-		cfg.MaxLease = opt.Lease
-	}
-	if opt.MinLease != 0 {
-		cfg.MinLease = opt.MinLease
-	}
+	opt.Leases(&cfg.MaxLease, &cfg.MinLease)
 	if opt.Heartbeat != 0 {
 		cfg.HeartbeatInterval = opt.Heartbeat
 	}

@@ -70,7 +70,7 @@ func runTokenRing(t *testing.T, in []byte) (grants int) {
 				return tokenring.New(c)
 			},
 			Sent: func(m core.Message, disk []byte) error { return checkSentGeneration(m, disk) },
-			Ready: corefuzz.OnEvent(tokenring.EventGranted, func(e core.Event) error {
+			Ready: corefuzz.OnEvent(mutex.EventGranted, func(e core.Event) error {
 				fence, gen := corefuzz.EventArg(e, "fence").(uint64), corefuzz.EventArg(e, "generation").(uint64)
 				if fence>>40 != uint64(epoch.Round(gen)) || fence&(1<<40-1) == 0 {
 					return fmt.Errorf("granted fence %#x on a token of generation %#x", fence, gen)

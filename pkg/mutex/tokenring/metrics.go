@@ -4,10 +4,10 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 )
 
 var _ core.MetricsWriter = (*Core)(nil)
@@ -62,10 +62,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 
 	counters := c.allCounters()
 	cnt := func(k string) float64 { return float64(counters[k]) }
-	m.Counter("synclab_mutex_requests_total", "Lock requests queued at this member.", cnt("requests"))
-	m.Counter("synclab_mutex_grants_total", "Leases granted to clients of this member.", cnt("grants"))
-	m.Counter("synclab_mutex_renewals_total", "Leases renewed.", cnt("renewals"))
-	m.Counter("synclab_mutex_cancelled_total", "Waiting requests withdrawn before a grant.", cnt("cancelled"))
+	mutexcount.RequestMetrics(m, counters)
 	m.Counter("synclab_mutex_tokens_passed_total", "Tokens sent to the successor (handoffs).", cnt("tokens_passed"))
 	m.Counter("synclab_mutex_tokens_received_total", "Tokens taken from the predecessor.", cnt("tokens_received"))
 	m.Counter("synclab_mutex_regenerations_total", "Tokens this member created anew after a loss.", cnt("regenerations"))
@@ -73,23 +70,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.Counter("synclab_mutex_tokens_disowned_total", "Tokens dropped before use: the member they came from did not vouch for them.", cnt("tokens_disowned"))
 	m.Counter("synclab_mutex_locks_reclaimed_total", "Idle lock table entries reclaimed (their promises kept in the floor).", cnt("locks_reclaimed"))
 	m.Gauge("synclab_mutex_floor_round", "Round of the table's floor: the generation promised for every lock not in the table.", float64(GenerationRound(c.floor)))
-	losses := map[string]uint64{}
-	rejected := map[string]uint64{}
-	for k, v := range counters {
-		if r, ok := strings.CutPrefix(k, "lost_"); ok {
-			losses[r] = v
-		}
-		if r, ok := strings.CutPrefix(k, "rejected_"); ok {
-			rejected[r] = v
-		}
-	}
-	// Every reason a lease can end early, present at 0, so an alert on a
-	// rate sees the series before the first loss.
-	for _, r := range mutex.LossReasons {
-		losses[string(r)] += 0
-	}
-	m.Counters("synclab_mutex_losses_total", "Leases lost before their release, by reason.", "reason", losses)
-	m.Counters("synclab_mutex_frames_rejected_total", "Ring frames refused by the core, by reason.", "reason", rejected)
+	mutexcount.LossMetrics(m, counters, mutex.LossReasons, "Ring frames")
 	for _, id := range c.cfg.Members {
 		if id == c.self {
 			continue

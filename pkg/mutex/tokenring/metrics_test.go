@@ -21,7 +21,7 @@ func TestMetrics(t *testing.T) {
 	ring := func(id uint32) *tokenring.Core { return s.Core(id).(*tokenring.Core) }
 	granted := func(n int) {
 		t.Helper()
-		if !s.RunUntil(func() bool { return len(s.EventsNamed(tokenring.EventGranted)) == n }, 5*time.Second) {
+		if !s.RunUntil(func() bool { return len(s.EventsNamed(mutex.EventGranted)) == n }, 5*time.Second) {
 			t.Fatalf("grant %d did not come\n%s", n, s.Log())
 		}
 	}

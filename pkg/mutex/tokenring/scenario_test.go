@@ -3,16 +3,16 @@ package tokenring_test
 import (
 	"bytes"
 	"fmt"
-	"maps"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/diagram"
+	"github.com/synclab/synclab/internal/mutexscript"
 	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -23,32 +23,59 @@ import (
 // TestScenarios replays the scripts in testdata/scenarios on a
 // deterministic network (every frame takes 1 ms; members are ticked at
 // their Deadline only) and compares what happens with the output recorded
-// in the file, like bully's and etcd-io/raft's interaction tests. A script
-// is a sequence of commands ("> cmd args"), each followed by its expected
-// output; lines starting with # are comments. After a deliberate change of
-// behaviour, regenerate the files with
+// in the file, like bully's and etcd-io/raft's interaction tests, through
+// internal/mutexscript, the harness every lock core's scripts share. A
+// script is a sequence of commands ("> cmd args"), each followed by its
+// expected output; lines starting with # are comments. After a deliberate
+// change of behaviour, regenerate the files with
 //
 //	go test ./pkg/mutex/tokenring -run TestScenarios -rewrite
 //
 // and read the diff: it is the change, in protocol terms.
 //
-// Commands:
+// Commands: mutexscript's (run D; acquire ID LOCK, which prints its
+// request; release ID REQ; renew ID REQ; crash ID: its persisted state
+// survives, frames to it are lost; restart ID: from its persisted state;
+// counts: frames delivered by kind since the last counts), and
 //
-//	ring N              N members with IDs 1..N, the LAN defaults, vouching on
-//	run D               let D (a Go duration) pass, delivering and ticking
-//	acquire ID LOCK     a client of member ID asks for LOCK (default lease); prints its request
-//	release ID REQ      that client releases request REQ
-//	renew ID REQ        that client renews request REQ
-//	crash ID            member ID stops (its persisted state survives); frames to it are lost
-//	restart ID          member ID starts again from its persisted state
+//	cluster N           N members with IDs 1..N, the LAN defaults, vouching on
 //	pause ID D          member ID stops for D and goes on as if nothing happened (frames wait)
 //	drop KIND           the next frame of KIND (token, token_ack, ...) is lost
 //	status              every live member's view of each lock
-//	counts              frames delivered by kind since the last counts
 //
 // Each command prints what it caused, at the time it happened (ms since
 // the start): the typed outcomes and the ring's events, one per line.
-func TestScenarios(t *testing.T) { scenario.Files(t, runRingScenario) }
+//
+// Every script's run is traced (internal/scenario's Tracer) and laid out
+// by internal/diagram: a line per member, one arrow per frame the network
+// delivered, and the drawing's order is the run's true happened-before
+// (the tracer's vector clocks: CheckCausality). With -scenario.traces DIR
+// the traces are written there, one directory per script; with
+// -mutexscript.out DIR the drawings.
+func TestScenarios(t *testing.T) {
+	scenario.Files(t, func(t *testing.T, script string) string {
+		return mutexscript.Run(t, script, mutexscript.Setup{
+			Net:          newScenarioRing,
+			Prefix:       func(d time.Duration, id uint32) string { return fmt.Sprintf("%6dms %d", d.Milliseconds(), id) },
+			ShowRequests: true,
+			Kinds:        wire.Kinds(),
+			Commands: map[string]func(r *mutexscript.Script, a scenario.Args){
+				"pause": func(r *mutexscript.Script, a scenario.Args) {
+					ring := r.N.(*scenarioRing)
+					ring.paused[a.ID(1)] = ring.now.Add(a.Duration(2))
+				},
+				"drop": func(r *mutexscript.Script, a scenario.Args) {
+					k, ok := kindNamed(a.F[1])
+					if !ok {
+						t.Fatalf("%q: no kind %q", a.Line, a.F[1])
+					}
+					r.N.(*scenarioRing).drop[k]++
+				},
+				"status": func(r *mutexscript.Script, _ scenario.Args) { r.N.(*scenarioRing).status() },
+			},
+		})
+	})
+}
 
 // scenarioRing is the deterministic network of a scenario.
 type scenarioRing struct {
@@ -62,7 +89,7 @@ type scenarioRing struct {
 	net     []frame
 	drop    map[wire.Kind]int
 	counts  map[wire.Kind]int
-	out     *bytes.Buffer
+	out     io.Writer
 	grantOf map[uint32]map[mutex.RequestID]bool
 	tr      *scenario.Tracer // every send, delivery and event (-scenario.traces DIR)
 	// delivered counts the frames handed to a core since the ring began:
@@ -116,14 +143,14 @@ func (r *scenarioRing) flush(id uint32) {
 	}
 	for _, e := range rd.Events {
 		switch e.Name {
-		case tokenring.EventGranted, tokenring.EventRenewed, tokenring.EventLost, tokenring.EventReleased:
+		case mutex.EventGranted, mutex.EventRenewed, mutex.EventLost, mutex.EventReleased:
 			continue // shown as outcomes
 		}
 		fmt.Fprintf(r.out, "%s %d %s", r.at(), id, e.Name)
 		for i := 0; i+1 < len(e.Args); i += 2 {
 			fmt.Fprintf(r.out, " %v=%s", e.Args[i], r.value(e.Args[i+1]))
 		}
-		r.out.WriteString("\n")
+		io.WriteString(r.out, "\n")
 	}
 	for _, o := range c.Outcomes() {
 		switch o := o.(type) {
@@ -228,105 +255,91 @@ func (r *scenarioRing) run(d time.Duration) {
 	}
 }
 
-func runRingScenario(t *testing.T, script string) string {
-	out, _ := runRingScript(t, script)
-	return out
+// newScenarioRing is the cluster command: N members on a new network, started.
+func newScenarioRing(r *mutexscript.Script, a scenario.Args) mutexscript.Net {
+	ring := &scenarioRing{t: r.T, cores: map[uint32]*tokenring.Core{}, disk: map[uint32][]byte{}, down: map[uint32]bool{},
+		paused: map[uint32]time.Time{}, now: t0, drop: map[wire.Kind]int{}, counts: map[wire.Kind]int{}, out: r.Out}
+	for i := 1; i <= int(a.Uint(1)); i++ {
+		ring.ids = append(ring.ids, uint32(i))
+	}
+	ring.tr = scenario.Traced(r.T, "mutexd", ring.ids, t0)
+	for _, id := range ring.ids {
+		ring.start(id)
+	}
+	return ring
 }
 
-// runRingScript runs a script and also returns its rings (a script may
-// start more than one), for their traces.
-func runRingScript(t *testing.T, script string) (string, []*scenarioRing) {
-	var out bytes.Buffer
-	var r *scenarioRing
-	var rings []*scenarioRing
-	lines, cmds := scenario.Commands(script)
-	for i, line := range lines {
-		f := cmds[i]
-		out.WriteString(line + "\n")
-		if f == nil {
-			continue // a comment
-		}
-		args := scenario.Args{T: t, Line: line, F: f}
-		num, dur := args.Uint, args.Duration
-		if f[0] != "ring" && r == nil {
-			t.Fatalf("%q before ring", line)
-		}
-		switch f[0] {
-		case "ring":
-			r = &scenarioRing{t: t, cores: map[uint32]*tokenring.Core{}, disk: map[uint32][]byte{}, down: map[uint32]bool{},
-				paused: map[uint32]time.Time{}, now: t0, drop: map[wire.Kind]int{}, counts: map[wire.Kind]int{}, out: &out}
-			for i := 1; i <= int(num(1)); i++ {
-				r.ids = append(r.ids, uint32(i))
-			}
-			r.tr = scenario.Traced(t, "mutexd", r.ids, t0)
-			rings = append(rings, r)
-			for _, id := range r.ids {
-				r.start(id)
-			}
-		case "run":
-			r.run(dur(1))
-		case "acquire":
-			id := uint32(num(1))
-			req, err := r.cores[id].Acquire(r.now, mutex.Request{Lock: f[2], Client: "scenario"})
-			if err != nil {
-				fmt.Fprintf(&out, "error: %v\n", err)
-				break
-			}
-			fmt.Fprintf(&out, "%s %d request=%d lock=%s\n", r.at(), id, req, f[2])
-			r.flush(id)
-		case "release", "renew":
-			id := uint32(num(1))
-			var err error
-			if f[0] == "release" {
-				err = r.cores[id].Release(r.now, mutex.RequestID(num(2)))
-			} else {
-				err = r.cores[id].Renew(r.now, mutex.RequestID(num(2)), 0)
-			}
-			if err != nil {
-				fmt.Fprintf(&out, "%s %d error: %v\n", r.at(), id, err)
-			}
-			r.flush(id)
-		case "crash":
-			r.down[uint32(num(1))] = true
-		case "restart":
-			r.start(uint32(num(1)))
-		case "pause":
-			r.paused[uint32(num(1))] = r.now.Add(dur(2))
-		case "drop":
-			k, ok := kindNamed(f[1])
-			if !ok {
-				t.Fatalf("%q: no kind %q", line, f[1])
-			}
-			r.drop[k]++
-		case "status":
-			for _, id := range r.ids {
-				if r.down[id] {
-					fmt.Fprintf(&out, "%d down\n", id)
-					continue
-				}
-				st := r.cores[id].Report()
-				if len(st.Locks) == 0 {
-					fmt.Fprintf(&out, "%d no locks\n", id)
-				}
-				for _, l := range st.Locks {
-					d := l.Detail.(tokenring.LockDetail)
-					fmt.Fprintf(&out, "%d %s token=%s promised=%s fence=%s holder=%s queue=%d\n", id, l.Name,
-						orDash(d.Token), gen(d.Promised), fence(l.Fence), holder(l.Holder), len(l.Queue))
-				}
-			}
-		case "counts":
-			var parts []string
-			for _, k := range slices.Sorted(maps.Keys(r.counts)) {
-				parts = append(parts, fmt.Sprintf("%v=%d", k, r.counts[k]))
-			}
-			out.WriteString(strings.Join(parts, " ") + "\n")
-			clear(r.counts)
-		default:
-			t.Fatalf("unknown command %q", line)
-		}
-		out.WriteString("\n")
+// The network as mutexscript drives it.
+
+func (r *scenarioRing) Elapsed() time.Duration { return r.now.Sub(t0) }
+func (r *scenarioRing) Run(d time.Duration)    { r.run(d) }
+func (r *scenarioRing) Crash(id uint32)        { r.down[id] = true }
+func (r *scenarioRing) Restart(id uint32)      { r.start(id) }
+func (r *scenarioRing) Delivered(k wire.Kind) uint64 {
+	return uint64(r.counts[k])
+}
+func (r *scenarioRing) ResetCounts() { clear(r.counts) }
+
+// Do calls f on member id's core, then sends what it wants sent and
+// prints what it reported.
+func (r *scenarioRing) Do(id uint32, f func(c mutex.Algorithm, now time.Time)) error {
+	f(r.cores[id], r.now)
+	r.flush(id)
+	return nil
+}
+
+// Draw lays the run out: a line per member, an arrow per delivered
+// frame, in the run's happened-before order.
+func (r *scenarioRing) Draw(t testing.TB, dir, name string) {
+	traces, err := r.tr.Files()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out.String(), rings
+	d, err := diagram.Build(traces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Procs) != len(r.ids) {
+		t.Errorf("%d lines for %d members", len(d.Procs), len(r.ids))
+	}
+	if d.Arrows() != r.delivered || r.delivered == 0 {
+		t.Errorf("%d arrows for %d delivered frames", d.Arrows(), r.delivered)
+	}
+	if err := d.CheckCausality(); err != nil {
+		t.Error(err)
+	}
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := d.WriteSVG(&b, diagram.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".svg"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// status prints every live member's view of each lock.
+func (r *scenarioRing) status() {
+	for _, id := range r.ids {
+		if r.down[id] {
+			fmt.Fprintf(r.out, "%d down\n", id)
+			continue
+		}
+		st := r.cores[id].Report()
+		if len(st.Locks) == 0 {
+			fmt.Fprintf(r.out, "%d no locks\n", id)
+		}
+		for _, l := range st.Locks {
+			d := l.Detail.(tokenring.LockDetail)
+			fmt.Fprintf(r.out, "%d %s token=%s promised=%s fence=%s holder=%s queue=%d\n", id, l.Name,
+				orDash(d.Token), gen(d.Promised), fence(l.Fence), holder(l.Holder), len(l.Queue))
+		}
+	}
 }
 
 func kindNamed(name string) (wire.Kind, bool) {
@@ -350,41 +363,4 @@ func holder(h *mutex.RequestStatus) string {
 		return "-"
 	}
 	return fmt.Sprintf("#%d", h.ID)
-}
-
-// TestScenarioTraces: every scenario script can be drawn. Each script's
-// run is traced (internal/scenario's Tracer) and laid out by
-// internal/diagram: a line per member, one arrow per frame the network
-// delivered, and the drawing's order is the run's true happened-before
-// (the tracer's vector clocks: CheckCausality). With -scenario.traces DIR
-// the traces are written there, one directory per script.
-func TestScenarioTraces(t *testing.T) {
-	for _, file := range scenario.Paths(t) {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			script, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, rings := runRingScript(t, string(script))
-			for _, r := range rings {
-				traces, err := r.tr.Files()
-				if err != nil {
-					t.Fatal(err)
-				}
-				d, err := diagram.Build(traces)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(d.Procs) != len(r.ids) {
-					t.Errorf("%d lines for %d members", len(d.Procs), len(r.ids))
-				}
-				if d.Arrows() != r.delivered || r.delivered == 0 {
-					t.Errorf("%d arrows for %d delivered frames", d.Arrows(), r.delivered)
-				}
-				if err := d.CheckCausality(); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
 }

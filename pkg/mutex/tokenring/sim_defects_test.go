@@ -257,7 +257,7 @@ func TestSimLocateMissesTheMakerInItsHold(t *testing.T) {
 			if !got {
 				t.Fatalf("member 3 never granted")
 			}
-			for _, e := range s.EventsNamed(tokenring.EventGranted) {
+			for _, e := range s.EventsNamed(mutex.EventGranted) {
 				if e.Node == 3 && arg[uint64](e, "request") == uint64(waiting) && arg[uint64](e, "generation") != arg[uint64](replacement, "generation") {
 					t.Errorf("member 3 granted on generation %#x, want member 2's %#x", arg[uint64](e, "generation"), arg[uint64](replacement, "generation"))
 				}

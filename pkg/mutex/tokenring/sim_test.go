@@ -139,7 +139,7 @@ func (r *ring) collect() {
 		}
 		key := func() uint64 { return uint64(e.Node)<<32 | arg[uint64](e, "request") }
 		switch e.Name {
-		case tokenring.EventGranted:
+		case mutex.EventGranted:
 			name, fence := arg[string](e, "lock"), arg[uint64](e, "fence")
 			iv := &interval{node: e.Node, lock: name, fence: fence, start: e.At,
 				end: r.trueEnd(e.Node, e.At, e.Local, arg[time.Time](e, "expires"))}
@@ -165,19 +165,19 @@ func (r *ring) collect() {
 				}
 				c.until = e.At + hold
 			}
-		case tokenring.EventRenewed:
+		case mutex.EventRenewed:
 			if iv := r.live[key()]; iv != nil {
 				iv.end = r.trueEnd(e.Node, e.At, e.Local, arg[time.Time](e, "expires"))
 			}
 			if c := r.clients[e.Node]; uint64(c.req) == arg[uint64](e, "request") {
 				c.renewAt = e.At + c.lease/3
 			}
-		case tokenring.EventReleased:
+		case mutex.EventReleased:
 			if iv := r.live[key()]; iv != nil {
 				iv.end, iv.released = min(iv.end, e.At), true
 				delete(r.live, key())
 			}
-		case tokenring.EventLost:
+		case mutex.EventLost:
 			delete(r.live, key())
 			if c := r.clients[e.Node]; uint64(c.req) == arg[uint64](e, "request") {
 				*c = client{id: c.id, nextTry: e.At + 20*time.Millisecond}

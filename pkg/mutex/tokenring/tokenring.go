@@ -32,25 +32,16 @@ var (
 // Event names. Args are slog-style: "request" (uint64), "lock" (string),
 // "fence" (uint64) and the ones named.
 const (
-	// EventGranted: a request holds its lock ("lease", "expires",
-	// "generation").
-	EventGranted = "lock_granted"
-	// EventRenewed: a renewal succeeded ("expires").
-	EventRenewed = "lock_renewed"
-	// EventLost: a request lost its lock or will never get it ("reason":
-	// expired, superseded, renew_refused).
-	EventLost = "lock_lost"
-	// EventReleased: the holder released its lock.
-	EventReleased = "lock_released"
+	// Besides mutex.EventGranted ("generation"), EventRenewed, EventLost
+	// (expired, superseded, renew_refused), EventReleased, and
+	// liveness.EventMemberDown and EventMemberUp:
+	//
 	// EventRegenerated: this member created a lock's token anew
 	// ("generation", "hold").
 	EventRegenerated = "token_regenerated"
 	// EventTokenStale: this member dropped a token of an older generation
 	// ("generation", "newer").
 	EventTokenStale = "token_stale"
-	// EventMemberDown, EventMemberUp: liveness of a member ("member").
-	EventMemberDown = "member_down"
-	EventMemberUp   = "member_up"
 	// EventMemberSkipped: a successor did not acknowledge a token and is
 	// bypassed until heard again ("member").
 	EventMemberSkipped = "member_skipped"

@@ -54,7 +54,7 @@ func TestAloneGrantsAtOnce(t *testing.T) {
 		c.Tick(now.Add(600 * time.Millisecond)) // loss timeout: locate, prepare, create
 		rd := c.Ready()
 		out := c.Outcomes()
-		if len(out) != 1 || len(events(rd, tokenring.EventGranted)) != 1 {
+		if len(out) != 1 || len(events(rd, mutex.EventGranted)) != 1 {
 			t.Fatalf("grant %d: outcomes %+v, events %v", i, out, rd.Events)
 		}
 		g, ok := out[0].(mutex.Granted)
@@ -173,7 +173,7 @@ func TestIdleRingIsQuiet(t *testing.T) {
 	s.Do(3, func(c core.Core) {
 		id, _ = c.(*tokenring.Core).Acquire(s.Clock(3).Now(), mutex.Request{Lock: "counter"})
 	})
-	if !s.RunUntil(func() bool { return len(s.EventsNamed(tokenring.EventGranted)) == 1 }, 5*time.Second) {
+	if !s.RunUntil(func() bool { return len(s.EventsNamed(mutex.EventGranted)) == 1 }, 5*time.Second) {
 		t.Fatalf("not granted\n%s", s.Log())
 	}
 	s.Do(3, func(c core.Core) { c.(*tokenring.Core).Release(s.Clock(3).Now(), id) })
@@ -193,8 +193,8 @@ func TestIdleRingIsQuiet(t *testing.T) {
 	// costs no message before the grant but the majority check.
 	s.ResetCounts()
 	s.Do(3, func(c core.Core) { c.(*tokenring.Core).Acquire(s.Clock(3).Now(), mutex.Request{Lock: "counter"}) })
-	if n := len(s.EventsNamed(tokenring.EventGranted)); n != 1 {
-		s.RunUntil(func() bool { return len(s.EventsNamed(tokenring.EventGranted)) == 2 }, time.Second)
+	if n := len(s.EventsNamed(mutex.EventGranted)); n != 1 {
+		s.RunUntil(func() bool { return len(s.EventsNamed(mutex.EventGranted)) == 2 }, time.Second)
 	}
 	if s.Sent(wire.KindToken) != 0 {
 		t.Errorf("re-acquiring where the token rests moved it: %d token frames", s.Sent(wire.KindToken))
@@ -252,29 +252,29 @@ func TestMemberDownAndUp(t *testing.T) {
 		t.Fatalf("deadline %v, want member 3's silence at %v", d.Sub(t0), dead)
 	}
 	c.Tick(t0.Add(dead - time.Millisecond))
-	if got := named(tokenring.EventMemberDown); got != nil {
+	if got := named(liveness.EventMemberDown); got != nil {
 		t.Fatalf("down before DeadAfter: %v", got)
 	}
 	c.Tick(t0.Add(dead))
-	if got := named(tokenring.EventMemberDown); len(got) != 1 || got[0] != 3 {
+	if got := named(liveness.EventMemberDown); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("down at DeadAfter: %v, want [3]", got)
 	}
 	if st := c.Report().Members; st[2].State != mutex.MemberDown || st[1].State != mutex.MemberAlive {
 		t.Fatalf("members %+v", st)
 	}
 	beat(3, t0.Add(dead+time.Millisecond))
-	if got := named(tokenring.EventMemberUp); len(got) != 1 || got[0] != 3 {
+	if got := named(liveness.EventMemberUp); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("up when heard: %v, want [3]", got)
 	}
 	// Member 2 was last heard at dead/2; this member's loop stalls until
 	// long after that silence passed DeadAfter.
 	stall := t0.Add(10 * dead)
 	c.Tick(stall)
-	if got := named(tokenring.EventMemberDown); got != nil {
+	if got := named(liveness.EventMemberDown); got != nil {
 		t.Fatalf("down right after our own stall: %v", got)
 	}
 	c.Tick(stall.Add(dead / 2))
-	if got := named(tokenring.EventMemberDown); len(got) != 2 || got[0] != 2 || got[1] != 3 {
+	if got := named(liveness.EventMemberDown); len(got) != 2 || got[0] != 2 || got[1] != 3 {
 		t.Fatalf("down half DeadAfter after the stall: %v, want [2 3]", got)
 	}
 }

@@ -125,7 +125,7 @@ func (c *Core) reportLiveness() {
 			if v.LastHeard.IsZero() {
 				silent = c.now.Sub(c.begun)
 			}
-			c.emit(EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", m, silent), "member", m)
+			c.emit(liveness.EventMemberDown, fmt.Sprintf("member %d is down: silent for %v", m, silent), "member", m)
 		}
 	}
 }
@@ -137,6 +137,6 @@ func (c *Core) heardFrom(m uint32) {
 		return
 	}
 	delete(c.reportedDown, m)
-	c.emit(EventMemberUp, fmt.Sprintf("member %d is up", m), "member", m)
+	c.emit(liveness.EventMemberUp, fmt.Sprintf("member %d is up", m), "member", m)
 	c.rewatch()
 }

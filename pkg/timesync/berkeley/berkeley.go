@@ -242,14 +242,13 @@ const txLags = 8
 
 // Core is the Berkeley core. Not safe for concurrent use.
 type Core struct {
-	cfg   Config
-	id    uint32
-	elect elect.Elector
-	// electState is the election's state as it last handed it over, saved
-	// inside this core's (Saved.Election).
-	electState []byte
-	servo      *servo.Servo
-	peers      []uint32 // every member but this one
+	cfg Config
+	id  uint32
+	// elect is the election, its state saved inside this core's, with
+	// the frequency.
+	elect elect.Embedded
+	servo *servo.Servo
+	peers []uint32 // every member but this one
 
 	now time.Time
 
@@ -349,7 +348,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c := &Core{cfg: cfg, id: env.ID, elect: el, electState: saved.Election, servo: sv, adjusts: adjusts, counters: map[string]uint64{}, now: env.Now}
+	c := &Core{cfg: cfg, id: env.ID, elect: elect.Embedded{Elector: el, State: saved.Election}, servo: sv, adjusts: adjusts, counters: map[string]uint64{}, now: env.Now}
 	for _, id := range env.Members {
 		if id != c.id {
 			c.peers = append(c.peers, id)
@@ -364,7 +363,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 }
 
 // Election returns the master election (for the daemon's leader view).
-func (c *Core) Election() elect.Elector { return c.elect }
+func (c *Core) Election() elect.Elector { return c.elect.Elector }
 
 // Bound returns the interval holding the group's time when the local clock
 // reads now (zero before the first correction).
@@ -1203,15 +1202,10 @@ func (c *Core) send(to uint32, term uint64, k wire.Kind, p encoding.BinaryAppend
 // election's typed changes are drained here (its events, in the Ready,
 // carry the same).
 func (c *Core) Ready() core.Ready {
-	rd := c.elect.Ready()
-	c.elect.Changes()
-	if rd.State != nil {
-		c.electState = rd.State
-	}
-	c.saveState(c.now, rd.State != nil)
-	rd.State, rd.Promise = nil, false
+	rd, changed, _ := c.elect.Drain()
+	c.saveState(c.now, changed)
 	c.durable.Ready(&rd, func() []byte {
-		return encodeState(Saved{Election: c.electState, FrequencyPPM: c.savedFreq, ErrorPPM: c.savedErr})
+		return encodeState(Saved{Election: c.elect.State, FrequencyPPM: c.savedFreq, ErrorPPM: c.savedErr})
 	})
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Adjustments = append(rd.Adjustments, c.adj...)
@@ -1223,8 +1217,6 @@ func (c *Core) Ready() core.Ready {
 // Advance is the driver's report on the last Ready (core.Advancer), for
 // this core's state and the election's inside it.
 func (c *Core) Advance(saved bool) {
-	if a, ok := c.elect.(core.Advancer); ok {
-		a.Advance(saved)
-	}
+	c.elect.Advance(saved)
 	c.durable.Advance(saved)
 }

@@ -43,7 +43,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 		c.roundMetrics(m, r)
 	}
 	m.Counters("synclab_berkeley_events_total", "The core's counters: rounds, readings, polls answered, adjustments applied, resent and unacknowledged, exclusions, frames refused by reason.", "event", st.Counters)
-	if mw, ok := c.elect.(core.MetricsWriter); ok {
+	if mw, ok := c.elect.Elector.(core.MetricsWriter); ok {
 		mw.Metrics(m)
 	}
 }

@@ -360,10 +360,10 @@ func (c *Client) poll(s *source, now time.Time) {
 }
 
 // StepDatagram feeds one NTP packet: an answer from a server, a packet of a
-// symmetric peer, or the driver's report of a packet we sent (d.Sent). A non-nil error says why the packet was not
+// symmetric peer, or the driver's report of a packet we sent (d.Local). A non-nil error says why the packet was not
 // used; it has been counted and is shown by Status.
 func (c *Client) StepDatagram(d core.Datagram) error {
-	if d.Sent {
+	if d.Local {
 		return c.sent(d)
 	}
 	if wire.IsFrame(d.Data) {

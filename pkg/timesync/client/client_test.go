@@ -66,7 +66,7 @@ func (b *bench) drain() {
 		at := b.now.Add(time.Microsecond)
 		data := append([]byte(nil), d.Data...)
 		binary.BigEndian.PutUint64(data[wire.NTPXmtOffset:], uint64(wire.NTPTimeFromTime(at)))
-		w := core.Datagram{Addr: d.Addr, Data: data, Time: at, Sent: true}
+		w := core.Datagram{Addr: d.Addr, Data: data, Time: at, Local: true}
 		if err := b.c.StepDatagram(w); err != nil {
 			b.t.Fatalf("sent report: %v", err)
 		}

@@ -34,7 +34,7 @@
 //		// 3. for each of rd.Datagrams (all NTPStamp): patch the transmit
 //		//    timestamp (bytes 40-47) with the local clock right before
 //		//    the write, then report what was written:
-//		//    c.StepDatagram(core.Datagram{Addr: d.Addr, Data: written, Time: xmt, Sent: true})
+//		//    c.StepDatagram(core.Datagram{Addr: d.Addr, Data: written, Time: xmt, Local: true})
 //		// 4. log and count rd.Events
 //		// 5. sleep until the client needs Tick again (core.Scheduler):
 //		timer.Reset(c.Deadline().Sub(clk.Now())) // (capped, and at once if due)

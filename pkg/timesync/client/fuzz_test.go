@@ -85,7 +85,7 @@ func fuzzClientBody(t *testing.T, in []byte) {
 				binary.BigEndian.PutUint64(data[wire.NTPXmtOffset:], uint64(xmt))
 			}
 			sent[d.Addr] = xmt
-			_ = c.StepDatagram(core.Datagram{Addr: d.Addr, Data: data, Time: now, Sent: true})
+			_ = c.StepDatagram(core.Datagram{Addr: d.Addr, Data: data, Time: now, Local: true})
 		}
 		for _, a := range rd.Adjustments {
 			switch a.Kind {

@@ -31,7 +31,7 @@ func (s *testServer) Tick(time.Time)          {}
 func (s *testServer) Status() any             { return nil }
 
 func (s *testServer) StepDatagram(d core.Datagram) error {
-	if d.Sent {
+	if d.Local {
 		return nil
 	}
 	var req wire.NTPPacket

@@ -218,10 +218,10 @@ func (s *Server) drop(reason string, err error) error {
 //     most once per RateLimit.KissInterval, otherwise nothing.
 //
 // d.Time must be the local clock's reading of the kernel receive stamp: it
-// is T2. Datagrams with d.Sent (the daemon's report of a reply it wrote)
+// is T2. Datagrams with d.Local (the daemon's report of a reply it wrote)
 // are accepted and ignored.
 func (s *Server) StepDatagram(d core.Datagram) error {
-	if d.Sent {
+	if d.Local {
 		return nil
 	}
 	ans, err := s.answer(d, nil)
@@ -235,9 +235,9 @@ var _ core.Answerer = (*Server)(nil)
 
 // Answer is StepDatagram without Ready (core.Answerer): the answer to d,
 // if any, appended to buf[:0]. Every datagram but a report of our own
-// writes (Sent, which needs nothing) is the server's to answer alone.
+// writes (Local, which needs nothing) is the server's to answer alone.
 func (s *Server) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error) {
-	if d.Sent {
+	if d.Local {
 		return core.Datagram{}, false, nil
 	}
 	ans, err := s.answer(d, buf)

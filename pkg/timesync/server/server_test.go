@@ -234,7 +234,7 @@ func TestDrops(t *testing.T) {
 
 func TestSentReportsAndFramesIgnored(t *testing.T) {
 	s := newServer(t, Config{})
-	if err := s.StepDatagram(core.Datagram{Addr: clientAddr, Data: request(4, wire.ModeServer), Time: t0, Sent: true}); err != nil {
+	if err := s.StepDatagram(core.Datagram{Addr: clientAddr, Data: request(4, wire.ModeServer), Time: t0, Local: true}); err != nil {
 		t.Errorf("sent report: %v", err)
 	}
 	if err := s.Step(core.Message{}); !errors.Is(err, core.ErrUnexpectedKind) {
@@ -360,7 +360,7 @@ func TestAnswer(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocations per answer, want 0", allocs)
 	}
-	if _, handled, _ := b.Answer(core.Datagram{Addr: clientAddr, Data: req, Sent: true}, buf); handled {
+	if _, handled, _ := b.Answer(core.Datagram{Addr: clientAddr, Data: req, Local: true}, buf); handled {
 		t.Error("a sent report was answered")
 	}
 }

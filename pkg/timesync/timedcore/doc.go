@@ -20,7 +20,7 @@
 // Frames go to the cluster core. Datagrams are routed by the NTP mode in
 // their first byte: requests (mode 3) to the server, any other packet to
 // the client when there is one; the daemon's reports of datagrams it wrote
-// (Datagram.Sent) go back to whoever sent them, the server for mode 4 and
+// (Datagram.Local) go back to whoever sent them, the server for mode 4 and
 // the client otherwise. With only one NTP part, it gets every datagram (and
 // counts what it does not take). Cristian's frames share the NTP socket and
 // start with the synclab magic (wire.IsFrame): time requests go to the

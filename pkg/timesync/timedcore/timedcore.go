@@ -142,7 +142,7 @@ var _ core.Answerer = (*Core)(nil)
 // (core.Answerer): NTP mode-3 requests and Cristian's time requests, when
 // there is a server; everything else is StepDatagram's.
 func (c *Core) Answer(d core.Datagram, buf []byte) (core.Datagram, bool, error) {
-	if c.cfg.Server == nil || d.Sent {
+	if c.cfg.Server == nil || d.Local {
 		return core.Datagram{}, false, nil
 	}
 	var p core.Core
@@ -167,7 +167,7 @@ func (c *Core) routeFrame(d core.Datagram) core.Core {
 		kind = wire.Kind(d.Data[3]) // the header's kind byte (pkg/wire frame layout)
 	}
 	toServer := kind == wire.KindTimeRequest
-	if d.Sent {
+	if d.Local {
 		toServer = kind == wire.KindTimeReply
 	}
 	switch {
@@ -185,7 +185,7 @@ func (c *Core) route(d core.Datagram) core.Core {
 		mode = d.Data[0] & 7
 	}
 	toServer := mode == wire.ModeClient
-	if d.Sent {
+	if d.Local {
 		toServer = mode == wire.ModeServer
 	}
 	switch {

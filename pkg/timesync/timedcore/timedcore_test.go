@@ -78,7 +78,7 @@ func TestRouting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_ = c.StepDatagram(core.Datagram{Addr: peer, Data: packet(tc.mode), Time: now, Sent: tc.sent})
+			_ = c.StepDatagram(core.Datagram{Addr: peer, Data: packet(tc.mode), Time: now, Local: tc.sent})
 			got := "server"
 			if len(cl.datagrams) == 1 {
 				got = "client"

@@ -3,8 +3,9 @@
 // elections started, leaders given up, stale frames, the last election
 // with the messages sent for it (status: elect.Status via Fill), the
 // metric families they all export (Metrics), and the configuration checks
-// they all make (Roster, Durations). Each core keeps its own counters
-// beside these (bully's claims, a ring's skips and resends, ...).
+// they all make (Roster, Durations over liveness.Duration, the type the
+// mutex family's checks take too). Each core keeps its own counters beside
+// these (bully's claims, a ring's skips and resends, ...).
 package electcount
 
 import (
@@ -139,23 +140,13 @@ func Labels(own ...core.ErrorLabel) core.ErrorLabels {
 		core.ErrorLabel{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"})
 }
 
-// Duration is one configured duration: its name, where it is, and its
-// default.
-type Duration struct {
-	Name string
-	V    *time.Duration
-	Def  time.Duration
-}
-
 // Durations gives every zero duration its default and checks each with
-// liveness.CheckTimeout; errors name the algorithm (what).
-func Durations(what string, ds ...Duration) error {
+// liveness.CheckTimeout (liveness.FillTimers, the check the mutex family
+// shares); errors name the algorithm (what) and the default.
+func Durations(what string, ds ...liveness.Duration) error {
 	for _, d := range ds {
-		if *d.V == 0 {
-			*d.V = d.Def
-		}
-		if err := liveness.CheckTimeout(d.Name, *d.V); err != nil {
-			return fmt.Errorf("%s: %w (0: default %v)", what, err, d.Def)
+		if err := liveness.FillTimers(d); err != nil {
+			return fmt.Errorf("%s: %w (0: default %v)", what, err, d.Default)
 		}
 	}
 	return nil

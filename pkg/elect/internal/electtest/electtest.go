@@ -12,6 +12,10 @@
 // partitions and loss over many seeds and applies the oracle; Cluster is
 // the building block for an algorithm's own tests (failover times, message
 // counts). It exists for tests only.
+//
+// It is internal to pkg/elect, beside the family's shared layer: its API
+// names the simulator (internal/sim), which no other module can import,
+// so it serves this module's algorithms' tests only.
 package electtest
 
 import (

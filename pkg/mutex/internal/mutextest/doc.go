@@ -34,4 +34,8 @@
 // to set beside core.Cost.
 //
 // Tests only: it imports internal/sim (whose flags a binary would show).
+//
+// It is internal to pkg/mutex, beside the family's shared layer: its API
+// names the simulator (internal/sim), which no other module can import,
+// so it serves this module's algorithms' tests only.
 package mutextest

@@ -5,7 +5,7 @@ import (
 
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/mutex"
-	"github.com/synclab/synclab/pkg/mutex/mutextest"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 )
 

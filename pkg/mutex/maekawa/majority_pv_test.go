@@ -1,4 +1,4 @@
-package majority_test
+package maekawa_test
 
 import (
 	"flag"

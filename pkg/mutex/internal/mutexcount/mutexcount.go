@@ -1,0 +1,111 @@
+// Package mutexcount is what every mutual-exclusion core keeps the same
+// way, the twin of the election family's electcount: the drain that turns
+// the request table's outcomes into the core's outcomes and events
+// (Drain), the one view of the core's, the table's and the bugs' counters
+// (Counters), and the metric families every core exports from them
+// (RequestMetrics, LossMetrics). Each core keeps its own counters and
+// metrics beside these (a ring's token passes, Maekawa's votes, ...). The
+// duration checks of every Config, shared with the election family, are
+// liveness.FillDurations and liveness.CheckTimers.
+package mutexcount
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// Grants is how a core reports its grants.
+type Grants struct {
+	// Mode adds the request's "mode" (an algorithm with shared locks).
+	Mode bool
+	// Epoch names the grant's epoch argument ("generation", "term",
+	// "incarnation"; empty: none).
+	Epoch string
+}
+
+// Drain moves the table's outcomes to *outcomes, each reported as an
+// event too (mutex.EventGranted...: for logs and hooks), in the order they
+// happened. ended, if not nil, is called with every request that was lost
+// or released, before its event: the core forgets what it kept for it.
+func Drain(reqs *mutex.Table, outcomes *[]mutex.Outcome, events *[]core.Event, g Grants, ended func(mutex.RequestID)) {
+	emit := func(name, msg string, args ...any) {
+		*events = append(*events, core.Event{Name: name, Msg: msg, Args: args})
+	}
+	for _, o := range reqs.Outcomes() {
+		*outcomes = append(*outcomes, o)
+		switch o := o.(type) {
+		case mutex.Granted:
+			args := []any{"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence}
+			if g.Mode {
+				args = append(args, "mode", o.Mode.String())
+			}
+			args = append(args, "lease", o.Lease, "expires", o.Expires)
+			if g.Epoch != "" {
+				args = append(args, g.Epoch, o.Epoch)
+			}
+			emit(mutex.EventGranted, fmt.Sprintf("%s granted (fence %d)", o.Lock, o.Fence), args...)
+		case mutex.Renewed:
+			emit(mutex.EventRenewed, "", "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "expires", o.Expires)
+		case mutex.Lost:
+			if ended != nil {
+				ended(o.ID)
+			}
+			emit(mutex.EventLost, fmt.Sprintf("%s lost (fence %d): %s", o.Lock, o.Fence, o.Reason),
+				"request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence, "reason", string(o.Reason))
+		case mutex.Released:
+			if ended != nil {
+				ended(o.ID)
+			}
+			emit(mutex.EventReleased, fmt.Sprintf("%s released (fence %d)", o.Lock, o.Fence), "request", uint64(o.ID), "lock", o.Lock, "fence", o.Fence)
+		}
+	}
+}
+
+// Counters is the request table's counters, the core's own and its bugs'
+// ("bug_" + label), one view: the status's Counters and the metrics read
+// it.
+func Counters(reqs *mutex.Table, own map[string]uint64, bugs *core.Bugs) map[string]uint64 {
+	m := reqs.Counters()
+	maps.Copy(m, own)
+	for label, n := range bugs.Counts() {
+		m["bug_"+label] = n
+	}
+	return m
+}
+
+// ByPrefix is the counters named prefix+X, as X -> n.
+func ByPrefix(counters map[string]uint64, prefix string) map[string]uint64 {
+	out := map[string]uint64{}
+	for k, v := range counters {
+		if r, ok := strings.CutPrefix(k, prefix); ok {
+			out[r] = v
+		}
+	}
+	return out
+}
+
+// RequestMetrics exports the request table's counters every core shares.
+func RequestMetrics(m *core.MetricSet, counters map[string]uint64) {
+	cnt := func(k string) float64 { return float64(counters[k]) }
+	m.Counter("synclab_mutex_requests_total", "Lock requests queued at this member.", cnt("requests"))
+	m.Counter("synclab_mutex_grants_total", "Leases granted to clients of this member.", cnt("grants"))
+	m.Counter("synclab_mutex_renewals_total", "Leases renewed.", cnt("renewals"))
+	m.Counter("synclab_mutex_cancelled_total", "Waiting requests withdrawn before a grant.", cnt("cancelled"))
+}
+
+// LossMetrics exports the leases lost by reason (every one of reasons
+// present at 0, so an alert on a rate sees the series before the first
+// loss) and the frames refused by reason; frames is what the core calls
+// its frames in the help text ("Frames", "Ring frames", "Vote frames").
+func LossMetrics(m *core.MetricSet, counters map[string]uint64, reasons []mutex.LossReason, frames string) {
+	losses := ByPrefix(counters, "lost_")
+	for _, r := range reasons {
+		losses[string(r)] += 0
+	}
+	m.Counters("synclab_mutex_losses_total", "Leases lost before their release, by reason.", "reason", losses)
+	m.Counters("synclab_mutex_frames_rejected_total", frames+" refused by the core, by reason.", "reason", ByPrefix(counters, "rejected_"))
+}
