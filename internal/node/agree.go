@@ -527,8 +527,19 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 		return
 	}
 	inc, _, _ := wire.SeqParts(f.Seq)
-	if inc < m.cfgInc {
+	if inc < m.cfgInc && a.keyed {
 		return // an older incarnation's, late
+	}
+	// Without keys anyone can announce any incarnation in a member's
+	// name, and one believed above the member's own used to hold its
+	// real announcements (and frames) off for good: a node made to step
+	// back by forged announcements of a higher incarnation stayed back
+	// until it restarted. So the latest announcement is the member's
+	// word, whatever its incarnation, as is an incarnation heard without
+	// one (unknownInc): a forged announcement lasts until the member's
+	// next, one Interval.
+	if !a.keyed {
+		m.unknownInc = 0
 	}
 	m.heardAt, m.announcedAt = now, now
 	m.cfgInc, m.cfg = inc, c
