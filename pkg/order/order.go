@@ -171,10 +171,13 @@ type Core struct {
 	nextTick   time.Time
 	deliveredN map[Order]uint64
 
-	seqr  seqRole    // the sequencer's volatile state
-	relay relayState // the relay's volatile state (relay.go)
-	rec   recorder   // what the last write handed over (record.go)
-	idx   indexes    // which delivery indexes are safe to announce before a write
+	seqr seqRole // the sequencer's volatile state
+	// snapPace is what snapshots may still move the commit point by
+	// (maxSnapshotJump): volatile, full at the start.
+	snapPace pace
+	relay    relayState // the relay's volatile state (relay.go)
+	rec      recorder   // what the last write handed over (record.go)
+	idx      indexes    // which delivery indexes are safe to announce before a write
 }
 
 // indexes keeps a delivery's index unique across a crash while the

@@ -129,6 +129,31 @@ func (l *logState) compact(keep uint64) {
 	l.Base = cut
 }
 
+// lastOfEra is sender's highest SID of era era numbered in this log, as
+// far as it can tell (upto: the SID of a submission at hand): the
+// entries kept, and the compacted ones' highest (BaseSIDs) when it is of
+// that era; era<<32 (the era's first comes next) when nothing of the era
+// was numbered. When a higher era's SID was compacted over the sender's
+// (one forged in its name, KeepLog entries ago), what the era numbered
+// before is not known: upto is then taken as the next.
+func (l *logState) lastOfEra(sender uint32, era, upto uint64) uint64 {
+	last := era << 32
+	for _, e := range l.Entries {
+		if e.Sender == sender && sidEra(e.SID) == era && e.SID <= upto {
+			last = max(last, e.SID)
+		}
+	}
+	if base, ok := l.BaseSIDs[sender]; ok {
+		switch {
+		case sidEra(base) == era:
+			last = max(last, base)
+		case sidEra(base) > era && last == era<<32:
+			return upto - 1
+		}
+	}
+	return last
+}
+
 // sids returns each sender's highest SID in the log.
 func (l *logState) sids() map[uint32]uint64 {
 	s := map[uint32]uint64{}
@@ -180,6 +205,11 @@ type seqRole struct {
 	commits    map[uint32]uint64 // each member's commit point, as it acknowledged
 	due        map[uint32]time.Time
 	sids       map[uint32]uint64
+	// sidStamps bounds, per sender, the Lamport stamp of the submission
+	// that brought its highest SID in sids (the frame's stamp, or this
+	// member's clock when it adopted the log, which merged every such
+	// frame's): see takeSubmit.
+	sidStamps  map[uint32]uint64
 	leader     uint32 // the sequencer as the election knows it
 	submitDue  time.Time
 	recoveries uint64
@@ -533,6 +563,12 @@ func (c *Core) becomeSequencer() {
 		sr.next[p] = n + 1
 	}
 	sr.sids = l.sids()
+	sr.sidStamps = map[uint32]uint64{}
+	for id := range sr.sids {
+		// Every entry of this log came here in frames this member
+		// merged: its clock is past their submissions' stamps.
+		sr.sidStamps[id] = c.lamport.Now()
+	}
 	c.durable.Change(true)
 	c.events = append(c.events, eventf(EventSequencer, "sequencer of term %s from number %d", epoch.Format(term), l.last()+1,
 		"term", term, "last", l.last(), "commit", l.Commit))
@@ -607,6 +643,25 @@ func (c *Core) submit(msg []byte) error {
 	return nil
 }
 
+// ownDelivered takes an entry of this member's numbered sid as delivered:
+// its submissions up to sid are done. One above the last this member
+// made was forged in its name (without a key anyone can submit as any
+// member): it says nothing of this member's own submissions, which
+// would otherwise be taken for delivered, unanswered, and never
+// numbered (counted forged_own_entries).
+func (c *Core) ownDelivered(sid uint64) {
+	l := &c.st.Log
+	if sid > l.SID {
+		c.count("forged_own_entries")
+		return
+	}
+	for s := range l.Submits {
+		if s <= sid {
+			delete(l.Submits, s)
+		}
+	}
+}
+
 // Submission returns the ID of this member's last submission to the
 // sequencer (the last total-order Multicast taken, with Total Sequencer):
 // its Delivery carries it once committed. What answers a send waits for
@@ -639,7 +694,7 @@ func (c *Core) sendSubmit(sid uint64) {
 	}
 	msg := c.st.Log.Submits[sid]
 	if lead == c.id {
-		c.takeSubmit(c.id, sid, msg)
+		c.takeSubmit(c.id, sid, msg, 0)
 		return
 	}
 	b, ok := c.bugs.Encode(&c.events, "order_submit", wire.OrderSubmit{SID: sid, Message: msg}, nil)
@@ -653,14 +708,43 @@ func (c *Core) stepSubmit(m msgT) error {
 	if err := s.UnmarshalBinary(m.Payload); err != nil {
 		return err
 	}
-	return c.takeSubmit(m.From, s.SID, s.Message)
+	return c.takeSubmit(m.From, s.SID, s.Message, m.Lamport)
 }
 
-// takeSubmit numbers a sender's next submission.
-func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte) error {
+// takeSubmit numbers a sender's next submission, which came in a frame
+// stamped at (its Lamport time; 0: this member's own).
+//
+// An era is the sender's own number: only it moves to a new one (at a
+// start), and nobody else may. Without a key anyone can submit in a
+// member's name, and a submission forged in a far era used to be
+// numbered and kept in the log for good: every real submission of the
+// sender after it, of a lower era, was "numbered already" and never
+// delivered, through its restarts and every new sequencer's. So a
+// submission of an older era than the sender's highest is judged by its
+// stamp, as incarnations are (pkg/epoch's Life): a sender's eras only
+// ever rise with its stamps (its clock resumes above every stamp of its
+// last run), so one stamped after the submission that brought the higher
+// era says that era was never the sender's (counted eras_undone); the
+// sender's own submissions are numbered again from there. A late frame
+// of a real earlier era is stamped before, and stays numbered already.
+func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte, at uint64) error {
 	sr := &c.seqr
 	l := &c.st.Log
 	last := sr.sids[from]
+	switch era := sidEra(sid); {
+	case sr.leading == 0 || era == sidEra(last):
+	case era < sidEra(last) && at > sr.sidStamps[from]:
+		c.count("eras_undone")
+		last = l.lastOfEra(from, era, sid)
+		sr.sids[from], sr.sidStamps[from] = last, at
+	case era > sidEra(last):
+		// The sender's submissions of this era numbered before, if any
+		// (the highest was put back by one forged in an older era):
+		// the next of them is taken in turn, not only the era's first.
+		if k := l.lastOfEra(from, era, sid); k > era<<32 {
+			last = k
+		}
+	}
 	switch {
 	case sr.leading == 0:
 		return fmt.Errorf("%w (%s)", ErrNotLeading, c.sequencerText())
@@ -681,6 +765,7 @@ func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte) error {
 	}
 	l.add(logEntry{Sender: from, SID: sid, Message: slices.Clone(msg)})
 	sr.sids[from] = sid
+	sr.sidStamps[from] = max(sr.sidStamps[from], at)
 	// Not a promise: the Appends may leave while the entry is written
 	// here (as Raft's leader replicates while it writes its own log). The
 	// sequencer counts itself among the holders only once its write is
@@ -928,11 +1013,7 @@ func (c *Core) commitTo(i uint64) {
 		l.Applied++
 		e, _ := l.entry(l.Applied)
 		if e.Sender == c.id {
-			for sid := range l.Submits {
-				if sid <= e.SID {
-					delete(l.Submits, sid)
-				}
-			}
+			c.ownDelivered(e.SID)
 		}
 		c.applyTotal(Delivery{Order: TotalOrder, Sender: e.Sender, Seq: l.Applied, SID: e.SID, Message: e.Message})
 	}
@@ -1075,12 +1156,48 @@ func (c *Core) sendSnapshot(to uint32, term uint64) {
 	}
 }
 
-// maxSnapshotAhead bounds how far past this member's commit point a
-// snapshot may take it: a million multicasts a second for 12 days, and
-// one frame cannot bring the log's numbers within reach of their end (a
-// snapshot numbered 2^64-1 stopped a member for good, its state refused
-// at the next start).
-const maxSnapshotAhead = 1 << 40
+// How far snapshots may move this member's commit point: by what a
+// sequencer can have numbered since this member last caught up through
+// one. A snapshot numbered 2^64-1 stopped a member for good, its state
+// refused at the next start; bounded by a fixed distance (2^40), 2^24
+// forged snapshots in a row still ended the number space. So snapshots
+// spend a budget of snapshotBurst numbers that snapshotRate a second
+// refills: a sequencer numbers far fewer than 2^30 a second (one entry
+// per submission its loop handles), and a member that was away for long
+// is paid by the burst at once, 2^40 numbers (127 days of 100,000
+// multicasts a second), and by the rate beyond. Forged snapshots move a
+// commit point by at most 2^30 a second once the burst is spent: the
+// 64-bit numbers last 544 years of that. The budget is full after a
+// restart: a forger gains one burst per restart of its victim, not per
+// frame.
+const (
+	snapshotBurst = 1 << 40
+	snapshotRate  = 1 << 30
+)
+
+// pace is a budget of numbers that jumps spend and a rate refills, up to
+// a burst; the zero pace is full.
+type pace struct {
+	used float64
+	at   time.Time
+}
+
+// left is what the budget allows at now.
+func (p *pace) left(now time.Time, burst, rate float64) float64 {
+	used := p.used
+	if !p.at.IsZero() && now.After(p.at) {
+		used = max(0, used-now.Sub(p.at).Seconds()*rate)
+	}
+	return burst - used
+}
+
+// spend takes n numbers from the budget at now.
+func (p *pace) spend(now time.Time, n uint64, burst, rate float64) {
+	p.used = burst - p.left(now, burst, rate) + float64(n)
+	if now.After(p.at) {
+		p.at = now
+	}
+}
 
 // skipped reports numbers this member will never deliver one by one,
 // having installed a snapshot past them: to the operator (a WARN event),
@@ -1104,8 +1221,11 @@ func (c *Core) stepSnapshot(m msgT) error {
 	if err := s.UnmarshalBinary(m.Payload); err != nil {
 		return err
 	}
-	if commit := c.st.Log.Commit; s.Index > commit && s.Index-commit > maxSnapshotAhead {
-		return fmt.Errorf("%w: snapshot at number %d from %d, this member's commit point %d", ErrImplausible, s.Index, m.From, commit)
+	if commit := c.st.Log.Commit; s.Index > commit {
+		if left := c.snapPace.left(c.now, snapshotBurst, snapshotRate); float64(s.Index-commit) > left {
+			return fmt.Errorf("%w: snapshot at number %d from %d, %d past this member's commit point %d: snapshots may move it by %.0f now (a sequencer numbers at most %d a second)",
+				ErrImplausible, s.Index, m.From, s.Index-commit, commit, max(left, 0), uint64(snapshotRate))
+		}
 	}
 	sr := &c.seqr
 	fetching := sr.recovering != 0 && m.Term == sr.recovering && m.From == sr.source
@@ -1141,14 +1261,13 @@ func (c *Core) stepSnapshot(m msgT) error {
 		if err := c.machine.Restore(d.Machine); err != nil {
 			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
 		}
+		c.snapPace.spend(c.now, s.Index-l.Commit, snapshotBurst, snapshotRate)
 		skip := Skipped{From: l.Applied + 1, To: s.Index, Via: m.From}
 		l.Entries, l.Base, l.Commit, l.Applied = nil, s.Index, s.Index, s.Index
 		l.BaseSIDs = d.SIDs
 		c.rec.whole = true // the machine changed by other means than entries
-		for sid := range l.Submits {
-			if sid <= d.SIDs[c.id] {
-				delete(l.Submits, sid)
-			}
+		if own, ok := d.SIDs[c.id]; ok {
+			c.ownDelivered(own)
 		}
 		if !fetching {
 			l.AppendTerm = m.Term
