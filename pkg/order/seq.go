@@ -57,6 +57,12 @@ type logState struct {
 	Machine    []byte     `json:"machine,omitempty"` // state machine at Applied
 	// BaseSIDs are the senders' highest SIDs in the compacted entries.
 	BaseSIDs map[uint32]uint64 `json:"base_sids,omitempty"`
+	// HeardAt is when this member last took an Append whose commit
+	// point was within snapshotBurst of its own (its local clock):
+	// snapshots are judged by the time since (snapshotRate), also after a
+	// restart. Soft: written with the next change. Zero: not known (a
+	// state of an older build: the time since the start counts).
+	HeardAt time.Time `json:"heard_at,omitzero"`
 	// Era is this member's submission era: the high 32 bits of its SIDs,
 	// one more at every start (written before any submission of it
 	// leaves). SID is its last submission, Submits those not yet
@@ -917,6 +923,11 @@ func (c *Core) stepAppend(m msgT) error {
 	if a.Commit > l.Commit {
 		c.commitTo(min(a.Commit, match))
 	}
+	if a.Commit <= l.Commit+snapshotBurst {
+		// Within a burst of the sequencer's commit point: caught up, as
+		// of now (snapshotAllowance).
+		l.HeardAt, c.snapJumped = c.now, 0
+	}
 	b, _ := wire.OrderAppendAck{Match: match, Commit: l.Commit}.AppendBinary(nil)
 	c.msgs = append(c.msgs, msgT{To: m.From, Kind: wire.KindOrderAppendAck, Term: m.Term, Payload: b})
 	return nil
@@ -1157,46 +1168,38 @@ func (c *Core) sendSnapshot(to uint32, term uint64) {
 }
 
 // How far snapshots may move this member's commit point: by what a
-// sequencer can have numbered since this member last caught up through
-// one. A snapshot numbered 2^64-1 stopped a member for good, its state
-// refused at the next start; bounded by a fixed distance (2^40), 2^24
-// forged snapshots in a row still ended the number space. So snapshots
-// spend a budget of snapshotBurst numbers that snapshotRate a second
-// refills: a sequencer numbers far fewer than 2^30 a second (one entry
-// per submission its loop handles), and a member that was away for long
-// is paid by the burst at once, 2^40 numbers (127 days of 100,000
-// multicasts a second), and by the rate beyond. Forged snapshots move a
-// commit point by at most 2^30 a second once the burst is spent: the
-// 64-bit numbers last 544 years of that. The budget is full after a
-// restart: a forger gains one burst per restart of its victim, not per
-// frame.
+// sequencer can have numbered since this member was last caught up. A
+// snapshot numbered 2^64-1 stopped a member for good, its state refused
+// at the next start; bounded by a fixed distance (2^40), 2^24 forged
+// snapshots in a row still ended the number space, and one forged 2^40
+// ahead stopped a member's deliveries for as long as the cluster took to
+// number that far. So the snapshots a member installs may move its commit
+// point by snapshotBurst plus snapshotRate a second since it last took an
+// Append whose commit point was within snapshotBurst of its own (HeardAt,
+// persisted: a member that was down or cut off for a day takes a day's
+// numbers at once, and one that falls behind while it hears the
+// sequencer stops the clock when it falls behind). A sequencer numbers
+// far fewer than 2^20 a second (one entry per submission its loop
+// handles). Forged snapshots move a commit point by the rate, and by
+// snapshotBurst per Append the member takes in between (forged ones
+// too): 2^64 lasts 90 years of 100,000 forged pairs a second.
 const (
-	snapshotBurst = 1 << 40
-	snapshotRate  = 1 << 30
+	snapshotBurst = 1 << 16
+	snapshotRate  = 1 << 20
 )
 
-// pace is a budget of numbers that jumps spend and a rate refills, up to
-// a burst; the zero pace is full.
-type pace struct {
-	used float64
-	at   time.Time
-}
-
-// left is what the budget allows at now.
-func (p *pace) left(now time.Time, burst, rate float64) float64 {
-	used := p.used
-	if !p.at.IsZero() && now.After(p.at) {
-		used = max(0, used-now.Sub(p.at).Seconds()*rate)
+// snapshotAllowance is how far snapshots may move the commit point at
+// now (see snapshotBurst).
+func (c *Core) snapshotAllowance() uint64 {
+	since := c.st.Log.HeardAt
+	if since.IsZero() || since.After(c.now) {
+		since = c.started
 	}
-	return burst - used
-}
-
-// spend takes n numbers from the budget at now.
-func (p *pace) spend(now time.Time, n uint64, burst, rate float64) {
-	p.used = burst - p.left(now, burst, rate) + float64(n)
-	if now.After(p.at) {
-		p.at = now
+	allow := uint64(snapshotBurst)
+	if dt := c.now.Sub(since); dt > 0 {
+		allow += uint64(min(dt.Seconds(), 1<<40) * snapshotRate)
 	}
+	return allow - min(allow, c.snapJumped)
 }
 
 // skipped reports numbers this member will never deliver one by one,
@@ -1222,9 +1225,9 @@ func (c *Core) stepSnapshot(m msgT) error {
 		return err
 	}
 	if commit := c.st.Log.Commit; s.Index > commit {
-		if left := c.snapPace.left(c.now, snapshotBurst, snapshotRate); float64(s.Index-commit) > left {
-			return fmt.Errorf("%w: snapshot at number %d from %d, %d past this member's commit point %d: snapshots may move it by %.0f now (a sequencer numbers at most %d a second)",
-				ErrImplausible, s.Index, m.From, s.Index-commit, commit, max(left, 0), uint64(snapshotRate))
+		if allow := c.snapshotAllowance(); s.Index-commit > allow {
+			return fmt.Errorf("%w: snapshot at number %d from %d, %d past this member's commit point %d: at most %d now (a sequencer numbers at most %d a second since this member took its last Append)",
+				ErrImplausible, s.Index, m.From, s.Index-commit, commit, allow, uint64(snapshotRate))
 		}
 	}
 	sr := &c.seqr
@@ -1261,7 +1264,7 @@ func (c *Core) stepSnapshot(m msgT) error {
 		if err := c.machine.Restore(d.Machine); err != nil {
 			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
 		}
-		c.snapPace.spend(c.now, s.Index-l.Commit, snapshotBurst, snapshotRate)
+		c.snapJumped += s.Index - l.Commit
 		skip := Skipped{From: l.Applied + 1, To: s.Index, Via: m.From}
 		l.Entries, l.Base, l.Commit, l.Applied = nil, s.Index, s.Index, s.Index
 		l.BaseSIDs = d.SIDs
