@@ -155,6 +155,8 @@ type memberAgreement struct {
 	disagreements uint64
 	// Rate limits of the node's own sends to it and notices about it.
 	askedAt, answeredAt, unreachableAt time.Time
+	// answeredInc is the incarnation whose request was answered last.
+	answeredInc uint32
 }
 
 func newAgreement(cfg *Config) *agreement {
@@ -551,8 +553,12 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 			Msg: fmt.Sprintf("configuration disagreement with member %d: %s; its frames are refused (not followed, voted for or counted) until the configurations agree",
 				f.Sender, strings.Join(m.diffs, "; "))})
 	}
-	if c.Flags&wire.ConfigAnswer != 0 && (now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)) {
-		m.answeredAt = now
+	// A member that just restarted (a newer incarnation, authenticated)
+	// is answered at once, even if its last run asked a moment ago: it
+	// waits for the answer to start (StartGrace).
+	restarted := a.keyed && inc > m.answeredInc
+	if c.Flags&wire.ConfigAnswer != 0 && (restarted || now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)) {
+		m.answeredAt, m.answeredInc = now, max(m.answeredInc, inc)
 		n.announce(f.Sender, false)
 	}
 	n.evaluate(now)

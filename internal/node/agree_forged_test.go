@@ -105,3 +105,31 @@ func TestForgedIncarnationDoesNotSilenceAMember(t *testing.T) {
 		t.Fatalf("node 2's view of member 1 5 s after a forged frame of incarnation 7: %+v", m)
 	}
 }
+
+// TestRestartedMemberAnsweredAtOnce: a member that restarts asks every
+// member for its announcement and holds its core until a majority agrees
+// (StartGrace at most). The members rate-limit their answers to one
+// member (200 ms); on main that held a member restarted twice in a row
+// (a crash loop, a quick restart by hand) for its start grace or the
+// members' next announcements, up to a second. A newer incarnation, with
+// keys, is answered at once: the node runs as soon as the answers come.
+func TestRestartedMemberAnsweredAtOnce(t *testing.T) {
+	l := newAgreeLAN(t, keyed(1, nil), keyed(2, nil), keyed(3, nil))
+	l.run(500 * time.Millisecond)
+	for inc := uint32(2); inc <= 4; inc++ {
+		c := keyed(1, nil)
+		c.Cluster, c.Service, c.Incarnation = "lab", "electd", inc
+		c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}}
+		n, err := New(c, l.cores[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.nodes[1] = n
+		l.now = l.now.Add(50 * time.Millisecond)
+		n.Tick(l.now)
+		l.flush(n)
+		if l.standing(1) != StandingAgreed {
+			t.Fatalf("restart as incarnation %d, 50 ms after the last: %v (%s)", inc, l.standing(1), n.StandingReason())
+		}
+	}
+}
