@@ -272,3 +272,74 @@ func TestLabRestartNotices(t *testing.T) {
 		t.Errorf("member 1 heard member 2 %v after its restarts on average: refused first frames, or answers held back, waited for the next announcements", total/3)
 	}
 }
+
+// TestLabAttackCentralBeat: without a key, one beat "from" the central
+// coordinator (3) to each other member numbered 2^32-1, in its term. On
+// main each member then took every real beat of the term for an old one
+// and answered none: the coordinator's support ran out and it granted
+// nothing until the term changed (lock x timed out at member 1). Now a
+// beat stamped after the forged one is the coordinator's again
+// (beats_undone), and x is granted.
+func TestLabAttackCentralBeat(t *testing.T) {
+	forEachSecurity(t, func(t *testing.T, keyed bool) {
+		a := newAttackLab(t, "mutexd", 7780, 3, keyed, func(int) []string { return []string{"--algorithm", "central"} })
+		a.startAll()
+		a.waitHeard()
+		if err := a.lockAt(1, "x", 10*time.Second); err != nil {
+			t.Fatalf("lock x at member 1 before the attack: %v", err)
+		}
+		term := uint64(num(a.mustStatus(1), "node", "core", "detail", "term"))
+		a.forgeBurst(
+			forged{3, 1, wire.KindCentralBeat, term, wire.CentralBeat{Beat: 1<<32 - 1}, a.lamportOf(1) + 1000},
+			forged{3, 2, wire.KindCentralBeat, term, wire.CentralBeat{Beat: 1<<32 - 1}, a.lamportOf(2) + 1000})
+		if keyed {
+			a.refused(1, 1)
+			a.refused(2, 1)
+		}
+		time.Sleep(3 * time.Second) // past the confirm window: support now comes from real beats only
+		start := time.Now()
+		if err := a.lockAt(1, "x", 10*time.Second); err != nil {
+			t.Fatalf("lock x at member 1 after a forged beat: %v (coordinator's counters %v)", err, field(a.mustStatus(3), "node", "core", "counters"))
+		}
+		t.Logf("x granted at member 1 %v after the forged beats; beats_undone: member 1 %v, member 2 %v", time.Since(start).Round(time.Millisecond),
+			num(a.mustStatus(1), "node", "core", "counters", "beats_undone"), num(a.mustStatus(2), "node", "core", "counters", "beats_undone"))
+	})
+}
+
+// TestLabAttackOrderdForgedEra: without a key, one submission "from"
+// member 2 to the sequencer (3) in a submission era 1000 ahead of member
+// 2's. On main the sequencer numbered it and took every real submission of
+// member 2 after it for numbered already: member 2's sends were answered
+// (the forged entry was taken for theirs) but never applied anywhere, also
+// after member 2 restarted. Now member 2's next submission, stamped after
+// the forged one, brings its eras back (eras_undone), and what it sends is
+// applied everywhere.
+func TestLabAttackOrderdForgedEra(t *testing.T) {
+	forEachSecurity(t, func(t *testing.T, keyed bool) {
+		a := newAttackLab(t, "orderd", 7790, 3, keyed, nil)
+		a.startAll()
+		c := &cluster{t: t, daemon: "orderd", dir: a.dir}
+		c.awaitSequencer(3, 3)
+		if out, err := c.orderd(2, "apply", "deposit 100"); err != nil {
+			t.Fatalf("apply: %v %s", err, out)
+		}
+		c.sameState(1, 1, 2, 3)
+		const era = 1 // member 2's first start
+		a.forgeBurst(forged{2, 3, wire.KindOrderSubmit, 0, wire.OrderSubmit{SID: (era+1000)<<32 | 1, Message: []byte("deposit 1")}, a.lamportOf(3) + 1000})
+		if keyed {
+			a.refused(3, 1)
+		}
+		for _, cmd := range []string{"deposit 5", "deposit 7"} {
+			if out, err := c.orderd(2, "apply", cmd); err != nil {
+				t.Fatalf("apply %q at member 2 after the forged submission: %v %s", cmd, err, out)
+			}
+		}
+		applied := uint64(3)
+		if !keyed {
+			applied = 4 // the forged one is applied too: without a key, anyone's command is
+		}
+		c.sameState(applied, 1, 2, 3)
+		t.Logf("sequencer: eras_undone %v; member 2: forged_own_entries %v", num(a.mustStatus(3), "node", "core", "counters", "eras_undone"),
+			num(a.mustStatus(2), "node", "core", "counters", "forged_own_entries"))
+	})
+}
