@@ -55,6 +55,21 @@ func TestLabAttackRingHopNumber(t *testing.T) {
 	})
 }
 
+// newOrderdAttack starts three orderd members (sequencer 3) and an
+// attacker's host, and applies one command at member from everywhere.
+func newOrderdAttack(t *testing.T, port int, keyed bool, from int) (*attackLab, *cluster) {
+	t.Helper()
+	a := newAttackLab(t, "orderd", port, 3, keyed, nil)
+	a.startAll()
+	c := &cluster{t: t, daemon: "orderd", dir: a.dir} // the same control sockets, for orderd's helpers
+	c.awaitSequencer(3, 3)
+	if out, err := c.orderd(from, "apply", "deposit 100"); err != nil {
+		t.Fatalf("apply: %v %s", err, out)
+	}
+	c.sameState(1, 1, 2, 3)
+	return a, c
+}
+
 // TestLabAttackOrderdSnapshotPace is issue 29's second item on real orderd
 // daemons: eight snapshots "from the sequencer" to member 1, each 2^40-1
 // past the last. On main member 1 installed them all (a snapshot could
@@ -65,14 +80,7 @@ func TestLabAttackRingHopNumber(t *testing.T) {
 // caught up), and member 1 applies every command with the others.
 func TestLabAttackOrderdSnapshotPace(t *testing.T) {
 	forEachSecurity(t, func(t *testing.T, keyed bool) {
-		a := newAttackLab(t, "orderd", 7740, 3, keyed, nil)
-		a.startAll()
-		c := &cluster{t: t, daemon: "orderd", dir: a.dir}
-		c.awaitSequencer(3, 3)
-		if out, err := c.orderd(1, "apply", "deposit 100"); err != nil {
-			t.Fatalf("apply: %v %s", err, out)
-		}
-		c.sameState(1, 1, 2, 3)
+		a, c := newOrderdAttack(t, 7740, keyed, 1)
 		commit := func() uint64 { return uint64(num(a.mustStatus(1), "node", "core", "sequencer", "commit")) }
 		before := commit()
 		term := uint64(num(a.mustStatus(1), "node", "core", "sequencer", "term"))
@@ -316,14 +324,7 @@ func TestLabAttackCentralBeat(t *testing.T) {
 // applied everywhere.
 func TestLabAttackOrderdForgedEra(t *testing.T) {
 	forEachSecurity(t, func(t *testing.T, keyed bool) {
-		a := newAttackLab(t, "orderd", 7790, 3, keyed, nil)
-		a.startAll()
-		c := &cluster{t: t, daemon: "orderd", dir: a.dir}
-		c.awaitSequencer(3, 3)
-		if out, err := c.orderd(2, "apply", "deposit 100"); err != nil {
-			t.Fatalf("apply: %v %s", err, out)
-		}
-		c.sameState(1, 1, 2, 3)
+		a, c := newOrderdAttack(t, 7790, keyed, 2)
 		const era = 1 // member 2's first start
 		a.forgeBurst(forged{2, 3, wire.KindOrderSubmit, 0, wire.OrderSubmit{SID: (era+1000)<<32 | 1, Message: []byte("deposit 1")}, a.lamportOf(3) + 1000})
 		if keyed {

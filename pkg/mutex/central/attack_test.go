@@ -184,7 +184,9 @@ func TestForgedIncarnationUndone(t *testing.T) {
 func (r *scenarioRun) grantedWithin(id uint32, lock string, d time.Duration) bool {
 	var req mutex.RequestID
 	var err error
-	r.s.Do(id, func(c core.Core) { req, err = c.(*central.Core).Acquire(r.s.Clock(id).Now(), mutex.Request{Lock: lock}) })
+	r.s.Do(id, func(c core.Core) {
+		req, err = c.(*central.Core).Acquire(r.s.Clock(id).Now(), mutex.Request{Lock: lock})
+	})
 	if err != nil {
 		r.t.Fatal(err)
 	}
