@@ -426,6 +426,12 @@ func (d *Daemon) receive(p transport.Packet, datagram bool) {
 		if errors.As(err, &se) {
 			d.warnStamp(se)
 		}
+		if errors.Is(err, node.ErrUnkeyedRefusal) {
+			d.alerts.report(time.Now(), slog.LevelWarn, "unkeyed_refusal", 0, 0,
+				"refusing epoch refusals: this cluster runs without a key, where no member refuses an epoch, so they are forged (each would move this node to a new series, and its incarnations would run out)",
+				"from", p.From.String(), "err", err.Error(),
+				"hint", "someone on the LAN sends frames in the members' names: run the cluster with --key-file; `status` counts them (dropped unkeyed_refusal)")
+		}
 		d.log.Debug("dropped packet", "from", p.From.String(), "via", p.Via.String(), "err", err)
 	}
 }

@@ -318,9 +318,18 @@ func leaderOf(st map[string]any, path ...string) (uint32, uint64) {
 
 // agreedLeader is the leader and term every member reports, or 0.
 func (a *attackLab) agreedLeader(path ...string) (uint32, uint64) {
+	ids := make([]int, a.n)
+	for i := range ids {
+		ids[i] = i + 1
+	}
+	return a.leaderAmong(ids, path...)
+}
+
+// leaderAmong is the leader and term every listed member reports, or 0.
+func (a *attackLab) leaderAmong(ids []int, path ...string) (uint32, uint64) {
 	var lead uint32
 	var term uint64
-	for i := 1; i <= a.n; i++ {
+	for _, i := range ids {
 		st, err := a.status(i)
 		if err != nil {
 			return 0, 0
@@ -332,6 +341,19 @@ func (a *attackLab) agreedLeader(path ...string) (uint32, uint64) {
 		lead, term = l, tm
 	}
 	return lead, term
+}
+
+// awaitLeader waits until every member reports leader want, and returns
+// its term.
+func (a *attackLab) awaitLeader(want uint32, within time.Duration) uint64 {
+	a.t.Helper()
+	var term uint64
+	a.eventually(fmt.Sprintf("the members agree on leader %d", want), within, func() bool {
+		var lead uint32
+		lead, term = a.agreedLeader()
+		return lead == want
+	})
+	return term
 }
 
 // TestLabAttackElectdAbsurdTerm is the first attack: COORDINATOR

@@ -155,6 +155,8 @@ type memberAgreement struct {
 	disagreements uint64
 	// Rate limits of the node's own sends to it and notices about it.
 	askedAt, answeredAt, unreachableAt time.Time
+	// answeredInc is the incarnation whose request was answered last.
+	answeredInc uint32
 }
 
 func newAgreement(cfg *Config) *agreement {
@@ -527,8 +529,19 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 		return
 	}
 	inc, _, _ := wire.SeqParts(f.Seq)
-	if inc < m.cfgInc {
+	if inc < m.cfgInc && a.keyed {
 		return // an older incarnation's, late
+	}
+	// Without keys anyone can announce any incarnation in a member's
+	// name, and one believed above the member's own used to hold its
+	// real announcements (and frames) off for good: a node made to step
+	// back by forged announcements of a higher incarnation stayed back
+	// until it restarted. So the latest announcement is the member's
+	// word, whatever its incarnation, as is an incarnation heard without
+	// one (unknownInc): a forged announcement lasts until the member's
+	// next, one Interval.
+	if !a.keyed {
+		m.unknownInc = 0
 	}
 	m.heardAt, m.announcedAt = now, now
 	m.cfgInc, m.cfg = inc, c
@@ -540,8 +553,12 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 			Msg: fmt.Sprintf("configuration disagreement with member %d: %s; its frames are refused (not followed, voted for or counted) until the configurations agree",
 				f.Sender, strings.Join(m.diffs, "; "))})
 	}
-	if c.Flags&wire.ConfigAnswer != 0 && (now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)) {
-		m.answeredAt = now
+	// A member that just restarted (a newer incarnation, authenticated)
+	// is answered at once, even if its last run asked a moment ago: it
+	// waits for the answer to start (StartGrace).
+	restarted := a.keyed && inc > m.answeredInc
+	if c.Flags&wire.ConfigAnswer != 0 && (restarted || now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)) {
+		m.answeredAt, m.answeredInc = now, max(m.answeredInc, inc)
 		n.announce(f.Sender, false)
 	}
 	n.evaluate(now)

@@ -55,14 +55,25 @@
 //     the member moves to a new series, which the receiver has never seen,
 //     and is heard again one round trip later. A refusal that names an
 //     older epoch than the member's current one (a recording of it) moves
-//     nothing. The cost: one round trip of refused frames per member after
-//     a restart, and an fsync per new epoch.
+//     nothing. So that no member's first frame after the restart is lost
+//     to the refusal (for bully, an ELECTION or an ANSWER; for everyone,
+//     the answers to the start's configuration requests), a restarted
+//     node tells every member whose epoch it saved at its first Tick,
+//     before their frames come (restart notices, Stats.RestartNotices; at
+//     most restartNotices of them per member, refusalInterval apart, until
+//     it hears the member in a newer epoch). Only a frame already on its
+//     way is refused. The cost: an fsync per new epoch.
 //   - Without keys (--insecure) anyone can make any frame, and no window
 //     can tell a recording from the member. The window then only drops
 //     exact duplicates: a frame below it, or of an older epoch, restarts it
-//     there ("resynced" in status). A forger's numbers can never lock the
-//     real member out, and replays are not refused: that is what running
-//     without a key gives away.
+//     there ("resynced" in status), and a newer epoch is taken at any
+//     counter. A forger's numbers can never lock the real member out, and
+//     replays are not refused: that is what running without a key gives
+//     away. Nothing being refused as of an epoch, a node without keys
+//     sends no KindEpochRefused and refuses any it receives
+//     ("unkeyed_refusal", said at WARN): anyone could send one, and each
+//     moved the node to a new series, every 255 to a new incarnation
+//     written to disk, until the incarnations ran out.
 //
 // In both modes a value no genuine member can have reached is refused and
 // counted, never recorded ("implausible_seq"): a counter more than
@@ -165,12 +176,24 @@
 // for an instant. A member that hears nobody is in no minority and runs
 // (a partition is the algorithms' business, not agreement's).
 //
-// What an attacker on the LAN can do with it: without the key, only
-// unauthenticated evidence, which counts for a member this node does not
-// hear authentically; so it can make a node that hears fewer members
-// agreeing than it sees "differing" addresses step back (a node already
-// cut off from most of its cluster), never one that hears a majority,
-// and it can never make a node lead or be counted.
+// A member that restarted (a newer incarnation, with keys) is answered at
+// once, even if its last run asked a moment ago: it holds its core until
+// the answers come.
+//
+// What an attacker on the LAN can do with it: against a cluster with a
+// key, only unauthenticated evidence, which counts for a member this node
+// does not hear authentically; so it can make a node that hears fewer
+// members agreeing than it sees "differing" addresses step back (a node
+// already cut off from most of its cluster), never one that hears a
+// majority, and it can never make a node lead or be counted. Against a
+// cluster without a key (--insecure) it can announce anything in any
+// member's name, and make any node step back (announcements "from" most
+// of its members, of another configuration); but a member's latest
+// announcement is its word, whatever its incarnation, so a forged one
+// lasts until the member's next (Interval, 1 s): when the forger stops,
+// the node runs again within a second. (An announcement forged with a
+// higher incarnation used to be believed for good: the member's real
+// ones were dropped as late, and its frames refused as config_differs.)
 //
 // The node never logs: what an operator must see is a Notice (Notices),
 // which the driver writes rate-limited, and the view is in

@@ -208,6 +208,10 @@ type Node struct {
 	stampsAt      time.Time
 	stampsChanged bool
 	anchor        stampGuard
+	// After a restart with keys: how many more times, and when last,
+	// the members whose epochs were saved are told (announceRestart).
+	noticesLeft int
+	noticeAt    time.Time
 	// lastNTPXmt is the last transmit timestamp patched into an NTP
 	// packet (ntpXmt); atomic: Finalize runs on transport writers.
 	lastNTPXmt atomic.Uint64
@@ -256,6 +260,9 @@ func New(cfg Config, c core.Core) (*Node, error) {
 	}
 	if cfg.Agreement != nil {
 		n.agree = newAgreement(&cfg)
+	}
+	if len(cfg.Keys) > 0 && len(n.epochs) > 0 {
+		n.noticesLeft = restartNotices
 	}
 	n.restoreStamps(cfg.Stamps)
 	return n, nil
@@ -337,6 +344,10 @@ func (n *Node) Receive(in Inbound) error {
 			n.refuse(&f, wire.Reason(err))
 			return err
 		}
+	}
+	if refusal != nil && len(n.cfg.Keys) == 0 {
+		n.refuse(&f, "unkeyed_refusal")
+		return fmt.Errorf("%w: from %d, naming epoch %#x", ErrUnkeyedRefusal, f.Sender, refusal.Epoch)
 	}
 	plan, err := n.checkSeq(&f, in.Time)
 	if err == nil {
@@ -504,6 +515,9 @@ func (n *Node) Tick(now time.Time) {
 	if len(n.queries.pending) > 0 {
 		n.expireClusterQueries(now)
 	}
+	// Before agreement's first announcements: a member told first moves
+	// to a new series before it answers them.
+	n.announceRestart(now)
 	if n.agree != nil {
 		n.agreeTick(now)
 		if n.agree.standing != StandingAgreed {

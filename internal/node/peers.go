@@ -61,6 +61,12 @@ var (
 	// ErrUnsaved: the frame opens a new epoch of its sender and this
 	// node could not persist it (Config.Save failed).
 	ErrUnsaved = errors.New("node: new epoch not persisted")
+	// ErrUnkeyedRefusal: a KindEpochRefused reached a node that runs
+	// without keys, where no epoch is ever refused: anyone can send one,
+	// and each would move the node to a new series (and every 255 of
+	// them to a new incarnation, written to disk) until its incarnations
+	// ran out ("unkeyed_refusal").
+	ErrUnkeyedRefusal = errors.New("node: epoch refusal without keys")
 )
 
 // Durable is what a node must find again after a crash to keep its promises
@@ -103,6 +109,12 @@ type peer struct {
 // refusalInterval spaces the KindEpochRefused a node sends one peer about
 // one epoch: the first may be lost.
 const refusalInterval = 200 * time.Millisecond
+
+// restartNotices is how many times, refusalInterval apart, a node that
+// restarted with keys tells each member whose epoch it saved that frames
+// of that epoch are refused here, before the member sends any
+// (announceRestart): the first may be lost.
+const restartNotices = 3
 
 // seqPlan is what accepting a frame will change, decided before anything is
 // changed: a frame is refused whole or accepted whole.
@@ -181,7 +193,7 @@ func (n *Node) checkSeq(f *wire.Frame, now time.Time) (seqPlan, error) {
 			return plan, fmt.Errorf("%w: seq %#x from %d, newest %#x", err, f.Seq, f.Sender, top)
 		}
 	case epoch > p.epoch:
-		if uint64(counter) > maxAdvance(dt) {
+		if strict && uint64(counter) > maxAdvance(dt) {
 			// Refused, and the sender is asked for a new series, whose
 			// counter starts again from 0. A genuine sender is only
 			// here when the window moved to an older epoch of its
@@ -190,7 +202,11 @@ func (n *Node) checkSeq(f *wire.Frame, now time.Time) (seqPlan, error) {
 			// its counter says how long it has been in its epoch, which
 			// may be months of frames, and waiting for counter/SeqRate
 			// seconds to pass held it out for as long (12 hours at
-			// most), where one round trip now brings it back.
+			// most), where one round trip now brings it back. Without
+			// keys the window is taken wherever a frame puts it (an
+			// older epoch restarts it, below), so a forged newer epoch
+			// holds nobody out and there is nothing to refuse: a node
+			// without keys neither sends nor obeys an epoch refusal.
 			plan.renew = true
 			return plan, fmt.Errorf("%w: counter %d opening epoch %#x from %d", ErrImplausibleSeq, counter, epoch, f.Sender)
 		}
@@ -255,6 +271,50 @@ func (n *Node) epochRefused(e wire.EpochRefused) {
 	if e.Epoch == wire.SeqEpoch(n.seq) {
 		n.newSeries()
 	}
+}
+
+// announceRestart tells, at local time now, every member whose epoch this
+// node saved before it restarted (and that it has not heard in a newer
+// epoch since) that frames of that epoch are refused here: the member
+// moves to a new series at once, instead of losing its first frame after
+// the restart to the refusal (for bully that frame may be an ELECTION or
+// an ANSWER) and moving only when told then. Sent with keys only (without
+// them nothing is refused), authenticated like every frame, at the first
+// Tick and restartNotices-1 more times refusalInterval apart to members
+// still unheard: a handful of frames per member per restart.
+func (n *Node) announceRestart(now time.Time) {
+	if n.noticesLeft == 0 {
+		return
+	}
+	if !n.noticeAt.IsZero() && !now.Before(n.noticeAt) && now.Sub(n.noticeAt) < refusalInterval {
+		return
+	}
+	n.noticesLeft--
+	n.noticeAt = now
+	for _, id := range n.others {
+		saved, ok := n.epochs[id]
+		if !ok {
+			continue
+		}
+		p := n.peers[id]
+		if p == nil {
+			p = &peer{}
+			n.peers[id] = p
+		}
+		if p.seen {
+			continue // heard in a newer epoch: it moved on
+		}
+		n.refuseEpoch(id, saved, now)
+		n.stats.RestartNotices++
+	}
+}
+
+// noticeDue is when announceRestart next has something to do (zero: never).
+func (n *Node) noticeDue() time.Time {
+	if n.noticesLeft == 0 || n.noticeAt.IsZero() {
+		return time.Time{}
+	}
+	return n.noticeAt.Add(refusalInterval)
 }
 
 // save hands d to Config.Save, if there is one.

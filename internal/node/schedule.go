@@ -43,6 +43,9 @@ func (n *Node) NextTick(now time.Time) (next time.Time, ok bool) {
 		return time.Time{}, false
 	}
 	limit := now.Add(MaxSleep)
+	if due := n.noticeDue(); !due.IsZero() {
+		limit = minTime(limit, maxTime(due, now))
+	}
 	if n.agree != nil {
 		limit = minTime(limit, n.agreeDeadline(now))
 		if n.agree.standing != StandingAgreed {
@@ -63,4 +66,11 @@ func (n *Node) NextTick(now time.Time) (next time.Time, ok bool) {
 		return limit, true
 	}
 	return dl, true
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -34,6 +34,10 @@ type Stats struct {
 	// (core.Message.Lamport) ahead of the node's clock: not taken from it,
 	// a bug in the core; the node stamped the message itself.
 	OwnStampsAhead uint64 `json:"own_stamps_ahead,omitempty"`
+	// RestartNotices counts the KindEpochRefused this node sent, after a
+	// restart with keys, to members whose epochs it saved, before their
+	// frames came (see announceRestart).
+	RestartNotices uint64 `json:"restart_notices,omitempty"`
 }
 
 func newStats() Stats {

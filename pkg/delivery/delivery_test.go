@@ -110,16 +110,71 @@ func TestFilter(t *testing.T) {
 		{1, 1000 - Window, New}, {1, 1000 - Window - 1, TooOld},
 	}
 	for i, s := range steps {
-		if got := f.Check(s.from, s.id); got != s.want {
+		if got := f.Check(s.from, s.id, 0); got != s.want {
 			t.Fatalf("step %d: Check(%d, %d) = %v, want %v", i, s.from, s.id, got, s.want)
 		}
 	}
 	f.Forget(2)
-	if got := f.Check(3, 1); got != New {
+	if got := f.Check(3, 1, 0); got != New {
 		t.Fatalf("after Forget(2), a new sender: %v", got)
 	}
 	if _, err := NewFilter(-1); !errors.Is(err, ErrFilterConfig) {
 		t.Fatalf("negative MaxSenders: %v", err)
+	}
+}
+
+// TestFilterForgedTop is issue 29's ring attack on the filter: one message
+// "from 1" numbered 2^63 (anyone can send one without a key) made every
+// real message of sender 1 TooOld for good. Now the first real message
+// stamped after the forged one starts the window again; a late copy of a
+// real message stamped before it stays refused, and so do copies of the
+// forged one. A forged stamp of 0 (unknown) undoes nothing of the sender's
+// history either way.
+func TestFilterForgedTop(t *testing.T) {
+	f, _ := NewFilter(0)
+	for id := uint64(1); id <= 5; id++ {
+		if got := f.Check(1, 100+id, 1000+id); got != New {
+			t.Fatalf("real %d: %v", id, got)
+		}
+	}
+	if got := f.Check(1, 1<<63, 1500); got != New {
+		t.Fatalf("the forged top: %v", got)
+	}
+	// Sent before the sender heard the forged stamp: refused (a message
+	// lost to the attack, like a refused epoch's first frame).
+	if got := f.Check(1, 106, 1006); got != TooOld {
+		t.Fatalf("a real message stamped before the forged one: %v", got)
+	}
+	// Stamped after: the window starts again at it.
+	for id := uint64(7); id <= 10; id++ {
+		if got := f.Check(1, 100+id, 1500+id); got != New {
+			t.Fatalf("real message %d stamped after the forged one: %v", 100+id, got)
+		}
+	}
+	for _, c := range []struct {
+		id, stamp uint64
+		want      Verdict
+	}{
+		{110, 1510, Duplicate}, // a copy of the last
+		{105, 1005, Duplicate}, // a late copy of one acted on before the attack
+		{106, 1006, Duplicate}, // one refused during the attack: lost, never acted on twice
+		{111, 1511, New},
+		{1 << 63, 1500, New}, // the forged one, again: a forger who goes on...
+		{112, 1512, New},     // ...is undone again by the sender's next
+		{112, 1512, Duplicate},
+	} {
+		if got := f.Check(1, c.id, c.stamp); got != c.want {
+			t.Errorf("Check(1, %d, %d) = %v, want %v", c.id, c.stamp, got, c.want)
+		}
+	}
+	if got := f.Undone(); got != 2 {
+		t.Errorf("undone %d, want 2", got)
+	}
+	// Without stamps the window is as strict as before.
+	g, _ := NewFilter(0)
+	g.Check(1, 1<<63, 0)
+	if got := g.Check(1, 5, 0); got != TooOld {
+		t.Errorf("unstamped: %v", got)
 	}
 }
 
@@ -205,7 +260,8 @@ func oracleRun(t *testing.T, seed uint64) {
 				}
 				continue
 			}
-			if f.Check(1, p.id) == New {
+			// Stamped in the order numbered, the same in every copy.
+			if f.Check(1, p.id, 1000+p.id) == New {
 				acted[p.id]++
 			}
 			transmit(packet{ack: true, id: p.id})

@@ -34,7 +34,15 @@
 // IPsec, RFC 4303 section 3.4.3). It needs IDs that increase per sender
 // (a counter, a round, incarnation<<32|counter); an ID below the window is
 // refused as TooOld rather than taken for new, so that an old frame replayed
-// much later is never acted on twice. At most MaxSenders senders are
+// much later is never acted on twice. An ID can be forged, though (without
+// a key anyone can send a message in a member's name), and one far ahead
+// would make every real ID of its sender too old for good: so Check also
+// takes the message's Lamport stamp as first sent (the same in every
+// copy), and an ID below the window stamped after every message taken in
+// it starts the window again there. The sender's first message stamped
+// after the forged one (its clock passes the forged stamp a round trip
+// after the receiver merged it) is taken, and a late copy of a real old
+// message, stamped before, is not. At most MaxSenders senders are
 // tracked (a core's senders are its members, so the default is plenty); a
 // new sender beyond that is Refused, never taken for new: forgetting a
 // sender would let its old frames be acted on again. Forget drops a sender

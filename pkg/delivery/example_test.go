@@ -22,7 +22,7 @@ func Example() {
 	fmt.Println(gaveUp[0].Key, gaveUp[0].Outcome)
 
 	in, _ := delivery.NewFilter(0)
-	fmt.Println(in.Check(1, 1), in.Check(1, 1))
+	fmt.Println(in.Check(1, 1, 7), in.Check(1, 1, 7))
 	// Output:
 	// resend: correction -3ms try 2
 	// 2/1 gave_up

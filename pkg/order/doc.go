@@ -249,4 +249,24 @@
 // snapshots_installed and skipped_numbers and Status' LastSkip count
 // them. Nothing else is ever passed over: per life, a member's total
 // order is contiguous, number by number or skip by skip.
+//
+// A snapshot moves a member's commit point only by what a sequencer can
+// have numbered since the member was last caught up (an Append within
+// 2^16 of its commit point, its time saved with the log): 2^16 plus 2^20
+// a second since. Anything further is refused (rejected_implausible):
+// without a key anyone can send a snapshot in the sequencer's name, and
+// one numbered far ahead stopped a member's deliveries for as long as the
+// cluster took to number that far; 2^24 of them ended the number space.
+//
+// # Submissions forged in a member's name
+//
+// Submission eras are their member's own numbers, as incarnations are:
+// without a key, one forged in a far era used to be numbered and kept,
+// and every real submission of the member after it taken for numbered
+// already, for good. A submission of an older era than its member's
+// highest is taken when stamped after the frame that brought the higher
+// one (eras_undone): the member's eras only rise with its Lamport stamps.
+// An entry of this member's above its own last submission says nothing
+// of its own submissions (forged_own_entries): they are not taken for
+// delivered.
 package order

@@ -170,10 +170,15 @@ type Core struct {
 	nextTick   time.Time
 	deliveredN map[Order]uint64
 
-	seqr  seqRole    // the sequencer's volatile state
-	relay relayState // the relay's volatile state (relay.go)
-	rec   recorder   // what the last write handed over (record.go)
-	idx   indexes    // which delivery indexes are safe to announce before a write
+	seqr seqRole // the sequencer's volatile state
+	// started is the local time the core was built; snapJumped what
+	// snapshots moved the commit point by since this member last took a
+	// sequencer's Append (see snapshotRate).
+	started    time.Time
+	snapJumped uint64
+	relay      relayState // the relay's volatile state (relay.go)
+	rec        recorder   // what the last write handed over (record.go)
+	idx        indexes    // which delivery indexes are safe to announce before a write
 }
 
 // indexes keeps a delivery's index unique across a crash while the
@@ -208,7 +213,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	if len(members) > wire.MaxOrderVector {
 		return nil, fmt.Errorf("%w: %d members, at most %d", ErrConfig, len(members), wire.MaxOrderVector)
 	}
-	c := &Core{cfg: cfg, id: env.ID, members: members, pos: map[uint32]int{}, lamport: env.Lamport, now: env.Now,
+	c := &Core{cfg: cfg, id: env.ID, members: members, pos: map[uint32]int{}, lamport: env.Lamport, now: env.Now, started: env.Now,
 		counters: map[string]uint64{}, deliveredN: map[Order]uint64{}}
 	if c.lamport == nil {
 		c.lamport = &clock.Lamport{}

@@ -57,6 +57,12 @@ type logState struct {
 	Machine    []byte     `json:"machine,omitempty"` // state machine at Applied
 	// BaseSIDs are the senders' highest SIDs in the compacted entries.
 	BaseSIDs map[uint32]uint64 `json:"base_sids,omitempty"`
+	// HeardAt is when this member last took an Append whose commit
+	// point was within snapshotBurst of its own (its local clock):
+	// snapshots are judged by the time since (snapshotRate), also after a
+	// restart. Soft: written with the next change. Zero: not known (a
+	// state of an older build: the time since the start counts).
+	HeardAt time.Time `json:"heard_at,omitzero"`
 	// Era is this member's submission era: the high 32 bits of its SIDs,
 	// one more at every start (written before any submission of it
 	// leaves). SID is its last submission, Submits those not yet
@@ -129,6 +135,31 @@ func (l *logState) compact(keep uint64) {
 	l.Base = cut
 }
 
+// lastOfEra is sender's highest SID of era era numbered in this log, as
+// far as it can tell (upto: the SID of a submission at hand): the
+// entries kept, and the compacted ones' highest (BaseSIDs) when it is of
+// that era; era<<32 (the era's first comes next) when nothing of the era
+// was numbered. When a higher era's SID was compacted over the sender's
+// (one forged in its name, KeepLog entries ago), what the era numbered
+// before is not known: upto is then taken as the next.
+func (l *logState) lastOfEra(sender uint32, era, upto uint64) uint64 {
+	last := era << 32
+	for _, e := range l.Entries {
+		if e.Sender == sender && sidEra(e.SID) == era && e.SID <= upto {
+			last = max(last, e.SID)
+		}
+	}
+	if base, ok := l.BaseSIDs[sender]; ok {
+		switch {
+		case sidEra(base) == era:
+			last = max(last, base)
+		case sidEra(base) > era && last == era<<32:
+			return upto - 1
+		}
+	}
+	return last
+}
+
 // sids returns each sender's highest SID in the log.
 func (l *logState) sids() map[uint32]uint64 {
 	s := map[uint32]uint64{}
@@ -180,6 +211,11 @@ type seqRole struct {
 	commits    map[uint32]uint64 // each member's commit point, as it acknowledged
 	due        map[uint32]time.Time
 	sids       map[uint32]uint64
+	// sidStamps bounds, per sender, the Lamport stamp of the submission
+	// that brought its highest SID in sids (the frame's stamp, or this
+	// member's clock when it adopted the log, which merged every such
+	// frame's): see takeSubmit.
+	sidStamps  map[uint32]uint64
 	leader     uint32 // the sequencer as the election knows it
 	submitDue  time.Time
 	recoveries uint64
@@ -533,6 +569,12 @@ func (c *Core) becomeSequencer() {
 		sr.next[p] = n + 1
 	}
 	sr.sids = l.sids()
+	sr.sidStamps = map[uint32]uint64{}
+	for id := range sr.sids {
+		// Every entry of this log came here in frames this member
+		// merged: its clock is past their submissions' stamps.
+		sr.sidStamps[id] = c.lamport.Now()
+	}
 	c.durable.Change(true)
 	c.events = append(c.events, eventf(EventSequencer, "sequencer of term %s from number %d", epoch.Format(term), l.last()+1,
 		"term", term, "last", l.last(), "commit", l.Commit))
@@ -607,6 +649,25 @@ func (c *Core) submit(msg []byte) error {
 	return nil
 }
 
+// ownDelivered takes an entry of this member's numbered sid as delivered:
+// its submissions up to sid are done. One above the last this member
+// made was forged in its name (without a key anyone can submit as any
+// member): it says nothing of this member's own submissions, which
+// would otherwise be taken for delivered, unanswered, and never
+// numbered (counted forged_own_entries).
+func (c *Core) ownDelivered(sid uint64) {
+	l := &c.st.Log
+	if sid > l.SID {
+		c.count("forged_own_entries")
+		return
+	}
+	for s := range l.Submits {
+		if s <= sid {
+			delete(l.Submits, s)
+		}
+	}
+}
+
 // Submission returns the ID of this member's last submission to the
 // sequencer (the last total-order Multicast taken, with Total Sequencer):
 // its Delivery carries it once committed. What answers a send waits for
@@ -639,7 +700,7 @@ func (c *Core) sendSubmit(sid uint64) {
 	}
 	msg := c.st.Log.Submits[sid]
 	if lead == c.id {
-		c.takeSubmit(c.id, sid, msg)
+		c.takeSubmit(c.id, sid, msg, 0)
 		return
 	}
 	b, ok := c.bugs.Encode(&c.events, "order_submit", wire.OrderSubmit{SID: sid, Message: msg}, nil)
@@ -653,14 +714,43 @@ func (c *Core) stepSubmit(m msgT) error {
 	if err := s.UnmarshalBinary(m.Payload); err != nil {
 		return err
 	}
-	return c.takeSubmit(m.From, s.SID, s.Message)
+	return c.takeSubmit(m.From, s.SID, s.Message, m.Lamport)
 }
 
-// takeSubmit numbers a sender's next submission.
-func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte) error {
+// takeSubmit numbers a sender's next submission, which came in a frame
+// stamped at (its Lamport time; 0: this member's own).
+//
+// An era is the sender's own number: only it moves to a new one (at a
+// start), and nobody else may. Without a key anyone can submit in a
+// member's name, and a submission forged in a far era used to be
+// numbered and kept in the log for good: every real submission of the
+// sender after it, of a lower era, was "numbered already" and never
+// delivered, through its restarts and every new sequencer's. So a
+// submission of an older era than the sender's highest is judged by its
+// stamp, as incarnations are (pkg/epoch's Life): a sender's eras only
+// ever rise with its stamps (its clock resumes above every stamp of its
+// last run), so one stamped after the submission that brought the higher
+// era says that era was never the sender's (counted eras_undone); the
+// sender's own submissions are numbered again from there. A late frame
+// of a real earlier era is stamped before, and stays numbered already.
+func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte, at uint64) error {
 	sr := &c.seqr
 	l := &c.st.Log
 	last := sr.sids[from]
+	switch era := sidEra(sid); {
+	case sr.leading == 0 || era == sidEra(last):
+	case era < sidEra(last) && at > sr.sidStamps[from]:
+		c.count("eras_undone")
+		last = l.lastOfEra(from, era, sid)
+		sr.sids[from], sr.sidStamps[from] = last, at
+	case era > sidEra(last):
+		// The sender's submissions of this era numbered before, if any
+		// (the highest was put back by one forged in an older era):
+		// the next of them is taken in turn, not only the era's first.
+		if k := l.lastOfEra(from, era, sid); k > era<<32 {
+			last = k
+		}
+	}
 	switch {
 	case sr.leading == 0:
 		return fmt.Errorf("%w (%s)", ErrNotLeading, c.sequencerText())
@@ -681,6 +771,7 @@ func (c *Core) takeSubmit(from uint32, sid uint64, msg []byte) error {
 	}
 	l.add(logEntry{Sender: from, SID: sid, Message: slices.Clone(msg)})
 	sr.sids[from] = sid
+	sr.sidStamps[from] = max(sr.sidStamps[from], at)
 	// Not a promise: the Appends may leave while the entry is written
 	// here (as Raft's leader replicates while it writes its own log). The
 	// sequencer counts itself among the holders only once its write is
@@ -832,6 +923,11 @@ func (c *Core) stepAppend(m msgT) error {
 	if a.Commit > l.Commit {
 		c.commitTo(min(a.Commit, match))
 	}
+	if a.Commit <= l.Commit+snapshotBurst {
+		// Within a burst of the sequencer's commit point: caught up, as
+		// of now (snapshotAllowance).
+		l.HeardAt, c.snapJumped = c.now, 0
+	}
 	b, _ := wire.OrderAppendAck{Match: match, Commit: l.Commit}.AppendBinary(nil)
 	c.msgs = append(c.msgs, msgT{To: m.From, Kind: wire.KindOrderAppendAck, Term: m.Term, Payload: b})
 	return nil
@@ -928,11 +1024,7 @@ func (c *Core) commitTo(i uint64) {
 		l.Applied++
 		e, _ := l.entry(l.Applied)
 		if e.Sender == c.id {
-			for sid := range l.Submits {
-				if sid <= e.SID {
-					delete(l.Submits, sid)
-				}
-			}
+			c.ownDelivered(e.SID)
 		}
 		c.applyTotal(Delivery{Order: TotalOrder, Sender: e.Sender, Seq: l.Applied, SID: e.SID, Message: e.Message})
 	}
@@ -1075,12 +1167,40 @@ func (c *Core) sendSnapshot(to uint32, term uint64) {
 	}
 }
 
-// maxSnapshotAhead bounds how far past this member's commit point a
-// snapshot may take it: a million multicasts a second for 12 days, and
-// one frame cannot bring the log's numbers within reach of their end (a
+// How far snapshots may move this member's commit point: by what a
+// sequencer can have numbered since this member was last caught up. A
 // snapshot numbered 2^64-1 stopped a member for good, its state refused
-// at the next start).
-const maxSnapshotAhead = 1 << 40
+// at the next start; bounded by a fixed distance (2^40), 2^24 forged
+// snapshots in a row still ended the number space, and one forged 2^40
+// ahead stopped a member's deliveries for as long as the cluster took to
+// number that far. So the snapshots a member installs may move its commit
+// point by snapshotBurst plus snapshotRate a second since it last took an
+// Append whose commit point was within snapshotBurst of its own (HeardAt,
+// persisted: a member that was down or cut off for a day takes a day's
+// numbers at once, and one that falls behind while it hears the
+// sequencer stops the clock when it falls behind). A sequencer numbers
+// far fewer than 2^20 a second (one entry per submission its loop
+// handles). Forged snapshots move a commit point by the rate, and by
+// snapshotBurst per Append the member takes in between (forged ones
+// too): 2^64 lasts 90 years of 100,000 forged pairs a second.
+const (
+	snapshotBurst = 1 << 16
+	snapshotRate  = 1 << 20
+)
+
+// snapshotAllowance is how far snapshots may move the commit point at
+// now (see snapshotBurst).
+func (c *Core) snapshotAllowance() uint64 {
+	since := c.st.Log.HeardAt
+	if since.IsZero() || since.After(c.now) {
+		since = c.started
+	}
+	allow := uint64(snapshotBurst)
+	if dt := c.now.Sub(since); dt > 0 {
+		allow += uint64(min(dt.Seconds(), 1<<40) * snapshotRate)
+	}
+	return allow - min(allow, c.snapJumped)
+}
 
 // skipped reports numbers this member will never deliver one by one,
 // having installed a snapshot past them: to the operator (a WARN event),
@@ -1104,8 +1224,11 @@ func (c *Core) stepSnapshot(m msgT) error {
 	if err := s.UnmarshalBinary(m.Payload); err != nil {
 		return err
 	}
-	if commit := c.st.Log.Commit; s.Index > commit && s.Index-commit > maxSnapshotAhead {
-		return fmt.Errorf("%w: snapshot at number %d from %d, this member's commit point %d", ErrImplausible, s.Index, m.From, commit)
+	if commit := c.st.Log.Commit; s.Index > commit {
+		if allow := c.snapshotAllowance(); s.Index-commit > allow {
+			return fmt.Errorf("%w: snapshot at number %d from %d, %d past this member's commit point %d: at most %d now (a sequencer numbers at most %d a second since this member took its last Append)",
+				ErrImplausible, s.Index, m.From, s.Index-commit, commit, allow, uint64(snapshotRate))
+		}
 	}
 	sr := &c.seqr
 	fetching := sr.recovering != 0 && m.Term == sr.recovering && m.From == sr.source
@@ -1141,14 +1264,13 @@ func (c *Core) stepSnapshot(m msgT) error {
 		if err := c.machine.Restore(d.Machine); err != nil {
 			return fmt.Errorf("%w: snapshot: %w", ErrImplausible, err)
 		}
+		c.snapJumped += s.Index - l.Commit
 		skip := Skipped{From: l.Applied + 1, To: s.Index, Via: m.From}
 		l.Entries, l.Base, l.Commit, l.Applied = nil, s.Index, s.Index, s.Index
 		l.BaseSIDs = d.SIDs
 		c.rec.whole = true // the machine changed by other means than entries
-		for sid := range l.Submits {
-			if sid <= d.SIDs[c.id] {
-				delete(l.Submits, sid)
-			}
+		if own, ok := d.SIDs[c.id]; ok {
+			c.ownDelivered(own)
 		}
 		if !fetching {
 			l.AppendTerm = m.Term

@@ -30,35 +30,48 @@ func newTestCore(t *testing.T, id uint32, state []byte, log [][]byte) *Core {
 // old era's once a newer one began.
 func TestSequencerTakesSubmissionsByEra(t *testing.T) {
 	c := newTestCore(t, 1, nil, nil)
-	c.seqr.leading, c.seqr.sids = 1, map[uint32]uint64{}
+	c.seqr.leading, c.seqr.sids, c.seqr.sidStamps = 1, map[uint32]uint64{}, map[uint32]uint64{}
 	sid := func(era, n uint64) uint64 { return era<<32 | n }
 	for _, step := range []struct {
 		from     uint32
 		sid      uint64
+		at       uint64 // the frame's Lamport stamp
 		err      error
 		numbered bool
 	}{
-		{2, sid(1, 1), nil, true},
-		{2, sid(1, 3), ErrStale, false}, // before its turn: resent later
-		{2, sid(1, 2), nil, true},
-		{2, sid(1, 2), nil, false}, // numbered already
-		{2, sid(1, 3), nil, true},
-		{2, sid(2, 2), ErrStale, false}, // a new era's second before its first
-		{2, sid(2, 1), nil, true},       // the sender restarted
-		{2, sid(1, 4), nil, false},      // the old era, still in flight: never answered, not numbered
-		{2, sid(2, 2), nil, true},
-		{2, sid(3, 0), ErrImplausible, false},
-		{3, sid(7, 1), nil, true}, // a sender's first in any era
-		{3, sid(7, 1<<32-1), ErrStale, false},
+		{2, sid(1, 1), 10, nil, true},
+		{2, sid(1, 3), 11, ErrStale, false}, // before its turn: resent later
+		{2, sid(1, 2), 12, nil, true},
+		{2, sid(1, 2), 13, nil, false}, // numbered already
+		{2, sid(1, 3), 14, nil, true},
+		{2, sid(2, 2), 21, ErrStale, false}, // a new era's second before its first
+		{2, sid(2, 1), 20, nil, true},       // the sender restarted
+		{2, sid(1, 4), 15, nil, false},      // the old era, still in flight: never answered, not numbered
+		{2, sid(2, 2), 21, nil, true},
+		{2, sid(3, 0), 22, ErrImplausible, false},
+		{3, sid(7, 1), 10, nil, true}, // a sender's first in any era
+		{3, sid(7, 1<<32-1), 11, ErrStale, false},
+		// Issue 29: a submission forged in member 2's name in era 1000.
+		{2, sid(1000, 1), 30, nil, true},
+		{2, sid(2, 3), 29, nil, false}, // member 2's own, sent before it heard the forged stamp: lost, resent
+		{2, sid(2, 3), 31, nil, true},  // stamped after the forged one: member 2's eras again
+		{2, sid(2, 3), 32, nil, false}, // a resend: numbered already
+		{2, sid(2, 4), 33, nil, true},
+		{2, sid(1, 5), 34, ErrStale, false}, // a forged older era stamped later: believed, not numbered out of turn...
+		{2, sid(2, 5), 35, nil, true},       // ...and member 2's next is taken all the same
+		{2, sid(1, 4), 16, nil, false},      // a late frame of its real earlier era: numbered already
 	} {
 		before := c.st.Log.last()
-		err := c.takeSubmit(step.from, step.sid, []byte("m"))
+		err := c.takeSubmit(step.from, step.sid, []byte("m"), step.at)
 		if !errors.Is(err, step.err) || step.err == nil && err != nil {
 			t.Fatalf("submission %x from %d: %v, want %v", step.sid, step.from, err, step.err)
 		}
 		if got := c.st.Log.last() > before; got != step.numbered {
-			t.Fatalf("submission %x from %d: numbered %v, want %v", step.sid, step.from, got, step.numbered)
+			t.Fatalf("submission %x from %d stamped %d: numbered %v, want %v", step.sid, step.from, step.at, got, step.numbered)
 		}
+	}
+	if n := c.counters["eras_undone"]; n != 2 {
+		t.Errorf("eras_undone %d, want 2", n)
 	}
 }
 

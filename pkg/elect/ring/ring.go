@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/delivery"
 	"github.com/synclab/synclab/pkg/elect"
@@ -119,7 +120,13 @@ type Core struct {
 	out, quick *delivery.Outbox[*hop]
 	seen       *delivery.Filter
 	seq        uint64
-	reminded   time.Time // last time a stale leader was told the term
+	// lamport is the node's Lamport clock (core.Env.Lamport; nil: the
+	// node stamps every frame): each hop takes one stamp when it is first
+	// sent, and every resend of it carries the same, so that a receiver's
+	// duplicate filter can tell a number forged far ahead from the
+	// sender's own (delivery.Filter.Check).
+	lamport  *clock.Lamport
+	reminded time.Time // last time a stale leader was told the term
 	// passedOn is the last term whose announcement this member started or
 	// passed on: an announcement goes round once (a term has one leader).
 	passedOn uint64
@@ -192,11 +199,12 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		seen:    seen,
 		// Hop sequence numbers start at the clock, so that a restarted
 		// member's hops are new to the others' duplicate filters.
-		seq:   uint64(max(env.Now.UnixNano(), 0)),
-		heard: make([]time.Time, len(cfg.Ring)),
-		limit: epoch.Spaced(epoch.MaxRound, bully.TermBurst, float64(len(cfg.Ring))/float64(cfg.HopTimeout)),
-		now:   env.Now,
-		start: env.Now,
+		seq:     uint64(max(env.Now.UnixNano(), 0)),
+		lamport: env.Lamport,
+		heard:   make([]time.Time, len(cfg.Ring)),
+		limit:   epoch.Spaced(epoch.MaxRound, bully.TermBurst, float64(len(cfg.Ring))/float64(cfg.HopTimeout)),
+		now:     env.Now,
+		start:   env.Now,
 	}
 	for i, id := range c.ring {
 		c.pos[id] = i
@@ -274,6 +282,9 @@ func (c *Core) pass(h *hop) {
 		return
 	}
 	h.msg = core.Message{To: to, Kind: h.kind, Term: c.term, Payload: payload}
+	if c.lamport != nil {
+		h.msg.Lamport = c.lamport.Send()
+	}
 	out := c.out
 	if c.leaderQuiet(to) {
 		// The leader has missed two heartbeats and an election passes
@@ -637,7 +648,10 @@ func (c *Core) Step(m core.Message) error {
 		// Every copy is acknowledged (the first ack may have been lost),
 		// whatever becomes of it: the sender must not skip a live member.
 		c.send(m.From, wire.KindRingAck, wire.RingAck{Seq: in.seq})
-		if v := c.seen.Check(m.From, in.seq); v != delivery.New {
+		// The frame's stamp is the hop's, the same in every resend: a
+		// hop numbered below a number forged in the sender's name, and
+		// stamped after it, is the sender's own (delivery.Filter).
+		if v := c.seen.Check(m.From, in.seq, m.Lamport); v != delivery.New {
 			c.counts.duplicates++
 			return nil
 		}

@@ -30,6 +30,18 @@ func newCore(t *testing.T, v ring.Variant, self uint32, state []byte) *ring.Core
 	return c
 }
 
+// variants are the ring algorithms.
+var variants = []elect.Algorithm{ring.NaiveAlgorithm, ring.IDListAlgorithm, ring.ChangRobertsAlgorithm, ring.FranklinAlgorithm, ring.FredricksonLynchAlgorithm}
+
+// eachVariant runs f for every ring algorithm over seeds seeds.
+func eachVariant(t *testing.T, seeds int, f func(t *testing.T, alg elect.Algorithm, seed int64)) {
+	for _, alg := range variants {
+		t.Run(alg.Name, func(t *testing.T) {
+			sim.Seeds(t, seeds, func(t *testing.T, seed int64) { f(t, alg, seed) })
+		})
+	}
+}
+
 func payload(t *testing.T, p interface{ AppendBinary([]byte) ([]byte, error) }) []byte {
 	t.Helper()
 	b, err := p.AppendBinary(nil)
@@ -210,34 +222,30 @@ func TestStateRefused(t *testing.T) {
 // TestSimResign: the leader resigns; its predecessor runs at once, the
 // next highest (3) takes over, and the resigner follows it for good.
 func TestSimResign(t *testing.T) {
-	for _, alg := range []elect.Algorithm{ring.NaiveAlgorithm, ring.IDListAlgorithm, ring.ChangRobertsAlgorithm, ring.FranklinAlgorithm, ring.FredricksonLynchAlgorithm} {
-		t.Run(alg.Name, func(t *testing.T) {
-			sim.Seeds(t, 10, func(t *testing.T, seed int64) {
-				s := sim.New(sim.Config{Seed: seed})
-				c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4}, elect.Options{})
-				c.Converge(3 * time.Second)
-				if err := s.Do(4, func(cc core.Core) {
-					if err := cc.(elect.Elector).Resign(s.Clock(4).Now()); err != nil {
-						t.Fatal(err)
-					}
-				}); err != nil {
-					t.Fatal(err)
-				}
-				start := s.Elapsed()
-				if !s.RunUntil(func() bool { c.Check(); return c.Agreed(3) }, 2*time.Second) {
-					t.Fatalf("3 did not take over: %s\n%s", c.Views(), s.Log())
-				}
-				if d := s.Elapsed() - start; d > 300*time.Millisecond {
-					t.Errorf("takeover after resign took %v", d)
-				}
-				c.Run(3 * time.Second)
-				if !c.Agreed(3) {
-					t.Fatalf("leadership moved after the resignation: %s", c.Views())
-				}
-				c.Claims()
-			})
-		})
-	}
+	eachVariant(t, 10, func(t *testing.T, alg elect.Algorithm, seed int64) {
+		s := sim.New(sim.Config{Seed: seed})
+		c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4}, elect.Options{})
+		c.Converge(3 * time.Second)
+		if err := s.Do(4, func(cc core.Core) {
+			if err := cc.(elect.Elector).Resign(s.Clock(4).Now()); err != nil {
+				t.Fatal(err)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		start := s.Elapsed()
+		if !s.RunUntil(func() bool { c.Check(); return c.Agreed(3) }, 2*time.Second) {
+			t.Fatalf("3 did not take over: %s\n%s", c.Views(), s.Log())
+		}
+		if d := s.Elapsed() - start; d > 300*time.Millisecond {
+			t.Errorf("takeover after resign took %v", d)
+		}
+		c.Run(3 * time.Second)
+		if !c.Agreed(3) {
+			t.Fatalf("leadership moved after the resignation: %s", c.Views())
+		}
+		c.Claims()
+	})
 }
 
 // TestSimIsolatedMemberElectsItself: a member cut off from everybody skips
@@ -245,31 +253,27 @@ func TestSimResign(t *testing.T) {
 // term of its own; the others keep their leader; after the heal the
 // highest member leads everywhere.
 func TestSimIsolatedMemberElectsItself(t *testing.T) {
-	for _, alg := range []elect.Algorithm{ring.NaiveAlgorithm, ring.IDListAlgorithm, ring.ChangRobertsAlgorithm, ring.FranklinAlgorithm, ring.FredricksonLynchAlgorithm} {
-		t.Run(alg.Name, func(t *testing.T) {
-			sim.Seeds(t, 10, func(t *testing.T, seed int64) {
-				s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond}})
-				c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4, 5}, elect.Options{})
-				c.Converge(3 * time.Second)
-				c.Run(time.Second)
-				_, term, _ := c.Elector(5).Leader()
-				s.Isolate(3)
-				if !s.RunUntil(func() bool { c.Check(); l, _, _ := c.Elector(3).Leader(); return l == 3 }, 3*time.Second) {
-					t.Fatalf("isolated 3 did not elect itself: %s", c.Views())
-				}
-				c.Run(500 * time.Millisecond)
-				for _, id := range []uint32{1, 2, 4, 5} {
-					if l, tm, _ := c.Elector(id).Leader(); l != 5 || tm != term {
-						t.Errorf("%d follows %d in %#x while 3 is cut off", id, l, tm)
-					}
-				}
-				s.Heal()
-				c.Converge(3 * time.Second)
-				c.Claims()
-				if c.Overlap == 0 {
-					t.Error("no time with two leaders measured: the split brain went unseen")
-				}
-			})
-		})
-	}
+	eachVariant(t, 10, func(t *testing.T, alg elect.Algorithm, seed int64) {
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond}})
+		c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4, 5}, elect.Options{})
+		c.Converge(3 * time.Second)
+		c.Run(time.Second)
+		_, term, _ := c.Elector(5).Leader()
+		s.Isolate(3)
+		if !s.RunUntil(func() bool { c.Check(); l, _, _ := c.Elector(3).Leader(); return l == 3 }, 3*time.Second) {
+			t.Fatalf("isolated 3 did not elect itself: %s", c.Views())
+		}
+		c.Run(500 * time.Millisecond)
+		for _, id := range []uint32{1, 2, 4, 5} {
+			if l, tm, _ := c.Elector(id).Leader(); l != 5 || tm != term {
+				t.Errorf("%d follows %d in %#x while 3 is cut off", id, l, tm)
+			}
+		}
+		s.Heal()
+		c.Converge(3 * time.Second)
+		c.Claims()
+		if c.Overlap == 0 {
+			t.Error("no time with two leaders measured: the split brain went unseen")
+		}
+	})
 }

@@ -60,11 +60,15 @@ type Detail struct {
 	Active   bool   `json:"active,omitempty"`
 	Yielding bool   `json:"yielding,omitempty"`
 
-	Decided        uint64 `json:"elections_decided"`
-	StaleMessages  uint64 `json:"stale_messages"`
-	StaleAttempts  uint64 `json:"stale_attempts,omitempty"`
-	StaleRounds    uint64 `json:"stale_rounds,omitempty"`
-	Duplicates     uint64 `json:"duplicates,omitempty"`
+	Decided       uint64 `json:"elections_decided"`
+	StaleMessages uint64 `json:"stale_messages"`
+	StaleAttempts uint64 `json:"stale_attempts,omitempty"`
+	StaleRounds   uint64 `json:"stale_rounds,omitempty"`
+	Duplicates    uint64 `json:"duplicates,omitempty"`
+	// HopsUndone counts hops numbered below a number forged in their
+	// sender's name and stamped after it, which started the sender's
+	// duplicate window again (delivery.Filter).
+	HopsUndone     uint64 `json:"hops_undone,omitempty"`
 	Swallowed      uint64 `json:"swallowed"`
 	Resent         uint64 `json:"hops_resent"`
 	Skips          uint64 `json:"skips"`
@@ -102,6 +106,7 @@ func (c *Core) Detail() Detail {
 		StaleAttempts:   c.counts.staleAttempt,
 		StaleRounds:     c.counts.staleRound,
 		Duplicates:      c.counts.duplicates,
+		HopsUndone:      c.seen.Undone(),
 		Swallowed:       c.counts.swallowed,
 		Resent:          c.counts.resent,
 		Skips:           c.counts.skips,

@@ -295,7 +295,7 @@ func (c *Core) Step(m core.Message) error {
 	case wire.KindCentralBeat:
 		var b wire.CentralBeat
 		if err = b.UnmarshalBinary(m.Payload); err == nil {
-			err = c.stepBeat(m.From, m.Term, b)
+			err = c.stepBeat(m.From, m.Term, m.Lamport, b)
 		}
 	default:
 		err = core.ErrUnexpectedKind
@@ -385,7 +385,7 @@ func (c *Core) follow() {
 	}
 	changed := lead != c.fol.leader || term != c.fol.term
 	if changed {
-		c.fol.leader, c.fol.term, c.fol.beat = lead, term, 0
+		c.fol.leader, c.fol.term, c.fol.beat, c.fol.beatStamp = lead, term, 0, 0
 		// Until now it backed older coordinators only: every sync of the
 		// term says so, not only the first (which a restarted
 		// coordinator's node may refuse, or the link lose), and not its

@@ -27,8 +27,10 @@ type follower struct {
 	leader uint32 // the coordinator followed (0: none known; this member while it coordinates)
 	term   uint64
 	beat   uint32 // the last beat heard from it
-	tried  uint64 // the last term this member set out to coordinate
-	holdMS uint32 // what its last beat said of its hold
+	// beatStamp is the Lamport stamp of the frame that carried beat.
+	beatStamp uint64
+	tried     uint64 // the last term this member set out to coordinate
+	holdMS    uint32 // what its last beat said of its hold
 	// backed is when this member last backed a coordinator: answered a
 	// beat of the one it followed, or stopped coordinating itself (see
 	// backedAt).
@@ -261,16 +263,28 @@ func (c *Core) sendSync(echo uint32) {
 	c.send(c.fol.leader, c.fol.term, wire.KindCentralSync, s)
 }
 
-// stepBeat answers the coordinator's beat with a sync: the support it
-// needs to grant, and the requests it may have missed.
-func (c *Core) stepBeat(from uint32, term uint64, b wire.CentralBeat) error {
+// stepBeat answers the coordinator's beat, in a frame stamped at (its
+// Lamport time), with a sync: the support it needs to grant, and the
+// requests it may have missed.
+//
+// A beat numbered at or below the last one answered is a duplicate or a
+// late one: the newer was answered. Unless it is stamped after the frame
+// of the last one: the coordinator numbers and stamps its beats in the
+// same order, so that one was never its own (without a key, anyone can
+// send a beat in its name). One forged beat numbered 2^32-1 used to make
+// this member answer no real beat of the term again: the coordinator,
+// its support gone, granted nothing until the term changed.
+func (c *Core) stepBeat(from uint32, term, at uint64, b wire.CentralBeat) error {
 	if err := c.fromCoordinator(from, term); err != nil {
 		return err
 	}
 	if b.Beat <= c.fol.beat {
-		return nil // reordered or duplicated: the newer one was answered
+		if b.Beat == c.fol.beat || at <= c.fol.beatStamp {
+			return nil // reordered or duplicated: the newer one was answered
+		}
+		c.count("beats_undone")
 	}
-	c.fol.beat, c.fol.holdMS = b.Beat, b.HoldMS
+	c.fol.beat, c.fol.beatStamp, c.fol.holdMS = b.Beat, at, b.HoldMS
 	// Backing it from now: a coordinator this member joins later counts
 	// this one's leases from here.
 	c.fol.backed = c.now
