@@ -1,7 +1,6 @@
 package permission_test
 
 import (
-	"flag"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,8 +17,6 @@ import (
 	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/wire"
 )
-
-var drawDir = flag.String("scenario.draw", "", "write each scenario's traces and its diagram (HTML, SVG) into this `DIR`")
 
 // TestScenarios replays the scripts in testdata/scenarios on the simulator
 // with fixed per-link delays (internal/mutexscript: no jitter, no loss,
