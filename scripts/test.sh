@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 
 if [ "$(id -u)" = 0 ]; then
 	scripts/install-test-deps.sh
+elif [ "${CI:-}" = true ]; then
+	echo "test.sh: CI=true but not root: the lab and root-only tests cannot run, and in CI they must; run as root (.ci/run does)" >&2
+	exit 1
 else
 	echo "test.sh: not root: lab tests (network namespaces) will be skipped; run as root to include them" >&2
 fi

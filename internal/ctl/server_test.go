@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/internal/testenv"
 )
 
 // socketDir returns a short directory for sockets: t.TempDir() paths can
@@ -379,9 +381,7 @@ func TestListenOptions(t *testing.T) {
 		}
 	})
 	t.Run("group", func(t *testing.T) {
-		if os.Getuid() != 0 {
-			t.Skip("needs root to give the socket to an arbitrary group")
-		}
+		testenv.RequireRoot(t, "giving the socket to an arbitrary group needs root")
 		path := filepath.Join(dir, "g.sock")
 		s, err := Listen(path, ListenOptions{Group: "4242"})
 		if err != nil {

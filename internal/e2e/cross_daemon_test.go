@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/forge"
+	"github.com/synclab/synclab/internal/testenv"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -26,9 +27,7 @@ import (
 // daemon's frames carry its own cluster ID: the recording is another
 // cluster's frame, refused and counted, and nothing else changes.
 func TestCrossDaemonReplayRefused(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("sending from member 3's address needs a raw socket (root); skipped as non-root")
-	}
+	testenv.RequireRoot(t, "sending from member 3's address needs a raw socket")
 	m := newCluster(t, "mutexd", 3)
 	for i := 1; i <= 3; i++ {
 		m.start(i, "--heartbeat", "100ms")

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/forge"
+	"github.com/synclab/synclab/internal/testenv"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -27,14 +29,13 @@ import (
 // Ready whose write failed, but the core forgot its term was unsaved and
 // heartbeated it anyway. Now, while the disk fails, no frame leaves with a
 // term above the one on disk, and once it works again the pending term is
-// written and announced. Needs root (mount); skipped otherwise.
+// written and announced. Needs root (mount): skipped otherwise, a failure
+// in CI (testenv).
 func TestElectdFailingDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs for the state directory")
-	}
+	testenv.RequireRoot(t, "mounting a tmpfs for the state directory needs root")
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+		testenv.Unavailable(t, "cannot mount a tmpfs for the state directory: %v: %s", err, bytes.TrimSpace(out))
 	}
 	state := filepath.Join(mnt, "electd")
 	t.Cleanup(func() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/synclab/synclab/internal/forge"
 	"github.com/synclab/synclab/internal/labnet"
+	"github.com/synclab/synclab/internal/testenv"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -616,7 +617,7 @@ func TestLabAttackMutexdTableFill(t *testing.T) {
 		// a tmpfs, or the test measures the disk.
 		shm, err := os.MkdirTemp("/dev/shm", "slattack")
 		if err != nil {
-			t.Skipf("no /dev/shm for the state: %v", err)
+			testenv.Unavailable(t, "no /dev/shm for the state: %v", err)
 		}
 		t.Cleanup(func() { os.RemoveAll(shm) })
 		a.stateRoot = shm

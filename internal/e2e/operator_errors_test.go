@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/internal/testenv"
 )
 
 // TestOperatorErrors runs the real binaries the ways an operator gets
@@ -97,9 +99,7 @@ func TestOperatorErrors(t *testing.T) {
 	t.Run("timed without CAP_SYS_TIME", func(t *testing.T) {
 		argv := []string{"timed", "run", "--server", "127.0.0.1:9", "--control", filepath.Join(dir, "t.sock"), "--state-dir", filepath.Join(dir, "t.state")}
 		if os.Geteuid() == 0 {
-			if _, err := exec.LookPath("setpriv"); err != nil {
-				t.Skip("root without setpriv: cannot run timed without CAP_SYS_TIME")
-			}
+			testenv.RequireTool(t, "util-linux", "setpriv") // to run timed without CAP_SYS_TIME
 			argv = append([]string{"setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time"}, argv...)
 		}
 		checkOperatorError(t, argv, nil, 1, "needs CAP_SYS_TIME, which this process lacks: run it as root (timed.service grants it), or add --no-adjust")

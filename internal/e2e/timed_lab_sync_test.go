@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/labnet"
+	"github.com/synclab/synclab/internal/testenv"
 )
 
 // labTimed is a timed started on a lab host: a cluster of one (its own
@@ -149,7 +150,7 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // error bound, and stay well within 1 ms afterwards.
 func TestLabTimedFollowsChrony(t *testing.T) {
 	labnet.Require(t)
-	requireTool(t, "chronyd", "chrony")
+	testenv.RequireTool(t, "chrony", "chronyd")
 	lab := labnet.New(t, 3)
 	dir := shortDirT(t)
 	h1 := lab.Host(1)
@@ -209,7 +210,7 @@ func TestLabTimedFollowsChrony(t *testing.T) {
 // refuses to follow it (its test D: timed's reference is chronyd itself).
 func TestLabTimedPeersWithChrony(t *testing.T) {
 	labnet.Require(t)
-	requireTool(t, "chronyd", "chrony")
+	testenv.RequireTool(t, "chrony", "chronyd")
 	for _, timedFirst := range []bool{true, false} {
 		name := "chronyd-first"
 		if timedFirst {

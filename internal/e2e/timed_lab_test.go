@@ -14,27 +14,13 @@ import (
 	"github.com/beevik/ntp"
 
 	"github.com/synclab/synclab/internal/labnet"
+	"github.com/synclab/synclab/internal/testenv"
 )
 
 // noSysTime runs argv without CAP_SYS_TIME: nothing a lab test starts may be
 // able to move the real clock, which every namespace shares.
 func noSysTime(argv ...string) []string {
 	return append([]string{"setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time"}, argv...)
-}
-
-// requireTool skips (or, as root in CI, fails: scripts/install-test-deps.sh
-// installs them) when a reference implementation is missing.
-func requireTool(t *testing.T, tool, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(tool)
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" && os.Geteuid() == 0 {
-		t.Fatalf("%s not installed (Debian package %s; scripts/install-test-deps.sh installs it)", tool, pkg)
-	}
-	t.Skipf("%s not installed (Debian package %s; scripts/install-test-deps.sh installs it)", tool, pkg)
-	return ""
 }
 
 // chronyConf is a chronyd configuration that serves the lab at stratum 8
@@ -73,8 +59,8 @@ func timedQueryIn(t *testing.T, h *labnet.Host, target string) (timedQueryJSON, 
 //	h3 10.77.0.3  the clients: ntpdig, beevik/ntp, timed query
 func TestLabTimedInterop(t *testing.T) {
 	labnet.Require(t)
-	requireTool(t, "chronyd", "chrony")
-	requireTool(t, "ntpdig", "ntpsec-ntpdate")
+	testenv.RequireTool(t, "chrony", "chronyd")
+	testenv.RequireTool(t, "ntpsec-ntpdate", "ntpdig")
 	lab := labnet.New(t, 3)
 	dir := shortDirT(t)
 	h1, h2, h3 := lab.Host(1), lab.Host(2), lab.Host(3)
@@ -321,7 +307,7 @@ const ntpsecNtpd = "/var/cache/synclab-test/ntpsec/usr/sbin/ntpd"
 //	              ("disable ntp", "disable kernel", no CAP_SYS_TIME, a namespace without routes out)
 func TestLabTimedNtpsecAuth(t *testing.T) {
 	labnet.Require(t)
-	requireTool(t, "ntpdig", "ntpsec-ntpdate")
+	testenv.RequireTool(t, "ntpsec-ntpdate", "ntpdig")
 	lab := labnet.New(t, 3)
 	dir := shortDirT(t)
 	h1, h2, h3 := lab.Host(1), lab.Host(2), lab.Host(3)
@@ -356,7 +342,7 @@ func TestLabTimedNtpsecAuth(t *testing.T) {
 	// ntpsec's ntpd with key 2: truncated digests both ways.
 	if _, err := os.Stat(ntpsecNtpd); err == nil {
 		ntpdAgainst(t, h3, dir, h1.Addr().String(), keys, simOffset)
-	} else if os.Getenv("CI") == "true" && os.Geteuid() == 0 {
+	} else if testenv.CI() {
 		t.Errorf("%s missing: scripts/install-test-deps.sh unpacks it", ntpsecNtpd)
 	} else {
 		t.Logf("%s missing (scripts/install-test-deps.sh unpacks it): ntpd's half skipped", ntpsecNtpd)
