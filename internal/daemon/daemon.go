@@ -289,6 +289,9 @@ type Daemon struct {
 	wakeSet bool
 	rearm   chan struct{} // the loop re-arms its timer (cap 1)
 	tr      *tracing      // the running trace; nil: off
+	// newTimer makes the loop's timer: newRealTimer, or a test's (set
+	// before Run).
+	newTimer func(time.Duration) loopTimer
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
@@ -385,6 +388,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		node:       n,
 		doCh:       make(chan func()),
 		rearm:      make(chan struct{}, 1),
+		newTimer:   newRealTimer,
 		stopped:    make(chan struct{}),
 		looping:    make(chan struct{}),
 		notServing: make(chan struct{}),
