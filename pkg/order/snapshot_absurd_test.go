@@ -26,7 +26,7 @@ import (
 // Lamport stamps, one frame cannot bring a number within reach of its
 // end), and the cluster carries on, through a new sequencer too.
 func TestSimAbsurdSnapshotRefused(t *testing.T) {
-	sim.Seeds(t, seeds(5, 100), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 5, 100, func(t *testing.T, seed int64) {
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}})
 		cfg := DefaultLANConfig()
 		cfg.Machine = func() StateMachine { return rsm.New() }
