@@ -60,6 +60,11 @@ func serve(t testing.TB, opts ListenOptions, register func(*Server)) (*Server, *
 // quiet swallows the server's log (refusals, panics the tests provoke).
 var quiet = slog.New(slog.DiscardHandler)
 
+// hangGuard bounds every wait for something that takes milliseconds on a
+// quiet host: a guard against a hang, never the thing tested, and long
+// enough that a loaded host never reaches it while the code works.
+const hangGuard = time.Minute
+
 func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -92,7 +97,7 @@ func TestRoundTrip(t *testing.T) {
 		})
 		s.Handle(http.MethodPost, "/v1/noop", func(*http.Request) (any, error) { return nil, nil })
 	})
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := ctxTimeout(t, hangGuard)
 
 	var st statusT
 	if err := c.Get(ctx, "/v1/status", &st); err != nil {
@@ -147,7 +152,7 @@ func TestErrorMapping(t *testing.T) {
 		s.Handle(http.MethodPost, "/post-only", h(nil))
 		s.Handle(http.MethodPut, "/post-only", h(nil))
 	})
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := ctxTimeout(t, hangGuard)
 	tests := []struct {
 		path   string
 		status int
@@ -222,7 +227,7 @@ func TestDecodeErrors(t *testing.T) {
 			return in, Decode(r, &in)
 		})
 	})
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := ctxTimeout(t, hangGuard)
 	tests := []struct {
 		name, path string
 		body       string
@@ -296,7 +301,7 @@ func TestSecondServerRefused(t *testing.T) {
 	}
 	// The first server is unharmed.
 	var got string
-	if err := c.Get(ctxTimeout(t, 5*time.Second), "/v1/ping", &got); err != nil || got != "pong" {
+	if err := c.Get(ctxTimeout(t, hangGuard), "/v1/ping", &got); err != nil || got != "pong" {
 		t.Errorf("first server after refused second: %q, %v", got, err)
 	}
 }
@@ -420,11 +425,11 @@ func TestGraceOnClose(t *testing.T) {
 		})
 		slow := make(chan error, 1)
 		var got string
-		go func() { slow <- c.Get(ctxTimeout(t, time.Minute), "/slow", &got) }()
+		go func() { slow <- c.Get(ctxTimeout(t, hangGuard), "/slow", &got) }()
 		<-started
 		closed := closeAsync(s)
 		// Close has begun once its listener refuses connections.
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(hangGuard)
 		for {
 			conn, err := net.Dial("unix", s.path)
 			if err != nil {
@@ -432,7 +437,7 @@ func TestGraceOnClose(t *testing.T) {
 			}
 			conn.Close()
 			if time.Now().After(deadline) {
-				t.Fatal("the listener still accepts 30 s after Close began")
+				t.Fatalf("the listener still accepts %v after Close began", hangGuard)
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -453,7 +458,7 @@ func TestGraceOnClose(t *testing.T) {
 			})
 		})
 		forever := make(chan error, 1)
-		go func() { forever <- c.Get(ctxTimeout(t, time.Minute), "/forever", nil) }()
+		go func() { forever <- c.Get(ctxTimeout(t, hangGuard), "/forever", nil) }()
 		<-started
 		t0 := time.Now()
 		waitClosed(t, closeAsync(s))
@@ -475,15 +480,15 @@ func closeAsync(s *Server) <-chan struct{} {
 	return done
 }
 
-// waitClosed waits for closeAsync's Close, failing after 30 s: a guard far
-// above any grace these tests give, far below the hours Close would take if
-// it waited for what it must cancel.
+// waitClosed waits for closeAsync's Close, failing after hangGuard: far
+// above any grace these tests give, far below the hours Close would take
+// if it waited for what it must cancel.
 func waitClosed(t *testing.T, closed <-chan struct{}) {
 	t.Helper()
 	select {
 	case <-closed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Close has not returned after 30 s")
+	case <-time.After(hangGuard):
+		t.Fatalf("Close has not returned after %v", hangGuard)
 	}
 }
 

@@ -60,8 +60,8 @@ func TestStreamClientCancel(t *testing.T) {
 		if err == nil {
 			t.Errorf("handler ended without seeing its context end")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("stream handler still running 5s after the client went away")
+	case <-time.After(hangGuard):
+		t.Fatalf("stream handler still running %v after the client went away", hangGuard)
 	}
 }
 
@@ -85,7 +85,7 @@ func TestStreamEnds(t *testing.T) {
 		})
 		s.HandleStream(http.MethodGet, "/empty", func(r *http.Request, send func(any) error) error { return nil })
 	})
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, hangGuard)
 	collect := func(path string) ([]int, error) {
 		var got []int
 		err := c.Stream(ctx, path, func(raw json.RawMessage) error {
@@ -138,7 +138,7 @@ func TestStreamCancelledByClose(t *testing.T) {
 	})
 	errc := make(chan error, 1)
 	go func() {
-		errc <- c.Stream(ctxTimeout(t, 10*time.Second), "/v1/watch", func(json.RawMessage) error { return nil })
+		errc <- c.Stream(ctxTimeout(t, hangGuard), "/v1/watch", func(json.RawMessage) error { return nil })
 	}()
 	<-sent
 	waitClosed(t, closeAsync(s))
@@ -157,7 +157,7 @@ func TestStreamSendAfterEnd(t *testing.T) {
 			return nil
 		})
 	})
-	if err := c.Stream(ctxTimeout(t, 5*time.Second), "/leak", func(json.RawMessage) error { return nil }); err != nil {
+	if err := c.Stream(ctxTimeout(t, hangGuard), "/leak", func(json.RawMessage) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	// A send kept past the handler's return must fail, not write into a

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/core"
@@ -166,7 +165,7 @@ func TestMetricsEndpointServesCoreMetrics(t *testing.T) {
 		}
 	}
 	// Gathering and rendering are separate: the typed scrape has both parts.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	m, err := first.Metrics(ctx)
 	if err != nil || m.Daemon != "testd" || len(m.Common) == 0 || len(m.Core) == 0 {

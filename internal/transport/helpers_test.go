@@ -70,6 +70,12 @@ func eachImpl(t *testing.T, fn func(t *testing.T, k *kit)) {
 	t.Run("mem", func(t *testing.T) { fn(t, &kit{t: t, mem: NewMemNetwork()}) })
 }
 
+// hangGuard bounds every wait for something that comes in milliseconds on
+// a quiet host: a guard against a hang, never the thing tested, and long
+// enough that a loaded host (tens of runnable threads per CPU) never
+// reaches it while the code works.
+const hangGuard = time.Minute
+
 // recv waits for one packet.
 func recv(t *testing.T, ep Endpoint, within time.Duration) Packet {
 	t.Helper()
@@ -129,11 +135,10 @@ func testGroup(t *testing.T) netip.AddrPort {
 func settleGoroutines(t *testing.T, base int) {
 	t.Helper()
 	var n int
-	for range 200 {
+	for end := time.Now().Add(hangGuard); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		if n = runtime.NumGoroutine(); n <= base {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -212,7 +217,7 @@ func (h *held) stopped(t *testing.T) {
 	t.Helper()
 	select {
 	case <-h.entered:
-	case <-time.After(30 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("the link never reached the point where it is held")
 	}
 }
@@ -274,7 +279,7 @@ func fillQueue(t *testing.T, ep Endpoint, to netip.AddrPort, from, q int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("SendStream blocked while the link was held")
 	}
 }

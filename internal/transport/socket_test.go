@@ -33,7 +33,7 @@ func TestOversizedFrameClosesConnection(t *testing.T) {
 	if _, err := c.Write(good[:]); err != nil {
 		t.Fatal(err)
 	}
-	if p := recv(t, b, 2*time.Second); string(p.Data) != "ok" || p.From != c.LocalAddr().(*net.TCPAddr).AddrPort() {
+	if p := recv(t, b, hangGuard); string(p.Data) != "ok" || p.From != c.LocalAddr().(*net.TCPAddr).AddrPort() {
 		t.Fatalf("got %q from %v", p.Data, p.From)
 	}
 	var bad [frameHeaderLen]byte
@@ -41,11 +41,11 @@ func TestOversizedFrameClosesConnection(t *testing.T) {
 	if _, err := c.Write(bad[:]); err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	c.SetReadDeadline(time.Now().Add(hangGuard))
 	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
 		t.Fatalf("connection not closed by the endpoint: %v", err)
 	}
-	eventually(t, time.Second, "bad frame counted", func() bool {
+	eventually(t, hangGuard, "bad frame counted", func() bool {
 		st := b.Stats()
 		return st.BadFrames == 1 && st.Inbound == 0
 	})
@@ -157,7 +157,7 @@ func TestStreamWriteTimeout(t *testing.T) {
 	}})
 	peer := ln.Addr().(*net.TCPAddr).AddrPort()
 	big := make([]byte, MaxStreamFrame)
-	eventually(t, 30*time.Second, "a write timeout", func() bool {
+	eventually(t, hangGuard, "a write timeout", func() bool {
 		if err := a.SendStream(peer, big, nil); err != nil && !errors.Is(err, ErrQueueFull) {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestListenUDP(t *testing.T) {
 	var req Packet
 	select {
 	case req = <-srv.Packets():
-	case <-time.After(2 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("no request")
 	}
 	if !req.Kernel || req.From != cli.LocalAddr() || req.Time.Before(patched(req.Data)) {
@@ -202,7 +202,7 @@ func TestListenUDP(t *testing.T) {
 		if !p.Kernel || !patched(p.Data).Equal(req.Time) || p.Time.Before(req.Time) {
 			t.Fatalf("response %+v", p)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("no response")
 	}
 	if st := srv.Stats(); st.KernelStamps != 1 || st.UserStamps != 0 || st.UDP.PacketsIn != 1 || st.UDP.PacketsOut != 1 {
@@ -270,11 +270,11 @@ func TestCloseDuringBlockedWrite(t *testing.T) {
 	}
 	peer := ln.Addr().(*net.TCPAddr).AddrPort()
 	big := make([]byte, MaxStreamFrame)
-	eventually(t, 10*time.Second, "writer blocked with a full queue", func() bool {
+	eventually(t, hangGuard, "writer blocked with a full queue", func() bool {
 		a.SendStream(peer, big, nil)
 		return a.Stats().QueueDrops > 0
 	})
-	closeWithin(t, a, 30*time.Second)
+	closeWithin(t, a, hangGuard)
 	settleGoroutines(t, base)
 	select {
 	case c := <-accepted:
@@ -295,11 +295,11 @@ func TestUnicastIPv6(t *testing.T) {
 	}
 	defer b.Close()
 	mustSend(t, a.Send(b.LocalAddr(), []byte("v6"), nil))
-	if p := recv(t, b, 2*time.Second); string(p.Data) != "v6" || p.From != a.LocalAddr() || !p.Kernel {
+	if p := recv(t, b, hangGuard); string(p.Data) != "v6" || p.From != a.LocalAddr() || !p.Kernel {
 		t.Fatalf("got %+v", p)
 	}
 	mustSend(t, a.SendStream(b.LocalAddr(), []byte("v6s"), nil))
-	if p := recv(t, b, 2*time.Second); string(p.Data) != "v6s" || p.From.Addr() != a.LocalAddr().Addr() {
+	if p := recv(t, b, hangGuard); string(p.Data) != "v6s" || p.From.Addr() != a.LocalAddr().Addr() {
 		t.Fatalf("got %+v", p)
 	}
 }
@@ -322,25 +322,25 @@ func TestInboundLimit(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	eventually(t, 2*time.Second, "all accepted", func() bool { return b.Stats().Inbound == MaxInbound })
+	eventually(t, hangGuard, "all accepted", func() bool { return b.Stats().Inbound == MaxInbound })
 	// Refused connections are reset: the reset may beat the dial's return.
 	if extra, err := net.Dial("tcp4", b.LocalAddr().String()); err == nil {
 		defer extra.Close()
-		extra.SetReadDeadline(time.Now().Add(2 * time.Second))
+		extra.SetReadDeadline(time.Now().Add(hangGuard))
 		if _, err := extra.Read(make([]byte, 1)); err == nil || isTimeout(err) {
 			t.Fatalf("connection past the limit not closed: %v", err)
 		}
 	} else if !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "refusal counted", func() bool { return b.Stats().InboundRefused == 1 })
+	eventually(t, hangGuard, "refusal counted", func() bool { return b.Stats().InboundRefused == 1 })
 	if st := b.Stats(); st.InboundRefused != 1 || st.Inbound != MaxInbound {
 		t.Fatalf("refused %d inbound %d", st.InboundRefused, st.Inbound)
 	}
 	if _, err := conns[0].Write([]byte{0, 0, 0, 1, 'z'}); err != nil {
 		t.Fatal(err)
 	}
-	if p := recv(t, b, 2*time.Second); string(p.Data) != "z" {
+	if p := recv(t, b, hangGuard); string(p.Data) != "z" {
 		t.Fatalf("got %q", p.Data)
 	}
 }
@@ -446,7 +446,7 @@ func TestServeUDPBatches(t *testing.T) {
 			if g.from != clients[j].LocalAddr() || !g.kern || g.at.Before(before) || g.at.After(time.Now()) {
 				t.Fatalf("datagram %+v", g)
 			}
-		case <-time.After(2 * time.Second):
+		case <-time.After(hangGuard):
 			t.Fatal("a datagram did not arrive")
 		}
 	}
@@ -457,7 +457,7 @@ func TestServeUDPBatches(t *testing.T) {
 				if want := fmt.Sprintf("re:%d-%d", j, i); string(p.Data) != want {
 					t.Fatalf("client %d got %q, want %q", j, p.Data, want)
 				}
-			case <-time.After(2 * time.Second):
+			case <-time.After(hangGuard):
 				t.Fatalf("client %d: answer %d missing", j, i)
 			}
 		}
@@ -468,7 +468,7 @@ func TestServeUDPBatches(t *testing.T) {
 	}
 	// The handler counts its answers after WriteBatch returns, which may
 	// be after the clients have them.
-	eventually(t, 30*time.Second, "the oversized datagram and every answer counted", func() bool {
+	eventually(t, hangGuard, "the oversized datagram and every answer counted", func() bool {
 		st := srv.Stats()
 		return st.Truncated == 1 && st.UDP.PacketsOut == each*3
 	})
@@ -507,7 +507,7 @@ func TestDialUDP(t *testing.T) {
 		if err := srv.Send(p.From, []byte("ho"), nil); err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("nothing arrived")
 	}
 	select {
@@ -515,7 +515,7 @@ func TestDialUDP(t *testing.T) {
 		if string(p.Data) != "ho" || !p.Kernel {
 			t.Fatalf("answer %+v", p)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("no answer")
 	}
 	closed := srv.LocalAddr()
@@ -528,5 +528,5 @@ func TestDialUDP(t *testing.T) {
 	if err := d.Send(closed, []byte("anyone?"), nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "the port unreachable counted", func() bool { return d.Stats().Refused == 1 })
+	eventually(t, hangGuard, "the port unreachable counted", func() bool { return d.Stats().Refused == 1 })
 }

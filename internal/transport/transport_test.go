@@ -21,7 +21,7 @@ func TestUnicastRoundTrip(t *testing.T) {
 		}
 		before := time.Now()
 		mustSend(t, a.Send(b.LocalAddr(), []byte("ping"), nil))
-		p := recv(t, b, 2*time.Second)
+		p := recv(t, b, hangGuard)
 		after := time.Now()
 		if string(p.Data) != "ping" || p.From != a.LocalAddr() || p.Via != ViaUDP {
 			t.Fatalf("got %q from %v via %v", p.Data, p.From, p.Via)
@@ -36,7 +36,7 @@ func TestUnicastRoundTrip(t *testing.T) {
 			t.Fatalf("receive stamp %v outside [%v, %v]", p.Time, before, after)
 		}
 		mustSend(t, b.Send(p.From, []byte("pong"), nil))
-		if q := recv(t, a, 2*time.Second); string(q.Data) != "pong" || q.From != b.LocalAddr() {
+		if q := recv(t, a, hangGuard); string(q.Data) != "pong" || q.From != b.LocalAddr() {
 			t.Fatalf("reply %q from %v", q.Data, q.From)
 		}
 		st := b.Stats()
@@ -57,7 +57,7 @@ func TestFinalizerRunsRightBeforeWrite(t *testing.T) {
 
 		t0 := time.Now()
 		mustSend(t, a.Send(b.LocalAddr(), msg, stampFinalizer))
-		p := recv(t, b, 2*time.Second)
+		p := recv(t, b, hangGuard)
 		xmt := patched(p.Data)
 		if xmt.Before(t0) {
 			t.Fatalf("transmit stamp %v earlier than the Send call %v", xmt, t0)
@@ -70,7 +70,7 @@ func TestFinalizerRunsRightBeforeWrite(t *testing.T) {
 		// the caller's time, and check the stamp is later still.
 		t1 := time.Now()
 		mustSend(t, a.SendStream(b.LocalAddr(), msg, stampFinalizer))
-		p = recv(t, b, 2*time.Second)
+		p = recv(t, b, hangGuard)
 		if p.Via != ViaStream || patched(p.Data).Before(t1) || p.Time.Before(patched(p.Data)) {
 			t.Fatalf("stream: via %v stamp %v call %v recv %v", p.Via, patched(p.Data), t1, p.Time)
 		}
@@ -78,7 +78,7 @@ func TestFinalizerRunsRightBeforeWrite(t *testing.T) {
 		// A trailer appended by the finalizer goes out; nil drops.
 		trailer := func(b []byte) []byte { return append(b, "MAC"...) }
 		mustSend(t, a.Send(b.LocalAddr(), []byte("x"), trailer))
-		if p := recv(t, b, 2*time.Second); string(p.Data) != "xMAC" {
+		if p := recv(t, b, hangGuard); string(p.Data) != "xMAC" {
 			t.Fatalf("trailer: %q", p.Data)
 		}
 		if err := a.Send(b.LocalAddr(), []byte("x"), func([]byte) []byte { return nil }); !errors.Is(err, ErrDropped) {
@@ -113,7 +113,7 @@ func TestMulticast(t *testing.T) {
 					if j == i {
 						continue
 					}
-					p := recv(t, other, 2*time.Second)
+					p := recv(t, other, hangGuard)
 					if p.Via != ViaMulticast || p.From != ep.LocalAddr() || len(p.Data) != 1 || int(p.Data[0]) != i {
 						t.Fatalf("ttl %d: node %d got %v from %v via %v, want [%d] from %v", ttl, j, p.Data, p.From, p.Via, i, ep.LocalAddr())
 					}
@@ -132,7 +132,7 @@ func TestMulticast(t *testing.T) {
 			// Unicast to the member address is not duplicated onto the
 			// group socket.
 			mustSend(t, eps[0].Send(eps[1].LocalAddr(), []byte("u"), nil))
-			if p := recv(t, eps[1], 2*time.Second); p.Via != ViaUDP {
+			if p := recv(t, eps[1], hangGuard); p.Via != ViaUDP {
 				t.Fatalf("unicast arrived via %v", p.Via)
 			}
 			quiet(t, eps[1], 50*time.Millisecond)
@@ -165,7 +165,7 @@ func TestStreamInOrder(t *testing.T) {
 			done <- nil
 		}()
 		for i := range n {
-			p := recv(t, b, 5*time.Second)
+			p := recv(t, b, hangGuard)
 			if !bytes.Equal(p.Data, frame(i)) {
 				t.Fatalf("frame %d: got %q", i, p.Data)
 			}
@@ -178,7 +178,7 @@ func TestStreamInOrder(t *testing.T) {
 		}
 		// The writer counts a frame after its write returns, which may be
 		// after the reader already has it.
-		eventually(t, time.Second, "sender counted every frame", func() bool {
+		eventually(t, hangGuard, "sender counted every frame", func() bool {
 			st := a.Stats()
 			return st.Stream.PacketsOut == n && len(st.Links) == 1 && st.Links[0].Connected && st.Links[0].Sent == n
 		})
@@ -214,7 +214,7 @@ func TestStreamQueueFullThenStale(t *testing.T) {
 		// MaxAge: the link drops every frame at its next look.
 		held.release()
 		clk.Advance(300*time.Millisecond + time.Nanosecond)
-		eventually(t, 30*time.Second, "queued frames dropped as stale", func() bool {
+		eventually(t, hangGuard, "queued frames dropped as stale", func() bool {
 			st := a.Stats()
 			return st.StaleDrops == q && st.Links[0].Queued == 0
 		})
@@ -246,7 +246,7 @@ func TestSendStreamDoesNotWaitForTheWriter(t *testing.T) {
 		}
 		held.release()
 		for i := 0; i <= q; i++ {
-			if p := recv(t, b, 30*time.Second); string(p.Data) != string(frame(i)) {
+			if p := recv(t, b, hangGuard); string(p.Data) != string(frame(i)) {
 				t.Fatalf("got %q, want %q", p.Data, frame(i))
 			}
 		}
@@ -262,11 +262,11 @@ func TestStreamReconnect(t *testing.T) {
 		}
 		addr := b.LocalAddr()
 		mustSend(t, a.SendStream(addr, []byte("before"), nil))
-		if p := recv(t, b, 2*time.Second); string(p.Data) != "before" {
+		if p := recv(t, b, hangGuard); string(p.Data) != "before" {
 			t.Fatalf("got %q", p.Data)
 		}
 		b.Close()
-		eventually(t, 2*time.Second, "link notices the peer closed", func() bool {
+		eventually(t, hangGuard, "link notices the peer closed", func() bool {
 			return !a.Stats().Links[0].Connected
 		})
 		// Frames queued while the peer is away are delivered once it is
@@ -281,7 +281,7 @@ func TestStreamReconnect(t *testing.T) {
 			mustSend(t, a.SendStream(addr, []byte(f), nil))
 		}
 		for _, w := range want {
-			if p := recv(t, b, 3*time.Second); string(p.Data) != w {
+			if p := recv(t, b, hangGuard); string(p.Data) != w {
 				t.Fatalf("got %q, want %q", p.Data, w)
 			}
 		}
@@ -317,7 +317,7 @@ func TestCloseStopsEverything(t *testing.T) {
 		}
 		for _, ep := range eps {
 			for range 4 { // u, s, and two multicasts
-				recv(t, ep, 2*time.Second)
+				recv(t, ep, hangGuard)
 			}
 		}
 		// Fill one endpoint's Packets channel so its reader is blocked on
@@ -332,7 +332,7 @@ func TestCloseStopsEverything(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		for _, ep := range eps {
-			closeWithin(t, ep, 30*time.Second)
+			closeWithin(t, ep, hangGuard)
 			for range ep.Packets() { // drained then closed
 			}
 			if err := ep.Send(eps[0].LocalAddr(), []byte("x"), nil); !errors.Is(err, ErrClosed) {
@@ -420,11 +420,11 @@ func TestMulticastOnMemberPort(t *testing.T) {
 		eps = append(eps, ep)
 	}
 	mustSend(t, eps[0].SendMulticast([]byte("m"), nil))
-	if p := recv(t, eps[1], 2*time.Second); p.Via != ViaMulticast {
+	if p := recv(t, eps[1], hangGuard); p.Via != ViaMulticast {
 		t.Fatalf("multicast arrived via %v", p.Via)
 	}
 	mustSend(t, eps[0].Send(eps[1].LocalAddr(), []byte("u"), nil))
-	if p := recv(t, eps[1], 2*time.Second); p.Via != ViaUDP {
+	if p := recv(t, eps[1], hangGuard); p.Via != ViaUDP {
 		t.Fatalf("unicast arrived via %v", p.Via)
 	}
 	quiet(t, eps[1], 50*time.Millisecond)
