@@ -92,7 +92,7 @@ func freeAddr(t *testing.T) string {
 
 // scrapeClient opens a connection per scrape, as a scraper may: one kept
 // open would hold a slot of the endpoint's few.
-var scrapeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+var scrapeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: hangGuard}
 
 func scrape(t *testing.T, addr string) string {
 	t.Helper()
@@ -172,7 +172,7 @@ func TestMetricsEndpointServesCoreMetrics(t *testing.T) {
 		}
 	}
 	// Gathering and rendering are separate: the typed scrape has both parts.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	m, err := first.Metrics(ctx)
 	if err != nil || m.Daemon != "testd" || len(m.Common) == 0 || len(m.Core) == 0 {
