@@ -5,11 +5,24 @@
 #
 #   scripts/test.sh              everything
 #   scripts/test.sh ./pkg/...    only these packages
+#   scripts/test.sh --soak       a soak run (nightly): every seeded
+#                                simulation over its soak count of seeds
+#                                (SYNCLAB_SOAK=1; see internal/sim.Seeds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+timeout=15m
+if [ "${1:-}" = --soak ]; then
+	shift
+	export SYNCLAB_SOAK=1
+	timeout=90m
+fi
+
 if [ "$(id -u)" = 0 ]; then
 	scripts/install-test-deps.sh
+elif [ "${CI:-}" = true ]; then
+	echo "test.sh: CI=true but not root: the lab and root-only tests cannot run, and in CI they must; run as root (.ci/run does)" >&2
+	exit 1
 else
 	echo "test.sh: not root: lab tests (network namespaces) will be skipped; run as root to include them" >&2
 fi
@@ -29,4 +42,4 @@ if [ -n "$unformatted" ]; then
 fi
 
 echo "== go test" >&2
-go test -count=1 -timeout 15m "${pkgs[@]}"
+go test -count=1 -timeout "$timeout" "${pkgs[@]}"

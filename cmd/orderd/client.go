@@ -188,7 +188,7 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 			case committed:
 				return sendReply{}, nil
 			}
-			woke, own := waitDelivery(r.Context(), events, me, sid)
+			woke, own := waitDelivery(r.Context(), events, me, sid, deliveryPoll)
 			if !woke {
 				return nil, notDelivered(sequenced, pending)
 			}
@@ -241,12 +241,16 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 	return nil
 }
 
+// deliveryPoll is how long waitDelivery waits for an event before the
+// caller looks at the log again anyway.
+const deliveryPoll = 100 * time.Millisecond
+
 // waitDelivery waits for a delivery of this node's own message (or an
-// event lost to a slow read, or a while: the caller looks again); woke
+// event lost to a slow read, or pollEvery: the caller looks again); woke
 // is false once ctx is done. own says the delivery is the sequenced
 // submission sid itself (sid 0: none).
-func waitDelivery(ctx context.Context, events <-chan daemon.EventRecord, me uint32, sid uint64) (woke, own bool) {
-	poll := time.NewTimer(deliveryPoll)
+func waitDelivery(ctx context.Context, events <-chan daemon.EventRecord, me uint32, sid uint64, pollEvery time.Duration) (woke, own bool) {
+	poll := time.NewTimer(pollEvery)
 	defer poll.Stop()
 	for {
 		select {
@@ -268,10 +272,6 @@ func waitDelivery(ctx context.Context, events <-chan daemon.EventRecord, me uint
 		}
 	}
 }
-
-// deliveryPoll is how long waitDelivery waits for an event before it
-// looks again anyway (a variable: a test sets it past its own deadline).
-var deliveryPoll = 100 * time.Millisecond
 
 func notDelivered(sequenced bool, pending string) error {
 	if sequenced {

@@ -97,13 +97,27 @@ func TestRenderStatus(t *testing.T) {
 // the delivery is written), and only on its own: another submission of
 // this node's, or a delivery from another member, is not its commit.
 func TestWaitDeliveryKnowsItsOwnSubmission(t *testing.T) {
-	// The periodic look never comes first: on a loaded host it could be
-	// due together with the context's end, and select picks either.
-	defer func(d time.Duration) { deliveryPoll = d }(deliveryPoll)
-	deliveryPoll = time.Hour
 	const me, sid = 2, 7<<32 | 5
 	delivered := func(ord order.Order, sender uint32, s uint64) daemon.EventRecord {
 		return daemon.EventRecord{Name: order.EventDelivered, Attrs: map[string]any{"order": ord.String(), "sender": sender, "seq": uint64(9), "sid": s}}
+	}
+	// Each event is handed over (an unbuffered send returns once
+	// waitDelivery has it), then the wait is cancelled: a wait that
+	// woke on the event has returned already, one that did not returns
+	// not woken. The poll is an hour: only the event or the cancel ends a
+	// wait, so nothing here races a timer.
+	wait := func(e daemon.EventRecord, sid uint64) (woke, own bool) {
+		events := make(chan daemon.EventRecord)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan [2]bool, 1)
+		go func() {
+			w, o := waitDelivery(ctx, events, me, sid, time.Hour)
+			done <- [2]bool{w, o}
+		}()
+		events <- e
+		cancel()
+		r := <-done
+		return r[0], r[1]
 	}
 	for _, c := range []struct {
 		name      string
@@ -116,19 +130,17 @@ func TestWaitDeliveryKnowsItsOwnSubmission(t *testing.T) {
 		{"fifo from this node", delivered(order.FIFO, me, 0), true, false},
 		{"lost events", daemon.EventRecord{Name: "other", Lost: 3}, true, false},
 	} {
-		events := make(chan daemon.EventRecord, 1)
-		events <- c.e
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		woke, own := waitDelivery(ctx, events, me, sid)
-		cancel()
-		if woke != c.woke || own != c.own {
+		if woke, own := wait(c.e, sid); woke != c.woke || own != c.own {
 			t.Errorf("%s: woke %v own %v, want %v %v", c.name, woke, own, c.woke, c.own)
 		}
 	}
 	// Without a submission (not sequenced) nothing is its own.
-	events := make(chan daemon.EventRecord, 1)
-	events <- delivered(order.TotalOrder, me, sid)
-	if woke, own := waitDelivery(context.Background(), events, me, 0); !woke || own {
+	if woke, own := wait(delivered(order.TotalOrder, me, sid), 0); !woke || own {
 		t.Errorf("no submission: woke %v own %v", woke, own)
+	}
+	// With nothing delivered, the poll ends the wait, woken: the caller
+	// looks at the log again.
+	if woke, own := waitDelivery(context.Background(), make(chan daemon.EventRecord), me, sid, time.Millisecond); !woke || own {
+		t.Errorf("poll: woke %v own %v", woke, own)
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 func TestClientUnreachable(t *testing.T) {
 	dir := socketDir(t)
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := ctxTimeout(t, hangGuard)
 
 	missing := filepath.Join(dir, "missing.sock")
 	err := NewClient(missing, "timed").Get(ctx, "/v1/status", nil)
@@ -116,7 +116,7 @@ func TestClientForeignErrorBody(t *testing.T) {
 	srv := &http.Server{Handler: http.NotFoundHandler()}
 	go srv.Serve(ln)
 	defer srv.Close()
-	err = NewClient(path, "timed").Get(ctxTimeout(t, 5*time.Second), "/v1/status", nil)
+	err = NewClient(path, "timed").Get(ctxTimeout(t, hangGuard), "/v1/status", nil)
 	var e *Error
 	if !errors.As(err, &e) || e.Status != 404 || e.Code != CodeNotFound || !strings.Contains(e.Msg, "404 page not found") {
 		t.Errorf("foreign 404: %#v", err)
@@ -167,7 +167,7 @@ func (c *Client) dialled() uint64 {
 // release, or a benchmark's thousands of calls, pay one connect.
 func TestClientReusesOneConnection(t *testing.T) {
 	_, c := connServer(t)
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := ctxTimeout(t, hangGuard)
 	for i := range 20 {
 		var out struct {
 			Name string `json:"name"`
@@ -204,7 +204,7 @@ func TestClientReusesOneConnection(t *testing.T) {
 // which made a local call cost twice what it does).
 func TestClientStartsNoGoroutine(t *testing.T) {
 	_, c := connServer(t)
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := ctxTimeout(t, hangGuard)
 	if err := c.Get(ctx, "/v1/echo/warm", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestClientStartsNoGoroutine(t *testing.T) {
 // daemon on a new connection.
 func TestClientDaemonRestarted(t *testing.T) {
 	s, c := connServer(t)
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := ctxTimeout(t, hangGuard)
 	if err := c.Post(ctx, "/v1/echo/one", map[string]int{"n": 1}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestClientCancelledCallDropsConnection(t *testing.T) {
 	var out struct {
 		Name string `json:"name"`
 	}
-	if err := c.Get(ctxTimeout(t, 5*time.Second), "/v1/echo/after", &out); err != nil || out.Name != "after" {
+	if err := c.Get(ctxTimeout(t, hangGuard), "/v1/echo/after", &out); err != nil || out.Name != "after" {
 		t.Fatalf("call after a cancelled one: %+v, %v", out, err)
 	}
 	if n := c.dialled(); n != 2 {
@@ -283,7 +283,7 @@ func TestClientBodyOverTheLimit(t *testing.T) {
 			return v, Decode(r, &v)
 		})
 	})
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, hangGuard)
 	err := c.Post(ctx, "/v1/echo", map[string]string{"a": strings.Repeat("x", 4<<20)}, nil)
 	var e *Error
 	if !errors.As(err, &e) || e.Code != CodeTooLarge {

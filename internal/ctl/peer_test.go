@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/internal/testenv"
 )
 
 func TestAllowed(t *testing.T) {
@@ -89,9 +91,7 @@ func TestPeerCredentials(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("peer credentials are Linux-only")
 	}
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run clients under other uids")
-	}
+	testenv.RequireRoot(t, "running clients under other uids needs root")
 	const nobody, group = 65534, 4242
 	dir := socketDir(t)
 	// The helper runs as nobody: it needs a copy of the test binary it can

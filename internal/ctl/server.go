@@ -76,6 +76,12 @@ type ListenOptions struct {
 	// Logger receives refused connections, handler panics and net/http's
 	// own complaints. Default slog.Default().
 	Logger *slog.Logger
+
+	// cutoff is how long Close lets the handlers it cancelled at the end
+	// of the grace write their 503 before it cuts them off. Default
+	// 500 ms; a test seam (tests make it long, so that a loaded host is
+	// never the reason a 503 is missing).
+	cutoff time.Duration
 }
 
 func (o *ListenOptions) setDefaults() {
@@ -93,6 +99,9 @@ func (o *ListenOptions) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.cutoff <= 0 {
+		o.cutoff = 500 * time.Millisecond
 	}
 }
 
@@ -547,7 +556,7 @@ func (s *Server) Close() error {
 			// Grace is over: cancel what is still running and give the
 			// handlers a moment to write their 503 before cutting them off.
 			s.cancelBase()
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), s.opts.cutoff)
 			if s.srv.Shutdown(ctx) != nil {
 				s.srv.Close()
 			}

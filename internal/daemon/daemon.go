@@ -342,6 +342,9 @@ type Daemon struct {
 	// clusterWait are the callers of ClusterStatus waiting for their
 	// query's answers, by query ID (owned by the holder of mu).
 	clusterWait map[uint64]chan struct{}
+	// newTimer makes the loop's timer: newRealTimer, or a test's (set
+	// before Run).
+	newTimer func(time.Duration) loopTimer
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and
@@ -465,6 +468,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		node:        n,
 		doCh:        make(chan func()),
 		rearm:       make(chan struct{}, 1),
+		newTimer:    newRealTimer,
 		stopped:     make(chan struct{}),
 		looping:     make(chan struct{}),
 		notServing:  make(chan struct{}),

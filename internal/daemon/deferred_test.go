@@ -61,7 +61,7 @@ func TestCleanStopWritesDeferredChanges(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("daemon did not stop")
 	}
 	if b, _ := os.ReadFile(file); string(b) != fmt.Sprintf("n=%d", 3) {

@@ -45,7 +45,7 @@ func TestEventsStreamDeliversEachEventAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, d)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	got := make(chan EventRecord)
 	streamErr := make(chan error, 1)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,6 +24,9 @@ type hookRunner struct {
 	timeout time.Duration
 	log     *slog.Logger
 	queue   chan hookJob
+	// afterFunc arms a hook's timeout: time.AfterFunc, or a test's
+	// timer that fires when the test says (set before the first enqueue).
+	afterFunc func(time.Duration, func()) (stop func() bool)
 
 	mu      sync.Mutex
 	ran     uint64
@@ -48,6 +52,9 @@ func newHookRunner(prefix string, id uint32, timeout time.Duration, log *slog.Lo
 		log:     log,
 		queue:   make(chan hookJob, hookQueueLen),
 		done:    make(chan struct{}),
+		afterFunc: func(d time.Duration, f func()) func() bool {
+			return time.AfterFunc(d, f).Stop
+		},
 	}
 	go h.run()
 	return h
@@ -85,9 +92,14 @@ func (h *hookRunner) run() {
 	}
 }
 
+// errHookTimeout is why a hook's context ends when its timeout fires.
+var errHookTimeout = errors.New("hook timeout")
+
 func (h *hookRunner) exec(job hookJob) error {
-	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	stop := h.afterFunc(h.timeout, func() { cancel(errHookTimeout) })
+	defer stop()
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", job.command)
 	cmd.Env = append(append(os.Environ(), hookEnv(h.prefix, h.id, job.event)...), job.env...)
 	// Own process group, so a timeout kills the hook's children too.
@@ -101,9 +113,9 @@ func (h *hookRunner) exec(job hookJob) error {
 		attrs = append(attrs, "output", truncate(string(out), 512))
 	}
 	switch {
-	case ctx.Err() == context.DeadlineExceeded:
+	case context.Cause(ctx) == errHookTimeout:
 		h.log.Error("hook timed out and was killed", append(attrs, "timeout", h.timeout)...)
-		return ctx.Err()
+		return errHookTimeout
 	case err != nil:
 		h.log.Error("hook failed", append(attrs, "err", err)...)
 		return err

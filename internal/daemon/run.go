@@ -162,7 +162,7 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 	// (missed ticks skipped). The first Tick is one TickInterval after the
 	// start either way.
 	fixed := time.Now().Add(d.cfg.TickInterval)
-	timer := time.NewTimer(d.cfg.TickInterval)
+	timer := d.newTimer(d.cfg.TickInterval)
 	defer timer.Stop()
 	rearm := func() {
 		d.mu.Lock()
@@ -205,7 +205,7 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			if !d.batch(func() { d.receive(p, false) }, packets) {
 				return errors.New("network endpoint closed")
 			}
-		case <-timer.C:
+		case <-timer.Chan():
 			// Frames that arrived before the deadline count before it: a
 			// loop that was not running (a busy host) must not time a peer
 			// out while the peer's frames wait in the queue (a core credits
@@ -291,6 +291,21 @@ func (d *Daemon) batch(fn func(), packets <-chan transport.Packet) bool {
 	})
 	return open
 }
+
+// loopTimer is the run loop's one timer: a time.Timer, or a test's that
+// records what it is armed for and fires when the test says
+// (Daemon.newTimer).
+type loopTimer interface {
+	Chan() <-chan time.Time
+	Reset(time.Duration) bool
+	Stop() bool
+}
+
+type realTimer struct{ *time.Timer }
+
+func (t realTimer) Chan() <-chan time.Time { return t.C }
+
+func newRealTimer(d time.Duration) loopTimer { return realTimer{time.NewTimer(d)} }
 
 // maxBatch bounds the frames and calls one group commit takes, so that a
 // flood cannot hold the messages of the first of them back for long.

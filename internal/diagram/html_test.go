@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/testenv"
 	"github.com/synclab/synclab/pkg/clock"
 )
 
@@ -38,16 +39,7 @@ func TestHTMLSelfContained(t *testing.T) {
 // the diagram computes it; and with a process and a kind filtered out,
 // their lines and arrows are gone.
 func TestHTMLInChromium(t *testing.T) {
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		t.Skip("no chromium on PATH (apt-get install chromium; scripts/install-test-deps.sh does as root)")
-	}
+	browser := testenv.RequireTool(t, "chromium", "chromium", "chromium-browser", "google-chrome")
 	d := scenario(t, "failover")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "failover.html")

@@ -3,10 +3,10 @@ package forge
 import (
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/testenv"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -37,9 +37,7 @@ func TestFrameDecodesAndSeals(t *testing.T) {
 }
 
 func TestSendSpoofedUDP(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("forge: spoofing needs a raw socket (root); skipped as non-root")
-	}
+	testenv.RequireRoot(t, "forge: spoofing needs a raw socket")
 	l, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)

@@ -43,8 +43,8 @@
 //
 // Lab tests are named TestLab* and call Require first, which skips with the
 // reason unless the test runs as root on Linux with `ip` and `nft` installed
-// and namespaces can be created (with CI=true, root and a missing tool is a
-// failure: CI must run the lab tests):
+// and namespaces can be created (with CI=true, which .ci/run exports, any of
+// these missing is a failure: CI must run the lab tests):
 //
 //	func TestLabFailover(t *testing.T) {
 //		labnet.Require(t)

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -432,8 +433,13 @@ func (e *CmdError) Error() string {
 
 func (e *CmdError) Unwrap() error { return e.Err }
 
+// commandsRun counts the harness commands run started: TestLabLayout
+// checks that a lab's setup is batched by their number, not by its time.
+var commandsRun atomic.Int64
+
 // run runs a harness command with stdin and returns a *CmdError on failure.
 func run(stdin string, name string, args ...string) error {
+	commandsRun.Add(1)
 	cmd := exec.Command(name, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer

@@ -7,21 +7,22 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/synclab/synclab/internal/testenv"
 )
 
 // probe finds out once per test binary whether labs can be built here. It
-// returns "" if they can, else why not, and whether the reason is only a lack
-// of privilege (which is never a failure, even in CI).
-var probe = sync.OnceValues(func() (reason string, unprivileged bool) {
+// returns "" if they can, else why not.
+var probe = sync.OnceValue(func() (reason string) {
 	if runtime.GOOS != "linux" {
-		return "network namespaces need Linux (this is " + runtime.GOOS + ")", true
+		return "network namespaces need Linux (this is " + runtime.GOOS + ")"
 	}
 	if os.Geteuid() != 0 {
-		return "not root: network namespaces need CAP_SYS_ADMIN and CAP_NET_ADMIN; run the tests as root (e.g. sudo -E go test ./...)", true
+		return "not root: network namespaces need CAP_SYS_ADMIN and CAP_NET_ADMIN; run the tests as root (e.g. sudo -E scripts/test.sh)"
 	}
 	for _, tool := range []string{"ip", "nft"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Sprintf("%s not found (install iproute2 and nftables, see scripts/install-test-deps.sh)", tool), false
+			return fmt.Sprintf("%s not found (install iproute2 and nftables, see scripts/install-test-deps.sh)", tool)
 		}
 	}
 	// Build the smallest lab there is: a namespace holding a veth pair.
@@ -36,16 +37,16 @@ var probe = sync.OnceValues(func() (reason string, unprivileged bool) {
 		}
 	}
 	if err != nil {
-		return fmt.Sprintf("cannot create a network namespace with a veth pair: %v", err), false
+		return fmt.Sprintf("cannot create a network namespace with a veth pair: %v", err)
 	}
-	return "", false
+	return ""
 })
 
 // Require skips the test unless lab networks can be built here: Linux, root,
 // `ip` and `nft` installed, and a namespace with a veth pair can be created.
-// The reason is printed. With CI=true in the environment a missing tool or a
-// failing probe is a test failure instead, since CI must run the lab tests;
-// not being root is always a skip.
+// The reason is printed. With CI=true in the environment (.ci/run exports
+// it) any of these missing, not being root included, is a test failure
+// instead, since CI must run the lab tests (testenv.Unavailable).
 //
 // Lab tests are named TestLab* and call Require first:
 //
@@ -56,12 +57,7 @@ var probe = sync.OnceValues(func() (reason string, unprivileged bool) {
 //	}
 func Require(t testing.TB) {
 	t.Helper()
-	reason, unprivileged := probe()
-	if reason == "" {
-		return
+	if reason := probe(); reason != "" {
+		testenv.Unavailable(t, "labnet: lab test: %s", reason)
 	}
-	if !unprivileged && os.Getenv("CI") == "true" {
-		t.Fatalf("labnet: lab test cannot run: %s (CI=true: lab tests must run in CI)", reason)
-	}
-	t.Skipf("labnet: skipping lab test: %s", reason)
 }

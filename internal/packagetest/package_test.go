@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/internal/testenv"
 )
 
 const (
@@ -22,36 +24,25 @@ const (
 	key    = keyDir + "/cluster.key"
 )
 
-// cannot ends the test when it cannot run here: a skip with the reason,
-// or a failure under CI, which must run it.
-func cannot(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("package test cannot run: %s (CI=true: it must run in CI)", msg)
-	}
-	t.Skipf("package test skipped: %s", msg)
-}
-
-// require checks what the test needs; not being root is always a skip.
+// require checks what the test needs: what it cannot have here ends it
+// with the reason (testenv: a skip, or a failure under CI=true, which
+// must run it); -short is a skip.
 func require(t *testing.T) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skipf("package test skipped: Debian packages are for Linux (this is %s)", runtime.GOOS)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("package test skipped: not root: it installs and purges the package with dpkg (run the tests as root, e.g. sudo -E go test ./internal/packagetest)")
-	}
 	if testing.Short() {
 		t.Skip("package test skipped with -short: it builds the package and installs it (about a minute)")
 	}
+	testenv.RequireRoot(t, "the package test installs and purges the package with dpkg")
 	for _, tool := range []string{"dpkg", "dpkg-deb", "dpkg-query", "systemd-analyze", "lintian", "go", "git", "gzip", "bash"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			cannot(t, "%s not found (scripts/install-test-deps.sh installs lintian; dpkg and systemd come with Debian)", tool)
+			testenv.Unavailable(t, "%s not found (scripts/install-test-deps.sh installs lintian; dpkg and systemd come with Debian)", tool)
 		}
 	}
 	if a := runtime.GOARCH; a != "amd64" && a != "arm64" {
-		cannot(t, "scripts/package.sh builds for amd64 and arm64, not %s", a)
+		testenv.Unavailable(t, "scripts/package.sh builds for amd64 and arm64, not %s", a)
 	}
 }
 
@@ -142,11 +133,11 @@ func exists(p string) bool {
 func hostClear(t *testing.T, e expected, listed []string) {
 	t.Helper()
 	if s := status(t); s != "" && !strings.Contains(s, "not-installed") {
-		cannot(t, "a synclab package is on this host (%s): the test would replace and purge it", s)
+		testenv.Unavailable(t, "a synclab package is on this host (%s): the test would replace and purge it", s)
 	}
 	for _, p := range slices.Concat(listed, e.state(), []string{key}) {
 		if exists(p) {
-			cannot(t, "%s exists on this host: the test would install over it and purge it", p)
+			testenv.Unavailable(t, "%s exists on this host: the test would install over it and purge it", p)
 		}
 	}
 }

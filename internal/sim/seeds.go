@@ -16,15 +16,42 @@ import (
 var (
 	flagSeed  = flag.Int64("sim.seed", 0, "replay only this simulation seed (0: run the test's seed range)")
 	flagSeeds = flag.Int("sim.seeds", 0, "number of seeds for sim.Seeds tests (0: each test's own default)")
+	flagSoak  = flag.Bool("soak", false, "soak run: every seeded test runs its soak count of seeds (a nightly run; "+
+		"also "+SoakEnv+"=1, which reaches every package of `go test ./...`); -sim.seeds=N overrides both counts")
 )
 
-// Seeds runs f as a subtest for each of n seeds, 1..n: -sim.seeds=N
-// overrides n (more seeds in a nightly run), -sim.seed=S runs seed S only.
-// It stops at the first failing seed and prints the command that replays
-// it, so a failure found over hundreds of seeds is one command away from a
-// debugger.
+// SoakEnv is the environment variable that makes a test run a soak run, as
+// -soak does: `SYNCLAB_SOAK=1 go test ./...` (or `scripts/test.sh
+// --soak`) reaches every package, where a flag would be refused by the
+// packages that do not define it.
+const SoakEnv = "SYNCLAB_SOAK"
+
+// SoakFactor is how many times its default count of seeds a test given to
+// Seeds runs in a soak run.
+const SoakFactor = 10
+
+// Soak reports whether this is a soak run: -soak, or SYNCLAB_SOAK=1.
+func Soak() bool { return *flagSoak || os.Getenv(SoakEnv) == "1" }
+
+// Seeds runs f as a subtest for each of n seeds, 1..n, or SoakFactor times
+// as many in a soak run (see SoakSeeds).
 func Seeds(t *testing.T, n int, f func(t *testing.T, seed int64)) {
 	t.Helper()
+	SoakSeeds(t, n, n*SoakFactor, f)
+}
+
+// SoakSeeds runs f as a subtest for each of quick seeds, 1..quick, or of
+// soak seeds in a soak run (Soak): the default run stays fast, a nightly
+// run searches wider. -sim.seeds=N overrides both, -sim.seed=S runs seed
+// S only. It stops at the first failing seed and prints the command that
+// replays it, so a failure found over hundreds of seeds is one command away
+// from a debugger.
+func SoakSeeds(t *testing.T, quick, soak int, f func(t *testing.T, seed int64)) {
+	t.Helper()
+	n := quick
+	if Soak() {
+		n = soak
+	}
 	seeds := make([]int64, 0, n)
 	switch {
 	case *flagSeed != 0:

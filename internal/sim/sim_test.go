@@ -6,6 +6,8 @@ import (
 	"flag"
 	"math"
 	"net/netip"
+	"os"
+	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -488,10 +490,37 @@ func TestSeedsRunsEverySeed(t *testing.T) {
 	if flag.Lookup("sim.seed").Value.String() != "0" || flag.Lookup("sim.seeds").Value.String() != "0" {
 		t.Skip("seed flags given: the default seed range is not in use")
 	}
+	want := 5
+	if sim.Soak() {
+		want *= sim.SoakFactor
+	}
 	var seen []int64
 	sim.Seeds(t, 5, func(t *testing.T, seed int64) { seen = append(seen, seed) })
-	if !slices.Equal(seen, []int64{1, 2, 3, 4, 5}) {
-		t.Errorf("seeds %v", seen)
+	if len(seen) != want || seen[0] != 1 || seen[len(seen)-1] != int64(want) {
+		t.Errorf("seeds %v, want 1..%d", seen, want)
+	}
+	seen = nil
+	sim.SoakSeeds(t, 2, 7, func(t *testing.T, seed int64) { seen = append(seen, seed) })
+	if want := map[bool][]int64{false: {1, 2}, true: {1, 2, 3, 4, 5, 6, 7}}[sim.Soak()]; !slices.Equal(seen, want) {
+		t.Errorf("soak %v: seeds %v, want %v", sim.Soak(), seen, want)
+	}
+}
+
+// TestSoakEnv: SYNCLAB_SOAK=1 makes a soak run, as -soak does (a child
+// test binary shows it).
+func TestSoakEnv(t *testing.T) {
+	if os.Getenv("SIM_SOAK_CHILD") == "1" {
+		if !sim.Soak() {
+			t.Fatal("SYNCLAB_SOAK=1 is not a soak run")
+		}
+		return
+	}
+	for value, soak := range map[string]bool{"1": true, "": false} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestSoakEnv$")
+		cmd.Env = append(os.Environ(), "SIM_SOAK_CHILD=1", sim.SoakEnv+"="+value)
+		if out, err := cmd.CombinedOutput(); (err == nil) != soak {
+			t.Errorf("%s=%q: soak run %v, want %v\n%s", sim.SoakEnv, value, err == nil, soak, out)
+		}
 	}
 }
 

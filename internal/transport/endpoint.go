@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // fabric is what differs between real sockets and the in-memory network:
@@ -48,6 +49,8 @@ type endpoint struct {
 	inbound map[net.Conn]struct{}
 	byIP    map[netip.Addr][]*inConn // inbound connections per remote IP, oldest first
 	rnd     *rand.Rand               // seeds each link's jitter source
+
+	now func() time.Time // ages queued stream frames (Config.now)
 }
 
 func newEndpoint(cfg Config, local netip.AddrPort) *endpoint {
@@ -58,7 +61,12 @@ func newEndpoint(cfg Config, local netip.AddrPort) *endpoint {
 		seed = rand.Uint64()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	now := cfg.now
+	if now == nil {
+		now = time.Now
+	}
 	return &endpoint{
+		now:     now,
 		cfg:     cfg,
 		local:   local,
 		packets: make(chan Packet, PacketBuffer),

@@ -1,13 +1,16 @@
 package transport
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -66,6 +69,12 @@ func eachImpl(t *testing.T, fn func(t *testing.T, k *kit)) {
 	t.Run("real", func(t *testing.T) { fn(t, &kit{t: t, real: true}) })
 	t.Run("mem", func(t *testing.T) { fn(t, &kit{t: t, mem: NewMemNetwork()}) })
 }
+
+// hangGuard bounds every wait for something that comes in milliseconds on
+// a quiet host: a guard against a hang, never the thing tested, and long
+// enough that a loaded host (tens of runnable threads per CPU) never
+// reaches it while the code works.
+const hangGuard = time.Minute
 
 // recv waits for one packet.
 func recv(t *testing.T, ep Endpoint, within time.Duration) Packet {
@@ -126,11 +135,10 @@ func testGroup(t *testing.T) netip.AddrPort {
 func settleGoroutines(t *testing.T, base int) {
 	t.Helper()
 	var n int
-	for range 200 {
+	for end := time.Now().Add(hangGuard); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		if n = runtime.NumGoroutine(); n <= base {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -149,3 +157,129 @@ func frame(i int) []byte { return fmt.Appendf(nil, "frame-%06d", i) }
 func mustAP(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
 
 func newEndpointRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
+
+// closeWithin closes ep, failing the test if Close has not returned within
+// d: a hang guard, far above what any Close here takes, far below what a
+// Close that waited for the hour-long backoffs and writes of these tests
+// would.
+func closeWithin(t *testing.T, ep Endpoint, d time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- ep.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	case <-time.After(d):
+		t.Fatalf("Close has not returned after %v", d)
+	}
+}
+
+// held makes an endpoint's stream links stop where a test says, until
+// release: in their dials (a peer that does not answer), or in every
+// write on the connections they dial (a peer that stopped reading). It
+// says when a link has stopped there, so the test acts while it is stuck,
+// for as long as the test wants, on either implementation.
+type held struct {
+	fabric
+	dials   bool          // hold the dials, else the writes
+	entered chan struct{} // one value per dial or write held
+	gate    chan struct{} // closed by release
+}
+
+// holdDials and holdWrites install held on ep; call them before ep's
+// first SendStream (the links' goroutines, which dial and write, start
+// with it).
+func holdDials(ep Endpoint) *held  { return hold(ep, true) }
+func holdWrites(ep Endpoint) *held { return hold(ep, false) }
+
+func hold(ep Endpoint, dials bool) *held {
+	e := ep.(*endpoint)
+	h := &held{fabric: e.fab, dials: dials, entered: make(chan struct{}, 1024), gate: make(chan struct{})}
+	e.fab = h
+	return h
+}
+
+// wait blocks until the gate opens (true) or done closes (false).
+func (h *held) wait(done <-chan struct{}) bool {
+	h.entered <- struct{}{}
+	select {
+	case <-h.gate:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// stopped waits until a link is held.
+func (h *held) stopped(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.entered:
+	case <-time.After(hangGuard):
+		t.Fatal("the link never reached the point where it is held")
+	}
+}
+
+func (h *held) release() { close(h.gate) }
+
+func (h *held) dial(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
+	if h.dials && !h.wait(ctx.Done()) {
+		return nil, ctx.Err()
+	}
+	c, err := h.fabric.dial(ctx, to)
+	if err != nil || h.dials {
+		return c, err
+	}
+	return &heldConn{Conn: c, h: h, closed: make(chan struct{})}, nil
+}
+
+type heldConn struct {
+	net.Conn
+	h      *held
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *heldConn) Write(b []byte) (int, error) {
+	if !c.h.wait(c.closed) {
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *heldConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// fillQueue sends frames from..q-1 to `to`, which must be queued, then frame
+// q, which must be dropped (ErrQueueFull), failing the test if a call
+// fails otherwise or if they have not all returned within 30 s: a
+// SendStream that waited for a held link would not return.
+func fillQueue(t *testing.T, ep Endpoint, to netip.AddrPort, from, q int) {
+	t.Helper()
+	sent := make(chan error, 1)
+	go func() {
+		for i := from; i < q; i++ {
+			if err := ep.SendStream(to, frame(i), nil); err != nil {
+				sent <- fmt.Errorf("frame %d: %w", i, err)
+				return
+			}
+		}
+		if err := ep.SendStream(to, frame(q), nil); !errors.Is(err, ErrQueueFull) {
+			sent <- fmt.Errorf("frame %d: %v, want ErrQueueFull", q, err)
+			return
+		}
+		sent <- nil
+	}()
+	select {
+	case err := <-sent:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("SendStream blocked while the link was held")
+	}
+}

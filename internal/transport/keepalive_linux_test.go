@@ -67,9 +67,9 @@ func TestStreamKeepAliveAtTheDialerOnly(t *testing.T) {
 	if err := a.SendStream(b.LocalAddr(), []byte("hello"), nil); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, b, 5*time.Second)
+	recv(t, b, hangGuard)
 	var dialer, acceptor *tcpTimer
-	eventually(t, 2*time.Second, "both ends of the link in /proc/net/tcp", func() bool {
+	eventually(t, hangGuard, "both ends of the link in /proc/net/tcp", func() bool {
 		dialer, acceptor = nil, nil
 		for ends, tm := range tcpTimers(t) {
 			switch {

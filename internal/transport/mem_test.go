@@ -33,12 +33,12 @@ func TestMemSetDown(t *testing.T) {
 	a := k.open(Config{Listen: k.addr(0), Stream: StreamConfig{BackoffMin: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond}})
 	b := k.open(Config{Listen: k.addr(1)})
 	mustSend(t, a.SendStream(b.LocalAddr(), []byte("s1"), nil))
-	recv(t, b, time.Second)
+	recv(t, b, hangGuard)
 
 	n.SetDown(b.LocalAddr(), true)
 	mustSend(t, a.Send(b.LocalAddr(), []byte("lost"), nil))
 	mustSend(t, b.Send(a.LocalAddr(), []byte("lost"), nil))
-	eventually(t, time.Second, "stream broken by SetDown", func() bool { return !a.Stats().Links[0].Connected })
+	eventually(t, hangGuard, "stream broken by SetDown", func() bool { return !a.Stats().Links[0].Connected })
 	mustSend(t, a.SendStream(b.LocalAddr(), []byte("s2"), nil))
 	quiet(t, b, 50*time.Millisecond)
 	quiet(t, a, 20*time.Millisecond)
@@ -47,11 +47,11 @@ func TestMemSetDown(t *testing.T) {
 	}
 
 	n.SetDown(b.LocalAddr(), false)
-	if p := recv(t, b, time.Second); string(p.Data) != "s2" {
+	if p := recv(t, b, hangGuard); string(p.Data) != "s2" {
 		t.Fatalf("after heal: %q", p.Data)
 	}
 	mustSend(t, a.Send(b.LocalAddr(), []byte("back"), nil))
-	if p := recv(t, b, time.Second); string(p.Data) != "back" {
+	if p := recv(t, b, hangGuard); string(p.Data) != "back" {
 		t.Fatalf("after heal: %q", p.Data)
 	}
 }

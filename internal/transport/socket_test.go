@@ -33,7 +33,7 @@ func TestOversizedFrameClosesConnection(t *testing.T) {
 	if _, err := c.Write(good[:]); err != nil {
 		t.Fatal(err)
 	}
-	if p := recv(t, b, 2*time.Second); string(p.Data) != "ok" || p.From != c.LocalAddr().(*net.TCPAddr).AddrPort() {
+	if p := recv(t, b, hangGuard); string(p.Data) != "ok" || p.From != c.LocalAddr().(*net.TCPAddr).AddrPort() {
 		t.Fatalf("got %q from %v", p.Data, p.From)
 	}
 	var bad [frameHeaderLen]byte
@@ -41,11 +41,11 @@ func TestOversizedFrameClosesConnection(t *testing.T) {
 	if _, err := c.Write(bad[:]); err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	c.SetReadDeadline(time.Now().Add(hangGuard))
 	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
 		t.Fatalf("connection not closed by the endpoint: %v", err)
 	}
-	eventually(t, time.Second, "bad frame counted", func() bool {
+	eventually(t, hangGuard, "bad frame counted", func() bool {
 		st := b.Stats()
 		return st.BadFrames == 1 && st.Inbound == 0
 	})
@@ -124,12 +124,10 @@ func FuzzReadFrame(f *testing.F) {
 	})
 }
 
-// A peer that accepts but never reads fills the socket buffers; the write
-// deadline then drops the connection instead of blocking the link, and
-// SendStream never blocks meanwhile. A SendStream that waited on the
-// stuck writer would wait out the write deadline, so the bound on one call
-// is half of it: well clear of a loaded machine's scheduling delays (66 ms
-// seen at load 30), and still far short of what a block would take.
+// TestStreamWriteTimeout: a peer that accepts and never reads fills the
+// link's socket buffer; the stuck write ends at WriteTimeout and is counted
+// and recorded. (That SendStream never waits for a stuck writer is
+// TestSendStreamDoesNotWaitForTheWriter's.)
 func TestStreamWriteTimeout(t *testing.T) {
 	k := &kit{t: t, real: true}
 	ln, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 12)})
@@ -154,27 +152,17 @@ func TestStreamWriteTimeout(t *testing.T) {
 			c.Close()
 		}
 	}()
-	const writeTimeout = time.Second
 	a := k.open(Config{Listen: k.addr(0), Stream: StreamConfig{
-		QueueLen: 8, WriteTimeout: writeTimeout, BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
+		QueueLen: 8, WriteTimeout: 100 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
 	}})
 	peer := ln.Addr().(*net.TCPAddr).AddrPort()
 	big := make([]byte, MaxStreamFrame)
-	deadline := time.Now().Add(10 * time.Second)
-	for a.Stats().SendErrors == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no write timeout; stats %+v", a.Stats())
-		}
-		start := time.Now()
-		err := a.SendStream(peer, big, nil)
-		if d := time.Since(start); d > writeTimeout/2 {
-			t.Fatalf("SendStream blocked %v", d)
-		}
-		if err != nil && !errors.Is(err, ErrQueueFull) {
+	eventually(t, hangGuard, "a write timeout", func() bool {
+		if err := a.SendStream(peer, big, nil); err != nil && !errors.Is(err, ErrQueueFull) {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return a.Stats().SendErrors > 0
+	})
 	if st := a.Stats(); st.Links[0].LastError == "" {
 		t.Fatalf("link error not recorded: %+v", st.Links[0])
 	}
@@ -199,7 +187,7 @@ func TestListenUDP(t *testing.T) {
 	var req Packet
 	select {
 	case req = <-srv.Packets():
-	case <-time.After(2 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("no request")
 	}
 	if !req.Kernel || req.From != cli.LocalAddr() || req.Time.Before(patched(req.Data)) {
@@ -214,7 +202,7 @@ func TestListenUDP(t *testing.T) {
 		if !p.Kernel || !patched(p.Data).Equal(req.Time) || p.Time.Before(req.Time) {
 			t.Fatalf("response %+v", p)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("no response")
 	}
 	if st := srv.Stats(); st.KernelStamps != 1 || st.UserStamps != 0 || st.UDP.PacketsIn != 1 || st.UDP.PacketsOut != 1 {
@@ -229,8 +217,11 @@ func TestListenUDP(t *testing.T) {
 	}
 }
 
-// Kernel stamps against time.Now() after the read: LAB-NOTES measured
-// p50 15-20 us on loopback. Assert the median with a wide margin.
+// Kernel receive stamps are on the wall clock, taken between the send and
+// the read that returned the datagram: each is bracketed by time.Now()
+// readings, which a loaded host's scheduling delays only move apart.
+// (LAB-NOTES measured stamp to time.Now() p50 15-20 us on loopback: the
+// median is logged, a measurement, not a pass/fail bound.)
 func TestKernelStampLatency(t *testing.T) {
 	u, err := ListenUDP(mustAP("127.0.0.1:0"))
 	if err != nil {
@@ -239,19 +230,22 @@ func TestKernelStampLatency(t *testing.T) {
 	defer u.Close()
 	var gaps []time.Duration
 	for range 51 {
+		before := time.Now().Round(0)
 		if err := u.Send(u.LocalAddr(), []byte("x"), nil); err != nil {
 			t.Fatal(err)
 		}
 		p := <-u.Packets()
-		gaps = append(gaps, time.Since(p.Time))
+		after := time.Now().Round(0)
 		if !p.Kernel {
 			t.Fatal("not kernel-stamped")
 		}
+		if p.Time.Before(before) || p.Time.After(after) {
+			t.Fatalf("kernel stamp %v outside [%v, %v], the send and the read", p.Time, before, after)
+		}
+		gaps = append(gaps, after.Sub(p.Time))
 	}
 	slicesSort(gaps)
-	if med := gaps[len(gaps)/2]; med < 0 || med > 5*time.Millisecond {
-		t.Fatalf("median stamp-to-now %v", med)
-	}
+	t.Logf("median stamp to time.Now(): %v", gaps[len(gaps)/2])
 }
 
 // Close must not wait for a write stuck on a peer that stopped reading.
@@ -268,21 +262,19 @@ func TestCloseDuringBlockedWrite(t *testing.T) {
 		}
 	}()
 	base := runtime.NumGoroutine()
-	a, err := Open(Config{Listen: mustAP("127.0.0.10:0"), Seed: 1, Stream: StreamConfig{QueueLen: 4, WriteTimeout: 5 * time.Second}})
+	// The write would be stuck for an hour: Close returning at all says
+	// it did not wait for it.
+	a, err := Open(Config{Listen: mustAP("127.0.0.10:0"), Seed: 1, Stream: StreamConfig{QueueLen: 4, WriteTimeout: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	peer := ln.Addr().(*net.TCPAddr).AddrPort()
 	big := make([]byte, MaxStreamFrame)
-	eventually(t, 10*time.Second, "writer blocked with a full queue", func() bool {
+	eventually(t, hangGuard, "writer blocked with a full queue", func() bool {
 		a.SendStream(peer, big, nil)
 		return a.Stats().QueueDrops > 0
 	})
-	start := time.Now()
-	a.Close()
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("Close took %v with a blocked write", d)
-	}
+	closeWithin(t, a, hangGuard)
 	settleGoroutines(t, base)
 	select {
 	case c := <-accepted:
@@ -303,11 +295,11 @@ func TestUnicastIPv6(t *testing.T) {
 	}
 	defer b.Close()
 	mustSend(t, a.Send(b.LocalAddr(), []byte("v6"), nil))
-	if p := recv(t, b, 2*time.Second); string(p.Data) != "v6" || p.From != a.LocalAddr() || !p.Kernel {
+	if p := recv(t, b, hangGuard); string(p.Data) != "v6" || p.From != a.LocalAddr() || !p.Kernel {
 		t.Fatalf("got %+v", p)
 	}
 	mustSend(t, a.SendStream(b.LocalAddr(), []byte("v6s"), nil))
-	if p := recv(t, b, 2*time.Second); string(p.Data) != "v6s" || p.From.Addr() != a.LocalAddr().Addr() {
+	if p := recv(t, b, hangGuard); string(p.Data) != "v6s" || p.From.Addr() != a.LocalAddr().Addr() {
 		t.Fatalf("got %+v", p)
 	}
 }
@@ -330,25 +322,25 @@ func TestInboundLimit(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	eventually(t, 2*time.Second, "all accepted", func() bool { return b.Stats().Inbound == MaxInbound })
+	eventually(t, hangGuard, "all accepted", func() bool { return b.Stats().Inbound == MaxInbound })
 	// Refused connections are reset: the reset may beat the dial's return.
 	if extra, err := net.Dial("tcp4", b.LocalAddr().String()); err == nil {
 		defer extra.Close()
-		extra.SetReadDeadline(time.Now().Add(2 * time.Second))
+		extra.SetReadDeadline(time.Now().Add(hangGuard))
 		if _, err := extra.Read(make([]byte, 1)); err == nil || isTimeout(err) {
 			t.Fatalf("connection past the limit not closed: %v", err)
 		}
 	} else if !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "refusal counted", func() bool { return b.Stats().InboundRefused == 1 })
+	eventually(t, hangGuard, "refusal counted", func() bool { return b.Stats().InboundRefused == 1 })
 	if st := b.Stats(); st.InboundRefused != 1 || st.Inbound != MaxInbound {
 		t.Fatalf("refused %d inbound %d", st.InboundRefused, st.Inbound)
 	}
 	if _, err := conns[0].Write([]byte{0, 0, 0, 1, 'z'}); err != nil {
 		t.Fatal(err)
 	}
-	if p := recv(t, b, 2*time.Second); string(p.Data) != "z" {
+	if p := recv(t, b, hangGuard); string(p.Data) != "z" {
 		t.Fatalf("got %q", p.Data)
 	}
 }
@@ -405,7 +397,9 @@ func TestServeUDPBatches(t *testing.T) {
 	batches := make(chan int, 256)
 	var srv *UDPConn
 	var err error
+	ready := make(chan struct{}) // srv is set: the handler may use it
 	srv, err = ServeUDP(mustAP("127.0.0.1:0"), func(batch []Packet) {
+		<-ready
 		batches <- len(batch)
 		var out []Datagram
 		for _, p := range batch {
@@ -419,6 +413,7 @@ func TestServeUDPBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	close(ready)
 	defer srv.Close()
 	if srv.Packets() != nil {
 		t.Fatal("a served socket has a Packets channel")
@@ -451,7 +446,7 @@ func TestServeUDPBatches(t *testing.T) {
 			if g.from != clients[j].LocalAddr() || !g.kern || g.at.Before(before) || g.at.After(time.Now()) {
 				t.Fatalf("datagram %+v", g)
 			}
-		case <-time.After(2 * time.Second):
+		case <-time.After(hangGuard):
 			t.Fatal("a datagram did not arrive")
 		}
 	}
@@ -462,7 +457,7 @@ func TestServeUDPBatches(t *testing.T) {
 				if want := fmt.Sprintf("re:%d-%d", j, i); string(p.Data) != want {
 					t.Fatalf("client %d got %q, want %q", j, p.Data, want)
 				}
-			case <-time.After(2 * time.Second):
+			case <-time.After(hangGuard):
 				t.Fatalf("client %d: answer %d missing", j, i)
 			}
 		}
@@ -471,7 +466,12 @@ func TestServeUDPBatches(t *testing.T) {
 	for len(batches) > 0 {
 		most = max(most, <-batches)
 	}
-	eventually(t, 2*time.Second, "the oversized datagram counted", func() bool { return srv.Stats().Truncated == 1 })
+	// The handler counts its answers after WriteBatch returns, which may
+	// be after the clients have them.
+	eventually(t, hangGuard, "the oversized datagram and every answer counted", func() bool {
+		st := srv.Stats()
+		return st.Truncated == 1 && st.UDP.PacketsOut == each*3
+	})
 	st := srv.Stats()
 	t.Logf("largest batch %d; stats %+v", most, st.UDP)
 	if st.UDP.PacketsIn != each*3 || st.UDP.PacketsOut != each*3 || st.KernelStamps != each*3 {
@@ -507,7 +507,7 @@ func TestDialUDP(t *testing.T) {
 		if err := srv.Send(p.From, []byte("ho"), nil); err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("nothing arrived")
 	}
 	select {
@@ -515,7 +515,7 @@ func TestDialUDP(t *testing.T) {
 		if string(p.Data) != "ho" || !p.Kernel {
 			t.Fatalf("answer %+v", p)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("no answer")
 	}
 	closed := srv.LocalAddr()
@@ -528,5 +528,5 @@ func TestDialUDP(t *testing.T) {
 	if err := d.Send(closed, []byte("anyone?"), nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "the port unreachable counted", func() bool { return d.Stats().Refused == 1 })
+	eventually(t, hangGuard, "the port unreachable counted", func() bool { return d.Stats().Refused == 1 })
 }

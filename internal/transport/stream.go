@@ -76,7 +76,7 @@ func (l *link) purgeLocked(now time.Time) {
 }
 
 func (l *link) enqueue(b []byte, fin Finalizer) error {
-	now := time.Now()
+	now := l.e.now()
 	l.mu.Lock()
 	l.purgeLocked(now)
 	if len(l.q) >= l.e.cfg.Stream.QueueLen {
@@ -98,14 +98,14 @@ func (l *link) enqueue(b []byte, fin Finalizer) error {
 func (l *link) pending() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.purgeLocked(time.Now())
+	l.purgeLocked(l.e.now())
 	return len(l.q) > 0
 }
 
 func (l *link) pop() (qframe, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.purgeLocked(time.Now())
+	l.purgeLocked(l.e.now())
 	if len(l.q) == 0 {
 		return qframe{}, false
 	}
@@ -159,15 +159,15 @@ func (l *link) run() {
 		l.setState(false, err)
 	}
 	defer drop(nil)
-	// A link idle for half the acceptor's IdleTimeout closes itself, so it
-	// is never the acceptor that closes it just as a frame leaves.
+	// A link idle for linkIdle closes itself, so it is never the acceptor
+	// that closes it just as a frame leaves.
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	defer idle.Stop()
 	for {
 		if !l.pending() {
 			if conn != nil {
-				idle.Reset(l.e.cfg.Stream.IdleTimeout / 2)
+				idle.Reset(l.e.cfg.Stream.linkIdle())
 			}
 			select {
 			case <-l.wake:
@@ -243,6 +243,11 @@ func (l *link) run() {
 		l.mu.Unlock()
 	}
 }
+
+// linkIdle is how long an outbound link stays connected without a frame to
+// send: half the IdleTimeout after which the acceptor (configured alike)
+// closes a connection that begins no frame.
+func (c StreamConfig) linkIdle() time.Duration { return c.IdleTimeout / 2 }
 
 func (l *link) connect(ctx context.Context) (net.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, l.e.cfg.Stream.DialTimeout)

@@ -146,6 +146,10 @@ type Config struct {
 	// Seed seeds the backoff jitter (there is no package-global rand).
 	// 0 picks a random seed.
 	Seed uint64
+
+	// now reads the clock that ages queued stream frames (MaxAge); nil:
+	// time.Now. A test seam: tests age a queue without waiting.
+	now func() time.Time
 }
 
 // MulticastConfig names the group an Endpoint joins and how it sends to it.

@@ -29,7 +29,7 @@ func TestReadLoopDeliversBatches(t *testing.T) {
 		}
 		var got []Packet
 		for range n {
-			got = append(got, recv(t, b, 2*time.Second))
+			got = append(got, recv(t, b, hangGuard))
 		}
 		quiet(t, b, 50*time.Millisecond)
 		for i, p := range got {

@@ -40,16 +40,32 @@ func TestSteadyIgnoresWallClockChanges(t *testing.T) {
 // TestSteadyTracksRealTime: on this machine, a real Steady starts at the
 // wall time and runs at the rate of the monotonic clock (to within what a
 // slew could explain).
+//
+// Nothing here races the scheduler: every reading of the clock under test
+// is bracketed by readings of the reference, so a goroutine descheduled
+// between two readings (a loaded host) widens a bracket instead of failing
+// a margin. The sleep only makes the interval long enough that a slew's 10%
+// stands out against the microseconds of the readings themselves.
 func TestSteadyTracksRealTime(t *testing.T) {
+	w1 := time.Now().Round(0)
 	s := NewSteady()
-	if d := s.Now().Sub(time.Now()).Abs(); d > 10*time.Millisecond {
-		t.Fatalf("starts %v from the wall clock", d)
+	w2 := time.Now().Round(0)
+	if s.wall.Before(w1) || s.wall.After(w2) {
+		t.Fatalf("anchored at %v, not between the wall readings %v and %v around NewSteady", s.wall, w1, w2)
 	}
-	a, m := s.Now(), time.Now()
+	m1 := time.Now()
+	a := s.Now()
+	m2 := time.Now()
 	time.Sleep(50 * time.Millisecond)
-	got, want := s.Now().Sub(a), time.Since(m)
-	if diff := (got - want).Abs(); diff > want/10+time.Millisecond {
-		t.Fatalf("steady interval %v, monotonic %v", got, want)
+	m3 := time.Now()
+	b := s.Now()
+	m4 := time.Now()
+	// The steady interval b-a lies between the monotonic intervals m3-m2
+	// (inside) and m4-m1 (outside), give or take the 10% a slew of the
+	// monotonic clock could explain (and a microsecond of granularity).
+	got, inner, outer := b.Sub(a), m3.Sub(m2), m4.Sub(m1)
+	if got < inner*9/10-time.Microsecond || got > outer*11/10+time.Microsecond {
+		t.Fatalf("steady interval %v, monotonic between %v and %v", got, inner, outer)
 	}
 	if r1, r2 := SteadyNow(), SteadyNow(); r2 < r1 {
 		t.Fatalf("the raw clock went back: %v then %v", r1, r2)

@@ -2,13 +2,12 @@ package delivery
 
 import (
 	"errors"
-	"flag"
 	"math/rand/v2"
 	"testing"
 	"time"
-)
 
-var soak = flag.Bool("soak", false, "run the oracle over 1000 seeds instead of 50")
+	"github.com/synclab/synclab/internal/sim"
+)
 
 var t0 = time.Unix(1000, 0)
 
@@ -186,7 +185,7 @@ func TestFilterForgedTop(t *testing.T) {
 // passed without Tick having something to do, and Tick before it has nothing.
 func TestOracle(t *testing.T) {
 	seeds := 50
-	if *soak {
+	if sim.Soak() { // -soak or SYNCLAB_SOAK=1
 		seeds = 1000
 	}
 	for seed := range seeds {

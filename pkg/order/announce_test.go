@@ -137,7 +137,7 @@ func TestRestartRepeatsOnlyUnwrittenDeliveries(t *testing.T) {
 // written, in place, and nothing at two positions or two indexes.
 func TestSimSequencerAnnouncedBeforeWritten(t *testing.T) {
 	repeats, runs := 0, 0
-	sim.Seeds(t, seeds(20, 300), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 20, 300, func(t *testing.T, seed int64) {
 		o := runChaos(t, seed, chaos{nodes: 5, total: Sequencer, crashes: true, burstCrashes: true, diskFaults: 0.4, totalOnly: true, msgs: 60})
 		repeats += o.repeats
 		runs++

@@ -19,7 +19,7 @@ import (
 // (eras_undone), its waiting sends are not taken for delivered
 // (forged_own_entries), and every send of it is delivered everywhere.
 func TestSimForgedEraUndone(t *testing.T) {
-	sim.Seeds(t, seeds(5, 50), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 5, 50, func(t *testing.T, seed int64) {
 		l := newSnapshotLab(t, seed)
 		s, victim := l.s, l.sender
 		era := l.core(victim).st.Log.Era

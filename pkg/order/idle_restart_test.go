@@ -19,7 +19,7 @@ import (
 // leaves it unwritten), the member crashes and restarts, and nothing more
 // is multicast: its machine must catch up within a few heartbeats.
 func TestSimIdleRestartLearnsCommitPoint(t *testing.T) {
-	sim.Seeds(t, seeds(10, 200), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 10, 200, func(t *testing.T, seed int64) {
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}})
 		cfg := DefaultLANConfig()
 		cfg.Machine = func() StateMachine { return rsm.New() }

@@ -167,7 +167,7 @@ func TestHistoryKeepsTheLast(t *testing.T) {
 // rejected_order_recover_reply at two members of three).
 func TestSimFreshClusterRefusesNothing(t *testing.T) {
 	late := uint64(0)
-	sim.Seeds(t, seeds(10, 100), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 10, 100, func(t *testing.T, seed int64) {
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond}})
 		addMembers(t, s, 5, DefaultLANConfig())
 		s.Run(3 * time.Second)

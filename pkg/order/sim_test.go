@@ -602,13 +602,13 @@ func (o *oracle) sequencerOutage(ch chaos, rng *rand.Rand) {
 // resend), causal order holds against the true happens-before (a
 // successor of a message only some got is not blocked), nothing twice.
 func TestSimSenderDiesMidFanOut(t *testing.T) {
-	sim.Seeds(t, seeds(30, 300), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 30, 300, func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 5, total: Sequencer, crashes: true, partitions: seed%2 == 0, killSender: true, msgs: 60})
 	})
 }
 
 func TestSimSequencer(t *testing.T) {
-	sim.Seeds(t, seeds(20, 300), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 20, 300, func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 4, total: Sequencer, crashes: true, msgs: 60})
 	})
 }
@@ -619,13 +619,13 @@ func TestSimSequencer(t *testing.T) {
 // FIFO and duplicate checks), every message delivered anywhere or whose
 // sender lives is delivered everywhere, in one total order.
 func TestSimSequencerSenderCrashes(t *testing.T) {
-	sim.Seeds(t, seeds(20, 300), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 20, 300, func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 5, total: Sequencer, crashes: true, burstCrashes: true, msgs: 80})
 	})
 }
 
 func TestSimLamport(t *testing.T) {
-	sim.Seeds(t, seeds(20, 300), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 20, 300, func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 4, total: Lamport, crashes: true, msgs: 60})
 	})
 }
@@ -635,7 +635,7 @@ func TestSimLamport(t *testing.T) {
 // every replica's total order against every other's), on 5 members with
 // partitions too.
 func TestSimSequencerFailover(t *testing.T) {
-	sim.Seeds(t, seeds(20, 300), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 20, 300, func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 5, total: Sequencer, partitions: true, killSequencer: true, outage: 5 * time.Second, msgs: 80})
 	})
 }
@@ -651,7 +651,7 @@ func TestSimSequencerStaleEntryNotCommitted(t *testing.T) {
 }
 
 func TestSimLamportPartitions(t *testing.T) {
-	sim.Seeds(t, seeds(10, 200), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 10, 200, func(t *testing.T, seed int64) {
 		runChaos(t, seed, chaos{nodes: 5, total: Lamport, partitions: true, killSequencer: true, outage: 5 * time.Second, msgs: 80})
 	})
 }
@@ -661,7 +661,7 @@ func TestSimLamportPartitions(t *testing.T) {
 // as the returning highest-ranked member that becomes sequencer again and
 // must fetch the log from a member that compacted it.
 func TestSimSnapshotCatchUp(t *testing.T) {
-	sim.Seeds(t, seeds(10, 200), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 10, 200, func(t *testing.T, seed int64) {
 		s, _, tr := machineSim(t, seed, 3)
 		apply := applier(t, s)
 		machine := func(id uint32) string { return string(s.Core(id).(*Core).Machine().Snapshot()) }
@@ -729,7 +729,7 @@ func TestSimSnapshotCatchUp(t *testing.T) {
 func TestSimRecordsRestoreExactly(t *testing.T) {
 	for _, total := range []Total{Sequencer, Lamport} {
 		t.Run(total.String(), func(t *testing.T) {
-			sim.Seeds(t, seeds(4, 100), func(t *testing.T, seed int64) { recordsRestoreExactly(t, total, seed) })
+			sim.SoakSeeds(t, 4, 100, func(t *testing.T, seed int64) { recordsRestoreExactly(t, total, seed) })
 		})
 	}
 }
@@ -838,7 +838,7 @@ func comparable(c *Core) string {
 // delivers total-order number k, a majority of the members' disks (the
 // state a restart would read) hold entry k.
 func TestSimCommittedIsOnAMajorityOfDisks(t *testing.T) {
-	sim.Seeds(t, seeds(6, 100), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 6, 100, func(t *testing.T, seed int64) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 11))
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond, Loss: 0.05}})
 		cfg := DefaultLANConfig()
@@ -970,7 +970,7 @@ func addMembers(t *testing.T, s *sim.Sim, n int, cfg Config) {
 // member, so the others relay it, under loss and duplication; every
 // member delivers every message, in causal order, once.
 func TestSimRelayPastOneWayCut(t *testing.T) {
-	sim.Seeds(t, seeds(10, 200), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 10, 200, func(t *testing.T, seed int64) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 13))
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond,
 			Jitter: time.Millisecond, Loss: 0.1, Duplicate: 0.05}})

@@ -105,7 +105,7 @@ func (l *snapshotLab) forgeSnapshot(index uint64) error {
 }
 
 func TestSimAbsurdSnapshotRefused(t *testing.T) {
-	sim.Seeds(t, seeds(5, 100), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 5, 100, func(t *testing.T, seed int64) {
 		l := newSnapshotLab(t, seed)
 		s, victim, sender, seqID := l.s, l.victim, l.sender, l.seqID
 		for _, index := range []uint64{^uint64(0), l.core(victim).st.Log.Commit + 1<<40 + 1} {
@@ -146,7 +146,7 @@ func TestSimAbsurdSnapshotRefused(t *testing.T) {
 // nothing; nor do 64 each just past the allowance; and the member keeps
 // applying what the cluster does.
 func TestSimSnapshotsPaced(t *testing.T) {
-	sim.Seeds(t, seeds(3, 20), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 3, 20, func(t *testing.T, seed int64) {
 		l := newSnapshotLab(t, seed)
 		l.deposit(l.sender)
 		if !l.s.RunUntil(func() bool { return l.same() && l.core(l.victim).st.Log.Applied > 0 }, 2*time.Second) {

@@ -77,7 +77,7 @@ func (tr *totalTrail) see(id uint32, d Delivery) {
 // member, a few entries behind, skipped them: never delivered, never in
 // its log or hooks.)
 func TestSimNoSnapshotForAMemberBarelyBehind(t *testing.T) {
-	sim.Seeds(t, seeds(12, 200), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 12, 200, func(t *testing.T, seed int64) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 29))
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond,
 			Jitter: time.Duration(rng.IntN(2000)) * time.Microsecond, Loss: 0.2, Duplicate: 0.02, Retransmit: 0.2}})
@@ -157,7 +157,7 @@ func TestSimNoSnapshotForAMemberBarelyBehind(t *testing.T) {
 // the returning sequencer's log started at its snapshot's number, so
 // every member behind that number, however little, skipped to it.)
 func TestSimReturningSequencerKeepsTheLogsTail(t *testing.T) {
-	sim.Seeds(t, seeds(10, 100), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 10, 100, func(t *testing.T, seed int64) {
 		s, cfg, tr := machineSim(t, seed, 5)
 		apply := applier(t, s)
 		apply(2, 3)

@@ -22,7 +22,7 @@ import (
 // own stamp is bounded by the node), counted, and the genuine record of
 // that number is taken when it comes.
 func TestSimLamportStampAtTheEndRefused(t *testing.T) {
-	sim.Seeds(t, seeds(5, 100), func(t *testing.T, seed int64) {
+	sim.SoakSeeds(t, 5, 100, func(t *testing.T, seed int64) {
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}})
 		cfg := DefaultLANConfig()
 		cfg.Total = Lamport
