@@ -131,7 +131,7 @@ func runVoting(t *testing.T, in []byte) (algo string, grants int) {
 			case 6, 7, 8:
 				// Correct voters answer what the member sent.
 				err = d.Deliver(p, self, ids, func(m core.Message, peer uint32) error {
-					if a, ok := voters.Answer(p, kind, m, peer, self); ok {
+					if a, ok := voters.Answer(p, kind, m, peer, self, d.Now); ok {
 						return d.Step(a, fail)
 					}
 					return nil
