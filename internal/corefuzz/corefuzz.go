@@ -168,6 +168,16 @@ type Driver struct {
 	Sent func(m core.Message, disk []byte) error
 	// Ready, if set, sees every Ready first (its clock adjustments).
 	Ready func(rd core.Ready) error
+	// Inspect, if set, checks the core's whole state: its status report,
+	// its metrics, the bounds of its tables, the checks that cost as much
+	// as the state is large. It runs once, at the end of the program
+	// (Finish), not after every step: any prefix of a program is a
+	// program too (the input cut short there), so every state a program
+	// passes through is the last state of another, and the fuzzer still
+	// inspects every state it reaches, at a cost per program instead of
+	// per step. Checks that compare a state with the one before (a term
+	// that must not go back) stay per step.
+	Inspect func() error
 
 	Core core.Core
 	Disk []byte
@@ -241,6 +251,17 @@ func (d *Driver) Restart() error {
 	}
 	d.Core = c
 	d.Life++
+	return nil
+}
+
+// Finish ends a program: the core's last state must pass Inspect.
+func (d *Driver) Finish() error {
+	if d.Inspect == nil || d.Core == nil {
+		return nil
+	}
+	if err := d.Inspect(); err != nil {
+		return fmt.Errorf("life %d, at the end: %w", d.Life, err)
+	}
 	return nil
 }
 
