@@ -92,8 +92,8 @@ func (vs *Voters) readersFence(lock string, now time.Time) uint64 {
 	return r.fence
 }
 
-// record is a fence recorded for lock by the voters, above the readers'
-// if it is a writer's (one mode false): no reader may join them after it.
+// record is a fence recorded for lock by the voters; a writer's (shared
+// false) ends the readers' group: no reader may join them after it.
 func (vs *Voters) record(lock string, fence uint64, shared bool) {
 	if vs.fence == nil {
 		vs.fence, vs.readers = map[string]uint64{}, map[string]readers{}
@@ -109,7 +109,8 @@ func (vs *Voters) record(lock string, fence uint64, shared bool) {
 // exclusive one recording the proposal if it is above the fence, or the
 // fence another peer just recorded for it, else one above the fence; a
 // shared one offered the readers' fence while they hold, else one above
-// the fence; as a voter does), commit_ok for a commit, renew_ok for a
+// the fence; as a voter does), commit_ok for a commit (a reader's of
+// another fence than the readers' holding is refused), renew_ok for a
 // renewal, for a locked vote (the core as voter) a commit of what a
 // quorum it is in would agree on (the readers' fence it offers a reader
 // that joins the emulated readers, else one above everything known); one
@@ -145,6 +146,12 @@ func (vs *Voters) Answer(p *Program, kind wire.Kind, m core.Message, peer, self 
 			vs.record(v.Name, a.Fence, false)
 		}
 	case wire.VoteCommit:
+		if r := vs.readersFence(v.Name, now); shared && r != 0 && v.Fence != r {
+			// Readers hold here on another fence: the reader is refused
+			// and told theirs, as a voter does.
+			a.Op, a.Fence = wire.VoteCommitRefused, r
+			break
+		}
 		vs.record(v.Name, v.Fence, shared)
 		if shared {
 			lease := time.Duration(v.LeaseMS) * time.Millisecond
