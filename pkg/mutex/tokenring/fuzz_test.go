@@ -155,8 +155,8 @@ func runTokenRing(t testing.TB, in []byte) (grants int) {
 			floor = f
 			for name, g := range promised {
 				now := floor
-				if p, ok := ring().Promised(name); ok {
-					now = max(p, floor)
+				if cur, ok := ring().Promised(name); ok {
+					now = max(cur, floor)
 				}
 				if now < g {
 					t.Fatalf("lock %s: promised went back %#x -> %#x", name, g, now)
