@@ -20,6 +20,9 @@ type lock struct {
 	name     string
 	promised uint64 // highest generation promised or seen (persisted)
 	maxFence uint64 // highest fence this member knows of
+	// granted is the highest fence this member granted in this run: the
+	// ring's tokens never come back below it (stepToken).
+	granted uint64
 	// promisedAt is when promised last rose in this run (zero: not since
 	// the start): the newest generation is at most that old here.
 	// checkedGen is the newest generation whose check this member
@@ -402,6 +405,7 @@ func (c *Core) tryGrant(l *lock) {
 		return
 	}
 	l.tok.fence = g.Fence
+	l.granted = max(l.granted, g.Fence)
 	l.tok.servedHere = true
 	l.tok.served[c.self] = l.wantNum // every want this member sent is served, or in the token's wants when it passes
 	l.maxFence = max(l.maxFence, l.tok.fence)
@@ -487,6 +491,15 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 		c.send(from, wire.KindTokenAck, ack, true)
 		c.count("tokens_duplicate")
 		return nil
+	case t.Fence < l.granted:
+		// Fences only grow along the ring (a newer generation is of a
+		// newer round), so a token below a fence this member granted is
+		// not the ring's: one of a newer generation of the same round
+		// (two generations of one round are never both made), or of the
+		// same generation numbered back, from a member gone wrong. Taken,
+		// it would drop the real token and number grants below ones
+		// already made (issue 29's FuzzTokenRing finding).
+		return fmt.Errorf("%w: fence %#x of generation %#x is below %#x, which this member granted", ErrBadToken, t.Fence, t.Generation, l.granted)
 	}
 	if l.tok != nil && l.tok.gen < t.Generation {
 		c.dropToken(l, t.Generation)
