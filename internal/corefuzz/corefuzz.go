@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -199,7 +200,8 @@ type Driver struct {
 const RecentCap = 16
 
 // Deliver hands what the core (member self) sent since the last delivery
-// (Recent) to its emulated peers: each message is lost one time in eight,
+// (Recent) to its emulated peers: a message to a non-member goes nowhere,
+// any other is lost one time in eight,
 // else answer gets it with the member that answers it, its addressee or,
 // for a broadcast, one of ids other than self. What the core sends in
 // return waits for the next delivery.
@@ -215,6 +217,9 @@ func (d *Driver) Deliver(p *Program, self uint32, ids []uint32, answer func(m co
 	for _, m := range sent {
 		if p.Intn(8) == 0 {
 			continue
+		}
+		if m.To != core.Broadcast && !slices.Contains(ids, m.To) {
+			continue // to a stranger (a frame came in its name): no member answers it, and the node has no address for it
 		}
 		peer := m.To
 		if peer == core.Broadcast || peer == self {
