@@ -32,6 +32,15 @@ func newAttackRing(t *testing.T) *attackRing {
 	return &attackRing{t: t, s: s}
 }
 
+// newKeyedAttackRing is newAttackRing for a keyed cluster (TrustSenders:
+// no vouching), the forger a member that holds the key.
+func newKeyedAttackRing(t *testing.T, seed int64) *attackRing {
+	s := sim.New(sim.Config{Seed: seed})
+	addMembersTrusting(t, s, []uint32{1, 2, 3}, true)
+	s.Run(100 * time.Millisecond)
+	return &attackRing{t: t, s: s}
+}
+
 func (a *attackRing) ring(id uint32) *tokenring.Core { return a.s.Core(id).(*tokenring.Core) }
 
 // forge steps a frame "from" member from into member to, as if it came
@@ -284,10 +293,8 @@ func TestForgedServedNumbers(t *testing.T) {
 // one of the same member (reordered, or a copy) does not stand for it: the
 // token that served the older one is still passed on for the newer.
 func TestLateCopyOfAnOlderWant(t *testing.T) {
-	s := sim.New(sim.Config{Seed: 13})
-	addMembersTrusting(t, s, []uint32{1, 2, 3}, true)
-	s.Run(100 * time.Millisecond)
-	a := &attackRing{t: t, s: s}
+	a := newKeyedAttackRing(t, 13)
+	s := a.s
 	req := a.acquire(1, "x")
 	_, gen := a.grant(1, req, 5*time.Second)
 	s.Do(1, func(c core.Core) { c.(*tokenring.Core).Release(s.Clock(1).Now(), req) })
@@ -355,10 +362,7 @@ func TestAbsurdLeaseLeftInAPromise(t *testing.T) {
 // for good. A token whose fence is below one this member granted is not
 // the ring's (fences only grow along it): refused and counted.
 func TestForgedSameRoundTokenCannotLowerTheFence(t *testing.T) {
-	s := sim.New(sim.Config{Seed: 11})
-	addMembersTrusting(t, s, []uint32{1, 2, 3}, true)
-	s.Run(100 * time.Millisecond)
-	a := &attackRing{t: t, s: s}
+	a := newKeyedAttackRing(t, 11)
 	ra := a.acquire(1, "x")
 	fa, gen := a.grant(1, ra, 5*time.Second)
 	forged := tokenring.MakeGeneration(tokenring.GenerationRound(gen), math.MaxUint32)
