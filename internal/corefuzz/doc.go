@@ -23,10 +23,12 @@
 // default) while nothing else is fuzzed. So a target keeps an execution
 // near 0.1 ms and its programs short:
 //
-//   - each target bounds its programs' steps (a constant beside it, 100 to
-//     200 steps: about 300 to 1000 bytes of input), and reaches depth
-//     from its stored corpus (testdata/fuzz, programs that reach grants,
-//     new terms, recoveries) rather than from long random programs;
+//   - each target bounds its programs' steps (a constant beside it: 100
+//     to 150 steps, about 500 to 1000 bytes of input; 300 and 400 where
+//     the core's deeper states take that long), and reaches depth from
+//     its stored corpus (testdata/fuzz: programs chosen for what they
+//     cover, grants, new terms, snapshots) rather than from long random
+//     programs;
 //   - the checks that cost as much as the core's whole state (its status
 //     report, its metrics, the bounds of its tables) run once per
 //     program, at its end (Driver.Inspect): every state a program passes
