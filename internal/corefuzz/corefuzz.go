@@ -201,10 +201,9 @@ const RecentCap = 16
 
 // Deliver hands what the core (member self) sent since the last delivery
 // (Recent) to its emulated peers: a message to a non-member goes nowhere,
-// any other is lost one time in eight,
-// else answer gets it with the member that answers it, its addressee or,
-// for a broadcast, one of ids other than self. What the core sends in
-// return waits for the next delivery.
+// any other is lost one time in eight, else answer gets it with the member
+// that answers it, its addressee or, for a broadcast, one of ids other
+// than self. What the core sends in return waits for the next delivery.
 func (d *Driver) Deliver(p *Program, self uint32, ids []uint32, answer func(m core.Message, peer uint32) error) error {
 	var others []uint32
 	for _, id := range ids {
