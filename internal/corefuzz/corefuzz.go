@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -168,6 +169,16 @@ type Driver struct {
 	Sent func(m core.Message, disk []byte) error
 	// Ready, if set, sees every Ready first (its clock adjustments).
 	Ready func(rd core.Ready) error
+	// Inspect, if set, checks the core's whole state: its status report,
+	// its metrics, the bounds of its tables, the checks that cost as much
+	// as the state is large. It runs once, at the end of the program
+	// (Finish), not after every step: any prefix of a program is a
+	// program too (the input cut short there), so every state a program
+	// passes through is the last state of another, and the fuzzer still
+	// inspects every state it reaches, at a cost per program instead of
+	// per step. Checks that compare a state with the one before (a term
+	// that must not go back) stay per step.
+	Inspect func() error
 
 	Core core.Core
 	Disk []byte
@@ -189,10 +200,10 @@ type Driver struct {
 const RecentCap = 16
 
 // Deliver hands what the core (member self) sent since the last delivery
-// (Recent) to its emulated peers: each message is lost one time in eight,
-// else answer gets it with the member that answers it, its addressee or,
-// for a broadcast, one of ids other than self. What the core sends in
-// return waits for the next delivery.
+// (Recent) to its emulated peers: a message to a non-member goes nowhere,
+// any other is lost one time in eight, else answer gets it with the member
+// that answers it, its addressee or, for a broadcast, one of ids other
+// than self. What the core sends in return waits for the next delivery.
 func (d *Driver) Deliver(p *Program, self uint32, ids []uint32, answer func(m core.Message, peer uint32) error) error {
 	var others []uint32
 	for _, id := range ids {
@@ -205,6 +216,9 @@ func (d *Driver) Deliver(p *Program, self uint32, ids []uint32, answer func(m co
 	for _, m := range sent {
 		if p.Intn(8) == 0 {
 			continue
+		}
+		if m.To != core.Broadcast && !slices.Contains(ids, m.To) {
+			continue // to a stranger (a frame came in its name): no member answers it, and the node has no address for it
 		}
 		peer := m.To
 		if peer == core.Broadcast || peer == self {
@@ -241,6 +255,17 @@ func (d *Driver) Restart() error {
 	}
 	d.Core = c
 	d.Life++
+	return nil
+}
+
+// Finish ends a program: the core's last state must pass Inspect.
+func (d *Driver) Finish() error {
+	if d.Inspect == nil || d.Core == nil {
+		return nil
+	}
+	if err := d.Inspect(); err != nil {
+		return fmt.Errorf("life %d, at the end: %w", d.Life, err)
+	}
 	return nil
 }
 

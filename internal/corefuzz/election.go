@@ -63,10 +63,14 @@ type TermElector interface {
 	Term() uint64
 }
 
+// ElectionStepLimit bounds ElectionSteps' programs (doc.go, "What a
+// program costs").
+const ElectionStepLimit = 150
+
 // ElectionSteps runs the program every election core's fuzz target shares
-// on d's core (member self): up to 400 steps of ticks, restarts from the
-// disk, resignations and frames (frame builds one for the current term),
-// with failed writes. After each step: the term never goes back within a
+// on d's core (member self): up to ElectionStepLimit steps of ticks,
+// restarts from the disk, resignations and frames (frame builds one for
+// the current term), with failed writes. After each step: the term never goes back within a
 // life nor below the disk, the disk holds a term the core can restart
 // from, and the core leads only terms it owns. check, if set, adds the
 // core's own invariants.
@@ -74,7 +78,7 @@ func ElectionSteps(t testing.TB, p *Program, d *Driver, self uint32, frame func(
 	t.Helper()
 	c := func() TermElector { return d.Core.(TermElector) }
 	last := c().Term()
-	for steps := 0; p.More() && steps < 400; steps++ {
+	for steps := 0; p.More() && steps < ElectionStepLimit; steps++ {
 		fail := p.Intn(6) == 0
 		var err error
 		switch p.Intn(8) {

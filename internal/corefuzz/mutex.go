@@ -184,7 +184,7 @@ func Inputs(t testing.TB, target string, seeds [][]byte, n, size int) [][]byte {
 // unless every one of kinds (the variants run picks from a program, as it
 // names them) reached a grant: a target whose grant checks never run
 // cannot fail them.
-func MustReach(t *testing.T, target string, seeds [][]byte, kinds []string, run func(t *testing.T, in []byte) (kind string, grants int)) {
+func MustReach(t *testing.T, target string, seeds [][]byte, kinds []string, run func(t testing.TB, in []byte) (kind string, grants int)) {
 	t.Helper()
 	ins := Inputs(t, target, seeds, 64, 1500)
 	grants := map[string]int{}

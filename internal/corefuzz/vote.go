@@ -2,6 +2,7 @@ package corefuzz
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
@@ -65,42 +66,120 @@ func VoteFrame(p *Program, kind wire.Kind, names []string, ids []uint32, self ui
 
 // Voters are the voting locks' correct peers: each answers a vote the
 // core sent as its own voter would, remembering (for them all) the highest
-// fence committed per lock, so that the fences they vote with grow as a
-// real quorum's do.
-type Voters map[string]uint64
+// fence recorded per lock, so that the fences they vote with grow as a
+// real quorum's do, and the readers' fence: the fence the core's readers
+// committed, while one of them may still hold on it.
+type Voters struct {
+	fence   map[string]uint64
+	readers map[string]readers
+}
 
-// Answer is what voter peer answers to m, a vote of kind the core (member
-// self) sent
-// (ok false: nothing): locked for a request (recording the proposal if it
-// is above the fence, or the fence another peer just recorded for it,
-// else one above the fence, as a voter does), commit_ok for a commit,
-// renew_ok for a renewal, a commit one above the fence for a locked vote
-// (the core as voter); one time in four another op that echoes m's lock,
-// attempt, stamp and mode, the answer a confused voter gives.
-func (vs Voters) Answer(p *Program, kind wire.Kind, m core.Message, peer, self uint32) (core.Message, bool) {
+// readers is the fence a reader of the core committed at the emulated
+// voters, and until when their committed vote lasts (its lease, unless
+// renewed or released).
+type readers struct {
+	fence uint64
+	until time.Time
+}
+
+// readersFence is the fence of the readers holding lock at now (0: none),
+// as a real voter's readersFence.
+func (vs *Voters) readersFence(lock string, now time.Time) uint64 {
+	r := vs.readers[lock]
+	if r.fence == 0 || !now.Before(r.until) {
+		return 0
+	}
+	return r.fence
+}
+
+// record is a fence recorded for lock by the voters; a writer's (shared
+// false) ends the readers' group: no reader may join them after it.
+func (vs *Voters) record(lock string, fence uint64, shared bool) {
+	if vs.fence == nil {
+		vs.fence, vs.readers = map[string]uint64{}, map[string]readers{}
+	}
+	vs.fence[lock] = max(vs.fence[lock], fence)
+	if !shared {
+		delete(vs.readers, lock)
+	}
+}
+
+// Answer is what voter peer answers at now to m, a vote of kind the core
+// (member self) sent (ok false: nothing): locked for a request (an
+// exclusive one recording the proposal if it is above the fence, or the
+// fence another peer just recorded for it, else one above the fence; a
+// shared one offered the readers' fence while they hold, else one above
+// the fence; as a voter does), commit_ok for a commit (a reader's of
+// another fence than the readers' holding is refused), renew_ok for a
+// renewal, for a locked vote (the core as voter) a commit of what a
+// quorum it is in would agree on (the readers' fence it offers a reader
+// that joins the emulated readers, else one above everything known); one
+// time in four another op that echoes m's lock, attempt, stamp and mode,
+// the answer a confused voter gives. A release of a reader's lock ends the
+// readers' hold.
+func (vs *Voters) Answer(p *Program, kind wire.Kind, m core.Message, peer, self uint32, now time.Time) (core.Message, bool) {
 	var v wire.Vote
 	if m.Kind != kind || v.UnmarshalBinary(m.Payload) != nil {
 		return core.Message{}, false
 	}
-	a := wire.Vote{Name: v.Name, Attempt: v.Attempt, Stamp: v.Stamp, Mode: v.Mode, Fence: vs[v.Name], LeaseMS: v.LeaseMS}
+	shared := v.Mode == wire.VoteShared
+	known := vs.fence[v.Name]
+	a := wire.Vote{Name: v.Name, Attempt: v.Attempt, Stamp: v.Stamp, Mode: v.Mode, Fence: known, LeaseMS: v.LeaseMS}
 	switch v.Op {
 	case wire.VoteRequest:
-		a.Op, a.Recorded = wire.VoteLocked, v.Mode == wire.VoteExclusive
-		if a.Recorded {
-			a.Fence = max(v.Fence, min(vs[v.Name]+1, wire.MaxVoteFence))
-			if v.Fence != 0 && v.Fence == vs[v.Name] {
-				a.Fence = v.Fence // recorded by a peer before this one: they agree
+		a.Op, a.Recorded = wire.VoteLocked, !shared
+		switch {
+		case shared:
+			// Not recorded: a reader always commits. Readers holding here
+			// share their fence; the first of a group is offered one above
+			// everything before it, a writer's fence included.
+			a.Fence = vs.readersFence(v.Name, now)
+			if a.Fence == 0 {
+				a.Fence = min(known+1, wire.MaxVoteFence)
 			}
-			vs[v.Name] = a.Fence
+		case v.Fence != 0 && v.Fence == known:
+			a.Fence = v.Fence // recorded by a peer before this one: they agree
+		default:
+			a.Fence = max(v.Fence, min(known+1, wire.MaxVoteFence))
+		}
+		if a.Recorded {
+			vs.record(v.Name, a.Fence, false)
 		}
 	case wire.VoteCommit:
-		vs[v.Name] = max(vs[v.Name], v.Fence)
+		if r := vs.readersFence(v.Name, now); shared && r != 0 && v.Fence != r {
+			// Readers hold here on another fence: the reader is refused
+			// and told theirs, as a voter does.
+			a.Op, a.Fence = wire.VoteCommitRefused, r
+			break
+		}
+		vs.record(v.Name, v.Fence, shared)
+		if shared {
+			lease := time.Duration(v.LeaseMS) * time.Millisecond
+			if r := vs.readers[v.Name]; r.fence == v.Fence {
+				lease = max(lease, r.until.Sub(now))
+			}
+			vs.readers[v.Name] = readers{fence: v.Fence, until: now.Add(lease)}
+		}
 		a.Op, a.Fence = wire.VoteCommitOK, v.Fence
 	case wire.VoteRenew:
+		if r := vs.readers[v.Name]; shared && r.fence == v.Fence {
+			r.until = maxTime(r.until, now.Add(time.Duration(v.LeaseMS)*time.Millisecond))
+			vs.readers[v.Name] = r
+		}
 		a.Op, a.Fence = wire.VoteRenewOK, v.Fence
+	case wire.VoteRelease:
+		if shared && v.Fence != 0 && vs.readers[v.Name].fence == v.Fence {
+			delete(vs.readers, v.Name)
+		}
+		return core.Message{}, false
 	case wire.VoteLocked:
-		a.Op, a.Fence = wire.VoteCommit, min(max(vs[v.Name], v.Fence)+1, wire.MaxVoteFence)
-		vs[v.Name] = a.Fence
+		a.Op = wire.VoteCommit
+		if r := vs.readersFence(v.Name, now); shared && r != 0 && r == v.Fence {
+			a.Fence = r // the core's voter offers the readers' fence: a reader joins them
+		} else {
+			a.Fence = min(max(known, v.Fence)+1, wire.MaxVoteFence)
+		}
+		vs.record(v.Name, a.Fence, shared)
 	default:
 		return core.Message{}, false
 	}
@@ -113,4 +192,11 @@ func (vs Voters) Answer(p *Program, kind wire.Kind, m core.Message, peer, self u
 		panic(err) // every field comes from a vote that decoded
 	}
 	return core.Message{From: peer, To: self, Kind: kind, Payload: b, Stream: true, Lamport: m.Lamport + 1}, true
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

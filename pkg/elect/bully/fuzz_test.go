@@ -25,48 +25,59 @@ import (
 //   - its term never goes back within a life, and never below its disk;
 //   - what it persists it can restart from (no absurd term on disk).
 func FuzzBully(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte{1, 2, 0, 2, 0, 7, 0, 5, 0, 0, 1, 2})
-	f.Add([]byte("\x01\x02\x00\x02\x07\x07\x07\x07\x03\x00\x05\x10\x00"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		p := corefuzz.NewProgram(in)
-		members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}}
-		if p.Bool() {
-			members[0].Priority = 2 // ranks above 2, below... by priority
-		}
-		self := uint32(1 + p.Intn(3))
-		lim := epoch.Spaced(epoch.MaxRound, bully.TermBurst, 1)
-		claimed := map[uint64]int{}
-		var d *corefuzz.Driver
-		d = &corefuzz.Driver{
-			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			New: func(disk []byte) (core.Core, error) {
-				cfg := bully.DefaultLANConfig()
-				cfg.Members = members
-				return bully.New(core.Env{ID: self, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), State: disk}, cfg)
-			},
-			Sent: func(m core.Message, disk []byte) error {
-				saved, _ := bully.Restore(disk)
-				if m.Term > saved {
-					return fmt.Errorf("%v of term %#x left with %#x on disk", m.Kind, m.Term, saved)
+	corefuzz.Fuzz(f, bullySeeds, runBully)
+}
+
+// BenchmarkFuzzBully is FuzzBully's cost per execution (execs/s).
+func BenchmarkFuzzBully(b *testing.B) {
+	corefuzz.Bench(b, "FuzzBully", bullySeeds, runBully)
+}
+
+var bullySeeds = [][]byte{
+	{},
+	{1, 2, 0, 2, 0, 7, 0, 5, 0, 0, 1, 2},
+	[]byte("\x01\x02\x00\x02\x07\x07\x07\x07\x03\x00\x05\x10\x00"),
+}
+
+// runBully runs one program of FuzzBully.
+func runBully(t testing.TB, in []byte) {
+	p := corefuzz.NewProgram(in)
+	members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}}
+	if p.Bool() {
+		members[0].Priority = 2 // ranks above 2, below... by priority
+	}
+	self := uint32(1 + p.Intn(3))
+	lim := epoch.Spaced(epoch.MaxRound, bully.TermBurst, 1)
+	claimed := map[uint64]int{}
+	var d *corefuzz.Driver
+	d = &corefuzz.Driver{
+		Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		New: func(disk []byte) (core.Core, error) {
+			cfg := bully.DefaultLANConfig()
+			cfg.Members = members
+			return bully.New(core.Env{ID: self, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), State: disk}, cfg)
+		},
+		Sent: func(m core.Message, disk []byte) error {
+			saved, _ := bully.Restore(disk)
+			if m.Term > saved {
+				return fmt.Errorf("%v of term %#x left with %#x on disk", m.Kind, m.Term, saved)
+			}
+			if m.Kind == wire.KindCoordinator || m.Kind == wire.KindLeaderHeartbeat {
+				if bully.TermOwner(m.Term) != self {
+					return fmt.Errorf("claim of term %#x, owned by %d", m.Term, bully.TermOwner(m.Term))
 				}
-				if m.Kind == wire.KindCoordinator || m.Kind == wire.KindLeaderHeartbeat {
-					if bully.TermOwner(m.Term) != self {
-						return fmt.Errorf("claim of term %#x, owned by %d", m.Term, bully.TermOwner(m.Term))
-					}
-					if life, ok := claimed[m.Term]; ok && life != d.Life {
-						return fmt.Errorf("term %#x claimed in lives %d and %d", m.Term, life, d.Life)
-					}
-					claimed[m.Term] = d.Life
+				if life, ok := claimed[m.Term]; ok && life != d.Life {
+					return fmt.Errorf("term %#x claimed in lives %d and %d", m.Term, life, d.Life)
 				}
-				return nil
-			},
-		}
-		if err := d.Start(); err != nil {
-			t.Fatal(err)
-		}
-		corefuzz.ElectionSteps(t, p, d, self, func(term uint64) core.Message {
-			return corefuzz.ElectionFrame(p, term, lim, members, self)
-		}, nil)
-	})
+				claimed[m.Term] = d.Life
+			}
+			return nil
+		},
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	corefuzz.ElectionSteps(t, p, d, self, func(term uint64) core.Message {
+		return corefuzz.ElectionFrame(p, term, lim, members, self)
+	}, nil)
 }

@@ -23,81 +23,101 @@ import (
 //   - its round never goes back, within a life or below its disk;
 //   - it leads only a round it is in, and names only members.
 func FuzzYoYo(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte{0, 0, 0, 3, 0, 1, 2, 2, 1, 0, 0, 4, 4, 0})
-	f.Fuzz(func(t *testing.T, in []byte) {
-		p := corefuzz.NewProgram(in)
-		ids := []uint32{1, 2, 3, 4}
-		edges := []yoyo.Edge{{1, 2}, {2, 3}, {3, 4}}
-		if p.Bool() {
-			edges = append(edges, yoyo.Edge{4, 1})
+	corefuzz.Fuzz(f, yoYoSeeds, runYoYo)
+}
+
+// BenchmarkFuzzYoYo is FuzzYoYo's cost per execution (execs/s).
+func BenchmarkFuzzYoYo(b *testing.B) {
+	corefuzz.Bench(b, "FuzzYoYo", yoYoSeeds, runYoYo)
+}
+
+var yoYoSeeds = [][]byte{
+	{},
+	{0, 0, 0, 3, 0, 1, 2, 2, 1, 0, 0, 4, 4, 0},
+}
+
+// yoyoSteps bounds a program (corefuzz's doc, "What a program costs"):
+// Yo-Yo's iterations, votes and pruning take long programs to reach
+// (random programs cover 65% of the package at 300 steps, 75% at 400), so
+// it keeps 400 and pays for it in speed.
+const yoyoSteps = 400
+
+// runYoYo runs one program of FuzzYoYo.
+func runYoYo(t testing.TB, in []byte) {
+	p := corefuzz.NewProgram(in)
+	ids := []uint32{1, 2, 3, 4}
+	edges := []yoyo.Edge{{1, 2}, {2, 3}, {3, 4}}
+	if p.Bool() {
+		edges = append(edges, yoyo.Edge{4, 1})
+	}
+	self := uint32(1 + p.Intn(4))
+	nb := map[uint32]bool{}
+	for _, e := range edges {
+		if e[0] == self {
+			nb[e[1]] = true
 		}
-		self := uint32(1 + p.Intn(4))
-		nb := map[uint32]bool{}
-		for _, e := range edges {
-			if e[0] == self {
-				nb[e[1]] = true
+		if e[1] == self {
+			nb[e[0]] = true
+		}
+	}
+	cfg := yoyo.DefaultLANConfig()
+	cfg.Topology = edges
+	lim := epoch.Spaced(epoch.MaxRound, yoyo.RoundBurst, 1)
+	var d *corefuzz.Driver
+	d = &corefuzz.Driver{
+		Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		New: func(disk []byte) (core.Core, error) {
+			return yoyo.New(core.Env{ID: self, Members: ids, Now: d.Now, State: disk}, cfg)
+		},
+		Sent: func(m core.Message, disk []byte) error {
+			stored, err := elect.DecodeWord("yoyo", 'Y', disk)
+			switch {
+			case err != nil || m.Term > stored:
+				return fmt.Errorf("%v of round %#x left with %#x stored (%v)", m.Kind, m.Term, stored, err)
+			case !nb[m.To]:
+				return fmt.Errorf("%v to %d, not a neighbour", m.Kind, m.To)
 			}
-			if e[1] == self {
-				nb[e[0]] = true
+			return nil
+		},
+	}
+	c := func() *yoyo.Core { return d.Core.(*yoyo.Core) }
+	d.Inspect = func() error { _ = c().Report(); return nil } // at the end (corefuzz.Driver.Inspect)
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	digest := uint32(0)
+	fmt.Sscanf(c().Detail().Digest, "%x", &digest)
+	last := uint64(0)
+	for steps := 0; p.More() && steps < yoyoSteps; steps++ {
+		fail := p.Intn(6) == 0
+		var err error
+		switch p.Intn(7) {
+		case 0, 1:
+			err = d.Tick(time.Duration(1+p.Intn(400))*5*time.Millisecond, fail)
+		case 2:
+			if err = d.Restart(); err == nil {
+				last, _ = elect.DecodeWord("yoyo", 'Y', d.Disk)
 			}
+		default:
+			_, r, _ := c().Leader()
+			err = d.Step(corefuzz.YoYoFrame(p, r, lim, ids, self, digest), fail)
 		}
-		cfg := yoyo.DefaultLANConfig()
-		cfg.Topology = edges
-		lim := epoch.Spaced(epoch.MaxRound, yoyo.RoundBurst, 1)
-		var d *corefuzz.Driver
-		d = &corefuzz.Driver{
-			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			New: func(disk []byte) (core.Core, error) {
-				return yoyo.New(core.Env{ID: self, Members: ids, Now: d.Now, State: disk}, cfg)
-			},
-			Sent: func(m core.Message, disk []byte) error {
-				stored, err := elect.DecodeWord("yoyo", 'Y', disk)
-				switch {
-				case err != nil || m.Term > stored:
-					return fmt.Errorf("%v of round %#x left with %#x stored (%v)", m.Kind, m.Term, stored, err)
-				case !nb[m.To]:
-					return fmt.Errorf("%v to %d, not a neighbour", m.Kind, m.To)
-				}
-				return nil
-			},
-		}
-		if err := d.Start(); err != nil {
+		if err != nil {
 			t.Fatal(err)
 		}
-		c := func() *yoyo.Core { return d.Core.(*yoyo.Core) }
-		digest := uint32(0)
-		fmt.Sscanf(c().Detail().Digest, "%x", &digest)
-		last := uint64(0)
-		for steps := 0; p.More() && steps < 400; steps++ {
-			fail := p.Intn(6) == 0
-			var err error
-			switch p.Intn(7) {
-			case 0, 1:
-				err = d.Tick(time.Duration(1+p.Intn(400))*5*time.Millisecond, fail)
-			case 2:
-				if err = d.Restart(); err == nil {
-					last, _ = elect.DecodeWord("yoyo", 'Y', d.Disk)
-				}
-			default:
-				_, r, _ := c().Leader()
-				err = d.Step(corefuzz.YoYoFrame(p, r, lim, ids, self, digest), fail)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, r, ok := c().Leader()
-			if r < last {
-				t.Fatalf("round went back %#x -> %#x", last, r)
-			}
-			last = r
-			if stored, err := elect.DecodeWord("yoyo", 'Y', d.Disk); err != nil || r < stored || lim.CheckRestored(stored) != nil {
-				t.Fatalf("disk %#x (%v), round %#x", stored, err, r)
-			}
-			if ok && (l < 1 || l > 4 || (l == self) != (c().Role() == elect.RoleLeader)) {
-				t.Fatalf("leader %d as %v", l, c().Role())
-			}
-			_ = c().Report()
+		l, r, ok := c().Leader()
+		if r < last {
+			t.Fatalf("round went back %#x -> %#x", last, r)
 		}
-	})
+		last = r
+		if stored, err := elect.DecodeWord("yoyo", 'Y', d.Disk); err != nil || r < stored || lim.CheckRestored(stored) != nil {
+			t.Fatalf("disk %#x (%v), round %#x", stored, err, r)
+		}
+		if ok && (l < 1 || l > 4 || (l == self) != (c().Role() == elect.RoleLeader)) {
+			t.Fatalf("leader %d as %v", l, c().Role())
+		}
+	}
+	if err := d.Finish(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -40,8 +40,12 @@ type follower struct {
 	// coordinator, what its syncs of the term report.
 	backedOlder time.Time
 
-	stamp    uint32
-	stamps   [stampRing]stampAt
+	stamp uint32
+	// stamps holds the sending time of stamp s at s%stampRing, grown as
+	// stamps are taken (they count from 1 in each run), up to stampRing:
+	// a core that takes few costs little (the fuzz targets start hundreds
+	// of cores a second).
+	stamps   []stampAt
 	renewing map[mutex.RequestID]renewal
 	// listed is, per waiting request, the stamp of the last sync that
 	// listed it as waiting: a grant echoing an older stamp was made before
@@ -78,13 +82,21 @@ func (c *Core) nextStamp() uint32 {
 	if c.fol.stamp == 0 {
 		c.fol.stamp++
 	}
-	c.fol.stamps[c.fol.stamp%stampRing] = stampAt{stamp: c.fol.stamp, at: c.now}
+	i := int(c.fol.stamp % stampRing)
+	if i >= len(c.fol.stamps) {
+		c.fol.stamps = append(c.fol.stamps, make([]stampAt, i+1-len(c.fol.stamps))...)
+	}
+	c.fol.stamps[i] = stampAt{stamp: c.fol.stamp, at: c.now}
 	return c.fol.stamp
 }
 
 // stampAt is when this member sent the frame stamped s.
 func (c *Core) stampAt(s uint32) (time.Time, bool) {
-	e := c.fol.stamps[s%stampRing]
+	i := int(s % stampRing)
+	if i >= len(c.fol.stamps) {
+		return time.Time{}, false
+	}
+	e := c.fol.stamps[i]
 	return e.at, s != 0 && e.stamp == s
 }
 

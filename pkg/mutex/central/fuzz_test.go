@@ -29,10 +29,12 @@ import (
 //   - the coordinator's queue stays within MaxLocks, and the metrics valid;
 //   - what it persists it can restart from.
 func FuzzCentral(f *testing.F) {
-	for _, in := range centralSeeds {
-		f.Add(in)
-	}
-	f.Fuzz(func(t *testing.T, in []byte) { runCentral(t, in) })
+	corefuzz.Fuzz(f, centralSeeds, func(t testing.TB, in []byte) { runCentral(t, in) })
+}
+
+// BenchmarkFuzzCentral is FuzzCentral's cost per execution (execs/s).
+func BenchmarkFuzzCentral(b *testing.B) {
+	corefuzz.Bench(b, "FuzzCentral", centralSeeds, func(t testing.TB, in []byte) { runCentral(t, in) })
 }
 
 var centralSeeds = [][]byte{
@@ -44,14 +46,17 @@ var centralSeeds = [][]byte{
 // TestFuzzCentralReachesGrants: the programs FuzzCentral starts from drive
 // the member to grants, so its fence checks run.
 func TestFuzzCentralReachesGrants(t *testing.T) {
-	corefuzz.MustReach(t, "FuzzCentral", centralSeeds, []string{"central"}, func(t *testing.T, in []byte) (string, int) {
+	corefuzz.MustReach(t, "FuzzCentral", centralSeeds, []string{"central"}, func(t testing.TB, in []byte) (string, int) {
 		return "central", runCentral(t, in)
 	})
 }
 
+// centralSteps bounds a program (corefuzz's doc, "What a program costs").
+const centralSteps = 100
+
 // runCentral runs one program of FuzzCentral and returns the grants it
 // reached.
-func runCentral(t *testing.T, in []byte) (grants int) {
+func runCentral(t testing.TB, in []byte) (grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}}
@@ -81,14 +86,20 @@ func runCentral(t *testing.T, in []byte) (grants int) {
 				return fences.GrantedMode(corefuzz.EventArg(e, "lock").(string), mode, fence)
 			}),
 		}
+		cc := func() *central.Core { return d.Core.(*central.Core) }
+		d.Inspect = func() error {
+			if st := cc().Report(); len(st.Locks) > cfg.MaxLocks*2 {
+				return fmt.Errorf("%d locks, MaxLocks %d", len(st.Locks), cfg.MaxLocks)
+			}
+			return corefuzz.CheckMetrics(cc(), 0)
+		}
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
 		}
-		cc := func() *central.Core { return d.Core.(*central.Core) }
 		names := []string{"x", "y"}
 		clients := corefuzz.Clients{Driver: d}
 		peers := centralPeers{count: map[uint64]uint64{}, modes: map[uint64]wire.CentralMode{}}
-		for steps := 0; p.More() && steps < 300; steps++ {
+		for steps := 0; p.More() && steps < centralSteps; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
 			lead, term, _ := cc().Election().Leader()
@@ -120,13 +131,9 @@ func runCentral(t *testing.T, in []byte) (grants int) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st := cc().Report()
-			if len(st.Locks) > cfg.MaxLocks*2 {
-				t.Fatalf("%d locks, MaxLocks %d", len(st.Locks), cfg.MaxLocks)
-			}
-			if err := corefuzz.CheckMetrics(cc(), 0); err != nil {
-				t.Fatal(err)
-			}
+		}
+		if err := d.Finish(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return grants

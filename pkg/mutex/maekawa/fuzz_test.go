@@ -28,10 +28,12 @@ import (
 //     life;
 //   - what it persists it can restart from.
 func FuzzVoting(f *testing.F) {
-	for _, in := range votingSeeds {
-		f.Add(in)
-	}
-	f.Fuzz(func(t *testing.T, in []byte) { runVoting(t, in) })
+	corefuzz.Fuzz(f, votingSeeds, func(t testing.TB, in []byte) { runVoting(t, in) })
+}
+
+// BenchmarkFuzzVoting is FuzzVoting's cost per execution (execs/s).
+func BenchmarkFuzzVoting(b *testing.B) {
+	corefuzz.Bench(b, "FuzzVoting", votingSeeds, func(t testing.TB, in []byte) { runVoting(t, in) })
 }
 
 var votingSeeds = [][]byte{
@@ -46,9 +48,12 @@ func TestFuzzVotingReachesGrants(t *testing.T) {
 	corefuzz.MustReach(t, "FuzzVoting", votingSeeds, []string{"Maekawa", "majority"}, runVoting)
 }
 
+// votingSteps bounds a program (corefuzz's doc, "What a program costs").
+const votingSteps = 120
+
 // runVoting runs one program of FuzzVoting and returns the algorithm it
 // ran and the grants it reached.
-func runVoting(t *testing.T, in []byte) (algo string, grants int) {
+func runVoting(t testing.TB, in []byte) (algo string, grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		majority := p.Bool()
@@ -102,14 +107,19 @@ func runVoting(t *testing.T, in []byte) (algo string, grants int) {
 			}
 			return nil
 		}
+		mk := func() *maekawa.Core { return d.Core.(*maekawa.Core) }
+		d.Inspect = func() error {
+			_ = mk().Report()
+			_ = mk().Deadline()
+			return nil
+		}
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
 		}
-		mk := func() *maekawa.Core { return d.Core.(*maekawa.Core) }
 		names := []string{"x", "y"}
 		clients := corefuzz.Clients{Driver: d}
 		voters := corefuzz.Voters{}
-		for steps := 0; p.More() && steps < 400; steps++ {
+		for steps := 0; p.More() && steps < votingSteps; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
 			switch p.Intn(12) {
@@ -131,7 +141,7 @@ func runVoting(t *testing.T, in []byte) (algo string, grants int) {
 			case 6, 7, 8:
 				// Correct voters answer what the member sent.
 				err = d.Deliver(p, self, ids, func(m core.Message, peer uint32) error {
-					if a, ok := voters.Answer(p, kind, m, peer, self); ok {
+					if a, ok := voters.Answer(p, kind, m, peer, self, d.Now); ok {
 						return d.Step(a, fail)
 					}
 					return nil
@@ -145,8 +155,9 @@ func runVoting(t *testing.T, in []byte) (algo string, grants int) {
 			if n := mk().VoterLocks(); n > cfg.MaxLocks {
 				t.Fatalf("voter table holds %d locks, MaxLocks %d", n, cfg.MaxLocks)
 			}
-			_ = mk().Report()
-			_ = mk().Deadline()
+		}
+		if err := d.Finish(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return algo, grants

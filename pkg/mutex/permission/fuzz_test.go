@@ -30,10 +30,13 @@ import (
 //   - the lock table stays within MaxLocks, the metrics within bounds;
 //   - what it persists it can restart from.
 func FuzzPermission(f *testing.F) {
-	for _, in := range permissionSeeds {
-		f.Add(in)
-	}
-	f.Fuzz(func(t *testing.T, in []byte) { runPermission(t, in) })
+	corefuzz.Fuzz(f, permissionSeeds, func(t testing.TB, in []byte) { runPermission(t, in) })
+}
+
+// BenchmarkFuzzPermission is FuzzPermission's cost per execution
+// (execs/s).
+func BenchmarkFuzzPermission(b *testing.B) {
+	corefuzz.Bench(b, "FuzzPermission", permissionSeeds, func(t testing.TB, in []byte) { runPermission(t, in) })
 }
 
 var permissionSeeds = [][]byte{
@@ -45,15 +48,19 @@ var permissionSeeds = [][]byte{
 // TestFuzzPermissionReachesGrants: the programs FuzzPermission starts from
 // drive the member (either algorithm) to grants, so its fence checks run.
 func TestFuzzPermissionReachesGrants(t *testing.T) {
-	corefuzz.MustReach(t, "FuzzPermission", permissionSeeds, []string{permission.RicartAgrawala.String(), permission.Lamport.String()}, func(t *testing.T, in []byte) (string, int) {
+	corefuzz.MustReach(t, "FuzzPermission", permissionSeeds, []string{permission.RicartAgrawala.String(), permission.Lamport.String()}, func(t testing.TB, in []byte) (string, int) {
 		v, n := runPermission(t, in)
 		return v.String(), n
 	})
 }
 
+// permissionSteps bounds a program (corefuzz's doc, "What a program
+// costs").
+const permissionSteps = 120
+
 // runPermission runs one program of FuzzPermission and returns the
 // algorithm it ran and the grants it reached.
-func runPermission(t *testing.T, in []byte) (variant permission.Variant, grants int) {
+func runPermission(t testing.TB, in []byte) (variant permission.Variant, grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		ids := []uint32{1, 2, 3}
@@ -81,14 +88,20 @@ func runPermission(t *testing.T, in []byte) (variant permission.Variant, grants 
 				return fences.Granted(corefuzz.EventArg(e, "lock").(string), corefuzz.EventArg(e, "fence").(uint64))
 			}),
 		}
+		member := func() *permission.Core { return d.Core.(*permission.Core) }
+		d.Inspect = func() error {
+			if rd := member().Report(); len(rd.Locks) > cfg.MaxLocks {
+				return fmt.Errorf("%d locks, MaxLocks %d", len(rd.Locks), cfg.MaxLocks)
+			}
+			return corefuzz.CheckMetrics(member(), cfg.MaxLocks+16)
+		}
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
 		}
-		member := func() *permission.Core { return d.Core.(*permission.Core) }
 		names := []string{"x", "y", "z"}
 		clients := corefuzz.Clients{Driver: d}
 		peers := permPeers{known: map[string]uint64{}, clock: map[uint32]uint64{}}
-		for steps := 0; p.More() && steps < 300; steps++ {
+		for steps := 0; p.More() && steps < permissionSteps; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
 			switch p.Intn(10) {
@@ -128,13 +141,9 @@ func runPermission(t *testing.T, in []byte) (variant permission.Variant, grants 
 			if err != nil {
 				t.Fatal(err)
 			}
-			rd := member().Report()
-			if len(rd.Locks) > cfg.MaxLocks {
-				t.Fatalf("%d locks, MaxLocks %d", len(rd.Locks), cfg.MaxLocks)
-			}
-			if err := corefuzz.CheckMetrics(member(), cfg.MaxLocks+16); err != nil {
-				t.Fatal(err)
-			}
+		}
+		if err := d.Finish(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return variant, grants

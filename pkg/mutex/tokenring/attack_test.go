@@ -32,6 +32,15 @@ func newAttackRing(t *testing.T) *attackRing {
 	return &attackRing{t: t, s: s}
 }
 
+// newKeyedAttackRing is newAttackRing for a keyed cluster (TrustSenders:
+// no vouching), the forger a member that holds the key.
+func newKeyedAttackRing(t *testing.T, seed int64) *attackRing {
+	s := sim.New(sim.Config{Seed: seed})
+	addMembersTrusting(t, s, []uint32{1, 2, 3}, true)
+	s.Run(100 * time.Millisecond)
+	return &attackRing{t: t, s: s}
+}
+
 func (a *attackRing) ring(id uint32) *tokenring.Core { return a.s.Core(id).(*tokenring.Core) }
 
 // forge steps a frame "from" member from into member to, as if it came
@@ -284,10 +293,8 @@ func TestForgedServedNumbers(t *testing.T) {
 // one of the same member (reordered, or a copy) does not stand for it: the
 // token that served the older one is still passed on for the newer.
 func TestLateCopyOfAnOlderWant(t *testing.T) {
-	s := sim.New(sim.Config{Seed: 13})
-	addMembersTrusting(t, s, []uint32{1, 2, 3}, true)
-	s.Run(100 * time.Millisecond)
-	a := &attackRing{t: t, s: s}
+	a := newKeyedAttackRing(t, 13)
+	s := a.s
 	req := a.acquire(1, "x")
 	_, gen := a.grant(1, req, 5*time.Second)
 	s.Do(1, func(c core.Core) { c.(*tokenring.Core).Release(s.Clock(1).Now(), req) })
@@ -341,5 +348,39 @@ func TestAbsurdLeaseLeftInAPromise(t *testing.T) {
 	a.grant(1, req, cfg.Hold()+time.Second)
 	if n := a.ring(1).Report().Counters["lease_left_clamped"]; n != 1 {
 		t.Errorf("lease_left_clamped %d, want 1", n)
+	}
+}
+
+// TestForgedSameRoundTokenCannotLowerTheFence is FuzzTokenRing's finding
+// (testdata/fuzz/FuzzTokenRing/79daf87c909d90c7): in a keyed cluster a
+// member gone wrong (or, without a key, one that vouches for its own
+// forgery) sends member 1, which granted fence fa on the token of
+// generation (r, owner), a token of the same round with a larger owner
+// and fence r<<40. It used to supersede the real token (member 1's client
+// lost its lock) and member 1's next grant numbered on from the forged
+// fence, below fa: a fenced resource would have refused the new holder
+// for good. A token whose fence is below one this member granted is not
+// the ring's (fences only grow along it): refused and counted.
+func TestForgedSameRoundTokenCannotLowerTheFence(t *testing.T) {
+	a := newKeyedAttackRing(t, 11)
+	ra := a.acquire(1, "x")
+	fa, gen := a.grant(1, ra, 5*time.Second)
+	forged := tokenring.MakeGeneration(tokenring.GenerationRound(gen), math.MaxUint32)
+	err := a.forge(1, 2, wire.KindToken, wire.Token{Name: "x", Generation: forged, Hop: 1, Fence: uint64(tokenring.GenerationRound(gen)) << 40})
+	if !errors.Is(err, tokenring.ErrBadToken) {
+		t.Fatalf("forged token of generation %#x, fence below %#x: %v, want ErrBadToken", forged, fa, err)
+	}
+	if n := a.ring(1).Report().Counters["rejected_bad_token"]; n != 1 {
+		t.Errorf("member 1 counters %v: want the token counted as rejected_bad_token", a.ring(1).Report().Counters)
+	}
+	for _, e := range a.s.EventsNamed(mutex.EventLost) {
+		if r, _ := e.Arg("request"); e.Node == 1 && r == uint64(ra) {
+			t.Fatalf("member 1's client lost x to the forged token: %v", e)
+		}
+	}
+	a.s.Do(1, func(c core.Core) { c.(*tokenring.Core).Release(a.s.Clock(1).Now(), ra) })
+	rb := a.acquire(1, "x")
+	if fb, _ := a.grant(1, rb, 5*time.Second); fb <= fa {
+		t.Errorf("fence %#x granted after %#x", fb, fa)
 	}
 }

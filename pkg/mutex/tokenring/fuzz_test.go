@@ -30,10 +30,12 @@ import (
 //     grows with every grant of the lock in a life;
 //   - what it persists it can restart from.
 func FuzzTokenRing(f *testing.F) {
-	for _, in := range tokenRingSeeds {
-		f.Add(in)
-	}
-	f.Fuzz(func(t *testing.T, in []byte) { runTokenRing(t, in) })
+	corefuzz.Fuzz(f, tokenRingSeeds, func(t testing.TB, in []byte) { runTokenRing(t, in) })
+}
+
+// BenchmarkFuzzTokenRing is FuzzTokenRing's cost per execution (execs/s).
+func BenchmarkFuzzTokenRing(b *testing.B) {
+	corefuzz.Bench(b, "FuzzTokenRing", tokenRingSeeds, func(t testing.TB, in []byte) { runTokenRing(t, in) })
 }
 
 var tokenRingSeeds = [][]byte{
@@ -45,14 +47,18 @@ var tokenRingSeeds = [][]byte{
 // TestFuzzTokenRingReachesGrants: the programs FuzzTokenRing starts from
 // drive the member to grants, so its fence checks run.
 func TestFuzzTokenRingReachesGrants(t *testing.T) {
-	corefuzz.MustReach(t, "FuzzTokenRing", tokenRingSeeds, []string{"token ring"}, func(t *testing.T, in []byte) (string, int) {
+	corefuzz.MustReach(t, "FuzzTokenRing", tokenRingSeeds, []string{"token ring"}, func(t testing.TB, in []byte) (string, int) {
 		return "token ring", runTokenRing(t, in)
 	})
 }
 
+// tokenRingSteps bounds a program (corefuzz's doc, "What a program
+// costs").
+const tokenRingSteps = 100
+
 // runTokenRing runs one program of FuzzTokenRing and returns the grants it
 // reached.
-func runTokenRing(t *testing.T, in []byte) (grants int) {
+func runTokenRing(t testing.TB, in []byte) (grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		ids := []uint32{1, 2, 3}
@@ -79,17 +85,20 @@ func runTokenRing(t *testing.T, in []byte) (grants int) {
 				return fences.Granted(corefuzz.EventArg(e, "lock").(string), fence)
 			}),
 		}
+		ring := func() *tokenring.Core { return d.Core.(*tokenring.Core) }
+		d.Inspect = func() error {
+			_ = ring().Report()
+			return corefuzz.CheckMetrics(ring(), cfg.MaxLocks+8)
+		}
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
 		}
-		ring := func() *tokenring.Core { return d.Core.(*tokenring.Core) }
 		names := []string{"x", "y", "z"}
 		promised := map[string]uint64{}
 		var floor uint64
-		lastFence := map[string]uint64{}
 		clients := corefuzz.Clients{Driver: d}
 		peers := ringPeers{passed: map[string]wire.Token{}}
-		for steps := 0; p.More() && steps < 300; steps++ {
+		for steps := 0; p.More() && steps < tokenRingSteps; steps++ {
 			fail := p.Intn(6) == 0
 			var err error
 			switch p.Intn(12) {
@@ -99,7 +108,6 @@ func runTokenRing(t *testing.T, in []byte) (grants int) {
 				if err = d.Restart(); err == nil {
 					// What was never written is gone with the old life
 					// (and nothing that depended on it left: Sent).
-					clear(lastFence)
 					clear(fences)
 					clear(promised)
 					clients.Forget()
@@ -125,48 +133,46 @@ func runTokenRing(t *testing.T, in []byte) (grants int) {
 				case 1:
 					name = "bad name!"
 				}
-				cur := ring().Report().Detail.(tokenring.Detail).Floor
-				for _, l := range ring().Report().Locks {
-					if l.Name == name {
-						cur = l.Detail.(tokenring.LockDetail).Promised
-					}
+				cur := ring().Floor()
+				if g, ok := ring().Promised(name); ok {
+					cur = g
 				}
 				err = peers.step(d, ringFrame(p, name, cur, lim, ids, self), fail)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			rd := ring().Report()
-			if f := rd.Detail.(tokenring.Detail).Floor; f < floor {
+			// After every step, without a Report (its cost grows with
+			// the state; Inspect builds one at the end): the floor and
+			// every promise never go back (a lock whose entry was
+			// reclaimed falls to the floor, which must cover it), and the
+			// table stays within MaxLocks. The fences granted are checked
+			// as they are granted (Ready).
+			f := ring().Floor()
+			if f < floor {
 				t.Fatalf("floor went back %#x -> %#x", floor, f)
 			}
-			floor = rd.Detail.(tokenring.Detail).Floor
-			if len(rd.Locks) > cfg.MaxLocks {
-				t.Fatalf("%d locks, MaxLocks %d", len(rd.Locks), cfg.MaxLocks)
-			}
+			floor = f
 			for name, g := range promised {
 				now := floor
-				for _, l := range rd.Locks {
-					if l.Name == name {
-						now = max(l.Detail.(tokenring.LockDetail).Promised, floor)
-					}
+				if cur, ok := ring().Promised(name); ok {
+					now = max(cur, floor)
 				}
 				if now < g {
 					t.Fatalf("lock %s: promised went back %#x -> %#x", name, g, now)
 				}
 			}
-			for _, l := range rd.Locks {
-				promised[l.Name] = max(promised[l.Name], l.Detail.(tokenring.LockDetail).Promised)
-				if h := l.Holder; h != nil {
-					if h.Fence < lastFence[l.Name] {
-						t.Fatalf("lock %s: fence %d after %d", l.Name, h.Fence, lastFence[l.Name])
-					}
-					lastFence[l.Name] = h.Fence
-				}
+			locks := 0
+			ring().EachPromised(func(name string, g uint64) {
+				locks++
+				promised[name] = max(promised[name], g)
+			})
+			if locks > cfg.MaxLocks {
+				t.Fatalf("%d locks, MaxLocks %d", locks, cfg.MaxLocks)
 			}
-			if err := corefuzz.CheckMetrics(ring(), cfg.MaxLocks+8); err != nil {
-				t.Fatal(err)
-			}
+		}
+		if err := d.Finish(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return grants

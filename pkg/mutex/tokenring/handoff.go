@@ -90,6 +90,15 @@ func (c *Core) stepToken(from uint32, t wire.Token) error {
 		c.send(from, wire.KindTokenAck, ack, true)
 		c.count("tokens_duplicate")
 		return nil
+	case t.Fence < l.granted:
+		// Fences only grow along the ring (a newer generation is of a
+		// newer round), so a token below a fence this member granted is
+		// not the ring's: one of a newer generation of the same round
+		// (two generations of one round are never both made), or of the
+		// same generation numbered back, from a member gone wrong. Taken,
+		// it would drop the real token and number grants below ones
+		// already made (issue 29's FuzzTokenRing finding).
+		return fmt.Errorf("%w: fence %#x of generation %#x is below %#x, which this member granted", ErrBadToken, t.Fence, t.Generation, l.granted)
 	}
 	if l.tok != nil && l.tok.gen < t.Generation {
 		c.dropToken(l, t.Generation)

@@ -23,6 +23,9 @@ type lock struct {
 	name     string
 	promised uint64 // highest generation promised or seen (persisted)
 	maxFence uint64 // highest fence this member knows of
+	// granted is the highest fence this member granted in this run: the
+	// ring's tokens never come back below it (stepToken).
+	granted uint64
 	// promisedAt is when promised last rose in this run (zero: not since
 	// the start): the newest generation is at most that old here.
 	// checkedGen is the newest generation whose check this member
@@ -354,6 +357,7 @@ func (c *Core) tryGrant(l *lock) {
 		return
 	}
 	l.tok.fence = g.Fence
+	l.granted = max(l.granted, g.Fence)
 	l.tok.servedHere = true
 	l.tok.served[c.self] = l.wantNum // every want this member sent is served, or in the token's wants when it passes
 	l.maxFence = max(l.maxFence, l.tok.fence)

@@ -553,6 +553,14 @@ func (c *Core) stepReading(m core.Message) error {
 	mid := t1.Add(t4.Sub(t1) / 2)
 	// Compare as if both clocks had finished their slews.
 	offset += time.Duration(r.Pending) - c.servo.Pending(mid)
+	if offset > maxPending || offset < -maxPending {
+		// A worker more than a day off is not slewed (maxPending), and a
+		// reading that says so is broken or forged: its receive time is
+		// read near its send time, anywhere in an NTP era. In the round it
+		// could be the median (two clocks, no majority agreeing) and fling
+		// the master's own clock by years.
+		return fmt.Errorf("%w: reading puts member %d's clock %v off", ErrImplausible, m.From, offset)
+	}
 	// A clock that slews while the exchange runs moves by more than
 	// time: the worker's between the poll's arrival and its reading's
 	// departure (the hold, milliseconds when its CPU is busy), the
@@ -580,9 +588,9 @@ func (c *Core) stepReading(m core.Message) error {
 	return nil
 }
 
-// maxPending bounds a plausible pending slew in a reading, and a
-// correction: a day. A member's clock further off than that is not slewed
-// by Berkeley.
+// maxPending bounds a plausible pending slew in a reading, the offset a
+// reading measures, and a correction: a day. A member's clock further off
+// than that is not slewed by Berkeley.
 const maxPending = 24 * time.Hour
 
 // allAnswered says whether every worker answered every poll of the round.

@@ -109,3 +109,50 @@ func TestTimersValidatedOnce(t *testing.T) {
 		t.Errorf("a 500µs threshold: %v", err)
 	}
 }
+
+// TestAbsurdReadingRefused is FuzzBerkeley's finding
+// (testdata/fuzz/FuzzBerkeley/dfb3b9eb7d760836): a reading whose stamps put
+// the worker's clock 146 years off (any receive time is taken near the
+// reading's own send time, within an NTP era) used to enter the round; with
+// two clocks and no majority agreeing the master took the median, the
+// higher of the two, and slewed itself by 146 years. A reading more than a
+// day off is refused, as a correction of more than a day is: Berkeley
+// slews, and a clock that far off is set first.
+func TestAbsurdReadingRefused(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m, err := berkeley.New(core.Env{ID: 2, Members: []uint32{1, 2}, Now: t0}, berkeley.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var poll wire.ClockPoll
+	var polledAt time.Time
+	for now := t0; polledAt.IsZero(); now = now.Add(100 * time.Millisecond) {
+		if now.Sub(t0) > time.Minute {
+			t.Fatal("member 2 never polled as master")
+		}
+		m.Tick(now)
+		for _, msg := range m.Ready().Messages {
+			if msg.Kind == wire.KindClockPoll && poll.UnmarshalBinary(msg.Payload) == nil {
+				polledAt = now
+			}
+		}
+	}
+	term := m.Report().Term
+	at := polledAt.Add(time.Millisecond)
+	for _, off := range []time.Duration{146 * 365 * 24 * time.Hour, 25 * time.Hour, -25 * time.Hour} {
+		r, _ := wire.ClockReading{Round: poll.Round, Sample: poll.Sample, PollSent: wire.NTPTimeFromTime(polledAt),
+			PollReceived: wire.NTPTimeFromTime(polledAt.Add(off))}.AppendBinary(nil)
+		err := m.Step(core.Message{From: 1, Kind: wire.KindClockReading, Term: term, Payload: r, Sent: at.Add(off), Time: at})
+		if !errors.Is(err, berkeley.ErrImplausible) {
+			t.Errorf("reading %v off: %v, want ErrImplausible", off, err)
+		}
+	}
+	for now := at; now.Before(at.Add(10 * time.Second)); now = now.Add(100 * time.Millisecond) {
+		m.Tick(now)
+		for _, a := range m.Ready().Adjustments {
+			if a.Offset.Abs() > time.Second {
+				t.Fatalf("the master adjusts its clock by %v (%v)", a.Offset, a.Kind)
+			}
+		}
+	}
+}

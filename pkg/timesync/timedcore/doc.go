@@ -45,7 +45,9 @@
 // its Ready as it would alone, the composite writes every part's newest,
 // so two parts may change in one Ready. DecodeState reads the file once at
 // start (a file from before sections is the one part's that persisted
-// then) and refuses an absurd one with an error wrapping core.ErrState.
+// then, at most a section's 4096 bytes) and refuses an absurd one with an
+// error wrapping core.ErrState; whatever it accepts, the composite writes
+// back in a form it accepts again.
 //
 // Use:
 //

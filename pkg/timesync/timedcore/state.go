@@ -65,6 +65,13 @@ func DecodeState(b []byte, legacy Section) (State, error) {
 		return st, nil
 	}
 	if len(b) < len(stateMagic)+1 || string(b[:len(stateMagic)]) != stateMagic {
+		// A part's state alone, bounded as a section is: one no part
+		// wrote could not be written back (a section's length has 16
+		// bits, and no decoder reads a section past maxSectionLen).
+		if len(b) > maxSectionLen {
+			return st, fmt.Errorf("%w: timed state: %d bytes without the %q header, more than any part's state (%d bytes at most): not a file timed wrote",
+				core.ErrState, len(b), stateMagic, maxSectionLen)
+		}
 		st.parts[legacy] = bytes.Clone(b)
 		return st, nil
 	}

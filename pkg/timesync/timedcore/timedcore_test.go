@@ -237,6 +237,12 @@ func TestDecodeStateRefusesAbsurd(t *testing.T) {
 		{"twice", []byte("TDS\x01\x06client\x00\x01a\x06client\x00\x01b")},
 		{"longer than the file", []byte("TDS\x01\x06client\x00\x09abc")},
 		{"too long", append([]byte("TDS\x01\x06client\xff\xff"), make([]byte, 0xffff)...)},
+		// A file without sections is one part's state: no longer than a
+		// section, or it could not be written back (issue 29: 5130 bytes
+		// decoded, then were refused once encoded). Past 2^16 bytes its
+		// length would wrap, and the tail would read as other sections.
+		{"legacy too long", bytes.Repeat([]byte("Z"), maxSectionLen+1)},
+		{"legacy that wraps", append(make([]byte, 1<<16), "\x07cluster\x00\x01t"...)},
 	} {
 		if _, err := DecodeState(tc.b, SectionClient); !errors.Is(err, core.ErrState) {
 			t.Errorf("%s: %v, want core.ErrState", tc.name, err)
