@@ -597,6 +597,18 @@ func stepFollower(b *Core, in *inbound) error {
 		if b.answers(in) {
 			b.send(in.From, wire.KindAnswer, wire.Answer{Priority: b.self.Priority})
 		}
+		if in.From == b.lead {
+			// The leader this node follows runs an election: it no
+			// longer leads (it restarted before this node's leader
+			// timeout, or lost its term). Only with Sticky can a leader
+			// be below its followers; the members above it then answer
+			// it and would wait for its COORDINATOR while it waits for
+			// theirs. This node answered it, so it runs for leader
+			// itself, as a node whose leader was lost does.
+			b.suspect = in.From
+			b.leaderLost(wire.ReasonLeaderLost)
+			return nil
+		}
 		// In the notes a node that answers runs an election of its own. A
 		// follower does not need to: either it has a leader it heard within
 		// the leader timeout (ranked above it, and asked by the candidate

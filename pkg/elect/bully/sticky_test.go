@@ -40,3 +40,40 @@ func TestStickyKeepsTheSittingLeader(t *testing.T) {
 		})
 	}
 }
+
+// With Sticky a leader need not be the highest-ranked member, so a leader
+// SIGKILLed and back before its followers' leader timeout runs an election
+// among members that still follow it: the members above it answered (a
+// follower with a leader it heard does not run an election of its own)
+// and waited for it to lead, while it waited for their COORDINATOR, for
+// ever (mutexd's central under test: a restarted coordinator starting an
+// election every 0.73 s for two minutes, no grant). A follower whose own
+// leader runs an election knows that leader no longer leads.
+func TestStickyLeaderBackBeforeItsTimeout(t *testing.T) {
+	members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}, {ID: 5}}
+	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond}})
+		c := newCluster(t, s, members, func(cfg *bully.Config) { cfg.Sticky = true })
+		s.Run(2 * time.Second)
+		s.Crash(5)
+		s.Run(time.Second)
+		s.Restart(5)
+		s.Run(2 * time.Second) // 4 leads, 5 follows it
+		if l, _, _ := c.core(5).Leader(); l != 4 {
+			t.Fatalf("member 5 follows %d, want 4", l)
+		}
+		s.Crash(4)
+		s.Run(50 * time.Millisecond) // back well before the 400 ms leader timeout
+		s.Restart(4)
+		s.Run(3 * time.Second)
+		lead, term, _ := c.core(1).Leader()
+		if lead == 0 {
+			t.Fatalf("no leader 3 s after leader 4 came back")
+		}
+		for id := uint32(1); id <= 5; id++ {
+			if l, tm, _ := c.core(id).Leader(); l != lead || tm != term {
+				t.Fatalf("member %d follows %d in term %#x; member 1 follows %d in %#x", id, l, tm, lead, term)
+			}
+		}
+	})
+}
