@@ -72,6 +72,11 @@ func VoteFrame(p *Program, kind wire.Kind, names []string, ids []uint32, self ui
 type Voters struct {
 	fence   map[string]uint64
 	readers map[string]readers
+	// proposed is, per lock, the request (member's attempt) whose
+	// proposal the last recorded fence is: the other peers it asks record
+	// the same, but a later request that proposes it again is offered one
+	// above, as every voter that recorded it does.
+	proposed map[string]uint32
 }
 
 // readers is the fence a reader of the core committed at the emulated
@@ -96,20 +101,23 @@ func (vs *Voters) readersFence(lock string, now time.Time) uint64 {
 // false) ends the readers' group: no reader may join them after it.
 func (vs *Voters) record(lock string, fence uint64, shared bool) {
 	if vs.fence == nil {
-		vs.fence, vs.readers = map[string]uint64{}, map[string]readers{}
+		vs.fence, vs.readers, vs.proposed = map[string]uint64{}, map[string]readers{}, map[string]uint32{}
 	}
-	vs.fence[lock] = max(vs.fence[lock], fence)
+	if fence > vs.fence[lock] {
+		vs.fence[lock] = fence
+		delete(vs.proposed, lock) // no request's proposal any more (a request's sets it again)
+	}
 	if !shared {
 		delete(vs.readers, lock)
 	}
 }
 
 // Answer is what voter peer answers at now to m, a vote of kind the core
-// (member self) sent (ok false: nothing): locked for a request (an
-// exclusive one recording the proposal if it is above the fence, or the
-// fence another peer just recorded for it, else one above the fence; a
-// shared one offered the readers' fence while they hold, else one above
-// the fence; as a voter does), commit_ok for a commit (a reader's of
+// (member self) sent (ok false: nothing), as a voter does: locked for a
+// request (an exclusive one recording its proposal if it is above the
+// fence, or the same request's proposal another peer just recorded, else
+// one above the fence; a shared one offered the readers' fence while they
+// hold, else one above the fence), commit_ok for a commit (a reader's of
 // another fence than the readers' holding is refused), renew_ok for a
 // renewal, for a locked vote (the core as voter) a commit of what a
 // quorum it is in would agree on (the readers' fence it offers a reader
@@ -137,13 +145,14 @@ func (vs *Voters) Answer(p *Program, kind wire.Kind, m core.Message, peer, self 
 			if a.Fence == 0 {
 				a.Fence = min(known+1, wire.MaxVoteFence)
 			}
-		case v.Fence != 0 && v.Fence == known:
-			a.Fence = v.Fence // recorded by a peer before this one: they agree
+		case v.Fence != 0 && v.Fence == known && vs.proposed[v.Name] == v.Attempt:
+			a.Fence = v.Fence // this request's proposal, recorded by a peer before this one: they agree
 		default:
 			a.Fence = max(v.Fence, min(known+1, wire.MaxVoteFence))
 		}
 		if a.Recorded {
 			vs.record(v.Name, a.Fence, false)
+			vs.proposed[v.Name] = v.Attempt
 		}
 	case wire.VoteCommit:
 		if r := vs.readersFence(v.Name, now); shared && r != 0 && v.Fence != r {
