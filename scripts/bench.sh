@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench.sh: the synclab benchmarks. Each measures a daemon on an emulated LAN
-# of network namespaces (scripts/lab.sh, internal/labnet) and a reference
+# of network namespaces (scripts/lab.sh, internal/testkit/labnet) and a reference
 # system in the same run, and prints the figures side by side with the
 # project's targets. Not part of the pass/fail tests.
 #
@@ -216,19 +216,19 @@ setup() {
 
 # build PKG... compiles the given commands (./cmd/electd) as scripts/install.sh
 # ships them (static, CGO_ENABLED=0: no libc mapped in) and the measuring
-# code (package internal/bench) into $WORK/bin.
+# code (package internal/testkit/bench) into $WORK/bin.
 build() {
 	log "building $* and the benchmark harness"
-	(cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$WORK/bin/" "$@" && go test -c -o "$WORK/bin/bench.test" ./internal/bench)
+	(cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$WORK/bin/" "$@" && go test -c -o "$WORK/bin/bench.test" ./internal/testkit/bench)
 }
 
-# run_go_bench NAME ARGS...: runs BenchmarkNAME of internal/bench once, in
+# run_go_bench NAME ARGS...: runs BenchmarkNAME of internal/testkit/bench once, in
 # the background so that a signal reaches this script at once and can be
 # passed on; the harness then tears its lab down itself.
 run_go_bench() {
 	local name=$1
 	shift
-	(cd "$REPO/internal/bench" && exec "$WORK/bin/bench.test" -test.run '^$' -test.bench "^Benchmark$name\$" \
+	(cd "$REPO/internal/testkit/bench" && exec "$WORK/bin/bench.test" -test.run '^$' -test.bench "^Benchmark$name\$" \
 		-test.benchtime 1x -test.timeout 0 "$@") &
 	child=$!
 	local rc=0

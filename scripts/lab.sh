@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lab.sh: an emulated LAN of N hosts in network namespaces, for humans and for
 # the bench and demo scripts. The same layout as the Go test harness
-# (internal/labnet), so a lab built here behaves like the one lab tests use:
+# (internal/testkit/labnet), so a lab built here behaves like the one lab tests use:
 #
 #   namespace P-h1 .. P-hN   host i: eth0 10.77.0.i/24, lo up, IPv6 off on eth0,
 #                            IGMPv2 forced, route 224.0.0.0/4 dev eth0
@@ -9,7 +9,7 @@
 #                            p1..pN, and nftables table "bridge synclab" whose
 #                            forward chain applies partitions and loss;
 #                            with --switch: no bridge, the user-space switch
-#                            internal/labnet/labswitch forwards between p1..pN
+#                            internal/testkit/labnet/labswitch forwards between p1..pN
 #                            with per-link delay, jitter, loss, duplication
 #
 # The root namespace is never touched: no address, route or rule changes there.
@@ -216,7 +216,7 @@ start_switch() {
 		cp "$LABSWITCH" "$dir/labswitch"
 	else
 		command -v go >/dev/null || die "--switch needs Go to build labswitch (or LABSWITCH=/path/to/labswitch)"
-		(cd "$REPO" && go build -o "$dir/labswitch" ./internal/labnet/labswitch)
+		(cd "$REPO" && go build -o "$dir/labswitch" ./internal/testkit/labnet/labswitch)
 	fi
 	ports=p1
 	for ((i = 2; i <= N; i++)); do ports+=",p$i"; done

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/synclab/synclab/internal/app/apptest"
+	"github.com/synclab/synclab/internal/testkit/apptest"
 )
 
 // TestReferenceDocs checks the manual page's examples and exit statuses

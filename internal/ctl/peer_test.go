@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/testenv"
+	"github.com/synclab/synclab/internal/testkit/testenv"
 )
 
 func TestAllowed(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/testenv"
+	"github.com/synclab/synclab/internal/testkit/testenv"
 )
 
 // socketDir returns a short directory for sockets: t.TempDir() paths can

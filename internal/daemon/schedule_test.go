@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/node"
-	"github.com/synclab/synclab/internal/testenv"
+	"github.com/synclab/synclab/internal/testkit/testenv"
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/labnet"
+	"github.com/synclab/synclab/internal/testkit/labnet"
 )
 
 // TestDemoShort runs the demo's short form on loopback hosts, as the

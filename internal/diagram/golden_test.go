@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	scripts "github.com/synclab/synclab/internal/scenario"
+	scripts "github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/testenv"
+	"github.com/synclab/synclab/internal/testkit/testenv"
 	"github.com/synclab/synclab/pkg/clock"
 )
 

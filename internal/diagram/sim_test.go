@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	scripts "github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/sim"
+	scripts "github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"

@@ -14,8 +14,8 @@ import (
 
 // SimTraces is every member's trace of a run on internal/sim, as the
 // daemon writes them with --trace, kept in memory to be drawn. The
-// election and mutex script harnesses (internal/electscript,
-// internal/mutexscript) record every run with it; a test of a run on the
+// election and mutex script harnesses (internal/testkit/electscript,
+// internal/testkit/mutexscript) record every run with it; a test of a run on the
 // simulator can too.
 type SimTraces struct {
 	daemon string

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/testenv"
+	"github.com/synclab/synclab/internal/testkit/testenv"
 	"github.com/synclab/synclab/pkg/wire"
 )
 

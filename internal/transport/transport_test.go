@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/testenv"
+	"github.com/synclab/synclab/internal/testkit/testenv"
 )
 
 func TestUnicastRoundTrip(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/order/rsm"
 )

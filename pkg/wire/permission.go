@@ -305,49 +305,85 @@ func clampInt(v uint64) int {
 // spent: a member that falls silent then holds nothing, and is not waited
 // for beyond the failure detector's first suspicion.
 //
+// Oldest, on a busy heartbeat, says the same of the requests stamped
+// before it: the sender's open requests (waiting or held) are all stamped
+// Oldest or later, and no lease of an ended one may still run. So what
+// others keep for an ended request of the sender (one whose release was
+// lost, or one it never made, forged) ends while the sender keeps busy,
+// not only at its next idle heartbeat. 0: the sender says nothing of its
+// requests (it is idle, a lease may still run, or it predates the field),
+// and the payload is 5 bytes long. An Oldest with Busy false is encoded
+// as busy: Oldest speaks only for a busy sender.
+//
 //	 0                   1                   2                   3
 //	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                        Interval (ms)                          |  0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|     Busy      |
-//	+-+-+-+-+-+-+-+-+
+//	| Busy (0, 1, 2)|                                                  4
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|        Oldest (Lamport time; only if Busy is 2)               |  5
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 type PermHeartbeat struct {
 	Interval uint32
 	Busy     bool
+	Oldest   uint64
 }
 
 const (
-	// PermHeartbeatLen is the exact length of a PermHeartbeat payload.
-	PermHeartbeatLen = 5
+	// PermHeartbeatLen is the length of a PermHeartbeat payload without
+	// Oldest; PermHeartbeatOldestLen with it.
+	PermHeartbeatLen       = 5
+	PermHeartbeatOldestLen = PermHeartbeatLen + 8
 
 	permHeartbeatWhat = "perm_heartbeat"
 )
 
-// AppendBinary appends the encoding of h to b. It cannot fail.
+// AppendBinary appends the encoding of h to b. It cannot fail. The Busy
+// byte is 0 (idle), 1 (busy) or 2 (busy, and Oldest follows), so that a
+// truncated payload never reads as a shorter valid one.
 func (h PermHeartbeat) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.BigEndian.AppendUint32(b, h.Interval)
-	var busy byte
-	if h.Busy {
-		busy = 1
+	switch {
+	case h.Oldest != 0:
+		return binary.BigEndian.AppendUint64(append(b, 2), h.Oldest), nil
+	case h.Busy:
+		return append(b, 1), nil
 	}
-	return append(b, busy), nil
+	return append(b, 0), nil
 }
 
-// UnmarshalBinary decodes a PermHeartbeat payload of exactly
-// PermHeartbeatLen bytes whose Busy byte is 0 or 1; anything else is a
-// *DecodeError.
+// UnmarshalBinary decodes a PermHeartbeat payload: PermHeartbeatLen bytes
+// whose Busy byte is 0 or 1, or PermHeartbeatOldestLen whose Busy byte is
+// 2 and whose Oldest is not 0; anything else is a *DecodeError. (A
+// receiver bounds Oldest by the frame's own Lamport time.)
 func (h *PermHeartbeat) UnmarshalBinary(b []byte) error {
 	if len(b) < PermHeartbeatLen {
 		return decodeErr(permHeartbeatWhat, DecodeTruncated, "", len(b), PermHeartbeatLen)
 	}
-	if len(b) > PermHeartbeatLen {
-		return decodeErr(permHeartbeatWhat, DecodeBadLength, "trailing bytes", len(b), PermHeartbeatLen)
+	want := PermHeartbeatLen
+	switch b[4] {
+	case 0, 1:
+	case 2:
+		want = PermHeartbeatOldestLen
+	default:
+		return decodeErr(permHeartbeatWhat, DecodeBadField, "busy is neither 0, 1 nor 2", len(b), PermHeartbeatLen)
 	}
-	if b[4] > 1 {
-		return decodeErr(permHeartbeatWhat, DecodeBadField, "busy is neither 0 nor 1", len(b), PermHeartbeatLen)
+	if len(b) < want {
+		return decodeErr(permHeartbeatWhat, DecodeTruncated, "", len(b), want)
+	}
+	if len(b) > want {
+		return decodeErr(permHeartbeatWhat, DecodeBadLength, "trailing bytes", len(b), want)
 	}
 	h.Interval = binary.BigEndian.Uint32(b)
-	h.Busy = b[4] == 1
+	h.Busy = b[4] != 0
+	h.Oldest = 0
+	if want == PermHeartbeatOldestLen {
+		h.Oldest = binary.BigEndian.Uint64(b[PermHeartbeatLen:])
+		if h.Oldest == 0 {
+			return decodeErr(permHeartbeatWhat, DecodeBadField, "oldest is 0", len(b), want)
+		}
+	}
 	return nil
 }

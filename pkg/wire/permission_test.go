@@ -15,6 +15,9 @@ func permSamples() []payload {
 		&PermRequeue{PermRequest: PermRequest{Name: "counter", Incarnation: 1, Stamp: 12, Fence: 5 << 16}, Released: 5},
 		&PermRequeue{PermRequest: PermRequest{Name: "db:main/users@eu-1+ro_2", Incarnation: 1<<32 - 1, Stamp: MaxPermStamp, Fence: 1<<63 - 1},
 			Released: MaxPermStamp - 1},
+		&PermHeartbeat{Interval: 1000},
+		&PermHeartbeat{Interval: 200, Busy: true},
+		&PermHeartbeat{Interval: 1<<32 - 1, Busy: true, Oldest: 1<<64 - 1},
 	}
 }
 
@@ -42,6 +45,9 @@ func TestPermLayout(t *testing.T) {
 			0, 0, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16,
 			0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
 			0, 0, 1, 2, 3, 4, 5, 6, 'a', 'b'})
+	checkLayout(t, PermHeartbeat{Interval: 0x01020304, Busy: true}, []byte{1, 2, 3, 4, 1})
+	checkLayout(t, PermHeartbeat{Interval: 0x01020304, Busy: true, Oldest: 0x0000111213141516},
+		[]byte{1, 2, 3, 4, 2, 0, 0, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16})
 }
 
 // TestPermRejects: names, zero incarnations and stamps, stamps past
@@ -64,8 +70,14 @@ func TestPermRejects(t *testing.T) {
 	rq, _ := PermRequeue{PermRequest: PermRequest{Name: "ab", Incarnation: 1, Stamp: 5}, Released: 3}.AppendBinary(nil)
 	req, _ := PermRequest{Name: "ab", Incarnation: 1, Stamp: 5}.AppendBinary(nil)
 	rep, _ := PermReply{Name: "ab", Incarnation: 1, Answers: 1, Stamp: 5}.AppendBinary(nil)
+	hb, _ := PermHeartbeat{Interval: 200, Busy: true, Oldest: 5}.AppendBinary(nil)
 	set := func(b []byte, i int, v ...byte) []byte { b = bytes.Clone(b); copy(b[i:], v); return b }
 	checkRefusals(t, []refusal{
+		{"heartbeat busy 3", new(PermHeartbeat), set(hb, 4, 3), DecodeBadField},
+		{"heartbeat busy 2 without oldest", new(PermHeartbeat), hb[:PermHeartbeatLen], DecodeTruncated},
+		{"heartbeat busy 1 with oldest", new(PermHeartbeat), set(hb, 4, 1), DecodeBadLength},
+		{"heartbeat oldest 0", new(PermHeartbeat), set(hb, 12, 0), DecodeBadField},
+		{"heartbeat of 9 bytes", new(PermHeartbeat), hb[:9], DecodeTruncated},
 		{"reserved", new(PermRequest), set(req, 1, 1), DecodeBadReserved},
 		{"incarnation 0", new(PermRequest), set(req, 4, 0, 0, 0, 0), DecodeBadField},
 		{"stamp 0", new(PermRequest), set(req, 8, 0, 0, 0, 0, 0, 0, 0, 0), DecodeBadField},
@@ -91,7 +103,7 @@ func TestPermRejects(t *testing.T) {
 // FuzzPermPayloads: any bytes decode into a valid payload that re-encodes
 // to the same bytes, or fail with a *DecodeError.
 func FuzzPermPayloads(f *testing.F) {
-	fuzzDecoders(f, permSamples(), [][]byte{{}}, new(PermRequest), new(PermReply), new(PermRequeue))
+	fuzzDecoders(f, permSamples(), [][]byte{{}}, new(PermRequest), new(PermReply), new(PermRequeue), new(PermHeartbeat))
 }
 
 func permLinkSamples() []payload {

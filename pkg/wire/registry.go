@@ -11,7 +11,7 @@ import (
 // the payload type) and says which class of traffic it is. What the rest
 // of synclab knows about kinds is read from here: Known and String (the
 // node's decoder and its counters), Info (the trace decoder, the fuzz
-// generators of internal/corefuzz, the benchmarks' message classes), and
+// generators of internal/testkit/corefuzz, the benchmarks' message classes), and
 // Registered (the docs' kind table, the tests that every kind has a codec,
 // a fuzz target and trace fields).
 //

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/synclab/synclab/internal/scenario"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/wire"
 )
 

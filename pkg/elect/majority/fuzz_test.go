@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/corefuzz"
+	"github.com/synclab/synclab/internal/testkit/corefuzz"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/majority"

@@ -3,15 +3,15 @@ package majority_test
 import (
 	"testing"
 
-	"github.com/synclab/synclab/internal/electscript"
-	"github.com/synclab/synclab/internal/scenario"
+	"github.com/synclab/synclab/internal/testkit/electscript"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/majority"
 )
 
 // TestScenarios replays testdata/scenarios on the simulator with fixed
-// link delays (internal/electscript: the commands are there); after a
+// link delays (internal/testkit/electscript: the commands are there); after a
 // deliberate change, regenerate with
 //
 //	go test ./pkg/elect/majority -run TestScenarios -rewrite

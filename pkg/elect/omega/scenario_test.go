@@ -3,15 +3,15 @@ package omega_test
 import (
 	"testing"
 
-	"github.com/synclab/synclab/internal/electscript"
-	"github.com/synclab/synclab/internal/scenario"
+	"github.com/synclab/synclab/internal/testkit/electscript"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/omega"
 )
 
 // TestScenarios replays testdata/scenarios on the simulator with fixed
-// link delays (internal/electscript has the commands); regenerate with
+// link delays (internal/testkit/electscript has the commands); regenerate with
 // go test ./pkg/elect/omega -run TestScenarios -rewrite and read the diff.
 func TestScenarios(t *testing.T) {
 	scenario.Files(t, func(t *testing.T, script string) string {

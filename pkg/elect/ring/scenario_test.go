@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/electscript"
-	"github.com/synclab/synclab/internal/scenario"
+	"github.com/synclab/synclab/internal/testkit/electscript"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/ring"
@@ -13,7 +13,7 @@ import (
 )
 
 // TestScenarios replays the scripts in testdata/scenarios, the notes'
-// examples, on the simulator (internal/electscript has the commands) with
+// examples, on the simulator (internal/testkit/electscript has the commands) with
 // 100 ms on every link and no jitter or loss, so that the interleaving is
 // the one the notes draw (all members that start together send before
 // any message arrives), and compares what happens with the output

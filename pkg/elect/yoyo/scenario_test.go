@@ -3,15 +3,15 @@ package yoyo_test
 import (
 	"testing"
 
-	"github.com/synclab/synclab/internal/electscript"
-	"github.com/synclab/synclab/internal/scenario"
+	"github.com/synclab/synclab/internal/testkit/electscript"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
 )
 
 // TestScenarios replays testdata/scenarios on the simulator with fixed
-// link delays (internal/electscript has the commands; "cluster N EDGES"
+// link delays (internal/testkit/electscript has the commands; "cluster N EDGES"
 // gives the topology, as --topology does); regenerate with
 // go test ./pkg/elect/yoyo -run TestScenarios -rewrite and read the diff.
 func TestScenarios(t *testing.T) {

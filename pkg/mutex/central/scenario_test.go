@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/mutexscript"
-	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/internal/testkit/mutexscript"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
@@ -21,7 +21,7 @@ import (
 // TestScenarios replays the scripts in testdata/scenarios on internal/sim
 // with fixed links (every frame takes exactly 1 ms, no loss, clocks
 // exact), so a run is the notes' drawing: the same interleaving every
-// time (internal/mutexscript; the traces and drawings of each run are
+// time (internal/testkit/mutexscript; the traces and drawings of each run are
 // written with -mutexscript.out DIR). A script is a sequence of commands
 // ("> cmd args"), each followed by what it caused; lines starting with #
 // are comments. After a deliberate change of behaviour, regenerate the

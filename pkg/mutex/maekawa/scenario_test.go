@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/mutexscript"
-	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/internal/testkit/mutexscript"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/maekawa"
 )
 
 // TestScenarios replays testdata/scenarios/*.txt on the simulator with a
-// fixed delay on every link (internal/mutexscript: the notes'
+// fixed delay on every link (internal/testkit/mutexscript: the notes'
 // interleavings, drawn; -mutexscript.out DIR writes the drawings): seed
 // 004's Maekawa deadlock, shown to happen with the notes' algorithm and
 // to be avoided with Sanders' inquire, relinquish and failed; and a

@@ -578,9 +578,35 @@ func (c *Core) nextBeat() time.Time {
 	return c.lastBeat.Add(c.cfg.HeartbeatInterval)
 }
 
-// heartbeat is this member's heartbeat now.
+// heartbeat is this member's heartbeat now. A busy one names the stamp of
+// its oldest open request (PermHeartbeat.Oldest), unless a lease of an
+// ended request may still run (busyUntil), which only its idle heartbeat
+// or its silence may end.
 func (c *Core) heartbeat() wire.PermHeartbeat {
-	return wire.PermHeartbeat{Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Busy: c.busy()}
+	hb := wire.PermHeartbeat{Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Busy: c.busy()}
+	if hb.Busy && !c.now.Before(c.busyUntil) {
+		hb.Oldest = c.oldestOpen()
+	}
+	return hb
+}
+
+// oldestOpen is the stamp of this member's oldest request still open
+// (asked for or held, or ended with its release still held back): 0 if
+// none.
+func (c *Core) oldestOpen() uint64 {
+	var oldest uint64
+	open := func(stamp uint64) {
+		if stamp != 0 && (oldest == 0 || stamp < oldest) {
+			oldest = stamp
+		}
+	}
+	for _, l := range c.locks {
+		open(l.stamp)
+	}
+	for _, r := range c.releases {
+		open(r.stamp)
+	}
+	return oldest
 }
 
 // busy says whether this member may hold or ask for a lock, or a lease of
@@ -712,18 +738,36 @@ func (c *Core) lockFor(name string, creator uint32) (*lock, error) {
 	return l, nil
 }
 
-// idleWants takes a heartbeat of member m stamped at that says it holds and
-// asks for nothing: every request of m stamped before at has ended, as if
-// its release had come (Lamport's queue), or needs no answer any more
-// (Ricart-Agrawala's deferrals). So an entry that only a request m never
-// made holds (a forged one, or one whose release was lost) is idle again
-// at m's next such heartbeat.
-func (c *Core) idleWants(m uint32, at uint64) {
+// busyBeat takes a busy heartbeat of member m that says its open requests
+// are all stamped oldest or later (PermHeartbeat.Oldest, bounded by the
+// frame's own stamp): what this member keeps for m's earlier requests has
+// ended as at an idle heartbeat. A leave given m before oldest answered
+// one of them (a reply is stamped after the request it answers), so it is
+// spent; m's requests stamped earlier have ended, as if their releases had
+// come. So a member that keeps asking is not held to its share of the lock
+// table by requests it never made until it falls idle.
+func (c *Core) busyBeat(m uint32, oldest uint64) {
+	for _, l := range c.locks {
+		if f, ok := l.lent[m]; ok && oldest > f {
+			c.unlend(l, m)
+		}
+	}
+	c.idleWants(m, oldest, 0)
+}
+
+// idleWants takes a heartbeat of member m that says every request of it
+// stamped before at has ended, as if its release had come (Lamport's
+// queue), or needs no answer any more (Ricart-Agrawala's deferrals). So an
+// entry that only a request m never made holds (a forged one, or one whose
+// release was lost) is idle again at m's next such heartbeat. Frames of m
+// about an ended request's lock stamped up to seen (the idle heartbeat's
+// own stamp; 0: the ended request's) are stale from then on.
+func (c *Core) idleWants(m uint32, at, seen uint64) {
 	var ended []string
 	for name, l := range c.locks {
 		if w := l.want[m]; w != 0 && w < at {
 			l.want[m] = 0
-			l.last[m] = max(l.last[m], at)
+			l.last[m] = max(l.last[m], seen, w)
 			ended = append(ended, name)
 		}
 		if d, ok := l.deferred[m]; ok && d.stamp < at {
@@ -881,9 +925,12 @@ func (c *Core) stepFrame(m core.Message) error {
 		if err := h.UnmarshalBinary(m.Payload); err != nil {
 			return err
 		}
-		if !h.Busy {
+		switch {
+		case !h.Busy:
 			c.idleBeat(m.From, m.Lamport)
-			c.idleWants(m.From, m.Lamport)
+			c.idleWants(m.From, m.Lamport, m.Lamport)
+		case h.Oldest != 0:
+			c.busyBeat(m.From, min(h.Oldest, m.Lamport))
 		}
 		return nil
 	case wire.KindHeartbeat:

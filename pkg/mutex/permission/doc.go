@@ -327,8 +327,9 @@
 // share (MaxLocks/2 split among the other members), so half the table is
 // always this member's and nobody takes the others' room; a member's
 // idle heartbeat ends every request of its stamped before it (one it never
-// made included), and idle entries are reclaimed (their fences kept in a
-// floor). A relayed
+// made included), a busy one every request stamped before its oldest open
+// one (PermHeartbeat.Oldest, unless a lease of an ended request may still
+// run), and idle entries are reclaimed (their fences kept in a floor). A relayed
 // frame must be stamped no later than the frame that carries it (which the
 // node bounded and merged: a relay adds no Lamport time), is passed on
 // only for its own sender, once, never as a relay of a relay, and is then

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/mutexscript"
-	"github.com/synclab/synclab/internal/scenario"
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/internal/testkit/mutexscript"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -19,7 +19,7 @@ import (
 )
 
 // TestScenarios replays the scripts in testdata/scenarios on the simulator
-// with fixed per-link delays (internal/mutexscript: no jitter, no loss,
+// with fixed per-link delays (internal/testkit/mutexscript: no jitter, no loss,
 // the notes' interleavings, drawn; -mutexscript.out DIR writes the
 // drawings) and compares what happens with the output recorded in the
 // file. Regenerate after a deliberate change with

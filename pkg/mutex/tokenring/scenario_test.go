@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/diagram"
-	"github.com/synclab/synclab/internal/mutexscript"
-	"github.com/synclab/synclab/internal/scenario"
+	"github.com/synclab/synclab/internal/testkit/mutexscript"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
@@ -24,7 +24,7 @@ import (
 // deterministic network (every frame takes 1 ms; members are ticked at
 // their Deadline only) and compares what happens with the output recorded
 // in the file, like bully's and etcd-io/raft's interaction tests, through
-// internal/mutexscript, the harness every lock core's scripts share. A
+// internal/testkit/mutexscript, the harness every lock core's scripts share. A
 // script is a sequence of commands ("> cmd args"), each followed by its
 // expected output; lines starting with # are comments. After a deliberate
 // change of behaviour, regenerate the files with
@@ -46,7 +46,7 @@ import (
 // Each command prints what it caused, at the time it happened (ms since
 // the start): the typed outcomes and the ring's events, one per line.
 //
-// Every script's run is traced (internal/scenario's Tracer) and laid out
+// Every script's run is traced (internal/testkit/scenario's Tracer) and laid out
 // by internal/diagram: a line per member, one arrow per frame the network
 // delivered, and the drawing's order is the run's true happened-before
 // (the tracer's vector clocks: CheckCausality). With -scenario.traces DIR

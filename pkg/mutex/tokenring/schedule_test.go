@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/scenario"
+	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"

@@ -1,0 +1,408 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/testkit/labnet"
+	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/algorithms"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// electdSpec is one electd configuration: its own ports, so that several
+// clusters can run on the same hosts at once (the idle phase).
+type electdSpec struct {
+	label     string
+	port      int
+	multicast bool
+	extra     []string // further `electd run` flags
+	// algorithm is the --algorithm the spec runs ("" is electd's default,
+	// bully): the notes' cost is printed from its elect.Algorithm.
+	algorithm string
+	hosts     int // members on hosts 1..hosts (0: electHosts)
+}
+
+// rightful is the leader the spec's algorithm must elect among the
+// survivors (elect.Algorithm.Rightful; nil: the highest), or 0 when any
+// one will do.
+func (s electdSpec) rightful(survivors []int) int {
+	a, err := elect.Lookup(algorithms.All, cmp.Or(s.algorithm, "bully"))
+	if err != nil || a.Rightful == nil {
+		return slices.Max(survivors)
+	}
+	ids := make([]uint32, len(survivors))
+	for i, h := range survivors {
+		ids[i] = uint32(h)
+	}
+	return int(a.Rightful(ids))
+}
+
+// quorum reports whether the spec's algorithm elects only with a
+// majority (its failover target is targetQuorumFailoverP99, and it must
+// never show two leaders during the partition).
+func (s electdSpec) quorum() bool {
+	a, err := elect.Lookup(algorithms.All, cmp.Or(s.algorithm, "bully"))
+	return err == nil && a.Quorum
+}
+
+// members is how many hosts the spec's cluster has.
+func (s electdSpec) members() int {
+	if s.hosts == 0 {
+		return electHosts
+	}
+	return s.hosts
+}
+
+type electdCluster struct {
+	e       *electBench
+	spec    electdSpec
+	procs   map[int]*labnet.Proc
+	clients map[int]*ctl.Client
+}
+
+// leaderView is the answer of GET /v1/leader (`electd leader --json`).
+type leaderView struct {
+	Leader uint32    `json:"leader"`
+	Term   uint64    `json:"term"`
+	Since  time.Time `json:"since"`
+}
+
+// electdStatus is the part of GET /v1/status (`electd status --json`) the
+// benchmark reads.
+type electdStatus struct {
+	Node struct {
+		FramesIn  map[string]uint64 `json:"frames_in"`
+		FramesOut map[string]uint64 `json:"frames_out"`
+		Core      elect.Status      `json:"core"`
+	} `json:"node"`
+	Transport transport.Stats   `json:"transport"`
+	Events    map[string]uint64 `json:"events"`
+}
+
+func (s electdStatus) payloadBytes() uint64 {
+	t := s.Transport
+	return t.UDP.BytesIn + t.UDP.BytesOut + t.Multicast.BytesIn + t.Multicast.BytesOut + t.Stream.BytesIn + t.Stream.BytesOut
+}
+
+func (e *electBench) newCluster(s electdSpec) *electdCluster {
+	c := &electdCluster{e: e, spec: s, procs: map[int]*labnet.Proc{}, clients: map[int]*ctl.Client{}}
+	for i := 1; i <= s.members(); i++ {
+		c.clients[i] = ctl.NewClient(c.control(i), "electd")
+	}
+	return c
+}
+
+func (c *electdCluster) control(i int) string {
+	return filepath.Join(c.e.dir, fmt.Sprintf("e%d-h%d.sock", c.spec.port, i))
+}
+
+func (c *electdCluster) start(i int) {
+	e := c.e
+	var members []string
+	for j := 1; j <= c.spec.members(); j++ {
+		members = append(members, fmt.Sprintf("%d=%s:%d", j, e.lab.Host(j).Addr(), c.spec.port))
+	}
+	// Without CAP_SYS_TIME, like every daemon the lab starts: nothing here
+	// may be able to move the real clock.
+	argv := []string{"setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time",
+		e.electd, "run", "--id", strconv.Itoa(i), "--members", strings.Join(members, ","),
+		"--control", c.control(i), "--state-dir", filepath.Join(e.dir, fmt.Sprintf("e%d-h%d.state", c.spec.port, i)),
+	}
+	if c.spec.multicast {
+		argv = append(argv, "--multicast", fmt.Sprintf("%s:%d", multicastGroup, c.spec.port+99), "--interface", e.lab.Host(i).Interface())
+	}
+	if c.spec.algorithm != "" {
+		argv = append(argv, "--algorithm", c.spec.algorithm)
+	}
+	argv = append(append(argv, keyArgs(e.b, e.dir)...), c.spec.extra...)
+	c.procs[i] = e.lab.Host(i).Start(e.b, fmt.Sprintf("electd-%d", c.spec.port), argv, nil)
+}
+
+func (c *electdCluster) startAll() {
+	for i := 1; i <= c.spec.members(); i++ {
+		c.start(i)
+	}
+}
+
+func (c *electdCluster) stopAll() {
+	for i, p := range c.procs {
+		if err := p.Signal(syscall.SIGTERM); err == nil {
+			if _, err := p.Wait(5 * time.Second); err != nil {
+				p.Kill()
+			}
+		}
+		c.clients[i].Close()
+	}
+}
+
+func (c *electdCluster) leader(i int) (leaderView, error) {
+	ctx, cancel := context.WithTimeout(c.e.ctx, time.Second)
+	defer cancel()
+	var v leaderView
+	err := c.clients[i].Get(ctx, "/v1/leader", &v)
+	return v, err
+}
+
+func (c *electdCluster) status(i int) electdStatus {
+	c.e.b.Helper()
+	ctx, cancel := context.WithTimeout(c.e.ctx, 2*time.Second)
+	defer cancel()
+	var st electdStatus
+	if err := c.clients[i].Get(ctx, "/v1/status", &st); err != nil {
+		c.e.fatalf("%s: status of node %d: %v", c.spec.label, i, err)
+	}
+	return st
+}
+
+// waitAgree polls hosts until all report the same leader, other than
+// notLead, in the same term, and returns their views and the instant of the
+// poll that saw it.
+func (c *electdCluster) waitAgree(what string, hosts []int, notLead uint32, within time.Duration) (map[int]leaderView, time.Time) {
+	e := c.e
+	e.b.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		views := map[int]leaderView{}
+		agreed := true
+		for _, i := range hosts {
+			v, err := c.leader(i)
+			if err != nil || v.Leader == 0 || v.Leader == notLead {
+				agreed = false
+				break
+			}
+			views[i] = v
+			if first := views[hosts[0]]; v.Leader != first.Leader || v.Term != first.Term {
+				agreed = false
+				break
+			}
+		}
+		if agreed {
+			return views, time.Now()
+		}
+		if e.ctx.Err() != nil {
+			c.e.fatal("interrupted: cleaning up the lab")
+		}
+		if time.Now().After(deadline) {
+			var s []string
+			for _, i := range hosts {
+				v, err := c.leader(i)
+				s = append(s, fmt.Sprintf("h%d: leader %d term %d err %v", i, v.Leader, v.Term, err))
+			}
+			c.e.fatalf("%s: %s: hosts %v did not agree on a leader within %v: %s", c.spec.label, what, hosts, within, strings.Join(s, "; "))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func hostsExcept(n, except int) []int {
+	var hs []int
+	for i := 1; i <= n; i++ {
+		if i != except {
+			hs = append(hs, i)
+		}
+	}
+	return hs
+}
+
+// trafficAndRSS measures each node's traffic over the idle window and its
+// RSS at the end. lead is the current leader.
+func (c *electdCluster) trafficAndRSS(r *systemResult, lead int) {
+	e := c.e
+	before := map[int]electdStatus{}
+	ifBefore := map[int]IfCounters{}
+	for i := 1; i <= electHosts; i++ {
+		before[i] = c.status(i)
+		ifBefore[i] = mustNetDev(e.b, c.procs[i].PID())
+	}
+	start := time.Now()
+	e.sleep(*electTraffic)
+	r.idle = time.Since(start)
+	var others, othersIf uint64
+	for i := 1; i <= electHosts; i++ {
+		payload := c.status(i).payloadBytes() - before[i].payloadBytes()
+		d := mustNetDev(e.b, c.procs[i].PID()).Sub(ifBefore[i])
+		wire := d.RxBytes + d.TxBytes
+		if i == lead {
+			r.leaderBytes, r.leaderIf = payload, wire
+		} else {
+			others += payload
+			othersIf += wire
+		}
+	}
+	r.otherBytes, r.otherIf = others/(electHosts-1), othersIf/(electHosts-1)
+	r.rssMax = max(r.rssMax, c.maxRSS())
+}
+
+func (c *electdCluster) maxRSS() int64 {
+	var m int64
+	for _, p := range c.procs {
+		m = max(m, mustRSS(c.e.b, p.PID()))
+	}
+	return m
+}
+
+// electdPhase measures one electd configuration: idle traffic, then the
+// failover trials.
+func (e *electBench) electdPhase(s electdSpec) *systemResult {
+	e.b.Helper()
+	r := &systemResult{frames: map[string]float64{}}
+	c := e.newCluster(s)
+	defer c.stopAll()
+	c.startAll()
+	views, _ := c.waitAgree("start", hostsExcept(electHosts, 0), 0, 10*time.Second)
+	e.sleep(*electSettle)
+	e.logf("%s: 5 nodes agree on leader %d; measuring idle traffic for %v", s.label, views[1].Leader, *electTraffic)
+	c.trafficAndRSS(r, int(views[1].Leader))
+
+	var took, polled []time.Duration
+	for trial := 1; trial <= *electTrials; trial++ {
+		d, seen := c.trial(r, trial, *electTrials)
+		took, polled = append(took, d), append(polled, seen)
+	}
+	for k := range r.frames {
+		r.frames[k] /= float64(*electTrials)
+	}
+	r.failover, r.polled = Summarize(took), Summarize(polled)
+	r.rssMax = max(r.rssMax, c.maxRSS())
+	e.logf("%s: failover %s", s.label, r.failover)
+	if *electPartition > 0 {
+		r.splitBrain = c.splitBrain(*electPartition)
+		e.logf("%s: %v partition {1,2} | {3,4,5}: two self-believed leaders for %s", s.label, *electPartition, Millis(r.splitBrain))
+	}
+	return r
+}
+
+// trial is one failover: a random phase, SIGKILL of the leader, the time
+// until every survivor reports the new one (by its own stamp, and as
+// polling saw it), the frames the survivors sent for it (into r), and the
+// restart of the killed node.
+func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled time.Duration) {
+	e, s := c.e, c.spec
+	e.b.Helper()
+	all := hostsExcept(s.members(), 0)
+	e.randomPhase()
+	views, _ := c.waitAgree("before the trial", all, 0, 10*time.Second)
+	lead := int(views[1].Leader)
+	survivors := hostsExcept(s.members(), lead)
+	before := map[int]electdStatus{}
+	for _, i := range survivors {
+		before[i] = c.status(i)
+	}
+
+	killAt := time.Now()
+	if err := c.procs[lead].Kill(); err != nil {
+		e.fatal(err)
+	}
+	after, seen := c.waitAgree(fmt.Sprintf("trial %d", trial), survivors, uint32(lead), failoverLimit)
+
+	// The failover ends when the last survivor learned the leader:
+	// the daemon's own stamp (arrival of the COORDINATOR, or the
+	// winner's decision), not when polling happened to ask.
+	var last time.Time
+	for _, v := range after {
+		if v.Since.After(last) {
+			last = v.Since
+		}
+	}
+	d := last.Sub(killAt)
+	if d <= 0 {
+		e.fatalf("%s trial %d: survivors learned leader %d at %v, before the kill at %v", s.label, trial, after[survivors[0]].Leader, last, killAt)
+	}
+	newLead := after[survivors[0]].Leader
+	if want := s.rightful(survivors); want != 0 && int(newLead) != want {
+		r.unexpected = append(r.unexpected, fmt.Sprintf("trial %d: leader %d", trial, newLead))
+	}
+
+	var total, notes float64
+	for _, i := range survivors {
+		st := c.status(i)
+		for kind, n := range st.Node.FramesOut {
+			if kindClass(kind) == wire.ClassHeartbeat {
+				continue
+			}
+			delta := float64(n - before[i].Node.FramesOut[kind])
+			r.frames[kind] += delta
+			total += delta
+			if kindClass(kind) != wire.ClassAck {
+				notes += delta
+			}
+		}
+	}
+	r.framesTotal = append(r.framesTotal, total)
+	r.framesNotes = append(r.framesNotes, notes)
+	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s), %.0f frames (%.0f the notes count)",
+		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), total, notes)
+
+	// Bring the killed node back; it takes over again (highest ID).
+	c.start(lead)
+	c.waitAgree("after the restart", all, 0, 10*time.Second)
+	e.sleep(*electSettle)
+	return d, seen.Sub(killAt)
+}
+
+// splitBrain cuts hosts 1 and 2 off from 3, 4 and 5 for d (the leader, 5,
+// is on the larger side), polls every node's leader, and returns how long
+// two or more nodes each said they led; then heals and waits for
+// agreement.
+func (c *electdCluster) splitBrain(d time.Duration) time.Duration {
+	e := c.e
+	e.b.Helper()
+	all := hostsExcept(c.spec.members(), 0)
+	c.waitAgree("before the partition", all, 0, 10*time.Second)
+	e.sleep(*electSettle)
+	for _, a := range []int{1, 2} {
+		for _, b := range []int{3, 4, 5} {
+			e.lab.Partition(a, b)
+		}
+	}
+	var both time.Duration
+	start := time.Now()
+	last := start
+	for time.Since(start) < d {
+		leaders := 0
+		for _, i := range all {
+			if v, err := c.leader(i); err == nil && int(v.Leader) == i {
+				leaders++
+			}
+		}
+		now := time.Now()
+		if leaders >= 2 {
+			both += now.Sub(last)
+		}
+		last = now
+		if e.ctx.Err() != nil {
+			e.fatal("interrupted: cleaning up the lab")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.lab.HealAll()
+	c.waitAgree("after the partition", all, 0, 10*time.Second)
+	return both
+}
+
+// messagesPhase runs spec on its hosts for a few failovers and returns
+// the frames the notes count per election (election kinds, no heartbeats,
+// no acknowledgements).
+func (e *electBench) messagesPhase(s electdSpec, trials int) []float64 {
+	e.b.Helper()
+	r := &systemResult{frames: map[string]float64{}}
+	c := e.newCluster(s)
+	defer c.stopAll()
+	c.startAll()
+	c.waitAgree("start", hostsExcept(s.members(), 0), 0, 20*time.Second)
+	e.sleep(*electSettle)
+	for trial := 1; trial <= trials; trial++ {
+		c.trial(r, trial, trials)
+	}
+	return r.framesNotes
+}

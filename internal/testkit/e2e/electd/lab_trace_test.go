@@ -1,0 +1,249 @@
+package electd
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/testkit/e2e"
+	"github.com/synclab/synclab/internal/testkit/labnet"
+	"github.com/synclab/synclab/internal/trace"
+)
+
+// TestLabTraceBullyFailover traces a real bully failover: four electd on
+// namespace hosts record traces from their start (--trace), the leader is
+// SIGKILLed, the survivors elect the next one and stop their traces
+// through the control socket (`electd trace stop`). The traces must hold
+// the run as it happened: every frame a host received was sent (in the
+// sender's trace), every frame a survivor sent while everyone listened
+// was received by every member it was for (but the killed one), every
+// receive comes after its send in the vector clocks (and in Lamport
+// time), and every host's events are ordered by its own vector entry.
+// `electd trace draw` then draws one line per host and an arrow for every
+// frame.
+func TestLabTraceBullyFailover(t *testing.T) {
+	labnet.Require(t)
+	const n = 4
+	lab := labnet.New(t, n)
+	l := &labElectd{t: t, lab: lab, dir: e2e.ShortDir(t), procs: map[int]*labnet.Proc{}, trace: true}
+	l.key = e2e.KeyFile(t, l.dir)
+	for i := 1; i <= n; i++ {
+		l.start(i)
+	}
+	l.waitAgree("start", 5*time.Second, n, e2e.All(n)...)
+	time.Sleep(500 * time.Millisecond) // heartbeats with everyone up
+	l.procs[n].Kill()
+	l.waitAgree("after SIGKILL of the leader", 3*time.Second, n-1, e2e.Others(n, n)...)
+	time.Sleep(500 * time.Millisecond)
+	for _, i := range e2e.Others(n, n) {
+		out, err := exec.Command(filepath.Join(e2e.BinDir(), "electd"), "trace", "stop", "--control", l.control(i)).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "stopped tracing to "+l.tracePath(i)) {
+			t.Fatalf("h%d: electd trace stop: %v\n%s", i, err, out)
+		}
+		out, err = exec.Command(filepath.Join(e2e.BinDir(), "electd"), "trace", "status", "--control", l.control(i)).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "tracing off" {
+			t.Errorf("h%d: electd trace status after stop: %v: %s", i, err, out)
+		}
+	}
+
+	checkTraceControl(t, l, 1)
+
+	var paths []string
+	for i := 1; i <= n; i++ {
+		paths = append(paths, l.tracePath(i))
+	}
+	files, err := trace.ReadFiles(paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTraces(t, files, n)
+
+	svg := filepath.Join(l.dir, "failover.svg")
+	out, err := exec.Command(filepath.Join(e2e.BinDir(), "electd"), append(append([]string{"trace", "draw"}, paths...), "-o", svg)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("electd trace draw: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(b), `<g class="proc"`); got != n {
+		t.Errorf("the diagram has %d process lines, want %d", got, n)
+	}
+	arrows := map[string]int{}
+	for _, m := range regexp.MustCompile(`<line class="msg" data-kind="[^"]*" data-frame="([^"]*)"`).FindAllStringSubmatch(string(b), -1) {
+		arrows[m[1]]++
+	}
+	sends, recvs := 0, 0
+	for _, f := range files {
+		for _, e := range f.Events {
+			switch e.Ev {
+			case trace.EvSend:
+				sends++
+				if arrows[e.Frame] == 0 {
+					t.Errorf("frame %s (%s from %d) has no arrow", e.Frame, e.Kind, e.From)
+				}
+			case trace.EvRecv:
+				recvs++
+			}
+		}
+	}
+	total := 0
+	for _, c := range arrows {
+		total += c
+	}
+	if total < recvs {
+		t.Errorf("%d arrows for %d receives", total, recvs)
+	}
+	t.Logf("%d hosts, %d sends, %d receives, %d arrows; %s", n, sends, recvs, total, strings.TrimSpace(string(out)))
+}
+
+// checkTraces checks the traces of a run in which host killed (its trace
+// cut by SIGKILL) died and the others stopped tracing at the end.
+func checkTraces(t *testing.T, files []*trace.File, killed int) {
+	t.Helper()
+	type sent struct {
+		e    trace.Event
+		host int
+	}
+	sends := map[string]sent{}
+	var allUp, end time.Time // everyone traced from allUp; survivors until end
+	var killedEnd time.Time
+	for i, f := range files {
+		host := i + 1
+		if f.Header.ID != uint32(host) || f.Header.Daemon != "electd" || len(f.Events) == 0 {
+			t.Fatalf("trace %s: header %+v, %d events", f.Name, f.Header, len(f.Events))
+		}
+		if f.Header.Started.After(allUp) {
+			allUp = f.Header.Started
+		}
+		last := f.Events[len(f.Events)-1].T
+		if host == killed {
+			killedEnd = last
+		} else if end.IsZero() || last.Before(end) {
+			end = last
+		}
+		var prev trace.VC
+		for _, e := range f.Events {
+			if e.Ev == trace.EvDrop {
+				// A refused frame is no event of the vector clock (a
+				// member still starting refuses its peers' first frames).
+				continue
+			}
+			if e.VC[uint32(host)] <= prev[uint32(host)] && !(e.Ev == trace.EvSend && e.Lamport != 0 && vcEqual(e.VC, prev)) {
+				t.Errorf("h%d: %s %s: vector %v does not follow %v", host, e.Ev, e.Frame, e.VC, prev)
+			}
+			prev = e.VC
+			if e.Ev == trace.EvSend {
+				sends[e.Frame] = sent{e, host}
+			}
+		}
+	}
+	margin := 200 * time.Millisecond
+	received := map[string]map[int]bool{}
+	for i, f := range files {
+		host := i + 1
+		for _, e := range f.Events {
+			if e.Ev != trace.EvRecv {
+				continue
+			}
+			s, ok := sends[e.Frame]
+			if !ok {
+				// Only the killed host's last frames may be missing
+				// from its trace (still buffered when it died).
+				if int(e.From) != killed || e.T.Before(killedEnd.Add(-time.Second)) {
+					t.Errorf("h%d received %s %s from %d at %v: not in the sender's trace", host, e.Kind, e.Frame, e.From, e.T)
+				}
+				continue
+			}
+			if received[e.Frame] == nil {
+				received[e.Frame] = map[int]bool{}
+			}
+			received[e.Frame][host] = true
+			if !vcBefore(s.e.VC, e.VC) || e.Lamport <= s.e.Lamport {
+				t.Errorf("h%d received %s %s with vector %v (Lamport %d), not after its send's %v (Lamport %d)",
+					host, e.Kind, e.Frame, e.VC, e.Lamport, s.e.VC, s.e.Lamport)
+			}
+		}
+	}
+	checked := 0
+	for id, s := range sends {
+		if s.host == killed || s.e.T.Before(allUp.Add(margin)) || s.e.T.After(end.Add(-margin)) {
+			continue
+		}
+		for host := 1; host <= len(files); host++ {
+			if host == s.host || host == killed || (s.e.To != 0 && int(s.e.To) != host) {
+				continue
+			}
+			checked++
+			if !received[id][host] {
+				t.Errorf("%s %s from h%d to %d at %v: h%d never received it", s.e.Kind, id, s.host, s.e.To, s.e.T, host)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d deliveries between the start and the end of the traces: the run was not traced", checked)
+	}
+	t.Logf("%d frames sent, %d deliveries checked", len(sends), checked)
+}
+
+// vcBefore says a happened before b: a <= b entrywise and a != b.
+func vcBefore(a, b trace.VC) bool {
+	for id, v := range a {
+		if b[id] < v {
+			return false
+		}
+	}
+	return !vcEqual(a, b)
+}
+
+func vcEqual(a, b trace.VC) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for id, v := range a {
+		if b[id] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTraceControl: `electd trace start` refuses a file that exists, a
+// second trace and a directory it cannot create in; without a file it
+// picks a new one in the state directory, which status then shows.
+func checkTraceControl(t *testing.T, l *labElectd, i int) {
+	t.Helper()
+	electd := func(args ...string) (string, error) {
+		argv := append([]string{args[0], args[1], "--control", l.control(i)}, args[2:]...)
+		out, err := exec.Command(filepath.Join(e2e.BinDir(), "electd"), argv...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if out, err := electd("trace", "start", l.tracePath(i)); err == nil || !strings.Contains(out, "exists") {
+		t.Errorf("trace start over an existing trace: %v: %s", err, out)
+	}
+	if out, err := electd("trace", "start", filepath.Join(l.dir, "no-such-dir", "x.trace")); err == nil || !strings.Contains(out, "cannot create the trace file") {
+		t.Errorf("trace start in a missing directory: %v: %s", err, out)
+	}
+	out, err := electd("trace", "start", "--max-bytes", "100000")
+	if err != nil || !strings.Contains(out, "tracing to "+filepath.Join(l.dir, fmt.Sprintf("h%d.state", i), "traces")) {
+		t.Fatalf("trace start without a file: %v: %s", err, out)
+	}
+	if out, err := electd("trace", "start"); err == nil || !strings.Contains(out, "already on") {
+		t.Errorf("a second trace start: %v: %s", err, out)
+	}
+	if out, err := exec.Command(filepath.Join(e2e.BinDir(), "electd"), "status", "--control", l.control(i)).CombinedOutput(); err != nil || !strings.Contains(string(out), "Trace") || !strings.Contains(string(out), "of at most 100000 bytes") {
+		t.Errorf("status while tracing: %v: %s", err, out)
+	}
+	if out, err := electd("trace", "stop"); err != nil || !strings.Contains(out, "stopped tracing") {
+		t.Errorf("trace stop: %v: %s", err, out)
+	}
+	if out, err := electd("trace", "stop"); err == nil || !strings.Contains(out, "tracing is off") {
+		t.Errorf("trace stop while off: %v: %s", err, out)
+	}
+}
