@@ -68,14 +68,27 @@ func blast(t *testing.T, c *net.UDPConn, dst netip.AddrPort, n int) {
 	}
 }
 
-// delta runs send and returns how many datagrams k counted because of it:
-// it waits until the count has been still for 150 ms (at most 5 s), so that
-// a loaded machine that delivers late is not mistaken for loss.
-func delta(k *counter, send func()) int {
+// delta runs send and returns how many datagrams k counted because of it
+// (settle).
+func delta(k *counter, send func(), want int) int {
 	before := k.n.Load()
 	send()
+	return settle(k, before, want)
+}
+
+// settle returns how many datagrams k counted since it stood at from. It
+// waits for want of them (at most 5 s: what a loaded machine delivers late,
+// after a neighbour's address is resolved again, is not loss), then until
+// the count has been still for 150 ms, so that extra datagrams are counted
+// too. want 0 (a cut link, or loss whose count is the question) waits for
+// the stillness alone.
+func settle(k *counter, from int64, want int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	for int(k.n.Load()-from) < want && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	last, still := k.n.Load(), 0
-	for deadline := time.Now().Add(5 * time.Second); still < 3 && time.Now().Before(deadline); {
+	for still < 3 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 		if n := k.n.Load(); n != last {
 			last, still = n, 0
@@ -83,7 +96,7 @@ func delta(k *counter, send func()) int {
 			still++
 		}
 	}
-	return int(last - before)
+	return int(last - from)
 }
 
 func TestLabLayout(t *testing.T) {
@@ -147,7 +160,7 @@ func TestLabLayout(t *testing.T) {
 	k := countOn(rx)
 	for _, src := range lab.Hosts()[:7] {
 		c := udpConn(t, src, 0)
-		if got := delta(k, func() { blast(t, c, netip.AddrPortFrom(lab.Host(8).Addr(), 9000), 10) }); got != 10 {
+		if got := delta(k, func() { blast(t, c, netip.AddrPortFrom(lab.Host(8).Addr(), 9000), 10) }, 10); got != 10 {
 			t.Errorf("%s -> h8: %d of 10 datagrams", src.Name(), got)
 		}
 	}
@@ -163,35 +176,35 @@ func TestLabPartitionHeal(t *testing.T) {
 	to3 := netip.AddrPortFrom(lab.Host(3).Addr(), 9000)
 	send := func(dst netip.AddrPort) func() { return func() { blast(t, c1, dst, 100) } }
 
-	if n := delta(k2, send(to2)); n != 100 {
+	if n := delta(k2, send(to2), 100); n != 100 {
 		t.Fatalf("before the partition h2 got %d of 100", n)
 	}
 	lab.Partition(1, 2)
 	lab.Partition(2, 1) // already cut: no-op
-	if n := delta(k2, send(to2)); n != 0 {
+	if n := delta(k2, send(to2), 0); n != 0 {
 		t.Errorf("partitioned: h2 got %d of 100", n)
 	}
-	if n := delta(k3, send(to3)); n != 100 {
+	if n := delta(k3, send(to3), 100); n != 100 {
 		t.Errorf("partitioned 1-2: h3 got %d of 100 from h1", n)
 	}
 	// The other direction is cut as well, and a partition is silent: the
 	// sender's writes succeed (blast fails the test otherwise).
 	k1 := countOn(c1)
 	c2 := udpConn(t, lab.Host(2), 0)
-	if n := delta(k1, func() { blast(t, c2, c1.LocalAddr().(*net.UDPAddr).AddrPort(), 100) }); n != 0 {
+	if n := delta(k1, func() { blast(t, c2, c1.LocalAddr().(*net.UDPAddr).AddrPort(), 100) }, 0); n != 0 {
 		t.Errorf("partitioned: h1 got %d of 100 from h2", n)
 	}
 	lab.Heal(1, 2)
-	if n := delta(k2, send(to2)); n != 100 {
+	if n := delta(k2, send(to2), 100); n != 100 {
 		t.Errorf("healed: h2 got %d of 100", n)
 	}
 
 	lab.Split([]int{1}, []int{2, 3})
-	if n2, n3 := delta(k2, send(to2)), delta(k3, send(to3)); n2 != 0 || n3 != 0 {
+	if n2, n3 := delta(k2, send(to2), 0), delta(k3, send(to3), 0); n2 != 0 || n3 != 0 {
 		t.Errorf("split {1} {2,3}: h2 got %d, h3 got %d of 100", n2, n3)
 	}
 	lab.HealAll()
-	if n2, n3 := delta(k2, send(to2)), delta(k3, send(to3)); n2 != 100 || n3 != 100 {
+	if n2, n3 := delta(k2, send(to2), 100), delta(k3, send(to3), 100); n2 != 100 || n3 != 100 {
 		t.Errorf("after HealAll: h2 got %d, h3 got %d of 100", n2, n3)
 	}
 }
@@ -209,16 +222,16 @@ func TestLabLoss(t *testing.T) {
 
 	lab.Loss(2, 20)
 	// 1000 draws at p=0.2: sd 12.6 packets, so 100..300 lost is > 7 sd.
-	got := delta(k2, to(2))
+	got := delta(k2, to(2), 0)
 	t.Logf("20%% loss towards h2: %d of %d arrived (%.1f%% lost)", got, n, 100-float64(got)*100/n)
 	if got < n*70/100 || got > n*90/100 {
 		t.Errorf("20%% loss towards h2: %d of %d arrived, want 700-900", got, n)
 	}
-	if got := delta(k3, to(3)); got != n {
+	if got := delta(k3, to(3), n); got != n {
 		t.Errorf("loss on h2 only: h3 got %d of %d", got, n)
 	}
 	lab.Loss(2, 100)
-	if got := delta(k2, to(2)); got != 0 {
+	if got := delta(k2, to(2), 0); got != 0 {
 		t.Errorf("100%% loss: h2 got %d of %d", got, n)
 	}
 	// Loss spares TCP; LossIP does not.
@@ -230,7 +243,7 @@ func TestLabLoss(t *testing.T) {
 		t.Errorf("TCP connected under 100%% IP loss")
 	}
 	lab.Loss(2, 0)
-	if got := delta(k2, to(2)); got != n {
+	if got := delta(k2, to(2), n); got != n {
 		t.Errorf("loss removed: h2 got %d of %d", got, n)
 	}
 	if err := dialTCP(t, lab, 1, 2); err != nil {

@@ -129,7 +129,7 @@ func TestLabSwitchForwarding(t *testing.T) {
 	// Unicast UDP arrives whole: the checksum state crosses the switch.
 	k2 := countOn(udpConn(t, lab.Host(2), 9000))
 	c1 := udpConn(t, lab.Host(1), 0)
-	if n := delta(k2, func() { blast(t, c1, netip.AddrPortFrom(lab.Host(2).Addr(), 9000), 200) }); n != 200 {
+	if n := delta(k2, func() { blast(t, c1, netip.AddrPortFrom(lab.Host(2).Addr(), 9000), 200) }, 200); n != 200 {
 		t.Errorf("h1 -> h2 through the switch: %d of 200", n)
 	}
 
@@ -194,7 +194,7 @@ func TestLabSwitchForwarding(t *testing.T) {
 	}
 	blast(t, c1, group, 50)
 	for i, k := range counters {
-		if n := int(k.n.Load()) + delta(k, func() {}); n != 50 {
+		if n := settle(k, 0, 50); n != 50 {
 			t.Errorf("multicast to h%d: %d of 50", i+2, n)
 		}
 	}
@@ -204,19 +204,19 @@ func TestLabSwitchForwarding(t *testing.T) {
 
 	// Partitions and loss keep their meaning.
 	lab.Partition(1, 2)
-	if n := delta(k2, func() { blast(t, c1, netip.AddrPortFrom(lab.Host(2).Addr(), 9000), 100) }); n != 0 {
+	if n := delta(k2, func() { blast(t, c1, netip.AddrPortFrom(lab.Host(2).Addr(), 9000), 100) }, 0); n != 0 {
 		t.Errorf("partitioned through the switch: %d of 100", n)
 	}
 	lab.HealAll()
 	lab.Loss(2, 20)
-	n := delta(k2, func() { blast(t, c1, netip.AddrPortFrom(lab.Host(2).Addr(), 9000), 1000) })
+	n := delta(k2, func() { blast(t, c1, netip.AddrPortFrom(lab.Host(2).Addr(), 9000), 1000) }, 0)
 	t.Logf("switch, 20%% loss: %d of 1000 arrived", n)
 	if n < 700 || n > 900 {
 		t.Errorf("20%% loss through the switch: %d of 1000 arrived, want 700-900", n)
 	}
 	lab.Loss(2, 0)
 	lab.SetLink(1, 2, labnet.Link{Duplicate: 50})
-	n = delta(k2, func() { blast(t, c1, netip.AddrPortFrom(lab.Host(2).Addr(), 9000), 1000) })
+	n = delta(k2, func() { blast(t, c1, netip.AddrPortFrom(lab.Host(2).Addr(), 9000), 1000) }, 0)
 	t.Logf("switch, 50%% duplication: %d for 1000 sent", n)
 	if n < 1350 || n > 1650 {
 		t.Errorf("50%% duplication: %d arrived for 1000 sent, want 1350-1650", n)
