@@ -1,0 +1,331 @@
+package central
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// TokenAskName is the token-asking variant's name (mutexd run --algorithm
+// tokenask).
+const TokenAskName = "tokenask"
+
+// ErrBadVector: a token-asking vector timestamp that names a non-member,
+// or a counter that is no request (incarnation or sequence 0).
+var ErrBadVector = errors.New("central: bad vector timestamp")
+
+// EventUnknownPredecessor: the coordinator grants a request although its
+// stamp names a request it never heard of, DeadAfter after the request
+// was queued: a vector passed by hand that names a request never made, or
+// one lost with its member's crash ("member", "request", "predecessor",
+// "of").
+const EventUnknownPredecessor = "tokenask_unknown_predecessor"
+
+// seqBits: a vector counter is incarnation<<seqBits | seq.
+const seqBits = 32
+
+// stampOf is the vector counter of request seq of incarnation inc.
+func stampOf(inc uint32, seq uint64) uint64 { return uint64(inc)<<seqBits | seq }
+
+// StampText shows a vector counter as incarnation.seq.
+func StampText(n uint64) string { return fmt.Sprintf("%d.%d", n>>seqBits, n&(1<<seqBits-1)) }
+
+// VectorText shows a token-asking vector as member:incarnation.seq,...
+// (mutexd's MUTEXD_VECTOR and --after use clock.Vector's text; this is
+// for status and logs).
+func VectorText(v clock.Vector) string {
+	var s string
+	for i, id := range v.IDs() {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf("%d:%s", id, StampText(v.Get(id)))
+	}
+	return "[" + s + "]"
+}
+
+// tokenAsk is a member's side of the token-asking variant: the stamps of
+// its requests.
+type tokenAsk struct {
+	// last is the stamp of this member's latest request: what a program
+	// message sent now carries (Vector).
+	last clock.Vector
+	// stamps are the stamps of its requests that have not ended.
+	stamps map[mutex.RequestID]clock.Vector
+}
+
+// tokenAskEntries is the most requests a token-asking member keeps,
+// waiting and held, in a cluster of n members: its sync lists them all,
+// each waiting one with a vector of up to n entries, and must fit a frame
+// (with the frame's own vector block, which tracing adds).
+func tokenAskEntries(n int) int {
+	const entry = 28 + wire.MaxLockNameLen + 8 + 2 // a sync entry, its seq and vector header
+	room := wire.MaxPayloadLen - 2 - 12*n - 2 - 28 // the frame's vector, the counts, the sync's fixed part
+	return max(1, min(wire.MaxSyncEntries, room/(entry+12*n)))
+}
+
+// checkVector reads a token-asking vector (an operator's or a frame's):
+// members only, every counter a request.
+func (c *Core) checkVector(v clock.Vector) error {
+	if v.Len() > len(c.members) {
+		return fmt.Errorf("%w: %d entries for %d members", ErrBadVector, v.Len(), len(c.members))
+	}
+	for _, id := range v.IDs() {
+		n := v.Get(id)
+		switch {
+		case !slices.Contains(c.members, id):
+			return fmt.Errorf("%w: member %d is not one of %v", ErrBadVector, id, c.members)
+		case n>>seqBits == 0 || n&(1<<seqBits-1) == 0:
+			return fmt.Errorf("%w: member %d's %d (%s) is no request (want incarnation<<32 | seq, both from 1)", ErrBadVector, id, n, StampText(n))
+		}
+	}
+	return nil
+}
+
+func (c *Core) decodeVector(b []byte) (clock.Vector, error) {
+	var v clock.Vector
+	if err := v.UnmarshalBinary(b); err != nil {
+		return v, fmt.Errorf("%w: %w", ErrBadVector, err)
+	}
+	return v, c.checkVector(v)
+}
+
+// stamp stamps request id, just queued with after: what the client has
+// seen, and the request itself.
+func (c *Core) stamp(id mutex.RequestID, after clock.Vector) clock.Vector {
+	v := after.Clone()
+	v.Set(c.self, stampOf(c.inc, uint64(id)))
+	c.ta.stamps[id], c.ta.last = v, v
+	return v
+}
+
+// Vector is the stamp of this member's latest request (mutex.Causal):
+// what a program message sent now by one of its clients carries. Empty
+// for the central coordinator.
+func (c *Core) Vector() clock.Vector {
+	if c.ta == nil {
+		return clock.Vector{}
+	}
+	return c.ta.last.Clone()
+}
+
+// RequestVector is the stamp of request id while it waits or holds
+// (mutex.Causal).
+func (c *Core) RequestVector(id mutex.RequestID) (clock.Vector, bool) {
+	if c.ta == nil {
+		return clock.Vector{}, false
+	}
+	v, ok := c.ta.stamps[id]
+	return v.Clone(), ok
+}
+
+func encodeVector(v clock.Vector) []byte {
+	b, _ := v.AppendBinary(nil) // fails only beyond clock.MaxVectorEntries: checkVector keeps it to the members
+	return b
+}
+
+// syncVectors are the stamps of this member's waiting requests, for a sync.
+func (c *Core) syncVectors(entries []wire.CentralSyncEntry) []wire.TokenAskVector {
+	var out []wire.TokenAskVector
+	for _, e := range entries {
+		if v, ok := c.ta.stamps[mutex.RequestID(e.Seq)]; ok && !e.Held {
+			out = append(out, wire.TokenAskVector{Seq: e.Seq, Vector: encodeVector(v)})
+		}
+	}
+	slices.SortFunc(out, func(a, b wire.TokenAskVector) int {
+		switch {
+		case a.Seq < b.Seq:
+			return -1
+		case a.Seq > b.Seq:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// ownVectors are this member's waiting requests' stamps by seq, as a sync
+// carries them (the coordinator queueing its own requests).
+func (c *Core) ownVectors() map[uint64]clock.Vector {
+	if c.ta == nil {
+		return nil
+	}
+	out := map[uint64]clock.Vector{}
+	for id, v := range c.ta.stamps {
+		out[uint64(id)] = v
+	}
+	return out
+}
+
+// The coordinator's side: V, derived rather than kept.
+//
+// The notes' coordinator keeps V[j], how many of p_j's requests it has
+// served, and grants a request stamped T only when T[j] <= V[j] for every
+// other member j. Here requests can also be withdrawn, refused, dropped
+// with a silent member or forgotten with its run, so V[j] is what the
+// queue shows: the latest request of j such that the coordinator waits for
+// none of j's requests up to it (each was granted, or has ended). For j's
+// current incarnation that is the request before j's earliest still
+// waiting, or, when none waits, the latest j has made as far as the
+// coordinator knows (its requests and its syncs' MaxSeq); every request of
+// an older incarnation has ended. Nothing of V has to survive a change of
+// coordinator: the new one reads it off the queue its members re-announce.
+type vview struct {
+	served map[uint32]uint64 // V[j], as a vector counter
+	known  map[uint32]uint64 // the latest request of j the coordinator knows of
+}
+
+// vnow computes V and what the coordinator knows, from the queue.
+func (c *Core) vnow() vview {
+	k := c.co
+	v := vview{served: map[uint32]uint64{}, known: map[uint32]uint64{}}
+	for id, p := range k.peers {
+		inc, maxSeq := p.inc, p.maxSeq
+		if id == c.self {
+			inc, maxSeq = c.inc, c.fol.maxSeq
+		}
+		if inc == 0 {
+			continue
+		}
+		v.known[id] = stampOf(inc, maxSeq)
+		v.served[id] = stampOf(inc, maxSeq)
+	}
+	for _, e := range k.entries {
+		if e.granted {
+			continue
+		}
+		inc := c.inc
+		if e.member != c.self {
+			inc = k.peers[e.member].inc
+		}
+		if e.inc == inc {
+			v.served[e.member] = min(v.served[e.member], stampOf(inc, e.seq-1))
+		}
+	}
+	return v
+}
+
+// eligible says whether waiting request e may have the token now: every
+// request its stamp names, of another member, was served (T[j] <= V[j]).
+// A predecessor the coordinator has never heard of does not hold e back
+// longer than DeadAfter from e's queueing: by then its member would have
+// sent it or listed it in a sync (a beat), unless it crashed or the
+// vector names a request never made (passed by hand); then e is granted
+// without it, counted and reported once (EventUnknownPredecessor).
+func (c *Core) eligible(v vview, e *centry) bool {
+	for _, j := range e.vec.IDs() {
+		t := e.vec.Get(j)
+		if j == e.member || t <= v.served[j] {
+			continue
+		}
+		if t <= v.known[j] || c.now.Sub(e.queued) < c.cfg.DeadAfter {
+			return false
+		}
+		if !e.warned {
+			e.warned = true
+			c.count("tokenask_unknown_predecessors")
+			c.emit(EventUnknownPredecessor, fmt.Sprintf("member %d's request %s names member %d's request %s, which the coordinator never heard of in %v: granted without it (a vector that names a request never made, or one lost with its member)",
+				e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), c.cfg.DeadAfter),
+				"member", e.member, "request", stampOf(e.inc, e.seq), "predecessor", j, "of", t)
+		}
+	}
+	return true
+}
+
+// grantEligible grants what the queues allow among the eligible requests,
+// again until nothing more is granted: a grant of one lock serves a
+// request that requests of other locks may wait for.
+func (c *Core) grantEligible() {
+	for c.co != nil {
+		before := c.counters["grants_made"]
+		v := c.vnow()
+		ok := func(e *centry) bool { return c.eligible(v, e) }
+		for _, name := range slices.Sorted(maps.Keys(c.co.queues)) {
+			c.grantQueue(name, ok)
+		}
+		if c.co == nil || c.counters["grants_made"] == before {
+			return
+		}
+	}
+}
+
+// causalDeadline is when a waiting request held back by a predecessor the
+// coordinator never heard of is granted without it.
+func (k *coord) causalDeadline(now time.Time, deadAfter time.Duration) []time.Time {
+	var d []time.Time
+	for _, e := range k.entries {
+		if !e.granted && e.vec.Len() > 1 && !e.warned {
+			if at := e.queued.Add(deadAfter); at.After(now) {
+				d = append(d, at)
+			}
+		}
+	}
+	return d
+}
+
+// waitingFor lists, per waiting request of lock's queue held back by a
+// predecessor, who waits for what ("2:1.5<1:1.3": member 2's request
+// 1.5 waits for member 1's 1.3), for status.
+func (c *Core) waitingFor(q *cqueue) []string {
+	if c.ta == nil {
+		return nil
+	}
+	v := c.vnow()
+	var out []string
+	for _, e := range q.waiting {
+		for _, j := range e.vec.IDs() {
+			if t := e.vec.Get(j); j != e.member && t > v.served[j] {
+				out = append(out, fmt.Sprintf("%d:%s<%d:%s", e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t)))
+			}
+		}
+	}
+	return out
+}
+
+// TokenAskFactory builds token-asking cores for a driver (mutexd run
+// --algorithm tokenask; pkg/mutex/algorithms): the central coordinator's
+// machinery (election, fences, leases, support, takeover), its requests
+// and syncs stamped with vector clocks, and grants in causal order.
+var TokenAskFactory = mutex.Factory{
+	Name: TokenAskName,
+	Summary: "the notes' centralised token (token-asking): an elected coordinator keeps each lock's token and the pending requests, " +
+		"stamped with vector clocks, and grants a request only after its causal predecessors",
+	Guarantees: tokenAskGuarantees,
+	// The notes' comparison table: 3 + (N-1) messages per entry counting
+	// the program messages that carry the vector clocks, 3 between the
+	// members and the coordinator (mutexd's own: the program messages are
+	// the clients', passed with --after).
+	Cost: core.Cost{Text: "3 (+ N-1 program messages)", Delay: "2",
+		Messages: func(n int) (float64, float64) { return 3, 3 }},
+	Kinds: append([]wire.Kind{wire.KindTokenAskRequest, wire.KindCentralGrant, wire.KindCentralRelease, wire.KindCentralRenew,
+		wire.KindCentralRenewed, wire.KindCentralRefuse, wire.KindCentralBeat, wire.KindTokenAskSync}, bully.Algorithm.Kinds...),
+	New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
+		cfg, err := ConfigFor(opt)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Variant = TokenAsk
+		return New(env, cfg)
+	},
+	StatusLines: statusLines,
+	LockColumns: []string{"Coordinator queue"},
+	LockCells:   lockCells,
+	FenceText:   FenceText,
+}
+
+var tokenAskGuarantees = mutex.Guarantees{
+	Survives:  guarantees.Survives,
+	Messages:  "3 (request, token, token back; 0 at the coordinator itself); the notes count N-1 program messages more; a renewal 2",
+	SyncDelay: "2 (token back to the coordinator, token to the next eligible request)",
+	Shared:    true,
+	Protection: guarantees.Protection + "; grants in the causal order of the requests: a request is granted only after every request " +
+		"its vector stamp names (unless its coordinator never hears of one within DeadAfter)",
+}
