@@ -100,10 +100,16 @@ type Request struct {
 type Causal interface {
 	// Vector is what a program message sent now by a client of this
 	// member carries: the stamp of the member's latest request (empty
-	// before its first).
-	Vector() clock.Vector
+	// before its first). An error wrapping ErrBadVector: this core does
+	// not order by vectors after all (a variant that does not).
+	Vector() (clock.Vector, error)
 	// RequestVector is the stamp of request id, while it waits or holds.
 	RequestVector(id RequestID) (clock.Vector, bool)
+	// VectorText and ParseVector are the algorithm's text of a vector
+	// (mutexd vector, --after, MUTEXD_VECTOR); ParseVector's errors wrap
+	// ErrBadVector.
+	VectorText(v clock.Vector) string
+	ParseVector(s string) (clock.Vector, error)
 }
 
 // Errors every algorithm returns for the same refusal (wrapped with detail

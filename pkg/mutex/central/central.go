@@ -156,6 +156,7 @@ type Core struct {
 
 var (
 	_ mutex.Algorithm = (*Core)(nil)
+	_ mutex.Causal    = (*Core)(nil)
 	_ core.Advancer   = (*Core)(nil)
 )
 

@@ -10,6 +10,7 @@ import (
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/internal/testkit/mutexscript"
 	"github.com/synclab/synclab/internal/testkit/scenario"
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
@@ -39,10 +40,11 @@ import (
 //	                       N members 1..N (bully priorities in ID order),
 //	                       lease 1s; the token-asking variant if asked
 //	status                 each live member's view of each lock
-//	acquire-after ID LOCK FROM
+//	acquire-after ID LOCK FROM|VECTOR
 //	                       (tokenask) a client of ID asks for LOCK after a
 //	                       program message from a client of FROM: with
-//	                       FROM's vector (its latest request's stamp)
+//	                       FROM's vector (its latest request's stamp), or
+//	                       with a vector written by hand (1:1.2,3:1.1)
 //	delay A B D            every frame from A to B takes D (others 1ms)
 //
 // Each command prints what it caused, at the time it happened (ms since
@@ -123,10 +125,23 @@ func newCluster(_ *mutexscript.Script, a scenario.Args) mutexscript.Cluster {
 }
 
 // acquireAfter: a client of member ID asks for LOCK with the vector of a
-// program message from a client of FROM (FROM's latest request's stamp).
+// program message from a client of FROM (FROM's latest request's stamp),
+// or with a vector written by hand (FROM is MEMBER:INC.SEQ,...).
 func acquireAfter(r *mutexscript.Script, a scenario.Args) {
-	after := r.Core(a.ID(3)).(mutex.Causal).Vector()
-	r.Printf("n%d after n%d's program message %s\n", a.ID(1), a.ID(3), central.VectorText(after))
+	from := a.F[3]
+	var after clock.Vector
+	var err error
+	if strings.Contains(from, ":") {
+		after, err = central.ParseVector(from)
+		from = "a hand-written"
+	} else {
+		after, err = r.Core(a.ID(3)).(mutex.Causal).Vector()
+		from = fmt.Sprintf("n%d's", a.ID(3))
+	}
+	if err != nil {
+		r.T.Fatalf("%q: %v", a.Line, err)
+	}
+	r.Printf("n%d after %s program message [%s]\n", a.ID(1), from, central.VectorText(after))
 	r.Acquire(a.ID(1), mutex.Request{Lock: a.F[2], Client: "script", After: after})
 }
 

@@ -83,7 +83,7 @@ func (c *Core) Report() mutex.Status {
 	d := Detail{Coordinator: c.fol.leader, Term: c.fol.term, Incarnation: c.inc, Majority: c.majority, Election: c.el.Report(),
 		Variant: c.cfg.Variant.String()}
 	if c.ta != nil && c.ta.last.Len() > 0 {
-		d.Vector = c.ta.last.String()
+		d.Vector = VectorText(c.ta.last)
 	}
 	k := c.co
 	if k != nil {

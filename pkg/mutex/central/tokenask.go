@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/synclab/synclab/pkg/clock"
@@ -38,19 +40,50 @@ func stampOf(inc uint32, seq uint64) uint64 { return uint64(inc)<<seqBits | seq 
 // StampText shows a vector counter as incarnation.seq.
 func StampText(n uint64) string { return fmt.Sprintf("%d.%d", n>>seqBits, n&(1<<seqBits-1)) }
 
-// VectorText shows a token-asking vector as member:incarnation.seq,...
-// (mutexd's MUTEXD_VECTOR and --after use clock.Vector's text; this is
-// for status and logs).
+// VectorText shows a token-asking vector as the operator reads and writes
+// it (mutexd vector, --after, MUTEXD_VECTOR): member:incarnation.seq
+// entries joined by commas, e.g. "1:3.7,2:1.12" (member 1's request 7 of
+// its run 3, member 2's request 12 of its run 1); "" for the empty vector.
 func VectorText(v clock.Vector) string {
-	var s string
-	for i, id := range v.IDs() {
-		if i > 0 {
-			s += ","
-		}
-		s += fmt.Sprintf("%d:%s", id, StampText(v.Get(id)))
+	parts := make([]string, 0, v.Len())
+	for _, id := range v.IDs() {
+		parts = append(parts, fmt.Sprintf("%d:%s", id, StampText(v.Get(id))))
 	}
-	return "[" + s + "]"
+	return strings.Join(parts, ",")
 }
+
+// ParseVector reads what VectorText writes (spaces around entries
+// allowed; "" is the empty vector). Each member once, incarnation and seq
+// from 1. Whether the members are the cluster's the core checks.
+func ParseVector(s string) (clock.Vector, error) {
+	var v clock.Vector
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return v, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		id, stamp, ok1 := strings.Cut(part, ":")
+		inc, seq, ok2 := strings.Cut(stamp, ".")
+		m, err1 := strconv.ParseUint(id, 10, 32)
+		i, err2 := strconv.ParseUint(inc, 10, 32)
+		q, err3 := strconv.ParseUint(seq, 10, 32)
+		switch {
+		case !ok1 || !ok2 || err1 != nil || err2 != nil || err3 != nil || m == 0 || i == 0 || q == 0:
+			return clock.Vector{}, fmt.Errorf("%w: %q: want MEMBER:INCARNATION.SEQ entries, each from 1, joined by commas (as mutexd vector prints them)", mutex.ErrBadVector, part)
+		case v.Get(uint32(m)) != 0:
+			return clock.Vector{}, fmt.Errorf("%w: member %d twice", mutex.ErrBadVector, m)
+		}
+		v.Set(uint32(m), stampOf(uint32(i), q))
+	}
+	return v, nil
+}
+
+// ParseVector implements mutex.Causal (ParseVector, the package's).
+func (c *Core) ParseVector(s string) (clock.Vector, error) { return ParseVector(s) }
+
+// VectorText implements mutex.Causal (VectorText, the package's).
+func (c *Core) VectorText(v clock.Vector) string { return VectorText(v) }
 
 // tokenAsk is a member's side of the token-asking variant: the stamps of
 // its requests.
@@ -107,14 +140,18 @@ func (c *Core) stamp(id mutex.RequestID, after clock.Vector) clock.Vector {
 	return v
 }
 
+// ErrNotCausal: a vector asked of the central coordinator, which does not
+// order requests by vector timestamps.
+var ErrNotCausal = fmt.Errorf("%w: the central coordinator does not order requests by vector timestamps (--algorithm tokenask does)", mutex.ErrBadVector)
+
 // Vector is the stamp of this member's latest request (mutex.Causal):
-// what a program message sent now by one of its clients carries. Empty
-// for the central coordinator.
-func (c *Core) Vector() clock.Vector {
+// what a program message sent now by one of its clients carries.
+// ErrNotCausal for the central coordinator.
+func (c *Core) Vector() (clock.Vector, error) {
 	if c.ta == nil {
-		return clock.Vector{}
+		return clock.Vector{}, ErrNotCausal
 	}
-	return c.ta.last.Clone()
+	return c.ta.last.Clone(), nil
 }
 
 // RequestVector is the stamp of request id while it waits or holds

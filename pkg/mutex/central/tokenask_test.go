@@ -294,3 +294,69 @@ func TestTokenAskCausalOrder(t *testing.T) {
 		t.Errorf("no request overtook a causal predecessor on the way (%d held back, %d FIFO violations): the test tests nothing", heldBack, fifoViolations)
 	}
 }
+
+// TestTokenAskVectorText: the operator's text of a vector round-trips,
+// and what is not a vector is refused with mutex.ErrBadVector, naming
+// the entry.
+func TestTokenAskVectorText(t *testing.T) {
+	v, err := central.ParseVector(" 2:1.12, 1:3.7 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := central.VectorText(v); got != "1:3.7,2:1.12" {
+		t.Errorf("VectorText = %q", got)
+	}
+	if v, err := central.ParseVector(""); err != nil || v.Len() != 0 {
+		t.Errorf("empty: %v %v", v, err)
+	}
+	for _, bad := range []string{"1", "1:3", "1:0.4", "0:1.1", "1:1.0", "1:1.1,1:2.2", "x:1.1", "1:1.4294967296", "{1:5}"} {
+		if _, err := central.ParseVector(bad); !errors.Is(err, mutex.ErrBadVector) {
+			t.Errorf("%q: %v, want ErrBadVector", bad, err)
+		}
+	}
+}
+
+// TestTokenAskAfterChecked: a client's vector naming a non-member or a
+// counter that is no request is refused at the member, before anything
+// is queued or sent; the central coordinator refuses any vector, and
+// says so when asked for one.
+func TestTokenAskAfterChecked(t *testing.T) {
+	env := core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Unix(1000, 0)}
+	cfg := central.DefaultLANConfig()
+	cfg.Variant = central.TokenAsk
+	c, err := central.New(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []clock.Vector{clock.VectorOf(map[uint32]uint64{9: 1<<32 | 1}), clock.VectorOf(map[uint32]uint64{2: 5}), clock.VectorOf(map[uint32]uint64{2: 1 << 32})} {
+		if _, err := c.Acquire(env.Now, mutex.Request{Lock: "x", After: after}); !errors.Is(err, mutex.ErrBadVector) {
+			t.Errorf("after %v: %v, want ErrBadVector", after, err)
+		}
+	}
+	if n := c.Report().Counters["requests"]; n != 0 {
+		t.Errorf("%d requests queued", n)
+	}
+	id, err := c.Acquire(env.Now, mutex.Request{Lock: "x", After: clock.VectorOf(map[uint32]uint64{2: 1<<32 | 4, 1: 7<<32 | 9})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The member's own entry is the request itself, whatever the client said.
+	stamp, _ := c.RequestVector(id)
+	if got, want := central.VectorText(stamp), fmt.Sprintf("1:%d.1,2:1.4", c.Incarnation()); got != want {
+		t.Errorf("stamp %s, want %s", got, want)
+	}
+	if v, _ := c.Vector(); central.VectorText(v) != central.VectorText(stamp) {
+		t.Errorf("member's vector %s, want its latest request's %s", central.VectorText(v), central.VectorText(stamp))
+	}
+
+	cc, err := central.New(env, central.DefaultLANConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.Acquire(env.Now, mutex.Request{Lock: "x", After: stamp}); !errors.Is(err, mutex.ErrBadVector) {
+		t.Errorf("central with a vector: %v, want ErrBadVector", err)
+	}
+	if _, err := cc.Vector(); !errors.Is(err, mutex.ErrBadVector) {
+		t.Errorf("central's vector: %v, want ErrBadVector", err)
+	}
+}
