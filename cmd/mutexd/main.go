@@ -89,7 +89,7 @@ func newApp() *cli.App {
 			return f, err
 		},
 		Attach:     func(_ *cli.Context, d *daemon.Daemon) error { api.attach(d); return nil },
-		Commands:   []*cli.Command{lockCommand()},
+		Commands:   []*cli.Command{lockCommand(), vectorCommand()},
 		RenderCore: renderStatus,
 		Cluster:    clusterView,
 		Examples: []app.Example{
