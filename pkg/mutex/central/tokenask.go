@@ -269,9 +269,13 @@ func (c *Core) eligible(v vview, e *centry) bool {
 		if !e.warned {
 			e.warned = true
 			c.count("tokenask_unknown_predecessors")
-			c.emit(EventUnknownPredecessor, fmt.Sprintf("member %d's request %s names member %d's request %s, which the coordinator never heard of in %v: granted without it (a vector that names a request never made, or one lost with its member)",
-				e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), c.cfg.DeadAfter),
-				"member", e.member, "request", stampOf(e.inc, e.seq), "predecessor", j, "of", t)
+			// Once per request (warned), at WARN: a client passed a vector
+			// naming a request never made, or its member crashed.
+			c.events = append(c.events, core.Event{Name: EventUnknownPredecessor, Warn: true,
+				Msg: fmt.Sprintf("member %d's request %s names member %d's request %s, which this coordinator never heard of in %v: granted without it "+
+					"(check the vector its client passed with --after: it names a request never made; or member %d crashed before sending it)",
+					e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), c.cfg.DeadAfter, j),
+				Args: []any{"member", e.member, "request", stampOf(e.inc, e.seq), "predecessor", j, "of", t}})
 		}
 	}
 	return true
