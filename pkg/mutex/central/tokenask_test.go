@@ -1,10 +1,12 @@
 package central_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -359,4 +361,81 @@ func TestTokenAskAfterChecked(t *testing.T) {
 	if _, err := cc.Vector(); !errors.Is(err, mutex.ErrBadVector) {
 		t.Errorf("central's vector: %v, want ErrBadVector", err)
 	}
+}
+
+// TestTokenAskStatus: `mutexd status` shows the member's vector, how many
+// requests were granted without a predecessor never heard of (and what
+// to check when there are some), and, at the coordinator, each waiting
+// request held back by its predecessor.
+func TestTokenAskStatus(t *testing.T) {
+	r := &scenarioRun{t: t, variant: central.TokenAsk}
+	r.newCluster(3, nil)
+	s := r.s
+	s.Run(3 * time.Second)
+	coord := coordinator(s)
+	var a, b uint32
+	for _, id := range s.IDs() {
+		if id != coord {
+			if a == 0 {
+				a = id
+			} else {
+				b = id
+			}
+		}
+	}
+	s.SetLink(a, coord, sim.LinkConfig{Delay: 300 * time.Millisecond})
+	var after clock.Vector
+	s.Do(a, func(x core.Core) {
+		c := x.(*central.Core)
+		if _, err := c.Acquire(s.Clock(a).Now(), mutex.Request{Lock: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		after, _ = c.Vector()
+	})
+	s.Do(b, func(x core.Core) {
+		if _, err := x.(*central.Core).Acquire(s.Clock(b).Now(), mutex.Request{Lock: "x", After: after}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s.Run(20 * time.Millisecond)
+	lines, cells := statusText(t, r.core(coord))
+	want := fmt.Sprintf("not yet eligible (member:request<predecessor) %d:", b)
+	if !strings.Contains(cells, want) || !strings.Contains(cells, fmt.Sprintf("<%s", central.VectorText(after))) {
+		t.Errorf("coordinator's lock cells %q, want %q ... <%s", cells, want, central.VectorText(after))
+	}
+	lines, _ = statusText(t, r.core(a))
+	if !strings.Contains(lines, "Causal   : latest request's vector "+central.VectorText(after)) {
+		t.Errorf("member %d's status %q, want its vector %s", a, lines, central.VectorText(after))
+	}
+	s.Run(time.Second)
+	if lines, _ = statusText(t, r.core(coord)); !strings.Contains(lines, "0 requests granted without a predecessor") {
+		t.Errorf("coordinator's status %q, want no request granted without its predecessor", lines)
+	}
+}
+
+// statusText is a member's status lines and lock cells as mutexd status
+// prints them (through JSON, as the CLI reads them).
+func statusText(t *testing.T, c *central.Core) (lines, cells string) {
+	t.Helper()
+	st := c.Report()
+	raw, err := json.Marshal(st.Detail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := central.TokenAskFactory.StatusLines(st, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range st.Locks {
+		raw, _ := json.Marshal(l.Detail)
+		if l.Detail == nil {
+			raw = nil
+		}
+		cs, err := central.TokenAskFactory.LockCells(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cells += strings.Join(cs, " ") + "\n"
+	}
+	return strings.Join(ls, "\n"), cells
 }
