@@ -256,7 +256,10 @@ func (c *Core) vnow() vview {
 // longer than DeadAfter from e's queueing: by then its member would have
 // sent it or listed it in a sync (a beat), unless it crashed or the
 // vector names a request never made (passed by hand); then e is granted
-// without it, counted and reported once (EventUnknownPredecessor).
+// without it, counted and reported once (EventUnknownPredecessor). The
+// coordinator cannot tell those from a predecessor still on its way: one
+// held up longer than DeadAfter (its member's link down) is overtaken, the
+// one place where the causal order gives way, to liveness, and loudly.
 func (c *Core) eligible(v vview, e *centry) bool {
 	for _, j := range e.vec.IDs() {
 		t := e.vec.Get(j)
