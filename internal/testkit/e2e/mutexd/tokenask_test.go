@@ -83,6 +83,11 @@ func TestMutexdTokenAskVectors(t *testing.T) {
 	if s := strings.TrimSpace(string(got)); !strings.HasPrefix(s, g.Vector+",2:") {
 		t.Errorf("MUTEXD_VECTOR %q: want member 1's %s and member 2's own request", s, g.Vector)
 	}
+	// mutexd status says the member's vector.
+	out, err = exec.Command(bin, "status", "--control", c.Control(1)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Causal   : latest request's vector "+g.Vector) {
+		t.Errorf("mutexd status at member 1: %v:\n%s\nwant its vector %s", err, out, g.Vector)
+	}
 	out, err = exec.Command(bin, "lock", "db", "--control", c.Control(2), "--after", "2:0.1", "--", "true").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "bad vector timestamp") {
 		t.Errorf("mutexd lock --after 2:0.1: %v: %s, want the refusal", err, out)
