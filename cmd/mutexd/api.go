@@ -91,6 +91,41 @@ func (a *lockAPI) attach(d *daemon.Daemon) {
 	d.Handle(http.MethodPost, "/v1/locks/{name}/release", a.release)
 	d.Handle(http.MethodGet, "/v1/locks", a.locks)
 	d.Handle(http.MethodGet, "/v1/algorithm", a.algorithm)
+	d.Handle(http.MethodGet, "/v1/vector", a.vector)
+}
+
+// vectorView is what GET /v1/vector answers (an algorithm that orders
+// grants by vector timestamps: tokenask): the stamp of this member's
+// latest request, what a program message sent now carries (empty before
+// the first request), as `mutexd lock --after` takes it.
+type vectorView struct {
+	Vector string `json:"vector"`
+}
+
+func (a *lockAPI) vector(r *http.Request) (any, error) {
+	var v vectorView
+	var verr error
+	if err := a.algo(r.Context(), func(alg mutex.Algorithm, _ uint32) {
+		causal, ok := alg.(mutex.Causal)
+		if !ok {
+			verr = notCausal(a.alg.Name)
+			return
+		}
+		vec, err := causal.Vector()
+		if err != nil {
+			verr = ctl.BadRequest(err.Error())
+			return
+		}
+		v.Vector = causal.VectorText(vec)
+	}); err != nil {
+		return nil, err
+	}
+	return v, verr
+}
+
+// notCausal refuses a vector asked of an algorithm that keeps none.
+func notCausal(algorithm string) error {
+	return ctl.BadRequest(fmt.Sprintf("%v: --algorithm %s does not order requests by vector timestamps (tokenask does)", mutex.ErrBadVector, algorithm))
 }
 
 // algorithmView is what GET /v1/algorithm answers: the algorithm this
@@ -159,6 +194,12 @@ type (
 		// Mode is "exclusive" (the default) or "shared", where the
 		// algorithm offers it (else 400).
 		Mode mutex.Mode `json:"mode"`
+		// After is the vector of what the client has seen, as GET
+		// /v1/vector and a grant's "vector" give it (MEMBER:INC.SEQ,...):
+		// the request is granted only after every request it names. Only
+		// an algorithm that orders by vectors takes it (tokenask; else
+		// 400).
+		After string `json:"after,omitempty"`
 	}
 	grantView struct {
 		Request     string `json:"request"`
@@ -169,6 +210,10 @@ type (
 		// Generation is the algorithm's epoch the grant was made in (the
 		// token ring's generation).
 		Generation uint64 `json:"generation"`
+		// Vector is the request's vector timestamp (tokenask): a program
+		// message the client sends under the lock carries it, and the
+		// receiver's request passes it as "after".
+		Vector string `json:"vector,omitempty"`
 	}
 	renewRequest struct {
 		Request string `json:"request"`
@@ -260,7 +305,7 @@ func (a *lockAPI) lease(ms int64) (time.Duration, error) {
 // for every algorithm) to answers.
 func coreError(err error, handle string) error {
 	switch {
-	case errors.Is(err, mutex.ErrBadLockName), errors.Is(err, mutex.ErrBadLease), errors.Is(err, mutex.ErrSharedUnsupported):
+	case errors.Is(err, mutex.ErrBadLockName), errors.Is(err, mutex.ErrBadLease), errors.Is(err, mutex.ErrSharedUnsupported), errors.Is(err, mutex.ErrBadVector):
 		return ctl.BadRequest(err.Error())
 	case errors.Is(err, mutex.ErrTooManyLocks), errors.Is(err, mutex.ErrQueueFull):
 		return ctl.Unavailable(err.Error() + ": try again later, or use fewer lock names")
@@ -308,15 +353,30 @@ func (a *lockAPI) doAcquire(r *http.Request) (any, error) {
 	// The waiter is registered in the same loop turn as Acquire: the grant
 	// can come in the Ready that follows it, before any other turn.
 	var (
-		id   mutex.RequestID
-		inc  uint32
-		ch   chan mutex.Outcome
-		aerr error
+		id     mutex.RequestID
+		inc    uint32
+		ch     chan mutex.Outcome
+		aerr   error
+		vector string
 	)
 	if err := a.algo(r.Context(), func(alg mutex.Algorithm, i uint32) {
 		inc = i
-		if id, aerr = alg.Acquire(a.clock.Now(), mutex.Request{Lock: name, Mode: req.Mode, Lease: lease, Client: client}); aerr == nil {
+		q := mutex.Request{Lock: name, Mode: req.Mode, Lease: lease, Client: client}
+		causal, ok := alg.(mutex.Causal)
+		if req.After != "" {
+			if !ok {
+				aerr = notCausal(a.alg.Name)
+				return
+			}
+			if q.After, aerr = causal.ParseVector(req.After); aerr != nil {
+				return
+			}
+		}
+		if id, aerr = alg.Acquire(a.clock.Now(), q); aerr == nil {
 			ch = a.wait(id)
+			if v, has := causalStamp(causal, id); ok && has {
+				vector = v
+			}
 		}
 	}); err != nil {
 		return nil, err
@@ -344,7 +404,9 @@ func (a *lockAPI) doAcquire(r *http.Request) (any, error) {
 			a.cancel(id)
 			return nil, r.Context().Err()
 		}
-		return a.grantView(g, inc), nil
+		v := a.grantView(g, inc)
+		v.Vector = vector
+		return v, nil
 	case <-expired:
 		a.cancel(id)
 		return nil, ctl.Timeout(fmt.Sprintf("lock %q was not granted within %v", name, time.Duration(req.TimeoutMS)*time.Millisecond))
@@ -352,6 +414,16 @@ func (a *lockAPI) doAcquire(r *http.Request) (any, error) {
 		a.cancel(id)
 		return nil, r.Context().Err()
 	}
+}
+
+// causalStamp is request id's vector as text, where the algorithm keeps
+// one (nil causal: none).
+func causalStamp(causal mutex.Causal, id mutex.RequestID) (string, bool) {
+	if causal == nil {
+		return "", false
+	}
+	v, ok := causal.RequestVector(id)
+	return causal.VectorText(v), ok
 }
 
 func (a *lockAPI) grantView(g mutex.Granted, inc uint32) grantView {

@@ -51,15 +51,41 @@ func lockCommand() *cli.Command {
 			"exits with CMD's status (128+N if it died of signal N). If the lock is lost, or cannot be\n" +
 			"renewed before the lease runs out, CMD's process group gets SIGTERM, then SIGKILL after\n" +
 			"--grace (always before the lease ends), and mutexd lock exits 76. --timeout expiry exits 75.\n" +
-			"SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to CMD's process group.",
+			"SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to CMD's process group.\n" +
+			"With --algorithm tokenask, CMD also gets MUTEXD_VECTOR, its request's vector timestamp: a program\n" +
+			"message CMD sends carries it, and the receiver's `mutexd lock --after \"$VECTOR\"` is granted only\n" +
+			"after this request (and every request it followed).",
 		Flags: []cli.Flag{
 			app.ControlFlag(name),
 			&cli.DurationFlag{Name: "timeout", Usage: "give up (exit 75) if not granted within `D` (0: wait as long as it takes)"},
 			&cli.DurationFlag{Name: "lease", Usage: "lease to ask for, `D` (0: the cluster's --lease); renewed every third of it"},
 			&cli.BoolFlag{Name: "shared", Usage: "take the lock shared (readers together, never beside a writer), where the algorithm offers it"},
 			&cli.DurationFlag{Name: "grace", Value: time.Second, Usage: "time `D` between SIGTERM and SIGKILL when the lock is lost (cut short by the lease's end)"},
+			&cli.StringFlag{Name: "after", Usage: "(tokenask) the `VECTOR` of a program message this client received (MUTEXD_VECTOR of its sender's command, or `mutexd vector` on the sender's host): the lock is granted only after every request it names"},
 		},
 		Action: lockAction,
+	}
+}
+
+func vectorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "vector",
+		Usage: "(tokenask) print this member's vector clock: its latest request's stamp, what a program message sent now carries",
+		Description: "Prints MEMBER:INCARNATION.SEQ entries joined by commas (empty before this member's first request),\n" +
+			"as `mutexd lock --after` takes them: a client that sends a program message to another machine\n" +
+			"after its own request was made stamps the message with this, and the receiver passes it on, so that\n" +
+			"its request is never granted before the sender's. Only with --algorithm tokenask (else exit 1).",
+		Flags: []cli.Flag{app.ControlFlag(name)},
+		Action: func(c *cli.Context) error {
+			client := app.Client(c)
+			defer client.Close()
+			var v vectorView
+			if err := client.Get(c.Context, "/v1/vector", &v); err != nil {
+				return err
+			}
+			fmt.Fprintln(c.App.Writer, v.Vector)
+			return nil
+		},
 	}
 }
 
@@ -72,6 +98,7 @@ type lockRun struct {
 	stderr  io.Writer
 	request string
 	fence   uint64
+	vector  string        // the request's vector timestamp (tokenask)
 	lease   time.Duration // as granted
 	// deadline is this client's own end of the lease: the monotonic time
 	// just before the request that granted or renewed it was sent, plus
@@ -121,7 +148,7 @@ func lockAction(c *cli.Context) error {
 	if c.Bool("shared") {
 		mode = mutex.Shared
 	}
-	if err := r.acquire(c.Context, sigs, timeout, lease, mode, strings.Join(argv, " ")); err != nil {
+	if err := r.acquire(c.Context, sigs, timeout, lease, mode, c.String("after"), strings.Join(argv, " ")); err != nil {
 		return err
 	}
 	return r.run(argv, sigs)
@@ -130,11 +157,12 @@ func lockAction(c *cli.Context) error {
 type grantAnswer struct {
 	Request     string `json:"request"`
 	Fence       uint64 `json:"fence"`
+	Vector      string `json:"vector"`
 	LeaseMS     int64  `json:"lease_ms"`
 	LeaseLeftMS int64  `json:"lease_left_ms"`
 }
 
-func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, lease time.Duration, mode mutex.Mode, what string) error {
+func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, lease time.Duration, mode mutex.Mode, after, what string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A signal while waiting ends the wait: the connection closes and the
@@ -154,7 +182,7 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	if len(client) > maxClientLen {
 		client = strings.ToValidUTF8(client[:maxClientLen-3], "") + "..."
 	}
-	req := acquireRequest{LeaseMS: lease.Milliseconds(), TimeoutMS: timeout.Milliseconds(), Client: client, Mode: mode}
+	req := acquireRequest{LeaseMS: lease.Milliseconds(), TimeoutMS: timeout.Milliseconds(), Client: client, Mode: mode, After: after}
 	if timeout > 0 && req.TimeoutMS == 0 {
 		req.TimeoutMS = 1
 	}
@@ -180,7 +208,7 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	default:
 		return fmt.Errorf("lock %s: %w", r.name, err)
 	}
-	r.request, r.fence = g.Request, g.Fence
+	r.request, r.fence, r.vector = g.Request, g.Fence, g.Vector
 	r.lease = time.Duration(g.LeaseMS) * time.Millisecond
 	r.deadline = sent.Add(time.Duration(g.LeaseLeftMS) * time.Millisecond)
 	if until(r.deadline) < r.lease*2/3 {
@@ -231,6 +259,9 @@ func (r *lockRun) run(argv []string, sigs <-chan os.Signal) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "MUTEXD_LOCK="+r.name, "MUTEXD_FENCE="+strconv.FormatUint(r.fence, 10))
+	if r.vector != "" {
+		cmd.Env = append(cmd.Env, "MUTEXD_VECTOR="+r.vector)
+	}
 	// Its own process group, so that SIGKILL reaches whatever it started;
 	// on a terminal, the foreground group, so that it can read the
 	// terminal and Ctrl-C reaches it.

@@ -63,7 +63,7 @@ func newApp() *cli.App {
 		&cli.DurationFlag{Name: "lease", EnvVars: app.Env(name, "lease"), Value: defaultLease,
 			Usage: "the cluster's longest lease, and the default one; must be the same on every node (a regenerated token waits this long before its first grant)"},
 		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: defaultHeartbeat,
-			Usage: "the unit of every algorithm's failure detector: how often a member says it is alive (the ring skips a member silent 3.5 heartbeats; central's coordinator and its election beat at this rate, at most a third of the lease; Maekawa beats every 1.5 and the majority quorum every 2; Ricart-Agrawala and Lamport at this rate when idle; see docs/mutexd.md)"},
+			Usage: "the unit of every algorithm's failure detector: how often a member says it is alive (the ring skips a member silent 3.5 heartbeats; central's and tokenask's coordinator and its election beat at this rate, at most a third of the lease; Maekawa beats every 1.5 and the majority quorum every 2; Ricart-Agrawala and Lamport at this rate when idle; see docs/mutexd.md)"},
 	}
 	seen := map[string]bool{}
 	for _, f := range algorithms {
@@ -89,13 +89,14 @@ func newApp() *cli.App {
 			return f, err
 		},
 		Attach:     func(_ *cli.Context, d *daemon.Daemon) error { api.attach(d); return nil },
-		Commands:   []*cli.Command{lockCommand()},
+		Commands:   []*cli.Command{lockCommand(), vectorCommand()},
 		RenderCore: renderStatus,
 		Cluster:    clusterView,
 		Examples: []app.Example{
 			{Cmd: "mutexd run --id 2 --members 1=10.0.0.1:7400,2=10.0.0.2:7400,3=10.0.0.3:7400 --key-file /etc/synclab/cluster.key", Does: "member 2 of three, with the default algorithm (the token ring) and lease (3s); the same member list on every machine."},
 			{Cmd: "mutexd run --id 2 --members 1=10.0.0.1:7400,2=10.0.0.2:7400,3=10.0.0.3:7400 --key-file /etc/synclab/cluster.key --algorithm central", Does: "the same cluster with the central coordinator, which also grants shared locks."},
 			{Cmd: "mutexd lock backup -- rsync -a /home /mnt/backup", Does: "run the backup on one machine of the lab at a time, like flock(1) across machines; MUTEXD_FENCE in its environment lets a resource refuse a client that outlived its lease."},
+			{Cmd: "mutexd lock --after \"$(ssh hostA mutexd vector)\" report -- ./write-part-2", Does: "with --algorithm tokenask: granted only after the request host A's client made before it sent word here (a program message carrying A's vector), whichever reaches the coordinator first."},
 			{Cmd: "mutexd lock --timeout 30s --shared reports -- ./read-reports", Does: "a reader beside other readers (central and majority); give up with status 75 if not granted within 30 s."},
 		},
 		Exits: map[string][]app.Exit{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 )
 
@@ -84,6 +85,31 @@ type Request struct {
 	Mode   Mode          // Exclusive unless the algorithm offers Shared
 	Lease  time.Duration // 0: the algorithm's longest
 	Client string        // who asks, for status only
+	// After is the vector timestamp of what the client has seen (a
+	// program message's, `mutexd lock --after`): the request is granted
+	// only after every request it names. Only an algorithm that
+	// implements Causal takes it; the others refuse it (ErrBadVector).
+	After clock.Vector
+}
+
+// Causal is implemented by an algorithm whose grants follow the causal
+// order of the requests (the token-asking central token): each request is
+// stamped with a vector timestamp, and a request is granted only after
+// every request its stamp names. A client passes the stamp of what it has
+// seen in Request.After.
+type Causal interface {
+	// Vector is what a program message sent now by a client of this
+	// member carries: the stamp of the member's latest request (empty
+	// before its first). An error wrapping ErrBadVector: this core does
+	// not order by vectors after all (a variant that does not).
+	Vector() (clock.Vector, error)
+	// RequestVector is the stamp of request id, while it waits or holds.
+	RequestVector(id RequestID) (clock.Vector, bool)
+	// VectorText and ParseVector are the algorithm's text of a vector
+	// (mutexd vector, --after, MUTEXD_VECTOR); ParseVector's errors wrap
+	// ErrBadVector.
+	VectorText(v clock.Vector) string
+	ParseVector(s string) (clock.Vector, error)
 }
 
 // Errors every algorithm returns for the same refusal (wrapped with detail
@@ -101,6 +127,9 @@ var (
 	ErrNotHolder = errors.New("request does not hold its lock")
 	// ErrExpired: a renewal or release that came after the lease ran out.
 	ErrExpired = errors.New("lease expired")
+	// ErrBadVector: a Request.After an algorithm cannot take (it does not
+	// order by vector timestamps, or the vector names a non-member).
+	ErrBadVector = errors.New("bad vector timestamp")
 	// ErrSharedUnsupported: a Shared request to an algorithm without it.
 	ErrSharedUnsupported = errors.New("shared mode is not offered by this algorithm")
 )

@@ -33,6 +33,10 @@ type Limits struct {
 	Members int
 	// Shared says whether the algorithm offers Shared requests.
 	Shared bool
+	// Causal says whether the algorithm takes Request.After (it orders
+	// grants by vector timestamps: mutex.Causal); otherwise a request
+	// with one is refused (ErrBadVector), never silently unordered.
+	Causal bool
 }
 
 // ErrLimits: limits no table can work with.
@@ -126,6 +130,9 @@ func (t *Table) Check(member uint32, r Request) (Request, error) {
 		}
 	default:
 		return r, fmt.Errorf("%w: mode %v", ErrSharedUnsupported, r.Mode)
+	}
+	if r.After.Len() > 0 && !t.lim.Causal {
+		return r, fmt.Errorf("%w: this algorithm does not order requests by vector timestamps", ErrBadVector)
 	}
 	lease, err := t.CheckLease(r.Lease)
 	if err != nil {

@@ -244,26 +244,30 @@ func (f *Frame) AppendBinary(b []byte) ([]byte, error) {
 
 // checkVector checks the structure of an encoded vector block that is
 // exactly b: its count, length, ascending IDs and non-zero counters.
-func checkVector(b []byte) error {
+func checkVector(b []byte) error { return checkVectorOf(frameWhat, b, MaxVectorEntries) }
+
+// checkVectorOf is checkVector for a vector in what, of at most most
+// entries.
+func checkVectorOf(what string, b []byte, most int) error {
 	if len(b) < vectorHeaderLen {
-		return decodeErr(frameWhat, DecodeTruncated, "vector", len(b), vectorHeaderLen)
+		return decodeErr(what, DecodeTruncated, "vector", len(b), vectorHeaderLen)
 	}
 	n := int(binary.BigEndian.Uint16(b))
-	if n > MaxVectorEntries {
-		return decodeErr(frameWhat, DecodeOversized, "vector count", n, MaxVectorEntries)
+	if n > most {
+		return decodeErr(what, DecodeOversized, "vector count", n, most)
 	}
 	if want := vectorHeaderLen + vectorEntryLen*n; len(b) != want {
-		return decodeErr(frameWhat, DecodeBadLength, "vector", len(b), want)
+		return decodeErr(what, DecodeBadLength, "vector", len(b), want)
 	}
 	var prev uint32
 	for k := range n {
 		e := b[vectorHeaderLen+vectorEntryLen*k:]
 		id := binary.BigEndian.Uint32(e)
 		if k > 0 && id <= prev {
-			return decodeErr(frameWhat, DecodeBadField, "vector member IDs not ascending", int(id), -1)
+			return decodeErr(what, DecodeBadField, "vector member IDs not ascending", int(id), -1)
 		}
 		if binary.BigEndian.Uint64(e[4:]) == 0 {
-			return decodeErr(frameWhat, DecodeBadField, "vector counter 0", int(id), -1)
+			return decodeErr(what, DecodeBadField, "vector counter 0", int(id), -1)
 		}
 		prev = id
 	}

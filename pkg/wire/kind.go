@@ -181,6 +181,16 @@ const (
 	// the same operations, with deny instead of queueing (payload: Vote).
 	KindQuorumLock Kind = 41
 
+	// 130-159: mutex, the next algorithms.
+
+	// KindTokenAskRequest asks the token-asking coordinator for the token
+	// of a lock, stamped with the member's vector clock (TokenAskRequest).
+	// 140-141: 130-139 are left to the distributed bakery, built beside it.
+	KindTokenAskRequest Kind = 140
+	// KindTokenAskSync is a token-asking member's whole view of its
+	// requests, with the vector of each waiting one (TokenAskSync).
+	KindTokenAskSync Kind = 141
+
 	// 120-129: the node's own messages (internal/node), beside
 	// KindEpochRefused; cores never see them.
 

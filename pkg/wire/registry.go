@@ -169,6 +169,10 @@ var registry = []KindInfo{
 	{Kind: KindMaekawa, Name: "maekawa", New: newPayload[Vote]},
 	{Kind: KindQuorumLock, Name: "quorum_lock", New: newPayload[Vote]},
 
+	// 130-159 mutex: the next algorithms.
+	{Kind: KindTokenAskRequest, Name: "tokenask_request", New: newPayload[TokenAskRequest]},
+	{Kind: KindTokenAskSync, Name: "tokenask_sync", New: newPayload[TokenAskSync]},
+
 	// 50-69 elections: rings.
 	{Kind: KindRingElection, Name: "ring_election", New: newPayload[RingElection]},
 	{Kind: KindRingCoordinator, Name: "ring_coordinator", New: newPayload[RingCoordinator]},

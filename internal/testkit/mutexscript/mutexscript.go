@@ -194,16 +194,7 @@ func (r *Script) command(a scenario.Args) {
 		if len(f) > 3 && f[3] == "shared" {
 			mode = mutex.Shared
 		}
-		r.do(id, "acquire", func(c mutex.Algorithm, now time.Time) error {
-			req, err := c.Acquire(now, mutex.Request{Lock: lock, Mode: mode, Client: "script"})
-			if err == nil {
-				r.reqs[fmt.Sprintf("%d/%s", id, lock)] = req
-				if r.setup.ShowRequests {
-					r.Printf("%s request=%d lock=%s\n", r.setup.Prefix(r.N.Elapsed(), id), req, lock)
-				}
-			}
-			return err
-		})
+		r.Acquire(id, mutex.Request{Lock: lock, Mode: mode, Client: "script"})
 	case "release":
 		id, req := a.ID(1), r.request(a)
 		r.do(id, "release", func(c mutex.Algorithm, now time.Time) error { return c.Release(now, req) })
@@ -243,6 +234,23 @@ func (r *Script) command(a scenario.Args) {
 	default:
 		r.T.Fatalf("unknown command %q", a.Line)
 	}
+}
+
+// Acquire has a client of member id make request q, as the acquire
+// command does (an algorithm's own command passes more of the request:
+// the token-asking variant's vector); a later release or renew of
+// q.Lock names it.
+func (r *Script) Acquire(id uint32, q mutex.Request) {
+	r.do(id, "acquire", func(c mutex.Algorithm, now time.Time) error {
+		req, err := c.Acquire(now, q)
+		if err == nil {
+			r.reqs[fmt.Sprintf("%d/%s", id, q.Lock)] = req
+			if r.setup.ShowRequests {
+				r.Printf("%s request=%d lock=%s\n", r.setup.Prefix(r.N.Elapsed(), id), req, q.Lock)
+			}
+		}
+		return err
+	})
 }
 
 // request is argument 2 of a release or renew: the member's latest

@@ -17,6 +17,7 @@ import (
 var All = mutex.Registry{
 	tokenring.Factory,
 	central.Factory,
+	central.TokenAskFactory,
 	permission.RicartAgrawalaFactory,
 	permission.LamportFactory,
 	maekawa.Factory,

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
@@ -53,6 +54,7 @@ var rejectLabels = core.ErrorLabels{
 	{Err: ErrBadEcho, Label: "bad_echo"},
 	{Err: ErrUnknownRequest, Label: "unknown_request"},
 	{Err: ErrStale, Label: "stale_sync"},
+	{Err: ErrBadVector, Label: "bad_vector"},
 	{Err: core.ErrUnexpectedKind, Label: "unexpected_kind"},
 }
 
@@ -142,7 +144,8 @@ type Core struct {
 
 	reqs *mutex.Table // this member's clients' requests
 	fol  follower
-	co   *coord // non-nil while coordinating
+	co   *coord    // non-nil while coordinating
+	ta   *tokenAsk // the token-asking variant's stamps (nil: the central coordinator)
 
 	msgs     []core.Message
 	events   []core.Event
@@ -153,6 +156,7 @@ type Core struct {
 
 var (
 	_ mutex.Algorithm = (*Core)(nil)
+	_ mutex.Causal    = (*Core)(nil)
 	_ core.Advancer   = (*Core)(nil)
 )
 
@@ -198,8 +202,13 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	c := &Core{cfg: cfg, self: env.ID, members: members, majority: len(members)/2 + 1,
 		el: elect.Embedded{Elector: el, State: saved.Election}, inc: saved.Incarnation + 1, lastLed: saved.LastLed,
 		now: env.Now, counters: map[string]uint64{}}
-	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: env.ID, Members: len(members), Shared: true,
-		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: min(cfg.MaxQueue, wire.MaxSyncEntries), MaxLocks: cfg.MaxLocks}); err != nil {
+	most := wire.MaxSyncEntries
+	if cfg.Variant == TokenAsk {
+		c.ta = &tokenAsk{stamps: map[mutex.RequestID]clock.Vector{}}
+		most = tokenAskEntries(len(members))
+	}
+	if c.reqs, err = mutex.NewTable(mutex.Limits{Self: env.ID, Members: len(members), Shared: true, Causal: c.ta != nil,
+		MinLease: cfg.MinLease, MaxLease: cfg.MaxLease, MaxQueue: min(cfg.MaxQueue, most), MaxLocks: cfg.MaxLocks}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	c.fol.init()
@@ -247,9 +256,23 @@ func (c *Core) send(to uint32, term uint64, k wire.Kind, p encoding.BinaryAppend
 	return b
 }
 
-// Handles reports whether k is one of this algorithm's own kinds; every
-// other frame is the election's.
-func Handles(k wire.Kind) bool { return k >= wire.KindCentralRequest && k <= wire.KindCentralSync }
+// Handles reports whether k is one of this algorithm's own kinds (of
+// either variant); every other frame is the election's.
+func Handles(k wire.Kind) bool {
+	return k >= wire.KindCentralRequest && k <= wire.KindCentralSync || k == wire.KindTokenAskRequest || k == wire.KindTokenAskSync
+}
+
+// ownKind says whether k is a kind of this core's variant: the token-asking
+// variant's requests and syncs carry stamps, the coordinator's do not.
+func (c *Core) ownKind(k wire.Kind) bool {
+	switch k {
+	case wire.KindCentralRequest, wire.KindCentralSync:
+		return c.ta == nil
+	case wire.KindTokenAskRequest, wire.KindTokenAskSync:
+		return c.ta != nil
+	}
+	return true
+}
 
 // Step feeds one frame: the algorithm's kinds here, the rest to the
 // election.
@@ -261,11 +284,39 @@ func (c *Core) Step(m core.Message) error {
 		return err
 	}
 	var err error
+	if !c.ownKind(m.Kind) {
+		err = fmt.Errorf("%w: %s to a %s member", core.ErrUnexpectedKind, m.Kind, c.cfg.Variant)
+		c.count("rejected_" + reason(err))
+		return err
+	}
 	switch m.Kind {
 	case wire.KindCentralRequest:
 		var r wire.CentralRequest
 		if err = r.UnmarshalBinary(m.Payload); err == nil {
-			err = c.stepRequest(m.From, m.Term, m.Lamport, r)
+			err = c.stepRequest(m.From, m.Term, m.Lamport, r, clock.Vector{})
+		}
+	case wire.KindTokenAskRequest:
+		var r wire.TokenAskRequest
+		if err = r.UnmarshalBinary(m.Payload); err == nil {
+			var v clock.Vector
+			if v, err = c.decodeVector(r.Vector); err == nil {
+				err = c.stepRequest(m.From, m.Term, m.Lamport, r.CentralRequest, v)
+			}
+		}
+	case wire.KindTokenAskSync:
+		var s wire.TokenAskSync
+		if err = s.UnmarshalBinary(m.Payload); err == nil {
+			vecs := map[uint64]clock.Vector{}
+			for _, tv := range s.Vectors {
+				var v clock.Vector
+				if v, err = c.decodeVector(tv.Vector); err != nil {
+					break
+				}
+				vecs[tv.Seq] = v
+			}
+			if err == nil {
+				err = c.stepSync(m.From, m.Term, m.Lamport, s.CentralSync, vecs)
+			}
 		}
 	case wire.KindCentralRelease:
 		var r wire.CentralRelease
@@ -280,7 +331,7 @@ func (c *Core) Step(m core.Message) error {
 	case wire.KindCentralSync:
 		var s wire.CentralSync
 		if err = s.UnmarshalBinary(m.Payload); err == nil {
-			err = c.stepSync(m.From, m.Term, m.Lamport, s)
+			err = c.stepSync(m.From, m.Term, m.Lamport, s, nil)
 		}
 	case wire.KindCentralGrant, wire.KindCentralRenewed:
 		var g wire.CentralGrant
@@ -328,7 +379,7 @@ func (c *Core) Tick(now time.Time) {
 func (c *Core) Deadline() time.Time {
 	d := []time.Time{c.el.Deadline(), c.reqs.Deadline(), c.fol.deadline()}
 	if c.co != nil {
-		d = append(d, c.co.deadline(c.now, c.parkFor()))
+		d = append(d, c.co.deadline(c.now, c.parkFor(), c.cfg.DeadAfter))
 	}
 	return core.Earliest(d...)
 }
@@ -413,6 +464,9 @@ func (c *Core) drain() {
 	mutexcount.Drain(c.reqs, &c.outcomes, &c.events, mutexcount.Grants{Mode: true, Epoch: "term"}, func(id mutex.RequestID) {
 		delete(c.fol.renewing, id)
 		delete(c.fol.listed, id)
+		if c.ta != nil {
+			delete(c.ta.stamps, id)
+		}
 	})
 }
 

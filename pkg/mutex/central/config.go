@@ -18,6 +18,12 @@ import (
 // core.Env. Zero durations take the defaults of DefaultLANConfig. Times are
 // durations of the member's own clock (the driver's monotonic reading).
 type Config struct {
+	// Variant is the algorithm: Coordinator (the zero value: the notes'
+	// centralized algorithm, a FIFO queue per lock) or TokenAsk (the
+	// notes' centralised token: requests stamped with vector clocks,
+	// granted in their causal order).
+	Variant Variant
+
 	// Election builds the coordinator election from the Env this core
 	// hands it: this member's, with State the election's own persisted
 	// state (kept inside this core's). The elected leader coordinates.
@@ -77,6 +83,33 @@ type Config struct {
 	MaxQueue int
 }
 
+// Variant is the algorithm a Core runs.
+type Variant uint8
+
+// Variants.
+const (
+	// Coordinator is the notes' centralized algorithm: one elected
+	// coordinator grants each lock to its queue's head (mutexd
+	// --algorithm central).
+	Coordinator Variant = iota
+	// TokenAsk is the notes' centralised token ("token-asking"): the
+	// coordinator keeps each lock's token and the pending requests, each
+	// stamped with its member's vector clock, and hands the token only to
+	// a request whose causal predecessors have all been served (mutexd
+	// --algorithm tokenask; tokenask.go).
+	TokenAsk
+)
+
+func (v Variant) String() string {
+	switch v {
+	case Coordinator:
+		return Name
+	case TokenAsk:
+		return TokenAskName
+	}
+	return fmt.Sprintf("variant(%d)", uint8(v))
+}
+
 // DefaultLANConfig returns the defaults for a LAN.
 func DefaultLANConfig() Config {
 	return Config{
@@ -93,6 +126,9 @@ func DefaultLANConfig() Config {
 var ErrConfig = errors.New("central: invalid config")
 
 func (c *Config) validate() error {
+	if c.Variant != Coordinator && c.Variant != TokenAsk {
+		return fmt.Errorf("%w: variant %v", ErrConfig, c.Variant)
+	}
 	def := DefaultLANConfig()
 	if err := liveness.FillDurations(
 		liveness.Duration{Name: "MaxLease", Value: &c.MaxLease, Default: def.MaxLease},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -38,6 +39,12 @@ type centry struct {
 	// the member counts it from before the grant left, so it ends sooner.
 	expires time.Time
 	old     bool // re-announced from an older term
+
+	// The token-asking variant: the request's stamp, when it was queued,
+	// and whether it was granted without a predecessor never heard of.
+	vec    clock.Vector
+	queued time.Time
+	warned bool
 }
 
 // cqueue is one lock at the coordinator.
@@ -61,6 +68,9 @@ type peer struct {
 	// coordinated, or started): from its first sync of the term.
 	backedOld time.Time
 	entries   int
+	// maxSeq is the latest request of its run the coordinator knows of
+	// (its requests, its syncs' MaxSeq): the token-asking variant's V.
+	maxSeq uint64
 }
 
 // parkedRenewal is a member's renewal that waits for fresher support: its
@@ -101,8 +111,8 @@ type coord struct {
 	restartSeen bool // a member (or this one) started less than a lease ago
 }
 
-func (k *coord) deadline(now time.Time, parkFor time.Duration) time.Time {
-	d := []time.Time{k.nextBeat}
+func (k *coord) deadline(now time.Time, parkFor, deadAfter time.Duration) time.Time {
+	d := append(k.causalDeadline(now, deadAfter), k.nextBeat)
 	for _, r := range k.renewals {
 		// Once parked that long, a renewal waits for support, which
 		// comes with a frame, not a timer.
@@ -158,7 +168,7 @@ func (c *Core) startCoordinating(term uint64) {
 	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now, backedOld: c.backedAt()}
 	c.emit(EventCoordinating, fmt.Sprintf("coordinating term %s; grants wait at most %v", epoch.Format(term), c.cfg.Hold()),
 		"term", term, "hold", c.cfg.Hold())
-	c.applySync(c.self, k.peers[c.self], c.syncEntries(), c.fol.maxSeq)
+	c.applySync(c.self, k.peers[c.self], c.syncEntries(), c.fol.maxSeq, c.ownVectors())
 	c.updateHold()
 	c.beatNow()
 	c.grantAll()
@@ -364,8 +374,12 @@ func (c *Core) entriesOf(member uint32) []*centry {
 }
 
 func (c *Core) grantAll() {
+	if c.ta != nil {
+		c.grantEligible()
+		return
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.co.queues)) {
-		c.grantLock(name)
+		c.grantQueue(name, nil)
 	}
 }
 
@@ -376,16 +390,21 @@ func (c *Core) grantAll() {
 // exclusive one waits: a writer is never starved by a stream of readers.
 // Readers re-announced from an older term are not joined: their fence is
 // of that term, below any this coordinator can give, and readers together
-// share one fence (sharedFence).
-func grantable(q *cqueue) []*centry {
-	if len(q.waiting) == 0 {
+// share one fence (sharedFence). With ok (the token-asking variant), only
+// the requests it allows are considered, the others as if not there yet.
+func grantable(q *cqueue, ok func(*centry) bool) []*centry {
+	waiting := q.waiting
+	if ok != nil {
+		waiting = slices.DeleteFunc(slices.Clone(waiting), func(e *centry) bool { return !ok(e) })
+	}
+	if len(waiting) == 0 {
 		return nil
 	}
-	if q.waiting[0].mode == mutex.Exclusive {
+	if waiting[0].mode == mutex.Exclusive {
 		if len(q.holders) > 0 {
 			return nil
 		}
-		return q.waiting[:1]
+		return waiting[:1]
 	}
 	for _, h := range q.holders {
 		if h.mode == mutex.Exclusive || h.old {
@@ -393,10 +412,10 @@ func grantable(q *cqueue) []*centry {
 		}
 	}
 	n := 0
-	for n < len(q.waiting) && q.waiting[n].mode == mutex.Shared {
+	for n < len(waiting) && waiting[n].mode == mutex.Shared {
 		n++
 	}
-	return slices.Clone(q.waiting[:n])
+	return slices.Clone(waiting[:n])
 }
 
 // sharedFence is the fence of the readers that hold q together with
@@ -420,21 +439,33 @@ func sharedFence(q *cqueue, e *centry) uint64 {
 	return 0
 }
 
-// grantLock grants what lock's queue allows, if the coordinator may grant:
-// its hold is over and a majority supports it.
+// grantLock grants what lock's queue allows after a change to it; in the
+// token-asking variant, what every queue allows (a request of another
+// lock may wait for one of this lock's).
 func (c *Core) grantLock(name string) {
+	if c.ta != nil {
+		c.grantEligible()
+		return
+	}
+	c.grantQueue(name, nil)
+}
+
+// grantQueue grants what lock's queue allows (among the requests ok
+// allows, if not nil), if the coordinator may grant: its hold is over and
+// a majority supports it.
+func (c *Core) grantQueue(name string, ok func(*centry) bool) {
 	k := c.co
 	q := k.queues[name]
 	if q == nil || !k.ready {
 		return
 	}
 	if !c.supported() {
-		if len(grantable(q)) > 0 {
+		if len(grantable(q, ok)) > 0 {
 			c.callSupport()
 		}
 		return
 	}
-	for _, e := range grantable(q) {
+	for _, e := range grantable(q, ok) {
 		q.waiting = slices.DeleteFunc(q.waiting, func(x *centry) bool { return x == e })
 		k.waiting--
 		q.holders = append(q.holders, e)
@@ -547,8 +578,9 @@ func (c *Core) add(e *centry) {
 }
 
 // coordRequest queues a request (this member's own, or a member's from a
-// request or a sync) and grants what can be granted.
-func (c *Core) coordRequest(member, inc uint32, seq uint64, lock string, mode mutex.Mode, lease time.Duration) {
+// request or a sync) with its stamp (the token-asking variant) and grants
+// what can be granted.
+func (c *Core) coordRequest(member, inc uint32, seq uint64, lock string, mode mutex.Mode, lease time.Duration, vec clock.Vector) {
 	k := c.co
 	key := ckey{member, inc, seq}
 	if k.entries[key] != nil {
@@ -558,7 +590,7 @@ func (c *Core) coordRequest(member, inc uint32, seq uint64, lock string, mode mu
 		c.refuse(key, lock, wire.RefuseQueueFull)
 		return
 	}
-	c.add(&centry{ckey: key, lock: lock, mode: mode, lease: lease})
+	c.add(&centry{ckey: key, lock: lock, mode: mode, lease: lease, vec: vec, queued: c.now})
 	c.grantLock(lock)
 }
 
@@ -706,7 +738,7 @@ func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32)
 				}
 			}
 		}
-		p.inc, p.stamp, p.syncedAt = inc, 0, 0
+		p.inc, p.stamp, p.syncedAt, p.maxSeq = inc, 0, 0, 0
 	}
 	p.life.See(uint64(inc), at)
 	p.heard = c.now
@@ -732,17 +764,18 @@ func (c *Core) checkLease(leaseMS uint32) (time.Duration, error) {
 	return lease, nil
 }
 
-func (c *Core) stepRequest(from uint32, term, at uint64, r wire.CentralRequest) error {
+func (c *Core) stepRequest(from uint32, term, at uint64, r wire.CentralRequest, vec clock.Vector) error {
 	p, err := c.peerFrame(from, term, at, r.Incarnation, r.Stamp)
 	if err != nil {
 		return err
 	}
+	p.maxSeq = max(p.maxSeq, r.Seq)
 	lease, err := c.checkLease(r.LeaseMS)
 	if err != nil {
 		c.refuse(ckey{from, p.inc, r.Seq}, r.Name, wire.RefuseBadRequest)
 		return err
 	}
-	c.coordRequest(from, p.inc, r.Seq, r.Name, modeOf(r.Mode), lease)
+	c.coordRequest(from, p.inc, r.Seq, r.Name, modeOf(r.Mode), lease, vec)
 	return nil
 }
 
@@ -781,7 +814,7 @@ func (c *Core) stepRenew(from uint32, term, at uint64, r wire.CentralRenew) erro
 	return nil
 }
 
-func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync) error {
+func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync, vecs map[uint64]clock.Vector) error {
 	p, err := c.peerFrame(from, term, at, s.Incarnation, s.Stamp)
 	if err != nil {
 		return err
@@ -805,7 +838,7 @@ func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync) error 
 			k.restartSeen = true
 		}
 	}
-	c.applySync(from, p, s.Entries, s.MaxSeq)
+	c.applySync(from, p, s.Entries, s.MaxSeq, vecs)
 	c.updateHold()
 	c.grantAll()
 	c.confirmParked()
@@ -819,9 +852,12 @@ func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync) error 
 // installed as a holder until its lease ends, while the hold lasts (after
 // it, every such lease has ended); a request of the member up to maxSeq
 // that it no longer lists is gone (a lost release), one above maxSeq was
-// never made (forged in its name).
-func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry, maxSeq uint64) {
+// never made (forged in its name). vecs are the waiting requests' stamps
+// (the token-asking variant).
+func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry, maxSeq uint64, vecs map[uint64]clock.Vector) {
 	k := c.co
+	// The member's own word: a request above it was forged in its name.
+	p.maxSeq = maxSeq
 	listed := map[uint64]bool{}
 	for _, w := range entries {
 		listed[w.Seq] = true
@@ -855,7 +891,7 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 		}
 		switch {
 		case !w.Held && x == nil:
-			c.coordRequest(member, p.inc, w.Seq, w.Name, modeOf(w.Mode), lease)
+			c.coordRequest(member, p.inc, w.Seq, w.Name, modeOf(w.Mode), lease, vecs[w.Seq])
 		case !w.Held && x.granted && !x.old:
 			// The grant had not arrived when the member sent this sync:
 			// lost, or still on its way. The member refuses it now (its

@@ -240,6 +240,26 @@
 // Everything refused is counted ("rejected_REASON", "sync_*"), never a
 // panic.
 //
+// # The token-asking variant
+//
+// Config.Variant TokenAsk (TokenAskFactory, mutexd --algorithm tokenask)
+// is the notes' centralised token: the same coordinator, election,
+// fences, leases, support, takeover and failure handling, with one more
+// rule. Each request is stamped with a vector (clock.Vector): per member,
+// incarnation<<32 | seq of the latest of its requests the request depends
+// on, the requester's own entry being the request itself
+// (Request.After brings the others: the vector of a program message the
+// client received). The coordinator grants a waiting request only when
+// every other member's entry is at most V, read off its queue (tokenask.go):
+// the request of that member up to which it waits for none. So grants
+// follow the causal order of the requests, across locks, and a request
+// that reaches the coordinator before one it follows waits for it.
+// Requests and syncs carry the stamps (KindTokenAskRequest,
+// KindTokenAskSync), so a new coordinator rebuilds V from the members'
+// re-announcements. A predecessor never heard of within DeadAfter of the
+// dependent request's queueing is skipped (counted, reported at WARN):
+// a vector naming a request never made, or lost with its member.
+//
 // # Use
 //
 // The core is a mutex.Algorithm: drive it like any core (Step, Tick at

@@ -80,11 +80,24 @@ func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		ready = fmt.Sprintf("holding %s (waiting out the leases of an older coordinator)", time.Duration(d.HoldLeftMS)*time.Millisecond)
 	}
 	c := st.Counters
-	return []string{
+	lines := []string{
 		fmt.Sprintf("Central  : member %d, incarnation %d, %s, term %s, %s", st.ID, d.Incarnation, role, epoch.Format(d.Term), ready),
-		fmt.Sprintf("Frames   : %d requests, %d grants, %d releases sent; %d refused", c["sent_central_request"],
+		fmt.Sprintf("Frames   : %d requests, %d grants, %d releases sent; %d refused", c["sent_central_request"]+c["sent_tokenask_request"],
 			c["sent_central_grant"], c["sent_central_release"], rejectedTotal(c)),
-	}, nil
+	}
+	if d.Variant == TokenAskName {
+		vec := d.Vector
+		if vec == "" {
+			vec = "none yet"
+		}
+		line := fmt.Sprintf("Causal   : latest request's vector %s (mutexd vector); %d requests granted without a predecessor never heard of",
+			vec, c["tokenask_unknown_predecessors"])
+		if n := c["tokenask_unknown_predecessors"]; n > 0 {
+			line += ": a vector passed by hand may name a request never made (see the log)"
+		}
+		lines = append(lines, line)
+	}
+	return lines, nil
 }
 
 func rejectedTotal(c map[string]uint64) uint64 {
@@ -107,5 +120,9 @@ func lockCells(raw json.RawMessage) ([]string, error) {
 	if d.Holders == nil && d.Waiting == nil {
 		return []string{"-"}, nil
 	}
-	return []string{fmt.Sprintf("held by %v, waiting %v", d.Holders, d.Waiting)}, nil
+	cell := fmt.Sprintf("held by %v, waiting %v", d.Holders, d.Waiting)
+	if len(d.WaitingFor) > 0 {
+		cell += fmt.Sprintf("; not yet eligible (member:request<predecessor) %s", strings.Join(d.WaitingFor, " "))
+	}
+	return []string{cell}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -139,8 +140,18 @@ func (c *Core) entries() int {
 // mutex.EventGranted) with the returned ID.
 func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
 	c.observe(now)
-	if c.entries() >= wire.MaxSyncEntries {
-		return 0, fmt.Errorf("%w: %d requests at this member, waiting and held", mutex.ErrQueueFull, wire.MaxSyncEntries)
+	most := wire.MaxSyncEntries
+	if c.ta != nil {
+		most = tokenAskEntries(len(c.members))
+		if err := c.checkVector(r.After); err != nil {
+			return 0, fmt.Errorf("%w: %w", mutex.ErrBadVector, err)
+		}
+		if c.fol.maxSeq+1 >= 1<<seqBits {
+			return 0, fmt.Errorf("%w: this run has made 2^32 requests, the most a vector counts: restart mutexd", mutex.ErrQueueFull)
+		}
+	}
+	if c.entries() >= most {
+		return 0, fmt.Errorf("%w: %d requests at this member, waiting and held", mutex.ErrQueueFull, most)
 	}
 	id, err := c.reqs.Enqueue(c.now, c.self, r)
 	if err != nil {
@@ -148,12 +159,21 @@ func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) 
 	}
 	c.fol.maxSeq = uint64(id)
 	st, _ := c.reqs.Lookup(c.now, id)
+	var vec clock.Vector
+	if c.ta != nil {
+		vec = c.stamp(id, r.After)
+	}
 	switch {
 	case c.co != nil:
-		c.coordRequest(c.self, c.inc, uint64(id), st.Lock, st.Mode, time.Duration(st.LeaseMS)*time.Millisecond)
+		c.coordRequest(c.self, c.inc, uint64(id), st.Lock, st.Mode, time.Duration(st.LeaseMS)*time.Millisecond, vec)
 	case c.following():
-		c.send(c.fol.leader, c.fol.term, wire.KindCentralRequest, wire.CentralRequest{Name: st.Lock, Mode: wireMode(st.Mode),
-			Incarnation: c.inc, Seq: uint64(id), Stamp: c.nextStamp(), LeaseMS: uint32(st.LeaseMS)})
+		req := wire.CentralRequest{Name: st.Lock, Mode: wireMode(st.Mode),
+			Incarnation: c.inc, Seq: uint64(id), Stamp: c.nextStamp(), LeaseMS: uint32(st.LeaseMS)}
+		if c.ta != nil {
+			c.send(c.fol.leader, c.fol.term, wire.KindTokenAskRequest, wire.TokenAskRequest{Vector: encodeVector(vec), CentralRequest: req})
+		} else {
+			c.send(c.fol.leader, c.fol.term, wire.KindCentralRequest, req)
+		}
 	}
 	c.drain()
 	return id, nil
@@ -271,6 +291,10 @@ func (c *Core) sendSync(echo uint32) {
 		if !e.Held {
 			c.fol.listed[mutex.RequestID(e.Seq)] = s.Stamp
 		}
+	}
+	if c.ta != nil {
+		c.send(c.fol.leader, c.fol.term, wire.KindTokenAskSync, wire.TokenAskSync{Vectors: c.syncVectors(s.Entries), CentralSync: s})
+		return
 	}
 	c.send(c.fol.leader, c.fol.term, wire.KindCentralSync, s)
 }

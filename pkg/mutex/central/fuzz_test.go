@@ -1,12 +1,14 @@
 package central_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/testkit/corefuzz"
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/epoch"
@@ -29,12 +31,27 @@ import (
 //   - the coordinator's queue stays within MaxLocks, and the metrics valid;
 //   - what it persists it can restart from.
 func FuzzCentral(f *testing.F) {
-	corefuzz.Fuzz(f, centralSeeds, func(t testing.TB, in []byte) { runCentral(t, in) })
+	corefuzz.Fuzz(f, centralSeeds, func(t testing.TB, in []byte) { runCentral(t, in, central.Coordinator) })
+}
+
+// FuzzTokenAsk is FuzzCentral for the token-asking variant: its requests
+// and syncs carry vectors, from members and strangers, with counters of
+// any incarnation and sequence (zero and extreme ones), for waiting
+// entries or not; the same promises hold.
+func FuzzTokenAsk(f *testing.F) {
+	corefuzz.Fuzz(f, centralSeeds, func(t testing.TB, in []byte) { runCentral(t, in, central.TokenAsk) })
+}
+
+// TestFuzzTokenAskReachesGrants: FuzzTokenAsk's programs reach grants too.
+func TestFuzzTokenAskReachesGrants(t *testing.T) {
+	corefuzz.MustReach(t, "FuzzTokenAsk", centralSeeds, []string{"tokenask"}, func(t testing.TB, in []byte) (string, int) {
+		return "tokenask", runCentral(t, in, central.TokenAsk)
+	})
 }
 
 // BenchmarkFuzzCentral is FuzzCentral's cost per execution (execs/s).
 func BenchmarkFuzzCentral(b *testing.B) {
-	corefuzz.Bench(b, "FuzzCentral", centralSeeds, func(t testing.TB, in []byte) { runCentral(t, in) })
+	corefuzz.Bench(b, "FuzzCentral", centralSeeds, func(t testing.TB, in []byte) { runCentral(t, in, central.Coordinator) })
 }
 
 var centralSeeds = [][]byte{
@@ -47,7 +64,7 @@ var centralSeeds = [][]byte{
 // the member to grants, so its fence checks run.
 func TestFuzzCentralReachesGrants(t *testing.T) {
 	corefuzz.MustReach(t, "FuzzCentral", centralSeeds, []string{"central"}, func(t testing.TB, in []byte) (string, int) {
-		return "central", runCentral(t, in)
+		return "central", runCentral(t, in, central.Coordinator)
 	})
 }
 
@@ -56,7 +73,7 @@ const centralSteps = 100
 
 // runCentral runs one program of FuzzCentral and returns the grants it
 // reached.
-func runCentral(t testing.TB, in []byte) (grants int) {
+func runCentral(t testing.TB, in []byte, v central.Variant) (grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}}
@@ -64,7 +81,7 @@ func runCentral(t testing.TB, in []byte) (grants int) {
 		self := uint32(1 + p.Intn(3))
 		lim := epoch.Spaced(epoch.MaxRound, bully.TermBurst, 1)
 		cfg := central.DefaultLANConfig()
-		cfg.MaxLocks, cfg.MaxQueue = 8, 32
+		cfg.MaxLocks, cfg.MaxQueue, cfg.Variant = 8, 32, v
 		var d *corefuzz.Driver
 		fences := corefuzz.Fences{}
 		d = &corefuzz.Driver{
@@ -98,7 +115,7 @@ func runCentral(t testing.TB, in []byte) (grants int) {
 		}
 		names := []string{"x", "y"}
 		clients := corefuzz.Clients{Driver: d}
-		peers := centralPeers{count: map[uint64]uint64{}, modes: map[uint64]wire.CentralMode{}}
+		peers := centralPeers{count: map[uint64]uint64{}, modes: map[uint64]wire.CentralMode{}, tokenAsk: v == central.TokenAsk}
 		for steps := 0; p.More() && steps < centralSteps; steps++ {
 			fail := p.Intn(8) == 0
 			var err error
@@ -126,7 +143,7 @@ func runCentral(t testing.TB, in []byte) (grants int) {
 					return nil
 				})
 			default:
-				err = d.Step(centralFrame(p, lead, term, lim, ids, self, cc().Incarnation(), names), fail)
+				err = d.Step(centralFrame(p, lead, term, lim, ids, self, cc().Incarnation(), names, v), fail)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -147,6 +164,9 @@ type centralPeers struct {
 	count map[uint64]uint64           // per term, the grants made
 	modes map[uint64]wire.CentralMode // per request seq, its mode
 	stamp uint32
+	// tokenAsk: the member runs the token-asking variant (its peers sync
+	// with its kinds).
+	tokenAsk bool
 }
 
 // answer is what peer answers to m, a frame member self sent (ok false:
@@ -155,10 +175,17 @@ func (r *centralPeers) answer(m core.Message, peer, self uint32, ids []uint32) (
 	a := core.Message{From: peer, To: self, Term: m.Term, Stream: m.Stream}
 	var g wire.CentralGrant
 	switch m.Kind {
-	case wire.KindCentralRequest:
+	case wire.KindCentralRequest, wire.KindTokenAskRequest:
 		var q wire.CentralRequest
 		base, err := central.FenceBase(m.Term, ids)
-		if q.UnmarshalBinary(m.Payload) != nil || err != nil {
+		if m.Kind == wire.KindTokenAskRequest {
+			var tq wire.TokenAskRequest
+			err = errors.Join(err, tq.UnmarshalBinary(m.Payload))
+			q = tq.CentralRequest
+		} else {
+			err = errors.Join(err, q.UnmarshalBinary(m.Payload))
+		}
+		if err != nil {
 			return a, false
 		}
 		r.count[m.Term]++
@@ -178,7 +205,11 @@ func (r *centralPeers) answer(m core.Message, peer, self uint32, ids []uint32) (
 			return a, false
 		}
 		r.stamp++
-		a.Kind, a.Payload = wire.KindCentralSync, corefuzz.Encode(wire.CentralSync{Incarnation: 1, Stamp: r.stamp, Echo: b.Beat})
+		sync := wire.CentralSync{Incarnation: 1, Stamp: r.stamp, Echo: b.Beat}
+		a.Kind, a.Payload = wire.KindCentralSync, corefuzz.Encode(sync)
+		if r.tokenAsk {
+			a.Kind, a.Payload = wire.KindTokenAskSync, corefuzz.Encode(wire.TokenAskSync{CentralSync: sync})
+		}
 		return a, true
 	default:
 		return a, false
@@ -207,8 +238,16 @@ func checkSent(m core.Message, disk []byte) error {
 		var r wire.CentralRequest
 		_ = r.UnmarshalBinary(m.Payload)
 		inc = r.Incarnation
+	case wire.KindTokenAskRequest:
+		var r wire.TokenAskRequest
+		_ = r.UnmarshalBinary(m.Payload)
+		inc = r.Incarnation
 	case wire.KindCentralSync:
 		var s wire.CentralSync
+		_ = s.UnmarshalBinary(m.Payload)
+		inc = s.Incarnation
+	case wire.KindTokenAskSync:
+		var s wire.TokenAskSync
 		_ = s.UnmarshalBinary(m.Payload)
 		inc = s.Incarnation
 	case wire.KindCentralRenew:
@@ -226,7 +265,7 @@ func checkSent(m core.Message, disk []byte) error {
 // program: any of its kinds, from the coordinator it follows, a member,
 // itself or a stranger, in its term or another, for its incarnation or
 // another, with extreme values, and sometimes a garbage payload.
-func centralFrame(p *corefuzz.Program, lead uint32, term uint64, lim epoch.Limit, ids []uint32, self, inc uint32, names []string) core.Message {
+func centralFrame(p *corefuzz.Program, lead uint32, term uint64, lim epoch.Limit, ids []uint32, self, inc uint32, names []string, v central.Variant) core.Message {
 	kinds := []wire.Kind{wire.KindCentralRequest, wire.KindCentralGrant, wire.KindCentralRelease, wire.KindCentralRenew,
 		wire.KindCentralRenewed, wire.KindCentralRefuse, wire.KindCentralBeat, wire.KindCentralSync}
 	m := core.Message{Kind: kinds[p.Intn(len(kinds))], To: self, Term: term}
@@ -298,8 +337,58 @@ func centralFrame(p *corefuzz.Program, lead uint32, term uint64, lim epoch.Limit
 		b, _ = s.AppendBinary(nil)
 	}
 	m.Payload = b
+	if v == central.TokenAsk {
+		m = tokenAskFrame(p, m, ids)
+	}
 	if p.Intn(12) == 0 {
 		m.Payload = []byte{p.Byte(), p.Byte(), p.Byte()}
+	}
+	return m
+}
+
+// tokenAskFrame turns a central request or sync into the token-asking
+// variant's (mostly), with vectors chosen by the program: members' and
+// strangers', counters of any incarnation and sequence.
+func tokenAskFrame(p *corefuzz.Program, m core.Message, ids []uint32) core.Message {
+	vec := func() []byte {
+		var v clock.Vector
+		for range p.Intn(4) {
+			id := ids[p.Intn(len(ids))]
+			if p.Intn(6) == 0 {
+				id = 9
+			}
+			n := uint64(1+p.Intn(3))<<32 | uint64(1+p.Intn(6))
+			switch p.Intn(8) {
+			case 0:
+				n = p.U64() | 1
+			case 1:
+				n = uint64(p.Intn(3)) // incarnation 0
+			}
+			v.Set(id, n)
+		}
+		b, _ := v.AppendBinary(nil)
+		return b
+	}
+	if p.Intn(6) == 0 {
+		return m // the other variant's kind: refused
+	}
+	switch m.Kind {
+	case wire.KindCentralRequest:
+		var r wire.CentralRequest
+		if r.UnmarshalBinary(m.Payload) == nil {
+			m.Kind, m.Payload = wire.KindTokenAskRequest, corefuzz.Encode(wire.TokenAskRequest{Vector: vec(), CentralRequest: r})
+		}
+	case wire.KindCentralSync:
+		var s wire.CentralSync
+		if s.UnmarshalBinary(m.Payload) == nil {
+			ts := wire.TokenAskSync{CentralSync: s}
+			for _, e := range s.Entries {
+				if !e.Held && p.Bool() && (len(ts.Vectors) == 0 || ts.Vectors[len(ts.Vectors)-1].Seq < e.Seq) {
+					ts.Vectors = append(ts.Vectors, wire.TokenAskVector{Seq: e.Seq, Vector: vec()})
+				}
+			}
+			m.Kind, m.Payload = wire.KindTokenAskSync, corefuzz.Encode(ts)
+		}
 	}
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/internal/testkit/mutexscript"
 	"github.com/synclab/synclab/internal/testkit/scenario"
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
@@ -35,8 +36,16 @@ import (
 // isolate, heal, counts: frames delivered by kind, "central_" left out),
 // and
 //
-//	cluster N [P1,P2,...]  N members 1..N (bully priorities in ID order), lease 1s
+//	cluster N [P1,P2,...] [tokenask]
+//	                       N members 1..N (bully priorities in ID order),
+//	                       lease 1s; the token-asking variant if asked
 //	status                 each live member's view of each lock
+//	acquire-after ID LOCK FROM|VECTOR
+//	                       (tokenask) a client of ID asks for LOCK after a
+//	                       program message from a client of FROM: with
+//	                       FROM's vector (its latest request's stamp), or
+//	                       with a vector written by hand (1:1.2,3:1.1)
+//	delay A B D            every frame from A to B takes D (others 1ms)
 //
 // Each command prints what it caused, at the time it happened (ms since
 // the start): elections won, coordinators taking over, their holds, and
@@ -52,7 +61,11 @@ var setup = mutexscript.Setup{
 	Kinds:  slices.DeleteFunc(wire.Kinds(), func(k wire.Kind) bool { return !central.Handles(k) }),
 	Name:   func(k wire.Kind) string { return strings.TrimPrefix(k.String(), "central_") },
 	Commands: map[string]func(r *mutexscript.Script, a scenario.Args){
-		"status": status,
+		"status":        status,
+		"acquire-after": acquireAfter,
+		"delay": func(r *mutexscript.Script, a scenario.Args) {
+			r.S.SetLink(a.ID(1), a.ID(2), sim.LinkConfig{Delay: a.Duration(3)})
+		},
 	},
 }
 
@@ -61,6 +74,7 @@ var printed = map[string]bool{
 	elect.EventElected: true, central.EventCoordinating: true, central.EventReady: true,
 	mutex.EventGranted: true, mutex.EventRenewed: true, mutex.EventReleased: true, mutex.EventLost: true,
 	central.EventFencesExhausted: true, "sim.crash": true, "sim.restart": true,
+	central.EventUnknownPredecessor: true,
 }
 
 func fenceShort(f uint64) string {
@@ -73,7 +87,11 @@ func eventLine(r *mutexscript.Script, e sim.Event) (string, bool) {
 		return "", false
 	}
 	line := fmt.Sprintf("%6dms n%d %s", e.At.Milliseconds(), e.Node, e.Name)
-	for _, k := range []string{"lock", "mode", "fence", "reason", "term", "waited"} {
+	keys := []string{"lock", "mode", "fence", "reason", "term", "waited"}
+	if e.Name == central.EventUnknownPredecessor {
+		keys = []string{"member", "request", "predecessor", "of"}
+	}
+	for _, k := range keys {
 		v, ok := e.Arg(k)
 		if !ok {
 			continue
@@ -85,6 +103,8 @@ func eventLine(r *mutexscript.Script, e sim.Event) (string, bool) {
 			v = fmt.Sprintf("%d/%d", bully.TermRound(v.(uint64)), bully.TermOwner(v.(uint64)))
 		case "waited":
 			v = v.(time.Duration).Round(time.Millisecond)
+		case "request", "of":
+			v = central.StampText(v.(uint64))
 		}
 		line += fmt.Sprintf(" %s=%v", k, v)
 	}
@@ -92,12 +112,42 @@ func eventLine(r *mutexscript.Script, e sim.Event) (string, bool) {
 }
 
 func newCluster(_ *mutexscript.Script, a scenario.Args) mutexscript.Cluster {
-	return clusterOf(int(a.Uint(1)), a.IDs(2))
+	v, f := central.Coordinator, a.F
+	if f[len(f)-1] == central.TokenAskName {
+		v, f = central.TokenAsk, f[:len(f)-1]
+	}
+	a.F = f
+	var prio []uint32
+	if len(f) > 2 {
+		prio = a.IDs(2)
+	}
+	return clusterOf(int(a.Uint(1)), prio, v)
+}
+
+// acquireAfter: a client of member ID asks for LOCK with the vector of a
+// program message from a client of FROM (FROM's latest request's stamp),
+// or with a vector written by hand (FROM is MEMBER:INC.SEQ,...).
+func acquireAfter(r *mutexscript.Script, a scenario.Args) {
+	from := a.F[3]
+	var after clock.Vector
+	var err error
+	if strings.Contains(from, ":") {
+		after, err = central.ParseVector(from)
+		from = "a hand-written"
+	} else {
+		after, err = r.Core(a.ID(3)).(mutex.Causal).Vector()
+		from = fmt.Sprintf("n%d's", a.ID(3))
+	}
+	if err != nil {
+		r.T.Fatalf("%q: %v", a.Line, err)
+	}
+	r.Printf("n%d after %s program message [%s]\n", a.ID(1), from, central.VectorText(after))
+	r.Acquire(a.ID(1), mutex.Request{Lock: a.F[2], Client: "script", After: after})
 }
 
 // clusterOf: n members, bully electing the coordinator (priorities in
-// ID order), leases of at most 1s.
-func clusterOf(n int, prio []uint32) mutexscript.Cluster {
+// ID order), leases of at most 1s, running variant v.
+func clusterOf(n int, prio []uint32, v central.Variant) mutexscript.Cluster {
 	var members []bully.Member
 	var ids []uint32
 	for id := uint32(1); id <= uint32(n); id++ {
@@ -110,7 +160,7 @@ func clusterOf(n int, prio []uint32) mutexscript.Cluster {
 	}
 	return mutexscript.Cluster{Members: ids, New: func(id uint32, env core.Env) (mutex.Algorithm, error) {
 		cfg := central.DefaultLANConfig()
-		cfg.MaxLease = time.Second
+		cfg.MaxLease, cfg.Variant = time.Second, v
 		cfg.Election = func(env core.Env) (elect.Elector, error) {
 			bc := bully.DefaultLANConfig()
 			bc.Members = members
@@ -145,6 +195,9 @@ func status(r *mutexscript.Script, _ scenario.Args) {
 			line := fmt.Sprintf("  %s held=%v waiting=%v", ls.Name, hs, qs)
 			if ld, ok := ls.Detail.(central.LockDetail); ok {
 				line += fmt.Sprintf(" queue: holders=%v waiting=%v", ld.Holders, ld.Waiting)
+				if len(ld.WaitingFor) > 0 {
+					line += fmt.Sprintf(" not yet eligible: %v", ld.WaitingFor)
+				}
 			}
 			r.Printf("%s\n", line)
 		}
@@ -154,13 +207,14 @@ func status(r *mutexscript.Script, _ scenario.Args) {
 // scenarioRun is a scenario's cluster (clusterOf) for the tests that
 // drive it by hand.
 type scenarioRun struct {
-	t *testing.T
-	s *sim.Sim
+	t       *testing.T
+	s       *sim.Sim
+	variant central.Variant
 }
 
 // newCluster starts n members (bully priorities prio).
 func (r *scenarioRun) newCluster(n int, prio []uint32) {
-	r.s = mutexscript.NewSim(r.t, clusterOf(n, prio))
+	r.s = mutexscript.NewSim(r.t, clusterOf(n, prio, r.variant))
 	r.s.Start()
 }
 

@@ -33,11 +33,18 @@ func coordinator(s *sim.Sim) uint32 {
 // the members' drifting clocks), readers only beside readers, fences above
 // every earlier grant of the lock, and every request granted once the
 // faults stop.
+//
+// The token-asking variant (tokenask) keeps every promise of the machinery
+// it shares: the same oracle, the same faults.
 func TestOracle(t *testing.T) {
-	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
-		c := mutextest.Run(t, seed, mutextest.Config{Factory: central.Factory, Target: coordinator})
-		t.Log(c)
-	})
+	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+				c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Target: coordinator})
+				t.Log(c)
+			})
+		})
+	}
 }
 
 // TestMessagesPerEntry measures uncontended entries at every member that

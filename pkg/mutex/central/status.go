@@ -30,6 +30,11 @@ type Detail struct {
 	Majority   int `json:"majority"`
 	// Election is the election's own view.
 	Election elect.Status `json:"election"`
+	// Variant is "central" or "tokenask"; Vector, in the token-asking
+	// variant, the stamp of this member's latest request (what a program
+	// message sent now carries: mutexd vector).
+	Variant string `json:"variant"`
+	Vector  string `json:"vector,omitempty"`
 }
 
 // LockDetail is the algorithm's part of a mutex.LockStatus.Detail, from
@@ -39,6 +44,10 @@ type LockDetail struct {
 	// order.
 	Holders []uint32 `json:"holders,omitempty"`
 	Waiting []uint32 `json:"waiting,omitempty"`
+	// WaitingFor (the token-asking variant) lists each waiting request
+	// held back by a causal predecessor not yet served, as
+	// "member:inc.seq<member:inc.seq".
+	WaitingFor []string `json:"waiting_for,omitempty"`
 }
 
 // guarantees: what the algorithm promises (doc.go argues each).
@@ -52,7 +61,12 @@ var guarantees = mutex.Guarantees{
 }
 
 // Guarantees implements mutex.Algorithm.
-func (c *Core) Guarantees() mutex.Guarantees { return guarantees }
+func (c *Core) Guarantees() mutex.Guarantees {
+	if c.ta != nil {
+		return tokenAskGuarantees
+	}
+	return guarantees
+}
 
 // Status implements core.Core.
 func (c *Core) Status() any { return c.Report() }
@@ -66,7 +80,11 @@ func (c *Core) allCounters() map[string]uint64 {
 // Report returns the status (mutex.Algorithm); Detail is a Detail, each
 // lock's a LockDetail while this member coordinates.
 func (c *Core) Report() mutex.Status {
-	d := Detail{Coordinator: c.fol.leader, Term: c.fol.term, Incarnation: c.inc, Majority: c.majority, Election: c.el.Report()}
+	d := Detail{Coordinator: c.fol.leader, Term: c.fol.term, Incarnation: c.inc, Majority: c.majority, Election: c.el.Report(),
+		Variant: c.cfg.Variant.String()}
+	if c.ta != nil && c.ta.last.Len() > 0 {
+		d.Vector = VectorText(c.ta.last)
+	}
 	k := c.co
 	if k != nil {
 		d.Coordinates, d.Ready = true, k.ready
@@ -88,7 +106,7 @@ func (c *Core) Report() mutex.Status {
 	} else if c.following() {
 		d.Ready, d.HoldLeftMS = c.fol.holdMS == 0, int64(c.fol.holdMS)
 	}
-	st := mutex.Status{Algorithm: Name, ID: c.self, Counters: c.allCounters(), Guarantees: guarantees, Detail: d}
+	st := mutex.Status{Algorithm: c.cfg.Variant.String(), ID: c.self, Counters: c.allCounters(), Guarantees: c.Guarantees(), Detail: d}
 	for _, m := range c.members {
 		ms := mutex.MemberStatus{ID: m, Self: m == c.self, Alive: true, State: mutex.MemberAlive}
 		switch {
@@ -127,6 +145,7 @@ func (c *Core) Report() mutex.Status {
 				for _, w := range q.waiting {
 					ld.Waiting = append(ld.Waiting, w.member)
 				}
+				ld.WaitingFor = c.waitingFor(q)
 				ls.Detail = ld
 			}
 		}

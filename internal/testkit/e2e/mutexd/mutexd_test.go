@@ -102,6 +102,15 @@ func TestMutexdControlAPI(t *testing.T) {
 		t.Errorf("shared acquire on the ring: %v, want 400 saying shared mode is not offered", err)
 	}
 
+	// The ring keeps no vector clocks: a vector is refused, clearly.
+	err = cl[2].Post(ctx, "/v1/locks/other/acquire", map[string]any{"after": "1:1.1", "timeout_ms": 300}, nil)
+	if ctlStatus(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "does not order requests by vector timestamps") {
+		t.Errorf("acquire after a vector on the ring: %v, want 400 saying it keeps no vectors", err)
+	}
+	if err := cl[2].Get(ctx, "/v1/vector", nil); ctlStatus(err) != http.StatusBadRequest {
+		t.Errorf("vector on the ring: %v, want 400", err)
+	}
+
 	// Held at host 1: host 2 waits, and gives up after its timeout.
 	start := time.Now()
 	err = cl[2].Post(ctx, "/v1/locks/db/acquire", map[string]any{"timeout_ms": 300}, nil)

@@ -1,0 +1,375 @@
+package central
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// TokenAskName is the token-asking variant's name (mutexd run --algorithm
+// tokenask).
+const TokenAskName = "tokenask"
+
+// ErrBadVector: a token-asking vector timestamp that names a non-member,
+// or a counter that is no request (incarnation or sequence 0).
+var ErrBadVector = errors.New("central: bad vector timestamp")
+
+// EventUnknownPredecessor: the coordinator grants a request although its
+// stamp names a request it never heard of, DeadAfter after the request
+// was queued: a vector passed by hand that names a request never made, or
+// one lost with its member's crash ("member", "request", "predecessor",
+// "of").
+const EventUnknownPredecessor = "tokenask_unknown_predecessor"
+
+// seqBits: a vector counter is incarnation<<seqBits | seq.
+const seqBits = 32
+
+// stampOf is the vector counter of request seq of incarnation inc.
+func stampOf(inc uint32, seq uint64) uint64 { return uint64(inc)<<seqBits | seq }
+
+// StampText shows a vector counter as incarnation.seq.
+func StampText(n uint64) string { return fmt.Sprintf("%d.%d", n>>seqBits, n&(1<<seqBits-1)) }
+
+// VectorText shows a token-asking vector as the operator reads and writes
+// it (mutexd vector, --after, MUTEXD_VECTOR): member:incarnation.seq
+// entries joined by commas, e.g. "1:3.7,2:1.12" (member 1's request 7 of
+// its run 3, member 2's request 12 of its run 1); "" for the empty vector.
+func VectorText(v clock.Vector) string {
+	parts := make([]string, 0, v.Len())
+	for _, id := range v.IDs() {
+		parts = append(parts, fmt.Sprintf("%d:%s", id, StampText(v.Get(id))))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseVector reads what VectorText writes (spaces around entries
+// allowed; "" is the empty vector). Each member once, incarnation and seq
+// from 1. Whether the members are the cluster's the core checks.
+func ParseVector(s string) (clock.Vector, error) {
+	var v clock.Vector
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return v, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		id, stamp, ok1 := strings.Cut(part, ":")
+		inc, seq, ok2 := strings.Cut(stamp, ".")
+		m, err1 := strconv.ParseUint(id, 10, 32)
+		i, err2 := strconv.ParseUint(inc, 10, 32)
+		q, err3 := strconv.ParseUint(seq, 10, 32)
+		switch {
+		case !ok1 || !ok2 || err1 != nil || err2 != nil || err3 != nil || m == 0 || i == 0 || q == 0:
+			return clock.Vector{}, fmt.Errorf("%w: %q: want MEMBER:INCARNATION.SEQ entries, each from 1, joined by commas (as mutexd vector prints them)", mutex.ErrBadVector, part)
+		case v.Get(uint32(m)) != 0:
+			return clock.Vector{}, fmt.Errorf("%w: member %d twice", mutex.ErrBadVector, m)
+		}
+		v.Set(uint32(m), stampOf(uint32(i), q))
+	}
+	return v, nil
+}
+
+// ParseVector implements mutex.Causal (ParseVector, the package's).
+func (c *Core) ParseVector(s string) (clock.Vector, error) { return ParseVector(s) }
+
+// VectorText implements mutex.Causal (VectorText, the package's).
+func (c *Core) VectorText(v clock.Vector) string { return VectorText(v) }
+
+// tokenAsk is a member's side of the token-asking variant: the stamps of
+// its requests.
+type tokenAsk struct {
+	// last is the stamp of this member's latest request: what a program
+	// message sent now carries (Vector).
+	last clock.Vector
+	// stamps are the stamps of its requests that have not ended.
+	stamps map[mutex.RequestID]clock.Vector
+}
+
+// tokenAskEntries is the most requests a token-asking member keeps,
+// waiting and held, in a cluster of n members: its sync lists them all,
+// each waiting one with a vector of up to n entries, and must fit a frame
+// (with the frame's own vector block, which tracing adds).
+func tokenAskEntries(n int) int {
+	const entry = 28 + wire.MaxLockNameLen + 8 + 2 // a sync entry, its seq and vector header
+	room := wire.MaxPayloadLen - 2 - 12*n - 2 - 28 // the frame's vector, the counts, the sync's fixed part
+	return max(1, min(wire.MaxSyncEntries, room/(entry+12*n)))
+}
+
+// checkVector reads a token-asking vector (an operator's or a frame's):
+// members only, every counter a request.
+func (c *Core) checkVector(v clock.Vector) error {
+	if v.Len() > len(c.members) {
+		return fmt.Errorf("%w: %d entries for %d members", ErrBadVector, v.Len(), len(c.members))
+	}
+	for _, id := range v.IDs() {
+		n := v.Get(id)
+		switch {
+		case !slices.Contains(c.members, id):
+			return fmt.Errorf("%w: member %d is not one of %v", ErrBadVector, id, c.members)
+		case n>>seqBits == 0 || n&(1<<seqBits-1) == 0:
+			return fmt.Errorf("%w: member %d's %d (%s) is no request (want incarnation<<32 | seq, both from 1)", ErrBadVector, id, n, StampText(n))
+		}
+	}
+	return nil
+}
+
+func (c *Core) decodeVector(b []byte) (clock.Vector, error) {
+	var v clock.Vector
+	if err := v.UnmarshalBinary(b); err != nil {
+		return v, fmt.Errorf("%w: %w", ErrBadVector, err)
+	}
+	return v, c.checkVector(v)
+}
+
+// stamp stamps request id, just queued with after: what the client has
+// seen, and the request itself.
+func (c *Core) stamp(id mutex.RequestID, after clock.Vector) clock.Vector {
+	v := after.Clone()
+	v.Set(c.self, stampOf(c.inc, uint64(id)))
+	c.ta.stamps[id], c.ta.last = v, v
+	return v
+}
+
+// ErrNotCausal: a vector asked of the central coordinator, which does not
+// order requests by vector timestamps.
+var ErrNotCausal = fmt.Errorf("%w: the central coordinator does not order requests by vector timestamps (--algorithm tokenask does)", mutex.ErrBadVector)
+
+// Vector is the stamp of this member's latest request (mutex.Causal):
+// what a program message sent now by one of its clients carries.
+// ErrNotCausal for the central coordinator.
+func (c *Core) Vector() (clock.Vector, error) {
+	if c.ta == nil {
+		return clock.Vector{}, ErrNotCausal
+	}
+	return c.ta.last.Clone(), nil
+}
+
+// RequestVector is the stamp of request id while it waits or holds
+// (mutex.Causal).
+func (c *Core) RequestVector(id mutex.RequestID) (clock.Vector, bool) {
+	if c.ta == nil {
+		return clock.Vector{}, false
+	}
+	v, ok := c.ta.stamps[id]
+	return v.Clone(), ok
+}
+
+func encodeVector(v clock.Vector) []byte {
+	b, _ := v.AppendBinary(nil) // fails only beyond clock.MaxVectorEntries: checkVector keeps it to the members
+	return b
+}
+
+// syncVectors are the stamps of this member's waiting requests, for a sync.
+func (c *Core) syncVectors(entries []wire.CentralSyncEntry) []wire.TokenAskVector {
+	var out []wire.TokenAskVector
+	for _, e := range entries {
+		if v, ok := c.ta.stamps[mutex.RequestID(e.Seq)]; ok && !e.Held {
+			out = append(out, wire.TokenAskVector{Seq: e.Seq, Vector: encodeVector(v)})
+		}
+	}
+	slices.SortFunc(out, func(a, b wire.TokenAskVector) int {
+		switch {
+		case a.Seq < b.Seq:
+			return -1
+		case a.Seq > b.Seq:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// ownVectors are this member's waiting requests' stamps by seq, as a sync
+// carries them (the coordinator queueing its own requests).
+func (c *Core) ownVectors() map[uint64]clock.Vector {
+	if c.ta == nil {
+		return nil
+	}
+	out := map[uint64]clock.Vector{}
+	for id, v := range c.ta.stamps {
+		out[uint64(id)] = v
+	}
+	return out
+}
+
+// The coordinator's side: V, derived rather than kept.
+//
+// The notes' coordinator keeps V[j], how many of p_j's requests it has
+// served, and grants a request stamped T only when T[j] <= V[j] for every
+// other member j. Here requests can also be withdrawn, refused, dropped
+// with a silent member or forgotten with its run, so V[j] is what the
+// queue shows: the latest request of j such that the coordinator waits for
+// none of j's requests up to it (each was granted, or has ended). For j's
+// current incarnation that is the request before j's earliest still
+// waiting, or, when none waits, the latest j has made as far as the
+// coordinator knows (its requests and its syncs' MaxSeq); every request of
+// an older incarnation has ended. Nothing of V has to survive a change of
+// coordinator: the new one reads it off the queue its members re-announce.
+type vview struct {
+	served map[uint32]uint64 // V[j], as a vector counter
+	known  map[uint32]uint64 // the latest request of j the coordinator knows of
+}
+
+// vnow computes V and what the coordinator knows, from the queue.
+func (c *Core) vnow() vview {
+	k := c.co
+	v := vview{served: map[uint32]uint64{}, known: map[uint32]uint64{}}
+	for id, p := range k.peers {
+		inc, maxSeq := p.inc, p.maxSeq
+		if id == c.self {
+			inc, maxSeq = c.inc, c.fol.maxSeq
+		}
+		if inc == 0 {
+			continue
+		}
+		v.known[id] = stampOf(inc, maxSeq)
+		v.served[id] = stampOf(inc, maxSeq)
+	}
+	for _, e := range k.entries {
+		if e.granted {
+			continue
+		}
+		inc := c.inc
+		if e.member != c.self {
+			inc = k.peers[e.member].inc
+		}
+		if e.inc == inc {
+			v.served[e.member] = min(v.served[e.member], stampOf(inc, e.seq-1))
+		}
+	}
+	return v
+}
+
+// eligible says whether waiting request e may have the token now: every
+// request its stamp names, of another member, was served (T[j] <= V[j]).
+// A predecessor the coordinator has never heard of does not hold e back
+// longer than DeadAfter from e's queueing: by then its member would have
+// sent it or listed it in a sync (a beat), unless it crashed or the
+// vector names a request never made (passed by hand); then e is granted
+// without it, counted and reported once (EventUnknownPredecessor). The
+// coordinator cannot tell those from a predecessor still on its way: one
+// held up longer than DeadAfter (its member's link down) is overtaken, the
+// one place where the causal order gives way, to liveness, and loudly.
+func (c *Core) eligible(v vview, e *centry) bool {
+	for _, j := range e.vec.IDs() {
+		t := e.vec.Get(j)
+		if j == e.member || t <= v.served[j] {
+			continue
+		}
+		if t <= v.known[j] || c.now.Sub(e.queued) < c.cfg.DeadAfter {
+			return false
+		}
+		if !e.warned {
+			e.warned = true
+			c.count("tokenask_unknown_predecessors")
+			// Once per request (warned), at WARN: a client passed a vector
+			// naming a request never made, or its member crashed.
+			c.events = append(c.events, core.Event{Name: EventUnknownPredecessor, Warn: true,
+				Msg: fmt.Sprintf("member %d's request %s names member %d's request %s, which this coordinator never heard of in %v: granted without it "+
+					"(check the vector its client passed with --after: it names a request never made; or member %d crashed before sending it)",
+					e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), c.cfg.DeadAfter, j),
+				Args: []any{"member", e.member, "request", stampOf(e.inc, e.seq), "predecessor", j, "of", t}})
+		}
+	}
+	return true
+}
+
+// grantEligible grants what the queues allow among the eligible requests,
+// again until nothing more is granted: a grant of one lock serves a
+// request that requests of other locks may wait for.
+func (c *Core) grantEligible() {
+	for c.co != nil {
+		before := c.counters["grants_made"]
+		v := c.vnow()
+		ok := func(e *centry) bool { return c.eligible(v, e) }
+		for _, name := range slices.Sorted(maps.Keys(c.co.queues)) {
+			c.grantQueue(name, ok)
+		}
+		if c.co == nil || c.counters["grants_made"] == before {
+			return
+		}
+	}
+}
+
+// causalDeadline is when a waiting request held back by a predecessor the
+// coordinator never heard of is granted without it.
+func (k *coord) causalDeadline(now time.Time, deadAfter time.Duration) []time.Time {
+	var d []time.Time
+	for _, e := range k.entries {
+		if !e.granted && e.vec.Len() > 1 && !e.warned {
+			if at := e.queued.Add(deadAfter); at.After(now) {
+				d = append(d, at)
+			}
+		}
+	}
+	return d
+}
+
+// waitingFor lists, per waiting request of lock's queue held back by a
+// predecessor, who waits for what ("2:1.5<1:1.3": member 2's request
+// 1.5 waits for member 1's 1.3), for status.
+func (c *Core) waitingFor(q *cqueue) []string {
+	if c.ta == nil {
+		return nil
+	}
+	v := c.vnow()
+	var out []string
+	for _, e := range q.waiting {
+		for _, j := range e.vec.IDs() {
+			if t := e.vec.Get(j); j != e.member && t > v.served[j] {
+				out = append(out, fmt.Sprintf("%d:%s<%d:%s", e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t)))
+			}
+		}
+	}
+	return out
+}
+
+// TokenAskFactory builds token-asking cores for a driver (mutexd run
+// --algorithm tokenask; pkg/mutex/algorithms): the central coordinator's
+// machinery (election, fences, leases, support, takeover), its requests
+// and syncs stamped with vector clocks, and grants in causal order.
+var TokenAskFactory = mutex.Factory{
+	Name: TokenAskName,
+	Summary: "the notes' centralised token (token-asking): an elected coordinator keeps each lock's token and the pending requests, " +
+		"stamped with vector clocks, and grants a request only after its causal predecessors",
+	Guarantees: tokenAskGuarantees,
+	// The notes' comparison table: 3 + (N-1) messages per entry counting
+	// the program messages that carry the vector clocks, 3 between the
+	// members and the coordinator (mutexd's own: the program messages are
+	// the clients', passed with --after).
+	Cost: core.Cost{Text: "3 (+ N-1 program messages)", Delay: "2",
+		Messages: func(n int) (float64, float64) { return 3, 3 }},
+	Kinds: append([]wire.Kind{wire.KindTokenAskRequest, wire.KindCentralGrant, wire.KindCentralRelease, wire.KindCentralRenew,
+		wire.KindCentralRenewed, wire.KindCentralRefuse, wire.KindCentralBeat, wire.KindTokenAskSync}, bully.Algorithm.Kinds...),
+	New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
+		cfg, err := ConfigFor(opt)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Variant = TokenAsk
+		return New(env, cfg)
+	},
+	StatusLines: statusLines,
+	LockColumns: []string{"Coordinator queue"},
+	LockCells:   lockCells,
+	FenceText:   FenceText,
+}
+
+var tokenAskGuarantees = mutex.Guarantees{
+	Survives:  guarantees.Survives,
+	Messages:  "3 (request, token, token back; 0 at the coordinator itself); the notes count N-1 program messages more; a renewal 2",
+	SyncDelay: "2 (token back to the coordinator, token to the next eligible request)",
+	Shared:    true,
+	Protection: guarantees.Protection + "; grants in the causal order of the requests: a request is granted only after every request " +
+		"its vector stamp names (unless its coordinator never hears of one within DeadAfter)",
+}
