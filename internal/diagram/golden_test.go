@@ -103,8 +103,21 @@ func TestGoldenSVG(t *testing.T) {
 			name = "notes-vector.svg"
 		}
 		golden(t, name, a.Bytes())
-		if n := strings.Count(a.String(), `<line class="msg"`); n != len(d.Messages) {
-			t.Errorf("%d arrows for %d messages", n, len(d.Messages))
+		beats := 0
+		for _, m := range d.Messages {
+			if IsHeartbeat(m.Kind) {
+				beats++
+			}
+		}
+		if n := strings.Count(a.String(), `<line class="msg"`); n != len(d.Messages)-beats || beats == 0 {
+			t.Errorf("%d arrows for %d messages, %d of them heartbeats (folded)", n, len(d.Messages), beats)
+		}
+		var all bytes.Buffer
+		if err := d.WriteSVG(&all, Options{Vector: vec, Heartbeats: true}); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(all.String(), `<line class="msg"`); n != len(d.Messages) {
+			t.Errorf("with the heartbeats: %d arrows for %d messages", n, len(d.Messages))
 		}
 	}
 }
@@ -257,5 +270,85 @@ func TestTwoDaemons(t *testing.T) {
 				t.Fatalf("%s and %s related across daemons", d.describe(a), d.describe(b))
 			}
 		}
+	}
+}
+
+// TestLabels: a line is labelled with the lab's name of its host when the
+// caller gives one, else its trace's host when that tells the members of
+// its cluster apart, else "member N"; with its daemon when the diagram
+// holds several.
+func TestLabels(t *testing.T) {
+	d := notes(t)
+	if got := []string{d.label(0), d.label(1), d.label(2)}; strings.Join(got, ",") != "p1,p2,p3" {
+		t.Errorf("hosts p1-p3: labels %q", got)
+	}
+	d.HostNames = map[uint32]string{2: "pc2"}
+	if got := []string{d.label(0), d.label(1)}; strings.Join(got, ",") != "p1,pc2" {
+		t.Errorf("member 2 named pc2: labels %q", got)
+	}
+	// Five daemons of a lab on one machine: every trace says "vm".
+	var files []*trace.File
+	for _, f := range notesFiles(t) {
+		c := *f
+		c.Header.Host = "vm"
+		files = append(files, &c)
+	}
+	one, err := Build(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{one.label(0), one.label(2)}; strings.Join(got, ",") != "member 1,member 3" {
+		t.Errorf("one machine: labels %q", got)
+	}
+	var svg bytes.Buffer
+	if err := one.WriteSVG(&svg, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(svg.String(), ">member 3</text>") || strings.Contains(svg.String(), ">3 vm<") {
+		t.Error("the SVG does not label the lines with the members")
+	}
+	both := append(notesFiles(t), files...)
+	for _, f := range both[3:] {
+		f.Header.Daemon = "electd"
+	}
+	two, err := Build(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := two.label(0); got != "member 1 electd" {
+		t.Errorf("two daemons: label %q", got)
+	}
+}
+
+// TestFromFirstEvent: an act's diagram starts at its first protocol event;
+// the heartbeats before it are left out, those after kept.
+func TestFromFirstEvent(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	hb := func(n int, ev, frame string) trace.Event {
+		return trace.Event{T: ms(n), Ev: ev, Kind: "leader_heartbeat", Frame: frame}
+	}
+	files := []*trace.File{
+		{Header: trace.Header{Version: 1, ID: 1, Daemon: "electd"}, Events: []trace.Event{
+			hb(0, trace.EvSend, "1:1"), hb(100, trace.EvSend, "1:2"),
+			{T: ms(150), Ev: trace.EvSend, Kind: "election", Frame: "1:3", To: 2},
+			hb(200, trace.EvSend, "1:4")}},
+		{Header: trace.Header{Version: 1, ID: 2, Daemon: "electd"}, Events: []trace.Event{
+			hb(1, trace.EvRecv, "1:1"), hb(101, trace.EvRecv, "1:2"),
+			{T: ms(151), Ev: trace.EvRecv, Kind: "election", Frame: "1:3"}, hb(201, trace.EvRecv, "1:4")}},
+	}
+	cut := FromFirstEvent(files)
+	if len(cut[0].Events) != 2 || len(cut[1].Events) != 2 || cut[0].Events[0].Kind != "election" {
+		t.Fatalf("kept %v and %v", cut[0].Events, cut[1].Events)
+	}
+	if len(files[0].Events) != 4 {
+		t.Error("the input was changed")
+	}
+	d, err := Build(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Start.Equal(ms(150)) || d.FoldCols != 2 || d.Cols != 3 {
+		t.Errorf("start %v, %d columns folded, %d unfolded; want +150ms, 2, 3", d.Start.Sub(t0), d.FoldCols, d.Cols)
 	}
 }
