@@ -538,7 +538,7 @@ func (l *lab) counter(ctx context.Context, sum *summary) error {
 		return fmt.Errorf("host 1: mutexd lock handoff: %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	return l.traced(ctx, sum, "lock-handoff", "mutexd", all(),
-		"hosts 2 and 4 want the lock held last by host 1: their wants (ring_probe), the token (token) passed 1 -> 2 -> 3 -> 4, each grant after a majority check (ring_probe), lock_granted and lock_released", nil, func() error {
+		"hosts 2 and 4 want the lock held last by host 1: their requests (ring_probe want), the token passed 1 -> 2 -> 3 -> 4 (token, token_ack), each grant after a majority check (ring_probe check), lock_granted and lock_released", nil, func() error {
 			var wg sync.WaitGroup
 			errs := make([]error, hosts+1)
 			for _, i := range []int{2, 4} {

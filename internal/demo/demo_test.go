@@ -99,7 +99,7 @@ func runShort(t *testing.T, netns bool) summary {
 	}
 	story := map[string][]string{
 		"berkeley-round": {`data-kind="clock_poll"`, `data-kind="clock_reading"`, `data-kind="clock_adjust"`, "heartbeats folded away"},
-		"lock-handoff":   {`data-kind="ring_probe"`, `data-kind="token"`, ">lock_granted<", ">lock_released<"},
+		"lock-handoff":   {`data-kind="ring_probe" data-op="want"`, `data-kind="token"`, ">lock_granted<", ">lock_released<"},
 		"bully-failover": {`data-kind="coordinator"`, ">leader_elected<", "heartbeats folded away"},
 	}
 	for _, act := range []string{"berkeley-round", "lock-handoff", "bully-failover"} {

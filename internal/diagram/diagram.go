@@ -71,6 +71,30 @@ type Message struct {
 	Kind       string
 	Frame      string
 	Dropped    bool
+	// Op is the frame's operation, for the kinds whose frames carry one
+	// (a ring probe's want, locate, prepare or check; a vote's request,
+	// grant, release...): its arrows are told apart by it.
+	Op string
+}
+
+// Arrow kinds: a message kind, or a kind and the operation its frames
+// carry ("ring_probe want"). Each has its colour and legend line.
+type arrowKind struct {
+	name, kind string
+}
+
+// opOf is the operation a frame's decoded fields name, if any.
+func opOf(e *trace.Event) string {
+	op, _ := e.Fields["op"].(string)
+	return op
+}
+
+// drawKind is the name an event's or a message's arrows go by.
+func drawKind(kind, op string) string {
+	if op == "" {
+		return kind
+	}
+	return kind + " " + op
 }
 
 // Diagram is a run laid out for drawing.
@@ -86,6 +110,8 @@ type Diagram struct {
 	Kinds    []string  // message kinds present, sorted
 	Daemons  []string
 	Clusters []string
+	// arrowKinds are the kinds of the arrows, by name (drawKind).
+	arrowKinds []arrowKind
 	// HostNames names members by ID for the lines' labels: the lab's
 	// host names, set by a caller that knows them (the demo, a lab
 	// file). Without one, a line is labelled with its trace's host when
@@ -185,13 +211,19 @@ func Build(files []*trace.File) (*Diagram, error) {
 		return nil, err
 	}
 	kinds := map[string]bool{}
+	arrows := map[string]string{}
 	for _, m := range d.Messages {
 		kinds[m.Kind] = true
+		arrows[drawKind(m.Kind, m.Op)] = m.Kind
 	}
 	for k := range kinds {
 		d.Kinds = append(d.Kinds, k)
 	}
 	slices.Sort(d.Kinds)
+	for name, k := range arrows {
+		d.arrowKinds = append(d.arrowKinds, arrowKind{name, k})
+	}
+	slices.SortFunc(d.arrowKinds, func(a, b arrowKind) int { return cmp.Compare(a.name, b.name) })
 	for i, e := range d.Events {
 		if !e.T.IsZero() && (d.Start.IsZero() || e.T.Before(d.Start)) {
 			d.Start = d.Events[i].T
@@ -268,13 +300,13 @@ func (d *Diagram) match() error {
 		switch {
 		case e.Ev == trace.EvSend:
 			for _, r := range e.Recvs {
-				d.Messages = append(d.Messages, Message{Send: i, Recv: r, Kind: e.Kind, Frame: e.Frame, Dropped: d.Events[r].Ev == trace.EvDrop})
+				d.Messages = append(d.Messages, Message{Send: i, Recv: r, Kind: e.Kind, Frame: e.Frame, Dropped: d.Events[r].Ev == trace.EvDrop, Op: opOf(&e.Event)})
 			}
 			if len(e.Recvs) == 0 && (e.To == 0 || d.procOf(e.Proc, e.To) >= 0) {
-				d.Messages = append(d.Messages, Message{Send: i, Recv: -1, Kind: e.Kind, Frame: e.Frame})
+				d.Messages = append(d.Messages, Message{Send: i, Recv: -1, Kind: e.Kind, Frame: e.Frame, Op: opOf(&e.Event)})
 			}
 		case e.Ev == trace.EvRecv && e.Send < 0:
-			d.Messages = append(d.Messages, Message{Send: -1, Recv: i, Kind: e.Kind, Frame: e.Frame})
+			d.Messages = append(d.Messages, Message{Send: -1, Recv: i, Kind: e.Kind, Frame: e.Frame, Op: opOf(&e.Event)})
 		}
 	}
 	return nil

@@ -352,3 +352,47 @@ func TestFromFirstEvent(t *testing.T) {
 		t.Errorf("start %v, %d columns folded, %d unfolded; want +150ms, 2, 3", d.Start.Sub(t0), d.FoldCols, d.Cols)
 	}
 }
+
+// TestArrowsByOperation: frames whose fields name an operation (a ring
+// probe's want or check, a vote's request or grant) are arrows of their
+// own, each with its colour and legend line, so that a token ring's
+// request (its want) is told from its majority check.
+func TestArrowsByOperation(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	ev := func(ms int, ev, frame, op string, to uint32) trace.Event {
+		return trace.Event{T: t0.Add(time.Duration(ms) * time.Millisecond), Ev: ev, Kind: "ring_probe", Frame: frame, To: to,
+			Fields: map[string]any{"op": op, "name": "handoff"}}
+	}
+	d, err := Build([]*trace.File{
+		{Header: trace.Header{Version: 1, ID: 1, Host: "a", Daemon: "mutexd"}, Events: []trace.Event{
+			ev(0, trace.EvSend, "1:1", "want", 2), ev(5, trace.EvSend, "1:2", "check", 2)}},
+		{Header: trace.Header{Version: 1, ID: 2, Host: "b", Daemon: "mutexd"}, Events: []trace.Event{
+			ev(1, trace.EvRecv, "1:1", "want", 0), ev(6, trace.EvRecv, "1:2", "check", 0)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Messages[0].Op != "want" || d.Messages[1].Op != "check" || len(d.Kinds) != 1 {
+		t.Fatalf("messages %+v, kinds %v", d.Messages, d.Kinds)
+	}
+	var b bytes.Buffer
+	if err := d.WriteSVG(&b, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	for _, want := range []string{">ring_probe check</text>", ">ring_probe want</text>", `data-kind="ring_probe" data-op="want"`, `data-kind="ring_probe" data-op="check"`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the SVG lacks %q", want)
+		}
+	}
+	if d.kindColor("ring_probe want") == d.kindColor("ring_probe check") {
+		t.Error("want and check drawn in one colour")
+	}
+	b.Reset()
+	if err := d.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `{"name":"ring_probe want","color":"`) {
+		t.Error("the page's kinds are not by operation")
+	}
+}

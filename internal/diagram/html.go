@@ -61,6 +61,7 @@ type pageEvent struct {
 	Group   int     `json:"g"`
 	Ev      string  `json:"ev"`
 	Kind    string  `json:"kind,omitempty"`
+	Op      string  `json:"op,omitempty"`
 	Name    string  `json:"name,omitempty"`
 	Reason  string  `json:"reason,omitempty"`
 	To      uint32  `json:"to"`
@@ -74,6 +75,7 @@ type pageMsg struct {
 	Send    int    `json:"s"`
 	Recv    int    `json:"r"`
 	Kind    string `json:"kind"`
+	Op      string `json:"op,omitempty"`
 	Frame   string `json:"frame"`
 	Dropped bool   `json:"dropped,omitempty"`
 }
@@ -94,8 +96,8 @@ func (d *Diagram) WriteHTML(w io.Writer) error { return d.WriteHTMLOptions(w, Op
 func (d *Diagram) WriteHTMLOptions(w io.Writer, opt Options) error {
 	pg := page{Title: d.Title(), Members: memberList(d.Members), Start: d.Start.UTC().Format("2006-01-02 15:04:05.000000 MST"),
 		Cols: d.Cols, Geo: [4]int{marginLeft, marginTop, colWidth, rowHeight}, Heartbeats: opt.Heartbeats, Vector: opt.Vector}
-	for _, k := range d.Kinds {
-		pg.Kinds = append(pg.Kinds, pageKind{k, d.kindColor(k), IsHeartbeat(k)})
+	for _, k := range d.arrowKinds {
+		pg.Kinds = append(pg.Kinds, pageKind{k.name, d.kindColor(k.name), IsHeartbeat(k.kind)})
 	}
 	for i, p := range d.Procs {
 		pg.Procs = append(pg.Procs, pageProc{ID: p.ID, Label: d.label(i), Host: p.Host, Daemon: p.Daemon, Cluster: p.Cluster, Files: p.Files, Cut: p.cut()})
@@ -108,11 +110,11 @@ func (d *Diagram) WriteHTMLOptions(w io.Writer, opt Options) error {
 		if !e.T.IsZero() {
 			t = float64(e.T.Sub(d.Start).Nanoseconds()) / 1e6
 		}
-		pg.Events = append(pg.Events, pageEvent{Group: e.Group, Ev: e.Ev, Kind: e.Kind, Name: e.Name, Reason: e.Reason, To: e.To, T: t,
+		pg.Events = append(pg.Events, pageEvent{Group: e.Group, Ev: e.Ev, Kind: e.Kind, Op: opOf(&d.Events[i].Event), Name: e.Name, Reason: e.Reason, To: e.To, T: t,
 			Lamport: d.Label(i, false), Vector: d.Label(i, true), Desc: d.describe(i)})
 	}
 	for _, m := range d.Messages {
-		pg.Msgs = append(pg.Msgs, pageMsg{m.Send, m.Recv, m.Kind, m.Frame, m.Dropped})
+		pg.Msgs = append(pg.Msgs, pageMsg{m.Send, m.Recv, m.Kind, m.Op, m.Frame, m.Dropped})
 	}
 	data, err := json.Marshal(pg) // escapes <, > and &: safe inside <script>
 	if err != nil {

@@ -14,6 +14,9 @@ window.addEventListener("error", function (e) {
   var color = {};
   D.kinds.forEach(function (k) { color[k.name] = k.color; });
   var info = document.getElementById("info");
+  // dk is the name an arrow's kind goes by: its kind, and the operation
+  // its frames carry if they do ("ring_probe want"); D.kinds are these.
+  function dk(x) { return x.op ? x.kind + " " + x.op : x.kind; }
 
   function el(name, attrs, parent) {
     var e = document.createElementNS(NS, name);
@@ -103,7 +106,8 @@ window.addEventListener("error", function (e) {
     var shownKinds = D.kinds.filter(function (k) { return !state.hiddenKinds[k.name] && (state.heartbeats || !k.hb); });
     var axisY = MT + 24 + Math.max(nrows - 1, 0) * RH + 40;
     var legendY = axisY + 46;
-    var width = Math.max(ML + 24 + span + 90, 820), height = legendY + (Math.ceil(shownKinds.length / 6) + 2) * 18 + 20;
+    var width = Math.max(ML + 24 + span + 90, 820);
+    var legend = legendColumns(shownKinds, width), height = legendY + (Math.ceil(shownKinds.length / legend[1]) + 2) * 18 + 20;
     placed = [];
     var canvas = document.getElementById("canvas");
     canvas.textContent = "";
@@ -129,7 +133,8 @@ window.addEventListener("error", function (e) {
     if (state.selected >= 0 && visible[state.selected]) related = state.selected;
     var heads = [];
     D.msgs.forEach(function (m) {
-      if (state.hiddenKinds[m.kind] || (heartbeat[m.kind] && !state.heartbeats)) return;
+      var k = dk(m);
+      if (state.hiddenKinds[k] || (heartbeat[k] && !state.heartbeats)) return;
       var sg = m.s >= 0 ? D.events[m.s].g : -1, rg = m.r >= 0 ? D.events[m.r].g : -1;
       if ((sg >= 0 && !visible[sg]) || (rg >= 0 && !visible[rg])) return;
       var x1, y1, x2, y2;
@@ -143,12 +148,13 @@ window.addEventListener("error", function (e) {
       else { x2 = x(rg); y2 = y(rg); x1 = x2 - 0.7 * CW; y1 = y2 - 0.35 * RH; }
       var dx = x2 - x1, dy = y2 - y1, l = Math.sqrt(dx * dx + dy * dy);
       if (l > 8 && rg >= 0) { x2 -= dx / l * 5; y2 -= dy / l * 5; }
-      var line = el("line", { "class": "msg", "data-kind": m.kind, "data-frame": m.frame, x1: x1, y1: y1, x2: x2, y2: y2, stroke: color[m.kind] || "#444", "marker-end": arrow(m.kind) }, svg);
+      var line = el("line", { "class": "msg", "data-kind": m.kind, "data-frame": m.frame, x1: x1, y1: y1, x2: x2, y2: y2, stroke: color[k] || "#444", "marker-end": arrow(k) }, svg);
+      if (m.op) line.setAttribute("data-op", m.op);
       heads.push(headPoly(x1, y1, x2, y2));
       if (m.dropped || sg < 0 || rg < 0) line.setAttribute("stroke-dasharray", m.dropped ? "4 3" : "2 2");
       if (related !== null && !(sg === related || rg === related)) line.classList.add("faded");
       line.addEventListener("mouseover", function () {
-        var s = m.kind + " frame " + m.frame + (m.dropped ? " (refused by its receiver)" : "");
+        var s = k + " frame " + m.frame + (m.dropped ? " (refused by its receiver)" : "");
         if (m.s >= 0) s += "\nsend: " + D.events[m.s].desc;
         s += "\n" + (m.r >= 0 ? "recv: " + D.events[m.r].desc : "received by nobody traced (lost?)");
         info.textContent = s;
@@ -167,7 +173,7 @@ window.addEventListener("error", function (e) {
         el("path", { "class": "mark", d: "M" + (xx - 4) + "," + (yy - 4) + " l8,8 m0,-8 l-8,8", stroke: "#c00", "stroke-width": 2 }, grp);
         place(text("drop " + e.reason, { "class": "name", fill: "#c00" }, grp), xx, yy, NAME_SPOTS);
       } else {
-        el("circle", { cx: xx, cy: yy, r: 4, fill: color[e.kind] || "#444" }, grp);
+        el("circle", { cx: xx, cy: yy, r: 4, fill: color[dk(e)] || "#444" }, grp);
       }
       var lab = state.label === "vector" ? e.vector : e.lamport;
       if (lab) place(text(lab, { "class": "label" }, grp), xx, yy, TIME_SPOTS);
@@ -187,7 +193,7 @@ window.addEventListener("error", function (e) {
       grp.addEventListener("click", function () { state.selected = gi; render(); });
     });
     drawAxis(svg, visible, cols, colIndex, x, tlo, thi, axisY, span);
-    drawLegend(svg, shownKinds, legendY);
+    drawLegend(svg, shownKinds, legendY, legend);
     document.body.dataset.ready = "1";
 
     // place puts label t at the first of spots around (px, py) whose box
@@ -290,15 +296,22 @@ window.addEventListener("error", function (e) {
       text(relTime(tk[1]), { x: tk[0], y: ay + 15, "font-size": 9, fill: "#555", "text-anchor": "middle" }, g);
     });
   }
+  // legendColumns: the legend's column width (the longest kind's name,
+  // as svg.go estimates it) and how many columns fit in width.
+  function legendColumns(kinds, width) {
+    var colw = 150;
+    kinds.forEach(function (k) { colw = Math.max(colw, 30 + k.name.length * 0.62 * 11 + 16); });
+    return [colw, Math.max(Math.floor((width - 12) / colw), 1)];
+  }
   // drawLegend: the kinds drawn, the marks, and what is folded away.
-  function drawLegend(svg, kinds, ly) {
+  function drawLegend(svg, kinds, ly, cols) {
     var g = el("g", { "class": "legend" }, svg);
     kinds.forEach(function (k, i) {
-      var lx = 12 + (i % 6) * 150, yy = ly + Math.floor(i / 6) * 18;
+      var lx = 12 + (i % cols[1]) * cols[0], yy = ly + Math.floor(i / cols[1]) * 18;
       el("line", { x1: lx, y1: yy, x2: lx + 24, y2: yy, stroke: k.color, "stroke-width": 2 }, g);
       text(k.name, { x: lx + 30, y: yy + 4 }, g);
     });
-    var yy = ly + Math.ceil(kinds.length / 6) * 18;
+    var yy = ly + Math.ceil(kinds.length / cols[1]) * 18;
     el("path", { d: "M18," + (yy - 5) + " l5,5 l-5,5 l-5,-5 z", fill: "#222" }, g);
     text("local event", { x: 30, y: yy + 4 }, g);
     el("path", { d: "M158," + (yy - 4) + " l8,8 m0,-8 l-8,8", stroke: "#c00", "stroke-width": 2 }, g);
@@ -310,7 +323,7 @@ window.addEventListener("error", function (e) {
       D.kinds.forEach(function (k) {
         if (!k.hb) return;
         var c = 0;
-        D.events.forEach(function (e) { if (e.ev === "send" && e.kind === k.name) c++; });
+        D.events.forEach(function (e) { if (e.ev === "send" && dk(e) === k.name) c++; });
         if (c > 0) { n += c; names.push(k.name); }
       });
       if (n > 0) text("heartbeats folded away: " + n + " sent (" + names.join(", ") + "), and their receipts; tick \u201cheartbeats\u201d to show them",

@@ -34,14 +34,22 @@ const (
 	legendRow  = 18
 )
 
-// palette colours message kinds, in the order of Diagram.Kinds.
+// palette colours the arrows' kinds (drawKind), in their order.
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"}
 
-func (d *Diagram) kindColor(kind string) string {
-	for i, k := range d.Kinds {
-		if k == kind {
-			return palette[i%len(palette)]
+// arrowIndex is the index of an arrow kind (drawKind), -1 for none.
+func (d *Diagram) arrowIndex(name string) int {
+	for i, k := range d.arrowKinds {
+		if k.name == name {
+			return i
 		}
+	}
+	return -1
+}
+
+func (d *Diagram) kindColor(name string) string {
+	if i := d.arrowIndex(name); i >= 0 {
+		return palette[i%len(palette)]
 	}
 	return "#444"
 }
@@ -54,7 +62,7 @@ type view struct {
 	d     *Diagram
 	fold  bool
 	cols  int
-	kinds []string // the kinds drawn
+	kinds []arrowKind // the arrows' kinds drawn
 	// folded counts the heartbeat frames left out, by kind.
 	folded map[string]int
 }
@@ -64,8 +72,8 @@ func (d *Diagram) view(opt Options) *view {
 	if v.fold {
 		v.cols = d.FoldCols
 	}
-	for _, k := range d.Kinds {
-		if !v.fold || !IsHeartbeat(k) {
+	for _, k := range d.arrowKinds {
+		if !v.fold || !IsHeartbeat(k.kind) {
 			v.kinds = append(v.kinds, k)
 		}
 	}
@@ -93,8 +101,19 @@ func (v *view) col(g int) int {
 // size is the drawing's width and height.
 func (v *view) size() (float64, float64) {
 	w := max(colX(max(v.cols-1, 0))+90, 820)
-	h := rowY(max(len(v.d.Procs)-1, 0)) + 40 + axisHeight + legendRow*float64((len(v.kinds)+5)/6+2) + 20
+	_, perRow := v.legendColumns(w)
+	h := rowY(max(len(v.d.Procs)-1, 0)) + 40 + axisHeight + legendRow*float64((len(v.kinds)+perRow-1)/perRow+2) + 20
 	return w, h
+}
+
+// legendColumns is the width of the legend's columns (the longest kind's
+// name and its line) and how many fit in a row of the drawing's width.
+func (v *view) legendColumns(width float64) (float64, int) {
+	colw := 150.0
+	for _, k := range v.kinds {
+		colw = max(colw, 30+textWidth(k.name, 11)+16)
+	}
+	return colw, max(int((width-12)/colw), 1)
 }
 
 func (v *view) at(event int) (float64, float64) {
@@ -117,9 +136,9 @@ func (d *Diagram) WriteSVG(w io.Writer, opt Options) error {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" font-family="sans-serif" font-size="11">`+"\n",
 		f(width), f(height), f(width), f(height))
 	b.WriteString(`<defs>`)
-	for _, k := range d.Kinds {
-		fmt.Fprintf(&b, `<marker id="arrow-%s" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`,
-			esc(k), d.kindColor(k))
+	for i, k := range d.arrowKinds {
+		fmt.Fprintf(&b, `<marker id="arrow-%d" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`,
+			i, d.kindColor(k.name))
 	}
 	b.WriteString("</defs>\n")
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
@@ -219,7 +238,8 @@ func (v *view) ends(m Message) (x1, y1, x2, y2 float64) {
 
 // svgMessage draws an arrow and returns its head's outline.
 func (v *view) svgMessage(b *strings.Builder, m Message) poly {
-	color := v.d.kindColor(m.Kind)
+	name := drawKind(m.Kind, m.Op)
+	color := v.d.kindColor(name)
 	dash := ""
 	switch {
 	case m.Dropped:
@@ -228,8 +248,12 @@ func (v *view) svgMessage(b *strings.Builder, m Message) poly {
 		dash = ` stroke-dasharray="2 2"`
 	}
 	x1, y1, x2, y2 := v.ends(m)
-	fmt.Fprintf(b, `<line class="msg" data-kind="%s" data-frame="%s" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.3"%s marker-end="url(#arrow-%s)"><title>%s %s</title></line>`,
-		esc(m.Kind), esc(m.Frame), f(x1), f(y1), f(x2), f(y2), color, dash, esc(m.Kind), esc(m.Kind), esc(m.Frame))
+	op := ""
+	if m.Op != "" {
+		op = fmt.Sprintf(` data-op="%s"`, esc(m.Op))
+	}
+	fmt.Fprintf(b, `<line class="msg" data-kind="%s"%s data-frame="%s" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.3"%s marker-end="url(#arrow-%d)"><title>%s %s</title></line>`,
+		esc(m.Kind), op, esc(m.Frame), f(x1), f(y1), f(x2), f(y2), color, dash, v.d.arrowIndex(name), esc(name), esc(m.Frame))
 	if m.Recv < 0 {
 		fmt.Fprintf(b, `<text x="%s" y="%s" fill="%s" font-size="12" text-anchor="middle">×</text>`, f(x2+4), f(y2+4), color)
 	}
@@ -273,7 +297,7 @@ func (v *view) svgGroup(b *strings.Builder, gi int, opt Options, pl *placer) {
 		sp, _ := pl.place(x, y, "drop "+e.Reason, 9, nameSpots)
 		svgText(b, "name", x, y, sp, "#c00", "drop "+e.Reason)
 	default:
-		color := d.kindColor(e.Kind)
+		color := d.kindColor(drawKind(e.Kind, opOf(&e.Event)))
 		fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="4" fill="%s"/>`, f(x), f(y), color)
 	}
 	if l := d.Label(first, opt.Vector); l != "" {
@@ -375,14 +399,16 @@ func (v *view) svgAxis(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, `<text x="12" y="%s" font-size="9" fill="#555">real time</text></g>`+"\n", f(y+4))
 	ly := y + axisHeight
+	width, _ := v.size()
+	colw, perRow := v.legendColumns(width)
 	b.WriteString(`<g class="legend">`)
 	for i, k := range v.kinds {
-		x := 12 + float64(i%6)*150
-		yy := ly + float64(i/6)*legendRow
+		x := 12 + float64(i%perRow)*colw
+		yy := ly + float64(i/perRow)*legendRow
 		fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/><text x="%s" y="%s">%s</text>`+"\n",
-			f(x), f(yy), f(x+24), f(yy), d.kindColor(k), f(x+30), f(yy+4), esc(k))
+			f(x), f(yy), f(x+24), f(yy), d.kindColor(k.name), f(x+30), f(yy+4), esc(k.name))
 	}
-	yy := ly + float64((len(v.kinds)+5)/6)*legendRow
+	yy := ly + float64((len(v.kinds)+perRow-1)/perRow)*legendRow
 	fmt.Fprintf(b, `<path d="M18,%s l5,5 l-5,5 l-5,-5 z" fill="#222"/><text x="30" y="%s">local event</text>`, f(yy-5), f(yy+4))
 	fmt.Fprintf(b, `<path d="M158,%s l8,8 m0,-8 l-8,8" stroke="#c00" stroke-width="2"/><text x="172" y="%s">refused frame</text>`, f(yy-4), f(yy+4))
 	fmt.Fprintf(b, `<line x1="302" y1="%s" x2="326" y2="%s" stroke="#444" stroke-dasharray="2 2"/><text x="332" y="%s">other end not traced (× nobody received it)</text>`, f(yy), f(yy), f(yy+4))
