@@ -300,6 +300,11 @@ func TestLabels(t *testing.T) {
 	if got := []string{one.label(0), one.label(2)}; strings.Join(got, ",") != "member 1,member 3" {
 		t.Errorf("one machine: labels %q", got)
 	}
+	one.HostNames = map[uint32]string{1: "lab pc 1"}
+	if got := one.hostNames(); got[0] != "lab_pc_1" || got[1] != "vm-2" {
+		t.Errorf("one machine, member 1 named: ShiViz hosts %q", got)
+	}
+	one.HostNames = nil
 	var svg bytes.Buffer
 	if err := one.WriteSVG(&svg, Options{}); err != nil {
 		t.Fatal(err)
