@@ -319,6 +319,9 @@ func hostNames(c *cli.Context, fl drawFlags) (map[uint32]string, error) {
 	}
 	if fl.names != "" {
 		for _, kv := range strings.Split(fl.names, ",") {
+			if strings.TrimSpace(kv) == "" {
+				continue // "1=a,2=b," as a list is often written
+			}
 			id, name, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			n, err := strconv.ParseUint(id, 10, 32)
 			if !ok || err != nil || n == 0 || strings.TrimSpace(name) == "" {

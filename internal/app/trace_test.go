@@ -68,7 +68,7 @@ func TestTraceDraw(t *testing.T) {
 		// names given (the lab file's, then --names over them).
 		{append(slices.Clone(paths), "-o", filepath.Join(dir, "m.svg")), "m.svg", `font-weight="bold">member 2</text>`},
 		{append(slices.Clone(paths), "--lab-file", lab, "-o", filepath.Join(dir, "l.svg")), "l.svg", `font-weight="bold">pc2</text>`},
-		{append(slices.Clone(paths), "--lab-file", lab, "--names", "2=bench", "-o", filepath.Join(dir, "n.svg")), "n.svg", `font-weight="bold">bench</text>`},
+		{append(slices.Clone(paths), "--lab-file", lab, "--names", "2=bench,", "-o", filepath.Join(dir, "n.svg")), "n.svg", `font-weight="bold">bench</text>`},
 		{append(slices.Clone(paths), "--heartbeats", "--from-first-event", "-o", filepath.Join(dir, "h.html")), "h.html", `"heartbeats":true`},
 	} {
 		code, out := run(tc.args...)
