@@ -401,3 +401,16 @@ func TestArrowsByOperation(t *testing.T) {
 		t.Error("the page's kinds are not by operation")
 	}
 }
+
+// TestLongLabelWrapped: a line's label too long for the margin (an NTP
+// peer's address) is drawn on two lines, its whole text in the line's
+// title; a short one stays one line.
+func TestLongLabelWrapped(t *testing.T) {
+	if _, _, long := wrapLabel("member 12"); long {
+		t.Error("member 12 wrapped")
+	}
+	first, rest, long := wrapLabel("ntp 192.0.2.123:12345")
+	if !long || first != "ntp" || rest != "192.0.2.123:12345" {
+		t.Errorf("wrapLabel: %q %q %v", first, rest, long)
+	}
+}

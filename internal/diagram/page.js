@@ -126,8 +126,17 @@ window.addEventListener("error", function (e) {
       var yy = MT + 24 + rows[i] * RH;
       var g = el("g", { "class": "proc", "data-id": p.id }, svg);
       el("line", { x1: ML, y1: yy, x2: width - 30, y2: yy }, g);
-      text(p.label, { x: 12, y: yy + 4 }, g);
-      if (p.cut) text(p.cut, { x: 12, y: yy + 16, fill: "#b00", "font-size": 9 }, g);
+      var sp = p.label.indexOf(" "), cutY = yy + 16;
+      if (p.label.length * 0.62 * 11 > ML - 16 && sp > 0) {
+        // Too long for the margin (an NTP peer's address): two lines.
+        el("title", {}, g).textContent = p.label;
+        text(p.label.slice(0, sp), { x: 12, y: yy - 2, "font-size": 9 }, g);
+        text(p.label.slice(sp + 1), { x: 12, y: yy + 10, "font-size": 9 }, g);
+        cutY = yy + 22;
+      } else {
+        text(p.label, { x: 12, y: yy + 4 }, g);
+      }
+      if (p.cut) text(p.cut, { x: 12, y: cutY, fill: "#b00", "font-size": 9 }, g);
     });
     var related = null;
     if (state.selected >= 0 && visible[state.selected]) related = state.selected;

@@ -151,10 +151,20 @@ func (d *Diagram) WriteSVG(w io.Writer, opt Options) error {
 	for p, pr := range d.Procs {
 		y := rowY(p)
 		name := d.label(p)
-		fmt.Fprintf(&b, `<g class="proc" data-id="%d"><line x1="%d" y1="%s" x2="%s" y2="%s" stroke="#333" stroke-width="1.5"/><text x="12" y="%s" font-weight="bold">%s</text>`,
-			pr.ID, marginLeft, f(y), f(width-30), f(y), f(y+4), esc(name))
+		fmt.Fprintf(&b, `<g class="proc" data-id="%d"><line x1="%d" y1="%s" x2="%s" y2="%s" stroke="#333" stroke-width="1.5"/>`,
+			pr.ID, marginLeft, f(y), f(width-30), f(y))
+		cutY := y + 16
+		if first, rest, long := wrapLabel(name); long {
+			// A label longer than the margin (an NTP peer's address) on
+			// two lines, clear of the process's line.
+			fmt.Fprintf(&b, `<title>%s</title><text x="12" y="%s" font-weight="bold" font-size="9">%s</text><text x="12" y="%s" font-weight="bold" font-size="9">%s</text>`,
+				esc(name), f(y-2), esc(first), f(y+10), esc(rest))
+			cutY = y + 22
+		} else {
+			fmt.Fprintf(&b, `<text x="12" y="%s" font-weight="bold">%s</text>`, f(y+4), esc(name))
+		}
 		if cut := pr.cut(); cut != "" {
-			fmt.Fprintf(&b, `<text x="12" y="%s" fill="#b00" font-size="9">%s</text>`, f(y+16), esc(cut))
+			fmt.Fprintf(&b, `<text x="12" y="%s" fill="#b00" font-size="9">%s</text>`, f(cutY), esc(cut))
 		}
 		b.WriteString("</g>\n")
 	}
@@ -173,6 +183,16 @@ func (d *Diagram) WriteSVG(w io.Writer, opt Options) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// wrapLabel splits a process label too long for the left margin at its
+// first space ("ntp 192.0.2.1:123"); long is false for one that fits.
+func wrapLabel(name string) (first, rest string, long bool) {
+	if textWidth(name, 11) <= marginLeft-16 {
+		return name, "", false
+	}
+	first, rest, long = strings.Cut(name, " ")
+	return first, rest, long
 }
 
 // foldNote says which heartbeats a folded drawing leaves out.
