@@ -47,6 +47,7 @@ func traceCommand(name string) *cli.Command {
 				&cli.DurationFlag{Name: "from", Usage: "draw only events at least `D` after the run's first event"},
 				&cli.DurationFlag{Name: "until", Usage: "draw only events at most `D` after the run's first event (0: to the end)"},
 				&cli.BoolFlag{Name: "from-first-event", Usage: "start at the run's first protocol event (the heartbeats before it left out); --from and --until count from it"},
+				&cli.StringFlag{Name: "from-kind", Usage: "start at the first frame of kind `KIND` (a Berkeley round at its first clock_poll); --from and --until count from it"},
 				&cli.BoolFlag{Name: "heartbeats", Usage: "draw the heartbeat frames too (folded away by default; the HTML page opens with them shown)"},
 				&cli.StringFlag{Name: "names", Usage: "name the lines' hosts: `ID=NAME,...` (over the lab file's names)"},
 				&cli.StringFlag{Name: "lab-file", EnvVars: []string{"SYNCLAB_LAB_FILE"}, Value: DefaultLabFile,
@@ -159,6 +160,7 @@ type drawFlags struct {
 	fromFirst          bool
 	from, until        time.Duration
 	names, labFile     string
+	fromKind           string
 	labFileSet         bool
 }
 
@@ -168,7 +170,7 @@ type drawFlags struct {
 func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 	fl := drawFlags{out: c.String("output"), format: c.String("format"), vector: c.Bool("vector"),
 		from: c.Duration("from"), until: c.Duration("until"), heartbeats: c.Bool("heartbeats"), fromFirst: c.Bool("from-first-event"),
-		names: c.String("names"), labFile: c.String("lab-file"), labFileSet: c.IsSet("lab-file")}
+		names: c.String("names"), labFile: c.String("lab-file"), labFileSet: c.IsSet("lab-file"), fromKind: c.String("from-kind")}
 	var paths []string
 	args := c.Args().Slice()
 	for i := 0; i < len(args); i++ {
@@ -189,7 +191,7 @@ func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 		case name == "from-first-event" && !hasVal:
 			fl.fromFirst = true
 			continue
-		case !slices.Contains([]string{"o", "output", "format", "from", "until", "names", "lab-file"}, name):
+		case !slices.Contains([]string{"o", "output", "format", "from", "until", "names", "lab-file", "from-kind"}, name):
 			return nil, fl, Usagef("trace draw: unknown flag %s", a)
 		}
 		if !hasVal {
@@ -204,6 +206,8 @@ func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 			fl.format = val
 		case "names":
 			fl.names = val
+		case "from-kind":
+			fl.fromKind = val
 		case "lab-file":
 			fl.labFile, fl.labFileSet = val, true
 		case "from", "until":
@@ -258,6 +262,9 @@ func drawAction(c *cli.Context) error {
 	drawn := files
 	if fl.fromFirst {
 		drawn = diagram.FromFirstEvent(drawn)
+	}
+	if fl.fromKind != "" {
+		drawn = diagram.FromFirstKind(drawn, fl.fromKind)
 	}
 	d, err := diagram.Build(diagram.Window(drawn, fl.from, fl.until))
 	if err != nil {

@@ -70,6 +70,7 @@ func TestTraceDraw(t *testing.T) {
 		{append(slices.Clone(paths), "--lab-file", lab, "-o", filepath.Join(dir, "l.svg")), "l.svg", `font-weight="bold">pc2</text>`},
 		{append(slices.Clone(paths), "--lab-file", lab, "--names", "2=bench,", "-o", filepath.Join(dir, "n.svg")), "n.svg", `font-weight="bold">bench</text>`},
 		{append(slices.Clone(paths), "--heartbeats", "--from-first-event", "-o", filepath.Join(dir, "h.html")), "h.html", `"heartbeats":true`},
+		{append(slices.Clone(paths), "--from-kind", "election", "-o", filepath.Join(dir, "k.svg")), "k.svg", `data-kind="election"`},
 	} {
 		code, out := run(tc.args...)
 		if code != 0 {

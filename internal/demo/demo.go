@@ -411,11 +411,13 @@ func (l *lab) clocks(ctx context.Context, sum *summary) error {
 	sum.FinalSpread, _ = spread(offs)
 	sum.ClientOffset = offs[hosts+1] - offs[1]
 	// A Berkeley round (one a second): the master's polls, every reading,
-	// the adjustments and their acknowledgements.
-	if err := l.traced(ctx, sum, "berkeley-round", "timed", all(), "a Berkeley round: the master's polls (clock_poll), the readings (clock_reading), the adjustments (clock_adjust, acknowledged)", nil, func() error {
-		sleepCtx(ctx, 1500*time.Millisecond)
-		return nil
-	}); err != nil {
+	// the adjustments and their acknowledgements; drawn from the first
+	// poll for 900 ms, so one round.
+	if err := l.traced(ctx, sum, "berkeley-round", "timed", all(), "a Berkeley round: the master's polls (clock_poll), the readings (clock_reading), the adjustments (clock_adjust, acknowledged)",
+		[]string{"--from-kind", "clock_poll", "--until", "900ms"}, func() error {
+			sleepCtx(ctx, 1500*time.Millisecond)
+			return nil
+		}); err != nil {
 		return err
 	}
 	sum.Master = views[1].Node.Core.Cluster.Master

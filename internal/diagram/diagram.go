@@ -495,10 +495,23 @@ func (d *Diagram) Label(i int, vector bool) string {
 // heartbeats after it are kept (folded by default). Traces with no such
 // event are returned as they are.
 func FromFirstEvent(files []*trace.File) []*trace.File {
+	return fromFirst(files, func(e *trace.Event) bool { return !isHeartbeatEvent(e) })
+}
+
+// FromFirstKind drops what the traces hold before the first frame of
+// kind (sent or received), so that a diagram starts where a protocol's
+// step does (a Berkeley round at its first "clock_poll"). Traces with no
+// such frame are returned as they are.
+func FromFirstKind(files []*trace.File, kind string) []*trace.File {
+	return fromFirst(files, func(e *trace.Event) bool { return e.Ev != trace.EvLocal && e.Kind == kind })
+}
+
+// fromFirst drops the events before the earliest one that from accepts.
+func fromFirst(files []*trace.File, from func(*trace.Event) bool) []*trace.File {
 	var first time.Time
 	for _, f := range files {
 		for _, e := range f.Events {
-			if e.Ev != trace.EvTruncated && !e.T.IsZero() && !isHeartbeatEvent(&e) && (first.IsZero() || e.T.Before(first)) {
+			if e.Ev != trace.EvTruncated && !e.T.IsZero() && from(&e) && (first.IsZero() || e.T.Before(first)) {
 				first = e.T
 			}
 		}

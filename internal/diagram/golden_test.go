@@ -356,6 +356,17 @@ func TestFromFirstEvent(t *testing.T) {
 	if !d.Start.Equal(ms(150)) || d.FoldCols != 2 || d.Cols != 3 {
 		t.Errorf("start %v, %d columns folded, %d unfolded; want +150ms, 2, 3", d.Start.Sub(t0), d.FoldCols, d.Cols)
 	}
+	// From the first frame of a kind: the first heartbeat is the first
+	// event; the election is the third of member 1.
+	if cut := FromFirstKind(files, "leader_heartbeat"); len(cut[0].Events) != 4 {
+		t.Errorf("from the first heartbeat: kept %d of 4", len(cut[0].Events))
+	}
+	if cut := FromFirstKind(files, "election"); len(cut[0].Events) != 2 || cut[0].Events[0].Kind != "election" {
+		t.Errorf("from the first election: kept %v", cut[0].Events)
+	}
+	if cut := FromFirstKind(files, "coordinator"); len(cut[0].Events) != 4 {
+		t.Error("no coordinator frame: the traces are not kept whole")
+	}
 }
 
 // TestArrowsByOperation: frames whose fields name an operation (a ring
