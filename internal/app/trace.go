@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +34,9 @@ func traceCommand(name string) *cli.Command {
 			Description: "Reads the trace files (one per host; several per host after restarts) and draws one line per\n" +
 				"process and one arrow per message, matched by frame, in happened-before order (every arrow points\n" +
 				"right; events in one column are concurrent), labelled with Lamport times (--vector: vector times),\n" +
-				"real time as the bottom scale. The format follows OUT's extension: .svg for reports, .html for a\n" +
+				"real time as the bottom scale. Heartbeats are folded away (--heartbeats draws them; the page has a\n" +
+				"switch); the lines are labelled with the hosts' names from the lab file or --names, else the traces'\n" +
+				"hosts where they tell the members apart, else \"member N\". The format follows OUT's extension: .svg for reports, .html for a\n" +
 				"self-contained page to explore (hover, filters, happened-before cones), .shiviz for ShiViz\n" +
 				"(paste it at ShiViz with its default expression). -o - writes SVG to the standard output.\n" +
 				"Example: " + name + " trace draw h1.trace h2.trace h3.trace -o failover.html",
@@ -43,6 +46,12 @@ func traceCommand(name string) *cli.Command {
 				&cli.BoolFlag{Name: "vector", Usage: "label events with their vector times instead of their Lamport times"},
 				&cli.DurationFlag{Name: "from", Usage: "draw only events at least `D` after the run's first event"},
 				&cli.DurationFlag{Name: "until", Usage: "draw only events at most `D` after the run's first event (0: to the end)"},
+				&cli.BoolFlag{Name: "from-first-event", Usage: "start at the run's first protocol event (the heartbeats before it left out); --from and --until count from it"},
+				&cli.StringFlag{Name: "from-kind", Usage: "start at the first frame of kind `KIND` (a Berkeley round at its first clock_poll); --from and --until count from it"},
+				&cli.BoolFlag{Name: "heartbeats", Usage: "draw the heartbeat frames too (folded away by default; the HTML page opens with them shown)"},
+				&cli.StringFlag{Name: "names", Usage: "name the lines' hosts: `ID=NAME,...` (over the lab file's names)"},
+				&cli.StringFlag{Name: "lab-file", EnvVars: []string{"SYNCLAB_LAB_FILE"}, Value: DefaultLabFile,
+					Usage: "take the hosts' names from the lab file `PATH` (not there: not used, unless named; \"\": none)"},
 			},
 			Action: drawAction,
 		}, {
@@ -146,9 +155,13 @@ func traceLine(st daemon.TraceStatus, stopped bool) string {
 
 // drawFlags are draw's flags, wherever they were written.
 type drawFlags struct {
-	out, format string
-	vector      bool
-	from, until time.Duration
+	out, format        string
+	vector, heartbeats bool
+	fromFirst          bool
+	from, until        time.Duration
+	names, labFile     string
+	fromKind           string
+	labFileSet         bool
 }
 
 // drawArgs splits draw's arguments into files and the flags written after
@@ -156,7 +169,8 @@ type drawFlags struct {
 // argument).
 func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 	fl := drawFlags{out: c.String("output"), format: c.String("format"), vector: c.Bool("vector"),
-		from: c.Duration("from"), until: c.Duration("until")}
+		from: c.Duration("from"), until: c.Duration("until"), heartbeats: c.Bool("heartbeats"), fromFirst: c.Bool("from-first-event"),
+		names: c.String("names"), labFile: c.String("lab-file"), labFileSet: c.IsSet("lab-file"), fromKind: c.String("from-kind")}
 	var paths []string
 	args := c.Args().Slice()
 	for i := 0; i < len(args); i++ {
@@ -171,7 +185,13 @@ func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 		case name == "vector" && !hasVal:
 			fl.vector = true
 			continue
-		case !slices.Contains([]string{"o", "output", "format", "from", "until"}, name):
+		case name == "heartbeats" && !hasVal:
+			fl.heartbeats = true
+			continue
+		case name == "from-first-event" && !hasVal:
+			fl.fromFirst = true
+			continue
+		case !slices.Contains([]string{"o", "output", "format", "from", "until", "names", "lab-file", "from-kind"}, name):
 			return nil, fl, Usagef("trace draw: unknown flag %s", a)
 		}
 		if !hasVal {
@@ -184,6 +204,12 @@ func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 		switch name {
 		case "format":
 			fl.format = val
+		case "names":
+			fl.names = val
+		case "from-kind":
+			fl.fromKind = val
+		case "lab-file":
+			fl.labFile, fl.labFileSet = val, true
 		case "from", "until":
 			d, err := time.ParseDuration(val)
 			if err != nil {
@@ -225,20 +251,33 @@ func drawAction(c *cli.Context) error {
 	if fl.from < 0 || fl.until < 0 || (fl.until > 0 && fl.until < fl.from) {
 		return Usagef("trace draw: --from %v --until %v is no time window", fl.from, fl.until)
 	}
+	names, err := hostNames(c, fl)
+	if err != nil {
+		return err
+	}
 	files, err := trace.ReadFiles(paths...)
 	if err != nil {
 		return err
 	}
-	d, err := diagram.Build(diagram.Window(files, fl.from, fl.until))
+	drawn := files
+	if fl.fromFirst {
+		drawn = diagram.FromFirstEvent(drawn)
+	}
+	if fl.fromKind != "" {
+		drawn = diagram.FromFirstKind(drawn, fl.fromKind)
+	}
+	d, err := diagram.Build(diagram.Window(drawn, fl.from, fl.until))
 	if err != nil {
 		return err
 	}
+	d.HostNames = names
+	opt := diagram.Options{Vector: fl.vector, Heartbeats: fl.heartbeats}
 	var b bytes.Buffer
 	switch format {
 	case "svg":
-		err = d.WriteSVG(&b, diagram.Options{Vector: fl.vector})
+		err = d.WriteSVG(&b, opt)
 	case "html":
-		err = d.WriteHTML(&b)
+		err = d.WriteHTMLOptions(&b, opt)
 	case "shiviz":
 		err = d.WriteShiViz(&b)
 	}
@@ -262,4 +301,41 @@ func drawAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "wrote %s: %s\n", out, d.Title())
 	return nil
+}
+
+// hostNames are the names draw labels the lines with: the lab file's
+// hosts' names, then --names over them.
+func hostNames(c *cli.Context, fl drawFlags) (map[uint32]string, error) {
+	names := map[uint32]string{}
+	if fl.labFile != "" {
+		lab, err := LoadLab(fl.labFile, fl.labFileSet)
+		switch {
+		case err != nil && fl.labFileSet:
+			return nil, err
+		case err != nil:
+			// The machine's lab file: a mistake in it is for the daemons
+			// to refuse; the drawing goes on without its names.
+			fmt.Fprintf(c.App.ErrWriter, "trace draw: the hosts' names of the lab file are not used: %v\n", err)
+		case lab != nil:
+			for _, h := range lab.Hosts {
+				if h.Name != "" {
+					names[h.ID] = h.Name
+				}
+			}
+		}
+	}
+	if fl.names != "" {
+		for _, kv := range strings.Split(fl.names, ",") {
+			if strings.TrimSpace(kv) == "" {
+				continue // "1=a,2=b," as a list is often written
+			}
+			id, name, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			n, err := strconv.ParseUint(id, 10, 32)
+			if !ok || err != nil || n == 0 || strings.TrimSpace(name) == "" {
+				return nil, Usagef("trace draw: --names %q: want ID=NAME,... (ID a member's, NAME not empty)", fl.names)
+			}
+			names[uint32(n)] = strings.TrimSpace(name)
+		}
+	}
+	return names, nil
 }

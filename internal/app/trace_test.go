@@ -43,6 +43,11 @@ func TestTraceDraw(t *testing.T) {
 		f.Close()
 		paths = append(paths, path)
 	}
+	lab := filepath.Join(dir, "lab.toml")
+	if err := os.WriteFile(lab, []byte("[[host]]\nid = 1\naddress = \"10.0.0.1\"\nname = \"pc1\"\n[[host]]\nid = 2\naddress = \"10.0.0.2\"\nname = \"pc2\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SYNCLAB_LAB_FILE", "")
 	run := func(args ...string) (int, string) {
 		var out, stderr bytes.Buffer
 		a := testApp()
@@ -59,6 +64,13 @@ func TestTraceDraw(t *testing.T) {
 		{append([]string{"-o", filepath.Join(dir, "d.html")}, paths...), "d.html", `<script type="application/json" id="data">`},
 		{append(slices.Clone(paths), "--output="+filepath.Join(dir, "d.log"), "--format", "shiviz"), "d.log", "h-1 {\"h-1\":1}\nsend election to 2 frame 1:77"},
 		{append(slices.Clone(paths), "--until", "500us", "--vector", "-o", filepath.Join(dir, "w.svg")), "w.svg", `labels: vector times`},
+		// Both traces say host "h": the lines are the members, or the
+		// names given (the lab file's, then --names over them).
+		{append(slices.Clone(paths), "-o", filepath.Join(dir, "m.svg")), "m.svg", `font-weight="bold">member 2</text>`},
+		{append(slices.Clone(paths), "--lab-file", lab, "-o", filepath.Join(dir, "l.svg")), "l.svg", `font-weight="bold">pc2</text>`},
+		{append(slices.Clone(paths), "--lab-file", lab, "--names", "2=bench,", "-o", filepath.Join(dir, "n.svg")), "n.svg", `font-weight="bold">bench</text>`},
+		{append(slices.Clone(paths), "--heartbeats", "--from-first-event", "-o", filepath.Join(dir, "h.html")), "h.html", `"heartbeats":true`},
+		{append(slices.Clone(paths), "--from-kind", "election", "-o", filepath.Join(dir, "k.svg")), "k.svg", `data-kind="election"`},
 	} {
 		code, out := run(tc.args...)
 		if code != 0 {
@@ -84,6 +96,8 @@ func TestTraceDraw(t *testing.T) {
 		{[]string{paths[0], "--from", "2ms", "--until", "1ms", "-o", filepath.Join(dir, "x.svg")}, 2, "no time window"},
 		{[]string{paths[0], "--from", "soon", "-o", filepath.Join(dir, "x.svg")}, 2, `--from "soon"`},
 		{[]string{v2, "-o", filepath.Join(dir, "x.svg")}, 1, "unsupported trace format version 2"},
+		{[]string{paths[0], "--names", "2", "-o", filepath.Join(dir, "x.svg")}, 2, `--names "2": want ID=NAME`},
+		{[]string{paths[0], "--lab-file", filepath.Join(dir, "none.toml"), "-o", filepath.Join(dir, "x.svg")}, 1, "none.toml"},
 	} {
 		if code, out := run(tc.args...); code != tc.code || !strings.Contains(out, tc.msg) {
 			t.Errorf("%v: exit %d, want %d saying %q:\n%s", tc.args, code, tc.code, tc.msg, out)

@@ -410,12 +410,14 @@ func (l *lab) clocks(ctx context.Context, sum *summary) error {
 	}
 	sum.FinalSpread, _ = spread(offs)
 	sum.ClientOffset = offs[hosts+1] - offs[1]
-	// A Berkeley round (one a second): the master's poll, every reading,
-	// the adjustments.
-	if err := l.traced(ctx, sum, "berkeley-round", "timed", all(), "one Berkeley round", func() error {
-		sleepCtx(ctx, 1500*time.Millisecond)
-		return nil
-	}); err != nil {
+	// A Berkeley round (one a second): the master's polls, every reading,
+	// the adjustments and their acknowledgements; drawn from the first
+	// poll for 900 ms, so one round.
+	if err := l.traced(ctx, sum, "berkeley-round", "timed", all(), "a Berkeley round: the master's polls (clock_poll), the readings (clock_reading), the adjustments (clock_adjust, acknowledged)",
+		[]string{"--from-kind", "clock_poll", "--until", "900ms"}, func() error {
+			sleepCtx(ctx, 1500*time.Millisecond)
+			return nil
+		}); err != nil {
 		return err
 	}
 	sum.Master = views[1].Node.Core.Cluster.Master
@@ -529,22 +531,30 @@ func (l *lab) counter(ctx context.Context, sum *summary) error {
 		}
 	}
 	// A lock handoff: hosts 2 and 4 want the lock at once; the token
-	// goes round the ring to one, then to the other.
-	return l.traced(ctx, sum, "lock-handoff", "mutexd", all(), "hosts 2 and 4 want the lock at once", func() error {
-		var wg sync.WaitGroup
-		errs := make([]error, hosts+1)
-		for _, i := range []int{2, 4} {
-			wg.Go(func() {
-				out, err := exec.CommandContext(ctx, filepath.Join(l.o.bin, "mutexd"), "lock", "--control", l.path(i, "mutexd.sock"),
-					"--timeout", "10s", "handoff", "--", "sleep", "0.2").CombinedOutput()
-				if err != nil {
-					errs[i] = fmt.Errorf("host %d: mutexd lock: %v: %s", i, err, strings.TrimSpace(string(out)))
-				}
-			})
-		}
-		wg.Wait()
-		return errors.Join(errs...)
-	})
+	// goes round the ring to one, then to the other. Host 1 takes the
+	// lock once before, untraced: the ring makes a lock's token at its
+	// first request (token_regenerated, after a search for it), which is
+	// not the handoff's story.
+	if out, err := exec.CommandContext(ctx, filepath.Join(l.o.bin, "mutexd"), "lock", "--control", l.path(1, "mutexd.sock"),
+		"--timeout", "10s", "handoff", "--", "true").CombinedOutput(); err != nil {
+		return fmt.Errorf("host 1: mutexd lock handoff: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return l.traced(ctx, sum, "lock-handoff", "mutexd", all(),
+		"hosts 2 and 4 want the lock held last by host 1: their requests (ring_probe want), the token passed 1 -> 2 -> 3 -> 4 (token, token_ack), each grant after a majority check (ring_probe check), lock_granted and lock_released", nil, func() error {
+			var wg sync.WaitGroup
+			errs := make([]error, hosts+1)
+			for _, i := range []int{2, 4} {
+				wg.Go(func() {
+					out, err := exec.CommandContext(ctx, filepath.Join(l.o.bin, "mutexd"), "lock", "--control", l.path(i, "mutexd.sock"),
+						"--timeout", "10s", "handoff", "--", "sleep", "0.2").CombinedOutput()
+					if err != nil {
+						errs[i] = fmt.Errorf("host %d: mutexd lock: %v: %s", i, err, strings.TrimSpace(string(out)))
+					}
+				})
+			}
+			wg.Wait()
+			return errors.Join(errs...)
+		})
 }
 
 // leader returns the leader every running electd agrees on, 0 if they do
@@ -577,7 +587,7 @@ func (l *lab) election(ctx context.Context, sum *summary) error {
 	}
 	l.printf("all %d hosts agree: host %d leads\n", hosts, sum.Leader)
 	dead := int(sum.Leader)
-	if err := l.traced(ctx, sum, "bully-failover", "electd", all(), "the leader killed, the next elected", func() error {
+	if err := l.traced(ctx, sum, "bully-failover", "electd", all(), "the leader killed: the survivors notice (leader_lost), the highest elects itself and announces it (coordinator)", nil, func() error {
 		sleepCtx(ctx, 300*time.Millisecond) // the leader's heartbeats, drawn
 		start := time.Now()
 		l.electd[dead].kill()
@@ -635,6 +645,16 @@ func (l *lab) report(s summary) {
 	}
 }
 
+// hostNames names the demo's hosts for the diagrams, as the clocks'
+// table does: h1, h2...
+func hostNames() string {
+	var names []string
+	for i := 1; i <= hosts; i++ {
+		names = append(names, fmt.Sprintf("%d=h%d", i, i))
+	}
+	return strings.Join(names, ",")
+}
+
 func all() []int {
 	hs := make([]int, hosts)
 	for i := range hs {
@@ -646,8 +666,10 @@ func all() []int {
 // traced runs an act while daemon records a trace on every host of on
 // (`X trace start` through their control sockets; `trace stop` after,
 // on those still running), then draws the traces as act.svg and
-// act.html in the diagrams directory.
-func (l *lab) traced(ctx context.Context, sum *summary, act, daemon string, on []int, what string, fn func() error) error {
+// act.html in the diagrams directory: from the act's first protocol
+// event (draw adds to `trace draw`'s flags), the lines named h1, h2...,
+// the heartbeats folded away.
+func (l *lab) traced(ctx context.Context, sum *summary, act, daemon string, on []int, what string, draw []string, fn func() error) error {
 	if l.o.diagrams == "" {
 		return fn()
 	}
@@ -688,14 +710,15 @@ func (l *lab) traced(ctx context.Context, sum *summary, act, daemon string, on [
 	var drawn []string
 	for _, ext := range []string{".svg", ".html"} {
 		out := filepath.Join(l.o.diagrams, act+ext)
-		b, err := exec.CommandContext(ctx, filepath.Join(l.o.bin, daemon), append(append([]string{"trace", "draw"}, files...), "-o", out)...).CombinedOutput()
+		args := append([]string{"trace", "draw", "--from-first-event", "--names", hostNames(), "--lab-file", ""}, draw...)
+		b, err := exec.CommandContext(ctx, filepath.Join(l.o.bin, daemon), append(append(args, files...), "-o", out)...).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("%s trace draw: %v: %s", daemon, err, strings.TrimSpace(string(b)))
 		}
 		drawn = append(drawn, out)
 	}
 	sum.Diagrams = append(sum.Diagrams, drawn...)
-	l.printf("diagram of %s: %s (and .html)\n", what, drawn[0])
+	l.printf("diagram of %s:\n   %s (and .html)\n", what, drawn[0])
 	return nil
 }
 

@@ -97,24 +97,45 @@ func runShort(t *testing.T, netns bool) summary {
 	if len(sum.Diagrams) != 6 {
 		t.Errorf("diagrams written: %q, want the SVG and HTML of three acts", sum.Diagrams)
 	}
+	story := map[string][]string{
+		"berkeley-round": {`data-kind="clock_poll"`, `data-kind="clock_reading"`, `data-kind="clock_adjust"`, "heartbeats folded away"},
+		"lock-handoff":   {`data-kind="ring_probe" data-op="want"`, `data-kind="token"`, ">lock_granted<", ">lock_released<"},
+		"bully-failover": {`data-kind="coordinator"`, ">leader_elected<", "heartbeats folded away"},
+	}
 	for _, act := range []string{"berkeley-round", "lock-handoff", "bully-failover"} {
 		svg, err := os.ReadFile(filepath.Join(diagrams, act+".svg"))
 		if err != nil {
 			t.Errorf("%s: %v", act, err)
 			continue
 		}
-		// The Berkeley act also holds host 1's NTP traffic with the sixth
-		// machine, its NTP client, which gets a line drawn from the
-		// requests host 1 received.
+		// The Berkeley act may also hold host 1's NTP traffic with the
+		// sixth machine, its NTP client (about one exchange a second,
+		// the round drawn 900 ms), which gets a line drawn from the
+		// requests host 1 received. It is one round: an adjustment to
+		// each member but the master.
 		want := hosts
 		if act == "berkeley-round" {
-			want++
-			if !strings.Contains(string(svg), ">ntp ") {
-				t.Errorf("%s.svg: no line for host 1's NTP client", act)
+			if strings.Contains(string(svg), "<title>ntp ") {
+				want++
+			}
+			if n := strings.Count(string(svg), `data-kind="clock_adjust" `); n != hosts-1 {
+				t.Errorf("%s: %d adjustments drawn, want one round's %d", act, n, hosts-1)
 			}
 		}
 		if procs, arrows := strings.Count(string(svg), `<g class="proc"`), strings.Count(string(svg), `<line class="msg"`); procs != want || arrows == 0 {
 			t.Errorf("%s.svg: %d process lines (want %d), %d arrows", act, procs, want, arrows)
+		}
+		// The story first: the hosts' names on the lines, the heartbeats
+		// folded away, the act's own steps drawn.
+		for _, want := range append([]string{">h1</text>", ">h5</text>"}, story[act]...) {
+			if !strings.Contains(string(svg), want) {
+				t.Errorf("%s.svg lacks %q", act, want)
+			}
+		}
+		for _, bad := range []string{" vm</text>", `data-kind="leader_heartbeat"`, `data-kind="heartbeat"`, `data-kind="config"`, "token_regenerated"} {
+			if strings.Contains(string(svg), bad) {
+				t.Errorf("%s.svg holds %q", act, bad)
+			}
 		}
 		if _, err := os.Stat(filepath.Join(diagrams, act+".html")); err != nil {
 			t.Error(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // Process is one horizontal line: a member of one daemon's cluster, from
@@ -51,6 +52,15 @@ type Group struct {
 	// entry p counts the groups of process p (by index in Procs) that
 	// happened before or are this one.
 	VC []uint32
+	// Heartbeat: every event of the group is a send, receive or refusal
+	// of a heartbeat kind (IsHeartbeat); such points are folded away by
+	// default.
+	Heartbeat bool
+	// FoldCol is the group's column with the heartbeats folded away: the
+	// longest causal chain of other points before it, counting the
+	// chains that pass through heartbeats (two points a heartbeat
+	// orders are still drawn left to right).
+	FoldCol int
 }
 
 // Message is an arrow. Recv -1: a frame nobody in the traces received
@@ -61,6 +71,30 @@ type Message struct {
 	Kind       string
 	Frame      string
 	Dropped    bool
+	// Op is the frame's operation, for the kinds whose frames carry one
+	// (a ring probe's want, locate, prepare or check; a vote's request,
+	// grant, release...): its arrows are told apart by it.
+	Op string
+}
+
+// Arrow kinds: a message kind, or a kind and the operation its frames
+// carry ("ring_probe want"). Each has its colour and legend line.
+type arrowKind struct {
+	name, kind string
+}
+
+// opOf is the operation a frame's decoded fields name, if any.
+func opOf(e *trace.Event) string {
+	op, _ := e.Fields["op"].(string)
+	return op
+}
+
+// drawKind is the name an event's or a message's arrows go by.
+func drawKind(kind, op string) string {
+	if op == "" {
+		return kind
+	}
+	return kind + " " + op
 }
 
 // Diagram is a run laid out for drawing.
@@ -70,11 +104,42 @@ type Diagram struct {
 	Groups   []Group
 	Messages []Message
 	Cols     int
+	FoldCols int       // columns with the heartbeats folded away
 	Start    time.Time // the earliest event's real time
 	Members  []uint32  // the traced members and those the vectors name: vector labels' order
 	Kinds    []string  // message kinds present, sorted
 	Daemons  []string
 	Clusters []string
+	// arrowKinds are the kinds of the arrows, by name (drawKind).
+	arrowKinds []arrowKind
+	// HostNames names members by ID for the lines' labels: the lab's
+	// host names, set by a caller that knows them (the demo, a lab
+	// file). Without one, a line is labelled with its trace's host when
+	// that tells the members of its cluster apart, else "member N".
+	HostNames map[uint32]string
+}
+
+// heartbeatKinds are the message kinds of class heartbeat in the wire
+// registry: steady-state traffic (heartbeats, lease renewals, the node's
+// configuration announcements), not the steps of a protocol.
+var heartbeatKinds = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range wire.Kinds() {
+		if k.Class() == wire.ClassHeartbeat {
+			m[k.String()] = true
+		}
+	}
+	return m
+}()
+
+// IsHeartbeat says whether frames of kind are steady-state traffic
+// (wire.ClassHeartbeat), drawn only on request.
+func IsHeartbeat(kind string) bool { return heartbeatKinds[kind] }
+
+// isHeartbeatEvent: e is a frame of a heartbeat kind (sent, received or
+// refused).
+func isHeartbeatEvent(e *trace.Event) bool {
+	return e.Ev != trace.EvLocal && IsHeartbeat(e.Kind)
 }
 
 // Build lays out the events of files (any order, one or more per host).
@@ -146,13 +211,19 @@ func Build(files []*trace.File) (*Diagram, error) {
 		return nil, err
 	}
 	kinds := map[string]bool{}
+	arrows := map[string]string{}
 	for _, m := range d.Messages {
 		kinds[m.Kind] = true
+		arrows[drawKind(m.Kind, m.Op)] = m.Kind
 	}
 	for k := range kinds {
 		d.Kinds = append(d.Kinds, k)
 	}
 	slices.Sort(d.Kinds)
+	for name, k := range arrows {
+		d.arrowKinds = append(d.arrowKinds, arrowKind{name, k})
+	}
+	slices.SortFunc(d.arrowKinds, func(a, b arrowKind) int { return cmp.Compare(a.name, b.name) })
 	for i, e := range d.Events {
 		if !e.T.IsZero() && (d.Start.IsZero() || e.T.Before(d.Start)) {
 			d.Start = d.Events[i].T
@@ -178,7 +249,7 @@ func (d *Diagram) group() {
 		}
 		pos[e.Proc]++
 		e.Group = len(d.Groups)
-		d.Groups = append(d.Groups, Group{Proc: e.Proc, Pos: pos[e.Proc], Events: []int{i}})
+		d.Groups = append(d.Groups, Group{Proc: e.Proc, Pos: pos[e.Proc], Events: []int{i}, Heartbeat: isHeartbeatEvent(&e.Event)})
 	}
 }
 
@@ -229,13 +300,13 @@ func (d *Diagram) match() error {
 		switch {
 		case e.Ev == trace.EvSend:
 			for _, r := range e.Recvs {
-				d.Messages = append(d.Messages, Message{Send: i, Recv: r, Kind: e.Kind, Frame: e.Frame, Dropped: d.Events[r].Ev == trace.EvDrop})
+				d.Messages = append(d.Messages, Message{Send: i, Recv: r, Kind: e.Kind, Frame: e.Frame, Dropped: d.Events[r].Ev == trace.EvDrop, Op: opOf(&e.Event)})
 			}
 			if len(e.Recvs) == 0 && (e.To == 0 || d.procOf(e.Proc, e.To) >= 0) {
-				d.Messages = append(d.Messages, Message{Send: i, Recv: -1, Kind: e.Kind, Frame: e.Frame})
+				d.Messages = append(d.Messages, Message{Send: i, Recv: -1, Kind: e.Kind, Frame: e.Frame, Op: opOf(&e.Event)})
 			}
 		case e.Ev == trace.EvRecv && e.Send < 0:
-			d.Messages = append(d.Messages, Message{Send: -1, Recv: i, Kind: e.Kind, Frame: e.Frame})
+			d.Messages = append(d.Messages, Message{Send: -1, Recv: i, Kind: e.Kind, Frame: e.Frame, Op: opOf(&e.Event)})
 		}
 	}
 	return nil
@@ -245,8 +316,9 @@ func (d *Diagram) procName(p int) string {
 	return fmt.Sprintf("%s %d (%s)", d.Procs[p].Daemon, d.Procs[p].ID, d.Procs[p].Host)
 }
 
-// label is a process's line label: "ID host", with its daemon when the
-// diagram holds several.
+// label is a process's line label: its host's name (HostNames, else its
+// trace's host where that tells the members of its cluster apart, else
+// "member N"), with its daemon when the diagram holds several.
 func (d *Diagram) label(p int) string {
 	pr := &d.Procs[p]
 	if pr.ID == 0 {
@@ -256,10 +328,29 @@ func (d *Diagram) label(p int) string {
 		// A daemon outside any cluster: its host and trace file.
 		return pr.Host + " " + filepath.Base(pr.Files[0])
 	}
-	if len(d.Daemons) > 1 || len(d.Clusters) > 1 {
-		return fmt.Sprintf("%d %s %s", pr.ID, pr.Host, pr.Daemon)
+	name := d.HostNames[pr.ID]
+	if name == "" {
+		name = fmt.Sprintf("member %d", pr.ID)
+		if pr.Host != "" && d.hostTellsApart(p) {
+			name = pr.Host
+		}
 	}
-	return fmt.Sprintf("%d %s", pr.ID, pr.Host)
+	if len(d.Daemons) > 1 || len(d.Clusters) > 1 {
+		return name + " " + pr.Daemon
+	}
+	return name
+}
+
+// hostTellsApart: no other member of p's cluster has p's host name (the
+// daemons of a lab on one machine all say the machine's).
+func (d *Diagram) hostTellsApart(p int) bool {
+	pr := &d.Procs[p]
+	for i, q := range d.Procs {
+		if i != p && q.ID != 0 && q.ID != pr.ID && q.Host == pr.Host && q.Daemon == pr.Daemon && q.Cluster == pr.Cluster {
+			return false
+		}
+	}
+	return true
 }
 
 // layout orders the groups topologically (Kahn) over the process order and
@@ -316,9 +407,16 @@ func (d *Diagram) layout() error {
 		g := &d.Groups[gi]
 		g.VC[g.Proc] = uint32(g.Pos)
 		d.Cols = max(d.Cols, g.Col+1)
+		step := 1 // a point a heartbeat precedes is drawn after it only when unfolded
+		if g.Heartbeat {
+			step = 0
+		} else {
+			d.FoldCols = max(d.FoldCols, g.FoldCol+1)
+		}
 		for _, e := range out[gi] {
 			h := &d.Groups[e.to]
 			h.Col = max(h.Col, g.Col+1)
+			h.FoldCol = max(h.FoldCol, g.FoldCol+step)
 			if e.causal {
 				for p, v := range g.VC {
 					h.VC[p] = max(h.VC[p], v)
@@ -389,6 +487,50 @@ func (d *Diagram) Label(i int, vector bool) string {
 		return ""
 	}
 	return fmt.Sprint(e.Lamport)
+}
+
+// FromFirstEvent drops what the traces hold before the run's first
+// protocol event (its earliest in real time that is not a heartbeat
+// frame), so that a diagram of an act starts where the act does; the
+// heartbeats after it are kept (folded by default). Traces with no such
+// event are returned as they are.
+func FromFirstEvent(files []*trace.File) []*trace.File {
+	return fromFirst(files, func(e *trace.Event) bool { return !isHeartbeatEvent(e) })
+}
+
+// FromFirstKind drops what the traces hold before the first frame of
+// kind (sent or received), so that a diagram starts where a protocol's
+// step does (a Berkeley round at its first "clock_poll"). Traces with no
+// such frame are returned as they are.
+func FromFirstKind(files []*trace.File, kind string) []*trace.File {
+	return fromFirst(files, func(e *trace.Event) bool { return e.Ev != trace.EvLocal && e.Kind == kind })
+}
+
+// fromFirst drops the events before the earliest one that from accepts.
+func fromFirst(files []*trace.File, from func(*trace.Event) bool) []*trace.File {
+	var first time.Time
+	for _, f := range files {
+		for _, e := range f.Events {
+			if e.Ev != trace.EvTruncated && !e.T.IsZero() && from(&e) && (first.IsZero() || e.T.Before(first)) {
+				first = e.T
+			}
+		}
+	}
+	if first.IsZero() {
+		return files
+	}
+	out := make([]*trace.File, len(files))
+	for i, f := range files {
+		c := *f
+		c.Events = nil
+		for _, e := range f.Events {
+			if e.T.IsZero() || !e.T.Before(first) {
+				c.Events = append(c.Events, e)
+			}
+		}
+		out[i] = &c
+	}
+	return out
 }
 
 // Window keeps the events of files whose real time lies in [from, until]

@@ -15,6 +15,16 @@
 // logical send (a broadcast over unicast: one Lamport stamp) share one
 // column and fan out.
 //
+// A drawing tells the protocol's story first: the heartbeats (kinds of
+// class heartbeat in the wire registry) are folded away by default, with
+// the columns they took (FoldCol: points a heartbeat orders still go left
+// to right), and shown on request (Options.Heartbeats, the page's
+// switch); FromFirstEvent starts a run at its first protocol event. Lines
+// are labelled with the hosts' names (HostNames, else the traces' hosts
+// where they tell members apart, else "member N"), and time labels and
+// event names are placed clear of every arrowhead (geom.go; the page
+// does the same with the browser's text boxes).
+//
 // Three outputs: SVG (deterministic, for reports and golden files),
 // a self-contained HTML page (inline script and style, no network:
 // hover for an event's fields and times, filter by process, kind and time

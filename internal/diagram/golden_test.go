@@ -103,8 +103,21 @@ func TestGoldenSVG(t *testing.T) {
 			name = "notes-vector.svg"
 		}
 		golden(t, name, a.Bytes())
-		if n := strings.Count(a.String(), `<line class="msg"`); n != len(d.Messages) {
-			t.Errorf("%d arrows for %d messages", n, len(d.Messages))
+		beats := 0
+		for _, m := range d.Messages {
+			if IsHeartbeat(m.Kind) {
+				beats++
+			}
+		}
+		if n := strings.Count(a.String(), `<line class="msg"`); n != len(d.Messages)-beats || beats == 0 {
+			t.Errorf("%d arrows for %d messages, %d of them heartbeats (folded)", n, len(d.Messages), beats)
+		}
+		var all bytes.Buffer
+		if err := d.WriteSVG(&all, Options{Vector: vec, Heartbeats: true}); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(all.String(), `<line class="msg"`); n != len(d.Messages) {
+			t.Errorf("with the heartbeats: %d arrows for %d messages", n, len(d.Messages))
 		}
 	}
 }
@@ -257,5 +270,158 @@ func TestTwoDaemons(t *testing.T) {
 				t.Fatalf("%s and %s related across daemons", d.describe(a), d.describe(b))
 			}
 		}
+	}
+}
+
+// TestLabels: a line is labelled with the lab's name of its host when the
+// caller gives one, else its trace's host when that tells the members of
+// its cluster apart, else "member N"; with its daemon when the diagram
+// holds several.
+func TestLabels(t *testing.T) {
+	d := notes(t)
+	if got := []string{d.label(0), d.label(1), d.label(2)}; strings.Join(got, ",") != "p1,p2,p3" {
+		t.Errorf("hosts p1-p3: labels %q", got)
+	}
+	d.HostNames = map[uint32]string{2: "pc2"}
+	if got := []string{d.label(0), d.label(1)}; strings.Join(got, ",") != "p1,pc2" {
+		t.Errorf("member 2 named pc2: labels %q", got)
+	}
+	// Five daemons of a lab on one machine: every trace says "vm".
+	var files []*trace.File
+	for _, f := range notesFiles(t) {
+		c := *f
+		c.Header.Host = "vm"
+		files = append(files, &c)
+	}
+	one, err := Build(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{one.label(0), one.label(2)}; strings.Join(got, ",") != "member 1,member 3" {
+		t.Errorf("one machine: labels %q", got)
+	}
+	one.HostNames = map[uint32]string{1: "lab pc 1"}
+	if got := one.hostNames(); got[0] != "lab_pc_1" || got[1] != "vm-2" {
+		t.Errorf("one machine, member 1 named: ShiViz hosts %q", got)
+	}
+	one.HostNames = nil
+	var svg bytes.Buffer
+	if err := one.WriteSVG(&svg, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(svg.String(), ">member 3</text>") || strings.Contains(svg.String(), ">3 vm<") {
+		t.Error("the SVG does not label the lines with the members")
+	}
+	both := append(notesFiles(t), files...)
+	for _, f := range both[3:] {
+		f.Header.Daemon = "electd"
+	}
+	two, err := Build(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := two.label(0); got != "member 1 electd" {
+		t.Errorf("two daemons: label %q", got)
+	}
+}
+
+// TestFromFirstEvent: an act's diagram starts at its first protocol event;
+// the heartbeats before it are left out, those after kept.
+func TestFromFirstEvent(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	hb := func(n int, ev, frame string) trace.Event {
+		return trace.Event{T: ms(n), Ev: ev, Kind: "leader_heartbeat", Frame: frame}
+	}
+	files := []*trace.File{
+		{Header: trace.Header{Version: 1, ID: 1, Daemon: "electd"}, Events: []trace.Event{
+			hb(0, trace.EvSend, "1:1"), hb(100, trace.EvSend, "1:2"),
+			{T: ms(150), Ev: trace.EvSend, Kind: "election", Frame: "1:3", To: 2},
+			hb(200, trace.EvSend, "1:4")}},
+		{Header: trace.Header{Version: 1, ID: 2, Daemon: "electd"}, Events: []trace.Event{
+			hb(1, trace.EvRecv, "1:1"), hb(101, trace.EvRecv, "1:2"),
+			{T: ms(151), Ev: trace.EvRecv, Kind: "election", Frame: "1:3"}, hb(201, trace.EvRecv, "1:4")}},
+	}
+	cut := FromFirstEvent(files)
+	if len(cut[0].Events) != 2 || len(cut[1].Events) != 2 || cut[0].Events[0].Kind != "election" {
+		t.Fatalf("kept %v and %v", cut[0].Events, cut[1].Events)
+	}
+	if len(files[0].Events) != 4 {
+		t.Error("the input was changed")
+	}
+	d, err := Build(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Start.Equal(ms(150)) || d.FoldCols != 2 || d.Cols != 3 {
+		t.Errorf("start %v, %d columns folded, %d unfolded; want +150ms, 2, 3", d.Start.Sub(t0), d.FoldCols, d.Cols)
+	}
+	// From the first frame of a kind: the first heartbeat is the first
+	// event; the election is the third of member 1.
+	if cut := FromFirstKind(files, "leader_heartbeat"); len(cut[0].Events) != 4 {
+		t.Errorf("from the first heartbeat: kept %d of 4", len(cut[0].Events))
+	}
+	if cut := FromFirstKind(files, "election"); len(cut[0].Events) != 2 || cut[0].Events[0].Kind != "election" {
+		t.Errorf("from the first election: kept %v", cut[0].Events)
+	}
+	if cut := FromFirstKind(files, "coordinator"); len(cut[0].Events) != 4 {
+		t.Error("no coordinator frame: the traces are not kept whole")
+	}
+}
+
+// TestArrowsByOperation: frames whose fields name an operation (a ring
+// probe's want or check, a vote's request or grant) are arrows of their
+// own, each with its colour and legend line, so that a token ring's
+// request (its want) is told from its majority check.
+func TestArrowsByOperation(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	ev := func(ms int, ev, frame, op string, to uint32) trace.Event {
+		return trace.Event{T: t0.Add(time.Duration(ms) * time.Millisecond), Ev: ev, Kind: "ring_probe", Frame: frame, To: to,
+			Fields: map[string]any{"op": op, "name": "handoff"}}
+	}
+	d, err := Build([]*trace.File{
+		{Header: trace.Header{Version: 1, ID: 1, Host: "a", Daemon: "mutexd"}, Events: []trace.Event{
+			ev(0, trace.EvSend, "1:1", "want", 2), ev(5, trace.EvSend, "1:2", "check", 2)}},
+		{Header: trace.Header{Version: 1, ID: 2, Host: "b", Daemon: "mutexd"}, Events: []trace.Event{
+			ev(1, trace.EvRecv, "1:1", "want", 0), ev(6, trace.EvRecv, "1:2", "check", 0)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Messages[0].Op != "want" || d.Messages[1].Op != "check" || len(d.Kinds) != 1 {
+		t.Fatalf("messages %+v, kinds %v", d.Messages, d.Kinds)
+	}
+	var b bytes.Buffer
+	if err := d.WriteSVG(&b, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	for _, want := range []string{">ring_probe check</text>", ">ring_probe want</text>", `data-kind="ring_probe" data-op="want"`, `data-kind="ring_probe" data-op="check"`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the SVG lacks %q", want)
+		}
+	}
+	if d.kindColor("ring_probe want") == d.kindColor("ring_probe check") {
+		t.Error("want and check drawn in one colour")
+	}
+	b.Reset()
+	if err := d.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `{"name":"ring_probe want","color":"`) {
+		t.Error("the page's kinds are not by operation")
+	}
+}
+
+// TestLongLabelWrapped: a line's label too long for the margin (an NTP
+// peer's address) is drawn on two lines, its whole text in the line's
+// title; a short one stays one line.
+func TestLongLabelWrapped(t *testing.T) {
+	if _, _, long := wrapLabel("member 12"); long {
+		t.Error("member 12 wrapped")
+	}
+	first, rest, long := wrapLabel("ntp 192.0.2.123:12345")
+	if !long || first != "ntp" || rest != "192.0.2.123:12345" {
+		t.Errorf("wrapLabel: %q %q %v", first, rest, long)
 	}
 }

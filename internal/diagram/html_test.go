@@ -71,20 +71,51 @@ func TestHTMLInChromium(t *testing.T) {
 		}
 		return s
 	}
+	// The default view: heartbeats folded away, a time axis and a legend,
+	// no label on an arrowhead.
 	s := dom("")
+	beats, beatPoints := 0, 0
+	for _, m := range d.Messages {
+		if IsHeartbeat(m.Kind) {
+			beats++
+		}
+	}
+	for _, g := range d.Groups {
+		if g.Heartbeat {
+			beatPoints++
+		}
+	}
+	if beats == 0 {
+		t.Fatal("the failover has no heartbeats to fold")
+	}
 	if n := strings.Count(s, `<g class="proc"`); n != len(d.Procs) {
 		t.Errorf("%d process lines in the DOM, want %d", n, len(d.Procs))
 	}
+	if n := strings.Count(s, `<line class="msg"`); n != len(d.Messages)-beats {
+		t.Errorf("heartbeats folded: %d arrows in the DOM, want %d", n, len(d.Messages)-beats)
+	}
+	if n := strings.Count(s, `<g class="ev`); n != len(d.Groups)-beatPoints {
+		t.Errorf("heartbeats folded: %d event points in the DOM, want %d", n, len(d.Groups)-beatPoints)
+	}
+	checkAxisLegend(t, s, d, false)
+	checkLabelBoxes(t, s)
+
+	// With the heartbeats shown: every arrow and point.
+	s = dom("#heartbeats=1")
 	if n := strings.Count(s, `<line class="msg"`); n != len(d.Messages) {
 		t.Errorf("%d arrows in the DOM, want %d", n, len(d.Messages))
 	}
-	if n := strings.Count(s, `<g class="ev"`); n != len(d.Groups) {
+	if n := strings.Count(s, `<g class="ev`); n != len(d.Groups) {
 		t.Errorf("%d event points in the DOM, want %d", n, len(d.Groups))
 	}
+	checkAxisLegend(t, s, d, true)
+	checkLabelBoxes(t, s)
+	checkLabelBoxes(t, dom("#heartbeats=1&label=vector"))
+	checkLabelBoxes(t, dom("#xaxis=real"))
 
 	// The cone of a point in the middle of the run.
 	sel := len(d.Groups) / 2
-	s = dom(fmt.Sprintf("#select=%d", sel))
+	s = dom(fmt.Sprintf("#heartbeats=1&select=%d", sel))
 	re := regexp.MustCompile(`<g class="ev ?([a-z]*)" data-ev="[a-z]+" data-group="(\d+)"`)
 	seen := 0
 	counts := map[string]int{}
@@ -113,11 +144,59 @@ func TestHTMLInChromium(t *testing.T) {
 
 	// Filters.
 	hiddenKind := d.Kinds[0]
-	s = dom("#hideproc=1&hidekind=" + hiddenKind)
+	s = dom("#heartbeats=1&hideproc=1&hidekind=" + hiddenKind)
 	if n := strings.Count(s, `<g class="proc"`); n != len(d.Procs)-1 {
 		t.Errorf("with process 1 hidden: %d lines, want %d", n, len(d.Procs)-1)
 	}
 	if strings.Contains(s, `data-id="1"`) || strings.Contains(s, `data-kind="`+hiddenKind+`"`) {
 		t.Errorf("process 1 or kind %s still drawn when filtered out", hiddenKind)
+	}
+}
+
+// checkAxisLegend: the page drew a time axis with ticks and a legend
+// naming every kind it shows (and only those), and says what it folded.
+func checkAxisLegend(t *testing.T, s string, d *Diagram, heartbeats bool) {
+	t.Helper()
+	axis := regexp.MustCompile(`<g class="axis">.*?</g>`).FindString(s)
+	if ticks := regexp.MustCompile(`>\+[\d.]+m?s<`).FindAllString(axis, -1); len(ticks) < 2 || !strings.Contains(axis, "real time") {
+		t.Errorf("heartbeats %v: no time axis with ticks under the lines: %q", heartbeats, axis)
+	}
+	legend := regexp.MustCompile(`<g class="legend">.*?</g>`).FindString(s)
+	for _, k := range d.Kinds {
+		shown := strings.Contains(legend, ">"+k+"<")
+		if want := heartbeats || !IsHeartbeat(k); shown != want {
+			t.Errorf("heartbeats %v: kind %s in the legend: %v, want %v", heartbeats, k, shown, want)
+		}
+	}
+	if folded := strings.Contains(legend, "heartbeats folded away"); folded == heartbeats {
+		t.Errorf("heartbeats %v: the legend says it folded heartbeats: %v", heartbeats, folded)
+	}
+}
+
+// checkLabelBoxes reads the boxes the browser measured for every time
+// label and event name (data-box) and the arrows' ends, and fails on a
+// label covering an arrowhead.
+func checkLabelBoxes(t *testing.T, s string) {
+	t.Helper()
+	var heads []poly
+	for _, m := range regexp.MustCompile(`<line class="msg"[^>]* x1="([-\d.e]+)" y1="([-\d.e]+)" x2="([-\d.e]+)" y2="([-\d.e]+)"`).FindAllStringSubmatch(s, -1) {
+		heads = append(heads, headPoly(num(t, m[1]), num(t, m[2]), num(t, m[3]), num(t, m[4])))
+	}
+	labels := regexp.MustCompile(`<text class="(?:label|name)"[^>]*data-box="([^"]+)"[^>]*>([^<]*)<`).FindAllStringSubmatch(s, -1)
+	if len(labels) == 0 || len(heads) == 0 {
+		t.Fatalf("%d labels with boxes and %d arrows read from the page", len(labels), len(heads))
+	}
+	for _, m := range labels {
+		var box poly
+		for _, c := range strings.Fields(m[1]) {
+			x, y, _ := strings.Cut(c, ",")
+			box = append(box, pt{num(t, x), num(t, y)})
+		}
+		for _, h := range heads {
+			if overlap(box, h) {
+				t.Errorf("label %q (box %s) covers an arrowhead %v", m[2], m[1], h)
+				break
+			}
+		}
 	}
 }

@@ -14,13 +14,17 @@ import (
 // logs follow and WriteShiViz writes for.
 const ShiVizRegex = `(?<host>\S*) (?<clock>{.*})\n(?<event>.*)`
 
-// hostNames names each process for ShiViz: its host label where that is
-// unique and has no space, else with its daemon (several daemons on one
-// machine) and its member ID.
+// hostNames names each process for ShiViz: its host's name (HostNames,
+// else its trace's host) where that is unique, spaces made underscores,
+// else with its daemon (several daemons on one machine) and its member ID.
 func (d *Diagram) hostNames() []string {
 	names := make([]string, len(d.Procs))
 	for i, p := range d.Procs {
-		names[i] = cmp.Or(strings.Join(strings.Fields(p.Host), "_"), "member")
+		host := p.Host
+		if n := d.HostNames[p.ID]; n != "" && p.ID != 0 {
+			host = n
+		}
+		names[i] = cmp.Or(strings.Join(strings.Fields(host), "_"), "member")
 	}
 	more := []func(p *Process) string{func(p *Process) string { return fmt.Sprintf("-%d", p.ID) }}
 	if len(d.Daemons) > 1 {

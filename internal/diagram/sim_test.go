@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/internal/testkit/docdiagram"
 	scripts "github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
@@ -64,16 +65,9 @@ func bullySim(t testing.TB, seed int64, n int, prio []uint32, link sim.LinkConfi
 // readBack closes the traces and reads them as the diagram command does.
 func readBack(t testing.TB, s *sim.Sim, bufs map[uint32]*bytes.Buffer) []*trace.File {
 	t.Helper()
-	if err := s.CloseTraces(); err != nil {
+	files, err := SimFiles(s, bufs)
+	if err != nil {
 		t.Fatal(err)
-	}
-	var files []*trace.File
-	for _, id := range s.IDs() {
-		f, err := trace.Read(bytes.NewReader(bufs[id].Bytes()), fmt.Sprintf("n%d.trace", id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
 	}
 	return files
 }
@@ -168,6 +162,20 @@ func TestScenarioDiagrams(t *testing.T) {
 			}
 			if *scenarioOut != "" {
 				writeAll(t, *scenarioOut, name, d, s, bufs)
+			}
+			if name == "failover" {
+				// The docs' election diagram: the notes' worst case at
+				// start-up (every member asks every one above it, is
+				// answered, and 5 announces itself).
+				startup, err := Build(Window(traces, 0, 110*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var svg bytes.Buffer
+				if err := startup.WriteSVG(&svg, Options{}); err != nil {
+					t.Fatal(err)
+				}
+				docdiagram.Check(t, "election-bully", svg.Bytes())
 			}
 		})
 	}

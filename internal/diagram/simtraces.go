@@ -45,16 +45,9 @@ func RecordSim(t testing.TB, s *sim.Sim, daemon string) *SimTraces {
 // to dir/name-n<ID>.trace and the drawing to dir/name.svg and name.html.
 func (r *SimTraces) Draw(t testing.TB, s *sim.Sim, dir, name string) *Diagram {
 	t.Helper()
-	if err := s.CloseTraces(); err != nil {
+	files, err := SimFiles(s, r.bufs)
+	if err != nil {
 		t.Fatal(err)
-	}
-	var files []*trace.File
-	for _, id := range s.IDs() {
-		f, err := trace.Read(bytes.NewReader(r.bufs[id].Bytes()), fmt.Sprintf("n%d.trace", id))
-		if err != nil {
-			t.Fatalf("member %d's trace: %v", id, err)
-		}
-		files = append(files, f)
 	}
 	d, err := Build(files)
 	if err != nil {
@@ -87,4 +80,25 @@ func (r *SimTraces) Draw(t testing.TB, s *sim.Sim, dir, name string) *Diagram {
 		}
 	}
 	return d
+}
+
+// SimFiles ends s's traces (Sim.CloseTraces) and reads them back from the
+// buffers they were recorded into (member ID -> its trace), in s's member
+// order, named n<ID>.trace.
+func SimFiles(s *sim.Sim, bufs map[uint32]*bytes.Buffer) ([]*trace.File, error) {
+	if err := s.CloseTraces(); err != nil {
+		return nil, err
+	}
+	var files []*trace.File
+	for _, id := range s.IDs() {
+		if bufs[id] == nil {
+			return nil, fmt.Errorf("member %d left no trace", id)
+		}
+		f, err := trace.Read(bytes.NewReader(bufs[id].Bytes()), fmt.Sprintf("n%d.trace", id))
+		if err != nil {
+			return nil, fmt.Errorf("member %d's trace: %w", id, err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/diagram"
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/internal/testkit/docdiagram"
 	"github.com/synclab/synclab/internal/testkit/scenario"
+	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/order/rsm"
 )
@@ -131,6 +134,9 @@ func TestScenarios(t *testing.T) {
 				t.Fatalf("unknown command %q", line)
 			}
 		}
+		if filepath.Base(t.Name()) == "causal" {
+			docsDiagram(t, s, bufs)
+		}
 		if *diagramOut != "" && s != nil {
 			if err := s.CloseTraces(); err != nil {
 				t.Fatal(err)
@@ -147,6 +153,38 @@ func TestScenarios(t *testing.T) {
 		}
 		return out.String()
 	})
+}
+
+// docsDiagram draws the docs' ordering diagram (internal/testkit/docdiagram)
+// from the causal scenario: from m_A's multicast for 100 ms, so the causal
+// hold-back and then the FIFO-only run that delivers m_C2 before m_A2 at p3.
+func docsDiagram(t *testing.T, s *sim.Sim, bufs map[uint32]*bytes.Buffer) {
+	t.Helper()
+	files, err := diagram.SimFiles(s, bufs) // the traces end here; -order.traces writes them after
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start, first time.Time
+	for _, f := range files {
+		for _, e := range f.Events {
+			if start.IsZero() || e.T.Before(start) {
+				start = e.T
+			}
+			if e.Ev == trace.EvSend && e.Kind == "order_record" && (first.IsZero() || e.T.Before(first)) {
+				first = e.T
+			}
+		}
+	}
+	from := first.Sub(start)
+	d, err := diagram.Build(diagram.Window(files, from, from+100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svg bytes.Buffer
+	if err := d.WriteSVG(&svg, diagram.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	docdiagram.Check(t, "order-causal", svg.Bytes())
 }
 
 func describe(d Delivery) string {

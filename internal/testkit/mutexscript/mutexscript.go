@@ -38,6 +38,9 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"os"
+	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,6 +48,7 @@ import (
 
 	"github.com/synclab/synclab/internal/diagram"
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/internal/testkit/docdiagram"
 	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
@@ -115,6 +119,10 @@ type Setup struct {
 	// OnSend sees every frame sent (sim.OnSend), for an algorithm that
 	// prints or counts them.
 	OnSend func(r *Script, f sim.SentFrame)
+	// Docs names the docs' diagrams scripts draw: script (its file's
+	// name, without .txt) -> NAME of docs/diagrams/NAME.svg, the drawing
+	// of its first cluster's run, kept current (internal/testkit/docdiagram).
+	Docs map[string]string
 }
 
 // Script is one script's run.
@@ -333,5 +341,19 @@ func (r *Script) draw() {
 		return
 	}
 	r.drawn++
-	r.N.Draw(r.T, *Out, fmt.Sprintf("%s-%d", strings.ReplaceAll(r.T.Name(), "/", "-"), r.drawn))
+	name, dir, doc := fmt.Sprintf("%s-%d", strings.ReplaceAll(r.T.Name(), "/", "-"), r.drawn), *Out, ""
+	if r.drawn == 1 {
+		doc = r.setup.Docs[path.Base(r.T.Name())]
+	}
+	if doc != "" && dir == "" {
+		dir = r.T.TempDir()
+	}
+	r.N.Draw(r.T, dir, name)
+	if doc != "" {
+		svg, err := os.ReadFile(filepath.Join(dir, name+".svg"))
+		if err != nil {
+			r.T.Fatal(err)
+		}
+		docdiagram.Check(r.T, doc, svg)
+	}
 }

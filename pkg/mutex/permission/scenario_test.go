@@ -50,6 +50,7 @@ func TestScenarios(t *testing.T) {
 			Prefix:       func(d time.Duration, id uint32) string { return fmt.Sprintf("%s %d", at(d), id) },
 			ShowRequests: true,
 			OnSend:       sc.sent,
+			Docs:         map[string]string{"ra_notes": "mutex-ricart-agrawala"},
 			Commands: map[string]func(r *mutexscript.Script, a scenario.Args){
 				"lamport": func(r *mutexscript.Script, a scenario.Args) {
 					v := a.Uint(2)
