@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -12,6 +13,7 @@ import (
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/timesync/client"
 	"github.com/synclab/synclab/pkg/timesync/server"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 func broadcastFlags() []cli.Flag {
@@ -81,6 +83,9 @@ func broadcastConfig(c *cli.Context, serve *serveSettings, cc *client.Config) (*
 			return nil, bs, app.Usagef("--broadcast: broadcasts are signed (RFC 8633 deprecates unauthenticated broadcast): give --ntp-key-file (the clients need the same key), or --broadcast-insecure to send them unsigned")
 		case c.IsSet("broadcast-key"):
 			b.KeyID = uint32(c.Uint("broadcast-key"))
+			if !slices.ContainsFunc(serve.cfg.Keys, func(k wire.NTPKey) bool { return k.ID == b.KeyID }) {
+				return nil, bs, app.Usagef("--broadcast-key %d is not in --ntp-key-file", b.KeyID)
+			}
 		default:
 			b.KeyID = serve.cfg.Keys[0].ID
 		}

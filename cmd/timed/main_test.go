@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -272,6 +273,45 @@ func TestUsageErrors(t *testing.T) {
 		a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
 		if code := app.Run(a, app.FlagsFirst(tc.args, a, "query", "compare"), &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args[1:], code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestBroadcastUsageErrors: the broadcast flags' mistakes are usage
+// errors that say what to do.
+func TestBroadcastUsageErrors(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "ntp.keys")
+	if err := os.WriteFile(keys, []byte("7 SHA1 HEX:00112233445566778899aabbccddeeff00112233\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	alone := []string{"timed", "run", "--clock", "sim"}
+	serve := append(slices.Clone(alone), "--serve", "127.0.0.1")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append(slices.Clone(alone), "--broadcast", "239.77.0.5"), "--broadcast needs --serve"},
+		{append(slices.Clone(serve), "--broadcast", "239.77.0.5"), "give --ntp-key-file"},
+		{append(slices.Clone(serve), "--broadcast", "239.77.0.5", "--broadcast-insecure"), "give --broadcast-interface"},
+		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--broadcast-insecure", "--broadcast-interface", "lo"), "not one"},
+		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--ntp-key-file", keys, "--broadcast-key", "9"), "--broadcast-key 9 is not in --ntp-key-file"},
+		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--ntp-key-file", keys, "--broadcast-key", "7", "--broadcast-insecure"), "choose one"},
+		{append(slices.Clone(serve), "--broadcast-interval", "1s"), "--broadcast-interval is only used with --broadcast"},
+		{append(slices.Clone(alone), "--broadcast-client"), "needs the broadcasters' key"},
+		{append(slices.Clone(alone), "--broadcast-client", "--broadcast-insecure", "--broadcast-group", "10.77.0.255"), "want an IPv4 multicast group"},
+		{append(slices.Clone(alone), "--broadcast-client", "--broadcast-insecure", "--broadcast-group", "239.77.0.5"), "needs --broadcast-interface"},
+		{append(slices.Clone(alone), "--broadcast-client", "--broadcast-insecure", "--broadcast-interface", "lo"), "give --broadcast-group too"},
+		{append(slices.Clone(serve), "--broadcast-client", "--broadcast-insecure"), "give --serve 0.0.0.0:123"},
+		{append(slices.Clone(alone), "--broadcast-group", "239.77.0.5"), "--broadcast-group is only used with --broadcast-client"},
+		{append(slices.Clone(alone), "--server", "127.0.0.1", "--broadcast-insecure"), "--broadcast-insecure is only used with --broadcast or --broadcast-client"},
+		{append(slices.Clone(alone), "--server", "127.0.0.1", "--ntp-key-file", keys), "--ntp-key-file is only used with --serve or --broadcast-client"},
+		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--broadcast-insecure", "--broadcast-client"), "either sends broadcasts or follows them"},
+	} {
+		var stderr bytes.Buffer
+		a := newApp()
+		a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+		if code := app.Run(a, tc.args, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args[2:], code, stderr.String(), tc.want)
 		}
 	}
 }

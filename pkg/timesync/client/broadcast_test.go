@@ -1,0 +1,404 @@
+package client_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/client"
+	"github.com/synclab/synclab/pkg/timesync/ntp"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+var (
+	bcastAddr  = netip.MustParseAddrPort("10.0.0.9:123")
+	bcastKey   = wire.NTPKey{ID: 7, Type: "SHA256", Secret: []byte("the-broadcast-key")}
+	wrongKey   = wire.NTPKey{ID: 7, Type: "SHA256", Secret: []byte("another-secret")}
+	unknownKey = wire.NTPKey{ID: 8, Type: "SHA256", Secret: []byte("the-broadcast-key")}
+)
+
+// newBroadcastBench is a broadcast client with no server, knowing
+// bcastKey, its clock exact (the tests set the broadcaster's offset).
+func newBroadcastBench(t *testing.T, mut func(*client.BroadcastConfig)) *bench {
+	return newBench(t, func(c *client.Config) {
+		c.Servers = nil
+		c.Broadcast = client.BroadcastConfig{Enabled: true, Listen: "group 239.77.0.5:123 on eth0", Keys: []wire.NTPKey{bcastKey}}
+		if mut != nil {
+			mut(&c.Broadcast)
+		}
+	})
+}
+
+// broadcastPacket is a mode-5 packet of a stratum-1 broadcaster whose
+// clock is offset ahead of ours, sent at our b.now - delay; key signs it
+// (nil: unsigned).
+func (b *bench) broadcastPacket(offset, delay time.Duration, key *wire.NTPKey, mut func(*wire.NTPPacket)) []byte {
+	b.t.Helper()
+	sent := b.now.Add(-delay).Add(offset)
+	p := wire.NTPPacket{Version: 4, Mode: wire.ModeBroadcast, Stratum: 1, Poll: 0, Precision: -20,
+		ReferenceID: wire.RefIDFromText("GPS"), Reference: wire.NTPTimeFromTime(sent), Transmit: wire.NTPTimeFromTime(sent)}
+	if mut != nil {
+		mut(&p)
+	}
+	data, err := p.AppendBinary(nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if key != nil {
+		data = wire.AppendNTPMAC(data, *key)
+	}
+	return data
+}
+
+func (b *bench) broadcast(offset, delay time.Duration, key *wire.NTPKey, mut func(*wire.NTPPacket)) error {
+	b.t.Helper()
+	err := b.c.StepDatagram(core.Datagram{Addr: bcastAddr, Data: b.broadcastPacket(offset, delay, key, mut), Time: b.now})
+	b.drain()
+	return err
+}
+
+// answerCalibration answers every calibration request sent since sent[n:]
+// as the broadcaster (offset ahead, delay each way), signed with key, and
+// returns how many it answered.
+func (b *bench) answerCalibration(n int, offset, delay time.Duration, key *wire.NTPKey) int {
+	b.t.Helper()
+	answered := 0
+	for _, d := range b.sent[n:] {
+		if d.Addr != bcastAddr {
+			continue
+		}
+		var req wire.NTPPacket
+		if err := req.UnmarshalBinary(d.Data); err != nil {
+			b.t.Fatal(err)
+		}
+		sent := req.Transmit.TimeNear(b.now)
+		recv := sent.Add(delay + offset)
+		rep, err := ntp.ServerReply(&req, recv, ntp.System{Stratum: 1, Precision: -20, ReferenceID: wire.RefIDFromText("GPS"), Reference: recv})
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		data, err := rep.AppendBinary(nil)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if key != nil {
+			data = wire.AppendNTPMAC(data, *key)
+		}
+		if err := b.c.StepDatagram(core.Datagram{Addr: bcastAddr, Data: data, Time: sent.Add(2 * delay)}); err != nil {
+			b.t.Fatalf("calibration reply: %v", err)
+		}
+		answered++
+	}
+	return answered
+}
+
+func sourceOf(t *testing.T, st client.Status) client.SourceStatus {
+	t.Helper()
+	if len(st.Sources) != 1 || st.Sources[0].Broadcast == nil {
+		t.Fatalf("sources %+v, want one broadcaster", st.Sources)
+	}
+	return st.Sources[0]
+}
+
+// TestBroadcastCalibratesThenFollows: the first signed broadcast makes its
+// sender a source and starts a calibration (signed client requests with
+// the broadcaster's key); its packets are held meanwhile. The smallest
+// round trip, halved, becomes the delay, and the broadcasts then give
+// samples with offset T3 + delay - T4: the broadcaster's offset exactly
+// when the path takes the calibrated delay. (Measuring only: the bench
+// never applies the servo's corrections.)
+func TestBroadcastCalibratesThenFollows(t *testing.T) {
+	const offset, delay = 3 * time.Millisecond, 150 * time.Microsecond
+	// The bench never corrects its clock: measure only, so that the
+	// servo predicts the clock as it is.
+	b := newBench(t, func(c *client.Config) {
+		c.Servers, c.NoAdjust = nil, true
+		c.Broadcast = client.BroadcastConfig{Enabled: true, Keys: []wire.NTPKey{bcastKey}}
+	})
+	b.tick(20 * time.Millisecond)
+	if err := b.broadcast(offset, delay, &bcastKey, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.events(client.EventBroadcaster)) != 1 {
+		t.Fatalf("events %v", b.rd.Events)
+	}
+	st := b.c.Report()
+	if src := sourceOf(t, st); src.Verdict != "calibrating" || src.Broadcast.State != "calibrating" || src.Address != bcastAddr.String() || src.Mode != "broadcast" {
+		t.Fatalf("source %+v", src)
+	}
+	n := len(b.sent)
+	// Calibration: four requests, 500 ms apart, each answered at once.
+	for range 4 {
+		b.tick(500 * time.Millisecond)
+		n += b.answerCalibration(n, offset, delay, &bcastKey)
+	}
+	b.tick(100 * time.Millisecond)
+	var reqs int
+	for _, d := range b.sent {
+		if d.Addr == bcastAddr {
+			reqs++
+		}
+	}
+	if reqs != 4 {
+		t.Fatalf("%d calibration requests, want 4", reqs)
+	}
+	if ev := b.events(client.EventCalibrated); len(ev) != 1 {
+		t.Fatalf("calibrated events %v", b.rd.Events)
+	}
+	src := sourceOf(t, b.c.Report())
+	if src.Broadcast.State != "following" || src.Broadcast.Calibrations != 1 ||
+		time.Duration(src.Broadcast.DelayNS) < delay || time.Duration(src.Broadcast.DelayNS) > delay+time.Microsecond {
+		t.Fatalf("after calibration: %+v", src.Broadcast)
+	}
+	before := b.c.Report().Counters["accepted"]
+	for range 3 {
+		b.tick(time.Second)
+		if err := b.broadcast(offset, delay, &bcastKey, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st = b.c.Report()
+	src = sourceOf(t, st)
+	if st.Counters["accepted"] != before+3 || st.Counters["broadcasts"] != 4 {
+		t.Fatalf("counters %v", st.Counters)
+	}
+	if got := time.Duration(src.LastOffsetNS); (got - offset).Abs() > 2*time.Microsecond {
+		t.Fatalf("broadcast sample offset %v, want %v", got, offset)
+	}
+	if src.Broadcast.KeyID != 7 || !st.Broadcast.Authenticated || st.Broadcast.Warning != "" {
+		t.Fatalf("key %d, status %+v", src.Broadcast.KeyID, st.Broadcast)
+	}
+}
+
+// TestBroadcastCalibrationRequestsSigned: the calibration requests carry
+// the key the broadcasts came with (the driver appends its MAC), and an
+// unsigned answer to them is refused like an unsigned broadcast.
+func TestBroadcastCalibrationRequestsSigned(t *testing.T) {
+	b := newBroadcastBench(t, nil)
+	b.tick(20 * time.Millisecond)
+	if err := b.broadcast(0, 100*time.Microsecond, &bcastKey, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := len(b.sent)
+	rd := b.c.Ready()
+	b.rd.Events = append(b.rd.Events, rd.Events...)
+	b.now = b.now.Add(10 * time.Millisecond)
+	b.c.Tick(b.now)
+	rd = b.c.Ready()
+	if len(rd.Datagrams) != 1 || rd.Datagrams[0].NTPSign == nil || rd.Datagrams[0].NTPSign.Key.ID != 7 || !rd.Datagrams[0].NTPStamp {
+		t.Fatalf("calibration request %+v: want one, signed with key 7", rd.Datagrams)
+	}
+	// Back through the bench's driver, then answered unsigned.
+	for _, d := range rd.Datagrams {
+		data := append([]byte(nil), d.Data...)
+		binary.BigEndian.PutUint64(data[wire.NTPXmtOffset:], uint64(wire.NTPTimeFromTime(b.now)))
+		_ = b.c.StepDatagram(core.Datagram{Addr: d.Addr, Data: data, Time: b.now, Local: true})
+		b.sent = append(b.sent, core.Datagram{Addr: d.Addr, Data: data, Time: b.now})
+	}
+	var req wire.NTPPacket
+	if err := req.UnmarshalBinary(b.sent[n].Data); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := ntp.ServerReply(&req, b.now, ntp.System{Stratum: 1, Precision: -20, Reference: b.now})
+	data, _ := rep.AppendBinary(nil)
+	err := b.c.StepDatagram(core.Datagram{Addr: bcastAddr, Data: data, Time: b.now.Add(time.Millisecond)})
+	if !errors.Is(err, client.ErrUnauthenticated) || b.c.Report().Counters["broadcast_unauthenticated"] != 1 {
+		t.Fatalf("unsigned calibration reply: %v, counters %v", err, b.c.Report().Counters)
+	}
+}
+
+// TestBroadcastRefusals: what unicast refuses is refused from a
+// broadcaster too, plus what only a broadcast can be: unsigned (without
+// Insecure), signed with a wrong secret or an unknown key, replayed, from
+// one broadcaster too many. Each is counted under its reason, and a
+// refused packet from a stranger mobilises nothing.
+func TestBroadcastRefusals(t *testing.T) {
+	cases := []struct {
+		name, counter string
+		key           *wire.NTPKey
+		mut           func(*wire.NTPPacket)
+		want          error
+	}{
+		{"unsigned", "broadcast_unauthenticated", nil, nil, client.ErrUnauthenticated},
+		{"wrong secret", "broadcast_bad_mac", &wrongKey, nil, wire.ErrNTPBadMAC},
+		{"unknown key", "broadcast_unknown_key", &unknownKey, nil, wire.ErrNTPUnknownKey},
+		{"unsynchronised", "broadcast_unsynchronized", &bcastKey, func(p *wire.NTPPacket) { p.Leap = wire.LeapNotInSync }, ntp.ErrUnsynchronized},
+		{"stratum 0", "broadcast_stratum", &bcastKey, func(p *wire.NTPPacket) { p.Stratum = 0 }, ntp.ErrStratum},
+		{"stratum 16", "broadcast_stratum", &bcastKey, func(p *wire.NTPPacket) { p.Stratum = 16 }, ntp.ErrStratum},
+		{"version 7", "broadcast_version", &bcastKey, func(p *wire.NTPPacket) { p.Version = 7 }, ntp.ErrVersion},
+		{"zero transmit", "broadcast_zero_transmit", &bcastKey, func(p *wire.NTPPacket) { p.Transmit = 0 }, ntp.ErrZeroTransmit},
+		{"root distance", "broadcast_distance", &bcastKey, func(p *wire.NTPPacket) { p.RootDispersion = wire.NTPShortFromDuration(2 * time.Second) }, ntp.ErrDistance},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBroadcastBench(t, nil)
+			b.tick(20 * time.Millisecond)
+			err := b.broadcast(0, 100*time.Microsecond, tc.key, tc.mut)
+			st := b.c.Report()
+			if !errors.Is(err, tc.want) || st.Counters[tc.counter] != 1 || len(st.Sources) != 0 {
+				t.Fatalf("err %v (want %v), counters %v, sources %+v", err, tc.want, st.Counters, st.Sources)
+			}
+			if st.Broadcast.Refused[strings.TrimPrefix(tc.counter, "broadcast_")] != 1 || !strings.Contains(st.Broadcast.LastRefused, bcastAddr.String()) {
+				t.Fatalf("broadcast status %+v", st.Broadcast)
+			}
+		})
+	}
+	t.Run("replay", func(t *testing.T) {
+		b := newBroadcastBench(t, nil)
+		b.tick(20 * time.Millisecond)
+		pkt := b.broadcastPacket(0, 100*time.Microsecond, &bcastKey, nil)
+		if err := b.c.StepDatagram(core.Datagram{Addr: bcastAddr, Data: pkt, Time: b.now}); err != nil {
+			t.Fatal(err)
+		}
+		b.tick(time.Second)
+		err := b.c.StepDatagram(core.Datagram{Addr: bcastAddr, Data: pkt, Time: b.now})
+		if !errors.Is(err, client.ErrReplay) || b.c.Report().Counters["broadcast_replay"] != 1 {
+			t.Fatalf("replayed broadcast: %v, counters %v", err, b.c.Report().Counters)
+		}
+	})
+	t.Run("too many broadcasters", func(t *testing.T) {
+		b := newBroadcastBench(t, func(bc *client.BroadcastConfig) { bc.MaxBroadcasters = 1 })
+		b.tick(20 * time.Millisecond)
+		if err := b.broadcast(0, 100*time.Microsecond, &bcastKey, nil); err != nil {
+			t.Fatal(err)
+		}
+		other := netip.MustParseAddrPort("10.0.0.10:123")
+		err := b.c.StepDatagram(core.Datagram{Addr: other, Data: b.broadcastPacket(0, 0, &bcastKey, nil), Time: b.now})
+		if st := b.c.Report(); !errors.Is(err, client.ErrTooManyBroadcasters) || len(st.Sources) != 1 || st.Counters["broadcast_too_many_broadcasters"] != 1 {
+			t.Fatalf("second broadcaster: %v, sources %d, counters %v", err, len(st.Sources), st.Counters)
+		}
+	})
+	t.Run("a configured server broadcasting", func(t *testing.T) {
+		b := newBench(t, func(c *client.Config) {
+			c.Broadcast = client.BroadcastConfig{Enabled: true, Keys: []wire.NTPKey{bcastKey}}
+		})
+		b.tick(20 * time.Millisecond)
+		err := b.c.StepDatagram(core.Datagram{Addr: srvAddr, Data: b.broadcastPacket(0, 0, &bcastKey, nil), Time: b.now})
+		if !errors.Is(err, client.ErrUnexpectedMode) || len(b.c.Report().Sources) != 1 {
+			t.Fatalf("mode 5 from a configured server: %v", err)
+		}
+	})
+}
+
+// TestBroadcastInsecure: with Insecure an unsigned broadcast is followed,
+// and the status says what that exposes (RFC 8633).
+func TestBroadcastInsecure(t *testing.T) {
+	b := newBroadcastBench(t, func(bc *client.BroadcastConfig) { bc.Keys, bc.Insecure = nil, true })
+	b.tick(20 * time.Millisecond)
+	if err := b.broadcast(0, 100*time.Microsecond, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := b.c.Report()
+	if src := sourceOf(t, st); src.Broadcast.KeyID != 0 || st.Broadcast.Authenticated || st.Broadcast.Warning != client.InsecureWarning {
+		t.Fatalf("source %+v, status %+v", src.Broadcast, st.Broadcast)
+	}
+	if _, err := client.New(client.Config{Broadcast: client.BroadcastConfig{Enabled: true}}); !errors.Is(err, client.ErrConfig) {
+		t.Fatalf("a broadcast client without keys nor Insecure: %v", err)
+	}
+}
+
+// TestBroadcastPathChange: once calibrated and synchronised, broadcasts
+// that come 2 ms later than the servo predicts are held back; the third in
+// a row starts a new calibration (EventPathChanged), whose delay replaces
+// the old one.
+func TestBroadcastPathChange(t *testing.T) {
+	const delay = 100 * time.Microsecond
+	b := newBroadcastBench(t, nil)
+	b.tick(20 * time.Millisecond)
+	if err := b.broadcast(0, delay, &bcastKey, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := len(b.sent)
+	for range 5 {
+		b.tick(500 * time.Millisecond)
+		n += b.answerCalibration(n, 0, delay, &bcastKey)
+	}
+	for range 10 {
+		b.tick(time.Second)
+		if err := b.broadcast(0, delay, &bcastKey, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !b.c.Report().Synchronized {
+		t.Fatalf("not synchronised\n%+v", b.c.Report())
+	}
+	longer := delay + 2*time.Millisecond
+	for i := range 3 {
+		b.tick(time.Second)
+		if err := b.broadcast(0, longer, &bcastKey, nil); !errors.Is(err, client.ErrDelayJump) {
+			t.Fatalf("late broadcast %d: %v", i, err)
+		}
+	}
+	if len(b.events(client.EventPathChanged)) != 1 {
+		t.Fatalf("events %v", b.rd.Events)
+	}
+	for range 5 {
+		b.tick(500 * time.Millisecond)
+		n += b.answerCalibration(n, 0, longer, &bcastKey)
+	}
+	src := sourceOf(t, b.c.Report())
+	if d := time.Duration(src.Broadcast.DelayNS); src.Broadcast.Calibrations != 2 || (d-longer).Abs() > time.Microsecond {
+		t.Fatalf("after the new calibration: %+v", src.Broadcast)
+	}
+	b.tick(time.Second)
+	if err := b.broadcast(0, longer, &bcastKey, nil); err != nil {
+		t.Fatalf("broadcast on the new path: %v", err)
+	}
+}
+
+// TestBroadcastSilenceWarns: nothing heard for the timeout is one WARN
+// event, and so is a broadcaster that falls silent (it then stops
+// counting as reachable); a calibration nobody answers is a WARN too, and
+// is retried.
+func TestBroadcastSilenceWarns(t *testing.T) {
+	b := newBroadcastBench(t, func(bc *client.BroadcastConfig) { bc.Timeout = 5 * time.Second })
+	b.tick(6 * time.Second)
+	ev := b.events(client.EventBroadcastSilent)
+	if len(ev) != 1 || !ev[0].Warn || !strings.Contains(ev[0].Msg, "no broadcast heard on group 239.77.0.5:123 on eth0 for 5s") {
+		t.Fatalf("silence events %+v", ev)
+	}
+	b.tick(6 * time.Second)
+	if len(b.events(client.EventBroadcastSilent)) != 1 {
+		t.Fatalf("repeated: %+v", b.events(client.EventBroadcastSilent))
+	}
+	if err := b.broadcast(0, 100*time.Microsecond, &bcastKey, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.tick(3 * time.Second) // four requests, none answered
+	fail := b.events(client.EventCalibrationFailed)
+	if len(fail) != 1 || !fail[0].Warn {
+		t.Fatalf("calibration failure events %+v", fail)
+	}
+	if src := sourceOf(t, b.c.Report()); !strings.Contains(src.LastError, "no answer to 4 client requests") {
+		t.Fatalf("source %+v", src)
+	}
+	b.tick(4 * time.Second)
+	silent := b.events(client.EventBroadcastSilent)
+	if len(silent) != 3 || !silent[1].Warn || !strings.Contains(silent[1].Msg, "no broadcast from 10.0.0.9:123") {
+		t.Fatalf("silence events %+v", silent)
+	}
+	if src := sourceOf(t, b.c.Report()); src.Verdict != "unreachable" || src.Broadcast.State != "silent" {
+		t.Fatalf("silent broadcaster %+v", src)
+	}
+	// Heard again: it retries its calibration (10 s after the failed one).
+	n := len(b.sent)
+	for range 7 {
+		if err := b.broadcast(0, 100*time.Microsecond, &bcastKey, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.tick(time.Second)
+	}
+	var reqs int
+	for _, d := range b.sent[n:] {
+		if d.Addr == bcastAddr {
+			reqs++
+		}
+	}
+	if reqs == 0 {
+		t.Fatal("no calibration retried")
+	}
+}
