@@ -3,7 +3,9 @@ package client
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,11 +17,11 @@ import (
 // Broadcast client defaults (BroadcastConfig).
 const (
 	// DefaultCalibration is the number of client/server exchanges of a
-	// calibration: the smallest round trip of four, halved, is the
-	// one-way delay.
-	DefaultCalibration = 4
-	// DefaultCalibrationSpacing spaces them: within timed's server rate
-	// limit (bursts of 8), done in 2 s.
+	// calibration: six, 500 ms apart, three before the broadcast expected
+	// next and three after it, within timed's server rate limit (bursts
+	// of 8).
+	DefaultCalibration = 6
+	// DefaultCalibrationSpacing spaces them.
 	DefaultCalibrationSpacing = 500 * time.Millisecond
 	// DefaultCalibrationRetry is how long a calibration that got no answer
 	// waits before the next try.
@@ -41,11 +43,13 @@ const (
 // BroadcastConfig makes the client an RFC 5905 broadcast client: it
 // follows the mode-5 packets of broadcast servers it hears (the daemon's
 // socket listens to a broadcast address or joins a multicast group).
-// Each broadcaster heard becomes a source; before its packets are used,
-// a few client/server exchanges with it calibrate the one-way delay (as
-// ntpd's broadcast client does), and again when the apparent delay
-// jumps (the path changed). Its samples then go through the clock filter,
-// the selection and the servo like a server's, with
+// Each broadcaster heard becomes a source. Before its packets are used, a
+// few client/server exchanges with it, around one of its broadcasts,
+// calibrate the delay (as ntpd's broadcast client does: the difference
+// between the offset the exchanges measure and the broadcast's T3 - T4),
+// and again when the apparent delay jumps (the path changed). Its samples
+// then go through the clock filter, the selection and the servo like a
+// server's, with
 //
 //	offset = T3 + delay - T4   (reference minus local)
 //
@@ -63,7 +67,8 @@ type BroadcastConfig struct {
 	// Insecure also follows unsigned broadcasts (chronyd's): anyone on
 	// the LAN can then set this clock. Status says so.
 	Insecure bool
-	// Calibration is the number of exchanges per calibration (default 4),
+	// Calibration is the number of exchanges per calibration (default 6,
+	// half before the broadcast expected next and half after it),
 	// CalibrationSpacing their spacing (default 500 ms),
 	// CalibrationRetry the wait after a calibration nobody answered
 	// (default 10 s).
@@ -111,8 +116,8 @@ func (b *BroadcastConfig) validate(tick time.Duration) error {
 		b.MaxBroadcasters = def.MaxBroadcasters
 	}
 	switch {
-	case b.Calibration < 1 || b.Calibration > ntp.NStage:
-		return fmt.Errorf("%w: %d calibration exchanges: want 1..%d", ErrConfig, b.Calibration, ntp.NStage)
+	case b.Calibration < 2 || b.Calibration > ntp.NStage:
+		return fmt.Errorf("%w: %d calibration exchanges: want 2..%d", ErrConfig, b.Calibration, ntp.NStage)
 	case b.CalibrationSpacing < 2*tick || b.CalibrationRetry < b.CalibrationSpacing:
 		return fmt.Errorf("%w: calibration spacing %v (at least two ticks) and retry %v (at least the spacing)", ErrConfig, b.CalibrationSpacing, b.CalibrationRetry)
 	case b.Timeout < time.Second:
@@ -165,16 +170,19 @@ type bcast struct {
 	signer  *wire.NTPSigner
 
 	// Calibration: calLeft requests still to send, calEnd when the
-	// calibration ends (zero: none in progress); minDelay the smallest
-	// round trip of its answers (replies of them).
-	calLeft  int
-	calEnd   time.Time
-	minDelay time.Duration
-	maxDelay time.Duration
-	replies  int
-	failed   bool // the last calibration got no answer
+	// calibration ends (zero: none in progress); the exchanges' samples
+	// (calUnicast, offsets and round trips) and the broadcasts heard
+	// amid them (calBcast, T3 - T4); failed: the last one got no answer,
+	// or no broadcast came amid its exchanges.
+	calLeft    int
+	calEnd     time.Time
+	calUnicast []calPoint
+	calBcast   []calPoint
+	failed     bool
+	interval   time.Duration // between its last two broadcasts
 
-	delay        time.Duration // the calibrated one-way delay
+	delay        time.Duration // the calibrated one-way delay (what T3 - T4 lacks)
+	rtt          time.Duration // the calibration's smallest round trip
 	spread       time.Duration // half the calibration's range of round trips
 	calibrated   bool
 	calibrations uint64
@@ -185,6 +193,25 @@ type bcast struct {
 	hasApparent bool
 	jumps       int // packets in a row with a jumped apparent delay
 	silent      bool
+}
+
+// calPoint is one measurement of a calibration: at local time at, an
+// offset (reference minus local, the servo's convention) and, for an
+// exchange, its round trip.
+type calPoint struct {
+	at     time.Time
+	offset time.Duration
+	rtt    time.Duration
+}
+
+// shift accounts for a correction of the local clock in the points of a
+// calibration in progress, as ntp.Filter.Shift does in the filter's.
+func (b *bcast) shift(d time.Duration) {
+	for _, pts := range [][]calPoint{b.calUnicast, b.calBcast} {
+		for i := range pts {
+			pts[i].offset -= d
+		}
+	}
 }
 
 // reachable says whether s counts as answering at the last tick: a
@@ -241,6 +268,9 @@ func (c *Client) broadcastPacket(d core.Datagram, p *wire.NTPPacket) error {
 		c.bcastSilent = false
 	}
 	dst := d.Time
+	if !b.heard.IsZero() && dst.After(b.heard) {
+		b.interval = dst.Sub(b.heard)
+	}
 	b.lastXmt, b.heard = p.Transmit, dst
 	c.bcastHeard = dst
 	b.peer, b.hasPeer = ntp.Peer{
@@ -254,22 +284,30 @@ func (c *Client) broadcastPacket(d core.Datagram, p *wire.NTPPacket) error {
 			b.signer = &wire.NTPSigner{Key: k}
 		}
 	}
-	if !b.calibrated {
+	t3 := p.Transmit.TimeNear(dst)
+	if !b.calEnd.IsZero() || !b.calibrated {
+		// Held back: the delay is being measured, with this packet's
+		// help if it came amid the exchanges (in the servo's
+		// convention, as the exchanges' samples are).
 		if b.calEnd.IsZero() && !b.failed {
 			c.calibrate(s, dst, "first broadcast heard")
+		}
+		if b.calLeft < bc.Calibration {
+			b.calBcast = append(b.calBcast, calPoint{at: dst, offset: t3.Sub(dst) - c.servo.Pending(dst)})
 		}
 		c.counters["broadcast_held_calibrating"]++
 		s.lastErr = ""
 		return nil
 	}
-	// The exchange a broadcast stands for: sent at T3 - delay, answered
-	// at once, received at T4, so that the offset is T3 + delay - T4 and
-	// the round trip twice the delay.
-	t3 := p.Transmit.TimeNear(dst)
-	smp := ntp.MakeSample(dst.Add(-2*b.delay), t3, t3, dst, max(ntp.Precision(c.cfg.Precision), 1), ntp.Precision(p.Precision))
-	// The path's variability as the calibration saw it: how much later
-	// than the fastest a packet may come and nothing show it.
-	smp.Dispersion = min(smp.Dispersion+b.spread, ntp.MaxDispersion)
+	// The exchange a broadcast stands for: the offset is T3 + delay -
+	// T4, as certain as the calibration's exchanges (their smallest round
+	// trip) and the path's variability they saw.
+	smp := ntp.Sample{
+		Offset:     t3.Sub(dst) + b.delay,
+		Delay:      max(b.rtt, ntp.Precision(c.cfg.Precision)),
+		Dispersion: min(ntp.Precision(c.cfg.Precision)+ntp.Precision(p.Precision)+b.spread, ntp.MaxDispersion),
+		Time:       dst,
+	}
 	if predicted, ok := c.servo.Offset(dst); ok {
 		// What the path took this time, if the clock is where the servo
 		// thinks it is.
@@ -403,12 +441,22 @@ func (c *Client) addBroadcaster(addr netip.AddrPort, now time.Time) *source {
 }
 
 // calibrate starts a calibration of s at now: Calibration client
-// requests, the first at the next tick.
+// requests, spaced so that half come before the broadcast expected next
+// and half after it (at once if broadcasts come more often than that).
 func (c *Client) calibrate(s *source, now time.Time, why string) {
 	b, bc := s.bcast, &c.cfg.Broadcast
-	b.calLeft, b.replies, b.minDelay, b.maxDelay, b.jumps, b.why = bc.Calibration, 0, 0, 0, 0, why
-	b.calEnd = now.Add(time.Duration(bc.Calibration) * bc.CalibrationSpacing)
-	s.next = now
+	b.calLeft, b.jumps, b.why = bc.Calibration, 0, why
+	b.calUnicast, b.calBcast = b.calUnicast[:0], b.calBcast[:0]
+	first := now
+	iv := b.interval
+	if iv == 0 && b.hasPeer {
+		iv = ntp.PollInterval(min(max(b.peer.Poll, 0), ntp.MaxPollLimit))
+	}
+	if at := b.heard.Add(iv - time.Duration(bc.Calibration/2)*bc.CalibrationSpacing - bc.CalibrationSpacing/2); at.After(now) {
+		first = at
+	}
+	s.next = first
+	b.calEnd = first.Add(time.Duration(bc.Calibration) * bc.CalibrationSpacing)
 }
 
 // broadcastTick sends the calibration request that is due, ends a
@@ -419,11 +467,11 @@ func (c *Client) broadcastTick(s *source, now time.Time) {
 		if b.calLeft > 0 && !now.Before(s.next) {
 			c.calibrationRequest(s, now)
 		}
-		if b.calLeft == 0 && (!now.Before(b.calEnd) || b.replies == bc.Calibration) {
+		if b.calLeft == 0 && !now.Before(b.calEnd) {
 			c.endCalibration(s, now)
 		}
 	} else if b.failed && !now.Before(s.next) && c.reachable(s) {
-		c.calibrate(s, now, "retrying: the last calibration got no answer")
+		c.calibrate(s, now, "retrying: "+b.why)
 	}
 	if !b.heard.IsZero() && !b.silent && now.Sub(b.heard) >= bc.Timeout {
 		b.silent = true
@@ -472,25 +520,26 @@ func (c *Client) calibrationRequest(s *source, now time.Time) {
 	s.next = now.Add(c.cfg.Broadcast.CalibrationSpacing)
 }
 
-// calibrated takes the sample of a calibration reply of s.
+// calibrationReply takes the sample of a calibration reply of s (the
+// client's own, already in its filter).
 func (c *Client) calibrationReply(s *source, smp ntp.Sample) {
-	b := s.bcast
-	if b.calEnd.IsZero() {
-		return
+	if b := s.bcast; !b.calEnd.IsZero() {
+		b.calUnicast = append(b.calUnicast, calPoint{at: smp.Time, offset: smp.Offset, rtt: smp.Delay})
 	}
-	if b.replies == 0 || smp.Delay < b.minDelay {
-		b.minDelay = smp.Delay
-	}
-	b.maxDelay = max(b.maxDelay, smp.Delay)
-	b.replies++
 }
 
-// endCalibration sets the delay from the calibration's answers, or
-// schedules another try.
+// endCalibration sets the delay from the calibration, or schedules
+// another try. As ntpd's broadcast client does, the delay is what a
+// broadcast's T3 - T4 lacks to give the offset the client/server
+// exchanges measure at the same moment (interpolated between the
+// exchanges around it, weighted by their round trips): it holds the
+// path's one-way delay and whatever else makes a broadcast late or early
+// (the broadcaster stamping its broadcasts earlier before they leave than
+// its replies), so that broadcasts and exchanges agree.
 func (c *Client) endCalibration(s *source, now time.Time) {
 	b, bc := s.bcast, &c.cfg.Broadcast
 	b.calEnd, b.calLeft = time.Time{}, 0
-	if b.replies == 0 {
+	if len(b.calUnicast) == 0 {
 		s.next = now.Add(bc.CalibrationRetry)
 		if !b.failed {
 			c.event(EventCalibrationFailed, fmt.Sprintf("broadcaster %v did not answer any of %d client requests: its broadcasts are not used until it does (it must answer NTP requests too: timed --serve, chronyd's allow; with keys, the same key)", s.addr, bc.Calibration),
@@ -498,20 +547,76 @@ func (c *Client) endCalibration(s *source, now time.Time) {
 			c.rd.Events[len(c.rd.Events)-1].Warn = true
 		}
 		b.failed = true
+		b.why = fmt.Sprintf("no answer to %d client requests", bc.Calibration)
 		s.lastErr = fmt.Sprintf("calibration: no answer to %d client requests; next try in %v", bc.Calibration, bc.CalibrationRetry)
 		return
 	}
+	var delays []time.Duration
+	for _, bp := range b.calBcast {
+		if at, ok := interpolate(b.calUnicast, bp.at); ok {
+			delays = append(delays, at-bp.offset)
+		}
+	}
+	if len(delays) == 0 {
+		// The broadcast amid the exchanges was lost, or came early or
+		// late: again around the next one.
+		c.counters["broadcast_calibration_missed"]++
+		s.next, b.failed = now, true
+		b.why = "no broadcast came amid the last calibration's exchanges"
+		s.lastErr = "calibration: " + b.why + "; trying again around the next"
+		return
+	}
+	slices.Sort(delays)
+	rtts := make([]time.Duration, 0, len(b.calUnicast))
+	for _, u := range b.calUnicast {
+		rtts = append(rtts, u.rtt)
+	}
 	old, had := b.delay, b.calibrated
 	b.failed, b.calibrated, b.calibratedAt = false, true, now
-	b.delay = b.minDelay / 2
-	b.spread = (b.maxDelay - b.minDelay) / 2
+	b.delay = delays[len(delays)/2]
+	b.rtt = slices.Min(rtts)
+	b.spread = (slices.Max(rtts) - b.rtt) / 2
 	b.calibrations++
 	b.hasApparent = false
-	msg := fmt.Sprintf("broadcaster %v: one-way delay %v (the smallest of %d round trips, halved)", s.addr, b.delay, b.replies)
+	s.lastErr = ""
+	msg := fmt.Sprintf("broadcaster %v: delay %v (its broadcasts against %d client/server exchanges, round trip %v)", s.addr, b.delay, len(b.calUnicast), b.rtt)
 	if had {
 		msg += fmt.Sprintf(", was %v", old)
 	}
 	c.event(EventCalibrated, msg, "source", s.addr.String(), "delay", b.delay)
+}
+
+// interpolate returns the offset at t on the weighted least-squares line
+// through pts (weights 1/rtt², as the clock filter prefers short round
+// trips), and false unless pts has a point before t and one after.
+func interpolate(pts []calPoint, t time.Time) (time.Duration, bool) {
+	var before, after bool
+	for _, p := range pts {
+		before = before || !p.at.After(t)
+		after = after || !p.at.Before(t)
+	}
+	if !before || !after {
+		return 0, false
+	}
+	var sw, sx, sy float64
+	for _, p := range pts {
+		w := 1 / math.Pow(math.Max(float64(p.rtt), 1), 2)
+		sw += w
+		sx += w * float64(p.at.Sub(t))
+		sy += w * float64(p.offset)
+	}
+	mx, my := sx/sw, sy/sw
+	var sxx, sxy float64
+	for _, p := range pts {
+		w := 1 / math.Pow(math.Max(float64(p.rtt), 1), 2)
+		dx := float64(p.at.Sub(t)) - mx
+		sxx += w * dx * dx
+		sxy += w * dx * (float64(p.offset) - my)
+	}
+	if sxx == 0 {
+		return time.Duration(math.Round(my)), true
+	}
+	return time.Duration(math.Round(my - sxy/sxx*mx)), true
 }
 
 // BroadcastStatus is a broadcaster's part of SourceStatus.
@@ -601,9 +706,6 @@ func (c *Client) broadcastDeadline(s *source) time.Time {
 	case !b.calEnd.IsZero() && b.calLeft > 0:
 		dl = core.Earliest(s.next, b.calEnd)
 	case !b.calEnd.IsZero():
-		if b.replies == c.cfg.Broadcast.Calibration {
-			return c.now.Add(1)
-		}
 		dl = b.calEnd
 	case b.failed:
 		dl = s.next

@@ -96,6 +96,37 @@ func (b *bench) answerCalibration(n int, offset, delay time.Duration, key *wire.
 	return answered
 }
 
+// drive runs the bench for d in 10 ms ticks as a broadcaster offset
+// ahead of us would: a signed broadcast every second (delay late), every
+// calibration request answered (delay each way). It returns the errors
+// of the broadcasts.
+func (b *bench) drive(d, offset, delay time.Duration) []error {
+	b.t.Helper()
+	var errs []error
+	n := len(b.sent)
+	next := b.now.Add(time.Second)
+	for end := b.now.Add(d); b.now.Before(end); {
+		b.tick(10 * time.Millisecond)
+		b.answerCalibration(n, offset, delay, &bcastKey)
+		n = len(b.sent)
+		if !b.now.Before(next) {
+			errs = append(errs, b.broadcast(offset, delay, &bcastKey, nil))
+			next = next.Add(time.Second)
+		}
+	}
+	return errs
+}
+
+func (b *bench) requestsTo(a netip.AddrPort) int {
+	n := 0
+	for _, d := range b.sent {
+		if d.Addr == a {
+			n++
+		}
+	}
+	return n
+}
+
 func sourceOf(t *testing.T, st client.Status) client.SourceStatus {
 	t.Helper()
 	if len(st.Sources) != 1 || st.Sources[0].Broadcast == nil {
@@ -105,16 +136,15 @@ func sourceOf(t *testing.T, st client.Status) client.SourceStatus {
 }
 
 // TestBroadcastCalibratesThenFollows: the first signed broadcast makes its
-// sender a source and starts a calibration (signed client requests with
-// the broadcaster's key); its packets are held meanwhile. The smallest
-// round trip, halved, becomes the delay, and the broadcasts then give
-// samples with offset T3 + delay - T4: the broadcaster's offset exactly
-// when the path takes the calibrated delay. (Measuring only: the bench
-// never applies the servo's corrections.)
+// sender a source and starts a calibration: six signed client requests
+// around the next broadcast, whose packets are held meanwhile. The delay
+// is what the broadcast's T3 - T4 lacks to give the offset the exchanges
+// measure (ntpd's way), and the broadcasts then give samples with offset
+// T3 + delay - T4: the broadcaster's offset exactly when the path takes
+// the calibrated delay. (Measuring only: the bench never applies the
+// servo's corrections.)
 func TestBroadcastCalibratesThenFollows(t *testing.T) {
 	const offset, delay = 3 * time.Millisecond, 150 * time.Microsecond
-	// The bench never corrects its clock: measure only, so that the
-	// servo predicts the clock as it is.
 	b := newBench(t, func(c *client.Config) {
 		c.Servers, c.NoAdjust = nil, true
 		c.Broadcast = client.BroadcastConfig{Enabled: true, Keys: []wire.NTPKey{bcastKey}}
@@ -130,40 +160,30 @@ func TestBroadcastCalibratesThenFollows(t *testing.T) {
 	if src := sourceOf(t, st); src.Verdict != "calibrating" || src.Broadcast.State != "calibrating" || src.Address != bcastAddr.String() || src.Mode != "broadcast" {
 		t.Fatalf("source %+v", src)
 	}
-	n := len(b.sent)
-	// Calibration: four requests, 500 ms apart, each answered at once.
-	for range 4 {
-		b.tick(500 * time.Millisecond)
-		n += b.answerCalibration(n, offset, delay, &bcastKey)
-	}
-	b.tick(100 * time.Millisecond)
-	var reqs int
-	for _, d := range b.sent {
-		if d.Addr == bcastAddr {
-			reqs++
+	for _, err := range b.drive(3500*time.Millisecond, offset, delay) {
+		if err != nil {
+			t.Fatalf("broadcast while calibrating: %v", err)
 		}
 	}
-	if reqs != 4 {
-		t.Fatalf("%d calibration requests, want 4", reqs)
+	if n := b.requestsTo(bcastAddr); n != 6 {
+		t.Fatalf("%d calibration requests, want 6", n)
 	}
 	if ev := b.events(client.EventCalibrated); len(ev) != 1 {
 		t.Fatalf("calibrated events %v", b.rd.Events)
 	}
 	src := sourceOf(t, b.c.Report())
-	if src.Broadcast.State != "following" || src.Broadcast.Calibrations != 1 ||
-		time.Duration(src.Broadcast.DelayNS) < delay || time.Duration(src.Broadcast.DelayNS) > delay+time.Microsecond {
+	if src.Broadcast.State != "following" || src.Broadcast.Calibrations != 1 || (time.Duration(src.Broadcast.DelayNS)-delay).Abs() > time.Microsecond {
 		t.Fatalf("after calibration: %+v", src.Broadcast)
 	}
 	before := b.c.Report().Counters["accepted"]
-	for range 3 {
-		b.tick(time.Second)
-		if err := b.broadcast(offset, delay, &bcastKey, nil); err != nil {
-			t.Fatal(err)
+	for _, err := range b.drive(3*time.Second, offset, delay) {
+		if err != nil {
+			t.Fatalf("broadcast: %v", err)
 		}
 	}
 	st = b.c.Report()
 	src = sourceOf(t, st)
-	if st.Counters["accepted"] != before+3 || st.Counters["broadcasts"] != 4 {
+	if st.Counters["accepted"] != before+3 || st.Counters["broadcasts"] != 7 {
 		t.Fatalf("counters %v", st.Counters)
 	}
 	if got := time.Duration(src.LastOffsetNS); (got - offset).Abs() > 2*time.Microsecond {
@@ -312,41 +332,28 @@ func TestBroadcastPathChange(t *testing.T) {
 	if err := b.broadcast(0, delay, &bcastKey, nil); err != nil {
 		t.Fatal(err)
 	}
-	n := len(b.sent)
-	for range 5 {
-		b.tick(500 * time.Millisecond)
-		n += b.answerCalibration(n, 0, delay, &bcastKey)
-	}
-	for range 10 {
-		b.tick(time.Second)
-		if err := b.broadcast(0, delay, &bcastKey, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b.drive(15*time.Second, 0, delay)
 	if !b.c.Report().Synchronized {
 		t.Fatalf("not synchronised\n%+v", b.c.Report())
 	}
 	longer := delay + 2*time.Millisecond
-	for i := range 3 {
-		b.tick(time.Second)
-		if err := b.broadcast(0, longer, &bcastKey, nil); !errors.Is(err, client.ErrDelayJump) {
+	for i, err := range b.drive(3*time.Second, 0, longer) {
+		if !errors.Is(err, client.ErrDelayJump) {
 			t.Fatalf("late broadcast %d: %v", i, err)
 		}
 	}
 	if len(b.events(client.EventPathChanged)) != 1 {
 		t.Fatalf("events %v", b.rd.Events)
 	}
-	for range 5 {
-		b.tick(500 * time.Millisecond)
-		n += b.answerCalibration(n, 0, longer, &bcastKey)
-	}
+	b.drive(4*time.Second, 0, longer)
 	src := sourceOf(t, b.c.Report())
-	if d := time.Duration(src.Broadcast.DelayNS); src.Broadcast.Calibrations != 2 || (d-longer).Abs() > time.Microsecond {
+	if d := time.Duration(src.Broadcast.DelayNS); src.Broadcast.Calibrations != 2 || (d-longer).Abs() > 2*time.Microsecond {
 		t.Fatalf("after the new calibration: %+v", src.Broadcast)
 	}
-	b.tick(time.Second)
-	if err := b.broadcast(0, longer, &bcastKey, nil); err != nil {
-		t.Fatalf("broadcast on the new path: %v", err)
+	for _, err := range b.drive(2*time.Second, 0, longer) {
+		if err != nil {
+			t.Fatalf("broadcast on the new path: %v", err)
+		}
 	}
 }
 
@@ -368,12 +375,12 @@ func TestBroadcastSilenceWarns(t *testing.T) {
 	if err := b.broadcast(0, 100*time.Microsecond, &bcastKey, nil); err != nil {
 		t.Fatal(err)
 	}
-	b.tick(3 * time.Second) // four requests, none answered
+	b.tick(4 * time.Second) // six requests, none answered
 	fail := b.events(client.EventCalibrationFailed)
 	if len(fail) != 1 || !fail[0].Warn {
 		t.Fatalf("calibration failure events %+v", fail)
 	}
-	if src := sourceOf(t, b.c.Report()); !strings.Contains(src.LastError, "no answer to 4 client requests") {
+	if src := sourceOf(t, b.c.Report()); !strings.Contains(src.LastError, "no answer to 6 client requests") {
 		t.Fatalf("source %+v", src)
 	}
 	b.tick(4 * time.Second)

@@ -687,6 +687,9 @@ func (c *Client) update(now time.Time) {
 	}
 	for _, s := range c.srcs {
 		s.filter.Shift(res.Correction)
+		if s.bcast != nil {
+			s.bcast.shift(res.Correction)
+		}
 		s.poller.Update(pollOffset, sel.Jitter)
 	}
 	if res.Action == servo.ActionStep {

@@ -55,7 +55,8 @@ func writeNTPKeys(t *testing.T, dir, name, line string) string {
 //
 //	h1 10.77.0.1  timed --serve 0.0.0.0 --stratum 8 --broadcast 239.77.0.5 (1 s, key 7), true clock
 //	h2 10.77.0.2  timed --broadcast-client --broadcast-group 239.77.0.5, key 7, sim clock +50 ms, +20 ppm
-//	h3 10.77.0.3  the same with a different secret for key 7: every broadcast refused (bad_mac)
+//	h3 10.77.0.3  the same with a different secret for key 7: every broadcast refused (bad_mac),
+//	              a WARN after --broadcast-timeout 3s
 //
 // h2 calibrates its delay against h1, gets within 1 ms of true time in
 // 15 s, keeps the truth inside its bound, and stays well within 1 ms;
@@ -72,7 +73,7 @@ func TestLabTimedBroadcast(t *testing.T) {
 		"--broadcast", "239.77.0.5", "--broadcast-interval", "1s", "--broadcast-interface", labnet.HostInterface)
 	follower := startLabTimedAlone(t, lab.Host(2), dir, "--sim-offset", "50ms", "--sim-drift", "20",
 		"--broadcast-client", "--broadcast-group", "239.77.0.5", "--broadcast-interface", labnet.HostInterface, "--ntp-key-file", good)
-	forger := startLabTimedAlone(t, lab.Host(3), dir, "--sim-offset", "-50ms",
+	forger := startLabTimedAlone(t, lab.Host(3), dir, "--sim-offset", "-50ms", "--broadcast-timeout", "3s",
 		"--broadcast-client", "--broadcast-group", "239.77.0.5", "--broadcast-interface", labnet.HostInterface, "--ntp-key-file", bad)
 
 	converged, settled, last := follower.follow(15*time.Second, 10*time.Second)
@@ -110,6 +111,14 @@ func TestLabTimedBroadcast(t *testing.T) {
 		t.Errorf("h3's status does not say why it follows nothing:\n%s", text)
 	}
 	t.Logf("h3 (wrong key):\n%s", text)
+	// Nothing followed for --broadcast-timeout: a WARN that says why.
+	log, err := os.ReadFile(forger.proc.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), `level=WARN msg="no broadcast heard on group 239.77.0.5:123 on eth0 for 3s`) || !strings.Contains(string(log), "bad NTP MAC") {
+		t.Errorf("h3's log has no WARN saying no broadcast was followed, and why:\n%s", log)
+	}
 }
 
 // TestLabTimedFollowsChronyBroadcast: timed following chronyd's broadcast

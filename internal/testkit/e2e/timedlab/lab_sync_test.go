@@ -22,6 +22,7 @@ type labTimed struct {
 	t       *testing.T
 	host    *labnet.Host
 	control string
+	proc    *labnet.Proc
 }
 
 func startLabTimed(t *testing.T, h *labnet.Host, dir string, args ...string) *labTimed {
@@ -40,7 +41,7 @@ func startLabTimedAlone(t *testing.T, h *labnet.Host, dir string, args ...string
 	lt := &labTimed{t: t, host: h, control: filepath.Join(sub, "timed.sock")}
 	argv := append([]string{filepath.Join(e2e.BinDir(), "timed"), "run",
 		"--control", lt.control, "--state-dir", filepath.Join(sub, "state"), "--clock", "sim"}, args...)
-	h.Start(t, "timed", e2e.NoSysTime(argv...), nil)
+	lt.proc = h.Start(t, "timed", e2e.NoSysTime(argv...), nil)
 	return lt
 }
 
