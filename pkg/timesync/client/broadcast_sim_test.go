@@ -23,7 +23,7 @@ var bcastKeys = []wire.NTPKey{{ID: 7, Type: "SHA256", Secret: []byte("broadcast-
 
 // addBroadcaster adds timed's server core as a stratum-1 broadcast
 // server sending to bcastGroup every interval, signed with bcastKeys.
-func addBroadcaster(t *testing.T, s *sim.Sim, id uint32, interval time.Duration) {
+func addBroadcaster(t testing.TB, s *sim.Sim, id uint32, interval time.Duration) {
 	s.AddGroup(bcastGroup)
 	s.AddNode(id, addr(id), func(core.Env) core.Core {
 		srv, err := server.New(server.Config{LocalStratum: 1, Keys: bcastKeys,
