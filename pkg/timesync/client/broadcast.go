@@ -145,6 +145,9 @@ const (
 	// EventBroadcastHeard: broadcasts again after that.
 	EventBroadcastSilent = "broadcast_silent"
 	EventBroadcastHeard  = "broadcast_heard_again"
+	// EventBroadcasterReset: a broadcaster sent only broadcasts older
+	// than its last for the timeout; it is followed afresh (WARN).
+	EventBroadcasterReset = "broadcaster_reset"
 )
 
 // Broadcast refusals (Status.Counters, "broadcast_" + the reason).
@@ -240,6 +243,15 @@ func (c *Client) broadcastPacket(d core.Datagram, p *wire.NTPPacket) error {
 	}
 	if err == nil && s != nil && int64(uint64(p.Transmit)-uint64(s.bcast.lastXmt)) <= 0 {
 		err = ErrReplay
+		if d.Time.Sub(s.bcast.heard) >= bc.Timeout {
+			// Nothing newer for the timeout, and still broadcasting: its
+			// clock went back (set by hand, a restart with another
+			// clock), or someone replays it while it is silent. Either
+			// way it is followed afresh, calibrated again against its
+			// answers, which a replay cannot give.
+			c.forgetBroadcaster(s, d.Time)
+			s, err = nil, nil
+		}
 	}
 	if err == nil && s == nil && c.broadcasters >= bc.MaxBroadcasters {
 		err = ErrTooManyBroadcasters
@@ -438,6 +450,21 @@ func (c *Client) addBroadcaster(addr netip.AddrPort, now time.Time) *source {
 	c.event(EventBroadcaster, fmt.Sprintf("broadcaster %v heard: calibrating the delay with %d client/server exchanges", addr, c.cfg.Broadcast.Calibration),
 		"source", addr.String())
 	return s
+}
+
+// forgetBroadcaster drops s, whose broadcasts have gone back in time.
+func (c *Client) forgetBroadcaster(s *source, now time.Time) {
+	c.srcs = slices.DeleteFunc(c.srcs, func(x *source) bool { return x == s })
+	delete(c.byAddr, s.addr)
+	c.broadcasters--
+	c.dirty = true
+	if c.sysPeer == s {
+		c.setSysPeer(nil)
+	}
+	c.counters["broadcast_forgotten"]++
+	c.event(EventBroadcasterReset, fmt.Sprintf("broadcaster %v: only broadcasts older than its last (%v) for %v: its clock went back, or it is being replayed; following it afresh, calibrated again",
+		s.addr, s.bcast.heard.Format(time.RFC3339), now.Sub(s.bcast.heard).Round(time.Second)), "source", s.addr.String())
+	c.rd.Events[len(c.rd.Events)-1].Warn = true
 }
 
 // calibrate starts a calibration of s at now: Calibration client
@@ -678,7 +705,7 @@ func (c *Client) broadcastStatus() *BroadcastClientStatus {
 }
 
 // nonRefusal are the "broadcast_*" counters that count something else.
-var nonRefusal = map[string]bool{"held_calibrating": true, "calibration_requests": true}
+var nonRefusal = map[string]bool{"held_calibrating": true, "calibration_requests": true, "forgotten": true, "calibration_missed": true}
 
 func (c *Client) sourceBroadcast(s *source) *BroadcastStatus {
 	b := s.bcast

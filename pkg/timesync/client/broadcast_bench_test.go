@@ -84,4 +84,3 @@ func simAccuracy(b *testing.B, seed int64, link sim.LinkConfig, interval time.Du
 	}
 	return offsets, bounds
 }
-

@@ -409,3 +409,34 @@ func TestBroadcastSilenceWarns(t *testing.T) {
 		t.Fatal("no calibration retried")
 	}
 }
+
+// TestBroadcasterClockBack: a broadcaster whose clock goes back an hour
+// sends only "replays" at first (refused); after the timeout without a
+// newer broadcast it is forgotten (a WARN) and followed afresh: a new
+// source, calibrating.
+func TestBroadcasterClockBack(t *testing.T) {
+	b := newBroadcastBench(t, func(bc *client.BroadcastConfig) { bc.Timeout = 5 * time.Second })
+	b.tick(20 * time.Millisecond)
+	b.drive(6*time.Second, 0, 100*time.Microsecond)
+	if src := sourceOf(t, b.c.Report()); src.Broadcast.State != "following" {
+		t.Fatalf("not following: %+v", src.Broadcast)
+	}
+	var errs []error
+	for range 6 {
+		b.tick(time.Second)
+		errs = append(errs, b.broadcast(-time.Hour, 100*time.Microsecond, &bcastKey, nil))
+	}
+	for i, err := range errs[:4] {
+		if !errors.Is(err, client.ErrReplay) {
+			t.Fatalf("broadcast %d from an hour back: %v", i, err)
+		}
+	}
+	ev := b.events(client.EventBroadcasterReset)
+	if len(ev) != 1 || !ev[0].Warn {
+		t.Fatalf("reset events %+v", ev)
+	}
+	st := b.c.Report()
+	if src := sourceOf(t, st); src.Broadcast.State != "calibrating" || src.Broadcast.Calibrations != 0 || st.Counters["broadcast_forgotten"] != 1 {
+		t.Fatalf("after the reset: %+v, counters %v", src.Broadcast, st.Counters)
+	}
+}
