@@ -136,13 +136,7 @@ func TestLabTimedFollowsChronyBroadcast(t *testing.T) {
 	lab := labnet.New(t, 2)
 	dir := e2e.ShortDir(t)
 	h1, h2 := lab.Host(1), lab.Host(2)
-	// The lab's addresses carry no broadcast address: give them one, or
-	// 10.77.0.255 is just another host to ARP for.
-	for _, h := range []*labnet.Host{h1, h2} {
-		if out, err := h.Run(t, "ip", "addr", "replace", h.Addr().String()+"/24", "brd", "+", "dev", labnet.HostInterface); err != nil {
-			t.Fatalf("%s: %v: %s", h.Name(), err, out)
-		}
-	}
+	withBroadcastAddress(t, h1, h2)
 	conf := filepath.Join(dir, "chrony.conf")
 	if err := os.WriteFile(conf, []byte(chronyConf(dir, h1.Addr().String())+"broadcast 1 10.77.0.255\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -171,4 +165,48 @@ func TestLabTimedFollowsChronyBroadcast(t *testing.T) {
 	if !strings.Contains(text, "WARNING: following UNAUTHENTICATED broadcasts") {
 		t.Errorf("status does not warn of unauthenticated broadcasts:\n%s", text)
 	}
+}
+
+// withBroadcastAddress gives the hosts' addresses their subnet's broadcast
+// address: labnet's carry none, and without it 10.77.0.255 is just another
+// host to ARP for.
+func withBroadcastAddress(t *testing.T, hosts ...*labnet.Host) {
+	t.Helper()
+	for _, h := range hosts {
+		if out, err := h.Run(t, "ip", "addr", "replace", h.Addr().String()+"/24", "brd", "+", "dev", labnet.HostInterface); err != nil {
+			t.Fatalf("%s: %v: %s", h.Name(), err, out)
+		}
+	}
+}
+
+// TestLabTimedBroadcastAddress: timed broadcasting to the subnet's
+// broadcast address (SO_BROADCAST, no group), signed, every second, and a
+// timed following whatever comes to port 123:
+//
+//	h1 10.77.0.1  timed --serve 10.77.0.1 --stratum 8 --broadcast 10.77.0.255 (key 7)
+//	h2 10.77.0.2  timed --broadcast-client, key 7, sim clock -30 ms
+func TestLabTimedBroadcastAddress(t *testing.T) {
+	labnet.Require(t)
+	lab := labnet.New(t, 2)
+	dir := e2e.ShortDir(t)
+	h1, h2 := lab.Host(1), lab.Host(2)
+	withBroadcastAddress(t, h1, h2)
+	keys := writeNTPKeys(t, dir, "ntp.keys", "7 SHA1 HEX:00112233445566778899aabbccddeeff00112233")
+	startLabTimedAlone(t, h1, dir, "--serve", h1.Addr().String(), "--stratum", "8", "--ntp-key-file", keys,
+		"--broadcast", "10.77.0.255", "--broadcast-interval", "1s")
+	lt := startLabTimedAlone(t, h2, dir, "--sim-offset", "-30ms", "--broadcast-client", "--ntp-key-file", keys)
+	converged, settled, last := lt.follow(15*time.Second, 5*time.Second)
+	text := lt.statusText()
+	if converged == 0 {
+		t.Fatalf("not within 1 ms of true time in 15 s; last %+v\n%s", last, text)
+	}
+	bv, err := lt.broadcastView()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bv.Sources) != 1 || bv.Sources[0].Address != h1.Addr().String()+":123" || bv.Sources[0].Broadcast.State != "following" || bv.Counters["broadcasts"] < 5 {
+		t.Errorf("sources %+v, counters %v", bv.Sources, bv.Counters)
+	}
+	t.Logf("within 1 ms after %v; then |true offset| p50 %v p99 %v\n%s", converged.Round(10*time.Millisecond),
+		percentile(settled, 50), percentile(settled, 99), text)
 }
