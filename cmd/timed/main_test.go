@@ -450,3 +450,33 @@ func TestRenderClientSigns(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderBroadcast: the broadcast client's lines (mode, each
+// broadcaster's state and delays, refusals, the RFC 8633 warning) and the
+// broadcast server's line.
+func TestRenderBroadcast(t *testing.T) {
+	raw := []byte(`{"synchronized":true,"stratum":9,"sys_peer":"10.77.0.1:123","updates":3,
+		"broadcast":{"listen":"broadcasts to port 123","authenticated":false,"warning":"following UNAUTHENTICATED broadcasts","broadcasters":1,
+			"refused":{"replay":2,"unauthenticated":1},"last_refused":"10.77.0.9:123: unauthenticated broadcast"},
+		"sources":[{"address":"10.77.0.1:123","mode":"broadcast","stratum":8,"reach":"377","verdict":"sys_peer",
+			"broadcast":{"state":"following","delay_ns":49322,"apparent_delay_ns":45480,"calibrations":2,"key_id":0}}]}`)
+	var out bytes.Buffer
+	if err := renderClient(&out, raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Broadcast   : client of broadcasts to port 123, WARNING: following UNAUTHENTICATED broadcasts; 1 broadcaster(s), none heard yet",
+		"Broadcaster : 10.77.0.1:123: following, delay 49.322us calibrated 2 time(s), apparent 45.480us, unsigned",
+		"Refused     : 3 (replay 2, unauthenticated 1); last from a stranger: 10.77.0.9:123: unauthenticated broadcast",
+		"10.77.0.1:123  broadcast",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	renderBroadcastServer(&out, &server.BroadcastStatus{Address: "239.77.0.5:123", IntervalMS: 16000, KeyID: 7, Sent: 3, Advertising: "stratum 8"})
+	if want := "Broadcast  : to 239.77.0.5:123 every 16s, signed with key 7, advertising stratum 8; 3 sent\n"; out.String() != want {
+		t.Errorf("server line %q, want %q", out.String(), want)
+	}
+}
