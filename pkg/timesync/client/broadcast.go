@@ -35,6 +35,17 @@ const (
 	// it (one late packet is a queue, not a path).
 	DefaultDelayJump = 500 * time.Microsecond
 	DefaultJumpCount = 3
+	// DefaultRefine is how often a calibration runs again to refine the
+	// delay (the median of the last calibrations'): a broadcaster's lag
+	// before its broadcasts leave varies by tens of microseconds on a
+	// busy host, and one calibration takes one broadcast's.
+	DefaultRefine = 10 * time.Minute
+	// refineKeep is how many calibrations the median is taken over.
+	refineKeep = 5
+	// calSlewLimit: a calibration during which the clock still had more
+	// than this to slew is provisional (the slew's timing, not the path,
+	// can be in it), and runs again after CalibrationRetry.
+	calSlewLimit = 100 * time.Microsecond
 	// DefaultMaxBroadcasters bounds the broadcasters followed at once:
 	// the first ones heard; packets from more are refused and counted.
 	DefaultMaxBroadcasters = 4
@@ -85,6 +96,10 @@ type BroadcastConfig struct {
 	JumpCount int
 	// MaxBroadcasters bounds the broadcasters followed (default 4).
 	MaxBroadcasters int
+	// Refine is how often a broadcaster is calibrated again, the delay
+	// being the median of its last five calibrations' (default 10 min;
+	// negative: never). A path change starts the median afresh.
+	Refine time.Duration
 }
 
 func (b *BroadcastConfig) validate(tick time.Duration) error {
@@ -106,6 +121,7 @@ func (b *BroadcastConfig) validate(tick time.Duration) error {
 	fill(&b.CalibrationRetry, def.CalibrationRetry)
 	fill(&b.Timeout, def.Timeout)
 	fill(&b.DelayJump, def.DelayJump)
+	fill(&b.Refine, DefaultRefine)
 	if b.Calibration == 0 {
 		b.Calibration = def.Calibration
 	}
@@ -184,9 +200,12 @@ type bcast struct {
 	failed     bool
 	interval   time.Duration // between its last two broadcasts
 
-	delay        time.Duration // the calibrated one-way delay (what T3 - T4 lacks)
-	rtt          time.Duration // the calibration's smallest round trip
-	spread       time.Duration // half the calibration's range of round trips
+	delay        time.Duration   // the calibrated one-way delay (what T3 - T4 lacks): the median of history
+	history      []time.Duration // the last calibrations' delays (not the provisional ones)
+	provisional  bool            // the last calibration ran while the clock slewed
+	refineAt     time.Time       // the next calibration is due (zero: none)
+	rtt          time.Duration   // the calibration's smallest round trip
+	spread       time.Duration   // half the calibration's range of round trips
 	calibrated   bool
 	calibrations uint64
 	calibratedAt time.Time
@@ -334,6 +353,7 @@ func (c *Client) broadcastPacket(d core.Datagram, p *wire.NTPPacket) error {
 			if b.jumps >= bc.JumpCount {
 				c.event(EventPathChanged, fmt.Sprintf("broadcasts from %v: apparent delay %v against the calibrated %v in %d packets in a row: the path changed, calibrating again",
 					s.addr, b.apparent, b.delay, b.jumps), "source", s.addr.String(), "apparent", b.apparent, "delay", b.delay)
+				b.history = b.history[:0]
 				c.calibrate(s, dst, fmt.Sprintf("apparent delay %v against the calibrated %v", b.apparent, b.delay))
 			}
 			s.lastErr = fmt.Sprintf("%v: %v against the calibrated %v", ErrDelayJump, b.apparent, b.delay)
@@ -499,6 +519,12 @@ func (c *Client) broadcastTick(s *source, now time.Time) {
 		}
 	} else if b.failed && !now.Before(s.next) && c.reachable(s) {
 		c.calibrate(s, now, "retrying: "+b.why)
+	} else if b.calibrated && !b.refineAt.IsZero() && !now.Before(b.refineAt) && c.reachable(s) {
+		why := "refining the delay"
+		if b.provisional {
+			why = "the last calibration ran while the clock slewed"
+		}
+		c.calibrate(s, now, why)
 	}
 	if !b.heard.IsZero() && !b.silent && now.Sub(b.heard) >= bc.Timeout {
 		b.silent = true
@@ -600,13 +626,46 @@ func (c *Client) endCalibration(s *source, now time.Time) {
 	}
 	old, had := b.delay, b.calibrated
 	b.failed, b.calibrated, b.calibratedAt = false, true, now
-	b.delay = delays[len(delays)/2]
+	d := delays[len(delays)/2]
+	b.provisional = false
+	for _, p := range slices.Concat(b.calUnicast, b.calBcast) {
+		b.provisional = b.provisional || c.servo.Pending(p.at).Abs() > calSlewLimit
+	}
+	b.refineAt = time.Time{}
+	switch {
+	case b.provisional:
+		// Again around the broadcast after the retry wait: a server's
+		// rate limit (timed's: bursts of 8, one a second) has not
+		// refilled for another six requests at once.
+		b.refineAt = now.Add(bc.CalibrationRetry)
+	case bc.Refine > 0:
+		b.refineAt = now.Add(bc.Refine)
+	}
+	if !b.provisional {
+		b.history = append(b.history, d)
+		if len(b.history) > refineKeep {
+			b.history = b.history[1:]
+		}
+	}
+	b.delay = d
+	if len(b.history) > 0 {
+		sorted := slices.Sorted(slices.Values(b.history))
+		b.delay = sorted[len(sorted)/2]
+	}
 	b.rtt = slices.Min(rtts)
 	b.spread = (slices.Max(rtts) - b.rtt) / 2
 	b.calibrations++
 	b.hasApparent = false
 	s.lastErr = ""
-	msg := fmt.Sprintf("broadcaster %v: delay %v (its broadcasts against %d client/server exchanges, round trip %v)", s.addr, b.delay, len(b.calUnicast), b.rtt)
+	msg := fmt.Sprintf("broadcaster %v: delay %v (its broadcasts against %d client/server exchanges, round trip %v", s.addr, d, len(b.calUnicast), b.rtt)
+	switch {
+	case b.provisional:
+		msg += fmt.Sprintf("; the clock was slewing: again in %v)", bc.CalibrationRetry)
+	case len(b.history) > 1:
+		msg += fmt.Sprintf("; %v the median of the last %d)", b.delay, len(b.history))
+	default:
+		msg += ")"
+	}
 	if had {
 		msg += fmt.Sprintf(", was %v", old)
 	}
@@ -717,6 +776,9 @@ func (c *Client) sourceBroadcast(s *source) *BroadcastStatus {
 		st.State, st.Why = "calibrating", b.why
 	default:
 		st.State = "following"
+		if b.provisional {
+			st.Why = "calibrated while the clock slewed: again soon"
+		}
 	}
 	if b.hasApparent {
 		st.ApparentDelayNS = int64(b.apparent)
@@ -736,6 +798,8 @@ func (c *Client) broadcastDeadline(s *source) time.Time {
 		dl = b.calEnd
 	case b.failed:
 		dl = s.next
+	case b.calibrated:
+		dl = b.refineAt
 	}
 	if !b.heard.IsZero() && !b.silent {
 		dl = core.Earliest(dl, b.heard.Add(c.cfg.Broadcast.Timeout))

@@ -440,3 +440,24 @@ func TestBroadcasterClockBack(t *testing.T) {
 		t.Fatalf("after the reset: %+v, counters %v", src.Broadcast, st.Counters)
 	}
 }
+
+// TestBroadcastRefines: every Refine the broadcaster is calibrated again
+// and the delay is the median of the calibrations': 100, 140 and 120 us
+// give 120 us (within the bench's unapplied slews).
+func TestBroadcastRefines(t *testing.T) {
+	b := newBroadcastBench(t, func(bc *client.BroadcastConfig) { bc.Refine = 10 * time.Second })
+	b.tick(20 * time.Millisecond)
+	if err := b.broadcast(0, 100*time.Microsecond, &bcastKey, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.drive(5*time.Second, 0, 100*time.Microsecond)
+	b.drive(10*time.Second, 0, 140*time.Microsecond)
+	b.drive(15*time.Second, 0, 120*time.Microsecond)
+	src := sourceOf(t, b.c.Report())
+	if src.Broadcast.Calibrations != 3 || (time.Duration(src.Broadcast.DelayNS)-120*time.Microsecond).Abs() > time.Microsecond {
+		t.Fatalf("after three calibrations: %+v\n%v", src.Broadcast, b.rd.Events)
+	}
+	if ev := b.events(client.EventCalibrated); len(ev) != 3 || !strings.Contains(ev[2].Msg, "the median of the last 3") {
+		t.Fatalf("calibration events %+v", ev)
+	}
+}
