@@ -217,6 +217,11 @@ type bcast struct {
 	silent      bool
 }
 
+// maxCalBroadcasts bounds the broadcasts a calibration keeps: a
+// broadcaster sending faster than the exchanges (or a flood of valid
+// ones) cannot grow it.
+const maxCalBroadcasts = 16
+
 // calPoint is one measurement of a calibration: at local time at, an
 // offset (reference minus local, the servo's convention) and, for an
 // exchange, its round trip.
@@ -323,7 +328,7 @@ func (c *Client) broadcastPacket(d core.Datagram, p *wire.NTPPacket) error {
 		if b.calEnd.IsZero() && !b.failed {
 			c.calibrate(s, dst, "first broadcast heard")
 		}
-		if b.calLeft < bc.Calibration {
+		if b.calLeft < bc.Calibration && len(b.calBcast) < maxCalBroadcasts {
 			b.calBcast = append(b.calBcast, calPoint{at: dst, offset: t3.Sub(dst) - c.servo.Pending(dst)})
 		}
 		c.counters["broadcast_held_calibrating"]++
