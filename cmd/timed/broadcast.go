@@ -98,6 +98,9 @@ func broadcastConfig(c *cli.Context, serve *serveSettings, cc *client.Config) (*
 		} else if iface != "" {
 			return nil, bs, app.Usagef("--broadcast-interface is for a multicast group; %v is not one", dst.Addr())
 		}
+		if serve.addr.Addr().IsLoopback() && !dst.Addr().IsLoopback() && !dst.Addr().IsMulticast() {
+			return nil, bs, app.Usagef("--broadcast %v from --serve %v: a loopback socket cannot reach that network; serve on its address or 0.0.0.0", dst.Addr(), serve.addr)
+		}
 		serve.cfg.Broadcast = b
 		return cc, bs, nil
 	}

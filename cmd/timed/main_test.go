@@ -297,6 +297,7 @@ func TestBroadcastUsageErrors(t *testing.T) {
 		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--ntp-key-file", keys, "--broadcast-key", "9"), "--broadcast-key 9 is not in --ntp-key-file"},
 		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--ntp-key-file", keys, "--broadcast-key", "7", "--broadcast-insecure"), "choose one"},
 		{append(slices.Clone(serve), "--broadcast-interval", "1s"), "--broadcast-interval is only used with --broadcast"},
+		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--broadcast-insecure"), "a loopback socket cannot reach that network"},
 		{append(slices.Clone(alone), "--broadcast-client"), "needs the broadcasters' key"},
 		{append(slices.Clone(alone), "--broadcast-client", "--broadcast-insecure", "--broadcast-group", "10.77.0.255"), "want an IPv4 multicast group"},
 		{append(slices.Clone(alone), "--broadcast-client", "--broadcast-insecure", "--broadcast-group", "239.77.0.5"), "needs --broadcast-interface"},

@@ -62,7 +62,7 @@ type Status struct {
 // SourceStatus is one source, like a line of `chronyc sources`.
 type SourceStatus struct {
 	Address     string `json:"address"`
-	Mode        string `json:"mode"` // "server" or "peer"
+	Mode        string `json:"mode"` // "server", "peer", "cristian" or "broadcast"
 	Stratum     uint8  `json:"stratum"`
 	ReferenceID string `json:"reference_id,omitempty"`
 	Reach       string `json:"reach"` // the reach register, octal ("377": the last 8 polls answered)
@@ -84,7 +84,8 @@ type SourceStatus struct {
 	// selection), or candidate (selection not run since), collecting
 	// (fewer than Config.MinSamples samples), no_estimate,
 	// stopped (kiss-o'-death DENY/RSTR), self (this host: Config.Self,
-	// never polled). Why explains it.
+	// never polled), calibrating (a broadcaster whose delay is being
+	// measured). Why explains it.
 	Verdict string `json:"verdict"`
 	Why     string `json:"why,omitempty"`
 
