@@ -55,14 +55,14 @@ func broadcastConfig(c *cli.Context, serve *serveSettings, cc *client.Config) (*
 		{"broadcast-insecure", "--broadcast or --broadcast-client", sending || following},
 		{"broadcast-interface", "--broadcast or --broadcast-client", sending || following},
 	} {
-		if c.IsSet(f.name) && !f.ok {
+		if given(c, f.name) && !f.ok {
 			return nil, bs, app.Usagef("--%s is only used with %s", f.name, f.with)
 		}
 	}
 	if sending && following {
 		return nil, bs, app.Usagef("--broadcast and --broadcast-client: a host either sends broadcasts or follows them")
 	}
-	if !following && serve == nil && c.IsSet("ntp-key-file") {
+	if !following && serve == nil && given(c, "ntp-key-file") {
 		return nil, bs, app.Usagef("--ntp-key-file is only used with --serve or --broadcast-client")
 	}
 	insecure := c.Bool("broadcast-insecure")
@@ -208,6 +208,21 @@ func renderBroadcastServer(w io.Writer, b *server.BroadcastStatus) {
 	}
 	fmt.Fprintf(w, "Broadcast  : to %s every %s, %s, advertising %s; %d sent%s\n",
 		b.Address, time.Duration(b.IntervalMS)*time.Millisecond, key, b.Advertising, b.Sent, last)
+}
+
+// given says whether flag was set to something: a lab file's host section
+// may set a string empty or a switch false to undo its [timed] section.
+func given(c *cli.Context, flag string) bool {
+	if !c.IsSet(flag) {
+		return false
+	}
+	switch v := c.Value(flag).(type) {
+	case string:
+		return v != ""
+	case bool:
+		return v
+	}
+	return true
 }
 
 // broadcastListen is where a broadcast client's NTP socket listens.

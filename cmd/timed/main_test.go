@@ -481,3 +481,18 @@ func TestRenderBroadcast(t *testing.T) {
 		t.Errorf("server line %q, want %q", out.String(), want)
 	}
 }
+
+// TestBroadcastFlagsUndone: a lab file's host section undoes its [timed]
+// section's broadcast client with an empty group and a false switch; the
+// master then broadcasts without "only used with" errors.
+func TestBroadcastFlagsUndone(t *testing.T) {
+	args := []string{"timed", "run", "--clock", "sim", "--control", filepath.Join(t.TempDir(), "c.sock"), "--check",
+		"--serve", "127.0.0.1:12345", "--stratum", "8", "--broadcast", "239.77.0.5", "--broadcast-interface", "lo", "--broadcast-insecure",
+		"--broadcast-client=false", "--broadcast-group", ""}
+	var stderr bytes.Buffer
+	a := newApp()
+	a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+	if code := app.Run(a, args, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
