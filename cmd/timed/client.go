@@ -142,7 +142,7 @@ func renderClient(w io.Writer, raw json.RawMessage) error {
 		return fmt.Errorf("unexpected NTP client status: %w", err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	if !slices.ContainsFunc(st.Sources, func(s client.SourceStatus) bool { return s.Verdict != client.VerdictSelf }) {
+	if st.Broadcast == nil && !slices.ContainsFunc(st.Sources, func(s client.SourceStatus) bool { return s.Verdict != client.VerdictSelf }) {
 		fmt.Fprintln(tw, "NTP client\t: follows nothing: every source configured is this host")
 		if err := tw.Flush(); err != nil {
 			return err
@@ -173,6 +173,9 @@ func renderClient(w io.Writer, raw json.RawMessage) error {
 	}
 	fmt.Fprintf(tw, "Root\t: delay %s, dispersion %s, jitter %s\n",
 		fmtDur(time.Duration(st.RootDelayNS)), fmtDur(time.Duration(st.RootDispersionNS)), fmtDur(time.Duration(st.SystemJitterNS)))
+	if st.Broadcast != nil {
+		renderBroadcastClient(tw, st.Broadcast, st.Sources)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

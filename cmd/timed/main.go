@@ -7,6 +7,9 @@
 //	          [--mode cristian --server HOST[:PORT] ... [--cristian-burst N] [--cristian-min-delay D]]
 //	          [--mode berkeley [--multicast GROUP:PORT --interface IF] [--berkeley-round D]
 //	           [--berkeley-threshold D] [--berkeley-max-rtt D] [--berkeley-heartbeat D] [--berkeley-leader-timeout D]]
+//	          [--broadcast ADDR [--broadcast-interval D] [--broadcast-key N] [--broadcast-interface IF]]
+//	          [--broadcast-client [--broadcast-group GROUP --broadcast-interface IF] [--broadcast-timeout D]]
+//	          [--broadcast-insecure]
 //	timed status [--json]
 //	timed query HOST[:PORT] [--proto ntp|cristian] [-n N] [--timeout D] [--source ADDR] [--json] [--key-file PATH --key-id N]
 //	timed compare [--server S ...] [--timeout D] [--source ADDR] [--json]
@@ -73,7 +76,7 @@ func newApp() *cli.App {
 			&cli.Float64Flag{Name: "sim-drift", EnvVars: app.Env(name, "sim-drift"), Usage: "with --clock sim: frequency error in `PPM`"},
 			&cli.Float64Flag{Name: "sim-wander", EnvVars: app.Env(name, "sim-wander"), Usage: "with --clock sim: random-walk frequency noise, `PPM` per sqrt(second)"},
 			&cli.BoolFlag{Name: "no-adjust", EnvVars: app.Env(name, "no-adjust"), Usage: "measure and report only; never correct the clock"},
-		}, slices.Concat(serveFlags(), clientFlags(), berkeleyFlags())...),
+		}, slices.Concat(serveFlags(), clientFlags(), broadcastFlags(), berkeleyFlags())...),
 		Build:      build,
 		Commands:   []*cli.Command{queryCommand(), compareCommand(), waitsyncCommand()},
 		RenderCore: renderCore,
@@ -124,6 +127,14 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	if err != nil {
 		return nil, err
 	}
+	cc, bs, err := broadcastConfig(c, serve, cc)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DatagramGroups = bs.groups
+	if bs.clientPort != 0 && serve == nil {
+		cfg.DatagramAddr = broadcastListen(bs.clientPort)
+	}
 	if cc != nil {
 		if serve != nil {
 			cc.LocalStratum = serve.cfg.LocalStratum // markSelf's advice; coreFactory sets it too
@@ -133,7 +144,7 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		}
 	}
 	if cfg.Standalone() && serve == nil && cc == nil {
-		return nil, app.Usagef("nothing to do: give --server HOST or --peer HOST to follow, --serve ADDR to serve NTP, or --id and --members for a cluster (--mode berkeley)")
+		return nil, app.Usagef("nothing to do: give --server HOST or --peer HOST to follow, --broadcast-client to follow broadcasts, --serve ADDR to serve NTP, or --id and --members for a cluster (--mode berkeley)")
 	}
 	if c.Bool("no-adjust") {
 		// Measure and report: the client's servo runs open loop, so what
@@ -161,7 +172,7 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		// A follower that may not correct the clock would report itself
 		// synchronised while the clock drifts on: refuse, as chronyd does.
 		// (A client whose only sources are this host follows nothing.)
-		follows := cc != nil && len(cc.Servers)+len(cc.Peers)+len(cc.CristianServers) > 0
+		follows := cc != nil && (len(cc.Servers)+len(cc.Peers)+len(cc.CristianServers) > 0 || cc.Broadcast.Enabled)
 		if (follows || bk != nil) && !c.Bool("no-adjust") && !mayCorrectClock() {
 			return nil, fmt.Errorf("correcting this machine's clock needs CAP_SYS_TIME, which this process lacks: run it as root (timed.service grants it), or add --no-adjust to measure only, or --clock sim for an experiment")
 		}

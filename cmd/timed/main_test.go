@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -276,6 +277,46 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestBroadcastUsageErrors: the broadcast flags' mistakes are usage
+// errors that say what to do.
+func TestBroadcastUsageErrors(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "ntp.keys")
+	if err := os.WriteFile(keys, []byte("7 SHA1 HEX:00112233445566778899aabbccddeeff00112233\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	alone := []string{"timed", "run", "--clock", "sim"}
+	serve := append(slices.Clone(alone), "--serve", "127.0.0.1")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append(slices.Clone(alone), "--broadcast", "239.77.0.5"), "--broadcast needs --serve"},
+		{append(slices.Clone(serve), "--broadcast", "239.77.0.5"), "give --ntp-key-file"},
+		{append(slices.Clone(serve), "--broadcast", "239.77.0.5", "--broadcast-insecure"), "give --broadcast-interface"},
+		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--broadcast-insecure", "--broadcast-interface", "lo"), "not one"},
+		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--ntp-key-file", keys, "--broadcast-key", "9"), "--broadcast-key 9 is not in --ntp-key-file"},
+		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--ntp-key-file", keys, "--broadcast-key", "7", "--broadcast-insecure"), "choose one"},
+		{append(slices.Clone(serve), "--broadcast-interval", "1s"), "--broadcast-interval is only used with --broadcast"},
+		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--broadcast-insecure"), "a loopback socket cannot reach that network"},
+		{append(slices.Clone(alone), "--broadcast-client"), "needs the broadcasters' key"},
+		{append(slices.Clone(alone), "--broadcast-client", "--broadcast-insecure", "--broadcast-group", "10.77.0.255"), "want an IPv4 multicast group"},
+		{append(slices.Clone(alone), "--broadcast-client", "--broadcast-insecure", "--broadcast-group", "239.77.0.5"), "needs --broadcast-interface"},
+		{append(slices.Clone(alone), "--broadcast-client", "--broadcast-insecure", "--broadcast-interface", "lo"), "give --broadcast-group too"},
+		{append(slices.Clone(serve), "--broadcast-client", "--broadcast-insecure"), "give --serve 0.0.0.0:123"},
+		{append(slices.Clone(alone), "--broadcast-group", "239.77.0.5"), "--broadcast-group is only used with --broadcast-client"},
+		{append(slices.Clone(alone), "--server", "127.0.0.1", "--broadcast-insecure"), "--broadcast-insecure is only used with --broadcast or --broadcast-client"},
+		{append(slices.Clone(alone), "--server", "127.0.0.1", "--ntp-key-file", keys), "--ntp-key-file is only used with --serve or --broadcast-client"},
+		{append(slices.Clone(serve), "--broadcast", "10.77.0.255", "--broadcast-insecure", "--broadcast-client"), "either sends broadcasts or follows them"},
+	} {
+		var stderr bytes.Buffer
+		a := newApp()
+		a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+		if code := app.Run(a, tc.args, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args[2:], code, stderr.String(), tc.want)
+		}
+	}
+}
+
 // TestNoClusterFlags: keeping time over NTP needs no --id or --members;
 // Berkeley and the cluster's own flags do, and a timed with nothing to do
 // says so.
@@ -408,5 +449,50 @@ func TestRenderClientSigns(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestRenderBroadcast: the broadcast client's lines (mode, each
+// broadcaster's state and delays, refusals, the RFC 8633 warning) and the
+// broadcast server's line.
+func TestRenderBroadcast(t *testing.T) {
+	raw := []byte(`{"synchronized":true,"stratum":9,"sys_peer":"10.77.0.1:123","updates":3,
+		"broadcast":{"listen":"broadcasts to port 123","authenticated":false,"warning":"following UNAUTHENTICATED broadcasts","broadcasters":1,
+			"refused":{"replay":2,"unauthenticated":1},"last_refused":"10.77.0.9:123: unauthenticated broadcast"},
+		"sources":[{"address":"10.77.0.1:123","mode":"broadcast","stratum":8,"reach":"377","verdict":"sys_peer",
+			"broadcast":{"state":"following","delay_ns":49322,"apparent_delay_ns":45480,"calibrations":2,"key_id":0}}]}`)
+	var out bytes.Buffer
+	if err := renderClient(&out, raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Broadcast   : client of broadcasts to port 123, WARNING: following UNAUTHENTICATED broadcasts; 1 broadcaster(s), none heard yet",
+		"Broadcaster : 10.77.0.1:123: following, delay 49.322us calibrated 2 time(s), apparent 45.480us, unsigned",
+		"Refused     : 3 (replay 2, unauthenticated 1); last from a stranger: 10.77.0.9:123: unauthenticated broadcast",
+		"10.77.0.1:123  broadcast",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	renderBroadcastServer(&out, &server.BroadcastStatus{Address: "239.77.0.5:123", IntervalMS: 16000, KeyID: 7, Sent: 3, Advertising: "stratum 8"})
+	if want := "Broadcast  : to 239.77.0.5:123 every 16s, signed with key 7, advertising stratum 8; 3 sent\n"; out.String() != want {
+		t.Errorf("server line %q, want %q", out.String(), want)
+	}
+}
+
+// TestBroadcastFlagsUndone: a lab file's host section undoes its [timed]
+// section's broadcast client with an empty group and a false switch; the
+// master then broadcasts without "only used with" errors.
+func TestBroadcastFlagsUndone(t *testing.T) {
+	args := []string{"timed", "run", "--clock", "sim", "--control", filepath.Join(t.TempDir(), "c.sock"), "--check",
+		"--serve", "127.0.0.1:12345", "--stratum", "8", "--broadcast", "239.77.0.5", "--broadcast-interface", "lo", "--broadcast-insecure",
+		"--broadcast-client=false", "--broadcast-group", ""}
+	var stderr bytes.Buffer
+	a := newApp()
+	a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+	if code := app.Run(a, args, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }

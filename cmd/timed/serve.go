@@ -33,7 +33,7 @@ func serveFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "serve", EnvVars: app.Env(name, "serve"), Usage: "answer NTP requests on `ADDR` (an IP, with :PORT or port 123; e.g. 0.0.0.0 or 10.0.0.1:123)"},
 		&cli.UintFlag{Name: "stratum", EnvVars: app.Env(name, "stratum"), Value: wire.StratumUnsynchronized, Usage: "with --serve: stratum `N` advertised without a synchronised upstream (16: unsynchronised, clients refuse the time; a lab master sets e.g. 8, like chrony's local stratum)"},
-		&cli.StringFlag{Name: "ntp-key-file", EnvVars: app.Env(name, "ntp-key-file"), Usage: "with --serve: chrony-format NTP key file (`PATH`): authenticated requests get signed replies"},
+		&cli.StringFlag{Name: "ntp-key-file", EnvVars: app.Env(name, "ntp-key-file"), Usage: "with --serve or --broadcast-client: chrony-format NTP key file (`PATH`): authenticated requests get signed replies, broadcasts are signed (--broadcast) or checked (--broadcast-client)"},
 		&cli.DurationFlag{Name: "rate-limit", EnvVars: app.Env(name, "rate-limit"), Value: server.DefaultRateInterval, Usage: "with --serve: average interval a client may poll at (bursts of 8 allowed); faster clients get a RATE kiss-o'-death; 0 turns limiting off"},
 	}
 }
@@ -46,7 +46,7 @@ type serveSettings struct {
 
 func serveConfig(c *cli.Context) (*serveSettings, error) {
 	if !c.IsSet("serve") {
-		for _, f := range []string{"stratum", "ntp-key-file", "rate-limit"} {
+		for _, f := range []string{"stratum", "rate-limit"} {
 			if c.IsSet(f) {
 				return nil, app.Usagef("--%s is only used with --serve", f)
 			}
@@ -65,17 +65,8 @@ func serveConfig(c *cli.Context) (*serveSettings, error) {
 	default:
 		return nil, app.Usagef("--stratum %d: want 1..15, or 16 for unsynchronised", st)
 	}
-	if path := c.String("ntp-key-file"); path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("--ntp-key-file: %w", err)
-		}
-		if s.cfg.Keys, err = wire.ParseChronyKeys(data); err != nil {
-			return nil, fmt.Errorf("--ntp-key-file %s: %w", path, err)
-		}
-		if len(s.cfg.Keys) == 0 {
-			return nil, fmt.Errorf("--ntp-key-file %s: no keys in the file", path)
-		}
+	if s.cfg.Keys, err = ntpKeys(c); err != nil {
+		return nil, err
 	}
 	switch d := c.Duration("rate-limit"); {
 	case d == 0:
@@ -86,6 +77,26 @@ func serveConfig(c *cli.Context) (*serveSettings, error) {
 		s.cfg.RateLimit.Interval = d
 	}
 	return s, nil
+}
+
+// ntpKeys reads --ntp-key-file (nil without it).
+func ntpKeys(c *cli.Context) ([]wire.NTPKey, error) {
+	path := c.String("ntp-key-file")
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--ntp-key-file: %w", err)
+	}
+	keys, err := wire.ParseChronyKeys(data)
+	if err != nil {
+		return nil, fmt.Errorf("--ntp-key-file %s: %w", path, err)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("--ntp-key-file %s: no keys in the file", path)
+	}
+	return keys, nil
 }
 
 // parseServeAddr reads "IP", "IP:PORT", "[IPv6]:PORT" or "IPv6". Names are
@@ -211,6 +222,9 @@ func ntpAddr(cfg *daemon.Config, serve *serveSettings, cc *client.Config) netip.
 	if serve != nil {
 		return serve.addr
 	}
+	if cc != nil && cc.Broadcast.Enabled && cfg.DatagramAddr.IsValid() {
+		return cfg.DatagramAddr // where broadcasts come: build set it
+	}
 	self := netip.IPv4Unspecified()
 	if !cfg.Standalone() && !cfg.Members[cfg.ID].Addr().IsUnspecified() {
 		self = cfg.Members[cfg.ID].Addr()
@@ -327,7 +341,13 @@ func renderServer(w io.Writer, s *server.Status) error {
 		keys = fmt.Sprintf("%d symmetric keys", s.Keys)
 	}
 	fmt.Fprintf(tw, "Auth\t: %s\n", keys)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if s.Broadcast != nil {
+		renderBroadcastServer(w, s.Broadcast)
+	}
+	return nil
 }
 
 // counts renders a counter map as "3 (mode_control 1, rate_limited 2)".

@@ -68,6 +68,10 @@ type Config struct {
 	// 0.0.0.0:123). Zero: an ephemeral port on every interface, enough for
 	// a client.
 	DatagramAddr netip.AddrPort
+	// DatagramGroups, if set, lets that socket send to a broadcast
+	// address or multicast group and hear a group (timed's NTP broadcast
+	// mode).
+	DatagramGroups *transport.GroupOptions
 
 	// ControlPath is the control socket. Default /run/<Name>/control.sock.
 	ControlPath string

@@ -63,6 +63,11 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			d.endServing()
 			d.dgram.Close()
 		}()
+		if g := d.cfg.DatagramGroups; g != nil {
+			if err := d.dgram.ConfigureGroups(*g); err != nil {
+				return fmt.Errorf("the socket on %s: %w", d.cfg.DatagramAddr, err)
+			}
+		}
 	}
 
 	d.ctl, err = ctl.Listen(d.cfg.ControlPath, ctl.ListenOptions{Group: d.cfg.ControlGroup})

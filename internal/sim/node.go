@@ -395,6 +395,18 @@ func (s *Sim) send(n *simNode, snd node.Send) {
 		}
 		return
 	}
+	if snd.Datagram && s.groups[snd.To] {
+		// A datagram to a broadcast address or multicast group (AddGroup):
+		// every other node hears it, each over its own link.
+		head.Multicast = true
+		s.trace.add(head, data)
+		for _, id := range s.order {
+			if id != n.id {
+				s.transmit(&packet{num: s.packets, from: n, to: s.nodes[id], data: data, kind: snd.Kind, multicast: true, datagram: true})
+			}
+		}
+		return
+	}
 	id, ok := s.byAddr[snd.To]
 	if ok {
 		head.To = id

@@ -88,6 +88,7 @@ type Sim struct {
 	nodes  map[uint32]*simNode
 	order  []uint32 // node IDs ascending: every iteration over nodes uses it
 	byAddr map[netip.AddrPort]uint32
+	groups map[netip.AddrPort]bool // AddGroup
 	links  map[linkKey]*link
 
 	packets   uint64
@@ -178,6 +179,17 @@ func (s *Sim) AddNode(id uint32, addr netip.AddrPort, newCore func(env core.Env)
 	s.byAddr[addr] = id
 	s.order = append(s.order, id)
 	slices.Sort(s.order)
+}
+
+// AddGroup makes addr a broadcast address (or multicast group) of the
+// simulated LAN: a datagram sent to it reaches every other node, each copy
+// over the sender's link to that node, from the sender's address (NTP's
+// broadcast mode, timed --broadcast).
+func (s *Sim) AddGroup(addr netip.AddrPort) {
+	if s.groups == nil {
+		s.groups = map[netip.AddrPort]bool{}
+	}
+	s.groups[addr] = true
 }
 
 // IDs returns the node IDs, ascending.

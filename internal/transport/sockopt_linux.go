@@ -62,3 +62,10 @@ func listenGroup(group netip.AddrPort) (*net.UDPConn, error) {
 	}
 	return conn, nil
 }
+
+// setBroadcast allows sends to a broadcast address (SO_BROADCAST).
+func setBroadcast(rc syscall.RawConn) error {
+	return control(rc, func(fd int) error {
+		return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BROADCAST, 1)
+	})
+}

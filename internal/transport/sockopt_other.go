@@ -24,3 +24,6 @@ func listenGroup(group netip.AddrPort) (*net.UDPConn, error) {
 	}
 	return pc.(*net.UDPConn), nil
 }
+
+// setBroadcast is Linux only here: elsewhere broadcast sends fail.
+func setBroadcast(syscall.RawConn) error { return errors.ErrUnsupported }

@@ -89,10 +89,17 @@ type source struct {
 	cpeer     ntp.Peer  // the server's variables from the last good burst
 	hasCPeer  bool
 	lastRound ntp.CristianEstimate
+
+	// Broadcasters only (Config.Broadcast): assoc sends the calibration
+	// requests, poller is unused but for its reach register.
+	bcast *bcast
 }
 
 // peerVars returns the source's variables as its last answer gave them.
 func (s *source) peerVars() (ntp.Peer, bool) {
+	if s.bcast != nil && s.bcast.hasPeer {
+		return s.bcast.peer, true
+	}
 	if s.cristian != nil {
 		return s.cpeer, s.hasCPeer
 	}
@@ -102,6 +109,10 @@ func (s *source) peerVars() (ntp.Peer, bool) {
 // pollExp is the poll exponent in force: the poller's, raised to a RATE
 // floor.
 func (s *source) pollExp() int8 {
+	if s.bcast != nil && s.bcast.hasPeer {
+		// The broadcaster's interval: a sample every 2^poll s.
+		return min(max(s.bcast.peer.Poll, ntp.MinPollLimit), ntp.MaxPollLimit)
+	}
 	if s.hasFloor && s.floor > s.poller.Poll() {
 		return s.floor
 	}
@@ -146,6 +157,16 @@ type Client struct {
 	rd       core.Ready
 
 	validator *wire.Validator // Cristian's replies; nil without Cristian sources
+
+	// The broadcast client (Config.Broadcast): broadcasters followed,
+	// when any broadcast was last heard, whether its silence was
+	// reported, the last refusal of a packet from a non-source, and the
+	// first tick's time (silence before the first broadcast).
+	broadcasters int
+	bcastHeard   time.Time
+	bcastSilent  bool
+	bcastLastErr string
+	started0     time.Time
 }
 
 var _ core.Core = (*Client)(nil)
@@ -283,7 +304,7 @@ func (c *Client) event(name, msg string, args ...any) {
 // the clock's error fields, and saves the frequency when it moved.
 func (c *Client) Tick(now time.Time) {
 	if !c.started {
-		c.started = true
+		c.started, c.started0 = true, now
 		for _, s := range c.srcs {
 			// A random phase within a quarter of the first interval, so
 			// that the sources (and the hosts) do not poll in lockstep.
@@ -297,14 +318,17 @@ func (c *Client) Tick(now time.Time) {
 	c.now = now
 	c.ticks++
 	for _, s := range c.srcs {
-		if s.stopped == "" && !now.Before(s.next) {
+		switch {
+		case s.bcast != nil:
+			c.broadcastTick(s, now)
+		case s.stopped == "" && !now.Before(s.next):
 			c.poll(s, now)
 		}
 		if s.cristian != nil && !s.burstEnd.IsZero() &&
 			(!now.Before(s.burstEnd) || s.burstLeft == 0 && s.cristian.Outstanding() == 0) {
 			c.endBurst(s)
 		}
-		if r := s.poller.Reachable(); r != s.reachable {
+		if r := c.reachable(s); r != s.reachable {
 			s.reachable = r
 			c.dirty = true
 			if r {
@@ -313,6 +337,9 @@ func (c *Client) Tick(now time.Time) {
 				c.event(EventUnreachable, fmt.Sprintf("source %v stopped answering", s.addr), "source", s.addr.String())
 			}
 		}
+	}
+	if c.cfg.Broadcast.Enabled {
+		c.broadcastSilence(now)
 	}
 	if c.dirty {
 		c.update(now)
@@ -374,6 +401,9 @@ func (c *Client) StepDatagram(d core.Datagram) error {
 		c.counters[cntMalformed]++
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
+	if p.Mode == wire.ModeBroadcast && c.cfg.Broadcast.Enabled {
+		return c.broadcastPacket(d, &p)
+	}
 	s := c.byAddr[unmap(d.Addr)]
 	if s == nil {
 		if p.Mode == wire.ModeSymmetricActive {
@@ -392,6 +422,19 @@ func (c *Client) StepDatagram(d core.Datagram) error {
 	case s.cristian != nil:
 		// An NTP packet from a server we follow with Cristian's
 		// algorithm: nothing we asked for.
+	case s.bcast != nil && p.Mode == wire.ModeServer:
+		// An answer to a calibration request: authenticated as the
+		// broadcasts are.
+		if _, err := c.broadcastAuth(d.Data); err != nil {
+			c.counters["broadcast_"+broadcastReason(err)]++
+			s.lastErr = "calibration reply: " + err.Error()
+			return fmt.Errorf("client: %v: calibration reply: %w", s.addr, err)
+		}
+		if err := c.answer(s, &p, d.Time); err != nil {
+			return err
+		}
+		c.calibrationReply(s, s.last)
+		return nil
 	case p.Mode == wire.ModeServer && !s.peer:
 		return c.answer(s, &p, d.Time)
 	case (p.Mode == wire.ModeSymmetricActive || p.Mode == wire.ModeSymmetricPassive) && s.peer:
@@ -407,6 +450,9 @@ func (c *Client) StepDatagram(d core.Datagram) error {
 }
 
 func (s *source) kind() string {
+	if s.bcast != nil {
+		return "broadcast"
+	}
 	if s.cristian != nil {
 		return "cristian"
 	}
@@ -570,12 +616,12 @@ func (c *Client) update(now time.Time) {
 			continue
 		}
 		if !ok || !hp || s.filter.Len() < c.cfg.MinSamples {
-			if s.poller.Reachable() {
+			if c.reachable(s) {
 				collecting++
 			}
 			continue
 		}
-		s.cand = ntp.MakeCandidate(est, peer, s.poller.Reachable(), c.selfID, freqErr, now)
+		s.cand = ntp.MakeCandidate(est, peer, c.reachable(s), c.selfID, freqErr, now)
 		s.hasCand = true
 		cands = append(cands, s.cand)
 		idx = append(idx, s)
@@ -641,6 +687,9 @@ func (c *Client) update(now time.Time) {
 	}
 	for _, s := range c.srcs {
 		s.filter.Shift(res.Correction)
+		if s.bcast != nil {
+			s.bcast.shift(res.Correction)
+		}
 		s.poller.Update(pollOffset, sel.Jitter)
 	}
 	if res.Action == servo.ActionStep {
@@ -746,8 +795,12 @@ func (c *Client) Deadline() time.Time {
 	}
 	var dl time.Time
 	for _, s := range c.srcs {
-		if s.poller.Reachable() != s.reachable {
+		if c.reachable(s) != s.reachable {
 			return soon
+		}
+		if s.bcast != nil {
+			dl = core.Earliest(dl, c.broadcastDeadline(s))
+			continue
 		}
 		if s.cristian != nil && !s.burstEnd.IsZero() {
 			if s.burstLeft == 0 && s.cristian.Outstanding() == 0 {
@@ -758,6 +811,13 @@ func (c *Client) Deadline() time.Time {
 		if s.stopped == "" {
 			dl = core.Earliest(dl, s.next)
 		}
+	}
+	if bc := &c.cfg.Broadcast; bc.Enabled && !c.bcastSilent {
+		since := c.bcastHeard
+		if since.IsZero() {
+			since = c.started0
+		}
+		dl = core.Earliest(dl, since.Add(bc.Timeout))
 	}
 	if c.servo.Synchronized() && !c.cfg.NoAdjust {
 		dl = core.Earliest(dl, c.lastSync.Add(c.cfg.SyncInterval))

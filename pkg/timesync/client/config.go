@@ -193,6 +193,10 @@ type Config struct {
 	// between updates (default 1 s).
 	SyncInterval time.Duration
 
+	// Broadcast makes the client a broadcast client too
+	// (BroadcastConfig): the broadcasters it hears become sources.
+	Broadcast BroadcastConfig
+
 	// Rand spreads the polls (the first poll's phase, a little jitter on
 	// every interval) so that hosts started together do not poll in
 	// lockstep. Nil: a generator with a fixed seed; the daemon passes a
@@ -234,7 +238,7 @@ func DefaultLANConfig() Config {
 // is not set (0 is a valid exponent).
 func (c *Config) validate() error {
 	def := DefaultLANConfig()
-	if len(c.Servers)+len(c.Peers)+len(c.CristianServers)+len(c.Self) == 0 {
+	if len(c.Servers)+len(c.Peers)+len(c.CristianServers)+len(c.Self) == 0 && !c.Broadcast.Enabled {
 		return fmt.Errorf("%w: no servers and no peers: give at least one --server or --peer", ErrConfig)
 	}
 	for _, s := range c.Self {
@@ -334,6 +338,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: StateInterval %v and StateMinChangePPM %g must be positive", ErrConfig, c.StateInterval, c.StateMinChangePPM)
 	case c.SyncInterval < 0:
 		return fmt.Errorf("%w: SyncInterval %v is negative", ErrConfig, c.SyncInterval)
+	}
+	if err := c.Broadcast.validate(c.TickInterval); err != nil {
+		return err
 	}
 	if c.Rand == nil {
 		c.Rand = rand.New(rand.NewPCG(0x74696d6564, 0x636c69656e74)) // "timed", "client"

@@ -98,6 +98,32 @@
 // enables loop detection (a source whose reference ID is our address
 // synchronises to us).
 //
+// # Broadcast client
+//
+// With Config.Broadcast the client also follows RFC 5905 broadcast servers
+// (mode 5; BroadcastConfig, broadcast.go). A broadcast that passes the
+// checks a server's answer gets (version, leap, stratum, root distance, a
+// non-zero transmit time), is signed with one of Broadcast.Keys (unless
+// Insecure) and is newer than its sender's last makes its sender a source
+// (at most MaxBroadcasters), mode "broadcast". Its packets are held until a
+// calibration measured the delay: Calibration client requests to it (signed
+// with its key), half before the broadcast expected next and half after,
+// whose samples go into its filter like a server's; the delay is what that
+// broadcast's T3 - T4 lacks to give the offset the exchanges measure at its
+// arrival (the weighted line through them), as ntpd's broadcast client
+// computes it. Then each broadcast is a sample with offset T3 + delay - T4,
+// the calibration's smallest round trip as delay, and as dispersion the
+// precisions, half the calibration's range of round trips and the
+// broadcast's lateness against the servo's prediction. JumpCount broadcasts
+// in a row whose apparent delay (the calibrated one plus the servo's
+// prediction minus the sample) is more than DelayJump off start a new
+// calibration; so does Refine (the delay is then the median of the last
+// five), and a calibration that ran while the clock slewed is repeated.
+// Events: broadcaster_heard, broadcast_calibrated, broadcast_path_changed,
+// and at WARN broadcast_silent (nothing followed for Timeout, or a
+// broadcaster silent), broadcast_calibration_failed, broadcaster_reset (a
+// broadcaster whose broadcasts went back in time, followed afresh).
+//
 // # State and status
 //
 // Ready.State carries the frequency correction and its error (a 17-byte

@@ -23,7 +23,9 @@ import (
 // selection and the servo), with timestamps from the edges (zero, the era
 // boundaries, years off), any stratum, leap, poll, precision, root delay
 // and dispersion, kiss codes; raw bytes of any length from any source;
-// Cristian replies sealed with the cluster key; restarts from the state
+// Cristian replies sealed with the cluster key; broadcasts (mode 5) from
+// two broadcasters, signed, signed with the wrong secret or not at all,
+// followed with or without --broadcast-insecure; restarts from the state
 // the client saved. The client must never panic, never step the clock
 // backwards nor more often than StepLimit, never ask for a frequency
 // beyond ±500 ppm or a non-finite adjustment, and only ever send to its
@@ -57,6 +59,11 @@ func fuzzClientBody(t testing.TB, in []byte) {
 	cfg.BurstInterval, cfg.MinSamples = 300*time.Millisecond, 1+p.Intn(8)
 	cfg.StepThreshold = time.Duration(p.Intn(2)) * 100 * time.Millisecond
 	cfg.Rand = rand.New(rand.NewPCG(1, 2))
+	ntpKey := wire.NTPKey{ID: 7, Type: "SHA1", Secret: []byte("broadcast-key")}
+	wrongKey := wire.NTPKey{ID: 7, Type: "SHA1", Secret: []byte("not-the-key")}
+	broadcasters := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.5:123"), netip.MustParseAddrPort("10.0.0.6:123")}
+	cfg.Broadcast = BroadcastConfig{Enabled: true, Listen: "the fuzzer", Keys: []wire.NTPKey{ntpKey}, Insecure: p.Bool(),
+		Timeout: 5 * time.Second, MaxBroadcasters: 1 + p.Intn(2)}
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +72,7 @@ func fuzzClientBody(t testing.TB, in []byte) {
 	sent := map[netip.AddrPort]wire.NTPTime{} // each source's last poll, as the driver patched it
 	var state []byte
 	offset := map[netip.AddrPort]time.Duration{} // each source's clock against ours, when sane
-	for _, s := range sources {
+	for _, s := range append(append([]netip.AddrPort{}, sources...), broadcasters...) {
 		offset[s] = time.Duration(p.Intn(2000)-1000) * time.Millisecond
 		if p.Intn(4) == 0 {
 			offset[s] = time.Duration(p.I64())
@@ -78,6 +85,12 @@ func fuzzClientBody(t testing.TB, in []byte) {
 			known := false
 			for _, s := range sources {
 				known = known || d.Addr == s
+			}
+			if !known {
+				// A calibration request to a broadcaster it follows.
+				for _, s := range c.Report().Sources {
+					known = known || s.Mode == "broadcast" && s.Address == d.Addr.String()
+				}
 			}
 			if !known {
 				t.Fatalf("sent to %v, not a source", d.Addr)
@@ -164,7 +177,18 @@ func fuzzClientBody(t testing.TB, in []byte) {
 		return b
 	}
 	for step := 0; p.More() && step < clientSteps; step++ {
-		switch p.Intn(7) {
+		switch p.Intn(8) {
+		case 7:
+			src := broadcasters[p.Intn(2)]
+			b := reply(src, wire.ModeBroadcast)
+			switch p.Intn(4) {
+			case 0:
+			case 1:
+				b = wire.AppendNTPMAC(b[:min(len(b), wire.NTPHeaderLen)], wrongKey)
+			default:
+				b = wire.AppendNTPMAC(b[:min(len(b), wire.NTPHeaderLen)], ntpKey)
+			}
+			_ = c.StepDatagram(core.Datagram{Addr: src, Data: b, Time: now.Add(time.Duration(p.Intn(5000)) * time.Microsecond)})
 		case 0, 1:
 			dt := time.Duration(p.Intn(3000)) * time.Millisecond
 			if p.Intn(8) == 0 {
@@ -173,7 +197,8 @@ func fuzzClientBody(t testing.TB, in []byte) {
 			now = now.Add(dt)
 			c.Tick(now)
 		case 2:
-			src := servers[p.Intn(2)]
+			// A server's answer, or a broadcaster's to a calibration request.
+			src := append(append([]netip.AddrPort{}, servers...), broadcasters...)[p.Intn(4)]
 			_ = c.StepDatagram(core.Datagram{Addr: src, Data: reply(src, wire.ModeServer), Time: now.Add(time.Duration(p.Intn(5000)) * time.Microsecond)})
 		case 3:
 			mode := []uint8{wire.ModeSymmetricActive, wire.ModeSymmetricPassive, uint8(p.Intn(8))}[p.Intn(3)]

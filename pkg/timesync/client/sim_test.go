@@ -70,7 +70,7 @@ func addServer(s *sim.Sim, id uint32, clk clock.SimConfig) {
 
 // addClient adds a client node; cfg gets the node's Rand and, unless set,
 // the simulation's tick interval. The core restores its persisted state.
-func addClient(t *testing.T, s *sim.Sim, id uint32, cfg client.Config, clk clock.SimConfig) {
+func addClient(t testing.TB, s *sim.Sim, id uint32, cfg client.Config, clk clock.SimConfig) {
 	s.AddNode(id, addr(id), func(env core.Env) core.Core {
 		disk := env.State
 		cfg := cfg

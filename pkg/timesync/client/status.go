@@ -54,12 +54,15 @@ type Status struct {
 
 	Sources  []SourceStatus    `json:"sources"`
 	Counters map[string]uint64 `json:"counters"`
+	// Broadcast is the broadcast client's part (Config.Broadcast); nil
+	// when it is off.
+	Broadcast *BroadcastClientStatus `json:"broadcast,omitempty"`
 }
 
 // SourceStatus is one source, like a line of `chronyc sources`.
 type SourceStatus struct {
 	Address     string `json:"address"`
-	Mode        string `json:"mode"` // "server" or "peer"
+	Mode        string `json:"mode"` // "server", "peer", "cristian" or "broadcast"
 	Stratum     uint8  `json:"stratum"`
 	ReferenceID string `json:"reference_id,omitempty"`
 	Reach       string `json:"reach"` // the reach register, octal ("377": the last 8 polls answered)
@@ -81,7 +84,8 @@ type SourceStatus struct {
 	// selection), or candidate (selection not run since), collecting
 	// (fewer than Config.MinSamples samples), no_estimate,
 	// stopped (kiss-o'-death DENY/RSTR), self (this host: Config.Self,
-	// never polled). Why explains it.
+	// never polled), calibrating (a broadcaster whose delay is being
+	// measured). Why explains it.
 	Verdict string `json:"verdict"`
 	Why     string `json:"why,omitempty"`
 
@@ -94,6 +98,8 @@ type SourceStatus struct {
 	CristianRTTNS      int64 `json:"cristian_rtt_ns,omitempty"`
 	CristianAccuracyNS int64 `json:"cristian_accuracy_ns,omitempty"`
 	CristianRounds     int   `json:"cristian_rounds,omitempty"`
+	// Broadcast sources: calibration and delays.
+	Broadcast *BroadcastStatus `json:"broadcast,omitempty"`
 }
 
 // Status returns the client's view (a Status value) for `timed status`.
@@ -145,7 +151,11 @@ func (c *Client) Report() Status {
 		st.Sources = append(st.Sources, SourceStatus{Address: s.Addr.String(), Mode: s.Mode, Reach: "0",
 			Verdict: VerdictSelf, Why: s.Why + ": a clock cannot follow itself, not polled"})
 	}
-	if len(c.srcs) == 0 {
+	st.Broadcast = c.broadcastStatus()
+	switch {
+	case len(c.srcs) == 0 && st.Broadcast != nil:
+		st.Selection = "no broadcast heard yet on " + st.Broadcast.Listen
+	case len(c.srcs) == 0:
 		st.Selection = "no source to follow: every one configured is this host"
 	}
 	return st
@@ -191,6 +201,13 @@ func (c *Client) sourceStatus(s *source) SourceStatus {
 	if s.hasCand {
 		ss.RootDistanceNS = int64(s.cand.RootDistance)
 	}
+	if s.bcast != nil {
+		ss.Broadcast = c.sourceBroadcast(s)
+		ss.Reach = "0"
+		if c.reachable(s) {
+			ss.Reach = "377"
+		}
+	}
 	if s.hasCPeer {
 		ss.CristianRTTNS, ss.CristianAccuracyNS, ss.CristianRounds = int64(s.lastRound.RTT), int64(s.lastRound.Accuracy), s.lastRound.Rounds
 	}
@@ -203,7 +220,15 @@ func (c *Client) verdict(s *source, hasEst bool) (string, string) {
 	switch {
 	case s.stopped != "":
 		return "stopped", fmt.Sprintf("kiss-o'-death %s: the source refuses us; polling stopped", s.stopped)
-	case !s.poller.Reachable() && s.hasLast:
+	case s.bcast != nil && !c.reachable(s):
+		return ntp.VerdictUnreachable.String(), fmt.Sprintf("no broadcast for %v", c.cfg.Broadcast.Timeout)
+	case s.bcast != nil && !s.bcast.calibrated:
+		why := "measuring the one-way delay with client/server exchanges: " + s.bcast.why
+		if s.lastErr != "" {
+			why += "; " + s.lastErr
+		}
+		return "calibrating", why
+	case !s.poller.Reachable() && s.hasLast && s.bcast == nil:
 		return ntp.VerdictUnreachable.String(), "none of the last 8 polls was answered"
 	case !hasEst:
 		why := "waiting for a valid answer"

@@ -87,6 +87,9 @@ type Config struct {
 	// Cristian answers Cristian's time requests (synclab TimeRequest
 	// frames on the same socket) when its ID is set.
 	Cristian CristianConfig
+	// Broadcast, when its address is set, also sends mode-5 packets
+	// (BroadcastConfig).
+	Broadcast BroadcastConfig
 }
 
 // CristianConfig is what the server needs to answer Cristian's requests:
@@ -127,6 +130,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: key ID %d is zero or repeated", ErrConfig, k.ID)
 		}
 		seen[k.ID] = true
+	}
+	if err := c.Broadcast.validate(c.Keys); err != nil {
+		return err
 	}
 	r := &c.RateLimit
 	if r.Interval == 0 {

@@ -24,6 +24,17 @@
 // ID "LOCL": chrony's `local stratum N`, how a lab's master clock serves
 // without an upstream.
 //
+// # Broadcasts
+//
+// With Config.Broadcast (timed run --broadcast ADDR) the server is also an
+// RFC 5905 broadcast server: at the first Tick and then every Interval on a
+// fixed schedule (Deadline names the next) it leaves in Ready a mode-5
+// packet to the broadcast address or multicast group (BroadcastPacket: the
+// system variables, no origin or receive timestamp, the poll of the
+// interval), stamped at the write and signed with Broadcast.KeyID, or
+// unsigned with Broadcast.Insecure only (RFC 8633). Its clients calibrate
+// their delay with ordinary requests, which it answers as any.
+//
 // # Reply rules
 //
 //   - Only mode 3, versions 3 and 4, from a unicast source with a port, is

@@ -61,6 +61,9 @@ type Server struct {
 	now       time.Time // last Tick, for Status
 	out       []core.Datagram
 
+	bcastNext, bcastLast time.Time // the next broadcast is due; the last one left
+	bcastSent            uint64
+
 	requests, replies, authReplies, kodRate, extIgnored uint64
 	cristianRequests, cristianReplies                   uint64
 	validator                                           *wire.Validator // Cristian's frames; nil when disabled
@@ -150,23 +153,33 @@ func unsynchronised(sys SystemState) bool {
 // Step refuses synclab frames: the server speaks NTP only.
 func (s *Server) Step(core.Message) error { return core.ErrUnexpectedKind }
 
-// Tick expires idle rate-limit entries.
+// Tick expires idle rate-limit entries and sends the broadcast that is
+// due, if any (Config.Broadcast).
 func (s *Server) Tick(now time.Time) {
 	s.now = now
 	if s.lim != nil {
 		s.lim.expire(now)
 	}
+	s.broadcast(now)
 }
 
 var _ core.Scheduler = (*Server)(nil)
 
 // Deadline is when the server next needs Tick (core.Scheduler): when the
 // rate limiter's least recently heard client becomes idle and can be
-// forgotten; zero when nothing waits (no limiter, or an empty table). A
-// server that only answers needs no tick at all: it answers when asked.
+// forgotten, and the next broadcast; zero when nothing waits (no
+// limiter, or an empty table, and no broadcasts). A server that only
+// answers needs no tick at all: it answers when asked.
 func (s *Server) Deadline() time.Time {
+	var bcast time.Time
+	if s.cfg.Broadcast.enabled() {
+		bcast = s.bcastNext
+		if bcast.IsZero() {
+			bcast = s.now.Add(1) // the first broadcast, at once
+		}
+	}
 	if s.lim == nil {
-		return time.Time{}
+		return bcast
 	}
 	at := s.lim.nextExpiry()
 	if !at.IsZero() && !at.After(s.now) {
@@ -174,7 +187,7 @@ func (s *Server) Deadline() time.Time {
 		// rest at the next, as soon as possible.
 		at = s.now.Add(1)
 	}
-	return at
+	return core.Earliest(at, bcast)
 }
 
 // Ready drains the replies.

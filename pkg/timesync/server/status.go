@@ -43,6 +43,8 @@ type Status struct {
 	LocalStratum uint8 `json:"local_stratum"`
 	// System is what a reply sent at the last tick advertised.
 	System SystemStatus `json:"system"`
+	// Broadcast describes the mode-5 packets sent; nil when none are.
+	Broadcast *BroadcastStatus `json:"broadcast,omitempty"`
 }
 
 // RateLimitStatus describes the rate limiter.
@@ -85,6 +87,7 @@ func (s *Server) Report() Status {
 		Keys:              len(s.cfg.Keys),
 		LocalStratum:      s.cfg.LocalStratum,
 		System:            systemStatus(s.System(s.now)),
+		Broadcast:         s.broadcastStatus(),
 	}
 	if s.lim != nil {
 		r := s.cfg.RateLimit

@@ -89,6 +89,12 @@ func clientSync(cs client.Status) Sync {
 		}
 		bound := cs.ErrorBoundNS
 		return Sync{State: StateSynchronised, Synchronized: true, Source: src, ErrorBoundNS: &bound}
+	case len(real) == 0 && cs.Broadcast != nil:
+		why := "no broadcast heard yet on " + cs.Broadcast.Listen
+		if cs.Broadcast.LastRefused != "" {
+			why = fmt.Sprintf("no broadcast followed yet on %s; the last was refused: %s", cs.Broadcast.Listen, cs.Broadcast.LastRefused)
+		}
+		return Sync{State: StateUnsynchronised, Why: why}
 	case len(real) == 0 && cs.LocalReference:
 		return Sync{State: StateLocalReference, Synchronized: true, Source: fmt.Sprintf("its own clock at local stratum %d", cs.Stratum),
 			Why: fmt.Sprintf("%s is this host, and no other source is configured", addrs(self))}

@@ -186,7 +186,9 @@ func (c *Core) route(d core.Datagram) core.Core {
 	}
 	toServer := mode == wire.ModeClient
 	if d.Local {
-		toServer = mode == wire.ModeServer
+		// Our replies and our broadcasts (the server's); our requests
+		// (the client's).
+		toServer = mode == wire.ModeServer || mode == wire.ModeBroadcast
 	}
 	switch {
 	case c.server == nil:

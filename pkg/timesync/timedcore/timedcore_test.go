@@ -70,6 +70,8 @@ func TestRouting(t *testing.T) {
 		{"our reply written", wire.ModeServer, true, "server"},
 		{"our poll written", wire.ModeClient, true, "client"},
 		{"our symmetric poll written", wire.ModeSymmetricActive, true, "client"},
+		{"a broadcast heard", wire.ModeBroadcast, false, "client"},
+		{"our broadcast written", wire.ModeBroadcast, true, "server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t)

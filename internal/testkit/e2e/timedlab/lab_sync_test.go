@@ -22,6 +22,7 @@ type labTimed struct {
 	t       *testing.T
 	host    *labnet.Host
 	control string
+	proc    *labnet.Proc
 }
 
 func startLabTimed(t *testing.T, h *labnet.Host, dir string, args ...string) *labTimed {
@@ -40,7 +41,7 @@ func startLabTimedAlone(t *testing.T, h *labnet.Host, dir string, args ...string
 	lt := &labTimed{t: t, host: h, control: filepath.Join(sub, "timed.sock")}
 	argv := append([]string{filepath.Join(e2e.BinDir(), "timed"), "run",
 		"--control", lt.control, "--state-dir", filepath.Join(sub, "state"), "--clock", "sim"}, args...)
-	h.Start(t, "timed", e2e.NoSysTime(argv...), nil)
+	lt.proc = h.Start(t, "timed", e2e.NoSysTime(argv...), nil)
 	return lt
 }
 
@@ -60,11 +61,19 @@ type labSourceView struct {
 	Why     string `json:"why"`
 }
 
-func (lt *labTimed) view() (labClientView, error) {
+// statusJSON decodes `timed status --json` into v.
+func (lt *labTimed) statusJSON(v any) error {
 	out, err := exec.Command(filepath.Join(e2e.BinDir(), "timed"), "status", "--json", "--control", lt.control).Output()
 	if err != nil {
-		return labClientView{}, err
+		return err
 	}
+	if err := json.Unmarshal(out, v); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
+}
+
+func (lt *labTimed) view() (labClientView, error) {
 	var st struct {
 		TrueOffsetNS int64 `json:"true_offset_ns"`
 		Node         struct {
@@ -78,8 +87,8 @@ func (lt *labTimed) view() (labClientView, error) {
 			} `json:"core"`
 		} `json:"node"`
 	}
-	if err := json.Unmarshal(out, &st); err != nil {
-		return labClientView{}, fmt.Errorf("%w: %s", err, out)
+	if err := lt.statusJSON(&st); err != nil {
+		return labClientView{}, err
 	}
 	v := labClientView{TrueOffset: time.Duration(st.TrueOffsetNS)}
 	if c := st.Node.Core.Client; c != nil {
