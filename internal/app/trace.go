@@ -45,7 +45,7 @@ func traceCommand(name string) *cli.Command {
 				&cli.DurationFlag{Name: "until", Usage: "draw only events at most `D` after the run's first event (0: to the end)"},
 			},
 			Action: drawAction,
-		}, {
+		}, traceCheckCommand(name), {
 			Name:      "start",
 			Usage:     "start recording a trace of the running daemon (vector timestamps go on the wire while it records)",
 			ArgsUsage: "[FILE]",
@@ -151,12 +151,13 @@ type drawFlags struct {
 	from, until time.Duration
 }
 
-// drawArgs splits draw's arguments into files and the flags written after
-// them (`draw FILE... -o OUT`: urfave/cli stops reading flags at the first
-// argument).
-func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
-	fl := drawFlags{out: c.String("output"), format: c.String("format"), vector: c.Bool("vector"),
-		from: c.Duration("from"), until: c.Duration("until")}
+// trailingArgs splits a trace command's arguments into files and the
+// flags written after them (`draw FILE... -o OUT`: urfave/cli stops
+// reading flags at the first argument): bools are the command's boolean
+// flags, valued the ones that take a value (without dashes). set is
+// called with each flag found and its value ("" for a boolean).
+func trailingArgs(c *cli.Context, bools, valued []string, set func(name, val string) error) ([]string, error) {
+	cmd := c.Command.Name
 	var paths []string
 	args := c.Args().Slice()
 	for i := 0; i < len(args); i++ {
@@ -164,30 +165,46 @@ func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		switch {
 		case a == "--":
-			return append(paths, args[i+1:]...), fl, nil
+			return append(paths, args[i+1:]...), nil
 		case !strings.HasPrefix(a, "-") || a == "-":
 			paths = append(paths, a)
 			continue
-		case name == "vector" && !hasVal:
-			fl.vector = true
+		case slices.Contains(bools, name) && !hasVal:
+			if err := set(name, ""); err != nil {
+				return nil, err
+			}
 			continue
-		case !slices.Contains([]string{"o", "output", "format", "from", "until"}, name):
-			return nil, fl, Usagef("trace draw: unknown flag %s", a)
+		case !slices.Contains(valued, name):
+			return nil, Usagef("trace %s: unknown flag %s", cmd, a)
 		}
 		if !hasVal {
 			if i+1 == len(args) {
-				return nil, fl, Usagef("trace draw: %s needs a value", a)
+				return nil, Usagef("trace %s: %s needs a value", cmd, a)
 			}
 			i++
 			val = args[i]
 		}
+		if err := set(name, val); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// drawArgs reads draw's files and flags.
+func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
+	fl := drawFlags{out: c.String("output"), format: c.String("format"), vector: c.Bool("vector"),
+		from: c.Duration("from"), until: c.Duration("until")}
+	paths, err := trailingArgs(c, []string{"vector"}, []string{"o", "output", "format", "from", "until"}, func(name, val string) error {
 		switch name {
+		case "vector":
+			fl.vector = true
 		case "format":
 			fl.format = val
 		case "from", "until":
 			d, err := time.ParseDuration(val)
 			if err != nil {
-				return nil, fl, Usagef("trace draw: --%s %q: %v", name, val, err)
+				return Usagef("trace draw: --%s %q: %v", name, val, err)
 			}
 			if name == "from" {
 				fl.from = d
@@ -197,8 +214,9 @@ func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 		default:
 			fl.out = val
 		}
-	}
-	return paths, fl, nil
+		return nil
+	})
+	return paths, fl, err
 }
 
 func drawAction(c *cli.Context) error {

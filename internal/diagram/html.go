@@ -27,6 +27,7 @@ type page struct {
 	Groups  []pageGroup `json:"groups"`
 	Events  []pageEvent `json:"events"`
 	Msgs    []pageMsg   `json:"msgs"`
+	Note    string      `json:"note,omitempty"`
 }
 
 type pageKind struct {
@@ -62,6 +63,7 @@ type pageEvent struct {
 	Lamport string  `json:"lamport"`
 	Vector  string  `json:"vector"`
 	Desc    string  `json:"desc"`
+	Hl      bool    `json:"hl,omitempty"` // highlighted (Diagram.Highlight)
 }
 
 type pageMsg struct {
@@ -81,7 +83,7 @@ type pageMsg struct {
 // future in green, concurrent events ringed in orange).
 func (d *Diagram) WriteHTML(w io.Writer) error {
 	pg := page{Title: d.Title(), Members: memberList(d.Members), Start: d.Start.UTC().Format("2006-01-02 15:04:05.000000 MST"),
-		Cols: d.Cols, Geo: [4]int{marginLeft, marginTop, colWidth, rowHeight}}
+		Cols: d.Cols, Geo: [4]int{marginLeft, marginTop, colWidth, rowHeight}, Note: d.Note}
 	for _, k := range d.Kinds {
 		pg.Kinds = append(pg.Kinds, pageKind{k, d.kindColor(k)})
 	}
@@ -97,7 +99,7 @@ func (d *Diagram) WriteHTML(w io.Writer) error {
 			t = float64(e.T.Sub(d.Start).Nanoseconds()) / 1e6
 		}
 		pg.Events = append(pg.Events, pageEvent{Group: e.Group, Ev: e.Ev, Kind: e.Kind, Name: e.Name, Reason: e.Reason, To: e.To, T: t,
-			Lamport: d.Label(i, false), Vector: d.Label(i, true), Desc: d.describe(i)})
+			Lamport: d.Label(i, false), Vector: d.Label(i, true), Desc: d.describe(i), Hl: d.Highlight[i]})
 	}
 	for _, m := range d.Messages {
 		pg.Msgs = append(pg.Msgs, pageMsg{m.Send, m.Recv, m.Kind, m.Frame, m.Dropped})

@@ -12,6 +12,7 @@ window.addEventListener("error", function (e) {
   var color = {};
   D.kinds.forEach(function (k) { color[k.name] = k.color; });
   var info = document.getElementById("info");
+  if (D.note) info.textContent = D.note; // a checker's verdict, its offending events in red
 
   function el(name, attrs, parent) {
     var e = document.createElementNS(NS, name);
@@ -161,6 +162,7 @@ window.addEventListener("error", function (e) {
       }
       var lab = state.label === "vector" ? e.vector : e.lamport;
       if (lab) text(lab, { "class": "label", x: xx, y: yy + 16, "text-anchor": "middle" }, grp);
+      if (g.ev.some(function (i) { return D.events[i].hl; })) grp.classList.add("offending");
       if (related !== null) {
         if (gi === related) grp.classList.add("selected");
         else if (before(gi, related)) grp.classList.add("past");

@@ -39,11 +39,9 @@ func RecordSim(t testing.TB, s *sim.Sim, daemon string) *SimTraces {
 	return r
 }
 
-// Draw closes s's traces and lays them out (Build): a run
-// that cannot be drawn, or is drawn with another number of lines than
-// members, fails the test. With dir set, each member's trace is written
-// to dir/name-n<ID>.trace and the drawing to dir/name.svg and name.html.
-func (r *SimTraces) Draw(t testing.TB, s *sim.Sim, dir, name string) *Diagram {
+// Files closes s's traces and reads them back, one per member (named
+// n<ID>.trace), as `X trace check` and `X trace draw` would.
+func (r *SimTraces) Files(t testing.TB, s *sim.Sim) []*trace.File {
 	t.Helper()
 	if err := s.CloseTraces(); err != nil {
 		t.Fatal(err)
@@ -56,7 +54,16 @@ func (r *SimTraces) Draw(t testing.TB, s *sim.Sim, dir, name string) *Diagram {
 		}
 		files = append(files, f)
 	}
-	d, err := Build(files)
+	return files
+}
+
+// Draw closes s's traces and lays them out (Build): a run
+// that cannot be drawn, or is drawn with another number of lines than
+// members, fails the test. With dir set, each member's trace is written
+// to dir/name-n<ID>.trace and the drawing to dir/name.svg and name.html.
+func (r *SimTraces) Draw(t testing.TB, s *sim.Sim, dir, name string) *Diagram {
+	t.Helper()
+	d, err := Build(r.Files(t, s))
 	if err != nil {
 		t.Fatalf("drawing the run: %v", err)
 	}

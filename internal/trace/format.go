@@ -68,6 +68,10 @@ type Event struct {
 
 	Reason  string `json:"reason,omitempty"`
 	Dropped uint64 `json:"dropped,omitempty"`
+
+	// Line is the event's line number in the file it was read from (the
+	// header is line 1; 0: not read from a file). It is not written.
+	Line int `json:"-"`
 }
 
 // FrameID is the `frame` of a frame sent by sender with sequence number
