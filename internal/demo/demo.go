@@ -713,13 +713,16 @@ func (l *lab) checkAct(ctx context.Context, sum *summary, act, daemon string, fi
 	if daemon != "timed" {
 		args = append(args, "--clock-bound", "0")
 	}
-	b, err := exec.CommandContext(ctx, filepath.Join(l.o.bin, daemon), args...).Output()
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, filepath.Join(l.o.bin, daemon), args...)
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
 	var rep struct {
 		Results []struct{ Property, Verdict, Why string }
 		Notes   []string
 	}
 	if jerr := json.Unmarshal(b, &rep); jerr != nil {
-		return fmt.Errorf("%s trace check of %s: %v (%v)", daemon, act, err, jerr)
+		return fmt.Errorf("%s trace check of %s: %v: %s", daemon, act, err, strings.TrimSpace(stderr.String()))
 	}
 	var parts []string
 	for _, r := range rep.Results {

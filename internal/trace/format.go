@@ -49,7 +49,15 @@ type Event struct {
 	T       time.Time `json:"t"`
 	Lamport uint64    `json:"lamport,omitempty"`
 	VC      VC        `json:"vc,omitempty"`
-	Ev      string    `json:"ev"`
+	// MaxError is the host clock's maximum error (its error bound, as
+	// the kernel or a simulated clock keeps it) when the event was
+	// recorded, in nanoseconds, while the clock was synchronised (0: no
+	// bound claimed). TrueOffset is a simulated clock's exact error
+	// (reading minus true time, ns; nil: unknown): the ground truth a run
+	// with --clock sim carries. Both are written by daemons (Log.SetClock).
+	MaxError   int64  `json:"max_error_ns,omitempty"`
+	TrueOffset *int64 `json:"true_offset_ns,omitempty"`
+	Ev         string `json:"ev"`
 
 	Kind   string         `json:"kind,omitempty"`
 	Frame  string         `json:"frame,omitempty"`

@@ -158,6 +158,8 @@ func Check(files []*trace.File, opt Options) (*Report, error) {
 			props = mutexProperties
 		case "electd":
 			props = electProperties
+		case "timed":
+			props = timedProperties
 		default:
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s cluster %q: this checker has no property of %s yet", c.daemon, c.cluster, c.daemon))
 			continue
@@ -222,10 +224,15 @@ func (r *run) index() {
 	r.lastEv = map[string]int{}
 	r.simEnd = -1
 	for pi, p := range r.d.Procs {
-		if p.ID == 0 {
-			continue // a host outside any cluster (an NTP peer)
+		if len(p.Files) == 0 || r.files[p.Files[0]] == nil {
+			continue // a host drawn from its packets (an NTP peer): no trace of its own
 		}
 		key := p.Daemon + "\x00" + p.Cluster
+		if p.Daemon == "timed" {
+			// Clocks are compared across clusters: an NTP client
+			// follows a Berkeley group's member.
+			key = "timed"
+		}
 		c := byKey[key]
 		if c == nil {
 			c = &cluster{daemon: p.Daemon, cluster: p.Cluster}
@@ -234,6 +241,9 @@ func (r *run) index() {
 		}
 		c.procs = append(c.procs, pi)
 		for _, name := range p.Files {
+			if r.files[name] == nil {
+				continue
+			}
 			for _, m := range r.files[name].Header.Members {
 				if !slices.Contains(c.members, m) {
 					c.members = append(c.members, m)
@@ -292,30 +302,67 @@ func (r *run) traced(c *cluster, id uint32) bool {
 	return false
 }
 
-// bound is the clock error bound of event i's host: exact for the
-// simulator's true time, else the assumed one; ok false when unknown.
-func (r *run) bound(i int) (time.Duration, bool) {
-	f := r.files[r.d.Events[i].File]
-	if f != nil && f.Header.Clock == trace.ClockTrue {
+// driftPPM is how fast a clock's reading may part from true time past an
+// event that bounds it: a frequency error and a slew, each at most 500
+// ppm (the kernel's limits; it grows its maximum error by 500 ppm too).
+const driftPPM = 1000
+
+// exact says whether event i's true time is known exactly: the
+// simulator's own time, or a simulated clock's reading and its recorded
+// true offset; off is what to subtract from its clock's readings.
+func (r *run) exact(i int) (off time.Duration, ok bool) {
+	e := &r.d.Events[i]
+	if f := r.files[e.File]; f != nil && f.Header.Clock == trace.ClockTrue {
 		return 0, true
 	}
-	if r.opt.ClockBound >= 0 {
-		return r.opt.ClockBound, true
+	if e.TrueOffset != nil {
+		return time.Duration(*e.TrueOffset), true
 	}
 	return 0, false
 }
 
+// timeOf returns an instant's time and how far from true time it may be:
+// exact (see exact), the host's maximum error recorded with the event,
+// or the assumed bound; ok false when unknown. An instant away from its
+// event (a lease's expiry) may drift from it by driftPPM more.
+func (r *run) timeOf(in instant) (t time.Time, bound time.Duration, ok bool) {
+	e := &r.d.Events[in.ev]
+	if in.t.IsZero() {
+		return t, 0, false
+	}
+	drift := time.Duration(0)
+	if !in.t.Equal(e.T) && !e.T.IsZero() {
+		drift = time.Duration(math.Abs(float64(in.t.Sub(e.T))) * driftPPM / 1e6)
+	}
+	if off, ok := r.exact(in.ev); ok {
+		return in.t.Add(-off), drift, true
+	}
+	if e.MaxError > 0 {
+		return in.t, time.Duration(e.MaxError) + drift, true
+	}
+	if r.opt.ClockBound >= 0 {
+		return in.t, r.opt.ClockBound, true
+	}
+	return in.t, 0, false
+}
+
 // boundText says which bounds the events used: for a Result.
 func (r *run) boundText(evs ...int) string {
-	var exact, assumed, unknown bool
+	var exactSim, exactOff, assumed, unknown bool
+	var own time.Duration
 	for _, i := range evs {
 		if i < 0 {
 			continue
 		}
-		f := r.files[r.d.Events[i].File]
+		e := &r.d.Events[i]
+		f := r.files[e.File]
 		switch {
 		case f != nil && f.Header.Clock == trace.ClockTrue:
-			exact = true
+			exactSim = true
+		case e.TrueOffset != nil:
+			exactOff = true
+		case e.MaxError > 0:
+			own = max(own, time.Duration(e.MaxError))
 		case r.opt.ClockBound >= 0:
 			assumed = true
 		default:
@@ -323,14 +370,20 @@ func (r *run) boundText(evs ...int) string {
 		}
 	}
 	var parts []string
-	if exact {
+	if exactSim {
 		parts = append(parts, "0 (the simulator's true time)")
 	}
+	if exactOff {
+		parts = append(parts, "0 (the simulated clocks' true offsets, recorded with their events)")
+	}
+	if own > 0 {
+		parts = append(parts, fmt.Sprintf("each host's own maximum error, recorded with its events (up to %v)", own))
+	}
 	if assumed {
-		parts = append(parts, fmt.Sprintf("±%v per host (assumed: --clock-bound)", r.opt.ClockBound))
+		parts = append(parts, fmt.Sprintf("±%v per host where its trace records none (assumed: --clock-bound)", r.opt.ClockBound))
 	}
 	if unknown {
-		parts = append(parts, "unknown (no --clock-bound): events on different hosts ordered by happened-before only")
+		parts = append(parts, "unknown where a trace records none and no --clock-bound is given: those events ordered by happened-before only")
 	}
 	return strings.Join(parts, "; ")
 }
@@ -351,8 +404,8 @@ func (r *run) at(i int) instant { return instant{ev: i, t: r.d.Events[i].T, mark
 var never = instant{ev: -1}
 
 // before reports whether a happened certainly before b, in true time:
-// a chain of messages from a to b, or, on one host, its own clock, or
-// their times apart by more than both hosts' bounds. strict false lets
+// a chain of messages from a to b; both times exact; on one host, its own
+// clock; or their times apart by more than both bounds. strict false lets
 // equal true times count (the end of a hold and the next one's start).
 func (r *run) before(a, b instant, strict bool) bool {
 	if a.ev < 0 {
@@ -364,7 +417,6 @@ func (r *run) before(a, b instant, strict bool) bool {
 	if b.held {
 		strict = false
 	}
-	ea, eb := &r.d.Events[a.ev], &r.d.Events[b.ev]
 	if a.mark && b.mark && a.ev != b.ev {
 		switch r.d.Relation(a.ev, b.ev) {
 		case clock.Before:
@@ -373,22 +425,25 @@ func (r *run) before(a, b instant, strict bool) bool {
 			return false
 		}
 	}
-	if ea.Proc == eb.Proc && sameClock(ea, eb) {
+	cmp := func(x, y time.Time) bool {
 		if strict {
-			return a.t.Before(b.t)
+			return x.Before(y)
 		}
-		return !a.t.After(b.t)
+		return !x.After(y)
 	}
-	ba, okA := r.bound(a.ev)
-	bb, okB := r.bound(b.ev)
-	if !okA || !okB || a.t.IsZero() || b.t.IsZero() {
+	ta, ba, okA := r.timeOf(a)
+	tb, bb, okB := r.timeOf(b)
+	_, exA := r.exact(a.ev)
+	_, exB := r.exact(b.ev)
+	switch {
+	case okA && okB && exA && exB && ba == 0 && bb == 0:
+		return cmp(ta, tb)
+	case sameClock(&r.d.Events[a.ev], &r.d.Events[b.ev]) && !a.t.IsZero() && !b.t.IsZero():
+		return cmp(a.t, b.t)
+	case !okA || !okB:
 		return false
 	}
-	lhs := a.t.Add(ba + bb)
-	if strict {
-		return lhs.Before(b.t)
-	}
-	return !lhs.After(b.t)
+	return cmp(ta.Add(ba+bb), tb)
 }
 
 // sameClock: two events of one trace file read one clock (a restarted

@@ -314,13 +314,16 @@ func TestInputErrors(t *testing.T) {
 }
 
 func TestNotes(t *testing.T) {
-	// Member 2 (in the header) has no trace; timed has no properties yet.
+	// Member 2 (in the header) has no trace; a daemon the checker does
+	// not know; timed without the truth.
 	h1 := mutexd(1, trace.ClockTrue).grant(0, 1, "x", 1, "exclusive").release(10, 1, "x", 1)
-	timed := &host{daemon: "timed", clock: trace.ClockTrue, id: 1}
+	other := &host{daemon: "otherd", clock: trace.ClockTrue, id: 1}
+	other.local(0, "started", "")
+	timed := &host{daemon: "timed", clock: trace.ClockSystem, id: 1}
 	timed.local(0, "clock_synchronized", "")
-	rep := check(t, -1, h1, timed)
+	rep := check(t, -1, h1, other, timed)
 	notes := strings.Join(rep.Notes, "\n")
-	for _, w := range []string{"members 2 have no trace", "no property of timed"} {
+	for _, w := range []string{"members 2 have no trace", "no property of otherd", "timed run --clock sim"} {
 		if !strings.Contains(notes, w) {
 			t.Errorf("notes lack %q:\n%s", w, notes)
 		}
@@ -340,4 +343,71 @@ func TestExpect(t *testing.T) {
 	if err := rep.Expect("exclusive", "fences"); err == nil || !strings.Contains(err.Error(), "fences was to be violated") {
 		t.Errorf("fences expected: %v", err)
 	}
+}
+
+// sample is an event of a daemon on a simulated clock: its true offset
+// and published bound (0: none), in ms.
+func (h *host) sample(ms, off, bound float64) *host {
+	b := ""
+	if bound > 0 {
+		b = fmt.Sprintf(`"max_error_ns":%d,`, int64(bound*1e6))
+	}
+	h.lines = append(h.lines, fmt.Sprintf(`{"t":%q,%s"true_offset_ns":%d,"ev":"local","name":"tick"}`, at(ms), b, int64(off*1e6)))
+	return h
+}
+
+func TestOffsetWithinBound(t *testing.T) {
+	timed := func(id uint32) *host { return &host{daemon: "timed", clock: trace.ClockSim, id: id} }
+	// Both clocks 25 ms off true time (a Berkeley group's own average),
+	// 0.3 ms apart, each claiming 0.2 ms: within both bounds of each other.
+	h1 := timed(1).sample(0, 50, 0).sample(10, 25, 0.2).sample(20, 25, 0.2)
+	h2 := timed(2).sample(12, 25.3, 0.2).sample(50, 25.3, 0.2)
+	r := want(t, check(t, -1, h1, h2), "offset-within-bound", Holds)
+	if r.Checked != 2 {
+		t.Errorf("checked %d pairs, want 2 (each of h1's samples with bounds beside h2's nearest, in true time)", r.Checked)
+	}
+	// 0.5 ms apart, each claiming 0.2 ms: one of them is wrong.
+	h2 = timed(2).sample(12, 25.5, 0.2)
+	r = want(t, check(t, -1, h1, h2), "offset-within-bound", Violated)
+	if len(r.Events) != 2 || !strings.Contains(r.Why, "500µs apart") {
+		t.Errorf("counterexample %+v: %s", r.Events, r.Why)
+	}
+	// Samples too far apart in time to compare; one clock alone.
+	want(t, check(t, -1, h1, timed(2).sample(500, 25.5, 0.2)), "offset-within-bound", Undecided)
+	want(t, check(t, -1, timed(1).sample(0, 0, 0.1)), "offset-within-bound", Undecided)
+}
+
+// A simulated clock's recorded true offset orders events exactly: h2's
+// clock is 300 ms ahead, so its grant at 250 ms by its clock was at
+// -50 ms in true time, before h1 released at 100 ms: an overlap, whatever
+// the bound assumed; h1's own maximum error, recorded, is used.
+func TestRecordedClockInfo(t *testing.T) {
+	h1 := mutexd(1, trace.ClockSim)
+	h1.lines = append(h1.lines,
+		fmt.Sprintf(`{"t":%q,"true_offset_ns":0,"ev":"local","name":"lock_granted","args":{"request":1,"lock":"x","fence":1,"lease":"1s","expires":%q}}`, at(-100), at(900)),
+		fmt.Sprintf(`{"t":%q,"true_offset_ns":0,"ev":"local","name":"lock_released","args":{"request":1,"lock":"x","fence":1}}`, at(100)))
+	h2 := mutexd(2, trace.ClockSim)
+	h2.lines = append(h2.lines,
+		fmt.Sprintf(`{"t":%q,"true_offset_ns":300000000,"ev":"local","name":"lock_granted","args":{"request":1,"lock":"x","fence":2,"lease":"1s","expires":%q}}`, at(250), at(1250)),
+		fmt.Sprintf(`{"t":%q,"true_offset_ns":300000000,"ev":"local","name":"lock_released","args":{"request":1,"lock":"x","fence":2}}`, at(500)))
+	r := want(t, check(t, time.Hour, h1, h2), "exclusive", Violated)
+	if !strings.Contains(r.ClockBound, "true offsets") {
+		t.Errorf("bound: %q", r.ClockBound)
+	}
+	// Real clocks with their recorded bounds: 10 ms each, the holds 150
+	// ms apart: ordered.
+	h1 = mutexd(1, trace.ClockSystem)
+	h1.lines = append(h1.lines,
+		fmt.Sprintf(`{"t":%q,"max_error_ns":10000000,"ev":"local","name":"lock_granted","args":{"request":1,"lock":"x","fence":1,"lease":"1s","expires":%q}}`, at(0), at(1000)),
+		fmt.Sprintf(`{"t":%q,"max_error_ns":10000000,"ev":"local","name":"lock_released","args":{"request":1,"lock":"x","fence":1}}`, at(100)))
+	h2 = mutexd(2, trace.ClockSystem)
+	h2.lines = append(h2.lines,
+		fmt.Sprintf(`{"t":%q,"max_error_ns":10000000,"ev":"local","name":"lock_granted","args":{"request":1,"lock":"x","fence":2,"lease":"1s","expires":%q}}`, at(250), at(1250)),
+		fmt.Sprintf(`{"t":%q,"max_error_ns":10000000,"ev":"local","name":"lock_released","args":{"request":1,"lock":"x","fence":2}}`, at(500)))
+	rep := check(t, -1, h1, h2)
+	r = want(t, rep, "exclusive", Holds)
+	if !strings.Contains(r.ClockBound, "own maximum error") || !strings.Contains(r.ClockBound, "10ms") {
+		t.Errorf("bound: %q", r.ClockBound)
+	}
+	want(t, rep, "fences", Holds)
 }
