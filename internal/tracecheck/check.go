@@ -160,6 +160,8 @@ func Check(files []*trace.File, opt Options) (*Report, error) {
 			props = electProperties
 		case "timed":
 			props = timedProperties
+		case "orderd":
+			props = orderProperties
 		default:
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s cluster %q: this checker has no property of %s yet", c.daemon, c.cluster, c.daemon))
 			continue
@@ -558,6 +560,9 @@ func argDuration(e *trace.Event, k string) (time.Duration, bool) {
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	if s, ok := strings.CutSuffix(noun, "y"); ok {
+		return fmt.Sprintf("%d %sies", n, s)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -8,7 +8,14 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/pkg/order"
 )
+
+func TestOrderNames(t *testing.T) {
+	if eventDelivered != order.EventDelivered || orderTotal != order.TotalOrder.String() || orderCausal != order.Causal.String() {
+		t.Error("pkg/order's names changed: update order.go's copies")
+	}
+}
 
 // host builds one hand-written trace: a header, then events at ms
 // milliseconds after t0 on the host's clock.
@@ -410,4 +417,90 @@ func TestRecordedClockInfo(t *testing.T) {
 		t.Errorf("bound: %q", r.ClockBound)
 	}
 	want(t, rep, "fences", Holds)
+}
+
+func orderd(id uint32) *host { return &host{daemon: "orderd", clock: trace.ClockTrue, id: id} }
+
+// deliver: a delivered event (sid 0: none).
+func (h *host) deliver(ms float64, ord string, sender uint32, seq, sid uint64) *host {
+	sidArg := ""
+	if sid != 0 {
+		sidArg = fmt.Sprintf(`,"sid":%d`, sid)
+	}
+	return h.local(ms, "delivered", fmt.Sprintf(`"order":%q,"sender":%d,"seq":%d,"index":1%s`, ord, sender, seq, sidArg))
+}
+
+// record: a stream record frame sent (h is the sender) or received.
+func (h *host) record(ms float64, ev, frame string, from, to uint32, ord string, seq uint64) *host {
+	h.lines = append(h.lines, fmt.Sprintf(`{"t":%q,"ev":%q,"kind":"order_record","frame":%q,"from":%d,"to":%d,"fields":{"seq":%d,"type":%q}}`,
+		at(ms), ev, frame, from, to, seq, ord))
+	return h
+}
+
+// submit: a submission to the sequencer, sent (h is the sender) or
+// received.
+func (h *host) submit(ms float64, ev, frame string, from, to uint32, sid uint64) *host {
+	h.lines = append(h.lines, fmt.Sprintf(`{"t":%q,"ev":%q,"kind":"order_submit","frame":%q,"from":%d,"to":%d,"fields":{"sid":%d}}`,
+		at(ms), ev, frame, from, to, sid))
+	return h
+}
+
+func TestOrderHolds(t *testing.T) {
+	// 1 multicasts causal #1; 2 delivers it, then multicasts causal #2;
+	// 3 holds #2 back until #1 arrives. Total order: both deliver A then B.
+	h1 := orderd(1).record(0, "send", "1:1", 1, 2, "causal", 1).record(0, "send", "1:2", 1, 3, "causal", 1).deliver(0, "causal", 1, 1, 0).
+		record(7, "recv", "2:2", 2, 1, "causal", 2).deliver(7, "causal", 2, 2, 0).
+		submit(10, "send", "1:3", 1, 2, 11).submit(12, "recv", "2:3", 2, 1, 21).
+		deliver(20, "total", 1, 1, 11).deliver(21, "total", 2, 2, 21)
+	h2 := orderd(2).record(1, "recv", "1:1", 1, 2, "causal", 1).deliver(1, "causal", 1, 1, 0).
+		record(5, "send", "2:1", 2, 3, "causal", 2).record(5, "send", "2:2", 2, 1, "causal", 2).deliver(5, "causal", 2, 2, 0).
+		submit(11, "recv", "1:3", 1, 2, 11).submit(11, "send", "2:3", 2, 1, 21).
+		deliver(20, "total", 1, 1, 11).deliver(21, "total", 2, 2, 21)
+	h3 := orderd(3).record(6, "recv", "2:1", 2, 3, "causal", 2).record(30, "recv", "1:2", 1, 3, "causal", 1).
+		deliver(30, "causal", 1, 1, 0).deliver(30, "causal", 2, 2, 0)
+	rep := check(t, -1, h1, h2, h3)
+	for _, p := range []string{"total-order", "fifo", "no-duplicate", "sent", "causal"} {
+		want(t, rep, p, Holds)
+	}
+	if r := verdict(t, rep, "causal"); r.Checked != 6 {
+		t.Errorf("causal: %d deliveries checked, want 6", r.Checked)
+	}
+}
+
+func TestOrderViolations(t *testing.T) {
+	// 3 delivers #2 (whose send followed 1's #1 at 2) before #1.
+	h1 := orderd(1).record(0, "send", "1:1", 1, 2, "causal", 1).record(0, "send", "1:2", 1, 3, "causal", 1).deliver(0, "causal", 1, 1, 0)
+	h2 := orderd(2).record(1, "recv", "1:1", 1, 2, "causal", 1).deliver(1, "causal", 1, 1, 0).
+		record(5, "send", "2:1", 2, 3, "causal", 2).deliver(5, "causal", 2, 2, 0)
+	h3 := orderd(3).record(6, "recv", "2:1", 2, 3, "causal", 2).deliver(6, "causal", 2, 2, 0).
+		record(30, "recv", "1:2", 1, 3, "causal", 1).deliver(30, "causal", 1, 1, 0)
+	r := want(t, check(t, -1, h1, h2, h3), "causal", Violated)
+	if !strings.Contains(r.Why, "member 3") || len(r.Events) != 4 {
+		t.Errorf("causal: %s, %+v", r.Why, r.Events)
+	}
+	// Never delivered at all (3's trace covers the run: the simulator's).
+	h3 = orderd(3).record(6, "recv", "2:1", 2, 3, "causal", 2).deliver(6, "causal", 2, 2, 0)
+	want(t, check(t, -1, h1, h2, h3), "causal", Violated)
+
+	// Two members in opposite total orders; two messages at one number.
+	a := orderd(1).deliver(20, "total", 1, 1, 11).deliver(21, "total", 2, 2, 21)
+	b := orderd(2).deliver(20, "total", 2, 1, 21).deliver(21, "total", 1, 2, 11)
+	rep := check(t, -1, a, b)
+	r = want(t, rep, "total-order", Violated)
+	if r.Violations < 2 {
+		t.Errorf("total-order: %d violations, want the number clash and the inversion", r.Violations)
+	}
+	// FIFO: a sender's #2 before its #1; a duplicate; a message nobody sent.
+	c := orderd(1).deliver(1, "fifo", 2, 2, 0).deliver(2, "fifo", 2, 1, 0).deliver(3, "fifo", 2, 1, 0)
+	rep = check(t, -1, c, orderd(2).deliver(0, "fifo", 2, 1, 0))
+	want(t, rep, "fifo", Violated)
+	want(t, rep, "no-duplicate", Violated)
+	r = want(t, rep, "sent", Violated)
+	if !strings.Contains(r.Why, "fifo message 2 of member 2") {
+		t.Errorf("sent: %s", r.Why)
+	}
+	// On a real host the send may predate the trace: cannot decide.
+	c = orderd(1).deliver(1, "fifo", 2, 2, 0)
+	c.clock = trace.ClockSystem
+	want(t, check(t, -1, c), "sent", Undecided)
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/internal/testkit/scenario"
+	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/internal/tracecheck"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/order/rsm"
 )
@@ -131,10 +133,25 @@ func TestScenarios(t *testing.T) {
 				t.Fatalf("unknown command %q", line)
 			}
 		}
-		if *diagramOut != "" && s != nil {
+		if s != nil {
+			// Every run's traces are checked as `orderd trace check`
+			// checks them: a violated promise fails the scenario.
 			if err := s.CloseTraces(); err != nil {
 				t.Fatal(err)
 			}
+			var files []*trace.File
+			for id, b := range bufs {
+				f, err := trace.Read(bytes.NewReader(b.Bytes()), fmt.Sprintf("n%d.trace", id))
+				if err != nil {
+					t.Fatal(err)
+				}
+				files = append(files, f)
+			}
+			if err := tracecheck.CheckRun(files); err != nil {
+				t.Errorf("trace check: %v", err)
+			}
+		}
+		if *diagramOut != "" && s != nil {
 			dir := filepath.Join(*diagramOut, filepath.Base(t.Name()))
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
