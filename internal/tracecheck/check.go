@@ -304,6 +304,10 @@ func (r *run) traced(c *cluster, id uint32) bool {
 	return false
 }
 
+// maxBound caps a bound read from a trace: larger ones say nothing more,
+// and sums of them must not overflow.
+const maxBound = 24 * time.Hour
+
 // driftPPM is how fast a clock's reading may part from true time past an
 // event that bounds it: a frequency error and a slew, each at most 500
 // ppm (the kernel's limits; it grows its maximum error by 500 ppm too).
@@ -334,16 +338,16 @@ func (r *run) timeOf(in instant) (t time.Time, bound time.Duration, ok bool) {
 	}
 	drift := time.Duration(0)
 	if !in.t.Equal(e.T) && !e.T.IsZero() {
-		drift = time.Duration(math.Abs(float64(in.t.Sub(e.T))) * driftPPM / 1e6)
+		drift = time.Duration(min(math.Abs(float64(in.t.Sub(e.T)))*driftPPM/1e6, float64(maxBound)))
 	}
 	if off, ok := r.exact(in.ev); ok {
 		return in.t.Add(-off), drift, true
 	}
 	if e.MaxError > 0 {
-		return in.t, time.Duration(e.MaxError) + drift, true
+		return in.t, min(time.Duration(e.MaxError), maxBound) + drift, true
 	}
 	if r.opt.ClockBound >= 0 {
-		return in.t, r.opt.ClockBound, true
+		return in.t, min(r.opt.ClockBound, maxBound), true
 	}
 	return in.t, 0, false
 }

@@ -25,11 +25,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  clock error bound: %s\n", res.ClockBound)
 		}
 		if len(res.Events) > 0 {
-			what := "counterexample"
+			what := "counterexample (* the offending pair)"
 			if res.Verdict != Violated {
-				what = "undecided"
+				what = "left undecided (* the pair the clocks cannot order)"
 			}
-			fmt.Fprintf(&b, "  %s (* the offending pair):\n", what)
+			fmt.Fprintf(&b, "  %s:\n", what)
 			for _, e := range res.Events {
 				mark := " "
 				if e.Offending {
