@@ -26,7 +26,7 @@ func traceCheckCommand(name string) *cli.Command {
 			"decided, and why. mutexd: no two holders of one lock at once, fences increasing in grant order,\n" +
 			"every grant released or expired; electd: at most one leader per term, and for the majority\n" +
 			"election at most one leader at any instant; orderd: one total order at every member, FIFO per\n" +
-			"sender, no delivery twice, every delivery sent, causal delivery; timed: every synchronised clock\n" +
+			"sender, no delivery twice, every delivery sent, causal delivery, one sequencer per term; timed: every synchronised clock\n" +
 			"within its published error bound of its reference (on simulated clocks, whose truth the trace\n" +
 			"records). A violation is shown as the smallest set of events that proves it (file:line, the\n" +
 			"offending pair marked *); --draw writes the diagram cut to it, the pair in red. Events on different\n" +

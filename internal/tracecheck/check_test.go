@@ -12,7 +12,7 @@ import (
 )
 
 func TestOrderNames(t *testing.T) {
-	if eventDelivered != order.EventDelivered || orderTotal != order.TotalOrder.String() || orderCausal != order.Causal.String() {
+	if eventDelivered != order.EventDelivered || eventSequencer != order.EventSequencer || orderTotal != order.TotalOrder.String() || orderCausal != order.Causal.String() {
 		t.Error("pkg/order's names changed: update order.go's copies")
 	}
 }
@@ -459,7 +459,7 @@ func TestOrderHolds(t *testing.T) {
 	h3 := orderd(3).record(6, "recv", "2:1", 2, 3, "causal", 2).record(30, "recv", "1:2", 1, 3, "causal", 1).
 		deliver(30, "causal", 1, 1, 0).deliver(30, "causal", 2, 2, 0)
 	rep := check(t, -1, h1, h2, h3)
-	for _, p := range []string{"total-order", "fifo", "no-duplicate", "sent", "causal"} {
+	for _, p := range []string{"total-order", "fifo", "no-duplicate", "sent", "causal", "one-sequencer-per-term"} {
 		want(t, rep, p, Holds)
 	}
 	if r := verdict(t, rep, "causal"); r.Checked != 6 {
@@ -498,6 +498,11 @@ func TestOrderViolations(t *testing.T) {
 	r = want(t, rep, "sent", Violated)
 	if !strings.Contains(r.Why, "fifo message 2 of member 2") {
 		t.Errorf("sent: %s", r.Why)
+	}
+	// Two sequencers of one term.
+	rep = check(t, -1, orderd(1).local(0, "sequencer", `"term":7`), orderd(2).local(5, "sequencer", `"term":7`), orderd(3).local(9, "sequencer", `"term":8`))
+	if r := want(t, rep, "one-sequencer-per-term", Violated); r.Checked != 2 {
+		t.Errorf("one-sequencer-per-term: %d terms checked", r.Checked)
 	}
 	// On a real host the send may predate the trace: cannot decide.
 	c = orderd(1).deliver(1, "fifo", 2, 2, 0)

@@ -12,6 +12,7 @@ import (
 // their runs with this package (a test asserts they agree).
 const (
 	eventDelivered = "delivered"
+	eventSequencer = "sequencer"
 	orderTotal     = "total"
 	orderCausal    = "causal"
 )
@@ -25,6 +26,7 @@ var orderProperties = []property{
 	{name: "fifo", promise: "each sender's messages delivered in the order it sent them (per order: fifo, causal, total by the sequencer)", check: checkFIFO},
 	{name: "no-duplicate", promise: "no message delivered twice at one member", check: checkNoDuplicate},
 	{name: "sent", promise: "every message delivered was sent by its sender (a frame of its sender carries it)", check: checkSent},
+	{name: "one-sequencer-per-term", promise: "at most one sequencer per term (the total order's numbers come from one member)", check: checkSequencer},
 	{name: "causal", promise: "causal delivery: a causal message delivered only after every causal message whose send happened before its own (from the traces' vector clocks)", check: checkCausal},
 }
 
@@ -339,4 +341,29 @@ func checkCausal(r *run, c *cluster) Result {
 		}
 	}
 	return t.result(fmt.Sprintf("%s of %s checked against every causal message sent before it", plural(t.checked, "delivery"), plural(len(msgs), "causal message")), "deliveries")
+}
+
+func checkSequencer(r *run, c *cluster) Result {
+	first := map[uint64]int{} // term -> the first sequencer event
+	var t tally
+	for _, i := range c.events {
+		e := &r.d.Events[i]
+		if e.Ev != trace.EvLocal || e.Name != eventSequencer {
+			continue
+		}
+		term, ok := argU64(&e.Event, "term")
+		if !ok {
+			continue
+		}
+		j, seen := first[term]
+		if !seen {
+			first[term] = i
+			t.checked++
+			continue
+		}
+		if a, b := r.d.Procs[r.d.Events[j].Proc].ID, r.d.Procs[e.Proc].ID; a != b {
+			t.violation(fmt.Sprintf("term %d has two sequencers: member %d and member %d", term, a, b), r.refs([2]int{j, i}))
+		}
+	}
+	return t.result(fmt.Sprintf("%s, each with one sequencer", plural(t.checked, "term")), "terms")
 }
