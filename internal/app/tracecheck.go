@@ -24,17 +24,17 @@ func traceCheckCommand(name string) *cli.Command {
 		Description: "Reads the trace files (one per host; several per host after restarts; several daemons may be mixed)\n" +
 			"and prints, for each property of each daemon traced, whether it holds, is violated, or cannot be\n" +
 			"decided, and why. mutexd: no two holders of one lock at once, fences increasing in grant order,\n" +
-			"every grant released or expired; electd: at most one leader per term, and for the majority\n" +
-			"election at most one leader at any instant; orderd: one total order at every member, FIFO per\n" +
-			"sender, no delivery twice, every delivery sent, causal delivery, one sequencer per term; timed: every synchronised clock\n" +
-			"within its published error bound of its reference (on simulated clocks, whose truth the trace\n" +
-			"records). A violation is shown as the smallest set of events that proves it (file:line, the\n" +
-			"offending pair marked *); --draw writes the diagram cut to it, the pair in red. Events on different\n" +
-			"hosts are ordered by the messages between them, else by their times with both hosts' clock error\n" +
-			"bounds: 0 for the simulator's true time and for simulated clocks (their true offsets are recorded),\n" +
-			"the clock's own maximum error recorded with each event while it is synchronised, else the\n" +
-			"--clock-bound you give; without any, only messages order them, and an overlap the clocks cannot\n" +
-			"settle is \"cannot decide\", never a violation.\n" +
+			"every grant released or expired; electd: at most one leader per term, and for the majority election\n" +
+			"at most one leader at any instant; orderd: one total order at every member, FIFO per sender, no\n" +
+			"delivery twice, every delivery sent, causal delivery, one sequencer per term; timed: every\n" +
+			"synchronised clock within its published error bound of its reference (on simulated clocks, whose\n" +
+			"truth the trace records). A violation is shown as the smallest set of events that proves it\n" +
+			"(file:line, the offending pair marked *); --draw writes the diagram cut to it, the pair in red.\n" +
+			"Events on different hosts are ordered by the messages between them, else by their times with both\n" +
+			"hosts' clock error bounds: 0 for the simulator's true time and for simulated clocks (their true\n" +
+			"offsets are recorded), the clock's own maximum error recorded with each event while it is\n" +
+			"synchronised, else the --clock-bound you give; without any, only messages order them, and an overlap\n" +
+			"the clocks cannot settle is \"cannot decide\", never a violation.\n" +
 			"Example: " + name + " trace check h1.trace h2.trace h3.trace --clock-bound 2ms --draw why.html",
 		Flags: []cli.Flag{JSONFlag,
 			&cli.StringFlag{Name: "clock-bound", Usage: "assume every host's clock whose trace records no bound is within `D` of true time (e.g. 1ms; 0 for hosts sharing one machine's clock); unset: unknown"},
