@@ -227,7 +227,7 @@ func checkExclusive(r *run, c *cluster) Result {
 		t.unsure(fmt.Sprintf("%s's hold of %s (fence %d, ended %s) and %s's grant (fence %d, at %s) are ordered by no message, and their times are within the clocks' error bounds",
 			r.holdName(first), lock, first.fence, r.endText(first), r.holdName(second), second.fence, r.when(second.grant)), refs)
 	})
-	res := t.result(fmt.Sprintf("%s of %s checked pairwise: every two holds of one lock are ordered, one ending before the other began",
+	res := t.result(fmt.Sprintf("%s of %s checked pairwise: every two holds of one lock (but two shared ones) are ordered, one ending before the other began",
 		plural(len(hs), "hold"), plural(locks, "lock")), "overlaps")
 	res.ClockBound = r.boundText(used...)
 	return res
