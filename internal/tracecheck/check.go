@@ -327,29 +327,51 @@ func (r *run) exact(i int) (off time.Duration, ok bool) {
 	return 0, false
 }
 
+// localOf is an instant's reading of its host's clock: a local instant's
+// own; an event's time, which on the simulator's true time is its clock's
+// reading less the recorded error.
+func (r *run) localOf(in instant) time.Time {
+	if in.local {
+		return in.t
+	}
+	e := &r.d.Events[in.ev]
+	if f := r.files[e.File]; f != nil && f.Header.Clock == trace.ClockTrue && e.TrueOffset != nil {
+		return e.T.Add(time.Duration(*e.TrueOffset))
+	}
+	return e.T
+}
+
 // timeOf returns an instant's time and how far from true time it may be:
 // exact (see exact), the host's maximum error recorded with the event,
-// or the assumed bound; ok false when unknown. An instant away from its
-// event (a lease's expiry) may drift from it by driftPPM more.
+// or the assumed bound; ok false when unknown. A local instant (a lease's
+// expiry, on its host's clock) is placed from the event that set it, and
+// may drift from it by driftPPM of the distance more.
 func (r *run) timeOf(in instant) (t time.Time, bound time.Duration, ok bool) {
 	e := &r.d.Events[in.ev]
-	if in.t.IsZero() {
+	if in.t.IsZero() || e.T.IsZero() {
 		return t, 0, false
 	}
-	drift := time.Duration(0)
-	if !in.t.Equal(e.T) && !e.T.IsZero() {
-		drift = time.Duration(min(math.Abs(float64(in.t.Sub(e.T)))*driftPPM/1e6, float64(maxBound)))
+	trueT, exact := e.T, false
+	if f := r.files[e.File]; f != nil && f.Header.Clock == trace.ClockTrue {
+		exact = true
+	} else if e.TrueOffset != nil {
+		trueT, exact = e.T.Add(-time.Duration(*e.TrueOffset)), true
 	}
-	if off, ok := r.exact(in.ev); ok {
-		return in.t.Add(-off), drift, true
+	t, drift := e.T, time.Duration(0)
+	if in.local {
+		d := in.t.Sub(r.localOf(r.at(in.ev)))
+		drift = time.Duration(min(math.Abs(float64(d))*driftPPM/1e6, float64(maxBound)))
+		t, trueT = in.t, trueT.Add(d)
 	}
-	if e.MaxError > 0 {
-		return in.t, min(time.Duration(e.MaxError), maxBound) + drift, true
+	switch {
+	case exact:
+		return trueT, drift, true
+	case e.MaxError > 0:
+		return t, min(time.Duration(e.MaxError), maxBound) + drift, true
+	case r.opt.ClockBound >= 0:
+		return t, min(r.opt.ClockBound, maxBound), true
 	}
-	if r.opt.ClockBound >= 0 {
-		return in.t, min(r.opt.ClockBound, maxBound), true
-	}
-	return in.t, 0, false
+	return t, 0, false
 }
 
 // boundText says which bounds the events used: for a Result.
@@ -403,6 +425,9 @@ type instant struct {
 	// held: a hold (a leadership) still lasted at t, its trace's last
 	// instant; an event at t itself is then before it.
 	held bool
+	// local: t is a reading of ev's host's clock that no event marks (a
+	// lease's expiry), not ev's time.
+	local bool
 }
 
 func (r *run) at(i int) instant { return instant{ev: i, t: r.d.Events[i].T, mark: true} }
@@ -445,7 +470,7 @@ func (r *run) before(a, b instant, strict bool) bool {
 	case okA && okB && exA && exB && ba == 0 && bb == 0:
 		return cmp(ta, tb)
 	case sameClock(&r.d.Events[a.ev], &r.d.Events[b.ev]) && !a.t.IsZero() && !b.t.IsZero():
-		return cmp(a.t, b.t)
+		return cmp(r.localOf(a), r.localOf(b))
 	case !okA || !okB:
 		return false
 	}

@@ -34,14 +34,21 @@ type hold struct {
 	expSet  int       // the event that set it
 }
 
+// expiry is the hold's lease's end, on its host's clock (ok false: none).
+func (h *hold) expiry() (instant, bool) {
+	return instant{ev: h.expSet, t: h.expires, local: true}, !h.expires.IsZero()
+}
+
 // endHi is when the hold had certainly ended: its release or loss, or
-// its lease's expiry if earlier; never when neither is known.
+// its lease's expiry if earlier (on the holder's clock: the two are one
+// clock's readings); never when neither is known.
 func (h *hold) endHi(r *run) instant {
-	if h.end >= 0 && (h.expires.IsZero() || !h.expires.Before(r.d.Events[h.end].T)) {
+	exp, ok := h.expiry()
+	if h.end >= 0 && (!ok || !h.expires.Before(r.localOf(r.at(h.end)))) {
 		return r.at(h.end)
 	}
-	if !h.expires.IsZero() {
-		return instant{ev: h.expSet, t: h.expires}
+	if ok {
+		return exp
 	}
 	return never
 }
@@ -53,8 +60,8 @@ func (h *hold) endLo(r *run) instant {
 		return h.endHi(r)
 	}
 	until := r.heldUntil(h.file)
-	if !h.expires.IsZero() && h.expires.Before(until.t) {
-		return instant{ev: h.expSet, t: h.expires}
+	if exp, ok := h.expiry(); ok && r.before(exp, until, false) {
+		return exp
 	}
 	return until
 }
@@ -300,15 +307,16 @@ func checkEnded(r *run, c *cluster) Result {
 			continue
 		}
 		lastIdx := r.covered(h.file)
-		last := r.d.Events[lastIdx].T
+		until := r.heldUntil(h.file)
+		exp, ok := h.expiry()
 		switch {
-		case h.expires.IsZero():
+		case !ok:
 			t.unsure(fmt.Sprintf("%s's grant of %s (fence %d) carries no lease, and its trace ends before a release or loss", r.holdName(h), h.lock, h.fence),
 				r.refs([2]int{h.grant, lastIdx}))
-		case h.expires.After(last):
+		case !r.before(exp, until, false):
 			t.unsure(fmt.Sprintf("%s still held %s (fence %d, lease to %s) when its trace ended at %s", r.holdName(h), h.lock, h.fence,
 				h.expires.UTC().Format("15:04:05.000000"), r.when(lastIdx)), r.refs([2]int{h.grant, lastIdx}))
-		case !h.expires.Add(h.lease).After(last):
+		case h.lease > 0 && r.before(instant{ev: h.expSet, t: h.expires.Add(h.lease), local: true}, until, true):
 			t.violation(fmt.Sprintf("%s's lease of %s (fence %d) ran out at %s, yet its trace goes on to %s (more than the lease, %v, later) without a release or a loss",
 				r.holdName(h), h.lock, h.fence, h.expires.UTC().Format("15:04:05.000000"), r.when(lastIdx), h.lease), r.refs([2]int{h.expSet, lastIdx}, h.grant))
 		default:
