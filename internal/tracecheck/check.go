@@ -278,6 +278,10 @@ func (r *run) index() {
 // are a new incarnation's.
 const CrashEvent = "sim.crash"
 
+// PauseEvent is the simulator's pause of a member (SIGSTOP): its timers
+// fire late, when it resumes.
+const PauseEvent = "sim.pause"
+
 // covered is the last event up to which file's trace records its member
 // for certain: its own last, or for the simulator's traces, which all
 // end when the run does, the run's last.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/elect"
 )
 
@@ -82,7 +83,8 @@ type leadership struct {
 	// expired lease (-1: none): the lease ran out between it and the
 	// demotion, reported when the member next ran (after a pause).
 	lastRenew int
-	renew     int // its last lease_renew sent so far
+	renew     int  // its last lease_renew sent so far
+	paused    bool // the simulator paused it since that renewal
 }
 
 func checkLeaderAtOnce(r *run, c *cluster) Result {
@@ -92,7 +94,7 @@ func checkLeaderAtOnce(r *run, c *cluster) Result {
 		e := &r.d.Events[i]
 		if e.Ev == "send" && e.Kind == "lease_renew" {
 			if l := open[e.File]; l != nil {
-				l.renew = i
+				l.renew, l.paused = i, false
 			}
 		}
 		if e.Ev != "local" {
@@ -103,6 +105,10 @@ func checkLeaderAtOnce(r *run, c *cluster) Result {
 			if l := open[e.File]; l != nil {
 				l.end = i
 				delete(open, e.File)
+			}
+		case PauseEvent:
+			if l := open[e.File]; l != nil {
+				l.paused = true
 			}
 		case elect.EventElected:
 			if l := open[e.File]; l != nil {
@@ -115,7 +121,11 @@ func checkLeaderAtOnce(r *run, c *cluster) Result {
 		case elect.EventDemoted:
 			if l := open[e.File]; l != nil {
 				l.end = i
-				if argStr(&e.Event, "reason") == "lease_expired" {
+				// Demoted for an expired lease: when the member ran
+				// again, which is when the lease ran out unless it was
+				// paused (the simulator says so; a daemon's trace cannot).
+				f := r.files[e.File]
+				if argStr(&e.Event, "reason") == "lease_expired" && (l.paused || f == nil || f.Header.Clock != trace.ClockTrue) {
 					l.lastRenew = l.renew
 				}
 				delete(open, e.File)
