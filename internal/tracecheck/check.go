@@ -39,10 +39,11 @@ const (
 
 // Options tune a check.
 type Options struct {
-	// ClockBound is the error bound assumed for every host whose trace
-	// carries none (its clock is not the simulator's true time): how far
-	// its clock may be from true time. Negative: unknown (such hosts'
-	// events are ordered by happened-before alone).
+	// ClockBound is the error bound assumed for every event whose trace
+	// records none (not the simulator's true time, no true offset, no
+	// maximum error of a synchronised clock): how far its host's clock
+	// may be from true time. Negative: unknown (such events are ordered
+	// by happened-before alone).
 	ClockBound time.Duration
 }
 

@@ -3,9 +3,12 @@
 // makes, and shows the smallest set of events that breaks one: `X trace
 // check FILE...` for every daemon.
 //
-// Each daemon has its property set (Properties): mutexd's exclusion,
-// fence order and lease ends; electd's one leader per term and, for the
-// majority election, one leader at any instant. Check reads the files
+// Each daemon has its property set: mutexd's exclusion, fence order and
+// lease ends (mutex.go); electd's one leader per term and, for the
+// majority election, one leader at any instant (elect.go); orderd's one
+// total order, FIFO, no duplicate, no invented message, causal delivery
+// and one sequencer per term (order.go); timed's published error bounds
+// against the truth of simulated clocks (timed.go). Check reads the files
 // into one run (internal/diagram's Build: frames matched, happened-before
 // rebuilt from the traces) and gives one Result per property: holds,
 // violated, or cannot decide, each with why.
@@ -14,9 +17,11 @@
 // happened-before (a chain of messages in the traces, which no clock can
 // contradict), or their real times with both hosts' clock error bounds
 // (a before b for certain when a.T + err(a) + err(b) <= b.T). The bound
-// of a host is 0 for the simulator's ground-truth time (header clock
-// "true"), otherwise the one Options.ClockBound assumes; a host whose
-// bound is unknown orders nothing by time. Two intervals (two holds of
+// of an event is 0 on the simulator's ground-truth time (header clock
+// "true") and on a simulated clock whose true offset the event records;
+// else the clock's maximum error the event records (a synchronised
+// clock); else the one Options.ClockBound assumes; an event whose bound
+// is unknown is ordered by nothing but messages. Two intervals (two holds of
 // one lock, two leaderships) overlap for certain only when each one's
 // start is certainly before the other's end; when the bounds leave room
 // either way the verdict is "cannot decide", never "violated": a checker
