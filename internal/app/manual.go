@@ -46,6 +46,7 @@ func commonExamples(name string) []Example {
 		{name + " keygen", "make the cluster key, " + DefaultKeyFile + ", on the first machine only; copy that file to every other member (scp -p), never run keygen there."},
 		{name + " trace start", "record a protocol trace of the running daemon into its state directory's traces/; " + name + " trace stop ends it."},
 		{name + " trace draw h1.trace h2.trace h3.trace -o run.html", "draw the traces of three hosts as a space-time diagram to explore in a browser."},
+		{name + " trace check h1.trace h2.trace h3.trace --clock-bound 1ms", "decide whether the run those traces record kept the daemon's promises, one verdict per property (exit 4 on a violation, drawn with --draw OUT.html)."},
 		{name + " completion bash", "print the bash completion script (source <(" + name + " completion bash))."},
 	}
 }
@@ -65,6 +66,7 @@ func commonExits() map[string][]Exit {
 			{"0", "the daemon was stopped (SIGTERM, SIGINT) and shut down cleanly"},
 			{"1", "the daemon could not start or had to stop: an address in use, a state directory it cannot write, a state file it cannot trust (the message names the file)"},
 		},
+		"trace check": checkExits(),
 		"status": {
 			{fmt.Sprint(ExitIncomplete), "with --cluster: a member did not answer, or its configuration differs from this member's (the table, or the JSON's rows, say which and why; stderr names them)"},
 		},

@@ -54,7 +54,7 @@ func traceCommand(name string) *cli.Command {
 					Usage: "take the hosts' names from the lab file `PATH` (not there: not used, unless named; \"\": none)"},
 			},
 			Action: drawAction,
-		}, {
+		}, traceCheckCommand(name), {
 			Name:      "start",
 			Usage:     "start recording a trace of the running daemon (vector timestamps go on the wire while it records)",
 			ArgsUsage: "[FILE]",
@@ -164,13 +164,13 @@ type drawFlags struct {
 	labFileSet         bool
 }
 
-// drawArgs splits draw's arguments into files and the flags written after
-// them (`draw FILE... -o OUT`: urfave/cli stops reading flags at the first
-// argument).
-func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
-	fl := drawFlags{out: c.String("output"), format: c.String("format"), vector: c.Bool("vector"),
-		from: c.Duration("from"), until: c.Duration("until"), heartbeats: c.Bool("heartbeats"), fromFirst: c.Bool("from-first-event"),
-		names: c.String("names"), labFile: c.String("lab-file"), labFileSet: c.IsSet("lab-file"), fromKind: c.String("from-kind")}
+// trailingArgs splits a trace command's arguments into files and the
+// flags written after them (`draw FILE... -o OUT`: urfave/cli stops
+// reading flags at the first argument): bools are the command's boolean
+// flags, valued the ones that take a value (without dashes). set is
+// called with each flag found and its value ("" for a boolean).
+func trailingArgs(c *cli.Context, bools, valued []string, set func(name, val string) error) ([]string, error) {
+	cmd := c.Command.Name
 	var paths []string
 	args := c.Args().Slice()
 	for i := 0; i < len(args); i++ {
@@ -178,30 +178,47 @@ func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		switch {
 		case a == "--":
-			return append(paths, args[i+1:]...), fl, nil
+			return append(paths, args[i+1:]...), nil
 		case !strings.HasPrefix(a, "-") || a == "-":
 			paths = append(paths, a)
 			continue
-		case name == "vector" && !hasVal:
-			fl.vector = true
+		case slices.Contains(bools, name) && !hasVal:
+			if err := set(name, ""); err != nil {
+				return nil, err
+			}
 			continue
-		case name == "heartbeats" && !hasVal:
-			fl.heartbeats = true
-			continue
-		case name == "from-first-event" && !hasVal:
-			fl.fromFirst = true
-			continue
-		case !slices.Contains([]string{"o", "output", "format", "from", "until", "names", "lab-file", "from-kind"}, name):
-			return nil, fl, Usagef("trace draw: unknown flag %s", a)
+		case !slices.Contains(valued, name):
+			return nil, Usagef("trace %s: unknown flag %s", cmd, a)
 		}
 		if !hasVal {
 			if i+1 == len(args) {
-				return nil, fl, Usagef("trace draw: %s needs a value", a)
+				return nil, Usagef("trace %s: %s needs a value", cmd, a)
 			}
 			i++
 			val = args[i]
 		}
+		if err := set(name, val); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// drawArgs reads draw's files and flags.
+func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
+	fl := drawFlags{out: c.String("output"), format: c.String("format"), vector: c.Bool("vector"),
+		from: c.Duration("from"), until: c.Duration("until"), heartbeats: c.Bool("heartbeats"), fromFirst: c.Bool("from-first-event"),
+		names: c.String("names"), labFile: c.String("lab-file"), labFileSet: c.IsSet("lab-file"), fromKind: c.String("from-kind")}
+	bools := []string{"vector", "heartbeats", "from-first-event"}
+	valued := []string{"o", "output", "format", "from", "until", "names", "lab-file", "from-kind"}
+	paths, err := trailingArgs(c, bools, valued, func(name, val string) error {
 		switch name {
+		case "vector":
+			fl.vector = true
+		case "heartbeats":
+			fl.heartbeats = true
+		case "from-first-event":
+			fl.fromFirst = true
 		case "format":
 			fl.format = val
 		case "names":
@@ -213,7 +230,7 @@ func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 		case "from", "until":
 			d, err := time.ParseDuration(val)
 			if err != nil {
-				return nil, fl, Usagef("trace draw: --%s %q: %v", name, val, err)
+				return Usagef("trace draw: --%s %q: %v", name, val, err)
 			}
 			if name == "from" {
 				fl.from = d
@@ -223,8 +240,9 @@ func drawArgs(c *cli.Context) ([]string, drawFlags, error) {
 		default:
 			fl.out = val
 		}
-	}
-	return paths, fl, nil
+		return nil
+	})
+	return paths, fl, err
 }
 
 func drawAction(c *cli.Context) error {

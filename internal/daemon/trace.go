@@ -133,6 +133,7 @@ func (d *Daemon) startTrace(path string, maxBytes int64, replace bool) (TraceSta
 		os.Remove(path)
 		return TraceStatus{}, ctl.BadRequest(err.Error())
 	}
+	lg.SetClock(d.clockSample)
 	t := &tracing{log: lg, file: f, path: path, maxBytes: maxBytes, since: now, stop: make(chan struct{})}
 	t.done.Add(1)
 	go func() {
@@ -152,6 +153,21 @@ func (d *Daemon) startTrace(path string, maxBytes int64, replace bool) (TraceSta
 	d.node.SetRecorder(lg, d.cfg.Clock.Now)
 	d.log.Info("tracing started", "file", path, "max_bytes", maxBytes)
 	return t.status(), nil
+}
+
+// clockSample is what every event of a trace says of the daemon's clock:
+// its error bound while synchronised, and a simulated clock's exact error
+// (`X trace check` orders the events of different hosts with them).
+func (d *Daemon) clockSample() trace.ClockSample {
+	var s trace.ClockSample
+	if st, err := d.cfg.Clock.State(); err == nil && st.Synchronized {
+		s.MaxError = st.MaxError
+	}
+	if t, ok := d.cfg.Clock.(trueOffsetter); ok {
+		off := t.TrueOffset()
+		s.TrueOffset = &off
+	}
+	return s
 }
 
 // stopTrace ends the running trace, holding d.mu: the node stops

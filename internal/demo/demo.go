@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +66,9 @@ type summary struct {
 	Plot                        string
 	// Diagrams are the acts' diagrams written (SVG and HTML of each).
 	Diagrams []string
+	// Verdicts are `X trace check`'s verdicts on each traced act's
+	// traces, by act: "property: verdict" (a violation fails the act).
+	Verdicts map[string][]string
 	// Lab is the prefix of the network namespaces the demo built (netns
 	// mode), so that a caller can check they are gone.
 	Lab string
@@ -719,6 +723,51 @@ func (l *lab) traced(ctx context.Context, sum *summary, act, daemon string, on [
 	}
 	sum.Diagrams = append(sum.Diagrams, drawn...)
 	l.printf("diagram of %s:\n   %s (and .html)\n", what, drawn[0])
+	return l.checkAct(ctx, sum, act, daemon, files)
+}
+
+// checkAct runs `X trace check` on an act's traces and prints its
+// verdicts; a violated promise fails the act. The demo's hosts share one
+// machine's clock (loopback addresses or network namespaces), so two
+// hosts' readings are never apart: --clock-bound 0, except for timed,
+// whose simulated clocks are apart on purpose.
+func (l *lab) checkAct(ctx context.Context, sum *summary, act, daemon string, files []string) error {
+	args := append([]string{"trace", "check", "--json"}, files...)
+	if daemon != "timed" {
+		args = append(args, "--clock-bound", "0")
+	}
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, filepath.Join(l.o.bin, daemon), args...)
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	var rep struct {
+		Results []struct{ Property, Verdict, Why string }
+		Notes   []string
+	}
+	if jerr := json.Unmarshal(b, &rep); jerr != nil {
+		return fmt.Errorf("%s trace check of %s: %v: %s", daemon, act, err, strings.TrimSpace(stderr.String()))
+	}
+	var parts []string
+	for _, r := range rep.Results {
+		parts = append(parts, r.Property+": "+r.Verdict)
+		if r.Verdict == "violated" {
+			return fmt.Errorf("%s trace check of %s: %s violated: %s", daemon, act, r.Property, r.Why)
+		}
+	}
+	if sum.Verdicts == nil {
+		sum.Verdicts = map[string][]string{}
+	}
+	sum.Verdicts[act] = parts
+	if len(parts) == 0 {
+		l.printf("checked %s's traces: %s\n", act, strings.Join(rep.Notes, "; "))
+		return nil
+	}
+	l.printf("checked %s's traces: %s\n", act, strings.Join(parts, ", "))
+	for _, r := range rep.Results {
+		if r.Verdict != "holds" {
+			l.printf("  %s: %s\n", r.Property, r.Why)
+		}
+	}
 	return nil
 }
 

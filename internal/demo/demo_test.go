@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +143,13 @@ func runShort(t *testing.T, netns bool) summary {
 		}
 		if !strings.Contains(out.String(), filepath.Join(diagrams, act+".svg")) {
 			t.Errorf("the output does not say where %s.svg is", act)
+		}
+	}
+	// Each act's traces checked: the lock's and the election's promises
+	// kept (a violation fails the demo).
+	for act, want := range map[string]string{"lock-handoff": "exclusive: holds", "bully-failover": "one-leader-per-term: holds"} {
+		if !slices.Contains(sum.Verdicts[act], want) || !strings.Contains(out.String(), "checked "+act+"'s traces: ") {
+			t.Errorf("%s: verdicts %q, want %q printed", act, sum.Verdicts[act], want)
 		}
 	}
 	for _, want := range []string{"summary", "mutexd", "electd", "timed"} {

@@ -35,6 +35,9 @@ type Event struct {
 	trace.Event
 	Proc  int // index in Diagram.Procs (its row)
 	Group int // index in Diagram.Groups: the point it is drawn at
+	// File is the name of the trace file it was read from (its Line is
+	// its line there).
+	File string
 	// Send is the index of the send a recv or drop matches (-1: none in
 	// the traces); Recvs the receives (and drops) of a send.
 	Send  int
@@ -117,6 +120,11 @@ type Diagram struct {
 	// file). Without one, a line is labelled with its trace's host when
 	// that tells the members of its cluster apart, else "member N".
 	HostNames map[uint32]string
+	// Highlight marks events (by index in Events) the HTML page draws in
+	// red: a checker's offending pair (internal/tracecheck); Note is what
+	// its info line says before the reader hovers anything.
+	Highlight map[int]bool
+	Note      string
 }
 
 // heartbeatKinds are the message kinds of class heartbeat in the wire
@@ -191,7 +199,7 @@ func Build(files []*trace.File) (*Diagram, error) {
 			if e.Ev == trace.EvTruncated {
 				continue
 			}
-			d.Events = append(d.Events, Event{Event: e, Proc: p, Send: -1})
+			d.Events = append(d.Events, Event{Event: e, Proc: p, File: f.Name, Send: -1})
 			for id := range e.VC {
 				members[id] = true
 			}

@@ -30,6 +30,7 @@ type page struct {
 	Groups     []pageGroup `json:"groups"`
 	Events     []pageEvent `json:"events"`
 	Msgs       []pageMsg   `json:"msgs"`
+	Note       string      `json:"note,omitempty"`
 }
 
 type pageKind struct {
@@ -69,6 +70,7 @@ type pageEvent struct {
 	Lamport string  `json:"lamport"`
 	Vector  string  `json:"vector"`
 	Desc    string  `json:"desc"`
+	Hl      bool    `json:"hl,omitempty"` // highlighted (Diagram.Highlight)
 }
 
 type pageMsg struct {
@@ -95,7 +97,7 @@ func (d *Diagram) WriteHTML(w io.Writer) error { return d.WriteHTMLOptions(w, Op
 // labels, the heartbeats shown (the page's switches change both).
 func (d *Diagram) WriteHTMLOptions(w io.Writer, opt Options) error {
 	pg := page{Title: d.Title(), Members: memberList(d.Members), Start: d.Start.UTC().Format("2006-01-02 15:04:05.000000 MST"),
-		Cols: d.Cols, Geo: [4]int{marginLeft, marginTop, colWidth, rowHeight}, Heartbeats: opt.Heartbeats, Vector: opt.Vector}
+		Cols: d.Cols, Geo: [4]int{marginLeft, marginTop, colWidth, rowHeight}, Heartbeats: opt.Heartbeats, Vector: opt.Vector, Note: d.Note}
 	for _, k := range d.arrowKinds {
 		pg.Kinds = append(pg.Kinds, pageKind{k.name, d.kindColor(k.name), IsHeartbeat(k.kind)})
 	}
@@ -111,7 +113,7 @@ func (d *Diagram) WriteHTMLOptions(w io.Writer, opt Options) error {
 			t = float64(e.T.Sub(d.Start).Nanoseconds()) / 1e6
 		}
 		pg.Events = append(pg.Events, pageEvent{Group: e.Group, Ev: e.Ev, Kind: e.Kind, Op: opOf(&d.Events[i].Event), Name: e.Name, Reason: e.Reason, To: e.To, T: t,
-			Lamport: d.Label(i, false), Vector: d.Label(i, true), Desc: d.describe(i)})
+			Lamport: d.Label(i, false), Vector: d.Label(i, true), Desc: d.describe(i), Hl: d.Highlight[i]})
 	}
 	for _, m := range d.Messages {
 		pg.Msgs = append(pg.Msgs, pageMsg{m.Send, m.Recv, m.Kind, m.Op, m.Frame, m.Dropped})

@@ -151,6 +151,25 @@ func TestHTMLInChromium(t *testing.T) {
 	if strings.Contains(s, `data-id="1"`) || strings.Contains(s, `data-kind="`+hiddenKind+`"`) {
 		t.Errorf("process 1 or kind %s still drawn when filtered out", hiddenKind)
 	}
+
+	// A checker's counterexample (internal/tracecheck): the highlighted
+	// events' points marked, its verdict in the info line.
+	d.Highlight = map[int]bool{d.Groups[1].Events[0]: true, d.Groups[len(d.Groups)-1].Events[0]: true}
+	d.Note = "exclusive: VIOLATED <two holders>"
+	b.Reset()
+	if err := d.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = dom("")
+	if n := strings.Count(s, `<g class="ev offending"`); n != 2 {
+		t.Errorf("%d points marked offending, want 2", n)
+	}
+	if !strings.Contains(s, `<div id="info">exclusive: VIOLATED &lt;two holders&gt;</div>`) {
+		t.Errorf("the info line does not show the note")
+	}
 }
 
 // checkAxisLegend: the page drew a time axis with ticks and a legend

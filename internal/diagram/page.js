@@ -17,6 +17,7 @@ window.addEventListener("error", function (e) {
   // dk is the name an arrow's kind goes by: its kind, and the operation
   // its frames carry if they do ("ring_probe want"); D.kinds are these.
   function dk(x) { return x.op ? x.kind + " " + x.op : x.kind; }
+  if (D.note) info.textContent = D.note; // a checker's verdict, its offending events in red
 
   function el(name, attrs, parent) {
     var e = document.createElementNS(NS, name);
@@ -186,6 +187,7 @@ window.addEventListener("error", function (e) {
       }
       var lab = state.label === "vector" ? e.vector : e.lamport;
       if (lab) place(text(lab, { "class": "label" }, grp), xx, yy, TIME_SPOTS);
+      if (g.ev.some(function (i) { return D.events[i].hl; })) grp.classList.add("offending");
       if (related !== null) {
         if (gi === related) grp.classList.add("selected");
         else if (before(gi, related)) grp.classList.add("past");

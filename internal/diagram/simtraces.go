@@ -39,17 +39,24 @@ func RecordSim(t testing.TB, s *sim.Sim, daemon string) *SimTraces {
 	return r
 }
 
+// Files closes s's traces and reads them back, one per member (named
+// n<ID>.trace), as `X trace check` and `X trace draw` would.
+func (r *SimTraces) Files(t testing.TB, s *sim.Sim) []*trace.File {
+	t.Helper()
+	files, err := SimFiles(s, r.bufs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 // Draw closes s's traces and lays them out (Build): a run
 // that cannot be drawn, or is drawn with another number of lines than
 // members, fails the test. With dir set, each member's trace is written
 // to dir/name-n<ID>.trace and the drawing to dir/name.svg and name.html.
 func (r *SimTraces) Draw(t testing.TB, s *sim.Sim, dir, name string) *Diagram {
 	t.Helper()
-	files, err := SimFiles(s, r.bufs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := Build(files)
+	d, err := Build(r.Files(t, s))
 	if err != nil {
 		t.Fatalf("drawing the run: %v", err)
 	}

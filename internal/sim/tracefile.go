@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/internal/trace"
@@ -34,13 +35,19 @@ type nodeTrace struct {
 	// send (0 otherwise): a send with the same stamp is the same logical
 	// send's next frame.
 	lastSend uint64
+	// truth is the node's clock's exact error now, recorded with every
+	// event when it is not 0 (the event's time is true time; its clock
+	// reads it plus this): what lets a checker read the node's lease
+	// expiries, taken on its own clock (internal/tracecheck).
+	truth func() time.Duration
 }
 
 // RecordTraces makes every node write its trace from now on: open(id)
 // gives the destination of node id's (the caller closes it after
 // CloseTraces), daemon names the daemon in the headers, maxBytes bounds
 // each file (0: trace.DefaultMaxBytes). Times are the simulator's true
-// time (clock "true"); hosts are named n1, n2... Cluster-wide simulator
+// time (clock "true"), with the node's clock's exact error when it has
+// one (true_offset_ns); hosts are named n1, n2... Cluster-wide simulator
 // events (partition, heal) belong to no node and are not recorded; a
 // node's own (crash, restart, pause, resume) are local events.
 func (s *Sim) RecordTraces(daemon string, open func(id uint32) (io.Writer, error), maxBytes int64) error {
@@ -58,7 +65,8 @@ func (s *Sim) RecordTraces(daemon string, open func(id uint32) (io.Writer, error
 		if err != nil {
 			return fmt.Errorf("sim: trace of node %d: %w", id, err)
 		}
-		tf.nodes[id] = &nodeTrace{w: w}
+		clk := s.Clock(id)
+		tf.nodes[id] = &nodeTrace{w: w, truth: clk.TrueOffset}
 	}
 	s.traces = tf
 	return nil
@@ -91,6 +99,10 @@ func (s *Sim) TraceVector(id uint32) clock.Vector {
 }
 
 func (tf *traceFiles) write(nt *nodeTrace, e *trace.Event) {
+	if off := nt.truth(); off != 0 {
+		ns := int64(off)
+		e.TrueOffset = &ns
+	}
 	if err := nt.w.Write(e); err != nil && tf.err == nil {
 		tf.err = err
 	}

@@ -1,7 +1,10 @@
 // Package trace is synclab's protocol trace, format version 1: one JSON
 // Lines file per host (per daemon process, or per simulated node), a header
 // line then one line per event (send, recv, local, drop), each with the
-// host's real time, its Lamport time and its vector timestamp. Daemons and
+// host's real time, its Lamport time and its vector timestamp, and in a
+// daemon's trace its clock's error bound while synchronised
+// (max_error_ns) and a simulated clock's exact error (true_offset_ns),
+// which `X trace check` (internal/tracecheck) orders events with. Daemons and
 // the simulator write it; the diagram command (internal/diagram, `X trace
 // draw`) reads any number of them and draws the run as the course notes
 // draw one: a line per process, an arrow per message.

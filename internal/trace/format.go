@@ -49,7 +49,15 @@ type Event struct {
 	T       time.Time `json:"t"`
 	Lamport uint64    `json:"lamport,omitempty"`
 	VC      VC        `json:"vc,omitempty"`
-	Ev      string    `json:"ev"`
+	// MaxError is the host clock's maximum error (its error bound, as
+	// the kernel or a simulated clock keeps it) when the event was
+	// recorded, in nanoseconds, while the clock was synchronised (0: no
+	// bound claimed). TrueOffset is a simulated clock's exact error
+	// (reading minus true time, ns; nil: unknown): the ground truth a run
+	// with --clock sim carries. Both are written by daemons (Log.SetClock).
+	MaxError   int64  `json:"max_error_ns,omitempty"`
+	TrueOffset *int64 `json:"true_offset_ns,omitempty"`
+	Ev         string `json:"ev"`
 
 	Kind   string         `json:"kind,omitempty"`
 	Frame  string         `json:"frame,omitempty"`
@@ -68,6 +76,10 @@ type Event struct {
 
 	Reason  string `json:"reason,omitempty"`
 	Dropped uint64 `json:"dropped,omitempty"`
+
+	// Line is the event's line number in the file it was read from (the
+	// header is line 1; 0: not read from a file). It is not written.
+	Line int `json:"-"`
 }
 
 // FrameID is the `frame` of a frame sent by sender with sequence number

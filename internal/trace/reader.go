@@ -88,6 +88,7 @@ func Read(r io.Reader, name string) (*File, error) {
 			}
 			return nil, fmt.Errorf("trace: %s: line %d: %w", name, lineNo, err)
 		}
+		e.Line = lineNo
 		if e.Ev == EvTruncated {
 			f.Dropped = e.Dropped
 			continue

@@ -60,6 +60,41 @@ type Log struct {
 	self   uint32
 	ev     Event // reused: a line is built from it, then it is cleared
 	closed bool  // Close was called: later events (frames encoded before the stop, finalized after it) are ignored
+	clock  func() ClockSample
+}
+
+// ClockSample is what a Log records of its host's clock with every event
+// (Event.MaxError, Event.TrueOffset), so that a checker can order events
+// of different hosts by their times (internal/tracecheck).
+type ClockSample struct {
+	// MaxError is the clock's maximum error while it is synchronised;
+	// 0: it claims no bound.
+	MaxError time.Duration
+	// TrueOffset is a simulated clock's exact error (reading minus true
+	// time); nil: unknown (a real clock).
+	TrueOffset *time.Duration
+}
+
+// SetClock has every later event carry f's sample, taken as the event is
+// recorded (f must be safe for concurrent use; nil: none). Call it before
+// the Log records anything.
+func (l *Log) SetClock(f func() ClockSample) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clock = f
+}
+
+// stamp sets e's clock sample.
+func (l *Log) stamp(e *Event) {
+	if l.clock == nil {
+		return
+	}
+	s := l.clock()
+	e.MaxError = int64(max(s.MaxError, 0))
+	if s.TrueOffset != nil {
+		off := int64(*s.TrueOffset)
+		e.TrueOffset = &off
+	}
 }
 
 // NewLog starts a trace on w with header h (h.ID is the recording member),
@@ -98,6 +133,7 @@ func (l *Log) Send(f *wire.Frame, vc clock.Vector, at time.Time) {
 	e := &l.ev
 	*e = Event{T: at, Lamport: f.Lamport, VC: l.vcOf(vc), Ev: EvSend, Fields: fields}
 	l.frame(e, f)
+	l.stamp(e)
 	l.w.Write(e)
 }
 
@@ -114,6 +150,7 @@ func (l *Log) Recv(f *wire.Frame, lamport uint64, vc clock.Vector, at time.Time)
 	*e = Event{T: at, Lamport: lamport, VC: l.vcOf(vc), Ev: EvRecv, Fields: fields}
 	l.frame(e, f)
 	e.To = l.self
+	l.stamp(e)
 	l.w.Write(e)
 }
 
@@ -126,6 +163,7 @@ func (l *Log) Local(ce core.Event, lamport uint64, vc clock.Vector, at time.Time
 		return
 	}
 	l.ev = Event{T: at, Lamport: lamport, VC: l.vcOf(vc), Ev: EvLocal, Name: ce.Name, Msg: ce.Msg, Args: args}
+	l.stamp(&l.ev)
 	l.w.Write(&l.ev)
 }
 
@@ -142,6 +180,7 @@ func (l *Log) Drop(f *wire.Frame, reason string, lamport uint64, at time.Time) {
 		l.frame(e, f)
 		e.To = 0
 	}
+	l.stamp(e)
 	l.w.Write(e)
 }
 
@@ -176,6 +215,7 @@ func (l *Log) Datagram(ev string, peer netip.AddrPort, data []byte, lamport uint
 		return
 	}
 	l.ev = e
+	l.stamp(&l.ev)
 	l.w.Write(&l.ev)
 }
 

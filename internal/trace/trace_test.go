@@ -81,6 +81,40 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestClockSample: with SetClock every event carries the clock's bound
+// and true offset, read back as written; a clock claiming no bound and a
+// real one write neither; the line numbers are the file's.
+func TestClockSample(t *testing.T) {
+	var buf bytes.Buffer
+	l, err := NewLog(&buf, header(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := -3 * time.Millisecond
+	samples := []ClockSample{{MaxError: 1500 * time.Microsecond, TrueOffset: &off}, {}}
+	n := 0
+	l.SetClock(func() ClockSample { n++; return samples[n-1] })
+	l.Local(core.Event{Name: "a"}, 1, clock.Vector{}, t0)
+	l.Local(core.Event{Name: "b"}, 2, clock.Vector{}, t0)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"max_error_ns":1500000,"true_offset_ns":-3000000,"ev":"local"`; !strings.Contains(buf.String(), want) {
+		t.Errorf("trace lacks %s:\n%s", want, buf.String())
+	}
+	f, err := Read(&buf, "h2.trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := f.Events[0], f.Events[1]
+	if a.MaxError != 1500000 || a.TrueOffset == nil || *a.TrueOffset != -3000000 || b.MaxError != 0 || b.TrueOffset != nil {
+		t.Errorf("read back %+v %+v", a, b)
+	}
+	if a.Line != 2 || b.Line != 3 {
+		t.Errorf("lines %d, %d, want 2, 3", a.Line, b.Line)
+	}
+}
+
 // TestBound fills a small file: it never exceeds its bound, ends with the
 // truncated line, and its count (fixed in place at Close on a file) is
 // every event that did not fit.

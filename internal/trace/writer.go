@@ -162,6 +162,14 @@ func AppendEvent(b []byte, e *Event) []byte {
 		b = append(b, `,"vc":`...)
 		b = append(b, vc...)
 	}
+	if e.MaxError != 0 {
+		b = append(b, `,"max_error_ns":`...)
+		b = strconv.AppendInt(b, e.MaxError, 10)
+	}
+	if e.TrueOffset != nil {
+		b = append(b, `,"true_offset_ns":`...)
+		b = strconv.AppendInt(b, *e.TrueOffset, 10)
+	}
 	b = append(b, `,"ev":`...)
 	b = appendJSONString(b, e.Ev)
 	str := func(key, v string) {

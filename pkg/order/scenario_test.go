@@ -16,6 +16,7 @@ import (
 	"github.com/synclab/synclab/internal/testkit/docdiagram"
 	"github.com/synclab/synclab/internal/testkit/scenario"
 	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/internal/tracecheck"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/order/rsm"
 )
@@ -137,10 +138,18 @@ func TestScenarios(t *testing.T) {
 		if filepath.Base(t.Name()) == "causal" {
 			docsDiagram(t, s, bufs)
 		}
-		if *diagramOut != "" && s != nil {
-			if err := s.CloseTraces(); err != nil {
+		if s != nil {
+			// Every run's traces are checked as `orderd trace check`
+			// checks them: a violated promise fails the scenario.
+			files, err := diagram.SimFiles(s, bufs)
+			if err != nil {
 				t.Fatal(err)
 			}
+			if err := tracecheck.CheckRun(files); err != nil {
+				t.Errorf("trace check: %v", err)
+			}
+		}
+		if *diagramOut != "" && s != nil {
 			dir := filepath.Join(*diagramOut, filepath.Base(t.Name()))
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)

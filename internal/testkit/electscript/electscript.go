@@ -42,6 +42,7 @@ import (
 	"github.com/synclab/synclab/internal/diagram"
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/internal/testkit/scenario"
+	"github.com/synclab/synclab/internal/tracecheck"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
@@ -85,6 +86,7 @@ func Run(t *testing.T, script string, setup Setup) string {
 	var out bytes.Buffer
 	var s *sim.Sim
 	var traces *diagram.SimTraces
+	var expect []string // properties the run is made to violate (expect-violation)
 	seen := 0
 	lines, cmds := scenario.Commands(script)
 	for i, line := range lines {
@@ -137,6 +139,10 @@ func Run(t *testing.T, script string, setup Setup) string {
 			s.Partition(a.IDs(1), a.IDs(2))
 		case "heal":
 			s.Heal()
+		case "expect-violation":
+			// The run is made to violate these properties: `electd
+			// trace check` must find them, and no other.
+			expect = append(expect, f[1:]...)
 		case "resign":
 			id := a.ID(1)
 			if err := s.Do(id, func(c core.Core) {
@@ -194,6 +200,10 @@ func Run(t *testing.T, script string, setup Setup) string {
 	}
 	if s != nil {
 		traces.Draw(t, s, *Out, strings.ReplaceAll(t.Name(), "/", "-"))
+		// Every run is checked as `electd trace check` would check it.
+		if err := tracecheck.CheckRun(traces.Files(t, s), expect...); err != nil {
+			t.Errorf("trace check: %v", err)
+		}
 	}
 	return out.String()
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/internal/testkit/docdiagram"
 	"github.com/synclab/synclab/internal/testkit/scenario"
+	"github.com/synclab/synclab/internal/tracecheck"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -136,6 +137,10 @@ type Script struct {
 	seen  int
 	reqs  map[string]mutex.RequestID // "ID/LOCK" -> its latest request
 	drawn int
+	// expect are the properties the current cluster's run is made to
+	// violate (`expect-violation P`): `trace check` must find those, and
+	// no other.
+	expect []string
 }
 
 // Core is member id's core on the simulator.
@@ -209,6 +214,8 @@ func (r *Script) command(a scenario.Args) {
 	case "renew":
 		id, req := a.ID(1), r.request(a)
 		r.do(id, "renew", func(c mutex.Algorithm, now time.Time) error { return c.Renew(now, req, 0) })
+	case "expect-violation":
+		r.expect = append(r.expect, f[1:]...)
 	case "crash":
 		r.N.Crash(a.ID(1))
 	case "restart":
@@ -356,4 +363,11 @@ func (r *Script) draw() {
 		}
 		docdiagram.Check(r.T, doc, svg)
 	}
+	if sn, ok := r.N.(*simNet); ok {
+		// Every run is checked as `mutexd trace check` would check it.
+		if err := tracecheck.CheckRun(sn.traces.Files(r.T, sn.Sim), r.expect...); err != nil {
+			r.T.Errorf("cluster %d: trace check: %v", r.drawn, err)
+		}
+	}
+	r.expect = nil
 }

@@ -24,8 +24,8 @@ import (
 // was received by every member it was for (but the killed one), every
 // receive comes after its send in the vector clocks (and in Lamport
 // time), and every host's events are ordered by its own vector entry.
-// `electd trace draw` then draws one line per host and an arrow for every
-// frame.
+// `electd trace check` finds one leader per term, and `electd trace draw`
+// draws one line per host and an arrow for every frame.
 func TestLabTraceBullyFailover(t *testing.T) {
 	labnet.Require(t)
 	const n = 4
@@ -62,6 +62,11 @@ func TestLabTraceBullyFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTraces(t, files, n)
+	// The run's promises, as `electd trace check` decides them: the
+	// namespace hosts share the machine's clock (--clock-bound 0).
+	if out, code := e2e.TraceCheck(t, "electd", paths, "--clock-bound", "0"); code != 0 || !strings.Contains(out, "one-leader-per-term: HOLDS") {
+		t.Errorf("electd trace check: exit %d\n%s", code, out)
+	}
 
 	svg := filepath.Join(l.dir, "failover.svg")
 	out, err := exec.Command(filepath.Join(e2e.BinDir(), "electd"), append(append([]string{"trace", "draw"}, paths...), "-o", svg)...).CombinedOutput()

@@ -30,6 +30,25 @@ type labMutexd struct {
 	key   string // --key-file of every member; "" runs them --insecure
 	procs map[int]*labnet.Proc
 	extra []string // more flags for every member
+	trace bool     // every member records a trace (--trace) from its start
+}
+
+func (l *labMutexd) tracePath(i int) string { return filepath.Join(l.dir, fmt.Sprintf("h%d.trace", i)) }
+
+// checkTraces stops every member's trace (`mutexd trace stop`) and checks
+// the run with `mutexd trace check`: the namespace hosts share the
+// machine's clock (--clock-bound 0). It returns the checker's output.
+func (l *labMutexd) checkTraces() string {
+	l.t.Helper()
+	var paths []string
+	for i := 1; i <= l.members(); i++ {
+		if out, err := exec.Command(filepath.Join(e2e.BinDir(), "mutexd"), "trace", "stop", "--control", l.control(i)).CombinedOutput(); err != nil {
+			l.t.Fatalf("h%d: mutexd trace stop: %v\n%s", i, err, out)
+		}
+		paths = append(paths, l.tracePath(i))
+	}
+	out, _ := e2e.TraceCheck(l.t, "mutexd", paths, "--clock-bound", "0")
+	return out
 }
 
 // members is how many of the lab's hosts are members.
@@ -56,6 +75,9 @@ func (l *labMutexd) start(i int) {
 		"--lease", "1s",
 	}
 	argv = append(append(argv, e2e.AuthArgs(l.key)...), l.extra...)
+	if l.trace {
+		argv = append(argv, "--trace", l.tracePath(i))
+	}
 	l.procs[i] = l.lab.Host(i).Start(l.t, "mutexd", argv, nil)
 }
 

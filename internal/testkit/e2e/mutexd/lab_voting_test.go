@@ -19,14 +19,16 @@ import (
 // TestLabMutexdShared: `mutexd lock --shared` on the majority quorum with
 // real binaries: readers on three hosts hold the lock together, a writer
 // asking meanwhile runs alone after them, and a reader asking after the
-// writer waits for it (no writer starvation).
+// writer waits for it (no writer starvation). Every member traces the run,
+// and `mutexd trace check` finds the shared holds beside each other and
+// the writer alone, the fences in grant order.
 func TestLabMutexdShared(t *testing.T) {
 	labnet.Require(t)
 	lab := labnet.New(t, 5)
 	// A 3 s lease (the last --lease wins): renewals of 1 s leases miss
 	// their time on a host loaded far beyond its cores.
 	l := &labMutexd{t: t, lab: lab, dir: e2e.ShortDir(t), procs: map[int]*labnet.Proc{},
-		extra: []string{"--algorithm", "majority", "--heartbeat", "200ms", "--lease", "3s"}}
+		extra: []string{"--algorithm", "majority", "--heartbeat", "200ms", "--lease", "3s"}, trace: true}
 	l.key = e2e.KeyFile(t, l.dir)
 	for i := 1; i <= 5; i++ {
 		l.start(i)
@@ -98,6 +100,13 @@ func TestLabMutexdShared(t *testing.T) {
 	}
 	if by["r5"].start.Before(by["w4"].end) {
 		t.Errorf("r5, asking after the writer, ran before it: the writer could starve")
+	}
+	out := l.checkTraces()
+	t.Logf("mutexd trace check:\n%s", out)
+	for _, want := range []string{"exclusive: HOLDS", "fences: HOLDS", "5 holds of 1 lock"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("mutexd trace check: no %q in\n%s", want, out)
+		}
 	}
 }
 

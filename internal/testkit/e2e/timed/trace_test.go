@@ -88,6 +88,28 @@ func TestTimedNTPTraced(t *testing.T) {
 		}
 		t.Logf("%s: %d lines (%s, %s), arrows %v", tc.name, len(d.Procs), d.Procs[0].Host, d.Procs[1].Host, paired)
 	}
+	// Every event carries its clock's truth (simulated clocks), and the
+	// client's once it is synchronised its published bound: `timed trace
+	// check` compares the two clocks' offsets with their bounds.
+	var truths, bounds int
+	for _, f := range both {
+		for _, e := range f.Events {
+			if e.TrueOffset != nil {
+				truths++
+			}
+			if e.MaxError > 0 {
+				bounds++
+			}
+		}
+	}
+	if truths == 0 || bounds == 0 {
+		t.Errorf("of the traces' events, %d carry the true offset and %d an error bound: want both", truths, bounds)
+	}
+	if out, _ := e2e.TraceCheck(t, "timed", []string{clientTrace, serverTrace}); !strings.Contains(out, "offset-within-bound: ") {
+		t.Errorf("timed trace check gave no verdict on the bounds:\n%s", out)
+	} else {
+		t.Logf("timed trace check:\n%s", out)
+	}
 	svg := filepath.Join(c.Dir, "ntp.svg")
 	if out, err := exec.Command(filepath.Join(e2e.BinDir(), "timed"), "trace", "draw", clientTrace, "-o", svg).CombinedOutput(); err != nil {
 		t.Fatalf("timed trace draw: %v\n%s", err, out)
