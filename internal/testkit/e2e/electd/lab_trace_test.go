@@ -69,7 +69,8 @@ func TestLabTraceBullyFailover(t *testing.T) {
 	}
 
 	svg := filepath.Join(l.dir, "failover.svg")
-	out, err := exec.Command(filepath.Join(e2e.BinDir(), "electd"), append(append([]string{"trace", "draw"}, paths...), "-o", svg)...).CombinedOutput()
+	// Every frame drawn: the heartbeats too (folded away by default).
+	out, err := exec.Command(filepath.Join(e2e.BinDir(), "electd"), append(append([]string{"trace", "draw", "--heartbeats"}, paths...), "-o", svg)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("electd trace draw: %v\n%s", err, out)
 	}
