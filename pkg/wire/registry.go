@@ -205,6 +205,14 @@ var registry = []KindInfo{
 	{Kind: KindConfig, Name: "config", New: newPayload[ConfigAnnounce], Class: ClassHeartbeat},
 	{Kind: KindStatusQuery, Name: "status_query", New: newPayload[StatusQuery]},
 	{Kind: KindStatusReport, Name: "status_report", New: newPayload[StatusReport]},
+
+	// 130-159 mutex: the next algorithms (150-155 the distributed bakery).
+	{Kind: KindBakeryDoorway, Name: "bakery_doorway", New: newPayload[PermRequest]},
+	{Kind: KindBakeryNumber, Name: "bakery_number", New: newPayload[PermReply]},
+	{Kind: KindBakeryChoosing, Name: "bakery_choosing", New: newPayload[PermRequest]},
+	{Kind: KindBakeryChosen, Name: "bakery_chosen", New: newPayload[PermReply]},
+	{Kind: KindBakeryTicket, Name: "bakery_ticket", New: newPayload[PermRequest]},
+	{Kind: KindBakeryTicketReply, Name: "bakery_ticket_reply", New: newPayload[PermReply]},
 }
 
 // byKind indexes registry by number; nil where no kind is registered.

@@ -19,6 +19,7 @@ var All = mutex.Registry{
 	central.Factory,
 	permission.RicartAgrawalaFactory,
 	permission.LamportFactory,
+	permission.BakeryFactory,
 	maekawa.Factory,
 	maekawa.MajorityFactory,
 }

@@ -44,6 +44,19 @@ func newForgedSim(t *testing.T, f mutex.Factory, n uint32) *forgedSim {
 	return fs
 }
 
+// requestKind is the kind of algorithm f's request, which a forger sends
+// (the bakery's: the read of a member's num against a ticket, which is
+// Ricart-Agrawala's request).
+func requestKind(f mutex.Factory) wire.Kind {
+	switch f.Name {
+	case permission.Lamport.String():
+		return wire.KindLamportRequest
+	case permission.Bakery.String():
+		return wire.KindBakeryTicket
+	}
+	return wire.KindRARequest
+}
+
 // lock acquires lock name at member id and releases it once granted; it
 // reports whether that happened within d.
 func (fs *forgedSim) lock(id uint32, name string, d time.Duration) bool {
@@ -79,10 +92,7 @@ func TestForgedIncarnationUndone(t *testing.T) {
 				t.Fatal("x not granted at member 2 before the attack")
 			}
 			inc := fs.s.Core(1).(*permission.Core).Incarnation()
-			kind := wire.KindRARequest
-			if f.Name == "lamport" {
-				kind = wire.KindLamportRequest
-			}
+			kind := requestKind(f)
 			stamp := fs.s.Node(2).Status().Lamport + 1000
 			if err := fs.s.Forge(1, 2, kind, 0, stamp, wire.PermRequest{Name: "x", Incarnation: inc + 98, Stamp: stamp}); err != nil {
 				t.Fatalf("the forged request was refused: %v", err)
@@ -136,10 +146,7 @@ func TestForgedRequestsFillNoTable(t *testing.T) {
 func (fs *forgedSim) floodFrom1(f mutex.Factory, quiet time.Duration) map[uint32]int {
 	fs.s.Run(quiet)
 	inc := fs.s.Core(1).(*permission.Core).Incarnation()
-	kind := wire.KindRARequest
-	if f.Name == "lamport" {
-		kind = wire.KindLamportRequest
-	}
+	kind := requestKind(f)
 	taken := map[uint32]int{}
 	// Stamped below the receivers' clocks (which only grow): no stamp of
 	// the flood is refused for being ahead.
