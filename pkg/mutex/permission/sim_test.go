@@ -289,3 +289,53 @@ func TestBackToBackRequeue(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowestChannel is the notes' second argument against the bakery,
+// measured: an entry's latency is set by the slowest channel, once per
+// read. Five members, every link 1 ms but member 5's, 10 ms each way;
+// member 1 takes a lock nobody else wants. Ricart-Agrawala and Lamport
+// wait one round trip on the slowest link (20 ms), the bakery three (its
+// doorway, its reads of every choosing, its reads of every num against the
+// ticket: 60 ms), and each costs exactly its messages.
+func TestSlowestChannel(t *testing.T) {
+	const n = 5
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			fs := newForgedSim(t, f, n)
+			for m := uint32(1); m < n; m++ {
+				fs.s.SetLinkBoth(m, n, sim.LinkConfig{Delay: 10 * time.Millisecond})
+			}
+			fs.s.Run(2 * time.Second)
+			fs.s.ResetCounts()
+			asked := fs.s.Now()
+			if !fs.lock(1, "x", time.Second) {
+				t.Fatal("not granted within 1 s")
+			}
+			took := fs.s.Now().Sub(asked)
+			var msgs uint64
+			for _, k := range f.Kinds {
+				if k.Class() == wire.ClassMessage {
+					msgs += fs.s.Sent(k) * uint64(k.Messages())
+				}
+			}
+			rounds := time.Duration(1)
+			if f.Name == permission.Bakery.String() {
+				rounds = 3
+			}
+			lo, _ := f.Cost.Messages(n)
+			t.Logf("%s: granted %v after the request, %d messages (notes %v) sent meanwhile", f.Name, took, msgs, lo)
+			if want := rounds * 20 * time.Millisecond; took != want {
+				t.Errorf("granted %v after the request, want %v: %d round trips on the slowest link", took, want, rounds)
+			}
+			// The entry's messages until the grant: all of them, but
+			// Lamport's releases, which leave after the client's release.
+			want := lo
+			if f.Name == permission.Lamport.String() {
+				want -= n - 1
+			}
+			if float64(msgs) != want {
+				t.Errorf("%d messages until the grant, want %v", msgs, want)
+			}
+		})
+	}
+}
