@@ -311,8 +311,10 @@ func (c *Core) tryGrant(l *lock) {
 	c.drain()
 }
 
-// exit ends this member's request for l: Ricart-Agrawala answers every
-// request it deferred, Lamport's queue sends the release to all.
+// exit ends this member's request for l: Ricart-Agrawala and the bakery
+// answer every request (ticket read) they deferred, and the bakery, left
+// in its doorway, the reads of its choosing; Lamport's queue sends the
+// release to all.
 func (c *Core) exit(l *lock) {
 	old, choosing := l.stamp, l.phase == phaseDoorway
 	l.stamp, l.granted, l.phase = 0, false, 0
