@@ -126,6 +126,34 @@ const (
 	// PermProbeReply).
 	KindPermProbeReply Kind = 39
 
+	// 150-155: the distributed bakery (pkg/mutex/permission, Bakery;
+	// payloads in permission.go), taken from the end of the block of the
+	// next mutex algorithms. Each member serves its own num and choosing
+	// of every lock; the others read them by request and reply, three
+	// reads per entry.
+
+	// KindBakeryDoorway reads the receiver's ticket for a lock: the
+	// sender is choosing its own (payload: PermRequest, Stamp the read's
+	// own Lamport time).
+	KindBakeryDoorway Kind = 150
+	// KindBakeryNumber answers a KindBakeryDoorway with the sender's
+	// ticket, in Want (payload: PermReply).
+	KindBakeryNumber Kind = 151
+	// KindBakeryChoosing asks whether the receiver is choosing a ticket
+	// for a lock (payload: PermRequest, Stamp the sender's ticket).
+	KindBakeryChoosing Kind = 152
+	// KindBakeryChosen answers a KindBakeryChoosing once the sender is
+	// not choosing (payload: PermReply).
+	KindBakeryChosen Kind = 153
+	// KindBakeryTicket reads the receiver's ticket against the sender's:
+	// answered once the receiver holds no ticket before it (payload:
+	// PermRequest, Stamp the sender's ticket).
+	KindBakeryTicket Kind = 154
+	// KindBakeryTicketReply answers a KindBakeryTicket: the receiver's
+	// ticket is 0 or after the sender's, its leave to enter (payload:
+	// PermReply).
+	KindBakeryTicketReply Kind = 155
+
 	// 70-89: the majority election (pkg/elect/majority), the eventual
 	// leader (pkg/elect/omega), Yo-Yo (pkg/elect/yoyo).
 

@@ -18,8 +18,10 @@ import "encoding/binary"
 // MaxPermStamp is the largest request stamp a payload may carry.
 const MaxPermStamp = 1<<47 - 1
 
-// PermRequest is the payload of KindRARequest, KindLamportRequest and
-// KindLamportRelease: a request (or the request released) for one lock.
+// PermRequest is the payload of KindRARequest, KindLamportRequest,
+// KindLamportRelease and the distributed bakery's reads (KindBakeryDoorway,
+// KindBakeryChoosing, KindBakeryTicket): a request (or the request
+// released, or read) for one lock.
 //
 //	 0                   1                   2                   3
 //	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -83,8 +85,10 @@ type PermRequeue struct {
 	Released uint64
 }
 
-// PermReply is the payload of KindRAReply and KindLamportAck: the answer to
-// one request, and what the sender knows of the lock.
+// PermReply is the payload of KindRAReply, KindLamportAck and the
+// distributed bakery's answers (KindBakeryNumber, KindBakeryChosen,
+// KindBakeryTicketReply): the answer to one request, and what the sender
+// knows of the lock.
 //
 //	 0                   1                   2                   3
 //	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1

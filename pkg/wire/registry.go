@@ -84,7 +84,7 @@ type Block struct {
 
 // Blocks allots kind numbers, one block per family, so that algorithms
 // built side by side never take the same number: a family appends its
-// kinds inside its block, from the block's first free number. 65 of 255
+// kinds inside its block, from the block's first free number. 73 of 255
 // numbers are taken (2026-12); the blocks leave every family room for
 // several more algorithms, and 230-254 are kept back unallotted, which is
 // why the kind stays one byte. 255 is never allotted: a later version
@@ -169,9 +169,16 @@ var registry = []KindInfo{
 	{Kind: KindMaekawa, Name: "maekawa", New: newPayload[Vote]},
 	{Kind: KindQuorumLock, Name: "quorum_lock", New: newPayload[Vote]},
 
-	// 130-159 mutex: the next algorithms.
+	// 130-159 mutex: the next algorithms (140-141 the token-asking
+	// central token, 150-155 the distributed bakery).
 	{Kind: KindTokenAskRequest, Name: "tokenask_request", New: newPayload[TokenAskRequest]},
 	{Kind: KindTokenAskSync, Name: "tokenask_sync", New: newPayload[TokenAskSync]},
+	{Kind: KindBakeryDoorway, Name: "bakery_doorway", New: newPayload[PermRequest]},
+	{Kind: KindBakeryNumber, Name: "bakery_number", New: newPayload[PermReply]},
+	{Kind: KindBakeryChoosing, Name: "bakery_choosing", New: newPayload[PermRequest]},
+	{Kind: KindBakeryChosen, Name: "bakery_chosen", New: newPayload[PermReply]},
+	{Kind: KindBakeryTicket, Name: "bakery_ticket", New: newPayload[PermRequest]},
+	{Kind: KindBakeryTicketReply, Name: "bakery_ticket_reply", New: newPayload[PermReply]},
 
 	// 50-69 elections: rings.
 	{Kind: KindRingElection, Name: "ring_election", New: newPayload[RingElection]},

@@ -20,6 +20,7 @@ var All = mutex.Registry{
 	central.TokenAskFactory,
 	permission.RicartAgrawalaFactory,
 	permission.LamportFactory,
+	permission.BakeryFactory,
 	maekawa.Factory,
 	maekawa.MajorityFactory,
 }

@@ -27,15 +27,15 @@ func (c *Core) stepRARequest(from uint32, at uint64, r wire.PermRequest) error {
 		c.count("held_back")
 		return nil
 	}
-	if l.granted || l.stamp != 0 && before(l.stamp, c.self, r.Stamp, from) {
+	if mine := c.ticket(l); l.granted || mine != 0 && before(mine, c.self, r.Stamp, from) {
 		if d, ok := l.deferred[from]; !ok || r.Stamp >= d.stamp {
 			l.deferred[from] = deferral{stamp: r.Stamp, inc: r.Incarnation}
 		}
 		c.count("deferred")
 		return nil
 	}
-	c.lend(l, from, c.send(from, wire.KindRAReply, wire.PermReply{Name: r.Name, Incarnation: c.inc, Answers: r.Incarnation,
-		Stamp: r.Stamp, Fence: l.known, Want: l.stamp}, 0))
+	c.lend(l, from, c.send(from, c.replyKind(), wire.PermReply{Name: r.Name, Incarnation: c.inc, Answers: r.Incarnation,
+		Stamp: r.Stamp, Fence: l.known, Want: c.ticket(l)}, 0))
 	return nil
 }
 
@@ -45,12 +45,12 @@ func (c *Core) stepRARequest(from uint32, at uint64, r wire.PermRequest) error {
 func (c *Core) answerDeferred(l *lock, all bool) {
 	for _, m := range slices.Sorted(maps.Keys(l.deferred)) {
 		d := l.deferred[m]
-		if !all && l.stamp != 0 && before(l.stamp, c.self, d.stamp, m) {
+		if mine := c.ticket(l); !all && mine != 0 && before(mine, c.self, d.stamp, m) {
 			continue
 		}
 		delete(l.deferred, m)
-		c.lend(l, m, c.send(m, wire.KindRAReply, wire.PermReply{Name: l.name, Incarnation: c.inc, Answers: d.inc,
-			Stamp: d.stamp, Fence: l.known, Want: l.stamp}, 0))
+		c.lend(l, m, c.send(m, c.replyKind(), wire.PermReply{Name: l.name, Incarnation: c.inc, Answers: d.inc,
+			Stamp: d.stamp, Fence: l.known, Want: c.ticket(l)}, 0))
 	}
 }
 

@@ -23,6 +23,12 @@ const (
 	// Lamport: request to all, acknowledged by all, a queue ordered by
 	// (Lamport time, ID) at every member, release to all (the notes').
 	Lamport
+	// Bakery: Lamport's bakery adapted to message passing, as the notes
+	// do before rejecting it: each member serves its own num and
+	// choosing of every lock, and a member that wants a lock reads every
+	// other member's num (the doorway), then every choosing, then every
+	// num against its ticket: three reads, 6(N-1) messages (bakery.go).
+	Bakery
 )
 
 func (v Variant) String() string {
@@ -31,6 +37,8 @@ func (v Variant) String() string {
 		return "ricartagrawala"
 	case Lamport:
 		return "lamport"
+	case Bakery:
+		return "bakery"
 	}
 	return fmt.Sprintf("variant(%d)", uint8(v))
 }
@@ -221,7 +229,7 @@ func (c *Config) MinSuspectAfter() time.Duration {
 func (c *Config) RestartHold() time.Duration { return c.pad(c.MaxLease) + c.Margin }
 
 func (c *Config) validate() error {
-	if c.Variant != RicartAgrawala && c.Variant != Lamport {
+	if c.Variant != RicartAgrawala && c.Variant != Lamport && c.Variant != Bakery {
 		return fmt.Errorf("%w: variant %v", ErrConfig, c.Variant)
 	}
 	if err := liveness.CheckMembers(c.ID, c.Members); err != nil {

@@ -68,6 +68,7 @@ const (
 // concurrent use.
 type Core struct {
 	cfg      Config
+	kinds    []wire.Kind // the variant's (Kinds)
 	self     uint32
 	index    map[uint32]uint64 // member -> its index, the low bits of its fences
 	majority int
@@ -177,8 +178,11 @@ type lock struct {
 	touched time.Time // the last frame or request about it
 
 	// This member's request: its stamp (0: none), whether it holds.
+	// In the bakery, phase is the read under way (bakery.go): the stamp
+	// is the doorway read's while it reads the numbers, the ticket after.
 	stamp   uint64
 	granted bool
+	phase   phase
 	// got: the members whose answer to stamp is in (Ricart-Agrawala: a
 	// reply; Lamport: a frame stamped after it); sentAt: when the request
 	// last went to each member.
@@ -194,6 +198,9 @@ type lock struct {
 	// ends (Ricart-Agrawala).
 	want     map[uint32]uint64
 	deferred map[uint32]deferral
+	// choosing (the bakery): the reads of this member's choosing it
+	// answers when its doorway ends.
+	choosing map[uint32]deferral
 	// acked (Lamport): the request of each member this member last
 	// acknowledged.
 	acked map[uint32]uint64
@@ -234,6 +241,7 @@ func New(cfg Config) (*Core, error) {
 	}
 	c := &Core{
 		cfg:       cfg,
+		kinds:     Kinds(cfg.Variant),
 		self:      cfg.ID,
 		index:     map[uint32]uint64{},
 		majority:  len(cfg.Members)/2 + 1,
@@ -357,13 +365,14 @@ func (c *Core) stalled(gap time.Duration) {
 			c.busyUntil = e
 		}
 		c.reqs.Lose(name, LossStalled)
-		l.stamp, l.granted = 0, false
+		l.stamp, l.granted, l.phase = 0, false, 0
 		clear(l.got)
 		clear(l.sentAt)
 		clear(l.last)
 		clear(l.want)
 		clear(l.deferred)
 		clear(l.acked)
+		clear(l.choosing)
 	}
 	c.drain()
 	c.startRejoin("stall")
@@ -732,7 +741,7 @@ func (c *Core) lockFor(name string, creator uint32) (*lock, error) {
 	}
 	l := &lock{name: name, creator: creator, known: c.fenceFloor, touched: c.now, got: map[uint32]bool{}, sentAt: map[uint32]time.Time{},
 		last: map[uint32]uint64{}, want: map[uint32]uint64{}, deferred: map[uint32]deferral{}, acked: map[uint32]uint64{},
-		lent: map[uint32]uint64{}}
+		lent: map[uint32]uint64{}, choosing: map[uint32]deferral{}}
 	c.locks[name] = l
 	c.made[creator]++
 	return l, nil
@@ -774,6 +783,10 @@ func (c *Core) idleWants(m uint32, at, seen uint64) {
 			delete(l.deferred, m)
 			ended = append(ended, name)
 		}
+		if d, ok := l.choosing[m]; ok && d.stamp < at {
+			delete(l.choosing, m)
+			ended = append(ended, name)
+		}
 	}
 	slices.Sort(ended) // deterministic output
 	for _, name := range slices.Compact(ended) {
@@ -786,7 +799,7 @@ func (c *Core) idleWants(m uint32, at, seen uint64) {
 // member, no queued or deferred request of another, no leave that may be
 // in use, no release held back.
 func (c *Core) idle(l *lock) bool {
-	if l.stamp != 0 || len(l.deferred) > 0 || len(l.lent) > 0 || c.reqs.Waiting(l.name) > 0 || c.reqs.Held(l.name) {
+	if l.stamp != 0 || len(l.deferred) > 0 || len(l.choosing) > 0 || len(l.lent) > 0 || c.reqs.Waiting(l.name) > 0 || c.reqs.Held(l.name) {
 		return false
 	}
 	for _, r := range c.releases {
@@ -880,6 +893,7 @@ func (c *Core) seeIncarnation(m uint32, inc uint32, at uint64) error {
 			delete(l.deferred, m)
 			delete(l.sentAt, m)
 			delete(l.acked, m)
+			delete(l.choosing, m)
 		}
 	}
 	return nil
@@ -914,7 +928,11 @@ func (c *Core) step(m core.Message) error {
 // stepFrame takes a frame of member m.From, received directly or through a
 // relay (stepRelay).
 func (c *Core) stepFrame(m core.Message) error {
-	ra := c.cfg.Variant == RicartAgrawala
+	// A frame of another variant's kind is of another algorithm; the
+	// kinds of this one are taken below.
+	if !slices.Contains(c.kinds, m.Kind) && slices.Contains(allKinds, m.Kind) {
+		return fmt.Errorf("%w: %v", ErrWrongAlgorithm, m.Kind)
+	}
 	switch m.Kind {
 	case wire.KindPermProbe:
 		return c.stepProbe(m)
@@ -938,10 +956,8 @@ func (c *Core) stepFrame(m core.Message) error {
 		// only.
 		var h wire.Heartbeat
 		return h.UnmarshalBinary(m.Payload)
-	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
-		if ra != (m.Kind == wire.KindRARequest) {
-			return fmt.Errorf("%w: %v", ErrWrongAlgorithm, m.Kind)
-		}
+	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease,
+		wire.KindBakeryDoorway, wire.KindBakeryChoosing, wire.KindBakeryTicket:
 		var r wire.PermRequest
 		if err := r.UnmarshalBinary(m.Payload); err != nil {
 			return err
@@ -957,13 +973,12 @@ func (c *Core) stepFrame(m core.Message) error {
 			return c.stepRARequest(m.From, m.Lamport, r)
 		case wire.KindLamportRequest:
 			return c.stepLamportRequest(m.From, m.Lamport, r)
+		case wire.KindLamportRelease:
+			c.stepLamportRelease(m.From, m.Lamport, r)
+			return nil
 		}
-		c.stepLamportRelease(m.From, m.Lamport, r)
-		return nil
+		return c.stepBakeryRead(m.Kind, m.From, m.Lamport, r)
 	case wire.KindLamportRequeue:
-		if ra {
-			return fmt.Errorf("%w: %v", ErrWrongAlgorithm, m.Kind)
-		}
 		var r wire.PermRequeue
 		if err := r.UnmarshalBinary(m.Payload); err != nil {
 			return err
@@ -978,10 +993,7 @@ func (c *Core) stepFrame(m core.Message) error {
 		}
 		c.stepLamportRelease(m.From, m.Lamport-1, wire.PermRequest{Name: r.Name, Incarnation: r.Incarnation, Stamp: r.Released, Fence: r.Fence})
 		return c.stepLamportRequest(m.From, m.Lamport, r.PermRequest)
-	case wire.KindRAReply, wire.KindLamportAck:
-		if ra != (m.Kind == wire.KindRAReply) {
-			return fmt.Errorf("%w: %v", ErrWrongAlgorithm, m.Kind)
-		}
+	case wire.KindRAReply, wire.KindLamportAck, wire.KindBakeryNumber, wire.KindBakeryChosen, wire.KindBakeryTicketReply:
 		var r wire.PermReply
 		if err := r.UnmarshalBinary(m.Payload); err != nil {
 			return err
@@ -992,7 +1004,11 @@ func (c *Core) stepFrame(m core.Message) error {
 		if err := c.seeIncarnation(m.From, r.Incarnation, m.Lamport); err != nil {
 			return err
 		}
-		c.stepAnswer(m.From, m.Lamport, r)
+		if c.cfg.Variant == Bakery {
+			c.stepBakeryAnswer(m.Kind, m.From, m.Lamport, r)
+		} else {
+			c.stepAnswer(m.From, m.Lamport, r)
+		}
 		return nil
 	}
 	return core.ErrUnexpectedKind

@@ -2,11 +2,15 @@
 // exclusion, the algorithms in which a member enters a critical section
 // once every other member has let it: Ricart-Agrawala (the course notes';
 // RicartAgrawalaFactory, mutexd's ricartagrawala) and Lamport's
-// distributed mutex (the notes'; LamportFactory, mutexd's lamport). One
-// sans-IO Core runs either (Config.Variant): the
-// two share requests stamped with Lamport times, a failure detector,
-// incarnations, fences and leases, and differ only in how a member answers
-// (answer.go).
+// distributed mutex (the notes'; LamportFactory, mutexd's lamport), and
+// the distributed bakery (the notes' adaptation of Lamport's bakery, which
+// they reject for its cost; BakeryFactory, mutexd's bakery). One sans-IO
+// Core runs any of them (Config.Variant): they share requests stamped
+// with Lamport times, a failure detector, incarnations, fences and leases,
+// and differ only in how a member answers (answer.go) and, for the
+// bakery, in the two reads before its request (bakery.go, which says how
+// its ticket is a Lamport time and why the rest below holds for it as for
+// Ricart-Agrawala).
 //
 // # The algorithms, as the notes give them
 //
@@ -345,7 +349,7 @@
 // events (lock_granted, lock_renewed, lock_lost, lock_released) for logs
 // and hooks. Ready.State is the incarnation and the Lamport floor: persist
 // it before sending (a promise). Shared requests are refused with
-// mutex.ErrSharedUnsupported: both algorithms grant one holder at a time.
-// RicartAgrawalaFactory and LamportFactory are the two algorithms' lines
-// in pkg/mutex/algorithms, for mutexd.
+// mutex.ErrSharedUnsupported: every variant grants one holder at a time.
+// RicartAgrawalaFactory, LamportFactory and BakeryFactory are the
+// algorithms' lines in pkg/mutex/algorithms, for mutexd.
 package permission

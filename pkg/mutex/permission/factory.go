@@ -118,6 +118,10 @@ func LockCells(raw json.RawMessage) ([]string, error) {
 	switch {
 	case d.Granted:
 		req = fmt.Sprintf("held (%d)", d.Stamp)
+	case d.Phase == "doorway":
+		req = fmt.Sprintf("doorway at %d", d.Stamp)
+	case d.Phase != "":
+		req = fmt.Sprintf("ticket %d, reading %s", d.Stamp, d.Phase)
 	case d.Stamp != 0:
 		req = fmt.Sprintf("asked at %d", d.Stamp)
 	}
@@ -141,52 +145,57 @@ func FenceText(f uint64) string { return fmt.Sprintf("%d (%d.%d)", f, f>>16, f&0
 
 // Kinds are the frame kinds the members of variant v send each other.
 func Kinds(v Variant) []wire.Kind {
-	if v == RicartAgrawala {
+	switch v {
+	case RicartAgrawala:
 		return []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindPermHeartbeat, wire.KindPermRelay, wire.KindPermProbe, wire.KindPermProbeReply}
+	case Bakery:
+		return []wire.Kind{wire.KindBakeryDoorway, wire.KindBakeryNumber, wire.KindBakeryChoosing, wire.KindBakeryChosen,
+			wire.KindBakeryTicket, wire.KindBakeryTicketReply, wire.KindPermHeartbeat, wire.KindPermRelay, wire.KindPermProbe, wire.KindPermProbeReply}
 	}
 	return []wire.Kind{wire.KindLamportRequest, wire.KindLamportAck, wire.KindLamportRelease, wire.KindPermHeartbeat, wire.KindLamportRequeue, wire.KindPermRelay, wire.KindPermProbe, wire.KindPermProbeReply}
 }
 
 // RicartAgrawalaFactory builds Ricart-Agrawala cores for a driver
-// (mutexd run --algorithm ricartagrawala; pkg/mutex/algorithms).
-var RicartAgrawalaFactory = mutex.Factory{
-	Name:       RicartAgrawala.String(),
-	Summary:    "Ricart-Agrawala: request with (Lamport time, ID) to all, replies deferred by the holder and by earlier requests",
-	Guarantees: Guarantees(RicartAgrawala),
-	// The notes' comparison table: 2(N-1) messages per entry, and as many
-	// before the entry; a synchronisation delay of one message (the
-	// holder's deferred reply).
-	Cost: core.Cost{Text: "2(N-1)", Delay: "1",
-		Messages: func(n int) (float64, float64) { return float64(2 * (n - 1)), float64(2 * (n - 1)) }},
-	Kinds:  Kinds(RicartAgrawala),
-	Params: Params,
-	New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
-		return NewFromEnv(RicartAgrawala, env, opt)
-	},
-	StatusLines: StatusLines,
-	LockColumns: LockColumns,
-	LockCells:   LockCells,
-	FenceText:   FenceText,
-}
+// (mutexd run --algorithm ricartagrawala; pkg/mutex/algorithms). The
+// notes' comparison table: 2(N-1) messages per entry, and as many before
+// the entry; a synchronisation delay of one message (the holder's deferred
+// reply).
+var RicartAgrawalaFactory = factory(RicartAgrawala,
+	"Ricart-Agrawala: request with (Lamport time, ID) to all, replies deferred by the holder and by earlier requests", "2(N-1)", 2)
 
 // LamportFactory builds cores of Lamport's distributed mutex for a driver
-// (mutexd run --algorithm lamport; pkg/mutex/algorithms).
-var LamportFactory = mutex.Factory{
-	Name:       Lamport.String(),
-	Summary:    "Lamport's distributed mutex: a queue ordered by (Lamport time, ID) at every member, request, ack and release to all",
-	Guarantees: Guarantees(Lamport),
-	// The notes: 3(N-1) messages per entry (N-1 requests, N-1 acks, N-1
-	// releases); the next holder enters one message (the release) after
-	// the last one left.
-	Cost: core.Cost{Text: "3(N-1)", Delay: "1",
-		Messages: func(n int) (float64, float64) { return float64(3 * (n - 1)), float64(3 * (n - 1)) }},
-	Kinds:  Kinds(Lamport),
-	Params: Params,
-	New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
-		return NewFromEnv(Lamport, env, opt)
-	},
-	StatusLines: StatusLines,
-	LockColumns: LockColumns,
-	LockCells:   LockCells,
-	FenceText:   FenceText,
+// (mutexd run --algorithm lamport; pkg/mutex/algorithms). The notes:
+// 3(N-1) messages per entry (N-1 requests, N-1 acks, N-1 releases); the
+// next holder enters one message (the release) after the last one left.
+var LamportFactory = factory(Lamport,
+	"Lamport's distributed mutex: a queue ordered by (Lamport time, ID) at every member, request, ack and release to all", "3(N-1)", 3)
+
+// BakeryFactory builds cores of the distributed bakery for a driver
+// (mutexd run --algorithm bakery; pkg/mutex/algorithms). The notes: 6N
+// messages per entry, three reads of 2N messages each (a member reads its
+// own variables without a message here: 6(N-1)); the next holder enters
+// one message (the deferred reply to its ticket read) after the last one
+// left.
+var BakeryFactory = factory(Bakery,
+	"the distributed bakery: each member serves its own num and choosing, read by the others in the doorway and the bakery (the notes reject it for its cost)", "6(N-1)", 6)
+
+// factory is variant v's line for a driver: its entry costs k(N-1)
+// messages (text) and one message of synchronisation delay.
+func factory(v Variant, summary, text string, k int) mutex.Factory {
+	return mutex.Factory{
+		Name:       v.String(),
+		Summary:    summary,
+		Guarantees: Guarantees(v),
+		Cost: core.Cost{Text: text, Delay: "1",
+			Messages: func(n int) (float64, float64) { return float64(k * (n - 1)), float64(k * (n - 1)) }},
+		Kinds:  Kinds(v),
+		Params: Params,
+		New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
+			return NewFromEnv(v, env, opt)
+		},
+		StatusLines: StatusLines,
+		LockColumns: LockColumns,
+		LockCells:   LockCells,
+		FenceText:   FenceText,
+	}
 }

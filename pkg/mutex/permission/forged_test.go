@@ -44,6 +44,19 @@ func newForgedSim(t *testing.T, f mutex.Factory, n uint32) *forgedSim {
 	return fs
 }
 
+// requestKind is the kind of algorithm f's request, which a forger sends
+// (the bakery's: the read of a member's num against a ticket, which is
+// Ricart-Agrawala's request).
+func requestKind(f mutex.Factory) wire.Kind {
+	switch f.Name {
+	case permission.Lamport.String():
+		return wire.KindLamportRequest
+	case permission.Bakery.String():
+		return wire.KindBakeryTicket
+	}
+	return wire.KindRARequest
+}
+
 // lock acquires lock name at member id and releases it once granted; it
 // reports whether that happened within d.
 func (fs *forgedSim) lock(id uint32, name string, d time.Duration) bool {
@@ -79,10 +92,7 @@ func TestForgedIncarnationUndone(t *testing.T) {
 				t.Fatal("x not granted at member 2 before the attack")
 			}
 			inc := fs.s.Core(1).(*permission.Core).Incarnation()
-			kind := wire.KindRARequest
-			if f.Name == "lamport" {
-				kind = wire.KindLamportRequest
-			}
+			kind := requestKind(f)
 			stamp := fs.s.Node(2).Status().Lamport + 1000
 			if err := fs.s.Forge(1, 2, kind, 0, stamp, wire.PermRequest{Name: "x", Incarnation: inc + 98, Stamp: stamp}); err != nil {
 				t.Fatalf("the forged request was refused: %v", err)
@@ -136,10 +146,7 @@ func TestForgedRequestsFillNoTable(t *testing.T) {
 func (fs *forgedSim) floodFrom1(f mutex.Factory, quiet time.Duration) map[uint32]int {
 	fs.s.Run(quiet)
 	inc := fs.s.Core(1).(*permission.Core).Incarnation()
-	kind := wire.KindRARequest
-	if f.Name == "lamport" {
-		kind = wire.KindLamportRequest
-	}
+	kind := requestKind(f)
 	taken := map[uint32]int{}
 	// Stamped below the receivers' clocks (which only grow): no stamp of
 	// the flood is refused for being ahead.
@@ -187,5 +194,69 @@ func TestForgedShareEndedWhileBusy(t *testing.T) {
 				t.Error("member 2 ended no forged request: the lock was granted some other way")
 			}
 		})
+	}
+}
+
+// TestForgedHugeNum: the bakery's numbers from the wire. A forger sends
+// member 2, in member 1's name, every bakery frame with its num or ticket
+// at the last value the codec takes (2^47-1), first in a frame stamped
+// at the forger's whim (the node refuses it: too far ahead of member 1's
+// clock), then in a frame stamped just above member 2's clock (the core
+// refuses it: a num above its frame's Lamport time is no num an honest
+// member can have); then a ticket as high as the node lets a frame be
+// stamped, which is taken. Nothing is wedged or used up: member 2's clock
+// moves by no more than the stamps of the frames taken, and the lock is
+// granted at members 2, 1 and 3 as before (the forged request of member 1
+// ends at member 1's next heartbeat, which says it asks for nothing).
+func TestForgedHugeNum(t *testing.T) {
+	fs := newForgedSim(t, permission.BakeryFactory, 3)
+	fs.s.Run(2 * time.Second)
+	if !fs.lock(2, "x", 5*time.Second) {
+		t.Fatal("x not granted at member 2 before the attack")
+	}
+	inc := fs.s.Core(1).(*permission.Core).Incarnation()
+	huge := uint64(wire.MaxPermStamp)
+	before := fs.s.Node(2).Status().Lamport
+	var refused []string
+	for _, k := range []wire.Kind{wire.KindBakeryDoorway, wire.KindBakeryChoosing, wire.KindBakeryTicket} {
+		for _, at := range []uint64{huge, fs.s.Node(2).Status().Lamport + 10} {
+			err := fs.s.Forge(1, 2, k, 0, at, wire.PermRequest{Name: "x", Incarnation: inc, Stamp: huge, Fence: huge << 16})
+			if err == nil {
+				t.Errorf("%v stamped %d with ticket %d taken", k, at, huge)
+			}
+			refused = append(refused, fmt.Sprintf("%v@%d: %v", k, at, err))
+		}
+	}
+	for _, k := range []wire.Kind{wire.KindBakeryNumber, wire.KindBakeryChosen, wire.KindBakeryTicketReply} {
+		for _, at := range []uint64{huge, fs.s.Node(2).Status().Lamport + 10} {
+			err := fs.s.Forge(1, 2, k, 0, at, wire.PermReply{Name: "x", Incarnation: inc, Answers: 1, Stamp: 1, Fence: huge << 16, Want: huge})
+			if err == nil {
+				t.Errorf("%v stamped %d with num %d taken", k, at, huge)
+			}
+			refused = append(refused, fmt.Sprintf("%v@%d: %v", k, at, err))
+		}
+	}
+	t.Logf("refused: %v", refused)
+	if moved := fs.s.Node(2).Status().Lamport - before; moved > 1<<10 {
+		t.Errorf("member 2's Lamport clock moved by %d", moved)
+	}
+	if c := fs.s.Core(2).(*permission.Core).Report().Counters; c["rejected_implausible"] != 6 {
+		t.Errorf("member 2's counters %v: want the six frames stamped near its clock rejected_implausible", c)
+	}
+	// As high as the node lets a frame be stamped (its burst, 2^26, above
+	// the highest a member can have reached), a num at its frame's stamp
+	// is taken: the clock moves as any frame so stamped moves it, and the
+	// tickets, 47 bits, are far from used up.
+	high := fs.s.Node(2).Status().Lamport + 1<<25
+	if err := fs.s.Forge(1, 2, wire.KindBakeryTicket, 0, high, wire.PermRequest{Name: "x", Incarnation: inc, Stamp: high}); err != nil {
+		t.Fatalf("a ticket read stamped %d at its frame's stamp refused: %v", high, err)
+	}
+	if now := fs.s.Node(2).Status().Lamport; now > high+1<<10 {
+		t.Errorf("member 2's Lamport clock at %d after a frame stamped %d", now, high)
+	}
+	for _, id := range []uint32{2, 1, 3} {
+		if !fs.lock(id, "x", 5*time.Second) {
+			t.Fatalf("x not granted at member %d within 5 s of the forged nums", id)
+		}
 	}
 }

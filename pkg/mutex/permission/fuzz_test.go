@@ -30,13 +30,30 @@ import (
 //   - the lock table stays within MaxLocks, the metrics within bounds;
 //   - what it persists it can restart from.
 func FuzzPermission(f *testing.F) {
-	corefuzz.Fuzz(f, permissionSeeds, func(t testing.TB, in []byte) { runPermission(t, in) })
+	corefuzz.Fuzz(f, permissionSeeds, func(t testing.TB, in []byte) { runPermission(t, in, 0) })
+}
+
+// FuzzBakery is FuzzPermission for the distributed bakery: the same
+// programs, checks and forged frames (the bakery's reads and answers
+// among them, with nums and tickets at and past the ends of their range),
+// and peers that answer its three reads.
+func FuzzBakery(f *testing.F) {
+	corefuzz.Fuzz(f, permissionSeeds, func(t testing.TB, in []byte) { runPermission(t, in, permission.Bakery) })
+}
+
+// TestFuzzBakeryReachesGrants: the programs FuzzBakery starts from drive
+// the member through its three reads to grants, so its fence checks run.
+func TestFuzzBakeryReachesGrants(t *testing.T) {
+	corefuzz.MustReach(t, "FuzzBakery", permissionSeeds, []string{permission.Bakery.String()}, func(t testing.TB, in []byte) (string, int) {
+		v, n := runPermission(t, in, permission.Bakery)
+		return v.String(), n
+	})
 }
 
 // BenchmarkFuzzPermission is FuzzPermission's cost per execution
 // (execs/s).
 func BenchmarkFuzzPermission(b *testing.B) {
-	corefuzz.Bench(b, "FuzzPermission", permissionSeeds, func(t testing.TB, in []byte) { runPermission(t, in) })
+	corefuzz.Bench(b, "FuzzPermission", permissionSeeds, func(t testing.TB, in []byte) { runPermission(t, in, 0) })
 }
 
 var permissionSeeds = [][]byte{
@@ -49,7 +66,7 @@ var permissionSeeds = [][]byte{
 // drive the member (either algorithm) to grants, so its fence checks run.
 func TestFuzzPermissionReachesGrants(t *testing.T) {
 	corefuzz.MustReach(t, "FuzzPermission", permissionSeeds, []string{permission.RicartAgrawala.String(), permission.Lamport.String()}, func(t testing.TB, in []byte) (string, int) {
-		v, n := runPermission(t, in)
+		v, n := runPermission(t, in, 0)
 		return v.String(), n
 	})
 }
@@ -58,9 +75,10 @@ func TestFuzzPermissionReachesGrants(t *testing.T) {
 // costs").
 const permissionSteps = 120
 
-// runPermission runs one program of FuzzPermission and returns the
-// algorithm it ran and the grants it reached.
-func runPermission(t testing.TB, in []byte) (variant permission.Variant, grants int) {
+// runPermission runs one program of FuzzPermission (variant 0: the
+// program picks Ricart-Agrawala or Lamport) or FuzzBakery (variant
+// Bakery) and returns the algorithm it ran and the grants it reached.
+func runPermission(t testing.TB, in []byte, only permission.Variant) (variant permission.Variant, grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		ids := []uint32{1, 2, 3}
@@ -68,6 +86,9 @@ func runPermission(t testing.TB, in []byte) (variant permission.Variant, grants 
 		variant = permission.RicartAgrawala
 		if p.Bool() {
 			variant = permission.Lamport
+		}
+		if only != 0 {
+			variant = only
 		}
 		var lamport *clock.Lamport
 		cfg := permission.DefaultLANConfig()
@@ -123,7 +144,7 @@ func runPermission(t testing.TB, in []byte) (variant permission.Variant, grants 
 			case 5, 6:
 				// Correct peers answer what the member sent.
 				err = d.Deliver(p, self, ids, func(m core.Message, peer uint32) error {
-					if a, ok := peers.answer(variant, m, peer, self); ok {
+					if a, ok := peers.answer(m, peer, self); ok {
 						lamport.Receive(a.Lamport)
 						return d.Step(a, fail)
 					}
@@ -132,7 +153,7 @@ func runPermission(t testing.TB, in []byte) (variant permission.Variant, grants 
 			default:
 				// As the node does: a frame more than 2^40 ahead of the
 				// clock is refused, any other merged before the core sees it.
-				m := permFrame(p, names, lamport.Now(), member().Incarnation(), ids, self)
+				m := permFrame(p, names, lamport.Now(), member().Incarnation(), ids, self, variant == permission.Bakery)
 				if m.Lamport <= lamport.Now() || m.Lamport-lamport.Now() <= 1<<40 {
 					lamport.Receive(m.Lamport)
 					err = d.Step(m, fail)
@@ -161,7 +182,7 @@ type permPeers struct {
 
 // answer is what peer answers to m, a frame member self sent (ok false:
 // nothing).
-func (r permPeers) answer(variant permission.Variant, m core.Message, peer, self uint32) (core.Message, bool) {
+func (r permPeers) answer(m core.Message, peer, self uint32) (core.Message, bool) {
 	if m.Kind == wire.KindPermRelay {
 		// The relay passes it on; its target answers directly.
 		var rl wire.PermRelay
@@ -184,7 +205,8 @@ func (r permPeers) answer(variant permission.Variant, m core.Message, peer, self
 			return core.Message{}, false
 		}
 		return core.Message{From: peer, To: self, Kind: wire.KindPermProbeReply, Payload: b, Lamport: r.clock[peer]}, true
-	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
+	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease,
+		wire.KindBakeryDoorway, wire.KindBakeryChoosing, wire.KindBakeryTicket:
 		if q.UnmarshalBinary(m.Payload) != nil {
 			return core.Message{}, false
 		}
@@ -203,8 +225,15 @@ func (r permPeers) answer(variant permission.Variant, m core.Message, peer, self
 		return core.Message{}, false
 	}
 	kind := wire.KindRAReply
-	if variant == permission.Lamport {
+	switch m.Kind {
+	case wire.KindLamportRequest, wire.KindLamportRequeue:
 		kind = wire.KindLamportAck
+	case wire.KindBakeryDoorway:
+		kind = wire.KindBakeryNumber // num 0: the peers never ask
+	case wire.KindBakeryChoosing:
+		kind = wire.KindBakeryChosen
+	case wire.KindBakeryTicket:
+		kind = wire.KindBakeryTicketReply
 	}
 	b, err := wire.PermReply{Name: q.Name, Incarnation: 1, Answers: q.Incarnation, Stamp: q.Stamp, Fence: r.known[q.Name]}.AppendBinary(nil)
 	if err != nil {
@@ -217,7 +246,10 @@ func (r permPeers) answer(variant permission.Variant, m core.Message, peer, self
 // every field drawn near the member's own values, at the ends of its
 // range, or past them (encoded by hand, so that invalid values reach the
 // decoder).
-func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids []uint32, self uint32) core.Message {
+//
+// bakery: the bakery's kinds are among those drawn (the other
+// algorithms' are in any case: a core refuses a frame of another).
+func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids []uint32, self uint32, bakery bool) core.Message {
 	from := ids[p.Intn(len(ids))]
 	switch p.Intn(8) {
 	case 0:
@@ -261,10 +293,15 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 	kinds := []wire.Kind{wire.KindRARequest, wire.KindRAReply, wire.KindLamportRequest, wire.KindLamportAck,
 		wire.KindLamportRelease, wire.KindLamportRequeue, wire.KindHeartbeat, wire.KindPermHeartbeat, wire.KindToken,
 		wire.KindPermRelay, wire.KindPermProbe, wire.KindPermProbeReply}
+	if bakery {
+		kinds = append(kinds, wire.KindBakeryDoorway, wire.KindBakeryNumber, wire.KindBakeryChoosing, wire.KindBakeryChosen,
+			wire.KindBakeryTicket, wire.KindBakeryTicketReply)
+	}
 	k := kinds[p.Intn(len(kinds))]
 	var b []byte
 	switch k {
-	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease, wire.KindLamportRequeue:
+	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease, wire.KindLamportRequeue,
+		wire.KindBakeryDoorway, wire.KindBakeryChoosing, wire.KindBakeryTicket:
 		b = append(b, byte(len(name)), 0, 0, 0)
 		b = binary.BigEndian.AppendUint32(b, incarnation())
 		b = binary.BigEndian.AppendUint64(b, stamp())
@@ -273,7 +310,7 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 			b = binary.BigEndian.AppendUint64(b, stamp()) // the release: any order against the request
 		}
 		b = append(b, name...)
-	case wire.KindRAReply, wire.KindLamportAck:
+	case wire.KindRAReply, wire.KindLamportAck, wire.KindBakeryNumber, wire.KindBakeryChosen, wire.KindBakeryTicketReply:
 		b = append(b, byte(len(name)), 0, 0, 0)
 		b = binary.BigEndian.AppendUint32(b, incarnation())
 		b = binary.BigEndian.AppendUint32(b, incarnation())
@@ -296,7 +333,7 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 	case wire.KindPermRelay:
 		// Another member's frame for this one (or for a third, to pass
 		// on), made the same way, about anyone.
-		inner := permFrame(p, names, now, inc, ids, self)
+		inner := permFrame(p, names, now, inc, ids, self, bakery)
 		b = binary.BigEndian.AppendUint32(b, ids[p.Intn(len(ids))])
 		b = binary.BigEndian.AppendUint32(b, ids[p.Intn(len(ids))])
 		b = append(b, byte(inner.Kind), byte(p.Intn(3)))
@@ -329,7 +366,8 @@ func checkSent(self uint32, m core.Message, disk []byte) error {
 	var fInc uint32
 	var stamps []uint64
 	switch m.Kind {
-	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
+	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease,
+		wire.KindBakeryDoorway, wire.KindBakeryChoosing, wire.KindBakeryTicket:
 		var r wire.PermRequest
 		if r.UnmarshalBinary(m.Payload) != nil {
 			return fmt.Errorf("undecodable %v sent", m.Kind)
@@ -344,7 +382,7 @@ func checkSent(self uint32, m core.Message, disk []byte) error {
 			return fmt.Errorf("%v stamped %d carries a release of %d and a request of %d: the release is not between them", m.Kind, m.Lamport, r.Released, r.Stamp)
 		}
 		fInc, stamps = r.Incarnation, []uint64{r.Stamp, r.Released, r.Fence >> 16}
-	case wire.KindRAReply, wire.KindLamportAck:
+	case wire.KindRAReply, wire.KindLamportAck, wire.KindBakeryNumber, wire.KindBakeryChosen, wire.KindBakeryTicketReply:
 		var r wire.PermReply
 		if r.UnmarshalBinary(m.Payload) != nil {
 			return fmt.Errorf("undecodable %v sent", m.Kind)

@@ -169,6 +169,10 @@ func (c *Core) request(l *lock) {
 		c.drain()
 		return
 	}
+	if c.cfg.Variant == Bakery {
+		c.doorway(l)
+		return
+	}
 	released := c.takeRelease(l.name)
 	c.flushReleases() // the others' releases are stamped before this request
 	if released != 0 {
@@ -200,8 +204,11 @@ func (c *Core) request(l *lock) {
 // send (one logical send, the same in every frame), 0 on a retry.
 func (c *Core) sendRequest(l *lock, m uint32, lamport uint64) {
 	kind := wire.KindLamportRequest
-	if c.cfg.Variant == RicartAgrawala {
+	switch c.cfg.Variant {
+	case RicartAgrawala:
 		kind = wire.KindRARequest
+	case Bakery:
+		kind = l.phase.read()
 	}
 	at := c.send(m, kind, wire.PermRequest{Name: l.name, Incarnation: c.inc, Stamp: l.stamp, Fence: l.known}, lamport)
 	l.sentAt[m] = c.now
@@ -271,6 +278,10 @@ func (c *Core) tryGrant(l *lock) {
 		}
 		n++
 	}
+	if c.cfg.Variant == Bakery && l.phase != phaseTicket {
+		c.nextRead(l)
+		return
+	}
 	if n < c.majority {
 		return
 	}
@@ -300,11 +311,13 @@ func (c *Core) tryGrant(l *lock) {
 	c.drain()
 }
 
-// exit ends this member's request for l: Ricart-Agrawala answers every
-// request it deferred, Lamport's queue sends the release to all.
+// exit ends this member's request for l: Ricart-Agrawala and the bakery
+// answer every request (ticket read) they deferred, and the bakery, left
+// in its doorway, the reads of its choosing; Lamport's queue sends the
+// release to all.
 func (c *Core) exit(l *lock) {
-	old := l.stamp
-	l.stamp, l.granted = 0, false
+	old, choosing := l.stamp, l.phase == phaseDoorway
+	l.stamp, l.granted, l.phase = 0, false, 0
 	clear(l.got)
 	clear(l.sentAt)
 	l.touched = c.now
@@ -314,8 +327,11 @@ func (c *Core) exit(l *lock) {
 	if !c.busy() {
 		c.idleFrom = c.now
 	}
-	if c.cfg.Variant == RicartAgrawala {
+	if c.cfg.Variant != Lamport {
 		c.answerDeferred(l, true)
+		if choosing {
+			c.answerChoosing(l) // no longer choosing either
+		}
 		return
 	}
 	if c.holdRelease >= 0 {

@@ -29,8 +29,9 @@ import (
 // Commands: mutexscript's (acquire ID LOCK, which prints its request;
 // release ID REQ; run D; crash ID, restart ID; cut A B, heal), and
 //
-//	cluster VARIANT N [DELAY]  N members 1..N running ricartagrawala or
-//	                           lamport, every link DELAY (default 1ms)
+//	cluster VARIANT N [DELAY]  N members 1..N running ricartagrawala,
+//	                           lamport or bakery, every link DELAY
+//	                           (default 1ms)
 //	lamport ID T               member ID's Lamport clock moved up to T
 //	                           (its next request is stamped T+1)
 //	counts                     protocol frames sent by kind since the last
@@ -96,8 +97,10 @@ func newCluster(r *mutexscript.Script, a scenario.Args) mutexscript.Cluster {
 		v = permission.RicartAgrawala
 	case "lamport":
 		v = permission.Lamport
+	case "bakery":
+		v = permission.Bakery
 	default:
-		r.T.Fatalf("%q: want ricartagrawala or lamport", a.Line)
+		r.T.Fatalf("%q: want ricartagrawala, lamport or bakery", a.Line)
 	}
 	cl := mutexscript.Cluster{New: func(id uint32, env core.Env) (mutex.Algorithm, error) {
 		cfg := permission.DefaultLANConfig()
@@ -129,7 +132,8 @@ func (sc *scene) sent(r *mutexscript.Script, f sim.SentFrame) {
 // describe shows the fields of a frame that matter.
 func describe(t testing.TB, k wire.Kind, payload []byte) string {
 	switch k {
-	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease:
+	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease,
+		wire.KindBakeryDoorway, wire.KindBakeryChoosing, wire.KindBakeryTicket:
 		var r wire.PermRequest
 		if err := r.UnmarshalBinary(payload); err != nil {
 			t.Fatalf("%v: %v", k, err)
@@ -141,14 +145,17 @@ func describe(t testing.TB, k wire.Kind, payload []byte) string {
 			t.Fatalf("%v: %v", k, err)
 		}
 		return fmt.Sprintf("lock=%s released=%d stamp=%d known=%s", r.Name, r.Released, r.Stamp, fenceText(r.Fence))
-	case wire.KindRAReply, wire.KindLamportAck:
+	case wire.KindRAReply, wire.KindLamportAck, wire.KindBakeryNumber, wire.KindBakeryChosen, wire.KindBakeryTicketReply:
 		var r wire.PermReply
 		if err := r.UnmarshalBinary(payload); err != nil {
 			t.Fatalf("%v: %v", k, err)
 		}
 		what := fmt.Sprintf("lock=%s answers=%d known=%s", r.Name, r.Stamp, fenceText(r.Fence))
-		if k == wire.KindLamportAck {
+		switch k {
+		case wire.KindLamportAck:
 			what += fmt.Sprintf(" want=%d", r.Want)
+		case wire.KindBakeryNumber:
+			what += fmt.Sprintf(" num=%d", r.Want)
 		}
 		return what
 	case wire.KindPermProbe:

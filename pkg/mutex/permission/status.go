@@ -34,6 +34,11 @@ func Guarantees(v Variant) mutex.Guarantees {
 	case Lamport:
 		g.Messages = "3(N-1): N-1 requests, N-1 acknowledgements, N-1 releases"
 		g.SyncDelay = "1 (the holder's release)"
+	case Bakery:
+		g.Messages = "6(N-1): three reads of every other member (num, choosing, num against the ticket), a request and a reply each"
+		g.SyncDelay = "1 (the holder's deferred reply to the ticket read)"
+		g.Protection = "the fence, (ticket, requester): the ticket is a Lamport time above every num read, " +
+			"so fences increase strictly per lock across the cluster and restarts; otherwise as Ricart-Agrawala"
 	}
 	return g
 }
@@ -85,6 +90,10 @@ type LockDetail struct {
 	// whether it holds.
 	Stamp   uint64 `json:"stamp,omitempty"`
 	Granted bool   `json:"granted,omitempty"`
+	// Phase (the bakery): the read this member's request is at,
+	// "doorway" (Stamp is the read's), "choosing" or "ticket" (Stamp is
+	// the ticket).
+	Phase string `json:"phase,omitempty"`
 	// Answered: the members whose answer to Stamp is in.
 	Answered []uint32 `json:"answered,omitempty"`
 	// Deferred (Ricart-Agrawala): requests this member answers when its
@@ -156,7 +165,7 @@ func (c *Core) Report() mutex.Status {
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) {
 		l := c.locks[name]
 		ls := mutex.LockStatus{Name: name, Fence: l.known}
-		ld := LockDetail{Stamp: l.stamp, Granted: l.granted}
+		ld := LockDetail{Stamp: l.stamp, Granted: l.granted, Phase: l.phase.String()}
 		for _, m := range slices.Sorted(maps.Keys(l.got)) {
 			if l.got[m] {
 				ld.Answered = append(ld.Answered, m)

@@ -32,8 +32,8 @@ const linkScript = `f=$1 op=$3 store=$4; grep -q "^$op " "$f" && exit 0; s=$(dat
 	`e=$(date +%s%N); { echo $((n+1)); tail -n +2 "$f"; echo "$op $s $e $2 $MUTEXD_FENCE"; } > "$f.$op" && mv "$f.$op" "$f"`
 
 // TestLabMutexdLinkCut: issue 29, item 9, with real binaries. Five
-// namespace hosts run mutexd (Ricart-Agrawala, then Lamport's queue, 3 s
-// leases as the defaults), and every host increments a shared counter in a
+// namespace hosts run mutexd (Ricart-Agrawala, then Lamport's queue, then
+// the distributed bakery, 3 s leases as the defaults), and every host increments a shared counter in a
 // loop under `mutexd lock counter`, each section also writing to a fenced
 // store. Meanwhile the link between two hosts is cut, both ways, by two
 // nft rules on the bridge (each still reaches the three others), for
@@ -47,7 +47,7 @@ const linkScript = `f=$1 op=$3 store=$4; grep -q "^$op " "$f" && exit 0; s=$(dat
 // at WARN which link is broken, and shows the other as relayed.
 func TestLabMutexdLinkCut(t *testing.T) {
 	labnet.Require(t)
-	for _, alg := range []string{"ricartagrawala", "lamport"} {
+	for _, alg := range []string{"ricartagrawala", "lamport", "bakery"} {
 		t.Run(alg, func(t *testing.T) { labLinkCut(t, alg) })
 	}
 }
@@ -55,62 +55,15 @@ func TestLabMutexdLinkCut(t *testing.T) {
 func labLinkCut(t *testing.T, alg string) {
 	const n = 5
 	const cutFor = 8 * time.Second
-	lab := labnet.New(t, n)
-	l := &labMutexd{t: t, lab: lab, dir: e2e.ShortDir(t), procs: map[int]*labnet.Proc{},
-		extra: []string{"--algorithm", alg, "--lease", "3s"}} // the last --lease wins
-	l.key = e2e.KeyFile(t, l.dir)
-	for i := 1; i <= n; i++ {
-		l.start(i)
-	}
-	for i := 1; i <= n; i++ {
-		l.waitUp(i)
-	}
-	file, store := filepath.Join(l.dir, "counter"), filepath.Join(l.dir, "store")
-	for path, v := range map[string]string{file: "0\n", store: "0\n"} {
-		if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l, file, store := fencedLab(t, alg, n)
+	lab := l.lab
 
 	type cut struct {
 		a, b     int
 		from, to time.Time
 	}
 	var cuts []cut
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done, failed := map[int]int{}, map[int]int{}
-	var why []string
-	for _, h := range lab.Hosts() {
-		i := h.Index()
-		wg.Go(func() {
-			for k := 0; ; {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				op := fmt.Sprintf("%s-%d", h.Name(), k)
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				out, err := exec.CommandContext(ctx, "ip", "netns", "exec", h.Namespace(), filepath.Join(e2e.BinDir(), "mutexd"), "lock", "counter",
-					"--control", l.control(i), "--timeout", "30s", "--", "sh", "-c", linkScript, "sh", file, h.Name(), op, store).CombinedOutput()
-				cancel()
-				mu.Lock()
-				if err != nil {
-					failed[i]++
-					why = append(why, fmt.Sprintf("%s %s: %v: %s", h.Name(), op, err, bytes.TrimSpace(out)))
-				} else {
-					done[i]++
-					k++
-				}
-				mu.Unlock()
-				if err != nil {
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-		})
-	}
+	stop := l.fencedLoops(file, store)
 	relayed := map[[2]int]bool{}
 	during := func(a, b int) {
 		from := time.Now()
@@ -140,23 +93,9 @@ func labLinkCut(t *testing.T, alg string) {
 		other = 4
 	}
 	during(holder, other)
-	close(stop)
-	wg.Wait()
+	done, failed, why := stop()
 	t.Logf("%s: sections %v, failed runs %v", alg, done, failed)
-	for _, w := range why {
-		t.Log(w)
-	}
-
-	total := 0
-	for _, k := range done {
-		total += k
-	}
-	checkCounter(t, file, total)
-	spans := spansOf(t, file, true)
-	checkFences(t, spans, nil)
-	if b, err := os.ReadFile(store + ".refused"); err == nil && len(b) > 0 {
-		t.Errorf("the fenced store refused writes (op fence highest):\n%s", b)
-	}
+	spans := checkFenced(t, file, store, done, why)
 	for _, c := range cuts {
 		ran := map[string]int{}
 		for _, s := range spans {
@@ -184,6 +123,96 @@ func labLinkCut(t *testing.T, alg string) {
 			}
 		}
 	}
+}
+
+// fencedLab starts mutexd running alg on n namespace hosts (3 s leases,
+// as the defaults), waits until each answers, and makes the counter file
+// and the fenced store that linkScript writes.
+func fencedLab(t *testing.T, alg string, n int) (l *labMutexd, file, store string) {
+	lab := labnet.New(t, n)
+	l = &labMutexd{t: t, lab: lab, dir: e2e.ShortDir(t), procs: map[int]*labnet.Proc{},
+		extra: []string{"--algorithm", alg, "--lease", "3s"}} // the last --lease wins
+	l.key = e2e.KeyFile(t, l.dir)
+	for i := 1; i <= n; i++ {
+		l.start(i)
+	}
+	for i := 1; i <= n; i++ {
+		l.waitUp(i)
+	}
+	file, store = filepath.Join(l.dir, "counter"), filepath.Join(l.dir, "store")
+	for path, v := range map[string]string{file: "0\n", store: "0\n"} {
+		if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l, file, store
+}
+
+// fencedLoops makes every host run linkScript under `mutexd lock counter`
+// in a loop (a failed run is tried again 50 ms later) until stop, which
+// waits for the loops and returns the sections each host ran, its failed
+// runs, and why they failed.
+func (l *labMutexd) fencedLoops(file, store string) (stop func() (done, failed map[int]int, why []string)) {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done, failed := map[int]int{}, map[int]int{}
+	var why []string
+	for _, h := range l.lab.Hosts() {
+		i := h.Index()
+		wg.Go(func() {
+			for k := 0; ; {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				op := fmt.Sprintf("%s-%d", h.Name(), k)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				out, err := exec.CommandContext(ctx, "ip", "netns", "exec", h.Namespace(), filepath.Join(e2e.BinDir(), "mutexd"), "lock", "counter",
+					"--control", l.control(i), "--timeout", "30s", "--", "sh", "-c", linkScript, "sh", file, h.Name(), op, store).CombinedOutput()
+				cancel()
+				mu.Lock()
+				if err != nil {
+					failed[i]++
+					why = append(why, fmt.Sprintf("%s %s: %v: %s", h.Name(), op, err, bytes.TrimSpace(out)))
+				} else {
+					done[i]++
+					k++
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		})
+	}
+	return func() (map[int]int, map[int]int, []string) {
+		close(quit)
+		wg.Wait()
+		return done, failed, why
+	}
+}
+
+// checkFenced logs why runs failed and checks what fencedLoops left: the
+// counter equals the sections run, no two overlapped, their fences grew,
+// and the fenced store refused no write. It returns the sections.
+func checkFenced(t *testing.T, file, store string, done map[int]int, why []string) []span {
+	t.Helper()
+	for _, w := range why {
+		t.Log(w)
+	}
+	total := 0
+	for _, k := range done {
+		total += k
+	}
+	checkCounter(t, file, total)
+	spans := spansOf(t, file, true)
+	checkFences(t, spans, nil)
+	if b, err := os.ReadFile(store + ".refused"); err == nil && len(b) > 0 {
+		t.Errorf("the fenced store refused writes (op fence highest):\n%s", b)
+	}
+	return spans
 }
 
 // memberState is member id's state in host i's mutexd status ("" if it
