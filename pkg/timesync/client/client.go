@@ -262,6 +262,10 @@ func (c *Client) Synchronized() bool {
 // reads now (servo.Servo.Bound); zero times before the first update.
 func (c *Client) Bound(now time.Time) (earliest, latest time.Time) { return c.servo.Bound(now) }
 
+// BoundGrowthPPM is how fast Bound moves away from a clock reading
+// between updates, the slew in progress aside (servo.Servo.GrowthPPM).
+func (c *Client) BoundGrowthPPM() float64 { return c.servo.GrowthPPM() }
+
 // Step refuses synclab frames: the client speaks NTP only.
 func (c *Client) Step(m core.Message) error {
 	return fmt.Errorf("%w: %v", core.ErrUnexpectedKind, m.Kind)
