@@ -78,7 +78,12 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		defer d.tt.Close()
+		// A clean stop says so in the page: readers refuse it at once.
+		defer d.locked(func() {
+			if err := d.tt.Close(); err != nil {
+				d.log.Warn("closing the truetime page", "err", err)
+			}
+		})
 	}
 	ctlErr := make(chan error, 1)
 	go func() { ctlErr <- d.ctl.Serve() }()

@@ -74,7 +74,8 @@
 //	    64    8 interval_ns     the daemon publishes at least this often (int64)
 //	    72    8 flags           bit 0 synchronised (lo..slew hold a bound);
 //	                            bit 1 group time (Berkeley, not UTC);
-//	                            bit 2 simulated clock (--clock sim) (uint64)
+//	                            bit 2 simulated clock (--clock sim);
+//	                            bit 3 stopped: the daemon stopped at base_ns (uint64)
 //	    80    8 pid             the publishing daemon's process ID (uint64)
 //	    88    8 published       number of publications since the daemon
 //	                            started (uint64)
@@ -100,11 +101,18 @@
 //     status` says which.
 //   - age < 0: CLOCK_REALTIME went back since the publication (someone
 //     stepped it; timed never does): fail (ErrClockStepped).
-//   - age > stale_after_ns: the daemon stopped publishing (it publishes
-//     every interval_ns): fail (ErrStale). Before that the bound widens
-//     with the age, so a stopped daemon's last bound stays truthful while
-//     it is used. A Reader whose file is stale opens the path again, at
-//     most once a second, and follows a restarted daemon's new file.
+//   - flags bit 3 (stopped): the daemon stopped cleanly; nothing bounds
+//     what is done to the clock next (another daemon may start correcting
+//     it): fail (ErrStale) at once.
+//   - age > stale_after_ns: the daemon stopped publishing (it died, or
+//     hangs; it publishes every interval_ns): fail (ErrStale). Before
+//     that the bound widens with the age, so the last bound of a daemon
+//     that died stays truthful while it is used. A Reader whose page is
+//     stale opens the path again, at most once a second, and follows a
+//     restarted daemon's new file. (timed's unit keeps /run/timed across
+//     a restart, RuntimeDirectoryPreserve=restart: the restarted daemon
+//     takes the same file over, continuing its seqlock, and says
+//     "unsynchronised" in it before it changes the clock.)
 //
 // What the page cannot see: a step of CLOCK_REALTIME forward by anyone
 // but timed (date -s) between publications moves a reader's bound

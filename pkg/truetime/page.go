@@ -47,6 +47,9 @@ const (
 	// sim); the bound is mapped onto CLOCK_REALTIME, the simulated
 	// clock's true time.
 	FlagSimulated
+	// FlagStopped: the daemon stopped (cleanly) at Base: nothing bounds
+	// what happens to the clock next (another daemon may correct it).
+	FlagStopped
 )
 
 // Publication is one write of the page: what the daemon knew when

@@ -3,6 +3,7 @@ package truetime
 import (
 	"fmt"
 	"os"
+	"time"
 )
 
 // Publisher writes the page: timed's side. Not safe for concurrent use
@@ -15,6 +16,7 @@ type Publisher struct {
 	writing   bool
 	next      uint64 // the seq that ends the write in progress
 	published uint64
+	closed    bool
 }
 
 // Create opens the page at path for publishing, creating it mode 0640,
@@ -65,6 +67,15 @@ func (p *Publisher) Publish(pub Publication) {
 // Published returns how many publications this Publisher made.
 func (p *Publisher) Published() uint64 { return p.published }
 
-// Close unmaps the page and leaves the file: readers widen the last
-// bound with its age until it is stale (the daemon stopped).
-func (p *Publisher) Close() error { return p.m.unmap() }
+// Close marks the page stopped (FlagStopped: readers refuse it at once,
+// as stale, and open the path again for a later daemon's page), unmaps
+// it and leaves the file. A daemon that dies without Close leaves its
+// last publication, which readers widen with its age until it is stale.
+func (p *Publisher) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	p.Publish(Publication{Base: time.Now(), Flags: FlagStopped, StaleAfter: time.Nanosecond})
+	return p.m.unmap()
+}

@@ -158,6 +158,10 @@ func (r *Reader) read(m *mapping) (Reading, error) {
 	if s.seq == 0 {
 		return rd, &Error{Kind: ErrUnsynchronised, Path: r.path, Detail: "timed has not published yet"}
 	}
+	if s.flags&FlagStopped != 0 {
+		return rd, &Error{Kind: ErrStale, Path: r.path,
+			Detail: fmt.Sprintf("timed (pid %d) stopped at %s: is it running? (a restarted timed's page is opened again at once)", s.pid, time.Unix(0, s.base).UTC().Format(time.RFC3339))}
+	}
 	if s.flags&FlagSynchronised == 0 {
 		return rd, &Error{Kind: ErrUnsynchronised, Path: r.path, Detail: "see `timed status` for why"}
 	}

@@ -172,35 +172,51 @@ func TestOpenRefuses(t *testing.T) {
 }
 
 // TestReopenAfterRestart: a daemon that restarts makes a new file at the
-// path (systemd empties /run/timed); a reader of the old one, stale,
-// follows the new one.
+// path (systemd emptied /run/timed); a reader of the old one follows the
+// new one once the old is stale: at once when the daemon stopped cleanly
+// (the page says so), after the stale limit when it died; and at most
+// once a second.
 func TestReopenAfterRestart(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "truetime")
-	pub, err := Create(path, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var clk atomic.Int64
-	r.now = clk.Load
-	clk.Store(t0.UnixNano())
-	pub.Publish(synced(t0, -time.Millisecond, time.Millisecond))
-	pub.Close()
-	os.Remove(path)
-	clk.Store(t0.Add(time.Minute).UnixNano())
-	pub2, err := Create(path, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub2.Close()
-	pub2.Publish(synced(t0.Add(time.Minute), -time.Millisecond, time.Millisecond))
-	e, l, err := r.Now()
-	if err != nil || !e.Equal(t0.Add(time.Minute-time.Millisecond)) || !l.Equal(t0.Add(time.Minute+time.Millisecond)) {
-		t.Fatalf("after the restart: [%v, %v] %v", e, l, err)
+	for _, clean := range []bool{true, false} {
+		path, pub, r := filePage(t)
+		var clk atomic.Int64
+		r.now = clk.Load
+		clk.Store(t0.UnixNano())
+		pub.Publish(synced(t0, -time.Millisecond, time.Millisecond))
+		if clean {
+			pub.Close()
+			_, _, err := r.Now()
+			if !errors.Is(err, ErrStale) || !contains(err.Error(), "stopped") {
+				t.Errorf("a stopped daemon's page: %v", err)
+			}
+		} else {
+			pub.m.unmap() // killed: the page stays as it was
+			pub.closed = true
+		}
+		os.Remove(path)
+		clk.Store(t0.Add(5 * time.Second).UnixNano())
+		pub2, err := Create(path, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pub2.Close()
+		pub2.Publish(synced(t0.Add(5*time.Second), -time.Millisecond, time.Millisecond))
+		e, l, err := r.Now()
+		if clean {
+			if err != nil || !e.Equal(t0.Add(5*time.Second-time.Millisecond)) || !l.Equal(t0.Add(5*time.Second+time.Millisecond)) {
+				t.Fatalf("stopped, restarted: [%v, %v] %v", e, l, err)
+			}
+			continue
+		}
+		// Killed: the old page's bound, widened by 5 s at 15 ppm.
+		if err != nil || !e.Equal(t0.Add(5*time.Second-time.Millisecond-75*time.Microsecond)) {
+			t.Fatalf("killed, 5 s later: [%v, %v] %v", e, l, err)
+		}
+		// 11 s: the old page is stale; the new one, 6 s old, is read.
+		clk.Store(t0.Add(11 * time.Second).UnixNano())
+		if e, _, err := r.Now(); err != nil || !e.Equal(t0.Add(11*time.Second-time.Millisecond-90*time.Microsecond)) {
+			t.Fatalf("killed, restarted, 11 s later: %v %v", e, err)
+		}
 	}
 }
 
@@ -216,11 +232,11 @@ func TestTakeOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pub2.Close()
-	if seq := pub2.m.p.load(wordSeq); seq != 4 {
-		t.Errorf("seq after take-over %d, want 4 (continued)", seq)
+	if seq := pub2.m.p.load(wordSeq); seq != 6 {
+		t.Errorf("seq after take-over %d, want 6 (continued)", seq)
 	}
-	if base := pub2.m.p.load(wordBase); base != uint64(t0.UnixNano()) {
-		t.Errorf("the previous publication was erased")
+	if Flags(pub2.m.p.load(wordFlags)) != FlagStopped {
+		t.Errorf("the previous daemon's stop was not kept")
 	}
 }
 

@@ -65,7 +65,8 @@ func watchTrueTime(t *testing.T, r *truetime.Reader, d time.Duration, until func
 // 50 ms, until the bound is under 2 ms wide and 5 s more, then with the server gone (the bound widens with the drift),
 // then with the daemon stopped (SIGSTOP: the page is no longer
 // published; the reader widens it with its age, then refuses it as stale
-// after --truetime-stale-after), and once the daemon continues.
+// after --truetime-stale-after), and once the daemon continues; after a
+// clean stop (SIGTERM) the page says so, and is refused at once.
 func TestTimedTrueTimeHoldsTruth(t *testing.T) {
 	c := newCluster(t, "timed", 2)
 	addr := serveTimed(t, c, 1, 0, "--stratum", "8")
@@ -157,6 +158,17 @@ func TestTimedTrueTimeHoldsTruth(t *testing.T) {
 	}
 	if tt, _ := st["truetime"].(map[string]any); tt["path"] != page || tt["bound"] != true {
 		t.Errorf("status truetime: %v", st["truetime"])
+	}
+
+	// A clean stop says so: readers refuse the page at once.
+	p.Signal(syscall.SIGTERM)
+	c.Procs[2].Wait()
+	if _, _, err := r.Now(); !errors.Is(err, truetime.ErrStale) || !strings.Contains(err.Error(), "stopped") {
+		t.Errorf("after SIGTERM: %v", err)
+	}
+	_, errOut, code = timedCLI(t, "now", "--control", c.Control(2))
+	if code != 1 || !strings.Contains(errOut, "stopped") {
+		t.Errorf("timed now after SIGTERM: exit %d, %q", code, errOut)
 	}
 }
 
