@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/testkit/e2e"
+	"github.com/synclab/synclab/internal/testkit/testenv"
 	"github.com/synclab/synclab/pkg/truetime"
 )
 
@@ -201,5 +204,49 @@ func TestTimedNowExits(t *testing.T) {
 	c.Eventually("host 2 answering", 5*time.Second, func() bool { _, err := c.Status(2); return err == nil })
 	if _, err := os.Stat(strings.TrimSuffix(c.Control(2), ".sock") + ".truetime"); err == nil {
 		t.Errorf("--truetime-file none: the page was made")
+	}
+}
+
+// TestTimedNowControlGroup: the page is readable by the control group's
+// members and by nobody else who is not root. timed runs with
+// --control-group 65534; `timed now` run as uid 65534 in group 65534
+// reads it (exit 3: no bound, nothing to follow), as uid 65533 in group
+// 65533 it is refused (exit 1, permission denied, saying who may read).
+func TestTimedNowControlGroup(t *testing.T) {
+	testenv.RequireRoot(t, "giving the page to a group and reading it as other users")
+	c := newCluster(t, "timed", 1)
+	ip := "127.0.0.33"
+	silent := fmt.Sprintf("%s:%d", ip, e2e.FreePort(t, ip)) // nothing answers there
+	c.StartAlone(1, "--clock", "sim", "--server", silent, "--control-group", "65534")
+	page := strings.TrimSuffix(c.Control(1), ".sock") + ".truetime"
+	c.Eventually("the truetime page", 5*time.Second, func() bool { _, err := os.Stat(page); return err == nil })
+	fi, err := os.Stat(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Gid != 65534 || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("page gid %d mode %v, want 65534 and 0640", st.Gid, fi.Mode().Perm())
+	}
+	// The other users reach the page and the binary through 0755
+	// directories.
+	if err := os.Chmod(c.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(c.Dir, "timed")
+	b, err := os.ReadFile(filepath.Join(e2e.BinDir(), "timed"))
+	if err != nil || os.WriteFile(bin, b, 0o755) != nil {
+		t.Fatalf("copying timed: %v", err)
+	}
+	as := func(id uint32) (string, int) {
+		cmd := exec.Command(bin, "now", "--truetime-file", page)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: id, Gid: id, Groups: []uint32{}}}
+		out, err := cmd.CombinedOutput()
+		return string(out), e2e.ExitCode(err)
+	}
+	if out, code := as(65534); code != 3 || !strings.Contains(out, "not synchronised") {
+		t.Errorf("as a member of the control group: exit %d\n%s", code, out)
+	}
+	if out, code := as(65533); code != 1 || !strings.Contains(out, "permission denied") || !strings.Contains(out, "--control-group") {
+		t.Errorf("as another user: exit %d\n%s", code, out)
 	}
 }
