@@ -78,7 +78,7 @@ func trueTimeBound(c core.Core, now time.Time) (daemon.TrueTimeBound, bool) {
 		return daemon.TrueTimeBound{}, false
 	}
 	w, ok := tc.Window(now)
-	return daemon.TrueTimeBound{Earliest: w.Earliest, Latest: w.Latest, GrowthPPM: w.GrowthPPM, GroupTime: w.GroupTime}, ok
+	return daemon.TrueTimeBound{Earliest: w.Earliest, Latest: w.Latest, GrowthPPM: w.GrowthPPM, Pending: w.Pending, GroupTime: w.GroupTime}, ok
 }
 
 func nowCommand() *cli.Command {

@@ -355,11 +355,13 @@ type Daemon struct {
 	// before Run).
 	newTimer func(time.Duration) loopTimer
 	// tt publishes the core's bound (Config.TrueTime); ttBound says the
-	// last publication held one, ttHalf its larger side (owned by the
-	// holder of mu).
+	// last publication held one, ttHalf its larger side, ttMiss the
+	// largest gap seen between the clock's slew left and the core's
+	// (owned by the holder of mu).
 	tt      *truetime.Publisher
 	ttBound bool
 	ttHalf  time.Duration
+	ttMiss  time.Duration
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and

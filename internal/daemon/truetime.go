@@ -31,6 +31,9 @@ type TrueTime struct {
 type TrueTimeBound struct {
 	Earliest, Latest time.Time
 	GrowthPPM        float64
+	// Pending is the slew the core counts on the clock still to make
+	// (positive forward): the bound assumes the rest was made.
+	Pending time.Duration
 	// GroupTime: the Berkeley group's time, not UTC.
 	GroupTime bool
 }
@@ -52,6 +55,11 @@ type TrueTimeStatus struct {
 	// HalfWidthNS is the last bound's larger side from the clock's
 	// reading, at its publication.
 	HalfWidthNS int64 `json:"half_width_ns,omitempty"`
+	// SlewMissMaxNS is the largest difference seen between the slew the
+	// clock had left and the one the core counted on (a slew applied
+	// later than decided, on a busy host): the page's bound was widened
+	// by it on the slew's side.
+	SlewMissMaxNS int64 `json:"slew_miss_max_ns,omitempty"`
 }
 
 func (t *TrueTime) validate() error {
@@ -129,6 +137,19 @@ func (d *Daemon) publishTrueTime() {
 		// slewing fast, and a nanosecond for rounding).
 		gap := (r2.Sub(r1)*11)/10 + 1
 		pub.Earliest, pub.Latest = b.Earliest.Add(-gap), b.Latest
+		// The core's bound is centred on the clock having made all but
+		// b.Pending of its slews; the clock says what it has left. They
+		// differ when a slew was applied later than the core decided it
+		// (the core counts it from its tick's reading; a busy host applies
+		// it milliseconds later: 83 us per ms at the fastest slew): the
+		// clock has then made that much less, and the true time may lie
+		// that much further on the slew's side.
+		if miss := st.SlewLeft - b.Pending; miss < 0 {
+			pub.Earliest = pub.Earliest.Add(miss)
+		} else {
+			pub.Latest = pub.Latest.Add(miss)
+		}
+		d.ttMiss = max(d.ttMiss, st.SlewLeft-b.Pending, b.Pending-st.SlewLeft)
 		pub.GrowthPPB = uint64(math.Ceil(b.GrowthPPM * 1e3))
 		pub.Slew = st.SlewLeft
 		pub.Flags |= truetime.FlagSynchronised
@@ -147,5 +168,5 @@ func (d *Daemon) trueTimeStatus() *TrueTimeStatus {
 	if d.tt == nil {
 		return nil
 	}
-	return &TrueTimeStatus{Path: d.tt.Path(), Publications: d.tt.Published(), Bound: d.ttBound, HalfWidthNS: int64(d.ttHalf)}
+	return &TrueTimeStatus{Path: d.tt.Path(), Publications: d.tt.Published(), Bound: d.ttBound, HalfWidthNS: int64(d.ttHalf), SlewMissMaxNS: int64(d.ttMiss)}
 }

@@ -75,8 +75,15 @@ func TestTrueTimeWrittenAroundAdjustments(t *testing.T) {
 	path := filepath.Join(dir, "tt")
 	pc := &pageClock{Sim: clock.NewSim(clock.SimConfig{}, time.Now), midWrite: map[string]bool{}}
 	cfg.Clock = pc
+	// The core counts on the slew the clock has left, or on none at all
+	// (a slew it decided earlier than the clock began it).
+	counted := true
 	cfg.TrueTime = &TrueTime{Path: path, Bound: func(_ core.Core, now time.Time) (TrueTimeBound, bool) {
-		return TrueTimeBound{Earliest: now.Add(-time.Millisecond), Latest: now.Add(2 * time.Millisecond), GrowthPPM: 20}, true
+		b := TrueTimeBound{Earliest: now.Add(-time.Millisecond), Latest: now.Add(2 * time.Millisecond), GrowthPPM: 20}
+		if st, _ := pc.Sim.State(); counted {
+			b.Pending = st.SlewLeft
+		}
+		return b, true
 	}}
 	a := &adjuster{}
 	d := publishing(t, cfg, a)
@@ -118,6 +125,20 @@ func TestTrueTimeWrittenAroundAdjustments(t *testing.T) {
 	}
 	if rd.Flags != truetime.FlagSynchronised|truetime.FlagSimulated {
 		t.Errorf("flags %b", rd.Flags)
+	}
+	// The core counts on no slew left: the clock has 30 ms more to make
+	// than the bound's centre assumes; the page is widened by that, on
+	// the slew's side (latest: the clock still to move forward means the
+	// true time may be that much later).
+	counted = false
+	d.locked(d.publishTrueTime)
+	rd2, err := pc.r.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := rd2.Latest.Sub(rd2.Now) - rd.Latest.Sub(rd.Now)
+	if left < 25*time.Millisecond || left > 32*time.Millisecond || d.ttMiss < 25*time.Millisecond {
+		t.Errorf("latest moved %v further with a slew not counted (miss %v), want the slew left, 25-32 ms", left, d.ttMiss)
 	}
 	st := d.trueTimeStatus()
 	if st == nil || st.Path != path || !st.Bound || st.Publications != d.tt.Published() {

@@ -373,6 +373,10 @@ func (c *Core) Bound(now time.Time) (earliest, latest time.Time) { return c.serv
 // between corrections, the slew in progress aside (servo.Servo.GrowthPPM).
 func (c *Core) BoundGrowthPPM() float64 { return c.servo.GrowthPPM() }
 
+// Pending is the slew the servo counts on the clock still to make at
+// local time now (servo.Servo.Pending).
+func (c *Core) Pending(now time.Time) time.Duration { return c.servo.Pending(now) }
+
 // Synchronized reports whether a correction was applied, and so whether
 // Bound has an interval to give.
 func (c *Core) Synchronized() bool { return c.servo.Synchronized() }

@@ -180,6 +180,10 @@ func syncMetrics(m *core.MetricSet, s Sync) {
 type Window struct {
 	Earliest, Latest time.Time
 	GrowthPPM        float64
+	// Pending is the slew the discipline counts on the clock still to
+	// make (servo.Servo.Pending), positive forward: the bound's centre
+	// assumes the rest was made.
+	Pending time.Duration
 	// GroupTime: the bound is on the Berkeley group's time, not UTC.
 	GroupTime bool
 }
@@ -189,6 +193,7 @@ type bounder interface {
 	Synchronized() bool
 	Bound(now time.Time) (earliest, latest time.Time)
 	BoundGrowthPPM() float64
+	Pending(now time.Time) time.Duration
 }
 
 // Window returns the discipline's bound at clock reading now; false when
@@ -212,7 +217,7 @@ func window(b bounder, now time.Time, group bool) (Window, bool) {
 	if lo.IsZero() || hi.IsZero() {
 		return Window{}, false
 	}
-	return Window{Earliest: lo, Latest: hi, GrowthPPM: b.BoundGrowthPPM(), GroupTime: group}, true
+	return Window{Earliest: lo, Latest: hi, GrowthPPM: b.BoundGrowthPPM(), Pending: b.Pending(now), GroupTime: group}, true
 }
 
 // The disciplines that keep a bound.

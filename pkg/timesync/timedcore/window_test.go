@@ -19,7 +19,8 @@ func (b *bounded) Bound(now time.Time) (time.Time, time.Time) {
 	}
 	return now.Add(-b.half), now.Add(b.half)
 }
-func (b *bounded) BoundGrowthPPM() float64 { return 17 }
+func (b *bounded) BoundGrowthPPM() float64         { return 17 }
+func (b *bounded) Pending(time.Time) time.Duration { return 3 * time.Microsecond }
 
 // TestWindow: the bound published to applications is the NTP client's
 // when there is one, Berkeley's (the group's time) otherwise, and none
@@ -33,7 +34,7 @@ func TestWindow(t *testing.T) {
 	}
 	cl.synced = true
 	w, ok := c.Window(now)
-	if !ok || !w.Earliest.Equal(now.Add(-time.Millisecond)) || !w.Latest.Equal(now.Add(time.Millisecond)) || w.GrowthPPM != 17 || w.GroupTime {
+	if !ok || !w.Earliest.Equal(now.Add(-time.Millisecond)) || !w.Latest.Equal(now.Add(time.Millisecond)) || w.GrowthPPM != 17 || w.Pending != 3*time.Microsecond || w.GroupTime {
 		t.Errorf("client's window %+v %v", w, ok)
 	}
 	bk := &bounded{synced: true, half: 2 * time.Millisecond}
