@@ -99,6 +99,10 @@
 //     starting, not synchronised, only measuring (--no-adjust), or is the
 //     lab's local reference (nothing to be synchronised to). `timed
 //     status` says which.
+//   - lo_ns > hi_ns, growth_ppb > 10⁹, |lo_ns|, |hi_ns|, |slew_ns| or
+//     stale_after_ns beyond 2⁵⁰ ns (13 days), stale_after_ns <= 0, or
+//     base_ns outside [0, 2⁶²]: not written by timed (ErrInvalid). Within
+//     these the formula's int64 arithmetic cannot overflow.
 //   - age < 0: CLOCK_REALTIME went back since the publication (someone
 //     stepped it; timed never does): fail (ErrClockStepped).
 //   - flags bit 3 (stopped): the daemon stopped cleanly; nothing bounds

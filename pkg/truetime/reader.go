@@ -20,6 +20,21 @@ const reopenEvery = time.Second
 // that runs at twice the speed of time is not a clock.
 const maxGrowthPPB = 1e9
 
+// The page's numbers a reader accepts: a bound, a slew or a stale limit
+// of 13 days at most, a publication before the year 2116. Within them the
+// interval's arithmetic cannot overflow.
+const (
+	maxSpan = 1 << 50
+	maxBase = 1 << 62
+)
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
 // Reader reads timed's page. Safe for concurrent use.
 type Reader struct {
 	path string
@@ -165,7 +180,8 @@ func (r *Reader) read(m *mapping) (Reading, error) {
 	if s.flags&FlagSynchronised == 0 {
 		return rd, &Error{Kind: ErrUnsynchronised, Path: r.path, Detail: "see `timed status` for why"}
 	}
-	if s.lo > s.hi || s.growth > maxGrowthPPB || s.staleAfter <= 0 {
+	if s.lo > s.hi || s.growth > maxGrowthPPB || s.staleAfter <= 0 || s.staleAfter > maxSpan ||
+		s.base < 0 || s.base > maxBase || abs(s.lo) > maxSpan || abs(s.hi) > maxSpan || abs(s.slew) > maxSpan {
 		return rd, &Error{Kind: ErrInvalid, Path: r.path,
 			Detail: fmt.Sprintf("lo %d ns, hi %d ns, growth %d ppb, stale after %d ns", s.lo, s.hi, s.growth, s.staleAfter)}
 	}
