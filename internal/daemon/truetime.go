@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -130,6 +131,12 @@ func (d *Daemon) publishTrueTime() {
 		pub.Flags |= truetime.FlagSimulated
 	}
 	st, err := d.cfg.Clock.State()
+	if err != nil {
+		// Without the slew the clock has left, no bound can be published
+		// (readers get "unsynchronised" until the next publication).
+		d.alerts.report(time.Now(), slog.LevelWarn, "truetime_clock_state", 0, time.Minute,
+			"reading the clock's state for the truetime page failed, so it holds no bound: "+err.Error())
+	}
 	b, ok := cfg.Bound(d.node.Core(), now)
 	if ok && err == nil && !b.Latest.Before(b.Earliest) && b.GrowthPPM >= 0 && b.GrowthPPM < 1e6 {
 		// The bound holds when the clock read now, between r1 and r2: at

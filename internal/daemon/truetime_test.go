@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,6 +148,20 @@ func TestTrueTimeWrittenAroundAdjustments(t *testing.T) {
 	}
 }
 
+// noBound checks that the page at path holds no bound, as a reader sees
+// it.
+func noBound(t *testing.T, path, what string) {
+	t.Helper()
+	r, err := truetime.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, _, err := r.Now(); !errors.Is(err, truetime.ErrUnsynchronised) {
+		t.Errorf("%s: %v, want ErrUnsynchronised", what, err)
+	}
+}
+
 // TestTrueTimeNoBound: a core with no bound publishes a page that says
 // so; readers get ErrUnsynchronised.
 func TestTrueTimeNoBound(t *testing.T) {
@@ -154,16 +170,36 @@ func TestTrueTimeNoBound(t *testing.T) {
 	path := filepath.Join(dir, "tt")
 	cfg.TrueTime = &TrueTime{Path: path, Bound: func(core.Core, time.Time) (TrueTimeBound, bool) { return TrueTimeBound{}, false }}
 	publishing(t, cfg, &adjuster{})
-	r, err := truetime.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if _, _, err := r.Now(); !errors.Is(err, truetime.ErrUnsynchronised) {
-		t.Errorf("no bound: %v", err)
-	}
+	noBound(t, path, "a core without a bound")
 	cfg.TrueTime.StaleAfter = time.Second
 	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "shorter than two publications") {
 		t.Errorf("a 1 s stale limit: %v", err)
+	}
+}
+
+// stateless is a clock whose state cannot be read.
+type stateless struct{ *clock.Sim }
+
+func (stateless) State() (clock.State, error) {
+	return clock.State{}, errors.New("adjtimex: bad file descriptor")
+}
+
+// TestTrueTimeClockStateFails: without the slew the clock has left the
+// page holds no bound (readers get ErrUnsynchronised), and the log says
+// why, at WARN.
+func TestTrueTimeClockStateFails(t *testing.T) {
+	dir := shortDir(t)
+	cfg := testConfig(t, transport.NewMemNetwork(), dir, 1, 1)
+	var log bytes.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	cfg.Clock = stateless{clock.NewSim(clock.SimConfig{}, time.Now)}
+	path := filepath.Join(dir, "tt")
+	cfg.TrueTime = &TrueTime{Path: path, Bound: func(_ core.Core, now time.Time) (TrueTimeBound, bool) {
+		return TrueTimeBound{Earliest: now.Add(-time.Millisecond), Latest: now.Add(time.Millisecond)}, true
+	}}
+	publishing(t, cfg, &adjuster{})
+	noBound(t, path, "the clock's state unknown")
+	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "bad file descriptor") {
+		t.Errorf("log:\n%s", log.String())
 	}
 }
