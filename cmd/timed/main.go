@@ -14,6 +14,7 @@
 //	timed query HOST[:PORT] [--proto ntp|cristian] [-n N] [--timeout D] [--source ADDR] [--json] [--key-file PATH --key-id N]
 //	timed compare [--server S ...] [--timeout D] [--source ADDR] [--json]
 //	timed waitsync [--max-error D] [--timeout D]
+//	timed now [--json] [--truetime-file PATH]
 //
 // Keeping time over NTP (--server, --peer, --serve, --mode cristian) needs
 // no cluster: without --id and --members timed opens no cluster socket at
@@ -30,6 +31,11 @@
 // (package pkg/timesync/cristian): chronyd, ntpdig, beevik/ntp, `timed
 // query` and other timeds (--mode cristian) can measure against it. `timed query` and `timed compare` are one-shot
 // measurements that only ever read the local clock.
+//
+// timed publishes its error bound in a shared page (--truetime-file,
+// /run/timed/truetime by default) that any program in the control group
+// reads at the cost of a clock read (package pkg/truetime); `timed now`
+// prints what such a program gets.
 //
 // With --mode berkeley the members synchronise with each other (package
 // pkg/timesync/berkeley): a master elected among them (bully) polls them
@@ -76,9 +82,9 @@ func newApp() *cli.App {
 			&cli.Float64Flag{Name: "sim-drift", EnvVars: app.Env(name, "sim-drift"), Usage: "with --clock sim: frequency error in `PPM`"},
 			&cli.Float64Flag{Name: "sim-wander", EnvVars: app.Env(name, "sim-wander"), Usage: "with --clock sim: random-walk frequency noise, `PPM` per sqrt(second)"},
 			&cli.BoolFlag{Name: "no-adjust", EnvVars: app.Env(name, "no-adjust"), Usage: "measure and report only; never correct the clock"},
-		}, slices.Concat(serveFlags(), clientFlags(), broadcastFlags(), berkeleyFlags())...),
+		}, slices.Concat(serveFlags(), clientFlags(), broadcastFlags(), berkeleyFlags(), truetimeFlags())...),
 		Build:      build,
-		Commands:   []*cli.Command{queryCommand(), compareCommand(), waitsyncCommand()},
+		Commands:   []*cli.Command{queryCommand(), compareCommand(), waitsyncCommand(), nowCommand()},
 		RenderCore: renderCore,
 		OwnsClock:  true,
 		StatusExit: statusExit,
@@ -103,6 +109,10 @@ func newApp() *cli.App {
 			"status":  {{Code: "3", Meaning: "the daemon answered, and its clock is not synchronised (0: synchronised, or it is the lab's reference); with --json the exit is 0 whenever the document is printed"}},
 			"waitsync": {
 				{Code: "1", Meaning: "--timeout passed before the clock was synchronised within --max-error, or the configuration can never synchronise (--no-adjust, nothing to follow)"},
+			},
+			"now": {
+				{Code: "1", Meaning: "the page cannot be read or trusted: no such file (timed not running, or publishing elsewhere), no permission (not root nor in the --control-group), a layout this CLI does not know, a page timed stopped updating (stale), or a clock stepped back since; the message says which"},
+				{Code: "3", Meaning: "timed publishes no bound: it is not synchronised to a source (starting, no source, --no-adjust, or the lab's local reference); with --json the exit is 0 whenever the document is printed"},
 			},
 		},
 	})
@@ -191,6 +201,9 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		// timeouts are the master's or each host's own. A timed following
 		// NTP servers never steps back: its members only say they live.
 		cfg.Agreement = &node.Agreement{Algorithm: "berkeley"}
+	}
+	if cfg.TrueTime, err = trueTimeConfig(c); err != nil {
+		return nil, err
 	}
 	cfg.ClusterFacts = clusterFacts
 	if cc != nil || bk != nil {

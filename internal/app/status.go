@@ -140,6 +140,13 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	}
 	fmt.Fprintf(tw, "Uptime\t: %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
 	fmt.Fprintf(tw, "Clock\t: %s\n", clockLine(st.Status, ownsClock))
+	if tt := st.TrueTime; tt != nil {
+		bound := "no bound (not synchronised: readers get an error)"
+		if tt.Bound {
+			bound = "bound " + FormatBound(time.Duration(tt.HalfWidthNS)) + " at the last"
+		}
+		fmt.Fprintf(tw, "TrueTime\t: %s, %s, %s (timed now reads it)\n", tt.Path, Plural(tt.Publications, "publication"), bound)
+	}
 	if !standalone {
 		fmt.Fprintf(tw, "Frames\t: in %d, out %d, dropped %s\n",
 			sum(st.Node.FramesIn), sum(st.Node.FramesOut), reasons(st.Node.Dropped))

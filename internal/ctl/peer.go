@@ -61,8 +61,8 @@ func (pol policy) refusal(p Peer) string {
 	return fmt.Sprintf("uid %d (pid %d) may not use this control socket: only %s may", p.UID, p.PID, who)
 }
 
-// lookupGroup resolves a group name, or a numeric gid, to its gid.
-func lookupGroup(name string) (uint32, error) {
+// LookupGroup resolves a group name, or a numeric gid, to its gid.
+func LookupGroup(name string) (uint32, error) {
 	if n, err := strconv.ParseUint(name, 10, 32); err == nil {
 		return uint32(n), nil
 	}

@@ -150,7 +150,7 @@ func Listen(path string, opts ListenOptions) (*Server, error) {
 	}
 	pol := policy{self: uint32(os.Getuid())}
 	if opts.Group != "" {
-		gid, err := lookupGroup(opts.Group)
+		gid, err := LookupGroup(opts.Group)
 		var unknown user.UnknownGroupError
 		if errors.As(err, &unknown) {
 			return nil, fmt.Errorf("control group %q does not exist on this host: create it (groupadd %s), add the operators to it, and give the daemon the group (SupplementaryGroups=%s in the unit)", opts.Group, opts.Group, opts.Group)

@@ -19,6 +19,7 @@ import (
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/truetime"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -144,6 +145,9 @@ type Config struct {
 	// WARN, then every SyncWarnAfter while it lasts (timed, when it
 	// disciplines the clock).
 	SyncWarnAfter time.Duration
+	// TrueTime, if set, publishes the core's bound on the true time to
+	// applications in a shared page (timed; pkg/truetime, truetime.go).
+	TrueTime *TrueTime
 
 	insecureIgnored bool // Insecure was given with Keys
 }
@@ -227,6 +231,11 @@ func (c *Config) validate() error {
 		c.Datagrams = true
 	} else if c.Datagrams {
 		c.DatagramAddr = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+	}
+	if c.TrueTime != nil {
+		if err := c.TrueTime.validate(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -349,6 +358,14 @@ type Daemon struct {
 	// newTimer makes the loop's timer: newRealTimer, or a test's (set
 	// before Run).
 	newTimer func(time.Duration) loopTimer
+	// tt publishes the core's bound (Config.TrueTime); ttBound says the
+	// last publication held one, ttHalf its larger side, ttMiss the
+	// largest gap seen between the clock's slew left and the core's
+	// (owned by the holder of mu).
+	tt      *truetime.Publisher
+	ttBound bool
+	ttHalf  time.Duration
+	ttMiss  time.Duration
 }
 
 // New validates cfg, locks the state directory, raises the incarnation and

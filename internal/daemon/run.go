@@ -75,6 +75,21 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("control socket: %w", err)
 	}
 	d.routes()
+	if d.cfg.TrueTime != nil {
+		// Beside the control socket by default: its directory exists now.
+		d.mu.Lock()
+		err := d.openTrueTime()
+		d.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		// A clean stop says so in the page: readers refuse it at once.
+		defer d.locked(func() {
+			if err := d.tt.Close(); err != nil {
+				d.log.Warn("closing the truetime page", "err", err)
+			}
+		})
+	}
 	ctlErr := make(chan error, 1)
 	go func() { ctlErr <- d.ctl.Serve() }()
 	defer d.ctl.Close()
@@ -187,6 +202,12 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		defer t.Stop()
 		watchdog = t.C
 	}
+	var publish <-chan time.Time // the truetime page, at least every second
+	if d.tt != nil {
+		t := time.NewTicker(TrueTimeInterval)
+		defer t.Stop()
+		publish = t.C
+	}
 	var packets <-chan transport.Packet // nil (never ready) outside a cluster
 	if d.ep != nil {
 		packets = d.ep.Packets()
@@ -233,6 +254,10 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			}
 		case <-watchdog:
 			sdnotify.Watchdog()
+		case <-publish:
+			d.mu.Lock()
+			d.publishTrueTime()
+			d.mu.Unlock()
 		}
 		d.mu.Lock()
 		fatal := d.fatal
@@ -550,6 +575,7 @@ func (d *Daemon) process() {
 	}
 	d.node.Advance(saved)
 	defer func() { d.plan = slewPlan{} }() // a tick's plan is for its own Ready
+	d.adjusting(out.Adjustments)
 	for _, a := range out.Adjustments {
 		if d.cfg.SkipAdjust {
 			d.errs["adjustments_skipped"]++
@@ -562,6 +588,11 @@ func (d *Daemon) process() {
 			d.errs["adjust_failed"]++
 			d.log.Error("clock adjustment failed", "kind", a.Kind.String(), "offset", a.Offset, "ppm", a.PPM, "err", err)
 		}
+	}
+	if len(out.Adjustments) > 0 {
+		// Every clock update: the bound moved (and a write begun by
+		// adjusting ends).
+		d.publishTrueTime()
 	}
 	for _, s := range out.Sends {
 		d.send(s)

@@ -43,6 +43,8 @@ type Status struct {
 	Hooks    map[string]uint64 `json:"hooks"`
 	// Trace is the protocol trace being recorded (X trace start).
 	Trace TraceStatus `json:"trace"`
+	// TrueTime is the bound's shared page (timed), if published.
+	TrueTime *TrueTimeStatus `json:"truetime,omitempty"`
 }
 
 // DatagramStatus describes the foreign-protocol socket.
@@ -98,6 +100,7 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 		Errors:        d.errorCounts(),
 		Hooks:         d.hooks.stats(),
 		Trace:         d.tr.status(),
+		TrueTime:      d.trueTimeStatus(),
 	}
 	if d.cfg.Standalone() {
 		st.Address = "" // no member socket

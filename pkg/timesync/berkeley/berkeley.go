@@ -369,6 +369,18 @@ func (c *Core) Election() elect.Elector { return c.elect.Elector }
 // reads now (zero before the first correction).
 func (c *Core) Bound(now time.Time) (earliest, latest time.Time) { return c.servo.Bound(now) }
 
+// BoundGrowthPPM is how fast Bound moves away from a clock reading
+// between corrections, the slew in progress aside (servo.Servo.GrowthPPM).
+func (c *Core) BoundGrowthPPM() float64 { return c.servo.GrowthPPM() }
+
+// Pending is the slew the servo counts on the clock still to make at
+// local time now (servo.Servo.Pending).
+func (c *Core) Pending(now time.Time) time.Duration { return c.servo.Pending(now) }
+
+// Synchronized reports whether a correction was applied, and so whether
+// Bound has an interval to give.
+func (c *Core) Synchronized() bool { return c.servo.Synchronized() }
+
 // StepDatagram refuses datagrams: Berkeley speaks synclab frames only.
 func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
 

@@ -283,6 +283,14 @@ func (c *Client) Synchronized() bool {
 // reads now (servo.Servo.Bound); zero times before the first update.
 func (c *Client) Bound(now time.Time) (earliest, latest time.Time) { return c.servo.Bound(now) }
 
+// BoundGrowthPPM is how fast Bound moves away from a clock reading
+// between updates, the slew in progress aside (servo.Servo.GrowthPPM).
+func (c *Client) BoundGrowthPPM() float64 { return c.servo.GrowthPPM() }
+
+// Pending is the slew the servo counts on the clock still to make at
+// local time now (servo.Servo.Pending).
+func (c *Client) Pending(now time.Time) time.Duration { return c.servo.Pending(now) }
+
 // Step refuses synclab frames: the client speaks NTP only.
 func (c *Client) Step(m core.Message) error {
 	return fmt.Errorf("%w: %v", core.ErrUnexpectedKind, m.Kind)

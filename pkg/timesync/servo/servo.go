@@ -552,6 +552,18 @@ func (s *Servo) offsetAt(t time.Time) float64 {
 	return s.last.offset - applied - s.resid*1e-6*dt
 }
 
+// GrowthPPM returns how fast, at most, the bound's centre and half-width
+// together move away from a clock reading between updates, ppm, leaving
+// out the slew in progress (Pending bounds that part): the half-width's
+// own growth (MaxDriftPPM plus the frequency estimate's worst-case error)
+// plus the residual frequency the centre follows when the correction is
+// clamped. A reader that holds Bound(t) still contains the true time at
+// a later reading t' if it widens both sides by GrowthPPM·(t' - t) and
+// by what is left of the slew at t (pkg/truetime).
+func (s *Servo) GrowthPPM() float64 {
+	return s.cfg.MaxDriftPPM + s.freqErr + math.Abs(s.resid)
+}
+
 // Bound returns the interval that contains the true (reference) time when
 // the local clock reads now, TrueTime style: it is centred on now plus the
 // predicted offset and widens from the last measurement's root distance at

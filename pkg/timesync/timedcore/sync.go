@@ -3,6 +3,7 @@ package timedcore
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/timesync/berkeley"
@@ -176,3 +177,57 @@ func syncMetrics(m *core.MetricSet, s Sync) {
 		m.Gauge("synclab_time_error_bound_seconds", "The error bound timed keeps: true time lies within this of the clock (only while synchronised to a source).", float64(*s.ErrorBoundNS)/1e9)
 	}
 }
+
+// Window is the discipline's bound as timed publishes it to applications
+// (pkg/truetime): the true time, or the Berkeley group's, lies within
+// [Earliest, Latest] when the clock reads the time Window was asked for,
+// and the interval moves away from later clock readings at GrowthPPM at
+// most, besides the slew in progress.
+type Window struct {
+	Earliest, Latest time.Time
+	GrowthPPM        float64
+	// Pending is the slew the discipline counts on the clock still to
+	// make (servo.Servo.Pending), positive forward: the bound's centre
+	// assumes the rest was made.
+	Pending time.Duration
+	// GroupTime: the bound is on the Berkeley group's time, not UTC.
+	GroupTime bool
+}
+
+// bounder is a discipline that keeps a bound: the NTP client, Berkeley.
+type bounder interface {
+	Synchronized() bool
+	Bound(now time.Time) (earliest, latest time.Time)
+	BoundGrowthPPM() float64
+	Pending(now time.Time) time.Duration
+}
+
+// Window returns the discipline's bound at clock reading now; false when
+// there is none: not synchronised to a source (as Sync says), measuring
+// only, or the lab's local reference (nothing to be synchronised to).
+func (c *Core) Window(now time.Time) (Window, bool) {
+	if b, ok := c.cfg.Client.(bounder); ok {
+		return window(b, now, false)
+	}
+	if b, ok := c.cfg.Cluster.(bounder); ok {
+		return window(b, now, true)
+	}
+	return Window{}, false
+}
+
+func window(b bounder, now time.Time, group bool) (Window, bool) {
+	if !b.Synchronized() {
+		return Window{}, false
+	}
+	lo, hi := b.Bound(now)
+	if lo.IsZero() || hi.IsZero() {
+		return Window{}, false
+	}
+	return Window{Earliest: lo, Latest: hi, GrowthPPM: b.BoundGrowthPPM(), Pending: b.Pending(now), GroupTime: group}, true
+}
+
+// The disciplines that keep a bound.
+var (
+	_ bounder = (*client.Client)(nil)
+	_ bounder = (*berkeley.Core)(nil)
+)

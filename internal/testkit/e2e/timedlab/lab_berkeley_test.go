@@ -2,6 +2,7 @@ package timedlab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -319,6 +320,19 @@ func TestLabTimedBerkeley(t *testing.T) {
 	out, err := exec.Command(filepath.Join(e2e.BinDir(), "timed"), "status", "--control", g.clients[n].Path()).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Berkeley   : master, master 8 (this node), term ") || !strings.Contains(string(out), "(self)") {
 		t.Errorf("timed status on the master (%v):\n%s", err, out)
+	}
+	// Every member publishes its bound for applications, on the group's
+	// time (pkg/truetime, as `timed now --json` reads it).
+	for _, i := range all {
+		out, err := exec.Command(filepath.Join(e2e.BinDir(), "timed"), "now", "--json", "--control", g.clients[i].Path()).Output()
+		var now struct {
+			WidthNS   int64  `json:"width_ns"`
+			GroupTime bool   `json:"group_time"`
+			Error     string `json:"error"`
+		}
+		if err != nil || json.Unmarshal(out, &now) != nil || now.Error != "" || !now.GroupTime || now.WidthNS <= 0 {
+			t.Errorf("timed now --json on member %d (%v):\n%s", i, err, out)
+		}
 	}
 
 	// SIGKILL the master: the first round under its successor.
