@@ -224,17 +224,22 @@ func TestLabAttackLamportTableFill(t *testing.T) {
 			}
 		}
 		if !keyed {
-			// Member 1's share full at both again, so that its next
-			// request finds no room: its idle heartbeats may have emptied
-			// them meanwhile. Its busy heartbeats, which name its oldest
-			// open request, must end the forged ones while it asks.
+			// Member 1's share full at both again, if this host floods
+			// faster than member 1's idle heartbeats (one a second) empty
+			// it, so that its next request finds no room and its busy
+			// heartbeats, which name its oldest open request, must end the
+			// forged ones while it asks. The simulator's
+			// TestForgedShareEndedWhileBusy makes that case every time;
+			// here a loaded host may not, and member 1 must be granted
+			// either way.
 			for _, to := range []uint32{2, 3} {
 				full := func() float64 { return e2e.Num(a.MustStatus(int(to)), "node", "core", "counters", "share_full") }
-				for before, tries := full(), 0; full() == before; tries++ {
-					if tries == 10 {
-						t.Fatalf("member %d: 2000 more forged requests and member 1's share is still not full", to)
-					}
+				before, tries := full(), 0
+				for ; full() == before && tries < 10; tries++ {
 					burst(to)
+				}
+				if full() == before {
+					t.Logf("member %d: member 1's share not full again after %d more forged requests (its idle heartbeats emptied it first)", to, 200*tries)
 				}
 			}
 		}
