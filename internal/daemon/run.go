@@ -219,6 +219,14 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			if fixed = fixed.Add(d.cfg.TickInterval); !fixed.After(time.Now()) {
 				fixed = time.Now().Add(d.cfg.TickInterval)
 			}
+			// The tick moved the core's deadline (schedule signalled
+			// d.rearm): this re-arming reads the newest, so the signal
+			// is spent. Left pending, it would arm the timer a second
+			// time for the same moment on every tick.
+			select {
+			case <-d.rearm:
+			default:
+			}
 			rearm()
 		case <-d.rearm:
 			rearm()
