@@ -77,10 +77,12 @@
 #       its clock). Needs nothing beyond iproute2 and nftables.
 #   bench.sh idle [--window D]
 #       what each daemon costs while nothing happens: three members of
-#       electd, mutexd and timed's cluster on loopback, and timed as an NTP
-#       server alone and as a client following it; each process's CPU time
-#       (/proc/PID/stat) over --window (default 30s) as a share of one core,
-#       mean and max. Target <= 0.2% per daemon. No lab, no reference system.
+#       electd, mutexd, orderd and timed's cluster on loopback, and timed as
+#       an NTP server alone and as a client following it, at their defaults;
+#       each process's CPU time (its threads' schedstat, in ns) over --window
+#       (default 30s) as a share of one core, mean and max, and the largest
+#       VmRSS at the end. Targets (issue 34): <= 0.1% and <= 8 MB for every
+#       daemon. No lab, no reference system.
 #   bench.sh pv [--n N] [--m M] [--rate R] [--hold D] [--acquisitions A] [--seed S]
 #       the course notes' P_v experiment on the simulator (scripts/bench-pv.sh): the
 #       majority quorum of N coordinators (default 5) with quorum M (default
@@ -551,8 +553,8 @@ bench_idle() {
 	done
 	is_duration "$window" || die "idle: --window $window: want a duration such as 30s"
 	setup
-	build ./cmd/timed ./cmd/electd ./cmd/mutexd
-	log "bench idle: 5 setups, $window each"
+	build ./cmd/timed ./cmd/electd ./cmd/mutexd ./cmd/orderd
+	log "bench idle: 6 setups, $window each"
 	run_go_bench IdleCPU -idle.bin "$WORK/bin" -idle.window "$window"
 }
 

@@ -355,7 +355,7 @@ type Daemon struct {
 	// clusterWait are the callers of ClusterStatus waiting for their
 	// query's answers, by query ID (owned by the holder of mu).
 	clusterWait map[uint64]chan struct{}
-	// newTimer makes the loop's timer: newRealTimer, or a test's (set
+	// newTimer makes the loop's timer: newLoopTimer, or a test's (set
 	// before Run).
 	newTimer func(time.Duration) loopTimer
 	// tt publishes the core's bound (Config.TrueTime); ttBound says the
@@ -489,7 +489,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		node:        n,
 		doCh:        make(chan func()),
 		rearm:       make(chan struct{}, 1),
-		newTimer:    newRealTimer,
+		newTimer:    newLoopTimer,
 		stopped:     make(chan struct{}),
 		looping:     make(chan struct{}),
 		notServing:  make(chan struct{}),

@@ -11,13 +11,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// releaseStartupPages unmaps the resident pages of the executable's
-// read-only mappings (code, read-only data, the function tables) with
-// MADV_DONTNEED. They are never written, so nothing is lost: the next use
-// of a page maps it again from the page cache. The writable mappings (Go's
-// data and bss) are left alone: for a private mapping MADV_DONTNEED would
-// throw their contents away.
-func releaseStartupPages() error {
+// releasePages unmaps the resident pages of the executable's read-only
+// mappings (code, read-only data, the function tables) with MADV_DONTNEED.
+// They are never written, so nothing is lost: the next use of a page maps
+// it again from the page cache (with its neighbours: the kernel maps up to
+// 64 KB around a faulting page that is in the cache). The writable
+// mappings (Go's data and bss) are left alone: for a private mapping
+// MADV_DONTNEED would throw their contents away. The daemon calls it when
+// its start-up is over and again once it has settled (releaseLater).
+func releasePages() error {
 	// Collect first (and give the start-up garbage back to the kernel):
 	// a collection walks the live heap's types and the stacks' function
 	// tables, so one after the unmapping would bring their pages back.

@@ -2,5 +2,5 @@
 
 package daemon
 
-// releaseStartupPages is Linux only.
-func releaseStartupPages() error { return nil }
+// releasePages is Linux only.
+func releasePages() error { return nil }

@@ -109,6 +109,23 @@ func (f *fakeTimer) next(t *testing.T, last, want time.Duration) {
 	}
 }
 
+// startSleeper runs a daemon of one member around s, on a simulated clock
+// that reads t0 until the test advances it and the test's loop timer.
+func startSleeper(t *testing.T, t0 time.Time, s *sleeper) (*Daemon, Config, *testenv.Clock, *fakeTimer) {
+	t.Helper()
+	clk := testenv.NewClock(t0)
+	cfg := testConfig(t, transport.NewMemNetwork(), shortDir(t), 1, 1)
+	cfg.Clock = clock.NewSim(clock.SimConfig{}, clk.Now)
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return s, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	timer := newFakeTimer()
+	d.newTimer = timer.make
+	start(t, d)
+	return d, cfg, clk, timer
+}
+
 // TestLoopArmsTheCoresDeadline: a core that says when it needs Tick is
 // ticked then, not every TickInterval (2 ms here: 100 ticks per 200 ms
 // period); a deadline far away is slept in MaxSleep steps; a Do that moves
@@ -117,18 +134,9 @@ func (f *fakeTimer) next(t *testing.T, last, want time.Duration) {
 // ticked are exact, whatever the host's load.
 func TestLoopArmsTheCoresDeadline(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	clk := testenv.NewClock(t0)
-	cfg := testConfig(t, transport.NewMemNetwork(), shortDir(t), 1, 1)
-	cfg.Clock = clock.NewSim(clock.SimConfig{}, clk.Now)
 	const period = 200 * time.Millisecond
 	s := &sleeper{period: period}
-	d, err := New(cfg, func(core.Env) (core.Core, error) { return s, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	timer := newFakeTimer()
-	d.newTimer = timer.make
-	start(t, d)
+	d, cfg, clk, timer := startSleeper(t, t0, s)
 	// fire advances the clock by d, fires the timer and waits for the
 	// tick it causes.
 	fire := func(d time.Duration) {
@@ -207,6 +215,72 @@ func TestLoopSleepsUntilTheDeadline(t *testing.T) {
 	for i, gap := range gaps {
 		if gap < s.period {
 			t.Errorf("tick %d came %v after the last, before the deadline", i+1, gap)
+		}
+	}
+}
+
+// TestIdleSecondWakesOncePerDeadline: what an idle daemon costs is its
+// wake-ups. Over one idle second of a core that needs Tick every 50 ms
+// (electd's and orderd's heartbeat), the loop's timer fires 20 times and
+// is armed 20 times, each for the core's next deadline: no tick at the
+// loop's own 2 ms interval, no re-arming for a moment already armed (each
+// is a syscall and a pass of the loop; a tick used to arm the timer
+// twice). The clock and the timer are the test's, so the counts are exact
+// whatever the host's load.
+func TestIdleSecondWakesOncePerDeadline(t *testing.T) {
+	const period = 50 * time.Millisecond
+	s := &sleeper{period: period}
+	d, cfg, clk, timer := startSleeper(t, time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC), s)
+	timer.next(t, 0, cfg.TickInterval)
+	timer.c <- clk.Advance(cfg.TickInterval)
+	s.waitTicks(t, 1, hangGuard)
+	timer.next(t, cfg.TickInterval, period)
+
+	// armed takes every arming the loop made so far, waiting for the one
+	// that must follow a tick.
+	var arms []time.Duration
+	armed := func(wait bool) {
+		t.Helper()
+		if wait {
+			select {
+			case a := <-timer.armed:
+				arms = append(arms, a)
+			case <-time.After(hangGuard):
+				t.Fatalf("the loop did not re-arm its timer after tick %d", s.count())
+			}
+		}
+		for {
+			select {
+			case a := <-timer.armed:
+				arms = append(arms, a)
+			default:
+				return
+			}
+		}
+	}
+	for i := range int(time.Second / period) {
+		timer.c <- clk.Advance(period)
+		s.waitTicks(t, i+2, hangGuard)
+		armed(true)
+	}
+	// A second arming for the same tick comes right after the first: a
+	// little wall time and a pass of the loop (a Do) let one show.
+	time.Sleep(20 * time.Millisecond)
+	if err := d.Do(context.Background(), func(*node.Node) {}); err != nil {
+		t.Fatal(err)
+	}
+	armed(false)
+
+	if n := s.count() - 1; n != 20 {
+		t.Errorf("%d ticks in the idle second, want 20", n)
+	}
+	if len(arms) != 20 {
+		t.Errorf("the loop armed its timer %d times in the idle second (%v), want 20: once per tick", len(arms), arms)
+	}
+	for _, a := range arms {
+		if a != period {
+			t.Errorf("the loop armed its timer for %v, want the core's deadline %v", a, period)
+			break
 		}
 	}
 }

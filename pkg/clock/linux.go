@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -268,16 +269,30 @@ type bulkPhase struct {
 	gen   uint64
 }
 
+// kernelAdjtime is clock_adjtime(2) on CLOCK_REALTIME, as a raw syscall:
+// the kernel takes a spinlock and never sleeps in it, so the scheduler
+// need not hear of it. Through unix.ClockAdjtime every call entered and
+// left the scheduler's syscall state, which wakes the runtime's monitor
+// thread whenever it sleeps (every P idle, as a daemon is between frames)
+// and sets it polling at 20 µs for as long as the daemon then runs: the
+// daemon's loop reads the clock's state on every tick (Daemon.tick), so
+// an idle electd or orderd paid that on every heartbeat (rawNow's reason,
+// measured in docs/benchmarks/2026-12-06-idle.md).
 func kernelAdjtime(tx *unix.Timex) (int, error) {
-	return unix.ClockAdjtime(unix.CLOCK_REALTIME, tx)
+	r, _, e := unix.RawSyscall(unix.SYS_CLOCK_ADJTIME, unix.CLOCK_REALTIME, uintptr(unsafe.Pointer(tx)), 0)
+	if e != 0 {
+		return int(r), e
+	}
+	return int(r), nil
 }
 
+// kernelMonotonic reads CLOCK_MONOTONIC, raw for the same reason.
 func kernelMonotonic() time.Duration {
 	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+	if _, _, e := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
 		// CLOCK_MONOTONIC always exists on Linux; failing to read it
 		// means the process is broken beyond what an error can report.
-		panic(fmt.Sprintf("clock: reading CLOCK_MONOTONIC: %v", err))
+		panic(fmt.Sprintf("clock: reading CLOCK_MONOTONIC: %v", e))
 	}
 	return time.Duration(ts.Nano())
 }

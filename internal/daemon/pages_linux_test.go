@@ -1,0 +1,43 @@
+package daemon
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"testing"
+)
+
+// TestReleasePagesUnmapsTheExecutable: after releasePages the process
+// holds fewer of its executable's pages (RssFile): what the test binary's
+// start brought in and no longer runs is gone, and the process runs on
+// (its pages come back from the page cache as used).
+func TestReleasePagesUnmapsTheExecutable(t *testing.T) {
+	before := rssFile(t)
+	if err := releasePages(); err != nil {
+		t.Fatal(err)
+	}
+	after := rssFile(t)
+	t.Logf("RssFile %d kB before, %d kB after", before, after)
+	if after >= before {
+		t.Errorf("RssFile %d kB after releasing, %d kB before: nothing released", after, before)
+	}
+}
+
+func rssFile(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range bytes.Lines(b) {
+		if f := bytes.Fields(line); len(f) >= 2 && string(f[0]) == "RssFile:" {
+			n, err := strconv.Atoi(string(f[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no RssFile in /proc/self/status")
+	return 0
+}
