@@ -296,3 +296,20 @@ func (p *Page) Screenshot() ([]byte, error) {
 	}
 	return base64.StdEncoding.DecodeString(r.Data)
 }
+
+// CheckNoScriptError fails the test if any page raised a script error,
+// or if this page's own error handler recorded one (synclab's pages set
+// data-error on their body).
+func (p *Page) CheckNoScriptError(t testing.TB) {
+	t.Helper()
+	if errs := p.b.Errors(); len(errs) > 0 {
+		t.Errorf("script errors: %q", errs)
+	}
+	var dataErr string
+	if err := p.Eval(`document.body.dataset.error || ""`, &dataErr); err != nil {
+		t.Error(err)
+	}
+	if dataErr != "" {
+		t.Errorf("the page's script failed: %s", dataErr)
+	}
+}

@@ -2,14 +2,10 @@ package electd
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,63 +22,17 @@ var updateShot = flag.Bool("docs.update", false, "rewrite docs/web-live.png, the
 // real electd members on loopback, read over HTTP (the state's shape,
 // read-only) and in headless Chromium (the page follows a leader change
 // within a second, no script error).
-
-// selfLeader is the page's own row's Leader cell, from the DOM.
-const selfLeader = `(function () {
-  var h = Array.prototype.map.call(document.querySelectorAll("#table th"), function (x) { return x.textContent; });
-  var i = h.indexOf("Leader"), r = document.querySelector("#table tr.member.self");
-  return r && i >= 0 ? r.cells[i].textContent : "";
-})()`
-
-// diagramReady: the frame's diagram page finished drawing.
-const diagramReady = `(function(){var f=document.getElementById("diagram");var d=f&&f.contentDocument;return !!(d&&d.body&&d.body.dataset.ready==="1");})()`
-
 func TestWebLive(t *testing.T) {
 	c := newCluster(t, "electd", 3)
 	for i := 1; i <= 3; i++ {
 		c.Start(i)
 	}
 	c.Eventually("all hosts agree on leader 3", electWithin, func() bool { l, _ := c.agreed(1, 2, 3); return l == 3 })
-
-	port := e2e.FreePort(t, "127.0.0.1")
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	webLog := filepath.Join(c.Dir, "web.log")
-	logf, err := os.Create(webLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(filepath.Join(e2e.BinDir(), "electd"), "web", "--control", c.Control(1),
-		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--lab-file", "", "--window", "5s")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(webLog)
-			t.Logf("electd web's log:\n%s", b)
-		}
-	})
-
-	state := func() (web.State, error) {
-		var st web.State
-		resp, err := http.Get(base + "/api/state")
-		if err != nil {
-			return st, err
-		}
-		defer resp.Body.Close()
-		return st, json.NewDecoder(resp.Body).Decode(&st)
-	}
+	w := c.StartWeb(1, "--window", "5s")
 	var st web.State
 	c.Eventually("the page has the table, a diagram and verdicts", 20*time.Second, func() bool {
 		var err error
-		st, err = state()
+		st, err = w.State()
 		return err == nil && st.Table != nil && st.Cluster != nil && st.Cluster.Answered == 3 && st.Trace.Diagram > 0 && st.Trace.Events > 0 && len(st.Verdicts.Results) > 0
 	})
 	if len(st.Table.Rows) != 3 || !st.Table.Rows[0].Self || st.Table.Headers[5] != "Leader" {
@@ -93,7 +43,7 @@ func TestWebLive(t *testing.T) {
 			t.Errorf("member %d's row %+v (want leader 3)", r.ID, r)
 		}
 	}
-	if st.Trace.Mode != "own" || st.Trace.Status == nil || !strings.HasPrefix(st.Trace.Status.File, filepath.Join(c.Dir, "h1.state", "traces")) {
+	if st.Trace.Mode != "own" || st.Trace.Status == nil || filepath.Dir(st.Trace.Status.File) != filepath.Join(c.Dir, "h1.state", "traces") {
 		t.Errorf("trace window %+v", st.Trace)
 	}
 	for _, v := range st.Verdicts.Results {
@@ -101,24 +51,13 @@ func TestWebLive(t *testing.T) {
 			t.Errorf("verdict over a healthy window: %+v", v)
 		}
 	}
-	t.Logf("verdicts: %+v; notes %q", st.Verdicts.Results, st.Verdicts.Notes)
 	// Read-only: a POST is refused, and the daemon's trace is as the page
 	// left it.
-	for _, path := range []string{"/api/state", "/v1/trace/stop", "/"} {
-		resp, err := http.Post(base+path, "application/json", strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusMethodNotAllowed {
-			t.Errorf("POST %s: %d, want 405", path, resp.StatusCode)
-		}
-	}
+	w.Refuses("/api/state", "/v1/trace/stop", "/")
 	cl := ctl.NewClient(c.Control(1), "electd")
 	defer cl.Close()
 	var tr struct {
-		On   bool   `json:"on"`
-		File string `json:"file"`
+		On bool `json:"on"`
 	}
 	if err := cl.Get(context.Background(), "/v1/trace", &tr); err != nil || !tr.On {
 		t.Errorf("host 1's trace after the POSTs: %+v %v", tr, err)
@@ -126,14 +65,15 @@ func TestWebLive(t *testing.T) {
 
 	t.Run("chromium", func(t *testing.T) {
 		b := browser.Launch(t)
-		p := b.Open(t, base+"/", 1280, 900)
+		p := b.Open(t, w.Base+"/", 1280, 900)
 		ctx := context.Background()
-		if _, err := p.WaitFor(ctx, selfLeader+` === "3"`, 20*time.Second); err != nil {
+		if _, err := p.WaitFor(ctx, e2e.WebCell(1, "Leader")+` === "3"`, 20*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.WaitFor(ctx, diagramReady, 20*time.Second); err != nil {
+		if _, err := p.WaitFor(ctx, e2e.WebDiagramReady, 20*time.Second); err != nil {
 			t.Fatalf("the diagram did not draw: %v", err)
 		}
+
 		// SIGKILL the leader; host 1 elects 2. The moment host 1's
 		// daemon names the new leader is the change; the page must show
 		// it within a second of that.
@@ -169,7 +109,7 @@ func TestWebLive(t *testing.T) {
 		mu.Lock()
 		at, lead := changed, newLeader
 		mu.Unlock()
-		shown, err := p.WaitFor(ctx, fmt.Sprintf(`%s === "%d"`, selfLeader, lead), 10*time.Second)
+		shown, err := p.WaitFor(ctx, fmt.Sprintf(`%s === "%d"`, e2e.WebCell(1, "Leader"), lead), 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +125,7 @@ func TestWebLive(t *testing.T) {
 		if *updateShot {
 			// The documentation's picture: the failover in the diagram,
 			// its election in the verdicts, the killed member silent.
-			if _, err := p.WaitFor(ctx, `(function(){var S=window.synclabState;return !!S&&S.verdicts.results.some(function(r){return r.property==="one-leader-per-term"&&r.checked>0;})&&`+diagramReady+`;})()`, 10*time.Second); err != nil {
+			if _, err := p.WaitFor(ctx, `(function(){var S=window.synclabState;return !!S&&S.verdicts.results.some(function(r){return r.property==="one-leader-per-term"&&r.checked>0;})&&`+e2e.WebDiagramReady+`;})()`, 10*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(time.Second) // the frame's drawing settles
@@ -197,26 +137,15 @@ func TestWebLive(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if errs := b.Errors(); len(errs) > 0 {
-			t.Errorf("script errors: %q", errs)
-		}
-		var dataErr string
-		p.Eval(`document.body.dataset.error || ""`, &dataErr)
-		if dataErr != "" {
-			t.Errorf("the page's script failed: %s", dataErr)
-		}
+		p.CheckNoScriptError(t)
 	})
 
 	// Stopped, `web` stops its trace window and removes its files.
-	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("electd web after SIGINT: %v", err)
-	}
-	stopped = true
+	w.Stop()
 	if err := cl.Get(context.Background(), "/v1/trace", &tr); err != nil || tr.On {
 		t.Errorf("host 1's trace after web stopped: %+v %v", tr, err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(c.Dir, "h1.state", "traces", "*")); len(left) != 0 {
+	if left := c.WebTraceFiles(1); len(left) != 0 {
 		t.Errorf("web left its window's files: %v", left)
 	}
 }
