@@ -42,6 +42,7 @@ func webCommand(spec Spec) *cli.Command {
 			&cli.DurationFlag{Name: "every", Value: 500 * time.Millisecond, Usage: "ask the lab for its table this often (250ms to 1m), and at once on each of the daemon's events"},
 			&cli.DurationFlag{Name: "window", Value: 10 * time.Second, Usage: "draw and check the last `D` of the trace (1s to 10m)"},
 			&cli.DurationFlag{Name: "rotate", Value: 30 * time.Second, Usage: "replace the trace window's file this often, removing the one before (at least --window)"},
+			&cli.IntFlag{Name: "max-events", Value: 3000, Usage: "draw and check at most `N` events, the window's latest (10 to 100000): a busy lab's page stays light"},
 			&cli.BoolFlag{Name: "no-trace", Usage: "turn no trace window on: the table alone, no diagram and no verdicts"},
 			&cli.StringFlag{Name: "lab-file", EnvVars: []string{"SYNCLAB_LAB_FILE"}, Value: DefaultLabFile,
 				Usage: "label the diagram's lines with the lab file `PATH`'s host names (not there: not used, unless named)"},
@@ -70,11 +71,11 @@ func webCommand(spec Spec) *cli.Command {
 			srv, err := web.New(web.Config{
 				Daemon: spec.Name, Source: web.CtlSource{C: Client(c)},
 				Table: func(st *daemon.ClusterStatus) web.Table { return ClusterTable(st, spec.Cluster) },
-				Every: c.Duration("every"), Window: c.Duration("window"), Rotate: c.Duration("rotate"),
+				Every: c.Duration("every"), Window: c.Duration("window"), Rotate: c.Duration("rotate"), MaxEvents: c.Int("max-events"),
 				Trace: !c.Bool("no-trace"), HostNames: names, Log: log,
 			})
 			if err != nil {
-				return Usagef("%v (see --every, --window and --rotate)", err)
+				return Usagef("%v (see --every, --window, --rotate and --max-events)", err)
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {

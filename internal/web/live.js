@@ -118,7 +118,7 @@ window.addEventListener("error", function (e) {
     var info = T.mode === "off" ? "No trace window (started with --no-trace)." :
       (T.mode === "failed" ? "Trace window FAILED: " + T.why :
         (T.mode === "starting" ? "Turning the trace window on…" :
-          "Last " + (T.window_ms / 1000) + " s, " + T.events + " events; " + T.why + ". Scope: " + T.scope + "."));
+          "Last " + (T.window_ms / 1000) + " s, " + T.events + " events" + (T.capped ? " (a busy window: its latest " + T.events + " events only)" : "") + "; " + T.why + ". Scope: " + T.scope + "."));
     $("traceinfo").textContent = info;
     $("trace").dataset.mode = T.mode;
     if (T.diagram !== diagramSeq && T.diagram > 0 && $("follow").checked) {

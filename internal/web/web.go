@@ -83,6 +83,9 @@ type Config struct {
 	Window    time.Duration
 	DrawEvery time.Duration
 	Rotate    time.Duration
+	// MaxEvents bounds the events drawn and checked (default 3000): a busy
+	// lab's window is cut to its latest ones, and the page says so.
+	MaxEvents int
 	// HostNames label the diagram's lines (the lab file's names).
 	HostNames map[uint32]string
 	Log       *slog.Logger
@@ -110,6 +113,9 @@ func (c *Config) validate() error {
 	if c.Rotate == 0 {
 		c.Rotate = 30 * time.Second
 	}
+	if c.MaxEvents == 0 {
+		c.MaxEvents = 3000
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -122,6 +128,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("web: window %v: want 1s to 10m", c.Window)
 	case c.Rotate < c.Window:
 		return fmt.Errorf("web: rotate %v: want at least the window %v", c.Rotate, c.Window)
+	case c.MaxEvents < 10 || c.MaxEvents > 100000:
+		return fmt.Errorf("web: max events %d: want 10 to 100000", c.MaxEvents)
 	case c.History < 2 || c.History > 10000:
 		return fmt.Errorf("web: history %d: want 2 to 10000", c.History)
 	}
@@ -155,9 +163,11 @@ type TraceView struct {
 	Scope    string `json:"scope"`
 	WindowMs int64  `json:"window_ms"`
 	// Diagram counts the drawings (the page reloads it when it changes);
-	// Events is how many events the last one drew; DrawnAt when.
+	// Events is how many events the last one drew (Capped: the window
+	// held more, the latest MaxEvents drawn); DrawnAt when.
 	Diagram int       `json:"diagram"`
 	Events  int       `json:"events"`
+	Capped  bool      `json:"capped,omitempty"`
 	DrawnAt time.Time `json:"drawn_at,omitzero"`
 }
 
@@ -411,6 +421,7 @@ func (s *Server) traceLoop(ctx context.Context) {
 type window struct {
 	s       *Server
 	own     []string // the files the server's traces went to, oldest first
+	tails   map[string]*tail
 	started time.Time
 	failed  string // the last failure, said once at WARN
 }
@@ -471,23 +482,13 @@ func (w *window) step(ctx context.Context) {
 	} else {
 		paths = []string{st.File}
 	}
-	var files []*trace.File
-	for _, p := range paths {
-		if fi, err := os.Stat(p); err == nil && fi.Size() == 0 {
-			continue // just created: its header not flushed yet
-		}
-		f, err := trace.ReadFile(p)
-		switch {
-		case errors.Is(err, os.ErrNotExist) && p != st.File:
-			continue // an older window removed by someone else
-		case err != nil:
-			w.fail("cannot read the trace (is `X web` run by a user who may read the daemon's traces directory?): %v", err)
-			return
-		}
-		files = append(files, f)
+	files, err := w.read(paths, st.File)
+	if err != nil {
+		w.fail("cannot read the trace (is `X web` run by a user who may read the daemon's traces directory?): %v", err)
+		return
 	}
 	w.failed = ""
-	html, events, verdicts := draw(files, c.Window, c.HostNames)
+	html, events, capped, verdicts := draw(files, c.Window, c.MaxEvents, c.HostNames)
 	w.s.mu.Lock()
 	w.s.diagram = html
 	w.s.mu.Unlock()
@@ -495,10 +496,55 @@ func (w *window) step(ctx context.Context) {
 		st := st
 		v.Trace.Mode, v.Trace.Why, v.Trace.Status = mode, why, &st
 		v.Trace.Diagram++
-		v.Trace.Events = events
+		v.Trace.Events, v.Trace.Capped = events, capped
 		v.Trace.DrawnAt = time.Now()
 		v.Verdicts = verdicts
 	})
+}
+
+// read brings the tails of paths up to date and returns their files, the
+// events before the window (and a margin) forgotten. An older file of the
+// server's own that is gone (removed by someone else) is left out;
+// current must be there.
+func (w *window) read(paths []string, current string) ([]*trace.File, error) {
+	if w.tails == nil {
+		w.tails = map[string]*tail{}
+	}
+	for p := range w.tails {
+		if !slices.Contains(paths, p) {
+			delete(w.tails, p)
+		}
+	}
+	var files []*trace.File
+	var last time.Time
+	for _, p := range paths {
+		t := w.tails[p]
+		if t == nil {
+			t = &tail{path: p}
+			w.tails[p] = t
+		}
+		if err := t.read(); err != nil {
+			if errors.Is(err, os.ErrNotExist) && p != current {
+				delete(w.tails, p)
+				continue
+			}
+			delete(w.tails, p) // read it afresh next time
+			return nil, err
+		}
+		if t.file == nil {
+			continue // just created: its header not flushed yet
+		}
+		for _, e := range t.file.Events {
+			if e.T.After(last) {
+				last = e.T
+			}
+		}
+		files = append(files, t.file)
+	}
+	for _, t := range w.tails {
+		t.trim(last.Add(-2 * w.s.cfg.Window))
+	}
+	return files, nil
 }
 
 // close stops the server's trace and removes its files.
@@ -526,18 +572,19 @@ func (w *window) remove(path string) {
 	}
 }
 
-// draw cuts files to their last window, draws it and checks it: the
-// diagram's page, its event count and the verdicts.
-func draw(files []*trace.File, window time.Duration, names map[uint32]string) ([]byte, int, Verdicts) {
+// draw cuts files to their last window, at most maxEvents of its latest
+// events, draws it and checks it: the diagram's page, its event count,
+// whether the cap cut it, and the verdicts.
+func draw(files []*trace.File, window time.Duration, maxEvents int, names map[uint32]string) ([]byte, int, bool, Verdicts) {
 	v := Verdicts{At: time.Now(), Results: []tracecheck.Result{}}
-	cut := withoutStatus(lastWindow(files, window))
+	cut, capped := latest(withoutStatus(lastWindow(files, window)), maxEvents)
 	n := 0
 	for _, f := range cut {
 		n += len(f.Events)
 	}
 	if n == 0 {
 		v.Error = "no events in the window yet"
-		return nil, 0, v
+		return nil, 0, false, v
 	}
 	var b bytes.Buffer
 	d, err := diagram.Build(cut)
@@ -547,18 +594,43 @@ func draw(files []*trace.File, window time.Duration, names map[uint32]string) ([
 	}
 	if err != nil {
 		v.Error = "cannot draw the window: " + err.Error()
-		return nil, n, v
+		return nil, n, capped, v
 	}
 	rep, err := tracecheck.Check(cut, tracecheck.Options{ClockBound: -1})
 	if err != nil {
 		v.Error = "cannot check the window: " + err.Error()
-		return b.Bytes(), n, v
+		return b.Bytes(), n, capped, v
 	}
 	v.Results, v.Notes = rep.Results, rep.Notes
 	if v.Results == nil {
 		v.Results = []tracecheck.Result{}
 	}
-	return b.Bytes(), n, v
+	return b.Bytes(), n, capped, v
+}
+
+// latest keeps at most max events of files, the latest in time (and
+// those without a time); capped says some were left out.
+func latest(files []*trace.File, max int) ([]*trace.File, bool) {
+	var ts []time.Time
+	for _, f := range files {
+		for _, e := range f.Events {
+			if !e.T.IsZero() {
+				ts = append(ts, e.T)
+			}
+		}
+	}
+	if len(ts) <= max {
+		return files, false
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	from := ts[len(ts)-max]
+	out := make([]*trace.File, len(files))
+	for i, f := range files {
+		c := *f
+		c.Events = slices.DeleteFunc(slices.Clone(f.Events), func(e trace.Event) bool { return !e.T.IsZero() && e.T.Before(from) })
+		out[i] = &c
+	}
+	return out, true
 }
 
 // withoutStatus leaves out the status queries and their answers: the
