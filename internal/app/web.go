@@ -86,7 +86,10 @@ func webCommand(spec Spec) *cli.Command {
 			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			hs := &http.Server{Handler: srv.Handler(!loop), ReadHeaderTimeout: 10 * time.Second}
+			// Requests end with ctx: the pages' event streams close, so
+			// that Shutdown does not wait on them.
+			hs := &http.Server{Handler: srv.Handler(!loop), ReadHeaderTimeout: 10 * time.Second,
+				BaseContext: func(net.Listener) context.Context { return ctx }}
 			go func() {
 				<-ctx.Done()
 				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
