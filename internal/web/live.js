@@ -65,8 +65,15 @@ window.addEventListener("error", function (e) {
     S.table.rows.forEach(function (r) {
       var series = [
         { key: "offset_ns", bound: function (m) { return m.bound_ns || 0; }, cls: "off", name: "offset from this member" },
-        { key: "source_offset_ns", bound: function (m) { return m.source_bound_ns || 0; }, cls: "src", name: "offset from its source" }
+        { key: "source_offset_ns", bound: function (m) { return m.source_bound_ns || 0; }, cls: "src", name: "offset from its source" },
+        // timed's error bound without an offset (a Berkeley member): the
+        // bound alone, around zero.
+        { key: "bound_only", bound: function (m) { return m.source_bound_ns || 0; }, cls: "src", name: "its error bound" }
       ];
+      H.forEach(function (p) {
+        var m = p.members[r.id];
+        if (m && (m.source_offset_ns === undefined || m.source_offset_ns === null) && m.source_bound_ns != null) m.bound_only = 0;
+      });
       var any = false, lo = 0, hi = 0;
       H.forEach(function (p) {
         var m = p.members[r.id];
@@ -108,6 +115,7 @@ window.addEventListener("error", function (e) {
       var cap = "member " + r.id;
       if (last && last.offset_ns !== undefined && last.offset_ns !== null) cap += ": " + dur(last.offset_ns) + " ± " + dur(last.bound_ns || 0);
       if (last && last.source_offset_ns !== undefined && last.source_offset_ns !== null) cap += "; source " + dur(last.source_offset_ns) + (last.source_bound_ns != null ? " ± " + dur(last.source_bound_ns) : "");
+      else if (last && last.source_bound_ns != null) cap += "; error bound ± " + dur(last.source_bound_ns);
       if (!last) cap += ": no answer";
       el("figcaption", cap, fig);
     });

@@ -69,6 +69,12 @@ func (f *fake) Cluster(ctx context.Context, timeout time.Duration) (*daemon.Clus
 		}
 		if id == 3 {
 			r.Clock = &daemon.RowClock{Wall: true, OffsetNs: &off, OffsetBoundNs: bound}
+			// timed's facts: an offset from its source, its error bound.
+			r.Facts["offset_ns"], r.Facts["error_bound_ns"] = "-2500", "9000"
+		}
+		if id == 1 {
+			r.Clock = &daemon.RowClock{Wall: true}
+			r.Facts["error_bound_ns"] = "7000" // a bound without an offset
 		}
 		st.Rows = append(st.Rows, r)
 	}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -203,6 +204,11 @@ func (b *Browser) Errors() []string {
 	return append([]string(nil), b.errs...)
 }
 
+// exception is a script exception Eval met.
+type exception struct{ expr, text string }
+
+func (e *exception) Error() string { return fmt.Sprintf("evaluating %q: %s", e.expr, e.text) }
+
 // Page is one tab.
 type Page struct {
 	b       *Browser
@@ -254,7 +260,7 @@ func (p *Page) Eval(expr string, out any) error {
 		return err
 	}
 	if r.Exception != nil {
-		return fmt.Errorf("evaluating %q: %s", expr, r.Exception.Text)
+		return &exception{expr, r.Exception.Text}
 	}
 	if out == nil || len(r.Result.Value) == 0 {
 		return nil
@@ -263,18 +269,27 @@ func (p *Page) Eval(expr string, out any) error {
 }
 
 // WaitFor evaluates expr (a boolean) every 20ms until it is true or
-// within has passed; it returns when it became true.
+// within has passed; it returns when it became true. An exception counts
+// as false (the page may still be loading); the last one is in the error.
 func (p *Page) WaitFor(ctx context.Context, expr string, within time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(within)
+	var last error
 	for {
 		var ok bool
-		if err := p.Eval(expr, &ok); err != nil {
+		err := p.Eval(expr, &ok)
+		var ex *exception
+		switch {
+		case errors.As(err, &ex):
+			last = err
+		case err != nil:
 			return time.Time{}, err
-		}
-		if ok {
+		case ok:
 			return time.Now(), nil
 		}
 		if time.Now().After(deadline) {
+			if last != nil {
+				return time.Time{}, fmt.Errorf("%s: not true within %v (the last exception: %v)", expr, within, last)
+			}
 			return time.Time{}, fmt.Errorf("%s: not true within %v", expr, within)
 		}
 		select {
