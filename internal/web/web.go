@@ -67,8 +67,8 @@ type Config struct {
 	// (a member answers one query per 250ms).
 	Every time.Duration
 	// ClusterTimeout is how long each ask waits for the members' answers
-	// (a member that does not answer costs that much); default 300ms,
-	// less than Every.
+	// (a member that does not answer costs that much); default 300ms (at
+	// most four fifths of Every), less than Every.
 	ClusterTimeout time.Duration
 	// History is how many tables the clock charts keep (default 120: a
 	// minute at the default pace).
@@ -99,7 +99,7 @@ func (c *Config) validate() error {
 		c.Every = 500 * time.Millisecond
 	}
 	if c.ClusterTimeout == 0 {
-		c.ClusterTimeout = 300 * time.Millisecond
+		c.ClusterTimeout = min(300*time.Millisecond, c.Every*4/5)
 	}
 	if c.History == 0 {
 		c.History = 120

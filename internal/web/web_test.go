@@ -491,6 +491,10 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 		}
 	}
+	// The fastest refresh a flag allows: the ask's deadline follows it.
+	if s, err := New(Config{Every: 250 * time.Millisecond, Source: newFake(t), Table: table}); err != nil || s.cfg.ClusterTimeout != 200*time.Millisecond {
+		t.Errorf("every 250ms: %v", err)
+	}
 	if _, err := New(Config{Table: table}); err == nil {
 		t.Error("no source accepted")
 	}
