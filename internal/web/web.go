@@ -466,7 +466,11 @@ func (w *window) step(ctx context.Context) {
 		st = nst
 		w.started = time.Now()
 		w.own = append(w.own, st.File)
-		c.Log.Info("trace window on", "file", st.File)
+		if len(w.own) == 1 {
+			c.Log.Info("trace window on", "file", st.File)
+		} else {
+			c.Log.Debug("trace window rotated", "file", st.File)
+		}
 		for len(w.own) > 2 {
 			w.remove(w.own[0])
 			w.own = w.own[1:]
