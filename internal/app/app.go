@@ -102,7 +102,7 @@ func New(spec Spec) *cli.App {
 		Commands: slices.Concat(
 			[]*cli.Command{runCommand(spec), statusCommand(spec)},
 			spec.Commands,
-			[]*cli.Command{keygenCommand(spec.Name), traceCommand(spec.Name), manCommand(spec.Name), completionCommand(spec.Name), versionCommand(spec.Name)},
+			[]*cli.Command{keygenCommand(spec.Name), traceCommand(spec.Name), webCommand(spec), manCommand(spec.Name), completionCommand(spec.Name), versionCommand(spec.Name)},
 		),
 		OnUsageError: onUsageError,
 		// Main decides exit codes; urfave must not exit on its own.

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/internal/web"
 )
 
 // ClusterView is what a binary adds to `status --cluster`: the columns of
@@ -107,13 +108,34 @@ func renderCluster(w io.Writer, st *daemon.ClusterStatus, view *ClusterView) err
 	}
 	fmt.Fprintf(w, "%s cluster %q seen from member %d%s: %d of %d members answered within %v\n\n",
 		st.Daemon, st.Cluster, st.From, fp, st.Answered, st.Members, time.Duration(st.TimeoutNs))
+	tab := ClusterTable(st, view)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(tab.Headers, "\t"))
+	for _, row := range tab.Rows {
+		fmt.Fprintln(tw, strings.Join(row.Cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(tab.Notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range tab.Notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+	return nil
+}
+
+// ClusterTable is the lab's table as `status --cluster` prints it (and the
+// live page, `X web`, shows it): the headers, one row of cells per member
+// (control characters left out), and a note per member that did not
+// answer, differs or stepped back, saying why.
+func ClusterTable(st *daemon.ClusterStatus, view *ClusterView) web.Table {
 	own := []string{"Role"}
 	if view != nil {
 		own = view.Headers
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	header := append(append([]string{"ID", "Address", "Answer", "Config"}, own...), "Offset", "Clock", "Version", "Up")
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	tab := web.Table{Headers: append(append([]string{"ID", "Address", "Answer", "Config"}, own...), "Offset", "Clock", "Version", "Up")}
 	for _, r := range st.Rows {
 		cells := []string{fmt.Sprint(r.ID), r.Address, answerCell(r), configCell(r)}
 		switch {
@@ -138,38 +160,28 @@ func renderCluster(w io.Writer, st *daemon.ClusterStatus, view *ClusterView) err
 		for i := range cells {
 			cells[i] = printable(cells[i])
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		tab.Rows = append(tab.Rows, web.TableRow{ID: r.ID, Self: r.Self, Reachable: r.Reachable, Differs: r.Config == "differs", SteppedBack: r.SteppedBack, Cells: cells})
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	var notes []string
 	for _, r := range st.Rows {
 		if !r.Reachable {
-			notes = append(notes, fmt.Sprintf("Member %d: %s.", r.ID, r.Why))
+			tab.Notes = append(tab.Notes, printable(fmt.Sprintf("Member %d: %s.", r.ID, r.Why)))
 		}
 		if len(r.Differs) > 0 && !r.Agrees {
 			fp := ""
 			if r.Fingerprint != "" {
 				fp = " (configuration " + shortHex(r.Fingerprint) + ")"
 			}
-			notes = append(notes, fmt.Sprintf("Member %d DIFFERS%s: %s.", r.ID, fp, strings.Join(r.Differs, "; ")))
+			tab.Notes = append(tab.Notes, printable(fmt.Sprintf("Member %d DIFFERS%s: %s.", r.ID, fp, strings.Join(r.Differs, "; "))))
 		}
 		if r.SteppedBack {
 			who := fmt.Sprintf("Member %d", r.ID)
 			if r.Self {
 				who += " (this member)"
 			}
-			notes = append(notes, who+" stepped back: its configuration is in the minority of the members it hears; it does not lead, grant, vote or sequence until they agree.")
+			tab.Notes = append(tab.Notes, printable(who+" stepped back: its configuration is in the minority of the members it hears; it does not lead, grant, vote or sequence until they agree."))
 		}
 	}
-	if len(notes) > 0 {
-		fmt.Fprintln(w)
-		for _, n := range notes {
-			fmt.Fprintln(w, printable(n))
-		}
-	}
-	return nil
+	return tab
 }
 
 func answerCell(r daemon.ClusterRow) string {

@@ -104,7 +104,7 @@ func TestManListsEveryFlagWithItsVariable(t *testing.T) {
 		`.SS "testd lock release"`,
 		`It says so with \fBtestd status\fR.` + "\n.PP\nA second paragraph.",
 		".B TESTD_CONTROL\nsets \\fBtestd run \\-\\-control\\fR, \\fBtestd status \\-\\-control\\fR, \\fBtestd lock \\-\\-control\\fR, " +
-			"\\fBtestd trace start \\-\\-control\\fR, \\fBtestd trace stop \\-\\-control\\fR, \\fBtestd trace status \\-\\-control\\fR.",
+			"\\fBtestd trace start \\-\\-control\\fR, \\fBtestd trace stop \\-\\-control\\fR, \\fBtestd trace status \\-\\-control\\fR, \\fBtestd web \\-\\-control\\fR.",
 		".SH EXIT STATUS",
 	} {
 		if !strings.Contains(page, want) {
@@ -187,7 +187,7 @@ func TestCompletionScripts(t *testing.T) {
 		words []string // the last one is being completed
 		want  string
 	}{
-		{[]string{""}, "run status lock keygen trace man completion version"},
+		{[]string{""}, "run status lock keygen trace web man completion version"},
 		{[]string{"lo"}, "lock"},
 		{[]string{"run", "--he"}, "--heartbeat --help"},
 		{[]string{"lock", ""}, "release"},

@@ -9,10 +9,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/testkit/syncbuf"
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/liveness"
@@ -61,24 +61,6 @@ func (c loudCore) Metrics(m *core.MetricSet) {
 	m.Counter("synclab_bad", "A counter without _total.", 1)
 }
 
-// lockedBuffer is a log destination the test reads while the loop writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // freeAddr returns a loopback address with a port nobody listens on now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -115,7 +97,7 @@ func TestMetricsEndpointServesCoreMetrics(t *testing.T) {
 	dir := shortDir(t)
 	const n = 3
 	var first *Daemon
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	for id := uint32(1); id <= n; id++ {
 		cfg := testConfig(t, net, dir, id, n)
 		factory := livenessFactory(id, n)
@@ -191,7 +173,7 @@ func TestMetricsEndpointServesCoreMetrics(t *testing.T) {
 func TestMetricsEndpointCapsConnections(t *testing.T) {
 	mem := transport.NewMemNetwork()
 	dir := shortDir(t)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	cfg := testConfig(t, mem, dir, 1, 1)
 	cfg.MetricsAddr = freeAddr(t)
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))

@@ -97,7 +97,10 @@ func (d *Diagram) WriteHTML(w io.Writer) error { return d.WriteHTMLOptions(w, Op
 // labels, the heartbeats shown (the page's switches change both).
 func (d *Diagram) WriteHTMLOptions(w io.Writer, opt Options) error {
 	pg := page{Title: d.Title(), Members: memberList(d.Members), Start: d.Start.UTC().Format("2006-01-02 15:04:05.000000 MST"),
-		Cols: d.Cols, Geo: [4]int{marginLeft, marginTop, colWidth, rowHeight}, Heartbeats: opt.Heartbeats, Vector: opt.Vector, Note: d.Note}
+		Cols: d.Cols, Geo: [4]int{marginLeft, marginTop, colWidth, rowHeight}, Heartbeats: opt.Heartbeats, Vector: opt.Vector, Note: d.Note,
+		// Empty, never null: the script walks every list (a run of local
+		// events alone has no kinds and no messages).
+		Kinds: []pageKind{}, Procs: []pageProc{}, Groups: []pageGroup{}, Events: []pageEvent{}, Msgs: []pageMsg{}}
 	for _, k := range d.arrowKinds {
 		pg.Kinds = append(pg.Kinds, pageKind{k.name, d.kindColor(k.name), IsHeartbeat(k.kind)})
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/testkit/testenv"
+	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/clock"
 )
 
@@ -223,6 +224,30 @@ func checkLabelBoxes(t *testing.T, s string) {
 				t.Errorf("label %q (box %s) covers an arrowhead %v", m[2], m[1], h)
 				break
 			}
+		}
+	}
+}
+
+// TestHTMLWithoutMessages: a run of local events alone (no message, so no
+// kind) gives lists, never null, to the page's script, which walks each
+// (`X web` draws such windows: a host's trace with only its own events).
+func TestHTMLWithoutMessages(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := &trace.File{Name: "a", Header: trace.Header{Daemon: "mutexd", ID: 1, Cluster: "lab", Members: []uint32{1}}}
+	for i := range 3 {
+		f.Events = append(f.Events, trace.Event{Ev: trace.EvLocal, Name: "lock_granted", T: t0.Add(time.Duration(i) * time.Millisecond), Lamport: uint64(i + 1)})
+	}
+	d, err := Build([]*trace.File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := d.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, list := range []string{"kinds", "procs", "groups", "events", "msgs"} {
+		if !strings.Contains(b.String(), `"`+list+`":[`) {
+			t.Errorf("the page's %q is not a list: %.400s", list, b.String()[strings.Index(b.String(), `id="data"`):])
 		}
 	}
 }

@@ -1,0 +1,521 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/internal/trace"
+)
+
+// fake is a daemon's control API: a three-member table whose leader the
+// test sets, a trace that writes real trace files into dir, and the calls
+// that change state, counted.
+type fake struct {
+	dir string
+
+	mu      sync.Mutex
+	leader  uint32
+	busy    bool
+	tr      daemon.TraceStatus
+	starts  int
+	stops   int
+	events  chan struct{}
+	cluster int
+}
+
+func newFake(t *testing.T) *fake {
+	return &fake{dir: t.TempDir(), leader: 3, events: make(chan struct{}, 8)}
+}
+
+func (f *fake) setLeader(id uint32) {
+	f.mu.Lock()
+	f.leader = id
+	f.mu.Unlock()
+	f.events <- struct{}{}
+}
+
+func (f *fake) Cluster(ctx context.Context, timeout time.Duration) (*daemon.ClusterStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cluster++
+	if f.busy {
+		return nil, ctl.Errorf(http.StatusTooManyRequests, "busy", "too many status queries")
+	}
+	off, bound := int64(1500), int64(400)
+	st := &daemon.ClusterStatus{Daemon: "electd", Cluster: "lab", From: 1, TimeoutNs: int64(timeout), Members: 3, Answered: 2}
+	for id := uint32(1); id <= 3; id++ {
+		r := daemon.ClusterRow{ID: id, Address: fmt.Sprintf("127.0.0.%d:7000", id), Self: id == 1, Reachable: id != 2, Config: "agrees", Agrees: true,
+			Role: "follower", Facts: map[string]json.Number{"leader": json.Number(fmt.Sprint(f.leader))}}
+		if id == f.leader {
+			r.Role = "leader"
+		}
+		if id == 2 {
+			r = daemon.ClusterRow{ID: 2, Address: "127.0.0.2:7000", Config: "silent", Why: "no answer within 400ms"}
+		}
+		if id == 3 {
+			r.Clock = &daemon.RowClock{Wall: true, OffsetNs: &off, OffsetBoundNs: bound}
+			// timed's facts: an offset from its source, its error bound.
+			r.Facts["offset_ns"], r.Facts["error_bound_ns"] = "-2500", "9000"
+		}
+		if id == 1 {
+			r.Clock = &daemon.RowClock{Wall: true}
+			r.Facts["error_bound_ns"] = "7000" // a bound without an offset
+		}
+		st.Rows = append(st.Rows, r)
+	}
+	return st, nil
+}
+
+func (f *fake) Trace(context.Context) (daemon.TraceStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tr, nil
+}
+
+// StartTrace writes a trace file as a daemon would: a header and a few
+// events at the current time.
+func (f *fake) StartTrace(context.Context) (daemon.TraceStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tr.On {
+		return daemon.TraceStatus{}, ctl.Conflict("tracing is already on")
+	}
+	f.starts++
+	path := filepath.Join(f.dir, fmt.Sprintf("w%d.trace", f.starts))
+	file, err := os.Create(path)
+	if err != nil {
+		return daemon.TraceStatus{}, err
+	}
+	defer file.Close()
+	now := time.Now()
+	w, err := trace.NewWriter(file, trace.Header{Daemon: "electd", ID: 1, Cluster: "lab", Members: []uint32{1, 2, 3}, Clock: trace.ClockSystem, Started: now}, 0)
+	if err != nil {
+		return daemon.TraceStatus{}, err
+	}
+	for i := range 3 {
+		w.Write(&trace.Event{Ev: trace.EvLocal, Name: "leader_elected", T: now.Add(time.Duration(i) * time.Millisecond), Lamport: uint64(i + 1),
+			Args: map[string]any{"leader": 3, "term": 7}})
+	}
+	if err := w.Close(); err != nil {
+		return daemon.TraceStatus{}, err
+	}
+	f.tr = daemon.TraceStatus{On: true, File: path, Since: now}
+	return f.tr, nil
+}
+
+func (f *fake) StopTrace(context.Context) (daemon.TraceStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.tr.On {
+		return daemon.TraceStatus{}, ctl.Conflict("tracing is off")
+	}
+	f.stops++
+	st := f.tr
+	st.On = false
+	f.tr = daemon.TraceStatus{}
+	return st, nil
+}
+
+func (f *fake) Events(ctx context.Context, fn func(json.RawMessage) error) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-f.events:
+			if err := fn(json.RawMessage(`{"event":"leader_changed"}`)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (f *fake) counts() (starts, stops int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.starts, f.stops
+}
+
+func table(st *daemon.ClusterStatus) Table {
+	t := Table{Headers: []string{"ID", "Role", "Leader"}}
+	for _, r := range st.Rows {
+		t.Rows = append(t.Rows, TableRow{ID: r.ID, Self: r.Self, Reachable: r.Reachable, Cells: []string{fmt.Sprint(r.ID), r.Role, r.Facts["leader"].String()}})
+	}
+	return t
+}
+
+// serve runs a server over f until the test ends; the cancel func stops
+// its loops and waits for them.
+func serve(t *testing.T, f *fake, tracing bool) (*httptest.Server, func()) {
+	t.Helper()
+	s, err := New(Config{Daemon: "electd", Source: f, Table: table, Every: time.Minute, ClusterTimeout: 100 * time.Millisecond,
+		Trace: tracing, Window: time.Second, DrawEvery: 50 * time.Millisecond, Rotate: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	hs := httptest.NewServer(s.Handler(false))
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			hs.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return hs, stop
+}
+
+func getState(t *testing.T, url string) State {
+	t.Helper()
+	resp, err := http.Get(url + "/api/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("content type %q", ct)
+	}
+	var st State
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStateJSON: /api/state carries the daemon's cluster status, the
+// table as the CLI renders it, the clock samples of every member that
+// answered (this one at 0), the trace window and the verdicts.
+func TestStateJSON(t *testing.T) {
+	f := newFake(t)
+	hs, _ := serve(t, f, true)
+	var st State
+	eventually(t, "a table and a drawing", func() bool {
+		st = getState(t, hs.URL)
+		return st.Table != nil && st.Trace.Diagram > 0
+	})
+	if st.Daemon != "electd" || st.Cluster == nil || st.Cluster.Members != 3 || len(st.Table.Rows) != 3 || st.Error != "" {
+		t.Fatalf("state %+v", st)
+	}
+	if r := st.Table.Rows[1]; r.ID != 2 || r.Reachable {
+		t.Errorf("row of the silent member %+v", r)
+	}
+	p := st.History[len(st.History)-1]
+	if s, ok := p.Members[3]; !ok || s.OffsetNs == nil || *s.OffsetNs != 1500 || s.BoundNs != 400 {
+		t.Errorf("member 3's sample %+v", p.Members)
+	}
+	if _, ok := p.Members[2]; ok {
+		t.Errorf("the silent member has a sample: %+v", p.Members)
+	}
+	if st.Trace.Mode != "own" || st.Trace.Status == nil || !st.Trace.Status.On || st.Trace.Events != 3 || !strings.Contains(st.Trace.Scope, "no trace control") {
+		t.Errorf("trace %+v", st.Trace)
+	}
+	if st.Verdicts.Error != "" || len(st.Verdicts.Results) == 0 {
+		t.Errorf("verdicts %+v", st.Verdicts)
+	}
+	for _, r := range st.Verdicts.Results {
+		if r.Property == "one-leader-per-term" && r.Verdict != "holds" {
+			t.Errorf("verdict %+v", r)
+		}
+	}
+	// The raw shape: the names the page's script reads.
+	resp, err := http.Get(hs.URL + "/api/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]json.RawMessage
+	json.NewDecoder(resp.Body).Decode(&raw)
+	resp.Body.Close()
+	for _, k := range []string{"daemon", "seq", "updated", "cluster", "table", "history", "trace", "verdicts"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("/api/state has no %q", k)
+		}
+	}
+	// The diagram is internal/diagram's page, drawn from the window.
+	resp, err = http.Get(hs.URL + "/api/diagram")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "leader_elected") || !strings.Contains(string(b), `id="data"`) {
+		t.Errorf("the diagram page does not draw the window: %.300s", b)
+	}
+}
+
+// TestReadOnly: every method but GET and HEAD is refused on every route,
+// before anything is asked of the daemon; with tracing off the server
+// never starts or stops a trace.
+func TestReadOnly(t *testing.T) {
+	f := newFake(t)
+	hs, stop := serve(t, f, false)
+	eventually(t, "a table", func() bool { return getState(t, hs.URL).Table != nil })
+	for _, path := range []string{"/", "/api/state", "/api/stream", "/api/diagram", "/v1/trace/start", "/api/trace/start"} {
+		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+			req, _ := http.NewRequest(m, hs.URL+path, strings.NewReader(`{}`))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: %d (Allow %q), want 405", m, path, resp.StatusCode, resp.Header.Get("Allow"))
+			}
+		}
+	}
+	stop()
+	if starts, stops := f.counts(); starts != 0 || stops != 0 {
+		t.Errorf("with tracing off the server started %d traces and stopped %d", starts, stops)
+	}
+	if st := getStateDirect(t, f); st.On {
+		t.Errorf("trace left on: %+v", st)
+	}
+}
+
+func getStateDirect(t *testing.T, f *fake) daemon.TraceStatus {
+	st, _ := f.Trace(context.Background())
+	return st
+}
+
+// TestTraceWindowOwned: the server turns tracing on, rotates its file
+// (removing the one before the last), and when it stops, stops the trace
+// and removes its files; an operator's trace is read and left alone.
+func TestTraceWindowOwned(t *testing.T) {
+	f := newFake(t)
+	_, stop := serve(t, f, true)
+	eventually(t, "a rotation", func() bool { s, _ := f.counts(); return s >= 3 })
+	stop()
+	starts, stops := f.counts()
+	if stops != starts {
+		t.Errorf("%d traces started, %d stopped: the server left one on", starts, stops)
+	}
+	if left, _ := filepath.Glob(filepath.Join(f.dir, "*.trace")); len(left) != 0 {
+		t.Errorf("the window's files are left: %v", left)
+	}
+
+	g := newFake(t)
+	g.StartTrace(context.Background()) // the operator's
+	g.starts = 0
+	hs, stop := serve(t, g, true)
+	var st State
+	eventually(t, "a drawing", func() bool { st = getState(t, hs.URL); return st.Trace.Diagram > 0 })
+	if st.Trace.Mode != "operator" || !strings.Contains(st.Trace.Why, "leaves it alone") {
+		t.Errorf("trace %+v", st.Trace)
+	}
+	stop()
+	if starts, stops := g.counts(); starts != 0 || stops != 0 {
+		t.Errorf("the operator's trace: %d started, %d stopped by the server", starts, stops)
+	}
+	if left, _ := filepath.Glob(filepath.Join(g.dir, "*.trace")); len(left) != 1 {
+		t.Errorf("the operator's file: %v", left)
+	}
+}
+
+// TestStreamFollowsEvents: /api/stream sends the state at once, then a
+// new one soon after a daemon's event (here a leader change), without
+// waiting for the refresh period (a minute in this test).
+func TestStreamFollowsEvents(t *testing.T) {
+	f := newFake(t)
+	hs, _ := serve(t, f, false)
+	eventually(t, "a table", func() bool { return getState(t, hs.URL).Table != nil })
+	resp, err := http.Get(hs.URL + "/api/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	br := bufio.NewReader(resp.Body)
+	next := func() State {
+		t.Helper()
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				var st State
+				if err := json.Unmarshal([]byte(data), &st); err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+		}
+	}
+	if st := next(); st.Table.Rows[0].Cells[2] != "3" {
+		t.Fatalf("first state's leader %q", st.Table.Rows[0].Cells[2])
+	}
+	f.setLeader(1)
+	changed := time.Now()
+	for {
+		st := next()
+		if st.Table.Rows[0].Cells[2] == "1" {
+			t.Logf("the stream had the new leader %v after the event", time.Since(changed))
+			break
+		}
+	}
+}
+
+// TestBusyIsNotAnError: a table refused as asked too soon (another
+// operator's query took the turn) keeps the last one without an error.
+func TestBusyIsNotAnError(t *testing.T) {
+	f := newFake(t)
+	f.busy = true
+	s, err := New(Config{Daemon: "electd", Source: f, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.poll(context.Background())
+	b, _, _ := s.Snapshot()
+	var st State
+	json.Unmarshal(b, &st)
+	if st.Error != "" || st.Table != nil {
+		t.Errorf("state after a busy answer: %+v", st)
+	}
+	f.busy = false
+	s.cfg.Source = failing{f}
+	s.poll(context.Background())
+	b, _, _ = s.Snapshot()
+	json.Unmarshal(b, &st)
+	if !strings.Contains(st.Error, "connection refused") {
+		t.Errorf("a failed ask is not said: %+v", st.Error)
+	}
+}
+
+type failing struct{ *fake }
+
+func (failing) Cluster(context.Context, time.Duration) (*daemon.ClusterStatus, error) {
+	return nil, errors.New("connection refused")
+}
+
+// TestLoopbackHostOnly: unless public, a Host that is not loopback or
+// localhost is refused (a rebound DNS name), whatever the address.
+func TestLoopbackHostOnly(t *testing.T) {
+	s, err := New(Config{Daemon: "electd", Source: newFake(t), Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]int{"127.0.0.1:8080": 200, "localhost:8080": 200, "[::1]:8080": 200, "LOCALHOST": 200,
+		"evil.example:8080": http.StatusMisdirectedRequest, "10.0.0.5:8080": http.StatusMisdirectedRequest, "": http.StatusMisdirectedRequest} {
+		for _, public := range []bool{false, true} {
+			req := httptest.NewRequest(http.MethodGet, "/api/state", nil)
+			req.Host = host
+			rec := httptest.NewRecorder()
+			s.Handler(public).ServeHTTP(rec, req)
+			w := want
+			if public {
+				w = 200
+			}
+			if rec.Code != w {
+				t.Errorf("Host %q (public %v): %d, want %d", host, public, rec.Code, w)
+			}
+		}
+	}
+}
+
+// TestPageSelfContained: the page refers to nothing outside this server:
+// no address but the SVG namespace name, no src or href attribute, and
+// the policy header forbids loading anything from elsewhere.
+func TestPageSelfContained(t *testing.T) {
+	s, err := New(Config{Daemon: "electd", Source: newFake(t), Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Host = "127.0.0.1:8080"
+		rec := httptest.NewRecorder()
+		s.Handler(false).ServeHTTP(rec, req)
+		return rec
+	}
+	rec := get("/")
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `new EventSource("api/stream")`) {
+		t.Fatalf("the page: %d %.200s", rec.Code, rec.Body.String())
+	}
+	page := strings.ReplaceAll(rec.Body.String(), `"http://www.w3.org/2000/svg"`, "")
+	for _, bad := range []string{"http:", "https:", "src=", "href=", "@import", "url("} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page has %q", bad)
+		}
+	}
+	if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "connect-src 'self'") {
+		t.Errorf("policy %q", csp)
+	}
+	if rec = get("/nothing"); rec.Code != http.StatusNotFound {
+		t.Errorf("/nothing: %d", rec.Code)
+	}
+}
+
+// TestConfigValidate: a tired administrator's values are refused with
+// what is wanted.
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Every: 100 * time.Millisecond}, "want 250ms to 1m"},
+		{Config{Every: time.Second, ClusterTimeout: time.Second}, "less than the refresh period"},
+		{Config{Window: 100 * time.Millisecond}, "want 1s to 10m"},
+		{Config{Window: time.Minute, Rotate: 30 * time.Second}, "at least the window"},
+	} {
+		c.cfg.Source, c.cfg.Table = newFake(t), table
+		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+	// The fastest refresh a flag allows: the ask's deadline follows it.
+	if s, err := New(Config{Every: 250 * time.Millisecond, Source: newFake(t), Table: table}); err != nil || s.cfg.ClusterTimeout != 200*time.Millisecond {
+		t.Errorf("every 250ms: %v", err)
+	}
+	if _, err := New(Config{Table: table}); err == nil {
+		t.Error("no source accepted")
+	}
+}
+
+// TestLastWindow: only the last window of the events is kept.
+func TestLastWindow(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := &trace.File{}
+	for i := range 20 {
+		f.Events = append(f.Events, trace.Event{Ev: trace.EvLocal, Name: "x", T: t0.Add(time.Duration(i) * time.Second)})
+	}
+	cut := lastWindow([]*trace.File{f}, 5*time.Second)
+	var ts []int
+	for _, e := range cut[0].Events {
+		ts = append(ts, int(e.T.Sub(t0)/time.Second))
+	}
+	if !slices.Equal(ts, []int{14, 15, 16, 17, 18, 19}) {
+		t.Errorf("kept seconds %v", ts)
+	}
+	if n := len(lastWindow([]*trace.File{f}, time.Minute)[0].Events); n != 20 {
+		t.Errorf("a window longer than the run keeps %d of 20", n)
+	}
+}
