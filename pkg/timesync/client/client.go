@@ -303,6 +303,13 @@ func (c *Client) BoundGrowthPPM() float64 { return c.servo.GrowthPPM() }
 // local time now (servo.Servo.Pending).
 func (c *Client) Pending(now time.Time) time.Duration { return c.servo.Pending(now) }
 
+var _ core.Adjuster = (*Client)(nil)
+
+// Adjusted is when the clock took the last Ready's adjustments
+// (core.Adjuster): the servo counts the slew from then
+// (servo.Servo.Applied).
+func (c *Client) Adjusted(at time.Time) { c.servo.Applied(at) }
+
 // Step refuses synclab frames: the client speaks NTP only.
 func (c *Client) Step(m core.Message) error {
 	return fmt.Errorf("%w: %v", core.ErrUnexpectedKind, m.Kind)

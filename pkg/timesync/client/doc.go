@@ -30,7 +30,8 @@
 //		}
 //		rd := c.Ready()
 //		// 1. persist rd.State atomically (the frequency, ppm)
-//		// 2. clock.Apply each of rd.Adjustments
+//		// 2. clock.Apply each of rd.Adjustments, then tell the client
+//		//    when the clock took them: c.Adjusted(clk.Now())
 //		// 3. for each of rd.Datagrams (all NTPStamp): patch the transmit
 //		//    timestamp (bytes 40-47) with the local clock right before
 //		//    the write, then report what was written:

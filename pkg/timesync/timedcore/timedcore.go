@@ -284,6 +284,19 @@ func (c *Core) Advance(saved bool) {
 	}
 }
 
+var _ core.Adjuster = (*Core)(nil)
+
+// Adjusted hands the time the clock took the last Ready's adjustments
+// (core.Adjuster) to every part that disciplines it: the client's servo,
+// or the Berkeley core's.
+func (c *Core) Adjusted(at time.Time) {
+	for _, p := range []core.Core{c.cfg.Cluster, c.server, c.cfg.Client} {
+		if a, ok := p.(core.Adjuster); ok && p != nil {
+			a.Adjusted(at)
+		}
+	}
+}
+
 // Status is timed's core status: each part's, under its own key.
 type Status struct {
 	// Sync sums up the parts: is the clock synchronised, to what, within
