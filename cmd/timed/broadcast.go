@@ -176,6 +176,9 @@ func renderBroadcastClient(tw io.Writer, b *client.BroadcastClientStatus, source
 		if sb.ApparentDelayNS != 0 {
 			line += fmt.Sprintf(", apparent %s", fmtDur(time.Duration(sb.ApparentDelayNS)))
 		}
+		if sb.ErrorNS != 0 {
+			line += fmt.Sprintf(", sample error ±%s", fmtDur(time.Duration(sb.ErrorNS)))
+		}
 		key := "unsigned"
 		if sb.KeyID != 0 {
 			key = fmt.Sprintf("key %d", sb.KeyID)

@@ -40,8 +40,9 @@
 // With --mode berkeley the members synchronise with each other (package
 // pkg/timesync/berkeley): a master elected among them (bully) polls them
 // every round, averages the clocks that agree, and sends each member its
-// correction. --serve then serves the group's time at the --stratum given
-// (16 by default: unsynchronised), never claiming an external reference.
+// correction. --serve then serves the group's time unsynchronised, or at
+// --stratum with --local-error (how far the group's time may be from true
+// time, in the root dispersion), never claiming an external reference.
 package main
 
 import (

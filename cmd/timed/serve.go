@@ -33,6 +33,7 @@ func serveFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "serve", EnvVars: app.Env(name, "serve"), Usage: "answer NTP requests on `ADDR` (an IP, with :PORT or port 123; e.g. 0.0.0.0 or 10.0.0.1:123)"},
 		&cli.UintFlag{Name: "stratum", EnvVars: app.Env(name, "stratum"), Value: wire.StratumUnsynchronized, Usage: "with --serve: stratum `N` advertised without a synchronised upstream (16: unsynchronised, clients refuse the time; a lab master sets e.g. 8, like chrony's local stratum)"},
+		&cli.DurationFlag{Name: "local-error", EnvVars: app.Env(name, "local-error"), Usage: "with --stratum: how far, at most, the time served without a synchronised upstream is from true time (`D`, below 1s), advertised as the root dispersion so that clients' error bounds cover it; 0: this clock is declared the reference, as chrony's local. Required for --mode berkeley to serve the group's time at --stratum"},
 		&cli.StringFlag{Name: "ntp-key-file", EnvVars: app.Env(name, "ntp-key-file"), Usage: "with --serve or --broadcast-client: chrony-format NTP key file (`PATH`): authenticated requests get signed replies, broadcasts are signed (--broadcast) or checked (--broadcast-client)"},
 		&cli.DurationFlag{Name: "rate-limit", EnvVars: app.Env(name, "rate-limit"), Value: server.DefaultRateInterval, Usage: "with --serve: average interval a client may poll at (bursts of 8 allowed); faster clients get a RATE kiss-o'-death; 0 turns limiting off"},
 	}
@@ -46,7 +47,7 @@ type serveSettings struct {
 
 func serveConfig(c *cli.Context) (*serveSettings, error) {
 	if !c.IsSet("serve") {
-		for _, f := range []string{"stratum", "rate-limit"} {
+		for _, f := range []string{"stratum", "rate-limit", "local-error"} {
 			if c.IsSet(f) {
 				return nil, app.Usagef("--%s is only used with --serve", f)
 			}
@@ -64,6 +65,14 @@ func serveConfig(c *cli.Context) (*serveSettings, error) {
 		s.cfg.LocalStratum = uint8(st)
 	default:
 		return nil, app.Usagef("--stratum %d: want 1..15, or 16 for unsynchronised", st)
+	}
+	switch d := c.Duration("local-error"); {
+	case d != 0 && s.cfg.LocalStratum == 0:
+		return nil, app.Usagef("--local-error %v is advertised at the --stratum served without an upstream: give --stratum 1..15", d)
+	case d < 0 || d >= server.MaxLocalError:
+		return nil, app.Usagef("--local-error %v: want 0 up to below %v (clients refuse a root distance beyond RFC 5905's MAXDIST)", d, server.MaxLocalError)
+	default:
+		s.cfg.LocalError = d
 	}
 	if s.cfg.Keys, err = ntpKeys(c); err != nil {
 		return nil, err
@@ -125,9 +134,11 @@ func parseServeAddr(s string) (netip.AddrPort, error) {
 // synchronises them;
 // with --serve the NTP server, and with --server/--peer the NTP client and
 // its discipline; the server then advertises what the client knows. In
-// Berkeley mode nothing tells the server about the group's time: it serves
-// at its --stratum (16, unsynchronised, unless set), with reference LOCL,
-// which is honest: the group agrees with itself, not with any reference.
+// Berkeley mode the server serves the group's time (server.Config.Group):
+// unsynchronised unless --stratum and --local-error say how far the group's
+// time may be from true time, then with that plus the member's bound
+// relative to the group as root dispersion: the group agrees with itself,
+// not with any reference.
 func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk *berkeley.Config) daemon.CoreFactory {
 	standalone := cfg.Standalone()
 	var live daemon.CoreFactory
@@ -192,7 +203,9 @@ func coreFactory(cfg *daemon.Config, serve *serveSettings, cc *client.Config, bk
 			}
 		}
 		if serve != nil {
-			if tc.Server, err = server.New(serve.cfg); err != nil {
+			scfg := serve.cfg
+			scfg.Group = bk != nil
+			if tc.Server, err = server.New(scfg); err != nil {
 				return nil, err
 			}
 		}
@@ -323,6 +336,12 @@ func renderServer(w io.Writer, s *server.Status) error {
 	local := ""
 	if s.LocalStratum != 0 {
 		local = fmt.Sprintf(" (local stratum %d)", s.LocalStratum)
+	}
+	if s.LocalErrorNS != 0 {
+		local = fmt.Sprintf(" (local stratum %d, within %s of true time as --local-error vouches)", s.LocalStratum, fmtDur(time.Duration(s.LocalErrorNS)))
+	}
+	if s.Unsynchronised != "" {
+		state = "unsynchronised: " + s.Unsynchronised
 	}
 	fmt.Fprintf(tw, "NTP server\t: stratum %d%s, leap %d (%s), refid %s\n", sys.Stratum, local, sys.Leap, state, sys.RefID)
 	fmt.Fprintf(tw, "Root\t: delay %s, dispersion %s, precision 2^%d s (%s)\n",

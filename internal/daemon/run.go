@@ -621,6 +621,7 @@ func (d *Daemon) process() {
 	d.node.Advance(saved)
 	defer func() { d.plan = slewPlan{} }() // a tick's plan is for its own Ready
 	d.adjusting(out.Adjustments)
+	applied := false
 	for _, a := range out.Adjustments {
 		if d.cfg.SkipAdjust {
 			d.errs["adjustments_skipped"]++
@@ -632,7 +633,14 @@ func (d *Daemon) process() {
 		if err := clock.Apply(d.cfg.Clock, a); err != nil {
 			d.errs["adjust_failed"]++
 			d.log.Error("clock adjustment failed", "kind", a.Kind.String(), "offset", a.Offset, "ppm", a.PPM, "err", err)
+			continue
 		}
+		applied = applied || a.Kind != clock.AdjustSync
+	}
+	if applied {
+		// When the clock took them: a slew runs from now, not from the
+		// tick that decided it (core.Adjuster).
+		d.node.Adjusted(d.cfg.Clock.Now())
 	}
 	if len(out.Adjustments) > 0 {
 		// Every clock update: the bound moved (and a write begun by

@@ -57,9 +57,10 @@ type TrueTimeStatus struct {
 	// reading, at its publication.
 	HalfWidthNS int64 `json:"half_width_ns,omitempty"`
 	// SlewMissMaxNS is the largest difference seen between the slew the
-	// clock had left and the one the core counted on (a slew applied
-	// later than decided, on a busy host): the page's bound was widened
-	// by it on the slew's side.
+	// clock had left and the one the core counted on (a slew the clock
+	// refused, or made otherwise than the discipline models it; no
+	// longer one applied later than decided, which the core is told of):
+	// the page's bound was widened by it on the slew's side.
 	SlewMissMaxNS int64 `json:"slew_miss_max_ns,omitempty"`
 }
 
@@ -145,12 +146,18 @@ func (d *Daemon) publishTrueTime() {
 		gap := (r2.Sub(r1)*11)/10 + 1
 		pub.Earliest, pub.Latest = b.Earliest.Add(-gap), b.Latest
 		// The core's bound is centred on the clock having made all but
-		// b.Pending of its slews; the clock says what it has left. They
-		// differ when a slew was applied later than the core decided it
-		// (the core counts it from its tick's reading; a busy host applies
-		// it milliseconds later: 83 us per ms at the fastest slew): the
-		// clock has then made that much less, and the true time may lie
-		// that much further on the slew's side.
+		// b.Pending of its slews; the clock says what it has left. A slew
+		// applied later than the tick that decided it no longer makes
+		// them differ (the core learns when the clock took it:
+		// core.Adjuster). What still can: a slew the clock refused while
+		// other adjustments went through (adjust_failed), a clock that
+		// slews otherwise than the discipline models it (the kernel's
+		// rate, a slew another program set), and the model's own
+		// approximations (it leaves the frequency out of the slew's
+		// rate: ppm of the slew). The clock has then made that much less
+		// or more, and the true time may lie that much further on the
+		// slew's side: the page is widened by it, and status shows the
+		// largest seen.
 		if miss := st.SlewLeft - b.Pending; miss < 0 {
 			pub.Earliest = pub.Earliest.Add(miss)
 		} else {

@@ -473,6 +473,14 @@ func (n *Node) Advance(saved bool) {
 	}
 }
 
+// Adjusted tells the core the clock's reading right after the driver
+// applied the last Output's Adjustments (core.Adjuster).
+func (n *Node) Adjusted(at time.Time) {
+	if a, ok := n.core.(core.Adjuster); ok {
+		a.Adjusted(at)
+	}
+}
+
 // Answer asks the core to answer datagram in at once (core.Answerer),
 // into buf. handled false: the core does not answer it alone (or cannot
 // answer at all): step it with Receive. Otherwise the answer, if any, is

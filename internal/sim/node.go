@@ -300,19 +300,23 @@ func (s *Sim) drain(n *simNode) {
 		}
 	}
 	n.node.Advance(saved)
-	retime := false
+	retime, applied := false, false
 	for _, a := range out.Adjustments {
 		if err := clock.Apply(n.clk, a); err != nil {
 			n.counters.AdjustErrors++
 			n.counters.LastAdjustError = err
 			continue
 		}
+		applied = applied || a.Kind != clock.AdjustSync
 		switch a.Kind {
 		case clock.AdjustStep:
 			n.stepped += a.Offset
 		case clock.AdjustSlew, clock.AdjustFrequency:
 			retime = true
 		}
+	}
+	if applied {
+		n.node.Adjusted(n.clk.Now())
 	}
 	if retime && !n.ticking {
 		// The ticker is a timer on the monotonic clock, whose rate just

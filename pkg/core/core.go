@@ -168,6 +168,17 @@ type Core interface {
 	Status() any
 }
 
+// Adjuster is implemented by a core whose model of the clock depends on
+// when its Ready's Adjustments took effect: a clock discipline counts a
+// slew from the tick that decided it, and the clock begins it when the
+// driver applies it, milliseconds later on a busy host. After applying a
+// Ready's Adjustments the driver calls Adjusted with the clock's reading
+// right after (nothing when it applied none but AdjustSync, which changes
+// nothing the core models).
+type Adjuster interface {
+	Adjusted(at time.Time)
+}
+
 // Advancer is implemented by a core that keeps durable state (usually
 // through Durable). The driver calls Advance once it has acted on a Ready:
 // saved says that the Ready's State, if it had one, is on disk. A core

@@ -29,7 +29,8 @@
 //     if the write fails and Ready.Promise is set, send none of this
 //     Ready's messages;
 //  2. tell the core whether the write succeeded (Advancer.Advance);
-//  3. apply Ready.Adjustments to the clock;
+//  3. apply Ready.Adjustments to the clock, and tell the core when the
+//     clock took them (Adjuster.Adjusted, the clock's reading after);
 //  4. send Ready.Messages and Ready.Datagrams;
 //  5. log and count Ready.Events, run hooks.
 //

@@ -377,6 +377,13 @@ func (c *Core) BoundGrowthPPM() float64 { return c.servo.GrowthPPM() }
 // local time now (servo.Servo.Pending).
 func (c *Core) Pending(now time.Time) time.Duration { return c.servo.Pending(now) }
 
+var _ core.Adjuster = (*Core)(nil)
+
+// Adjusted is when the clock took the last Ready's adjustments
+// (core.Adjuster): the servo counts the slew from then
+// (servo.Servo.Applied).
+func (c *Core) Adjusted(at time.Time) { c.servo.Applied(at) }
+
 // Synchronized reports whether a correction was applied, and so whether
 // Bound has an interval to give.
 func (c *Core) Synchronized() bool { return c.servo.Synchronized() }

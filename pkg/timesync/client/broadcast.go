@@ -205,7 +205,7 @@ type bcast struct {
 	provisional  bool            // the last calibration ran while the clock slewed
 	refineAt     time.Time       // the next calibration is due (zero: none)
 	rtt          time.Duration   // the calibration's smallest round trip
-	spread       time.Duration   // half the calibration's range of round trips
+	calErr       time.Duration   // bound on the error of the offset the exchanges gave the calibration (calError)
 	calibrated   bool
 	calibrations uint64
 	calibratedAt time.Time
@@ -213,8 +213,34 @@ type bcast struct {
 
 	apparent    time.Duration // the last packet's apparent delay
 	hasApparent bool
-	jumps       int // packets in a row with a jumped apparent delay
-	silent      bool
+	// late is the most a packet followed since the calibration came
+	// later than the calibrated delay (by its apparent delay); errs the
+	// broadcast error (sampleError) of its recent samples, newest last,
+	// at most ntp.NStage (the clock filter's register): update adds the
+	// chosen sample's to the source's root distance.
+	late time.Duration
+	errs []sampleErr
+
+	jumps  int // packets in a row with a jumped apparent delay
+	silent bool
+}
+
+// sampleErr is the broadcast error of the sample taken at local time at.
+type sampleErr struct {
+	at  time.Time
+	err time.Duration
+}
+
+// sampleError returns the error of the broadcast sample taken at t beyond
+// what its Delay and Dispersion say (0: a calibration exchange's sample,
+// or one gone from the register).
+func (b *bcast) sampleError(t time.Time) time.Duration {
+	for i := len(b.errs) - 1; i >= 0; i-- {
+		if b.errs[i].at.Equal(t) {
+			return b.errs[i].err
+		}
+	}
+	return 0
 }
 
 // maxCalBroadcasts bounds the broadcasts a calibration keeps: a
@@ -336,12 +362,14 @@ func (c *Client) broadcastPacket(d core.Datagram, p *wire.NTPPacket) error {
 		return nil
 	}
 	// The exchange a broadcast stands for: the offset is T3 + delay -
-	// T4, as certain as the calibration's exchanges (their smallest round
-	// trip) and the path's variability they saw.
+	// T4, its delay the calibration's smallest round trip (so that the
+	// filter orders broadcasts and exchanges alike), its dispersion the
+	// precisions; its own error, asymmetric, is sampleError's, kept
+	// beside the filter (bcast.errs) and added to the root distance.
 	smp := ntp.Sample{
 		Offset:     t3.Sub(dst) + b.delay,
 		Delay:      max(b.rtt, ntp.Precision(c.cfg.Precision)),
-		Dispersion: min(ntp.Precision(c.cfg.Precision)+ntp.Precision(p.Precision)+b.spread, ntp.MaxDispersion),
+		Dispersion: ntp.Precision(c.cfg.Precision) + ntp.Precision(p.Precision),
 		Time:       dst,
 	}
 	if predicted, ok := c.servo.Offset(dst); ok {
@@ -366,15 +394,12 @@ func (c *Client) broadcastPacket(d core.Datagram, p *wire.NTPPacket) error {
 		}
 	}
 	b.jumps = 0
-	if b.hasApparent && b.apparent > b.delay {
-		// A broadcast that took longer than the calibrated delay is off
-		// by what it took beyond it, and no round trip shows it: that
-		// lateness (as far as the servo's prediction tells) is part of
-		// the sample's error, so the error bound covers a late packet.
-		// (Not of its delay: the filter's choice by delay would then
-		// cling to the calibration's samples while a frequency not yet
-		// learnt makes every broadcast look late.)
-		smp.Dispersion = min(smp.Dispersion+b.apparent-b.delay, ntp.MaxDispersion)
+	if b.hasApparent {
+		b.late = max(b.late, b.apparent-b.delay)
+	}
+	b.errs = append(b.errs, sampleErr{at: dst, err: b.broadcastError()})
+	if len(b.errs) > ntp.NStage {
+		b.errs = append(b.errs[:0], b.errs[len(b.errs)-ntp.NStage:]...)
 	}
 	if !c.stepFence.IsZero() && smp.Time.Add(-smp.Delay).Before(c.stepFence) {
 		c.counters[cntStepped]++
@@ -383,6 +408,34 @@ func (c *Client) broadcastPacket(d core.Datagram, p *wire.NTPPacket) error {
 	}
 	c.accept(s, smp)
 	return nil
+}
+
+// broadcastError bounds how far a broadcast sample's offset (T3 + delay -
+// T4, delay the calibrated one) is from the true offset, beyond the
+// calibration's round trip, which the sample's Delay already carries. The
+// true offset is T3 + δ - T4, δ what this broadcast really took from the
+// broadcaster's reading of T3 to our T4 (its send path's lag, which
+// varies with its load, and the wire): the sample is off by δ - delay, and
+// that error is asymmetric.
+//
+//   - Early (δ < delay: the true offset below the sample's). A packet
+//     cannot arrive before it was sent: δ ≥ 0, so the sample is at most
+//     the calibrated delay too high, whatever lag the calibration's
+//     broadcast happened to catch. A calibration on a broadcast that left
+//     late (124 us on a loaded lab host, against the usual 20) puts every
+//     later sample that much too high, and nothing the client sees
+//     afterwards can tell: the servo follows the broadcasts, and their
+//     apparent delay settles back on the calibrated one.
+//   - Late (δ > delay). No bound but what is seen: the calibration's own
+//     error (calErr: its exchanges' round trips through the line it
+//     interpolates) plus the most any broadcast since the calibration came
+//     later than the calibrated delay (the lag's jitter, seen in the
+//     apparent delays: the servo's prediction against the broadcast).
+//     A broadcast more than DelayJump late is held, not used.
+//
+// The servo's bound is symmetric: the sample's error is the larger side.
+func (b *bcast) broadcastError() time.Duration {
+	return min(max(b.delay, b.calErr+b.late, 0), ntp.MaxDispersion)
 }
 
 // cnt* of the broadcast client.
@@ -610,9 +663,11 @@ func (c *Client) endCalibration(s *source, now time.Time) {
 		return
 	}
 	var delays []time.Duration
+	var calErr time.Duration
 	for _, bp := range b.calBcast {
 		if at, ok := interpolate(b.calUnicast, bp.at); ok {
 			delays = append(delays, at-bp.offset)
+			calErr = max(calErr, calError(b.calUnicast, bp.at))
 		}
 	}
 	if len(delays) == 0 {
@@ -658,9 +713,9 @@ func (c *Client) endCalibration(s *source, now time.Time) {
 		b.delay = sorted[len(sorted)/2]
 	}
 	b.rtt = slices.Min(rtts)
-	b.spread = (slices.Max(rtts) - b.rtt) / 2
+	b.calErr = calErr
 	b.calibrations++
-	b.hasApparent = false
+	b.hasApparent, b.late = false, 0
 	s.lastErr = ""
 	msg := fmt.Sprintf("broadcaster %v: delay %v (its broadcasts against %d client/server exchanges, round trip %v", s.addr, d, len(b.calUnicast), b.rtt)
 	switch {
@@ -689,25 +744,50 @@ func interpolate(pts []calPoint, t time.Time) (time.Duration, bool) {
 	if !before || !after {
 		return 0, false
 	}
-	var sw, sx, sy float64
-	for _, p := range pts {
-		w := 1 / math.Pow(math.Max(float64(p.rtt), 1), 2)
-		sw += w
-		sx += w * float64(p.at.Sub(t))
-		sy += w * float64(p.offset)
+	var y float64
+	for i, c := range lineCoefficients(pts, t) {
+		y += c * float64(pts[i].offset)
 	}
-	mx, my := sx/sw, sy/sw
-	var sxx, sxy float64
-	for _, p := range pts {
-		w := 1 / math.Pow(math.Max(float64(p.rtt), 1), 2)
+	return time.Duration(math.Round(y)), true
+}
+
+// calError bounds the error of interpolate(pts, t): each exchange's
+// offset is within half its round trip of the truth, and the line's value
+// at t is Σ c_i·offset_i, so it is within Σ |c_i|·rtt_i/2.
+func calError(pts []calPoint, t time.Time) time.Duration {
+	var e float64
+	for i, c := range lineCoefficients(pts, t) {
+		e += math.Abs(c) * float64(pts[i].rtt) / 2
+	}
+	return time.Duration(math.Ceil(e))
+}
+
+// lineCoefficients returns the c_i with which the weighted least-squares
+// line through pts (weights 1/rtt²) takes the value Σ c_i·offset_i at t.
+func lineCoefficients(pts []calPoint, t time.Time) []float64 {
+	w := make([]float64, len(pts))
+	var sw, sx float64
+	for i, p := range pts {
+		w[i] = 1 / math.Pow(math.Max(float64(p.rtt), 1), 2)
+		sw += w[i]
+		sx += w[i] * float64(p.at.Sub(t))
+	}
+	mx := sx / sw
+	var sxx float64
+	for i, p := range pts {
 		dx := float64(p.at.Sub(t)) - mx
-		sxx += w * dx * dx
-		sxy += w * dx * (float64(p.offset) - my)
+		sxx += w[i] * dx * dx
 	}
-	if sxx == 0 {
-		return time.Duration(math.Round(my)), true
+	// At t (x = 0) the line is my - slope·mx, with my = Σ w_i y_i / sw
+	// and slope = Σ w_i (x_i - mx) y_i / sxx.
+	cs := make([]float64, len(pts))
+	for i, p := range pts {
+		cs[i] = w[i] / sw
+		if sxx > 0 {
+			cs[i] -= mx * w[i] * (float64(p.at.Sub(t)) - mx) / sxx
+		}
 	}
-	return time.Duration(math.Round(my - sxy/sxx*mx)), true
+	return cs
 }
 
 // BroadcastStatus is a broadcaster's part of SourceStatus.
@@ -717,12 +797,17 @@ type BroadcastStatus struct {
 	State string `json:"state"`
 	// DelayNS is the calibrated one-way delay; ApparentDelayNS what the
 	// last packet's took, if the clock is where the servo predicts it.
-	DelayNS         int64     `json:"delay_ns"`
-	ApparentDelayNS int64     `json:"apparent_delay_ns,omitempty"`
-	Calibrations    uint64    `json:"calibrations"`
-	CalibratedAt    time.Time `json:"calibrated_at,omitzero"`
-	Why             string    `json:"why,omitempty"`
-	LastHeard       time.Time `json:"last_heard,omitzero"`
+	DelayNS         int64 `json:"delay_ns"`
+	ApparentDelayNS int64 `json:"apparent_delay_ns,omitempty"`
+	// ErrorNS is the last sample's own error (the larger of the
+	// calibrated delay, a broadcast being at most that early, and the
+	// calibration's error plus the most a broadcast came late since),
+	// part of the source's root distance.
+	ErrorNS      int64     `json:"error_ns,omitempty"`
+	Calibrations uint64    `json:"calibrations"`
+	CalibratedAt time.Time `json:"calibrated_at,omitzero"`
+	Why          string    `json:"why,omitempty"`
+	LastHeard    time.Time `json:"last_heard,omitzero"`
 	// KeyID is the key its broadcasts carry; 0: unsigned (followed only
 	// with Insecure).
 	KeyID uint32 `json:"key_id"`
@@ -787,6 +872,9 @@ func (c *Client) sourceBroadcast(s *source) *BroadcastStatus {
 	}
 	if b.hasApparent {
 		st.ApparentDelayNS = int64(b.apparent)
+	}
+	if n := len(b.errs); n > 0 {
+		st.ErrorNS = int64(b.errs[n-1].err)
 	}
 	return st
 }

@@ -106,6 +106,18 @@ func (s *source) peerVars() (ntp.Peer, bool) {
 	return s.assoc.Peer()
 }
 
+// estimate is the source's clock filter estimate, a broadcast sample's
+// own error (bcast.broadcastError) added to its dispersion: the filter's
+// dispersion weighs its register's samples, and a broadcast's error is
+// its own, not to be averaged away.
+func (s *source) estimate() (ntp.Estimate, bool) {
+	est, ok := s.filter.Estimate()
+	if ok && s.bcast != nil {
+		est.Dispersion += s.bcast.sampleError(est.Time)
+	}
+	return est, ok
+}
+
 // pollExp is the poll exponent in force: the poller's, raised to a RATE
 // floor.
 func (s *source) pollExp() int8 {
@@ -290,6 +302,13 @@ func (c *Client) BoundGrowthPPM() float64 { return c.servo.GrowthPPM() }
 // Pending is the slew the servo counts on the clock still to make at
 // local time now (servo.Servo.Pending).
 func (c *Client) Pending(now time.Time) time.Duration { return c.servo.Pending(now) }
+
+var _ core.Adjuster = (*Client)(nil)
+
+// Adjusted is when the clock took the last Ready's adjustments
+// (core.Adjuster): the servo counts the slew from then
+// (servo.Servo.Applied).
+func (c *Client) Adjusted(at time.Time) { c.servo.Applied(at) }
 
 // Step refuses synclab frames: the client speaks NTP only.
 func (c *Client) Step(m core.Message) error {
@@ -618,7 +637,7 @@ func (c *Client) update(now time.Time) {
 	collecting := 0
 	for _, s := range c.srcs {
 		s.verdict, s.hasCand = 0, false
-		est, ok := s.filter.Estimate()
+		est, ok := s.estimate()
 		peer, hp := s.peerVars()
 		if s.stopped != "" {
 			continue
@@ -665,7 +684,7 @@ func (c *Client) update(now time.Time) {
 	}
 	sp := idx[sel.SysPeer]
 	c.setSysPeer(sp)
-	est, _ := sp.filter.Estimate()
+	est, _ := sp.estimate()
 	if c.servo.Synchronized() && !est.Time.After(c.servo.State().LastUpdate) {
 		c.counters[cntStaleSys]++
 		return // each sample once: the servo would refuse it (ErrOutOfOrder)

@@ -30,7 +30,8 @@
 //		}
 //		rd := c.Ready()
 //		// 1. persist rd.State atomically (the frequency, ppm)
-//		// 2. clock.Apply each of rd.Adjustments
+//		// 2. clock.Apply each of rd.Adjustments, then tell the client
+//		//    when the clock took them: c.Adjusted(clk.Now())
 //		// 3. for each of rd.Datagrams (all NTPStamp): patch the transmit
 //		//    timestamp (bytes 40-47) with the local clock right before
 //		//    the write, then report what was written:
@@ -112,9 +113,25 @@
 // broadcast's T3 - T4 lacks to give the offset the exchanges measure at its
 // arrival (the weighted line through them), as ntpd's broadcast client
 // computes it. Then each broadcast is a sample with offset T3 + delay - T4,
-// the calibration's smallest round trip as delay, and as dispersion the
-// precisions, half the calibration's range of round trips and the
-// broadcast's lateness against the servo's prediction. JumpCount broadcasts
+// the calibration's smallest round trip as delay and the precisions as
+// dispersion.
+//
+// A broadcast sample's own error is asymmetric, and is added to the
+// source's root distance beside the filter (whose dispersion averages its
+// register's and would halve it). The sample is off by δ - delay, δ what
+// this broadcast took from the broadcaster's reading of T3 to our T4: its
+// send path's lag, which varies with its load, and the wire. A packet can
+// be late but never early relative to its true one-way delay, and never
+// arrives before it is sent (δ ≥ 0): early, the sample is at most the
+// calibrated delay too high, however late the calibration's broadcast
+// left, and nothing after the calibration can show that (the servo
+// follows the broadcasts, whose apparent delay then settles on the
+// calibrated one). Late, nothing bounds it but what is seen: the
+// calibration's error (Σ|c_i|·rtt_i/2 of the line through its exchanges)
+// plus the most a broadcast came later than the calibrated delay since
+// the calibration (its apparent delay: the lag's jitter). The error added
+// is the larger side, the servo's bound being symmetric: at least the
+// calibrated delay. JumpCount broadcasts
 // in a row whose apparent delay (the calibrated one plus the servo's
 // prediction minus the sample) is more than DelayJump off start a new
 // calibration; so does Refine (the delay is then the median of the last

@@ -190,7 +190,7 @@ func (c *Client) sourceStatus(s *source) SourceStatus {
 		ss.Stratum = p.Stratum
 		ss.ReferenceID = refIDString(ntp.System{Stratum: p.Stratum, ReferenceID: p.ReferenceID})
 	}
-	est, hasEst := s.filter.Estimate()
+	est, hasEst := s.estimate()
 	if hasEst {
 		ss.OffsetNS, ss.DelayNS = int64(est.Offset), int64(est.Delay)
 		ss.DispersionNS, ss.JitterNS = int64(est.DispersionAt(c.now)), int64(est.Jitter)

@@ -75,6 +75,25 @@ type Config struct {
 	// RefID is the reference ID advertised at LocalStratum. Zero: LocalRefID
 	// ("LOCL").
 	RefID uint32
+	// LocalError is how far, at most, the time served at LocalStratum is
+	// from true time, as the administrator vouches for it (a clock set
+	// from a reference, and how far it may have drifted since): it is
+	// advertised as the root dispersion, so that the clients' error
+	// bounds, relative to the primary reference (RFC 5905's root
+	// distance), cover it. Zero: this clock is declared the reference
+	// (chronyd's "local": root delay and dispersion 0), and its clients'
+	// bounds are relative to it. Below MaxLocalError.
+	LocalError time.Duration
+	// Group says that the local clock keeps a group's agreed time
+	// (Berkeley mode): the average of the members' clocks, which nobody
+	// declared a reference. Served at LocalStratum only with a LocalError
+	// (which must then cover the group's offset from true time) and while
+	// SetGroupError gives this member's bound relative to the group (added
+	// to the root dispersion); otherwise unsynchronised (leap 3, stratum
+	// 16): nothing bounds the group's time from true time, and a client
+	// that took it for a reference would report a bound that does not
+	// hold.
+	Group bool
 	// Precision is the precision exponent (log2 s) of the local clock.
 	// Zero: DefaultPrecision.
 	Precision int8
@@ -106,12 +125,19 @@ type CristianConfig struct {
 	Keys []wire.Key
 }
 
+// MaxLocalError bounds Config.LocalError: clients refuse a server whose
+// root distance is beyond RFC 5905's MAXDIST (1 s).
+const MaxLocalError = ntp.MaxDistance
+
 // ErrConfig is wrapped by New for an invalid Config.
 var ErrConfig = errors.New("server: invalid config")
 
 func (c *Config) validate() error {
 	if c.LocalStratum >= wire.StratumUnsynchronized {
 		return fmt.Errorf("%w: local stratum %d: want 1..15 (0 for none)", ErrConfig, c.LocalStratum)
+	}
+	if c.LocalError < 0 || c.LocalError >= MaxLocalError {
+		return fmt.Errorf("%w: local error %v: want 0 up to below %v (a root dispersion clients still accept)", ErrConfig, c.LocalError, MaxLocalError)
 	}
 	if c.RefID == 0 {
 		c.RefID = LocalRefID

@@ -22,7 +22,13 @@
 // unsynchronised clock, the server says leap 3, stratum 16 ("do not use
 // me"), or, with Config.LocalStratum, leap 0 at that stratum with reference
 // ID "LOCL": chrony's `local stratum N`, how a lab's master clock serves
-// without an upstream.
+// without an upstream. Its root dispersion is Config.LocalError, how far
+// the administrator vouches its time is from true time (0: this clock is
+// declared the reference, as chrony's is), so that the clients' bounds,
+// relative to the primary reference, cover it. A group's agreed time
+// (Config.Group: Berkeley mode) is nobody's reference: it is served at
+// LocalStratum only with a LocalError, and the member's bound relative to
+// the group (SetGroupError) added; otherwise unsynchronised.
 //
 // # Broadcasts
 //

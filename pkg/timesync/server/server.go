@@ -53,7 +53,11 @@ var unsyncRefID = wire.RefIDFromText("INIT")
 type Server struct {
 	cfg Config
 	sys SystemState // as set by SetSystem (or the unsynchronised default)
-	lim *limiter    // nil when rate limiting is off
+	// groupErr is this member's bound relative to its group's time
+	// (Config.Group), groupOK whether it has one (SetGroupError).
+	groupErr time.Duration
+	groupOK  bool
+	lim      *limiter // nil when rate limiting is off
 	// bugs are our own encodings that failed; bugEvents holds their events
 	// until Ready (an answer on the fast path has no Ready of its own).
 	bugs      core.Bugs
@@ -98,6 +102,9 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Config returns the configuration, defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
 // ErrSystem is returned by SetSystem for a state that cannot be sent.
 var ErrSystem = errors.New("server: invalid system state")
 
@@ -119,6 +126,14 @@ func (s *Server) SetSystem(sys SystemState) error {
 	return nil
 }
 
+// SetGroupError gives, with Config.Group, this member's error bound
+// relative to its group's time at the last tick (ok false: it has none,
+// not synchronised to the group): the root dispersion advertised at
+// LocalStratum is Config.LocalError plus it.
+func (s *Server) SetGroupError(bound time.Duration, ok bool) {
+	s.groupErr, s.groupOK = max(bound, 0), ok
+}
+
 // System returns the state advertised in a reply to a request received at
 // local time now.
 func (s *Server) System(now time.Time) SystemState {
@@ -126,17 +141,18 @@ func (s *Server) System(now time.Time) SystemState {
 	if !unsynchronised(sys) {
 		return sys
 	}
-	if s.cfg.LocalStratum != 0 {
+	if disp, ok := s.localDispersion(); ok {
 		// A local reference is its own reference clock, "set" at every
 		// instant: chrony's local mode reports the current time too, and
 		// a stale reference time would make clients (beevik/ntp's
 		// freshness check) call the server stale.
 		return SystemState{
-			Leap:        wire.LeapNone,
-			Stratum:     s.cfg.LocalStratum,
-			Precision:   sys.Precision,
-			ReferenceID: s.cfg.RefID,
-			Reference:   now,
+			Leap:           wire.LeapNone,
+			Stratum:        s.cfg.LocalStratum,
+			Precision:      sys.Precision,
+			ReferenceID:    s.cfg.RefID,
+			Reference:      now,
+			RootDispersion: disp,
 		}
 	}
 	sys.Leap, sys.Stratum = wire.LeapNotInSync, wire.StratumUnsynchronized
@@ -144,6 +160,36 @@ func (s *Server) System(now time.Time) SystemState {
 		sys.ReferenceID = unsyncRefID
 	}
 	return sys
+}
+
+// localDispersion is the root dispersion of the local reference, and
+// false when there is none to serve: no LocalStratum, or a group's time
+// that nothing bounds from true time (Config.Group without LocalError, or
+// this member not synchronised to the group).
+func (s *Server) localDispersion() (time.Duration, bool) {
+	switch {
+	case s.cfg.LocalStratum == 0:
+		return 0, false
+	case !s.cfg.Group:
+		return s.cfg.LocalError, true
+	case s.cfg.LocalError == 0 || !s.groupOK:
+		return 0, false
+	}
+	return min(s.cfg.LocalError+s.groupErr, ntp.MaxDispersion), true
+}
+
+// LocalWhy says, for status, why a server with a local stratum serves its
+// time unsynchronised ("" when it does not).
+func (s *Server) LocalWhy() string {
+	switch {
+	case s.cfg.LocalStratum == 0 || !s.cfg.Group || !unsynchronised(s.sys):
+		return ""
+	case s.cfg.LocalError == 0:
+		return "the group's time (Berkeley mode) is nobody's reference: served unsynchronised unless --local-error says how far it may be from true time"
+	case !s.groupOK:
+		return "not synchronised to the group yet"
+	}
+	return ""
 }
 
 func unsynchronised(sys SystemState) bool {

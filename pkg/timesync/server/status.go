@@ -39,8 +39,13 @@ type Status struct {
 	RateLimit *RateLimitStatus `json:"rate_limit,omitempty"`
 	// Keys is the number of symmetric keys loaded.
 	Keys int `json:"keys"`
-	// LocalStratum is Config.LocalStratum (0: none).
+	// LocalStratum is Config.LocalStratum (0: none); LocalErrorNS is
+	// Config.LocalError, advertised in the root dispersion at it.
 	LocalStratum uint8 `json:"local_stratum"`
+	LocalErrorNS int64 `json:"local_error_ns,omitempty"`
+	// Unsynchronised says why a server with a local stratum serves its
+	// time unsynchronised (a group's time nothing bounds: Config.Group).
+	Unsynchronised string `json:"unsynchronised,omitempty"`
 	// System is what a reply sent at the last tick advertised.
 	System SystemStatus `json:"system"`
 	// Broadcast describes the mode-5 packets sent; nil when none are.
@@ -86,6 +91,8 @@ func (s *Server) Report() Status {
 		Dropped:           maps.Clone(s.dropped),
 		Keys:              len(s.cfg.Keys),
 		LocalStratum:      s.cfg.LocalStratum,
+		LocalErrorNS:      int64(s.cfg.LocalError),
+		Unsynchronised:    s.LocalWhy(),
 		System:            systemStatus(s.System(s.now)),
 		Broadcast:         s.broadcastStatus(),
 	}

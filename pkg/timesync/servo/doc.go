@@ -42,6 +42,7 @@
 //	for _, a := range res.Adjustments {
 //		clock.Apply(clk, a)
 //	}
+//	s.Applied(clk.Now()) // when the clock took them: a slew runs from then
 //	for _, f := range filters {
 //		f.Shift(res.Correction)
 //	}

@@ -63,9 +63,12 @@ func (a Action) String() string {
 // Result is what one update decided.
 type Result struct {
 	// Adjustments are to be applied to the clock in order, right away
-	// (clock.Apply): a slew is computed for the instant now given to
-	// Update, and a late one over- or under-shoots by the part of the
-	// previous slew that ran in between.
+	// (clock.Apply), and then the time the clock took them reported with
+	// Applied. A slew is computed for the instant now given to Update:
+	// the previous slew runs on until the clock takes the new one, so a
+	// driver that applies it late takes off what the clock absorbed since
+	// now (the daemon's slewPlan), and Applied moves the servo's model
+	// of the slew to when the clock began it.
 	Adjustments []clock.Adjustment
 	// Action is how the phase was corrected.
 	Action Action
@@ -147,11 +150,17 @@ type point struct {
 	lambda float64 // max error of y, ns
 }
 
-// slewCmd is a slew commanded at local time at: amt ns, absorbed at the
-// configured rate from then on, until the next command replaces it.
+// slewCmd is a slew decided at local time decided and taken by the clock
+// at local time at (decided until Applied says otherwise): amt ns from
+// at, absorbed at the configured rate, until the next command replaces
+// it. corr is the correction it added to what was pending when decided:
+// between decided and at the previous slew runs on, and corr waits.
 type slewCmd struct {
-	at  time.Time
-	amt float64
+	decided time.Time
+	at      time.Time
+	amt     float64
+	corr    float64
+	applied bool // Applied has placed it
 }
 
 // freqSeg records that the frequency correction became ppm at local time at,
@@ -163,13 +172,12 @@ type freqSeg struct {
 }
 
 type lastUpdate struct {
-	valid   bool
-	t       time.Time // measurement time t_k
-	now     time.Time // decision time
-	lambda  float64   // ns
-	offset  float64   // actual offset at now, after a step, before the slew, ns
-	pending float64   // slew pending from now on, ns
-	acted   time.Duration
+	valid  bool
+	t      time.Time // measurement time t_k
+	now    time.Time // decision time
+	lambda float64   // ns
+	offset float64   // actual offset at now, after a step, before the slew, ns
+	acted  time.Duration
 }
 
 // ledgerMax bounds the slew and frequency histories. They are only looked
@@ -242,17 +250,61 @@ func (s *Servo) slewed(amt, elapsed float64) float64 {
 	return elapsed * r / (1 + r)
 }
 
-// pendingAt returns the part of the slew commanded last before t that is
-// still to be applied at t, ns (signed like the slew).
+// pendingAt returns the part of the slews commanded before t that is
+// still to be applied at t, ns (signed like the slew): the last one's
+// remainder, or, decided but not yet taken by the clock, the previous
+// one's remainder plus the correction waiting.
 func (s *Servo) pendingAt(t time.Time) float64 {
 	for i := len(s.slews) - 1; i >= 0; i-- {
 		c := s.slews[i]
-		if t.Before(c.at) {
+		if t.Before(c.decided) {
 			continue
 		}
-		return remaining(c.amt, s.slewed(c.amt, float64(t.Sub(c.at))))
+		if t.Before(c.at) {
+			return s.leftOf(i-1, t) + c.corr
+		}
+		return s.leftOf(i, t)
 	}
 	return 0
+}
+
+// leftOf returns what is left at t of slew command i (none for i < 0),
+// ns, counting from when the clock took it.
+func (s *Servo) leftOf(i int, t time.Time) float64 {
+	if i < 0 {
+		return 0
+	}
+	c := s.slews[i]
+	return remaining(c.amt, s.slewed(c.amt, math.Max(0, float64(t.Sub(c.at)))))
+}
+
+// Applied tells the servo the local time at which the clock took the
+// adjustments of the last Update (the clock's reading right after the
+// driver applied them; core.Adjusted). The driver applies them after the
+// tick that decided them, on a busy host milliseconds later, and the
+// servo counted the slew as starting at the tick: the previous slew ran
+// on meanwhile (the driver takes what it absorbed off the new one, as the
+// daemon's slewPlan does), and the new one starts at. Without this the
+// servo's bound is off centre by what the clock had not absorbed (83 us
+// per millisecond late at the fastest slew) until the slew ends. A time
+// before the decision, or with no slew waiting, changes nothing.
+func (s *Servo) Applied(at time.Time) {
+	n := len(s.slews)
+	if n == 0 || s.slews[n-1].applied {
+		return
+	}
+	for i := n - 1; i >= 0 && !s.slews[i].applied; i-- {
+		s.slews[i].applied = true
+	}
+	c := &s.slews[n-1]
+	if !at.After(c.at) {
+		return
+	}
+	// What the previous slew absorbed between the decision and at, by
+	// the servo's model: the clock takes the new slew less that.
+	absorbed := s.leftOf(n-2, c.at) - s.leftOf(n-2, at)
+	c.amt -= absorbed
+	c.at = at
 }
 
 // Slewed returns how far the servo's slews moved the clock between local
@@ -354,13 +406,12 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 	}
 	s.updates++
 	s.last = lastUpdate{
-		valid:   true,
-		t:       m.Time,
-		now:     now,
-		lambda:  e.lambda,
-		offset:  actual,
-		pending: pending,
-		acted:   res.Offset,
+		valid:  true,
+		t:      m.Time,
+		now:    now,
+		lambda: e.lambda,
+		offset: actual,
+		acted:  res.Offset,
 	}
 	res.Adjustments = append(res.Adjustments, s.syncAdjustment(now, m.Jitter, actual, pending))
 	res.Frequency = s.freq
@@ -480,7 +531,7 @@ func (s *Servo) command(now time.Time, proj float64) (res Result, actual, pendin
 	corr := math.Round(s.cfg.PhaseGain * proj)
 	pending = math.Round(pendingNow + corr)
 	res.Adjustments = append(res.Adjustments, clock.Adjustment{Kind: clock.AdjustSlew, Offset: time.Duration(pending)})
-	s.slews = appendBounded(s.slews, slewCmd{at: now, amt: pending})
+	s.slews = appendBounded(s.slews, slewCmd{decided: now, at: now, amt: pending, corr: corr})
 	res.Action = ActionSlew
 	res.Correction = time.Duration(corr)
 	s.phiCmd += corr
@@ -546,9 +597,14 @@ func (s *Servo) Offset(t time.Time) (time.Duration, bool) {
 	return time.Duration(math.Round(s.offsetAt(t))), true
 }
 
+// offsetAt is the offset at the last update less what the slews applied
+// since (when the clock took each: Applied) and the residual frequency.
 func (s *Servo) offsetAt(t time.Time) float64 {
 	dt := math.Max(0, float64(t.Sub(s.last.now)))
-	applied := s.last.pending - remaining(s.last.pending, s.slewed(s.last.pending, dt))
+	applied := 0.0
+	if t.After(s.last.now) {
+		applied = s.appliedAt(t) - s.appliedAt(s.last.now)
+	}
 	return s.last.offset - applied - s.resid*1e-6*dt
 }
 

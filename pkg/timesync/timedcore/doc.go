@@ -37,7 +37,11 @@
 // delay and dispersion, leap, reference): the composite hands it over
 // (server.SetSystem) at every Tick, and between ticks on a request that
 // comes more than 10 ms after the last hand-over, so what the server says
-// is never older than it was with a 10 ms tick.
+// is never older than it was with a 10 ms tick. A server serving a group's
+// time (server.Config.Group: Berkeley mode) gets the cluster part's bound
+// relative to the group the same way (server.SetGroupError), and the
+// composite hands every part the time the clock took its adjustments
+// (core.Adjuster).
 //
 // Durable state is one file with a named section per part that keeps
 // state (State: "cluster" for the Berkeley core's term and frequency,

@@ -56,6 +56,7 @@ type Core struct {
 	ticked    bool
 	systemAt  time.Time // the server's system variables were last set for this time
 	sys       systemer  // the client, when it can say what the server advertises
+	group     grouper   // the cluster part, when the server serves its group's time (server.Config.Group)
 	badStates uint64    // parts' states too large to keep (a bug in the part)
 }
 
@@ -68,6 +69,9 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Server != nil {
 		c.server = cfg.Server
 		c.sys, _ = cfg.Client.(systemer)
+		if cfg.Server.Config().Group {
+			c.group, _ = cfg.Cluster.(grouper)
+		}
 	}
 	// In Ready's order: the cluster's, then the server's, then the
 	// client's.
@@ -123,17 +127,37 @@ func (c *Core) StepDatagram(d core.Datagram) error {
 	return p.StepDatagram(d)
 }
 
-// refreshSystem hands the server the client's system variables as of now,
+// refreshSystem hands the server the client's system variables as of now
+// (or, in Berkeley mode, this member's bound relative to the group),
 // unless they were set less than systemRefresh before.
 func (c *Core) refreshSystem(now time.Time) {
-	if c.sys == nil || c.cfg.Server == nil {
+	if c.sys == nil && c.group == nil || c.cfg.Server == nil {
 		return
 	}
 	if d := now.Sub(c.systemAt); d >= 0 && d < systemRefresh {
 		return
 	}
-	c.cfg.Server.SetSystem(c.sys.System(now))
+	c.setSystem(now)
+}
+
+// setSystem tells the server what to advertise as of now: the client's
+// system variables, or the bound of a cluster part that keeps a group's
+// time (server.Server.SetGroupError).
+func (c *Core) setSystem(now time.Time) {
+	if c.sys != nil {
+		c.cfg.Server.SetSystem(c.sys.System(now))
+	}
+	if c.group != nil {
+		lo, hi := c.group.Bound(now)
+		c.cfg.Server.SetGroupError(max(hi.Sub(now), now.Sub(lo)), !lo.IsZero())
+	}
 	c.systemAt = now
+}
+
+// grouper is a cluster part that keeps a group's time (the Berkeley
+// core): its bound is relative to the group's time (zero times: none).
+type grouper interface {
+	Bound(now time.Time) (earliest, latest time.Time)
 }
 
 var _ core.Answerer = (*Core)(nil)
@@ -211,13 +235,13 @@ func (c *Core) Tick(now time.Time) {
 	}
 	if c.cfg.Client != nil {
 		c.cfg.Client.Tick(now)
-		// The server advertises what the discipline knows: stratum, root
-		// delay and dispersion, leap, reference. (Unsynchronised, it falls
-		// back to its local stratum, if any.)
-		if c.sys != nil {
-			c.cfg.Server.SetSystem(c.sys.System(now))
-			c.systemAt = now
-		}
+	}
+	// The server advertises what the discipline knows: stratum, root
+	// delay and dispersion, leap, reference. (Unsynchronised, it falls
+	// back to its local stratum, if any; in Berkeley mode with the
+	// member's bound relative to the group.)
+	if c.cfg.Server != nil && (c.sys != nil || c.group != nil) {
+		c.setSystem(now)
 	}
 }
 
@@ -280,6 +304,19 @@ func (c *Core) Advance(saved bool) {
 	for _, p := range []core.Core{c.cfg.Cluster, c.server, c.cfg.Client} {
 		if a, ok := p.(core.Advancer); ok && p != nil {
 			a.Advance(saved)
+		}
+	}
+}
+
+var _ core.Adjuster = (*Core)(nil)
+
+// Adjusted hands the time the clock took the last Ready's adjustments
+// (core.Adjuster) to every part that disciplines it: the client's servo,
+// or the Berkeley core's.
+func (c *Core) Adjusted(at time.Time) {
+	for _, p := range []core.Core{c.cfg.Cluster, c.server, c.cfg.Client} {
+		if a, ok := p.(core.Adjuster); ok && p != nil {
+			a.Adjusted(at)
 		}
 	}
 }

@@ -108,6 +108,15 @@ func (lt *labTimed) follow(limit, settle time.Duration) (time.Duration, []time.D
 	var converged time.Duration
 	var settled []time.Duration
 	var last labClientView
+	var worst float64 // the largest |true offset| / bound seen synchronised
+	var bounds []time.Duration
+	defer func() {
+		if len(bounds) > 0 {
+			p50 := percentile(bounds, 50) // sorts bounds
+			lt.t.Logf("%s: settled bound p50 ±%v (±%v..±%v) over %d samples; worst |true offset|/bound %.2f since synchronised",
+				lt.host.Name(), p50, bounds[0], bounds[len(bounds)-1], len(bounds), worst)
+		}
+	}()
 	for time.Since(began) < limit+settle {
 		time.Sleep(100 * time.Millisecond)
 		v, err := lt.view()
@@ -117,6 +126,12 @@ func (lt *labTimed) follow(limit, settle time.Duration) (time.Duration, []time.D
 		last = v
 		if v.Synced && v.TrueOffset.Abs() > v.Bound {
 			lt.t.Fatalf("%s: true offset %v outside the reported bound ±%v", lt.host.Name(), v.TrueOffset, v.Bound)
+		}
+		if v.Synced && v.Bound > 0 {
+			worst = max(worst, float64(v.TrueOffset.Abs())/float64(v.Bound))
+			if converged != 0 {
+				bounds = append(bounds, v.Bound)
+			}
 		}
 		if converged == 0 && v.TrueOffset.Abs() < time.Millisecond {
 			// The sample that crosses 1 ms may be caught in the last
