@@ -289,7 +289,11 @@ func (l *lab) startAll() error {
 		args := append([]string{"--mode", "berkeley", "--members", l.members(7300)}, l.multicast(1, 7399)...)
 		args = append(args, "--clock", "sim", "--sim-offset", offset.Round(time.Millisecond).String(), "--sim-drift", strconv.FormatFloat(drift, 'f', 1, 64))
 		if i == 1 {
-			args = append(args, "--serve", l.addr(1)+":12300", "--stratum", "8")
+			// The group's time is its clocks' average, so within 200 ms
+			// of true time (plus the drift of a short run): what its NTP
+			// clients must add to their bound (--local-error; without it
+			// a Berkeley member serves the group's time unsynchronised).
+			args = append(args, "--serve", l.addr(1)+":12300", "--stratum", "8", "--local-error", "250ms")
 		}
 		if _, err := l.start(i, "timed", args...); err != nil {
 			return err
@@ -311,7 +315,7 @@ func (l *lab) startAll() error {
 		return err
 	}
 	l.timeds[client] = ctl.NewClient(l.path(client, "timed.sock"), "timed")
-	l.printf("host 1 also serves NTP (stratum 8) on %s:12300; a sixth machine, %s, follows it as an NTP client\n", l.addr(1), l.addr(client))
+	l.printf("host 1 also serves NTP (stratum 8, the group's time within 250 ms of true time) on %s:12300; a sixth machine, %s, follows it as an NTP client\n", l.addr(1), l.addr(client))
 	return nil
 }
 
