@@ -110,22 +110,11 @@ func DefaultLANConfig() Config {
 var ErrConfig = errors.New("tokenring: invalid config")
 
 func (c *Config) validate() error {
-	if c.ID == 0 {
-		return fmt.Errorf("%w: ID must be > 0", ErrConfig)
+	if err := liveness.CheckMembers(c.ID, c.Members); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	c.Members = slices.Clone(c.Members)
 	slices.Sort(c.Members)
-	if len(c.Members) == 0 || c.Members[0] == 0 {
-		return fmt.Errorf("%w: members must be non-empty IDs > 0", ErrConfig)
-	}
-	for i := 1; i < len(c.Members); i++ {
-		if c.Members[i] == c.Members[i-1] {
-			return fmt.Errorf("%w: member %d listed twice", ErrConfig, c.Members[i])
-		}
-	}
-	if _, ok := slices.BinarySearch(c.Members, c.ID); !ok {
-		return fmt.Errorf("%w: own ID %d is not a member", ErrConfig, c.ID)
-	}
 	def := DefaultLANConfig()
 	if err := liveness.FillDurations(
 		liveness.Duration{Name: "HeartbeatInterval", Value: &c.HeartbeatInterval, Default: def.HeartbeatInterval},
