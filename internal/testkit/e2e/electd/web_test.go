@@ -18,17 +18,23 @@ import (
 
 var updateShot = flag.Bool("docs.update", false, "rewrite docs/web-live.png, the live page's screenshot, from TestWebLive")
 
-// The live lab page (issue 35, item 2): `electd web` on host 1 of three
-// real electd members on loopback, read over HTTP (the state's shape,
-// read-only) and in headless Chromium (the page follows a leader change
-// within a second, no script error).
-func TestWebLive(t *testing.T) {
+// webLab starts three electd members on loopback, waits for them to
+// agree on leader 3, and runs `electd web` on host 1.
+func webLab(t *testing.T) (*cluster, *e2e.Web) {
 	c := newCluster(t, "electd", 3)
 	for i := 1; i <= 3; i++ {
 		c.Start(i)
 	}
 	c.Eventually("all hosts agree on leader 3", electWithin, func() bool { l, _ := c.agreed(1, 2, 3); return l == 3 })
-	w := c.StartWeb(1, "--window", "5s")
+	return c, c.StartWeb(1, "--window", "5s")
+}
+
+// The live lab page (issue 35, item 2): `electd web` on host 1 of three
+// real electd members on loopback, read over HTTP (the state's shape,
+// read-only) and in headless Chromium (the page follows a leader change
+// within a second, no script error).
+func TestWebLive(t *testing.T) {
+	c, w := webLab(t)
 	var st web.State
 	c.Eventually("the page has the table, a diagram and verdicts", 20*time.Second, func() bool {
 		var err error
