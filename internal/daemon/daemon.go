@@ -361,6 +361,10 @@ type Daemon struct {
 	win       *traceWin
 	winCount  uint32
 	traceWait map[uint64]chan struct{}
+	// asks are the last asks for each member's window (MemberTrace),
+	// askedAt when.
+	asks    map[uint32]TraceAsk
+	askedAt map[uint32]time.Time
 	// newTimer makes the loop's timer: newLoopTimer, or a test's (set
 	// before Run).
 	newTimer func(time.Duration) loopTimer
@@ -511,6 +515,8 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		errs:        errs,
 		clusterWait: map[uint64]chan struct{}{},
 		traceWait:   map[uint64]chan struct{}{},
+		asks:        map[uint32]TraceAsk{},
+		askedAt:     map[uint32]time.Time{},
 	}
 	return d, nil
 }

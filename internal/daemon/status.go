@@ -46,6 +46,9 @@ type Status struct {
 	// TraceWindow is the trace window the members' live pages ask for
 	// (nil: off).
 	TraceWindow *TraceWindowStatus `json:"trace_window,omitempty"`
+	// TraceAsks is this member's last ask for each other member's trace
+	// window (a live page on this host), answered or not, and why not.
+	TraceAsks []TraceAsk `json:"trace_asks,omitempty"`
 	// TrueTime is the bound's shared page (timed), if published.
 	TrueTime *TrueTimeStatus `json:"truetime,omitempty"`
 }
@@ -104,6 +107,7 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 		Hooks:         d.hooks.stats(),
 		Trace:         d.tr.status(),
 		TraceWindow:   d.win.status(),
+		TraceAsks:     d.traceAsks(),
 		TrueTime:      d.trueTimeStatus(),
 	}
 	if d.cfg.Standalone() {

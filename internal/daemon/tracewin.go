@@ -294,10 +294,48 @@ type MemberTrace struct {
 	Data []byte `json:"data"`
 }
 
+// TraceAsk is GET /v1/status's view of this member's last ask for
+// another member's trace window (the live page's, `X web`).
+type TraceAsk struct {
+	Member   uint32 `json:"member"`
+	AgoNs    int64  `json:"ago_ns"`
+	Answered bool   `json:"answered"`
+	Why      string `json:"why,omitempty"`
+}
+
+// traceAsks is the status's list of the last asks (holding d.mu).
+func (d *Daemon) traceAsks() []TraceAsk {
+	var out []TraceAsk
+	for _, m := range slices.Sorted(maps.Keys(d.asks)) {
+		a := d.asks[m]
+		a.AgoNs = int64(time.Since(d.askedAt[m]))
+		out = append(out, a)
+	}
+	return out
+}
+
 // MemberTrace asks member for its trace window from where q leaves off
 // (q.Window, q.After; else from q.From) and pages through it until it has
 // caught up, maxBytes came, or timeout passed.
 func (d *Daemon) MemberTrace(ctx context.Context, member uint32, q wire.TraceQuery, timeout time.Duration, maxBytes int) (MemberTrace, error) {
+	out, err := d.memberTrace(ctx, member, q, timeout, maxBytes)
+	if err == nil {
+		d.Do(context.WithoutCancel(ctx), func(*node.Node) {
+			prev, seen := d.asks[member]
+			d.asks[member] = TraceAsk{Member: member, Answered: out.Answered, Why: out.Why}
+			d.askedAt[member] = time.Now()
+			switch {
+			case !out.Answered && (!seen || prev.Answered):
+				d.log.Warn("a member does not answer for its trace window: the live page shows it as not answering traces", "member", member, "why", out.Why)
+			case out.Answered && seen && !prev.Answered:
+				d.log.Info("a member answers for its trace window again", "member", member)
+			}
+		})
+	}
+	return out, err
+}
+
+func (d *Daemon) memberTrace(ctx context.Context, member uint32, q wire.TraceQuery, timeout time.Duration, maxBytes int) (MemberTrace, error) {
 	if d.cfg.Standalone() {
 		return MemberTrace{}, ctl.Errorf(http.StatusConflict, "no_cluster", "%s runs outside any cluster: there are no members to ask", d.cfg.Name)
 	}

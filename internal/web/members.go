@@ -116,6 +116,12 @@ func (w *window) fetch(ctx context.Context, m *memberTrace, timeout time.Duratio
 		}
 		m.events = slices.Delete(m.events, 0, i)
 	}
+	// And at most MaxEvents of them, the latest: a member's times are its
+	// word, and must not make the page hold more than it draws.
+	if n := len(m.events) - c.MaxEvents; n > 0 {
+		m.events = slices.Delete(m.events, 0, n)
+		m.view.Lost = true
+	}
 }
 
 // take reads the complete lines of data (after what was left of the
