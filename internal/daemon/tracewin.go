@@ -57,6 +57,8 @@ type traceWin struct {
 	// asked is when a member last asked, by member (wall clock).
 	asked  map[uint32]time.Time
 	chunks uint64
+	// pending: the node does not record into it yet (traceStep).
+	pending bool
 }
 
 // TraceWindowStatus is GET /v1/status's view of the window (nil: off).
@@ -102,8 +104,10 @@ func (d *Daemon) traceWindow(from uint32, q *wire.TraceQuery) (wire.TraceChunk, 
 		if id == 0 {
 			id = 1
 		}
-		d.win = &traceWin{log: lg, ring: ring, id: id, since: now, asked: map[uint32]time.Time{}}
-		d.setRecorder()
+		// The node records into it from the end of this step on
+		// (traceStep): this runs inside the node's Receive, which must
+		// not be changed under it.
+		d.win = &traceWin{log: lg, ring: ring, id: id, since: now, asked: map[uint32]time.Time{}, pending: true}
 		d.log.Info("trace window on: a member's live page asked for this member's events (in memory, off when nobody asks for a while)",
 			"member", from, "idle", TraceWindowIdle)
 	}
@@ -129,6 +133,10 @@ func (d *Daemon) traceStep() {
 			default:
 			}
 		}
+	}
+	if w := d.win; w != nil && w.pending {
+		w.pending = false
+		d.setRecorder()
 	}
 	if w := d.win; w != nil {
 		last := time.Time{}
