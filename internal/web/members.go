@@ -158,9 +158,18 @@ func (m *memberTrace) take(data []byte, daemonName string) {
 // and the checker, and the page's view of each; names is the lines'
 // labels, a member that does not answer marked so.
 func (w *window) memberFiles(cluster string, all []uint32, names map[uint32]string) ([]*trace.File, []MemberView, map[uint32]string) {
+	lab := names
 	names = maps.Clone(names)
 	if names == nil {
 		names = map[uint32]string{}
+	}
+	// Every line named alike: a member the lab file does not name is
+	// "member N", this host's line included (its trace would say its
+	// host name, the others' nothing).
+	for _, id := range all {
+		if names[id] == "" {
+			names[id] = fmt.Sprintf("member %d", id)
+		}
 	}
 	var files []*trace.File
 	var views []MemberView
@@ -174,13 +183,9 @@ func (w *window) memberFiles(cluster string, all []uint32, names map[uint32]stri
 			Header: trace.Header{Version: trace.Version, Daemon: w.s.cfg.Daemon, ID: id, Cluster: cluster, Members: all, Clock: clock},
 			Events: slices.Clone(m.events)})
 		v := m.view
-		v.Name, v.Events = names[id], len(m.events)
+		v.Name, v.Events = lab[id], len(m.events)
 		if !v.Answering {
-			n := names[id]
-			if n == "" {
-				n = fmt.Sprintf("member %d", id)
-			}
-			names[id] = n + " (not answering traces)"
+			names[id] += " (not answering traces)"
 		}
 		views = append(views, v)
 	}
