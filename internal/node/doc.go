@@ -266,7 +266,8 @@
 // waiting. A query the driver cannot answer is refused
 // ("trace_unavailable"), a chunk that answers no query of this node to
 // that member, or a second one, too ("trace_unsolicited"). Trace frames
-// are never themselves traced: each chunk sent would add an event to the
-// window it pages through. A node of an older build drops a query as
+// are never themselves traced (each chunk sent would add an event to the
+// window it pages through), and carry no vector timestamp (which grows with
+// the member list, and would make a chunk more than twice its query). A node of an older build drops a query as
 // unknown_kind: the page says the member is not answering traces.
 package node

@@ -682,7 +682,9 @@ func (n *Node) stamp(m core.Message) stamps {
 	default:
 		st.lamport = m.Lamport
 	}
-	if n.vectors {
+	// The trace exchange's frames carry no vector: they are never traced
+	// (untraced), and a vector would grow a chunk past twice its query.
+	if n.vectors && !untraced(m.Kind) {
 		n.vector.Tick(n.cfg.ID)
 		st.vector = n.vector.Clone()
 		st.encoded, _ = st.vector.AppendBinary(nil) // fails only beyond MaxVectorEntries: members are fewer

@@ -37,7 +37,9 @@ func TestTraceQueryAnswered(t *testing.T) {
 	var asked []wire.TraceQuery
 	key := func(c *Config) { c.Keys = []wire.Key{testKey} }
 	a, _ := newNode(t, 1, key)
-	b := windowed(t, 2, &asked, key)
+	// b traces (its window is on): vectors on, which its chunks must not
+	// carry (a forged query carries none).
+	b := windowed(t, 2, &asked, func(c *Config) { key(c); c.Vectors = true })
 	id, err := a.QueryTrace(t0, 2, wire.TraceQuery{Window: 5, After: 10, From: wire.NTPTimeFromTime(t0)})
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +62,10 @@ func TestTraceQueryAnswered(t *testing.T) {
 		ans := b.Finalize(s, t0)
 		if len(ans) >= 2*qlen {
 			t.Fatalf("an answer of %d bytes to a query of %d", len(ans), qlen)
+		}
+		var f wire.Frame
+		if err := f.UnmarshalBinary(ans); err != nil || f.Vector != nil {
+			t.Fatalf("the chunk's frame carries a vector: %v %v", f.Vector, err)
 		}
 		if err := a.Receive(Inbound{From: members[2], Data: ans, Time: t0}); err != nil {
 			t.Fatal(err)
