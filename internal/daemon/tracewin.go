@@ -311,12 +311,20 @@ type TraceAsk struct {
 	Why      string `json:"why,omitempty"`
 }
 
-// traceAsks is the status's list of the last asks (holding d.mu).
+// traceAskShown is how long the status shows an ask: a page stopped a
+// minute ago no longer says anything of the members.
+const traceAskShown = time.Minute
+
+// traceAsks is the status's list of the last asks, of the last
+// traceAskShown (holding d.mu).
 func (d *Daemon) traceAsks() []TraceAsk {
 	var out []TraceAsk
 	for _, m := range slices.Sorted(maps.Keys(d.asks)) {
-		a := d.asks[m]
-		a.AgoNs = int64(time.Since(d.askedAt[m]))
+		a, ago := d.asks[m], time.Since(d.askedAt[m])
+		if ago > traceAskShown {
+			continue
+		}
+		a.AgoNs = int64(ago)
 		out = append(out, a)
 	}
 	return out
