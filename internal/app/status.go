@@ -171,6 +171,12 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	if st.Trace.On {
 		fmt.Fprintf(tw, "Trace\t: %s\n", strings.TrimPrefix(traceLine(st.Trace, false), "tracing to "))
 	}
+	if w := st.TraceWindow; w != nil {
+		fmt.Fprintf(tw, "Trace window\t: %s\n", traceWindowLine(w))
+	}
+	for _, a := range st.TraceAsks {
+		fmt.Fprintf(tw, "Member trace\t: %s\n", traceAskLine(a))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

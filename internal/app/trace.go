@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -151,6 +152,31 @@ func traceLine(st daemon.TraceStatus, stopped bool) string {
 		line += ", WRITE FAILED: " + st.Error
 	}
 	return line
+}
+
+// traceWindowLine is `status`'s line of the trace window the members'
+// live pages ask for.
+func traceWindowLine(w *daemon.TraceWindowStatus) string {
+	var by []string
+	for _, m := range slices.Sorted(maps.Keys(w.AskedAgoNs)) {
+		by = append(by, fmt.Sprintf("member %d %s ago", m, agoText(time.Duration(w.AskedAgoNs[m]))))
+	}
+	line := fmt.Sprintf("on since %s for the members' live pages (in memory; off %v after the last ask), asked by %s; %s sent, %s held",
+		w.Since.Local().Format("15:04:05"), daemon.TraceWindowIdle, strings.Join(by, ", "), Plural(w.Chunks, "chunk"), Plural(uint64(w.Lines), "event"))
+	if w.Dropped > 0 {
+		line += fmt.Sprintf(", %d older ones dropped (the window is bounded)", w.Dropped)
+	}
+	return line
+}
+
+// traceAskLine is `status`'s line of this member's last ask for member
+// a.Member's trace window.
+func traceAskLine(a daemon.TraceAsk) string {
+	ago := agoText(time.Duration(a.AgoNs))
+	if a.Answered {
+		return fmt.Sprintf("member %d answered %s ago", a.Member, ago)
+	}
+	return fmt.Sprintf("member %d NOT ANSWERING TRACES (asked %s ago): %s", a.Member, ago, a.Why)
 }
 
 // drawFlags are draw's flags, wherever they were written.

@@ -25,16 +25,18 @@ const DefaultWebListen = "127.0.0.1:8080"
 func webCommand(spec Spec) *cli.Command {
 	return &cli.Command{
 		Name:  "web",
-		Usage: "serve a live page of the lab: every member's row, a space-time diagram of the last seconds, the checker's verdicts",
+		Usage: "serve a live page of the lab: every member's row, a space-time diagram of every member's last seconds, the checker's verdicts",
 		Description: "Serves one self-contained page (nothing fetched from elsewhere) that updates itself: the lab's table\n" +
 			"as `status --cluster` prints it, refreshed every --every and at once on each of the daemon's events\n" +
 			"(a leader change, a grant), with each member's clock offset and error bound over the last minute;\n" +
-			"a space-time diagram of the last --window of this host's trace; and the trace checker's verdicts\n" +
-			"over that window. It is read-only: it answers GET only, and the one thing it changes is a trace\n" +
-			"window on this host's daemon, turned on while it runs (files in the state directory's traces/,\n" +
-			"replaced every --rotate and removed; an operator's running trace is read and left alone) and off\n" +
-			"when it stops (--no-trace: none). Only this host's trace is drawn: the cluster protocol has no\n" +
-			"trace control. It listens on loopback; another address needs --non-loopback and is logged at WARN\n" +
+			"a space-time diagram of the last --window of every member's trace; and the trace checker's verdicts\n" +
+			"over that window, across the lab. It is read-only: it answers GET only, and the one thing it changes\n" +
+			"is a trace window on this host's daemon, turned on while it runs (files in the state directory's\n" +
+			"traces/, replaced every --rotate and removed; an operator's running trace is read and left alone)\n" +
+			"and off when it stops (--no-trace: none), and, through the daemon, one on each other member (asked\n" +
+			"for over the cluster's authenticated protocol, kept in the member's memory, off when nobody asks);\n" +
+			"a member that does not answer is drawn and listed as not answering traces, with the cause. It\n" +
+			"listens on loopback; another address needs --non-loopback and is logged at WARN\n" +
 			"(the page then shows the lab to anyone who can reach it). Stop it with Ctrl-C.",
 		Flags: []cli.Flag{ControlFlag(spec.Name),
 			&cli.StringFlag{Name: "listen", Value: DefaultWebListen, Usage: "serve the page at `ADDR:PORT`"},

@@ -355,6 +355,16 @@ type Daemon struct {
 	// clusterWait are the callers of ClusterStatus waiting for their
 	// query's answers, by query ID (owned by the holder of mu).
 	clusterWait map[uint64]chan struct{}
+	// win is the trace window the members ask for (tracewin.go); nil:
+	// off. traceWait are the callers of MemberTrace waiting for a chunk,
+	// by query ID. Both owned by the holder of mu.
+	win       *traceWin
+	winCount  uint32
+	traceWait map[uint64]chan struct{}
+	// asks are the last asks for each member's window (MemberTrace),
+	// askedAt when.
+	asks    map[uint32]TraceAsk
+	askedAt map[uint32]time.Time
 	// newTimer makes the loop's timer: newLoopTimer, or a test's (set
 	// before Run).
 	newTimer func(time.Duration) loopTimer
@@ -416,6 +426,12 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 			d.statusReport(r)
 		}
 	}
+	traceWindow := func(from uint32, q *wire.TraceQuery, now time.Time) (wire.TraceChunk, bool) {
+		if d == nil {
+			return wire.TraceChunk{}, false
+		}
+		return d.traceWindow(from, q)
+	}
 	c, err := newCore(core.Env{
 		ID:      cfg.ID,
 		Members: slices.Sorted(maps.Keys(cfg.Members)),
@@ -450,6 +466,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		Lamport:     lamport,
 		Agreement:   nodeAgreement(&cfg),
 		Report:      report,
+		TraceWindow: traceWindow,
 	}, c)
 	if err != nil {
 		return nil, err
@@ -497,6 +514,9 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		events:      map[string]uint64{},
 		errs:        errs,
 		clusterWait: map[uint64]chan struct{}{},
+		traceWait:   map[uint64]chan struct{}{},
+		asks:        map[uint32]TraceAsk{},
+		askedAt:     map[uint32]time.Time{},
 	}
 	return d, nil
 }

@@ -492,6 +492,7 @@ func (d *Daemon) step(fn func()) (saved bool) {
 	d.process()
 	d.agreementStep()
 	d.clusterStep()
+	d.traceStep()
 	d.schedule()
 	for _, done := range d.acted {
 		done <- !d.writeFailed

@@ -43,6 +43,12 @@ type Status struct {
 	Hooks    map[string]uint64 `json:"hooks"`
 	// Trace is the protocol trace being recorded (X trace start).
 	Trace TraceStatus `json:"trace"`
+	// TraceWindow is the trace window the members' live pages ask for
+	// (nil: off).
+	TraceWindow *TraceWindowStatus `json:"trace_window,omitempty"`
+	// TraceAsks is this member's last ask for each other member's trace
+	// window (a live page on this host), answered or not, and why not.
+	TraceAsks []TraceAsk `json:"trace_asks,omitempty"`
 	// TrueTime is the bound's shared page (timed), if published.
 	TrueTime *TrueTimeStatus `json:"truetime,omitempty"`
 }
@@ -100,6 +106,8 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 		Errors:        d.errorCounts(),
 		Hooks:         d.hooks.stats(),
 		Trace:         d.tr.status(),
+		TraceWindow:   d.win.status(),
+		TraceAsks:     d.traceAsks(),
 		TrueTime:      d.trueTimeStatus(),
 	}
 	if d.cfg.Standalone() {
@@ -163,6 +171,7 @@ func (d *Daemon) routes() {
 		}
 	})
 	d.traceRoutes()
+	d.memberTraceRoute()
 	for _, rt := range d.pending {
 		if rt.stream != nil {
 			d.ctl.HandleStream(rt.method, rt.pattern, rt.stream)

@@ -120,14 +120,8 @@ func (d *Daemon) startTrace(path string, maxBytes int64, replace bool) (TraceSta
 		}
 		return TraceStatus{}, ctl.BadRequest(fmt.Sprintf("cannot create the trace file: %v", err))
 	}
-	host, _ := os.Hostname()
-	clockName := trace.ClockSystem
-	if d.cfg.ClockName == "sim" {
-		clockName = trace.ClockSim
-	}
 	now := d.cfg.Clock.Now()
-	lg, err := trace.NewLog(f, trace.Header{Daemon: d.cfg.Name, ID: d.cfg.ID, Host: host, Cluster: d.cfg.Cluster,
-		Members: slices.Sorted(maps.Keys(d.cfg.Members)), Clock: clockName, Started: now}, maxBytes)
+	lg, err := trace.NewLog(f, d.traceHeader(now), maxBytes)
 	if err != nil {
 		f.Close()
 		os.Remove(path)
@@ -150,9 +144,41 @@ func (d *Daemon) startTrace(path string, maxBytes int64, replace bool) (TraceSta
 		}
 	}()
 	d.tr = t
-	d.node.SetRecorder(lg, d.cfg.Clock.Now)
+	d.setRecorder()
 	d.log.Info("tracing started", "file", path, "max_bytes", maxBytes)
 	return t.status(), nil
+}
+
+// traceHeader is the header of a trace of this daemon started at now.
+func (d *Daemon) traceHeader(now time.Time) trace.Header {
+	host, _ := os.Hostname()
+	clockName := trace.ClockSystem
+	if d.cfg.ClockName == "sim" {
+		clockName = trace.ClockSim
+	}
+	return trace.Header{Daemon: d.cfg.Name, ID: d.cfg.ID, Host: host, Cluster: d.cfg.Cluster,
+		Members: slices.Sorted(maps.Keys(d.cfg.Members)), Clock: clockName, Started: now}
+}
+
+// setRecorder gives the node what records its events (holding d.mu): the
+// operator's trace, the trace window the members ask for
+// (tracewin.go), both, or nothing.
+func (d *Daemon) setRecorder() {
+	var rs trace.Tee
+	if d.tr != nil {
+		rs = append(rs, d.tr.log)
+	}
+	if d.win != nil {
+		rs = append(rs, d.win.log)
+	}
+	switch len(rs) {
+	case 0:
+		d.node.SetRecorder(nil, nil)
+	case 1:
+		d.node.SetRecorder(rs[0], d.cfg.Clock.Now)
+	default:
+		d.node.SetRecorder(rs, d.cfg.Clock.Now)
+	}
 }
 
 // clockSample is what every event of a trace says of the daemon's clock:
@@ -179,7 +205,7 @@ func (d *Daemon) stopTrace() (TraceStatus, error) {
 		return TraceStatus{}, ctl.Conflict("tracing is off")
 	}
 	d.tr = nil
-	d.node.SetRecorder(nil, nil)
+	d.setRecorder()
 	close(t.stop)
 	t.done.Wait()
 	err := t.log.Close()

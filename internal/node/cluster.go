@@ -91,10 +91,16 @@ type answerBudget struct {
 }
 
 func (b *answerBudget) take(now time.Time) bool {
+	return b.takePaced(now, statusAnswerBurst, statusAnswerEvery)
+}
+
+// takePaced takes one token of a bucket of burst tokens, one more every
+// every.
+func (b *answerBudget) takePaced(now time.Time, burst float64, every time.Duration) bool {
 	if b.at.IsZero() || now.Before(b.at) {
-		b.tokens, b.at = statusAnswerBurst, now
+		b.tokens, b.at = burst, now
 	}
-	b.tokens = min(statusAnswerBurst, b.tokens+float64(now.Sub(b.at))/float64(statusAnswerEvery))
+	b.tokens = min(burst, b.tokens+float64(now.Sub(b.at))/float64(every))
 	b.at = now
 	if b.tokens < 1 {
 		return false
@@ -201,18 +207,23 @@ func (n *Node) fillReport(r *wire.StatusReport) {
 	}
 }
 
+// budgetOf returns member id's bucket in *m, made at its first use.
+func budgetOf(m *map[uint32]*answerBudget, id uint32) *answerBudget {
+	b := (*m)[id]
+	if b == nil {
+		if *m == nil {
+			*m = map[uint32]*answerBudget{}
+		}
+		b = &answerBudget{}
+		(*m)[id] = b
+	}
+	return b
+}
+
 // statusQueried answers member f.Sender's status query q, which arrived
 // at now, unless it has asked too often.
 func (n *Node) statusQueried(f *wire.Frame, q *wire.StatusQuery, now time.Time) error {
-	b := n.queries.budget[f.Sender]
-	if b == nil {
-		if n.queries.budget == nil {
-			n.queries.budget = map[uint32]*answerBudget{}
-		}
-		b = &answerBudget{}
-		n.queries.budget[f.Sender] = b
-	}
-	if !b.take(now) {
+	if !budgetOf(&n.queries.budget, f.Sender).take(now) {
 		return fmt.Errorf("%w: member %d", ErrStatusLimited, f.Sender)
 	}
 	r := wire.StatusReport{QueryID: q.ID, Origin: f.Xmt, Received: wire.NTPTimeFromTime(now)}

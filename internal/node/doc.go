@@ -239,4 +239,35 @@
 // of this node to that member, or a second one, is refused
 // ("status_unsolicited"). A node of an older build drops a query as
 // unknown_kind: its row says it did not answer.
+//
+// # Every member's trace
+//
+// The live page (`X web`) draws every member's events. A node asks a
+// member for the next piece of its trace window, one query per chunk
+// (tracewin.go):
+//
+//	id, err := n.QueryTrace(now, member, wire.TraceQuery{Window: w, After: a, From: f})
+//	...                              // the chunk (KindTraceChunk) comes as a frame
+//	n.TraceNews()                    // queries answered since the last call
+//	c, ok := n.TraceAnswer(id)       // the chunk: Window, Offset, End, Data
+//	n.EndTraceQuery(id)
+//
+// The member's driver keeps the window (Config.TraceWindow: on at the
+// first query, extended by each, off when nobody asks; the node only
+// passes the query on and sends the chunk back). Trace frames are the
+// node's own, checked like status frames: only from a member, from its own
+// address, with (with keys) a MAC that verifies and a fresh sequence
+// number. Not an amplifier: a query is padded to wire.TraceQueryLen (512)
+// and a chunk is at most wire.MaxTraceChunkLen (992), so no answer is twice
+// its query, and it goes to the member's listed address; each member is
+// answered at most traceAnswerBurst (32) chunks at once, then one per
+// traceAnswerEvery (10 ms), more refused and counted ("trace_limited"); a
+// node asks each member at that pace, with at most MaxTraceQueries
+// waiting. A query the driver cannot answer is refused
+// ("trace_unavailable"), a chunk that answers no query of this node to
+// that member, or a second one, too ("trace_unsolicited"). Trace frames
+// are never themselves traced (each chunk sent would add an event to the
+// window it pages through), and carry no vector timestamp (which grows with
+// the member list, and would make a chunk more than twice its query). A node of an older build drops a query as
+// unknown_kind: the page says the member is not answering traces.
 package node

@@ -74,6 +74,13 @@ type Config struct {
 	// times). It is called while the node is in use (a Receive, or
 	// SelfReport) and must not call the node. nil: the node's part alone.
 	Report func(r *wire.StatusReport)
+	// TraceWindow, if set, answers member from's trace query q at now
+	// (tracewin.go): the driver keeps this node's trace window on (turning
+	// it on, extending it) and returns the next chunk of it (QueryID is
+	// set by the node). false: no window can be kept (the node refuses,
+	// "trace_unavailable"). Called while the node is in use (a Receive);
+	// it must not call the node. nil: trace queries are refused.
+	TraceWindow func(from uint32, q *wire.TraceQuery, now time.Time) (wire.TraceChunk, bool)
 }
 
 func (c *Config) validate() error {
@@ -198,6 +205,8 @@ type Node struct {
 	agree *agreement
 	// queries are the status queries, asked and answered (cluster.go).
 	queries clusterQueries
+	// traces are the trace queries, asked and answered (tracewin.go).
+	traces traceQueries
 	// coreRan says the core was ticked or stepped since it was built: a
 	// core that ran is rebuilt when the node steps back (ReplaceCore).
 	coreRan bool
@@ -324,6 +333,8 @@ func (n *Node) Receive(in Inbound) error {
 	var announced *wire.ConfigAnnounce
 	var query *wire.StatusQuery
 	var report *wire.StatusReport
+	var traceQuery *wire.TraceQuery
+	var traceChunk *wire.TraceChunk
 	var own encoding.BinaryUnmarshaler
 	switch f.Kind {
 	case wire.KindEpochRefused:
@@ -338,6 +349,12 @@ func (n *Node) Receive(in Inbound) error {
 	case wire.KindStatusReport:
 		report = new(wire.StatusReport)
 		own = report
+	case wire.KindTraceQuery:
+		traceQuery = new(wire.TraceQuery)
+		own = traceQuery
+	case wire.KindTraceChunk:
+		traceChunk = new(wire.TraceChunk)
+		own = traceChunk
 	}
 	if own != nil {
 		if err := own.UnmarshalBinary(f.Payload); err != nil {
@@ -397,6 +414,10 @@ func (n *Node) Receive(in Inbound) error {
 			err = n.statusQueried(&f, query, in.Time)
 		case report != nil:
 			err = n.statusReported(&f, report, in.Time)
+		case traceQuery != nil:
+			err = n.traceQueried(&f, traceQuery, in.Time)
+		case traceChunk != nil:
+			err = n.traceAnswered(&f, traceChunk, in.Time)
 		default:
 			n.epochRefused(*refusal)
 		}
@@ -405,7 +426,7 @@ func (n *Node) Receive(in Inbound) error {
 			return err
 		}
 		n.stats.in(f.Kind)
-		if n.rec != nil {
+		if n.rec != nil && !untraced(f.Kind) {
 			n.recordRecv(f, in.Time)
 		}
 		return nil
@@ -522,6 +543,9 @@ func (n *Node) Tick(now time.Time) {
 	n.ticked, n.lastTick, n.now = true, now, now
 	if len(n.queries.pending) > 0 {
 		n.expireClusterQueries(now)
+	}
+	if len(n.traces.pending) > 0 {
+		n.expireTraceQueries(now)
 	}
 	// Before agreement's first announcements: a member told first moves
 	// to a new series before it answers them.
@@ -658,7 +682,9 @@ func (n *Node) stamp(m core.Message) stamps {
 	default:
 		st.lamport = m.Lamport
 	}
-	if n.vectors {
+	// The trace exchange's frames carry no vector: they are never traced
+	// (untraced), and a vector would grow a chunk past twice its query.
+	if n.vectors && !untraced(m.Kind) {
 		n.vector.Tick(n.cfg.ID)
 		st.vector = n.vector.Clone()
 		st.encoded, _ = st.vector.AppendBinary(nil) // fails only beyond MaxVectorEntries: members are fewer
@@ -691,7 +717,7 @@ func (n *Node) frame(sends []Send, m core.Message, to uint32, s Send, st stamps)
 		return sends
 	}
 	s.Data, s.Kind = b, m.Kind
-	if n.rec != nil {
+	if n.rec != nil && !untraced(m.Kind) {
 		s.traced = &tracedSend{rec: n.rec, vc: st.vector}
 	}
 	if m.Report && !s.Stream {
@@ -963,11 +989,17 @@ func fromMember(addr netip.AddrPort, in Inbound) bool {
 // queries and their answers.
 func nodeKind(k wire.Kind) bool {
 	switch k {
-	case wire.KindEpochRefused, wire.KindConfig, wire.KindStatusQuery, wire.KindStatusReport:
+	case wire.KindEpochRefused, wire.KindConfig, wire.KindStatusQuery, wire.KindStatusReport,
+		wire.KindTraceQuery, wire.KindTraceChunk:
 		return true
 	}
 	return false
 }
+
+// untraced says whether frames of kind k are left out of traces: the
+// trace windows' own queries and chunks, which would otherwise fill the
+// window they page through (each chunk sent a new event to send).
+func untraced(k wire.Kind) bool { return k == wire.KindTraceQuery || k == wire.KindTraceChunk }
 
 // reasonOf is the drop reason of an error from Receive's own checks.
 func reasonOf(err error) string {
@@ -987,6 +1019,9 @@ func reasonOf(err error) string {
 		{ErrStarting, "starting"},
 		{ErrStatusLimited, "status_limited"},
 		{ErrStatusUnsolicited, "status_unsolicited"},
+		{ErrTraceLimited, "trace_limited"},
+		{ErrTraceUnsolicited, "trace_unsolicited"},
+		{ErrTraceUnavailable, "trace_unavailable"},
 	} {
 		if errors.Is(err, r.err) {
 			return r.reason

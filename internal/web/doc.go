@@ -12,19 +12,30 @@
 //     daemon's events (a leader change, a grant), with each member's
 //     clock offset and error bound over the last minute as a small chart;
 //  2. a space-time diagram (internal/diagram) of the last Config.Window of
-//     this host's trace: the server turns tracing on for as long as it
-//     runs, in files of the daemon's traces directory that it rotates and
-//     removes (or reads the trace an operator already started, and leaves
-//     it alone);
+//     every member's trace, each host's line labelled with its name
+//     (Config.HostNames): this host's, which the server turns on for as
+//     long as it runs, in files of the daemon's traces directory that it
+//     rotates and removes (or reads the trace an operator already
+//     started, and leaves it alone); and each other member's, which the
+//     server asks its daemon for at every draw (GET /v1/cluster/trace:
+//     the daemon pages through the member's trace window over the
+//     cluster protocol, internal/node's KindTraceQuery and
+//     KindTraceChunk, signed like every frame when a key is set; the
+//     member keeps that window in memory, turned on by the first query
+//     and off when nobody asked for a while). The server keeps each
+//     member's window (at most two windows' worth, at most MaxEvents
+//     events) and asks only for what is new. A member that does not
+//     answer (down, an older build, refusing: the daemon says which it
+//     can tell) is drawn as a line "NAME (not answering traces)" and
+//     listed under the diagram with the cause;
 //  3. the verdicts of the trace checker (internal/tracecheck) over that
-//     window.
+//     window, every member's events together (each host's clock error
+//     bound orders events across hosts).
 //
-// The server is read-only: it answers GET and HEAD only, and the one
-// state it changes is the trace window of this host's daemon. The other
-// members' traces are not drawn: the cluster protocol carries status
-// queries (internal/node, KindStatusQuery) but no trace control, and no
-// trace contents; the diagram is this host's view: its sends, receives
-// and protocol events on its one line.
+// The server is read-only: it answers GET and HEAD only, and the state
+// it changes is the trace window of this host's daemon and, through it,
+// the other members' in-memory windows. The trace exchange's own frames,
+// and the page's status queries, are left out of the drawing.
 //
 // The loops (Server.Run) are the driver; the handlers (Server.Handler)
 // read the latest snapshot, so that a page never waits on the daemon.

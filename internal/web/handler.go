@@ -144,7 +144,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 <header><h1>%s</h1><p id="subtitle">connecting…</p><p id="error" hidden></p></header>
 <section id="lab"><h2>Members</h2><div id="table"></div><ul id="notes"></ul>
 <h3>Clock offset from this member, ± its bound, over the last minute</h3><div id="charts"></div></section>
-<section id="trace"><h2>Space-time diagram of the last seconds</h2><p id="traceinfo"></p>
+<section id="trace"><h2>Space-time diagram of the last seconds</h2><p id="traceinfo"></p><ul id="tracemembers"></ul>
 <p><label><input type="checkbox" id="follow" checked> follow the run (untick to hold this drawing and explore it)</label></p>
 <iframe id="diagram" title="space-time diagram"></iframe></section>
 <section id="verdicts"><h2>Checker's verdicts over the window</h2><p id="verdictinfo"></p><table id="vtable"></table><ul id="vnotes"></ul></section>

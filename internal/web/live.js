@@ -129,6 +129,15 @@ window.addEventListener("error", function (e) {
           "Last " + (T.window_ms / 1000) + " s, " + T.events + " events" + (T.capped ? " (a busy window: its latest " + T.events + " events only)" : "") + "; " + T.why + ". Scope: " + T.scope + "."));
     $("traceinfo").textContent = info;
     $("trace").dataset.mode = T.mode;
+    var ul = $("tracemembers");
+    ul.textContent = "";
+    (T.members || []).forEach(function (m) {
+      var who = (m.name ? m.name + " (member " + m.id + ")" : "member " + m.id);
+      var li = el("li", m.answering ? who + ": " + m.events + " events in the window" + (m.lost ? " (some dropped before the page read them)" : "") + (m.why ? "; " + m.why : "") :
+        who + ": NOT ANSWERING TRACES: " + (m.why || "no answer"), ul);
+      li.className = m.answering ? "ok" : "bad";
+      li.dataset.member = m.id;
+    });
     if (T.diagram !== diagramSeq && T.diagram > 0 && $("follow").checked) {
       diagramSeq = T.diagram;
       $("diagram").src = "api/diagram?n=" + T.diagram;

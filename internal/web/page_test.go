@@ -12,7 +12,8 @@ import (
 // TestPageInChromium: the page's script over the fake lab, in headless
 // Chromium: the table (the silent member greyed), a chart per member
 // (the offset with its bound; timed's source offset, or its bound alone),
-// the diagram's frame drawn, the verdicts; a leader change shown without
+// the diagram's frame drawn, the verdicts, the members' traces (one
+// not answering); a leader change shown without
 // reloading; no script error.
 func TestPageInChromium(t *testing.T) {
 	f := newFake(t)
@@ -44,6 +45,11 @@ func TestPageInChromium(t *testing.T) {
 	}
 	if _, err := p.WaitFor(ctx, `(function(){var d=document.getElementById("diagram").contentDocument;return !!(d&&d.body&&d.body.dataset.ready==="1");})()`, 20*time.Second); err != nil {
 		t.Fatalf("the diagram's frame: %v", err)
+	}
+	// Every member's trace: member 3's window drawn, member 2 said not
+	// to answer traces.
+	if _, err := p.WaitFor(ctx, `(function(){var b=document.querySelector('#tracemembers li.bad[data-member="2"]'),o=document.querySelector('#tracemembers li.ok[data-member="3"]');return !!b&&!!o&&b.textContent.indexOf("NOT ANSWERING TRACES")>=0;})()`, 10*time.Second); err != nil {
+		t.Errorf("the members' trace lines: %v", err)
 	}
 	f.setLeader(1)
 	if _, err := p.WaitFor(ctx, `document.querySelector('#table tr.member[data-id="1"]').cells[2].textContent === "1"`, 5*time.Second); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/synclab/synclab/internal/ctl"
@@ -38,6 +39,19 @@ func (s CtlSource) StopTrace(ctx context.Context) (daemon.TraceStatus, error) {
 	var st daemon.TraceStatus
 	err := s.C.Post(ctx, "/v1/trace/stop", struct{}{}, &st)
 	return st, err
+}
+
+func (s CtlSource) MemberTrace(ctx context.Context, member, window uint32, after uint64, from time.Time, timeout time.Duration, maxBytes int) (daemon.MemberTrace, error) {
+	var mt daemon.MemberTrace
+	q := url.Values{}
+	q.Set("member", strconv.FormatUint(uint64(member), 10))
+	q.Set("window", strconv.FormatUint(uint64(window), 10))
+	q.Set("after", strconv.FormatUint(after, 10))
+	q.Set("from", strconv.FormatInt(from.UnixNano(), 10))
+	q.Set("timeout", timeout.String())
+	q.Set("max_bytes", strconv.Itoa(maxBytes))
+	err := s.C.Get(ctx, "/v1/cluster/trace?"+q.Encode(), &mt)
+	return mt, err
 }
 
 func (s CtlSource) Events(ctx context.Context, fn func(json.RawMessage) error) error {

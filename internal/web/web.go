@@ -32,6 +32,10 @@ type Source interface {
 	Trace(ctx context.Context) (daemon.TraceStatus, error)
 	StartTrace(ctx context.Context) (daemon.TraceStatus, error)
 	StopTrace(ctx context.Context) (daemon.TraceStatus, error)
+	// MemberTrace is GET /v1/cluster/trace: the next piece of member's
+	// trace window, from where window and after left off (else from
+	// from), within timeout, at most maxBytes.
+	MemberTrace(ctx context.Context, member, window uint32, after uint64, from time.Time, timeout time.Duration, maxBytes int) (daemon.MemberTrace, error)
 	// Events streams the daemon's events (GET /v1/events), calling fn
 	// with each, until ctx ends or the stream does.
 	Events(ctx context.Context, fn func(json.RawMessage) error) error
@@ -159,9 +163,11 @@ type TraceView struct {
 	Mode   string              `json:"mode"`
 	Why    string              `json:"why,omitempty"`
 	Status *daemon.TraceStatus `json:"status,omitempty"`
-	// Scope says whose events the diagram holds.
-	Scope    string `json:"scope"`
-	WindowMs int64  `json:"window_ms"`
+	// Scope says whose events the diagram holds; Members what became of
+	// each other member's trace window.
+	Scope    string       `json:"scope"`
+	Members  []MemberView `json:"members"`
+	WindowMs int64        `json:"window_ms"`
 	// Diagram counts the drawings (the page reloads it when it changes);
 	// Events is how many events the last one drew (Capped: the window
 	// held more, the latest MaxEvents drawn); DrawnAt when.
@@ -221,8 +227,8 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// scope says what the diagram holds, and why only that.
-const scope = "this host's trace only (its sends, receives and protocol events on its line; the page's own status queries left out): the cluster protocol has no trace control, so the other members' events are not drawn"
+// scope says what the diagram holds.
+const scope = "every member's trace: this host's, and each other member's trace window, asked for over the cluster's authenticated protocol (the page's own status queries left out); a member that does not answer is drawn as such"
 
 // update changes the state under the lock and wakes the streams.
 func (s *Server) update(f func(*State)) {
@@ -422,6 +428,7 @@ type window struct {
 	s       *Server
 	own     []string // the files the server's traces went to, oldest first
 	tails   map[string]*tail
+	members map[uint32]*memberTrace
 	started time.Time
 	failed  string // the last failure, said once at WARN
 }
@@ -492,7 +499,25 @@ func (w *window) step(ctx context.Context) {
 		return
 	}
 	w.failed = ""
-	html, events, capped, verdicts := draw(files, c.Window, c.MaxEvents, c.HostNames)
+	w.s.mu.Lock()
+	cst := w.s.state.Cluster
+	w.s.mu.Unlock()
+	names := c.HostNames
+	var views []MemberView
+	if cst != nil {
+		var all, others []uint32
+		for _, r := range cst.Rows {
+			all = append(all, r.ID)
+			if !r.Self {
+				others = append(others, r.ID)
+			}
+		}
+		w.fetchMembers(ctx, others, c.ClusterTimeout)
+		var mf []*trace.File
+		mf, views, names = w.memberFiles(cst.Cluster, all, names)
+		files = append(files, mf...)
+	}
+	html, events, capped, verdicts := draw(files, c.Window, c.MaxEvents, names)
 	w.s.mu.Lock()
 	w.s.diagram = html
 	w.s.mu.Unlock()
@@ -501,6 +526,7 @@ func (w *window) step(ctx context.Context) {
 		v.Trace.Mode, v.Trace.Why, v.Trace.Status = mode, why, &st
 		v.Trace.Diagram++
 		v.Trace.Events, v.Trace.Capped = events, capped
+		v.Trace.Members = views
 		v.Trace.DrawnAt = time.Now()
 		v.Verdicts = verdicts
 	})
@@ -640,7 +666,8 @@ func latest(files []*trace.File, max int) ([]*trace.File, bool) {
 // withoutStatus leaves out the status queries and their answers: the
 // page's own asking (twice a second), which would crowd out the protocol.
 func withoutStatus(files []*trace.File) []*trace.File {
-	status := map[string]bool{wire.KindStatusQuery.String(): true, wire.KindStatusReport.String(): true}
+	status := map[string]bool{wire.KindStatusQuery.String(): true, wire.KindStatusReport.String(): true,
+		wire.KindTraceQuery.String(): true, wire.KindTraceChunk.String(): true}
 	out := make([]*trace.File, len(files))
 	for i, f := range files {
 		c := *f

@@ -36,6 +36,10 @@ type fake struct {
 	stops   int
 	events  chan struct{}
 	cluster int
+	// member3 is member 3's trace window (lines, no header): each ask
+	// adds an event; asks counts the asks by member.
+	member3 []byte
+	asks    map[uint32]int
 }
 
 func newFake(t *testing.T) *fake {
@@ -129,6 +133,30 @@ func (f *fake) StopTrace(context.Context) (daemon.TraceStatus, error) {
 	st.On = false
 	f.tr = daemon.TraceStatus{}
 	return st, nil
+}
+
+// MemberTrace: member 3 answers, a new send to member 1 in its window at
+// each ask, in pieces of at most 100 bytes (lines cut across them);
+// member 2 never answers.
+func (f *fake) MemberTrace(ctx context.Context, member, window uint32, after uint64, from time.Time, timeout time.Duration, maxBytes int) (daemon.MemberTrace, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.asks == nil {
+		f.asks = map[uint32]int{}
+	}
+	f.asks[member]++
+	if member != 3 {
+		return daemon.MemberTrace{Member: member, Why: "no trace chunk within 100ms: yet heard 50ms ago, after it was asked: an older synclab that does not answer traces"}, nil
+	}
+	n := f.asks[member]
+	f.member3 = trace.AppendEvent(f.member3, &trace.Event{T: time.Now(), Ev: trace.EvSend, Kind: "coordinator", Frame: trace.FrameID(3, uint64(n)), From: 3, To: 1, Term: 7, Lamport: uint64(n)})
+	mt := daemon.MemberTrace{Member: 3, Answered: true, Chunks: 1, Window: 9, End: uint64(len(f.member3))}
+	if window != 9 {
+		window, after, mt.Fresh = 9, 0, true
+	}
+	end := min(after+100, uint64(len(f.member3)))
+	mt.Offset, mt.Next, mt.Data = after, end, f.member3[after:end]
+	return mt, nil
 }
 
 func (f *fake) Events(ctx context.Context, fn func(json.RawMessage) error) error {
@@ -234,7 +262,7 @@ func TestStateJSON(t *testing.T) {
 	if _, ok := p.Members[2]; ok {
 		t.Errorf("the silent member has a sample: %+v", p.Members)
 	}
-	if st.Trace.Mode != "own" || st.Trace.Status == nil || !st.Trace.Status.On || st.Trace.Events != 3 || !strings.Contains(st.Trace.Scope, "no trace control") {
+	if st.Trace.Mode != "own" || st.Trace.Status == nil || !st.Trace.Status.On || st.Trace.Events < 3 || !strings.Contains(st.Trace.Scope, "every member's trace") {
 		t.Errorf("trace %+v", st.Trace)
 	}
 	if st.Verdicts.Error != "" || len(st.Verdicts.Results) == 0 {
@@ -517,5 +545,41 @@ func TestLastWindow(t *testing.T) {
 	}
 	if n := len(lastWindow([]*trace.File{f}, time.Minute)[0].Events); n != 20 {
 		t.Errorf("a window longer than the run keeps %d of 20", n)
+	}
+}
+
+// TestMembersTraces: the page asks for every other member's trace window:
+// member 3's events (sent in pieces cut mid-line) are drawn on its own
+// line beside this host's and checked; member 2, which never answers, is
+// said not to answer traces, on the page and on its line of the diagram.
+func TestMembersTraces(t *testing.T) {
+	f := newFake(t)
+	hs, _ := serve(t, f, true)
+	var st State
+	eventually(t, "member 3's events drawn", func() bool {
+		st = getState(t, hs.URL)
+		return len(st.Trace.Members) == 2 && st.Trace.Members[1].Events >= 2
+	})
+	m2, m3 := st.Trace.Members[0], st.Trace.Members[1]
+	if m2.ID != 2 || m2.Answering || !strings.Contains(m2.Why, "does not answer traces") {
+		t.Errorf("member 2 %+v", m2)
+	}
+	if m3.ID != 3 || !m3.Answering || m3.Why != "" {
+		t.Errorf("member 3 %+v", m3)
+	}
+	resp, err := http.Get(fmt.Sprintf("%s/api/diagram?n=%d", hs.URL, st.Trace.Diagram))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	html := string(b)
+	for _, want := range []string{"member 2 (not answering traces)", "member 3", trace.FrameID(3, 2)} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the diagram lacks %q", want)
+		}
+	}
+	if st.Verdicts.Error != "" {
+		t.Errorf("verdicts %+v", st.Verdicts)
 	}
 }

@@ -266,3 +266,38 @@ func FuzzStatusReport(f *testing.F) {
 		}
 	})
 }
+
+func FuzzTraceQuery(f *testing.F) {
+	b, _ := TraceQuery{ID: 42, Window: 1, After: 7, From: 99}.AppendBinary(nil)
+	f.Add(b)
+	f.Add(b[:20])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var q TraceQuery
+		if err := q.UnmarshalBinary(b); err != nil {
+			requireDecodeError(t, err)
+			return
+		}
+		if out, _ := q.AppendBinary(nil); !bytes.Equal(out, b) {
+			t.Fatalf("round trip % x -> % x", b, out)
+		}
+	})
+}
+
+func FuzzTraceChunk(f *testing.F) {
+	b, _ := TraceChunk{Flags: TraceFresh, QueryID: 42, Window: 1, Offset: 7, End: 20, Data: []byte(`{"t":1}` + "\n")}.AppendBinary(nil)
+	f.Add(b)
+	f.Add(b[:20])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c TraceChunk
+		if err := c.UnmarshalBinary(b); err != nil {
+			requireDecodeError(t, err)
+			return
+		}
+		if len(c.Data) > MaxTraceChunkData || c.Offset+uint64(len(c.Data)) > c.End {
+			t.Fatalf("accepted %+v", c)
+		}
+		if out, _ := c.AppendBinary(nil); !bytes.Equal(out, b) {
+			t.Fatalf("round trip % x -> % x", b, out)
+		}
+	})
+}

@@ -236,6 +236,16 @@ const (
 	KindStatusQuery Kind = 121
 	// KindStatusReport answers a KindStatusQuery (payload: StatusReport).
 	KindStatusReport Kind = 122
+	// KindTraceQuery asks a member for the next piece of its trace
+	// window, turning the window on (the live page, `X web`, draws every
+	// member; payload: TraceQuery, padded so that no answer is twice its
+	// size). A node answers only members (only signed queries when keys
+	// are set), at a bounded pace each; one that does not know the kind
+	// (an older build) drops it as unknown_kind, and the page shows it as
+	// not answering traces.
+	KindTraceQuery Kind = 123
+	// KindTraceChunk answers a KindTraceQuery (payload: TraceChunk).
+	KindTraceChunk Kind = 124
 )
 
 func itoa(n int) string {

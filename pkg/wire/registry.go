@@ -84,7 +84,7 @@ type Block struct {
 
 // Blocks allots kind numbers, one block per family, so that algorithms
 // built side by side never take the same number: a family appends its
-// kinds inside its block, from the block's first free number. 73 of 255
+// kinds inside its block, from the block's first free number. 75 of 255
 // numbers are taken (2026-12); the blocks leave every family room for
 // several more algorithms, and 230-254 are kept back unallotted, which is
 // why the kind stays one byte. 255 is never allotted: a later version
@@ -216,6 +216,8 @@ var registry = []KindInfo{
 	{Kind: KindConfig, Name: "config", New: newPayload[ConfigAnnounce], Class: ClassHeartbeat},
 	{Kind: KindStatusQuery, Name: "status_query", New: newPayload[StatusQuery]},
 	{Kind: KindStatusReport, Name: "status_report", New: newPayload[StatusReport]},
+	{Kind: KindTraceQuery, Name: "trace_query", New: newPayload[TraceQuery]},
+	{Kind: KindTraceChunk, Name: "trace_chunk", New: newPayload[TraceChunk]},
 }
 
 // byKind indexes registry by number; nil where no kind is registered.

@@ -64,29 +64,39 @@ func (q StatusQuery) AppendBinary(b []byte) ([]byte, error) {
 // UnmarshalBinary decodes a whole StatusQuery payload: exactly
 // StatusQueryLen bytes, its flags, reserved bytes and padding zero.
 func (q *StatusQuery) UnmarshalBinary(b []byte) error {
-	if len(b) != StatusQueryLen {
-		if len(b) < StatusQueryLen {
-			return decodeErr(statusQueryWhat, DecodeTruncated, "", len(b), StatusQueryLen)
-		}
-		return decodeErr(statusQueryWhat, DecodeBadLength, "", len(b), StatusQueryLen)
+	if err := checkPadded(statusQueryWhat, b, StatusQueryLen, statusQueryFixedLen, StatusVersion); err != nil {
+		return err
 	}
-	if b[0] != StatusVersion {
-		return decodeErr(statusQueryWhat, DecodeBadVersion, "", int(b[0]), StatusVersion)
+	q.ID = binary.BigEndian.Uint64(b[4:])
+	return nil
+}
+
+// checkPadded checks a padded query's frame: exactly length bytes, its
+// version, its flags (byte 1), reserved bytes (2-3) and the padding after
+// fixed zero.
+func checkPadded(what string, b []byte, length, fixed int, version byte) error {
+	if len(b) != length {
+		if len(b) < length {
+			return decodeErr(what, DecodeTruncated, "", len(b), length)
+		}
+		return decodeErr(what, DecodeBadLength, "", len(b), length)
+	}
+	if b[0] != version {
+		return decodeErr(what, DecodeBadVersion, "", int(b[0]), int(version))
 	}
 	if b[1] != 0 {
-		return decodeErr(statusQueryWhat, DecodeBadFlags, "", int(b[1]), 0)
+		return decodeErr(what, DecodeBadFlags, "", int(b[1]), 0)
 	}
 	for i, c := range b[2:4] {
 		if c != 0 {
-			return decodeErr(statusQueryWhat, DecodeBadReserved, "reserved", 2+i, -1)
+			return decodeErr(what, DecodeBadReserved, "reserved", 2+i, -1)
 		}
 	}
-	for i, c := range b[statusQueryFixedLen:] {
+	for i, c := range b[fixed:] {
 		if c != 0 {
-			return decodeErr(statusQueryWhat, DecodeBadReserved, "padding", statusQueryFixedLen+i, -1)
+			return decodeErr(what, DecodeBadReserved, "padding", fixed+i, -1)
 		}
 	}
-	q.ID = binary.BigEndian.Uint64(b[4:])
 	return nil
 }
 

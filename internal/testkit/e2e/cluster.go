@@ -48,6 +48,9 @@ type Cluster struct {
 	Procs   map[int]*exec.Cmd
 	Extra   map[int][]string // more flags per host
 	Env     map[int][]string // more environment per host
+	// Bin runs host i from another binary (an older build: a mixed
+	// cluster) instead of the one under test.
+	Bin map[int]string
 }
 
 // NewCluster prepares n hosts 127.0.0.(30+i) for daemon.
@@ -103,7 +106,11 @@ func (c *Cluster) StartAlone(i int, args ...string) {
 	if !slices.Contains(argv, "--key-file") && !slices.Contains(argv, "--insecure") {
 		argv = append(argv, "--key-file", c.Key)
 	}
-	cmd := exec.Command(filepath.Join(binDir, c.Daemon), argv...)
+	bin := filepath.Join(binDir, c.Daemon)
+	if b := c.Bin[i]; b != "" {
+		bin = b
+	}
+	cmd := exec.Command(bin, argv...)
 	cmd.Env = append(os.Environ(), c.Env[i]...)
 	log, err := os.OpenFile(c.LogPath(i), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// ringWith is a window of n events one second apart from t0 (written as
+// a trace.Log writes them: the header first, then lines in any pieces).
+func ringWith(t *testing.T, n int) (*traceRing, time.Time) {
+	t.Helper()
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	r := &traceRing{}
+	var b []byte
+	b = append(b, `{"synclab_trace":1,"daemon":"electd","id":2}`+"\n"...)
+	for i := range n {
+		b = trace.AppendEvent(b, &trace.Event{T: t0.Add(time.Duration(i) * time.Second), Ev: trace.EvLocal, Name: fmt.Sprintf("event_%03d", i)})
+	}
+	for len(b) > 0 { // in pieces of 7 bytes: lines arrive cut
+		k := min(7, len(b))
+		r.Write(b[:k])
+		b = b[k:]
+	}
+	return r, t0
+}
+
+// TestTraceRingChunks: a fresh ask starts at the first event at or after
+// From; asks that continue get the stream where they left off, lines cut
+// across chunks, until End; an ask whose window is gone starts afresh.
+func TestTraceRingChunks(t *testing.T) {
+	r, t0 := ringWith(t, 40)
+	c := r.chunk(&wire.TraceQuery{From: wire.NTPTimeFromTime(t0.Add(10 * time.Second))}, 5)
+	if c.Flags != wire.TraceFresh || c.Window != 5 || len(c.Data) != wire.MaxTraceChunkData || !bytes.Contains(c.Data[:90], []byte("event_010")) {
+		t.Fatalf("fresh chunk: flags %b, window %d, %d bytes: %.60s", c.Flags, c.Window, len(c.Data), c.Data)
+	}
+	all := append([]byte{}, c.Data...)
+	for next := c.Offset + uint64(len(c.Data)); next < c.End; {
+		c = r.chunk(&wire.TraceQuery{Window: 5, After: next}, 5)
+		if c.Flags != 0 || c.Offset != next {
+			t.Fatalf("continued: flags %b, offset %d, want %d", c.Flags, c.Offset, next)
+		}
+		all = append(all, c.Data...)
+		next = c.Offset + uint64(len(c.Data))
+	}
+	f, err := trace.Read(bytes.NewReader(append([]byte(`{"synclab_trace":1,"daemon":"electd","id":2}`+"\n"), all...)), "window")
+	if err != nil || len(f.Events) != 30 || f.Events[0].Name != "event_010" || f.Events[29].Name != "event_039" {
+		t.Fatalf("reassembled: %v, %d events", err, len(f.Events))
+	}
+	if c := r.chunk(&wire.TraceQuery{Window: 4, After: 100}, 5); c.Flags != wire.TraceFresh {
+		t.Fatalf("another window's offset: flags %b", c.Flags)
+	}
+	if c := r.chunk(&wire.TraceQuery{Window: 5, After: c.End}, 5); c.Flags != 0 || len(c.Data) != 0 {
+		t.Fatalf("caught up: %+v", c)
+	}
+}
+
+// TestTraceRingBounded: the window keeps at most traceRingLines lines and
+// traceRingAge of events, dropping the oldest (counted); an ask for what
+// was dropped says so (TraceLost) and goes on from the oldest held.
+func TestTraceRingBounded(t *testing.T) {
+	r, _ := ringWith(t, 200) // 200 s: past traceRingAge
+	lines, _, dropped := r.size()
+	if lines != int(traceRingAge/time.Second)+1 || dropped != uint64(200-lines) {
+		t.Fatalf("%d lines held, %d dropped", lines, dropped)
+	}
+	c := r.chunk(&wire.TraceQuery{Window: 5, After: 0}, 5)
+	if c.Flags != wire.TraceLost || c.Offset != r.lines[0].off || !bytes.HasPrefix(c.Data, r.lines[0].b[:20]) {
+		t.Fatalf("a dropped offset: flags %b, offset %d (oldest %d)", c.Flags, c.Offset, r.lines[0].off)
+	}
+	big := &traceRing{header: true}
+	for i := range traceRingLines + 10 {
+		big.add([]byte(fmt.Sprintf(`{"t":"2026-12-06T10:00:00.%06dZ","ev":"local"}`+"\n", i)))
+	}
+	if n, _, d := big.size(); n != traceRingLines || d != 10 {
+		t.Fatalf("%d lines held, %d dropped", n, d)
+	}
+}
