@@ -301,3 +301,44 @@ func TestClusterQueryAbsurdTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusReportCarriesNoVector: a member that traces (vectors on)
+// answers a status query without its vector clock, which grows by 12
+// bytes a member and would make the answer more than twice the query.
+func TestStatusReportCarriesNoVector(t *testing.T) {
+	key := func(c *Config) { c.Keys = []wire.Key{testKey} }
+	a, _ := newNode(t, 1, key)
+	b, _ := newNode(t, 2, func(c *Config) { key(c); c.Vectors = true })
+	if _, err := a.QueryCluster(t0); err != nil {
+		t.Fatal(err)
+	}
+	var qlen int
+	for _, s := range a.Ready().Sends {
+		if s.To != members[2] {
+			continue
+		}
+		q := a.Finalize(s, t0)
+		qlen = len(q)
+		if err := b.Receive(Inbound{From: members[1], Data: q, Time: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reports := 0
+	for _, s := range b.Ready().Sends {
+		if s.Kind != wire.KindStatusReport {
+			continue
+		}
+		reports++
+		ans := b.Finalize(s, t0)
+		var f wire.Frame
+		if err := f.UnmarshalBinary(ans); err != nil || f.Vector != nil {
+			t.Fatalf("the status report carries a vector: %v %v", f.Vector, err)
+		}
+		if len(ans) >= 2*qlen {
+			t.Fatalf("a report of %d bytes to a query of %d", len(ans), qlen)
+		}
+	}
+	if reports != 1 {
+		t.Fatalf("%d status reports sent, want 1", reports)
+	}
+}

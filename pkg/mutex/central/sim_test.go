@@ -127,3 +127,42 @@ func TestCoordinatorCrashRecovery(t *testing.T) {
 		}
 	}
 }
+
+// TestCoordinatorCrashAfterRestart: a member restarted just before the
+// coordinator's SIGKILL may have had leases in its previous run that nobody
+// can re-announce (here member 2 held x when its daemon was killed, and
+// its client kept the lease). The successor, though every member but the
+// dead coordinator joined, waits until that restart is a lease old (the
+// member says so in a sync at once), never granting inside the old lease;
+// and no longer than that and a round trip.
+func TestCoordinatorCrashAfterRestart(t *testing.T) {
+	cfg := central.DefaultLANConfig()
+	for k := range 6 {
+		s := defaultCluster(t, int64(k+1))
+		s.Run(time.Duration(k) * 173 * time.Millisecond)
+		asked := s.Elapsed()
+		if !acquired(s, 2, time.Second) {
+			t.Fatalf("offset %d: member 2 not granted", k)
+		}
+		s.Run(100 * time.Millisecond)
+		s.Crash(2)
+		s.Restart(2)
+		restarted := s.Elapsed()
+		s.Run(time.Duration(k) * 50 * time.Millisecond)
+		s.Crash(5)
+		crashed := s.Elapsed()
+		if !acquired(s, 1, 10*time.Second) {
+			t.Fatalf("offset %d: not granted 10 s after the coordinator's crash", k)
+		}
+		at := s.Elapsed()
+		t.Logf("member 2 held from %v, restarted %v later; coordinator crashed %v after that; member 1 granted %v after the crash, %v after 2's restart",
+			asked.Round(time.Millisecond), (restarted - asked).Round(time.Millisecond), (crashed - restarted).Round(time.Millisecond),
+			(at - crashed).Round(time.Millisecond), (at - restarted).Round(time.Millisecond))
+		if at-asked < cfg.MaxLease {
+			t.Errorf("offset %d: member 1 granted %v after member 2's previous run asked for its %v lease", k, at-asked, cfg.MaxLease)
+		}
+		if at-restarted > cfg.MaxLease+200*time.Millisecond {
+			t.Errorf("offset %d: member 1 granted %v after member 2's restart, want within a lease and 200 ms", k, at-restarted)
+		}
+	}
+}
