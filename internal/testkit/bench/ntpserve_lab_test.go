@@ -77,9 +77,9 @@ const (
 // must not decide the comparison), the runs are printed beside it. CPU
 // per reply is each run's server CPU time (utime+stime from /proc) over
 // its replies, the median of the runs. RSS (VmRSS) is read the same way
-// for both, every 100 ms: idle before the load, and the maximum under it. Nothing can set the real
-// clock: both run without CAP_SYS_TIME, chronyd with -x, timed on a
-// simulated clock.
+// for both, every 100 ms: idle before the load, and the maximum under it.
+// Nothing can set the real clock: both run without CAP_SYS_TIME, chronyd
+// with -x, timed on a simulated clock.
 func BenchmarkNTPServe(b *testing.B) {
 	if !*ntpServeRun {
 		b.Skip("BenchmarkNTPServe builds a namespace lab: run it with scripts/bench.sh ntpserve (or pass -ntpserve)")
@@ -227,29 +227,23 @@ func ntpServeTable(servers []*ntpServer, clients []int, loadStart, prefix string
 		*ntpServeLoad, *ntpServeRounds, ntpServeLimitExp))
 	for _, n := range clients {
 		tq, cq := medianOf(td.qps[n]), medianOf(ch.qps[n])
-		ratio := 0.0
-		if cq > 0 {
-			ratio = tq / cq
-		}
+		ratio := ratioOf(tq, cq)
 		cells := []string{Verdict(fmt.Sprintf("%.0f (%.2fx; runs %s)", tq, ratio, joinQPS(td.qps[n])), ratio >= targetNTPServeRatio),
 			fmt.Sprintf("%.0f (runs %s)", cq, joinQPS(ch.qps[n]))}
 		if floor != nil {
 			fq := medianOf(floor.qps[n])
-			cells = append(cells, fmt.Sprintf("%.0f (%.2fx; runs %s)", fq, fq/cq, joinQPS(floor.qps[n])))
+			cells = append(cells, fmt.Sprintf("%.0f (%.2fx; runs %s)", fq, ratioOf(fq, cq), joinQPS(floor.qps[n])))
 		}
 		t.Row(fmt.Sprintf("%d clients", n), fmt.Sprintf(">= %.1fx chronyd", targetNTPServeRatio), cells...)
 	}
 	t.Section("server CPU per reply, us (each run's CPU time over its replies, median of the runs)")
 	for _, n := range clients {
 		tc, cc := medianOf(td.perReply[n]), medianOf(ch.perReply[n])
-		ratio := 0.0
-		if cc > 0 {
-			ratio = tc / cc
-		}
-		cells := []string{Verdict(fmt.Sprintf("%.2f (%.2fx)", 1e6*tc, ratio), tc > 0 && ratio <= targetNTPServeCPU), fmt.Sprintf("%.2f", 1e6*cc)}
+		ratio := ratioOf(tc, cc)
+		cells := []string{Verdict(fmt.Sprintf("%.2f (%.2fx)", 1e6*tc, ratio), tc > 0 && cc > 0 && ratio <= targetNTPServeCPU), fmt.Sprintf("%.2f", 1e6*cc)}
 		if floor != nil {
 			fc := medianOf(floor.perReply[n])
-			cells = append(cells, fmt.Sprintf("%.2f (%.2fx)", 1e6*fc, fc/cc))
+			cells = append(cells, fmt.Sprintf("%.2f (%.2fx)", 1e6*fc, ratioOf(fc, cc)))
 		}
 		t.Row(fmt.Sprintf("%d clients", n), fmt.Sprintf("<= %.1fx chronyd", targetNTPServeCPU), cells...)
 	}
@@ -276,6 +270,14 @@ func ntpServeTable(servers []*ntpServer, clients []int, loadStart, prefix string
 			" no server can spend less per reply on this kernel")
 	}
 	return t
+}
+
+// ratioOf is a/b, 0 when b is (a run that measured nothing).
+func ratioOf(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
 }
 
 // buildNTPFloor compiles testdata/ntpfloor.c into dir with cc.

@@ -60,6 +60,12 @@ func TestNTPServeTableTargets(t *testing.T) {
 		t.Errorf("CPU row %q: want 7.50 us (0.75x) ok against <= 0.8x", r)
 	}
 
+	// A chronyd that answered nothing is no ground for "ok".
+	got = rows([]*ntpServer{server("timed", 12_500, 7.5e-6), server("chronyd", 0, 0)})
+	if r := find(got, "# server CPU per reply"); !strings.Contains(r, "MISS") {
+		t.Errorf("CPU row %q against a chronyd without replies: want MISS", r)
+	}
+
 	// 1.1x the replies at 0.9x the CPU: both missed; the floor's column.
 	got = rows([]*ntpServer{server("timed", 11_000, 9e-6), chrony, server("floor", 12_000, 8.5e-6)})
 	if r := find(got, "# replies/s"); !strings.Contains(r, "(1.10x;") || !strings.Contains(r, "MISS") || !strings.Contains(r, "12000 (1.20x;") {
