@@ -57,15 +57,18 @@
 #       client by half of it). Last, unless --no-serve-ab, the NTP server
 #       A/B against chronyd of `bench.sh ntpserve` with its defaults.
 #       Installs chrony if missing (never starting it).
-#   bench.sh ntpserve [--load D] [--rounds N] [--clients 1,8,32]
+#   bench.sh ntpserve [--load D] [--rounds N] [--clients 1,8,32] [--no-floor]
 #       timed's NTP server against chronyd's (-x), A/B on one namespace LAN
 #       with the same per-client rate limit on both (2^-19 s, burst 8):
 #       replies/s from 1, 8 and 32 closed request loops, each from its own
 #       address (--clients), --rounds runs of --load each per server and
 #       concurrency (default 5 and 3s, taking turns; the median is compared),
-#       the servers' CPU, and VmRSS idle and under load, read the same way
-#       for both. About two minutes. Installs chrony if missing (never
-#       starting it).
+#       the servers' CPU per reply and share of a core, and VmRSS idle and
+#       under load, read the same way for both. Unless --no-floor (or
+#       without cc), the floor too: a minimal C server (blocking recvmmsg,
+#       sendmmsg, nothing else; internal/testkit/bench/testdata/ntpfloor.c)
+#       taking its turns beside them. About three minutes. Installs chrony
+#       if missing (never starting it).
 #   bench.sh berkeley [--warmup D] [--window D] [--trials N] [--seed S] [--no-unicast]
 #       timed --mode berkeley on 8 hosts, simulated clocks at random +-200 ms and
 #       +-50 ppm: time to converge to 1 ms and 100 us, group precision (max
@@ -517,10 +520,11 @@ bench_timesync() {
 }
 
 bench_ntpserve() {
-	local load=3s rounds=5 clients=1,8,32 argv=("$@")
+	local load=3s rounds=5 clients=1,8,32 floor=true argv=("$@")
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--load) load=${2:?--load needs a duration} && shift ;;
+		--no-floor) floor=false ;;
 		--rounds) rounds=${2:?--rounds needs a number} && shift ;;
 		--clients) clients=${2:?--clients needs a list such as 1,8,32} && shift ;;
 		-h | --help) usage ;;
@@ -536,9 +540,13 @@ bench_ntpserve() {
 	need_packages iproute2 chrony
 	setup
 	build ./cmd/timed
-	log "bench ntpserve: clients $clients, $rounds runs of $load per server and concurrency, lab prefix $PREFIX"
+	if [ "$floor" = true ] && ! command -v cc >/dev/null; then
+		log "bench ntpserve: no C compiler (cc): the floor server is left out (install gcc to measure it)"
+		floor=false
+	fi
+	log "bench ntpserve: clients $clients, $rounds runs of $load per server and concurrency, floor $floor, lab prefix $PREFIX"
 	run_go_bench NTPServe -ntpserve -ntpserve.bin "$WORK/bin" -ntpserve.prefix "$PREFIX" \
-		-ntpserve.load "$load" -ntpserve.rounds "$rounds" -ntpserve.clients "$clients"
+		-ntpserve.load "$load" -ntpserve.rounds "$rounds" -ntpserve.clients "$clients" -ntpserve.floor="$floor"
 }
 
 bench_idle() {
