@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,7 +101,12 @@ func BenchmarkOrder(b *testing.B) {
 			if burst {
 				how = "20 at once"
 			}
-			t.Row(fmt.Sprintf("N=%d, %s", n, how), "= notes", append(cells, "-", "-", "-")...)
+			target := "= notes"
+			if !burst {
+				// The commit point goes alone, not acknowledged (issue 34).
+				target = fmt.Sprintf("= notes; sequencer <= 3(N-1)+1 = %d in all", 3*(n-1)+1)
+			}
+			t.Row(fmt.Sprintf("N=%d, %s", n, how), target, append(cells, "-", "-", "-")...)
 		}
 	}
 
@@ -124,6 +131,9 @@ func BenchmarkOrder(b *testing.B) {
 		lat[name], emitted[name], stamped[name] = o.latency(ord)
 		thr[name] = o.throughput(ord)
 		o.logf("%s: latency seen %v; emitted %v; stamped %v; %.0f multicasts/s", name, lat[name], emitted[name], stamped[name], thr[name])
+		if ord == order.TotalOrder {
+			o.logCounters()
+		}
 	}
 	path := o.tracePath(o.waitSequencer(false), 40)
 	fsync := o.fdatasyncTime(100, 1, true)
@@ -182,7 +192,12 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		t.Row(metric, target, cells...)
 	}
-	row("p50", fmt.Sprintf("sequencer <= 2 LAN RTT (%v)", 2*rtt.P50.Round(time.Microsecond)), func(n string) string { return Millis(lat[n].P50) })
+	// The sequencer's critical path: 2 round trips of messages and one
+	// fdatasync (the members' entry; the sequencer writes its own while
+	// its Append travels), against what the traces measured. Issue 34's
+	// goal: p50 within 2 x that floor, and ahead of etcd's single node.
+	critical := 2*rtt.P50 + fsync.P50
+	row("p50", fmt.Sprintf("sequencer <= 2 x floor (%v), < etcd 1 node", (2*critical).Round(time.Microsecond)), func(n string) string { return Millis(lat[n].P50) })
 	row("p99", "", func(n string) string { return Millis(lat[n].P99) })
 	row("p50 / p99 stamped (the delivering frame's arrival)", "", func(n string) string {
 		if _, ok := stamped[n]; !ok {
@@ -196,17 +211,17 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		return Millis(emitted[n].P50) + " / " + Millis(emitted[n].P99)
 	})
-	// The sequencer's critical path: 2 round trips of messages and one
-	// fdatasync (the members' entry; the sequencer writes its own while
-	// its Append travels), against what the traces measured.
-	critical := 2*rtt.P50 + fsync.P50
 	row("sequencer's critical path: 2 LAN round trips (4 one-way) + 1 fdatasync (disk)", "4 one-way + 1 fdatasync", func(n string) string {
 		if n != "total (sequencer)" {
 			return "-"
 		}
 		return fmt.Sprintf("%v = 2 x %v + %v", critical.Round(time.Microsecond), rtt.P50.Round(time.Microsecond), fsync.P50.Round(time.Microsecond))
 	})
-	row("p50 in LAN round trips (of which the fdatasync)", "sequencer <= 2", func(n string) string {
+	floorRTTs := "-"
+	if rtt.P50 > 0 {
+		floorRTTs = fmt.Sprintf("%.0f", 2*float64(critical)/float64(rtt.P50))
+	}
+	row("p50 in LAN round trips (of which the fdatasync)", "sequencer <= "+floorRTTs+" (2 x floor)", func(n string) string {
 		if n != "total (sequencer)" && n != etcdOne || rtt.P50 <= 0 {
 			return "-"
 		}
@@ -240,7 +255,7 @@ func BenchmarkOrder(b *testing.B) {
 		return Millis(path.reply.P50)
 	})
 	t.Section("throughput, 5 hosts sending back to back")
-	row("multicasts/s", "", func(n string) string { return fmt.Sprintf("%.0f", thr[n]) })
+	row("multicasts/s", "sequencer >= 2000", func(n string) string { return fmt.Sprintf("%.0f", thr[n]) })
 	t.Section("sequencer SIGKILLed: until an apply at another host completes")
 	row(fmt.Sprintf("p50 / max of %d", rec.N), "", func(n string) string {
 		if n != "total (sequencer)" {
@@ -338,6 +353,24 @@ func (o *orderBench) status(i int) *order.Status {
 		return nil
 	}
 	return &st.Node.Core
+}
+
+// logCounters logs each host's counters of the sequencer's repairs
+// (resent Appends, commit points asked for or sent alone, stale or early
+// frames): a throughput run that stalls shows in them.
+func (o *orderBench) logCounters() {
+	for i := 1; i <= orderHosts; i++ {
+		st := o.status(i)
+		if st == nil {
+			o.logf("h%d: no status", i)
+			continue
+		}
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(st.Counters)) {
+			kv = append(kv, fmt.Sprintf("%s=%d", k, st.Counters[k]))
+		}
+		o.logf("h%d counters: %s", i, strings.Join(kv, " "))
+	}
 }
 
 // waitSequencer waits until every host answers and, with a sequencer,
