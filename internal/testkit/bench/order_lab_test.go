@@ -123,12 +123,13 @@ func BenchmarkOrder(b *testing.B) {
 	stamped := map[string]Summary{} // the deliveries' own stamps
 	emitted := map[string]Summary{} // the members' events, as they stamped them
 	thr := map[string]float64{}
+	cpu := map[string]time.Duration{} // all daemons' CPU per multicast, the latency run
 	for _, ord := range []order.Order{order.FIFO, order.Causal, order.TotalOrder} {
 		name := ord.String()
 		if ord == order.TotalOrder {
 			name = "total (sequencer)"
 		}
-		lat[name], emitted[name], stamped[name] = o.latency(ord)
+		lat[name], emitted[name], stamped[name], cpu[name] = o.latency(ord)
 		thr[name] = o.throughput(ord)
 		o.logf("%s: latency seen %v; emitted %v; stamped %v; %.0f multicasts/s", name, lat[name], emitted[name], stamped[name], thr[name])
 		if ord == order.TotalOrder {
@@ -143,7 +144,7 @@ func BenchmarkOrder(b *testing.B) {
 	rec := o.recovery()
 	o.stopAll()
 	o.cluster("lamport")
-	lat["total (lamport)"], emitted["total (lamport)"], stamped["total (lamport)"] = o.latency(order.TotalOrder)
+	lat["total (lamport)"], emitted["total (lamport)"], stamped["total (lamport)"], cpu["total (lamport)"] = o.latency(order.TotalOrder)
 	thr["total (lamport)"] = o.throughput(order.TotalOrder)
 	o.logf("lamport: latency seen %v; emitted %v; stamped %v; %.0f multicasts/s", lat["total (lamport)"], emitted["total (lamport)"], stamped["total (lamport)"], thr["total (lamport)"])
 	o.stopAll()
@@ -254,6 +255,12 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		return Millis(path.reply.P50)
 	})
+	row(fmt.Sprintf("CPU per multicast, all %d daemons (the latency run; 10 ms ticks)", orderHosts), "", func(n string) string {
+		if d, ok := cpu[n]; ok {
+			return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+		}
+		return "-"
+	})
 	t.Section("throughput, 5 hosts sending back to back")
 	row("multicasts/s", "sequencer >= 2000", func(n string) string { return fmt.Sprintf("%.0f", thr[n]) })
 	t.Section("sequencer SIGKILLed: until an apply at another host completes")
@@ -353,6 +360,19 @@ func (o *orderBench) status(i int) *order.Status {
 		return nil
 	}
 	return &st.Node.Core
+}
+
+// cpu is the CPU time (user + system) every running daemon has used.
+func (o *orderBench) cpu() time.Duration {
+	var sum time.Duration
+	for _, p := range o.procs {
+		d, err := CPUTime(p.PID())
+		if err != nil {
+			o.fatalf("CPU time of %s: %v", p.Name(), err)
+		}
+		sum += d
+	}
+	return sum
 }
 
 // logCounters logs each host's counters of the sequencer's repairs
@@ -466,10 +486,15 @@ func (o *orderBench) delivered(prefix string, want int) map[string][]order.Deliv
 // flushes it): seen - emitted is the stream and the client, emitted -
 // stamped the member's loop (its wake-up, the batch, the core, and any
 // write before the event).
-func (o *orderBench) latency(ord order.Order) (seen, emitted, stamped Summary) {
+//
+// cpu is every daemon's CPU time per multicast over the sends (and 20 ms
+// after the last, for its delivery), the events streams included, before
+// the logs are read to check the run.
+func (o *orderBench) latency(ord order.Order) (seen, emitted, stamped Summary, cpu time.Duration) {
 	prefix := fmt.Sprintf("lat-%s-%d-", ord, o.run)
 	w := o.watchDeliveries()
 	sent := map[string]time.Time{}
+	cpu0 := o.cpu()
 	for k := range *orderSamples {
 		msg := prefix + strconv.Itoa(k)
 		sent[msg] = time.Now()
@@ -478,6 +503,8 @@ func (o *orderBench) latency(ord order.Order) (seen, emitted, stamped Summary) {
 		}
 		o.sleep(5 * time.Millisecond)
 	}
+	o.sleep(20 * time.Millisecond)
+	cpu = (o.cpu() - cpu0) / time.Duration(len(sent))
 	o.delivered(prefix, len(sent))
 	arrived := w.stop()
 	var seenAt, emits, stamps []time.Duration
@@ -503,7 +530,7 @@ func (o *orderBench) latency(ord order.Order) (seen, emitted, stamped Summary) {
 	if missing > 0 {
 		o.logf("%s: %d deliveries not seen on the events streams (lost to a slow reader)", ord, missing)
 	}
-	return Summarize(seenAt), Summarize(emits), Summarize(stamps)
+	return Summarize(seenAt), Summarize(emits), Summarize(stamps), cpu
 }
 
 // watchDeliveries follows every host's events stream (GET /v1/events)
@@ -558,8 +585,16 @@ func (w *deliveryWatch) stop() map[int]map[uint64]arrival {
 	return w.arrived
 }
 
+// The end is when the last delivery's event reached a client of every
+// member's events stream, as etcdLog's throughput ends when every watcher
+// read every event; the run is checked against every member's log after
+// (untimed). Until 2026-12-06 the end was found by polling every log
+// every 50 ms: a run of 300 multicasts (--burst 60) at 2,000/s takes 150
+// ms, and one poll too early cost a third of it (the figures swung
+// 400-2,500/s from run to run at the same load).
 func (o *orderBench) throughput(ord order.Order) float64 {
 	prefix := fmt.Sprintf("thr-%s-%d-", ord, o.run)
+	w := o.watchDeliveries()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := 1; i <= orderHosts; i++ {
@@ -580,7 +615,27 @@ func (o *orderBench) throughput(ord order.Order) float64 {
 	}
 	wg.Wait()
 	o.delivered(prefix, orderHosts**orderBurst)
-	return float64(orderHosts**orderBurst) / time.Since(start).Seconds()
+	polled := time.Now()
+	arrived := w.stop()
+	var end time.Time
+	missing := 0
+	for i := range o.procs {
+		for _, d := range o.log(i) {
+			if !strings.HasPrefix(string(d.Message), prefix) {
+				continue
+			}
+			if a, ok := arrived[i][d.Index]; !ok {
+				missing++
+			} else if a.read.After(end) {
+				end = a.read
+			}
+		}
+	}
+	if missing > 0 || end.IsZero() {
+		o.logf("%s throughput: %d deliveries not seen on the events streams; timed by polling the logs instead", ord, missing)
+		end = polled
+	}
+	return float64(orderHosts**orderBurst) / end.Sub(start).Seconds()
 }
 
 // recovery SIGKILLs the sequencer and times an apply issued at once on
