@@ -103,7 +103,8 @@ func orderBlockOf(t *testing.T) wire.Block {
 // The commit point sent alone is not acknowledged, so the sequencer does
 // not resend it: a member that lost it holds its entry uncommitted, and
 // in an idle cluster nothing else would come. It asks once it has heard
-// no Append for a Heartbeat (askCommit) and delivers within a few.
+// no Append for a Heartbeat (askCommit) and delivers within a few; the
+// sequencer answers with the commit point alone, not the entries again.
 func TestSimLostCommitPointAsked(t *testing.T) {
 	sim.SoakSeeds(t, 10, 100, func(t *testing.T, seed int64) {
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 100 * time.Microsecond}})
@@ -144,6 +145,11 @@ func TestSimLostCommitPointAsked(t *testing.T) {
 		}
 		if v.counters["commit_asks"] == 0 {
 			t.Fatalf("member %d delivered without asking: the commit point came again unasked", victim)
+		}
+		// The answer is the commit point alone: the member holds the
+		// entry, and says so.
+		if sq := s.Core(seq).(*Core); sq.counters["commits_resent"] == 0 || sq.counters["resent_appends"] != 0 {
+			t.Fatalf("the sequencer answered the ask with %d commit points alone and %d resent Appends, want the commit point alone", sq.counters["commits_resent"], sq.counters["resent_appends"])
 		}
 	})
 }

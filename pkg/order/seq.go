@@ -986,6 +986,14 @@ func (c *Core) stepAppendAck(m msgT) error {
 	}
 	if sr.next[m.From] <= l.last() {
 		sr.flush = true
+	} else if !progress && a.Commit < l.Commit {
+		// It holds everything sent to it and says its commit point is
+		// behind: the commit point sent alone (not acknowledged) was
+		// lost, or it restarted before writing it, and it asks
+		// (askCommit). One frame with the commit point answers; the
+		// entries it holds are not sent again.
+		c.sendAppend(m.From)
+		c.count("commits_resent")
 	}
 	c.advanceCommit()
 	return nil
@@ -1132,10 +1140,12 @@ func (c *Core) seqTick(now time.Time) {
 // state machine would lag until the next multicast. Nor is the commit
 // point sent alone acknowledged (it would tell the sequencer only what it
 // sent: N-1 frames per isolated multicast), so a member that lost it
-// would wait as long. The question is an AppendAck whose match is its
-// commit point (the part of its log it knows is everyone's): the
-// sequencer goes back to the number after it and sends the entries from
-// there with its commit point, as to any member that lacks what was sent.
+// would wait as long. The question is an AppendAck with its match (its
+// whole log if the known term's sequencer shaped its tail, else its
+// commit point: the part it knows is everyone's) and its commit point:
+// a sequencer that sent it everything answers with the commit point
+// alone (stepAppendAck), one that sent more goes back to the number
+// after its match, as for any member that lacks what was sent.
 // Asked every Heartbeat until an Append of the term arrives (after a
 // start) or while the commit point stays behind the log (a lost one, or
 // a sequencer that cannot commit: a majority down).
@@ -1159,7 +1169,14 @@ func (c *Core) askCommit(now time.Time) {
 		c.wake(sr.askDue)
 		return
 	}
-	b, _ := wire.OrderAppendAck{Match: l.Commit, Commit: l.Commit}.AppendBinary(nil)
+	// Its match, as its acknowledgements say it: the whole log if the
+	// term's sequencer shaped its tail (those entries are on its disk),
+	// else only what it knows is everyone's.
+	match := l.Commit
+	if l.AppendTerm == term {
+		match = l.last()
+	}
+	b, _ := wire.OrderAppendAck{Match: match, Commit: l.Commit}.AppendBinary(nil)
 	c.msgs = append(c.msgs, msgT{To: sr.leader, Kind: wire.KindOrderAppendAck, Term: term, Payload: b})
 	c.count("commit_asks")
 	sr.askDue = now.Add(c.cfg.Heartbeat)
