@@ -115,15 +115,13 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 		// answered once written here (DoSaved: a failed write is an
 		// error, not "sent"), or delivered with --wait.
 		sequenced := req.Order == order.TotalOrder && total == order.Sequencer
-		do := d.DoSaved
-		if sequenced {
-			do = d.Do
-		}
 		// Nothing is sent while the member stands back (refused, 503
 		// stepped_back), nor before the members' configurations are
-		// heard at the start (it waits).
-		if err := d.DoActive(r.Context(), func(*node.Node) {}); err != nil {
-			return nil, err
+		// heard at the start (it waits): checked in the send's own turn
+		// of the loop.
+		do := d.DoActiveSaved
+		if sequenced {
+			do = d.DoActive
 		}
 		events, unsubscribe := d.Subscribe() // before the send: no delivery is missed
 		defer unsubscribe()

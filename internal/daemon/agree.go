@@ -165,6 +165,18 @@ func (e *SteppedBackError) Error() string {
 // while the node stands back it refuses with 503 (code "stepped_back",
 // a *ctl.Error wrapping nothing, the reason in its message).
 func (d *Daemon) DoActive(ctx context.Context, fn func(n *node.Node)) error {
+	return d.doActive(ctx, fn, false)
+}
+
+// DoActiveSaved is DoActive for a handler that promises what fn changed,
+// as DoSaved: ErrNotSaved when the write of the Ready that followed fn
+// failed. One turn of the loop, as DoActive's: a caller that checked the
+// standing with DoActive, then acted with DoSaved, waited for two.
+func (d *Daemon) DoActiveSaved(ctx context.Context, fn func(n *node.Node)) error {
+	return d.doActive(ctx, fn, true)
+}
+
+func (d *Daemon) doActive(ctx context.Context, fn func(n *node.Node), promise bool) error {
 	select {
 	case <-d.gate:
 	case <-d.stopped:
@@ -173,17 +185,22 @@ func (d *Daemon) DoActive(ctx context.Context, fn func(n *node.Node)) error {
 		return ctx.Err()
 	}
 	var refused *SteppedBackError
-	err := d.Do(ctx, func(n *node.Node) {
+	saved, err := d.do(ctx, func(n *node.Node) {
 		if n.Standing() == node.StandingSteppedBack {
 			refused = &SteppedBackError{Reason: n.StandingReason()}
 			return
 		}
 		fn(n)
 	})
-	if err == nil && refused != nil {
+	switch {
+	case err != nil:
+		return err
+	case refused != nil:
 		return ctl.Errorf(http.StatusServiceUnavailable, "stepped_back", "%s", refused.Error())
+	case promise && !saved:
+		return ErrNotSaved
 	}
-	return err
+	return nil
 }
 
 // SteppedBack reports, for a control handler inside Do, whether the node

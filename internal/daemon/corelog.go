@@ -291,7 +291,7 @@ func (l *coreLog) appendRecords(records [][]byte) error {
 		l.size = size
 	}
 	start := time.Now()
-	if _, err := l.f.WriteAt(l.buf, l.end); err != nil {
+	if err := writeData(l.f, l.buf, l.end); err != nil {
 		l.drop()
 		return err
 	}

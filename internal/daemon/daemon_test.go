@@ -399,12 +399,20 @@ func TestDoSavedReportsAFailedWrite(t *testing.T) {
 	if err := d.Do(ctx, bump); err != nil {
 		t.Fatalf("a failed write: Do = %v, want nil (it acted)", err)
 	}
+	// DoActiveSaved (orderd's send: the standing checked in the same
+	// turn of the loop) reports it as DoSaved does; DoActive as Do.
+	if err := d.DoActiveSaved(ctx, bump); !errors.Is(err, ErrNotSaved) {
+		t.Fatalf("a failed write: DoActiveSaved = %v, want ErrNotSaved", err)
+	}
+	if err := d.DoActive(ctx, bump); err != nil {
+		t.Fatalf("a failed write: DoActive = %v, want nil (it acted)", err)
+	}
 	os.Remove(file)
-	if err := d.DoSaved(ctx, bump); err != nil {
+	if err := d.DoActiveSaved(ctx, bump); err != nil {
 		t.Fatalf("the disk works again: %v", err)
 	}
-	if b, _ := os.ReadFile(file); string(b) != "n=4" {
-		t.Errorf("written %q, want n=4 (every change, the failed ones too)", b)
+	if b, _ := os.ReadFile(file); string(b) != "n=6" {
+		t.Errorf("written %q, want n=6 (every change, the failed ones too)", b)
 	}
 }
 

@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"errors"
+	"io"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +37,33 @@ func syncData(f *os.File) error {
 		}
 		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: e}
 	}
+}
+
+// writeData writes b at off in f: pwrite(2) as a raw system call, for
+// the reason syncData is one. os.File.WriteAt enters the scheduler's
+// syscall state, and a daemon whose every P was idle until the frame
+// that brought the record (a member between two multicasts) wakes the
+// runtime's monitor thread there, which then polls every 20 us for a
+// millisecond or more: perf record on a bench member (bench.test -order,
+// 2026-12-06) put 20% of its CPU in the monitor's usleep, every wake-up
+// of it from this write. A pwrite of a record into a preallocated file
+// goes to the page cache and does not wait for the disk (the fdatasync
+// after it does); EINTR is retried, a short write continued.
+func writeData(f *os.File, b []byte, off int64) error {
+	fd := f.Fd()
+	for len(b) > 0 {
+		n, _, e := unix.RawSyscall6(unix.SYS_PWRITE64, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(off), 0, 0)
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e != 0:
+			return &os.PathError{Op: "pwrite", Path: f.Name(), Err: e}
+		case n == 0:
+			return &os.PathError{Op: "pwrite", Path: f.Name(), Err: io.ErrShortWrite}
+		}
+		b, off = b[n:], off+int64(n)
+	}
+	return nil
 }
 
 // preallocate gives f the space [off, off+n) and makes it part of the

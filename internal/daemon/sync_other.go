@@ -7,6 +7,12 @@ import "os"
 // syncData makes f's data durable: fsync where fdatasync is not offered.
 func syncData(f *os.File) error { return f.Sync() }
 
+// writeData writes b at off in f.
+func writeData(f *os.File, b []byte, off int64) error {
+	_, err := f.WriteAt(b, off)
+	return err
+}
+
 // preallocate extends f to off+n (zeros, sparse where the file system
 // allows): writes into the extension do not change the file's size.
 func preallocate(f *os.File, off, n int64) error {

@@ -121,8 +121,13 @@
 // frames, plus the members' N-1 acknowledgements of the entry; an idle
 // sequencer sends a new commit point alone at once (N-1 frames more), and
 // one that waits while numbers are in flight goes alone after
-// CommitDelay. The entries numbered from the frames the daemon took in one
-// batch go in one Append per member.
+// CommitDelay. A commit point sent alone is not acknowledged (the ack
+// would tell the sequencer only what it sent): an isolated multicast costs
+// 3(N-1)+1 frames (TestSimSequencerFramesPerMulticast counts them). A
+// member that lost it holds entries past its commit point and, having
+// heard no Append for a Heartbeat, asks (askCommit). The entries numbered
+// from the frames the daemon took in one batch go in one Append per
+// member.
 //
 // # Total order by Lamport stamps
 //

@@ -208,7 +208,6 @@ type seqRole struct {
 	snapDue    map[uint32]time.Time
 	snapWait   map[uint32]time.Duration
 	sentCommit map[uint32]uint64
-	commits    map[uint32]uint64 // each member's commit point, as it acknowledged
 	due        map[uint32]time.Time
 	sids       map[uint32]uint64
 	// sidStamps bounds, per sender, the Lamport stamp of the submission
@@ -227,15 +226,17 @@ type seqRole struct {
 	// its write is confirmed (Advance), the sequencer holds it.
 	handed uint64
 	// heard is the last term whose sequencer's Append (or snapshot) this
-	// member took since it started; until it hears the known term's, a
-	// member holding entries past its commit point asks for it (askCommit)
-	// every askDue.
-	heard  uint64
-	askDue time.Time
+	// member took since it started, heardAt when its last Append came;
+	// until it hears the known term's, or while no Append came for a
+	// Heartbeat, a member holding entries past its commit point asks for
+	// it (askCommit) every askDue.
+	heard   uint64
+	heardAt time.Time
+	askDue  time.Time
 }
 
 func (r *seqRole) reset() {
-	*r = seqRole{recoveries: r.recoveries, leader: r.leader, heard: r.heard}
+	*r = seqRole{recoveries: r.recoveries, leader: r.leader, heard: r.heard, heardAt: r.heardAt}
 }
 
 func (c *Core) majority() int { return len(c.members)/2 + 1 }
@@ -556,7 +557,7 @@ func (c *Core) becomeSequencer() {
 	sr.start = l.last()
 	sr.match = map[uint32]uint64{}
 	sr.handed = 0
-	sr.next, sr.sentCommit, sr.commits, sr.due = map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]time.Time{}
+	sr.next, sr.sentCommit, sr.due = map[uint32]uint64{}, map[uint32]uint64{}, map[uint32]time.Time{}
 	sr.held, sr.snapDue, sr.snapWait = map[uint32]uint64{}, map[uint32]time.Time{}, map[uint32]time.Duration{}
 	for _, p := range c.peers {
 		// Its commit point, as it answered; for a member that did not
@@ -869,8 +870,9 @@ func (c *Core) stepAppend(m msgT) error {
 	if err := c.promiseTerm(m.From, m.Term); err != nil {
 		return err
 	}
-	c.seqr.heard = m.Term
+	c.seqr.heard, c.seqr.heardAt = m.Term, c.now
 	l := &c.st.Log
+	commit := l.Commit
 	for _, e := range a.Entries {
 		if _, ok := c.pos[e.Sender]; !ok {
 			return fmt.Errorf("%w: entry from non-member %d", ErrImplausible, e.Sender)
@@ -883,12 +885,13 @@ func (c *Core) stepAppend(m msgT) error {
 	// entry. Such an Append is not taken; the ack's match, the commit
 	// point, sends the sequencer back to the first number not committed.
 	vouched := l.AppendTerm == m.Term || a.Prev <= l.Commit
+	taken, changed := false, false
 	if a.Prev <= l.last() && vouched {
+		taken = true
 		// The ack below says this log holds what changed: a promise. An
 		// Append that changes nothing (the commit point alone, a
 		// heartbeat, a resend) promises what an earlier write holds, and
 		// core.Durable keeps a failed earlier write's promise pending.
-		changed := false
 		i := a.Prev
 		for _, e := range a.Entries {
 			i++
@@ -928,6 +931,25 @@ func (c *Core) stepAppend(m msgT) error {
 		// of now (snapshotAllowance).
 		l.HeardAt, c.snapJumped = c.now, 0
 	}
+	if taken && !changed && len(a.Entries) == 0 && match == a.Prev && a.Commit > commit && l.Commit == a.Commit {
+		// The commit point alone, and it taught this member everything:
+		// its log ends where the sequencer's Appends to it did, and its
+		// commit point is now the sequencer's. An acknowledgement would
+		// tell the sequencer only what it sent (N-1 frames per isolated
+		// multicast for nothing): none goes. If this frame is lost, the
+		// member holds entries past its commit point and hears no Append
+		// for a Heartbeat, and asks (askCommit). An Append that taught
+		// nothing new (the commit point already held: a sequencer's
+		// resend, which waits for a word) is acknowledged, as any other.
+		c.count("commits_unacked")
+		if l.Commit < l.last() {
+			c.wake(c.now.Add(c.cfg.Heartbeat))
+		}
+		return nil
+	}
+	if l.Commit < l.last() {
+		c.wake(c.now.Add(c.cfg.Heartbeat)) // askCommit, if no Append commits them
+	}
 	b, _ := wire.OrderAppendAck{Match: match, Commit: l.Commit}.AppendBinary(nil)
 	c.msgs = append(c.msgs, msgT{To: m.From, Kind: wire.KindOrderAppendAck, Term: m.Term, Payload: b})
 	return nil
@@ -948,7 +970,6 @@ func (c *Core) stepAppendAck(m msgT) error {
 	}
 	progress := a.Match > sr.match[m.From]
 	sr.match[m.From] = max(sr.match[m.From], a.Match)
-	sr.commits[m.From] = max(sr.commits[m.From], a.Commit)
 	sr.held[m.From] = a.Match // its word, also when it says less than before (a restart)
 	if a.Match >= l.Base {
 		delete(sr.snapWait, m.From) // it holds what the log keeps: no snapshot waits
@@ -965,6 +986,14 @@ func (c *Core) stepAppendAck(m msgT) error {
 	}
 	if sr.next[m.From] <= l.last() {
 		sr.flush = true
+	} else if !progress && a.Commit < l.Commit {
+		// It holds everything sent to it and says its commit point is
+		// behind: the commit point sent alone (not acknowledged) was
+		// lost, or it restarted before writing it, and it asks
+		// (askCommit). One frame with the commit point answers; the
+		// entries it holds are not sent again.
+		c.sendAppend(m.From)
+		c.count("commits_resent")
 	}
 	c.advanceCommit()
 	return nil
@@ -1061,8 +1090,11 @@ func (c *Core) seqTick(now time.Time) {
 	}
 	if sr.leading != 0 {
 		for _, p := range c.peers {
-			if sr.match[p] >= l.last() && sr.commits[p] >= l.Commit {
-				continue // up to date: bully's heartbeats say the sequencer lives
+			if sr.match[p] >= l.last() && sr.sentCommit[p] >= l.Commit {
+				// Up to date: bully's heartbeats say the sequencer lives.
+				// A commit point sent alone is not acknowledged: a member
+				// that lost it asks (askCommit).
+				continue
 			}
 			if !now.Before(sr.due[p]) {
 				// Silent for a heartbeat: again from what it said it
@@ -1097,18 +1129,26 @@ func (c *Core) seqTick(now time.Time) {
 	}
 }
 
-// askCommit has a member that holds entries past its commit point, and
-// has not heard the sequencer of the known term since it started, say
-// where it stands. A member acknowledges an Append that carries only the
-// commit point before its record of it is written (the commit point is
-// not a promise); one that crashes in between restarts behind, and the
-// sequencer, which holds its acknowledgement of the newer commit point,
-// sends it nothing while the cluster is idle: its state machine would lag
-// until the next multicast. The question is an AppendAck whose match is
-// its commit point (the part of its log it knows is everyone's): the
-// sequencer goes back to the number after it and sends the entries from
-// there with its commit point, as to any member that lacks what was sent.
-// Asked every Heartbeat until an Append of the term arrives.
+// askCommit has a member that holds entries past its commit point say
+// where it stands, when it has not heard the sequencer of the known term
+// since it started, or has heard no Append for a Heartbeat.
+//
+// A member takes an Append that carries only the commit point before its
+// record of it is written (the commit point is not a promise); one that
+// crashes in between restarts behind, and the sequencer, which sent it
+// the newer commit point, sends it nothing while the cluster is idle: its
+// state machine would lag until the next multicast. Nor is the commit
+// point sent alone acknowledged (it would tell the sequencer only what it
+// sent: N-1 frames per isolated multicast), so a member that lost it
+// would wait as long. The question is an AppendAck with its match (its
+// whole log if the known term's sequencer shaped its tail, else its
+// commit point: the part it knows is everyone's) and its commit point:
+// a sequencer that sent it everything answers with the commit point
+// alone (stepAppendAck), one that sent more goes back to the number
+// after its match, as for any member that lacks what was sent.
+// Asked every Heartbeat until an Append of the term arrives (after a
+// start) or while the commit point stays behind the log (a lost one, or
+// a sequencer that cannot commit: a majority down).
 func (c *Core) askCommit(now time.Time) {
 	sr := &c.seqr
 	l := &c.st.Log
@@ -1116,14 +1156,27 @@ func (c *Core) askCommit(now time.Time) {
 		return
 	}
 	_, term, ok := c.el.Leader()
-	if !ok || term == sr.heard {
+	if !ok {
 		return
+	}
+	if term == sr.heard {
+		if quiet := sr.heardAt.Add(c.cfg.Heartbeat); now.Before(quiet) {
+			c.wake(quiet)
+			return
+		}
 	}
 	if now.Before(sr.askDue) {
 		c.wake(sr.askDue)
 		return
 	}
-	b, _ := wire.OrderAppendAck{Match: l.Commit, Commit: l.Commit}.AppendBinary(nil)
+	// Its match, as its acknowledgements say it: the whole log if the
+	// term's sequencer shaped its tail (those entries are on its disk),
+	// else only what it knows is everyone's.
+	match := l.Commit
+	if l.AppendTerm == term {
+		match = l.last()
+	}
+	b, _ := wire.OrderAppendAck{Match: match, Commit: l.Commit}.AppendBinary(nil)
 	c.msgs = append(c.msgs, msgT{To: sr.leader, Kind: wire.KindOrderAppendAck, Term: term, Payload: b})
 	c.count("commit_asks")
 	sr.askDue = now.Add(c.cfg.Heartbeat)
@@ -1244,7 +1297,7 @@ func (c *Core) stepSnapshot(m msgT) error {
 		if err := c.promiseTerm(m.From, m.Term); err != nil {
 			return err
 		}
-		sr.heard = m.Term
+		sr.heard, sr.heardAt = m.Term, c.now
 	}
 	l := &c.st.Log
 	if c.machine == nil {

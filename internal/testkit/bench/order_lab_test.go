@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,7 +101,12 @@ func BenchmarkOrder(b *testing.B) {
 			if burst {
 				how = "20 at once"
 			}
-			t.Row(fmt.Sprintf("N=%d, %s", n, how), "= notes", append(cells, "-", "-", "-")...)
+			target := "= notes"
+			if !burst {
+				// The commit point goes alone, not acknowledged (issue 34).
+				target = fmt.Sprintf("= notes; sequencer <= 3(N-1)+1 = %d in all", 3*(n-1)+1)
+			}
+			t.Row(fmt.Sprintf("N=%d, %s", n, how), target, append(cells, "-", "-", "-")...)
 		}
 	}
 
@@ -116,14 +123,18 @@ func BenchmarkOrder(b *testing.B) {
 	stamped := map[string]Summary{} // the deliveries' own stamps
 	emitted := map[string]Summary{} // the members' events, as they stamped them
 	thr := map[string]float64{}
+	cpu := map[string]time.Duration{} // all daemons' CPU per multicast, the latency run
 	for _, ord := range []order.Order{order.FIFO, order.Causal, order.TotalOrder} {
 		name := ord.String()
 		if ord == order.TotalOrder {
 			name = "total (sequencer)"
 		}
-		lat[name], emitted[name], stamped[name] = o.latency(ord)
+		lat[name], emitted[name], stamped[name], cpu[name] = o.latency(ord)
 		thr[name] = o.throughput(ord)
 		o.logf("%s: latency seen %v; emitted %v; stamped %v; %.0f multicasts/s", name, lat[name], emitted[name], stamped[name], thr[name])
+		if ord == order.TotalOrder {
+			o.logCounters()
+		}
 	}
 	path := o.tracePath(o.waitSequencer(false), 40)
 	fsync := o.fdatasyncTime(100, 1, true)
@@ -133,7 +144,7 @@ func BenchmarkOrder(b *testing.B) {
 	rec := o.recovery()
 	o.stopAll()
 	o.cluster("lamport")
-	lat["total (lamport)"], emitted["total (lamport)"], stamped["total (lamport)"] = o.latency(order.TotalOrder)
+	lat["total (lamport)"], emitted["total (lamport)"], stamped["total (lamport)"], cpu["total (lamport)"] = o.latency(order.TotalOrder)
 	thr["total (lamport)"] = o.throughput(order.TotalOrder)
 	o.logf("lamport: latency seen %v; emitted %v; stamped %v; %.0f multicasts/s", lat["total (lamport)"], emitted["total (lamport)"], stamped["total (lamport)"], thr["total (lamport)"])
 	o.stopAll()
@@ -182,7 +193,12 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		t.Row(metric, target, cells...)
 	}
-	row("p50", fmt.Sprintf("sequencer <= 2 LAN RTT (%v)", 2*rtt.P50.Round(time.Microsecond)), func(n string) string { return Millis(lat[n].P50) })
+	// The sequencer's critical path: 2 round trips of messages and one
+	// fdatasync (the members' entry; the sequencer writes its own while
+	// its Append travels), against what the traces measured. Issue 34's
+	// goal: p50 within 2 x that floor, and ahead of etcd's single node.
+	critical := 2*rtt.P50 + fsync.P50
+	row("p50", fmt.Sprintf("sequencer <= 2 x floor (%v), < etcd 1 node", (2*critical).Round(time.Microsecond)), func(n string) string { return Millis(lat[n].P50) })
 	row("p99", "", func(n string) string { return Millis(lat[n].P99) })
 	row("p50 / p99 stamped (the delivering frame's arrival)", "", func(n string) string {
 		if _, ok := stamped[n]; !ok {
@@ -196,17 +212,17 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		return Millis(emitted[n].P50) + " / " + Millis(emitted[n].P99)
 	})
-	// The sequencer's critical path: 2 round trips of messages and one
-	// fdatasync (the members' entry; the sequencer writes its own while
-	// its Append travels), against what the traces measured.
-	critical := 2*rtt.P50 + fsync.P50
 	row("sequencer's critical path: 2 LAN round trips (4 one-way) + 1 fdatasync (disk)", "4 one-way + 1 fdatasync", func(n string) string {
 		if n != "total (sequencer)" {
 			return "-"
 		}
 		return fmt.Sprintf("%v = 2 x %v + %v", critical.Round(time.Microsecond), rtt.P50.Round(time.Microsecond), fsync.P50.Round(time.Microsecond))
 	})
-	row("p50 in LAN round trips (of which the fdatasync)", "sequencer <= 2", func(n string) string {
+	floorRTTs := "-"
+	if rtt.P50 > 0 {
+		floorRTTs = fmt.Sprintf("%.0f", 2*float64(critical)/float64(rtt.P50))
+	}
+	row("p50 in LAN round trips (of which the fdatasync)", "sequencer <= "+floorRTTs+" (2 x floor)", func(n string) string {
 		if n != "total (sequencer)" && n != etcdOne || rtt.P50 <= 0 {
 			return "-"
 		}
@@ -239,8 +255,14 @@ func BenchmarkOrder(b *testing.B) {
 		}
 		return Millis(path.reply.P50)
 	})
+	row(fmt.Sprintf("CPU per multicast, all %d daemons (the latency run; 10 ms ticks)", orderHosts), "", func(n string) string {
+		if d, ok := cpu[n]; ok {
+			return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+		}
+		return "-"
+	})
 	t.Section("throughput, 5 hosts sending back to back")
-	row("multicasts/s", "", func(n string) string { return fmt.Sprintf("%.0f", thr[n]) })
+	row("multicasts/s", "sequencer >= 2000", func(n string) string { return fmt.Sprintf("%.0f", thr[n]) })
 	t.Section("sequencer SIGKILLed: until an apply at another host completes")
 	row(fmt.Sprintf("p50 / max of %d", rec.N), "", func(n string) string {
 		if n != "total (sequencer)" {
@@ -251,7 +273,7 @@ func BenchmarkOrder(b *testing.B) {
 	t.Note("LAN RTT: UDP echo h1 -> h2 -> h1 between two sockets in user space, p50 %v p99 %v over %d; the sequencer's path is 2 of them (h1 -> sequencer -> members -> sequencer -> members) plus 1 fdatasync (the members' entry; the sequencer's runs while its Append travels, the submission is not written, and a member announces the delivery before its record of it is written), p50 %v p99 %v here: the disk is most of the path, and what keeps it above 2 round trips; etcd's single node pays 1 fdatasync and no network hop", rtt.P50.Round(time.Microsecond), rtt.P99.Round(time.Microsecond), rtt.N, fsync.P50.Round(time.Microsecond), fsync.P99.Round(time.Microsecond))
 	t.Note("latency: %d multicasts per order from h1, 5 ms apart, each call's start to the delivery's event read by a client following each member's events stream (GET /v1/events), at all five members, as etcd's: the put's start to the watch event read by a watcher of each member (one node: one watcher); one control client per host kept across calls, as etcd's HTTP client. Stamped: the delivery's own time stamp (the shared clock), the kernel's receive stamp of the frame that delivered it, before the member's loop took it. Emitted: the time the member's daemon gave the event (after its loop's wake-up, batch and core; for FIFO, causal and Lamport after the delivery's fdatasync, for the sequencer's total order before it), before its events stream encoded and flushed it to the client", *orderSamples)
 	t.Note("frames: the protocol's own (stream records, Lamport acks, submissions, Appends), then (+) the reliability layer's acknowledgements (stream acks, Append acks), against the notes' count: FIFO/causal N-1, sequencer 1 + (N-1), Lamport N-1 + N(N-1) (the message and every member's multicast ack); the election's frames are not counted")
-	t.Note("sequencer: a number is committed once a majority holds it, so that a new sequencer continues the order; the commit point rides on the next Append (20 at once), and an idle sequencer sends it alone, N-1 frames more (one at a time)")
+	t.Note("sequencer: a number is committed once a majority holds it, so that a new sequencer continues the order; the commit point rides on the next Append (20 at once), and an idle sequencer sends it alone, N-1 frames more, not acknowledged (one at a time: 3(N-1)+1 from a member, 3(N-1) from the sequencer itself)")
 	t.Note("etcd 3.4, the same binary and flags for both: one node on h6 (no replication: its best case; one fdatasync, no network hop), the puts and the watch through its JSON gateway from h6; then a cluster of %d members on h%d-h%d (peers over the lab's network, each its own data dir), a watcher on every member (its gateway, from its host), the puts from a client on the leader's host (h%d) to the leader, then on a follower's host (h%d) to that follower, which forwards them to the leader; latency at all %d watchers, as orderd's at all members; a put is answered once committed on a majority (its fdatasync at the leader and 2 followers)", orderHosts, members[0], members[len(members)-1], leader, follower, orderHosts)
 	t.Note("disk: every host's data (orderd's state dirs, etcd's data dirs) is under one temp dir %s: the lab's hosts share one disk. fdatasync of a 200-byte record, p50 / p99: %v / %v written into space allocated ahead (as orderd's log writes: etcd's WAL preallocates its segments too), %v / %v appended to a file that grows (as orderd's log did before: ext4 commits the new size through its journal on every fdatasync)", o.dir, fsync.P50.Round(time.Microsecond), fsync.P99.Round(time.Microsecond), fsyncGrow.P50.Round(time.Microsecond), fsyncGrow.P99.Round(time.Microsecond))
 	t.Note("load average (1, 5, 15 min): %s at the start, %s at the end", loadStart, loadEnd)
@@ -338,6 +360,37 @@ func (o *orderBench) status(i int) *order.Status {
 		return nil
 	}
 	return &st.Node.Core
+}
+
+// cpu is the CPU time (user + system) every running daemon has used.
+func (o *orderBench) cpu() time.Duration {
+	var sum time.Duration
+	for _, p := range o.procs {
+		d, err := CPUTime(p.PID())
+		if err != nil {
+			o.fatalf("CPU time of %s: %v", p.Name(), err)
+		}
+		sum += d
+	}
+	return sum
+}
+
+// logCounters logs each host's counters of the sequencer's repairs
+// (resent Appends, commit points asked for or sent alone, stale or early
+// frames): a throughput run that stalls shows in them.
+func (o *orderBench) logCounters() {
+	for i := 1; i <= orderHosts; i++ {
+		st := o.status(i)
+		if st == nil {
+			o.logf("h%d: no status", i)
+			continue
+		}
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(st.Counters)) {
+			kv = append(kv, fmt.Sprintf("%s=%d", k, st.Counters[k]))
+		}
+		o.logf("h%d counters: %s", i, strings.Join(kv, " "))
+	}
 }
 
 // waitSequencer waits until every host answers and, with a sequencer,
@@ -433,10 +486,15 @@ func (o *orderBench) delivered(prefix string, want int) map[string][]order.Deliv
 // flushes it): seen - emitted is the stream and the client, emitted -
 // stamped the member's loop (its wake-up, the batch, the core, and any
 // write before the event).
-func (o *orderBench) latency(ord order.Order) (seen, emitted, stamped Summary) {
+//
+// cpu is every daemon's CPU time per multicast over the sends (and 20 ms
+// after the last, for its delivery), the events streams included, before
+// the logs are read to check the run.
+func (o *orderBench) latency(ord order.Order) (seen, emitted, stamped Summary, cpu time.Duration) {
 	prefix := fmt.Sprintf("lat-%s-%d-", ord, o.run)
 	w := o.watchDeliveries()
 	sent := map[string]time.Time{}
+	cpu0 := o.cpu()
 	for k := range *orderSamples {
 		msg := prefix + strconv.Itoa(k)
 		sent[msg] = time.Now()
@@ -445,6 +503,8 @@ func (o *orderBench) latency(ord order.Order) (seen, emitted, stamped Summary) {
 		}
 		o.sleep(5 * time.Millisecond)
 	}
+	o.sleep(20 * time.Millisecond)
+	cpu = (o.cpu() - cpu0) / time.Duration(len(sent))
 	o.delivered(prefix, len(sent))
 	arrived := w.stop()
 	var seenAt, emits, stamps []time.Duration
@@ -470,7 +530,7 @@ func (o *orderBench) latency(ord order.Order) (seen, emitted, stamped Summary) {
 	if missing > 0 {
 		o.logf("%s: %d deliveries not seen on the events streams (lost to a slow reader)", ord, missing)
 	}
-	return Summarize(seenAt), Summarize(emits), Summarize(stamps)
+	return Summarize(seenAt), Summarize(emits), Summarize(stamps), cpu
 }
 
 // watchDeliveries follows every host's events stream (GET /v1/events)
@@ -525,8 +585,16 @@ func (w *deliveryWatch) stop() map[int]map[uint64]arrival {
 	return w.arrived
 }
 
+// The end is when the last delivery's event reached a client of every
+// member's events stream, as etcdLog's throughput ends when every watcher
+// read every event; the run is checked against every member's log after
+// (untimed). Until 2026-12-06 the end was found by polling every log
+// every 50 ms: a run of 300 multicasts (--burst 60) at 2,000/s takes 150
+// ms, and one poll too early cost a third of it (the figures swung
+// 400-2,500/s from run to run at the same load).
 func (o *orderBench) throughput(ord order.Order) float64 {
 	prefix := fmt.Sprintf("thr-%s-%d-", ord, o.run)
+	w := o.watchDeliveries()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := 1; i <= orderHosts; i++ {
@@ -547,7 +615,27 @@ func (o *orderBench) throughput(ord order.Order) float64 {
 	}
 	wg.Wait()
 	o.delivered(prefix, orderHosts**orderBurst)
-	return float64(orderHosts**orderBurst) / time.Since(start).Seconds()
+	polled := time.Now()
+	arrived := w.stop()
+	var end time.Time
+	missing := 0
+	for i := range o.procs {
+		for _, d := range o.log(i) {
+			if !strings.HasPrefix(string(d.Message), prefix) {
+				continue
+			}
+			if a, ok := arrived[i][d.Index]; !ok {
+				missing++
+			} else if a.read.After(end) {
+				end = a.read
+			}
+		}
+	}
+	if missing > 0 || end.IsZero() {
+		o.logf("%s throughput: %d deliveries not seen on the events streams; timed by polling the logs instead", ord, missing)
+		end = polled
+	}
+	return float64(orderHosts**orderBurst) / end.Sub(start).Seconds()
 }
 
 // recovery SIGKILLs the sequencer and times an apply issued at once on

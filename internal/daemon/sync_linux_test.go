@@ -1,0 +1,118 @@
+//go:build linux
+
+package daemon
+
+import (
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestWriteDataWritesAtOffset: the raw pwrite writes where it is told,
+// leaves the rest of a preallocated file alone, and reports a descriptor
+// it cannot write to.
+func TestWriteDataWritesAtOffset(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := preallocate(f, 0, 64); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeData(f, []byte("record"), 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeData(f, nil, 20); err != nil {
+		t.Fatalf("an empty write: %v", err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 64)
+	copy(want[10:], "record")
+	if string(got) != string(want) {
+		t.Fatalf("file %q, want %q", got, want)
+	}
+	ro, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	var pe *os.PathError
+	if err := writeData(ro, []byte("x"), 0); !errors.As(err, &pe) || pe.Op != "pwrite" {
+		t.Fatalf("a write to a read-only descriptor: %v, want a pwrite PathError", err)
+	}
+}
+
+// TestLogWritesAreRaw: the log's write and its fdatasync, made for every
+// entry a member acknowledges, are raw syscalls, and appendRecords makes
+// them through writeData and syncData only. One through the scheduler's
+// syscall path (os.File.WriteAt, Sync, unix.Pwrite) wakes the runtime's
+// monitor thread on a daemon idle since the last multicast, which then
+// polls every 20 us: 20% of a bench member's CPU before the write was
+// made raw (docs/benchmarks/2026-12-06-order-frames-path.md).
+func TestLogWritesAreRaw(t *testing.T) {
+	fset := token.NewFileSet()
+	funcs := map[string]*ast.FuncDecl{}
+	for _, file := range []string{"sync_linux.go", "corelog.go"} {
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil || ok && fn.Name.Name == "appendRecords" {
+				funcs[fn.Name.Name] = fn
+			}
+		}
+	}
+	calls := func(fn *ast.FuncDecl) map[string]bool {
+		out := map[string]bool{}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				switch f := c.Fun.(type) {
+				case *ast.SelectorExpr:
+					out[f.Sel.Name] = true
+				case *ast.Ident:
+					out[f.Name] = true
+				}
+			}
+			return true
+		})
+		return out
+	}
+	for _, name := range []string{"writeData", "syncData"} {
+		fn, ok := funcs[name]
+		if !ok {
+			t.Fatalf("%s not found in sync_linux.go", name)
+		}
+		c := calls(fn)
+		if !c["RawSyscall"] && !c["RawSyscall6"] {
+			t.Errorf("%s makes no raw syscall", name)
+		}
+		for _, bad := range []string{"Syscall", "Syscall6", "WriteAt", "Pwrite", "Sync", "Fdatasync"} {
+			if c[bad] {
+				t.Errorf("%s calls %s, through the scheduler", name, bad)
+			}
+		}
+	}
+	ar, ok := funcs["appendRecords"]
+	if !ok {
+		t.Fatal("appendRecords not found in corelog.go")
+	}
+	c := calls(ar)
+	if !c["writeData"] || !c["syncData"] {
+		t.Errorf("appendRecords does not write through writeData and syncData")
+	}
+	for _, bad := range []string{"WriteAt", "Write", "Sync", "Pwrite", "Fdatasync"} {
+		if c[bad] {
+			t.Errorf("appendRecords calls %s, through the scheduler", bad)
+		}
+	}
+}
