@@ -777,14 +777,43 @@ func (d *Daemon) send(s node.Send) {
 // departure is when a datagram stamped with the clock reading patched
 // really left: the kernel's transmit stamp, if it has one that is
 // plausible, else patched.
+//
+// A stamp the socket asked for and did not get, or an implausible one,
+// leaves the core with the earlier reading: a time measurement biased by
+// half the send path's time (an NTP client's T1 early by L puts its clock
+// L/2 ahead). Each is counted (tx_stamp_missed, tx_stamp_implausible) and
+// warned about, at most every txStampLogEvery.
 func (d *Daemon) departure(patched time.Time, stamp transport.TxStamp) time.Time {
 	if stamp.Kernel {
-		if k := d.cfg.Clock.FromKernel(stamp.Time); !k.Before(patched) && k.Sub(patched) < maxTxLag {
+		k := d.cfg.Clock.FromKernel(stamp.Time)
+		if !k.Before(patched) && k.Sub(patched) < maxTxLag {
 			return k
 		}
+		d.txStampFallback("tx_stamp_implausible", "the kernel's transmit stamp is not within "+maxTxLag.String()+" after the clock reading", k.Sub(patched))
+		return patched
+	}
+	if stamp.Missed {
+		d.txStampFallback("tx_stamp_missed", "the kernel gave no transmit stamp right after the send", 0)
 	}
 	return patched
 }
+
+// txStampFallback counts a departure taken from the clock reading before
+// the send, and warns about it (rate-limited: alerts).
+func (d *Daemon) txStampFallback(kind, why string, lag time.Duration) {
+	d.errs[kind]++
+	args := []any{"why", why, "missed", d.errs["tx_stamp_missed"], "implausible", d.errs["tx_stamp_implausible"]}
+	if lag != 0 {
+		args = append(args, "stamp_minus_reading", lag)
+	}
+	d.alerts.report(time.Now(), slog.LevelWarn, "tx_stamp_fallback", 0, txStampLogEvery,
+		"a datagram's departure is the clock reading before the send, not the kernel's transmit stamp: "+
+			"the time measured with it is early by the send path (an NTP client's offset biased by half of it); "+
+			"if it persists, check the socket's transmit timestamping (SO_TIMESTAMPING, see docs/timed.md)", args...)
+}
+
+// txStampLogEvery spaces the warnings about transmit stamps not used.
+const txStampLogEvery = 10 * time.Minute
 
 // errNoCluster is why a frame to a member cannot leave a daemon that runs
 // outside any cluster.

@@ -81,6 +81,9 @@ type simNode struct {
 	late    time.Duration
 	waiting []func()
 	waking  bool
+	// sendLag is how long after its finalizer's clock reading a datagram
+	// of this node leaves (SetSendLag): the kernel's transmit stamp.
+	sendLag time.Duration
 
 	counters Counters
 }
@@ -355,6 +358,9 @@ type packet struct {
 	// a late loop (SetLate): the receive stamp.
 	arrived time.Duration
 	held    bool
+	// lag is how long after the send call the datagram leaves its sender
+	// (SetSendLag).
+	lag time.Duration
 }
 
 func (p *packet) entry(at time.Duration, f Fate) TraceEntry {
@@ -372,10 +378,15 @@ func (s *Sim) send(n *simNode, snd node.Send) {
 	at := n.clk.Now()
 	data := n.node.Finalize(snd, at)
 	s.traceSend(n, snd)
+	lag := time.Duration(0)
+	if snd.Datagram {
+		lag = n.sendLag
+	}
 	if snd.Reported() {
-		// As the daemon does: the core learns the transmit time patched in.
-		// What it wants in return is drained with its next output.
-		n.node.DatagramSent(snd, data, at)
+		// As the daemon does: the core learns when the datagram left, the
+		// kernel's transmit stamp (SetSendLag after the reading patched
+		// in). What it wants in return is drained with its next output.
+		n.node.DatagramSent(snd, data, n.clk.FromKernel(s.Now().Add(lag)))
 	}
 	if snd.Report {
 		// A simulated frame leaves exactly when it is finalised.
@@ -406,7 +417,7 @@ func (s *Sim) send(n *simNode, snd node.Send) {
 		s.trace.add(head, data)
 		for _, id := range s.order {
 			if id != n.id {
-				s.transmit(&packet{num: s.packets, from: n, to: s.nodes[id], data: data, kind: snd.Kind, multicast: true, datagram: true})
+				s.transmit(&packet{num: s.packets, from: n, to: s.nodes[id], data: data, kind: snd.Kind, multicast: true, datagram: true, lag: lag})
 			}
 		}
 		return
@@ -423,7 +434,7 @@ func (s *Sim) send(n *simNode, snd node.Send) {
 		return
 	}
 	s.transmit(&packet{num: s.packets, from: n, to: s.nodes[id], data: data, kind: snd.Kind,
-		stream: snd.Stream, datagram: snd.Datagram})
+		stream: snd.Stream, datagram: snd.Datagram, lag: lag})
 }
 
 // transmit puts one copy on its link.
@@ -461,12 +472,12 @@ func (s *Sim) transmit(p *packet) {
 		s.trace.add(p.entry(s.now, FateLost), nil)
 		return
 	}
-	s.schedule(s.now+s.delay(l), func() { s.arrive(p) })
+	s.schedule(s.now+p.lag+s.delay(l), func() { s.arrive(p) })
 	if s.chance(l.cfg.Duplicate) {
 		p.from.counters.Duplicated++
 		dup := *p
 		dup.dup = true
-		s.schedule(s.now+s.delay(l), func() { s.arrive(&dup) })
+		s.schedule(s.now+p.lag+s.delay(l), func() { s.arrive(&dup) })
 	}
 }
 
@@ -629,6 +640,20 @@ func (s *Sim) SetLate(id uint32, max time.Duration) {
 		panic(fmt.Sprintf("sim: negative lateness %v", max))
 	}
 	s.mustNode(id).late = max
+}
+
+// SetSendLag makes node id's datagrams leave lag after its finalizer read
+// the clock for them, from now on (0: at once), as a send call's path
+// through the kernel takes on a real host: the transmit time a datagram
+// carries is that earlier reading, and the kernel's transmit stamp, which
+// the daemon reports to the core (node.DatagramSent), is lag later. The
+// link's delay counts from the departure. Frames between members are not
+// delayed.
+func (s *Sim) SetSendLag(id uint32, lag time.Duration) {
+	if lag < 0 {
+		panic(fmt.Sprintf("sim: negative send lag %v", lag))
+	}
+	s.mustNode(id).sendLag = lag
 }
 
 // Resume continues a paused node: it reads the stream frames held for it,

@@ -584,6 +584,42 @@ func TestDatagrams(t *testing.T) {
 	}
 }
 
+// A node's send lag (SetSendLag): its datagrams leave lag after the clock
+// reading they carry, the core hears of the later departure (the kernel's
+// transmit stamp), and the link's delay counts from it.
+func TestDatagramsSendLag(t *testing.T) {
+	const lag = 300 * time.Microsecond
+	s := sim.New(sim.Config{Seed: 11, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
+	pr := probes(s, 2, 1, 0, false)
+	s.Start()
+	pr(1).dgramTo = s.Addr(2)
+	s.SetSendLag(1, lag)
+	s.Run(time.Second)
+	xmt := func(d core.Datagram) time.Time { return wire.NTPTime(binary.BigEndian.Uint64(d.Data[40:48])).Time() }
+	got := pr(2).dgrams
+	if len(got) < 95 {
+		t.Fatalf("node 2 got %d datagrams", len(got))
+	}
+	for _, d := range got {
+		if d.Time.Sub(xmt(d)) != time.Millisecond+lag {
+			t.Fatalf("datagram stamped %v received %v: want the 1 ms link plus the %v lag", xmt(d), d.Time, lag)
+		}
+	}
+	reports := 0
+	for _, d := range pr(1).dgrams {
+		if !d.Local {
+			continue
+		}
+		reports++
+		if d.Time.Sub(xmt(d)) != lag {
+			t.Fatalf("datagram stamped %v reported sent at %v: want %v later", xmt(d), d.Time, lag)
+		}
+	}
+	if reports < len(got) {
+		t.Errorf("%d departures reported for %d datagrams received", reports, len(got))
+	}
+}
+
 // alarm asks for Tick every period of its own clock (core.Scheduler) and
 // at once when a frame arrives.
 type alarm struct {

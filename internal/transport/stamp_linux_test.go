@@ -69,12 +69,16 @@ func TestTxTimestamps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.Kernel {
-			t.Fatalf("send %d: no kernel transmit stamp", i)
+		if !st.Kernel || st.Missed {
+			t.Fatalf("send %d: no kernel transmit stamp (%+v)", i, st)
 		}
 		if st.Time.Before(before) || st.Time.After(after) {
 			t.Fatalf("send %d: stamp %v outside [%v, %v]", i, st.Time, before, after)
 		}
+	}
+	// Every stamped send counted as stamped (40), none missed.
+	if st := tx.Stats(); st.TxKernelStamps != 40 || st.TxMissedStamps != 0 {
+		t.Errorf("stats: %d transmit stamps, %d missed; want 40 and 0", st.TxKernelStamps, st.TxMissedStamps)
 	}
 	// The receiver got them all: draining the error queue never ate data.
 	for range 50 {

@@ -202,7 +202,8 @@ func (s *udpSocket) writeStamped(c *counters, via Via, to netip.AddrPort, b []by
 	id := s.txSent
 	s.txSent++
 	t, ok := readTxTimestamp(s.rc, id)
-	return TxStamp{Time: t, Kernel: ok}, nil
+	c.txStamp(ok)
+	return TxStamp{Time: t, Kernel: ok, Missed: !ok}, nil
 }
 
 // UDPConn is a plain kernel-stamped UDP socket outside any Endpoint: timed
@@ -361,10 +362,14 @@ func (u *UDPConn) Send(to netip.AddrPort, b []byte, fin Finalizer) error {
 // TxStamp is when a datagram left: the kernel's software transmit stamp
 // (Kernel true, CLOCK_REALTIME: convert it with clock.Clock.FromKernel), or
 // nothing when the kernel gave none (Kernel false: use the time read in
-// the Finalizer).
+// the Finalizer). Missed says the socket asked the kernel for the stamp
+// and found none right after the send (counted in Stats.TxMissedStamps);
+// a socket without transmit stamps (the in-memory network, other
+// systems) leaves it false.
 type TxStamp struct {
 	Time   time.Time
 	Kernel bool
+	Missed bool
 }
 
 // SendStamped is Send, and then the kernel's transmit stamp of the datagram
