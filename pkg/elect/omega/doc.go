@@ -33,6 +33,21 @@
 //     leader about every other window until the interval has grown past
 //     the jitter. The window is what grows, by Step on every leader
 //     change: the timeout of the classical ◇P implementation.
+//   - Only the members that contend heartbeat: the leader, a member before
+//     its first choice, and a member whose leader fell silent. A follower
+//     chose its leader over itself, so its heartbeats could change no
+//     one's choice; the notes' processes all send all the time, N(N-1)
+//     frames a period for the cluster (80,640 a second at 64 members and
+//     50 ms), here the leader's N-1 (Aguilera et al.'s communication-
+//     efficient Ω does the same). What it costs: a follower whose leader
+//     fell silent has heard none of the other followers, so it cannot
+//     choose at once as the notes' process does; it probes (heartbeats
+//     again) and chooses when it hears the member it ranks first after
+//     the lost leader, which chooses itself at once, or after one more
+//     window and a heartbeat period. A failover takes as long as the
+//     notes' when one member crashes, and a window longer when the
+//     successor is down too. A follower's silence is no sign of a crash:
+//     status says when each member was last heard, not whether it is up.
 //   - The window grows up to MaxInterval, not without bound: an operator
 //     must be able to say how long a dead leader may stay trusted. ◇P's
 //     guarantee holds when MaxInterval exceeds the post-GST delay bound

@@ -61,6 +61,14 @@ type Core struct {
 	said    map[uint32]uint32 // whom each member trusts, from its heartbeats
 	changes uint64            // leader changes (window growths)
 
+	// probing: the trusted leader fell silent, and since followers keep
+	// quiet nobody else is known to be up; this member heartbeats and
+	// waits, up to one window, to hear who is (see closeWindow). lost is
+	// the leader that fell silent; probes counts the probes begun.
+	probing bool
+	lost    uint32
+	probes  uint64
+
 	interval      time.Duration
 	windowStart   time.Time
 	windowEnd     time.Time
@@ -86,10 +94,11 @@ var Algorithm = elect.Algorithm{
 	Name:     "omega",
 	Rightful: elect.AnyAgreed,
 	Summary:  "eventual leader of the crash-recovery model: heartbeats with incarnations, the lowest incarnation then ID leads; no terms, no quorum",
-	// No election messages: every member sends N-1 heartbeats every
-	// heartbeat interval whatever happens, and a new leader is chosen
-	// from them at the end of a window.
-	Cost: core.Cost{Text: "0 (N-1 heartbeats per member per period)",
+	// No election messages: the members that contend (the leader, and
+	// at a change the members that lost it) send N-1 heartbeats every
+	// heartbeat interval, and a new leader is chosen from them at the
+	// end of a window.
+	Cost: core.Cost{Text: "0 (the leader's N-1 heartbeats per period; at a change, every member's)",
 		Messages: func(n int) (float64, float64) { return 0, 0 }},
 	Kinds: Kinds,
 	Guarantees: elect.Guarantees{
@@ -135,7 +144,7 @@ func (c *Core) Tick(now time.Time) {
 	if now.After(c.now) {
 		c.now = now
 	}
-	if !c.now.Before(c.nextHeartbeat) {
+	if c.contending() && !c.now.Before(c.nextHeartbeat) {
 		c.heartbeat()
 	}
 	if !c.now.Before(c.windowEnd) {
@@ -143,8 +152,23 @@ func (c *Core) Tick(now time.Time) {
 	}
 }
 
-// Deadline is the next heartbeat or the window's end.
-func (c *Core) Deadline() time.Time { return core.Earliest(c.nextHeartbeat, c.windowEnd) }
+// Deadline is the window's end, and the next heartbeat while this member
+// contends: a quiet follower wakes once a window.
+func (c *Core) Deadline() time.Time {
+	if !c.contending() {
+		return c.windowEnd
+	}
+	return core.Earliest(c.nextHeartbeat, c.windowEnd)
+}
+
+// contending says whether this member heartbeats: before its first
+// choice, while it trusts itself, and while it probes. A member that
+// trusts another keeps quiet: its heartbeats could only tell the others
+// of a candidate they already rank below the one they hear (it chose the
+// leader over itself), so Ω's choice is the same without them, and the
+// cluster's idle traffic is the leader's N-1 frames a period, not
+// N(N-1).
+func (c *Core) contending() bool { return c.leader == 0 || c.leader == c.id || c.probing }
 
 func (c *Core) heartbeat() {
 	c.nextHeartbeat = c.now.Add(c.cfg.Heartbeat)
@@ -161,8 +185,36 @@ func (c *Core) heartbeat() {
 
 // closeWindow is "Upon Interval": choose, grow the window on a change,
 // start the next window.
+//
+// A follower whose leader fell silent does not choose at once, as the
+// notes' processes do, since the other followers were quiet: the window
+// holds only itself. It probes instead: it heartbeats from now on and
+// chooses when it hears the member it ranks first after the lost leader
+// (its successor, which chooses itself at once and heartbeats), or at
+// the end of one more window and a heartbeat period, whichever comes
+// first. The others that lost the leader probe within one window of each
+// other (they all missed the same heartbeats, give or take the spread of
+// their arrivals), so the probe hears every one that is up; in the
+// common case of one crash, every member chooses the successor as soon
+// as it hears it, and the failover takes no longer than the notes'.
 func (c *Core) closeWindow() {
 	c.candidates[c.id] = c.incarnation
+	if !c.probing && c.leader != 0 && c.leader != c.id {
+		if _, heard := c.candidates[c.leader]; !heard {
+			c.probing, c.lost = true, c.leader
+			c.probes++
+			c.heartbeat()
+			if !c.successorHeard() {
+				// Candidates kept. One window, for the others'
+				// windows, and a heartbeat period, for the
+				// spread of the lost leader's last heartbeat's
+				// arrivals and the successor's first one's.
+				c.windowEnd = c.now.Add(c.interval + c.cfg.Heartbeat)
+				return
+			}
+		}
+	}
+	c.probing = false
 	next, inc := choose(c.candidates)
 	if next != c.leader {
 		prev := c.leader
@@ -187,6 +239,30 @@ func (c *Core) closeWindow() {
 	c.last, c.candidates = c.candidates, map[uint32]uint64{}
 	c.windowStart = c.now
 	c.windowEnd = c.now.Add(c.interval)
+}
+
+// successorHeard says whether the probe can end: the best candidate
+// heard ranks no lower than every member but the lost leader, as this
+// member knows their incarnations (a member never heard is taken at
+// incarnation 1, the best it could have, so that the probe waits for it).
+func (c *Core) successorHeard() bool {
+	best, bestInc := choose(c.candidates)
+	for _, id := range c.cfg.Members {
+		if id == c.lost || id == best {
+			continue
+		}
+		inc := c.incarnationOf(id)
+		switch {
+		case id == c.id:
+			inc = c.incarnation
+		case inc == 0:
+			inc = 1
+		}
+		if inc < bestInc || (inc == bestInc && id < best) {
+			return false
+		}
+	}
+	return true
 }
 
 // incarnationOf is member id's incarnation as last believed (0: none).
@@ -238,6 +314,9 @@ func (c *Core) Step(m core.Message) error {
 	}
 	c.candidates[m.From] = m.Term
 	c.heard[m.From] = c.now
+	if c.probing && c.successorHeard() {
+		c.closeWindow()
+	}
 	return nil
 }
 
@@ -308,6 +387,10 @@ type Detail struct {
 	LeaderIncarnation uint64 `json:"leader_incarnation,omitempty"`
 	// LeaderChanges counts the changes that grew the window.
 	LeaderChanges uint64 `json:"leader_changes"`
+	// Probing: the leader fell silent and this member heartbeats until it
+	// hears its successor or the window ends; Probes counts them.
+	Probing bool   `json:"probing,omitempty"`
+	Probes  uint64 `json:"probes"`
 	// Candidates are the members heard in the last closed window, with
 	// their incarnations (this member included).
 	Candidates map[uint32]uint64 `json:"candidates"`
@@ -323,11 +406,14 @@ func (c *Core) Report() elect.Status {
 	s := elect.Status{Algorithm: Algorithm.Name, ID: c.id, Role: c.Role(), Term: c.term(), Round: epoch.Round(c.term()),
 		Leader: c.leader, LeaderSince: c.announced.Since(), ChangesDropped: c.announced.Dropped(),
 		Detail: Detail{Heartbeat: c.cfg.Heartbeat, Interval: c.interval, Step: c.cfg.Step, MaxInterval: c.cfg.MaxInterval,
-			Incarnation: c.incarnation, LeaderIncarnation: c.leaderInc, LeaderChanges: c.changes,
+			Incarnation: c.incarnation, LeaderIncarnation: c.leaderInc, LeaderChanges: c.changes, Probing: c.probing, Probes: c.probes,
 			Candidates: maps.Clone(c.last), Trusted: maps.Clone(c.said)}}
 	s.Phase = fmt.Sprintf("window %v, incarnation %d", c.interval, c.incarnation)
-	if c.leader == 0 {
+	switch {
+	case c.leader == 0:
 		s.Phase = "no leader yet: collecting heartbeats for the first window"
+	case c.probing:
+		s.Phase = fmt.Sprintf("leader %d fell silent: heartbeating until its successor is heard, for %v at most", c.lost, c.interval+c.cfg.Heartbeat)
 	}
 	c.counts.Fill(&s, Kinds)
 	for _, id := range c.cfg.Members {
