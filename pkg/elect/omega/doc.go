@@ -41,12 +41,16 @@
 //     50 ms), here the leader's N-1 (Aguilera et al.'s communication-
 //     efficient Ω does the same). What it costs: a follower whose leader
 //     fell silent has heard none of the other followers, so it cannot
-//     choose at once as the notes' process does; it probes (heartbeats
-//     again) and chooses when it hears the member it ranks first after
-//     the lost leader, which chooses itself at once, or after one more
-//     window and a heartbeat period. A failover takes as long as the
-//     notes' when one member crashes, and a window longer when the
-//     successor is down too. A follower's silence is no sign of a crash:
+//     choose at once as the notes' process does. It probes: the member
+//     it ranks first after the lost leader (the successor) chooses
+//     itself at once and heartbeats, the others listen and follow it as
+//     soon as they hear it. If the successor is down too, after one more
+//     window and a heartbeat period they contest as at the start: a
+//     member heartbeats until it hears a better candidate, and chooses
+//     the best it heard at the end of one more such period. A failover
+//     takes as long as the notes' when one member crashes, and two
+//     windows longer when the successor is down too; a large cluster is
+//     never flooded with every member's heartbeats at once. A follower's silence is no sign of a crash:
 //     status says when each member was last heard, not whether it is up.
 //   - The window grows up to MaxInterval, not without bound: an operator
 //     must be able to say how long a dead leader may stay trusted. ◇P's

@@ -61,13 +61,14 @@ type Core struct {
 	said    map[uint32]uint32 // whom each member trusts, from its heartbeats
 	changes uint64            // leader changes (window growths)
 
-	// probing: the trusted leader fell silent, and since followers keep
-	// quiet nobody else is known to be up; this member heartbeats and
-	// waits, up to one window, to hear who is (see closeWindow). lost is
-	// the leader that fell silent; probes counts the probes begun.
-	probing bool
-	lost    uint32
-	probes  uint64
+	// probing: the trusted leader fell silent; this member listens, up
+	// to one window, for its successor (see closeWindow). contest: the
+	// successor was not heard either, and the members that lost the
+	// leader heartbeat as at the start. lost is the leader that fell
+	// silent; probes and contests count them.
+	probing, contest bool
+	lost             uint32
+	probes, contests uint64
 
 	interval      time.Duration
 	windowStart   time.Time
@@ -161,14 +162,31 @@ func (c *Core) Deadline() time.Time {
 	return core.Earliest(c.nextHeartbeat, c.windowEnd)
 }
 
-// contending says whether this member heartbeats: before its first
-// choice, while it trusts itself, and while it probes. A member that
-// trusts another keeps quiet: its heartbeats could only tell the others
-// of a candidate they already rank below the one they hear (it chose the
-// leader over itself), so Ω's choice is the same without them, and the
-// cluster's idle traffic is the leader's N-1 frames a period, not
-// N(N-1).
-func (c *Core) contending() bool { return c.leader == 0 || c.leader == c.id || c.probing }
+// contending says whether this member heartbeats: while it trusts
+// itself, and, before its first choice or in a contest, while it has
+// heard no better candidate. A member that trusts another keeps quiet:
+// its heartbeats could only tell the others of a candidate they already
+// rank below the one they hear (it chose the leader over itself), so Ω's
+// choice is the same without them, and the cluster's idle traffic is the
+// leader's N-1 frames a period, not N(N-1). Nor does a member that heard
+// a better candidate contend: at the start or in a contest, only the
+// members that may win heartbeat, not all N.
+func (c *Core) contending() bool {
+	switch {
+	case c.leader == c.id && !c.probing:
+		return true
+	case c.leader == 0 || c.contest:
+		best, _ := choose(c.candidates)
+		return best == 0 || best == c.id || c.outranks(best)
+	}
+	return false
+}
+
+// outranks says whether this member ranks before candidate id as heard.
+func (c *Core) outranks(id uint32) bool {
+	inc := c.candidates[id]
+	return c.incarnation < inc || (c.incarnation == inc && c.id < id)
+}
 
 func (c *Core) heartbeat() {
 	c.nextHeartbeat = c.now.Add(c.cfg.Heartbeat)
@@ -188,33 +206,44 @@ func (c *Core) heartbeat() {
 //
 // A follower whose leader fell silent does not choose at once, as the
 // notes' processes do, since the other followers were quiet: the window
-// holds only itself. It probes instead: it heartbeats from now on and
-// chooses when it hears the member it ranks first after the lost leader
-// (its successor, which chooses itself at once and heartbeats), or at
-// the end of one more window and a heartbeat period, whichever comes
-// first. The others that lost the leader probe within one window of each
-// other (they all missed the same heartbeats, give or take the spread of
-// their arrivals), so the probe hears every one that is up; in the
-// common case of one crash, every member chooses the successor as soon
-// as it hears it, and the failover takes no longer than the notes'.
+// holds only itself. It probes instead. The member it ranks first after
+// the lost leader (its successor) chooses itself at once and heartbeats;
+// every other listens, quiet, and follows the successor as soon as it
+// hears it. The members that lost the leader probe within one window of
+// each other (they all missed the same heartbeats, give or take the
+// spread of their arrivals), so in the common case of one crash the
+// failover takes no longer than the notes', and only the successor
+// heartbeats: no storm of N(N-1) frames at the moment a large cluster is
+// without a leader. If the probe (one window and a heartbeat period) ends
+// without the successor, it is down too: the members contest, as at the
+// start, the ones that heard no better candidate heartbeating, and each
+// chooses the best it heard at the end of one more such period.
 func (c *Core) closeWindow() {
 	c.candidates[c.id] = c.incarnation
-	if !c.probing && c.leader != 0 && c.leader != c.id {
+	// One window, for the others' windows, and a heartbeat period, for
+	// the spread of the lost leader's last heartbeat's arrivals and the
+	// successor's first one's.
+	probe := c.interval + c.cfg.Heartbeat
+	switch {
+	case !c.probing && c.leader != 0 && c.leader != c.id:
 		if _, heard := c.candidates[c.leader]; !heard {
 			c.probing, c.lost = true, c.leader
 			c.probes++
-			c.heartbeat()
 			if !c.successorHeard() {
-				// Candidates kept. One window, for the others'
-				// windows, and a heartbeat period, for the
-				// spread of the lost leader's last heartbeat's
-				// arrivals and the successor's first one's.
-				c.windowEnd = c.now.Add(c.interval + c.cfg.Heartbeat)
+				c.windowEnd = c.now.Add(probe) // candidates kept
 				return
 			}
 		}
+	case c.probing && !c.contest && !c.successorHeard():
+		c.contest = true
+		c.contests++
+		if c.contending() {
+			c.heartbeat()
+		}
+		c.windowEnd = c.now.Add(probe)
+		return
 	}
-	c.probing = false
+	c.probing, c.contest = false, false
 	next, inc := choose(c.candidates)
 	if next != c.leader {
 		prev := c.leader
@@ -239,6 +268,9 @@ func (c *Core) closeWindow() {
 	c.last, c.candidates = c.candidates, map[uint32]uint64{}
 	c.windowStart = c.now
 	c.windowEnd = c.now.Add(c.interval)
+	if c.contending() && !c.now.Before(c.nextHeartbeat) {
+		c.heartbeat() // a member that chose itself is heard at once
+	}
 }
 
 // successorHeard says whether the probe can end: the best candidate
@@ -387,10 +419,14 @@ type Detail struct {
 	LeaderIncarnation uint64 `json:"leader_incarnation,omitempty"`
 	// LeaderChanges counts the changes that grew the window.
 	LeaderChanges uint64 `json:"leader_changes"`
-	// Probing: the leader fell silent and this member heartbeats until it
-	// hears its successor or the window ends; Probes counts them.
-	Probing bool   `json:"probing,omitempty"`
-	Probes  uint64 `json:"probes"`
+	// Probing: the leader fell silent and this member listens for its
+	// successor; Contest: the successor was not heard either, and the
+	// members that lost the leader heartbeat as at the start. Probes and
+	// Contests count them.
+	Probing  bool   `json:"probing,omitempty"`
+	Contest  bool   `json:"contest,omitempty"`
+	Probes   uint64 `json:"probes"`
+	Contests uint64 `json:"contests"`
 	// Candidates are the members heard in the last closed window, with
 	// their incarnations (this member included).
 	Candidates map[uint32]uint64 `json:"candidates"`
@@ -406,14 +442,16 @@ func (c *Core) Report() elect.Status {
 	s := elect.Status{Algorithm: Algorithm.Name, ID: c.id, Role: c.Role(), Term: c.term(), Round: epoch.Round(c.term()),
 		Leader: c.leader, LeaderSince: c.announced.Since(), ChangesDropped: c.announced.Dropped(),
 		Detail: Detail{Heartbeat: c.cfg.Heartbeat, Interval: c.interval, Step: c.cfg.Step, MaxInterval: c.cfg.MaxInterval,
-			Incarnation: c.incarnation, LeaderIncarnation: c.leaderInc, LeaderChanges: c.changes, Probing: c.probing, Probes: c.probes,
+			Incarnation: c.incarnation, LeaderIncarnation: c.leaderInc, LeaderChanges: c.changes, Probing: c.probing, Contest: c.contest, Probes: c.probes, Contests: c.contests,
 			Candidates: maps.Clone(c.last), Trusted: maps.Clone(c.said)}}
 	s.Phase = fmt.Sprintf("window %v, incarnation %d", c.interval, c.incarnation)
 	switch {
 	case c.leader == 0:
 		s.Phase = "no leader yet: collecting heartbeats for the first window"
+	case c.contest:
+		s.Phase = fmt.Sprintf("leader %d and its successor fell silent: contesting as at the start, for %v", c.lost, c.interval+c.cfg.Heartbeat)
 	case c.probing:
-		s.Phase = fmt.Sprintf("leader %d fell silent: heartbeating until its successor is heard, for %v at most", c.lost, c.interval+c.cfg.Heartbeat)
+		s.Phase = fmt.Sprintf("leader %d fell silent: listening for its successor, for %v at most", c.lost, c.interval+c.cfg.Heartbeat)
 	}
 	c.counts.Fill(&s, Kinds)
 	for _, id := range c.cfg.Members {

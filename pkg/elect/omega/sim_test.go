@@ -260,3 +260,39 @@ func TestSimFailoverQuiet(t *testing.T) {
 		})
 	}
 }
+
+// TestSimFailoverSuccessorDownToo: the leader and its successor crash
+// together. The followers listen for the successor for a probe (a window
+// and a heartbeat period), then contest as at the start: they must all
+// trust 3 within two windows and two probes of the crash, and only 3 may
+// choose itself on the way.
+func TestSimFailoverSuccessorDownToo(t *testing.T) {
+	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+		const n = 16
+		s := newSim(t, seed, n, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
+		rnd := rand.New(rand.NewPCG(uint64(seed), 0x5d))
+		s.Run(2*time.Second + time.Duration(rnd.IntN(300))*time.Millisecond)
+		window := s.Core(3).(*omega.Core).Interval()
+		before := len(s.EventsNamed(elect.EventElected))
+		s.Crash(1)
+		s.Crash(2)
+		crashed := s.Elapsed()
+		probe := window + omega.DefaultLANConfig().Heartbeat
+		if !s.RunUntil(func() bool {
+			for _, id := range s.IDs()[2:] {
+				if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 3 {
+					return false
+				}
+			}
+			return true
+		}, 2*window+2*probe+10*time.Millisecond) {
+			t.Fatalf("%v after the crashes (windows of %v), not every member trusts 3\n%s", s.Elapsed()-crashed, window, describe(s))
+		}
+		s.Run(2 * time.Second)
+		for _, e := range s.EventsNamed(elect.EventElected)[before:] {
+			if e.Node != 3 {
+				t.Errorf("member %d chose itself at %v (3 is the best left)", e.Node, e.At)
+			}
+		}
+	})
+}
