@@ -118,11 +118,11 @@ const askInterval = 200 * time.Millisecond
 
 // agreement is the node's configuration agreement state.
 type agreement struct {
-	cfg      Agreement
-	own      wire.ConfigAnnounce // this node's, flags clear
-	ownFPs   [][wire.KeyFingerprintLen]byte
-	keyed    bool
-	window   time.Duration // how long a member counts as heard after its last frame
+	cfg    Agreement
+	own    wire.ConfigAnnounce // this node's, flags clear
+	ownFPs [][wire.KeyFingerprintLen]byte
+	keyed  bool
+	window time.Duration // how long a member counts as heard after its last frame
 	// quietWindow is how long a member that agrees counts as heard:
 	// three of its quiet spacings, as window is three Intervals.
 	quietWindow time.Duration
@@ -130,12 +130,12 @@ type agreement struct {
 	next        time.Time     // next announcement to every member
 	every       time.Duration // the spacing after it: Interval, doubling to QuietInterval while settled
 	announced   time.Time     // the last announcement to every member
-	standing Standing
-	since    time.Time
-	members  map[uint32]*memberAgreement
-	byAddr   map[netip.AddrPort]uint32
-	notices  []Notice
-	lost     uint64 // notices dropped beyond maxNotices
+	standing    Standing
+	since       time.Time
+	members     map[uint32]*memberAgreement
+	byAddr      map[netip.AddrPort]uint32
+	notices     []Notice
+	lost        uint64 // notices dropped beyond maxNotices
 	// disagreements counts the announcements (and the refused frames
 	// with a fingerprint) found to differ, every member together.
 	disagreements uint64

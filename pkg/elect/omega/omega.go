@@ -56,10 +56,13 @@ type Core struct {
 	// latest is each member's incarnation as its heartbeats say, with
 	// their Lamport stamps (epoch.Life: a forged higher one is undone by
 	// the member's next heartbeat stamped after it).
-	latest  map[uint32]*epoch.Life
-	heard   map[uint32]time.Time
-	said    map[uint32]uint32 // whom each member trusts, from its heartbeats
-	changes uint64            // leader changes (window growths)
+	latest map[uint32]*epoch.Life
+	heard  map[uint32]time.Time
+	said   map[uint32]uint32 // whom each member trusts, from its heartbeats
+	// greeted is the incarnation of each member last answered with a
+	// heartbeat of this member's own (see Step).
+	greeted map[uint32]uint64
+	changes uint64 // leader changes (window growths)
 
 	// probing: the trusted leader fell silent; this member listens, up
 	// to one window, for its successor (see closeWindow). contest: the
@@ -127,7 +130,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		return nil, fmt.Errorf("omega: stored incarnation %d: no incarnation left (remove the state file to start this member over at 1): %w", stored, core.ErrState)
 	}
 	c := &Core{cfg: cfg, id: env.ID, incarnation: stored + 1, interval: cfg.Interval, now: env.Now,
-		candidates: map[uint32]uint64{}, latest: map[uint32]*epoch.Life{}, heard: map[uint32]time.Time{}, said: map[uint32]uint32{}}
+		candidates: map[uint32]uint64{}, latest: map[uint32]*epoch.Life{}, heard: map[uint32]time.Time{}, said: map[uint32]uint32{}, greeted: map[uint32]uint64{}}
 	c.durable.Change(true) // store(incarnation) before the first heartbeat
 	c.windowStart, c.windowEnd = env.Now, env.Now.Add(c.interval)
 	c.heartbeat()
@@ -193,12 +196,21 @@ func (c *Core) heartbeat() {
 	if len(c.cfg.Members) < 2 {
 		return
 	}
+	c.send(core.Broadcast)
+}
+
+// send sends this member's heartbeat to member to, or every member.
+func (c *Core) send(to uint32) {
 	p, ok := c.bugs.Encode(&c.events, "omega_heartbeat", wire.OmegaHeartbeat{Leader: c.leader, Interval: uint32(c.interval.Milliseconds())}, nil)
 	if !ok {
 		return
 	}
-	c.msgs = append(c.msgs, core.Message{To: core.Broadcast, Kind: wire.KindOmegaHeartbeat, Term: c.incarnation, Payload: p})
-	c.counts.Sent(wire.KindOmegaHeartbeat, len(c.cfg.Members)-1)
+	c.msgs = append(c.msgs, core.Message{To: to, Kind: wire.KindOmegaHeartbeat, Term: c.incarnation, Payload: p})
+	if to == core.Broadcast {
+		c.counts.Sent(wire.KindOmegaHeartbeat, len(c.cfg.Members)-1)
+	} else {
+		c.counts.Sent(wire.KindOmegaHeartbeat, 1)
+	}
 }
 
 // closeWindow is "Upon Interval": choose, grow the window on a change,
@@ -346,6 +358,16 @@ func (c *Core) Step(m core.Message) error {
 	}
 	c.candidates[m.From] = m.Term
 	c.heard[m.From] = c.now
+	if c.said[m.From] == 0 && !c.contending() && c.greeted[m.From] != m.Term {
+		// A member that has no leader yet (it just started) hears
+		// only the members that contend; it would take a quiet
+		// member it never heard for one of incarnation 1, ranked
+		// before those that crashed since, and wait for it when the
+		// leader falls silent. One heartbeat each of its lives tells
+		// it this member's incarnation.
+		c.greeted[m.From] = m.Term
+		c.send(m.From)
+	}
 	if c.probing && c.successorHeard() {
 		c.closeWindow()
 	}

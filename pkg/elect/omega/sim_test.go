@@ -296,3 +296,45 @@ func TestSimFailoverSuccessorDownToo(t *testing.T) {
 		}
 	})
 }
+
+// TestSimFailoverAfterRestarts: the leader is killed and restarted, then
+// the next leader, and so on. A restarted member hears only the leader
+// while the others keep quiet; unless they tell it their incarnations (a
+// heartbeat each, once, to a member that has no leader yet), it takes a
+// member it never heard for one of incarnation 1 and waits for it as the
+// successor when the leader falls silent, then contests: every failover
+// must still end within two windows, with only the successor choosing
+// itself.
+func TestSimFailoverAfterRestarts(t *testing.T) {
+	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+		const n = 5
+		s := newSim(t, seed, n, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
+		rnd := rand.New(rand.NewPCG(uint64(seed), 0x7e))
+		s.Run(2 * time.Second)
+		for k := uint32(1); k < n; k++ {
+			s.Run(time.Duration(rnd.IntN(300)) * time.Millisecond)
+			window := s.Core(k + 1).(*omega.Core).Interval()
+			before := len(s.EventsNamed(elect.EventElected))
+			s.Crash(k)
+			crashed := s.Elapsed()
+			if !s.RunUntil(func() bool {
+				for _, id := range s.IDs() {
+					if l, _, _ := s.Core(id).(*omega.Core).Leader(); id != k && l != k+1 {
+						return false
+					}
+				}
+				return true
+			}, 2*window+10*time.Millisecond) {
+				t.Fatalf("leader %d killed %v ago (windows of %v), not every member trusts %d\n%s", k, s.Elapsed()-crashed, window, k+1, describe(s))
+			}
+			s.Run(time.Second)
+			for _, e := range s.EventsNamed(elect.EventElected)[before:] {
+				if e.Node != k+1 {
+					t.Errorf("after %d's crash member %d chose itself at %v", k, e.Node, e.At)
+				}
+			}
+			s.Restart(k)
+			s.Run(2 * time.Second)
+		}
+	})
+}
