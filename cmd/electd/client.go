@@ -244,9 +244,10 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if st.Algorithm == "bully" {
+	switch st.Algorithm {
+	case "bully", "omega":
 		// A student reads "4.5s ago" as a dead member.
-		fmt.Fprintln(w, "(bully: only the leader sends while all is well; the others are heard in elections, so their silence is no sign of a crash)")
+		fmt.Fprintf(w, "(%s: only the leader sends while all is well; the others are heard when it falls silent, so their silence is no sign of a crash)\n", st.Algorithm)
 	}
 	return nil
 }

@@ -28,9 +28,16 @@ type Agreement struct {
 	// by name (a per-host timing is not one: a difference there must
 	// not split a cluster).
 	Params map[string]string
-	// Interval is how often the node announces itself to every member.
-	// Default DefaultAnnounceInterval.
+	// Interval is how often the node announces itself to every member
+	// while anything is unsettled (at the start, a member that differs or
+	// has not announced its incarnation, this node stepped back). Default
+	// DefaultAnnounceInterval.
 	Interval time.Duration
+	// QuietInterval is the longest spacing of the announcements while
+	// every member heard agrees: the spacing doubles from Interval up to
+	// it, and falls back to Interval at the first difference. Default
+	// DefaultQuietInterval (never below Interval).
+	QuietInterval time.Duration
 	// StartGrace bounds how long, at the start, the node holds its core
 	// back waiting for the members' announcements (it asks each for one
 	// at once, and goes on as soon as every member or a majority agreed).
@@ -41,6 +48,7 @@ type Agreement struct {
 // Defaults of Agreement.
 const (
 	DefaultAnnounceInterval = time.Second
+	DefaultQuietInterval    = 8 * time.Second
 	DefaultStartGrace       = 500 * time.Millisecond
 )
 
@@ -110,19 +118,24 @@ const askInterval = 200 * time.Millisecond
 
 // agreement is the node's configuration agreement state.
 type agreement struct {
-	cfg      Agreement
-	own      wire.ConfigAnnounce // this node's, flags clear
-	ownFPs   [][wire.KeyFingerprintLen]byte
-	keyed    bool
-	window   time.Duration // how long a member counts as heard after its last frame
-	started  time.Time     // first Tick or Receive; zero before
-	next     time.Time     // next announcement to every member
-	standing Standing
-	since    time.Time
-	members  map[uint32]*memberAgreement
-	byAddr   map[netip.AddrPort]uint32
-	notices  []Notice
-	lost     uint64 // notices dropped beyond maxNotices
+	cfg    Agreement
+	own    wire.ConfigAnnounce // this node's, flags clear
+	ownFPs [][wire.KeyFingerprintLen]byte
+	keyed  bool
+	window time.Duration // how long a member counts as heard after its last frame
+	// quietWindow is how long a member that agrees counts as heard:
+	// three of its quiet spacings, as window is three Intervals.
+	quietWindow time.Duration
+	started     time.Time     // first Tick or Receive; zero before
+	next        time.Time     // next announcement to every member
+	every       time.Duration // the spacing after it: Interval, doubling to QuietInterval while settled
+	announced   time.Time     // the last announcement to every member
+	standing    Standing
+	since       time.Time
+	members     map[uint32]*memberAgreement
+	byAddr      map[netip.AddrPort]uint32
+	notices     []Notice
+	lost        uint64 // notices dropped beyond maxNotices
 	// disagreements counts the announcements (and the refused frames
 	// with a fingerprint) found to differ, every member together.
 	disagreements uint64
@@ -172,7 +185,13 @@ func newAgreement(cfg *Config) *agreement {
 	if a.cfg.StartGrace <= 0 {
 		a.cfg.StartGrace = DefaultStartGrace
 	}
+	a.cfg.QuietInterval = max(a.cfg.QuietInterval, a.cfg.Interval)
+	if cfg.Agreement.QuietInterval <= 0 {
+		a.cfg.QuietInterval = max(DefaultQuietInterval, a.cfg.Interval)
+	}
 	a.window = 3 * a.cfg.Interval
+	a.quietWindow = 3 * a.cfg.QuietInterval
+	a.every = a.cfg.Interval
 	a.own = wire.ConfigAnnounce{Service: cfg.Service, Cluster: cfg.Cluster, Algorithm: a.cfg.Algorithm}
 	for _, name := range slices.Sorted(maps.Keys(a.cfg.Params)) {
 		a.own.Params = append(a.own.Params, wire.ConfigParam{Name: name, Value: a.cfg.Params[name]})
@@ -285,12 +304,14 @@ func (a *agreement) recent(t, now time.Time) bool {
 }
 
 func (a *agreement) stateOf(m *memberAgreement, now time.Time) memberState {
+	announced := m.cfg != nil && m.cfgInc >= m.unknownInc
 	switch {
-	case m.cfg != nil && a.recent(m.heardAt, now) && m.cfgInc >= m.unknownInc:
-		if len(m.diffs) > 0 {
-			return stDiffers
-		}
+	case announced && len(m.diffs) == 0 && !m.heardAt.IsZero() && now.Sub(m.heardAt) < a.quietWindow:
+		// A member that agrees may be quiet for a QuietInterval (and
+		// its core's frames may be rare: Ω's followers send none).
 		return stAgrees
+	case announced && len(m.diffs) > 0 && a.recent(m.heardAt, now):
+		return stDiffers
 	case a.recent(m.evAt, now) && len(m.evDiffs) > 0:
 		return stDiffers
 	case m.legacyInc != 0 && m.legacyInc >= m.unknownInc && a.recent(m.heardAt, now):
@@ -299,6 +320,23 @@ func (a *agreement) stateOf(m *memberAgreement, now time.Time) memberState {
 		return stUnknown
 	}
 	return stSilent
+}
+
+// settled says whether announcements may space out: this node runs
+// (neither starting nor stepped back), and no member it hears differs or
+// speaks with an incarnation it has not announced. A silent member does
+// not unsettle it: a member that comes back asks for the announcements it
+// needs (ConfigAnswer), and is answered at once.
+func (a *agreement) settled(now time.Time) bool {
+	if a.standing != StandingAgreed {
+		return false
+	}
+	for _, m := range a.members {
+		if s := a.stateOf(m, now); s == stDiffers || s == stUnknown {
+			return false
+		}
+	}
+	return true
 }
 
 // counts returns the members whose configuration agrees with this node's
@@ -339,6 +377,12 @@ func (n *Node) evaluate(now time.Time) {
 	case a.standing == StandingStarting && decided < len(a.members) && 2*len(agree) <= len(n.cfg.Members) &&
 		now.Sub(a.started) < a.cfg.StartGrace:
 		next = StandingStarting
+	}
+	if a.every > a.cfg.Interval && !a.settled(now) {
+		// Something changed: announce at the Interval again, from the
+		// last announcement on.
+		a.every = a.cfg.Interval
+		a.next = minTime(a.next, a.announced.Add(a.every))
 	}
 	if next == a.standing {
 		return
@@ -402,7 +446,12 @@ func (n *Node) agreeTick(now time.Time) {
 	if !now.Before(a.next) {
 		// The first round asks every member for its announcement.
 		n.announce(0, a.next.IsZero())
-		a.next = now.Add(a.cfg.Interval)
+		if a.settled(now) {
+			a.every = min(2*a.every, a.cfg.QuietInterval)
+		} else {
+			a.every = a.cfg.Interval
+		}
+		a.announced, a.next = now, now.Add(a.every)
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.members)) {
 		m := a.members[id]
@@ -545,7 +594,17 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 	}
 	m.heardAt, m.announcedAt = now, now
 	m.cfgInc, m.cfg = inc, c
+	differed := len(m.diffs) > 0
 	m.diffs = a.differences(f.Sender, c, true)
+	// A member that agreed announces another configuration: ask it for
+	// its own at once. A real change is confirmed a round trip later; one
+	// forged in its name (without a key, anyone can) is undone as soon,
+	// not at the member's next announcement, which may be a QuietInterval
+	// away.
+	ask := len(m.diffs) > 0 && !differed && (now.Sub(m.askedAt) >= askInterval || m.askedAt.After(now))
+	if ask {
+		m.askedAt = now
+	}
 	if len(m.diffs) > 0 {
 		m.disagreements++
 		a.disagreements++
@@ -559,7 +618,9 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 	restarted := a.keyed && inc > m.answeredInc
 	if c.Flags&wire.ConfigAnswer != 0 && (restarted || now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)) {
 		m.answeredAt, m.answeredInc = now, max(m.answeredInc, inc)
-		n.announce(f.Sender, false)
+		n.announce(f.Sender, ask)
+	} else if ask {
+		n.announce(f.Sender, true)
 	}
 	n.evaluate(now)
 }

@@ -38,9 +38,10 @@ func (l *agreeLAN) forgeAnnouncement(id, to, inc uint32) {
 // it can tell). On main, forged with an incarnation above the members'
 // own, they were believed for good: their real announcements (of a lower
 // incarnation) were dropped as late, and node 2 stayed stepped back, its
-// core held, until it restarted. Now the members' next announcements
-// (every Interval, 1 s) are their word again: node 2 runs within one
-// Interval of the last forged announcement, and sees both agree.
+// core held, until it restarted. Now the members' next announcements are
+// their word again, and node 2 asks them for one as soon as they seem to
+// differ: node 2 runs within one Interval of the last forged announcement
+// (a round trip: one tick of this LAN), and sees both agree.
 func TestForgedAnnouncementsLastOneInterval(t *testing.T) {
 	l := newAgreeLAN(t, insecure(1), insecure(2), insecure(3))
 	l.run(1500 * time.Millisecond) // half an interval after the members' last announcements

@@ -23,10 +23,15 @@ type agreeLAN struct {
 	nodes map[uint32]*Node
 	cores map[uint32]*recorder
 	now   time.Time
+	// quiet: the cores send nothing (as Ω's followers at rest), so
+	// that only the announcements say a member is up.
+	quiet bool
+	// configs counts each node's announcements sent.
+	configs map[uint32]int
 }
 
 func newAgreeLAN(t *testing.T, cfgs ...Config) *agreeLAN {
-	l := &agreeLAN{t: t, nodes: map[uint32]*Node{}, cores: map[uint32]*recorder{}, now: t0}
+	l := &agreeLAN{t: t, nodes: map[uint32]*Node{}, cores: map[uint32]*recorder{}, now: t0, configs: map[uint32]int{}}
 	for _, c := range cfgs {
 		if c.Cluster == "" {
 			c.Cluster = "lab"
@@ -67,6 +72,9 @@ func (l *agreeLAN) run(d time.Duration) {
 			n := l.nodes[id]
 			n.Tick(l.now)
 			for _, other := range n.others {
+				if l.quiet {
+					break
+				}
 				l.cores[id].rd.Messages = append(l.cores[id].rd.Messages, core.Message{To: other, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)})
 			}
 			l.flush(n)
@@ -78,6 +86,9 @@ func (l *agreeLAN) run(d time.Duration) {
 func (l *agreeLAN) flush(n *Node) {
 	from := n.cfg.Members[n.cfg.ID]
 	for _, s := range n.Ready().Sends {
+		if s.Kind == wire.KindConfig {
+			l.configs[n.cfg.ID]++
+		}
 		for _, to := range l.nodes {
 			if to.cfg.Members[to.cfg.ID] == s.To {
 				to.Receive(Inbound{From: from, Data: n.Finalize(s, l.now), Time: l.now})
@@ -121,6 +132,53 @@ func TestAgreementAgreedClusterRuns(t *testing.T) {
 		if got := l.notices(id); got != "" {
 			t.Fatalf("node %d noticed %q", id, got)
 		}
+	}
+}
+
+// TestAgreementQuietWhileAgreed: while every member agrees, a node's
+// announcements space out from Interval to QuietInterval, and members
+// whose cores send nothing still count as agreeing between them; the
+// first difference (member 3 restarts with another algorithm) brings
+// every node back to announcing each Interval, and the difference is
+// seen at once, not a QuietInterval later.
+func TestAgreementQuietWhileAgreed(t *testing.T) {
+	l := newAgreeLAN(t, keyed(1, nil), keyed(2, nil), keyed(3, nil))
+	l.quiet = true
+	l.run(10 * time.Second)
+	clear(l.configs)
+	const rest = 80 * time.Second
+	l.run(rest)
+	for id := range l.nodes {
+		// Two members every 8 s (the default QuietInterval), give or
+		// take one: against 160 at the Interval.
+		if got, most := l.configs[id], 2*(int(rest/(8*time.Second))+1); got > most {
+			t.Errorf("node %d sent %d announcements in %v of rest, want at most %d (one to each member every 8 s)", id, got, rest, most)
+		}
+		st := l.nodes[id].Status().Agreement
+		if l.standing(id) != StandingAgreed || len(st.Agree) != 3 {
+			t.Fatalf("node %d after %v quiet: %v, agree %v (%s)", id, rest, l.standing(id), st.Agree, l.nodes[id].StandingReason())
+		}
+		if got := l.notices(id); got != "" {
+			t.Errorf("node %d noticed %q while all agreed", id, got)
+		}
+	}
+	// Member 3 restarts with another algorithm.
+	c := keyed(3, nil)
+	c.Cluster, c.Service, c.Incarnation = "lab", "electd", 2
+	c.Agreement = &Agreement{Algorithm: "ring", Params: map[string]string{"priorities": ""}}
+	n3, err := New(c, l.cores[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.nodes[3] = n3
+	l.run(200 * time.Millisecond)
+	if got := l.notices(1); !strings.Contains(got, "member 3's algorithm differs") || l.standing(3) != StandingSteppedBack {
+		t.Fatalf("200ms after member 3's restart: node 1's notices %q; node 3 %v", got, l.standing(3))
+	}
+	clear(l.configs)
+	l.run(5 * time.Second)
+	if got := l.configs[1]; got < 2*4 {
+		t.Errorf("node 1 sent %d announcements in the 5 s after a member differed, want one to each member every %v", got, DefaultAnnounceInterval)
 	}
 }
 

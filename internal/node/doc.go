@@ -139,8 +139,15 @@
 // not in it: a heartbeat or timeout that differs must not split a
 // cluster; an algorithm or a lease that differs must.
 //
-// Announcements are periodic (Agreement.Interval, 1 s), to every member by
-// unicast, and name their parts so that a difference can be said ("member
+// Announcements are periodic, to every member by unicast: every
+// Agreement.Interval (1 s) at the start and while anything is unsettled
+// (this node stepped back, a member differs or speaks with an incarnation
+// it has not announced), spacing out by doubling to
+// Agreement.QuietInterval (8 s) while every member heard agrees, so that
+// a quiet cluster's own chatter is N-1 frames per member per 8 s, not per
+// second; a member that announces a configuration other than its last is
+// asked for its own at once (a forgery in its name is undone a round trip
+// later). They name their parts so that a difference can be said ("member
 // 3's member list lacks member 2"); a compact digest in every frame would
 // say only that something differs, and cost every frame 16 bytes. They
 // are bound to the sender's incarnation: a member that restarts may have
@@ -162,8 +169,9 @@
 // frames that authenticate). Only the key is believed of a frame that does
 // not authenticate.
 //
-// A node counts the members it hears (a frame accepted, or evidence of a
-// difference, within 3 Intervals): those that agree, itself included, and
+// A node counts the members it hears (a member that agrees: a frame
+// accepted within 3 QuietIntervals; one that differs: a frame or evidence
+// within 3 Intervals): those that agree, itself included, and
 // those that differ. While as many differ as agree it steps back
 // (StandingSteppedBack): the core is neither stepped, ticked nor drained,
 // no frame of it leaves, and the driver restarts it from its saved state

@@ -127,8 +127,8 @@ func BenchmarkElect(b *testing.B) {
 		if *electBig > 0 {
 			big := s
 			big.label, big.port, big.hosts, big.multicast = s.label+fmt.Sprintf(" (%d hosts)", *electBig), s.port+5000, *electBig, false
-			r.framesBig = e.messagesPhase(big, *electBigRuns)
-			e.logf("%s: %d hosts: %v messages per election (the notes' kinds)", s.label, *electBig, r.framesBig)
+			r.framesBig, r.failoverBig = e.messagesPhase(big, *electBigRuns)
+			e.logf("%s: %d hosts: %v messages per election (the notes' kinds), failover %s", s.label, *electBig, r.framesBig, r.failoverBig)
 		}
 		res = append(res, r)
 	}
@@ -194,6 +194,7 @@ type systemResult struct {
 	framesTotal  []float64          // electd: per election, heartbeats excluded
 	framesNotes  []float64          // electd: per election, the kinds the notes count (no acks)
 	framesBig    []float64          // electd: the same in the -elect.big cluster
+	failoverBig  Summary            // electd: the -elect.big cluster's failovers
 	splitBrain   time.Duration      // electd: two self-believed leaders during the partition
 	unexpected   []string           // elections that ended on another leader than the rightful one
 	idle         time.Duration      // traffic window

@@ -45,6 +45,14 @@ func (e *electBench) table(specs []electdSpec, res []*systemResult) *Table {
 	})...)
 	t.Row("max", "", cells(func(_ int, r *systemResult) string { return Millis(r.failover.Max) })...)
 	t.Row("mean", "", cells(func(_ int, r *systemResult) string { return Millis(r.failover.Mean) })...)
+	if *electBig > 0 {
+		t.Row(fmt.Sprintf("%d hosts: p50 / max (%d trials)", *electBig, *electBigRuns), fmt.Sprintf("p50 <= 1.2x at %d hosts", electHosts), cells(func(k int, r *systemResult) string {
+			if isEtcd(k) || r.failoverBig.N == 0 {
+				return "-"
+			}
+			return Verdict(Millis(r.failoverBig.P50)+" / "+Millis(r.failoverBig.Max), r.failoverBig.P50 <= r.failover.P50*12/10)
+		})...)
+	}
 	t.Row("p99 as seen by polling", "", cells(func(k int, r *systemResult) string {
 		if isEtcd(k) {
 			return "-"

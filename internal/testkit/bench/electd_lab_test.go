@@ -392,8 +392,9 @@ func (c *electdCluster) splitBrain(d time.Duration) time.Duration {
 
 // messagesPhase runs spec on its hosts for a few failovers and returns
 // the frames the notes count per election (election kinds, no heartbeats,
-// no acknowledgements).
-func (e *electBench) messagesPhase(s electdSpec, trials int) []float64 {
+// no acknowledgements) and the failovers' times, to set beside the
+// smaller cluster's (what grows with N besides the messages).
+func (e *electBench) messagesPhase(s electdSpec, trials int) ([]float64, Summary) {
 	e.b.Helper()
 	r := &systemResult{frames: map[string]float64{}}
 	c := e.newCluster(s)
@@ -401,8 +402,10 @@ func (e *electBench) messagesPhase(s electdSpec, trials int) []float64 {
 	c.startAll()
 	c.waitAgree("start", hostsExcept(s.members(), 0), 0, 20*time.Second)
 	e.sleep(*electSettle)
+	var took []time.Duration
 	for trial := 1; trial <= trials; trial++ {
-		c.trial(r, trial, trials)
+		d, _ := c.trial(r, trial, trials)
+		took = append(took, d)
 	}
-	return r.framesNotes
+	return r.framesNotes, Summarize(took)
 }

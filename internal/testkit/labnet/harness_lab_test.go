@@ -480,3 +480,33 @@ func TestLabTeardown(t *testing.T) {
 		t.Errorf("state directory left: %v", err)
 	}
 }
+
+// TestLabLargeEveryPair: in a lab of 40 hosts every host reaches every
+// other. The kernel's neighbour table is one for all namespaces, 1024
+// entries by default: without the lab raising its limits, 1,560 pairs
+// overflow it and some datagrams are never sent ("neighbor table
+// overflow").
+func TestLabLargeEveryPair(t *testing.T) {
+	labnet.Require(t)
+	const n = 40
+	lab := labnet.New(t, n)
+	var conns []*net.UDPConn
+	var ks []*counter
+	for i := 1; i <= n; i++ {
+		c := udpConn(t, lab.Host(i), 9100)
+		conns = append(conns, c)
+		ks = append(ks, countOn(c))
+	}
+	for i, c := range conns {
+		for j := 1; j <= n; j++ {
+			if j != i+1 {
+				blast(t, c, netip.AddrPortFrom(lab.Host(j).Addr(), 9100), 1)
+			}
+		}
+	}
+	for j, k := range ks {
+		if got := settle(k, 0, n-1); got != n-1 {
+			t.Errorf("host %d received %d datagrams, want one from each of the %d others", j+1, got, n-1)
+		}
+	}
+}

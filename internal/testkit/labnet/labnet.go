@@ -83,6 +83,9 @@ type Lab struct {
 
 	sw    *l2switch.Switch // nil: kernel bridge
 	owned bool             // the namespaces are ours to delete (see setup)
+	// neighGrown is what this lab added to the kernel's neighbour table
+	// limits (growNeighbours), taken back at teardown.
+	neighGrown int
 
 	mu     sync.Mutex
 	procs  []*Proc
@@ -213,6 +216,13 @@ func (l *Lab) setup() error {
 	if err := l.writeState(); err != nil {
 		return err
 	}
+	if need := len(l.hosts) * len(l.hosts); need > neighSpare {
+		if err := growNeighbours(need); err != nil {
+			return err
+		}
+		l.neighGrown = need
+		l.t.Logf("labnet: kernel neighbour table limits raised by %d entries for %d hosts (taken back at teardown)", need, len(l.hosts))
+	}
 
 	// Defaults first, so that the devices created next inherit them; "all"
 	// for force_igmp_version is honoured by the kernel for every device.
@@ -335,7 +345,46 @@ func (l *Lab) teardown() {
 			l.t.Errorf("labnet: namespace %s still exists after teardown", ns)
 		}
 	}
+	if l.neighGrown > 0 {
+		if err := growNeighbours(-l.neighGrown); err != nil {
+			l.t.Errorf("labnet: %v", err)
+		}
+		l.neighGrown = 0
+	}
 	os.RemoveAll(l.stateDir())
+}
+
+// The kernel keeps one neighbour (ARP) table for every network namespace:
+// its limits (gc_thresh2, gc_thresh3: 512 and 1024 entries by default)
+// count the entries of all of them, and a lab whose hosts all talk to one
+// another holds n(n-1). From about 32 hosts on, new entries are refused
+// ("neighbor table overflow" in the kernel log) and some pairs of hosts
+// cannot reach each other at all: a 64-host electd lab never agreed on a
+// leader. A lab larger than neighSpare entries' worth adds n*n to both
+// limits and takes it back at teardown, so that labs running at once add
+// up; a lab killed before its teardown leaves the limits raised (a larger
+// ARP cache, nothing worse).
+const neighSpare = 256
+
+const neighThresh = "/proc/sys/net/ipv4/neigh/default/gc_thresh"
+
+// growNeighbours adds by (negative: takes back) to gc_thresh2 and
+// gc_thresh3.
+func growNeighbours(by int) error {
+	for _, k := range []string{"2", "3"} {
+		b, err := os.ReadFile(neighThresh + k)
+		if err != nil {
+			return fmt.Errorf("neighbour table limit: %w", err)
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return fmt.Errorf("neighbour table limit %s: %w", neighThresh+k, err)
+		}
+		if err := os.WriteFile(neighThresh+k, []byte(strconv.Itoa(max(v+by, 128))), 0o644); err != nil {
+			return fmt.Errorf("neighbour table limit: %w", err)
+		}
+	}
+	return nil
 }
 
 // Prefix is the lab's namespace name prefix, unique to this run.

@@ -33,6 +33,25 @@
 //     leader about every other window until the interval has grown past
 //     the jitter. The window is what grows, by Step on every leader
 //     change: the timeout of the classical ◇P implementation.
+//   - Only the members that contend heartbeat: the leader, a member before
+//     its first choice, and a member whose leader fell silent. A follower
+//     chose its leader over itself, so its heartbeats could change no
+//     one's choice; the notes' processes all send all the time, N(N-1)
+//     frames a period for the cluster (80,640 a second at 64 members and
+//     50 ms), here the leader's N-1 (Aguilera et al.'s communication-
+//     efficient Ω does the same). What it costs: a follower whose leader
+//     fell silent has heard none of the other followers, so it cannot
+//     choose at once as the notes' process does. It probes: the member
+//     it ranks first after the lost leader (the successor) chooses
+//     itself at once and heartbeats, the others listen and follow it as
+//     soon as they hear it. If the successor is down too, after one more
+//     window and a heartbeat period they contest as at the start: a
+//     member heartbeats until it hears a better candidate, and chooses
+//     the best it heard at the end of one more such period. A failover
+//     takes as long as the notes' when one member crashes, and two
+//     windows longer when the successor is down too; a large cluster is
+//     never flooded with every member's heartbeats at once. A follower's silence is no sign of a crash:
+//     status says when each member was last heard, not whether it is up.
 //   - The window grows up to MaxInterval, not without bound: an operator
 //     must be able to say how long a dead leader may stay trusted. ◇P's
 //     guarantee holds when MaxInterval exceeds the post-GST delay bound

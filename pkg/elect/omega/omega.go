@@ -56,10 +56,22 @@ type Core struct {
 	// latest is each member's incarnation as its heartbeats say, with
 	// their Lamport stamps (epoch.Life: a forged higher one is undone by
 	// the member's next heartbeat stamped after it).
-	latest  map[uint32]*epoch.Life
-	heard   map[uint32]time.Time
-	said    map[uint32]uint32 // whom each member trusts, from its heartbeats
-	changes uint64            // leader changes (window growths)
+	latest map[uint32]*epoch.Life
+	heard  map[uint32]time.Time
+	said   map[uint32]uint32 // whom each member trusts, from its heartbeats
+	// greeted is the incarnation of each member last answered with a
+	// heartbeat of this member's own (see Step).
+	greeted map[uint32]uint64
+	changes uint64 // leader changes (window growths)
+
+	// probing: the trusted leader fell silent; this member listens, up
+	// to one window, for its successor (see closeWindow). contest: the
+	// successor was not heard either, and the members that lost the
+	// leader heartbeat as at the start. lost is the leader that fell
+	// silent; probes and contests count them.
+	probing, contest bool
+	lost             uint32
+	probes, contests uint64
 
 	interval      time.Duration
 	windowStart   time.Time
@@ -86,10 +98,11 @@ var Algorithm = elect.Algorithm{
 	Name:     "omega",
 	Rightful: elect.AnyAgreed,
 	Summary:  "eventual leader of the crash-recovery model: heartbeats with incarnations, the lowest incarnation then ID leads; no terms, no quorum",
-	// No election messages: every member sends N-1 heartbeats every
-	// heartbeat interval whatever happens, and a new leader is chosen
-	// from them at the end of a window.
-	Cost: core.Cost{Text: "0 (N-1 heartbeats per member per period)",
+	// No election messages: the members that contend (the leader, and
+	// at a change the members that lost it) send N-1 heartbeats every
+	// heartbeat interval, and a new leader is chosen from them at the
+	// end of a window.
+	Cost: core.Cost{Text: "0 (the leader's N-1 heartbeats per period; at a change, every member's)",
 		Messages: func(n int) (float64, float64) { return 0, 0 }},
 	Kinds: Kinds,
 	Guarantees: elect.Guarantees{
@@ -117,7 +130,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		return nil, fmt.Errorf("omega: stored incarnation %d: no incarnation left (remove the state file to start this member over at 1): %w", stored, core.ErrState)
 	}
 	c := &Core{cfg: cfg, id: env.ID, incarnation: stored + 1, interval: cfg.Interval, now: env.Now,
-		candidates: map[uint32]uint64{}, latest: map[uint32]*epoch.Life{}, heard: map[uint32]time.Time{}, said: map[uint32]uint32{}}
+		candidates: map[uint32]uint64{}, latest: map[uint32]*epoch.Life{}, heard: map[uint32]time.Time{}, said: map[uint32]uint32{}, greeted: map[uint32]uint64{}}
 	c.durable.Change(true) // store(incarnation) before the first heartbeat
 	c.windowStart, c.windowEnd = env.Now, env.Now.Add(c.interval)
 	c.heartbeat()
@@ -135,7 +148,7 @@ func (c *Core) Tick(now time.Time) {
 	if now.After(c.now) {
 		c.now = now
 	}
-	if !c.now.Before(c.nextHeartbeat) {
+	if c.contending() && !c.now.Before(c.nextHeartbeat) {
 		c.heartbeat()
 	}
 	if !c.now.Before(c.windowEnd) {
@@ -143,26 +156,106 @@ func (c *Core) Tick(now time.Time) {
 	}
 }
 
-// Deadline is the next heartbeat or the window's end.
-func (c *Core) Deadline() time.Time { return core.Earliest(c.nextHeartbeat, c.windowEnd) }
+// Deadline is the window's end, and the next heartbeat while this member
+// contends: a quiet follower wakes once a window.
+func (c *Core) Deadline() time.Time {
+	if !c.contending() {
+		return c.windowEnd
+	}
+	return core.Earliest(c.nextHeartbeat, c.windowEnd)
+}
+
+// contending says whether this member heartbeats: while it trusts
+// itself, and, before its first choice or in a contest, while it has
+// heard no better candidate. A member that trusts another keeps quiet:
+// its heartbeats could only tell the others of a candidate they already
+// rank below the one they hear (it chose the leader over itself), so Ω's
+// choice is the same without them, and the cluster's idle traffic is the
+// leader's N-1 frames a period, not N(N-1). Nor does a member that heard
+// a better candidate contend: at the start or in a contest, only the
+// members that may win heartbeat, not all N.
+func (c *Core) contending() bool {
+	switch {
+	case c.leader == c.id && !c.probing:
+		return true
+	case c.leader == 0 || c.contest:
+		best, _ := choose(c.candidates)
+		return best == 0 || best == c.id || c.outranks(best)
+	}
+	return false
+}
+
+// outranks says whether this member ranks before candidate id as heard.
+func (c *Core) outranks(id uint32) bool {
+	inc := c.candidates[id]
+	return c.incarnation < inc || (c.incarnation == inc && c.id < id)
+}
 
 func (c *Core) heartbeat() {
 	c.nextHeartbeat = c.now.Add(c.cfg.Heartbeat)
 	if len(c.cfg.Members) < 2 {
 		return
 	}
+	c.send(core.Broadcast)
+}
+
+// send sends this member's heartbeat to member to, or every member.
+func (c *Core) send(to uint32) {
 	p, ok := c.bugs.Encode(&c.events, "omega_heartbeat", wire.OmegaHeartbeat{Leader: c.leader, Interval: uint32(c.interval.Milliseconds())}, nil)
 	if !ok {
 		return
 	}
-	c.msgs = append(c.msgs, core.Message{To: core.Broadcast, Kind: wire.KindOmegaHeartbeat, Term: c.incarnation, Payload: p})
-	c.counts.Sent(wire.KindOmegaHeartbeat, len(c.cfg.Members)-1)
+	c.msgs = append(c.msgs, core.Message{To: to, Kind: wire.KindOmegaHeartbeat, Term: c.incarnation, Payload: p})
+	if to == core.Broadcast {
+		c.counts.Sent(wire.KindOmegaHeartbeat, len(c.cfg.Members)-1)
+	} else {
+		c.counts.Sent(wire.KindOmegaHeartbeat, 1)
+	}
 }
 
 // closeWindow is "Upon Interval": choose, grow the window on a change,
 // start the next window.
+//
+// A follower whose leader fell silent does not choose at once, as the
+// notes' processes do, since the other followers were quiet: the window
+// holds only itself. It probes instead. The member it ranks first after
+// the lost leader (its successor) chooses itself at once and heartbeats;
+// every other listens, quiet, and follows the successor as soon as it
+// hears it. The members that lost the leader probe within one window of
+// each other (they all missed the same heartbeats, give or take the
+// spread of their arrivals), so in the common case of one crash the
+// failover takes no longer than the notes', and only the successor
+// heartbeats: no storm of N(N-1) frames at the moment a large cluster is
+// without a leader. If the probe (one window and a heartbeat period) ends
+// without the successor, it is down too: the members contest, as at the
+// start, the ones that heard no better candidate heartbeating, and each
+// chooses the best it heard at the end of one more such period.
 func (c *Core) closeWindow() {
 	c.candidates[c.id] = c.incarnation
+	// One window, for the others' windows, and a heartbeat period, for
+	// the spread of the lost leader's last heartbeat's arrivals and the
+	// successor's first one's.
+	probe := c.interval + c.cfg.Heartbeat
+	switch {
+	case !c.probing && c.leader != 0 && c.leader != c.id:
+		if _, heard := c.candidates[c.leader]; !heard {
+			c.probing, c.lost = true, c.leader
+			c.probes++
+			if !c.successorHeard() {
+				c.windowEnd = c.now.Add(probe) // candidates kept
+				return
+			}
+		}
+	case c.probing && !c.contest && !c.successorHeard():
+		c.contest = true
+		c.contests++
+		if c.contending() {
+			c.heartbeat()
+		}
+		c.windowEnd = c.now.Add(probe)
+		return
+	}
+	c.probing, c.contest = false, false
 	next, inc := choose(c.candidates)
 	if next != c.leader {
 		prev := c.leader
@@ -187,6 +280,33 @@ func (c *Core) closeWindow() {
 	c.last, c.candidates = c.candidates, map[uint32]uint64{}
 	c.windowStart = c.now
 	c.windowEnd = c.now.Add(c.interval)
+	if c.contending() && !c.now.Before(c.nextHeartbeat) {
+		c.heartbeat() // a member that chose itself is heard at once
+	}
+}
+
+// successorHeard says whether the probe can end: the best candidate
+// heard ranks no lower than every member but the lost leader, as this
+// member knows their incarnations (a member never heard is taken at
+// incarnation 1, the best it could have, so that the probe waits for it).
+func (c *Core) successorHeard() bool {
+	best, bestInc := choose(c.candidates)
+	for _, id := range c.cfg.Members {
+		if id == c.lost || id == best {
+			continue
+		}
+		inc := c.incarnationOf(id)
+		switch {
+		case id == c.id:
+			inc = c.incarnation
+		case inc == 0:
+			inc = 1
+		}
+		if inc < bestInc || (inc == bestInc && id < best) {
+			return false
+		}
+	}
+	return true
 }
 
 // incarnationOf is member id's incarnation as last believed (0: none).
@@ -238,6 +358,19 @@ func (c *Core) Step(m core.Message) error {
 	}
 	c.candidates[m.From] = m.Term
 	c.heard[m.From] = c.now
+	if c.said[m.From] == 0 && !c.contending() && c.greeted[m.From] != m.Term {
+		// A member that has no leader yet (it just started) hears
+		// only the members that contend; it would take a quiet
+		// member it never heard for one of incarnation 1, ranked
+		// before those that crashed since, and wait for it when the
+		// leader falls silent. One heartbeat each of its lives tells
+		// it this member's incarnation.
+		c.greeted[m.From] = m.Term
+		c.send(m.From)
+	}
+	if c.probing && c.successorHeard() {
+		c.closeWindow()
+	}
 	return nil
 }
 
@@ -308,6 +441,14 @@ type Detail struct {
 	LeaderIncarnation uint64 `json:"leader_incarnation,omitempty"`
 	// LeaderChanges counts the changes that grew the window.
 	LeaderChanges uint64 `json:"leader_changes"`
+	// Probing: the leader fell silent and this member listens for its
+	// successor; Contest: the successor was not heard either, and the
+	// members that lost the leader heartbeat as at the start. Probes and
+	// Contests count them.
+	Probing  bool   `json:"probing,omitempty"`
+	Contest  bool   `json:"contest,omitempty"`
+	Probes   uint64 `json:"probes"`
+	Contests uint64 `json:"contests"`
 	// Candidates are the members heard in the last closed window, with
 	// their incarnations (this member included).
 	Candidates map[uint32]uint64 `json:"candidates"`
@@ -323,11 +464,16 @@ func (c *Core) Report() elect.Status {
 	s := elect.Status{Algorithm: Algorithm.Name, ID: c.id, Role: c.Role(), Term: c.term(), Round: epoch.Round(c.term()),
 		Leader: c.leader, LeaderSince: c.announced.Since(), ChangesDropped: c.announced.Dropped(),
 		Detail: Detail{Heartbeat: c.cfg.Heartbeat, Interval: c.interval, Step: c.cfg.Step, MaxInterval: c.cfg.MaxInterval,
-			Incarnation: c.incarnation, LeaderIncarnation: c.leaderInc, LeaderChanges: c.changes,
+			Incarnation: c.incarnation, LeaderIncarnation: c.leaderInc, LeaderChanges: c.changes, Probing: c.probing, Contest: c.contest, Probes: c.probes, Contests: c.contests,
 			Candidates: maps.Clone(c.last), Trusted: maps.Clone(c.said)}}
 	s.Phase = fmt.Sprintf("window %v, incarnation %d", c.interval, c.incarnation)
-	if c.leader == 0 {
+	switch {
+	case c.leader == 0:
 		s.Phase = "no leader yet: collecting heartbeats for the first window"
+	case c.contest:
+		s.Phase = fmt.Sprintf("leader %d and its successor fell silent: contesting as at the start, for %v", c.lost, c.interval+c.cfg.Heartbeat)
+	case c.probing:
+		s.Phase = fmt.Sprintf("leader %d fell silent: listening for its successor, for %v at most", c.lost, c.interval+c.cfg.Heartbeat)
 	}
 	c.counts.Fill(&s, Kinds)
 	for _, id := range c.cfg.Members {
