@@ -219,24 +219,24 @@ type CentralRefuse struct {
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                 Beat: counts the coordinator's beats          |  0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|L|   Hold, ms: how long before the coordinator may grant       |  4
+//	|Q|   Hold, ms: how long before the coordinator may grant       |  4
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
-// L (Local): the coordinator may have granted its own clients a lease on
-// this beat's support (it grants them only on the answers of a majority to
-// beats with L set, and keeps setting it while one of them holds or
-// waits). A member remembers when it last answered a beat with L, so that
-// a successor can tell a dead coordinator's own leases out without waiting
-// for them (CentralSyncPrevQuiet). Builds before 2026-12-06 sent L = 0 and
-// read the bit as part of Hold (shown in status only).
+// Q (Quiet): the coordinator's own clients hold no lease, and it grants
+// them none, nor renews one, before a majority answered a beat without Q.
+// A member remembers when it last answered a beat without Q, so that a
+// successor can tell that a dead coordinator's own clients hold nothing
+// without waiting out a lease (CentralSyncPrevQuiet). Builds before
+// 2026-12-07 never set Q (so their beats never say their clients are
+// quiet) and read it as part of Hold (shown in status only).
 type CentralBeat struct {
 	Beat   uint32
 	HoldMS uint32 // below 2^31
-	Local  bool
+	Quiet  bool
 }
 
-// centralBeatLocal is the L bit of a beat's second word.
-const centralBeatLocal = 1 << 31
+// centralBeatQuiet is the Q bit of a beat's second word.
+const centralBeatQuiet = 1 << 31
 
 // CentralSyncRestarted flags a sync from a member that started less than
 // a lease ago: a previous run of it may have held leases it cannot
@@ -245,7 +245,7 @@ const CentralSyncRestarted uint8 = 1 << 0
 
 // CentralSyncPrevQuiet flags a sync from a member whose last answered beat
 // before this term was the coordinator ranked Prev's (Prev: its index among
-// the sorted member IDs), and which answered no beat with L set (from any
+// the sorted member IDs), and which answered no beat without Q (of any
 // coordinator) for a Hold before sending the sync: as far as this member
 // knows, that coordinator's own clients hold no lease. Without the flag,
 // Prev is 0.
@@ -573,12 +573,12 @@ func (r *CentralRefuse) UnmarshalBinary(b []byte) error {
 
 // AppendBinary appends the encoding of c to b.
 func (c CentralBeat) AppendBinary(b []byte) ([]byte, error) {
-	if c.HoldMS >= centralBeatLocal {
+	if c.HoldMS >= centralBeatQuiet {
 		return b, &EncodeError{What: centralBeatWhat, Field: "hold", Value: uint64(c.HoldMS), Why: "at or above 2^31 ms"}
 	}
 	w := c.HoldMS
-	if c.Local {
-		w |= centralBeatLocal
+	if c.Quiet {
+		w |= centralBeatQuiet
 	}
 	b = binary.BigEndian.AppendUint32(b, c.Beat)
 	return binary.BigEndian.AppendUint32(b, w), nil
@@ -594,7 +594,7 @@ func (c *CentralBeat) UnmarshalBinary(b []byte) error {
 		return decodeErr(centralBeatWhat, k, "", len(b), centralBeatLen)
 	}
 	w := binary.BigEndian.Uint32(b[4:])
-	*c = CentralBeat{Beat: binary.BigEndian.Uint32(b), HoldMS: w &^ centralBeatLocal, Local: w&centralBeatLocal != 0}
+	*c = CentralBeat{Beat: binary.BigEndian.Uint32(b), HoldMS: w &^ centralBeatQuiet, Quiet: w&centralBeatQuiet != 0}
 	return nil
 }
 

@@ -17,8 +17,8 @@ func centralSamples() []payload {
 		&CentralRenew{Name: "db:main", Incarnation: 4, Seq: 2, Fence: 77, Stamp: 1 << 31, LeaseMS: 100},
 		&CentralRefuse{Name: "db:main", Reason: RefuseNotHeld, Incarnation: 4, Seq: 2},
 		&CentralBeat{Beat: 12, HoldMS: 3270},
-		&CentralBeat{Beat: 13, Local: true},
-		&CentralBeat{Beat: 14, HoldMS: 1<<31 - 1, Local: true},
+		&CentralBeat{Beat: 13, Quiet: true},
+		&CentralBeat{Beat: 14, HoldMS: 1<<31 - 1, Quiet: true},
 		&CentralSync{Incarnation: 1, Stamp: 3, Echo: 2},
 		&CentralSync{Flags: CentralSyncPrevQuiet, Prev: 255, Incarnation: 1, Stamp: 3, Echo: 2},
 		&CentralSync{Flags: CentralSyncPrevQuiet | CentralSyncRestarted, Incarnation: 1, Stamp: 3},
@@ -38,7 +38,7 @@ func TestCentralRoundTrips(t *testing.T) {
 // TestCentralLayout pins the byte layout of a grant, a beat and a sync
 // entry (the diagrams above CentralGrant, CentralBeat and CentralSync).
 func TestCentralLayout(t *testing.T) {
-	checkLayout(t, CentralBeat{Beat: 0x01020304, HoldMS: 0x05060708, Local: true}, []byte{1, 2, 3, 4, 0x85, 6, 7, 8})
+	checkLayout(t, CentralBeat{Beat: 0x01020304, HoldMS: 0x05060708, Quiet: true}, []byte{1, 2, 3, 4, 0x85, 6, 7, 8})
 	checkLayout(t, CentralBeat{Beat: 0x01020304, HoldMS: 0x05060708}, []byte{1, 2, 3, 4, 5, 6, 7, 8})
 	checkLayout(t, CentralGrant{Name: "ab", Mode: CentralShared, Incarnation: 0x01020304, Seq: 0x1112131415161718,
 		Fence: 0x2122232425262728, Echo: 0x31323334, LeaseMS: 0x41424344},

@@ -60,8 +60,10 @@ const (
 	// Targets of issue 5 (the token ring), printed beside the figures.
 	targetAcquireP50 = 500 * time.Microsecond
 	targetHandoffs   = 500.0
-	// Recovery: at most 1 s plus the lease.
-	targetRecoveryExtra = time.Second
+	// Recovery, issue 34's goals for a SIGKILL: the holder's, p50 at most
+	// etcd's in the same run (its session TTL is the lease); the central
+	// coordinator's, nothing granted for at most targetCoordinatorKill.
+	targetCoordinatorKill = 2 * time.Second
 )
 
 // BenchmarkMutex measures every algorithm of mutexd (pkg/mutex/algorithms,
@@ -1023,23 +1025,22 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	row("idle traffic per node, payload / eth0", "< 1000 B/s", algOnly(func(a string) string {
 		return fmt.Sprintf("%.0f / %.0f B/s", r.idlePayload[a], r.idleIf[a])
 	}))
-	limit := targetRecoveryExtra + mutexLeaseTTL
-	row("recovery after SIGKILL of the holder, p50 / max", fmt.Sprintf("<= %s (1 s + lease)", Millis(limit)), func(sys string) string {
+	row("recovery after SIGKILL of the holder, p50 / max", "p50 <= etcd's (its session TTL = the lease)", func(sys string) string {
 		rec := r.recovery[sys]
 		if sys == "etcd" {
 			return ms(rec)
 		}
-		return Verdict(ms(rec), rec.Max <= limit)
+		return Verdict(ms(rec), rec.P50 <= r.recovery["etcd"].P50)
 	})
 	row("  of the last holder, lock free", "", func(sys string) string { return ms(r.recoveryIdle[sys]) })
 	row("  of a bystander, lock free", "", func(sys string) string { return ms(r.recoveryBystander[sys]) })
 	if len(r.recoveryCoordinator) > 0 {
-		row("  of the coordinator, lock free", fmt.Sprintf("<= %s", Millis(limit)), func(sys string) string {
+		row("  of the coordinator, lock free", fmt.Sprintf("max <= %s", Millis(targetCoordinatorKill)), func(sys string) string {
 			rec, ok := r.recoveryCoordinator[sys]
 			if !ok {
 				return "-"
 			}
-			return Verdict(ms(rec), rec.Max <= limit)
+			return Verdict(ms(rec), rec.Max <= targetCoordinatorKill)
 		})
 	}
 	m.cutOffRows(t, r, systems)

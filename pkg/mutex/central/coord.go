@@ -103,7 +103,8 @@ type coord struct {
 
 	beat uint32
 	// localFrom is the first beat of the current run of beats that say
-	// this member's own clients may hold a lease (wire.CentralBeat.Local):
+	// this member's own clients may hold a lease (call them Local beats:
+	// wire.CentralBeat.Quiet is not set):
 	// it grants them (and renews their leases) only once a majority
 	// answered one of those beats. 0: the beats say they hold none.
 	localFrom uint32
@@ -220,7 +221,7 @@ func (c *Core) beatNow() {
 			hold = ms(k.holdUntil.Sub(c.now))
 		}
 	}
-	c.send(core.Broadcast, k.term, wire.KindCentralBeat, wire.CentralBeat{Beat: k.beat, HoldMS: hold, Local: k.localFrom != 0})
+	c.send(core.Broadcast, k.term, wire.KindCentralBeat, wire.CentralBeat{Beat: k.beat, HoldMS: hold, Quiet: k.localFrom == 0})
 	k.beatAt, k.nextBeat = c.now, c.now.Add(c.cfg.BeatInterval)
 }
 
@@ -228,7 +229,7 @@ func (c *Core) beatNow() {
 // may soon: it has requests of its own at the coordinator (waiting or
 // held; held ones include leases of older coordinators, re-announced), or
 // it started less than a lease ago (its previous run's clients may hold
-// one it cannot know of). Its beats then say so (Local).
+// one it cannot know of). Its beats then say so (Local: not Quiet).
 func (c *Core) ownLeases() bool { return c.co.peers[c.self].entries > 0 || c.restarted() }
 
 // localBacked says whether this member may grant its own clients (or

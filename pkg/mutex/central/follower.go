@@ -43,7 +43,8 @@ type follower struct {
 	// lastBeatFrom is the coordinator whose beat this member last answered
 	// (this member, once it stopped coordinating); localBacked is when it
 	// last answered a beat saying that the coordinator's own clients may
-	// hold a lease (wire.CentralBeat.Local), of any coordinator. prevCoord
+	// hold a lease (wire.CentralBeat.Quiet not set), of any coordinator, an
+	// older build's included. prevCoord
 	// and prevLocal are the two when this member began following the
 	// current term: what its syncs of the term report (prevQuiet).
 	lastBeatFrom, prevCoord uint32
@@ -351,7 +352,7 @@ func (c *Core) stepBeat(from uint32, term, at uint64, b wire.CentralBeat) error 
 	// this one's leases from here.
 	c.fol.backed = c.now
 	c.fol.lastBeatFrom = from
-	if b.Local {
+	if !b.Quiet {
 		c.fol.localBacked = c.now
 	}
 	c.sendSync(b.Beat)

@@ -324,7 +324,7 @@ func centralFrame(p *corefuzz.Program, lead uint32, term uint64, lim epoch.Limit
 	case wire.KindCentralRefuse:
 		b, _ = wire.CentralRefuse{Name: name, Reason: wire.CentralRefuseReason(1 + p.Intn(3)), Incarnation: incarnation, Seq: seq}.AppendBinary(nil)
 	case wire.KindCentralBeat:
-		b, _ = wire.CentralBeat{Beat: stamp, HoldMS: p.U32() >> 1, Local: p.Bool()}.AppendBinary(nil)
+		b, _ = wire.CentralBeat{Beat: stamp, HoldMS: p.U32() >> 1, Quiet: p.Bool()}.AppendBinary(nil)
 	case wire.KindCentralSync:
 		s := wire.CentralSync{Flags: p.Byte() & 3, Incarnation: incarnation, Stamp: stamp, Echo: uint32(p.Intn(20)), MaxSeq: seq + uint64(p.Intn(3))}
 		if s.Flags&wire.CentralSyncPrevQuiet != 0 {

@@ -136,7 +136,7 @@ func TestCoordinatorCrashRecovery(t *testing.T) {
 // lock when it is SIGKILLed (that client's process lives on, and keeps
 // its lease) is replaced only once that lease has surely ended, wherever
 // in the lease the crash comes: its grant waited for a majority's answers
-// to a beat that announced it (Local), and the successor hears of it from
+// to a beat that announced it (not Quiet), and the successor hears of it from
 // them. Without that, the successor would take the others' word that all
 // they hold is re-announced, and grant 2.5 s after the crash, inside the
 // lease.
