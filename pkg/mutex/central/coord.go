@@ -370,17 +370,21 @@ func (c *Core) updateHold() {
 	if k.majorityAt.IsZero() {
 		return
 	}
-	if joined == len(c.members) && !k.restartSeen && c.now.Before(k.holdUntil) {
+	why := "the older coordinators' leases have ended"
+	switch {
+	case !c.now.Before(k.holdUntil):
+	case joined == len(c.members) && !k.restartSeen:
 		k.holdUntil = c.now
 		c.count("holds_skipped")
-	}
-	if c.now.Before(k.holdUntil) && c.deadCoordinatorQuiet() {
+		why = "every member re-announced its leases"
+	case c.deadCoordinatorQuiet():
 		k.holdUntil = c.now
 		c.count("holds_skipped_quiet")
+		why = "every member but the last coordinator re-announced its leases, and its own clients held none"
 	}
 	if !c.now.Before(k.holdUntil) {
 		k.ready = true
-		c.emit(EventReady, fmt.Sprintf("term %s may grant, %v after it began", epoch.Format(k.term), c.now.Sub(k.start)),
+		c.emit(EventReady, fmt.Sprintf("term %s may grant, %v after it began: %s", epoch.Format(k.term), c.now.Sub(k.start), why),
 			"term", k.term, "waited", c.now.Sub(k.start))
 	}
 }
