@@ -219,17 +219,37 @@ type CentralRefuse struct {
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                 Beat: counts the coordinator's beats          |  0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|     Hold, ms: how long before the coordinator may grant       |  4
+//	|Q|   Hold, ms: how long before the coordinator may grant       |  4
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Q (Quiet): the coordinator's own clients hold no lease, and it grants
+// them none, nor renews one, before a majority answered a beat without Q.
+// A member remembers when it last answered a beat without Q, so that a
+// successor can tell that a dead coordinator's own clients hold nothing
+// without waiting out a lease (CentralSyncPrevQuiet). Builds before
+// 2026-12-07 never set Q (so their beats never say their clients are
+// quiet) and read it as part of Hold (shown in status only).
 type CentralBeat struct {
 	Beat   uint32
-	HoldMS uint32
+	HoldMS uint32 // below 2^31
+	Quiet  bool
 }
+
+// centralBeatQuiet is the Q bit of a beat's second word.
+const centralBeatQuiet = 1 << 31
 
 // CentralSyncRestarted flags a sync from a member that started less than
 // a lease ago: a previous run of it may have held leases it cannot
 // re-announce.
 const CentralSyncRestarted uint8 = 1 << 0
+
+// CentralSyncPrevQuiet flags a sync from a member whose last answered beat
+// before this term was the coordinator ranked Prev's (Prev: its index among
+// the sorted member IDs), and which answered no beat without Q (of any
+// coordinator) for a Hold before sending the sync: as far as this member
+// knows, that coordinator's own clients hold no lease. Without the flag,
+// Prev is 0.
+const CentralSyncPrevQuiet uint8 = 1 << 1
 
 // MaxSyncEntries is the most requests one sync carries (a member keeps at
 // most that many waiting and held; a full sync still fits a frame).
@@ -243,7 +263,7 @@ const MaxSyncEntries = 512
 //	 0                   1                   2                   3
 //	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|     Flags     | Reserved (0)  |         Entry Count           |  0
+//	|     Flags     |     Prev      |         Entry Count           |  0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                 Incarnation of the member                     |  4
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
@@ -265,7 +285,9 @@ const MaxSyncEntries = 512
 // a beat of a coordinator (or coordinated, or started), rounded down: a new
 // coordinator counts the older coordinators' leases from there.
 //
-// Flags: bit 0 CentralSyncRestarted; other bits reserved, zero. An entry:
+// Flags: bit 0 CentralSyncRestarted, bit 1 CentralSyncPrevQuiet (with
+// Prev: the rank of the coordinator it is about; Prev is 0 without it);
+// other bits reserved, zero. An entry:
 //
 //	 0                   1                   2                   3
 //	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -288,7 +310,11 @@ const MaxSyncEntries = 512
 //	/                                                               /
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 type CentralSync struct {
-	Flags       uint8
+	Flags uint8
+	// Prev: with CentralSyncPrevQuiet, the rank among the sorted member
+	// IDs of the coordinator whose beat the member last answered before
+	// this term; 0 otherwise.
+	Prev        uint8
 	Incarnation uint32
 	Stamp       uint32
 	Echo        uint32
@@ -321,7 +347,7 @@ const (
 	centralSyncFixedLen    = 28
 	centralEntryFixedLen   = 28
 
-	centralSyncFlagsKnown = CentralSyncRestarted
+	centralSyncFlagsKnown = CentralSyncRestarted | CentralSyncPrevQuiet
 
 	centralRequestWhat = "central request"
 	centralGrantWhat   = "central grant"
@@ -547,8 +573,15 @@ func (r *CentralRefuse) UnmarshalBinary(b []byte) error {
 
 // AppendBinary appends the encoding of c to b.
 func (c CentralBeat) AppendBinary(b []byte) ([]byte, error) {
+	if c.HoldMS >= centralBeatQuiet {
+		return b, &EncodeError{What: centralBeatWhat, Field: "hold", Value: uint64(c.HoldMS), Why: "at or above 2^31 ms"}
+	}
+	w := c.HoldMS
+	if c.Quiet {
+		w |= centralBeatQuiet
+	}
 	b = binary.BigEndian.AppendUint32(b, c.Beat)
-	return binary.BigEndian.AppendUint32(b, c.HoldMS), nil
+	return binary.BigEndian.AppendUint32(b, w), nil
 }
 
 // UnmarshalBinary decodes a CentralBeat.
@@ -560,7 +593,8 @@ func (c *CentralBeat) UnmarshalBinary(b []byte) error {
 		}
 		return decodeErr(centralBeatWhat, k, "", len(b), centralBeatLen)
 	}
-	*c = CentralBeat{Beat: binary.BigEndian.Uint32(b), HoldMS: binary.BigEndian.Uint32(b[4:])}
+	w := binary.BigEndian.Uint32(b[4:])
+	*c = CentralBeat{Beat: binary.BigEndian.Uint32(b), HoldMS: w &^ centralBeatQuiet, Quiet: w&centralBeatQuiet != 0}
 	return nil
 }
 
@@ -570,6 +604,9 @@ func (s CentralSync) AppendBinary(b []byte) ([]byte, error) {
 	if s.Flags&^centralSyncFlagsKnown != 0 {
 		return b, &EncodeError{What: centralSyncWhat, Field: "flags", Value: uint64(s.Flags), Why: "undefined"}
 	}
+	if s.Flags&CentralSyncPrevQuiet == 0 && s.Prev != 0 {
+		return b, &EncodeError{What: centralSyncWhat, Field: "prev", Value: uint64(s.Prev), Why: "set without CentralSyncPrevQuiet"}
+	}
 	if len(s.Entries) > MaxSyncEntries {
 		return b, &EncodeError{What: centralSyncWhat, Field: "entry count", Value: uint64(len(s.Entries)), Why: "exceeds MaxSyncEntries"}
 	}
@@ -578,7 +615,7 @@ func (s CentralSync) AppendBinary(b []byte) ([]byte, error) {
 			return b, &EncodeError{What: centralSyncWhat, Field: err.Field, Value: err.Value, Why: err.Why}
 		}
 	}
-	b = append(b, s.Flags, 0)
+	b = append(b, s.Flags, s.Prev)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(s.Entries)))
 	b = binary.BigEndian.AppendUint32(b, s.Incarnation)
 	b = binary.BigEndian.AppendUint32(b, s.Stamp)
@@ -626,8 +663,8 @@ func (s *CentralSync) UnmarshalBinary(b []byte) error {
 	if b[0]&^centralSyncFlagsKnown != 0 {
 		return decodeErr(centralSyncWhat, DecodeBadFlags, "flags", int(b[0]), -1)
 	}
-	if b[1] != 0 {
-		return decodeErr(centralSyncWhat, DecodeBadReserved, "reserved", int(b[1]), 0)
+	if b[0]&CentralSyncPrevQuiet == 0 && b[1] != 0 {
+		return decodeErr(centralSyncWhat, DecodeBadReserved, "prev", int(b[1]), 0)
 	}
 	n := int(binary.BigEndian.Uint16(b[2:]))
 	if n > MaxSyncEntries {
@@ -638,7 +675,7 @@ func (s *CentralSync) UnmarshalBinary(b []byte) error {
 	if min := centralSyncFixedLen + n*(centralEntryFixedLen+1); len(b) < min {
 		return decodeErr(centralSyncWhat, DecodeTruncated, "entries", len(b), min)
 	}
-	out := CentralSync{Flags: b[0], Incarnation: binary.BigEndian.Uint32(b[4:]), Stamp: binary.BigEndian.Uint32(b[8:]),
+	out := CentralSync{Flags: b[0], Prev: b[1], Incarnation: binary.BigEndian.Uint32(b[4:]), Stamp: binary.BigEndian.Uint32(b[8:]),
 		Echo: binary.BigEndian.Uint32(b[12:]), MaxSeq: binary.BigEndian.Uint64(b[16:]), SupportAgeMS: binary.BigEndian.Uint32(b[24:])}
 	if n > 0 {
 		out.Entries = make([]CentralSyncEntry, 0, n)

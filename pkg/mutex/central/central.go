@@ -442,6 +442,7 @@ func (c *Core) follow() {
 		// coordinator's node may refuse, or the link lose), and not its
 		// answers to this term's beats since.
 		c.fol.backedOlder = c.backedAt()
+		c.fol.prevCoord, c.fol.prevLocal = c.fol.lastBeatFrom, c.fol.localBacked
 	}
 	// The election may name this member before it leads (and leads in the
 	// same term later): coordinate once it leads, once per term.

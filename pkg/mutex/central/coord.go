@@ -55,19 +55,27 @@ type cqueue struct {
 
 // peer is a member as the coordinator sees it.
 type peer struct {
-	inc        uint32     // its run
-	life       epoch.Life // its run as its frames say, with their Lamport stamps
-	stamp      uint32     // the stamp of its latest frame: grants count from it
-	stampHeard time.Time  // when the frame stamped stamp arrived
-	syncedAt   uint32     // the stamp of its latest sync (a duplicate is dropped)
-	heard      time.Time  // its last frame
-	support    time.Time  // when the newest beat it answered was sent
-	joined     bool       // it synced in this term
+	inc         uint32     // its run
+	life        epoch.Life // its run as its frames say, with their Lamport stamps
+	stamp       uint32     // the stamp of its latest frame: grants count from it
+	stampHeard  time.Time  // when the frame stamped stamp arrived
+	syncedAt    uint32     // the stamp of its latest sync (a duplicate is dropped)
+	heard       time.Time  // its last frame
+	support     time.Time  // when the newest beat it answered was sent
+	supportBeat uint32     // that beat's number
+	joined      bool       // it synced in this term
 	// backedOld is the latest instant, on this member's clock, at which
 	// the member may have backed an older coordinator (answered its beat,
 	// coordinated, or started): from its first sync of the term.
 	backedOld time.Time
 	entries   int
+	// prev is the coordinator whose beat the member last answered before
+	// this term, when its latest sync said that coordinator's own clients
+	// hold no lease as far as it knows (wire.CentralSyncPrevQuiet); 0
+	// otherwise.
+	prev uint32
+	// restarted: its latest sync said it started less than a lease ago.
+	restarted bool
 	// maxSeq is the latest request of its run the coordinator knows of
 	// (its requests, its syncs' MaxSeq): the token-asking variant's V.
 	maxSeq uint64
@@ -93,10 +101,16 @@ type coord struct {
 	resumed uint64
 	start   time.Time
 
-	beat     uint32
-	beats    [beatRing]stampAt
-	beatAt   time.Time // the last beat's sending
-	nextBeat time.Time
+	beat uint32
+	// localFrom is the first beat of the current run of beats that say
+	// this member's own clients may hold a lease (call them Local beats:
+	// wire.CentralBeat.Quiet is not set):
+	// it grants them (and renews their leases) only once a majority
+	// answered one of those beats. 0: the beats say they hold none.
+	localFrom uint32
+	beats     [beatRing]stampAt
+	beatAt    time.Time // the last beat's sending
+	nextBeat  time.Time
 
 	peers   map[uint32]*peer
 	queues  map[string]*cqueue
@@ -181,6 +195,10 @@ func (c *Core) stopCoordinating() {
 	c.count("terms_ended")
 	c.ledCount = c.co.count
 	c.co = nil
+	// A successor must not take this member's word for its own clients'
+	// leases, granted by itself: the beats it answers next are someone
+	// else's.
+	c.fol.lastBeatFrom = c.self
 	// Its grants counted on its own support until now: a coordinator it
 	// joins next counts them from here.
 	c.fol.backed = c.now
@@ -189,6 +207,12 @@ func (c *Core) stopCoordinating() {
 func (c *Core) beatNow() {
 	k := c.co
 	k.beat++
+	switch {
+	case !c.ownLeases():
+		k.localFrom = 0
+	case k.localFrom == 0:
+		k.localFrom = k.beat
+	}
 	k.beats[k.beat%beatRing] = stampAt{stamp: k.beat, at: c.now}
 	var hold uint32
 	if !k.ready {
@@ -197,8 +221,45 @@ func (c *Core) beatNow() {
 			hold = ms(k.holdUntil.Sub(c.now))
 		}
 	}
-	c.send(core.Broadcast, k.term, wire.KindCentralBeat, wire.CentralBeat{Beat: k.beat, HoldMS: hold})
+	c.send(core.Broadcast, k.term, wire.KindCentralBeat, wire.CentralBeat{Beat: k.beat, HoldMS: hold, Quiet: k.localFrom == 0})
 	k.beatAt, k.nextBeat = c.now, c.now.Add(c.cfg.BeatInterval)
+}
+
+// ownLeases says whether this member's own clients may hold a lease, or
+// may soon: it has requests of its own at the coordinator (waiting or
+// held; held ones include leases of older coordinators, re-announced), or
+// it started less than a lease ago (its previous run's clients may hold
+// one it cannot know of). Its beats then say so (Local: not Quiet).
+func (c *Core) ownLeases() bool { return c.co.peers[c.self].entries > 0 || c.restarted() }
+
+// localBacked says whether this member may grant its own clients (or
+// renew their leases): a majority, itself included, answered a beat of
+// the current run of Local beats within ConfirmWindow. Every member of
+// that majority remembers answering it (follower.localBacked), so a
+// successor that hears from all the others learns of every such lease
+// (prevQuiet), without waiting a lease for this member if it dies.
+func (c *Core) localBacked() bool {
+	k := c.co
+	if k.localFrom == 0 {
+		return false
+	}
+	n := 0
+	for id, p := range k.peers {
+		if id == c.self || p.supportBeat >= k.localFrom && c.now.Sub(p.support) <= c.cfg.ConfirmWindow {
+			n++
+		}
+	}
+	return n >= c.majority
+}
+
+// callLocal has a beat that says Local sent now, if none was since the
+// last that did not (a grant to this member's own clients waits for a
+// majority's answer to one: a round trip, once per run of Local beats).
+func (c *Core) callLocal() {
+	if c.co.localFrom == 0 {
+		c.count("local_beats_called")
+		c.beatNow()
+	}
 }
 
 // supportAt is the latest instant at which a majority (this member
@@ -309,15 +370,71 @@ func (c *Core) updateHold() {
 	if k.majorityAt.IsZero() {
 		return
 	}
-	if joined == len(c.members) && !k.restartSeen && c.now.Before(k.holdUntil) {
+	why := "the older coordinators' leases have ended"
+	switch {
+	case !c.now.Before(k.holdUntil):
+	case joined == len(c.members) && !k.restartSeen:
 		k.holdUntil = c.now
 		c.count("holds_skipped")
+		why = "every member re-announced its leases"
+	case c.deadCoordinatorQuiet():
+		k.holdUntil = c.now
+		c.count("holds_skipped_quiet")
+		why = "every member but the last coordinator re-announced its leases, and its own clients held none"
 	}
 	if !c.now.Before(k.holdUntil) {
 		k.ready = true
-		c.emit(EventReady, fmt.Sprintf("term %s may grant, %v after it began", epoch.Format(k.term), c.now.Sub(k.start)),
+		c.emit(EventReady, fmt.Sprintf("term %s may grant, %v after it began: %s", epoch.Format(k.term), c.now.Sub(k.start), why),
 			"term", k.term, "waited", c.now.Sub(k.start))
 	}
+}
+
+// deadCoordinatorQuiet says whether every member but one joined this term,
+// each saying that the beat it last answered before was that member's and
+// that it answered no Local beat for a Hold since (its own clients held no
+// lease). Then every lease an older coordinator may have out is known:
+// each member that joined re-announced the grants it holds (and refuses
+// an older term's grant from now on); the missing member's own clients
+// hold none, since it grants them only on a majority's answers to Local
+// beats, one of which is among those that joined, and it granted to no
+// one else. (Had another coordinator granted it a lease after its beats
+// were answered, a member that joined would have answered that
+// coordinator's beats since, or be it: its prev is not the missing one.)
+// This is the case of a coordinator SIGKILLed, or cut off, with nothing
+// granted at its own host: the successor grants as soon as the others
+// joined, instead of waiting out a lease from their last answer to it.
+//
+// A member that started less than a lease ago (this one included) may have
+// had leases in its previous run that nobody can re-announce: not while its
+// syncs say so (CentralSyncRestarted; the next sync after its start is a
+// lease old, at the next beat, says otherwise).
+func (c *Core) deadCoordinatorQuiet() bool {
+	k := c.co
+	if c.restarted() || k.resumed > 0 {
+		return false
+	}
+	var missing uint32
+	for _, id := range c.members {
+		if p := k.peers[id]; p == nil || !p.joined {
+			if missing != 0 {
+				return false
+			}
+			missing = id
+		}
+	}
+	if missing == 0 {
+		return false
+	}
+	for id, p := range k.peers {
+		prev := p.prev
+		if id == c.self {
+			prev = c.prevQuiet()
+		}
+		if p.joined && (prev != missing || p.restarted) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Core) tickCoord() {
@@ -465,7 +582,12 @@ func (c *Core) grantQueue(name string, ok func(*centry) bool) {
 		}
 		return
 	}
-	for _, e := range grantable(q, ok) {
+	g := grantable(q, ok)
+	if !c.localBacked() && slices.ContainsFunc(g, func(e *centry) bool { return e.member == c.self }) {
+		c.callLocal()
+		return
+	}
+	for _, e := range g {
 		q.waiting = slices.DeleteFunc(q.waiting, func(x *centry) bool { return x == e })
 		k.waiting--
 		q.holders = append(q.holders, e)
@@ -690,6 +812,11 @@ func (c *Core) coordRenewLocal(id mutex.RequestID, st mutex.RequestStatus, lease
 		c.reqs.Revoke(id, mutex.RenewRefused)
 		return true
 	}
+	if !c.localBacked() {
+		c.callLocal()
+		c.count("renewals_parked")
+		return false
+	}
 	if !c.renewFresh(lease, since) {
 		c.count("renewals_parked")
 		return false
@@ -825,7 +952,11 @@ func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync, vecs m
 	p.syncedAt = s.Stamp
 	k := c.co
 	if b := k.beats[s.Echo%beatRing]; s.Echo != 0 && b.stamp == s.Echo && b.at.After(p.support) {
-		p.support = b.at
+		p.support, p.supportBeat = b.at, s.Echo
+	}
+	p.prev, p.restarted = 0, s.Flags&wire.CentralSyncRestarted != 0
+	if s.Flags&wire.CentralSyncPrevQuiet != 0 && int(s.Prev) < len(c.members) {
+		p.prev = c.members[s.Prev]
 	}
 	if !p.joined {
 		p.joined = true

@@ -40,6 +40,15 @@ type follower struct {
 	// current term: the latest instant it may have backed an older
 	// coordinator, what its syncs of the term report.
 	backedOlder time.Time
+	// lastBeatFrom is the coordinator whose beat this member last answered
+	// (this member, once it stopped coordinating); localBacked is when it
+	// last answered a beat saying that the coordinator's own clients may
+	// hold a lease (wire.CentralBeat.Quiet not set), of any coordinator, an
+	// older build's included. prevCoord
+	// and prevLocal are the two when this member began following the
+	// current term: what its syncs of the term report (prevQuiet).
+	lastBeatFrom, prevCoord uint32
+	localBacked, prevLocal  time.Time
 
 	stamp uint32
 	// stamps holds the sending time of stamp s at s%stampRing, grown as
@@ -99,6 +108,19 @@ func (c *Core) stampAt(s uint32) (time.Time, bool) {
 	}
 	e := c.fol.stamps[i]
 	return e.at, s != 0 && e.stamp == s
+}
+
+// prevQuiet is the coordinator whose beat this member last answered before
+// the current term, if it answered no beat saying that coordinator's (or
+// any) own clients may hold a lease for a Hold before now, and that
+// coordinator is another member; 0 otherwise. The rank of it goes in this
+// member's syncs (wire.CentralSyncPrevQuiet).
+func (c *Core) prevQuiet() uint32 {
+	f := &c.fol
+	if f.prevCoord == 0 || f.prevCoord == c.self || !f.prevLocal.IsZero() && c.now.Sub(f.prevLocal) <= c.cfg.Hold() {
+		return 0
+	}
+	return f.prevCoord
 }
 
 // backedAt is the latest instant at which this member may have backed a
@@ -286,6 +308,11 @@ func (c *Core) sendSync(echo uint32) {
 	if c.restarted() {
 		s.Flags |= wire.CentralSyncRestarted
 	}
+	if prev := c.prevQuiet(); prev != 0 {
+		rank, _ := slices.BinarySearch(c.members, prev)
+		s.Flags |= wire.CentralSyncPrevQuiet
+		s.Prev = uint8(rank)
+	}
 	s.Stamp = c.nextStamp()
 	for _, e := range s.Entries {
 		if !e.Held {
@@ -324,6 +351,10 @@ func (c *Core) stepBeat(from uint32, term, at uint64, b wire.CentralBeat) error 
 	// Backing it from now: a coordinator this member joins later counts
 	// this one's leases from here.
 	c.fol.backed = c.now
+	c.fol.lastBeatFrom = from
+	if !b.Quiet {
+		c.fol.localBacked = c.now
+	}
 	c.sendSync(b.Beat)
 	return nil
 }

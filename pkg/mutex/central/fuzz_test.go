@@ -324,9 +324,12 @@ func centralFrame(p *corefuzz.Program, lead uint32, term uint64, lim epoch.Limit
 	case wire.KindCentralRefuse:
 		b, _ = wire.CentralRefuse{Name: name, Reason: wire.CentralRefuseReason(1 + p.Intn(3)), Incarnation: incarnation, Seq: seq}.AppendBinary(nil)
 	case wire.KindCentralBeat:
-		b, _ = wire.CentralBeat{Beat: stamp, HoldMS: p.U32()}.AppendBinary(nil)
+		b, _ = wire.CentralBeat{Beat: stamp, HoldMS: p.U32() >> 1, Quiet: p.Bool()}.AppendBinary(nil)
 	case wire.KindCentralSync:
-		s := wire.CentralSync{Flags: p.Byte() & 1, Incarnation: incarnation, Stamp: stamp, Echo: uint32(p.Intn(20)), MaxSeq: seq + uint64(p.Intn(3))}
+		s := wire.CentralSync{Flags: p.Byte() & 3, Incarnation: incarnation, Stamp: stamp, Echo: uint32(p.Intn(20)), MaxSeq: seq + uint64(p.Intn(3))}
+		if s.Flags&wire.CentralSyncPrevQuiet != 0 {
+			s.Prev = p.Byte() % 8 // a member's rank, or beyond the cluster
+		}
 		for range p.Intn(4) {
 			e := wire.CentralSyncEntry{Name: names[p.Intn(len(names))], Mode: wire.CentralMode(p.Intn(2)), LeaseMS: leaseMS, Seq: 1 + uint64(p.Intn(int(min(s.MaxSeq, 8))))}
 			if p.Bool() {

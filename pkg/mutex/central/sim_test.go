@@ -100,15 +100,19 @@ func TestMessagesPerEntry(t *testing.T) {
 
 // TestCoordinatorCrashRecovery: with the defaults (3 s lease, a beat a
 // second, bully noticing a dead leader after 2.5 s), a SIGKILLed
-// coordinator's successor grants a waiting client a lease and half a
-// beat after the last beat the members answered: between MaxLease -
-// BeatInterval and MaxLease + LeaseSlack (padded) after the crash, at
-// whatever instant of the beat the crash comes, never before (the old
-// coordinator's leases may run until then) and never an election later.
+// coordinator whose own clients held nothing is replaced as soon as the
+// election notices (DeadAfter after its last leader heartbeat, so between
+// DeadAfter - BeatInterval and DeadAfter after the crash) and the four
+// others join: every one of them re-announced what it holds, and each
+// says that the dead one's beats had not announced a lease of its own
+// clients for a Hold (CentralSyncPrevQuiet). It used to wait out a lease
+// and half a beat from the last beat the members answered (2.5-3.5 s
+// after the crash), whatever the coordinator's own clients held.
 func TestCoordinatorCrashRecovery(t *testing.T) {
 	cfg := central.DefaultLANConfig()
-	lo := cfg.MaxLease - central.DefaultBeat(cfg.MaxLease)
-	hi := cfg.MaxLease + central.DefaultBeat(cfg.MaxLease)/2 + 50*time.Millisecond
+	beat := central.DefaultBeat(cfg.MaxLease)
+	dead := beat * 5 / 2
+	lo, hi := dead-beat, dead+50*time.Millisecond
 	for k := range 6 {
 		s := defaultCluster(t, int64(k+1))
 		if got := coordinator(s); got != 5 {
@@ -128,18 +132,61 @@ func TestCoordinatorCrashRecovery(t *testing.T) {
 	}
 }
 
-// TestCoordinatorCrashAfterRestart: a member restarted just before the
+// TestCoordinatorCrashOwnHolder: a coordinator whose own client holds the
+// lock when it is SIGKILLed (that client's process lives on, and keeps
+// its lease) is replaced only once that lease has surely ended, wherever
+// in the lease the crash comes: its grant waited for a majority's answers
+// to a beat that announced it (not Quiet), and the successor hears of it from
+// them. Without that, the successor would take the others' word that all
+// they hold is re-announced, and grant 2.5 s after the crash, inside the
+// lease.
+func TestCoordinatorCrashOwnHolder(t *testing.T) {
+	cfg := central.DefaultLANConfig()
+	for k := range 8 {
+		s := defaultCluster(t, int64(k+1))
+		s.Run(time.Duration(k) * 131 * time.Millisecond)
+		asked := s.Elapsed()
+		if !acquired(s, 5, time.Second) {
+			t.Fatalf("offset %d: the coordinator's own client was not granted", k)
+		}
+		granted := s.Elapsed()
+		s.Run(time.Duration(k) * 300 * time.Millisecond)
+		crashed, at := crashCoordinatorAndAsk(t, s, k)
+		t.Logf("own client granted %v after asking; coordinator crashed %v into its lease; member 1 granted %v after the crash, %v after the lease's start",
+			(granted - asked).Round(time.Millisecond), (crashed - granted).Round(time.Millisecond), (at - crashed).Round(time.Millisecond), (at - asked).Round(time.Millisecond))
+		if at-asked < cfg.MaxLease {
+			t.Errorf("offset %d: member 1 granted %v after the dead coordinator's own client asked for its %v lease", k, at-asked, cfg.MaxLease)
+		}
+	}
+}
+
+// crashCoordinatorAndAsk crashes the coordinator (5) and asks for x at
+// member 1; it returns when each happened (s.Elapsed).
+func crashCoordinatorAndAsk(t *testing.T, s *sim.Sim, k int) (crashed, granted time.Duration) {
+	t.Helper()
+	s.Crash(5)
+	crashed = s.Elapsed()
+	if !acquired(s, 1, 10*time.Second) {
+		t.Fatalf("offset %d: not granted 10 s after the coordinator's crash", k)
+	}
+	return crashed, s.Elapsed()
+}
+
+// TestCoordinatorCrashAfterRestart: a member restarted shortly before the
 // coordinator's SIGKILL may have had leases in its previous run that nobody
 // can re-announce (here member 2 held x when its daemon was killed, and
-// its client kept the lease). The successor, though every member but the
-// dead coordinator joined, waits until that restart is a lease old (the
-// member says so in a sync at once), never granting inside the old lease;
-// and no longer than that and a round trip.
+// its client kept the lease). The successor never grants inside that
+// lease, nor later than it used to (a Hold after the last beat answered).
+// Once the restarted member has answered a beat of the dead coordinator
+// (here from 1.5 s after its restart), the successor grants as soon as
+// the election is over and that member's syncs say its start is a lease
+// old (padded): before, it waited a Hold from the members' last answer to
+// the dead coordinator.
 func TestCoordinatorCrashAfterRestart(t *testing.T) {
 	cfg := central.DefaultLANConfig()
+	hold := cfg.MaxLease + central.DefaultBeat(cfg.MaxLease)/2 + 100*time.Millisecond
 	for k := range 6 {
 		s := defaultCluster(t, int64(k+1))
-		s.Run(time.Duration(k) * 173 * time.Millisecond)
 		asked := s.Elapsed()
 		if !acquired(s, 2, time.Second) {
 			t.Fatalf("offset %d: member 2 not granted", k)
@@ -148,21 +195,23 @@ func TestCoordinatorCrashAfterRestart(t *testing.T) {
 		s.Crash(2)
 		s.Restart(2)
 		restarted := s.Elapsed()
-		s.Run(time.Duration(k) * 50 * time.Millisecond)
-		s.Crash(5)
-		crashed := s.Elapsed()
-		if !acquired(s, 1, 10*time.Second) {
-			t.Fatalf("offset %d: not granted 10 s after the coordinator's crash", k)
-		}
-		at := s.Elapsed()
-		t.Logf("member 2 held from %v, restarted %v later; coordinator crashed %v after that; member 1 granted %v after the crash, %v after 2's restart",
-			asked.Round(time.Millisecond), (restarted - asked).Round(time.Millisecond), (crashed - restarted).Round(time.Millisecond),
+		s.Run(time.Duration(k) * 500 * time.Millisecond)
+		crashed, at := crashCoordinatorAndAsk(t, s, k)
+		t.Logf("member 2 restarted %v into its lease; coordinator crashed %v after that; member 1 granted %v after the crash, %v after 2's restart",
+			(restarted - asked).Round(time.Millisecond), (crashed - restarted).Round(time.Millisecond),
 			(at - crashed).Round(time.Millisecond), (at - restarted).Round(time.Millisecond))
 		if at-asked < cfg.MaxLease {
 			t.Errorf("offset %d: member 1 granted %v after member 2's previous run asked for its %v lease", k, at-asked, cfg.MaxLease)
 		}
-		if at-restarted > cfg.MaxLease+200*time.Millisecond {
-			t.Errorf("offset %d: member 1 granted %v after member 2's restart, want within a lease and 200 ms", k, at-restarted)
+		if at-crashed > hold {
+			t.Errorf("offset %d: member 1 granted %v after the crash, want within %v", k, at-crashed, hold)
+		}
+		// The election notices the crash DeadAfter after the coordinator's
+		// last heartbeat; 2's start is a lease old (padded) at leaseOld,
+		// and its next sync (a beat of the successor) says so.
+		leaseOld := restarted + cfg.MaxLease + cfg.HoldMargin + 10*time.Millisecond + central.DefaultBeat(cfg.MaxLease)
+		if want := max(leaseOld, crashed+central.DefaultBeat(cfg.MaxLease)*5/2) + 100*time.Millisecond; crashed-restarted >= 1500*time.Millisecond && at > want {
+			t.Errorf("offset %d: member 1 granted %v after the crash, want by %v (2's start a lease old, or the election)", k, at-crashed, want-crashed)
 		}
 	}
 }
