@@ -168,6 +168,13 @@ type memberAgreement struct {
 	disagreements uint64
 	// Rate limits of the node's own sends to it and notices about it.
 	askedAt, answeredAt, unreachableAt time.Time
+	// owed: the member asked while its last answer was less than
+	// askInterval old; it is answered once that has passed (agreeTick),
+	// not left to wait for this node's next announcement, which may be
+	// a QuietInterval away.
+	owed bool
+	// steppedBack: its last announcement said it stepped back.
+	steppedBack bool
 	// answeredInc is the incarnation whose request was answered last.
 	answeredInc uint32
 }
@@ -323,8 +330,10 @@ func (a *agreement) stateOf(m *memberAgreement, now time.Time) memberState {
 }
 
 // settled says whether announcements may space out: this node runs
-// (neither starting nor stepped back), and no member it hears differs or
-// speaks with an incarnation it has not announced. A silent member does
+// (neither starting nor stepped back), no member it hears differs or
+// speaks with an incarnation it has not announced, and none said it
+// stepped back (it may be waiting for this node's word: forged
+// announcements in its name, or a typo being fixed). A silent member does
 // not unsettle it: a member that comes back asks for the announcements it
 // needs (ConfigAnswer), and is answered at once.
 func (a *agreement) settled(now time.Time) bool {
@@ -332,7 +341,7 @@ func (a *agreement) settled(now time.Time) bool {
 		return false
 	}
 	for _, m := range a.members {
-		if s := a.stateOf(m, now); s == stDiffers || s == stUnknown {
+		if s := a.stateOf(m, now); s == stDiffers || s == stUnknown || (m.steppedBack && a.recent(m.announcedAt, now)) {
 			return false
 		}
 	}
@@ -443,6 +452,12 @@ func (n *Node) agreeTick(now time.Time) {
 	if a.started.IsZero() {
 		a.started = now
 	}
+	for _, id := range slices.Sorted(maps.Keys(a.members)) {
+		if m := a.members[id]; m.owed && !now.Before(m.answeredAt.Add(askInterval)) {
+			m.answeredAt, m.owed = now, false
+			n.announce(id, false)
+		}
+	}
 	if !now.Before(a.next) {
 		// The first round asks every member for its announcement.
 		n.announce(0, a.next.IsZero())
@@ -478,6 +493,11 @@ func (n *Node) agreeDeadline(now time.Time) time.Time {
 	dl := a.next
 	if a.standing == StandingStarting && !a.started.IsZero() {
 		dl = minTime(dl, a.started.Add(a.cfg.StartGrace))
+	}
+	for _, m := range a.members {
+		if m.owed {
+			dl = minTime(dl, m.answeredAt.Add(askInterval))
+		}
 	}
 	if dl.IsZero() || dl.Before(now) {
 		return now
@@ -594,6 +614,7 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 	}
 	m.heardAt, m.announcedAt = now, now
 	m.cfgInc, m.cfg = inc, c
+	m.steppedBack = c.Flags&wire.ConfigSteppedBack != 0
 	differed := len(m.diffs) > 0
 	m.diffs = a.differences(f.Sender, c, true)
 	// A member that agreed announces another configuration: ask it for
@@ -616,10 +637,16 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 	// is answered at once, even if its last run asked a moment ago: it
 	// waits for the answer to start (StartGrace).
 	restarted := a.keyed && inc > m.answeredInc
-	if c.Flags&wire.ConfigAnswer != 0 && (restarted || now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)) {
-		m.answeredAt, m.answeredInc = now, max(m.answeredInc, inc)
+	switch {
+	case c.Flags&wire.ConfigAnswer != 0 && (restarted || now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)):
+		m.answeredAt, m.answeredInc, m.owed = now, max(m.answeredInc, inc), false
 		n.announce(f.Sender, ask)
-	} else if ask {
+	case c.Flags&wire.ConfigAnswer != 0:
+		m.owed = true
+		if ask {
+			n.announce(f.Sender, true)
+		}
+	case ask:
 		n.announce(f.Sender, true)
 	}
 	n.evaluate(now)

@@ -134,3 +134,28 @@ func TestRestartedMemberAnsweredAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestForgedAnnouncementsRightAfterStart: the same attack a tick after
+// the members started, while their answers to node 2's first request are
+// less than askInterval old. Node 2 asks them again at once; they owe it
+// the answer and send it as soon as askInterval has passed, so node 2
+// runs again within a few ticks, not at their next announcement (while
+// all agreed, up to a QuietInterval away). The e2e run of this attack
+// (TestLabAttackForgedAnnouncements) found node 2 still refusing member
+// 3 two seconds later.
+func TestForgedAnnouncementsRightAfterStart(t *testing.T) {
+	l := newAgreeLAN(t, insecure(1), insecure(2), insecure(3))
+	l.quiet = true
+	l.run(100 * time.Millisecond) // the first tick: every node asks every other
+	for _, from := range []uint32{1, 3} {
+		l.forgeAnnouncement(from, 2, 2)
+	}
+	if l.standing(2) != StandingSteppedBack {
+		t.Fatalf("node 2 %v after forged announcements from 1 and 3 (%s): the test did not attack", l.standing(2), l.nodes[2].StandingReason())
+	}
+	l.run(400 * time.Millisecond)
+	st := l.nodes[2].Status().Agreement
+	if l.standing(2) != StandingAgreed || len(st.Agree) != 3 {
+		t.Fatalf("node 2 400ms after the forged announcements: %v, agree %v, differ %v (%s)", l.standing(2), st.Agree, st.Differ, l.nodes[2].StandingReason())
+	}
+}
