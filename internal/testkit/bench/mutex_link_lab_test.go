@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
@@ -54,6 +55,13 @@ func (m *mutexBench) linkCutTrial(trial int) (_ time.Duration, _ bool, late bool
 	if err := m.clients[holder].Post(m.ctx, "/v1/locks/"+hotLock+"/acquire", struct{}{}, &g); err != nil {
 		m.fatal(err)
 	}
+	// renewedAt is when the holder's last renewal (or its grant) came
+	// back: its lease ends a lease after that at the latest. A waiter
+	// granted after that, even before the release, is no second holder:
+	// the holder's renewals failed (cut off from the coordinator or
+	// quorum), its lease lapsed, and its client knows it.
+	var renewedAt atomic.Int64
+	renewedAt.Store(time.Now().UnixNano())
 	// The holder's client renews a third of a lease at a time, as mutexd
 	// lock does, until it releases.
 	stopRenew := make(chan struct{})
@@ -69,6 +77,8 @@ func (m *mutexBench) linkCutTrial(trial int) (_ time.Duration, _ bool, late bool
 			ctx, cancel := context.WithTimeout(m.ctx, mutexLeaseTTL/3)
 			if err := m.clients[holder].Post(ctx, "/v1/locks/"+hotLock+"/renew", map[string]string{"request": g.Request}, nil); err != nil {
 				m.logf("link cut trial %d: renewal at h%d: %v", trial+1, holder, err)
+			} else {
+				renewedAt.Store(time.Now().UnixNano())
 			}
 			cancel()
 		}
@@ -122,10 +132,17 @@ func (m *mutexBench) linkCutTrial(trial int) (_ time.Duration, _ bool, late bool
 		}
 		m.sleep(2 * time.Second) // the link heard again on both sides
 	}()
-	if gr.at.Before(released) {
+	lapsed := time.Unix(0, renewedAt.Load()).Add(mutexLeaseTTL)
+	if gr.at.Before(released) && gr.at.Before(lapsed) {
 		m.logf("mutexd link h%d-h%d cut %d/%d: h%d granted %s after the cut while h%d still held the lock: two holders",
 			holder, waiter, trial+1, *mutexTrials, waiter, Millis(gr.at.Sub(cut)), holder)
 		return 0, false, late
+	}
+	if gr.at.Before(released) {
+		// The holder's lease lapsed first: the handoff is from then.
+		m.logf("mutexd link h%d-h%d cut %d/%d: h%d's renewals failed and its lease lapsed %s after the cut; h%d granted %s after that (before the release it asked for)",
+			holder, waiter, trial+1, *mutexTrials, holder, Millis(lapsed.Sub(cut)), waiter, Millis(gr.at.Sub(lapsed)))
+		released = lapsed
 	}
 	if late {
 		return 0, true, true
