@@ -1061,7 +1061,11 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	}
 	t.Note("messages per entry, uncontended: two rounds of an entry at each host in turn (the lock moves every time); the kinds that also flow in a second without entries (heartbeats, a coordinator's beats and syncs, its election's heartbeats) are idle traffic, shown in its own row, and not counted; an entry that costs no message (at a central coordinator's own host) is logged and left out of the mean")
 	t.Note("the CLIs run under ip netns exec, which alone takes %s (p50)", Micros(r.netnsExec.P50))
-	t.Note("recovery: a waiter queued at the next host; mutexd's holder daemon, or etcd's holder session (etcdctl lock --ttl %d), SIGKILLed at a random instant of its lease; lock free: nobody holds it, a client asks at the next host just after the kill", int(mutexLeaseTTL/time.Second))
+	if *mutexFaults {
+		t.Note("recovery: a waiter queued at the next host; mutexd's holder daemon, or etcd's holder session (etcdctl lock --ttl %d), SIGKILLed at a random instant of its lease; lock free: nobody holds it, a client asks at the next host just after the kill", int(mutexLeaseTTL/time.Second))
+	} else {
+		t.Note("no fault trials (-mutex.faults=false, bench.sh --no-faults): recovery not measured")
+	}
 	return t
 }
 
