@@ -1,6 +1,7 @@
 package rawsock
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -13,7 +14,8 @@ import (
 // Conn is a stream connection (TCP or unix) whose Read is recvfrom and
 // whose Write is sendto (MSG_NOSIGNAL: a peer gone is EPIPE, never a
 // SIGPIPE), both with MSG_DONTWAIT, as raw system calls. Everything
-// else (deadlines, Close, the addresses) is the embedded connection's.
+// else (deadlines, Close, the addresses) is the embedded connection's, and
+// it passes SyscallConn and CloseWrite on.
 type Conn struct {
 	net.Conn
 	rc syscall.RawConn
@@ -100,6 +102,20 @@ func (c *Conn) Write(b []byte) (int, error) {
 		return n, c.opError("write", os.NewSyscallError("sendto", errno))
 	}
 	return n, nil
+}
+
+// SyscallConn gives the descriptor, as the wrapped connection's does
+// (a peek, a socket option).
+func (c *Conn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
+
+// CloseWrite shuts down the writing side, as the wrapped connection's
+// does (net/http half-closes before it drops a connection with a request
+// body it will not read, so that the answer is read before a reset).
+func (c *Conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.opError("close", errors.ErrUnsupported)
 }
 
 func (c *Conn) opError(op string, err error) error {

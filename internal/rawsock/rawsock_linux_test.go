@@ -186,3 +186,25 @@ func TestWrapOther(t *testing.T) {
 		t.Fatalf("Unwrap = %T, want *net.UnixConn", Unwrap(c))
 	}
 }
+
+// The wrapper passes on what the connection's users look for beyond
+// net.Conn: the descriptor (ctl's idle check, the peer's credentials)
+// and the half-close (net/http).
+func TestPassesOn(t *testing.T) {
+	c, s := pair(t, "unix")
+	if _, ok := c.(syscall.Conn); !ok {
+		t.Fatal("a *Conn is not a syscall.Conn")
+	}
+	if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+		t.Fatalf("CloseWrite: %v", err)
+	}
+	// The peer reads the end of the stream; the reading side still works.
+	s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := s.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("peer read after CloseWrite: %v, want io.EOF", err)
+	}
+	s.Write([]byte("x"))
+	if n, err := c.Read(make([]byte, 1)); n != 1 || err != nil {
+		t.Fatalf("read after CloseWrite: %d, %v", n, err)
+	}
+}
