@@ -61,7 +61,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 	})
 	switch {
 	case err != nil:
-		return 0, err // a deadline, or the connection closed: net's own errors
+		return 0, renameOp(err, "read") // a deadline, or the connection closed: net's own errors
 	case errno != 0:
 		return 0, c.opError("read", os.NewSyscallError("recvfrom", errno))
 	case n == 0:
@@ -97,7 +97,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 	})
 	switch {
 	case err != nil:
-		return n, err
+		return n, renameOp(err, "write")
 	case errno != 0:
 		return n, c.opError("write", os.NewSyscallError("sendto", errno))
 	}
@@ -116,6 +116,16 @@ func (c *Conn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return c.opError("close", errors.ErrUnsupported)
+}
+
+// renameOp names a *net.OpError of the raw calls ("raw-read") as
+// net.Conn's own would ("read"): a link's or a call's error reads the
+// same in the logs and in status as before.
+func renameOp(err error, op string) error {
+	if oe, ok := err.(*net.OpError); ok {
+		oe.Op = op
+	}
+	return err
 }
 
 func (c *Conn) opError(op string, err error) error {

@@ -74,8 +74,12 @@ func TestConn(t *testing.T) {
 				t.Fatalf("read past the deadline: %v, want os.ErrDeadlineExceeded", err)
 			}
 			var ne net.Error
-			if _, err := c.Read(buf); !errors.As(err, &ne) || !ne.Timeout() {
+			_, err := c.Read(buf)
+			if !errors.As(err, &ne) || !ne.Timeout() {
 				t.Fatalf("read past the deadline: %v, want a net.Error that says Timeout", err)
+			}
+			if oe, ok := err.(*net.OpError); !ok || oe.Op != "read" {
+				t.Fatalf("read past the deadline: %#v, want a *net.OpError of op read, as net.Conn's", err)
 			}
 			c.SetReadDeadline(time.Time{})
 
@@ -133,7 +137,6 @@ func TestConn(t *testing.T) {
 			}
 			// Writing to a closed peer fails (EPIPE or a reset), and
 			// raises no SIGPIPE: the test would die of it.
-			var err error
 			for range 100 {
 				if _, err = c.Write([]byte("x")); err != nil {
 					break
