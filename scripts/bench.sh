@@ -22,7 +22,7 @@
 #       --partition (default 5s) of {1,2} from {3,4,5}.
 #       Installs etcd-server and etcd-client if missing.
 #   bench.sh mutex [--algorithm NAME[,NAME...]|all] [--samples N] [--window D] [--clients N]
-#                  [--trials N] [--traffic D] [--count-hosts N] [--flags 'MUTEXD-FLAGS']
+#                  [--trials N] [--traffic D] [--count-hosts N] [--flags 'MUTEXD-FLAGS'] [--no-faults]
 #       every mutexd algorithm (pkg/mutex/algorithms; --algorithm picks one or a comma-separated list,
 #       default all), one 5-host cluster after the other, against etcd 3.4's
 #       lock (one node; its v3lock gateway and etcdctl lock), in one table:
@@ -37,7 +37,9 @@
 #       the holder and a waiter cut while the holder keeps the lock 6 s (two
 #       holders, or the handoff after its release; --trials), RSS; then the message counts alone
 #       on --count-hosts hosts (default 16; 0 skips). --flags are added to
-#       every mutexd run. Installs etcd-server and etcd-client.
+#       every mutexd run. --no-faults skips every fault trial (recovery,
+#       partition, pause, link cut, maker kill): latency, throughput and
+#       cost only, for quick A/B runs. Installs etcd-server and etcd-client.
 #   bench.sh mutex-profile [--algorithm NAME[,NAME...]] [--samples N]
 #       one uncontended entry taken apart, step by step, from mutexd's traces
 #       (--trace on h1..h5): the request leaving, reaching the peers, their
@@ -393,7 +395,7 @@ bench_elect() {
 }
 
 bench_mutex() {
-	local samples=2000 window=5s clients=8 trials=5 traffic=10s flags="" algorithm=all counthosts=16 argv=("$@")
+	local samples=2000 window=5s clients=8 trials=5 traffic=10s flags="" algorithm=all counthosts=16 faults=true argv=("$@")
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--samples) samples=${2:?--samples needs a number} && shift ;;
@@ -404,6 +406,7 @@ bench_mutex() {
 		--flags) flags=${2?--flags needs mutexd flags} && shift ;;
 		--algorithm) algorithm=${2:?--algorithm needs a name or all} && shift ;;
 		--count-hosts) counthosts=${2:?--count-hosts needs a number} && shift ;;
+		--no-faults) faults=false ;;
 		-h | --help) usage ;;
 		*) echo "$prog mutex: unknown argument '$1'" >&2 && usage ;;
 		esac
@@ -423,10 +426,10 @@ bench_mutex() {
 	need_packages iproute2 nftables etcd-server etcd-client
 	setup
 	build ./cmd/mutexd
-	log "bench mutex: algorithm $algorithm, $samples samples, $clients clients for $window, $trials recovery trials, counts on $counthosts hosts, lab prefix $PREFIX${flags:+, mutexd flags: $flags}"
+	log "bench mutex: algorithm $algorithm, $samples samples, $clients clients for $window, $([ $faults = true ] && echo "$trials recovery trials" || echo "no fault trials"), counts on $counthosts hosts, lab prefix $PREFIX${flags:+, mutexd flags: $flags}"
 	run_go_bench Mutex -mutex -mutex.bin "$WORK/bin" -mutex.prefix "$PREFIX" -mutex.samples "$samples" \
 		-mutex.window "$window" -mutex.clients "$clients" -mutex.trials "$trials" -mutex.traffic "$traffic" -mutex.flags "$flags" \
-		-mutex.algorithm "$algorithm" -mutex.count-hosts "$counthosts"
+		-mutex.algorithm "$algorithm" -mutex.count-hosts "$counthosts" -mutex.faults="$faults"
 }
 
 bench_mutex-profile() {

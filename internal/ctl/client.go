@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/synclab/synclab/internal/rawsock"
 )
 
 // Limits on what a client reads from the daemon.
@@ -262,6 +264,7 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 		}
 		return nil, &ConnectError{Path: c.path, Daemon: c.daemon, Op: "connect", Err: err}
 	}
+	conn = rawsock.Wrap(conn) // reads and writes that wake no monitor thread
 	return &clientConn{conn: conn, br: bufio.NewReaderSize(conn, 4096)}, nil
 }
 

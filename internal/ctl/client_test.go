@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/internal/rawsock"
 )
 
 func TestClientUnreachable(t *testing.T) {
@@ -291,5 +293,45 @@ func TestClientBodyOverTheLimit(t *testing.T) {
 	}
 	if err := c.Post(ctx, "/v1/echo", map[string]string{"a": "b"}, nil); err != nil {
 		t.Fatalf("the next call: %v", err)
+	}
+}
+
+// idleOpen sees through the client's raw connections (internal/rawsock):
+// open while the daemon keeps its end, closed once it dropped it.
+func TestIdleOpenRawConn(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("idleOpen peeks only on Linux")
+	}
+	path := filepath.Join(t.TempDir(), "s")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	uc, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rawsock.Wrap(uc)
+	defer c.Close()
+	if _, ok := c.(*rawsock.Conn); !ok {
+		t.Fatalf("Wrap gave a %T", c)
+	}
+	s := <-accepted
+	if !idleOpen(c) {
+		t.Fatal("an open idle connection was taken for closed")
+	}
+	s.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for idleOpen(c) {
+		if time.Now().After(deadline) {
+			t.Fatal("a connection the daemon closed was taken for open")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

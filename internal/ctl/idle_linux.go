@@ -1,9 +1,9 @@
 package ctl
 
 import (
-	"errors"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,8 +23,10 @@ func idleOpen(c net.Conn) bool {
 	open := false
 	var buf [1]byte
 	err = raw.Read(func(fd uintptr) bool {
-		_, _, perr := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		open = errors.Is(perr, unix.EAGAIN)
+		// A raw call, as every read of the connection (internal/rawsock):
+		// with MSG_DONTWAIT it cannot block.
+		_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+		open = e == unix.EAGAIN
 		return true // never wait: the answer is now
 	})
 	return err == nil && open

@@ -7,11 +7,13 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/synclab/synclab/internal/rawsock"
 )
 
 // peerCredentials asks the kernel who is at the other end of c.
 func peerCredentials(c net.Conn) (Peer, error) {
-	uc, ok := c.(*net.UnixConn)
+	uc, ok := rawsock.Unwrap(c).(*net.UnixConn)
 	if !ok {
 		return Peer{}, errors.New("not a unix socket connection")
 	}

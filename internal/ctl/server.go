@@ -539,7 +539,7 @@ func Decode(r *http.Request, v any) error {
 
 // Serve answers requests until Close; it then returns http.ErrServerClosed.
 func (s *Server) Serve() error {
-	return s.srv.Serve(s.ln)
+	return s.srv.Serve(rawListener{s.ln})
 }
 
 // Close stops the server: streams are cancelled at once, other in-flight

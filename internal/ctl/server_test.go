@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/rawsock"
 	"github.com/synclab/synclab/internal/testkit/testenv"
 )
 
@@ -510,4 +512,32 @@ func rawPost(t *testing.T, sock, path, body string) *Error {
 	}
 	_, err = readError(resp)
 	return err.(*Error)
+}
+
+// The server's connections read and write with raw system calls
+// (internal/rawsock): a control call wakes no runtime monitor thread.
+func TestServerConnsAreRaw(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := net.Dial("unix", filepath.Join(dir, "s")); err == nil {
+			defer c.Close()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	c, err := rawListener{ln}.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*rawsock.Conn); runtime.GOOS == "linux" && !ok {
+		t.Fatalf("accepted a %T, want a *rawsock.Conn", c)
+	}
+	if _, err := peerCredentials(c); runtime.GOOS == "linux" && err != nil {
+		t.Fatalf("peer credentials through the raw connection: %v", err)
+	}
 }

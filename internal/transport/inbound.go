@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"os"
 	"time"
+
+	"github.com/synclab/synclab/internal/rawsock"
 )
 
 // Inbound TCP is where a stranger on the LAN can cost a daemon memory and a
@@ -128,7 +130,7 @@ func (e *endpoint) release(ic *inConn) {
 // reset closes a connection with a RST rather than a FIN where it can:
 // nothing waits in FIN_WAIT for a peer that may never answer.
 func reset(conn net.Conn) {
-	if tc, ok := conn.(*net.TCPConn); ok {
+	if tc, ok := rawsock.Unwrap(conn).(*net.TCPConn); ok {
 		tc.SetLinger(0)
 	}
 	conn.Close()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/net/ipv4"
+
+	"github.com/synclab/synclab/internal/rawsock"
 )
 
 // sockets is the real fabric: the member UDP socket (unicast in and out,
@@ -161,7 +163,7 @@ func (s *sockets) dial(ctx context.Context, to netip.AddrPort) (net.Conn, error)
 	// Go sets TCP_NODELAY by default; say so, since a frame held back by
 	// Nagle would be a late protocol message.
 	c.(*net.TCPConn).SetNoDelay(true)
-	return c, nil
+	return rawsock.Wrap(c), nil // writes that wake no monitor thread
 }
 
 // dialKeepAlive is the dialing end's keepalive: a link idle for
@@ -200,7 +202,8 @@ func (s *sockets) accept() {
 		// member), so it does not probe (Go's accept turns keepalive on).
 		c.SetKeepAlive(false)
 		ap := c.RemoteAddr().(*net.TCPAddr).AddrPort()
-		s.e.serveInbound(c, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+		// Reads that wake no monitor thread (internal/rawsock).
+		s.e.serveInbound(rawsock.Wrap(c), netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 	}
 }
 

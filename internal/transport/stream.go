@@ -258,11 +258,12 @@ func (l *link) connect(ctx context.Context) (net.Conn, error) {
 // write sends one frame. The deadline is what keeps a peer that stopped
 // reading from blocking the link (and its queue) forever.
 func (l *link) write(conn net.Conn, b []byte) error {
-	var hdr [frameHeaderLen]byte
-	binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+	// One write, header and frame together: one segment, one system call.
+	buf := make([]byte, frameHeaderLen+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	copy(buf[frameHeaderLen:], b)
 	conn.SetWriteDeadline(time.Now().Add(l.e.cfg.Stream.WriteTimeout))
-	bufs := net.Buffers{hdr[:], b}
-	_, err := bufs.WriteTo(conn)
+	_, err := conn.Write(buf)
 	return err
 }
 

@@ -48,6 +48,7 @@ var (
 	mutexFlags   = flag.String("mutex.flags", "", "extra `FLAGS` for every mutexd run, e.g. \"--loss-timeout 300ms --confirm-window 150ms\"")
 	mutexAlg     = flag.String("mutex.algorithm", "all", "the mutexd `ALGORITHM`s to measure (names of pkg/mutex/algorithms, comma-separated), or all of them side by side")
 	mutexCount   = flag.Int("mutex.count-hosts", 16, "a second, smaller run on this many hosts that only counts messages per entry (0: skip)")
+	mutexFaults  = flag.Bool("mutex.faults", true, "run the recovery, partition, pause, link-cut and maker-kill trials (false: latency, throughput and cost only, for quick A/B runs)")
 )
 
 const (
@@ -57,9 +58,15 @@ const (
 	// mutexLeaseTTL is mutexd's default --lease, and etcd's session TTL
 	// in the recovery trials.
 	mutexLeaseTTL = 3 * time.Second
-	// Targets of issue 5 (the token ring), printed beside the figures.
-	targetAcquireP50 = 500 * time.Microsecond
-	targetHandoffs   = 500.0
+	// Targets of issue 34, printed beside the figures: uncontended
+	// acquire+release back to back at one host (a control call is ~0.08
+	// ms here, a LAN round trip ~0.05 ms), the token ring's and every
+	// algorithm's; handoffs per second with -mutex.clients on one lock;
+	// `mutexd lock NAME -- true` under ip netns exec.
+	targetRingP50    = 150 * time.Microsecond
+	targetAcquireP50 = 400 * time.Microsecond
+	targetHandoffs   = 5000.0
+	targetCLIP50     = 12 * time.Millisecond
 	// Recovery, issue 34's goals for a SIGKILL: the holder's, p50 at most
 	// etcd's in the same run (its session TTL is the lease); the central
 	// coordinator's, nothing granted for at most targetCoordinatorKill.
@@ -154,15 +161,19 @@ func BenchmarkMutex(b *testing.B) {
 		m.perEntry(r, r.perEntry)
 		m.contended(r)
 		m.idle(r)
-		m.recovery(r)
-		m.cutOff(r)    // mutex_cutoff_lab_test.go
-		m.linkCut(r)   // mutex_link_lab_test.go
-		m.makerKill(r) // mutex_makerkill_lab_test.go: the ring only
+		if *mutexFaults {
+			m.recovery(r)
+			m.cutOff(r)    // mutex_cutoff_lab_test.go
+			m.linkCut(r)   // mutex_link_lab_test.go
+			m.makerKill(r) // mutex_makerkill_lab_test.go: the ring only
+		}
 		m.stopCluster()
 	}
 	m.etcdUncontended(r)
 	m.etcdContended(r)
-	m.etcdRecovery(r)
+	if *mutexFaults {
+		m.etcdRecovery(r)
+	}
 	if *mutexCount > 0 {
 		for _, f := range algs {
 			m.startCluster(f.Name, *mutexCount)
@@ -1013,20 +1024,25 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	row("synchronisation delay (notes)", "", algOnly(func(a string) string { return cost(a).Cost.Delay }))
 	t.Section("uncontended acquire+release, p50 / p99")
 	// Issue 15's target is every algorithm ahead of etcd, measured in
-	// this run; the token ring keeps issue 5's bound as well.
-	row("API, back to back on one host", fmt.Sprintf("p50 < etcd's; tokenring p50 <= %s", Micros(targetAcquireP50)), func(sys string) string {
+	// this run; issue 34's bounds the p50 itself.
+	row("API, back to back on one host", fmt.Sprintf("p50 < etcd's and <= %s; tokenring <= %s", Micros(targetAcquireP50), Micros(targetRingP50)), func(sys string) string {
 		if sys == "etcd" {
 			return pair(r.api[sys])
 		}
-		ahead := r.api[sys].P50 < r.api["etcd"].P50
+		bound := targetAcquireP50
 		if sys == "tokenring" {
-			ahead = ahead && r.api[sys].P50 <= targetAcquireP50
+			bound = targetRingP50
 		}
-		return Verdict(pair(r.api[sys]), ahead)
+		return Verdict(pair(r.api[sys]), r.api[sys].P50 < r.api["etcd"].P50 && r.api[sys].P50 <= bound)
 	})
 	row("API, one every 300 ms", "", func(sys string) string { return pair(r.spaced[sys]) })
 	row("API, alternating two hosts", "", func(sys string) string { return pair(r.moving[sys]) })
-	row("CLI (lock NAME -- true)", "", func(sys string) string { return pair(r.cli[sys]) })
+	row("CLI (lock NAME -- true, with ip netns exec)", fmt.Sprintf("p50 <= %s", Millis(targetCLIP50)), func(sys string) string {
+		if sys == "etcd" {
+			return pair(r.cli[sys])
+		}
+		return Verdict(pair(r.cli[sys]), r.cli[sys].P50 <= targetCLIP50)
+	})
 	t.Section(fmt.Sprintf("contended: %d clients, one lock, %v", *mutexClients, *mutexWindow))
 	row("handoffs/s", fmt.Sprintf(">= %.0f", targetHandoffs), func(sys string) string {
 		if sys == "etcd" {
@@ -1039,6 +1055,54 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	row("idle traffic per node, payload / eth0", "< 1000 B/s", algOnly(func(a string) string {
 		return fmt.Sprintf("%.0f / %.0f B/s", r.idlePayload[a], r.idleIf[a])
 	}))
+	if *mutexFaults {
+		m.faultRows(t, r, systems, row, ms)
+	}
+	t.Row("RSS (max, any algorithm)", "<= 20 MB", append([]string{Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS)},
+		append(make([]string, len(names)-1), MB(m.rss["etcd"])+" (server)")...)...)
+	flags := "defaults (lease 3s, --heartbeat 1s: a member silent 3.5 s is down; the voting cores beat every 1.5 s)"
+	if *mutexFlags != "" {
+		flags = "flags " + *mutexFlags
+	}
+	t.Note("mutexd: %d namespace hosts, one cluster per algorithm in turn, %s; clients on the daemon's host, HTTP on its unix socket", mutexHosts, flags)
+	t.Note("etcd: one node on h6, clients on its 127.0.0.1 through the v3lock JSON gateway (lease per client), etcdctl lock for the CLI")
+	for _, a := range names {
+		var kinds []string
+		for _, k := range slices.Sorted(maps.Keys(r.perEntryKind[a])) {
+			if v := r.perEntryKind[a][k]; v >= 0.005 {
+				kinds = append(kinds, fmt.Sprintf("%s %.2f", k, v))
+			}
+		}
+		t.Note("%s contended: %d grants; frames per entry by kind: %s", a, r.contendedGrants[a], strings.Join(kinds, ", "))
+	}
+	t.Note("messages per entry, uncontended: two rounds of an entry at each host in turn (the lock moves every time); the kinds that also flow in a second without entries (heartbeats, a coordinator's beats and syncs, its election's heartbeats) are idle traffic, shown in its own row, and not counted; an entry that costs no message (at a central coordinator's own host) is logged and left out of the mean")
+	t.Note("the CLIs run under ip netns exec, which alone takes %s (p50)", Micros(r.netnsExec.P50))
+	if *mutexFaults {
+		t.Note("recovery: a waiter queued at the next host; mutexd's holder daemon, or etcd's holder session (etcdctl lock --ttl %d), SIGKILLed at a random instant of its lease; lock free: nobody holds it, a client asks at the next host just after the kill", int(mutexLeaseTTL/time.Second))
+	} else {
+		t.Note("no fault trials (-mutex.faults=false, bench.sh --no-faults): recovery not measured")
+	}
+	return t
+}
+
+// buildBinary returns DIR/name if dir is set, or builds ../../../cmd/name.
+func buildBinary(b *testing.B, tmp, dir, name string) string {
+	if dir != "" {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil {
+			b.Fatalf("-%s.bin: %v", name, err)
+		}
+		return p
+	}
+	p := filepath.Join(tmp, name)
+	if out, err := exec.Command("go", "build", "-o", p, "../../../cmd/"+name).CombinedOutput(); err != nil {
+		b.Fatalf("building %s: %v\n%s", name, err, out)
+	}
+	return p
+}
+
+// faultRows are the rows of the fault trials (-mutex.faults).
+func (m *mutexBench) faultRows(t *Table, r *mutexResults, systems []string, row func(metric, target string, cell func(sys string) string), ms func(Summary) string) {
 	row("recovery after SIGKILL of the holder, p50 / max", "p50 <= etcd's (its session TTL = the lease)", func(sys string) string {
 		rec := r.recovery[sys]
 		if sys == "etcd" {
@@ -1067,41 +1131,4 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	m.cutOffRows(t, r, systems)
 	m.linkCutRows(t, r, systems)
 	m.makerKillRows(t, r, systems)
-	t.Row("RSS (max, any algorithm)", "<= 20 MB", append([]string{Verdict(MB(m.rss["mutexd"]), m.rss["mutexd"] <= targetRSS)},
-		append(make([]string, len(names)-1), MB(m.rss["etcd"])+" (server)")...)...)
-	flags := "defaults (lease 3s, --heartbeat 1s: a member silent 3.5 s is down; the voting cores beat every 1.5 s)"
-	if *mutexFlags != "" {
-		flags = "flags " + *mutexFlags
-	}
-	t.Note("mutexd: %d namespace hosts, one cluster per algorithm in turn, %s; clients on the daemon's host, HTTP on its unix socket", mutexHosts, flags)
-	t.Note("etcd: one node on h6, clients on its 127.0.0.1 through the v3lock JSON gateway (lease per client), etcdctl lock for the CLI")
-	for _, a := range names {
-		var kinds []string
-		for _, k := range slices.Sorted(maps.Keys(r.perEntryKind[a])) {
-			if v := r.perEntryKind[a][k]; v >= 0.005 {
-				kinds = append(kinds, fmt.Sprintf("%s %.2f", k, v))
-			}
-		}
-		t.Note("%s contended: %d grants; frames per entry by kind: %s", a, r.contendedGrants[a], strings.Join(kinds, ", "))
-	}
-	t.Note("messages per entry, uncontended: two rounds of an entry at each host in turn (the lock moves every time); the kinds that also flow in a second without entries (heartbeats, a coordinator's beats and syncs, its election's heartbeats) are idle traffic, shown in its own row, and not counted; an entry that costs no message (at a central coordinator's own host) is logged and left out of the mean")
-	t.Note("the CLIs run under ip netns exec, which alone takes %s (p50)", Micros(r.netnsExec.P50))
-	t.Note("recovery: a waiter queued at the next host; mutexd's holder daemon, or etcd's holder session (etcdctl lock --ttl %d), SIGKILLed at a random instant of its lease; lock free: nobody holds it, a client asks at the next host just after the kill", int(mutexLeaseTTL/time.Second))
-	return t
-}
-
-// buildBinary returns DIR/name if dir is set, or builds ../../../cmd/name.
-func buildBinary(b *testing.B, tmp, dir, name string) string {
-	if dir != "" {
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err != nil {
-			b.Fatalf("-%s.bin: %v", name, err)
-		}
-		return p
-	}
-	p := filepath.Join(tmp, name)
-	if out, err := exec.Command("go", "build", "-o", p, "../../../cmd/"+name).CombinedOutput(); err != nil {
-		b.Fatalf("building %s: %v\n%s", name, err, out)
-	}
-	return p
 }
