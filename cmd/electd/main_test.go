@@ -19,6 +19,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect/ring"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
 	"github.com/synclab/synclab/pkg/epoch"
 )
@@ -80,7 +81,11 @@ func TestBuildRefuses(t *testing.T) {
 		{[]string{"--algorithm", "raft"}, `unknown election algorithm "raft" (known: bully`},
 		{[]string{"--heartbeat", "500us"}, "--heartbeat 500µs: timeout out of range"},
 		{[]string{"--answer-timeout", "0s"}, "--answer-timeout 0s: timeout out of range"},
-		{[]string{"--heartbeat", "400ms"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
+		{[]string{"--heartbeat", "240ms"}, "--leader-timeout (240ms) must exceed --heartbeat (240ms)"},
+		{[]string{"--heartbeat", "400ms", "--algorithm", "ring-naive"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
+		{[]string{"--heartbeat", "236ms"}, "--heartbeat (236ms) + --probe (4ms) must be below --leader-timeout (240ms)"},
+		{[]string{"--probe", "1ms", "--algorithm", "majority"}, "--probe: only bully probes its leader (majority waits --leader-timeout)"},
+		{[]string{"--probe", "500us"}, "--probe 500µs: timeout out of range"},
 		{[]string{"--topology", "1-2,2-3"}, "--topology: only --algorithm yoyo runs on a topology"},
 		{[]string{"--algorithm", "yoyo", "--topology", "1-2"}, "not connected: members [3] cannot reach member 1"},
 		{[]string{"--algorithm", "yoyo", "--topology", "1-2,2-4"}, "4 is not a member"},
@@ -93,6 +98,33 @@ func TestBuildRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestBuildDefaults: bully runs with its own defaults (200 ms heartbeats,
+// a 240 ms timeout and 4 ms probes), the other algorithms with electd's
+// (50 ms, 400 ms, no probes); --probe 0 turns bully's probes off.
+func TestBuildDefaults(t *testing.T) {
+	el, err := buildWith(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := el.Report().Detail.(bully.Detail); d.Heartbeat != 200*time.Millisecond || d.LeaderTimeout != 240*time.Millisecond || d.Probe != 4*time.Millisecond {
+		t.Errorf("bully's defaults: %+v", d)
+	}
+	el, err = buildWith(t, "--probe", "0", "--leader-timeout", "1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := el.Report().Detail.(bully.Detail); d.Probe != 0 || d.LeaderTimeout != time.Second {
+		t.Errorf("--probe 0: %+v", d)
+	}
+	el, err = buildWith(t, "--algorithm", "ring-naive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := el.Report().Detail.(ring.Detail); d.Heartbeat != 50*time.Millisecond || d.LeaderTimeout != 400*time.Millisecond {
+		t.Errorf("ring-naive's defaults: %+v", d)
 	}
 }
 
