@@ -122,6 +122,14 @@ type Core struct {
 	// member's probe (by rank), at most once a millisecond each.
 	probed   time.Time
 	answered []time.Time
+	// leadHeard is the last arrival of the followed leader's claim; late
+	// the lateness of its last lateWindow arrivals past the expected
+	// heartbeat (a ring, next at lateNext); extra what the leader timeout
+	// has grown by for them (see observe).
+	leadHeard time.Time
+	late      [lateWindow]time.Duration
+	lateNext  int
+	extra     time.Duration
 
 	// contested is when this node last told its leader about a newer term
 	// it follows it in (stepStale): at most once a heartbeat.
@@ -232,6 +240,15 @@ func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
 	b.role = RoleFollower
 	b.step = stepFollower
 	b.tick = tickFollower
+	if b.lead != lead {
+		if b.lead != 0 && b.lead != b.id {
+			b.det.SetTimeout(b.lead, b.leaderTimeout(b.lead))
+		}
+		b.leadHeard = time.Time{}
+		if lead != 0 {
+			b.det.SetTimeout(lead, b.leaderTimeout(lead)+b.extra)
+		}
+	}
 	b.lead = lead
 	b.suspect = 0
 	b.deadline = time.Time{}
@@ -538,7 +555,57 @@ func (b *Core) Step(m core.Message) error {
 	// A frame of the current or a newer term is a sign of life (a stale
 	// one is not: it may be a forged claim in the leader's name).
 	b.det.Heard(m.From, b.now)
-	return b.step(b, in)
+	if err := b.step(b, in); err != nil {
+		return err
+	}
+	if b.role == RoleFollower && in.From == b.lead && in.Term == b.term && isClaim(in.Kind) {
+		at := m.Time
+		if at.IsZero() {
+			at = b.now
+		}
+		b.observe(at)
+	}
+	return nil
+}
+
+// lateWindow is how many of the leader's last arrivals the follower's
+// timeout adapts to (Config.Probe): 16 heartbeats, about 3 s at electd's
+// defaults.
+const lateWindow = 16
+
+// observe records the arrival at `at` of a claim of the leader this node
+// follows: how late it came after the heartbeat it expected (the last
+// arrival plus Heartbeat; an answer to a probe right after another frame
+// says nothing of the schedule and is skipped), and moves the leader
+// timeout to LeaderTimeout plus twice the latest of the last lateWindow,
+// at most two heartbeats more. On a quiet LAN nothing comes late and the
+// timeout stays LeaderTimeout; on a loaded host, whose leader's heartbeats
+// and answers run tens of milliseconds late, it grows with them, so that
+// the short timeout does not take a busy leader for a dead one. Only with
+// probes: without them LeaderTimeout already spans several heartbeats.
+func (b *Core) observe(at time.Time) {
+	if b.cfg.Probe == 0 {
+		return
+	}
+	prev := b.leadHeard
+	if at.After(prev) {
+		b.leadHeard = at
+	}
+	if prev.IsZero() || at.Sub(prev) < b.cfg.Heartbeat/2 {
+		return
+	}
+	b.late[b.lateNext] = max(at.Sub(prev)-b.cfg.Heartbeat, 0)
+	b.lateNext = (b.lateNext + 1) % lateWindow
+	b.adapt()
+}
+
+// adapt sets the leader's timeout in the detector from the lateness seen.
+func (b *Core) adapt() {
+	worst := slices.Max(b.late[:])
+	b.extra = min(2*worst, 2*b.cfg.Heartbeat)
+	if b.lead != 0 && b.lead != b.id {
+		b.det.SetTimeout(b.lead, b.leaderTimeout(b.lead)+b.extra)
+	}
 }
 
 // accept checks who sent m and decodes its payload: structure and the

@@ -146,10 +146,74 @@ func TestProbeSchedule(t *testing.T) {
 	if d := b.Detail(); d.ProbesSent != 9 || d.Probe != 4*time.Millisecond {
 		t.Errorf("detail %+v", d)
 	}
+	// That heartbeat came 39 ms late: the timeout grows by twice that.
+	if d := b.Detail(); d.LeaderTimeoutNow != 318*time.Millisecond {
+		t.Errorf("timeout now %v, want 240ms + 2 x 39ms", d.LeaderTimeoutNow)
+	}
+	// Sixteen heartbeats on time and it is back at 240 ms.
+	at := hb.Time
+	for range 16 {
+		at = at.Add(200 * time.Millisecond)
+		b.Tick(at)
+		m := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
+		m.Time = at
+		if err := b.Step(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := b.Detail(); d.LeaderTimeoutNow != 240*time.Millisecond {
+		t.Errorf("timeout now %v after 16 heartbeats on time, want 240ms", d.LeaderTimeoutNow)
+	}
 	// Unanswered: the timeout, 240 ms after the last heartbeat, suspects.
-	b.Tick(hb.Time.Add(240 * time.Millisecond))
+	b.Tick(at.Add(239 * time.Millisecond))
+	if l, _, _ := b.Leader(); l != 3 {
+		t.Fatalf("leader %d before the timeout", l)
+	}
+	b.Tick(at.Add(240 * time.Millisecond))
 	if l, _, _ := b.Leader(); l == 3 {
 		t.Errorf("leader %d still followed after the timeout", l)
+	}
+}
+
+// TestLateLeaderKept: a leader whose heartbeats and answers run 30, then
+// 60 ms late (a loaded host) is not suspected: the follower's timeout
+// grows with the lateness it sees, where a fixed 240 ms would elect at
+// each heartbeat 60 ms late.
+func TestLateLeaderKept(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := probeNode(t, 2, t0)
+	term := uint64(3)<<32 | 3
+	at := t0
+	for i := range 40 {
+		late := time.Duration(0)
+		switch {
+		case i%4 != 3:
+		case i < 20:
+			late = 30 * time.Millisecond // within the 40 ms a fixed timeout leaves
+		default:
+			late = 60 * time.Millisecond // beyond it
+		}
+		at = at.Add(200*time.Millisecond + late)
+		for d := at.Add(-200*time.Millisecond - late); d.Before(at); d = d.Add(time.Millisecond) {
+			b.Tick(d)
+		}
+		m := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
+		if i == 0 {
+			m = frame(t, 3, wire.KindCoordinator, term, wire.Coordinator{})
+		}
+		m.Time = at
+		if err := b.Step(m); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			if l, _, _ := b.Leader(); l != 3 {
+				t.Fatalf("heartbeat %d: leader %d: a late leader was suspected", i, l)
+			}
+		}
+		at = at.Add(-late) // the next is due on the leader's schedule
+	}
+	if d := b.Detail(); d.LeaderTimeoutNow != 360*time.Millisecond || b.Report().ElectionsStarted != 1 {
+		t.Errorf("timeout now %v (want 240 + 2 x 60 ms), elections %d (the startup one)", d.LeaderTimeoutNow, b.Report().ElectionsStarted)
 	}
 }
 

@@ -65,6 +65,11 @@ type Detail struct {
 	// nine or so a heartbeat without answers is losing its leader.
 	ProbesSent     uint64 `json:"probes_sent,omitempty"`
 	ProbesAnswered uint64 `json:"probes_answered,omitempty"`
+	// LeaderTimeoutNow is the timeout this follower gives its leader now:
+	// LeaderTimeout plus twice the latest of the leader's last 16
+	// arrivals past the expected heartbeat (at most two heartbeats more),
+	// with probes; LeaderTimeout without.
+	LeaderTimeoutNow time.Duration `json:"leader_timeout_now_ns,omitempty"`
 	// TermCredit is how many rounds above the current term a frame may
 	// carry now (see pkg/epoch): TermBurst after a rest.
 	TermCredit uint32 `json:"term_credit"`
@@ -91,6 +96,7 @@ func (b *Core) Detail() Detail {
 		Overslept:          b.counts.overslept,
 		ProbesSent:         b.counts.probes,
 		ProbesAnswered:     b.counts.probesAnswered,
+		LeaderTimeoutNow:   b.cfg.LeaderTimeout + b.extra,
 		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
 	}
 	if b.exhausted != nil {
