@@ -57,6 +57,12 @@ func (e *electBench) table(specs []electdSpec, res []*systemResult) *Table {
 		}
 		return strconv.Itoa(len(r.unexpected))
 	})...)
+	t.Row("trials repeated: elected before the kill", "0", cells(func(k int, r *systemResult) string {
+		if isEtcd(k) {
+			return "-"
+		}
+		return Verdict(strconv.Itoa(r.electedBeforeKill), r.electedBeforeKill == 0)
+	})...)
 
 	t.Section("messages per election (frames sent by the survivors, heartbeats excluded)")
 	t.Row("total, mean (min-max)", "", cells(func(k int, r *systemResult) string {
