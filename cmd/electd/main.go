@@ -5,7 +5,7 @@
 //
 //	electd run --id 1 --members 1=10.0.0.1:7500,2=10.0.0.2:7500,... [--algorithm bully] [--priorities 2=10]
 //	           [--topology 1-2,2-3,...] (yoyo)
-//	           [--heartbeat 50ms] [--leader-timeout 400ms] [--answer-timeout 50ms]
+//	           [--heartbeat 50ms] [--leader-timeout 400ms] [--answer-timeout 50ms] [--probe 0]
 //	           [--on-elected CMD] [--on-demoted CMD] [--on-change CMD]
 //	electd leader [--json]     who leads now (exit 1 if nobody does)
 //	electd watch [--json]      every leadership change, until interrupted
@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,6 +35,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	electalgorithms "github.com/synclab/synclab/pkg/elect/algorithms"
+	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/elect/majority"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
 	"github.com/synclab/synclab/pkg/epoch"
@@ -93,9 +95,10 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: electalgorithms.Default, Usage: "election algorithm `NAME`: " + algorithmNames()},
 		&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID; the majority election's vote weights, 0 counting 1); must be the same on every node"},
 		&cli.StringFlag{Name: "topology", EnvVars: app.Env(name, "topology"), Usage: "yoyo only: the connected graph members elect over, as edges `A-B,B-C,...` (members talk to their neighbours only; default: every pair); must be the same on every node"},
-		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "leader heartbeat interval, used as given (1ms and up)"},
-		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat)"},
-		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: 50 * time.Millisecond, Usage: "how long a candidate waits for a member it asked to answer"},
+		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Usage: "leader heartbeat interval, used as given (1ms and up; default 50ms)"},
+		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Usage: "silence after which a follower suspects the leader (must exceed --heartbeat; default 400ms)"},
+		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Usage: "how long a candidate waits for a member it asked to answer (default 50ms)"},
+		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Usage: "bully only: a follower that missed a heartbeat asks the leader for one this often until --leader-timeout (default 0: off; fast failover: --heartbeat 200ms --leader-timeout 240ms --probe 4ms)"},
 		&cli.StringSliceFlag{Name: "on-elected", EnvVars: app.Env(name, "on-elected"), Usage: "shell `CMD` run when this node becomes leader"},
 		&cli.StringSliceFlag{Name: "on-demoted", EnvVars: app.Env(name, "on-demoted"), Usage: "shell `CMD` run when this node stops being leader"},
 		&cli.StringSliceFlag{Name: "on-change", EnvVars: app.Env(name, "on-change"), Usage: "shell `CMD` run whenever the leader this node knows changes (or is lost)"},
@@ -142,18 +145,8 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 			opts.Topology = append(opts.Topology, [2]uint32(e))
 		}
 	}
-	for _, f := range []struct {
-		flag string
-		to   *time.Duration
-	}{{"heartbeat", &opts.Heartbeat}, {"leader-timeout", &opts.LeaderTimeout}, {"answer-timeout", &opts.AnswerTimeout}} {
-		d := c.Duration(f.flag)
-		if err := liveness.CheckTimeout("--"+f.flag, d); err != nil {
-			return nil, app.Usagef("%v", err)
-		}
-		*f.to = d
-	}
-	if opts.LeaderTimeout <= opts.Heartbeat {
-		return nil, app.Usagef("--leader-timeout (%v) must exceed --heartbeat (%v)", opts.LeaderTimeout, opts.Heartbeat)
+	if err := durations(c, algo, &opts); err != nil {
+		return nil, err
 	}
 
 	cfg.Agreement = agreement(algo, opts)
@@ -191,6 +184,62 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		}
 		return el, err
 	}, nil
+}
+
+// Defaults of the duration flags for an algorithm whose
+// elect.Algorithm.Defaults leave them zero.
+const (
+	defaultHeartbeat     = 50 * time.Millisecond
+	defaultLeaderTimeout = 400 * time.Millisecond
+	defaultAnswerTimeout = 50 * time.Millisecond
+)
+
+// durations fills opts' durations: the operator's flags, used as given,
+// else the algorithm's defaults (elect.Algorithm.Defaults), else electd's.
+// --probe is refused for an algorithm that does not probe, and a probe
+// that cannot fit between a missed heartbeat and the leader timeout is
+// refused with the flags that decide it.
+func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error {
+	def := algo.Defaults
+	for _, f := range []struct {
+		flag string
+		to   *time.Duration
+		def  time.Duration
+	}{
+		{"heartbeat", &opts.Heartbeat, cmp.Or(def.Heartbeat, defaultHeartbeat)},
+		{"leader-timeout", &opts.LeaderTimeout, cmp.Or(def.LeaderTimeout, defaultLeaderTimeout)},
+		{"answer-timeout", &opts.AnswerTimeout, cmp.Or(def.AnswerTimeout, defaultAnswerTimeout)},
+	} {
+		d := f.def
+		if c.IsSet(f.flag) {
+			d = c.Duration(f.flag)
+		}
+		if err := liveness.CheckTimeout("--"+f.flag, d); err != nil {
+			return app.Usagef("%v", err)
+		}
+		*f.to = d
+	}
+	if opts.LeaderTimeout <= opts.Heartbeat {
+		return app.Usagef("--leader-timeout (%v) must exceed --heartbeat (%v)", opts.LeaderTimeout, opts.Heartbeat)
+	}
+	opts.Probe = def.Probe
+	if c.IsSet("probe") {
+		if algo.Name != bully.Algorithm.Name {
+			return app.Usagef("--probe: only %s probes its leader (%s waits --leader-timeout)", bully.Algorithm.Name, algo.Name)
+		}
+		opts.Probe = c.Duration("probe")
+		if opts.Probe == 0 {
+			return nil // off
+		}
+		if err := liveness.CheckTimeout("--probe", opts.Probe); err != nil {
+			return app.Usagef("%v", err)
+		}
+	}
+	if opts.Probe != 0 && opts.Heartbeat+opts.Probe >= opts.LeaderTimeout {
+		return app.Usagef("--heartbeat (%v) + --probe (%v) must be below --leader-timeout (%v): a follower probes only between the heartbeat it missed and its leader timeout (--probe 0 turns probing off; then give --leader-timeout several heartbeats)",
+			opts.Heartbeat, opts.Probe, opts.LeaderTimeout)
+	}
+	return nil
 }
 
 // agreement is what must be the same on every electd of a cluster, beside

@@ -19,6 +19,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect/ring"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
 	"github.com/synclab/synclab/pkg/epoch"
 )
@@ -81,6 +82,10 @@ func TestBuildRefuses(t *testing.T) {
 		{[]string{"--heartbeat", "500us"}, "--heartbeat 500µs: timeout out of range"},
 		{[]string{"--answer-timeout", "0s"}, "--answer-timeout 0s: timeout out of range"},
 		{[]string{"--heartbeat", "400ms"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
+		{[]string{"--heartbeat", "400ms", "--algorithm", "ring-naive"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
+		{[]string{"--heartbeat", "200ms", "--leader-timeout", "240ms", "--probe", "40ms"}, "--heartbeat (200ms) + --probe (40ms) must be below --leader-timeout (240ms)"},
+		{[]string{"--probe", "1ms", "--algorithm", "majority"}, "--probe: only bully probes its leader (majority waits --leader-timeout)"},
+		{[]string{"--probe", "500us"}, "--probe 500µs: timeout out of range"},
 		{[]string{"--topology", "1-2,2-3"}, "--topology: only --algorithm yoyo runs on a topology"},
 		{[]string{"--algorithm", "yoyo", "--topology", "1-2"}, "not connected: members [3] cannot reach member 1"},
 		{[]string{"--algorithm", "yoyo", "--topology", "1-2,2-4"}, "4 is not a member"},
@@ -93,6 +98,33 @@ func TestBuildRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestBuildDefaults: every algorithm runs with electd's defaults (50 ms
+// heartbeats, a 400 ms timeout, no probes); bully's fast failover is the
+// operator's choice (--heartbeat 200ms --leader-timeout 240ms --probe 4ms).
+func TestBuildDefaults(t *testing.T) {
+	el, err := buildWith(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := el.Report().Detail.(bully.Detail); d.Heartbeat != 50*time.Millisecond || d.LeaderTimeout != 400*time.Millisecond || d.Probe != 0 {
+		t.Errorf("bully's defaults: %+v", d)
+	}
+	el, err = buildWith(t, "--heartbeat", "200ms", "--leader-timeout", "240ms", "--probe", "4ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := el.Report().Detail.(bully.Detail); d.Probe != 4*time.Millisecond || d.LeaderTimeout != 240*time.Millisecond || d.Heartbeat != 200*time.Millisecond {
+		t.Errorf("fast failover: %+v", d)
+	}
+	el, err = buildWith(t, "--algorithm", "ring-naive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := el.Report().Detail.(ring.Detail); d.Heartbeat != 50*time.Millisecond || d.LeaderTimeout != 400*time.Millisecond {
+		t.Errorf("ring-naive's defaults: %+v", d)
 	}
 }
 

@@ -89,6 +89,10 @@ type Options struct {
 	// AnswerTimeout is how long a candidate waits for the answer of a
 	// member it asked (a round trip and some).
 	AnswerTimeout time.Duration
+	// Probe is how often a follower that missed its leader's heartbeat
+	// asks the leader for one until its leader timeout, for an algorithm
+	// that probes (bully: bully.Config.Probe); 0: no probes.
+	Probe time.Duration
 	// Priorities rank the members where the algorithm ranks them (bully:
 	// higher leads first, ties broken by ID); absent members have 0. They
 	// must be the same on every member.
@@ -129,7 +133,11 @@ type Algorithm struct {
 	// Quorum says the algorithm elects only while a majority of the
 	// members runs (the majority election): the minority has no leader.
 	Quorum bool
-	New    func(env core.Env, opts Options) (Elector, error)
+	// Defaults are the durations electd runs the algorithm with when the
+	// operator sets none (zero fields: electd's own defaults, 50 ms
+	// heartbeats, a 400 ms leader timeout, 50 ms answers, no probes).
+	Defaults Options
+	New      func(env core.Env, opts Options) (Elector, error)
 }
 
 // Guarantees is what an election promises when the network or members

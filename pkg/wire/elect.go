@@ -117,6 +117,19 @@ type LeaderHeartbeat struct {
 // HeartbeatResign marks the last heartbeat of a leader that steps down.
 const HeartbeatResign uint8 = 1 << 0
 
+// LeaderProbe asks the leader of the frame's term for a heartbeat now
+// (KindLeaderProbe, to the leader alone): the sender missed the one it
+// expected. Same layout as Answer.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                     Priority (of the sender)                  |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+type LeaderProbe struct {
+	Priority uint32
+}
+
 // Offsets and sizes. Election, Coordinator and LeaderHeartbeat share one
 // layout: a priority word, then a byte (reason or flags) and three reserved
 // bytes.
@@ -131,6 +144,7 @@ const (
 	AnswerLen          = 4
 	CoordinatorLen     = 8
 	LeaderHeartbeatLen = 8
+	LeaderProbeLen     = 4
 
 	coordinatorFlagsKnown = CoordinatorReassert
 	heartbeatFlagsKnown   = HeartbeatResign
@@ -139,6 +153,7 @@ const (
 	answerWhat          = "answer"
 	coordinatorWhat     = "coordinator"
 	leaderHeartbeatWhat = "leader heartbeat"
+	leaderProbeWhat     = "leader probe"
 )
 
 // appendElectWord appends the common 8-byte layout.
@@ -182,6 +197,21 @@ func (a *Answer) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	a.Priority = binary.BigEndian.Uint32(b[offElectPriority:])
+	return nil
+}
+
+// AppendBinary appends the encoding of p to b.
+func (p LeaderProbe) AppendBinary(b []byte) ([]byte, error) {
+	return binary.BigEndian.AppendUint32(b, p.Priority), nil
+}
+
+// UnmarshalBinary decodes a LeaderProbe payload: exactly LeaderProbeLen
+// bytes.
+func (p *LeaderProbe) UnmarshalBinary(b []byte) error {
+	if err := checkLen(leaderProbeWhat, b, LeaderProbeLen); err != nil {
+		return err
+	}
+	p.Priority = binary.BigEndian.Uint32(b[offElectPriority:])
 	return nil
 }
 

@@ -26,6 +26,7 @@ var electGolden = []struct {
 	{"coordinator reassert", Coordinator{Priority: 9, Flags: CoordinatorReassert}, "0000000901000000"},
 	{"heartbeat", LeaderHeartbeat{Priority: 1}, "0000000100000000"},
 	{"heartbeat resign", LeaderHeartbeat{Priority: 1, Flags: HeartbeatResign}, "0000000101000000"},
+	{"leader probe", LeaderProbe{Priority: 0x0a0b0c0d}, "0a0b0c0d"},
 }
 
 func decodeInto(v electPayload) interface{ UnmarshalBinary([]byte) error } {
@@ -38,6 +39,8 @@ func decodeInto(v electPayload) interface{ UnmarshalBinary([]byte) error } {
 		return new(Coordinator)
 	case LeaderHeartbeat:
 		return new(LeaderHeartbeat)
+	case LeaderProbe:
+		return new(LeaderProbe)
 	}
 	panic("unknown payload")
 }
@@ -51,6 +54,8 @@ func deref(p any) any {
 	case *Coordinator:
 		return *p
 	case *LeaderHeartbeat:
+		return *p
+	case *LeaderProbe:
 		return *p
 	}
 	panic("unknown payload")
@@ -97,6 +102,8 @@ func TestElectDecodeErrors(t *testing.T) {
 		{"election reserved", new(Election), "0000000101000100", DecodeBadReserved},
 		{"answer short", new(Answer), "000001", DecodeTruncated},
 		{"answer long", new(Answer), "0000000100", DecodeBadLength},
+		{"leader probe short", new(LeaderProbe), "000001", DecodeTruncated},
+		{"leader probe long", new(LeaderProbe), "0000000100", DecodeBadLength},
 		{"coordinator short", new(Coordinator), "00000001", DecodeTruncated},
 		{"coordinator unknown flag", new(Coordinator), "0000000102000000", DecodeBadFlags},
 		{"coordinator reserved", new(Coordinator), "0000000100000001", DecodeBadReserved},
@@ -270,4 +277,13 @@ func TestElectKindsKnown(t *testing.T) {
 			t.Errorf("kind %v (%d) is not Known(): frames carrying it cannot be sent", k, uint8(k))
 		}
 	}
+}
+
+func FuzzLeaderProbe(f *testing.F) {
+	fuzzElect(f, KindLeaderProbe, func() interface {
+		UnmarshalBinary([]byte) error
+		AppendBinary([]byte) ([]byte, error)
+	} {
+		return new(LeaderProbe)
+	})
 }

@@ -126,6 +126,15 @@ const (
 	// PermProbeReply).
 	KindPermProbeReply Kind = 39
 
+	// 160: bully's probe (pkg/elect/bully), the first of the elections'
+	// next block.
+
+	// KindLeaderProbe asks the leader for a heartbeat now: a follower
+	// that missed the expected one sends it until its leader timeout
+	// (bully.Config.Probe). The leader answers with a LeaderHeartbeat to
+	// the sender alone (payload: LeaderProbe).
+	KindLeaderProbe Kind = 160
+
 	// 150-155: the distributed bakery (pkg/mutex/permission, Bakery;
 	// payloads in permission.go), taken from the end of the block of the
 	// next mutex algorithms. Each member serves its own num and choosing

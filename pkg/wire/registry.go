@@ -198,6 +198,9 @@ var registry = []KindInfo{
 	{Kind: KindYoYoUp, Name: "yoyo_up", New: newPayload[YoYoUp]},
 	{Kind: KindYoYoLeader, Name: "yoyo_leader", New: newPayload[YoYoLeader], Class: ClassHeartbeat},
 
+	// 160-189 elections: the next kinds (160 bully's leader probe).
+	{Kind: KindLeaderProbe, Name: "leader_probe", New: newPayload[LeaderProbe], Class: ClassHeartbeat},
+
 	// 90-119 orderd.
 	{Kind: KindOrderRecord, Name: "order_record", New: newPayload[OrderRecord]},
 	{Kind: KindOrderStreamAck, Name: "order_stream_ack", New: newPayload[OrderStreamAck], Class: ClassAck},

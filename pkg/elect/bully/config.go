@@ -65,6 +65,24 @@ type Config struct {
 	// together do not retry together. It must exceed AnswerTimeout and
 	// Heartbeat. Default 250 ms.
 	CoordinatorTimeout time.Duration
+	// Probe makes a follower ask its leader for a heartbeat instead of
+	// waiting silently for the leader timeout: once the leader has been
+	// silent for Heartbeat + Probe (the heartbeat it expected is missing),
+	// the follower sends it a LEADER_PROBE every Probe until it hears the
+	// leader again or its leader timeout passes; a live leader answers
+	// each with a heartbeat to that follower alone. A false suspicion then
+	// needs the missed heartbeat and every probe's round trip lost, not a
+	// run of heartbeats, so LeaderTimeout can be a fraction of a
+	// heartbeat above Heartbeat: with 200 ms heartbeats, a 240 ms timeout
+	// and 4 ms probes a follower sends 9 probes into a heartbeat's gap,
+	// and at 5% loss on every host (a round trip lost with p ~ 0.19) a
+	// live leader is suspected once in ~10^7 heartbeats. A dead leader is
+	// still suspected only by the timeout: a probe's silence is no
+	// evidence by itself. The probes cost nothing while heartbeats
+	// arrive. It must leave room for a probe (Heartbeat + Probe below
+	// LeaderTimeout). 0 (DefaultLANConfig): off, bully as before; electd
+	// sets it (--probe).
+	Probe time.Duration
 	// Sticky keeps a sitting leader: a member that hears the claim or
 	// heartbeat of a leader it outranks follows it, where bully would take
 	// over (a member that starts or comes back, or one that lost its own
@@ -107,6 +125,7 @@ func FromOptions(members []uint32, o elect.Options) Config {
 	if o.AnswerTimeout != 0 {
 		c.AnswerTimeout = o.AnswerTimeout
 	}
+	c.Probe = o.Probe
 	if o.Heartbeat != 0 || o.AnswerTimeout != 0 {
 		c.CoordinatorTimeout = max(c.AnswerTimeout, c.Heartbeat)*2 + c.AnswerTimeout
 		c.Stagger = max(liveness.MinTimeout, c.AnswerTimeout/2)
@@ -155,6 +174,15 @@ func (c *Config) validate(self uint32, members []uint32) error {
 	if c.CoordinatorTimeout <= c.Heartbeat {
 		return fmt.Errorf("bully: CoordinatorTimeout (%v) must exceed Heartbeat (%v): a node told to wait must be able to hear a sitting leader's heartbeat",
 			c.CoordinatorTimeout, c.Heartbeat)
+	}
+	if c.Probe != 0 {
+		if err := liveness.CheckTimeout("bully: Probe", c.Probe); err != nil {
+			return err
+		}
+		if c.Heartbeat+c.Probe >= c.LeaderTimeout {
+			return fmt.Errorf("bully: Heartbeat (%v) + Probe (%v) must be below LeaderTimeout (%v): a follower probes a silent leader only between the heartbeat it missed and its leader timeout (0 turns probing off)",
+				c.Heartbeat, c.Probe, c.LeaderTimeout)
+		}
 	}
 	c.Members = slices.Clone(c.Members)
 	return nil

@@ -10,7 +10,7 @@ import (
 )
 
 // electionKinds are the kinds a bully core counts, in counter order.
-var electionKinds = []wire.Kind{wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat}
+var electionKinds = []wire.Kind{wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat, wire.KindLeaderProbe}
 
 // counters are bully's own counters beside the ones every election keeps
 // (electcount: messages by kind, refusals, elections started, leader
@@ -20,6 +20,8 @@ type counters struct {
 	claims    uint64 // terms claimed (elected or reasserted)
 	contested uint64 // stale claims of our own leader answered with our term
 	overslept uint64 // role timers found far past their deadline, waited again
+	// probes sent to a silent leader; probes answered with a heartbeat
+	probes, probesAnswered uint64
 }
 
 func (c *counters) reject(err error) { c.RejectErr(rejectLabels, err) }
@@ -42,6 +44,7 @@ type Detail struct {
 	AnswerTimeout      time.Duration `json:"answer_timeout_ns"`
 	CoordinatorTimeout time.Duration `json:"coordinator_timeout_ns"`
 	Stagger            time.Duration `json:"stagger_ns"`
+	Probe              time.Duration `json:"probe_ns,omitempty"` // 0: off
 
 	Yielding     bool   `json:"yielding,omitempty"` // resigned: follows, does not preempt
 	TermsClaimed uint64 `json:"terms_claimed"`
@@ -55,6 +58,18 @@ type Detail struct {
 	// their length (this process stalled, or started slowly), and armed
 	// again rather than acted on.
 	Overslept uint64 `json:"overslept,omitempty"`
+	// ProbesSent counts LEADER_PROBEs this follower sent to a leader
+	// whose heartbeat was late (Config.Probe); ProbesAnswered the probes
+	// this leader answered with a heartbeat. Under loss both grow by
+	// about one per lost heartbeat; a follower whose probes grow by
+	// nine or so a heartbeat without answers is losing its leader.
+	ProbesSent     uint64 `json:"probes_sent,omitempty"`
+	ProbesAnswered uint64 `json:"probes_answered,omitempty"`
+	// LeaderTimeoutNow is the timeout this follower gives its leader now:
+	// LeaderTimeout plus twice the latest of the leader's last 16
+	// arrivals past the expected heartbeat (at most two heartbeats more),
+	// with probes; LeaderTimeout without.
+	LeaderTimeoutNow time.Duration `json:"leader_timeout_now_ns,omitempty"`
 	// TermCredit is how many rounds above the current term a frame may
 	// carry now (see pkg/epoch): TermBurst after a rest.
 	TermCredit uint32 `json:"term_credit"`
@@ -73,11 +88,15 @@ func (b *Core) Detail() Detail {
 		AnswerTimeout:      b.cfg.AnswerTimeout,
 		CoordinatorTimeout: b.cfg.CoordinatorTimeout,
 		Stagger:            b.cfg.Stagger,
+		Probe:              b.cfg.Probe,
 		Yielding:           b.yielding,
 		TermsClaimed:       b.counts.claims,
 		StaleMessages:      b.counts.Stale,
 		LeaderContested:    b.counts.contested,
 		Overslept:          b.counts.overslept,
+		ProbesSent:         b.counts.probes,
+		ProbesAnswered:     b.counts.probesAnswered,
+		LeaderTimeoutNow:   b.cfg.LeaderTimeout + b.extra,
 		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
 	}
 	if b.exhausted != nil {
