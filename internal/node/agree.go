@@ -192,10 +192,10 @@ func newAgreement(cfg *Config) *agreement {
 	if a.cfg.StartGrace <= 0 {
 		a.cfg.StartGrace = DefaultStartGrace
 	}
-	a.cfg.QuietInterval = max(a.cfg.QuietInterval, a.cfg.Interval)
-	if cfg.Agreement.QuietInterval <= 0 {
-		a.cfg.QuietInterval = max(DefaultQuietInterval, a.cfg.Interval)
+	if a.cfg.QuietInterval <= 0 {
+		a.cfg.QuietInterval = DefaultQuietInterval
 	}
+	a.cfg.QuietInterval = max(a.cfg.QuietInterval, a.cfg.Interval)
 	a.window = 3 * a.cfg.Interval
 	a.quietWindow = 3 * a.cfg.QuietInterval
 	a.every = a.cfg.Interval
