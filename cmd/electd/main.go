@@ -14,7 +14,6 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -95,10 +94,10 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: electalgorithms.Default, Usage: "election algorithm `NAME`: " + algorithmNames()},
 		&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID; the majority election's vote weights, 0 counting 1); must be the same on every node"},
 		&cli.StringFlag{Name: "topology", EnvVars: app.Env(name, "topology"), Usage: "yoyo only: the connected graph members elect over, as edges `A-B,B-C,...` (members talk to their neighbours only; default: every pair); must be the same on every node"},
-		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Usage: "leader heartbeat interval, used as given (1ms and up; default 50ms)"},
-		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Usage: "silence after which a follower suspects the leader (must exceed --heartbeat; default 400ms)"},
-		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Usage: "how long a candidate waits for a member it asked to answer (default 50ms)"},
-		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Usage: "bully only: a follower that missed a heartbeat asks the leader for one this often until --leader-timeout (default 0: off; fast failover: --heartbeat 200ms --leader-timeout 240ms --probe 4ms)"},
+		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "leader heartbeat interval, used as given (1ms and up)"},
+		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat)"},
+		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: 50 * time.Millisecond, Usage: "how long a candidate waits for a member it asked to answer"},
+		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Usage: "bully only: a follower that missed a heartbeat asks the leader for one this often until --leader-timeout (0: off; fast failover: --heartbeat 200ms --leader-timeout 240ms --probe 4ms)"},
 		&cli.StringSliceFlag{Name: "on-elected", EnvVars: app.Env(name, "on-elected"), Usage: "shell `CMD` run when this node becomes leader"},
 		&cli.StringSliceFlag{Name: "on-demoted", EnvVars: app.Env(name, "on-demoted"), Usage: "shell `CMD` run when this node stops being leader"},
 		&cli.StringSliceFlag{Name: "on-change", EnvVars: app.Env(name, "on-change"), Usage: "shell `CMD` run whenever the leader this node knows changes (or is lost)"},
@@ -186,34 +185,15 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	}, nil
 }
 
-// Defaults of the duration flags for an algorithm whose
-// elect.Algorithm.Defaults leave them zero.
-const (
-	defaultHeartbeat     = 50 * time.Millisecond
-	defaultLeaderTimeout = 400 * time.Millisecond
-	defaultAnswerTimeout = 50 * time.Millisecond
-)
-
-// durations fills opts' durations: the operator's flags, used as given,
-// else the algorithm's defaults (elect.Algorithm.Defaults), else electd's.
-// --probe is refused for an algorithm that does not probe, and a probe
+// durations fills opts' durations from the flags, used as given. --probe is refused for an algorithm that does not probe, and a probe
 // that cannot fit between a missed heartbeat and the leader timeout is
 // refused with the flags that decide it.
 func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error {
-	def := algo.Defaults
 	for _, f := range []struct {
 		flag string
 		to   *time.Duration
-		def  time.Duration
-	}{
-		{"heartbeat", &opts.Heartbeat, cmp.Or(def.Heartbeat, defaultHeartbeat)},
-		{"leader-timeout", &opts.LeaderTimeout, cmp.Or(def.LeaderTimeout, defaultLeaderTimeout)},
-		{"answer-timeout", &opts.AnswerTimeout, cmp.Or(def.AnswerTimeout, defaultAnswerTimeout)},
-	} {
-		d := f.def
-		if c.IsSet(f.flag) {
-			d = c.Duration(f.flag)
-		}
+	}{{"heartbeat", &opts.Heartbeat}, {"leader-timeout", &opts.LeaderTimeout}, {"answer-timeout", &opts.AnswerTimeout}} {
+		d := c.Duration(f.flag)
 		if err := liveness.CheckTimeout("--"+f.flag, d); err != nil {
 			return app.Usagef("%v", err)
 		}
@@ -222,7 +202,6 @@ func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error 
 	if opts.LeaderTimeout <= opts.Heartbeat {
 		return app.Usagef("--leader-timeout (%v) must exceed --heartbeat (%v)", opts.LeaderTimeout, opts.Heartbeat)
 	}
-	opts.Probe = def.Probe
 	if c.IsSet("probe") {
 		if algo.Name != bully.Algorithm.Name {
 			return app.Usagef("--probe: only %s probes its leader (%s waits --leader-timeout)", bully.Algorithm.Name, algo.Name)

@@ -133,11 +133,7 @@ type Algorithm struct {
 	// Quorum says the algorithm elects only while a majority of the
 	// members runs (the majority election): the minority has no leader.
 	Quorum bool
-	// Defaults are the durations electd runs the algorithm with when the
-	// operator sets none (zero fields: electd's own defaults, 50 ms
-	// heartbeats, a 400 ms leader timeout, 50 ms answers, no probes).
-	Defaults Options
-	New      func(env core.Env, opts Options) (Elector, error)
+	New    func(env core.Env, opts Options) (Elector, error)
 }
 
 // Guarantees is what an election promises when the network or members
