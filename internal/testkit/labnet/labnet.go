@@ -368,9 +368,22 @@ const neighSpare = 256
 
 const neighThresh = "/proc/sys/net/ipv4/neigh/default/gc_thresh"
 
+// neighLock serialises growNeighbours across processes: two test binaries
+// whose large labs read and wrote the limits at once would lose one's
+// share.
+const neighLock = "/run/synclab-labnet-neigh.lock"
+
 // growNeighbours adds by (negative: takes back) to gc_thresh2 and
 // gc_thresh3.
 func growNeighbours(by int) error {
+	lock, err := os.OpenFile(neighLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("neighbour table limit: %w", err)
+	}
+	defer lock.Close() // releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("neighbour table limit: lock %s: %w", neighLock, err)
+	}
 	for _, k := range []string{"2", "3"} {
 		b, err := os.ReadFile(neighThresh + k)
 		if err != nil {
