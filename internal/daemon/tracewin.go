@@ -208,8 +208,14 @@ func (r *traceRing) add(line []byte) {
 		drop++
 	}
 	if drop > 0 {
+		// Resliced, not shifted: slices.Delete moved the whole ring
+		// (up to 8192 entries) for every line once it was full. append
+		// copies the live part when the array runs out: amortised
+		// O(1). The dropped entries are cleared so that their lines
+		// are freed at once.
 		r.dropped += uint64(drop)
-		r.lines = slices.Delete(r.lines, 0, drop)
+		clear(r.lines[:drop])
+		r.lines = r.lines[drop:]
 	}
 }
 
