@@ -203,7 +203,7 @@ func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error 
 		return app.Usagef("--leader-timeout (%v) must exceed --heartbeat (%v)", opts.LeaderTimeout, opts.Heartbeat)
 	}
 	if c.IsSet("probe") {
-		if algo.Name != bully.Algorithm.Name {
+		if algo.Name != bully.Algorithm.Name && c.Duration("probe") != 0 {
 			return app.Usagef("--probe: only %s probes its leader (%s waits --leader-timeout)", bully.Algorithm.Name, algo.Name)
 		}
 		opts.Probe = c.Duration("probe")

@@ -119,9 +119,9 @@ func TestBuildDefaults(t *testing.T) {
 	if d := el.Report().Detail.(bully.Detail); d.Probe != 4*time.Millisecond || d.LeaderTimeout != 240*time.Millisecond || d.Heartbeat != 200*time.Millisecond {
 		t.Errorf("fast failover: %+v", d)
 	}
-	el, err = buildWith(t, "--algorithm", "ring-naive")
+	el, err = buildWith(t, "--algorithm", "ring-naive", "--probe", "0")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("--probe 0 (off) with another algorithm, as a shared ELECTD_PROBE=0 gives it: %v", err)
 	}
 	if d := el.Report().Detail.(ring.Detail); d.Heartbeat != 50*time.Millisecond || d.LeaderTimeout != 400*time.Millisecond {
 		t.Errorf("ring-naive's defaults: %+v", d)

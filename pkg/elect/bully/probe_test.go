@@ -44,7 +44,7 @@ func idleElections(t *testing.T, seed int64, mod func(*bully.Config)) (elections
 	return len(s.EventsNamed(bully.EventElectionStarted)) - before, probes, answered
 }
 
-// TestSimProbeIdleLoss: with electd's defaults (a leader timeout only 40
+// TestSimProbeIdleLoss: with the fast-failover settings (a leader timeout only 40
 // ms above the 200 ms heartbeat) ten idle minutes at the lab's 5% loss per
 // host start no election: each lost heartbeat is made good by a probe's
 // answer. The same timeouts without probes start elections all the time
@@ -68,14 +68,14 @@ func TestSimProbeIdleLoss(t *testing.T) {
 	})
 }
 
-// TestSimProbeFailover: with electd's defaults a SIGKILLed leader is
+// TestSimProbeFailover: with the fast-failover settings a SIGKILLed leader is
 // replaced within its 240 ms timeout plus a LAN round, at any phase of its
 // heartbeat: the probes, unanswered, change nothing for a dead leader.
 func TestSimProbeFailover(t *testing.T) {
 	simFailover(t, fastFailover, 245*time.Millisecond)
 }
 
-// probeNode is member id of 1..3 with electd's defaults at local time t0.
+// probeNode is member id of 1..3 with the fast-failover settings at local time t0.
 func probeNode(t *testing.T, id uint32, t0 time.Time) *bully.Core {
 	t.Helper()
 	cfg := bully.DefaultLANConfig()
