@@ -583,7 +583,7 @@ func (c *Core) grantQueue(name string, ok func(*centry) bool) {
 		return
 	}
 	g := grantable(q, ok)
-	if !c.localBacked() && slices.ContainsFunc(g, func(e *centry) bool { return e.member == c.self }) {
+	if slices.ContainsFunc(g, func(e *centry) bool { return e.member == c.self }) && !c.localBacked() {
 		c.callLocal()
 		return
 	}
