@@ -13,5 +13,6 @@
 // Conn makes them raw system calls and parks in Go's network poller only
 // when the socket has nothing to read or no room to write, exactly where
 // net.Conn parks, so deadlines and Close work as they do there. The UDP
-// member sockets read and write the same way (internal/transport).
+// member sockets' batched reads and writes are raw the same way
+// (internal/transport); their stamped sends and error-queue reads are not.
 package rawsock

@@ -24,6 +24,9 @@ type Conn struct {
 // Wrap returns c with raw reads and writes, or c itself if its
 // descriptor cannot be reached (not a socket of package net).
 func Wrap(c net.Conn) net.Conn {
+	if _, ok := c.(*Conn); ok {
+		return c // once: Unwrap takes one layer off
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return c
