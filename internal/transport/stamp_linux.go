@@ -78,6 +78,10 @@ func cmsgHeader(b []byte) (length int, level, typ int32) {
 // queue read and no counter value (the kernel counts stamped datagrams
 // only). Receive stamps stay with SO_TIMESTAMPNS: these flags do not ask
 // for SOF_TIMESTAMPING_RX_*.
+// txStampsOffered: this platform gives kernel transmit stamps, so a
+// socket that could not turn them on misses every one.
+const txStampsOffered = true
+
 const txStampFlags = unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_OPT_TSONLY | unix.SOF_TIMESTAMPING_OPT_ID
 
 // txStampOOB is the control message that asks for the software transmit

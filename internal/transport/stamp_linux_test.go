@@ -194,3 +194,28 @@ func queuedTxStamps(rc syscall.RawConn) int {
 	})
 	return queued
 }
+
+// TestTxStampsRefusedAreMissed: a socket whose SO_TIMESTAMPING could not
+// be set (a sandbox, an old kernel: enableTx leaves rc nil) misses every
+// transmit stamp, and says so in the send's result and the counters, as
+// a stamp not found does, so that the daemon warns; it used to send
+// without a word, every T1 taken early.
+func TestTxStampsRefusedAreMissed(t *testing.T) {
+	rx, tx := udpPair(t)
+	tx.sock.rc = nil // as if enableTx's setsockopt had failed
+	st, err := tx.SendStamped(rx.LocalAddr(), []byte("stamped"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Kernel || !st.Missed {
+		t.Errorf("send without transmit stamps turned on: %+v, want Missed", st)
+	}
+	if s := tx.Stats(); s.TxMissedStamps != 1 || s.TxKernelStamps != 0 {
+		t.Errorf("stats: %d transmit stamps, %d missed; want 0 and 1", s.TxKernelStamps, s.TxMissedStamps)
+	}
+	select {
+	case <-rx.Packets():
+	case <-time.After(hangGuard):
+		t.Fatal("the datagram did not arrive")
+	}
+}

@@ -29,3 +29,6 @@ func readTxTimestamp(syscall.RawConn, uint32) (time.Time, bool) { return time.Ti
 // txStampOOB is never sent: without kernel transmit stamps no socket has
 // them enabled.
 var txStampOOB []byte
+
+// txStampsOffered: no kernel transmit stamps here, and none missed.
+const txStampsOffered = false

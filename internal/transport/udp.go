@@ -188,7 +188,18 @@ func (s *udpSocket) writeBatch(c *counters, via Via, ds []Datagram) (int, error)
 // datagram where the socket has them on (enableTx).
 func (s *udpSocket) writeStamped(c *counters, via Via, to netip.AddrPort, b []byte, fin Finalizer) (TxStamp, error) {
 	if s.rc == nil {
-		return TxStamp{}, s.writeTo(c, via, to, b, fin, nil)
+		// Where the kernel offers transmit stamps, a socket that could
+		// not turn them on (SO_TIMESTAMPING refused: a sandbox, an old
+		// kernel) misses every one: counted and reported as such, so
+		// that the daemon says so (a WARN and status), not silently
+		// early.
+		if err := s.writeTo(c, via, to, b, fin, nil); err != nil {
+			return TxStamp{}, err
+		}
+		if txStampsOffered {
+			c.txStamp(false)
+		}
+		return TxStamp{Missed: txStampsOffered}, nil
 	}
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
