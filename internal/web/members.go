@@ -141,11 +141,19 @@ func (m *memberTrace) take(data []byte, daemonName string) {
 	lines := buf[:i+1]
 	m.partial = slices.Clone(buf[i+1:])
 	h, _ := json.Marshal(trace.Header{Version: trace.Version, Daemon: daemonName, ID: m.view.ID})
+	h = append(h, '\n')
+	// All of them at once (a reader and its 64 KiB buffer a piece, not a
+	// line); line by line only when one of them does not parse, to leave
+	// out just that one.
+	if f, err := trace.Read(bytes.NewReader(append(slices.Clone(h), lines...)), "member"); err == nil {
+		m.events = append(m.events, f.Events...)
+		return
+	}
 	for len(lines) > 0 {
 		j := bytes.IndexByte(lines, '\n')
 		line := lines[:j+1]
 		lines = lines[j+1:]
-		f, err := trace.Read(bytes.NewReader(append(append(slices.Clone(h), '\n'), line...)), "member")
+		f, err := trace.Read(bytes.NewReader(append(slices.Clone(h), line...)), "member")
 		if err != nil {
 			m.view.Why = fmt.Sprintf("a trace line of member %d does not parse, left out: %v", m.view.ID, err)
 			continue
