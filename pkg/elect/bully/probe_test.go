@@ -277,3 +277,25 @@ func TestProbeConfig(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestTimeoutNowIsTheDetectors: status says the timeout the follower
+// really gives its leader, the stagger for the members ranked between
+// them included (member 1 following 3: 240 ms and one Stagger), and 0 on
+// a member that follows nobody.
+func TestTimeoutNowIsTheDetectors(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := probeNode(t, 1, t0)
+	if d := b.Detail(); d.LeaderTimeoutNow != 0 {
+		t.Errorf("timeout now %v before following anyone, want 0", d.LeaderTimeoutNow)
+	}
+	claim := frame(t, 3, wire.KindCoordinator, uint64(3)<<32|3, wire.Coordinator{})
+	claim.Time = t0
+	if err := b.Step(claim); err != nil {
+		t.Fatal(err)
+	}
+	cfg := bully.DefaultLANConfig()
+	fastFailover(&cfg)
+	if d := b.Detail(); d.LeaderTimeoutNow != cfg.LeaderTimeout+cfg.Stagger {
+		t.Errorf("member 1 following 3: timeout now %v, want %v + one stagger (%v)", d.LeaderTimeoutNow, cfg.LeaderTimeout, cfg.Stagger)
+	}
+}

@@ -65,10 +65,11 @@ type Detail struct {
 	// nine or so a heartbeat without answers is losing its leader.
 	ProbesSent     uint64 `json:"probes_sent,omitempty"`
 	ProbesAnswered uint64 `json:"probes_answered,omitempty"`
-	// LeaderTimeoutNow is the timeout this follower gives its leader now:
-	// LeaderTimeout plus twice the latest of the leader's last 16
-	// arrivals past the expected heartbeat (at most two heartbeats more),
-	// with probes; LeaderTimeout without.
+	// LeaderTimeoutNow is the timeout this follower gives its leader now,
+	// as its detector runs it: LeaderTimeout and the stagger by rank,
+	// plus, with probes, twice the latest of the leader's last 16
+	// arrivals past the expected heartbeat (at most two heartbeats more);
+	// 0 on a leader or candidate.
 	LeaderTimeoutNow time.Duration `json:"leader_timeout_now_ns,omitempty"`
 	// TermCredit is how many rounds above the current term a frame may
 	// carry now (see pkg/epoch): TermBurst after a rest.
@@ -96,7 +97,7 @@ func (b *Core) Detail() Detail {
 		Overslept:          b.counts.overslept,
 		ProbesSent:         b.counts.probes,
 		ProbesAnswered:     b.counts.probesAnswered,
-		LeaderTimeoutNow:   b.cfg.LeaderTimeout + b.extra,
+		LeaderTimeoutNow:   b.timeoutNow(),
 		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
 	}
 	if b.exhausted != nil {
@@ -147,4 +148,13 @@ func (b *Core) phase() string {
 		return "terms exhausted: following only"
 	}
 	return "waiting for a coordinator"
+}
+
+// timeoutNow is the timeout the detector gives the leader this member
+// follows; 0 when it follows none.
+func (b *Core) timeoutNow() time.Duration {
+	if b.role != RoleFollower || b.lead == 0 || b.lead == b.id {
+		return 0
+	}
+	return b.det.Timeout(b.lead)
 }
