@@ -100,7 +100,10 @@ func (d *Daemon) traceWindow(from uint32, q *wire.TraceQuery) (wire.TraceChunk, 
 		}
 		lg.SetClock(d.clockSample)
 		d.winCount++
-		id := uint32(d.started.UnixNano())<<8 | d.winCount&0xff
+		// Another daemon's life, or another window of this one: another
+		// ID, for 2^32 windows (the low 8 bits of the count repeated after
+		// 256, and an asker could page on into a new window's stream).
+		id := uint32(d.started.UnixNano()) + d.winCount
 		if id == 0 {
 			id = 1
 		}
