@@ -292,7 +292,11 @@ type MemberTrace struct {
 	// known of why.
 	Answered bool   `json:"answered"`
 	Why      string `json:"why,omitempty"`
-	Chunks   int    `json:"chunks"`
+	// notAsked: this node's own limits kept the query from leaving (a
+	// page asking many members at once), which says nothing of the
+	// member.
+	notAsked bool
+	Chunks   int `json:"chunks"`
 	// Window is the member's window Data is of; Offset where Data starts
 	// in its stream, Next where it ends (ask again from there), End the
 	// stream's end as the member last said (more to fetch while Next is
@@ -318,6 +322,10 @@ type TraceAsk struct {
 	AgoNs    int64  `json:"ago_ns"`
 	Answered bool   `json:"answered"`
 	Why      string `json:"why,omitempty"`
+	// notAsked: this node's own limits kept the query from leaving (a
+	// page asking many members at once), which says nothing of the
+	// member.
+	notAsked bool
 }
 
 // traceAskShown is how long the status shows an ask: a page stopped a
@@ -344,7 +352,7 @@ func (d *Daemon) traceAsks() []TraceAsk {
 // caught up, maxBytes came, or timeout passed.
 func (d *Daemon) MemberTrace(ctx context.Context, member uint32, q wire.TraceQuery, timeout time.Duration, maxBytes int) (MemberTrace, error) {
 	out, err := d.memberTrace(ctx, member, q, timeout, maxBytes)
-	if err == nil {
+	if err == nil && !out.notAsked {
 		d.Do(context.WithoutCancel(ctx), func(*node.Node) {
 			prev, seen := d.asks[member]
 			d.asks[member] = TraceAsk{Member: member, Answered: out.Answered, Why: out.Why}
@@ -440,6 +448,7 @@ func (d *Daemon) traceWhy(out *MemberTrace, askedClock time.Time, timeout time.D
 	}
 	if busy != nil {
 		out.Why = fmt.Sprintf("not asked: %v", busy)
+		out.notAsked = true
 		return nil
 	}
 	var heard time.Time
