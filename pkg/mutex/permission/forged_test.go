@@ -170,7 +170,7 @@ func (fs *forgedSim) floodFrom1(f mutex.Factory, quiet time.Duration) map[uint32
 // run of issue 29's work) it stayed refused while it asked, until its
 // request timed out. (A request stamped before the answers to forged
 // frames reach it cannot end them: those answers could be leaves for it.
-// Its idle heartbeat does, as before.)
+// Its disowning of those answers does: TestForgedFloodWhileAsking.)
 func TestForgedShareEndedWhileBusy(t *testing.T) {
 	for _, f := range factories {
 		t.Run(f.Name, func(t *testing.T) {
@@ -190,7 +190,11 @@ func TestForgedShareEndedWhileBusy(t *testing.T) {
 			if !granted {
 				t.Fatalf("member 1's lock, asked with its share full, not granted within 2 s: member 2's counters %v", fs.s.Core(2).(*permission.Core).Report().Counters)
 			}
-			if ended := fs.s.Core(2).(*permission.Core).Report().Counters["wants_ended_idle"]; f.Name == "lamport" && ended == 0 {
+			// Ended by member 1's busy heartbeat (wants_ended_idle) or, a
+			// round trip after each was answered, by its disowning of the
+			// answer (TestForgedFloodWhileAsking): either way member 2's
+			// entries for them are idle and reclaimed.
+			if c := fs.s.Core(2).(*permission.Core).Report().Counters; f.Name == "lamport" && c["wants_ended_idle"]+c["locks_reclaimed"] == 0 {
 				t.Error("member 2 ended no forged request: the lock was granted some other way")
 			}
 		})
@@ -258,5 +262,58 @@ func TestForgedHugeNum(t *testing.T) {
 		if !fs.lock(id, "x", 5*time.Second) {
 			t.Fatalf("x not granted at member %d within 5 s of the forged nums", id)
 		}
+	}
+}
+
+// TestForgedFloodWhileAsking: the flood of TestForgedRequestsFillNoTable
+// goes on while member 1 asks: every millisecond 2 more requests "from
+// 1" naming made-up locks, stamped at the receivers' clocks, so after
+// member 1's own request. Its busy heartbeats end only the forged ones
+// stamped before its request, so before the fix its share at members 2
+// and 3 stayed full (share_full) for as long as the flood lasted, and its
+// request timed out. Now member 1 disowns each answer to a request it
+// never made (a Lamport release, a Ricart-Agrawala reply that asks for
+// nothing), which ends that request where it was answered a round trip
+// after it was taken: the share is free again and member 1's request is
+// granted while the flood goes on.
+func TestForgedFloodWhileAsking(t *testing.T) {
+	for _, f := range []mutex.Factory{permission.RicartAgrawalaFactory, permission.LamportFactory} {
+		t.Run(f.Name, func(t *testing.T) {
+			fs := newForgedSim(t, f, 3)
+			fs.floodFrom1(f, 2500*time.Millisecond)
+			inc := fs.s.Core(1).(*permission.Core).Incarnation()
+			kind := requestKind(f)
+			n := 0
+			flood := func() {
+				stamp := min(fs.s.Node(2).Status().Lamport, fs.s.Node(3).Status().Lamport)
+				for range 2 {
+					n++
+					for _, to := range []uint32{2, 3} {
+						fs.s.Forge(1, to, kind, 0, stamp, wire.PermRequest{Name: fmt.Sprintf("flood-%d", n), Incarnation: inc, Stamp: stamp})
+					}
+				}
+			}
+			var req mutex.RequestID
+			var err error
+			fs.s.Do(1, func(c core.Core) {
+				req, err = c.(mutex.Algorithm).Acquire(fs.s.Clock(1).Now(), mutex.Request{Lock: "new"})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked := fs.s.Now()
+			for !fs.grants[req] && fs.s.Now().Sub(asked) < 3*time.Second {
+				flood()
+				fs.s.Run(time.Millisecond)
+			}
+			c2 := fs.s.Core(2).(*permission.Core).Report().Counters
+			t.Logf("after %v, %d forged requests more: granted %v; member 2's counters %v", fs.s.Now().Sub(asked), n, fs.grants[req], c2)
+			if c2["share_full"] == 0 {
+				t.Fatal("member 1's share at member 2 never filled: the test did not attack")
+			}
+			if !fs.grants[req] {
+				t.Fatalf("member 1's lock not granted within 3 s while the flood went on")
+			}
+		})
 	}
 }
