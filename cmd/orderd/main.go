@@ -131,6 +131,9 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Without a key anyone can forge a member's acknowledgement: the
+	// stream keeps a record until the acknowledgement settles.
+	ocfg.Unkeyed = len(cfg.Keys) == 0
 	members := slices.Sorted(maps.Keys(cfg.Members))
 	// A trial core with no state: settings it cannot work with are a usage
 	// error before anything starts.
