@@ -127,17 +127,9 @@ func (c *Core) stepLamportRelease(from uint32, at uint64, r wire.PermRequest) {
 // stamped after the request, and it carries the sender's own request: the
 // newest frame of each member says where it stands in the queue.
 func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
-	// A Ricart-Agrawala reply stamped as the request it answers answers
-	// none: it is a disowning (disown), never disowned in turn.
-	disowning := c.cfg.Variant == RicartAgrawala && r.Stamp == at
 	l := c.locks[r.Name]
 	if l == nil {
-		if disowning {
-			c.count("disownings_in")
-			return
-		}
-		c.count("stray_answers")
-		c.disown(nil, from, r)
+		c.stray(nil, from, at, r, true)
 		return
 	}
 	if c.cfg.Variant == Lamport && !c.fresh(l, from, at) {
@@ -147,14 +139,10 @@ func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
 	l.known = max(l.known, r.Fence)
 	c.sawWant(l, from, at, r.Want)
 	if c.cfg.Variant == RicartAgrawala {
-		switch {
-		case l.stamp != 0 && !l.granted && r.Stamp == l.stamp && r.Answers == c.inc:
+		if l.stamp != 0 && !l.granted && r.Stamp == l.stamp && r.Answers == c.inc {
 			l.got[from] = true
-		case disowning:
-			c.count("disownings_in")
-		default:
-			c.count("stray_answers")
-			c.disown(l, from, r)
+		} else {
+			c.stray(l, from, at, r, true)
 		}
 	} else {
 		l.want[from] = r.Want
@@ -169,6 +157,23 @@ func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
 	c.advance(l)
 }
 
+// stray takes member from's answer r, in a frame stamped at, about lock
+// l (nil: none here), which answers no request of this member's under
+// way. A leave (a Ricart-Agrawala reply, the bakery's ticket reply) or a
+// Lamport acknowledgement is disowned; a leave stamped as the request it
+// names answers none: it is a disowning, never disowned in turn (a reply
+// is stamped after what it answers).
+func (c *Core) stray(l *lock, from uint32, at uint64, r wire.PermReply, leave bool) {
+	if c.cfg.Variant != Lamport && leave && r.Stamp == at {
+		c.count("disownings_in")
+		return
+	}
+	c.count("stray_answers")
+	if leave {
+		c.disown(l, from, r)
+	}
+}
+
 // disown answers member from's answer r about lock l (nil: none here)
 // when this member has no request of that lock open: the answer is to a
 // request this member never made (forged in its name: without a key
@@ -181,9 +186,10 @@ func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
 // would say anyway: Lamport's release of the request (from takes it only
 // if stamped after every frame of this member about l it took, and it is:
 // it is sent after the answer, which is stamped after the request), or a
-// Ricart-Agrawala reply that asks for nothing (Want 0), stamped as the
-// request it names so that it answers no request (a reply is stamped
-// after what it answers) and is never disowned in turn. It spends the
+// Ricart-Agrawala reply (the bakery's ticket reply) that asks for nothing
+// (Want 0), stamped as the request it names so that it answers no
+// request (a reply is stamped after what it answers) and is never
+// disowned in turn. It spends the
 // leave from lent for the request (sawWant). Should a request of from's
 // own be stamped exactly there, the reply grants it, as this member, not
 // asking for l, would grant it anyway. One frame per answer: a forger

@@ -334,9 +334,10 @@
 // made included), a busy one every request stamped before its oldest open
 // one (PermHeartbeat.Oldest, unless a lease of an ended request may still
 // run), a member answered about a lock it has no request of open disowns
-// the answer at once (a Lamport release, or a Ricart-Agrawala reply that
-// asks for nothing: the request it never made ends a round trip after it
-// was taken, while it asks), and idle entries are reclaimed (their fences
+// the answer at once (a Lamport release, or a Ricart-Agrawala reply or
+// the bakery's ticket reply that asks for nothing: the request it never
+// made ends a round trip after it was taken, while it asks), and idle
+// entries are reclaimed (their fences
 // kept in a floor). A relayed
 // frame must be stamped no later than the frame that carries it (which the
 // node bounded and merged: a relay adds no Lamport time), is passed on

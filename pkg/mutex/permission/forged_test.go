@@ -272,12 +272,13 @@ func TestForgedHugeNum(t *testing.T) {
 // stamped before its request, so before the fix its share at members 2
 // and 3 stayed full (share_full) for as long as the flood lasted, and its
 // request timed out. Now member 1 disowns each answer to a request it
-// never made (a Lamport release, a Ricart-Agrawala reply that asks for
-// nothing), which ends that request where it was answered a round trip
-// after it was taken: the share is free again and member 1's request is
-// granted while the flood goes on.
+// never made (a Lamport release, a Ricart-Agrawala reply or the bakery's
+// ticket reply that asks for nothing), which ends that request where it
+// was answered a round trip after it was taken: the share is free again
+// and member 1's request is granted while the flood goes on (at its first
+// resend, 0.5 s). The bakery's flood is of ticket reads, its requests.
 func TestForgedFloodWhileAsking(t *testing.T) {
-	for _, f := range []mutex.Factory{permission.RicartAgrawalaFactory, permission.LamportFactory} {
+	for _, f := range []mutex.Factory{permission.RicartAgrawalaFactory, permission.LamportFactory, permission.BakeryFactory} {
 		t.Run(f.Name, func(t *testing.T) {
 			fs := newForgedSim(t, f, 3)
 			fs.floodFrom1(f, 2500*time.Millisecond)

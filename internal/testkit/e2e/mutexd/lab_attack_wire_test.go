@@ -367,15 +367,16 @@ const metricsSlots = 8
 // request timed out (the last item of "Left open" in docs/security.md).
 // Now member 1 disowns each answer to a request it never made, which
 // ends that request where it was answered, and it is granted while the
-// flood goes on, in Ricart-Agrawala and in Lamport's queue. With a key
-// the frames are bad MACs and change nothing.
+// flood goes on, in Ricart-Agrawala, Lamport's queue and the bakery
+// (whose requests are its ticket reads). With a key the frames are bad
+// MACs and change nothing.
 func TestLabAttackFloodWhileAsking(t *testing.T) {
 	e2e.ForEachSecurity(t, func(t *testing.T, keyed bool) {
 		for _, alg := range []struct {
 			name string
 			kind wire.Kind
 			port int
-		}{{"ricartagrawala", wire.KindRARequest, 7740}, {"lamport", wire.KindLamportRequest, 7750}} {
+		}{{"ricartagrawala", wire.KindRARequest, 7750}, {"lamport", wire.KindLamportRequest, 7760}, {"bakery", wire.KindBakeryTicket, 7770}} {
 			t.Run(alg.name, func(t *testing.T) {
 				a := e2e.NewAttackLab(t, "mutexd", alg.port, 3, keyed, func(int) []string {
 					// Heartbeats 5 s apart: member 1's idle heartbeat (which ends
