@@ -194,9 +194,11 @@ func (c *Core) stray(l *lock, from uint32, at uint64, r wire.PermReply, leave bo
 // own be stamped exactly there, the reply grants it, as this member, not
 // asking for l, would grant it anyway. One frame per answer: a forger
 // gets from one frame for each frame it sends, no more. Not while in the
-// hold after a restart, when this member answers nobody.
+// hold after a restart, when this member answers nobody, nor with a key
+// (Config.Authenticated): nobody forges then, and a late copy of an
+// answer is left alone as before.
 func (c *Core) disown(l *lock, from uint32, r wire.PermReply) {
-	if c.inHold() || l != nil && (l.stamp != 0 || c.releasing(l.name)) {
+	if c.cfg.Authenticated || c.inHold() || l != nil && (l.stamp != 0 || c.releasing(l.name)) {
 		return
 	}
 	var fence uint64

@@ -23,10 +23,15 @@ type forgedSim struct {
 }
 
 func newForgedSim(t *testing.T, f mutex.Factory, n uint32) *forgedSim {
+	return newForgedSimWith(t, f, n, mutex.Options{})
+}
+
+// newForgedSimWith is newForgedSim with the drivers' options opt.
+func newForgedSimWith(t *testing.T, f mutex.Factory, n uint32, opt mutex.Options) *forgedSim {
 	fs := &forgedSim{t: t, s: sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}}), grants: map[mutex.RequestID]bool{}}
 	for id := uint32(1); id <= n; id++ {
 		fs.s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-			a, err := f.New(env, mutex.Options{})
+			a, err := f.New(env, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -316,5 +321,32 @@ func TestForgedFloodWhileAsking(t *testing.T) {
 				t.Fatalf("member 1's lock not granted within 3 s while the flood went on")
 			}
 		})
+	}
+}
+
+// TestDisownOnlyWithoutKey: one request "from 1" naming a lock member 1
+// never asked for, to member 2, which answers member 1. Without a key
+// member 1 disowns the answer and member 2's entry for it is idle again;
+// with one (mutex.Options.Authenticated: no frame is forged, an answer
+// about a lock with no request open is a late copy) it is counted as
+// before and nothing is sent back.
+func TestDisownOnlyWithoutKey(t *testing.T) {
+	for _, f := range factories {
+		for _, keyed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/keyed=%v", f.Name, keyed), func(t *testing.T) {
+				fs := newForgedSimWith(t, f, 3, mutex.Options{Authenticated: keyed})
+				fs.s.Run(2500 * time.Millisecond)
+				inc := fs.s.Core(1).(*permission.Core).Incarnation()
+				stamp := fs.s.Node(2).Status().Lamport
+				if err := fs.s.Forge(1, 2, requestKind(f), 0, stamp, wire.PermRequest{Name: "never", Incarnation: inc, Stamp: stamp}); err != nil {
+					t.Fatal(err)
+				}
+				fs.s.Run(20 * time.Millisecond)
+				c1 := fs.s.Core(1).(*permission.Core).Report().Counters
+				if got, want := c1["answers_disowned"], map[bool]uint64{false: 1, true: 0}[keyed]; got != want || c1["stray_answers"] != 1 {
+					t.Fatalf("member 1's counters %v: want answers_disowned %d, stray_answers 1", c1, want)
+				}
+			})
+		}
 	}
 }
