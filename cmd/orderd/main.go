@@ -131,6 +131,9 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Without a key anyone can forge a member's acknowledgement: the
+	// stream keeps a record until the acknowledgement settles.
+	ocfg.Unkeyed = len(cfg.Keys) == 0
 	members := slices.Sorted(maps.Keys(cfg.Members))
 	// A trial core with no state: settings it cannot work with are a usage
 	// error before anything starts.
@@ -241,9 +244,11 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Member\tAcked our stream\tUnacked\tTheirs received\tHeld back")
+	// Settled: how far our stream is trimmed for the member (Acked with
+	// a key; without one, what stood 8 x --retry with no lower word).
+	fmt.Fprintln(tw, "Member\tAcked our stream\tSettled\tUnacked\tTheirs received\tHeld back")
 	for _, s := range st.Streams {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\n", s.Member, s.Acked, s.Unacked, s.Received, s.HeldBack)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\n", s.Member, s.Acked, s.Settled, s.Unacked, s.Received, s.HeldBack)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -64,7 +64,7 @@ func TestConfigRefusals(t *testing.T) {
 // status renders what is pending and why, the sequencer and the streams.
 func TestRenderStatus(t *testing.T) {
 	st := order.Status{ID: 2, Members: []uint32{1, 2, 3}, Total: "sequencer", CausalVector: []uint64{1, 0, 0},
-		Streams:   []order.StreamStatus{{Member: 1, Acked: 3, Received: 4, HeldBack: 2, Missing: 5}},
+		Streams:   []order.StreamStatus{{Member: 1, Acked: 3, Settled: 3, Received: 4, HeldBack: 2, Missing: 5}},
 		Pending:   []order.Pending{{Order: order.Causal, Sender: 3, Seq: 1, Waiting: "member 1's causal message #2 (delivered 1)"}},
 		Sequencer: &order.SequencerStatus{Sequencer: 3, Role: "member", Term: 3, Last: 9, Commit: 8, Applied: 8, LastSkip: &order.Skipped{From: 3, To: 7, Via: 3}},
 		Delivered: map[string]uint64{"causal": 1, "total_index": 9}, Counters: map[string]uint64{"rejected_stale": 2, "skipped_numbers": 5}}
@@ -74,7 +74,7 @@ func TestRenderStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Sequencer: 3; this node is member, term 0 by 3", "last 9, committed 8, applied 8",
-		"causal  3     1    member 1's causal message #2 (delivered 1)", "rejected_stale 2", "1       3                 0        4                2",
+		"causal  3     1    member 1's causal message #2 (delivered 1)", "rejected_stale 2", "1       3                 3        0        4                2",
 		"Skipped  : numbers 3 to 7, not delivered here one by one: caught up from member 3's snapshot (more than the log's entries behind; 5 numbers skipped since start"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, b.String())

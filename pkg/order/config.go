@@ -105,6 +105,15 @@ type Config struct {
 	// History is how many delivered messages are kept for Deliveries'
 	// readers (orderd log). Default 1024.
 	History int
+	// Unkeyed says that the cluster's frames carry no MAC (orderd
+	// --insecure): anyone can send a frame in a member's name. A member's
+	// acknowledgement of this member's stream then lets a record be
+	// trimmed only once it stood 8 x Retry with no lower word of that
+	// member stamped after it, the member being asked meanwhile, and a
+	// holding of this member's own stream is answered (stream.go,
+	// "Acknowledgements without a key"). Default false: with a key
+	// acknowledgements are trusted as they come.
+	Unkeyed bool
 }
 
 // StateMachine is a deterministic state machine applied to the totally

@@ -274,4 +274,16 @@
 // An entry of this member's above its own last submission says nothing
 // of its own submissions (forged_own_entries): they are not taken for
 // delivered.
+//
+// # Acknowledgements forged in a member's name
+//
+// Without a key (Config.Unkeyed) an acknowledgement saying a member holds
+// this member's stream further than it does, the record it lacks lost,
+// would have the record trimmed and that member's stream stalled for
+// good. So a record is kept until every member's acknowledgement of it
+// has stood 8 x Retry (peerOut.Settled) while the member is asked how far
+// it holds the stream (acks_probed); its own lower word, stamped after a
+// rise, undoes the rise (acks_undone) and has the records resent. See
+// stream.go, "Acknowledgements without a key"; with a key acknowledgements
+// are trusted as they come.
 package order

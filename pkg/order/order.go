@@ -72,6 +72,10 @@ const (
 	// delivered one by one: an EventDelivered with a Delivery whose
 	// Skipped names them follows.
 	EventSnapshot = "snapshot"
+	// EventAckUndone: without a key, a member's word undid an
+	// acknowledgement in its name that had already settled, so records
+	// it lacks may have been trimmed (args: member, holds, said). Warn.
+	EventAckUndone = "ack_undone"
 )
 
 // Errors of Multicast.
@@ -322,11 +326,11 @@ func (c *Core) busy() error {
 	c.count("busy")
 	slow := []uint32{}
 	for _, p := range c.peers {
-		if c.st.Stream.Seq-c.st.Stream.Out[p].Acked >= uint64(c.cfg.Window) {
+		if c.st.Stream.slow(p, c.cfg.Window) {
 			slow = append(slow, p)
 		}
 	}
-	return fmt.Errorf("%w: %d records unacknowledged by member(s) %v (down?)", ErrBusy, c.cfg.Window, slow)
+	return fmt.Errorf("%w: %d records unacknowledged by member(s) %v (down?), or %d not yet settled (no key: see status's settled)", ErrBusy, c.cfg.Window, slow, settleWindows*c.cfg.Window)
 }
 
 // emit numbers a record, keeps it and sends it to every member.
@@ -507,21 +511,29 @@ func (c *Core) stepStreamAck(m core.Message) error {
 	if err := a.UnmarshalBinary(m.Payload); err != nil {
 		return err
 	}
-	return c.acked(m.From, a.Upto)
+	return c.acked(m.From, a.Upto, m.Lamport)
 }
 
-// acked takes member from's word that it holds this member's stream up
-// to upto.
-func (c *Core) acked(from uint32, upto uint64) error {
+// acked takes member from's word, in a frame stamped at, that it holds
+// this member's stream up to upto.
+func (c *Core) acked(from uint32, upto, at uint64) error {
 	s := c.st.Stream
 	o := s.Out[from]
 	switch {
 	case upto > s.Seq:
 		return fmt.Errorf("%w: ack of record %d, only %d sent", ErrImplausible, upto, s.Seq)
+	case upto < o.Acked && c.cfg.Unkeyed:
+		c.undoAck(from, o, upto, at)
+		return nil
 	case upto <= o.Acked:
 		return nil
 	}
 	o.Acked = upto
+	if c.cfg.Unkeyed {
+		c.raised(from, o, at)
+	} else {
+		o.Settled = upto
+	}
 	if o.backoff > c.cfg.Retry {
 		// It was silent, and new records were kept from it: it answers
 		// again, so what it lacks goes now rather than at the next
@@ -569,6 +581,7 @@ func (c *Core) Tick(now time.Time) {
 		}
 		c.wake(o.due)
 	}
+	c.settleTick(now)
 	c.relayTick(now)
 	c.seqTick(now)
 	if !c.durable.due.IsZero() {

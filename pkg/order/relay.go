@@ -165,7 +165,7 @@ func (c *Core) learnHolding(origin, m uint32, upto uint64) {
 func (c *Core) holding(origin uint32, flags uint8) wire.OrderHolding {
 	s := c.st.Stream
 	if origin == c.id {
-		return wire.OrderHolding{Origin: c.id, Flags: flags, Upto: s.Seq, Stable: s.minAcked()}
+		return wire.OrderHolding{Origin: c.id, Flags: flags, Upto: s.Seq, Stable: s.minSettled()}
 	}
 	in := s.In[origin]
 	return wire.OrderHolding{Origin: origin, Flags: flags, Upto: in.Next, Stable: min(in.Stable, in.Next)}
@@ -189,7 +189,7 @@ func (c *Core) stepHolding(m core.Message) error {
 	if h.Origin == c.id {
 		// How far a member holds this member's stream: an
 		// acknowledgement, answered with what every member holds.
-		if err := c.acked(m.From, h.Upto); err != nil {
+		if err := c.acked(m.From, h.Upto, m.Lamport); err != nil {
 			return err
 		}
 		if !answer {
@@ -206,6 +206,12 @@ func (c *Core) stepHolding(m core.Message) error {
 	c.learnStable(h.Origin, h.Stable)
 	if h.Origin == m.From {
 		// The origin's own word; it resends what this member lacks.
+		// Without a key it is answered: the origin asks how far this
+		// member holds its stream (stream.go, "Acknowledgements without
+		// a key").
+		if c.cfg.Unkeyed && !answer {
+			c.relay.answers[[2]uint32{m.From, h.Origin}] = true
+		}
 		return nil
 	}
 	if in.Next > h.Upto {
@@ -267,7 +273,7 @@ func (c *Core) stepRelay(m core.Message) error {
 // RelayAfter however many records it multicast meanwhile. Zero: nothing
 // to say.
 func (c *Core) announceDue() time.Time {
-	if c.st.Stream.minAcked() <= c.relay.announced {
+	if c.st.Stream.minSettled() <= c.relay.announced {
 		return time.Time{}
 	}
 	return c.relay.pending.Add(c.cfg.RelayAfter * 3 / 4)
@@ -286,7 +292,7 @@ func (c *Core) relayTick(now time.Time) {
 		if now.Before(due) {
 			c.wake(due)
 		} else {
-			r.announced = s.minAcked()
+			r.announced = s.minSettled()
 			r.pending = time.Time{}
 			if r.announced < s.Seq {
 				r.pending = now

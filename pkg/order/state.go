@@ -125,13 +125,23 @@ func check(st *persisted, c *Core, n int) error {
 			}
 		}
 	}
+	gone := s.Seq // the records trimmed: below the first kept
+	if len(s.Sent) > 0 {
+		gone = s.Sent[0].Seq - 1
+	}
 	for p, o := range s.Out {
 		if o.Acked > s.Seq {
 			return fmt.Errorf("%w: member %d acknowledged %d of %d records", core.ErrState, p, o.Acked, s.Seq)
 		}
+		// With a key, what is acknowledged is settled; without one, what
+		// was trimmed was (a state of an earlier build has no Settled).
+		o.Settled = min(max(o.Settled, gone), o.Acked)
+		if !c.cfg.Unkeyed {
+			o.Settled = o.Acked
+		}
 	}
 	s.trim()
-	if len(s.Sent) > 0 && s.Sent[0].Seq > s.minAcked()+1 || len(s.Sent) == 0 && s.minAcked() < s.Seq {
+	if len(s.Sent) > 0 && s.Sent[0].Seq > s.minSettled()+1 || len(s.Sent) == 0 && s.minSettled() < s.Seq {
 		return fmt.Errorf("%w: stream records missing", core.ErrState)
 	}
 	cs := &st.Causal

@@ -35,6 +35,12 @@ type StreamStatus struct {
 	// how many records it still lacks.
 	Acked   uint64 `json:"acked"`
 	Unacked uint64 `json:"unacked"`
+	// Settled is how far this member's stream is trimmed for it: Acked
+	// with a key; without one, what it acknowledged 8 x Retry ago with no
+	// lower word of it since (Config.Unkeyed). A member that lags shows
+	// Acked and Settled going back to where it is (acks_undone) and
+	// Unacked rising, then falling as the records are resent.
+	Settled uint64 `json:"settled"`
 	// Received is how far its stream was handed on here; HeldBack how
 	// many later records wait for a gap to fill (Missing, the first).
 	Received uint64 `json:"received"`
@@ -93,7 +99,7 @@ func (c *Core) Report() Status {
 	st.Delivered["total_index"] = c.st.Delivered
 	for _, p := range c.peers {
 		o, in := s.Out[p], s.In[p]
-		ss := StreamStatus{Member: p, Acked: o.Acked, Unacked: s.Seq - o.Acked, Received: in.Next, HeldBack: len(in.held),
+		ss := StreamStatus{Member: p, Acked: o.Acked, Unacked: s.Seq - o.Acked, Settled: o.Settled, Received: in.Next, HeldBack: len(in.held),
 			Stable: in.Stable, Kept: len(s.Kept[p]), Relaying: c.relay.asking[p] != nil}
 		if len(in.held) > 0 {
 			ss.Missing = in.Next + 1

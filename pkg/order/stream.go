@@ -1,8 +1,10 @@
 package order
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -34,10 +36,66 @@ type sentRecord struct {
 
 // peerOut is what the stream knows of one member as a receiver.
 type peerOut struct {
-	Acked   uint64    `json:"acked"` // highest cumulative ack
+	Acked uint64 `json:"acked"` // highest cumulative ack
+	// Settled is how far the records are trimmed for this member: Acked
+	// with a key; without one (Config.Unkeyed), an Acked that stood
+	// settle with no lower word of the member stamped after it (see
+	// "Acknowledgements without a key" below).
+	Settled uint64    `json:"settled,omitempty"`
 	due     time.Time // next resend
 	backoff time.Duration
+
+	// Without a key: Acked's rises not yet settled (oldest first), the
+	// stamp of the frame whose rise last settled (0: none since the
+	// start), and when the member was last asked how far it holds this
+	// stream.
+	raises  []ackRaise
+	settled uint64
+	probed  time.Time
 }
+
+// ackRaise is a rise of a member's acknowledgement to upto, at a time,
+// by a frame stamped stamp.
+type ackRaise struct {
+	at    time.Time
+	stamp uint64
+	upto  uint64
+}
+
+// Acknowledgements without a key. Anyone can send a frame in a member's
+// name then, so an acknowledgement saying that member 2 holds this
+// member's stream further than it does, if the record it lacks was lost
+// on its way, would let this member trim the record: member 2's stream
+// from it would stall for good (nobody has the record any more). No word
+// of member 2 can prove it is member 2's (a forger on the LAN reads the
+// frames, so it can echo any nonce or digest), but the real member 2
+// speaks too, and its word is stamped in the order it says it: a word
+// lower than one believed, stamped after the frame that said it, is
+// member 2's own, and the one believed was never its (acks_undone, as
+// pkg/epoch undoes incarnations). So without a key:
+//
+//   - the lower word stamped after a rise undoes every rise not yet
+//     settled (a forger who raises again after the member's answer is
+//     undone by its next answer), and what the member lacks is resent;
+//   - a rise is asked back: the member is sent this member's holding
+//     (answered, in the unkeyed cluster, with its own: stamped after the
+//     rise) at once and every Retry while a rise is not settled;
+//   - a record is trimmed only once every member's acknowledgement of it
+//     stood settleRetries x Retry with no lower word after it (Settled),
+//     so that the real member's answer has come and undone a forged
+//     rise before anything it lacks is gone;
+//   - memory stays bounded: a multicast is refused (ErrBusy) once
+//     settleWindows x Window records wait to be settled, as it is once
+//     Window wait for an acknowledgement.
+//
+// What remains: a forger who speaks for a member that stays silent for
+// the whole settle time (down, or cut off from this member) can still
+// have a record it lacks trimmed. With a key nothing of this runs:
+// Settled is Acked, as before.
+const (
+	settleRetries = 8
+	settleWindows = 8
+)
 
 // peerIn is what the stream knows of one member as a sender.
 type peerIn struct {
@@ -116,12 +174,32 @@ func (s *stream) minAcked() uint64 {
 	return m
 }
 
-// room reports whether a new record fits the window.
-func (s *stream) room(window int) bool { return s.Seq-s.minAcked() < uint64(window) }
+// minSettled is the highest record every member's acknowledgement of
+// which settled (with a key: minAcked).
+func (s *stream) minSettled() uint64 {
+	m := s.Seq
+	for _, o := range s.Out {
+		m = min(m, o.Settled)
+	}
+	return m
+}
 
-// trim drops the records every member acknowledged.
+// room reports whether a new record fits the window, and the records
+// waiting to be settled their bound.
+func (s *stream) room(window int) bool {
+	return s.Seq-s.minAcked() < uint64(window) && s.Seq-s.minSettled() < uint64(settleWindows*window)
+}
+
+// slow says whether member p's acknowledgements keep a new record out.
+func (s *stream) slow(p uint32, window int) bool {
+	o := s.Out[p]
+	return s.Seq-o.Acked >= uint64(window) || s.Seq-o.Settled >= uint64(settleWindows*window)
+}
+
+// trim drops the records every member's acknowledgement of which
+// settled.
 func (s *stream) trim() {
-	m := s.minAcked()
+	m := s.minSettled()
 	i := 0
 	for i < len(s.Sent) && s.Sent[i].Seq <= m {
 		i++
@@ -138,4 +216,113 @@ func (s *stream) record(seq uint64) ([]byte, bool) {
 	}
 	r := s.Sent[seq-s.Sent[0].Seq]
 	return r.Payload, r.Seq == seq
+}
+
+// raised notes, without a key, that member p's acknowledgement rose to
+// o.Acked in a frame stamped at: it settles settleRetries x Retry from
+// now unless a lower word of p stamped after it comes first, and p is
+// asked how far it holds this stream (at most once a Retry), so that its
+// own word comes.
+func (c *Core) raised(p uint32, o *peerOut, at uint64) {
+	if n := len(o.raises); n > 0 && c.now.Sub(o.raises[n-1].at) < c.cfg.Retry/2 {
+		// Rises closer than Retry/2 settle together (at most
+		// 2 x settleRetries + 1 are kept); the member's answer to a probe
+		// sent after the last undoes them.
+		o.raises[n-1].upto, o.raises[n-1].stamp = o.Acked, at
+	} else {
+		o.raises = append(o.raises, ackRaise{at: c.now, stamp: at, upto: o.Acked})
+	}
+	c.wake(o.raises[0].at.Add(c.settle()))
+	c.probe(p, o)
+}
+
+func (c *Core) settle() time.Duration { return settleRetries * c.cfg.Retry }
+
+// probe asks member p how far it holds this member's stream (its answer
+// is an acknowledgement), unless it was asked less than a Retry ago.
+func (c *Core) probe(p uint32, o *peerOut) {
+	if !o.probed.IsZero() && c.now.Sub(o.probed) < c.cfg.Retry {
+		c.wake(o.probed.Add(c.cfg.Retry))
+		return
+	}
+	o.probed = c.now
+	c.sendHolding(p, c.id, 0)
+	c.count("acks_probed")
+	c.wake(c.now.Add(c.cfg.Retry))
+}
+
+// undoAck takes member p's word, in a frame stamped at, that it holds
+// this member's stream only up to upto, below what is believed. Stamped
+// after a frame that said more (a rise not yet settled, or the one that
+// settled last), it is the member's own, and that rise was not: every
+// rise not settled above upto is undone, and what it lacks is resent.
+// Stamped before, it is a late copy of an earlier word of the member.
+func (c *Core) undoAck(p uint32, o *peerOut, upto, at uint64) {
+	undone := upto < o.Settled && o.settled != 0 && at > o.settled
+	for _, r := range o.raises {
+		undone = undone || r.upto > upto && r.stamp < at
+	}
+	if !undone {
+		return
+	}
+	c.count("acks_undone")
+	if upto < o.Settled && o.settled != 0 && at > o.settled {
+		// Settled already: the records between may be trimmed (the
+		// forger spoke for a member silent for the whole settle time).
+		c.count("acks_undone_settled")
+		c.events = append(c.events, core.Event{Name: EventAckUndone, Warn: true, Msg: fmt.Sprintf(
+			"member %d holds this member's stream up to %d, not %d as frames in its name said for %v: the records it lacks may be trimmed and its stream from here stalled "+
+				"(without a key anyone can forge its frames: give the cluster a key)", p, upto, o.Settled, c.settle()),
+			Args: []any{"member", p, "holds", upto, "said", o.Settled}})
+		o.Settled = upto
+	}
+	o.Acked = max(upto, o.Settled)
+	kept := o.raises[:0]
+	for _, r := range o.raises {
+		if r.upto = min(r.upto, o.Acked); r.upto > o.Settled {
+			kept = append(kept, r)
+		}
+	}
+	o.raises = kept
+	o.backoff = c.cfg.Retry
+	c.resend(p, o)
+	o.due = c.now.Add(c.cfg.Retry)
+	c.wake(o.due)
+}
+
+// settleTick settles, without a key, the acknowledgements that stood
+// settle, trims what every member's settled acknowledgement covers, and
+// asks again the members whose rises are not settled yet.
+func (c *Core) settleTick(now time.Time) {
+	if !c.cfg.Unkeyed {
+		return
+	}
+	s := c.st.Stream
+	moved := false
+	for _, p := range c.peers {
+		o := s.Out[p]
+		if o.Acked > o.Settled && len(o.raises) == 0 {
+			o.raises = append(o.raises, ackRaise{at: now, upto: o.Acked}) // restored from disk
+		}
+		for len(o.raises) > 0 && !now.Before(o.raises[0].at.Add(c.settle())) {
+			if r := o.raises[0]; r.upto > o.Settled {
+				o.Settled, o.settled, moved = r.upto, max(o.settled, r.stamp), true
+			}
+			o.raises = o.raises[1:]
+		}
+		if len(o.raises) > 0 {
+			c.wake(o.raises[0].at.Add(c.settle()))
+			c.probe(p, o)
+		}
+	}
+	if moved {
+		old := len(s.Sent)
+		s.trim()
+		if len(s.Sent) != old {
+			c.durable.Change(false)
+		}
+		if due := c.announceDue(); !due.IsZero() {
+			c.wake(due)
+		}
+	}
 }

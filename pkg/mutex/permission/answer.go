@@ -129,7 +129,7 @@ func (c *Core) stepLamportRelease(from uint32, at uint64, r wire.PermRequest) {
 func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
 	l := c.locks[r.Name]
 	if l == nil {
-		c.count("stray_answers")
+		c.stray(nil, from, at, r, true)
 		return
 	}
 	if c.cfg.Variant == Lamport && !c.fresh(l, from, at) {
@@ -142,7 +142,7 @@ func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
 		if l.stamp != 0 && !l.granted && r.Stamp == l.stamp && r.Answers == c.inc {
 			l.got[from] = true
 		} else {
-			c.count("stray_answers")
+			c.stray(l, from, at, r, true)
 		}
 	} else {
 		l.want[from] = r.Want
@@ -152,6 +152,75 @@ func (c *Core) stepAnswer(from uint32, at uint64, r wire.PermReply) {
 		// The acknowledgement may reveal a request of its sender whose
 		// own frame was lost or overtaken: acknowledge it now.
 		c.ackLamport(l, from, r.Incarnation)
+		c.disown(l, from, r)
 	}
 	c.advance(l)
+}
+
+// stray takes member from's answer r, in a frame stamped at, about lock
+// l (nil: none here), which answers no request of this member's under
+// way. A leave (a Ricart-Agrawala reply, the bakery's ticket reply) or a
+// Lamport acknowledgement is disowned; a leave stamped as the request it
+// names answers none: it is a disowning, never disowned in turn (a reply
+// is stamped after what it answers).
+func (c *Core) stray(l *lock, from uint32, at uint64, r wire.PermReply, leave bool) {
+	if c.cfg.Variant != Lamport && leave && r.Stamp == at {
+		c.count("disownings_in")
+		return
+	}
+	c.count("stray_answers")
+	if leave {
+		c.disown(l, from, r)
+	}
+}
+
+// disown answers member from's answer r about lock l (nil: none here)
+// when this member has no request of that lock open: the answer is to a
+// request this member never made (forged in its name: without a key
+// anyone can) or to one that ended (a late copy). Its word that it asks
+// for nothing ends that request at from at once, where only its next
+// heartbeat would (a busy one ends only what is stamped before its oldest
+// open request, and a forger who keeps sending requests in its name
+// stamps them later), so a flood of forged requests does not hold its
+// share of from's lock table while it asks. The word is what this member
+// would say anyway: Lamport's release of the request (from takes it only
+// if stamped after every frame of this member about l it took, and it is:
+// it is sent after the answer, which is stamped after the request), or a
+// Ricart-Agrawala reply (the bakery's ticket reply) that asks for nothing
+// (Want 0), stamped as the request it names so that it answers no
+// request (a reply is stamped after what it answers) and is never
+// disowned in turn. It spends the
+// leave from lent for the request (sawWant). Should a request of from's
+// own be stamped exactly there, the reply grants it, as this member, not
+// asking for l, would grant it anyway. One frame per answer: a forger
+// gets from one frame for each frame it sends, no more. Not while in the
+// hold after a restart, when this member answers nobody, nor with a key
+// (Config.Authenticated): nobody forges then, and a late copy of an
+// answer is left alone as before.
+func (c *Core) disown(l *lock, from uint32, r wire.PermReply) {
+	if c.cfg.Authenticated || c.inHold() || l != nil && (l.stamp != 0 || c.releasing(l.name)) {
+		return
+	}
+	var fence uint64
+	if l != nil {
+		fence = l.known
+	}
+	c.count("answers_disowned")
+	if c.cfg.Variant == Lamport {
+		c.send(from, wire.KindLamportRelease, wire.PermRequest{Name: r.Name, Incarnation: c.inc, Stamp: r.Stamp, Fence: fence}, 0)
+		return
+	}
+	at := c.lamport.Send()
+	c.send(from, c.replyKind(), wire.PermReply{Name: r.Name, Incarnation: c.inc, Answers: r.Incarnation, Stamp: at, Fence: fence}, at)
+}
+
+// releasing says whether the release of this member's request for name
+// is held back (it goes with the next frame).
+func (c *Core) releasing(name string) bool {
+	for _, r := range c.releases {
+		if r.name == name {
+			return true
+		}
+	}
+	return false
 }

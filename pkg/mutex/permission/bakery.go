@@ -214,9 +214,13 @@ func (c *Core) answerChoosing(l *lock) {
 // counts only if it answers the read under way (its kind, the stamp and
 // the incarnation of this member's request).
 func (c *Core) stepBakeryAnswer(k wire.Kind, from uint32, at uint64, r wire.PermReply) {
+	// Only a ticket reply is a leave, which keeps the entry of the read at
+	// its sender: the others are disowned by nothing (their entries are
+	// idle once answered).
+	leave := k == wire.KindBakeryTicketReply
 	l := c.locks[r.Name]
 	if l == nil {
-		c.count("stray_answers")
+		c.stray(nil, from, at, r, leave)
 		return
 	}
 	l.touched = c.now
@@ -225,7 +229,7 @@ func (c *Core) stepBakeryAnswer(k wire.Kind, from uint32, at uint64, r wire.Perm
 	if l.stamp != 0 && !l.granted && l.phase == answers(k) && r.Stamp == l.stamp && r.Answers == c.inc {
 		l.got[from] = true
 	} else {
-		c.count("stray_answers")
+		c.stray(l, from, at, r, leave)
 	}
 	c.advance(l)
 }

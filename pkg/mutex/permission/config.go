@@ -96,6 +96,13 @@ type Config struct {
 	// MaxLocks bounds the locks this member keeps state for (default
 	// 4096); MaxQueue the requests waiting at this member (default 4096).
 	MaxLocks, MaxQueue int
+	// Authenticated says that frames carry a MAC of the cluster key
+	// (mutex.Options.Authenticated): a request in a member's name comes
+	// from the member, and an answer about a lock it has no request of
+	// open is a late copy, counted and left alone. Default false: such an
+	// answer may be to a request forged in its name, and is disowned
+	// (answer.go, disown).
+	Authenticated bool
 
 	// Persisted is what the previous run left in Ready.State (nil at the
 	// first start).

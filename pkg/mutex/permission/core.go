@@ -799,13 +799,8 @@ func (c *Core) idleWants(m uint32, at, seen uint64) {
 // member, no queued or deferred request of another, no leave that may be
 // in use, no release held back.
 func (c *Core) idle(l *lock) bool {
-	if l.stamp != 0 || len(l.deferred) > 0 || len(l.choosing) > 0 || len(l.lent) > 0 || c.reqs.Waiting(l.name) > 0 || c.reqs.Held(l.name) {
+	if l.stamp != 0 || len(l.deferred) > 0 || len(l.choosing) > 0 || len(l.lent) > 0 || c.reqs.Waiting(l.name) > 0 || c.reqs.Held(l.name) || c.releasing(l.name) {
 		return false
-	}
-	for _, r := range c.releases {
-		if r.name == l.name {
-			return false
-		}
 	}
 	for _, w := range l.want {
 		if w != 0 {

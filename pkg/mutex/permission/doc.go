@@ -333,7 +333,12 @@
 // idle heartbeat ends every request of its stamped before it (one it never
 // made included), a busy one every request stamped before its oldest open
 // one (PermHeartbeat.Oldest, unless a lease of an ended request may still
-// run), and idle entries are reclaimed (their fences kept in a floor). A relayed
+// run), a member answered about a lock it has no request of open disowns
+// the answer at once (a Lamport release, or a Ricart-Agrawala reply or
+// the bakery's ticket reply that asks for nothing: the request it never
+// made ends a round trip after it was taken, while it asks), and idle
+// entries are reclaimed (their fences
+// kept in a floor). A relayed
 // frame must be stamped no later than the frame that carries it (which the
 // node bounded and merged: a relay adds no Lamport time), is passed on
 // only for its own sender, once, never as a relay of a relay, and is then

@@ -27,6 +27,7 @@ func ConfigFor(v Variant, env core.Env, opt mutex.Options) (Config, error) {
 	cfg := DefaultLANConfig()
 	cfg.Variant, cfg.ID, cfg.Members = v, env.ID, env.Members
 	cfg.Persisted, cfg.Lamport = env.State, env.Lamport
+	cfg.Authenticated = opt.Authenticated
 	opt.Leases(&cfg.MaxLease, &cfg.MinLease)
 	if opt.Heartbeat != 0 {
 		cfg.HeartbeatInterval = opt.Heartbeat

@@ -23,10 +23,15 @@ type forgedSim struct {
 }
 
 func newForgedSim(t *testing.T, f mutex.Factory, n uint32) *forgedSim {
+	return newForgedSimWith(t, f, n, mutex.Options{})
+}
+
+// newForgedSimWith is newForgedSim with the drivers' options opt.
+func newForgedSimWith(t *testing.T, f mutex.Factory, n uint32, opt mutex.Options) *forgedSim {
 	fs := &forgedSim{t: t, s: sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}}), grants: map[mutex.RequestID]bool{}}
 	for id := uint32(1); id <= n; id++ {
 		fs.s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-			a, err := f.New(env, mutex.Options{})
+			a, err := f.New(env, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +175,7 @@ func (fs *forgedSim) floodFrom1(f mutex.Factory, quiet time.Duration) map[uint32
 // run of issue 29's work) it stayed refused while it asked, until its
 // request timed out. (A request stamped before the answers to forged
 // frames reach it cannot end them: those answers could be leaves for it.
-// Its idle heartbeat does, as before.)
+// Its disowning of those answers does: TestForgedFloodWhileAsking.)
 func TestForgedShareEndedWhileBusy(t *testing.T) {
 	for _, f := range factories {
 		t.Run(f.Name, func(t *testing.T) {
@@ -190,7 +195,11 @@ func TestForgedShareEndedWhileBusy(t *testing.T) {
 			if !granted {
 				t.Fatalf("member 1's lock, asked with its share full, not granted within 2 s: member 2's counters %v", fs.s.Core(2).(*permission.Core).Report().Counters)
 			}
-			if ended := fs.s.Core(2).(*permission.Core).Report().Counters["wants_ended_idle"]; f.Name == "lamport" && ended == 0 {
+			// Ended by member 1's busy heartbeat (wants_ended_idle) or, a
+			// round trip after each was answered, by its disowning of the
+			// answer (TestForgedFloodWhileAsking): either way member 2's
+			// entries for them are idle and reclaimed.
+			if c := fs.s.Core(2).(*permission.Core).Report().Counters; f.Name == "lamport" && c["wants_ended_idle"]+c["locks_reclaimed"] == 0 {
 				t.Error("member 2 ended no forged request: the lock was granted some other way")
 			}
 		})
@@ -257,6 +266,87 @@ func TestForgedHugeNum(t *testing.T) {
 	for _, id := range []uint32{2, 1, 3} {
 		if !fs.lock(id, "x", 5*time.Second) {
 			t.Fatalf("x not granted at member %d within 5 s of the forged nums", id)
+		}
+	}
+}
+
+// TestForgedFloodWhileAsking: the flood of TestForgedRequestsFillNoTable
+// goes on while member 1 asks: every millisecond 2 more requests "from
+// 1" naming made-up locks, stamped at the receivers' clocks, so after
+// member 1's own request. Its busy heartbeats end only the forged ones
+// stamped before its request, so before the fix its share at members 2
+// and 3 stayed full (share_full) for as long as the flood lasted, and its
+// request timed out. Now member 1 disowns each answer to a request it
+// never made (a Lamport release, a Ricart-Agrawala reply or the bakery's
+// ticket reply that asks for nothing), which ends that request where it
+// was answered a round trip after it was taken: the share is free again
+// and member 1's request is granted while the flood goes on (at its first
+// resend, 0.5 s). The bakery's flood is of ticket reads, its requests.
+func TestForgedFloodWhileAsking(t *testing.T) {
+	for _, f := range []mutex.Factory{permission.RicartAgrawalaFactory, permission.LamportFactory, permission.BakeryFactory} {
+		t.Run(f.Name, func(t *testing.T) {
+			fs := newForgedSim(t, f, 3)
+			fs.floodFrom1(f, 2500*time.Millisecond)
+			inc := fs.s.Core(1).(*permission.Core).Incarnation()
+			kind := requestKind(f)
+			n := 0
+			flood := func() {
+				stamp := min(fs.s.Node(2).Status().Lamport, fs.s.Node(3).Status().Lamport)
+				for range 2 {
+					n++
+					for _, to := range []uint32{2, 3} {
+						fs.s.Forge(1, to, kind, 0, stamp, wire.PermRequest{Name: fmt.Sprintf("flood-%d", n), Incarnation: inc, Stamp: stamp})
+					}
+				}
+			}
+			var req mutex.RequestID
+			var err error
+			fs.s.Do(1, func(c core.Core) {
+				req, err = c.(mutex.Algorithm).Acquire(fs.s.Clock(1).Now(), mutex.Request{Lock: "new"})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked := fs.s.Now()
+			for !fs.grants[req] && fs.s.Now().Sub(asked) < 3*time.Second {
+				flood()
+				fs.s.Run(time.Millisecond)
+			}
+			c2 := fs.s.Core(2).(*permission.Core).Report().Counters
+			t.Logf("after %v, %d forged requests more: granted %v; member 2's counters %v", fs.s.Now().Sub(asked), n, fs.grants[req], c2)
+			if c2["share_full"] == 0 {
+				t.Fatal("member 1's share at member 2 never filled: the test did not attack")
+			}
+			if !fs.grants[req] {
+				t.Fatalf("member 1's lock not granted within 3 s while the flood went on")
+			}
+		})
+	}
+}
+
+// TestDisownOnlyWithoutKey: one request "from 1" naming a lock member 1
+// never asked for, to member 2, which answers member 1. Without a key
+// member 1 disowns the answer and member 2's entry for it is idle again;
+// with one (mutex.Options.Authenticated: no frame is forged, an answer
+// about a lock with no request open is a late copy) it is counted as
+// before and nothing is sent back.
+func TestDisownOnlyWithoutKey(t *testing.T) {
+	for _, f := range factories {
+		for _, keyed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/keyed=%v", f.Name, keyed), func(t *testing.T) {
+				fs := newForgedSimWith(t, f, 3, mutex.Options{Authenticated: keyed})
+				fs.s.Run(2500 * time.Millisecond)
+				inc := fs.s.Core(1).(*permission.Core).Incarnation()
+				stamp := fs.s.Node(2).Status().Lamport
+				if err := fs.s.Forge(1, 2, requestKind(f), 0, stamp, wire.PermRequest{Name: "never", Incarnation: inc, Stamp: stamp}); err != nil {
+					t.Fatal(err)
+				}
+				fs.s.Run(20 * time.Millisecond)
+				c1 := fs.s.Core(1).(*permission.Core).Report().Counters
+				if got, want := c1["answers_disowned"], map[bool]uint64{false: 1, true: 0}[keyed]; got != want || c1["stray_answers"] != 1 {
+					t.Fatalf("member 1's counters %v: want answers_disowned %d, stray_answers 1", c1, want)
+				}
+			})
 		}
 	}
 }

@@ -357,3 +357,99 @@ func TestLabAttackMetricsFlood(t *testing.T) {
 // metricsSlots is how many connections the metrics endpoint serves at once
 // (internal/daemon's metricsMaxConns).
 const metricsSlots = 8
+
+// TestLabAttackFloodWhileAsking: the flood of TestLabAttackLamportTableFill
+// goes on while member 1 asks for a lock, each burst stamped at the
+// receivers' clocks, so after member 1's request: member 1's busy
+// heartbeats end only the forged requests stamped before its oldest open
+// one, and no idle heartbeat comes while it asks. Before the fix its
+// share at members 2 and 3 stayed full while the flood lasted and its
+// request timed out (the last item of "Left open" in docs/security.md).
+// Now member 1 disowns each answer to a request it never made, which
+// ends that request where it was answered, and it is granted while the
+// flood goes on, in Ricart-Agrawala, Lamport's queue and the bakery
+// (whose requests are its ticket reads). With a key the frames are bad
+// MACs and change nothing.
+func TestLabAttackFloodWhileAsking(t *testing.T) {
+	e2e.ForEachSecurity(t, func(t *testing.T, keyed bool) {
+		for _, alg := range []struct {
+			name string
+			kind wire.Kind
+			port int
+		}{{"ricartagrawala", wire.KindRARequest, 7750}, {"lamport", wire.KindLamportRequest, 7760}, {"bakery", wire.KindBakeryTicket, 7770}} {
+			t.Run(alg.name, func(t *testing.T) {
+				a := e2e.NewAttackLab(t, "mutexd", alg.port, 3, keyed, func(int) []string {
+					// Heartbeats 5 s apart: member 1's idle heartbeat (which ends
+					// every request "of" it stamped before) must not come while
+					// the share fills before it asks.
+					return []string{"--algorithm", alg.name, "--heartbeat", "5s"}
+				})
+				a.StartAll()
+				a.WaitHeard()
+				inc := uint32(e2e.Num(a.MustStatus(1), "node", "core", "detail", "incarnation"))
+				udpIn := func(i int) float64 { return e2e.Num(a.MustStatus(i), "transport", "udp", "packets_in") }
+				next := 0
+				var stamp uint64
+				burst := func(n int) {
+					for _, to := range []uint32{2, 3} {
+						var frames []e2e.Forged
+						for range n {
+							frames = append(frames, e2e.Forged{From: 1, To: to, Kind: alg.kind, Payload: wire.PermRequest{Name: fmt.Sprintf("flood-%d", next), Incarnation: inc, Stamp: stamp}, Lamport: stamp})
+							next++
+						}
+						before := udpIn(int(to))
+						a.ForgeBurst(frames...)
+						a.Eventually(fmt.Sprintf("member %d reads a burst of %d forged frames", to, n), e2e.RefuseWithin, func() bool { return udpIn(int(to))-before >= float64(n) })
+					}
+				}
+				// Stamped below both clocks, which only grow: no frame of the
+				// flood is refused for its stamp.
+				stamp = min(a.LamportOf(2), a.LamportOf(3))
+				for range 1200 / 200 {
+					burst(200) // member 1's share (1024) full at 2 and 3
+				}
+				sent := func() float64 { return e2e.Num(a.MustStatus(1), "node", "core", "counters", "requests_sent") }
+				asked := sent()
+				lock := exec.Command(filepath.Join(e2e.BinDir(), "mutexd"), "lock", "new", "--control", a.Control(1), "--timeout", "10s", "--", "true")
+				var out strings.Builder
+				lock.Stdout, lock.Stderr = &out, &out
+				start := time.Now()
+				if err := lock.Start(); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- lock.Wait() }()
+				// From now on stamped after member 1's request: member 1's
+				// busy heartbeats, naming that request, end none of them.
+				a.Eventually("member 1 sends its request", e2e.RefuseWithin, func() bool { return sent() > asked })
+				stamp = max(a.LamportOf(1), a.LamportOf(2), a.LamportOf(3)) + 1
+				var err error
+			flood:
+				for {
+					select {
+					case err = <-done:
+						break flood
+					default:
+						burst(100) // faster than member 1's resends (500 ms) can find room
+					}
+				}
+				st := a.MustStatus(2)
+				t.Logf("counters: member 1 %v member 2 %v", e2e.Field(a.MustStatus(1), "node", "core", "counters"), e2e.Field(st, "node", "core", "counters"))
+				t.Logf("member 1's lock after %v with %d forged requests: %v %s; member 2: share_full %v; member 1: answers_disowned %v",
+					time.Since(start).Round(time.Millisecond), next, err, strings.TrimSpace(out.String()),
+					e2e.Num(st, "node", "core", "counters", "share_full"), e2e.Num(a.MustStatus(1), "node", "core", "counters", "answers_disowned"))
+				if err != nil {
+					t.Fatalf("member 1's lock not granted while the flood went on: %v: %s", err, out.String())
+				}
+				if keyed {
+					a.Refused(2, float64(next/2))
+				} else if e2e.Num(st, "node", "core", "counters", "share_full")+e2e.Num(a.MustStatus(1), "node", "core", "counters", "answers_disowned") == 0 {
+					// Before the fix, member 1's share filled (share_full);
+					// now the answers are disowned as they come, and a
+					// burst may not outrun them.
+					t.Fatal("member 1's share at member 2 never filled, and member 1 disowned nothing: the test did not attack")
+				}
+			})
+		}
+	})
+}
