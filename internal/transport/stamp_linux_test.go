@@ -10,22 +10,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestParseRxTimestamp(t *testing.T) {
-	cmsg := func(level, typ int32, data []byte) []byte {
-		b := make([]byte, unix.CmsgSpace(len(data)))
-		ne := binary.NativeEndian
-		if unix.SizeofCmsghdr == 16 {
-			ne.PutUint64(b, uint64(unix.CmsgLen(len(data))))
-			ne.PutUint32(b[8:], uint32(level))
-			ne.PutUint32(b[12:], uint32(typ))
-		} else {
-			ne.PutUint32(b, uint32(unix.CmsgLen(len(data))))
-			ne.PutUint32(b[4:], uint32(level))
-			ne.PutUint32(b[8:], uint32(typ))
-		}
-		copy(b[unix.CmsgLen(0):], data)
-		return b
+// cmsg is one control message in the native layout.
+func cmsg(level, typ int32, data []byte) []byte {
+	b := make([]byte, unix.CmsgSpace(len(data)))
+	ne := binary.NativeEndian
+	if unix.SizeofCmsghdr == 16 {
+		ne.PutUint64(b, uint64(unix.CmsgLen(len(data))))
+		ne.PutUint32(b[8:], uint32(level))
+		ne.PutUint32(b[12:], uint32(typ))
+	} else {
+		ne.PutUint32(b, uint32(unix.CmsgLen(len(data))))
+		ne.PutUint32(b[4:], uint32(level))
+		ne.PutUint32(b[8:], uint32(typ))
 	}
+	copy(b[unix.CmsgLen(0):], data)
+	return b
+}
+
+func TestParseRxTimestamp(t *testing.T) {
 	ts := make([]byte, 16)
 	binary.NativeEndian.PutUint64(ts, 1_700_000_000)
 	binary.NativeEndian.PutUint64(ts[8:], 123_456_789)
@@ -121,6 +123,36 @@ func udpPair(t *testing.T) (rx, tx *UDPConn) {
 		*c = u
 	}
 	return rx, tx
+}
+
+// TestParseTxTimestampLayouts: the transmit stamp is read from three
+// struct timespec of 8-byte longs (48 bytes) and, as a 32-bit kernel
+// sends them, of 4-byte ones (24 bytes), which were read as 8-byte ones:
+// a time decades off, every stamp refused as implausible.
+func TestParseTxTimestampLayouts(t *testing.T) {
+	want := time.Unix(1_700_000_000, 123_456_789)
+	ee := make([]byte, sizeofSockExtendedErr)
+	binary.NativeEndian.PutUint32(ee, uint32(unix.ENOMSG))
+	ee[4] = unix.SO_EE_ORIGIN_TIMESTAMPING
+	binary.NativeEndian.PutUint32(ee[12:], 7)
+	recverr := cmsg(unix.SOL_IP, unix.IP_RECVERR, ee)
+	for _, long := range []int{8, 4} {
+		ts := make([]byte, 6*long) // ts[1], ts[2] zero
+		if long == 8 {
+			binary.NativeEndian.PutUint64(ts, uint64(want.Unix()))
+			binary.NativeEndian.PutUint64(ts[8:], uint64(want.Nanosecond()))
+		} else {
+			binary.NativeEndian.PutUint32(ts, uint32(want.Unix()))
+			binary.NativeEndian.PutUint32(ts[4:], uint32(want.Nanosecond()))
+		}
+		oob := append(cmsg(unix.SOL_SOCKET, unix.SCM_TIMESTAMPING, ts), recverr...)
+		if got, id, ok := parseTxTimestamp(oob); !ok || !got.Equal(want) || id != 7 {
+			t.Errorf("%d-byte longs: %v id %d ok %v, want %v id 7", long, got, id, ok, want)
+		}
+		if _, _, ok := parseTxTimestamp(append(cmsg(unix.SOL_SOCKET, unix.SCM_TIMESTAMPING, ts[:len(ts)-1]), recverr...)); ok {
+			t.Errorf("%d-byte longs: a truncated SCM_TIMESTAMPING parsed", long)
+		}
+	}
 }
 
 func TestParseTxTimestampRefusesOtherMessages(t *testing.T) {
