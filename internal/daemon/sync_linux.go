@@ -52,7 +52,8 @@ func syncData(f *os.File) error {
 func writeData(f *os.File, b []byte, off int64) error {
 	fd := f.Fd()
 	for len(b) > 0 {
-		n, _, e := unix.RawSyscall6(unix.SYS_PWRITE64, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(off), 0, 0)
+		o := pwriteOffset(off) // one register, or two on a 32-bit kernel
+		n, _, e := unix.RawSyscall6(unix.SYS_PWRITE64, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), o[0], o[1], o[2])
 		switch {
 		case e == unix.EINTR:
 			continue

@@ -54,8 +54,11 @@ type traceWin struct {
 	ring  *traceRing
 	id    uint32
 	since time.Time
-	// asked is when a member last asked, by member (wall clock).
+	// asked is when a member last asked, by member (wall clock), and
+	// last the latest of them: traceStep, after every frame, reads last
+	// alone.
 	asked  map[uint32]time.Time
+	last   time.Time
 	chunks uint64
 	// pending: the node does not record into it yet (traceStep).
 	pending bool
@@ -115,7 +118,8 @@ func (d *Daemon) traceWindow(from uint32, q *wire.TraceQuery) (wire.TraceChunk, 
 			"member", from, "idle", TraceWindowIdle)
 	}
 	w := d.win
-	w.asked[from] = time.Now()
+	w.last = time.Now()
+	w.asked[from] = w.last
 	w.chunks++
 	w.log.Flush() // into the ring: Flush fails only on a closed log
 	c := w.ring.chunk(q, w.id)
@@ -127,7 +131,9 @@ func (d *Daemon) traceWindow(from uint32, q *wire.TraceQuery) (wire.TraceChunk, 
 
 // traceStep (after a step, holding d.mu) wakes the callers whose trace
 // query was answered, and turns the window off when nobody asked for
-// TraceWindowIdle.
+// TraceWindowIdle. It runs after every frame, so its cost does not grow
+// with the members that asked: without a window or an answer it reads
+// two fields, with a window the clock too (BenchmarkTraceStep).
 func (d *Daemon) traceStep() {
 	for _, id := range d.node.TraceNews() {
 		if ch := d.traceWait[id]; ch != nil {
@@ -142,13 +148,7 @@ func (d *Daemon) traceStep() {
 		d.setRecorder()
 	}
 	if w := d.win; w != nil {
-		last := time.Time{}
-		for _, at := range w.asked {
-			if at.After(last) {
-				last = at
-			}
-		}
-		if time.Since(last) > TraceWindowIdle {
+		if time.Since(w.last) > TraceWindowIdle {
 			d.win = nil
 			d.setRecorder()
 			w.log.Close()

@@ -3,10 +3,15 @@ package daemon
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
+	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -78,5 +83,84 @@ func TestTraceRingBounded(t *testing.T) {
 	}
 	if n, _, d := big.size(); n != traceRingLines || d != 10 {
 		t.Fatalf("%d lines held, %d dropped", n, d)
+	}
+}
+
+// idleCore is a core that does nothing.
+type idleCore struct{}
+
+func (idleCore) Step(core.Message) error          { return nil }
+func (idleCore) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+func (idleCore) Tick(time.Time)                   {}
+func (idleCore) Ready() core.Ready                { return core.Ready{} }
+func (idleCore) Status() any                      { return nil }
+
+// windowDaemon is a daemon of n members, member 1, with its node: enough
+// for the trace window's bookkeeping.
+func windowDaemon(tb testing.TB, n int) *Daemon {
+	tb.Helper()
+	members := map[uint32]netip.AddrPort{}
+	for id := 1; id <= n; id++ {
+		members[uint32(id)] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, byte(id >> 8), byte(id)}), 7000)
+	}
+	nd, err := node.New(node.Config{ID: 1, Members: members, Cluster: "lab", Incarnation: 1}, idleCore{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sim := clock.NewSim(clock.SimConfig{}, time.Now)
+	return &Daemon{cfg: Config{Name: "electd", ID: 1, Members: members, Clock: sim, ClockName: "sim"},
+		node: nd, log: slog.New(slog.DiscardHandler), started: time.Now()}
+}
+
+// TestTraceWindowIdleFromTheLatestAsk: the window stays on while any
+// member asked within TraceWindowIdle, and goes off once the latest ask
+// is older.
+func TestTraceWindowIdleFromTheLatestAsk(t *testing.T) {
+	d := windowDaemon(t, 64)
+	for m := uint32(2); m <= 64; m++ {
+		if _, ok := d.traceWindow(m, &wire.TraceQuery{}); !ok {
+			t.Fatal("no window")
+		}
+	}
+	d.traceStep()
+	w := d.win
+	if w == nil || w.pending {
+		t.Fatalf("window %+v, want on and recording", w)
+	}
+	// Every ask but member 64's long ago.
+	for m := range w.asked {
+		w.asked[m] = w.asked[m].Add(-time.Hour)
+	}
+	w.asked[64] = time.Now()
+	w.last = w.asked[64]
+	d.traceStep()
+	if d.win == nil {
+		t.Fatal("the window went off with an ask a moment ago")
+	}
+	w.last = time.Now().Add(-TraceWindowIdle - time.Second)
+	d.traceStep()
+	if d.win != nil {
+		t.Fatalf("the window stayed on %v after the latest ask", TraceWindowIdle+time.Second)
+	}
+	if n := testing.AllocsPerRun(100, d.traceStep); n != 0 {
+		t.Errorf("traceStep without a window: %v allocations", n)
+	}
+}
+
+// BenchmarkTraceStep: what every frame pays for the trace window, with
+// none open and with one that 1 and 63 members asked for: the same.
+func BenchmarkTraceStep(b *testing.B) {
+	for _, askers := range []int{0, 1, 63} {
+		b.Run(fmt.Sprintf("askers=%d", askers), func(b *testing.B) {
+			d := windowDaemon(b, 64)
+			for m := range askers {
+				d.traceWindow(uint32(m+2), &wire.TraceQuery{})
+			}
+			d.traceStep()
+			b.ReportAllocs()
+			for b.Loop() {
+				d.traceStep()
+			}
+		})
 	}
 }

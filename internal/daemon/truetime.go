@@ -102,17 +102,16 @@ func (d *Daemon) openTrueTime() error {
 // adjusting marks the page mid-write before the clock is changed (a
 // frequency, a slew, a step), so that no reader combines the publication
 // with a clock that no longer runs as it says; publishTrueTime ends it.
-func (d *Daemon) adjusting(adjs []clock.Adjustment) bool {
+func (d *Daemon) adjusting(adjs []clock.Adjustment) {
 	if d.tt == nil || d.cfg.SkipAdjust {
-		return false
+		return
 	}
 	for _, a := range adjs {
 		if a.Kind != clock.AdjustSync {
 			d.tt.Begin()
-			return true
+			return
 		}
 	}
-	return false
 }
 
 // publishTrueTime writes the page: the core's bound at a fresh clock

@@ -38,16 +38,8 @@ func parseRxTimestamp(oob []byte) (time.Time, bool) {
 		}
 		data := oob[unix.CmsgLen(0):l]
 		if level == unix.SOL_SOCKET && typ == unix.SCM_TIMESTAMPNS {
-			// struct timespec in native layout: two longs.
-			switch len(data) {
-			case 16:
-				sec := int64(binary.NativeEndian.Uint64(data[0:]))
-				nsec := int64(binary.NativeEndian.Uint64(data[8:]))
-				return time.Unix(sec, nsec), true
-			case 8:
-				sec := int32(binary.NativeEndian.Uint32(data[0:]))
-				nsec := int32(binary.NativeEndian.Uint32(data[4:]))
-				return time.Unix(int64(sec), int64(nsec)), true
+			if len(data) == 16 || len(data) == 8 {
+				return timespec(data, len(data)), true
 			}
 			return time.Time{}, false
 		}
@@ -58,6 +50,16 @@ func parseRxTimestamp(oob []byte) (time.Time, bool) {
 		oob = oob[next:]
 	}
 	return time.Time{}, false
+}
+
+// timespec decodes a struct timespec of size bytes in native layout: two
+// longs, 8 bytes each (16) or, on a 32-bit kernel, 4 (8).
+func timespec(b []byte, size int) time.Time {
+	ne := binary.NativeEndian
+	if size == 16 {
+		return time.Unix(int64(ne.Uint64(b)), int64(ne.Uint64(b[8:])))
+	}
+	return time.Unix(int64(int32(ne.Uint32(b))), int64(int32(ne.Uint32(b[4:]))))
 }
 
 // cmsgHeader decodes a struct cmsghdr: a size_t length then two ints.
@@ -150,12 +152,12 @@ func parseTxTimestamp(oob []byte) (time.Time, uint32, bool) {
 		}
 		data := oob[unix.CmsgLen(0):l]
 		switch {
-		case level == unix.SOL_SOCKET && typ == unix.SCM_TIMESTAMPING && len(data) >= 16:
-			// ts[0] is the software stamp (ts[2] would be hardware).
-			sec := int64(binary.NativeEndian.Uint64(data[0:]))
-			nsec := int64(binary.NativeEndian.Uint64(data[8:]))
-			if sec != 0 || nsec != 0 {
-				t, haveTime = time.Unix(sec, nsec), true
+		case level == unix.SOL_SOCKET && typ == unix.SCM_TIMESTAMPING && (len(data) == 48 || len(data) == 24):
+			// Three struct timespec (of 8-byte longs, or 4-byte ones on a
+			// 32-bit kernel); ts[0] is the software stamp (ts[2] would be
+			// hardware).
+			if ts := timespec(data, len(data)/3); !ts.Equal(time.Unix(0, 0)) {
+				t, haveTime = ts, true
 			}
 		case (level == unix.SOL_IP && typ == unix.IP_RECVERR || level == unix.SOL_IPV6 && typ == unix.IPV6_RECVERR) &&
 			len(data) >= sizeofSockExtendedErr:

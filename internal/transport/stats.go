@@ -20,13 +20,14 @@ type Stats struct {
 	// them. Stream frames are always user-stamped and not counted here.
 	KernelStamps uint64 `json:"kernel_stamps"`
 	UserStamps   uint64 `json:"user_stamps"`
-	// TxKernelStamps and TxMissedStamps count the sends that asked for
-	// the kernel's transmit stamp (SendStamped) by whether it was found
-	// right after the send. A missed one leaves the sender with the clock
-	// reading taken before the send, tens of microseconds early under
-	// load: an NTP client's T1 early by L biases its offset by +L/2.
+	// TxKernelStamps counts the sends that asked for the kernel's
+	// transmit stamp (SendStamped) and found it right after the send. One
+	// not found is said in its TxStamp (Missed), and counted once, by
+	// the daemon that would have used it (errors: tx_stamp_missed): it
+	// is left with the clock reading taken before the send, tens of
+	// microseconds early under load (an NTP client's T1 early by L biases
+	// its offset by +L/2).
 	TxKernelStamps uint64 `json:"tx_kernel_stamps,omitempty"`
-	TxMissedStamps uint64 `json:"tx_missed_stamps,omitempty"`
 	// SendErrors counts datagrams and frames that failed to be written
 	// (including finalizer drops and oversized messages).
 	SendErrors uint64 `json:"send_errors"`
@@ -114,7 +115,7 @@ type counters struct {
 	udpStrangers                                       atomic.Uint64
 	streamTimeouts, overBudget                         atomic.Uint64
 	truncated, refused                                 atomic.Uint64
-	txKernel, txMissed                                 atomic.Uint64
+	txKernel                                           atomic.Uint64
 	inbound                                            atomic.Int64
 }
 
@@ -123,14 +124,6 @@ func (c *counters) stamp(kernel bool) {
 		c.kernel.Add(1)
 	} else {
 		c.user.Add(1)
-	}
-}
-
-func (c *counters) txStamp(found bool) {
-	if found {
-		c.txKernel.Add(1)
-	} else {
-		c.txMissed.Add(1)
 	}
 }
 
@@ -158,7 +151,6 @@ func (c *counters) snapshot() Stats {
 		Truncated:           c.truncated.Load(),
 		Refused:             c.refused.Load(),
 		TxKernelStamps:      c.txKernel.Load(),
-		TxMissedStamps:      c.txMissed.Load(),
 		Inbound:             int(c.inbound.Load()),
 	}
 }

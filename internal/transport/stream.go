@@ -41,6 +41,7 @@ type link struct {
 	e    *endpoint
 	peer netip.AddrPort
 	rnd  *rand.Rand // writer goroutine only
+	wbuf []byte     // writer goroutine only: write's buffer, reused (writeBufKeep)
 	wake chan struct{}
 
 	mu        sync.Mutex
@@ -258,14 +259,33 @@ func (l *link) connect(ctx context.Context) (net.Conn, error) {
 // write sends one frame. The deadline is what keeps a peer that stopped
 // reading from blocking the link (and its queue) forever.
 func (l *link) write(conn net.Conn, b []byte) error {
-	// One write, header and frame together: one segment, one system call.
-	buf := make([]byte, frameHeaderLen+len(b))
+	// One write, header and frame together: one segment, one system call,
+	// from the link's buffer: no allocation per frame once it has grown
+	// to the link's frames.
+	n := frameHeaderLen + len(b)
+	buf := l.wbuf
+	if cap(buf) < n {
+		buf = make([]byte, 0, (n+writeBufRound-1)/writeBufRound*writeBufRound)
+		if cap(buf) <= writeBufKeep { // a rare large frame: not held for the link's life
+			l.wbuf = buf
+		}
+	}
+	buf = buf[:n]
 	binary.BigEndian.PutUint32(buf, uint32(len(b)))
 	copy(buf[frameHeaderLen:], b)
 	conn.SetWriteDeadline(time.Now().Add(l.e.cfg.Stream.WriteTimeout))
 	_, err := conn.Write(buf)
 	return err
 }
+
+// A link's write buffer grows in steps of writeBufRound bytes and is kept
+// up to writeBufKeep: the frames of the protocols are far smaller, and a
+// larger one (a snapshot, a trace chunk) is written from a buffer of its
+// own rather than holding up to MaxStreamFrame per peer.
+const (
+	writeBufRound = 512
+	writeBufKeep  = 16 << 10
+)
 
 // watch reads the outbound connection, on which the peer never writes, so
 // that a close or reset (peer restarted, keepalive expired) is noticed

@@ -439,3 +439,45 @@ func freeUDPPort(t *testing.T) uint16 {
 	defer pc.Close()
 	return uint16(pc.LocalAddr().(*net.UDPAddr).Port)
 }
+
+// recordConn is a connection that keeps what is written to it.
+type recordConn struct {
+	net.Conn
+	got []byte
+}
+
+func (c *recordConn) Write(b []byte) (int, error) {
+	c.got = append(c.got[:0], b...)
+	return len(b), nil
+}
+
+func (c *recordConn) SetWriteDeadline(time.Time) error { return nil }
+
+// TestStreamWriteAllocatesNothing: a link writes a frame (its length,
+// then its bytes, in one write) from a buffer it keeps, so a stream frame
+// allocates nothing once the link has written one as large; a frame
+// beyond writeBufKeep is written from a buffer not kept.
+func TestStreamWriteAllocatesNothing(t *testing.T) {
+	e := newEndpoint(Config{}, mustAP("127.0.0.1:1"))
+	l := newLink(e, mustAP("127.0.0.1:2"), e.rnd)
+	c := &recordConn{got: make([]byte, 0, MaxStreamFrame+frameHeaderLen)}
+	small, big := bytes.Repeat([]byte("s"), 300), bytes.Repeat([]byte("b"), writeBufKeep)
+	for _, f := range [][]byte{small, big, small[:10]} {
+		if err := l.write(c, f); err != nil {
+			t.Fatal(err)
+		}
+		if want := append([]byte{0, 0, byte(len(f) >> 8), byte(len(f))}, f...); !bytes.Equal(c.got, want) {
+			t.Fatalf("a %d-byte frame written as % x...", len(f), c.got[:min(len(c.got), 8)])
+		}
+	}
+	if cap(l.wbuf) != writeBufRound {
+		t.Errorf("a %d-byte buffer kept after a large frame, want the small frame's %d", cap(l.wbuf), writeBufRound)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := l.write(c, small); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per stream frame, want 0", n)
+	}
+}

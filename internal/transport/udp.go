@@ -190,14 +190,10 @@ func (s *udpSocket) writeStamped(c *counters, via Via, to netip.AddrPort, b []by
 	if s.rc == nil {
 		// Where the kernel offers transmit stamps, a socket that could
 		// not turn them on (SO_TIMESTAMPING refused: a sandbox, an old
-		// kernel) misses every one: counted and reported as such, so
-		// that the daemon says so (a WARN and status), not silently
-		// early.
+		// kernel) misses every one: reported as such, so that the
+		// daemon says so (a WARN and status), not silently early.
 		if err := s.writeTo(c, via, to, b, fin, nil); err != nil {
 			return TxStamp{}, err
-		}
-		if txStampsOffered {
-			c.txStamp(false)
 		}
 		return TxStamp{Missed: txStampsOffered}, nil
 	}
@@ -213,7 +209,9 @@ func (s *udpSocket) writeStamped(c *counters, via Via, to netip.AddrPort, b []by
 	id := s.txSent
 	s.txSent++
 	t, ok := readTxTimestamp(s.rc, id)
-	c.txStamp(ok)
+	if ok {
+		c.txKernel.Add(1)
+	}
 	return TxStamp{Time: t, Kernel: ok, Missed: !ok}, nil
 }
 
@@ -374,7 +372,8 @@ func (u *UDPConn) Send(to netip.AddrPort, b []byte, fin Finalizer) error {
 // (Kernel true, CLOCK_REALTIME: convert it with clock.Clock.FromKernel), or
 // nothing when the kernel gave none (Kernel false: use the time read in
 // the Finalizer). Missed says the socket asked the kernel for the stamp
-// and found none right after the send (counted in Stats.TxMissedStamps);
+// and found none right after the send (the caller counts it: the daemon's
+// tx_stamp_missed);
 // a socket without transmit stamps (the in-memory network, other
 // systems) leaves it false.
 type TxStamp struct {

@@ -27,7 +27,13 @@
 //     events) and asks only for what is new. A member that does not
 //     answer (down, an older build, refusing: the daemon says which it
 //     can tell) is drawn as a line "NAME (not answering traces)" and
-//     listed under the diagram with the cause;
+//     listed under the diagram with the cause. The window is the last
+//     Config.Window on this host's clock; another member's event is in
+//     it if its time, give or take the error bound its host recorded
+//     (the checker's), may be: a member whose clock runs ahead beyond
+//     its bound has its later events left out and said so
+//     (MemberView.Ahead), rather than moving the window off everyone
+//     else's;
 //  3. the verdicts of the trace checker (internal/tracecheck) over that
 //     window, every member's events together (each host's clock error
 //     bound orders events across hosts).

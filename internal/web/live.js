@@ -133,7 +133,9 @@ window.addEventListener("error", function (e) {
     ul.textContent = "";
     (T.members || []).forEach(function (m) {
       var who = (m.name ? m.name + " (member " + m.id + ")" : "member " + m.id);
-      var li = el("li", m.answering ? who + ": " + m.events + " events in the window" + (m.lost ? " (some dropped before the page read them)" : "") + (m.why ? "; " + m.why : "") :
+      var li = el("li", m.answering ? who + ": " + m.events + " events in the window" + (m.lost ? " (some dropped before the page read them)" : "") +
+        (m.ahead ? "; " + m.ahead + " stamped after this host's now, up to " + (m.ahead_ms / 1000) + " s, beyond their clock's error bound (its clock runs ahead): left out" : "") +
+        (m.why ? "; " + m.why : "") :
         who + ": NOT ANSWERING TRACES: " + (m.why || "no answer"), ul);
       li.className = m.answering ? "ok" : "bad";
       li.dataset.member = m.id;

@@ -31,6 +31,11 @@ type MemberView struct {
 	// Lost: the member dropped events before this page read them (its
 	// window is bounded, or the page fell behind).
 	Lost bool `json:"lost,omitempty"`
+	// Ahead counts its events stamped after this host's clock reads now,
+	// beyond their error bound (its clock runs ahead), left out of the
+	// window; AheadMs is by how much the newest of them is.
+	Ahead   int   `json:"ahead,omitempty"`
+	AheadMs int64 `json:"ahead_ms,omitempty"`
 }
 
 // Bounds of what the page keeps of a member's trace.

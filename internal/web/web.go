@@ -517,7 +517,12 @@ func (w *window) step(ctx context.Context) {
 		mf, views, names = w.memberFiles(cst.Cluster, all, names)
 		files = append(files, mf...)
 	}
-	html, events, capped, verdicts := draw(files, c.Window, c.MaxEvents, names)
+	own := len(files) - len(views)
+	files, ahead := lastWindow(files, time.Now(), c.Window)
+	for i := range views {
+		views[i].Ahead, views[i].AheadMs = ahead[own+i].n, ahead[own+i].by.Milliseconds()
+	}
+	html, events, capped, verdicts := draw(files, c.MaxEvents, names)
 	w.s.mu.Lock()
 	w.s.diagram = html
 	w.s.mu.Unlock()
@@ -602,12 +607,12 @@ func (w *window) remove(path string) {
 	}
 }
 
-// draw cuts files to their last window, at most maxEvents of its latest
-// events, draws it and checks it: the diagram's page, its event count,
-// whether the cap cut it, and the verdicts.
-func draw(files []*trace.File, window time.Duration, maxEvents int, names map[uint32]string) ([]byte, int, bool, Verdicts) {
+// draw cuts files (their last window: lastWindow) to at most maxEvents
+// of their latest events, draws them and checks them: the diagram's page,
+// its event count, whether the cap cut it, and the verdicts.
+func draw(files []*trace.File, maxEvents int, names map[uint32]string) ([]byte, int, bool, Verdicts) {
 	v := Verdicts{At: time.Now(), Results: []tracecheck.Result{}}
-	cut, capped := latest(withoutStatus(lastWindow(files, window)), maxEvents)
+	cut, capped := latest(withoutStatus(files), maxEvents)
 	n := 0
 	for _, f := range cut {
 		n += len(f.Events)
@@ -677,25 +682,69 @@ func withoutStatus(files []*trace.File) []*trace.File {
 	return out
 }
 
-// lastWindow keeps the events of files in the last window before the
-// latest one.
-func lastWindow(files []*trace.File, window time.Duration) []*trace.File {
-	var first, last time.Time
-	for _, f := range files {
+// lastWindow keeps the events of files that may have happened in the
+// last window on this host's clock, [now-window, now]: each at its time
+// give or take its host's error bound, the one the checker uses
+// (tracecheck): a simulated clock's true offset, exactly; the maximum
+// error a synchronised clock recorded with the event; else clockSlack.
+// The window does not follow the members' times: one whose clock runs
+// ahead would take it off every other member's recent events. That
+// member's events after now, beyond their bound, are left out instead,
+// and counted in ahead (by file), with how far the newest of them is.
+// Events without a time are kept.
+func lastWindow(files []*trace.File, now time.Time, window time.Duration) ([]*trace.File, []aheadCount) {
+	out := make([]*trace.File, len(files))
+	ahead := make([]aheadCount, len(files))
+	from := now.Add(-window)
+	for i, f := range files {
+		c := *f
+		c.Events = nil
 		for _, e := range f.Events {
 			if e.T.IsZero() {
+				c.Events = append(c.Events, e)
 				continue
 			}
-			if first.IsZero() || e.T.Before(first) {
-				first = e.T
-			}
-			if e.T.After(last) {
-				last = e.T
+			lo, hi := possibleTimes(e)
+			switch {
+			case lo.After(now):
+				ahead[i].n++
+				ahead[i].by = max(ahead[i].by, lo.Sub(now))
+			case !hi.Before(from):
+				c.Events = append(c.Events, e)
 			}
 		}
+		out[i] = &c
 	}
-	if from := last.Sub(first) - window; from > 0 {
-		return diagram.Window(files, from, 0)
+	return out, ahead
+}
+
+// aheadCount is how many of a file's events lastWindow left out as
+// stamped after now beyond their bound, and by how much at most.
+type aheadCount struct {
+	n  int
+	by time.Duration
+}
+
+// clockSlack is the error allowed an event whose host claims no bound
+// (its clock not synchronised, or by a program that keeps no maximum
+// error): LAN clocks kept by NTP agree far better, and one off by more
+// is worth seeing on the page.
+const clockSlack = 100 * time.Millisecond
+
+// maxClockBound caps a recorded bound (tracecheck's maxBound): a larger
+// one says nothing more.
+const maxClockBound = 24 * time.Hour
+
+// possibleTimes is when, on the true time this host's clock keeps, event
+// e may have happened.
+func possibleTimes(e trace.Event) (lo, hi time.Time) {
+	switch {
+	case e.TrueOffset != nil:
+		t := e.T.Add(-time.Duration(*e.TrueOffset))
+		return t, t
+	case e.MaxError > 0:
+		b := min(time.Duration(e.MaxError), maxClockBound)
+		return e.T.Add(-b), e.T.Add(b)
 	}
-	return files
+	return e.T.Add(-clockSlack), e.T.Add(clockSlack)
 }

@@ -40,6 +40,8 @@ type fake struct {
 	// adds an event; asks counts the asks by member.
 	member3 []byte
 	asks    map[uint32]int
+	// ahead3 is how far ahead member 3's clock runs (no bound claimed).
+	ahead3 time.Duration
 }
 
 func newFake(t *testing.T) *fake {
@@ -149,7 +151,7 @@ func (f *fake) MemberTrace(ctx context.Context, member, window uint32, after uin
 		return daemon.MemberTrace{Member: member, Why: "no trace chunk within 100ms: yet heard 50ms ago, after it was asked: an older synclab that does not answer traces"}, nil
 	}
 	n := f.asks[member]
-	f.member3 = trace.AppendEvent(f.member3, &trace.Event{T: time.Now(), Ev: trace.EvSend, Kind: "coordinator", Frame: trace.FrameID(3, uint64(n)), From: 3, To: 1, Term: 7, Lamport: uint64(n)})
+	f.member3 = trace.AppendEvent(f.member3, &trace.Event{T: time.Now().Add(f.ahead3), Ev: trace.EvSend, Kind: "coordinator", Frame: trace.FrameID(3, uint64(n)), From: 3, To: 1, Term: 7, Lamport: uint64(n)})
 	mt := daemon.MemberTrace{Member: 3, Answered: true, Chunks: 1, Window: 9, End: uint64(len(f.member3))}
 	if window != 9 {
 		window, after, mt.Fresh = 9, 0, true
@@ -528,23 +530,102 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestLastWindow: only the last window of the events is kept.
+// TestLastWindow: only the last window of the events, on this host's
+// clock, is kept.
 func TestLastWindow(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f := &trace.File{}
 	for i := range 20 {
 		f.Events = append(f.Events, trace.Event{Ev: trace.EvLocal, Name: "x", T: t0.Add(time.Duration(i) * time.Second)})
 	}
-	cut := lastWindow([]*trace.File{f}, 5*time.Second)
+	now := t0.Add(19 * time.Second)
+	cut, ahead := lastWindow([]*trace.File{f}, now, 5*time.Second)
+	if !slices.Equal(seconds(cut[0], t0), []int{14, 15, 16, 17, 18, 19}) || ahead[0].n != 0 {
+		t.Errorf("kept seconds %v, %d ahead", seconds(cut[0], t0), ahead[0].n)
+	}
+	if cut, _ := lastWindow([]*trace.File{f}, now, time.Minute); len(cut[0].Events) != 20 {
+		t.Errorf("a window longer than the run keeps %d of 20", len(cut[0].Events))
+	}
+}
+
+func seconds(f *trace.File, t0 time.Time) []int {
 	var ts []int
-	for _, e := range cut[0].Events {
+	for _, e := range f.Events {
 		ts = append(ts, int(e.T.Sub(t0)/time.Second))
 	}
-	if !slices.Equal(ts, []int{14, 15, 16, 17, 18, 19}) {
-		t.Errorf("kept seconds %v", ts)
+	return ts
+}
+
+// TestLastWindowMemberAhead: a member whose clock runs 30 s ahead no
+// longer moves the window off the other members' recent events (it ended
+// at the newest event of anyone): its events after this host's now are
+// left out and counted. An event is placed by its host's bound: a
+// synchronised clock's maximum error (member 3, 5 s ahead but saying 6 s),
+// a simulated clock's true offset (member 4, 40 s ahead, exactly known).
+func TestLastWindowMemberAhead(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(19 * time.Second)
+	file := func(ahead time.Duration, bound int64, trueOff bool) *trace.File {
+		f := &trace.File{}
+		for i := range 20 {
+			e := trace.Event{Ev: trace.EvLocal, Name: "x", T: t0.Add(time.Duration(i)*time.Second + ahead), MaxError: bound}
+			if trueOff {
+				off := int64(ahead)
+				e.TrueOffset = &off
+			}
+			f.Events = append(f.Events, e)
+		}
+		return f
 	}
-	if n := len(lastWindow([]*trace.File{f}, time.Minute)[0].Events); n != 20 {
-		t.Errorf("a window longer than the run keeps %d of 20", n)
+	self, fast := file(0, 0, false), file(30*time.Second, 0, false)
+	bounded, sim := file(5*time.Second, int64(6*time.Second), false), file(40*time.Second, 0, true)
+	cut, ahead := lastWindow([]*trace.File{self, fast, bounded, sim}, now, 5*time.Second)
+	if got := seconds(cut[0], t0); !slices.Equal(got, []int{14, 15, 16, 17, 18, 19}) {
+		t.Errorf("this host's events: kept seconds %v, want its last 5 s", got)
+	}
+	if len(cut[1].Events) != 0 || ahead[1].n != 20 || ahead[1].by < 29*time.Second || ahead[1].by > 30*time.Second {
+		t.Errorf("the member 30 s ahead: %d kept, %d ahead by up to %v; want 0, 20 by 29.9 s", len(cut[1].Events), ahead[1].n, ahead[1].by)
+	}
+	// Member 3's events, stamped t0+5..24 s, may lie 6 s either side:
+	// those that may be in [14, 19] s are stamped 8..24 s, and none is
+	// after now by more than its bound.
+	if got := seconds(cut[2], t0); len(got) != 17 || got[0] != 8 || got[16] != 24 || ahead[2].n != 0 {
+		t.Errorf("the member with a 6 s bound: kept seconds %v, %d ahead", got, ahead[2].n)
+	}
+	if got := seconds(cut[3], t0); !slices.Equal(got, []int{54, 55, 56, 57, 58, 59}) || ahead[3].n != 0 {
+		t.Errorf("the simulated clock 40 s ahead: kept seconds %v, %d ahead", got, ahead[3].n)
+	}
+}
+
+// TestMemberClockAheadKeepsOurEvents: the live page with member 3's clock
+// a minute ahead still draws this host's events (the window ended at
+// member 3's newest event, a minute after them), and says member 3's are
+// left out.
+func TestMemberClockAheadKeepsOurEvents(t *testing.T) {
+	f := newFake(t)
+	f.ahead3 = time.Minute
+	hs, _ := serve(t, f, true)
+	var st State
+	var html string
+	eventually(t, "this host's events drawn, member 3's said to be ahead", func() bool {
+		st = getState(t, hs.URL)
+		if len(st.Trace.Members) != 2 || st.Trace.Members[1].Ahead == 0 || st.Trace.Events == 0 {
+			return false
+		}
+		resp, err := http.Get(fmt.Sprintf("%s/api/diagram?n=%d", hs.URL, st.Trace.Diagram))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		html = string(b)
+		return strings.Contains(html, "leader_elected")
+	})
+	if m3 := st.Trace.Members[1]; m3.ID != 3 || m3.AheadMs < 59_000 || m3.AheadMs > 60_000 {
+		t.Errorf("member 3 %+v, want its events a minute ahead", m3)
+	}
+	if strings.Contains(html, trace.FrameID(3, 1)) {
+		t.Error("member 3's events, a minute ahead, drawn")
 	}
 }
 

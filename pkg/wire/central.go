@@ -703,7 +703,7 @@ func (s *CentralSync) UnmarshalBinary(b []byte) error {
 			LeaseMS: binary.BigEndian.Uint32(rest[4:]), LeftMS: binary.BigEndian.Uint32(rest[8:]),
 			Seq: binary.BigEndian.Uint64(rest[12:]), Fence: binary.BigEndian.Uint64(rest[20:])}
 		if bad := e.check(out.MaxSeq); bad != nil {
-			return decodeErr(centralSyncWhat, DecodeBadField, bad.Field, int(min(bad.Value, 1<<31)), -1)
+			return decodeErr(centralSyncWhat, DecodeBadField, bad.Field, clampInt(bad.Value), -1)
 		}
 		out.Entries = append(out.Entries, e)
 		rest = rest[centralEntryFixedLen+nl:]

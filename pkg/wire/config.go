@@ -334,7 +334,7 @@ func (c *ConfigAnnounce) UnmarshalBinary(b []byte) error {
 		}
 		id := binary.BigEndian.Uint32(r)
 		if id == 0 || (i > 0 && out.Members[i-1].ID >= id) {
-			return decodeErr(configWhat, DecodeBadField, "member IDs 0 or not strictly ascending", int(id), -1)
+			return decodeErr(configWhat, DecodeBadField, "member IDs 0 or not strictly ascending", clampInt(uint64(id)), -1)
 		}
 		var a netip.Addr
 		switch r[4] {
@@ -356,7 +356,7 @@ func (c *ConfigAnnounce) UnmarshalBinary(b []byte) error {
 		port := binary.BigEndian.Uint16(r)
 		r = r[2:]
 		if port == 0 {
-			return decodeErr(configWhat, DecodeBadField, "member port 0", int(id), -1)
+			return decodeErr(configWhat, DecodeBadField, "member port 0", clampInt(uint64(id)), -1)
 		}
 		out.Members = append(out.Members, ConfigMember{ID: id, Addr: netip.AddrPortFrom(a, port)})
 	}

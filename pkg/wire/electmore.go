@@ -413,7 +413,7 @@ func (h *OmegaHeartbeat) UnmarshalBinary(b []byte) error {
 	}
 	iv := be.Uint32(b[4:])
 	if iv == 0 || iv > MaxOmegaInterval {
-		return decodeErr(omegaHeartbeatWhat, DecodeBadField, "interval", int(iv), MaxOmegaInterval)
+		return decodeErr(omegaHeartbeatWhat, DecodeBadField, "interval", clampInt(uint64(iv)), MaxOmegaInterval)
 	}
 	*h = OmegaHeartbeat{Leader: be.Uint32(b), Interval: iv}
 	return nil

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -119,6 +120,15 @@ func (e *DecodeError) isNTP() bool { return strings.HasPrefix(e.What, "ntp") }
 // call site, to keep the decoders short; it only runs on failure.
 func decodeErr(what string, k DecodeErrorKind, field string, got, want int) error {
 	return &DecodeError{Kind: k, What: what, Field: field, Got: got, Want: want}
+}
+
+// clampInt is v as an int for an error's Got, saturated: a uint32 or
+// uint64 field converted with int() reads negative on a 32-bit build.
+func clampInt(v uint64) int {
+	if v > math.MaxInt {
+		return math.MaxInt
+	}
+	return int(v)
 }
 
 // EncodeError is returned by an encoder asked to encode a value the format

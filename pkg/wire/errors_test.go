@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 )
@@ -82,5 +83,32 @@ func TestErrorStrings(t *testing.T) {
 	kf := &KeyFileError{Format: "chrony", Line: 3, Err: ErrKeyType}
 	if got := kf.Error(); got != "wire: chrony key file line 3: unsupported key type" {
 		t.Errorf("%q", got)
+	}
+}
+
+// TestDecodeErrorGotSaturates: a 32-bit field at or above 2^31 that a
+// decoder refuses is reported as what it is, saturated at the largest
+// int, never negative: int(uint32) read negative on a 32-bit build (an
+// omega heartbeat's interval 0xffffffff said -1).
+func TestDecodeErrorGotSaturates(t *testing.T) {
+	got := func(err error) int {
+		t.Helper()
+		var de *DecodeError
+		if !errors.As(err, &de) {
+			t.Fatalf("%v, want a *DecodeError", err)
+		}
+		return de.Got
+	}
+	var h OmegaHeartbeat
+	if g := got(h.UnmarshalBinary([]byte{0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff})); uint64(g) != min(uint64(math.MaxUint32), math.MaxInt) {
+		t.Errorf("omega interval 0xffffffff: Got %d", g)
+	}
+	for _, c := range []struct {
+		v    uint64
+		want int
+	}{{0, 0}, {1 << 31, int(min(1<<31, uint64(math.MaxInt)))}, {math.MaxUint64, math.MaxInt}} {
+		if g := clampInt(c.v); g != c.want || g < 0 {
+			t.Errorf("clampInt(%d) = %d, want %d", c.v, g, c.want)
+		}
 	}
 }

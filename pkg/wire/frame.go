@@ -264,10 +264,10 @@ func checkVectorOf(what string, b []byte, most int) error {
 		e := b[vectorHeaderLen+vectorEntryLen*k:]
 		id := binary.BigEndian.Uint32(e)
 		if k > 0 && id <= prev {
-			return decodeErr(what, DecodeBadField, "vector member IDs not ascending", int(id), -1)
+			return decodeErr(what, DecodeBadField, "vector member IDs not ascending", clampInt(uint64(id)), -1)
 		}
 		if binary.BigEndian.Uint64(e[4:]) == 0 {
-			return decodeErr(what, DecodeBadField, "vector counter 0", int(id), -1)
+			return decodeErr(what, DecodeBadField, "vector counter 0", clampInt(uint64(id)), -1)
 		}
 		prev = id
 	}

@@ -361,7 +361,7 @@ func (r *OrderRecord) UnmarshalBinary(b []byte) error {
 	case (typ == OrderCausal) != (nv > 0):
 		return decodeErr(orderRecordWhat, DecodeBadField, "vector count", nv, -1)
 	case (typ == OrderTotalAck) != (ackSender != 0):
-		return decodeErr(orderRecordWhat, DecodeBadField, "ack sender", int(ackSender), -1)
+		return decodeErr(orderRecordWhat, DecodeBadField, "ack sender", clampInt(uint64(ackSender)), -1)
 	case typ != OrderTotalAck && ackStamp != 0:
 		return decodeErr(orderRecordWhat, DecodeBadReserved, "ack stamp", 1, 0)
 	case typ == OrderTotalAck && ml > 0:

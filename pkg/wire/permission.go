@@ -293,14 +293,6 @@ func (r *PermReply) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// clampInt is v as an int for an error's Got, saturated.
-func clampInt(v uint64) int {
-	if v > 1<<62 {
-		return 1 << 62
-	}
-	return int(v)
-}
-
 // PermHeartbeat is the payload of KindPermHeartbeat, the heartbeat of the
 // permission-based algorithms: its interval and whether the sender may
 // still hold or ask for a lock. Busy false says that every request the

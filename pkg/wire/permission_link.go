@@ -137,7 +137,7 @@ func (r *PermRelay) UnmarshalBinary(b []byte) error {
 	case v.Origin == 0:
 		return decodeErr(permRelayWhat, DecodeBadField, "origin", 0, -1)
 	case v.Target == 0 || v.Target == v.Origin:
-		return decodeErr(permRelayWhat, DecodeBadField, "target", int(v.Target), -1)
+		return decodeErr(permRelayWhat, DecodeBadField, "target", clampInt(uint64(v.Target)), -1)
 	case !v.Kind.Known() || v.Kind == KindPermRelay:
 		return decodeErr(permRelayWhat, DecodeBadField, "kind", int(v.Kind), -1)
 	case v.Flags&^PermRelayUnheard != 0:

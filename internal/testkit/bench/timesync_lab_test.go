@@ -518,13 +518,14 @@ func startBenchTimed(b *testing.B, h *labnet.Host, dir, bin string, offset time.
 	return bt
 }
 
-// stampCounts is what a timed's NTP socket says of its timestamps: kernel
+// stampCounts is what a timed says of its NTP socket's timestamps: kernel
 // transmit stamps used for T1 and missed (T1 then the reading before the
-// send, early by the send path), receive stamps by the kernel and in user
-// space (T4 then late by the wake-up).
+// send, early by the send path: the daemon's error tx_stamp_missed),
+// receive stamps by the kernel and in user space (T4 then late by the
+// wake-up).
 type stampCounts struct {
 	TxKernel uint64 `json:"tx_kernel_stamps"`
-	TxMissed uint64 `json:"tx_missed_stamps"`
+	TxMissed uint64 `json:"-"`
 	RxKernel uint64 `json:"kernel_stamps"`
 	RxUser   uint64 `json:"user_stamps"`
 }
@@ -546,11 +547,14 @@ func (bt *benchTimed) stamps() (stampCounts, error) {
 		Datagram *struct {
 			Stats stampCounts `json:"stats"`
 		} `json:"datagram"`
+		Errors map[string]uint64 `json:"errors"`
 	}
 	if err := json.Unmarshal(out, &st); err != nil || st.Datagram == nil {
 		return stampCounts{}, fmt.Errorf("no datagram stats in %s", out)
 	}
-	return st.Datagram.Stats, nil
+	c := st.Datagram.Stats
+	c.TxMissed = st.Errors["tx_stamp_missed"]
+	return c, nil
 }
 
 func (bt *benchTimed) trueOffset() (time.Duration, error) {

@@ -2,6 +2,7 @@ package permission
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -346,7 +347,7 @@ func (c *Core) tryConfirm(m uint32) {
 		if d := a.at.Compare(b.at); d != 0 {
 			return d
 		}
-		return int(a.id) - int(b.id)
+		return cmp.Compare(a.id, b.id)
 	})
 	need := c.majority - 1
 	if len(begins) >= need {

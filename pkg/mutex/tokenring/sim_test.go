@@ -1,6 +1,7 @@
 package tokenring_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -298,7 +299,7 @@ func (r *ring) checkSent(f sim.SentFrame) {
 func (r *ring) checkExclusion() {
 	for name, ivs := range r.grants {
 		byStart := slices.Clone(ivs)
-		slices.SortFunc(byStart, func(a, b *interval) int { return int(a.start - b.start) })
+		slices.SortFunc(byStart, func(a, b *interval) int { return cmp.Compare(a.start, b.start) })
 		for i := 1; i < len(byStart); i++ {
 			a, b := byStart[i-1], byStart[i]
 			if b.start < a.end {

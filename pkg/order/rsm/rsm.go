@@ -168,7 +168,7 @@ func ParseCents(s string) (int64, error) {
 	}
 	w, err := strconv.ParseUint(whole, 10, 63)
 	if err != nil || w > math.MaxInt64/100-1 {
-		return 0, fmt.Errorf("%w: amount %q: want digits with up to 2 decimals, at most %d", ErrCommand, s, math.MaxInt64/100-1)
+		return 0, fmt.Errorf("%w: amount %q: want digits with up to 2 decimals, at most %d", ErrCommand, s, int64(math.MaxInt64/100-1))
 	}
 	var f uint64
 	if dot {

@@ -2,6 +2,7 @@ package mutexd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -267,7 +268,7 @@ func checkCounter(t *testing.T, file string, want int) {
 	if len(spans) != want {
 		t.Errorf("%d critical sections logged, want %d (the counter's value)", len(spans), want)
 	}
-	slices.SortFunc(spans, func(a, b span) int { return int(a.start - b.start) })
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
 	overlaps := 0
 	for i := 1; i < len(spans); i++ {
 		if p, s := spans[i-1], spans[i]; s.start < p.end {

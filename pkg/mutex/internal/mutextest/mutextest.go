@@ -1,6 +1,7 @@
 package mutextest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -397,7 +398,7 @@ func (c *Cluster) Fault(f mutex.Fault) {
 func (c *Cluster) Check() {
 	for name, ivs := range c.grants {
 		byStart := slices.Clone(ivs)
-		slices.SortFunc(byStart, func(a, b *interval) int { return int(a.start - b.start) })
+		slices.SortFunc(byStart, func(a, b *interval) int { return cmp.Compare(a.start, b.start) })
 		// latest exclusive and latest any-mode end seen so far, and the
 		// readers whose grant still lasts.
 		var lastEx, lastAny *interval
