@@ -392,7 +392,7 @@ func (c *Core) Tick(now time.Time) {
 func (c *Core) Deadline() time.Time {
 	d := []time.Time{c.el.Deadline(), c.reqs.Deadline(), c.fol.deadline()}
 	if c.co != nil {
-		d = append(d, c.co.deadline(c.now, c.parkFor(), c.cfg.DeadAfter))
+		d = append(d, c.co.deadline(c.now, c.parkFor(), c.cfg.DeadAfter, c.ta != nil))
 	}
 	return core.Earliest(d...)
 }
