@@ -1,6 +1,7 @@
 package central_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +112,9 @@ func TestForgedHintLiveCoordinator(t *testing.T) {
 				t.Errorf("offset %d: member %d's hint counters %+v: want at most %d episodes, each cancelled", k, id, b, episodes)
 			}
 			t.Logf("member %d: %d hints acted on, %d ignored, %d probes sent", id, b.Hints, b.HintsIgnored, b.HintProbes)
+		}
+		if lines, _ := statusText(t, s.Core(1).(*central.Core)); !strings.Contains(lines, "Hints    : the coordinator's port closed 3 times: 3 answered a probe") {
+			t.Errorf("offset %d: member 1's status does not count the forged hints:\n%s", k, lines)
 		}
 		if b := bullyDetail(s, 5); b.Hints != 0 || b.HintProbes != 0 {
 			t.Errorf("offset %d: the coordinator acted on hints about its members: %+v", k, b)
