@@ -647,6 +647,14 @@ func (c *algoCore) Advance(saved bool) {
 	}
 }
 
+// Hint passes a hint that a member's port closed on (core.Hinter), to an
+// algorithm that acts on hints (central's coordinator election).
+func (c *algoCore) Hint(h core.Hint) {
+	if hr, ok := c.Algorithm.(core.Hinter); ok {
+		hr.Hint(h)
+	}
+}
+
 // statusView is the core's part of `mutexd status --json`: the algorithm's
 // mutex.Status, and the control API's counters.
 type statusView struct {

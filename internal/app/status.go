@@ -165,6 +165,9 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	if line := stampsLine(st.Node.Peers, st.Clock.Now); line != "" {
 		fmt.Fprintf(tw, "Stamps\t: %s\n", line)
 	}
+	for _, line := range portLines(st.Node.Peers, st.Clock.Now) {
+		fmt.Fprintf(tw, "Port hint\t: %s\n", line)
+	}
 	if len(st.Errors) > 0 {
 		fmt.Fprintf(tw, "Errors\t: %s\n", reasons(st.Errors))
 	}
@@ -208,6 +211,27 @@ func stampsLine(peers []node.PeerSeq, now time.Time) string {
 		return ""
 	}
 	return strings.Join(parts, "; ") + " (beyond what any member can have reached: forged frames, or a clock pushed ahead; see the log)"
+}
+
+// portLines names, one line each, the members whose port the transport
+// saw closed (node.Node.Hint): "member 3: port closed at 14:02:03.123
+// (stream_closed), 2 hints". A hint is no proof: the line says so.
+func portLines(peers []node.PeerSeq, now time.Time) []string {
+	var lines []string
+	for _, p := range peers {
+		if p.Hints == 0 {
+			continue
+		}
+		line := fmt.Sprintf("member %d: port closed at %s (%s)", p.ID, p.HintAt.UTC().Format("15:04:05.000"), p.HintCause)
+		if !now.IsZero() {
+			line += fmt.Sprintf(", %s ago", now.Sub(p.HintAt).Round(time.Second))
+		}
+		if p.Hints > 1 {
+			line += fmt.Sprintf(", %d hints", p.Hints)
+		}
+		lines = append(lines, line+" (a hint, not proof: a core that acts on it probes the member first, and its answer cancels it)")
+	}
+	return lines
 }
 
 // agreementLines renders configuration agreement: this member's standing

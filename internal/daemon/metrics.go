@@ -137,6 +137,11 @@ func commonMetrics(m *core.MetricSet, st Status) {
 	m.Counters("synclab_frames_received_total", "Frames accepted, by kind.", "kind", st.Node.FramesIn)
 	m.Counters("synclab_frames_sent_total", "Frames sent, by kind.", "kind", st.Node.FramesOut)
 	m.Counters("synclab_frames_dropped_total", "Input refused, by reason.", "reason", st.Node.Dropped)
+	hints := map[string]uint64{}
+	for _, c := range core.HintCauses {
+		hints[c.String()] = st.Node.Hints[c.String()]
+	}
+	m.Counters("synclab_port_hints_total", "Hints that a member's port closed (its link closed or reset, a connection refused), by cause: hints, not proof.", "cause", hints)
 	m.Counters("synclab_events_total", "Core events, by name.", "event", st.Events)
 	m.Counters("synclab_errors_total", "Daemon errors, by kind.", "error", st.Errors)
 	m.Counters("synclab_hooks_total", "Hook runs, by outcome.", "outcome", st.Hooks)

@@ -246,8 +246,10 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		publish = t.C
 	}
 	var packets <-chan transport.Packet // nil (never ready) outside a cluster
+	var hints <-chan transport.Hint
 	if d.ep != nil {
 		packets = d.ep.Packets()
+		hints = d.ep.Hints()
 	}
 	// Datagrams do not come this way: the datagram socket's reader steps
 	// the core itself, under d.mu (serveDatagrams). Everything else is
@@ -266,6 +268,14 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 				return errors.New("network endpoint closed")
 			}
 			if !d.batch(func() { d.receive(p, false) }, packets) {
+				return errors.New("network endpoint closed")
+			}
+		case h, ok := <-hints:
+			if !ok {
+				hints = nil // closing: packets says so
+				continue
+			}
+			if !d.batch(func() { d.hint(h) }, packets) {
 				return errors.New("network endpoint closed")
 			}
 		case <-timer.Chan():
@@ -525,6 +535,24 @@ func (d *Daemon) receive(p transport.Packet, datagram bool) {
 		}
 		d.log.Debug("dropped packet", "from", p.From.String(), "via", p.Via.String(), "err", err)
 	}
+}
+
+// hint hands the node a transport's hint that a member's port closed
+// (its link closed or reset, a connection to it refused), and says so at
+// INFO, once in a while per member: a member that died shows here first,
+// before any timeout; a live one whose link closed (or a forged reset)
+// answers the probe the core sends, and nothing follows.
+func (d *Daemon) hint(h transport.Hint) {
+	at := d.cfg.Clock.FromKernel(h.Time)
+	member, err := d.node.Hint(h.Peer, h.Cause, at)
+	if err != nil {
+		d.log.Debug("hint about a non-member", "peer", h.Peer.String(), "cause", h.Cause.String())
+		return
+	}
+	d.alerts.report(time.Now(), slog.LevelInfo, "port_hint", member, 0,
+		fmt.Sprintf("member %d: port closed (%s)", member, h.Cause),
+		"member", member, "peer", h.Peer.String(), "cause", h.Cause.String(),
+		"hint", "its process died or restarted, or its link was reset; a core that acts on it probes the member, and a live member's answer cancels it (status: Port hint)")
 }
 
 // stampWarnEvery spaces the warnings about one member's refused stamps.

@@ -942,7 +942,7 @@ func (n *Node) Status() Status {
 		st.Agreement = n.agreementStatus()
 	}
 	for _, id := range n.others {
-		if ps := n.Peer(id); ps.Seq != 0 || ps.Saved != 0 || ps.StampsRefused != 0 {
+		if ps := n.Peer(id); ps.Seq != 0 || ps.Saved != 0 || ps.StampsRefused != 0 || ps.Hints != 0 {
 			st.Peers = append(st.Peers, ps)
 		}
 	}
@@ -963,6 +963,9 @@ func (n *Node) Peer(id uint32) PeerSeq {
 		}
 		if p.stampsRefused > 0 {
 			ps.StampsRefused, ps.StampRefusedAt = p.stampsRefused, p.stampRefusedAt
+		}
+		if p.hints > 0 {
+			ps.Hints, ps.HintCause, ps.HintAt = p.hints, p.hintCause.String(), p.hintAt
 		}
 	}
 	return ps

@@ -104,6 +104,11 @@ type peer struct {
 	stamp          stampGuard
 	stampsRefused  uint64
 	stampRefusedAt time.Time
+	// The transport's hints that the member's port closed (hint.go): how
+	// many, the latest's cause and when.
+	hints     uint64
+	hintCause core.HintCause
+	hintAt    time.Time
 }
 
 // refusalInterval spaces the KindEpochRefused a node sends one peer about
@@ -381,4 +386,11 @@ type PeerSeq struct {
 	Stamp          uint64    `json:"stamp,omitempty"`
 	StampsRefused  uint64    `json:"stamps_refused,omitempty"`
 	StampRefusedAt time.Time `json:"stamp_refused_at,omitzero"`
+	// Hints counts the transport's hints that the member's port closed
+	// (Node.Hint: its link closed or reset, a connection refused); the
+	// latest was HintCause, at HintAt (local time). A hint is no proof
+	// of death: a core that acts on it probes the member first.
+	Hints     uint64    `json:"port_hints,omitempty"`
+	HintCause string    `json:"port_hint_cause,omitempty"`
+	HintAt    time.Time `json:"port_hint_at,omitzero"`
 }

@@ -38,6 +38,9 @@ type Stats struct {
 	// restart with keys, to members whose epochs it saved, before their
 	// frames came (see announceRestart).
 	RestartNotices uint64 `json:"restart_notices,omitempty"`
+	// Hints counts the transport's hints about members by cause
+	// (Node.Hint; core.HintCause's names).
+	Hints map[string]uint64 `json:"hints,omitempty"`
 }
 
 func newStats() Stats {
@@ -56,6 +59,7 @@ func (s *Stats) clone() Stats {
 	c.FramesIn = maps.Clone(s.FramesIn)
 	c.FramesOut = maps.Clone(s.FramesOut)
 	c.Dropped = maps.Clone(s.Dropped)
+	c.Hints = maps.Clone(s.Hints)
 	return c
 }
 

@@ -98,6 +98,18 @@
 // exchange per KeepAlive, measured 0.8 segments per open link per second
 // at 5 s, 0.4 now; the links a busy spell opened stay up a minute).
 //
+// A peer whose process dies (SIGKILL included) has its sockets closed by
+// its kernel at once: the watcher sees the FIN or RST and the next dial is
+// refused. Each is handed to the consumer as a Hint on the Hints channel
+// (stream_closed, dial_refused), never blocking the link (a hint nobody
+// takes is dropped and counted), so that a core may probe the peer at
+// once instead of waiting for its timeout. A hint is not evidence: a
+// live peer's link closes for reasons of its own, and anyone on the path
+// can forge a reset. ICMP errors for datagrams (port or host unreachable)
+// are not turned into hints yet: the member socket does not set
+// IP_RECVERR, so the kernel reports them on an unconnected socket to
+// nobody (connected sockets count them as Stats.Refused).
+//
 // The accepting side is bounded against anyone on the LAN (inbound.go):
 // with Config.Peers, a connection from an IP that is no member's is reset
 // before anything is read; a member IP holds at most PerPeerConns

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/synclab/synclab/pkg/core"
 )
 
 // fabric is what differs between real sockets and the in-memory network:
@@ -33,6 +35,7 @@ type endpoint struct {
 	local   netip.AddrPort
 	fab     fabric
 	packets chan Packet
+	hints   chan Hint
 	ctx     context.Context // cancelled by Close: aborts dials, backoffs, deliveries
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -70,6 +73,7 @@ func newEndpoint(cfg Config, local netip.AddrPort) *endpoint {
 		cfg:     cfg,
 		local:   local,
 		packets: make(chan Packet, PacketBuffer),
+		hints:   make(chan Hint, HintBuffer),
 		ctx:     ctx,
 		cancel:  cancel,
 		links:   make(map[netip.AddrPort]*link),
@@ -132,7 +136,21 @@ func (e *endpoint) goRun(fn func()) bool {
 	return true
 }
 
-func (e *endpoint) Packets() <-chan Packet    { return e.packets }
+func (e *endpoint) Packets() <-chan Packet { return e.packets }
+func (e *endpoint) Hints() <-chan Hint     { return e.hints }
+
+// hint hands a hint about peer over without waiting (see Endpoint.Hints).
+func (e *endpoint) hint(peer netip.AddrPort, cause core.HintCause) {
+	if e.ctx.Err() != nil {
+		return // closing: our own close, not the peer's
+	}
+	e.c.hints[cause].Add(1)
+	select {
+	case e.hints <- Hint{Peer: peer, Cause: cause, Time: time.Now()}:
+	default:
+		e.c.hintsDropped.Add(1)
+	}
+}
 func (e *endpoint) LocalAddr() netip.AddrPort { return e.local }
 
 func (e *endpoint) Send(to netip.AddrPort, b []byte, fin Finalizer) error {
@@ -219,6 +237,7 @@ func (e *endpoint) Close() error {
 		// connections themselves.
 		e.wg.Wait()
 		close(e.packets)
+		close(e.hints)
 	})
 	return err
 }

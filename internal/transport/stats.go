@@ -2,6 +2,8 @@ package transport
 
 import (
 	"net/netip"
+
+	"github.com/synclab/synclab/pkg/core"
 	"sort"
 	"sync/atomic"
 )
@@ -28,6 +30,11 @@ type Stats struct {
 	// microseconds early under load (an NTP client's T1 early by L biases
 	// its offset by +L/2).
 	TxKernelStamps uint64 `json:"tx_kernel_stamps,omitempty"`
+	// Hints counts the hints handed over (Endpoint.Hints) by cause;
+	// HintsDropped those dropped because the consumer had not taken the
+	// previous ones (HintBuffer).
+	Hints        map[string]uint64 `json:"hints,omitempty"`
+	HintsDropped uint64            `json:"hints_dropped,omitempty"`
 	// SendErrors counts datagrams and frames that failed to be written
 	// (including finalizer drops and oversized messages).
 	SendErrors uint64 `json:"send_errors"`
@@ -116,6 +123,8 @@ type counters struct {
 	streamTimeouts, overBudget                         atomic.Uint64
 	truncated, refused                                 atomic.Uint64
 	txKernel                                           atomic.Uint64
+	hints                                              [5]atomic.Uint64 // indexed by core.HintCause
+	hintsDropped                                       atomic.Uint64
 	inbound                                            atomic.Int64
 }
 
@@ -152,7 +161,22 @@ func (c *counters) snapshot() Stats {
 		Refused:             c.refused.Load(),
 		TxKernelStamps:      c.txKernel.Load(),
 		Inbound:             int(c.inbound.Load()),
+		Hints:               c.hintCounts(),
+		HintsDropped:        c.hintsDropped.Load(),
 	}
+}
+
+func (c *counters) hintCounts() map[string]uint64 {
+	var m map[string]uint64
+	for _, cause := range core.HintCauses {
+		if n := c.hints[cause].Load(); n > 0 {
+			if m == nil {
+				m = map[string]uint64{}
+			}
+			m[cause.String()] = n
+		}
+	}
+	return m
 }
 
 func sortLinks(ls []LinkStats) {

@@ -9,7 +9,10 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/synclab/synclab/pkg/core"
 )
 
 // Stream framing. Every frame on a TCP link is its length then its bytes:
@@ -173,7 +176,7 @@ func (l *link) run() {
 			select {
 			case <-l.wake:
 			case <-dead:
-				drop(errors.New("connection closed by peer"))
+				l.closedByPeer(drop)
 			case <-idle.C:
 				drop(nil)
 				l.mu.Lock()
@@ -188,7 +191,7 @@ func (l *link) run() {
 		if conn != nil {
 			select {
 			case <-dead:
-				drop(errors.New("connection closed by peer"))
+				l.closedByPeer(drop)
 			default:
 			}
 		}
@@ -200,6 +203,11 @@ func (l *link) run() {
 				}
 				l.e.c.dialErrs.Add(1)
 				l.setState(false, err)
+				if errors.Is(err, syscall.ECONNREFUSED) {
+					// Nothing listens at the peer's port: its
+					// process is gone, or a forged reset says so.
+					l.e.hint(l.peer, core.HintDialRefused)
+				}
 				failures++
 				t := time.NewTimer(l.backoff(failures))
 				select {
@@ -243,6 +251,15 @@ func (l *link) run() {
 		l.sent++
 		l.mu.Unlock()
 	}
+}
+
+// closedByPeer drops the connection the peer closed or reset, and hands
+// the consumer a hint: a process that dies (SIGKILL included) has its
+// sockets closed by the kernel at once, so this is usually the first sign
+// of a dead peer, long before any timeout.
+func (l *link) closedByPeer(drop func(error)) {
+	drop(errors.New("connection closed by peer"))
+	l.e.hint(l.peer, core.HintStreamClosed)
 }
 
 // linkIdle is how long an outbound link stays connected without a frame to

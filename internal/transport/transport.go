@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/synclab/synclab/pkg/core"
 )
 
 // Via says how a Packet arrived.
@@ -46,6 +48,19 @@ type Packet struct {
 	Via Via
 }
 
+// Hint is a sign that a peer's port closed: the outbound TCP link to it
+// was closed or reset by the other end, or a connection to it was refused.
+// It is a hint, never evidence (see core.Hint): anyone on the path can
+// forge a reset.
+type Hint struct {
+	// Peer is the peer's member address (the link's address, as
+	// SendStream was given it).
+	Peer  netip.AddrPort
+	Cause core.HintCause
+	// Time is when the transport saw it, time.Now() (CLOCK_REALTIME).
+	Time time.Time
+}
+
 // Finalizer is called immediately before the bytes are written, so that a
 // transmit timestamp patched into b is as late as possible. It may append an
 // authentication trailer and returns the bytes to write. A nil Finalizer
@@ -82,6 +97,12 @@ type Endpoint interface {
 	// and ErrQueueFull returned. b is copied; fin runs on the link's
 	// writer just before the frame is written.
 	SendStream(to netip.AddrPort, b []byte, fin Finalizer) error
+	// Hints delivers a Hint whenever an outbound link to a peer is closed
+	// or reset by the peer, or a connection to it is refused. It never
+	// blocks the transport: a hint the consumer has not taken when
+	// HintBuffer are waiting is dropped and counted (Stats.HintsDropped).
+	// It is closed once Close has stopped the link writers.
+	Hints() <-chan Hint
 	// LocalAddr is the member address actually bound (the port is filled
 	// in when Config.Listen asked for port 0).
 	LocalAddr() netip.AddrPort
@@ -126,6 +147,8 @@ const (
 	// beyond are closed at once (Stats.InboundRefused). With Peers, each
 	// member's IP holds at most StreamConfig.PerPeerConns per member on it.
 	MaxInbound = 256
+	// HintBuffer is the capacity of the Hints channel.
+	HintBuffer = 64
 )
 
 // Config configures an Endpoint.

@@ -38,3 +38,11 @@ func (e *Embedded) Advance(saved bool) {
 		a.Advance(saved)
 	}
 }
+
+// Hint hands the elector a hint that a member's port closed, if it acts
+// on hints (core.Hinter); otherwise it is dropped here.
+func (e *Embedded) Hint(h core.Hint) {
+	if hr, ok := e.Elector.(core.Hinter); ok {
+		hr.Hint(h)
+	}
+}

@@ -287,6 +287,23 @@ func (d *Driver) Tick(dt time.Duration, failWrite bool) error {
 	return d.Drain(failWrite)
 }
 
+// Hint tells a core that acts on hints (core.Hinter) that a member's port
+// closed, of a cause the program picks, about any of ids or someone else
+// (a node hands the core only members', but a forged reset names anyone it
+// likes), at the driver's clock, and drains. A core without hints: nothing.
+func (d *Driver) Hint(p *Program, ids []uint32, failWrite bool) error {
+	h, ok := d.Core.(core.Hinter)
+	if !ok {
+		return nil
+	}
+	member := uint32(p.Intn(len(ids) + 2)) // 0 and len(ids)+1: nobody's
+	if i := int(member) - 1; i >= 0 && i < len(ids) {
+		member = ids[i]
+	}
+	h.Hint(core.Hint{Member: member, Cause: core.HintCauses[p.Intn(len(core.HintCauses))], Time: d.Now})
+	return d.Drain(failWrite)
+}
+
 // Drain acts on the core's Ready.
 func (d *Driver) Drain(failWrite bool) error {
 	rd := d.Core.Ready()

@@ -131,6 +131,10 @@ type Core struct {
 	lateNext  int
 	extra     time.Duration
 
+	// hint is the follower's probing of its leader after a hint that
+	// its port closed (hint.go, Config.HintProbe).
+	hint hint
+
 	// contested is when this node last told its leader about a newer term
 	// it follows it in (stepStale): at most once a heartbeat.
 	contested time.Time
@@ -256,6 +260,9 @@ func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
 			b.det.SetTimeout(lead, b.leaderTimeout(lead)+b.extra)
 		}
 	}
+	if b.lead != lead {
+		b.endHint()
+	}
 	b.lead = lead
 	b.suspect = 0
 	b.deadline = time.Time{}
@@ -274,6 +281,7 @@ func (b *Core) becomeCandidate(reason wire.ElectionReason) {
 	if b.role == RoleLeader {
 		panic("bully: invalid transition leader -> candidate")
 	}
+	b.endHint()
 	b.role = RoleCandidate
 	b.step = stepCandidate
 	b.tick = tickCandidate
@@ -317,6 +325,7 @@ func (b *Core) becomeLeader(reassert bool) {
 	}
 	b.setTerm(next)
 	wasLeader := b.role == RoleLeader
+	b.endHint()
 	b.role = RoleLeader
 	b.step = stepLeader
 	b.tick = tickLeader
@@ -459,7 +468,7 @@ func (b *Core) arm(d time.Duration) { b.deadline, b.armed = b.now.Add(d), d }
 // Deadline is when Tick next has something to do (core.Scheduler): the
 // role's timer or the detector's next expiry.
 func (b *Core) Deadline() time.Time {
-	return core.Earliest(b.deadline, b.det.Deadline(), b.probeAt())
+	return core.Earliest(b.deadline, b.det.Deadline(), b.probeAt(), b.hintAt())
 }
 
 // probeAt is when this follower next probes its leader (Config.Probe):
@@ -496,6 +505,9 @@ func tickFollower(b *Core) {
 		if !b.det.Alive(b.lead) {
 			b.counts.LeaderTimeouts++
 			b.leaderLost(wire.ReasonLeaderLost)
+			return
+		}
+		if b.tickHint() {
 			return
 		}
 		if at := b.probeAt(); !at.IsZero() && !b.now.Before(at) {
@@ -562,6 +574,9 @@ func (b *Core) Step(m core.Message) error {
 	// A frame of the current or a newer term is a sign of life (a stale
 	// one is not: it may be a forged claim in the leader's name).
 	b.det.Heard(m.From, b.now)
+	if m.From == b.lead && b.role == RoleFollower {
+		b.heardLeader()
+	}
 	if err := b.step(b, in); err != nil {
 		return err
 	}

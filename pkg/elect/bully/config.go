@@ -94,6 +94,20 @@ type Config struct {
 	// coordination back from its successor and waited a lease from its
 	// own start, 6-7 s without a grant. Default false: bully's rule.
 	Sticky bool
+	// HintProbe makes a follower act on a hint that its leader's port
+	// closed (core.Hint: the transport saw the leader's TCP link closed
+	// or reset, or a connection to it refused, as it does at once when
+	// the leader's process dies): it sends the leader a LEADER_PROBE at
+	// once and every HintProbe after, HintProbes in all, and gives the
+	// leader up HintProbe after the last (plus its stagger) if none was
+	// answered; any frame of the leader's term cancels it. A hint is no
+	// evidence (anyone on the LAN can forge a reset): it costs a live
+	// leader HintProbes probes and their answers, at most once per
+	// LeaderTimeout per follower. It must cover a round trip of a busy
+	// host; HintProbes x HintProbe is added to nothing but the failover
+	// of a dead leader whose port closed. 0 (DefaultLANConfig, electd):
+	// hints ignored. mutexd's central coordinator sets it.
+	HintProbe time.Duration
 }
 
 // DefaultLANConfig returns the timeouts for a LAN: 50 ms heartbeats, a dead
@@ -182,6 +196,15 @@ func (c *Config) validate(self uint32, members []uint32) error {
 		if c.Heartbeat+c.Probe >= c.LeaderTimeout {
 			return fmt.Errorf("bully: Heartbeat (%v) + Probe (%v) must be below LeaderTimeout (%v): a follower probes a silent leader only between the heartbeat it missed and its leader timeout (0 turns probing off)",
 				c.Heartbeat, c.Probe, c.LeaderTimeout)
+		}
+	}
+	if c.HintProbe != 0 {
+		if err := liveness.CheckTimeout("bully: HintProbe", c.HintProbe); err != nil {
+			return err
+		}
+		if HintProbes*c.HintProbe >= c.LeaderTimeout {
+			return fmt.Errorf("bully: HintProbe (%v) x %d probes must be below LeaderTimeout (%v): a hint is meant to give a dead leader up sooner than its timeout (0 ignores hints)",
+				c.HintProbe, HintProbes, c.LeaderTimeout)
 		}
 	}
 	c.Members = slices.Clone(c.Members)

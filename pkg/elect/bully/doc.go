@@ -143,10 +143,24 @@
 // stopped, or started long after it was built) waits once more from then,
 // counted as overslept, instead of acting on a silence it did not listen to.
 //
+// # Hints
+//
+// With Config.HintProbe set (mutexd's central coordinator sets it; electd
+// does not yet), a follower acts on a hint that its leader's port closed
+// (Core.Hint, core.Hint: the transport saw its link to the leader closed
+// or reset, or a connection refused, as it does at once when the
+// leader's process dies): it sends the leader a LEADER_PROBE at once and
+// every HintProbe after, HintProbes in all, and gives it up HintProbe
+// after the last (plus its stagger) if none was answered; any frame of
+// the leader's term ends it. A hint is no evidence (anyone on the LAN can
+// forge a TCP reset or an ICMP error): the probes' silence is. One
+// follower takes at most one hint about its leader per LeaderTimeout.
+//
 // # Events
 //
 // The shared events of pkg/elect (election_started, elected and demoted
 // describe this node; leader_elected, leader_changed and leader_lost the
 // leader it knows), rendered by elect.Change so that every algorithm's read
-// the same, plus terms_exhausted.
+// the same, plus terms_exhausted and leader_port_closed (a leader given up
+// on a hint).
 package bully

@@ -22,6 +22,9 @@ type counters struct {
 	overslept uint64 // role timers found far past their deadline, waited again
 	// probes sent to a silent leader; probes answered with a heartbeat
 	probes, probesAnswered uint64
+	// hints about the leader acted on, ignored; their probes; episodes
+	// cancelled by the leader's answer; leaders given up after one
+	hints, hintsIgnored, hintProbes, hintsCancelled, hintTimeouts uint64
 }
 
 func (c *counters) reject(err error) { c.RejectErr(rejectLabels, err) }
@@ -65,6 +68,19 @@ type Detail struct {
 	// nine or so a heartbeat without answers is losing its leader.
 	ProbesSent     uint64 `json:"probes_sent,omitempty"`
 	ProbesAnswered uint64 `json:"probes_answered,omitempty"`
+	// HintProbe is Config.HintProbe (0: hints ignored). Hints counts the
+	// hints that the leader's port closed this follower acted on
+	// (HintsIgnored: about another member, during an episode, within
+	// LeaderTimeout of the last, or with HintProbe 0); HintProbes the
+	// probes they sent; HintsCancelled the episodes the leader's answer
+	// ended (a live leader: its link closed for another reason, or a
+	// forged hint); HintTimeouts the leaders given up after one.
+	HintProbe      time.Duration `json:"hint_probe_ns,omitempty"`
+	Hints          uint64        `json:"hints,omitempty"`
+	HintsIgnored   uint64        `json:"hints_ignored,omitempty"`
+	HintProbes     uint64        `json:"hint_probes,omitempty"`
+	HintsCancelled uint64        `json:"hints_cancelled,omitempty"`
+	HintTimeouts   uint64        `json:"hint_timeouts,omitempty"`
 	// LeaderTimeoutNow is the timeout this follower gives its leader now,
 	// as its detector runs it: LeaderTimeout and the stagger by rank,
 	// plus, with probes, twice the latest of the leader's last 16
@@ -97,6 +113,12 @@ func (b *Core) Detail() Detail {
 		Overslept:          b.counts.overslept,
 		ProbesSent:         b.counts.probes,
 		ProbesAnswered:     b.counts.probesAnswered,
+		HintProbe:          b.cfg.HintProbe,
+		Hints:              b.counts.hints,
+		HintsIgnored:       b.counts.hintsIgnored,
+		HintProbes:         b.counts.hintProbes,
+		HintsCancelled:     b.counts.hintsCancelled,
+		HintTimeouts:       b.counts.hintTimeouts,
 		LeaderTimeoutNow:   b.timeoutNow(),
 		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
 	}

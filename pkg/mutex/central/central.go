@@ -359,6 +359,19 @@ func (c *Core) Step(m core.Message) error {
 }
 
 // StepDatagram refuses datagrams: the algorithm speaks synclab frames only.
+// Hint hands the coordinator election a hint that a member's port closed
+// (core.Hinter): with the default election (bully, Config.HintProbe), a
+// follower whose coordinator's link closed probes it at once and elects a
+// successor if it answers none of bully.HintProbes probes, instead of
+// waiting DeadAfter of silence. Nothing else: a hint grants nothing and
+// shortens no wait for leases (the successor still needs every other
+// member's word, or waits the Hold).
+func (c *Core) Hint(h core.Hint) {
+	c.observe(h.Time)
+	c.el.Hint(h)
+	c.follow()
+}
+
 func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
 
 // Tick runs the timers: the election's, leases, renewals, and the
@@ -379,7 +392,7 @@ func (c *Core) Tick(now time.Time) {
 func (c *Core) Deadline() time.Time {
 	d := []time.Time{c.el.Deadline(), c.reqs.Deadline(), c.fol.deadline()}
 	if c.co != nil {
-		d = append(d, c.co.deadline(c.now, c.parkFor(), c.cfg.DeadAfter))
+		d = append(d, c.co.deadline(c.now, c.parkFor(), c.cfg.DeadAfter, c.ta != nil))
 	}
 	return core.Earliest(d...)
 }

@@ -58,6 +58,17 @@ type Config struct {
 	// granted a lock nobody will use. Its grants are not taken back: they
 	// end with their lease.
 	DeadAfter time.Duration
+	// HintProbe is the default election's answer to a hint that the
+	// coordinator's port closed (bully.Config.HintProbe): a follower
+	// whose link to its coordinator closes (the kernel closes a killed
+	// daemon's sockets at once) probes it every HintProbe,
+	// bully.HintProbes times, and elects a successor if none is answered,
+	// instead of waiting DeadAfter of silence. Default 40 ms (a dead
+	// coordinator given up 200 ms after its port closed, plus the
+	// stagger); at most DeadAfter / (2 x bully.HintProbes). It changes
+	// when an election starts, never what a successor waits for before
+	// it grants.
+	HintProbe time.Duration
 	// MaxLease is the longest lease a grant carries (default 3 s), and
 	// the default lease. A new coordinator waits up to MaxLease (padded)
 	// before its first grant: from the latest instant at which a member of
@@ -142,6 +153,7 @@ func (c *Config) validate() error {
 		liveness.Duration{Name: "ConfirmWindow", Value: &c.ConfirmWindow},
 		liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter},
 		liveness.Duration{Name: "LeaseSlack", Value: &c.LeaseSlack},
+		liveness.Duration{Name: "HintProbe", Value: &c.HintProbe},
 	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -153,6 +165,9 @@ func (c *Config) validate() error {
 	}
 	if c.LeaseSlack == 0 {
 		c.LeaseSlack = c.BeatInterval / 2
+	}
+	if c.HintProbe == 0 {
+		c.HintProbe = min(DefaultHintProbe, c.DeadAfter/(2*bully.HintProbes))
 	}
 	if err := liveness.CheckTimers(
 		liveness.Duration{Name: "ConfirmWindow", Value: &c.ConfirmWindow}, liveness.Duration{Name: "BeatInterval", Value: &c.BeatInterval}, liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter},
@@ -175,6 +190,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: ConfirmWindow %v must be at most half of MaxLease %v: a lease is cut by the age of the support it is granted on", ErrConfig, c.ConfirmWindow, c.MaxLease)
 	case c.DeadAfter <= c.BeatInterval:
 		return fmt.Errorf("%w: DeadAfter %v must exceed BeatInterval %v", ErrConfig, c.DeadAfter, c.BeatInterval)
+	case c.HintProbe < 0 || c.HintProbe > c.DeadAfter/(2*bully.HintProbes):
+		return fmt.Errorf("%w: HintProbe %v must be positive and at most DeadAfter / %d (%v): a hint is meant to give a dead coordinator up sooner than DeadAfter", ErrConfig, c.HintProbe, 2*bully.HintProbes, c.DeadAfter/(2*bully.HintProbes))
 	}
 	return nil
 }
@@ -192,6 +209,9 @@ func (c *Config) pad(d time.Duration) time.Duration {
 // coordinator (at most that moment); every lease an older coordinator
 // granted has ended by then (see the package comment).
 func (c *Config) Hold() time.Duration { return c.pad(c.MaxLease + c.LeaseSlack) }
+
+// DefaultHintProbe is Config.HintProbe's default.
+const DefaultHintProbe = 40 * time.Millisecond
 
 // DefaultBeat is the default BeatInterval for a cluster's longest lease:
 // a third of it, at most 1 s (about 1 KB/s of idle traffic per member at
@@ -224,5 +244,6 @@ func (c *Config) shrink(d time.Duration) time.Duration {
 func (c *Config) BullyConfig(members []uint32) bully.Config {
 	b := bully.FromOptions(members, elect.Options{Heartbeat: c.BeatInterval, LeaderTimeout: c.DeadAfter})
 	b.Sticky = true
+	b.HintProbe = c.HintProbe
 	return b
 }

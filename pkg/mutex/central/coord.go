@@ -125,8 +125,17 @@ type coord struct {
 	restartSeen bool // a member (or this one) started less than a lease ago
 }
 
-func (k *coord) deadline(now time.Time, parkFor, deadAfter time.Duration) time.Time {
-	d := append(k.causalDeadline(now, deadAfter), k.nextBeat)
+// deadline is when the coordinator next needs a Tick. causal says the
+// requests carry vectors (tokenask): only then can a waiting request be
+// held back by a predecessor never heard of (causalDeadline). A plain
+// central queue's entries never carry one (its requests and syncs have no
+// vector field, and tokenask's kinds are refused as not its own), so the
+// pass over every queued entry would find nothing, at every Deadline.
+func (k *coord) deadline(now time.Time, parkFor, deadAfter time.Duration, causal bool) time.Time {
+	d := []time.Time{k.nextBeat}
+	if causal {
+		d = append(d, k.causalDeadline(now, deadAfter)...)
+	}
 	for _, r := range k.renewals {
 		// Once parked that long, a renewal waits for support, which
 		// comes with a frame, not a timer.

@@ -191,6 +191,18 @@
 // average), whatever the election took, where counting from the election
 // added it and a confirm window to every takeover.
 //
+// The election learns of a SIGKILLed coordinator sooner than its timeout
+// when the driver hands the core hints (Core.Hint, core.Hint): the dead
+// daemon's kernel closes its sockets at once, and every member's TCP link
+// to it says so a link delay later. The election (bully with
+// Config.HintProbe) then probes the coordinator bully.HintProbes times,
+// HintProbe apart, and elects a successor if none is answered: 200 ms
+// after the crash with the defaults, instead of DeadAfter after its last
+// heartbeat. A hint is no evidence (anyone can forge a TCP reset): a
+// live coordinator answers the first probe and nothing follows, and a
+// hint shortens no wait for leases (TestCoordinatorCrashHint,
+// TestForgedHintLiveCoordinator).
+//
 // The wait is skipped when every member joined the term and none started
 // less than a lease ago: then every old lease was re-announced and is in
 // the queue as a holder (a member refuses grants of older terms once it

@@ -85,6 +85,9 @@ func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		fmt.Sprintf("Frames   : %d requests, %d grants, %d releases sent; %d refused", c["sent_central_request"]+c["sent_tokenask_request"],
 			c["sent_central_grant"], c["sent_central_release"], rejectedTotal(c)),
 	}
+	if line := hintLine(d.Election.Detail); line != "" {
+		lines = append(lines, line)
+	}
 	if d.Variant == TokenAskName {
 		vec := d.Vector
 		if vec == "" {
@@ -98,6 +101,19 @@ func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		lines = append(lines, line)
 	}
 	return lines, nil
+}
+
+// hintLine says what the election made of hints that the coordinator's
+// port closed (bully.Detail's hint counters, read through JSON as the CLI
+// reads them), "" when it had none.
+func hintLine(detail any) string {
+	m, _ := detail.(map[string]any)
+	n := func(k string) uint64 { v, _ := m[k].(float64); return uint64(v) }
+	if n("hints") == 0 && n("hints_ignored") == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Hints    : the coordinator's port closed %d times: %d answered a probe (alive: a link reset, or a forged one), %d given up after %d unanswered probes; %d hints ignored",
+		n("hints"), n("hints_cancelled"), n("hint_timeouts"), bully.HintProbes, n("hints_ignored"))
 }
 
 func rejectedTotal(c map[string]uint64) uint64 {

@@ -122,6 +122,13 @@ func runCentral(t testing.TB, in []byte, v central.Variant) (grants int) {
 			lead, term, _ := cc().Election().Leader()
 			switch p.Intn(10) {
 			case 0, 1:
+				if p.Intn(8) == 0 {
+					// A hint that a member's port closed, true or
+					// forged, before the tick.
+					if err = d.Hint(p, ids, fail); err != nil {
+						break
+					}
+				}
 				err = d.Tick(time.Duration(1+p.Intn(1500))*time.Millisecond, fail)
 			case 2:
 				if err = d.Restart(); err == nil {

@@ -137,25 +137,48 @@ func TestCoordinatorCrashRecovery(t *testing.T) {
 // its lease) is replaced only once that lease has surely ended, wherever
 // in the lease the crash comes: its grant waited for a majority's answers
 // to a beat that announced it (not Quiet), and the successor hears of it from
-// them. Without that, the successor would take the others' word that all
-// they hold is re-announced, and grant 2.5 s after the crash, inside the
-// lease.
+// them. The crash instants cover the whole lease (every 240 ms from the
+// grant to 2.9 s into the 3 s lease), and the members are told of the
+// dead coordinator's closed port a link delay after the crash (a hint), so
+// that the successor is elected about 0.2 s after the crash whatever the
+// instant: a successor that took the others' word that all they hold is
+// re-announced would grant inside the lease at every instant but the last
+// few (without the hint, the election alone took 1.5-2.5 s, past the end
+// of the lease for any crash late in it).
 func TestCoordinatorCrashOwnHolder(t *testing.T) {
 	cfg := central.DefaultLANConfig()
-	for k := range 8 {
+	for k := range 13 {
 		s := defaultCluster(t, int64(k+1))
-		s.Run(time.Duration(k) * 131 * time.Millisecond)
 		asked := s.Elapsed()
 		if !acquired(s, 5, time.Second) {
 			t.Fatalf("offset %d: the coordinator's own client was not granted", k)
 		}
 		granted := s.Elapsed()
-		s.Run(time.Duration(k) * 300 * time.Millisecond)
-		crashed, at := crashCoordinatorAndAsk(t, s, k)
-		t.Logf("own client granted %v after asking; coordinator crashed %v into its lease; member 1 granted %v after the crash, %v after the lease's start",
-			(granted - asked).Round(time.Millisecond), (crashed - granted).Round(time.Millisecond), (at - crashed).Round(time.Millisecond), (at - asked).Round(time.Millisecond))
+		s.Run(time.Duration(k) * 240 * time.Millisecond)
+		s.Crash(5)
+		crashed := s.Elapsed()
+		s.Run(time.Millisecond) // the FIN, a link delay later
+		for id := uint32(1); id <= 4; id++ {
+			if err := s.Hint(id, 5, core.HintStreamClosed); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !s.RunUntil(func() bool { return coordinator(s) != 0 }, 5*time.Second) {
+			t.Fatalf("offset %d: no successor 5 s after the crash", k)
+		}
+		elected := s.Elapsed()
+		if !acquired(s, 1, 10*time.Second) {
+			t.Fatalf("offset %d: not granted 10 s after the coordinator's crash", k)
+		}
+		at := s.Elapsed()
+		t.Logf("own client granted %v after asking; coordinator crashed %v into its lease; successor %v after the crash; member 1 granted %v after the crash, %v after the lease's start",
+			(granted - asked).Round(time.Millisecond), (crashed - asked).Round(time.Millisecond), (elected - crashed).Round(time.Millisecond),
+			(at - crashed).Round(time.Millisecond), (at - asked).Round(time.Millisecond))
 		if at-asked < cfg.MaxLease {
 			t.Errorf("offset %d: member 1 granted %v after the dead coordinator's own client asked for its %v lease", k, at-asked, cfg.MaxLease)
+		}
+		if crashed-asked < cfg.MaxLease-500*time.Millisecond && elected-asked >= cfg.MaxLease {
+			t.Errorf("offset %d: successor elected %v into the lease: the test does not reach inside the lease", k, elected-asked)
 		}
 	}
 }

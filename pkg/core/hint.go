@@ -1,0 +1,63 @@
+package core
+
+import (
+	"fmt"
+	"time"
+)
+
+// HintCause says what the transport saw of a member's port.
+type HintCause uint8
+
+// Causes of a hint. Append only: the names appear in status and metrics.
+const (
+	// HintStreamClosed: the member closed or reset this node's TCP link
+	// to it (the kernel sends a FIN or an RST for a process that dies,
+	// SIGKILL included).
+	HintStreamClosed HintCause = iota + 1
+	// HintDialRefused: a connection to the member's port was refused
+	// (nothing listens there).
+	HintDialRefused
+	// HintPortUnreachable: an ICMP port unreachable came back for a
+	// datagram to the member's address.
+	HintPortUnreachable
+	// HintHostUnreachable: an ICMP host (or network) unreachable came
+	// back for a datagram to the member's address.
+	HintHostUnreachable
+)
+
+// HintCauses lists every cause, in order (metrics show each, at 0).
+var HintCauses = []HintCause{HintStreamClosed, HintDialRefused, HintPortUnreachable, HintHostUnreachable}
+
+func (c HintCause) String() string {
+	switch c {
+	case HintStreamClosed:
+		return "stream_closed"
+	case HintDialRefused:
+		return "dial_refused"
+	case HintPortUnreachable:
+		return "port_unreachable"
+	case HintHostUnreachable:
+		return "host_unreachable"
+	}
+	return fmt.Sprintf("hint(%d)", uint8(c))
+}
+
+// Hint says that a member's port looked closed: the transport saw its
+// link close, a connection to it refused, or an ICMP error for a datagram
+// to it. It is a hint, never evidence: anyone on the LAN can forge a TCP
+// reset or an ICMP error, key or no key, and a live member's link closes
+// for reasons of its own (an idle timeout, a restart of its connection).
+// A core may act sooner on it (probe the member at once with its own,
+// authenticated frames and conclude from their silence), never conclude
+// from it alone.
+type Hint struct {
+	Member uint32    // the member the hint is about
+	Cause  HintCause // what was seen
+	Time   time.Time // local clock when the transport saw it
+}
+
+// Hinter is implemented by a core that acts on hints. The driver calls
+// Hint on its goroutine, as it does Step, and drains Ready after.
+type Hinter interface {
+	Hint(h Hint)
+}

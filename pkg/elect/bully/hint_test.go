@@ -1,0 +1,72 @@
+package bully_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect/bully"
+)
+
+// TestSimHintOnlyWithHintProbe: a hint that the leader's port closed
+// moves nothing without Config.HintProbe (electd's defaults: the leader
+// is given up by its timeout alone, 400 ms after its last heartbeat);
+// with it, the member below the dead leader claims HintProbes probes
+// later (HintProbes x HintProbe after the hint, never sooner), and a live
+// leader's answer to the first probe ends the matter.
+func TestSimHintOnlyWithHintProbe(t *testing.T) {
+	const probe = 10 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		mod    func(*bully.Config)
+		lo, hi time.Duration // the new leader's claim, after the hint
+	}{
+		{"electd defaults", nil, 300 * time.Millisecond, 460 * time.Millisecond},
+		{"HintProbe", func(c *bully.Config) { c.HintProbe = probe }, bully.HintProbes*probe - time.Millisecond /* the member's clock against the simulator's */, bully.HintProbes*probe + 5*time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}, {ID: 5}}
+			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+			c := newCluster(t, s, members, tc.mod)
+			c.converge(3 * time.Second)
+
+			// A forged hint about the live leader: nothing changes.
+			term := c.core(1).Report().Term
+			for id := uint32(1); id <= 4; id++ {
+				if err := s.Hint(id, 5, core.HintStreamClosed); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.run(time.Second)
+			if r := c.core(1).Report(); r.Term != term || r.Leader != 5 {
+				t.Fatalf("after a forged hint: term %d leader %d, want %d and 5", r.Term, r.Leader, term)
+			}
+			s.Run(2 * time.Second) // past the hints' rest
+
+			s.Crash(5)
+			s.Run(time.Millisecond)
+			hinted := s.Elapsed()
+			for id := uint32(1); id <= 4; id++ {
+				if err := s.Hint(id, 5, core.HintStreamClosed); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !s.RunUntil(func() bool { return c.core(4).Report().Leader == 4 }, 2*time.Second) {
+				t.Fatal("no successor")
+			}
+			took := s.Elapsed() - hinted
+			t.Logf("member 4 claimed %v after the hint", took)
+			if took < tc.lo || took > tc.hi {
+				t.Errorf("member 4 claimed %v after the hint, want %v to %v", took, tc.lo, tc.hi)
+			}
+			d := c.core(3).Detail()
+			if tc.mod == nil && (d.Hints != 0 || d.HintProbes != 0 || d.HintsIgnored != 2) {
+				t.Errorf("hints acted on without HintProbe: %+v", d)
+			}
+			if tc.mod != nil && (d.Hints != 2 || d.HintsCancelled != 1 || d.HintProbes != 1+bully.HintProbes) {
+				t.Errorf("member 3's hint counters %+v: want the forged hint cancelled by the first probe's answer, then %d probes", d, bully.HintProbes)
+			}
+		})
+	}
+}
