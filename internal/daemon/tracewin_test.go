@@ -127,10 +127,6 @@ func TestTraceWindowIdleFromTheLatestAsk(t *testing.T) {
 	if w == nil || w.pending {
 		t.Fatalf("window %+v, want on and recording", w)
 	}
-	// Every ask but member 64's long ago.
-	for m := range w.asked {
-		w.asked[m] = w.asked[m].Add(-time.Hour)
-	}
 	w.asked[64] = time.Now()
 	w.last = w.asked[64]
 	d.traceStep()

@@ -521,6 +521,7 @@ func (w *window) step(ctx context.Context) {
 	files, ahead := lastWindow(files, time.Now(), c.Window)
 	for i := range views {
 		views[i].Ahead, views[i].AheadMs = ahead[own+i].n, ahead[own+i].by.Milliseconds()
+		views[i].Events = len(files[own+i].Events)
 	}
 	html, events, capped, verdicts := draw(files, c.MaxEvents, names)
 	w.s.mu.Lock()

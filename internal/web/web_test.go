@@ -624,7 +624,7 @@ func TestMemberClockAheadKeepsOurEvents(t *testing.T) {
 	if m3 := st.Trace.Members[1]; m3.ID != 3 || m3.AheadMs < 59_000 || m3.AheadMs > 60_000 {
 		t.Errorf("member 3 %+v, want its events a minute ahead", m3)
 	}
-	if strings.Contains(html, trace.FrameID(3, 1)) {
+	if strings.Contains(html, `"frame":"`+trace.FrameID(3, 1)+`"`) {
 		t.Error("member 3's events, a minute ahead, drawn")
 	}
 }

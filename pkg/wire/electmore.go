@@ -323,7 +323,7 @@ func (r *LeaseRequest) UnmarshalBinary(b []byte) error {
 			ranks[i] = be.Uint32(b[LeaseRequestLen+4*i:])
 		}
 		if i := badRank(ranks); i >= 0 {
-			return decodeErr(leaseRequestWhat, DecodeBadField, "rank", int(ranks[i]), -1)
+			return decodeErr(leaseRequestWhat, DecodeBadField, "rank", clampInt(uint64(ranks[i])), -1)
 		}
 	}
 	*r = LeaseRequest{Seq: be.Uint32(b), Weight: be.Uint32(b[4:]), Uptime: be.Uint32(b[8:]), Ranks: ranks}

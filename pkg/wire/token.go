@@ -570,7 +570,7 @@ func (r *RingProbeReply) UnmarshalBinary(b []byte) error {
 	}
 	confirmLeft := binary.BigEndian.Uint32(b[28:])
 	if confirmLeft != 0 && flags&ProbeConfirmKnown == 0 {
-		return decodeErr(probeReplyWhat, DecodeBadReserved, "confirm left", int(confirmLeft), 0)
+		return decodeErr(probeReplyWhat, DecodeBadReserved, "confirm left", clampInt(uint64(confirmLeft)), 0)
 	}
 	name, err := readName(probeReplyWhat, b[probeReplyFixedLen:], int(b[1]))
 	if err != nil {
