@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -111,11 +112,14 @@ func (f *fakeTimer) next(t *testing.T, last, want time.Duration) {
 
 // startSleeper runs a daemon of one member around s, on a simulated clock
 // that reads t0 until the test advances it and the test's loop timer.
-func startSleeper(t *testing.T, t0 time.Time, s *sleeper) (*Daemon, Config, *testenv.Clock, *fakeTimer) {
+func startSleeper(t *testing.T, t0 time.Time, s *sleeper, opts ...func(*Config)) (*Daemon, Config, *testenv.Clock, *fakeTimer) {
 	t.Helper()
 	clk := testenv.NewClock(t0)
 	cfg := testConfig(t, transport.NewMemNetwork(), shortDir(t), 1, 1)
 	cfg.Clock = clock.NewSim(clock.SimConfig{}, clk.Now)
+	for _, o := range opts {
+		o(&cfg)
+	}
 	d, err := New(cfg, func(core.Env) (core.Core, error) { return s, nil })
 	if err != nil {
 		t.Fatal(err)
@@ -281,6 +285,58 @@ func TestIdleSecondWakesOncePerDeadline(t *testing.T) {
 		if a != period {
 			t.Errorf("the loop armed its timer for %v, want the core's deadline %v", a, period)
 			break
+		}
+	}
+}
+
+// TestTrueTimeOnTheLoopTimer: the truetime page is published on the
+// loop's one timer, not a Go ticker beside it (whose every firing woke the
+// runtime's monitor thread twice: two of an idle timed's dozen wake-ups
+// a second). With the core's next deadline far off, the loop arms its
+// timer for the next publication, within TrueTimeInterval; that firing
+// publishes the page without ticking the core, and arms for the next.
+func TestTrueTimeOnTheLoopTimer(t *testing.T) {
+	const period = 10 * time.Second // the core's: later than any publication
+	s := &sleeper{period: period}
+	page := filepath.Join(shortDir(t), "truetime")
+	d, cfg, clk, timer := startSleeper(t, time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC), s, func(c *Config) {
+		c.TrueTime = &TrueTime{Path: page, Bound: func(core.Core, time.Time) (TrueTimeBound, bool) { return TrueTimeBound{}, false }}
+	})
+	timer.next(t, 0, cfg.TickInterval)
+	timer.c <- clk.Advance(cfg.TickInterval)
+	s.waitTicks(t, 1, hangGuard)
+	published := func() uint64 {
+		t.Helper()
+		var n uint64
+		if err := d.Do(context.Background(), func(*node.Node) { n = d.tt.Published() }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i := range 2 {
+		// The arming after the last firing: the publication's, in wall
+		// time, not the core's 10 s (nor MaxSleep).
+		var wait time.Duration
+		for done := false; !done; {
+			select {
+			case wait = <-timer.armed:
+				done = wait <= TrueTimeInterval
+			case <-time.After(hangGuard):
+				t.Fatalf("publication %d: the loop never armed its timer for the truetime page", i+1)
+			}
+		}
+		before := published()
+		time.Sleep(wait) // wall time: the page's schedule
+		timer.c <- clk.Advance(wait)
+		deadline := time.Now().Add(hangGuard)
+		for published() == before {
+			if time.Now().After(deadline) {
+				t.Fatalf("publication %d: the timer fired after %v, the page not published", i+1, wait)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if n := s.count(); n != 1 {
+			t.Fatalf("publication %d ticked the core (%d ticks): its deadline is %v away", i+1, n, period)
 		}
 	}
 }
