@@ -332,8 +332,13 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 }
 
 // drain steps the core with every frame already queued, without waiting
-// for more; false when the endpoint closed.
+// for more; false when the endpoint closed. With none queued (an idle
+// daemon's every tick) it does nothing: a batch would still act on the
+// core's Ready, check agreement and schedule, a whole pass of the loop.
 func (d *Daemon) drain(packets <-chan transport.Packet) bool {
+	if len(packets) == 0 {
+		return true
+	}
 	if d.appends {
 		return d.batch(func() {}, packets)
 	}

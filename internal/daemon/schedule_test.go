@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,13 +115,19 @@ func (f *fakeTimer) next(t *testing.T, last, want time.Duration) {
 // that reads t0 until the test advances it and the test's loop timer.
 func startSleeper(t *testing.T, t0 time.Time, s *sleeper, opts ...func(*Config)) (*Daemon, Config, *testenv.Clock, *fakeTimer) {
 	t.Helper()
+	return startCore(t, t0, s, opts...)
+}
+
+// startCore is startSleeper for any core c.
+func startCore(t *testing.T, t0 time.Time, c core.Core, opts ...func(*Config)) (*Daemon, Config, *testenv.Clock, *fakeTimer) {
+	t.Helper()
 	clk := testenv.NewClock(t0)
 	cfg := testConfig(t, transport.NewMemNetwork(), shortDir(t), 1, 1)
 	cfg.Clock = clock.NewSim(clock.SimConfig{}, clk.Now)
 	for _, o := range opts {
 		o(&cfg)
 	}
-	d, err := New(cfg, func(core.Env) (core.Core, error) { return s, nil })
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return c, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,5 +345,60 @@ func TestTrueTimeOnTheLoopTimer(t *testing.T) {
 		if n := s.count(); n != 1 {
 			t.Fatalf("publication %d ticked the core (%d ticks): its deadline is %v away", i+1, n, period)
 		}
+	}
+}
+
+// appendingSleeper is a sleeper whose core appends one record to its log
+// on its first tick (so that the loop batches as for orderd) and counts
+// the Readys the loop takes.
+type appendingSleeper struct {
+	sleeper
+	core.Durable
+	appended bool
+	readys   atomic.Int64
+}
+
+func (a *appendingSleeper) Tick(now time.Time) {
+	a.sleeper.Tick(now)
+	if !a.appended {
+		a.appended = true
+		a.Change(false)
+	}
+}
+
+func (a *appendingSleeper) Ready() core.Ready {
+	a.readys.Add(1)
+	var rd core.Ready
+	a.Durable.ReadyLog(&rd, false, func() []byte { return []byte("whole-state") }, func() []byte { return []byte("record") })
+	return rd
+}
+
+// TestIdleTickOnePass: an idle tick of a core that appends to its log
+// (orderd) is one pass of the loop: one Ready acted on, not a pass for
+// the frames queued before the deadline (none) and another for the tick.
+func TestIdleTickOnePass(t *testing.T) {
+	const period = 50 * time.Millisecond
+	a := &appendingSleeper{sleeper: sleeper{period: period}}
+	d, cfg, clk, timer := startCore(t, time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC), a)
+	timer.next(t, 0, cfg.TickInterval)
+	timer.c <- clk.Advance(cfg.TickInterval)
+	a.waitTicks(t, 1, hangGuard)
+	timer.next(t, cfg.TickInterval, period)
+	if err := d.Do(context.Background(), func(*node.Node) {
+		if !d.appends {
+			t.Error("the core's first record did not make the loop batch")
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := a.readys.Load()
+	const ticks = 10
+	for i := range ticks {
+		timer.c <- clk.Advance(period)
+		a.waitTicks(t, i+2, hangGuard)
+		timer.next(t, 0, period)
+	}
+	if n := a.readys.Load() - before; n != ticks {
+		t.Errorf("%d Readys for %d idle ticks, want one each", n, ticks)
 	}
 }
