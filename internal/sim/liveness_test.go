@@ -279,3 +279,39 @@ func TestLivenessIdleCost(t *testing.T) {
 		t.Errorf("the daemons' profile costs %+v against the notes' %+v: more than 40%%", quiet, notes)
 	}
 }
+
+// TestLivenessQuietUnderLoss: the daemons' sparse heartbeats lean on
+// probes when one is lost. At 10% loss on every link, five members over
+// a simulated ten minutes never suspect each other (the notes'
+// heartbeats need 4 losses in a row for a false suspicion, 1e-4 per
+// heartbeat here; the probes need a heartbeat and 19 probe round trips,
+// 1e-15), and the probes that stood in for lost heartbeats were sent and
+// answered.
+func TestLivenessQuietUnderLoss(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 7, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 2 * time.Millisecond, Loss: 0.1}})
+	ids := []uint32{1, 2, 3, 4, 5}
+	for _, id := range ids {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			env.Members, env.Rand = ids, s.NewRand()
+			c, err := liveness.New(env, liveness.QuietLANConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, clock.SimConfig{DriftPPM: float64(id) * 20})
+	}
+	s.Run(10 * time.Minute)
+	if down := s.EventsNamed(liveness.EventMemberDown); len(down) != 0 {
+		t.Errorf("%d suspicions of live members at 10%% loss, the first %+v", len(down), down[0])
+	}
+	var probes, answered uint64
+	for _, id := range ids {
+		st := live(s, id).StatusView()
+		probes, answered = probes+st.Probes, answered+st.Answered
+	}
+	t.Logf("10 minutes at 10%% loss: %d probes sent, %d answered", probes, answered)
+	// Every lost heartbeat (10% of 5 x 4 x 2000) is made up by probes.
+	if probes < 4000 || answered < 3000 {
+		t.Errorf("%d probes sent, %d answered over 10 minutes at 10%% loss", probes, answered)
+	}
+}
