@@ -17,6 +17,7 @@ import (
 	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/order"
 )
 
@@ -43,6 +44,8 @@ func TestConfigRefusals(t *testing.T) {
 		{"--retry", "0s"},
 		{"--commit-delay", "0s"},
 		{"--commit-delay", "60ms"},
+		{"--probe", "40ms"}, // 200ms + 40ms leaves no room before the 240ms timeout
+		{"--probe", "500us"},
 	} {
 		_, err := configWith(t, args...)
 		var ue app.UsageError
@@ -58,6 +61,38 @@ func TestConfigRefusals(t *testing.T) {
 	c, err := order.New(core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Now(), Rand: rand.New(rand.NewPCG(1, 1)), Lamport: new(clock.Lamport)}, cfg)
 	if err != nil || c.Machine() == nil {
 		t.Fatalf("core: %v", err)
+	}
+}
+
+// TestElectionDefaults: the sequencer's election is bully with leader
+// probes (200 ms heartbeats, a 240 ms timeout, 4 ms probes: four times
+// fewer idle frames than 50 ms heartbeats, a dead sequencer noticed sooner),
+// while the order's own repeats keep their 50 ms; --probe 0 gives the
+// former election back.
+func TestElectionDefaults(t *testing.T) {
+	env := core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Now(), Rand: rand.New(rand.NewPCG(1, 1))}
+	for _, c := range []struct {
+		args               []string
+		hb, timeout, probe time.Duration
+		repeat             time.Duration
+	}{
+		{nil, 200 * time.Millisecond, 240 * time.Millisecond, 4 * time.Millisecond, 50 * time.Millisecond},
+		{[]string{"--heartbeat", "50ms", "--leader-timeout", "400ms", "--probe", "0"}, 50 * time.Millisecond, 400 * time.Millisecond, 0, 50 * time.Millisecond},
+		{[]string{"--heartbeat", "20ms", "--leader-timeout", "100ms"}, 20 * time.Millisecond, 100 * time.Millisecond, 4 * time.Millisecond, 20 * time.Millisecond},
+	} {
+		cfg, err := configWith(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		el, err := cfg.Election(env)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		d := el.Report().Detail.(bully.Detail)
+		if d.Heartbeat != c.hb || d.LeaderTimeout != c.timeout || d.Probe != c.probe || cfg.Heartbeat != c.repeat {
+			t.Errorf("%v: election %v / %v / probe %v, order's repeats %v; want %v / %v / %v, %v",
+				c.args, d.Heartbeat, d.LeaderTimeout, d.Probe, cfg.Heartbeat, c.hb, c.timeout, c.probe, c.repeat)
+		}
 	}
 }
 

@@ -11,11 +11,13 @@ import (
 	"github.com/synclab/synclab/pkg/liveness"
 )
 
-// LivenessCore runs the heartbeat failure detector with LAN defaults: the
-// core every daemon runs until its protocol core takes over.
+// LivenessCore runs the heartbeat failure detector with a daemon's LAN
+// profile (liveness.QuietLANConfig: heartbeats every 300 ms, a member
+// that missed one probed every 10 ms, suspected after 500 ms of silence):
+// timed's members run it beside their NTP part.
 func LivenessCore(cfg *daemon.Config) daemon.CoreFactory {
 	return func(env core.Env) (core.Core, error) {
-		return liveness.New(env, liveness.DefaultLANConfig())
+		return liveness.New(env, liveness.QuietLANConfig())
 	}
 }
 

@@ -218,9 +218,19 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 	// heartbeat or timeout; else every TickInterval, as a ticker would
 	// (missed ticks skipped). The first Tick is one TickInterval after the
 	// start either way.
+	//
+	// The truetime page is published on the same timer, at least every
+	// TrueTimeInterval (wall time): a Go timer or ticker beside it would
+	// wake the runtime's monitor thread twice per firing (timer_linux.go),
+	// two of an idle timed's dozen wake-ups a second.
 	fixed := time.Now().Add(d.cfg.TickInterval)
 	timer := d.newTimer(d.cfg.TickInterval)
 	defer timer.Stop()
+	var publishAt time.Time // the truetime page's next publication; zero: no page
+	if d.tt != nil {
+		publishAt = time.Now().Add(TrueTimeInterval)
+	}
+	publishOnly := false // the timer is armed for the page, before the core's deadline
 	rearm := func() {
 		d.mu.Lock()
 		wake, scheduled := d.wake, d.wakeSet
@@ -231,6 +241,12 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		} else {
 			wait = time.Until(fixed)
 		}
+		publishOnly = false
+		if !publishAt.IsZero() {
+			if p := time.Until(publishAt); p < wait {
+				wait, publishOnly = p, true
+			}
+		}
 		timer.Reset(min(max(wait, 0), node.MaxSleep))
 	}
 	var watchdog <-chan time.Time
@@ -238,12 +254,6 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		t := time.NewTicker(iv / 2)
 		defer t.Stop()
 		watchdog = t.C
-	}
-	var publish <-chan time.Time // the truetime page, at least every second
-	if d.tt != nil {
-		t := time.NewTicker(TrueTimeInterval)
-		defer t.Stop()
-		publish = t.C
 	}
 	var packets <-chan transport.Packet // nil (never ready) outside a cluster
 	var hints <-chan transport.Hint
@@ -279,6 +289,18 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 				return errors.New("network endpoint closed")
 			}
 		case <-timer.Chan():
+			if !publishAt.IsZero() && !time.Now().Before(publishAt) {
+				d.mu.Lock()
+				d.publishTrueTime()
+				d.mu.Unlock()
+				if publishAt = publishAt.Add(TrueTimeInterval); !publishAt.After(time.Now()) {
+					publishAt = time.Now().Add(TrueTimeInterval)
+				}
+			}
+			if publishOnly {
+				rearm()
+				break
+			}
 			// Frames that arrived before the deadline count before it: a
 			// loop that was not running (a busy host) must not time a peer
 			// out while the peer's frames wait in the queue (a core credits
@@ -309,10 +331,6 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			}
 		case <-watchdog:
 			sdnotify.Watchdog()
-		case <-publish:
-			d.mu.Lock()
-			d.publishTrueTime()
-			d.mu.Unlock()
 		}
 		d.mu.Lock()
 		fatal := d.fatal
@@ -324,8 +342,13 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 }
 
 // drain steps the core with every frame already queued, without waiting
-// for more; false when the endpoint closed.
+// for more; false when the endpoint closed. With none queued (an idle
+// daemon's every tick) it does nothing: a batch would still act on the
+// core's Ready, check agreement and schedule, a whole pass of the loop.
 func (d *Daemon) drain(packets <-chan transport.Packet) bool {
+	if len(packets) == 0 {
+		return true
+	}
 	if d.appends {
 		return d.batch(func() {}, packets)
 	}

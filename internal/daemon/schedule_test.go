@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,12 +113,21 @@ func (f *fakeTimer) next(t *testing.T, last, want time.Duration) {
 
 // startSleeper runs a daemon of one member around s, on a simulated clock
 // that reads t0 until the test advances it and the test's loop timer.
-func startSleeper(t *testing.T, t0 time.Time, s *sleeper) (*Daemon, Config, *testenv.Clock, *fakeTimer) {
+func startSleeper(t *testing.T, t0 time.Time, s *sleeper, opts ...func(*Config)) (*Daemon, Config, *testenv.Clock, *fakeTimer) {
+	t.Helper()
+	return startCore(t, t0, s, opts...)
+}
+
+// startCore is startSleeper for any core c.
+func startCore(t *testing.T, t0 time.Time, c core.Core, opts ...func(*Config)) (*Daemon, Config, *testenv.Clock, *fakeTimer) {
 	t.Helper()
 	clk := testenv.NewClock(t0)
 	cfg := testConfig(t, transport.NewMemNetwork(), shortDir(t), 1, 1)
 	cfg.Clock = clock.NewSim(clock.SimConfig{}, clk.Now)
-	d, err := New(cfg, func(core.Env) (core.Core, error) { return s, nil })
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return c, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,5 +293,112 @@ func TestIdleSecondWakesOncePerDeadline(t *testing.T) {
 			t.Errorf("the loop armed its timer for %v, want the core's deadline %v", a, period)
 			break
 		}
+	}
+}
+
+// TestTrueTimeOnTheLoopTimer: the truetime page is published on the
+// loop's one timer, not a Go ticker beside it (whose every firing woke the
+// runtime's monitor thread twice: two of an idle timed's dozen wake-ups
+// a second). With the core's next deadline far off, the loop arms its
+// timer for the next publication, within TrueTimeInterval; that firing
+// publishes the page without ticking the core, and arms for the next.
+func TestTrueTimeOnTheLoopTimer(t *testing.T) {
+	const period = 10 * time.Second // the core's: later than any publication
+	s := &sleeper{period: period}
+	page := filepath.Join(shortDir(t), "truetime")
+	d, cfg, clk, timer := startSleeper(t, time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC), s, func(c *Config) {
+		c.TrueTime = &TrueTime{Path: page, Bound: func(core.Core, time.Time) (TrueTimeBound, bool) { return TrueTimeBound{}, false }}
+	})
+	timer.next(t, 0, cfg.TickInterval)
+	timer.c <- clk.Advance(cfg.TickInterval)
+	s.waitTicks(t, 1, hangGuard)
+	published := func() uint64 {
+		t.Helper()
+		var n uint64
+		if err := d.Do(context.Background(), func(*node.Node) { n = d.tt.Published() }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i := range 2 {
+		// The arming after the last firing: the publication's, in wall
+		// time, not the core's 10 s (nor MaxSleep).
+		var wait time.Duration
+		for done := false; !done; {
+			select {
+			case wait = <-timer.armed:
+				done = wait <= TrueTimeInterval
+			case <-time.After(hangGuard):
+				t.Fatalf("publication %d: the loop never armed its timer for the truetime page", i+1)
+			}
+		}
+		before := published()
+		time.Sleep(wait) // wall time: the page's schedule
+		timer.c <- clk.Advance(wait)
+		deadline := time.Now().Add(hangGuard)
+		for published() == before {
+			if time.Now().After(deadline) {
+				t.Fatalf("publication %d: the timer fired after %v, the page not published", i+1, wait)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if n := s.count(); n != 1 {
+			t.Fatalf("publication %d ticked the core (%d ticks): its deadline is %v away", i+1, n, period)
+		}
+	}
+}
+
+// appendingSleeper is a sleeper whose core appends one record to its log
+// on its first tick (so that the loop batches as for orderd) and counts
+// the Readys the loop takes.
+type appendingSleeper struct {
+	sleeper
+	core.Durable
+	appended bool
+	readys   atomic.Int64
+}
+
+func (a *appendingSleeper) Tick(now time.Time) {
+	a.sleeper.Tick(now)
+	if !a.appended {
+		a.appended = true
+		a.Change(false)
+	}
+}
+
+func (a *appendingSleeper) Ready() core.Ready {
+	a.readys.Add(1)
+	var rd core.Ready
+	a.Durable.ReadyLog(&rd, false, func() []byte { return []byte("whole-state") }, func() []byte { return []byte("record") })
+	return rd
+}
+
+// TestIdleTickOnePass: an idle tick of a core that appends to its log
+// (orderd) is one pass of the loop: one Ready acted on, not a pass for
+// the frames queued before the deadline (none) and another for the tick.
+func TestIdleTickOnePass(t *testing.T) {
+	const period = 50 * time.Millisecond
+	a := &appendingSleeper{sleeper: sleeper{period: period}}
+	d, cfg, clk, timer := startCore(t, time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC), a)
+	timer.next(t, 0, cfg.TickInterval)
+	timer.c <- clk.Advance(cfg.TickInterval)
+	a.waitTicks(t, 1, hangGuard)
+	timer.next(t, cfg.TickInterval, period)
+	if err := d.Do(context.Background(), func(*node.Node) {
+		if !d.appends {
+			t.Error("the core's first record did not make the loop batch")
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := a.readys.Load()
+	const ticks = 10
+	for i := range ticks {
+		timer.c <- clk.Advance(period)
+		a.waitTicks(t, i+2, hangGuard)
+		timer.next(t, 0, period)
+	}
+	if n := a.readys.Load() - before; n != ticks {
+		t.Errorf("%d Readys for %d idle ticks, want one each", n, ticks)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/liveness"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // TestLivenessOracle runs the liveness detector, as the daemons run it, over
@@ -45,7 +46,13 @@ func TestLivenessOracle(t *testing.T) {
 			Duplicate: dup,
 		}
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: link, Multicast: rnd.IntN(2) == 0})
+		// The notes' heartbeats, or the daemons' sparse heartbeats with
+		// probes on a missed one (timed runs QuietLANConfig): the same
+		// bounds hold for both.
 		cfg := liveness.DefaultLANConfig()
+		if seed%2 == 0 {
+			cfg = liveness.QuietLANConfig()
+		}
 		ids := make([]uint32, n)
 		for i := range ids {
 			ids[i] = uint32(i + 1)
@@ -54,7 +61,7 @@ func TestLivenessOracle(t *testing.T) {
 			drift := (rnd.Float64()*2 - 1) * 100
 			s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
 				env.Members, env.Rand = ids, s.NewRand() // the stream the golden results were made with
-				c, err := liveness.New(env, liveness.DefaultLANConfig())
+				c, err := liveness.New(env, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -75,7 +82,7 @@ func TestLivenessOracle(t *testing.T) {
 		}
 		fail := func(format string, args ...any) {
 			t.Helper()
-			t.Fatalf("n=%d loss=%.3f link=%+v: "+format+"\n%s", append([]any{n, loss, link}, append(args, s.Log())...)...)
+			t.Fatalf("n=%d loss=%.3f link=%+v cfg=%+v: "+format+"\n%s", append([]any{n, loss, link, cfg}, append(args, s.Log())...)...)
 		}
 
 		// Phase 1: start; everyone must trust everyone once heartbeats
@@ -218,4 +225,93 @@ func TestLivenessOracle(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLivenessIdleCost counts what an idle member of three costs a second
+// on the simulator: the frames it sends and the times it runs (its ticks
+// and the frames delivered to it: each is a wake-up of a daemon). The
+// daemons' profile (QuietLANConfig, timed's) must cost at most 40% of the
+// notes' 100 ms heartbeats, with no probe while nothing is lost, so that
+// the idle CPU of issue 34 cannot silently come back.
+func TestLivenessIdleCost(t *testing.T) {
+	type cost struct{ frames, wakeups, probes float64 }
+	measure := func(cfg liveness.Config) cost {
+		s := sim.New(sim.Config{Seed: 3, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: 50 * time.Microsecond}})
+		ids := []uint32{1, 2, 3}
+		for _, id := range ids {
+			s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+				env.Members, env.Rand = ids, s.NewRand()
+				c, err := liveness.New(env, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}, clock.SimConfig{DriftPPM: float64(id) * 10})
+		}
+		s.Run(2 * time.Second)
+		before := map[uint32]sim.Counters{}
+		for _, id := range ids {
+			before[id] = s.Counters(id)
+		}
+		s.ResetCounts()
+		const window = 10 * time.Second
+		s.Run(window)
+		var most cost
+		for _, id := range ids {
+			a, b := before[id], s.Counters(id)
+			wake := float64(b.Ticks-a.Ticks+b.Delivered-a.Delivered) / window.Seconds()
+			frames := float64(b.Sent-a.Sent) / window.Seconds()
+			most.wakeups, most.frames = max(most.wakeups, wake), max(most.frames, frames)
+			if n := live(s, id).AliveCount(); n != 3 {
+				t.Errorf("%+v: member %d sees %d alive", cfg, id, n)
+			}
+		}
+		most.probes = float64(s.Sent(wire.KindHeartbeatProbe)) / window.Seconds()
+		return most
+	}
+	notes, quiet := measure(liveness.DefaultLANConfig()), measure(liveness.QuietLANConfig())
+	t.Logf("a member's idle second, the most of three: notes' heartbeats %+v, the daemons' %+v", notes, quiet)
+	// 2 peers x 1/300ms: 6.7 frames; 3.3 ticks + 6.7 deliveries.
+	if quiet.frames > 7 || quiet.wakeups > 10.5 || quiet.probes != 0 {
+		t.Errorf("the daemons' profile: %+v a second, want <= 7 frames, <= 10.5 wake-ups, no probe", quiet)
+	}
+	if quiet.wakeups > 0.4*notes.wakeups || quiet.frames > 0.4*notes.frames {
+		t.Errorf("the daemons' profile costs %+v against the notes' %+v: more than 40%%", quiet, notes)
+	}
+}
+
+// TestLivenessQuietUnderLoss: the daemons' sparse heartbeats lean on
+// probes when one is lost. At 10% loss on every link, five members over
+// a simulated ten minutes never suspect each other (the notes'
+// heartbeats need 4 losses in a row for a false suspicion, 1e-4 per
+// heartbeat here; the probes need a heartbeat and 19 probe round trips,
+// 1e-15), and the probes that stood in for lost heartbeats were sent and
+// answered.
+func TestLivenessQuietUnderLoss(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 7, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 2 * time.Millisecond, Loss: 0.1}})
+	ids := []uint32{1, 2, 3, 4, 5}
+	for _, id := range ids {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			env.Members, env.Rand = ids, s.NewRand()
+			c, err := liveness.New(env, liveness.QuietLANConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, clock.SimConfig{DriftPPM: float64(id) * 20})
+	}
+	s.Run(10 * time.Minute)
+	if down := s.EventsNamed(liveness.EventMemberDown); len(down) != 0 {
+		t.Errorf("%d suspicions of live members at 10%% loss, the first %+v", len(down), down[0])
+	}
+	var probes, answered uint64
+	for _, id := range ids {
+		st := live(s, id).StatusView()
+		probes, answered = probes+st.Probes, answered+st.Answered
+	}
+	t.Logf("10 minutes at 10%% loss: %d probes sent, %d answered", probes, answered)
+	// Every lost heartbeat (10% of 5 x 4 x 2000) is made up by probes.
+	if probes < 4000 || answered < 3000 {
+		t.Errorf("%d probes sent, %d answered over 10 minutes at 10%% loss", probes, answered)
+	}
 }

@@ -28,6 +28,14 @@
 //	   +-----------------> suspect --------------------------+
 //	                                   (flaps++)
 //
+// With Config.Probe (QuietLANConfig, what timed's members run), heartbeats
+// are sparse (every 300 ms) and a member that missed one is asked for one:
+// from Heartbeat + Probe of silence, a heartbeat probe
+// (wire.KindHeartbeatProbe, itself a sign of life) every Probe until the
+// member answers with a heartbeat to the prober alone or its SuspectAfter
+// passes. A crashed member is suspected as soon as without probes; the
+// cluster's idle frames and wake-ups are a third of DefaultLANConfig's.
+//
 // Each transition into alive reports a "member_up" event and each into
 // suspect a "member_down" event, with Args "member", ID first. The first
 // heartbeat leaves after a random phase drawn from core.Env.Rand, so hosts
@@ -36,9 +44,11 @@
 // The detector is a perfect failure detector only in a synchronous network.
 // On a real LAN it is eventually accurate: with SuspectAfter = 5 x
 // Heartbeat, a live member is wrongly suspected only if four heartbeats in
-// a row are lost or delayed by more than four intervals; a crashed member is
-// suspected by every live one within SuspectAfter plus one network delay of
-// its last heartbeat.
+// a row are lost or delayed by more than four intervals (with
+// QuietLANConfig: its heartbeat and the answers to 19 probes lost, or the
+// member silent for more than 200 ms); a crashed member is suspected by
+// every live one within SuspectAfter plus one network delay of its last
+// heartbeat, with or without probes.
 //
 // Use:
 //

@@ -2,6 +2,7 @@ package liveness
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -57,7 +58,9 @@ const (
 // Core is the heartbeat failure detector: every member broadcasts a
 // heartbeat every Config.Heartbeat; a member not heard for
 // Config.SuspectAfter is suspected, and alive again as soon as it is heard.
-// The verdicts are a Detector's; Core adds the heartbeats and the events.
+// With Config.Probe, a member that missed a heartbeat is asked for one
+// until it answers or is suspected. The verdicts are a Detector's; Core
+// adds the heartbeats, the probes and the events.
 // It is not safe for concurrent use: the driver serialises Step, Tick,
 // Ready and Status.
 type Core struct {
@@ -66,6 +69,12 @@ type Core struct {
 	det *Detector
 	// theirs is what each member said in its last heartbeat.
 	theirs map[uint32]wire.Heartbeat
+	peers  []uint32 // the other members, ascending
+
+	// probed is when each member was last probed, answered when a probe
+	// of each was last answered (Config.Probe).
+	probed, answered map[uint32]time.Time
+	probes, answers  uint64 // probes sent, probes answered
 
 	now        time.Time // local time at the last Tick or arrival
 	nextBeat   time.Time // when the next heartbeat is due
@@ -99,10 +108,18 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		id:         env.ID,
 		det:        NewDetector(env.ID, env.Members, cfg.SuspectAfter, env.Now),
 		theirs:     make(map[uint32]wire.Heartbeat, len(env.Members)),
+		probed:     make(map[uint32]time.Time),
+		answered:   make(map[uint32]time.Time),
 		now:        env.Now,
 		nextBeat:   env.Now,
 		intervalMS: uint32(cfg.Heartbeat.Milliseconds()),
 	}
+	for _, id := range env.Members {
+		if id != env.ID {
+			c.peers = append(c.peers, id)
+		}
+	}
+	slices.Sort(c.peers)
 	if env.Rand != nil {
 		// The phase is drawn once: after it, heartbeats keep a fixed period
 		// on the local clock, and the hosts' independent clocks keep their
@@ -128,9 +145,11 @@ func (c *Core) Alive(id uint32) bool { return c.det.Alive(id) }
 // AliveCount is the number of members believed alive, this one included.
 func (c *Core) AliveCount() int { return c.det.AliveCount() }
 
-// Step takes a heartbeat. Frames from outside the member list and kinds
-// other than KindHeartbeat are refused, so that a misrouted or forged frame
-// shows up in the node's drop counters instead of changing a verdict.
+// Step takes a heartbeat or a heartbeat probe (a sign of life too, which
+// it answers with a heartbeat to the prober alone, whether or not this
+// member probes itself). Frames from outside the member list and other
+// kinds are refused, so that a misrouted or forged frame shows up in the
+// node's drop counters instead of changing a verdict.
 func (c *Core) Step(m core.Message) error {
 	if m.From == c.id {
 		return ErrFromSelf
@@ -138,8 +157,8 @@ func (c *Core) Step(m core.Message) error {
 	if _, ok := c.det.Member(m.From); !ok {
 		return fmt.Errorf("%w: %d", core.ErrUnknownMember, m.From)
 	}
-	if m.Kind != wire.KindHeartbeat {
-		return fmt.Errorf("%w: liveness takes heartbeats, got %v", core.ErrUnexpectedKind, m.Kind)
+	if m.Kind != wire.KindHeartbeat && m.Kind != wire.KindHeartbeatProbe {
+		return fmt.Errorf("%w: liveness takes heartbeats and their probes, got %v", core.ErrUnexpectedKind, m.Kind)
 	}
 	var hb wire.Heartbeat
 	if err := hb.UnmarshalBinary(m.Payload); err != nil {
@@ -155,7 +174,76 @@ func (c *Core) Step(m core.Message) error {
 	c.theirs[m.From] = hb
 	c.det.Heard(m.From, at)
 	c.report()
+	if m.Kind == wire.KindHeartbeatProbe {
+		c.answer(m.From, at)
+	}
 	return nil
+}
+
+// answerSpacing bounds the answers to one member's probes: a member that
+// floods probes (a bug, or a stolen key) gets at most one heartbeat back
+// per answerSpacing, each the size of its probe; an honest prober sends
+// one per Config.Probe (at least a millisecond apart).
+const answerSpacing = time.Millisecond / 2
+
+// answer sends member id a heartbeat, to it alone: it probed this member.
+func (c *Core) answer(id uint32, at time.Time) {
+	if last, ok := c.answered[id]; ok && at.Sub(last) < answerSpacing && !at.Before(last) {
+		return
+	}
+	c.answered[id] = at
+	if c.queue(id, wire.KindHeartbeat, "heartbeat") {
+		c.answers++
+	}
+}
+
+// queue encodes this member's heartbeat as kind for to (core.Broadcast:
+// every member); false if the encoding failed (counted and reported:
+// core.Bugs).
+func (c *Core) queue(to uint32, kind wire.Kind, what string) bool {
+	hb := wire.Heartbeat{Interval: c.intervalMS, Alive: uint32(c.AliveCount())}
+	payload, ok := c.bugs.Encode(&c.rd.Events, what, hb, make([]byte, 0, wire.HeartbeatLen))
+	if !ok {
+		return false
+	}
+	c.rd.Messages = append(c.rd.Messages, core.Message{To: to, Kind: kind, Payload: payload})
+	return true
+}
+
+// probeDue is when member id is next to be probed, and false when it is
+// not to be: probes off, the member suspected, or its suspicion due
+// before the probe. A member silent since q is first probed at q +
+// Heartbeat + Probe (the heartbeat it owed is late by a probe interval),
+// then every Probe.
+func (c *Core) probeDue(id uint32) (time.Time, bool) {
+	if c.cfg.Probe == 0 {
+		return time.Time{}, false
+	}
+	expires := c.det.Expires(id)
+	if expires.IsZero() {
+		return time.Time{}, false
+	}
+	at := c.det.QuietSince(id).Add(c.cfg.Heartbeat + c.cfg.Probe)
+	if last, ok := c.probed[id]; ok && !last.Before(at.Add(-c.cfg.Probe)) {
+		// Probed in this silence already: the next, a Probe later.
+		at = last.Add(c.cfg.Probe)
+	}
+	if !at.Before(expires) {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// probe asks every member whose probe is due for a heartbeat.
+func (c *Core) probe(now time.Time) {
+	for _, id := range c.peers {
+		if at, ok := c.probeDue(id); ok && !now.Before(at) {
+			c.probed[id] = now
+			if c.queue(id, wire.KindHeartbeatProbe, "heartbeat probe") {
+				c.probes++
+			}
+		}
+	}
 }
 
 // StepDatagram refuses foreign traffic: the detector speaks only synclab
@@ -172,6 +260,7 @@ func (c *Core) Tick(now time.Time) {
 	}
 	c.det.Check(now)
 	c.report()
+	c.probe(now)
 	if now.Before(c.nextBeat) {
 		return
 	}
@@ -179,22 +268,24 @@ func (c *Core) Tick(now time.Time) {
 	if !c.nextBeat.After(now) {
 		c.nextBeat = now.Add(c.cfg.Heartbeat) // missed beats are not sent in a burst
 	}
-	hb := wire.Heartbeat{Interval: c.intervalMS, Alive: uint32(c.AliveCount())}
-	payload, ok := c.bugs.Encode(&c.rd.Events, "heartbeat", hb, make([]byte, 0, wire.HeartbeatLen))
-	if !ok {
-		return // counted and reported (core.Bugs); the next beat is tried as usual
+	// A failed encoding is counted and reported (core.Bugs); the next
+	// beat is tried as usual.
+	if c.queue(core.Broadcast, wire.KindHeartbeat, "heartbeat") {
+		c.sent++
 	}
-	c.sent++
-	c.rd.Messages = append(c.rd.Messages, core.Message{
-		To:      core.Broadcast,
-		Kind:    wire.KindHeartbeat,
-		Payload: payload,
-	})
 }
 
-// Deadline is the next heartbeat or the next suspicion, whichever is first
-// (core.Scheduler).
-func (c *Core) Deadline() time.Time { return core.Earliest(c.nextBeat, c.det.Deadline()) }
+// Deadline is the next heartbeat, the next probe or the next suspicion,
+// whichever is first (core.Scheduler).
+func (c *Core) Deadline() time.Time {
+	d := core.Earliest(c.nextBeat, c.det.Deadline())
+	for _, id := range c.peers {
+		if at, ok := c.probeDue(id); ok {
+			d = core.Earliest(d, at)
+		}
+	}
+	return d
+}
 
 // report turns the detector's transitions into events.
 func (c *Core) report() {
@@ -228,13 +319,18 @@ func (c *Core) Ready() core.Ready {
 
 // Status is the detector's view, as `X status --json` shows it.
 type Status struct {
-	ID           uint32         `json:"id"`
-	IntervalMS   uint32         `json:"interval_ms"`      // heartbeat interval
-	SuspectAfter time.Duration  `json:"suspect_after_ns"` // silence before suspicion
-	Now          time.Time      `json:"now,omitzero"`     // local clock at the last tick or arrival
-	Sent         uint64         `json:"heartbeats_sent"`
-	Alive        int            `json:"alive"` // members believed alive, self included
-	Members      []MemberStatus `json:"members"`
+	ID           uint32        `json:"id"`
+	IntervalMS   uint32        `json:"interval_ms"`      // heartbeat interval
+	SuspectAfter time.Duration `json:"suspect_after_ns"` // silence before suspicion
+	Now          time.Time     `json:"now,omitzero"`     // local clock at the last tick or arrival
+	Sent         uint64        `json:"heartbeats_sent"`
+	// ProbeMS is how often a member that missed a heartbeat is probed (0:
+	// never); Probes the probes sent, Answered the probes answered.
+	ProbeMS  uint32         `json:"probe_ms,omitempty"`
+	Probes   uint64         `json:"probes_sent,omitempty"`
+	Answered uint64         `json:"probes_answered,omitempty"`
+	Alive    int            `json:"alive"` // members believed alive, self included
+	Members  []MemberStatus `json:"members"`
 }
 
 // MemberStatus is the view of one other member. Times are the local clock's,
@@ -266,6 +362,9 @@ func (c *Core) StatusView() Status {
 		SuspectAfter: c.cfg.SuspectAfter,
 		Now:          c.now,
 		Sent:         c.sent,
+		ProbeMS:      uint32(c.cfg.Probe.Milliseconds()),
+		Probes:       c.probes,
+		Answered:     c.answers,
 		Alive:        c.AliveCount(),
 		Members:      make([]MemberStatus, 0, len(members)),
 	}

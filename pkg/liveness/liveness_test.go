@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,24 +232,12 @@ func TestHeartbeatSchedule(t *testing.T) {
 			}
 		}
 	}
-	if want := []int{1, 4, 7, 10}; !equal(at, want) { // due at t0, +30ms, +60ms, +90ms
+	if want := []int{1, 4, 7, 10}; !slices.Equal(at, want) { // due at t0, +30ms, +60ms, +90ms
 		t.Errorf("heartbeats at ticks %v, want %v", at, want)
 	}
 	if s := c.StatusView().Sent; s != 4 {
 		t.Errorf("Sent = %d, want 4", s)
 	}
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestRandomPhase(t *testing.T) {

@@ -255,6 +255,17 @@ const (
 	KindTraceQuery Kind = 123
 	// KindTraceChunk answers a KindTraceQuery (payload: TraceChunk).
 	KindTraceChunk Kind = 124
+
+	// 210-229: orderd's and the node's next kinds.
+
+	// KindHeartbeatProbe asks a member for a heartbeat now, to the member
+	// alone: the sender missed the one it expected (liveness.Config.Probe)
+	// and asks until the member's suspicion timeout. It says that its
+	// sender lives, as a heartbeat does (payload: Heartbeat, the
+	// sender's). The member answers with a KindHeartbeat to the sender
+	// alone. A node that does not know the kind (an older build) drops it
+	// as unknown_kind; an older build never probes.
+	KindHeartbeatProbe Kind = 210
 )
 
 func itoa(n int) string {
