@@ -574,7 +574,7 @@ func (d *Daemon) hint(h transport.Hint) {
 	}
 	d.alerts.report(time.Now(), slog.LevelInfo, "port_hint", member, 0,
 		fmt.Sprintf("member %d: port closed (%s)", member, h.Cause),
-		"member", member, "peer", h.Peer.String(), "cause", h.Cause.String(),
+		"peer", h.Peer.String(), "cause", h.Cause.String(),
 		"hint", "its process died or restarted, or its link was reset; a core that acts on it probes the member, and a live member's answer cancels it (status: Port hint)")
 }
 

@@ -18,7 +18,8 @@ var ErrHintNotMember = errors.New("node: hint about an address that is no other 
 // to it refused, an ICMP error for a datagram to it. The node counts it by
 // cause (Stats.Hints), keeps the member's latest for status
 // (PeerSeq.HintAt), and steps the core with it if it acts on hints
-// (core.Hinter); the driver drains Ready after, as after a Receive. It
+// (core.Hinter) and configuration agreement lets it run (else counted
+// "hint_not_agreed"); the driver drains Ready after, as after a Receive. It
 // returns the member named, or ErrHintNotMember (counted, the core not
 // told).
 func (n *Node) Hint(addr netip.AddrPort, cause core.HintCause, at time.Time) (uint32, error) {
@@ -47,6 +48,13 @@ func (n *Node) Hint(addr netip.AddrPort, cause core.HintCause, at time.Time) (ui
 	p.hintCause, p.hintAt = cause, at
 	if at.After(n.now) {
 		n.now = at
+	}
+	// A core that configuration agreement holds back (starting, stepped
+	// back) is not stepped, as Receive and Tick do not step it: it could
+	// start an episode the member's refused frames could never cancel.
+	if n.Standing() != StandingAgreed {
+		n.stats.drop("hint_not_agreed")
+		return member, nil
 	}
 	if h, ok := n.core.(core.Hinter); ok {
 		n.coreRan = true

@@ -18,10 +18,12 @@ const (
 	// (nothing listens there).
 	HintDialRefused
 	// HintPortUnreachable: an ICMP port unreachable came back for a
-	// datagram to the member's address.
+	// datagram to the member's address. Reserved: no transport reads
+	// ICMP errors yet (IP_RECVERR would share the error queue with the
+	// transmit stamps timed needs).
 	HintPortUnreachable
 	// HintHostUnreachable: an ICMP host (or network) unreachable came
-	// back for a datagram to the member's address.
+	// back for a datagram to the member's address. Reserved, as above.
 	HintHostUnreachable
 )
 

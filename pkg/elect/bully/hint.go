@@ -24,6 +24,7 @@ const EventLeaderPortClosed = "leader_port_closed"
 // hint is a follower's episode of probing its leader after a hint.
 type hint struct {
 	at    time.Time // when the hint came (zero: no episode running)
+	last  time.Time // when the episode's latest probe went out
 	sent  int       // probes sent in the episode
 	rest  time.Time // hints about the leader are ignored until then
 	cause core.HintCause
@@ -64,20 +65,24 @@ func (b *Core) Hint(h core.Hint) {
 // hintProbe sends the episode's next probe.
 func (b *Core) hintProbe() {
 	b.hint.sent++
+	b.hint.last = b.now
 	b.counts.hintProbes++
 	b.send(b.lead, wire.KindLeaderProbe, wire.LeaderProbe{Priority: b.self.Priority})
 }
 
 // hintAt is when the running episode next needs a Tick: its next probe,
-// or when the leader is given up; zero when none runs.
+// or when the leader is given up; zero when none runs. Both count from
+// when the latest probe really went out, not from the hint: a follower
+// whose loop ran late would otherwise send the rest of its probes at once
+// and give a live leader up before any answer could come back.
 func (b *Core) hintAt() time.Time {
 	if b.hint.at.IsZero() {
 		return time.Time{}
 	}
 	if b.hint.sent < HintProbes {
-		return b.hint.at.Add(time.Duration(b.hint.sent) * b.cfg.HintProbe)
+		return b.hint.last.Add(b.cfg.HintProbe)
 	}
-	return b.hint.at.Add(HintProbes*b.cfg.HintProbe + b.stagger(b.lead))
+	return b.hint.last.Add(b.cfg.HintProbe + b.stagger(b.lead))
 }
 
 // heardLeader ends a running episode: the leader spoke (a frame of its

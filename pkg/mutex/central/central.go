@@ -358,7 +358,6 @@ func (c *Core) Step(m core.Message) error {
 	return err
 }
 
-// StepDatagram refuses datagrams: the algorithm speaks synclab frames only.
 // Hint hands the coordinator election a hint that a member's port closed
 // (core.Hinter): with the default election (bully, Config.HintProbe), a
 // follower whose coordinator's link closed probes it at once and elects a
@@ -369,9 +368,9 @@ func (c *Core) Step(m core.Message) error {
 func (c *Core) Hint(h core.Hint) {
 	c.observe(h.Time)
 	c.el.Hint(h)
-	c.follow()
 }
 
+// StepDatagram refuses datagrams: the algorithm speaks synclab frames only.
 func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
 
 // Tick runs the timers: the election's, leases, renewals, and the
