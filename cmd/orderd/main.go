@@ -140,7 +140,7 @@ func config(c *cli.Context) (order.Config, error) {
 	// lost frame's recovery waits for them.
 	cfg.Heartbeat = min(opts.Heartbeat, cfg.Heartbeat)
 	if cfg.CommitDelay = c.Duration("commit-delay"); cfg.CommitDelay <= 0 || cfg.CommitDelay > cfg.Heartbeat {
-		return cfg, app.Usagef("--commit-delay %v: want more than 0 and at most --heartbeat (%v)", cfg.CommitDelay, cfg.Heartbeat)
+		return cfg, app.Usagef("--commit-delay %v: want more than 0 and at most --heartbeat or %v, whichever is shorter (%v here)", cfg.CommitDelay, order.DefaultLANConfig().Heartbeat, cfg.Heartbeat)
 	}
 	cfg.Election = func(env core.Env) (elect.Elector, error) {
 		return bully.New(env, bully.FromOptions(env.Members, opts))
