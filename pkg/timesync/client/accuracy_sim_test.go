@@ -112,12 +112,11 @@ func lanRun(t *testing.T, seed int64, links func(s *sim.Sim, rng *rand.Rand, sec
 }
 
 // lanScenarios are the conditions TestSimLANAccuracy grades the client
-// under, each with the largest |error| p99 it allows: the median over
-// the seeds and the worst seed. The client polls every second, as in the
-// timesync benchmark; before the every-sample filter (RFC 5905's filter
-// and a regression over 16 updates) it measured median / worst 0.78 /
-// 1.45, 0.90 / 1.30, 0.84 / 1.07 and 8.7 / 11.4 us; with it 0.62 / 0.89,
-// 0.80 / 1.05, 0.74 / 2.43 and 7.0 / 12.3 us.
+// under, each with the largest |error| p99 it allows: the median over the
+// seeds and the worst seed. The client polls every second, as in the
+// timesync benchmark; it measured median / worst 0.78 / 1.45, 0.90 /
+// 1.30, 0.84 / 1.07 and 8.7 / 11.4 us (2026-12-06). A guard: the limits
+// leave room for the seeds, not for a worse servo.
 var lanScenarios = []struct {
 	name        string
 	noise       lanNoise
@@ -129,7 +128,7 @@ var lanScenarios = []struct {
 	{"bursty-loss", lanNoise{calm: 4 * time.Microsecond, burst: 60 * time.Microsecond, burstProb: 0.1, loss: 0.05}, 0, 1200 * time.Nanosecond, 3 * time.Microsecond},
 	// A 1 ppm step of the oscillator's frequency (temperature) at
 	// the fifth minute: the regression's runs test cuts the window.
-	{"bursty-step", lanNoise{calm: 4 * time.Microsecond, burst: 60 * time.Microsecond, burstProb: 0.1}, 1, 9 * time.Microsecond, 15 * time.Microsecond},
+	{"bursty-step", lanNoise{calm: 4 * time.Microsecond, burst: 60 * time.Microsecond, burstProb: 0.1}, 1, 10 * time.Microsecond, 15 * time.Microsecond},
 }
 
 // TestSimLANAccuracy: the client's |true offset| p99, sampled every second
@@ -159,12 +158,18 @@ func TestSimLANAccuracy(t *testing.T) {
 // exchanges, one a second; round trips 8-95 us, p50 30 us; offsets off by
 // p50 / p90 / p99 1.5 / 5.9 / 25 us, the worst ones on the most delayed
 // exchanges), through the whole client polling every second, from 12
-// points of the recording (replayed in a loop). RFC 5905's filter with a
-// regression over 16 updates measured |error| p50 1.18 us and p99 3.42 us
-// (median over the starts; worst start 3.50 us): it uses one sample in
-// three to eight, the latest minimum-delay one. The every-sample filter
-// with its noise weights and a 64-sample window: 0.55 and 2.35 us (worst
-// 3.03 us).
+// points of the recording (replayed in a loop). It measured |error| p50
+// 1.18 us and p99 3.42 us (median over the starts; worst start 3.50 us).
+//
+// What it does not hold: the offsets are chronyd's measurements against
+// its own steered clock, which follows the lab's slow, load-driven error
+// that every client of the server shares (its 2-minute medians move
+// between 0.4 and 4.5 us, the same way for timed and chronyd), so the
+// replay lacks it. A client that weighed every sample by its delay
+// instead of taking RFC 5905's minimum-delay one measured 0.55 / 2.35 us
+// here and was worse in the lab, p99 1.4-2.5 times main's in 4 of 5
+// paired runs (docs/benchmarks/2026-12-06-timesync-servo.md). A guard,
+// not a measure of the lab.
 func TestSimLabNoise(t *testing.T) {
 	ex := readLabNoise(t)
 	var p50s, p99s []time.Duration
@@ -178,8 +183,8 @@ func TestSimLabNoise(t *testing.T) {
 	slices.Sort(p99s)
 	p50, p99, worst := pctl(p50s, 50), p99s[len(p99s)/2], p99s[len(p99s)-1]
 	t.Logf("|error| over %d starts: p50 median %v; p99 median %v, max %v, all %v", len(p99s), p50, p99, worst, p99s)
-	if p50 > 800*time.Nanosecond || p99 > 2800*time.Nanosecond || worst > 3500*time.Nanosecond {
-		t.Errorf("|error| p50 %v, p99 %v (worst start %v); want at most 800ns, 2.8us and 3.5us", p50, p99, worst)
+	if p50 > 1500*time.Nanosecond || p99 > 4*time.Microsecond || worst > 4500*time.Nanosecond {
+		t.Errorf("|error| p50 %v, p99 %v (worst start %v); want at most 1.5us, 4us and 4.5us", p50, p99, worst)
 	}
 }
 

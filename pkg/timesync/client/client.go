@@ -209,7 +209,7 @@ func New(cfg Config) (*Client, error) {
 		if peer {
 			mode = wire.ModeSymmetricActive
 		}
-		s := &source{addr: unmap(a), peer: peer, filter: ntp.NewEverySampleFilter(prec)}
+		s := &source{addr: unmap(a), peer: peer, filter: ntp.NewFilter(prec)}
 		var err error
 		if s.assoc, err = ntp.NewAssociation(mode, prec); err != nil {
 			return err
@@ -248,35 +248,13 @@ func New(cfg Config) (*Client, error) {
 
 func (c Config) servoConfig(f savedFrequency) servo.Config {
 	return servo.Config{
-		MaxSlewPPM:      c.MaxSlewPPM,
-		StepThreshold:   c.StepThreshold,
-		StepLimit:       c.StepLimit,
-		Frequency:       f.ppm,
-		FrequencyError:  f.errPPM,
-		MeasureOnly:     c.NoAdjust,
-		FrequencyWindow: c.frequencyWindow(),
+		MaxSlewPPM:     c.MaxSlewPPM,
+		StepThreshold:  c.StepThreshold,
+		StepLimit:      c.StepLimit,
+		Frequency:      f.ppm,
+		FrequencyError: f.errPPM,
+		MeasureOnly:    c.NoAdjust,
 	}
-}
-
-// everySampleWindow is the servo's regression window, in measurements,
-// when every source is an NTP server or peer: their filters
-// (ntp.NewEverySampleFilter) give the servo a measurement at every poll,
-// where RFC 5905's filter gives one every three to eight polls (a new
-// minimum delay), so the window is four times servo's default to cover
-// about the same time (64 s at a poll of a second, as chrony's 64
-// samples), and the line through it averages four times as many samples.
-// On the namespace LAN's recorded noise (TestSimLabNoise) |error| p50 and
-// p99 went from 1.18 and 3.42 us to 0.55 and 2.35 us.
-const everySampleWindow = 64
-
-// frequencyWindow is the servo's regression window: everySampleWindow when
-// every source's filter is an every-sample one, else servo's default
-// (Cristian's bursts and broadcasts keep RFC 5905's filter).
-func (c Config) frequencyWindow() int {
-	if len(c.CristianServers) > 0 || c.Broadcast.Enabled {
-		return servo.DefaultFrequencyWindow
-	}
-	return everySampleWindow
 }
 
 // Restore loads the state a previous run left in Ready.State (the frequency
@@ -712,15 +690,8 @@ func (c *Client) update(now time.Time) {
 		return // each sample once: the servo would refuse it (ErrOutOfOrder)
 	}
 	predicted, hasPrediction := c.servo.Offset(now)
-	// The sample's own noise weighs it in the servo's regression; the
-	// system jitter floors it when several sources are combined.
-	var noise time.Duration
-	if est.Noise > 0 {
-		noise = max(est.Noise, sel.Jitter)
-	}
 	res, err := c.servo.Update(now, servo.Measurement{
 		Time: est.Time, Offset: sel.Offset, RootDistance: sel.Distance(), Jitter: sel.Jitter,
-		Noise: noise,
 	})
 	if err != nil {
 		// ErrFutureMeasurement: a receive stamp a hair ahead of the tick's

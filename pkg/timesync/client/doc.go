@@ -57,17 +57,6 @@
 //	          ──► Filter.Shift(Correction) on every source; Poller.Update
 //	          ──► NextSystem: stratum, root delay/dispersion we advertise
 //
-// A server's or peer's filter is ntp.NewEverySampleFilter: every sample
-// the spike suppressor lets through is a new estimate, with its Noise (the
-// jitter and half its delay beyond the register's minimum) weighing it in
-// the servo's regression (servo.Measurement.Noise), over the last 64
-// (everySampleWindow) instead of 16. RFC 5905's filter passes on only a new
-// minimum-delay sample, one poll in three to eight, and the clock
-// free-runs meanwhile; on the lab LAN's recorded noise (TestSimLabNoise)
-// the every-sample chain has a third less |error| p99 and half the p50.
-// Cristian's bursts and broadcasts keep RFC 5905's filter and the servo's
-// default window.
-//
 // Selection and the servo run at the tick after a new estimate, not at the
 // packet: servo.Update needs "now" as the clock reads when its slew is
 // applied, which only a tick provides (a packet brings its receive stamp,

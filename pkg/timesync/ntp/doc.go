@@ -53,9 +53,7 @@
 // Departures from RFC 5905, each for a reason given where it is made:
 // root distances are not floored at MINDISP (5 ms would swamp a LAN's
 // bounds); the spike suppressor waits for a jitter computed from at least
-// four samples; NewEverySampleFilter hands on every sample with a Noise to
-// weigh it by, not only a new minimum-delay one; poll exponents go down to
-// -4 for LAN tests; the
+// four samples; poll exponents go down to -4 for LAN tests; the
 // intersection algorithm is ntpd's endpoint-only form (the RFC's
 // midpoint-counting form can fail to find a majority that exists).
 package ntp

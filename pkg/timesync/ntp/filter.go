@@ -13,15 +13,7 @@ type Estimate struct {
 	Delay      time.Duration // δ of the chosen sample
 	Dispersion time.Duration // filter dispersion ε at Updated
 	Jitter     time.Duration // ψ: RMS of the offset differences, ≥ precision
-	// Noise is the expected error of Offset, for a discipline that weighs
-	// its measurements (servo.Measurement.Noise): the jitter and half the
-	// chosen sample's delay beyond the register's minimum (queueing on one
-	// leg of the exchange moves the offset by up to half of it), combined
-	// as independent errors. Only NewEverySampleFilter's estimates have
-	// it, once the register is full (before, jitter and minimum mean
-	// little, and the root distance weighs the sample); zero otherwise.
-	Noise time.Duration
-	Time  time.Time // local time of the chosen sample
+	Time       time.Time     // local time of the chosen sample
 	// Updated is the time of the newest sample in the register when
 	// Dispersion (and Jitter) were computed. Every sample refreshes them,
 	// even one that does not change the chosen sample: the register's
@@ -105,8 +97,6 @@ type Filter struct {
 	est   Estimate // the last estimate produced (valid if used)
 	used  bool     // est holds a used sample
 	basis int      // samples in the register when est was computed
-
-	every bool // NewEverySampleFilter: choose each new sample
 }
 
 // spikeMinSamples is how many samples the jitter must have been computed
@@ -121,25 +111,6 @@ const spikeMinSamples = NStage / 2
 // spike gate refuse any change at all).
 func NewFilter(precision time.Duration) *Filter {
 	return &Filter{precision: max(precision, 1)}
-}
-
-// NewEverySampleFilter returns a filter that, unlike RFC 5905's, chooses
-// every new sample rather than only a new minimum-delay one, and says in
-// Estimate.Noise how far each is to be trusted. The register, the
-// dispersion, the jitter and the spike suppressor are RFC 5905's.
-//
-// Why: polled every second, the RFC's filter hands the discipline a new
-// sample only when it beats the other seven's delay, one in three to eight
-// (every few seconds on a quiet LAN), and throws the rest away; the clock
-// then free-runs on its last frequency estimate meanwhile, and each update
-// rests on one sample. A discipline that fits a line through many
-// samples, weighted by their noise (servo's regression, like chrony's),
-// averages them instead: a sample delayed on one leg weighs little, as
-// its Noise grows with half its excess delay.
-func NewEverySampleFilter(precision time.Duration) *Filter {
-	f := NewFilter(precision)
-	f.every = true
-	return f
 }
 
 // Len returns the number of samples in the register.
@@ -157,8 +128,8 @@ func (f *Filter) Estimate() (Estimate, bool) { return f.est, f.used }
 // Reset empties the filter (after a clock step the daemon could not
 // account for with Shift, or when a source restarts).
 func (f *Filter) Reset() {
-	prec, every := f.precision, f.every
-	*f = Filter{precision: prec, every: every}
+	prec := f.precision
+	*f = Filter{precision: prec}
 }
 
 // Shift accounts for a correction of the local clock: the clock was moved
@@ -215,13 +186,6 @@ func (f *Filter) Add(s Sample, poll time.Duration) FilterOutcome {
 	chosen := list[0]
 	jitter := f.jitter(list)
 	dispersion := time.Duration(math.Ceil(disp))
-	var noise time.Duration
-	if f.every {
-		chosen = s
-		if f.n == NStage {
-			noise = time.Duration(math.Round(math.Hypot(float64(jitter), float64(s.Delay-list[0].Delay)/2)))
-		}
-	}
 
 	if f.used && !chosen.Time.After(f.est.Time) {
 		// The best sample is one already used: the offset stays, the
@@ -244,7 +208,6 @@ func (f *Filter) Add(s Sample, poll time.Duration) FilterOutcome {
 		Delay:      chosen.Delay,
 		Dispersion: dispersion,
 		Jitter:     jitter,
-		Noise:      noise,
 		Time:       chosen.Time,
 		Updated:    now,
 	}

@@ -1,7 +1,6 @@
 package ntp
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -196,54 +195,5 @@ func TestFilterInvariants(t *testing.T) {
 				t.Fatalf("seed %d: estimate %+v", seed, est)
 			}
 		}
-	}
-}
-
-// TestEverySampleFilter: each new sample is chosen, not only a new
-// minimum-delay one; once the register is full its Noise is the jitter
-// combined with half its delay beyond the register's minimum; the spike
-// suppressor still refuses a jump; Reset keeps the choice.
-func TestEverySampleFilter(t *testing.T) {
-	f := NewEverySampleFilter(us(1))
-	rfc := NewFilter(us(1))
-	poll := time.Second
-	// Eight samples, delays 50..57 µs, offsets 10 ± 1 µs: every one is
-	// chosen (the RFC filter takes only the first, the lowest delay).
-	for i := range NStage {
-		s := smp(i, 10+float64(i%2), 50+float64(i))
-		if got := f.Add(s, poll); got != FilterUpdated {
-			t.Fatalf("sample %d: %v, want updated", i, got)
-		}
-		rfc.Add(s, poll)
-		est, _ := f.Estimate()
-		if est.Time != s.Time || est.Offset != s.Offset || est.Delay != s.Delay {
-			t.Fatalf("sample %d: estimate %+v is not the new sample", i, est)
-		}
-		if i < NStage-1 && est.Noise != 0 {
-			t.Fatalf("sample %d: noise %v before the register is full", i, est.Noise)
-		}
-	}
-	if est, _ := rfc.Estimate(); est.Time != at(0) || est.Noise != 0 {
-		t.Fatalf("RFC filter: estimate %+v, want the first sample, no noise", est)
-	}
-	est, _ := f.Estimate()
-	// Jitter over the register sorted by delay, against the 50 µs one
-	// (offset 10): seven differences, four of 1 µs: sqrt(4/7) µs, floored
-	// at the 1 µs precision. Excess delay 7 µs: noise sqrt(1 + 3.5²) µs.
-	if want := time.Duration(math.Round(math.Hypot(1000, 3500))); est.Noise != want || est.Jitter != us(1) {
-		t.Fatalf("noise %v jitter %v, want %v and 1µs", est.Noise, est.Jitter, want)
-	}
-	// The least delayed sample of a full register has the jitter alone.
-	if f.Add(smp(8, 10, 40), poll); f.est.Noise != f.est.Jitter {
-		t.Fatalf("minimum-delay sample: noise %v, jitter %v", f.est.Noise, f.est.Jitter)
-	}
-	// A jump far beyond the jitter, a second after the last update.
-	if got := f.Add(smp(9, 200, 41), poll); got != FilterSpike {
-		t.Fatalf("jump of 190 µs: %v, want spike", got)
-	}
-	f.Reset()
-	f.Add(smp(20, 10, 60), poll)
-	if got := f.Add(smp(21, 10, 70), poll); got != FilterUpdated {
-		t.Fatalf("after Reset, a sample with more delay: %v, want updated (the filter kept its choice)", got)
 	}
 }

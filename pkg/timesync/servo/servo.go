@@ -34,12 +34,6 @@ type Measurement struct {
 	// Jitter is the expected (RMS) error of Offset; it only feeds the
 	// clock's estimated-error field (AdjustSync EstError). Zero is fine.
 	Jitter time.Duration
-	// Noise is the expected error of this one measurement
-	// (ntp.Estimate.Noise: the jitter, and half the delay beyond the
-	// minimum), which weighs it in the regression (1/Noise²). Zero: the
-	// root distance weighs it. Only the weights change: the error bound
-	// still rests on RootDistance alone, whatever Noise says.
-	Noise time.Duration
 }
 
 // Action says how an update corrected the phase.
@@ -154,7 +148,6 @@ type point struct {
 	x      float64 // seconds since epoch
 	y      float64 // free-running phase error, ns
 	lambda float64 // max error of y, ns
-	noise  float64 // expected error of y, ns, for its weight; 0: lambda
 }
 
 // slewCmd is a slew decided at local time decided and taken by the clock
@@ -429,7 +422,7 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 // future, or not after the last one.
 func (s *Servo) check(now time.Time, m Measurement) error {
 	switch {
-	case m.Time.IsZero() || now.IsZero() || m.RootDistance < 0 || m.Jitter < 0 || m.Noise < 0:
+	case m.Time.IsZero() || now.IsZero() || m.RootDistance < 0 || m.Jitter < 0:
 		return ErrBadMeasurement
 	case m.Time.After(now):
 		return ErrFutureMeasurement
@@ -445,7 +438,7 @@ func (s *Servo) check(now time.Time, m Measurement) error {
 // effect, see Measurement.Offset), keeping the last FrequencyWindow.
 func (s *Servo) observe(m Measurement) {
 	y := -float64(m.Offset) - s.phiCmd - s.freqIntegral(m.Time)
-	s.points = append(s.points, point{x: m.Time.Sub(s.epoch).Seconds(), y: y, lambda: float64(m.RootDistance), noise: float64(m.Noise)})
+	s.points = append(s.points, point{x: m.Time.Sub(s.epoch).Seconds(), y: y, lambda: float64(m.RootDistance)})
 	if len(s.points) > s.cfg.FrequencyWindow {
 		s.points = append(s.points[:0], s.points[len(s.points)-s.cfg.FrequencyWindow:]...)
 	}
@@ -710,14 +703,9 @@ func weightedLine(pts []point) (l line, ok bool) {
 // with 4.)
 const smoothMinPoints = 4
 
-// weight is a point's regression weight, 1/noise², or 1/λ² when its
-// noise is not known (floored at 1 ns).
+// weight is a point's regression weight, 1/λ² (λ floored at 1 ns).
 func weight(p point) float64 {
-	l := p.lambda
-	if p.noise > 0 {
-		l = p.noise
-	}
-	l = math.Max(l, 1)
+	l := math.Max(p.lambda, 1)
 	return 1 / (l * l)
 }
 
