@@ -409,6 +409,18 @@ func (s *Sim) SetFrequency(ppm float64) error {
 	return nil
 }
 
+// ChangeDrift changes the oscillator's own frequency error by ppm from
+// now on, as a change of temperature does: the test of a discipline's
+// answer to a frequency step. Nothing the discipline commands is touched.
+func (s *Sim) ChangeDrift(ppm float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.catchUp()
+	s.st.moveTo(t)
+	s.st.drift += ppm
+	s.record()
+}
+
 // SetSync records the discipline's state, like ADJ_STATUS|ADJ_ESTERROR|
 // ADJ_MAXERROR on Linux. As in the kernel, the maximum error then grows by
 // 500 µs per second, and once it passes 16 s the clock reports itself

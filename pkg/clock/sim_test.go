@@ -226,6 +226,27 @@ func TestSimFrequencyCancelsDrift(t *testing.T) {
 	}
 }
 
+// TestSimChangeDrift: a change of the oscillator's frequency takes effect
+// from the instant it is made, and the correction in force stays.
+func TestSimChangeDrift(t *testing.T) {
+	s, vc := mustSim(t, SimConfig{DriftPPM: 10})
+	if err := s.SetFrequency(-10); err != nil {
+		t.Fatal(err)
+	}
+	vc.advance(10 * time.Second)
+	s.ChangeDrift(2)
+	if f := s.TrueFrequency(); f != 2 {
+		t.Fatalf("TrueFrequency = %v after a 2 ppm step", f)
+	}
+	vc.advance(10 * time.Second)
+	if got := s.TrueOffset(); got != 20*time.Microsecond {
+		t.Fatalf("offset = %v 10 s after a 2 ppm step, want 20us", got)
+	}
+	if st, _ := s.State(); st.Frequency != -10 {
+		t.Fatalf("State.Frequency = %v", st.Frequency)
+	}
+}
+
 func TestSimFrequencyRange(t *testing.T) {
 	s, _ := mustSim(t, SimConfig{})
 	for _, ppm := range []float64{500.0001, -501, math.NaN(), math.Inf(1)} {

@@ -33,6 +33,10 @@ var (
 		"no impairment, symmetric jitter and asymmetric delay on the client-server links, at once (another warm-up and window)")
 	timesyncJitter = flag.Duration("timesync.jitter", 250*time.Microsecond, "with -timesync.impair: `J`, each direction of the jittery links is delayed uniformly over [0, 2J]")
 	timesyncAsym   = flag.Duration("timesync.asym", 400*time.Microsecond, "with -timesync.impair: `A`, the asymmetric links take 100 us + A from client to server and 100 us back")
+	timesyncBin2   = flag.String("timesync.bin2", "", "`DIR` holding another build of timed for the clean LAN's second client (h3, from -100 ms): an A/B of two builds in one lab, "+
+		"against the same server at the same time; the table pools both clients, -timesync.samples keeps them apart")
+	timesyncSamples = flag.String("timesync.samples", "", "write the clean LAN's signed errors to `FILE` (CSV: source,seq,error_ns,delay_ns; one timed source per client, chronyd's per clock update, "+
+		"and chronyd's raw measurements with their round trips), to study how a percentile varies with the window and to record the lab's noise")
 )
 
 const (
@@ -55,7 +59,7 @@ const (
 //
 //	h1  chronyd -x, local stratum 8: the server both clients follow
 //	h2  timed --server h1, simulated clock +100 ms, +30 ppm
-//	h3  timed --server h1, simulated clock -100 ms, -30 ppm
+//	h3  timed --server h1, simulated clock -100 ms, -30 ppm (-timesync.bin2: another build)
 //	h4  chronyd -x --server h1; later the load generator
 //	h5  timed --serve, stratum 8, no rate limit: the throughput target
 //
@@ -109,12 +113,16 @@ func BenchmarkTimesync(b *testing.B) {
 	defer stop()
 	dir := shortTempDir(b)
 	timed := timedBinary(b, dir, *timesyncBin)
+	timed2 := timed
+	if *timesyncBin2 != "" {
+		timed2 = timedBinary(b, dir, *timesyncBin2)
+	}
 	loadStart := loadAverage()
 
 	// Each lab belongs to its sub-benchmark and is torn down when it ends,
 	// so the impaired lab can reuse the prefix (bench.sh cleans up by it).
 	var clean *timesyncClean
-	b.Run("clean", func(b *testing.B) { clean = runTimesyncClean(b, ctx, filepath.Join(dir, "clean"), timed) })
+	b.Run("clean", func(b *testing.B) { clean = runTimesyncClean(b, ctx, filepath.Join(dir, "clean"), timed, timed2) })
 	var impaired *timesyncImpaired
 	if *timesyncImpair && clean != nil && ctx.Err() == nil {
 		b.Run("impaired", func(b *testing.B) { impaired = runTimesyncImpaired(b, ctx, filepath.Join(dir, "impaired"), timed) })
@@ -174,7 +182,7 @@ func timesyncLogf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-func runTimesyncClean(b *testing.B, ctx context.Context, dir, timed string) *timesyncClean {
+func runTimesyncClean(b *testing.B, ctx context.Context, dir, timed, timed2 string) *timesyncClean {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
@@ -188,7 +196,7 @@ func runTimesyncClean(b *testing.B, ctx context.Context, dir, timed string) *tim
 	chrony := startChronyClient(b, h4, filepath.Join(dir, "chrony-client"), h1.Addr())
 	res.clients = []*benchTimed{
 		startBenchTimed(b, lab.Host(2), dir, timed, 100*time.Millisecond, "--sim-drift", "30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"),
-		startBenchTimed(b, lab.Host(3), dir, timed, -100*time.Millisecond, "--sim-drift", "-30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"),
+		startBenchTimed(b, lab.Host(3), dir, timed2, -100*time.Millisecond, "--sim-drift", "-30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"),
 	}
 	started := time.Now()
 
@@ -211,11 +219,13 @@ func runTimesyncClean(b *testing.B, ctx context.Context, dir, timed string) *tim
 	chrony.markWindow()
 	cpu0, _ := CPUTime(res.clients[0].proc.PID())
 	w0 := time.Now()
+	perClient := make([][]time.Duration, len(res.clients))
 	for time.Since(w0) < *timesyncWindow && ctx.Err() == nil {
 		sleepCtx(ctx, time.Second)
-		for _, c := range res.clients {
+		for i, c := range res.clients {
 			if off, err := c.trueOffset(); err == nil {
 				res.acc.timed = append(res.acc.timed, off)
+				perClient[i] = append(perClient[i], off)
 			}
 			if n, err := RSS(c.proc.PID()); err == nil {
 				res.rssMax = max(res.rssMax, n)
@@ -225,6 +235,12 @@ func runTimesyncClean(b *testing.B, ctx context.Context, dir, timed string) *tim
 	cpu1, _ := CPUTime(res.clients[0].proc.PID())
 	res.cpuShare = float64(cpu1-cpu0) / float64(time.Since(w0))
 	chrony.read(b, h1.Addr(), &res.acc)
+	if *timesyncSamples != "" {
+		raw := chronyColumn(b, filepath.Join(chrony.dir, "measurements.log"), chrony.measured, h1.Addr(), 12, +1)
+		if err := writeTimesyncSamples(*timesyncSamples, res.clients, perClient, &res.acc, raw); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for _, c := range res.clients {
 		if st, err := c.stamps(); err == nil {
 			res.stamps.add(st)
@@ -250,6 +266,34 @@ func runTimesyncClean(b *testing.B, ctx context.Context, dir, timed string) *tim
 	b.ReportMetric(float64(te.P99)/1e3, "timed-p99-us")
 	b.ReportMetric(float64(ce.P99)/1e3, "chronyd-p99-us")
 	return res
+}
+
+// writeTimesyncSamples writes the clean window's signed errors as CSV
+// (source,seq,error_ns,delay_ns): each timed client's, one a second;
+// chronyd's, one per clock update; and chronyd's raw measurements
+// (source chronyd-raw: RFC 5905 theta against its own steered clock, and
+// the round trip), the lab's noise as a client sees it
+// (pkg/timesync/client/testdata/lan-noise.txt is made of them).
+func writeTimesyncSamples(path string, clients []*benchTimed, timed [][]time.Duration, a *accuracy, rawDelay []time.Duration) error {
+	var sb strings.Builder
+	sb.WriteString("source,seq,error_ns,delay_ns\n")
+	for i, c := range clients {
+		for j, e := range timed[i] {
+			fmt.Fprintf(&sb, "timed@%v,%d,%d,\n", c.start, j, e.Nanoseconds())
+		}
+	}
+	for j, e := range a.chrony {
+		fmt.Fprintf(&sb, "chronyd,%d,%d,\n", j, e.Nanoseconds())
+	}
+	if len(rawDelay) == len(a.chronyRaw) {
+		for j, e := range a.chronyRaw {
+			fmt.Fprintf(&sb, "chronyd-raw,%d,%d,%d\n", j, e.Nanoseconds(), rawDelay[j].Nanoseconds())
+		}
+	}
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		return fmt.Errorf("-timesync.samples: %w", err)
+	}
+	return nil
 }
 
 // timesyncCondition is one impairment of the impaired lab: how the links
