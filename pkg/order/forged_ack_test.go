@@ -1,6 +1,7 @@
 package order
 
 import (
+	"encoding"
 	"fmt"
 	"testing"
 	"time"
@@ -10,13 +11,10 @@ import (
 	"github.com/synclab/synclab/pkg/wire"
 )
 
-// forgedAckLab is three orderd members; member 1's record 2 is lost on
-// its way to member 2, and a forger, in member 2's name, tells member 1
-// (an acknowledgement) and member 3 (a holding) that member 2 holds
-// member 1's stream up to 2: on main member 1 and the relay at member 3
-// trimmed record 2, and member 2's stream from member 1 stalled for good
-// (record 3 held back behind the gap, nobody holding record 2 any more).
-func forgedAckLab(t *testing.T, seed int64, unkeyed bool) (s *sim.Sim, delivered func(id uint32, msg string) bool) {
+// threeLab is three orderd members (without a key if unkeyed): send
+// multicasts a FIFO message at member 1, delivered says whether member
+// id delivered msg.
+func threeLab(t *testing.T, seed int64, unkeyed bool) (s *sim.Sim, send func(msg string) error, delivered func(id uint32, msg string) bool) {
 	s = sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}})
 	cfg := DefaultLANConfig()
 	cfg.Unkeyed = unkeyed
@@ -28,12 +26,25 @@ func forgedAckLab(t *testing.T, seed int64, unkeyed bool) (s *sim.Sim, delivered
 		}
 	})
 	delivered = func(id uint32, msg string) bool { return seen[id][msg] }
+	send = func(msg string) (err error) {
+		_ = s.Do(1, func(c core.Core) { err = c.(*Core).Multicast(s.Clock(1).Now(), FIFO, []byte(msg)) })
+		return err
+	}
+	return s, send, delivered
+}
+
+// forgedAckLab is three orderd members; member 1's record 2 is lost on
+// its way to member 2, and a forger, in member 2's name, tells member 1
+// (an acknowledgement) and member 3 (a holding) that member 2 holds
+// member 1's stream up to 2: on main member 1 and the relay at member 3
+// trimmed record 2, and member 2's stream from member 1 stalled for good
+// (record 3 held back behind the gap, nobody holding record 2 any more).
+func forgedAckLab(t *testing.T, seed int64, unkeyed bool) (s *sim.Sim, delivered func(id uint32, msg string) bool) {
+	s, multicast, delivered := threeLab(t, seed, unkeyed)
 	send := func(msg string) {
-		_ = s.Do(1, func(c core.Core) {
-			if err := c.(*Core).Multicast(s.Clock(1).Now(), FIFO, []byte(msg)); err != nil {
-				t.Fatal(err)
-			}
-		})
+		if err := multicast(msg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.Run(time.Second)
 	send("m1")
@@ -159,4 +170,80 @@ func TestSimForgedAckFlood(t *testing.T) {
 		}
 		t.Logf("%d messages delivered at member 2; member 1 kept at most %d records; counters %v", sent, most, cs)
 	})
+}
+
+// settledLab is three members without a key; member 1 multicast m1..m300,
+// every member delivered them and every acknowledgement settled (member
+// 1 trimmed its records).
+func settledLab(t *testing.T, seed int64) (s *sim.Sim, send func(msg string) error, delivered func(id uint32, msg string) bool) {
+	s, send, delivered = threeLab(t, seed, true)
+	s.Run(time.Second)
+	for i := 1; i <= 300; i++ {
+		if err := send(fmt.Sprintf("m%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		s.Run(time.Millisecond)
+	}
+	s.Run(2 * time.Second)
+	st := s.Core(1).(*Core).st.Stream
+	if len(st.Sent) != 0 || st.Out[2].Settled != 300 || !delivered(2, "m300") {
+		t.Fatalf("before the attack: member 1 keeps %d records, member 2's acknowledgement settled at %d", len(st.Sent), st.Out[2].Settled)
+	}
+	return s, send, delivered
+}
+
+// TestSimForgedLowAckAfterSettle: once member 2's acknowledgement
+// settled (member 1 trimmed records 1..300, more than a Window), one acknowledgement "from 2"
+// of nothing (Upto 0), stamped above member 1's clock, undoes the
+// settled word (acks_undone_settled, a WARN) but lowers nothing below
+// what is trimmed: member 1's multicasts still reach member 2, none is
+// refused as busy, and member 1's state still restores after a restart.
+// (The settled branch once set Settled and Acked to 0: the records to
+// resend were gone, member 2 was never heard again and every multicast
+// was ErrBusy; the stored state was refused as "stream records missing".)
+func TestSimForgedLowAckAfterSettle(t *testing.T) {
+	for _, kind := range []wire.Kind{wire.KindOrderStreamAck, wire.KindOrderHolding} {
+		t.Run(kind.String(), func(t *testing.T) {
+			sim.SoakSeeds(t, 3, 20, func(t *testing.T, seed int64) {
+				s, send, delivered := settledLab(t, seed)
+				stamp := s.Node(1).Status().Lamport + 3
+				var msg encoding.BinaryAppender = wire.OrderStreamAck{Upto: 0}
+				if kind == wire.KindOrderHolding {
+					msg = wire.OrderHolding{Origin: 1, Upto: 0}
+				}
+				if err := s.Forge(2, 1, kind, 0, stamp, msg); err != nil {
+					t.Fatalf("forged frame refused: %v", err)
+				}
+				s.Run(10 * time.Millisecond)
+				c1 := s.Core(1).(*Core)
+				if c1.Report().Counters["acks_undone_settled"] != 1 {
+					t.Fatalf("member 1's counters %v: want one acks_undone_settled", c1.Report().Counters)
+				}
+				if o := c1.st.Stream.Out[2]; o.Settled < 300 || o.Acked < o.Settled {
+					t.Errorf("member 2's acknowledgement at %d, settled at %d, below the 300 records trimmed", o.Acked, o.Settled)
+				}
+				for i := 301; i <= 900; i++ {
+					if err := send(fmt.Sprintf("m%d", i)); err != nil {
+						t.Fatalf("multicast %d after the forged low word: %v", i, err)
+					}
+					s.Run(2 * time.Millisecond)
+				}
+				if !s.RunUntil(func() bool { return delivered(2, "m900") && delivered(3, "m900") }, 5*time.Second) {
+					t.Fatalf("m900 not delivered: member 1's streams %+v", s.Core(1).(*Core).Report().Streams)
+				}
+				s.Crash(1)
+				s.Restart(1)
+				s.Run(time.Second)
+				if !s.Running(1) {
+					t.Fatal("member 1 did not restart from its stored state")
+				}
+				if err := send("after"); err != nil {
+					t.Fatalf("multicast after the restart: %v", err)
+				}
+				if !s.RunUntil(func() bool { return delivered(2, "after") }, 5*time.Second) {
+					t.Fatal("the multicast after the restart not delivered at member 2")
+				}
+			})
+		})
+	}
 }

@@ -209,6 +209,14 @@ func (s *stream) trim() {
 	}
 }
 
+// gone is the last record trimmed (0: none).
+func (s *stream) gone() uint64 {
+	if len(s.Sent) > 0 {
+		return s.Sent[0].Seq - 1
+	}
+	return s.Seq
+}
+
 // record returns the kept record numbered seq.
 func (s *stream) record(seq uint64) ([]byte, bool) {
 	if len(s.Sent) == 0 || seq < s.Sent[0].Seq || seq > s.Sent[len(s.Sent)-1].Seq {
@@ -258,6 +266,7 @@ func (c *Core) probe(p uint32, o *peerOut) {
 // rise not settled above upto is undone, and what it lacks is resent.
 // Stamped before, it is a late copy of an earlier word of the member.
 func (c *Core) undoAck(p uint32, o *peerOut, upto, at uint64) {
+	s := c.st.Stream
 	undone := upto < o.Settled && o.settled != 0 && at > o.settled
 	for _, r := range o.raises {
 		undone = undone || r.upto > upto && r.stamp < at
@@ -269,12 +278,17 @@ func (c *Core) undoAck(p uint32, o *peerOut, upto, at uint64) {
 	if upto < o.Settled && o.settled != 0 && at > o.settled {
 		// Settled already: the records between may be trimmed (the
 		// forger spoke for a member silent for the whole settle time).
+		// Settled never falls below what is trimmed: the trimmed records
+		// cannot be resent, and an acknowledgement below them would
+		// keep the window shut for good (and the stored state would be
+		// refused as records missing); a low word forged after a rise
+		// the member's own word settled stops nothing.
 		c.count("acks_undone_settled")
 		c.events = append(c.events, core.Event{Name: EventAckUndone, Warn: true, Msg: fmt.Sprintf(
 			"member %d holds this member's stream up to %d, not %d as frames in its name said for %v: the records it lacks may be trimmed and its stream from here stalled "+
 				"(without a key anyone can forge its frames: give the cluster a key)", p, upto, o.Settled, c.settle()),
 			Args: []any{"member", p, "holds", upto, "said", o.Settled}})
-		o.Settled = upto
+		o.Settled = max(upto, min(s.gone(), o.Settled))
 	}
 	o.Acked = max(upto, o.Settled)
 	kept := o.raises[:0]
