@@ -76,7 +76,9 @@ type ackRaise struct {
 //
 //   - the lower word stamped after a rise undoes every rise not yet
 //     settled (a forger who raises again after the member's answer is
-//     undone by its next answer), and what the member lacks is resent;
+//     undone by its next answer), and what the member lacks is resent
+//     within a Retry (at the pace of resends: a flood of low words costs
+//     no more than maxBurst records a Retry);
 //   - a rise is asked back: the member is sent this member's holding
 //     (answered, in the unkeyed cluster, with its own: stamped after the
 //     rise) at once and every Retry while a rise is not settled;
@@ -263,8 +265,8 @@ func (c *Core) probe(p uint32, o *peerOut) {
 // this member's stream only up to upto, below what is believed. Stamped
 // after a frame that said more (a rise not yet settled, or the one that
 // settled last), it is the member's own, and that rise was not: every
-// rise not settled above upto is undone, and what it lacks is resent.
-// Stamped before, it is a late copy of an earlier word of the member.
+// rise not settled above upto is undone, and what it lacks is resent
+// within a Retry. Stamped before, it is a late copy of an earlier word of the member.
 func (c *Core) undoAck(p uint32, o *peerOut, upto, at uint64) {
 	s := c.st.Stream
 	undone := upto < o.Settled && o.settled != 0 && at > o.settled
@@ -298,9 +300,12 @@ func (c *Core) undoAck(p uint32, o *peerOut, upto, at uint64) {
 		}
 	}
 	o.raises = kept
+	// What it lacks goes at the next resend, a Retry away at most (Tick
+	// paces it): not at once, or each forged low word would cost a burst.
 	o.backoff = c.cfg.Retry
-	c.resend(p, o)
-	o.due = c.now.Add(c.cfg.Retry)
+	if next := c.now.Add(c.cfg.Retry); o.due.IsZero() || next.Before(o.due) {
+		o.due = next
+	}
 	c.wake(o.due)
 }
 
