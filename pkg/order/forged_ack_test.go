@@ -346,3 +346,32 @@ func TestSimSettleBound(t *testing.T) {
 	}
 	t.Logf("%d multicasts taken of 500 at one every 2 ms, then refused at %d records kept; counters %v", sent, most, c1().Report().Counters)
 }
+
+// TestUnkeyedWindowBound: without a key up to settleWindows x Window
+// records are kept, so the window is bounded to keep that at MaxWindow
+// records, what a keyed member keeps at most (at MaxWindow and 1 KiB
+// messages, 512 MiB rather than 64 MiB): a larger one is refused at
+// validation, saying why and what to do.
+func TestUnkeyedWindowBound(t *testing.T) {
+	for _, tc := range []struct {
+		unkeyed bool
+		window  int
+		ok      bool
+	}{
+		{false, MaxWindow, true}, {false, MaxWindow + 1, false},
+		{true, MaxUnkeyedWindow, true}, {true, MaxUnkeyedWindow + 1, false}, {true, MaxWindow, false},
+	} {
+		cfg := DefaultLANConfig()
+		cfg.Unkeyed, cfg.Window = tc.unkeyed, tc.window
+		err := cfg.validate()
+		if tc.ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) {
+			t.Errorf("Unkeyed %v, Window %d: %v", tc.unkeyed, tc.window, err)
+		}
+		if err != nil && tc.unkeyed && tc.window <= MaxWindow && !strings.Contains(err.Error(), "give the cluster a key") {
+			t.Errorf("Unkeyed, Window %d: %v does not say what to do", tc.window, err)
+		}
+	}
+	if MaxUnkeyedWindow*settleWindows != MaxWindow {
+		t.Errorf("%d x %d records may be kept without a key, %d with one", settleWindows, MaxUnkeyedWindow, MaxWindow)
+	}
+}

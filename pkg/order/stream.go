@@ -88,7 +88,9 @@ type ackRaise struct {
 //     rise before anything it lacks is gone;
 //   - memory stays bounded: a multicast is refused (ErrBusy) once
 //     settleWindows x Window records wait to be settled, as it is once
-//     Window wait for an acknowledgement.
+//     Window wait for an acknowledgement; Window is at most
+//     MaxUnkeyedWindow, so that is MaxWindow records at most, as with a
+//     key.
 //
 // What remains: a forger who speaks for a member that stays silent for
 // the whole settle time (down, or cut off from this member) can still
