@@ -59,7 +59,9 @@ type Config struct {
 	// has not acknowledged: a multicast beyond it is refused (ErrBusy)
 	// until the slowest member catches up. It also bounds how far ahead
 	// of the next expected record a receiver holds records back. Default
-	// 256.
+	// 256; at most MaxWindow, and MaxUnkeyedWindow when Unkeyed (then
+	// settleWindows x Window records may be kept waiting to settle: the
+	// records kept are bounded by MaxWindow either way).
 	Window int
 	// RelayAfter is how long this member holds a record of another
 	// member's stream without hearing that every member holds it before
@@ -115,6 +117,13 @@ type Config struct {
 	// acknowledgements are trusted as they come.
 	Unkeyed bool
 }
+
+// MaxWindow is the largest Window; MaxUnkeyedWindow the largest without a
+// key, where up to settleWindows x Window records are kept.
+const (
+	MaxWindow        = 1 << 16
+	MaxUnkeyedWindow = MaxWindow / settleWindows
+)
 
 // StateMachine is a deterministic state machine applied to the totally
 // ordered messages: the same messages in the same order give the same
@@ -178,8 +187,11 @@ func (c *Config) validate() error {
 	switch {
 	case c.Total != Sequencer && c.Total != Lamport:
 		return fmt.Errorf("%w: total order %v", ErrConfig, c.Total)
-	case c.Window < 1 || c.Window > 1<<16:
-		return fmt.Errorf("%w: Window %d: want 1 to 65536", ErrConfig, c.Window)
+	case c.Window < 1 || c.Window > MaxWindow:
+		return fmt.Errorf("%w: Window %d: want 1 to %d", ErrConfig, c.Window, MaxWindow)
+	case c.Unkeyed && c.Window > MaxUnkeyedWindow:
+		return fmt.Errorf("%w: Window %d: without a key at most %d (%d x Window records may wait there for their acknowledgements to settle, "+
+			"as many as %d with a key): give the cluster a key, or a smaller window", ErrConfig, c.Window, MaxUnkeyedWindow, settleWindows, MaxWindow)
 	case c.RelayAfter < 2*c.Retry:
 		return fmt.Errorf("%w: RelayAfter %v: want at least 2 x Retry (%v)", ErrConfig, c.RelayAfter, 2*c.Retry)
 	case c.CommitDelay < 0 || c.CommitDelay > c.Heartbeat:

@@ -125,10 +125,7 @@ func check(st *persisted, c *Core, n int) error {
 			}
 		}
 	}
-	gone := s.Seq // the records trimmed: below the first kept
-	if len(s.Sent) > 0 {
-		gone = s.Sent[0].Seq - 1
-	}
+	gone := s.gone()
 	for p, o := range s.Out {
 		if o.Acked > s.Seq {
 			return fmt.Errorf("%w: member %d acknowledged %d of %d records", core.ErrState, p, o.Acked, s.Seq)

@@ -76,7 +76,9 @@ type ackRaise struct {
 //
 //   - the lower word stamped after a rise undoes every rise not yet
 //     settled (a forger who raises again after the member's answer is
-//     undone by its next answer), and what the member lacks is resent;
+//     undone by its next answer), and what the member lacks is resent
+//     within a Retry (at the pace of resends: a flood of low words costs
+//     no more than maxBurst records a Retry);
 //   - a rise is asked back: the member is sent this member's holding
 //     (answered, in the unkeyed cluster, with its own: stamped after the
 //     rise) at once and every Retry while a rise is not settled;
@@ -86,7 +88,9 @@ type ackRaise struct {
 //     rise before anything it lacks is gone;
 //   - memory stays bounded: a multicast is refused (ErrBusy) once
 //     settleWindows x Window records wait to be settled, as it is once
-//     Window wait for an acknowledgement.
+//     Window wait for an acknowledgement; Window is at most
+//     MaxUnkeyedWindow, so that is MaxWindow records at most, as with a
+//     key.
 //
 // What remains: a forger who speaks for a member that stays silent for
 // the whole settle time (down, or cut off from this member) can still
@@ -209,6 +213,14 @@ func (s *stream) trim() {
 	}
 }
 
+// gone is the last record trimmed (0: none).
+func (s *stream) gone() uint64 {
+	if len(s.Sent) > 0 {
+		return s.Sent[0].Seq - 1
+	}
+	return s.Seq
+}
+
 // record returns the kept record numbered seq.
 func (s *stream) record(seq uint64) ([]byte, bool) {
 	if len(s.Sent) == 0 || seq < s.Sent[0].Seq || seq > s.Sent[len(s.Sent)-1].Seq {
@@ -255,9 +267,10 @@ func (c *Core) probe(p uint32, o *peerOut) {
 // this member's stream only up to upto, below what is believed. Stamped
 // after a frame that said more (a rise not yet settled, or the one that
 // settled last), it is the member's own, and that rise was not: every
-// rise not settled above upto is undone, and what it lacks is resent.
-// Stamped before, it is a late copy of an earlier word of the member.
+// rise not settled above upto is undone, and what it lacks is resent
+// within a Retry. Stamped before, it is a late copy of an earlier word of the member.
 func (c *Core) undoAck(p uint32, o *peerOut, upto, at uint64) {
+	s := c.st.Stream
 	undone := upto < o.Settled && o.settled != 0 && at > o.settled
 	for _, r := range o.raises {
 		undone = undone || r.upto > upto && r.stamp < at
@@ -269,12 +282,17 @@ func (c *Core) undoAck(p uint32, o *peerOut, upto, at uint64) {
 	if upto < o.Settled && o.settled != 0 && at > o.settled {
 		// Settled already: the records between may be trimmed (the
 		// forger spoke for a member silent for the whole settle time).
+		// Settled never falls below what is trimmed: the trimmed records
+		// cannot be resent, and an acknowledgement below them would
+		// keep the window shut for good (and the stored state would be
+		// refused as records missing); a low word forged after a rise
+		// the member's own word settled stops nothing.
 		c.count("acks_undone_settled")
 		c.events = append(c.events, core.Event{Name: EventAckUndone, Warn: true, Msg: fmt.Sprintf(
 			"member %d holds this member's stream up to %d, not %d as frames in its name said for %v: the records it lacks may be trimmed and its stream from here stalled "+
 				"(without a key anyone can forge its frames: give the cluster a key)", p, upto, o.Settled, c.settle()),
 			Args: []any{"member", p, "holds", upto, "said", o.Settled}})
-		o.Settled = upto
+		o.Settled = max(upto, min(s.gone(), o.Settled))
 	}
 	o.Acked = max(upto, o.Settled)
 	kept := o.raises[:0]
@@ -284,9 +302,12 @@ func (c *Core) undoAck(p uint32, o *peerOut, upto, at uint64) {
 		}
 	}
 	o.raises = kept
+	// What it lacks goes at the next resend, a Retry away at most (Tick
+	// paces it): not at once, or each forged low word would cost a burst.
 	o.backoff = c.cfg.Retry
-	c.resend(p, o)
-	o.due = c.now.Add(c.cfg.Retry)
+	if next := c.now.Add(c.cfg.Retry); o.due.IsZero() || next.Before(o.due) {
+		o.due = next
+	}
 	c.wake(o.due)
 }
 

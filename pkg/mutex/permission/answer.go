@@ -187,12 +187,13 @@ func (c *Core) stray(l *lock, from uint32, at uint64, r wire.PermReply, leave bo
 // if stamped after every frame of this member about l it took, and it is:
 // it is sent after the answer, which is stamped after the request), or a
 // Ricart-Agrawala reply (the bakery's ticket reply) that asks for nothing
-// (Want 0), stamped as the request it names so that it answers no
-// request (a reply is stamped after what it answers) and is never
-// disowned in turn. It spends the
-// leave from lent for the request (sawWant). Should a request of from's
-// own be stamped exactly there, the reply grants it, as this member, not
-// asking for l, would grant it anyway. One frame per answer: a forger
+// (Want 0), stamped as the request it names so that it is never disowned
+// in turn, and answering incarnation answersNone, which no member runs:
+// it is never taken as this member's permission, even by a request of
+// from's own stamped exactly there (this member lent nothing for it, so
+// it would give from up on its silence, not after its leases: two
+// holders). It spends the leave from lent for the request (sawWant). One
+// frame per answer: a forger
 // gets from one frame for each frame it sends, no more. Not while in the
 // hold after a restart, when this member answers nobody, nor with a key
 // (Config.Authenticated): nobody forges then, and a late copy of an
@@ -211,8 +212,13 @@ func (c *Core) disown(l *lock, from uint32, r wire.PermReply) {
 		return
 	}
 	at := c.lamport.Send()
-	c.send(from, c.replyKind(), wire.PermReply{Name: r.Name, Incarnation: c.inc, Answers: r.Incarnation, Stamp: at, Fence: fence}, at)
+	c.send(from, c.replyKind(), wire.PermReply{Name: r.Name, Incarnation: c.inc, Answers: answersNone, Stamp: at, Fence: fence}, at)
 }
+
+// answersNone is the incarnation a disowning answers: none that runs
+// (decodeState refuses a stored incarnation from answersNone-1 on, so a
+// running one is below it; the wire takes no 0).
+const answersNone = 1<<32 - 1
 
 // releasing says whether the release of this member's request for name
 // is held back (it goes with the next frame).

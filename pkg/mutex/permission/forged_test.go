@@ -10,6 +10,7 @@ import (
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -348,5 +349,93 @@ func TestDisownOnlyWithoutKey(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDisownGrantsNothing: a disowning answers no incarnation that runs
+// (1<<32-1: a stored incarnation from 1<<32-2 on is refused), so it is
+// never taken as a permission. Ricart-Agrawala, with the oracle: a
+// request for x forged in member 1's name reaches member 2, whose reply
+// member 1 disowns; member 2's own request for x is stamped exactly as
+// that disowning (its clock moved one step, a frame it took, before its
+// client asked) and lost on its way to member 1 (link 2->1 cut: member 2
+// never resends to a member that answered). The disowning once answered
+// member 2's incarnation, so member 2 took it as member 1's permission,
+// which member 1 never lent: member 1 then gave member 2 up on its
+// silence, not after the lease member 2 could hold, and was granted x
+// 0.5 s after member 2's isolation while member 2 still held it (8 s
+// lease): two holders. Now member 2 waits for member 1's real reply,
+// which never comes before it is isolated, and only member 1 is granted.
+// The bakery's ticket reply is disowned the same way (a ticket reply
+// forged in member 2's name): its disowning answers no incarnation
+// either. (Two holders cannot follow there: a ticket reply counts for
+// the ticket, which member 1 took in with member 2's choosing read
+// before it could answer it, so every stamp member 1 sends after is
+// above it.)
+func TestDisownGrantsNothing(t *testing.T) {
+	for _, f := range []mutex.Factory{permission.RicartAgrawalaFactory, permission.BakeryFactory} {
+		t.Run(f.Name, func(t *testing.T) {
+			c := mutextest.New(t, 1, mutextest.Config{Factory: f, Members: 3, Faults: []mutex.Fault{},
+				Options: mutex.Options{Lease: 8 * time.Second}})
+			s := c.Sim()
+			c.Run(2*time.Second, false)
+			s.SetLink(2, 1, sim.LinkConfig{Delay: time.Millisecond})
+			s.SetLink(1, 2, sim.LinkConfig{Delay: 5 * time.Millisecond})
+			c1, c2 := s.Core(1).(*permission.Core), s.Core(2).(*permission.Core)
+			reply := wire.KindRAReply
+			if f.Name == permission.Bakery.String() {
+				reply = wire.KindBakeryTicketReply
+			}
+			var disowning uint64
+			s.OnSend(func(sf sim.SentFrame) {
+				if sf.From == 1 && sf.Frame.Receiver == 2 && sf.Frame.Kind == reply && disowning == 0 {
+					var r wire.PermReply
+					if err := r.UnmarshalBinary(sf.Frame.Payload); err != nil {
+						t.Fatalf("member 1's reply: %v", err)
+					}
+					disowning = sf.Frame.Lamport
+					if r.Answers != 1<<32-1 {
+						t.Errorf("member 1's disowning, stamped %d, answers incarnation %d (member 2's: %d), not 1<<32-1, which no member runs",
+							disowning, r.Answers, c2.Incarnation())
+					}
+				}
+			})
+			if reply == wire.KindBakeryTicketReply {
+				if err := s.Forge(2, 1, reply, 0, 1<<20, wire.PermReply{Name: "x", Incarnation: c2.Incarnation(),
+					Answers: c1.Incarnation(), Stamp: 1}); err != nil {
+					t.Fatalf("the forged reply was refused: %v", err)
+				}
+				if !s.RunUntil(func() bool { return disowning != 0 }, time.Second) {
+					t.Fatal("member 1 did not disown the forged ticket reply")
+				}
+				return
+			}
+			stamp := uint64(1 << 20)
+			if err := s.Forge(1, 2, requestKind(f), 0, stamp, wire.PermRequest{Name: "x", Incarnation: c1.Incarnation(), Stamp: stamp}); err != nil {
+				t.Fatalf("the forged request was refused: %v", err)
+			}
+			if !s.RunUntil(func() bool { return disowning != 0 }, time.Second) {
+				t.Fatal("member 1 did not disown member 2's reply to the forged request")
+			}
+			// Member 2's request, asked now, is stamped as the disowning on
+			// its way (5 ms) to it, and never reaches member 1.
+			c2.MoveLamport(disowning - 1)
+			s.Cut(2, 1)
+			c.Hold(2, "x", 8*time.Second)
+			c.Run(500*time.Millisecond, false)
+			t.Logf("member 2 holds x: %v", c.Holding(2))
+			s.Isolate(2)
+			c.Run(100*time.Millisecond, false)
+			c.Hold(1, "x", time.Second)
+			asked := s.Elapsed()
+			for !c.Holding(1) && s.Elapsed()-asked < 10*time.Second {
+				c.Run(10*time.Millisecond, false)
+			}
+			if !c.Holding(1) {
+				t.Fatalf("member 1 not granted x within 10 s of member 2's isolation\n%s", c.Tail())
+			}
+			t.Logf("member 1 granted x %v after it asked", s.Elapsed()-asked)
+			c.Check() // two holders: member 2's lease runs 8 s
+		})
 	}
 }

@@ -93,6 +93,7 @@ type client struct {
 	renewAt time.Duration
 	hung    bool
 	nextTry time.Duration
+	pinned  bool // asked by Hold: hangs once granted
 }
 
 // New builds the cluster of seed (nothing runs before the first Run).
@@ -203,6 +204,9 @@ func (c *Cluster) outcomes(r sim.Ready) {
 			case 1, 2:
 				hold = cl.lease * time.Duration(1+c.rng.IntN(3)) // needs renewals
 			}
+			if cl.pinned {
+				cl.hung, hold = true, 0
+			}
 			cl.until = r.At + hold
 		case mutex.Renewed:
 			if iv := c.live[key]; iv != nil {
@@ -307,6 +311,30 @@ func (c *Cluster) Run(d time.Duration, active bool) {
 		c.drive(active)
 	}
 }
+
+// Hold makes member id's client, which must be idle, ask now for lock
+// (exclusive, for lease) and, once granted, keep it for the whole lease
+// (a hung client: no renewal, no release): a test that steers a scenario
+// asks with it, the oracle watching as for any request.
+func (c *Cluster) Hold(id uint32, lock string, lease time.Duration) mutex.RequestID {
+	cl := c.clients[id]
+	if cl.req != 0 {
+		c.t.Fatalf("member %d: Hold %s while its client waits for or holds %s", id, lock, cl.lock)
+	}
+	*cl = client{lock: lock, mode: mutex.Exclusive, pinned: true}
+	c.do(id, func(a mutex.Algorithm, now time.Time) {
+		req, err := a.Acquire(now, mutex.Request{Lock: lock, Mode: mutex.Exclusive, Lease: lease, Client: "sim"})
+		if err != nil {
+			c.t.Fatalf("member %d: acquire %s: %v", id, lock, err)
+		}
+		cl.req, cl.asked = req, c.s.Elapsed()
+	})
+	c.Requests++
+	return cl.req
+}
+
+// Holding says whether member id's client holds the lock it asked for.
+func (c *Cluster) Holding(id uint32) bool { return c.clients[id].holding }
 
 // crashed, restarted and resumed members lose their client's state: the
 // program that asked died with them, or its lease ran out.
