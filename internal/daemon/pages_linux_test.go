@@ -41,3 +41,30 @@ func rssFile(t *testing.T) int {
 	t.Fatal("no RssFile in /proc/self/status")
 	return 0
 }
+
+// TestMemoryStatusReadsTheProcess: status's memory figures are the
+// process's own, and a release is counted.
+func TestMemoryStatusReadsTheProcess(t *testing.T) {
+	before := memoryStatus()
+	if before.Error != "" || before.RSSBytes <= 0 || before.RSSFileBytes <= 0 || before.RSSAnonBytes <= 0 ||
+		before.RSSBytes < before.RSSFileBytes || before.HeapInuseBytes == 0 || before.Goroutines < 1 {
+		t.Fatalf("memory status %+v: want the resident set, its parts, the heap and the goroutines", before)
+	}
+	if err := releasePages(); err != nil {
+		t.Fatal(err)
+	}
+	if after := memoryStatus(); after.PageReleases != before.PageReleases+1 {
+		t.Errorf("page releases %d after one more, %d before", after.PageReleases, before.PageReleases)
+	}
+}
+
+// BenchmarkReleasePages is what one release costs the daemon: the
+// collection, the scavenge and the unmapping (the faults that map the
+// working set back come after, one per 64 KiB window used).
+func BenchmarkReleasePages(b *testing.B) {
+	for b.Loop() {
+		if err := releasePages(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
