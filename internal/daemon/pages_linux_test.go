@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/synclab/synclab/internal/transport"
 )
 
 // TestReleasePagesUnmapsTheExecutable: after releasePages the process
@@ -66,5 +68,20 @@ func BenchmarkReleasePages(b *testing.B) {
 		if err := releasePages(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestStatusShowsMemory: GET /v1/status carries the process's memory, read
+// off the loop, and the release at the end of start-up is counted.
+func TestStatusShowsMemory(t *testing.T) {
+	net := transport.NewMemNetwork()
+	d, err := New(testConfig(t, net, shortDir(t), 1, 1), livenessFactory(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	m := status(t, d.Config().ControlPath).Memory
+	if m.Error != "" || m.RSSBytes <= 0 || m.RSSAnonBytes <= 0 || m.RSSFileBytes <= 0 || m.HeapInuseBytes == 0 || m.Goroutines < 2 || m.PageReleases < 1 {
+		t.Errorf("status memory %+v: want the resident set and its parts, the heap, the goroutines and the start-up's release", m)
 	}
 }
