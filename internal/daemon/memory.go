@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"runtime"
@@ -139,47 +140,62 @@ type releasePacing struct {
 	// release for the next one.
 	growth int64
 	// longest: the longest wait between checks, after releases that the
-	// next check found undone (the pages are in use: see releaseLater).
+	// next check found undone (the pages are in use: see releaseLater),
+	// and between two releases.
 	longest time.Duration
+	// shortest: the shortest time between two releases for growth (a
+	// leader whose every collection brings 2.6 MB back would otherwise
+	// pay for a release at each).
+	shortest time.Duration
 }
 
 // releaseAfter is the daemons' pacing: a first release 10 s after the
 // start, then one at the first check (every 10 s) that finds the resident
-// set 1 MiB or more above what the last release left, at least a minute
-// apart under a steady load.
+// set 1 MiB or more above the working set and a minute or more after the
+// last release, and one every 5 minutes in any case (the pace before,
+// whatever the set did).
 var releaseAfter = releasePacing{
-	settled: 10 * time.Second,
-	check:   10 * time.Second,
-	growth:  1 << 20,
-	longest: time.Minute,
+	settled:  10 * time.Second,
+	check:    10 * time.Second,
+	growth:   1 << 20,
+	longest:  5 * time.Minute,
+	shortest: time.Minute,
 }
 
 // releaseLater releases the executable's pages again (release:
-// releasePages) once the daemon has settled, p.settled after its start,
-// and from then on whenever the resident set (rss: VmRSS) has grown by
-// p.growth or more since the last release, checked every p.check, until
-// ctx ends. The first seconds of a member are start-up too: the
-// configuration agreement, the first contact with each peer, an election,
-// the first collections bring code and tables in that an idle member never
-// runs again (1.8 MB of electd's 5.5 MB of resident executable, measured
-// in docs/benchmarks/2026-12-06-idle.md); at 64 members start-up lasts
-// longer than p.settled. Later, a burst of control calls (a benchmark or a
-// monitor polling status), a failover, a burst of load do the same: the
-// code of the control API's HTTP and JSON alone was 5 MB of a polled
-// member's resident set (docs/benchmarks/2026-12-06-rss.md), and the
-// collection releasePages starts with gives back the heap the burst grew.
-// What stays resident is what the daemon uses.
+// releasePages) once the daemon has settled, p.settled after its start;
+// from then on whenever the resident set (rss) has grown by p.growth or
+// more past the working set the daemon mapped back after a release (the
+// floor: releaseGovernor), checked every p.check; and p.longest after the
+// last release in any case, until ctx ends. The first seconds of a member
+// are start-up too: the configuration agreement, the first contact with
+// each peer, an election, the first collections bring code and tables in
+// that an idle member never runs again (1.8 MB of electd's 5.5 MB of
+// resident executable, measured in docs/benchmarks/2026-12-06-idle.md).
+// Later, a burst of control calls (a benchmark or a monitor polling
+// status), a failover, a burst of load do the same: the code of the
+// control API's HTTP and JSON alone was 5 MB of a polled member's resident
+// set (docs/benchmarks/2026-12-06-rss.md), and the collection
+// releasePages starts with gives back the heap the burst grew. What stays
+// resident is what the daemon uses.
 //
 // A release costs a collection and the faults that map the working set
-// back (3.5-6 ms of the test binary: BenchmarkReleasePages). Under a steady load the pages come back at once; when a
-// check finds the set grown again right after a release, the next check
-// waits twice as long (up to p.longest), and a check that finds it
-// unchanged brings the wait back to p.check: a steady load pays for a
-// release a minute, an idle daemon for none (a read of /proc/self/status
-// every p.check), and the pages a burst brought in are gone within a
-// minute and p.check of its end.
+// back (3.5-6 ms of the test binary: BenchmarkReleasePages). Some pages
+// come back at once under a steady load, and on a member that allocates
+// steadily (a leader's heartbeats) every collection brings the
+// collector's code and the function tables it reads back (2.6 MB of an
+// electd leader's, every 20 s or so): when the first check that may
+// release finds the set grown again, the next check waits twice as long
+// (up to p.longest), and a check that finds it below the threshold brings
+// the wait back to p.check; and releases for growth are p.shortest apart
+// at least. So a burst's pages are gone within a minute of its end (10-20
+// s when the last release was longer ago), a steady load costs a release
+// every p.longest, a leader whose collections bring their pages back one
+// every p.shortest at most (4-6 ms a minute: 0.01% of a core), and an idle
+// daemon the one every p.longest it paid before and a read of
+// /proc/self/statm every p.check.
 func releaseLater(ctx context.Context, release func() error, rss func() (int64, error), p releasePacing, log *slog.Logger) {
-	g := releaseGovernor{p: p}
+	g := releaseGovernor{p: p, wait: p.settled}
 	t := time.NewTimer(p.settled)
 	defer t.Stop()
 	for {
@@ -196,8 +212,6 @@ func releaseLater(ctx context.Context, release func() error, rss func() (int64, 
 			if err := release(); err != nil {
 				log.Debug("releasing pages", "err", err)
 			}
-			after, err := rss()
-			g.released(after, err == nil)
 		}
 		t.Reset(g.wait)
 	}
@@ -205,43 +219,91 @@ func releaseLater(ctx context.Context, release func() error, rss func() (int64, 
 
 // releaseGovernor is releaseLater's decisions, apart from its clock and
 // the process: whether a check releases, and how long until the next.
+// The set a release is measured against is the smallest one a check read
+// right after a release (the floor): by then the daemon has mapped back
+// what it uses; read at once, the set would always have grown by that
+// much at the next check. A check that finds the set grown past the
+// floor by p.growth releases; so does one p.longest after the last
+// release, whatever the set did (as the releases every 5 minutes did
+// before: a burst that was on when the floor was read is then given back
+// too).
 type releaseGovernor struct {
-	p            releasePacing
-	base         int64         // the resident set after the last release
-	wait         time.Duration // until the next check
-	releasedLast bool          // the last check released
-	started      bool          // the first release is done
+	p     releasePacing
+	floor int64         // the smallest set read right after a release; 0: none yet
+	wait  time.Duration // until the next check
+	since time.Duration // since the last release, in waits
+	// measure: the next check reads the floor, it does not release.
+	measure bool
+	// quick: no check found the set below the threshold since the last
+	// release, i.e. its pages came back at once.
+	quick   bool
+	started bool // the first release is done
 }
 
 // due says whether the check that read now (ok: it could) releases, and
-// sets the wait after a check that does not.
+// sets the wait until the next check.
 func (g *releaseGovernor) due(now int64, ok bool) bool {
+	g.since += g.wait
+	release := false
 	switch {
 	case !g.started:
+		g.started, g.wait, release = true, g.p.check, true
+	case !ok:
 		g.wait = g.p.check
-	case ok && now-g.base >= g.p.growth:
-		if g.releasedLast {
-			g.wait = min(2*g.wait, g.p.longest) // the last one was undone at once
+	case g.measure:
+		if g.floor == 0 || now < g.floor {
+			g.floor = now
+		}
+		g.measure, g.quick = false, true
+	case now-g.floor >= g.p.growth && g.since >= g.p.shortest:
+		if g.quick {
+			g.wait = min(2*g.wait, g.p.longest) // the last release was undone at once
 		} else {
 			g.wait = g.p.check
 		}
+		release = true
+	case g.since >= g.p.longest:
+		g.wait, release = g.p.check, true
 	default:
-		g.wait, g.releasedLast = g.p.check, false
-		return false
+		g.wait, g.quick = g.p.check, false
 	}
-	return true
+	if release {
+		g.measure, g.since = true, 0
+	}
+	return release
 }
 
-// released records a release and the resident set after it.
-func (g *releaseGovernor) released(after int64, ok bool) {
-	if ok {
-		g.base = after
-	}
-	g.releasedLast, g.started = true, true
-}
-
-// residentTotal is releaseLater's reading: VmRSS.
+// residentTotal is releaseLater's reading: the resident set in bytes, the
+// second field of /proc/self/statm (pages), read with raw system calls
+// into a buffer on the stack: a check that brought in the code of
+// os.ReadFile and strconv would grow the set it measures.
 func residentTotal() (int64, error) {
-	r, err := readResident()
-	return r.total, err
+	var buf [128]byte
+	n, err := readSmall("/proc/self/statm", buf[:])
+	if err != nil {
+		return 0, err
+	}
+	return parseStatm(buf[:n])
 }
+
+// parseStatm reads the resident pages of a /proc/PID/statm line ("size
+// resident shared text lib data dt", in pages) as bytes.
+func parseStatm(b []byte) (int64, error) {
+	i := 0
+	for i < len(b) && b[i] != ' ' { // size
+		i++
+	}
+	i++
+	var pages int64
+	digits := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		pages = pages*10 + int64(b[i]-'0')
+		digits++
+	}
+	if digits == 0 || digits > 15 {
+		return 0, errStatm
+	}
+	return pages * int64(os.Getpagesize()), nil
+}
+
+var errStatm = errors.New("/proc/self/statm: no resident field")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -64,7 +65,7 @@ func (p *releaseProbe) counts() (releases, checks int) {
 // read, never released; no more releases once the daemon stops; a
 // release that fails is not fatal.
 func TestReleaseLater(t *testing.T) {
-	p := releasePacing{settled: 30 * time.Millisecond, check: 5 * time.Millisecond, growth: 1 << 20, longest: 40 * time.Millisecond}
+	p := releasePacing{settled: 30 * time.Millisecond, check: 5 * time.Millisecond, growth: 1 << 20, longest: time.Hour}
 	probe := &releaseProbe{low: 6 << 20, rss: 6 << 20}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -99,45 +100,113 @@ func TestReleaseLater(t *testing.T) {
 		t.Fatal("releaseLater did not end with its context")
 	}
 	after, _ := probe.counts()
-	time.Sleep(5 * p.longest)
+	time.Sleep(10 * p.check)
 	if n, _ := probe.counts(); n != after {
 		t.Error("released after the context ended")
 	}
 }
 
-// TestReleaseGovernorBacksOff: under a steady load (the set is back above
-// the threshold at every check after a release) the waits between checks
-// double up to the longest; a check that finds the set unchanged brings
-// them back to the check interval; an unreadable set releases nothing.
+// TestReleaseGovernorBacksOff: the set a release is measured against is
+// the smallest the check after a release read (the working set mapped
+// back), so an idle daemon is released once and then only read, until
+// the longest wait (5 minutes) passes; under a steady load (the set grows
+// back past the threshold at the first check that may release) the waits
+// between checks double up to the longest; a check that finds the set
+// below the threshold brings them back to the check interval; an
+// unreadable set releases nothing.
 func TestReleaseGovernorBacksOff(t *testing.T) {
 	const mb = 1 << 20
 	p := releasePacing{settled: 10 * time.Second, check: 10 * time.Second, growth: mb, longest: 5 * time.Minute}
-	g := releaseGovernor{p: p}
-	if !g.due(12*mb, true) {
-		t.Fatal("the first check after the start did not release")
+	// (shortest 0: the releases for growth as often as the checks allow;
+	// TestReleaseGovernorSpacesReleases has the gap.)
+	g := releaseGovernor{p: p, wait: p.settled}
+	if !g.due(12*mb, true) || g.wait != p.check {
+		t.Fatalf("the first check after the start: not released, or waits %v", g.wait)
 	}
-	g.released(6*mb, true)
-	var waits []time.Duration
-	for range 7 {
-		if !g.due(10*mb, true) {
-			t.Fatalf("a set 4 MB above the last release's was not released (waits so far %v)", waits)
+	// Idle: the working set comes back (1.5 MiB above what the release
+	// left) and stays: read as the floor, released again only after 5
+	// minutes (29 checks, then the 30th).
+	for i := range 29 {
+		if g.due(7*mb+mb/2, true) {
+			t.Fatalf("check %d of an idle set released it", i+1)
 		}
-		g.released(6*mb, true)
+	}
+	if !g.due(7*mb+mb/2, true) {
+		t.Fatal("an idle set was not released 5 minutes after the last release")
+	}
+	var waits []time.Duration
+	g.due(7*mb+mb/2, true) // reads the floor
+	for range 7 {
+		if !g.due(12*mb, true) {
+			t.Fatalf("a set 4.5 MB above the floor was not released (waits so far %v)", waits)
+		}
 		waits = append(waits, g.wait)
+		if g.due(12*mb, true) {
+			t.Fatal("the check after a release released again: it reads the floor")
+		}
 	}
 	want := []time.Duration{20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 5 * time.Minute, 5 * time.Minute, 5 * time.Minute}
 	if !slices.Equal(waits, want) {
 		t.Errorf("waits under a steady load %v, want %v", waits, want)
 	}
+	g = releaseGovernor{p: p, wait: p.settled}
+	g.due(12*mb, true)
+	g.due(6*mb, true) // the floor
 	if g.due(6*mb+mb-1, true) || g.wait != p.check {
 		t.Errorf("a set grown by less than the threshold: released, or waits %v (want %v)", g.wait, p.check)
 	}
-	if !g.due(7*mb, true) || g.wait != p.check {
+	if !g.due(8*mb, true) || g.wait != p.check {
 		t.Errorf("a burst after a quiet check: not released, or waits %v (want %v)", g.wait, p.check)
 	}
-	g.released(6*mb, true)
-	if g.due(0, false) || g.wait != p.check {
-		t.Errorf("an unreadable set: released, or waits %v (want %v)", g.wait, p.check)
+	if g.due(7*mb, true) || g.due(0, false) || g.wait != p.check {
+		t.Errorf("the floor's check or an unreadable set released, or waits %v (want %v)", g.wait, p.check)
+	}
+	// A burst on when the floor was read: a higher reading does not
+	// raise the floor.
+	if !g.due(8*mb, true) {
+		t.Error("a set 2 MB above the first floor was not released after a higher reading")
+	}
+}
+
+// TestReleaseGovernorSpacesReleases: releases for growth are at least
+// the shortest gap apart, however often the set grows back (a leader's
+// collections).
+func TestReleaseGovernorSpacesReleases(t *testing.T) {
+	const mb = 1 << 20
+	p := releasePacing{settled: 10 * time.Second, check: 10 * time.Second, growth: mb, longest: 5 * time.Minute, shortest: time.Minute}
+	g := releaseGovernor{p: p, wait: p.settled}
+	var at []time.Duration
+	var clock time.Duration
+	for range 60 { // 10 minutes of checks, the set grown back at each
+		clock += g.wait
+		if g.due(10*mb, true) {
+			at = append(at, clock)
+		}
+		if g.measure {
+			clock += g.wait
+			g.due(6*mb, true) // the check after a release reads the floor
+		}
+	}
+	for i := 1; i < len(at); i++ {
+		if gap := at[i] - at[i-1]; gap < p.shortest {
+			t.Fatalf("releases at %v: %v apart, want at least %v", at, gap, p.shortest)
+		}
+	}
+	if len(at) < 4 {
+		t.Errorf("releases at %v: a set that keeps growing back is still released, a minute apart or more", at)
+	}
+}
+
+// TestParseStatm reads the resident field of /proc/PID/statm, in bytes.
+func TestParseStatm(t *testing.T) {
+	got, err := parseStatm([]byte("4525 1645 990 729 0 1017 0\n"))
+	if want := int64(1645 * os.Getpagesize()); err != nil || got != want {
+		t.Errorf("parseStatm = %d, %v; want %d", got, err, want)
+	}
+	for _, bad := range []string{"", "4525", "4525 x 990", "4525  1645"} {
+		if _, err := parseStatm([]byte(bad)); err == nil {
+			t.Errorf("parseStatm(%q): no error", bad)
+		}
 	}
 }
 
