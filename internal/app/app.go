@@ -292,6 +292,7 @@ func run(c *cli.Context, spec Spec) error {
 	if err != nil {
 		return err
 	}
+	daemon.ApplyGCPercent(os.LookupEnv) // the process's collector: GOGC=50 unless set
 	if spec.Attach != nil {
 		if err := spec.Attach(c, d); err != nil {
 			return err

@@ -139,6 +139,9 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		fmt.Fprintf(tw, "Config\t: %s\n", st.ConfigSource)
 	}
 	fmt.Fprintf(tw, "Uptime\t: %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
+	if line := memoryLine(st.Memory); line != "" {
+		fmt.Fprintf(tw, "Memory\t: %s\n", line)
+	}
 	fmt.Fprintf(tw, "Clock\t: %s\n", clockLine(st.Status, ownsClock))
 	if tt := st.TrueTime; tt != nil {
 		bound := "no bound (not synchronised: readers get an error)"
@@ -374,4 +377,27 @@ func Plural(n uint64, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// memoryLine is status's Memory row: the resident set as the kernel
+// counts it (anonymous; the executable's pages, shared with the page
+// cache), the Go heap and stacks, goroutines, the collector's target and
+// the releases of the executable's pages. Empty from a daemon that does
+// not report it (an older version).
+func memoryLine(m daemon.MemoryStatus) string {
+	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+	var s string
+	switch {
+	case m.Error != "":
+		s = "resident set unreadable (" + m.Error + ")"
+	case m.RSSBytes == 0:
+		return ""
+	default:
+		s = fmt.Sprintf("%s resident (%s anonymous, %s of the executable)", mb(m.RSSBytes), mb(m.RSSAnonBytes), mb(m.RSSFileBytes))
+	}
+	s += fmt.Sprintf(", heap %s, stacks %s, %s", mb(int64(m.HeapInuseBytes)), mb(int64(m.StackInuseBytes)), Plural(uint64(m.Goroutines), "goroutine"))
+	if m.GCPercent != 0 {
+		s += fmt.Sprintf(", GOGC %d", m.GCPercent)
+	}
+	return s + fmt.Sprintf(", executable's pages released %s", Plural(m.PageReleases, "time"))
 }

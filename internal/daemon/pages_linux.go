@@ -18,7 +18,8 @@ import (
 // 64 KB around a faulting page that is in the cache). The writable
 // mappings (Go's data and bss) are left alone: for a private mapping
 // MADV_DONTNEED would throw their contents away. The daemon calls it when
-// its start-up is over and again once it has settled (releaseLater).
+// its start-up is over, again once it has settled and after its resident
+// set grew (releaseLater); each release is counted (status: memory).
 func releasePages() error {
 	// Collect first (and give the start-up garbage back to the kernel):
 	// a collection walks the live heap's types and the stacks' function
@@ -49,5 +50,20 @@ func releasePages() error {
 			return fmt.Errorf("madvise %s: %w", f[0], e)
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	pageReleases.Add(1)
+	return nil
+}
+
+// readSmall reads what fits of the file at path into buf with raw system
+// calls (open, read, close), as releaseLater's check does every 10 s.
+func readSmall(path string, buf []byte) (int, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	return unix.Read(fd, buf)
 }

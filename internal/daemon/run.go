@@ -142,7 +142,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	relCtx, endRelease := context.WithCancel(ctx)
 	defer endRelease()
-	go releaseLater(relCtx, releasePages, releaseSettled, releaseEvery, d.log)
+	go releaseLater(relCtx, releasePages, residentTotal, releaseAfter, d.log)
 	if d.cfg.TraceFile != "" {
 		d.mu.Lock()
 		_, err = d.startTrace(d.cfg.TraceFile, d.cfg.TraceMaxBytes, true)
@@ -176,40 +176,6 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	return err
 }
-
-// releaseLater releases the executable's pages again (release:
-// releasePages) once the daemon has settled, settled after its start
-// (releaseSettled), then every every (releaseEvery), until ctx ends. The
-// first seconds of a member are start-up too: the configuration agreement, the first contact with each peer, an election,
-// the first collections bring code and tables in that an idle member never
-// runs again (1.8 MB of electd's 5.5 MB of resident executable, measured
-// in docs/benchmarks/2026-12-06-idle.md); later, a status call, a
-// failover, a burst of load do the same, and the heap a burst grew is
-// given back by the collection releasePages starts with. What stays
-// resident is what the daemon uses. A release costs a collection and the
-// faults that map the working set back (a few milliseconds of CPU every
-// five minutes).
-func releaseLater(ctx context.Context, release func() error, settled, every time.Duration, log *slog.Logger) {
-	t := time.NewTimer(settled)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := release(); err != nil {
-			log.Debug("releasing pages", "err", err)
-		}
-		t.Reset(every)
-	}
-}
-
-// releaseSettled and releaseEvery pace releaseLater.
-const (
-	releaseSettled = 10 * time.Second
-	releaseEvery   = 5 * time.Minute
-)
 
 func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 	// One timer wakes the loop for the core's next Tick: at the core's own

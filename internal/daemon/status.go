@@ -51,6 +51,8 @@ type Status struct {
 	TraceAsks []TraceAsk `json:"trace_asks,omitempty"`
 	// TrueTime is the bound's shared page (timed), if published.
 	TrueTime *TrueTimeStatus `json:"truetime,omitempty"`
+	// Memory is what the process holds (resident set, heap, goroutines).
+	Memory MemoryStatus `json:"memory"`
 }
 
 // DatagramStatus describes the foreign-protocol socket.
@@ -84,6 +86,9 @@ type trueOffsetter interface{ TrueOffset() time.Duration }
 func (d *Daemon) Status(ctx context.Context) (Status, error) {
 	var st Status
 	err := d.Do(ctx, func(n *node.Node) { st = d.statusLocked(n) })
+	if err == nil {
+		st.Memory = memoryStatus() // off the loop: it stops the world briefly
+	}
 	return st, err
 }
 
