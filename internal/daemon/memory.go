@@ -264,6 +264,10 @@ func (g *releaseGovernor) due(now int64, ok bool) bool {
 		release = true
 	case g.since >= g.p.longest:
 		g.wait, release = g.p.check, true
+	case now-g.floor >= g.p.growth:
+		// Grown back, too soon after the last release for another: the
+		// back-off holds (quick, and the wait it set), or a steady load
+		// would be released every p.shortest for ever.
 	default:
 		g.wait, g.quick = g.p.check, false
 	}

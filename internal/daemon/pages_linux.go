@@ -37,7 +37,9 @@ func releasePages() error {
 	for sc.Scan() {
 		// "START-END PERMS OFFSET DEV INODE PATH"
 		f := bytes.Fields(sc.Bytes())
-		if len(f) < 6 || string(f[5]) != exe || len(f[1]) < 2 || f[1][1] != '-' {
+		// (The path may hold spaces: a replaced binary's is "PATH (deleted)",
+		// as /proc/self/exe reads then too.)
+		if len(f) < 6 || string(bytes.Join(f[5:], []byte(" "))) != exe || len(f[1]) < 2 || f[1][1] != '-' {
 			continue // another file, anonymous, or writable
 		}
 		lo, hi, ok := bytes.Cut(f[0], []byte("-"))

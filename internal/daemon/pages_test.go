@@ -249,3 +249,36 @@ func TestParseResident(t *testing.T) {
 		t.Errorf("unreadable lines gave %+v, want zeros", got)
 	}
 }
+
+// TestReleaseGovernorBacksOffAtTheDaemonsPace: under a steady load (the
+// set grown back at every check but the one that reads the floor), the
+// daemons' own pacing spaces the releases for growth further and further
+// apart, up to releaseAfter.longest: not one every releaseAfter.shortest
+// for ever.
+func TestReleaseGovernorBacksOffAtTheDaemonsPace(t *testing.T) {
+	const mb = 1 << 20
+	p := releaseAfter
+	g := releaseGovernor{p: p, wait: p.settled}
+	var at []time.Duration
+	var clock time.Duration
+	for clock < time.Hour {
+		clock += g.wait
+		if g.due(12*mb, true) {
+			at = append(at, clock)
+			clock += g.wait
+			g.due(7*mb, true) // the check after a release reads the floor
+		}
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(at); i++ {
+		gaps = append(gaps, at[i]-at[i-1])
+	}
+	for i := 1; i < len(gaps); i++ {
+		if gaps[i] < gaps[i-1] || gaps[i] < p.shortest {
+			t.Fatalf("releases %v apart under a steady load: want each gap at least %v and none shorter than the one before", gaps, p.shortest)
+		}
+	}
+	if last := gaps[len(gaps)-1]; last < p.longest {
+		t.Errorf("releases %v apart under a steady load: want them %v apart in the end", gaps, p.longest)
+	}
+}

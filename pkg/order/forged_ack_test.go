@@ -210,6 +210,20 @@ func TestSimForgedLowAckAfterSettle(t *testing.T) {
 				if o := c1.st.Stream.Out[2]; o.Settled < 300 || o.Acked < o.Settled {
 					t.Errorf("member 2's acknowledgement at %d, settled at %d, below the 300 records trimmed", o.Acked, o.Settled)
 				}
+				// More of the same: counted, warned of once (a WARN line and
+				// the hooks per forged frame otherwise).
+				for i := range 49 {
+					if err := s.Forge(2, 1, kind, 0, stamp+1+uint64(i), msg); err != nil {
+						t.Fatalf("forged frame refused: %v", err)
+					}
+					s.Run(time.Millisecond)
+				}
+				if n := c1.Report().Counters["acks_undone_settled"]; n != 50 {
+					t.Errorf("acks_undone_settled %d after 50 forged low words, want 50", n)
+				}
+				if n := len(s.EventsNamed(EventAckUndone)); n != 1 {
+					t.Errorf("%d %s events after 50 forged low words against one settled rise, want 1", n, EventAckUndone)
+				}
 				for i := 301; i <= 900; i++ {
 					if err := send(fmt.Sprintf("m%d", i)); err != nil {
 						t.Fatalf("multicast %d after the forged low word: %v", i, err)

@@ -52,6 +52,10 @@ type peerOut struct {
 	raises  []ackRaise
 	settled uint64
 	probed  time.Time
+	// warned: the settled rise (its stamp) an undoing was last warned of;
+	// later low words against it are counted, not warned again (a forger
+	// would otherwise write a WARN line, and run the hooks, per frame).
+	warned uint64
 }
 
 // ackRaise is a rise of a member's acknowledgement to upto, at a time,
@@ -288,10 +292,13 @@ func (c *Core) undoAck(p uint32, o *peerOut, upto, at uint64) {
 		// refused as records missing); a low word forged after a rise
 		// the member's own word settled stops nothing.
 		c.count("acks_undone_settled")
-		c.events = append(c.events, core.Event{Name: EventAckUndone, Warn: true, Msg: fmt.Sprintf(
-			"member %d holds this member's stream up to %d, not %d as frames in its name said for %v: the records it lacks may be trimmed and its stream from here stalled "+
-				"(without a key anyone can forge its frames: give the cluster a key)", p, upto, o.Settled, c.settle()),
-			Args: []any{"member", p, "holds", upto, "said", o.Settled}})
+		if o.warned != o.settled {
+			o.warned = o.settled
+			c.events = append(c.events, core.Event{Name: EventAckUndone, Warn: true, Msg: fmt.Sprintf(
+				"member %d holds this member's stream up to %d, not %d as frames in its name said for %v: the records it lacks may be trimmed and its stream from here stalled "+
+					"(without a key anyone can forge its frames: give the cluster a key)", p, upto, o.Settled, c.settle()),
+				Args: []any{"member", p, "holds", upto, "said", o.Settled}})
+		}
 		o.Settled = max(upto, min(s.gone(), o.Settled))
 	}
 	o.Acked = max(upto, o.Settled)

@@ -215,10 +215,15 @@ func (c *Core) disown(l *lock, from uint32, r wire.PermReply) {
 	c.send(from, c.replyKind(), wire.PermReply{Name: r.Name, Incarnation: c.inc, Answers: answersNone, Stamp: at, Fence: fence}, at)
 }
 
-// answersNone is the incarnation a disowning answers: none that runs
-// (decodeState refuses a stored incarnation from answersNone-1 on, so a
-// running one is below it; the wire takes no 0).
-const answersNone = 1<<32 - 1
+// answersNone is the incarnation a disowning answers: none that runs (the
+// wire takes no 0). A life's incarnation grows by one at each restart and
+// each stall (stalled); decodeState refuses a stored one from
+// maxStoredIncarnation on, which leaves 2^31 stalls in one life before a
+// running member could reach answersNone.
+const (
+	answersNone          = 1<<32 - 1
+	maxStoredIncarnation = 1 << 31
+)
 
 // releasing says whether the release of this member's request for name
 // is held back (it goes with the next frame).

@@ -66,7 +66,7 @@ func decodeState(b []byte) (savedState, error) {
 	}
 	s := savedState{incarnation: binary.BigEndian.Uint32(b[1:]), floor: binary.BigEndian.Uint64(b[5:])}
 	switch {
-	case s.incarnation == 0 || s.incarnation >= answersNone-1: // the next life would answer to answersNone
+	case s.incarnation == 0 || s.incarnation >= maxStoredIncarnation:
 		return savedState{}, fmt.Errorf("%w: incarnation %d", ErrState, s.incarnation)
 	case s.floor > wire.MaxPermStamp:
 		return savedState{}, fmt.Errorf("%w: Lamport floor %d beyond the last stamp %d", ErrState, s.floor, uint64(wire.MaxPermStamp))
