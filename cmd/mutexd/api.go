@@ -532,8 +532,9 @@ func (a *lockAPI) doRenew(r *http.Request) (any, error) {
 	if err := r.Context().Err(); err != nil {
 		return nil, err
 	}
-	return nil, ctl.Unavailable(fmt.Sprintf("renewal of %s not confirmed within %v: a majority of the ring did not answer; "+
-		"the lease runs on, try again", req.Request, renewWait))
+	return nil, ctl.Unavailable(fmt.Sprintf("renewal of %s not confirmed within %v: whoever confirms it did not answer "+
+		"(central's coordinator, or a majority of the members for the others: the log and mutexd status say which); "+
+		"the lease runs on as last confirmed and ends unless a renewal is, try again", req.Request, renewWait))
 }
 
 func (a *lockAPI) release(r *http.Request) (any, error) {

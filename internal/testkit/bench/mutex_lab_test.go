@@ -49,6 +49,7 @@ var (
 	mutexAlg     = flag.String("mutex.algorithm", "all", "the mutexd `ALGORITHM`s to measure (names of pkg/mutex/algorithms, comma-separated), or all of them side by side")
 	mutexCount   = flag.Int("mutex.count-hosts", 16, "a second, smaller run on this many hosts that only counts messages per entry (0: skip)")
 	mutexFaults  = flag.Bool("mutex.faults", true, "run the recovery, partition, pause, link-cut and maker-kill trials (false: latency, throughput and cost only, for quick A/B runs)")
+	mutexKeep    = flag.String("mutex.keep", "", "keep every mutexd's log and a protocol trace of each run (--trace, one file per start) in `DIR`, for a trial to be read afterwards (default: logs in a temporary directory, removed; no traces)")
 )
 
 const (
@@ -147,6 +148,10 @@ func BenchmarkMutex(b *testing.B) {
 		electBench: &electBench{b: b, ctx: ctx, lab: lab, dir: dir, etcd: etcdBin, etcdctl: etcdctlBin},
 		mutexd:     buildBinary(b, dir, *mutexBin, "mutexd"),
 		rss:        map[string]int64{},
+		starts:     map[string]int{},
+	}
+	if *mutexKeep != "" {
+		m.keepLogs(*mutexKeep)
 	}
 	m.logf("lab %s up: mutexd on h1-h%d (%s), etcd on h%d; load average %s", lab.Prefix(), mutexHosts,
 		strings.Join(algs.Names(), ", "), etcdHost, loadAverage())
@@ -203,6 +208,9 @@ type mutexBench struct {
 	clients  map[int]*ctl.Client
 	etcdHTTP *http.Client
 	rss      map[string]int64 // max VmRSS: "mutexd" (any algorithm), "etcd"
+	// starts counts the daemons started, by "alg-hosts-hI": with
+	// -mutex.keep, each start's trace file is numbered by it.
+	starts map[string]int
 }
 
 // mutexResults are the figures, by system: an algorithm's name, or "etcd".
@@ -296,6 +304,11 @@ func (m *mutexBench) start(i int) {
 		"--lease", mutexLeaseTTL.String(),
 	}
 	argv = append(append(argv, keyArgs(m.b, m.dir)...), strings.Fields(*mutexFlags)...)
+	if *mutexKeep != "" {
+		run := fmt.Sprintf("%s-%d-h%d", m.alg, m.hosts, i)
+		m.starts[run]++
+		argv = append(argv, "--trace", filepath.Join(*mutexKeep, fmt.Sprintf("%s-%02d.trace", run, m.starts[run])))
+	}
 	m.procs[i] = m.lab.Host(i).Start(m.b, "mutexd", argv, nil)
 	if m.clients[i] == nil {
 		m.clients[i] = ctl.NewClient(m.control(i), "mutexd")
@@ -480,7 +493,9 @@ func (m *mutexBench) sampleRSS() {
 
 // mutexGrant is the part of an acquire's answer the benchmark reads.
 type mutexGrant struct {
-	Request string `json:"request"`
+	Request     string `json:"request"`
+	Fence       uint64 `json:"fence"`
+	LeaseLeftMS int64  `json:"lease_left_ms"`
 }
 
 // acquire takes lock name at host i through the API and returns a
@@ -1131,4 +1146,32 @@ func (m *mutexBench) faultRows(t *Table, r *mutexResults, systems []string, row 
 	m.cutOffRows(t, r, systems)
 	m.linkCutRows(t, r, systems)
 	m.makerKillRows(t, r, systems)
+}
+
+// keepLogs creates dir (-mutex.keep) and copies the lab's process logs
+// into it when the benchmark ends, before the lab's teardown removes them
+// (cleanups run last registered first). The traces are written there
+// directly by each daemon (start).
+func (m *mutexBench) keepLogs(dir string) {
+	m.b.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		m.b.Fatalf("-mutex.keep: %v", err)
+	}
+	m.logf("keeping the daemons' logs and traces in %s", dir)
+	m.b.Cleanup(func() {
+		logs, err := filepath.Glob(filepath.Join(m.lab.Dir(), "*.log"))
+		if err != nil {
+			m.b.Errorf("-mutex.keep: %v", err)
+			return
+		}
+		for _, p := range logs {
+			b, err := os.ReadFile(p)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
+			}
+			if err != nil {
+				m.b.Errorf("-mutex.keep: %v", err)
+			}
+		}
+	})
 }

@@ -77,6 +77,11 @@ const (
 	// EventFencesExhausted: the coordinator cannot number more grants in
 	// its term (its round or count ran out) and resigns ("term").
 	EventFencesExhausted = "central_fences_exhausted"
+	// EventRenewalUnanswered (a WARN): a renewal of this member's client
+	// has waited a beat for its confirmation (the message says why it may
+	// be: the link to the coordinator, or this member's own hold); said
+	// once per lease until one is confirmed.
+	EventRenewalUnanswered = "central_renewal_unanswered"
 )
 
 // Refused is the loss reason of a request the coordinator refused (its

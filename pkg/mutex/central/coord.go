@@ -785,6 +785,9 @@ func (c *Core) confirmParked() {
 		return cmp.Or(cmp.Compare(a.member, b.member), cmp.Compare(a.seq, b.seq))
 	}) {
 		r := k.renewals[key]
+		if e := k.entries[key]; e != nil && c.oldInHold(e) {
+			continue
+		}
 		if !c.supported() || c.leaseFor(r.lease, r.heard) < r.lease && c.now.Sub(r.heard) < c.parkFor() {
 			continue
 		}
@@ -813,6 +816,19 @@ func (c *Core) confirmRenewal(e *centry, r parkedRenewal) {
 		Incarnation: e.inc, Seq: e.seq, Fence: e.fence, Echo: r.stamp, LeaseMS: msDown(cut)})
 }
 
+// oldInHold says whether e is a grant of an older term (re-announced) and
+// this coordinator is still in its Hold: then its lease must not be
+// extended. The coordinator that granted it may still be supported (its
+// majority's answers are up to ConfirmWindow old; the holder's link to it
+// may be all that broke), and once the lease ends by its count it grants
+// the lock to someone else, knowing nothing of a renewal here. Once the
+// Hold is over, that coordinator can grant no more (the package comment),
+// and every lease it granted has ended or, when every member joined this
+// term (or all but it, its own clients quiet), is known here and is no
+// longer its to give. The holder's member keeps asking; its lease runs
+// on as it was.
+func (c *Core) oldInHold(e *centry) bool { return e.old && !c.co.ready }
+
 // coordRenewLocal confirms a renewal of this member's own client, first
 // tried at since, when renewFresh allows; false: not yet.
 func (c *Core) coordRenewLocal(id mutex.RequestID, st mutex.RequestStatus, lease time.Duration, since time.Time) bool {
@@ -820,6 +836,10 @@ func (c *Core) coordRenewLocal(id mutex.RequestID, st mutex.RequestStatus, lease
 	if e == nil || !e.granted || e.fence != st.Fence {
 		c.reqs.Revoke(id, mutex.RenewRefused)
 		return true
+	}
+	if c.oldInHold(e) {
+		c.count("renewals_held")
+		return false
 	}
 	if !c.localBacked() {
 		c.callLocal()
@@ -938,6 +958,13 @@ func (c *Core) stepRenew(from uint32, term, at uint64, r wire.CentralRenew) erro
 		return err
 	}
 	parked := parkedRenewal{stamp: r.Stamp, heard: c.now, lease: lease}
+	if c.oldInHold(e) {
+		// Confirmed when the Hold ends, if the lease lasts till then
+		// (confirmParked); else it ends, and the member learns it.
+		c.count("renewals_held")
+		c.co.renewals[key] = parked
+		return nil
+	}
 	if !c.renewFresh(lease, c.now) {
 		// Answered when a majority backs this coordinator afresh
 		// (confirmParked); a newer renewal of the member replaces it.

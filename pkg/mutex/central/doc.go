@@ -209,6 +209,19 @@
 // joined), and nobody can hold one it could not re-announce. After the
 // wait, a re-announced grant of an older term is ignored (it has ended).
 //
+// Nor may it renew a grant of an older term while it waits (its own
+// client's, re-announced to itself, or a member's): the older coordinator
+// may still be supported (its majority's answers are up to ConfirmWindow
+// old), and the holder's link to it may be all that broke. It then gives
+// the lock away when the lease ends by its own count, knowing nothing of
+// the renewal. That is what a holder cut off from its coordinator alone
+// did: its election, no longer hearing the leader, claimed a term that the
+// others joined, and its member renewed its own client's lease at once;
+// the older coordinator granted its own client 0.5 s later (the lab
+// bench's link-cut row; TestHolderCoordinatorLinkCut). Such a renewal is
+// held until the wait ends (renewals_held), when the older coordinator
+// can grant no more, and the lease runs on as it was meanwhile.
+//
 // # Failures
 //
 //	coordinator crashes:        the election picks another member; every

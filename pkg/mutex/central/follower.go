@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -70,6 +71,12 @@ type renewal struct {
 	lease time.Duration
 	next  time.Time // when it is sent (again)
 	since time.Time // when it was first asked
+	// unanswered is when the first of this lease's renewals still not
+	// confirmed was asked (a renewal asked again keeps it), and warned
+	// says that EventRenewalUnanswered was said for them: once until one
+	// is confirmed.
+	unanswered time.Time
+	warned     bool
 }
 
 func (f *follower) init() {
@@ -236,7 +243,11 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 		st, _ := c.reqs.Lookup(c.now, id)
 		lease = time.Duration(st.LeaseMS) * time.Millisecond
 	}
-	c.fol.renewing[id] = renewal{lease: lease, next: c.now, since: c.now}
+	r := renewal{lease: lease, next: c.now, since: c.now, unanswered: c.now}
+	if prev, ok := c.fol.renewing[id]; ok {
+		r.unanswered, r.warned = prev.unanswered, prev.warned
+	}
+	c.fol.renewing[id] = r
 	c.sendRenewals()
 	c.drain()
 	return nil
@@ -266,9 +277,55 @@ func (c *Core) sendRenewals() {
 				Seq: uint64(id), Fence: st.Fence, Stamp: c.nextStamp(), LeaseMS: ms(r.lease)})
 			c.count("renewals_sent")
 		}
+		if !r.warned && c.now.Sub(r.unanswered) >= c.cfg.BeatInterval {
+			r.warned = true
+			c.warnUnanswered(st, r)
+		}
 		r.next = c.now.Add(c.cfg.BeatInterval / 4)
 		c.fol.renewing[id] = r
 	}
+}
+
+// warnUnanswered says, once per lease until a renewal of it is
+// confirmed, that a renewal has waited a beat for its confirmation: the
+// coordinator did not answer (the link to it broke, it is paused, or it
+// lost its majority), or this member coordinates a new term and may not
+// renew a grant of an older one before its hold ends. The lease runs on
+// as it was and ends unless an answer comes.
+func (c *Core) warnUnanswered(st mutex.RequestStatus, r renewal) {
+	c.count("renewals_unanswered")
+	left := time.Duration(st.LeaseLeftMS) * time.Millisecond
+	var why string
+	switch {
+	case c.co != nil && c.co.ready:
+		why = "this member coordinates and has no majority's support: the links to the others may be broken (mutexd status --cluster, run on this host, shows which members answer it)"
+	case c.co != nil:
+		why = fmt.Sprintf("this member coordinates a new term and waits out the older coordinator's leases (%v more) before it may renew a grant of an older term",
+			max(time.Duration(0), c.co.holdUntil.Sub(c.now)).Round(time.Millisecond))
+		if c.co.majorityAt.IsZero() {
+			why = "this member coordinates a new term, which a majority has not joined yet, and may not renew a grant of an older term before its hold ends"
+		}
+	case c.following():
+		why = fmt.Sprintf("no coordinator confirmed it (this member follows %d): the link to it may be broken (mutexd status --cluster, run on this host, shows which members answer it), or it is paused or cut off from a majority", c.fol.leader)
+	default:
+		why = "no coordinator is known (an election is under way)"
+	}
+	c.events = append(c.events, core.Event{Name: EventRenewalUnanswered, Warn: true,
+		Msg: fmt.Sprintf("renewal of %s (fence %d) unconfirmed for %v: %s; the lease ends in %v unless one is confirmed",
+			st.Lock, st.Fence, c.now.Sub(r.unanswered).Round(time.Millisecond), why, left),
+		Args: []any{"lock", st.Lock, "fence", st.Fence, "request", uint64(st.ID), "coordinator", c.fol.leader, "lease_left", left}})
+}
+
+// renewalsUnanswered counts this member's renewals unconfirmed for a beat
+// or more (status).
+func (c *Core) renewalsUnanswered() int {
+	n := 0
+	for _, r := range c.fol.renewing {
+		if c.now.Sub(r.unanswered) >= c.cfg.BeatInterval {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *Core) tickFollower() { c.sendRenewals() }

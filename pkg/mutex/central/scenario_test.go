@@ -74,7 +74,7 @@ var printed = map[string]bool{
 	elect.EventElected: true, central.EventCoordinating: true, central.EventReady: true,
 	mutex.EventGranted: true, mutex.EventRenewed: true, mutex.EventReleased: true, mutex.EventLost: true,
 	central.EventFencesExhausted: true, "sim.crash": true, "sim.restart": true,
-	central.EventUnknownPredecessor: true,
+	central.EventUnknownPredecessor: true, central.EventRenewalUnanswered: true,
 }
 
 func fenceShort(f uint64) string {
@@ -88,8 +88,11 @@ func eventLine(r *mutexscript.Script, e sim.Event) (string, bool) {
 	}
 	line := fmt.Sprintf("%6dms n%d %s", e.At.Milliseconds(), e.Node, e.Name)
 	keys := []string{"lock", "mode", "fence", "reason", "term", "waited"}
-	if e.Name == central.EventUnknownPredecessor {
+	switch e.Name {
+	case central.EventUnknownPredecessor:
 		keys = []string{"member", "request", "predecessor", "of"}
+	case central.EventRenewalUnanswered:
+		keys = []string{"lock", "fence", "coordinator", "lease_left"}
 	}
 	for _, k := range keys {
 		v, ok := e.Arg(k)

@@ -35,6 +35,10 @@ type Detail struct {
 	// message sent now carries: mutexd vector).
 	Variant string `json:"variant"`
 	Vector  string `json:"vector,omitempty"`
+	// RenewalsUnanswered is how many of this member's clients' leases
+	// have a renewal unconfirmed for a beat or more
+	// (EventRenewalUnanswered says why it may be).
+	RenewalsUnanswered int `json:"renewals_unanswered,omitempty"`
 }
 
 // LockDetail is the algorithm's part of a mutex.LockStatus.Detail, from
@@ -85,6 +89,7 @@ func (c *Core) Report() mutex.Status {
 	if c.ta != nil && c.ta.last.Len() > 0 {
 		d.Vector = VectorText(c.ta.last)
 	}
+	d.RenewalsUnanswered = c.renewalsUnanswered()
 	k := c.co
 	if k != nil {
 		d.Coordinates, d.Ready = true, k.ready
