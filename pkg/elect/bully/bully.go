@@ -54,6 +54,11 @@ const (
 	// the node keeps following claims but never leads again until the
 	// cluster's terms are reset (see Detail.Exhausted).
 	EventTermsExhausted = "terms_exhausted"
+	// EventLeaderTimeout: this follower gave up on its silent leader, and
+	// why (the fields of TimeoutCause): "leader", "silent_ms",
+	// "timeout_ms", "extra_ms", "probes", "probes_due", "tick_late_ms",
+	// "stall_ms". Logged before the election it starts.
+	EventLeaderTimeout = "leader_timeout"
 )
 
 type stepFunc func(b *Core, m *inbound) error
@@ -96,6 +101,9 @@ type Core struct {
 	// timer is still that election's.
 	running, startup bool
 	det              *liveness.Detector
+	// suspected is the detector's last suspicion of the leader followed
+	// (read by the leader timeout's cause).
+	suspected liveness.Transition
 	// suspect is the leader a follower gave up on when its timer was
 	// shortened by a resignation: the election that follows does not ask it.
 	suspect uint32
@@ -131,6 +139,15 @@ type Core struct {
 	lateNext  int
 	extra     time.Duration
 
+	// gap is what this follower saw while its leader was silent: the
+	// probes it sent and how late its own Ticks ran (reset whenever the
+	// leader is heard); lastTimeout is the cause of its last leader
+	// timeout (Detail.LastTimeout). tickDue is the Deadline the last
+	// Tick was asked for.
+	gap         gapStats
+	lastTimeout *TimeoutCause
+	tickDue     time.Time
+
 	// contested is when this node last told its leader about a newer term
 	// it follows it in (stepStale): at most once a heartbeat.
 	contested time.Time
@@ -165,12 +182,9 @@ var Algorithm = elect.Algorithm{
 // FastFailover are the settings of fast failover (docs/electd.md):
 // probes let the timeout sit a fraction of a heartbeat above it
 // (Config.Probe), for failover within 250 ms at 5 heartbeats a second.
-// An operator opts in (electd run --heartbeat 200ms --leader-timeout
-// 240ms --probe 4ms); they are not electd's defaults yet: the lab's 10
-// idle minutes at 5% loss saw one false election (0 at 50 ms / 400 ms),
-// failover under load grows with the adapted timeout (p99 0.5-2.5 s at
-// load 12-40), and twice under load a multicast cluster left a restarted
-// member leading alone for 10 s, not yet explained.
+// They are electd's defaults for bully (electd run --probe 0 gives the
+// timings without probes, 50 ms / 400 ms). DefaultLANConfig, which the
+// daemons that embed bully use, keeps probes off.
 var FastFailover = elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 240 * time.Millisecond, Probe: 4 * time.Millisecond}
 
 // New returns the bully core of member env.ID. Its term is restored from
@@ -252,6 +266,7 @@ func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
 			b.det.SetTimeout(b.lead, b.leaderTimeout(b.lead))
 		}
 		b.leadHeard = time.Time{}
+		b.gap = gapStats{}
 		if lead != 0 {
 			b.det.SetTimeout(lead, b.leaderTimeout(lead)+b.extra)
 		}
@@ -418,11 +433,18 @@ func (b *Core) setTerm(t uint64) {
 // can fake a timeout.
 func (b *Core) Tick(now time.Time) {
 	b.run(now)
+	if !b.tickDue.IsZero() && now.After(b.tickDue) {
+		b.gap.tickLate = max(b.gap.tickLate, now.Sub(b.tickDue))
+	}
 	if now.After(b.now) {
 		b.now = now
 	}
 	b.det.Check(now)
-	b.det.Transitions() // bully acts on its leader's state only, below
+	for _, tr := range b.det.Transitions() { // bully acts on its leader's state only, below
+		if tr.ID == b.lead && !tr.Up() && b.role == RoleFollower {
+			b.suspected = tr
+		}
+	}
 	if b.role != RoleLeader && !b.deadline.IsZero() && now.Sub(b.deadline) > b.armed {
 		// Overslept by more than the whole wait: this process did not run
 		// (a stall, or a start slower than the core's construction), and
@@ -433,6 +455,7 @@ func (b *Core) Tick(now time.Time) {
 		b.counts.overslept++
 	}
 	b.tick(b)
+	b.Deadline() // for a driver that ticks without asking
 }
 
 // run marks the first Tick. The startup election's ELECTIONs leave with
@@ -458,19 +481,23 @@ func (b *Core) arm(d time.Duration) { b.deadline, b.armed = b.now.Add(d), d }
 
 // Deadline is when Tick next has something to do (core.Scheduler): the
 // role's timer or the detector's next expiry.
+// The driver ticks at it: Tick measures its own lateness against the
+// last one asked for (TimeoutCause.TickLate).
 func (b *Core) Deadline() time.Time {
-	return core.Earliest(b.deadline, b.det.Deadline(), b.probeAt())
+	b.tickDue = core.Earliest(b.deadline, b.det.Deadline(), b.probeAt())
+	return b.tickDue
 }
 
 // probeAt is when this follower next probes its leader (Config.Probe):
-// Probe after the heartbeat it expected, then every Probe, as long as that
-// is before the leader timeout; zero when it has nothing to probe.
+// Probe after the heartbeat it expected (firstProbe), then every Probe, as
+// long as that is before the leader timeout; zero when it has nothing to
+// probe.
 func (b *Core) probeAt() time.Time {
 	if b.cfg.Probe == 0 || b.role != RoleFollower || b.lead == 0 {
 		return time.Time{}
 	}
 	quiet := b.det.QuietSince(b.lead)
-	at := quiet.Add(b.cfg.Heartbeat + b.cfg.Probe)
+	at := b.firstProbe(quiet)
 	if b.probed.After(quiet) {
 		at = later(at, b.probed.Add(b.cfg.Probe))
 	}
@@ -478,6 +505,19 @@ func (b *Core) probeAt() time.Time {
 		return time.Time{} // suspected already, or the timeout decides first
 	}
 	return at
+}
+
+// firstProbe is when a follower whose leader is silent since quiet first
+// probes it: Probe after the heartbeat it expects, which is Heartbeat
+// after quiet plus the latest lateness of the leader's last lateWindow
+// arrivals (half of extra, see observe). A leader whose heartbeats run 30
+// ms late is not asked for each of them 4 ms after it was due: its answers
+// would cost it as much as its heartbeats, on the host least able to
+// afford them. The leader timeout grows by twice that lateness, so the
+// probes keep the window they had (LeaderTimeout - Heartbeat - Probe) and
+// more.
+func (b *Core) firstProbe(quiet time.Time) time.Time {
+	return quiet.Add(b.cfg.Heartbeat + b.extra/2 + b.cfg.Probe)
 }
 
 func later(a, b time.Time) time.Time {
@@ -495,12 +535,14 @@ func tickFollower(b *Core) {
 	case b.lead != 0:
 		if !b.det.Alive(b.lead) {
 			b.counts.LeaderTimeouts++
+			b.timedOut()
 			b.leaderLost(wire.ReasonLeaderLost)
 			return
 		}
 		if at := b.probeAt(); !at.IsZero() && !b.now.Before(at) {
 			b.probed = b.now
 			b.counts.probes++
+			b.gap.probes++
 			b.send(b.lead, wire.KindLeaderProbe, wire.LeaderProbe{Priority: b.self.Priority})
 		}
 	case !b.due():
@@ -562,6 +604,9 @@ func (b *Core) Step(m core.Message) error {
 	// A frame of the current or a newer term is a sign of life (a stale
 	// one is not: it may be a forged claim in the leader's name).
 	b.det.Heard(m.From, b.now)
+	if m.From == b.lead {
+		b.gap = gapStats{}
+	}
 	if err := b.step(b, in); err != nil {
 		return err
 	}
