@@ -147,6 +147,10 @@ type Core struct {
 	gap         gapStats
 	lastTimeout *TimeoutCause
 	tickDue     time.Time
+	tickLate    time.Duration // how late this Tick ran past tickDue
+	// recheckAt is set while a follower whose leader timed out at a late
+	// Tick listens a little longer before it gives up (see recheck).
+	recheckAt time.Time
 
 	// contested is when this node last told its leader about a newer term
 	// it follows it in (stepStale): at most once a heartbeat.
@@ -267,6 +271,7 @@ func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
 		}
 		b.leadHeard = time.Time{}
 		b.gap = gapStats{}
+		b.recheckAt = time.Time{}
 		if lead != 0 {
 			b.det.SetTimeout(lead, b.leaderTimeout(lead)+b.extra)
 		}
@@ -433,8 +438,10 @@ func (b *Core) setTerm(t uint64) {
 // can fake a timeout.
 func (b *Core) Tick(now time.Time) {
 	b.run(now)
+	b.tickLate = 0
 	if !b.tickDue.IsZero() && now.After(b.tickDue) {
-		b.gap.tickLate = max(b.gap.tickLate, now.Sub(b.tickDue))
+		b.tickLate = now.Sub(b.tickDue)
+		b.gap.tickLate = max(b.gap.tickLate, b.tickLate)
 	}
 	if now.After(b.now) {
 		b.now = now
@@ -484,8 +491,52 @@ func (b *Core) arm(d time.Duration) { b.deadline, b.armed = b.now.Add(d), d }
 // The driver ticks at it: Tick measures its own lateness against the
 // last one asked for (TimeoutCause.TickLate).
 func (b *Core) Deadline() time.Time {
-	b.tickDue = core.Earliest(b.deadline, b.det.Deadline(), b.probeAt())
+	b.tickDue = core.Earliest(b.deadline, b.det.Deadline(), b.probeAt(), b.recheckDue())
 	return b.tickDue
+}
+
+// recheck decides whether a follower whose leader timed out listens a
+// little longer first (with probes only). A Tick that ran more than Probe
+// past its deadline says this process was not running: the leader's
+// heartbeat or a probe's answer may be waiting in the socket, for the
+// reader, which was no more running than the loop was (the loop's timer
+// and the reader's socket wake together, in either order). So the
+// follower probes once more and gives up only at a Tick 2 x Probe later,
+// if it has heard nothing meanwhile: the reader has run by then, and a
+// live leader has answered. Once per timeout, so a host that stays busy
+// delays a failover by 2 x Probe, not more. The detector's own rule for
+// stalls (half the timeout more after a Check a quarter of the timeout
+// late) covers only a Check late past the leader's expiry, not one late
+// past a probe's deadline.
+func (b *Core) recheck() bool {
+	if b.cfg.Probe == 0 {
+		return false
+	}
+	if b.recheckAt.IsZero() {
+		if b.tickLate <= b.cfg.Probe {
+			return false
+		}
+		b.recheckAt = b.now.Add(2 * b.cfg.Probe)
+		b.gap.rechecked = true
+		b.probed = b.now
+		b.counts.probes++
+		b.gap.probes++
+		b.send(b.lead, wire.KindLeaderProbe, wire.LeaderProbe{Priority: b.self.Priority})
+		return true
+	}
+	if b.now.Before(b.recheckAt) {
+		return true
+	}
+	b.recheckAt = time.Time{}
+	return false
+}
+
+// recheckDue is when a rechecking follower decides (zero: not rechecking).
+func (b *Core) recheckDue() time.Time {
+	if b.role != RoleFollower || b.lead == 0 {
+		return time.Time{}
+	}
+	return b.recheckAt
 }
 
 // probeAt is when this follower next probes its leader (Config.Probe):
@@ -534,11 +585,15 @@ func tickFollower(b *Core) {
 	switch {
 	case b.lead != 0:
 		if !b.det.Alive(b.lead) {
+			if b.recheck() {
+				return
+			}
 			b.counts.LeaderTimeouts++
 			b.timedOut()
 			b.leaderLost(wire.ReasonLeaderLost)
 			return
 		}
+		b.recheckAt = time.Time{} // heard again while rechecking
 		if at := b.probeAt(); !at.IsZero() && !b.now.Before(at) {
 			b.probed = b.now
 			b.counts.probes++

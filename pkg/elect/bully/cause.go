@@ -8,8 +8,9 @@ import (
 // whenever it hears the leader: the probes it sent, and the latest of its
 // own Ticks past the deadline it had asked for.
 type gapStats struct {
-	probes   uint64
-	tickLate time.Duration
+	probes    uint64
+	tickLate  time.Duration
+	rechecked bool // the timeout came at a late Tick: listened 2 x Probe more (recheck)
 }
 
 // The verdicts of a leader timeout (TimeoutCause.Verdict).
@@ -52,14 +53,18 @@ type TimeoutCause struct {
 	// timeout late: half the timeout more, listening).
 	TickLate time.Duration `json:"tick_late_ns"`
 	Stall    time.Duration `json:"stall_ns"`
-	Verdict  string        `json:"verdict"`
+	// Rechecked: the timeout was found at a Tick more than Probe late,
+	// and the follower probed once more and listened 2 x Probe before it
+	// gave up.
+	Rechecked bool   `json:"rechecked,omitempty"`
+	Verdict   string `json:"verdict"`
 }
 
 // timedOut records why the leader timed out (Detail.LastTimeout) and
 // reports it (EventLeaderTimeout), before the election it starts.
 func (b *Core) timedOut() {
 	c := TimeoutCause{Leader: b.lead, At: b.now, Timeout: b.det.Timeout(b.lead), Extra: b.extra,
-		Probes: b.gap.probes, TickLate: b.gap.tickLate}
+		Probes: b.gap.probes, TickLate: b.gap.tickLate, Rechecked: b.gap.rechecked}
 	tr := b.suspected
 	quiet := b.det.QuietSince(b.lead)
 	if tr.ID == b.lead && !tr.At.IsZero() {
@@ -76,7 +81,7 @@ func (b *Core) timedOut() {
 			c.ProbesDue = uint64((c.At.Sub(first)-1)/b.cfg.Probe) + 1
 		}
 		c.Verdict = VerdictLeaderSilent
-		if c.TickLate > 2*b.cfg.Probe || c.Stall > 0 || 2*c.Probes < c.ProbesDue {
+		if c.TickLate > 2*b.cfg.Probe || c.Stall > 0 || c.Rechecked || 2*c.Probes < c.ProbesDue {
 			c.Verdict = VerdictFollowerLate
 		}
 	}
@@ -85,5 +90,5 @@ func (b *Core) timedOut() {
 	b.emit(EventLeaderTimeout, "leader timed out: "+c.Verdict,
 		"leader", c.Leader, "verdict", c.Verdict, "silent_ms", ms(c.Silent), "timeout_ms", ms(c.Timeout),
 		"extra_ms", ms(c.Extra), "probes", c.Probes, "probes_due", c.ProbesDue,
-		"tick_late_ms", ms(c.TickLate), "stall_ms", ms(c.Stall))
+		"tick_late_ms", ms(c.TickLate), "stall_ms", ms(c.Stall), "rechecked", c.Rechecked)
 }

@@ -1,0 +1,202 @@
+package bully_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// followLeader3 is member 2 of 1..3 at the fast-failover settings,
+// following 3 from t0, with the events of that drained.
+func followLeader3(t *testing.T, t0 time.Time) (*bully.Core, uint64) {
+	t.Helper()
+	b := probeNode(t, 2, t0)
+	term := uint64(3)<<32 | 3
+	claim := frame(t, 3, wire.KindCoordinator, term, wire.Coordinator{})
+	claim.Time = t0
+	if err := b.Step(claim); err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	return b, term
+}
+
+// tickAt ticks b at each offset from t0, asking for its Deadline after
+// each as a driver does, and returns the probes it sent.
+func tickAt(b *bully.Core, t0 time.Time, offsets ...time.Duration) (probes int) {
+	for _, d := range offsets {
+		b.Tick(t0.Add(d))
+		for _, m := range b.Ready().Messages {
+			if m.Kind == wire.KindLeaderProbe {
+				probes++
+			}
+		}
+		b.Deadline()
+	}
+	return probes
+}
+
+func everyMs(from, to time.Duration) (out []time.Duration) {
+	for d := from; d <= to; d += time.Millisecond {
+		out = append(out, d)
+	}
+	return out
+}
+
+// timeoutEvent returns the fields of the leader_timeout event b reported.
+func timeoutEvent(t *testing.T, b *bully.Core) map[string]any {
+	t.Helper()
+	for _, e := range b.Ready().Events {
+		if e.Name == bully.EventLeaderTimeout {
+			f := map[string]any{}
+			for i := 0; i+1 < len(e.Args); i += 2 {
+				f[e.Args[i].(string)] = e.Args[i+1]
+			}
+			return f
+		}
+	}
+	t.Fatal("no leader_timeout event")
+	return nil
+}
+
+// TestTimeoutCauseLeaderSilent: a leader that goes silent while the
+// follower's loop runs on time is timed out 240 ms after its last frame
+// with every probe due sent (nine) and none answered: the verdict is the
+// leader's (down, stalled, or every frame lost), and status and the event
+// say so.
+func TestTimeoutCauseLeaderSilent(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b, _ := followLeader3(t, t0)
+	if n := tickAt(b, t0, everyMs(time.Millisecond, 239*time.Millisecond)...); n != 9 {
+		t.Fatalf("%d probes, want 9", n)
+	}
+	b.Tick(t0.Add(240 * time.Millisecond))
+	f := timeoutEvent(t, b)
+	c := b.Detail().LastTimeout
+	if c == nil {
+		t.Fatal("no last_timeout after the leader timed out")
+	}
+	want := bully.TimeoutCause{Leader: 3, At: t0.Add(240 * time.Millisecond), Silent: 240 * time.Millisecond,
+		Timeout: 240 * time.Millisecond, Probes: 9, ProbesDue: 9, Verdict: bully.VerdictLeaderSilent}
+	if *c != want {
+		t.Errorf("cause %+v\nwant  %+v", *c, want)
+	}
+	if f["verdict"] != bully.VerdictLeaderSilent || f["probes"] != uint64(9) || f["silent_ms"] != 240.0 {
+		t.Errorf("event %v", f)
+	}
+	if b.Report().LeaderTimeouts != 1 {
+		t.Errorf("leader timeouts %d", b.Report().LeaderTimeouts)
+	}
+}
+
+// TestTimeoutCauseFollowerLate: the follower's own loop stops for 50 ms
+// in the leader's silence (under the detector's stall rule, a quarter of
+// the timeout): two probes of the nine due went on time, and the verdict is
+// the follower's: the leader's frames may have waited unread in its
+// socket, which is why it listened 2 x Probe more before it gave up.
+func TestTimeoutCauseFollowerLate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b, _ := followLeader3(t, t0)
+	ticks := append(everyMs(time.Millisecond, 210*time.Millisecond), everyMs(262*time.Millisecond, 270*time.Millisecond)...)
+	if n := tickAt(b, t0, ticks...); n != 3 {
+		t.Fatalf("%d probes, want 3 (204 and 208 ms, and one at the late Tick)", n)
+	}
+	c := b.Detail().LastTimeout
+	if c == nil {
+		t.Fatal("no last_timeout")
+	}
+	if c.Verdict != bully.VerdictFollowerLate || c.Probes != 3 || c.ProbesDue != 9 || c.TickLate != 50*time.Millisecond || c.Stall != 0 {
+		t.Errorf("cause %+v", *c)
+	}
+
+	// At 262 ms the loop ran 50 ms past its 212 ms probe: it listened 8
+	// ms more (a probe sent at once), then gave up.
+	if !c.Rechecked {
+		t.Errorf("timed out at a late Tick without a recheck: %+v", *c)
+	}
+}
+
+// TestRecheckHearsQueuedHeartbeat: the follower's loop stops from 212 to
+// 292 ms (80 ms: under the detector's stall rule, which measures from the
+// leader's expiry at 240 ms, only 52 ms late) while the leader's
+// heartbeat, sent at 230 ms, waits in its socket. The loop's timer runs
+// before the reader: the Tick at 292 ms finds the leader timed out. The
+// follower does not act on it: it probes and listens 8 ms more, the
+// reader steps the heartbeat meanwhile, and no election starts. Without
+// the recheck the Tick at 292 ms started one.
+func TestRecheckHearsQueuedHeartbeat(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b, term := followLeader3(t, t0)
+	tickAt(b, t0, everyMs(time.Millisecond, 210*time.Millisecond)...)
+	b.Tick(t0.Add(292 * time.Millisecond))
+	rd := b.Ready()
+	if l, _, _ := b.Leader(); l != 3 || b.Role() != bully.RoleFollower {
+		t.Fatalf("gave up on the leader at the late Tick: leader %d role %v", l, b.Role())
+	}
+	if len(rd.Messages) != 1 || rd.Messages[0].Kind != wire.KindLeaderProbe || rd.Messages[0].To != 3 {
+		t.Errorf("at the late Tick sent %+v, want one probe to the leader", rd.Messages)
+	}
+	if dl := b.Deadline(); !dl.Equal(t0.Add(300 * time.Millisecond)) {
+		t.Errorf("deadline %v, want the recheck at 300ms", dl.Sub(t0))
+	}
+	hb := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
+	hb.Time = t0.Add(230 * time.Millisecond) // its arrival stamp, in the socket since
+	if err := b.Step(hb); err != nil {
+		t.Fatal(err)
+	}
+	tickAt(b, t0, everyMs(293*time.Millisecond, 400*time.Millisecond)...)
+	if l, _, _ := b.Leader(); l != 3 || b.Report().LeaderTimeouts != 0 || b.Report().ElectionsStarted != 1 {
+		t.Errorf("leader %d, timeouts %d, elections %d (the startup one): the queued heartbeat did not count",
+			l, b.Report().LeaderTimeouts, b.Report().ElectionsStarted)
+	}
+	// Then silence: heard at 292 ms, the heartbeat 30 ms late (the
+	// timeout 240 + 2 x 30 ms), a Tick on time at the timeout gives up
+	// without a recheck.
+	tickAt(b, t0, everyMs(401*time.Millisecond, 600*time.Millisecond)...)
+	if c := b.Detail().LastTimeout; c == nil || c.Rechecked || !c.At.Equal(t0.Add(592*time.Millisecond)) || c.Verdict != bully.VerdictLeaderSilent {
+		t.Errorf("cause %+v, want a timeout at 592ms without recheck", c)
+	}
+}
+
+// TestProbesWaitForUsualLateness: a leader whose heartbeats all come 30
+// ms late (a loaded host) is probed for the first of them only: the
+// follower starts probing the lateness it learnt after the expected
+// heartbeat, so the busy leader is not asked for an answer at every
+// heartbeat. Without that, each heartbeat drew about seven probes (4 to
+// 30 ms late). When a heartbeat really is missing, the probes still come,
+// before the grown timeout.
+func TestProbesWaitForUsualLateness(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b, term := followLeader3(t, t0)
+	const late = 30 * time.Millisecond
+	at, probes := time.Duration(0), 0
+	for i := range 20 {
+		next := at + 200*time.Millisecond + late
+		probes += tickAt(b, t0, everyMs(at+time.Millisecond, next-time.Millisecond)...)
+		m := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
+		m.Time = t0.Add(next)
+		if err := b.Step(m); err != nil {
+			t.Fatal(err)
+		}
+		b.Ready()
+		if i == 0 && probes != 7 {
+			t.Fatalf("%d probes for the first late heartbeat, want 7 (4..28 ms late)", probes)
+		}
+		at = next - late // the leader's schedule
+		at += late       // ... as the follower hears it
+	}
+	if probes != 7 {
+		t.Errorf("%d probes over 20 heartbeats 30 ms late, want the first one's 7 only", probes)
+	}
+	// The next is missing: probes from 234 ms after the last (200 + 30 +
+	// 4) until the timeout, 240 + 2 x 30 ms.
+	n := tickAt(b, t0, everyMs(at+time.Millisecond, at+300*time.Millisecond)...)
+	if n != 17 {
+		t.Errorf("%d probes for a missing heartbeat, want 17 (234..298 ms)", n)
+	}
+	if c := b.Detail().LastTimeout; c == nil || c.Timeout != 300*time.Millisecond || c.Extra != 60*time.Millisecond || c.ProbesDue != 17 || c.Verdict != bully.VerdictLeaderSilent {
+		t.Errorf("cause %+v", c)
+	}
+}
