@@ -518,10 +518,7 @@ func (b *Core) recheck() bool {
 		}
 		b.recheckAt = b.now.Add(2 * b.cfg.Probe)
 		b.gap.rechecked = true
-		b.probed = b.now
-		b.counts.probes++
-		b.gap.probes++
-		b.send(b.lead, wire.KindLeaderProbe, wire.LeaderProbe{Priority: b.self.Priority})
+		b.probe()
 		return true
 	}
 	if b.now.Before(b.recheckAt) {
@@ -548,7 +545,7 @@ func (b *Core) probeAt() time.Time {
 		return time.Time{}
 	}
 	quiet := b.det.QuietSince(b.lead)
-	at := b.firstProbe(quiet)
+	at := b.probeStart(quiet)
 	if b.probed.After(quiet) {
 		at = later(at, b.probed.Add(b.cfg.Probe))
 	}
@@ -558,7 +555,7 @@ func (b *Core) probeAt() time.Time {
 	return at
 }
 
-// firstProbe is when a follower whose leader is silent since quiet first
+// probeStart is when a follower whose leader is silent since quiet first
 // probes it: Probe after the heartbeat it expects, which is Heartbeat
 // after quiet plus the latest lateness of the leader's last lateWindow
 // arrivals (half of extra, see observe). A leader whose heartbeats run 30
@@ -567,7 +564,7 @@ func (b *Core) probeAt() time.Time {
 // afford them. The leader timeout grows by twice that lateness, so the
 // probes keep the window they had (LeaderTimeout - Heartbeat - Probe) and
 // more.
-func (b *Core) firstProbe(quiet time.Time) time.Time {
+func (b *Core) probeStart(quiet time.Time) time.Time {
 	return quiet.Add(b.cfg.Heartbeat + b.extra/2 + b.cfg.Probe)
 }
 
@@ -595,10 +592,7 @@ func tickFollower(b *Core) {
 		}
 		b.recheckAt = time.Time{} // heard again while rechecking
 		if at := b.probeAt(); !at.IsZero() && !b.now.Before(at) {
-			b.probed = b.now
-			b.counts.probes++
-			b.gap.probes++
-			b.send(b.lead, wire.KindLeaderProbe, wire.LeaderProbe{Priority: b.self.Priority})
+			b.probe()
 		}
 	case !b.due():
 	case b.suspect != 0:
@@ -608,6 +602,14 @@ func tickFollower(b *Core) {
 		// resignation after which nobody took over: start over.
 		b.campaign(wire.ReasonNoCoordinator, 0)
 	}
+}
+
+// probe asks the leader for a heartbeat now.
+func (b *Core) probe() {
+	b.probed = b.now
+	b.counts.probes++
+	b.gap.probes++
+	b.send(b.lead, wire.KindLeaderProbe, wire.LeaderProbe{Priority: b.self.Priority})
 }
 
 func tickCandidate(b *Core) {
@@ -670,7 +672,7 @@ func (b *Core) Step(m core.Message) error {
 		if at.IsZero() {
 			at = b.now
 		}
-		b.observe(at)
+		b.observe(at, in.Kind == wire.KindLeaderHeartbeat && in.flags&wire.HeartbeatAnswer != 0)
 	}
 	return nil
 }
@@ -682,26 +684,42 @@ const lateWindow = 16
 
 // observe records the arrival at `at` of a claim of the leader this node
 // follows: how late it came after the heartbeat it expected (the last
-// arrival plus Heartbeat; an answer to a probe right after another frame
-// says nothing of the schedule and is skipped), and moves the leader
+// arrival plus Heartbeat; a claim right after another says nothing of the
+// schedule and is skipped, and an answer to a probe stands for the
+// heartbeat it replaces, on time), and moves the leader
 // timeout to LeaderTimeout plus twice the latest of the last lateWindow,
 // at most two heartbeats more. On a quiet LAN nothing comes late and the
 // timeout stays LeaderTimeout; on a loaded host, whose leader's heartbeats
 // and answers run tens of milliseconds late, it grows with them, so that
 // the short timeout does not take a busy leader for a dead one. Only with
 // probes: without them LeaderTimeout already spans several heartbeats.
-func (b *Core) observe(at time.Time) {
+func (b *Core) observe(at time.Time, answer bool) {
 	if b.cfg.Probe == 0 {
 		return
 	}
 	prev := b.leadHeard
+	if answer {
+		// The answer to a probe (wire.HeartbeatAnswer), after a
+		// heartbeat lost or late: it says the leader is alive, nothing
+		// of its schedule. It stands for the heartbeat it replaces, on
+		// time. Counted as late, each loss would teach the margin
+		// probing waits (probeStart) and the probes' round trips, and
+		// under steady loss the timeout would climb to its cap. A
+		// leader really late is late with its heartbeats too, and the
+		// next one says by how much.
+		if !prev.IsZero() && !at.Before(prev.Add(b.cfg.Heartbeat)) {
+			b.leadHeard = prev.Add(b.cfg.Heartbeat)
+		}
+		return
+	}
 	if at.After(prev) {
 		b.leadHeard = at
 	}
 	if prev.IsZero() || at.Sub(prev) < b.cfg.Heartbeat/2 {
 		return
 	}
-	b.late[b.lateNext] = max(at.Sub(prev)-b.cfg.Heartbeat, 0)
+	late := at.Sub(prev) - b.cfg.Heartbeat
+	b.late[b.lateNext] = max(late, 0)
 	b.lateNext = (b.lateNext + 1) % lateWindow
 	b.adapt()
 }
@@ -895,7 +913,7 @@ func stepLeader(b *Core, in *inbound) error {
 		if in.Term == b.term && (b.answered[i].IsZero() || b.now.Sub(b.answered[i]) >= liveness.MinTimeout) {
 			b.answered[i] = b.now
 			b.counts.probesAnswered++
-			b.send(in.From, wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority})
+			b.send(in.From, wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority, Flags: wire.HeartbeatAnswer})
 		}
 	case wire.KindAnswer:
 		// A higher-ranked member is alive and running an election it will

@@ -77,7 +77,7 @@ func (b *Core) timedOut() {
 	case b.cfg.Probe == 0:
 		c.Verdict = VerdictNoProbes
 	default:
-		if first := b.firstProbe(quiet); c.At.After(first) {
+		if first := b.probeStart(quiet); c.At.After(first) {
 			c.ProbesDue = uint64((c.At.Sub(first)-1)/b.cfg.Probe) + 1
 		}
 		c.Verdict = VerdictLeaderSilent

@@ -200,3 +200,53 @@ func TestProbesWaitForUsualLateness(t *testing.T) {
 		t.Errorf("cause %+v", c)
 	}
 }
+
+// TestLostHeartbeatsDoNotRaiseTimeout: every third heartbeat is lost and
+// made good by the answer to the follower's first probe (flagged
+// wire.HeartbeatAnswer). The answer stands for the lost heartbeat, on
+// time: the timeout stays at 240 ms. Counted as a heartbeat that came
+// late, each loss taught the probe's wait (4 ms and the margin already
+// learnt) and the timeout climbed by 8 ms at every loss, toward its cap.
+func TestLostHeartbeatsDoNotRaiseTimeout(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b, term := followLeader3(t, t0)
+	at := time.Duration(0)
+	for i := range 45 {
+		at += 200 * time.Millisecond
+		if i%3 != 2 {
+			tickAt(b, t0, everyMs(at-199*time.Millisecond, at-time.Millisecond)...)
+			hb := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
+			hb.Time = t0.Add(at)
+			if err := b.Step(hb); err != nil {
+				t.Fatal(err)
+			}
+			b.Ready()
+			continue
+		}
+		// Lost: the follower probes; the leader answers 300 us later.
+		var probedAt time.Duration
+		for d := at - 199*time.Millisecond; probedAt == 0; d += time.Millisecond {
+			if d > at+40*time.Millisecond {
+				t.Fatalf("heartbeat %d: no probe by %v", i, d)
+			}
+			if tickAt(b, t0, d) > 0 {
+				probedAt = d
+			}
+		}
+		ans := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{Flags: wire.HeartbeatAnswer})
+		ans.Time = t0.Add(probedAt + 300*time.Microsecond)
+		if err := b.Step(ans); err != nil {
+			t.Fatal(err)
+		}
+		b.Ready()
+		if probedAt != at+4*time.Millisecond {
+			t.Errorf("heartbeat %d lost: probed %v after it was due, want 4ms", i, probedAt-at)
+		}
+	}
+	if d := b.Detail(); d.LeaderTimeoutNow != 240*time.Millisecond || d.ProbesSent != 15 {
+		t.Errorf("after 15 lost heartbeats answered: timeout now %v (want 240ms), probes %d (want 15)", d.LeaderTimeoutNow, d.ProbesSent)
+	}
+	if r := b.Report(); r.LeaderTimeouts != 0 || r.Leader != 3 {
+		t.Errorf("leader %d, timeouts %d", r.Leader, r.LeaderTimeouts)
+	}
+}
