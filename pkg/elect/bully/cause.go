@@ -10,7 +10,7 @@ import (
 type gapStats struct {
 	probes    uint64
 	tickLate  time.Duration
-	rechecked bool // the timeout came at a late Tick: listened 2 x Probe more (recheck)
+	rechecked bool // the timeout came at a late Tick: listened longer (recheck)
 }
 
 // The verdicts of a leader timeout (TimeoutCause.Verdict).
@@ -54,7 +54,8 @@ type TimeoutCause struct {
 	TickLate time.Duration `json:"tick_late_ns"`
 	Stall    time.Duration `json:"stall_ns"`
 	// Rechecked: the timeout was found at a Tick more than Probe late,
-	// and the follower probed once more and listened 2 x Probe before it
+	// and the follower probed once more and listened as long as it had
+	// been late (2 x Probe at least, half the timeout at most) before it
 	// gave up.
 	Rechecked bool   `json:"rechecked,omitempty"`
 	Verdict   string `json:"verdict"`

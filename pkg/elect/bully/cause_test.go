@@ -95,11 +95,11 @@ func TestTimeoutCauseLeaderSilent(t *testing.T) {
 // in the leader's silence (under the detector's stall rule, a quarter of
 // the timeout): two probes of the nine due went on time, and the verdict is
 // the follower's: the leader's frames may have waited unread in its
-// socket, which is why it listened 2 x Probe more before it gave up.
+// socket, which is why it listened as long again before it gave up.
 func TestTimeoutCauseFollowerLate(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	b, _ := followLeader3(t, t0)
-	ticks := append(everyMs(time.Millisecond, 210*time.Millisecond), everyMs(262*time.Millisecond, 270*time.Millisecond)...)
+	ticks := append(everyMs(time.Millisecond, 210*time.Millisecond), everyMs(262*time.Millisecond, 312*time.Millisecond)...)
 	if n := tickAt(b, t0, ticks...); n != 3 {
 		t.Fatalf("%d probes, want 3 (204 and 208 ms, and one at the late Tick)", n)
 	}
@@ -111,8 +111,8 @@ func TestTimeoutCauseFollowerLate(t *testing.T) {
 		t.Errorf("cause %+v", *c)
 	}
 
-	// At 262 ms the loop ran 50 ms past its 212 ms probe: it listened 8
-	// ms more (a probe sent at once), then gave up.
+	// At 262 ms the loop ran 50 ms past its 212 ms probe: it listened as
+	// long again (a probe sent at once), then gave up at 312 ms.
 	if !c.Rechecked {
 		t.Errorf("timed out at a late Tick without a recheck: %+v", *c)
 	}
@@ -123,8 +123,9 @@ func TestTimeoutCauseFollowerLate(t *testing.T) {
 // leader's expiry at 240 ms, only 52 ms late) while the leader's
 // heartbeat, sent at 230 ms, waits in its socket. The loop's timer runs
 // before the reader: the Tick at 292 ms finds the leader timed out. The
-// follower does not act on it: it probes and listens 8 ms more, the
-// reader steps the heartbeat meanwhile, and no election starts. Without
+// follower does not act on it: it probes and listens as long again (80
+// ms: time it did not run is not time it listened), the reader steps the
+// heartbeat meanwhile, and no election starts. Without
 // the recheck the Tick at 292 ms started one.
 func TestRecheckHearsQueuedHeartbeat(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -138,8 +139,8 @@ func TestRecheckHearsQueuedHeartbeat(t *testing.T) {
 	if len(rd.Messages) != 1 || rd.Messages[0].Kind != wire.KindLeaderProbe || rd.Messages[0].To != 3 {
 		t.Errorf("at the late Tick sent %+v, want one probe to the leader", rd.Messages)
 	}
-	if dl := b.Deadline(); !dl.Equal(t0.Add(300 * time.Millisecond)) {
-		t.Errorf("deadline %v, want the recheck at 300ms", dl.Sub(t0))
+	if dl := b.Deadline(); !dl.Equal(t0.Add(372 * time.Millisecond)) {
+		t.Errorf("deadline %v, want the recheck at 372ms (as long after the late Tick as it was late)", dl.Sub(t0))
 	}
 	hb := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
 	hb.Time = t0.Add(230 * time.Millisecond) // its arrival stamp, in the socket since
