@@ -15,14 +15,14 @@ type gapStats struct {
 
 // The verdicts of a leader timeout (TimeoutCause.Verdict).
 const (
-	// VerdictLeaderSilent: the follower sent every probe its schedule had
-	// due and heard nothing: the leader is down or stalled, or every
-	// frame both ways was lost.
+	// VerdictLeaderSilent: the follower asked and heard nothing: three
+	// probes (or every one due, if fewer) went unanswered, or it
+	// rechecked after a late Tick: the leader is down or stalled, or
+	// every frame both ways was lost.
 	VerdictLeaderSilent = "leader_silent"
-	// VerdictFollowerLate: this follower's own loop ran late in the
-	// silence (a Tick more than two probe periods past its deadline, or
-	// fewer than half the probes due left): its socket may have held the
-	// leader's frames unread, and its probes went out late or not at all.
+	// VerdictFollowerLate: this follower's own loop ran too late to ask:
+	// fewer than three of the probes due went out. Its socket may have
+	// held the leader's frames unread; look at its host's load.
 	VerdictFollowerLate = "follower_late"
 	// VerdictNoProbes: probing is off (Config.Probe 0): the timeout alone.
 	VerdictNoProbes = "no_probes"
@@ -81,9 +81,9 @@ func (b *Core) timedOut() {
 		if first := b.probeStart(quiet); c.At.After(first) {
 			c.ProbesDue = uint64((c.At.Sub(first)-1)/b.cfg.Probe) + 1
 		}
-		c.Verdict = VerdictLeaderSilent
-		if c.TickLate > 2*b.cfg.Probe || c.Stall > 0 || c.Rechecked || 2*c.Probes < c.ProbesDue {
-			c.Verdict = VerdictFollowerLate
+		c.Verdict = VerdictFollowerLate
+		if c.Rechecked || c.Probes >= min(3, c.ProbesDue) {
+			c.Verdict = VerdictLeaderSilent
 		}
 	}
 	b.lastTimeout = &c

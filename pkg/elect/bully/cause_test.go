@@ -91,30 +91,40 @@ func TestTimeoutCauseLeaderSilent(t *testing.T) {
 	}
 }
 
-// TestTimeoutCauseFollowerLate: the follower's own loop stops for 50 ms
-// in the leader's silence (under the detector's stall rule, a quarter of
-// the timeout): two probes of the nine due went on time, and the verdict is
-// the follower's: the leader's frames may have waited unread in its
-// socket, which is why it listened as long again before it gave up.
+// TestTimeoutCauseFollowerLate: the follower's own loop stops from 205
+// to 238 ms in the leader's silence: one probe went on time (204 ms), one
+// at the late Tick, none in between; the Tick at the timeout (240 ms) is
+// on time, so it gives up then, with two probes asked of the nine due:
+// the verdict is the follower's (the leader's frames may have waited
+// unread in its socket). A stop across the timeout instead (a Tick at 262
+// ms) is rechecked: one more probe, as long again listening; still
+// unanswered, the leader was silent.
 func TestTimeoutCauseFollowerLate(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	b, _ := followLeader3(t, t0)
-	ticks := append(everyMs(time.Millisecond, 210*time.Millisecond), everyMs(262*time.Millisecond, 312*time.Millisecond)...)
-	if n := tickAt(b, t0, ticks...); n != 3 {
-		t.Fatalf("%d probes, want 3 (204 and 208 ms, and one at the late Tick)", n)
+	ticks := append(everyMs(time.Millisecond, 205*time.Millisecond), 238*time.Millisecond, 240*time.Millisecond)
+	if n := tickAt(b, t0, ticks...); n != 2 {
+		t.Fatalf("%d probes, want 2 (204 and 238 ms)", n)
 	}
 	c := b.Detail().LastTimeout
 	if c == nil {
 		t.Fatal("no last_timeout")
 	}
-	if c.Verdict != bully.VerdictFollowerLate || c.Probes != 3 || c.ProbesDue != 9 || c.TickLate != 50*time.Millisecond || c.Stall != 0 {
+	if c.Verdict != bully.VerdictFollowerLate || c.Probes != 2 || c.ProbesDue != 9 || c.TickLate != 30*time.Millisecond || c.Rechecked || c.Stall != 0 {
 		t.Errorf("cause %+v", *c)
 	}
 
-	// At 262 ms the loop ran 50 ms past its 212 ms probe: it listened as
-	// long again (a probe sent at once), then gave up at 312 ms.
-	if !c.Rechecked {
-		t.Errorf("timed out at a late Tick without a recheck: %+v", *c)
+	b, _ = followLeader3(t, t0)
+	ticks = append(everyMs(time.Millisecond, 210*time.Millisecond), everyMs(262*time.Millisecond, 312*time.Millisecond)...)
+	if n := tickAt(b, t0, ticks...); n != 3 {
+		t.Fatalf("%d probes, want 3 (204 and 208 ms, and one at the late Tick)", n)
+	}
+	c = b.Detail().LastTimeout
+	if c == nil {
+		t.Fatal("no last_timeout after the recheck")
+	}
+	if c.Verdict != bully.VerdictLeaderSilent || !c.Rechecked || c.Probes != 3 || c.TickLate != 50*time.Millisecond {
+		t.Errorf("cause after a recheck %+v", *c)
 	}
 }
 
