@@ -239,6 +239,25 @@ func TestAgreementParams(t *testing.T) {
 	}
 }
 
+// TestRenderLastTimeout: bully's last leader timeout reads as a line of
+// its own, durations as durations (it printed a Go map of floats).
+func TestRenderLastTimeout(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	st := elect.Status{Algorithm: "bully", ID: 1, Role: elect.RoleFollower, Term: epoch.Make(5, 4), Leader: 4,
+		Detail: bully.Detail{Heartbeat: 200 * time.Millisecond, LastTimeout: &bully.TimeoutCause{Leader: 5, At: now.Add(-3 * time.Second),
+			Silent: 250 * time.Millisecond, Timeout: 250 * time.Millisecond, Extra: 10 * time.Millisecond, Probes: 9, ProbesDue: 9,
+			TickLate: 66 * time.Microsecond, Rechecked: true, Verdict: bully.VerdictLeaderSilent}}}
+	raw, _ := json.Marshal(st)
+	var out bytes.Buffer
+	if err := renderStatus(&out, raw, now); err != nil {
+		t.Fatal(err)
+	}
+	want := "Timed out: leader 5, 3s ago: leader_silent (silent 250ms, timeout 250ms of which 10ms for its lateness, 9 probes sent of 9 due, none answered, this loop at most 66µs late, rechecked after a late tick)\n"
+	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "map[") {
+		t.Errorf("status:\n%s\nwant the line\n%s", out.String(), want)
+	}
+}
+
 // TestRenderForPeople: terms read "5 by 2", not 21474836482; an election
 // won by 2 does not pass for the present when 3 leads now; a watched event
 // without a leader shows none (it printed leader=<nil>).
