@@ -224,9 +224,15 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 	if d, ok := st.Detail.(map[string]any); ok && len(d) > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(d)) {
+			if k == "last_timeout" {
+				continue // a line of its own, below
+			}
 			parts = append(parts, detailPart(k, d[k]))
 		}
 		fmt.Fprintf(w, "Detail   : %s\n", strings.Join(parts, ", "))
+		if c, ok := d["last_timeout"].(map[string]any); ok {
+			fmt.Fprintf(w, "Timed out: %s\n", timeoutLine(c, now))
+		}
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -250,6 +256,32 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 		fmt.Fprintf(w, "(%s: only the leader sends while all is well; the others are heard when it falls silent, so their silence is no sign of a crash)\n", st.Algorithm)
 	}
 	return nil
+}
+
+// timeoutLine says in one line why bully last gave up on its leader
+// (detail.last_timeout, bully.TimeoutCause): "leader 5, 3m2s ago:
+// leader_silent (silent 240ms, timeout 240ms of which 0s for its
+// lateness, 9 probes sent of 9 due, none answered, this loop at most
+// 66µs late)".
+func timeoutLine(c map[string]any, now time.Time) string {
+	num := func(k string) float64 { f, _ := c[k].(float64); return f }
+	dur := func(k string) time.Duration { return time.Duration(num(k)).Round(time.Microsecond) }
+	when := ""
+	if s, ok := c["at"].(string); ok {
+		if at, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			when = ", " + now.Sub(at).Round(time.Millisecond).String() + " ago"
+		}
+	}
+	line := fmt.Sprintf("leader %d%s: %v (silent %v, timeout %v of which %v for its lateness, %d probes sent of %d due, none answered, this loop at most %v late",
+		int64(num("leader")), when, c["verdict"], dur("silent_ns"), dur("timeout_ns"), dur("extra_ns"),
+		int64(num("probes")), int64(num("probes_due")), dur("tick_late_ns"))
+	if num("stall_ns") > 0 {
+		line += fmt.Sprintf(", suspicion put off %v for a stall", dur("stall_ns"))
+	}
+	if c["rechecked"] == true {
+		line += ", rechecked after a late tick"
+	}
+	return line + ")"
 }
 
 // detailPart prints one of an algorithm's detail fields for people: a

@@ -108,7 +108,8 @@ const CoordinatorReassert uint8 = 1 << 0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
 // Flags: bit 0 HeartbeatResign (the leader steps down: elect another one
-// now); other bits reserved, zero.
+// now), bit 1 HeartbeatAnswer (the answer to a LeaderProbe); other bits
+// reserved, zero.
 type LeaderHeartbeat struct {
 	Priority uint32
 	Flags    uint8
@@ -116,6 +117,12 @@ type LeaderHeartbeat struct {
 
 // HeartbeatResign marks the last heartbeat of a leader that steps down.
 const HeartbeatResign uint8 = 1 << 0
+
+// HeartbeatAnswer marks a heartbeat sent to one follower in answer to its
+// LeaderProbe, off the leader's schedule: it says the leader is alive,
+// nothing of when its heartbeats come (a follower that times its leader's
+// lateness skips it).
+const HeartbeatAnswer uint8 = 1 << 1
 
 // LeaderProbe asks the leader of the frame's term for a heartbeat now
 // (KindLeaderProbe, to the leader alone): the sender missed the one it
@@ -147,7 +154,8 @@ const (
 	LeaderProbeLen     = 4
 
 	coordinatorFlagsKnown = CoordinatorReassert
-	heartbeatFlagsKnown   = HeartbeatResign
+	heartbeatFlagsKnown   = HeartbeatResign | HeartbeatAnswer
+	ringFlagsKnown        = HeartbeatResign
 
 	electionWhat        = "election"
 	answerWhat          = "answer"

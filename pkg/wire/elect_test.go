@@ -26,6 +26,7 @@ var electGolden = []struct {
 	{"coordinator reassert", Coordinator{Priority: 9, Flags: CoordinatorReassert}, "0000000901000000"},
 	{"heartbeat", LeaderHeartbeat{Priority: 1}, "0000000100000000"},
 	{"heartbeat resign", LeaderHeartbeat{Priority: 1, Flags: HeartbeatResign}, "0000000101000000"},
+	{"heartbeat answer", LeaderHeartbeat{Priority: 1, Flags: HeartbeatAnswer}, "0000000102000000"},
 	{"leader probe", LeaderProbe{Priority: 0x0a0b0c0d}, "0a0b0c0d"},
 }
 

@@ -256,7 +256,7 @@ func (a *RingAck) UnmarshalBinary(b []byte) error {
 
 // AppendBinary appends the encoding of h to b.
 func (h RingHeartbeat) AppendBinary(b []byte) ([]byte, error) {
-	if h.Flags&^heartbeatFlagsKnown != 0 {
+	if h.Flags&^ringFlagsKnown != 0 {
 		return b, &EncodeError{What: ringHeartbeatWhat, Field: "flags", Value: uint64(h.Flags), Why: "undefined flag bit"}
 	}
 	return append(b, h.Flags, 0, 0, 0), nil
@@ -268,7 +268,7 @@ func (h *RingHeartbeat) UnmarshalBinary(b []byte) error {
 	if err := checkLen(ringHeartbeatWhat, b, RingHeartbeatLen); err != nil {
 		return err
 	}
-	if f := b[0]; f&^heartbeatFlagsKnown != 0 {
+	if f := b[0]; f&^ringFlagsKnown != 0 {
 		return decodeErr(ringHeartbeatWhat, DecodeBadFlags, "flags", int(f), -1)
 	}
 	if b[1]|b[2]|b[3] != 0 {

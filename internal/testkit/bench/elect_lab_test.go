@@ -272,12 +272,20 @@ func (e *electBench) idlePhase(specs []electdSpec, res []*systemResult, el *etcd
 		clusters = append(clusters, c)
 	}
 	type counts struct{ elections, changes, timeouts uint64 }
+	// causes holds each node's last leader timeout logged: a new one is
+	// logged as it shows up, saying why the node gave up on its leader.
+	causes := map[string]string{}
 	snapshot := func(c *electdCluster) (n counts) {
 		for i := 1; i <= electHosts; i++ {
 			st := c.status(i)
 			n.elections += st.Node.Core.ElectionsStarted
 			n.timeouts += st.Node.Core.LeaderTimeouts
 			n.changes += st.Events[elect.EventLeaderChanged]
+			key := fmt.Sprintf("%s/%d", c.spec.label, i)
+			if cause := c.lastTimeout(st); cause != causes[key] {
+				causes[key] = cause
+				e.logf("idle: %s: node %d timed out its leader: %s", c.spec.label, i, cause)
+			}
 		}
 		return n
 	}

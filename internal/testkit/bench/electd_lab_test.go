@@ -3,7 +3,9 @@ package bench
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -81,9 +83,14 @@ type leaderView struct {
 // benchmark reads.
 type electdStatus struct {
 	Node struct {
-		FramesIn  map[string]uint64 `json:"frames_in"`
-		FramesOut map[string]uint64 `json:"frames_out"`
-		Core      elect.Status      `json:"core"`
+		FramesIn    map[string]uint64 `json:"frames_in"`
+		FramesOut   map[string]uint64 `json:"frames_out"`
+		Dropped     map[string]uint64 `json:"dropped"`
+		Incarnation uint32            `json:"incarnation"`
+		Agreement   *struct {
+			Standing string `json:"standing"`
+		} `json:"agreement"`
+		Core elect.Status `json:"core"`
 	} `json:"node"`
 	Transport transport.Stats   `json:"transport"`
 	Events    map[string]uint64 `json:"events"`
@@ -198,10 +205,47 @@ func (c *electdCluster) waitAgree(what string, hosts []int, notLead uint32, with
 				v, err := c.leader(i)
 				s = append(s, fmt.Sprintf("h%d: leader %d term %d err %v", i, v.Leader, v.Term, err))
 			}
+			c.explain(hosts)
 			c.e.fatalf("%s: %s: hosts %v did not agree on a leader within %v: %s", c.spec.label, what, hosts, within, strings.Join(s, "; "))
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// explain logs what each host's node refused and how it stands, for a
+// cluster that did not agree: frames refused by reason (a restarted
+// member's frames refused as config_unverified or pre_restart, a
+// stepped-back member), the incarnation, and what the core counted.
+func (c *electdCluster) explain(hosts []int) {
+	for _, i := range slices.Sorted(maps.Keys(c.clients)) {
+		ctx, cancel := context.WithTimeout(c.e.ctx, 2*time.Second)
+		var st electdStatus
+		err := c.clients[i].Get(ctx, "/v1/status", &st)
+		cancel()
+		if err != nil {
+			c.e.logf("%s: h%d: status: %v", c.spec.label, i, err)
+			continue
+		}
+		standing := "-"
+		if a := st.Node.Agreement; a != nil {
+			standing = a.Standing
+		}
+		core := st.Node.Core
+		c.e.logf("%s: h%d: incarnation %d, standing %s, role %v, leader %d term %d, elections %d, timeouts %d, dropped %v, in %v",
+			c.spec.label, i, st.Node.Incarnation, standing, core.Role, core.Leader, core.Term, core.ElectionsStarted,
+			core.LeaderTimeouts, st.Node.Dropped, st.Node.FramesIn)
+	}
+}
+
+// lastTimeout is bully's account of node i's last leader timeout
+// (detail.last_timeout), as JSON; "" for another algorithm or none.
+func (c *electdCluster) lastTimeout(st electdStatus) string {
+	d, ok := st.Node.Core.Detail.(map[string]any)
+	if !ok || d["last_timeout"] == nil {
+		return ""
+	}
+	b, _ := json.Marshal(d["last_timeout"])
+	return string(b)
 }
 
 func hostsExcept(n, except int) []int {

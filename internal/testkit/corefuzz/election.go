@@ -48,7 +48,7 @@ func ElectionFrame(p *Program, cur uint64, lim epoch.Limit, members []bully.Memb
 	case wire.KindCoordinator:
 		m.Payload, _ = wire.Coordinator{Priority: prio, Flags: p.Byte() & 1}.AppendBinary(nil)
 	case wire.KindLeaderHeartbeat:
-		m.Payload, _ = wire.LeaderHeartbeat{Priority: prio, Flags: p.Byte() & 1}.AppendBinary(nil)
+		m.Payload, _ = wire.LeaderHeartbeat{Priority: prio, Flags: p.Byte() & (wire.HeartbeatResign | wire.HeartbeatAnswer)}.AppendBinary(nil)
 	case wire.KindLeaderProbe:
 		m.Payload, _ = wire.LeaderProbe{Priority: prio}.AppendBinary(nil)
 	}

@@ -54,6 +54,11 @@ const (
 	// the node keeps following claims but never leads again until the
 	// cluster's terms are reset (see Detail.Exhausted).
 	EventTermsExhausted = "terms_exhausted"
+	// EventLeaderTimeout: this follower gave up on its silent leader, and
+	// why (the fields of TimeoutCause): "leader", "silent_ms",
+	// "timeout_ms", "extra_ms", "probes", "probes_due", "tick_late_ms",
+	// "stall_ms". Logged before the election it starts.
+	EventLeaderTimeout = "leader_timeout"
 )
 
 type stepFunc func(b *Core, m *inbound) error
@@ -96,6 +101,9 @@ type Core struct {
 	// timer is still that election's.
 	running, startup bool
 	det              *liveness.Detector
+	// suspected is the detector's last suspicion of the leader followed
+	// (read by the leader timeout's cause).
+	suspected liveness.Transition
 	// suspect is the leader a follower gave up on when its timer was
 	// shortened by a resignation: the election that follows does not ask it.
 	suspect uint32
@@ -134,6 +142,18 @@ type Core struct {
 	// hint is the follower's probing of its leader after a hint that
 	// its port closed (hint.go, Config.HintProbe).
 	hint hint
+	// gap is what this follower saw while its leader was silent: the
+	// probes it sent and how late its own Ticks ran (reset whenever the
+	// leader is heard); lastTimeout is the cause of its last leader
+	// timeout (Detail.LastTimeout). tickDue is the Deadline the last
+	// Tick was asked for.
+	gap         gapStats
+	lastTimeout *TimeoutCause
+	tickDue     time.Time
+	tickLate    time.Duration // how late this Tick ran past tickDue
+	// recheckAt is set while a follower whose leader timed out at a late
+	// Tick listens a little longer before it gives up (see recheck).
+	recheckAt time.Time
 
 	// contested is when this node last told its leader about a newer term
 	// it follows it in (stepStale): at most once a heartbeat.
@@ -169,12 +189,9 @@ var Algorithm = elect.Algorithm{
 // FastFailover are the settings of fast failover (docs/electd.md):
 // probes let the timeout sit a fraction of a heartbeat above it
 // (Config.Probe), for failover within 250 ms at 5 heartbeats a second.
-// An operator opts in (electd run --heartbeat 200ms --leader-timeout
-// 240ms --probe 4ms); they are not electd's defaults yet: the lab's 10
-// idle minutes at 5% loss saw one false election (0 at 50 ms / 400 ms),
-// failover under load grows with the adapted timeout (p99 0.5-2.5 s at
-// load 12-40), and twice under load a multicast cluster left a restarted
-// member leading alone for 10 s, not yet explained.
+// They are electd's defaults for bully (electd run --probe 0 gives the
+// timings without probes, 50 ms / 400 ms). DefaultLANConfig, which the
+// daemons that embed bully use, keeps probes off.
 var FastFailover = elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 240 * time.Millisecond, Probe: 4 * time.Millisecond}
 
 // New returns the bully core of member env.ID. Its term is restored from
@@ -256,6 +273,8 @@ func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
 			b.det.SetTimeout(b.lead, b.leaderTimeout(b.lead))
 		}
 		b.leadHeard = time.Time{}
+		b.gap = gapStats{}
+		b.recheckAt = time.Time{}
 		if lead != 0 {
 			b.det.SetTimeout(lead, b.leaderTimeout(lead)+b.extra)
 		}
@@ -427,11 +446,20 @@ func (b *Core) setTerm(t uint64) {
 // can fake a timeout.
 func (b *Core) Tick(now time.Time) {
 	b.run(now)
+	b.tickLate = 0
+	if !b.tickDue.IsZero() && now.After(b.tickDue) {
+		b.tickLate = now.Sub(b.tickDue)
+		b.gap.tickLate = max(b.gap.tickLate, b.tickLate)
+	}
 	if now.After(b.now) {
 		b.now = now
 	}
 	b.det.Check(now)
-	b.det.Transitions() // bully acts on its leader's state only, below
+	for _, tr := range b.det.Transitions() { // bully acts on its leader's state only, below
+		if tr.ID == b.lead && !tr.Up() && b.role == RoleFollower {
+			b.suspected = tr
+		}
+	}
 	if b.role != RoleLeader && !b.deadline.IsZero() && now.Sub(b.deadline) > b.armed {
 		// Overslept by more than the whole wait: this process did not run
 		// (a stall, or a start slower than the core's construction), and
@@ -442,6 +470,7 @@ func (b *Core) Tick(now time.Time) {
 		b.counts.overslept++
 	}
 	b.tick(b)
+	b.Deadline() // for a driver that ticks without asking
 }
 
 // run marks the first Tick. The startup election's ELECTIONs leave with
@@ -467,19 +496,67 @@ func (b *Core) arm(d time.Duration) { b.deadline, b.armed = b.now.Add(d), d }
 
 // Deadline is when Tick next has something to do (core.Scheduler): the
 // role's timer or the detector's next expiry.
+// The driver ticks at it: Tick measures its own lateness against the
+// last one asked for (TimeoutCause.TickLate).
 func (b *Core) Deadline() time.Time {
-	return core.Earliest(b.deadline, b.det.Deadline(), b.probeAt(), b.hintAt())
+	b.tickDue = core.Earliest(b.deadline, b.det.Deadline(), b.probeAt(), b.recheckDue(), b.hintAt())
+	return b.tickDue
+}
+
+// recheck decides whether a follower whose leader timed out listens a
+// little longer first (with probes only). A Tick that ran more than Probe
+// past its deadline says this process was not running: the leader's
+// heartbeat or a probe's answer may be waiting in the socket, for the
+// reader, which was no more running than the loop was (the loop's timer
+// and the reader's socket wake together, in either order), and the
+// probes due meanwhile did not go. So the follower probes once more and
+// gives up only at a Tick as long after as it was late (time it did not
+// run is not time it listened; at least 2 x Probe, at most half the
+// leader timeout, as the detector's rule for stalls), if it has heard
+// nothing meanwhile: the reader has run by then, and a live leader has
+// answered. Once per timeout. The detector's own rule for stalls (half
+// the timeout more after a Check a quarter of the timeout late) covers
+// only a Check late past the leader's expiry, not one late past a probe's
+// deadline: in the lab at load 13 followers whose loop ran 64-137 ms late
+// sent none of the 12-33 probes due and elected at the first Tick.
+func (b *Core) recheck() bool {
+	if b.cfg.Probe == 0 {
+		return false
+	}
+	if b.recheckAt.IsZero() {
+		if b.tickLate <= b.cfg.Probe {
+			return false
+		}
+		b.recheckAt = b.now.Add(max(2*b.cfg.Probe, min(b.tickLate, b.cfg.LeaderTimeout/2)))
+		b.gap.rechecked = true
+		b.probe()
+		return true
+	}
+	if b.now.Before(b.recheckAt) {
+		return true
+	}
+	b.recheckAt = time.Time{}
+	return false
+}
+
+// recheckDue is when a rechecking follower decides (zero: not rechecking).
+func (b *Core) recheckDue() time.Time {
+	if b.role != RoleFollower || b.lead == 0 {
+		return time.Time{}
+	}
+	return b.recheckAt
 }
 
 // probeAt is when this follower next probes its leader (Config.Probe):
-// Probe after the heartbeat it expected, then every Probe, as long as that
-// is before the leader timeout; zero when it has nothing to probe.
+// Probe after the heartbeat it expected (firstProbe), then every Probe, as
+// long as that is before the leader timeout; zero when it has nothing to
+// probe.
 func (b *Core) probeAt() time.Time {
 	if b.cfg.Probe == 0 || b.role != RoleFollower || b.lead == 0 {
 		return time.Time{}
 	}
 	quiet := b.det.QuietSince(b.lead)
-	at := quiet.Add(b.cfg.Heartbeat + b.cfg.Probe)
+	at := b.probeStart(quiet)
 	if b.probed.After(quiet) {
 		at = later(at, b.probed.Add(b.cfg.Probe))
 	}
@@ -487,6 +564,19 @@ func (b *Core) probeAt() time.Time {
 		return time.Time{} // suspected already, or the timeout decides first
 	}
 	return at
+}
+
+// probeStart is when a follower whose leader is silent since quiet first
+// probes it: Probe after the heartbeat it expects, which is Heartbeat
+// after quiet plus the latest lateness of the leader's last lateWindow
+// arrivals (half of extra, see observe). A leader whose heartbeats run 30
+// ms late is not asked for each of them 4 ms after it was due: its answers
+// would cost it as much as its heartbeats, on the host least able to
+// afford them. The leader timeout grows by twice that lateness, so the
+// probes keep the window they had (LeaderTimeout - Heartbeat - Probe) and
+// more.
+func (b *Core) probeStart(quiet time.Time) time.Time {
+	return quiet.Add(b.cfg.Heartbeat + b.extra/2 + b.cfg.Probe)
 }
 
 func later(a, b time.Time) time.Time {
@@ -503,17 +593,20 @@ func tickFollower(b *Core) {
 	switch {
 	case b.lead != 0:
 		if !b.det.Alive(b.lead) {
+			if b.recheck() {
+				return
+			}
 			b.counts.LeaderTimeouts++
+			b.timedOut()
 			b.leaderLost(wire.ReasonLeaderLost)
 			return
 		}
+		b.recheckAt = time.Time{} // heard again while rechecking
 		if b.tickHint() {
 			return
 		}
 		if at := b.probeAt(); !at.IsZero() && !b.now.Before(at) {
-			b.probed = b.now
-			b.counts.probes++
-			b.send(b.lead, wire.KindLeaderProbe, wire.LeaderProbe{Priority: b.self.Priority})
+			b.probe()
 		}
 	case !b.due():
 	case b.suspect != 0:
@@ -523,6 +616,14 @@ func tickFollower(b *Core) {
 		// resignation after which nobody took over: start over.
 		b.campaign(wire.ReasonNoCoordinator, 0)
 	}
+}
+
+// probe asks the leader for a heartbeat now.
+func (b *Core) probe() {
+	b.probed = b.now
+	b.counts.probes++
+	b.gap.probes++
+	b.send(b.lead, wire.KindLeaderProbe, wire.LeaderProbe{Priority: b.self.Priority})
 }
 
 func tickCandidate(b *Core) {
@@ -574,8 +675,11 @@ func (b *Core) Step(m core.Message) error {
 	// A frame of the current or a newer term is a sign of life (a stale
 	// one is not: it may be a forged claim in the leader's name).
 	b.det.Heard(m.From, b.now)
-	if m.From == b.lead && b.role == RoleFollower {
-		b.heardLeader()
+	if m.From == b.lead {
+		b.gap = gapStats{}
+		if b.role == RoleFollower {
+			b.heardLeader()
+		}
 	}
 	if err := b.step(b, in); err != nil {
 		return err
@@ -585,7 +689,7 @@ func (b *Core) Step(m core.Message) error {
 		if at.IsZero() {
 			at = b.now
 		}
-		b.observe(at)
+		b.observe(at, in.Kind == wire.KindLeaderHeartbeat && in.flags&wire.HeartbeatAnswer != 0)
 	}
 	return nil
 }
@@ -597,26 +701,42 @@ const lateWindow = 16
 
 // observe records the arrival at `at` of a claim of the leader this node
 // follows: how late it came after the heartbeat it expected (the last
-// arrival plus Heartbeat; an answer to a probe right after another frame
-// says nothing of the schedule and is skipped), and moves the leader
+// arrival plus Heartbeat; a claim right after another says nothing of the
+// schedule and is skipped, and an answer to a probe stands for the
+// heartbeat it replaces, on time), and moves the leader
 // timeout to LeaderTimeout plus twice the latest of the last lateWindow,
 // at most two heartbeats more. On a quiet LAN nothing comes late and the
 // timeout stays LeaderTimeout; on a loaded host, whose leader's heartbeats
 // and answers run tens of milliseconds late, it grows with them, so that
 // the short timeout does not take a busy leader for a dead one. Only with
 // probes: without them LeaderTimeout already spans several heartbeats.
-func (b *Core) observe(at time.Time) {
+func (b *Core) observe(at time.Time, answer bool) {
 	if b.cfg.Probe == 0 {
 		return
 	}
 	prev := b.leadHeard
+	if answer {
+		// The answer to a probe (wire.HeartbeatAnswer), after a
+		// heartbeat lost or late: it says the leader is alive, nothing
+		// of its schedule. It stands for the heartbeat it replaces, on
+		// time. Counted as late, each loss would teach the margin
+		// probing waits (probeStart) and the probes' round trips, and
+		// under steady loss the timeout would climb to its cap. A
+		// leader really late is late with its heartbeats too, and the
+		// next one says by how much.
+		if !prev.IsZero() && !at.Before(prev.Add(b.cfg.Heartbeat)) {
+			b.leadHeard = prev.Add(b.cfg.Heartbeat)
+		}
+		return
+	}
 	if at.After(prev) {
 		b.leadHeard = at
 	}
 	if prev.IsZero() || at.Sub(prev) < b.cfg.Heartbeat/2 {
 		return
 	}
-	b.late[b.lateNext] = max(at.Sub(prev)-b.cfg.Heartbeat, 0)
+	late := at.Sub(prev) - b.cfg.Heartbeat
+	b.late[b.lateNext] = max(late, 0)
 	b.lateNext = (b.lateNext + 1) % lateWindow
 	b.adapt()
 }
@@ -810,7 +930,7 @@ func stepLeader(b *Core, in *inbound) error {
 		if in.Term == b.term && (b.answered[i].IsZero() || b.now.Sub(b.answered[i]) >= liveness.MinTimeout) {
 			b.answered[i] = b.now
 			b.counts.probesAnswered++
-			b.send(in.From, wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority})
+			b.send(in.From, wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority, Flags: wire.HeartbeatAnswer})
 		}
 	case wire.KindAnswer:
 		// A higher-ranked member is alive and running an election it will

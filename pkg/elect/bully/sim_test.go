@@ -325,14 +325,25 @@ func TestSimFailoverTime(t *testing.T) {
 // different phase of its heartbeat for each of 30 seeds, and fails any
 // failover longer than limit or not won by 4.
 func simFailover(t *testing.T, mod func(*bully.Config), limit time.Duration) {
+	worst := simFailoverN(t, 5, 30, mod, limit)
+	t.Logf("worst failover %v", worst)
+}
+
+// simFailoverN crashes the leader of members 1..n once per seed (seeds of
+// them), at a phase of its heartbeat that moves with the seed, checks that
+// n-1 takes over within limit, and returns the longest failover.
+func simFailoverN(t *testing.T, n, seeds int, mod func(*bully.Config), limit time.Duration) time.Duration {
 	var worst time.Duration
-	sim.Seeds(t, 30, func(t *testing.T, seed int64) {
-		members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}, {ID: 5}}
+	sim.Seeds(t, seeds, func(t *testing.T, seed int64) {
+		var members []bully.Member
+		for id := 1; id <= n; id++ {
+			members = append(members, bully.Member{ID: uint32(id)})
+		}
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: 200 * time.Microsecond}})
 		c := newCluster(t, s, members, mod)
 		c.converge(3 * time.Second)
 		c.run(time.Duration(seed*37%1000) * time.Millisecond)
-		s.Crash(5)
+		s.Crash(uint32(n))
 		start := s.Elapsed()
 		c.converge(3 * time.Second)
 		d := s.Elapsed() - start
@@ -340,11 +351,28 @@ func simFailover(t *testing.T, mod func(*bully.Config), limit time.Duration) {
 		if d > limit {
 			t.Errorf("failover took %v", d)
 		}
-		if l, _, _ := c.core(4).Leader(); l != 4 {
-			t.Errorf("leader %d, want 4", l)
+		if l, _, _ := c.core(uint32(n - 1)).Leader(); l != uint32(n-1) {
+			t.Errorf("leader %d, want %d", l, n-1)
 		}
 	})
-	t.Logf("worst failover %v", worst)
+	return worst
+}
+
+// TestSimFailoverAt64: at the fast-failover settings a cluster of 64
+// fails over as fast as one of 5 (issue 34: within 1.2x): the member
+// ranked just below the dead leader times out first whatever the size,
+// and its one COORDINATOR broadcast ends it; the others' stagger grows
+// with their rank, so none of them stands.
+func TestSimFailoverAt64(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 members")
+	}
+	at5 := simFailoverN(t, 5, 10, fastFailover, 245*time.Millisecond)
+	at64 := simFailoverN(t, 64, 10, fastFailover, 245*time.Millisecond)
+	if float64(at64) > 1.2*float64(at5) {
+		t.Errorf("worst failover at 64 members %v, at 5 %v: more than 1.2x", at64, at5)
+	}
+	t.Logf("worst failover: 5 members %v, 64 members %v", at5, at64)
 }
 
 // TestSimResign: the leader resigns; the next member takes over at once and

@@ -87,6 +87,11 @@ type Detail struct {
 	// arrivals past the expected heartbeat (at most two heartbeats more);
 	// 0 on a leader or candidate.
 	LeaderTimeoutNow time.Duration `json:"leader_timeout_now_ns,omitempty"`
+	// LastTimeout says why this follower last gave up on its leader (nil:
+	// never): the silence, the timeout in force, the probes sent and due,
+	// how late its own loop ran; Verdict sums it up (leader_silent,
+	// follower_late, no_probes).
+	LastTimeout *TimeoutCause `json:"last_timeout,omitempty"`
 	// TermCredit is how many rounds above the current term a frame may
 	// carry now (see pkg/epoch): TermBurst after a rest.
 	TermCredit uint32 `json:"term_credit"`
@@ -121,6 +126,10 @@ func (b *Core) Detail() Detail {
 		HintTimeouts:       b.counts.hintTimeouts,
 		LeaderTimeoutNow:   b.timeoutNow(),
 		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
+	}
+	if b.lastTimeout != nil {
+		c := *b.lastTimeout
+		d.LastTimeout = &c
 	}
 	if b.exhausted != nil {
 		d.Exhausted = b.exhausted.Error()
