@@ -44,7 +44,7 @@ func TestConfigRefusals(t *testing.T) {
 		{"--retry", "0s"},
 		{"--commit-delay", "0s"},
 		{"--commit-delay", "60ms"},
-		{"--probe", "40ms"}, // 200ms + 40ms leaves no room before the 240ms timeout
+		{"--probe", "200ms"}, // 200ms + 200ms leaves no room before the 400ms timeout
 		{"--probe", "500us"},
 	} {
 		_, err := configWith(t, args...)
@@ -65,7 +65,7 @@ func TestConfigRefusals(t *testing.T) {
 }
 
 // TestElectionDefaults: the sequencer's election is bully with leader
-// probes (200 ms heartbeats, a 240 ms timeout, 4 ms probes: four times
+// probes (200 ms heartbeats, a 400 ms timeout, 4 ms probes: four times
 // fewer idle frames than 50 ms heartbeats, a dead sequencer noticed sooner),
 // while the order's own repeats keep their 50 ms; --probe 0 gives the
 // former election back.
@@ -76,7 +76,7 @@ func TestElectionDefaults(t *testing.T) {
 		hb, timeout, probe time.Duration
 		repeat             time.Duration
 	}{
-		{nil, 200 * time.Millisecond, 240 * time.Millisecond, 4 * time.Millisecond, 50 * time.Millisecond},
+		{nil, 200 * time.Millisecond, 400 * time.Millisecond, 4 * time.Millisecond, 50 * time.Millisecond},
 		{[]string{"--heartbeat", "50ms", "--leader-timeout", "400ms", "--probe", "0"}, 50 * time.Millisecond, 400 * time.Millisecond, 0, 50 * time.Millisecond},
 		{[]string{"--heartbeat", "20ms", "--leader-timeout", "100ms"}, 20 * time.Millisecond, 100 * time.Millisecond, 4 * time.Millisecond, 20 * time.Millisecond},
 	} {
