@@ -785,8 +785,8 @@ func (c *Core) confirmParked() {
 		return cmp.Or(cmp.Compare(a.member, b.member), cmp.Compare(a.seq, b.seq))
 	}) {
 		r := k.renewals[key]
-		if e := k.entries[key]; e != nil && c.oldInHold(e) {
-			continue
+		if e := k.entries[key]; e != nil && (c.oldInHold(e) || !c.now.Before(e.expires)) {
+			continue // (an ended lease: the tick removes its entry)
 		}
 		if !c.supported() || c.leaseFor(r.lease, r.heard) < r.lease && c.now.Sub(r.heard) < c.parkFor() {
 			continue

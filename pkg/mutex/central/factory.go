@@ -89,7 +89,7 @@ func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		lines = append(lines, line)
 	}
 	if n := d.RenewalsUnanswered; n > 0 {
-		lines = append(lines, fmt.Sprintf("Renewals : %d of this member's leases have a renewal unconfirmed for a beat or more (%d so far): each ends unless one is confirmed; the WARN central_renewal_unanswered in the log says why (the link to the coordinator, or this member's own hold)",
+		lines = append(lines, fmt.Sprintf("Renewals : %d of this member's leases have a renewal unconfirmed for a beat or more (%d so far): each ends unless one is confirmed; the WARN central_renewal_unanswered in the log says why (the link to the coordinator, or a new coordinator's hold)",
 			n, c["renewals_unanswered"]))
 	}
 	if d.Variant == TokenAskName {

@@ -305,6 +305,9 @@ func (c *Core) warnUnanswered(st mutex.RequestStatus, r renewal) {
 		if c.co.majorityAt.IsZero() {
 			why = "this member coordinates a new term, which a majority has not joined yet, and may not renew a grant of an older term before its hold ends"
 		}
+	case c.following() && c.fol.holdMS > 0:
+		why = fmt.Sprintf("coordinator %d coordinates a new term and waits out the older coordinator's leases (about %v more, its last beat said) before it may renew a grant of an older term",
+			c.fol.leader, time.Duration(c.fol.holdMS)*time.Millisecond)
 	case c.following():
 		why = fmt.Sprintf("no coordinator confirmed it (this member follows %d): the link to it may be broken (mutexd status --cluster, run on this host, shows which members answer it), or it is paused or cut off from a majority", c.fol.leader)
 	default:

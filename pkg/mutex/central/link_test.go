@@ -30,7 +30,9 @@ import (
 // lasting to its member's lease end, on the members' drifting clocks),
 // fences grow in grant order, and every request is granted once the link
 // heals. Before the fix (coord.go, oldInHold) the daemon's defaults failed
-// at seed 3: the holder's member, coordinating a term it claimed, renewed
+// at one seed of 40 (34 when written; the seeds' draws move it, so the
+// scenarios holder_coordinator_cut.txt and holder_coordinator_cut_remote.txt
+// pin both paths): the holder's member, coordinating a term it claimed, renewed
 // its own client's grant of the older term inside its hold, and the older
 // coordinator, still supported by answers less than a confirm window old,
 // granted the lock to its own client when the lease ended by its count
@@ -74,7 +76,7 @@ func TestHolderCoordinatorLinkCut(t *testing.T) {
 					if h == co {
 						continue
 					}
-					if c.Holder() == h {
+					if c.Holding(h) {
 						held++
 					}
 					d := hb + time.Duration(rng.Int64N(int64(3*dead)))
