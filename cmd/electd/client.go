@@ -24,6 +24,7 @@ import (
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/epoch"
 )
 
@@ -272,9 +273,12 @@ func timeoutLine(c map[string]any, now time.Time) string {
 			when = ", " + now.Sub(at).Round(time.Millisecond).String() + " ago"
 		}
 	}
-	line := fmt.Sprintf("leader %d%s: %v (silent %v, timeout %v of which %v for its lateness, %d probes sent of %d due, none answered, this loop at most %v late",
-		int64(num("leader")), when, c["verdict"], dur("silent_ns"), dur("timeout_ns"), dur("extra_ns"),
-		int64(num("probes")), int64(num("probes_due")), dur("tick_late_ns"))
+	probes := ""
+	if c["verdict"] != bully.VerdictNoProbes {
+		probes = fmt.Sprintf(", %d probes sent of %d due, none answered", int64(num("probes")), int64(num("probes_due")))
+	}
+	line := fmt.Sprintf("leader %d%s: %v (silent %v, timeout %v of which %v for its lateness%s, this loop at most %v late",
+		int64(num("leader")), when, c["verdict"], dur("silent_ns"), dur("timeout_ns"), dur("extra_ns"), probes, dur("tick_late_ns"))
 	if num("stall_ns") > 0 {
 		line += fmt.Sprintf(", suspicion put off %v for a stall", dur("stall_ns"))
 	}

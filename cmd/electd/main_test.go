@@ -249,3 +249,34 @@ func TestRenderForPeople(t *testing.T) {
 		t.Errorf("watch printed\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestRenderLastTimeout: bully's last leader timeout reads as a line of
+// its own, durations as durations (it printed a Go map of floats); at the
+// defaults, without probes, it says no probes were due rather than "0 of
+// 0, none answered".
+func TestRenderLastTimeout(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		cause bully.TimeoutCause
+		want  string
+	}{
+		{bully.TimeoutCause{Leader: 5, At: now.Add(-3 * time.Second), Silent: 250 * time.Millisecond, Timeout: 250 * time.Millisecond, Extra: 10 * time.Millisecond,
+			Probes: 9, ProbesDue: 9, TickLate: 66 * time.Microsecond, Rechecked: true, Verdict: bully.VerdictLeaderSilent},
+			"Timed out: leader 5, 3s ago: leader_silent (silent 250ms, timeout 250ms of which 10ms for its lateness, 9 probes sent of 9 due, none answered, this loop at most 66µs late, rechecked after a late tick)\n"},
+		{bully.TimeoutCause{Leader: 5, At: now.Add(-3 * time.Second), Silent: 410 * time.Millisecond, Timeout: 400 * time.Millisecond,
+			TickLate: 66 * time.Microsecond, Verdict: bully.VerdictNoProbes},
+			"Timed out: leader 5, 3s ago: no_probes (silent 410ms, timeout 400ms of which 0s for its lateness, this loop at most 66µs late)\n"},
+	} {
+		cause := tc.cause
+		st := elect.Status{Algorithm: "bully", ID: 1, Role: elect.RoleFollower, Term: epoch.Make(5, 4), Leader: 4,
+			Detail: bully.Detail{Heartbeat: 200 * time.Millisecond, LastTimeout: &cause}}
+		raw, _ := json.Marshal(st)
+		var out bytes.Buffer
+		if err := renderStatus(&out, raw, now); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want) || strings.Contains(out.String(), "map[") {
+			t.Errorf("status:\n%s\nwant the line\n%s", out.String(), tc.want)
+		}
+	}
+}

@@ -66,7 +66,8 @@ func TestConfigRefusals(t *testing.T) {
 
 // TestElectionDefaults: the sequencer's election is bully with leader
 // probes (200 ms heartbeats, a 400 ms timeout, 4 ms probes: four times
-// fewer idle frames than 50 ms heartbeats, a dead sequencer noticed sooner),
+// fewer idle frames than 50 ms heartbeats, a dead sequencer noticed after
+// the same 400 ms),
 // while the order's own repeats keep their 50 ms; --probe 0 gives the
 // former election back.
 func TestElectionDefaults(t *testing.T) {

@@ -47,7 +47,7 @@
 // a row are lost or delayed by more than four intervals (with
 // QuietLANConfig: its heartbeat and the answers to 19 probes lost, or the
 // member silent for more than 200 ms, which on a host where every loop
-// runs late is about 100 ms of lateness: the sender's and the prober's
+// runs late is about 110 ms of lateness: the sender's and the prober's
 // both eat into it); a crashed member is suspected by
 // every live one within SuspectAfter plus one network delay of its last
 // heartbeat, with or without probes.

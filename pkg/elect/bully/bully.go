@@ -189,9 +189,9 @@ var Algorithm = elect.Algorithm{
 // FastFailover are the settings of fast failover (docs/electd.md):
 // probes let the timeout sit a fraction of a heartbeat above it
 // (Config.Probe), for failover within 250 ms at 5 heartbeats a second.
-// They are electd's defaults for bully (electd run --probe 0 gives the
-// timings without probes, 50 ms / 400 ms). DefaultLANConfig, which the
-// daemons that embed bully use, keeps probes off.
+// They are electd's opt-in (electd run --heartbeat 200ms --leader-timeout
+// 240ms --probe 4ms); its defaults are 50 ms / 400 ms without probes, as
+// DefaultLANConfig, which the daemons that embed bully use.
 var FastFailover = elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 240 * time.Millisecond, Probe: 4 * time.Millisecond}
 
 // New returns the bully core of member env.ID. Its term is restored from
@@ -695,8 +695,8 @@ func (b *Core) Step(m core.Message) error {
 }
 
 // lateWindow is how many of the leader's last arrivals the follower's
-// timeout adapts to (Config.Probe): 16 heartbeats, about 3 s at electd's
-// defaults.
+// timeout adapts to (Config.Probe): 16 heartbeats, about 3 s at 200 ms
+// heartbeats.
 const lateWindow = 16
 
 // observe records the arrival at `at` of a claim of the leader this node
@@ -1006,6 +1006,7 @@ func (b *Core) adopt(t uint64) {
 	b.setTerm(t)
 	if b.lead != 0 {
 		b.lead = 0
+		b.endHint() // about a leader no longer followed
 		b.announce("newer_term")
 	}
 }

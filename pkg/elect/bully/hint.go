@@ -76,7 +76,7 @@ func (b *Core) hintProbe() {
 // whose loop ran late would otherwise send the rest of its probes at once
 // and give a live leader up before any answer could come back.
 func (b *Core) hintAt() time.Time {
-	if b.hint.at.IsZero() {
+	if b.hint.at.IsZero() || b.role != RoleFollower || b.lead == 0 {
 		return time.Time{}
 	}
 	if b.hint.sent < HintProbes {

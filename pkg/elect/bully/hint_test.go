@@ -1,6 +1,7 @@
 package bully_test
 
 import (
+	"github.com/synclab/synclab/pkg/wire"
 	"testing"
 	"time"
 
@@ -68,5 +69,41 @@ func TestSimHintOnlyWithHintProbe(t *testing.T) {
 				t.Errorf("member 3's hint counters %+v: want the forged hint cancelled by the first probe's answer, then %d probes", d, bully.HintProbes)
 			}
 		})
+	}
+}
+
+// TestHintEndsWithTheLeader: a follower probing its leader after a hint,
+// that adopts a newer term (an ELECTION of it from another member) and so
+// no longer follows that leader, forgets the episode: its Deadline is not
+// left in the past, which had the driver tick it every StaleRetry until a
+// COORDINATOR came.
+func TestHintEndsWithTheLeader(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cfg := bully.DefaultLANConfig()
+	cfg.HintProbe = 10 * time.Millisecond
+	b, err := bully.New(core.Env{ID: 2, Members: []uint32{1, 2, 3}, Now: t0}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	claim := frame(t, 3, wire.KindCoordinator, bully.MakeTerm(3, 3), wire.Coordinator{})
+	claim.Time = t0
+	if err := b.Step(claim); err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	b.Hint(core.Hint{Member: 3, Cause: core.HintStreamClosed, Time: t0.Add(time.Millisecond)})
+	b.Ready()
+	el := frame(t, 1, wire.KindElection, bully.MakeTerm(4, 1), wire.Election{Reason: wire.ReasonLeaderLost})
+	el.Time = t0.Add(2 * time.Millisecond)
+	if err := b.Step(el); err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	now := t0.Add(50 * time.Millisecond)
+	b.Tick(now)
+	b.Ready()
+	if d := b.Deadline(); !d.IsZero() && !d.After(now) {
+		t.Errorf("Deadline %v, not after the Tick at %v: a hint episode about a leader no longer followed kept it", d.Sub(t0), now.Sub(t0))
 	}
 }

@@ -453,7 +453,7 @@ func (c *Core) follow() {
 	}
 	changed := lead != c.fol.leader || term != c.fol.term
 	if changed {
-		c.fol.leader, c.fol.term, c.fol.beat, c.fol.beatStamp = lead, term, 0, 0
+		c.fol.leader, c.fol.term, c.fol.beat, c.fol.beatStamp, c.fol.holdMS = lead, term, 0, 0, 0
 		// Until now it backed older coordinators only: every sync of the
 		// term says so, not only the first (which a restarted
 		// coordinator's node may refuse, or the link lose), and not its

@@ -31,8 +31,9 @@ type follower struct {
 	beat   uint32 // the last beat heard from it
 	// beatStamp is the Lamport stamp of the frame that carried beat.
 	beatStamp uint64
-	tried     uint64 // the last term this member set out to coordinate
-	holdMS    uint32 // what its last beat said of its hold
+	tried     uint64    // the last term this member set out to coordinate
+	holdMS    uint32    // what its last beat said of its hold
+	holdSaid  time.Time // when that beat came (this member's clock)
 	// backed is when this member last backed a coordinator: answered a
 	// beat of the one it followed, or stopped coordinating itself (see
 	// backedAt).
@@ -305,9 +306,9 @@ func (c *Core) warnUnanswered(st mutex.RequestStatus, r renewal) {
 		if c.co.majorityAt.IsZero() {
 			why = "this member coordinates a new term, which a majority has not joined yet, and may not renew a grant of an older term before its hold ends"
 		}
-	case c.following() && c.fol.holdMS > 0:
+	case c.following() && c.fol.holdMS > 0 && c.now.Before(c.fol.holdSaid.Add(time.Duration(c.fol.holdMS)*time.Millisecond)):
 		why = fmt.Sprintf("coordinator %d coordinates a new term and waits out the older coordinator's leases (about %v more, its last beat said) before it may renew a grant of an older term",
-			c.fol.leader, time.Duration(c.fol.holdMS)*time.Millisecond)
+			c.fol.leader, c.fol.holdSaid.Add(time.Duration(c.fol.holdMS)*time.Millisecond).Sub(c.now).Round(time.Millisecond))
 	case c.following():
 		why = fmt.Sprintf("no coordinator confirmed it (this member follows %d): the link to it may be broken (mutexd status --cluster, run on this host, shows which members answer it), or it is paused or cut off from a majority", c.fol.leader)
 	default:
@@ -407,7 +408,7 @@ func (c *Core) stepBeat(from uint32, term, at uint64, b wire.CentralBeat) error 
 		}
 		c.count("beats_undone")
 	}
-	c.fol.beat, c.fol.beatStamp, c.fol.holdMS = b.Beat, at, b.HoldMS
+	c.fol.beat, c.fol.beatStamp, c.fol.holdMS, c.fol.holdSaid = b.Beat, at, b.HoldMS, c.now
 	// Backing it from now: a coordinator this member joins later counts
 	// this one's leases from here.
 	c.fol.backed = c.now
