@@ -135,9 +135,12 @@ type Core struct {
 	// heartbeat (a ring, next at lateNext); extra what the leader timeout
 	// has grown by for them (see observe).
 	leadHeard time.Time
-	late      [lateWindow]time.Duration
-	lateNext  int
-	extra     time.Duration
+	// standIn: leadHeard was last moved by a probe's answer standing in
+	// for a heartbeat; a heartbeat close after it is that one, late.
+	standIn  bool
+	late     [lateWindow]time.Duration
+	lateNext int
+	extra    time.Duration
 
 	// hint is the follower's probing of its leader after a hint that
 	// its port closed (hint.go, Config.HintProbe).
@@ -272,7 +275,7 @@ func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
 		if b.lead != 0 && b.lead != b.id {
 			b.det.SetTimeout(b.lead, b.leaderTimeout(b.lead))
 		}
-		b.leadHeard = time.Time{}
+		b.leadHeard, b.standIn = time.Time{}, false
 		b.gap = gapStats{}
 		b.recheckAt = time.Time{}
 		if lead != 0 {
@@ -725,17 +728,28 @@ func (b *Core) observe(at time.Time, answer bool) {
 		// leader really late is late with its heartbeats too, and the
 		// next one says by how much.
 		if !prev.IsZero() && !at.Before(prev.Add(b.cfg.Heartbeat)) {
-			b.leadHeard = prev.Add(b.cfg.Heartbeat)
+			b.leadHeard, b.standIn = prev.Add(b.cfg.Heartbeat), true
 		}
 		return
 	}
+	standIn := b.standIn
+	b.standIn = false
 	if at.After(prev) {
 		b.leadHeard = at
 	}
-	if prev.IsZero() || at.Sub(prev) < b.cfg.Heartbeat/2 {
+	if prev.IsZero() {
 		return
 	}
 	late := at.Sub(prev) - b.cfg.Heartbeat
+	switch {
+	case standIn && at.Sub(prev) < b.cfg.Heartbeat/2:
+		// The heartbeat the answer stood for, this late (else an answer
+		// that always came first would hide a leader's lateness for good,
+		// and the follower would probe at every heartbeat).
+		late = at.Sub(prev)
+	case at.Sub(prev) < b.cfg.Heartbeat/2:
+		return
+	}
 	b.late[b.lateNext] = max(late, 0)
 	b.lateNext = (b.lateNext + 1) % lateWindow
 	b.adapt()

@@ -261,3 +261,43 @@ func TestLostHeartbeatsDoNotRaiseTimeout(t *testing.T) {
 		t.Errorf("leader %d, timeouts %d", r.Leader, r.LeaderTimeouts)
 	}
 }
+
+// TestAnswerBeforeLateHeartbeat: a leader whose heartbeats all come 30
+// ms late, its answers to the follower's probes arriving before them (its
+// heartbeat timer late, its answer prompt). The follower learns the
+// lateness from the heartbeat that follows the answer, which the answer
+// stood for: the timeout grows to 240 + 2 x 30 ms and probing stops
+// waiting for heartbeats that are on their usual time. An answer that
+// always came first hid the lateness for good: the timeout stayed 240 ms
+// and the follower probed at every heartbeat.
+func TestAnswerBeforeLateHeartbeat(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b, term := followLeader3(t, t0)
+	at := time.Duration(0)
+	probes := 0
+	for range 20 {
+		at += 200 * time.Millisecond
+		due := at + 30*time.Millisecond
+		for d := at - 199*time.Millisecond; d < due; d += time.Millisecond {
+			if tickAt(b, t0, d) > 0 {
+				probes++
+				ans := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{Flags: wire.HeartbeatAnswer})
+				ans.Time = t0.Add(d + 300*time.Microsecond)
+				if err := b.Step(ans); err != nil {
+					t.Fatal(err)
+				}
+				b.Ready()
+			}
+		}
+		hb := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
+		hb.Time = t0.Add(due)
+		if err := b.Step(hb); err != nil {
+			t.Fatal(err)
+		}
+		b.Ready()
+		at = due // the next expected 200 ms after this one, and 30 ms late again
+	}
+	if d := b.Detail(); d.LeaderTimeoutNow < 290*time.Millisecond || probes > 3 {
+		t.Errorf("a leader 30 ms late, answers first: timeout now %v (want 300ms), %d probes (want the first few only)", d.LeaderTimeoutNow, probes)
+	}
+}

@@ -76,8 +76,8 @@ func (b *Core) hintProbe() {
 // whose loop ran late would otherwise send the rest of its probes at once
 // and give a live leader up before any answer could come back.
 func (b *Core) hintAt() time.Time {
-	if b.hint.at.IsZero() || b.role != RoleFollower || b.lead == 0 {
-		return time.Time{}
+	if b.hint.at.IsZero() || b.role != RoleFollower || b.lead == 0 || !b.det.Alive(b.lead) {
+		return time.Time{} // (a suspected leader: the timeout's path decides, a recheck first)
 	}
 	if b.hint.sent < HintProbes {
 		return b.hint.last.Add(b.cfg.HintProbe)
