@@ -107,3 +107,38 @@ func TestHintEndsWithTheLeader(t *testing.T) {
 		t.Errorf("Deadline %v, not after the Tick at %v: a hint episode about a leader no longer followed kept it", d.Sub(t0), now.Sub(t0))
 	}
 }
+
+// TestHintDuringRecheck: with probes and hints both on, a hint near the
+// end of the leader's silence and a Tick late enough to recheck the
+// timeout: while the recheck runs the episode asks for no Tick (it asked
+// for its next probe, already past, and the driver ticked at once until
+// the recheck ended).
+func TestHintDuringRecheck(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cfg := bully.DefaultLANConfig()
+	cfg.Heartbeat, cfg.LeaderTimeout, cfg.Probe = bully.FastFailover.Heartbeat, bully.FastFailover.LeaderTimeout, bully.FastFailover.Probe
+	cfg.HintProbe = 10 * time.Millisecond
+	b, err := bully.New(core.Env{ID: 2, Members: []uint32{1, 2, 3}, Now: t0}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	claim := frame(t, 3, wire.KindCoordinator, bully.MakeTerm(3, 3), wire.Coordinator{})
+	claim.Time = t0
+	if err := b.Step(claim); err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	for d := time.Millisecond; d < 200*time.Millisecond; d += time.Millisecond {
+		b.Tick(t0.Add(d))
+		b.Ready()
+	}
+	b.Hint(core.Hint{Member: 3, Cause: core.HintStreamClosed, Time: t0.Add(200 * time.Millisecond)})
+	b.Ready()
+	late := t0.Add(250 * time.Millisecond) // past the 240 ms timeout, more than Probe late
+	b.Tick(late)
+	b.Ready()
+	if d := b.Deadline(); !d.After(late) {
+		t.Errorf("Deadline %v after a Tick at %v: in the past while the recheck runs", d.Sub(t0), late.Sub(t0))
+	}
+}
