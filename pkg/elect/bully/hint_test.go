@@ -81,17 +81,7 @@ func TestHintEndsWithTheLeader(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	cfg := bully.DefaultLANConfig()
 	cfg.HintProbe = 10 * time.Millisecond
-	b, err := bully.New(core.Env{ID: 2, Members: []uint32{1, 2, 3}, Now: t0}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Ready()
-	claim := frame(t, 3, wire.KindCoordinator, bully.MakeTerm(3, 3), wire.Coordinator{})
-	claim.Time = t0
-	if err := b.Step(claim); err != nil {
-		t.Fatal(err)
-	}
-	b.Ready()
+	b := hintFollower(t, cfg, t0)
 	b.Hint(core.Hint{Member: 3, Cause: core.HintStreamClosed, Time: t0.Add(time.Millisecond)})
 	b.Ready()
 	el := frame(t, 1, wire.KindElection, bully.MakeTerm(4, 1), wire.Election{Reason: wire.ReasonLeaderLost})
@@ -118,17 +108,7 @@ func TestHintDuringRecheck(t *testing.T) {
 	cfg := bully.DefaultLANConfig()
 	cfg.Heartbeat, cfg.LeaderTimeout, cfg.Probe = bully.FastFailover.Heartbeat, bully.FastFailover.LeaderTimeout, bully.FastFailover.Probe
 	cfg.HintProbe = 10 * time.Millisecond
-	b, err := bully.New(core.Env{ID: 2, Members: []uint32{1, 2, 3}, Now: t0}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Ready()
-	claim := frame(t, 3, wire.KindCoordinator, bully.MakeTerm(3, 3), wire.Coordinator{})
-	claim.Time = t0
-	if err := b.Step(claim); err != nil {
-		t.Fatal(err)
-	}
-	b.Ready()
+	b := hintFollower(t, cfg, t0)
 	for d := time.Millisecond; d < 200*time.Millisecond; d += time.Millisecond {
 		b.Tick(t0.Add(d))
 		b.Ready()
@@ -141,4 +121,21 @@ func TestHintDuringRecheck(t *testing.T) {
 	if d := b.Deadline(); !d.After(late) {
 		t.Errorf("Deadline %v after a Tick at %v: in the past while the recheck runs", d.Sub(t0), late.Sub(t0))
 	}
+}
+
+// hintFollower is member 2 of 1..3 with cfg, following 3 from t0.
+func hintFollower(t *testing.T, cfg bully.Config, t0 time.Time) *bully.Core {
+	t.Helper()
+	b, err := bully.New(core.Env{ID: 2, Members: []uint32{1, 2, 3}, Now: t0}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	claim := frame(t, 3, wire.KindCoordinator, bully.MakeTerm(3, 3), wire.Coordinator{})
+	claim.Time = t0
+	if err := b.Step(claim); err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	return b
 }
