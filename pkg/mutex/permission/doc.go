@@ -340,10 +340,10 @@
 //     the lease is counted from before the announcement, so the client,
 //     which counts the time left from when it asked, never holds past
 //     it). So every end it counts on is known to a majority, which meets
-//     every majority a waiter asks. A grant is not delayed: it follows a
-//     request, which every member the grant needed took, stamped after the
-//     announcements it took; the next announcement (Pending false,
-//     stamped after the request) covers it.
+//     every majority a waiter asks. A grant is not delayed: it needs the
+//     answers to a request, stamped after Y's earlier announcements, so a
+//     member that took the request but no later announcement vouches for
+//     nothing; the next announcement (Pending false) covers the lease.
 //   - Covering. A member vouches for member Y's end when Y's newest
 //     announcement it took is bounded, not Pending, and stamped after every
 //     request frame of Y's it took, and it is neither cut off, rejoining,
@@ -351,7 +351,7 @@
 //     granted without, having given it up, was cut off or stalled, and
 //     has rejoined since). In Ricart-Agrawala and the bakery a grant needs
 //     every live member's answer to the request (the ticket read), so every
-//     member of a majority took it, but one Y gave up. Not in
+//     member of any majority took it, except one Y had given up. Not in
 //     Lamport's queue: there a member may enter on another member's frame
 //     stamped after its request (that member's own request, say) without
 //     that member ever taking the request, so nobody vouches and Lamport
