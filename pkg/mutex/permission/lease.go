@@ -223,6 +223,11 @@ func (c *Core) stepAck(m uint32, at, ack uint64) error {
 	if !c.bounded && c.cfg.Variant != Lamport {
 		c.bounded = true
 		c.count("leases_bounded")
+		if c.busy() {
+			// Say so at once: until the others take a bounded
+			// announcement, they vouch for none of this member's leases.
+			c.sendBeat(core.Broadcast)
+		}
 	}
 	c.confirmRenewals()
 	return nil

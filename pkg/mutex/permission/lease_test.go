@@ -312,3 +312,51 @@ func TestCoverage(t *testing.T) {
 		t.Errorf("members given up: %v", downs)
 	}
 }
+
+// TestFirstAnnouncementBounded: a member whose only busy time so far was
+// back-to-back entries (each request counts as its heartbeat, so no
+// heartbeat asked for acknowledgements) takes the lock and crashes. Its
+// first busy heartbeat, 200 ms after its request, asks; once a majority
+// acknowledged, it says at once that it is bounded, so a crash 250 ms
+// after the grant is given up SuspectAfter after its last heartbeat, not
+// DeadAfter (before, the bounded announcement waited for the next
+// heartbeat, 400 ms after the request). A crash within a busy heartbeat of
+// the grant, before any heartbeat announced the lease, is waited for
+// DeadAfter as before.
+func TestFirstAnnouncementBounded(t *testing.T) {
+	const slack = 30 * time.Millisecond
+	for _, after := range []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, 314 * time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) {
+			s := newLockSim(t, permission.RicartAgrawalaFactory, mutex.Options{}, 5, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 5*time.Second)
+			tm := s.Core(1).(*permission.Core).Config()
+			for range 300 {
+				r := s.acquire(1)
+				if !s.RunUntil(func() bool { return s.granted[1] == r }, time.Second) {
+					t.Fatal("member 1 not granted")
+				}
+				s.Do(1, func(c core.Core) { c.(mutex.Algorithm).Release(s.Clock(1).Now(), r) })
+			}
+			s.Run(5 * time.Second)
+			r1 := s.acquire(1)
+			if !s.RunUntil(func() bool { return s.granted[1] == r1 }, time.Second) {
+				t.Fatal("member 1 not granted")
+			}
+			r2 := s.acquire(2)
+			s.Run(after)
+			s.Crash(1)
+			crashed := s.Elapsed()
+			if !s.RunUntil(func() bool { return s.granted[2] == r2 }, 10*time.Second) {
+				t.Fatal("member 2 not granted 10 s after member 1 crashed")
+			}
+			took := s.Elapsed() - crashed
+			lo, hi := tm.SuspectAfter-tm.BusyHeartbeat(), tm.SuspectAfter+tm.ConfirmSlack()
+			if after < tm.BusyHeartbeat() {
+				lo, hi = tm.DeadAfter-tm.BusyHeartbeat(), tm.DeadAfter+tm.ConfirmSlack()
+			}
+			t.Logf("crashed %v after its grant: member 2 granted %v after (bound %v to %v)", after, took, lo, hi)
+			if took < lo || took > hi+slack {
+				t.Errorf("granted %v after the crash, want %v to %v", took, lo, hi)
+			}
+		})
+	}
+}
