@@ -377,9 +377,9 @@
 // of SuspectAfter is still required: it is the SuspectAfter case of
 // "Links", which shows that Y, if alive, took itself for cut off and
 // rejoins before it asks or answers again, so it cannot give X up in turn
-// while X holds without its leave. That floor is what the lease end
-// cannot shorten; a sign that Y's process is gone (its ports closed by
-// the kernel) could, as it proves Y acts no more until it restarts.
+// while X holds without its leave. That floor is a wait for safety, not
+// for detection: a sign that Y's port closed proves nothing (anyone on
+// the LAN can forge a reset), so it could not shorten it either.
 //
 // In a cluster whose majority runs an older mutexd (which refuses the
 // extended heartbeat and never acknowledges), no member becomes bounded:
