@@ -66,12 +66,21 @@ type confirm struct {
 	due     time.Time // when the next probe leaves
 	answers map[uint32]quiet
 	said    bool // EventUnconfirmed was emitted for this silence
+	// endAt (zero: none): the answers showed, before the timeout, a
+	// majority silent for SuspectAfter that vouches for the member's
+	// lease end (lease.go): it is given up then, on the word of endBy.
+	endAt time.Time
+	endBy []uint32
 }
 
 // quiet is one answer to a probe.
 type quiet struct {
 	at     time.Time     // when it came, on this member's clock
 	silent time.Duration // the silence it reported, on the answerer's clock
+	// covered: the answerer vouched that the member's leases end by end
+	// (on this member's clock, padded).
+	covered bool
+	end     time.Time
 }
 
 // directSilence is how long member m has sent nothing that came directly
@@ -249,8 +258,16 @@ func (c *Core) stepProbe(m core.Message) error {
 		return fmt.Errorf("%w: %d, in a probe from %d", core.ErrUnknownMember, q.Member, m.From)
 	}
 	c.count("probes_answered")
-	c.send(m.From, wire.KindPermProbeReply, wire.PermProbeReply{Member: q.Member,
-		SilentMS: uint32(min(c.silence(q.Member).Milliseconds(), 1<<32-1)), Probe: m.Lamport}, 0)
+	r := wire.PermProbeReply{Member: q.Member, SilentMS: uint32(min(c.silence(q.Member).Milliseconds(), 1<<32-1)), Probe: m.Lamport}
+	if c.peers[m.From].v2 {
+		// It reads the extended answer: say what this member knows of
+		// the silent member's lease end (lease.go).
+		r.Ext = true
+		if end, ok := c.covers(q.Member); ok {
+			r.Covered, r.EndMS = true, ceilMS(end.Sub(c.now))
+		}
+	}
+	c.send(m.From, wire.KindPermProbeReply, r, 0)
 	return nil
 }
 
@@ -271,7 +288,11 @@ func (c *Core) stepProbeReply(m core.Message) error {
 		c.count("probe_replies_stale")
 		return nil
 	}
-	p.confirm.answers[m.From] = quiet{at: c.now, silent: time.Duration(r.SilentMS) * time.Millisecond}
+	q := quiet{at: c.now, silent: time.Duration(r.SilentMS) * time.Millisecond, covered: r.Covered}
+	if r.Covered {
+		q.end = c.endAfter(r.EndMS)
+	}
+	p.confirm.answers[m.From] = q
 	c.tryConfirm(r.Member)
 	return nil
 }
@@ -281,12 +302,24 @@ func (c *Core) stepProbeReply(m core.Message) error {
 func (c *Core) confirmTick() {
 	for _, m := range c.others() {
 		p := c.peers[m]
-		if p.down || c.det.State(m) != liveness.Suspect {
+		suspect := c.det.State(m) == liveness.Suspect
+		if p.down || !suspect && !c.earlyConfirm(m) {
 			p.confirm = nil
 			continue
 		}
 		if p.confirm == nil {
-			p.confirm = &confirm{due: c.det.QuietSince(m).Add(c.det.Timeout(m) + c.cfg.ConfirmSlack())}
+			wait := c.det.Timeout(m)
+			if !suspect {
+				wait = c.cfg.SuspectAfter
+			}
+			p.confirm = &confirm{due: c.det.QuietSince(m).Add(wait + c.cfg.ConfirmSlack())}
+		}
+		if cf := p.confirm; !cf.endAt.IsZero() && !c.now.Before(cf.endAt) {
+			if _, ok := c.covers(m); ok {
+				c.giveUp(m, cf.endBy)
+				continue
+			}
+			cf.endAt = time.Time{}
 		}
 		if !c.now.Before(p.confirm.due) {
 			c.probe(m)
@@ -309,13 +342,13 @@ func (c *Core) probe(m uint32) {
 		cf.due = c.now.Add(c.cfg.SuspectAfter)
 		return
 	}
-	if cf.stamp != 0 && len(cf.answers) < need && !cf.said {
+	if cf.stamp != 0 && len(cf.answers) < need && !cf.said && c.det.State(m) == liveness.Suspect {
 		cf.said = true
 		c.warn(EventUnconfirmed, fmt.Sprintf("member %d has been silent here for %v, but only %d of the %d other members needed to confirm that it is down answered (are they running an older mutexd, or cut off?): still waited for",
 			m, c.silence(m).Round(time.Millisecond), len(cf.answers), need), "member", m, "heard_by", []uint32{})
 	}
 	cf.stamp, cf.sentAt, cf.due = c.lamport.Send(), c.now, c.now.Add(c.cfg.RetryInterval)
-	cf.answers = map[uint32]quiet{}
+	cf.answers, cf.endAt, cf.endBy = map[uint32]quiet{}, time.Time{}, nil
 	c.count("probes_sent")
 	for _, o := range c.others() {
 		if o != m {
@@ -366,6 +399,12 @@ func (c *Core) tryConfirm(m uint32) {
 		}
 		cf.due = from.Add(timeout + c.cfg.ConfirmSlack())
 	}
+	if timeout > c.cfg.SuspectAfter && c.tryLeaseEnd(m) {
+		return
+	}
+	if c.det.State(m) != liveness.Suspect {
+		return // asked before its timeout (lease.go): no verdict yet on who hears it
+	}
 	if cf.said {
 		return
 	}
@@ -376,6 +415,66 @@ func (c *Core) tryConfirm(m uint32) {
 	cf.said = true
 	c.warn(EventUnconfirmed, fmt.Sprintf("member %d has been silent here for %v, but members %v heard it within the last %v: not given up, still waited for (the link between members %d and %d is probably broken; frames to it go through relays)",
 		m, c.silence(m).Round(time.Millisecond), hearing, last, c.self, m), "member", m, "heard_by", hearing)
+}
+
+// tryLeaseEnd is tryConfirm's rule for a member m that may hold by this
+// member's leave, before its timeout (lease.go, and the package doc,
+// "Lease ends"): answers of majority-1 others that vouch for m's lease
+// end, with this member's own, showing a majority silent from m over one
+// stretch of SuspectAfter ending no earlier than the probe left, give m up
+// once the latest end they vouch for, and the margin, have passed. It
+// says whether it decided (m given up, or a time set to give it up).
+func (c *Core) tryLeaseEnd(m uint32) bool {
+	cf := c.peers[m].confirm
+	own, ok := c.covers(m)
+	need := c.majority - 1
+	if !ok || need <= 0 {
+		return false
+	}
+	type vouch struct {
+		id       uint32
+		from, to time.Time
+	}
+	vs := make([]vouch, 0, len(cf.answers))
+	for id, q := range cf.answers {
+		if q.covered {
+			vs = append(vs, vouch{id, q.at.Add(-c.cfg.unpad(q.silent)), q.end})
+		}
+	}
+	if len(vs) < need {
+		return false
+	}
+	slices.SortFunc(vs, func(a, b vouch) int {
+		if d := a.from.Compare(b.from); d != 0 {
+			return d
+		}
+		return int(a.id) - int(b.id)
+	})
+	from, end := c.det.QuietSince(m), own
+	by := make([]uint32, 0, need)
+	for _, v := range vs[:need] {
+		if v.from.After(from) {
+			from = v.from
+		}
+		if v.to.After(end) {
+			end = v.to
+		}
+		by = append(by, v.id)
+	}
+	if cf.sentAt.Sub(from) < c.cfg.SuspectAfter {
+		cf.due = core.Earliest(cf.due, from.Add(c.cfg.SuspectAfter+c.cfg.ConfirmSlack()))
+		return false
+	}
+	slices.Sort(by)
+	cf.endAt, cf.endBy = end.Add(c.cfg.Margin), by
+	if !c.now.Before(cf.endAt) {
+		c.giveUp(m, by)
+		return true
+	}
+	c.count("lease_end_waits")
+	at := cf.endAt
+	cf.due = at // no probe anew before: it would drop these answers
+	return true
 }
 
 // hearing returns the members whose answer to the last probe about member
@@ -408,10 +507,17 @@ func (c *Core) relayedRecently(m uint32) bool {
 // void.
 func (c *Core) giveUp(m uint32, by []uint32) {
 	p := c.peers[m]
+	atEnd := p.confirm != nil && !p.confirm.endAt.IsZero()
 	p.down, p.confirm = true, nil
 	c.count("members_given_up")
-	c.emit(liveness.EventMemberDown, fmt.Sprintf("member %d is down: silent here for %v, and members %v confirm a silence as long; no longer waited for",
-		m, c.silence(m).Round(time.Millisecond), by), "member", m, "confirmed_by", by)
+	if atEnd {
+		c.count("members_given_up_at_lease_end")
+		c.emit(liveness.EventMemberDown, fmt.Sprintf("member %d is down: silent here for %v, members %v confirm a silence as long, and every lease it may hold ended by the end it announced; no longer waited for",
+			m, c.silence(m).Round(time.Millisecond), by), "member", m, "confirmed_by", by)
+	} else {
+		c.emit(liveness.EventMemberDown, fmt.Sprintf("member %d is down: silent here for %v, and members %v confirm a silence as long; no longer waited for",
+			m, c.silence(m).Round(time.Millisecond), by), "member", m, "confirmed_by", by)
+	}
 	for _, l := range c.locks {
 		delete(l.got, m)
 		c.unlend(l, m)
@@ -452,7 +558,7 @@ func (c *Core) checkLinks() {
 			p.relaying = relay
 			if relay {
 				c.count("relays_started")
-				c.send(m, wire.KindPermHeartbeat, c.heartbeat(), 0)
+				c.sendBeat(m)
 			}
 		}
 		switch direct := c.directSilence(m); {
