@@ -362,15 +362,28 @@
 //     members that send extended heartbeats) say, beside the silence,
 //     whether the answerer vouches and how long until that end. If
 //     majority-1 vouching answers, with X's own silence, show a stretch
-//     [F, S] of SuspectAfter as "Links" requires, X gives Y up once the
-//     latest end vouched for (X's own included), padded, and the Margin
-//     have passed.
+//     [F, S] of SuspectAfter as "Links" requires, and the probe left (S)
+//     once the latest end vouched for (X's own included), padded, and the
+//     Margin had passed, X gives Y up. Answers to a probe that left
+//     earlier only say when to ask again: at that end and the Margin. (A
+//     member that vouched may hear Y after it answered and acknowledge a
+//     renewal past that end, when a lease outlasts SuspectAfter: 500 ms
+//     heartbeats, or a 5 s lease; only its answer to the later probe
+//     shows it.) An end that, with the Margin, passes X's timeout for Y
+//     (DeadAfter after Y's last frame, by which every lease Y may hold has
+//     ended) is not waited for: Y is waited for DeadAfter as without an
+//     announcement (an end of 2^31 ms, which a member, or anyone on a
+//     cluster without a key, may announce, would otherwise hold the lock
+//     for 24.8 days).
 //
 // Why Y holds nothing then, nor enters without X's leave: every lease Y
 // granted before its latest bounded announcement taken by a member of
 // the majority M ends by that end; every renewal since ends by an end a
 // majority acknowledged, so one that a member of M took before it fell
-// silent (and vouches for: its newest end is at least as late); a grant
+// silent (and vouches for: its newest end is at least as late), and a
+// lease that ended cannot be renewed: with no member of M hearing Y up to
+// S, after the end vouched for, none acknowledged a renewal that runs
+// past it; a grant
 // since needs a request that every member of M, unless given up by Y,
 // took, and then that member vouches for nothing (a member Y gave up was
 // cut off or stalled and rejoined, and is unsure: lentBefore). A silence

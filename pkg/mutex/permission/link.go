@@ -66,11 +66,9 @@ type confirm struct {
 	due     time.Time // when the next probe leaves
 	answers map[uint32]quiet
 	said    bool // EventUnconfirmed was emitted for this silence
-	// endAt (zero: none): the answers showed, before the timeout, a
-	// majority silent for SuspectAfter that vouches for the member's
-	// lease end (lease.go): it is given up then, on the word of endBy.
-	endAt time.Time
-	endBy []uint32
+	// atEnd: the member is given up at its lease end (tryLeaseEnd), not
+	// after its timeout.
+	atEnd bool
 }
 
 // quiet is one answer to a probe.
@@ -314,13 +312,6 @@ func (c *Core) confirmTick() {
 			}
 			p.confirm = &confirm{due: c.det.QuietSince(m).Add(wait + c.cfg.ConfirmSlack())}
 		}
-		if cf := p.confirm; !cf.endAt.IsZero() && !c.now.Before(cf.endAt) {
-			if _, ok := c.covers(m); ok {
-				c.giveUp(m, cf.endBy)
-				continue
-			}
-			cf.endAt = time.Time{}
-		}
 		if !c.now.Before(p.confirm.due) {
 			c.probe(m)
 		}
@@ -348,7 +339,7 @@ func (c *Core) probe(m uint32) {
 			m, c.silence(m).Round(time.Millisecond), len(cf.answers), need), "member", m, "heard_by", []uint32{})
 	}
 	cf.stamp, cf.sentAt, cf.due = c.lamport.Send(), c.now, c.now.Add(c.cfg.RetryInterval)
-	cf.answers, cf.endAt, cf.endBy = map[uint32]quiet{}, time.Time{}, nil
+	cf.answers = map[uint32]quiet{}
 	c.count("probes_sent")
 	for _, o := range c.others() {
 		if o != m {
@@ -422,8 +413,15 @@ func (c *Core) tryConfirm(m uint32) {
 // "Lease ends"): answers of majority-1 others that vouch for m's lease
 // end, with this member's own, showing a majority silent from m over one
 // stretch of SuspectAfter ending no earlier than the probe left, give m up
-// once the latest end they vouch for, and the margin, have passed. It
-// says whether it decided (m given up, or a time set to give it up).
+// if the probe left once the latest end they vouch for, and the margin,
+// had passed. Answers to an earlier probe only set when to ask again: a
+// member that vouched for an end may hear m afterwards and acknowledge a
+// renewal past it (a lease longer than SuspectAfter), which only its
+// answer to a later probe shows. An end vouched for that passes m's
+// timeout (DeadAfter from its last frame, which every lease m may hold
+// ends within) is not waited for: m is waited for as without one (a huge
+// end, sent in a member's name, would otherwise hold the lock for weeks).
+// It says whether it decided (m given up, or asked about again later).
 func (c *Core) tryLeaseEnd(m uint32) bool {
 	cf := c.peers[m].confirm
 	own, ok := c.covers(m)
@@ -465,15 +463,19 @@ func (c *Core) tryLeaseEnd(m uint32) bool {
 		cf.due = core.Earliest(cf.due, from.Add(c.cfg.SuspectAfter+c.cfg.ConfirmSlack()))
 		return false
 	}
-	slices.Sort(by)
-	cf.endAt, cf.endBy = end.Add(c.cfg.Margin), by
-	if !c.now.Before(cf.endAt) {
-		c.giveUp(m, by)
+	at := end.Add(c.cfg.Margin)
+	if at.After(c.det.QuietSince(m).Add(c.det.Timeout(m))) {
+		c.count("lease_ends_past_timeout")
+		return false
+	}
+	if cf.sentAt.Before(at) {
+		c.count("lease_end_waits")
+		cf.due = at // ask again then
 		return true
 	}
-	c.count("lease_end_waits")
-	at := cf.endAt
-	cf.due = at // no probe anew before: it would drop these answers
+	slices.Sort(by)
+	cf.atEnd = true
+	c.giveUp(m, by)
 	return true
 }
 
@@ -507,7 +509,7 @@ func (c *Core) relayedRecently(m uint32) bool {
 // void.
 func (c *Core) giveUp(m uint32, by []uint32) {
 	p := c.peers[m]
-	atEnd := p.confirm != nil && !p.confirm.endAt.IsZero()
+	atEnd := p.confirm != nil && p.confirm.atEnd
 	p.down, p.confirm = true, nil
 	c.count("members_given_up")
 	if atEnd {
