@@ -16,6 +16,14 @@ import (
 // WARN, once per renewal.
 const EventRenewalUnacked = "renewal_unacknowledged"
 
+// EventEndPastTimeout: the end of a silent member's leases that a majority
+// vouches for comes, with the margin, after its timeout (DeadAfter after
+// its last frame, by which every lease it may hold has ended), which no
+// member of this build announces: the end is not waited for, and the
+// member is waited for DeadAfter as without one. At WARN, once per
+// silence.
+const EventEndPastTimeout = "lease_end_past_timeout"
+
 // Lease ends: how a waiter stops waiting for a crashed holder when its
 // leases have ended, not a whole lease after the holder was last heard.
 // The package doc ("Lease ends") argues the rule; this file is its

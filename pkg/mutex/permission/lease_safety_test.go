@@ -150,6 +150,11 @@ func TestHugeEndFallsBackToTimeout(t *testing.T) {
 				if lo := tm.DeadAfter - tm.BusyHeartbeat(); took < lo {
 					t.Errorf("member %d granted %v after the crash, before DeadAfter's %v", waiter, took, lo)
 				}
+				if w := s.EventsNamed(permission.EventEndPastTimeout); len(w) == 0 {
+					t.Errorf("no %s warning at member %d", permission.EventEndPastTimeout, waiter)
+				} else if testing.Verbose() {
+					t.Log(w[0], w[0].Msg)
+				}
 				c.Run(8*time.Second, false)
 				c.Check()
 				if testing.Verbose() {

@@ -67,8 +67,9 @@ type confirm struct {
 	answers map[uint32]quiet
 	said    bool // EventUnconfirmed was emitted for this silence
 	// atEnd: the member is given up at its lease end (tryLeaseEnd), not
-	// after its timeout.
-	atEnd bool
+	// after its timeout; farEnd: EventEndPastTimeout was emitted for this
+	// silence.
+	atEnd, farEnd bool
 }
 
 // quiet is one answer to a probe.
@@ -464,8 +465,17 @@ func (c *Core) tryLeaseEnd(m uint32) bool {
 		return false
 	}
 	at := end.Add(c.cfg.Margin)
-	if at.After(c.det.QuietSince(m).Add(c.det.Timeout(m))) {
+	if timeout := c.det.QuietSince(m).Add(c.det.Timeout(m)); at.After(timeout) {
 		c.count("lease_ends_past_timeout")
+		if !cf.farEnd {
+			cf.farEnd = true
+			slices.Sort(by)
+			c.warn(EventEndPastTimeout, fmt.Sprintf("member %d, silent here for %v, announced that its leases end in %v (members %v and this one vouch for it), "+
+				"%v after its timeout (%v from its last frame), by which every lease it may hold has ended: that end is not waited for, and member %d is waited for its timeout as without it. "+
+				"No mutexd of this build announces such an end (the members agree on --lease): it was forged in member %d's name (does the cluster run without a key?), or it is a bug to report",
+				m, c.silence(m).Round(time.Millisecond), end.Sub(c.now).Round(time.Millisecond), by, at.Sub(timeout).Round(time.Millisecond),
+				c.det.Timeout(m), m, m), "member", m, "vouched_by", by)
+		}
 		return false
 	}
 	if cf.sentAt.Before(at) {
