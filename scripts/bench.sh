@@ -22,7 +22,7 @@
 #       --partition (default 5s) of {1,2} from {3,4,5}.
 #       Installs etcd-server and etcd-client if missing.
 #   bench.sh mutex [--algorithm NAME[,NAME...]|all] [--samples N] [--window D] [--clients N]
-#                  [--trials N] [--traffic D] [--count-hosts N] [--flags 'MUTEXD-FLAGS'] [--no-faults]
+#                  [--trials N] [--traffic D] [--count-hosts N] [--flags 'MUTEXD-FLAGS'] [--no-faults|--recovery-only]
 #       every mutexd algorithm (pkg/mutex/algorithms; --algorithm picks one or a comma-separated list,
 #       default all), one 5-host cluster after the other, against etcd 3.4's
 #       lock (one node; its v3lock gateway and etcdctl lock), in one table:
@@ -39,7 +39,9 @@
 #       on --count-hosts hosts (default 16; 0 skips). --flags are added to
 #       every mutexd run. --no-faults skips every fault trial (recovery,
 #       partition, pause, link cut, maker kill): latency, throughput and
-#       cost only, for quick A/B runs. Installs etcd-server and etcd-client.
+#       cost only, for quick A/B runs; --recovery-only runs only the
+#       recovery trials (holder, last holder, bystander) and etcd's, for
+#       quick A/B runs of recovery. Installs etcd-server and etcd-client.
 #   bench.sh mutex-profile [--algorithm NAME[,NAME...]] [--samples N]
 #       one uncontended entry taken apart, step by step, from mutexd's traces
 #       (--trace on h1..h5): the request leaving, reaching the peers, their
@@ -395,7 +397,7 @@ bench_elect() {
 }
 
 bench_mutex() {
-	local samples=2000 window=5s clients=8 trials=5 traffic=10s flags="" algorithm=all counthosts=16 faults=true argv=("$@")
+	local samples=2000 window=5s clients=8 trials=5 traffic=10s flags="" algorithm=all counthosts=16 faults=true recovery=false argv=("$@")
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--samples) samples=${2:?--samples needs a number} && shift ;;
@@ -407,6 +409,7 @@ bench_mutex() {
 		--algorithm) algorithm=${2:?--algorithm needs a name or all} && shift ;;
 		--count-hosts) counthosts=${2:?--count-hosts needs a number} && shift ;;
 		--no-faults) faults=false ;;
+		--recovery-only) recovery=true ;;
 		-h | --help) usage ;;
 		*) echo "$prog mutex: unknown argument '$1'" >&2 && usage ;;
 		esac
@@ -421,15 +424,16 @@ bench_mutex() {
 	is_duration "$traffic" || die "mutex: --traffic $traffic: want a duration such as 10s"
 	[[ $algorithm =~ ^[a-z0-9-]{1,32}(,[a-z0-9-]{1,32}){0,15}$ ]] || die "mutex: --algorithm $algorithm: want an algorithm's name (mutexd run --help lists them), several separated by commas, or all"
 	{ [[ $counthosts =~ ^[0-9]{1,3}$ ]] && [ "$counthosts" -le 250 ]; } || die "mutex: --count-hosts $counthosts: want 0 (skip) to 250"
+	[ "$faults $recovery" != "false true" ] || die "mutex: --no-faults skips the recovery trials that --recovery-only asks for: give one of them"
 
 	need_root mutex "${argv[@]}"
 	need_packages iproute2 nftables etcd-server etcd-client
 	setup
 	build ./cmd/mutexd
-	log "bench mutex: algorithm $algorithm, $samples samples, $clients clients for $window, $([ $faults = true ] && echo "$trials recovery trials" || echo "no fault trials"), counts on $counthosts hosts, lab prefix $PREFIX${flags:+, mutexd flags: $flags}"
+	log "bench mutex: algorithm $algorithm, $samples samples, $clients clients for $window, $([ $faults = true ] && echo "$trials recovery trials" || echo "no fault trials")$([ $recovery = true ] && echo " (recovery only)"), counts on $counthosts hosts, lab prefix $PREFIX${flags:+, mutexd flags: $flags}"
 	run_go_bench Mutex -mutex -mutex.bin "$WORK/bin" -mutex.prefix "$PREFIX" -mutex.samples "$samples" \
 		-mutex.window "$window" -mutex.clients "$clients" -mutex.trials "$trials" -mutex.traffic "$traffic" -mutex.flags "$flags" \
-		-mutex.algorithm "$algorithm" -mutex.count-hosts "$counthosts" -mutex.faults="$faults"
+		-mutex.algorithm "$algorithm" -mutex.count-hosts "$counthosts" -mutex.faults="$faults" -mutex.recovery-only="$recovery"
 }
 
 bench_mutex-profile() {

@@ -321,17 +321,63 @@ func (r *PermReply) UnmarshalBinary(b []byte) error {
 //	|        Oldest (Lamport time; only if Busy is 2)               |  5
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// The extended form (Ext; Busy byte 3, PermHeartbeatExtLen bytes) adds
+// the sender's lease announcement and its acknowledgement of another
+// member's (pkg/mutex/permission, "Lease ends"): EndMS, the milliseconds
+// from the frame's sending within which every lease the sender granted or
+// renewed ends; Bounded, that the sender renews no lease past an end a
+// majority acknowledged (without it EndMS binds nothing); Pending, that a
+// request of the sender's was waiting when it sent the frame (a lease may
+// begin that EndMS does not cover); AckWanted, that the sender waits for
+// the receivers' acknowledgement; Ack (0: none), the Lamport time of the
+// receiver's announcement the sender took. Older members refuse the
+// extended form (Busy byte 3) and take the frame as a sign of life only:
+// the sender uses it for busy heartbeats and acknowledgements, never for
+// the idle heartbeat that spends the others' leaves.
+//
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                        Interval (ms)                          |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|       3       |     Flags     |  Oldest (0: none) ...            4
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                  ... Oldest   |  EndMS ...                    |  12
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|       ... EndMS               |  Ack (0: none) ...            |  16
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                          ... Ack                              |  20
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Flags: PermBeatBusy, PermBeatBounded, PermBeatPending, PermBeatAckWanted;
+// Oldest only with PermBeatBusy.
 type PermHeartbeat struct {
 	Interval uint32
 	Busy     bool
 	Oldest   uint64
+
+	// The extended form's (encoded only with Ext).
+	Ext                         bool
+	Bounded, Pending, AckWanted bool
+	EndMS                       int32
+	Ack                         uint64
 }
+
+// Flags of an extended PermHeartbeat.
+const (
+	PermBeatBusy      uint8 = 1
+	PermBeatBounded   uint8 = 2
+	PermBeatPending   uint8 = 4
+	PermBeatAckWanted uint8 = 8
+	permBeatFlags           = PermBeatBusy | PermBeatBounded | PermBeatPending | PermBeatAckWanted
+)
 
 const (
 	// PermHeartbeatLen is the length of a PermHeartbeat payload without
 	// Oldest; PermHeartbeatOldestLen with it.
 	PermHeartbeatLen       = 5
 	PermHeartbeatOldestLen = PermHeartbeatLen + 8
+	// PermHeartbeatExtLen is the extended form's length.
+	PermHeartbeatExtLen = 26
 
 	permHeartbeatWhat = "perm_heartbeat"
 )
@@ -341,6 +387,20 @@ const (
 // truncated payload never reads as a shorter valid one.
 func (h PermHeartbeat) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.BigEndian.AppendUint32(b, h.Interval)
+	if h.Ext {
+		var f uint8
+		for _, x := range []struct {
+			on   bool
+			flag uint8
+		}{{h.Busy || h.Oldest != 0, PermBeatBusy}, {h.Bounded, PermBeatBounded}, {h.Pending, PermBeatPending}, {h.AckWanted, PermBeatAckWanted}} {
+			if x.on {
+				f |= x.flag
+			}
+		}
+		b = binary.BigEndian.AppendUint64(append(b, 3, f), h.Oldest)
+		b = binary.BigEndian.AppendUint32(b, uint32(h.EndMS))
+		return binary.BigEndian.AppendUint64(b, h.Ack), nil
+	}
 	switch {
 	case h.Oldest != 0:
 		return binary.BigEndian.AppendUint64(append(b, 2), h.Oldest), nil
@@ -363,8 +423,10 @@ func (h *PermHeartbeat) UnmarshalBinary(b []byte) error {
 	case 0, 1:
 	case 2:
 		want = PermHeartbeatOldestLen
+	case 3:
+		return h.unmarshalExt(b)
 	default:
-		return decodeErr(permHeartbeatWhat, DecodeBadField, "busy is neither 0, 1 nor 2", len(b), PermHeartbeatLen)
+		return decodeErr(permHeartbeatWhat, DecodeBadField, "busy is neither 0, 1, 2 nor 3", len(b), PermHeartbeatLen)
 	}
 	if len(b) < want {
 		return decodeErr(permHeartbeatWhat, DecodeTruncated, "", len(b), want)
@@ -381,5 +443,25 @@ func (h *PermHeartbeat) UnmarshalBinary(b []byte) error {
 			return decodeErr(permHeartbeatWhat, DecodeBadField, "oldest is 0", len(b), want)
 		}
 	}
+	return nil
+}
+
+// unmarshalExt decodes the extended form: exactly PermHeartbeatExtLen
+// bytes, no undefined flag, Oldest only on a busy heartbeat.
+func (h *PermHeartbeat) unmarshalExt(b []byte) error {
+	if err := checkLen(permHeartbeatWhat, b, PermHeartbeatExtLen); err != nil {
+		return err
+	}
+	f := b[5]
+	v := PermHeartbeat{Interval: binary.BigEndian.Uint32(b), Ext: true, Busy: f&PermBeatBusy != 0, Bounded: f&PermBeatBounded != 0,
+		Pending: f&PermBeatPending != 0, AckWanted: f&PermBeatAckWanted != 0,
+		Oldest: binary.BigEndian.Uint64(b[6:]), EndMS: int32(binary.BigEndian.Uint32(b[14:])), Ack: binary.BigEndian.Uint64(b[18:])}
+	switch {
+	case f&^permBeatFlags != 0:
+		return decodeErr(permHeartbeatWhat, DecodeBadField, "undefined flag", int(f), -1)
+	case v.Oldest != 0 && !v.Busy:
+		return decodeErr(permHeartbeatWhat, DecodeBadField, "oldest on an idle heartbeat", len(b), PermHeartbeatExtLen)
+	}
+	*h = v
 	return nil
 }

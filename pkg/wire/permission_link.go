@@ -79,11 +79,33 @@ type PermProbe struct {
 //	+                                                               +
 //	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// The extended form (PermProbeReplyExtLen bytes, sent only to a member
+// that sends extended heartbeats: older members refuse it) adds what the
+// sender knows of Member's leases: Covered says that Member's newest lease
+// announcement the sender took bounds every lease Member may hold
+// (pkg/mutex/permission, "Lease ends"), and EndMS how many milliseconds
+// after the answer they end at the latest (signed: negative, they ended
+// that long before; 0 without Covered).
+//
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|  ... (16 bytes as above)      | Flags (1)     |  EndMS ...       16
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|      ... EndMS|                                                  20
+//	+-+-+-+-+-+-+-+-+
 type PermProbeReply struct {
 	Member   uint32
 	SilentMS uint32
 	Probe    uint64
+
+	// The extended form's (encoded only with Ext).
+	Ext     bool
+	Covered bool
+	EndMS   int32
 }
+
+// PermProbeCovered is the extended PermProbeReply's only flag.
+const PermProbeCovered uint8 = 1
 
 const (
 	// PermRelayFixedLen is a PermRelay's length before the payload;
@@ -92,8 +114,9 @@ const (
 	MaxPermRelayPayload = MaxPayloadLen - PermRelayFixedLen
 	// PermProbeLen and PermProbeReplyLen are their payloads' exact
 	// lengths.
-	PermProbeLen      = 4
-	PermProbeReplyLen = 16
+	PermProbeLen         = 4
+	PermProbeReplyLen    = 16
+	PermProbeReplyExtLen = PermProbeReplyLen + 5
 
 	permRelayWhat      = "permission relay"
 	permProbeWhat      = "permission probe"
@@ -185,18 +208,41 @@ func (r PermProbeReply) AppendBinary(b []byte) ([]byte, error) {
 		return b, &EncodeError{What: permProbeReplyWhat, Field: "member", Value: 0, Why: "member IDs start at 1"}
 	case r.Probe == 0:
 		return b, &EncodeError{What: permProbeReplyWhat, Field: "probe", Value: 0, Why: "must be > 0"}
+	case r.EndMS != 0 && !r.Covered:
+		return b, &EncodeError{What: permProbeReplyWhat, Field: "end", Value: uint64(r.EndMS), Why: "without covered"}
 	}
 	b = binary.BigEndian.AppendUint32(b, r.Member)
 	b = binary.BigEndian.AppendUint32(b, r.SilentMS)
-	return binary.BigEndian.AppendUint64(b, r.Probe), nil
+	b = binary.BigEndian.AppendUint64(b, r.Probe)
+	if !r.Ext && !r.Covered {
+		return b, nil
+	}
+	var f uint8
+	if r.Covered {
+		f = PermProbeCovered
+	}
+	return binary.BigEndian.AppendUint32(append(b, f), uint32(r.EndMS)), nil
 }
 
 // UnmarshalBinary decodes a PermProbeReply.
 func (r *PermProbeReply) UnmarshalBinary(b []byte) error {
-	if err := checkLen(permProbeReplyWhat, b, PermProbeReplyLen); err != nil {
+	want := PermProbeReplyLen
+	if len(b) > PermProbeReplyLen {
+		want = PermProbeReplyExtLen
+	}
+	if err := checkLen(permProbeReplyWhat, b, want); err != nil {
 		return err
 	}
 	v := PermProbeReply{Member: binary.BigEndian.Uint32(b), SilentMS: binary.BigEndian.Uint32(b[4:]), Probe: binary.BigEndian.Uint64(b[8:])}
+	if want == PermProbeReplyExtLen {
+		v.Ext, v.Covered, v.EndMS = true, b[16]&PermProbeCovered != 0, int32(binary.BigEndian.Uint32(b[17:]))
+		switch {
+		case b[16]&^PermProbeCovered != 0:
+			return decodeErr(permProbeReplyWhat, DecodeBadField, "undefined flag", int(b[16]), -1)
+		case v.EndMS != 0 && !v.Covered:
+			return decodeErr(permProbeReplyWhat, DecodeBadField, "end without covered", int(v.EndMS), -1)
+		}
+	}
 	switch {
 	case v.Member == 0:
 		return decodeErr(permProbeReplyWhat, DecodeBadField, "member", 0, -1)

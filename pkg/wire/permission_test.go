@@ -18,6 +18,10 @@ func permSamples() []payload {
 		&PermHeartbeat{Interval: 1000},
 		&PermHeartbeat{Interval: 200, Busy: true},
 		&PermHeartbeat{Interval: 1<<32 - 1, Busy: true, Oldest: 1<<64 - 1},
+		&PermHeartbeat{Interval: 1000, Ext: true},
+		&PermHeartbeat{Interval: 200, Ext: true, Busy: true, Oldest: 9, Bounded: true, Pending: true, AckWanted: true, EndMS: 2999, Ack: 1<<64 - 1},
+		&PermHeartbeat{Interval: 1<<32 - 1, Ext: true, Ack: 5, EndMS: 1<<31 - 1},
+		&PermHeartbeat{Interval: 1000, Ext: true, EndMS: -1 << 31},
 	}
 }
 
@@ -48,6 +52,10 @@ func TestPermLayout(t *testing.T) {
 	checkLayout(t, PermHeartbeat{Interval: 0x01020304, Busy: true}, []byte{1, 2, 3, 4, 1})
 	checkLayout(t, PermHeartbeat{Interval: 0x01020304, Busy: true, Oldest: 0x0000111213141516},
 		[]byte{1, 2, 3, 4, 2, 0, 0, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16})
+	checkLayout(t, PermHeartbeat{Interval: 0x01020304, Ext: true, Busy: true, Bounded: true, AckWanted: true, Oldest: 0x0000111213141516,
+		EndMS: 0x21222324, Ack: 0x3132333435363738},
+		[]byte{1, 2, 3, 4, 3, PermBeatBusy | PermBeatBounded | PermBeatAckWanted, 0, 0, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16,
+			0x21, 0x22, 0x23, 0x24, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38})
 }
 
 // TestPermRejects: names, zero incarnations and stamps, stamps past
@@ -71,9 +79,14 @@ func TestPermRejects(t *testing.T) {
 	req, _ := PermRequest{Name: "ab", Incarnation: 1, Stamp: 5}.AppendBinary(nil)
 	rep, _ := PermReply{Name: "ab", Incarnation: 1, Answers: 1, Stamp: 5}.AppendBinary(nil)
 	hb, _ := PermHeartbeat{Interval: 200, Busy: true, Oldest: 5}.AppendBinary(nil)
+	ext, _ := PermHeartbeat{Interval: 200, Ext: true, Busy: true, Oldest: 5, EndMS: 3000}.AppendBinary(nil)
 	set := func(b []byte, i int, v ...byte) []byte { b = bytes.Clone(b); copy(b[i:], v); return b }
 	checkRefusals(t, []refusal{
-		{"heartbeat busy 3", new(PermHeartbeat), set(hb, 4, 3), DecodeBadField},
+		{"heartbeat busy 4", new(PermHeartbeat), set(hb, 4, 4), DecodeBadField},
+		{"heartbeat busy 3 of 13 bytes", new(PermHeartbeat), set(hb, 4, 3), DecodeTruncated},
+		{"extended heartbeat undefined flag", new(PermHeartbeat), set(ext, 5, 0x10|PermBeatBusy), DecodeBadField},
+		{"extended heartbeat oldest while idle", new(PermHeartbeat), set(ext, 5, PermBeatBounded), DecodeBadField},
+		{"extended heartbeat trailing", new(PermHeartbeat), append(bytes.Clone(ext), 0), DecodeBadLength},
 		{"heartbeat busy 2 without oldest", new(PermHeartbeat), hb[:PermHeartbeatLen], DecodeTruncated},
 		{"heartbeat busy 1 with oldest", new(PermHeartbeat), set(hb, 4, 1), DecodeBadLength},
 		{"heartbeat oldest 0", new(PermHeartbeat), set(hb, 12, 0), DecodeBadField},
@@ -116,6 +129,56 @@ func permLinkSamples() []payload {
 		&PermProbeReply{Member: 2, SilentMS: 3800, Probe: 77},
 		&PermProbeReply{Member: 1<<32 - 1, SilentMS: 1<<32 - 1, Probe: 1<<64 - 1},
 	}
+}
+
+// permProbeReplyExt are extended probe replies: their first
+// PermProbeReplyLen bytes are a valid short reply (the form older members
+// read), which says nothing of leases, the safe reading of a cut one.
+func permProbeReplyExt() []*PermProbeReply {
+	return []*PermProbeReply{
+		{Member: 2, SilentMS: 3800, Probe: 77, Ext: true},
+		{Member: 3, SilentMS: 10, Probe: 78, Ext: true, Covered: true, EndMS: 2500},
+		{Member: 4, SilentMS: 1900, Probe: 79, Ext: true, Covered: true, EndMS: -700},
+		{Member: 1<<32 - 1, SilentMS: 1<<32 - 1, Probe: 1<<64 - 1, Ext: true, Covered: true, EndMS: 1<<31 - 1},
+	}
+}
+
+// TestPermProbeReplyExt: the extended reply round-trips; every cut but the
+// one to the short form, and a trailing byte, is refused; the short form
+// of its bytes claims no coverage.
+func TestPermProbeReplyExt(t *testing.T) {
+	for _, in := range permProbeReplyExt() {
+		b, err := in.AppendBinary(nil)
+		if err != nil || len(b) != PermProbeReplyExtLen {
+			t.Fatalf("%+v: % x, %v", in, b, err)
+		}
+		var out PermProbeReply
+		if err := out.UnmarshalBinary(b); err != nil || out != *in {
+			t.Fatalf("%+v: decoded %+v, %v", in, out, err)
+		}
+		for n := range len(b) {
+			var cut PermProbeReply
+			err := cut.UnmarshalBinary(b[:n])
+			switch {
+			case n == PermProbeReplyLen && (err != nil || cut.Covered || cut.Ext):
+				t.Errorf("%+v cut to the short form: %+v, %v", in, cut, err)
+			case n != PermProbeReplyLen && err == nil:
+				t.Errorf("%+v: %d of %d bytes accepted", in, n, len(b))
+			}
+		}
+		if err := new(PermProbeReply).UnmarshalBinary(append(b, 0)); err == nil {
+			t.Errorf("%+v: trailing byte accepted", in)
+		}
+	}
+	checkLayout(t, PermProbeReply{Member: 0x01020304, SilentMS: 0x05060708, Probe: 0x1112131415161718, Ext: true, Covered: true, EndMS: 0x21222324},
+		[]byte{1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, PermProbeCovered, 0x21, 0x22, 0x23, 0x24})
+	pr, _ := PermProbeReply{Member: 2, SilentMS: 10, Probe: 5, Ext: true, Covered: true, EndMS: 9}.AppendBinary(nil)
+	set := func(b []byte, i int, v ...byte) []byte { b = bytes.Clone(b); copy(b[i:], v); return b }
+	checkRefusals(t, []refusal{
+		{"probe reply undefined flag", new(PermProbeReply), set(pr, 16, 2|PermProbeCovered), DecodeBadField},
+		{"probe reply end without covered", new(PermProbeReply), set(pr, 16, 0), DecodeBadField},
+	})
+	checkEncodeRefused(t, PermProbeReply{Member: 2, Probe: 5, Ext: true, EndMS: 1})
 }
 
 // TestPermLinkRoundTrips: the relay and the probes re-encode what they
@@ -175,5 +238,9 @@ func TestPermLinkRejects(t *testing.T) {
 // FuzzPermLink: any bytes decode into a valid relay or probe that
 // re-encodes to the same bytes, or fail with a *DecodeError.
 func FuzzPermLink(f *testing.F) {
-	fuzzDecoders(f, permLinkSamples(), [][]byte{{}}, new(PermRelay), new(PermProbe), new(PermProbeReply))
+	samples := permLinkSamples()
+	for _, r := range permProbeReplyExt() {
+		samples = append(samples, r)
+	}
+	fuzzDecoders(f, samples, [][]byte{{}}, new(PermRelay), new(PermProbe), new(PermProbeReply))
 }

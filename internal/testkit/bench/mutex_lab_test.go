@@ -50,6 +50,7 @@ var (
 	mutexCount   = flag.Int("mutex.count-hosts", 16, "a second, smaller run on this many hosts that only counts messages per entry (0: skip)")
 	mutexFaults  = flag.Bool("mutex.faults", true, "run the recovery, partition, pause, link-cut and maker-kill trials (false: latency, throughput and cost only, for quick A/B runs)")
 	mutexKeep    = flag.String("mutex.keep", "", "keep every mutexd's log and a protocol trace of each run (--trace, one file per start) in `DIR`, for a trial to be read afterwards (default: logs in a temporary directory, removed; no traces)")
+	mutexRecOnly = flag.Bool("mutex.recovery-only", false, "run only the recovery trials (SIGKILL of the holder, of the last holder, of a bystander, of a coordinator) and etcd's, for quick A/B runs of recovery")
 )
 
 const (
@@ -162,6 +163,11 @@ func BenchmarkMutex(b *testing.B) {
 	r := newMutexResults()
 	for _, f := range algs {
 		m.startCluster(f.Name, mutexHosts)
+		if *mutexRecOnly {
+			m.recovery(r)
+			m.stopCluster()
+			continue
+		}
 		m.uncontended(r)
 		m.perEntry(r, r.perEntry)
 		m.contended(r)
@@ -174,12 +180,14 @@ func BenchmarkMutex(b *testing.B) {
 		}
 		m.stopCluster()
 	}
-	m.etcdUncontended(r)
-	m.etcdContended(r)
-	if *mutexFaults {
+	if !*mutexRecOnly {
+		m.etcdUncontended(r)
+		m.etcdContended(r)
+	}
+	if *mutexFaults || *mutexRecOnly {
 		m.etcdRecovery(r)
 	}
-	if *mutexCount > 0 {
+	if *mutexCount > 0 && !*mutexRecOnly {
 		for _, f := range algs {
 			m.startCluster(f.Name, *mutexCount)
 			m.perEntry(r, r.perEntryMany)

@@ -102,6 +102,22 @@ type Core struct {
 	// the cap of leaseFrom.
 	leases map[mutex.RequestID]time.Duration
 
+	// Lease ends (lease.go): bounded, renewals wait for an end a majority
+	// acknowledged (from the first majority's acknowledgement on, for the
+	// incarnation); annEnd, the end last announced (never lower); anns,
+	// the announcements whose acknowledgements are counted; ackedEnd, the
+	// highest end a majority acknowledged; ackAsked, when an unbounded
+	// member last asked for acknowledgements.
+	bounded  bool
+	annEnd   time.Time
+	anns     []announced
+	ackedEnd time.Time
+	ackAsked time.Time
+	// renewSince: since when a bounded renewal waits (zero: none);
+	// renewWarned: EventRenewalUnacked was emitted for it.
+	renewSince  time.Time
+	renewWarned bool
+
 	inc     uint32 // this member's incarnation
 	floor   uint64 // the persisted Lamport floor
 	durable core.Durable
@@ -168,6 +184,14 @@ type peer struct {
 	// stalled, or was cut off), and the others may have granted without
 	// it meanwhile.
 	lentBefore uint64
+	// Its leases (lease.go): v2, it sends extended heartbeats (its probes
+	// get extended answers); ann, its newest announcement taken; lastReq,
+	// the Lamport time of its newest request frame taken; acked, the
+	// newest of this member's announcements it acknowledged.
+	v2      bool
+	ann     heardLease
+	lastReq uint64
+	acked   uint64
 }
 
 // lock is this member's state of one lock.
@@ -554,7 +578,9 @@ func (c *Core) leaseFrom(lease time.Duration) time.Time {
 // leaseFrom says.
 func (c *Core) confirm(name string) {
 	for _, id := range c.reqs.Holders(name) {
-		c.reqs.ConfirmRenewal(c.now, c.leaseFrom(c.leases[id]), id)
+		if from, ok := c.renewFrom(id); ok {
+			c.reqs.ConfirmRenewal(c.now, from, id)
+		}
 	}
 	c.drain()
 }
@@ -595,6 +621,9 @@ func (c *Core) heartbeat() wire.PermHeartbeat {
 	hb := wire.PermHeartbeat{Interval: uint32(min(c.cfg.HeartbeatInterval.Milliseconds(), 1<<32-1)), Busy: c.busy()}
 	if hb.Busy && !c.now.Before(c.busyUntil) {
 		hb.Oldest = c.oldestOpen()
+	}
+	if hb.Busy {
+		c.announce(&hb)
 	}
 	return hb
 }
@@ -839,6 +868,11 @@ func (c *Core) heard(m uint32, relayed bool) {
 	if c.det != nil && c.det.Heard(m, c.now) {
 		c.reportLiveness()
 	}
+	if (p.down || p.confirm != nil) && c.det != nil && c.det.State(m) != liveness.Suspect {
+		// Given up, or asked about, before its timeout (lease.go): the
+		// detector saw no silence to end.
+		c.heardAgain(m)
+	}
 }
 
 // reportLiveness acts on the detector's transitions. A member silent for
@@ -877,6 +911,7 @@ func (c *Core) seeIncarnation(m uint32, inc uint32, at uint64) error {
 		c.count("incarnations_undone")
 	}
 	p.life.See(uint64(inc), at)
+	p.ann, p.acked, p.v2 = heardLease{}, 0, false
 	if cur != 0 {
 		c.count("rejoins")
 		c.emit(EventRejoined, fmt.Sprintf("member %d rejoined as incarnation %d: its old requests are dropped", m, inc),
@@ -939,6 +974,17 @@ func (c *Core) stepFrame(m core.Message) error {
 			return err
 		}
 		switch {
+		case h.Ext:
+			if h.Ack != 0 {
+				if err := c.stepAck(m.From, m.Lamport, h.Ack); err != nil {
+					return err
+				}
+			}
+			c.takeAnnouncement(m.From, m.Lamport, h)
+		case h.Busy:
+			c.peers[m.From].v2 = false // a busy heartbeat of an older version
+		}
+		switch {
 		case !h.Busy:
 			c.idleBeat(m.From, m.Lamport)
 			c.idleWants(m.From, m.Lamport, m.Lamport)
@@ -963,6 +1009,9 @@ func (c *Core) stepFrame(m core.Message) error {
 		if err := c.seeIncarnation(m.From, r.Incarnation, m.Lamport); err != nil {
 			return err
 		}
+		if m.Kind != wire.KindLamportRelease {
+			c.tookRequest(m.From, m.Lamport)
+		}
 		switch m.Kind {
 		case wire.KindRARequest:
 			return c.stepRARequest(m.From, m.Lamport, r)
@@ -986,6 +1035,7 @@ func (c *Core) stepFrame(m core.Message) error {
 		if err := c.seeIncarnation(m.From, r.Incarnation, m.Lamport); err != nil {
 			return err
 		}
+		c.tookRequest(m.From, m.Lamport)
 		c.stepLamportRelease(m.From, m.Lamport-1, wire.PermRequest{Name: r.Name, Incarnation: r.Incarnation, Stamp: r.Released, Fence: r.Fence})
 		return c.stepLamportRequest(m.From, m.Lamport, r.PermRequest)
 	case wire.KindRAReply, wire.KindLamportAck, wire.KindBakeryNumber, wire.KindBakeryChosen, wire.KindBakeryTicketReply:
@@ -1060,14 +1110,12 @@ func (c *Core) Tick(now time.Time) {
 	c.observe(now)
 	c.flushReleases()
 	if !c.now.Before(c.nextBeat()) {
-		hb := c.heartbeat()
-		c.saidBusy = hb.Busy
-		c.send(core.Broadcast, wire.KindPermHeartbeat, hb, 0)
-		c.lastBeat = c.now
+		c.sendBeat(core.Broadcast)
 	}
 	c.det.Check(c.now)
 	c.reportLiveness()
 	c.checkCutOff()
+	c.checkRenewals()
 	c.checkLinks()
 	c.confirmTick()
 	c.reqs.Expire(c.now)
@@ -1092,11 +1140,15 @@ func (c *Core) Deadline() time.Time {
 	if c.inHold() {
 		d = core.Earliest(d, c.holdUntil)
 	}
+	if !c.renewSince.IsZero() && !c.renewWarned {
+		d = core.Earliest(d, c.renewSince.Add(c.cfg.RetryInterval))
+	}
 	for _, p := range c.peers {
 		if p.confirm != nil {
 			d = core.Earliest(d, p.confirm.due)
 		}
 	}
+	d = core.Earliest(d, c.earlyDeadline())
 	if !c.rejoinFrom.IsZero() {
 		d = core.Earliest(d, c.rejoinFrom.Add(c.cfg.FreshWindow), c.rejoinFrom.Add(c.cfg.SuspectAfter))
 	}

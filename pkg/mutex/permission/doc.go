@@ -194,7 +194,10 @@
 //
 // Recovery: a crashed holder is given up DeadAfter after its last (busy)
 // heartbeat and one probe round later (ConfirmSlack, 10 ms, and a round
-// trip), 3.6-3.8 s after the crash with the defaults; a crashed member
+// trip), 3.6-3.8 s after the crash with the defaults, unless the majority
+// vouches for the end of its leases ("Lease ends", below: then at that
+// end and the margin, and never before SuspectAfter after its last
+// heartbeat, 3.0-3.2 s after the crash with the defaults); a crashed member
 // that held nothing by the waiter's leave SuspectAfter after its last
 // heartbeat and a probe round later, 2.2-3.2 s after the crash (in
 // Lamport's queue a request sent to the member after its last heartbeat
@@ -313,6 +316,92 @@
 // version with older ones, only members of this version answer probes
 // and relay: a member of this version gives a silent one up only when
 // enough of them confirm it (EventUnconfirmed says so); upgrade all.
+//
+// # Lease ends: stopping the wait at the end of a crashed holder's leases
+//
+// DeadAfter counts a holder's lease from its last heartbeat, because a
+// waiter cannot know when the holder last renewed: a lease ends at most
+// MaxLease after the holder last heard a majority, and that may be up to
+// the moment it fell silent. etcd's lease, renewed in steps its server
+// knows, ends 2-3 s after its holder dies. To do as well without
+// weakening a lease, a holder tells the others when its leases end, and
+// keeps its word (lease.go):
+//
+//   - Announcements. A busy heartbeat (the extended wire.PermHeartbeat)
+//     says by when every lease its sender granted or renewed ends (EndMS,
+//     from the frame's sending; never earlier than an earlier
+//     announcement's end), whether a request of its waits (Pending), and
+//     whether it is bounded (below). Receivers keep the newest one they
+//     took, padded for clock rates, and acknowledge it when asked.
+//   - Bounded renewals. A member that a majority (itself included) has
+//     acknowledged once is bounded for the rest of its incarnation: it
+//     confirms a renewal only up to the highest end a majority
+//     acknowledged, announcing the renewal's end at once (a round trip;
+//     the lease is counted from before the announcement, so the client,
+//     which counts the time left from when it asked, never holds past
+//     it). So every end it counts on is known to a majority, which meets
+//     every majority a waiter asks. A grant is not delayed: it needs the
+//     answers to a request, stamped after Y's earlier announcements, so a
+//     member that took the request but no later announcement vouches for
+//     nothing; the next announcement (Pending false) covers the lease.
+//   - Covering. A member vouches for member Y's end when Y's newest
+//     announcement it took is bounded, not Pending, and stamped after every
+//     request frame of Y's it took, and it is neither cut off, rejoining,
+//     nor unsure what Y was granted without it (lentBefore: a member Y
+//     granted without, having given it up, was cut off or stalled, and
+//     has rejoined since). In Ricart-Agrawala and the bakery a grant needs
+//     every live member's answer to the request (the ticket read), so every
+//     member of any majority took it, except one Y had given up. Not in
+//     Lamport's queue: there a member may enter on another member's frame
+//     stamped after its request (that member's own request, say) without
+//     that member ever taking the request, so nobody vouches and Lamport
+//     waits DeadAfter as before.
+//   - The rule. A waiter X that gave Y leave (its timeout DeadAfter) and
+//     vouches for Y's end probes, as in "Links", once silent from Y for
+//     SuspectAfter; answers (the extended wire.PermProbeReply, sent to
+//     members that send extended heartbeats) say, beside the silence,
+//     whether the answerer vouches and how long until that end. If
+//     majority-1 vouching answers, with X's own silence, show a stretch
+//     [F, S] of SuspectAfter as "Links" requires, and the probe left (S)
+//     once the latest end vouched for (X's own included), padded, and the
+//     Margin had passed, X gives Y up. Answers to a probe that left
+//     earlier only say when to ask again: at that end and the Margin. (A
+//     member that vouched may hear Y after it answered and acknowledge a
+//     renewal past that end, when a lease outlasts SuspectAfter: 500 ms
+//     heartbeats, or a 5 s lease; only its answer to the later probe
+//     shows it.) An end that, with the Margin, passes X's timeout for Y
+//     (DeadAfter after Y's last frame, by which every lease Y may hold has
+//     ended) is not waited for: Y is waited for DeadAfter as without an
+//     announcement (an end of 2^31 ms, which a member, or anyone on a
+//     cluster without a key, may announce, would otherwise hold the lock
+//     for 24.8 days).
+//
+// Why Y holds nothing then, nor enters without X's leave: every lease Y
+// granted before its latest bounded announcement taken by a member of
+// the majority M ends by that end; every renewal since ends by an end a
+// majority acknowledged, so one that a member of M took before it fell
+// silent (and vouches for: its newest end is at least as late), and a
+// lease that ended cannot be renewed: with no member of M hearing Y up to
+// S, after the end vouched for, none acknowledged a renewal that runs
+// past it; a grant
+// since needs a request that every member of M, unless given up by Y,
+// took, and then that member vouches for nothing (a member Y gave up was
+// cut off or stalled and rejoined, and is unsure: lentBefore). A silence
+// of SuspectAfter is still required: it is the SuspectAfter case of
+// "Links", which shows that Y, if alive, took itself for cut off and
+// rejoins before it asks or answers again, so it cannot give X up in turn
+// while X holds without its leave. That floor is a wait for safety, not
+// for detection: a sign that Y's port closed proves nothing (anyone on
+// the LAN can forge a reset), so it could not shorten it either.
+//
+// In a cluster whose majority runs an older mutexd (which refuses the
+// extended heartbeat and never acknowledges), no member becomes bounded:
+// renewals are confirmed as before, announcements say unbounded, nobody
+// vouches, and holders are waited for DeadAfter. A bounded member never
+// goes back: if members are downgraded below a majority, its renewals
+// wait for acknowledgements that do not come, it says so at WARN
+// (EventRenewalUnacked) and its clients lose their leases; restarting it
+// makes it unbounded again.
 //
 // # Frames that lie
 //

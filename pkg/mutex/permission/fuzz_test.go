@@ -326,7 +326,17 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 	case wire.KindHeartbeat:
 		b, _ = wire.Heartbeat{Interval: 1000, Alive: 3}.AppendBinary(nil)
 	case wire.KindPermHeartbeat:
-		b, _ = wire.PermHeartbeat{Interval: 1000, Busy: p.Bool()}.AppendBinary(nil)
+		h := wire.PermHeartbeat{Interval: 1000, Busy: p.Bool()}
+		if p.Bool() {
+			// An announcement of lease ends (lease.go), acknowledging any
+			// stamp, maybe one of this member's.
+			h.Ext, h.Bounded, h.Pending, h.AckWanted = true, p.Bool(), p.Bool(), p.Bool()
+			h.EndMS = int32(p.U32())
+			if p.Bool() {
+				h.Ack = stamp()
+			}
+		}
+		b, _ = h.AppendBinary(nil)
 		if p.Intn(8) == 0 {
 			b[4] = byte(p.Intn(256)) // a Busy byte no member sends
 		}
@@ -346,6 +356,9 @@ func permFrame(p *corefuzz.Program, names []string, now uint64, inc uint32, ids 
 		b = binary.BigEndian.AppendUint32(b, ids[p.Intn(len(ids))])
 		b = binary.BigEndian.AppendUint32(b, p.U32())
 		b = binary.BigEndian.AppendUint64(b, stamp())
+		if p.Bool() {
+			b = binary.BigEndian.AppendUint32(append(b, byte(p.Intn(3))), p.U32()) // the extended form
+		}
 	default:
 		b = make([]byte, p.Intn(40))
 	}
@@ -392,6 +405,9 @@ func checkSent(self uint32, m core.Message, disk []byte) error {
 		var h wire.PermHeartbeat
 		if h.UnmarshalBinary(m.Payload) != nil {
 			return fmt.Errorf("undecodable %v sent", m.Kind)
+		}
+		if h.Ack >= m.Lamport && h.Ack != 0 {
+			return fmt.Errorf("%v stamped %d acknowledges %d: not after it", m.Kind, m.Lamport, h.Ack)
 		}
 	case wire.KindPermProbe:
 		var q wire.PermProbe

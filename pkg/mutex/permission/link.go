@@ -66,12 +66,20 @@ type confirm struct {
 	due     time.Time // when the next probe leaves
 	answers map[uint32]quiet
 	said    bool // EventUnconfirmed was emitted for this silence
+	// atEnd: the member is given up at its lease end (tryLeaseEnd), not
+	// after its timeout; farEnd: EventEndPastTimeout was emitted for this
+	// silence.
+	atEnd, farEnd bool
 }
 
 // quiet is one answer to a probe.
 type quiet struct {
 	at     time.Time     // when it came, on this member's clock
 	silent time.Duration // the silence it reported, on the answerer's clock
+	// covered: the answerer vouched that the member's leases end by end
+	// (on this member's clock, padded).
+	covered bool
+	end     time.Time
 }
 
 // directSilence is how long member m has sent nothing that came directly
@@ -249,8 +257,16 @@ func (c *Core) stepProbe(m core.Message) error {
 		return fmt.Errorf("%w: %d, in a probe from %d", core.ErrUnknownMember, q.Member, m.From)
 	}
 	c.count("probes_answered")
-	c.send(m.From, wire.KindPermProbeReply, wire.PermProbeReply{Member: q.Member,
-		SilentMS: uint32(min(c.silence(q.Member).Milliseconds(), 1<<32-1)), Probe: m.Lamport}, 0)
+	r := wire.PermProbeReply{Member: q.Member, SilentMS: uint32(min(c.silence(q.Member).Milliseconds(), 1<<32-1)), Probe: m.Lamport}
+	if c.peers[m.From].v2 {
+		// It reads the extended answer: say what this member knows of
+		// the silent member's lease end (lease.go).
+		r.Ext = true
+		if end, ok := c.covers(q.Member); ok {
+			r.Covered, r.EndMS = true, ceilMS(end.Sub(c.now))
+		}
+	}
+	c.send(m.From, wire.KindPermProbeReply, r, 0)
 	return nil
 }
 
@@ -271,7 +287,11 @@ func (c *Core) stepProbeReply(m core.Message) error {
 		c.count("probe_replies_stale")
 		return nil
 	}
-	p.confirm.answers[m.From] = quiet{at: c.now, silent: time.Duration(r.SilentMS) * time.Millisecond}
+	q := quiet{at: c.now, silent: time.Duration(r.SilentMS) * time.Millisecond, covered: r.Covered}
+	if r.Covered {
+		q.end = c.endAfter(r.EndMS)
+	}
+	p.confirm.answers[m.From] = q
 	c.tryConfirm(r.Member)
 	return nil
 }
@@ -281,12 +301,17 @@ func (c *Core) stepProbeReply(m core.Message) error {
 func (c *Core) confirmTick() {
 	for _, m := range c.others() {
 		p := c.peers[m]
-		if p.down || c.det.State(m) != liveness.Suspect {
+		suspect := c.det.State(m) == liveness.Suspect
+		if p.down || !suspect && !c.earlyConfirm(m) {
 			p.confirm = nil
 			continue
 		}
 		if p.confirm == nil {
-			p.confirm = &confirm{due: c.det.QuietSince(m).Add(c.det.Timeout(m) + c.cfg.ConfirmSlack())}
+			wait := c.det.Timeout(m)
+			if !suspect {
+				wait = c.cfg.SuspectAfter
+			}
+			p.confirm = &confirm{due: c.det.QuietSince(m).Add(wait + c.cfg.ConfirmSlack())}
 		}
 		if !c.now.Before(p.confirm.due) {
 			c.probe(m)
@@ -309,7 +334,7 @@ func (c *Core) probe(m uint32) {
 		cf.due = c.now.Add(c.cfg.SuspectAfter)
 		return
 	}
-	if cf.stamp != 0 && len(cf.answers) < need && !cf.said {
+	if cf.stamp != 0 && len(cf.answers) < need && !cf.said && c.det.State(m) == liveness.Suspect {
 		cf.said = true
 		c.warn(EventUnconfirmed, fmt.Sprintf("member %d has been silent here for %v, but only %d of the %d other members needed to confirm that it is down answered (are they running an older mutexd, or cut off?): still waited for",
 			m, c.silence(m).Round(time.Millisecond), len(cf.answers), need), "member", m, "heard_by", []uint32{})
@@ -366,6 +391,12 @@ func (c *Core) tryConfirm(m uint32) {
 		}
 		cf.due = from.Add(timeout + c.cfg.ConfirmSlack())
 	}
+	if timeout > c.cfg.SuspectAfter && c.tryLeaseEnd(m) {
+		return
+	}
+	if c.det.State(m) != liveness.Suspect {
+		return // asked before its timeout (lease.go): no verdict yet on who hears it
+	}
 	if cf.said {
 		return
 	}
@@ -376,6 +407,86 @@ func (c *Core) tryConfirm(m uint32) {
 	cf.said = true
 	c.warn(EventUnconfirmed, fmt.Sprintf("member %d has been silent here for %v, but members %v heard it within the last %v: not given up, still waited for (the link between members %d and %d is probably broken; frames to it go through relays)",
 		m, c.silence(m).Round(time.Millisecond), hearing, last, c.self, m), "member", m, "heard_by", hearing)
+}
+
+// tryLeaseEnd is tryConfirm's rule for a member m that may hold by this
+// member's leave, before its timeout (lease.go, and the package doc,
+// "Lease ends"): answers of majority-1 others that vouch for m's lease
+// end, with this member's own, showing a majority silent from m over one
+// stretch of SuspectAfter ending no earlier than the probe left, give m up
+// if the probe left once the latest end they vouch for, and the margin,
+// had passed. Answers to an earlier probe only set when to ask again: a
+// member that vouched for an end may hear m afterwards and acknowledge a
+// renewal past it (a lease longer than SuspectAfter), which only its
+// answer to a later probe shows. An end vouched for that passes m's
+// timeout (DeadAfter from its last frame, which every lease m may hold
+// ends within) is not waited for: m is waited for as without one (a huge
+// end, sent in a member's name, would otherwise hold the lock for weeks).
+// It says whether it decided (m given up, or asked about again later).
+func (c *Core) tryLeaseEnd(m uint32) bool {
+	cf := c.peers[m].confirm
+	own, ok := c.covers(m)
+	need := c.majority - 1
+	if !ok || need <= 0 {
+		return false
+	}
+	type vouch struct {
+		id       uint32
+		from, to time.Time
+	}
+	vs := make([]vouch, 0, len(cf.answers))
+	for id, q := range cf.answers {
+		if q.covered {
+			vs = append(vs, vouch{id, q.at.Add(-c.cfg.unpad(q.silent)), q.end})
+		}
+	}
+	if len(vs) < need {
+		return false
+	}
+	slices.SortFunc(vs, func(a, b vouch) int {
+		if d := a.from.Compare(b.from); d != 0 {
+			return d
+		}
+		return int(a.id) - int(b.id)
+	})
+	from, end := c.det.QuietSince(m), own
+	by := make([]uint32, 0, need)
+	for _, v := range vs[:need] {
+		if v.from.After(from) {
+			from = v.from
+		}
+		if v.to.After(end) {
+			end = v.to
+		}
+		by = append(by, v.id)
+	}
+	if cf.sentAt.Sub(from) < c.cfg.SuspectAfter {
+		cf.due = core.Earliest(cf.due, from.Add(c.cfg.SuspectAfter+c.cfg.ConfirmSlack()))
+		return false
+	}
+	at := end.Add(c.cfg.Margin)
+	if timeout := c.det.QuietSince(m).Add(c.det.Timeout(m)); at.After(timeout) {
+		c.count("lease_ends_past_timeout")
+		if !cf.farEnd {
+			cf.farEnd = true
+			slices.Sort(by)
+			c.warn(EventEndPastTimeout, fmt.Sprintf("member %d, silent here for %v, announced that its leases end in %v (members %v and this one vouch for it), "+
+				"%v after its timeout (%v from its last frame), by which every lease it may hold has ended: that end is not waited for, and member %d is waited for its timeout as without it. "+
+				"No mutexd of this build announces such an end (the members agree on --lease): it was forged in member %d's name (does the cluster run without a key?), or it is a bug to report",
+				m, c.silence(m).Round(time.Millisecond), end.Sub(c.now).Round(time.Millisecond), by, at.Sub(timeout).Round(time.Millisecond),
+				c.det.Timeout(m), m, m), "member", m, "vouched_by", by)
+		}
+		return false
+	}
+	if cf.sentAt.Before(at) {
+		c.count("lease_end_waits")
+		cf.due = at // ask again then
+		return true
+	}
+	slices.Sort(by)
+	cf.atEnd = true
+	c.giveUp(m, by)
+	return true
 }
 
 // hearing returns the members whose answer to the last probe about member
@@ -408,10 +519,17 @@ func (c *Core) relayedRecently(m uint32) bool {
 // void.
 func (c *Core) giveUp(m uint32, by []uint32) {
 	p := c.peers[m]
+	atEnd := p.confirm != nil && p.confirm.atEnd
 	p.down, p.confirm = true, nil
 	c.count("members_given_up")
-	c.emit(liveness.EventMemberDown, fmt.Sprintf("member %d is down: silent here for %v, and members %v confirm a silence as long; no longer waited for",
-		m, c.silence(m).Round(time.Millisecond), by), "member", m, "confirmed_by", by)
+	if atEnd {
+		c.count("members_given_up_at_lease_end")
+		c.emit(liveness.EventMemberDown, fmt.Sprintf("member %d is down: silent here for %v, members %v confirm a silence as long, and every lease it may hold ended by the end it announced; no longer waited for",
+			m, c.silence(m).Round(time.Millisecond), by), "member", m, "confirmed_by", by)
+	} else {
+		c.emit(liveness.EventMemberDown, fmt.Sprintf("member %d is down: silent here for %v, and members %v confirm a silence as long; no longer waited for",
+			m, c.silence(m).Round(time.Millisecond), by), "member", m, "confirmed_by", by)
+	}
 	for _, l := range c.locks {
 		delete(l.got, m)
 		c.unlend(l, m)
@@ -452,7 +570,7 @@ func (c *Core) checkLinks() {
 			p.relaying = relay
 			if relay {
 				c.count("relays_started")
-				c.send(m, wire.KindPermHeartbeat, c.heartbeat(), 0)
+				c.sendBeat(m)
 			}
 		}
 		switch direct := c.directSilence(m); {

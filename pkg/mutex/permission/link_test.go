@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -300,36 +299,8 @@ func TestLinkCutHandoff(t *testing.T) {
 		for _, n := range []uint32{3, 5} {
 			for _, hold := range []time.Duration{0, 100 * time.Millisecond, 2 * time.Second, 6 * time.Second} {
 				t.Run(fmt.Sprintf("%s/%d/%v", f.Name, n, hold), func(t *testing.T) {
-					s := sim.New(sim.Config{Seed: int64(n) + int64(hold), DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}})
-					for id := uint32(1); id <= n; id++ {
-						s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-							a, err := f.New(env, mutex.Options{})
-							if err != nil {
-								t.Fatal(err)
-							}
-							return a
-						}, clock.SimConfig{})
-					}
-					granted := map[uint32]mutex.RequestID{}
-					var grantedAt time.Duration
-					s.OnReady(func(r sim.Ready) {
-						for _, o := range r.Core.(mutex.Algorithm).Outcomes() {
-							if g, ok := o.(mutex.Granted); ok {
-								granted[r.Node], grantedAt = g.ID, r.At
-							}
-						}
-					})
-					s.Start()
-					s.Run(2 * time.Second)
-					acquire := func(id uint32) (req mutex.RequestID) {
-						s.Do(id, func(c core.Core) {
-							var err error
-							if req, err = c.(mutex.Algorithm).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "x"}); err != nil {
-								t.Fatal(err)
-							}
-						})
-						return req
-					}
+					s := newLockSim(t, f, mutex.Options{}, n, int64(n)+int64(hold), sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}, 2*time.Second)
+					granted, acquire := s.granted, s.acquire
 					r1 := acquire(1)
 					if !s.RunUntil(func() bool { return granted[1] == r1 }, time.Second) {
 						t.Fatal("member 1 not granted")
@@ -356,7 +327,7 @@ func TestLinkCutHandoff(t *testing.T) {
 					if !s.RunUntil(func() bool { return granted[2] == r2 }, 2*tm.RetryInterval) {
 						t.Fatalf("member 2 not granted within %v of 1's release across the broken link", 2*tm.RetryInterval)
 					}
-					took := grantedAt - released
+					took := s.grantedAt - released
 					t.Logf("member 2 granted %v after member 1's release, %v after the cut", took, hold+took)
 					if took < 0 {
 						t.Fatalf("member 2 granted %v before member 1 released: two holders", -took)

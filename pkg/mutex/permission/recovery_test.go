@@ -2,13 +2,11 @@ package permission_test
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
-	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
@@ -98,7 +96,11 @@ func TestFaultBoundaries(t *testing.T) {
 					t.Fatalf("members %v still wait after the faults\n%s", w, c.Tail())
 				}
 				c.Check()
-				t.Log(c)
+				var atEnd uint64
+				for _, id := range ids {
+					atEnd += s.Core(id).(mutex.Algorithm).Report().Counters["members_given_up_at_lease_end"]
+				}
+				t.Logf("%v; %d members given up at their announced lease end", c, atEnd)
 			})
 		})
 	}
@@ -128,36 +130,8 @@ func TestRecoveryTimes(t *testing.T) {
 	for _, f := range factories {
 		for _, victim := range []string{"holder", "last holder", "bystander"} {
 			t.Run(fmt.Sprintf("%s/%s", f.Name, victim), func(t *testing.T) {
-				s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
-				for id := uint32(1); id <= 5; id++ {
-					s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-						a, err := f.New(env, opt)
-						if err != nil {
-							t.Fatal(err)
-						}
-						return a
-					}, clock.SimConfig{})
-				}
-				granted := map[uint32]mutex.RequestID{}
-				s.OnReady(func(r sim.Ready) {
-					for _, o := range r.Core.(mutex.Algorithm).Outcomes() {
-						if g, ok := o.(mutex.Granted); ok {
-							granted[r.Node] = g.ID
-						}
-					}
-				})
-				s.Start()
-				s.Run(3 * time.Second)
-				acquire := func(id uint32) mutex.RequestID {
-					var req mutex.RequestID
-					s.Do(id, func(cc core.Core) {
-						var err error
-						if req, err = cc.(mutex.Algorithm).Acquire(s.Clock(id).Now(), mutex.Request{Lock: "x"}); err != nil {
-							t.Fatal(err)
-						}
-					})
-					return req
-				}
+				s := newLockSim(t, f, opt, 5, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 3*time.Second)
+				granted, acquire := s.granted, s.acquire
 				r1 := acquire(1)
 				s.Run(50 * time.Millisecond)
 				if granted[1] != r1 {

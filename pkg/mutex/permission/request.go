@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 	"github.com/synclab/synclab/pkg/wire"
@@ -119,6 +120,11 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 	c.drain()
 	for _, l := range c.locks {
 		c.settle(l) // a renewal after the lease ran out lost the lock
+	}
+	if c.bounded && c.renewing() {
+		// Announced at once: the renewal waits for a majority's
+		// acknowledgement of its end (lease.go).
+		c.sendBeat(core.Broadcast)
 	}
 	return err
 }

@@ -68,6 +68,15 @@ type Detail struct {
 	// or too few answered).
 	Relayed []LinkDetail `json:"relayed,omitempty"`
 	Silent  []LinkDetail `json:"silent,omitempty"`
+	// LeaseEnds: "bounded" (a majority acknowledged an announcement of
+	// this member's lease end: it renews only up to an end a majority
+	// acknowledged, and a waiter may stop waiting for it at that end),
+	// "unbounded" (not yet: a majority runs an older mutexd, or none
+	// answered yet; it renews as before, and is waited for DeadAfter),
+	// or "lamport" (never: Lamport's queue waits DeadAfter). AnnouncedEndMS:
+	// how long until the end it last announced (0: passed).
+	LeaseEnds      string `json:"lease_ends"`
+	AnnouncedEndMS int64  `json:"announced_end_ms,omitempty"`
 }
 
 // LinkDetail is what a member knows of its link to another.
@@ -140,6 +149,15 @@ func (c *Core) Report() mutex.Status {
 	if c.inHold() {
 		d.RestartHoldMS = c.holdUntil.Sub(c.now).Milliseconds()
 	}
+	switch {
+	case c.cfg.Variant == Lamport:
+		d.LeaseEnds = "lamport"
+	case c.bounded:
+		d.LeaseEnds = "bounded"
+	default:
+		d.LeaseEnds = "unbounded"
+	}
+	d.AnnouncedEndMS = max(c.annEnd.Sub(c.now).Milliseconds(), 0)
 	st := mutex.Status{Algorithm: c.cfg.Variant.String(), ID: c.self, Counters: c.allCounters(), Guarantees: c.Guarantees(), Detail: d}
 	for _, m := range c.cfg.Members {
 		ms := mutex.MemberStatus{ID: m, Self: m == c.self, Alive: m == c.self || !c.givenUp(m), State: mutex.MemberAlive}
