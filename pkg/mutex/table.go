@@ -324,14 +324,19 @@ func (t *Table) Renewing(lock string) bool {
 }
 
 // ConfirmRenewals renews every pending renewal of lock's holders from now
-// (Renewed).
+// (Renewed). A holder whose lease ended by now is lost instead (Lost,
+// Expired), as ConfirmRenewal does.
 func (t *Table) ConfirmRenewals(now time.Time, lock string) {
 	q := t.locks[lock]
 	if q == nil {
 		return
 	}
-	for _, h := range q.holders {
+	for _, h := range slices.Clone(q.holders) {
 		if h.renewing == 0 {
+			continue
+		}
+		if !now.Before(h.expires) {
+			t.lose(h, Expired)
 			continue
 		}
 		h.req.Lease, h.renewing = h.renewing, 0
@@ -343,14 +348,17 @@ func (t *Table) ConfirmRenewals(now time.Time, lock string) {
 
 // ConfirmRenewal renews granted request id's pending renewal with its
 // lease counted from from (Renewed), as ConfirmRenewals does for a whole
-// lock from now; false if id has no renewal pending. A renewal counted
-// from a time its lease has run out by is lost instead (Lost, Expired).
+// lock from now; false if id has no renewal pending. A lease that ended by
+// now is lost instead (Lost, Expired), even if the core has not expired it
+// yet (a frame stepped before a late Tick): an ended lease is never renewed,
+// which the permission algorithms' lease ends rely on. So is a renewal
+// counted from a time its lease has run out by.
 func (t *Table) ConfirmRenewal(now, from time.Time, id RequestID) bool {
 	e, ok := t.reqs[id]
 	if !ok || !e.granted || e.renewing == 0 {
 		return false
 	}
-	if !now.Before(from.Add(e.renewing)) {
+	if !now.Before(e.expires) || !now.Before(from.Add(e.renewing)) {
 		t.lose(e, Expired)
 		return true
 	}

@@ -196,3 +196,28 @@ func TestTableSharedOracle(t *testing.T) {
 		}
 	}
 }
+
+// TestConfirmAfterExpiry: a renewal confirmed once the lease has ended,
+// before anything expired it, loses the lease (a frame stepped before a
+// late Tick must not bring a lease back), for one request and for a lock.
+func TestConfirmAfterExpiry(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		tb := newTable(t, false)
+		a, _ := tb.Enqueue(t0, 1, mutex.Request{Lock: "db"})
+		if _, err := tb.Grant(t0, a, 5, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := tb.Renew(t0.Add(2800*time.Millisecond), a, 0); err != nil {
+			t.Fatal(err)
+		}
+		late := t0.Add(3300 * time.Millisecond)
+		if whole {
+			tb.ConfirmRenewals(late, "db")
+		} else if !tb.ConfirmRenewal(late, late.Add(-2*time.Second), a) {
+			t.Fatal("no renewal pending")
+		}
+		if exp, held := tb.Expires(a); held {
+			t.Errorf("whole lock %v: a lease that ended at 3 s renewed at 3.3 s until %v", whole, exp.Sub(t0))
+		}
+	}
+}

@@ -360,3 +360,74 @@ func TestFirstAnnouncementBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestEndedLeaseNotRenewed: a bounded member's renewal asked while its
+// lease ran and acknowledged by a majority only after it ended is lost,
+// not confirmed. The daemon steps datagrams as they come, so the
+// acknowledgements may be stepped before the Tick that would have expired
+// the lease: confirmed then, an ended lease came back to life until the
+// end acknowledged, while the others, who vouched for the old end, had
+// given the member up (the lease-end argument's "a lease that ended cannot
+// be renewed").
+func TestEndedLeaseNotRenewed(t *testing.T) {
+	ids := []uint32{1, 2, 3, 4, 5}
+	m := newMember(t, 1, ids)
+	for _, id := range ids[1:] {
+		m.beat(id)
+	}
+	id, err := m.c.Acquire(m.now, mutex.Request{Lock: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.drain()
+	var stamp uint64
+	for _, msg := range m.out {
+		if msg.Kind == wire.KindRARequest {
+			stamp = msg.Lamport
+		}
+	}
+	for _, from := range ids[1:] {
+		if err := m.step(from, wire.KindRAReply, wire.PermReply{Name: "x", Incarnation: 1, Answers: 1, Stamp: stamp}, m.c.Config().Lamport.Now()+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exp0, ok := m.c.Expires(id)
+	if !ok {
+		t.Fatal("member 1 not granted")
+	}
+	m.tick(200 * time.Millisecond) // a busy heartbeat asks for acknowledgements
+	a, _, ok := m.announcement()
+	if !ok {
+		t.Fatal("no announcement to acknowledge")
+	}
+	m.ack(2, a)
+	m.ack(3, a)
+	for m.now.Before(exp0.Add(-300 * time.Millisecond)) {
+		for _, from := range ids[1:] {
+			m.beat(from)
+		}
+		m.tick(100 * time.Millisecond)
+	}
+	m.out = nil
+	if err := m.c.Renew(m.now, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	m.drain()
+	a2, hb, ok := m.announcement()
+	if !ok || !hb.Bounded || !hb.AckWanted {
+		t.Fatalf("renewal announced %+v (found %v): want a bounded announcement asking for acknowledgements", hb, ok)
+	}
+	if r := renewed(m.c); len(r) != 0 {
+		t.Fatalf("a bounded member's renewal confirmed before any acknowledgement: %+v", r)
+	}
+	m.now = exp0.Add(300 * time.Millisecond) // no Tick: the loop runs late
+	m.ack(2, a2)
+	m.ack(3, a2)
+	m.ack(4, a2)
+	if r := renewed(m.c); len(r) != 0 {
+		t.Fatalf("a lease that ended at %v renewed at %v: %+v", exp0, m.now, r)
+	}
+	if _, held := m.c.Expires(id); held {
+		t.Fatal("member 1 still holds a lease that ended")
+	}
+}
