@@ -145,17 +145,10 @@ func renewed(c *permission.Core) []mutex.Renewed {
 	return out
 }
 
-// TestRenewalWaitsForMajorityAck: member 1 of five, holding, renews its
-// lease only up to an end a majority acknowledged. Before a majority
-// acknowledged any announcement it renews as before (an older majority
-// would never acknowledge); after, a renewal is announced at once and
-// waits: one acknowledgement (two of five with member 1's own) confirms
-// nothing, though every member is heard; an acknowledgement of an
-// announcement member 1 never made, or implausibly stamped, counts for
-// nothing; the third confirms it, its lease ending no later than the end
-// announced.
-func TestRenewalWaitsForMajorityAck(t *testing.T) {
-	ids := []uint32{1, 2, 3, 4, 5}
+// grantedMember returns member 1 of ids, every member heard, granted lock
+// x on every other member's reply.
+func grantedMember(t *testing.T, ids []uint32) (*member, mutex.RequestID) {
+	t.Helper()
 	m := newMember(t, 1, ids)
 	for _, id := range ids[1:] {
 		m.beat(id)
@@ -179,6 +172,21 @@ func TestRenewalWaitsForMajorityAck(t *testing.T) {
 	if _, ok := m.c.Expires(id); !ok {
 		t.Fatal("member 1 not granted")
 	}
+	return m, id
+}
+
+// TestRenewalWaitsForMajorityAck: member 1 of five, holding, renews its
+// lease only up to an end a majority acknowledged. Before a majority
+// acknowledged any announcement it renews as before (an older majority
+// would never acknowledge); after, a renewal is announced at once and
+// waits: one acknowledgement (two of five with member 1's own) confirms
+// nothing, though every member is heard; an acknowledgement of an
+// announcement member 1 never made, or implausibly stamped, counts for
+// nothing; the third confirms it, its lease ending no later than the end
+// announced.
+func TestRenewalWaitsForMajorityAck(t *testing.T) {
+	ids := []uint32{1, 2, 3, 4, 5}
+	m, id := grantedMember(t, ids)
 	// Unbounded: a renewal is confirmed at once, as before.
 	if err := m.c.Renew(m.now, id, 0); err != nil {
 		t.Fatal(err)
@@ -371,30 +379,8 @@ func TestFirstAnnouncementBounded(t *testing.T) {
 // be renewed").
 func TestEndedLeaseNotRenewed(t *testing.T) {
 	ids := []uint32{1, 2, 3, 4, 5}
-	m := newMember(t, 1, ids)
-	for _, id := range ids[1:] {
-		m.beat(id)
-	}
-	id, err := m.c.Acquire(m.now, mutex.Request{Lock: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.drain()
-	var stamp uint64
-	for _, msg := range m.out {
-		if msg.Kind == wire.KindRARequest {
-			stamp = msg.Lamport
-		}
-	}
-	for _, from := range ids[1:] {
-		if err := m.step(from, wire.KindRAReply, wire.PermReply{Name: "x", Incarnation: 1, Answers: 1, Stamp: stamp}, m.c.Config().Lamport.Now()+1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exp0, ok := m.c.Expires(id)
-	if !ok {
-		t.Fatal("member 1 not granted")
-	}
+	m, id := grantedMember(t, ids)
+	exp0, _ := m.c.Expires(id)
 	m.tick(200 * time.Millisecond) // a busy heartbeat asks for acknowledgements
 	a, _, ok := m.announcement()
 	if !ok {
