@@ -5,7 +5,7 @@
 //
 //	electd run --id 1 --members 1=10.0.0.1:7500,2=10.0.0.2:7500,... [--algorithm bully] [--priorities 2=10]
 //	           [--topology 1-2,2-3,...] (yoyo)
-//	           [--heartbeat 50ms] [--leader-timeout 400ms] [--answer-timeout 50ms] [--probe 0]
+//	           [--heartbeat 200ms] [--leader-timeout 400ms] [--answer-timeout 50ms] [--probe 4ms] (bully; the others 50ms / 400ms)
 //	           [--on-elected CMD] [--on-demoted CMD] [--on-change CMD]
 //	electd leader [--json]     who leads now (exit 1 if nobody does)
 //	electd watch [--json]      every leadership change, until interrupted
@@ -94,10 +94,10 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: electalgorithms.Default, Usage: "election algorithm `NAME`: " + algorithmNames()},
 		&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID; the majority election's vote weights, 0 counting 1); must be the same on every node"},
 		&cli.StringFlag{Name: "topology", EnvVars: app.Env(name, "topology"), Usage: "yoyo only: the connected graph members elect over, as edges `A-B,B-C,...` (members talk to their neighbours only; default: every pair); must be the same on every node"},
-		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: 50 * time.Millisecond, Usage: "leader heartbeat interval, used as given (1ms and up)"},
-		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: 400 * time.Millisecond, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat)"},
-		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: 50 * time.Millisecond, Usage: "how long a candidate waits for a member it asked to answer"},
-		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Usage: "bully only: a follower that missed a heartbeat asks the leader for one this often until --leader-timeout (0: off; fast failover: --heartbeat 200ms --leader-timeout 240ms --probe 4ms)"},
+		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Usage: "leader heartbeat interval, used as given (1ms and up; default: bully 200ms, with --probe 0 50ms; the other algorithms 50ms)"},
+		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: plainDefaults.LeaderTimeout, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat; bully's grows with the leader's lateness while it probes; bully's fast failover: 240ms)"},
+		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: defaultAnswerTimeout, Usage: "how long a candidate waits for a member it asked to answer"},
+		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Usage: "bully only: a follower that missed a heartbeat asks the leader for one this often until --leader-timeout (default 4ms; 0: off, and then bully's default --heartbeat is 50ms)"},
 		&cli.StringSliceFlag{Name: "on-elected", EnvVars: app.Env(name, "on-elected"), Usage: "shell `CMD` run when this node becomes leader"},
 		&cli.StringSliceFlag{Name: "on-demoted", EnvVars: app.Env(name, "on-demoted"), Usage: "shell `CMD` run when this node stops being leader"},
 		&cli.StringSliceFlag{Name: "on-change", EnvVars: app.Env(name, "on-change"), Usage: "shell `CMD` run whenever the leader this node knows changes (or is lost)"},
@@ -185,15 +185,39 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	}, nil
 }
 
-// durations fills opts' durations from the flags, used as given. --probe is refused for an algorithm that does not probe, and a probe
-// that cannot fit between a missed heartbeat and the leader timeout is
-// refused with the flags that decide it.
+// Timing defaults: bully's probed timings (bully.Probed: 200 ms
+// heartbeats, a 400 ms timeout, 4 ms probes), and every other
+// algorithm's, which bully takes too with --probe 0 (without probes the
+// timeout must span several heartbeats, or loss elects).
+var (
+	probedDefaults = bully.Probed
+	plainDefaults  = elect.Options{Heartbeat: 50 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
+)
+
+// defaultAnswerTimeout is --answer-timeout's default.
+const defaultAnswerTimeout = 50 * time.Millisecond
+
+// durations fills opts' durations from the flags, used as given, and the
+// ones not set from the algorithm's defaults (probedDefaults for bully
+// unless --probe 0, plainDefaults otherwise). --probe is refused for an
+// algorithm that does not probe, and a probe that cannot fit between a
+// missed heartbeat and the leader timeout is refused with the flags that
+// decide it.
 func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error {
+	def := plainDefaults
+	if algo.Name == bully.Algorithm.Name && !(c.IsSet("probe") && c.Duration("probe") == 0) {
+		def = probedDefaults
+	}
+	opts.Probe = def.Probe
 	for _, f := range []struct {
 		flag string
 		to   *time.Duration
-	}{{"heartbeat", &opts.Heartbeat}, {"leader-timeout", &opts.LeaderTimeout}, {"answer-timeout", &opts.AnswerTimeout}} {
-		d := c.Duration(f.flag)
+		def  time.Duration
+	}{{"heartbeat", &opts.Heartbeat, def.Heartbeat}, {"leader-timeout", &opts.LeaderTimeout, def.LeaderTimeout}, {"answer-timeout", &opts.AnswerTimeout, defaultAnswerTimeout}} {
+		d := f.def
+		if c.IsSet(f.flag) {
+			d = c.Duration(f.flag)
+		}
 		if err := liveness.CheckTimeout("--"+f.flag, d); err != nil {
 			return app.Usagef("%v", err)
 		}
@@ -215,8 +239,8 @@ func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error 
 		}
 	}
 	if opts.Probe != 0 && opts.Heartbeat+opts.Probe >= opts.LeaderTimeout {
-		return app.Usagef("--heartbeat (%v) + --probe (%v) must be below --leader-timeout (%v): a follower probes only between the heartbeat it missed and its leader timeout (--probe 0 turns probing off; then give --leader-timeout several heartbeats)",
-			opts.Heartbeat, opts.Probe, opts.LeaderTimeout)
+		return app.Usagef("--heartbeat (%v) + --probe (%v) must be below --leader-timeout (%v): a follower probes only between the heartbeat it missed and its leader timeout (bully's defaults: --heartbeat %v --leader-timeout %v --probe %v; --probe 0 turns probing off, and then --leader-timeout must span several heartbeats: %v / %v)",
+			opts.Heartbeat, opts.Probe, opts.LeaderTimeout, probedDefaults.Heartbeat, probedDefaults.LeaderTimeout, probedDefaults.Probe, plainDefaults.Heartbeat, plainDefaults.LeaderTimeout)
 	}
 	return nil
 }

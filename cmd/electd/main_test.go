@@ -82,6 +82,8 @@ func TestBuildRefuses(t *testing.T) {
 		{[]string{"--heartbeat", "500us"}, "--heartbeat 500µs: timeout out of range"},
 		{[]string{"--answer-timeout", "0s"}, "--answer-timeout 0s: timeout out of range"},
 		{[]string{"--heartbeat", "400ms"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
+		{[]string{"--heartbeat", "400ms", "--probe", "0"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
+		{[]string{"--heartbeat", "397ms"}, "--heartbeat (397ms) + --probe (4ms) must be below --leader-timeout (400ms): a follower probes only between the heartbeat it missed and its leader timeout (bully's defaults: --heartbeat 200ms --leader-timeout 400ms --probe 4ms; --probe 0 turns probing off, and then --leader-timeout must span several heartbeats: 50ms / 400ms)"},
 		{[]string{"--heartbeat", "400ms", "--algorithm", "ring-naive"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
 		{[]string{"--heartbeat", "200ms", "--leader-timeout", "240ms", "--probe", "40ms"}, "--heartbeat (200ms) + --probe (40ms) must be below --leader-timeout (240ms)"},
 		{[]string{"--probe", "1ms", "--algorithm", "majority"}, "--probe: only bully probes its leader (majority waits --leader-timeout)"},
@@ -101,30 +103,39 @@ func TestBuildRefuses(t *testing.T) {
 	}
 }
 
-// TestBuildDefaults: every algorithm runs with electd's defaults (50 ms
-// heartbeats, a 400 ms timeout, no probes); bully's fast failover is the
-// operator's choice (--heartbeat 200ms --leader-timeout 240ms --probe 4ms).
+// TestBuildDefaults: bully runs with probes by default (200 ms
+// heartbeats, a 400 ms timeout, 4 ms probes), and with --probe 0 the
+// timings without probes (50 ms / 400 ms), which every other algorithm
+// keeps; a flag set is used as given, the others keep their defaults
+// (fast failover is --leader-timeout 240ms).
 func TestBuildDefaults(t *testing.T) {
-	el, err := buildWith(t)
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		args         []string
+		hb, lt, prob time.Duration
+	}{
+		{nil, 200 * time.Millisecond, 400 * time.Millisecond, 4 * time.Millisecond},
+		{[]string{"--probe", "0"}, 50 * time.Millisecond, 400 * time.Millisecond, 0},
+		{[]string{"--probe", "8ms"}, 200 * time.Millisecond, 400 * time.Millisecond, 8 * time.Millisecond},
+		{[]string{"--leader-timeout", "240ms"}, 200 * time.Millisecond, 240 * time.Millisecond, 4 * time.Millisecond},
+		{[]string{"--heartbeat", "50ms"}, 50 * time.Millisecond, 400 * time.Millisecond, 4 * time.Millisecond},
+		{[]string{"--heartbeat", "100ms", "--probe", "0"}, 100 * time.Millisecond, 400 * time.Millisecond, 0},
+	} {
+		el, err := buildWith(t, tc.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if d := el.Report().Detail.(bully.Detail); d.Heartbeat != tc.hb || d.LeaderTimeout != tc.lt || d.Probe != tc.prob {
+			t.Errorf("bully %v: %v / %v / %v, want %v / %v / %v", tc.args, d.Heartbeat, d.LeaderTimeout, d.Probe, tc.hb, tc.lt, tc.prob)
+		}
 	}
-	if d := el.Report().Detail.(bully.Detail); d.Heartbeat != 50*time.Millisecond || d.LeaderTimeout != 400*time.Millisecond || d.Probe != 0 {
-		t.Errorf("bully's defaults: %+v", d)
-	}
-	el, err = buildWith(t, "--heartbeat", "200ms", "--leader-timeout", "240ms", "--probe", "4ms")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := el.Report().Detail.(bully.Detail); d.Probe != 4*time.Millisecond || d.LeaderTimeout != 240*time.Millisecond || d.Heartbeat != 200*time.Millisecond {
-		t.Errorf("fast failover: %+v", d)
-	}
-	el, err = buildWith(t, "--algorithm", "ring-naive", "--probe", "0")
-	if err != nil {
-		t.Fatalf("--probe 0 (off) with another algorithm, as a shared ELECTD_PROBE=0 gives it: %v", err)
-	}
-	if d := el.Report().Detail.(ring.Detail); d.Heartbeat != 50*time.Millisecond || d.LeaderTimeout != 400*time.Millisecond {
-		t.Errorf("ring-naive's defaults: %+v", d)
+	for _, args := range [][]string{{"--algorithm", "ring-naive"}, {"--algorithm", "ring-naive", "--probe", "0"}} {
+		el, err := buildWith(t, args...)
+		if err != nil {
+			t.Fatalf("%v (--probe 0 is off, as a shared ELECTD_PROBE=0 gives it): %v", args, err)
+		}
+		if d := el.Report().Detail.(ring.Detail); d.Heartbeat != 50*time.Millisecond || d.LeaderTimeout != 400*time.Millisecond {
+			t.Errorf("ring-naive %v: %+v", args, d)
+		}
 	}
 }
 

@@ -30,7 +30,7 @@ var (
 // as a share of one core, the mean and the largest of the processes, and
 // the largest resident set (VmRSS) at the end. Every daemon's core says
 // when it needs to run (core.Scheduler) and sleeps until then; what is
-// left is the protocol's own heartbeats (electd's every 50 ms, orderd's
+// left is the protocol's own heartbeats (electd's bully's and orderd's
 // sequencer's every 200 ms with probes on a missed one, timed's liveness
 // every 300 ms with probes) and the wake-ups they cost.
 //

@@ -192,10 +192,21 @@ var Algorithm = elect.Algorithm{
 // FastFailover are the settings of fast failover (docs/electd.md):
 // probes let the timeout sit a fraction of a heartbeat above it
 // (Config.Probe), for failover within 250 ms at 5 heartbeats a second.
-// They are electd's opt-in (electd run --heartbeat 200ms --leader-timeout
-// 240ms --probe 4ms); its defaults are 50 ms / 400 ms without probes, as
-// DefaultLANConfig, which the daemons that embed bully use.
+// They are electd's opt-in (electd run --leader-timeout 240ms, beside
+// its defaults, Probed): a live leader is given 40 ms of silence, which
+// a shared host's stalls exceed.
 var FastFailover = elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 240 * time.Millisecond, Probe: 4 * time.Millisecond}
+
+// Probed are electd's defaults for bully (orderd's sequencer election
+// runs the same): heartbeats every 200 ms, a 400 ms leader timeout and 4
+// ms probes. The probes let the heartbeats be four times sparser than
+// DefaultLANConfig's 50 ms at the same timeout: a live leader may be
+// silent 200 ms (the timeout less the heartbeat) where fast failover
+// allows 40, and a lost heartbeat costs a probe's round trip, not a
+// timeout. Failover is the timeout plus a hop, as at 50 ms / 400 ms
+// (docs/benchmarks/2026-12-06-elect-switch.md). DefaultLANConfig, which
+// the daemons that embed bully without probes use, is unchanged.
+var Probed = elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond, Probe: 4 * time.Millisecond}
 
 // New returns the bully core of member env.ID. Its term is restored from
 // env.State (the last Ready.State a driver saved; nil at the first start),

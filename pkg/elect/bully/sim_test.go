@@ -31,6 +31,17 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, s *sim.Sim, members []bully.Member, mod func(*bully.Config)) *cluster {
+	return newClusterEach(t, s, members, func(_ uint32, cfg *bully.Config) {
+		if mod != nil {
+			mod(cfg)
+		}
+	})
+}
+
+// newClusterEach is newCluster with each member's own configuration: mod
+// is called with the member's ID whenever its core is built (at every
+// restart too), after Members is set.
+func newClusterEach(t *testing.T, s *sim.Sim, members []bully.Member, mod func(uint32, *bully.Config)) *cluster {
 	c := &cluster{t: t, s: s, members: members, maxTerm: map[uint32]uint64{}, claimedBy: map[uint64][2]uint32{}}
 	s.OnSend(c.checkSent)
 	rnd := rand.New(rand.NewPCG(uint64(s.Seed()), 99))
@@ -39,9 +50,7 @@ func newCluster(t *testing.T, s *sim.Sim, members []bully.Member, mod func(*bull
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
 			cfg := bully.DefaultLANConfig()
 			cfg.Members = members
-			if mod != nil {
-				mod(&cfg)
-			}
+			mod(id, &cfg)
 			env.Rand = s.NewRand() // the stream the golden results were made with
 			b, err := bully.New(env, cfg)
 			if err != nil {

@@ -39,7 +39,10 @@ func TestLabTraceBullyFailover(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // heartbeats with everyone up
 	l.procs[n].Kill()
 	l.waitAgree("after SIGKILL of the leader", 3*time.Second, n-1, e2e.Others(n, n)...)
-	time.Sleep(500 * time.Millisecond)
+	// The new leader's heartbeats to the other survivors are most of the
+	// deliveries checkTraces checks (it wants 10): at bully's 200 ms, 2 s
+	// of them, less its 200 ms margins, give about 16.
+	time.Sleep(2 * time.Second)
 	for _, i := range e2e.Others(n, n) {
 		out, err := exec.Command(filepath.Join(e2e.BinDir(), "electd"), "trace", "stop", "--control", l.control(i)).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "stopped tracing to "+l.tracePath(i)) {
