@@ -35,6 +35,8 @@ var (
 	timesyncAsym   = flag.Duration("timesync.asym", 400*time.Microsecond, "with -timesync.impair: `A`, the asymmetric links take 100 us + A from client to server and 100 us back")
 	timesyncBin2   = flag.String("timesync.bin2", "", "`DIR` holding another build of timed for the clean LAN's second client (h3, from -100 ms): an A/B of two builds in one lab, "+
 		"against the same server at the same time; the table pools both clients, -timesync.samples keeps them apart")
+	timesyncFlags   = flag.String("timesync.flags", "", "extra `FLAGS` (space-separated) for the clean LAN's first timed client (h2), e.g. --xleave")
+	timesyncFlags2  = flag.String("timesync.flags2", "", "extra `FLAGS` (space-separated) for the clean LAN's second timed client (h3): with -timesync.bin2, an A/B of two configurations")
 	timesyncSamples = flag.String("timesync.samples", "", "write the clean LAN's signed errors to `FILE` (CSV: source,seq,error_ns,delay_ns; one timed source per client, chronyd's per clock update, "+
 		"and chronyd's raw measurements with their round trips), to study how a percentile varies with the window and to record the lab's noise")
 )
@@ -195,8 +197,10 @@ func runTimesyncClean(b *testing.B, ctx context.Context, dir, timed, timed2 stri
 	startChronyServer(b, h1, dir)
 	chrony := startChronyClient(b, h4, filepath.Join(dir, "chrony-client"), h1.Addr())
 	res.clients = []*benchTimed{
-		startBenchTimed(b, lab.Host(2), dir, timed, 100*time.Millisecond, "--sim-drift", "30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"),
-		startBenchTimed(b, lab.Host(3), dir, timed2, -100*time.Millisecond, "--sim-drift", "-30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"),
+		startBenchTimed(b, lab.Host(2), dir, timed, 100*time.Millisecond, append([]string{"--sim-drift", "30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"},
+			strings.Fields(*timesyncFlags)...)...),
+		startBenchTimed(b, lab.Host(3), dir, timed2, -100*time.Millisecond, append([]string{"--sim-drift", "-30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"},
+			strings.Fields(*timesyncFlags2)...)...),
 	}
 	started := time.Now()
 
