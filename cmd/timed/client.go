@@ -27,7 +27,7 @@ func clientFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "peer", EnvVars: app.Env(name, "peer"), Usage: "synchronise with `HOST[:PORT]` as a symmetric peer (modes 1/2)"},
 		&cli.IntFlag{Name: "minpoll", EnvVars: app.Env(name, "minpoll"), Value: int(client.DefaultMinPoll), Usage: "shortest poll interval, log2 `SECONDS` (0: 1 s; down to -4 for tests)"},
 		&cli.IntFlag{Name: "maxpoll", EnvVars: app.Env(name, "maxpoll"), Value: int(client.DefaultMaxPoll), Usage: "longest poll interval, log2 `SECONDS` (6: 64 s)"},
-		&cli.BoolFlag{Name: "xleave", EnvVars: app.Env(name, "xleave"), Usage: "poll the --server sources in chrony's interleaved mode: a server that speaks it (chronyd) sends the kernel's transmit stamp of its previous answer, taking its send path out of the offset (samples one poll older); a server that does not (timed's own, ntpd) is used in basic mode and status says so"},
+		&cli.BoolFlag{Name: "xleave", EnvVars: app.Env(name, "xleave"), Usage: "poll the --server sources in chrony's interleaved mode: a server that speaks it (chronyd, timed) sends the kernel's transmit stamp of its previous answer, taking its send path out of the offset (samples one poll older); a server that does not (ntpd, older timed) is used in basic mode and status says so"},
 		&cli.DurationFlag{Name: "makestep", EnvVars: app.Env(name, "makestep"), Usage: "step the clock FORWARD when it is more than `D` behind, during the first 3 updates only (0: never step; the clock is never stepped back)"},
 	}
 }

@@ -1018,7 +1018,7 @@ func (c *Client) interleavedEvents(s *source) {
 	case st.BasicRun >= xleaveBasicRun && !s.xlBasic:
 		s.xlBasic = true
 		c.warn(EventInterleavedBasic, "server "+s.addr.String()+" answers interleaved requests in basic mode: its samples carry its send path "+
-			"(timed's own server and ntpd do not speak interleaved mode; chronyd does); timed keeps asking and uses the basic answers",
+			"(ntpd and timed's servers before 2026-12-06 do not speak interleaved mode; chronyd and timed do); timed keeps asking and uses the basic answers",
 			"source", s.addr.String(), "basic_answers_in_a_row", st.BasicRun)
 	case st.BasicRun == 0 && st.Answers > 0 && (s.xlBasic || !s.xlActive):
 		s.xlBasic, s.xlActive = false, true

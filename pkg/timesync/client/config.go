@@ -172,7 +172,7 @@ type Config struct {
 	// request with the kernel's transmit stamp of its previous answer, so
 	// the server's send path (the time between its clock reading and the
 	// wire, tens of microseconds under load) drops out of the offset; a
-	// server that does not (timed's own, ntpd) answers in basic mode and
+	// server that does not (ntpd, timed before 2026-12-06) answers in basic mode and
 	// is used as such, and the status says so. Each sample is then one
 	// poll older. Peers and Cristian servers are not affected. Off by
 	// default. The nonces come from Rand: seed it unpredictably (the

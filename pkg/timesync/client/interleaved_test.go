@@ -12,7 +12,7 @@ import (
 // (see the ntp package's test server): a request that names one of the
 // server's earlier answers by its receive timestamp (odd) gets that
 // answer's kernel transmit stamp, lag after the T3 it carried. With basic,
-// as an RFC 5905 server without the mode (timed's own) does. It returns
+// as an RFC 5905 server without the mode (ntpd) does. It returns
 // the local arrival time of each answer.
 func xlAnswers(b *bench, polls int, basic bool, lag time.Duration) []time.Time {
 	b.t.Helper()

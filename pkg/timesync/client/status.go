@@ -203,7 +203,7 @@ func (c *Client) sourceStatus(s *source) SourceStatus {
 		case xl.BasicRun >= xleaveBasicRun:
 			ss.Interleaved = "basic"
 			ss.InterleavedWhy = fmt.Sprintf("the last %d answers to interleaved requests were basic: the server does not speak interleaved mode "+
-				"(timed's own server, ntpd) or lost our stamps (restart, full table); its samples carry its send path", xl.BasicRun)
+				"(ntpd, timed before 2026-12-06) or lost our stamps (restart, full table); its samples carry its send path", xl.BasicRun)
 		case xl.Answers > 0 && xl.BasicRun == 0:
 			ss.Interleaved = "interleaved"
 		default:
