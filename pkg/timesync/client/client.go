@@ -585,8 +585,11 @@ func (c *Client) accept(s *source, smp ntp.Sample) {
 	s.accepted++
 	c.counters[cntAccepted]++
 	// The servo's convention: offsets as if every commanded correction had
-	// already been applied (servo package documentation).
-	smp.Offset -= c.servo.Pending(smp.Time)
+	// already been applied (servo package documentation): what was still
+	// to slew at the sample's time, and what was commanded after it (an
+	// interleaved sample is a poll old: the filter's Shift of the update
+	// made meanwhile never reached it).
+	smp.Offset -= c.servo.Pending(smp.Time) + c.servo.CommandedAfter(smp.Time)
 	s.last, s.hasLast, s.lastErr = smp, true, ""
 	s.lastOut = s.filter.Add(smp, ntp.PollInterval(s.pollExp()))
 	// A new estimate goes to selection; so does a source whose filter
