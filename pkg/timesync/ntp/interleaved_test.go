@@ -210,14 +210,23 @@ func TestInterleavedAttacks(t *testing.T) {
 		}
 	})
 	t.Run("unanswered", func(t *testing.T) {
-		a, _, _, _ := run(t) // the request of run is lost
+		a, srv, _, _ := run(t) // the request of run is lost
 		for i := 1; i < MaxInterleavedUnanswered; i++ {
 			if req := poll(t, a, at(time.Duration(3+i)*time.Second)); req.Origin.IsZero() {
 				t.Fatalf("request %d after the last answer is basic already", i+1)
 			}
 		}
-		if req := poll(t, a, at(10*time.Second)); !req.Origin.IsZero() || !req.Receive.IsZero() {
+		req := poll(t, a, at(10*time.Second))
+		if !req.Origin.IsZero() || !req.Receive.IsZero() {
 			t.Errorf("request after %d unanswered ones: origin %v, want basic", MaxInterleavedUnanswered, req.Origin)
+		}
+		// Its basic answer is no sign of a server without the mode.
+		rep, dst := srv.answer(t, req, at(10*time.Second))
+		if _, err := a.Receive(rep, dst); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := a.Interleaved(); st.BasicRun != 0 {
+			t.Errorf("a basic answer to a basic request counted as basic to an interleaved one: %+v", st)
 		}
 	})
 }

@@ -362,11 +362,11 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 		a.xmt = 0 // one reply per request
 	}
 	var prev xlExchange
-	hadPrev := false
+	hadPrev, askedXl := false, false
 	if a.xl != nil {
 		// Until this answer passes every check below, no exchange is
 		// kept to complete: the next request is basic.
-		prev, hadPrev = a.xl.prev, a.xl.hasPrev
+		prev, hadPrev, askedXl = a.xl.prev, a.xl.hasPrev, !a.xl.sent.IsZero()
 		a.xl.sent, a.xl.hasPrev = 0, false
 	}
 	if p.Receive.IsZero() {
@@ -399,21 +399,21 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 	if a.xl == nil {
 		return s, nil
 	}
-	return a.interleavedSample(p, dst, s, interleaved, prev, hadPrev)
+	return a.interleavedSample(p, dst, s, interleaved, askedXl, prev, hadPrev)
 }
 
 // interleavedSample keeps the exchange of a valid answer for the next
 // interleaved one, and returns the sample of the answer: s for a basic
 // answer, the previous exchange completed with this answer's transmit
-// timestamp for an interleaved one.
-func (a *Association) interleavedSample(p *wire.NTPPacket, dst time.Time, s Sample, interleaved bool, prev xlExchange, hadPrev bool) (Sample, error) {
+// timestamp for an interleaved one. asked: our request was interleaved.
+func (a *Association) interleavedSample(p *wire.NTPPacket, dst time.Time, s Sample, interleaved, asked bool, prev xlExchange, hadPrev bool) (Sample, error) {
 	xl := a.xl
 	xl.prev = xlExchange{t1: a.xmtLocal, t4: dst, t2: p.Receive, used: !interleaved}
 	xl.hasPrev, xl.srvRx, xl.unanswered = true, p.Receive, 0
 	if !interleaved {
 		xl.basic++
-		if hadPrev {
-			xl.basicRun++ // our request was interleaved (Request)
+		if asked {
+			xl.basicRun++ // a basic answer to an interleaved request
 		}
 		return s, nil
 	}
