@@ -27,6 +27,7 @@ func clientFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "peer", EnvVars: app.Env(name, "peer"), Usage: "synchronise with `HOST[:PORT]` as a symmetric peer (modes 1/2)"},
 		&cli.IntFlag{Name: "minpoll", EnvVars: app.Env(name, "minpoll"), Value: int(client.DefaultMinPoll), Usage: "shortest poll interval, log2 `SECONDS` (0: 1 s; down to -4 for tests)"},
 		&cli.IntFlag{Name: "maxpoll", EnvVars: app.Env(name, "maxpoll"), Value: int(client.DefaultMaxPoll), Usage: "longest poll interval, log2 `SECONDS` (6: 64 s)"},
+		&cli.BoolFlag{Name: "xleave", EnvVars: app.Env(name, "xleave"), Usage: "poll the --server sources in chrony's interleaved mode: a server that speaks it (chronyd, timed) sends the kernel's transmit stamp of its previous answer, taking its send path out of the offset (samples one poll older); a server that does not (ntpd, older timed) is used in basic mode and status says so"},
 		&cli.DurationFlag{Name: "makestep", EnvVars: app.Env(name, "makestep"), Usage: "step the clock FORWARD when it is more than `D` behind, during the first 3 updates only (0: never step; the clock is never stepped back)"},
 	}
 }
@@ -35,6 +36,9 @@ func clientFlags() []cli.Flag {
 func clientConfig(c *cli.Context) (*client.Config, error) {
 	servers, peers := c.StringSlice("server"), c.StringSlice("peer")
 	mode := c.String("mode")
+	if c.Bool("xleave") && (mode != "ntp" || len(servers) == 0) {
+		return nil, app.Usagef("--xleave is for NTP servers: it needs --server in --mode ntp (not peers, Cristian or Berkeley)")
+	}
 	if mode != "cristian" {
 		for _, f := range []string{"cristian-burst", "cristian-min-delay"} {
 			if c.IsSet(f) {
@@ -101,6 +105,7 @@ func clientConfig(c *cli.Context) (*client.Config, error) {
 		return nil, app.Usagef("--minpoll %d --maxpoll %d: want -4 <= minpoll <= maxpoll <= 17", minPoll, maxPoll)
 	}
 	cfg.MinPoll, cfg.MaxPoll, cfg.PollRangeSet = int8(minPoll), int8(maxPoll), true
+	cfg.Interleaved = c.Bool("xleave")
 	if d := c.Duration("makestep"); d < 0 {
 		return nil, app.Usagef("--makestep %v: want a positive threshold, or 0 never to step", d)
 	} else {
@@ -197,9 +202,21 @@ func renderSources(w io.Writer, sources []client.SourceStatus) error {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", s.Address, s.Mode, verdict)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Address, s.Mode, s.Stratum, s.Reach, s.Poll,
+		mode := s.Mode
+		if s.Interleaved != "" {
+			mode += " (xleave: " + s.Interleaved + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Address, mode, s.Stratum, s.Reach, s.Poll,
 			app.FormatOffset(time.Duration(s.OffsetNS)), fmtDur(time.Duration(s.DelayNS)),
 			fmtDur(time.Duration(s.DispersionNS)), fmtDur(time.Duration(s.JitterNS)), verdict)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range sources {
+		if s.InterleavedWhy != "" {
+			fmt.Fprintf(w, "%s: xleave %s: %s\n", s.Address, s.Interleaved, s.InterleavedWhy)
+		}
+	}
+	return nil
 }

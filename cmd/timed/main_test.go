@@ -265,6 +265,9 @@ func TestUsageErrors(t *testing.T) {
 		{append(base, "--mode", "cristian", "--server", "127.0.0.1", "--peer", "127.0.0.2"), "not with --mode cristian"},
 		{append(base, "--server", "127.0.0.1", "--cristian-burst", "3"), "only used with --mode cristian"},
 		{append(base, "--mode", "cristian", "--server", "127.0.0.1", "--cristian-burst", "0"), "want 1..64"},
+		{append(base, "--mode", "cristian", "--server", "127.0.0.1", "--xleave"), "--xleave is for NTP servers"},
+		{append(base, "--peer", "127.0.0.1", "--xleave"), "--xleave is for NTP servers"},
+		{append(base, "--xleave"), "--xleave is for NTP servers"},
 		{[]string{"timed", "query", "127.0.0.1", "--proto", "ptp"}, "want ntp"},
 		{[]string{"timed", "query", "127.0.0.1", "--timeout", "0s"}, "--timeout"},
 		{[]string{"timed", "query", "127.0.0.1", "-n", "65"}, "1 to 64"},
@@ -369,8 +372,11 @@ func TestNoClusterFlags(t *testing.T) {
 		}
 	}
 	// The poll range is taken as given: 0..0 polls every second.
-	if cfg, err := buildConfig(t, "timed", "run", "--clock", "sim", "--server", "127.0.0.1", "--minpoll", "0", "--maxpoll", "0"); err != nil || !cfg.pollRangeSet || cfg.maxPoll != 0 {
+	if cfg, err := buildConfig(t, "timed", "run", "--clock", "sim", "--server", "127.0.0.1", "--minpoll", "0", "--maxpoll", "0"); err != nil || !cfg.pollRangeSet || cfg.maxPoll != 0 || cfg.interleaved {
 		t.Errorf("--minpoll 0 --maxpoll 0: %v, %+v", err, cfg)
+	}
+	if cfg, err := buildConfig(t, "timed", "run", "--clock", "sim", "--server", "127.0.0.1", "--xleave"); err != nil || !cfg.interleaved {
+		t.Errorf("--xleave: %v, %+v", err, cfg)
 	}
 }
 
@@ -380,6 +386,7 @@ type builtConfig struct {
 	daemon.Config
 	pollRangeSet bool
 	maxPoll      int8
+	interleaved  bool
 }
 
 // buildConfig runs timed's run command up to the daemon: the flags are
@@ -406,7 +413,7 @@ func buildConfig(t *testing.T, args ...string) (builtConfig, error) {
 				return err
 			}
 			if cc, err := clientConfig(c); err == nil && cc != nil {
-				got.pollRangeSet, got.maxPoll = cc.PollRangeSet, cc.MaxPoll
+				got.pollRangeSet, got.maxPoll, got.interleaved = cc.PollRangeSet, cc.MaxPoll, cc.Interleaved
 			}
 			got.Config = cfg
 			return stop

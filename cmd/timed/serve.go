@@ -349,6 +349,10 @@ func renderServer(w io.Writer, s *server.Status) error {
 	fmt.Fprintf(tw, "Requests\t: %d, replies %d (authenticated %d), KoD RATE %d, crypto-NAK %s\n",
 		s.Requests, s.Replies, s.Authenticated, s.KoDRate, counts(s.CryptoNAK))
 	fmt.Fprintf(tw, "Dropped\t: %s\n", counts(s.Dropped))
+	if x := s.Interleaved; x.Saved > 0 || x.Unknown > 0 {
+		fmt.Fprintf(tw, "Interleaved\t: %d answers with the previous answer's kernel transmit stamp; %d stamps kept (of %d), %d evicted, %d asked for and not kept\n",
+			x.Answers, x.Kept, x.Capacity, x.Evicted, x.Unknown)
+	}
 	if r := s.RateLimit; r != nil {
 		fmt.Fprintf(tw, "Rate limit\t: 1 request per %s on average, bursts of %d; %d clients tracked (max %d, %d evicted)\n",
 			time.Duration(r.IntervalMS)*time.Millisecond, r.Burst, r.Clients, r.MaxClients, r.Evicted)

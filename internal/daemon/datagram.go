@@ -12,9 +12,10 @@ import (
 // the spot, in buffers reused from batch to batch: serving a request
 // allocates nothing.
 type answerBatch struct {
-	bufs  [transport.BatchSize][]byte
-	sends []node.Send
-	out   []transport.Datagram
+	bufs   [transport.BatchSize][]byte
+	sends  []node.Send
+	out    []transport.Datagram
+	stamps []transport.TxStamp
 }
 
 // answerBufSize is the capacity of an answer's buffer: an NTP reply with
@@ -66,10 +67,34 @@ func (d *Daemon) serveDatagrams(batch []transport.Packet) {
 	if len(a.sends) > 0 {
 		now := d.cfg.Clock.Now()
 		a.out = a.out[:0]
+		stamped := false
 		for _, s := range a.sends {
-			a.out = append(a.out, transport.Datagram{To: s.To, Data: d.node.FinishAnswer(s, now)})
+			a.out = append(a.out, transport.Datagram{To: s.To, Data: d.node.FinishAnswer(s, now), Stamp: s.TxStamp})
+			stamped = stamped || s.TxStamp
 		}
-		if n, err := d.dgram.WriteBatch(a.out); err != nil {
+		var n int
+		var err error
+		if stamped {
+			// Answers whose departure the core keeps (an NTP server's
+			// interleaved mode): their kernel transmit stamps.
+			if cap(a.stamps) < len(a.out) {
+				a.stamps = make([]transport.TxStamp, transport.BatchSize)
+			}
+			a.stamps = a.stamps[:len(a.out)]
+			n, err = d.dgram.WriteBatchStamped(a.out, a.stamps)
+			for i, st := range a.stamps {
+				switch {
+				case st.Kernel:
+					d.node.AnswerSent(a.sends[i], a.out[i].Data, d.cfg.Clock.FromKernel(st.Time))
+				case st.Missed:
+					// The client gets a basic answer next time.
+					d.errs["answer_tx_stamp_missed"]++
+				}
+			}
+		} else {
+			n, err = d.dgram.WriteBatch(a.out)
+		}
+		if err != nil {
 			d.errs["send_failed"] += uint64(len(a.out) - n)
 			if !errors.Is(err, transport.ErrClosed) {
 				d.log.Debug("answers not sent", "count", len(a.out)-n, "err", err)

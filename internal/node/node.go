@@ -127,6 +127,7 @@ type Send struct {
 	NTPStamp  bool            // datagram wants its NTP transmit timestamp patched
 	NTPSign   *wire.NTPSigner // then an NTP MAC over the patched bytes
 	Frame     bool            // datagram is a synclab frame: patch and seal it
+	TxStamp   bool            // an answer whose kernel transmit stamp the core wants (AnswerSent)
 	// Report: the core asked to hear when this frame left (core.Message
 	// Report); the driver calls FrameSent after the write.
 	Report bool
@@ -527,7 +528,15 @@ func (n *Node) Answer(in Inbound, buf []byte) (s Send, handled bool, err error) 
 		return Send{}, true, err
 	}
 	n.stats.DatagramsOut++
-	return n.tracedDatagram(Send{To: ans.Addr, Data: ans.Data, Datagram: true, NTPStamp: ans.NTPStamp, NTPSign: ans.NTPSign, Frame: ans.Frame}), true, err
+	return n.tracedDatagram(Send{To: ans.Addr, Data: ans.Data, Datagram: true, NTPStamp: ans.NTPStamp, NTPSign: ans.NTPSign, Frame: ans.Frame, TxStamp: ans.TxStamp}), true, err
+}
+
+// AnswerSent reports to the core that answer s (Answer, with TxStamp) left
+// as b at local time at, the kernel's transmit stamp (core.AnswerStamper).
+func (n *Node) AnswerSent(s Send, b []byte, at time.Time) {
+	if a, ok := n.core.(core.AnswerStamper); ok && s.TxStamp {
+		a.AnswerSent(core.Datagram{Addr: s.To, Data: b, Time: at, Local: true})
+	}
 }
 
 // Tick advances the core to local time now. A core that schedules its own

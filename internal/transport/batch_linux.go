@@ -158,8 +158,11 @@ func (b *batchIO) setSockaddr(sa *unix.RawSockaddrInet6, to netip.AddrPort) (uin
 // write sends ds with as few sendmmsg calls as it takes, batch by batch.
 // A datagram the kernel refuses (its address unreachable, say) is skipped
 // and counted; the first such error is returned after the rest are sent.
-func (b *batchIO) write(c *counters, via Via, ds []Datagram) (int, error) {
-	sent := 0
+//
+// With stamped set, the datagrams with Stamp carry txStampOOB, and the
+// index in ds of each one sent is appended to *stamped, in order.
+func (b *batchIO) write(c *counters, via Via, ds []Datagram, stamped *[]int) (int, error) {
+	sent, base := 0, 0
 	var first error
 	for len(ds) > 0 {
 		k := 0
@@ -177,6 +180,10 @@ func (b *batchIO) write(c *counters, via Via, ds []Datagram) (int, error) {
 			b.wiovs[k].SetLen(len(d.Data))
 			*h = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&b.wnames[k])), Namelen: nl, Iov: &b.wiovs[k]}
 			h.SetIovlen(1)
+			if stamped != nil && d.Stamp {
+				h.Control = &txStampOOB[0]
+				h.SetControllen(len(txStampOOB))
+			}
 			b.whdrs[k].Len = 0
 			k++
 		}
@@ -186,15 +193,18 @@ func (b *batchIO) write(c *counters, via Via, ds []Datagram) (int, error) {
 			if first == nil {
 				first = errors.New("transport: datagram too long or to an address of another family")
 			}
-			ds = ds[1:]
+			ds, base = ds[1:], base+1
 			continue
 		}
 		n, err := b.sendmmsg(k)
 		for i := range n {
 			c.via[via].out(len(ds[i].Data))
+			if stamped != nil && ds[i].Stamp {
+				*stamped = append(*stamped, base+i)
+			}
 		}
 		sent += n
-		ds = ds[n:]
+		ds, base = ds[n:], base+n
 		if err != nil {
 			// sendmmsg reports an error only when the first datagram
 			// fails: skip it and go on with the rest.
@@ -202,7 +212,7 @@ func (b *batchIO) write(c *counters, via Via, ds []Datagram) (int, error) {
 			if first == nil {
 				first = err
 			}
-			ds = ds[1:]
+			ds, base = ds[1:], base+1
 		}
 	}
 	return sent, first

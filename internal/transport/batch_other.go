@@ -47,7 +47,7 @@ func (b *batchIO) read(c *counters, via Via, kernel bool, skip func(netip.AddrPo
 	return b.pkts[:1], nil
 }
 
-func (b *batchIO) write(c *counters, via Via, ds []Datagram) (int, error) {
+func (b *batchIO) write(c *counters, via Via, ds []Datagram, _ *[]int) (int, error) {
 	sent := 0
 	var first error
 	for _, d := range ds {

@@ -121,8 +121,22 @@ var txOOBSize = unix.CmsgSpace(3*16) + unix.CmsgSpace(sizeofSockExtendedErr+unix
 // read right after its own send, so an older one can only be a stamp that
 // came too late to be used.
 func readTxTimestamp(rc syscall.RawConn, id uint32) (time.Time, bool) {
-	var stamp time.Time
-	found := false
+	var st [1]TxStamp
+	readTxTimestamps(rc, id, firstOnly, st[:])
+	return st[0].Time, st[0].Kernel
+}
+
+// firstOnly is readTxTimestamps' ids for one datagram.
+var firstOnly = []int{0}
+
+// readTxTimestamps drains the socket's error queue (never blocking) and
+// sets stamps[ids[k]] to the transmit stamp of the datagram with counter
+// first+k, for those the kernel has queued (Kernel true). Stamps of other
+// datagrams are dropped, as readTxTimestamp does.
+func readTxTimestamps(rc syscall.RawConn, first uint32, ids []int, stamps []TxStamp) {
+	if len(ids) == 0 {
+		return
+	}
 	oob := make([]byte, txOOBSize)
 	var buf [1]byte
 	_ = rc.Control(func(fd uintptr) {
@@ -131,12 +145,11 @@ func readTxTimestamp(rc syscall.RawConn, id uint32) (time.Time, bool) {
 			if err != nil {
 				return // EAGAIN: the queue is empty
 			}
-			if t, got, ok := parseTxTimestamp(oob[:oobn]); ok && got == id {
-				stamp, found = t, true
+			if t, got, ok := parseTxTimestamp(oob[:oobn]); ok && got-first < uint32(len(ids)) {
+				stamps[ids[got-first]] = TxStamp{Time: t, Kernel: true}
 			}
 		}
 	})
-	return stamp, found
 }
 
 // parseTxTimestamp reads one error-queue message: the software stamp of

@@ -259,3 +259,54 @@ func TestTxStampsRefusedAreMissed(t *testing.T) {
 		t.Fatal("the datagram did not arrive")
 	}
 }
+
+// TestWriteBatchStamped: a batch's datagrams with Stamp come back with
+// their own kernel transmit stamps, taken during the write, in order; the
+// others have none; stamped sends interleaved with batches keep their own
+// (the counter is shared).
+func TestWriteBatchStamped(t *testing.T) {
+	rx, tx := udpPair(t)
+	ds := make([]Datagram, 40)
+	for i := range ds {
+		ds[i] = Datagram{To: rx.LocalAddr(), Data: []byte{byte(i)}, Stamp: i%3 != 1}
+	}
+	stamps := make([]TxStamp, len(ds))
+	for round := range 3 {
+		before := time.Now()
+		n, err := tx.WriteBatchStamped(ds, stamps)
+		after := time.Now()
+		if err != nil || n != len(ds) {
+			t.Fatalf("round %d: %d written, %v", round, n, err)
+		}
+		var last time.Time
+		for i, st := range stamps {
+			switch {
+			case !ds[i].Stamp && (st.Kernel || st.Missed):
+				t.Fatalf("round %d: datagram %d asked for no stamp and has %+v", round, i, st)
+			case ds[i].Stamp && (!st.Kernel || st.Missed):
+				t.Fatalf("round %d: datagram %d has no stamp: %+v", round, i, st)
+			case ds[i].Stamp && (st.Time.Before(before) || st.Time.After(after) || st.Time.Before(last)):
+				t.Fatalf("round %d: datagram %d stamped %v, outside [%v, %v] or before the one before (%v)", round, i, st.Time, before, after, last)
+			}
+			if st.Kernel {
+				last = st.Time
+			}
+		}
+		if st, err := tx.SendStamped(rx.LocalAddr(), []byte("one"), nil); err != nil || !st.Kernel || st.Time.Before(last) {
+			t.Fatalf("round %d: stamped send after the batch: %+v, %v", round, st, err)
+		}
+	}
+	if queued := queuedTxStamps(tx.sock.rc); queued != 0 {
+		t.Fatalf("%d transmit stamps left queued", queued)
+	}
+	if n, err := tx.WriteBatchStamped(ds, stamps[:1]); err == nil || n != 0 {
+		t.Errorf("stamps of the wrong length: %d, %v", n, err)
+	}
+	for range 3 * (len(ds) + 1) {
+		select {
+		case <-rx.Packets():
+		case <-time.After(hangGuard):
+			t.Fatal("a datagram did not arrive")
+		}
+	}
+}

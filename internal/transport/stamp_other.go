@@ -26,6 +26,8 @@ func enableTxTimestamps(syscall.RawConn) error {
 
 func readTxTimestamp(syscall.RawConn, uint32) (time.Time, bool) { return time.Time{}, false }
 
+func readTxTimestamps(syscall.RawConn, uint32, []int, []TxStamp) {}
+
 // txStampOOB is never sent: without kernel transmit stamps no socket has
 // them enabled.
 var txStampOOB []byte

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -22,9 +23,10 @@ type udpSocket struct {
 
 	// Transmit stamps (enableTx): with them on, every send is followed by
 	// a read of the socket's error queue, so sends are serialised.
-	txMu   sync.Mutex
-	rc     syscall.RawConn // nil: no kernel transmit stamps
-	txSent uint32          // datagrams sent since transmit stamps were enabled
+	txMu     sync.Mutex
+	rc       syscall.RawConn // nil: no kernel transmit stamps
+	txSent   uint32          // datagrams sent since transmit stamps were enabled
+	stampIDs []int           // writeBatch's, reused
 
 	// Plain sends (no control message) of an unconnected socket go
 	// through out, one sendmmsg for a batch (writeBatch).
@@ -146,7 +148,7 @@ func (s *udpSocket) writeTo(c *counters, via Via, to netip.AddrPort, b []byte, f
 		case s.connected:
 			_, _, err = s.conn.WriteMsgUDPAddrPort(b, oob, netip.AddrPort{})
 		case oob == nil:
-			_, err = s.writeBatch(c, via, []Datagram{{To: to, Data: b}})
+			_, err = s.writeBatch(c, via, []Datagram{{To: to, Data: b}}, nil)
 			return err // counted
 		default:
 			_, _, err = s.conn.WriteMsgUDPAddrPort(b, oob, to)
@@ -165,10 +167,27 @@ func (s *udpSocket) writeTo(c *counters, via Via, to netip.AddrPort, b []byte, f
 
 // writeBatch writes ds (finalized, unconnected socket) with as few
 // sendmmsg(2) calls as it takes, as raw syscalls (see batchIO.mmsg), and
-// counts what it sent and what failed.
-func (s *udpSocket) writeBatch(c *counters, via Via, ds []Datagram) (int, error) {
+// counts what it sent and what failed. With stamps (len(ds) long), the
+// datagrams with Stamp ask the kernel for their transmit stamps, found in
+// the error queue after the write (where the socket has them on, enableTx).
+func (s *udpSocket) writeBatch(c *counters, via Via, ds []Datagram, stamps []TxStamp) (int, error) {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
+	stamping := false
+	if stamps != nil {
+		clear(stamps)
+		stamping = s.rc != nil && slices.ContainsFunc(ds, func(d Datagram) bool { return d.Stamp })
+	}
+	var ids []int // ids[k]: the datagram that took stamp counter value first+k
+	var first uint32
+	if stamping {
+		// The error queue and its counter are the socket's: the client's
+		// stamped sends (writeStamped) wait.
+		s.txMu.Lock()
+		defer s.txMu.Unlock()
+		first = s.txSent
+		ids = s.stampIDs[:0]
+	}
 	if s.out == nil {
 		w, err := newBatchIO(s.conn, udpNetwork(s.localAddr().Addr()) == "udp6", BatchSize, 0)
 		if err != nil {
@@ -177,9 +196,29 @@ func (s *udpSocket) writeBatch(c *counters, via Via, ds []Datagram) (int, error)
 		}
 		s.out = w
 	}
-	n, err := s.out.write(c, via, ds)
+	var stampedIDs *[]int
+	if stamping {
+		stampedIDs = &ids
+	}
+	n, err := s.out.write(c, via, ds, stampedIDs)
 	if errors.Is(err, net.ErrClosed) {
 		err = ErrClosed
+	}
+	if stamping {
+		s.txSent += uint32(len(ids))
+		readTxTimestamps(s.rc, first, ids, stamps)
+		for _, i := range ids {
+			if stamps[i].Kernel {
+				c.txKernel.Add(1)
+			} else {
+				stamps[i].Missed = true
+			}
+		}
+		s.stampIDs = ids[:0]
+	} else if stamps != nil {
+		for i, d := range ds {
+			stamps[i].Missed = d.Stamp && txStampsOffered
+		}
 	}
 	return n, err
 }
@@ -235,6 +274,9 @@ const BatchSize = 32
 type Datagram struct {
 	To   netip.AddrPort
 	Data []byte
+	// Stamp asks WriteBatchStamped for the kernel's transmit stamp of
+	// this datagram (WriteBatch ignores it).
+	Stamp bool
 }
 
 // serveSlot bounds a datagram read by ServeUDP: NTP packets (48 bytes, a
@@ -299,7 +341,20 @@ func ServeUDP(addr netip.AddrPort, serve func(batch []Packet)) (*UDPConn, error)
 // sent is skipped and counted; the first error is returned once the others
 // are written.
 func (u *UDPConn) WriteBatch(ds []Datagram) (int, error) {
-	return u.sock.writeBatch(&u.c, ViaUDP, ds)
+	return u.sock.writeBatch(&u.c, ViaUDP, ds, nil)
+}
+
+// WriteBatchStamped is WriteBatch, and then the kernel's transmit stamp of
+// each datagram with Stamp in stamps[i] (len(ds) long; the others zero):
+// Kernel when found, Missed when the socket asked for it and found none
+// (or could not ask: a socket without transmit stamps where the platform
+// has them). An NTP server in interleaved mode sends these stamps in its
+// next answers.
+func (u *UDPConn) WriteBatchStamped(ds []Datagram, stamps []TxStamp) (int, error) {
+	if len(stamps) != len(ds) {
+		return 0, errors.New("transport: WriteBatchStamped needs one stamp slot per datagram")
+	}
+	return u.sock.writeBatch(&u.c, ViaUDP, ds, stamps)
 }
 
 // ListenUDP binds a UDP socket at addr (port 0 picks one) with kernel

@@ -20,3 +20,14 @@ type Answerer interface {
 	// false: the driver steps d with StepDatagram.
 	Answer(d Datagram, buf []byte) (ans Datagram, handled bool, err error)
 }
+
+// AnswerStamper is an Answerer that wants to know when some of its answers
+// really left: after writing an answer with TxStamp, the driver calls
+// AnswerSent with the answer's bytes as written and, as Time, the kernel's
+// transmit stamp on the local clock. An answer the kernel gave no stamp
+// for is not reported (the core keeps nothing for it). An NTP server in
+// interleaved mode sends that stamp in its next answer to the client.
+// AnswerSent is serialised with every other call into the core.
+type AnswerStamper interface {
+	AnswerSent(ans Datagram)
+}

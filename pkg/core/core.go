@@ -91,6 +91,10 @@ type Datagram struct {
 	// and the transmit time it patched in (Time), so that a client knows
 	// its exact T1.
 	Local bool
+
+	// TxStamp, on an answer (Answerer), asks the driver for the kernel's
+	// transmit stamp of the write, reported with AnswerStamper.AnswerSent.
+	TxStamp bool
 }
 
 // Event is something a core reports: a leader elected, a token acquired, a

@@ -35,7 +35,10 @@ var (
 	timesyncAsym   = flag.Duration("timesync.asym", 400*time.Microsecond, "with -timesync.impair: `A`, the asymmetric links take 100 us + A from client to server and 100 us back")
 	timesyncBin2   = flag.String("timesync.bin2", "", "`DIR` holding another build of timed for the clean LAN's second client (h3, from -100 ms): an A/B of two builds in one lab, "+
 		"against the same server at the same time; the table pools both clients, -timesync.samples keeps them apart")
-	timesyncSamples = flag.String("timesync.samples", "", "write the clean LAN's signed errors to `FILE` (CSV: source,seq,error_ns,delay_ns; one timed source per client, chronyd's per clock update, "+
+	timesyncFlags        = flag.String("timesync.flags", "", "extra `FLAGS` (space-separated) for the clean LAN's first timed client (h2), e.g. --xleave")
+	timesyncFlags2       = flag.String("timesync.flags2", "", "extra `FLAGS` (space-separated) for the clean LAN's second timed client (h3): with -timesync.bin2, an A/B of two configurations")
+	timesyncChronyXleave = flag.Bool("timesync.chrony-xleave", false, "the clean LAN's chronyd client polls in interleaved mode (xleave), as timed --xleave does")
+	timesyncSamples      = flag.String("timesync.samples", "", "write the clean LAN's signed errors to `FILE` (CSV: source,seq,error_ns,delay_ns; one timed source per client, chronyd's per clock update, "+
 		"and chronyd's raw measurements with their round trips), to study how a percentile varies with the window and to record the lab's noise")
 )
 
@@ -195,8 +198,10 @@ func runTimesyncClean(b *testing.B, ctx context.Context, dir, timed, timed2 stri
 	startChronyServer(b, h1, dir)
 	chrony := startChronyClient(b, h4, filepath.Join(dir, "chrony-client"), h1.Addr())
 	res.clients = []*benchTimed{
-		startBenchTimed(b, lab.Host(2), dir, timed, 100*time.Millisecond, "--sim-drift", "30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"),
-		startBenchTimed(b, lab.Host(3), dir, timed2, -100*time.Millisecond, "--sim-drift", "-30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"),
+		startBenchTimed(b, lab.Host(2), dir, timed, 100*time.Millisecond, append([]string{"--sim-drift", "30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"},
+			strings.Fields(*timesyncFlags)...)...),
+		startBenchTimed(b, lab.Host(3), dir, timed2, -100*time.Millisecond, append([]string{"--sim-drift", "-30", "--server", h1.Addr().String(), "--minpoll", "0", "--maxpoll", "0"},
+			strings.Fields(*timesyncFlags2)...)...),
 	}
 	started := time.Now()
 
@@ -670,8 +675,12 @@ func chronyServerConf(dir string, bind netip.Addr) string {
 }
 
 func chronyClientConf(dir string, server netip.Addr) string {
+	xleave := ""
+	if *timesyncChronyXleave {
+		xleave = " xleave"
+	}
 	return strings.Join([]string{
-		"server " + server.String() + " iburst minpoll 0 maxpoll 0",
+		"server " + server.String() + " iburst minpoll 0 maxpoll 0" + xleave,
 		"port 0",
 		"cmdport 0",
 		"bindcmdaddress /",

@@ -37,6 +37,13 @@ const (
 	// EventKiss: a source sent a kiss-o'-death (RATE: polls slowed down;
 	// DENY, RSTR: polling stopped).
 	EventKiss = "kiss_of_death"
+	// EventInterleaved: a server answered in interleaved mode
+	// (Config.Interleaved), the first time or again after basic answers.
+	EventInterleaved = "interleaved"
+	// EventInterleavedBasic (WARN): a server answered xleaveBasicRun
+	// interleaved requests in a row in basic mode: it does not speak the
+	// mode, or has stopped (a restart, a full table).
+	EventInterleavedBasic = "interleaved_basic"
 )
 
 // Counter names of Status.Counters: packets by what happened to them.
@@ -53,6 +60,10 @@ const (
 	cntUpdates    = "clock_updates"
 	cntStaleSys   = "stale_sys_peer" // selection ran, the system peer's estimate was not new
 	cntSelectFail = "selection_failed"
+	// cntXleaveSampled counts interleaved answers about an exchange whose
+	// basic answer was sampled (ntp.ErrInterleavedSampled): one after
+	// each switch from basic to interleaved answers.
+	cntXleaveSampled = "interleaved_resampled"
 )
 
 // source is one configured server or peer.
@@ -80,6 +91,9 @@ type source struct {
 	reachable bool        // reach register non-zero at the last tick
 
 	received, accepted uint64
+
+	// Interleaved mode (Config.Interleaved): the events said so.
+	xlActive, xlBasic bool
 
 	// Cristian sources only (assoc and passive are nil):
 	cristian  *cristian.Burst
@@ -225,6 +239,11 @@ func New(cfg Config) (*Client, error) {
 		if err := add(a, false); err != nil {
 			return nil, err
 		}
+		if cfg.Interleaved {
+			if err := c.srcs[len(c.srcs)-1].assoc.EnableInterleaved(cfg.Rand.Uint64); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, a := range cfg.Peers {
 		if err := add(a, true); err != nil {
@@ -324,6 +343,11 @@ func (c *Client) Ready() core.Ready {
 
 func (c *Client) event(name, msg string, args ...any) {
 	c.rd.Events = append(c.rd.Events, core.Event{Name: name, Msg: msg, Args: args})
+}
+
+// warn is event at level WARN.
+func (c *Client) warn(name, msg string, args ...any) {
+	c.rd.Events = append(c.rd.Events, core.Event{Name: name, Msg: msg, Args: args, Warn: true})
 }
 
 // Tick advances the client to local time now: it sends the polls that are
@@ -514,9 +538,16 @@ func (c *Client) sent(d core.Datagram) error {
 // clock filter.
 func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
 	smp, err := s.assoc.Receive(p, dst)
+	c.interleavedEvents(s)
 	if err != nil {
 		var kiss *ntp.KissError
 		switch {
+		case errors.Is(err, ntp.ErrInterleavedSampled):
+			// A good answer, the first interleaved one after a basic
+			// one: its exchange was sampled already.
+			s.poller.Received()
+			c.counters[cntXleaveSampled]++
+			return nil
 		case errors.As(err, &kiss):
 			c.kiss(s, kiss, p)
 		case s.peer && (errors.Is(err, ntp.ErrBogus) || errors.Is(err, ntp.ErrZeroOrigin)):
@@ -529,8 +560,9 @@ func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
 		return c.reject(s, err)
 	}
 	// The request left before the clock was stepped and the answer came
-	// after: T1 and T4 are on different scales.
-	if !c.stepFence.IsZero() && s.sentAt.Before(c.stepFence) {
+	// after: T1 and T4 are on different scales. (An interleaved sample's
+	// T1 and T4 are those of the exchange before: smp.Sent and Time.)
+	if !c.stepFence.IsZero() && smp.Sent.Before(c.stepFence) {
 		s.poller.Received() // the source did answer
 		c.counters[cntStepped]++
 		s.lastErr = ErrClockStepped.Error()
@@ -542,7 +574,7 @@ func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
 	// first slew runs at 83,333 ppm (20 ms of error was seen against
 	// chronyd). Take it out, so that the sample says what the clock was
 	// off by at T4.
-	smp.Offset -= c.servo.Slewed(s.sentAt, smp.Time) / 2
+	smp.Offset -= c.servo.Slewed(smp.Sent, smp.Time) / 2
 	c.accept(s, smp)
 	return nil
 }
@@ -553,8 +585,11 @@ func (c *Client) accept(s *source, smp ntp.Sample) {
 	s.accepted++
 	c.counters[cntAccepted]++
 	// The servo's convention: offsets as if every commanded correction had
-	// already been applied (servo package documentation).
-	smp.Offset -= c.servo.Pending(smp.Time)
+	// already been applied (servo package documentation): what was still
+	// to slew at the sample's time, and what was commanded after it (an
+	// interleaved sample is a poll old: the filter's Shift of the update
+	// made meanwhile never reached it).
+	smp.Offset -= c.servo.Pending(smp.Time) + c.servo.CommandedAfter(smp.Time)
 	s.last, s.hasLast, s.lastErr = smp, true, ""
 	s.lastOut = s.filter.Add(smp, ntp.PollInterval(s.pollExp()))
 	// A new estimate goes to selection; so does a source whose filter
@@ -595,6 +630,7 @@ var rejectLabels = core.ErrorLabels{
 	{Err: ntp.ErrUnsynchronized, Label: "unsynchronized"},
 	{Err: ntp.ErrStratum, Label: "stratum"},
 	{Err: ntp.ErrDistance, Label: "distance"},
+	{Err: ntp.ErrInterleavedStamp, Label: "interleaved_stamp"},
 	{Err: cristian.ErrUnsolicited, Label: "unsolicited"},
 	{Err: cristian.ErrUnsynchronized, Label: "unsynchronized"},
 	{Err: cristian.ErrNotReply, Label: "kind"},
@@ -967,4 +1003,29 @@ func (c *Client) endBurst(s *source) {
 	}
 	s.cpeer, s.hasCPeer, s.lastRound = r.Peer, true, r.Estimate
 	c.accept(s, r.Sample)
+}
+
+// xleaveBasicRun is how many basic answers in a row to interleaved
+// requests make the status (and a warning) say that the server does not
+// speak interleaved mode: the first one or two are always basic.
+const xleaveBasicRun = 4
+
+// interleavedEvents reports a server's switch between interleaved and
+// basic answers (Config.Interleaved), once each way.
+func (c *Client) interleavedEvents(s *source) {
+	st, ok := s.assoc.Interleaved()
+	if !ok {
+		return
+	}
+	switch {
+	case st.BasicRun >= xleaveBasicRun && !s.xlBasic:
+		s.xlBasic = true
+		c.warn(EventInterleavedBasic, "server "+s.addr.String()+" answers interleaved requests in basic mode: its samples carry its send path "+
+			"(ntpd and timed's servers before 2026-12-06 do not speak interleaved mode; chronyd and timed do); timed keeps asking and uses the basic answers",
+			"source", s.addr.String(), "basic_answers_in_a_row", st.BasicRun)
+	case st.BasicRun == 0 && st.Answers > 0 && (s.xlBasic || !s.xlActive):
+		s.xlBasic, s.xlActive = false, true
+		c.event(EventInterleaved, "server "+s.addr.String()+" answers in interleaved mode: its transmit timestamps are its kernel's",
+			"source", s.addr.String())
+	}
 }

@@ -165,6 +165,7 @@ func TestConfigValidate(t *testing.T) {
 		{"local stratum", func(c *client.Config) { c.LocalStratum = 16 }, "LocalStratum"},
 		{"min samples", func(c *client.Config) { c.MinSamples = 9 }, "MinSamples"},
 		{"frequency", func(c *client.Config) { c.Frequency = 600 }, "initial frequency"},
+		{"xleave without servers", func(c *client.Config) { c.Servers, c.Peers, c.Interleaved = nil, []netip.AddrPort{peerAdr}, true }, "interleaved"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good()

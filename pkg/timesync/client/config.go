@@ -166,6 +166,18 @@ type Config struct {
 	// offsets, as it adapts to the residual offsets of a disciplined
 	// clock.
 	NoAdjust bool
+	// Interleaved polls every server in Servers in chrony's interleaved
+	// client/server mode (timed run --xleave; ntp.Association's
+	// EnableInterleaved): a server that speaks it (chronyd) answers each
+	// request with the kernel's transmit stamp of its previous answer, so
+	// the server's send path (the time between its clock reading and the
+	// wire, tens of microseconds under load) drops out of the offset; a
+	// server that does not (ntpd, timed before 2026-12-06) answers in basic mode and
+	// is used as such, and the status says so. Each sample is then one
+	// poll older. Peers and Cristian servers are not affected. Off by
+	// default. The nonces come from Rand: seed it unpredictably (the
+	// daemon does).
+	Interleaved bool
 
 	// Precision is the local clock's precision exponent, log2 s (default
 	// -20, about 1 µs).
@@ -240,6 +252,9 @@ func (c *Config) validate() error {
 	def := DefaultLANConfig()
 	if len(c.Servers)+len(c.Peers)+len(c.CristianServers)+len(c.Self) == 0 && !c.Broadcast.Enabled {
 		return fmt.Errorf("%w: no servers and no peers: give at least one --server or --peer", ErrConfig)
+	}
+	if c.Interleaved && len(c.Servers) == 0 {
+		return fmt.Errorf("%w: interleaved mode (--xleave) is for NTP servers (--server in --mode ntp), and none is configured", ErrConfig)
 	}
 	for _, s := range c.Self {
 		if s.Why == "" || s.Mode == "" {

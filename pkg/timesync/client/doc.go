@@ -77,6 +77,19 @@
 //     frequency uncertainty (MakeCandidate's localPPM), so estimates made
 //     before the drift is known are not trusted beyond what they can show.
 //
+// # Interleaved mode
+//
+// With Config.Interleaved the servers are polled in chrony's interleaved
+// client/server mode (ntp.Association.EnableInterleaved): a server that
+// speaks it (chronyd) answers with the kernel's transmit stamp of its
+// previous answer, which completes the previous exchange; such a sample's
+// Time and Sent are that exchange's T4 and T1, and the slew and step checks
+// above use them. A server that answers in basic mode is used as such.
+// Events: interleaved (a source answered in interleaved mode, the first
+// time or after basic answers) and at WARN interleaved_basic (4 basic
+// answers in a row to interleaved requests). SourceStatus.Interleaved
+// says which, with the counts of each kind of answer.
+//
 // # Symmetric peers
 //
 // A configured peer has one association, in symmetric active mode (RFC 5905

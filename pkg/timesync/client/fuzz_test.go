@@ -59,6 +59,7 @@ func fuzzClientBody(t testing.TB, in []byte) {
 	cfg.BurstInterval, cfg.MinSamples = 300*time.Millisecond, 1+p.Intn(8)
 	cfg.StepThreshold = time.Duration(p.Intn(2)) * 100 * time.Millisecond
 	cfg.Rand = rand.New(rand.NewPCG(1, 2))
+	cfg.Interleaved = p.Bool()
 	ntpKey := wire.NTPKey{ID: 7, Type: "SHA1", Secret: []byte("broadcast-key")}
 	wrongKey := wire.NTPKey{ID: 7, Type: "SHA1", Secret: []byte("not-the-key")}
 	broadcasters := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.5:123"), netip.MustParseAddrPort("10.0.0.6:123")}
@@ -69,7 +70,8 @@ func fuzzClientBody(t testing.TB, in []byte) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
-	sent := map[netip.AddrPort]wire.NTPTime{} // each source's last poll, as the driver patched it
+	sent := map[netip.AddrPort]wire.NTPTime{}  // each source's last poll, as the driver patched it
+	nonce := map[netip.AddrPort]wire.NTPTime{} // its receive field: an interleaved answer's origin
 	var state []byte
 	offset := map[netip.AddrPort]time.Duration{} // each source's clock against ours, when sane
 	for _, s := range append(append([]netip.AddrPort{}, sources...), broadcasters...) {
@@ -106,6 +108,9 @@ func fuzzClientBody(t testing.TB, in []byte) {
 				binary.BigEndian.PutUint64(data[wire.NTPXmtOffset:], uint64(xmt))
 			}
 			sent[d.Addr] = xmt
+			if !wire.IsFrame(data) && len(data) >= wire.NTPHeaderLen {
+				nonce[d.Addr] = wire.NTPTime(binary.BigEndian.Uint64(data[wire.NTPXmtOffset-8:]))
+			}
 			_ = c.StepDatagram(core.Datagram{Addr: d.Addr, Data: data, Time: now, Local: true})
 		}
 		for _, a := range rd.Adjustments {
@@ -163,6 +168,11 @@ func fuzzClientBody(t testing.TB, in []byte) {
 		}
 		if p.Intn(8) == 0 {
 			pkt.Origin = stamp()
+		}
+		if cfg.Interleaved && mode == wire.ModeServer && p.Intn(3) == 0 {
+			// An interleaved answer (or a forgery of one): the origin
+			// is the request's nonce.
+			pkt.Origin = nonce[src]
 		}
 		if p.Intn(8) == 0 {
 			pkt.Version = uint8(p.Intn(8))
@@ -245,6 +255,7 @@ func fuzzClientBody(t testing.TB, in []byte) {
 				}
 			}
 			sent = map[netip.AddrPort]wire.NTPTime{}
+			nonce = map[netip.AddrPort]wire.NTPTime{}
 		}
 		drain()
 	}

@@ -34,13 +34,7 @@ func (s *testServer) StepDatagram(d core.Datagram) error {
 	if d.Local {
 		return nil
 	}
-	var req wire.NTPPacket
-	if err := req.UnmarshalBinary(d.Data); err != nil {
-		return err
-	}
-	rep, err := ntp.ServerReply(&req, d.Time, ntp.System{
-		Stratum: 1, Precision: -20, ReferenceID: wire.RefIDFromText("GPS"), Reference: d.Time,
-	})
+	_, rep, err := stratum1Reply(d)
 	if err != nil {
 		return err
 	}
@@ -50,6 +44,18 @@ func (s *testServer) StepDatagram(d core.Datagram) error {
 	}
 	s.out = append(s.out, core.Datagram{Addr: d.Addr, Data: b, NTPStamp: true})
 	return nil
+}
+
+// stratum1Reply decodes the request d and builds a stratum-1 server's
+// answer to it, received at d.Time.
+func stratum1Reply(d core.Datagram) (req, rep wire.NTPPacket, err error) {
+	if err := req.UnmarshalBinary(d.Data); err != nil {
+		return req, rep, err
+	}
+	rep, err = ntp.ServerReply(&req, d.Time, ntp.System{
+		Stratum: 1, Precision: -20, ReferenceID: wire.RefIDFromText("GPS"), Reference: d.Time,
+	})
+	return req, rep, err
 }
 
 func (s *testServer) Ready() core.Ready {

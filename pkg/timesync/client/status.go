@@ -92,6 +92,15 @@ type SourceStatus struct {
 	Received  uint64 `json:"received"`
 	Accepted  uint64 `json:"accepted"`
 	LastError string `json:"last_error,omitempty"`
+	// Interleaved mode (Config.Interleaved; "" when off): "interleaved"
+	// (the last answer was), "basic" (the server answers interleaved
+	// requests in basic mode; InterleavedWhy says what that means), or
+	// "starting" (the first answers are basic until the server holds a
+	// stamp of ours). The counts are of valid answers.
+	Interleaved        string `json:"interleaved,omitempty"`
+	InterleavedWhy     string `json:"interleaved_why,omitempty"`
+	InterleavedAnswers uint64 `json:"interleaved_answers,omitempty"`
+	BasicAnswers       uint64 `json:"basic_answers,omitempty"`
 	// Cristian sources: the last burst's best round (package cristian):
 	// its round trip, the accuracy ±(RTT/2 - min) of its estimate, and
 	// how many replies the burst had.
@@ -186,6 +195,21 @@ func (c *Client) sourceStatus(s *source) SourceStatus {
 		Accepted: s.accepted,
 	}
 	ss.LastError = s.lastErr
+	if s.assoc == nil {
+		// A Cristian source: no association.
+	} else if xl, ok := s.assoc.Interleaved(); ok {
+		ss.InterleavedAnswers, ss.BasicAnswers = xl.Answers, xl.Basic
+		switch {
+		case xl.BasicRun >= xleaveBasicRun:
+			ss.Interleaved = "basic"
+			ss.InterleavedWhy = fmt.Sprintf("the last %d answers to interleaved requests were basic: the server does not speak interleaved mode "+
+				"(ntpd, timed before 2026-12-06) or lost our stamps (restart, full table); its samples carry its send path", xl.BasicRun)
+		case xl.Answers > 0 && xl.BasicRun == 0:
+			ss.Interleaved = "interleaved"
+		default:
+			ss.Interleaved = "starting"
+		}
+	}
 	if p, ok := s.peerVars(); ok {
 		ss.Stratum = p.Stratum
 		ss.ReferenceID = refIDString(ntp.System{Stratum: p.Stratum, ReferenceID: p.ReferenceID})

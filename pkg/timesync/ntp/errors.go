@@ -41,6 +41,17 @@ var (
 	ErrStratum = errors.New("ntp: source stratum is unsynchronised")
 	// ErrDistance: the source's root distance exceeds MaxDistance.
 	ErrDistance = errors.New("ntp: source is too far from its reference")
+	// ErrInterleavedStamp: an interleaved answer's transmit timestamp
+	// (the server's transmit stamp of its previous answer) is before that
+	// answer's receive timestamp or more than MaxServerInterval after it:
+	// not the departure of that answer.
+	ErrInterleavedStamp = errors.New("ntp: interleaved answer's transmit timestamp does not fit the previous exchange")
+	// ErrInterleavedSampled: a valid interleaved answer about an exchange
+	// whose basic answer already gave a sample (the first interleaved
+	// answer after basic ones): no second sample of one exchange. Normal
+	// once after each switch from basic to interleaved answers; the
+	// answer's own exchange is kept for the next one.
+	ErrInterleavedSampled = errors.New("ntp: interleaved answer about an exchange already sampled")
 )
 
 // KissError is a kiss-o'-death packet (stratum 0) that passed the origin

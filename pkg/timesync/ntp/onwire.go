@@ -105,6 +105,63 @@ type Association struct {
 	// synchronised or not (RFC 5905 packet(): p->ppoll = r->poll).
 	ppoll    int8
 	hasPPoll bool
+
+	xl *interleave // client mode with EnableInterleaved; nil: basic only
+}
+
+// MaxServerInterval bounds an interleaved answer's transmit timestamp: at
+// most this long after the receive timestamp of the exchange it belongs to
+// (chrony's MAX_SERVER_INTERVAL).
+const MaxServerInterval = 4 * time.Second
+
+// MaxInterleavedUnanswered is how many requests in a row may go
+// unanswered before the next one is basic (chrony's
+// MAX_CLIENT_INTERLEAVED_TX): an interleaved sample pairs our last
+// answered exchange with the server's stamp of it, and after that many
+// lost polls the pair is too old to be worth it.
+const MaxInterleavedUnanswered = 4
+
+// interleave is the client's state of chrony's interleaved client/server
+// mode (EnableInterleaved).
+type interleave struct {
+	nonce func() uint64
+	// sent is the receive field of our latest request, a random nonce:
+	// an interleaved answer echoes it as its origin. Zero: that request
+	// was basic, or it was answered.
+	sent wire.NTPTime
+	// srvRx is the server's receive timestamp of the last valid answer,
+	// the next request's origin: it names, to the server, the answer
+	// whose transmit stamp we ask for.
+	srvRx wire.NTPTime
+	// prev is that exchange, valid when hasPrev; used: its basic answer
+	// gave a sample already.
+	prev    xlExchange
+	hasPrev bool
+	// unanswered counts requests since the last valid answer.
+	unanswered int
+	// For status: answers of each kind, and how many basic answers in a
+	// row came to interleaved requests.
+	interleaved, basic, basicRun uint64
+}
+
+// xlExchange is one request and its answer, as an interleaved answer needs
+// them: our T1 and T4 and the server's T2.
+type xlExchange struct {
+	t1, t4 time.Time
+	t2     wire.NTPTime
+	used   bool
+}
+
+// Interleaved is what an association in interleaved mode has seen.
+type Interleaved struct {
+	// Answers is how many valid answers were interleaved, Basic how many
+	// were basic (the first one or two always are: the server has no
+	// stamp of ours yet).
+	Answers, Basic uint64
+	// BasicRun is how many valid basic answers in a row came to
+	// interleaved requests: a server that does not speak the mode (timed's
+	// own server, ntpd) answers every one in basic mode.
+	BasicRun uint64
 }
 
 // NewAssociation returns an association sending mode (wire.ModeClient,
@@ -124,6 +181,53 @@ func NewAssociation(mode uint8, localPrecision time.Duration) (*Association, err
 func (a *Association) Mode() uint8 { return a.mode }
 
 func (a *Association) symmetric() bool { return a.mode != wire.ModeClient }
+
+// EnableInterleaved turns on chrony's interleaved client/server mode
+// ("xleave") for a client-mode association. A server (chronyd) that gets a
+// request whose origin is the receive timestamp of its previous answer to
+// us answers with that previous answer's transmit stamp taken by the
+// kernel as it left, instead of a clock reading taken before the send:
+// the server's send path no longer adds to the offset. So each request
+// (but the first, and one after MaxInterleavedUnanswered unanswered ones)
+// carries:
+//
+//	origin   the server's receive timestamp of our last valid answer
+//	receive  a random nonce from nonce (never zero, never the transmit)
+//	transmit our T1, as in basic mode
+//
+// A server that does not speak the mode answers in basic mode (origin =
+// our transmit), and that answer is used as in basic mode. An interleaved
+// answer echoes the nonce as its origin; its receive timestamp is T2 of
+// this exchange and its transmit timestamp T3 of the previous one, whose
+// sample it completes: T1, T2 and T4 of that exchange with the new T3.
+// The sample is one poll older than a basic one. An exchange gives at most
+// one sample: the interleaved answer after a basic one that was sampled
+// gives none (ErrInterleavedSampled).
+//
+// Attacker's view: the nonce is 64 random bits that an off-path forger
+// must guess (a basic answer only needs T1, a clock reading); the request
+// reveals no clock reading of ours (the origin is the server's own
+// timestamp). A duplicate or replayed answer fails as in basic mode (one
+// answer per request, the transmit timestamp must be new).
+func (a *Association) EnableInterleaved(nonce func() uint64) error {
+	if a.symmetric() {
+		return fmt.Errorf("%w: interleaved mode is for client associations", ErrMode)
+	}
+	if nonce == nil {
+		return fmt.Errorf("%w: interleaved mode needs a nonce source", ErrMode)
+	}
+	a.xl = &interleave{nonce: nonce}
+	return nil
+}
+
+// Interleaved returns what the association saw of interleaved mode, and
+// false if it is not enabled.
+func (a *Association) Interleaved() (Interleaved, bool) {
+	if a.xl == nil {
+		return Interleaved{}, false
+	}
+	return Interleaved{Answers: a.xl.interleaved, Basic: a.xl.basic, BasicRun: a.xl.basicRun}, true
+}
 
 // Peer returns the header fields of the last valid packet from the source,
 // and whether there has been one.
@@ -164,8 +268,20 @@ func (a *Association) Request(now time.Time, poll int8, sys System) wire.NTPPack
 	} else {
 		// The leap indicator is the only state a client request needs
 		// to carry (RFC 5905 peer_xmit sends it; leap 3 tells a server
-		// we are unsynchronised). Everything else stays zero.
+		// we are unsynchronised). Everything else stays zero but in
+		// interleaved mode, where neither reveals our clock.
 		p.Leap = sys.Leap
+		if xl := a.xl; xl != nil {
+			xl.sent = 0
+			if xl.hasPrev && xl.unanswered < MaxInterleavedUnanswered {
+				n := wire.NTPTime(xl.nonce())
+				for n.IsZero() || n == p.Transmit {
+					n = wire.NTPTime(xl.nonce())
+				}
+				p.Origin, p.Receive, xl.sent = xl.srvRx, n, n
+			}
+			xl.unanswered++
+		}
 	}
 	a.Sent(p.Transmit, now)
 	return p
@@ -222,6 +338,10 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 		return Sample{}, ErrDuplicate
 	}
 	echoes := !p.Origin.IsZero() && !a.xmt.IsZero() && p.Origin == a.xmt
+	// An interleaved answer echoes our request's nonce; the request must
+	// be unanswered still (xmt is cleared by its answer).
+	interleaved := !echoes && a.xl != nil && !a.xl.sent.IsZero() && !a.xmt.IsZero() && p.Origin == a.xl.sent
+	echoes = echoes || interleaved
 	if a.symmetric() {
 		a.keep(p, dst, echoes)
 	}
@@ -240,6 +360,14 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 		a.org = p.Transmit
 		a.rec = wire.NTPTimeFromTime(dst)
 		a.xmt = 0 // one reply per request
+	}
+	var prev xlExchange
+	hadPrev, askedXl := false, false
+	if a.xl != nil {
+		// Until this answer passes every check below, no exchange is
+		// kept to complete: the next request is basic.
+		prev, hadPrev, askedXl = a.xl.prev, a.xl.hasPrev, !a.xl.sent.IsZero()
+		a.xl.sent, a.xl.hasPrev = 0, false
 	}
 	if p.Receive.IsZero() {
 		return Sample{}, ErrZeroTimestamp
@@ -267,6 +395,42 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 	t2 := p.Receive.TimeNear(dst)
 	t3 := p.Transmit.TimeNear(dst)
 	s := MakeSample(t1, t2, t3, dst, a.precision, Precision(p.Precision))
+	a.setPeer(p, rootDelay, rootDisp, dst)
+	if a.xl == nil {
+		return s, nil
+	}
+	return a.interleavedSample(p, dst, s, interleaved, askedXl, prev, hadPrev)
+}
+
+// interleavedSample keeps the exchange of a valid answer for the next
+// interleaved one, and returns the sample of the answer: s for a basic
+// answer, the previous exchange completed with this answer's transmit
+// timestamp for an interleaved one. asked: our request was interleaved.
+func (a *Association) interleavedSample(p *wire.NTPPacket, dst time.Time, s Sample, interleaved, asked bool, prev xlExchange, hadPrev bool) (Sample, error) {
+	xl := a.xl
+	xl.prev = xlExchange{t1: a.xmtLocal, t4: dst, t2: p.Receive, used: !interleaved}
+	xl.hasPrev, xl.srvRx, xl.unanswered = true, p.Receive, 0
+	if !interleaved {
+		xl.basic++
+		if asked {
+			xl.basicRun++ // a basic answer to an interleaved request
+		}
+		return s, nil
+	}
+	xl.interleaved++
+	xl.basicRun = 0
+	if !hadPrev || prev.used {
+		return Sample{}, ErrInterleavedSampled
+	}
+	t2 := prev.t2.TimeNear(dst)
+	t3 := p.Transmit.TimeNear(dst)
+	if t3.Before(t2) || t3.Sub(t2) > MaxServerInterval {
+		return Sample{}, fmt.Errorf("%w: T3 %v after T2", ErrInterleavedStamp, t3.Sub(t2))
+	}
+	return MakeSample(prev.t1, t2, t3, prev.t4, a.precision, Precision(p.Precision)), nil
+}
+
+func (a *Association) setPeer(p *wire.NTPPacket, rootDelay, rootDisp time.Duration, dst time.Time) {
 	a.peer = Peer{
 		Leap:           p.Leap,
 		Version:        p.Version,
@@ -279,7 +443,6 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 		Reference:      p.Reference.TimeNear(dst),
 	}
 	a.hasPeer = true
-	return s, nil
 }
 
 // keep updates org and rec from a symmetric peer's packet that is not a

@@ -20,6 +20,10 @@ type Sample struct {
 	// Time is the local time of the measurement (T4, the arrival of the
 	// reply), on the local clock's scale.
 	Time time.Time
+	// Sent is T1, when the request of the exchange left, on the local
+	// clock's scale. An interleaved answer measures the exchange before
+	// it (Association.EnableInterleaved): Sent and Time are that one's.
+	Sent time.Time
 }
 
 // OffsetDelay computes the clock offset and round-trip delay of one exchange
@@ -90,12 +94,12 @@ func addSat(a, b time.Duration) time.Duration {
 //	ε = ρ_remote + ρ_local + PHI × (t4 - t1)
 //
 // where ρ are the two clocks' precisions and PHI (MaxDriftPPM) bounds how far
-// either clock may have drifted during the exchange. Time is t4.
+// either clock may have drifted during the exchange. Time is t4, Sent t1.
 func MakeSample(t1, t2, t3, t4 time.Time, localPrecision, remotePrecision time.Duration) Sample {
 	offset, delay := OffsetDelay(t1, t2, t3, t4)
 	delay = max(delay, localPrecision)
 	disp := addSat(addSat(localPrecision, remotePrecision), driftOver(t4.Sub(t1), MaxDriftPPM))
-	return Sample{Offset: offset, Delay: delay, Dispersion: min(disp, MaxDispersion), Time: t4}
+	return Sample{Offset: offset, Delay: delay, Dispersion: min(disp, MaxDispersion), Time: t4, Sent: t1}
 }
 
 // RootDistance returns λ, the maximum error of a source's clock relative to

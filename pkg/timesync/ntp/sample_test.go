@@ -75,7 +75,7 @@ func TestMakeSample(t *testing.T) {
 	// remote precision of 2^-20 s (953 ns): dispersion = 1000 + 953 +
 	// 15 ppm × 51 ms (765 ns) = 2718 ns.
 	s := MakeSample(at(0), at(ms(125)), at(ms(126)), at(ms(51)), us(1), Precision(-20))
-	want := Sample{Offset: ms(100), Delay: ms(50), Dispersion: 2718, Time: at(ms(51))}
+	want := Sample{Offset: ms(100), Delay: ms(50), Dispersion: 2718, Time: at(ms(51)), Sent: at(0)}
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
 	}

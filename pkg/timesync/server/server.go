@@ -75,6 +75,8 @@ type Server struct {
 	dropped   map[string]uint64             // by reason: packets without an answer
 	cryptoNAK map[string]uint64             // by reason: "unknown_key", "bad_mac"
 	signers   map[uint32][2]*wire.NTPSigner // by key ID: truncated, whole
+
+	xl *interleaved
 }
 
 // New returns a server advertising an unsynchronised clock (or the local
@@ -88,6 +90,7 @@ func New(cfg Config) (*Server, error) {
 		sys:       ntp.Unsynchronized(cfg.Precision),
 		dropped:   make(map[string]uint64),
 		cryptoNAK: make(map[string]uint64),
+		xl:        newInterleaved(),
 	}
 	if cfg.RateLimit.limited() {
 		s.lim = newLimiter(cfg.RateLimit)
@@ -361,9 +364,15 @@ func (s *Server) answer(d core.Datagram, buf []byte) (core.Datagram, error) {
 	}
 	if digest == nil || (keyID == 0 && len(digest) == 0) {
 		// No MAC (or a client sending a crypto-NAK, which asks for
-		// nothing): a plain reply, stamped at the write.
+		// nothing): a plain reply, stamped at the write, or in
+		// interleaved mode with the stamp of our previous answer.
 		s.replies++
-		return s.reply(d.Addr, &reply, buf, nil, nil), nil
+		stamp, final := s.interleave(&req, &reply, d.Addr)
+		ans := s.reply(d.Addr, &reply, buf, nil, nil)
+		if ans.Data != nil {
+			ans.TxStamp, ans.NTPStamp = stamp, !final
+		}
+		return ans, nil
 	}
 	if err := wire.VerifyNTPMAC(pkt, keyID, digest, s.cfg.Keys); err != nil {
 		if errors.Is(err, wire.ErrNTPUnknownKey) && wire.NTPExtensionFields(b) {

@@ -74,11 +74,12 @@ func TestGoldenReply(t *testing.T) {
 		{
 			// LI 3, VN 4, mode 4; stratum 16; poll 6 echoed; precision
 			// -20; root delay/dispersion 0; refid "INIT"; reference 0;
-			// origin = the request's transmit; receive = transmit
-			// placeholder = t0.
+			// origin = the request's transmit; receive = t0 made odd
+			// (interleaved mode tells our receive timestamps by it);
+			// transmit placeholder = t0.
 			name: "unsynchronised v4", version: 4,
 			want: "e41006ec" + "00000000" + "00000000" + "494e4954" + "0000000000000000" +
-				"ecc8d5a012345678" + "eead2d9000000000" + "eead2d9000000000",
+				"ecc8d5a012345678" + "eead2d9000000001" + "eead2d9000000000",
 		},
 		{
 			// LI 0, VN 3 echoed; stratum 8; refid "LOCL"; reference = t0.

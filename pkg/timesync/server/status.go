@@ -50,6 +50,26 @@ type Status struct {
 	System SystemStatus `json:"system"`
 	// Broadcast describes the mode-5 packets sent; nil when none are.
 	Broadcast *BroadcastStatus `json:"broadcast,omitempty"`
+	// Interleaved is chrony's interleaved mode, for the clients that ask.
+	Interleaved InterleavedStatus `json:"interleaved"`
+}
+
+// InterleavedStatus counts the server's interleaved mode: answers that
+// carried the kernel's transmit stamp of the client's previous answer,
+// stamps kept (Kept now, of Capacity; Saved in all), kept stamps dropped
+// for newer ones before their client asked (Evicted: more clients in the
+// mode than Capacity, or a flood of forged ones), requests in the form
+// whose stamp was not kept (Unknown: a client's first ones, a stamp
+// evicted or given out already, another address, a forgery). An answer
+// whose stamp the kernel did not give is counted by the daemon
+// (errors answer_tx_stamp_missed).
+type InterleavedStatus struct {
+	Answers  uint64 `json:"answers"`
+	Saved    uint64 `json:"saved"`
+	Kept     int    `json:"kept"`
+	Capacity int    `json:"capacity"`
+	Evicted  uint64 `json:"evicted"`
+	Unknown  uint64 `json:"unknown"`
 }
 
 // RateLimitStatus describes the rate limiter.
@@ -95,6 +115,8 @@ func (s *Server) Report() Status {
 		Unsynchronised:    s.LocalWhy(),
 		System:            systemStatus(s.System(s.now)),
 		Broadcast:         s.broadcastStatus(),
+		Interleaved: InterleavedStatus{Answers: s.xl.answers, Saved: s.xl.saved, Kept: len(s.xl.index), Capacity: InterleavedStamps,
+			Evicted: s.xl.evicted, Unknown: s.xl.unknown},
 	}
 	if s.lim != nil {
 		r := s.cfg.RateLimit

@@ -348,6 +348,22 @@ func (s *Servo) Pending(t time.Time) time.Duration {
 	return time.Duration(math.Round(s.pendingAt(t)))
 }
 
+// CommandedAfter returns the phase corrections (slews' Result.Correction)
+// commanded after local time t, from the recent history of slew commands
+// (the last 64). Measurement.Offset excludes them; ntp.Filter.Shift takes
+// them out of the samples stored when they are commanded, but a sample
+// taken at t and added only later (an interleaved NTP answer completes the
+// exchange of the poll before, after an update) missed those Shifts:
+// subtract this too. Steps are not counted: a sample across a step is
+// dropped.
+func (s *Servo) CommandedAfter(t time.Time) time.Duration {
+	var sum float64
+	for i := len(s.slews) - 1; i >= 0 && s.slews[i].decided.After(t); i-- {
+		sum += s.slews[i].corr
+	}
+	return time.Duration(math.Round(sum))
+}
+
 // remaining returns what is left of a slew of amt ns after applying up to
 // done ns of it.
 func remaining(amt, done float64) float64 {

@@ -374,3 +374,29 @@ func TestSlewed(t *testing.T) {
 		t.Errorf("slewed across two commands %v, want 50ms - 10ms", got)
 	}
 }
+
+// TestCommandedAfter: the corrections commanded after a sample's time are
+// what a sample added only later (interleaved NTP: a poll old) must still
+// lose; Pending alone would leave the update made meanwhile in it, and the
+// servo would correct that update again.
+func TestCommandedAfter(t *testing.T) {
+	s := mustNew(t, Config{})
+	r1, _ := s.Update(sec(0), Measurement{Time: sec(0), Offset: ms(10), RootDistance: us(100)})
+	r2, _ := s.Update(sec(1), Measurement{Time: sec(1), Offset: us(300) - s.Pending(sec(1)), RootDistance: us(100)})
+	if r1.Correction == 0 || r2.Correction == 0 {
+		t.Fatalf("corrections %v %v", r1.Correction, r2.Correction)
+	}
+	for _, tc := range []struct {
+		at   time.Time
+		want time.Duration
+	}{
+		{sec(-1), r1.Correction + r2.Correction},
+		{sec(0.5), r2.Correction},
+		{sec(1), 0}, // decided at 1 s: not after it
+		{sec(2), 0},
+	} {
+		if got := s.CommandedAfter(tc.at); got != tc.want {
+			t.Errorf("CommandedAfter(%v): %v, want %v", tc.at.Sub(t0), got, tc.want)
+		}
+	}
+}

@@ -162,6 +162,16 @@ type grouper interface {
 
 var _ core.Answerer = (*Core)(nil)
 
+var _ core.AnswerStamper = (*Core)(nil)
+
+// AnswerSent passes the departure of one of the server's answers on to it
+// (core.AnswerStamper: its interleaved mode).
+func (c *Core) AnswerSent(ans core.Datagram) {
+	if c.cfg.Server != nil {
+		c.cfg.Server.AnswerSent(ans)
+	}
+}
+
 // Answer lets the server answer its requests on the daemon's fast path
 // (core.Answerer): NTP mode-3 requests and Cristian's time requests, when
 // there is a server; everything else is StepDatagram's.

@@ -16,13 +16,7 @@ import (
 // twice", seen in TestDemoShort and TestTimedNTPTraced under load) and,
 // to one client, a duplicate it must drop.
 func TestTimedServerTransmitTimesDistinct(t *testing.T) {
-	c := newCluster(t, "timed", 1)
-	addr := serveTimed(t, c, 1, 0, "--stratum", "8", "--rate-limit", "0")
-	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t)
 	const bursts, per = 5, 32
 	seen := map[uint64]bool{}
 	buf := make([]byte, 512)
@@ -51,4 +45,18 @@ func TestTimedServerTransmitTimesDistinct(t *testing.T) {
 			seen[xmt] = true
 		}
 	}
+}
+
+// dialServer starts a timed serving stratum 8 without a rate limit and
+// returns a socket connected to it, closed when the test ends.
+func dialServer(t *testing.T) *net.UDPConn {
+	t.Helper()
+	c := newCluster(t, "timed", 1)
+	addr := serveTimed(t, c, 1, 0, "--stratum", "8", "--rate-limit", "0")
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
