@@ -193,13 +193,14 @@ type memberAgreement struct {
 	answeredInc uint32
 	// refreshInc is the incarnation of the member that sent a refresh
 	// matching its announcement (a build that knows KindConfigRefresh),
-	// refreshSpacing the spacing it said (bounded); probedInc the
-	// incarnation of the member this node last sent a refresh to, so
-	// that it knows this node refreshes too; sentAt this node's last
-	// announcement or refresh to it.
+	// refreshSpacing the spacing it said (bounded); probedInc and
+	// probedOwn the incarnations of the member and of this node when this
+	// node last sent it a refresh, so that it knows this node refreshes
+	// too; sentAt this node's last announcement or refresh to it.
 	refreshInc     uint32
 	refreshSpacing time.Duration
 	probedInc      uint32
+	probedOwn      uint32
 	sentAt         time.Time
 }
 
@@ -588,7 +589,9 @@ func (n *Node) announceRound(now time.Time, first bool) {
 	for _, id := range n.others {
 		m := a.members[id]
 		agrees := a.stateOf(m, now) == stAgrees && !m.steppedBack
-		told := m.probedInc == m.cfgInc
+		// Told that this node refreshes, in both incarnations: a node
+		// that moved to a new one (ReplaceCore) is new to the members.
+		told := m.probedInc == m.cfgInc && m.probedOwn == n.inc
 		switch {
 		case agrees && m.refreshes():
 			if !told || now.Sub(m.sentAt) >= a.spacing || m.sentAt.After(now) {
@@ -613,7 +616,7 @@ func (n *Node) refresh(to uint32) {
 		return
 	}
 	if m := a.members[to]; m != nil {
-		m.sentAt, m.probedInc = n.now, m.cfgInc
+		m.sentAt, m.probedInc, m.probedOwn = n.now, m.cfgInc, n.inc
 	}
 	n.own = append(n.own, core.Message{To: to, Kind: wire.KindConfigRefresh, Payload: b})
 }

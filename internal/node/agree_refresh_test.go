@@ -249,3 +249,22 @@ func TestForgedRefreshes(t *testing.T) {
 		}
 	}
 }
+
+// TestRefreshesResumeAfterNewIncarnation: a node that moves to a new
+// incarnation while running (ReplaceCore, after a step back) is new to
+// the members: they hold no refresh of that incarnation, and would send it
+// full announcements until its next refresh, a RefreshSpacing away (15 s
+// at 16 members). It tells them again at its next round.
+func TestRefreshesResumeAfterNewIncarnation(t *testing.T) {
+	l := scaleLAN(t, 16, 100*time.Millisecond)
+	l.run(40 * time.Second)
+	if err := l.nodes[2].ReplaceCore(l.cores[2]); err != nil {
+		t.Fatal(err)
+	}
+	l.run(10 * time.Second)
+	for _, m := range l.nodes[1].Status().Agreement.Members {
+		if m.ID == 2 && !m.Refreshes {
+			t.Fatalf("10 s after member 2 moved to incarnation %d, node 1 does not take it as refreshing: %+v", l.nodes[2].Incarnation(), m)
+		}
+	}
+}
