@@ -139,7 +139,10 @@ type agreement struct {
 	quietWindow time.Duration
 	// spacing is the node's RefreshSpacing: the longest it stays silent
 	// towards a member that refreshes and agrees.
-	spacing   time.Duration
+	spacing time.Duration
+	// inFull: the next round announces in full to every member (this
+	// node no longer stands back, which refreshes cannot say).
+	inFull    bool
 	started   time.Time     // first Tick or Receive; zero before
 	next      time.Time     // next announcement to every member
 	every     time.Duration // the spacing after it: Interval, doubling to QuietInterval while settled
@@ -456,8 +459,9 @@ func (n *Node) evaluate(now time.Time) {
 	prev := a.standing
 	a.standing, a.since = next, now
 	if next == StandingSteppedBack || prev == StandingSteppedBack {
-		// The members learn of it with the next announcement: at once.
-		a.next = now
+		// The members learn of it with the next announcement: at once,
+		// and in full (a refresh carries no flag).
+		a.next, a.inFull = now, true
 	}
 }
 
@@ -576,13 +580,15 @@ func minTime(a, b time.Time) time.Time {
 // (first: the first, which asks every member for its own). A member that
 // refreshes and agrees, while this node runs, gets a refresh (a few
 // bytes) when its RefreshSpacing has passed since this node last
-// announced to it, nothing before; every other member the full
+// announced to it, nothing before (unless the node just ceased to stand
+// back: every member hears that in full); every other member the full
 // announcement, as every round, and, when it agrees and was never told
 // in its incarnation that this node refreshes, a refresh too (which a
 // build that does not know the kind drops once, as unknown_kind).
 func (n *Node) announceRound(now time.Time, first bool) {
 	a := n.agree
-	if first || a.standing != StandingAgreed {
+	if first || a.standing != StandingAgreed || a.inFull {
+		a.inFull = false
 		n.announce(0, first)
 		return
 	}

@@ -268,3 +268,30 @@ func TestRefreshesResumeAfterNewIncarnation(t *testing.T) {
 		}
 	}
 }
+
+// TestStepBackEndSaidInFull: a node that stood back said so in its full
+// announcements (ConfigSteppedBack); when it runs again the members must
+// hear that, though they take refreshes from it, which carry no flag.
+// Without a full round at the end of the step back, node 1 showed member
+// 2 stepped back (and stood unsettled) until member 2's next full
+// announcement, which at rest never came.
+func TestStepBackEndSaidInFull(t *testing.T) {
+	l := newAgreeLAN(t, insecure(1), insecure(2), insecure(3))
+	l.quiet = true
+	l.run(30 * time.Second)
+	for _, from := range []uint32{1, 3} {
+		l.forgeAnnouncement(from, 2, 2)
+	}
+	if l.standing(2) != StandingSteppedBack {
+		t.Fatalf("node 2 %v after forged announcements (%s): the test did not attack", l.standing(2), l.nodes[2].StandingReason())
+	}
+	l.run(time.Second)
+	if l.standing(2) != StandingAgreed {
+		t.Fatalf("node 2 still %v a second after the forged announcements (%s)", l.standing(2), l.nodes[2].StandingReason())
+	}
+	for _, m := range l.nodes[1].Status().Agreement.Members {
+		if m.ID == 2 && m.SteppedBack {
+			t.Fatalf("node 1 still shows member 2 stepped back a second after it ran again: %+v", m)
+		}
+	}
+}
