@@ -179,7 +179,8 @@
 // request and an answer, at most one per 200 ms. Anything that unsettles a
 // node (a member that differs, an unknown incarnation, a step back) brings
 // full announcements at the Interval to the members concerned, and to
-// every member while the node itself starts or stands back.
+// every member while the node itself starts or stands back, and once when
+// it ceases to (a refresh carries no flag).
 //
 // Announcements are bound to the sender's incarnation: a member that
 // restarts may have another configuration, so its frames of a new incarnation are refused
