@@ -82,7 +82,7 @@
 #       multicast polls, then unicast (unless --no-unicast), then a group of 4
 #       for the traffic's growth. No reference system (chronyd -x cannot move
 #       its clock). Needs nothing beyond iproute2 and nftables.
-#   bench.sh idle [--window D] [--scale N]
+#   bench.sh idle [--window D] [--scale N] [--settle D]
 #       what each daemon costs while nothing happens: three members of
 #       electd, mutexd, orderd and timed's cluster on loopback, and timed as
 #       an NTP server alone and as a client following it, at their defaults;
@@ -90,8 +90,10 @@
 #       (default 30s) as a share of one core, mean and max, and the largest
 #       VmRSS at the end. Targets (issue 34): <= 0.1% and <= 8 MB for every
 #       daemon. --scale N (4..64) adds electd clusters of N members (omega,
-#       bully), their whole CPU (target: <= 5% of a core at 64). No lab, no
-#       reference system.
+#       bully), their whole CPU (target: <= 5% of a core at 64) and the
+#       frames they send a second, after --settle (default 5s; at 64 members
+#       the configuration announcements reach their rest after ~70s). No
+#       lab, no reference system.
 #   bench.sh pv [--n N] [--m M] [--rate R] [--hold D] [--acquisitions A] [--seed S]
 #       the course notes' P_v experiment on the simulator (scripts/bench-pv.sh): the
 #       majority quorum of N coordinators (default 5) with quorum M (default
@@ -559,17 +561,19 @@ bench_ntpserve() {
 }
 
 bench_idle() {
-	local window=30s scale=0
+	local window=30s scale=0 settle=5s
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--window) window=${2:?--window needs a duration} && shift ;;
 		--scale) scale=${2:?--scale needs a number of members} && shift ;;
+		--settle) settle=${2:?--settle needs a duration} && shift ;;
 		-h | --help) usage ;;
 		*) echo "$prog idle: unknown argument '$1'" >&2 && usage ;;
 		esac
 		shift
 	done
 	is_duration "$window" || die "idle: --window $window: want a duration such as 30s"
+	is_duration "$settle" || die "idle: --settle $settle: want a duration such as 75s"
 	if ! [[ $scale =~ ^[0-9]{1,2}$ ]] || { [ "$scale" -ne 0 ] && [ "$scale" -lt 4 ]; } || [ "$scale" -gt 64 ]; then
 		die "idle: --scale $scale: want a number of members 4..64 (0 skips it)"
 	fi
@@ -580,7 +584,7 @@ bench_idle() {
 	else
 		log "bench idle: 6 setups, $window each"
 	fi
-	run_go_bench IdleCPU -idle.bin "$WORK/bin" -idle.window "$window" -idle.scale "$scale"
+	run_go_bench IdleCPU -idle.bin "$WORK/bin" -idle.window "$window" -idle.scale "$scale" -idle.settle "$settle"
 }
 
 bench_berkeley() {

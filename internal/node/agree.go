@@ -36,8 +36,17 @@ type Agreement struct {
 	// QuietInterval is the longest spacing of the announcements while
 	// every member heard agrees: the spacing doubles from Interval up to
 	// it, and falls back to Interval at the first difference. Default
-	// DefaultQuietInterval (never below Interval).
+	// DefaultQuietInterval (never below Interval). To a member that
+	// refreshes (wire.ConfigRefresh: a build that knows the kind) and
+	// agrees, the node sends instead a refresh every RefreshSpacing.
 	QuietInterval time.Duration
+	// RefreshPace is how often, at most, a node at rest sends a refresh
+	// to some member, whatever the number of members: each member that
+	// refreshes and agrees is refreshed every RefreshSpacing, that is
+	// every QuietInterval or, with more members than QuietInterval /
+	// RefreshPace, every (members - 1) x RefreshPace. Default
+	// DefaultRefreshPace.
+	RefreshPace time.Duration
 	// StartGrace bounds how long, at the start, the node holds its core
 	// back waiting for the members' announcements (it asks each for one
 	// at once, and goes on as soon as every member or a majority agreed).
@@ -50,6 +59,7 @@ const (
 	DefaultAnnounceInterval = time.Second
 	DefaultQuietInterval    = 8 * time.Second
 	DefaultStartGrace       = 500 * time.Millisecond
+	DefaultRefreshPace      = time.Second
 )
 
 // Standing is whether the node's core runs, as configuration agreement
@@ -124,18 +134,25 @@ type agreement struct {
 	keyed  bool
 	window time.Duration // how long a member counts as heard after its last frame
 	// quietWindow is how long a member that agrees counts as heard:
-	// three of its quiet spacings, as window is three Intervals.
+	// three of its quiet spacings, as window is three Intervals (three of
+	// its refresh spacings for a member that refreshes: heldFor).
 	quietWindow time.Duration
-	started     time.Time     // first Tick or Receive; zero before
-	next        time.Time     // next announcement to every member
-	every       time.Duration // the spacing after it: Interval, doubling to QuietInterval while settled
-	announced   time.Time     // the last announcement to every member
-	standing    Standing
-	since       time.Time
-	members     map[uint32]*memberAgreement
-	byAddr      map[netip.AddrPort]uint32
-	notices     []Notice
-	lost        uint64 // notices dropped beyond maxNotices
+	// spacing is the node's RefreshSpacing: the longest it stays silent
+	// towards a member that refreshes and agrees.
+	spacing time.Duration
+	// inFull: the next round announces in full to every member (this
+	// node no longer stands back, which refreshes cannot say).
+	inFull    bool
+	started   time.Time     // first Tick or Receive; zero before
+	next      time.Time     // next announcement to every member
+	every     time.Duration // the spacing after it: Interval, doubling to QuietInterval while settled
+	announced time.Time     // the last announcement to every member
+	standing  Standing
+	since     time.Time
+	members   map[uint32]*memberAgreement
+	byAddr    map[netip.AddrPort]uint32
+	notices   []Notice
+	lost      uint64 // notices dropped beyond maxNotices
 	// disagreements counts the announcements (and the refused frames
 	// with a fingerprint) found to differ, every member together.
 	disagreements uint64
@@ -177,6 +194,17 @@ type memberAgreement struct {
 	steppedBack bool
 	// answeredInc is the incarnation whose request was answered last.
 	answeredInc uint32
+	// refreshInc is the incarnation of the member that sent a refresh
+	// matching its announcement (a build that knows KindConfigRefresh),
+	// refreshSpacing the spacing it said (bounded); probedInc and
+	// probedOwn the incarnations of the member and of this node when this
+	// node last sent it a refresh, so that it knows this node refreshes
+	// too; sentAt this node's last announcement or refresh to it.
+	refreshInc     uint32
+	refreshSpacing time.Duration
+	probedInc      uint32
+	probedOwn      uint32
+	sentAt         time.Time
 }
 
 func newAgreement(cfg *Config) *agreement {
@@ -196,6 +224,9 @@ func newAgreement(cfg *Config) *agreement {
 		a.cfg.QuietInterval = DefaultQuietInterval
 	}
 	a.cfg.QuietInterval = max(a.cfg.QuietInterval, a.cfg.Interval)
+	if a.cfg.RefreshPace <= 0 {
+		a.cfg.RefreshPace = DefaultRefreshPace
+	}
 	a.window = 3 * a.cfg.Interval
 	a.quietWindow = 3 * a.cfg.QuietInterval
 	a.every = a.cfg.Interval
@@ -220,10 +251,38 @@ func newAgreement(cfg *Config) *agreement {
 		}
 	}
 	a.own.Digest = wire.ConfigDigest(&a.own)
+	a.spacing = refreshSpacing(a.cfg.QuietInterval, a.cfg.RefreshPace, len(a.members))
 	if len(a.members) == 0 {
 		a.standing = StandingAgreed // nobody to agree with
 	}
 	return a
+}
+
+// refreshSpacing is how long a node stays silent towards a member that
+// refreshes and agrees: quiet (its QuietInterval), or others x pace when
+// that is longer (so that it sends about one refresh per pace, whatever
+// the number of members), in whole seconds as the wire carries it, at
+// most wire.MaxRefreshSpacing.
+func refreshSpacing(quiet, pace time.Duration, others int) time.Duration {
+	d := max(quiet, time.Duration(others)*pace)
+	return min(max(d.Round(time.Second), time.Second), wire.MaxRefreshSpacing*time.Second)
+}
+
+// refreshes says whether member m sent a refresh matching the
+// announcement of its incarnation that this node holds: it knows
+// KindConfigRefresh, and takes refreshes in place of announcements.
+func (m *memberAgreement) refreshes() bool {
+	return m.cfg != nil && m.refreshInc != 0 && m.refreshInc == m.cfgInc
+}
+
+// heldFor is how long member m, agreeing, counts as heard after its
+// last frame: three of its quiet spacings (three of the refresh spacings
+// it said, if longer).
+func (a *agreement) heldFor(m *memberAgreement) time.Duration {
+	if m.refreshes() {
+		return max(a.quietWindow, 3*m.refreshSpacing)
+	}
+	return a.quietWindow
 }
 
 // checkAgreement refuses an Agreement no announcement can carry.
@@ -313,9 +372,10 @@ func (a *agreement) recent(t, now time.Time) bool {
 func (a *agreement) stateOf(m *memberAgreement, now time.Time) memberState {
 	announced := m.cfg != nil && m.cfgInc >= m.unknownInc
 	switch {
-	case announced && len(m.diffs) == 0 && !m.heardAt.IsZero() && now.Sub(m.heardAt) < a.quietWindow:
-		// A member that agrees may be quiet for a QuietInterval (and
-		// its core's frames may be rare: Ω's followers send none).
+	case announced && len(m.diffs) == 0 && !m.heardAt.IsZero() && now.Sub(m.heardAt) < a.heldFor(m):
+		// A member that agrees may be quiet for a QuietInterval, or a
+		// refresh spacing (and its core's frames may be rare: Ω's
+		// followers send none).
 		return stAgrees
 	case announced && len(m.diffs) > 0 && a.recent(m.heardAt, now):
 		return stDiffers
@@ -399,8 +459,9 @@ func (n *Node) evaluate(now time.Time) {
 	prev := a.standing
 	a.standing, a.since = next, now
 	if next == StandingSteppedBack || prev == StandingSteppedBack {
-		// The members learn of it with the next announcement: at once.
-		a.next = now
+		// The members learn of it with the next announcement: at once,
+		// and in full (a refresh carries no flag).
+		a.next, a.inFull = now, true
 	}
 }
 
@@ -460,7 +521,7 @@ func (n *Node) agreeTick(now time.Time) {
 	}
 	if !now.Before(a.next) {
 		// The first round asks every member for its announcement.
-		n.announce(0, a.next.IsZero())
+		n.announceRound(now, a.next.IsZero())
 		if a.settled(now) {
 			a.every = min(2*a.every, a.cfg.QuietInterval)
 		} else {
@@ -474,7 +535,10 @@ func (n *Node) agreeTick(now time.Time) {
 		if last.IsZero() {
 			last = a.started
 		}
-		if now.Sub(last) >= unreachableAfter && now.Sub(m.unreachableAt) >= unreachableAfter {
+		// A member that refreshes may be silent for its refresh
+		// spacing: it is unreachable when it no longer counts.
+		after := max(unreachableAfter, a.heldFor(m))
+		if now.Sub(last) >= after && now.Sub(m.unreachableAt) >= after {
 			m.unreachableAt = now
 			what := "never heard since this node started"
 			if !m.heardAt.IsZero() {
@@ -512,6 +576,57 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
+// announceRound is a periodic round of announcements, at local time now
+// (first: the first, which asks every member for its own). A member that
+// refreshes and agrees, while this node runs, gets a refresh (a few
+// bytes) when its RefreshSpacing has passed since this node last
+// announced to it, nothing before (unless the node just ceased to stand
+// back: every member hears that in full); every other member the full
+// announcement, as every round, and, when it agrees and was never told
+// in its incarnation that this node refreshes, a refresh too (which a
+// build that does not know the kind drops once, as unknown_kind).
+func (n *Node) announceRound(now time.Time, first bool) {
+	a := n.agree
+	if first || a.standing != StandingAgreed || a.inFull {
+		a.inFull = false
+		n.announce(0, first)
+		return
+	}
+	for _, id := range n.others {
+		m := a.members[id]
+		agrees := a.stateOf(m, now) == stAgrees && !m.steppedBack
+		// Told that this node refreshes, in both incarnations: a node
+		// that moved to a new one (ReplaceCore) is new to the members.
+		told := m.probedInc == m.cfgInc && m.probedOwn == n.inc
+		switch {
+		case agrees && m.refreshes():
+			if !told || now.Sub(m.sentAt) >= a.spacing || m.sentAt.After(now) {
+				n.refresh(id)
+			}
+		case agrees && !told:
+			n.announce(id, false)
+			n.refresh(id)
+		default:
+			n.announce(id, false)
+		}
+	}
+}
+
+// refresh queues a refresh (wire.ConfigRefresh) to member to.
+func (n *Node) refresh(to uint32) {
+	a := n.agree
+	r := wire.ConfigRefresh{Spacing: uint16(a.spacing / time.Second), Digest: a.own.Digest, KeyFingerprint: a.own.KeyFingerprint}
+	b, err := r.AppendBinary(nil)
+	if err != nil {
+		n.stats.drop("unsent_config") // spacing is at least 1 s: cannot happen
+		return
+	}
+	if m := a.members[to]; m != nil {
+		m.sentAt, m.probedInc, m.probedOwn = n.now, m.cfgInc, n.inc
+	}
+	n.own = append(n.own, core.Message{To: to, Kind: wire.KindConfigRefresh, Payload: b})
+}
+
 // announce queues this node's announcement to member to, or to every
 // member (to 0); ask sets ConfigAnswer.
 func (n *Node) announce(to uint32, ask bool) {
@@ -529,10 +644,14 @@ func (n *Node) announce(to uint32, ask bool) {
 		return
 	}
 	if to != 0 {
+		if m := a.members[to]; m != nil {
+			m.sentAt = n.now
+		}
 		n.own = append(n.own, core.Message{To: to, Kind: wire.KindConfig, Payload: b})
 		return
 	}
 	for _, id := range n.others {
+		a.members[id].sentAt = n.now
 		n.own = append(n.own, core.Message{To: id, Kind: wire.KindConfig, Payload: b})
 	}
 }
@@ -589,17 +708,25 @@ func (n *Node) agreeHeard(id uint32, now time.Time) {
 	}
 }
 
+// announcer is the member that sent f, an announcement or a refresh, and
+// its incarnation; nil for a non-member, or (with keys) a frame of an
+// older incarnation than the last announced, late.
+func (a *agreement) announcer(f *wire.Frame) (*memberAgreement, uint32) {
+	m := a.member(f.Sender)
+	inc, _, _ := wire.SeqParts(f.Seq)
+	if m == nil || (inc < m.cfgInc && a.keyed) {
+		return nil, inc
+	}
+	return m, inc
+}
+
 // configReceived takes a member's authenticated announcement, its
 // sequence number accepted.
 func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Time) {
 	a := n.agree
-	m := a.member(f.Sender)
+	m, inc := a.announcer(f)
 	if m == nil {
 		return
-	}
-	inc, _, _ := wire.SeqParts(f.Seq)
-	if inc < m.cfgInc && a.keyed {
-		return // an older incarnation's, late
 	}
 	// Without keys anyone can announce any incarnation in a member's
 	// name, and one believed above the member's own used to hold its
@@ -650,6 +777,35 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 		n.announce(f.Sender, true)
 	}
 	n.evaluate(now)
+}
+
+// configRefreshed takes a member's authenticated refresh, its sequence
+// number accepted. One that matches the announcement this node holds of
+// the member's incarnation (digest and key) says that the member is up
+// with it, and that it refreshes; anything else is believed in nothing:
+// the node asks the member for its announcement (at most one request per
+// askInterval), which says what it is. A refresh never makes a member
+// count as differing, nor undoes a difference.
+func (n *Node) configRefreshed(f *wire.Frame, r *wire.ConfigRefresh, now time.Time) {
+	a := n.agree
+	m, inc := a.announcer(f)
+	if m == nil {
+		return
+	}
+	if m.cfg != nil && inc == m.cfgInc && r.Digest == m.cfg.Digest && r.KeyFingerprint == m.cfg.KeyFingerprint {
+		m.heardAt = now
+		m.refreshInc = inc
+		// The spacing it says, believed up to twice this node's own (an
+		// honest member of the same list says as much, or a later build
+		// a little more; without a key anyone can say 18 hours).
+		m.refreshSpacing = min(time.Duration(min(r.Spacing, wire.MaxRefreshSpacing))*time.Second, 2*a.spacing)
+		n.evaluate(now)
+		return
+	}
+	if now.Sub(m.askedAt) >= askInterval || m.askedAt.After(now) {
+		m.askedAt = now
+		n.announce(f.Sender, true)
+	}
 }
 
 // agreeRefused looks at a frame refused before delivery (err: another
@@ -883,10 +1039,15 @@ type MemberAgreement struct {
 	Differs []string `json:"differs,omitempty"`
 	// Authenticated: Differs comes from a frame that authenticated (with
 	// keys); false: from one whose MAC failed (only its key is believed).
-	Authenticated bool      `json:"authenticated,omitempty"`
-	Fingerprint   string    `json:"fingerprint,omitempty"`
-	KeyID         string    `json:"key_id,omitempty"`
-	SteppedBack   bool      `json:"stepped_back,omitempty"`
+	Authenticated bool   `json:"authenticated,omitempty"`
+	Fingerprint   string `json:"fingerprint,omitempty"`
+	KeyID         string `json:"key_id,omitempty"`
+	SteppedBack   bool   `json:"stepped_back,omitempty"`
+	// Refreshes: the member sent a refresh (wire.ConfigRefresh) matching
+	// its announcement: it is refreshed every RefreshSpacing, and counts
+	// as agreeing for three of the spacings it said. False for an older
+	// build, which is announced to in full every QuietInterval.
+	Refreshes     bool      `json:"refreshes,omitempty"`
 	LastHeard     time.Time `json:"last_heard,omitzero"`
 	AuthFailures  uint64    `json:"auth_failures,omitempty"`
 	Disagreements uint64    `json:"disagreements,omitempty"`
@@ -917,7 +1078,7 @@ func (n *Node) agreementStatus() *AgreementStatus {
 		m := a.members[id]
 		s := a.stateOf(m, now)
 		v := MemberAgreement{ID: id, State: stateNames[s], Agrees: s == stAgrees, LastHeard: m.heardAt,
-			AuthFailures: m.authFails, Disagreements: m.disagreements}
+			Refreshes: m.refreshes(), AuthFailures: m.authFails, Disagreements: m.disagreements}
 		switch {
 		case m.cfg != nil && (s == stAgrees || s == stDiffers && len(m.diffs) > 0):
 			v.Differs, v.Authenticated = m.diffs, true

@@ -26,12 +26,26 @@ type agreeLAN struct {
 	// quiet: the cores send nothing (as Ω's followers at rest), so
 	// that only the announcements say a member is up.
 	quiet bool
-	// configs counts each node's announcements sent.
-	configs map[uint32]int
+	// configs counts each node's announcements sent, pairs the
+	// announcements and refreshes from one node to another, refreshes
+	// each node's refreshes sent.
+	configs   map[uint32]int
+	pairs     map[[2]uint32]int
+	refreshes map[uint32]int
+	// step is the time between ticks (default 100 ms).
+	step time.Duration
+	// legacy are nodes of an older build, which does not know
+	// KindConfigRefresh: refreshes to them are dropped (unknown_kind,
+	// counted in unknown), and they send none.
+	legacy  map[uint32]bool
+	unknown map[uint32]int
+	// forged counts the frames forged (their sequence numbers).
+	forged uint32
 }
 
 func newAgreeLAN(t *testing.T, cfgs ...Config) *agreeLAN {
-	l := &agreeLAN{t: t, nodes: map[uint32]*Node{}, cores: map[uint32]*recorder{}, now: t0, configs: map[uint32]int{}}
+	l := &agreeLAN{t: t, nodes: map[uint32]*Node{}, cores: map[uint32]*recorder{}, now: t0, configs: map[uint32]int{},
+		pairs: map[[2]uint32]int{}, refreshes: map[uint32]int{}, step: 100 * time.Millisecond, legacy: map[uint32]bool{}, unknown: map[uint32]int{}}
 	for _, c := range cfgs {
 		if c.Cluster == "" {
 			c.Cluster = "lab"
@@ -64,10 +78,11 @@ func keyed(id uint32, mutate func(*Config)) Config {
 	return c
 }
 
-// run ticks every node every 100 ms for d, delivering every frame at
-// once, each node's core sending one heartbeat to every member per tick.
+// run ticks every node every step (100 ms) for d, delivering every frame
+// at once, each node's core sending one heartbeat to every member per
+// tick (unless quiet).
 func (l *agreeLAN) run(d time.Duration) {
-	for end := l.now.Add(d); l.now.Before(end); l.now = l.now.Add(100 * time.Millisecond) {
+	for end := l.now.Add(d); l.now.Before(end); l.now = l.now.Add(l.step) {
 		for _, id := range slices.Sorted(maps.Keys(l.nodes)) {
 			n := l.nodes[id]
 			n.Tick(l.now)
@@ -86,14 +101,27 @@ func (l *agreeLAN) run(d time.Duration) {
 func (l *agreeLAN) flush(n *Node) {
 	from := n.cfg.Members[n.cfg.ID]
 	for _, s := range n.Ready().Sends {
-		if s.Kind == wire.KindConfig {
+		switch s.Kind {
+		case wire.KindConfig:
 			l.configs[n.cfg.ID]++
+		case wire.KindConfigRefresh:
+			l.refreshes[n.cfg.ID]++
 		}
 		for _, to := range l.nodes {
-			if to.cfg.Members[to.cfg.ID] == s.To {
-				to.Receive(Inbound{From: from, Data: n.Finalize(s, l.now), Time: l.now})
-				l.flush(to)
+			if to.cfg.Members[to.cfg.ID] != s.To {
+				continue
 			}
+			if s.Kind == wire.KindConfig || s.Kind == wire.KindConfigRefresh {
+				l.pairs[[2]uint32{n.cfg.ID, to.cfg.ID}]++
+			}
+			if s.Kind == wire.KindConfigRefresh && (l.legacy[n.cfg.ID] || l.legacy[to.cfg.ID]) {
+				if l.legacy[to.cfg.ID] {
+					l.unknown[to.cfg.ID]++
+				}
+				continue
+			}
+			to.Receive(Inbound{From: from, Data: n.Finalize(s, l.now), Time: l.now})
+			l.flush(to)
 		}
 	}
 }
@@ -139,8 +167,8 @@ func TestAgreementAgreedClusterRuns(t *testing.T) {
 // announcements space out from Interval to QuietInterval, and members
 // whose cores send nothing still count as agreeing between them; the
 // first difference (member 3 restarts with another algorithm) brings
-// every node back to announcing each Interval, and the difference is
-// seen at once, not a QuietInterval later.
+// every node back to announcing each Interval to it, and the difference
+// is seen at once, not a QuietInterval later.
 func TestAgreementQuietWhileAgreed(t *testing.T) {
 	l := newAgreeLAN(t, keyed(1, nil), keyed(2, nil), keyed(3, nil))
 	l.quiet = true
@@ -151,7 +179,7 @@ func TestAgreementQuietWhileAgreed(t *testing.T) {
 	for id := range l.nodes {
 		// Two members every 8 s (the default QuietInterval), give or
 		// take one: against 160 at the Interval.
-		if got, most := l.configs[id], 2*(int(rest/(8*time.Second))+1); got > most {
+		if got, most := l.configs[id]+l.refreshes[id], 2*(int(rest/(8*time.Second))+1); got > most {
 			t.Errorf("node %d sent %d announcements in %v of rest, want at most %d (one to each member every 8 s)", id, got, rest, most)
 		}
 		st := l.nodes[id].Status().Agreement
@@ -175,10 +203,10 @@ func TestAgreementQuietWhileAgreed(t *testing.T) {
 	if got := l.notices(1); !strings.Contains(got, "member 3's algorithm differs") || l.standing(3) != StandingSteppedBack {
 		t.Fatalf("200ms after member 3's restart: node 1's notices %q; node 3 %v", got, l.standing(3))
 	}
-	clear(l.configs)
+	clear(l.pairs)
 	l.run(5 * time.Second)
-	if got := l.configs[1]; got < 2*4 {
-		t.Errorf("node 1 sent %d announcements in the 5 s after a member differed, want one to each member every %v", got, DefaultAnnounceInterval)
+	if got := l.pairs[[2]uint32{1, 3}]; got < 4 {
+		t.Errorf("node 1 sent member 3 %d announcements in the 5 s after it differed, want one every %v", got, DefaultAnnounceInterval)
 	}
 }
 

@@ -143,15 +143,47 @@
 // Agreement.Interval (1 s) at the start and while anything is unsettled
 // (this node stepped back, a member differs or speaks with an incarnation
 // it has not announced), spacing out by doubling to
-// Agreement.QuietInterval (8 s) while every member heard agrees, so that
-// a quiet cluster's own chatter is N-1 frames per member per 8 s, not per
-// second; a member that announces a configuration other than its last is
-// asked for its own at once (a forgery in its name is undone a round trip
-// later). They name their parts so that a difference can be said ("member
-// 3's member list lacks member 2"); a compact digest in every frame would
-// say only that something differs, and cost every frame 16 bytes. They
-// are bound to the sender's incarnation: a member that restarts may have
-// another configuration, so its frames of a new incarnation are refused
+// Agreement.QuietInterval (8 s) while every member heard agrees; a member
+// that announces a configuration other than its last is asked for its own
+// at once (a forgery in its name is undone a round trip later). They name
+// their parts so that a difference can be said ("member 3's member list
+// lacks member 2"); a compact digest in every frame would say only that
+// something differs, and cost every frame 16 bytes.
+//
+// At rest the full announcement says nothing new: the members hold it, and
+// a configuration changes only with a restart (no daemon reloads one),
+// which is a new incarnation, announced at once. What the rounds still say
+// is that the member is up with it, and that needs N-1 frames per member
+// per spacing: at 64 members and 8 s, 504 frames a second for the cluster
+// (issue 34). So a member that agrees, and is known to take them, is sent
+// a refresh instead (KindConfigRefresh, wire.ConfigRefresh: the digest,
+// the key's fingerprint and the sender's spacing, 28 bytes) every
+// RefreshSpacing: QuietInterval, or (N-1) x Agreement.RefreshPace (1 s)
+// when that is longer, so that a member at rest sends about one frame a
+// second whatever N (a cluster of up to 9 members sends what it did). A
+// refresh matching the announcement held of the sender's incarnation
+// counts as hearing it; any other is believed in nothing: the receiver
+// asks the sender for its announcement (at most one request per 200 ms),
+// never counts it as differing. A member that refreshes counts as agreeing
+// for three of the spacings it said (believed up to twice the receiver's
+// own), and is said unreachable only then (189 s at 64 members, not 30 s:
+// the price of O(1) chatter; the algorithms' own failure detectors see a
+// dead leader first). Who takes refreshes is learnt from the members: a
+// node sends each member that agrees one refresh per incarnation of it
+// (with a full announcement) and refreshes only the members that sent it
+// one; an older build drops that one as unknown_kind, sends none, and is
+// announced to in full every QuietInterval as before. What a forger
+// without a key gains: a refresh with the member's digest keeps a member
+// that fell silent counted for up to 6 RefreshSpacings (it could forge
+// full announcements before); one with another digest costs the member a
+// request and an answer, at most one per 200 ms. Anything that unsettles a
+// node (a member that differs, an unknown incarnation, a step back) brings
+// full announcements at the Interval to the members concerned, and to
+// every member while the node itself starts or stands back, and once when
+// it ceases to (a refresh carries no flag).
+//
+// Announcements are bound to the sender's incarnation: a member that
+// restarts may have another configuration, so its frames of a new incarnation are refused
 // ("config_unverified") until it announced it (the node asks it at once,
 // ConfigAnswer, and it answers at once); a member that is heard for
 // 3 Intervals without ever announcing is an older build, followed

@@ -332,6 +332,7 @@ func (n *Node) Receive(in Inbound) error {
 	// (and only they allocate here).
 	var refusal *wire.EpochRefused
 	var announced *wire.ConfigAnnounce
+	var refreshed *wire.ConfigRefresh
 	var query *wire.StatusQuery
 	var report *wire.StatusReport
 	var traceQuery *wire.TraceQuery
@@ -344,6 +345,9 @@ func (n *Node) Receive(in Inbound) error {
 	case wire.KindConfig:
 		announced = new(wire.ConfigAnnounce)
 		own = announced
+	case wire.KindConfigRefresh:
+		refreshed = new(wire.ConfigRefresh)
+		own = refreshed
 	case wire.KindStatusQuery:
 		query = new(wire.StatusQuery)
 		own = query
@@ -410,6 +414,10 @@ func (n *Node) Receive(in Inbound) error {
 		case announced != nil:
 			if n.agree != nil {
 				n.configReceived(&f, announced, in.Time)
+			}
+		case refreshed != nil:
+			if n.agree != nil {
+				n.configRefreshed(&f, refreshed, in.Time)
 			}
 		case query != nil:
 			err = n.statusQueried(&f, query, in.Time)
@@ -1003,7 +1011,7 @@ func fromMember(addr netip.AddrPort, in Inbound) bool {
 // queries and their answers.
 func nodeKind(k wire.Kind) bool {
 	switch k {
-	case wire.KindEpochRefused, wire.KindConfig, wire.KindStatusQuery, wire.KindStatusReport,
+	case wire.KindEpochRefused, wire.KindConfig, wire.KindConfigRefresh, wire.KindStatusQuery, wire.KindStatusReport,
 		wire.KindTraceQuery, wire.KindTraceChunk:
 		return true
 	}

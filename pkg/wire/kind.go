@@ -255,6 +255,14 @@ const (
 	KindTraceQuery Kind = 123
 	// KindTraceChunk answers a KindTraceQuery (payload: TraceChunk).
 	KindTraceChunk Kind = 124
+	// KindConfigRefresh says, in a few bytes, that the sender is up with
+	// the configuration whose full announcement (KindConfig) the receiver
+	// holds: what a quiet cluster sends at rest in its place (payload:
+	// ConfigRefresh). Sent only to members that sent one themselves, and
+	// once per incarnation of a member to find out: a node that does not
+	// know the kind (an older build) drops it as unknown_kind and goes on
+	// receiving full announcements.
+	KindConfigRefresh Kind = 125
 
 	// 210-229: orderd's and the node's next kinds.
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -18,6 +19,10 @@ var (
 	idleBin    = flag.String("idle.bin", "", "directory holding timed, electd, mutexd and orderd (default: built into a temporary directory)")
 	idleWindow = flag.Duration("idle.window", 30*time.Second, "window over which each idle daemon's CPU time is measured")
 	idleScale  = flag.Int("idle.scale", 0, "members of the larger electd clusters (omega, bully) whose whole idle CPU is measured too (0: skip; at most 64)")
+	idleOnly   = flag.String("idle.only", "", "run only the setups whose name contains this (\"electd x3\", \"scale\": only the larger clusters)")
+	idleSettle = flag.Duration("idle.settle", 5*time.Second, "time the clusters at -idle.scale run before their window (configuration announcements at rest are spaced out only after a minute at 64 members)")
+	idleOmega  = flag.String("idle.omega", "", "extra electd flags of the omega cluster at -idle.scale, space-separated")
+	idleBully  = flag.String("idle.bully", "", "extra electd flags of the bully cluster at -idle.scale, space-separated (\"--heartbeat 200ms --leader-timeout 400ms --probe 4ms\")")
 )
 
 // BenchmarkIdleCPU measures what each daemon costs while nothing happens:
@@ -72,12 +77,15 @@ func BenchmarkIdleCPU(b *testing.B) {
 		if b.N > 1 {
 			b.Skip("one run of every setup is the measurement: use -benchtime 1x")
 		}
+		if *idleOnly != "" && !strings.Contains(setup.name, *idleOnly) {
+			continue
+		}
 		dir, err := os.MkdirTemp("", "slidle")
 		if err != nil {
 			b.Fatal(err)
 		}
 		cmds := setup.run(dir)
-		pct, rss, err := idleCPU(cmds, 2*time.Second, *idleWindow)
+		pct, rss, _, err := idleCPU(cmds, 2*time.Second, *idleWindow, false)
 		os.RemoveAll(dir)
 		if err != nil {
 			b.Fatalf("%s: %v", setup.name, err)
@@ -104,8 +112,10 @@ func BenchmarkIdleCPU(b *testing.B) {
 	t.Note("load average at the end: %s (2 cores shared: figures taken on a busy machine are high)", loadAverage())
 	t.Note("on loopback a datagram's receive runs in its sender's system call: a member that sends heartbeats pays its peers' receive too")
 	t.Note("the floor on this machine, a C program doing only electd's leader's sends (2 datagrams every 50 ms, epoll and timerfd): docs/benchmarks/2026-12-06-idle.md")
-	if err := t.Write(os.Stdout); err != nil {
-		b.Fatal(err)
+	if len(t.rows) > 0 {
+		if err := t.Write(os.Stdout); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if *idleScale > 0 {
 		idleAtScale(b, bin, *idleScale)
@@ -120,15 +130,20 @@ func idleAtScale(b *testing.B, bin string, n int) {
 	if n < 4 || n > 64 {
 		b.Fatalf("-idle.scale %d: want 4..64 members", n)
 	}
-	t := &Table{Title: fmt.Sprintf("electd at %d members on loopback, idle over %v (share of one core)", n, *idleWindow), Systems: []string{"cluster CPU", "member max", "RSS max"}}
+	t := &Table{Title: fmt.Sprintf("electd at %d members on loopback, idle over %v (share of one core; frames sent a second, the whole cluster)", n, *idleWindow),
+		Systems: []string{"cluster CPU", "member max", "RSS max", "frames/s", "config frames/s"}}
 	for _, alg := range []string{"omega", "bully"} {
+		extra := []string{"--algorithm", alg}
+		if more := map[string]string{"omega": *idleOmega, "bully": *idleBully}[alg]; more != "" {
+			extra = append(extra, strings.Fields(more)...)
+		}
 		dir, err := os.MkdirTemp("", "slidle")
 		if err != nil {
 			b.Fatal(err)
 		}
 		// A larger cluster takes longer to settle: every member's first
 		// window hears every other's start-up heartbeats.
-		pct, rss, err := idleCPU(clusterOf(bin, "electd", dir, n, []string{"--algorithm", alg}), 5*time.Second, *idleWindow)
+		pct, rss, frames, err := idleCPU(clusterOf(bin, "electd", dir, n, extra), *idleSettle, *idleWindow, true)
 		os.RemoveAll(dir)
 		if err != nil {
 			b.Fatalf("electd %s x%d: %v", alg, n, err)
@@ -138,9 +153,16 @@ func idleAtScale(b *testing.B, bin string, n int) {
 			sum += p
 			most = max(most, p)
 		}
-		t.Row(fmt.Sprintf("electd --algorithm %s x%d", alg, n), "cluster <= 5%",
+		all, config := 0.0, 0.0
+		for kind, r := range frames {
+			all += r
+			if strings.HasPrefix(kind, "config") {
+				config += r
+			}
+		}
+		t.Row(fmt.Sprintf("electd %s x%d", strings.Join(extra, " "), n), "cluster <= 5%",
 			Verdict(fmt.Sprintf("%.2f%%", sum), sum <= targetScaleCPU),
-			fmt.Sprintf("%.3f%%", most), MB(slices.Max(rss)))
+			fmt.Sprintf("%.3f%%", most), MB(slices.Max(rss)), fmt.Sprintf("%.0f", all), fmt.Sprintf("%.1f", config))
 	}
 	t.Note("load average at the end: %s", loadAverage())
 	if err := t.Write(os.Stdout); err != nil {
@@ -194,8 +216,11 @@ const (
 )
 
 // idleCPU starts cmds, lets them settle, and returns each one's CPU share
-// (percent of one core) over window and its resident set at the end.
-func idleCPU(cmds [][]string, settle, window time.Duration) ([]float64, []int64, error) {
+// (percent of one core) over window and its resident set at the end; with
+// count, also the frames the processes sent a second, every process
+// together, by kind (each one's status, `--json`, read through its
+// --control socket before and after the window).
+func idleCPU(cmds [][]string, settle, window time.Duration, count bool) ([]float64, []int64, map[string]float64, error) {
 	var procs []*exec.Cmd
 	defer func() {
 		for _, p := range procs {
@@ -207,16 +232,21 @@ func idleCPU(cmds [][]string, settle, window time.Duration) ([]float64, []int64,
 		p := exec.Command(c[0], c[1:]...)
 		p.Stderr = os.Stderr
 		if err := p.Start(); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		procs = append(procs, p)
 	}
 	time.Sleep(settle)
+	var framesBefore map[string]uint64
+	var countedFrom time.Time
+	if count {
+		countedFrom, framesBefore = time.Now(), framesOut(cmds)
+	}
 	start := make([]time.Duration, len(procs))
 	for i, p := range procs {
 		var err error
 		if start[i], err = threadsCPUTime(p.Process.Pid); err != nil {
-			return nil, nil, fmt.Errorf("%s exited early: %w", cmds[i][0], err)
+			return nil, nil, nil, fmt.Errorf("%s exited early: %w", cmds[i][0], err)
 		}
 	}
 	t0 := time.Now()
@@ -227,14 +257,52 @@ func idleCPU(cmds [][]string, settle, window time.Duration) ([]float64, []int64,
 	for i, p := range procs {
 		end, err := threadsCPUTime(p.Process.Pid)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s exited: %w", cmds[i][0], err)
+			return nil, nil, nil, fmt.Errorf("%s exited: %w", cmds[i][0], err)
 		}
 		pct[i] = 100 * float64(end-start[i]) / float64(elapsed)
 		if rss[i], err = RSS(p.Process.Pid); err != nil {
-			return nil, nil, fmt.Errorf("%s exited: %w", cmds[i][0], err)
+			return nil, nil, nil, fmt.Errorf("%s exited: %w", cmds[i][0], err)
 		}
 	}
-	return pct, rss, nil
+	if !count {
+		return pct, rss, nil, nil
+	}
+	after := framesOut(cmds)
+	span := time.Since(countedFrom).Seconds()
+	rates := map[string]float64{}
+	for kind, v := range after {
+		rates[kind] = float64(v-min(v, framesBefore[kind])) / span
+	}
+	return pct, rss, rates, nil
+}
+
+// framesOut sums, by kind, the frames every process of cmds (`DAEMON run
+// --control SOCK ...`) has sent, as its status says; a process that does
+// not answer is left out.
+func framesOut(cmds [][]string) map[string]uint64 {
+	sum := map[string]uint64{}
+	for _, c := range cmds {
+		i := slices.Index(c, "--control")
+		if i < 0 || i+1 >= len(c) {
+			continue
+		}
+		out, err := exec.Command(c[0], "status", "--json", "--control", c[i+1]).Output()
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Node struct {
+				FramesOut map[string]uint64 `json:"frames_out"`
+			} `json:"node"`
+		}
+		if json.Unmarshal(out, &st) != nil {
+			continue
+		}
+		for kind, v := range st.Node.FramesOut {
+			sum[kind] += v
+		}
+	}
+	return sum
 }
 
 // threadsCPUTime is the time process pid's threads have run, in
