@@ -7,6 +7,7 @@ import (
 
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/permission"
@@ -193,6 +194,68 @@ func TestHugeEndFallsBackToTimeout(t *testing.T) {
 				c.Check()
 				if testing.Verbose() {
 					t.Logf("granted %v after the crash (end announced %d ms ahead)", took, endMS)
+				}
+			})
+		})
+	}
+}
+
+// TestLeaseEndNotBeforeMajoritySilence: the SuspectAfter floor of the
+// lease end rule in a cluster. Of seven members, holder 2 (by 1's leave)
+// and waiter 1 cannot talk, and no relay carries 2's frames to 1: the
+// links between 1 and 2 are cut both ways, those from 3 and 4 (2's
+// relays for 1) to 1, and those from 5, 6 and 7 to 2 (so 2 picks none of
+// them as a relay). 1 still hears a majority (5, 6, 7); 2 hears 3 and 4
+// only and takes itself for cut off; 3 to 7 hear 2 throughout. 2's lease,
+// not renewed, ends 2 to 3 s after the cut; 1, silent from 2 for
+// SuspectAfter, asks once that end and the margin have passed, and the
+// members that vouch for it heard 2 moments ago: nobody is given up while
+// the cuts last, nor is 1 granted (a majority silent from 2 over
+// SuspectAfter is what shows that 2, if alive, rejoins before it acts
+// again; the package doc, "Lease ends"). Once the links heal, 1 is
+// granted. Without the floor, 1 gave 2 up 3.0 s after the cut.
+func TestLeaseEndNotBeforeMajoritySilence(t *testing.T) {
+	const waiter, holder = 1, 2
+	for _, f := range leaseFactories {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 4, func(t *testing.T, seed int64) {
+				s := newLockSim(t, f, mutex.Options{}, 7, seed, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}, 3*time.Second)
+				tm := s.Core(waiter).(*permission.Core).Config()
+				rh := s.acquire(holder)
+				if !s.RunUntil(func() bool { return s.granted[holder] == rh }, time.Second) {
+					t.Fatalf("member %d not granted on an idle cluster", holder)
+				}
+				rw := s.acquire(waiter)
+				s.Run(tm.BusyHeartbeat() + time.Duration(s.NewRand().Int64N(int64(tm.HeartbeatInterval)))) // 2 bounded, its end announced
+				s.Cut(waiter, holder)
+				s.Cut(holder, waiter)
+				for _, r := range []uint32{3, 4} {
+					s.Cut(r, waiter)
+				}
+				for _, r := range []uint32{5, 6, 7} {
+					s.Cut(r, holder)
+				}
+				cut := s.Elapsed()
+				s.Run(2 * tm.DeadAfter)
+				if downs := s.EventsNamed(liveness.EventMemberDown); len(downs) > 0 {
+					t.Errorf("%d members given up while every member but 1 heard 2, the first %v after the cut: %v", len(downs), downs[0].At-cut, downs[0])
+				}
+				if s.granted[waiter] == rw {
+					t.Errorf("member %d granted while it could not hear %d", waiter, holder)
+				}
+				cnt := s.Core(waiter).(mutex.Algorithm).Report().Counters
+				if cnt["probes_sent"] == 0 {
+					t.Errorf("member %d never asked about %d (counters %v): the rule was not exercised", waiter, holder, cnt)
+				}
+				if hc := s.Core(holder).(mutex.Algorithm).Report().Counters; hc["cut_off"] == 0 {
+					t.Errorf("member %d never took itself for cut off (counters %v)", holder, hc)
+				}
+				s.Heal()
+				if !s.RunUntil(func() bool { return s.granted[waiter] == rw }, 2*tm.DeadAfter) {
+					t.Fatalf("member %d not granted %v after the links healed", waiter, 2*tm.DeadAfter)
+				}
+				if testing.Verbose() {
+					t.Logf("member %d: %v", waiter, cnt)
 				}
 			})
 		})

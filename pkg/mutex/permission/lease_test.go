@@ -250,7 +250,10 @@ func TestRenewalWaitsForMajorityAck(t *testing.T) {
 // end: covered by a bounded announcement with no request waiting, not by
 // an unbounded one, one with a request waiting, or once a request of
 // member 1 stamped after it came (a grant may follow that the end does not
-// cover); only to a member that reads the extended answer.
+// cover); only to a member that reads the extended answer. Nor while
+// member 2 is cut off, rejoining, or, after its rejoin, unsure what 1
+// was granted without it (lentBefore: 1 not heard idle since); again once
+// 1 said it was idle and announced anew.
 func TestCoverage(t *testing.T) {
 	m := newMember(t, 2, []uint32{1, 2, 3})
 	m.beat(1)
@@ -315,6 +318,47 @@ func TestCoverage(t *testing.T) {
 	announce(wire.PermHeartbeat{EndMS: 2000, Bounded: true})
 	if r := ask(true); !r.Covered {
 		t.Errorf("announcement after the request not vouched for: %+v", r)
+	}
+	// Member 2 hears nobody for RejoinAfter: cut off, it vouches for
+	// nothing (member 1 may give it up and grant without it meanwhile).
+	// ask steps 3's frames without a Tick, so 2 answers still cut off.
+	tm := m.c.Config()
+	for quiet := time.Duration(0); quiet <= tm.SuspectAfter-tm.HeartbeatInterval-tm.Margin; quiet += 100 * time.Millisecond {
+		m.tick(100 * time.Millisecond)
+	}
+	if c := m.c.Report().Counters["cut_off"]; c != 1 {
+		t.Fatalf("member 2 not cut off after hearing nobody (counters %v)", m.c.Report().Counters)
+	}
+	if r := ask(true); r.Covered {
+		t.Errorf("vouched for an end while cut off: %+v", r)
+	}
+	// 3 heard: 2 rejoins, and is unsure what 1 was granted without it
+	// (lentBefore, which the rejoin sets for every member, so this case
+	// alone does not tell the two guards apart) until 1 says, after the
+	// rejoin, that it is idle.
+	rejoins := m.c.Report().Counters["rejoins_started"]
+	m.tick(10 * time.Millisecond)
+	if m.c.Report().Counters["rejoins_started"] != rejoins+1 {
+		t.Fatalf("member 2 did not rejoin on hearing 3 again (counters %v)", m.c.Report().Counters)
+	}
+	if r := ask(true); r.Covered {
+		t.Errorf("vouched for an end while rejoining: %+v", r)
+	}
+	// The rejoin ends SuspectAfter later (1 stays silent, 3 beats): 2 is
+	// neither cut off nor rejoining, but 1's newest announcement it took
+	// came before the cut, and a grant without 2 may have followed.
+	for waited := time.Duration(0); waited <= tm.SuspectAfter; waited += 100 * time.Millisecond {
+		m.beat(3)
+		m.tick(100 * time.Millisecond)
+	}
+	if r := ask(true); r.Covered {
+		t.Errorf("vouched, after the rejoin, for an end announced before it (member 1 not heard idle since): %+v", r)
+	}
+	// 1 says it is idle, then announces again: vouched for again.
+	m.beat(1)
+	announce(wire.PermHeartbeat{EndMS: 1500, Bounded: true})
+	if r := ask(true); !r.Covered {
+		t.Errorf("announcement after 1 said it was idle after the rejoin not vouched for: %+v", r)
 	}
 	if downs := m.events(liveness.EventMemberDown); len(downs) > 0 {
 		t.Errorf("members given up: %v", downs)
@@ -415,5 +459,71 @@ func TestEndedLeaseNotRenewed(t *testing.T) {
 	}
 	if _, held := m.c.Expires(id); held {
 		t.Fatal("member 1 still holds a lease that ended")
+	}
+}
+
+// TestLeaseEndNeedsMajoritySilence: the SuspectAfter floor of the lease
+// end rule, driven by hand on member 1 of three. Member 2 holds by 1's
+// leave, having announced (bounded, no request waiting) that its leases
+// end 1 s ahead, and falls silent here; 1 probes 3 SuspectAfter later,
+// the end and the margin long past. 3 vouches for that end but heard 2
+// later than 1 did, half of DeadAfter - SuspectAfter later (the link
+// between 1 and 2 is broken, 3's works a while longer): 1 must not give
+// 2 up, however long ago its leases ended, for a majority silent from 2
+// over SuspectAfter is what shows that 2, if alive, took itself for cut
+// off and rejoins before it acts again, so that it cannot give 1 up in
+// turn (the package doc, "Lease ends"). 3's answer to the next probe,
+// SuspectAfter after it last heard 2, shows that silence: 1 gives 2 up at
+// its lease end, before DeadAfter.
+func TestLeaseEndNeedsMajoritySilence(t *testing.T) {
+	m := newMember(t, 1, []uint32{1, 2, 3})
+	tm := m.c.Config()
+	m.beat(2)
+	m.beat(3)
+	if err := m.step(2, wire.KindRARequest, wire.PermRequest{Name: "x", Incarnation: 1, Stamp: m.c.Config().Lamport.Now() + 1}, m.c.Config().Lamport.Now()+1); err != nil {
+		t.Fatal(err)
+	}
+	var replied bool
+	for _, msg := range m.out {
+		replied = replied || msg.To == 2 && msg.Kind == wire.KindRAReply
+	}
+	if !replied {
+		t.Fatal("member 1 did not give 2 its leave")
+	}
+	if err := m.step(2, wire.KindPermHeartbeat, wire.PermHeartbeat{Interval: 200, Busy: true, Ext: true, Bounded: true, EndMS: 1000}, m.c.Config().Lamport.Now()+1); err != nil {
+		t.Fatal(err)
+	}
+	lastHeard := m.now
+	answer := func(probe uint64, silent time.Duration) {
+		t.Helper()
+		r := wire.PermProbeReply{Member: 2, SilentMS: uint32(silent.Milliseconds()), Probe: probe, Ext: true, Covered: true,
+			EndMS: int32(lastHeard.Add(time.Second).Sub(m.now).Milliseconds())}
+		if err := m.step(3, wire.KindPermProbeReply, r, m.c.Config().Lamport.Now()+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stamp := m.awaitProbe(3, 2, tm.DeadAfter)
+	if quiet := m.now.Sub(lastHeard); quiet >= tm.DeadAfter-tm.Margin {
+		t.Fatalf("first probe about member 2 %v after it was last heard: want the lease end rule's, well before DeadAfter (%v)", quiet, tm.DeadAfter)
+	}
+	m.tick(time.Millisecond)
+	heardAt3 := lastHeard.Add((tm.DeadAfter - tm.SuspectAfter) / 2)
+	answer(stamp, m.now.Sub(heardAt3))
+	if downs := m.events(liveness.EventMemberDown); len(downs) > 0 {
+		t.Fatalf("member 2 given up %v after its silence here began, its leases ended %v before, though 3 heard it %v ago: %v",
+			m.now.Sub(lastHeard), m.now.Sub(lastHeard.Add(time.Second)), m.now.Sub(heardAt3), downs[0].Msg)
+	}
+	stamp = m.awaitProbe(3, 2, tm.DeadAfter)
+	m.tick(time.Millisecond)
+	if quiet := m.now.Sub(heardAt3); quiet < tm.SuspectAfter {
+		t.Fatalf("member 1 asked again %v after 3 last heard 2: before a silence of SuspectAfter (%v) could show", quiet, tm.SuspectAfter)
+	}
+	answer(stamp, m.now.Sub(heardAt3))
+	downs := m.events(liveness.EventMemberDown)
+	if len(downs) != 1 {
+		t.Fatalf("member 2 not given up %v after it fell silent here, 3 silent from it for %v: %v", m.now.Sub(lastHeard), m.now.Sub(heardAt3), m.evs)
+	}
+	if n := m.c.Report().Counters["members_given_up_at_lease_end"]; n != 1 || m.now.Sub(lastHeard) >= tm.DeadAfter {
+		t.Errorf("member 2 given up %v after it fell silent (DeadAfter %v), %d times at its lease end: want at its lease end", m.now.Sub(lastHeard), tm.DeadAfter, n)
 	}
 }
