@@ -180,6 +180,9 @@ type memberAgreement struct {
 	evDiffs     []string
 	evAuthentic bool
 	evFP        [wire.KeyFingerprintLen]byte
+	// evAskedAt: when evidence against a member that refreshes made this
+	// node ask it for its announcement (at most once per quiet window).
+	evAskedAt time.Time
 	// Authentication failures from the member's address.
 	authFails     uint64
 	disagreements uint64
@@ -277,12 +280,21 @@ func (m *memberAgreement) refreshes() bool {
 
 // heldFor is how long member m, agreeing, counts as heard after its
 // last frame: three of its quiet spacings (three of the refresh spacings
-// it said, if longer).
-func (a *agreement) heldFor(m *memberAgreement) time.Duration {
-	if m.refreshes() {
-		return max(a.quietWindow, 3*m.refreshSpacing)
+// it said, if longer). Not after evidence against it (frames from its
+// address under another key or cluster name) made this node ask it for
+// its announcement and an Interval passed unanswered: a member restarted
+// with another key cannot answer, and would count as agreeing for three
+// refresh spacings (minutes at 64 members) while the log said it
+// differs. A live member answers, which counts as heard again; a forger
+// gains one ask per member per quiet window.
+func (a *agreement) heldFor(m *memberAgreement, now time.Time) time.Duration {
+	if !m.refreshes() {
+		return a.quietWindow
 	}
-	return a.quietWindow
+	if m.evAskedAt.After(m.heardAt) && now.Sub(m.evAskedAt) >= a.cfg.Interval {
+		return a.quietWindow
+	}
+	return max(a.quietWindow, 3*m.refreshSpacing)
 }
 
 // checkAgreement refuses an Agreement no announcement can carry.
@@ -372,7 +384,7 @@ func (a *agreement) recent(t, now time.Time) bool {
 func (a *agreement) stateOf(m *memberAgreement, now time.Time) memberState {
 	announced := m.cfg != nil && m.cfgInc >= m.unknownInc
 	switch {
-	case announced && len(m.diffs) == 0 && !m.heardAt.IsZero() && now.Sub(m.heardAt) < a.heldFor(m):
+	case announced && len(m.diffs) == 0 && !m.heardAt.IsZero() && now.Sub(m.heardAt) < a.heldFor(m, now):
 		// A member that agrees may be quiet for a QuietInterval, or a
 		// refresh spacing (and its core's frames may be rare: Ω's
 		// followers send none).
@@ -537,7 +549,7 @@ func (n *Node) agreeTick(now time.Time) {
 		}
 		// A member that refreshes may be silent for its refresh
 		// spacing: it is unreachable when it no longer counts.
-		after := max(unreachableAfter, a.heldFor(m))
+		after := max(unreachableAfter, a.heldFor(m, now))
 		if now.Sub(last) >= after && now.Sub(m.unreachableAt) >= after {
 			m.unreachableAt = now
 			what := "never heard since this node started"
@@ -799,6 +811,14 @@ func (n *Node) configRefreshed(f *wire.Frame, r *wire.ConfigRefresh, now time.Ti
 		// honest member of the same list says as much, or a later build
 		// a little more; without a key anyone can say 18 hours).
 		m.refreshSpacing = min(time.Duration(min(r.Spacing, wire.MaxRefreshSpacing))*time.Second, 2*a.spacing)
+		if m.steppedBack && (now.Sub(m.askedAt) >= askInterval || m.askedAt.After(now)) {
+			// It runs (a member standing back sends no refreshes) but
+			// the full announcement that said so was lost: without
+			// asking, it would show stepped back for good, refreshes
+			// carrying no flags.
+			m.askedAt = now
+			n.announce(f.Sender, true)
+		}
 		n.evaluate(now)
 		return
 	}
@@ -850,6 +870,12 @@ func (n *Node) agreeRefused(f *wire.Frame, in Inbound, err error) {
 		return
 	}
 	m.evAt, m.evAuthentic, m.evFP = now, authentic, c.KeyFingerprint
+	if m.refreshes() && now.Sub(m.heardAt) >= a.quietWindow && !m.evAskedAt.After(m.heardAt) {
+		// It counts as agreeing for its refresh spacings; ask it (see
+		// heldFor).
+		m.evAskedAt = now
+		n.announce(m.id, true)
+	}
 	if authentic {
 		m.evDiffs = a.differences(m.id, &c, true)
 	} else {

@@ -3,6 +3,7 @@ package node
 import (
 	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,13 +270,10 @@ func TestRefreshesResumeAfterNewIncarnation(t *testing.T) {
 	}
 }
 
-// TestStepBackEndSaidInFull: a node that stood back said so in its full
-// announcements (ConfigSteppedBack); when it runs again the members must
-// hear that, though they take refreshes from it, which carry no flag.
-// Without a full round at the end of the step back, node 1 showed member
-// 2 stepped back (and stood unsettled) until member 2's next full
-// announcement, which at rest never came.
-func TestStepBackEndSaidInFull(t *testing.T) {
+// steppedBackLAN is three members at rest, their cores silent, where
+// member 2 stood back on announcements forged in the others' names.
+func steppedBackLAN(t *testing.T) *agreeLAN {
+	t.Helper()
 	l := newAgreeLAN(t, insecure(1), insecure(2), insecure(3))
 	l.quiet = true
 	l.run(30 * time.Second)
@@ -285,6 +283,17 @@ func TestStepBackEndSaidInFull(t *testing.T) {
 	if l.standing(2) != StandingSteppedBack {
 		t.Fatalf("node 2 %v after forged announcements (%s): the test did not attack", l.standing(2), l.nodes[2].StandingReason())
 	}
+	return l
+}
+
+// TestStepBackEndSaidInFull: a node that stood back said so in its full
+// announcements (ConfigSteppedBack); when it runs again the members must
+// hear that, though they take refreshes from it, which carry no flag.
+// Without a full round at the end of the step back, node 1 showed member
+// 2 stepped back (and stood unsettled) until member 2's next full
+// announcement, which at rest never came.
+func TestStepBackEndSaidInFull(t *testing.T) {
+	l := steppedBackLAN(t)
 	l.run(time.Second)
 	if l.standing(2) != StandingAgreed {
 		t.Fatalf("node 2 still %v a second after the forged announcements (%s)", l.standing(2), l.nodes[2].StandingReason())
@@ -293,5 +302,76 @@ func TestStepBackEndSaidInFull(t *testing.T) {
 		if m.ID == 2 && m.SteppedBack {
 			t.Fatalf("node 1 still shows member 2 stepped back a second after it ran again: %+v", m)
 		}
+	}
+}
+
+// TestStepBackEndLost: the one full announcement that says a member runs
+// again after standing back is lost; the member then sends only
+// refreshes, which carry no flags. A refresh from a member shown stepped
+// back makes the node ask for its announcement, which clears it: without
+// the ask, node 1 showed member 2 stepped back for good.
+func TestStepBackEndLost(t *testing.T) {
+	l := steppedBackLAN(t)
+	shownBack := func() bool {
+		for _, m := range l.nodes[1].Status().Agreement.Members {
+			if m.ID == 2 && m.SteppedBack {
+				return true
+			}
+		}
+		return false
+	}
+	for !shownBack() {
+		if l.standing(2) != StandingSteppedBack {
+			t.Fatal("node 2 ran again before node 1 heard it stepped back")
+		}
+		l.run(l.step)
+	}
+	l.drop = func(from, to uint32, k wire.Kind) bool { return from == 2 && to == 1 && k == wire.KindConfig }
+	for l.standing(2) != StandingAgreed {
+		l.run(l.step)
+	}
+	l.run(time.Second)
+	l.drop = nil
+	var shown bool
+	for range 60 {
+		l.run(time.Second)
+		if shown = shownBack(); !shown {
+			break
+		}
+	}
+	if shown {
+		t.Fatalf("node 1 still shows member 2 stepped back a minute after it ran again (its announcement saying so lost): %s", l.notices(1))
+	}
+}
+
+// TestRefreshingMemberRekeyed: a member that refreshes, restarted with
+// another key right after its refresh, is listed as differing in status
+// within a quiet window and a few seconds, as before refreshes, not after
+// three refresh spacings (45 s at 16 members, 189 s at 64) in which the
+// log said its key differs while status said it agrees: once its refresh
+// is a quiet window old, the evidence against it makes the node ask it
+// for its announcement, which a member under another key cannot answer.
+func TestRefreshingMemberRekeyed(t *testing.T) {
+	const n = 16
+	l := scaleLAN(t, n, 250*time.Millisecond)
+	l.run(60 * time.Second)
+	if !l.nodes[1].agree.members[n].refreshes() {
+		t.Fatalf("member %d does not refresh at rest: the test tests nothing", n)
+	}
+	for p := l.pairs[[2]uint32{n, 1}]; l.pairs[[2]uint32{n, 1}] == p; {
+		l.run(l.step)
+	}
+	other := wire.Key{ID: 7, Secret: []byte("fedcba9876543210fedcba9876543210")}
+	l.restart(n, 2, func(c *Config) { c.Keys = []wire.Key{other} })
+	restarted := l.now
+	for !slices.Contains(l.nodes[1].Status().Agreement.Differ, n) {
+		if l.now.Sub(restarted) > 3*time.Minute {
+			t.Fatal("node 1 never listed the rekeyed member as differing")
+		}
+		l.run(l.step)
+	}
+	took := l.now.Sub(restarted)
+	if most := 3*DefaultQuietInterval + 4*time.Second; took > most {
+		t.Errorf("node 1 listed member %d, restarted with another key, as differing %v after (at most %v; it said so in its log: %q)", n, took, most, l.notices(1))
 	}
 }

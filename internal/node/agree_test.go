@@ -41,6 +41,8 @@ type agreeLAN struct {
 	unknown map[uint32]int
 	// forged counts the frames forged (their sequence numbers).
 	forged uint32
+	// drop, if set, says which frames are lost on the way.
+	drop func(from, to uint32, k wire.Kind) bool
 }
 
 func newAgreeLAN(t *testing.T, cfgs ...Config) *agreeLAN {
@@ -113,6 +115,9 @@ func (l *agreeLAN) flush(n *Node) {
 			}
 			if s.Kind == wire.KindConfig || s.Kind == wire.KindConfigRefresh {
 				l.pairs[[2]uint32{n.cfg.ID, to.cfg.ID}]++
+			}
+			if l.drop != nil && l.drop(n.cfg.ID, to.cfg.ID, s.Kind) {
+				continue
 			}
 			if s.Kind == wire.KindConfigRefresh && (l.legacy[n.cfg.ID] || l.legacy[to.cfg.ID]) {
 				if l.legacy[to.cfg.ID] {
