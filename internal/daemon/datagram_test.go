@@ -14,6 +14,7 @@ import (
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/server"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -259,5 +260,62 @@ func TestAnsweredDatagrams(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Errorf("%v allocations per batch of %d, want 0", allocs, len(batch))
+	}
+}
+
+// TestAnsweredInterleavedDatagrams: timed's NTP server as the core, sent
+// requests in interleaved form (NTPv4, an odd origin, a receive timestamp
+// that is not the transmit one): every answer takes the stamped write
+// (WriteBatchStamped, the error queue's drain, AnswerSent), which must
+// allocate nothing either. It allocated about four times a batch and once
+// per answer (the drain's buffer and closure, a sockaddr per stamp read).
+func TestAnsweredInterleavedDatagrams(t *testing.T) {
+	dir := shortDir(t)
+	cfg := testConfig(t, transport.NewMemNetwork(), dir, 1, 1)
+	cfg.Clock = clock.NewSim(clock.SimConfig{Offset: 250 * time.Millisecond}, time.Now)
+	cfg.DatagramAddr = netip.MustParseAddrPort("127.0.0.1:0")
+	cfg.TickInterval = time.Second // a quiet loop, as in TestAnsweredDatagrams
+	srv, err := server.New(server.Config{LocalStratum: 8, RateLimit: server.RateLimit{Interval: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return srv, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	eventually(t, "datagram socket", func() bool { return status(t, cfg.ControlPath).Datagram != nil })
+	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	batch := make([]transport.Packet, transport.BatchSize)
+	base := time.Now()
+	for i := range batch {
+		req := wire.NTPPacket{Version: 4, Mode: wire.ModeClient, Origin: wire.NTPTime(2*i + 1), Receive: 7, Transmit: 9}
+		b, _ := req.AppendBinary(nil)
+		// Distinct receive times: each answer's stamp has a slot.
+		batch[i] = transport.Packet{From: sink.LocalAddr().(*net.UDPAddr).AddrPort(), Data: b, Time: base.Add(time.Duration(i) * time.Microsecond), Kernel: true}
+	}
+	saved := func() uint64 {
+		var n uint64
+		d.Do(context.Background(), func(*node.Node) { n = srv.Report().Interleaved.Saved })
+		return n
+	}
+	d.serveDatagrams(batch)
+	if got := saved(); got != uint64(len(batch)) {
+		t.Fatalf("%d answers' transmit stamps kept, want %d: the stamped path was not taken", got, len(batch))
+	}
+	const runs = 50
+	allocs := testing.AllocsPerRun(runs, func() { d.serveDatagrams(batch) })
+	for range 2 {
+		allocs = min(allocs, testing.AllocsPerRun(runs, func() { d.serveDatagrams(batch) }))
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations per batch of %d interleaved-form requests, want 0", allocs, len(batch))
+	}
+	if got, want := saved(), uint64(len(batch)*(1+3*(runs+1))); got != want {
+		t.Errorf("%d answers' transmit stamps kept, want %d (every one stamped by the kernel)", got, want)
 	}
 }

@@ -896,20 +896,25 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 const ntpXmtNudgeMax = wire.NTPTime(1 << 32 / 1000) // 1 ms
 
 // ntpXmt returns the transmit timestamp for an NTP packet stamped with
-// clock reading ts: ts, or one unit (2^-32 s, 0.23 ns) after the last one
-// this node sent when ts is not later. Every NTP packet of a node then
-// carries a distinct transmit timestamp, as RFC 5905 assumes: a client
-// drops a second packet with the transmit time of the last one as a
-// duplicate, and a trace names an NTP packet by it. The answers of one
-// datagram batch are stamped with one clock reading (internal/daemon), as
-// are a simulated node's sends of one instant, and a coarse clock repeats
-// readings; the nudge is far below any clock's precision.
+// clock reading ts: ts with its lowest bit cleared, or two units (2^-31 s,
+// 0.47 ns) after the last one this node sent when that is not later.
+// Every NTP packet of a node then carries a distinct transmit timestamp,
+// as RFC 5905 assumes: a client drops a second packet with the transmit
+// time of the last one as a duplicate, and a trace names an NTP packet by
+// it. The answers of one datagram batch are stamped with one clock reading
+// (internal/daemon), as are a simulated node's sends of one instant, and a
+// coarse clock repeats readings; the nudge is far below any clock's
+// precision. The timestamp is even, as chronyd makes its own: the server
+// makes its receive timestamps odd (interleaved mode), so that a request
+// whose origin echoes one of our transmit timestamps, as an RFC 5905
+// client's does, is never taken for one in interleaved form.
 func (n *Node) ntpXmt(ts wire.NTPTime) wire.NTPTime {
+	ts &^= 1
 	for {
 		last := n.lastNTPXmt.Load()
 		next := ts
 		if behind := wire.NTPTime(last) - ts; last != 0 && int64(behind) >= 0 && behind < ntpXmtNudgeMax {
-			next = wire.NTPTime(last) + 1
+			next = wire.NTPTime(last) + 2
 		}
 		if n.lastNTPXmt.CompareAndSwap(last, uint64(next)) {
 			return next

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/timesync/server"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -35,14 +37,64 @@ func TestNTPTransmitStampsDistinct(t *testing.T) {
 		} else {
 			seen[id] = true
 		}
-		if d := xmt - reading; d > 64 {
-			t.Fatalf("answer %d: transmit time %d units after the reading, want at most 64", i, d)
+		if d := xmt - reading; d > 128 {
+			t.Fatalf("answer %d: transmit time %d units after the reading, want at most 128", i, d)
+		}
+		if xmt&1 != 0 {
+			t.Fatalf("answer %d: transmit time %x is odd", i, xmt)
 		}
 	}
-	if later := t0.Add(time.Microsecond); stamp(later) != wire.NTPTimeFromTime(later) {
+	if later := t0.Add(time.Microsecond); stamp(later) != wire.NTPTimeFromTime(later)&^1 {
 		t.Errorf("a later reading is not used as it is")
 	}
-	if back := t0.Add(-time.Second); stamp(back) != wire.NTPTimeFromTime(back) {
+	if back := t0.Add(-time.Second); stamp(back) != wire.NTPTimeFromTime(back)&^1 {
 		t.Errorf("a clock set back by 1 s: stamp not the reading (stamps must not run ahead of the clock)")
+	}
+}
+
+// TestRFC5905ClientNotInterleaved: an RFC 5905 client (ntpd) sends our
+// last transmit timestamp as origin. timed's server takes a request for
+// one in interleaved form by an odd origin (its receive timestamps are
+// odd), so its transmit timestamps must be even: they were the clock
+// reading, odd about half the time, and then about half of such a
+// client's requests were taken for interleaved ones (a ring slot each, an
+// older client's stamp evicted, the stamped write, counted unknown).
+func TestRFC5905ClientNotInterleaved(t *testing.T) {
+	srv, err := server.New(server.Config{LocalStratum: 8, RateLimit: server.RateLimit{Interval: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(Config{ID: 1, Members: members, Cluster: "lab", Incarnation: 1}, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := netip.MustParseAddrPort("127.0.0.99:123")
+	var org wire.NTPTime
+	odd := 0
+	for i := range 40 {
+		req, _ := (&wire.NTPPacket{Version: 4, Mode: wire.ModeClient, Origin: org, Receive: wire.NTPTime(1000 + i), Transmit: wire.NTPTime(5000 + i)}).AppendBinary(nil)
+		at := t0.Add(time.Duration(i)*time.Second + time.Duration(i)*time.Nanosecond)
+		s, handled, err := n.Answer(Inbound{From: peer, Data: req, Time: at, Datagram: true}, make([]byte, 0, 128))
+		if !handled || err != nil || s.Data == nil {
+			t.Fatalf("request %d: %+v, %v, %v", i, s, handled, err)
+		}
+		if s.TxStamp {
+			t.Errorf("request %d (origin %x, our last transmit timestamp) taken for one in interleaved form", i, org)
+		}
+		written := at.Add(time.Millisecond + time.Duration(i)*time.Nanosecond)
+		if wire.NTPTimeFromTime(written)&1 == 1 {
+			odd++
+		}
+		b := n.FinishAnswer(s, written)
+		org = wire.NTPTime(binary.BigEndian.Uint64(b[wire.NTPXmtOffset:]))
+		if s.TxStamp {
+			srv.AnswerSent(core.Datagram{Addr: peer, Data: b, Time: written, Local: true})
+		}
+	}
+	if odd == 0 {
+		t.Fatal("no clock reading was odd: the test shows nothing")
+	}
+	if st := srv.Report().Interleaved; st.Saved != 0 || st.Unknown != 0 {
+		t.Errorf("interleaved status %+v; want nothing saved, nothing unknown", st)
 	}
 }

@@ -33,6 +33,12 @@ type batchIO struct {
 	whdrs  []unix.Mmsghdr
 	wiovs  []unix.Iovec
 	wnames []unix.RawSockaddrInet6
+	// After a write with stamped set: broken, a datagram that asked for
+	// a stamp was refused (or not taken) by a sendmmsg, and trusted, how
+	// many entries of *stamped were sent before it. The kernel may have
+	// used up stamp counter values for it (see udpSocket.writeBatch).
+	broken  bool
+	trusted int
 
 	// The syscalls, made once so that no call allocates a closure: each
 	// runs on hdrs[:k] and leaves its count and error in n and err.
@@ -164,6 +170,7 @@ func (b *batchIO) setSockaddr(sa *unix.RawSockaddrInet6, to netip.AddrPort) (uin
 func (b *batchIO) write(c *counters, via Via, ds []Datagram, stamped *[]int) (int, error) {
 	sent, base := 0, 0
 	var first error
+	b.broken, b.trusted = false, 0
 	for len(ds) > 0 {
 		k := 0
 		for k < len(ds) && k < len(b.whdrs) {
@@ -202,6 +209,11 @@ func (b *batchIO) write(c *counters, via Via, ds []Datagram, stamped *[]int) (in
 			if stamped != nil && ds[i].Stamp {
 				*stamped = append(*stamped, base+i)
 			}
+		}
+		if stamped != nil && !b.broken && n < k && ds[n].Stamp {
+			// A stamped datagram that did not go: it may have taken a
+			// counter value (sendmmsg stops at it, or fails on it).
+			b.broken, b.trusted = true, len(*stamped)
 		}
 		sent += n
 		ds, base = ds[n:], base+n

@@ -16,6 +16,9 @@ type batchIO struct {
 	buf  []byte
 	oob  []byte
 	pkts []Packet
+	// No stamped writes here: never broken.
+	broken  bool
+	trusted int
 }
 
 func newBatchIO(conn *net.UDPConn, _ bool, _, slot int) (*batchIO, error) {

@@ -115,41 +115,96 @@ func enableTxTimestamps(rc syscall.RawConn) error {
 // its offender address.
 var txOOBSize = unix.CmsgSpace(3*16) + unix.CmsgSpace(sizeofSockExtendedErr+unix.SizeofSockaddrInet6)
 
-// readTxTimestamp drains the socket's error queue (never blocking) and
-// returns the transmit stamp of the datagram with counter id, if the
-// kernel has queued it. Stamps of other datagrams are dropped: each is
-// read right after its own send, so an older one can only be a stamp that
-// came too late to be used.
-func readTxTimestamp(rc syscall.RawConn, id uint32) (time.Time, bool) {
-	var st [1]TxStamp
-	readTxTimestamps(rc, id, firstOnly, st[:])
-	return st[0].Time, st[0].Kernel
+// txReader drains a socket's error queue of transmit stamps. Its buffers,
+// message header and syscall are made once: a drain allocates nothing (an
+// NTP server reads one after every batch of interleaved answers).
+type txReader struct {
+	rc    syscall.RawConn
+	oob   []byte
+	buf   [1]byte
+	iov   unix.Iovec
+	msg   unix.Msghdr
+	found []txFound // the last drain's stamps, in queue order
+	drain func(fd uintptr)
 }
 
-// firstOnly is readTxTimestamps' ids for one datagram.
-var firstOnly = []int{0}
+// txFound is one stamp read from the error queue: the counter value the
+// kernel gave its datagram, and the time.
+type txFound struct {
+	key uint32
+	t   time.Time
+}
 
-// readTxTimestamps drains the socket's error queue (never blocking) and
-// sets stamps[ids[k]] to the transmit stamp of the datagram with counter
-// first+k, for those the kernel has queued (Kernel true). Stamps of other
-// datagrams are dropped, as readTxTimestamp does.
-func readTxTimestamps(rc syscall.RawConn, first uint32, ids []int, stamps []TxStamp) {
-	if len(ids) == 0 {
-		return
-	}
-	oob := make([]byte, txOOBSize)
-	var buf [1]byte
-	_ = rc.Control(func(fd uintptr) {
+func newTxReader(rc syscall.RawConn) *txReader {
+	r := &txReader{rc: rc, oob: make([]byte, txOOBSize), found: make([]txFound, 0, BatchSize)}
+	r.drain = func(fd uintptr) {
 		for {
-			_, oobn, _, _, err := unix.Recvmsg(int(fd), buf[:], oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
-			if err != nil {
+			r.iov.Base = &r.buf[0]
+			r.iov.SetLen(1)
+			r.msg = unix.Msghdr{Iov: &r.iov, Control: &r.oob[0]}
+			r.msg.SetIovlen(1)
+			r.msg.SetControllen(len(r.oob))
+			// A raw syscall: MSG_DONTWAIT never sleeps (see batchIO.mmsg).
+			_, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+			switch e {
+			case 0:
+			case unix.EINTR:
+				continue
+			default:
 				return // EAGAIN: the queue is empty
 			}
-			if t, got, ok := parseTxTimestamp(oob[:oobn]); ok && got-first < uint32(len(ids)) {
-				stamps[ids[got-first]] = TxStamp{Time: t, Kernel: true}
+			if t, key, ok := parseTxTimestamp(r.oob[:r.msg.Controllen]); ok {
+				r.found = append(r.found, txFound{key: key, t: t})
 			}
 		}
+	}
+	return r
+}
+
+// read drains the error queue (never blocking) and sets stamps[ids[k]] to
+// the transmit stamp of the datagram with counter first+k, for k below
+// trusted and those the kernel has queued (Kernel true). Stamps of older
+// datagrams are dropped: each is read right after its own send, so an
+// older one can only be a stamp that came too late to be used. ahead
+// reports a stamp whose counter is first+len(ids) or later: the kernel
+// has counted more stamped datagrams than the socket sent, and the
+// counter must be reset (reset).
+func (r *txReader) read(first uint32, ids []int, trusted int, stamps []TxStamp) (ahead bool) {
+	r.found = r.found[:0]
+	_ = r.rc.Control(r.drain)
+	for _, f := range r.found {
+		k := f.key - first
+		switch {
+		case int32(k) < 0:
+			// Late: an earlier datagram's.
+		case k < uint32(trusted) && k < uint32(len(ids)):
+			stamps[ids[k]] = TxStamp{Time: f.t, Kernel: true}
+		case k >= uint32(len(ids)):
+			ahead = true
+		}
+	}
+	r.found = r.found[:0]
+	return ahead
+}
+
+// reset drops every queued stamp and restarts the kernel's counter at 0:
+// turning SOF_TIMESTAMPING_OPT_ID off and on again zeroes it
+// (sock_set_timestamping).
+func (r *txReader) reset() error {
+	r.found = r.found[:0]
+	_ = r.rc.Control(r.drain)
+	r.found = r.found[:0]
+	var serr error
+	err := r.rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPING, txStampFlags&^unix.SOF_TIMESTAMPING_OPT_ID)
+		if serr == nil {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPING, txStampFlags)
+		}
 	})
+	if err != nil {
+		return err
+	}
+	return serr
 }
 
 // parseTxTimestamp reads one error-queue message: the software stamp of

@@ -24,9 +24,14 @@ func enableTxTimestamps(syscall.RawConn) error {
 	return errors.New("transport: kernel transmit timestamps are only supported on Linux")
 }
 
-func readTxTimestamp(syscall.RawConn, uint32) (time.Time, bool) { return time.Time{}, false }
+// txReader is Linux only: no socket has transmit stamps on elsewhere.
+type txReader struct{}
 
-func readTxTimestamps(syscall.RawConn, uint32, []int, []TxStamp) {}
+func newTxReader(syscall.RawConn) *txReader { return &txReader{} }
+
+func (*txReader) read(uint32, []int, int, []TxStamp) bool { return false }
+
+func (*txReader) reset() error { return nil }
 
 // txStampOOB is never sent: without kernel transmit stamps no socket has
 // them enabled.

@@ -23,10 +23,16 @@ type udpSocket struct {
 
 	// Transmit stamps (enableTx): with them on, every send is followed by
 	// a read of the socket's error queue, so sends are serialised.
-	txMu     sync.Mutex
-	rc       syscall.RawConn // nil: no kernel transmit stamps
-	txSent   uint32          // datagrams sent since transmit stamps were enabled
-	stampIDs []int           // writeBatch's, reused
+	txMu sync.Mutex
+	rc   syscall.RawConn // nil: no kernel transmit stamps
+	txr  *txReader       // rc's error queue
+	// txSent: stamped datagrams sent since the kernel's counter was last
+	// zeroed (enableTx, resetTx), the counter value of the next one.
+	txSent uint32
+	// txStale: the counter could not be reset (resetTx): no stamp is
+	// trusted until it is.
+	txStale  bool
+	stampIDs []int // writeBatch's, reused
 
 	// Plain sends (no control message) of an unconnected socket go
 	// through out, one sendmmsg for a batch (writeBatch).
@@ -38,8 +44,23 @@ type udpSocket struct {
 // without them sends still work, stamped in user space by their caller.
 func (s *udpSocket) enableTx() {
 	if rc, err := s.conn.SyscallConn(); err == nil && enableTxTimestamps(rc) == nil {
-		s.rc = rc
+		s.rc, s.txr = rc, newTxReader(rc)
 	}
+}
+
+// resetTx zeroes the kernel's stamp counter and txSent (txMu held), after
+// a send that may have put them out of step: the kernel gives a stamped
+// datagram its counter value before the send can fail (an OUTPUT rule's
+// drop, a cgroup's egress filter: EPERM), and a datagram that sendmmsg
+// stops at is tried again. Counted on, the stamp of each datagram would
+// from then on go to a later one (an NTP server would hand one client
+// the departure of another's answer). Stamps still queued are dropped.
+func (s *udpSocket) resetTx() {
+	if err := s.txr.reset(); err != nil {
+		s.txStale = true // retried before the next stamped send
+		return
+	}
+	s.txSent, s.txStale = 0, false
 }
 
 // listenUDP binds a UDP socket at addr with the address family of addr (so
@@ -185,6 +206,9 @@ func (s *udpSocket) writeBatch(c *counters, via Via, ds []Datagram, stamps []TxS
 		// stamped sends (writeStamped) wait.
 		s.txMu.Lock()
 		defer s.txMu.Unlock()
+		if s.txStale {
+			s.resetTx()
+		}
 		first = s.txSent
 		ids = s.stampIDs[:0]
 	}
@@ -206,7 +230,24 @@ func (s *udpSocket) writeBatch(c *counters, via Via, ds []Datagram, stamps []TxS
 	}
 	if stamping {
 		s.txSent += uint32(len(ids))
-		readTxTimestamps(s.rc, first, ids, stamps)
+		// After a stamped datagram that did not go, only the stamps of
+		// those sent before it are where they are expected.
+		trusted := len(ids)
+		if s.out.broken {
+			trusted = s.out.trusted
+		}
+		ahead := s.txr.read(first, ids, trusted, stamps)
+		if ahead && !s.out.broken || s.txStale {
+			// The kernel's counter was already ahead before this batch
+			// (a failure no write reported): no stamp of it is known to
+			// be its own.
+			for _, i := range ids {
+				stamps[i] = TxStamp{}
+			}
+		}
+		if ahead || s.out.broken {
+			s.resetTx()
+		}
 		for _, i := range ids {
 			if stamps[i].Kernel {
 				c.txKernel.Add(1)
@@ -238,21 +279,33 @@ func (s *udpSocket) writeStamped(c *counters, via Via, to netip.AddrPort, b []by
 	}
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
+	if s.txStale {
+		s.resetTx()
+	}
 	if err := s.writeTo(c, via, to, b, fin, txStampOOB); err != nil {
+		// The datagram may have taken a counter value all the same.
+		s.resetTx()
 		return TxStamp{}, err
 	}
 	// OPT_ID numbers the datagrams the socket asked stamps for since the
-	// flags were set, from 0: every one of them is sent here. The queue
-	// is drained after every send: unread stamps would count against the
-	// receive buffer and crowd out real packets.
+	// counter was zeroed, from 0: every one of them is sent here or in
+	// writeBatch. The queue is drained after every send: unread stamps
+	// would count against the receive buffer and crowd out real packets.
 	id := s.txSent
 	s.txSent++
-	t, ok := readTxTimestamp(s.rc, id)
-	if ok {
+	var st [1]TxStamp
+	if s.txr.read(id, firstOnly, 1, st[:]) || s.txStale {
+		st[0] = TxStamp{}
+		s.resetTx()
+	}
+	if st[0].Kernel {
 		c.txKernel.Add(1)
 	}
-	return TxStamp{Time: t, Kernel: ok, Missed: !ok}, nil
+	return TxStamp{Time: st[0].Time, Kernel: st[0].Kernel, Missed: !st[0].Kernel}, nil
 }
+
+// firstOnly is txReader.read's ids for one datagram.
+var firstOnly = []int{0}
 
 // UDPConn is a plain kernel-stamped UDP socket outside any Endpoint: timed
 // serves and queries NTP on one (--serve ADDR). Its packets carry Via

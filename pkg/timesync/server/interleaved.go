@@ -19,9 +19,9 @@ const InterleavedStamps = 4096
 // interleaved is the server's side of chrony's interleaved client/server
 // mode. A request in interleaved form (NTPv4, non-zero origin and receive
 // timestamps that differ from the transmit one, and an odd origin: the
-// server makes its receive timestamps odd, so that an origin echoing one of
-// its transmit timestamps, as RFC 5905 clients send, is mostly told
-// apart) has its answer's kernel transmit stamp saved, keyed by the
+// server makes its receive timestamps odd and the node its transmit
+// timestamps even (node.ntpXmt), so that an origin echoing one of its
+// transmit timestamps, as RFC 5905 clients send, is told apart) has its answer's kernel transmit stamp saved, keyed by the
 // answer's receive timestamp and address; the next request from that
 // host whose origin is that receive timestamp gets the stamp as its
 // transmit timestamp, once, and its own receive field as origin.

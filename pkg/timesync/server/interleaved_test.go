@@ -46,7 +46,8 @@ func (x *xlDriver) send(b []byte, addr netip.AddrPort, t1 time.Time) (*wire.NTPP
 	written := recv.Add(time.Millisecond)
 	data := append([]byte(nil), ans.Data...)
 	if ans.NTPStamp {
-		binary.BigEndian.PutUint64(data[wire.NTPXmtOffset:], uint64(wire.NTPTimeFromTime(written)))
+		// Even, as the daemon writes it (node.ntpXmt).
+		binary.BigEndian.PutUint64(data[wire.NTPXmtOffset:], uint64(wire.NTPTimeFromTime(written)&^1))
 	}
 	left := written.Add(x.lag)
 	if ans.TxStamp {
@@ -179,8 +180,8 @@ func TestInterleavedServerAttacks(t *testing.T) {
 			}
 			org = rep.Transmit
 		}
-		if st := x.s.Report().Interleaved; st.Answers != 0 {
-			t.Errorf("%+v", st)
+		if st := x.s.Report().Interleaved; st.Answers != 0 || st.Saved != 0 || st.Unknown != 0 {
+			t.Errorf("%+v; want no request taken for one in interleaved form", st)
 		}
 	})
 	t.Run("flood", func(t *testing.T) {
@@ -205,20 +206,56 @@ func TestInterleavedServerAttacks(t *testing.T) {
 }
 
 // TestInterleavedServerAllocs: answering in interleaved mode allocates
-// nothing once the table is warm (the fast path's promise).
+// nothing once the table is warm (the fast path's promise): a client whose
+// every request names the answer before (a stamp taken, a stamp kept) and
+// a forger whose every request names none (a stamp kept, never taken: the
+// ring turns over three times, evicting). No rate limit, and a new time
+// per request: with the default limit, all but 9 of the requests from
+// one address at one instant were dropped before the interleaved path.
 func TestInterleavedServerAllocs(t *testing.T) {
-	x := &xlDriver{t: t, s: newServer(t, Config{LocalStratum: 8})}
+	x := &xlDriver{t: t, s: newServer(t, Config{LocalStratum: 8, RateLimit: RateLimit{Interval: -1}})}
+	forger := netip.MustParseAddrPort("10.77.0.66:123")
 	buf := make([]byte, 0, 128)
 	req := make([]byte, 0, wire.NTPHeaderLen)
+	var rx wire.NTPTime // the receive timestamp of our last answer to the client
 	i := 0
-	allocs := testing.AllocsPerRun(1000, func() {
+	serve := func(from netip.AddrPort, origin wire.NTPTime) {
 		i++
-		p := wire.NTPPacket{Version: 4, Mode: wire.ModeClient, Origin: wire.NTPTime(2*i + 1), Receive: 7, Transmit: 9}
+		at := t0.Add(time.Duration(i) * time.Microsecond)
+		p := wire.NTPPacket{Version: 4, Mode: wire.ModeClient, Origin: origin, Receive: 7, Transmit: 9}
 		req, _ = p.AppendBinary(req[:0])
-		ans, _, _ := x.s.Answer(core.Datagram{Addr: clientAddr, Data: req, Time: t0}, buf)
-		x.s.AnswerSent(core.Datagram{Addr: clientAddr, Data: ans.Data, Time: t0})
-	})
+		ans, _, err := x.s.Answer(core.Datagram{Addr: from, Data: req, Time: at}, buf)
+		if err != nil || !ans.TxStamp {
+			t.Fatalf("request %d: %v, stamp wanted %v", i, err, ans.TxStamp)
+		}
+		x.s.AnswerSent(core.Datagram{Addr: from, Data: ans.Data, Time: at.Add(time.Millisecond)})
+		if from == clientAddr {
+			rx = wire.NTPTime(binary.BigEndian.Uint64(ans.Data[wire.NTPXmtOffset-8:]))
+		}
+	}
+	pair := func() {
+		serve(clientAddr, rx)
+		serve(forger, wire.NTPTime(2*i+1))
+	}
+	serve(clientAddr, 1) // the first names no answer
+	// Fill the ring: from then on its slots alternate between the
+	// client's (taken, empty) and the forger's (kept), and each pair
+	// evicts one of the forger's stamps, so that an allocation on any of
+	// the paths shows in every run (AllocsPerRun's average is rounded
+	// down).
+	const warm = InterleavedStamps
+	for range warm {
+		pair()
+	}
+	before := x.s.Report().Interleaved
+	const runs = 2 * InterleavedStamps
+	allocs := testing.AllocsPerRun(runs, pair)
 	if allocs > 0 {
-		t.Errorf("%v allocations per interleaved request", allocs)
+		t.Errorf("%v allocations per pair of interleaved requests", allocs)
+	}
+	// AllocsPerRun runs the function once more to warm up.
+	st := x.s.Report().Interleaved
+	if n := uint64(runs + 1); st.Answers-before.Answers != n || st.Evicted-before.Evicted != n || st.Unknown-before.Unknown != n {
+		t.Errorf("status %+v, before the runs %+v; want %d more interleaved answers, evicted and unknown", st, before, n)
 	}
 }
