@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/synclab/synclab/internal/testkit/testenv"
 )
 
 // checkOwnStamps writes three stamped datagrams to to and fails unless
@@ -77,14 +79,9 @@ func TestTxStampCounterAhead(t *testing.T) {
 // and from then on each answer got another's stamp. Needs root, ip and
 // nft; skipped without them.
 func TestTxStampCounterAfterRefusedSend(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (a network namespace, nftables)")
-	}
-	for _, tool := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s", tool)
-		}
-	}
+	testenv.RequireRoot(t, "a network namespace with an nftables rule")
+	testenv.RequireTool(t, "iproute2", "ip")
+	testenv.RequireTool(t, "nftables", "nft")
 	ns := fmt.Sprintf("xlstamp%d", os.Getpid())
 	run := func(stdin string, args ...string) error {
 		cmd := exec.Command(args[0], args[1:]...)
@@ -95,7 +92,7 @@ func TestTxStampCounterAfterRefusedSend(t *testing.T) {
 		return nil
 	}
 	if err := run("", "ip", "netns", "add", ns); err != nil {
-		t.Skip(err)
+		testenv.Unavailable(t, "%v", err)
 	}
 	t.Cleanup(func() { run("", "ip", "netns", "del", ns) })
 	if err := run("", "ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"); err != nil {
