@@ -236,7 +236,8 @@ const defaultHintProbe = 30 * time.Millisecond
 // hintProbe sets opts.HintProbe from --hint-probe, for bully only (the
 // other algorithms do not act on hints: refused if set for them). It must
 // leave bully.HintProbes probes room before --leader-timeout, or the
-// timeout decides first anyway.
+// timeout decides first anyway: refused if given, off if it is the
+// default (a --leader-timeout under 150 ms fails over fast without it).
 func hintProbe(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error {
 	d := c.Duration("hint-probe")
 	if algo.Name != bully.Algorithm.Name {
@@ -245,15 +246,14 @@ func hintProbe(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error 
 		}
 		return nil
 	}
+	if !c.IsSet("hint-probe") && bully.HintProbes*d >= opts.LeaderTimeout {
+		d = 0 // the default leaves a short --leader-timeout no room: off, the timeout is already short
+	}
 	if d == 0 {
 		return nil // off
 	}
-	if err := liveness.CheckTimeout("--hint-probe", d); err != nil {
-		return app.Usagef("%v", err)
-	}
-	if bully.HintProbes*d >= opts.LeaderTimeout {
-		return app.Usagef("--hint-probe (%v) x %d probes must be below --leader-timeout (%v): the hint is there to give a dead leader up before its timeout (--hint-probe 0 turns it off)",
-			d, bully.HintProbes, opts.LeaderTimeout)
+	if err := bully.CheckHintProbe(d, opts.LeaderTimeout); err != nil {
+		return app.Usagef("--hint-probe (with --leader-timeout %v): %v", opts.LeaderTimeout, err)
 	}
 	opts.HintProbe = d
 	return nil

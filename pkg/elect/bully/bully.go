@@ -34,7 +34,7 @@ const (
 // regeneration) route these kinds to it.
 func Handles(k wire.Kind) bool {
 	switch k {
-	case wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat, wire.KindLeaderProbe:
+	case wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat, wire.KindLeaderProbe, wire.KindLeaderWatch:
 		return true
 	}
 	return false

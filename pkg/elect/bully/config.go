@@ -220,12 +220,8 @@ func (c *Config) validate(self uint32, members []uint32) error {
 		}
 	}
 	if c.HintProbe != 0 {
-		if err := liveness.CheckTimeout("bully: HintProbe", c.HintProbe); err != nil {
-			return err
-		}
-		if HintProbes*c.HintProbe >= c.LeaderTimeout {
-			return fmt.Errorf("bully: HintProbe (%v) x %d probes must be below LeaderTimeout (%v): a hint is meant to give a dead leader up sooner than its timeout (0 ignores hints)",
-				c.HintProbe, HintProbes, c.LeaderTimeout)
+		if err := CheckHintProbe(c.HintProbe, c.LeaderTimeout); err != nil {
+			return fmt.Errorf("bully: HintProbe: %w", err)
 		}
 	}
 	if c.Watch != 0 {
@@ -234,5 +230,19 @@ func (c *Config) validate(self uint32, members []uint32) error {
 		}
 	}
 	c.Members = slices.Clone(c.Members)
+	return nil
+}
+
+// CheckHintProbe refuses a HintProbe (non-zero) that no election can use:
+// below liveness.MinTimeout, or HintProbes of it not below the leader
+// timeout, which would decide first anyway. For the daemons' flags too.
+func CheckHintProbe(d, leaderTimeout time.Duration) error {
+	if err := liveness.CheckTimeout("hint probe", d); err != nil {
+		return err
+	}
+	if HintProbes*d >= leaderTimeout {
+		return fmt.Errorf("%v x %d probes must be below the leader timeout (%v): a hint is meant to give a dead leader up sooner than its timeout (0 ignores hints)",
+			d, HintProbes, leaderTimeout)
+	}
 	return nil
 }
