@@ -55,6 +55,12 @@ func (b *Core) Hint(h core.Hint) {
 	}
 	if !b.hint.at.IsZero() || b.now.Before(b.hint.rest) {
 		b.counts.hintsIgnored++
+		if b.hint.at.IsZero() {
+			// The leader answered the last episode's probes less than
+			// a LeaderTimeout ago: it lives, and its link, which the
+			// hint says closed again, is reopened by the next watch.
+			b.watchAt = time.Time{}
+		}
 		return
 	}
 	b.counts.hints++
@@ -133,8 +139,9 @@ func (b *Core) tickHint() bool {
 // TCP link to it (Config.Watch): at once when it is a new leader or a new
 // term (the leader may have restarted: its old link is closed), or after
 // a hint the leader's answer cancelled (the link the hint reported is
-// closed), else once Watch has passed since the last. It runs at the end of every Step
-// and Tick, so a follower, which hears its leader every heartbeat, sends
+// closed, as after a hint ignored in the rest that follows), else once
+// Watch has passed since the last. It runs at the end of every Step and
+// Tick, so a follower, which hears its leader every heartbeat, sends
 // it without a wake-up of its own. The link it keeps open is what closes
 // at once when the leader's process dies, and the transport says so (a
 // hint: Hint, Config.HintProbe).

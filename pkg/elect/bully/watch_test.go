@@ -126,7 +126,8 @@ func TestWatchKeepsTheLeaderLinkOpen(t *testing.T) {
 
 // TestWatchAfterCancelledHint: a hint about a live leader (its answer
 // cancels the episode) said the link to it closed: the next watch goes at
-// once, reopening it, not WatchEvery later.
+// once, reopening it, not WatchEvery later; so after a hint ignored in the
+// rest that follows.
 func TestWatchAfterCancelledHint(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	cfg := bully.FromOptions([]uint32{1, 2, 3}, elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond, Probe: 4 * time.Millisecond, HintProbe: 30 * time.Millisecond})
@@ -146,6 +147,24 @@ func TestWatchAfterCancelledHint(t *testing.T) {
 	}
 	if d := b.Detail(); d.HintsCancelled != 1 {
 		t.Errorf("hints cancelled %d, want 1", d.HintsCancelled)
+	}
+	// Another hint within LeaderTimeout: ignored (the leader just
+	// answered), but its link closed again: the next heartbeat's Step
+	// sends a watch.
+	b.Hint(core.Hint{Member: 3, Cause: core.HintStreamClosed, Time: t0.Add(time.Second + 100*time.Millisecond)})
+	if n := watches(t, b.Ready().Messages, 3); n != 0 {
+		t.Fatalf("%d watches at the ignored hint itself", n)
+	}
+	hb := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
+	hb.Time = t0.Add(time.Second + 200*time.Millisecond)
+	if err := b.Step(hb); err != nil {
+		t.Fatal(err)
+	}
+	if n := watches(t, b.Ready().Messages, 3); n != 1 {
+		t.Errorf("%d watches with the heartbeat after a hint ignored in the rest, want 1 (the link closed again)", n)
+	}
+	if d := b.Detail(); d.HintsIgnored != 1 {
+		t.Errorf("hints ignored %d, want 1", d.HintsIgnored)
 	}
 }
 
