@@ -102,6 +102,7 @@ func runFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "on-demoted", EnvVars: app.Env(name, "on-demoted"), Usage: "shell `CMD` run when this node stops being leader"},
 		&cli.StringSliceFlag{Name: "on-change", EnvVars: app.Env(name, "on-change"), Usage: "shell `CMD` run whenever the leader this node knows changes (or is lost)"},
 		&cli.DurationFlag{Name: "hook-timeout", EnvVars: app.Env(name, "hook-timeout"), Value: 10 * time.Second, Usage: "a hook running longer is killed"},
+		&cli.DurationFlag{Name: "hint-probe", EnvVars: app.Env(name, "hint-probe"), Value: defaultHintProbe, Usage: "bully only: a follower keeps a TCP link to its leader open; when it closes (the leader's process died), the follower probes the leader this often, 5 times, and gives it up if none is answered (0: off, the timeout alone decides)"},
 	}
 }
 
@@ -145,6 +146,9 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		}
 	}
 	if err := durations(c, algo, &opts); err != nil {
+		return nil, err
+	}
+	if err := hintProbe(c, algo, &opts); err != nil {
 		return nil, err
 	}
 
@@ -242,6 +246,40 @@ func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error 
 		return app.Usagef("--heartbeat (%v) + --probe (%v) must be below --leader-timeout (%v): a follower probes only between the heartbeat it missed and its leader timeout (bully's defaults: --heartbeat %v --leader-timeout %v --probe %v; --probe 0 turns probing off, and then --leader-timeout must span several heartbeats: %v / %v)",
 			opts.Heartbeat, opts.Probe, opts.LeaderTimeout, probedDefaults.Heartbeat, probedDefaults.LeaderTimeout, probedDefaults.Probe, plainDefaults.Heartbeat, plainDefaults.LeaderTimeout)
 	}
+	return nil
+}
+
+// defaultHintProbe is --hint-probe's default: bully.HintProbes (5) probes
+// 30 ms apart give a leader whose port closed 150 ms to answer one. A
+// SIGKILLed leader is so given up 150 ms after its kernel closed the
+// link, whatever the timeout; a live one (a forged reset) would have to
+// be stalled for all 150 ms to be given up, longer than the 50-100 ms
+// stalls this lab's shared host makes (docs/benchmarks/2026-12-06-elect-hint.md).
+const defaultHintProbe = 30 * time.Millisecond
+
+// hintProbe sets opts.HintProbe from --hint-probe, for bully only (the
+// other algorithms do not act on hints: refused if set for them). It must
+// leave bully.HintProbes probes room before --leader-timeout, or the
+// timeout decides first anyway: refused if given, off if it is the
+// default (a --leader-timeout under 150 ms fails over fast without it).
+func hintProbe(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error {
+	d := c.Duration("hint-probe")
+	if algo.Name != bully.Algorithm.Name {
+		if c.IsSet("hint-probe") && d != 0 {
+			return app.Usagef("--hint-probe: only %s acts on a leader's closed port (%s waits --leader-timeout)", bully.Algorithm.Name, algo.Name)
+		}
+		return nil
+	}
+	if !c.IsSet("hint-probe") && bully.HintProbes*d >= opts.LeaderTimeout {
+		d = 0 // the default leaves a short --leader-timeout no room: off, the timeout is already short
+	}
+	if d == 0 {
+		return nil // off
+	}
+	if err := bully.CheckHintProbe(d, opts.LeaderTimeout); err != nil {
+		return app.Usagef("--hint-probe (with --leader-timeout %v): %v", opts.LeaderTimeout, err)
+	}
+	opts.HintProbe = d
 	return nil
 }
 

@@ -89,6 +89,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "commit-delay", EnvVars: app.Env(name, "commit-delay"), Value: d.CommitDelay, Usage: "while numbers are in flight, how long the sequencer waits for an entry's frame to carry a new commit point before it sends it alone (more: fewer frames under load; an idle sequencer sends it at once)"},
 		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: electLeaderTimeout, Usage: "silence after which members elect a new sequencer (must exceed --heartbeat + --probe)"},
 		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Value: electProbe, Usage: "a member that missed the sequencer's heartbeat asks it for one this often until --leader-timeout, so that one lost heartbeat is not a failover (0: off; then give --leader-timeout several heartbeats, e.g. --heartbeat 50ms --leader-timeout 400ms --probe 0)"},
+		&cli.DurationFlag{Name: "hint-probe", EnvVars: app.Env(name, "hint-probe"), Value: electHintProbe, Usage: "a member keeps a TCP link to the sequencer open; when it closes (the sequencer's process died), the member probes the sequencer this often, 5 times, and elects a new one if none is answered (0: off, --leader-timeout alone decides)"},
 		&cli.StringSliceFlag{Name: "on-deliver", EnvVars: app.Env(name, "on-deliver"), Usage: "shell `CMD` run for every delivered message (ORDERD_ORDER, ORDERD_SENDER, ORDERD_SEQ, ORDERD_INDEX, ORDERD_MESSAGE, ORDERD_RESULT in its environment); " +
 			"at least once: a total-order delivery is announced before its record is written, and after a crash in between it runs again with the same ORDERD_SEQ (its log number; a new ORDERD_INDEX): deduplicate by ORDERD_SEQ. " +
 			"A member more than the log's 256 entries behind catches up from a snapshot of the state: the hook then runs once for the numbers it skipped, with ORDERD_SKIPPED_FROM, ORDERD_SKIPPED_TO (= ORDERD_SEQ) and ORDERD_SNAPSHOT_FROM (the member whose snapshot) set, an empty message and sender 0"},
@@ -110,6 +111,11 @@ const (
 	electHeartbeat     = 200 * time.Millisecond
 	electLeaderTimeout = 400 * time.Millisecond
 	electProbe         = 4 * time.Millisecond
+	// electHintProbe: 5 probes 30 ms apart after the sequencer's link
+	// closed (its process died) give it 150 ms to answer one; a dead
+	// sequencer is replaced that long after the kill, not 200-400 ms
+	// (electd's --hint-probe, docs/benchmarks/2026-12-06-elect-hint.md).
+	electHintProbe = 30 * time.Millisecond
 )
 
 // config maps the flags to the core's configuration.
@@ -136,6 +142,15 @@ func config(c *cli.Context) (order.Config, error) {
 		if opts.Heartbeat+opts.Probe >= opts.LeaderTimeout {
 			return cfg, app.Usagef("--heartbeat (%v) + --probe (%v) must be below --leader-timeout (%v): a member probes the sequencer only between the heartbeat it missed and its leader timeout (--probe 0 turns probing off; then give --leader-timeout several heartbeats)",
 				opts.Heartbeat, opts.Probe, opts.LeaderTimeout)
+		}
+	}
+	opts.HintProbe = c.Duration("hint-probe")
+	if !c.IsSet("hint-probe") && bully.HintProbes*opts.HintProbe >= opts.LeaderTimeout {
+		opts.HintProbe = 0 // the default leaves a short --leader-timeout no room: off, the timeout is already short
+	}
+	if opts.HintProbe != 0 {
+		if err := bully.CheckHintProbe(opts.HintProbe, opts.LeaderTimeout); err != nil {
+			return cfg, app.Usagef("--hint-probe (with --leader-timeout %v): %v", opts.LeaderTimeout, err)
 		}
 	}
 	// The order's own repeats (the commit point to a member that lags, a

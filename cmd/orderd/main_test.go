@@ -71,7 +71,6 @@ func TestConfigRefusals(t *testing.T) {
 // while the order's own repeats keep their 50 ms; --probe 0 gives the
 // former election back.
 func TestElectionDefaults(t *testing.T) {
-	env := core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Now(), Rand: rand.New(rand.NewPCG(1, 1))}
 	for _, c := range []struct {
 		args               []string
 		hb, timeout, probe time.Duration
@@ -81,20 +80,50 @@ func TestElectionDefaults(t *testing.T) {
 		{[]string{"--heartbeat", "50ms", "--leader-timeout", "400ms", "--probe", "0"}, 50 * time.Millisecond, 400 * time.Millisecond, 0, 50 * time.Millisecond},
 		{[]string{"--heartbeat", "20ms", "--leader-timeout", "100ms"}, 20 * time.Millisecond, 100 * time.Millisecond, 4 * time.Millisecond, 20 * time.Millisecond},
 	} {
-		cfg, err := configWith(t, c.args...)
-		if err != nil {
-			t.Fatalf("%v: %v", c.args, err)
-		}
-		el, err := cfg.Election(env)
-		if err != nil {
-			t.Fatalf("%v: %v", c.args, err)
-		}
-		d := el.Report().Detail.(bully.Detail)
+		cfg, d := electionWith(t, c.args...)
 		if d.Heartbeat != c.hb || d.LeaderTimeout != c.timeout || d.Probe != c.probe || cfg.Heartbeat != c.repeat {
 			t.Errorf("%v: election %v / %v / probe %v, order's repeats %v; want %v / %v / %v, %v",
 				c.args, d.Heartbeat, d.LeaderTimeout, d.Probe, cfg.Heartbeat, c.hb, c.timeout, c.probe, c.repeat)
 		}
 	}
+}
+
+// TestHintProbeDefault: the sequencer's election acts on a closed port
+// by default (30 ms probes, the members watching the sequencer's link),
+// not with --hint-probe 0, nor at its default with a leader timeout too
+// short for five probes; a --hint-probe too long for the timeout is
+// refused.
+func TestHintProbeDefault(t *testing.T) {
+	for _, c := range []struct {
+		args         []string
+		probe, watch time.Duration
+	}{
+		{nil, 30 * time.Millisecond, bully.WatchEvery},
+		{[]string{"--hint-probe", "0"}, 0, 0},
+		{[]string{"--heartbeat", "20ms", "--leader-timeout", "100ms"}, 0, 0},
+	} {
+		if _, d := electionWith(t, c.args...); d.HintProbe != c.probe || d.Watch != c.watch {
+			t.Errorf("%v: hint probe %v watch %v, want %v and %v", c.args, d.HintProbe, d.Watch, c.probe, c.watch)
+		}
+	}
+	if _, err := configWith(t, "--hint-probe", "100ms"); err == nil || !strings.Contains(err.Error(), "100ms x 5 probes must be below the leader timeout (400ms)") {
+		t.Errorf("--hint-probe 100ms with a 400 ms timeout: %v", err)
+	}
+}
+
+// electionWith is the order's configuration for the flags args and its
+// election's bully Detail.
+func electionWith(t *testing.T, args ...string) (order.Config, bully.Detail) {
+	t.Helper()
+	cfg, err := configWith(t, args...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	el, err := cfg.Election(core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Now(), Rand: rand.New(rand.NewPCG(1, 1))})
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return cfg, el.Report().Detail.(bully.Detail)
 }
 
 // status renders what is pending and why, the sequencer and the streams.

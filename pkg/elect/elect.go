@@ -93,6 +93,12 @@ type Options struct {
 	// asks the leader for one until its leader timeout, for an algorithm
 	// that probes (bully: bully.Config.Probe); 0: no probes.
 	Probe time.Duration
+	// HintProbe is how often a follower probes its leader after a hint
+	// that the leader's port closed, for an algorithm that acts on such
+	// hints (bully: bully.Config.HintProbe, with the follower's watch that
+	// keeps its TCP link to the leader open, bully.Config.Watch); 0:
+	// hints ignored.
+	HintProbe time.Duration
 	// Priorities rank the members where the algorithm ranks them (bully:
 	// higher leads first, ties broken by ID); absent members have 0. They
 	// must be the same on every member.

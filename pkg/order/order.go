@@ -273,6 +273,19 @@ func New(env core.Env, cfg Config) (*Core, error) {
 // Election returns the sequencer's election.
 func (c *Core) Election() elect.Elector { return c.el.Elector }
 
+// Hint hands the sequencer's election a hint that a member's port closed
+// (core.Hinter): with bully's HintProbe and Watch (orderd's
+// --hint-probe) its followers probe a sequencer whose link closed and
+// give it up if none of the probes is answered, without waiting for the
+// leader timeout. A hint about anyone else changes nothing.
+func (c *Core) Hint(h core.Hint) {
+	if h.Time.After(c.now) {
+		c.now = h.Time
+	}
+	c.el.Hint(h)
+	c.followElection()
+}
+
 // UsesVectors says no: a causal message carries its own vector (the
 // notes' delivery vector, counting delivered messages), not the node's
 // event clock.

@@ -137,6 +137,20 @@ type LeaderProbe struct {
 	Priority uint32
 }
 
+// LeaderWatch is a follower's frame to the leader of the frame's term
+// over the TCP link to it (KindLeaderWatch): it keeps the link open while
+// nothing else goes that way, so that the leader's death closes it. It
+// asks for nothing. Same layout as LeaderProbe.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                     Priority (of the sender)                  |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+type LeaderWatch struct {
+	Priority uint32
+}
+
 // Offsets and sizes. Election, Coordinator and LeaderHeartbeat share one
 // layout: a priority word, then a byte (reason or flags) and three reserved
 // bytes.
@@ -152,6 +166,7 @@ const (
 	CoordinatorLen     = 8
 	LeaderHeartbeatLen = 8
 	LeaderProbeLen     = 4
+	LeaderWatchLen     = 4
 
 	coordinatorFlagsKnown = CoordinatorReassert
 	heartbeatFlagsKnown   = HeartbeatResign | HeartbeatAnswer
@@ -162,6 +177,7 @@ const (
 	coordinatorWhat     = "coordinator"
 	leaderHeartbeatWhat = "leader heartbeat"
 	leaderProbeWhat     = "leader probe"
+	leaderWatchWhat     = "leader watch"
 )
 
 // appendElectWord appends the common 8-byte layout.
@@ -193,6 +209,16 @@ func (e *Election) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
+// decodePriority decodes the payloads that are a priority word alone
+// (Answer, LeaderProbe, LeaderWatch): exactly 4 bytes.
+func decodePriority(what string, b []byte, prio *uint32) error {
+	if err := checkLen(what, b, 4); err != nil {
+		return err
+	}
+	*prio = binary.BigEndian.Uint32(b[offElectPriority:])
+	return nil
+}
+
 // AppendBinary appends the encoding of a to b. It cannot fail; the error is
 // there for encoding.BinaryAppender.
 func (a Answer) AppendBinary(b []byte) ([]byte, error) {
@@ -200,13 +226,7 @@ func (a Answer) AppendBinary(b []byte) ([]byte, error) {
 }
 
 // UnmarshalBinary decodes an Answer payload: exactly AnswerLen bytes.
-func (a *Answer) UnmarshalBinary(b []byte) error {
-	if err := checkLen(answerWhat, b, AnswerLen); err != nil {
-		return err
-	}
-	a.Priority = binary.BigEndian.Uint32(b[offElectPriority:])
-	return nil
-}
+func (a *Answer) UnmarshalBinary(b []byte) error { return decodePriority(answerWhat, b, &a.Priority) }
 
 // AppendBinary appends the encoding of p to b.
 func (p LeaderProbe) AppendBinary(b []byte) ([]byte, error) {
@@ -216,11 +236,18 @@ func (p LeaderProbe) AppendBinary(b []byte) ([]byte, error) {
 // UnmarshalBinary decodes a LeaderProbe payload: exactly LeaderProbeLen
 // bytes.
 func (p *LeaderProbe) UnmarshalBinary(b []byte) error {
-	if err := checkLen(leaderProbeWhat, b, LeaderProbeLen); err != nil {
-		return err
-	}
-	p.Priority = binary.BigEndian.Uint32(b[offElectPriority:])
-	return nil
+	return decodePriority(leaderProbeWhat, b, &p.Priority)
+}
+
+// AppendBinary appends the encoding of w to b.
+func (w LeaderWatch) AppendBinary(b []byte) ([]byte, error) {
+	return binary.BigEndian.AppendUint32(b, w.Priority), nil
+}
+
+// UnmarshalBinary decodes a LeaderWatch payload: exactly LeaderWatchLen
+// bytes.
+func (w *LeaderWatch) UnmarshalBinary(b []byte) error {
+	return decodePriority(leaderWatchWhat, b, &w.Priority)
 }
 
 // AppendBinary appends the encoding of c to b.

@@ -28,6 +28,7 @@ var electGolden = []struct {
 	{"heartbeat resign", LeaderHeartbeat{Priority: 1, Flags: HeartbeatResign}, "0000000101000000"},
 	{"heartbeat answer", LeaderHeartbeat{Priority: 1, Flags: HeartbeatAnswer}, "0000000102000000"},
 	{"leader probe", LeaderProbe{Priority: 0x0a0b0c0d}, "0a0b0c0d"},
+	{"leader watch", LeaderWatch{Priority: 0x01020304}, "01020304"},
 }
 
 func decodeInto(v electPayload) interface{ UnmarshalBinary([]byte) error } {
@@ -42,6 +43,8 @@ func decodeInto(v electPayload) interface{ UnmarshalBinary([]byte) error } {
 		return new(LeaderHeartbeat)
 	case LeaderProbe:
 		return new(LeaderProbe)
+	case LeaderWatch:
+		return new(LeaderWatch)
 	}
 	panic("unknown payload")
 }
@@ -57,6 +60,8 @@ func deref(p any) any {
 	case *LeaderHeartbeat:
 		return *p
 	case *LeaderProbe:
+		return *p
+	case *LeaderWatch:
 		return *p
 	}
 	panic("unknown payload")
@@ -105,6 +110,8 @@ func TestElectDecodeErrors(t *testing.T) {
 		{"answer long", new(Answer), "0000000100", DecodeBadLength},
 		{"leader probe short", new(LeaderProbe), "000001", DecodeTruncated},
 		{"leader probe long", new(LeaderProbe), "0000000100", DecodeBadLength},
+		{"leader watch short", new(LeaderWatch), "000001", DecodeTruncated},
+		{"leader watch long", new(LeaderWatch), "0000000100", DecodeBadLength},
 		{"coordinator short", new(Coordinator), "00000001", DecodeTruncated},
 		{"coordinator unknown flag", new(Coordinator), "0000000102000000", DecodeBadFlags},
 		{"coordinator reserved", new(Coordinator), "0000000100000001", DecodeBadReserved},
@@ -286,5 +293,14 @@ func FuzzLeaderProbe(f *testing.F) {
 		AppendBinary([]byte) ([]byte, error)
 	} {
 		return new(LeaderProbe)
+	})
+}
+
+func FuzzLeaderWatch(f *testing.F) {
+	fuzzElect(f, KindLeaderWatch, func() interface {
+		UnmarshalBinary([]byte) error
+		AppendBinary([]byte) ([]byte, error)
+	} {
+		return new(LeaderWatch)
 	})
 }

@@ -134,6 +134,14 @@ const (
 	// (bully.Config.Probe). The leader answers with a LeaderHeartbeat to
 	// the sender alone (payload: LeaderProbe).
 	KindLeaderProbe Kind = 160
+	// KindLeaderWatch is a follower's word to its leader, over the TCP
+	// link to it, when it adopts it and every bully.Config.Watch after:
+	// it keeps that link open, so that the leader's death closes it at
+	// once (a port hint, bully.Config.HintProbe). The leader counts it and
+	// sends nothing back (payload: LeaderWatch). A node that does not
+	// know the kind (an older build) drops it as unknown_kind and runs as
+	// before; the link stays open all the same.
+	KindLeaderWatch Kind = 161
 
 	// 150-155: the distributed bakery (pkg/mutex/permission, Bakery;
 	// payloads in permission.go), taken from the end of the block of the

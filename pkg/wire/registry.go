@@ -84,7 +84,7 @@ type Block struct {
 
 // Blocks allots kind numbers, one block per family, so that algorithms
 // built side by side never take the same number: a family appends its
-// kinds inside its block, from the block's first free number. 75 of 255
+// kinds inside its block, from the block's first free number. 76 of 255
 // numbers are taken (2026-12); the blocks leave every family room for
 // several more algorithms, and 230-254 are kept back unallotted, which is
 // why the kind stays one byte. 255 is never allotted: a later version
@@ -198,8 +198,10 @@ var registry = []KindInfo{
 	{Kind: KindYoYoUp, Name: "yoyo_up", New: newPayload[YoYoUp]},
 	{Kind: KindYoYoLeader, Name: "yoyo_leader", New: newPayload[YoYoLeader], Class: ClassHeartbeat},
 
-	// 160-189 elections: the next kinds (160 bully's leader probe).
+	// 160-189 elections: the next kinds (160 bully's leader probe, 161
+	// its follower's watch).
 	{Kind: KindLeaderProbe, Name: "leader_probe", New: newPayload[LeaderProbe], Class: ClassHeartbeat},
+	{Kind: KindLeaderWatch, Name: "leader_watch", New: newPayload[LeaderWatch], Class: ClassHeartbeat},
 
 	// 90-119 orderd.
 	{Kind: KindOrderRecord, Name: "order_record", New: newPayload[OrderRecord]},

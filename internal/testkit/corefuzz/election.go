@@ -20,7 +20,7 @@ func ElectionFrame(p *Program, cur uint64, lim epoch.Limit, members []bully.Memb
 	for i, mb := range members {
 		ids[i] = mb.ID
 	}
-	kinds := []wire.Kind{wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat, wire.KindLeaderProbe, wire.KindClockPoll}
+	kinds := []wire.Kind{wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat, wire.KindLeaderProbe, wire.KindLeaderWatch, wire.KindClockPoll}
 	m := core.Message{Kind: kinds[p.Intn(len(kinds))], To: self}
 	switch p.Intn(8) {
 	case 0:
@@ -51,6 +51,8 @@ func ElectionFrame(p *Program, cur uint64, lim epoch.Limit, members []bully.Memb
 		m.Payload, _ = wire.LeaderHeartbeat{Priority: prio, Flags: p.Byte() & (wire.HeartbeatResign | wire.HeartbeatAnswer)}.AppendBinary(nil)
 	case wire.KindLeaderProbe:
 		m.Payload, _ = wire.LeaderProbe{Priority: prio}.AppendBinary(nil)
+	case wire.KindLeaderWatch:
+		m.Payload, _ = wire.LeaderWatch{Priority: prio}.AppendBinary(nil)
 	}
 	if p.Intn(10) == 0 {
 		m.Payload = []byte{p.Byte(), p.Byte(), p.Byte()}

@@ -34,7 +34,7 @@ const (
 // regeneration) route these kinds to it.
 func Handles(k wire.Kind) bool {
 	switch k {
-	case wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat, wire.KindLeaderProbe:
+	case wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat, wire.KindLeaderProbe, wire.KindLeaderWatch:
 		return true
 	}
 	return false
@@ -145,6 +145,11 @@ type Core struct {
 	// hint is the follower's probing of its leader after a hint that
 	// its port closed (hint.go, Config.HintProbe).
 	hint hint
+	// watched is the leader this follower last sent a LEADER_WATCH,
+	// watchTerm in which term, watchAt when (Config.Watch, watch).
+	watched   uint32
+	watchTerm uint64
+	watchAt   time.Time
 	// gap is what this follower saw while its leader was silent: the
 	// probes it sent and how late its own Ticks ran (reset whenever the
 	// leader is heard); lastTimeout is the cause of its last leader
@@ -484,6 +489,7 @@ func (b *Core) Tick(now time.Time) {
 		b.counts.overslept++
 	}
 	b.tick(b)
+	b.watch()
 	b.Deadline() // for a driver that ticks without asking
 }
 
@@ -705,6 +711,7 @@ func (b *Core) Step(m core.Message) error {
 		}
 		b.observe(at, in.Kind == wire.KindLeaderHeartbeat && in.flags&wire.HeartbeatAnswer != 0)
 	}
+	b.watch()
 	return nil
 }
 
@@ -822,6 +829,12 @@ func (b *Core) accept(m core.Message) (*inbound, error) {
 		var p wire.LeaderProbe
 		if err := p.UnmarshalBinary(m.Payload); err != nil {
 			return nil, fmt.Errorf("bully: leader probe from %d: %w", m.From, err)
+		}
+		prio = p.Priority
+	case wire.KindLeaderWatch:
+		var p wire.LeaderWatch
+		if err := p.UnmarshalBinary(m.Payload); err != nil {
+			return nil, fmt.Errorf("bully: leader watch from %d: %w", m.From, err)
 		}
 		prio = p.Priority
 	default:
@@ -957,6 +970,9 @@ func stepLeader(b *Core, in *inbound) error {
 			b.counts.probesAnswered++
 			b.send(in.From, wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{Priority: b.self.Priority, Flags: wire.HeartbeatAnswer})
 		}
+	case wire.KindLeaderWatch:
+		// A follower keeps its link to this leader open (Config.Watch):
+		// counted with the frames by kind, nothing to do.
 	case wire.KindAnswer:
 		// A higher-ranked member is alive and running an election it will
 		// win.
@@ -1101,6 +1117,14 @@ func (b *Core) Ready() core.Ready {
 // it confirms the term on disk, every Ready carries it again, and the
 // driver sends nothing of a Ready whose term it could not write.
 func (b *Core) Advance(saved bool) { b.durable.Advance(saved) }
+
+// sendStream queues one frame for the TCP link to member to.
+func (b *Core) sendStream(to uint32, k wire.Kind, p encoding.BinaryAppender) {
+	b.send(to, k, p)
+	if n := len(b.msgs); n > 0 && b.msgs[n-1].Kind == k && b.msgs[n-1].To == to {
+		b.msgs[n-1].Stream = true
+	}
+}
 
 // send queues one frame; an encoding of our own fields that fails is a
 // bug, counted and reported (core.Bugs), and the frame is not sent.

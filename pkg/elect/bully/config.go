@@ -106,9 +106,26 @@ type Config struct {
 	// LeaderTimeout per follower. It must cover a round trip of a busy
 	// host; HintProbes x HintProbe is added to nothing but the failover
 	// of a dead leader whose port closed. 0 (DefaultLANConfig, electd):
-	// hints ignored. mutexd's central coordinator sets it.
+	// hints ignored. mutexd's central coordinator sets it (its members'
+	// syncs keep their links to it open); electd sets it with Watch.
 	HintProbe time.Duration
+	// Watch makes a follower keep a TCP link to its leader open, so that
+	// the leader's death closes it and HintProbe has a hint to act on:
+	// the follower sends the leader a LEADER_WATCH over the link
+	// (core.Message.Stream) when it adopts it, and again at its first
+	// Step or Tick Watch after the last, so it costs no wake-up of its
+	// own. It must be below the transport's idle close of a link (half
+	// its IdleTimeout, 60 s by default): WatchEvery. The leader counts
+	// the frame and sends nothing back. 0 (DefaultLANConfig): no watch;
+	// a member whose traffic already keeps the link open (mutexd's
+	// central coordinator) needs none.
+	Watch time.Duration
 }
+
+// WatchEvery is the Watch electd sets with HintProbe (FromOptions): a
+// third of the 60 s after which the transport closes an idle link, so
+// that a watch or two lost to a follower's stall does not let it close.
+const WatchEvery = 20 * time.Second
 
 // DefaultLANConfig returns the timeouts for a LAN: 50 ms heartbeats, a dead
 // leader noticed after 400 ms and replaced at once by the member ranked
@@ -140,6 +157,10 @@ func FromOptions(members []uint32, o elect.Options) Config {
 		c.AnswerTimeout = o.AnswerTimeout
 	}
 	c.Probe = o.Probe
+	c.HintProbe = o.HintProbe
+	if o.HintProbe != 0 {
+		c.Watch = WatchEvery
+	}
 	if o.Heartbeat != 0 || o.AnswerTimeout != 0 {
 		c.CoordinatorTimeout = max(c.AnswerTimeout, c.Heartbeat)*2 + c.AnswerTimeout
 		c.Stagger = max(liveness.MinTimeout, c.AnswerTimeout/2)
@@ -199,14 +220,29 @@ func (c *Config) validate(self uint32, members []uint32) error {
 		}
 	}
 	if c.HintProbe != 0 {
-		if err := liveness.CheckTimeout("bully: HintProbe", c.HintProbe); err != nil {
-			return err
+		if err := CheckHintProbe(c.HintProbe, c.LeaderTimeout); err != nil {
+			return fmt.Errorf("bully: HintProbe: %w", err)
 		}
-		if HintProbes*c.HintProbe >= c.LeaderTimeout {
-			return fmt.Errorf("bully: HintProbe (%v) x %d probes must be below LeaderTimeout (%v): a hint is meant to give a dead leader up sooner than its timeout (0 ignores hints)",
-				c.HintProbe, HintProbes, c.LeaderTimeout)
+	}
+	if c.Watch != 0 {
+		if err := liveness.CheckTimeout("bully: Watch", c.Watch); err != nil {
+			return err
 		}
 	}
 	c.Members = slices.Clone(c.Members)
+	return nil
+}
+
+// CheckHintProbe refuses a HintProbe (non-zero) that no election can use:
+// below liveness.MinTimeout, or HintProbes of it not below the leader
+// timeout, which would decide first anyway. For the daemons' flags too.
+func CheckHintProbe(d, leaderTimeout time.Duration) error {
+	if err := liveness.CheckTimeout("hint probe", d); err != nil {
+		return err
+	}
+	if HintProbes*d >= leaderTimeout {
+		return fmt.Errorf("%v x %d probes must be below the leader timeout (%v): a hint is meant to give a dead leader up sooner than its timeout (0 ignores hints)",
+			d, HintProbes, leaderTimeout)
+	}
 	return nil
 }

@@ -55,6 +55,12 @@ func (b *Core) Hint(h core.Hint) {
 	}
 	if !b.hint.at.IsZero() || b.now.Before(b.hint.rest) {
 		b.counts.hintsIgnored++
+		if b.hint.at.IsZero() {
+			// The leader answered the last episode's probes less than
+			// a LeaderTimeout ago: it lives, and its link, which the
+			// hint says closed again, is reopened by the next watch.
+			b.watchAt = time.Time{}
+		}
 		return
 	}
 	b.counts.hints++
@@ -94,6 +100,9 @@ func (b *Core) heardLeader() {
 	}
 	b.counts.hintsCancelled++
 	b.hint = hint{rest: b.now.Add(b.cfg.LeaderTimeout)}
+	// The link the hint said closed stays closed until a frame goes
+	// that way: the next watch goes at once (Config.Watch).
+	b.watchAt = time.Time{}
 }
 
 // endHint forgets a running episode (a role or leader change).
@@ -124,4 +133,25 @@ func (b *Core) tickHint() bool {
 		"leader", lost, "cause", cause.String(), "probes", HintProbes, "after_ms", since.Milliseconds())
 	b.leaderLost(wire.ReasonLeaderLost)
 	return true
+}
+
+// watch sends the leader this follower follows a LEADER_WATCH over the
+// TCP link to it (Config.Watch): at once when it is a new leader or a new
+// term (the leader may have restarted: its old link is closed), or after
+// a hint the leader's answer cancelled (the link the hint reported is
+// closed, as after a hint ignored in the rest that follows), else once
+// Watch has passed since the last. It runs at the end of every Step and
+// Tick, so a follower, which hears its leader every heartbeat, sends
+// it without a wake-up of its own. The link it keeps open is what closes
+// at once when the leader's process dies, and the transport says so (a
+// hint: Hint, Config.HintProbe).
+func (b *Core) watch() {
+	if b.cfg.Watch == 0 || b.role != RoleFollower || b.lead == 0 {
+		return
+	}
+	if b.watched == b.lead && b.watchTerm == b.term && !b.watchAt.IsZero() && b.now.Before(b.watchAt.Add(b.cfg.Watch)) {
+		return
+	}
+	b.watched, b.watchTerm, b.watchAt = b.lead, b.term, b.now
+	b.sendStream(b.lead, wire.KindLeaderWatch, wire.LeaderWatch{Priority: b.self.Priority})
 }

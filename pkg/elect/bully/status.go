@@ -10,7 +10,7 @@ import (
 )
 
 // electionKinds are the kinds a bully core counts, in counter order.
-var electionKinds = []wire.Kind{wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat, wire.KindLeaderProbe}
+var electionKinds = []wire.Kind{wire.KindElection, wire.KindAnswer, wire.KindCoordinator, wire.KindLeaderHeartbeat, wire.KindLeaderProbe, wire.KindLeaderWatch}
 
 // counters are bully's own counters beside the ones every election keeps
 // (electcount: messages by kind, refusals, elections started, leader
@@ -81,6 +81,10 @@ type Detail struct {
 	HintProbes     uint64        `json:"hint_probes,omitempty"`
 	HintsCancelled uint64        `json:"hints_cancelled,omitempty"`
 	HintTimeouts   uint64        `json:"hint_timeouts,omitempty"`
+	// Watch is Config.Watch (0: no watch): how often this follower
+	// tells its leader over their TCP link that it watches it, so that
+	// the link stays open (the frames are counted by kind, leader_watch).
+	Watch time.Duration `json:"watch_ns,omitempty"`
 	// LeaderTimeoutNow is the timeout this follower gives its leader now,
 	// as its detector runs it: LeaderTimeout and the stagger by rank,
 	// plus, with probes, twice the latest of the leader's last 16
@@ -124,6 +128,7 @@ func (b *Core) Detail() Detail {
 		HintProbes:         b.counts.hintProbes,
 		HintsCancelled:     b.counts.hintsCancelled,
 		HintTimeouts:       b.counts.hintTimeouts,
+		Watch:              b.cfg.Watch,
 		LeaderTimeoutNow:   b.timeoutNow(),
 		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
 	}
