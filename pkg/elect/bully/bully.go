@@ -143,8 +143,20 @@ type Core struct {
 	extra    time.Duration
 
 	// hint is the follower's probing of its leader after a hint that
-	// its port closed (hint.go, Config.HintProbe).
-	hint hint
+	// its port closed (hint.go, Config.HintProbe). leadArrived is the
+	// latest arrival (the frame's own stamp) of a frame of the followed
+	// leader's term from it: an episode ends only for one that arrived
+	// no earlier than the hint. refusing is the leader (refusingTerm its
+	// term) whose TCP port refused a connection while it answered the
+	// probes that followed: refused dials to it are no sign of its death
+	// (portRefused); refusedWarned is when that was last said at WARN,
+	// refusedMore how many times it recurred since.
+	hint          hint
+	leadArrived   time.Time
+	refusing      uint32
+	refusingTerm  uint64
+	refusedWarned time.Time
+	refusedMore   uint64
 	// watched is the leader this follower last sent a LEADER_WATCH,
 	// watchTerm in which term, watchAt when (Config.Watch, watch).
 	watched   uint32
@@ -291,7 +303,7 @@ func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
 		if b.lead != 0 && b.lead != b.id {
 			b.det.SetTimeout(b.lead, b.leaderTimeout(b.lead))
 		}
-		b.leadHeard, b.standIn = time.Time{}, false
+		b.leadHeard, b.standIn, b.leadArrived = time.Time{}, false, time.Time{}
 		b.gap = gapStats{}
 		b.recheckAt = time.Time{}
 		if lead != 0 {
@@ -698,6 +710,11 @@ func (b *Core) Step(m core.Message) error {
 	if m.From == b.lead {
 		b.gap = gapStats{}
 		if b.role == RoleFollower {
+			at := m.Time
+			if at.IsZero() {
+				at = b.now
+			}
+			b.leadArrived = later(b.leadArrived, at)
 			b.heardLeader()
 		}
 	}

@@ -145,22 +145,28 @@
 //
 // # Hints
 //
-// With Config.HintProbe set (mutexd's central coordinator sets it; electd
-// does not yet), a follower acts on a hint that its leader's port closed
-// (Core.Hint, core.Hint: the transport saw its link to the leader closed
-// or reset, or a connection refused, as it does at once when the
-// leader's process dies): it sends the leader a LEADER_PROBE at once and
+// With Config.HintProbe set (mutexd's central coordinator sets it;
+// electd and orderd with --hint-probe, with Watch), a follower acts on a
+// hint that its leader's port closed (Core.Hint, core.Hint: the transport
+// saw its link to the leader closed or reset, or a connection refused, as
+// it does at once when the leader's process dies): it sends the leader a LEADER_PROBE at once and
 // every HintProbe after, HintProbes in all, and gives it up HintProbe
 // after the last (plus its stagger) if none was answered; any frame of
-// the leader's term ends it. A hint is no evidence (anyone on the LAN can
-// forge a TCP reset or an ICMP error): the probes' silence is. One
-// follower takes at most one hint about its leader per LeaderTimeout.
+// the leader's term that arrived after the hint ends it. A hint is no
+// evidence (anyone on the LAN can forge a TCP reset or an ICMP error): the
+// probes' silence is. One follower takes at most one hint about its leader
+// per LeaderTimeout. With Watch, a leader that answered after a connection
+// to its port was refused has a port that refuses TCP (a firewall, a
+// UDP-only port mapping): the follower warns (leader_port_refused) and
+// ignores refused connections to it until its link is seen open or it
+// claims a new term.
 //
 // # Events
 //
 // The shared events of pkg/elect (election_started, elected and demoted
 // describe this node; leader_elected, leader_changed and leader_lost the
 // leader it knows), rendered by elect.Change so that every algorithm's read
-// the same, plus terms_exhausted and leader_port_closed (a leader given up
-// on a hint).
+// the same, plus terms_exhausted, leader_port_closed (a leader given up
+// on a hint) and leader_port_refused (at WARN: a live leader's TCP port
+// refuses connections, so the hint cannot work).
 package bully

@@ -21,9 +21,22 @@ const HintProbes = 5
 // a hint that its port closed, after HintProbes unanswered probes.
 const EventLeaderPortClosed = "leader_port_closed"
 
+// EventLeaderPortRefused is reported (at WARN, at most once per
+// portRefusedWarnEvery) when a connection to the leader's TCP port was
+// refused and the leader answered the probes that followed: a firewall
+// that lets its UDP through and rejects TCP, or a UDP-only port mapping.
+// The port hint cannot tell such a leader's death; refused dials to it
+// are ignored until its link is seen open (a stream_closed hint) or it
+// claims a new term.
+const EventLeaderPortRefused = "leader_port_refused"
+
+// portRefusedWarnEvery spaces the WARNs of EventLeaderPortRefused.
+const portRefusedWarnEvery = 10 * time.Minute
+
 // hint is a follower's episode of probing its leader after a hint.
 type hint struct {
 	at    time.Time // when the hint came (zero: no episode running)
+	seen  time.Time // the hint's own time (core.Hint.Time): older frames do not end the episode
 	last  time.Time // when the episode's latest probe went out
 	sent  int       // probes sent in the episode
 	rest  time.Time // hints about the leader are ignored until then
@@ -40,7 +53,10 @@ type hint struct {
 // this node do more than that: it is no evidence by itself (anyone on the
 // LAN can forge a TCP reset or an ICMP error), the probes' silence is.
 // Hints about anyone else, while an episode runs, or within LeaderTimeout
-// of the last episode's end are counted and ignored.
+// of the last episode's end are counted and ignored; so are refused dials
+// to a leader whose port refused before while it answered (portRefused)
+// until its link is seen open (a stream_closed hint) or it claims a new
+// term.
 func (b *Core) Hint(h core.Hint) {
 	switch {
 	case b.cfg.HintProbe == 0:
@@ -53,18 +69,34 @@ func (b *Core) Hint(h core.Hint) {
 	if h.Time.After(b.now) {
 		b.now = h.Time
 	}
+	seen := h.Time
+	if seen.IsZero() {
+		seen = b.now
+	}
+	refused := h.Cause == core.HintDialRefused
+	if !refused {
+		// The link closed: it was open, so the leader's port takes
+		// connections (again), and a refused dial says something.
+		b.refusing = 0
+	}
+	if refused && b.refusing == b.lead && b.refusingTerm == b.term {
+		b.counts.hintsIgnored++
+		return
+	}
 	if !b.hint.at.IsZero() || b.now.Before(b.hint.rest) {
 		b.counts.hintsIgnored++
-		if b.hint.at.IsZero() {
+		if b.hint.at.IsZero() && !refused {
 			// The leader answered the last episode's probes less than
 			// a LeaderTimeout ago: it lives, and its link, which the
 			// hint says closed again, is reopened by the next watch.
+			// (A refused dial is of a frame still queued, which the
+			// transport redials by itself: no watch more.)
 			b.watchAt = time.Time{}
 		}
 		return
 	}
 	b.counts.hints++
-	b.hint = hint{at: b.now, cause: h.Cause}
+	b.hint = hint{at: b.now, seen: seen, cause: h.Cause}
 	b.hintProbe()
 }
 
@@ -91,18 +123,59 @@ func (b *Core) hintAt() time.Time {
 	return b.hint.last.Add(b.cfg.HintProbe + b.stagger(b.lead))
 }
 
-// heardLeader ends a running episode: the leader spoke (a frame of its
-// term, after the hint). The next hint about it is taken only after
-// LeaderTimeout.
-func (b *Core) heardLeader() {
-	if b.hint.at.IsZero() {
-		return
+// heardLeader ends a running episode if the leader spoke after the hint
+// (a frame of its term that arrived no earlier than the hint's own time:
+// the dead leader's last heartbeat, still queued when the hint was
+// handled, ends nothing), and reports whether it did. The next hint about
+// it is taken only after LeaderTimeout.
+func (b *Core) heardLeader() bool {
+	if b.hint.at.IsZero() || b.leadArrived.Before(b.hint.seen) {
+		return false
 	}
 	b.counts.hintsCancelled++
+	cause := b.hint.cause
 	b.hint = hint{rest: b.now.Add(b.cfg.LeaderTimeout)}
+	if cause == core.HintDialRefused && b.cfg.Watch != 0 {
+		b.portRefused()
+		return true
+	}
 	// The link the hint said closed stays closed until a frame goes
 	// that way: the next watch goes at once (Config.Watch).
 	b.watchAt = time.Time{}
+	return true
+}
+
+// portRefused: a connection to the leader's TCP port was refused, and the
+// leader answered the probes that followed. It lives, and its port
+// refuses TCP while its datagrams come through: a firewall that rejects
+// TCP, a container that publishes the port for UDP only. Every redial of
+// the frame queued for it (the transport's backoff: every 2 s at most)
+// would be refused again and start an episode, each a chance for loss or
+// a stall of the leader to give it up falsely. So refused dials to it are
+// ignored until its link is seen open (a stream_closed hint: it was
+// connected) or it claims a new term, the watch keeps its schedule (the
+// frame is still queued: a watch more adds nothing), and the
+// administrator is told, at most once per portRefusedWarnEvery. With
+// Watch only: the watched link is open while the port takes connections,
+// so the leader's death shows as its close (stream_closed), and a refused
+// dial is news only of a port that refuses. (Without Watch, mutexd's
+// central coordinator, refusals are handled as before.)
+func (b *Core) portRefused() {
+	b.refusing, b.refusingTerm = b.lead, b.term
+	b.counts.portRefused++
+	if !b.refusedWarned.IsZero() && b.now.Sub(b.refusedWarned) < portRefusedWarnEvery && !b.now.Before(b.refusedWarned) {
+		b.refusedMore++
+		return
+	}
+	more := ""
+	if b.refusedMore > 0 {
+		more = fmt.Sprintf(" (%d times more since the last such line)", b.refusedMore)
+	}
+	b.refusedWarned, b.refusedMore = b.now, 0
+	b.events = append(b.events, core.Event{Name: EventLeaderPortRefused, Warn: true,
+		Msg: fmt.Sprintf("leader %d answers probes but its TCP port refuses connections%s: a firewall or a UDP-only port mapping? the port hint cannot work, and a dead leader is given up by its timeout alone; let TCP through to its member port",
+			b.lead, more),
+		Args: []any{"leader", b.lead, "term", b.term}})
 }
 
 // endHint forgets a running episode (a role or leader change).
@@ -114,8 +187,7 @@ func (b *Core) tickHint() bool {
 	if b.hint.at.IsZero() {
 		return false
 	}
-	if !b.det.QuietSince(b.lead).Before(b.hint.at) {
-		b.heardLeader()
+	if b.heardLeader() {
 		return false
 	}
 	at := b.hintAt()

@@ -1,13 +1,16 @@
 package bully_test
 
 import (
-	"github.com/synclab/synclab/pkg/wire"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // TestSimHintOnlyWithHintProbe: a hint that the leader's port closed
@@ -138,4 +141,284 @@ func hintFollower(t *testing.T, cfg bully.Config, t0 time.Time) *bully.Core {
 	}
 	b.Ready()
 	return b
+}
+
+// electdHintConfig is electd's bully with --hint-probe 30ms at its
+// defaults (200 / 400 / 4 ms) for members 1..3.
+func electdHintConfig() bully.Config {
+	return bully.FromOptions([]uint32{1, 2, 3}, elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond, Probe: 4 * time.Millisecond, HintProbe: 30 * time.Millisecond})
+}
+
+// refusingLink models the transport's link to a leader whose TCP port
+// refuses every connection (internal/transport/stream.go): frames queued
+// for it are dropped after MaxAge; while one is queued it dials at once,
+// each refusal is a dial_refused hint, and it waits the backoff after the
+// n-th refusal in a row (50 ms doubled up to 2 s, equal jitter) before
+// it dials again.
+type refusingLink struct {
+	rnd      *rand.Rand
+	queued   []time.Time
+	failures int
+	next     time.Time // no dial before (the backoff)
+	dials    int
+}
+
+func (l *refusingLink) enqueue(at time.Time) { l.queued = append(l.queued, at) }
+
+// dial reports whether the link dials at now (and is refused).
+func (l *refusingLink) dial(now time.Time) bool {
+	for len(l.queued) > 0 && now.Sub(l.queued[0]) > 5*time.Second {
+		l.queued = l.queued[1:]
+	}
+	if len(l.queued) == 0 || now.Before(l.next) {
+		return false
+	}
+	l.failures++
+	d := 50 * time.Millisecond
+	for i := 1; i < l.failures && d < 2*time.Second; i++ {
+		d *= 2
+	}
+	d = min(d, 2*time.Second)
+	l.next = now.Add(d/2 + time.Duration(l.rnd.Int64N(int64(d/2)+1)))
+	l.dials++
+	return true
+}
+
+// TestRefusingPortOneEpisode: a live leader whose TCP port refuses
+// connections while its datagrams come through (a firewall that rejects
+// TCP, a UDP-only port mapping). Each refused dial of the watch is a
+// dial_refused hint; the leader answers the first episode's probe in
+// 1 ms. The follower runs one episode, not one per redial (the review
+// measured 32 in 60 s: every one a chance for loss or a stall of the
+// leader to give it up), says at WARN once that the port refuses, keeps
+// its watch schedule, and ignores the refused dials after.
+func TestRefusingPortOneEpisode(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b, err := bully.New(core.Env{ID: 2, Members: []uint32{1, 2, 3}, Now: t0}, electdHintConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	term := bully.MakeTerm(3, 3)
+	link := &refusingLink{rnd: rand.New(rand.NewPCG(1, 2))}
+	var answers []time.Time
+	var warns []core.Event
+	watchesSent := 0
+	drain := func(now time.Time) {
+		rd := b.Ready()
+		for _, m := range rd.Messages {
+			switch {
+			case m.Kind == wire.KindLeaderWatch && m.Stream:
+				watchesSent++
+				link.enqueue(now)
+			case m.Kind == wire.KindLeaderProbe && m.To == 3:
+				answers = append(answers, now.Add(time.Millisecond))
+			}
+		}
+		for _, e := range rd.Events {
+			if e.Warn {
+				warns = append(warns, e)
+			}
+		}
+	}
+	claim := frame(t, 3, wire.KindCoordinator, term, wire.Coordinator{})
+	claim.Time = t0
+	if err := b.Step(claim); err != nil {
+		t.Fatal(err)
+	}
+	drain(t0)
+	const run = 60 * time.Second
+	for d := time.Millisecond; d <= run; d += time.Millisecond {
+		now := t0.Add(d)
+		if d%(200*time.Millisecond) == 0 {
+			hb := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
+			hb.Time = now
+			if err := b.Step(hb); err != nil {
+				t.Fatal(err)
+			}
+			drain(now)
+		}
+		for len(answers) > 0 && !answers[0].After(now) {
+			ans := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{Flags: wire.HeartbeatAnswer})
+			ans.Time = answers[0]
+			answers = answers[1:]
+			if err := b.Step(ans); err != nil {
+				t.Fatal(err)
+			}
+			drain(now)
+		}
+		if link.dial(now) {
+			b.Hint(core.Hint{Member: 3, Cause: core.HintDialRefused, Time: now})
+			drain(now)
+		}
+		if dl := b.Deadline(); !dl.IsZero() && !dl.After(now) {
+			b.Tick(now)
+			drain(now)
+		}
+	}
+	dt, r := b.Detail(), b.Report()
+	t.Logf("in %v: %d refused dials, %d episodes, %d cancelled, %d hints ignored, %d watches, %d warnings", run, link.dials, dt.Hints, dt.HintsCancelled, dt.HintsIgnored, watchesSent, len(warns))
+	if r.Leader != 3 || r.Term != term || dt.HintTimeouts != 0 {
+		t.Fatalf("leader %d term %d, hint timeouts %d: want 3, %d, none", r.Leader, r.Term, dt.HintTimeouts, term)
+	}
+	if dt.Hints != 1 || dt.HintsCancelled != 1 || dt.LeaderPortRefused != 1 || dt.PortRefusedBy != 3 {
+		t.Errorf("%d episodes (%d cancelled, %d on a refused port), refusing %d: want one episode, cancelled, the port said refusing, by 3", dt.Hints, dt.HintsCancelled, dt.LeaderPortRefused, dt.PortRefusedBy)
+	}
+	if link.dials < 10 || dt.HintsIgnored != uint64(link.dials)-1 {
+		t.Errorf("%d refused dials, %d hints ignored: want tens, all but the first ignored", link.dials, dt.HintsIgnored)
+	}
+	if max := int(run/bully.WatchEvery) + 1; watchesSent > max {
+		t.Errorf("%d watches in %v, want at most %d (every %v: the refused frame stays queued, no watch more)", watchesSent, run, max, bully.WatchEvery)
+	}
+	if len(warns) != 1 || warns[0].Name != bully.EventLeaderPortRefused || !strings.Contains(warns[0].Msg, "leader 3 ") || !strings.Contains(warns[0].Msg, "the port hint cannot work") {
+		t.Errorf("warnings %+v: want one %s naming leader 3", warns, bully.EventLeaderPortRefused)
+	}
+}
+
+// TestRefusingPortThenDeath: refused dials to a leader whose port refused
+// while it answered are ignored, but a link that closes (stream_closed:
+// it was open, the port takes connections again) is acted on: the
+// leader, dead, is given up by the hint's probes; and a refused dial
+// after it is acted on again.
+func TestRefusingPortThenDeath(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := hintFollower(t, electdHintConfig(), t0)
+	term := bully.MakeTerm(3, 3)
+	at := t0.Add(time.Second)
+	b.Hint(core.Hint{Member: 3, Cause: core.HintDialRefused, Time: at})
+	b.Ready()
+	ans := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{Flags: wire.HeartbeatAnswer})
+	ans.Time = at.Add(time.Millisecond)
+	if err := b.Step(ans); err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	if d := b.Detail(); d.PortRefusedBy != 3 || d.LeaderPortRefused != 1 {
+		t.Fatalf("port refused by %d (%d times), want 3 (1)", d.PortRefusedBy, d.LeaderPortRefused)
+	}
+	// Past the rest, a refused dial: ignored, no probe.
+	at = at.Add(time.Second)
+	hb := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
+	hb.Time = at
+	if err := b.Step(hb); err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	b.Hint(core.Hint{Member: 3, Cause: core.HintDialRefused, Time: at.Add(time.Millisecond)})
+	if n := probesTo(b.Ready().Messages, 3); n != 0 || b.Detail().Hints != 1 {
+		t.Fatalf("%d probes, %d episodes after a refused dial to a leader known to refuse TCP: want none, 1", n, b.Detail().Hints)
+	}
+	// The port opened, the link connected, and the leader dies: its
+	// link closes.
+	dead := at.Add(time.Second)
+	hb.Time = dead
+	if err := b.Step(hb); err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	b.Hint(core.Hint{Member: 3, Cause: core.HintStreamClosed, Time: dead.Add(time.Millisecond)})
+	if n := probesTo(b.Ready().Messages, 3); n != 1 {
+		t.Fatalf("%d probes at the stream_closed hint, want 1", n)
+	}
+	if d := b.Detail(); d.PortRefusedBy != 0 {
+		t.Errorf("port refused by %d after the link was seen open, want 0", d.PortRefusedBy)
+	}
+	lost := giveUp(t, b, dead.Add(time.Millisecond), time.Second)
+	if lost > 160*time.Millisecond {
+		t.Errorf("the dead leader given up %v after its link closed, want ~150 ms (the hint's probes)", lost)
+	}
+}
+
+// TestHintOlderLeaderFrameDoesNotCancel: the dead leader's last
+// heartbeat, stamped before the hint that its link closed but handled
+// after it (the daemon's loop picks between packets and hints), does not
+// end the episode: the leader is given up by the probes ~150 ms after
+// the hint, not by the timeout 400 ms after. A frame stamped after the
+// hint still ends it.
+func TestHintOlderLeaderFrameDoesNotCancel(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stamp  time.Duration // the heartbeat's stamp against the last one's T
+		answer bool
+		cancel bool
+	}{
+		{"heartbeat before the hint", 0, false, false},
+		{"probe answer before the hint", 0, true, false},
+		{"heartbeat after the hint", 2 * time.Millisecond, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Unix(1000, 0)
+			b := hintFollower(t, electdHintConfig(), t0)
+			term := bully.MakeTerm(3, 3)
+			last := t0
+			for d := 200 * time.Millisecond; d <= time.Second; d += 200 * time.Millisecond {
+				b.Tick(t0.Add(d - 100*time.Millisecond))
+				b.Ready()
+				last = t0.Add(d)
+				if d == time.Second {
+					break // the last heartbeat: handled after the hint
+				}
+				hb := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{})
+				hb.Time = last
+				if err := b.Step(hb); err != nil {
+					t.Fatal(err)
+				}
+				b.Ready()
+			}
+			hinted := last.Add(time.Millisecond)
+			b.Hint(core.Hint{Member: 3, Cause: core.HintStreamClosed, Time: hinted})
+			b.Ready()
+			var flags uint8
+			if tc.answer {
+				flags = wire.HeartbeatAnswer
+			}
+			hb := frame(t, 3, wire.KindLeaderHeartbeat, term, wire.LeaderHeartbeat{Flags: flags})
+			hb.Time = last.Add(tc.stamp)
+			if err := b.Step(hb); err != nil {
+				t.Fatal(err)
+			}
+			b.Ready()
+			if d := b.Detail(); (d.HintsCancelled == 1) != tc.cancel {
+				t.Errorf("episodes cancelled %d by a heartbeat stamped %v after the last, the hint at 1ms: want cancelled %v", d.HintsCancelled, tc.stamp, tc.cancel)
+			}
+			if tc.cancel {
+				return
+			}
+			lost := giveUp(t, b, hinted, time.Second)
+			t.Logf("leader given up %v after the hint", lost)
+			if lost > 160*time.Millisecond {
+				t.Errorf("leader given up %v after the hint, want ~150 ms: the heartbeat stamped before the hint cancelled the episode", lost)
+			}
+			if d := b.Detail(); d.HintTimeouts != 1 {
+				t.Errorf("hint timeouts %d, want 1", d.HintTimeouts)
+			}
+		})
+	}
+}
+
+// giveUp ticks b every millisecond from `from` (no frame more: its leader
+// is dead) until it no longer follows member 3, and returns how long
+// that took; it fails if not within limit.
+func giveUp(t *testing.T, b *bully.Core, from time.Time, limit time.Duration) time.Duration {
+	t.Helper()
+	for d := time.Millisecond; d <= limit; d += time.Millisecond {
+		b.Tick(from.Add(d))
+		b.Ready()
+		if b.Role() != bully.RoleFollower || b.Report().Leader != 3 {
+			return d
+		}
+	}
+	t.Fatalf("still following 3 %v after %v", limit, from)
+	return 0
+}
+
+// probesTo counts the LEADER_PROBEs to `to` in msgs.
+func probesTo(msgs []core.Message, to uint32) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Kind == wire.KindLeaderProbe && m.To == to {
+			n++
+		}
+	}
+	return n
 }

@@ -25,6 +25,8 @@ type counters struct {
 	// hints about the leader acted on, ignored; their probes; episodes
 	// cancelled by the leader's answer; leaders given up after one
 	hints, hintsIgnored, hintProbes, hintsCancelled, hintTimeouts uint64
+	// episodes on a refused dial the leader's answer cancelled (portRefused)
+	portRefused uint64
 }
 
 func (c *counters) reject(err error) { c.RejectErr(rejectLabels, err) }
@@ -71,7 +73,8 @@ type Detail struct {
 	// HintProbe is Config.HintProbe (0: hints ignored). Hints counts the
 	// hints that the leader's port closed this follower acted on
 	// (HintsIgnored: about another member, during an episode, within
-	// LeaderTimeout of the last, or with HintProbe 0); HintProbes the
+	// LeaderTimeout of the last, a refused dial to a leader whose port
+	// refuses TCP (PortRefusedBy), or with HintProbe 0); HintProbes the
 	// probes they sent; HintsCancelled the episodes the leader's answer
 	// ended (a live leader: its link closed for another reason, or a
 	// forged hint); HintTimeouts the leaders given up after one.
@@ -81,6 +84,13 @@ type Detail struct {
 	HintProbes     uint64        `json:"hint_probes,omitempty"`
 	HintsCancelled uint64        `json:"hints_cancelled,omitempty"`
 	HintTimeouts   uint64        `json:"hint_timeouts,omitempty"`
+	// LeaderPortRefused counts the episodes on a refused connection to
+	// the leader's TCP port that its answer cancelled: it lives, and its
+	// port refuses TCP (a firewall, a UDP-only port mapping: the port
+	// hint cannot work; EventLeaderPortRefused). PortRefusedBy is the
+	// leader whose refused dials this follower ignores for that (0: none).
+	LeaderPortRefused uint64 `json:"leader_port_refused,omitempty"`
+	PortRefusedBy     uint32 `json:"port_refused_by,omitempty"`
 	// Watch is Config.Watch (0: no watch): how often this follower
 	// tells its leader over their TCP link that it watches it, so that
 	// the link stays open (the frames are counted by kind, leader_watch).
@@ -128,9 +138,13 @@ func (b *Core) Detail() Detail {
 		HintProbes:         b.counts.hintProbes,
 		HintsCancelled:     b.counts.hintsCancelled,
 		HintTimeouts:       b.counts.hintTimeouts,
+		LeaderPortRefused:  b.counts.portRefused,
 		Watch:              b.cfg.Watch,
 		LeaderTimeoutNow:   b.timeoutNow(),
 		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
+	}
+	if b.role == RoleFollower && b.refusing == b.lead && b.refusingTerm == b.term {
+		d.PortRefusedBy = b.refusing
 	}
 	if b.lastTimeout != nil {
 		c := *b.lastTimeout

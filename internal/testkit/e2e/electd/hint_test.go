@@ -1,6 +1,7 @@
 package electd
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/testkit/e2e"
+	"github.com/synclab/synclab/internal/testkit/labnet"
 )
 
 // TestElectdLeaderKilledPortHint: three real electd on loopback, bully
@@ -82,4 +84,88 @@ func TestElectdLeaderKilledPortHint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLabElectdRefusedTCPPortHint: three real electd on namespace hosts,
+// bully at its defaults with --hint-probe 30ms; the leader's host rejects
+// TCP to its member port with a reset (an nftables rule in its own
+// namespace: a firewall that opens UDP only), so every watch its
+// followers send is refused, and their transports redial it every 2 s
+// at most. Each follower runs one probe episode (the leader answers it),
+// says at WARN, once, that the leader's TCP port refuses connections, and
+// ignores the redials after: no episode per redial (the review measured
+// one every ~2 s, each a chance for loss or a stall to give a live
+// leader up). Killed, the leader is still given up, by the timeout.
+func TestLabElectdRefusedTCPPortHint(t *testing.T) {
+	labnet.Require(t)
+	const n = 3
+	lab := labnet.New(t, n)
+	for _, argv := range [][]string{
+		{"nft", "add", "table", "inet", "refusetcp"},
+		{"nft", "add", "chain", "inet", "refusetcp", "input", "{ type filter hook input priority 0 ; }"},
+		{"nft", "add", "rule", "inet", "refusetcp", "input", "tcp", "dport", "7500", "reject", "with", "tcp", "reset"},
+	} {
+		if out, err := lab.Host(3).Run(t, argv...); err != nil {
+			t.Fatalf("%v: %v\n%s", argv, err, out)
+		}
+	}
+	l := &labElectd{t: t, lab: lab, dir: e2e.ShortDir(t), procs: map[int]*labnet.Proc{}, extra: []string{"--hint-probe", "30ms"}}
+	l.key = e2e.KeyFile(t, l.dir)
+	for i := 1; i <= n; i++ {
+		l.start(i)
+	}
+	term, _ := l.waitAgree("start", 10*time.Second, 3, e2e.All(n)...)
+	detail := func(i int) map[string]any {
+		out, err := exec.Command(filepath.Join(e2e.BinDir(), "electd"), "status", "--json", "--control", l.control(i)).Output()
+		var st map[string]any
+		if err != nil || json.Unmarshal(out, &st) != nil {
+			t.Fatalf("status of host %d: %v\n%s", i, err, out)
+		}
+		d, _ := e2e.Field(st, "node", "core", "detail").(map[string]any)
+		return d
+	}
+	num := func(d map[string]any, k string) float64 { f, _ := d[k].(float64); return f }
+	deadline := time.Now().Add(10 * time.Second)
+	for _, i := range []int{1, 2} {
+		for num(detail(i), "port_refused_by") != 3 {
+			if time.Now().After(deadline) {
+				l.dumpStatus(i)
+				t.Fatalf("host %d never found leader 3's TCP port refusing: detail %v", i, detail(i))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// The followers' transports keep redialling the refused watch (every
+	// 2 s at most, each watch queued 5 s, a new one every 20 s): 12 s
+	// is six redials or more at the backoff's cap, each an episode
+	// before the fix.
+	time.Sleep(12 * time.Second)
+	for _, i := range []int{1, 2} {
+		d := detail(i)
+		t.Logf("host %d: hints %v, ignored %v, cancelled %v, leader_port_refused %v, hint timeouts %v", i, d["hints"], d["hints_ignored"], d["hints_cancelled"], d["leader_port_refused"], d["hint_timeouts"])
+		if num(d, "hints") != 1 || num(d, "hints_cancelled") != 1 || num(d, "leader_port_refused") != 1 || num(d, "hint_timeouts") != 0 {
+			t.Errorf("host %d: %v episodes (%v cancelled, %v on the refusing port, %v timed out): want one, cancelled by the leader's answer", i, d["hints"], d["hints_cancelled"], d["leader_port_refused"], d["hint_timeouts"])
+		}
+		if num(d, "hints_ignored") < 2 {
+			t.Errorf("host %d: %v hints ignored: the refused redials did not come (the test did not refuse)", i, d["hints_ignored"])
+		}
+		log, _ := os.ReadFile(l.procs[i].LogPath())
+		want := "leader 3 answers probes but its TCP port refuses connections"
+		var lines []string
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, want) {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], "WARN") || !strings.Contains(lines[0], "event=leader_port_refused") {
+			t.Errorf("host %d's log says %q in %d lines (want one, at WARN, event=leader_port_refused): %q", i, want, len(lines), lines)
+		}
+	}
+	if lead, tm := l.agreed(e2e.All(n)...); lead != 3 || tm != term {
+		t.Errorf("leader %d term %d after 12 s of refused redials, want 3 and %d", lead, tm, term)
+	}
+	// Killed, the leader is given up by the timeout (its port refused
+	// before as after: no hint can tell).
+	l.procs[3].Kill()
+	l.waitAgree("after SIGKILL of the leader", 5*time.Second, 2, 1, 2)
 }
