@@ -23,6 +23,7 @@ var (
 	idleSettle = flag.Duration("idle.settle", 5*time.Second, "time the clusters at -idle.scale run before their window (configuration announcements at rest are spaced out only after a minute at 64 members)")
 	idleOmega  = flag.String("idle.omega", "", "extra electd flags of the omega cluster at -idle.scale, space-separated")
 	idleBully  = flag.String("idle.bully", "", "extra electd flags of the bully cluster at -idle.scale, space-separated (\"--heartbeat 200ms --leader-timeout 400ms --probe 4ms\")")
+	idleAlgs   = flag.String("idle.algorithms", "omega,bully", "the clusters measured at -idle.scale, comma-separated, in this order (omega, bully)")
 )
 
 // BenchmarkIdleCPU measures what each daemon costs while nothing happens:
@@ -132,9 +133,14 @@ func idleAtScale(b *testing.B, bin string, n int) {
 	}
 	t := &Table{Title: fmt.Sprintf("electd at %d members on loopback, idle over %v (share of one core; frames sent a second, the whole cluster)", n, *idleWindow),
 		Systems: []string{"cluster CPU", "member max", "RSS max", "frames/s", "config frames/s"}}
-	for _, alg := range []string{"omega", "bully"} {
+	flags := map[string]string{"omega": *idleOmega, "bully": *idleBully}
+	for _, alg := range strings.Split(*idleAlgs, ",") {
+		more, ok := flags[alg]
+		if !ok {
+			b.Fatalf("-idle.algorithms: %q is none of omega, bully", alg)
+		}
 		extra := []string{"--algorithm", alg}
-		if more := map[string]string{"omega": *idleOmega, "bully": *idleBully}[alg]; more != "" {
+		if more != "" {
 			extra = append(extra, strings.Fields(more)...)
 		}
 		dir, err := os.MkdirTemp("", "slidle")
