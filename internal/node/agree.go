@@ -180,9 +180,11 @@ type memberAgreement struct {
 	evDiffs     []string
 	evAuthentic bool
 	evFP        [wire.KeyFingerprintLen]byte
-	// evAskedAt: when evidence against a member that refreshes made this
-	// node ask it for its announcement (at most once per quiet window).
+	// evAskedAt: when evidence against a member that refreshes last made
+	// this node ask it for its announcement, evAsks how many times since
+	// it was last heard (at most evidenceAsks, an Interval apart).
 	evAskedAt time.Time
+	evAsks    int
 	// Authentication failures from the member's address.
 	authFails     uint64
 	disagreements uint64
@@ -278,20 +280,26 @@ func (m *memberAgreement) refreshes() bool {
 	return m.cfg != nil && m.refreshInc != 0 && m.refreshInc == m.cfgInc
 }
 
+// evidenceAsks is how many times evidence against a member that refreshes
+// makes this node ask it for its announcement, an Interval apart, before
+// its silence ends its agreement (heldFor).
+const evidenceAsks = 3
+
 // heldFor is how long member m, agreeing, counts as heard after its
 // last frame: three of its quiet spacings (three of the refresh spacings
 // it said, if longer). Not after evidence against it (frames from its
 // address under another key or cluster name) made this node ask it for
-// its announcement and an Interval passed unanswered: a member restarted
+// its announcement evidenceAsks times and an Interval passed unanswered: a member restarted
 // with another key cannot answer, and would count as agreeing for three
 // refresh spacings (minutes at 64 members) while the log said it
 // differs. A live member answers, which counts as heard again; a forger
-// gains one ask per member per quiet window.
+// gains evidenceAsks asks per member per quiet window, and ends a live
+// member's agreement only if every ask, or its answer, is lost.
 func (a *agreement) heldFor(m *memberAgreement, now time.Time) time.Duration {
 	if !m.refreshes() {
 		return a.quietWindow
 	}
-	if m.evAskedAt.After(m.heardAt) && now.Sub(m.evAskedAt) >= a.cfg.Interval {
+	if m.evAskedAt.After(m.heardAt) && m.evAsks >= evidenceAsks && now.Sub(m.evAskedAt) >= a.cfg.Interval {
 		return a.quietWindow
 	}
 	return max(a.quietWindow, 3*m.refreshSpacing)
@@ -870,11 +878,19 @@ func (n *Node) agreeRefused(f *wire.Frame, in Inbound, err error) {
 		return
 	}
 	m.evAt, m.evAuthentic, m.evFP = now, authentic, c.KeyFingerprint
-	if m.refreshes() && now.Sub(m.heardAt) >= a.quietWindow && !m.evAskedAt.After(m.heardAt) {
+	if m.refreshes() && now.Sub(m.heardAt) >= a.quietWindow {
 		// It counts as agreeing for its refresh spacings; ask it (see
-		// heldFor).
-		m.evAskedAt = now
-		n.announce(m.id, true)
+		// heldFor), again an Interval later while evidence comes and it
+		// does not answer: one lost ask or answer does not end a live
+		// member's agreement on a forger's word.
+		if !m.evAskedAt.After(m.heardAt) {
+			m.evAsks = 0
+		}
+		if m.evAsks < evidenceAsks && (m.evAsks == 0 || now.Sub(m.evAskedAt) >= a.cfg.Interval || m.evAskedAt.After(now)) {
+			m.evAskedAt = now
+			m.evAsks++
+			n.announce(m.id, true)
+		}
 	}
 	if authentic {
 		m.evDiffs = a.differences(m.id, &c, true)
