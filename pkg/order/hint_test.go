@@ -1,12 +1,10 @@
 package order
 
 import (
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
-	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
@@ -27,15 +25,7 @@ func TestSimSequencerKilledPortHint(t *testing.T) {
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: 200 * time.Microsecond}})
 		cfg := DefaultLANConfig()
 		cfg.Election = func(env core.Env) (elect.Elector, error) { return bully.New(env, bully.FromOptions(env.Members, opts)) }
-		for id := uint32(1); id <= 5; id++ {
-			s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-				c, err := New(env, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return c
-			}, clock.SimConfig{})
-		}
+		addMembers(t, s, 5, cfg)
 		leader := func(id uint32) uint32 {
 			l, _, _ := s.Core(id).(*Core).Election().Leader()
 			return l
