@@ -760,7 +760,13 @@ func (d *Daemon) send(s node.Send) {
 		// the core, counted rather than fatal.
 		err = errNoCluster
 	case s.Stream:
-		err = d.ep.SendStream(s.To, s.Data, fin)
+		// The link's writer finalizes the frame later, on its own
+		// goroutine; its send is recorded here, in the order of the
+		// loop's events, at the time it was queued (node.StreamQueued).
+		queued := d.cfg.Clock.Now()
+		if err = d.ep.SendStream(s.To, s.Data, fin); err == nil {
+			d.node.StreamQueued(s, queued)
+		}
 	case s.Report:
 		// The core measures time with this frame (Berkeley's polls and
 		// readings): tell it when the frame really left.

@@ -57,7 +57,7 @@ type TraceRequest struct {
 
 // tracing is a running trace: the node's recorder and its file. The
 // daemon's field holding it belongs to whoever holds d.mu; the Log is safe
-// for concurrent use (frames are finalized on transport goroutines).
+// for concurrent use (its flush timer runs beside the loop).
 type tracing struct {
 	log      *trace.Log
 	file     *os.File

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/pkg/elect/bully"
 )
 
 // TestSimTracesAreTheNodes: the simulator's traces (RecordTraces) and the
@@ -16,11 +17,13 @@ import (
 // sends, receives, refusals with the same reasons, local events, in the
 // same order with the same Lamport times. Only the times (true time
 // against the node's clock) and the vectors (the simulator's ground
-// truth against the node's own) may differ.
+// truth against the node's own) may differ. The followers watch their
+// leader over TCP (bully.Config.Watch), so stream frames are among them,
+// whose sends the node records when they are queued (node.StreamQueued).
 func TestSimTracesAreTheNodes(t *testing.T) {
 	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
 		link := sim.LinkConfig{Delay: 300 * time.Microsecond, Jitter: 3 * time.Millisecond, Loss: 0.05, Duplicate: 0.3}
-		s, bufs := bullySim(t, seed, 4, nil, link)
+		s, bufs := bullySimWith(t, seed, 4, nil, link, func(c *bully.Config) { c.Watch = 100 * time.Millisecond })
 		s.Start()
 		own := map[uint32]*bytes.Buffer{}
 		logs := map[uint32]*trace.Log{}
@@ -39,7 +42,7 @@ func TestSimTracesAreTheNodes(t *testing.T) {
 		s.Heal()
 		s.Run(300 * time.Millisecond)
 		simFiles := readBack(t, s, bufs)
-		kinds := map[string]int{}
+		kinds, watches := map[string]int{}, 0
 		for i, id := range s.IDs() {
 			if err := logs[id].Close(); err != nil {
 				t.Fatal(err)
@@ -51,6 +54,9 @@ func TestSimTracesAreTheNodes(t *testing.T) {
 			got, want := lines(nodeFile.Events), lines(simFiles[i].Events)
 			for _, e := range simFiles[i].Events {
 				kinds[e.Ev]++
+				if e.Ev == trace.EvSend && e.Kind == "leader_watch" {
+					watches++
+				}
 			}
 			if len(got) != len(want) {
 				t.Errorf("node %d: %d events recorded by the node, %d by the simulator", id, len(got), len(want))
@@ -62,8 +68,8 @@ func TestSimTracesAreTheNodes(t *testing.T) {
 				}
 			}
 		}
-		if kinds[trace.EvSend] == 0 || kinds[trace.EvRecv] == 0 || kinds[trace.EvLocal] == 0 || kinds[trace.EvDrop] == 0 {
-			t.Errorf("events compared: %v; want every kind (duplicates are refused as replays)", kinds)
+		if kinds[trace.EvSend] == 0 || kinds[trace.EvRecv] == 0 || kinds[trace.EvLocal] == 0 || kinds[trace.EvDrop] == 0 || watches == 0 {
+			t.Errorf("events compared: %v, %d leader_watch sends; want every kind (duplicates are refused as replays) and stream frames", kinds, watches)
 		}
 	})
 }

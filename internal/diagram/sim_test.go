@@ -29,6 +29,13 @@ var scenarioOut = flag.String("diagram.out", "", "write the traces, SVG, HTML an
 // any, in ID order) that records its traces into buffers.
 func bullySim(t testing.TB, seed int64, n int, prio []uint32, link sim.LinkConfig) (*sim.Sim, map[uint32]*bytes.Buffer) {
 	t.Helper()
+	return bullySimWith(t, seed, n, prio, link, nil)
+}
+
+// bullySimWith is bullySim with each member's configuration changed by
+// mutate (nil: none).
+func bullySimWith(t testing.TB, seed int64, n int, prio []uint32, link sim.LinkConfig, mutate func(*bully.Config)) (*sim.Sim, map[uint32]*bytes.Buffer) {
+	t.Helper()
 	s := sim.New(sim.Config{Seed: seed, DefaultLink: link})
 	var members []bully.Member
 	for id := uint32(1); id <= uint32(n); id++ {
@@ -44,6 +51,9 @@ func bullySim(t testing.TB, seed int64, n int, prio []uint32, link sim.LinkConfi
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
 			cfg := bully.DefaultLANConfig()
 			cfg.Members = members
+			if mutate != nil {
+				mutate(&cfg)
+			}
 			env.Rand = s.NewRand()
 			b, err := bully.New(env, cfg)
 			if err != nil {

@@ -28,7 +28,10 @@
 // group), each with the next sequence number of this incarnation. The bytes
 // are finished by n.Finalize right before they are written: the transmit
 // timestamp is patched into the header and the frame is sealed, so the MAC
-// covers the time actually sent.
+// covers the time actually sent. A stream frame is finalized by its link's
+// writer, on its own goroutine, after the loop has moved on: while tracing,
+// the driver records its send when it queues it (n.StreamQueued), so that
+// a trace lists a node's events in the order of their vector times.
 //
 // # Sequence numbers and replays
 //

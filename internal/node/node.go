@@ -133,8 +133,9 @@ type Send struct {
 	Report bool
 	msg    core.Message // what the report gives back (Report only)
 	// traced: the frame was encoded while tracing; its send is recorded
-	// when it is finalized (a pointer, so that a Send is no larger while
-	// tracing is off).
+	// when it is finalized, or for a stream frame when it is queued
+	// (StreamQueued); a pointer, so that a Send is no larger while
+	// tracing is off.
 	traced *tracedSend
 }
 
@@ -791,7 +792,8 @@ func (n *Node) SetVectors(on bool) {
 
 // SetRecorder starts (r non-nil) or stops (nil) recording the node's
 // protocol events: every frame sent (when it is finalized, at its transmit
-// time), every frame received (after the merge), every frame refused
+// time; a stream frame when the driver queued it, StreamQueued), every
+// frame received (after the merge), every frame refused
 // (its reason as counted in status) and every event of the core. While it
 // records, the node stamps frames with vector timestamps; when it stops,
 // vectors go off again unless the configuration or the core
@@ -876,17 +878,46 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 		// A frame on the datagram socket (Cristian's), to a peer that
 		// need not be a member.
 		s.traced.drec.Datagram(trace.EvSend, s.To, b, s.traced.lamport, now)
-	case s.traced != nil:
+	case s.traced != nil && !s.Stream:
 		// The send as it leaves: at the transmit time patched into it.
-		var f wire.Frame
-		if f.UnmarshalBinary(b) == nil {
-			s.traced.rec.Send(&f, s.traced.vc, now)
-		}
+		// (A stream frame's was recorded when it was queued: this runs
+		// on its link's writer, after the loop's later events.)
+		s.traced.send(b, now)
 	}
 	if n.sealer != nil {
 		b = n.sealer.Seal(b)
 	}
 	return b
+}
+
+// StreamQueued records the send of stream frame s, which the driver has
+// just queued on its link (the transport's SendStream took it) at local
+// time at, read before it was handed over. Drivers call it on the loop,
+// right after the queueing, so that the send is recorded in the order of
+// the node's other events, whose vector and Lamport times follow its own;
+// Finalize, which the link's writer calls later on its own goroutine,
+// records nothing for a stream frame. The send's time is thus when the
+// node sent it, not the transmit time patched in at the write: never
+// after it, so never after its delivery. A frame the link drops after
+// this (its peer never accepted the connection, it waited past the
+// queue's age, the write failed) is a send without a delivery, as it
+// happened; one the queue refused (full) was never sent: do not call
+// StreamQueued for it. A Send that is not a traced stream frame records
+// nothing.
+func (n *Node) StreamQueued(s Send, at time.Time) {
+	if s.Stream && s.traced != nil && s.traced.drec == nil {
+		s.traced.send(s.Data, at)
+	}
+}
+
+// send records the send of the traced frame b (its bytes, the transmit
+// time patched in or not: the trace keeps the header's logical fields
+// and the payload) at local time at.
+func (t *tracedSend) send(b []byte, at time.Time) {
+	var f wire.Frame
+	if f.UnmarshalBinary(b) == nil {
+		t.rec.Send(&f, t.vc, at)
+	}
 }
 
 // ntpXmtNudgeMax is how far behind this node's last NTP transmit timestamp

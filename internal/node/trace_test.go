@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/trace"
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -227,5 +229,86 @@ func BenchmarkFrame(b *testing.B) {
 				roundTrip(x, y, rx, msg, now)
 			}
 		})
+	}
+}
+
+// TestStreamSendTracedWhenQueued: a stream frame's send is recorded when
+// the driver queues it (StreamQueued), in the order of the node's events,
+// not when its link's writer finalizes it later on its own goroutine: here
+// the writer is held back while the loop receives a frame and sends a
+// datagram, then writes. The trace read back lists the node's events with
+// its own vector entry rising line by line, the stream send first, at its
+// queue time, and the receiver's delivery pairs with it (one frame ID,
+// after its vector); the frame still carries the transmit time of its
+// write. Finalizing it records nothing more, and a frame the driver never
+// queued (its link's queue full) is no send in the trace.
+func TestStreamSendTracedWhenQueued(t *testing.T) {
+	a, ra := newNode(t, 1, nil)
+	b, rb := newNode(t, 2, nil)
+	c, rc := newNode(t, 3, nil)
+	la, bufA := traced(t, a)
+	lb, bufB := traced(t, b)
+	traced(t, c)
+	queued, written := t0.Add(time.Millisecond), t0.Add(40*time.Millisecond)
+
+	// The loop: the core's stream frame to 2, queued on its link.
+	ra.rd.Messages = []core.Message{{To: 2, Kind: wire.KindLeaderWatch, Payload: []byte{0, 0, 0, 1}, Stream: true}}
+	sends := a.Ready().Sends
+	if len(sends) != 1 || !sends[0].Stream {
+		t.Fatalf("sends %+v, want one stream frame", sends)
+	}
+	watch := sends[0]
+	a.StreamQueued(watch, queued)
+	// While its writer is held back, the loop goes on: a frame from 3
+	// is received, and a datagram sent to 3.
+	rc.rd.Messages = []core.Message{{To: 1, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)}}
+	if errs := deliver(t, c, a, t0.Add(5*time.Millisecond)); len(errs) != 1 || errs[0] != nil {
+		t.Fatalf("3 to 1: %v", errs)
+	}
+	// A stream frame the link refused (queue full): never queued, so
+	// never sent, and no event in the trace (its vector tick is a gap).
+	ra.rd.Messages = []core.Message{{To: 3, Kind: wire.KindLeaderWatch, Payload: []byte{0, 0, 0, 1}, Stream: true}}
+	if refused := a.Ready().Sends; len(refused) != 1 || !refused[0].Stream {
+		t.Fatalf("sends %+v, want one stream frame", refused)
+	}
+	ra.rd.Messages = []core.Message{{To: 3, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)}}
+	hb := a.Ready().Sends
+	a.StreamQueued(hb[0], queued) // a datagram: recorded by Finalize alone
+	if err := c.Receive(Inbound{From: members[1], Data: a.Finalize(hb[0], t0.Add(10*time.Millisecond)), Time: t0.Add(11 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	// The writer, at last.
+	if err := b.Receive(Inbound{From: members[1], Data: a.Finalize(watch, written), Time: written.Add(time.Millisecond), Stream: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rb.steps) != 1 || !rb.steps[0].Sent.Round(time.Microsecond).Equal(written) {
+		t.Errorf("the receiver's core got %+v, want the watch with its write's transmit time %v", rb.steps, written)
+	}
+
+	ea, eb := readTrace(t, la, bufA), readTrace(t, lb, bufB)
+	var prev trace.VC
+	var lines []string
+	for _, e := range ea {
+		lines = append(lines, fmt.Sprintf("%s %s %s %v", e.Ev, e.Kind, e.Frame, e.VC))
+		if e.VC[1] <= prev[1] {
+			t.Errorf("%s %s %s: vector %v does not follow %v", e.Ev, e.Kind, e.Frame, e.VC, prev)
+		}
+		prev = e.VC
+	}
+	want := []string{trace.EvSend + " leader_watch", trace.EvRecv + " heartbeat", trace.EvSend + " heartbeat"}
+	if len(ea) != len(want) {
+		t.Fatalf("1's trace:\n\t%s\nwant %v", strings.Join(lines, "\n\t"), want)
+	}
+	for i, w := range want {
+		if got := ea[i].Ev + " " + ea[i].Kind; got != w {
+			t.Errorf("1's event %d is %s, want %s", i, got, w)
+		}
+	}
+	send := ea[0]
+	if !send.T.Equal(queued) || send.To != 2 || send.Lamport != 1 {
+		t.Errorf("the watch's send %+v: want it to 2 at its queue time %v, Lamport 1", send, queued)
+	}
+	if len(eb) != 1 || eb[0].Ev != trace.EvRecv || eb[0].Frame != send.Frame || clock.Compare(send.VC.Vector(), eb[0].VC.Vector()) != clock.Before || eb[0].Lamport <= send.Lamport {
+		t.Errorf("2's trace %+v: want the receive of %s after its send %v", eb, send.Frame, send.VC)
 	}
 }

@@ -376,6 +376,9 @@ func (s *Sim) send(n *simNode, snd node.Send) {
 		}
 	}
 	at := n.clk.Now()
+	// A stream frame is queued and written at once here: its send is
+	// recorded as the daemon records it when it queues one.
+	n.node.StreamQueued(snd, at)
 	data := n.node.Finalize(snd, at)
 	s.traceSend(n, snd)
 	lag := time.Duration(0)

@@ -23,12 +23,16 @@ import (
 // Every method takes what the node has at that point and nothing it must
 // compute for the trace; the Recorder copies what it keeps (f's payload and
 // vc may be reused after the call returns). Implementations are safe for
-// concurrent use: Send is called from Finalize, on transport goroutines.
+// concurrent use: Send is called from Finalize, on whatever goroutine
+// writes the datagram.
 type Recorder interface {
 	// Send: frame f (header as encoded: sender, seq, kind, receiver, term,
 	// the Lamport stamp of its logical send; payload) leaves at local time
-	// at (the transmit time patched into it). vc is the send's vector stamp
-	// (empty without vectors).
+	// at: a datagram's transmit time patched into it; a stream frame's
+	// when it was queued on its link, in the order of the node's other
+	// events (the link's writer patches and writes it later, on its own
+	// goroutine; node.StreamQueued). vc is the send's vector stamp (empty
+	// without vectors).
 	Send(f *wire.Frame, vc clock.Vector, at time.Time)
 	// Recv: frame f was accepted at local time at (the kernel receive
 	// stamp); lamport and vc are the node's clocks after merging its

@@ -18,6 +18,7 @@ import (
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/testkit/e2e"
 	"github.com/synclab/synclab/internal/testkit/labnet"
+	"github.com/synclab/synclab/internal/trace"
 	"github.com/synclab/synclab/pkg/mutex"
 	mutexalgorithms "github.com/synclab/synclab/pkg/mutex/algorithms"
 )
@@ -38,18 +39,32 @@ func (l *labMutexd) tracePath(i int) string { return filepath.Join(l.dir, fmt.Sp
 
 // checkTraces stops every member's trace (`mutexd trace stop`) and checks
 // the run with `mutexd trace check`: the namespace hosts share the
-// machine's clock (--clock-bound 0). It returns the checker's output.
-func (l *labMutexd) checkTraces() string {
+// machine's clock (--clock-bound 0); and each trace's order against its
+// vector clock (e2e.CheckTraceOrder: the quorum algorithms' frames go
+// over TCP links, whose sends are recorded when they are queued). It
+// returns the checker's output and how many frames of each kind were
+// sent.
+func (l *labMutexd) checkTraces() (string, map[string]int) {
 	l.t.Helper()
 	var paths []string
+	var files []*trace.File
 	for i := 1; i <= l.members(); i++ {
 		if out, err := exec.Command(filepath.Join(e2e.BinDir(), "mutexd"), "trace", "stop", "--control", l.control(i)).CombinedOutput(); err != nil {
 			l.t.Fatalf("h%d: mutexd trace stop: %v\n%s", i, err, out)
 		}
 		paths = append(paths, l.tracePath(i))
+		f, err := trace.ReadFile(l.tracePath(i))
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		files = append(files, f)
 	}
 	out, _ := e2e.TraceCheck(l.t, "mutexd", paths, "--clock-bound", "0")
-	return out
+	kinds := map[string]int{}
+	for _, s := range e2e.CheckTraceOrder(l.t, files) {
+		kinds[s.Event.Kind]++
+	}
+	return out, kinds
 }
 
 // members is how many of the lab's hosts are members.

@@ -101,8 +101,11 @@ func TestLabMutexdShared(t *testing.T) {
 	if by["r5"].start.Before(by["w4"].end) {
 		t.Errorf("r5, asking after the writer, ran before it: the writer could starve")
 	}
-	out := l.checkTraces()
-	t.Logf("mutexd trace check:\n%s", out)
+	out, kinds := l.checkTraces()
+	t.Logf("mutexd trace check:\n%s\nframes sent: %v", out, kinds)
+	if kinds["quorum_lock"] == 0 {
+		t.Errorf("no quorum_lock frame in the traces: the quorum's stream frames were not traced")
+	}
 	for _, want := range []string{"exclusive: HOLDS", "fences: HOLDS", "5 holds of 1 lock"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("mutexd trace check: no %q in\n%s", want, out)
