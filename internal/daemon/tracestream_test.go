@@ -38,7 +38,8 @@ func (s *streamer) Ready() core.Ready {
 // when it queues it, in the order of its other events, though its link's
 // writer writes it later: here member 2 is off the network when the frame
 // is queued, so the writer cannot connect while the loop sends its
-// heartbeats; once 2 is back, the frame is written and delivered. The
+// heartbeats; once 2 is back, the frame is written and delivered. A
+// second stream frame, refused by the full queue, is never traced. The
 // sender's trace lists its events with its own vector entry rising line
 // by line (the frames of one fan-out share a vector), the stream send
 // before the heartbeats sent while it waited, and 2's trace has its
@@ -53,6 +54,7 @@ func TestStreamSendTracedInLoopOrder(t *testing.T) {
 		cfg := testConfig(t, network, dir, id, 2)
 		cfg.TraceFile = filepath.Join(dir, fmt.Sprintf("h%d.trace", id))
 		cfg.Stream.MaxAge = hangGuard // the frame waits for 2, however loaded the host
+		cfg.Stream.QueueLen = 1       // a second stream frame while it waits is refused
 		live := livenessFactory(id, 2)
 		d, err := New(cfg, func(env core.Env) (core.Core, error) {
 			c, err := live(env)
@@ -86,6 +88,14 @@ func TestStreamSendTracedInLoopOrder(t *testing.T) {
 			}
 		}
 		return false
+	})
+	// A second stream frame, while the first waits, is refused (the
+	// queue holds one): it was never sent, so no trace has it.
+	if err := ds[0].Do(context.Background(), func(n *node.Node) { n.Core().(*streamer).want = true }); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the second stream frame refused", func() bool {
+		return status(t, ds[0].Config().ControlPath).Transport.QueueDrops == 1
 	})
 	queued := heartbeats()
 	eventually(t, "heartbeats sent while the stream frame waits", func() bool { return heartbeats() >= queued+3 })

@@ -265,8 +265,10 @@ func TestStreamSendTracedWhenQueued(t *testing.T) {
 	if errs := deliver(t, c, a, t0.Add(5*time.Millisecond)); len(errs) != 1 || errs[0] != nil {
 		t.Fatalf("3 to 1: %v", errs)
 	}
-	// A stream frame the link refused (queue full): never queued, so
-	// never sent, and no event in the trace (its vector tick is a gap).
+	// A stream frame encoded but never queued (the daemon calls
+	// StreamQueued only once its link took it: a full queue refuses it,
+	// TestStreamSendTracedInLoopOrder in internal/daemon): encoding alone
+	// records nothing, and its vector tick is a gap.
 	ra.rd.Messages = []core.Message{{To: 3, Kind: wire.KindLeaderWatch, Payload: []byte{0, 0, 0, 1}, Stream: true}}
 	if refused := a.Ready().Sends; len(refused) != 1 || !refused[0].Stream {
 		t.Fatalf("sends %+v, want one stream frame", refused)
