@@ -343,6 +343,8 @@ type Daemon struct {
 	newCore CoreFactory    // to rebuild the core after a step back
 	lamport *clock.Lamport // the node's and the core's
 	alerts  *alerts        // rate-limited WARN/ERROR lines (owned by the holder of mu)
+	// eventLog limits the events' lines below WARN (owned by the holder of mu).
+	eventLog *eventLog
 	// standing is the node's, as last acted on (agreementStep); gate
 	// is closed once the node no longer waits for the members'
 	// announcements at its start.
@@ -497,6 +499,7 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		newCore:     newCore,
 		lamport:     lamport,
 		alerts:      newAlerts(log),
+		eventLog:    newEventLog(log),
 		standing:    n.Standing(),
 		gate:        gate,
 		cfg:         cfg,

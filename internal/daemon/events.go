@@ -80,7 +80,12 @@ func (d *Daemon) emit(e core.Event) {
 	if e.Warn && level < slog.LevelWarn {
 		level = slog.LevelWarn
 	}
-	d.log.Log(context.Background(), level, msg, append([]any{"event", e.Name}, logArgs(e.Args)...)...)
+	if d.log.Enabled(context.Background(), level) {
+		args := append([]any{"event", e.Name}, logArgs(e.Args)...)
+		if level >= slog.LevelWarn || d.eventLog.allow(time.Now(), e.Name, level, msg, args) {
+			d.log.Log(context.Background(), level, msg, args...)
+		}
+	}
 
 	rec := EventRecord{Time: time.Now(), Name: e.Name, Msg: e.Msg, Attrs: attrs(e.Args)}
 	d.subMu.Lock()

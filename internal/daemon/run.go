@@ -410,7 +410,9 @@ func (d *Daemon) tick() {
 		d.plan = slewPlan{valid: true, left: st.SlewLeft}
 	}
 	d.node.Tick(now)
-	d.alerts.flush(time.Now())
+	wall := time.Now()
+	d.alerts.flush(wall)
+	d.eventLog.flush(wall)
 	d.checkSync()
 }
 

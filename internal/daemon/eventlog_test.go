@@ -1,0 +1,134 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/core"
+)
+
+// TestEventLogLimited: an event repeated a thousand times in a window is
+// eventLogBurst lines, then, when the window ends, one line with the
+// latest and the count; each event name counts apart; a name quiet for a
+// whole window is forgotten.
+func TestEventLogLimited(t *testing.T) {
+	var buf bytes.Buffer
+	l := newEventLog(slog.New(slog.NewTextHandler(&buf, nil)))
+	t0 := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+	for i := range 1000 {
+		args := []any{"event", "lock_granted", "fence", i}
+		if l.allow(t0.Add(time.Duration(i)*time.Millisecond), "lock_granted", slog.LevelInfo, "lock_granted", args) {
+			l.log.Info("lock_granted", args...)
+		}
+	}
+	if !l.allow(t0, "member_up", slog.LevelInfo, "member_up", nil) {
+		t.Fatal("another event's first line held back")
+	}
+	if n := strings.Count(buf.String(), "event=lock_granted"); n != eventLogBurst {
+		t.Fatalf("%d lines for 1000 events in 1 s, want %d:\n%s", n, eventLogBurst, buf.String())
+	}
+	l.flush(t0.Add(eventLogEvery / 2))
+	if strings.Contains(buf.String(), "repeated") {
+		t.Fatalf("counted before the window ended:\n%s", buf.String())
+	}
+	l.flush(t0.Add(eventLogEvery))
+	out := buf.String()
+	if n := strings.Count(out, "event=lock_granted"); n != eventLogBurst+1 || !strings.Contains(out, "fence=999 repeated=980 within=10s") {
+		t.Fatalf("after the window:\n%s", out)
+	}
+	// The next window writes again at once.
+	if !l.allow(t0.Add(eventLogEvery+time.Second), "lock_granted", slog.LevelInfo, "lock_granted", nil) {
+		t.Fatal("the next window's first line held back")
+	}
+	// member_up was quiet for a whole window: forgotten at the next flush.
+	l.flush(t0.Add(2*eventLogEvery + time.Second))
+	if _, ok := l.names["member_up"]; ok || len(l.names) != 1 {
+		t.Fatalf("names kept after a quiet window: %v", l.names)
+	}
+}
+
+// syncBuffer is a bytes.Buffer the daemon's goroutines may write while
+// the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// burster is a core that reports, on its first tick, n lock_granted
+// events and n/10 lock_lost events that warn.
+type burster struct {
+	appender
+	n int
+}
+
+func (b *burster) Tick(time.Time) {
+	if b.ticked {
+		return
+	}
+	b.ticked = true
+	for i := range b.n {
+		b.events = append(b.events, core.Event{Name: "lock_granted", Args: []any{"fence", i}})
+	}
+	for i := range b.n / 10 {
+		b.events = append(b.events, core.Event{Name: "lock_lost", Warn: true, Args: []any{"fence", i}})
+	}
+}
+
+func (b *burster) Ready() core.Ready {
+	rd := core.Ready{Events: b.events}
+	b.events = nil
+	return rd
+}
+
+// TestEventFloodLimitedInTheLog: a daemon whose core reports 500 grants
+// at once writes eventLogBurst of them to its log; every one still
+// reaches the event hook and the counters, and events that warn are
+// never held back.
+func TestEventFloodLimitedInTheLog(t *testing.T) {
+	net := transport.NewMemNetwork()
+	cfg := testConfig(t, net, shortDir(t), 1, 1)
+	var logged syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	seen := 0
+	cfg.OnEvent = func(core.Event) { seen++ } // on the loop
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return &burster{n: 500}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	eventually(t, "the last warning logged", func() bool { return strings.Contains(logged.String(), "event=lock_lost fence=49") })
+	var n int
+	d.Do(context.Background(), func(*node.Node) { n = seen })
+	if n != 550 {
+		t.Fatalf("the hook saw %d events, want 550", n)
+	}
+	if got := strings.Count(logged.String(), "event=lock_lost"); got != 50 {
+		t.Fatalf("%d lock_lost lines for 50 warnings, want every one", got)
+	}
+	if got := strings.Count(logged.String(), "event=lock_granted"); got != eventLogBurst {
+		t.Fatalf("%d lock_granted lines for 500 grants, want %d", got, eventLogBurst)
+	}
+	st := status(t, cfg.ControlPath)
+	if st.Events["lock_granted"] != 500 {
+		t.Fatalf("status counts %v, want 500 lock_granted", st.Events)
+	}
+}
