@@ -5,11 +5,11 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/internal/testkit/syncbuf"
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/core"
 )
@@ -54,67 +54,33 @@ func TestEventLogLimited(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer the daemon's goroutines may write while
-// the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// burster is a core that reports, on its first tick, n lock_granted
-// events and n/10 lock_lost events that warn.
-type burster struct {
-	appender
-	n int
-}
-
-func (b *burster) Tick(time.Time) {
-	if b.ticked {
-		return
-	}
-	b.ticked = true
-	for i := range b.n {
-		b.events = append(b.events, core.Event{Name: "lock_granted", Args: []any{"fence", i}})
-	}
-	for i := range b.n / 10 {
-		b.events = append(b.events, core.Event{Name: "lock_lost", Warn: true, Args: []any{"fence", i}})
-	}
-}
-
-func (b *burster) Ready() core.Ready {
-	rd := core.Ready{Events: b.events}
-	b.events = nil
-	return rd
-}
-
 // TestEventFloodLimitedInTheLog: a daemon whose core reports 500 grants
-// at once writes eventLogBurst of them to its log; every one still
+// and 50 warnings at once writes eventLogBurst of them to its log; every one still
 // reaches the event hook and the counters, and events that warn are
 // never held back.
 func TestEventFloodLimitedInTheLog(t *testing.T) {
 	net := transport.NewMemNetwork()
 	cfg := testConfig(t, net, shortDir(t), 1, 1)
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	seen := 0
 	cfg.OnEvent = func(core.Event) { seen++ } // on the loop
-	d, err := New(cfg, func(core.Env) (core.Core, error) { return &burster{n: 500}, nil })
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return &teller{}, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	start(t, d)
+	if err := d.Do(context.Background(), func(n *node.Node) {
+		c := n.Core().(*teller)
+		for i := range 500 {
+			c.events = append(c.events, core.Event{Name: "lock_granted", Args: []any{"fence", i}})
+		}
+		for i := range 50 {
+			c.events = append(c.events, core.Event{Name: "lock_lost", Warn: true, Args: []any{"fence", i}})
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "the last warning logged", func() bool { return strings.Contains(logged.String(), "event=lock_lost fence=49") })
 	var n int
 	d.Do(context.Background(), func(*node.Node) { n = seen })
