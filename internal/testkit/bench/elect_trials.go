@@ -16,6 +16,10 @@ type TrialRecord struct {
 	// Killed is the leader killed; Leader the one the survivors agreed on.
 	Killed, Leader int
 	Took           time.Duration
+	// KilledAt is the SIGKILL's instant; Since each survivor's own stamp
+	// of when it learned the new leader (the failover ends at the last).
+	KilledAt time.Time
+	Since    map[int]time.Time
 	// Election is the frames the survivors sent for the election, the
 	// kinds the notes count (no heartbeats, no acknowledgements).
 	Election float64
@@ -95,4 +99,20 @@ func Slug(label string) string {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.')
 	})
 	return strings.Join(f, "-")
+}
+
+// Account is a kept trial's own file (trial.txt beside its traces): what
+// the traces cannot say, the kill's instant and when each survivor
+// learned the new leader, as offsets from the kill, with why it was kept
+// and its frames.
+func (t SlowTrial) Account(label string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, trial %d: leader %d SIGKILLed at %s; all survivors on %d after %s\n", label, t.Trial, t.Killed,
+		t.KilledAt.UTC().Format("2006-01-02T15:04:05.000000Z"), t.Leader, Millis(t.Took))
+	fmt.Fprintf(&b, "kept: %s\n", t.Why)
+	for _, h := range slices.Sorted(maps.Keys(t.Since)) {
+		fmt.Fprintf(&b, "h%d learned leader %d at %s (kill + %s)\n", h, t.Leader, t.Since[h].UTC().Format("15:04:05.000000"), Millis(t.Since[h].Sub(t.KilledAt)))
+	}
+	fmt.Fprintf(&b, "frames the survivors sent from the kill to their agreement: %s\n", FramesByKind(t.Frames))
+	return b.String()
 }

@@ -71,3 +71,19 @@ func TestSlug(t *testing.T) {
 		}
 	}
 }
+
+func TestSlowTrialAccount(t *testing.T) {
+	kill := time.Date(2026, 12, 6, 19, 45, 6, 900_000_000, time.UTC)
+	s := SlowTrial{TrialRecord: TrialRecord{Trial: 18, Killed: 5, Leader: 4, Took: 307200 * time.Microsecond, KilledAt: kill,
+		Since:  map[int]time.Time{2: kill.Add(307200 * time.Microsecond), 1: kill.Add(307100 * time.Microsecond)},
+		Frames: map[string]uint64{"coordinator": 1, "leader_probe": 63}}, Why: "307.2 ms, over the goal of 250.0 ms"}
+	want := `electd multicast, trial 18: leader 5 SIGKILLed at 2026-12-06T19:45:06.900000Z; all survivors on 4 after 307.2 ms
+kept: 307.2 ms, over the goal of 250.0 ms
+h1 learned leader 4 at 19:45:07.207100 (kill + 307.1 ms)
+h2 learned leader 4 at 19:45:07.207200 (kill + 307.2 ms)
+frames the survivors sent from the kill to their agreement: leader_probe 63, coordinator 1
+`
+	if got := s.Account("electd multicast"); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

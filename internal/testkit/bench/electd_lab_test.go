@@ -412,7 +412,12 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 	r.framesTotal = append(r.framesTotal, total)
 	r.framesNotes = append(r.framesNotes, notes)
 	c.untrace(traces, lead)
-	c.trials = append(c.trials, TrialRecord{Trial: trial, Killed: lead, Leader: int(newLead), Took: d, Election: notes, Frames: byKind, Traces: traces})
+	since := map[int]time.Time{}
+	for i, v := range after {
+		since[i] = v.Since
+	}
+	c.trials = append(c.trials, TrialRecord{Trial: trial, Killed: lead, Leader: int(newLead), Took: d, KilledAt: killAt, Since: since,
+		Election: notes, Frames: byKind, Traces: traces})
 	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s), %.0f frames (%.0f the notes count)",
 		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), total, notes)
 

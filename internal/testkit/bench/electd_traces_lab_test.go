@@ -108,7 +108,10 @@ func (c *electdCluster) keepSlow(trials []TrialRecord) {
 			names = append(names, name)
 			delete(t.Traces, h)
 		}
-		e.logf("%s: trial %d: leader %d killed, all on %d after %s: %s; frames sent by the survivors: %s; traces in %s (%s): electd trace draw %s/*.trace -o trial.html",
+		if err := os.WriteFile(filepath.Join(dir, "trial.txt"), []byte(t.Account(c.spec.label)), 0o644); err != nil {
+			e.fatal(err)
+		}
+		e.logf("%s: trial %d: leader %d killed, all on %d after %s: %s; frames sent by the survivors: %s; traces in %s (%s, trial.txt: the kill's instant): electd trace draw %s/*.trace -o trial.html",
 			c.spec.label, t.Trial, t.Killed, t.Leader, Millis(t.Took), t.Why, FramesByKind(t.Frames), dir, strings.Join(names, " "), dir)
 	}
 	for _, t := range trials {
