@@ -26,8 +26,14 @@ type TrialRecord struct {
 	// Frames is every frame the survivors sent from the kill to their
 	// agreement, by kind, heartbeat kinds (probes, watches) included.
 	Frames map[string]uint64
-	// Traces are the members' trace files of the trial, by host.
+	// Traces are the members' trace files of the trial, by host; Logs
+	// their daemons' logs (the killed one's up to its death), Status each
+	// survivor's `electd status --json` once they agreed (the hints it
+	// took and ignored, why its leader timed out): what a trace does not
+	// record.
 	Traces map[int]string
+	Logs   map[int]string
+	Status map[int][]byte
 }
 
 // SlowTrial is a trial kept for reading, and why.

@@ -416,8 +416,12 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 	for i, v := range after {
 		since[i] = v.Since
 	}
-	c.trials = append(c.trials, TrialRecord{Trial: trial, Killed: lead, Leader: int(newLead), Took: d, KilledAt: killAt, Since: since,
-		Election: notes, Frames: byKind, Traces: traces})
+	rec := TrialRecord{Trial: trial, Killed: lead, Leader: int(newLead), Took: d, KilledAt: killAt, Since: since,
+		Election: notes, Frames: byKind, Traces: traces}
+	if traces != nil {
+		rec.Logs, rec.Status = c.evidence(survivors)
+	}
+	c.trials = append(c.trials, rec)
 	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s), %.0f frames (%.0f the notes count)",
 		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), total, notes)
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -111,7 +112,21 @@ func (c *electdCluster) keepSlow(trials []TrialRecord) {
 		if err := os.WriteFile(filepath.Join(dir, "trial.txt"), []byte(t.Account(c.spec.label)), 0o644); err != nil {
 			e.fatal(err)
 		}
-		e.logf("%s: trial %d: leader %d killed, all on %d after %s: %s; frames sent by the survivors: %s; traces in %s (%s, trial.txt: the kill's instant): electd trace draw %s/*.trace -o trial.html",
+		for h, st := range t.Status {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%d.status.json", h)), st, 0o644); err != nil {
+				e.fatal(err)
+			}
+		}
+		for h, log := range t.Logs {
+			b, err := os.ReadFile(log)
+			if err != nil {
+				e.fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%d.log", h)), b, 0o644); err != nil {
+				e.fatal(err)
+			}
+		}
+		e.logf("%s: trial %d: leader %d killed, all on %d after %s: %s; frames sent by the survivors: %s; traces in %s (%s; trial.txt: the kill's instant; hN.log, hN.status.json: the daemons' logs, the survivors' status): electd trace draw %s/*.trace -o trial.html",
 			c.spec.label, t.Trial, t.Killed, t.Leader, Millis(t.Took), t.Why, FramesByKind(t.Frames), dir, strings.Join(names, " "), dir)
 	}
 	for _, t := range trials {
@@ -119,6 +134,29 @@ func (c *electdCluster) keepSlow(trials []TrialRecord) {
 			os.Remove(f)
 		}
 	}
+}
+
+// evidence is what the traces do not record of a trial: every member's
+// log file (the killed one's too: its process is restarted after) and
+// each survivor's status, read once they agreed.
+func (c *electdCluster) evidence(survivors []int) (map[int]string, map[int][]byte) {
+	e := c.e
+	e.b.Helper()
+	logs, status := map[int]string{}, map[int][]byte{}
+	for i, p := range c.procs {
+		logs[i] = p.LogPath()
+	}
+	for _, i := range survivors {
+		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+		var st json.RawMessage
+		err := c.clients[i].Get(ctx, "/v1/status", &st)
+		cancel()
+		if err != nil {
+			e.fatalf("%s: status of node %d: %v", c.spec.label, i, err)
+		}
+		status[i] = st
+	}
+	return logs, status
 }
 
 // keepDir is -elect.keep, or the run's default one, made at the first
