@@ -230,13 +230,37 @@ func (b *Core) tickHint() bool {
 	if b.lateGiveUp() {
 		return false
 	}
+	b.giveUpOnHint()
+	b.leaderLost(wire.ReasonLeaderLost)
+	return true
+}
+
+// giveUpOnHint ends the episode with the leader given up (the election
+// follows), and says so.
+func (b *Core) giveUpOnHint() {
 	lost, cause, since := b.lead, b.hint.cause, b.now.Sub(b.hint.at)
 	b.counts.hintTimeouts++
 	b.endHint()
 	b.emit(EventLeaderPortClosed, fmt.Sprintf("leader %d's port closed (%v) and it answered none of %d probes in %v: electing a successor", lost, cause, HintProbes, since.Round(time.Millisecond)),
 		"leader", lost, "cause", cause.String(), "probes", HintProbes, "after_ms", since.Milliseconds())
-	b.leaderLost(wire.ReasonLeaderLost)
-	return true
+}
+
+// hintGivenUp returns the leader this follower is about to give up: its
+// episode ran out with every probe unanswered and only the wait after a
+// late Tick is left (lateGiveUp), the leader unheard since the hint; 0
+// otherwise. An election that a lower-ranked member's claim makes it run
+// meanwhile does not ask that leader (and wait an AnswerTimeout for a
+// dead one): the leader is given up there and then, as the wait would
+// have. In the lab at load 5-9 the successor's loop, 95 ms late, read a
+// lower member's claim before its own give-up and asked the dead leader
+// first: 30 ms more.
+func (b *Core) hintGivenUp() uint32 {
+	if b.hint.at.IsZero() || b.hint.recheck.IsZero() || b.role != RoleFollower || !b.leadArrived.Before(b.hint.seen) {
+		return 0
+	}
+	lost := b.lead
+	b.giveUpOnHint()
+	return lost
 }
 
 // watch sends the leader this follower follows a LEADER_WATCH over the

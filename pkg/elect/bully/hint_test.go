@@ -530,6 +530,32 @@ func TestHintLateGiveUp(t *testing.T) {
 			t.Errorf("leader %d, hint timeouts %d: want 3 followed, the dead leader never given up by this follower", lead, b.Detail().HintTimeouts)
 		}
 	})
+	t.Run("lower member's claim unread", func(t *testing.T) {
+		// Member 1 took over while this one stalled: its claim is read
+		// after the late Tick. This member bullies it, asking member 3
+		// alone: leader 4 answered none of the episode's probes, and
+		// asking it would cost an AnswerTimeout for a dead leader.
+		b, end := episode(t)
+		b.Tick(end.Add(late))
+		b.Ready()
+		claim := frame(t, 1, wire.KindCoordinator, bully.MakeTerm(4, 1), wire.Coordinator{})
+		claim.Time = end.Add(-5 * time.Millisecond)
+		if err := b.Step(claim); err != nil {
+			t.Fatal(err)
+		}
+		var asked []uint32
+		for _, m := range b.Ready().Messages {
+			if m.Kind == wire.KindElection {
+				asked = append(asked, m.To)
+			}
+		}
+		if len(asked) != 1 || asked[0] != 3 {
+			t.Errorf("ELECTIONs to %v on a lower member's claim during the wait: want member 3 alone, not the leader the episode gave up", asked)
+		}
+		if d := b.Detail(); d.HintTimeouts != 1 {
+			t.Errorf("hint timeouts %d: want the leader given up on the hint", d.HintTimeouts)
+		}
+	})
 	t.Run("nothing came", func(t *testing.T) {
 		b, end := episode(t)
 		now := end.Add(late)
