@@ -7,7 +7,7 @@
 # Usage:
 #   bench.sh elect [--algorithm NAME|all] [--trials N] [--idle D] [--loss PCT]
 #                  [--traffic D] [--settle D] [--partition D] [--big N]
-#                  [--tuned 'ELECTD-FLAGS']...
+#                  [--tuned 'ELECTD-FLAGS']... [--keep DIR] [--no-trial-traces]
 #       electd against etcd 3.4's election (single node, 2 s lease): failover
 #       after SIGKILL of the leader (p50/p99/max over N trials, default 20;
 #       electd with default flags over unicast and with multicast heartbeats,
@@ -19,7 +19,13 @@
 #       side (bully over unicast and multicast, the others over unicast),
 #       with messages per election at 5 and --big (default 16) hosts beside
 #       the notes' cost, and the time two nodes both lead during a
-#       --partition (default 5s) of {1,2} from {3,4,5}.
+#       --partition (default 5s) of {1,2} from {3,4,5}. Every failover
+#       trial is traced (electd trace start on every member before the
+#       kill, stop once the survivors agree); the traces of a trial over
+#       the goal or with more election frames than the run's fewest are
+#       kept in --keep (default: a new synclab-elect-traces-TIME under
+#       $TMPDIR or /tmp, made only if a trial is kept) and named in the output with the trial's frames by kind;
+#       --no-trial-traces traces nothing (to measure what tracing costs).
 #       Installs etcd-server and etcd-client if missing.
 #   bench.sh mutex [--algorithm NAME[,NAME...]|all] [--samples N] [--window D] [--clients N]
 #                  [--trials N] [--traffic D] [--count-hosts N] [--flags 'MUTEXD-FLAGS'] [--no-faults|--recovery-only]
@@ -351,7 +357,7 @@ finish_record() {
 is_duration() { [[ $1 =~ ^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$ ]]; }
 
 bench_elect() {
-	local trials=20 idle=10m loss=5 traffic=30s settle=1s algorithm=bully partition=5s big=16 tuned=() argv=("$@")
+	local trials=20 idle=10m loss=5 traffic=30s settle=1s algorithm=bully partition=5s big=16 tuned=() keep="" traces=true argv=("$@")
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--algorithm) algorithm=${2:?--algorithm needs a name or all} && shift ;;
@@ -363,6 +369,8 @@ bench_elect() {
 		--traffic) traffic=${2:?--traffic needs a duration} && shift ;;
 		--settle) settle=${2:?--settle needs a duration} && shift ;;
 		--tuned) tuned+=("${2:?--tuned needs electd flags}") && shift ;;
+		--keep) keep=${2:?--keep needs a directory} && shift ;;
+		--no-trial-traces) traces=false ;;
 		-h | --help) usage ;;
 		*) echo "$prog elect: unknown argument '$1'" >&2 && usage ;;
 		esac
@@ -383,6 +391,10 @@ bench_elect() {
 	fi
 	[[ $algorithm =~ ^[a-z0-9-]{1,40}$ ]] || die "elect: --algorithm $algorithm: want an algorithm name (electd run --help lists them) or all"
 
+	# Outside the run's temporary directory, which is removed at its end;
+	# made only when a trial is kept.
+	keep=$(realpath -m "${keep:-${TMPDIR:-/tmp}/synclab-elect-traces-$(date -u +%Y%m%d-%H%M%S)}")
+
 	need_root elect "${argv[@]}"
 	need_packages iproute2 nftables etcd-server etcd-client
 	setup
@@ -390,7 +402,8 @@ bench_elect() {
 	log "bench elect: algorithm $algorithm, $trials trials, idle $idle with $loss% loss, lab prefix $PREFIX${tuned[*]:+, tuned electd: ${tuned[*]}}"
 	local args=(-elect -elect.bin "$WORK/bin" -elect.prefix "$PREFIX" -elect.trials "$trials"
 		-elect.algorithm "$algorithm" -elect.partition "$partition" -elect.big "$big"
-		-elect.idle "$idle" -elect.loss "$loss" -elect.traffic "$traffic" -elect.settle "$settle")
+		-elect.idle "$idle" -elect.loss "$loss" -elect.traffic "$traffic" -elect.settle "$settle"
+		-elect.traces="$traces" -elect.keep "$keep")
 	local t
 	for t in "${tuned[@]}"; do
 		args+=(-elect.tuned "$t")

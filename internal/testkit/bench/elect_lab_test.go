@@ -186,6 +186,7 @@ type electBench struct {
 	etcdctl   string
 	etcdProc  *labnet.Proc
 	loadStart string
+	keep      string // where slow trials' traces go (keepDir)
 }
 
 // systemResult is what one column of the table shows.

@@ -70,6 +70,10 @@ type electdCluster struct {
 	spec    electdSpec
 	procs   map[int]*labnet.Proc
 	clients map[int]*ctl.Client
+	// traced: its trials are traced (-elect.traces), and the slow ones'
+	// traces kept (the failover phase's clusters, not the larger one's).
+	traced bool
+	trials []TrialRecord
 }
 
 // leaderView is the answer of GET /v1/leader (`electd leader --json`).
@@ -301,6 +305,7 @@ func (e *electBench) electdPhase(s electdSpec) *systemResult {
 	e.b.Helper()
 	r := &systemResult{frames: map[string]float64{}}
 	c := e.newCluster(s)
+	c.traced = true
 	defer c.stopAll()
 	c.startAll()
 	views, _ := c.waitAgree("start", hostsExcept(electHosts, 0), 0, 10*time.Second)
@@ -317,6 +322,7 @@ func (e *electBench) electdPhase(s electdSpec) *systemResult {
 		took, polled = append(took, d), append(polled, seen)
 		trial++
 	}
+	c.keepSlow(c.trials)
 	for k := range r.frames {
 		r.frames[k] /= float64(*electTrials)
 	}
@@ -342,6 +348,7 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 	e, s := c.e, c.spec
 	e.b.Helper()
 	all := hostsExcept(s.members(), 0)
+	traces := c.traceTrial(trial)
 	e.randomPhase()
 	views, _ := c.waitAgree("before the trial", all, 0, 10*time.Second)
 	lead := int(views[1].Leader)
@@ -371,6 +378,7 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 		r.electedBeforeKill++
 		e.logf("%s trial %d: survivors learned leader %d at %v, %v before the kill: a false suspicion of the live leader; repeating the trial",
 			s.label, trial, after[survivors[0]].Leader, last.Format("15:04:05.000000"), killAt.Sub(last))
+		c.untrace(traces, lead)
 		if r.electedBeforeKill > maxEarly {
 			e.fatalf("%s: %d trials elected before the kill: the leader is suspected while alive", s.label, r.electedBeforeKill)
 		}
@@ -385,9 +393,11 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 	}
 
 	var total, notes float64
+	byKind := map[string]uint64{}
 	for _, i := range survivors {
 		st := c.status(i)
 		for kind, n := range st.Node.FramesOut {
+			byKind[kind] += n - before[i].Node.FramesOut[kind]
 			if kindClass(kind) == wire.ClassHeartbeat {
 				continue
 			}
@@ -401,6 +411,17 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 	}
 	r.framesTotal = append(r.framesTotal, total)
 	r.framesNotes = append(r.framesNotes, notes)
+	c.untrace(traces, lead)
+	since := map[int]time.Time{}
+	for i, v := range after {
+		since[i] = v.Since
+	}
+	rec := TrialRecord{Trial: trial, Killed: lead, Leader: int(newLead), Took: d, KilledAt: killAt, Since: since,
+		Election: notes, Frames: byKind, Traces: traces}
+	if traces != nil {
+		rec.Logs, rec.Status = c.evidence(survivors)
+	}
+	c.trials = append(c.trials, rec)
 	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s), %.0f frames (%.0f the notes count)",
 		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), total, notes)
 

@@ -1025,10 +1025,15 @@ func (b *Core) stepClaim(in *inbound) {
 		return
 	}
 	// A lower-ranked leader while this node is alive: bully it. The claim
-	// will be above in.Term.
+	// will be above in.Term. (A leader this follower was about to give up
+	// on a hint is not asked: hintGivenUp.)
+	var lost uint32
+	if b.role != RoleCandidate {
+		lost = b.hintGivenUp()
+	}
 	b.adopt(in.Term)
 	if b.role != RoleCandidate {
-		b.campaign(wire.ReasonPreempt, 0)
+		b.campaign(wire.ReasonPreempt, lost)
 	}
 }
 

@@ -422,3 +422,163 @@ func probesTo(msgs []core.Message, to uint32) int {
 	}
 	return n
 }
+
+// TestHintLateGiveUp: the Tick that ends a follower's episode runs 40 ms
+// late (its process stalled, as the lab's followers did at load 10-21),
+// and a frame that arrived before the episode's end waits unread in its
+// socket: the live leader's answer to a probe, or the COORDINATOR of the
+// member that took over from the dead one. The follower listens as long
+// again as it was late before it gives the leader up, so the frame is
+// stepped first: the live leader is kept, the successor followed, and
+// no ELECTION goes out (in the lab: 9 election frames instead of 1, the
+// survivors' agreement 37 ms later). On time, it gives up at once, as
+// before.
+func TestHintLateGiveUp(t *testing.T) {
+	members := []uint32{1, 2, 3, 4}
+	cfg := bully.FromOptions(members, elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond, Probe: 4 * time.Millisecond, HintProbe: 30 * time.Millisecond})
+	t0 := time.Unix(1000, 0)
+	const late = 40 * time.Millisecond
+	// episode has member 2 follow 4 from t0, takes a hint 10 ms after
+	// the leader's heartbeat at t0+200ms, sends the five probes at their
+	// Ticks, on time, and returns the episode's end (its Deadline).
+	episode := func(t *testing.T) (*bully.Core, time.Time) {
+		b, err := bully.New(core.Env{ID: 2, Members: members, Now: t0}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Ready()
+		for _, f := range []struct {
+			k wire.Kind
+			p interface{ AppendBinary([]byte) ([]byte, error) }
+			d time.Duration
+		}{{wire.KindCoordinator, wire.Coordinator{}, 0}, {wire.KindLeaderHeartbeat, wire.LeaderHeartbeat{}, 200 * time.Millisecond}} {
+			m := frame(t, 4, f.k, bully.MakeTerm(3, 4), f.p)
+			m.Time = t0.Add(f.d)
+			if err := b.Step(m); err != nil {
+				t.Fatal(err)
+			}
+			b.Ready()
+		}
+		b.Hint(core.Hint{Member: 4, Cause: core.HintStreamClosed, Time: t0.Add(210 * time.Millisecond)})
+		probes := len(b.Ready().Messages)
+		for probes < bully.HintProbes {
+			b.Tick(b.Deadline())
+			probes += len(b.Ready().Messages)
+		}
+		if d := b.Detail(); d.HintProbes != bully.HintProbes {
+			t.Fatalf("%d hint probes before the episode's end, want %d", d.HintProbes, bully.HintProbes)
+		}
+		return b, b.Deadline()
+	}
+	elections := func(msgs []core.Message) int {
+		n := 0
+		for _, m := range msgs {
+			if m.Kind == wire.KindElection {
+				n++
+			}
+		}
+		return n
+	}
+
+	t.Run("on time", func(t *testing.T) {
+		b, end := episode(t)
+		b.Tick(end)
+		if n := elections(b.Ready().Messages); n != 1 || b.Detail().HintTimeouts != 1 {
+			t.Fatalf("a Tick on time at the episode's end: %d ELECTIONs, %d hint timeouts; want the leader given up at once", n, b.Detail().HintTimeouts)
+		}
+	})
+	t.Run("live leader's answer unread", func(t *testing.T) {
+		b, end := episode(t)
+		b.Tick(end.Add(late))
+		if n := elections(b.Ready().Messages); n != 0 {
+			t.Fatalf("%d ELECTIONs at a Tick %v late, before the frames that came meanwhile were read: a live leader given up", n, late)
+		}
+		if d := b.Deadline(); !d.After(end.Add(late)) || d.After(end.Add(late+cfg.HintProbe)) {
+			t.Errorf("Deadline %v after the late Tick at %v: want within HintProbe after it", d.Sub(t0), end.Add(late).Sub(t0))
+		}
+		answer := frame(t, 4, wire.KindLeaderHeartbeat, bully.MakeTerm(3, 4), wire.LeaderHeartbeat{Flags: wire.HeartbeatAnswer})
+		answer.Time = end.Add(-5 * time.Millisecond)
+		if err := b.Step(answer); err != nil {
+			t.Fatal(err)
+		}
+		b.Tick(b.Deadline())
+		if n := elections(b.Ready().Messages); n != 0 {
+			t.Fatalf("%d ELECTIONs after the leader's answer", n)
+		}
+		if lead, _, _ := b.Leader(); lead != 4 || b.Detail().HintsCancelled != 1 || b.Detail().HintRechecks != 1 {
+			t.Errorf("leader %d, episodes cancelled %d, rechecks %d: want 4 kept, the episode cancelled after one recheck", lead, b.Detail().HintsCancelled, b.Detail().HintRechecks)
+		}
+	})
+	t.Run("successor's COORDINATOR unread", func(t *testing.T) {
+		b, end := episode(t)
+		b.Tick(end.Add(late))
+		if n := elections(b.Ready().Messages); n != 0 {
+			t.Fatalf("%d ELECTIONs at a Tick %v late, before the successor's COORDINATOR that came meanwhile was read", n, late)
+		}
+		claim := frame(t, 3, wire.KindCoordinator, bully.MakeTerm(4, 3), wire.Coordinator{})
+		claim.Time = end.Add(-5 * time.Millisecond)
+		if err := b.Step(claim); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			b.Tick(b.Deadline())
+			if n := elections(b.Ready().Messages); n != 0 {
+				t.Fatalf("%d ELECTIONs after following the successor", n)
+			}
+		}
+		if lead, _, _ := b.Leader(); lead != 3 || b.Detail().HintTimeouts != 0 {
+			t.Errorf("leader %d, hint timeouts %d: want 3 followed, the dead leader never given up by this follower", lead, b.Detail().HintTimeouts)
+		}
+	})
+	t.Run("lower member's claim unread", func(t *testing.T) {
+		// Member 1 took over while this one stalled: its claim is read
+		// after the late Tick. This member bullies it, asking member 3
+		// alone: leader 4 answered none of the episode's probes, and
+		// asking it would cost an AnswerTimeout for a dead leader.
+		b, end := episode(t)
+		b.Tick(end.Add(late))
+		b.Ready()
+		claim := frame(t, 1, wire.KindCoordinator, bully.MakeTerm(4, 1), wire.Coordinator{})
+		claim.Time = end.Add(-5 * time.Millisecond)
+		if err := b.Step(claim); err != nil {
+			t.Fatal(err)
+		}
+		var asked []uint32
+		for _, m := range b.Ready().Messages {
+			if m.Kind == wire.KindElection {
+				asked = append(asked, m.To)
+			}
+		}
+		if len(asked) != 1 || asked[0] != 3 {
+			t.Errorf("ELECTIONs to %v on a lower member's claim during the wait: want member 3 alone, not the leader the episode gave up", asked)
+		}
+		if d := b.Detail(); d.HintTimeouts != 1 {
+			t.Errorf("hint timeouts %d: want the leader given up on the hint", d.HintTimeouts)
+		}
+	})
+	t.Run("nothing came", func(t *testing.T) {
+		b, end := episode(t)
+		now := end.Add(late)
+		b.Tick(now)
+		b.Ready()
+		// Ticks at every Deadline (the leader's own probes go on too,
+		// 4 ms apart once its heartbeat is overdue) until one elects.
+		for n := 0; n == 0; n = elections(b.Ready().Messages) {
+			if now.Sub(end) > time.Second {
+				t.Fatal("no ELECTION within a second of the episode's end with nothing heard: the leader never given up")
+			}
+			now = later(b.Deadline(), now.Add(time.Millisecond))
+			b.Tick(now)
+		}
+		if want := end.Add(late + min(late, cfg.HintProbe)); !now.Equal(want) || b.Detail().HintTimeouts != 1 {
+			t.Errorf("gave the leader up %v after the late Tick (hint timeouts %d), want min(lateness %v, HintProbe %v) after it, on the hint", now.Sub(end.Add(late)), b.Detail().HintTimeouts, late, cfg.HintProbe)
+		}
+	})
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -25,6 +25,8 @@ type counters struct {
 	// hints about the leader acted on, ignored; their probes; episodes
 	// cancelled by the leader's answer; leaders given up after one
 	hints, hintsIgnored, hintProbes, hintsCancelled, hintTimeouts uint64
+	// episodes whose end came at a late Tick and waited (lateGiveUp)
+	hintRechecks uint64
 	// episodes on a refused dial the leader's answer cancelled (portRefused)
 	portRefused uint64
 }
@@ -77,13 +79,17 @@ type Detail struct {
 	// refuses TCP (PortRefusedBy), or with HintProbe 0); HintProbes the
 	// probes they sent; HintsCancelled the episodes the leader's answer
 	// ended (a live leader: its link closed for another reason, or a
-	// forged hint); HintTimeouts the leaders given up after one.
+	// forged hint); HintTimeouts the leaders given up after one;
+	// HintRechecks the episodes whose end came at a late Tick, after which
+	// this follower listened a little longer before giving the leader up
+	// (its process had stalled: frames may have waited unread).
 	HintProbe      time.Duration `json:"hint_probe_ns,omitempty"`
 	Hints          uint64        `json:"hints,omitempty"`
 	HintsIgnored   uint64        `json:"hints_ignored,omitempty"`
 	HintProbes     uint64        `json:"hint_probes,omitempty"`
 	HintsCancelled uint64        `json:"hints_cancelled,omitempty"`
 	HintTimeouts   uint64        `json:"hint_timeouts,omitempty"`
+	HintRechecks   uint64        `json:"hint_rechecks,omitempty"`
 	// LeaderPortRefused counts the episodes on a refused connection to
 	// the leader's TCP port that its answer cancelled: it lives, and its
 	// port refuses TCP (a firewall, a UDP-only port mapping: the port
@@ -138,6 +144,7 @@ func (b *Core) Detail() Detail {
 		HintProbes:         b.counts.hintProbes,
 		HintsCancelled:     b.counts.hintsCancelled,
 		HintTimeouts:       b.counts.hintTimeouts,
+		HintRechecks:       b.counts.hintRechecks,
 		LeaderPortRefused:  b.counts.portRefused,
 		Watch:              b.cfg.Watch,
 		LeaderTimeoutNow:   b.timeoutNow(),
