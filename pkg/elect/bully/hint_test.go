@@ -438,10 +438,9 @@ func TestHintLateGiveUp(t *testing.T) {
 	cfg := bully.FromOptions(members, elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond, Probe: 4 * time.Millisecond, HintProbe: 30 * time.Millisecond})
 	t0 := time.Unix(1000, 0)
 	const late = 40 * time.Millisecond
-	// episode has member 2 follow 4 from t0, takes a hint 10 ms after
-	// the leader's heartbeat at t0+200ms, sends the five probes at their
-	// Ticks, on time, and returns the episode's end (its Deadline).
-	episode := func(t *testing.T) (*bully.Core, time.Time) {
+	// hinted has member 2 follow 4 from t0 and take a hint 10 ms after
+	// the leader's heartbeat at t0+200ms: its first probe is sent.
+	hinted := func(t *testing.T) *bully.Core {
 		b, err := bully.New(core.Env{ID: 2, Members: members, Now: t0}, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -460,6 +459,12 @@ func TestHintLateGiveUp(t *testing.T) {
 			b.Ready()
 		}
 		b.Hint(core.Hint{Member: 4, Cause: core.HintStreamClosed, Time: t0.Add(210 * time.Millisecond)})
+		return b
+	}
+	// episode sends the hinted follower's five probes at their Ticks, on
+	// time, and returns the episode's end (its Deadline).
+	episode := func(t *testing.T) (*bully.Core, time.Time) {
+		b := hinted(t)
 		probes := len(b.Ready().Messages)
 		for probes < bully.HintProbes {
 			b.Tick(b.Deadline())
@@ -554,6 +559,40 @@ func TestHintLateGiveUp(t *testing.T) {
 		}
 		if d := b.Detail(); d.HintTimeouts != 1 {
 			t.Errorf("hint timeouts %d: want the leader given up on the hint", d.HintTimeouts)
+		}
+	})
+	t.Run("lower member's claim mid-episode", func(t *testing.T) {
+		// A claim read while the probes still go out (a forged hint, a
+		// reset link: the live leader may yet answer) is no give-up: the
+		// election it starts asks the leader too.
+		b := hinted(t)
+		b.Ready()
+		claim := frame(t, 1, wire.KindCoordinator, bully.MakeTerm(4, 1), wire.Coordinator{})
+		claim.Time = t0.Add(215 * time.Millisecond)
+		if err := b.Step(claim); err != nil {
+			t.Fatal(err)
+		}
+		asked := map[uint32]bool{}
+		for _, m := range b.Ready().Messages {
+			if m.Kind == wire.KindElection {
+				asked[m.To] = true
+			}
+		}
+		if !asked[3] || !asked[4] || b.Detail().HintTimeouts != 0 {
+			t.Errorf("ELECTIONs to %v, hint timeouts %d on a lower member's claim mid-episode: want 3 and 4 asked, the leader not given up", asked, b.Detail().HintTimeouts)
+		}
+	})
+	t.Run("late again at the recheck", func(t *testing.T) {
+		// The wait is once per episode: a recheck Tick that runs late
+		// too gives the leader up, rather than waiting again (a follower
+		// whose every Tick runs late would leave a dead leader to the
+		// timeout).
+		b, end := episode(t)
+		b.Tick(end.Add(late))
+		b.Ready()
+		b.Tick(end.Add(late + min(late, cfg.HintProbe) + 10*time.Millisecond)) // the recheck, 10 ms late
+		if n := elections(b.Ready().Messages); n != 1 || b.Detail().HintTimeouts != 1 || b.Detail().HintRechecks != 1 {
+			t.Errorf("a late recheck Tick: %d ELECTIONs, %d hint timeouts, %d rechecks; want the leader given up on the hint after one recheck", n, b.Detail().HintTimeouts, b.Detail().HintRechecks)
 		}
 	})
 	t.Run("nothing came", func(t *testing.T) {
