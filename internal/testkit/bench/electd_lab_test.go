@@ -73,7 +73,9 @@ type electdCluster struct {
 	// traced: its trials are traced (-elect.traces), and the slow ones'
 	// traces kept (the failover phase's clusters, not the larger one's).
 	traced bool
-	trials []TrialRecord
+	// attempts counts the trials traced, repeated ones too.
+	attempts int
+	trials   []TrialRecord
 }
 
 // leaderView is the answer of GET /v1/leader (`electd leader --json`).
@@ -379,6 +381,7 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 		e.logf("%s trial %d: survivors learned leader %d at %v, %v before the kill: a false suspicion of the live leader; repeating the trial",
 			s.label, trial, after[survivors[0]].Leader, last.Format("15:04:05.000000"), killAt.Sub(last))
 		c.untrace(traces, lead)
+		c.keepEarly(trial, traces)
 		if r.electedBeforeKill > maxEarly {
 			e.fatalf("%s: %d trials elected before the kill: the leader is suspected while alive", s.label, r.electedBeforeKill)
 		}

@@ -40,12 +40,13 @@ func (c *electdCluster) traceTrial(trial int) map[int]string {
 		e.fatal(err)
 	}
 	files := map[int]string{}
+	c.attempts++ // a repeated trial traces to new files: the earlier attempt's are kept (keepEarly)
 	for i := 1; i <= c.spec.members(); i++ {
-		f, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("t%02d-h%d.trace", trial, i)))
+		f, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("t%02d-a%d-h%d.trace", trial, c.attempts, i)))
 		if err != nil {
 			e.fatal(err)
 		}
-		os.Remove(f) // a repeated trial's: a trace never overwrites a file
+		os.Remove(f) // a trace never overwrites a file (a run's directory reused)
 		ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
 		err = c.clients[i].Post(ctx, "/v1/trace/start", map[string]any{"file": f}, nil)
 		cancel()
@@ -68,13 +69,43 @@ func (c *electdCluster) untrace(files map[int]string, killed int) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
-		err := c.clients[i].Post(ctx, "/v1/trace/stop", struct{}{}, nil)
+		var st struct {
+			Dropped uint64 `json:"dropped"`
+			Error   string `json:"error"`
+		}
+		err := c.clients[i].Post(ctx, "/v1/trace/stop", struct{}{}, &st)
 		cancel()
 		var ce *ctl.ConnectError
-		if err != nil && !errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce):
+			e.logf("%s: h%d's trace not stopped (%v): its file ends where the daemon stopped", c.spec.label, i, err)
+		case err != nil:
 			e.fatalf("%s: electd trace stop on h%d: %v", c.spec.label, i, err)
+		case st.Error != "" || st.Dropped > 0:
+			e.logf("%s: h%d's trace %s is incomplete: %d events dropped, write error %q", c.spec.label, i, files[i], st.Dropped, st.Error)
 		}
 	}
+}
+
+// keepEarly keeps the traces of an attempt whose survivors had elected
+// before the kill (a false suspicion of the live leader: the trial is
+// repeated), named in the output: they are what explains it.
+func (c *electdCluster) keepEarly(trial int, files map[int]string) {
+	e := c.e
+	e.b.Helper()
+	if len(files) == 0 {
+		return
+	}
+	dir := filepath.Join(e.keepDir(), Slug(c.spec.label), fmt.Sprintf("trial-%02d-attempt-%d-elected-before-the-kill", trial, c.attempts))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.fatal(err)
+	}
+	for h, f := range files {
+		if err := moveFile(f, filepath.Join(dir, fmt.Sprintf("h%d.trace", h))); err != nil {
+			e.fatal(err)
+		}
+	}
+	e.logf("%s: trial %d: the survivors elected before the kill; its traces kept in %s: electd trace draw %s/*.trace -o trial.html", c.spec.label, trial, dir, dir)
 }
 
 // keepSlow moves the traces of the phase's slow trials (SlowTrials) to
