@@ -90,6 +90,9 @@ func TestAskRescuesWindow(t *testing.T) {
 	if k := sentTo(c.Ready(), 1); k != 1 {
 		t.Fatalf("%d asks to the leader 40 ms before the window's end, want 1", k)
 	}
+	if ph := c.Report().Phase; ph != "leader 1 not heard in this window: asked it 2 of 5 times" {
+		t.Errorf("phase %q while asking", ph)
+	}
 	if err := c.Step(heartbeatFrom(t, 1, 1, end.Add(-39*time.Millisecond))); err != nil { // the answer
 		t.Fatal(err)
 	}

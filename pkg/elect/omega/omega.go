@@ -563,6 +563,8 @@ func (c *Core) Report() elect.Status {
 		s.Phase = fmt.Sprintf("leader %d and its successor fell silent: contesting as at the start, for %v", c.lost, c.interval+c.cfg.Heartbeat)
 	case c.probing:
 		s.Phase = fmt.Sprintf("leader %d fell silent: listening for its successor, for %v at most", c.lost, c.interval+c.cfg.Heartbeat)
+	case c.asked > 0 && c.asking():
+		s.Phase = fmt.Sprintf("leader %d not heard in this window: asked it %d of %d times", c.leader, c.asked, Asks)
 	}
 	c.counts.Fill(&s, Kinds)
 	for _, id := range c.cfg.Members {
