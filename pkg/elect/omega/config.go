@@ -42,8 +42,9 @@ type Config struct {
 }
 
 // Asks is how many times a follower asks its leader in a window that has
-// not heard it (Config.Ask): at 5% loss, five asks all lost or unanswered
-// with both of a window's heartbeats lost are about one window in 10^8.
+// not heard it (Config.Ask): at 5% loss, both of a window's heartbeats
+// and all five asks' round trips lost is fewer than one window in ten
+// million.
 const Asks = 5
 
 // DefaultStep is the window's growth at a leader change: 50 ms, or the
@@ -73,8 +74,8 @@ var Probed = elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400
 // FromOptions maps the operator's options: Heartbeat, LeaderTimeout as
 // the first window, Probe as Ask (0: none). The window grows by
 // DefaultStep, or by the heartbeat if that is shorter: not by a longer
-// heartbeat, which would make every failover after the first slower the
-// sparser the heartbeats (at 200 ms, four times as fast as at 50 ms).
+// heartbeat (at 200 ms heartbeats that made each failover 200 ms slower
+// than the last, four times the growth at 50 ms).
 func FromOptions(members []uint32, o elect.Options) Config {
 	c := DefaultLANConfig()
 	c.Members = members

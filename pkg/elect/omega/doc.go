@@ -60,7 +60,7 @@
 //     one of its own, to that member alone. In the notes a window that
 //     heard nothing of the leader suspects it; here it does only if the
 //     asks went unanswered too, and a window whose end a stalled Tick
-//     overran closes only after its asks had their round trips. With two
+//     overran closes only after its asks, sent then, had a round trip. With two
 //     heartbeats a window (electd's 200 / 400 ms) a window loses both to
 //     5% loss about once in 400; without asks the successor would then
 //     choose itself, and back, two leader changes. At rest, with nothing

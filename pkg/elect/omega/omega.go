@@ -160,7 +160,7 @@ func (c *Core) Tick(now time.Time) {
 	if c.contending() && !c.now.Before(c.nextHeartbeat) {
 		c.heartbeat()
 	}
-	if at, ok := c.askAt(); ok && !c.now.Before(at) {
+	for at, ok := c.askAt(); ok && !c.now.Before(at); at, ok = c.askAt() {
 		c.asked++
 		c.asks++
 		c.askedAt = c.now
@@ -197,18 +197,15 @@ func (c *Core) asking() bool {
 }
 
 // askAt is when this member asks its leader next, if it does: at the
-// window's ask slots (the last Asks x Ask of it, Ask apart), and never
-// sooner than Ask after the last ask, so that a Tick that comes late
-// still leaves each ask its round trip.
+// window's ask slots, the last Asks x Ask of it, Ask apart. The slots are
+// fixed: a Tick a little late sends its ask late without pushing the
+// next ones back (the window's end would follow), and a Tick that finds
+// several slots past sends all their asks at once (Tick).
 func (c *Core) askAt() (time.Time, bool) {
 	if c.asked >= Asks || !c.asking() {
 		return time.Time{}, false
 	}
-	at := c.windowEnd.Add(-time.Duration(Asks-c.asked) * c.cfg.Ask)
-	if c.asked > 0 {
-		at = later(at, c.askedAt.Add(c.cfg.Ask))
-	}
-	return at, true
+	return c.windowEnd.Add(-time.Duration(Asks-c.asked) * c.cfg.Ask), true
 }
 
 // closeAt is when the window closes: at its end, or, while this member
@@ -220,7 +217,7 @@ func (c *Core) closeAt() time.Time {
 		return c.windowEnd
 	}
 	if at, ok := c.askAt(); ok {
-		return later(c.windowEnd, at.Add(c.cfg.Ask))
+		return later(c.windowEnd, at.Add(time.Duration(Asks-c.asked)*c.cfg.Ask))
 	}
 	return later(c.windowEnd, c.askedAt.Add(c.cfg.Ask))
 }
