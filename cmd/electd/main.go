@@ -36,6 +36,7 @@ import (
 	electalgorithms "github.com/synclab/synclab/pkg/elect/algorithms"
 	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/elect/majority"
+	"github.com/synclab/synclab/pkg/elect/omega"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
@@ -94,10 +95,10 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "algorithm", EnvVars: app.Env(name, "algorithm"), Value: electalgorithms.Default, Usage: "election algorithm `NAME`: " + algorithmNames()},
 		&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID; the majority election's vote weights, 0 counting 1); must be the same on every node"},
 		&cli.StringFlag{Name: "topology", EnvVars: app.Env(name, "topology"), Usage: "yoyo only: the connected graph members elect over, as edges `A-B,B-C,...` (members talk to their neighbours only; default: every pair); must be the same on every node"},
-		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Usage: "leader heartbeat interval, used as given (1ms and up; default: bully 200ms, with --probe 0 50ms; the other algorithms 50ms)"},
+		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Usage: "leader heartbeat interval, used as given (1ms and up; default: bully and omega 200ms, with --probe 0 50ms; the other algorithms 50ms)"},
 		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: plainDefaults.LeaderTimeout, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat; bully's grows with the leader's lateness while it probes; bully's fast failover: 240ms)"},
 		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: defaultAnswerTimeout, Usage: "how long a candidate waits for a member it asked to answer"},
-		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Usage: "bully only: a follower that missed a heartbeat asks the leader for one this often until --leader-timeout (default 4ms; 0: off, and then bully's default --heartbeat is 50ms)"},
+		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Usage: "bully and omega only: bully's follower that missed a heartbeat asks the leader for one this often until --leader-timeout (default 4ms); omega's follower whose window has not heard the leader asks it this often, 5 times, in the window's last 5 x --probe (default 10ms); 0: off, and then their default --heartbeat is 50ms"},
 		&cli.StringSliceFlag{Name: "on-elected", EnvVars: app.Env(name, "on-elected"), Usage: "shell `CMD` run when this node becomes leader"},
 		&cli.StringSliceFlag{Name: "on-demoted", EnvVars: app.Env(name, "on-demoted"), Usage: "shell `CMD` run when this node stops being leader"},
 		&cli.StringSliceFlag{Name: "on-change", EnvVars: app.Env(name, "on-change"), Usage: "shell `CMD` run whenever the leader this node knows changes (or is lost)"},
@@ -190,11 +191,12 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 }
 
 // Timing defaults: bully's probed timings (bully.Probed: 200 ms
-// heartbeats, a 400 ms timeout, 4 ms probes), and every other
-// algorithm's, which bully takes too with --probe 0 (without probes the
-// timeout must span several heartbeats, or loss elects).
+// heartbeats, a 400 ms timeout, 4 ms probes), omega's (omega.Probed: 200
+// ms heartbeats, a 400 ms first window, 10 ms asks), and every other
+// algorithm's, which bully and omega take too with --probe 0 (without
+// probes the timeout must span several heartbeats, or loss elects).
 var (
-	probedDefaults = bully.Probed
+	probedDefaults = map[string]elect.Options{bully.Algorithm.Name: bully.Probed, omega.Algorithm.Name: omega.Probed}
 	plainDefaults  = elect.Options{Heartbeat: 50 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
 )
 
@@ -209,8 +211,9 @@ const defaultAnswerTimeout = 50 * time.Millisecond
 // decide it.
 func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error {
 	def := plainDefaults
-	if algo.Name == bully.Algorithm.Name && !(c.IsSet("probe") && c.Duration("probe") == 0) {
-		def = probedDefaults
+	probed, probes := probedDefaults[algo.Name]
+	if probes && !(c.IsSet("probe") && c.Duration("probe") == 0) {
+		def = probed
 	}
 	opts.Probe = def.Probe
 	for _, f := range []struct {
@@ -231,8 +234,8 @@ func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error 
 		return app.Usagef("--leader-timeout (%v) must exceed --heartbeat (%v)", opts.LeaderTimeout, opts.Heartbeat)
 	}
 	if c.IsSet("probe") {
-		if algo.Name != bully.Algorithm.Name && c.Duration("probe") != 0 {
-			return app.Usagef("--probe: only %s probes its leader (%s waits --leader-timeout)", bully.Algorithm.Name, algo.Name)
+		if !probes && c.Duration("probe") != 0 {
+			return app.Usagef("--probe: only %s and %s probe their leader (%s waits --leader-timeout)", bully.Algorithm.Name, omega.Algorithm.Name, algo.Name)
 		}
 		opts.Probe = c.Duration("probe")
 		if opts.Probe == 0 {
@@ -242,9 +245,19 @@ func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error 
 			return app.Usagef("%v", err)
 		}
 	}
-	if opts.Probe != 0 && opts.Heartbeat+opts.Probe >= opts.LeaderTimeout {
+	if opts.Probe == 0 {
+		return nil
+	}
+	if algo.Name == omega.Algorithm.Name {
+		if err := omega.CheckAsk(opts.Heartbeat, opts.LeaderTimeout, opts.Probe); err != nil {
+			return app.Usagef("--probe %v with --heartbeat %v and --leader-timeout %v: %d asks of omega's, %v apart, must fit in the first window (--leader-timeout) less a heartbeat (omega's defaults: --heartbeat %v --leader-timeout %v --probe %v; --probe 0 turns asking off, and then --leader-timeout must span several heartbeats: %v / %v)",
+				opts.Probe, opts.Heartbeat, opts.LeaderTimeout, omega.Asks, opts.Probe, probed.Heartbeat, probed.LeaderTimeout, probed.Probe, plainDefaults.Heartbeat, plainDefaults.LeaderTimeout)
+		}
+		return nil
+	}
+	if opts.Heartbeat+opts.Probe >= opts.LeaderTimeout {
 		return app.Usagef("--heartbeat (%v) + --probe (%v) must be below --leader-timeout (%v): a follower probes only between the heartbeat it missed and its leader timeout (bully's defaults: --heartbeat %v --leader-timeout %v --probe %v; --probe 0 turns probing off, and then --leader-timeout must span several heartbeats: %v / %v)",
-			opts.Heartbeat, opts.Probe, opts.LeaderTimeout, probedDefaults.Heartbeat, probedDefaults.LeaderTimeout, probedDefaults.Probe, plainDefaults.Heartbeat, plainDefaults.LeaderTimeout)
+			opts.Heartbeat, opts.Probe, opts.LeaderTimeout, probed.Heartbeat, probed.LeaderTimeout, probed.Probe, plainDefaults.Heartbeat, plainDefaults.LeaderTimeout)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/elect/omega"
 	"github.com/synclab/synclab/pkg/elect/ring"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
 	"github.com/synclab/synclab/pkg/epoch"
@@ -86,7 +87,9 @@ func TestBuildRefuses(t *testing.T) {
 		{[]string{"--heartbeat", "397ms"}, "--heartbeat (397ms) + --probe (4ms) must be below --leader-timeout (400ms): a follower probes only between the heartbeat it missed and its leader timeout (bully's defaults: --heartbeat 200ms --leader-timeout 400ms --probe 4ms; --probe 0 turns probing off, and then --leader-timeout must span several heartbeats: 50ms / 400ms)"},
 		{[]string{"--heartbeat", "400ms", "--algorithm", "ring-naive"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
 		{[]string{"--heartbeat", "200ms", "--leader-timeout", "240ms", "--probe", "40ms"}, "--heartbeat (200ms) + --probe (40ms) must be below --leader-timeout (240ms)"},
-		{[]string{"--probe", "1ms", "--algorithm", "majority"}, "--probe: only bully probes its leader (majority waits --leader-timeout)"},
+		{[]string{"--probe", "1ms", "--algorithm", "majority"}, "--probe: only bully and omega probe their leader (majority waits --leader-timeout)"},
+		{[]string{"--algorithm", "omega", "--probe", "41ms"}, "--probe 41ms with --heartbeat 200ms and --leader-timeout 400ms: 5 asks of omega's, 41ms apart, must fit in the first window (--leader-timeout) less a heartbeat (omega's defaults: --heartbeat 200ms --leader-timeout 400ms --probe 10ms; --probe 0 turns asking off"},
+		{[]string{"--algorithm", "omega", "--heartbeat", "360ms"}, "--probe 10ms with --heartbeat 360ms and --leader-timeout 400ms"},
 		{[]string{"--probe", "500us"}, "--probe 500µs: timeout out of range"},
 		{[]string{"--topology", "1-2,2-3"}, "--topology: only --algorithm yoyo runs on a topology"},
 		{[]string{"--algorithm", "yoyo", "--topology", "1-2"}, "not connected: members [3] cannot reach member 1"},
@@ -104,9 +107,9 @@ func TestBuildRefuses(t *testing.T) {
 }
 
 // TestBuildDefaults: bully runs with probes by default (200 ms
-// heartbeats, a 400 ms timeout, 4 ms probes), and with --probe 0 the
-// timings without probes (50 ms / 400 ms), which every other algorithm
-// keeps; a flag set is used as given, the others keep their defaults
+// heartbeats, a 400 ms timeout, 4 ms probes), omega with asks (200 ms,
+// 400 ms, 10 ms), and with --probe 0 both take the timings without probes
+// (50 ms / 400 ms), which every other algorithm keeps; a flag set is used as given, the others keep their defaults
 // (fast failover is --leader-timeout 240ms).
 func TestBuildDefaults(t *testing.T) {
 	for _, tc := range []struct {
@@ -126,6 +129,28 @@ func TestBuildDefaults(t *testing.T) {
 		}
 		if d := el.Report().Detail.(bully.Detail); d.Heartbeat != tc.hb || d.LeaderTimeout != tc.lt || d.Probe != tc.prob {
 			t.Errorf("bully %v: %v / %v / %v, want %v / %v / %v", tc.args, d.Heartbeat, d.LeaderTimeout, d.Probe, tc.hb, tc.lt, tc.prob)
+		}
+	}
+	// omega asks its leader by default (omega.Probed: 200 ms heartbeats,
+	// a 400 ms first window, asks every 10 ms); with --probe 0 it keeps
+	// the timings without them, as bully. Its window grows by 50 ms at
+	// most, not by a longer heartbeat.
+	for _, tc := range []struct {
+		args              []string
+		hb, lt, ask, step time.Duration
+	}{
+		{nil, 200 * time.Millisecond, 400 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond},
+		{[]string{"--probe", "0"}, 50 * time.Millisecond, 400 * time.Millisecond, 0, 50 * time.Millisecond},
+		{[]string{"--probe", "4ms"}, 200 * time.Millisecond, 400 * time.Millisecond, 4 * time.Millisecond, 50 * time.Millisecond},
+		{[]string{"--heartbeat", "20ms", "--probe", "0"}, 20 * time.Millisecond, 400 * time.Millisecond, 0, 20 * time.Millisecond},
+		{[]string{"--heartbeat", "300ms", "--leader-timeout", "600ms"}, 300 * time.Millisecond, 600 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond},
+	} {
+		el, err := buildWith(t, append([]string{"--algorithm", "omega"}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("omega %v: %v", tc.args, err)
+		}
+		if d := el.Report().Detail.(omega.Detail); d.Heartbeat != tc.hb || d.Interval != tc.lt || d.Ask != tc.ask || d.Step != tc.step {
+			t.Errorf("omega %v: %v / %v / ask %v / step %v, want %v / %v / %v / %v", tc.args, d.Heartbeat, d.Interval, d.Ask, d.Step, tc.hb, tc.lt, tc.ask, tc.step)
 		}
 	}
 	for _, args := range [][]string{{"--algorithm", "ring-naive"}, {"--algorithm", "ring-naive", "--probe", "0"}} {

@@ -13,7 +13,8 @@ import (
 
 // FuzzOmega drives one Ω core through a program: heartbeats from members,
 // itself and strangers with any incarnation and fields, garbage payloads,
-// ticks of any length, restarts from its disk, failed writes. It never
+// ticks of any length, restarts from its disk, failed writes, with or
+// without asks (DefaultLANConfig or electd's Probed). It never
 // panics, and:
 //   - every heartbeat carries the incarnation on its disk (a life whose
 //     incarnation was not stored sends nothing);
@@ -43,6 +44,9 @@ func runOmega(t testing.TB, in []byte) {
 	ids := []uint32{1, 2, 3}
 	self := uint32(1 + p.Intn(3))
 	cfg := omega.DefaultLANConfig()
+	if p.Intn(2) == 0 {
+		cfg = omega.FromOptions(ids, omega.Probed) // electd's: asks, answers
+	}
 	var d *corefuzz.Driver
 	d = &corefuzz.Driver{
 		Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),

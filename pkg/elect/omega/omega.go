@@ -73,6 +73,14 @@ type Core struct {
 	lost             uint32
 	probes, contests uint64
 
+	// asked is how many times this follower asked its leader in the
+	// current window (Config.Ask), askedAt when last; asks, answered and
+	// rescued count the asks sent, the asks this member answered as the
+	// leader, and the windows that heard the leader only after asking.
+	asked                   int
+	askedAt                 time.Time
+	asks, answered, rescued uint64
+
 	interval      time.Duration
 	windowStart   time.Time
 	windowEnd     time.Time
@@ -143,7 +151,8 @@ func (c *Core) Incarnation() uint64 { return c.incarnation }
 // Interval is the current window.
 func (c *Core) Interval() time.Duration { return c.interval }
 
-// Tick sends the heartbeats due and closes the window at its end.
+// Tick sends the heartbeats and asks due and closes the window at its
+// end.
 func (c *Core) Tick(now time.Time) {
 	if now.After(c.now) {
 		c.now = now
@@ -151,18 +160,73 @@ func (c *Core) Tick(now time.Time) {
 	if c.contending() && !c.now.Before(c.nextHeartbeat) {
 		c.heartbeat()
 	}
-	if !c.now.Before(c.windowEnd) {
+	for at, ok := c.askAt(); ok && !c.now.Before(at); at, ok = c.askAt() {
+		c.asked++
+		c.asks++
+		c.askedAt = c.now
+		c.send(c.leader)
+	}
+	if !c.now.Before(c.closeAt()) {
 		c.closeWindow()
 	}
 }
 
-// Deadline is the window's end, and the next heartbeat while this member
-// contends: a quiet follower wakes once a window.
+// Deadline is the window's end, the next ask in its last Asks x Ask, and
+// the next heartbeat while this member contends: a quiet follower whose
+// leader is heard wakes once a window.
 func (c *Core) Deadline() time.Time {
-	if !c.contending() {
+	d := c.closeAt()
+	if at, ok := c.askAt(); ok {
+		d = core.Earliest(d, at)
+	}
+	if c.contending() {
+		d = core.Earliest(d, c.nextHeartbeat)
+	}
+	return d
+}
+
+// asking says whether this member asks its leader before it closes the
+// window (Config.Ask): a follower, not already listening for a successor,
+// that has not heard its leader in the window.
+func (c *Core) asking() bool {
+	if c.cfg.Ask == 0 || c.leader == 0 || c.leader == c.id || c.probing {
+		return false
+	}
+	_, heard := c.candidates[c.leader]
+	return !heard
+}
+
+// askAt is when this member asks its leader next, if it does: at the
+// window's ask slots, the last Asks x Ask of it, Ask apart. The slots are
+// fixed: a Tick a little late sends its ask late without pushing the
+// next ones back (the window's end would follow), and a Tick that finds
+// several slots past sends all their asks at once (Tick).
+func (c *Core) askAt() (time.Time, bool) {
+	if c.asked >= Asks || !c.asking() {
+		return time.Time{}, false
+	}
+	return c.windowEnd.Add(-time.Duration(Asks-c.asked) * c.cfg.Ask), true
+}
+
+// closeAt is when the window closes: at its end, or, while this member
+// still asks its leader, once every ask went out and the last had Ask to
+// be answered (a Tick after a stall asks then, rather than count a window
+// it could not listen to).
+func (c *Core) closeAt() time.Time {
+	if !c.asking() {
 		return c.windowEnd
 	}
-	return core.Earliest(c.nextHeartbeat, c.windowEnd)
+	if at, ok := c.askAt(); ok {
+		return later(c.windowEnd, at.Add(time.Duration(Asks-c.asked)*c.cfg.Ask))
+	}
+	return later(c.windowEnd, c.askedAt.Add(c.cfg.Ask))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // contending says whether this member heartbeats: while it trusts
@@ -231,6 +295,10 @@ func (c *Core) send(to uint32) {
 // start, the ones that heard no better candidate heartbeating, and each
 // chooses the best it heard at the end of one more such period.
 func (c *Core) closeWindow() {
+	if _, heard := c.candidates[c.leader]; heard && c.asked > 0 && c.leader != c.id {
+		c.rescued++
+	}
+	c.asked = 0
 	c.candidates[c.id] = c.incarnation
 	// One window, for the others' windows, and a heartbeat period, for
 	// the spread of the lost leader's last heartbeat's arrivals and the
@@ -358,6 +426,15 @@ func (c *Core) Step(m core.Message) error {
 	}
 	c.candidates[m.From] = m.Term
 	c.heard[m.From] = c.now
+	if c.leader == c.id && !c.probing && c.said[m.From] == c.id {
+		// A member that trusts this one heartbeats only when it asks
+		// (Config.Ask: its window has not heard this leader) or when it
+		// lost this leader and contests: either way, one heartbeat of
+		// this leader's, to it alone, is what it lacks. One answer a
+		// heartbeat: no more frames than were received.
+		c.answered++
+		c.send(m.From)
+	}
 	if c.said[m.From] == 0 && !c.contending() && c.greeted[m.From] != m.Term {
 		// A member that has no leader yet (it just started) hears
 		// only the members that contend; it would take a quiet
@@ -449,6 +526,14 @@ type Detail struct {
 	Contest  bool   `json:"contest,omitempty"`
 	Probes   uint64 `json:"probes"`
 	Contests uint64 `json:"contests"`
+	// Ask is Config.Ask (0: no asks); Asks counts the asks this member
+	// sent its leader, Answered the asks it answered as the leader,
+	// Rescued the windows that heard the leader only after asking it
+	// (each a leader change the window alone might have made).
+	Ask      time.Duration `json:"ask_ns"`
+	Asks     uint64        `json:"asks"`
+	Answered uint64        `json:"answered"`
+	Rescued  uint64        `json:"rescued"`
 	// Candidates are the members heard in the last closed window, with
 	// their incarnations (this member included).
 	Candidates map[uint32]uint64 `json:"candidates"`
@@ -465,6 +550,7 @@ func (c *Core) Report() elect.Status {
 		Leader: c.leader, LeaderSince: c.announced.Since(), ChangesDropped: c.announced.Dropped(),
 		Detail: Detail{Heartbeat: c.cfg.Heartbeat, Interval: c.interval, Step: c.cfg.Step, MaxInterval: c.cfg.MaxInterval,
 			Incarnation: c.incarnation, LeaderIncarnation: c.leaderInc, LeaderChanges: c.changes, Probing: c.probing, Contest: c.contest, Probes: c.probes, Contests: c.contests,
+			Ask: c.cfg.Ask, Asks: c.asks, Answered: c.answered, Rescued: c.rescued,
 			Candidates: maps.Clone(c.last), Trusted: maps.Clone(c.said)}}
 	s.Phase = fmt.Sprintf("window %v, incarnation %d", c.interval, c.incarnation)
 	switch {
@@ -474,6 +560,8 @@ func (c *Core) Report() elect.Status {
 		s.Phase = fmt.Sprintf("leader %d and its successor fell silent: contesting as at the start, for %v", c.lost, c.interval+c.cfg.Heartbeat)
 	case c.probing:
 		s.Phase = fmt.Sprintf("leader %d fell silent: listening for its successor, for %v at most", c.lost, c.interval+c.cfg.Heartbeat)
+	case c.asked > 0 && c.asking():
+		s.Phase = fmt.Sprintf("leader %d not heard in this window: asked it %d of %d times", c.leader, c.asked, Asks)
 	}
 	c.counts.Fill(&s, Kinds)
 	for _, id := range c.cfg.Members {

@@ -19,14 +19,23 @@ import (
 // newSim starts n Ω members; each sent frame is checked, then given to
 // the tests' onSend, if any.
 func newSim(t *testing.T, seed int64, n int, link sim.LinkConfig, onSend ...func(sim.SentFrame)) *sim.Sim {
+	return newSimOf(t, seed, n, func(core.Env) omega.Config { return omega.DefaultLANConfig() }, nil, link, onSend...)
+}
+
+// newSimOf is newSim with member env.ID's configuration cfg(env); wrap, if
+// not nil, wraps each core (an older version's behaviour).
+func newSimOf(t *testing.T, seed int64, n int, cfg func(core.Env) omega.Config, wrap func(*omega.Core) core.Core, link sim.LinkConfig, onSend ...func(sim.SentFrame)) *sim.Sim {
 	s := sim.New(sim.Config{Seed: seed, DefaultLink: link})
 	rnd := rand.New(rand.NewPCG(uint64(seed), 0x6f))
 	for i := 1; i <= n; i++ {
 		id := uint32(i)
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-			el, err := omega.New(env, omega.DefaultLANConfig())
+			el, err := omega.New(env, cfg(env))
 			if err != nil {
 				t.Fatalf("node %d: %v", id, err)
+			}
+			if wrap != nil {
+				return wrap(el)
 			}
 			return el
 		}, clock.SimConfig{Offset: time.Duration(rnd.IntN(2000)-1000) * time.Millisecond, DriftPPM: float64(rnd.IntN(200) - 100)})
@@ -43,6 +52,17 @@ func newSim(t *testing.T, seed int64, n int, link sim.LinkConfig, onSend ...func
 		}
 	})
 	return s
+}
+
+// configs are the configurations the simulator tests run: the notes'
+// algorithm with its deviations (DefaultLANConfig: 50 / 200 ms, no asks)
+// and electd's defaults (Probed: 200 / 400 ms, asks).
+var configs = []struct {
+	name string
+	cfg  func(core.Env) omega.Config
+}{
+	{"lan", func(core.Env) omega.Config { return omega.DefaultLANConfig() }},
+	{"probed", func(env core.Env) omega.Config { return omega.FromOptions(env.Members, omega.Probed) }},
 }
 
 func describe(s *sim.Sim) string {
@@ -72,10 +92,16 @@ func describe(s *sim.Sim) string {
 //     incarnation then ID among the correct members, and keep it until
 //     the end (no change in the last 10 s).
 func TestSimEventualLeader(t *testing.T) {
+	for _, tc := range configs {
+		t.Run(tc.name, func(t *testing.T) { eventualLeader(t, tc.cfg) })
+	}
+}
+
+func eventualLeader(t *testing.T, cfg func(core.Env) omega.Config) {
 	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
 		rnd := rand.New(rand.NewPCG(uint64(seed), 0x6f6d))
 		const n = 5
-		s := newSim(t, seed, n, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Duration(50+rnd.IntN(200)) * time.Millisecond, Loss: rnd.Float64() * 0.3})
+		s := newSimOf(t, seed, n, cfg, nil, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Duration(50+rnd.IntN(200)) * time.Millisecond, Loss: rnd.Float64() * 0.3})
 		flapper := uint32(1)
 		if seed%2 == 0 {
 			flapper = uint32(1 + rnd.IntN(n))
@@ -224,41 +250,45 @@ func TestSimQuietFollowers(t *testing.T) {
 // follower that took the lead until it heard the successor would run
 // electd's leader hook for nothing). The bound does not grow with N.
 func TestSimFailoverQuiet(t *testing.T) {
-	for _, n := range []int{4, 64} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			sim.Seeds(t, 10, func(t *testing.T, seed int64) {
-				s := newSim(t, seed, n, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
-				rnd := rand.New(rand.NewPCG(uint64(seed), 0xfa))
-				s.Run(2*time.Second + time.Duration(rnd.IntN(300))*time.Millisecond)
-				window := s.Core(2).(*omega.Core).Interval()
-				before := len(s.EventsNamed(elect.EventElected))
-				s.Crash(1)
-				crashed := s.Elapsed()
-				bound := 2*window + 10*time.Millisecond
-				if !s.RunUntil(func() bool {
-					for _, id := range s.IDs()[1:] {
-						if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 2 {
-							return false
-						}
-					}
-					return true
-				}, bound) {
-					t.Fatalf("%v after the crash (windows of %v), not every member trusts 2\n%s", s.Elapsed()-crashed, window, describe(s))
-				}
-				s.Run(2 * time.Second)
-				for _, e := range s.EventsNamed(elect.EventElected)[before:] {
-					if e.Node != 2 {
-						t.Errorf("member %d chose itself at %v (the successor is 2)", e.Node, e.At)
-					}
-				}
-				for _, id := range s.IDs()[1:] {
-					if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 2 {
-						t.Errorf("member %d trusts %d two seconds later, want 2", id, l)
-					}
-				}
-			})
-		})
+	for _, tc := range configs {
+		for _, n := range []int{4, 64} {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, n), func(t *testing.T) { failoverQuiet(t, tc.cfg, n) })
+		}
 	}
+}
+
+func failoverQuiet(t *testing.T, cfg func(core.Env) omega.Config, n int) {
+	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+		s := newSimOf(t, seed, n, cfg, nil, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
+		rnd := rand.New(rand.NewPCG(uint64(seed), 0xfa))
+		s.Run(2*time.Second + time.Duration(rnd.IntN(300))*time.Millisecond)
+		window := s.Core(2).(*omega.Core).Interval()
+		before := len(s.EventsNamed(elect.EventElected))
+		s.Crash(1)
+		crashed := s.Elapsed()
+		bound := 2*window + 10*time.Millisecond
+		if !s.RunUntil(func() bool {
+			for _, id := range s.IDs()[1:] {
+				if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 2 {
+					return false
+				}
+			}
+			return true
+		}, bound) {
+			t.Fatalf("%v after the crash (windows of %v), not every member trusts 2\n%s", s.Elapsed()-crashed, window, describe(s))
+		}
+		s.Run(2 * time.Second)
+		for _, e := range s.EventsNamed(elect.EventElected)[before:] {
+			if e.Node != 2 {
+				t.Errorf("member %d chose itself at %v (the successor is 2)", e.Node, e.At)
+			}
+		}
+		for _, id := range s.IDs()[1:] {
+			if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 2 {
+				t.Errorf("member %d trusts %d two seconds later, want 2", id, l)
+			}
+		}
+	})
 }
 
 // TestSimFailoverSuccessorDownToo: the leader and its successor crash
@@ -267,9 +297,15 @@ func TestSimFailoverQuiet(t *testing.T) {
 // trust 3 within two windows and two probes of the crash, and only 3 may
 // choose itself on the way.
 func TestSimFailoverSuccessorDownToo(t *testing.T) {
+	for _, tc := range configs {
+		t.Run(tc.name, func(t *testing.T) { successorDownToo(t, tc.cfg) })
+	}
+}
+
+func successorDownToo(t *testing.T, cfg func(core.Env) omega.Config) {
 	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
 		const n = 16
-		s := newSim(t, seed, n, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
+		s := newSimOf(t, seed, n, cfg, nil, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
 		rnd := rand.New(rand.NewPCG(uint64(seed), 0x5d))
 		s.Run(2*time.Second + time.Duration(rnd.IntN(300))*time.Millisecond)
 		window := s.Core(3).(*omega.Core).Interval()
@@ -277,7 +313,7 @@ func TestSimFailoverSuccessorDownToo(t *testing.T) {
 		s.Crash(1)
 		s.Crash(2)
 		crashed := s.Elapsed()
-		probe := window + omega.DefaultLANConfig().Heartbeat
+		probe := window + s.Core(3).(*omega.Core).Report().Detail.(omega.Detail).Heartbeat
 		if !s.RunUntil(func() bool {
 			for _, id := range s.IDs()[2:] {
 				if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 3 {
@@ -304,15 +340,28 @@ func TestSimFailoverSuccessorDownToo(t *testing.T) {
 // member it never heard for one of incarnation 1 and waits for it as the
 // successor when the leader falls silent, then contests: every failover
 // must still end within two windows, with only the successor choosing
-// itself.
+// itself. The window of member 5, never killed, grows by 50 ms at each
+// failover, at electd's 200 ms heartbeats too (before, the step was the
+// heartbeat, and every failover was 200 ms slower than the last:
+// docs/benchmarks/2026-12-06-omega64.md).
 func TestSimFailoverAfterRestarts(t *testing.T) {
+	for _, tc := range configs {
+		t.Run(tc.name, func(t *testing.T) { failoverAfterRestarts(t, tc.cfg) })
+	}
+}
+
+func failoverAfterRestarts(t *testing.T, cfg func(core.Env) omega.Config) {
 	sim.Seeds(t, 10, func(t *testing.T, seed int64) {
 		const n = 5
-		s := newSim(t, seed, n, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
+		s := newSimOf(t, seed, n, cfg, nil, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
 		rnd := rand.New(rand.NewPCG(uint64(seed), 0x7e))
 		s.Run(2 * time.Second)
+		first := cfg(core.Env{}).Interval
 		for k := uint32(1); k < n; k++ {
 			s.Run(time.Duration(rnd.IntN(300)) * time.Millisecond)
+			if w, want := s.Core(n).(*omega.Core).Interval(), first+time.Duration(k-1)*omega.DefaultStep; w != want {
+				t.Fatalf("before leader %d's kill member %d's window is %v, want %v (%v and %d steps of %v)", k, n, w, want, first, k-1, omega.DefaultStep)
+			}
 			window := s.Core(k + 1).(*omega.Core).Interval()
 			before := len(s.EventsNamed(elect.EventElected))
 			s.Crash(k)

@@ -10,7 +10,8 @@ import (
 // --algorithm omega, then yoyo on the path 1-2-3-4 (each member talks to
 // its neighbours only): both elect 1, fail over to 2 after SIGKILL of 1,
 // and when 1 comes back Ω keeps 2 (1's incarnation is now 2: it crashed
-// more often) while Yo-Yo elects 1 again (the smallest ID).
+// more often) while Yo-Yo elects 1 again (the smallest ID). omega runs
+// electd's defaults for it, asks included.
 func TestElectdOmegaAndYoYo(t *testing.T) {
 	for _, tc := range []struct {
 		algo   string
@@ -43,6 +44,15 @@ func TestElectdOmegaAndYoYo(t *testing.T) {
 				t.Fatalf("status of member 3: %v", full)
 			}
 			t.Logf("member 3: %v", st["phase"])
+			if tc.algo == "omega" {
+				// electd's defaults for omega (omega.Probed): 200 ms
+				// heartbeats, asks every 10 ms, a window grown by 50 ms
+				// at the failover.
+				d, _ := st["detail"].(map[string]any)
+				if d["heartbeat_ns"] != 2e8 || d["ask_ns"] != 1e7 || d["step_ns"] != 5e7 {
+					t.Errorf("member 3's omega timings: heartbeat %v, ask %v, step %v; want 200ms, 10ms, 50ms", d["heartbeat_ns"], d["ask_ns"], d["step_ns"])
+				}
+			}
 			if tc.algo == "yoyo" {
 				d, _ := st["detail"].(map[string]any)
 				if nb, _ := d["neighbours"].([]any); len(nb) != 2 {
