@@ -216,6 +216,66 @@ func TestAskAnswer(t *testing.T) {
 	}
 }
 
+// TestAskAnswersBounded: a leader answers a member's heartbeats one for
+// one, but no more than a window's asks (Asks) at once and one more every
+// Ask after that: a hundred heartbeats of member 2 at one instant (a late
+// Tick's asks, or a forger's replays) get Asks answers.
+func TestAskAnswersBounded(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	env := core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: t0}
+	cfg := probed(env)
+	c, err := omega.New(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(true)
+	c.Ready()
+	c.Tick(t0.Add(c.Interval()))
+	c.Ready()
+	at := t0.Add(c.Interval() + 10*time.Millisecond)
+	answers := func(at time.Time, n int) int {
+		got := 0
+		for range n {
+			if err := c.Step(heartbeatFrom(t, 2, 1, at)); err != nil {
+				t.Fatal(err)
+			}
+			got += sentTo(c.Ready(), 2)
+		}
+		return got
+	}
+	if got := answers(at, 100); got != omega.Asks {
+		t.Errorf("100 heartbeats at once: %d answers, want %d", got, omega.Asks)
+	}
+	if got := answers(at.Add(cfg.Ask), 100); got != 1 {
+		t.Errorf("100 heartbeats an Ask later: %d answers, want 1", got)
+	}
+	if got := answers(at.Add(time.Second), 100); got != omega.Asks {
+		t.Errorf("100 heartbeats a second later: %d answers, want %d", got, omega.Asks)
+	}
+	if got := answers(at.Add(time.Second), 1); got != 0 {
+		t.Errorf("another heartbeat of 2 at once: %d answers, want 0", got)
+	}
+	c.Step(heartbeatFrom(t, 3, 1, at.Add(time.Second)))
+	if got := sentTo(c.Ready(), 3); got != 1 {
+		t.Errorf("member 3's heartbeat while 2's are held back: %d answers, want 1 (each member apart)", got)
+	}
+}
+
+// TestCheckAsk: a window's asks must come after its first heartbeat is
+// due: at 200 ms heartbeats and a 400 ms window, 5 x 40 ms = 200 ms is
+// refused (the first ask would go out whenever that heartbeat is a little
+// late), 5 x 39 ms accepted.
+func TestCheckAsk(t *testing.T) {
+	for _, tc := range []struct {
+		ask time.Duration
+		ok  bool
+	}{{0, true}, {10 * time.Millisecond, true}, {39 * time.Millisecond, true}, {40 * time.Millisecond, false}, {100 * time.Millisecond, false}} {
+		if err := omega.CheckAsk(200*time.Millisecond, 400*time.Millisecond, tc.ask); (err == nil) != tc.ok {
+			t.Errorf("CheckAsk(200ms, 400ms, %v): %v, want ok=%v", tc.ask, err, tc.ok)
+		}
+	}
+}
+
 // changesAfter counts the leader changes (elected events) after event
 // index from.
 func changesAfter(s *sim.Sim, from int) int { return len(s.EventsNamed(elect.EventElected)) - from }
@@ -306,11 +366,14 @@ func old(env core.Env) omega.Config {
 
 // TestSimMixedVersions: a cluster in a rolling upgrade, members 1 and 3 of
 // the version before asks at its defaults (50 / 400 ms) and the others at
-// the new ones (200 / 400 ms, asks). An ask to an old leader is a
-// heartbeat to it, counted and unanswered (the asker's window decides as
-// before); an old follower of a new leader never asks. Under 5% loss they
-// keep one leader, and each failover, old to new and new to old, ends
-// within two of the slowest windows with every member agreeing.
+// the new ones (200 / 400 ms, asks). Under 5% loss they keep one leader,
+// and each failover, old to new and new to old, ends within two of the
+// slowest windows with every member agreeing. What it does not exercise:
+// under an old leader's 50 ms heartbeats a new follower's window almost
+// never reaches its ask slots unheard (none in these runs), so the old
+// leader's silence to an ask is the model's (oldOmega), not observed; a
+// follower whose asks go unanswered decides on its window as before, as
+// a dead leader's followers do (TestSimFailoverQuiet at these defaults).
 func TestSimMixedVersions(t *testing.T) {
 	isOld := func(id uint32) bool { return id == 1 || id == 3 }
 	cfg := func(env core.Env) omega.Config {

@@ -91,8 +91,10 @@ func FromOptions(members []uint32, o elect.Options) Config {
 }
 
 // CheckAsk says whether asks every ask fit a first window of interval at
-// heartbeats every heartbeat: Asks x ask must lie within interval -
-// heartbeat, after the window's first heartbeat is due.
+// heartbeats every heartbeat: Asks x ask must be shorter than interval -
+// heartbeat, so that the first ask comes after the window's first
+// heartbeat is due (at equality a follower would ask whenever that
+// heartbeat is a little late, with nothing lost).
 func CheckAsk(heartbeat, interval, ask time.Duration) error {
 	if ask == 0 {
 		return nil
@@ -100,7 +102,7 @@ func CheckAsk(heartbeat, interval, ask time.Duration) error {
 	if err := liveness.CheckTimeout("Ask", ask); err != nil {
 		return fmt.Errorf("omega: %w", err)
 	}
-	if Asks*ask > interval-heartbeat {
+	if Asks*ask >= interval-heartbeat {
 		return fmt.Errorf("omega: %d asks every %v (%v) do not fit in the window (%v) less a heartbeat (%v): a follower would ask before the window's first heartbeat is due", Asks, ask, Asks*ask, interval, heartbeat)
 	}
 	return nil

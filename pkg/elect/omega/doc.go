@@ -57,7 +57,9 @@
 //     (Config.Ask, electd's default): in the window's last Asks x Ask it
 //     sends the leader a heartbeat of its own, to it alone, every Ask,
 //     and a leader answers a heartbeat of a member that trusts it with
-//     one of its own, to that member alone. In the notes a window that
+//     one of its own, to that member alone (at most Asks at once and one
+//     more every Ask after that, to each member: a member's replayed or
+//     forged heartbeats cannot make the leader send without bound). In the notes a window that
 //     heard nothing of the leader suspects it; here it does only if the
 //     asks went unanswered too, and a window whose end a stalled Tick
 //     overran closes only after its asks, sent then, had a round trip. With two

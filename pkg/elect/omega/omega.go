@@ -11,6 +11,7 @@ import (
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/internal/electcount"
 	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -58,7 +59,10 @@ type Core struct {
 	// the member's next heartbeat stamped after it).
 	latest map[uint32]*epoch.Life
 	heard  map[uint32]time.Time
-	said   map[uint32]uint32 // whom each member trusts, from its heartbeats
+	// answers holds each member's allowance of answers to its asks
+	// (answerAllowed): at most Asks at once, one more every Ask.
+	answers map[uint32]answerBucket
+	said    map[uint32]uint32 // whom each member trusts, from its heartbeats
 	// greeted is the incarnation of each member last answered with a
 	// heartbeat of this member's own (see Step).
 	greeted map[uint32]uint64
@@ -138,7 +142,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		return nil, fmt.Errorf("omega: stored incarnation %d: no incarnation left (remove the state file to start this member over at 1): %w", stored, core.ErrState)
 	}
 	c := &Core{cfg: cfg, id: env.ID, incarnation: stored + 1, interval: cfg.Interval, now: env.Now,
-		candidates: map[uint32]uint64{}, latest: map[uint32]*epoch.Life{}, heard: map[uint32]time.Time{}, said: map[uint32]uint32{}, greeted: map[uint32]uint64{}}
+		candidates: map[uint32]uint64{}, latest: map[uint32]*epoch.Life{}, heard: map[uint32]time.Time{}, answers: map[uint32]answerBucket{}, said: map[uint32]uint32{}, greeted: map[uint32]uint64{}}
 	c.durable.Change(true) // store(incarnation) before the first heartbeat
 	c.windowStart, c.windowEnd = env.Now, env.Now.Add(c.interval)
 	c.heartbeat()
@@ -431,9 +435,13 @@ func (c *Core) Step(m core.Message) error {
 		// (Config.Ask: its window has not heard this leader) or when it
 		// lost this leader and contests: either way, one heartbeat of
 		// this leader's, to it alone, is what it lacks. One answer a
-		// heartbeat: no more frames than were received.
-		c.answered++
-		c.send(m.From)
+		// heartbeat, and no more than a window's asks at once: no more
+		// frames than were received, and a member's forged or replayed
+		// heartbeats cannot make the leader send without bound.
+		if c.answerAllowed(m.From) {
+			c.answered++
+			c.send(m.From)
+		}
 	}
 	if c.said[m.From] == 0 && !c.contending() && c.greeted[m.From] != m.Term {
 		// A member that has no leader yet (it just started) hears
@@ -543,6 +551,37 @@ type Detail struct {
 
 // Status returns the Report.
 func (c *Core) Status() any { return c.Report() }
+
+// answerBucket is one member's allowance of answers: tokens left, as of
+// at.
+type answerBucket struct {
+	tokens int
+	at     time.Time
+}
+
+// answerAllowed takes one of member id's answers if it has one left: a
+// member may be answered Asks times at once (a follower whose Tick ran
+// late sends a window's asks together, each a chance against loss), and
+// once more every Ask (at least liveness.MinTimeout) after that, as many
+// as an honest follower asks.
+func (c *Core) answerAllowed(id uint32) bool {
+	every := max(c.cfg.Ask, liveness.MinTimeout)
+	b, ok := c.answers[id]
+	if !ok || c.now.Before(b.at) {
+		b = answerBucket{tokens: Asks, at: c.now}
+	}
+	if n := int(c.now.Sub(b.at) / every); n > 0 {
+		b.tokens = min(Asks, b.tokens+n)
+		b.at = b.at.Add(time.Duration(n) * every)
+	}
+	if b.tokens == 0 {
+		c.answers[id] = b
+		return false
+	}
+	b.tokens--
+	c.answers[id] = b
+	return true
+}
 
 // Report returns this member's view (elect.Elector).
 func (c *Core) Report() elect.Status {
