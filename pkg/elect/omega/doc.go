@@ -45,7 +45,10 @@
 //     choose at once as the notes' process does. It probes: the member
 //     it ranks first after the lost leader (the successor) chooses
 //     itself at once and heartbeats, the others listen and follow it as
-//     soon as they hear it. If the successor is down too, after one more
+//     soon as they hear it. A leader heard in a new life (restarted
+//     within a window) is lost the same way: its new incarnation ranks
+//     it after the others, and a window that heard only the leader and
+//     this member would otherwise make every follower choose itself. If the successor is down too, after one more
 //     window and a heartbeat period they contest as at the start: a
 //     member heartbeats until it hears a better candidate, and chooses
 //     the best it heard at the end of one more such period. A failover

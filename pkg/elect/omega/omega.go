@@ -310,7 +310,13 @@ func (c *Core) closeWindow() {
 	probe := c.interval + c.cfg.Heartbeat
 	switch {
 	case !c.probing && c.leader != 0 && c.leader != c.id:
-		if _, heard := c.candidates[c.leader]; !heard {
+		// A leader heard in a new life (it crashed and was restarted
+		// within a window) ranks after every member that crashed less:
+		// it is lost as a silent one is, and its successor takes over.
+		// Followers are quiet, so this window heard only this member and
+		// the leader: choosing at once, every follower would choose
+		// itself (TestSimLeaderRestartedQuickly).
+		if inc, heard := c.candidates[c.leader]; !heard || inc > c.leaderInc {
 			c.probing, c.lost = true, c.leader
 			c.probes++
 			if !c.successorHeard() {

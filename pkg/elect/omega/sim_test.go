@@ -291,6 +291,47 @@ func failoverQuiet(t *testing.T, cfg func(core.Env) omega.Config, n int) {
 	})
 }
 
+// TestSimLeaderRestartedQuickly: the leader crashes and is back within a
+// window (a `systemctl restart`, a crash the service manager restarts at
+// once). Its new life ranks after every member that crashed less, so its
+// successor, 2, leads next; the other followers, whose windows heard only
+// themselves and the leader's new incarnation (followers are quiet), must
+// wait for 2 as for a silent leader, not choose themselves, each running
+// its hooks for nothing.
+func TestSimLeaderRestartedQuickly(t *testing.T) {
+	for _, tc := range configs {
+		t.Run(tc.name, func(t *testing.T) {
+			sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+				const n = 5
+				s := newSimOf(t, seed, n, tc.cfg, nil, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
+				rnd := rand.New(rand.NewPCG(uint64(seed), 0x7e))
+				s.Run(2*time.Second + time.Duration(rnd.IntN(300))*time.Millisecond)
+				window := s.Core(2).(*omega.Core).Interval()
+				before := len(s.EventsNamed(elect.EventElected))
+				s.Crash(1)
+				s.Run(50*time.Millisecond + time.Duration(rnd.IntN(250))*time.Millisecond)
+				s.Restart(1)
+				if !s.RunUntil(func() bool {
+					for _, id := range s.IDs() {
+						if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 2 {
+							return false
+						}
+					}
+					return true
+				}, 4*window) {
+					t.Fatalf("not every member trusts 2 within four windows (%v) of the leader's restart\n%s", window, describe(s))
+				}
+				s.Run(2 * time.Second)
+				for _, e := range s.EventsNamed(elect.EventElected)[before:] {
+					if e.Node != 2 {
+						t.Errorf("member %d chose itself at %v (the successor is 2)", e.Node, e.At)
+					}
+				}
+			})
+		})
+	}
+}
+
 // TestSimFailoverSuccessorDownToo: the leader and its successor crash
 // together. The followers listen for the successor for a probe (a window
 // and a heartbeat period), then contest as at the start: they must all
