@@ -164,6 +164,47 @@
 // committed) lasts as long as its request may collect, and ends at once
 // when its member is taken for down.
 //
+// # Recovery after a holder's crash
+//
+// A crashed holder's lock is free once every vote it could hold on has
+// ended, and, in Maekawa, once the waiter has left the dead member out of
+// its cross (the dead member's own voter is in the cross of every member
+// of its row and its column). Both overlap the lease; nothing is added
+// after it:
+//
+//   - A recorded vote is kept for the stretched lease from when it was
+//     given, and no longer. Its requester may enter on it without a
+//     commit only within a sixteenth of the lease of its votes' start
+//     (decide, voteStart), which is before this vote; later it must
+//     commit here, and a commit that comes after the vote ended is
+//     refused. So the vote still outlasts every lease its requester could
+//     have counted on it (the argument of "Leases"). It was kept for
+//     collectTimeout as well (MaxLease + AttemptTimeout, the time its
+//     requester may go on collecting), 0.47 s past the stretched lease by
+//     default: the whole excess of a recovery over the lease when the
+//     holder crashed before its first renewal. A requester that is still
+//     collecting when its recorded vote ends loses that vote and gives up
+//     at its own deadline, which follows within AttemptTimeout less the
+//     stretch: a liveness cost under heavy contention only.
+//   - A committed or renewed vote ends a stretched lease after the commit
+//     or the renewal arrived, as before.
+//   - Maekawa's detector (DeadAfter) only decides which cross a requester
+//     asks and which queued requests a voter drops: a member taken for
+//     down wrongly costs a request its place, never exclusion (any two
+//     crosses meet, and a vote that may be held is kept whatever its
+//     member's state). So DeadAfter is a choice of speed against false
+//     suspicions, not safety; mutexd takes 3 heartbeats (ConfigFor), no
+//     longer than the stretched lease at the defaults, so the waiter
+//     leaves the dead holder out by the time its votes end: 3 s after the
+//     holder's last frame (a renewal, a heartbeat), which is at most a
+//     heartbeat before the crash. It was 3.5 heartbeats.
+//
+// TestRecoveryAtLeaseEnd holds both to the lease's end and the stretch
+// (3.026 s after the grant for a crash before the holder's next frame,
+// Maekawa at most DeadAfter after the crash otherwise); the oracles of
+// TestOracle and TestMajorityOracle hold exclusion and fences under
+// crashes, pauses, partitions and loss as before.
+//
 // # Failures
 //
 //	holder crashes or pauses:   its votes end with its lease; its fence

@@ -66,21 +66,27 @@ func maxCross(n int) int {
 // cluster's lease, the heartbeat h, the attempt timeout; quorum > 0
 // selects the majority quorum. The result is validated by New.
 //
-// Maekawa takes a member silent for 3.5 h for down, as every mutexd
-// algorithm does (a requester whose cross has a dead member waits that
-// long before it asks a live cross), and beats every 1.5 h: one heartbeat
-// lost, and the next half a heartbeat late, still arrive in time, and the
-// idle traffic is two thirds of a beat every h. The majority quorum's
-// requests never wait for the detector (any Quorum of the coordinators
-// answers; it only drops dead members' queued requests), so it beats
-// every 2 h and takes a member for down after 4.5 h, the same tolerance.
+// Maekawa takes a member silent for 3 h for down (a requester whose
+// cross has a dead member waits that long before it asks a live cross),
+// and beats every 1.25 h: one heartbeat lost, and the next half a
+// heartbeat late, still arrive in time ((3 h - 0.5 h) / 2). With the
+// default lease (3 h) the wait for a dead holder's own voter, which is
+// in the cross of every member of its row and column, thus ends no later
+// than its votes do (a stretched lease from its last frame): the
+// detection overlaps the lease instead of outlasting it (it was 3.5 h,
+// half a second past the lease's end; doc.go, "Recovery after a
+// holder's crash"). The price: heartbeats every 1.25 h instead of 1.5 h,
+// a fifth more idle frames. The majority quorum's requests never wait
+// for the detector (any Quorum of the coordinators answers; it only
+// drops dead members' queued requests), so it beats every 2 h and takes
+// a member for down after 4.5 h, the same tolerance.
 func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
 	cfg := DefaultLANConfig()
 	cfg.ID, cfg.Members, cfg.Quorum = env.ID, env.Members, quorum
 	cfg.Persisted, cfg.Rand, cfg.Lamport = env.State, env.Rand, env.Lamport
 	opt.Leases(&cfg.MaxLease, &cfg.MinLease)
 	h := cmp.Or(opt.Heartbeat, time.Second)
-	cfg.HeartbeatInterval, cfg.DeadAfter = h*3/2, h*7/2
+	cfg.HeartbeatInterval, cfg.DeadAfter = h*5/4, h*3
 	if quorum > 0 {
 		cfg.HeartbeatInterval, cfg.DeadAfter = h*2, h*9/2
 	}

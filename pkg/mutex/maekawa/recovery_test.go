@@ -1,0 +1,71 @@
+package maekawa_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
+	"github.com/synclab/synclab/pkg/mutex/maekawa"
+)
+
+// TestRecoveryAtLeaseEnd: with mutexd's defaults (3 s lease, --heartbeat
+// 1s), 5 members on reliable links, member 1 takes the lock, member 2
+// asks for it, and member 1 crashes soon after its grant (before or after
+// a heartbeat of its, by the instant). Member 2 is granted once every
+// vote member 1 could have held on has ended: not before its lease's end,
+// and within the stretch (clock rates, Margin) and a few ms of it.
+// Member 1 is in member 2's cross (row 1 2 3): Maekawa's waiter must also
+// have left it out, and with DeadAfter no longer than the stretched lease
+// that happens by then. Before: 3.5 s after the grant for both (a recorded
+// vote was kept for MaxLease + AttemptTimeout, Maekawa's detector waited
+// 3.5 heartbeats), half a second past the lease.
+func TestRecoveryAtLeaseEnd(t *testing.T) {
+	const lease = 3 * time.Second
+	opt := mutex.Options{Lease: lease, Heartbeat: time.Second}
+	stretch := time.Duration(float64(lease)*(1+2*mutex.DefaultMaxDriftPPM*1e-6)) + maekawa.DefaultLANConfig().Margin
+	const slack = 15 * time.Millisecond // ticks, links, a commit round
+	const deadAfter = 3 * time.Second   // Maekawa's, at --heartbeat 1s (ConfigFor)
+	for _, f := range []mutex.Factory{maekawa.Factory, maekawa.MajorityFactory} {
+		for _, crashAfter := range []time.Duration{10 * time.Millisecond, 150 * time.Millisecond, 400 * time.Millisecond, 1300 * time.Millisecond, 2500 * time.Millisecond} {
+			t.Run(fmt.Sprintf("%s/crash%v", f.Name, crashAfter), func(t *testing.T) {
+				s := mutextest.NewLockSim(t, f, opt, 5, int64(crashAfter), sim.LinkConfig{Delay: 200 * time.Microsecond}, 4*time.Second) // every member has heard every other
+				granted := map[uint32]time.Duration{}
+				s.OnOutcome = func(node uint32, o mutex.Outcome) {
+					if _, ok := o.(mutex.Granted); ok {
+						granted[node] = s.GrantedAt
+					}
+				}
+				s.AcquireFor(1, lease)
+				s.Run(20 * time.Millisecond)
+				g1, ok := granted[1]
+				if !ok {
+					t.Fatal("member 1 not granted on an idle cluster")
+				}
+				s.AcquireFor(2, lease)
+				s.Run(g1 + crashAfter - s.Elapsed())
+				s.Crash(1)
+				for {
+					if _, ok := granted[2]; ok || s.Elapsed()-g1 > 10*time.Second {
+						break
+					}
+					s.Run(time.Millisecond)
+				}
+				g2, ok := granted[2]
+				if !ok {
+					t.Fatal("member 2 not granted 10 s after member 1's grant")
+				}
+				took, hi := g2-g1, stretch
+				if f.Name == "maekawa" && crashAfter > time.Second {
+					hi = max(hi, crashAfter+deadAfter) // a heartbeat of member 1's came after its grant
+				}
+				t.Logf("member 2 granted %v after member 1's grant (%v after its crash %v into the lease); lease %v, stretched %v", took, g2-g1-crashAfter, crashAfter, lease, stretch)
+				if took < lease || took > hi+slack {
+					t.Errorf("member 2 granted %v after member 1's grant, want %v to %v", took, lease, hi+slack)
+				}
+			})
+		}
+	}
+}
