@@ -267,14 +267,17 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 	}
 	switch m.Op {
 	case wire.VoteLocked:
-		a.answered[from] = true
 		if a.phase != collecting {
-			if _, ok := a.locked[from]; !ok {
-				// The quorum was complete without it: not needed.
+			if _, ok := a.locked[from]; !ok && !a.answered[from] {
+				// The quorum was complete without it: not needed. (A
+				// coordinator answered already was sent its release at
+				// the grant: withdraw.)
 				c.post(from, wire.Vote{Op: wire.VoteRelease, Name: m.Name, Attempt: m.Attempt, Stamp: m.Stamp, Mode: m.Mode}, 0)
 			}
+			a.answered[from] = true
 			return nil
 		}
+		a.answered[from] = true
 		a.locked[from] = m.Fence
 		a.recorded[from] = m.Recorded
 		a.waited[from] = m.LeaseMS
@@ -524,8 +527,32 @@ func (c *Core) granted(a *ask) {
 		c.endAsk(a)
 		return
 	}
+	c.withdraw(a)
 	c.stats.Entries++
 	c.reqs.ExpireLock(c.now, a.lock)
+}
+
+// withdraw sends its release now, at the grant, to every coordinator of
+// the majority quorum that has not answered a's request (it waits in that
+// coordinator's queue, behind a vote or a restart's hold), instead of at
+// the release (endAsk leaves out those answered). Left there, it would be
+// voted for once the coordinator is free, and a recorded vote is kept a
+// stretched lease: were the holder to crash meanwhile, that vote would
+// hold the next request back for a lease after this one's ended (doc.go,
+// "Recovery after a holder's crash"). The same frame moves earlier, so
+// an entry still costs 3(n-1). Maekawa's requests hold on every vote of
+// their cross: nothing is left unanswered.
+func (c *Core) withdraw(a *ask) {
+	if !c.majority() {
+		return
+	}
+	for _, v := range a.set {
+		if !a.answered[v] {
+			a.answered[v] = true
+			c.count("requests_withdrawn")
+			c.post(v, wire.Vote{Op: wire.VoteRelease, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode}, 0)
+		}
+	}
 }
 
 // tickAsk runs a request's timers: an attempt that took too long is given
