@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/maekawa"
@@ -85,17 +86,7 @@ func TestWithdrawnAtGrant(t *testing.T) {
 	const lease = 3 * time.Second
 	opt := mutex.Options{Lease: lease, Heartbeat: time.Second}
 	stretch := time.Duration(float64(lease)*(1+2*mutex.DefaultMaxDriftPPM*1e-6)) + maekawa.DefaultLANConfig().Margin
-	s := mutextest.NewLockSim(t, maekawa.MajorityFactory, opt, 5, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 4*time.Second)
-	granted := map[uint32]time.Duration{}
-	s.OnOutcome = func(node uint32, o mutex.Outcome) {
-		if _, ok := o.(mutex.Granted); ok {
-			granted[node] = s.GrantedAt
-		}
-	}
-	s.Crash(4)
-	s.Crash(5)
-	s.Restart(5)
-	s.Run(100 * time.Millisecond)
+	s, granted := restartedFifth(t, opt)
 	s.AcquireFor(1, lease)
 	s.Run(20 * time.Millisecond)
 	g1, ok := granted[1]
@@ -113,4 +104,70 @@ func TestWithdrawnAtGrant(t *testing.T) {
 	if took < lease || took > stretch+15*time.Millisecond {
 		t.Errorf("member 2 granted %v after member 1's grant, want %v to %v", took, lease, stretch+15*time.Millisecond)
 	}
+}
+
+// TestLostWithdraw: the withdraw itself is lost (member 1's link to 5 is
+// cut just after 1's request reaches 5, which holds its votes after a
+// restart and queues it, for the 20 ms around 1's grant). 5 votes for 1's
+// request once its hold ends, 2.93 s after 1's grant. 1 answers that vote
+// with a release, whether it still holds (held) or released long before
+// (released: the answer is stale), so 5 is free for member 2 at once,
+// which needs it (3 and 4 are down). Before, no one released it: 2 waited
+// a stretched lease more (5.96 s after 1's grant, against about 3 s).
+func TestLostWithdraw(t *testing.T) {
+	const lease = 3 * time.Second
+	opt := mutex.Options{Lease: lease, Heartbeat: time.Second}
+	stretch := time.Duration(float64(lease)*(1+2*mutex.DefaultMaxDriftPPM*1e-6)) + maekawa.DefaultLANConfig().Margin
+	for _, tc := range []struct {
+		name    string
+		release time.Duration // after 1's grant
+	}{{"released", 100 * time.Millisecond}, {"held", 2980 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, granted := restartedFifth(t, opt)
+			req := s.AcquireFor(1, lease)
+			s.Run(300 * time.Microsecond)
+			s.Cut(1, 5)
+			s.Run(20 * time.Millisecond)
+			s.Heal()
+			g1, ok := granted[1]
+			if !ok {
+				t.Fatal("member 1 not granted by 1, 2 and 3")
+			}
+			s.Run(tc.release - (s.Elapsed() - g1))
+			s.Do(1, func(c core.Core) {
+				if err := c.(mutex.Algorithm).Release(s.Clock(1).Now(), req); err != nil {
+					t.Fatal(err)
+				}
+			})
+			s.Run(time.Millisecond)
+			s.Crash(3)
+			s.AcquireFor(2, lease)
+			for granted[2] == 0 && s.Elapsed()-g1 < 10*time.Second {
+				s.Run(time.Millisecond)
+			}
+			took := granted[2] - g1
+			t.Logf("member 2 granted %v after member 1's grant", took)
+			if granted[2] == 0 || took > stretch+15*time.Millisecond {
+				t.Errorf("member 2 granted %v after member 1's grant, want at most %v", took, stretch+15*time.Millisecond)
+			}
+		})
+	}
+}
+
+// restartedFifth is 5 majority members, 4 down and 5 restarted 100 ms
+// before (its votes held a stretched lease), and when each was granted
+// last.
+func restartedFifth(t *testing.T, opt mutex.Options) (*mutextest.LockSim, map[uint32]time.Duration) {
+	s := mutextest.NewLockSim(t, maekawa.MajorityFactory, opt, 5, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 4*time.Second)
+	granted := map[uint32]time.Duration{}
+	s.OnOutcome = func(node uint32, o mutex.Outcome) {
+		if _, ok := o.(mutex.Granted); ok {
+			granted[node] = s.GrantedAt
+		}
+	}
+	s.Crash(4)
+	s.Crash(5)
+	s.Restart(5)
+	s.Run(100 * time.Millisecond)
+	return s, granted
 }
