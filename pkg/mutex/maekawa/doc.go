@@ -210,17 +210,19 @@
 //     crosses meet, and a vote that may be held is kept whatever its
 //     member's state). So DeadAfter is a choice of speed against false
 //     suspicions, not safety; mutexd takes 3 heartbeats (ConfigFor), no
-//     longer than the stretched lease at the defaults, so the waiter
-//     leaves the dead holder out by the time its votes end: 3 s after the
-//     holder's last frame (a renewal, a heartbeat), which is at most a
-//     heartbeat before the crash. It was 3.5 heartbeats.
+//     longer than the stretched lease at the defaults: the waiter
+//     leaves the dead holder out 3 s after the holder's last frame (a
+//     renewal, a heartbeat), by the time its votes end if that frame was
+//     its grant's or a renewal's, at most DeadAfter after the crash (a
+//     heartbeat since: up to a heartbeat past the votes). It was 3.5
+//     heartbeats.
 //
 // TestRecoveryAtLeaseEnd holds the first and the last point to the
 // lease's end and the stretch (3.026 s after the grant for a crash before
-// the holder's next frame, Maekawa at most DeadAfter after the crash
-// otherwise), TestWithdrawnAtGrant and TestLostWithdraw the third; the oracles of TestOracle
-// and TestMajorityOracle hold exclusion and fences under crashes, pauses,
-// partitions and loss as before.
+// the holder's next frame, Maekawa DeadAfter after the holder's last
+// frame otherwise), TestWithdrawnAtGrant and TestLostWithdraw the third;
+// the oracles of TestOracle and TestMajorityOracle hold exclusion and
+// fences under crashes, pauses, partitions and loss as before.
 //
 // # Failures
 //

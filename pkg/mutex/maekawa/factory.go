@@ -69,13 +69,16 @@ func maxCross(n int) int {
 // Maekawa takes a member silent for 3 h for down (a requester whose
 // cross has a dead member waits that long before it asks a live cross),
 // and beats every 1.25 h: one heartbeat lost, and the next half a
-// heartbeat late, still arrive in time ((3 h - 0.5 h) / 2). With the
-// default lease (3 h) the wait for a dead holder's own voter, which is
-// in the cross of every member of its row and column, thus ends no later
-// than its votes do (a stretched lease from its last frame): the
-// detection overlaps the lease instead of outlasting it (it was 3.5 h,
-// half a second past the lease's end; doc.go, "Recovery after a
-// holder's crash"). The price: heartbeats every 1.25 h instead of 1.5 h,
+// heartbeat late, still arrive in time ((3 h - 0.5 h) / 2). The wait
+// for a dead holder's own voter, which is in the cross of every member
+// of its row and column, ends 3 h after the holder's last frame (a
+// renewal, a heartbeat), at most DeadAfter after the crash. Its votes
+// end a stretched lease after its grant or last renewal: with the
+// default lease (3 h) and no frame of the holder's since then, the
+// detection ends first and overlaps the lease instead of outlasting it
+// (it was 3.5 h, half a second past the lease's end); a heartbeat since
+// delays it by up to a heartbeat past the votes (doc.go, "Recovery after
+// a holder's crash"). The price: heartbeats every 1.25 h instead of 1.5 h,
 // a fifth more idle frames. The majority quorum's requests never wait
 // for the detector (any Quorum of the coordinators answers; it only
 // drops dead members' queued requests), so it beats every 2 h and takes
