@@ -79,10 +79,12 @@ func maxCross(n int) int {
 // (it was 3.5 h, half a second past the lease's end); a heartbeat since
 // delays it by up to a heartbeat past the votes (doc.go, "Recovery after
 // a holder's crash"). The price: heartbeats every 1.25 h instead of 1.5 h,
-// a fifth more idle frames. The majority quorum's requests never wait
-// for the detector (any Quorum of the coordinators answers; it only
-// drops dead members' queued requests), so it beats every 2 h and takes
-// a member for down after 4.5 h, the same tolerance.
+// a fifth more idle frames. A member beating slower (an older mutexd beat
+// every 1.5 h) is given two of its own heartbeats and the same 0.5 h
+// (heartbeatFrom, TestMixedHeartbeats). The majority quorum's requests
+// never wait for the detector (any Quorum of the coordinators answers;
+// it only drops dead members' queued requests), so it beats every 2 h
+// and takes a member for down after 4.5 h, the same tolerance.
 func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
 	cfg := DefaultLANConfig()
 	cfg.ID, cfg.Members, cfg.Quorum = env.ID, env.Members, quorum
@@ -140,11 +142,16 @@ func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		}
 		first = fmt.Sprintf("Grid     : %s, voting set %s, %d of %d alive; votes %s", d.Grid, set, alive, len(st.Members), disk)
 	}
-	return []string{first,
+	lines := []string{first,
 		fmt.Sprintf("Voting   : %d locked, %d failed, %d inquire, %d denied, %d commits; %d retries",
 			c["sent_locked"], c["sent_failed"], c["sent_inquire"], c["sent_deny"], c["sent_commit"],
 			c["retries_timeout"]+c["retries_denied"]+c["retries_commit_refused"]+c["retries_member_down"]+c["retries_lease_spent"]),
-	}, nil
+	}
+	for _, b := range d.SlowBeats {
+		lines = append(lines, fmt.Sprintf("Heartbeat: member %d beats every %d ms, slower than this one: down after %d ms of silence; run the same mutexd and --heartbeat everywhere",
+			b.ID, b.IntervalMS, b.DownAfterMS))
+	}
+	return lines, nil
 }
 
 // LockCells are a lock's columns in `mutexd status`.
