@@ -890,7 +890,8 @@ func (m *mutexBench) waitFor(what string, waiter int) <-chan lockGrant {
 // renewals (the grant counting as the first start of the period; so the
 // lease left at the kill is two thirds to all of a lease, as etcd's
 // session's is at etcdRecovery's kill, whose first keepalive may come
-// after it too). It returns when the grant came, when the lease was last
+// after it too), at least waiterQueued after the grant (killPhase). It
+// returns when the grant came, when the lease was last
 // started (the grant, or the last renewal's sending), how many renewals
 // were confirmed, and the channel the waiter's grant comes on.
 func (m *mutexBench) renewAndWait(holder, waiter int) (granted, renewed time.Time, confirmed int, got <-chan lockGrant) {
@@ -902,7 +903,8 @@ func (m *mutexBench) renewAndWait(holder, waiter int) (granted, renewed time.Tim
 	granted = time.Now()
 	got = m.waitFor("recovery", waiter)
 	renewed = granted
-	for k := range rand.N(3) {
+	renewals := rand.N(3)
+	for k := range renewals {
 		m.sleep(time.Until(granted.Add(time.Duration(k+1) * mutexLeaseTTL / 3)))
 		ctx, cancel := context.WithTimeout(m.ctx, mutexLeaseTTL/3)
 		renewed = time.Now()
@@ -914,8 +916,27 @@ func (m *mutexBench) renewAndWait(holder, waiter int) (granted, renewed time.Tim
 			confirmed++
 		}
 	}
-	m.sleep(time.Until(renewed.Add(rand.N(mutexLeaseTTL / 3))))
+	m.sleep(time.Until(renewed.Add(killPhase(renewals, rand.N[time.Duration]))))
 	return granted, renewed, confirmed, got
+}
+
+// waiterQueued is how long after the holder's grant the waiter, asked in
+// the background just after it, has its request queued at the voters for
+// sure (it takes a few ms): a kill before would time the waiter's own
+// request, not the recovery.
+const waiterQueued = 100 * time.Millisecond
+
+// killPhase is when a recovery trial kills the holder after its lease
+// last started: uniform over the renewal period, drawn by n (rand.N),
+// but after no renewal (the lease started at the grant) drawn again
+// below waiterQueued, so the waiter waits (before, about 1% of the
+// trials killed the holder before the waiter was queued).
+func killPhase(renewals int, n func(time.Duration) time.Duration) time.Duration {
+	for {
+		if d := n(mutexLeaseTTL / 3); renewals > 0 || d >= waiterQueued {
+			return d
+		}
+	}
 }
 
 func (m *mutexBench) recovery(r *mutexResults) {
