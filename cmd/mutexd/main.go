@@ -63,7 +63,7 @@ func newApp() *cli.App {
 		&cli.DurationFlag{Name: "lease", EnvVars: app.Env(name, "lease"), Value: defaultLease,
 			Usage: "the cluster's longest lease, and the default one; must be the same on every node (a regenerated token waits this long before its first grant)"},
 		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: defaultHeartbeat,
-			Usage: "the unit of every algorithm's failure detector: how often a member says it is alive (the ring skips a member silent 3.5 heartbeats; central's and tokenask's coordinator and its election beat at this rate, at most a third of the lease; Maekawa beats every 1.5 and the majority quorum every 2; Ricart-Agrawala and Lamport at this rate when idle; see docs/mutexd.md)"},
+			Usage: "the unit of every algorithm's failure detector: how often a member says it is alive (the ring skips a member silent 3.5 heartbeats; central's and tokenask's coordinator and its election beat at this rate, at most a third of the lease; Maekawa beats every 1.25 and the majority quorum every 2; Ricart-Agrawala and Lamport at this rate when idle; see docs/mutexd.md)"},
 	}
 	seen := map[string]bool{}
 	for _, f := range algorithms {

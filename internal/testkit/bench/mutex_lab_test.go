@@ -103,9 +103,15 @@ const (
 //     excluded) per grant are the messages per critical-section entry;
 //  3. idle traffic per node (payload and eth0) over -mutex.traffic;
 //  4. recovery: a client holds the lock at one host, another waits at the
-//     next; the holder's daemon (mutexd) or session (etcdctl lock --ttl 3)
-//     is SIGKILLed at a random instant of the lease; the time until the
-//     waiter is granted. Then the same with nobody holding: the daemon
+//     next; both renew every third of the lease (mutexd's holder through
+//     the renew call, as mutexd lock does; etcd's session by its
+//     keepalive), and the holder's daemon (mutexd) or session (etcdctl
+//     lock --ttl 3) is SIGKILLed at a uniform random phase of its
+//     renewals (mutexd's after none, one or two renewals; before
+//     2026-12-06 mutexd's holder never renewed and was killed 0.1-2.9 s
+//     into its only lease, so it had 0.1-2.9 s left where etcd's had
+//     2-3 s: lease-bound algorithms looked up to 2 s faster than they
+//     are); the time until the waiter is granted. Then the same with nobody holding: the daemon
 //     where the lock was last held (the ring's token rests there) is
 //     killed, and a client asks at the next host; and a bystander (a
 //     daemon whose clients never took the lock) is killed with a client
@@ -855,6 +861,15 @@ func (m *mutexBench) holdAndWait(what string, holder, waiter int) (release func(
 		m.fatal(err)
 	}
 	granted = time.Now()
+	grant := m.waitFor(what, waiter)
+	m.sleep(100*time.Millisecond + rand.N(mutexLeaseTTL-200*time.Millisecond))
+	return release, granted, grant
+}
+
+// waitFor asks for the hot lock at h{waiter} in the background; the grant
+// comes on the channel (a waiter that fails is logged under what and gets
+// a no-op release).
+func (m *mutexBench) waitFor(what string, waiter int) <-chan lockGrant {
 	grant := make(chan lockGrant, 1)
 	go func() {
 		rel, err := m.acquire(m.ctx, waiter, hotLock)
@@ -864,8 +879,64 @@ func (m *mutexBench) holdAndWait(what string, holder, waiter int) (release func(
 		}
 		grant <- lockGrant{time.Now(), rel}
 	}()
-	m.sleep(100*time.Millisecond + rand.N(mutexLeaseTTL-200*time.Millisecond))
-	return release, granted, grant
+	return grant
+}
+
+// renewAndWait sets up a recovery trial as etcd's is set up: the daemon
+// on h{holder} takes the hot lock and its client renews it every third of
+// the lease (as `mutexd lock` and etcd's session keepalive do), the one
+// on h{waiter} asks for it in the background, and renewAndWait returns at
+// a uniform random instant of the renewal period after none, one or two
+// renewals (the grant counting as the first start of the period; so the
+// lease left at the kill is two thirds to all of a lease, as etcd's
+// session's is at etcdRecovery's kill, whose first keepalive may come
+// after it too), at least waiterQueued after the grant (killPhase). It
+// returns when the grant came, when the lease was last
+// started (the grant, or the last renewal's sending), how many renewals
+// were confirmed, and the channel the waiter's grant comes on.
+func (m *mutexBench) renewAndWait(holder, waiter int) (granted, renewed time.Time, confirmed int, got <-chan lockGrant) {
+	m.b.Helper()
+	var g mutexGrant
+	if err := m.clients[holder].Post(m.ctx, "/v1/locks/"+hotLock+"/acquire", struct{}{}, &g); err != nil {
+		m.fatal(err)
+	}
+	granted = time.Now()
+	got = m.waitFor("recovery", waiter)
+	renewed = granted
+	renewals := rand.N(3)
+	for k := range renewals {
+		m.sleep(time.Until(granted.Add(time.Duration(k+1) * mutexLeaseTTL / 3)))
+		ctx, cancel := context.WithTimeout(m.ctx, mutexLeaseTTL/3)
+		renewed = time.Now()
+		err := m.clients[holder].Post(ctx, "/v1/locks/"+hotLock+"/renew", map[string]string{"request": g.Request}, nil)
+		cancel()
+		if err != nil {
+			m.logf("recovery: renewal at h%d: %v", holder, err)
+		} else {
+			confirmed++
+		}
+	}
+	m.sleep(time.Until(renewed.Add(killPhase(renewals, rand.N[time.Duration]))))
+	return granted, renewed, confirmed, got
+}
+
+// waiterQueued is how long after the holder's grant the waiter, asked in
+// the background just after it, has its request queued at the voters for
+// sure (it takes a few ms): a kill before would time the waiter's own
+// request, not the recovery.
+const waiterQueued = 100 * time.Millisecond
+
+// killPhase is when a recovery trial kills the holder after its lease
+// last started: uniform over the renewal period, drawn by n (rand.N),
+// but after no renewal (the lease started at the grant) drawn again
+// below waiterQueued, so the waiter waits (before, about 1% of the
+// trials killed the holder before the waiter was queued).
+func killPhase(renewals int, n func(time.Duration) time.Duration) time.Duration {
+	for {
+		if d := n(mutexLeaseTTL / 3); renewals > 0 || d >= waiterQueued {
+			return d
+		}
+	}
 }
 
 func (m *mutexBench) recovery(r *mutexResults) {
@@ -875,9 +946,9 @@ func (m *mutexBench) recovery(r *mutexResults) {
 	for trial := range *mutexTrials {
 		holder := 1 + trial%m.hosts
 		waiter := 1 + (trial+1)%m.hosts
-		_, granted, got := m.holdAndWait("recovery", holder, waiter)
+		granted, renewed, confirmed, got := m.renewAndWait(holder, waiter)
 		m.sampleRSS()
-		killAt := time.Now() // at a random instant of the lease, once the waiter waits
+		killAt := time.Now() // at a random instant of the renewal period, once the waiter waits
 		m.procs[holder].Kill()
 		var g lockGrant
 		select {
@@ -886,7 +957,8 @@ func (m *mutexBench) recovery(r *mutexResults) {
 			m.fatalf("%s recovery trial %d: the waiter at h%d was not granted within %v", alg, trial+1, waiter, failoverLimit)
 		}
 		took = append(took, g.at.Sub(killAt))
-		m.logf("%s recovery %d/%d: h%d's daemon killed %v into the lease; h%d granted after %s", alg, trial+1, *mutexTrials, holder,
+		m.logf("%s recovery %d/%d: h%d's daemon killed %v after its lease last started (%d renewals confirmed, one every %v), %v after the grant; h%d granted after %s",
+			alg, trial+1, *mutexTrials, holder, killAt.Sub(renewed).Round(time.Millisecond), confirmed, mutexLeaseTTL/3,
 			killAt.Sub(granted).Round(time.Millisecond), waiter, Millis(g.at.Sub(killAt)))
 		g.release()
 		m.restart(holder)
@@ -974,7 +1046,10 @@ func (m *mutexBench) etcdRecovery(r *mutexResults) {
 			}
 			got <- time.Now()
 		}()
-		m.sleep(100*time.Millisecond + rand.N(time.Second))
+		// The session's keepalive goes every TTL/3 (1 s) from its start:
+		// a kill uniform over a second is at a uniform phase of it, as
+		// mutexd's holder is killed at a uniform phase of its renewals.
+		m.sleep(100*time.Millisecond + rand.N(mutexLeaseTTL/3))
 		killAt := time.Now()
 		holder.Kill()
 		var at time.Time
@@ -1101,7 +1176,7 @@ func (m *mutexBench) table(r *mutexResults, algs mutex.Registry) *Table {
 	t.Note("messages per entry, uncontended: two rounds of an entry at each host in turn (the lock moves every time); the kinds that also flow in a second without entries (heartbeats, a coordinator's beats and syncs, its election's heartbeats) are idle traffic, shown in its own row, and not counted; an entry that costs no message (at a central coordinator's own host) is logged and left out of the mean")
 	t.Note("the CLIs run under ip netns exec, which alone takes %s (p50)", Micros(r.netnsExec.P50))
 	if *mutexFaults {
-		t.Note("recovery: a waiter queued at the next host; mutexd's holder daemon, or etcd's holder session (etcdctl lock --ttl %d), SIGKILLed at a random instant of its lease; lock free: nobody holds it, a client asks at the next host just after the kill", int(mutexLeaseTTL/time.Second))
+		t.Note("recovery: a waiter queued at the next host; mutexd's holder daemon, or etcd's holder session (etcdctl lock --ttl %d), SIGKILLed at a uniform random phase of its renewals (each renews every third of the lease: mutexd's client through the renew call, etcd's session by its keepalive), so both have two thirds to all of a lease left; lock free: nobody holds it, a client asks at the next host just after the kill", int(mutexLeaseTTL/time.Second))
 	} else {
 		t.Note("no fault trials (-mutex.faults=false, bench.sh --no-faults): recovery not measured")
 	}

@@ -71,13 +71,15 @@ type Config struct {
 	PersistVotes bool
 
 	// HeartbeatInterval is how often a member says it is alive (default
-	// 1.5 s); DeadAfter the silence after which it is taken for down
-	// (default 3.5 s). Maekawa then leaves it out of the crosses it asks;
+	// 1.25 s); DeadAfter the silence after which it is taken for down
+	// (default 3 s: no longer than a stretched MaxLease, so that a
+	// crashed holder's own voter is left out of the crosses by the time
+	// its votes end). Maekawa then leaves it out of the crosses it asks;
 	// the majority quorum needs no detector (any Quorum answers), but a
 	// voter drops the queued requests of a member taken for down. Any
 	// frame from a member counts as a heartbeat. The default beats just
 	// often enough that one heartbeat lost, and the next half a second
-	// late, never make a live member look down: (3.5 s - 0.5 s) / 2.
+	// late, never make a live member look down: (3 s - 0.5 s) / 2.
 	// Heartbeats are all an idle member sends (to every other member: 8
 	// frames per node per beat, in and out, at 5 members), so they are
 	// most of its idle traffic. (ConfigFor: mutexd's majority quorum beats
@@ -132,8 +134,8 @@ type Config struct {
 // DefaultLANConfig returns the defaults for a LAN. Set ID and Members.
 func DefaultLANConfig() Config {
 	return Config{
-		HeartbeatInterval: 1500 * time.Millisecond,
-		DeadAfter:         3500 * time.Millisecond,
+		HeartbeatInterval: 1250 * time.Millisecond,
+		DeadAfter:         3000 * time.Millisecond,
 		AttemptTimeout:    500 * time.Millisecond,
 		BackoffBase:       10 * time.Millisecond,
 		BackoffMax:        320 * time.Millisecond,

@@ -45,6 +45,11 @@ const (
 	// EventConfigIgnored: a setting that does nothing any more was set
 	// ("setting", "value"); reported once, by New.
 	EventConfigIgnored = "config_ignored"
+	// EventSlowHeartbeats: a member's heartbeats say it beats slower than
+	// this member (an older mutexd, another --heartbeat), so it is given
+	// a longer silence before it is taken for down; or it beats in step
+	// again ("member", "interval", "down_after"). WARN when slower.
+	EventSlowHeartbeats = "heartbeats_slow"
 )
 
 // Loss reasons of this core, beyond mutex's.
@@ -67,6 +72,10 @@ type Core struct {
 	started bool
 	det     *liveness.Detector
 	beat    time.Time
+	// slow: members whose heartbeats say they beat slower than this one
+	// (an older mutexd, another --heartbeat), by their interval: each is
+	// given a longer silence (heartbeatFrom).
+	slow map[uint32]time.Duration
 
 	// Voter side.
 	votes map[string]*vlock
@@ -131,6 +140,7 @@ func New(cfg Config) (*Core, error) {
 		byMember: map[uint32]int{},
 		asks:     map[string]*ask{},
 		ahead:    map[uint32]time.Duration{},
+		slow:     map[uint32]time.Duration{},
 		counters: map[string]uint64{},
 		era:      saved.era,
 		saved:    saved,
@@ -266,7 +276,9 @@ func (c *Core) Step(m core.Message) error {
 	switch m.Kind {
 	case wire.KindHeartbeat:
 		var h wire.Heartbeat
-		err = h.UnmarshalBinary(m.Payload)
+		if err = h.UnmarshalBinary(m.Payload); err == nil && c.det != nil {
+			c.heartbeatFrom(m.From, h.Interval)
+		}
 	case c.kind:
 		var v wire.Vote
 		if err = v.UnmarshalBinary(m.Payload); err == nil {
@@ -336,6 +348,44 @@ func (c *Core) Tick(now time.Time) {
 func mustHeartbeat(interval time.Duration, alive int) []byte {
 	b, _ := wire.Heartbeat{Interval: uint32(interval / time.Millisecond), Alive: uint32(alive)}.AppendBinary(nil)
 	return b
+}
+
+// heartbeatFrom fits member from's silence timeout to the interval its
+// heartbeat says it beats at (ms). This member takes a member silent for
+// DeadAfter for down: two of its own heartbeats and an allowance for the
+// second to be late (DeadAfter - 2 HeartbeatInterval, half a --heartbeat
+// in mutexd). A member beating slower (mutexd before 2026-12-06 beat
+// Maekawa's heartbeats every 1.5 --heartbeat against 1.25 now, or
+// another --heartbeat) gets two of its heartbeats and the same
+// allowance: one of its heartbeats lost would take it for down
+// otherwise. Its interval counts up to DeadAfter at most, so a member
+// that says it beats once an hour (a bug, or a lie) is not kept for up
+// an hour: 2 DeadAfter and the allowance at most. Liveness only: the
+// detector never decides a vote (doc.go). WARN on each change, and a
+// status line while it lasts.
+func (c *Core) heartbeatFrom(from, intervalMS uint32) {
+	interval := time.Duration(intervalMS) * time.Millisecond
+	late := max(c.cfg.DeadAfter-2*c.cfg.HeartbeatInterval, 0)
+	timeout := max(c.cfg.DeadAfter, min(2*min(interval, c.cfg.DeadAfter)+late, liveness.MaxTimeout))
+	if timeout > c.cfg.DeadAfter {
+		c.slow[from] = interval
+	} else {
+		delete(c.slow, from)
+	}
+	if c.det.Timeout(from) == timeout {
+		return // said once, when it changed
+	}
+	c.det.SetTimeout(from, timeout)
+	args := []any{"member", from, "interval", interval, "down_after", timeout}
+	if timeout == c.cfg.DeadAfter {
+		c.events = append(c.events, core.Event{Name: EventSlowHeartbeats, Args: args,
+			Msg: fmt.Sprintf("member %d beats every %v, in step again: taken for down after %v of silence", from, interval, timeout)})
+		return
+	}
+	c.count("heartbeats_slow")
+	c.events = append(c.events, core.Event{Name: EventSlowHeartbeats, Warn: true, Args: args,
+		Msg: fmt.Sprintf("member %d beats every %v, slower than this member's %v (an older mutexd, or another --heartbeat): taken for down after %v of silence instead of %v; run the same mutexd with the same --heartbeat on every member",
+			from, interval, c.cfg.HeartbeatInterval, timeout, c.cfg.DeadAfter)})
 }
 
 func (c *Core) reportLiveness() {

@@ -230,6 +230,10 @@ func TestRestartState(t *testing.T) {
 		t.Fatalf("a request right after the restart was answered %v: the last run's vote may still hold", got)
 	}
 	hold := cfg.MaxLease + cfg.MaxLease*2*1000/1e6 + cfg.Margin
+	// Member 3 beats meanwhile: silent since t0 it would be taken for
+	// down (DeadAfter, 3 s, ends before the hold) and its request dropped.
+	hb, _ := wire.Heartbeat{Interval: 1250}.AppendBinary(nil)
+	r.Step(core.Message{From: 3, To: 1, Kind: wire.KindHeartbeat, Payload: hb, Time: t0.Add(2 * time.Second)})
 	r.Tick(t0.Add(hold - time.Millisecond))
 	if got := sent(r.Ready()); len(got) != 0 {
 		t.Fatalf("vote given %v before the hold ended", got)
@@ -479,7 +483,7 @@ func TestProposalFromFastestClock(t *testing.T) {
 	c.Release(t0.Add(20*time.Millisecond), id)
 	c.Ready()
 	// 2 falls silent and is taken for down: its clock no longer counts.
-	later := t0.Add(4 * time.Second)
+	later := t0.Add(3500 * time.Millisecond) // past DeadAfter (3 s), within a quarter of it (a later tick is a stall)
 	beat(3, -time.Second, later)
 	beat(4, 0, later)
 	c.Tick(later)
@@ -487,8 +491,8 @@ func TestProposalFromFastestClock(t *testing.T) {
 	c.Acquire(later, mutex.Request{Lock: "db"})
 	rd := sent(c.Ready())
 	if len(rd) != 2 || rd[0] != "3 request 5011" {
-		// The own voter knows 5010 (its proposal), above this clock's 4000.
-		t.Fatalf("requests with 2 down: %v, want 5011 proposed (one above the fence known; 4000 ms on the clocks left)", rd)
+		// The own voter knows 5010 (its proposal), above this clock's 3500.
+		t.Fatalf("requests with 2 down: %v, want 5011 proposed (one above the fence known; 3500 ms on the clocks left)", rd)
 	}
 }
 

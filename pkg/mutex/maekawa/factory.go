@@ -66,21 +66,32 @@ func maxCross(n int) int {
 // cluster's lease, the heartbeat h, the attempt timeout; quorum > 0
 // selects the majority quorum. The result is validated by New.
 //
-// Maekawa takes a member silent for 3.5 h for down, as every mutexd
-// algorithm does (a requester whose cross has a dead member waits that
-// long before it asks a live cross), and beats every 1.5 h: one heartbeat
-// lost, and the next half a heartbeat late, still arrive in time, and the
-// idle traffic is two thirds of a beat every h. The majority quorum's
-// requests never wait for the detector (any Quorum of the coordinators
-// answers; it only drops dead members' queued requests), so it beats
-// every 2 h and takes a member for down after 4.5 h, the same tolerance.
+// Maekawa takes a member silent for 3 h for down (a requester whose
+// cross has a dead member waits that long before it asks a live cross),
+// and beats every 1.25 h: one heartbeat lost, and the next half a
+// heartbeat late, still arrive in time ((3 h - 0.5 h) / 2). The wait
+// for a dead holder's own voter, which is in the cross of every member
+// of its row and column, ends 3 h after the holder's last frame (a
+// renewal, a heartbeat), at most DeadAfter after the crash. Its votes
+// end a stretched lease after its grant or last renewal: with the
+// default lease (3 h) and no frame of the holder's since then, the
+// detection ends first and overlaps the lease instead of outlasting it
+// (it was 3.5 h, half a second past the lease's end); a heartbeat since
+// delays it by up to a heartbeat past the votes (doc.go, "Recovery after
+// a holder's crash"). The price: heartbeats every 1.25 h instead of 1.5 h,
+// a fifth more idle frames. A member beating slower (an older mutexd beat
+// every 1.5 h) is given two of its own heartbeats and the same 0.5 h
+// (heartbeatFrom, TestMixedHeartbeats). The majority quorum's requests
+// never wait for the detector (any Quorum of the coordinators answers;
+// it only drops dead members' queued requests), so it beats every 2 h
+// and takes a member for down after 4.5 h, the same tolerance.
 func ConfigFor(env core.Env, opt mutex.Options, quorum int) (Config, error) {
 	cfg := DefaultLANConfig()
 	cfg.ID, cfg.Members, cfg.Quorum = env.ID, env.Members, quorum
 	cfg.Persisted, cfg.Rand, cfg.Lamport = env.State, env.Rand, env.Lamport
 	opt.Leases(&cfg.MaxLease, &cfg.MinLease)
 	h := cmp.Or(opt.Heartbeat, time.Second)
-	cfg.HeartbeatInterval, cfg.DeadAfter = h*3/2, h*7/2
+	cfg.HeartbeatInterval, cfg.DeadAfter = h*5/4, h*3
 	if quorum > 0 {
 		cfg.HeartbeatInterval, cfg.DeadAfter = h*2, h*9/2
 	}
@@ -131,11 +142,16 @@ func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		}
 		first = fmt.Sprintf("Grid     : %s, voting set %s, %d of %d alive; votes %s", d.Grid, set, alive, len(st.Members), disk)
 	}
-	return []string{first,
+	lines := []string{first,
 		fmt.Sprintf("Voting   : %d locked, %d failed, %d inquire, %d denied, %d commits; %d retries",
 			c["sent_locked"], c["sent_failed"], c["sent_inquire"], c["sent_deny"], c["sent_commit"],
 			c["retries_timeout"]+c["retries_denied"]+c["retries_commit_refused"]+c["retries_member_down"]+c["retries_lease_spent"]),
-	}, nil
+	}
+	for _, b := range d.SlowBeats {
+		lines = append(lines, fmt.Sprintf("Heartbeat: member %d beats every %d ms, slower than this one: down after %d ms of silence; run the same mutexd and --heartbeat everywhere",
+			b.ID, b.IntervalMS, b.DownAfterMS))
+	}
+	return lines, nil
 }
 
 // LockCells are a lock's columns in `mutexd status`.

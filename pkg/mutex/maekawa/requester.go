@@ -51,18 +51,20 @@ type ask struct {
 	need    int
 	started time.Time // first attempt
 
-	locked    map[uint32]uint64 // voter -> the fence it offers
-	recorded  map[uint32]bool   // voter -> it recorded its offer before voting
-	waited    map[uint32]uint32 // voter -> ms the request waited there before its vote
-	proposal  uint64            // exclusive: the fence this attempt proposes (doc.go, "Fences")
-	sentAt    time.Time         // when this attempt's requests left
-	answered  map[uint32]bool   // voters that voted or denied: no queued entry of this attempt left there
-	denied    map[uint32]bool
-	failed    bool // a voter said failed (Maekawa)
-	yielded   bool // this attempt gave a vote back (Maekawa)
-	inquiries map[uint32]bool
-	deadline  time.Time
-	refreshAt time.Time // collecting: ask again the voters whose vote it lacks
+	locked     map[uint32]uint64 // voter -> the fence it offers
+	recorded   map[uint32]bool   // voter -> it recorded its offer before voting
+	waited     map[uint32]uint32 // voter -> ms the request waited there before its vote
+	proposal   uint64            // exclusive: the fence this attempt proposes (doc.go, "Fences")
+	sentAt     time.Time         // when this attempt's requests left
+	answered   map[uint32]bool   // voters that voted or denied: no queued entry of this attempt left there
+	withdrawAt time.Time         // majority: the grant, when withdraw released the others
+	withdrawn  map[uint32]bool   // majority: coordinators sent a release at the grant (withdraw)
+	denied     map[uint32]bool
+	failed     bool // a voter said failed (Maekawa)
+	yielded    bool // this attempt gave a vote back (Maekawa)
+	inquiries  map[uint32]bool
+	deadline   time.Time
+	refreshAt  time.Time // collecting: ask again the voters whose vote it lacks
 
 	fence    uint64
 	commitAt time.Time // when the lease counts from
@@ -173,7 +175,7 @@ func (c *Core) voters() ([]uint32, int) {
 func (c *Core) try(a *ask, lamport uint64) {
 	a.set, a.need = c.voters()
 	a.locked, a.denied, a.inquiries, a.acked = map[uint32]uint64{}, map[uint32]bool{}, map[uint32]bool{}, map[uint32]bool{}
-	a.answered, a.waited, a.recorded = map[uint32]bool{}, map[uint32]uint32{}, map[uint32]bool{}
+	a.answered, a.waited, a.recorded, a.withdrawn = map[uint32]bool{}, map[uint32]uint32{}, map[uint32]bool{}, map[uint32]bool{}
 	a.failed, a.yielded, a.fence = false, false, 0
 	a.deadline = c.now.Add(c.collectTimeout(a.mode))
 	a.refreshAt = c.now.Add(c.cfg.AttemptTimeout)
@@ -261,20 +263,36 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 	if a == nil || a.attempt != m.Attempt || a.phase == backoff || !slices.Contains(a.set, from) {
 		// An answer to an attempt given up or ended: its release went to
 		// every voter it asked, after its request on the same link, so a
-		// vote given meanwhile is already freed.
+		// vote given meanwhile is usually freed already: it crossed the
+		// release. Not if that release was lost (a connection reset at a
+		// majority's grant, which withdraws from the coordinators that
+		// have not answered): the request waited in the voter's queue,
+		// and its vote, given to a request long over, would be kept a
+		// stretched lease. One that waited there more than Margin is
+		// released again (a crossing vote that waited that long costs a
+		// redundant frame); one that waited less is most likely the
+		// crossing of an uncontended entry, which ended at once.
 		c.count("answers_stale")
+		if m.Op == wire.VoteLocked && time.Duration(m.LeaseMS)*time.Millisecond > c.cfg.Margin {
+			c.count("answers_stale_released")
+			c.post(from, wire.Vote{Op: wire.VoteRelease, Name: m.Name, Attempt: m.Attempt, Stamp: m.Stamp, Mode: m.Mode}, 0)
+		}
 		return nil
 	}
 	switch m.Op {
 	case wire.VoteLocked:
-		a.answered[from] = true
 		if a.phase != collecting {
-			if _, ok := a.locked[from]; !ok {
-				// The quorum was complete without it: not needed.
+			if _, ok := a.locked[from]; !ok && (!a.answered[from] || c.withdrawLost(a, from, m.LeaseMS)) {
+				// The quorum was complete without it: not needed. (A
+				// coordinator withdrawn from at the grant was sent its
+				// release then: unless that was lost, this vote crossed
+				// it and is freed by it.)
 				c.post(from, wire.Vote{Op: wire.VoteRelease, Name: m.Name, Attempt: m.Attempt, Stamp: m.Stamp, Mode: m.Mode}, 0)
 			}
+			a.answered[from] = true
 			return nil
 		}
+		a.answered[from] = true
 		a.locked[from] = m.Fence
 		a.recorded[from] = m.Recorded
 		a.waited[from] = m.LeaseMS
@@ -524,8 +542,53 @@ func (c *Core) granted(a *ask) {
 		c.endAsk(a)
 		return
 	}
+	c.withdraw(a)
 	c.stats.Entries++
 	c.reqs.ExpireLock(c.now, a.lock)
+}
+
+// withdraw sends its release now, at the grant, to every coordinator of
+// the majority quorum that has not answered a's request (it waits in that
+// coordinator's queue, behind a vote or a restart's hold), instead of at
+// the release (endAsk leaves out those answered). Left there, it would be
+// voted for once the coordinator is free, and a recorded vote is kept a
+// stretched lease: were the holder to crash meanwhile, that vote would
+// hold the next request back for a lease after this one's ended (doc.go,
+// "Recovery after a holder's crash"). The same frame moves earlier, so
+// an entry still costs 3(n-1). Maekawa's requests hold on every vote of
+// their cross: nothing is left unanswered.
+func (c *Core) withdraw(a *ask) {
+	if !c.majority() {
+		return
+	}
+	a.withdrawAt = c.now
+	for _, v := range a.set {
+		if !a.answered[v] {
+			a.answered[v], a.withdrawn[v] = true, true
+			c.count("requests_withdrawn")
+			c.post(v, wire.Vote{Op: wire.VoteRelease, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode}, 0)
+		}
+	}
+}
+
+// withdrawLost tells whether a vote from coordinator v, withdrawn from at
+// the grant (now, or earlier when still held), was given after that
+// release should have reached v: the release was lost (a connection reset
+// at the grant), v had the request queued and voted for it once free, and
+// nothing else will free that vote until its stretched lease ends. The
+// vote says how long the request waited there (waitedMS). A vote that
+// crossed the release was given before the release arrived, so it waited
+// less than the time from the request's leaving to the grant plus the
+// release's delay, Margin at most on a LAN: no release is sent twice
+// then, which keeps an entry at 3(n-1) frames. A release slower than
+// Margin costs one frame more, a lost one answered to a vote given within
+// Margin of its arrival leaves that vote held a stretched lease.
+func (c *Core) withdrawLost(a *ask, v uint32, waitedMS uint32) bool {
+	if !a.withdrawn[v] {
+		return false
+	}
+	waited := time.Duration(waitedMS) * time.Millisecond
+	return waited > a.withdrawAt.Sub(a.sentAt)+c.cfg.Margin
 }
 
 // tickAsk runs a request's timers: an attempt that took too long is given

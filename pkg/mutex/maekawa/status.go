@@ -68,6 +68,18 @@ type Detail struct {
 	Floor uint64 `json:"floor,omitempty"`
 	// HoldLeftMS: restarted, it votes on nothing for this long yet.
 	HoldLeftMS int64 `json:"hold_left_ms,omitempty"`
+	// SlowBeats: members whose heartbeats are slower than this member's
+	// (an older mutexd, another --heartbeat), each given a longer silence
+	// before it is taken for down.
+	SlowBeats []SlowBeat `json:"slow_heartbeats,omitempty"`
+}
+
+// SlowBeat is a member beating slower than this one: every IntervalMS,
+// taken for down after DownAfterMS of silence.
+type SlowBeat struct {
+	ID          uint32 `json:"id"`
+	IntervalMS  int64  `json:"interval_ms"`
+	DownAfterMS int64  `json:"down_after_ms"`
 }
 
 // LockDetail is one lock's part: this member as a voter (whom it voted
@@ -104,6 +116,9 @@ func (c *Core) Report() mutex.Status {
 	} else {
 		d.Grid = itoa(c.grid.Rows()) + "x" + itoa(c.grid.Cols())
 		d.VotingSet, _ = c.voters()
+	}
+	for _, m := range slices.Sorted(maps.Keys(c.slow)) {
+		d.SlowBeats = append(d.SlowBeats, SlowBeat{ID: m, IntervalMS: c.slow[m].Milliseconds(), DownAfterMS: c.det.Timeout(m).Milliseconds()})
 	}
 	st := mutex.Status{Algorithm: c.name, ID: c.self, Counters: c.allCounters(), Guarantees: c.Guarantees(), Detail: d}
 	for _, m := range c.cfg.Members {

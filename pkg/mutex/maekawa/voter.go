@@ -379,8 +379,15 @@ func (c *Core) giveVote(l *vlock, v *vote) {
 	}
 	if v.recorded {
 		// The requester may enter on this vote without a commit, its lease
-		// counted from before the vote: keep it for the lease.
-		v.expires = maxTime(v.expires, c.now.Add(c.cfg.stretch(v.lease)))
+		// counted from before the vote: keep it for the stretched lease,
+		// and no longer (doc.go, "Recovery after a holder's crash"). Its
+		// requester may enter on it only within a sixteenth of the lease
+		// of its start (voteStart), before the vote; later it must commit
+		// here, and a commit after the vote's end is refused. Kept for
+		// collectTimeout as well, as before, it outlived a crashed
+		// holder's lease by AttemptTimeout less the stretch (0.47 s by
+		// default), the recovery's whole excess over the lease.
+		v.expires = c.now.Add(c.cfg.stretch(v.lease))
 	}
 	c.post(v.from, wire.Vote{Op: wire.VoteLocked, Name: l.name, Attempt: v.attempt, Stamp: v.stamp, Mode: v.mode,
 		Fence: offer, LeaseMS: msOf(c.now.Sub(v.arrived)), Recorded: v.recorded}, 0)

@@ -219,13 +219,13 @@ func TestLeaseEndNotBeforeMajoritySilence(t *testing.T) {
 	for _, f := range leaseFactories {
 		t.Run(f.Name, func(t *testing.T) {
 			sim.Seeds(t, 4, func(t *testing.T, seed int64) {
-				s := newLockSim(t, f, mutex.Options{}, 7, seed, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}, 3*time.Second)
+				s := mutextest.NewLockSim(t, f, mutex.Options{}, 7, seed, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}, 3*time.Second)
 				tm := s.Core(waiter).(*permission.Core).Config()
-				rh := s.acquire(holder)
-				if !s.RunUntil(func() bool { return s.granted[holder] == rh }, time.Second) {
+				rh := s.Acquire(holder)
+				if !s.RunUntil(func() bool { return s.Granted[holder] == rh }, time.Second) {
 					t.Fatalf("member %d not granted on an idle cluster", holder)
 				}
-				rw := s.acquire(waiter)
+				rw := s.Acquire(waiter)
 				s.Run(tm.BusyHeartbeat() + time.Duration(s.NewRand().Int64N(int64(tm.HeartbeatInterval)))) // 2 bounded, its end announced
 				s.Cut(waiter, holder)
 				s.Cut(holder, waiter)
@@ -240,7 +240,7 @@ func TestLeaseEndNotBeforeMajoritySilence(t *testing.T) {
 				if downs := s.EventsNamed(liveness.EventMemberDown); len(downs) > 0 {
 					t.Errorf("%d members given up while every member but 1 heard 2, the first %v after the cut: %v", len(downs), downs[0].At-cut, downs[0])
 				}
-				if s.granted[waiter] == rw {
+				if s.Granted[waiter] == rw {
 					t.Errorf("member %d granted while it could not hear %d", waiter, holder)
 				}
 				cnt := s.Core(waiter).(mutex.Algorithm).Report().Counters
@@ -251,7 +251,7 @@ func TestLeaseEndNotBeforeMajoritySilence(t *testing.T) {
 					t.Errorf("member %d never took itself for cut off (counters %v)", holder, hc)
 				}
 				s.Heal()
-				if !s.RunUntil(func() bool { return s.granted[waiter] == rw }, 2*tm.DeadAfter) {
+				if !s.RunUntil(func() bool { return s.Granted[waiter] == rw }, 2*tm.DeadAfter) {
 					t.Fatalf("member %d not granted %v after the links healed", waiter, 2*tm.DeadAfter)
 				}
 				if testing.Verbose() {

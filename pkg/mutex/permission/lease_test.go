@@ -9,6 +9,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -28,11 +29,11 @@ func TestRecoveryFromAnnouncedEnd(t *testing.T) {
 	for _, f := range factories {
 		for _, sinceRenewal := range []time.Duration{time.Second, 2 * time.Second} {
 			t.Run(fmt.Sprintf("%s/renewed %v before", f.Name, sinceRenewal), func(t *testing.T) {
-				s := newLockSim(t, f, opt, 5, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 0)
+				s := mutextest.NewLockSim(t, f, opt, 5, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 0)
 				tm := s.Core(1).(*permission.Core).Config()
-				granted, acquire := s.granted, s.acquire
+				granted, acquire := s.Granted, s.Acquire
 				var expires time.Time // member 1's lease, on its clock
-				s.onOutcome = func(node uint32, o mutex.Outcome) {
+				s.OnOutcome = func(node uint32, o mutex.Outcome) {
 					switch o := o.(type) {
 					case mutex.Granted:
 						if node == 1 {
@@ -379,25 +380,25 @@ func TestFirstAnnouncementBounded(t *testing.T) {
 	const slack = 30 * time.Millisecond
 	for _, after := range []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, 314 * time.Millisecond} {
 		t.Run(after.String(), func(t *testing.T) {
-			s := newLockSim(t, permission.RicartAgrawalaFactory, mutex.Options{}, 5, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 5*time.Second)
+			s := mutextest.NewLockSim(t, permission.RicartAgrawalaFactory, mutex.Options{}, 5, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 5*time.Second)
 			tm := s.Core(1).(*permission.Core).Config()
 			for range 300 {
-				r := s.acquire(1)
-				if !s.RunUntil(func() bool { return s.granted[1] == r }, time.Second) {
+				r := s.Acquire(1)
+				if !s.RunUntil(func() bool { return s.Granted[1] == r }, time.Second) {
 					t.Fatal("member 1 not granted")
 				}
 				s.Do(1, func(c core.Core) { c.(mutex.Algorithm).Release(s.Clock(1).Now(), r) })
 			}
 			s.Run(5 * time.Second)
-			r1 := s.acquire(1)
-			if !s.RunUntil(func() bool { return s.granted[1] == r1 }, time.Second) {
+			r1 := s.Acquire(1)
+			if !s.RunUntil(func() bool { return s.Granted[1] == r1 }, time.Second) {
 				t.Fatal("member 1 not granted")
 			}
-			r2 := s.acquire(2)
+			r2 := s.Acquire(2)
 			s.Run(after)
 			s.Crash(1)
 			crashed := s.Elapsed()
-			if !s.RunUntil(func() bool { return s.granted[2] == r2 }, 10*time.Second) {
+			if !s.RunUntil(func() bool { return s.Granted[2] == r2 }, 10*time.Second) {
 				t.Fatal("member 2 not granted 10 s after member 1 crashed")
 			}
 			took := s.Elapsed() - crashed

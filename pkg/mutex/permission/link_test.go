@@ -299,8 +299,8 @@ func TestLinkCutHandoff(t *testing.T) {
 		for _, n := range []uint32{3, 5} {
 			for _, hold := range []time.Duration{0, 100 * time.Millisecond, 2 * time.Second, 6 * time.Second} {
 				t.Run(fmt.Sprintf("%s/%d/%v", f.Name, n, hold), func(t *testing.T) {
-					s := newLockSim(t, f, mutex.Options{}, n, int64(n)+int64(hold), sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}, 2*time.Second)
-					granted, acquire := s.granted, s.acquire
+					s := mutextest.NewLockSim(t, f, mutex.Options{}, n, int64(n)+int64(hold), sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}, 2*time.Second)
+					granted, acquire := s.Granted, s.Acquire
 					r1 := acquire(1)
 					if !s.RunUntil(func() bool { return granted[1] == r1 }, time.Second) {
 						t.Fatal("member 1 not granted")
@@ -327,7 +327,7 @@ func TestLinkCutHandoff(t *testing.T) {
 					if !s.RunUntil(func() bool { return granted[2] == r2 }, 2*tm.RetryInterval) {
 						t.Fatalf("member 2 not granted within %v of 1's release across the broken link", 2*tm.RetryInterval)
 					}
-					took := s.grantedAt - released
+					took := s.GrantedAt - released
 					t.Logf("member 2 granted %v after member 1's release, %v after the cut", took, hold+took)
 					if took < 0 {
 						t.Fatalf("member 2 granted %v before member 1 released: two holders", -took)

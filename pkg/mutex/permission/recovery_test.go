@@ -130,8 +130,8 @@ func TestRecoveryTimes(t *testing.T) {
 	for _, f := range factories {
 		for _, victim := range []string{"holder", "last holder", "bystander"} {
 			t.Run(fmt.Sprintf("%s/%s", f.Name, victim), func(t *testing.T) {
-				s := newLockSim(t, f, opt, 5, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 3*time.Second)
-				granted, acquire := s.granted, s.acquire
+				s := mutextest.NewLockSim(t, f, opt, 5, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 3*time.Second)
+				granted, acquire := s.Granted, s.Acquire
 				r1 := acquire(1)
 				s.Run(50 * time.Millisecond)
 				if granted[1] != r1 {
