@@ -903,7 +903,7 @@ func (m *mutexBench) renewAndWait(holder, waiter int) (granted, renewed time.Tim
 	granted = time.Now()
 	got = m.waitFor("recovery", waiter)
 	renewed = granted
-	renewals := rand.N(3)
+	renewals, phase := killPhase(rand.N(3), rand.N(mutexLeaseTTL/3))
 	for k := range renewals {
 		m.sleep(time.Until(granted.Add(time.Duration(k+1) * mutexLeaseTTL / 3)))
 		ctx, cancel := context.WithTimeout(m.ctx, mutexLeaseTTL/3)
@@ -916,7 +916,7 @@ func (m *mutexBench) renewAndWait(holder, waiter int) (granted, renewed time.Tim
 			confirmed++
 		}
 	}
-	m.sleep(time.Until(renewed.Add(killPhase(renewals, rand.N[time.Duration]))))
+	m.sleep(time.Until(renewed.Add(phase)))
 	return granted, renewed, confirmed, got
 }
 
@@ -926,17 +926,20 @@ func (m *mutexBench) renewAndWait(holder, waiter int) (granted, renewed time.Tim
 // request, not the recovery.
 const waiterQueued = 100 * time.Millisecond
 
-// killPhase is when a recovery trial kills the holder after its lease
-// last started: uniform over the renewal period, drawn by n (rand.N),
-// but after no renewal (the lease started at the grant) drawn again
-// below waiterQueued, so the waiter waits (before, about 1% of the
-// trials killed the holder before the waiter was queued).
-func killPhase(renewals int, n func(time.Duration) time.Duration) time.Duration {
-	for {
-		if d := n(mutexLeaseTTL / 3); renewals > 0 || d >= waiterQueued {
-			return d
-		}
+// killPhase is how many renewals a recovery trial makes and when it kills
+// the holder after its lease last started, given the draws: the phase,
+// uniform over the renewal period, is kept as drawn (the lease left at
+// the kill depends on it alone, and stays uniform as etcd's); a phase
+// below waiterQueued with no renewal (the lease started at the grant,
+// the waiter asked just after it) takes one renewal, so the waiter is
+// queued before the kill (before, about 1% of the trials killed the
+// holder first; drawing the phase again instead made its first
+// waiterQueued less likely: a review of the fix).
+func killPhase(renewals int, phase time.Duration) (int, time.Duration) {
+	if renewals == 0 && phase < waiterQueued {
+		renewals = 1
 	}
+	return renewals, phase
 }
 
 func (m *mutexBench) recovery(r *mutexResults) {

@@ -76,6 +76,10 @@ type Core struct {
 	// (an older mutexd, another --heartbeat), by their interval: each is
 	// given a longer silence (heartbeatFrom).
 	slow map[uint32]time.Duration
+	// slowWarned is the highest timeout each member was warned of: a
+	// member whose interval changes back and forth (a forger, two
+	// daemons with one --id) is warned once per new high, not per frame.
+	slowWarned map[uint32]time.Duration
 
 	// Voter side.
 	votes map[string]*vlock
@@ -131,20 +135,21 @@ func New(cfg Config) (*Core, error) {
 		return nil, err
 	}
 	c := &Core{
-		cfg:      cfg,
-		self:     cfg.ID,
-		kind:     wire.KindMaekawa,
-		name:     Name,
-		grid:     NewGrid(cfg.Members),
-		votes:    map[string]*vlock{},
-		byMember: map[uint32]int{},
-		asks:     map[string]*ask{},
-		ahead:    map[uint32]time.Duration{},
-		slow:     map[uint32]time.Duration{},
-		counters: map[string]uint64{},
-		era:      saved.era,
-		saved:    saved,
-		attempt:  cfg.Rand.Uint32(),
+		cfg:        cfg,
+		self:       cfg.ID,
+		kind:       wire.KindMaekawa,
+		name:       Name,
+		grid:       NewGrid(cfg.Members),
+		votes:      map[string]*vlock{},
+		byMember:   map[uint32]int{},
+		asks:       map[string]*ask{},
+		ahead:      map[uint32]time.Duration{},
+		slow:       map[uint32]time.Duration{},
+		slowWarned: map[uint32]time.Duration{},
+		counters:   map[string]uint64{},
+		era:        saved.era,
+		saved:      saved,
+		attempt:    cfg.Rand.Uint32(),
 	}
 	// A new era for this run, on disk before anything leaves (Change with
 	// a promise): every lock starts above every fence the last run knew.
@@ -361,7 +366,8 @@ func mustHeartbeat(interval time.Duration, alive int) []byte {
 // otherwise. Its interval counts up to DeadAfter at most, so a member
 // that says it beats once an hour (a bug, or a lie) is not kept for up
 // an hour: 2 DeadAfter and the allowance at most. Liveness only: the
-// detector never decides a vote (doc.go). WARN on each change, and a
+// detector never decides a vote (doc.go). WARN when its timeout rises
+// above what this member was warned of, INFO on other changes, and a
 // status line while it lasts.
 func (c *Core) heartbeatFrom(from, intervalMS uint32) {
 	interval := time.Duration(intervalMS) * time.Millisecond
@@ -377,11 +383,14 @@ func (c *Core) heartbeatFrom(from, intervalMS uint32) {
 	}
 	c.det.SetTimeout(from, timeout)
 	args := []any{"member", from, "interval", interval, "down_after", timeout}
-	if timeout == c.cfg.DeadAfter {
+	if timeout <= c.slowWarned[from] || timeout == c.cfg.DeadAfter {
+		// Back in step, or no slower than it was warned of already: said
+		// at INFO (the daemon's log limits a flood of it).
 		c.events = append(c.events, core.Event{Name: EventSlowHeartbeats, Args: args,
-			Msg: fmt.Sprintf("member %d beats every %v, in step again: taken for down after %v of silence", from, interval, timeout)})
+			Msg: fmt.Sprintf("member %d beats every %v: taken for down after %v of silence", from, interval, timeout)})
 		return
 	}
+	c.slowWarned[from] = timeout
 	c.count("heartbeats_slow")
 	c.events = append(c.events, core.Event{Name: EventSlowHeartbeats, Warn: true, Args: args,
 		Msg: fmt.Sprintf("member %d beats every %v, slower than this member's %v (an older mutexd, or another --heartbeat): taken for down after %v of silence instead of %v; run the same mutexd with the same --heartbeat on every member",

@@ -214,7 +214,9 @@
 //     leaves the dead holder out 3 s after the holder's last frame (a
 //     renewal, a heartbeat), by the time its votes end if that frame was
 //     its grant's or a renewal's, at most DeadAfter after the crash (a
-//     heartbeat since: up to a heartbeat past the votes). It was 3.5
+//     heartbeat since: past the votes by as much as that heartbeat came
+//     after the grant or the last renewal, about a lease without
+//     renewals, under a renewal period with them). It was 3.5
 //     heartbeats.
 //
 // TestRecoveryAtLeaseEnd holds the first and the last point to the

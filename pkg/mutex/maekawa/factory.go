@@ -77,8 +77,9 @@ func maxCross(n int) int {
 // default lease (3 h) and no frame of the holder's since then, the
 // detection ends first and overlaps the lease instead of outlasting it
 // (it was 3.5 h, half a second past the lease's end); a heartbeat since
-// delays it by up to a heartbeat past the votes (doc.go, "Recovery after
-// a holder's crash"). The price: heartbeats every 1.25 h instead of 1.5 h,
+// delays it past the votes by as much as that heartbeat came after the
+// grant or the last renewal, at most DeadAfter after the crash (doc.go,
+// "Recovery after a holder's crash"). The price: heartbeats every 1.25 h instead of 1.5 h,
 // a fifth more idle frames. A member beating slower (an older mutexd beat
 // every 1.5 h) is given two of its own heartbeats and the same 0.5 h
 // (heartbeatFrom, TestMixedHeartbeats). The majority quorum's requests

@@ -146,3 +146,60 @@ func TestHeartbeatInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeatIntervalFloor: a member that says it beats faster than
+// this one is still given DeadAfter of silence, never less: at 1000 ms
+// heartbeats two of them and the allowance would be 2.5 s, and one lost
+// heartbeat would take it for down.
+func TestHeartbeatIntervalFloor(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) {
+		cfg.HeartbeatInterval, cfg.DeadAfter = 1250*time.Millisecond, 3*time.Second
+	})
+	b, err := wire.Heartbeat{Interval: 1000, Alive: 5}.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(core.Message{From: 2, To: 1, Kind: wire.KindHeartbeat, Payload: b, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	c.Ready()
+	c.Tick(t0.Add(2900 * time.Millisecond))
+	c.Ready()
+	for _, m := range c.Report().Members {
+		if m.ID == 2 && !m.Alive {
+			t.Fatalf("member 2, heard 2.9 s ago beating every 1 s, taken for down (%s): want DeadAfter (3 s) of silence at least", m.State)
+		}
+	}
+}
+
+// TestSlowHeartbeatsWarnOnce: a member whose heartbeats' interval flips
+// between in step and an hour (a forger, two daemons with one --id) is
+// warned of once, when its timeout first rises; the changes after are
+// said at INFO.
+func TestSlowHeartbeatsWarnOnce(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) {
+		cfg.HeartbeatInterval, cfg.DeadAfter = 1250*time.Millisecond, 3*time.Second
+	})
+	warned := 0
+	for i := range 100 {
+		ms := uint32(1250)
+		if i%2 == 1 {
+			ms = 3_600_000
+		}
+		b, err := wire.Heartbeat{Interval: ms, Alive: 5}.AppendBinary(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Step(core.Message{From: 2, To: 1, Kind: wire.KindHeartbeat, Payload: b, Time: t0.Add(time.Duration(i) * 10 * time.Millisecond)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range c.Ready().Events {
+			if e.Name == maekawa.EventSlowHeartbeats && e.Warn {
+				warned++
+			}
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d warnings for 50 flips of member 2's heartbeat interval, want 1", warned)
+	}
+}

@@ -282,11 +282,15 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 	switch m.Op {
 	case wire.VoteLocked:
 		if a.phase != collecting {
-			if _, ok := a.locked[from]; !ok && (!a.answered[from] || c.withdrawLost(a, from, m.LeaseMS)) {
+			lost := a.answered[from] && c.withdrawLost(a, from, m.LeaseMS)
+			if _, ok := a.locked[from]; !ok && (!a.answered[from] || lost) {
 				// The quorum was complete without it: not needed. (A
 				// coordinator withdrawn from at the grant was sent its
 				// release then: unless that was lost, this vote crossed
 				// it and is freed by it.)
+				if lost {
+					c.count("answers_stale_released")
+				}
 				c.post(from, wire.Vote{Op: wire.VoteRelease, Name: m.Name, Attempt: m.Attempt, Stamp: m.Stamp, Mode: m.Mode}, 0)
 			}
 			a.answered[from] = true
