@@ -72,6 +72,16 @@ func (a *alerts) flush(now time.Time) {
 	}
 }
 
+// flushAll writes every condition that recurred since its last line, its
+// interval passed or not (the daemon stops).
+func (a *alerts) flushAll(now time.Time) {
+	for k, s := range a.keys {
+		if s.suppressed > 0 {
+			a.write(now, k, s)
+		}
+	}
+}
+
 func (a *alerts) write(now time.Time, k alertKey, s *alertState) {
 	args := append([]any{"condition", k.cond}, s.args...)
 	if k.member != 0 {

@@ -35,6 +35,21 @@ func TestAlertsRateLimited(t *testing.T) {
 	}
 }
 
+// TestAlertsFlushAllOnStop: a daemon that stops writes what its alerts
+// held back, their interval passed or not.
+func TestAlertsFlushAllOnStop(t *testing.T) {
+	var buf bytes.Buffer
+	a := newAlerts(slog.New(slog.NewTextHandler(&buf, nil)))
+	t0 := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+	for i := range 100 {
+		a.report(t0.Add(time.Duration(i)*time.Millisecond), slog.LevelWarn, "auth_failed", 3, 0, "frames from member 3's address fail authentication")
+	}
+	a.flushAll(t0.Add(time.Second))
+	if out := buf.String(); strings.Count(out, "level=WARN") != 2 || !strings.Contains(out, "repeated=99") {
+		t.Fatalf("after flushAll a second in:\n%s", out)
+	}
+}
+
 // TestCheckSyncWarns: a clock that should be synchronised and has not
 // been for SyncWarnAfter is a WARN line (once per interval).
 func TestCheckSyncWarns(t *testing.T) {

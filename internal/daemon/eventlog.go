@@ -85,6 +85,19 @@ func (l *eventLog) flush(now time.Time) {
 	}
 }
 
+// close writes what every window held back, over or not (the daemon
+// stops).
+func (l *eventLog) close(now time.Time) {
+	if l == nil {
+		return
+	}
+	for _, s := range l.names {
+		if s.suppressed > 0 {
+			l.end(s, now)
+		}
+	}
+}
+
 // ended says whether s's window is over at now (a clock set back ends it
 // too, rather than holding lines back for as long as it was set back).
 func (l *eventLog) ended(s *eventLogState, now time.Time) bool {

@@ -55,7 +55,7 @@ func TestEventLogLimited(t *testing.T) {
 }
 
 // TestEventFloodLimitedInTheLog: a daemon whose core reports 500 grants
-// and 50 warnings at once writes eventLogBurst of them to its log; every one still
+// and 50 warnings at once, and stops, writes eventLogBurst of them to its log; every one still
 // reaches the event hook and the counters, and events that warn are
 // never held back.
 func TestEventFloodLimitedInTheLog(t *testing.T) {
@@ -69,7 +69,11 @@ func TestEventFloodLimitedInTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start(t, d)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	eventually(t, "the daemon serving", func() bool { _, err := statusOf(cfg.ControlPath); return err == nil })
 	if err := d.Do(context.Background(), func(n *node.Node) {
 		c := n.Core().(*teller)
 		for i := range 500 {
@@ -96,5 +100,15 @@ func TestEventFloodLimitedInTheLog(t *testing.T) {
 	st := status(t, cfg.ControlPath)
 	if st.Events["lock_granted"] != 500 {
 		t.Fatalf("status counts %v, want 500 lock_granted", st.Events)
+	}
+	// Stopped within the window: what it held back is written, with the
+	// count, before "stopped".
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	out := logged.String()
+	if i, j := strings.Index(out, "fence=499 repeated=480"), strings.Index(out, "msg=stopped"); i < 0 || j < i {
+		t.Errorf("the held-back grants' count not written before the daemon's stop:\n%s", out[max(0, len(out)-600):])
 	}
 }

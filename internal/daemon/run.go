@@ -165,6 +165,11 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if d.tr != nil {
 		d.stopTrace() // the file ends cleanly (SIGTERM included)
 	}
+	// What the rate limits held back is written before "stopped", with
+	// its count, windows over or not.
+	wall := time.Now()
+	d.alerts.flushAll(wall)
+	d.eventLog.close(wall)
 	d.mu.Unlock()
 	close(d.stopped)
 	sdnotify.Stopping()

@@ -76,10 +76,11 @@ type Core struct {
 	// (an older mutexd, another --heartbeat), by their interval: each is
 	// given a longer silence (heartbeatFrom).
 	slow map[uint32]time.Duration
-	// slowWarned is the highest timeout each member was warned of: a
-	// member whose interval changes back and forth (a forger, two
-	// daemons with one --id) is warned once per new high, not per frame.
-	slowWarned map[uint32]time.Duration
+	// slowWarned is the highest timeout each member was warned of, and
+	// when: a member whose interval changes back and forth (a forger,
+	// two daemons with one --id) is warned once per new high or per
+	// slowRewarn, not per frame.
+	slowWarned map[uint32]slowWarning
 
 	// Voter side.
 	votes map[string]*vlock
@@ -145,7 +146,7 @@ func New(cfg Config) (*Core, error) {
 		asks:       map[string]*ask{},
 		ahead:      map[uint32]time.Duration{},
 		slow:       map[uint32]time.Duration{},
-		slowWarned: map[uint32]time.Duration{},
+		slowWarned: map[uint32]slowWarning{},
 		counters:   map[string]uint64{},
 		era:        saved.era,
 		saved:      saved,
@@ -367,8 +368,18 @@ func mustHeartbeat(interval time.Duration, alive int) []byte {
 // that says it beats once an hour (a bug, or a lie) is not kept for up
 // an hour: 2 DeadAfter and the allowance at most. Liveness only: the
 // detector never decides a vote (doc.go). WARN when its timeout rises
-// above what this member was warned of, INFO on other changes, and a
-// status line while it lasts.
+// above what this member was warned of, or an hour after that warning,
+// INFO on other changes, and a status line while it lasts.
+// slowWarning is the timeout a member was last warned of, and when.
+type slowWarning struct {
+	timeout time.Duration
+	at      time.Time
+}
+
+// slowRewarn is how soon a member slow again, no slower than it was
+// warned of, is warned again (a member upgraded, then rolled back).
+const slowRewarn = time.Hour
+
 func (c *Core) heartbeatFrom(from, intervalMS uint32) {
 	interval := time.Duration(intervalMS) * time.Millisecond
 	late := max(c.cfg.DeadAfter-2*c.cfg.HeartbeatInterval, 0)
@@ -383,14 +394,14 @@ func (c *Core) heartbeatFrom(from, intervalMS uint32) {
 	}
 	c.det.SetTimeout(from, timeout)
 	args := []any{"member", from, "interval", interval, "down_after", timeout}
-	if timeout <= c.slowWarned[from] || timeout == c.cfg.DeadAfter {
+	if w := c.slowWarned[from]; timeout == c.cfg.DeadAfter || timeout <= w.timeout && c.now.Sub(w.at) < slowRewarn {
 		// Back in step, or no slower than it was warned of already: said
 		// at INFO (the daemon's log limits a flood of it).
 		c.events = append(c.events, core.Event{Name: EventSlowHeartbeats, Args: args,
 			Msg: fmt.Sprintf("member %d beats every %v: taken for down after %v of silence", from, interval, timeout)})
 		return
 	}
-	c.slowWarned[from] = timeout
+	c.slowWarned[from] = slowWarning{timeout, c.now}
 	c.count("heartbeats_slow")
 	c.events = append(c.events, core.Event{Name: EventSlowHeartbeats, Warn: true, Args: args,
 		Msg: fmt.Sprintf("member %d beats every %v, slower than this member's %v (an older mutexd, or another --heartbeat): taken for down after %v of silence instead of %v; run the same mutexd with the same --heartbeat on every member",

@@ -155,14 +155,7 @@ func TestHeartbeatIntervalFloor(t *testing.T) {
 	c := newCore(t, func(cfg *maekawa.Config) {
 		cfg.HeartbeatInterval, cfg.DeadAfter = 1250*time.Millisecond, 3*time.Second
 	})
-	b, err := wire.Heartbeat{Interval: 1000, Alive: 5}.AppendBinary(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Step(core.Message{From: 2, To: 1, Kind: wire.KindHeartbeat, Payload: b, Time: t0}); err != nil {
-		t.Fatal(err)
-	}
-	c.Ready()
+	stepHeartbeat(t, c, 2, 1000, t0)
 	c.Tick(t0.Add(2900 * time.Millisecond))
 	c.Ready()
 	for _, m := range c.Report().Members {
@@ -186,14 +179,7 @@ func TestSlowHeartbeatsWarnOnce(t *testing.T) {
 		if i%2 == 1 {
 			ms = 3_600_000
 		}
-		b, err := wire.Heartbeat{Interval: ms, Alive: 5}.AppendBinary(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Step(core.Message{From: 2, To: 1, Kind: wire.KindHeartbeat, Payload: b, Time: t0.Add(time.Duration(i) * 10 * time.Millisecond)}); err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range c.Ready().Events {
+		for _, e := range stepHeartbeat(t, c, 2, ms, t0.Add(time.Duration(i)*10*time.Millisecond)) {
 			if e.Name == maekawa.EventSlowHeartbeats && e.Warn {
 				warned++
 			}
@@ -202,4 +188,41 @@ func TestSlowHeartbeatsWarnOnce(t *testing.T) {
 	if warned != 1 {
 		t.Errorf("%d warnings for 50 flips of member 2's heartbeat interval, want 1", warned)
 	}
+}
+
+// TestSlowHeartbeatsWarnAgain: a member warned of, back in step, and slow
+// again an hour later (upgraded, then rolled back) is warned of again.
+func TestSlowHeartbeatsWarnAgain(t *testing.T) {
+	c := newCore(t, func(cfg *maekawa.Config) {
+		cfg.HeartbeatInterval, cfg.DeadAfter = 1250*time.Millisecond, 3*time.Second
+	})
+	warned := 0
+	for _, hb := range []struct {
+		at time.Duration
+		ms uint32
+	}{{0, 1500}, {time.Second, 1250}, {2 * time.Second, 1500}, {3 * time.Second, 1250}, {time.Hour + 3*time.Second, 1500}} {
+		c.Tick(t0.Add(hb.at))
+		for _, e := range stepHeartbeat(t, c, 2, hb.ms, t0.Add(hb.at)) {
+			if e.Name == maekawa.EventSlowHeartbeats && e.Warn {
+				warned++
+			}
+		}
+	}
+	if warned != 2 {
+		t.Errorf("%d warnings: slow, in step, slow again within the hour, slow again an hour later; want 2", warned)
+	}
+}
+
+// stepHeartbeat steps member from's heartbeat saying it beats every ms
+// milliseconds, at at, and returns the events of the Ready after it.
+func stepHeartbeat(t *testing.T, c *maekawa.Core, from uint32, ms uint32, at time.Time) []core.Event {
+	t.Helper()
+	b, err := wire.Heartbeat{Interval: ms, Alive: 5}.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(core.Message{From: from, To: 1, Kind: wire.KindHeartbeat, Payload: b, Time: at}); err != nil {
+		t.Fatal(err)
+	}
+	return c.Ready().Events
 }
