@@ -65,6 +65,27 @@ var configs = []struct {
 	{"probed", func(env core.Env) omega.Config { return omega.FromOptions(env.Members, omega.Probed) }},
 }
 
+// trustAll says whether every member of ids trusts want.
+func trustAll(s *sim.Sim, ids []uint32, want uint32) bool {
+	for _, id := range ids {
+		if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != want {
+			return false
+		}
+	}
+	return true
+}
+
+// onlyElected fails t for every member but want that chose itself after
+// the before-th elected event (why says who want is).
+func onlyElected(t *testing.T, s *sim.Sim, before int, want uint32, why string) {
+	t.Helper()
+	for _, e := range s.EventsNamed(elect.EventElected)[before:] {
+		if e.Node != want {
+			t.Errorf("member %d chose itself at %v (%s)", e.Node, e.At, why)
+		}
+	}
+}
+
 func describe(s *sim.Sim) string {
 	var b strings.Builder
 	for _, id := range s.IDs() {
@@ -267,22 +288,11 @@ func failoverQuiet(t *testing.T, cfg func(core.Env) omega.Config, n int) {
 		s.Crash(1)
 		crashed := s.Elapsed()
 		bound := 2*window + 10*time.Millisecond
-		if !s.RunUntil(func() bool {
-			for _, id := range s.IDs()[1:] {
-				if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 2 {
-					return false
-				}
-			}
-			return true
-		}, bound) {
+		if !s.RunUntil(func() bool { return trustAll(s, s.IDs()[1:], 2) }, bound) {
 			t.Fatalf("%v after the crash (windows of %v), not every member trusts 2\n%s", s.Elapsed()-crashed, window, describe(s))
 		}
 		s.Run(2 * time.Second)
-		for _, e := range s.EventsNamed(elect.EventElected)[before:] {
-			if e.Node != 2 {
-				t.Errorf("member %d chose itself at %v (the successor is 2)", e.Node, e.At)
-			}
-		}
+		onlyElected(t, s, before, 2, "the successor is 2")
 		for _, id := range s.IDs()[1:] {
 			if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 2 {
 				t.Errorf("member %d trusts %d two seconds later, want 2", id, l)
@@ -311,22 +321,11 @@ func TestSimLeaderRestartedQuickly(t *testing.T) {
 				s.Crash(1)
 				s.Run(50*time.Millisecond + time.Duration(rnd.IntN(250))*time.Millisecond)
 				s.Restart(1)
-				if !s.RunUntil(func() bool {
-					for _, id := range s.IDs() {
-						if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 2 {
-							return false
-						}
-					}
-					return true
-				}, 4*window) {
+				if !s.RunUntil(func() bool { return trustAll(s, s.IDs(), 2) }, 4*window) {
 					t.Fatalf("not every member trusts 2 within four windows (%v) of the leader's restart\n%s", window, describe(s))
 				}
 				s.Run(2 * time.Second)
-				for _, e := range s.EventsNamed(elect.EventElected)[before:] {
-					if e.Node != 2 {
-						t.Errorf("member %d chose itself at %v (the successor is 2)", e.Node, e.At)
-					}
-				}
+				onlyElected(t, s, before, 2, "the successor is 2")
 			})
 		})
 	}
@@ -355,22 +354,11 @@ func successorDownToo(t *testing.T, cfg func(core.Env) omega.Config) {
 		s.Crash(2)
 		crashed := s.Elapsed()
 		probe := window + s.Core(3).(*omega.Core).Report().Detail.(omega.Detail).Heartbeat
-		if !s.RunUntil(func() bool {
-			for _, id := range s.IDs()[2:] {
-				if l, _, _ := s.Core(id).(*omega.Core).Leader(); l != 3 {
-					return false
-				}
-			}
-			return true
-		}, 2*window+2*probe+10*time.Millisecond) {
+		if !s.RunUntil(func() bool { return trustAll(s, s.IDs()[2:], 3) }, 2*window+2*probe+10*time.Millisecond) {
 			t.Fatalf("%v after the crashes (windows of %v), not every member trusts 3\n%s", s.Elapsed()-crashed, window, describe(s))
 		}
 		s.Run(2 * time.Second)
-		for _, e := range s.EventsNamed(elect.EventElected)[before:] {
-			if e.Node != 3 {
-				t.Errorf("member %d chose itself at %v (3 is the best left)", e.Node, e.At)
-			}
-		}
+		onlyElected(t, s, before, 3, "3 is the best left")
 	})
 }
 
