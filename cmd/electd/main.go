@@ -301,7 +301,10 @@ func hintProbe(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error 
 // ranks, the majority election's vote weights), Yo-Yo's topology and, for
 // the majority election, --leader-timeout, which is its lease: a voter
 // with a shorter one would be free before the leader it voted for stops
-// believing it leads. The other durations are each host's own timing.
+// believing it leads. The other durations are each host's own timing,
+// but the heartbeat and the leader timeout must fit every other member's
+// (node.Agreement.Heartbeat: the node tells them, and warns of a member
+// whose heartbeats come further apart than this one waits for them).
 func agreement(algo elect.Algorithm, opts elect.Options) *node.Agreement {
 	params := map[string]string{"priorities": formatPriorities(opts.Priorities)}
 	if algo.Name == yoyo.Algorithm.Name {
@@ -316,7 +319,7 @@ func agreement(algo elect.Algorithm, opts elect.Options) *node.Agreement {
 	if algo.Name == majority.Algorithm.Name {
 		params["leader-timeout"] = opts.LeaderTimeout.String()
 	}
-	return &node.Agreement{Algorithm: algo.Name, Params: params}
+	return &node.Agreement{Algorithm: algo.Name, Params: params, Heartbeat: opts.Heartbeat, LeaderTimeout: opts.LeaderTimeout}
 }
 
 // formatPriorities writes priorities in one order, leaving out 0 (the

@@ -187,8 +187,12 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	}
 	// What must be the same on every orderd beside the member list and
 	// cluster name: how total order is made. The durations and the window
-	// are each host's own.
-	cfg.Agreement = &node.Agreement{Algorithm: ocfg.Total.String()}
+	// are each host's own, but the sequencer's heartbeat and the leader
+	// timeout must fit every other member's: the node tells them, and
+	// warns of a member whose heartbeats come further apart than this one
+	// waits for them (a sequencer given up between two of its heartbeats,
+	// over and over).
+	cfg.Agreement = &node.Agreement{Algorithm: ocfg.Total.String(), Heartbeat: c.Duration("heartbeat"), LeaderTimeout: c.Duration("leader-timeout")}
 	cfg.ClusterFacts = clusterFacts
 	cfg.Hooks = map[string][]string{order.EventDelivered: c.StringSlice("on-deliver")}
 	cfg.HookTimeout = c.Duration("hook-timeout")
