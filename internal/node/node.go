@@ -426,7 +426,7 @@ func (n *Node) Receive(in Inbound) error {
 			}
 		case timings != nil:
 			if n.agree != nil {
-				n.timingsReceived(&f, timings, in.Time)
+				n.timingsReceived(&f, timings)
 			}
 		case query != nil:
 			err = n.statusQueried(&f, query, in.Time)

@@ -60,14 +60,15 @@ func micros(d time.Duration) uint32 {
 // timingsReceived takes a member's authenticated timings, its sequence
 // number accepted: kept for status, compared with this node's, and a
 // mismatch said at WARN (notice "timing_mismatch", which the driver
-// rate-limits per member) when it is new or changed.
-func (n *Node) timingsReceived(f *wire.Frame, t *wire.ConfigTimings, now time.Time) {
+// rate-limits per member) when it is new or changed. They count for
+// nothing else: not as hearing the member (its announcement came with
+// them), not in the standing.
+func (n *Node) timingsReceived(f *wire.Frame, t *wire.ConfigTimings) {
 	a := n.agree
 	m, inc := a.announcer(f)
 	if m == nil {
 		return
 	}
-	m.heardAt = now
 	m.timings, m.timingsInc = t, inc
 	issues := a.timingIssues(m.id, t)
 	changed := strings.Join(issues, "\n") != strings.Join(m.timingIssues, "\n")
