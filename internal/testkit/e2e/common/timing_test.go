@@ -2,6 +2,8 @@ package common
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +41,8 @@ func TestTimingMismatch(t *testing.T) {
 		t.Run(tc.daemon, func(t *testing.T) {
 			c := newCluster(t, tc.daemon, 3)
 			c.Extra[3] = tc.slow
+			metrics := fmt.Sprintf("127.0.0.31:%d", e2e.FreePort(t, "127.0.0.31"))
+			c.Extra[1] = []string{"--metrics", metrics}
 			for i := 1; i <= 3; i++ {
 				c.Start(i, tc.common...)
 			}
@@ -77,6 +81,15 @@ func TestTimingMismatch(t *testing.T) {
 			}
 			if ids := e2e.Field(st, "node", "agreement", "timing_mismatch"); fmt.Sprint(ids) != "[3]" {
 				t.Fatalf("host 1's timing_mismatch: %v, want [3]", ids)
+			}
+			resp, err := http.Get("http://" + metrics + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := `synclab_config_members_timing_mismatch{daemon="` + tc.daemon + `"} 1`; !strings.Contains(string(body), want) {
+				t.Fatalf("host 1's metrics lack %s", want)
 			}
 			// Once: the announcements that follow (the elections make
 			// every member ask again) warn no more, and the member whose
