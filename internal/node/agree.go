@@ -479,10 +479,12 @@ func (a *agreement) counts(self uint32, now time.Time) (agree, differ []uint32, 
 	return agree, differ, decided
 }
 
-// evaluate decides the node's standing at now: stepped back while as
-// many members it hears differ as agree (itself included: two members
-// that disagree both step back), starting until every member has been
-// heard, or a majority of the members agrees, or StartGrace has passed.
+// evaluate decides the node's standing at now: starting until every
+// member has been heard, or a majority of the members agrees, or
+// StartGrace has passed (whatever the members heard so far say: the
+// first answers may all be the wrong member's); then stepped back while
+// as many members it hears differ as agree (itself included: two members
+// that disagree both step back).
 func (n *Node) evaluate(now time.Time) {
 	a := n.agree
 	if len(a.members) == 0 {
@@ -495,11 +497,17 @@ func (n *Node) evaluate(now time.Time) {
 	agree, differ, decided := a.counts(n.cfg.ID, now)
 	next := StandingAgreed
 	switch {
-	case len(differ) > 0 && len(differ) >= len(agree):
-		next = StandingSteppedBack
 	case a.standing == StandingStarting && decided < len(a.members) && 2*len(agree) <= len(n.cfg.Members) &&
 		now.Sub(a.started) < a.cfg.StartGrace:
+		// Members unheard at the start: a tie, or a minority, may be
+		// the order the announcements came in (a member configured
+		// right that heard the wrong one first used to step back, say
+		// so at WARN, and agree again a moment later). The core is
+		// held back as it would be stepped back, until every member or
+		// a majority is heard, or StartGrace passes.
 		next = StandingStarting
+	case len(differ) > 0 && len(differ) >= len(agree):
+		next = StandingSteppedBack
 	}
 	if a.every > a.cfg.Interval && !a.settled(now) {
 		// Something changed: announce at the Interval again, from the

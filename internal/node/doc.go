@@ -232,8 +232,10 @@
 // are tied: both step back (safety first). At the start the node holds its
 // core (StandingStarting) until every member has been heard, or a
 // majority of the members agrees, or Agreement.StartGrace (500 ms) has
-// passed: a typo on one host then never leads, grants or sequences, even
-// for an instant. A member that hears nobody is in no minority and runs
+// passed, whatever the members heard so far say (the first answers may
+// all come from the wrong member: a member configured right does not step
+// back on them): a typo on one host then never leads, grants or
+// sequences, even for an instant. A member that hears nobody is in no minority and runs
 // (a partition is the algorithms' business, not agreement's).
 //
 // A member that restarted (a newer incarnation, with keys) is answered at
