@@ -1,6 +1,7 @@
 package common
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -81,6 +82,25 @@ func TestTimingMismatch(t *testing.T) {
 			}
 			if ids := e2e.Field(st, "node", "agreement", "timing_mismatch"); fmt.Sprint(ids) != "[3]" {
 				t.Fatalf("host 1's timing_mismatch: %v, want [3]", ids)
+			}
+			// The whole lab's table says it too.
+			out, err := exec.Command(filepath.Join(e2e.BinDir(), tc.daemon), "status", "--cluster", "--json", "--control", c.Control(1)).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lab struct {
+				Rows []struct {
+					ID     uint32   `json:"id"`
+					Timing []string `json:"timing"`
+				} `json:"rows"`
+			}
+			if err := json.Unmarshal(out, &lab); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range lab.Rows {
+				if (r.ID == 3) != (len(r.Timing) == 1) {
+					t.Fatalf("host 1's status --cluster, member %d: timing %q", r.ID, r.Timing)
+				}
 			}
 			resp, err := http.Get("http://" + metrics + "/metrics")
 			if err != nil {
