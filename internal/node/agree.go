@@ -1196,8 +1196,7 @@ func (n *Node) agreementStatus() *AgreementStatus {
 		v := MemberAgreement{ID: id, State: stateNames[s], Agrees: s == stAgrees, LastHeard: m.heardAt,
 			Refreshes: m.refreshes(), AuthFailures: m.authFails, Disagreements: m.disagreements, Timing: m.timingIssues}
 		if m.timings != nil {
-			v.Heartbeat = time.Duration(m.timings.Heartbeat) * time.Microsecond
-			v.LeaderTimeout = time.Duration(m.timings.LeaderTimeout) * time.Microsecond
+			v.Heartbeat, v.LeaderTimeout = time.Duration(m.timings.Heartbeat), time.Duration(m.timings.LeaderTimeout)
 		}
 		if len(m.timingIssues) > 0 {
 			st.TimingMismatch = append(st.TimingMismatch, id)

@@ -190,7 +190,7 @@
 // elected again, over and over (electd's bully with --probe 0: 47 leader
 // changes in 20 s, every line at INFO). With Agreement.Heartbeat and
 // LeaderTimeout set (electd, orderd, timed's Berkeley mode), a node sends
-// its own (KindConfigTimings, wire.ConfigTimings, 12 bytes) after each
+// its own (KindConfigTimings, wire.ConfigTimings, 20 bytes) after each
 // announcement to a member that sent its own, and at most twice per pair
 // of incarnations to one that never did (an older build drops each as
 // unknown_kind). A member whose heartbeat is not below this node's leader

@@ -42,19 +42,13 @@ func (n *Node) tellTimings(m *memberAgreement) {
 		}
 		m.timingsTold++
 	}
-	t := wire.ConfigTimings{Heartbeat: micros(a.cfg.Heartbeat), LeaderTimeout: micros(a.cfg.LeaderTimeout)}
+	t := wire.ConfigTimings{Heartbeat: uint64(a.cfg.Heartbeat), LeaderTimeout: uint64(a.cfg.LeaderTimeout)}
 	b, err := t.AppendBinary(nil)
 	if err != nil {
-		n.stats.drop("unsent_config") // timings of an hour or more: not a failure detector's
+		n.stats.drop("unsent_config") // longer than any failure detector's timeout: refused by the daemons
 		return
 	}
 	n.own = append(n.own, core.Message{To: m.id, Kind: wire.KindConfigTimings, Payload: b})
-}
-
-// micros is d in whole microseconds, at least 1, at most
-// wire.MaxTimingMicros + 1 (refused by the encoder).
-func micros(d time.Duration) uint32 {
-	return uint32(min(max(d/time.Microsecond, 1), wire.MaxTimingMicros+1))
 }
 
 // timingsReceived takes a member's authenticated timings, its sequence
@@ -87,8 +81,7 @@ func (a *agreement) timingIssues(id uint32, t *wire.ConfigTimings) []string {
 	if a.cfg.Heartbeat <= 0 || a.cfg.LeaderTimeout <= 0 {
 		return nil
 	}
-	hb := time.Duration(t.Heartbeat) * time.Microsecond
-	lt := time.Duration(t.LeaderTimeout) * time.Microsecond
+	hb, lt := time.Duration(t.Heartbeat), time.Duration(t.LeaderTimeout)
 	fix := fmt.Sprintf("give every member the same %s and %s, or every %s above every member's %s",
 		a.cfg.HeartbeatFlag, a.cfg.TimeoutFlag, a.cfg.TimeoutFlag, a.cfg.HeartbeatFlag)
 	var d []string

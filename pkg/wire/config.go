@@ -475,48 +475,54 @@ func (r *ConfigRefresh) UnmarshalBinary(b []byte) error {
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|  Version (1)  |   Flags (0)   |         Reserved (0)          |  0
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|         Heartbeat (microseconds, 1..MaxTimingMicros)          |  4
+//	|                                                               |  4
+//	+        Heartbeat (nanoseconds, 1..MaxTimingNanos)             +
+//	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|       Leader Timeout (microseconds, 1..MaxTimingMicros)       |  8
+//	|                                                               | 12
+//	+        Leader Timeout (nanoseconds, 1..MaxTimingNanos)        +
+//	|                                                               |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
 // Heartbeat is how often the sender, leading, says it is alive; Leader
 // Timeout how long the sender, following, waits for its leader's word
 // before it gives it up.
 type ConfigTimings struct {
-	Heartbeat     uint32 // microseconds
-	LeaderTimeout uint32 // microseconds
+	Heartbeat     uint64 // nanoseconds
+	LeaderTimeout uint64 // nanoseconds
 }
 
 const (
 	// ConfigTimingsLen is the exact length of a ConfigTimings payload.
-	ConfigTimingsLen = 12
-	// MaxTimingMicros bounds both timings: one hour.
-	MaxTimingMicros = 3_600_000_000
+	ConfigTimingsLen = 20
+	// MaxTimingNanos bounds both timings: 2^32-1 milliseconds (about
+	// 49.7 days), the longest timeout a failure detector takes
+	// (pkg/liveness MaxTimeout).
+	MaxTimingNanos = (1<<32 - 1) * 1_000_000
 
 	configTimingsWhat = "config timings"
 )
 
 // AppendBinary appends the ConfigTimingsLen bytes of t to b. A timing
-// outside 1..MaxTimingMicros is refused (an *EncodeError), as
+// outside 1..MaxTimingNanos is refused (an *EncodeError), as
 // UnmarshalBinary refuses it.
 func (t ConfigTimings) AppendBinary(b []byte) ([]byte, error) {
 	for _, f := range []struct {
 		name string
-		v    uint32
+		v    uint64
 	}{{"heartbeat", t.Heartbeat}, {"leader timeout", t.LeaderTimeout}} {
-		if f.v == 0 || f.v > MaxTimingMicros {
-			return b, &EncodeError{What: configTimingsWhat, Field: f.name, Value: uint64(f.v), Why: "outside 1..MaxTimingMicros"}
+		if f.v == 0 || f.v > MaxTimingNanos {
+			return b, &EncodeError{What: configTimingsWhat, Field: f.name, Value: f.v, Why: "outside 1..MaxTimingNanos"}
 		}
 	}
 	b = append(b, ConfigVersion, 0, 0, 0)
-	b = binary.BigEndian.AppendUint32(b, t.Heartbeat)
-	return binary.BigEndian.AppendUint32(b, t.LeaderTimeout), nil
+	b = binary.BigEndian.AppendUint64(b, t.Heartbeat)
+	return binary.BigEndian.AppendUint64(b, t.LeaderTimeout), nil
 }
 
 // UnmarshalBinary decodes a whole ConfigTimings payload: exactly
 // ConfigTimingsLen bytes, its version, flags and reserved zero, both
-// timings within 1..MaxTimingMicros.
+// timings within 1..MaxTimingNanos.
 func (t *ConfigTimings) UnmarshalBinary(b []byte) error {
 	if err := checkConfigFixed(configTimingsWhat, b, ConfigTimingsLen); err != nil {
 		return err
@@ -524,12 +530,12 @@ func (t *ConfigTimings) UnmarshalBinary(b []byte) error {
 	if b[2] != 0 || b[3] != 0 {
 		return decodeErr(configTimingsWhat, DecodeBadReserved, "", int(b[2])<<8|int(b[3]), 0)
 	}
-	hb, lt := binary.BigEndian.Uint32(b[4:]), binary.BigEndian.Uint32(b[8:])
-	if hb == 0 || hb > MaxTimingMicros {
-		return decodeErr(configTimingsWhat, DecodeBadField, "heartbeat", int(hb), -1)
+	hb, lt := binary.BigEndian.Uint64(b[4:]), binary.BigEndian.Uint64(b[12:])
+	if hb == 0 || hb > MaxTimingNanos {
+		return decodeErr(configTimingsWhat, DecodeBadField, "heartbeat", int(min(hb, 1<<62)), -1)
 	}
-	if lt == 0 || lt > MaxTimingMicros {
-		return decodeErr(configTimingsWhat, DecodeBadField, "leader timeout", int(lt), -1)
+	if lt == 0 || lt > MaxTimingNanos {
+		return decodeErr(configTimingsWhat, DecodeBadField, "leader timeout", int(min(lt, 1<<62)), -1)
 	}
 	t.Heartbeat, t.LeaderTimeout = hb, lt
 	return nil

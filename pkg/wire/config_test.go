@@ -99,7 +99,7 @@ func TestKeyFingerprint(t *testing.T) {
 }
 
 func TestConfigTimings(t *testing.T) {
-	in := ConfigTimings{Heartbeat: 200_000, LeaderTimeout: 400_000}
+	in := ConfigTimings{Heartbeat: 200_000_000, LeaderTimeout: 400_000_000}
 	b, err := in.AppendBinary(nil)
 	if err != nil || len(b) != ConfigTimingsLen {
 		t.Fatalf("encode: % x, %v", b, err)
@@ -109,14 +109,14 @@ func TestConfigTimings(t *testing.T) {
 		t.Fatalf("decode: %+v, %v", out, err)
 	}
 	for name, mutate := range map[string]func([]byte) []byte{
-		"truncated":          func(b []byte) []byte { return b[:ConfigTimingsLen-1] },
-		"trailing":           func(b []byte) []byte { return append(b, 0) },
-		"version":            func(b []byte) []byte { b[0] = 2; return b },
-		"flags":              func(b []byte) []byte { b[1] = 1; return b },
-		"reserved":           func(b []byte) []byte { b[3] = 1; return b },
-		"no heartbeat":       func(b []byte) []byte { copy(b[4:8], []byte{0, 0, 0, 0}); return b },
-		"leader timeout 0":   func(b []byte) []byte { copy(b[8:12], []byte{0, 0, 0, 0}); return b },
-		"heartbeat > 1 hour": func(b []byte) []byte { copy(b[4:8], []byte{0xff, 0xff, 0xff, 0xff}); return b },
+		"truncated":         func(b []byte) []byte { return b[:ConfigTimingsLen-1] },
+		"trailing":          func(b []byte) []byte { return append(b, 0) },
+		"version":           func(b []byte) []byte { b[0] = 2; return b },
+		"flags":             func(b []byte) []byte { b[1] = 1; return b },
+		"reserved":          func(b []byte) []byte { b[3] = 1; return b },
+		"no heartbeat":      func(b []byte) []byte { clear(b[4:12]); return b },
+		"leader timeout 0":  func(b []byte) []byte { clear(b[12:20]); return b },
+		"heartbeat > bound": func(b []byte) []byte { copy(b[4:12], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}); return b },
 	} {
 		var got ConfigTimings
 		if err := got.UnmarshalBinary(mutate(slices.Clone(b))); err == nil {
@@ -127,5 +127,8 @@ func TestConfigTimings(t *testing.T) {
 	}
 	if _, err := (ConfigTimings{Heartbeat: 1}).AppendBinary(nil); err == nil {
 		t.Error("a leader timeout of 0 encoded")
+	}
+	if _, err := (ConfigTimings{Heartbeat: 1, LeaderTimeout: MaxTimingNanos}).AppendBinary(nil); err != nil {
+		t.Errorf("the longest leader timeout: %v", err)
 	}
 }
