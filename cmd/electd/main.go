@@ -96,7 +96,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "priorities", EnvVars: app.Env(name, "priorities"), Usage: "member priorities `ID=P,...` (higher leads first; default 0; ties broken by ID; the majority election's vote weights, 0 counting 1); must be the same on every node"},
 		&cli.StringFlag{Name: "topology", EnvVars: app.Env(name, "topology"), Usage: "yoyo only: the connected graph members elect over, as edges `A-B,B-C,...` (members talk to their neighbours only; default: every pair); must be the same on every node"},
 		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Usage: "leader heartbeat interval, used as given (1ms and up; default: bully and omega 200ms, with --probe 0 50ms; the other algorithms 50ms)"},
-		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: plainDefaults.LeaderTimeout, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat; bully's grows with the leader's lateness while it probes; bully's fast failover: 240ms)"},
+		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: plainDefaults.LeaderTimeout, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat, this member's and every other's: a member that beats slower is warned of, timing_mismatch; bully's grows with the leader's lateness while it probes; bully's fast failover: 240ms)"},
 		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: defaultAnswerTimeout, Usage: "how long a candidate waits for a member it asked to answer"},
 		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Usage: "bully and omega only: bully's follower that missed a heartbeat asks the leader for one this often until --leader-timeout (default 4ms); omega's follower whose window has not heard the leader asks it this often, 5 times, in the window's last 5 x --probe (default 10ms); 0: off, and then their default --heartbeat is 50ms"},
 		&cli.StringSliceFlag{Name: "on-elected", EnvVars: app.Env(name, "on-elected"), Usage: "shell `CMD` run when this node becomes leader"},
@@ -301,7 +301,10 @@ func hintProbe(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error 
 // ranks, the majority election's vote weights), Yo-Yo's topology and, for
 // the majority election, --leader-timeout, which is its lease: a voter
 // with a shorter one would be free before the leader it voted for stops
-// believing it leads. The other durations are each host's own timing.
+// believing it leads. The other durations are each host's own timing,
+// but the heartbeat and the leader timeout must fit every other member's
+// (node.Agreement.Heartbeat: the node tells them, and warns of a member
+// whose heartbeats come further apart than this one waits for them).
 func agreement(algo elect.Algorithm, opts elect.Options) *node.Agreement {
 	params := map[string]string{"priorities": formatPriorities(opts.Priorities)}
 	if algo.Name == yoyo.Algorithm.Name {
@@ -316,7 +319,7 @@ func agreement(algo elect.Algorithm, opts elect.Options) *node.Agreement {
 	if algo.Name == majority.Algorithm.Name {
 		params["leader-timeout"] = opts.LeaderTimeout.String()
 	}
-	return &node.Agreement{Algorithm: algo.Name, Params: params}
+	return &node.Agreement{Algorithm: algo.Name, Params: params, Heartbeat: opts.Heartbeat, LeaderTimeout: opts.LeaderTimeout}
 }
 
 // formatPriorities writes priorities in one order, leaving out 0 (the

@@ -87,7 +87,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "window", EnvVars: app.Env(name, "window"), Value: d.Window, Usage: "records of this node's stream that may wait for the slowest member's ack; beyond, send is refused until it catches up"},
 		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Value: electHeartbeat, Usage: "the sequencer's heartbeat (its election's); a member that lags is sent the commit point every --heartbeat or 50ms, whichever is shorter"},
 		&cli.DurationFlag{Name: "commit-delay", EnvVars: app.Env(name, "commit-delay"), Value: d.CommitDelay, Usage: "while numbers are in flight, how long the sequencer waits for an entry's frame to carry a new commit point before it sends it alone (more: fewer frames under load; an idle sequencer sends it at once)"},
-		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: electLeaderTimeout, Usage: "silence after which members elect a new sequencer (must exceed --heartbeat + --probe)"},
+		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: electLeaderTimeout, Usage: "silence after which members elect a new sequencer (must exceed --heartbeat + --probe, and every other member's --heartbeat: a member that beats slower is warned of, timing_mismatch)"},
 		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Value: electProbe, Usage: "a member that missed the sequencer's heartbeat asks it for one this often until --leader-timeout, so that one lost heartbeat is not a failover (0: off; then give --leader-timeout several heartbeats, e.g. --heartbeat 50ms --leader-timeout 400ms --probe 0)"},
 		&cli.DurationFlag{Name: "hint-probe", EnvVars: app.Env(name, "hint-probe"), Value: electHintProbe, Usage: "a member keeps a TCP link to the sequencer open; when it closes (the sequencer's process died), the member probes the sequencer this often, 5 times, and elects a new one if none is answered (0: off, --leader-timeout alone decides)"},
 		&cli.StringSliceFlag{Name: "on-deliver", EnvVars: app.Env(name, "on-deliver"), Usage: "shell `CMD` run for every delivered message (ORDERD_ORDER, ORDERD_SENDER, ORDERD_SEQ, ORDERD_INDEX, ORDERD_MESSAGE, ORDERD_RESULT in its environment); " +
@@ -187,8 +187,12 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	}
 	// What must be the same on every orderd beside the member list and
 	// cluster name: how total order is made. The durations and the window
-	// are each host's own.
-	cfg.Agreement = &node.Agreement{Algorithm: ocfg.Total.String()}
+	// are each host's own, but the sequencer's heartbeat and the leader
+	// timeout must fit every other member's: the node tells them, and
+	// warns of a member whose heartbeats come further apart than this one
+	// waits for them (a sequencer given up between two of its heartbeats,
+	// over and over).
+	cfg.Agreement = &node.Agreement{Algorithm: ocfg.Total.String(), Heartbeat: c.Duration("heartbeat"), LeaderTimeout: c.Duration("leader-timeout")}
 	cfg.ClusterFacts = clusterFacts
 	cfg.Hooks = map[string][]string{order.EventDelivered: c.StringSlice("on-deliver")}
 	cfg.HookTimeout = c.Duration("hook-timeout")

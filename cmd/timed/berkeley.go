@@ -53,7 +53,7 @@ func berkeleyFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "berkeley-heartbeat", EnvVars: app.Env(name, "berkeley-heartbeat"), Value: berkeleyHeartbeat,
 			Usage: with + "the master's heartbeat interval (bully election among the --members)"},
 		&cli.DurationFlag{Name: "berkeley-leader-timeout", EnvVars: app.Env(name, "berkeley-leader-timeout"), Value: berkeleyLeaderTimeout,
-			Usage: with + "silence after which the master is suspected and the next-ranked member takes over (must exceed --berkeley-heartbeat); its first round follows within about 200 ms"},
+			Usage: with + "silence after which the master is suspected and the next-ranked member takes over (must exceed --berkeley-heartbeat, this member's and every other's: a member that beats slower is warned of, timing_mismatch); its first round follows within about 200 ms"},
 	}
 }
 

@@ -199,9 +199,14 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		// Only Berkeley makes the members act together: the master's
 		// place and the corrections. What must agree is the mode beside
 		// the member list and cluster name; the round, threshold and
-		// timeouts are the master's or each host's own. A timed following
+		// timeouts are the master's or each host's own, but the master's
+		// heartbeat and the leader timeout must fit every other member's:
+		// the node tells them, and warns of a member whose heartbeats come
+		// further apart than this one waits for them. A timed following
 		// NTP servers never steps back: its members only say they live.
-		cfg.Agreement = &node.Agreement{Algorithm: "berkeley"}
+		cfg.Agreement = &node.Agreement{Algorithm: "berkeley",
+			Heartbeat: c.Duration("berkeley-heartbeat"), LeaderTimeout: c.Duration("berkeley-leader-timeout"),
+			HeartbeatFlag: "--berkeley-heartbeat", TimeoutFlag: "--berkeley-leader-timeout"}
 	}
 	if cfg.TrueTime, err = trueTimeConfig(c); err != nil {
 		return nil, err

@@ -173,6 +173,9 @@ func ClusterTable(st *daemon.ClusterStatus, view *ClusterView) web.Table {
 			}
 			tab.Notes = append(tab.Notes, printable(fmt.Sprintf("Member %d DIFFERS%s: %s.", r.ID, fp, strings.Join(r.Differs, "; "))))
 		}
+		if len(r.Timing) > 0 {
+			tab.Notes = append(tab.Notes, printable(fmt.Sprintf("Member %d TIMING MISMATCH: %s.", r.ID, strings.Join(r.Timing, "; "))))
+		}
 		if r.SteppedBack {
 			who := fmt.Sprintf("Member %d", r.ID)
 			if r.Self {

@@ -115,7 +115,8 @@ func editDistance(a, b string) int {
 }
 
 // explainFailure adds what to do to the failures of `run` an operator
-// causes on a host: an address in use, a privileged port, a directory
+// causes on a host: an address in use, an address the host does not have
+// (its --id or its --members entry wrong), a privileged port, a directory
 // a normal user cannot write.
 func explainFailure(name string, err error) error {
 	if err == nil {
@@ -126,6 +127,12 @@ func explainFailure(name string, err error) error {
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
 		return fmt.Errorf("%w: another process has that address (`ss -tulpn` names it; a second %s?): stop it, or give this node another port", err, name)
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		// A member binds its own --members entry: an address this
+		// machine lacks is another host's (two hosts given one --id, or
+		// the wrong one) or a typo in the list.
+		return fmt.Errorf("%w: this machine has no such address: --id names this host's own entry of --members, so check that it is this host's ID "+
+			"(two hosts given one --id: the one whose address it is not cannot start) and that the entry's address is this host's (`ip -br addr`)", err)
 	case isNet && errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%w: ports below 1024 need root or CAP_NET_BIND_SERVICE (the unit grants it), or use a port above 1023", err)
 	case errors.Is(err, fs.ErrPermission):

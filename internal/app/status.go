@@ -163,7 +163,7 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		}
 	}
 	if a := st.Node.Agreement; a != nil {
-		agreementLines(tw, a)
+		agreementLines(tw, a, st.Daemon)
 	}
 	if line := stampsLine(st.Node.Peers, st.Clock.Now); line != "" {
 		fmt.Fprintf(tw, "Stamps\t: %s\n", line)
@@ -238,9 +238,10 @@ func portLines(peers []node.PeerSeq, now time.Time) []string {
 }
 
 // agreementLines renders configuration agreement: this member's standing
-// (loud when it stepped back), its fingerprint, and a line per member
-// that does not agree, saying what differs.
-func agreementLines(w io.Writer, a *node.AgreementStatus) {
+// (loud when it stepped back), its fingerprint, a line per member that
+// does not agree, saying what differs, and one per member whose heartbeat
+// and leader timeout do not fit this member's.
+func agreementLines(w io.Writer, a *node.AgreementStatus, daemon string) {
 	key := "key id " + a.KeyID
 	if a.KeyID == "none" {
 		key = "no key"
@@ -261,9 +262,18 @@ func agreementLines(w io.Writer, a *node.AgreementStatus) {
 		case "differs":
 			fmt.Fprintf(w, "Member %d\t: DIFFERS: %s\n", m.ID, strings.Join(m.Differs, "; "))
 		case "unverified":
-			fmt.Fprintf(w, "Member %d\t: announces no configuration (an older synclab?): followed unchecked\n", m.ID)
+			why := "an older synclab?"
+			if daemon == "timed" {
+				why = "a timed outside --mode berkeley, or an older synclab?"
+			}
+			fmt.Fprintf(w, "Member %d\t: announces no configuration (%s): followed unchecked\n", m.ID, why)
 		case "unknown":
 			fmt.Fprintf(w, "Member %d\t: heard, its configuration not announced yet\n", m.ID)
+		}
+	}
+	for _, m := range a.Members {
+		if len(m.Timing) > 0 {
+			fmt.Fprintf(w, "Timing %d\t: MISMATCH: %s\n", m.ID, strings.Join(m.Timing, "; "))
 		}
 	}
 }

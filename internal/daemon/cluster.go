@@ -73,6 +73,10 @@ type ClusterRow struct {
 	Agrees        bool     `json:"agrees"`
 	Differs       []string `json:"differs,omitempty"`
 	Authenticated bool     `json:"authenticated,omitempty"`
+	// Timing says how the member's heartbeat and leader timeout, as it
+	// told them, do not fit this member's (empty: they fit, or were not
+	// told).
+	Timing []string `json:"timing,omitempty"`
 	// Fingerprint is the configuration digest the member announces or
 	// answers with (hex), KeyID its key's fingerprint ("none": no key).
 	Fingerprint  string `json:"fingerprint,omitempty"`
@@ -331,6 +335,7 @@ func (d *Daemon) agreementOf(row *ClusterRow, views map[uint32]node.MemberAgreem
 		return
 	}
 	row.Config, row.Agrees, row.Differs, row.Authenticated, row.AuthFailures = v.State, v.Agrees, v.Differs, v.Authenticated, v.AuthFailures
+	row.Timing = v.Timing
 	if rep == nil {
 		if row.Fingerprint == "" {
 			row.Fingerprint = v.Fingerprint

@@ -149,6 +149,8 @@ func commonMetrics(m *core.MetricSet, st Status) {
 		m.Gauge("synclab_config_stepped_back", "1 while this member's configuration is in the minority of the members it hears (it does not lead, grant, vote or sequence).",
 			b2f(a.Standing == "stepped_back"))
 		m.Gauge("synclab_config_members_differing", "Members heard whose configuration differs from this member's.", float64(len(a.Differ)))
+		m.Gauge("synclab_config_members_timing_mismatch", "Members whose heartbeat or leader timeout does not fit this member's (a leader given up between two of its heartbeats).",
+			float64(len(a.TimingMismatch)))
 		m.Counters("synclab_config_disagreements_total", "Configuration announcements (and refused frames naming a configuration) found to differ, by member.",
 			"member", memberCounts(a.Members, func(m node.MemberAgreement) uint64 { return m.Disagreements }))
 		m.Counters("synclab_auth_failures_total", "Frames from a member's address that failed authentication, by member.",

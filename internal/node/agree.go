@@ -52,6 +52,20 @@ type Agreement struct {
 	// at once, and goes on as soon as every member or a majority agreed).
 	// Default DefaultStartGrace.
 	StartGrace time.Duration
+	// Heartbeat and LeaderTimeout are this node's own failure-detector
+	// timing, which need not be the same on every member but must fit
+	// the others' (zero: nothing to tell): how often it beats while it
+	// leads, how long it waits for its leader's word before giving it
+	// up. The node tells the members (KindConfigTimings) and warns of a
+	// member whose heartbeat is not below its leader timeout, or whose
+	// leader timeout is not above its heartbeat (notice
+	// "timing_mismatch", MemberAgreement.Timing): the follower gives
+	// the leader up between two heartbeats, and elects again, over and
+	// over. HeartbeatFlag and TimeoutFlag are the flags that set them, as
+	// the warnings name them (default "--heartbeat",
+	// "--leader-timeout").
+	Heartbeat, LeaderTimeout   time.Duration
+	HeartbeatFlag, TimeoutFlag string
 }
 
 // Defaults of Agreement.
@@ -109,7 +123,7 @@ var (
 // that a condition repeated every packet or every second is one line per
 // interval with a count.
 type Notice struct {
-	Key    string // the condition: "config_differs", "auth_failed", "forged", "unverified", "unreachable"
+	Key    string // the condition: "config_differs", "timing_mismatch", "auth_failed", "forged", "unverified", "unreachable"
 	Member uint32
 	Warn   bool
 	Msg    string
@@ -199,6 +213,20 @@ type memberAgreement struct {
 	steppedBack bool
 	// answeredInc is the incarnation whose request was answered last.
 	answeredInc uint32
+	// timings is the member's last ConfigTimings (nil: none heard: an
+	// older build, or a daemon without them), from its incarnation
+	// timingsInc; timingIssues how they do not fit this node's, in
+	// words. timingsToldInc and timingsToldOwn are the incarnations of
+	// the member and of this node when this node last sent it its own,
+	// timingsTold how many times in that pair (at most timingsTells to
+	// a member that never sent any: an older build drops each as
+	// unknown_kind).
+	timings        *wire.ConfigTimings
+	timingsInc     uint32
+	timingIssues   []string
+	timingsToldInc uint32
+	timingsToldOwn uint32
+	timingsTold    int
 	// refreshInc is the incarnation of the member that sent a refresh
 	// matching its announcement (a build that knows KindConfigRefresh),
 	// refreshSpacing the spacing it said (bounded); probedInc and
@@ -231,6 +259,12 @@ func newAgreement(cfg *Config) *agreement {
 	a.cfg.QuietInterval = max(a.cfg.QuietInterval, a.cfg.Interval)
 	if a.cfg.RefreshPace <= 0 {
 		a.cfg.RefreshPace = DefaultRefreshPace
+	}
+	if a.cfg.HeartbeatFlag == "" {
+		a.cfg.HeartbeatFlag = "--heartbeat"
+	}
+	if a.cfg.TimeoutFlag == "" {
+		a.cfg.TimeoutFlag = "--leader-timeout"
 	}
 	a.window = 3 * a.cfg.Interval
 	a.quietWindow = 3 * a.cfg.QuietInterval
@@ -445,10 +479,12 @@ func (a *agreement) counts(self uint32, now time.Time) (agree, differ []uint32, 
 	return agree, differ, decided
 }
 
-// evaluate decides the node's standing at now: stepped back while as
-// many members it hears differ as agree (itself included: two members
-// that disagree both step back), starting until every member has been
-// heard, or a majority of the members agrees, or StartGrace has passed.
+// evaluate decides the node's standing at now: starting until every
+// member has been heard, or a majority of the members agrees, or
+// StartGrace has passed (whatever the members heard so far say: the
+// first answers may all be the wrong member's); then stepped back while
+// as many members it hears differ as agree (itself included: two members
+// that disagree both step back).
 func (n *Node) evaluate(now time.Time) {
 	a := n.agree
 	if len(a.members) == 0 {
@@ -461,11 +497,17 @@ func (n *Node) evaluate(now time.Time) {
 	agree, differ, decided := a.counts(n.cfg.ID, now)
 	next := StandingAgreed
 	switch {
-	case len(differ) > 0 && len(differ) >= len(agree):
-		next = StandingSteppedBack
 	case a.standing == StandingStarting && decided < len(a.members) && 2*len(agree) <= len(n.cfg.Members) &&
 		now.Sub(a.started) < a.cfg.StartGrace:
+		// Members unheard at the start: a tie, or a minority, may be
+		// the order the announcements came in (a member configured
+		// right that heard the wrong one first used to step back, say
+		// so at WARN, and agree again a moment later). The core is
+		// held back as it would be stepped back, until every member or
+		// a majority is heard, or StartGrace passes.
 		next = StandingStarting
+	case len(differ) > 0 && len(differ) >= len(agree):
+		next = StandingSteppedBack
 	}
 	if a.every > a.cfg.Interval && !a.settled(now) {
 		// Something changed: announce at the Interval again, from the
@@ -666,13 +708,15 @@ func (n *Node) announce(to uint32, ask bool) {
 	if to != 0 {
 		if m := a.members[to]; m != nil {
 			m.sentAt = n.now
+			n.own = append(n.own, core.Message{To: to, Kind: wire.KindConfig, Payload: b})
+			n.tellTimings(m)
 		}
-		n.own = append(n.own, core.Message{To: to, Kind: wire.KindConfig, Payload: b})
 		return
 	}
 	for _, id := range n.others {
 		a.members[id].sentAt = n.now
 		n.own = append(n.own, core.Message{To: id, Kind: wire.KindConfig, Payload: b})
+		n.tellTimings(a.members[id])
 	}
 }
 
@@ -710,8 +754,7 @@ func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) error {
 		// Heard for a while and never announced: a build without
 		// agreement. Admitted, unchecked, and said so.
 		m.legacyInc = inc
-		a.notice(Notice{Key: "unverified", Member: f.Sender, Warn: true,
-			Msg: fmt.Sprintf("member %d announces no configuration (an older synclab without configuration agreement?): it is followed unchecked; upgrade it", f.Sender)})
+		a.notice(Notice{Key: "unverified", Member: f.Sender, Warn: true, Msg: a.unverifiedText(f.Sender)})
 		return nil
 	}
 	if now.Sub(m.askedAt) >= askInterval || m.askedAt.After(now) {
@@ -719,6 +762,18 @@ func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) error {
 		n.announce(f.Sender, true)
 	}
 	return fmt.Errorf("%w: member %d, incarnation %d", ErrConfigUnverified, f.Sender, inc)
+}
+
+// unverifiedText says that member id announces no configuration, and
+// what that may mean: an older build or, in timed, a member outside
+// Berkeley mode (it runs no agreement: it follows its NTP servers, and
+// answers none of the master's polls).
+func (a *agreement) unverifiedText(id uint32) string {
+	if a.own.Service == "timed" {
+		return fmt.Sprintf("member %d announces no configuration: a timed not run with --mode berkeley (it follows its own servers and answers none of the master's polls: "+
+			"give every member of the group --mode berkeley, or take it out of --members), or an older synclab without configuration agreement (upgrade it); it is followed unchecked", id)
+	}
+	return fmt.Sprintf("member %d announces no configuration (an older synclab without configuration agreement?): it is followed unchecked; upgrade it", id)
 }
 
 // agreeHeard records an authenticated frame accepted from member id.
@@ -761,6 +816,11 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 	}
 	m.heardAt, m.announcedAt = now, now
 	m.cfgInc, m.cfg = inc, c
+	if m.timings != nil && inc > m.timingsInc {
+		// A new run of the member: its timings are told again (none, if
+		// it now runs a build or a daemon without them).
+		m.timings, m.timingIssues = nil, nil
+	}
 	m.steppedBack = c.Flags&wire.ConfigSteppedBack != 0
 	differed := len(m.diffs) > 0
 	m.diffs = a.differences(f.Sender, c, true)
@@ -1065,8 +1125,14 @@ type AgreementStatus struct {
 	Differ []uint32 `json:"differ"`
 	// Disagreements counts announcements (and refused frames naming a
 	// configuration) found to differ, every member together.
-	Disagreements uint64            `json:"disagreements"`
-	Members       []MemberAgreement `json:"members"`
+	Disagreements uint64 `json:"disagreements"`
+	// Heartbeat and LeaderTimeout are this member's own timing
+	// (Agreement: zero, not told); TimingMismatch the members whose
+	// timing does not fit it (MemberAgreement.Timing says how).
+	Heartbeat      time.Duration     `json:"heartbeat_ns,omitempty"`
+	LeaderTimeout  time.Duration     `json:"leader_timeout_ns,omitempty"`
+	TimingMismatch []uint32          `json:"timing_mismatch,omitempty"`
+	Members        []MemberAgreement `json:"members"`
 }
 
 // MemberAgreement is one member's configuration as this node knows it.
@@ -1093,6 +1159,12 @@ type MemberAgreement struct {
 	LastHeard     time.Time `json:"last_heard,omitzero"`
 	AuthFailures  uint64    `json:"auth_failures,omitempty"`
 	Disagreements uint64    `json:"disagreements,omitempty"`
+	// Heartbeat and LeaderTimeout are the member's own timing as it told
+	// it (KindConfigTimings; zero: not told); Timing says how it does not
+	// fit this member's, in words (empty: it fits, or was not told).
+	Heartbeat     time.Duration `json:"heartbeat_ns,omitempty"`
+	LeaderTimeout time.Duration `json:"leader_timeout_ns,omitempty"`
+	Timing        []string      `json:"timing,omitempty"`
 }
 
 // agreementStatus reports agreement at the node's last local time.
@@ -1111,6 +1183,8 @@ func (n *Node) agreementStatus() *AgreementStatus {
 		Agree:         agree,
 		Differ:        differ,
 		Disagreements: a.disagreements,
+		Heartbeat:     a.cfg.Heartbeat,
+		LeaderTimeout: a.cfg.LeaderTimeout,
 		Members:       []MemberAgreement{},
 	}
 	if st.Differ == nil {
@@ -1120,7 +1194,13 @@ func (n *Node) agreementStatus() *AgreementStatus {
 		m := a.members[id]
 		s := a.stateOf(m, now)
 		v := MemberAgreement{ID: id, State: stateNames[s], Agrees: s == stAgrees, LastHeard: m.heardAt,
-			Refreshes: m.refreshes(), AuthFailures: m.authFails, Disagreements: m.disagreements}
+			Refreshes: m.refreshes(), AuthFailures: m.authFails, Disagreements: m.disagreements, Timing: m.timingIssues}
+		if m.timings != nil {
+			v.Heartbeat, v.LeaderTimeout = time.Duration(m.timings.Heartbeat), time.Duration(m.timings.LeaderTimeout)
+		}
+		if len(m.timingIssues) > 0 {
+			st.TimingMismatch = append(st.TimingMismatch, id)
+		}
 		switch {
 		case m.cfg != nil && (s == stAgrees || s == stDiffers && len(m.diffs) > 0):
 			v.Differs, v.Authenticated = m.diffs, true

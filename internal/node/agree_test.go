@@ -35,10 +35,14 @@ type agreeLAN struct {
 	// step is the time between ticks (default 100 ms).
 	step time.Duration
 	// legacy are nodes of an older build, which does not know
-	// KindConfigRefresh: refreshes to them are dropped (unknown_kind,
-	// counted in unknown), and they send none.
+	// KindConfigRefresh nor KindConfigTimings: refreshes and timings to
+	// them are dropped (unknown_kind, counted in unknown), and they send
+	// none.
 	legacy  map[uint32]bool
 	unknown map[uint32]int
+	// timings counts the timings (KindConfigTimings) from one node to
+	// another.
+	timings map[[2]uint32]int
 	// forged counts the frames forged (their sequence numbers).
 	forged uint32
 	// drop, if set, says which frames are lost on the way.
@@ -47,7 +51,8 @@ type agreeLAN struct {
 
 func newAgreeLAN(t *testing.T, cfgs ...Config) *agreeLAN {
 	l := &agreeLAN{t: t, nodes: map[uint32]*Node{}, cores: map[uint32]*recorder{}, now: t0, configs: map[uint32]int{},
-		pairs: map[[2]uint32]int{}, refreshes: map[uint32]int{}, step: 100 * time.Millisecond, legacy: map[uint32]bool{}, unknown: map[uint32]int{}}
+		pairs: map[[2]uint32]int{}, refreshes: map[uint32]int{}, step: 100 * time.Millisecond, legacy: map[uint32]bool{}, unknown: map[uint32]int{},
+		timings: map[[2]uint32]int{}}
 	for _, c := range cfgs {
 		if c.Cluster == "" {
 			c.Cluster = "lab"
@@ -116,10 +121,13 @@ func (l *agreeLAN) flush(n *Node) {
 			if s.Kind == wire.KindConfig || s.Kind == wire.KindConfigRefresh {
 				l.pairs[[2]uint32{n.cfg.ID, to.cfg.ID}]++
 			}
+			if s.Kind == wire.KindConfigTimings {
+				l.timings[[2]uint32{n.cfg.ID, to.cfg.ID}]++
+			}
 			if l.drop != nil && l.drop(n.cfg.ID, to.cfg.ID, s.Kind) {
 				continue
 			}
-			if s.Kind == wire.KindConfigRefresh && (l.legacy[n.cfg.ID] || l.legacy[to.cfg.ID]) {
+			if (s.Kind == wire.KindConfigRefresh || s.Kind == wire.KindConfigTimings) && (l.legacy[n.cfg.ID] || l.legacy[to.cfg.ID]) {
 				if l.legacy[to.cfg.ID] {
 					l.unknown[to.cfg.ID]++
 				}

@@ -185,6 +185,23 @@
 // every member while the node itself starts or stands back, and once when
 // it ceases to (a refresh carries no flag).
 //
+// Per-host timings must still fit each other: a leader whose heartbeats
+// come further apart than a follower waits for one is given up, and
+// elected again, over and over (electd's bully with --probe 0: 47 leader
+// changes in 20 s, every line at INFO). With Agreement.Heartbeat and
+// LeaderTimeout set (electd, orderd, timed's Berkeley mode), a node sends
+// its own (KindConfigTimings, wire.ConfigTimings, 20 bytes) after each
+// announcement to a member that sent its own, and at most twice per pair
+// of incarnations to one that never did (an older build drops each as
+// unknown_kind). A member whose heartbeat is not below this node's leader
+// timeout, or whose leader timeout is not above this node's heartbeat, is
+// warned of once per change (notice "timing_mismatch", naming both flags
+// and both values) and named in status (AgreementStatus.TimingMismatch,
+// MemberAgreement.Timing); nothing is refused, and nothing else depends on
+// them. A member's timings are forgotten with its incarnation. Without a
+// key anyone can forge them: the forger gains a WARN line and a status
+// line, no more.
+//
 // Announcements are bound to the sender's incarnation: a member that
 // restarts may have another configuration, so its frames of a new incarnation are refused
 // ("config_unverified") until it announced it (the node asks it at once,
@@ -215,8 +232,10 @@
 // are tied: both step back (safety first). At the start the node holds its
 // core (StandingStarting) until every member has been heard, or a
 // majority of the members agrees, or Agreement.StartGrace (500 ms) has
-// passed: a typo on one host then never leads, grants or sequences, even
-// for an instant. A member that hears nobody is in no minority and runs
+// passed, whatever the members heard so far say (the first answers may
+// all come from the wrong member: a member configured right does not step
+// back on them): a typo on one host then never leads, grants or
+// sequences, even for an instant. A member that hears nobody is in no minority and runs
 // (a partition is the algorithms' business, not agreement's).
 //
 // A member that restarted (a newer incarnation, with keys) is answered at

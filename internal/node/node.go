@@ -334,6 +334,7 @@ func (n *Node) Receive(in Inbound) error {
 	var refusal *wire.EpochRefused
 	var announced *wire.ConfigAnnounce
 	var refreshed *wire.ConfigRefresh
+	var timings *wire.ConfigTimings
 	var query *wire.StatusQuery
 	var report *wire.StatusReport
 	var traceQuery *wire.TraceQuery
@@ -349,6 +350,9 @@ func (n *Node) Receive(in Inbound) error {
 	case wire.KindConfigRefresh:
 		refreshed = new(wire.ConfigRefresh)
 		own = refreshed
+	case wire.KindConfigTimings:
+		timings = new(wire.ConfigTimings)
+		own = timings
 	case wire.KindStatusQuery:
 		query = new(wire.StatusQuery)
 		own = query
@@ -419,6 +423,10 @@ func (n *Node) Receive(in Inbound) error {
 		case refreshed != nil:
 			if n.agree != nil {
 				n.configRefreshed(&f, refreshed, in.Time)
+			}
+		case timings != nil:
+			if n.agree != nil {
+				n.timingsReceived(&f, timings)
 			}
 		case query != nil:
 			err = n.statusQueried(&f, query, in.Time)
@@ -1047,7 +1055,7 @@ func fromMember(addr netip.AddrPort, in Inbound) bool {
 // queries and their answers.
 func nodeKind(k wire.Kind) bool {
 	switch k {
-	case wire.KindEpochRefused, wire.KindConfig, wire.KindConfigRefresh, wire.KindStatusQuery, wire.KindStatusReport,
+	case wire.KindEpochRefused, wire.KindConfig, wire.KindConfigRefresh, wire.KindConfigTimings, wire.KindStatusQuery, wire.KindStatusReport,
 		wire.KindTraceQuery, wire.KindTraceChunk:
 		return true
 	}

@@ -447,15 +447,8 @@ func (r ConfigRefresh) AppendBinary(b []byte) ([]byte, error) {
 // UnmarshalBinary decodes a whole ConfigRefresh payload: exactly
 // ConfigRefreshLen bytes, its version, flags zero, a Spacing above zero.
 func (r *ConfigRefresh) UnmarshalBinary(b []byte) error {
-	switch {
-	case len(b) < ConfigRefreshLen:
-		return decodeErr(configRefreshWhat, DecodeTruncated, "", len(b), ConfigRefreshLen)
-	case len(b) > ConfigRefreshLen:
-		return decodeErr(configRefreshWhat, DecodeBadLength, "", len(b), ConfigRefreshLen)
-	case b[0] != ConfigVersion:
-		return decodeErr(configRefreshWhat, DecodeBadVersion, "", int(b[0]), ConfigVersion)
-	case b[1] != 0:
-		return decodeErr(configRefreshWhat, DecodeBadFlags, "", int(b[1]), 0)
+	if err := checkConfigFixed(configRefreshWhat, b, ConfigRefreshLen); err != nil {
+		return err
 	}
 	spacing := binary.BigEndian.Uint16(b[2:])
 	if spacing == 0 {
@@ -464,5 +457,103 @@ func (r *ConfigRefresh) UnmarshalBinary(b []byte) error {
 	r.Spacing = spacing
 	copy(r.Digest[:], b[4:20])
 	copy(r.KeyFingerprint[:], b[20:28])
+	return nil
+}
+
+// ConfigTimings is the payload of KindConfigTimings: the sender's own
+// failure-detector timing, which need not be the same on every member
+// (a per-host timing is not part of ConfigAnnounce: a difference there
+// must not split a cluster) but must fit the others': a member that
+// beats every second among members that give a silent leader up after
+// 400 ms is given up between two of its heartbeats, and elected again,
+// over and over. The receiver compares them with its own and says so
+// (internal/node); nothing else depends on them. Node to node; cores
+// never see it.
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|  Version (1)  |   Flags (0)   |         Reserved (0)          |  0
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                                                               |  4
+//	+        Heartbeat (nanoseconds, 1..MaxTimingNanos)             +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                                                               | 12
+//	+        Leader Timeout (nanoseconds, 1..MaxTimingNanos)        +
+//	|                                                               |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// Heartbeat is how often the sender, leading, says it is alive; Leader
+// Timeout how long the sender, following, waits for its leader's word
+// before it gives it up.
+type ConfigTimings struct {
+	Heartbeat     uint64 // nanoseconds
+	LeaderTimeout uint64 // nanoseconds
+}
+
+const (
+	// ConfigTimingsLen is the exact length of a ConfigTimings payload.
+	ConfigTimingsLen = 20
+	// MaxTimingNanos bounds both timings: 2^32-1 milliseconds (about
+	// 49.7 days), the longest timeout a failure detector takes
+	// (pkg/liveness MaxTimeout).
+	MaxTimingNanos = (1<<32 - 1) * 1_000_000
+
+	configTimingsWhat = "config timings"
+)
+
+// AppendBinary appends the ConfigTimingsLen bytes of t to b. A timing
+// outside 1..MaxTimingNanos is refused (an *EncodeError), as
+// UnmarshalBinary refuses it.
+func (t ConfigTimings) AppendBinary(b []byte) ([]byte, error) {
+	for _, f := range []struct {
+		name string
+		v    uint64
+	}{{"heartbeat", t.Heartbeat}, {"leader timeout", t.LeaderTimeout}} {
+		if f.v == 0 || f.v > MaxTimingNanos {
+			return b, &EncodeError{What: configTimingsWhat, Field: f.name, Value: f.v, Why: "outside 1..MaxTimingNanos"}
+		}
+	}
+	b = append(b, ConfigVersion, 0, 0, 0)
+	b = binary.BigEndian.AppendUint64(b, t.Heartbeat)
+	return binary.BigEndian.AppendUint64(b, t.LeaderTimeout), nil
+}
+
+// UnmarshalBinary decodes a whole ConfigTimings payload: exactly
+// ConfigTimingsLen bytes, its version, flags and reserved zero, both
+// timings within 1..MaxTimingNanos.
+func (t *ConfigTimings) UnmarshalBinary(b []byte) error {
+	if err := checkConfigFixed(configTimingsWhat, b, ConfigTimingsLen); err != nil {
+		return err
+	}
+	if b[2] != 0 || b[3] != 0 {
+		return decodeErr(configTimingsWhat, DecodeBadReserved, "", int(b[2])<<8|int(b[3]), 0)
+	}
+	hb, lt := binary.BigEndian.Uint64(b[4:]), binary.BigEndian.Uint64(b[12:])
+	if hb == 0 || hb > MaxTimingNanos {
+		return decodeErr(configTimingsWhat, DecodeBadField, "heartbeat", int(min(hb, 1<<62)), -1)
+	}
+	if lt == 0 || lt > MaxTimingNanos {
+		return decodeErr(configTimingsWhat, DecodeBadField, "leader timeout", int(min(lt, 1<<62)), -1)
+	}
+	t.Heartbeat, t.LeaderTimeout = hb, lt
+	return nil
+}
+
+// checkConfigFixed checks the frame of a fixed-length payload of the
+// configuration family (what names it): exactly n bytes, ConfigVersion
+// first, flags (the second byte) zero.
+func checkConfigFixed(what string, b []byte, n int) error {
+	switch {
+	case len(b) < n:
+		return decodeErr(what, DecodeTruncated, "", len(b), n)
+	case len(b) > n:
+		return decodeErr(what, DecodeBadLength, "", len(b), n)
+	case b[0] != ConfigVersion:
+		return decodeErr(what, DecodeBadVersion, "", int(b[0]), ConfigVersion)
+	case b[1] != 0:
+		return decodeErr(what, DecodeBadFlags, "", int(b[1]), 0)
+	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -94,5 +95,40 @@ func TestKeyFingerprint(t *testing.T) {
 	}
 	if FingerprintText([8]byte{}) != "none" {
 		t.Fatal("zero fingerprint not none")
+	}
+}
+
+func TestConfigTimings(t *testing.T) {
+	in := ConfigTimings{Heartbeat: 200_000_000, LeaderTimeout: 400_000_000}
+	b, err := in.AppendBinary(nil)
+	if err != nil || len(b) != ConfigTimingsLen {
+		t.Fatalf("encode: % x, %v", b, err)
+	}
+	var out ConfigTimings
+	if err := out.UnmarshalBinary(b); err != nil || out != in {
+		t.Fatalf("decode: %+v, %v", out, err)
+	}
+	for name, mutate := range map[string]func([]byte) []byte{
+		"truncated":         func(b []byte) []byte { return b[:ConfigTimingsLen-1] },
+		"trailing":          func(b []byte) []byte { return append(b, 0) },
+		"version":           func(b []byte) []byte { b[0] = 2; return b },
+		"flags":             func(b []byte) []byte { b[1] = 1; return b },
+		"reserved":          func(b []byte) []byte { b[3] = 1; return b },
+		"no heartbeat":      func(b []byte) []byte { clear(b[4:12]); return b },
+		"leader timeout 0":  func(b []byte) []byte { clear(b[12:20]); return b },
+		"heartbeat > bound": func(b []byte) []byte { copy(b[4:12], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}); return b },
+	} {
+		var got ConfigTimings
+		if err := got.UnmarshalBinary(mutate(slices.Clone(b))); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else {
+			requireDecodeError(t, err)
+		}
+	}
+	if _, err := (ConfigTimings{Heartbeat: 1}).AppendBinary(nil); err == nil {
+		t.Error("a leader timeout of 0 encoded")
+	}
+	if _, err := (ConfigTimings{Heartbeat: 1, LeaderTimeout: MaxTimingNanos}).AppendBinary(nil); err != nil {
+		t.Errorf("the longest leader timeout: %v", err)
 	}
 }

@@ -271,6 +271,14 @@ const (
 	// know the kind (an older build) drops it as unknown_kind and goes on
 	// receiving full announcements.
 	KindConfigRefresh Kind = 125
+	// KindConfigTimings tells a member the sender's own heartbeat and
+	// leader timeout (payload: ConfigTimings), which need not agree but
+	// must fit each other's: the receiver warns of a member whose
+	// heartbeats come further apart than it waits for a leader. Sent with
+	// the announcements, at most twice per pair of incarnations to a
+	// member that never sent one: a node that does not know the kind (an
+	// older build) drops it as unknown_kind and runs as before.
+	KindConfigTimings Kind = 126
 
 	// 210-229: orderd's and the node's next kinds.
 

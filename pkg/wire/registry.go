@@ -224,6 +224,7 @@ var registry = []KindInfo{
 	{Kind: KindTraceQuery, Name: "trace_query", New: newPayload[TraceQuery]},
 	{Kind: KindTraceChunk, Name: "trace_chunk", New: newPayload[TraceChunk]},
 	{Kind: KindConfigRefresh, Name: "config_refresh", New: newPayload[ConfigRefresh], Class: ClassHeartbeat},
+	{Kind: KindConfigTimings, Name: "config_timings", New: newPayload[ConfigTimings], Class: ClassHeartbeat},
 
 	// 210-229 orderd and the node: the next kinds.
 	{Kind: KindHeartbeatProbe, Name: "heartbeat_probe", New: newPayload[Heartbeat], Class: ClassHeartbeat},

@@ -71,6 +71,8 @@ func TestOperatorErrors(t *testing.T) {
 		{"bad peer address", []string{"mutexd", "run", "--id", "1", "--members", "1=127.0.0.1:7400,2=127.0.0.2", "--key-file", key}, nil, 2, `member 2: address "127.0.0.2": want HOST:PORT`},
 		{"port in use", []string{"mutexd", "run", "--id", "1", "--members", members(heldPort), "--key-file", key,
 			"--control", filepath.Join(dir, "p.sock"), "--state-dir", filepath.Join(dir, "p.state")}, nil, 1, "another process has that address"},
+		{"another host's --id", []string{"electd", "run", "--id", "2", "--members", "1=127.0.0.1:7400,2=192.0.2.7:7400", "--key-file", key,
+			"--control", filepath.Join(dir, "i.sock"), "--state-dir", filepath.Join(dir, "i.state")}, nil, 1, "check that it is this host's ID"},
 		{"status, daemon down", []string{"electd", "status", "--control", filepath.Join(dir, "down.sock")}, nil, 1, `is "electd run" running?`},
 		{"unknown command", []string{"orderd", "stauts"}, nil, 2, `unknown command "stauts"`},
 	} {

@@ -1,0 +1,106 @@
+package node
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// timed is a config of member id whose agreement tells heartbeat hb and
+// leader timeout lt.
+func timed(id uint32, hb, lt time.Duration) Config {
+	return keyed(id, func(c *Config) {
+		c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: hb, LeaderTimeout: lt}
+	})
+}
+
+// TestTimingsMismatchWarnsOnce: member 3 beats every second, members 1
+// and 2 give a silent leader up after 400 ms. The configurations agree
+// (timings are each host's own: nobody steps back), but each side warns
+// of the other once, naming both flags and both values, and status says
+// it; members whose timings fit are not named. Member 3 restarted without
+// timings (an older build) is no longer named.
+func TestTimingsMismatchWarnsOnce(t *testing.T) {
+	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
+		timed(3, time.Second, 3*time.Second))
+	l.quiet = true
+	l.run(time.Second)
+	for _, id := range []uint32{1, 2} {
+		got := l.notices(id)
+		want := "timing mismatch with member 3: member 3 beats every 1s (its --heartbeat), this member gives a silent leader up after 400ms (its --leader-timeout)"
+		if strings.Count(got, "timing mismatch") != 1 || !strings.Contains(got, want) {
+			t.Fatalf("node %d noticed %q, want once %q", id, got, want)
+		}
+		st := l.nodes[id].Status().Agreement
+		if l.standing(id) != StandingAgreed || len(st.Agree) != 3 {
+			t.Fatalf("node %d: %v, agree %v: a timing is no configuration difference", id, l.standing(id), st.Agree)
+		}
+		if len(st.TimingMismatch) != 1 || st.TimingMismatch[0] != 3 {
+			t.Fatalf("node %d timing_mismatch %v, want [3]", id, st.TimingMismatch)
+		}
+		for _, m := range st.Members {
+			if (m.ID == 3) != (len(m.Timing) > 0) {
+				t.Fatalf("node %d's status of member %d: timing %q", id, m.ID, m.Timing)
+			}
+			if m.ID == 3 && (m.Heartbeat != time.Second || m.LeaderTimeout != 3*time.Second) {
+				t.Fatalf("node %d's status of member 3: heartbeat %v, leader timeout %v", id, m.Heartbeat, m.LeaderTimeout)
+			}
+		}
+	}
+	got := l.notices(3)
+	for _, id := range []string{"1", "2"} {
+		want := "timing mismatch with member " + id + ": member " + id + " gives a silent leader up after 400ms (its --leader-timeout), this member beats every 1s (its --heartbeat)"
+		if !strings.Contains(got, want) {
+			t.Fatalf("node 3 noticed %q, want %q", got, want)
+		}
+	}
+	// At rest, and through the members' asks, no second warning.
+	l.run(30 * time.Second)
+	for id := range l.nodes {
+		if got := l.notices(id); got != "" {
+			t.Fatalf("node %d noticed again: %q", id, got)
+		}
+	}
+	// Member 3 restarts without timings (rolled back to an older build):
+	// its old ones are forgotten with its old incarnation.
+	c := timed(3, 0, 0)
+	c.Cluster, c.Service, c.Incarnation = "lab", "electd", 2
+	n, err := New(c, l.cores[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.nodes[3] = n
+	l.run(2 * time.Second)
+	for _, id := range []uint32{1, 2} {
+		if st := l.nodes[id].Status().Agreement; len(st.TimingMismatch) != 0 {
+			t.Fatalf("node %d still names %v after member 3 restarted without timings", id, st.TimingMismatch)
+		}
+	}
+}
+
+// TestTimingsToOlderBuild: a member of an older build drops every
+// KindConfigTimings as unknown_kind; it is sent them at most timingsTells
+// times per pair of incarnations, not with every announcement (one every
+// QuietInterval to a member that does not refresh). A node without
+// timings (mutexd, whose timing is agreed in full) sends none.
+func TestTimingsToOlderBuild(t *testing.T) {
+	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
+		keyed(3, nil))
+	l.legacy[3] = true
+	l.quiet = true
+	l.run(2 * time.Minute)
+	for _, from := range []uint32{1, 2} {
+		// Member 3's incarnation unknown, then announced: two pairs.
+		if got := l.timings[[2]uint32{from, 3}]; got == 0 || got > 2*timingsTells {
+			t.Errorf("node %d sent the older build %d timings in 2 minutes, want 1 to %d", from, got, 2*timingsTells)
+		}
+		if got := l.timings[[2]uint32{3, from}]; got != 0 {
+			t.Errorf("node 3, without timings, sent %d", got)
+		}
+	}
+	for id := range l.nodes {
+		if got := l.notices(id); strings.Contains(got, "timing") {
+			t.Errorf("node %d noticed %q", id, got)
+		}
+	}
+}
