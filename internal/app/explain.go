@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/synclab/synclab/internal/daemon"
 )
 
 // The flag package's and urfave/cli's words for a bad command line, which
@@ -124,15 +126,19 @@ func explainFailure(name string, err error) error {
 	}
 	var op *net.OpError
 	isNet := errors.As(err, &op)
+	var member *daemon.MemberListenError
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
 		return fmt.Errorf("%w: another process has that address (`ss -tulpn` names it; a second %s?): stop it, or give this node another port", err, name)
-	case errors.Is(err, syscall.EADDRNOTAVAIL):
+	case errors.Is(err, syscall.EADDRNOTAVAIL) && errors.As(err, &member):
 		// A member binds its own --members entry: an address this
 		// machine lacks is another host's (two hosts given one --id, or
 		// the wrong one) or a typo in the list.
 		return fmt.Errorf("%w: this machine has no such address: --id names this host's own entry of --members, so check that it is this host's ID "+
 			"(two hosts given one --id: the one whose address it is not cannot start) and that the entry's address is this host's (`ip -br addr`)", err)
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		// Another listener's flag (--metrics, --serve) names the address.
+		return fmt.Errorf("%w: this machine has no such address (`ip -br addr` lists its own): give that flag one of them", err)
 	case isNet && errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%w: ports below 1024 need root or CAP_NET_BIND_SERVICE (the unit grants it), or use a port above 1023", err)
 	case errors.Is(err, fs.ErrPermission):

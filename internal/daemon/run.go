@@ -51,7 +51,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			Seed:      d.cfg.Seed,
 		})
 		if err != nil {
-			return fmt.Errorf("listening on %s (this node's --members entry): %w", self, err)
+			return &MemberListenError{Addr: self, Err: err}
 		}
 		defer d.ep.Close()
 	}
@@ -856,3 +856,18 @@ var errNoCluster = errors.New("no cluster: the daemon has no member socket")
 const maxTxLag = 50 * time.Millisecond
 
 func envPrefix(name string) string { return envName(name) }
+
+// MemberListenError is a failure to open this node's own member socket,
+// the address its --members entry gives: distinct from the other
+// listeners (metrics, datagrams), whose addresses come from their own
+// flags, so that what an operator is told to check names the right flag.
+type MemberListenError struct {
+	Addr netip.AddrPort
+	Err  error
+}
+
+func (e *MemberListenError) Error() string {
+	return fmt.Sprintf("listening on %s (this node's --members entry): %v", e.Addr, e.Err)
+}
+
+func (e *MemberListenError) Unwrap() error { return e.Err }

@@ -683,10 +683,18 @@ func (n *Node) refresh(to uint32) {
 		n.stats.drop("unsent_config") // spacing is at least 1 s: cannot happen
 		return
 	}
-	if m := a.members[to]; m != nil {
-		m.sentAt, m.probedInc, m.probedOwn = n.now, m.cfgInc, n.inc
+	m := a.members[to]
+	if m == nil {
+		return
 	}
+	m.sentAt, m.probedInc, m.probedOwn = n.now, m.cfgInc, n.inc
 	n.own = append(n.own, core.Message{To: to, Kind: wire.KindConfigRefresh, Payload: b})
+	if m.timings != nil {
+		// Once agreed, members exchange only refreshes: the timings go
+		// with each too (to a member that knows the kind), or one lost
+		// datagram would leave it blind to a mismatch for good.
+		n.tellTimings(m)
+	}
 }
 
 // announce queues this node's announcement to member to, or to every
@@ -754,6 +762,12 @@ func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) error {
 		// Heard for a while and never announced: a build without
 		// agreement. Admitted, unchecked, and said so.
 		m.legacyInc = inc
+		if m.timings != nil && inc > m.timingsInc {
+			// A new run without agreement (an older build, timed
+			// outside --mode berkeley) tells no timings: its last
+			// run's are forgotten, as a new announcement forgets them.
+			m.timings, m.timingIssues = nil, nil
+		}
 		a.notice(Notice{Key: "unverified", Member: f.Sender, Warn: true, Msg: a.unverifiedText(f.Sender)})
 		return nil
 	}

@@ -342,6 +342,32 @@ func TestAgreementStartWaitsThenRuns(t *testing.T) {
 	}
 }
 
+// TestAgreementStartTie: at the start, member 1 (configured right) hears
+// only member 3 (other priorities): a tie with member 2 unheard is the
+// order the announcements came in, not a minority. Member 1 waits,
+// neither running nor stepped back (which it used to say at WARN), and
+// once member 2 agrees with it, member 1 runs and member 3 steps back.
+func TestAgreementStartTie(t *testing.T) {
+	l := newAgreeLAN(t, keyed(1, nil), keyed(2, nil),
+		keyed(3, func(c *Config) {
+			c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": "1=5"}}
+		}))
+	two := l.nodes[2]
+	delete(l.nodes, 2)
+	l.run(300 * time.Millisecond)
+	if got := l.standing(1); got != StandingStarting || l.cores[1].ticks != 0 {
+		t.Fatalf("node 1 at 300ms, member 2 unheard: %v, %d core ticks; want starting, none", got, l.cores[1].ticks)
+	}
+	if got := l.notices(1); strings.Contains(got, "minority") {
+		t.Fatalf("node 1 noticed %q before member 2 was heard", got)
+	}
+	l.nodes[2] = two
+	l.run(300 * time.Millisecond)
+	if l.standing(1) != StandingAgreed || l.standing(2) != StandingAgreed || l.standing(3) != StandingSteppedBack {
+		t.Fatalf("with member 2: standings %v %v %v, want agreed, agreed, stepped back", l.standing(1), l.standing(2), l.standing(3))
+	}
+}
+
 // TestAgreementUnannouncedIsUnverified: a member that never announces (an
 // older build) is refused while it may still announce, then followed
 // unchecked, and said so.

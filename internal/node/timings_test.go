@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // timed is a config of member id whose agreement tells heartbeat hb and
@@ -63,18 +65,74 @@ func TestTimingsMismatchWarnsOnce(t *testing.T) {
 	}
 	// Member 3 restarts without timings (rolled back to an older build):
 	// its old ones are forgotten with its old incarnation.
-	c := timed(3, 0, 0)
-	c.Cluster, c.Service, c.Incarnation = "lab", "electd", 2
-	n, err := New(c, l.cores[3])
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.nodes[3] = n
+	l.restart(3, 2, nil) // bully, no timings
 	l.run(2 * time.Second)
 	for _, id := range []uint32{1, 2} {
 		if st := l.nodes[id].Status().Agreement; len(st.TimingMismatch) != 0 {
 			t.Fatalf("node %d still names %v after member 3 restarted without timings", id, st.TimingMismatch)
 		}
+	}
+}
+
+// TestTimingsForgottenWithoutAgreement: member 3, whose timings did not
+// fit, restarts without configuration agreement at all (an older build,
+// or timed outside --mode berkeley): it never announces again, and is
+// followed unverified once it has been heard long enough. Its last run's
+// timings are forgotten then, not named in status until this node
+// restarts.
+func TestTimingsForgottenWithoutAgreement(t *testing.T) {
+	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
+		timed(3, time.Second, 3*time.Second))
+	l.run(time.Second)
+	if st := l.nodes[1].Status().Agreement; len(st.TimingMismatch) != 1 {
+		t.Fatalf("node 1 timing_mismatch %v, want [3]", st.TimingMismatch)
+	}
+	l.restart(3, 2, func(c *Config) { c.Agreement = nil }) // it announces nothing
+	l.run(10 * time.Second)
+	for _, id := range []uint32{1, 2} {
+		if got := l.notices(id); !strings.Contains(got, "member 3 announces no configuration") {
+			t.Fatalf("node %d noticed %q: member 3 not followed unverified", id, got)
+		}
+		if st := l.nodes[id].Status().Agreement; len(st.TimingMismatch) != 0 {
+			t.Fatalf("node %d still names %v after member 3 restarted without agreement", id, st.TimingMismatch)
+		}
+	}
+}
+
+// TestTimingsLostAreToldAgain: once agreed, members exchange refreshes
+// only; member 3's one KindConfigTimings to member 1 is lost. It is told
+// again with a refresh, and member 1 names the mismatch too.
+func TestTimingsLostAreToldAgain(t *testing.T) {
+	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
+		timed(3, time.Second, 3*time.Second))
+	l.quiet = true
+	lost := 0
+	l.drop = func(from, to uint32, k wire.Kind) bool {
+		if from == 3 && to == 1 && k == wire.KindConfigTimings {
+			lost++
+			return true
+		}
+		return false
+	}
+	l.run(2 * time.Second)
+	if lost == 0 || l.standing(1) != StandingAgreed {
+		t.Fatalf("%d timings from 3 to 1 lost, node 1 %v: want some lost, agreed", lost, l.standing(1))
+	}
+	if st := l.nodes[1].Status().Agreement; len(st.TimingMismatch) != 0 {
+		t.Fatalf("node 1 timing_mismatch %v with every timings of member 3 lost", st.TimingMismatch)
+	}
+	l.drop = nil
+	l.run(time.Minute)
+	if st := l.nodes[1].Status().Agreement; len(st.TimingMismatch) != 1 || st.TimingMismatch[0] != 3 {
+		t.Fatalf("node 1 timing_mismatch %v a minute after the loss, want [3]", st.TimingMismatch)
+	}
+	if got := l.notices(1); strings.Count(got, "timing mismatch with member 3") != 1 {
+		t.Fatalf("node 1 noticed %q, want the mismatch once", got)
+	}
+	// Told with each refresh, no more: one every RefreshSpacing (8 s with
+	// three members) in a minute, not one per tick.
+	if got := l.timings[[2]uint32{3, 1}] - lost; got < 2 || got > 10 {
+		t.Fatalf("member 3 sent member 1 its timings %d times in a minute, want 2 to 10", got)
 	}
 }
 

@@ -73,6 +73,10 @@ func TestOperatorErrors(t *testing.T) {
 			"--control", filepath.Join(dir, "p.sock"), "--state-dir", filepath.Join(dir, "p.state")}, nil, 1, "another process has that address"},
 		{"another host's --id", []string{"electd", "run", "--id", "2", "--members", "1=127.0.0.1:7400,2=192.0.2.7:7400", "--key-file", key,
 			"--control", filepath.Join(dir, "i.sock"), "--state-dir", filepath.Join(dir, "i.state")}, nil, 1, "check that it is this host's ID"},
+		// The --id advice is for the member socket only: another
+		// listener's address names its own flag.
+		{"metrics address not here", []string{"electd", "run", "--id", "1", "--members", members(free), "--key-file", key, "--metrics", "192.0.2.9:9177",
+			"--control", filepath.Join(dir, "m.sock"), "--state-dir", filepath.Join(dir, "m.state")}, nil, 1, "no such address (`ip -br addr` lists its own): give that flag one of them"},
 		{"status, daemon down", []string{"electd", "status", "--control", filepath.Join(dir, "down.sock")}, nil, 1, `is "electd run" running?`},
 		{"unknown command", []string{"orderd", "stauts"}, nil, 2, `unknown command "stauts"`},
 	} {
