@@ -80,6 +80,12 @@ type Core struct {
 	lastActive time.Time
 	det        *liveness.Detector
 	lastBeat   time.Time // zero: none yet
+
+	// stamped: the call running is Step, whose now is a frame's receive
+	// stamp, not a reading of the clock; grantDue: a grant Step found due
+	// waits for the next reading (tryGrant).
+	stamped, grantDue bool
+
 	// saidBusy: the last heartbeat (or request, sent to every member)
 	// said this member may hold or ask: when it stops, it says so within
 	// IdleNotice. idleFrom: when its last request ended.
@@ -932,6 +938,8 @@ func (c *Core) seeIncarnation(m uint32, inc uint32, at uint64) error {
 // Step feeds one frame.
 func (c *Core) Step(m core.Message) error {
 	c.observe(m.Time)
+	c.stamped = true
+	defer func() { c.stamped = false }()
 	c.flushReleases()
 	err := c.step(m)
 	c.confirmRenewals() // any frame may make the majority fresh again
@@ -1120,6 +1128,7 @@ func (c *Core) Tick(now time.Time) {
 	c.confirmTick()
 	c.reqs.Expire(c.now)
 	c.drain()
+	c.grantDue = false                                       // settled below
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) { // sorted: deterministic output
 		l := c.locks[name]
 		c.resend(l)
@@ -1134,6 +1143,9 @@ func (c *Core) Deadline() time.Time {
 		return time.Time{}
 	}
 	d := core.Earliest(c.nextBeat(), c.det.Deadline(), c.reqs.Deadline())
+	if c.grantDue {
+		d = core.Earliest(d, c.now.Add(time.Nanosecond)) // a reading of the clock at once (after the last Tick's)
+	}
 	if len(c.releases) > 0 {
 		d = core.Earliest(d, c.releaseDue)
 	}
