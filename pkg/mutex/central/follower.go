@@ -463,7 +463,13 @@ func (c *Core) stepGrant(from uint32, term uint64, g wire.CentralGrant, renewal 
 		delete(c.fol.renewing, id)
 		// A lease cut by the coordinator (its support's age) ends lease
 		// after the echoed stamp: counted from that much before it.
-		c.reqs.ConfirmRenewal(c.now, at.Add(lease-pending.lease), id)
+		// Confirmed at a reading of the clock, as a grant is (enter).
+		e := entering{id: id, lock: g.Name, fence: g.Fence, term: term, echo: g.Echo, from: at.Add(lease - pending.lease), renewal: true}
+		if c.stamped {
+			c.entering = append(c.entering, e)
+			return nil
+		}
+		c.enter(e)
 		return nil
 	}
 	base, err := FenceBase(term, c.members)
@@ -512,6 +518,10 @@ type entering struct {
 	fence, term uint64
 	echo        uint32 // the stamp of the frame it answers
 	from, end   time.Time
+	// renewal: the confirmation of a renewal, its lease counted from
+	// from; the table refuses it, the lease lost, if that lease or the
+	// one it renews has ended by the reading (ConfirmRenewal).
+	renewal bool
 }
 
 // enterGrants runs, at a reading of the clock, what Step left for one:
@@ -538,6 +548,10 @@ func (c *Core) enterGrants() {
 // for the next sync to ask for it again, as one whose lease ran out on
 // the way. The lease is never lengthened for the lateness.
 func (c *Core) enter(e entering) {
+	if e.renewal {
+		c.reqs.ConfirmRenewal(c.now, e.from, e.id)
+		return
+	}
 	st, ok := c.reqs.Lookup(c.now, e.id)
 	if !ok || st.Lock != e.lock || st.Granted {
 		return // ended, or granted by a copy of the frame, meanwhile

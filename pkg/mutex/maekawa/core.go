@@ -266,8 +266,11 @@ func (c *Core) settle() {
 	}
 	if !c.stamped {
 		for _, name := range slices.Sorted(maps.Keys(c.asks)) {
-			if a := c.asks[name]; a.phase == entering {
+			switch a := c.asks[name]; {
+			case a.phase == entering:
 				c.enter(a)
+			case a.phase == held && a.renewed:
+				c.confirmRenewal(a)
 			}
 		}
 	}

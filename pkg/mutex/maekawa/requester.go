@@ -79,6 +79,7 @@ type ask struct {
 	renewLease time.Duration
 	renewAcks  map[uint32]bool
 	renewNo    int
+	renewed    bool // a quorum confirmed the renewal: reported at a reading of the clock (confirmRenewal)
 }
 
 // Acquire queues r (mutex.Algorithm).
@@ -111,7 +112,7 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 		lease = time.Duration(st.LeaseMS) * time.Millisecond
 	}
 	a.renewAt, a.renewBy, a.renewLease = c.now, c.now.Add(c.cfg.AttemptTimeout), lease
-	a.renewAcks, a.renewNo = map[uint32]bool{}, 0
+	a.renewAcks, a.renewNo, a.renewed = map[uint32]bool{}, 0, false
 	for _, v := range slices.Sorted(maps.Keys(a.acked)) {
 		c.post(v, wire.Vote{Op: wire.VoteRenew, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, Fence: a.fence, LeaseMS: msOf(lease)}, 0)
 	}
@@ -354,8 +355,12 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 		if a.phase == held && !a.renewBy.IsZero() && a.acked[from] {
 			a.renewAcks[from] = true
 			if len(a.renewAcks) >= a.need {
-				a.renewBy = time.Time{}
-				c.reqs.ConfirmRenewals(a.renewAt, a.lock)
+				a.renewBy, a.renewed = time.Time{}, true
+				if c.stamped {
+					a.deadline = c.now.Add(time.Nanosecond) // confirmed at the next reading of the clock
+				} else {
+					c.confirmRenewal(a)
+				}
 			}
 		}
 	case wire.VoteRenewRefused:
@@ -574,6 +579,22 @@ func (c *Core) enter(a *ask) {
 	c.withdraw(a)
 	c.stats.Entries++
 	c.reqs.ExpireLock(c.now, a.lock)
+}
+
+// confirmRenewal reports a's renewal, which its quorum confirmed, now
+// being a reading of the clock: its lease from when it was asked
+// (renewAt), or, when that lease has ended by now (the loop read the last
+// confirmation late), nothing: the lease runs on as it was and ends
+// (renewals_late), as for a renewal unanswered; the client renews again
+// or learns of the loss. As for a grant (granted), a confirmation read
+// from a frame waits for the reading.
+func (c *Core) confirmRenewal(a *ask) {
+	a.renewed, a.deadline = false, time.Time{}
+	if !c.now.Before(a.renewAt.Add(a.renewLease)) {
+		c.count("renewals_late")
+		return
+	}
+	c.reqs.ConfirmRenewals(a.renewAt, a.lock)
 }
 
 // withdraw sends its release now, at the grant, to every coordinator of

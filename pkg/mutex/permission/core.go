@@ -82,8 +82,9 @@ type Core struct {
 	lastBeat   time.Time // zero: none yet
 
 	// stamped: the call running is Step, whose now is a frame's receive
-	// stamp, not a reading of the clock; grantDue: a grant Step found due
-	// waits for the next reading (tryGrant).
+	// stamp, not a reading of the clock; grantDue: a grant or a renewal's
+	// confirmation Step found due waits for the next reading (tryGrant,
+	// confirm).
 	stamped, grantDue bool
 
 	// saidBusy: the last heartbeat (or request, sent to every member)
@@ -583,6 +584,12 @@ func (c *Core) leaseFrom(lease time.Duration) time.Time {
 // confirm confirms the pending renewals of lock name, each capped as
 // leaseFrom says.
 func (c *Core) confirm(name string) {
+	if c.stamped {
+		// Confirmed at the next reading of the clock (tryGrant's reason:
+		// a lease counted from a frame's stamp may be over when reported).
+		c.grantDue = true
+		return
+	}
 	for _, id := range c.reqs.Holders(name) {
 		if from, ok := c.renewFrom(id); ok {
 			c.reqs.ConfirmRenewal(c.now, from, id)

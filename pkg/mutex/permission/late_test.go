@@ -44,6 +44,52 @@ func TestGrantReadLate(t *testing.T) {
 	}
 }
 
+// TestRenewalReadLate: a bounded member's renewal, acknowledged by a
+// majority in time (the acknowledgements' stamps), read by a loop that ran
+// late: it is confirmed at the next reading of the clock, not on the
+// stamps (where a Renewed was reported whose lease could be over), and,
+// read after the lease ended, not at all.
+func TestRenewalReadLate(t *testing.T) {
+	ids := []uint32{1, 2, 3, 4, 5}
+	m, id := grantedMember(t, ids)
+	if err := m.c.Renew(m.now, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	m.tick(200 * time.Millisecond) // a busy heartbeat asks for acknowledgements
+	a, _, ok := m.announcement()
+	if !ok {
+		t.Fatal("no announcement")
+	}
+	m.ack(2, a)
+	m.ack(3, a)
+	m.tick(100 * time.Millisecond) // bounded now: a renewal waits for a majority's acknowledgement
+	m.out = nil
+	renewed(m.c)
+	if err := m.c.Renew(m.now, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	m.drain()
+	a, hb, ok := m.announcement()
+	if !ok || !hb.Bounded {
+		t.Fatalf("renewal announced %+v (found %v): want a bounded announcement", hb, ok)
+	}
+	for _, from := range []uint32{2, 3, 4} {
+		m.ack(from, a)
+	}
+	if r := renewed(m.c); len(r) != 0 {
+		t.Fatalf("renewal confirmed on the acknowledgements' stamps, before any reading of the clock: %+v", r)
+	}
+	m.tick(4 * time.Second) // the loop reads them late: every lease has ended
+	for _, r := range renewed(m.c) {
+		if !r.Expires.After(m.now) {
+			t.Fatalf("renewed at the late reading with the lease over (%v before it): %+v", m.now.Sub(r.Expires), r)
+		}
+	}
+	if _, held := m.c.Expires(id); held {
+		t.Fatal("still held after its lease ended")
+	}
+}
+
 // TestOracleHarsh: the three keep the oracle on harsh hosts
 // (mutextest.Harsh: clocks drifting up to 495 ppm, loops 5-20 ms late, a
 // paused member reading frames stamped before its pause), a grant never

@@ -245,6 +245,7 @@ func TestRenewalWaitsForMajorityAck(t *testing.T) {
 		t.Fatalf("renewal confirmed on two acknowledgements of five: %+v", r)
 	}
 	m.ack(4, a)
+	m.tick(0) // confirmed at a reading of the clock
 	r := renewed(m.c)
 	if len(r) != 1 {
 		t.Fatalf("renewal not confirmed on a majority's acknowledgements: %+v", r)
@@ -465,6 +466,7 @@ func TestEndedLeaseNotRenewed(t *testing.T) {
 	m.ack(2, a2)
 	m.ack(3, a2)
 	m.ack(4, a2)
+	m.tick(0) // the loop's next reading of the clock
 	if r := renewed(m.c); len(r) != 0 {
 		t.Fatalf("a lease that ended at %v renewed at %v: %+v", exp0, m.now, r)
 	}

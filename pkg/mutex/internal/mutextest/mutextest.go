@@ -250,6 +250,10 @@ func (c *Cluster) outcomes(r sim.Ready) {
 			}
 			cl.until = r.At + hold
 		case mutex.Renewed:
+			if !r.Local.Before(o.Expires) {
+				c.t.Fatalf("%v: member %d reported request %d's renewal of %s at %v on its clock, its lease already over at %v\n%s",
+					r.At, r.Node, o.ID, o.Lock, r.Local.Format(stampLayout), o.Expires.Format(stampLayout), c.Tail())
+			}
 			if iv := c.live[key]; iv != nil {
 				iv.end = c.trueTime(r.Node, r.At, r.Local, o.Expires)
 			}
