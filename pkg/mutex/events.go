@@ -17,4 +17,12 @@ const (
 	EventLost = "lock_lost"
 	// EventReleased: the holder released its lock.
 	EventReleased = "lock_released"
+	// EventGrantLate: a grant was not made, though the answers it needed
+	// came in time: this member's loop read the last of them after the
+	// lease they gave had ended (a process paused and continued, a host
+	// too busy to run it), so it would have held nothing; the request
+	// goes on the algorithm's way (asks again, or waits) ("late": how
+	// long past the lease's end). WARN at most once a minute, INFO between
+	// (mutexcount.LateGrants).
+	EventGrantLate = "lock_grant_late"
 )

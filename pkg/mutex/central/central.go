@@ -146,6 +146,16 @@ type Core struct {
 	now     time.Time
 	started bool
 	begun   time.Time
+	// stamped: the call running is Step (or Hint), whose now is a receive
+	// stamp, not a reading of the clock: a loop that reads a frame late
+	// (a busy host, a paused process) would report, judged on its stamp, a
+	// grant whose lease had already ended. A grant that comes in a frame
+	// waits in entering, and this member's own grant as coordinator in its
+	// queue (ownDue), for the next reading (Tick, or a client's call).
+	stamped  bool
+	entering []entering
+	ownDue   bool
+	late     mutexcount.LateGrants
 
 	reqs *mutex.Table // this member's clients' requests
 	fol  follower
@@ -283,6 +293,8 @@ func (c *Core) ownKind(k wire.Kind) bool {
 // election.
 func (c *Core) Step(m core.Message) error {
 	c.observe(m.Time)
+	c.stamped = true
+	defer func() { c.stamped = false }()
 	if !Handles(m.Kind) {
 		err := c.el.Step(m)
 		c.follow()
@@ -372,6 +384,8 @@ func (c *Core) Step(m core.Message) error {
 // member's word, or waits the Hold).
 func (c *Core) Hint(h core.Hint) {
 	c.observe(h.Time)
+	c.stamped = true
+	defer func() { c.stamped = false }()
 	c.el.Hint(h)
 }
 
@@ -382,6 +396,7 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 // coordinator's beats, hold and queue.
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
+	c.enterGrants()
 	c.el.Tick(c.now)
 	c.follow()
 	c.reqs.Expire(c.now)
@@ -395,6 +410,9 @@ func (c *Core) Tick(now time.Time) {
 // Deadline is the earliest local time the core needs Tick.
 func (c *Core) Deadline() time.Time {
 	d := []time.Time{c.el.Deadline(), c.reqs.Deadline(), c.fol.deadline()}
+	if len(c.entering) > 0 || c.ownDue {
+		d = append(d, c.now.Add(time.Nanosecond)) // a reading of the clock at once (after the last Tick's)
+	}
 	if c.co != nil {
 		d = append(d, c.co.deadline(c.now, c.parkFor(), c.cfg.DeadAfter, c.ta != nil))
 	}

@@ -592,7 +592,15 @@ func (c *Core) grantQueue(name string, ok func(*centry) bool) {
 		return
 	}
 	g := grantable(q, ok)
-	if slices.ContainsFunc(g, func(e *centry) bool { return e.member == c.self }) && !c.localBacked() {
+	own := func(e *centry) bool { return e.member == c.self }
+	if c.stamped && slices.ContainsFunc(g, own) {
+		// This member's own grant waits for a reading of the clock (its
+		// lease counts from the grant, and the loop may run this frame
+		// long after its stamp); the others' go now.
+		c.ownDue = true
+		g = slices.DeleteFunc(slices.Clone(g), own)
+	}
+	if slices.ContainsFunc(g, own) && !c.localBacked() {
 		c.callLocal()
 		return
 	}

@@ -170,6 +170,7 @@ func (c *Core) entries() int {
 // mutex.EventGranted) with the returned ID.
 func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
 	c.observe(now)
+	c.enterGrants()
 	most := wire.MaxSyncEntries
 	if c.ta != nil {
 		most = tokenAskEntries(len(c.members))
@@ -214,6 +215,7 @@ func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) 
 // first lost the grant with it: ErrExpired.
 func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 	c.observe(now)
+	c.enterGrants()
 	st, ok := c.reqs.Lookup(c.now, id)
 	if !ok {
 		return mutex.ErrUnknownRequest
@@ -236,6 +238,7 @@ func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 // refuses or the lease ends first.
 func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) error {
 	c.observe(now)
+	c.enterGrants()
 	if err := c.reqs.Renew(c.now, id, lease); err != nil {
 		c.drain()
 		return err
@@ -460,7 +463,13 @@ func (c *Core) stepGrant(from uint32, term uint64, g wire.CentralGrant, renewal 
 		delete(c.fol.renewing, id)
 		// A lease cut by the coordinator (its support's age) ends lease
 		// after the echoed stamp: counted from that much before it.
-		c.reqs.ConfirmRenewal(c.now, at.Add(lease-pending.lease), id)
+		// Confirmed at a reading of the clock, as a grant is (enter).
+		e := entering{id: id, lock: g.Name, fence: g.Fence, term: term, echo: g.Echo, from: at.Add(lease - pending.lease), renewal: true}
+		if c.stamped {
+			c.entering = append(c.entering, e)
+			return nil
+		}
+		c.enter(e)
 		return nil
 	}
 	base, err := FenceBase(term, c.members)
@@ -491,15 +500,79 @@ func (c *Core) stepGrant(from uint32, term uint64, g wire.CentralGrant, renewal 
 		c.count("grants_expired_on_arrival")
 		return nil
 	}
-	delete(c.fol.listed, id)
-	if _, err := c.reqs.GrantFrom(c.now, at.Add(lease-asked), id, g.Fence, term); err != nil {
+	e := entering{id: id, lock: g.Name, fence: g.Fence, term: term, echo: g.Echo, from: at.Add(lease - asked), end: at.Add(lease)}
+	if c.stamped {
+		c.entering = append(c.entering, e)
+		return nil
+	}
+	c.enter(e)
+	return nil
+}
+
+// entering is a grant from the coordinator followed, taken in Step and
+// reported at the next reading of the clock (enterGrants): its lease
+// counts from from and ends at end, on this member's clock.
+type entering struct {
+	id          mutex.RequestID
+	lock        string
+	fence, term uint64
+	echo        uint32 // the stamp of the frame it answers
+	from, end   time.Time
+	// renewal: the confirmation of a renewal, its lease counted from
+	// from; the table refuses it, the lease lost, if that lease or the
+	// one it renews has ended by the reading (ConfirmRenewal).
+	renewal bool
+}
+
+// enterGrants runs, at a reading of the clock, what Step left for one:
+// the grants that came in frames, and this member's own grants as
+// coordinator (ownDue).
+func (c *Core) enterGrants() {
+	es := c.entering
+	c.entering = nil
+	for _, e := range es {
+		c.enter(e)
+	}
+	if c.ownDue {
+		c.ownDue = false
+		if c.co != nil {
+			c.grantAll()
+		}
+	}
+}
+
+// enter reports grant e, now being a reading of the clock, if its lease
+// has time left; one read after its lease ended is not (the next Tick
+// would end it at once: a client told it holds the lock with no time
+// left): the coordinator lets it go at its end, and the request waits on
+// for the next sync to ask for it again, as one whose lease ran out on
+// the way. The lease is never lengthened for the lateness.
+func (c *Core) enter(e entering) {
+	if e.renewal {
+		c.reqs.ConfirmRenewal(c.now, e.from, e.id)
+		return
+	}
+	st, ok := c.reqs.Lookup(c.now, e.id)
+	if !ok || st.Lock != e.lock || st.Granted {
+		return // ended, or granted by a copy of the frame, meanwhile
+	}
+	if e.echo < c.fol.listed[e.id] {
+		// A sync sent while it waited here listed the request as waiting:
+		// the coordinator grants it anew, and this grant is void (stepGrant).
+		c.count("grants_superseded")
+		return
+	}
+	if !c.now.Before(e.end) {
+		c.late.Report(c.now, c.counters, &c.events, mutex.EventGrantLate, e.lock, e.id, c.now.Sub(e.end), "it waits on, and this member's next sync asks the coordinator for it again")
+		return
+	}
+	delete(c.fol.listed, e.id)
+	if _, err := c.reqs.GrantFrom(c.now, e.from, e.id, e.fence, e.term); err != nil {
 		// The coordinator's order crossed this member's own (a takeover
 		// re-queued requests): give the grant back; the request waits on.
 		c.count("grants_returned")
-		c.send(c.fol.leader, c.fol.term, wire.KindCentralRelease, wire.CentralRelease{Name: g.Name, Incarnation: c.inc, Seq: g.Seq, Fence: g.Fence})
-		return nil
+		c.send(c.fol.leader, c.fol.term, wire.KindCentralRelease, wire.CentralRelease{Name: e.lock, Incarnation: c.inc, Seq: uint64(e.id), Fence: e.fence})
 	}
-	return nil
 }
 
 // stepRefuse ends a request the coordinator refused.

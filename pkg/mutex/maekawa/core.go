@@ -34,7 +34,8 @@ var (
 // "fence" (uint64) and the ones named.
 const (
 	// Besides mutex.EventGranted ("mode"), EventRenewed, EventLost,
-	// EventReleased, and liveness.EventMemberDown and EventMemberUp:
+	// EventReleased, EventGrantLate, and liveness.EventMemberDown and
+	// EventMemberUp:
 	//
 	// EventNoLiveSet: (Maekawa) no cross of the grid is wholly alive: a
 	// request waits until one is ("lock").
@@ -72,6 +73,12 @@ type Core struct {
 	started bool
 	det     *liveness.Detector
 	beat    time.Time
+	// stamped: the call running is Step, whose now is a frame's receive
+	// stamp, not a reading of the clock: the loop may read the frame long
+	// after it came (a busy host, a paused process), so a grant decided
+	// on it waits for the next reading (granted).
+	stamped bool
+	late    mutexcount.LateGrants
 	// slow: members whose heartbeats say they beat slower than this one
 	// (an older mutexd, another --heartbeat), by their interval: each is
 	// given a longer silence (heartbeatFrom).
@@ -257,6 +264,16 @@ func (c *Core) settle() {
 		c.loop = c.loop[1:]
 		c.handle(m.from, m.v)
 	}
+	if !c.stamped {
+		for _, name := range slices.Sorted(maps.Keys(c.asks)) {
+			switch a := c.asks[name]; {
+			case a.phase == entering:
+				c.enter(a)
+			case a.phase == held && a.renewed:
+				c.confirmRenewal(a)
+			}
+		}
+	}
 	c.drain()
 }
 
@@ -268,6 +285,8 @@ func (c *Core) drain() {
 // Step feeds one frame.
 func (c *Core) Step(m core.Message) error {
 	c.observe(m.Time)
+	c.stamped = true
+	defer func() { c.stamped = false }()
 	if _, ok := slices.BinarySearch(c.cfg.Members, m.From); !ok || m.From == c.self {
 		c.count("rejected_not_member")
 		return ErrNotMember

@@ -300,6 +300,7 @@ func TestMetrics(t *testing.T) {
 	for _, v := range []uint32{2, 3} {
 		c.Step(frame(v, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommitOK, Name: "db", Attempt: attemptOf(t, c), Fence: 5}))
 	}
+	c.Tick(t0) // the grant is reported at a reading of the clock
 	c.Ready()
 	if st, _ := c.Lookup(id); !st.Granted || st.Fence != 5 {
 		t.Fatalf("request after votes and commits: %+v", st)
@@ -390,6 +391,8 @@ func TestDirectEntry(t *testing.T) {
 	if got := sent(c.Ready()); len(got) != 0 {
 		t.Fatalf("frames after every vote recorded the proposal: %v, want none (no commit round)", got)
 	}
+	c.Tick(at) // the grant is reported at a reading of the clock
+	c.Ready()
 	var granted mutex.Granted
 	for _, o := range c.Outcomes() {
 		if g, ok := o.(mutex.Granted); ok {
@@ -440,6 +443,7 @@ func TestDirectEntry(t *testing.T) {
 		t.Fatal("granted before the commit was acknowledged")
 	}
 	c.Step(frame(2, wire.KindMaekawa, wire.Vote{Op: wire.VoteCommitOK, Name: "db", Attempt: attemptOf(t, c), Fence: 5002}))
+	c.Tick(late)
 	c.Ready()
 	if st, _ := c.Lookup(id); !st.Granted || st.Fence != 5002 {
 		t.Fatalf("after the commit's ack: %+v, want granted on 5002", st)

@@ -164,6 +164,16 @@
 // committed) lasts as long as its request may collect, and ends at once
 // when its member is taken for down.
 //
+// A grant is reported only at a reading of the clock (a Tick, or a
+// client's call), never on the receive stamp of the frame that completed
+// it: a loop that reads the last locked or commit_ok late (a host too busy
+// to run it, a process paused with the frames in its kernel) would
+// otherwise report a lease that had ended before the report. Completed in
+// Step, the request waits in phase entering for the Tick its Deadline asks
+// for at once; then, if its lease (counted as above, never from the
+// reading) has ended, its votes are released and it asks again after its
+// backoff (retries_lease_spent, grants_late, mutex.EventGrantLate).
+//
 // # Recovery after a holder's crash
 //
 // A crashed holder's lock is free once every vote it could hold on has

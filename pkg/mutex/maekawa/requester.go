@@ -17,6 +17,7 @@ type phase uint8
 const (
 	collecting phase = iota + 1 // asking for votes
 	committing                  // votes in hand, the fence being recorded
+	entering                    // fence recorded; the grant waits for a clock reading (granted)
 	held                        // granted
 	backoff                     // gave back what it got; waits to retry
 )
@@ -27,6 +28,8 @@ func (p phase) String() string {
 		return "collecting"
 	case committing:
 		return "committing"
+	case entering:
+		return "entering"
 	case held:
 		return "held"
 	case backoff:
@@ -76,6 +79,7 @@ type ask struct {
 	renewLease time.Duration
 	renewAcks  map[uint32]bool
 	renewNo    int
+	renewed    bool // a quorum confirmed the renewal: reported at a reading of the clock (confirmRenewal)
 }
 
 // Acquire queues r (mutex.Algorithm).
@@ -108,7 +112,7 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 		lease = time.Duration(st.LeaseMS) * time.Millisecond
 	}
 	a.renewAt, a.renewBy, a.renewLease = c.now, c.now.Add(c.cfg.AttemptTimeout), lease
-	a.renewAcks, a.renewNo = map[uint32]bool{}, 0
+	a.renewAcks, a.renewNo, a.renewed = map[uint32]bool{}, 0, false
 	for _, v := range slices.Sorted(maps.Keys(a.acked)) {
 		c.post(v, wire.Vote{Op: wire.VoteRenew, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, Fence: a.fence, LeaseMS: msOf(lease)}, 0)
 	}
@@ -233,7 +237,7 @@ func (c *Core) sendRelease(a *ask, fence uint64) {
 		return
 	}
 	to := a.set
-	if a.phase == committing || a.phase == held {
+	if a.phase == committing || a.phase == entering || a.phase == held {
 		// The voters it kept have an entry, and those that have not
 		// answered (a majority's request may wait in their queues); the
 		// others were released when their votes came too late, or denied.
@@ -351,8 +355,12 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 		if a.phase == held && !a.renewBy.IsZero() && a.acked[from] {
 			a.renewAcks[from] = true
 			if len(a.renewAcks) >= a.need {
-				a.renewBy = time.Time{}
-				c.reqs.ConfirmRenewals(a.renewAt, a.lock)
+				a.renewBy, a.renewed = time.Time{}, true
+				if c.stamped {
+					a.deadline = c.now.Add(time.Nanosecond) // confirmed at the next reading of the clock
+				} else {
+					c.confirmRenewal(a)
+				}
 			}
 		}
 	case wire.VoteRenewRefused:
@@ -529,13 +537,35 @@ func (c *Core) commit(a *ask, from time.Time, to []uint32) {
 }
 
 // granted: enough voters recorded the fence; the lease counts from when
-// the commit left, before any voter started counting its own.
+// the commit left (or the first vote began: decide), before any voter
+// started counting its own. It is reported only if the lease has time
+// left when the clock says so, and a frame's receive stamp does not: the
+// frames that complete a grant are stepped with their stamps, and a loop
+// that reads them late (a host too busy to run it, a process paused and
+// continued, its frames waiting in the kernel the while) would report,
+// judged on those stamps, a grant whose lease had ended before the
+// report, which the next Tick would end at once: a client told it holds
+// the lock with no time left. So a grant completed in Step waits, in
+// phase entering, for the next reading of the clock (the Tick its
+// Deadline asks for at once, or a client's call) and is judged then
+// (enter); one completed in a call with a reading of the clock is judged
+// at once. The lease is never lengthened for lateness: its end stays
+// where the votes put it.
 func (c *Core) granted(a *ask) {
-	if !c.now.Before(a.commitAt.Add(a.lease)) {
-		// The last acknowledgement came after the lease it confirms had
-		// ended (a voter paused or slow): the votes are running out, and
-		// a grant now would hold nothing, its fence possibly below one
-		// granted meanwhile. Start over.
+	a.phase = entering
+	a.deadline = c.now.Add(time.Nanosecond) // Tick at once (after the last, which may have read c.now)
+	if !c.stamped {
+		c.enter(a)
+	}
+}
+
+// enter reports a's grant, now being a reading of the clock, if its lease
+// has time left; else its votes are given back and it asks again (its
+// fence, possibly below one granted meanwhile, is never used).
+func (c *Core) enter(a *ask) {
+	end := a.commitAt.Add(a.lease)
+	if !c.now.Before(end) {
+		c.late.Report(c.now, c.counters, &c.events, mutex.EventGrantLate, a.lock, a.id, c.now.Sub(end), "its votes are given back and it asks again")
 		c.giveUp(a, "lease_spent")
 		return
 	}
@@ -549,6 +579,22 @@ func (c *Core) granted(a *ask) {
 	c.withdraw(a)
 	c.stats.Entries++
 	c.reqs.ExpireLock(c.now, a.lock)
+}
+
+// confirmRenewal reports a's renewal, which its quorum confirmed, now
+// being a reading of the clock: its lease from when it was asked
+// (renewAt), or, when that lease has ended by now (the loop read the last
+// confirmation late), nothing: the lease runs on as it was and ends
+// (renewals_late), as for a renewal unanswered; the client renews again
+// or learns of the loss. As for a grant (granted), a confirmation read
+// from a frame waits for the reading.
+func (c *Core) confirmRenewal(a *ask) {
+	a.renewed, a.deadline = false, time.Time{}
+	if !c.now.Before(a.renewAt.Add(a.renewLease)) {
+		c.count("renewals_late")
+		return
+	}
+	c.reqs.ConfirmRenewals(a.renewAt, a.lock)
 }
 
 // withdraw sends its release now, at the grant, to every coordinator of

@@ -80,6 +80,13 @@ type Core struct {
 	lastActive time.Time
 	det        *liveness.Detector
 	lastBeat   time.Time // zero: none yet
+
+	// stamped: the call running is Step, whose now is a frame's receive
+	// stamp, not a reading of the clock; grantDue: a grant or a renewal's
+	// confirmation Step found due waits for the next reading (tryGrant,
+	// confirm).
+	stamped, grantDue bool
+
 	// saidBusy: the last heartbeat (or request, sent to every member)
 	// said this member may hold or ask: when it stops, it says so within
 	// IdleNotice. idleFrom: when its last request ended.
@@ -577,6 +584,12 @@ func (c *Core) leaseFrom(lease time.Duration) time.Time {
 // confirm confirms the pending renewals of lock name, each capped as
 // leaseFrom says.
 func (c *Core) confirm(name string) {
+	if c.stamped {
+		// Confirmed at the next reading of the clock (tryGrant's reason:
+		// a lease counted from a frame's stamp may be over when reported).
+		c.grantDue = true
+		return
+	}
 	for _, id := range c.reqs.Holders(name) {
 		if from, ok := c.renewFrom(id); ok {
 			c.reqs.ConfirmRenewal(c.now, from, id)
@@ -932,6 +945,8 @@ func (c *Core) seeIncarnation(m uint32, inc uint32, at uint64) error {
 // Step feeds one frame.
 func (c *Core) Step(m core.Message) error {
 	c.observe(m.Time)
+	c.stamped = true
+	defer func() { c.stamped = false }()
 	c.flushReleases()
 	err := c.step(m)
 	c.confirmRenewals() // any frame may make the majority fresh again
@@ -1120,6 +1135,7 @@ func (c *Core) Tick(now time.Time) {
 	c.confirmTick()
 	c.reqs.Expire(c.now)
 	c.drain()
+	c.grantDue = false                                       // settled below
 	for _, name := range slices.Sorted(maps.Keys(c.locks)) { // sorted: deterministic output
 		l := c.locks[name]
 		c.resend(l)
@@ -1134,6 +1150,9 @@ func (c *Core) Deadline() time.Time {
 		return time.Time{}
 	}
 	d := core.Earliest(c.nextBeat(), c.det.Deadline(), c.reqs.Deadline())
+	if c.grantDue {
+		d = core.Earliest(d, c.now.Add(time.Nanosecond)) // a reading of the clock at once (after the last Tick's)
+	}
 	if len(c.releases) > 0 {
 		d = core.Earliest(d, c.releaseDue)
 	}

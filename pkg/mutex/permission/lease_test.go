@@ -150,11 +150,24 @@ func renewed(c *permission.Core) []mutex.Renewed {
 // x on every other member's reply.
 func grantedMember(t *testing.T, ids []uint32) (*member, mutex.RequestID) {
 	t.Helper()
+	m, id := answeredMember(t, ids, 0)
+	m.tick(0) // the grant is made at a reading of the clock
+	if _, ok := m.c.Expires(id); !ok {
+		t.Fatal("member 1 not granted")
+	}
+	return m, id
+}
+
+// answeredMember returns member 1 of ids, every member heard, its request
+// for lock x (lease: 0 for the default) answered by every other member at
+// its clock's reading, and not ticked since.
+func answeredMember(t *testing.T, ids []uint32, lease time.Duration) (*member, mutex.RequestID) {
+	t.Helper()
 	m := newMember(t, 1, ids)
 	for _, id := range ids[1:] {
 		m.beat(id)
 	}
-	id, err := m.c.Acquire(m.now, mutex.Request{Lock: "x"})
+	id, err := m.c.Acquire(m.now, mutex.Request{Lock: "x", Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,9 +182,6 @@ func grantedMember(t *testing.T, ids []uint32) (*member, mutex.RequestID) {
 		if err := m.step(from, wire.KindRAReply, wire.PermReply{Name: "x", Incarnation: 1, Answers: 1, Stamp: stamp}, m.c.Config().Lamport.Now()+1); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, ok := m.c.Expires(id); !ok {
-		t.Fatal("member 1 not granted")
 	}
 	return m, id
 }
@@ -235,6 +245,7 @@ func TestRenewalWaitsForMajorityAck(t *testing.T) {
 		t.Fatalf("renewal confirmed on two acknowledgements of five: %+v", r)
 	}
 	m.ack(4, a)
+	m.tick(0) // confirmed at a reading of the clock
 	r := renewed(m.c)
 	if len(r) != 1 {
 		t.Fatalf("renewal not confirmed on a majority's acknowledgements: %+v", r)
@@ -455,6 +466,7 @@ func TestEndedLeaseNotRenewed(t *testing.T) {
 	m.ack(2, a2)
 	m.ack(3, a2)
 	m.ack(4, a2)
+	m.tick(0) // the loop's next reading of the clock
 	if r := renewed(m.c); len(r) != 0 {
 		t.Fatalf("a lease that ended at %v renewed at %v: %+v", exp0, m.now, r)
 	}

@@ -308,6 +308,18 @@ func (c *Core) tryGrant(l *lock) {
 	if len(ids) == 0 {
 		return
 	}
+	if c.stamped {
+		// Every answer is in, but now is the last one's receive stamp: a
+		// loop that read it late (a busy host; a process paused with the
+		// answers already read, or stamped by the kernel on arrival) would
+		// report a grant whose lease, counted from the stamp, had already
+		// ended. The grant is made at the next reading of the clock (the
+		// Tick Deadline asks for at once, or a client's call), where every
+		// condition above is judged again and the lease counts from it,
+		// capped by the majority last heard (leaseFrom) as every lease is.
+		c.grantDue = true
+		return
+	}
 	if _, err := c.reqs.GrantFrom(c.now, c.leaseFrom(c.leases[ids[0]]), ids[0], fence, uint64(c.inc)); err != nil {
 		c.bugs.Report(&c.events, "grant", err)
 		return

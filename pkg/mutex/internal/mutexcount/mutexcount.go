@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -108,4 +109,30 @@ func LossMetrics(m *core.MetricSet, counters map[string]uint64, reasons []mutex.
 	}
 	m.Counters("synclab_mutex_losses_total", "Leases lost before their release, by reason.", "reason", losses)
 	m.Counters("synclab_mutex_frames_rejected_total", frames+" refused by the core, by reason.", "reason", ByPrefix(counters, "rejected_"))
+}
+
+// LateGrants reports the grants a core refused because its loop read the
+// last answer they needed after the lease they gave had ended (a process
+// paused and continued, a host too busy to run it): the answers came in
+// time, by their receive stamps, but a grant reported then would have no
+// time left. Each is counted (grants_late) and said as an event, at WARN
+// at most once in LateRewarn (INFO between: a host that stays overloaded
+// refuses many).
+type LateGrants struct{ warned time.Time }
+
+// LateRewarn is how soon another late grant is said at WARN again.
+const LateRewarn = time.Minute
+
+// Report counts and says that lock's request id was not granted, read late
+// past its lease's end at now; next says what the request does instead.
+func (l *LateGrants) Report(now time.Time, counters map[string]uint64, events *[]core.Event, name, lock string, id mutex.RequestID, late time.Duration, next string) {
+	counters["grants_late"]++
+	warn := l.warned.IsZero() || now.Sub(l.warned) >= LateRewarn
+	if warn {
+		l.warned = now
+	}
+	*events = append(*events, core.Event{Name: name, Warn: warn,
+		Args: []any{"lock", lock, "request", uint64(id), "late", late},
+		Msg: fmt.Sprintf("%s: request %d was not granted: the answers it needed came in time, but this member read the last of them %v after the lease they gave had ended (its loop ran late: a process paused and continued, or a host too busy to run it); %s. Check the host's load and what stops mutexd (a debugger, SIGSTOP, swapping)",
+			lock, id, late.Round(time.Millisecond), next)})
 }

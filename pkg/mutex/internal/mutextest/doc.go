@@ -12,7 +12,18 @@
 //     every grant of the lock that ended before it began (equal allowed
 //     between two readers), readers whose grants overlap share their
 //     fence, and no fence is granted twice to an exclusive holder;
-//   - liveness: once the faults stop, every waiting request is granted.
+//   - liveness: once the faults stop, every waiting request is granted;
+//   - no grant or renewal is reported with its lease over: at the instant
+//     the member reports it (its loop drains the outcomes after a Ready),
+//     on its own clock, the lease has time left. A core that judged the
+//     lease by the receive stamps of frames its loop read late would fail
+//     it (Harsh).
+//
+// The hosts are Calm by default (clocks within 100 ppm, loops on time);
+// Config.Hosts = Harsh draws clocks up to 495 ppm and loops 5-20 ms late
+// (sim.SetLate): frames wait in the kernel, stamped on arrival, and a
+// member paused with frames there reads them, when it resumes, with
+// stamps from before its pause.
 //
 // Clients ask for locks, hold them up to 20 ms or for several leases
 // (renewing), and now and then hang (neither renew nor release) so the

@@ -43,7 +43,35 @@ type Config struct {
 	// Quiet is how long the faultless, requestless end lasts, in which
 	// every waiting request must be granted (default 8 s).
 	Quiet time.Duration
+	// Hosts are the members' hosts (default Calm): their clocks' drift
+	// and how late their loops run.
+	Hosts Hosts
 }
+
+// Hosts are the conditions of the simulated members' hosts.
+type Hosts struct {
+	// Name says which in a test log ("calm", "harsh").
+	Name string
+	// DriftPPM: each member's clock runs at a rate drawn within
+	// +-DriftPPM of true time (two clocks part by up to 2 DriftPPM, under
+	// mutex.DefaultMaxDriftPPM).
+	DriftPPM float64
+	// LateMin and LateMax: each member's loop runs up to a lateness drawn
+	// in [LateMin, LateMax] behind its timers and its socket (sim.SetLate,
+	// a loaded host); 0: on time.
+	LateMin, LateMax time.Duration
+}
+
+// Calm hosts: clocks within 100 ppm, loops on time (the default).
+var Calm = Hosts{Name: "calm", DriftPPM: 100}
+
+// Harsh hosts: clocks drifting up to 495 ppm (two of them 990 ppm apart,
+// just inside the members' 1000 ppm bound) and loops 5-20 ms late: a frame
+// waits in the kernel, stamped with its arrival, until the loop reads it,
+// and a paused member reads, when it resumes, frames stamped before its
+// pause. A core that judged a lease by those stamps would report a grant
+// whose lease had already ended (the oracle refuses one).
+var Harsh = Hosts{Name: "harsh", DriftPPM: 495, LateMin: 5 * time.Millisecond, LateMax: 20 * time.Millisecond}
 
 // Cluster is a simulated cluster with one client per member and the
 // oracle watching every outcome.
@@ -120,6 +148,9 @@ func New(t testing.TB, seed int64, cfg Config) *Cluster {
 	if cfg.Quiet == 0 {
 		cfg.Quiet = 8 * time.Second
 	}
+	if cfg.Hosts == (Hosts{}) {
+		cfg.Hosts = Calm
+	}
 	link := sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}
 	if slices.Contains(cfg.Faults, mutex.Loss) {
 		link.Loss, link.Duplicate = 0.03, 0.01
@@ -141,7 +172,8 @@ func New(t testing.TB, seed int64, cfg Config) *Cluster {
 		c.ids = append(c.ids, uint32(i))
 	}
 	for _, id := range c.ids {
-		clk := clock.SimConfig{Offset: time.Duration(c.rng.Int64N(int64(time.Second))), DriftPPM: c.rng.Float64()*200 - 100}
+		ppm := cfg.Hosts.DriftPPM
+		clk := clock.SimConfig{Offset: time.Duration(c.rng.Int64N(int64(time.Second))), DriftPPM: c.rng.Float64()*2*ppm - ppm}
 		c.drift[id] = clk.DriftPPM
 		c.s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
 			a, err := cfg.Factory.New(env, cfg.Options)
@@ -151,6 +183,11 @@ func New(t testing.TB, seed int64, cfg Config) *Cluster {
 			return a
 		}, clk)
 		c.clients[id] = &client{}
+	}
+	if h := cfg.Hosts; h.LateMax > 0 {
+		for _, id := range c.ids {
+			c.s.SetLate(id, h.LateMin+time.Duration(c.rng.Int64N(int64(h.LateMax-h.LateMin)+1)))
+		}
 	}
 	c.s.OnReady(c.outcomes)
 	return c
@@ -184,6 +221,10 @@ func (c *Cluster) outcomes(r sim.Ready) {
 		mine := cl.req == o.Request()
 		switch o := o.(type) {
 		case mutex.Granted:
+			if !r.Local.Before(o.Expires) {
+				c.t.Fatalf("%v: member %d reported request %d's grant of %s (fence %d) at %v on its clock, its lease (%v) already over at %v\n%s",
+					r.At, r.Node, o.ID, o.Lock, o.Fence, r.Local.Format(stampLayout), o.Lease, o.Expires.Format(stampLayout), c.Tail())
+			}
 			iv := &interval{node: r.Node, lock: o.Lock, mode: o.Mode, fence: o.Fence, start: r.At,
 				end: c.trueTime(r.Node, r.At, r.Local, o.Expires)}
 			c.checkFence(iv)
@@ -209,6 +250,10 @@ func (c *Cluster) outcomes(r sim.Ready) {
 			}
 			cl.until = r.At + hold
 		case mutex.Renewed:
+			if !r.Local.Before(o.Expires) {
+				c.t.Fatalf("%v: member %d reported request %d's renewal of %s at %v on its clock, its lease already over at %v\n%s",
+					r.At, r.Node, o.ID, o.Lock, r.Local.Format(stampLayout), o.Expires.Format(stampLayout), c.Tail())
+			}
 			if iv := c.live[key]; iv != nil {
 				iv.end = c.trueTime(r.Node, r.At, r.Local, o.Expires)
 			}
@@ -228,6 +273,9 @@ func (c *Cluster) outcomes(r sim.Ready) {
 		}
 	}
 }
+
+// stampLayout shows a member's clock reading to the microsecond.
+const stampLayout = "15:04:05.000000"
 
 // checkFence: a grant's fence is above the fence of every grant of the
 // lock that ended before it began, or equal when both are shared; and no
