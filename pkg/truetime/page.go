@@ -158,8 +158,9 @@ type snapshot struct {
 
 // maxSpin bounds a read's retries on a page mid-write (by the monotonic
 // clock, on this slow path only): a daemon that stopped in the middle of
-// a write leaves seq odd.
-const maxSpin = 100 * time.Millisecond
+// a write leaves seq odd. A variable for the torn-read test, whose
+// writer a loaded host may deschedule mid-write for longer.
+var maxSpin = 100 * time.Millisecond
 
 // read takes a consistent snapshot (the seqlock read of the package
 // comment), reading the clock with now between the two loads of seq. ok
