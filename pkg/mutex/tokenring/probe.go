@@ -272,8 +272,8 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 		// more is a lie, taken for that much (a prepare waits no longer
 		// than its Hold anyway, a locate backs off no longer).
 		confirmLeft := time.Duration(r.ConfirmLeftMS) * time.Millisecond
-		if confirmLeft > c.confirmWindow() {
-			confirmLeft = c.confirmWindow()
+		if confirmLeft > c.leaseReach() {
+			confirmLeft = c.leaseReach()
 			c.count("confirm_left_clamped")
 		}
 		if r.Op == wire.ProbePrepare {

@@ -49,7 +49,7 @@ func (c *Core) finishLocate(l *lock) {
 		}
 		return
 	}
-	if max(p.confirmLeft, c.checkedLeft(l)) > c.confirmWindow()-(c.cfg.ConfirmWindow+c.cfg.MaxLease)/3 {
+	if max(p.confirmLeft, c.checkedLeft(l)) > c.leaseReach()-(c.cfg.ConfirmWindow+c.cfg.MaxLease)/3 {
 		// Nobody said it has the token, but a member (this one too)
 		// confirmed a check within a third of a lease (mutexd lock renews
 		// every third): a token is alive, its holder's answers lost (a
@@ -124,7 +124,7 @@ func (c *Core) checkedLeft(l *lock) time.Duration {
 	if l.checkedAt.IsZero() {
 		return 0
 	}
-	return max(l.checkedAt.Add(c.confirmWindow()).Sub(c.now), 0)
+	return max(l.checkedAt.Add(c.leaseReach()).Sub(c.now), 0)
 }
 
 // lateTries is how much later than its timeouts say a locate and the
