@@ -279,6 +279,14 @@ func (c *Core) finishRenewal(l *lock) {
 	c.drain()
 }
 
+// checkAhead is how long before a new token's Hold ends its first check
+// is sent: two probe timeouts, at most half the confirm window (the check
+// must still be fresh when the Hold ends, and the first lease is shorter
+// by as much as the check is older than the grant).
+func (c *Core) checkAhead() time.Duration {
+	return min(2*c.cfg.ProbeTimeout, c.cfg.confirmFor()/2)
+}
+
 // grantFrom is when a lease granted or renewed now on l's last passed
 // check is counted from: now, unless the lease would then end more than
 // MaxLease after the check was sent, and then so much earlier that it
@@ -376,6 +384,15 @@ func (c *Core) advance(l *lock) {
 // tryGrant grants the head of the queue if the token may grant now.
 func (c *Core) tryGrant(l *lock) {
 	if c.now.Before(l.tok.holdUntil) {
+		// The first grant's check goes out a little before the Hold ends
+		// (checkAhead), so that its round trip, long on a busy host, is
+		// not added to the recovery. Checking early is safe: the Hold
+		// alone keeps the old leases apart, and a check says only that
+		// no majority had promised a newer generation when it was sent,
+		// from which the lease is counted (grantFrom).
+		if !c.now.Before(l.tok.holdUntil.Add(-c.checkAhead())) && !c.confirmed(l) && l.check == nil {
+			c.startCheck(l)
+		}
 		return // Tick tries again
 	}
 	if !c.confirmed(l) {
