@@ -105,7 +105,13 @@
 // members' answers: a dead one's a locate's span). A check an old holder
 // passed met one of the promisers, before its last answer, and the check
 // was sent before that answer: every lease on it ends within MaxLease of
-// the answer. A member that restarted, or that has no entry for the lock,
+// the answer. It met one of every majority of the promisers, so the token
+// waits only for the majority whose bounds end first: a promiser that
+// answered the holder's last check late (its loop was late; it counts
+// from its answer) does not hold the token back. A promiser that did not
+// say (an older build) counts as the whole Hold, a bound for every check
+// a majority passed: each met the first majority of promises before it
+// was complete. A member that restarted, or that has no entry for the lock,
 // counts its answers as of its start (or the last answer it gave about a
 // lock it had no entry for). A holder cut off from the majority, or
 // paused, or killed, is so replaced within a lease of its last renewal

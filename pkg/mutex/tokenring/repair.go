@@ -248,7 +248,7 @@ func (c *Core) startPrepare(l *lock) {
 	c.raise(l, gen)
 	l.prepare = c.newProbe(l, wire.ProbePrepare, gen)
 	l.prepare.confirmLeft = c.confirmLeft(l) // this member is a promiser too
-	l.prepare.confirmUntil = c.now.Add(c.pad(l.prepare.confirmLeft))
+	l.prepare.confirm(c.self, c.now.Add(c.pad(l.prepare.confirmLeft)))
 	if c.majority == 1 {
 		l.prepare.majorityAt = c.now
 	}

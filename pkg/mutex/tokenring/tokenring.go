@@ -477,10 +477,14 @@ func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
 // check's sending (grantFrom); that majority meets this prepare's in a
 // member that answered the check before it promised. So the lease ends
 // within MaxLease of the last check (or promise) some promiser answered,
-// which each promiser says (ConfirmLeft), padded for clock rates. Without
-// that from every promiser (an older build), or when it is later anyway,
-// the Hold from the moment the promises made a majority: any such check
-// came before it.
+// which each promiser says (ConfirmLeft), padded for clock rates. Any
+// majority of the promisers meets that check's majority, so the wait is
+// the latest bound of the majority whose bounds end first, not of every
+// promiser: a promiser whose loop ran late when it answered the holder's
+// last check (it counts from its answer) does not hold the token back.
+// A promiser that did not say (an older build), or a later bound, counts
+// as the Hold from the moment the promises made a majority: any such
+// check came before it.
 func (c *Core) holdUntil(p *probe, outstanding time.Time) time.Time {
 	until := later(c.now, p.leaseUntil)
 	if orphan := outstanding.Sub(c.now); orphan > 0 {
@@ -492,10 +496,16 @@ func (c *Core) holdUntil(p *probe, outstanding time.Time) time.Time {
 			from = c.now // cannot happen (no token without a majority); be safe
 		}
 		wait := from.Add(c.hold)
-		if !p.confirmUnknown {
-			if p.confirmUntil.Before(wait) {
-				wait = p.confirmUntil
+		bounds := make([]time.Time, 0, len(p.confirms))
+		for _, b := range p.confirms {
+			if b.IsZero() || b.After(wait) {
+				b = wait
 			}
+			bounds = append(bounds, b)
+		}
+		if len(bounds) >= c.majority {
+			slices.SortFunc(bounds, time.Time.Compare)
+			wait = bounds[c.majority-1]
 		}
 		until = later(until, wait)
 	}
