@@ -48,13 +48,18 @@ type Config struct {
 	// or cost a regenerated one its full Hold.
 	ProbeTries int
 	// ConfirmWindow is how recent a majority check must be for a grant or
-	// a renewal (default 250 ms). Longer saves checks under load, and
-	// lengthens a regenerated token's Hold by as much.
+	// a renewal (default 250 ms; at most half of MaxLease counts). Every
+	// lease granted or renewed on a check ends within MaxLease of the
+	// check's sending: one granted on a check d old is shorter than asked
+	// by up to d (only a lease longer than MaxLease-d is). Longer saves
+	// checks under load, and shortens such leases; it does not lengthen
+	// a regenerated token's Hold.
 	ConfirmWindow time.Duration
 	// MaxLease is the longest lease a grant carries (default 3 s), and
-	// the default lease. A regenerated token waits this long (plus
-	// ConfirmWindow) before its first grant, so recovery from a lost
-	// token takes about LossTimeout + MaxLease.
+	// the default lease. A regenerated token waits this long (padded)
+	// from the last check its promisers answered before its first grant,
+	// so recovery from a lost token takes about MaxLease from the old
+	// holder's last renewal.
 	MaxLease time.Duration
 	// MinLease is the shortest lease a request may ask for (default
 	// 100 ms): a shorter one could not even be renewed in time.
@@ -163,8 +168,14 @@ func (c *Config) validate() error {
 
 // Hold is how long a regenerated token waits before its first grant, unless
 // every member promised: every lease granted on an older token has run out
-// by then (see the package comment).
+// by then (see the package comment). A lease ends within MaxLease of the
+// check it was granted on, and that check was sent before the promises
+// made a majority: MaxLease, padded for the clocks' rates.
 func (c *Config) Hold() time.Duration {
-	base := float64(c.ConfirmWindow + c.MaxLease)
-	return time.Duration(math.Ceil(base*(1+2*c.MaxDriftPPM*1e-6))) + c.HoldMargin
+	return time.Duration(math.Ceil(float64(c.MaxLease)*(1+2*c.MaxDriftPPM*1e-6))) + c.HoldMargin
 }
+
+// confirmFor is how long a passed check may be granted or renewed on:
+// ConfirmWindow, at most half of MaxLease (a lease counted from the check
+// must still have half a lease to run when it is granted).
+func (c *Config) confirmFor() time.Duration { return min(c.ConfirmWindow, c.MaxLease/2) }

@@ -81,30 +81,53 @@
 // Granting. The member holding the token grants or renews a lease only
 // after a majority answered a check of its generation (RingProbe, check)
 // sent at most ConfirmWindow earlier: none of them had promised anything
-// newer. A lease is at most MaxLease.
+// newer. A lease is at most MaxLease, and it ends within MaxLease of the
+// sending of the check it was granted or renewed on: one granted on a
+// check d old is counted from d earlier when it asks for more than
+// MaxLease-d (the default lease, MaxLease, is shorter by the check's age:
+// under a millisecond when the grant waited for its check, at most the
+// window when it came on a recent one).
 //
-// Waiting. A new token does not grant during its Hold: ConfirmWindow +
-// MaxLease, padded for clock rate differences and message delay, from the
-// moment its majority of promises was complete. Any check that an old
-// token's member passed met a member of the new majority before that member
-// promised (afterwards the check fails), so it was sent before the promise,
-// and every lease granted on it ends within ConfirmWindow + MaxLease of it:
-// before the new token's first grant. When every member promised (none
-// could hold an old token) the Hold is zero.
+// Waiting. A new token does not grant during its Hold: MaxLease, padded
+// for clock rate differences and message delay, from the moment its
+// majority of promises was complete. Any check that an old token's member
+// passed met a member of the new majority before that member promised
+// (afterwards the check fails), so it was sent before the promise, and
+// every lease granted on it ends within MaxLease of its sending: before
+// the new token's first grant. When every member promised (none could hold
+// an old token) the Hold is zero.
 //
 // The same argument gives a shorter wait: each promiser says how long a
 // lease may still run on the last check it answered before it promised
-// (ConfirmWindow + MaxLease from that answer, padded), and the token waits
-// for the longest of these when that is sooner than the Hold,
-// each counted from when its answer came (not from the end of the prepare,
-// which waits for the silent members' answers: a dead one's a locate's
-// span).
-// A check an old holder passed met one of the promisers, before its last
-// answer. A member that restarted, or that has no entry for the lock,
+// (MaxLease from that answer, padded), and the token waits for the longest
+// of these when that is sooner than the Hold, each counted from when its
+// answer came (not from the end of the prepare, which waits for the silent
+// members' answers: a dead one's a locate's span). A check an old holder
+// passed met one of the promisers, before its last answer, and the check
+// was sent before that answer: every lease on it ends within MaxLease of
+// the answer. It met one of every majority of the promisers, so the token
+// waits only for the majority whose bounds end first: a promiser that
+// answered the holder's last check late (its loop was late; it counts
+// from its answer) does not hold the token back. A promiser that did not
+// say (an older build) counts as the whole Hold, a bound for every check
+// a majority passed: each met the first majority of promises before it
+// was complete. A member that restarted, or that has no entry for the lock,
 // counts its answers as of its start (or the last answer it gave about a
-// lock it had no entry for). A holder cut off from the majority, or paused,
-// is so replaced within a lease and a confirm window of its last renewal
-// (about 3.3 s with the defaults) rather than of the new majority.
+// lock it had no entry for). A holder cut off from the majority, or
+// paused, or killed, is so replaced within a lease of its last renewal
+// (about 3.03 s with the defaults, counted from the renewal's check) rather
+// than of the new majority.
+//
+// So a regenerated token cannot coexist with the old holder's lease: the
+// old lease ends at most MaxLease (on the old holder's clock) after a
+// check that some promiser answered before promising, and the new token's
+// first grant comes at least MaxLease (on the promiser's and then the
+// proposer's clock, each padded for MaxDriftPPM, plus HoldMargin) after
+// that answer. Counting the lease from the check, not from the grant, is
+// what lets the wait leave out the confirm window (it waited ConfirmWindow
+// + MaxLease before: 250 ms more after a holder's SIGKILL).
+// TestSimGrantOnAnOldCheckEndsWithIt has a grant on a check nearly a
+// window old overlap the next holder's when counted from the grant.
 //
 // A promise confirms nothing: no token grants on its promises alone, and
 // its first grant waits for a check even when every member promised (the

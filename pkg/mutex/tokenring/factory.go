@@ -31,7 +31,7 @@ var Factory = mutex.Factory{
 		{Name: ParamLossTimeout, Default: DefaultLANConfig().LossTimeout,
 			Usage: "how long a waiting member goes without the token before it looks for it (and regenerates it if nobody has it)"},
 		{Name: ParamConfirmWindow, Default: DefaultLANConfig().ConfirmWindow,
-			Usage: "how recent a majority check of the token must be to grant or renew; longer saves checks, lengthens recovery by as much"},
+			Usage: "how recent a majority check of the token must be to grant or renew (at most half of --lease counts); a lease granted on an older check ends --lease after it, shorter by its age; longer saves checks"},
 	},
 	New:         func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) { return NewFromEnv(env, opt) },
 	StatusLines: statusLines,

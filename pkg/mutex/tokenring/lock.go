@@ -65,6 +65,9 @@ type lock struct {
 	// than confirmedGen when it was sent, at confirmedAt.
 	confirmedGen uint64
 	confirmedAt  time.Time
+	// renewals is the lease each pending renewal asked for (its holder's
+	// current one when it asked for none), for grantFrom.
+	renewals map[mutex.RequestID]time.Duration
 
 	// outstanding is the end of the last lease granted here that may still
 	// run: a grant whose token was dropped is lost to this member, not to
@@ -75,7 +78,7 @@ type lock struct {
 	// answeredOK is the last time this member answered OK to a check of
 	// this lock (or, for an entry made since, the latest it may have: see
 	// Core.confirmedFloor): a lease granted on what it confirmed ends
-	// within ConfirmWindow + MaxLease of it. A promise says how much of
+	// within MaxLease of it (grantFrom). A promise says how much of
 	// that is left. A promise itself confirms nothing: no token grants on
 	// its promises alone (see finishPrepare).
 	answeredOK time.Time
@@ -245,6 +248,13 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 		}
 		return err
 	}
+	if lease == 0 {
+		lease = time.Duration(st.LeaseMS) * time.Millisecond
+	}
+	if l.renewals == nil {
+		l.renewals = map[mutex.RequestID]time.Duration{}
+	}
+	l.renewals[id] = lease
 	if c.confirmed(l) {
 		c.finishRenewal(l)
 	} else if l.check == nil {
@@ -253,17 +263,57 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 	return nil
 }
 
+// finishRenewal renews the pending renewals of l's holder on the check
+// passed at confirmedAt: each lease from then is bounded as a grant's is
+// (grantFrom).
 func (c *Core) finishRenewal(l *lock) {
 	if !c.reqs.Renewing(l.name) {
+		clear(l.renewals)
 		return
 	}
-	c.reqs.ConfirmRenewals(c.now, l.name)
+	for _, id := range c.reqs.Holders(l.name) {
+		c.reqs.ConfirmRenewal(c.now, c.grantFrom(l, l.renewals[id]), id)
+	}
+	clear(l.renewals)
 	l.outstanding = c.reqs.Expiry(l.name)
 	c.drain()
 }
 
+// checkAhead is how long before a new token's Hold ends its first check
+// is sent: two probe timeouts, at most half the confirm window (the check
+// must still be fresh when the Hold ends, and the first lease is shorter
+// by as much as the check is older than the grant).
+func (c *Core) checkAhead() time.Duration {
+	return min(2*c.cfg.ProbeTimeout, c.cfg.confirmFor()/2)
+}
+
+// grantFrom is when a lease granted or renewed now on l's last passed
+// check is counted from: now, unless the lease would then end more than
+// MaxLease after the check was sent, and then so much earlier that it
+// ends there. That bound is what lets a regenerated token wait only
+// MaxLease (padded) from the last check its promisers answered, not a
+// confirm window more (holdUntil): the check was sent before each of them
+// answered it. Only a lease longer than MaxLease less the check's age is
+// shortened (the default lease is MaxLease: by the check's age, under a
+// millisecond when the grant or renewal waited for its check, at most
+// confirmFor when it came on a recent one). The lease's length is taken
+// at a whole millisecond above (the table's status has milliseconds), so
+// the bound errs a fraction of one early. A lease of unknown length (0:
+// a renewal not recorded) counts from the check.
+func (c *Core) grantFrom(l *lock, lease time.Duration) time.Time {
+	if lease <= 0 {
+		return l.confirmedAt
+	}
+	from := l.confirmedAt.Add(c.cfg.MaxLease - lease.Truncate(time.Millisecond) - time.Millisecond)
+	if from.After(c.now) {
+		from = c.now
+	}
+	return later(l.confirmedAt, from)
+}
+
 // lose takes l's lock from its holder.
 func (c *Core) lose(l *lock, why mutex.LossReason) {
+	clear(l.renewals)
 	if c.reqs.Lose(l.name, why) == 0 {
 		return
 	}
@@ -283,7 +333,7 @@ func (c *Core) drain() {
 // checked with a majority recently enough.
 func (c *Core) confirmed(l *lock) bool {
 	return l.tok != nil && l.confirmedGen == l.tok.gen && !l.confirmedAt.IsZero() &&
-		c.now.Sub(l.confirmedAt) <= c.cfg.ConfirmWindow
+		c.now.Sub(l.confirmedAt) <= c.cfg.confirmFor()
 }
 
 // others returns the members other than this one that wait for l's token
@@ -334,6 +384,15 @@ func (c *Core) advance(l *lock) {
 // tryGrant grants the head of the queue if the token may grant now.
 func (c *Core) tryGrant(l *lock) {
 	if c.now.Before(l.tok.holdUntil) {
+		// The first grant's check goes out a little before the Hold ends
+		// (checkAhead), so that its round trip, long on a busy host, is
+		// not added to the recovery. Checking early is safe: the Hold
+		// alone keeps the old leases apart, and a check says only that
+		// no majority had promised a newer generation when it was sent,
+		// from which the lease is counted (grantFrom).
+		if !c.now.Before(l.tok.holdUntil.Add(-c.checkAhead())) && !c.confirmed(l) && l.check == nil {
+			c.startCheck(l)
+		}
 		return // Tick tries again
 	}
 	if !c.confirmed(l) {
@@ -351,7 +410,8 @@ func (c *Core) tryGrant(l *lock) {
 		return
 	}
 	head := c.reqs.Grantable(l.name) // the head: the ring offers no shared mode
-	g, err := c.reqs.Grant(c.now, head[0], l.tok.fence+1, l.tok.gen)
+	st, _ := c.reqs.Lookup(c.now, head[0])
+	g, err := c.reqs.GrantFrom(c.now, c.grantFrom(l, time.Duration(st.LeaseMS)*time.Millisecond), head[0], l.tok.fence+1, l.tok.gen)
 	if err != nil {
 		c.count("grants_refused_by_table") // advance checked that the head may go: a bug, counted
 		return

@@ -34,20 +34,37 @@ type probe struct {
 	ownNewest map[uint32]bool
 	// confirmLeft is, for a prepare, the longest a lease may still run on
 	// what a promiser confirmed before it promised (this member's own
-	// included); confirmUnknown, that a promiser did not say.
-	confirmLeft    time.Duration
-	confirmUnknown bool
-	// For a prepare, leaseUntil and confirmUntil are those answers as
-	// times on this member's clock, from when each answer came (padded for
-	// the clocks' rates): a new token's Hold ends at the latest, however
-	// long the prepare then waits for a silent member's answer. (From the
-	// end of the prepare instead, every Hold after a crash ran a locate's
-	// span, 150 ms, past the promises it waits out.)
-	leaseUntil, confirmUntil time.Time
+	// included).
+	confirmLeft time.Duration
+	// For a prepare, leaseUntil is the orphaned grants' ends the promisers
+	// said, and confirms each promiser's confirm left (this member's
+	// included; the zero time: it did not say, an older build), as times
+	// on this member's clock from when each answer came (padded for the
+	// clocks' rates): a new token's Hold ends by then, however long the
+	// prepare then waits for a silent member's answer. (From the end of
+	// the prepare instead, every Hold after a crash ran a locate's span,
+	// 150 ms, past the promises it waits out.) Any majority of the
+	// promisers meets every check an old holder passed, so the Hold needs
+	// only the majority whose bounds end first (holdUntil).
+	leaseUntil time.Time
+	confirms   map[uint32]time.Time
 	// majorityAt is when a prepare's promises first made a majority: a
 	// regenerated token's Hold runs from there, so waiting for the last
 	// answers (which may spare the Hold) costs nothing when they never come.
 	majorityAt time.Time
+}
+
+// confirm records promiser m's bound (the zero time: unknown). An answer
+// repeated (a retry's) keeps the later bound, an unknown one for good.
+func (p *probe) confirm(m uint32, until time.Time) {
+	if p.confirms == nil {
+		p.confirms = map[uint32]time.Time{}
+	}
+	if prev, ok := p.confirms[m]; ok && (prev.IsZero() || until.IsZero()) {
+		p.confirms[m] = time.Time{}
+		return
+	}
+	p.confirms[m] = later(p.confirms[m], until)
 }
 
 func (c *Core) stepProbe(from uint32, p wire.RingProbe) error {
@@ -272,16 +289,17 @@ func (c *Core) stepReply(from uint32, r wire.RingProbeReply) error {
 		// more is a lie, taken for that much (a prepare waits no longer
 		// than its Hold anyway, a locate backs off no longer).
 		confirmLeft := time.Duration(r.ConfirmLeftMS) * time.Millisecond
-		if confirmLeft > c.confirmWindow() {
-			confirmLeft = c.confirmWindow()
+		if confirmLeft > c.leaseReach() {
+			confirmLeft = c.leaseReach()
 			c.count("confirm_left_clamped")
 		}
 		if r.Op == wire.ProbePrepare {
+			until := c.now.Add(c.pad(confirmLeft))
 			if r.Flags&wire.ProbeConfirmKnown == 0 {
-				p.confirmUnknown = true
+				until = time.Time{}
 			}
 			p.confirmLeft = max(p.confirmLeft, confirmLeft)
-			p.confirmUntil = later(p.confirmUntil, c.now.Add(c.pad(confirmLeft)))
+			p.confirm(from, until)
 		}
 		if r.Op == wire.ProbeLocate && r.Flags&wire.ProbeConfirmKnown != 0 {
 			p.confirmLeft = max(p.confirmLeft, confirmLeft)

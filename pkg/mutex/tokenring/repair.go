@@ -49,7 +49,7 @@ func (c *Core) finishLocate(l *lock) {
 		}
 		return
 	}
-	if max(p.confirmLeft, c.checkedLeft(l)) > c.confirmWindow()-(c.cfg.ConfirmWindow+c.cfg.MaxLease)/3 {
+	if max(p.confirmLeft, c.checkedLeft(l)) > c.leaseReach()-(c.cfg.ConfirmWindow+c.cfg.MaxLease)/3 {
 		// Nobody said it has the token, but a member (this one too)
 		// confirmed a check within a third of a lease (mutexd lock renews
 		// every third): a token is alive, its holder's answers lost (a
@@ -124,7 +124,7 @@ func (c *Core) checkedLeft(l *lock) time.Duration {
 	if l.checkedAt.IsZero() {
 		return 0
 	}
-	return max(l.checkedAt.Add(c.confirmWindow()).Sub(c.now), 0)
+	return max(l.checkedAt.Add(c.leaseReach()).Sub(c.now), 0)
 }
 
 // lateTries is how much later than its timeouts say a locate and the
@@ -248,7 +248,7 @@ func (c *Core) startPrepare(l *lock) {
 	c.raise(l, gen)
 	l.prepare = c.newProbe(l, wire.ProbePrepare, gen)
 	l.prepare.confirmLeft = c.confirmLeft(l) // this member is a promiser too
-	l.prepare.confirmUntil = c.now.Add(c.pad(l.prepare.confirmLeft))
+	l.prepare.confirm(c.self, c.now.Add(c.pad(l.prepare.confirmLeft)))
 	if c.majority == 1 {
 		l.prepare.majorityAt = c.now
 	}

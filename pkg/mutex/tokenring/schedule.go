@@ -42,6 +42,9 @@ func (c *Core) lockDeadline(l *lock) time.Time {
 	waiting := c.reqs.Waiting(l.name) > 0
 	if l.tok != nil && waiting && !c.reqs.Held(l.name) && l.tok.holdUntil.After(c.now) {
 		ts = append(ts, l.tok.holdUntil)
+		if ahead := l.tok.holdUntil.Add(-c.checkAhead()); ahead.After(c.now) {
+			ts = append(ts, ahead) // the first grant's check (tryGrant)
+		}
 	}
 	if l.tok == nil && l.handoff.Len() == 0 && waiting && !l.lossAt.IsZero() && l.locate == nil && l.prepare == nil && l.prepareAt.IsZero() {
 		ts = append(ts, later(l.lossAt, l.backoff))

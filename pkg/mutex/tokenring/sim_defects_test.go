@@ -214,10 +214,11 @@ func TestSimLocateMissesTheMakerInItsHold(t *testing.T) {
 				s.Run(time.Second)
 				s.Do(1, func(cc core.Core) { cc.(*tokenring.Core).Renew(s.Clock(1).Now(), held, 0) })
 			}
-			// (150 ms after the last renewal: the replacement's Hold then
-			// runs about 1.65 s, since a Hold is counted from the promises'
-			// answers rather than from the end of the prepare.)
-			s.Run(150 * time.Millisecond)
+			// (10 ms after the last renewal: the replacement's Hold then
+			// runs about 1.53 s, since a Hold is counted from the promises'
+			// answers rather than from the end of the prepare, and a lease
+			// ends within MaxLease of the check it was renewed on.)
+			s.Run(10 * time.Millisecond)
 			s.Crash(1)
 			crashed := s.Elapsed()
 			acquire(2)

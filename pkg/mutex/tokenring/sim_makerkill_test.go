@@ -72,8 +72,8 @@ func TestSimMakerKilledInItsHold(t *testing.T) {
 
 // makerKilledGap runs one trial and returns the time from the kill to the
 // first grant at a surviving member, and from the end of the promises of
-// the dead maker's majority (ConfirmWindow + MaxLease after its token was
-// made) to that grant.
+// the dead maker's majority (MaxLease after its token was made: a lease
+// ends within MaxLease of the check it was granted on) to that grant.
 func makerKilledGap(t *testing.T, seed int64, kind makerKill) (gap, past time.Duration) {
 	return makerKilledGapLate(t, seed, kind, 0)
 }
@@ -85,30 +85,8 @@ func makerKilledGapLate(t *testing.T, seed int64, kind makerKill, late time.Dura
 	for _, id := range r.ids {
 		r.s.SetLate(id, late)
 	}
-	ask := func(id uint32) mutex.RequestID {
-		var req mutex.RequestID
-		r.s.Do(id, func(cc core.Core) {
-			var err error
-			if req, err = cc.(*tokenring.Core).Acquire(r.s.Clock(id).Now(), mutex.Request{Lock: "x", Client: "trial"}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		return req
-	}
-	granted := func(id uint32, req mutex.RequestID) bool {
-		st, ok := r.core(id).Lookup(req)
-		return ok && st.Granted
-	}
-	runUntil := func(pred func() bool, limit time.Duration) bool {
-		end := r.s.Elapsed() + limit
-		for r.s.Elapsed() < end {
-			if pred() {
-				return true
-			}
-			r.run(time.Millisecond, false)
-		}
-		return pred()
-	}
+	ask := func(id uint32) mutex.RequestID { return r.ask(id, 0) }
+	granted, runUntil := r.holds, r.runUntil
 	made := func(after time.Duration) []sim.Event {
 		var out []sim.Event
 		for _, e := range r.s.EventsNamed(tokenring.EventRegenerated) {
@@ -173,7 +151,7 @@ func makerKilledGapLate(t *testing.T, seed int64, kind makerKill, late time.Dura
 	r.run(max(killAt-r.s.Elapsed(), 0), false)
 	r.s.Crash(maker)
 	at := r.s.Elapsed()
-	promisesEnd := made0.At + r.cfg.ConfirmWindow + r.cfg.MaxLease
+	promisesEnd := made0.At + r.cfg.MaxLease
 	// Two members ask at the same instant, a moment after the kill.
 	r.run(time.Duration(r.rng.Int64N(int64(300*time.Millisecond))), false)
 	pair := others(down...)[:2]

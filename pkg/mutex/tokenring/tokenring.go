@@ -472,14 +472,19 @@ func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
 //
 // When not every member promised, a member outside the majority may hold an
 // older token and have granted on it: the new token waits until every lease
-// such a grant may carry has ended. A grant needs a check a majority passed
-// at most ConfirmWindow before it, and a lease is at most MaxLease; that
-// majority meets this prepare's in a member that answered the check before
-// it promised. So the lease ends within ConfirmWindow + MaxLease of the
-// last check (or promise) some promiser answered, which each promiser says
-// (ConfirmLeft), padded for clock rates. Without that from every promiser
-// (an older build), or when it is later anyway, the Hold from the moment
-// the promises made a majority: any such check came before it.
+// such a grant may carry has ended. A grant or renewal needs a check a
+// majority passed, and the lease it gives ends within MaxLease of that
+// check's sending (grantFrom); that majority meets this prepare's in a
+// member that answered the check before it promised. So the lease ends
+// within MaxLease of the last check (or promise) some promiser answered,
+// which each promiser says (ConfirmLeft), padded for clock rates. Any
+// majority of the promisers meets that check's majority, so the wait is
+// the latest bound of the majority whose bounds end first, not of every
+// promiser: a promiser whose loop ran late when it answered the holder's
+// last check (it counts from its answer) does not hold the token back.
+// A promiser that did not say (an older build), or a later bound, counts
+// as the Hold from the moment the promises made a majority: any such
+// check came before it.
 func (c *Core) holdUntil(p *probe, outstanding time.Time) time.Time {
 	until := later(c.now, p.leaseUntil)
 	if orphan := outstanding.Sub(c.now); orphan > 0 {
@@ -491,10 +496,16 @@ func (c *Core) holdUntil(p *probe, outstanding time.Time) time.Time {
 			from = c.now // cannot happen (no token without a majority); be safe
 		}
 		wait := from.Add(c.hold)
-		if !p.confirmUnknown {
-			if p.confirmUntil.Before(wait) {
-				wait = p.confirmUntil
+		bounds := make([]time.Time, 0, len(p.confirms))
+		for _, b := range p.confirms {
+			if b.IsZero() || b.After(wait) {
+				b = wait
 			}
+			bounds = append(bounds, b)
+		}
+		if len(bounds) >= c.majority {
+			slices.SortFunc(bounds, time.Time.Compare)
+			wait = bounds[c.majority-1]
 		}
 		until = later(until, wait)
 	}
@@ -509,19 +520,20 @@ func (c *Core) pad(d time.Duration) time.Duration {
 
 // confirmLeft is how much longer a lease may run on what this member last
 // confirmed of lock l (a check it passed, a promise it made, or for all it
-// knows one just before this run began): ConfirmWindow + MaxLease from
-// then, on the granting member's clock, padded for the rates.
+// knows one just before this run began): MaxLease from then, on the
+// granting member's clock, padded for the rates.
 func (c *Core) confirmLeft(l *lock) time.Duration {
 	if l.answeredOK.IsZero() {
 		return 0
 	}
-	return max(l.answeredOK.Add(c.confirmWindow()).Sub(c.now), 0)
+	return max(l.answeredOK.Add(c.leaseReach()).Sub(c.now), 0)
 }
 
-// confirmWindow is how long a lease may run on a confirmation, on another
-// member's clock: ConfirmWindow + MaxLease, padded for the rates.
-func (c *Core) confirmWindow() time.Duration {
-	return time.Duration(math.Ceil(float64(c.cfg.ConfirmWindow+c.cfg.MaxLease) * (1 + 2*c.cfg.MaxDriftPPM*1e-6)))
+// leaseReach is how long a lease may run on a confirmation, on another
+// member's clock: MaxLease from the check's sending (grantFrom), padded for
+// the rates. The check was sent before any member answered it.
+func (c *Core) leaseReach() time.Duration {
+	return time.Duration(math.Ceil(float64(c.cfg.MaxLease) * (1 + 2*c.cfg.MaxDriftPPM*1e-6)))
 }
 
 func msCeil(d time.Duration) uint32 {
