@@ -46,15 +46,14 @@ func sentTo(rd core.Ready, to uint32) int {
 	return k
 }
 
-// followerOf1 is member 2 of {1, 2, 3} at omega.Probed, following member 1
-// (its successor: 2 chooses itself as soon as a window has not heard 1),
-// at the start of a window that has heard nothing yet; it returns the core
-// and the window's end.
-func followerOf1(t *testing.T) (*omega.Core, time.Time) {
+// following1 is member id of {1, 2, 3} at cfg, following member 1 at the
+// start of its second window, which has heard nothing yet; it returns the
+// core and the window's start.
+func following1(t *testing.T, id uint32, cfg func(core.Env) omega.Config) (*omega.Core, time.Time) {
 	t.Helper()
 	t0 := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
-	env := core.Env{ID: 2, Members: []uint32{1, 2, 3}, Now: t0}
-	c, err := omega.New(env, probed(env))
+	env := core.Env{ID: id, Members: []uint32{1, 2, 3}, Now: t0}
+	c, err := omega.New(env, cfg(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +62,23 @@ func followerOf1(t *testing.T) (*omega.Core, time.Time) {
 	if err := c.Step(heartbeatFrom(t, 1, 1, t0.Add(10*time.Millisecond))); err != nil {
 		t.Fatal(err)
 	}
-	end := t0.Add(c.Interval())
-	c.Tick(end)
+	start := t0.Add(c.Interval())
+	c.Tick(start)
 	if l, _, _ := c.Leader(); l != 1 {
-		t.Fatalf("member 2 trusts %d after the first window, want 1", l)
+		t.Fatalf("member %d trusts %d after the first window, want 1", id, l)
 	}
 	c.Ready()
-	return c, end.Add(c.Interval())
+	return c, start
+}
+
+// followerOf1 is member 2 of {1, 2, 3} at omega.Probed, following member 1
+// (its successor: 2 chooses itself as soon as a window has not heard 1),
+// at the start of a window that has heard nothing yet; it returns the core
+// and the window's end.
+func followerOf1(t *testing.T) (*omega.Core, time.Time) {
+	t.Helper()
+	c, start := following1(t, 2, probed)
+	return c, start.Add(c.Interval())
 }
 
 // TestAskRescuesWindow: a follower whose window has heard no heartbeat of
