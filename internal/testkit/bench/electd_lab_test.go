@@ -360,11 +360,16 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 		before[i] = c.status(i)
 	}
 
+	cpuBefore := selfCPU()
 	killAt := time.Now()
 	if err := c.procs[lead].Kill(); err != nil {
 		e.fatal(err)
 	}
 	after, seen := c.waitAgree(fmt.Sprintf("trial %d", trial), survivors, uint32(lead), failoverLimit)
+	// The harness's own CPU while it polled the survivors: on the 2-core
+	// lab a harness busy through the failover delays the daemons it
+	// measures (at 64 hosts it polls up to 63 of them every 2 ms).
+	polling := selfCPU() - cpuBefore
 
 	// The failover ends when the last survivor learned the leader:
 	// the daemon's own stamp (arrival of the COORDINATOR, or the
@@ -425,14 +430,42 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 		rec.Logs, rec.Status = c.evidence(survivors)
 	}
 	c.trials = append(c.trials, rec)
-	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s), %.0f frames (%.0f the notes count)",
-		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), total, notes)
+	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s, the harness's CPU meanwhile %s; %s), %.0f frames (%.0f the notes count); load %s",
+		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), Millis(polling), acceptSpread(after, int(newLead), killAt), total, notes, loadAverage())
 
 	// Bring the killed node back; it takes over again (highest ID).
 	c.start(lead)
 	c.waitAgree("after the restart", all, 0, 10*time.Second)
 	e.sleep(*electSettle)
 	return d, seen.Sub(killAt), true
+}
+
+// acceptSpread says when, after the kill, the new leader chose itself
+// (its own stamp) and when the others followed it: the first, the median
+// and the last (what grows with N is the gap between the claim and the
+// last follower, or the claim itself).
+func acceptSpread(after map[int]leaderView, leader int, killAt time.Time) string {
+	var followers []time.Duration
+	for i, v := range after {
+		if i != leader {
+			followers = append(followers, v.Since.Sub(killAt))
+		}
+	}
+	if len(followers) == 0 {
+		return "no follower"
+	}
+	slices.Sort(followers)
+	return fmt.Sprintf("claimed at %s, followed at %s / %s / %s (first, median, last of %d)", Millis(after[leader].Since.Sub(killAt)),
+		Millis(followers[0]), Millis(followers[len(followers)/2]), Millis(followers[len(followers)-1]), len(followers))
+}
+
+// selfCPU is the CPU time (user and system) this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // maxEarly bounds the trials repeated because the survivors elected before
