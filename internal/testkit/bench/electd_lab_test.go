@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -360,7 +361,7 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 		before[i] = c.status(i)
 	}
 
-	cpuBefore := selfCPU()
+	cpuBefore, machineBefore := selfCPU(), readMachineCPU()
 	killAt := time.Now()
 	if err := c.procs[lead].Kill(); err != nil {
 		e.fatal(err)
@@ -370,6 +371,7 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 	// lab a harness busy through the failover delays the daemons it
 	// measures (at 64 hosts it polls up to 63 of them every 2 ms).
 	polling := selfCPU() - cpuBefore
+	busy := readMachineCPU().busySince(machineBefore)
 
 	// The failover ends when the last survivor learned the leader:
 	// the daemon's own stamp (arrival of the COORDINATOR, or the
@@ -430,8 +432,8 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 		rec.Logs, rec.Status = c.evidence(survivors)
 	}
 	c.trials = append(c.trials, rec)
-	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s, the harness's CPU meanwhile %s; %s), %.0f frames (%.0f the notes count); load %s",
-		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), Millis(polling), acceptSpread(after, int(newLead), killAt), total, notes, loadAverage())
+	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s, the harness's CPU meanwhile %s, the machine's CPUs %s busy; %s), %.0f frames (%.0f the notes count); load %s",
+		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), Millis(polling), busy, acceptSpread(after, int(newLead), killAt), total, notes, loadAverage())
 
 	// Bring the killed node back; it takes over again (highest ID).
 	c.start(lead)
@@ -457,6 +459,41 @@ func acceptSpread(after map[int]leaderView, leader int, killAt time.Time) string
 	slices.Sort(followers)
 	return fmt.Sprintf("claimed at %s, followed at %s / %s / %s (first, median, last of %d)", Millis(after[leader].Since.Sub(killAt)),
 		Millis(followers[0]), Millis(followers[len(followers)/2]), Millis(followers[len(followers)-1]), len(followers))
+}
+
+// machineCPU is the machine's CPU time from /proc/stat's first line, in
+// clock ticks: all of it, and idle (idle and iowait).
+type machineCPU struct{ total, idle uint64 }
+
+func readMachineCPU() machineCPU {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineCPU{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var m machineCPU
+	for k, f := range strings.Fields(line)[1:] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil || k >= 8 { // guest time is counted in user already
+			break
+		}
+		m.total += v
+		if k == 3 || k == 4 {
+			m.idle += v
+		}
+	}
+	return m
+}
+
+// busySince is the share of the machine's CPU time not idle since before,
+// as a percentage ("?" when /proc/stat could not be read or no tick
+// passed): near 100% the daemons waited for a CPU, and a failover
+// measured then is the machine's as much as the protocol's.
+func (m machineCPU) busySince(before machineCPU) string {
+	if before.total == 0 || m.total <= before.total {
+		return "?"
+	}
+	return fmt.Sprintf("%.0f%%", 100*(1-float64(m.idle-before.idle)/float64(m.total-before.total)))
 }
 
 // selfCPU is the CPU time (user and system) this process has used.
