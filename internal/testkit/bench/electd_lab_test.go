@@ -404,8 +404,12 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 
 	var total, notes float64
 	byKind := map[string]uint64{}
+	how := map[string]float64{}
 	for _, i := range survivors {
 		st := c.status(i)
+		for k, n := range detailCounts(st) {
+			how[k] += n - detailCounts(before[i])[k]
+		}
 		for kind, n := range st.Node.FramesOut {
 			byKind[kind] += n - before[i].Node.FramesOut[kind]
 			if kindClass(kind) == wire.ClassHeartbeat {
@@ -432,8 +436,8 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 		rec.Logs, rec.Status = c.evidence(survivors)
 	}
 	c.trials = append(c.trials, rec)
-	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s, the harness's CPU meanwhile %s, the machine's CPUs %s busy; %s), %.0f frames (%.0f the notes count); load %s",
-		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), Millis(polling), busy, acceptSpread(after, int(newLead), killAt), total, notes, loadAverage())
+	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s, the harness's CPU meanwhile %s, the machine's CPUs %s busy; %s%s), %.0f frames (%.0f the notes count); load %s",
+		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), Millis(polling), busy, acceptSpread(after, int(newLead), killAt), countsText(how), total, notes, loadAverage())
 
 	// Bring the killed node back; it takes over again (highest ID).
 	c.start(lead)
@@ -459,6 +463,38 @@ func acceptSpread(after map[int]leaderView, leader int, killAt time.Time) string
 	slices.Sort(followers)
 	return fmt.Sprintf("claimed at %s, followed at %s / %s / %s (first, median, last of %d)", Millis(after[leader].Since.Sub(killAt)),
 		Millis(followers[0]), Millis(followers[len(followers)/2]), Millis(followers[len(followers)-1]), len(followers))
+}
+
+// failoverCounters are the counters of an algorithm's status detail
+// that say how its members went through a failover (omega's: windows cut
+// short by the successor's claim, probes, contests, mistakes, asks).
+var failoverCounters = []string{"checks", "probes", "contests", "mistakes", "asks", "rescued"}
+
+// detailCounts are st's failoverCounters, those its detail has.
+func detailCounts(st electdStatus) map[string]float64 {
+	d, _ := st.Node.Core.Detail.(map[string]any)
+	m := map[string]float64{}
+	for _, k := range failoverCounters {
+		if v, ok := d[k].(float64); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// countsText is "; the survivors' checks 3, probes 1, ..." for the
+// counters that moved, in failoverCounters' order ("" if none).
+func countsText(how map[string]float64) string {
+	var parts []string
+	for _, k := range failoverCounters {
+		if how[k] != 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, how[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; the survivors' " + strings.Join(parts, ", ")
 }
 
 // machineCPU is the machine's CPU time from /proc/stat's first line, in
