@@ -90,6 +90,10 @@ func TestClaimChecksOverdueLeader(t *testing.T) {
 		if d := c.Deadline(); !d.Equal(claim.Add(span + c.Interval() - span)) {
 			t.Errorf("next deadline %v after the claim, want the next window's first ask", d.Sub(claim))
 		}
+		// The window had heard 1 before the claim: no window saved.
+		if d := c.Report().Detail.(omega.Detail); d.Checks != 1 || d.Rescued != 0 || d.Asks != 1 {
+			t.Errorf("checks %d, rescued %d, asks %d: want 1, 0, 1", d.Checks, d.Rescued, d.Asks)
+		}
 	})
 	t.Run("on time", func(t *testing.T) {
 		c, start := thirdFollowing1(t, probed, 200*time.Millisecond)

@@ -91,8 +91,10 @@ type Core struct {
 	askedAt                 time.Time
 	asks, answered, rescued uint64
 	// checks counts the windows cut short by another member's claim to
-	// lead while this member's leader was overdue (checkLeader).
-	checks uint64
+	// lead while this member's leader was overdue (checkLeader); checking
+	// says the current one was.
+	checks   uint64
+	checking bool
 
 	interval      time.Duration
 	windowStart   time.Time
@@ -308,10 +310,10 @@ func (c *Core) send(to uint32) {
 // start, the ones that heard no better candidate heartbeating, and each
 // chooses the best it heard at the end of one more such period.
 func (c *Core) closeWindow() {
-	if _, heard := c.candidates[c.leader]; heard && c.asked > 0 && c.leader != c.id {
-		c.rescued++
+	if _, heard := c.candidates[c.leader]; heard && c.asked > 0 && c.leader != c.id && !c.checking {
+		c.rescued++ // (a window cut short had heard the leader before)
 	}
-	c.asked = 0
+	c.asked, c.checking = 0, false
 	c.candidates[c.id] = c.incarnation
 	// One window, for the others' windows, and a heartbeat period, for
 	// the spread of the lost leader's last heartbeat's arrivals and the
@@ -518,7 +520,7 @@ func (c *Core) checkLeader(from uint32) {
 	// kept if it answers an ask.
 	delete(c.candidates, c.leader)
 	c.windowEnd = end
-	c.asked = 0
+	c.asked, c.checking = 0, true
 	c.checks++
 }
 
