@@ -67,6 +67,19 @@ func TestClaimChecksOverdueLeader(t *testing.T) {
 			t.Errorf("checks %d, probes %d, window %v: want 1, 0 (2 was heard at once) and %v (1 crashed: no mistake)", d.Checks, d.Probes, c.Interval(), omega.Probed.LeaderTimeout)
 		}
 	})
+	t.Run("at the window's end", func(t *testing.T) {
+		// 1 heard early in the window, the claim as it ends: the window
+		// would have kept 1 for one more, closing with it heard.
+		c, start := thirdFollowing1(t, probed, 10*time.Millisecond)
+		claim := start.Add(c.Interval())
+		if err := c.Step(heartbeatFrom(t, 2, 2, claim)); err != nil {
+			t.Fatal(err)
+		}
+		at, asks := runUntil(t, c, claim, start.Add(3*c.Interval()), func() bool { l, _, _ := c.Leader(); return l == 2 })
+		if at.Sub(claim) != span || asks != omega.Asks {
+			t.Fatalf("member 3 followed 2 %v after the claim with %d asks to 1, want %v and %d", at.Sub(claim), asks, span, omega.Asks)
+		}
+	})
 	t.Run("answered", func(t *testing.T) {
 		c, start := thirdFollowing1(t, probed, 10*time.Millisecond)
 		claim := start.Add(300 * time.Millisecond)

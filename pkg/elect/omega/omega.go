@@ -172,8 +172,13 @@ func (c *Core) Tick(now time.Time) {
 	if now.After(c.now) {
 		c.now = now
 	}
-	if c.contending() && !c.now.Before(c.nextHeartbeat) {
-		c.heartbeat()
+	if !c.now.Before(c.nextHeartbeat) {
+		switch {
+		case c.contending():
+			c.heartbeat()
+		case c.leader == 0:
+			c.introduce()
+		}
 	}
 	for at, ok := c.askAt(); ok && !c.now.Before(at); at, ok = c.askAt() {
 		c.asked++
@@ -187,14 +192,15 @@ func (c *Core) Tick(now time.Time) {
 }
 
 // Deadline is the window's end, the next ask in its last Asks x Ask, and
-// the next heartbeat while this member contends: a quiet follower whose
-// leader is heard wakes once a window.
+// the next heartbeat while this member contends or has not chosen yet
+// (introduce): a quiet follower whose leader is heard wakes once a
+// window.
 func (c *Core) Deadline() time.Time {
 	d := c.closeAt()
 	if at, ok := c.askAt(); ok {
 		d = core.Earliest(d, at)
 	}
-	if c.contending() {
+	if c.contending() || c.leader == 0 {
 		d = core.Earliest(d, c.nextHeartbeat)
 	}
 	return d
@@ -276,6 +282,28 @@ func (c *Core) heartbeat() {
 		return
 	}
 	c.send(core.Broadcast)
+}
+
+// introduce sends this member's heartbeat to each member it has not
+// heard from in this life, before its first choice, once a heartbeat
+// period, when it does not contend. Its first heartbeat (New) went to
+// every member, but a member may not have taken it (electd's node refuses
+// a restarted member's frames until it announced its configuration,
+// "config_unverified"; a loss); a member that took it greets this one
+// (Step), and one that did not still believes an earlier incarnation of
+// this member, which ranks it first: when the leader falls silent it
+// would wait for this member as the successor, then contest, two windows
+// and heartbeat periods more (TestSimRestartedUnheard). Members that
+// greeted, and the leader, are heard and sent nothing more: a member that
+// restarts into a healthy cluster sends nothing after its first
+// heartbeat. The first window bounds it: a choice ends it.
+func (c *Core) introduce() {
+	c.nextHeartbeat = c.now.Add(c.cfg.Heartbeat)
+	for _, id := range c.cfg.Members {
+		if _, heard := c.heard[id]; !heard && id != c.id {
+			c.send(id)
+		}
+	}
 }
 
 // send sends this member's heartbeat to member to, or every member.
@@ -512,14 +540,16 @@ func (c *Core) checkLeader(from uint32) {
 	if heard, ok := c.heard[c.leader]; ok && c.now.Sub(heard) <= c.cfg.Heartbeat+Asks*c.cfg.Ask {
 		return
 	}
-	end := c.now.Add(Asks * c.cfg.Ask)
-	if !end.Before(c.windowEnd) {
-		return // the window's own asks come as soon
+	if c.asked > 0 {
+		return // asking already: the window closes within the asks' span
 	}
 	// The leader heard earlier in this window counts no more: it is
-	// kept if it answers an ask.
+	// kept if it answers an ask. The window ends an ask span from now,
+	// sooner than it would have, or a little later if it was about to
+	// close having heard the leader long ago (it would have kept it for
+	// one more window).
 	delete(c.candidates, c.leader)
-	c.windowEnd = end
+	c.windowEnd = c.now.Add(Asks * c.cfg.Ask)
 	c.asked, c.checking = 0, true
 	c.checks++
 }

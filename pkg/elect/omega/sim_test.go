@@ -65,6 +65,20 @@ var configs = []struct {
 	{"probed", func(env core.Env) omega.Config { return omega.FromOptions(env.Members, omega.Probed) }},
 }
 
+// eachConfig runs f on a simulation of n members at each of configs (200
+// us links, a millisecond of jitter), over seeds seeds, with a random
+// source of the seed and stream.
+func eachConfig(t *testing.T, seeds, n int, stream uint64, f func(t *testing.T, s *sim.Sim, cfg func(core.Env) omega.Config, rnd *rand.Rand)) {
+	for _, tc := range configs {
+		t.Run(tc.name, func(t *testing.T) {
+			sim.Seeds(t, seeds, func(t *testing.T, seed int64) {
+				s := newSimOf(t, seed, n, tc.cfg, nil, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
+				f(t, s, tc.cfg, rand.New(rand.NewPCG(uint64(seed), stream)))
+			})
+		})
+	}
+}
+
 // trustAll says whether every member of ids trusts want.
 func trustAll(s *sim.Sim, ids []uint32, want uint32) bool {
 	for _, id := range ids {
@@ -309,26 +323,19 @@ func failoverQuiet(t *testing.T, cfg func(core.Env) omega.Config, n int) {
 // wait for 2 as for a silent leader, not choose themselves, each running
 // its hooks for nothing.
 func TestSimLeaderRestartedQuickly(t *testing.T) {
-	for _, tc := range configs {
-		t.Run(tc.name, func(t *testing.T) {
-			sim.Seeds(t, 10, func(t *testing.T, seed int64) {
-				const n = 5
-				s := newSimOf(t, seed, n, tc.cfg, nil, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
-				rnd := rand.New(rand.NewPCG(uint64(seed), 0x7e))
-				s.Run(2*time.Second + time.Duration(rnd.IntN(300))*time.Millisecond)
-				window := s.Core(2).(*omega.Core).Interval()
-				before := len(s.EventsNamed(elect.EventElected))
-				s.Crash(1)
-				s.Run(50*time.Millisecond + time.Duration(rnd.IntN(250))*time.Millisecond)
-				s.Restart(1)
-				if !s.RunUntil(func() bool { return trustAll(s, s.IDs(), 2) }, 4*window) {
-					t.Fatalf("not every member trusts 2 within four windows (%v) of the leader's restart\n%s", window, describe(s))
-				}
-				s.Run(2 * time.Second)
-				onlyElected(t, s, before, 2, "the successor is 2")
-			})
-		})
-	}
+	eachConfig(t, 10, 5, 0x7e, func(t *testing.T, s *sim.Sim, _ func(core.Env) omega.Config, rnd *rand.Rand) {
+		s.Run(2*time.Second + time.Duration(rnd.IntN(300))*time.Millisecond)
+		window := s.Core(2).(*omega.Core).Interval()
+		before := len(s.EventsNamed(elect.EventElected))
+		s.Crash(1)
+		s.Run(50*time.Millisecond + time.Duration(rnd.IntN(250))*time.Millisecond)
+		s.Restart(1)
+		if !s.RunUntil(func() bool { return trustAll(s, s.IDs(), 2) }, 4*window) {
+			t.Fatalf("not every member trusts 2 within four windows (%v) of the leader's restart\n%s", window, describe(s))
+		}
+		s.Run(2 * time.Second)
+		onlyElected(t, s, before, 2, "the successor is 2")
+	})
 }
 
 // TestSimFailoverSuccessorDownToo: the leader and its successor crash
@@ -424,32 +431,25 @@ func failoverAfterRestarts(t *testing.T, cfg func(core.Env) omega.Config) {
 // made a mistake, and its window grows by one step (the notes'
 // Interval++, at the mistake only); all trust 1 again.
 func TestSimMistakeGrowsWindow(t *testing.T) {
-	for _, tc := range configs {
-		t.Run(tc.name, func(t *testing.T) {
-			sim.Seeds(t, 5, func(t *testing.T, seed int64) {
-				const n = 5
-				s := newSimOf(t, seed, n, tc.cfg, nil, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: time.Millisecond})
-				rnd := rand.New(rand.NewPCG(uint64(seed), 0x3a))
-				s.Run(2*time.Second + time.Duration(rnd.IntN(300))*time.Millisecond)
-				cfg := tc.cfg(core.Env{})
-				s.Pause(1)
-				if !s.RunUntil(func() bool { return trustAll(s, s.IDs()[1:], 2) }, 3*cfg.Interval) {
-					t.Fatalf("1 stalled, not every other member trusts 2 within three windows\n%s", describe(s))
-				}
-				s.Resume(1)
-				s.Run(3 * time.Second)
-				if !trustAll(s, s.IDs(), 1) {
-					t.Fatalf("1 resumed three seconds ago, not every member trusts it\n%s", describe(s))
-				}
-				for _, id := range s.IDs()[1:] {
-					c := s.Core(id).(*omega.Core)
-					if d := c.Report().Detail.(omega.Detail); d.Mistakes != 1 || c.Interval() != cfg.Interval+cfg.Step {
-						t.Errorf("member %d: %d mistakes, window %v: want 1 and %v", id, d.Mistakes, c.Interval(), cfg.Interval+cfg.Step)
-					}
-				}
-			})
-		})
-	}
+	eachConfig(t, 5, 5, 0x3a, func(t *testing.T, s *sim.Sim, config func(core.Env) omega.Config, rnd *rand.Rand) {
+		s.Run(2*time.Second + time.Duration(rnd.IntN(300))*time.Millisecond)
+		cfg := config(core.Env{})
+		s.Pause(1)
+		if !s.RunUntil(func() bool { return trustAll(s, s.IDs()[1:], 2) }, 3*cfg.Interval) {
+			t.Fatalf("1 stalled, not every other member trusts 2 within three windows\n%s", describe(s))
+		}
+		s.Resume(1)
+		s.Run(3 * time.Second)
+		if !trustAll(s, s.IDs(), 1) {
+			t.Fatalf("1 resumed three seconds ago, not every member trusts it\n%s", describe(s))
+		}
+		for _, id := range s.IDs()[1:] {
+			c := s.Core(id).(*omega.Core)
+			if d := c.Report().Detail.(omega.Detail); d.Mistakes != 1 || c.Interval() != cfg.Interval+cfg.Step {
+				t.Errorf("member %d: %d mistakes, window %v: want 1 and %v", id, d.Mistakes, c.Interval(), cfg.Interval+cfg.Step)
+			}
+		}
+	})
 }
 
 // TestSimFailoverFollowsClaim: at electd's defaults, 64 members, a run
@@ -498,5 +498,52 @@ func TestSimFailoverFollowsClaim(t *testing.T) {
 			s.Restart(lead)
 			s.Run(1500 * time.Millisecond)
 		}
+	})
+}
+
+// TestSimRestartedUnheard: a restarted member's first heartbeat does not
+// reach half the members (electd's nodes refuse a restarted member's
+// frames until it has announced its configuration, "config_unverified";
+// a loss does the same). Those members still believe its earlier
+// incarnation, which ranks it first, and when the leader dies they would
+// wait for it as the successor, then contest: two more windows and
+// heartbeat periods (3.6 s failovers at 64 members on a loaded host,
+// docs/benchmarks/2026-12-06-omega64-failover.md). A member before its
+// first choice sends its heartbeat, every period, to each member it has
+// not heard from in this life (a member that heard it greets it); the
+// second reaches them, and the failover ends within two windows.
+func TestSimRestartedUnheard(t *testing.T) {
+	const n = 16
+	eachConfig(t, 5, n, 0x4e, func(t *testing.T, s *sim.Sim, _ func(core.Env) omega.Config, rnd *rand.Rand) {
+		s.Run(2 * time.Second)
+		s.Crash(1)
+		if !s.RunUntil(func() bool { return trustAll(s, s.IDs()[1:], 2) }, 2*time.Second) {
+			t.Fatalf("1 crashed, not every member trusts 2\n%s", describe(s))
+		}
+		for id := uint32(2); id <= n; id += 2 {
+			s.Cut(1, id)
+		}
+		s.Restart(1)
+		s.Run(time.Duration(1+rnd.IntN(40)) * time.Millisecond)
+		s.Heal()
+		s.Run(2*time.Second + time.Duration(rnd.IntN(300))*time.Millisecond)
+		if !trustAll(s, s.IDs(), 2) {
+			t.Fatalf("1 restarted, not every member trusts 2\n%s", describe(s))
+		}
+		window := s.Core(3).(*omega.Core).Interval()
+		before := len(s.EventsNamed(elect.EventElected))
+		s.Crash(2)
+		crashed := s.Elapsed()
+		var survivors []uint32
+		for _, id := range s.IDs() {
+			if id != 2 {
+				survivors = append(survivors, id)
+			}
+		}
+		if !s.RunUntil(func() bool { return trustAll(s, survivors, 3) }, 2*window+omega.Asks*omega.Probed.Probe+10*time.Millisecond) {
+			t.Fatalf("%v after 2's crash (windows of %v), not every member trusts 3\n%s", s.Elapsed()-crashed, window, describe(s))
+		}
+		s.Run(time.Second)
+		onlyElected(t, s, before, 3, "3 ranks first: 1 restarted")
 	})
 }
