@@ -6,7 +6,7 @@
 #
 # Usage:
 #   bench.sh elect [--algorithm NAME|all] [--trials N] [--idle D] [--loss PCT]
-#                  [--traffic D] [--settle D] [--partition D] [--big N]
+#                  [--traffic D] [--settle D] [--partition D] [--big N] [--big-trials N]
 #                  [--tuned 'ELECTD-FLAGS']... [--keep DIR] [--no-trial-traces]
 #       electd against etcd 3.4's election (single node, 2 s lease): failover
 #       after SIGKILL of the leader (p50/p99/max over N trials, default 20;
@@ -18,7 +18,8 @@
 #       algorithm; `all` measures every one of pkg/elect/algorithms side by
 #       side (bully over unicast and multicast, the others over unicast),
 #       with messages per election at 5 and --big (default 16) hosts beside
-#       the notes' cost, and the time two nodes both lead during a
+#       the notes' cost (and the failover there, over --big-trials
+#       kills, default 3), and the time two nodes both lead during a
 #       --partition (default 5s) of {1,2} from {3,4,5}. Every failover
 #       trial is traced (electd trace start on every member before the
 #       kill, stop once the survivors agree); the traces of a trial over
@@ -357,12 +358,13 @@ finish_record() {
 is_duration() { [[ $1 =~ ^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$ ]]; }
 
 bench_elect() {
-	local trials=20 idle=10m loss=5 traffic=30s settle=1s algorithm=bully partition=5s big=16 tuned=() keep="" traces=true argv=("$@")
+	local trials=20 idle=10m loss=5 traffic=30s settle=1s algorithm=bully partition=5s big=16 bigtrials=3 tuned=() keep="" traces=true argv=("$@")
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--algorithm) algorithm=${2:?--algorithm needs a name or all} && shift ;;
 		--partition) partition=${2:?--partition needs a duration} && shift ;;
 		--big) big=${2:?--big needs a number of hosts} && shift ;;
+		--big-trials) bigtrials=${2:?--big-trials needs a number} && shift ;;
 		--trials) trials=${2:?--trials needs a number} && shift ;;
 		--idle) idle=${2:?--idle needs a duration} && shift ;;
 		--loss) loss=${2:?--loss needs a percentage} && shift ;;
@@ -378,6 +380,9 @@ bench_elect() {
 	done
 	if ! [[ $trials =~ ^[0-9]{1,6}$ ]] || [ "$trials" -lt 1 ]; then
 		die "elect: --trials $trials: want a whole number >= 1"
+	fi
+	if ! [[ $bigtrials =~ ^[0-9]{1,4}$ ]] || [ "$bigtrials" -lt 1 ]; then
+		die "elect: --big-trials $bigtrials: want a whole number >= 1"
 	fi
 	if ! [[ $loss =~ ^[0-9]{1,3}$ ]] || [ "$loss" -gt 100 ]; then
 		die "elect: --loss $loss: want a percentage 0..100"
@@ -401,7 +406,7 @@ bench_elect() {
 	build ./cmd/electd
 	log "bench elect: algorithm $algorithm, $trials trials, idle $idle with $loss% loss, lab prefix $PREFIX${tuned[*]:+, tuned electd: ${tuned[*]}}"
 	local args=(-elect -elect.bin "$WORK/bin" -elect.prefix "$PREFIX" -elect.trials "$trials"
-		-elect.algorithm "$algorithm" -elect.partition "$partition" -elect.big "$big"
+		-elect.algorithm "$algorithm" -elect.partition "$partition" -elect.big "$big" -elect.big.trials "$bigtrials"
 		-elect.idle "$idle" -elect.loss "$loss" -elect.traffic "$traffic" -elect.settle "$settle"
 		-elect.traces="$traces" -elect.keep "$keep")
 	local t

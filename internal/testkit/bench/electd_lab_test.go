@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -360,11 +361,17 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 		before[i] = c.status(i)
 	}
 
+	cpuBefore, machineBefore := selfCPU(), readMachineCPU()
 	killAt := time.Now()
 	if err := c.procs[lead].Kill(); err != nil {
 		e.fatal(err)
 	}
 	after, seen := c.waitAgree(fmt.Sprintf("trial %d", trial), survivors, uint32(lead), failoverLimit)
+	// The harness's own CPU while it polled the survivors: on the 2-core
+	// lab a harness busy through the failover delays the daemons it
+	// measures (at 64 hosts it polls up to 63 of them every 2 ms).
+	polling := selfCPU() - cpuBefore
+	busy := readMachineCPU().busySince(machineBefore)
 
 	// The failover ends when the last survivor learned the leader:
 	// the daemon's own stamp (arrival of the COORDINATOR, or the
@@ -397,8 +404,12 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 
 	var total, notes float64
 	byKind := map[string]uint64{}
+	how := map[string]float64{}
 	for _, i := range survivors {
 		st := c.status(i)
+		for k, n := range detailCounts(st) {
+			how[k] += n - detailCounts(before[i])[k]
+		}
 		for kind, n := range st.Node.FramesOut {
 			byKind[kind] += n - before[i].Node.FramesOut[kind]
 			if kindClass(kind) == wire.ClassHeartbeat {
@@ -425,14 +436,109 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 		rec.Logs, rec.Status = c.evidence(survivors)
 	}
 	c.trials = append(c.trials, rec)
-	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s), %.0f frames (%.0f the notes count)",
-		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), total, notes)
+	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s, the harness's CPU meanwhile %s, the machine's CPUs %s busy; %s%s), %.0f frames (%.0f the notes count); load %s",
+		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), Millis(polling), busy, acceptSpread(after, int(newLead), killAt), countsText(how), total, notes, loadAverage())
 
 	// Bring the killed node back; it takes over again (highest ID).
 	c.start(lead)
 	c.waitAgree("after the restart", all, 0, 10*time.Second)
 	e.sleep(*electSettle)
 	return d, seen.Sub(killAt), true
+}
+
+// acceptSpread says when, after the kill, the new leader chose itself
+// (its own stamp) and when the others followed it: the first, the median
+// and the last (what grows with N is the gap between the claim and the
+// last follower, or the claim itself).
+func acceptSpread(after map[int]leaderView, leader int, killAt time.Time) string {
+	var followers []time.Duration
+	for i, v := range after {
+		if i != leader {
+			followers = append(followers, v.Since.Sub(killAt))
+		}
+	}
+	if len(followers) == 0 {
+		return "no follower"
+	}
+	slices.Sort(followers)
+	return fmt.Sprintf("claimed at %s, followed at %s / %s / %s (first, median, last of %d)", Millis(after[leader].Since.Sub(killAt)),
+		Millis(followers[0]), Millis(followers[len(followers)/2]), Millis(followers[len(followers)-1]), len(followers))
+}
+
+// failoverCounters are the counters of an algorithm's status detail
+// that say how its members went through a failover (omega's: windows cut
+// short by the successor's claim, probes, contests, mistakes, asks).
+var failoverCounters = []string{"checks", "probes", "contests", "mistakes", "asks", "rescued"}
+
+// detailCounts are st's failoverCounters, those its detail has.
+func detailCounts(st electdStatus) map[string]float64 {
+	d, _ := st.Node.Core.Detail.(map[string]any)
+	m := map[string]float64{}
+	for _, k := range failoverCounters {
+		if v, ok := d[k].(float64); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// countsText is "; the survivors' checks 3, probes 1, ..." for the
+// counters that moved, in failoverCounters' order ("" if none).
+func countsText(how map[string]float64) string {
+	var parts []string
+	for _, k := range failoverCounters {
+		if how[k] != 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, how[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; the survivors' " + strings.Join(parts, ", ")
+}
+
+// machineCPU is the machine's CPU time from /proc/stat's first line, in
+// clock ticks: all of it, and idle (idle and iowait).
+type machineCPU struct{ total, idle uint64 }
+
+func readMachineCPU() machineCPU {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineCPU{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var m machineCPU
+	for k, f := range strings.Fields(line)[1:] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil || k >= 8 { // guest time is counted in user already
+			break
+		}
+		m.total += v
+		if k == 3 || k == 4 {
+			m.idle += v
+		}
+	}
+	return m
+}
+
+// busySince is the share of the machine's CPU time not idle since before,
+// as a percentage ("?" when /proc/stat could not be read or no tick
+// passed): near 100% the daemons waited for a CPU, and a failover
+// measured then is the machine's as much as the protocol's.
+func (m machineCPU) busySince(before machineCPU) string {
+	if before.total == 0 || m.total <= before.total {
+		return "?"
+	}
+	return fmt.Sprintf("%.0f%%", 100*(1-float64(m.idle-before.idle)/float64(m.total-before.total)))
+}
+
+// selfCPU is the CPU time (user and system) this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // maxEarly bounds the trials repeated because the survivors elected before

@@ -21,8 +21,9 @@ type Config struct {
 	// Interval is the first window over which candidates are collected;
 	// it must exceed Heartbeat. Default 200 ms: four heartbeats.
 	Interval time.Duration
-	// Step is what the window grows by at every leader change (the
-	// notes' Interval++). Default 50 ms.
+	// Step is what the window grows by at every mistake: a leader lost
+	// to silence heard again in the same life (the notes' Interval++,
+	// which grows it at every leader change). Default 50 ms.
 	Step time.Duration
 	// MaxInterval caps the window. Default 5 s.
 	MaxInterval time.Duration
@@ -47,8 +48,8 @@ type Config struct {
 // million.
 const Asks = 5
 
-// DefaultStep is the window's growth at a leader change: 50 ms, or the
-// heartbeat if shorter (FromOptions).
+// DefaultStep is the window's growth at a mistake (Config.Step): 50 ms,
+// or the heartbeat if shorter (FromOptions).
 const DefaultStep = 50 * time.Millisecond
 
 // DefaultLANConfig returns the durations for a LAN, without asks: the
@@ -60,7 +61,7 @@ func DefaultLANConfig() Config {
 
 // Probed are electd's defaults for omega: heartbeats every 200 ms, a first
 // window of 400 ms (two heartbeats), growing by DefaultStep at every
-// leader change, and asks every 10 ms in a window's last 50 ms
+// mistake, and asks every 10 ms in a window's last 50 ms
 // (Config.Ask). The leader of a 64-member cluster sends 315 frames a
 // second, not 1,260 at 50 ms heartbeats, and a follower wakes 5 times a
 // second for them; a window with both its heartbeats lost is saved by an
@@ -74,8 +75,8 @@ var Probed = elect.Options{Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400
 // FromOptions maps the operator's options: Heartbeat, LeaderTimeout as
 // the first window, Probe as Ask (0: none). The window grows by
 // DefaultStep, or by the heartbeat if that is shorter: not by a longer
-// heartbeat (at 200 ms heartbeats that made each failover 200 ms slower
-// than the last, four times the growth at 50 ms).
+// heartbeat (at 200 ms heartbeats that made each mistake cost 200 ms of
+// every later failover, four times the growth at 50 ms).
 func FromOptions(members []uint32, o elect.Options) Config {
 	c := DefaultLANConfig()
 	c.Members = members

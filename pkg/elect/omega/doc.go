@@ -31,8 +31,22 @@
 //     window equals the sender's period misses the sender whenever jitter
 //     moves a heartbeat across a window boundary, and suspects a live
 //     leader about every other window until the interval has grown past
-//     the jitter. The window is what grows, by Step on every leader
-//     change: the timeout of the classical ◇P implementation.
+//     the jitter. The window is what grows, by Step: the timeout of the
+//     classical ◇P implementation.
+//   - The window grows at a mistake, not at every leader change: when a
+//     leader this member lost to silence is heard again in the life it
+//     was trusted in (it was alive, and the window too short for it). A
+//     leader that crashed is heard again, if ever, in a later life, and
+//     its loss grows nothing. In the notes every change grows the window,
+//     so each real crash a member lived through made its next failover
+//     slower: the members of a large cluster, rarely restarted, lived
+//     through all of them (at 64 members failover grew from 0.9 to 1.6 s
+//     over ten successive kills, where a 5-member cluster, each of whose
+//     members was restarted every five, stayed under 1 s:
+//     docs/benchmarks/2026-12-06-omega64-failover.md). Eventual accuracy
+//     is kept: every false suspicion of a correct leader is followed by
+//     its heartbeats once the system is synchronous, and grows the
+//     window, until the window holds them.
 //   - Only the members that contend heartbeat to all: the leader, a member
 //     before its first choice, and a member whose leader fell silent (a
 //     follower's ask, next, goes to its leader alone). A follower
@@ -71,7 +85,18 @@
 //     choose itself, and back, two leader changes. At rest, with nothing
 //     lost, a follower asks nothing. The notes' Interval++ is Step, at
 //     most 50 ms whatever the heartbeat (FromOptions), so that at sparse
-//     heartbeats a run of failovers slows no faster than at dense ones.
+//     heartbeats a run of mistakes slows failover no faster than at dense
+//     ones.
+//   - With asks, a follower that hears another member claim the lead (a
+//     heartbeat naming its sender as leader: the successor, whose window
+//     lost the leader) while its own leader is overdue (not heard for a
+//     heartbeat and the asks' span) asks the leader at once and closes
+//     its window after the asks' span: unanswered, it follows the
+//     claimant then, not at its own window's end, up to a window later.
+//     A failover then ends an ask span after the successor's claim,
+//     however many followers there are; before, it ended with the latest
+//     of the N-1 followers' windows. A claim while the leader is heard on
+//     time is ignored, and a live leader answers the first ask.
 //   - The window grows up to MaxInterval, not without bound: an operator
 //     must be able to say how long a dead leader may stay trusted. ◇P's
 //     guarantee holds when MaxInterval exceeds the post-GST delay bound
@@ -80,7 +105,7 @@
 //     notes a process sends its heartbeat to every process of S, itself
 //     included).
 //   - The first choice after a start is not a leader change (there was no
-//     leader to suspect), so it does not grow the window.
+//     leader to suspect).
 //   - A heartbeat of an older incarnation than one already heard from its
 //     sender is discarded (counted stale): in the notes' pseudo-code a late
 //     heartbeat of an older life would be added beside the newer one, and

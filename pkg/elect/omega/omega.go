@@ -66,7 +66,13 @@ type Core struct {
 	// greeted is the incarnation of each member last answered with a
 	// heartbeat of this member's own (see Step).
 	greeted map[uint32]uint64
-	changes uint64 // leader changes (window growths)
+	changes uint64 // leader changes after the first choice
+	// suspected holds the leaders this member lost to silence, with the
+	// incarnation it trusted: one heard again in that life was falsely
+	// suspected, and the window grows (mistakes counts them); one heard
+	// in a later life had crashed, and it does not.
+	suspected map[uint32]uint64
+	mistakes  uint64
 
 	// probing: the trusted leader fell silent; this member listens, up
 	// to one window, for its successor (see closeWindow). contest: the
@@ -84,6 +90,11 @@ type Core struct {
 	asked                   int
 	askedAt                 time.Time
 	asks, answered, rescued uint64
+	// checks counts the windows cut short by another member's claim to
+	// lead while this member's leader was overdue (checkLeader); checking
+	// says the current one was.
+	checks   uint64
+	checking bool
 
 	interval      time.Duration
 	windowStart   time.Time
@@ -142,7 +153,7 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		return nil, fmt.Errorf("omega: stored incarnation %d: no incarnation left (remove the state file to start this member over at 1): %w", stored, core.ErrState)
 	}
 	c := &Core{cfg: cfg, id: env.ID, incarnation: stored + 1, interval: cfg.Interval, now: env.Now,
-		candidates: map[uint32]uint64{}, latest: map[uint32]*epoch.Life{}, heard: map[uint32]time.Time{}, answers: map[uint32]answerBucket{}, said: map[uint32]uint32{}, greeted: map[uint32]uint64{}}
+		candidates: map[uint32]uint64{}, latest: map[uint32]*epoch.Life{}, heard: map[uint32]time.Time{}, answers: map[uint32]answerBucket{}, said: map[uint32]uint32{}, greeted: map[uint32]uint64{}, suspected: map[uint32]uint64{}}
 	c.durable.Change(true) // store(incarnation) before the first heartbeat
 	c.windowStart, c.windowEnd = env.Now, env.Now.Add(c.interval)
 	c.heartbeat()
@@ -161,8 +172,13 @@ func (c *Core) Tick(now time.Time) {
 	if now.After(c.now) {
 		c.now = now
 	}
-	if c.contending() && !c.now.Before(c.nextHeartbeat) {
-		c.heartbeat()
+	if !c.now.Before(c.nextHeartbeat) {
+		switch {
+		case c.contending():
+			c.heartbeat()
+		case c.leader == 0:
+			c.introduce()
+		}
 	}
 	for at, ok := c.askAt(); ok && !c.now.Before(at); at, ok = c.askAt() {
 		c.asked++
@@ -176,14 +192,15 @@ func (c *Core) Tick(now time.Time) {
 }
 
 // Deadline is the window's end, the next ask in its last Asks x Ask, and
-// the next heartbeat while this member contends: a quiet follower whose
-// leader is heard wakes once a window.
+// the next heartbeat while this member contends or has not chosen yet
+// (introduce): a quiet follower whose leader is heard wakes once a
+// window.
 func (c *Core) Deadline() time.Time {
 	d := c.closeAt()
 	if at, ok := c.askAt(); ok {
 		d = core.Earliest(d, at)
 	}
-	if c.contending() {
+	if c.contending() || c.leader == 0 {
 		d = core.Earliest(d, c.nextHeartbeat)
 	}
 	return d
@@ -267,6 +284,28 @@ func (c *Core) heartbeat() {
 	c.send(core.Broadcast)
 }
 
+// introduce sends this member's heartbeat to each member it has not
+// heard from in this life, before its first choice, once a heartbeat
+// period, when it does not contend. Its first heartbeat (New) went to
+// every member, but a member may not have taken it (electd's node refuses
+// a restarted member's frames until it announced its configuration,
+// "config_unverified"; a loss); a member that took it greets this one
+// (Step), and one that did not still believes an earlier incarnation of
+// this member, which ranks it first: when the leader falls silent it
+// would wait for this member as the successor, then contest, two windows
+// and heartbeat periods more (TestSimRestartedUnheard). Members that
+// greeted, and the leader, are heard and sent nothing more: a member that
+// restarts into a healthy cluster sends nothing after its first
+// heartbeat. The first window bounds it: a choice ends it.
+func (c *Core) introduce() {
+	c.nextHeartbeat = c.now.Add(c.cfg.Heartbeat)
+	for _, id := range c.cfg.Members {
+		if _, heard := c.heard[id]; !heard && id != c.id {
+			c.send(id)
+		}
+	}
+}
+
 // send sends this member's heartbeat to member to, or every member.
 func (c *Core) send(to uint32) {
 	p, ok := c.bugs.Encode(&c.events, "omega_heartbeat", wire.OmegaHeartbeat{Leader: c.leader, Interval: uint32(c.interval.Milliseconds())}, nil)
@@ -281,8 +320,8 @@ func (c *Core) send(to uint32) {
 	}
 }
 
-// closeWindow is "Upon Interval": choose, grow the window on a change,
-// start the next window.
+// closeWindow is "Upon Interval": choose, start the next window (the
+// window grows at a mistake, in Step, not here at a change).
 //
 // A follower whose leader fell silent does not choose at once, as the
 // notes' processes do, since the other followers were quiet: the window
@@ -299,10 +338,10 @@ func (c *Core) send(to uint32) {
 // start, the ones that heard no better candidate heartbeating, and each
 // chooses the best it heard at the end of one more such period.
 func (c *Core) closeWindow() {
-	if _, heard := c.candidates[c.leader]; heard && c.asked > 0 && c.leader != c.id {
-		c.rescued++
+	if _, heard := c.candidates[c.leader]; heard && c.asked > 0 && c.leader != c.id && !c.checking {
+		c.rescued++ // (a window cut short had heard the leader before)
 	}
-	c.asked = 0
+	c.asked, c.checking = 0, false
 	c.candidates[c.id] = c.incarnation
 	// One window, for the others' windows, and a heartbeat period, for
 	// the spread of the lost leader's last heartbeat's arrivals and the
@@ -318,8 +357,11 @@ func (c *Core) closeWindow() {
 		// itself (TestSimLeaderRestartedQuickly).
 		if inc, heard := c.candidates[c.leader]; !heard || inc > c.leaderInc {
 			c.probing, c.lost = true, c.leader
-			c.probes++
+			if !heard {
+				c.suspected[c.leader] = c.leaderInc
+			}
 			if !c.successorHeard() {
+				c.probes++
 				c.windowEnd = c.now.Add(probe) // candidates kept
 				return
 			}
@@ -338,7 +380,6 @@ func (c *Core) closeWindow() {
 	if next != c.leader {
 		prev := c.leader
 		if prev != 0 {
-			c.interval = min(c.interval+c.cfg.Step, c.cfg.MaxInterval)
 			c.changes++
 			c.counts.LeaderTimeouts++
 		}
@@ -436,6 +477,18 @@ func (c *Core) Step(m core.Message) error {
 	}
 	c.candidates[m.From] = m.Term
 	c.heard[m.From] = c.now
+	if inc, ok := c.suspected[m.From]; ok {
+		// The notes' Interval++, at a mistake: the window grows when a
+		// leader lost to silence is heard again in the life it was
+		// trusted in (it was alive: the window was too short for it), not
+		// when it crashed (heard again, if ever, in a later life).
+		delete(c.suspected, m.From)
+		if m.Term == inc {
+			c.interval = min(c.interval+c.cfg.Step, c.cfg.MaxInterval)
+			c.mistakes++
+		}
+	}
+	c.checkLeader(m.From)
 	if c.leader == c.id && !c.probing && c.said[m.From] == c.id {
 		// A member that trusts this one heartbeats only when it asks
 		// (Config.Ask: its window has not heard this leader) or when it
@@ -463,6 +516,42 @@ func (c *Core) Step(m core.Message) error {
 		c.closeWindow()
 	}
 	return nil
+}
+
+// checkLeader cuts this follower's window short when member from claims
+// the lead (its heartbeat names itself) while this follower's leader is
+// overdue: not heard for a heartbeat period and the asks' span. A member
+// claims the lead when its own window lost the leader (the successor,
+// after a window, its asks unanswered): the leader is likely dead, and
+// this follower asks it now, Asks times, Ask apart, rather than at the
+// end of its own window, up to a window later. A live leader answers
+// the first ask and is kept (the window closes with it heard); a silent
+// one is lost Asks x Ask after the claim, and the claimant, heard, is
+// followed at once. Without it every follower lost the leader at its own
+// window's end, and the cluster agreed on the successor only when the
+// latest of N-1 windows had closed: at 64 members nearly two windows
+// after the leader's last heartbeat, whatever the successor did
+// (docs/benchmarks/2026-12-06-omega64-failover.md). A member claiming
+// while the leader is heard as due costs nothing: no ask, no change.
+func (c *Core) checkLeader(from uint32) {
+	if c.cfg.Ask == 0 || c.leader == 0 || c.leader == c.id || c.probing || from == c.leader || c.said[from] != from {
+		return
+	}
+	if heard, ok := c.heard[c.leader]; ok && c.now.Sub(heard) <= c.cfg.Heartbeat+Asks*c.cfg.Ask {
+		return
+	}
+	if c.asked > 0 {
+		return // asking already: the window closes within the asks' span
+	}
+	// The leader heard earlier in this window counts no more: it is
+	// kept if it answers an ask. The window ends an ask span from now,
+	// sooner than it would have, or a little later if it was about to
+	// close having heard the leader long ago (it would have kept it for
+	// one more window).
+	delete(c.candidates, c.leader)
+	c.windowEnd = c.now.Add(Asks * c.cfg.Ask)
+	c.asked, c.checking = 0, true
+	c.checks++
 }
 
 func (c *Core) accept(m core.Message) error {
@@ -530,12 +619,20 @@ type Detail struct {
 	Incarnation uint64        `json:"incarnation"`
 	// LeaderIncarnation is the incarnation the leader was chosen with.
 	LeaderIncarnation uint64 `json:"leader_incarnation,omitempty"`
-	// LeaderChanges counts the changes that grew the window.
+	// LeaderChanges counts the leader changes after the first choice.
 	LeaderChanges uint64 `json:"leader_changes"`
+	// Mistakes counts the leaders this member lost to silence and then
+	// heard again in the same life (falsely suspected: a stall, a loss
+	// the asks did not cover); each grew the window by Step. A leader
+	// that crashed is heard again, if at all, in a later life, and does
+	// not grow it.
+	Mistakes uint64 `json:"mistakes"`
 	// Probing: the leader fell silent and this member listens for its
 	// successor; Contest: the successor was not heard either, and the
 	// members that lost the leader heartbeat as at the start. Probes and
-	// Contests count them.
+	// Contests count them: a window that lost the leader after hearing
+	// its successor claim the lead follows the successor at once, and is
+	// no probe.
 	Probing  bool   `json:"probing,omitempty"`
 	Contest  bool   `json:"contest,omitempty"`
 	Probes   uint64 `json:"probes"`
@@ -548,6 +645,11 @@ type Detail struct {
 	Asks     uint64        `json:"asks"`
 	Answered uint64        `json:"answered"`
 	Rescued  uint64        `json:"rescued"`
+	// Checks counts the windows cut short because another member claimed
+	// the lead while this member's leader was overdue: this member asked
+	// its leader at once, and lost it only if no answer came (a claim
+	// while the leader is heard on time is ignored).
+	Checks uint64 `json:"checks"`
 	// Candidates are the members heard in the last closed window, with
 	// their incarnations (this member included).
 	Candidates map[uint32]uint64 `json:"candidates"`
@@ -594,8 +696,8 @@ func (c *Core) Report() elect.Status {
 	s := elect.Status{Algorithm: Algorithm.Name, ID: c.id, Role: c.Role(), Term: c.term(), Round: epoch.Round(c.term()),
 		Leader: c.leader, LeaderSince: c.announced.Since(), ChangesDropped: c.announced.Dropped(),
 		Detail: Detail{Heartbeat: c.cfg.Heartbeat, Interval: c.interval, Step: c.cfg.Step, MaxInterval: c.cfg.MaxInterval,
-			Incarnation: c.incarnation, LeaderIncarnation: c.leaderInc, LeaderChanges: c.changes, Probing: c.probing, Contest: c.contest, Probes: c.probes, Contests: c.contests,
-			Ask: c.cfg.Ask, Asks: c.asks, Answered: c.answered, Rescued: c.rescued,
+			Incarnation: c.incarnation, LeaderIncarnation: c.leaderInc, LeaderChanges: c.changes, Mistakes: c.mistakes, Probing: c.probing, Contest: c.contest, Probes: c.probes, Contests: c.contests,
+			Ask: c.cfg.Ask, Asks: c.asks, Answered: c.answered, Rescued: c.rescued, Checks: c.checks,
 			Candidates: maps.Clone(c.last), Trusted: maps.Clone(c.said)}}
 	s.Phase = fmt.Sprintf("window %v, incarnation %d", c.interval, c.incarnation)
 	switch {
