@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -400,5 +401,52 @@ func TestIdleTickOnePass(t *testing.T) {
 	}
 	if n := a.readys.Load() - before; n != ticks {
 		t.Errorf("%d Readys for %d idle ticks, want one each", n, ticks)
+	}
+}
+
+// TestDueTickInTheSameStep: a call (or a frame) that makes the core's
+// deadline due at once, as a grant a frame completed is judged at the
+// next reading of the clock, is ticked in the same step: one Ready acted
+// on, not the loop's timer armed for now and a second pass, with a second
+// write of an appending core's state. The loop's timer is the test's and
+// never fires here: without the step's tick the core is not ticked.
+func TestDueTickInTheSameStep(t *testing.T) {
+	for _, appending := range []bool{false, true} {
+		t.Run(fmt.Sprintf("appending=%v", appending), func(t *testing.T) {
+			a := &appendingSleeper{sleeper: sleeper{period: time.Hour}}
+			var c core.Core = &a.sleeper
+			if appending {
+				c = a
+			}
+			d, cfg, clk, timer := startCore(t, time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC), c)
+			timer.next(t, 0, cfg.TickInterval)
+			timer.c <- clk.Advance(cfg.TickInterval)
+			a.waitTicks(t, 1, hangGuard)
+			clk.Advance(time.Millisecond)
+			before := a.readys.Load()
+			if err := d.Do(context.Background(), func(*node.Node) {
+				a.mu.Lock()
+				a.next = cfg.Clock.Now() // due at once
+				a.mu.Unlock()
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if n := a.count(); n != 2 {
+				t.Fatalf("%d ticks when the Do returned, want 2: the due tick left to the loop's timer", n)
+			}
+			if !d.appends != !appending {
+				t.Fatalf("appends %v", d.appends)
+			}
+			if n := a.readys.Load() - before; appending && n != 1 {
+				t.Errorf("%d Readys for the Do and its tick, want 1", n)
+			}
+			// Its next deadline an hour away: no further tick.
+			if err := d.Do(context.Background(), func(*node.Node) {}); err != nil {
+				t.Fatal(err)
+			}
+			if n := a.count(); n != 2 {
+				t.Fatalf("%d ticks after a Do with nothing due, want 2", n)
+			}
+		})
 	}
 }

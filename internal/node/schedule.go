@@ -74,3 +74,21 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// TickDue reports whether the core, which schedules its own ticks, asks
+// for one now: its deadline passed, and is after its last Tick (a Step or
+// a driver's Do made work due at once: a grant a frame completed is judged
+// at a reading of the clock, not at the frame's receive stamp). A driver
+// that has just stepped the core, with no frame waiting, ticks it at once
+// instead of arming its timer for now and ticking on the next pass: the
+// same Tick, without the pass and a second write of the state. False
+// before the first Tick, while the core is held back (the configurations
+// do not agree), and for a core whose deadline is stale (NextTick).
+func (n *Node) TickDue(now time.Time) bool {
+	s, ok := n.core.(core.Scheduler)
+	if !ok || !n.ticked || n.agree != nil && n.agree.standing != StandingAgreed {
+		return false
+	}
+	dl := s.Deadline()
+	return !dl.IsZero() && dl.After(n.lastTick) && !dl.After(now)
+}
