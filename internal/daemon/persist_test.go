@@ -2,11 +2,20 @@ package daemon
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // TestSlowPersistWarns: a write of the core's state over SlowPersist is a
@@ -52,5 +61,76 @@ func TestStateWriteTimed(t *testing.T) {
 	}
 	if s.took.synced <= 0 || s.took.wrote <= 0 {
 		t.Fatalf("state write timed as %+v", s.took)
+	}
+}
+
+// promiser is a core whose state changes with or without a promise, each
+// change with a frame to member 2.
+type promiser struct {
+	core.Durable
+	n    int
+	msgs []core.Message
+}
+
+func (c *promiser) change(promise bool) {
+	c.n++
+	c.Change(promise)
+	c.msgs = append(c.msgs, core.Message{To: 2, Kind: wire.KindElection, Term: uint64(c.n)})
+}
+func (c *promiser) Step(core.Message) error          { return nil }
+func (c *promiser) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+func (c *promiser) Status() any                      { return nil }
+func (c *promiser) Tick(time.Time)                   {}
+func (c *promiser) Ready() core.Ready {
+	rd := core.Ready{Messages: c.msgs}
+	c.msgs = nil
+	c.Durable.Ready(&rd, func() []byte { return fmt.Appendf(nil, "n=%d", c.n) })
+	return rd
+}
+
+// TestStateWithoutPromiseSentFirst: a core that writes its state (not a
+// log) and hands a change without a promise (bully's claim on its
+// reservation) has the Ready's frames sent before the write, which runs
+// while they travel; a change with a promise is written first. The
+// trace's order says which went first.
+func TestStateWithoutPromiseSentFirst(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	d, err := New(testConfig(t, net, dir, 1, 2), func(core.Env) (core.Core, error) { return &promiser{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	ctx := context.Background()
+	file := filepath.Join(dir, "order.trace")
+	var terr error
+	d.Do(ctx, func(*node.Node) { _, terr = d.startTrace(file, 0, false) })
+	if terr != nil {
+		t.Fatal(terr)
+	}
+	for _, promise := range []bool{false, true} {
+		if err := d.DoSaved(ctx, func(n *node.Node) { n.Core().(*promiser).change(promise) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Do(ctx, func(*node.Node) { _, terr = d.stopTrace() })
+	if terr != nil {
+		t.Fatal(terr)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.Contains(line, `"ev":"send"`) && strings.Contains(line, `"kind":"election"`):
+			order = append(order, "send")
+		case strings.Contains(line, `"name":"`+TraceStateWrite+`"`):
+			order = append(order, "write")
+		}
+	}
+	if want := []string{"send", "write", "write", "send"}; !slices.Equal(order, want) {
+		t.Fatalf("trace order %v, want %v (without a promise the frame first, with one the write first):\n%s", order, want, b)
 	}
 }
