@@ -298,6 +298,13 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	for _, m := range b.ranked {
 		b.det.SetTimeout(m.ID, b.leaderTimeout(m.ID))
 	}
+	if cfg.Reserve && b.reservation() != floor {
+		// Reserve the next claim now (above the restored reservation, or
+		// first after an older build's state): the startup ELECTIONs
+		// leave first, the write follows, and this member's first claim
+		// needs none.
+		b.durable.Change(false)
+	}
 	b.campaign(wire.ReasonStartup, 0)
 	return b, nil
 }

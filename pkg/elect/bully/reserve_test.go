@@ -98,7 +98,9 @@ func TestReservationWriteFailedClaimWrites(t *testing.T) {
 // TestRestartClaimsAboveReservation: a member restarted from a state with a
 // reservation follows the term it holds and claims above the reservation,
 // which it may have sent before it died; a state in the first format (an
-// older build's) is read as before.
+// older build's) is read as before. Its first Ready reserves its next
+// claim (no promise: the startup ELECTIONs leave first), so that claim
+// leaves on it; if that write failed, the claim waits for its own.
 func TestRestartClaimsAboveReservation(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
@@ -108,24 +110,33 @@ func TestRestartClaimsAboveReservation(t *testing.T) {
 		{"reserved", appendReserved(nil, MakeTerm(9, 4), MakeTerm(10, 2)), MakeTerm(9, 4), MakeTerm(11, 2)},
 		{"first format", appendState(nil, MakeTerm(9, 4)), MakeTerm(9, 4), MakeTerm(10, 2)},
 	} {
-		b, err := New(core.Env{ID: 2, Now: testEpoch, State: tc.state}, Config{Members: []Member{{ID: 2}, {ID: 4}}, Reserve: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b.Term() != tc.term {
-			t.Errorf("%s: restarted in term %#x, want %#x", tc.name, b.Term(), tc.term)
-		}
-		b.Ready()
-		b.Advance(true)
-		for i := 1; i < 100 && b.Role() != RoleLeader; i++ {
-			b.Tick(testEpoch.Add(time.Duration(i) * 10 * time.Millisecond))
-		}
-		if got := b.Term(); got != tc.claimedT {
-			t.Fatalf("%s: claimed %#x (round %d), want %#x", tc.name, got, TermRound(got), tc.claimedT)
-		}
-		rd := b.Ready()
-		if !rd.Promise {
-			t.Errorf("%s: a claim above the restored reservation left before its write", tc.name)
+		for _, saved := range []bool{true, false} {
+			name := fmt.Sprintf("%s, startup write saved %v", tc.name, saved)
+			b, err := New(core.Env{ID: 2, Now: testEpoch, State: tc.state}, Config{Members: []Member{{ID: 2}, {ID: 4}}, Reserve: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Term() != tc.term {
+				t.Errorf("%s: restarted in term %#x, want %#x", name, b.Term(), tc.term)
+			}
+			rd := b.Ready()
+			if tm, r, err := RestoreReserved(rd.State); rd.Promise || err != nil || tm != tc.term || r != tc.claimedT {
+				t.Fatalf("%s: the startup write: promise %v, term %#x reserved %#x (%v), want %#x reserved %#x", name, rd.Promise, tm, r, err, tc.term, tc.claimedT)
+			}
+			b.Advance(saved)
+			for i := 1; i < 100 && b.Role() != RoleLeader; i++ {
+				b.Tick(testEpoch.Add(time.Duration(i) * 10 * time.Millisecond))
+				if b.Role() != RoleLeader {
+					b.Ready()
+					b.Advance(false)
+				}
+			}
+			if got := b.Term(); got != tc.claimedT {
+				t.Fatalf("%s: claimed %#x (round %d), want %#x", name, got, TermRound(got), tc.claimedT)
+			}
+			if rd := b.Ready(); rd.Promise == saved {
+				t.Errorf("%s: the claim's Ready has promise %v", name, rd.Promise)
+			}
 		}
 	}
 }
