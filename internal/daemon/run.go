@@ -585,13 +585,15 @@ func (d *Daemon) process() {
 		return
 	}
 	saved := true
-	if (d.appends || out.State != nil) && !out.Promise && len(out.Sends) > 0 {
+	if (d.appends || out.State != nil && len(out.Adjustments) == 0) && !out.Promise && len(out.Sends) > 0 {
 		// Nothing these messages say depends on the write (core.Ready):
 		// they leave now, and the fdatasync runs while they travel. For
 		// a core that appends, a write is on nearly every step's path;
 		// for one that writes its state, a write that need not hold
 		// anything back (bully's claim, its term reserved on disk
-		// beforehand, brings the state up to the claim after it).
+		// beforehand, brings the state up to the claim after it). Not
+		// ahead of the Ready's clock adjustments (timed): its frames
+		// are stamped by the clock they leave.
 		for _, s := range out.Sends {
 			d.send(s)
 		}
