@@ -6,11 +6,13 @@ import (
 	"hash/crc32"
 )
 
-// The durable state is the highest term this node has seen (and therefore
-// above every term it ever claimed). The driver writes it atomically before
-// sending the messages that go with it (core.Ready.State), so a node that
-// crashes and restarts never claims a term twice and never goes back to an
-// older term.
+// The durable state is the highest term this node has seen (and therefore,
+// in the first format, above every term it ever claimed). The driver writes
+// it atomically before sending the messages that go with it
+// (core.Ready.State), so a node that crashes and restarts never claims a
+// term twice and never goes back to an older term. The second format adds
+// the reservation (below); the larger of the two bounds every term the
+// node may have sent.
 //
 //	 0               1               2               3
 //	 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7
