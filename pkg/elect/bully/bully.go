@@ -510,14 +510,19 @@ func (b *Core) reservation() uint64 {
 	return 0
 }
 
-// setTerm raises the term. Terms never go down.
+// setTerm raises the term. Terms never go down. A term at or below the
+// reservation on disk is covered already (the larger of the two bounds
+// every term this node may have sent, and a restart claims above the
+// reservation): what carries it may leave before its write. A successor
+// that reads a lower member's claim (it stood while the successor's loop
+// stalled) and bullies it thus still claims without waiting for a write.
 func (b *Core) setTerm(t uint64) {
 	if t < b.term {
 		panic(fmt.Sprintf("bully: term going backwards %d -> %d", b.term, t))
 	}
 	if t > b.term {
 		b.term = t
-		b.durable.Change(true)
+		b.durable.Change(t > b.reserved)
 	}
 }
 

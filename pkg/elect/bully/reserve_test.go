@@ -205,3 +205,47 @@ func TestReservedClaimCrashAtEveryInstant(t *testing.T) {
 		t.Fatal("no kill happened: the test did not test")
 	}
 }
+
+// TestLowerClaimBulliedWithoutWrite: the successor 4 reads the claim of
+// 3, which stood while 4's loop stalled (the leader 5 dead), in a term
+// below 4's reservation: following it and bullying it with 4's own claim
+// need no write first (both terms are covered by the reservation on
+// disk); a newer term above the reservation still does.
+func TestLowerClaimBulliedWithoutWrite(t *testing.T) {
+	n := newNetwork(t, ids(5), reserve)
+	term := n.settle(5, 100)
+	var promised []bool
+	n.kill = func(id uint32, rd core.Ready) int {
+		if id == 4 {
+			promised = append(promised, rd.Promise)
+		}
+		return killNone
+	}
+	n.crash(5)
+	low := MakeTerm(TermRound(term)+1, 3) // 3's claim, below 4's reservation
+	if err := n.forge(4, 3, wire.KindCoordinator, low, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(promised) == 0 || promised[0] {
+		t.Fatalf("following a term below the reservation waits for a write: Readies with State %v", promised)
+	}
+	n.settle(4, 200)
+	if got := n.nodes[4].Term(); got != MakeTerm(TermRound(term)+1, 4) {
+		t.Fatalf("4 claimed %#x", got)
+	}
+	for i, p := range promised {
+		if p {
+			t.Fatalf("Ready %d of 4's with State waited for its write: %v", i, promised)
+		}
+	}
+	if n.nodes[4].Detail().ClaimsReserved != 1 {
+		t.Fatalf("4's claim did not leave on its reservation")
+	}
+
+	promised = nil
+	high := MakeTerm(TermRound(n.nodes[4].Term())+2, 3) // above 4's reservation
+	n.forge(4, 3, wire.KindLeaderHeartbeat, high, 0)
+	if len(promised) == 0 || !promised[0] {
+		t.Fatalf("a term above the reservation left before its write: %v", promised)
+	}
+}
