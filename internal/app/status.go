@@ -174,6 +174,9 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	if len(st.Errors) > 0 {
 		fmt.Fprintf(tw, "Errors\t: %s\n", reasons(st.Errors))
 	}
+	if line := persistLine(st.Persist); line != "" {
+		fmt.Fprintf(tw, "Persist\t: %s\n", line)
+	}
 	if st.Trace.On {
 		fmt.Fprintf(tw, "Trace\t: %s\n", strings.TrimPrefix(traceLine(st.Trace, false), "tracing to "))
 	}
@@ -194,6 +197,24 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		return renderCore(w, st.Node.Core, st.Clock.Now)
 	}
 	return PrintJSON(w, st.Node.Core)
+}
+
+// persistLine sums up the writes of the core's state, "" if none: the
+// count, the slowest, and the writes over daemon.SlowPersist.
+func persistLine(p daemon.PersistStatus) string {
+	if p.Writes == 0 {
+		return ""
+	}
+	took := func(w *daemon.PersistWrite) string {
+		return fmt.Sprintf("%s (sync %s)", FormatDuration(time.Duration(w.TotalUs)*time.Microsecond),
+			FormatDuration(time.Duration(w.SyncUs)*time.Microsecond))
+	}
+	line := Plural(p.Writes, "write") + ", the slowest " + took(p.Slowest)
+	if p.Slow > 0 {
+		line += fmt.Sprintf("; SLOW: %d over %s, the last %s at %s (a slow or busy disk under --state-dir)",
+			p.Slow, FormatDuration(daemon.SlowPersist), took(p.LastSlow), p.LastSlow.At.Format("15:04:05"))
+	}
+	return line
 }
 
 // stampsLine names the members whose Lamport stamps the node refused

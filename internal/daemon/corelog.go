@@ -99,9 +99,10 @@ type coreLog struct {
 	// whose core never appends never pays for the removal.
 	onDisk bool
 	buf    []byte
-	// wrote and synced are the last append's write(2) and fdatasync
-	// (zero after one that created the log), for the trace (TraceLogWrite).
-	wrote, synced time.Duration
+	// took is the last append's write(2) and fdatasync (or, for one that
+	// created the log, its atomic write), for the trace (TraceLogWrite)
+	// and the slow write's warning (Daemon.persisted).
+	took writeTimes
 }
 
 // logRecovery is what loading the log found.
@@ -253,7 +254,9 @@ func (l *coreLog) create(records [][]byte) error {
 	l.encode(records)
 	end := int64(len(l.buf))
 	size := grown(end, 0)
-	if err := writeFileAtomicSized(l.dir, coreLogFile, l.buf, size); err != nil {
+	took, err := writeFileAtomicSized(l.dir, coreLogFile, l.buf, size)
+	l.took = took
+	if err != nil {
 		return err
 	}
 	f, err := os.OpenFile(filepath.Join(l.dir, coreLogFile), os.O_WRONLY, 0)
@@ -274,7 +277,7 @@ func grown(need, size int64) int64 {
 // fdatasync, creating the log (atomically, with its header) on the first
 // append after a snapshot.
 func (l *coreLog) appendRecords(records [][]byte) error {
-	l.wrote, l.synced = 0, 0
+	l.took = writeTimes{}
 	if l.f == nil {
 		return l.create(records)
 	}
@@ -300,7 +303,7 @@ func (l *coreLog) appendRecords(records [][]byte) error {
 		l.drop()
 		return err
 	}
-	l.wrote, l.synced = written.Sub(start), time.Since(written)
+	l.took = writeTimes{written.Sub(start), time.Since(written)}
 	l.end += int64(len(l.buf))
 	return nil
 }
@@ -326,6 +329,7 @@ func (l *coreLog) drop() {
 func (s *stateDir) snapshot(l *coreLog, state []byte) error {
 	sum := sha256.Sum256(state)
 	l.drop()
+	s.took = writeTimes{}
 	if sum != l.snap || !l.onDisk || len(state) == 0 {
 		if err := s.write(coreStateFile, state); err != nil {
 			l.snap = [sha256.Size]byte{} // unknown: never taken for equal
@@ -336,7 +340,11 @@ func (s *stateDir) snapshot(l *coreLog, state []byte) error {
 	if !l.onDisk {
 		return nil
 	}
-	if err := removeDurably(s.path, coreLogFile); err != nil {
+	wrote := s.took
+	start := time.Now()
+	err := removeDurably(s.path, coreLogFile)
+	s.took = wrote.add(writeTimes{synced: time.Since(start)})
+	if err != nil {
 		return err
 	}
 	l.onDisk = false

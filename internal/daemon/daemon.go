@@ -317,7 +317,8 @@ type Daemon struct {
 	metricsWarned   atomic.Int64
 	persistFailedAt time.Time // first failed state write of the current run of failures; zero: writes work
 	persistLoggedAt time.Time // last log line about it
-	served          bool      // the loop has ended: the reader steps nothing more
+	persist         PersistStatus
+	served          bool // the loop has ended: the reader steps nothing more
 	answers         answerBatch
 	plan            slewPlan // the last tick's, for its Ready's slews
 	// appends: the core has handed log records (core.Ready.Entries). The

@@ -601,10 +601,15 @@ func (d *Daemon) process() {
 		return
 	}
 	saved := true
-	if d.appends && !out.Promise && len(out.Sends) > 0 {
+	if (d.appends || out.State != nil && len(out.Adjustments) == 0) && !out.Promise && len(out.Sends) > 0 {
 		// Nothing these messages say depends on the write (core.Ready):
 		// they leave now, and the fdatasync runs while they travel. For
-		// a core that appends, a write is on nearly every step's path.
+		// a core that appends, a write is on nearly every step's path;
+		// for one that writes its state, a write that need not hold
+		// anything back (bully's claim, its term reserved on disk
+		// beforehand, brings the state up to the claim after it). Not
+		// ahead of the Ready's clock adjustments (timed): its frames
+		// are stamped by the clock they leave.
 		for _, s := range out.Sends {
 			d.send(s)
 		}
@@ -628,15 +633,17 @@ func (d *Daemon) process() {
 			runtime.Gosched()
 		}
 		var err error
+		start := time.Now()
 		if out.State != nil {
 			err = d.state.snapshot(d.clog, out.State)
+			if err == nil {
+				d.persisted(CoreStateFile, len(out.State), out.Promise, d.state.took, time.Since(start))
+			}
 		} else {
 			d.appends = true
 			err = d.clog.appendRecords(out.Entries)
-			if err == nil && d.tr != nil && d.clog.synced > 0 {
-				d.tr.log.Local(core.Event{Name: TraceLogWrite, Args: []any{
-					"records", len(out.Entries), "write_us", d.clog.wrote.Microseconds(), "sync_us", d.clog.synced.Microseconds(),
-				}}, 0, clock.Vector{}, d.cfg.Clock.Now())
+			if err == nil {
+				d.persisted(CoreLogFile, len(out.Entries), out.Promise, d.clog.took, time.Since(start))
 			}
 		}
 		if err != nil {
@@ -725,6 +732,56 @@ func (d *Daemon) afterWrite(events []core.Event, saved, wrote bool) []core.Event
 
 // maxUnsaved bounds the events held for a write that keeps failing.
 const maxUnsaved = 4096
+
+// SlowPersist is how long a write of the core's state (or an append to
+// its log) may take before the daemon warns: everything the core sent
+// with a promise (a term, a vote) waited for it, so an election or a
+// grant is that much later. A healthy local disk takes a millisecond or
+// less; a busy one, tens to hundreds.
+const SlowPersist = 100 * time.Millisecond
+
+// persisted records a write of the core's state that succeeded: n is its
+// bytes (State) or records (Entries), promise whether the Ready's
+// messages waited for it. The trace gets its parts; status the counts,
+// the last and the slowest; a write over SlowPersist is a warning,
+// rate-limited, naming the file and how long its syncs took.
+func (d *Daemon) persisted(file string, n int, promise bool, took writeTimes, total time.Duration) {
+	w := &PersistWrite{At: time.Now(), File: file, Promise: promise,
+		WriteUs: took.wrote.Microseconds(), SyncUs: took.synced.Microseconds(), TotalUs: total.Microseconds()}
+	if file == CoreLogFile {
+		w.Records = n
+	} else {
+		w.Bytes = n
+	}
+	p := &d.persist
+	p.Writes++
+	p.Last = w
+	if p.Slowest == nil || w.TotalUs > p.Slowest.TotalUs {
+		p.Slowest = w
+	}
+	if d.tr != nil {
+		ev := core.Event{Name: TraceStateWrite, Args: []any{"bytes", n}}
+		if file == CoreLogFile {
+			ev = core.Event{Name: TraceLogWrite, Args: []any{"records", n}}
+		}
+		ev.Args = append(ev.Args, "write_us", w.WriteUs, "sync_us", w.SyncUs, "total_us", w.TotalUs, "promise", promise)
+		d.tr.log.Local(ev, 0, clock.Vector{}, d.cfg.Clock.Now())
+	}
+	if total < SlowPersist {
+		return
+	}
+	p.Slow++
+	p.LastSlow = w
+	waited := "nothing waited for it"
+	if promise {
+		waited = "the messages that depend on it (a term, a vote, a grant) waited for it"
+	}
+	d.alerts.report(w.At, slog.LevelWarn, "slow_persist", 0, 0,
+		fmt.Sprintf("writing %s took %d ms (%d ms of it syncing to disk): %s", d.state.file(file), total.Milliseconds(), took.synced.Milliseconds(), waited),
+		"file", d.state.file(file), "total_ms", total.Milliseconds(), "write_ms", took.wrote.Milliseconds(), "sync_ms", took.synced.Milliseconds(),
+		"slow_writes", p.Slow,
+		"hint", fmt.Sprintf("the state directory's disk is slow or busy (other processes' writes, a saturated device): put --state-dir on a less busy disk; status: Persist (writes over %v)", SlowPersist))
+}
 
 // persistFailing logs a failed state write: at once the first time, then
 // at most every persistLogEvery while the disk keeps failing (the core

@@ -21,6 +21,7 @@ import (
 type stateDir struct {
 	path string
 	lock *os.File
+	took writeTimes // the last write's (write, snapshot)
 }
 
 // CoreStateFile is the file in the state directory that holds the core's
@@ -80,20 +81,29 @@ func (s *stateDir) read(name string) ([]byte, error) {
 // leaves either the old contents or the new, never a mix, and a completed
 // write survives power loss.
 func (s *stateDir) write(name string, data []byte) error {
-	return writeFileAtomic(s.path, name, data)
+	var err error
+	s.took, err = writeFileAtomicSized(s.path, name, data, 0)
+	return err
 }
 
-func writeFileAtomic(dir, name string, data []byte) error {
-	return writeFileAtomicSized(dir, name, data, 0)
+// writeTimes is how long a durable write's parts took: the write(2) of
+// its data, and its syncs (an atomic replacement's fsync of the new file
+// and of the directory after the rename; an append's fdatasync).
+type writeTimes struct {
+	wrote, synced time.Duration
+}
+
+func (t writeTimes) add(u writeTimes) writeTimes {
+	return writeTimes{t.wrote + u.wrote, t.synced + u.synced}
 }
 
 // writeFileAtomicSized is writeFileAtomic with the file's space
 // allocated up to size (zeros after data): the core's log writes its
 // records into it without growing the file.
-func writeFileAtomicSized(dir, name string, data []byte, size int64) (err error) {
+func writeFileAtomicSized(dir, name string, data []byte, size int64) (took writeTimes, err error) {
 	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
-		return err
+		return took, err
 	}
 	defer func() {
 		if err != nil {
@@ -101,29 +111,34 @@ func writeFileAtomicSized(dir, name string, data []byte, size int64) (err error)
 			os.Remove(tmp.Name())
 		}
 	}()
+	start := time.Now()
 	if _, err = tmp.Write(data); err != nil {
-		return err
+		return took, err
 	}
 	if n := int64(len(data)); size > n {
 		if err = preallocate(tmp, n, size-n); err != nil {
-			return err
+			return took, err
 		}
 	}
+	took.wrote = time.Since(start)
+	start = time.Now()
 	if err = tmp.Sync(); err != nil {
-		return err
+		return took, err
 	}
 	if err = tmp.Close(); err != nil {
-		return err
+		return took, err
 	}
 	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
+		return took, err
 	}
 	d, err := os.Open(dir)
 	if err != nil {
-		return err
+		return took, err
 	}
 	defer d.Close()
-	return d.Sync()
+	err = d.Sync()
+	took.synced = time.Since(start)
+	return took, err
 }
 
 // incarnationEpoch is where the fallback incarnation count starts.

@@ -53,6 +53,34 @@ type Status struct {
 	TrueTime *TrueTimeStatus `json:"truetime,omitempty"`
 	// Memory is what the process holds (resident set, heap, goroutines).
 	Memory MemoryStatus `json:"memory"`
+	// Persist is this run's writes of the core's state (its log).
+	Persist PersistStatus `json:"persist"`
+}
+
+// PersistStatus counts the writes of the core's state (CoreStateFile,
+// CoreLogFile) that succeeded this run, and keeps the last, the slowest
+// and the last one over SlowPersist (failed writes are in Errors,
+// persist_failed).
+type PersistStatus struct {
+	Writes   uint64        `json:"writes"`
+	Slow     uint64        `json:"slow"` // over SlowPersist
+	Last     *PersistWrite `json:"last,omitempty"`
+	Slowest  *PersistWrite `json:"slowest,omitempty"`
+	LastSlow *PersistWrite `json:"last_slow,omitempty"`
+}
+
+// PersistWrite is one write of the core's state: when it ended, the file,
+// its size (bytes of a state, records of an append), whether the Ready's
+// messages waited for it (promise), and how long its parts took.
+type PersistWrite struct {
+	At      time.Time `json:"at"`
+	File    string    `json:"file"`
+	Bytes   int       `json:"bytes,omitempty"`
+	Records int       `json:"records,omitempty"`
+	Promise bool      `json:"promise"`
+	WriteUs int64     `json:"write_us"`
+	SyncUs  int64     `json:"sync_us"`
+	TotalUs int64     `json:"total_us"`
 }
 
 // DatagramStatus describes the foreign-protocol socket.
@@ -114,6 +142,7 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 		TraceWindow:   d.win.status(),
 		TraceAsks:     d.traceAsks(),
 		TrueTime:      d.trueTimeStatus(),
+		Persist:       d.persist,
 	}
 	if d.cfg.Standalone() {
 		st.Address = "" // no member socket

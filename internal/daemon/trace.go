@@ -22,10 +22,20 @@ import (
 
 // TraceLogWrite is the local event a running trace records after each
 // append to the core's log (CoreLogFile), stamped when it ended: records
-// appended, write_us (write(2)) and sync_us (fdatasync), so that a
+// appended, write_us (write(2)), sync_us (fdatasync), total_us and
+// promise (as TraceStateWrite), so that a
 // message's path through a member splits into its wake-up and core, its
 // write, and what follows.
 const TraceLogWrite = "log_write"
+
+// TraceStateWrite is the local event a running trace records after each
+// write of the core's state (CoreStateFile, replaced atomically), stamped
+// when it ended: bytes, write_us (write(2)), sync_us (the new file's
+// fsync, the directory's after the rename, and the log's removal),
+// total_us, and promise (the Ready's messages waited for it). A member
+// whose loop is silent between its decision and its message is read by
+// it: the write, or something else.
+const TraceStateWrite = "state_write"
 
 // traceFlushEvery is how often a running trace's buffered lines reach the
 // file: a reader (or a killed daemon) loses at most this much.

@@ -183,6 +183,16 @@ type Core struct {
 	events  []core.Event
 	bugs    core.Bugs    // our own encodings that failed (metric synclab_elect_bugs_total)
 	durable core.Durable // the term: persisted before anything carrying it leaves
+
+	// The reservation (Config.Reserve, state.go): floor is the highest
+	// term this member may have claimed in an earlier life (the
+	// reservation it restored): it claims above it. reserved is the
+	// highest reservation confirmed on disk, a term it may claim without
+	// a write; handed is the one the last Ready's State carried, offered
+	// whether that Ready carried State and Advance has not come.
+	floor, reserved, handed uint64
+	offered                 bool
+	claimsReserved          uint64 // claims the reservation covered (Detail)
 }
 
 var (
@@ -202,7 +212,9 @@ var Algorithm = elect.Algorithm{
 	Kinds:      electionKinds,
 	Guarantees: elect.WithoutQuorum,
 	New: func(env core.Env, o elect.Options) (elect.Elector, error) {
-		return New(env, FromOptions(env.Members, o))
+		cfg := FromOptions(env.Members, o)
+		cfg.Reserve = true
+		return New(env, cfg)
 	},
 }
 
@@ -236,12 +248,15 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	if err := cfg.validate(env.ID, env.Members); err != nil {
 		return nil, err
 	}
-	term, err := Restore(env.State)
+	term, floor, err := RestoreReserved(env.State)
 	if err != nil {
 		return nil, err
 	}
 	if err := CheckTerm(term); err != nil {
 		return nil, &StateError{Reason: fmt.Sprintf("persisted term: %v", err)}
+	}
+	if err := CheckTerm(floor); err != nil {
+		return nil, &StateError{Reason: fmt.Sprintf("persisted reservation: %v", err)}
 	}
 	rnd := env.Rand
 	if rnd == nil {
@@ -254,6 +269,8 @@ func New(env core.Env, cfg Config) (*Core, error) {
 		ranked:   slices.Clone(cfg.Members),
 		pos:      make(map[uint32]int, len(cfg.Members)),
 		term:     term,
+		floor:    floor,
+		reserved: floor,
 		heard:    make([]time.Time, len(cfg.Members)),
 		answered: make([]time.Time, len(cfg.Members)),
 		limit:    termLimit(cfg),
@@ -280,6 +297,13 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	b.det = liveness.NewDetector(env.ID, ids, cfg.LeaderTimeout, env.Now)
 	for _, m := range b.ranked {
 		b.det.SetTimeout(m.ID, b.leaderTimeout(m.ID))
+	}
+	if cfg.Reserve && b.reservation() != floor {
+		// Reserve the next claim now (above the restored reservation, or
+		// first after an older build's state): the startup ELECTIONs
+		// leave first, the write follows, and this member's first claim
+		// needs none.
+		b.durable.Change(false)
 	}
 	b.campaign(wire.ReasonStartup, 0)
 	return b, nil
@@ -368,12 +392,21 @@ func (b *Core) becomeLeader(reassert bool) {
 	// and above every term it has seen, claims included (the persisted term
 	// is at least the last claim): no other node can claim it, and this
 	// node cannot claim it twice.
-	next, err := b.limit.Next(b.term, b.id)
+	next, err := b.nextClaim()
 	if err != nil {
 		b.exhaust(err)
 		return
 	}
-	b.setTerm(next)
+	if next <= b.reserved && !b.durable.PromisePending() {
+		// Reserved on disk with the term this member follows (or
+		// followed): the COORDINATOR may leave before the write that
+		// brings the state up to the claim, which follows it.
+		b.term = next
+		b.durable.Change(false)
+		b.claimsReserved++
+	} else {
+		b.setTerm(next)
+	}
 	wasLeader := b.role == RoleLeader
 	b.endHint()
 	b.role = RoleLeader
@@ -454,14 +487,42 @@ func (b *Core) stagger(lead uint32) time.Duration {
 	return time.Duration(gap) * b.cfg.Stagger
 }
 
-// setTerm raises the term. Terms never go down.
+// nextClaim is the term this member claims next: the first it owns above
+// every term it has seen and every term it may have claimed in an earlier
+// life (floor: a reservation it may have sent before a crash).
+func (b *Core) nextClaim() (uint64, error) {
+	return b.limit.Next(max(b.term, b.floor), b.id)
+}
+
+// reservation is the term the state written now reserves: the next claim
+// with Config.Reserve, else the floor while it is above the term (a
+// member that stopped reserving keeps its earlier life's reservation),
+// else 0: none (the first format).
+func (b *Core) reservation() uint64 {
+	if b.cfg.Reserve {
+		if next, err := b.nextClaim(); err == nil {
+			return next
+		}
+	}
+	if b.floor > b.term {
+		return b.floor
+	}
+	return 0
+}
+
+// setTerm raises the term. Terms never go down. A term at or below the
+// reservation on disk is covered already (the larger of the two bounds
+// every term this node may have sent, and a restart claims above the
+// reservation): what carries it may leave before its write. A successor
+// that reads a lower member's claim (it stood while the successor's loop
+// stalled) and bullies it thus still claims without waiting for a write.
 func (b *Core) setTerm(t uint64) {
 	if t < b.term {
 		panic(fmt.Sprintf("bully: term going backwards %d -> %d", b.term, t))
 	}
 	if t > b.term {
 		b.term = t
-		b.durable.Change(true)
+		b.durable.Change(t > b.reserved)
 	}
 }
 
@@ -1130,15 +1191,25 @@ func (b *Core) Term() uint64 { return b.term }
 // driver must persist it before sending the messages, which may carry it.
 func (b *Core) Ready() core.Ready {
 	rd := core.Ready{Messages: b.msgs, Events: b.events}
-	b.durable.Ready(&rd, func() []byte { return appendState(nil, b.term) })
+	b.durable.Ready(&rd, func() []byte {
+		b.handed, b.offered = b.reservation(), true
+		return appendReserved(nil, b.term, b.handed)
+	})
 	b.msgs, b.events = nil, nil
 	return rd
 }
 
 // Advance is the driver's report on the last Ready (core.Advancer): until
 // it confirms the term on disk, every Ready carries it again, and the
-// driver sends nothing of a Ready whose term it could not write.
-func (b *Core) Advance(saved bool) { b.durable.Advance(saved) }
+// driver sends nothing of a Ready whose term it could not write. A
+// reservation is claimable once its write is confirmed.
+func (b *Core) Advance(saved bool) {
+	if b.offered && saved {
+		b.reserved = max(b.reserved, b.handed)
+	}
+	b.offered = false
+	b.durable.Advance(saved)
+}
 
 // sendStream queues one frame for the TCP link to member to.
 func (b *Core) sendStream(to uint32, k wire.Kind, p encoding.BinaryAppender) {

@@ -120,6 +120,17 @@ type Config struct {
 	// a member whose traffic already keeps the link open (mutexd's
 	// central coordinator) needs none.
 	Watch time.Duration
+	// Reserve makes every write of this member's term carry the term it
+	// would claim next, its reservation (State), so that its claim needs
+	// no write of its own when it comes: a successor's COORDINATOR leaves
+	// as it decides instead of after an fsync (10-194 ms on a busy disk,
+	// docs/benchmarks/2026-12-06-claim-ahead.md). The reservation rides
+	// on the writes a follower makes anyway when it adopts a newer term;
+	// the claim's own catch-up write follows its COORDINATOR. A restarted
+	// member claims above its reservation, which it may have sent. It
+	// writes the state in its second format (a build without it refuses
+	// it). electd sets it (Algorithm); default false.
+	Reserve bool
 }
 
 // WatchEvery is the Watch electd sets with HintProbe (FromOptions): a

@@ -101,7 +101,10 @@
 // A node leads term T only if it claimed T, and it claims only terms it owns
 // (low bits = its ID), so no other node can lead T. It never claims T twice:
 // it claims above every term it has seen, and its term is persisted before
-// the COORDINATOR leaves, so after a crash it restarts at T or above. A
+// the COORDINATOR leaves, so after a crash it restarts at T or above; with
+// Config.Reserve (electd) T was persisted ahead, as the reservation beside
+// the term it followed, and a restarted node claims above the reservation
+// (state.go). A
 // node accepts a leader for T only from T's owner. This holds whatever the
 // network does (loss, duplication, reordering, partitions) and whatever the
 // timeouts are: it is an invariant of the term arithmetic, not of timing.

@@ -39,8 +39,26 @@ type network struct {
 
 	delivered map[wire.Kind]int // messages that reached a live node
 	events    []nodeEvent
-	claims    map[uint64]uint32 // term -> the node that reported itself elected
+	claims    map[uint64]claim  // term -> the node that reported itself elected, and in which life
 	maxTerm   map[uint32]uint64 // highest term each node ever had, across restarts
+	lives     map[uint32]int    // starts of each node
+	// kill, when set, is asked at each Ready of a live node that carries
+	// State where the node dies (SIGKILL at that instant): killNone, or
+	// killAtWrite (before the write: a Ready without Promise has sent its
+	// messages, as the daemon does, the others nothing), or
+	// killAfterWrite (written, nothing sent).
+	kill func(id uint32, rd core.Ready) int
+}
+
+const (
+	killNone = iota
+	killAtWrite
+	killAfterWrite
+)
+
+type claim struct {
+	node uint32
+	life int
 }
 
 type nodeEvent struct {
@@ -63,8 +81,9 @@ func newNetwork(t *testing.T, members []Member, mod func(id uint32, c *Config)) 
 		diskFull:  make(map[uint32]bool),
 		cut:       make(map[[2]uint32]bool),
 		delivered: make(map[wire.Kind]int),
-		claims:    make(map[uint64]uint32),
+		claims:    make(map[uint64]claim),
 		maxTerm:   make(map[uint32]uint64),
+		lives:     make(map[uint32]int),
 		now:       time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 	}
 	n.cfg = func(id uint32) Config {
@@ -99,6 +118,7 @@ func (n *network) start(id uint32) {
 	}
 	n.nodes[id] = b
 	n.down[id] = false
+	n.lives[id]++
 	n.drain(id)
 }
 
@@ -119,11 +139,32 @@ func (n *network) drain(id uint32) {
 		n.maxTerm[id] = tm
 	}
 	rd := n.nodes[id].Ready()
+	// What is on disk before this Ready's write: a Ready without Promise
+	// may send before it writes (core.Ready), so its messages must be
+	// covered by it (a claim by the reservation).
+	covered := n.covered(id)
+	unsent := false // the Ready's claim never left (its promise unwritten)
+	if rd.State != nil && n.kill != nil {
+		switch n.kill(id, rd) {
+		case killAtWrite:
+			if !rd.Promise {
+				n.send(id, rd.Messages, covered)
+				n.record(id, rd.Events, true)
+			}
+			n.crash(id)
+			return
+		case killAfterWrite:
+			n.state[id] = rd.State
+			n.crash(id)
+			return
+		}
+	}
 	if rd.State != nil && n.diskFull[id] {
 		// The write fails: as the daemon does, nothing of a Ready whose
 		// promise could not be written leaves, and the core is told.
 		if rd.Promise {
 			rd.Messages = nil
+			unsent = true
 		}
 		n.nodes[id].Advance(false)
 	} else if rd.State != nil {
@@ -138,23 +179,10 @@ func (n *network) drain(id uint32) {
 		}
 		n.state[id] = rd.State
 	}
-	for _, m := range rd.Messages {
-		if m.Term > n.persisted(id) {
-			n.t.Fatalf("node %d sends term %d before persisting it (persisted %d)", id, m.Term, n.persisted(id))
-		}
-		m.From = id
-		if m.To == core.Broadcast {
-			for _, to := range n.order {
-				if to != id {
-					mm := m
-					mm.To = to
-					n.queue = append(n.queue, mm)
-				}
-			}
-			continue
-		}
-		n.queue = append(n.queue, m)
+	if rd.Promise || rd.State == nil {
+		covered = n.covered(id)
 	}
+	n.send(id, rd.Messages, covered)
 	// The typed changes (elect.Elector) are exactly the leadership events
 	// of the same Ready, in order: hooks and watch read the same thing.
 	var leadership []string
@@ -171,21 +199,62 @@ func (n *network) drain(id uint32) {
 	if !slices.Equal(leadership, changes) {
 		n.t.Fatalf("node %d: changes %q, leadership events %q", id, changes, leadership)
 	}
-	for _, e := range rd.Events {
+	n.record(id, rd.Events, !unsent)
+}
+
+// record keeps a Ready's events and checks its claims, if they left (a
+// claim that never left may be made again): no term is claimed twice,
+// by two nodes or by one in two lives.
+func (n *network) record(id uint32, events []core.Event, left bool) {
+	n.t.Helper()
+	for _, e := range events {
 		n.events = append(n.events, nodeEvent{id, e})
-		if e.Name == EventElected || (e.Name == EventLeaderElected && argU32(e, "leader") == id) {
-			term := argU64(e, "term")
-			if prev, ok := n.claims[term]; ok && prev != id {
-				n.t.Fatalf("two leaders in term %d: %d and %d", term, prev, id)
-			}
-			n.claims[term] = id
+		if !left || !(e.Name == EventElected || (e.Name == EventLeaderElected && argU32(e, "leader") == id)) {
+			continue
 		}
+		term := argU64(e, "term")
+		c := claim{id, n.lives[id]}
+		if prev, ok := n.claims[term]; ok && prev != c {
+			n.t.Fatalf("term %d claimed twice: by %d (life %d) and %d (life %d)", term, prev.node, prev.life, id, c.life)
+		}
+		n.claims[term] = c
+	}
+}
+
+// send queues a Ready's messages, which the disk covered as covered says
+// (n.covered): no frame carries a term above the term on disk or its
+// reservation (a claim on it, and what follows until the write that
+// brings the term up to it).
+func (n *network) send(id uint32, msgs []core.Message, covered [2]uint64) {
+	n.t.Helper()
+	for _, m := range msgs {
+		if m.Term > max(covered[0], covered[1]) {
+			n.t.Fatalf("node %d sends %v of term %d before persisting it (persisted %d, reserved %d)", id, m.Kind, m.Term, covered[0], covered[1])
+		}
+		m.From = id
+		if m.To == core.Broadcast {
+			for _, to := range n.order {
+				if to != id {
+					mm := m
+					mm.To = to
+					n.queue = append(n.queue, mm)
+				}
+			}
+			continue
+		}
+		n.queue = append(n.queue, m)
 	}
 }
 
 func (n *network) persisted(id uint32) uint64 {
 	t, _ := Restore(n.state[id])
 	return t
+}
+
+// covered is the term on id's disk and its reservation.
+func (n *network) covered(id uint32) [2]uint64 {
+	t, r, _ := RestoreReserved(n.state[id])
+	return [2]uint64{t, r}
 }
 
 // deliver runs the queue until it is empty.

@@ -21,21 +21,24 @@ func TestStateRoundTrip(t *testing.T) {
 }
 
 func TestStateCorrupt(t *testing.T) {
-	good := appendState(nil, MakeTerm(5, 2))
-	flip := func(i int) []byte {
-		b := append([]byte(nil), good...)
-		b[i] ^= 0x10
-		return b
-	}
-	for name, b := range map[string][]byte{
-		"truncated": good[:len(good)-1],
-		"longer":    append(append([]byte(nil), good...), 0),
-		"version":   flip(stateVersionOff),
-		"term bit":  flip(stateTermOff + 7),
-		"crc bit":   flip(stateCRCOff),
-	} {
-		if _, err := Restore(b); !errors.As(err, new(*StateError)) {
-			t.Errorf("%s: Restore = %v, want a *StateError", name, err)
+	// Both formats: the first, and the second with its reservation.
+	for _, good := range [][]byte{appendState(nil, MakeTerm(5, 2)), appendReserved(nil, MakeTerm(5, 3), MakeTerm(6, 2))} {
+		flip := func(i int) []byte {
+			b := append([]byte(nil), good...)
+			b[i] ^= 0x10
+			return b
+		}
+		for name, b := range map[string][]byte{
+			"truncated": good[:len(good)-1],
+			"longer":    append(append([]byte(nil), good...), 0),
+			"version":   flip(stateVersionOff),
+			"term bit":  flip(stateTermOff + 7),
+			"last bit":  flip(len(good) - 5), // the reservation's, or the term's
+			"crc bit":   flip(len(good) - 4),
+		} {
+			if _, err := Restore(b); !errors.As(err, new(*StateError)) {
+				t.Errorf("version %d, %s: Restore = %v, want a *StateError", good[0], name, err)
+			}
 		}
 	}
 }

@@ -55,6 +55,12 @@ type Detail struct {
 
 	Yielding     bool   `json:"yielding,omitempty"` // resigned: follows, does not preempt
 	TermsClaimed uint64 `json:"terms_claimed"`
+	// Reserved is the term this member may claim without a write: its
+	// next claim, made durable with the term it follows (Config.Reserve;
+	// 0: none on disk yet). ClaimsReserved counts the claims it covered,
+	// whose COORDINATOR left before the write that follows it.
+	Reserved       uint64 `json:"reserved,omitempty"`
+	ClaimsReserved uint64 `json:"claims_reserved,omitempty"`
 	// StaleMessages counts messages of an older term.
 	StaleMessages uint64 `json:"stale_messages"`
 	// LeaderContested counts claims of an older term from the leader this
@@ -133,6 +139,8 @@ func (b *Core) Detail() Detail {
 		Probe:              b.cfg.Probe,
 		Yielding:           b.yielding,
 		TermsClaimed:       b.counts.claims,
+		Reserved:           b.reserved,
+		ClaimsReserved:     b.claimsReserved,
 		StaleMessages:      b.counts.Stale,
 		LeaderContested:    b.counts.contested,
 		Overslept:          b.counts.overslept,

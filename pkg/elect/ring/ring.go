@@ -163,10 +163,14 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	if err := cfg.validate(env.ID, env.Members); err != nil {
 		return nil, err
 	}
-	term, err := bully.Restore(env.State)
+	// A reservation (bully's second format: a state directory bully
+	// wrote before the member changed algorithm) is a term the member may
+	// have claimed: the ring starts above it, as it would from the term.
+	term, reserved, err := bully.RestoreReserved(env.State)
 	if err != nil {
 		return nil, fmt.Errorf("ring: %w", err)
 	}
+	term = max(term, reserved)
 	if err := bully.CheckTerm(term); err != nil {
 		return nil, fmt.Errorf("ring: persisted term: %v: %w", err, core.ErrState)
 	}

@@ -76,11 +76,13 @@ func TestElectdFailingDisk(t *testing.T) {
 		if err != nil {
 			t.Fatalf("core.state: %v", err)
 		}
-		term, err := bully.Restore(b)
+		// What the disk covers: the term, or the reservation beside it
+		// (bully.Config.Reserve): a claim may leave on it.
+		term, reserved, err := bully.RestoreReserved(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return term
+		return max(term, reserved)
 	}
 	// The test plays member 1, with the cluster's key.
 	keys, err := app.LoadKeys(c.Key)
@@ -163,8 +165,10 @@ func TestElectdFailingDisk(t *testing.T) {
 				}
 			}
 		}
-		// Member 1 claims a newer term; electd outranks it and must take
-		// the cluster back in a term of its own above it.
+		// Member 1 claims a newer term, above electd's reservation (a
+		// term it covers would be followed and bullied without a write);
+		// electd outranks it and must take the cluster back in a term of
+		// its own above it.
 		theirs := bully.MakeTerm(bully.TermRound(before)+1, 1)
 		claim(theirs)
 		n, top := frames(1500 * time.Millisecond)

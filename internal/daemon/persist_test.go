@@ -1,0 +1,136 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// TestSlowPersistWarns: a write of the core's state over SlowPersist is a
+// WARN naming the file and its sync, once per interval however many
+// follow; status counts every write, keeps the slowest and the last slow
+// one; a fast write warns of nothing.
+func TestSlowPersistWarns(t *testing.T) {
+	var buf bytes.Buffer
+	dir := t.TempDir()
+	d := &Daemon{alerts: newAlerts(slog.New(slog.NewTextHandler(&buf, nil))), state: &stateDir{path: dir}}
+	fast := writeTimes{wrote: 20 * time.Microsecond, synced: 400 * time.Microsecond}
+	d.persisted(CoreStateFile, 13, true, fast, 450*time.Microsecond)
+	if buf.Len() > 0 || d.persist.Slow != 0 || d.persist.Writes != 1 {
+		t.Fatalf("a fast write: slow %d, writes %d, log:\n%s", d.persist.Slow, d.persist.Writes, buf.String())
+	}
+	slow := writeTimes{wrote: 30 * time.Microsecond, synced: 137 * time.Millisecond}
+	for range 5 {
+		d.persisted(CoreStateFile, 13, true, slow, 140*time.Millisecond)
+	}
+	out := buf.String()
+	if n := strings.Count(out, "level=WARN"); n != 1 {
+		t.Fatalf("%d WARN lines for 5 slow writes within the interval:\n%s", n, out)
+	}
+	for _, want := range []string{filepath.Join(dir, CoreStateFile), "took 140 ms", "137 ms of it syncing", "messages that depend on it", "--state-dir"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the warning lacks %q:\n%s", want, out)
+		}
+	}
+	p := d.persist
+	if p.Writes != 6 || p.Slow != 5 || p.Slowest.TotalUs != 140000 || p.LastSlow.SyncUs != 137000 || p.Last.Bytes != 13 || !p.Last.Promise {
+		t.Fatalf("status: %+v (slowest %+v, last slow %+v)", p, *p.Slowest, *p.LastSlow)
+	}
+}
+
+// TestStateWriteTimed: an atomic write of the core's state reports its
+// write and its syncs (the trace's and status's figures are measured, not
+// zero).
+func TestStateWriteTimed(t *testing.T) {
+	s := &stateDir{path: t.TempDir()}
+	l := &coreLog{dir: s.path}
+	if err := s.snapshot(l, []byte("term")); err != nil {
+		t.Fatal(err)
+	}
+	if s.took.synced <= 0 || s.took.wrote <= 0 {
+		t.Fatalf("state write timed as %+v", s.took)
+	}
+}
+
+// promiser is a core whose state changes with or without a promise, each
+// change with a frame to member 2.
+type promiser struct {
+	core.Durable
+	n    int
+	msgs []core.Message
+}
+
+func (c *promiser) change(promise bool) {
+	c.n++
+	c.Change(promise)
+	c.msgs = append(c.msgs, core.Message{To: 2, Kind: wire.KindElection, Term: uint64(c.n)})
+}
+func (c *promiser) Step(core.Message) error          { return nil }
+func (c *promiser) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+func (c *promiser) Status() any                      { return nil }
+func (c *promiser) Tick(time.Time)                   {}
+func (c *promiser) Ready() core.Ready {
+	rd := core.Ready{Messages: c.msgs}
+	c.msgs = nil
+	c.Durable.Ready(&rd, func() []byte { return fmt.Appendf(nil, "n=%d", c.n) })
+	return rd
+}
+
+// TestStateWithoutPromiseSentFirst: a core that writes its state (not a
+// log) and hands a change without a promise (bully's claim on its
+// reservation) has the Ready's frames sent before the write, which runs
+// while they travel; a change with a promise is written first. The
+// trace's order says which went first.
+func TestStateWithoutPromiseSentFirst(t *testing.T) {
+	net := transport.NewMemNetwork()
+	dir := shortDir(t)
+	d, err := New(testConfig(t, net, dir, 1, 2), func(core.Env) (core.Core, error) { return &promiser{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, d)
+	ctx := context.Background()
+	file := filepath.Join(dir, "order.trace")
+	var terr error
+	d.Do(ctx, func(*node.Node) { _, terr = d.startTrace(file, 0, false) })
+	if terr != nil {
+		t.Fatal(terr)
+	}
+	for _, promise := range []bool{false, true} {
+		if err := d.DoSaved(ctx, func(n *node.Node) { n.Core().(*promiser).change(promise) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Do(ctx, func(*node.Node) { _, terr = d.stopTrace() })
+	if terr != nil {
+		t.Fatal(terr)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.Contains(line, `"ev":"send"`) && strings.Contains(line, `"kind":"election"`):
+			order = append(order, "send")
+		case strings.Contains(line, `"name":"`+TraceStateWrite+`"`):
+			order = append(order, "write")
+		}
+	}
+	if want := []string{"send", "write", "write", "send"}; !slices.Equal(order, want) {
+		t.Fatalf("trace order %v, want %v (without a promise the frame first, with one the write first):\n%s", order, want, b)
+	}
+}

@@ -1,0 +1,251 @@
+package bully
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+func reserve(_ uint32, c *Config) { c.Reserve = true }
+
+// claimReady runs n after its leader 3's crash until node 2 claims, and
+// returns the Ready that carried node 2's COORDINATOR.
+func claimReady(t *testing.T, n *network) core.Ready {
+	t.Helper()
+	var got *core.Ready
+	n.kill = func(id uint32, rd core.Ready) int {
+		for _, m := range rd.Messages {
+			if id == 2 && m.Kind == wire.KindCoordinator && got == nil {
+				got = &rd
+			}
+		}
+		return killNone
+	}
+	n.crash(3)
+	for i := 0; i < 200 && got == nil; i++ {
+		n.tick(1)
+	}
+	n.kill = nil
+	if got == nil {
+		// A claim without any State in its Ready: the kill hook never saw it.
+		for i := 0; i < 200 && n.nodes[2].Role() != RoleLeader; i++ {
+			n.tick(1)
+		}
+		return core.Ready{}
+	}
+	return *got
+}
+
+// TestReservedClaimNeedsNoWrite: a follower that reserves (Config.Reserve,
+// electd) wrote the term it would claim with the term it follows; when its
+// leader dies, the Ready of its claim holds the COORDINATOR without a
+// promise: the driver sends it before the write that brings the state up to
+// the claim (the term, and the next reservation). Without Reserve the claim
+// is a promise, written before anything leaves.
+func TestReservedClaimNeedsNoWrite(t *testing.T) {
+	n := newNetwork(t, ids(3), reserve)
+	term := n.settle(3, 100)
+	onDisk, reserved, err := RestoreReserved(n.state[2])
+	if want := MakeTerm(TermRound(term)+1, 2); err != nil || onDisk != term || reserved != want {
+		t.Fatalf("follower 2's disk: term %#x reserved %#x (%v), want %#x and %#x", onDisk, reserved, err, term, want)
+	}
+	rd := claimReady(t, n)
+	if rd.Promise {
+		t.Fatalf("the claim covered by its reservation waits for a write (Promise)")
+	}
+	claimed := n.stable(2)
+	if claimed != reserved {
+		t.Fatalf("claimed %#x, reserved %#x", claimed, reserved)
+	}
+	if tm, next, err := RestoreReserved(rd.State); err != nil || tm != claimed || next != MakeTerm(TermRound(claimed)+1, 2) {
+		t.Fatalf("the claim's catch-up state: term %#x reserved %#x (%v)", tm, next, err)
+	}
+	if got := n.nodes[2].Detail().ClaimsReserved; got != 1 {
+		t.Errorf("status counts %d claims on a reservation, want 1", got)
+	}
+
+	old := newNetwork(t, ids(3), nil)
+	old.settle(3, 100)
+	if len(old.state[2]) != stateLen {
+		t.Fatalf("without Reserve the state is in the first format: %d bytes", len(old.state[2]))
+	}
+	if rd := claimReady(t, old); !rd.Promise {
+		t.Fatalf("without Reserve the claim must be written before its COORDINATOR leaves")
+	}
+}
+
+// TestReservationWriteFailedClaimWrites: a reservation whose write failed
+// is not claimed on: the claim is a promise again, and nothing of it
+// leaves until the disk takes it.
+func TestReservationWriteFailedClaimWrites(t *testing.T) {
+	n := newNetwork(t, ids(3), reserve)
+	n.settle(3, 100)
+	n.diskFull[2] = true
+	// A newer term of the leader's: node 2 follows it, and its write
+	// (the term and the reservation above it) fails.
+	n.forge(2, 3, wire.KindLeaderHeartbeat, MakeTerm(TermRound(n.nodes[3].Term())+1, 3), 0)
+	if rd := claimReady(t, n); !rd.Promise {
+		t.Fatalf("a claim beyond the reservation on disk does not wait for its write")
+	}
+	n.diskFull[2] = false
+	n.settle(2, 200)
+}
+
+// TestRestartClaimsAboveReservation: a member restarted from a state with a
+// reservation follows the term it holds and claims above the reservation,
+// which it may have sent before it died; a state in the first format (an
+// older build's) is read as before. Its first Ready reserves its next
+// claim (no promise: the startup ELECTIONs leave first), so that claim
+// leaves on it; if that write failed, the claim waits for its own.
+func TestRestartClaimsAboveReservation(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		state          []byte
+		term, claimedT uint64
+	}{
+		{"reserved", appendReserved(nil, MakeTerm(9, 4), MakeTerm(10, 2)), MakeTerm(9, 4), MakeTerm(11, 2)},
+		{"first format", appendState(nil, MakeTerm(9, 4)), MakeTerm(9, 4), MakeTerm(10, 2)},
+	} {
+		for _, saved := range []bool{true, false} {
+			name := fmt.Sprintf("%s, startup write saved %v", tc.name, saved)
+			b, err := New(core.Env{ID: 2, Now: testEpoch, State: tc.state}, Config{Members: []Member{{ID: 2}, {ID: 4}}, Reserve: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Term() != tc.term {
+				t.Errorf("%s: restarted in term %#x, want %#x", name, b.Term(), tc.term)
+			}
+			rd := b.Ready()
+			if tm, r, err := RestoreReserved(rd.State); rd.Promise || err != nil || tm != tc.term || r != tc.claimedT {
+				t.Fatalf("%s: the startup write: promise %v, term %#x reserved %#x (%v), want %#x reserved %#x", name, rd.Promise, tm, r, err, tc.term, tc.claimedT)
+			}
+			b.Advance(saved)
+			for i := 1; i < 100 && b.Role() != RoleLeader; i++ {
+				b.Tick(testEpoch.Add(time.Duration(i) * 10 * time.Millisecond))
+				if b.Role() != RoleLeader {
+					b.Ready()
+					b.Advance(false)
+				}
+			}
+			if got := b.Term(); got != tc.claimedT {
+				t.Fatalf("%s: claimed %#x (round %d), want %#x", name, got, TermRound(got), tc.claimedT)
+			}
+			if rd := b.Ready(); rd.Promise == saved {
+				t.Errorf("%s: the claim's Ready has promise %v", name, rd.Promise)
+			}
+		}
+	}
+}
+
+// TestReservedStateCorrupt: the second format reads back, and is refused
+// with the first format's length, a version no build wrote, or a
+// reservation not above its term (TestStateCorrupt: its bits).
+func TestReservedStateCorrupt(t *testing.T) {
+	good := appendReserved(nil, MakeTerm(5, 3), MakeTerm(6, 2))
+	if tm, r, err := RestoreReserved(good); err != nil || tm != MakeTerm(5, 3) || r != MakeTerm(6, 2) {
+		t.Fatalf("round trip: %#x %#x %v", tm, r, err)
+	}
+	if tm, err := Restore(good); err != nil || tm != MakeTerm(5, 3) {
+		t.Fatalf("Restore reads the term of the second format: %#x %v", tm, err)
+	}
+	for name, b := range map[string][]byte{
+		"first format len": good[:stateLen],
+		"version 3":        append([]byte{3}, good[1:]...),
+		"not above term":   appendReserved(nil, MakeTerm(6, 2), MakeTerm(6, 2)),
+	} {
+		if _, _, err := RestoreReserved(b); !errors.As(err, new(*StateError)) {
+			t.Errorf("%s: RestoreReserved = %v, want a *StateError", name, err)
+		}
+	}
+}
+
+// TestReservedClaimCrashAtEveryInstant: three members, 3 leads, 2 reserves.
+// 3 dies; 2 is SIGKILLed at each of its writes in turn from then on, before
+// the write (a Ready without a promise has sent its messages: its claim on
+// the reservation left) or after it (nothing sent), and restarted; then 3
+// comes back. No term is claimed twice (by two members, or by 2 in two
+// lives: network.record), no frame leaves with a term the disk does not
+// cover (network.send), no member's term goes below its disk (drain), and
+// the members agree on 2, then on 3.
+func TestReservedClaimCrashAtEveryInstant(t *testing.T) {
+	killed := 0
+	for _, how := range []int{killAtWrite, killAfterWrite} {
+		for at := 1; at <= 8; at++ {
+			t.Run(fmt.Sprintf("kill%d-write%d", how, at), func(t *testing.T) {
+				n := newNetwork(t, ids(3), reserve)
+				n.settle(3, 100)
+				writes := 0
+				n.kill = func(id uint32, rd core.Ready) int {
+					if id != 2 {
+						return killNone
+					}
+					if writes++; writes == at {
+						killed++
+						return how
+					}
+					return killNone
+				}
+				n.crash(3)
+				n.tick(60)
+				n.kill = nil
+				if n.down[2] {
+					n.start(2)
+				}
+				n.settle(2, 200)
+				n.start(3)
+				n.settle(3, 200)
+			})
+		}
+	}
+	if killed == 0 {
+		t.Fatal("no kill happened: the test did not test")
+	}
+}
+
+// TestLowerClaimBulliedWithoutWrite: the successor 4 reads the claim of
+// 3, which stood while 4's loop stalled (the leader 5 dead), in a term
+// below 4's reservation: following it and bullying it with 4's own claim
+// need no write first (both terms are covered by the reservation on
+// disk); a newer term above the reservation still does.
+func TestLowerClaimBulliedWithoutWrite(t *testing.T) {
+	n := newNetwork(t, ids(5), reserve)
+	term := n.settle(5, 100)
+	var promised []bool
+	n.kill = func(id uint32, rd core.Ready) int {
+		if id == 4 {
+			promised = append(promised, rd.Promise)
+		}
+		return killNone
+	}
+	n.crash(5)
+	low := MakeTerm(TermRound(term)+1, 3) // 3's claim, below 4's reservation
+	if err := n.forge(4, 3, wire.KindCoordinator, low, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(promised) == 0 || promised[0] {
+		t.Fatalf("following a term below the reservation waits for a write: Readies with State %v", promised)
+	}
+	n.settle(4, 200)
+	if got := n.nodes[4].Term(); got != MakeTerm(TermRound(term)+1, 4) {
+		t.Fatalf("4 claimed %#x", got)
+	}
+	for i, p := range promised {
+		if p {
+			t.Fatalf("Ready %d of 4's with State waited for its write: %v", i, promised)
+		}
+	}
+	if n.nodes[4].Detail().ClaimsReserved != 1 {
+		t.Fatalf("4's claim did not leave on its reservation")
+	}
+
+	promised = nil
+	high := MakeTerm(TermRound(n.nodes[4].Term())+2, 3) // above 4's reservation
+	n.forge(4, 3, wire.KindLeaderHeartbeat, high, 0)
+	if len(promised) == 0 || !promised[0] {
+		t.Fatalf("a term above the reservation left before its write: %v", promised)
+	}
+}
