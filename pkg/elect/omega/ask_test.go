@@ -2,6 +2,7 @@ package omega_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,6 +307,7 @@ func TestSimProbedLoss(t *testing.T) {
 		}
 		return changesAfter(s, before), rescued
 	}
+	var controls atomic.Int64
 	sim.Seeds(t, 4, func(t *testing.T, seed int64) {
 		changes, rescued := run(t, seed, probed)
 		if changes != 0 {
@@ -315,13 +317,16 @@ func TestSimProbedLoss(t *testing.T) {
 			t.Errorf("no window saved by an ask in 10 minutes at 5%% loss: the test does not exercise them")
 		}
 		control, _ := run(t, seed, unasked)
-		if control == 0 {
-			t.Errorf("without asks, no leader change in 10 minutes at 5%% loss: the test cannot tell")
-		}
+		controls.Add(int64(control))
 		if testing.Verbose() {
 			t.Logf("with asks: 0 changes, %d windows saved; without: %d changes", rescued, control)
 		}
 	})
+	// About two changes a seed without asks (89 in 40 seeds), none in
+	// some seeds: the control is judged over all of them.
+	if controls.Load() == 0 {
+		t.Errorf("without asks, no leader change in 10 minutes at 5%% loss in any seed: the test cannot tell")
+	}
 }
 
 // TestSimProbedFramesAtRest: at electd's defaults a 64-member cluster at

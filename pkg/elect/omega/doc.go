@@ -90,7 +90,8 @@
 //   - With asks, a follower that hears another member claim the lead (a
 //     heartbeat naming its sender as leader: the successor, whose window
 //     lost the leader) while its own leader is overdue (not heard for a
-//     heartbeat and the asks' span) asks the leader at once and closes
+//     heartbeat and the asks' span, and as much more as its window grew
+//     at mistakes) asks the leader at once and closes
 //     its window after the asks' span: unanswered, it follows the
 //     claimant then, not at its own window's end, up to a window later.
 //     A failover then ends an ask span after the successor's claim,

@@ -92,9 +92,11 @@ type Core struct {
 	asks, answered, rescued uint64
 	// checks counts the windows cut short by another member's claim to
 	// lead while this member's leader was overdue (checkLeader); checking
-	// says the current one was.
-	checks   uint64
-	checking bool
+	// says the current one was, checkHeard that it had heard the leader
+	// before the claim (an answer then rescues nothing).
+	checks     uint64
+	checking   bool
+	checkHeard bool
 
 	interval      time.Duration
 	windowStart   time.Time
@@ -338,10 +340,10 @@ func (c *Core) send(to uint32) {
 // start, the ones that heard no better candidate heartbeating, and each
 // chooses the best it heard at the end of one more such period.
 func (c *Core) closeWindow() {
-	if _, heard := c.candidates[c.leader]; heard && c.asked > 0 && c.leader != c.id && !c.checking {
-		c.rescued++ // (a window cut short had heard the leader before)
+	if _, heard := c.candidates[c.leader]; heard && c.asked > 0 && c.leader != c.id && !(c.checking && c.checkHeard) {
+		c.rescued++ // (not a window cut short that had heard the leader before the claim)
 	}
-	c.asked, c.checking = 0, false
+	c.asked, c.checking, c.checkHeard = 0, false, false
 	c.candidates[c.id] = c.incarnation
 	// One window, for the others' windows, and a heartbeat period, for
 	// the spread of the lost leader's last heartbeat's arrivals and the
@@ -520,7 +522,8 @@ func (c *Core) Step(m core.Message) error {
 
 // checkLeader cuts this follower's window short when member from claims
 // the lead (its heartbeat names itself) while this follower's leader is
-// overdue: not heard for a heartbeat period and the asks' span. A member
+// overdue (overdueAfter): not heard for a heartbeat period and the asks'
+// span, more once the window grew at mistakes. A member
 // claims the lead when its own window lost the leader (the successor,
 // after a window, its asks unanswered): the leader is likely dead, and
 // this follower asks it now, Asks times, Ask apart, rather than at the
@@ -537,7 +540,8 @@ func (c *Core) checkLeader(from uint32) {
 	if c.cfg.Ask == 0 || c.leader == 0 || c.leader == c.id || c.probing || from == c.leader || c.said[from] != from {
 		return
 	}
-	if heard, ok := c.heard[c.leader]; ok && c.now.Sub(heard) <= c.cfg.Heartbeat+Asks*c.cfg.Ask {
+	heard, ok := c.heard[c.leader]
+	if ok && c.now.Sub(heard) <= c.overdueAfter() {
 		return
 	}
 	if c.asked > 0 {
@@ -548,10 +552,22 @@ func (c *Core) checkLeader(from uint32) {
 	// sooner than it would have, or a little later if it was about to
 	// close having heard the leader long ago (it would have kept it for
 	// one more window).
+	_, c.checkHeard = c.candidates[c.leader]
 	delete(c.candidates, c.leader)
 	c.windowEnd = c.now.Add(Asks * c.cfg.Ask)
 	c.asked, c.checking = 0, true
 	c.checks++
+}
+
+// overdueAfter is how long a leader may go unheard before another's claim
+// makes this follower check it: a heartbeat period and the asks' span,
+// and as much more as the window grew at mistakes. A live leader that
+// stalls longer than that was given up at every stall while some member
+// (one that never hears it: a one-way cut) claimed the lead all along;
+// the window's growth, the notes' guard against such mistakes, must hold
+// here too (TestSimStallsWithAOneWayCut).
+func (c *Core) overdueAfter() time.Duration {
+	return c.cfg.Heartbeat + Asks*c.cfg.Ask + max(c.interval-c.cfg.Interval, 0)
 }
 
 func (c *Core) accept(m core.Message) error {

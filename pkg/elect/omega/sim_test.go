@@ -452,6 +452,50 @@ func TestSimMistakeGrowsWindow(t *testing.T) {
 	})
 }
 
+// TestSimStallsWithAOneWayCut: member 2 never hears the leader, 1 (a
+// one-way cut: a firewall), so it claims the lead all along; 1 stalls
+// 350 ms again and again (a loaded host). At the first stalls the others
+// find 1 overdue when 2 claims, ask it, get no answer and follow 2: a
+// mistake each, which grows their windows, and with them how long a
+// leader may be silent before a claim makes them check it. Once that
+// holds the stalls, they keep 1. Without the growth on that path every
+// stall flipped the cluster to 2 and back, for ever (a mistake at each of
+// 3, 4 and 5 at every stall, the windows grown to no avail).
+func TestSimStallsWithAOneWayCut(t *testing.T) {
+	sim.Seeds(t, 3, func(t *testing.T, seed int64) {
+		s := newSimOf(t, seed, 5, probed, nil, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond})
+		s.Run(2 * time.Second)
+		s.Cut(1, 2)
+		s.Run(2 * time.Second)
+		mistakes := func() (n uint64) {
+			for _, id := range []uint32{3, 4, 5} {
+				n += s.Core(id).(*omega.Core).Report().Detail.(omega.Detail).Mistakes
+			}
+			return n
+		}
+		// 1 is silent for the stall and up to a heartbeat period before
+		// it; a member checks it no more once its window grew (Step at
+		// each mistake) past the stall less the asks' span: at most 7
+		// mistakes each, whatever the number of stalls. Without the
+		// growth, one each at every stall.
+		cfg := probed(core.Env{Members: s.IDs()})
+		const stall = 350 * time.Millisecond
+		bound := uint64(3 * ((stall-omega.Asks*cfg.Ask)/cfg.Step + 1))
+		for range 40 {
+			s.Pause(1)
+			s.Run(stall)
+			s.Resume(1)
+			s.Run(3 * time.Second)
+		}
+		if got := mistakes(); got == 0 || got > bound {
+			t.Errorf("%d mistakes (1 given up, heard again) at members 3, 4 and 5 in 40 stalls of %v, want 1 to %d: the stalls never stop flipping the cluster\n%s", got, stall, bound, describe(s))
+		}
+		if !trustAll(s, []uint32{1, 3, 4, 5}, 1) {
+			t.Errorf("after the stalls, not every member that hears 1 trusts it\n%s", describe(s))
+		}
+	})
+}
+
 // TestSimFailoverFollowsClaim: at electd's defaults, 64 members, a run
 // of failovers (each killed leader restarted), as `bench.sh elect --big
 // 64` does. Every survivor follows the successor within an ask span
