@@ -80,8 +80,8 @@
 //
 // Granting. The member holding the token grants or renews a lease only
 // after a majority answered a check of its generation (RingProbe, check)
-// sent at most ConfirmWindow earlier: none of them had promised anything
-// newer. A lease is at most MaxLease, and it ends within MaxLease of the
+// sent at most ConfirmWindow earlier (and at most MaxLease/2: confirmFor):
+// none of them had promised anything newer. A lease is at most MaxLease, and it ends within MaxLease of the
 // sending of the check it was granted or renewed on: one granted on a
 // check d old is counted from d earlier when it asks for more than
 // MaxLease-d (the default lease, MaxLease, is shorter by the check's age:
