@@ -321,6 +321,7 @@ type Daemon struct {
 	served          bool // the loop has ended: the reader steps nothing more
 	answers         answerBatch
 	plan            slewPlan // the last tick's, for its Ready's slews
+	ticks           uint64   // the core's Ticks, for the loop's timer (tickIfDue may have ticked it)
 	// appends: the core has handed log records (core.Ready.Entries). The
 	// loop then steps it with every frame and call already queued before
 	// it acts on the Ready: one fdatasync covers them all (group commit).

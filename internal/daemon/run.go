@@ -276,10 +276,13 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 			// loop that was not running (a busy host) must not time a peer
 			// out while the peer's frames wait in the queue (a core credits
 			// them with their receive stamps).
+			ticks := d.tickCount()
 			if !d.drain(packets) {
 				return errors.New("network endpoint closed")
 			}
-			if !d.batch(d.tick, packets) {
+			// The last frame's step may have ticked the core, the deadline
+			// due (tickIfDue): that was this tick.
+			if d.tickCount() == ticks && !d.batch(d.tick, packets) {
 				return errors.New("network endpoint closed")
 			}
 			if fixed = fixed.Add(d.cfg.TickInterval); !fixed.After(time.Now()) {
@@ -409,6 +412,7 @@ func (d *Daemon) schedule() {
 // the clock's slew at that reading: a slew the core decides on this tick is
 // planned from then (see slewPlan).
 func (d *Daemon) tick() {
+	d.ticks++
 	now := d.cfg.Clock.Now()
 	d.plan = slewPlan{}
 	if st, err := d.cfg.Clock.State(); err == nil {
@@ -508,6 +512,13 @@ func (d *Daemon) step(fn func()) (saved bool) {
 	return !d.writeFailed
 }
 
+// tickCount is how many times the core was ticked (d.ticks, under d.mu).
+func (d *Daemon) tickCount() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ticks
+}
+
 // tickIfDue ticks the core at once, in the step that made its deadline
 // due (node.TickDue), when no frame waits for the loop: frames that
 // arrived before a deadline count before it, as the timer's path drains
@@ -515,7 +526,10 @@ func (d *Daemon) step(fn func()) (saved bool) {
 // reading of the clock) waited for the loop's timer and a second pass,
 // its state written twice: 23-27% fewer handoffs a second.
 func (d *Daemon) tickIfDue() {
-	if d.ep != nil && len(d.ep.Packets()) > 0 {
+	if d.served || d.ep != nil && len(d.ep.Packets()) > 0 {
+		// served: the loop has ended, and what runs locked now is the
+		// stop's (the truetime page's close): a Tick's Ready would write
+		// to the page being unmapped and emit events to stopped hooks.
 		return
 	}
 	if d.node.TickDue(d.cfg.Clock.Now()) {

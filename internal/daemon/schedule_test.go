@@ -450,3 +450,49 @@ func TestDueTickInTheSameStep(t *testing.T) {
 		})
 	}
 }
+
+// TestNoTickAfterTheLoop: once the loop has ended, a locked step (a
+// stopping timed closes its truetime page so) does not tick the core,
+// even with its deadline due: that Tick's Ready would write to the page
+// being unmapped (a fault that kills the process with a slew running)
+// and emit events to hooks already stopped.
+func TestNoTickAfterTheLoop(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	s := &sleeper{period: time.Hour}
+	clk := testenv.NewClock(t0)
+	cfg := testConfig(t, transport.NewMemNetwork(), shortDir(t), 1, 1)
+	cfg.Clock = clock.NewSim(clock.SimConfig{}, clk.Now)
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return s, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	timer := newFakeTimer()
+	d.newTimer = timer.make
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	timer.next(t, 0, cfg.TickInterval)
+	timer.c <- clk.Advance(cfg.TickInterval)
+	s.waitTicks(t, 1, hangGuard)
+	if err := d.Do(context.Background(), func(*node.Node) {
+		s.mu.Lock()
+		s.next = cfg.Clock.Now().Add(time.Millisecond)
+		s.mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatalf("daemon did not stop within %v", hangGuard)
+	}
+	clk.Advance(5 * time.Millisecond) // the deadline passed since the loop's last tick
+	d.locked(func() {})
+	if n := s.count(); n != 1 {
+		t.Fatalf("%d ticks, want 1: the core was ticked after its loop ended", n)
+	}
+}
