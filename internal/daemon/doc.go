@@ -10,6 +10,10 @@
 //	ticker   -> node.Tick(clock.Now())
 //	ctl call -> Do(fn) runs fn on the loop
 //	then     -> node.Ready(): persist state, adjust the clock, send, emit events
+//	            (a state write that promises nothing, with no clock to adjust,
+//	            after the sends: the frames do not wait for the disk)
+//	and      -> a deadline the step made due, no frame waiting: ticked in
+//	            the same step
 //
 // and the datagram socket's reader (timed's NTP socket), which serves a
 // batch of datagrams at once: those the core answers on the spot

@@ -280,8 +280,11 @@ func (s *Sim) reschedule(n *simNode) {
 	}
 }
 
-// drain carries out the node's output in the order the daemon does:
-// persist, adjust the clock, send, report.
+// drain carries out the node's output: persist, adjust the clock, send,
+// report. The daemon sends first a Ready whose state write promises
+// nothing (and adjusts no clock); here the write comes first whatever,
+// which a core cannot tell apart (its disk faults still lose the write
+// after the frames left).
 func (s *Sim) drain(n *simNode) {
 	out := n.node.Ready()
 	saved := true

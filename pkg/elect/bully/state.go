@@ -84,6 +84,12 @@ func appendReserved(b []byte, term, reserved uint64) []byte {
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
 }
 
+// EncodeReserved is the second format's state of a node whose highest
+// term is term and whose reservation is reserved (0: the first format): a
+// state directory bully wrote, as another core that reads it (ring) finds
+// it.
+func EncodeReserved(term, reserved uint64) []byte { return appendReserved(nil, term, reserved) }
+
 // Restore decodes the durable state a previous run left in core.Ready.State
 // and returns its term, the highest the node followed (New does it with
 // core.Env.State). Empty state (a node's first start) restores term 0. A

@@ -55,9 +55,11 @@ type Detail struct {
 
 	Yielding     bool   `json:"yielding,omitempty"` // resigned: follows, does not preempt
 	TermsClaimed uint64 `json:"terms_claimed"`
-	// Reserved is the term this member may claim without a write: its
-	// next claim, made durable with the term it follows (Config.Reserve;
-	// 0: none on disk yet). ClaimsReserved counts the claims it covered,
+	// Reserved is the reservation on disk: the term this member may
+	// claim without a write, its next claim made durable with the term
+	// it follows (Config.Reserve; 0: none on disk yet); right after a
+	// restart, the earlier life's reservation, which it claims only
+	// above. ClaimsReserved counts the claims it covered,
 	// whose COORDINATOR left before the write that follows it.
 	Reserved       uint64 `json:"reserved,omitempty"`
 	ClaimsReserved uint64 `json:"claims_reserved,omitempty"`

@@ -219,6 +219,19 @@ func TestStateRefused(t *testing.T) {
 	}
 }
 
+// TestStartsAboveReservation: a member that ran bully with reservations
+// (its state in bully's second format) and now runs a ring election may
+// have claimed its reservation: the ring starts from it, not from the
+// lower term it followed, so it never decides a term at or below one it
+// may have led.
+func TestStartsAboveReservation(t *testing.T) {
+	term, reserved := epoch.Make(3, 4), epoch.Make(5, 2)
+	c := newCore(t, ring.ChangRoberts, 2, bully.EncodeReserved(term, reserved))
+	if got := c.Term(); got < reserved {
+		t.Fatalf("ring started at term %s, below the reservation %s on disk", epoch.Format(got), epoch.Format(reserved))
+	}
+}
+
 // TestSimResign: the leader resigns; its predecessor runs at once, the
 // next highest (3) takes over, and the resigner follows it for good.
 func TestSimResign(t *testing.T) {
