@@ -478,6 +478,16 @@ func (c *Core) follow() {
 		// answers to this term's beats since.
 		c.fol.backedOlder = c.backedAt()
 		c.fol.prevCoord, c.fol.prevLocal = c.fol.lastBeatFrom, c.fol.localBacked
+		// A grant or a renewal held for the clock's reading is the word
+		// of the coordinator followed until now: void. What this member
+		// tells the new one in its sync (below) is what holds; a renewal
+		// entered after that sync lengthened a lease the new coordinator
+		// did not know of, and it granted the lock at the old end (two
+		// holders: TestRenewalHeldAcrossTakeover).
+		for range c.entering {
+			c.count("grants_superseded")
+		}
+		c.entering = nil
 	}
 	// The election may name this member before it leads (and leads in the
 	// same term later): coordinate once it leads, once per term.

@@ -271,6 +271,13 @@ func (c *Core) sendRenewals() {
 			continue
 		}
 		switch {
+		case c.co != nil && c.stamped:
+			// Confirmed at the next reading of the clock, as the
+			// coordinator's own grants are (ownDue): read in a Step, a
+			// frame's stamp may be long past (the loop paused), and the
+			// renewal reported with its lease over. r.next stays due.
+			c.ownDue = true
+			continue
 		case c.co != nil:
 			if c.coordRenewLocal(id, st, r.lease, r.since) {
 				delete(c.fol.renewing, id)

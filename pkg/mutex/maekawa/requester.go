@@ -112,7 +112,10 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 		lease = time.Duration(st.LeaseMS) * time.Millisecond
 	}
 	a.renewAt, a.renewBy, a.renewLease = c.now, c.now.Add(c.cfg.AttemptTimeout), lease
-	a.renewAcks, a.renewNo, a.renewed = map[uint32]bool{}, 0, false
+	// A confirmation read in a Step and left for the reading (deadline
+	// now) is the earlier renewal's: this one replaces it, and so its
+	// deadline, else stale at every later Tick.
+	a.renewAcks, a.renewNo, a.renewed, a.deadline = map[uint32]bool{}, 0, false, time.Time{}
 	for _, v := range slices.Sorted(maps.Keys(a.acked)) {
 		c.post(v, wire.Vote{Op: wire.VoteRenew, Name: a.lock, Attempt: a.attempt, Stamp: a.stamp, Mode: a.mode, Fence: a.fence, LeaseMS: msOf(lease)}, 0)
 	}
