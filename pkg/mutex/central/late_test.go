@@ -2,6 +2,7 @@ package central_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,5 +84,91 @@ func TestOwnGrantAtClockReading(t *testing.T) {
 	r.s.Run(time.Millisecond)
 	if st, _ := co.Lookup(own); !st.Granted {
 		t.Fatalf("the coordinator's own request not granted at the next Tick: %+v %+v", st, co.Report().Counters)
+	}
+}
+
+// TestOwnRenewalAtClockReading: the coordinator's own client renews, and
+// the renewal is parked for a majority's answer to a beat; the loop
+// stalls with those answers (syncs) in its kernel and reads them 1.5 s
+// later, each stamped when it arrived. Confirmed in that Step, on the
+// stamp, the renewal was reported (Renewed, its lease counted from when
+// the client asked) with its lease already over by the clock (found by
+// review: Expires 03.320 reported at 03.820). It now waits for the next
+// reading of the clock (ownDue: a Tick at once), and is refused there:
+// the lease ended during the stall.
+func TestOwnRenewalAtClockReading(t *testing.T) {
+	for _, v := range []central.Variant{central.Coordinator, central.TokenAsk} {
+		t.Run(v.String(), func(t *testing.T) { ownRenewalAtClockReading(t, v) })
+	}
+}
+
+func ownRenewalAtClockReading(t *testing.T, v central.Variant) {
+	syncKind := map[central.Variant]wire.Kind{central.Coordinator: wire.KindCentralSync, central.TokenAsk: wire.KindTokenAskSync}[v]
+	r := &scenarioRun{t: t, variant: v}
+	r.newCluster(3, nil) // coordinator 3
+	r.s.Run(2 * time.Second)
+	var own mutex.RequestID
+	r.s.Do(3, func(c core.Core) { own, _ = c.(*central.Core).Acquire(r.s.Clock(3).Now(), mutex.Request{Lock: "x"}) })
+	co := r.core(3)
+	if !r.s.RunUntil(func() bool { st, _ := co.Lookup(own); return st.Granted }, time.Second) {
+		t.Fatal("the coordinator's own client not granted x")
+	}
+	r.s.Run(300 * time.Millisecond)
+	type held struct {
+		m  core.Message
+		at time.Duration // sent; arrives a link's delay later
+	}
+	var syncs []held
+	r.s.OnSend(func(f sim.SentFrame) {
+		if f.Frame.Receiver == 3 && f.Frame.Kind == syncKind && r.s.Paused(3) {
+			syncs = append(syncs, held{core.Message{From: f.Frame.Sender, To: 3, Kind: f.Frame.Kind, Term: f.Frame.Term,
+				Lamport: f.Frame.Lamport, Payload: slices.Clone(f.Frame.Payload)}, r.s.Elapsed()})
+		}
+	})
+	parked := co.Report().Counters["renewals_parked"]
+	var err error
+	r.s.Do(3, func(c core.Core) { err = c.(*central.Core).Renew(r.s.Clock(3).Now(), own, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if co.Report().Counters["renewals_parked"] == parked {
+		t.Fatalf("the renewal was not parked: %v", co.Report().Counters)
+	}
+	r.s.Pause(3)
+	r.s.Run(1500 * time.Millisecond)
+	if len(syncs) < 2 {
+		t.Fatalf("%d syncs held for member 3, want one from each member", len(syncs))
+	}
+	// The paused loop reads them now, stamped when they arrived.
+	start := r.s.Config().Start
+	for _, h := range syncs {
+		h.m.Time = start.Add(h.at + r.s.Link(h.m.From, 3).Delay)
+		if err := co.Step(h.m); err != nil {
+			t.Fatalf("sync from %d: %v", h.m.From, err)
+		}
+	}
+	now := r.s.Clock(3).Now()
+	for _, e := range co.Ready().Events {
+		if e.Name == mutex.EventRenewed {
+			exp, _ := (sim.Event{Event: e}).Arg("expires")
+			t.Fatalf("renewal reported in the syncs' Step, on their stamps: expires %v, the clock reads %v", exp.(time.Time).Sub(start), now.Sub(start))
+		}
+	}
+	if dl := co.Deadline(); dl.After(now) {
+		t.Fatalf("deadline %v on: want a Tick at once", dl.Sub(now))
+	}
+	co.Tick(now)
+	lost := false
+	for _, e := range co.Ready().Events {
+		switch e.Name {
+		case mutex.EventRenewed:
+			exp, _ := (sim.Event{Event: e}).Arg("expires")
+			t.Fatalf("renewal confirmed at %v with its lease over: expires %v", now.Sub(start), exp.(time.Time).Sub(start))
+		case mutex.EventLost:
+			lost = true
+		}
+	}
+	if st, ok := co.Lookup(own); !lost || ok && st.Granted {
+		t.Fatalf("the lease ended during the stall, and the client still holds x (lost event %v): %+v %v", lost, st, co.Report().Counters)
 	}
 }

@@ -127,22 +127,7 @@ func TestRenewalReadLate(t *testing.T) {
 	const lease, renewal = 3 * time.Second, time.Second
 	for _, late := range []bool{false, true} {
 		t.Run(fmt.Sprintf("late=%v", late), func(t *testing.T) {
-			c := newCore(t, func(cfg *maekawa.Config) { cfg.Members = []uint32{1, 2, 3, 4} })
-			id, _ := c.Acquire(t0, mutex.Request{Lock: "db", Lease: lease})
-			c.Ready()
-			step := func(v uint32, op wire.VoteOp, at time.Time) {
-				m := frame(v, wire.KindMaekawa, wire.Vote{Op: op, Name: "db", Attempt: attemptOf(t, c), Fence: 1, Recorded: op == wire.VoteLocked})
-				m.Time = at
-				if err := c.Step(m); err != nil {
-					t.Fatal(err)
-				}
-			}
-			step(2, wire.VoteLocked, t0.Add(time.Millisecond))
-			step(3, wire.VoteLocked, t0.Add(time.Millisecond))
-			c.Tick(t0.Add(2 * time.Millisecond))
-			if st, _ := c.Lookup(id); !st.Granted {
-				t.Fatal("not granted")
-			}
+			c, id, step := grantedDB(t, lease)
 			renewAt := t0.Add(500 * time.Millisecond)
 			if err := c.Renew(renewAt, id, renewal); err != nil {
 				t.Fatal(err)
@@ -182,6 +167,55 @@ func TestRenewalReadLate(t *testing.T) {
 				t.Fatalf("after the late renewal: %+v (found %v), want the grant's lease running on, %v left", st, ok, want)
 			}
 		})
+	}
+}
+
+// grantedDB is member 1 of 4 granted "db" for lease at t0+2 ms on votes
+// from 2 and 3, and step steps a vote on it from v, received at at.
+func grantedDB(t *testing.T, lease time.Duration) (c *maekawa.Core, id mutex.RequestID, step func(v uint32, op wire.VoteOp, at time.Time)) {
+	t.Helper()
+	c = newCore(t, func(cfg *maekawa.Config) { cfg.Members = []uint32{1, 2, 3, 4} })
+	id, _ = c.Acquire(t0, mutex.Request{Lock: "db", Lease: lease})
+	c.Ready()
+	step = func(v uint32, op wire.VoteOp, at time.Time) {
+		t.Helper()
+		m := frame(v, wire.KindMaekawa, wire.Vote{Op: op, Name: "db", Attempt: attemptOf(t, c), Fence: 1, Recorded: op == wire.VoteLocked})
+		m.Time = at
+		if err := c.Step(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(2, wire.VoteLocked, t0.Add(time.Millisecond))
+	step(3, wire.VoteLocked, t0.Add(time.Millisecond))
+	c.Tick(t0.Add(2 * time.Millisecond))
+	if st, _ := c.Lookup(id); !st.Granted {
+		t.Fatal("not granted")
+	}
+	return c, id, step
+}
+
+// TestRenewAfterHeldConfirmation: a quorum's confirmation of a renewal,
+// read in a Step, waits for the next reading of the clock (Deadline just
+// after the stamp); a client's Renew before that Tick replaces the
+// renewal, and so that deadline. Before, the deadline stayed: in the past
+// at every later Tick (the node counts StaleDeadlines and ticks every 10
+// ms until the lease ended).
+func TestRenewAfterHeldConfirmation(t *testing.T) {
+	c, id, step := grantedDB(t, 3*time.Second)
+	renewAt := t0.Add(500 * time.Millisecond)
+	if err := c.Renew(renewAt, id, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	step(2, wire.VoteRenewOK, renewAt.Add(time.Millisecond))
+	step(3, wire.VoteRenewOK, renewAt.Add(time.Millisecond))
+	again := renewAt.Add(2 * time.Millisecond)
+	if err := c.Renew(again, id, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	read := again.Add(time.Millisecond)
+	c.Tick(read)
+	if dl := c.Deadline(); !dl.After(read) {
+		t.Fatalf("deadline %v before the Tick that just ran: stale (counters %v)", read.Sub(dl), c.Report().Counters)
 	}
 }
 
