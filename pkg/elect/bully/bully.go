@@ -988,11 +988,12 @@ func stepFollower(b *Core, in *inbound) error {
 		// follower does not need to: either it has a leader it heard within
 		// the leader timeout (ranked above it, and asked by the candidate
 		// too: it answers and tells the candidate who leads), or it is
-		// already waiting for the COORDINATOR of an election run above it.
-		// Its own timers start an election if that leader or that election
-		// fails. This keeps a restarting low-ranked member, or one that lost
-		// a few heartbeats, from dragging every member above it into an
-		// election and the leader into a new term.
+		// already waiting for the COORDINATOR of an election run above it
+		// (an ELECTION of a newer term ended its leader's: adopt set the
+		// wait). Its own timers start an election if that leader or that
+		// election fails. This keeps a restarting low-ranked member, or
+		// one that lost a few heartbeats, from dragging every member above
+		// it into an election and the leader into a new term.
 	case wire.KindAnswer:
 		// A late answer to an election this node gave up; only its term
 		// matters.
@@ -1120,6 +1121,15 @@ func (b *Core) stepResigned(in *inbound) {
 
 // adopt moves a follower or candidate to a newer term whose leader it does
 // not know (yet).
+//
+// A follower that had a leader no longer follows it (its term is over) and
+// waits for the newer term's claim as after an ANSWER: the coordinator
+// timer, then an election of its own if no claim came (tickFollower). With
+// no timer it followed nobody and never stood: the top live member, told
+// of a newer term by an ELECTION before its own timeout on a leader that
+// had died (or back from a pause to one), answered every ELECTION from
+// below, and the candidates waited for its COORDINATOR for ever
+// (TestAdoptedTermStands; TestSimOracle seeds 1197, 4856 and 19207).
 func (b *Core) adopt(t uint64) {
 	if t <= b.term {
 		return
@@ -1127,12 +1137,11 @@ func (b *Core) adopt(t uint64) {
 	if b.role == RoleLeader {
 		panic("bully: leader adopting a term without a transition")
 	}
-	b.setTerm(t)
 	if b.lead != 0 {
-		b.lead = 0
-		b.endHint() // about a leader no longer followed
-		b.announce("newer_term")
+		b.becomeFollower(t, 0, "newer_term") // ends the hint: about a leader no longer followed
+		return
 	}
+	b.setTerm(t)
 }
 
 // StepDatagram rejects foreign-protocol traffic: bully speaks none.
