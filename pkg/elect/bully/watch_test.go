@@ -247,17 +247,20 @@ func TestSimHintFailover(t *testing.T) {
 
 // TestSimForgedHintStalledLeader: hints forged about a live leader whose
 // loop runs up to 100 ms late (a stalled process: its answers come that
-// late), at 5% loss on every link, at random instants to every follower:
-// no leader changes, over many seeds. The episode gives the leader 150
-// ms; only all five probes' round trips lost (p = 0.19^5, once in 4,000
-// hints) would give it up.
+// late), at 5% loss on every link, at random instants to every follower.
+// The episode gives the leader 150 ms; only all five probes' round trips
+// lost (p = 0.19^5, once in about 4,000 hints) gives it up, so over many
+// seeds some are (seed 29 of 500 was the first): the test bounds the rate,
+// at most one give-up in 1,000 hints and one more, and a seed without a
+// give-up (on a hint or on the leader's timeout) must keep its term;
+// every follower follows 5 in the end.
 func TestSimForgedHintStalledLeader(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		o    elect.Options
 	}{{"50/400", electdToday}, {"200/400/4", electd200}} {
 		t.Run(tc.name, func(t *testing.T) {
-			hints, cancelled, acted := 0, uint64(0), uint64(0)
+			hints, cancelled, acted, gaveUp := 0, uint64(0), uint64(0), uint64(0)
 			sim.Seeds(t, 20, func(t *testing.T, seed int64) {
 				members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}, {ID: 5}}
 				s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: 200 * time.Microsecond}})
@@ -277,20 +280,31 @@ func TestSimForgedHintStalledLeader(t *testing.T) {
 					}
 				}
 				c.run(time.Second)
+				// Given up on a hint, or (at 50 ms heartbeats, the stalls
+				// and the loss) on the leader's timeout: counted apart.
+				var seedGaveUp, seedTimeouts uint64
+				for id := uint32(1); id <= 4; id++ {
+					seedGaveUp += c.core(id).Detail().HintTimeouts
+					seedTimeouts += c.core(id).Report().LeaderTimeouts
+				}
 				for id := uint32(1); id <= 4; id++ {
 					r := c.core(id).Report()
 					d := c.core(id).Detail()
-					if r.Term != term || r.Leader != 5 || d.HintTimeouts != 0 {
-						t.Fatalf("member %d after forged hints on a live leader stalled up to 100 ms: term %d leader %d, hint timeouts %d; want term %d, leader 5, none\n%s",
-							id, r.Term, r.Leader, d.HintTimeouts, term, s.Log())
+					if r.Leader != 5 || seedGaveUp+seedTimeouts == 0 && r.Term != term {
+						t.Fatalf("member %d after forged hints on a live leader stalled up to 100 ms: term %d leader %d (%d give-ups on a hint, %d leader timeouts in the seed); want leader 5, term %d unless one gave it up\n%s",
+							id, r.Term, r.Leader, seedGaveUp, seedTimeouts, term, s.Log())
 					}
 					cancelled += d.HintsCancelled
 					acted += d.Hints
 				}
+				gaveUp += seedGaveUp
 			})
-			t.Logf("%d forged hints, %d acted on, %d episodes cancelled by the leader's answer, none gave it up", hints, acted, cancelled)
+			t.Logf("%d forged hints, %d acted on, %d episodes cancelled by the leader's answer, %d gave it up", hints, acted, cancelled, gaveUp)
 			if cancelled == 0 {
 				t.Error("no episode ran")
+			}
+			if allowed := 1 + uint64(hints)/1000; gaveUp > allowed {
+				t.Errorf("%d forged hints gave the live leader up %d times, want at most %d (about one in 4,000 expected)", hints, gaveUp, allowed)
 			}
 		})
 	}
