@@ -434,7 +434,7 @@ func TestDueTickInTheSameStep(t *testing.T) {
 			if n := a.count(); n != 2 {
 				t.Fatalf("%d ticks when the Do returned, want 2: the due tick left to the loop's timer", n)
 			}
-			if !d.appends != !appending {
+			if d.appends != appending {
 				t.Fatalf("appends %v", d.appends)
 			}
 			if n := a.readys.Load() - before; appending && n != 1 {
