@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/synclab/synclab/internal/app"
 )
@@ -271,4 +272,257 @@ func TestNotesNamedByWhatTheyAre(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// daemons are the binaries whose command reference docs/reference/NAME.md
+// is the binary's own output (each cmd/NAME's TestReferenceDocs keeps it
+// so): the flags a page may name are read from there, which costs no
+// build.
+var daemons = []string{"timed", "mutexd", "electd", "orderd"}
+
+// reference maps a command, "NAME COMMAND..." ("electd trace start"), to
+// its flags and their defaults as the reference lists them ("" for none).
+type reference map[string]map[string]string
+
+var (
+	refCommand = regexp.MustCompile("^## ((?:timed|mutexd|electd|orderd)(?: [a-z-]+)*)\\s*$")
+	refRow     = regexp.MustCompile("^\\| `--([a-z0-9-]+)[^`]*` \\|[^|]*\\| `?([^|`]*)`? \\|")
+)
+
+func readReference(t *testing.T) reference {
+	t.Helper()
+	ref := reference{}
+	for _, d := range daemons {
+		b, err := os.ReadFile(filepath.Join(root, "docs/reference", d+".md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := ""
+		for _, line := range strings.Split(string(b), "\n") {
+			if m := refCommand.FindStringSubmatch(line); m != nil {
+				cmd = m[1]
+				ref[cmd] = map[string]string{}
+				continue
+			}
+			if strings.HasPrefix(line, "## ") {
+				cmd = ""
+			}
+			if m := refRow.FindStringSubmatch(line); m != nil && cmd != "" {
+				ref[cmd][m[1]] = strings.TrimSpace(m[2])
+			}
+		}
+		if len(ref[d+" run"]) < 10 {
+			t.Fatalf("docs/reference/%s.md: %d flags read for %s run: the format changed, and the check would read nothing", d, len(ref[d+" run"]), d)
+		}
+	}
+	return ref
+}
+
+// notFlags are options a page names on purpose although no binary has
+// them (page, then the flag).
+var notFlags = map[[2]string]bool{
+	{"docs/electd.md", "priority"}: true, // "a per-node --priority ... is deliberately not offered"
+}
+
+var (
+	flagWord   = regexp.MustCompile(`^--([a-z][a-z0-9-]*)`)
+	scriptFlag = regexp.MustCompile(`(?:^|[\s\[|(])--([a-z][a-z0-9-]+)`)
+)
+
+// scriptFlags are the long options the scripts take (and pass on):
+// a page's bare `--dry-run` may be install.sh's.
+func scriptFlags(t *testing.T) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "scripts", "*.sh"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts/*.sh: %v", err)
+	}
+	flags := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range scriptFlag.FindAllStringSubmatch(string(b), -1) {
+			flags[m[1]] = true
+		}
+	}
+	return flags
+}
+
+// TestNamedFlagsExist: a flag README.md or a page of docs/ names exists.
+// A command written out (`electd run --probe 0`, also in a code block)
+// must have each flag it is given; a bare `--flag` in the text must be a
+// flag of one of the daemons (or, outside a daemon's own page, of a
+// script); `--berkeley-` stands for the flags it begins. docs/reference/
+// is the binaries' own output, and docs/benchmarks/ records runs of
+// older builds as they were run.
+func TestNamedFlagsExist(t *testing.T) {
+	ref := readReference(t)
+	scripts := scriptFlags(t)
+	anyDaemon := func(name string, daemon string) bool {
+		for cmd, flags := range ref {
+			if daemon != "" && !strings.HasPrefix(cmd, daemon+" ") {
+				continue
+			}
+			for f := range flags {
+				if f == name || strings.HasSuffix(name, "-") && strings.HasPrefix(f, name) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, rel := range markdown(t) {
+		if strings.HasPrefix(rel, "docs/reference/") || strings.HasPrefix(rel, "docs/benchmarks/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inFence := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if fence.MatchString(line) {
+				inFence = !inFence
+				continue
+			}
+			spans := []string{line}
+			if !inFence {
+				spans = nil
+				for _, s := range codeSpan.FindAllString(line, -1) {
+					spans = append(spans, strings.Trim(s, "`"))
+				}
+			}
+			for _, s := range spans {
+				words := strings.Fields(s)
+				if len(words) == 0 {
+					continue
+				}
+				if slices.Contains(daemons, words[0]) {
+					checkCommandLine(t, ref, rel, i+1, s, words)
+					continue
+				}
+				m := flagWord.FindStringSubmatch(words[0])
+				if inFence || m == nil || m[1] == "help" || notFlags[[2]string{rel, m[1]}] {
+					continue
+				}
+				if !anyDaemon(m[1], "") && !scripts[m[1]] {
+					t.Errorf("%s:%d: `%s`: no daemon or script has a flag --%s", rel, i+1, s, m[1])
+				}
+			}
+		}
+	}
+}
+
+// checkCommandLine checks the flags given to a daemon's command written
+// out, up to the end of its options ("--"), a comment or a pipe.
+func checkCommandLine(t *testing.T, ref reference, rel string, line int, s string, words []string) {
+	t.Helper()
+	cmd, j := words[0], 1
+	for ; j < len(words); j++ {
+		if _, ok := ref[cmd+" "+words[j]]; !ok {
+			break
+		}
+		cmd += " " + words[j]
+	}
+	for _, w := range words[j:] {
+		if w == "--" || w == "#" || w == "|" || w == "&&" || w == ";" {
+			return
+		}
+		m := flagWord.FindStringSubmatch(w)
+		if m == nil || m[1] == "help" {
+			continue
+		}
+		if cmd == words[0] {
+			return // the binary alone, or a command of another program
+		}
+		if _, ok := ref[cmd][m[1]]; !ok {
+			t.Errorf("%s:%d: `%s`: %s has no flag --%s", rel, line, s, cmd, m[1])
+		}
+	}
+}
+
+var cellFlag = regexp.MustCompile("`--([a-z0-9-]+)[^`]*`")
+
+// TestFlagTablesDefaults: the flag tables of each daemon's page
+// (docs/NAME.md: "| `--flag D` | default | meaning |", several flags with
+// their defaults in order, comma-separated) give the defaults the binary
+// has. A default the reference leaves empty (a zero, none, off, or one
+// that depends on another flag) is for the page's words to explain.
+func TestFlagTablesDefaults(t *testing.T) {
+	ref := readReference(t)
+	rows := 0
+	for _, d := range daemons {
+		rel := "docs/" + d + ".md"
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, "| `--") {
+				continue
+			}
+			cells := strings.Split(line, " | ")
+			if len(cells) < 3 {
+				continue
+			}
+			rows++
+			flags := cellFlag.FindAllStringSubmatch(cells[0], -1)
+			defaults := strings.Split(cells[1], ", ")
+			for k, m := range flags {
+				var stated string
+				if len(defaults) == len(flags) {
+					stated = defaults[k]
+				}
+				if msg := checkDefault(ref, d, m[1], stated); msg != "" {
+					t.Errorf("%s:%d: --%s: %s", rel, i+1, m[1], msg)
+				}
+			}
+		}
+	}
+	if rows < 40 {
+		t.Errorf("%d flag table rows read in the daemons' pages: the tables' format changed, and the check reads next to nothing", rows)
+	}
+}
+
+// checkDefault says what is wrong with the default a page states for a
+// flag of daemon d, or "". stated is its table cell ("" when the cell
+// does not split per flag).
+func checkDefault(ref reference, d, flag, stated string) string {
+	var defaults []string
+	for cmd, flags := range ref {
+		if !strings.HasPrefix(cmd, d+" ") {
+			continue
+		}
+		def, ok := flags[flag]
+		if !ok {
+			continue
+		}
+		if def == "" || stated == "" || sameDefault(def, stated) {
+			return ""
+		}
+		defaults = append(defaults, cmd+": "+def)
+	}
+	if defaults == nil {
+		return d + " has no such flag"
+	}
+	slices.Sort(defaults)
+	return "the page says " + stated + ", the binary's default is " + strings.Join(defaults, "; ")
+}
+
+// sameDefault compares a reference's default with a page's cell: its
+// first word, without backquotes, durations by their value (1m is 1m0s).
+func sameDefault(def, cell string) bool {
+	words := strings.Fields(strings.ReplaceAll(cell, "`", ""))
+	if len(words) == 0 {
+		return false
+	}
+	w := strings.TrimRight(words[0], ",;")
+	if w == def {
+		return true
+	}
+	a, errA := time.ParseDuration(strings.ReplaceAll(def, "µ", "u"))
+	b, errB := time.ParseDuration(strings.ReplaceAll(w, "µ", "u"))
+	return errA == nil && errB == nil && a == b
 }
