@@ -304,6 +304,8 @@ func TestAnchor(t *testing.T) {
 		"Berkeley mode (`--mode berkeley`)": "berkeley-mode---mode-berkeley",
 		"A peer shows down":                 "a-peer-shows-down",
 		"Maekawa and the majority quorum":   "maekawa-and-the-majority-quorum",
+		"Bound ± error — p99 ≤ 50 µs":       "bound--error--p99--50-µs",
+		"Größe":                             "größe",
 	} {
 		if got := Anchor(in); got != want {
 			t.Errorf("Anchor(%q) = %q, want %q", in, got, want)

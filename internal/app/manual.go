@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
 )
@@ -217,15 +218,17 @@ func capital(s string) string {
 }
 
 // Anchor is the anchor GitHub (and most Markdown renderers) give a
-// heading: lower case, spaces to hyphens, other punctuation dropped. The
-// repository's link check uses it too.
+// heading: lower case, spaces to hyphens, letters, digits and underscores
+// kept, every other character dropped, also outside ASCII ("±", "≤",
+// "—": a heading "Bound ± error" is #bound--error). The repository's
+// link check uses it too.
 func Anchor(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
 		switch {
 		case r == ' ' || r == '-':
 			b.WriteRune('-')
-		case r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+		case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r):
 			b.WriteRune(r)
 		}
 	}

@@ -1,7 +1,12 @@
 // Package doccheck checks the repository's documentation as a reader
 // meets it: README.md stays short (at most 300 lines); every relative link
 // in README.md and docs/ resolves to a file of the repository, and every
-// #anchor to a heading of its page; each binary's command reference
+// #anchor to a heading of its page; every flag a page names (`--probe`,
+// `electd run --probe 0`) is a flag of a daemon (or a script), and each
+// daemon page's flag tables give the binary's defaults, both read from
+// the generated references; every event the daemons' source logs at WARN
+// is in docs/operations.md's list for the operator, and every event=NAME
+// that list names is declared; each binary's command reference
 // (docs/reference/NAME.md, every flag) is at most two links from
 // README.md; and no help text, doc or comment refers to the course notes
 // by file or "seed" number, which means nothing to a reader without the
