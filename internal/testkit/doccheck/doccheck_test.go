@@ -286,12 +286,15 @@ func TestNotesNamedByWhatTheyAre(t *testing.T) {
 var daemons = []string{"timed", "mutexd", "electd", "orderd"}
 
 // reference maps a command, "NAME COMMAND..." ("electd trace start"), to
-// its flags and their defaults as the reference lists them ("" for none).
-type reference map[string]map[string]string
+// its flags, each with its default as the reference lists it ("" for
+// none) and its help text.
+type reference map[string]map[string]flagRef
+
+type flagRef struct{ def, help string }
 
 var (
 	refCommand = regexp.MustCompile("^## ((?:timed|mutexd|electd|orderd)(?: [a-z-]+)*)\\s*$")
-	refRow     = regexp.MustCompile("^\\| `--([a-z0-9-]+)[^`]*` \\|[^|]*\\| `?([^|`]*)`? \\|")
+	refRow     = regexp.MustCompile("^\\| `--([a-z0-9-]+)[^`]*` \\|[^|]*\\| `?([^|`]*)`? \\|(.*)\\|\\s*$")
 )
 
 func readReference(t *testing.T) reference {
@@ -306,14 +309,14 @@ func readReference(t *testing.T) reference {
 		for _, line := range strings.Split(string(b), "\n") {
 			if m := refCommand.FindStringSubmatch(line); m != nil {
 				cmd = m[1]
-				ref[cmd] = map[string]string{}
+				ref[cmd] = map[string]flagRef{}
 				continue
 			}
 			if strings.HasPrefix(line, "## ") {
 				cmd = ""
 			}
 			if m := refRow.FindStringSubmatch(line); m != nil && cmd != "" {
-				ref[cmd][m[1]] = strings.TrimSpace(m[2])
+				ref[cmd][m[1]] = flagRef{strings.TrimSpace(m[2]), strings.TrimSpace(m[3])}
 			}
 		}
 		if len(ref[d+" run"]) < 10 {
@@ -386,44 +389,106 @@ func TestNamedFlagsExist(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inFence := false
-		for i, line := range strings.Split(string(b), "\n") {
-			if fence.MatchString(line) {
-				inFence = !inFence
+		for _, sp := range spans(string(b)) {
+			if len(sp.words) == 0 {
 				continue
 			}
-			spans := []string{line}
-			if !inFence {
-				spans = nil
-				for _, s := range codeSpan.FindAllString(line, -1) {
-					spans = append(spans, strings.Trim(s, "`"))
-				}
+			if slices.Contains(daemons, sp.words[0]) {
+				checkCommandLine(t, ref, rel, sp)
+				continue
 			}
-			for _, s := range spans {
-				words := strings.Fields(s)
-				if len(words) == 0 {
-					continue
-				}
-				if slices.Contains(daemons, words[0]) {
-					checkCommandLine(t, ref, rel, i+1, s, words)
-					continue
-				}
-				m := flagWord.FindStringSubmatch(words[0])
-				if inFence || m == nil || m[1] == "help" || notFlags[[2]string{rel, m[1]}] {
+			if sp.fenced || !flagWord.MatchString(sp.words[0]) {
+				continue
+			}
+			// Flags given without their command (`--heartbeat 50ms
+			// --probe 0`): each is some daemon's or script's.
+			for k, w := range sp.words {
+				m := flagWord.FindStringSubmatch(w)
+				if m == nil || m[1] == "help" || notFlags[[2]string{rel, m[1]}] {
 					continue
 				}
 				if !anyDaemon(m[1], "") && !scripts[m[1]] {
-					t.Errorf("%s:%d: `%s`: no daemon or script has a flag --%s", rel, i+1, s, m[1])
+					t.Errorf("%s:%d: `%s`: no daemon or script has a flag --%s", rel, sp.lines[k], sp.text, m[1])
 				}
 			}
 		}
 	}
 }
 
+// span is a code span of a page, or a line of a code block: its text
+// (a span's spaces and line breaks made one space), its words and the
+// line each word is on.
+type span struct {
+	text   string
+	words  []string
+	lines  []int
+	fenced bool
+}
+
+var (
+	wordRe = regexp.MustCompile(`\S+`)
+	// blockStart is a line that begins a block of its own: no code span
+	// crosses into it from the line before (a heading, a table row, a
+	// list item, a quote, a rule).
+	blockStart = regexp.MustCompile(`^\s{0,3}(?:#|\||[-*+]\s|\d+[.)]\s|>|---|\*\*\*)`)
+)
+
+// spans returns a page's code spans, read as Markdown does: within a
+// paragraph, across its line breaks, and each line of a code block.
+func spans(page string) []span {
+	var out []span
+	var para []string
+	paraStart := 0
+	flush := func() {
+		text := strings.Join(para, "\n")
+		for _, loc := range codeSpan.FindAllStringIndex(text, -1) {
+			inner := text[loc[0]:loc[1]]
+			ticks := len(inner) - len(strings.TrimLeft(inner, "`"))
+			inner = strings.Trim(inner, "`")
+			sp := span{text: strings.Join(strings.Fields(inner), " ")}
+			for _, w := range wordRe.FindAllStringIndex(inner, -1) {
+				sp.words = append(sp.words, inner[w[0]:w[1]])
+				sp.lines = append(sp.lines, paraStart+strings.Count(text[:loc[0]+ticks+w[0]], "\n"))
+			}
+			out = append(out, sp)
+		}
+		para = nil
+	}
+	inFence := false
+	for i, line := range strings.Split(page, "\n") {
+		if fence.MatchString(line) {
+			flush()
+			inFence = !inFence
+			continue
+		}
+		if inFence {
+			sp := span{text: line, words: strings.Fields(line), fenced: true}
+			for range sp.words {
+				sp.lines = append(sp.lines, i+1)
+			}
+			out = append(out, sp)
+			continue
+		}
+		if strings.TrimSpace(line) == "" || blockStart.MatchString(line) {
+			flush()
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if para == nil {
+			paraStart = i + 1
+		}
+		para = append(para, line)
+	}
+	flush()
+	return out
+}
+
 // checkCommandLine checks the flags given to a daemon's command written
 // out, up to the end of its options ("--"), a comment or a pipe.
-func checkCommandLine(t *testing.T, ref reference, rel string, line int, s string, words []string) {
+func checkCommandLine(t *testing.T, ref reference, rel string, sp span) {
 	t.Helper()
+	words := sp.words
 	cmd, j := words[0], 1
 	for ; j < len(words); j++ {
 		if _, ok := ref[cmd+" "+words[j]]; !ok {
@@ -431,7 +496,8 @@ func checkCommandLine(t *testing.T, ref reference, rel string, line int, s strin
 		}
 		cmd += " " + words[j]
 	}
-	for _, w := range words[j:] {
+	for k := j; k < len(words); k++ {
+		w := words[k]
 		if w == "--" || w == "#" || w == "|" || w == "&&" || w == ";" {
 			return
 		}
@@ -443,7 +509,7 @@ func checkCommandLine(t *testing.T, ref reference, rel string, line int, s strin
 			return // the binary alone, or a command of another program
 		}
 		if _, ok := ref[cmd][m[1]]; !ok {
-			t.Errorf("%s:%d: `%s`: %s has no flag --%s", rel, line, s, cmd, m[1])
+			t.Errorf("%s:%d: `%s`: %s has no flag --%s", rel, sp.lines[k], sp.text, cmd, m[1])
 		}
 	}
 }
@@ -453,11 +519,16 @@ var cellFlag = regexp.MustCompile("`--([a-z0-9-]+)[^`]*`")
 // TestFlagTablesDefaults: the flag tables of each daemon's page
 // (docs/NAME.md: "| `--flag D` | default | meaning |", several flags with
 // their defaults in order, comma-separated) give the defaults the binary
-// has. A default the reference leaves empty (a zero, none, off, or one
-// that depends on another flag) is for the page's words to explain.
+// has. A default that depends on the algorithm (electd's --heartbeat,
+// --probe) is compared by the durations the help text gives as defaults.
+// A default the reference leaves empty with no such words (a zero, none,
+// off, or one that depends on another flag), or a cell that does not
+// split per flag, is for the page's words to explain: those are counted
+// in the log.
 func TestFlagTablesDefaults(t *testing.T) {
 	ref := readReference(t)
-	rows := 0
+	rows, checked := 0, 0
+	var skipped []string
 	for _, d := range daemons {
 		rel := "docs/" + d + ".md"
 		b, err := os.ReadFile(filepath.Join(root, rel))
@@ -477,11 +548,20 @@ func TestFlagTablesDefaults(t *testing.T) {
 			defaults := strings.Split(cells[1], ", ")
 			for k, m := range flags {
 				var stated string
-				if len(defaults) == len(flags) {
+				switch {
+				case len(flags) == 1:
+					stated = cells[1]
+				case len(defaults) == len(flags):
 					stated = defaults[k]
 				}
-				if msg := checkDefault(ref, d, m[1], stated); msg != "" {
+				msg, ok := checkDefault(ref, d, m[1], stated)
+				if msg != "" {
 					t.Errorf("%s:%d: --%s: %s", rel, i+1, m[1], msg)
+				}
+				if ok {
+					checked++
+				} else {
+					skipped = append(skipped, d+" --"+m[1])
 				}
 			}
 		}
@@ -489,31 +569,84 @@ func TestFlagTablesDefaults(t *testing.T) {
 	if rows < 40 {
 		t.Errorf("%d flag table rows read in the daemons' pages: the tables' format changed, and the check reads next to nothing", rows)
 	}
+	t.Logf("%d table flags' defaults checked, %d not (no default to compare, or a cell for several flags): %v", checked, len(skipped), skipped)
 }
 
 // checkDefault says what is wrong with the default a page states for a
-// flag of daemon d, or "". stated is its table cell ("" when the cell
-// does not split per flag).
-func checkDefault(ref reference, d, flag, stated string) string {
+// flag of daemon d, or ""; checked says it was compared at all. stated is
+// its table cell ("" when the cell does not split per flag).
+func checkDefault(ref reference, d, flag, stated string) (msg string, checked bool) {
 	var defaults []string
+	// found: a command of d has the flag; open: one of them has no
+	// default to compare (the page's table may be that command's).
+	found, open := false, false
 	for cmd, flags := range ref {
 		if !strings.HasPrefix(cmd, d+" ") {
 			continue
 		}
-		def, ok := flags[flag]
+		f, ok := flags[flag]
 		if !ok {
 			continue
 		}
-		if def == "" || stated == "" || sameDefault(def, stated) {
-			return ""
+		found = true
+		want := f.def
+		var same bool
+		switch {
+		case stated == "":
+			open = true
+			continue
+		case f.def != "":
+			same = sameDefault(f.def, stated)
+		default:
+			per := helpDefaults(f.help)
+			if per == nil {
+				open = true
+				continue
+			}
+			same = slices.Equal(per, durations(stated))
+			want = strings.Join(per, ", ") + " (its help text's defaults)"
 		}
-		defaults = append(defaults, cmd+": "+def)
+		if same {
+			return "", true
+		}
+		defaults = append(defaults, cmd+": "+want)
 	}
-	if defaults == nil {
-		return d + " has no such flag"
+	if !found {
+		return d + " has no such flag", true
+	}
+	if open {
+		return "", false
 	}
 	slices.Sort(defaults)
-	return "the page says " + stated + ", the binary's default is " + strings.Join(defaults, "; ")
+	return "the page says " + stated + ", the binary's default is " + strings.Join(defaults, "; "), true
+}
+
+var (
+	durationRe    = regexp.MustCompile(`\b\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h)\b`)
+	helpDefaultRe = regexp.MustCompile(`(?:\(default |default: )([^)]*)`)
+)
+
+// durations are the distinct durations a text names, sorted.
+func durations(s string) []string {
+	var out []string
+	for _, d := range durationRe.FindAllString(s, -1) {
+		if v, err := time.ParseDuration(strings.ReplaceAll(d, "µ", "u")); err == nil {
+			out = append(out, v.String())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// helpDefaults are the durations a flag's help text gives as its
+// defaults, "(default 4ms)" or "default: bully and omega 200ms, ...)":
+// those of a default that depends on the algorithm.
+func helpDefaults(help string) []string {
+	var text []string
+	for _, m := range helpDefaultRe.FindAllStringSubmatch(help, -1) {
+		text = append(text, m[1])
+	}
+	return durations(strings.Join(text, " "))
 }
 
 // sameDefault compares a reference's default with a page's cell: its
