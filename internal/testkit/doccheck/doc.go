@@ -5,8 +5,9 @@
 // `electd run --probe 0`) is a flag of a daemon (or a script), and each
 // daemon page's flag tables give the binary's defaults, both read from
 // the generated references; every event the daemons' source logs at WARN
-// is in docs/operations.md's list for the operator, and every event=NAME
-// that list names is declared; each binary's command reference
+// (those a daemon's EventLevel raises to WARN too) is in
+// docs/operations.md's list for the operator, and every event that list
+// names is logged at WARN; each binary's command reference
 // (docs/reference/NAME.md, every flag) is at most two links from
 // README.md; and no help text, doc or comment refers to the course notes
 // by file or "seed" number, which means nothing to a reader without the
