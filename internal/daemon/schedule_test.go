@@ -15,6 +15,7 @@ import (
 	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // sleeper needs Tick every period of its clock (core.Scheduler), and at
@@ -494,5 +495,163 @@ func TestNoTickAfterTheLoop(t *testing.T) {
 	d.locked(func() {})
 	if n := s.count(); n != 1 {
 		t.Fatalf("%d ticks, want 1: the core was ticked after its loop ended", n)
+	}
+}
+
+// recorder logs its Steps (each frame's payload names it) and Ticks in
+// order. A frame whose payload's second byte is set makes its deadline
+// the frame's stamp, as a grant a frame completed is judged at the next
+// reading of the clock (central's entering, the permission core's
+// grantDue); a Tick puts it an hour away.
+type recorder struct {
+	mu   sync.Mutex
+	log  []string
+	next time.Time
+}
+
+func (r *recorder) Step(m core.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(m.Payload) < 2 {
+		return nil
+	}
+	r.log = append(r.log, fmt.Sprintf("step %d", m.Payload[0]))
+	if m.Payload[1] != 0 {
+		r.next = m.Time.Add(time.Nanosecond)
+	}
+	return nil
+}
+func (r *recorder) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+func (r *recorder) Status() any                      { return nil }
+func (r *recorder) Ready() core.Ready                { return core.Ready{} }
+func (r *recorder) Deadline() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next
+}
+func (r *recorder) Tick(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log = append(r.log, "tick")
+	r.next = now.Add(time.Hour)
+}
+
+// counts returns how many Steps and Ticks r had, and its log.
+func (r *recorder) counts() (steps, ticks int, log []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.log {
+		if l == "tick" {
+			ticks++
+		} else {
+			steps++
+		}
+	}
+	return steps, ticks, slices.Clone(r.log)
+}
+
+// sender is a core that sends what the test hands it.
+type sender struct{ msgs []core.Message }
+
+func (s *sender) Step(core.Message) error          { return nil }
+func (s *sender) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+func (s *sender) Status() any                      { return nil }
+func (s *sender) Tick(time.Time)                   {}
+func (s *sender) Ready() core.Ready {
+	rd := core.Ready{Messages: s.msgs}
+	s.msgs = nil
+	return rd
+}
+
+// heldEndpoint is a member's endpoint whose loop reads the frames the
+// test queues (q), with the receive stamps the test gives them.
+type heldEndpoint struct {
+	transport.Endpoint
+	q chan transport.Packet
+}
+
+func (h *heldEndpoint) Packets() <-chan transport.Packet { return h.q }
+
+// TestSettleWhereTheQueuePassesTheDeadline: a frame that makes the core's
+// deadline due at once (its stamp: a grant it completed), with frames
+// queued behind it, is followed by the Tick where the queue's receive
+// stamps pass the deadline: a frame received before it is stepped before
+// the Tick, one received after it after the Tick. Without tickWhereDue the Tick
+// waited for the loop's timer (the test's, which does not fire here) or
+// for the queue to empty: after every frame queued. The frames are queued
+// from inside a Do, so all three wait when the loop takes the first.
+func TestSettleWhereTheQueuePassesTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		second time.Duration // the second frame's stamp, from the first's
+		want   []string
+	}{
+		{"after", time.Millisecond, []string{"step 1", "tick", "step 2", "step 3"}},
+		{"before", -time.Millisecond, []string{"step 1", "step 2", "tick", "step 3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			net := transport.NewMemNetwork()
+			dir := shortDir(t)
+			held := make(chan *heldEndpoint, 1)
+			rec := &recorder{}
+			// The test's clock starts at the host's: member 2's frames carry its times.
+			d1, cfg1, clk, timer := startCore(t, time.Now(), rec, func(c *Config) {
+				c.Members = testMembers(2)
+				c.Network = func(tc transport.Config) (transport.Endpoint, error) {
+					e, err := net.Open(tc)
+					if err != nil {
+						return nil, err
+					}
+					h := &heldEndpoint{Endpoint: e, q: make(chan transport.Packet, 16)}
+					held <- h
+					return h, nil
+				}
+			})
+			h := <-held
+			timer.next(t, 0, cfg1.TickInterval)
+			timer.fire(clk.Advance(cfg1.TickInterval))
+			eventually(t, "the first tick", func() bool { _, n, _ := rec.counts(); return n == 1 })
+
+			snd := &sender{}
+			d2, err := New(testConfig(t, net, dir, 2, 2), func(core.Env) (core.Core, error) { return snd, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			start(t, d2)
+			if err := d2.Do(context.Background(), func(*node.Node) {
+				for i, due := range []byte{1, 0, 0} {
+					snd.msgs = append(snd.msgs, core.Message{To: 1, Kind: wire.KindHeartbeat, Payload: []byte{byte(i + 1), due, 0, 0, 0, 0, 0, 0}})
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var frames []transport.Packet
+			for len(frames) < 3 {
+				select {
+				case p := <-h.Endpoint.Packets():
+					frames = append(frames, p)
+				case <-time.After(hangGuard):
+					t.Fatalf("%d of member 2's 3 frames arrived", len(frames))
+				}
+			}
+			// Received, by the stamps, before the clock's reading, which stays:
+			// the first frame's deadline is due at once.
+			at := clk.Advance(time.Second).Add(-10 * time.Millisecond)
+			for i, off := range []time.Duration{0, tc.second, 2 * time.Millisecond} {
+				frames[i].Time = at.Add(off)
+			}
+			if err := d1.Do(context.Background(), func(*node.Node) {
+				for _, p := range frames {
+					h.q <- p
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the frames and a tick", func() bool { s, n, _ := rec.counts(); return s == 3 && n == 2 })
+			_, _, log := rec.counts()
+			if got := log[1:]; !slices.Equal(got, tc.want) {
+				t.Fatalf("stepped and ticked %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
