@@ -322,9 +322,6 @@ type Daemon struct {
 	answers         answerBatch
 	plan            slewPlan // the last tick's, for its Ready's slews
 	ticks           uint64   // the core's Ticks, for the loop's timer (tickIfDue may have ticked it)
-	// behind: the core's deadline is due, and tickIfDue left its Tick
-	// to the loop because frames wait for it (tickWhereDue); a Tick clears it.
-	behind bool
 	// appends: the core has handed log records (core.Ready.Entries). The
 	// loop then steps it with every frame and call already queued before
 	// it acts on the Ready: one fdatasync covers them all (group commit).

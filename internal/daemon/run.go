@@ -306,9 +306,6 @@ func (d *Daemon) loop(ctx context.Context, ctlErr <-chan error) error {
 		case <-watchdog:
 			sdnotify.Watchdog()
 		}
-		if !d.tickWhereDue(packets) {
-			return errors.New("network endpoint closed")
-		}
 		d.mu.Lock()
 		fatal := d.fatal
 		d.mu.Unlock()
@@ -416,7 +413,6 @@ func (d *Daemon) schedule() {
 // planned from then (see slewPlan).
 func (d *Daemon) tick() {
 	d.ticks++
-	d.behind = false
 	now := d.cfg.Clock.Now()
 	d.plan = slewPlan{}
 	if st, err := d.cfg.Clock.State(); err == nil {
@@ -530,63 +526,15 @@ func (d *Daemon) tickCount() uint64 {
 // reading of the clock) waited for the loop's timer and a second pass,
 // its state written twice: 23-27% fewer handoffs a second.
 func (d *Daemon) tickIfDue() {
-	if d.served {
-		// The loop has ended, and what runs locked now is the stop's
-		// (the truetime page's close): a Tick's Ready would write to the
-		// page being unmapped and emit events to stopped hooks.
+	if d.served || d.ep != nil && len(d.ep.Packets()) > 0 {
+		// served: the loop has ended, and what runs locked now is the
+		// stop's (the truetime page's close): a Tick's Ready would write
+		// to the page being unmapped and emit events to stopped hooks.
 		return
 	}
-	if !d.node.TickDue(d.cfg.Clock.Now()) {
-		return
+	if d.node.TickDue(d.cfg.Clock.Now()) {
+		d.tick()
 	}
-	if d.ep != nil && len(d.ep.Packets()) > 0 {
-		// The loop ticks it at its place among the frames (tickWhereDue); an
-		// appending core's batch took every frame it could already.
-		d.behind = !d.appends
-		return
-	}
-	d.tick()
-}
-
-// tickWhereDue ticks the core whose deadline came due while frames waited for
-// the loop (behind, tickIfDue), at the place in their queue where their
-// receive stamps pass the deadline: the frames received before it count
-// before it, as on the timer's path (drain), and the one received after
-// it, and the frames behind, count after the Tick. Without it such a
-// Tick waited for the loop's timer, armed for now, and for a drain of
-// every frame queued by then: under contention a coordinator's socket
-// seldom empties, and its own grant, judged at that Tick, left the lock
-// idle meanwhile. The Tick reads the clock after every frame before it,
-// as any Tick does. Only the loop takes frames from its queue (the
-// datagram reader's steps leave behind for it), so their order holds;
-// at most the queue's capacity of frames, not to starve the loop's other
-// cases.
-func (d *Daemon) tickWhereDue(packets <-chan transport.Packet) bool {
-	for range cap(packets) {
-		d.mu.Lock()
-		behind := d.behind
-		d.mu.Unlock()
-		if !behind {
-			return true
-		}
-		select {
-		case p, ok := <-packets:
-			if !ok {
-				return false
-			}
-			d.locked(func() {
-				if !d.served && d.node.TickDue(d.cfg.Clock.FromKernel(p.Time)) {
-					d.tick() // received at or after the deadline
-				}
-				d.behind = false // the step's tickIfDue says again
-				d.receive(p, false)
-			})
-		default:
-			d.locked(func() { d.behind = false }) // its tickIfDue ticks: no frame waits
-			return true
-		}
-	}
-	return true
 }
 
 func (d *Daemon) receive(p transport.Packet, datagram bool) {
