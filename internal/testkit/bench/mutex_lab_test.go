@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -724,11 +725,13 @@ func (m *mutexBench) contended(r *mutexResults) {
 		rel()
 	}
 	before := m.frames()
+	cpu0, self0 := m.daemonsCPU(), selfCPU()
 	start := time.Now()
 	grants, waits := m.contend(n, func(k int) (func() error, error) {
 		return m.acquire(m.ctx, 1+k%m.hosts, hotLock)
 	})
 	el := time.Since(start)
+	cpu, self := m.daemonsCPU()-cpu0, selfCPU()-self0
 	m.sleep(100 * time.Millisecond) // the last release's consequences
 	r.handoffs[alg] = float64(grants) / el.Seconds()
 	r.wait[alg] = Summarize(waits)
@@ -746,7 +749,24 @@ func (m *mutexBench) contended(r *mutexResults) {
 	r.contendedPerEntry[alg] = float64(msgs) / float64(max(grants, 1))
 	m.logf("%s contended, %d clients on %d hosts: %.0f grants/s, wait %s, %.2f messages per grant in %.2f frames", alg, n, m.hosts, r.handoffs[alg],
 		usSummary(r.wait[alg]), r.contendedPerEntry[alg], float64(frames)/float64(max(grants, 1)))
+	// CPU a grant: the machine's cores bound the handoffs when the
+	// daemons' and the clients' CPU a grant fills them (with the load of
+	// whatever else runs: see the load average).
+	g := float64(max(grants, 1))
+	m.logf("%s contended, CPU a grant: the %d daemons %.0f us, the clients (this process) %.0f us; %.2f of %d cores busy with them in the window",
+		alg, m.hosts, float64(cpu.Microseconds())/g, float64(self.Microseconds())/g, (cpu+self).Seconds()/el.Seconds(), runtime.NumCPU())
 	m.sampleRSS()
+}
+
+// daemonsCPU is the CPU time the running mutexd processes have used.
+func (m *mutexBench) daemonsCPU() time.Duration {
+	var sum time.Duration
+	for _, p := range m.procs {
+		if d, err := CPUTime(p.PID()); err == nil {
+			sum += d
+		}
+	}
+	return sum
 }
 
 func (m *mutexBench) etcdContended(r *mutexResults) {
