@@ -481,7 +481,7 @@ func (c *Core) tryGrant(l *lock) {
 // stays and checks again. One read a little late, its lease not over, is
 // checked again without a word, as any grant on an old check.
 func (c *Core) judgeDue(l *lock) {
-	if c.stamped || c.confirmed(l) {
+	if l.dueGrant.IsZero() && l.dueRenewal.IsZero() || c.stamped || c.confirmed(l) {
 		return
 	}
 	if end, id := l.dueGrant, l.dueID; !end.IsZero() {

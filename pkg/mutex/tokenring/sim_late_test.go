@@ -123,6 +123,42 @@ func TestSimTokenReadLate(t *testing.T) {
 	}
 }
 
+// TestSimTokenReadInTime: the check's answers read a little late are no
+// late grant. Read 100 ms late, the check still within the confirm
+// window, the grant is made at the reading right after their Step, its
+// lease counted from that reading (capped by the check: grantFrom); read
+// a second late, the check too old but the lease it gave not over, the
+// member checks again without a word (grants_late stays 0) and grants on
+// that check.
+func TestSimTokenReadInTime(t *testing.T) {
+	cfg := tokenring.DefaultLANConfig()
+	for _, pause := range []time.Duration{100 * time.Millisecond, time.Second} {
+		t.Run(pause.String(), func(t *testing.T) {
+			r, b := lateRing(t, true)
+			first := r.ask(b, 0)
+			if !r.runUntil(func() bool { return r.holds(b, first) }, 5*time.Second) {
+				t.Fatalf("member %d never granted\n%s", b, r.tail())
+			}
+			r.s.Do(b, func(cc core.Core) { cc.(*tokenring.Core).Release(r.s.Clock(b).Now(), first) })
+			r.run(cfg.ConfirmWindow+50*time.Millisecond, false)
+			held := holdFor(r, b, wire.KindRingProbeReply)
+			second := r.ask(b, 0)
+			r.s.Pause(b)
+			r.run(pause, false)
+			checks := r.core(b).Report().Counters["probes_check"]
+			readLate(t, r, b, *held, "grants_late", 0)
+			rechecked := r.core(b).Report().Counters["probes_check"] > checks
+			if fresh := pause < cfg.ConfirmWindow; r.holds(b, second) != fresh || rechecked == fresh {
+				t.Fatalf("read %v late: granted at the reading %v, checked again %v; want %v, %v", pause, r.holds(b, second), rechecked, fresh, !fresh)
+			}
+			r.s.Resume(b)
+			if !r.runUntil(func() bool { return r.holds(b, second) }, 2*time.Second) {
+				t.Fatalf("member %d not granted after its pause\n%s", b, r.tail())
+			}
+		})
+	}
+}
+
 // lateRing is a ring of three with the LAN defaults, settled, and the
 // member the trials pause.
 func lateRing(t *testing.T, trust bool) (*ring, uint32) {
