@@ -129,7 +129,10 @@ func TestSimTokenReadLate(t *testing.T) {
 // lease counted from that reading (capped by the check: grantFrom); read
 // a second late, the check too old but the lease it gave not over, the
 // member checks again without a word (grants_late stays 0) and grants on
-// that check.
+// that check. The Tick 100 ms after the answers' stamps is late behind
+// the grant made due at that stamp, not behind a timer: measured against
+// the grant's deadline, lateTick put it off (and noted the loop late)
+// instead of granting there.
 func TestSimTokenReadInTime(t *testing.T) {
 	cfg := tokenring.DefaultLANConfig()
 	for _, pause := range []time.Duration{100 * time.Millisecond, time.Second} {
