@@ -74,8 +74,9 @@ func TestCorruptState(t *testing.T) {
 }
 
 // TestRenderStatus: the human status shows the algorithm and its
-// guarantees, the ring, the members and one line per lock with its token,
-// holder and queue.
+// guarantees, the ring, the members, the grants (those read too late, when
+// there are, on a line of their own) and one line per lock with its
+// token, holder and queue.
 func TestRenderStatus(t *testing.T) {
 	raw := `{"algorithm":"tokenring","id":2,"detail":{"majority":2,"generation_credit":65535},
 	  "members":[{"id":1,"alive":true,"state":"alive","heard_ago_ms":120},
@@ -86,7 +87,7 @@ func TestRenderStatus(t *testing.T) {
 	    "holders":[{"id":7,"lock":"db","client":"backup.sh","granted":true,"fence":2199023255555,"lease_ms":3000,"lease_left_ms":2100,"waited_ms":3}],
 	    "queue":[{"id":8,"lock":"db","granted":false,"lease_ms":3000,"waited_ms":40}]},
 	   {"name":"printer","fence":1099511627777,"detail":{"promised":4294967297}}],
-	  "counters":{"grants":5,"tokens_passed":3,"regenerations":1,"lost_expired":1},
+	  "counters":{"grants":5,"tokens_passed":3,"regenerations":1,"lost_expired":1,"grants_late":2},
 	  "guarantees":{"survives":["crash","pause","partition","loss"],"shared":false},"api":{"acquire/ok":5}}`
 	var b bytes.Buffer
 	if err := renderStatus(&b, []byte(raw), time.Now()); err != nil {
@@ -96,6 +97,7 @@ func TestRenderStatus(t *testing.T) {
 	for _, want := range []string{
 		"member 2, majority 2, 2 of 3 alive",
 		"5 granted", "1 lost (1 expired",
+		"Late     : 2 grants and 0 renewals refused, read after their lease ended",
 		"3 passed", "1 regenerations",
 		"acquire/ok 5",
 		"3   down", "1   alive  120ms ago",

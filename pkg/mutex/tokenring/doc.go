@@ -223,6 +223,32 @@
 // askers; the simulator's busy host (sim.SetLate) reproduces it
 // (TestSimMakerKilledOnABusyHost).
 //
+// # A loop that reads late
+//
+// A grant or renewal is made at a reading of the clock (a Tick, or a
+// client's call), never on a frame's receive stamp. The frame that
+// completes one (the token's arrival on a recent check, a check's last
+// answer, a vouch) is stepped with the stamp of its arrival, and a loop
+// that read it late (the daemon stopped with the frame in its kernel, a
+// host that did not run it) would report, judged on that stamp, a grant
+// whose lease, counted from its check, had ended by the member's clock:
+// a client told it holds a lock with no time left, about MaxLease less
+// the check's age late (2.75 s at the defaults). So a grant or renewal
+// that a Step finds due waits for the next reading (Deadline asks for a
+// Tick at once; the daemon makes it in the same pass), where every
+// condition is judged again: the check must still be within the confirm
+// window, and the lease counts from the reading (grantFrom). A check too
+// old by then is made again, the token staying here with its fence
+// unused: the ring loses nothing by it, and its safety never rested on
+// the late grant (a new token made meanwhile has made the old token's
+// check fail, and the new one waits out every lease the old one could
+// give, whoever reports it). The grant whose lease, counted on the stamp,
+// had ended by the reading is counted (grants_late) and said
+// (mutex.EventGrantLate, WARN at most once a minute); a renewal, counted
+// (renewals_late), and its lease, which ended meanwhile, is lost. A grant
+// read a little late, its lease not over, is checked again silently, as
+// any grant on an old check.
+//
 // # Frames that lie
 //
 // A member gone wrong, or anyone on the LAN of a cluster run without a key,

@@ -68,6 +68,12 @@ type lock struct {
 	// renewals is the lease each pending renewal asked for (its holder's
 	// current one when it asked for none), for grantFrom.
 	renewals map[mutex.RequestID]time.Duration
+	// dueGrant is when the lease of request dueID would have ended had
+	// the grant a frame completed been made on the frame's receive stamp;
+	// dueRenewal, the same for the renewals it confirmed (zero: none).
+	// Both wait for the next reading of the clock (judgeDue).
+	dueGrant, dueRenewal time.Time
+	dueID                mutex.RequestID
 
 	// outstanding is the end of the last lease granted here that may still
 	// run: a grant whose token was dropped is lost to this member, not to
@@ -266,11 +272,30 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 // finishRenewal renews the pending renewals of l's holder on the check
 // passed at confirmedAt: each lease from then is bounded as a grant's is
 // (grantFrom).
+//
+// In a Step, whose now is a frame's receive stamp, the renewals wait for
+// the next reading of the clock (tryGrant says why; tickLock renews them
+// there if the check is still fresh, and judgeDue counts those refused).
 func (c *Core) finishRenewal(l *lock) {
 	if !c.reqs.Renewing(l.name) {
 		clear(l.renewals)
 		return
 	}
+	if c.stamped {
+		for _, id := range c.reqs.Holders(l.name) {
+			lease := l.renewals[id]
+			if lease <= 0 {
+				st, _ := c.reqs.Lookup(c.now, id)
+				lease = time.Duration(st.LeaseMS) * time.Millisecond
+			}
+			if end := c.grantFrom(l, lease).Add(lease); l.dueRenewal.IsZero() || end.Before(l.dueRenewal) {
+				l.dueRenewal = end
+			}
+		}
+		c.grantDue = true
+		return
+	}
+	l.dueRenewal = time.Time{}
 	for _, id := range c.reqs.Holders(l.name) {
 		c.reqs.ConfirmRenewal(c.now, c.grantFrom(l, l.renewals[id]), id)
 	}
@@ -396,6 +421,7 @@ func (c *Core) tryGrant(l *lock) {
 		return // Tick tries again
 	}
 	if !c.confirmed(l) {
+		c.judgeDue(l)
 		if l.check == nil {
 			c.startCheck(l)
 		}
@@ -411,7 +437,25 @@ func (c *Core) tryGrant(l *lock) {
 	}
 	head := c.reqs.Grantable(l.name) // the head: the ring offers no shared mode
 	st, _ := c.reqs.Lookup(c.now, head[0])
-	g, err := c.reqs.GrantFrom(c.now, c.grantFrom(l, time.Duration(st.LeaseMS)*time.Millisecond), head[0], l.tok.fence+1, l.tok.gen)
+	lease := time.Duration(st.LeaseMS) * time.Millisecond
+	from := c.grantFrom(l, lease)
+	if c.stamped {
+		// The token's arrival, its check's last answer or its vouch
+		// completed the grant, but now is that frame's receive stamp: a
+		// loop that read it late (a process paused with the frame in its
+		// kernel, a host too busy to run it) would report a grant whose
+		// lease, counted from the check, had ended before the report.
+		// The grant is made at the next reading of the clock (the Tick
+		// Deadline asks for at once, or a client's call), where every
+		// condition above is judged again: a check too old by then is
+		// made again (judgeDue counts the grant refused), and the token
+		// stays here meanwhile, its fence unused.
+		l.dueID, l.dueGrant = head[0], from.Add(lease)
+		c.grantDue = true
+		return
+	}
+	l.dueID, l.dueGrant = 0, time.Time{}
+	g, err := c.reqs.GrantFrom(c.now, from, head[0], l.tok.fence+1, l.tok.gen)
 	if err != nil {
 		c.count("grants_refused_by_table") // advance checked that the head may go: a bug, counted
 		return
@@ -428,9 +472,40 @@ func (c *Core) tryGrant(l *lock) {
 	c.drain()
 }
 
+// judgeDue judges, at a reading of the clock, the grant and the renewals
+// a frame completed (tryGrant, finishRenewal) that the token cannot make
+// now: its check is too old by the clock. One whose lease, counted on the
+// frame's stamp, had ended by now is a grant the loop read late, refused
+// (grants_late, mutex.EventGrantLate at WARN at most once a minute) or a
+// renewal refused (renewals_late: its lease ends as it was); the token
+// stays and checks again. One read a little late, its lease not over, is
+// checked again without a word, as any grant on an old check.
+func (c *Core) judgeDue(l *lock) {
+	if l.dueGrant.IsZero() && l.dueRenewal.IsZero() || c.stamped || c.confirmed(l) {
+		return
+	}
+	if end, id := l.dueGrant, l.dueID; !end.IsZero() {
+		l.dueID, l.dueGrant = 0, time.Time{}
+		if st, ok := c.reqs.Lookup(c.now, id); ok && !st.Granted && l.tok != nil && !c.now.Before(end) {
+			c.late.Report(c.now, c.counters, &c.events, mutex.EventGrantLate, l.name, id, c.now.Sub(end),
+				"the token stays at this member, which checks it again and grants on that check if it is still the newest, else waits for the newer token")
+		}
+	}
+	if end := l.dueRenewal; !end.IsZero() {
+		l.dueRenewal = time.Time{}
+		if c.reqs.Renewing(l.name) && !c.now.Before(end) {
+			c.count("renewals_late")
+		}
+	}
+}
+
 // tickLock runs l's timers.
 func (c *Core) tickLock(l *lock) {
 	now := c.now
+	c.judgeDue(l)
+	if l.tok == nil {
+		l.dueID, l.dueGrant, l.dueRenewal = 0, time.Time{}, time.Time{}
+	}
 	if c.reqs.ExpireLock(now, l.name) {
 		l.outstanding = time.Time{}
 		c.drain()
@@ -477,6 +552,9 @@ func (c *Core) tickLock(l *lock) {
 		c.vouchUnanswered(l)
 	}
 	if l.tok != nil {
+		if c.reqs.Renewing(l.name) && c.confirmed(l) {
+			c.finishRenewal(l) // confirmed in a Step, made at this reading
+		}
 		if l.check == nil && c.reqs.Renewing(l.name) {
 			c.startCheck(l)
 		}

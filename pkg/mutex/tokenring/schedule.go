@@ -11,7 +11,9 @@ import (
 // taken for down, and for each lock the end of a lease, an
 // acknowledgement's or a probe's timeout, the end of a regenerated token's
 // hold while a request waits, the moment a waiting member looks for the
-// token, and the reclaiming of an idle entry. Tick at any earlier time
+// token, and the reclaiming of an idle entry; and at once after a Step
+// that completed a grant or a renewal, which is made at a reading of the
+// clock, not on the frame's stamp (tryGrant). Tick at any earlier time
 // changes nothing. Before its first Tick or Step the core has no clock
 // yet: the deadline is then in the past, so the driver ticks it at once.
 func (c *Core) Deadline() time.Time {
@@ -21,6 +23,18 @@ func (c *Core) Deadline() time.Time {
 	if !c.catchUp.IsZero() {
 		return c.catchUp // everything else is due already
 	}
+	d := c.timersDeadline()
+	if c.grantDue {
+		// A reading of the clock at once (after the last Tick's, which
+		// may have read c.now): a grant or renewal a frame completed is
+		// judged there (tryGrant).
+		d = core.Earliest(d, c.now.Add(time.Nanosecond))
+	}
+	return d
+}
+
+// timersDeadline is when the core's timers next need a Tick.
+func (c *Core) timersDeadline() time.Time {
 	// The detector's own deadline too: it takes a Check much later than it
 	// asked for as a stall of this member (pkg/liveness).
 	ts := []time.Time{c.nextBeat, c.reqs.Deadline(), c.det.Deadline(), c.watchDeadline()}

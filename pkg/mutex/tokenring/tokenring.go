@@ -13,6 +13,7 @@ import (
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 	"github.com/synclab/synclab/pkg/quorum"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -33,8 +34,9 @@ var (
 // "fence" (uint64) and the ones named.
 const (
 	// Besides mutex.EventGranted ("generation"), EventRenewed, EventLost
-	// (expired, superseded, renew_refused), EventReleased, and
-	// liveness.EventMemberDown and EventMemberUp:
+	// (expired, superseded, renew_refused), EventReleased, EventGrantLate
+	// (a grant read after its lease ended, refused: doc.go, "A loop that
+	// reads late"), and liveness.EventMemberDown and EventMemberUp:
 	//
 	// EventRegenerated: this member created a lock's token anew
 	// ("generation", "hold").
@@ -118,6 +120,14 @@ type Core struct {
 	catchUp, catchUpFrom time.Time
 	lateBy               time.Duration
 	lateAt               time.Time
+
+	// stamped: the call running is Step, whose now is a frame's receive
+	// stamp, not a reading of the clock; grantDue: a grant or a renewal
+	// that Step found due waits for the next reading (tryGrant,
+	// finishRenewal), which Deadline asks for at once. late says the ones
+	// the reading refused (grants_late, mutex.EventGrantLate).
+	stamped, grantDue bool
+	late              mutexcount.LateGrants
 
 	table
 	// confirmedFloor is the latest time this member may have answered OK
@@ -270,6 +280,8 @@ func (c *Core) raise(l *lock, g uint64) {
 // Step feeds one frame.
 func (c *Core) Step(m core.Message) error {
 	c.observe(m.Time)
+	c.stamped = true
+	defer func() { c.stamped = false }()
 	c.heard(m.From)
 	var err error
 	switch m.Kind {
@@ -330,11 +342,20 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 // Tick runs the timers: heartbeats, liveness, leases, acknowledgements,
 // probes, loss.
 func (c *Core) Tick(now time.Time) {
+	// A Tick at the instant of the latest frame's stamp (or before) reads
+	// no later than that frame: the grants it made due wait for a reading
+	// past it, which Deadline asks for.
+	reading := now.After(c.now)
 	if c.lateTick(now) {
 		return
 	}
 	c.observe(now)
 	now = c.now
+	if c.grantDue && !reading {
+		c.stamped = true
+		defer func() { c.stamped = false }()
+	}
+	c.grantDue = false // settled below (tickLock), or made due again
 	c.det.Check(now)
 	c.reportLiveness()
 	if !now.Before(c.nextBeat) {
@@ -375,7 +396,9 @@ func (c *Core) lateTick(now time.Time) bool {
 			return false
 		}
 	} else {
-		late := now.Sub(c.Deadline())
+		// Late behind its timers, not behind a grant a frame made due at
+		// once (its deadline is the frame's stamp).
+		late := now.Sub(c.timersDeadline())
 		if late >= c.cfg.LossTimeout {
 			return false
 		}
