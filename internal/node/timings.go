@@ -60,9 +60,7 @@ func (n *Node) tellTimings(m *memberAgreement) {
 		if m.timingsToldInc != m.cfgInc || m.timingsToldOwn != n.inc {
 			m.timingsToldInc, m.timingsToldOwn, m.timingsTold = m.cfgInc, n.inc, 0
 		}
-		// A retry time further off than the longest gap: the clock
-		// was stepped back; tell now rather than wait out the step.
-		if m.timingsTold >= timingsTells && n.now.Before(m.timingsRetryAt) && m.timingsRetryAt.Sub(n.now) <= timingsRetryCap {
+		if m.timingsTold >= timingsTells && n.now.Before(m.timingsRetryAt) {
 			return
 		}
 		m.timingsTold++
