@@ -21,8 +21,8 @@ import (
 // (KindConfigTimings) and warns of a member whose timing does not fit.
 
 // timingsTells is how many times, per pair of incarnations, the node
-// sends its timings at once (with its announcements) to a member that
-// never sent its own. After that it goes on telling it, one more every
+// sends its timings with its first announcements or refreshes to a member
+// that never sent its own. After that it goes on telling it, one more every
 // timingsRetryGap (from timingsRetryFirst, doubling, to timingsRetryCap),
 // for as long as the member stays silent: a member of this build that
 // lost every early tell both ways (a loss burst or a short partition at
