@@ -206,7 +206,7 @@ func TestTimingsLostBothWaysAreToldAgain(t *testing.T) {
 				l.nodes[id].Status().Agreement.TimingMismatch)
 		}
 	}
-	// The cost while nothing answers: timingsTells at once in each pair
+	// The cost while nothing answers: timingsTells in each pair
 	// of incarnations (at most two: the member's unknown, then
 	// announced), then one after 15 s, 30 s, 1, 2, 4 minutes, and every
 	// 5 minutes (timingsRetryCap): 7 in 20 minutes.
