@@ -219,7 +219,7 @@ type memberAgreement struct {
 	// words. timingsToldInc and timingsToldOwn are the incarnations of
 	// the member and of this node when this node last sent it its own,
 	// timingsTold how many times in that pair, timingsRetryAt when it
-	// may tell a member that never sent any again (timingsTells at once,
+	// may tell a member that never sent any again (timingsTells times,
 	// then backing off: an older build drops each as unknown_kind).
 	timings      *wire.ConfigTimings
 	timingsInc   uint32

@@ -32,8 +32,8 @@ import (
 // for good. An older build drops each tell as unknown_kind (a counter,
 // a debug line: docs/mismatch.md), so the cost of a mixed lab is about
 // 3600 s / timingsRetryCap frames an hour per pair, and the pair of this
-// build learns within timingsRetryCap (and an announcement's or
-// refresh's spacing) after the loss ends.
+// build learns within timingsRetryCap (and the wait for the next
+// announcement or refresh, which each tell rides on) after the loss ends.
 const (
 	timingsTells      = 2
 	timingsRetryFirst = 15 * time.Second
