@@ -123,7 +123,7 @@ var (
 // that a condition repeated every packet or every second is one line per
 // interval with a count.
 type Notice struct {
-	Key    string // the condition: "config_differs", "timing_mismatch", "auth_failed", "forged", "unverified", "unreachable"
+	Key    string // the condition: "config_differs", "timing_mismatch", "timing_fits", "auth_failed", "forged", "unverified", "unreachable"
 	Member uint32
 	Warn   bool
 	Msg    string
@@ -218,15 +218,20 @@ type memberAgreement struct {
 	// timingsInc; timingIssues how they do not fit this node's, in
 	// words. timingsToldInc and timingsToldOwn are the incarnations of
 	// the member and of this node when this node last sent it its own,
-	// timingsTold how many times in that pair (at most timingsTells to
-	// a member that never sent any: an older build drops each as
-	// unknown_kind).
-	timings        *wire.ConfigTimings
-	timingsInc     uint32
-	timingIssues   []string
+	// timingsTold how many times in that pair, timingsRetryAt when it
+	// may tell a member that never sent any again (timingsTells times,
+	// then backing off: an older build drops each as unknown_kind).
+	timings      *wire.ConfigTimings
+	timingsInc   uint32
+	timingIssues []string
+	// timingWarned: a mismatch with the member was said, and not yet
+	// that it fits again (kept across its incarnations: a restart with
+	// fixed flags ends it).
+	timingWarned   bool
 	timingsToldInc uint32
 	timingsToldOwn uint32
 	timingsTold    int
+	timingsRetryAt time.Time
 	// refreshInc is the incarnation of the member that sent a refresh
 	// matching its announcement (a build that knows KindConfigRefresh),
 	// refreshSpacing the spacing it said (bounded); probedInc and
@@ -689,12 +694,11 @@ func (n *Node) refresh(to uint32) {
 	}
 	m.sentAt, m.probedInc, m.probedOwn = n.now, m.cfgInc, n.inc
 	n.own = append(n.own, core.Message{To: to, Kind: wire.KindConfigRefresh, Payload: b})
-	if m.timings != nil {
-		// Once agreed, members exchange only refreshes: the timings go
-		// with each too (to a member that knows the kind), or one lost
-		// datagram would leave it blind to a mismatch for good.
-		n.tellTimings(m)
-	}
+	// Once agreed, members exchange only refreshes: the timings go with
+	// each too (to a member that knows the kind; backing off to one that
+	// never sent its own), or lost datagrams would leave it blind to a
+	// mismatch for good.
+	n.tellTimings(m)
 }
 
 // announce queues this node's announcement to member to, or to every

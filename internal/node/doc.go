@@ -191,14 +191,20 @@
 // changes in 20 s, every line at INFO). With Agreement.Heartbeat and
 // LeaderTimeout set (electd, orderd, timed's Berkeley mode), a node sends
 // its own (KindConfigTimings, wire.ConfigTimings, 20 bytes) after each
-// announcement to a member that sent its own, and at most twice per pair
-// of incarnations to one that never did (an older build drops each as
-// unknown_kind). A member whose heartbeat is not below this node's leader
-// timeout, or whose leader timeout is not above this node's heartbeat, is
-// warned of once per change (notice "timing_mismatch", naming both flags
-// and both values) and named in status (AgreementStatus.TimingMismatch,
-// MemberAgreement.Timing); nothing is refused, and nothing else depends on
-// them. A member's timings are forgotten with its incarnation. Without a
+// announcement or refresh to a member that sent its own; to one that
+// never did, twice per pair of incarnations at once, then one more after
+// 15 s, doubling to one every 5 minutes: an older build drops each as
+// unknown_kind (a counter, a debug line), and two members of this build
+// that lost every early tell both ways still learn each other's within
+// 5 minutes of the loss's end. A member whose heartbeat is not below this
+// node's leader timeout, or whose leader timeout is not above this node's
+// heartbeat, is warned of once per change (notice "timing_mismatch",
+// naming both flags and both values), its end said at INFO when it
+// restarts with timings that fit ("timing_fits"), and named in status
+// (AgreementStatus.TimingMismatch, MemberAgreement.Timing); nothing is
+// refused, and nothing else depends on them. A member's timings are
+// forgotten with its incarnation (a restarted member is told again, and
+// judged by its new run's). Without a
 // key anyone can forge them: the forger gains a WARN line and a status
 // line, no more.
 //

@@ -20,14 +20,37 @@ import (
 // The node tells every member its own with its announcements
 // (KindConfigTimings) and warns of a member whose timing does not fit.
 
-// timingsTells bounds how often, per pair of incarnations, the node sends
-// its timings to a member that never sent its own: an older build, which
-// drops each as unknown_kind.
-const timingsTells = 2
+// timingsTells is how many times, per pair of incarnations, the node
+// sends its timings with its first announcements or refreshes to a member
+// that never sent its own. After that it goes on telling it, one more every
+// timingsRetryGap (from timingsRetryFirst, doubling, to timingsRetryCap),
+// for as long as the member stays silent: a member of this build that
+// lost every early tell both ways (a loss burst or a short partition at
+// the start, or one member's socket not yet up) knows no more than this
+// node that the other knows the kind, and with a bound alone neither
+// would tell again until one restarted, leaving a real mismatch unsaid
+// for good. An older build drops each tell as unknown_kind (a counter,
+// a debug line: docs/mismatch.md), so the cost of a mixed lab is about
+// 3600 s / timingsRetryCap frames an hour per pair, and the pair of this
+// build learns within timingsRetryCap (and the wait for the next
+// announcement or refresh, which each tell rides on) after the loss ends.
+const (
+	timingsTells      = 2
+	timingsRetryFirst = 15 * time.Second
+	timingsRetryCap   = 5 * time.Minute
+)
+
+// timingsRetryGap is the wait after retry k (0, 1, ...) to a member that
+// never sent its timings: timingsRetryFirst doubling to timingsRetryCap.
+func timingsRetryGap(k int) time.Duration {
+	return min(timingsRetryFirst<<min(max(k, 0), 16), timingsRetryCap)
+}
 
 // tellTimings queues this node's timings to member m, after an
-// announcement to it: always to a member that sent its own (it knows the
-// kind), at most timingsTells times per pair of incarnations to another.
+// announcement or a refresh to it: always to a member that sent its own
+// (it knows the kind); to another, timingsTells times per pair of
+// incarnations, then once every timingsRetryGap (a new incarnation of
+// either side starts again at once: a member restarted is told again).
 func (n *Node) tellTimings(m *memberAgreement) {
 	a := n.agree
 	if a.cfg.Heartbeat <= 0 || a.cfg.LeaderTimeout <= 0 {
@@ -37,10 +60,13 @@ func (n *Node) tellTimings(m *memberAgreement) {
 		if m.timingsToldInc != m.cfgInc || m.timingsToldOwn != n.inc {
 			m.timingsToldInc, m.timingsToldOwn, m.timingsTold = m.cfgInc, n.inc, 0
 		}
-		if m.timingsTold >= timingsTells {
+		if m.timingsTold >= timingsTells && n.now.Before(m.timingsRetryAt) {
 			return
 		}
 		m.timingsTold++
+		if m.timingsTold >= timingsTells {
+			m.timingsRetryAt = n.now.Add(timingsRetryGap(m.timingsTold - timingsTells))
+		}
 	}
 	t := wire.ConfigTimings{Heartbeat: uint64(a.cfg.Heartbeat), LeaderTimeout: uint64(a.cfg.LeaderTimeout)}
 	b, err := t.AppendBinary(nil)
@@ -54,7 +80,8 @@ func (n *Node) tellTimings(m *memberAgreement) {
 // timingsReceived takes a member's authenticated timings, its sequence
 // number accepted: kept for status, compared with this node's, and a
 // mismatch said at WARN (notice "timing_mismatch", which the driver
-// rate-limits per member) when it is new or changed. They count for
+// rate-limits per member) when it is new or changed, its end at INFO
+// ("timing_fits") when a member warned of fits again. They count for
 // nothing else: not as hearing the member (its announcement came with
 // them), not in the standing.
 func (n *Node) timingsReceived(f *wire.Frame, t *wire.ConfigTimings) {
@@ -67,9 +94,20 @@ func (n *Node) timingsReceived(f *wire.Frame, t *wire.ConfigTimings) {
 	issues := a.timingIssues(m.id, t)
 	changed := strings.Join(issues, "\n") != strings.Join(m.timingIssues, "\n")
 	m.timingIssues = issues
-	if len(issues) > 0 && changed {
+	switch {
+	case len(issues) > 0 && changed:
+		m.timingWarned = true
 		a.notice(Notice{Key: "timing_mismatch", Member: m.id, Warn: true,
 			Msg: fmt.Sprintf("timing mismatch with member %d: %s", m.id, strings.Join(issues, "; "))})
+	case len(issues) == 0 && m.timingWarned:
+		// Fixed (the member restarted with other flags): the
+		// administrator who read the warning is told it is over.
+		m.timingWarned = false
+		a.notice(Notice{Key: "timing_fits", Member: m.id,
+			Msg: fmt.Sprintf("member %d's timing fits this member's now: it beats every %v (its %s) and gives a silent leader up after %v (its %s), "+
+				"this member every %v and after %v; the timing mismatch warned of before is over",
+				m.id, time.Duration(t.Heartbeat), a.cfg.HeartbeatFlag, time.Duration(t.LeaderTimeout), a.cfg.TimeoutFlag,
+				a.cfg.Heartbeat, a.cfg.LeaderTimeout)})
 	}
 }
 

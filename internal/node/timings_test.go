@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,20 +138,31 @@ func TestTimingsLostAreToldAgain(t *testing.T) {
 }
 
 // TestTimingsToOlderBuild: a member of an older build drops every
-// KindConfigTimings as unknown_kind; it is sent them at most timingsTells
-// times per pair of incarnations, not with every announcement (one every
-// QuietInterval to a member that does not refresh). A node without
-// timings (mutexd, whose timing is agreed in full) sends none.
+// KindConfigTimings as unknown_kind; it is sent them timingsTells times
+// per pair of incarnations, then backing off to one every
+// timingsRetryCap, not with every announcement (one every QuietInterval
+// to a member that does not refresh): in an hour at rest, about 12 per
+// pair (docs/mismatch.md says so). A node without timings (mutexd, whose
+// timing is agreed in full) sends none.
 func TestTimingsToOlderBuild(t *testing.T) {
 	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
 		keyed(3, nil))
 	l.legacy[3] = true
 	l.quiet = true
 	l.run(2 * time.Minute)
+	// Member 3's incarnation unknown, then announced: two pairs; then
+	// one after 15 s, 30 s and 1 minute.
+	first := map[uint32]int{}
 	for _, from := range []uint32{1, 2} {
-		// Member 3's incarnation unknown, then announced: two pairs.
-		if got := l.timings[[2]uint32{from, 3}]; got == 0 || got > 2*timingsTells {
-			t.Errorf("node %d sent the older build %d timings in 2 minutes, want 1 to %d", from, got, 2*timingsTells)
+		first[from] = l.timings[[2]uint32{from, 3}]
+		if got, most := first[from], 2*timingsTells+3; got == 0 || got > most {
+			t.Errorf("node %d sent the older build %d timings in 2 minutes, want 1 to %d", from, got, most)
+		}
+	}
+	l.run(time.Hour)
+	for _, from := range []uint32{1, 2} {
+		if got, most := l.timings[[2]uint32{from, 3}]-first[from], int(time.Hour/timingsRetryCap)+1; got < most-2 || got > most {
+			t.Errorf("node %d sent the older build %d timings in the next hour, want %d to %d", from, got, most-2, most)
 		}
 		if got := l.timings[[2]uint32{3, from}]; got != 0 {
 			t.Errorf("node 3, without timings, sent %d", got)
@@ -160,5 +172,155 @@ func TestTimingsToOlderBuild(t *testing.T) {
 		if got := l.notices(id); strings.Contains(got, "timing") {
 			t.Errorf("node %d noticed %q", id, got)
 		}
+	}
+}
+
+// mismatchNamed says whether node id's status names exactly the members
+// want as not fitting its timing.
+func (l *agreeLAN) mismatchNamed(id uint32, want ...uint32) bool {
+	return slices.Equal(l.nodes[id].Status().Agreement.TimingMismatch, want)
+}
+
+// TestTimingsLostBothWaysAreToldAgain: every KindConfigTimings between
+// member 3 (a heartbeat of 1 s) and the others (a leader timeout of
+// 400 ms) is lost both ways for twenty minutes from the start (a loss
+// burst, a socket not yet up), everything else delivered. Neither side
+// of a pair ever heard the other's, so neither knew the other knows the
+// kind: both used to give up after timingsTells each, and the mismatch
+// was never said for as long as both ran. The tells go on, backing off
+// to one every timingsRetryCap: once the loss ends, every pair learns
+// within a cap and a refresh spacing, warns once, and the tells to a
+// silent member in the twenty minutes stay few.
+func TestTimingsLostBothWaysAreToldAgain(t *testing.T) {
+	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
+		timed(3, time.Second, 3*time.Second))
+	l.quiet = true
+	l.drop = func(from, to uint32, k wire.Kind) bool {
+		return k == wire.KindConfigTimings && (from == 3 || to == 3)
+	}
+	const loss = 20 * time.Minute
+	l.run(loss)
+	for _, id := range []uint32{1, 2, 3} {
+		if l.standing(id) != StandingAgreed || !l.mismatchNamed(id) {
+			t.Fatalf("node %d %v, timing_mismatch %v with every timings to and from member 3 lost", id, l.standing(id),
+				l.nodes[id].Status().Agreement.TimingMismatch)
+		}
+	}
+	// The cost while nothing answers: timingsTells in each pair
+	// of incarnations (at most two: the member's unknown, then
+	// announced), then one after 15 s, 30 s, 1, 2, 4 minutes, and every
+	// 5 minutes (timingsRetryCap): 7 in 20 minutes.
+	for _, p := range [][2]uint32{{1, 3}, {3, 1}, {2, 3}, {3, 2}} {
+		if got, least, most := l.timings[p], timingsTells+6, 2*timingsTells+7; got < least || got > most {
+			t.Errorf("member %d told member %d its timings %d times in %v unanswered, want %d to %d", p[0], p[1], got, loss, least, most)
+		}
+	}
+	l.drop = nil
+	// Learned within a retry gap at its cap (timingsRetryCap, 5 minutes)
+	// and a refresh spacing (8 s).
+	const within = 5*time.Minute + 10*time.Second
+	l.run(within)
+	for _, id := range []uint32{1, 2} {
+		if !l.mismatchNamed(id, 3) {
+			t.Fatalf("node %d timing_mismatch %v %v after the loss ended, want [3]", id,
+				l.nodes[id].Status().Agreement.TimingMismatch, within)
+		}
+		if got := l.notices(id); strings.Count(got, "timing mismatch with member 3") != 1 {
+			t.Fatalf("node %d noticed %q, want the mismatch with member 3 once", id, got)
+		}
+	}
+	if !l.mismatchNamed(3, 1, 2) {
+		t.Fatalf("node 3 timing_mismatch %v %v after the loss ended, want [1 2]", l.nodes[3].Status().Agreement.TimingMismatch, within)
+	}
+	if got := l.notices(3); strings.Count(got, "timing mismatch with member") != 2 {
+		t.Fatalf("node 3 noticed %q, want each mismatch once", got)
+	}
+}
+
+// TestTimingsRejudgedAfterRestart: member 3 restarts with other flags,
+// and is judged again by its new run's timings. First from a fitting
+// heartbeat to one of 1 s, every timings to and from it lost for 30 s
+// after the restart (the others forgot its last run's with it, and
+// its new run knows nobody's: every pair's early tells lost both ways):
+// the mismatch is said within a retry cap after the loss. Then member 1
+// restarts, the same loss after it: it learns member 3's again, and
+// member 3 its. Then member 3 restarts fixed: the others' status no
+// longer names it, shows its new timings, and says at INFO that the
+// mismatch it warned of is over.
+func TestTimingsRejudgedAfterRestart(t *testing.T) {
+	fits := func(c *Config) { c.Agreement = timed(c.ID, 200*time.Millisecond, 400*time.Millisecond).Agreement }
+	slow := func(c *Config) { c.Agreement = timed(c.ID, time.Second, 3*time.Second).Agreement }
+	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
+		timed(3, 200*time.Millisecond, 400*time.Millisecond))
+	l.quiet = true
+	l.run(2 * time.Second)
+	for id := range l.nodes {
+		if !l.mismatchNamed(id) || l.notices(id) != "" {
+			t.Fatalf("node %d names %v, noticed %q: every timing fits", id, l.nodes[id].Status().Agreement.TimingMismatch, l.notices(id))
+		}
+	}
+	// lose drops every timings to and from member id for d after now.
+	lose := func(id uint32, d time.Duration) {
+		end := l.now.Add(d)
+		l.drop = func(from, to uint32, k wire.Kind) bool {
+			return k == wire.KindConfigTimings && (from == id || to == id) && l.now.Before(end)
+		}
+	}
+	const within = 30*time.Second + 5*time.Minute + 10*time.Second // the loss, a retry cap, a refresh spacing
+	l.restart(3, 2, slow)
+	lose(3, 30*time.Second)
+	l.run(within)
+	for _, id := range []uint32{1, 2} {
+		if !l.mismatchNamed(id, 3) {
+			t.Fatalf("node %d names %v %v after member 3 restarted with --heartbeat 1s, want [3]", id, l.nodes[id].Status().Agreement.TimingMismatch, within)
+		}
+		if got := l.notices(id); strings.Count(got, "timing mismatch with member 3: member 3 beats every 1s") != 1 {
+			t.Fatalf("node %d noticed %q, want the mismatch once", id, got)
+		}
+	}
+	if !l.mismatchNamed(3, 1, 2) {
+		t.Fatalf("restarted node 3 names %v %v after its restart, want [1 2]", l.nodes[3].Status().Agreement.TimingMismatch, within)
+	}
+	l.notices(3)
+
+	l.restart(1, 2, fits)
+	lose(1, 30*time.Second)
+	l.run(within)
+	if !l.mismatchNamed(1, 3) || !l.mismatchNamed(3, 1, 2) {
+		t.Fatalf("after member 1 restarted: node 1 names %v, node 3 %v, want [3] and [1 2]",
+			l.nodes[1].Status().Agreement.TimingMismatch, l.nodes[3].Status().Agreement.TimingMismatch)
+	}
+	if got := l.notices(1); strings.Count(got, "timing mismatch with member 3") != 1 {
+		t.Fatalf("restarted node 1 noticed %q, want the mismatch once", got)
+	}
+	if got := l.notices(3); strings.Count(got, "timing mismatch with member 1") != 1 {
+		t.Fatalf("node 3 noticed %q, want member 1's new run's mismatch once", got)
+	}
+
+	l.restart(3, 3, fits)
+	l.run(2 * time.Second)
+	for _, id := range []uint32{1, 2} {
+		st := l.nodes[id].Status().Agreement
+		if len(st.TimingMismatch) != 0 {
+			t.Fatalf("node %d names %v after member 3 restarted fixed", id, st.TimingMismatch)
+		}
+		for _, m := range st.Members {
+			if m.ID == 3 && (m.Heartbeat != 200*time.Millisecond || m.LeaderTimeout != 400*time.Millisecond || len(m.Timing) != 0) {
+				t.Fatalf("node %d's status of member 3 fixed: heartbeat %v, leader timeout %v, timing %q", id, m.Heartbeat, m.LeaderTimeout, m.Timing)
+			}
+		}
+		var said []Notice
+		for _, nt := range l.nodes[id].Notices() {
+			if strings.Contains(nt.Msg, "timing") {
+				said = append(said, nt)
+			}
+		}
+		want := "member 3's timing fits this member's now"
+		if len(said) != 1 || said[0].Warn || said[0].Member != 3 || !strings.HasPrefix(said[0].Msg, want) {
+			t.Fatalf("node %d said %+v of member 3 fixed, want one INFO line %q", id, said, want)
+		}
+	}
+	if !l.mismatchNamed(3) || l.notices(3) != "" {
+		t.Fatalf("node 3 fixed names %v, noticed %q", l.nodes[3].Status().Agreement.TimingMismatch, l.notices(3))
 	}
 }

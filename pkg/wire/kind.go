@@ -275,9 +275,12 @@ const (
 	// leader timeout (payload: ConfigTimings), which need not agree but
 	// must fit each other's: the receiver warns of a member whose
 	// heartbeats come further apart than it waits for a leader. Sent with
-	// the announcements, at most twice per pair of incarnations to a
-	// member that never sent one: a node that does not know the kind (an
-	// older build) drops it as unknown_kind and runs as before.
+	// the announcements and refreshes; to a member that never sent one,
+	// twice per pair of incarnations, then backing off to one every 5
+	// minutes (so that a pair whose first ones were all lost both ways
+	// still learns): a node that does not know the kind (an older build)
+	// drops each as unknown_kind, a counter and a debug line, and runs as
+	// before.
 	KindConfigTimings Kind = 126
 
 	// 210-229: orderd's and the node's next kinds.

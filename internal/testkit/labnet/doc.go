@@ -79,7 +79,9 @@
 // in a set of (in, out) port pairs, loss is "numgen random mod 100 < P drop".
 // They never act on a host's own output, where a drop makes send fail with
 // EPERM instead of losing the packet. Loss and LossIP draw each direction
-// independently and spare ARP; Loss spares TCP as well.
+// independently and spare ARP; Loss spares TCP as well. DropUDPByte drops
+// every UDP packet to or from a host whose payload has a given byte at a
+// given offset (one kind of message, the others spared).
 //
 // Delay, jitter, asymmetric links and duplication need WithSwitch: the
 // kernel of the lab machines has no netem qdisc. With it the switch-side veth

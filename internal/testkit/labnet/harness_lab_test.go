@@ -251,6 +251,49 @@ func TestLabLoss(t *testing.T) {
 	}
 }
 
+// TestLabDropUDPByte: the bridge drops the datagrams to and from h2 whose
+// byte at offset 3 is 126, and only those: another value there, the same
+// value at another offset, and h3's traffic pass; cleared, all pass.
+func TestLabDropUDPByte(t *testing.T) {
+	labnet.Require(t)
+	lab := labnet.New(t, 3)
+	k1 := countOn(udpConn(t, lab.Host(1), 9000))
+	k2 := countOn(udpConn(t, lab.Host(2), 9000))
+	k3 := countOn(udpConn(t, lab.Host(3), 9000))
+	c1, c2 := udpConn(t, lab.Host(1), 0), udpConn(t, lab.Host(2), 0)
+	send := func(c *net.UDPConn, to int, msg []byte) func() {
+		return func() {
+			for range 20 {
+				if _, err := c.WriteToUDPAddrPort(msg, netip.AddrPortFrom(lab.Host(to).Addr(), 9000)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	picked, other, shifted := []byte{'S', 'L', 1, 126, 0}, []byte{'S', 'L', 1, 125, 0}, []byte{'S', 'L', 126, 1, 0}
+	lab.DropUDPByte(2, 3, 126)
+	for _, c := range []struct {
+		what string
+		k    *counter
+		send func()
+		want int
+	}{
+		{"the byte to h2", k2, send(c1, 2, picked), 0},
+		{"the byte from h2", k1, send(c2, 1, picked), 0},
+		{"another value to h2", k2, send(c1, 2, other), 20},
+		{"the value at another offset to h2", k2, send(c1, 2, shifted), 20},
+		{"the byte to h3", k3, send(c1, 3, picked), 20},
+	} {
+		if got := delta(c.k, c.send, c.want); got != c.want {
+			t.Errorf("%s: %d of 20 arrived, want %d", c.what, got, c.want)
+		}
+	}
+	lab.ClearUDPByteDrops()
+	if got := delta(k2, send(c1, 2, picked), 20); got != 20 {
+		t.Errorf("cleared: h2 got %d of 20", got)
+	}
+}
+
 // dialTCP connects from host a to a listener on host b, with a short timeout.
 func dialTCP(t *testing.T, lab *labnet.Lab, a, b int) error {
 	t.Helper()

@@ -19,7 +19,8 @@ import (
 //
 // A partition is a pair of directed entries in the "partitions" set, so
 // cutting and healing are element updates, never rule rewrites. The "loss"
-// chain is rewritten whole (in one transaction) on every Loss call.
+// chain is rewritten whole (in one transaction) on every Loss call; the
+// "match" chain holds DropUDPByte's rules.
 const baseRuleset = `table bridge ` + nftTable + ` {
 	set partitions {
 		type ifname . ifname
@@ -27,7 +28,10 @@ const baseRuleset = `table bridge ` + nftTable + ` {
 	chain forward {
 		type filter hook forward priority filter; policy accept;
 		iifname . oifname @partitions drop
+		jump match
 		jump loss
+	}
+	chain match {
 	}
 	chain loss {
 	}
@@ -226,4 +230,35 @@ func (l *Lab) lossScript() string {
 		}
 	}
 	return b.String()
+}
+
+// DropUDPByte makes the bridge drop every UDP packet to or from host whose
+// payload holds value at byte offset off: a loss that picks one kind of
+// message (a protocol's kind byte) and spares every other, which random
+// loss cannot. It lasts until ClearUDPByteDrops. Bridged labs only (a lab
+// WithSwitch fails the test).
+func (l *Lab) DropUDPByte(host, off int, value byte) {
+	l.t.Helper()
+	if host < 1 || host > len(l.hosts) || off < 0 {
+		l.t.Fatalf("labnet: DropUDPByte(%d, %d): want a host of 1 to %d and an offset from 0", host, off, len(l.hosts))
+	}
+	if l.sw != nil {
+		l.t.Fatalf("labnet: DropUDPByte: not on a lab WithSwitch")
+	}
+	var b strings.Builder
+	for _, dir := range []string{"iifname", "oifname"} {
+		// @th counts bits from the UDP header's start: the payload is
+		// 8 bytes in.
+		fmt.Fprintf(&b, "add rule bridge %s match %s \"p%d\" meta l4proto udp @th,%d,8 == %d drop\n", nftTable, dir, host, (8+off)*8, value)
+	}
+	l.mustNFT("DropUDPByte", b.String())
+}
+
+// ClearUDPByteDrops removes every DropUDPByte rule.
+func (l *Lab) ClearUDPByteDrops() {
+	l.t.Helper()
+	if l.sw != nil {
+		return
+	}
+	l.mustNFT("ClearUDPByteDrops", fmt.Sprintf("flush chain bridge %s match\n", nftTable))
 }

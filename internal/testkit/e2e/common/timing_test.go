@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/testkit/e2e"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // A member whose heartbeat is slower than the others' leader timeout
@@ -126,6 +127,76 @@ func TestTimingMismatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLabTimingsLostAtStart: three electd on namespace hosts, member 3
+// with --heartbeat 1s among members that give a silent leader up after
+// 400 ms, and every config_timings datagram to and from host 3 dropped by
+// the bridge for the first 20 s (everything else delivered: the members
+// agree). Each side of a pair used to tell the other twice, both lost,
+// then never again: the mismatch was never said for as long as they ran.
+// Now the tells go on, backing off (15 s, 30 s, ... every 5 minutes at
+// most): once the drop ends, both sides warn, and host 1's status names
+// member 3, within the 5 minutes and a refresh spacing the design allows
+// (3 s after the drop ended, in each of three runs here).
+// Then member 3 restarts with the others' timing: the others say at INFO
+// that it fits now, and status names it no more. Fails on main's build
+// (SYNCLAB_E2E_BIN): no warning.
+func TestLabTimingsLostAtStart(t *testing.T) {
+	a := e2e.NewAgreeLab(t, "electd", 7400)
+	a.Lab.DropUDPByte(3, 3, byte(wire.KindConfigTimings)) // the frame's kind byte
+	start := time.Now()
+	members := a.Members(nil)
+	a.Start(1, members)
+	a.Start(2, members)
+	a.Start(3, members, "--heartbeat", "1s", "--leader-timeout", "3s")
+	a.Eventually("the members agree", 15*time.Second, func() bool {
+		return a.Standing(1) == "agreed" && a.Standing(2) == "agreed" && a.Standing(3) == "agreed"
+	})
+	time.Sleep(time.Until(start.Add(20 * time.Second)))
+	// The drop held every tell: nobody knows member 3's timing (told,
+	// it is known within a second).
+	if mv := a.MemberView(1, 3); mv == nil || mv["heartbeat_ns"] != nil {
+		t.Fatalf("host 1's view of member 3 with every config_timings dropped: %v", mv)
+	}
+	for i := 1; i <= 3; i++ {
+		if strings.Contains(a.Procs[i].Output(), "timing mismatch") {
+			t.Fatalf("host %d warned of a timing it was never told:\n%s", i, e2e.TailString(a.Procs[i].Output(), 4000))
+		}
+	}
+	a.Lab.ClearUDPByteDrops()
+	cleared := time.Now()
+	follower := regexp.MustCompile(`level=WARN msg="timing mismatch with member 3: member 3 beats every 1s \(its --heartbeat\)`)
+	leader := func(id int) *regexp.Regexp {
+		return regexp.MustCompile(fmt.Sprintf(`level=WARN msg="timing mismatch with member %d: member %d gives a silent leader up after 400ms`, id, id))
+	}
+	a.Eventually("each side warns of the other's timing after the drop ended", 5*time.Minute+10*time.Second, func() bool {
+		return follower.MatchString(a.Procs[1].Output()) && follower.MatchString(a.Procs[2].Output()) &&
+			leader(1).MatchString(a.Procs[3].Output()) && leader(2).MatchString(a.Procs[3].Output())
+	})
+	t.Logf("warned %v after the drop ended", time.Since(cleared).Round(time.Second))
+	if ids := e2e.Field(a.Status(1), "node", "agreement", "timing_mismatch"); fmt.Sprint(ids) != "[3]" {
+		t.Fatalf("host 1's timing_mismatch: %v, want [3]", ids)
+	}
+	if want := `synclab_config_members_timing_mismatch{daemon="electd"} 1`; !strings.Contains(a.Metrics(1), want) {
+		t.Fatalf("host 1's metrics lack %s", want)
+	}
+	// Member 3 restarted with the others' timing (a new incarnation): it
+	// is judged by its new run's, and the others say the mismatch ended.
+	if err := a.Procs[3].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a.Start(3, members)
+	fits := regexp.MustCompile(`level=INFO msg="member 3's timing fits this member's now: it beats every 200ms \(its --heartbeat\)`)
+	a.Eventually("the others say member 3's timing fits after its restart", 15*time.Second, func() bool {
+		return fits.MatchString(a.Procs[1].Output()) && fits.MatchString(a.Procs[2].Output())
+	})
+	if ids := e2e.Field(a.Status(1), "node", "agreement", "timing_mismatch"); ids != nil {
+		t.Fatalf("host 1's timing_mismatch after member 3 restarted fixed: %v", ids)
+	}
+	if mv := a.MemberView(1, 3); mv == nil || mv["heartbeat_ns"] != float64(200*time.Millisecond) {
+		t.Fatalf("host 1's view of member 3 restarted: %v, want its heartbeat 200ms", mv)
 	}
 }
 
