@@ -1152,6 +1152,7 @@ var notWarnListed = map[string]bool{
 	"link_up":      true, // "`event=link_up` (INFO) when direct frames come back"
 	"member_heard": true, // "`event=member_heard` (INFO) when it is heard again"
 	"member_down":  true, // "`event=member_down` names the members that confirmed a silence"
+	"timing_fits":  true, // "a member restarted with timings that fit, is `timing_fits` at INFO"
 }
 
 // listedNames are the names docs/operations.md's WARN list gives in code
