@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -323,4 +324,106 @@ func TestTimingsRejudgedAfterRestart(t *testing.T) {
 	if !l.mismatchNamed(3) || l.notices(3) != "" {
 		t.Fatalf("node 3 fixed names %v, noticed %q", l.nodes[3].Status().Agreement.TimingMismatch, l.notices(3))
 	}
+}
+
+// FuzzReceiveTimings: member 1, a key holder whose configuration agrees,
+// sends member 2 a config_timings frame (kind 126) with any payload,
+// numbered and sealed by member 1's own node, so that it authenticates:
+// FuzzReceive and FuzzReceiveAgreement cannot forge a MAC, so they never
+// get a kind 126 frame past authentication. Nothing panics; a payload
+// that does not decode is refused, counted and changes nothing; one that
+// decodes is shown in status as it came, named a mismatch exactly when it
+// does not fit member 2's own timing (heartbeat 200 ms, leader timeout
+// 400 ms), said in bounded text, and moves nothing else: member 2 still
+// agrees, its core never sees the frame, and member 1's announcements and
+// frames are still taken after it.
+func FuzzReceiveTimings(f *testing.F) {
+	for _, tm := range []wire.ConfigTimings{
+		{Heartbeat: uint64(200 * time.Millisecond), LeaderTimeout: uint64(400 * time.Millisecond)},
+		{Heartbeat: uint64(time.Second), LeaderTimeout: uint64(3 * time.Second)},
+		{Heartbeat: uint64(50 * time.Millisecond), LeaderTimeout: uint64(150 * time.Millisecond)},
+		{Heartbeat: uint64(400 * time.Millisecond), LeaderTimeout: uint64(800 * time.Millisecond)}, // at the bounds
+		{Heartbeat: uint64(100 * time.Millisecond), LeaderTimeout: uint64(200 * time.Millisecond)},
+		{Heartbeat: 1, LeaderTimeout: 1},
+		{Heartbeat: wire.MaxTimingNanos, LeaderTimeout: wire.MaxTimingNanos},
+	} {
+		b, err := tm.AppendBinary(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{wire.ConfigVersion, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		const hb, lt = 200 * time.Millisecond, 400 * time.Millisecond
+		l := newAgreeLAN(t, timed(1, hb, lt), timed(2, hb, lt), timed(3, hb, lt))
+		l.quiet = true
+		l.run(time.Second)
+		a, b := l.nodes[1], l.nodes[2]
+		if l.standing(2) != StandingAgreed {
+			t.Fatalf("node 2 %v before the frame", l.standing(2))
+		}
+		l.notices(2)
+		before := b.Status()
+		steps := len(l.cores[2].steps)
+		a.own = append(a.own, core.Message{To: 2, Kind: wire.KindConfigTimings, Payload: payload})
+		var frame []byte
+		for _, s := range a.Ready().Sends {
+			if s.Kind == wire.KindConfigTimings && s.To == members[2] {
+				frame = a.Finalize(s, l.now)
+			}
+		}
+		if frame == nil {
+			return // not encodable (a payload beyond a frame's length): never leaves
+		}
+		err := b.Receive(Inbound{From: members[1], Data: frame, Time: l.now})
+		var want wire.ConfigTimings
+		derr := want.UnmarshalBinary(payload)
+		if (err == nil) != (derr == nil) {
+			t.Fatalf("payload %x: received %v, decodes %v", payload, err, derr)
+		}
+		after := b.Status()
+		view := func(st Status) MemberAgreement {
+			for _, m := range st.Agreement.Members {
+				if m.ID == 1 {
+					return m
+				}
+			}
+			t.Fatalf("no member 1 in %+v", st.Agreement.Members)
+			return MemberAgreement{}
+		}
+		if len(l.cores[2].steps) != steps {
+			t.Fatalf("config_timings reached the core (err %v)", err)
+		}
+		if err != nil {
+			if after.TotalDropped() != before.TotalDropped()+1 {
+				t.Fatalf("refused (%v) without being counted", err)
+			}
+			if v, w := view(after), view(before); v.Heartbeat != w.Heartbeat || v.LeaderTimeout != w.LeaderTimeout || !slices.Equal(v.Timing, w.Timing) {
+				t.Fatalf("a refused payload (%v) changed member 1's timing: %+v -> %+v", err, w, v)
+			}
+		} else {
+			v := view(after)
+			if v.Heartbeat != time.Duration(want.Heartbeat) || v.LeaderTimeout != time.Duration(want.LeaderTimeout) {
+				t.Fatalf("status shows %v / %v, member 1 told %d / %d ns", v.Heartbeat, v.LeaderTimeout, want.Heartbeat, want.LeaderTimeout)
+			}
+			misfit := time.Duration(want.Heartbeat) >= lt || time.Duration(want.LeaderTimeout) <= hb
+			if named := slices.Contains(after.Agreement.TimingMismatch, 1); named != misfit || (len(v.Timing) > 0) != misfit {
+				t.Fatalf("timings %v / %v: named a mismatch %v (%q), want %v",
+					time.Duration(want.Heartbeat), time.Duration(want.LeaderTimeout), named, v.Timing, misfit)
+			}
+		}
+		for _, nt := range b.Notices() {
+			if len(nt.Msg) > 8192 {
+				t.Fatalf("notice of %d bytes", len(nt.Msg))
+			}
+		}
+		if l.standing(2) != StandingAgreed {
+			t.Fatalf("node 2 %v after member 1's timings (err %v)", l.standing(2), err)
+		}
+		l.run(10 * time.Second)
+		if l.standing(2) != StandingAgreed || view(b.Status()).State != "agrees" {
+			t.Fatalf("node 2 %v, view of member 1 %+v, after its timings", l.standing(2), view(b.Status()))
+		}
+	})
 }

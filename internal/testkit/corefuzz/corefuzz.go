@@ -179,6 +179,14 @@ type Driver struct {
 	// per step. Checks that compare a state with the one before (a term
 	// that must not go back) stay per step.
 	Inspect func() error
+	// Late, if set, is how long the loop took to read each frame Step
+	// hands the core: the frame is stamped at the clock as it was, and
+	// the clock moves on by Late before the core's Ready is read (the
+	// daemon's loop stalled with the frame in its socket, or the process
+	// was paused). The core's now is then the stamp, behind the clock's
+	// reading. The targets that set it pick it from their program
+	// (Program.Late).
+	Late func() time.Duration
 
 	Core core.Core
 	Disk []byte
@@ -273,6 +281,9 @@ func (d *Driver) Finish() error {
 func (d *Driver) Step(m core.Message, failWrite bool) error {
 	if m.Time.IsZero() {
 		m.Time = d.Now
+		if d.Late != nil {
+			d.Now = d.Now.Add(d.Late())
+		}
 	}
 	if d.Core.Step(m) != nil {
 		d.Refused++
@@ -307,6 +318,9 @@ func (d *Driver) Hint(p *Program, ids []uint32, failWrite bool) error {
 // Drain acts on the core's Ready.
 func (d *Driver) Drain(failWrite bool) error {
 	rd := d.Core.Ready()
+	if err := d.checkLeases(rd); err != nil {
+		return err
+	}
 	if d.Ready != nil {
 		if err := d.Ready(rd); err != nil {
 			return err

@@ -199,3 +199,37 @@ func MustReach(t *testing.T, target string, seeds [][]byte, kinds []string, run 
 		}
 	}
 }
+
+// checkLeases: a grant or a renewal a Ready reports holds its lock past
+// the clock's reading, the driver's Now: a lock is never reported held
+// with its lease over (a lease counted from a frame's stamp, read late,
+// or from a check long past, can be: what mutexd's "a grant read too
+// late" warns of).
+func (d *Driver) checkLeases(rd core.Ready) error {
+	for _, e := range rd.Events {
+		if e.Name != mutex.EventGranted && e.Name != mutex.EventRenewed {
+			continue
+		}
+		if exp, ok := EventArg(e, "expires").(time.Time); ok && !exp.After(d.Now) {
+			return fmt.Errorf("%s (%v) reported at %v with its lease over at %v", e.Name, e.Args, d.Now.Format(time.RFC3339Nano), exp.Format(time.RFC3339Nano))
+		}
+	}
+	return nil
+}
+
+// Late is how long a frame waits to be read, as Driver.Late reads it:
+// mostly not at all, else a loop's stall (milliseconds), a paused process
+// (seconds, past a lease), or any time up to 71 minutes.
+func (p *Program) Late() time.Duration {
+	switch p.Intn(8) {
+	case 0, 1, 2, 3:
+		return 0
+	case 4:
+		return time.Duration(1+p.Intn(50)) * time.Millisecond
+	case 5:
+		return time.Duration(1+p.Intn(40)) * 100 * time.Millisecond
+	case 6:
+		return time.Duration(1+p.Intn(60)) * time.Second
+	}
+	return time.Duration(p.raw(4)) * time.Microsecond
+}

@@ -25,7 +25,9 @@ import (
 //   - it heartbeats only terms it owns, announces only a term's owner,
 //     and lists no more IDs than the ring has;
 //   - its term never goes back within a life, and never below its disk;
-//   - it leads only terms it owns; what it persists it can restart from;
+//   - it leads only terms it owns, and never the term it started a life
+//     from (one it may have led in the life before);
+//   - what it persists it can restart from;
 //   - its unacknowledged hops stay bounded.
 func FuzzRing(f *testing.F) {
 	corefuzz.Fuzz(f, ringSeeds, runRing)
@@ -42,31 +44,68 @@ var ringSeeds = [][]byte{
 	[]byte("\x04\x02\x00\x02\x07\x07\x07\x07\x03\x00\x05\x10\x00\x01\x01\x01"),
 }
 
+// FuzzRingRestored is FuzzRing from a state file the program picks
+// (corefuzz.StateFile): a member that ran bully, whose state is in
+// bully's second format, now runs a ring election. The core refuses
+// exactly the files it cannot trust (core.ErrState); from one it takes it
+// starts at or above the reservation and heartbeats or announces itself
+// only above it, then runs as FuzzRing's. FuzzRing starts only from
+// nothing, and its stored programs keep their meaning.
+func FuzzRingRestored(f *testing.F) {
+	corefuzz.Fuzz(f, ringRestoredSeeds, runRingRestored)
+}
+
+var ringRestoredSeeds = [][]byte{
+	{},
+	{3, 1, 0, 0, 1, 0, 3, 0, 2, 0, 7, 0, 5, 0, 0, 1, 2},
+	{2, 3, 0, 1, 1, 7, 1, 7, 5, 1, 7, 0, 2, 0, 7},
+}
+
 // runRing runs one program of FuzzRing.
-func runRing(t testing.TB, in []byte) {
+func runRing(t testing.TB, in []byte) { runRingFrom(t, in, false) }
+
+// runRingRestored runs one program of FuzzRingRestored.
+func runRingRestored(t testing.TB, in []byte) { runRingFrom(t, in, true) }
+
+// runRingFrom runs a program, restored from a state file the program
+// picks first when restored.
+func runRingFrom(t testing.TB, in []byte, restored bool) {
 	p := corefuzz.NewProgram(in)
 	v := ring.Variant(1 + p.Intn(5))
 	ids := []uint32{1, 2, 3, 4}
 	self := uint32(1 + p.Intn(4))
 	textbook := v == ring.Naive && p.Intn(4) == 0
 	lim := epoch.Spaced(epoch.MaxRound, bully.TermBurst, 1)
+	// floor is the term this life started from when the member owns it
+	// (its last term, or a reservation): one it may have led in an
+	// earlier life, which it never leads again.
+	var floor uint64
 	var d *corefuzz.Driver
 	d = &corefuzz.Driver{
 		Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		New: func(disk []byte) (core.Core, error) {
 			cfg := ring.DefaultLANConfig()
 			cfg.Variant, cfg.Textbook = v, textbook
+			term, reserved, _ := bully.RestoreReserved(disk)
+			if floor = max(term, reserved); epoch.Owner(floor) != self {
+				floor = 0
+			}
 			return ring.New(core.Env{ID: self, Members: ids, Now: d.Now, Rand: rand.New(rand.NewPCG(1, 2)), State: disk}, cfg)
 		},
 		Sent: func(m core.Message, disk []byte) error {
-			saved, _ := bully.Restore(disk)
-			if m.Term > saved {
-				return fmt.Errorf("%v of term %#x left with %#x on disk", m.Kind, m.Term, saved)
+			// A reservation bully left is a term the member may have
+			// sent: the larger of the two bounds what it sends.
+			saved, reserved, _ := bully.RestoreReserved(disk)
+			if m.Term > max(saved, reserved) {
+				return fmt.Errorf("%v of term %#x left with %#x on disk (reserved %#x)", m.Kind, m.Term, saved, reserved)
 			}
 			switch m.Kind {
 			case wire.KindRingHeartbeat:
 				if epoch.Owner(m.Term) != self {
 					return fmt.Errorf("heartbeat of term %#x, owned by %d", m.Term, epoch.Owner(m.Term))
+				}
+				if m.Term <= floor {
+					return fmt.Errorf("heartbeat of term %#x, at or below %#x of the state file it started from", m.Term, floor)
 				}
 			case wire.KindRingCoordinator:
 				var c wire.RingCoordinator
@@ -84,6 +123,20 @@ func runRing(t testing.TB, in []byte) {
 	}
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
+	}
+	if restored {
+		start, ok, err := d.RestartFrom(p.StateFile(self, ids, lim), func(term, reserved uint64) bool {
+			return bully.CheckTerm(max(term, reserved)) == nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return
+		}
+		if tm := d.Core.(*ring.Core).Term(); tm < start {
+			t.Fatalf("started at term %#x, below %#x of its state file", tm, start)
+		}
 	}
 	corefuzz.ElectionSteps(t, p, d, self, func(term uint64) core.Message {
 		return corefuzz.RingFrame(p, term, lim, ids, self)

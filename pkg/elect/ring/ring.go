@@ -130,6 +130,13 @@ type Core struct {
 	// passedOn is the last term whose announcement this member started or
 	// passed on: an announcement goes round once (a term has one leader).
 	passedOn uint64
+	// floor is the term this member started from when it owns it (its
+	// state file's: its own last term, or a reservation bully left): a
+	// term it may have led in an earlier life. It never leads it again:
+	// an announcement naming it for that term (its own, circling back to
+	// it after a restart, or one another member decided from a lower
+	// term) starts an election for a term above instead (onCoordinator).
+	floor uint64
 
 	now, start time.Time
 	heard      []time.Time
@@ -212,6 +219,9 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	}
 	for i, id := range c.ring {
 		c.pos[id] = i
+	}
+	if epoch.Owner(term) == env.ID {
+		c.floor = term
 	}
 	c.det = liveness.NewDetector(env.ID, slices.Sorted(slices.Values(c.ring)), cfg.LeaderTimeout, env.Now)
 	for _, id := range c.ring {
@@ -906,6 +916,13 @@ func (c *Core) onCoordinator(p wire.RingCoordinator) {
 		return
 	}
 	c.passedOn = c.term
+	if p.Leader == c.id && c.term <= c.floor {
+		// A term this member may have led in an earlier life: leading it
+		// again would give one term two leaderships (a fence counted
+		// from it twice). The election is decided again, above it.
+		c.campaign("earlier_life", true)
+		return
+	}
 	c.el.decided = c.current()
 	// The election just saw the leader alive: the announcement must reach
 	// it even if this member skipped it before (it died and restarted).

@@ -232,6 +232,46 @@ func TestStartsAboveReservation(t *testing.T) {
 	}
 }
 
+// TestNeverLeadsARestoredTermAgain: member 4 starts from a term it owns
+// (its reservation as bully, or its own last term as a ring member), one
+// it may have led in its earlier life. An announcement naming it for that
+// very term (member 3 decided it from a lower term; or 4's own, circling
+// back after a quick restart) must not make it lead the term a second
+// time (a fence counted from the term twice): it starts an election for a
+// term above instead. FuzzRingRestored found it (testdata
+// ac5ee4a7638bd6df: member 1 heartbeat the term of its reservation).
+func TestNeverLeadsARestoredTermAgain(t *testing.T) {
+	own := epoch.Make(5, 4)
+	for name, state := range map[string][]byte{
+		"reservation": bully.EncodeReserved(epoch.Make(3, 2), own),
+		"own term":    bully.EncodeState(own),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCore(t, ring.ChangRoberts, 4, state)
+			c.Ready()
+			if err := c.Step(core.Message{From: 3, To: 4, Kind: wire.KindRingCoordinator, Term: own, Time: t0.Add(time.Millisecond),
+				Payload: payload(t, wire.RingCoordinator{Seq: 1, Origin: 3, Leader: 4})}); err != nil {
+				t.Fatal(err)
+			}
+			elections := 0
+			for _, m := range c.Ready().Messages {
+				if m.Kind == wire.KindRingHeartbeat && m.Term <= own {
+					t.Fatalf("heartbeat of term %s, which it started from", epoch.Format(m.Term))
+				}
+				if m.Kind == wire.KindRingElection {
+					elections++
+				}
+			}
+			if l, tm, _ := c.Leader(); l == 4 && tm <= own {
+				t.Fatalf("leads term %s again", epoch.Format(tm))
+			}
+			if elections == 0 {
+				t.Fatal("no election for a term above")
+			}
+		})
+	}
+}
+
 // TestSimResign: the leader resigns; its predecessor runs at once, the
 // next highest (3) takes over, and the resigner follows it for good.
 func TestSimResign(t *testing.T) {

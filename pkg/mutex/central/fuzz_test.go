@@ -42,6 +42,20 @@ func FuzzTokenAsk(f *testing.F) {
 	corefuzz.Fuzz(f, centralSeeds, func(t testing.TB, in []byte) { runCentral(t, in, central.TokenAsk) })
 }
 
+// FuzzCentralLate is FuzzCentral with its frames read late (corefuzz.Driver.Late: stamped at the clock's last
+// reading, read after a loop's stall or a long pause): a grant or a
+// confirmation found due in such a Step waits for a reading of the clock,
+// and none is reported with its lease over (the Driver's check, which
+// every target runs).
+func FuzzCentralLate(f *testing.F) {
+	corefuzz.Fuzz(f, centralSeeds, func(t testing.TB, in []byte) { runCentralFrom(t, in, central.Coordinator, true) })
+}
+
+// FuzzTokenAskLate is FuzzTokenAsk with FuzzCentralLate's late frames.
+func FuzzTokenAskLate(f *testing.F) {
+	corefuzz.Fuzz(f, centralSeeds, func(t testing.TB, in []byte) { runCentralFrom(t, in, central.TokenAsk, true) })
+}
+
 // TestFuzzTokenAskReachesGrants: FuzzTokenAsk's programs reach grants too.
 func TestFuzzTokenAskReachesGrants(t *testing.T) {
 	corefuzz.MustReach(t, "FuzzTokenAsk", centralSeeds, []string{"tokenask"}, func(t testing.TB, in []byte) (string, int) {
@@ -74,6 +88,12 @@ const centralSteps = 100
 // runCentral runs one program of FuzzCentral and returns the grants it
 // reached.
 func runCentral(t testing.TB, in []byte, v central.Variant) (grants int) {
+	return runCentralFrom(t, in, v, false)
+}
+
+// runCentralFrom runs a program whose frames are stamped late (Late) when
+// late.
+func runCentralFrom(t testing.TB, in []byte, v central.Variant, late bool) (grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		members := []bully.Member{{ID: 1}, {ID: 2}, {ID: 3}}
@@ -102,6 +122,9 @@ func runCentral(t testing.TB, in []byte, v central.Variant) (grants int) {
 				}
 				return fences.GrantedMode(corefuzz.EventArg(e, "lock").(string), mode, fence)
 			}),
+		}
+		if late {
+			d.Late = p.Late
 		}
 		cc := func() *central.Core { return d.Core.(*central.Core) }
 		d.Inspect = func() error {

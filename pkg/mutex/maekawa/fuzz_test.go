@@ -54,6 +54,21 @@ const votingSteps = 120
 // runVoting runs one program of FuzzVoting and returns the algorithm it
 // ran and the grants it reached.
 func runVoting(t testing.TB, in []byte) (algo string, grants int) {
+	return runVotingFrom(t, in, false)
+}
+
+// FuzzVotingLate is FuzzVoting with its frames read late (corefuzz.Driver.Late: stamped at the clock's last
+// reading, read after a loop's stall or a long pause): a grant or a
+// confirmation found due in such a Step waits for a reading of the clock,
+// and none is reported with its lease over (the Driver's check, which
+// every target runs).
+func FuzzVotingLate(f *testing.F) {
+	corefuzz.Fuzz(f, votingSeeds, func(t testing.TB, in []byte) { runVotingFrom(t, in, true) })
+}
+
+// runVotingFrom runs a program whose frames are stamped late (Late) when
+// late.
+func runVotingFrom(t testing.TB, in []byte, late bool) (algo string, grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		majority := p.Bool()
@@ -94,6 +109,9 @@ func runVoting(t testing.TB, in []byte) (algo string, grants int) {
 				}
 				return nil
 			},
+		}
+		if late {
+			d.Late = p.Late
 		}
 		fences := corefuzz.Fences{}
 		d.Ready = func(rd core.Ready) error {

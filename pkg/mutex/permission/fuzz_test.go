@@ -41,6 +41,20 @@ func FuzzBakery(f *testing.F) {
 	corefuzz.Fuzz(f, permissionSeeds, func(t testing.TB, in []byte) { runPermission(t, in, permission.Bakery) })
 }
 
+// FuzzPermissionLate is FuzzPermission with its frames read late (corefuzz.Driver.Late: stamped at the clock's last
+// reading, read after a loop's stall or a long pause): a grant or a
+// confirmation found due in such a Step waits for a reading of the clock,
+// and none is reported with its lease over (the Driver's check, which
+// every target runs).
+func FuzzPermissionLate(f *testing.F) {
+	corefuzz.Fuzz(f, permissionSeeds, func(t testing.TB, in []byte) { runPermissionFrom(t, in, 0, true) })
+}
+
+// FuzzBakeryLate is FuzzBakery with FuzzPermissionLate's late frames.
+func FuzzBakeryLate(f *testing.F) {
+	corefuzz.Fuzz(f, permissionSeeds, func(t testing.TB, in []byte) { runPermissionFrom(t, in, permission.Bakery, true) })
+}
+
 // TestFuzzBakeryReachesGrants: the programs FuzzBakery starts from drive
 // the member through its three reads to grants, so its fence checks run.
 func TestFuzzBakeryReachesGrants(t *testing.T) {
@@ -79,6 +93,12 @@ const permissionSteps = 120
 // program picks Ricart-Agrawala or Lamport) or FuzzBakery (variant
 // Bakery) and returns the algorithm it ran and the grants it reached.
 func runPermission(t testing.TB, in []byte, only permission.Variant) (variant permission.Variant, grants int) {
+	return runPermissionFrom(t, in, only, false)
+}
+
+// runPermissionFrom runs a program whose frames are stamped late (Late)
+// when late.
+func runPermissionFrom(t testing.TB, in []byte, only permission.Variant, late bool) (variant permission.Variant, grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		ids := []uint32{1, 2, 3}
@@ -108,6 +128,9 @@ func runPermission(t testing.TB, in []byte, only permission.Variant) (variant pe
 				grants++
 				return fences.Granted(corefuzz.EventArg(e, "lock").(string), corefuzz.EventArg(e, "fence").(uint64))
 			}),
+		}
+		if late {
+			d.Late = p.Late
 		}
 		member := func() *permission.Core { return d.Core.(*permission.Core) }
 		d.Inspect = func() error {

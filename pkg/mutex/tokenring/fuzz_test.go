@@ -59,6 +59,21 @@ const tokenRingSteps = 100
 // runTokenRing runs one program of FuzzTokenRing and returns the grants it
 // reached.
 func runTokenRing(t testing.TB, in []byte) (grants int) {
+	return runTokenRingFrom(t, in, false)
+}
+
+// FuzzTokenRingLate is FuzzTokenRing with its frames read late (corefuzz.Driver.Late: stamped at the clock's last
+// reading, read after a loop's stall or a long pause): a grant or a
+// confirmation found due in such a Step waits for a reading of the clock,
+// and none is reported with its lease over (the Driver's check, which
+// every target runs).
+func FuzzTokenRingLate(f *testing.F) {
+	corefuzz.Fuzz(f, tokenRingSeeds, func(t testing.TB, in []byte) { runTokenRingFrom(t, in, true) })
+}
+
+// runTokenRingFrom runs a program whose frames are stamped late (Late)
+// when late.
+func runTokenRingFrom(t testing.TB, in []byte, late bool) (grants int) {
 	{
 		p := corefuzz.NewProgram(in)
 		ids := []uint32{1, 2, 3}
@@ -84,6 +99,9 @@ func runTokenRing(t testing.TB, in []byte) (grants int) {
 				grants++
 				return fences.Granted(corefuzz.EventArg(e, "lock").(string), fence)
 			}),
+		}
+		if late {
+			d.Late = p.Late
 		}
 		ring := func() *tokenring.Core { return d.Core.(*tokenring.Core) }
 		d.Inspect = func() error {
