@@ -69,6 +69,12 @@ func (b *Core) Hint(h core.Hint) {
 	case b.role != RoleFollower || b.lead == 0 || h.Member != b.lead:
 		b.counts.hintsIgnored++
 		return
+	case h.Cause == core.HintDialTimeout && b.cfg.Watch == 0:
+		// Without a watched link a dial that timed out is no news
+		// this core asks about (mutexd's central coordinator: as
+		// before the transport reported them).
+		b.counts.hintsIgnored++
+		return
 	}
 	if h.Time.After(b.now) {
 		b.now = h.Time
@@ -77,7 +83,7 @@ func (b *Core) Hint(h core.Hint) {
 	if seen.IsZero() {
 		seen = b.now
 	}
-	refused := h.Cause == core.HintDialRefused
+	refused := dialFailed(h.Cause)
 	if !refused {
 		// The link closed: it was open, so the leader's port takes
 		// connections (again), and a refused dial says something.
@@ -164,8 +170,8 @@ func (b *Core) heardLeader() bool {
 	b.counts.hintsCancelled++
 	cause := b.hint.cause
 	b.hint = hint{rest: b.now.Add(b.cfg.LeaderTimeout)}
-	if cause == core.HintDialRefused && b.cfg.Watch != 0 {
-		b.portRefused()
+	if dialFailed(cause) && b.cfg.Watch != 0 {
+		b.portRefused(cause)
 		return true
 	}
 	// The link the hint said closed stays closed until a frame goes
@@ -189,7 +195,13 @@ func (b *Core) heardLeader() bool {
 // so the leader's death shows as its close (stream_closed), and a refused
 // dial is news only of a port that refuses. (Without Watch, mutexd's
 // central coordinator, refusals are handled as before.)
-func (b *Core) portRefused() {
+//
+// A dial that timed out (core.HintDialTimeout: a firewall that drops
+// connection attempts rather than rejecting them) is the same case: the
+// watched link never opens, and without this nothing said so (the lab:
+// a follower of a leader whose member port dropped TCP had no link, no
+// hint and no WARN, and the leader's SIGKILL waited for the timeout).
+func (b *Core) portRefused(cause core.HintCause) {
 	b.refusing, b.refusingTerm = b.lead, b.term
 	b.counts.portRefused++
 	if !b.refusedWarned.IsZero() && b.now.Sub(b.refusedWarned) < portRefusedWarnEvery && !b.now.Before(b.refusedWarned) {
@@ -201,10 +213,20 @@ func (b *Core) portRefused() {
 		more = fmt.Sprintf(" (%d times more since the last such line)", b.refusedMore)
 	}
 	b.refusedWarned, b.refusedMore = b.now, 0
+	what, why := "refuses connections", "a firewall or a UDP-only port mapping?"
+	if cause == core.HintDialTimeout {
+		what, why = "does not answer connection attempts (they time out)", "a firewall that drops them?"
+	}
 	b.events = append(b.events, core.Event{Name: EventLeaderPortRefused, Warn: true,
-		Msg: fmt.Sprintf("leader %d answers probes but its TCP port refuses connections%s: a firewall or a UDP-only port mapping? the port hint cannot work, and a dead leader is given up by its timeout alone; let TCP through to its member port",
-			b.lead, more),
-		Args: []any{"leader", b.lead, "term", b.term}})
+		Msg: fmt.Sprintf("leader %d answers probes but its TCP port %s%s: %s the port hint cannot work, and a dead leader is given up by its timeout alone; let TCP through to its member port",
+			b.lead, what, more, why),
+		Args: []any{"leader", b.lead, "term", b.term, "cause", cause.String()}})
+}
+
+// dialFailed reports whether a hint is of a connection that did not open
+// (refused, or timed out), as opposed to a link that was open and closed.
+func dialFailed(c core.HintCause) bool {
+	return c == core.HintDialRefused || c == core.HintDialTimeout
 }
 
 // endHint forgets a running episode (a role or leader change).
