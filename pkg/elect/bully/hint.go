@@ -23,8 +23,9 @@ const EventLeaderPortClosed = "leader_port_closed"
 
 // EventLeaderPortRefused is reported (at WARN, at most once per
 // portRefusedWarnEvery) when a connection to the leader's TCP port was
-// refused and the leader answered the probes that followed: a firewall
-// that lets its UDP through and rejects TCP, or a UDP-only port mapping.
+// refused or timed out and the leader answered the probes that followed:
+// a firewall that lets its UDP through and rejects or drops TCP, or a
+// UDP-only port mapping.
 // The port hint cannot tell such a leader's death; refused dials to it
 // are ignored until its link is seen open (a stream_closed hint) or it
 // claims a new term.
@@ -57,10 +58,11 @@ type hint struct {
 // this node do more than that: it is no evidence by itself (anyone on the
 // LAN can forge a TCP reset or an ICMP error), the probes' silence is.
 // Hints about anyone else, while an episode runs, or within LeaderTimeout
-// of the last episode's end are counted and ignored; so are refused dials
-// to a leader whose port refused before while it answered (portRefused)
-// until its link is seen open (a stream_closed hint) or it claims a new
-// term.
+// of the last episode's end are counted and ignored; so are refused (or
+// timed out) dials to a leader whose port refused before while it
+// answered (portRefused), until its link is seen open (a stream_closed
+// hint) or it claims a new term, and, without Config.Watch, every dial
+// that timed out.
 func (b *Core) Hint(h core.Hint) {
 	switch {
 	case b.cfg.HintProbe == 0:
