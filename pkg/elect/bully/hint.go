@@ -77,6 +77,9 @@ func (b *Core) Hint(h core.Hint) {
 		// before the transport reported them).
 		b.counts.hintsIgnored++
 		return
+	case h.Cause == core.HintDialTimeout && !b.dialTimedOut():
+		b.counts.hintsIgnored++
+		return
 	}
 	if h.Time.After(b.now) {
 		b.now = h.Time
@@ -223,6 +226,26 @@ func (b *Core) portRefused(cause core.HintCause) {
 		Msg: fmt.Sprintf("leader %d answers probes but its TCP port %s%s: %s the port hint cannot work, and a dead leader is given up by its timeout alone; let TCP through to its member port",
 			b.lead, what, more, why),
 		Args: []any{"leader", b.lead, "term", b.term, "cause", cause.String()}})
+}
+
+// dialTimeoutsToAsk is how many dials to the leader must time out in its
+// term before the follower asks (an episode, and the WARN if the leader
+// answers). One dial times out whenever its SYN or the SYN-ACK is lost:
+// the kernel's first retransmit comes at 1 s, the transport's dial
+// timeout. At 5% loss each way that is one adoption of a leader in ten;
+// three in a row, one in a thousand. A port that drops every SYN times
+// out the watch's dials about five times while it is queued (5 s).
+const dialTimeoutsToAsk = 3
+
+// dialTimedOut counts a dial to the leader that timed out and reports
+// whether it is the dialTimeoutsToAsk-th (or a later one) in the
+// leader's term.
+func (b *Core) dialTimedOut() bool {
+	if b.timedOutLead != b.lead || b.timedOutTerm != b.term {
+		b.dialTimeouts, b.timedOutLead, b.timedOutTerm = 0, b.lead, b.term
+	}
+	b.dialTimeouts++
+	return b.dialTimeouts >= dialTimeoutsToAsk
 }
 
 // dialFailed reports whether a hint is of a connection that did not open

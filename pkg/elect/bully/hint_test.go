@@ -659,3 +659,45 @@ func later(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// TestDialTimeoutLostSYN: a dial to the leader times out whenever its SYN
+// or the SYN-ACK is lost (the kernel's first retransmit comes at the
+// transport's 1 s dial timeout): one adoption in ten at 5% loss. Two such
+// in the leader's term start nothing (an episode on a live leader, and
+// its WARN that the port drops TCP, would be false); the third does; a
+// new term counts afresh.
+func TestDialTimeoutLostSYN(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := hintFollower(t, electdHintConfig(), t0)
+	probes := func() int {
+		n := 0
+		for _, m := range b.Ready().Messages {
+			if m.Kind == wire.KindLeaderProbe {
+				n++
+			}
+		}
+		return n
+	}
+	at := t0
+	timeout := func() int {
+		at = at.Add(1100 * time.Millisecond)
+		b.Hint(core.Hint{Member: 3, Cause: core.HintDialTimeout, Time: at})
+		return probes()
+	}
+	if p1, p2 := timeout(), timeout(); p1+p2 != 0 || b.Detail().Hints != 0 {
+		t.Fatalf("two dials timed out: %d and %d probes, %d episodes; want none", p1, p2, b.Detail().Hints)
+	}
+	if p := timeout(); p != 1 || b.Detail().Hints != 1 {
+		t.Fatalf("the third: %d probes, %d episodes; want the episode's first probe", p, b.Detail().Hints)
+	}
+	claim := frame(t, 3, wire.KindCoordinator, bully.MakeTerm(4, 3), wire.Coordinator{})
+	claim.Time = at.Add(time.Millisecond)
+	if err := b.Step(claim); err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	at = at.Add(time.Second) // past the first episode's rest (LeaderTimeout)
+	if p := timeout(); p != 0 {
+		t.Errorf("a dial timed out in the leader's new term: %d probes, want none (counted afresh)", p)
+	}
+}
