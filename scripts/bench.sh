@@ -23,9 +23,14 @@
 #       --partition (default 5s) of {1,2} from {3,4,5}. Every failover
 #       trial is traced (electd trace start on every member before the
 #       kill, stop once the survivors agree); the traces of a trial over
-#       the goal or with more election frames than the run's fewest are
-#       kept in --keep (default: a new synclab-elect-traces-TIME under
-#       $TMPDIR or /tmp, made only if a trial is kept) and named in the output with the trial's frames by kind;
+#       the goal, with more election frames than the run's fewest, or in
+#       which no survivor took a port hint are kept in --keep (default: a
+#       new synclab-elect-traces-TIME under $TMPDIR or /tmp, made only if a
+#       trial is kept) and named in the output with the trial's frames by
+#       kind. Each trial's line says when the killed process was reaped
+#       and, for bully, each survivor's port hint (its link to the leader
+#       up before the kill, when the port closed, the hints it took and
+#       ignored, given up on one or timed out);
 #       --no-trial-traces traces nothing (to measure what tracing costs).
 #       Installs etcd-server and etcd-client if missing.
 #   bench.sh mutex [--algorithm NAME[,NAME...]|all] [--samples N] [--window D] [--clients N]

@@ -101,7 +101,8 @@
 // A peer whose process dies (SIGKILL included) has its sockets closed by
 // its kernel at once: the watcher sees the FIN or RST and the next dial is
 // refused. Each is handed to the consumer as a Hint on the Hints channel
-// (stream_closed, dial_refused), never blocking the link (a hint nobody
+// (stream_closed, dial_refused; dial_timeout for a connection nobody
+// answered, as through a firewall that drops it), never blocking the link (a hint nobody
 // takes is dropped and counted), so that a core may probe the peer at
 // once instead of waiting for its timeout. A hint is not evidence: a
 // live peer's link closes for reasons of its own, and anyone on the path

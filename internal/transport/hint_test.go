@@ -1,9 +1,11 @@
 package transport
 
 import (
-	"time"
-
+	"net"
+	"net/netip"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/synclab/synclab/pkg/core"
 )
@@ -75,5 +77,55 @@ func TestHintsNeverBlock(t *testing.T) {
 	e.hint(mustAP("127.0.0.2:7"), core.HintStreamClosed)
 	if st := e.c.snapshot(); st.Hints["stream_closed"] != 0 {
 		t.Fatalf("a hint while closing: %v", st.Hints)
+	}
+}
+
+// silentListener listens on loopback with an accept queue of one that it
+// fills and never accepts from: the kernel drops every further SYN, as a
+// firewall that drops connection attempts does, and a dial to it times
+// out. It returns its address.
+func silentListener(t *testing.T) netip.AddrPort {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 98}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 98}), uint16(sa.(*syscall.SockaddrInet4).Port))
+	// Fill the queue: these connect (the kernel completes the handshake
+	// while the queue has room), the next do not.
+	for i := 0; i < 2; i++ {
+		c, err := net.DialTimeout("tcp4", addr.String(), 200*time.Millisecond)
+		if err != nil {
+			break
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	return addr
+}
+
+// TestHintDialTimeout: a frame for a peer whose port drops connection
+// attempts is a dial_timeout hint once the dial times out (real sockets:
+// the in-memory twin has no such peer), counted by cause.
+func TestHintDialTimeout(t *testing.T) {
+	k := &kit{t: t, real: true}
+	a := k.open(Config{Listen: k.addr(0), Stream: StreamConfig{DialTimeout: 100 * time.Millisecond}})
+	addr := silentListener(t)
+	mustSend(t, a.SendStream(addr, []byte("to a dropped port"), nil))
+	if h := nextHint(t, a); h.Peer != addr || h.Cause != core.HintDialTimeout {
+		t.Fatalf("hint %+v, want dial_timeout for %v", h, addr)
+	}
+	if st := a.Stats(); st.Hints["dial_timeout"] < 1 {
+		t.Fatalf("hint counts %v: want dial_timeout counted", st.Hints)
 	}
 }

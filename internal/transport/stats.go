@@ -123,7 +123,7 @@ type counters struct {
 	streamTimeouts, overBudget                         atomic.Uint64
 	truncated, refused                                 atomic.Uint64
 	txKernel                                           atomic.Uint64
-	hints                                              [5]atomic.Uint64 // indexed by core.HintCause
+	hints                                              [core.HintDialTimeout + 1]atomic.Uint64 // indexed by core.HintCause (the last one + 1)
 	hintsDropped                                       atomic.Uint64
 	inbound                                            atomic.Int64
 }

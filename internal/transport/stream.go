@@ -203,10 +203,18 @@ func (l *link) run() {
 				}
 				l.e.c.dialErrs.Add(1)
 				l.setState(false, err)
-				if errors.Is(err, syscall.ECONNREFUSED) {
+				var ne net.Error
+				switch {
+				case errors.Is(err, syscall.ECONNREFUSED):
 					// Nothing listens at the peer's port: its
 					// process is gone, or a forged reset says so.
 					l.e.hint(l.peer, core.HintDialRefused)
+				case errors.As(err, &ne) && ne.Timeout():
+					// Nothing answered: a firewall that drops
+					// connection attempts, or a host that is down.
+					// The consumer decides what it is worth (a
+					// link it means to keep open never opens).
+					l.e.hint(l.peer, core.HintDialTimeout)
 				}
 				failures++
 				t := time.NewTimer(l.backoff(failures))

@@ -98,7 +98,8 @@ type Endpoint interface {
 	// writer just before the frame is written.
 	SendStream(to netip.AddrPort, b []byte, fin Finalizer) error
 	// Hints delivers a Hint whenever an outbound link to a peer is closed
-	// or reset by the peer, or a connection to it is refused. It never
+	// or reset by the peer, or a connection to it is refused or times
+	// out. It never
 	// blocks the transport: a hint the consumer has not taken when
 	// HintBuffer are waiting is dropped and counted (Stats.HintsDropped).
 	// It is closed once Close has stopped the link writers.

@@ -25,10 +25,14 @@ const (
 	// HintHostUnreachable: an ICMP host (or network) unreachable came
 	// back for a datagram to the member's address. Reserved, as above.
 	HintHostUnreachable
+	// HintDialTimeout: a connection to the member's port was not
+	// answered within the dial timeout (a firewall that drops connection
+	// attempts silently, a host that is down or cut off).
+	HintDialTimeout
 )
 
 // HintCauses lists every cause, in order (metrics show each, at 0).
-var HintCauses = []HintCause{HintStreamClosed, HintDialRefused, HintPortUnreachable, HintHostUnreachable}
+var HintCauses = []HintCause{HintStreamClosed, HintDialRefused, HintPortUnreachable, HintHostUnreachable, HintDialTimeout}
 
 func (c HintCause) String() string {
 	switch c {
@@ -40,6 +44,8 @@ func (c HintCause) String() string {
 		return "port_unreachable"
 	case HintHostUnreachable:
 		return "host_unreachable"
+	case HintDialTimeout:
+		return "dial_timeout"
 	}
 	return fmt.Sprintf("hint(%d)", uint8(c))
 }

@@ -34,6 +34,73 @@ type TrialRecord struct {
 	Traces map[int]string
 	Logs   map[int]string
 	Status map[int][]byte
+	// Hints is what each survivor made of the port hint (bully with
+	// --hint-probe): whether it watched the killed leader, the hints it
+	// took and ignored; nil for an algorithm that takes none.
+	Hints map[int]HintAccount
+	// Reaped is when the harness had reaped the killed process, after
+	// the kill: its kernel closed its sockets (the port hint) before.
+	Reaped time.Duration
+}
+
+// HintAccount is one survivor's part in a trial's port hint, from its
+// status just before the kill and once the survivors agreed: what tells
+// a trial that no follower's watch link reported the leader's death
+// from one whose followers took the hint and were slow to act on it.
+type HintAccount struct {
+	// Linked: its outbound link to the killed leader was connected just
+	// before the kill (the link whose close is the hint).
+	Linked bool
+	// Hinted is when the transport's latest hint about the killed leader
+	// came, after the kill (its port closed: the dead process's kernel
+	// closed its sockets); 0 when none came before the agreement.
+	Hinted time.Duration
+	// Taken, Ignored, GaveUp and TimedOut count, from the kill to the
+	// agreement, the hints it acted on (an episode of probes), those it
+	// ignored (detail.hints_ignored), the leaders it gave up on a hint,
+	// and those it gave up for silence (its leader timeout).
+	Taken, Ignored, GaveUp, TimedOut uint64
+}
+
+// NoHint reports whether hints were accounted and no survivor took one:
+// the trial was left to the leader timeout.
+func NoHint(hints map[int]HintAccount) bool {
+	if len(hints) == 0 {
+		return false
+	}
+	for _, h := range hints {
+		if h.Taken > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// HintsText says each survivor's HintAccount in host order:
+// "h1 linked, took 1; h2 not linked, took 0, ignored 1, timed out 1".
+func HintsText(hints map[int]HintAccount) string {
+	var s []string
+	for _, h := range slices.Sorted(maps.Keys(hints)) {
+		a := hints[h]
+		linked := "linked"
+		if !a.Linked {
+			linked = "not linked"
+		}
+		p := fmt.Sprintf("h%d %s, took %d", h, linked, a.Taken)
+		if a.Hinted > 0 {
+			p = fmt.Sprintf("h%d %s, port closed at kill + %s, took %d", h, linked, Millis(a.Hinted), a.Taken)
+		}
+		for _, c := range []struct {
+			n    uint64
+			what string
+		}{{a.Ignored, "ignored"}, {a.GaveUp, "gave up on it"}, {a.TimedOut, "timed out"}} {
+			if c.n > 0 {
+				p += fmt.Sprintf(", %s %d", c.what, c.n)
+			}
+		}
+		s = append(s, p)
+	}
+	return strings.Join(s, "; ")
 }
 
 // SlowTrial is a trial kept for reading, and why.
@@ -64,6 +131,9 @@ func SlowTrials(trials []TrialRecord, goal time.Duration) []SlowTrial {
 		}
 		if t.Election > fewest {
 			why = append(why, fmt.Sprintf("%.0f election frames, the fewest of the run %.0f", t.Election, fewest))
+		}
+		if NoHint(t.Hints) {
+			why = append(why, "no survivor took a port hint")
 		}
 		if len(why) > 0 {
 			slow = append(slow, SlowTrial{TrialRecord: t, Why: strings.Join(why, "; ")})
@@ -120,5 +190,11 @@ func (t SlowTrial) Account(label string) string {
 		fmt.Fprintf(&b, "h%d learned leader %d at %s (kill + %s)\n", h, t.Leader, t.Since[h].UTC().Format("15:04:05.000000"), Millis(t.Since[h].Sub(t.KilledAt)))
 	}
 	fmt.Fprintf(&b, "frames the survivors sent from the kill to their agreement: %s\n", FramesByKind(t.Frames))
+	if t.Reaped > 0 {
+		fmt.Fprintf(&b, "the killed process reaped at kill + %s\n", Millis(t.Reaped))
+	}
+	if len(t.Hints) > 0 {
+		fmt.Fprintf(&b, "port hints (link to the leader before the kill; from the kill to the agreement): %s\n", HintsText(t.Hints))
+	}
 	return b.String()
 }

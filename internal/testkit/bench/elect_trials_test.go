@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,5 +86,27 @@ frames the survivors sent from the kill to their agreement: leader_probe 63, coo
 `
 	if got := s.Account("electd multicast"); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestHintAccounts(t *testing.T) {
+	none := map[int]HintAccount{1: {Linked: true, TimedOut: 1}, 4: {Ignored: 1, TimedOut: 1}}
+	some := map[int]HintAccount{1: {Linked: true}, 4: {Linked: true, Taken: 1, GaveUp: 1}}
+	if !NoHint(none) || NoHint(some) || NoHint(nil) {
+		t.Errorf("NoHint: none %v, some %v, nil %v; want true, false, false", NoHint(none), NoHint(some), NoHint(nil))
+	}
+	if got, want := HintsText(none), "h1 linked, took 0, timed out 1; h4 not linked, took 0, ignored 1, timed out 1"; got != want {
+		t.Errorf("HintsText = %q, want %q", got, want)
+	}
+	trials := []TrialRecord{
+		{Trial: 1, Took: 150 * time.Millisecond, Election: 4, Hints: some},
+		{Trial: 2, Took: 150 * time.Millisecond, Election: 4, Hints: none},
+	}
+	slow := SlowTrials(trials, 250*time.Millisecond)
+	if len(slow) != 1 || slow[0].Trial != 2 || slow[0].Why != "no survivor took a port hint" {
+		t.Errorf("SlowTrials = %+v, want trial 2 alone, kept for its hints", slow)
+	}
+	if got := slow[0].Account("electd unicast"); !strings.Contains(got, "port hints (link to the leader before the kill; from the kill to the agreement): h1 linked") {
+		t.Errorf("Account lacks the hints:\n%s", got)
 	}
 }

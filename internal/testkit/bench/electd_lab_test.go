@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,7 +98,12 @@ type electdStatus struct {
 		Agreement   *struct {
 			Standing string `json:"standing"`
 		} `json:"agreement"`
-		Core elect.Status `json:"core"`
+		Core  elect.Status `json:"core"`
+		Peers []struct {
+			ID     uint32    `json:"id"`
+			Hints  uint64    `json:"port_hints"`
+			HintAt time.Time `json:"port_hint_at"`
+		} `json:"peers"`
 	} `json:"node"`
 	Transport transport.Stats   `json:"transport"`
 	Events    map[string]uint64 `json:"events"`
@@ -366,6 +372,7 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 	if err := c.procs[lead].Kill(); err != nil {
 		e.fatal(err)
 	}
+	reaped := time.Since(killAt)
 	after, seen := c.waitAgree(fmt.Sprintf("trial %d", trial), survivors, uint32(lead), failoverLimit)
 	// The harness's own CPU while it polled the survivors: on the 2-core
 	// lab a harness busy through the failover delays the daemons it
@@ -405,8 +412,10 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 	var total, notes float64
 	byKind := map[string]uint64{}
 	how := map[string]float64{}
+	afterSt := map[int]electdStatus{}
 	for _, i := range survivors {
 		st := c.status(i)
+		afterSt[i] = st
 		for k, n := range detailCounts(st) {
 			how[k] += n - detailCounts(before[i])[k]
 		}
@@ -430,20 +439,70 @@ func (c *electdCluster) trial(r *systemResult, trial, trials int) (took, polled 
 	for i, v := range after {
 		since[i] = v.Since
 	}
+	hints := hintAccounts(before, afterSt, lead, netip.AddrPortFrom(e.lab.Host(lead).Addr(), uint16(s.port)), killAt)
 	rec := TrialRecord{Trial: trial, Killed: lead, Leader: int(newLead), Took: d, KilledAt: killAt, Since: since,
-		Election: notes, Frames: byKind, Traces: traces}
+		Election: notes, Frames: byKind, Traces: traces, Hints: hints, Reaped: reaped}
 	if traces != nil {
 		rec.Logs, rec.Status = c.evidence(survivors)
 	}
 	c.trials = append(c.trials, rec)
-	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s, the harness's CPU meanwhile %s, the machine's CPUs %s busy; %s%s), %.0f frames (%.0f the notes count); load %s",
-		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), Millis(polling), busy, acceptSpread(after, int(newLead), killAt), countsText(how), total, notes, loadAverage())
+	e.logf("%s: trial %d/%d: leader %d killed, all survivors on %d after %s (polling saw it at %s, the harness's CPU meanwhile %s, the machine's CPUs %s busy; %s%s), %.0f frames (%.0f the notes count); the killed process reaped at %s%s; load %s",
+		s.label, trial, trials, lead, newLead, Millis(d), Millis(seen.Sub(killAt)), Millis(polling), busy, acceptSpread(after, int(newLead), killAt), countsText(how), total, notes, Millis(reaped), hintsLine(hints), loadAverage())
 
 	// Bring the killed node back; it takes over again (highest ID).
 	c.start(lead)
 	c.waitAgree("after the restart", all, 0, 10*time.Second)
 	e.sleep(*electSettle)
 	return d, seen.Sub(killAt), true
+}
+
+// hintAccounts is what each survivor made of the port hint in a trial,
+// from its status before the kill and once the survivors agreed (bully's
+// detail counters, and its outbound link to the leader's address); nil
+// for an algorithm or a configuration without the hint.
+func hintAccounts(before, after map[int]electdStatus, lead int, leader netip.AddrPort, killAt time.Time) map[int]HintAccount {
+	count := func(st electdStatus, k string) uint64 {
+		d, _ := st.Node.Core.Detail.(map[string]any)
+		v, _ := d[k].(float64)
+		return uint64(v)
+	}
+	m := map[int]HintAccount{}
+	for i, a := range after {
+		b := before[i]
+		if count(a, "hint_probe_ns") == 0 {
+			return nil
+		}
+		h := HintAccount{
+			Taken:    count(a, "hints") - count(b, "hints"),
+			Ignored:  count(a, "hints_ignored") - count(b, "hints_ignored"),
+			GaveUp:   count(a, "hint_timeouts") - count(b, "hint_timeouts"),
+			TimedOut: a.Node.Core.LeaderTimeouts - b.Node.Core.LeaderTimeouts,
+		}
+		for _, l := range b.Transport.Links {
+			if l.Peer == leader && l.Connected {
+				h.Linked = true
+			}
+		}
+		for _, p := range a.Node.Peers {
+			if int(p.ID) == lead && p.HintAt.After(killAt) {
+				h.Hinted = p.HintAt.Sub(killAt)
+			}
+		}
+		m[i] = h
+	}
+	return m
+}
+
+// hintsLine is the trial line's account of the port hint: ", port hints:
+// h1 linked, took 1; ..." and NO SURVIVOR TOOK A HINT when none did.
+func hintsLine(hints map[int]HintAccount) string {
+	if len(hints) == 0 {
+		return ""
+	}
+	if NoHint(hints) {
+		return "; NO SURVIVOR TOOK A PORT HINT: " + HintsText(hints)
+	}
+	return "; port hints: " + HintsText(hints)
 }
 
 // acceptSpread says when, after the kill, the new leader chose itself

@@ -122,7 +122,7 @@ func (c *electdCluster) keepSlow(trials []TrialRecord) {
 		goal = targetQuorumFailoverP99
 	}
 	slow := SlowTrials(trials, goal)
-	e.logf("%s: %d of %d trials kept for reading (over %s, or more election frames than the fewest of the run)", c.spec.label, len(slow), len(trials), Millis(goal))
+	e.logf("%s: %d of %d trials kept for reading (over %s, more election frames than the fewest of the run, or no survivor took a port hint)", c.spec.label, len(slow), len(trials), Millis(goal))
 	for _, t := range slow {
 		dir := filepath.Join(e.keepDir(), Slug(c.spec.label), fmt.Sprintf("trial-%02d", t.Trial))
 		if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -151,10 +151,15 @@ type Core struct {
 	// probes that followed: refused dials to it are no sign of its death
 	// (portRefused); refusedWarned is when that was last said at WARN,
 	// refusedMore how many times it recurred since.
-	hint          hint
-	leadArrived   time.Time
-	refusing      uint32
-	refusingTerm  uint64
+	hint         hint
+	leadArrived  time.Time
+	refusing     uint32
+	refusingTerm uint64
+	// dialTimeouts counts the dials to the leader that timed out in its
+	// term (timedOutLead, timedOutTerm): see dialTimeoutsToAsk.
+	dialTimeouts  int
+	timedOutLead  uint32
+	timedOutTerm  uint64
 	refusedWarned time.Time
 	refusedMore   uint64
 	// watched is the leader this follower last sent a LEADER_WATCH,

@@ -23,8 +23,9 @@ const EventLeaderPortClosed = "leader_port_closed"
 
 // EventLeaderPortRefused is reported (at WARN, at most once per
 // portRefusedWarnEvery) when a connection to the leader's TCP port was
-// refused and the leader answered the probes that followed: a firewall
-// that lets its UDP through and rejects TCP, or a UDP-only port mapping.
+// refused or timed out and the leader answered the probes that followed:
+// a firewall that lets its UDP through and rejects or drops TCP, or a
+// UDP-only port mapping.
 // The port hint cannot tell such a leader's death; refused dials to it
 // are ignored until its link is seen open (a stream_closed hint) or it
 // claims a new term.
@@ -57,16 +58,26 @@ type hint struct {
 // this node do more than that: it is no evidence by itself (anyone on the
 // LAN can forge a TCP reset or an ICMP error), the probes' silence is.
 // Hints about anyone else, while an episode runs, or within LeaderTimeout
-// of the last episode's end are counted and ignored; so are refused dials
-// to a leader whose port refused before while it answered (portRefused)
-// until its link is seen open (a stream_closed hint) or it claims a new
-// term.
+// of the last episode's end are counted and ignored; so are refused (or
+// timed out) dials to a leader whose port refused before while it
+// answered (portRefused), until its link is seen open (a stream_closed
+// hint) or it claims a new term, and, without Config.Watch, every dial
+// that timed out.
 func (b *Core) Hint(h core.Hint) {
 	switch {
 	case b.cfg.HintProbe == 0:
 		b.counts.hintsIgnored++
 		return
 	case b.role != RoleFollower || b.lead == 0 || h.Member != b.lead:
+		b.counts.hintsIgnored++
+		return
+	case h.Cause == core.HintDialTimeout && b.cfg.Watch == 0:
+		// Without a watched link a dial that timed out is no news
+		// this core asks about (mutexd's central coordinator: as
+		// before the transport reported them).
+		b.counts.hintsIgnored++
+		return
+	case h.Cause == core.HintDialTimeout && !b.dialTimedOut():
 		b.counts.hintsIgnored++
 		return
 	}
@@ -77,7 +88,7 @@ func (b *Core) Hint(h core.Hint) {
 	if seen.IsZero() {
 		seen = b.now
 	}
-	refused := h.Cause == core.HintDialRefused
+	refused := dialFailed(h.Cause)
 	if !refused {
 		// The link closed: it was open, so the leader's port takes
 		// connections (again), and a refused dial says something.
@@ -164,8 +175,8 @@ func (b *Core) heardLeader() bool {
 	b.counts.hintsCancelled++
 	cause := b.hint.cause
 	b.hint = hint{rest: b.now.Add(b.cfg.LeaderTimeout)}
-	if cause == core.HintDialRefused && b.cfg.Watch != 0 {
-		b.portRefused()
+	if dialFailed(cause) && b.cfg.Watch != 0 {
+		b.portRefused(cause)
 		return true
 	}
 	// The link the hint said closed stays closed until a frame goes
@@ -189,7 +200,13 @@ func (b *Core) heardLeader() bool {
 // so the leader's death shows as its close (stream_closed), and a refused
 // dial is news only of a port that refuses. (Without Watch, mutexd's
 // central coordinator, refusals are handled as before.)
-func (b *Core) portRefused() {
+//
+// A dial that timed out (core.HintDialTimeout: a firewall that drops
+// connection attempts rather than rejecting them) is the same case: the
+// watched link never opens, and without this nothing said so (the lab:
+// a follower of a leader whose member port dropped TCP had no link, no
+// hint and no WARN, and the leader's SIGKILL waited for the timeout).
+func (b *Core) portRefused(cause core.HintCause) {
 	b.refusing, b.refusingTerm = b.lead, b.term
 	b.counts.portRefused++
 	if !b.refusedWarned.IsZero() && b.now.Sub(b.refusedWarned) < portRefusedWarnEvery && !b.now.Before(b.refusedWarned) {
@@ -201,10 +218,40 @@ func (b *Core) portRefused() {
 		more = fmt.Sprintf(" (%d times more since the last such line)", b.refusedMore)
 	}
 	b.refusedWarned, b.refusedMore = b.now, 0
+	what, why := "refuses connections", "a firewall or a UDP-only port mapping?"
+	if cause == core.HintDialTimeout {
+		what, why = "does not answer connection attempts (they time out)", "a firewall that drops them?"
+	}
 	b.events = append(b.events, core.Event{Name: EventLeaderPortRefused, Warn: true,
-		Msg: fmt.Sprintf("leader %d answers probes but its TCP port refuses connections%s: a firewall or a UDP-only port mapping? the port hint cannot work, and a dead leader is given up by its timeout alone; let TCP through to its member port",
-			b.lead, more),
-		Args: []any{"leader", b.lead, "term", b.term}})
+		Msg: fmt.Sprintf("leader %d answers probes but its TCP port %s%s: %s the port hint cannot work, and a dead leader is given up by its timeout alone; let TCP through to its member port",
+			b.lead, what, more, why),
+		Args: []any{"leader", b.lead, "term", b.term, "cause", cause.String()}})
+}
+
+// dialTimeoutsToAsk is how many dials to the leader must time out in its
+// term before the follower asks (an episode, and the WARN if the leader
+// answers). One dial times out whenever its SYN or the SYN-ACK is lost:
+// the kernel's first retransmit comes at 1 s, the transport's dial
+// timeout. At 5% loss each way that is one adoption of a leader in ten;
+// three in a row, one in a thousand. A port that drops every SYN times
+// out the watch's dials about five times while it is queued (5 s).
+const dialTimeoutsToAsk = 3
+
+// dialTimedOut counts a dial to the leader that timed out and reports
+// whether it is the dialTimeoutsToAsk-th (or a later one) in the
+// leader's term.
+func (b *Core) dialTimedOut() bool {
+	if b.timedOutLead != b.lead || b.timedOutTerm != b.term {
+		b.dialTimeouts, b.timedOutLead, b.timedOutTerm = 0, b.lead, b.term
+	}
+	b.dialTimeouts++
+	return b.dialTimeouts >= dialTimeoutsToAsk
+}
+
+// dialFailed reports whether a hint is of a connection that did not open
+// (refused, or timed out), as opposed to a link that was open and closed.
+func dialFailed(c core.HintCause) bool {
+	return c == core.HintDialRefused || c == core.HintDialTimeout
 }
 
 // endHint forgets a running episode (a role or leader change).
