@@ -325,9 +325,12 @@ type timedView struct {
 	Node         struct {
 		Core struct {
 			Cluster struct {
-				Role   string `json:"role"`
-				Master uint32 `json:"master"`
-				Term   uint64 `json:"term"`
+				Role      string `json:"role"`
+				Master    uint32 `json:"master"`
+				Term      uint64 `json:"term"`
+				LastRound *struct {
+					Round uint32 `json:"round"`
+				} `json:"last_round"`
 			} `json:"cluster"`
 		} `json:"core"`
 	} `json:"node"`
@@ -346,6 +349,39 @@ func (l *lab) trueOffsets(ctx context.Context) (map[int]time.Duration, map[int]t
 		offs[i], views[i] = time.Duration(v.TrueOffsetNS), v
 	}
 	return offs, views, true
+}
+
+// awaitRounds waits until the master has computed n rounds more than it
+// had when called (at most 15 s, a master elected meanwhile counting from
+// its own first), so that the traces hold a whole round: the first
+// polled after every trace started, its adjustments sent and acknowledged
+// before the next round is computed. A fixed wait did not: at load 31 a
+// 1.5 s trace held one of a round's four adjustments.
+func (l *lab) awaitRounds(ctx context.Context, n uint32) {
+	round := func() (uint64, uint32, bool) {
+		_, views, ok := l.trueOffsets(ctx)
+		if !ok {
+			return 0, 0, false
+		}
+		m := views[1].Node.Core.Cluster.Master
+		v, ok := views[int(m)]
+		if m == 0 || !ok || v.Node.Core.Cluster.LastRound == nil {
+			return 0, 0, false
+		}
+		return v.Node.Core.Cluster.Term, v.Node.Core.Cluster.LastRound.Round, true
+	}
+	term0, r0, ok0 := round()
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && ctx.Err() == nil; {
+		sleepCtx(ctx, 100*time.Millisecond)
+		term, r, ok := round()
+		switch {
+		case !ok:
+		case !ok0 || term != term0:
+			term0, r0, ok0 = term, r, true
+		case r >= r0+n:
+			return
+		}
+	}
 }
 
 // spread is the largest difference between two members' clocks; mean their
@@ -423,7 +459,7 @@ func (l *lab) clocks(ctx context.Context, sum *summary) error {
 	// poll for 900 ms, so one round.
 	if err := l.traced(ctx, sum, "berkeley-round", "timed", all(), "a Berkeley round: the master's polls (clock_poll), the readings (clock_reading), the adjustments (clock_adjust, acknowledged)",
 		[]string{"--from-kind", "clock_poll", "--until", "900ms"}, func() error {
-			sleepCtx(ctx, 1500*time.Millisecond)
+			l.awaitRounds(ctx, 3)
 			return nil
 		}); err != nil {
 		return err
