@@ -106,7 +106,7 @@ func TestLabElectdRefusedTCPPortHint(t *testing.T) {
 // no WARN, the links down for good (checked in a namespace: the
 // follower's status showed connected false, last_error i/o timeout).
 func TestLabElectdDroppedTCPPortHint(t *testing.T) {
-	closedTCPPort(t, []string{"drop"}, "does not answer connection attempts (they time out)")
+	closedTCPPort(t, []string{"drop"}, "does not answer connection attempts (3 timed out in its term)")
 }
 
 // closedTCPPort runs the refused port's test with the leader's host
@@ -141,7 +141,7 @@ func closedTCPPort(t *testing.T, verdict []string, say string) {
 		return d
 	}
 	num := func(d map[string]any, k string) float64 { f, _ := d[k].(float64); return f }
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // three dials of 1.5 s and their backoff, on a loaded host
 	for _, i := range []int{1, 2} {
 		for num(detail(i), "port_refused_by") != 3 {
 			if time.Now().After(deadline) {
