@@ -580,6 +580,7 @@ func (n *Node) agreeTick(now time.Time) {
 	if a.started.IsZero() {
 		a.started = now
 	}
+	a.steppedBack(now)
 	for _, id := range slices.Sorted(maps.Keys(a.members)) {
 		if m := a.members[id]; m.owed && !now.Before(m.answeredAt.Add(askInterval)) {
 			m.answeredAt, m.owed = now, false
@@ -616,6 +617,36 @@ func (n *Node) agreeTick(now time.Time) {
 		}
 	}
 	n.evaluate(now)
+}
+
+// steppedBack re-bases on now the times agreement stored before its clock
+// stepped back past them (a Berkeley master stepping this member, date -s
+// under --clock system): each is compared with now as a past time or a
+// deadline, and left as it was it would hold its work off for the length
+// of the step. The next round was due for S more (no announcement nor
+// refresh, and the tells that ride on them, for S: measured, 0 a minute
+// for 10 minutes after a 10-minute step, where the others, with quiet
+// cores, warned the member unreachable and stepped back on a tie), an
+// owed answer, the start's grace, a member heard no more (still counted
+// for S) and its unreachable warning as long. A time after now is now:
+// the round, and what waits on it, is due at once; what counts from a
+// time counts from the step.
+func (a *agreement) steppedBack(now time.Time) {
+	if a.next.Sub(now) > a.every {
+		a.next = now
+	}
+	a.started, a.announced = notAfter(a.started, now), notAfter(a.announced, now)
+	for _, m := range a.members {
+		m.heardAt, m.answeredAt, m.unreachableAt = notAfter(m.heardAt, now), notAfter(m.answeredAt, now), notAfter(m.unreachableAt, now)
+	}
+}
+
+// notAfter is t, or now if t is after it.
+func notAfter(t, now time.Time) time.Time {
+	if t.After(now) {
+		return now
+	}
+	return t
 }
 
 // agreeDeadline is when agreement next needs a Tick.
