@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/synclab/synclab/pkg/wire"
 	"strings"
 	"testing"
 	"time"
@@ -41,5 +42,33 @@ func TestAgreementClockSteppedBack(t *testing.T) {
 	}
 	if got := l.notices(2); strings.Contains(got, "member 1 not heard") {
 		t.Fatalf("node 2 noticed %q", got)
+	}
+}
+
+// TestTimingsRetryClockSteppedBack: every KindConfigTimings between
+// members 1 and 3 is lost both ways for two minutes from the start;
+// 90 s in, both clocks step back 10 minutes (a Berkeley master stepping
+// its members). A retry planned before the step lay 10 minutes off, and
+// the pair learned 10m3s after the loss ended instead of within the gap
+// it would have waited unstepped: the retry is told at once when its time
+// lies further off than timingsRetryCap. Stepped forward, it is simply due.
+func TestTimingsRetryClockSteppedBack(t *testing.T) {
+	for _, step := range []time.Duration{0, -10 * time.Minute, 10 * time.Minute} {
+		l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(3, time.Second, 3*time.Second))
+		l.quiet = true
+		l.drop = func(from, to uint32, k wire.Kind) bool { return k == wire.KindConfigTimings }
+		l.run(90 * time.Second)
+		l.off[1], l.off[3] = step, step
+		l.run(30 * time.Second)
+		l.drop = nil
+		start := l.now
+		for l.now.Sub(start) < 15*time.Minute && !(l.mismatchNamed(1, 3) && l.mismatchNamed(3, 1)) {
+			l.run(time.Second)
+		}
+		took := l.now.Sub(start)
+		t.Logf("clocks stepped %v: the pair learned %v after the loss ended", step, took)
+		if took > 3*time.Minute {
+			t.Errorf("clocks stepped %v during the loss: the pair learned %v after it ended, want within 3 minutes", step, took)
+		}
 	}
 }

@@ -60,7 +60,10 @@ func (n *Node) tellTimings(m *memberAgreement) {
 		if m.timingsToldInc != m.cfgInc || m.timingsToldOwn != n.inc {
 			m.timingsToldInc, m.timingsToldOwn, m.timingsTold = m.cfgInc, n.inc, 0
 		}
-		if m.timingsTold >= timingsTells && n.now.Before(m.timingsRetryAt) {
+		// A retry time further off than the longest gap: the clock
+		// stepped back past it; tell now rather than wait out the step
+		// (agreeTick re-bases the rounds the tells ride on, not this).
+		if m.timingsTold >= timingsTells && n.now.Before(m.timingsRetryAt) && m.timingsRetryAt.Sub(n.now) <= timingsRetryCap {
 			return
 		}
 		m.timingsTold++
