@@ -2,6 +2,7 @@ package node
 
 import (
 	"github.com/synclab/synclab/pkg/wire"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,103 @@ func TestTimingsRetryClockSteppedBack(t *testing.T) {
 		if took > 3*time.Minute {
 			t.Errorf("clocks stepped %v during the loss: the pair learned %v after it ended, want within 3 minutes", step, took)
 		}
+	}
+}
+
+// forge has a node configured as member id (no key, the timings of
+// member 3 in TestForgedTimingsOlderBuild, incarnation inc) start, and
+// hands what it sends member to of the given kinds to that member from
+// member id's own address.
+func (l *agreeLAN) forge(id, to, inc uint32, kinds ...wire.Kind) (n int) {
+	l.t.Helper()
+	c := insecure(id)
+	c.Cluster, c.Service, c.Incarnation = "lab", "electd", inc
+	c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: time.Second, LeaderTimeout: 3 * time.Second}
+	forger, err := New(c, &recorder{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	forger.Tick(l.now)
+	for _, s := range forger.Ready().Sends {
+		if s.To == members[to] && slices.Contains(kinds, s.Kind) {
+			l.nodes[to].Receive(Inbound{From: members[id], Data: forger.Finalize(s, l.now), Time: l.now})
+			n++
+		}
+	}
+	return n
+}
+
+// TestForgedTimingsOlderBuild: no key; member 3 runs an older build,
+// which announces nothing and never sends timings. One config_timings
+// forged in its name to node 1 (at an incarnation it never announces, or
+// at its own) used to stay for its whole run: node 1 named it a mismatch
+// all along and told it its timings with every announcement (450 an
+// hour, node 2 12). Timings count only at the member's announced
+// incarnation, and are forgotten timingsKept after the last (a member of
+// this build answers each tell); each is answered with one tell, not
+// every tell from then on.
+func TestForgedTimingsOlderBuild(t *testing.T) {
+	tim := func(id uint32) Config {
+		c := insecure(id)
+		c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
+		return c
+	}
+	for _, tc := range []struct {
+		name  string
+		inc   uint32
+		kinds []wire.Kind
+	}{
+		{"timings at an incarnation never announced", 1000, []wire.Kind{wire.KindConfigTimings}},
+		{"timings at its own incarnation", 1, []wire.Kind{wire.KindConfigTimings}},
+		{"an announcement and timings at its own incarnation", 1, []wire.Kind{wire.KindConfig, wire.KindConfigTimings}},
+	} {
+		l := newAgreeLAN(t, tim(1), tim(2), insecure(3))
+		l.legacy[3] = true
+		l.quiet = true
+		l.run(10 * time.Minute)
+		if got := l.forge(3, 1, tc.inc, tc.kinds...); got != len(tc.kinds) {
+			t.Fatalf("%s: %d frames forged, want %d", tc.name, got, len(tc.kinds))
+		}
+		l.run(time.Second)
+		named := l.mismatchNamed(1, 3)
+		b1, b2 := l.timings[[2]uint32{1, 3}], l.timings[[2]uint32{2, 3}]
+		start := l.now
+		for l.now.Sub(start) < time.Hour && l.mismatchNamed(1, 3) {
+			l.run(time.Second)
+		}
+		lasted := l.now.Sub(start)
+		l.run(time.Hour - lasted)
+		t1, t2 := l.timings[[2]uint32{1, 3}]-b1, l.timings[[2]uint32{2, 3}]-b2
+		t.Logf("%s: named a second later %v, for %v; node 1 told member 3 %d times in the hour, node 2 %d", tc.name, named, lasted, t1, t2)
+		if tc.inc == 1000 && named {
+			t.Errorf("%s: node 1 names member 3 a mismatch", tc.name)
+		}
+		if lasted > timingsKept {
+			t.Errorf("%s: node 1 named member 3 a mismatch for %v, want at most timingsKept (%v)", tc.name, lasted, timingsKept)
+		}
+		if t1 > t2+1 {
+			t.Errorf("%s: node 1 told member 3 its timings %d times in the hour, node 2 (not attacked) %d", tc.name, t1, t2)
+		}
+	}
+}
+
+// TestTimingsKeptWhileTold: timings are forgotten timingsKept after the
+// last; a member of this build answers each tell, so a real mismatch stays
+// named, and is warned of once, through hours at rest.
+func TestTimingsKeptWhileTold(t *testing.T) {
+	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
+		timed(3, time.Second, 3*time.Second))
+	l.quiet = true
+	l.run(time.Minute)
+	for i := 0; i < 3*60; i++ {
+		l.run(time.Minute)
+		for _, id := range []uint32{1, 2} {
+			if !l.mismatchNamed(id, 3) {
+				t.Fatalf("node %d names %v %d minutes in, want [3]", id, l.nodes[id].Status().Agreement.TimingMismatch, i+2)
+			}
+		}
+	}
+	if got := l.notices(1); strings.Count(got, "timing mismatch with member 3") != 1 {
+		t.Fatalf("node 1 noticed %q in 3 hours, want the mismatch once", got)
 	}
 }
