@@ -232,6 +232,11 @@ type memberAgreement struct {
 	timingsToldOwn uint32
 	timingsTold    int
 	timingsRetryAt time.Time
+	// timingsOwed: the member's timings came since this node last told
+	// it its own; it is told with the next announcement or refresh.
+	// timingsAt: when they came last (forgotten timingsKept later).
+	timingsOwed bool
+	timingsAt   time.Time
 	// refreshInc is the incarnation of the member that sent a refresh
 	// matching its announcement (a build that knows KindConfigRefresh),
 	// refreshSpacing the spacing it said (bounded); probedInc and
@@ -580,6 +585,7 @@ func (n *Node) agreeTick(now time.Time) {
 	if a.started.IsZero() {
 		a.started = now
 	}
+	a.steppedBack(now)
 	for _, id := range slices.Sorted(maps.Keys(a.members)) {
 		if m := a.members[id]; m.owed && !now.Before(m.answeredAt.Add(askInterval)) {
 			m.answeredAt, m.owed = now, false
@@ -598,6 +604,9 @@ func (n *Node) agreeTick(now time.Time) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.members)) {
 		m := a.members[id]
+		if m.timings != nil && now.Sub(m.timingsAt) >= timingsKept {
+			m.forgetTimings()
+		}
 		last := m.heardAt
 		if last.IsZero() {
 			last = a.started
@@ -616,6 +625,37 @@ func (n *Node) agreeTick(now time.Time) {
 		}
 	}
 	n.evaluate(now)
+}
+
+// steppedBack re-bases on now the times agreement stored before its clock
+// stepped back past them (a Berkeley master stepping this member, date -s
+// under --clock system): each is compared with now as a past time or a
+// deadline, and left as it was it would hold its work off for the length
+// of the step. The next round was due for S more (no announcement nor
+// refresh, and the tells that ride on them, for S: measured, 0 a minute
+// for 10 minutes after a 10-minute step, where the others, with quiet
+// cores, warned the member unreachable and stepped back on a tie), an
+// owed answer, the start's grace, a member heard no more (still counted
+// for S) and its unreachable warning as long. A time after now is now:
+// the round, and what waits on it, is due at once; what counts from a
+// time counts from the step.
+func (a *agreement) steppedBack(now time.Time) {
+	if a.next.Sub(now) > a.every {
+		a.next = now
+	}
+	a.started, a.announced = notAfter(a.started, now), notAfter(a.announced, now)
+	for _, m := range a.members {
+		m.heardAt, m.answeredAt, m.unreachableAt = notAfter(m.heardAt, now), notAfter(m.answeredAt, now), notAfter(m.unreachableAt, now)
+		m.timingsAt = notAfter(m.timingsAt, now)
+	}
+}
+
+// notAfter is t, or now if t is after it.
+func notAfter(t, now time.Time) time.Time {
+	if t.After(now) {
+		return now
+	}
+	return t
 }
 
 // agreeDeadline is when agreement next needs a Tick.
@@ -766,11 +806,12 @@ func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) error {
 		// Heard for a while and never announced: a build without
 		// agreement. Admitted, unchecked, and said so.
 		m.legacyInc = inc
-		if m.timings != nil && inc > m.timingsInc {
-			// A new run without agreement (an older build, timed
-			// outside --mode berkeley) tells no timings: its last
-			// run's are forgotten, as a new announcement forgets them.
-			m.timings, m.timingIssues = nil, nil
+		if m.timings != nil && inc != m.timingsInc {
+			// A run without agreement (an older build, timed
+			// outside --mode berkeley) tells no timings: those of
+			// another incarnation (its last run's, or forged in its
+			// name) are forgotten, as an announcement forgets them.
+			m.forgetTimings()
 		}
 		a.notice(Notice{Key: "unverified", Member: f.Sender, Warn: true, Msg: a.unverifiedText(f.Sender)})
 		return nil
@@ -834,10 +875,13 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 	}
 	m.heardAt, m.announcedAt = now, now
 	m.cfgInc, m.cfg = inc, c
-	if m.timings != nil && inc > m.timingsInc {
-		// A new run of the member: its timings are told again (none, if
-		// it now runs a build or a daemon without them).
-		m.timings, m.timingIssues = nil, nil
+	if m.timings != nil && inc != m.timingsInc {
+		// Another run of the member: its timings are told again (none,
+		// if it now runs a build or a daemon without them). Any other
+		// incarnation, not only a higher one: without a key, timings
+		// forged at an incarnation the member never announces would
+		// otherwise stay for its whole run.
+		m.forgetTimings()
 	}
 	m.steppedBack = c.Flags&wire.ConfigSteppedBack != 0
 	differed := len(m.diffs) > 0

@@ -47,12 +47,15 @@ type agreeLAN struct {
 	forged uint32
 	// drop, if set, says which frames are lost on the way.
 	drop func(from, to uint32, k wire.Kind) bool
+	// off is each node's clock offset: a node reads l.now plus its
+	// offset (a clock stepped by a Berkeley master, or by date -s).
+	off map[uint32]time.Duration
 }
 
 func newAgreeLAN(t *testing.T, cfgs ...Config) *agreeLAN {
 	l := &agreeLAN{t: t, nodes: map[uint32]*Node{}, cores: map[uint32]*recorder{}, now: t0, configs: map[uint32]int{},
 		pairs: map[[2]uint32]int{}, refreshes: map[uint32]int{}, step: 100 * time.Millisecond, legacy: map[uint32]bool{}, unknown: map[uint32]int{},
-		timings: map[[2]uint32]int{}}
+		timings: map[[2]uint32]int{}, off: map[uint32]time.Duration{}}
 	for _, c := range cfgs {
 		if c.Cluster == "" {
 			c.Cluster = "lab"
@@ -92,7 +95,7 @@ func (l *agreeLAN) run(d time.Duration) {
 	for end := l.now.Add(d); l.now.Before(end); l.now = l.now.Add(l.step) {
 		for _, id := range slices.Sorted(maps.Keys(l.nodes)) {
 			n := l.nodes[id]
-			n.Tick(l.now)
+			n.Tick(l.now.Add(l.off[id]))
 			for _, other := range n.others {
 				if l.quiet {
 					break
@@ -133,7 +136,7 @@ func (l *agreeLAN) flush(n *Node) {
 				}
 				continue
 			}
-			to.Receive(Inbound{From: from, Data: n.Finalize(s, l.now), Time: l.now})
+			to.Receive(Inbound{From: from, Data: n.Finalize(s, l.now.Add(l.off[n.cfg.ID])), Time: l.now.Add(l.off[to.cfg.ID])})
 			l.flush(to)
 		}
 	}

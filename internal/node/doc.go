@@ -190,10 +190,10 @@
 // elected again, over and over (electd's bully with --probe 0: 47 leader
 // changes in 20 s, every line at INFO). With Agreement.Heartbeat and
 // LeaderTimeout set (electd, orderd, timed's Berkeley mode), a node sends
-// its own (KindConfigTimings, wire.ConfigTimings, 20 bytes) after each
-// announcement or refresh to a member that sent its own; to one that
-// never did, twice per pair of incarnations at once, then one more after
-// 15 s, doubling to one every 5 minutes: an older build drops each as
+// its own (KindConfigTimings, wire.ConfigTimings, 20 bytes) after the
+// next announcement or refresh to a member once for each of the member's
+// own received; besides, twice per pair of incarnations at once, then one
+// more after 15 s, doubling to one every 5 minutes: an older build drops each as
 // unknown_kind (a counter, a debug line), and two members of this build
 // that lost every early tell both ways still learn each other's within
 // 5 minutes of the loss's end. A member whose heartbeat is not below this
@@ -202,11 +202,18 @@
 // naming both flags and both values), its end said at INFO when it
 // restarts with timings that fit ("timing_fits"), and named in status
 // (AgreementStatus.TimingMismatch, MemberAgreement.Timing); nothing is
-// refused, and nothing else depends on them. A member's timings are
-// forgotten with its incarnation (a restarted member is told again, and
-// judged by its new run's). Without a
-// key anyone can forge them: the forger gains a WARN line and a status
-// line, no more.
+// refused, and nothing else depends on them. A member's timings count
+// only for the incarnation it announced, and are forgotten with it (a
+// restarted member is told again, and judged by its new run's) or 20
+// minutes after the last (timingsKept: a member of this build answers
+// each tell). Without a key anyone can forge them: the forger gains a
+// WARN line and a status line (for a member that never sends its own, up
+// to timingsKept), and at most one tell per forged frame, no more.
+//
+// The times agreement keeps (its next round, the last announcement, a
+// member's last hearing, ...) are re-based on the clock when it steps back
+// past them (agreement.steppedBack): a node stepped back by S used to send
+// no announcement nor refresh for S.
 //
 // Announcements are bound to the sender's incarnation: a member that
 // restarts may have another configuration, so its frames of a new incarnation are refused

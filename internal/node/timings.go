@@ -21,8 +21,9 @@ import (
 // (KindConfigTimings) and warns of a member whose timing does not fit.
 
 // timingsTells is how many times, per pair of incarnations, the node
-// sends its timings with its first announcements or refreshes to a member
-// that never sent its own. After that it goes on telling it, one more every
+// sends its timings with its first announcements or refreshes to a member,
+// besides answering each of the member's own once (tellTimings). After
+// that it goes on telling it, one more every
 // timingsRetryGap (from timingsRetryFirst, doubling, to timingsRetryCap),
 // for as long as the member stays silent: a member of this build that
 // lost every early tell both ways (a loss burst or a short partition at
@@ -34,10 +35,20 @@ import (
 // 3600 s / timingsRetryCap frames an hour per pair, and the pair of this
 // build learns within timingsRetryCap (and the wait for the next
 // announcement or refresh, which each tell rides on) after the loss ends.
+//
+// timingsKept is how long a member's timings are kept without another
+// (20 minutes): a member of this build answers each tell with its own
+// (tellTimings) with its next announcement or refresh (a refresh spacing
+// is at most wire.MaxRefreshSpacing) and is told at least every
+// timingsRetryCap, so it is heard again within that, even with one tell
+// or answer lost. Timings forged in the name of a member that never sends
+// its own (an older build) are so forgotten, not kept for the member's
+// whole run.
 const (
 	timingsTells      = 2
 	timingsRetryFirst = 15 * time.Second
 	timingsRetryCap   = 5 * time.Minute
+	timingsKept       = 2*timingsRetryCap + wire.MaxRefreshSpacing*time.Second
 )
 
 // timingsRetryGap is the wait after retry k (0, 1, ...) to a member that
@@ -47,20 +58,28 @@ func timingsRetryGap(k int) time.Duration {
 }
 
 // tellTimings queues this node's timings to member m, after an
-// announcement or a refresh to it: always to a member that sent its own
-// (it knows the kind); to another, timingsTells times per pair of
-// incarnations, then once every timingsRetryGap (a new incarnation of
-// either side starts again at once: a member restarted is told again).
+// announcement or a refresh to it: once for each of its own that came
+// since the last tell (it knows the kind, and may have lost this node's:
+// a pair of this build that heard each other tells with every refresh,
+// as before); besides, timingsTells times per pair of incarnations, then
+// once every timingsRetryGap (a new incarnation of either side starts
+// again at once: a member restarted is told again). The answer is one
+// tell per timings received, not every tell for as long as the member
+// once sent some: without a key, a forger's frame buys at most one tell,
+// on an announcement or refresh the node sends anyway.
 func (n *Node) tellTimings(m *memberAgreement) {
 	a := n.agree
 	if a.cfg.Heartbeat <= 0 || a.cfg.LeaderTimeout <= 0 {
 		return
 	}
-	if m.timings == nil {
+	if !m.timingsOwed {
 		if m.timingsToldInc != m.cfgInc || m.timingsToldOwn != n.inc {
 			m.timingsToldInc, m.timingsToldOwn, m.timingsTold = m.cfgInc, n.inc, 0
 		}
-		if m.timingsTold >= timingsTells && n.now.Before(m.timingsRetryAt) {
+		// A retry time further off than the longest gap: the clock
+		// stepped back past it; tell now rather than wait out the step
+		// (agreeTick re-bases the rounds the tells ride on, not this).
+		if m.timingsTold >= timingsTells && n.now.Before(m.timingsRetryAt) && m.timingsRetryAt.Sub(n.now) <= timingsRetryCap {
 			return
 		}
 		m.timingsTold++
@@ -74,7 +93,14 @@ func (n *Node) tellTimings(m *memberAgreement) {
 		n.stats.drop("unsent_config") // longer than any failure detector's timeout: refused by the daemons
 		return
 	}
+	m.timingsOwed = false
 	n.own = append(n.own, core.Message{To: m.id, Kind: wire.KindConfigTimings, Payload: b})
+}
+
+// forgetTimings drops the member's timings, as of a member that never sent
+// any: not shown, not judged, not answered.
+func (m *memberAgreement) forgetTimings() {
+	m.timings, m.timingIssues, m.timingsOwed = nil, nil, false
 }
 
 // timingsReceived takes a member's authenticated timings, its sequence
@@ -87,10 +113,16 @@ func (n *Node) tellTimings(m *memberAgreement) {
 func (n *Node) timingsReceived(f *wire.Frame, t *wire.ConfigTimings) {
 	a := n.agree
 	m, inc := a.announcer(f)
-	if m == nil {
+	if m == nil || m.cfg == nil || inc != m.cfgInc {
+		// Only of the incarnation the member announced: a member
+		// sends them after its announcement. Without a key, one
+		// forged in the name of an older build (which announces
+		// nothing, so nothing forgot them) used to stay for its whole
+		// run: a status line all along, and this node telling it
+		// with every announcement (450 an hour).
 		return
 	}
-	m.timings, m.timingsInc = t, inc
+	m.timings, m.timingsInc, m.timingsOwed, m.timingsAt = t, inc, true, n.now
 	issues := a.timingIssues(m.id, t)
 	changed := strings.Join(issues, "\n") != strings.Join(m.timingIssues, "\n")
 	m.timingIssues = issues

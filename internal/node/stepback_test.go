@@ -1,0 +1,173 @@
+package node
+
+import (
+	"github.com/synclab/synclab/pkg/wire"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAgreementClockSteppedBack: member 1's clock steps back 10 minutes
+// (a Berkeley master stepping it, date -s under --clock system), the
+// cores quiet (Ω's followers at rest: only agreement says a member is
+// up). Its announcements and refreshes used to stop for the length of
+// the step (its next round lay 10 minutes off): the others warned it
+// unreachable, and member 2, member 3 restarted with other priorities,
+// stood back on a tie. They go on at the rate they had.
+func TestAgreementClockSteppedBack(t *testing.T) {
+	l := newAgreeLAN(t, keyed(1, nil), keyed(2, nil), keyed(3, nil))
+	l.quiet = true
+	l.run(3 * time.Minute)
+	before := l.sent(1)
+	l.run(time.Minute)
+	perMin := l.sent(1) - before
+	if perMin == 0 {
+		t.Fatalf("node 1 sent no announcement nor refresh in a minute at rest")
+	}
+	l.notices(2)
+	l.off[1] = -10 * time.Minute
+	for m := 1; m <= 3; m++ {
+		before = l.sent(1)
+		l.run(time.Minute)
+		if got := l.sent(1) - before; 2*got < perMin {
+			t.Fatalf("minute %d after node 1's clock stepped back 10 minutes: it sent %d announcements and refreshes, %d a minute before", m, got, perMin)
+		}
+	}
+	l.restart(3, 2, func(c *Config) {
+		c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": "3,2,1"}}
+	})
+	l.run(30 * time.Second)
+	if l.standing(2) != StandingAgreed {
+		t.Fatalf("node 2 %v (%s) with member 1 configured alike, its clock stepped back", l.standing(2), l.nodes[2].StandingReason())
+	}
+	if got := l.notices(2); strings.Contains(got, "member 1 not heard") {
+		t.Fatalf("node 2 noticed %q", got)
+	}
+}
+
+// TestTimingsRetryClockSteppedBack: every KindConfigTimings between
+// members 1 and 3 is lost both ways for two minutes from the start;
+// 90 s in, both clocks step back 10 minutes (a Berkeley master stepping
+// its members). A retry planned before the step lay 10 minutes off, and
+// the pair learned 10m3s after the loss ended instead of within the gap
+// it would have waited unstepped: the retry is told at once when its time
+// lies further off than timingsRetryCap. Stepped forward, it is simply due.
+func TestTimingsRetryClockSteppedBack(t *testing.T) {
+	for _, step := range []time.Duration{0, -10 * time.Minute, 10 * time.Minute} {
+		l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(3, time.Second, 3*time.Second))
+		l.quiet = true
+		l.drop = func(from, to uint32, k wire.Kind) bool { return k == wire.KindConfigTimings }
+		l.run(90 * time.Second)
+		l.off[1], l.off[3] = step, step
+		l.run(30 * time.Second)
+		l.drop = nil
+		start := l.now
+		for l.now.Sub(start) < 15*time.Minute && !(l.mismatchNamed(1, 3) && l.mismatchNamed(3, 1)) {
+			l.run(time.Second)
+		}
+		took := l.now.Sub(start)
+		t.Logf("clocks stepped %v: the pair learned %v after the loss ended", step, took)
+		if took > 3*time.Minute {
+			t.Errorf("clocks stepped %v during the loss: the pair learned %v after it ended, want within 3 minutes", step, took)
+		}
+	}
+}
+
+// forge has a node configured as member id (no key, the timings of
+// member 3 in TestForgedTimingsOlderBuild, incarnation inc) start, and
+// hands what it sends member to of the given kinds to that member from
+// member id's own address.
+func (l *agreeLAN) forge(id, to, inc uint32, kinds ...wire.Kind) (n int) {
+	l.t.Helper()
+	c := insecure(id)
+	c.Cluster, c.Service, c.Incarnation = "lab", "electd", inc
+	c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: time.Second, LeaderTimeout: 3 * time.Second}
+	forger, err := New(c, &recorder{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	forger.Tick(l.now)
+	for _, s := range forger.Ready().Sends {
+		if s.To == members[to] && slices.Contains(kinds, s.Kind) {
+			l.nodes[to].Receive(Inbound{From: members[id], Data: forger.Finalize(s, l.now), Time: l.now})
+			n++
+		}
+	}
+	return n
+}
+
+// TestForgedTimingsOlderBuild: no key; member 3 runs an older build,
+// which announces nothing and never sends timings. One config_timings
+// forged in its name to node 1 (at an incarnation it never announces, or
+// at its own) used to stay for its whole run: node 1 named it a mismatch
+// all along and told it its timings with every announcement (450 an
+// hour, node 2 12). Timings count only at the member's announced
+// incarnation, and are forgotten timingsKept after the last (a member of
+// this build answers each tell); each is answered with one tell, not
+// every tell from then on.
+func TestForgedTimingsOlderBuild(t *testing.T) {
+	tim := func(id uint32) Config {
+		c := insecure(id)
+		c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
+		return c
+	}
+	for _, tc := range []struct {
+		name  string
+		inc   uint32
+		kinds []wire.Kind
+	}{
+		{"timings at an incarnation never announced", 1000, []wire.Kind{wire.KindConfigTimings}},
+		{"timings at its own incarnation", 1, []wire.Kind{wire.KindConfigTimings}},
+		{"an announcement and timings at its own incarnation", 1, []wire.Kind{wire.KindConfig, wire.KindConfigTimings}},
+	} {
+		l := newAgreeLAN(t, tim(1), tim(2), insecure(3))
+		l.legacy[3] = true
+		l.quiet = true
+		l.run(10 * time.Minute)
+		if got := l.forge(3, 1, tc.inc, tc.kinds...); got != len(tc.kinds) {
+			t.Fatalf("%s: %d frames forged, want %d", tc.name, got, len(tc.kinds))
+		}
+		l.run(time.Second)
+		named := l.mismatchNamed(1, 3)
+		b1, b2 := l.timings[[2]uint32{1, 3}], l.timings[[2]uint32{2, 3}]
+		start := l.now
+		for l.now.Sub(start) < time.Hour && l.mismatchNamed(1, 3) {
+			l.run(time.Second)
+		}
+		lasted := l.now.Sub(start)
+		l.run(time.Hour - lasted)
+		t1, t2 := l.timings[[2]uint32{1, 3}]-b1, l.timings[[2]uint32{2, 3}]-b2
+		t.Logf("%s: named a second later %v, for %v; node 1 told member 3 %d times in the hour, node 2 %d", tc.name, named, lasted, t1, t2)
+		if tc.inc == 1000 && named {
+			t.Errorf("%s: node 1 names member 3 a mismatch", tc.name)
+		}
+		if lasted > timingsKept {
+			t.Errorf("%s: node 1 named member 3 a mismatch for %v, want at most timingsKept (%v)", tc.name, lasted, timingsKept)
+		}
+		if t1 > t2+1 {
+			t.Errorf("%s: node 1 told member 3 its timings %d times in the hour, node 2 (not attacked) %d", tc.name, t1, t2)
+		}
+	}
+}
+
+// TestTimingsKeptWhileTold: timings are forgotten timingsKept after the
+// last; a member of this build answers each tell, so a real mismatch stays
+// named, and is warned of once, through hours at rest.
+func TestTimingsKeptWhileTold(t *testing.T) {
+	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
+		timed(3, time.Second, 3*time.Second))
+	l.quiet = true
+	l.run(time.Minute)
+	for i := 0; i < 3*60; i++ {
+		l.run(time.Minute)
+		for _, id := range []uint32{1, 2} {
+			if !l.mismatchNamed(id, 3) {
+				t.Fatalf("node %d names %v %d minutes in, want [3]", id, l.nodes[id].Status().Agreement.TimingMismatch, i+2)
+			}
+		}
+	}
+	if got := l.notices(1); strings.Count(got, "timing mismatch with member 3") != 1 {
+		t.Fatalf("node 1 noticed %q in 3 hours, want the mismatch once", got)
+	}
+}
