@@ -1,6 +1,7 @@
 package tokenring_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -120,6 +121,54 @@ func TestSimTokenReadLate(t *testing.T) {
 				t.Fatalf("member %d still holds the lock after its lease ended in the pause", b)
 			}
 		})
+		// The client renews 120 ms before its 1 s lease ends and the
+		// check's answers come at once, but the member reads them after
+		// that end: 200 ms late, the check still within its window, the
+		// renewal is made as on time (judged at the answers' stamp); 400 ms
+		// late, the check too old to renew on, it is refused and said
+		// (renewals_late, lock_renewal_late), not lost without a word.
+		for _, pause := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond} {
+			renewed := pause < cfg.ConfirmWindow
+			t.Run(fmt.Sprintf("renewal-past-end-%v/%s", pause, name), func(t *testing.T) {
+				r, b := lateRing(t, trust)
+				req := r.ask(b, time.Second)
+				if !r.runUntil(func() bool { return r.holds(b, req) }, 5*time.Second) {
+					t.Fatalf("member %d never granted\n%s", b, r.tail())
+				}
+				r.run(880*time.Millisecond, false) // granted within the last millisecond
+				held := holdFor(r, b, wire.KindRingProbeReply)
+				renewals := r.core(b).Report().Counters["renewals"]
+				r.s.Do(b, func(cc core.Core) {
+					if err := cc.(*tokenring.Core).Renew(r.s.Clock(b).Now(), req, 0); err != nil {
+						t.Fatal(err)
+					}
+				})
+				r.s.Pause(b)
+				r.run(pause, false)
+				readLate(t, r, b, *held, "renewals_late", 0)
+				// The reading was late behind the member's timers: it put
+				// that Tick off for the frames that may wait (lateTick),
+				// and ticks again when it continues.
+				seen := len(r.s.Events())
+				r.s.Resume(b)
+				r.run(50*time.Millisecond, false)
+				said := 0
+				for _, e := range r.s.Events()[seen:] {
+					if e.Node == b && e.Name == mutex.EventRenewalLate {
+						said++
+					}
+				}
+				got := r.core(b).Report().Counters
+				want := map[bool]uint64{true: 0, false: 1}[renewed]
+				if r.holds(b, req) != renewed || got["renewals"]-renewals != 1-want || got["lost_expired"] != want ||
+					got["renewals_late"] != want || uint64(said) != want {
+					t.Fatalf("member %d read the answers %v late: holds %v, %d %s events, %v; want renewed %v",
+						b, pause, r.holds(b, req), said, mutex.EventRenewalLate, got, renewed)
+				}
+				r.run(time.Second, false)
+				r.checkExclusion()
+			})
+		}
 	}
 }
 
@@ -205,11 +254,12 @@ func readLate(t *testing.T, r *ring, id uint32, held []heldFrame, counter string
 	c := r.core(id)
 	start, clk := r.s.Config().Start, r.s.Clock(id)
 	now := clk.Now()
-	said := 0 // lock_grant_late events
+	said := 0 // lock_grant_late or lock_renewal_late events, as counter
+	late := map[string]string{"grants_late": mutex.EventGrantLate, "renewals_late": mutex.EventRenewalLate}[counter]
 	lateOutcome := func(when string) {
 		t.Helper()
 		for _, e := range c.Ready().Events {
-			if e.Name == mutex.EventGrantLate {
+			if e.Name == late {
 				said++
 			}
 			if e.Name != mutex.EventGranted && e.Name != mutex.EventRenewed {
@@ -237,7 +287,7 @@ func readLate(t *testing.T, r *ring, id uint32, held []heldFrame, counter string
 	if got := c.Report().Counters[counter]; got != want {
 		t.Errorf("member %d: %s = %d, want %d (%v)", id, counter, got, want, c.Report().Counters)
 	}
-	if counter == "grants_late" && uint64(said) != want {
-		t.Errorf("member %d: %d %s events, want %d", id, said, mutex.EventGrantLate, want)
+	if uint64(said) != want {
+		t.Errorf("member %d: %d %s events, want %d", id, said, late, want)
 	}
 }
