@@ -211,6 +211,58 @@ func TestSimTokenReadInTime(t *testing.T) {
 	}
 }
 
+// TestSimTokenRecheckAfterRegeneration: as TestSimTokenReadLate's check
+// trial, but another member asks for the lock while the member is paused
+// with its check's answers unread, and the others make a new token
+// meanwhile. At the reading the check is too old; the member checks its
+// token again, that check fails (check_failed: a majority promised the
+// newer generation), and it drops the token and waits: it is granted
+// later, on the new token, after the other member's lease, and no two
+// leases overlap.
+func TestSimTokenRecheckAfterRegeneration(t *testing.T) {
+	cfg := tokenring.DefaultLANConfig()
+	for _, pause := range []time.Duration{1500 * time.Millisecond, 4 * time.Second, 7 * time.Second} {
+		t.Run(pause.String(), func(t *testing.T) {
+			r, b := lateRing(t, true)
+			a := r.ids[0]
+			first := r.ask(b, 0)
+			if !r.runUntil(func() bool { return r.holds(b, first) }, 5*time.Second) {
+				t.Fatalf("member %d never granted\n%s", b, r.tail())
+			}
+			r.s.Do(b, func(cc core.Core) { cc.(*tokenring.Core).Release(r.s.Clock(b).Now(), first) })
+			r.run(cfg.ConfirmWindow+50*time.Millisecond, false)
+			held := holdFor(r, b, wire.KindRingProbeReply)
+			second := r.ask(b, 0)
+			r.s.Pause(b)
+			other := r.ask(a, 0)
+			r.run(pause, false)
+			// The grant's lease, counted on the answers' stamps from the
+			// check, ends MaxLease after it: read later, it is late too.
+			readLate(t, r, b, *held, "grants_late", map[bool]uint64{true: 1, false: 0}[pause > cfg.MaxLease])
+			r.s.Resume(b)
+			// Granted on the new token, during the pause or after it (its
+			// lease may run out before b continues: no client releases).
+			if !r.runUntil(func() bool { return r.lastGrant(a) != nil }, 10*time.Second) {
+				t.Fatalf("member %d never granted on the new token\n%s", a, r.tail())
+			}
+			if r.holds(b, second) {
+				t.Fatalf("member %d granted on its old token", b)
+			}
+			if r.holds(a, other) {
+				r.s.Do(a, func(cc core.Core) { cc.(*tokenring.Core).Release(r.s.Clock(a).Now(), other) })
+			}
+			if !r.runUntil(func() bool { return r.holds(b, second) }, 10*time.Second) {
+				t.Fatalf("member %d not granted after the other's release\n%+v\n%s", b, r.core(b).Report(), r.tail())
+			}
+			if n := r.core(b).Report().Counters["check_failed"]; n != 1 {
+				t.Errorf("member %d: check_failed = %d, want 1 (%v)", b, n, r.core(b).Report().Counters)
+			}
+			r.run(time.Second, false)
+			r.checkExclusion()
+		})
+	}
+}
+
 // lateRing is a ring of three with the LAN defaults, settled, and the
 // member the trials pause.
 func lateRing(t *testing.T, trust bool) (*ring, uint32) {
