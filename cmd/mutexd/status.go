@@ -72,7 +72,7 @@ func renderStatus(w io.Writer, raw []byte, _ time.Time) error {
 	if c["grants_late"]+c["renewals_late"] > 0 {
 		// Rare, and the administrator's to act on: this daemon did not run
 		// for about a lease (stopped, swapped out, starved of CPU).
-		fmt.Fprintf(w, "Late     : %d grants and %d renewals refused, read after their lease ended: this daemon did not run for that long (see lock_grant_late in its log)\n",
+		fmt.Fprintf(w, "Late     : %d grants and %d renewals refused, read after their lease ended: this daemon did not run for that long (see lock_grant_late and lock_renewal_late in its log)\n",
 			c["grants_late"], c["renewals_late"])
 	}
 	if len(st.API) > 0 {

@@ -25,4 +25,11 @@ const (
 	// long past the lease's end). WARN at most once a minute, INFO between
 	// (mutexcount.LateGrants).
 	EventGrantLate = "lock_grant_late"
+	// EventRenewalLate: a renewal was refused, though the answers it
+	// needed came in time: this member's loop read them too late to renew
+	// on them (after the lease had ended, or with the check too old and
+	// the lease over); the lease ends as it was ("late": how long past
+	// the lease's end). WARN at most once a minute together with
+	// EventGrantLate, INFO between (mutexcount.LateGrants).
+	EventRenewalLate = "lock_renewal_late"
 )

@@ -120,7 +120,8 @@ func TestGrantReadInTime(t *testing.T) {
 // TestRenewalReadLate: a renewal its voters confirmed in time (their
 // renew_ok's stamps) is reported at the next reading of the clock, its
 // lease from when it was asked; read after that lease ended (the loop ran
-// late), it is not reported at all (renewals_late) and the lease runs on
+// late), it is not reported at all (renewals_late, said at WARN as
+// lock_renewal_late) and the lease runs on
 // as it was (here a 3 s grant renewed for 1 s, the renewal read 1 s after
 // it was asked, the grant's lease still running).
 func TestRenewalReadLate(t *testing.T) {
@@ -144,6 +145,12 @@ func TestRenewalReadLate(t *testing.T) {
 				read = renewAt.Add(renewal + time.Millisecond)
 			}
 			c.Tick(read)
+			said := 0
+			for _, e := range c.Ready().Events {
+				if e.Name == mutex.EventRenewalLate && e.Warn {
+					said++
+				}
+			}
 			var renewed []mutex.Renewed
 			for _, o := range c.Outcomes() {
 				if r, ok := o.(mutex.Renewed); ok {
@@ -159,8 +166,8 @@ func TestRenewalReadLate(t *testing.T) {
 			if len(renewed) != 0 {
 				t.Fatalf("renewal read %v after its lease's end reported: %+v", read.Sub(renewAt.Add(renewal)), renewed)
 			}
-			if n := c.Report().Counters["renewals_late"]; n != 1 {
-				t.Fatalf("renewals_late %d, want 1", n)
+			if n := c.Report().Counters["renewals_late"]; n != 1 || said != 1 {
+				t.Fatalf("renewals_late %d, %d %s events at WARN; want 1, 1", n, said, mutex.EventRenewalLate)
 			}
 			want := t0.Add(lease).Sub(read)
 			if st, ok := c.Lookup(id); !ok || !st.Granted || (want-time.Duration(st.LeaseLeftMS)*time.Millisecond).Abs() > time.Millisecond {

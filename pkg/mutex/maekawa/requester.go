@@ -593,8 +593,8 @@ func (c *Core) enter(a *ask) {
 // from a frame waits for the reading.
 func (c *Core) confirmRenewal(a *ask) {
 	a.renewed, a.deadline = false, time.Time{}
-	if !c.now.Before(a.renewAt.Add(a.renewLease)) {
-		c.count("renewals_late")
+	if end := a.renewAt.Add(a.renewLease); !c.now.Before(end) {
+		c.late.ReportRenewal(c.now, c.counters, &c.events, a.lock, a.id, c.now.Sub(end))
 		return
 	}
 	c.reqs.ConfirmRenewals(a.renewAt, a.lock)

@@ -244,8 +244,14 @@
 // check fail, and the new one waits out every lease the old one could
 // give, whoever reports it). The grant whose lease, counted on the stamp,
 // had ended by the reading is counted (grants_late) and said
-// (mutex.EventGrantLate, WARN at most once a minute); a renewal, counted
-// (renewals_late), and its lease, which ended meanwhile, is lost. A grant
+// (mutex.EventGrantLate, WARN at most once a minute). A renewal is judged
+// at the stamp of the frame that completed its check, not at the reading:
+// one whose answers came before the old lease's end is made on a check
+// still within the window at the reading, the renewed lease running past
+// it (the token never left; grantFrom caps it as ever). Else, if its
+// lease or the old one is over by the reading, it is refused, counted
+// (renewals_late) and said (mutex.EventRenewalLate, sharing the WARN
+// limit), and the lease, ended, is lost. A grant
 // read a little late, its lease not over, is checked again silently, as
 // any grant on an old check.
 //

@@ -70,10 +70,11 @@ type lock struct {
 	renewals map[mutex.RequestID]time.Duration
 	// dueGrant is when the lease of request dueID would have ended had
 	// the grant a frame completed been made on the frame's receive stamp;
-	// dueRenewal, the same for the renewals it confirmed (zero: none).
-	// Both wait for the next reading of the clock (judgeDue).
-	dueGrant, dueRenewal time.Time
-	dueID                mutex.RequestID
+	// dueRenewal, the same for the renewals it confirmed (zero: none),
+	// and dueRenewalAt the stamp of the frame that confirmed them. Both
+	// wait for the next reading of the clock (judgeDue, finishRenewal).
+	dueGrant, dueRenewal, dueRenewalAt time.Time
+	dueID                              mutex.RequestID
 
 	// outstanding is the end of the last lease granted here that may still
 	// run: a grant whose token was dropped is lost to this member, not to
@@ -276,18 +277,29 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 // In a Step, whose now is a frame's receive stamp, the renewals wait for
 // the next reading of the clock (tryGrant says why; tickLock renews them
 // there if the check is still fresh, and judgeDue counts those refused).
+// At that reading the lease to renew is judged at the frame's stamp
+// (dueRenewalAt), not at the reading: a loop that read the check's answers
+// after the old lease's end, the answers in time, renews it as it would
+// have on time, when the renewed lease still runs past the reading. That
+// is safe: the check is still within its window at the reading (tickLock
+// renews only then), so the token has not left this member and no newer
+// one can have been granted on, and the renewed lease is counted from the
+// reading and capped at MaxLease after the check (grantFrom), the same
+// lease a renewal asked for at the reading on that check would get. The
+// lock was free by the table between the old lease's end and the reading,
+// but nothing else could take it: the token stayed here.
 func (c *Core) finishRenewal(l *lock) {
 	if !c.reqs.Renewing(l.name) {
 		clear(l.renewals)
+		l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
 		return
 	}
 	if c.stamped {
+		if l.dueRenewalAt.IsZero() {
+			l.dueRenewalAt = c.now
+		}
 		for _, id := range c.reqs.Holders(l.name) {
-			lease := l.renewals[id]
-			if lease <= 0 {
-				st, _ := c.reqs.Lookup(c.now, id)
-				lease = time.Duration(st.LeaseMS) * time.Millisecond
-			}
+			lease := c.renewalLease(l, id)
 			if end := c.grantFrom(l, lease).Add(lease); l.dueRenewal.IsZero() || end.Before(l.dueRenewal) {
 				l.dueRenewal = end
 			}
@@ -295,13 +307,35 @@ func (c *Core) finishRenewal(l *lock) {
 		c.grantDue = true
 		return
 	}
-	l.dueRenewal = time.Time{}
+	at := c.now
+	if !l.dueRenewalAt.IsZero() && l.dueRenewalAt.Before(at) {
+		at = l.dueRenewalAt
+	}
+	l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
 	for _, id := range c.reqs.Holders(l.name) {
-		c.reqs.ConfirmRenewal(c.now, c.grantFrom(l, l.renewals[id]), id)
+		from := c.grantFrom(l, l.renewals[id])
+		if lease := c.renewalLease(l, id); !from.Add(lease).After(c.now) {
+			// Its lease would be over at the reading: grantFrom's cap
+			// makes that impossible on a check within the window, but a
+			// renewal reported over is never made.
+			c.late.ReportRenewal(c.now, c.counters, &c.events, l.name, id, c.now.Sub(from.Add(lease)))
+			continue
+		}
+		c.reqs.ConfirmRenewal(at, from, id)
 	}
 	clear(l.renewals)
 	l.outstanding = c.reqs.Expiry(l.name)
 	c.drain()
+}
+
+// renewalLease is the lease holder id's pending renewal of l asks for:
+// the one it named, else the one it holds.
+func (c *Core) renewalLease(l *lock, id mutex.RequestID) time.Duration {
+	if lease := l.renewals[id]; lease > 0 {
+		return lease
+	}
+	st, _ := c.reqs.Lookup(c.now, id)
+	return time.Duration(st.LeaseMS) * time.Millisecond
 }
 
 // checkAhead is how long before a new token's Hold ends its first check
@@ -476,10 +510,12 @@ func (c *Core) tryGrant(l *lock) {
 // a frame completed (tryGrant, finishRenewal) that the token cannot make
 // now: its check is too old by the clock. One whose lease, counted on the
 // frame's stamp, had ended by now is a grant the loop read late, refused
-// (grants_late, mutex.EventGrantLate at WARN at most once a minute) or a
-// renewal refused (renewals_late: its lease ends as it was); the token
-// stays and checks again. One read a little late, its lease not over, is
-// checked again without a word, as any grant on an old check.
+// (grants_late, mutex.EventGrantLate at WARN at most once a minute); the
+// token stays and checks again. One read a little late, its lease not
+// over, is checked again without a word, as any grant on an old check. A
+// renewal is refused and said (renewals_late, mutex.EventRenewalLate) when
+// its lease or the one it renews is over by now: a new check cannot
+// answer before the old lease expires (tickLock, next), so it is lost.
 func (c *Core) judgeDue(l *lock) {
 	if l.dueGrant.IsZero() && l.dueRenewal.IsZero() || c.stamped || c.confirmed(l) {
 		return
@@ -492,9 +528,20 @@ func (c *Core) judgeDue(l *lock) {
 		}
 	}
 	if end := l.dueRenewal; !end.IsZero() {
-		l.dueRenewal = time.Time{}
-		if c.reqs.Renewing(l.name) && !c.now.Before(end) {
-			c.count("renewals_late")
+		l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
+		if !c.reqs.Renewing(l.name) {
+			return
+		}
+		// Lost either way: the lease it would give is over, or the one it
+		// renews is and expires below, before a new check can answer.
+		if old := c.reqs.Expiry(l.name); !c.now.Before(end) || !c.now.Before(old) {
+			late := c.now.Sub(end)
+			if late < 0 {
+				late = c.now.Sub(old)
+			}
+			for _, id := range c.reqs.Holders(l.name) {
+				c.late.ReportRenewal(c.now, c.counters, &c.events, l.name, id, late)
+			}
 		}
 	}
 }
@@ -504,7 +551,12 @@ func (c *Core) tickLock(l *lock) {
 	now := c.now
 	c.judgeDue(l)
 	if l.tok == nil {
-		l.dueID, l.dueGrant, l.dueRenewal = 0, time.Time{}, time.Time{}
+		l.dueID, l.dueGrant, l.dueRenewal, l.dueRenewalAt = 0, time.Time{}, time.Time{}, time.Time{}
+	}
+	if l.tok != nil && c.reqs.Renewing(l.name) && c.confirmed(l) {
+		// Confirmed in a Step, made at this reading: before the lease's
+		// expiry, as the check's answers came before it (finishRenewal).
+		c.finishRenewal(l)
 	}
 	if c.reqs.ExpireLock(now, l.name) {
 		l.outstanding = time.Time{}
@@ -552,9 +604,6 @@ func (c *Core) tickLock(l *lock) {
 		c.vouchUnanswered(l)
 	}
 	if l.tok != nil {
-		if c.reqs.Renewing(l.name) && c.confirmed(l) {
-			c.finishRenewal(l) // confirmed in a Step, made at this reading
-		}
 		if l.check == nil && c.reqs.Renewing(l.name) {
 			c.startCheck(l)
 		}

@@ -1,6 +1,7 @@
 package tokenring_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -120,6 +121,54 @@ func TestSimTokenReadLate(t *testing.T) {
 				t.Fatalf("member %d still holds the lock after its lease ended in the pause", b)
 			}
 		})
+		// The client renews 120 ms before its 1 s lease ends and the
+		// check's answers come at once, but the member reads them after
+		// that end: 200 ms late, the check still within its window, the
+		// renewal is made as on time (judged at the answers' stamp); 400 ms
+		// late, the check too old to renew on, it is refused and said
+		// (renewals_late, lock_renewal_late), not lost without a word.
+		for _, pause := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond} {
+			renewed := pause < cfg.ConfirmWindow
+			t.Run(fmt.Sprintf("renewal-past-end-%v/%s", pause, name), func(t *testing.T) {
+				r, b := lateRing(t, trust)
+				req := r.ask(b, time.Second)
+				if !r.runUntil(func() bool { return r.holds(b, req) }, 5*time.Second) {
+					t.Fatalf("member %d never granted\n%s", b, r.tail())
+				}
+				r.run(880*time.Millisecond, false) // granted within the last millisecond
+				held := holdFor(r, b, wire.KindRingProbeReply)
+				renewals := r.core(b).Report().Counters["renewals"]
+				r.s.Do(b, func(cc core.Core) {
+					if err := cc.(*tokenring.Core).Renew(r.s.Clock(b).Now(), req, 0); err != nil {
+						t.Fatal(err)
+					}
+				})
+				r.s.Pause(b)
+				r.run(pause, false)
+				readLate(t, r, b, *held, "renewals_late", 0)
+				// The reading was late behind the member's timers: it put
+				// that Tick off for the frames that may wait (lateTick),
+				// and ticks again when it continues.
+				seen := len(r.s.Events())
+				r.s.Resume(b)
+				r.run(50*time.Millisecond, false)
+				said := 0
+				for _, e := range r.s.Events()[seen:] {
+					if e.Node == b && e.Name == mutex.EventRenewalLate {
+						said++
+					}
+				}
+				got := r.core(b).Report().Counters
+				want := map[bool]uint64{true: 0, false: 1}[renewed]
+				if r.holds(b, req) != renewed || got["renewals"]-renewals != 1-want || got["lost_expired"] != want ||
+					got["renewals_late"] != want || uint64(said) != want {
+					t.Fatalf("member %d read the answers %v late: holds %v, %d %s events, %v; want renewed %v",
+						b, pause, r.holds(b, req), said, mutex.EventRenewalLate, got, renewed)
+				}
+				r.run(time.Second, false)
+				r.checkExclusion()
+			})
+		}
 	}
 }
 
@@ -158,6 +207,58 @@ func TestSimTokenReadInTime(t *testing.T) {
 			if !r.runUntil(func() bool { return r.holds(b, second) }, 2*time.Second) {
 				t.Fatalf("member %d not granted after its pause\n%s", b, r.tail())
 			}
+		})
+	}
+}
+
+// TestSimTokenRecheckAfterRegeneration: as TestSimTokenReadLate's check
+// trial, but another member asks for the lock while the member is paused
+// with its check's answers unread, and the others make a new token
+// meanwhile. At the reading the check is too old; the member checks its
+// token again, that check fails (check_failed: a majority promised the
+// newer generation), and it drops the token and waits: it is granted
+// later, on the new token, after the other member's lease, and no two
+// leases overlap.
+func TestSimTokenRecheckAfterRegeneration(t *testing.T) {
+	cfg := tokenring.DefaultLANConfig()
+	for _, pause := range []time.Duration{1500 * time.Millisecond, 4 * time.Second, 7 * time.Second} {
+		t.Run(pause.String(), func(t *testing.T) {
+			r, b := lateRing(t, true)
+			a := r.ids[0]
+			first := r.ask(b, 0)
+			if !r.runUntil(func() bool { return r.holds(b, first) }, 5*time.Second) {
+				t.Fatalf("member %d never granted\n%s", b, r.tail())
+			}
+			r.s.Do(b, func(cc core.Core) { cc.(*tokenring.Core).Release(r.s.Clock(b).Now(), first) })
+			r.run(cfg.ConfirmWindow+50*time.Millisecond, false)
+			held := holdFor(r, b, wire.KindRingProbeReply)
+			second := r.ask(b, 0)
+			r.s.Pause(b)
+			other := r.ask(a, 0)
+			r.run(pause, false)
+			// The grant's lease, counted on the answers' stamps from the
+			// check, ends MaxLease after it: read later, it is late too.
+			readLate(t, r, b, *held, "grants_late", map[bool]uint64{true: 1, false: 0}[pause > cfg.MaxLease])
+			r.s.Resume(b)
+			// Granted on the new token, during the pause or after it (its
+			// lease may run out before b continues: no client releases).
+			if !r.runUntil(func() bool { return r.lastGrant(a) != nil }, 10*time.Second) {
+				t.Fatalf("member %d never granted on the new token\n%s", a, r.tail())
+			}
+			if r.holds(b, second) {
+				t.Fatalf("member %d granted on its old token", b)
+			}
+			if r.holds(a, other) {
+				r.s.Do(a, func(cc core.Core) { cc.(*tokenring.Core).Release(r.s.Clock(a).Now(), other) })
+			}
+			if !r.runUntil(func() bool { return r.holds(b, second) }, 10*time.Second) {
+				t.Fatalf("member %d not granted after the other's release\n%+v\n%s", b, r.core(b).Report(), r.tail())
+			}
+			if n := r.core(b).Report().Counters["check_failed"]; n != 1 {
+				t.Errorf("member %d: check_failed = %d, want 1 (%v)", b, n, r.core(b).Report().Counters)
+			}
+			r.run(time.Second, false)
+			r.checkExclusion()
 		})
 	}
 }
@@ -205,11 +306,12 @@ func readLate(t *testing.T, r *ring, id uint32, held []heldFrame, counter string
 	c := r.core(id)
 	start, clk := r.s.Config().Start, r.s.Clock(id)
 	now := clk.Now()
-	said := 0 // lock_grant_late events
+	said := 0 // lock_grant_late or lock_renewal_late events, as counter
+	late := map[string]string{"grants_late": mutex.EventGrantLate, "renewals_late": mutex.EventRenewalLate}[counter]
 	lateOutcome := func(when string) {
 		t.Helper()
 		for _, e := range c.Ready().Events {
-			if e.Name == mutex.EventGrantLate {
+			if e.Name == late {
 				said++
 			}
 			if e.Name != mutex.EventGranted && e.Name != mutex.EventRenewed {
@@ -237,7 +339,7 @@ func readLate(t *testing.T, r *ring, id uint32, held []heldFrame, counter string
 	if got := c.Report().Counters[counter]; got != want {
 		t.Errorf("member %d: %s = %d, want %d (%v)", id, counter, got, want, c.Report().Counters)
 	}
-	if counter == "grants_late" && uint64(said) != want {
-		t.Errorf("member %d: %d %s events, want %d", id, said, mutex.EventGrantLate, want)
+	if uint64(said) != want {
+		t.Errorf("member %d: %d %s events, want %d", id, said, late, want)
 	}
 }

@@ -111,13 +111,14 @@ func LossMetrics(m *core.MetricSet, counters map[string]uint64, reasons []mutex.
 	m.Counters("synclab_mutex_frames_rejected_total", frames+" refused by the core, by reason.", "reason", ByPrefix(counters, "rejected_"))
 }
 
-// LateGrants reports the grants a core refused because its loop read the
-// last answer they needed after the lease they gave had ended (a process
-// paused and continued, a host too busy to run it): the answers came in
-// time, by their receive stamps, but a grant reported then would have no
-// time left. Each is counted (grants_late) and said as an event, at WARN
-// at most once in LateRewarn (INFO between: a host that stays overloaded
-// refuses many).
+// LateGrants reports the grants and renewals a core refused because its
+// loop read the last answer they needed after the lease they gave had
+// ended (a process paused and continued, a host too busy to run it): the
+// answers came in time, by their receive stamps, but a grant reported then
+// would have no time left, and a renewal would renew a lease already over.
+// Each is counted (grants_late, renewals_late) and said as an event, at
+// WARN at most once in LateRewarn for both kinds together (INFO between: a
+// host that stays overloaded refuses many).
 type LateGrants struct{ warned time.Time }
 
 // LateRewarn is how soon another late grant is said at WARN again.
@@ -127,12 +128,36 @@ const LateRewarn = time.Minute
 // past its lease's end at now; next says what the request does instead.
 func (l *LateGrants) Report(now time.Time, counters map[string]uint64, events *[]core.Event, name, lock string, id mutex.RequestID, late time.Duration, next string) {
 	counters["grants_late"]++
-	warn := l.warned.IsZero() || now.Sub(l.warned) >= LateRewarn
-	if warn {
-		l.warned = now
+	*events = append(*events, core.Event{Name: name, Warn: l.warn(now), Args: lateArgs(lock, id, late),
+		Msg: lateMsg(lock, id, late, "was not granted", "the lease they gave", next)})
+}
+
+// ReportRenewal counts and says (mutex.EventRenewalLate) that the renewal
+// of lock's request id was refused, read late at now; late is how long
+// past the end of the lease the renewal would have given, or, when that
+// had not ended, past the end of the lease it was to renew. The lease
+// ends as it was: the client learns of the loss and asks again.
+func (l *LateGrants) ReportRenewal(now time.Time, counters map[string]uint64, events *[]core.Event, lock string, id mutex.RequestID, late time.Duration) {
+	counters["renewals_late"]++
+	*events = append(*events, core.Event{Name: mutex.EventRenewalLate, Warn: l.warn(now), Args: lateArgs(lock, id, late),
+		Msg: lateMsg(lock, id, late, "was not renewed", "its lease", "its lease ends as it was, and the client learns of the loss and asks again")})
+}
+
+// warn says whether a late grant or renewal refused at now is said at
+// WARN: at most once in LateRewarn.
+func (l *LateGrants) warn(now time.Time) bool {
+	if !l.warned.IsZero() && now.Sub(l.warned) < LateRewarn {
+		return false
 	}
-	*events = append(*events, core.Event{Name: name, Warn: warn,
-		Args: []any{"lock", lock, "request", uint64(id), "late", late},
-		Msg: fmt.Sprintf("%s: request %d was not granted: the answers it needed came in time, but this member read the last of them %v after the lease they gave had ended (its loop ran late: a process paused and continued, or a host too busy to run it); %s. Check the host's load and what stops mutexd (a debugger, SIGSTOP, swapping)",
-			lock, id, late.Round(time.Millisecond), next)})
+	l.warned = now
+	return true
+}
+
+func lateArgs(lock string, id mutex.RequestID, late time.Duration) []any {
+	return []any{"lock", lock, "request", uint64(id), "late", late}
+}
+
+func lateMsg(lock string, id mutex.RequestID, late time.Duration, what, lease, next string) string {
+	return fmt.Sprintf("%s: request %d %s: the answers it needed came in time, but this member read the last of them %v after %s had ended (its loop ran late: a process paused and continued, or a host too busy to run it); %s. Check the host's load and what stops mutexd (a debugger, SIGSTOP, swapping)",
+		lock, id, what, late.Round(time.Millisecond), lease, next)
 }
