@@ -9,7 +9,12 @@
 // time, and every grant carries a fence number and a lease. Requests at a
 // member are served in arrival order; when other members wait, a member
 // serves one request per visit of the token and passes it on, so a waiting
-// member is bypassed at most N-1 times.
+// member is bypassed at most N-1 times once its want is known where the
+// token is. A want is a datagram: when every waiting member's want is
+// lost on its way to the holder, the holder, knowing of nobody waiting,
+// serves its own client again and again until a waiter's locate reaches
+// it (a waiter locates every loss timeout), and passes the token on after
+// its current grant (TestSimLossyMemberBypassUnheardWants).
 //
 // The ring does not spin. A member with a request and no token broadcasts a
 // want (RingProbe, want); the token remembers who wants it (the member
@@ -204,7 +209,8 @@
 // arrive (then it has promised it, and backs off as from any rival). So
 // on a lossy link the token is rarely made anew, and a waiting member is
 // bypassed at most N-1 times between regenerations (a new token does not
-// know who waited for the old one).
+// know who waited for the old one), once its want is known where the token
+// is (above).
 //
 // # A busy host
 //
