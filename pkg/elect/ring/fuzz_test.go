@@ -80,6 +80,9 @@ func runRingFrom(t testing.TB, in []byte, restored bool) {
 	// (its last term, or a reservation): one it may have led in an
 	// earlier life, which it never leads again.
 	var floor uint64
+	// heartbeated is, per term, the life that heartbeat it as leader: a
+	// term led in two lives hands one fencing token to two leaderships.
+	heartbeated := map[uint64]int{}
 	var d *corefuzz.Driver
 	d = &corefuzz.Driver{
 		Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -107,6 +110,10 @@ func runRingFrom(t testing.TB, in []byte, restored bool) {
 				if m.Term <= floor {
 					return fmt.Errorf("heartbeat of term %#x, at or below %#x of the state file it started from", m.Term, floor)
 				}
+				if life, ok := heartbeated[m.Term]; ok && life != d.Life {
+					return fmt.Errorf("term %#x heartbeated in lives %d and %d", m.Term, life, d.Life)
+				}
+				heartbeated[m.Term] = d.Life
 			case wire.KindRingCoordinator:
 				var c wire.RingCoordinator
 				if err := c.UnmarshalBinary(m.Payload); err != nil || c.Leader != epoch.Owner(m.Term) {

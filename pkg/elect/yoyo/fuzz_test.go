@@ -10,6 +10,7 @@ import (
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/yoyo"
 	"github.com/synclab/synclab/pkg/epoch"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // FuzzYoYo drives one Yo-Yo core (member self of the path 1-2-3-4 or the
@@ -21,7 +22,9 @@ import (
 //   - it sends to its neighbours only, nothing with a round its disk does
 //     not hold, and starts rounds it owns only;
 //   - its round never goes back, within a life or below its disk;
-//   - it leads only a round it is in, and names only members.
+//   - it leads only a round it is in, and names only members;
+//   - it never leads one round in two lives (its own flood of the round
+//     of its disk, relayed back to it after a restart).
 func FuzzYoYo(f *testing.F) {
 	corefuzz.Fuzz(f, yoYoSeeds, runYoYo)
 }
@@ -63,6 +66,9 @@ func runYoYo(t testing.TB, in []byte) {
 	cfg := yoyo.DefaultLANConfig()
 	cfg.Topology = edges
 	lim := epoch.Spaced(epoch.MaxRound, yoyo.RoundBurst, 1)
+	// led is, per round, the life that flooded it as its leader: a round
+	// led in two lives hands one fencing token to two leaderships.
+	led := map[uint64]int{}
 	var d *corefuzz.Driver
 	d = &corefuzz.Driver{
 		Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -77,6 +83,14 @@ func runYoYo(t testing.TB, in []byte) {
 			case !nb[m.To]:
 				return fmt.Errorf("%v to %d, not a neighbour", m.Kind, m.To)
 			}
+			var l wire.YoYoLeader
+			if m.Kind != wire.KindYoYoLeader || l.UnmarshalBinary(m.Payload) != nil || l.Leader != self {
+				return nil
+			}
+			if life, ok := led[m.Term]; ok && life != d.Life {
+				return fmt.Errorf("round %#x led in lives %d and %d", m.Term, life, d.Life)
+			}
+			led[m.Term] = d.Life
 			return nil
 		},
 	}

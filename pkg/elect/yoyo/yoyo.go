@@ -793,6 +793,15 @@ func (c *Core) stepLeader(m core.Message, l wire.YoYoLeader) {
 	case m.Term < c.round:
 		c.counts.Stale++
 		return
+	case l.Leader == c.id && c.lead != c.id:
+		// A flood naming this member, which does not lead in this life:
+		// its own from an earlier life (a neighbour relays every flood
+		// back to its sender, so it returns after a quick restart), or a
+		// forgery. Following it would lead that round a second time (one
+		// fencing token for two leaderships). A new round, above it,
+		// elects again.
+		c.newRound(m.Term, "earlier_life")
+		return
 	case m.Term > c.round && c.lead != 0:
 		// Another leader, of a newer round, while we follow ours: two
 		// sides that elected apart meet again. A new round elects one.

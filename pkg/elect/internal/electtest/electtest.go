@@ -187,11 +187,23 @@ func (c *Cluster) Views() string {
 }
 
 // Claims is the oracle over the whole event log: every leader_elected a
-// member reported names one leader per term.
+// member reported names one leader per term, and no member reports
+// itself leader of one term in two lives (a term led twice hands one
+// fencing token, ELECTD_TERM_RAW, to two leaderships). omega is spared
+// the second: it has no terms (its "term" is the leader's incarnation).
 func (c *Cluster) Claims() {
 	c.T.Helper()
 	leaders := map[uint64]uint32{}
-	for _, e := range c.S.EventsNamed(elect.EventLeaderElected) {
+	life := map[uint32]int{}  // per member, its restarts so far
+	ledIn := map[uint64]int{} // per term, the life its leader reported it in
+	for _, e := range c.S.Events() {
+		if e.Name == "sim.restart" {
+			life[e.Node]++
+			continue
+		}
+		if e.Name != elect.EventLeaderElected {
+			continue
+		}
 		l, _ := e.Arg("leader")
 		tm, _ := e.Arg("term")
 		leader, term := l.(uint32), tm.(uint64)
@@ -199,6 +211,13 @@ func (c *Cluster) Claims() {
 			c.T.Fatalf("%s: two leaders of term %#x: %d and %d\n%s", c.Alg.Name, term, prev, leader, c.tail())
 		}
 		leaders[term] = leader
+		if leader != e.Node || c.Alg.Name == "omega" {
+			continue
+		}
+		if prev, ok := ledIn[term]; ok && prev != life[e.Node] {
+			c.T.Fatalf("%s: node %d led term %#x in two lives (restart %d, then %d)\n%s", c.Alg.Name, e.Node, term, prev, life[e.Node], c.tail())
+		}
+		ledIn[term] = life[e.Node]
 	}
 }
 
