@@ -227,7 +227,11 @@ type memberAgreement struct {
 	// timingWarned: a mismatch with the member was said, and not yet
 	// that it fits again (kept across its incarnations: a restart with
 	// fixed flags ends it).
-	timingWarned   bool
+	timingWarned bool
+	// warnedIssues: the mismatch last warned of, kept when the timings
+	// expire (expireTimings), so that the same heard again is not
+	// warned of again; cleared when they fit or the member restarts.
+	warnedIssues   string
 	timingsToldInc uint32
 	timingsToldOwn uint32
 	timingsTold    int
@@ -605,7 +609,7 @@ func (n *Node) agreeTick(now time.Time) {
 	for _, id := range slices.Sorted(maps.Keys(a.members)) {
 		m := a.members[id]
 		if m.timings != nil && now.Sub(m.timingsAt) >= timingsKept {
-			m.forgetTimings()
+			m.expireTimings()
 		}
 		last := m.heardAt
 		if last.IsZero() {

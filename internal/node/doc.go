@@ -204,9 +204,9 @@
 // (AgreementStatus.TimingMismatch, MemberAgreement.Timing); nothing is
 // refused, and nothing else depends on them. A member's timings count
 // only for the incarnation it announced, and are forgotten with it (a
-// restarted member is told again, and judged by its new run's) or 20
-// minutes after the last (timingsKept: a member of this build answers
-// each tell). Without a key anyone can forge them: the forger gains a
+// restarted member is told again, and judged by its new run's) or an
+// hour after the last (timingsKept: a member of this build answers each
+// tell; the same mismatch heard again after that is not warned again). Without a key anyone can forge them: the forger gains a
 // WARN line and a status line (for a member that never sends its own, up
 // to timingsKept), and at most one tell per forged frame, no more.
 //
