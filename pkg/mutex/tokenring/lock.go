@@ -258,6 +258,11 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 	if lease == 0 {
 		lease = time.Duration(st.LeaseMS) * time.Millisecond
 	}
+	if len(l.renewals) == 0 {
+		// A renewal begins: nothing of an earlier one's frames counts
+		// for it (a holder that released before its reading left them).
+		l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
+	}
 	if l.renewals == nil {
 		l.renewals = map[mutex.RequestID]time.Duration{}
 	}
@@ -552,6 +557,11 @@ func (c *Core) tickLock(l *lock) {
 	c.judgeDue(l)
 	if l.tok == nil {
 		l.dueID, l.dueGrant, l.dueRenewal, l.dueRenewalAt = 0, time.Time{}, time.Time{}, time.Time{}
+	}
+	if !c.reqs.Renewing(l.name) {
+		// Its holder released or lost the lock before this reading:
+		// kept, the stamp would date the next holder's renewal.
+		l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
 	}
 	if l.tok != nil && c.reqs.Renewing(l.name) && c.confirmed(l) {
 		// Confirmed in a Step, made at this reading: before the lease's
