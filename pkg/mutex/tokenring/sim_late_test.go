@@ -48,11 +48,7 @@ func TestSimTokenReadLate(t *testing.T) {
 		name := map[bool]string{true: "keyed", false: "vouching"}[trust]
 		t.Run("check/"+name, func(t *testing.T) {
 			r, b := lateRing(t, trust)
-			first := r.ask(b, 0)
-			if !r.runUntil(func() bool { return r.holds(b, first) }, 5*time.Second) {
-				t.Fatalf("member %d never granted\n%s", b, r.tail())
-			}
-			r.s.Do(b, func(cc core.Core) { cc.(*tokenring.Core).Release(r.s.Clock(b).Now(), first) })
+			grantOnce(t, r, b)
 			r.run(cfg.ConfirmWindow+50*time.Millisecond, false)
 			held := holdFor(r, b, wire.KindRingProbeReply)
 			second := r.ask(b, 0) // the check is too old: a new one goes out
@@ -69,11 +65,7 @@ func TestSimTokenReadLate(t *testing.T) {
 		t.Run("token/"+name, func(t *testing.T) {
 			r, b := lateRing(t, trust)
 			a := r.ids[0]
-			first := r.ask(b, 0)
-			if !r.runUntil(func() bool { return r.holds(b, first) }, 5*time.Second) {
-				t.Fatalf("member %d never granted\n%s", b, r.tail())
-			}
-			r.s.Do(b, func(cc core.Core) { cc.(*tokenring.Core).Release(r.s.Clock(b).Now(), first) })
+			grantOnce(t, r, b)
 			// Member a takes the token from b, and b asks for it back at
 			// once: a passes it back as soon as its client releases, well
 			// within a confirm window of b's check.
@@ -187,11 +179,7 @@ func TestSimTokenReadInTime(t *testing.T) {
 	for _, pause := range []time.Duration{100 * time.Millisecond, time.Second} {
 		t.Run(pause.String(), func(t *testing.T) {
 			r, b := lateRing(t, true)
-			first := r.ask(b, 0)
-			if !r.runUntil(func() bool { return r.holds(b, first) }, 5*time.Second) {
-				t.Fatalf("member %d never granted\n%s", b, r.tail())
-			}
-			r.s.Do(b, func(cc core.Core) { cc.(*tokenring.Core).Release(r.s.Clock(b).Now(), first) })
+			grantOnce(t, r, b)
 			r.run(cfg.ConfirmWindow+50*time.Millisecond, false)
 			held := holdFor(r, b, wire.KindRingProbeReply)
 			second := r.ask(b, 0)
@@ -225,11 +213,7 @@ func TestSimTokenRecheckAfterRegeneration(t *testing.T) {
 		t.Run(pause.String(), func(t *testing.T) {
 			r, b := lateRing(t, true)
 			a := r.ids[0]
-			first := r.ask(b, 0)
-			if !r.runUntil(func() bool { return r.holds(b, first) }, 5*time.Second) {
-				t.Fatalf("member %d never granted\n%s", b, r.tail())
-			}
-			r.s.Do(b, func(cc core.Core) { cc.(*tokenring.Core).Release(r.s.Clock(b).Now(), first) })
+			grantOnce(t, r, b)
 			r.run(cfg.ConfirmWindow+50*time.Millisecond, false)
 			held := holdFor(r, b, wire.KindRingProbeReply)
 			second := r.ask(b, 0)
@@ -342,4 +326,15 @@ func readLate(t *testing.T, r *ring, id uint32, held []heldFrame, counter string
 	if uint64(said) != want {
 		t.Errorf("member %d: %d %s events, want %d", id, said, late, want)
 	}
+}
+
+// grantOnce asks for the lock at member id, waits for the grant and
+// releases it: the token is at id, with a check of it made.
+func grantOnce(t *testing.T, r *ring, id uint32) {
+	t.Helper()
+	first := r.ask(id, 0)
+	if !r.runUntil(func() bool { return r.holds(id, first) }, 5*time.Second) {
+		t.Fatalf("member %d never granted\n%s", id, r.tail())
+	}
+	r.s.Do(id, func(cc core.Core) { cc.(*tokenring.Core).Release(r.s.Clock(id).Now(), first) })
 }
