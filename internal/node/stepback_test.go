@@ -144,6 +144,9 @@ func TestForgedTimingsOlderBuild(t *testing.T) {
 		if tc.inc == 1000 && named {
 			t.Errorf("%s: node 1 names member 3 a mismatch", tc.name)
 		}
+		if d := l.nodes[1].Status().Dropped["timings_other_incarnation"]; (tc.inc == 1000) != (d > 0) {
+			t.Errorf("%s: node 1 dropped %d timings of another incarnation", tc.name, d)
+		}
 		if lasted > timingsKept {
 			t.Errorf("%s: node 1 named member 3 a mismatch for %v, want at most timingsKept (%v)", tc.name, lasted, timingsKept)
 		}

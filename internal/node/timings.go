@@ -129,6 +129,12 @@ func (n *Node) timingsReceived(f *wire.Frame, t *wire.ConfigTimings) {
 	a := n.agree
 	m, inc := a.announcer(f)
 	if m == nil || m.cfg == nil || inc != m.cfgInc {
+		if m != nil {
+			// Counted, so that status shows them (dropped
+			// timings_other_incarnation): a forger, or a member's
+			// timings that overtook its new announcement.
+			n.stats.drop("timings_other_incarnation")
+		}
 		// Only of the incarnation the member announced: a member
 		// sends them after its announcement. Without a key, one
 		// forged in the name of an older build (which announces
