@@ -91,8 +91,9 @@ func (b *Core) Hint(h core.Hint) {
 	refused := dialFailed(h.Cause)
 	if !refused {
 		// The link closed: it was open, so the leader's port takes
-		// connections (again), and a refused dial says something.
-		b.refusing = 0
+		// connections (again), a refused dial says something, and
+		// timed-out dials count in a new row.
+		b.refusing, b.dialTimeouts = 0, 0
 	}
 	if refused && b.refusing == b.lead && b.refusingTerm == b.term {
 		b.counts.hintsIgnored++
@@ -220,7 +221,7 @@ func (b *Core) portRefused(cause core.HintCause) {
 	b.refusedWarned, b.refusedMore = b.now, 0
 	what, why := "refuses connections", "a firewall or a UDP-only port mapping?"
 	if cause == core.HintDialTimeout {
-		what = fmt.Sprintf("does not answer connection attempts (%d timed out in its term)", b.dialTimeouts)
+		what = fmt.Sprintf("does not answer connection attempts (%d timed out in a row)", b.dialTimeouts)
 		why = "a firewall that drops them, or heavy packet loss between the two hosts?"
 	}
 	b.events = append(b.events, core.Event{Name: EventLeaderPortRefused, Warn: true,
@@ -230,20 +231,21 @@ func (b *Core) portRefused(cause core.HintCause) {
 }
 
 // dialTimeoutsToAsk is how many dials to the leader must time out in its
-// term before the follower asks (an episode, and the WARN if the leader
+// term, with no sign of its link open between them (a stream_closed
+// hint), before the follower asks (an episode, and the WARN if the leader
 // answers). A dial times out when its SYN and the kernel's retransmit
 // at 1 s, or their answers, are lost before the transport's 1.5 s dial
 // timeout: measured at 5% loss on both hosts (a lab bridge, 4,000
 // dials), 1.8% of dials (17.2% with the former 1 s timeout). The watch
-// dials only while its link is down (an adoption, a broken link), so
-// three in a term are about three in a row: at that loss about 6 in a
+// dials only while its link is down (an adoption, a broken link), and
+// a link seen open ends the row: at that loss about 6 in a
 // million adoptions. A port that drops every SYN times out the watch's
 // dials about three times while it is queued (5 s).
 const dialTimeoutsToAsk = 3
 
 // dialTimedOut counts a dial to the leader that timed out and reports
 // whether it is the dialTimeoutsToAsk-th (or a later one) in the
-// leader's term.
+// leader's term since its link was last seen open.
 func (b *Core) dialTimedOut() bool {
 	if b.timedOutLead != b.lead || b.timedOutTerm != b.term {
 		b.dialTimeouts, b.timedOutLead, b.timedOutTerm = 0, b.lead, b.term

@@ -205,7 +205,7 @@ func TestRefusingPortOneEpisode(t *testing.T) {
 		what  string
 	}{
 		{core.HintDialRefused, "refuses connections"},
-		{core.HintDialTimeout, "timed out in its term"},
+		{core.HintDialTimeout, "timed out in a row"},
 	} {
 		cause, what := c.cause, c.what
 		t.Run(cause.String(), func(t *testing.T) {
@@ -706,5 +706,41 @@ func TestDialTimeoutLostSYN(t *testing.T) {
 	at = at.Add(time.Second) // past the first episode's rest (LeaderTimeout)
 	if p := timeout(); p != 0 {
 		t.Errorf("a dial timed out in the leader's new term: %d probes, want none (counted afresh)", p)
+	}
+}
+
+// TestDialTimeoutsCountedInARow: dial timeouts ask only when three come in
+// a row, and a link seen open in between (its close, stream_closed, is
+// the proof) ends the row. Without that, two timeouts at one adoption and
+// a third hours later in the same term (the link open between) started an
+// episode and the WARN that the leader's port drops TCP, under plain loss
+// (found by review).
+func TestDialTimeoutsCountedInARow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := hintFollower(t, electdHintConfig(), t0)
+	at := t0
+	hint := func(c core.HintCause) int {
+		at = at.Add(1100 * time.Millisecond)
+		b.Hint(core.Hint{Member: 3, Cause: c, Time: at})
+		return probesTo(b.Ready().Messages, 3)
+	}
+	if p1, p2 := hint(core.HintDialTimeout), hint(core.HintDialTimeout); p1+p2 != 0 {
+		t.Fatalf("two dials timed out: %d and %d probes; want none", p1, p2)
+	}
+	if p := hint(core.HintStreamClosed); p != 1 {
+		t.Fatalf("the link, open since, closed: %d probes; want the episode's first", p)
+	}
+	// The leader answers: the episode ends, and the link is up again.
+	hb := frame(t, 3, wire.KindLeaderHeartbeat, bully.MakeTerm(3, 3), wire.LeaderHeartbeat{})
+	hb.Time = at.Add(time.Millisecond)
+	if err := b.Step(hb); err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	at = at.Add(2 * time.Hour)
+	b.Tick(at)
+	b.Ready()
+	if p := hint(core.HintDialTimeout); p != 0 {
+		t.Errorf("one dial timed out two hours after the link was seen open: %d probes, want none (the first of a new row)", p)
 	}
 }

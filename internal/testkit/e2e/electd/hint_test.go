@@ -106,7 +106,7 @@ func TestLabElectdRefusedTCPPortHint(t *testing.T) {
 // no WARN, the links down for good (checked in a namespace: the
 // follower's status showed connected false, last_error i/o timeout).
 func TestLabElectdDroppedTCPPortHint(t *testing.T) {
-	// The WARN goes on "(N timed out in its term)": 3, or more when
+	// The WARN goes on "(N timed out in a row)": 3, or more when
 	// another dial timed out before the leader's answer was read.
 	closedTCPPort(t, []string{"drop"}, "does not answer connection attempts (")
 }
