@@ -152,7 +152,8 @@ func waitsync(c *cli.Context) error {
 }
 
 // lookBound bounds one look: a daemon that has not answered its status
-// in that long is reported as such, and waited for again at the next look.
+// in that long is reported as such, and waited for again at the next look
+// (a variable: a test shortens it).
 var lookBound = 5 * time.Second
 
 // lookSync reads the daemon's Sync once. A daemon that cannot be reached
