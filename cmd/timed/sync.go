@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -74,12 +75,15 @@ func waitsyncCommand() *cli.Command {
 		Description: "Polls the running daemon every --interval until it holds the clock synchronised to a source\n" +
 			"with an error bound of at most --max-error (0: any bound), or serves as the lab's reference\n" +
 			"(--serve --stratum N, nothing to follow), like `chronyc waitsync`. A daemon not answering yet\n" +
-			"(starting) is waited for too. It gives up at once, exit 1, when the daemon's configuration\n" +
+			"(starting) is waited for too. --timeout bounds the wait, not a look: a look under way when it\n" +
+			"passes is finished (a daemon that does not answer a look within 5s is said to), so that the\n" +
+			"verdict is the daemon's last word even on a loaded host; the last look is at --timeout.\n" +
+			"It gives up at once, exit 1, when the daemon's configuration\n" +
 			"never synchronises the clock (--no-adjust, nothing to follow). timed-wait.service runs it so\n" +
 			"that units ordered After=time-sync.target start on a synchronised clock.",
 		Flags: []cli.Flag{app.ControlFlag(name),
 			&cli.DurationFlag{Name: "max-error", Usage: "largest acceptable error bound `D` (0: any, as long as synchronised)"},
-			&cli.DurationFlag{Name: "timeout", Usage: "give up after `D` (0: wait forever)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "wait at most `D` for synchronisation, then give up after the look under way (0: wait forever)"},
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time `D` between two looks"},
 		},
 		Action: waitsync,
@@ -97,19 +101,25 @@ func waitsync(c *cli.Context) error {
 	case interval < 10*time.Millisecond:
 		return app.Usagef("--interval %v: want 10ms or more", interval)
 	}
-	ctx := c.Context
+	// --timeout bounds the wait for synchronisation, not a look: a look
+	// under way at the deadline runs to its own bound (lookBound), so that
+	// the verdict is always the daemon's last word. On a loaded host the
+	// look was cut at the deadline instead, and `waitsync --timeout 2s`
+	// said "no answer from the daemon (... context deadline exceeded)" of
+	// a daemon that was answering, slowly.
+	var deadline time.Time
 	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		deadline = time.Now().Add(timeout)
 	}
 	cl := app.Client(c)
 	last := "no answer from the daemon yet"
 	for {
-		s, reached, err := lookSync(ctx, cl)
+		s, reached, err := lookSync(c.Context, cl)
 		switch {
 		case err != nil:
 			return err
+		case c.Context.Err() != nil:
+			return app.ExitError{Code: 1, Msg: "interrupted: " + last}
 		case !reached:
 			last = "no answer from the daemon (" + s.Why + ")"
 		case s.Never:
@@ -123,22 +133,34 @@ func waitsync(c *cli.Context) error {
 		default:
 			last = syncLine(s)
 		}
-		select {
-		case <-ctx.Done():
-			if c.Context.Err() != nil {
-				return app.ExitError{Code: 1, Msg: "interrupted: " + last}
+		wait := interval
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return app.ExitError{Code: 1, Msg: fmt.Sprintf("not synchronised within %v: %s", timeout, last)}
 			}
-			return app.ExitError{Code: 1, Msg: fmt.Sprintf("not synchronised within %v: %s", timeout, last)}
-		case <-time.After(interval):
+			// The last look is at the deadline, not up to an
+			// --interval before it.
+			wait = min(wait, left)
+		}
+		select {
+		case <-c.Context.Done():
+			return app.ExitError{Code: 1, Msg: "interrupted: " + last}
+		case <-time.After(wait):
 		}
 	}
 }
+
+// lookBound bounds one look: a daemon that has not answered its status
+// in that long is reported as such, and waited for again at the next look
+// (a variable: a test shortens it).
+var lookBound = 5 * time.Second
 
 // lookSync reads the daemon's Sync once. A daemon that cannot be reached
 // is not an error (it may be starting: reached false, s.Why says what
 // happened); a daemon that is not timed is.
 func lookSync(ctx context.Context, cl *ctl.Client) (s timedcore.Sync, reached bool, err error) {
-	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	qctx, cancel := context.WithTimeout(ctx, lookBound)
 	defer cancel()
 	var st struct {
 		Node struct {
@@ -146,6 +168,9 @@ func lookSync(ctx context.Context, cl *ctl.Client) (s timedcore.Sync, reached bo
 		} `json:"node"`
 	}
 	if err := cl.Get(qctx, "/v1/status", &st); err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return timedcore.Sync{Why: fmt.Sprintf("the daemon at %s did not answer its status within %v", cl.Path(), lookBound)}, false, nil
+		}
 		return timedcore.Sync{Why: err.Error()}, false, nil
 	}
 	s, err = syncOf(st.Node.Core)

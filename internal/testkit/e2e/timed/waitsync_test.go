@@ -29,7 +29,9 @@ func timedCLI(t *testing.T, args ...string) (string, string, int) {
 // before it answers (its socket is not there yet) until it is
 // synchronised within --max-error (exit 0); a server at a local stratum is
 // the lab's reference at once. A client whose server never answers is
-// given up on at --timeout (exit 1, saying why), and so is a bound tighter
+// given up on at --timeout (exit 1, saying why in the daemon's words, also
+// when a loaded host answers the last look after the timeout: the look
+// was cut and said "context deadline exceeded"), and so is a bound tighter
 // than the client's; a client that never corrects the clock (--no-adjust)
 // is given up on at once. `timed status` says the same with its exit code
 // (0 synchronised, 3 not; --json 0 with any answer), and never shows a
