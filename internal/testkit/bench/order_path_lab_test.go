@@ -171,6 +171,12 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 	var toWrite, writing, syncing, afterWrite []time.Duration
 	var acksIn []time.Time
 	var commitOut time.Time
+	// The sequencer's frames to the members leave one unicast send after
+	// the other; each send runs the receiving namespace's network path
+	// and wakes its daemon on the sender's CPU. The hops above are each
+	// member's own, from its own frame: the fan-out's spread is not in
+	// them, and the later members wait for it.
+	var appendLast, commitLast time.Time
 	for i, f := range traces {
 		if i == seq {
 			continue
@@ -216,6 +222,12 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 		}); !ok {
 			return nil, fmt.Sprintf("h%d did not deliver number %d", i, number)
 		}
+		if sentAt.T.After(appendLast) {
+			appendLast = sentAt.T
+		}
+		if commitSent.T.After(commitLast) {
+			commitLast = commitSent.T
+		}
 		appendNet = append(appendNet, appendIn.T.Sub(sentAt.T))
 		write = append(write, ackOut.T.Sub(appendIn.T))
 		ackNet = append(ackNet, ackIn.T.Sub(ackOut.T))
@@ -234,6 +246,7 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 		{"h1: send call to Submit out (control API, loop)", submitOut.T.Sub(start)},
 		{"one-way h1 -> sequencer (Submit)", submitIn.T.Sub(submitOut.T)},
 		{"sequencer: Submit in to Append out", appendOut.T.Sub(submitIn.T)},
+		{"  then its Appends to the other members: first to last out", appendLast.Sub(appendOut.T)},
 		{"one-way sequencer -> member (Append)", median(appendNet)},
 		{"member: Append in to ack out (its fdatasync)", median(write)},
 	}
@@ -247,6 +260,7 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 	return append(hops,
 		hop{"one-way member -> sequencer (ack)", median(ackNet)},
 		hop{"sequencer: majority's ack in to commit point out", commitOut.Sub(majority)},
+		hop{"  then its commit points to the other members: first to last out", commitLast.Sub(commitOut)},
 		hop{"one-way sequencer -> member (commit point)", median(commitNet)},
 		hop{"member: commit point in to delivered", median(deliver)},
 	), ""
