@@ -175,8 +175,12 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 	// the other; each send runs the receiving namespace's network path
 	// and wakes its daemon on the sender's CPU. The hops above are each
 	// member's own, from its own frame: the fan-out's spread is not in
-	// them, and the later members wait for it.
+	// them, and the later members wait for it. Out: the frames' sends
+	// (the clock read before each); in: their arrivals (the members'
+	// kernel stamps), which count what a send of several frames at once
+	// spends inside the kernel too.
 	var appendLast, commitLast time.Time
+	var appendIns, commitIns []time.Time
 	for i, f := range traces {
 		if i == seq {
 			continue
@@ -222,6 +226,7 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 		}); !ok {
 			return nil, fmt.Sprintf("h%d did not deliver number %d", i, number)
 		}
+		appendIns, commitIns = append(appendIns, appendIn.T), append(commitIns, commitIn.T)
 		if sentAt.T.After(appendLast) {
 			appendLast = sentAt.T
 		}
@@ -247,6 +252,7 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 		{"one-way h1 -> sequencer (Submit)", submitIn.T.Sub(submitOut.T)},
 		{"sequencer: Submit in to Append out", appendOut.T.Sub(submitIn.T)},
 		{"  then its Appends to the other members: first to last out", appendLast.Sub(appendOut.T)},
+		{"  and at the members: first to last Append in", spread(appendIns)},
 		{"one-way sequencer -> member (Append)", median(appendNet)},
 		{"member: Append in to ack out (its fdatasync)", median(write)},
 	}
@@ -261,9 +267,18 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 		hop{"one-way member -> sequencer (ack)", median(ackNet)},
 		hop{"sequencer: majority's ack in to commit point out", commitOut.Sub(majority)},
 		hop{"  then its commit points to the other members: first to last out", commitLast.Sub(commitOut)},
+		hop{"  and at the members: first to last commit point in", spread(commitIns)},
 		hop{"one-way sequencer -> member (commit point)", median(commitNet)},
 		hop{"member: commit point in to delivered", median(deliver)},
 	), ""
+}
+
+// spread is the time from the earliest of ts to the latest.
+func spread(ts []time.Time) time.Duration {
+	if len(ts) == 0 {
+		return 0
+	}
+	return slices.MaxFunc(ts, time.Time.Compare).Sub(slices.MinFunc(ts, time.Time.Compare))
 }
 
 // deliveredAt is msg's delivery time at f's host, after start.
