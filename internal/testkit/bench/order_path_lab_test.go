@@ -171,6 +171,16 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 	var toWrite, writing, syncing, afterWrite []time.Duration
 	var acksIn []time.Time
 	var commitOut time.Time
+	// The sequencer's frames to the members leave one unicast send after
+	// the other; each send runs the receiving namespace's network path
+	// and wakes its daemon on the sender's CPU. The hops above are each
+	// member's own, from its own frame: the fan-out's spread is not in
+	// them, and the later members wait for it. Out: the frames' sends
+	// (the clock read before each); in: their arrivals (the members'
+	// kernel stamps), which count what a send of several frames at once
+	// spends inside the kernel too.
+	var appendLast, commitLast time.Time
+	var appendIns, commitIns []time.Time
 	for i, f := range traces {
 		if i == seq {
 			continue
@@ -216,6 +226,13 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 		}); !ok {
 			return nil, fmt.Sprintf("h%d did not deliver number %d", i, number)
 		}
+		appendIns, commitIns = append(appendIns, appendIn.T), append(commitIns, commitIn.T)
+		if sentAt.T.After(appendLast) {
+			appendLast = sentAt.T
+		}
+		if commitSent.T.After(commitLast) {
+			commitLast = commitSent.T
+		}
 		appendNet = append(appendNet, appendIn.T.Sub(sentAt.T))
 		write = append(write, ackOut.T.Sub(appendIn.T))
 		ackNet = append(ackNet, ackIn.T.Sub(ackOut.T))
@@ -234,6 +251,8 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 		{"h1: send call to Submit out (control API, loop)", submitOut.T.Sub(start)},
 		{"one-way h1 -> sequencer (Submit)", submitIn.T.Sub(submitOut.T)},
 		{"sequencer: Submit in to Append out", appendOut.T.Sub(submitIn.T)},
+		{"  then its Appends to the other members: first to last out", appendLast.Sub(appendOut.T)},
+		{"  and at the members: first to last Append in", spread(appendIns)},
 		{"one-way sequencer -> member (Append)", median(appendNet)},
 		{"member: Append in to ack out (its fdatasync)", median(write)},
 	}
@@ -247,9 +266,19 @@ func findPath(traces map[int]*trace.File, seq int, msg string, start time.Time) 
 	return append(hops,
 		hop{"one-way member -> sequencer (ack)", median(ackNet)},
 		hop{"sequencer: majority's ack in to commit point out", commitOut.Sub(majority)},
+		hop{"  then its commit points to the other members: first to last out", commitLast.Sub(commitOut)},
+		hop{"  and at the members: first to last commit point in", spread(commitIns)},
 		hop{"one-way sequencer -> member (commit point)", median(commitNet)},
 		hop{"member: commit point in to delivered", median(deliver)},
 	), ""
+}
+
+// spread is the time from the earliest of ts to the latest.
+func spread(ts []time.Time) time.Duration {
+	if len(ts) == 0 {
+		return 0
+	}
+	return slices.MaxFunc(ts, time.Time.Compare).Sub(slices.MinFunc(ts, time.Time.Compare))
 }
 
 // deliveredAt is msg's delivery time at f's host, after start.
