@@ -854,10 +854,9 @@ func (d *Daemon) send(s node.Send) {
 		// the core, counted rather than fatal.
 		err = errNoCluster
 	case s.Stream:
-		// The frame is finalized at its write: here, within SendStream,
-		// on an idle link, else later on the link's writer goroutine; its
-		// send is recorded here, in the order of the loop's events, at
-		// the time it was handed over (node.StreamQueued).
+		// The link's writer finalizes the frame later, on its own
+		// goroutine; its send is recorded here, in the order of the
+		// loop's events, at the time it was queued (node.StreamQueued).
 		queued := d.cfg.Clock.Now()
 		if err = d.ep.SendStream(s.To, s.Data, fin); err == nil {
 			d.node.StreamQueued(s, queued)

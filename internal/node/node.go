@@ -889,8 +889,7 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 	case s.traced != nil && !s.Stream:
 		// The send as it leaves: at the transmit time patched into it.
 		// (A stream frame's was recorded when it was queued: this runs
-		// on its link's writer, after the loop's later events, or by
-		// the transport on the loop, within SendStream.)
+		// on its link's writer, after the loop's later events.)
 		s.traced.send(b, now)
 	}
 	if n.sealer != nil {
@@ -904,9 +903,8 @@ func (n *Node) finish(b []byte, s Send, now time.Time) []byte {
 // time at, read before it was handed over. Drivers call it on the loop,
 // right after the queueing, so that the send is recorded in the order of
 // the node's other events, whose vector and Lamport times follow its own;
-// Finalize, which the transport calls at the write (within SendStream on an
-// idle link, else later on the link's writer goroutine), records nothing
-// for a stream frame. The send's time is thus when the
+// Finalize, which the link's writer calls later on its own goroutine,
+// records nothing for a stream frame. The send's time is thus when the
 // node sent it, not the transmit time patched in at the write: never
 // after it, so never after its delivery. A frame the link drops after
 // this (its peer never accepted the connection, it waited past the

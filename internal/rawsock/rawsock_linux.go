@@ -76,17 +76,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 // Write writes all of b, waiting in the poller (with the connection's
 // write deadline) while the socket has no room. It returns what was
 // written before an error.
-func (c *Conn) Write(b []byte) (int, error) { return c.write(b, true) }
-
-// TryWrite writes as much of b as the socket has room for now, and never
-// waits: it returns n < len(b) with a nil error when the socket buffer is
-// full, and the caller decides who writes the rest, and when. A
-// connection past its write deadline writes nothing and says so, as Write
-// does. It is for a caller that must not be held up by a peer that
-// stopped reading (a daemon's loop writing a frame on an idle link).
-func (c *Conn) TryWrite(b []byte) (int, error) { return c.write(b, false) }
-
-func (c *Conn) write(b []byte, wait bool) (int, error) {
+func (c *Conn) Write(b []byte) (int, error) {
 	var (
 		n     int
 		errno syscall.Errno
@@ -100,7 +90,7 @@ func (c *Conn) write(b []byte, wait bool) (int, error) {
 				n += int(r)
 			case unix.EINTR:
 			case unix.EAGAIN:
-				return !wait // no room: wait in the poller, or hand the rest back
+				return false // no room: wait in the poller
 			default:
 				errno = e
 				return true

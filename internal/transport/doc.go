@@ -10,7 +10,6 @@
 //	Send(to, b, fin)            --------> fin(b) --> member socket --> to
 //	SendMulticast(b, fin)       --------> fin(b) --> member socket --> Group
 //	SendStream(to, b, fin) --> link queue --> writer: dial, fin(b), write --> to (TCP)
-//	                       \--(link idle) fin(b), write without waiting ---/
 //
 // # One channel in
 //
@@ -47,9 +46,8 @@
 //
 // The transmit side has no kernel stamp to wait for: instead the caller
 // passes a Finalizer, which the transport calls immediately before the
-// write syscall, in the writing goroutine (the caller's for datagrams and
-// for a stream frame on an idle link, else the link writer's, possibly
-// long after SendStream returned).
+// write syscall, in the writing goroutine (the caller's for datagrams, the
+// link writer's for stream frames, possibly long after SendStream returned).
 // The Finalizer patches the transmit timestamp into the bytes and may append
 // an authentication trailer over them, so the MAC covers the final stamp.
 //
@@ -86,12 +84,6 @@
 // queue refuses the frame at once with ErrQueueFull. Connections carry
 // frames one way: the acceptor only reads, the dialer only writes (and
 // watches for the peer's close so a restarted peer is noticed while idle).
-// A frame for a connected link with nothing queued or being written is
-// written by SendStream itself, with a send that never waits (Linux's raw
-// sockets: the in-memory pipe always queues): queueing it cost a wake-up
-// of the writer and a goroutine switch per frame, on the critical path of
-// every protocol exchange. What the socket has no room for is left to the
-// writer, which writes it before anything queued behind it.
 // Delivery is ordered and at most once. A link idle for half the
 // IdleTimeout closes itself and dials again for its next frame.
 //

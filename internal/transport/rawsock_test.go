@@ -31,7 +31,7 @@ func (c *writesConn) SetWriteDeadline(time.Time) error { return nil }
 func TestLinkWritesOneBuffer(t *testing.T) {
 	l := &link{e: &endpoint{cfg: Config{Stream: StreamConfig{WriteTimeout: time.Second}}}}
 	c := &writesConn{}
-	if err := l.write(c, l.frame([]byte("frame"))); err != nil {
+	if err := l.write(c, []byte("frame")); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.writes) != 1 {

@@ -30,33 +30,21 @@ import (
 // there is never a tie to break between simultaneous dials.
 const frameHeaderLen = 4
 
-// qframe is a frame waiting in a link's queue, or (tail) the unwritten
-// end of one the caller began writing.
+// qframe is a frame waiting in a link's queue.
 type qframe struct {
 	b   []byte
 	fin Finalizer
 	at  time.Time
-	// tail: b is the end of a frame of size bytes (its header written),
-	// to be written as it is.
-	tail bool
-	size int
 }
 
 // link is the outbound stream to one peer: a bounded FIFO filled by
 // SendStream and drained by one writer goroutine that connects lazily,
 // backs off with jitter after failures, and reconnects after errors.
-//
-// While the link is connected and idle (nothing queued, nothing being
-// written), SendStream writes the frame itself, without waiting: a frame
-// queued costs a wake-up of the writer and a goroutine switch, on the
-// critical path of every protocol exchange. A socket without room for all
-// of it takes what it can, and the rest goes to the writer, which writes
-// it before anything queued behind it: the caller is never held up by a
-// peer that stopped reading, and the link's order is kept.
 type link struct {
 	e    *endpoint
 	peer netip.AddrPort
 	rnd  *rand.Rand // writer goroutine only
+	wbuf []byte     // writer goroutine only: write's buffer, reused (writeBufKeep)
 	wake chan struct{}
 
 	mu        sync.Mutex
@@ -65,29 +53,6 @@ type link struct {
 	dialed    bool // a dial has succeeded before: the next one is a reconnect
 	sent      uint64
 	lastErr   string
-	// conn is the writer's connection while it is up, if it can write
-	// without waiting (a raw socket: not the in-memory pipe); nil else.
-	conn tryWriter
-	// writing: the writer has taken a frame (from q or tail) and is
-	// writing it; SendStream then queues, to stay behind it.
-	writing bool
-	// tail is the unwritten end of a frame SendStream began (tail.tail),
-	// which the writer writes next; it is never aged out (the peer has its
-	// beginning).
-	tail qframe
-	// lastOut is when a frame last left (real time): the writer's idle
-	// close counts from it, however the frame was written.
-	lastOut time.Time
-	// wbuf is the buffer frames are written from, reused (writeBufKeep):
-	// the writer's while writing, SendStream's under mu while not.
-	wbuf []byte
-	fbuf []byte // SendStream's copy of the caller's bytes for the Finalizer (under mu)
-}
-
-// tryWriter is a connection that can write without waiting
-// (rawsock.Conn.TryWrite).
-type tryWriter interface {
-	TryWrite(b []byte) (int, error)
 }
 
 func newLink(e *endpoint, peer netip.AddrPort, rnd *rand.Rand) *link {
@@ -118,16 +83,6 @@ func (l *link) enqueue(b []byte, fin Finalizer) error {
 	now := l.e.now()
 	l.mu.Lock()
 	l.purgeLocked(now)
-	if l.conn != nil && len(l.q) == 0 && !l.writing && l.tail.b == nil {
-		f, written := l.writeNowLocked(b, fin)
-		if written {
-			l.mu.Unlock()
-			return nil
-		}
-		// Nothing written: the frame, finalized once, waits for the
-		// writer like any other (it finds the socket full, or broken).
-		b, fin = f, nil
-	}
 	if len(l.q) >= l.e.cfg.Stream.QueueLen {
 		l.mu.Unlock()
 		l.e.c.queueDrops.Add(1)
@@ -136,83 +91,24 @@ func (l *link) enqueue(b []byte, fin Finalizer) error {
 	// The caller may reuse b once SendStream returns.
 	l.q = append(l.q, qframe{b: append([]byte(nil), b...), fin: fin, at: now})
 	l.mu.Unlock()
-	l.poke()
-	return nil
-}
-
-// poke wakes the writer.
-func (l *link) poke() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
+	return nil
 }
 
-// writeNowLocked writes a frame from SendStream's goroutine, on the
-// connected link with nothing before it, as far as the socket has room:
-// a part left over becomes the tail the writer writes next. It returns
-// the finalized bytes and whether the frame is dealt with (written, in
-// part or whole, or dropped by its Finalizer); if not, nothing of it left
-// and the bytes are for the queue.
-func (l *link) writeNowLocked(b []byte, fin Finalizer) ([]byte, bool) {
-	if fin != nil {
-		// The Finalizer gets a copy: the caller's bytes stay its own.
-		l.fbuf = append(l.fbuf[:0], b...)
-		b = l.fbuf
-		if cap(l.fbuf) > writeBufKeep {
-			l.fbuf = nil
-		}
-	}
-	b, err := finalize(b, fin, MaxStreamFrame)
-	if err != nil {
-		// As the writer records it: the reason before the count.
-		l.lastErr = err.Error()
-		l.e.c.sendErrs.Add(1)
-		return nil, true
-	}
-	buf := l.frame(b)
-	n, _ := l.conn.TryWrite(buf)
-	switch {
-	case n == 0:
-		// A full socket, a broken or closed connection: the writer
-		// handles each as it does a queued frame's.
-		return b, false
-	case n < len(buf):
-		l.tail = qframe{b: append([]byte(nil), buf[n:]...), tail: true, size: len(b)}
-		l.lastOut = time.Now()
-		l.poke()
-	default:
-		l.sentLocked(len(b))
-	}
-	return nil, true
-}
-
-// sentLocked counts a frame of n bytes written whole.
-func (l *link) sentLocked(n int) {
-	l.e.c.via[ViaStream].out(n)
-	l.sent++
-	l.lastOut = time.Now()
-}
-
-// pending reports whether a fresh frame is queued, or a frame's tail.
+// pending reports whether a fresh frame is queued.
 func (l *link) pending() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.purgeLocked(l.e.now())
-	return len(l.q) > 0 || l.tail.b != nil
+	return len(l.q) > 0
 }
 
-// next takes the frame the writer writes next: the tail of the one
-// SendStream began, else the queue's head. SendStream queues until done.
-func (l *link) next() (qframe, bool) {
+func (l *link) pop() (qframe, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.tail.b != nil {
-		f := l.tail
-		l.tail = qframe{}
-		l.writing = true
-		return f, true
-	}
 	l.purgeLocked(l.e.now())
 	if len(l.q) == 0 {
 		return qframe{}, false
@@ -220,18 +116,7 @@ func (l *link) next() (qframe, bool) {
 	f := l.q[0]
 	l.q[0] = qframe{}
 	l.q = l.q[1:]
-	l.writing = true
 	return f, true
-}
-
-// done ends the writer's frame: written (n bytes) or not (n < 0).
-func (l *link) done(n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.writing = false
-	if n >= 0 {
-		l.sentLocked(n)
-	}
 }
 
 func (l *link) setState(connected bool, err error) {
@@ -270,7 +155,6 @@ func (l *link) run() {
 		failures int
 	)
 	drop := func(err error) {
-		l.disconnect(err)
 		if conn != nil {
 			conn.Close()
 			<-dead // the watcher has returned: no goroutine outlives the conn
@@ -287,17 +171,17 @@ func (l *link) run() {
 	for {
 		if !l.pending() {
 			if conn != nil {
-				idle.Reset(l.idleLeft())
+				idle.Reset(l.e.cfg.Stream.linkIdle())
 			}
 			select {
 			case <-l.wake:
 			case <-dead:
 				l.closedByPeer(drop)
 			case <-idle.C:
-				if !l.idleOut() {
-					break // SendStream wrote since: count again from its frame
-				}
 				drop(nil)
+				l.mu.Lock()
+				l.dialed = false // the next dial is not a reconnect after a failure
+				l.mu.Unlock()
 			case <-ctx.Done():
 				return
 			}
@@ -349,76 +233,32 @@ func (l *link) run() {
 				l.e.c.reconnects.Add(1)
 			}
 			l.dialed, l.connected = true, true
-			l.conn, _ = conn.(tryWriter)
-			l.lastOut = time.Now()
 			l.mu.Unlock()
 		}
-		f, ok := l.next()
+		f, ok := l.pop()
 		if !ok {
 			continue
 		}
-		b, size := f.b, f.size
-		if !f.tail {
-			var err error
-			if b, err = finalize(f.b, f.fin, MaxStreamFrame); err != nil {
-				// Error recorded before it is counted: whoever sees the
-				// count also sees the reason.
-				l.setState(true, err)
-				l.e.c.sendErrs.Add(1)
-				l.done(-1)
-				continue
-			}
-			size, b = len(b), l.frame(b)
+		b, err := finalize(f.b, f.fin, MaxStreamFrame)
+		if err != nil {
+			// Error recorded before it is counted: whoever sees the count
+			// also sees the reason.
+			l.setState(true, err)
+			l.e.c.sendErrs.Add(1)
+			continue
 		}
 		if err := l.write(conn, b); err != nil {
 			// The frame may be partly written: TCP gives at-most-once
 			// here, and the protocols above retry what matters.
 			drop(err)
 			l.e.c.sendErrs.Add(1)
-			l.done(-1)
 			continue
 		}
-		l.done(size)
+		l.e.c.via[ViaStream].out(len(b))
+		l.mu.Lock()
+		l.sent++
+		l.mu.Unlock()
 	}
-}
-
-// disconnect stops SendStream writing on the connection the writer is
-// about to close. A frame's tail still unwritten is lost with it, as a
-// frame the writer was writing would be (counted alike), unless the
-// endpoint is closing.
-func (l *link) disconnect(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.conn = nil
-	if l.tail.b != nil {
-		l.tail = qframe{}
-		if err != nil {
-			l.lastErr = err.Error()
-			l.e.c.sendErrs.Add(1)
-		}
-	}
-}
-
-// idleLeft is how long the link may stay idle before it closes itself:
-// linkIdle from the last frame out.
-func (l *link) idleLeft() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return max(l.e.cfg.Stream.linkIdle()-time.Since(l.lastOut), 0)
-}
-
-// idleOut reports whether the link has been idle for linkIdle, and if so
-// stops SendStream writing on it (the writer closes it): a frame
-// SendStream wrote meanwhile keeps it open.
-func (l *link) idleOut() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if time.Since(l.lastOut) < l.e.cfg.Stream.linkIdle() || len(l.q) > 0 || l.tail.b != nil {
-		return false
-	}
-	l.conn = nil
-	l.dialed = false // the next dial is not a reconnect after a failure
-	return true
 }
 
 // closedByPeer drops the connection the peer closed or reset, and hands
@@ -441,10 +281,12 @@ func (l *link) connect(ctx context.Context) (net.Conn, error) {
 	return l.e.fab.dial(dctx, l.peer)
 }
 
-// frame is b with its length header, in the link's buffer: one write,
-// header and frame together, is one segment and one system call, and no
-// allocation per frame once the buffer has grown to the link's frames.
-func (l *link) frame(b []byte) []byte {
+// write sends one frame. The deadline is what keeps a peer that stopped
+// reading from blocking the link (and its queue) forever.
+func (l *link) write(conn net.Conn, b []byte) error {
+	// One write, header and frame together: one segment, one system call,
+	// from the link's buffer: no allocation per frame once it has grown
+	// to the link's frames.
 	n := frameHeaderLen + len(b)
 	buf := l.wbuf
 	if cap(buf) < n {
@@ -456,20 +298,9 @@ func (l *link) frame(b []byte) []byte {
 	buf = buf[:n]
 	binary.BigEndian.PutUint32(buf, uint32(len(b)))
 	copy(buf[frameHeaderLen:], b)
-	return buf
-}
-
-// write writes buf (a frame, or a frame's tail). The deadline is what
-// keeps a peer that stopped reading from blocking the link (and its
-// queue) forever; it is lifted once the write is done, so that SendStream
-// can write on the idle connection (a write past it would fail at once).
-func (l *link) write(conn net.Conn, buf []byte) error {
 	conn.SetWriteDeadline(time.Now().Add(l.e.cfg.Stream.WriteTimeout))
-	if _, err := conn.Write(buf); err != nil {
-		return err
-	}
-	conn.SetWriteDeadline(time.Time{})
-	return nil
+	_, err := conn.Write(buf)
+	return err
 }
 
 // A link's write buffer grows in steps of writeBufRound bytes and is kept

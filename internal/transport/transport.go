@@ -65,10 +65,9 @@ type Hint struct {
 // transmit timestamp patched into b is as late as possible. It may append an
 // authentication trailer and returns the bytes to write. A nil Finalizer
 // writes b as is. It runs on the writing goroutine right before the
-// syscall: in the caller's goroutine for datagrams, and for a stream frame
-// on a connected, idle link (SendStream writes it itself); in the link's
-// writer goroutine for the other stream frames. It runs once per message.
-// Returning nil drops the message (counted as a send error).
+// syscall: in the caller's goroutine for datagrams, in the link's writer
+// goroutine for stream frames. Returning nil drops the message (counted as
+// a send error).
 type Finalizer func(b []byte) []byte
 
 // Endpoint is one node's network presence: a UDP socket at its member
@@ -95,11 +94,8 @@ type Endpoint interface {
 	// SendStream queues a frame on the outbound TCP link to the peer's
 	// member address `to`, creating the link on first use. It never
 	// blocks: when the link's bounded queue is full the frame is dropped
-	// and ErrQueueFull returned. b is copied; fin runs just before the
-	// frame is written: on a connected link with nothing queued or being
-	// written, in SendStream, which writes what the socket has room for
-	// without waiting and leaves the rest to the link's writer; else on
-	// the link's writer.
+	// and ErrQueueFull returned. b is copied; fin runs on the link's
+	// writer just before the frame is written.
 	SendStream(to netip.AddrPort, b []byte, fin Finalizer) error
 	// Hints delivers a Hint whenever an outbound link to a peer is closed
 	// or reset by the peer, or a connection to it is refused or times

@@ -463,7 +463,7 @@ func TestStreamWriteAllocatesNothing(t *testing.T) {
 	c := &recordConn{got: make([]byte, 0, MaxStreamFrame+frameHeaderLen)}
 	small, big := bytes.Repeat([]byte("s"), 300), bytes.Repeat([]byte("b"), writeBufKeep)
 	for _, f := range [][]byte{small, big, small[:10]} {
-		if err := l.write(c, l.frame(f)); err != nil {
+		if err := l.write(c, f); err != nil {
 			t.Fatal(err)
 		}
 		if want := append([]byte{0, 0, byte(len(f) >> 8), byte(len(f))}, f...); !bytes.Equal(c.got, want) {
@@ -474,7 +474,7 @@ func TestStreamWriteAllocatesNothing(t *testing.T) {
 		t.Errorf("a %d-byte buffer kept after a large frame, want the small frame's %d", cap(l.wbuf), writeBufRound)
 	}
 	if n := testing.AllocsPerRun(100, func() {
-		if err := l.write(c, l.frame(small)); err != nil {
+		if err := l.write(c, small); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
