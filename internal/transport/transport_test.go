@@ -29,10 +29,11 @@ func TestUnicastRoundTrip(t *testing.T) {
 		if p.Kernel != k.real {
 			t.Fatalf("Kernel = %v, want %v (real sockets on Linux loopback are kernel-stamped)", p.Kernel, k.real)
 		}
-		// The stamp lies between the send call and our wake-up; on an
-		// idle loopback the gap to time.Now() is tens of microseconds
-		// (LAB-NOTES), 50 ms leaves room for a loaded 2-vCPU machine.
-		if p.Time.Before(before) || p.Time.After(after) || after.Sub(p.Time) > 50*time.Millisecond {
+		// The stamp lies between the send call and our wake-up. (How
+		// close to the wake-up, tens of microseconds on an idle loopback
+		// (LAB-NOTES), is the host's scheduling, not the stamp's truth:
+		// a bound on it failed at load 45, 103.6 ms.)
+		if p.Time.Before(before) || p.Time.After(after) {
 			t.Fatalf("receive stamp %v outside [%v, %v]", p.Time, before, after)
 		}
 		mustSend(t, b.Send(p.From, []byte("pong"), nil))
