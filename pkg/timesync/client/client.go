@@ -486,15 +486,19 @@ func (c *Client) multiSample(s *source) bool {
 }
 
 // sampleWait is how long a request of a multi-sample poll may go
-// unanswered before the next one goes (or the poll ends): a LAN server
-// answers within a millisecond, and the whole poll must end well before
-// the next (a fraction of the shortest interval, a burst's included).
+// unanswered before the next one goes (or the poll ends): the whole poll
+// must end well before the next (half the shortest interval, a burst's
+// included), and an answer that comes after it is refused as bogus (it
+// answers a request we no longer wait for). A LAN server answers within
+// a millisecond, but a loaded host schedules the daemons tens of
+// milliseconds late; a lost answer, the only cost of waiting longer, is
+// rare.
 func (c *Client) sampleWait(s *source) time.Duration {
 	iv := ntp.PollInterval(s.pollExp())
 	if c.cfg.Burst > 0 {
 		iv = min(iv, c.cfg.BurstInterval)
 	}
-	return max(min(iv/time.Duration(4*c.cfg.PollSamples), 100*time.Millisecond), c.cfg.TickInterval)
+	return max(min(iv/time.Duration(2*c.cfg.PollSamples), 250*time.Millisecond), c.cfg.TickInterval)
 }
 
 // hold keeps smp if it is the least delayed answer of s's current poll,

@@ -165,8 +165,11 @@ func TestTimedClientPollSamples(t *testing.T) {
 	if bound := time.Duration(cl["error_bound_ns"].(float64)); trueOff.Abs() > bound {
 		t.Fatalf("true offset %v outside the reported bound ±%v", trueOff, bound)
 	}
+	// An answer later than the poll's wait for it (a loaded host) is
+	// refused as bogus, as any answer to a superseded request is; no
+	// other refusal has a cause here.
 	for k := range counters {
-		if strings.HasPrefix(k, "rejected_") {
+		if strings.HasPrefix(k, "rejected_") && k != "rejected_bogus" {
 			t.Fatalf("answers rejected: %v", counters)
 		}
 	}
