@@ -28,6 +28,7 @@ func clientFlags() []cli.Flag {
 		&cli.IntFlag{Name: "minpoll", EnvVars: app.Env(name, "minpoll"), Value: int(client.DefaultMinPoll), Usage: "shortest poll interval, log2 `SECONDS` (0: 1 s; down to -4 for tests)"},
 		&cli.IntFlag{Name: "maxpoll", EnvVars: app.Env(name, "maxpoll"), Value: int(client.DefaultMaxPoll), Usage: "longest poll interval, log2 `SECONDS` (6: 64 s)"},
 		&cli.BoolFlag{Name: "xleave", EnvVars: app.Env(name, "xleave"), Usage: "poll the --server sources in chrony's interleaved mode: a server that speaks it (chronyd, timed) sends the kernel's transmit stamp of its previous answer, taking its send path out of the offset (samples one poll older); a server that does not (ntpd, older timed) is used in basic mode and status says so"},
+		&cli.IntFlag{Name: "poll-samples", EnvVars: app.Env(name, "poll-samples"), Value: 1, Usage: "requests per poll to each --server, each sent when the last is answered; the least delayed answer is used (the first after a quiet interval finds the path cold). A rate-limiting server sees N requests per poll interval"},
 		&cli.DurationFlag{Name: "makestep", EnvVars: app.Env(name, "makestep"), Usage: "step the clock FORWARD when it is more than `D` behind, during the first 3 updates only (0: never step; the clock is never stepped back)"},
 	}
 }
@@ -38,6 +39,12 @@ func clientConfig(c *cli.Context) (*client.Config, error) {
 	mode := c.String("mode")
 	if c.Bool("xleave") && (mode != "ntp" || len(servers) == 0) {
 		return nil, app.Usagef("--xleave is for NTP servers: it needs --server in --mode ntp (not peers, Cristian or Berkeley)")
+	}
+	if c.IsSet("poll-samples") && (mode != "ntp" || len(servers) == 0) {
+		return nil, app.Usagef("--poll-samples is for NTP servers: it needs --server in --mode ntp (not peers, Cristian or Berkeley)")
+	}
+	if n := c.Int("poll-samples"); n < 1 || n > client.MaxPollSamples {
+		return nil, app.Usagef("--poll-samples %d: want 1..%d", n, client.MaxPollSamples)
 	}
 	if mode != "cristian" {
 		for _, f := range []string{"cristian-burst", "cristian-min-delay"} {
@@ -106,6 +113,7 @@ func clientConfig(c *cli.Context) (*client.Config, error) {
 	}
 	cfg.MinPoll, cfg.MaxPoll, cfg.PollRangeSet = int8(minPoll), int8(maxPoll), true
 	cfg.Interleaved = c.Bool("xleave")
+	cfg.PollSamples = c.Int("poll-samples")
 	if d := c.Duration("makestep"); d < 0 {
 		return nil, app.Usagef("--makestep %v: want a positive threshold, or 0 never to step", d)
 	} else {

@@ -268,6 +268,10 @@ func TestUsageErrors(t *testing.T) {
 		{append(base, "--mode", "cristian", "--server", "127.0.0.1", "--xleave"), "--xleave is for NTP servers"},
 		{append(base, "--peer", "127.0.0.1", "--xleave"), "--xleave is for NTP servers"},
 		{append(base, "--xleave"), "--xleave is for NTP servers"},
+		{append(base, "--peer", "127.0.0.1", "--poll-samples", "2"), "--poll-samples is for NTP servers"},
+		{append(base, "--mode", "cristian", "--server", "127.0.0.1", "--poll-samples", "2"), "--poll-samples is for NTP servers"},
+		{append(base, "--server", "127.0.0.1", "--poll-samples", "0"), "want 1..8"},
+		{append(base, "--server", "127.0.0.1", "--poll-samples", "9"), "want 1..8"},
 		{[]string{"timed", "query", "127.0.0.1", "--proto", "ptp"}, "want ntp"},
 		{[]string{"timed", "query", "127.0.0.1", "--timeout", "0s"}, "--timeout"},
 		{[]string{"timed", "query", "127.0.0.1", "-n", "65"}, "1 to 64"},
@@ -378,6 +382,12 @@ func TestNoClusterFlags(t *testing.T) {
 	if cfg, err := buildConfig(t, "timed", "run", "--clock", "sim", "--server", "127.0.0.1", "--xleave"); err != nil || !cfg.interleaved {
 		t.Errorf("--xleave: %v, %+v", err, cfg)
 	}
+	if cfg, err := buildConfig(t, "timed", "run", "--clock", "sim", "--server", "127.0.0.1"); err != nil || cfg.pollSamples != 1 {
+		t.Errorf("default --poll-samples: %v, %+v", err, cfg)
+	}
+	if cfg, err := buildConfig(t, "timed", "run", "--clock", "sim", "--server", "127.0.0.1", "--poll-samples", "2"); err != nil || cfg.pollSamples != 2 {
+		t.Errorf("--poll-samples 2: %v, %+v", err, cfg)
+	}
 }
 
 // builtConfig is what buildConfig saw: the daemon's Config as build left
@@ -387,6 +397,7 @@ type builtConfig struct {
 	pollRangeSet bool
 	maxPoll      int8
 	interleaved  bool
+	pollSamples  int
 }
 
 // buildConfig runs timed's run command up to the daemon: the flags are
@@ -413,7 +424,7 @@ func buildConfig(t *testing.T, args ...string) (builtConfig, error) {
 				return err
 			}
 			if cc, err := clientConfig(c); err == nil && cc != nil {
-				got.pollRangeSet, got.maxPoll, got.interleaved = cc.PollRangeSet, cc.MaxPoll, cc.Interleaved
+				got.pollRangeSet, got.maxPoll, got.interleaved, got.pollSamples = cc.PollRangeSet, cc.MaxPoll, cc.Interleaved, cc.PollSamples
 			}
 			got.Config = cfg
 			return stop

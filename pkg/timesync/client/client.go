@@ -64,6 +64,9 @@ const (
 	// basic answer was sampled (ntp.ErrInterleavedSampled): one after
 	// each switch from basic to interleaved answers.
 	cntXleaveSampled = "interleaved_resampled"
+	// cntPollUnused counts the answers of multi-sample polls
+	// (Config.PollSamples) that were not the poll's least delayed.
+	cntPollUnused = "poll_samples_unused"
 )
 
 // source is one configured server or peer.
@@ -94,6 +97,17 @@ type source struct {
 
 	// Interleaved mode (Config.Interleaved): the events said so.
 	xlActive, xlBasic bool
+
+	// A poll of several requests (Config.PollSamples > 1, servers only):
+	// pollLeft requests still to send, each when the last is answered or
+	// at next; the poll after this one is due at nextPoll. The least
+	// delayed sample so far is held until the poll ends (its last answer,
+	// or heldUntil), then given to the filter.
+	pollLeft  int
+	nextPoll  time.Time
+	held      ntp.Sample
+	hasHeld   bool
+	heldUntil time.Time
 
 	// Cristian sources only (assoc and passive are nil):
 	cristian  *cristian.Burst
@@ -375,6 +389,9 @@ func (c *Client) Tick(now time.Time) {
 		case s.stopped == "" && !now.Before(s.next):
 			c.poll(s, now)
 		}
+		if !s.heldUntil.IsZero() && !now.Before(s.heldUntil) {
+			c.releaseHeld(s) // the poll's last answer is lost
+		}
 		if s.cristian != nil && !s.burstEnd.IsZero() &&
 			(!now.Before(s.burstEnd) || s.burstLeft == 0 && s.cristian.Outstanding() == 0) {
 			c.endBurst(s)
@@ -399,23 +416,30 @@ func (c *Client) Tick(now time.Time) {
 	c.saveState(now)
 }
 
-// poll sends a request to s: mode 3 to a server, mode 1 to a peer. The
-// transmit timestamp is patched by the driver right before the write, and
-// reported back through StepDatagram (Sent).
+// poll polls s: a request, or with Config.PollSamples several, one after
+// the other's answer; and when the next poll is due.
 func (c *Client) poll(s *source, now time.Time) {
 	if s.cristian != nil {
 		c.cristianPoll(s, now)
 		return
 	}
-	pkt := s.assoc.Request(now, s.pollExp(), c.sysAt(now))
-	// A request that cannot be encoded is our bug, reported and counted;
-	// the poll counts as sent (and unanswered), so polling goes on at
-	// its interval instead of retrying at every tick.
-	if b, ok := c.bugs.Encode(&c.rd.Events, "request", &pkt, make([]byte, 0, wire.NTPHeaderLen)); ok {
-		c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
-		c.counters[cntRequests]++
+	multi := c.multiSample(s)
+	if multi && s.pollLeft > 0 {
+		// A further request of this poll: not a poll of its own for the
+		// reach register or the interval.
+		c.request(s, now)
+		s.pollLeft--
+		if s.pollLeft == 0 {
+			s.next, s.heldUntil = s.nextPoll, now.Add(c.sampleWait(s))
+		} else {
+			s.next = now.Add(c.sampleWait(s))
+		}
+		return
 	}
-	s.sentAt = now
+	if multi {
+		c.releaseHeld(s) // the last poll's answers are all in, or lost
+	}
+	c.request(s, now)
 	wait := s.poller.Sent()
 	if pp, ok := s.assoc.PeerPoll(); ok && s.peer && !s.poller.Bursting() {
 		// A symmetric peer polls at the shorter of both intervals (RFC
@@ -435,6 +459,82 @@ func (c *Client) poll(s *source, now time.Time) {
 	// say we do.
 	wait += time.Duration(c.cfg.Rand.Int64N(int64(wait)/32 + 1))
 	s.next = now.Add(max(wait, c.cfg.TickInterval))
+	if multi {
+		s.pollLeft, s.nextPoll = c.cfg.PollSamples-1, s.next
+		s.next = now.Add(c.sampleWait(s))
+	}
+}
+
+// request sends s a request (mode 3 to a server, mode 1 to a peer). The
+// transmit timestamp is patched by the driver right before the write,
+// and reported back through StepDatagram (Sent).
+func (c *Client) request(s *source, now time.Time) {
+	pkt := s.assoc.Request(now, s.pollExp(), c.sysAt(now))
+	// A request that cannot be encoded is our bug, reported and counted;
+	// the poll counts as sent (and unanswered), so polling goes on at
+	// its interval instead of retrying at every tick.
+	if b, ok := c.bugs.Encode(&c.rd.Events, "request", &pkt, make([]byte, 0, wire.NTPHeaderLen)); ok {
+		c.rd.Datagrams = append(c.rd.Datagrams, core.Datagram{Addr: s.addr, Data: b, NTPStamp: true})
+		c.counters[cntRequests]++
+	}
+	s.sentAt = now
+}
+
+// multiSample reports whether s's polls send Config.PollSamples requests.
+func (c *Client) multiSample(s *source) bool {
+	return c.cfg.PollSamples > 1 && !s.peer && s.bcast == nil && s.cristian == nil
+}
+
+// sampleWait is how long a request of a multi-sample poll may go
+// unanswered before the next one goes (or the poll ends): the whole poll
+// must end well before the next (half the shortest interval, a burst's
+// included), and an answer that comes after it is refused as bogus (it
+// answers a request we no longer wait for). A LAN server answers within
+// a millisecond, but a loaded host schedules the daemons tens of
+// milliseconds late; a lost answer, the only cost of waiting longer, is
+// rare.
+func (c *Client) sampleWait(s *source) time.Duration {
+	iv := ntp.PollInterval(s.pollExp())
+	if c.cfg.Burst > 0 {
+		iv = min(iv, c.cfg.BurstInterval)
+	}
+	return max(min(iv/time.Duration(2*c.cfg.PollSamples), 250*time.Millisecond), c.cfg.TickInterval)
+}
+
+// hold keeps smp if it is the least delayed answer of s's current poll,
+// and ends the poll when no request of it is left to send; else the
+// next request goes at once (its path still warm from this exchange).
+func (c *Client) hold(s *source, smp ntp.Sample) {
+	s.poller.Received()
+	if s.hasHeld {
+		c.counters[cntPollUnused]++
+		if smp.Delay >= s.held.Delay {
+			smp = s.held
+		}
+	}
+	s.held, s.hasHeld = smp, true
+	c.nextSample(s)
+}
+
+// nextSample moves s's poll on after an answer: the next request at once,
+// or, after the poll's last, the held sample to the filter.
+func (c *Client) nextSample(s *source) {
+	if s.pollLeft > 0 {
+		s.next = c.now.Add(1) // as soon as possible (node.NextTick)
+		return
+	}
+	c.releaseHeld(s)
+}
+
+// releaseHeld gives the filter the least delayed sample of s's last poll.
+func (c *Client) releaseHeld(s *source) {
+	s.heldUntil = time.Time{}
+	if !s.hasHeld {
+		return
+	}
+	smp := s.held
+	s.held, s.hasHeld = ntp.Sample{}, false
+	c.accept(s, smp)
 }
 
 // StepDatagram feeds one NTP packet: an answer from a server, a packet of a
@@ -547,6 +647,9 @@ func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
 			// one: its exchange was sampled already.
 			s.poller.Received()
 			c.counters[cntXleaveSampled]++
+			if c.multiSample(s) {
+				c.nextSample(s)
+			}
 			return nil
 		case errors.As(err, &kiss):
 			c.kiss(s, kiss, p)
@@ -575,6 +678,10 @@ func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
 	// chronyd). Take it out, so that the sample says what the clock was
 	// off by at T4.
 	smp.Offset -= c.servo.Slewed(smp.Sent, smp.Time) / 2
+	if c.multiSample(s) {
+		c.hold(s, smp)
+		return nil
+	}
 	c.accept(s, smp)
 	return nil
 }
@@ -651,6 +758,10 @@ func (c *Client) kiss(s *source, k *ntp.KissError, p *wire.NTPPacket) {
 		// our MaxPoll (it is its resource), up to the protocol's
 		// MaxPollLimit; computed in int so a Poll of 127 cannot wrap.
 		f := int8(min(int(max(s.pollExp(), p.Poll))+1, ntp.MaxPollLimit))
+		// A multi-sample poll ends here: the rest of it would be
+		// refused too.
+		s.pollLeft = 0
+		c.releaseHeld(s)
 		if !s.hasFloor || f > s.floor {
 			s.floor, s.hasFloor = f, true
 		}
@@ -873,6 +984,9 @@ func (c *Client) Deadline() time.Time {
 		}
 		if s.stopped == "" {
 			dl = core.Earliest(dl, s.next)
+		}
+		if !s.heldUntil.IsZero() {
+			dl = core.Earliest(dl, s.heldUntil)
 		}
 	}
 	if bc := &c.cfg.Broadcast; bc.Enabled && !c.bcastSilent {

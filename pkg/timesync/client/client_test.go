@@ -166,6 +166,8 @@ func TestConfigValidate(t *testing.T) {
 		{"min samples", func(c *client.Config) { c.MinSamples = 9 }, "MinSamples"},
 		{"frequency", func(c *client.Config) { c.Frequency = 600 }, "initial frequency"},
 		{"xleave without servers", func(c *client.Config) { c.Servers, c.Peers, c.Interleaved = nil, []netip.AddrPort{peerAdr}, true }, "interleaved"},
+		{"poll samples", func(c *client.Config) { c.PollSamples = client.MaxPollSamples + 1 }, "PollSamples"},
+		{"poll samples negative", func(c *client.Config) { c.PollSamples = -1 }, "PollSamples"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good()
@@ -644,5 +646,94 @@ func TestStatusJSON(t *testing.T) {
 	}
 	if m["error_bound_ns"].(float64) <= 0 || src["reach"] != "37" {
 		t.Errorf("status %s", js)
+	}
+}
+
+// TestPollSamples: with PollSamples 2 a poll is two requests, the second
+// sent at the first tick after the first's answer; the filter gets the
+// less delayed answer only, whichever came first, and the reach register
+// and the poll interval count the poll once. When the poll's last answer
+// is lost, the held one still reaches the filter, long before the next
+// poll.
+func TestPollSamples(t *testing.T) {
+	b := newBench(t, func(c *client.Config) {
+		c.PollSamples, c.Burst, c.MinPoll, c.MaxPoll = 2, -1, 0, 0
+	})
+	src := func() client.SourceStatus { return b.c.Report().Sources[0] }
+	const us = time.Microsecond
+	req := b.nextRequest(srvAddr)
+	// Poll 1: the cold first answer 300 us each way, the second 100 us.
+	// Poll 2: the first is the less delayed.
+	for i, legs := range [][2]time.Duration{{300 * us, 100 * us}, {80 * us, 400 * us}} {
+		start := b.now
+		if err := b.answer(req, legs[0]/10, legs[0], nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := src().Accepted; got != uint64(i) {
+			t.Fatalf("poll %d: %d samples accepted before the poll ended, want %d", i+1, got, i)
+		}
+		second := b.nextRequest(srvAddr)
+		if gap := b.now.Sub(start); gap > 20*time.Millisecond {
+			t.Fatalf("poll %d: second request %v after the first, want the next tick", i+1, gap)
+		}
+		if err := b.answer(second, legs[1]/10, legs[1], nil); err != nil {
+			t.Fatal(err)
+		}
+		st := src()
+		best := min(legs[0], legs[1])
+		if st.Accepted != uint64(i+1) || st.Samples != i+1 || time.Duration(st.LastOffsetNS) != best/10 ||
+			time.Duration(st.LastDelayNS) != 2*best {
+			t.Fatalf("poll %d: accepted %d, %d in the filter, last offset %v delay %v; want the %v-leg answer's",
+				i+1, st.Accepted, st.Samples, time.Duration(st.LastOffsetNS), time.Duration(st.LastDelayNS), best)
+		}
+		if want := []string{"1", "3"}[i]; st.Reach != want {
+			t.Fatalf("poll %d: reach %s, want %s: one bit a poll", i+1, st.Reach, want)
+		}
+		req = b.nextRequest(srvAddr)
+		if gap := b.now.Sub(start); gap < time.Second || gap > time.Second+time.Second/32+20*time.Millisecond {
+			t.Fatalf("poll %d: the next poll %v after this one, want about 1 s", i+1, gap)
+		}
+	}
+	// Poll 3: the second request is never answered.
+	if err := b.answer(req, 0, 200*us, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.nextRequest(srvAddr)
+	b.tick(300 * time.Millisecond)
+	if st := src(); st.Accepted != 3 || time.Duration(st.LastDelayNS) != 400*us {
+		t.Fatalf("poll 3, second answer lost: accepted %d, last delay %v; want the first answer's sample",
+			st.Accepted, time.Duration(st.LastDelayNS))
+	}
+	if n := b.c.Report().Counters["poll_samples_unused"]; n != 2 {
+		t.Fatalf("poll_samples_unused %d, want 2", n)
+	}
+}
+
+// TestPollSamplesKissRate: a RATE kiss ends a multi-sample poll (the rest
+// of it would be refused as well) and the next request waits for the
+// server's interval; the answer already held is used.
+func TestPollSamplesKissRate(t *testing.T) {
+	b := newBench(t, func(c *client.Config) {
+		c.PollSamples, c.Burst, c.MinPoll, c.MaxPoll = 3, -1, 0, 0
+	})
+	req := b.nextRequest(srvAddr)
+	if err := b.answer(req, 0, 100*time.Microsecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	req = b.nextRequest(srvAddr)
+	var kiss *ntp.KissError
+	if err := b.answer(req, 0, 100*time.Microsecond, func(p *wire.NTPPacket) {
+		*p = ntp.KissReply(&req, b.now, "RATE")
+		p.Poll = 3
+	}); !errors.As(err, &kiss) {
+		t.Fatalf("kiss: %v", err)
+	}
+	kissAt := b.now
+	if st := b.c.Report().Sources[0]; st.Accepted != 1 {
+		t.Fatalf("the poll's answer before the kiss: accepted %d, want 1", st.Accepted)
+	}
+	b.nextRequest(srvAddr)
+	if gap := b.now.Sub(kissAt); gap < 16*time.Second-time.Second {
+		t.Fatalf("after RATE mid-poll: next request after %v, want 2^4 s", gap)
 	}
 }

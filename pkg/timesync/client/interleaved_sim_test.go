@@ -64,22 +64,9 @@ func TestSimInterleavedUnbiased(t *testing.T) {
 		{true, -3 * time.Microsecond, 3 * time.Microsecond},
 	} {
 		sim.Seeds(t, 4, func(t *testing.T, seed int64) {
-			s := sim.New(sim.Config{Seed: seed})
 			srv := &lagServer{lag: lag, left: map[wire.NTPTime]wire.NTPTime{}}
-			s.AddNode(2, addr(2), func(core.Env) core.Core { return srv }, clock.SimConfig{})
-			s.SetLink(clientID, 2, sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: 5 * time.Microsecond})
-			s.SetLink(2, clientID, sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: 5 * time.Microsecond})
-			cfg := testConfig(2)
-			cfg.MinPoll, cfg.MaxPoll, cfg.PollRangeSet, cfg.Interleaved = 0, 0, true, tc.xleave
-			addClient(t, s, clientID, cfg, clock.SimConfig{Offset: 30 * time.Millisecond, DriftPPM: 20})
-			o := &oracle{t: t, s: s, id: clientID}
-			run(s, 2*time.Minute, o)
-			var offs []time.Duration
-			for range 60 {
-				run(s, time.Second, o)
-				offs = append(offs, s.Clock(clientID).TrueOffset())
-			}
-			slices.Sort(offs)
+			s, offs := steadyOffsets(t, seed, srv, sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: 5 * time.Microsecond}, 60,
+				func(c *client.Config) { c.Interleaved = tc.xleave })
 			med := offs[len(offs)/2]
 			if med < tc.min || med > tc.max {
 				t.Fatalf("xleave %v: median true offset %v, want within [%v, %v] (interleaved answers %d)\n%s", tc.xleave, med, tc.min, tc.max, srv.xleft, report(s))
@@ -91,4 +78,30 @@ func TestSimInterleavedUnbiased(t *testing.T) {
 			t.Logf("xleave %v: median true offset %v, %d interleaved answers", tc.xleave, med, srv.xleft)
 		})
 	}
+}
+
+// steadyOffsets runs one client polling srv (node 2) every second over
+// link (both ways), its clock 30 ms and 20 ppm off at the start and its
+// configuration changed by mut, the oracle checking the bound and the
+// monotonic clock throughout: 2 minutes to settle, then its true offset
+// once a second for n seconds, sorted.
+func steadyOffsets(t *testing.T, seed int64, srv core.Core, link sim.LinkConfig, n int, mut func(*client.Config)) (*sim.Sim, []time.Duration) {
+	t.Helper()
+	s := sim.New(sim.Config{Seed: seed})
+	s.AddNode(2, addr(2), func(core.Env) core.Core { return srv }, clock.SimConfig{})
+	s.SetLink(clientID, 2, link)
+	s.SetLink(2, clientID, link)
+	cfg := testConfig(2)
+	cfg.MinPoll, cfg.MaxPoll, cfg.PollRangeSet = 0, 0, true
+	mut(&cfg)
+	addClient(t, s, clientID, cfg, clock.SimConfig{Offset: 30 * time.Millisecond, DriftPPM: 20})
+	o := &oracle{t: t, s: s, id: clientID}
+	run(s, 2*time.Minute, o)
+	offs := make([]time.Duration, 0, n)
+	for range n {
+		run(s, time.Second, o)
+		offs = append(offs, s.Clock(clientID).TrueOffset())
+	}
+	slices.Sort(offs)
+	return s, offs
 }

@@ -24,6 +24,9 @@ import (
 // tests independent of it.
 type testServer struct {
 	out []core.Datagram
+	// edit, when set, changes each answer before it is sent (d is the
+	// request).
+	edit func(d core.Datagram, rep *wire.NTPPacket)
 }
 
 func (s *testServer) Step(core.Message) error { return core.ErrUnexpectedKind }
@@ -37,6 +40,9 @@ func (s *testServer) StepDatagram(d core.Datagram) error {
 	_, rep, err := stratum1Reply(d)
 	if err != nil {
 		return err
+	}
+	if s.edit != nil {
+		s.edit(d, &rep)
 	}
 	b, err := rep.AppendBinary(nil)
 	if err != nil {

@@ -134,3 +134,43 @@ func inetSockets(t *testing.T, pid int) (udp, tcp int) {
 	}
 	return udp, tcp
 }
+
+// TestTimedClientPollSamples: `--poll-samples 2` against timed's server
+// (its rate limit raised to let two requests a second through): two
+// requests a poll, one sample of the two to the filter, synchronised, and
+// the true offset within the bound it reports.
+func TestTimedClientPollSamples(t *testing.T) {
+	c := newCluster(t, "timed", 2)
+	addr := serveTimed(t, c, 1, 0, "--stratum", "8", "--rate-limit", "250ms")
+	c.Start(2, "--clock", "sim", "--sim-offset", "20ms", "--server", addr.String(), "--minpoll", "0", "--maxpoll", "0", "--poll-samples", "2")
+	var cl, counters map[string]any
+	var trueOff time.Duration
+	c.Eventually("the client synchronised, 8 samples in", 20*time.Second, func() bool {
+		st, err := c.Status(2)
+		if err != nil {
+			return false
+		}
+		trueOff = time.Duration(st["true_offset_ns"].(float64))
+		cl = st["node"].(map[string]any)["core"].(map[string]any)["client"].(map[string]any)
+		counters, _ = cl["counters"].(map[string]any)
+		acc, _ := counters["accepted"].(float64)
+		return cl["synchronized"] == true && acc >= 8
+	})
+	req, acc, unused := counters["requests"].(float64), counters["accepted"].(float64), counters["poll_samples_unused"].(float64)
+	// A poll in flight may have sent its second request, or had its
+	// first answer held, when the status was read.
+	if req < 2*acc || req > 2*acc+2 || unused < acc-1 || unused > acc {
+		t.Fatalf("requests %v, accepted %v, poll_samples_unused %v: want two requests and one sample a poll; counters %v", req, acc, unused, counters)
+	}
+	if bound := time.Duration(cl["error_bound_ns"].(float64)); trueOff.Abs() > bound {
+		t.Fatalf("true offset %v outside the reported bound ±%v", trueOff, bound)
+	}
+	// An answer later than the poll's wait for it (a loaded host) is
+	// refused as bogus, as any answer to a superseded request is; no
+	// other refusal has a cause here.
+	for k := range counters {
+		if strings.HasPrefix(k, "rejected_") && k != "rejected_bogus" {
+			t.Fatalf("answers rejected: %v", counters)
+		}
+	}
+}
