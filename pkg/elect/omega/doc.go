@@ -91,18 +91,13 @@
 //     heartbeat naming its sender as leader: the successor, whose window
 //     lost the leader) while its own leader is overdue (not heard for a
 //     heartbeat and the asks' span, and as much more as its window grew
-//     at mistakes) sends the leader its asks at once, all together, and
-//     closes its window an ask's round trip (Ask) later: unanswered, it
-//     follows the claimant then, not at its own window's end, up to a
-//     window later. A failover then ends an ask's round trip after the
-//     successor's claim, however many followers there are; before, it
-//     ended with the latest of the N-1 followers' windows. The asks go
-//     together because the claimant's window already lost the leader,
-//     heartbeats and asks: spread Ask apart, as a window's own asks are,
-//     they held every follower 50 ms after the claim and woke each five
-//     times then, the moment a large cluster's CPUs are busiest
-//     (docs/benchmarks/2026-12-07-omega64-check.md). A claim while the
-//     leader is heard on time is ignored, and a live leader answers.
+//     at mistakes) asks the leader at once and closes
+//     its window after the asks' span: unanswered, it follows the
+//     claimant then, not at its own window's end, up to a window later.
+//     A failover then ends an ask span after the successor's claim,
+//     however many followers there are; before, it ended with the latest
+//     of the N-1 followers' windows. A claim while the leader is heard on
+//     time is ignored, and a live leader answers the first ask.
 //   - The window grows up to MaxInterval, not without bound: an operator
 //     must be able to say how long a dead leader may stay trusted. ◇P's
 //     guarantee holds when MaxInterval exceeds the post-GST delay bound

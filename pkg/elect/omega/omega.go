@@ -526,27 +526,16 @@ func (c *Core) Step(m core.Message) error {
 // span, more once the window grew at mistakes. A member
 // claims the lead when its own window lost the leader (the successor,
 // after a window, its asks unanswered): the leader is likely dead, and
-// this follower sends it its asks now, all of them at once (those its
-// window had not sent yet), rather than at the end of its own window, up
-// to a window later. A live leader answers and is kept (the window
-// closes with it heard); a silent one is lost an ask's round trip (Ask)
-// after the claim, and the claimant, heard, is followed at once.
-// Without it every follower lost the leader at its own window's end,
-// and the cluster agreed on the successor only when the latest of N-1
-// windows had closed: at 64 members nearly two windows after the
-// leader's last heartbeat, whatever the successor did
-// (docs/benchmarks/2026-12-06-omega64-failover.md).
-//
-// The asks go together, not Ask apart as in a window's own asks: the
-// claimant's window already lost the leader, both its heartbeats and
-// all its asks, so what is left to learn is whether the leader answers
-// now. Spread over Asks x Ask, they kept the whole cluster waiting 50 ms
-// after the claim, and at 64 members each of the followers woke five
-// times in those 50 ms, on a two-core host the moment its CPUs were
-// busiest (docs/benchmarks/2026-12-07-omega64-check.md). Asks of them
-// still, so that a loss of frames costs the check no more than before.
-// A member claiming while the leader is heard as due costs nothing: no
-// ask, no change.
+// this follower asks it now, Asks times, Ask apart, rather than at the
+// end of its own window, up to a window later. A live leader answers
+// the first ask and is kept (the window closes with it heard); a silent
+// one is lost Asks x Ask after the claim, and the claimant, heard, is
+// followed at once. Without it every follower lost the leader at its own
+// window's end, and the cluster agreed on the successor only when the
+// latest of N-1 windows had closed: at 64 members nearly two windows
+// after the leader's last heartbeat, whatever the successor did
+// (docs/benchmarks/2026-12-06-omega64-failover.md). A member claiming
+// while the leader is heard as due costs nothing: no ask, no change.
 func (c *Core) checkLeader(from uint32) {
 	if c.cfg.Ask == 0 || c.leader == 0 || c.leader == c.id || c.probing || from == c.leader || c.said[from] != from {
 		return
@@ -555,26 +544,19 @@ func (c *Core) checkLeader(from uint32) {
 	if ok && c.now.Sub(heard) <= c.overdueAfter() {
 		return
 	}
-	if c.checking || c.asked >= Asks {
-		return // checked already, or every ask is out: the window closes within Ask
+	if c.asked > 0 {
+		return // asking already: the window closes within the asks' span
 	}
-	if c.asked == 0 {
-		// The leader heard earlier in this window counts no more: it
-		// is kept if it answers an ask. The window ends an ask's round
-		// trip from now, sooner than it would have, or a little later
-		// if it was about to close having heard the leader long ago (it
-		// would have kept it for one more window).
-		_, c.checkHeard = c.candidates[c.leader]
-		delete(c.candidates, c.leader)
-	}
-	c.checking = true
+	// The leader heard earlier in this window counts no more: it is
+	// kept if it answers an ask. The window ends an ask span from now,
+	// sooner than it would have, or a little later if it was about to
+	// close having heard the leader long ago (it would have kept it for
+	// one more window).
+	_, c.checkHeard = c.candidates[c.leader]
+	delete(c.candidates, c.leader)
+	c.windowEnd = c.now.Add(Asks * c.cfg.Ask)
+	c.asked, c.checking = 0, true
 	c.checks++
-	for ; c.asked < Asks; c.asked++ {
-		c.asks++
-		c.send(c.leader)
-	}
-	c.askedAt = c.now
-	c.windowEnd = c.now.Add(c.cfg.Ask)
 }
 
 // overdueAfter is how long a leader may go unheard before another's claim
