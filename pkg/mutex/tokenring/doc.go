@@ -19,14 +19,16 @@
 // The ring does not spin. A member with a request and no token broadcasts a
 // want (RingProbe, want); the token remembers who wants it (the member
 // holding it adds itself, and every member it passes adds the wants it
-// heard since the token was sent to it) and moves from member to successor
-// until nobody wants it, then stays where it is. A waiting member without
-// the token looks for it every loss timeout (RingProbe, locate), and the
-// holder takes its want again; a member without the token forgets a want
-// more than two loss timeouts old, and, when the token comes, a want the
-// token says was served, or an unnumbered one (a locate's) heard before
-// the token could have left its sender. A numbered want the token has not
-// served stands: the sender may have missed it (a lossy link).
+// heard since the token was sent to it: a want whose datagram to the next
+// holder was lost reaches it that way, TestSimTokenCarriesWants) and moves
+// from member to successor until nobody wants it, then stays where it is.
+// A waiting member without the token looks for it every loss timeout
+// (RingProbe, locate), and the holder takes its want again; a member
+// without the token forgets a want more than two loss timeouts old, and,
+// when the token comes, a want the token says was served, or an
+// unnumbered one (a locate's) heard before the token could have left its
+// sender. A numbered want the token has not served stands: the sender may
+// have missed it (a lossy link).
 //
 // The wants recorded from prepares and locates carry no number (a
 // prepare's Generation is its proposal; a locate is sent unnumbered on
