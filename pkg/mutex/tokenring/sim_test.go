@@ -319,6 +319,18 @@ func (r *ring) tail() string {
 	return b.String()
 }
 
+// checkAllGranted fails the test if a client's request is still waiting
+// (after a quiet run: no new requests, no faults).
+func (r *ring) checkAllGranted() {
+	r.t.Helper()
+	r.collect()
+	for _, id := range r.ids {
+		if c := r.clients[id]; c.req != 0 && !c.holding {
+			r.t.Fatalf("node %d: request %d for %s, asked at %v, never granted\n%+v\n%s", id, c.req, c.lock, c.asked, r.core(id).Report(), r.tail())
+		}
+	}
+}
+
 // run advances d in 1 ms steps, driving the clients and checking tokens.
 func (r *ring) run(d time.Duration, active bool) {
 	end := r.s.Elapsed() + d
@@ -386,12 +398,7 @@ func TestSimTokenRing(t *testing.T) {
 		}
 		// Quiet: no new requests, no faults; everything asked is granted.
 		r.run(8*time.Second, false)
-		r.collect()
-		for _, id := range r.ids {
-			if c := r.clients[id]; c.req != 0 && !c.holding {
-				t.Fatalf("node %d: request %d for %s, asked at %v, never granted\n%+v\n%s", id, c.req, c.lock, c.asked, r.core(id).Report(), r.tail())
-			}
-		}
+		r.checkAllGranted()
 		r.checkExclusion()
 		t.Logf("%d members: %d requests, %d grants, longest wait %v, tokens sent %d, probes %d",
 			n, r.issued, r.granted, r.lastWait, r.s.Sent(wire.KindToken), r.s.Sent(wire.KindRingProbe))
