@@ -10,7 +10,9 @@ import (
 
 // TestPersistLine: status's Persist row counts the writes and names the
 // slowest; slow writes are flagged with their count, the last one's time
-// and what to look at; a daemon that wrote nothing has no row.
+// and what to look at; failing writes with their file, cause and
+// consequence, whether or not any write succeeded before; a daemon that
+// wrote nothing and fails nothing has no row.
 func TestPersistLine(t *testing.T) {
 	if got := persistLine(daemon.PersistStatus{}); got != "" {
 		t.Errorf("no writes: %q", got)
@@ -24,6 +26,16 @@ func TestPersistLine(t *testing.T) {
 	for _, want := range []string{"9 writes", "SLOW: 2 over 100", "22:01:02", "--state-dir"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("slow writes: %q lacks %q", got, want)
+		}
+	}
+	failing := &daemon.PersistFailure{Since: time.Date(2026, 12, 6, 22, 3, 4, 0, time.UTC), File: "/var/lib/electd/core.state",
+		Err: "rename /var/lib/electd/core.state.tmp /var/lib/electd/core.state: read-only file system", Failed: 12}
+	for _, st := range []daemon.PersistStatus{{Failing: failing}, {Writes: 3, Last: fast, Slowest: fast, Failing: failing}} {
+		got := persistLine(st)
+		for _, want := range []string{"FAILING since 22:03:04", "12 failed writes", "/var/lib/electd/core.state: rename", "read-only file system", "no term", "--state-dir"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("failing writes after %d: %q lacks %q", st.Writes, got, want)
+			}
 		}
 	}
 }

@@ -202,8 +202,13 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 // persistLine sums up the writes of the core's state, "" if none: the
 // count, the slowest, and the writes over daemon.SlowPersist.
 func persistLine(p daemon.PersistStatus) string {
+	failing := ""
+	if f := p.Failing; f != nil {
+		failing = fmt.Sprintf("FAILING since %s (%d failed writes): %s: %s; nothing that depends on it is sent, and no term this member wins is led, until a write succeeds (free space or fix permissions under --state-dir)",
+			f.Since.Format("15:04:05"), f.Failed, f.File, f.Err)
+	}
 	if p.Writes == 0 {
-		return ""
+		return failing
 	}
 	took := func(w *daemon.PersistWrite) string {
 		return fmt.Sprintf("%s (sync %s)", FormatDuration(time.Duration(w.TotalUs)*time.Microsecond),
@@ -213,6 +218,9 @@ func persistLine(p daemon.PersistStatus) string {
 	if p.Slow > 0 {
 		line += fmt.Sprintf("; SLOW: %d over %s, the last %s at %s (a slow or busy disk under --state-dir)",
 			p.Slow, FormatDuration(daemon.SlowPersist), took(p.LastSlow), p.LastSlow.At.Format("15:04:05"))
+	}
+	if failing != "" {
+		line += "; " + failing
 	}
 	return line
 }

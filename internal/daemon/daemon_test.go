@@ -333,6 +333,10 @@ func TestMessagesWithheldWhenStateCannotBePersisted(t *testing.T) {
 				st := status(t, cfg.ControlPath)
 				return st.Errors["persist_failed"] >= 5 && st.Errors["sends_withheld"] >= 5
 			})
+			// status names the run of failures: the file and the cause.
+			if f := status(t, cfg.ControlPath).Persist.Failing; f == nil || f.File != blocker || f.Err == "" || f.Failed < 5 {
+				t.Fatalf("status while writes fail: %+v", f)
+			}
 			select {
 			case p := <-peer.Packets():
 				t.Fatalf("a message left although its state was not persisted (%d bytes)", len(p.Data))
@@ -344,6 +348,9 @@ func TestMessagesWithheldWhenStateCannotBePersisted(t *testing.T) {
 		case <-peer.Packets():
 			if b, _ := os.ReadFile(filepath.Join(cfg.StateDir, coreStateFile)); string(b) != "term=7" {
 				t.Errorf("persisted %q", b)
+			}
+			if broken {
+				eventually(t, "the failure cleared in status", func() bool { return status(t, cfg.ControlPath).Persist.Failing == nil })
 			}
 		case <-time.After(hangGuard):
 			t.Fatal("message not sent")

@@ -674,10 +674,15 @@ func (d *Daemon) process() {
 				d.errs["sends_withheld"] += uint64(withheld)
 				out.Sends = nil
 			}
-			d.persistFailing(err, withheld)
+			file := d.state.file(coreStateFile)
+			if out.State == nil {
+				file = d.state.file(coreLogFile)
+			}
+			d.persistFailing(file, err, withheld)
 		} else if d.persistFailedAt != (time.Time{}) {
 			d.log.Info("persisting state works again", "failed_writes", d.errs["persist_failed"])
 			d.persistFailedAt = time.Time{}
+			d.persist.Failing = nil
 		}
 	}
 	d.node.Advance(saved)
@@ -800,18 +805,21 @@ func (d *Daemon) persisted(file string, n int, promise bool, took writeTimes, to
 // persistFailing logs a failed state write: at once the first time, then
 // at most every persistLogEvery while the disk keeps failing (the core
 // retries with every Ready, up to a hundred times a second).
-func (d *Daemon) persistFailing(err error, withheld int) {
+func (d *Daemon) persistFailing(file string, err error, withheld int) {
 	now := time.Now()
-	if !d.persistFailedAt.IsZero() && now.Sub(d.persistLoggedAt) < persistLogEvery {
-		return
-	}
 	if d.persistFailedAt.IsZero() {
 		d.persistFailedAt = now
 	}
+	d.persist.Failing = &PersistFailure{Since: d.persistFailedAt, Last: now, File: file, Err: err.Error(),
+		Failed: d.errs["persist_failed"]}
+	if now.Sub(d.persistLoggedAt) < persistLogEvery && !d.persistLoggedAt.Before(d.persistFailedAt) {
+		return
+	}
 	d.persistLoggedAt = now
-	d.log.Error("persisting state failed; messages that depend on it are withheld until a write succeeds",
-		"file", d.state.file(coreStateFile), "err", err, "withheld", withheld,
-		"failing_since", d.persistFailedAt, "failed_writes", d.errs["persist_failed"])
+	d.log.Error("persisting state failed: nothing that depends on it leaves, and no term or round this member wins is led, until a write succeeds",
+		"file", file, "err", err, "withheld", withheld,
+		"failing_since", d.persistFailedAt, "failed_writes", d.errs["persist_failed"],
+		"hint", "free space on the disk of --state-dir, or make it writable; the write is retried with every step")
 }
 
 // persistLogEvery spaces the log lines of a state directory that keeps

@@ -67,6 +67,21 @@ type PersistStatus struct {
 	Last     *PersistWrite `json:"last,omitempty"`
 	Slowest  *PersistWrite `json:"slowest,omitempty"`
 	LastSlow *PersistWrite `json:"last_slow,omitempty"`
+	// Failing is set while writes fail (nil once one succeeds).
+	Failing *PersistFailure `json:"failing,omitempty"`
+}
+
+// PersistFailure is a run of failed writes of the core's state: since
+// when, the last one, its file and error, and the failed writes this
+// process has counted (errors.persist_failed). Meanwhile nothing that
+// depends on the state leaves, and an election core leads no term it
+// won (the term is not on disk: a restart would lead it again).
+type PersistFailure struct {
+	Since  time.Time `json:"since"`
+	Last   time.Time `json:"last"`
+	File   string    `json:"file"`
+	Err    string    `json:"error"`
+	Failed uint64    `json:"failed_writes"`
 }
 
 // PersistWrite is one write of the core's state: when it ended, the file,

@@ -60,8 +60,9 @@
 // owner (an announcement naming anyone else, or a heartbeat from anyone
 // else, is refused as forged), so at most one member leads a term,
 // whatever the network does. Terms are persisted before anything that
-// carries them leaves (core.Durable, Ready.Promise), in bully's state
-// format, and admitted from the wire by pkg/epoch's pace (bully's
+// carries them leaves (core.Durable, Ready.Promise), and before a member
+// leads one (a member alone sends nothing a failed write would withhold:
+// its leadership waits for Advance instead), in bully's state format, and admitted from the wire by pkg/epoch's pace (bully's
 // TermBurst): a forged frame cannot push a member to the end of the term
 // space. Messages of an older term are dropped (counted); their sender
 // learns the newer term from the acknowledgement, which carries it. Within

@@ -137,6 +137,13 @@ type Core struct {
 	// it after a restart, or one another member decided from a lower
 	// term) starts an election for a term above instead (onCoordinator).
 	floor uint64
+	// unsavedWin is a term this member was elected in whose write is not
+	// confirmed yet: leading it before it is on disk and then crashing, a
+	// restart would read the older term and decide this one again
+	// (epoch.Limit.Next), one fencing token for two leaderships. It leads
+	// once Advance confirms the write (Tick, at once: Deadline); a newer
+	// term or another leader forgets it.
+	unsavedWin uint64
 
 	now, start time.Time
 	heard      []time.Time
@@ -422,6 +429,7 @@ func (c *Core) follow(w uint32, reason string) {
 		c.leading = false
 		c.events = append(c.events, c.announced.Demoted(c.id, c.term, reason, c.now))
 	}
+	c.unsavedWin = 0
 	c.lead, c.suspect, c.listening = w, 0, false
 	c.deadline = time.Time{}
 	if c.current() {
@@ -431,6 +439,24 @@ func (c *Core) follow(w uint32, reason string) {
 }
 
 func (c *Core) becomeLeader() {
+	if !c.leading && c.durable.PromisePending() {
+		// Alone, this member sends nothing the failed write would have
+		// withheld: the leadership itself waits (unsavedWin). Its
+		// election timeout runs meanwhile, as after a lost COORDINATOR.
+		c.unsavedWin = c.term
+		had := c.lead
+		c.lead, c.suspect, c.listening = 0, 0, false
+		if had != 0 {
+			c.announce("awaiting_write")
+		}
+		if c.current() {
+			c.el.decided = true
+		}
+		c.deadline = time.Time{}
+		c.armElection()
+		return
+	}
+	c.unsavedWin = 0
 	wasLeading := c.leading
 	c.leading, c.lead, c.suspect, c.listening, c.yielding = true, c.id, 0, false, false
 	c.deadline = c.now.Add(c.cfg.Heartbeat)
@@ -580,6 +606,8 @@ func (c *Core) Tick(now time.Time) {
 	}
 	due := !c.deadline.IsZero() && !now.Before(c.deadline)
 	switch {
+	case c.winSaved():
+		c.becomeLeader()
 	case c.leading:
 		if due {
 			c.deadline = c.deadline.Add(c.cfg.Heartbeat)
@@ -616,7 +644,22 @@ func (c *Core) Deadline() time.Time {
 	// The detector's own deadline, not only the leader's expiry: a Check
 	// later than the detector asked for is taken for a stall of this
 	// process, and the leader given extra time (liveness.Detector).
+	if c.winSaved() {
+		return c.now
+	}
 	return core.Earliest(c.deadline, c.det.Deadline(), c.out.Deadline(), c.quick.Deadline())
+}
+
+// awaitingWrite: this member was elected in its term and waits for the
+// term's write to lead it (unsavedWin).
+func (c *Core) awaitingWrite() bool {
+	return c.unsavedWin != 0 && c.unsavedWin == c.term && c.lead == 0
+}
+
+// winSaved: the term this member was elected in is on disk now, and it
+// was not overtaken: it leads it (unsavedWin).
+func (c *Core) winSaved() bool {
+	return c.awaitingWrite() && !c.durable.PromisePending()
 }
 
 // ---- receiving --------------------------------------------------------------------
@@ -1021,7 +1064,7 @@ func (c *Core) Role() elect.Role {
 	switch {
 	case c.leading:
 		return elect.RoleLeader
-	case c.lead == 0 && c.current() && c.el.joined && !c.el.decided:
+	case c.lead == 0 && (c.current() && c.el.joined && !c.el.decided || c.awaitingWrite()):
 		return elect.RoleCandidate
 	}
 	return elect.RoleFollower

@@ -95,7 +95,13 @@ type Core struct {
 	greeted   map[uint32]bool // neighbours sent this round's hello
 	outcome   string          // "pruned" or "leader": this member's part in the round is over
 	lost      bool            // a source that got a NO: a candidate no more
-	roundAt   time.Time
+	// unsavedWin: the round is won here but its number is not on disk
+	// yet (win). Leading it now and then crashing, a restart would read
+	// the older round and pick this one again (epoch.Limit.Next): one
+	// fencing token for two leaderships. The win waits for Advance to
+	// confirm the write; Tick takes it then (Deadline says at once).
+	unsavedWin bool
+	roundAt    time.Time
 	// suspect is the leader this member followed when it joined the
 	// round, if its flood had stopped (the round is likely for its
 	// death): its missing hello is given up faster (silentAt).
@@ -230,7 +236,7 @@ func (c *Core) enter(r uint64) {
 	c.lead, c.seq = 0, 0
 	c.electing = true
 	c.edges = make(map[uint32]dir, len(c.nbrs))
-	c.iteration, c.sentDown, c.minValue, c.outcome, c.lost = 0, false, 0, "", false
+	c.iteration, c.sentDown, c.minValue, c.outcome, c.lost, c.unsavedWin = 0, false, 0, "", false, false
 	c.values, c.votes = map[uint32]uint32{}, map[uint32]uint8{}
 	c.lastDown, c.lastUp = map[uint32]wire.YoYoDown{}, map[uint32]wire.YoYoUp{}
 	c.pending = nil
@@ -552,6 +558,13 @@ func (c *Core) nextIteration() {
 
 // win: this member is the last source. It leads the round and floods it.
 func (c *Core) win() {
+	if c.durable.PromisePending() {
+		// Nothing announces the round yet (a member alone sends nothing),
+		// so nothing was withheld: the win itself must wait (unsavedWin).
+		c.unsavedWin = true
+		return
+	}
+	c.unsavedWin = false
 	c.outcome = "leader"
 	c.electing = false
 	c.lead = c.id
@@ -590,6 +603,10 @@ func (c *Core) Tick(now time.Time) {
 			c.newRound(c.round, "leader_lost")
 		}
 	case c.electing:
+		if c.unsavedWin && !c.durable.PromisePending() {
+			c.advance() // the round is on disk now: the win it waited for
+			break
+		}
 		if !c.now.Before(c.roundAt.Add(c.cfg.RoundTimeout)) {
 			c.newRound(c.round, "round_timeout")
 			break
@@ -615,6 +632,9 @@ func (c *Core) Deadline() time.Time {
 	case c.lead != 0:
 		return c.leaderDeadline()
 	case c.electing:
+		if c.unsavedWin && !c.durable.PromisePending() {
+			return c.now
+		}
 		at := c.roundAt.Add(c.cfg.RoundTimeout)
 		if s := c.nextSilence(); !s.IsZero() && s.Before(at) {
 			at = s

@@ -273,9 +273,11 @@ func Disrupt(s *sim.Sim, rnd *rand.Rand, leader func(id uint32) uint32, run func
 
 // Chaos runs alg over seeds: random clusters of 3 to 9 members under loss
 // up to 20%, jitter and duplication, with crashes and restarts of the
-// leader and of others, pauses, partitions and isolation, then healed. At
-// every step at most one leader per term (Check, Claims); after the heal,
-// agreement on the rightful leader within converge.
+// leader and of others, pauses, partitions and isolation, then healed; in
+// a quarter of the seeds one or two members' state writes fail (diskFaults;
+// not yet for bully).
+// At every step at most one leader per term (Check, Claims); after the
+// heal, agreement on the rightful leader within converge.
 func Chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration) {
 	sim.Seeds(t, seeds, func(t *testing.T, seed int64) {
 		rnd := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -293,8 +295,18 @@ func Chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration)
 		}
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: link, Multicast: seed%3 == 0})
 		c := New(t, s, alg, ids, elect.Options{})
+		var broken []uint32
+		if alg.Name != "bully" {
+			// Bully leads a claim its reservation does not cover before
+			// the claim's write (the reservation's own write failed):
+			// seed 9 finds it ("node 5 led term 0x5 in two lives"), a
+			// known gap (docs/electd.md) left for its own change: its
+			// claims, embedded in orderd and mutexd, are timed by tests.
+			broken = diskFaults(s, seed, ids)
+		}
 		c.Run(time.Second)
 		Disrupt(s, rnd, func(id uint32) uint32 { l, _, _ := c.Elector(id).Leader(); return l }, c.Run)
+		c.brokenDisks(broken, seed)
 		if len(c.Running()) == 0 {
 			s.Restart(ids[rnd.IntN(len(ids))])
 		}
@@ -308,4 +320,48 @@ func Chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration)
 		c.Converge(converge)
 		c.Claims()
 	})
+}
+
+// diskFaults makes, in a quarter of the seeds, the state writes of one or
+// two members fail: every one (a full or read-only disk: those members
+// are returned, for brokenDisks) or a third of them (a flaky disk, left
+// so). Its own generator, so that every seed's schedule is the one it
+// was before disk faults came.
+func diskFaults(s *sim.Sim, seed int64, ids []uint32) (broken []uint32) {
+	if seed%4 != 1 {
+		return nil
+	}
+	rnd := rand.New(rand.NewPCG(uint64(seed), 11))
+	for range 1 + rnd.IntN(2) {
+		id := ids[rnd.IntN(len(ids))]
+		if rnd.IntN(2) == 0 {
+			s.SetDiskFaults(id, 0.3)
+			continue
+		}
+		s.SetDiskFaults(id, 1)
+		broken = append(broken, id)
+	}
+	return broken
+}
+
+// brokenDisks ends the life of each member whose disk is broken the way
+// that shows a term led before it was written: cut off, it runs alone
+// for a while (a member alone sends nothing a failed write withholds),
+// crashes and restarts, runs alone again from the older term on its
+// disk, and only then is its disk mended and the network healed. A term
+// it led in both lives is one fencing token for two leaderships (Claims).
+func (c *Cluster) brokenDisks(broken []uint32, seed int64) {
+	for i, id := range broken {
+		alone := time.Duration(500+(seed*97+int64(i)*331)%1500) * time.Millisecond
+		if !c.S.Up(id) {
+			c.S.Restart(id)
+		}
+		c.S.Isolate(id)
+		c.Run(alone)
+		c.S.Crash(id)
+		c.S.Restart(id)
+		c.Run(alone)
+		c.S.SetDiskFaults(id, 0)
+		c.S.Heal()
+	}
 }
