@@ -202,3 +202,44 @@ func TestTimingsKeptThroughLoss(t *testing.T) {
 			wire.MaxRefreshSpacing, missing, got)
 	}
 }
+
+// TestAgreementSilentMemberClockSteppedBack: member 3 falls silent (its
+// host down) as member 1's clock steps back 10 minutes. Member 1's last
+// hearing of it lay 10 minutes ahead of its clock: without re-basing it
+// on the step (steppedBack), member 1 went on counting member 3 as
+// agreeing, and said nothing of it, for the length of the step (a review
+// measured 10 min 18 s); re-based, it is given up as if unstepped (35 s).
+func TestAgreementSilentMemberClockSteppedBack(t *testing.T) {
+	l := newAgreeLAN(t, keyed(1, nil), keyed(2, nil), keyed(3, nil))
+	l.quiet = true
+	l.run(3 * time.Minute)
+	if !l.agrees(1, 3) {
+		t.Fatalf("node 1 does not count member 3 before the step: %+v", l.nodes[1].Status().Agreement.Members)
+	}
+	l.notices(1)
+	l.drop = func(from, to uint32, k wire.Kind) bool { return from == 3 || to == 3 }
+	l.off[1] = -10 * time.Minute
+	start := l.now
+	for l.now.Sub(start) < 15*time.Minute && l.agrees(1, 3) {
+		l.run(time.Second)
+	}
+	kept := l.now.Sub(start)
+	t.Logf("member 3 silent as node 1's clock stepped back 10 minutes: node 1 counted it %v more", kept)
+	if kept > 2*time.Minute {
+		t.Fatalf("member 3 silent from node 1's clock step back by 10 minutes: node 1 counted it as agreeing %v more, want under 2 minutes (as unstepped)", kept)
+	}
+	l.run(time.Minute)
+	if got := l.notices(1); !strings.Contains(got, "member 3 not heard") {
+		t.Fatalf("member 3 silent %v after node 1's clock stepped back: node 1 noticed %q, want member 3 not heard", l.now.Sub(start), got)
+	}
+}
+
+// agrees says whether node id counts member m as agreeing.
+func (l *agreeLAN) agrees(id, m uint32) bool {
+	for _, v := range l.nodes[id].Status().Agreement.Members {
+		if v.ID == m {
+			return v.Agrees
+		}
+	}
+	return false
+}
