@@ -1,0 +1,225 @@
+package tokenring_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/tokenring"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// handRing is three tokenring cores (keyed: TrustSenders) wired by hand:
+// the test says when each is ticked and when each frame arrives (its
+// receive stamp), so that a sequence the simulator's loop would not
+// produce on its own (frames read, then the client's calls, before the
+// next reading of the clock) is written out step by step.
+type handRing struct {
+	t     *testing.T
+	cores map[uint32]*tokenring.Core
+	queue []core.Message
+	// held keeps the frames to member 1 instead of delivering them
+	// (its loop is busy: they wait in its kernel).
+	hold bool
+	held []core.Message
+}
+
+func newHandRing(t *testing.T) *handRing {
+	h := &handRing{t: t, cores: map[uint32]*tokenring.Core{}}
+	for _, id := range []uint32{1, 2, 3} {
+		cfg := tokenring.DefaultLANConfig()
+		cfg.ID, cfg.Members, cfg.TrustSenders = id, []uint32{1, 2, 3}, true
+		c, err := tokenring.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.cores[id] = c
+	}
+	return h
+}
+
+// collect takes member id's sends into the queue.
+func (h *handRing) collect(id uint32) {
+	c := h.cores[id]
+	rd := c.Ready()
+	if a, ok := core.Core(c).(core.Advancer); ok {
+		a.Advance(true)
+	}
+	for _, m := range rd.Messages {
+		m.From = id
+		m.Stream = m.Kind == wire.KindToken
+		if m.To == core.Broadcast {
+			for _, to := range []uint32{1, 2, 3} {
+				if to != id {
+					b := m
+					b.To = to
+					h.queue = append(h.queue, b)
+				}
+			}
+			continue
+		}
+		h.queue = append(h.queue, m)
+	}
+}
+
+// deliver steps every queued frame, and what it makes its receiver
+// send, into its receiver stamped at (those to member 1 kept while
+// hold).
+func (h *handRing) deliver(at time.Time) {
+	for len(h.queue) > 0 {
+		m := h.queue[0]
+		h.queue = h.queue[1:]
+		if h.hold && m.To == 1 {
+			h.held = append(h.held, m)
+			continue
+		}
+		m.Time = at
+		if err := h.cores[m.To].Step(m); err != nil {
+			h.t.Fatalf("%v from %d to %d: %v", m.Kind, m.From, m.To, err)
+		}
+		h.collect(m.To)
+	}
+}
+
+// run ticks every member every millisecond from from for d (each frame
+// arriving at the next tick), and returns the end.
+func (h *handRing) run(from time.Time, d time.Duration) time.Time {
+	now := from
+	for ; now.Before(from.Add(d)); now = now.Add(time.Millisecond) {
+		h.deliver(now)
+		for _, id := range []uint32{1, 2, 3} {
+			h.cores[id].Tick(now)
+			h.collect(id)
+		}
+	}
+	h.deliver(now)
+	return now
+}
+
+// read is member 1's loop reading the clock at now: a Tick, and the
+// one it asks for at once after (a Tick late behind the member's timers
+// is put off for the frames that may wait: lateTick).
+func (h *handRing) read(now time.Time) {
+	c := h.cores[1]
+	c.Tick(now)
+	h.collect(1)
+	if dl := c.Deadline(); dl.Sub(now) < 10*time.Millisecond {
+		c.Tick(later(dl, now))
+		h.collect(1)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// outcomes are member 1's typed outcomes since the last call.
+func (h *handRing) outcomes() []mutex.Outcome { return h.cores[1].Outcomes() }
+
+// TestRenewalNotDatedByEarlierHolder: member 1's holder renews on an old
+// check; the check's answers are read (stamped S) and, before the next
+// reading of the clock, the holder releases. The reading comes (the core
+// asks for it at once), the check fresh. A second request is granted at once on that check; it renews
+// after the check's window, and the new check's answers come 10 ms after
+// its lease ended: the renewal is lost (expired), as any renewal whose
+// answers came after the lease it renews. With the first holder's stamp
+// S left to date it (9adf372 reverted), it was judged at S, before the
+// second request was even granted, and renewed a lease over 10 ms before.
+func TestRenewalNotDatedByEarlierHolder(t *testing.T) {
+	h := newHandRing(t)
+	cfg := tokenring.DefaultLANConfig()
+	now := h.run(t0, time.Second)
+	c := h.cores[1]
+	first, err := c.Acquire(now, mutex.Request{Lock: "x", Client: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.collect(1)
+	now = h.run(now, 2*time.Second)
+	if out := h.outcomes(); len(out) != 1 {
+		t.Fatalf("first request: outcomes %+v, want its grant", out)
+	} else if g, ok := out[0].(mutex.Granted); !ok || g.ID != first {
+		t.Fatalf("first request: outcomes %+v, want its grant", out)
+	}
+	now = h.run(now, cfg.ConfirmWindow+50*time.Millisecond)
+
+	// The renewal's check goes out; its answers are read, stamped s, and
+	// the holder releases before the next reading.
+	if err := c.Renew(now, first, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.collect(1)
+	h.hold = true
+	h.deliver(now.Add(time.Millisecond))
+	h.hold = false
+	s := now.Add(2 * time.Millisecond)
+	if len(h.held) == 0 {
+		t.Fatal("member 1's renewal sent no check")
+	}
+	h.queue, h.held = h.held, nil
+	h.deliver(s)
+	if err := c.Release(s.Add(3*time.Millisecond), first); err != nil {
+		t.Fatal(err)
+	}
+	h.collect(1)
+	// The core asks for that reading at once (the renewal it judges
+	// there); the loop makes it.
+	if dl := c.Deadline(); dl.After(s.Add(5 * time.Millisecond)) {
+		t.Fatalf("after the release the core asks for a reading %v after s, want at once", dl.Sub(s))
+	}
+	h.read(s.Add(5 * time.Millisecond))
+	h.outcomes()
+
+	// A second request, granted at once on the check of s, renews after
+	// the check's window, 20 ms before its 300 ms lease ends; the check's
+	// answers come 10 ms after that end.
+	granted := s.Add(10 * time.Millisecond)
+	second, err := c.Acquire(granted, mutex.Request{Lock: "x", Client: "second", Lease: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.collect(1)
+	g, ok := mutex.Granted{}, false
+	for _, o := range h.outcomes() {
+		if gg, is := o.(mutex.Granted); is && gg.ID == second {
+			g, ok = gg, true
+		}
+	}
+	if !ok {
+		t.Fatalf("second request not granted at once on the check of %v", s)
+	}
+	renew := g.Expires.Add(-20 * time.Millisecond)
+	if renew.Sub(s) <= cfg.ConfirmWindow {
+		t.Fatalf("the second request's renewal at %v is within the confirm window of the check of %v: the trial needs a new check", renew.Sub(s), s)
+	}
+	if err := c.Renew(renew, second, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.collect(1)
+	h.hold = true
+	h.deliver(renew.Add(time.Millisecond))
+	h.hold = false
+	if len(h.held) == 0 {
+		t.Fatal("member 1's second renewal sent no check")
+	}
+	answers := g.Expires.Add(10 * time.Millisecond)
+	h.queue, h.held = h.held, nil
+	h.deliver(answers)
+	h.read(answers.Add(time.Millisecond))
+	for _, o := range h.outcomes() {
+		switch o := o.(type) {
+		case mutex.Renewed:
+			t.Fatalf("the second request (granted %v after the first holder's check answers, lease ending %v after them) renewed on a check answered %v after its lease ended: %+v",
+				granted.Sub(s), g.Expires.Sub(s), answers.Sub(g.Expires), o)
+		case mutex.Lost:
+			if o.ID == second && o.Reason == mutex.Expired {
+				return
+			}
+		}
+	}
+	t.Fatalf("the second request's renewal, answered after its lease ended: not lost (expired)")
+}
