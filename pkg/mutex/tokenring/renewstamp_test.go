@@ -1,9 +1,11 @@
 package tokenring_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
@@ -23,6 +25,8 @@ type handRing struct {
 	// (its loop is busy: they wait in its kernel).
 	hold bool
 	held []core.Message
+	// events are member 1's events.
+	events []core.Event
 }
 
 func newHandRing(t *testing.T) *handRing {
@@ -43,6 +47,9 @@ func newHandRing(t *testing.T) *handRing {
 func (h *handRing) collect(id uint32) {
 	c := h.cores[id]
 	rd := c.Ready()
+	if id == 1 {
+		h.events = append(h.events, rd.Events...)
+	}
 	if a, ok := core.Core(c).(core.Advancer); ok {
 		a.Advance(true)
 	}
@@ -104,9 +111,11 @@ func (h *handRing) read(now time.Time) {
 	c := h.cores[1]
 	c.Tick(now)
 	h.collect(1)
-	if dl := c.Deadline(); dl.Sub(now) < 10*time.Millisecond {
-		c.Tick(later(dl, now))
-		h.collect(1)
+	for range 3 {
+		if dl := c.Deadline(); dl.Sub(now) < 10*time.Millisecond {
+			c.Tick(later(dl, now))
+			h.collect(1)
+		}
 	}
 }
 
@@ -222,4 +231,92 @@ func TestRenewalNotDatedByEarlierHolder(t *testing.T) {
 		}
 	}
 	t.Fatalf("the second request's renewal, answered after its lease ended: not lost (expired)")
+}
+
+// TestRenewalLateSaysWhy: member 1's holder renews 40 ms before its 1 s
+// lease ends, on an old check; the check's answers (member 3's the last)
+// are read 350 ms after the renewal, the check too old by then: the
+// renewal is refused and said (lock_renewal_late). Answered 2 ms after
+// the renewal, in time, the loop read them late (cause=loop_late);
+// answered 10 ms after the lease ended, the answers came late
+// (cause=answers_late, naming member 3 and its link).
+func TestRenewalLateSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		cause string
+		says  []string
+	}{
+		{"loop_late", []string{"came in time (the last, from member 3, 38ms before the end of the lease it renews)", "its loop ran late", "Check the host's load"}},
+		{"answers_late", []string{"came after the lease it renews had ended (the last, from member 3, 10ms after the end)", "not this member's loop", "slow or lossy link between this member and member 3", "Check the link"}},
+	} {
+		t.Run(tc.cause, func(t *testing.T) {
+			h := newHandRing(t)
+			now := h.run(t0, time.Second)
+			c := h.cores[1]
+			req, err := c.Acquire(now, mutex.Request{Lock: "x", Client: "trial", Lease: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.collect(1)
+			var g mutex.Granted
+			for end := now.Add(2 * time.Second); g.ID == 0 && now.Before(end); {
+				now = h.run(now, time.Millisecond)
+				for _, o := range h.outcomes() {
+					if gg, ok := o.(mutex.Granted); ok && gg.ID == req {
+						g = gg
+					}
+				}
+			}
+			if g.ID == 0 {
+				t.Fatal("never granted")
+			}
+			renew := g.Expires.Add(-40 * time.Millisecond)
+			h.run(now, renew.Sub(now))
+			if err := c.Renew(renew, req, 0); err != nil {
+				t.Fatal(err)
+			}
+			h.collect(1)
+			h.hold = true
+			h.deliver(renew.Add(time.Millisecond))
+			h.hold = false
+			if len(h.held) == 0 {
+				t.Fatal("member 1's renewal sent no check")
+			}
+			answered := renew.Add(2 * time.Millisecond)
+			if tc.cause == "answers_late" {
+				answered = g.Expires.Add(10 * time.Millisecond)
+			}
+			// Member 2's answer lost; member 3's completes the check.
+			var three []core.Message
+			for _, m := range h.held {
+				if m.From == 3 {
+					three = append(three, m)
+				}
+			}
+			h.held, h.queue = nil, three
+			h.deliver(answered)
+			h.events = nil
+			h.read(renew.Add(350 * time.Millisecond))
+			var said []core.Event
+			for _, e := range h.events {
+				if e.Name == mutex.EventRenewalLate {
+					said = append(said, e)
+				}
+			}
+			if len(said) != 1 {
+				t.Fatalf("%d %s events, want 1; counters %v", len(said), mutex.EventRenewalLate, c.Report().Counters)
+			}
+			e := said[0]
+			t.Logf("%s", e.Msg)
+			cause, _ := (sim.Event{Event: e}).Arg("cause")
+			members, _ := (sim.Event{Event: e}).Arg("members")
+			if cause != tc.cause || members != "member 3" {
+				t.Fatalf("cause %v, members %v; want %s, member 3: %s", cause, members, tc.cause, e.Msg)
+			}
+			for _, w := range tc.says {
+				if !strings.Contains(e.Msg, w) {
+					t.Fatalf("the event does not say %q: %s", w, e.Msg)
+				}
+			}
+		})
+	}
 }
