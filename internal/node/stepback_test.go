@@ -110,11 +110,6 @@ func (l *agreeLAN) forge(id, to, inc uint32, kinds ...wire.Kind) (n int) {
 // this build answers each tell); each is answered with one tell, not
 // every tell from then on.
 func TestForgedTimingsOlderBuild(t *testing.T) {
-	tim := func(id uint32) Config {
-		c := insecure(id)
-		c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
-		return c
-	}
 	for _, tc := range []struct {
 		name  string
 		inc   uint32
@@ -124,7 +119,7 @@ func TestForgedTimingsOlderBuild(t *testing.T) {
 		{"timings at its own incarnation", 1, []wire.Kind{wire.KindConfigTimings}},
 		{"an announcement and timings at its own incarnation", 1, []wire.Kind{wire.KindConfig, wire.KindConfigTimings}},
 	} {
-		l := newAgreeLAN(t, tim(1), tim(2), insecure(3))
+		l := newAgreeLAN(t, insecureTimed(1), insecureTimed(2), insecure(3))
 		l.legacy[3] = true
 		l.quiet = true
 		l.run(10 * time.Minute)
@@ -256,12 +251,7 @@ func (l *agreeLAN) agrees(id, m uint32) bool {
 // this node's, once the first tells were spent) or one with every
 // announcement while they are kept (450 an hour) are both wrong.
 func TestTimingsAnsweredOnce(t *testing.T) {
-	tim := func(id uint32) Config {
-		c := insecure(id)
-		c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
-		return c
-	}
-	l := newAgreeLAN(t, tim(1), tim(2), insecure(3))
+	l := newAgreeLAN(t, insecureTimed(1), insecureTimed(2), insecure(3))
 	l.legacy[3] = true
 	l.quiet = true
 	l.run(10 * time.Minute)
@@ -323,12 +313,7 @@ func (l *agreeLAN) timingsForger(id, to uint32) func() {
 // (timings_other_incarnation). Taken, node 1 named member 3 a mismatch
 // it never had, and told it its timings.
 func TestForgedTimingsOfBuildWithoutAgreement(t *testing.T) {
-	tim := func(id uint32) Config {
-		c := insecure(id)
-		c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
-		return c
-	}
-	l := newAgreeLAN(t, tim(1), tim(2), insecure(3))
+	l := newAgreeLAN(t, insecureTimed(1), insecureTimed(2), insecure(3))
 	l.drop = func(from, to uint32, k wire.Kind) bool {
 		return from == 3 && (k == wire.KindConfig || k == wire.KindConfigRefresh || k == wire.KindConfigTimings)
 	}
@@ -347,4 +332,12 @@ func TestForgedTimingsOfBuildWithoutAgreement(t *testing.T) {
 		t.Fatalf("timings forged in the name of member 3 (it announces nothing): node 1 names %v a mismatch, dropped %d as timings_other_incarnation, told member 3 %d times (node 2, not attacked, %d); want none, 1, as node 2",
 			st.Agreement.TimingMismatch, st.Dropped["timings_other_incarnation"], t1, t2)
 	}
+}
+
+// insecureTimed is member id without a key, beating every 200 ms and
+// giving a silent leader up after 400 ms.
+func insecureTimed(id uint32) Config {
+	c := insecure(id)
+	c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
+	return c
 }

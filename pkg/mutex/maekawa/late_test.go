@@ -292,27 +292,7 @@ func TestRenewalLateSaysWhy(t *testing.T) {
 				step(2, wire.VoteRenewOK, renewAt.Add(tc.answered))
 				step(3, wire.VoteRenewOK, renewAt.Add(tc.answered))
 				c.Tick(renewAt.Add(tc.read))
-				var said []core.Event
-				for _, e := range c.Ready().Events {
-					if e.Name == mutex.EventRenewalLate {
-						said = append(said, e)
-					}
-				}
-				if len(said) != 1 {
-					t.Fatalf("%d %s events, want 1", len(said), mutex.EventRenewalLate)
-				}
-				e := said[0]
-				t.Logf("%s", e.Msg)
-				cause, _ := (sim.Event{Event: e}).Arg("cause")
-				members, _ := (sim.Event{Event: e}).Arg("members")
-				if cause != tc.cause || members != "member 3" {
-					t.Fatalf("cause %v, members %v; want %s, member 3: %s", cause, members, tc.cause, e.Msg)
-				}
-				for _, w := range tc.says {
-					if !strings.Contains(e.Msg, w) {
-						t.Fatalf("the event does not say %q: %s", w, e.Msg)
-					}
-				}
+				mutextest.RenewalLateSaid(t, c.Ready().Events, tc.cause, "member 3", tc.says...)
 			})
 		}
 	}

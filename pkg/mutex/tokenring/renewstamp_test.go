@@ -1,13 +1,12 @@
 package tokenring_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/tokenring"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -126,6 +125,26 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
+// renewOnCheck renews member 1's request req at at, on a check it sends
+// then, which members 2 and 3 answer at once; their answers wait, held
+// (in member 1's kernel), and are returned.
+func (h *handRing) renewOnCheck(req mutex.RequestID, at time.Time) []core.Message {
+	h.t.Helper()
+	if err := h.cores[1].Renew(at, req, 0); err != nil {
+		h.t.Fatal(err)
+	}
+	h.collect(1)
+	h.hold = true
+	h.deliver(at.Add(time.Millisecond))
+	h.hold = false
+	held := h.held
+	h.held = nil
+	if len(held) == 0 {
+		h.t.Fatalf("member 1's renewal at %v sent no check", at)
+	}
+	return held
+}
+
 // outcomes are member 1's typed outcomes since the last call.
 func (h *handRing) outcomes() []mutex.Outcome { return h.cores[1].Outcomes() }
 
@@ -158,18 +177,8 @@ func TestRenewalNotDatedByEarlierHolder(t *testing.T) {
 
 	// The renewal's check goes out; its answers are read, stamped s, and
 	// the holder releases before the next reading.
-	if err := c.Renew(now, first, 0); err != nil {
-		t.Fatal(err)
-	}
-	h.collect(1)
-	h.hold = true
-	h.deliver(now.Add(time.Millisecond))
-	h.hold = false
+	h.queue = h.renewOnCheck(first, now)
 	s := now.Add(2 * time.Millisecond)
-	if len(h.held) == 0 {
-		t.Fatal("member 1's renewal sent no check")
-	}
-	h.queue, h.held = h.held, nil
 	h.deliver(s)
 	if err := c.Release(s.Add(3*time.Millisecond), first); err != nil {
 		t.Fatal(err)
@@ -205,18 +214,8 @@ func TestRenewalNotDatedByEarlierHolder(t *testing.T) {
 	if renew.Sub(s) <= cfg.ConfirmWindow {
 		t.Fatalf("the second request's renewal at %v is within the confirm window of the check of %v: the trial needs a new check", renew.Sub(s), s)
 	}
-	if err := c.Renew(renew, second, 0); err != nil {
-		t.Fatal(err)
-	}
-	h.collect(1)
-	h.hold = true
-	h.deliver(renew.Add(time.Millisecond))
-	h.hold = false
-	if len(h.held) == 0 {
-		t.Fatal("member 1's second renewal sent no check")
-	}
+	h.queue = h.renewOnCheck(second, renew)
 	answers := g.Expires.Add(10 * time.Millisecond)
-	h.queue, h.held = h.held, nil
 	h.deliver(answers)
 	h.read(answers.Add(time.Millisecond))
 	for _, o := range h.outcomes() {
@@ -271,52 +270,23 @@ func TestRenewalLateSaysWhy(t *testing.T) {
 			}
 			renew := g.Expires.Add(-40 * time.Millisecond)
 			h.run(now, renew.Sub(now))
-			if err := c.Renew(renew, req, 0); err != nil {
-				t.Fatal(err)
-			}
-			h.collect(1)
-			h.hold = true
-			h.deliver(renew.Add(time.Millisecond))
-			h.hold = false
-			if len(h.held) == 0 {
-				t.Fatal("member 1's renewal sent no check")
-			}
+			held := h.renewOnCheck(req, renew)
 			answered := renew.Add(2 * time.Millisecond)
 			if tc.cause == "answers_late" {
 				answered = g.Expires.Add(10 * time.Millisecond)
 			}
 			// Member 2's answer lost; member 3's completes the check.
 			var three []core.Message
-			for _, m := range h.held {
+			for _, m := range held {
 				if m.From == 3 {
 					three = append(three, m)
 				}
 			}
-			h.held, h.queue = nil, three
+			h.queue = three
 			h.deliver(answered)
 			h.events = nil
 			h.read(renew.Add(350 * time.Millisecond))
-			var said []core.Event
-			for _, e := range h.events {
-				if e.Name == mutex.EventRenewalLate {
-					said = append(said, e)
-				}
-			}
-			if len(said) != 1 {
-				t.Fatalf("%d %s events, want 1; counters %v", len(said), mutex.EventRenewalLate, c.Report().Counters)
-			}
-			e := said[0]
-			t.Logf("%s", e.Msg)
-			cause, _ := (sim.Event{Event: e}).Arg("cause")
-			members, _ := (sim.Event{Event: e}).Arg("members")
-			if cause != tc.cause || members != "member 3" {
-				t.Fatalf("cause %v, members %v; want %s, member 3: %s", cause, members, tc.cause, e.Msg)
-			}
-			for _, w := range tc.says {
-				if !strings.Contains(e.Msg, w) {
-					t.Fatalf("the event does not say %q: %s", w, e.Msg)
-				}
-			}
+			mutextest.RenewalLateSaid(t, h.events, tc.cause, "member 3", tc.says...)
 		})
 	}
 }
