@@ -71,8 +71,10 @@ func renderStatus(w io.Writer, raw []byte, _ time.Time) error {
 	fmt.Fprintf(w, "Grants   : %d granted, %d renewed, %s, %d cancelled\n", c["grants"], c["renewals"], lostText, c["cancelled"])
 	if c["grants_late"]+c["renewals_late"] > 0 {
 		// Rare, and the administrator's to act on: this daemon did not run
-		// for about a lease (stopped, swapped out, starved of CPU).
-		fmt.Fprintf(w, "Late     : %d grants and %d renewals refused, read after their lease ended: this daemon did not run for that long (see lock_grant_late and lock_renewal_late in its log)\n",
+		// for about a lease (stopped, swapped out, starved of CPU), or a
+		// renewal's answers came after its lease's end (a slow or lossy
+		// link: lock_renewal_late's cause says which).
+		fmt.Fprintf(w, "Late     : %d grants and %d renewals refused, read after their lease ended: this daemon did not run for that long, or a renewal's answers came after it (see lock_grant_late and lock_renewal_late, its cause and members, in the log)\n",
 			c["grants_late"], c["renewals_late"])
 	}
 	if len(st.API) > 0 {

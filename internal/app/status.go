@@ -17,6 +17,7 @@ import (
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/pkg/core"
 )
 
 // ControlFlag is the --control flag every client command takes.
@@ -248,13 +249,24 @@ func stampsLine(peers []node.PeerSeq, now time.Time) string {
 // portLines names, one line each, the members whose port the transport
 // saw closed (node.Node.Hint): "member 3: port closed at 14:02:03.123
 // (stream_closed), 2 hints". A hint is no proof: the line says so.
+// hintSeen says a hint's cause, by its name in status, in words
+// (core.HintCause.Seen).
+func hintSeen(name string) string {
+	for _, c := range core.HintCauses {
+		if c.String() == name {
+			return c.Seen()
+		}
+	}
+	return "port closed"
+}
+
 func portLines(peers []node.PeerSeq, now time.Time) []string {
 	var lines []string
 	for _, p := range peers {
 		if p.Hints == 0 {
 			continue
 		}
-		line := fmt.Sprintf("member %d: port closed at %s (%s)", p.ID, p.HintAt.UTC().Format("15:04:05.000"), p.HintCause)
+		line := fmt.Sprintf("member %d: %s at %s (%s)", p.ID, hintSeen(p.HintCause), p.HintAt.UTC().Format("15:04:05.000"), p.HintCause)
 		if !now.IsZero() {
 			line += fmt.Sprintf(", %s ago", now.Sub(p.HintAt).Round(time.Second))
 		}

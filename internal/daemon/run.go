@@ -564,8 +564,8 @@ func (d *Daemon) receive(p transport.Packet, datagram bool) {
 }
 
 // hint hands the node a transport's hint that a member's port closed
-// (its link closed or reset, a connection to it refused), and says so at
-// INFO, once in a while per member: a member that died shows here first,
+// (its link closed or reset, a connection to it refused or unanswered),
+// and says so at INFO (sayHint): a member that died shows here first,
 // before any timeout; a live one whose link closed (or a forged reset)
 // answers the probe the core sends, and nothing follows.
 func (d *Daemon) hint(h transport.Hint) {
@@ -575,10 +575,34 @@ func (d *Daemon) hint(h transport.Hint) {
 		d.log.Debug("hint about a non-member", "peer", h.Peer.String(), "cause", h.Cause.String())
 		return
 	}
-	d.alerts.report(time.Now(), slog.LevelInfo, "port_hint", member, 0,
-		fmt.Sprintf("member %d: port closed (%s)", member, h.Cause),
+	d.sayHint(time.Now(), member, h)
+}
+
+// portHintEvery spaces the INFO lines about one member's hints. A host
+// that is down is dialled again and again, each dial a dial_timeout hint:
+// at the alerts' 10 s a member down for an hour was 360 lines; now the
+// first is said at once and then one line every 10 minutes with how many
+// were not (repeated=N), 7 in that hour. Status (Port hint) and the
+// metrics count every hint.
+const portHintEvery = 10 * time.Minute
+
+// sayHint says member's hint h at INFO, rate-limited per member
+// (portHintEvery), in words that match what was seen: a dial that timed
+// out is no answer within the dial timeout, not a closed port.
+func (d *Daemon) sayHint(now time.Time, member uint32, h transport.Hint) {
+	seen, what := h.Cause.Seen(), "its process died or restarted, or its link was reset"
+	if h.Cause == core.HintDialTimeout {
+		dt := d.cfg.Stream.DialTimeout
+		if dt <= 0 {
+			dt = transport.DefaultDialTimeout
+		}
+		seen = fmt.Sprintf("%s within %v", seen, dt)
+		what = "its host is down or cut off, or a firewall drops connections to its port"
+	}
+	d.alerts.report(now, slog.LevelInfo, "port_hint", member, portHintEvery,
+		fmt.Sprintf("member %d: %s (%s)", member, seen, h.Cause),
 		"peer", h.Peer.String(), "cause", h.Cause.String(),
-		"hint", "its process died or restarted, or its link was reset; a core that acts on it probes the member, and a live member's answer cancels it (status: Port hint)")
+		"hint", what+"; a core that acts on it probes the member, and a live member's answer cancels it (status: Port hint)")
 }
 
 // stampWarnEvery spaces the warnings about one member's refused stamps.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -109,11 +110,6 @@ func (l *agreeLAN) forge(id, to, inc uint32, kinds ...wire.Kind) (n int) {
 // this build answers each tell); each is answered with one tell, not
 // every tell from then on.
 func TestForgedTimingsOlderBuild(t *testing.T) {
-	tim := func(id uint32) Config {
-		c := insecure(id)
-		c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
-		return c
-	}
 	for _, tc := range []struct {
 		name  string
 		inc   uint32
@@ -123,7 +119,7 @@ func TestForgedTimingsOlderBuild(t *testing.T) {
 		{"timings at its own incarnation", 1, []wire.Kind{wire.KindConfigTimings}},
 		{"an announcement and timings at its own incarnation", 1, []wire.Kind{wire.KindConfig, wire.KindConfigTimings}},
 	} {
-		l := newAgreeLAN(t, tim(1), tim(2), insecure(3))
+		l := newAgreeLAN(t, insecureTimed(1), insecureTimed(2), insecure(3))
 		l.legacy[3] = true
 		l.quiet = true
 		l.run(10 * time.Minute)
@@ -133,14 +129,17 @@ func TestForgedTimingsOlderBuild(t *testing.T) {
 		l.run(time.Second)
 		named := l.mismatchNamed(1, 3)
 		b1, b2 := l.timings[[2]uint32{1, 3}], l.timings[[2]uint32{2, 3}]
+		// Watched past timingsKept: the expiry is what ends a forged
+		// frame at the member's own incarnation.
+		win := timingsKept + 10*time.Minute
 		start := l.now
-		for l.now.Sub(start) < time.Hour && l.mismatchNamed(1, 3) {
+		for l.now.Sub(start) < win && l.mismatchNamed(1, 3) {
 			l.run(time.Second)
 		}
 		lasted := l.now.Sub(start)
-		l.run(time.Hour - lasted)
+		l.run(win - lasted)
 		t1, t2 := l.timings[[2]uint32{1, 3}]-b1, l.timings[[2]uint32{2, 3}]-b2
-		t.Logf("%s: named a second later %v, for %v; node 1 told member 3 %d times in the hour, node 2 %d", tc.name, named, lasted, t1, t2)
+		t.Logf("%s: named a second later %v, for %v; node 1 told member 3 %d times in %v, node 2 %d", tc.name, named, lasted, t1, win, t2)
 		if tc.inc == 1000 && named {
 			t.Errorf("%s: node 1 names member 3 a mismatch", tc.name)
 		}
@@ -151,7 +150,7 @@ func TestForgedTimingsOlderBuild(t *testing.T) {
 			t.Errorf("%s: node 1 named member 3 a mismatch for %v, want at most timingsKept (%v)", tc.name, lasted, timingsKept)
 		}
 		if t1 > t2+1 {
-			t.Errorf("%s: node 1 told member 3 its timings %d times in the hour, node 2 (not attacked) %d", tc.name, t1, t2)
+			t.Errorf("%s: node 1 told member 3 its timings %d times in %v, node 2 (not attacked) %d", tc.name, t1, win, t2)
 		}
 	}
 }
@@ -201,4 +200,144 @@ func TestTimingsKeptThroughLoss(t *testing.T) {
 		t.Fatalf("in 12 hours at %ds refresh spacings and 10%% of timings lost: the mismatch missing from node 1's status %d minutes, warned of %d times; want 0 and once",
 			wire.MaxRefreshSpacing, missing, got)
 	}
+}
+
+// TestAgreementSilentMemberClockSteppedBack: member 3 falls silent (its
+// host down) as member 1's clock steps back 10 minutes. Member 1's last
+// hearing of it lay 10 minutes ahead of its clock: without re-basing it
+// on the step (steppedBack), member 1 went on counting member 3 as
+// agreeing, and said nothing of it, for the length of the step (a review
+// measured 10 min 18 s); re-based, it is given up as if unstepped (35 s).
+func TestAgreementSilentMemberClockSteppedBack(t *testing.T) {
+	l := newAgreeLAN(t, keyed(1, nil), keyed(2, nil), keyed(3, nil))
+	l.quiet = true
+	l.run(3 * time.Minute)
+	if !l.agrees(1, 3) {
+		t.Fatalf("node 1 does not count member 3 before the step: %+v", l.nodes[1].Status().Agreement.Members)
+	}
+	l.notices(1)
+	l.drop = func(from, to uint32, k wire.Kind) bool { return from == 3 || to == 3 }
+	l.off[1] = -10 * time.Minute
+	start := l.now
+	for l.now.Sub(start) < 15*time.Minute && l.agrees(1, 3) {
+		l.run(time.Second)
+	}
+	kept := l.now.Sub(start)
+	t.Logf("member 3 silent as node 1's clock stepped back 10 minutes: node 1 counted it %v more", kept)
+	if kept > 2*time.Minute {
+		t.Fatalf("member 3 silent from node 1's clock step back by 10 minutes: node 1 counted it as agreeing %v more, want under 2 minutes (as unstepped)", kept)
+	}
+	l.run(time.Minute)
+	if got := l.notices(1); !strings.Contains(got, "member 3 not heard") {
+		t.Fatalf("member 3 silent %v after node 1's clock stepped back: node 1 noticed %q, want member 3 not heard", l.now.Sub(start), got)
+	}
+}
+
+// agrees says whether node id counts member m as agreeing.
+func (l *agreeLAN) agrees(id, m uint32) bool {
+	for _, v := range l.nodes[id].Status().Agreement.Members {
+		if v.ID == m {
+			return v.Agrees
+		}
+	}
+	return false
+}
+
+// TestTimingsAnsweredOnce: member 3 announces but knows no timings (an
+// older build: it never answers); timings forged in its name at its own
+// incarnation come three times, 15 minutes apart. Node 1 answers each
+// with exactly one tell beyond what node 2 (not attacked) sends member 3:
+// none (a member of this build that told its timings would never hear
+// this node's, once the first tells were spent) or one with every
+// announcement while they are kept (450 an hour) are both wrong.
+func TestTimingsAnsweredOnce(t *testing.T) {
+	l := newAgreeLAN(t, insecureTimed(1), insecureTimed(2), insecure(3))
+	l.legacy[3] = true
+	l.quiet = true
+	l.run(10 * time.Minute)
+	b1, b2 := l.timings[[2]uint32{1, 3}], l.timings[[2]uint32{2, 3}]
+	forge := l.timingsForger(3, 1)
+	const forged = 3
+	for range forged {
+		forge()
+		l.run(15 * time.Minute)
+	}
+	t1, t2 := l.timings[[2]uint32{1, 3}]-b1, l.timings[[2]uint32{2, 3}]-b2
+	t.Logf("%d timings forged in member 3's name to node 1 in 45 minutes: node 1 told member 3 %d times, node 2 %d", forged, t1, t2)
+	if t1 != t2+forged {
+		t.Fatalf("%d timings forged in member 3's name to node 1 in 45 minutes: node 1 told member 3 %d times, node 2 (not attacked) %d; want %d more, one answer each",
+			forged, t1, t2, forged)
+	}
+}
+
+// timingsForger returns a function that forges, at each call, timings of
+// member id (a heartbeat of 1 s, a leader timeout of 3 s) at its running
+// incarnation (1) to member to from member id's address, numbered next
+// after member id's last frame (a forger sees them on the LAN), or each
+// after the first would be refused as a replay.
+func (l *agreeLAN) timingsForger(id, to uint32) func() {
+	l.t.Helper()
+	c := insecure(id)
+	c.Cluster, c.Service, c.Incarnation = "lab", "electd", 1
+	forger, err := New(c, &recorder{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	p, err := (&wire.ConfigTimings{Heartbeat: uint64(time.Second), LeaderTimeout: uint64(3 * time.Second)}).AppendBinary(nil)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return func() {
+		l.t.Helper()
+		forger.Tick(l.now)
+		forger.seq = l.nodes[id].seq
+		forger.own = append(forger.own, core.Message{To: to, Kind: wire.KindConfigTimings, Payload: p})
+		n := 0
+		for _, s := range forger.Ready().Sends {
+			if s.To == members[to] && s.Kind == wire.KindConfigTimings {
+				l.nodes[to].Receive(Inbound{From: members[id], Data: forger.Finalize(s, l.now), Time: l.now})
+				n++
+			}
+		}
+		if n != 1 {
+			l.t.Fatalf("%d timings forged, want 1", n)
+		}
+	}
+}
+
+// TestForgedTimingsOfBuildWithoutAgreement: member 3 runs a build without
+// configuration agreement (it announces nothing, and its frames are
+// admitted unverified after a while); timings forged in its name at the
+// incarnation it runs are not of an incarnation it announced, so they
+// count for nothing: not named, not answered, only counted as dropped
+// (timings_other_incarnation). Taken, node 1 named member 3 a mismatch
+// it never had, and told it its timings.
+func TestForgedTimingsOfBuildWithoutAgreement(t *testing.T) {
+	l := newAgreeLAN(t, insecureTimed(1), insecureTimed(2), insecure(3))
+	l.drop = func(from, to uint32, k wire.Kind) bool {
+		return from == 3 && (k == wire.KindConfig || k == wire.KindConfigRefresh || k == wire.KindConfigTimings)
+	}
+	l.run(time.Minute)
+	if !strings.Contains(l.notices(1), "member 3") || l.nodes[1].agree.members[3].legacyInc != 1 {
+		t.Fatalf("node 1 does not take member 3 for a build without agreement: %+v", l.nodes[1].Status().Agreement.Members)
+	}
+	b1, b2 := l.timings[[2]uint32{1, 3}], l.timings[[2]uint32{2, 3}]
+	forge := l.timingsForger(3, 1)
+	forge()
+	l.run(time.Minute)
+	st := l.nodes[1].Status()
+	t1, t2 := l.timings[[2]uint32{1, 3}]-b1, l.timings[[2]uint32{2, 3}]-b2
+	t.Logf("timings forged in member 3's name: node 1 names %v, dropped %v, told member 3 %d times, node 2 %d", st.Agreement.TimingMismatch, st.Dropped, t1, t2)
+	if len(st.Agreement.TimingMismatch) > 0 || st.Dropped["timings_other_incarnation"] != 1 || t1 != t2 {
+		t.Fatalf("timings forged in the name of member 3 (it announces nothing): node 1 names %v a mismatch, dropped %d as timings_other_incarnation, told member 3 %d times (node 2, not attacked, %d); want none, 1, as node 2",
+			st.Agreement.TimingMismatch, st.Dropped["timings_other_incarnation"], t1, t2)
+	}
+}
+
+// insecureTimed is member id without a key, beating every 200 ms and
+// giving a silent leader up after 400 ms.
+func insecureTimed(id uint32) Config {
+	c := insecure(id)
+	c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
+	return c
 }

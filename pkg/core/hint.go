@@ -50,6 +50,20 @@ func (c HintCause) String() string {
 	return fmt.Sprintf("hint(%d)", uint8(c))
 }
 
+// Seen says in words what the transport saw, for log and status lines
+// ("member 3: port closed"): a dial that timed out is no answer, not a
+// closed port (the host may be down, cut off, or behind a firewall that
+// drops connection attempts), and an unreachable host is not a port.
+func (c HintCause) Seen() string {
+	switch c {
+	case HintDialTimeout:
+		return "no answer to connect"
+	case HintHostUnreachable:
+		return "host unreachable"
+	}
+	return "port closed"
+}
+
 // Hint says that a member's port looked closed: the transport saw its
 // link close, a connection to it refused, or an ICMP error for a datagram
 // to it. It is a hint, never evidence: anyone on the LAN can forge a TCP

@@ -25,11 +25,14 @@ const (
 	// long past the lease's end). WARN at most once a minute, INFO between
 	// (mutexcount.LateGrants).
 	EventGrantLate = "lock_grant_late"
-	// EventRenewalLate: a renewal was refused, though the answers it
-	// needed came in time: this member's loop read them too late to renew
-	// on them (after the lease had ended, or with the check too old and
-	// the lease over); the lease ends as it was ("late": how long past
-	// the lease's end). WARN at most once a minute together with
-	// EventGrantLate, INFO between (mutexcount.LateGrants).
+	// EventRenewalLate: a renewal was refused at a reading of the clock
+	// (after the lease had ended, or with the check too old and the lease
+	// over); the lease ends as it was ("late": how long past the lease's
+	// end). "cause" says why, by the last needed answer's receive stamp
+	// against the lease's end: "loop_late" (the answers came in time,
+	// this member's loop read them late) or "answers_late" (they came
+	// after the end: a slow or lossy link, a busy member); "members" names
+	// the member(s) whose answer came last. WARN at most once a minute
+	// together with EventGrantLate, INFO between (mutexcount.LateGrants).
 	EventRenewalLate = "lock_renewal_late"
 )

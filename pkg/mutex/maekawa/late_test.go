@@ -179,14 +179,23 @@ func TestRenewalReadLate(t *testing.T) {
 
 // grantedDB is member 1 of 4 granted "db" for lease at t0+2 ms on votes
 // from 2 and 3, and step steps a vote on it from v, received at at.
-func grantedDB(t *testing.T, lease time.Duration) (c *maekawa.Core, id mutex.RequestID, step func(v uint32, op wire.VoteOp, at time.Time)) {
+func grantedDB(t *testing.T, lease time.Duration, mutate ...func(*maekawa.Config)) (c *maekawa.Core, id mutex.RequestID, step func(v uint32, op wire.VoteOp, at time.Time)) {
 	t.Helper()
-	c = newCore(t, func(cfg *maekawa.Config) { cfg.Members = []uint32{1, 2, 3, 4} })
+	kind := wire.KindMaekawa
+	c = newCore(t, func(cfg *maekawa.Config) {
+		cfg.Members = []uint32{1, 2, 3, 4}
+		for _, f := range mutate {
+			f(cfg)
+		}
+		if cfg.Quorum > 0 {
+			kind = wire.KindQuorumLock
+		}
+	})
 	id, _ = c.Acquire(t0, mutex.Request{Lock: "db", Lease: lease})
 	c.Ready()
 	step = func(v uint32, op wire.VoteOp, at time.Time) {
 		t.Helper()
-		m := frame(v, wire.KindMaekawa, wire.Vote{Op: op, Name: "db", Attempt: attemptOf(t, c), Fence: 1, Recorded: op == wire.VoteLocked})
+		m := frame(v, kind, wire.Vote{Op: op, Name: "db", Attempt: attemptOf(t, c), Fence: 1, Recorded: op == wire.VoteLocked})
 		m.Time = at
 		if err := c.Step(m); err != nil {
 			t.Fatal(err)
@@ -250,5 +259,41 @@ func TestOracleHarsh(t *testing.T) {
 			}
 			sim.Seeds(t, 6, run)
 		})
+	}
+}
+
+// TestRenewalLateSaysWhy: in Maekawa's quorums and the majority quorum,
+// a renewal for 300 ms refused at the reading is
+// said (lock_renewal_late) with its cause. Its confirmations stamped 1 ms
+// after it was asked and read 301 ms after: they came in time, this
+// member's loop read them late (cause=loop_late: check the host's load).
+// Stamped 350 ms after (member 3's the last), 50 ms past the lease they
+// were to renew, and read at once: the answers came late (cause=
+// answers_late, naming member 3 and its link), which no reading could
+// have saved.
+func TestRenewalLateSaysWhy(t *testing.T) {
+	const renewal = 300 * time.Millisecond
+	for _, tc := range []struct {
+		cause          string
+		answered, read time.Duration
+		says           []string
+	}{
+		{"loop_late", time.Millisecond, renewal + time.Millisecond, []string{"came in time (the last, from member 3, 299ms before the end of the renewed lease it asked for)", "read them 300ms after they came, 1ms after it had ended", "its loop ran late", "Check the host's load"}},
+		{"answers_late", renewal + 50*time.Millisecond, renewal + 51*time.Millisecond, []string{"came after the renewed lease it asked for had ended (the last, from member 3, 50ms after the end)", "not this member's loop", "slow or lossy link between this member and member 3", "Check the link"}},
+	} {
+		for quorum, q := range map[string]int{"maekawa": 0, "majority": 3} {
+			t.Run(quorum+"/"+tc.cause, func(t *testing.T) {
+				c, id, step := grantedDB(t, 3*time.Second, func(cfg *maekawa.Config) { cfg.Quorum = q })
+				renewAt := t0.Add(500 * time.Millisecond)
+				if err := c.Renew(renewAt, id, renewal); err != nil {
+					t.Fatal(err)
+				}
+				c.Ready()
+				step(2, wire.VoteRenewOK, renewAt.Add(tc.answered))
+				step(3, wire.VoteRenewOK, renewAt.Add(tc.answered))
+				c.Tick(renewAt.Add(tc.read))
+				mutextest.RenewalLateSaid(t, c.Ready().Events, tc.cause, "member 3", tc.says...)
+			})
+		}
 	}
 }

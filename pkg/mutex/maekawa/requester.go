@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -80,6 +81,10 @@ type ask struct {
 	renewAcks  map[uint32]bool
 	renewNo    int
 	renewed    bool // a quorum confirmed the renewal: reported at a reading of the clock (confirmRenewal)
+	// renewedAt is the receive stamp of the confirmation that completed
+	// the quorum, renewedBy its voter (named in lock_renewal_late).
+	renewedAt time.Time
+	renewedBy uint32
 }
 
 // Acquire queues r (mutex.Algorithm).
@@ -358,7 +363,7 @@ func (c *Core) requesterStep(from uint32, m wire.Vote) error {
 		if a.phase == held && !a.renewBy.IsZero() && a.acked[from] {
 			a.renewAcks[from] = true
 			if len(a.renewAcks) >= a.need {
-				a.renewBy, a.renewed = time.Time{}, true
+				a.renewBy, a.renewed, a.renewedAt, a.renewedBy = time.Time{}, true, c.now, from
 				if c.stamped {
 					a.deadline = c.now.Add(time.Nanosecond) // confirmed at the next reading of the clock
 				} else {
@@ -594,7 +599,8 @@ func (c *Core) enter(a *ask) {
 func (c *Core) confirmRenewal(a *ask) {
 	a.renewed, a.deadline = false, time.Time{}
 	if end := a.renewAt.Add(a.renewLease); !c.now.Before(end) {
-		c.late.ReportRenewal(c.now, c.counters, &c.events, a.lock, a.id, c.now.Sub(end))
+		c.late.ReportRenewal(c.now, c.counters, &c.events, mutexcount.RenewalLate{Lock: a.lock, ID: a.id, Late: c.now.Sub(end),
+			Answered: a.renewedAt, End: end, By: []uint32{a.renewedBy}, EndOf: "the renewed lease it asked for"})
 		return
 	}
 	c.reqs.ConfirmRenewals(a.renewAt, a.lock)

@@ -259,7 +259,9 @@
 // it (the token never left; grantFrom caps it as ever). Else, if its
 // lease or the old one is over by the reading, it is refused, counted
 // (renewals_late) and said (mutex.EventRenewalLate, sharing the WARN
-// limit), and the lease, ended, is lost. A grant
+// limit, with its cause: the answers came in time and the loop read them
+// late, or they came after the old lease's end, naming the member whose
+// answer completed the check), and the lease, ended, is lost. A grant
 // read a little late, its lease not over, is checked again silently, as
 // any grant on an old check.
 //

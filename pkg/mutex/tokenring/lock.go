@@ -71,10 +71,12 @@ type lock struct {
 	// dueGrant is when the lease of request dueID would have ended had
 	// the grant a frame completed been made on the frame's receive stamp;
 	// dueRenewal, the same for the renewals it confirmed (zero: none),
-	// and dueRenewalAt the stamp of the frame that confirmed them. Both
-	// wait for the next reading of the clock (judgeDue, finishRenewal).
+	// and dueRenewalAt the stamp of the frame that confirmed them, from
+	// member dueRenewalBy (named in lock_renewal_late). Both wait for the
+	// next reading of the clock (judgeDue, finishRenewal).
 	dueGrant, dueRenewal, dueRenewalAt time.Time
 	dueID                              mutex.RequestID
+	dueRenewalBy                       uint32
 
 	// outstanding is the end of the last lease granted here that may still
 	// run: a grant whose token was dropped is lost to this member, not to
@@ -301,7 +303,7 @@ func (c *Core) finishRenewal(l *lock) {
 	}
 	if c.stamped {
 		if l.dueRenewalAt.IsZero() {
-			l.dueRenewalAt = c.now
+			l.dueRenewalAt, l.dueRenewalBy = c.now, c.from
 		}
 		for _, id := range c.reqs.Holders(l.name) {
 			lease := c.renewalLease(l, id)
@@ -312,9 +314,9 @@ func (c *Core) finishRenewal(l *lock) {
 		c.grantDue = true
 		return
 	}
-	at := c.now
+	at, by := c.now, uint32(0)
 	if !l.dueRenewalAt.IsZero() && l.dueRenewalAt.Before(at) {
-		at = l.dueRenewalAt
+		at, by = l.dueRenewalAt, l.dueRenewalBy
 	}
 	l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
 	for _, id := range c.reqs.Holders(l.name) {
@@ -323,7 +325,7 @@ func (c *Core) finishRenewal(l *lock) {
 			// Its lease would be over at the reading: grantFrom's cap
 			// makes that impossible on a check within the window, but a
 			// renewal reported over is never made.
-			c.late.ReportRenewal(c.now, c.counters, &c.events, l.name, id, c.now.Sub(from.Add(lease)))
+			c.late.ReportRenewal(c.now, c.counters, &c.events, c.renewalLate(l, id, c.now.Sub(from.Add(lease)), at, by))
 			continue
 		}
 		c.reqs.ConfirmRenewal(at, from, id)
@@ -533,6 +535,7 @@ func (c *Core) judgeDue(l *lock) {
 		}
 	}
 	if end := l.dueRenewal; !end.IsZero() {
+		answered := l.dueRenewalAt
 		l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
 		if !c.reqs.Renewing(l.name) {
 			return
@@ -545,10 +548,22 @@ func (c *Core) judgeDue(l *lock) {
 				late = c.now.Sub(old)
 			}
 			for _, id := range c.reqs.Holders(l.name) {
-				c.late.ReportRenewal(c.now, c.counters, &c.events, l.name, id, late)
+				c.late.ReportRenewal(c.now, c.counters, &c.events, c.renewalLate(l, id, late, answered, l.dueRenewalBy))
 			}
 		}
 	}
+}
+
+// renewalLate describes holder id's renewal of l refused at the reading,
+// late past its lease's end, its check's answers completed at answered
+// by member by (0: at a reading, no member known): they came in time if
+// before the end of the lease it was to renew.
+func (c *Core) renewalLate(l *lock, id mutex.RequestID, late time.Duration, answered time.Time, by uint32) mutexcount.RenewalLate {
+	r := mutexcount.RenewalLate{Lock: l.name, ID: id, Late: late, Answered: answered, End: c.reqs.Expiry(l.name), EndOf: "the lease it renews"}
+	if by != 0 {
+		r.By = []uint32{by}
+	}
+	return r
 }
 
 // tickLock runs l's timers.

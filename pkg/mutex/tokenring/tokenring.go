@@ -128,6 +128,8 @@ type Core struct {
 	// the reading refused (grants_late, mutex.EventGrantLate).
 	stamped, grantDue bool
 	late              mutexcount.LateGrants
+	// from is the sender of the frame the running Step takes.
+	from uint32
 
 	table
 	// confirmedFloor is the latest time this member may have answered OK
@@ -280,8 +282,8 @@ func (c *Core) raise(l *lock, g uint64) {
 // Step feeds one frame.
 func (c *Core) Step(m core.Message) error {
 	c.observe(m.Time)
-	c.stamped = true
-	defer func() { c.stamped = false }()
+	c.stamped, c.from = true, m.From
+	defer func() { c.stamped, c.from = false, 0 }()
 	c.heard(m.From)
 	var err error
 	switch m.Kind {

@@ -116,6 +116,8 @@ func LossMetrics(m *core.MetricSet, counters map[string]uint64, reasons []mutex.
 // ended (a process paused and continued, a host too busy to run it): the
 // answers came in time, by their receive stamps, but a grant reported then
 // would have no time left, and a renewal would renew a lease already over.
+// A renewal may also be refused for answers that came after the lease's
+// end themselves (RenewalLate.AnswersLate): its event says which.
 // Each is counted (grants_late, renewals_late) and said as an event, at
 // WARN at most once in LateRewarn for both kinds together (INFO between: a
 // host that stays overloaded refuses many).
@@ -132,15 +134,74 @@ func (l *LateGrants) Report(now time.Time, counters map[string]uint64, events *[
 		Msg: lateMsg(lock, id, late, "was not granted", "the lease they gave", next)})
 }
 
-// ReportRenewal counts and says (mutex.EventRenewalLate) that the renewal
-// of lock's request id was refused, read late at now; late is how long
-// past the end of the lease the renewal would have given, or, when that
-// had not ended, past the end of the lease it was to renew. The lease
-// ends as it was: the client learns of the loss and asks again.
-func (l *LateGrants) ReportRenewal(now time.Time, counters map[string]uint64, events *[]core.Event, lock string, id mutex.RequestID, late time.Duration) {
+// RenewalLate is a renewal refused at a reading of the clock (ReportRenewal).
+type RenewalLate struct {
+	Lock string
+	ID   mutex.RequestID
+	// Late is how long past the end of the lease the renewal would have
+	// given (or, when that had not ended, of the lease it was to renew)
+	// the reading came.
+	Late time.Duration
+	// Answered is the receive stamp of the last answer the renewal needed
+	// (the one that completed its quorum or check), By the member(s) it
+	// came from; End is the end of the lease those answers had to come
+	// before. Answered at or after End, the answers themselves came late
+	// (a slow or lossy link, a starved member): reading them at once would
+	// not have saved the renewal. Before End, they came in time and this
+	// member's loop read them late.
+	Answered, End time.Time
+	By            []uint32
+	// EndOf says which lease End ends ("the lease it renews", "the lease
+	// it asked for"); empty: "its lease".
+	EndOf string
+}
+
+// AnswersLate says whether r's answers came after the lease's end (not
+// this member's loop, but the network or the members answering).
+func (r RenewalLate) AnswersLate() bool { return !r.Answered.IsZero() && !r.Answered.Before(r.End) }
+
+// ReportRenewal counts and says (mutex.EventRenewalLate) that renewal r
+// was refused, read at now: the lease ends as it was, and the client
+// learns of the loss and asks again. The event says which it was ("cause":
+// loop_late or answers_late), naming the member(s) whose answer came last,
+// and what to do in each case.
+func (l *LateGrants) ReportRenewal(now time.Time, counters map[string]uint64, events *[]core.Event, r RenewalLate) {
 	counters["renewals_late"]++
-	*events = append(*events, core.Event{Name: mutex.EventRenewalLate, Warn: l.warn(now), Args: lateArgs(lock, id, late),
-		Msg: lateMsg(lock, id, late, "was not renewed", "its lease", "its lease ends as it was, and the client learns of the loss and asks again")})
+	next := "its lease ends as it was, and the client learns of the loss and asks again"
+	by, lease := memberList(r.By), r.EndOf
+	if lease == "" {
+		lease = "its lease"
+	}
+	cause, msg := "loop_late", lateMsg(r.Lock, r.ID, r.Late, "was not renewed", "its lease", next)
+	if r.AnswersLate() {
+		cause = "answers_late"
+		msg = fmt.Sprintf("%s: request %d was not renewed: the answers it needed came after %s had ended (the last, from %s, %v after the end), so no reading could have renewed it: not this member's loop, but a slow or lossy link between this member and %s (frames lost and asked again), or %s busy; %s. "+
+			"Check the link (loss, delay: ping, both members' status: Frames, dropped) and %s's load; a client that renews earlier in its lease leaves the answers more time",
+			r.Lock, r.ID, lease, by, r.Answered.Sub(r.End).Round(time.Millisecond), by, by, next, by)
+	} else if !r.Answered.IsZero() && len(r.By) > 0 {
+		msg = fmt.Sprintf("%s: request %d was not renewed: the answers it needed came in time (the last, from %s, %v before the end of %s), but this member read them %v after they came, %v after it had ended (its loop ran late: a process paused and continued, or a host too busy to run it); %s. Check the host's load and what stops mutexd (a debugger, SIGSTOP, swapping)",
+			r.Lock, r.ID, by, r.End.Sub(r.Answered).Round(time.Millisecond), lease, now.Sub(r.Answered).Round(time.Millisecond), r.Late.Round(time.Millisecond), next)
+	}
+	args := append(lateArgs(r.Lock, r.ID, r.Late), "cause", cause)
+	if len(r.By) > 0 {
+		args = append(args, "members", by)
+	}
+	*events = append(*events, core.Event{Name: mutex.EventRenewalLate, Warn: l.warn(now), Args: args, Msg: msg})
+}
+
+// memberList names members: "member 3", "members 2 and 3".
+func memberList(ids []uint32) string {
+	switch len(ids) {
+	case 0:
+		return "the members asked"
+	case 1:
+		return fmt.Sprintf("member %d", ids[0])
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return "members " + strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // warn says whether a late grant or renewal refused at now is said at

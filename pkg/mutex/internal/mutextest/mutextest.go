@@ -619,3 +619,31 @@ func MessagesPerEntry(t testing.TB, f mutex.Factory, opt mutex.Options, n int) f
 	c.Check()
 	return float64(total) / float64(entries)
 }
+
+// RenewalLateSaid fails t unless events hold exactly one
+// mutex.EventRenewalLate, of cause ("loop_late", "answers_late") naming
+// members, whose text says each of says.
+func RenewalLateSaid(t testing.TB, events []core.Event, cause, members string, says ...string) {
+	t.Helper()
+	var said []core.Event
+	for _, e := range events {
+		if e.Name == mutex.EventRenewalLate {
+			said = append(said, e)
+		}
+	}
+	if len(said) != 1 {
+		t.Fatalf("%d %s events, want 1", len(said), mutex.EventRenewalLate)
+	}
+	e := said[0]
+	t.Logf("%s", e.Msg)
+	c, _ := (sim.Event{Event: e}).Arg("cause")
+	m, _ := (sim.Event{Event: e}).Arg("members")
+	if c != cause || m != members {
+		t.Fatalf("cause %v, members %v; want %s, %s: %s", c, m, cause, members, e.Msg)
+	}
+	for _, w := range says {
+		if !strings.Contains(e.Msg, w) {
+			t.Fatalf("the event does not say %q: %s", w, e.Msg)
+		}
+	}
+}
