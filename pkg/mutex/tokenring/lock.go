@@ -250,6 +250,12 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 		return mutex.ErrUnknownRequest
 	}
 	l := c.locks[st.Lock]
+	// Whether a renewal begins is the table's word, not l.renewals': a
+	// holder that released or lost the lock before the reading its
+	// renewal waited for left its entry there, and with it the stamp of
+	// its check's answers, which dated the next holder's renewal before
+	// its own grant (a renewal made on answers that came after its lease).
+	begins := !c.reqs.Renewing(l.name)
 	if err := c.reqs.Renew(c.now, id, lease); err != nil {
 		if errors.Is(err, mutex.ErrExpired) {
 			l.outstanding = time.Time{}
@@ -260,9 +266,9 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 	if lease == 0 {
 		lease = time.Duration(st.LeaseMS) * time.Millisecond
 	}
-	if len(l.renewals) == 0 {
-		// A renewal begins: nothing of an earlier one's frames counts
-		// for it (a holder that released before its reading left them).
+	if begins {
+		// Nothing of an earlier renewal's frames counts for it.
+		clear(l.renewals)
 		l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
 	}
 	if l.renewals == nil {
