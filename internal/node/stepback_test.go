@@ -341,3 +341,34 @@ func insecureTimed(id uint32) Config {
 	c.Agreement = &Agreement{Algorithm: "bully", Params: map[string]string{"priorities": ""}, Heartbeat: 200 * time.Millisecond, LeaderTimeout: 400 * time.Millisecond}
 	return c
 }
+
+// TestTimingsExpiredMismatchNotRewarned: a real mismatch warned of once,
+// then every timings of the member lost for longer than timingsKept (its
+// timings expire: no longer named in status), then heard again unchanged:
+// named again, not warned again (it is the mismatch the administrator was
+// told of, not news).
+func TestTimingsExpiredMismatchNotRewarned(t *testing.T) {
+	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(3, time.Second, 3*time.Second))
+	l.quiet = true
+	l.step = time.Second
+	l.run(5 * time.Minute)
+	if !l.mismatchNamed(1, 3) {
+		t.Fatal("node 1 does not name the mismatch with member 3")
+	}
+	l.drop = func(from, to uint32, k wire.Kind) bool { return k == wire.KindConfigTimings && from == 3 }
+	l.run(timingsKept + 10*time.Minute)
+	if l.mismatchNamed(1, 3) {
+		t.Fatalf("node 1 still names the mismatch %v after member 3's last timings, want forgotten after timingsKept (%v)", timingsKept+10*time.Minute, timingsKept)
+	}
+	l.drop = nil
+	start := l.now
+	for l.now.Sub(start) < 30*time.Minute && !l.mismatchNamed(1, 3) {
+		l.run(time.Minute)
+	}
+	if !l.mismatchNamed(1, 3) {
+		t.Fatalf("node 1 does not name the mismatch again %v after member 3's timings came through again", l.now.Sub(start))
+	}
+	if got := strings.Count(l.notices(1), "timing mismatch with member 3"); got != 1 {
+		t.Fatalf("node 1 warned of the mismatch %d times, want once (the same timings heard again after they expired are not news)", got)
+	}
+}
