@@ -534,6 +534,15 @@ func (c *Client) releaseHeld(s *source) {
 	}
 	smp := s.held
 	s.held, s.hasHeld = ntp.Sample{}, false
+	if !c.stepFence.IsZero() && smp.Sent.Before(c.stepFence) {
+		// Another source's update stepped the clock while the sample
+		// was held: its offset is of the scale before, and given to
+		// the filter it stepped the clock a second time, past true
+		// time (checked here as StepDatagram checks an answer).
+		c.counters[cntStepped]++
+		s.lastErr = ErrClockStepped.Error()
+		return
+	}
 	c.accept(s, smp)
 }
 

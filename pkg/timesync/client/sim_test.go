@@ -576,3 +576,34 @@ func report(s *sim.Sim) string {
 	}
 	return out
 }
+
+// TestSimPollSamplesStepOnce: a client 50-100 ms behind with three servers
+// over links of 1-20 ms one way, --poll-samples 8 and --makestep 10ms: it
+// steps once. A poll's held sample (its least delayed answer, given to the
+// filter when the poll ends) could span a step made on another server's
+// update meanwhile; given to the filter with the offset of the scale
+// before, it stepped the clock a second time, past true time (a review:
+// seed 54, +68.0 ms then +42.4 ms, the clock 42 ms ahead). A held sample
+// sent before the step is dropped, as an answer that comes after it is.
+func TestSimPollSamplesStepOnce(t *testing.T) {
+	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 54))
+		s := sim.New(sim.Config{Seed: seed})
+		ids := []uint32{2, 3, 4}
+		for _, id := range ids {
+			addServer(s, id, clock.SimConfig{})
+			d := time.Duration(1+rng.IntN(20)) * time.Millisecond
+			s.SetLinkBoth(clientID, id, sim.LinkConfig{Delay: d, Jitter: d / 4})
+		}
+		cfg := testConfig(ids...)
+		cfg.StepThreshold = 10 * time.Millisecond
+		cfg.PollSamples = 8
+		clk := clock.SimConfig{Offset: -time.Duration(50+rng.IntN(51)) * time.Millisecond}
+		addClient(t, s, clientID, cfg, clk)
+		o := &oracle{t: t, s: s, id: clientID}
+		run(s, 60*time.Second, o)
+		if steps := s.EventsNamed(client.EventStepped); len(steps) != 1 {
+			t.Fatalf("clock %v behind: %d steps, want 1: %v\n%s", -clk.Offset, len(steps), steps, report(s))
+		}
+	})
+}
