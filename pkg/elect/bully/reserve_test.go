@@ -96,6 +96,9 @@ func TestReservationWriteFailedClaimWaits(t *testing.T) {
 	if b := n.nodes[2]; b.Role() == RoleLeader {
 		t.Fatalf("node 2 leads term %#x, on disk %#x: no write covers it", b.Term(), n.persisted(2))
 	}
+	if !n.nodes[2].Detail().ClaimWaiting {
+		t.Errorf("status does not say the claim waits for a write (claim_waiting)")
+	}
 	for _, e := range n.events[from:] {
 		if e.node == 2 && e.Name == EventElected {
 			t.Fatalf("node 2 reported %v with its disk failing", e.Event)
