@@ -197,7 +197,13 @@ type Core struct {
 	// whether that Ready carried State and Advance has not come.
 	floor, reserved, handed uint64
 	offered                 bool
-	claimsReserved          uint64 // claims the reservation covered (Detail)
+	// claimWaits: this candidate won (or, leading, must move to a newer
+	// term) but the reservation on disk does not cover its claim: the
+	// write that does failed or has not been confirmed. It claims at the
+	// Tick after Advance confirms one (claimDue); leading a term no write
+	// covers would let a restart claim that term again.
+	claimWaits     bool
+	claimsReserved uint64 // claims the reservation covered (Detail)
 }
 
 var (
@@ -328,6 +334,7 @@ func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
 	b.role = RoleFollower
 	b.step = stepFollower
 	b.tick = tickFollower
+	b.claimWaits = false
 	if b.lead != lead {
 		if b.lead != 0 && b.lead != b.id {
 			b.det.SetTimeout(b.lead, b.leaderTimeout(b.lead))
@@ -367,6 +374,7 @@ func (b *Core) becomeCandidate(reason wire.ElectionReason) {
 	b.lead = 0
 	b.suspect = 0
 	b.yielding = false
+	b.claimWaits = false
 	wait := b.cfg.AnswerTimeout
 	if reason == wire.ReasonStartup {
 		// A starting node listens a little longer than a round trip: long
@@ -402,6 +410,10 @@ func (b *Core) becomeLeader(reassert bool) {
 		b.exhaust(err)
 		return
 	}
+	if b.cfg.Reserve && next > b.reserved {
+		b.awaitReservation()
+		return
+	}
 	if next <= b.reserved && !b.durable.PromisePending() {
 		// Reserved on disk with the term this member follows (or
 		// followed): the COORDINATOR may leave before the write that
@@ -418,6 +430,7 @@ func (b *Core) becomeLeader(reassert bool) {
 	b.step = stepLeader
 	b.tick = tickLeader
 	b.lead = b.id
+	b.claimWaits = false
 	b.suspect = 0
 	b.yielding = false
 	b.deadline = b.now.Add(b.cfg.Heartbeat)
@@ -431,6 +444,44 @@ func (b *Core) becomeLeader(reassert bool) {
 		b.events = append(b.events, b.announced.Elected(b.id, b.term, b.now))
 	}
 	b.announce("claimed")
+}
+
+// awaitReservation holds a claim (Config.Reserve) that the reservation on
+// disk does not cover: with a healthy disk the reservation was written
+// ahead and the claim leaves at once, so this is a claim right after the
+// term moved (a takeover above a newer term: the reservation above it is
+// in the Ready being written) or after a failed write. The member stays
+// (or, leading an older term, becomes) a candidate that announces
+// nothing, asks for the reservation above its term to be written, and
+// claims at the Tick after Advance confirms it: with a healthy disk the
+// same write the claim's COORDINATOR waited for before, so it leaves no
+// later. A write that keeps failing keeps it from leading: it answers
+// ELECTIONs and follows a higher-ranked claim meanwhile, and electd's
+// status says persist.failing.
+func (b *Core) awaitReservation() {
+	if b.role == RoleLeader {
+		// Its term is over (a newer one was seen); its claim above it
+		// waits like any other.
+		b.role = RoleCandidate
+		b.step = stepCandidate
+		b.tick = tickCandidate
+		b.lead = 0
+		b.events = append(b.events, b.announced.Demoted(b.id, b.term, "claim_unsaved", b.now))
+		b.announce("claim_unsaved")
+	}
+	b.yielding = false
+	b.claimWaits = true
+	b.deadline = time.Time{} // claimDue is its timer
+	b.durable.Change(false)  // the Ready carries the reservation above the term
+}
+
+// claimDue reports whether a held claim is covered on disk now.
+func (b *Core) claimDue() bool {
+	if !b.claimWaits {
+		return false
+	}
+	next, err := b.nextClaim()
+	return err != nil || next <= b.reserved
 }
 
 // exhaust handles a claim that no term is left for. Terms are refused far
@@ -597,8 +648,17 @@ func (b *Core) arm(d time.Duration) { b.deadline, b.armed = b.now.Add(d), d }
 // The driver ticks at it: Tick measures its own lateness against the
 // last one asked for (TimeoutCause.TickLate).
 func (b *Core) Deadline() time.Time {
-	b.tickDue = core.Earliest(b.deadline, b.det.Deadline(), b.probeAt(), b.recheckDue(), b.hintAt())
+	b.tickDue = core.Earliest(b.deadline, b.det.Deadline(), b.probeAt(), b.recheckDue(), b.hintAt(), b.claimAt())
 	return b.tickDue
+}
+
+// claimAt is now while a held claim is covered on disk (Advance confirmed
+// its reservation): the Tick that takes it.
+func (b *Core) claimAt() time.Time {
+	if b.claimDue() {
+		return b.now
+	}
+	return time.Time{}
 }
 
 // recheck decides whether a follower whose leader timed out listens a
@@ -725,7 +785,7 @@ func (b *Core) probe() {
 }
 
 func tickCandidate(b *Core) {
-	if b.due() {
+	if b.due() || b.claimDue() {
 		// No higher-ranked member answered in time: none is alive (or none
 		// could be reached; see the package doc on partitions).
 		b.becomeLeader(false)

@@ -127,7 +127,11 @@ type Config struct {
 	// docs/benchmarks/2026-12-06-claim-ahead.md). The reservation rides
 	// on the writes a follower makes anyway when it adopts a newer term;
 	// the claim's own catch-up write follows its COORDINATOR. A restarted
-	// member claims above its reservation, which it may have sent. It
+	// member claims above its reservation, which it may have sent. A
+	// claim no confirmed reservation covers (its write failed, or the
+	// term moved since) waits for one, so that no member leads or
+	// reports a term that is on no disk; without Reserve the claim is
+	// written before its COORDINATOR leaves, in the same Ready. It
 	// writes the state in its second format (a build without it refuses
 	// it). electd sets it (Algorithm); default false.
 	Reserve bool

@@ -104,8 +104,10 @@
 // the COORDINATOR leaves, so after a crash it restarts at T or above; with
 // Config.Reserve (electd) T was persisted ahead, as the reservation beside
 // the term it followed, and a restarted node claims above the reservation
-// (state.go). A
-// node accepts a leader for T only from T's owner. This holds whatever the
+// (state.go). A claim the confirmed reservation does not cover (its write
+// failed, or the term moved since) is not made, nor reported, until a
+// write covers it: a leadership the disk never held would be led again
+// after a restart, with the same term. A node accepts a leader for T only from T's owner. This holds whatever the
 // network does (loss, duplication, reordering, partitions) and whatever the
 // timeouts are: it is an invariant of the term arithmetic, not of timing.
 // The simulation tests check it over hundreds of random schedules.

@@ -199,7 +199,10 @@ func (n *network) drain(id uint32) {
 	if !slices.Equal(leadership, changes) {
 		n.t.Fatalf("node %d: changes %q, leadership events %q", id, changes, leadership)
 	}
-	n.record(id, rd.Events, !unsent)
+	// A reserving member reports a claim only once a write covers it:
+	// every claim it reports counts, whether its COORDINATOR left or not
+	// (electd runs its hooks on the event, not on the frame).
+	n.record(id, rd.Events, !unsent || n.cfg(id).Reserve)
 }
 
 // record keeps a Ready's events and checks its claims, if they left (a

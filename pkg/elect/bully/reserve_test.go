@@ -78,21 +78,44 @@ func TestReservedClaimNeedsNoWrite(t *testing.T) {
 	}
 }
 
-// TestReservationWriteFailedClaimWrites: a reservation whose write failed
-// is not claimed on: the claim is a promise again, and nothing of it
-// leaves until the disk takes it.
-func TestReservationWriteFailedClaimWrites(t *testing.T) {
+// TestReservationWriteFailedClaimWaits: a reservation whose write failed
+// is not claimed on, and neither is the claim above it: while the disk
+// fails the member neither leads nor reports electing itself (electd
+// would run its hooks with a term a restart claims again); once a write
+// succeeds it claims, on the reservation that write made.
+func TestReservationWriteFailedClaimWaits(t *testing.T) {
 	n := newNetwork(t, ids(3), reserve)
 	n.settle(3, 100)
 	n.diskFull[2] = true
 	// A newer term of the leader's: node 2 follows it, and its write
 	// (the term and the reservation above it) fails.
 	n.forge(2, 3, wire.KindLeaderHeartbeat, MakeTerm(TermRound(n.nodes[3].Term())+1, 3), 0)
-	if rd := claimReady(t, n); !rd.Promise {
-		t.Fatalf("a claim beyond the reservation on disk does not wait for its write")
+	n.crash(3)
+	from := len(n.events)
+	n.tick(100)
+	if b := n.nodes[2]; b.Role() == RoleLeader {
+		t.Fatalf("node 2 leads term %#x, on disk %#x: no write covers it", b.Term(), n.persisted(2))
 	}
+	if !n.nodes[2].Detail().ClaimWaiting {
+		t.Errorf("status does not say the claim waits for a write (claim_waiting)")
+	}
+	for _, e := range n.events[from:] {
+		if e.node == 2 && e.Name == EventElected {
+			t.Fatalf("node 2 reported %v with its disk failing", e.Event)
+		}
+	}
+	// Restarted before its disk is mended, it reads the same state: the
+	// claim it makes then is the first it reports (network.record counts
+	// every claim a reserving member reports: none twice).
+	n.crash(2)
+	n.start(2)
+	n.tick(50)
 	n.diskFull[2] = false
 	n.settle(2, 200)
+	claimed := n.stable(2)
+	if tm, r, err := RestoreReserved(n.state[2]); err != nil || claimed > max(tm, r) {
+		t.Fatalf("leads %#x, on disk term %#x reserved %#x (%v)", claimed, tm, r, err)
+	}
 }
 
 // TestRestartClaimsAboveReservation: a member restarted from a state with a
@@ -100,7 +123,8 @@ func TestReservationWriteFailedClaimWrites(t *testing.T) {
 // which it may have sent before it died; a state in the first format (an
 // older build's) is read as before. Its first Ready reserves its next
 // claim (no promise: the startup ELECTIONs leave first), so that claim
-// leaves on it; if that write failed, the claim waits for its own.
+// leaves on it; if that write failed, the claim waits for a write that
+// makes one (no member leads a term that is on no disk).
 func TestRestartClaimsAboveReservation(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
@@ -124,18 +148,32 @@ func TestRestartClaimsAboveReservation(t *testing.T) {
 				t.Fatalf("%s: the startup write: promise %v, term %#x reserved %#x (%v), want %#x reserved %#x", name, rd.Promise, tm, r, err, tc.term, tc.claimedT)
 			}
 			b.Advance(saved)
-			for i := 1; i < 100 && b.Role() != RoleLeader; i++ {
+			i := 1
+			for ; i < 100 && b.Role() != RoleLeader; i++ {
 				b.Tick(testEpoch.Add(time.Duration(i) * 10 * time.Millisecond))
 				if b.Role() != RoleLeader {
 					b.Ready()
 					b.Advance(false)
 				}
 			}
-			if got := b.Term(); got != tc.claimedT {
-				t.Fatalf("%s: claimed %#x (round %d), want %#x", name, got, TermRound(got), tc.claimedT)
+			if !saved {
+				// Every write failed: its claim is on no disk, and a
+				// restart would claim it again.
+				if b.Role() == RoleLeader {
+					t.Fatalf("%s: leads %#x with every write failed", name, b.Term())
+				}
+				b.Ready()
+				b.Advance(true)
+				if b.Deadline().After(testEpoch.Add(time.Duration(i-1) * 10 * time.Millisecond)) {
+					t.Fatalf("%s: the saved reservation asks for no Tick at once", name)
+				}
+				b.Tick(testEpoch.Add(time.Duration(i-1) * 10 * time.Millisecond))
 			}
-			if rd := b.Ready(); rd.Promise == saved {
-				t.Errorf("%s: the claim's Ready has promise %v", name, rd.Promise)
+			if got := b.Term(); b.Role() != RoleLeader || got != tc.claimedT {
+				t.Fatalf("%s: %v, claimed %#x (round %d), want %#x", name, b.Role(), got, TermRound(got), tc.claimedT)
+			}
+			if rd := b.Ready(); rd.Promise {
+				t.Errorf("%s: the claim's Ready has a promise: its reservation was written", name)
 			}
 		}
 	}
@@ -256,5 +294,40 @@ func TestLowerClaimBulliedWithoutWrite(t *testing.T) {
 	n.forge(4, 3, wire.KindLeaderHeartbeat, high, 0)
 	if len(promised) == 0 || !promised[0] {
 		t.Fatalf("a term above the reservation left before its write: %v", promised)
+	}
+}
+
+// TestReassertWriteFailedStepsDown: a leader told of a newer term (an
+// ELECTION in it: somebody claimed one while it was cut off) takes the
+// cluster back above it, a term no reservation on its disk covers. With
+// its writes failing it does not lead or report that term: it steps down
+// (claim_unsaved) and claims once a write covers the claim.
+func TestReassertWriteFailedStepsDown(t *testing.T) {
+	n := newNetwork(t, ids(3), reserve)
+	old := n.settle(3, 100)
+	n.diskFull[3] = true
+	from := len(n.events)
+	// Two rounds on: its reservation (the round after its own) is below.
+	n.forge(3, 2, wire.KindElection, MakeTerm(TermRound(old)+2, 2), 0)
+	n.tick(100)
+	if b := n.nodes[3]; b.Role() == RoleLeader {
+		tm, r, _ := RestoreReserved(n.state[3])
+		t.Fatalf("node 3 leads term %#x, on disk term %#x reserved %#x: no write covers it", b.Term(), tm, r)
+	}
+	demoted := false
+	for _, e := range n.events[from:] {
+		if e.node == 3 && e.Name == EventElected {
+			t.Fatalf("node 3 reported %v with its disk failing", e.Event)
+		}
+		demoted = demoted || e.node == 3 && e.Name == EventDemoted && arg(e.Event, "reason") == "claim_unsaved"
+	}
+	if !demoted {
+		t.Errorf("node 3 left its term without a demoted event (claim_unsaved)")
+	}
+	n.diskFull[3] = false
+	n.settle(3, 200)
+	claimed := n.stable(3)
+	if tm, r, err := RestoreReserved(n.state[3]); err != nil || claimed <= old || claimed > max(tm, r) {
+		t.Fatalf("leads %#x (before %#x), on disk term %#x reserved %#x (%v)", claimed, old, tm, r, err)
 	}
 }

@@ -63,6 +63,10 @@ type Detail struct {
 	// whose COORDINATOR left before the write that follows it.
 	Reserved       uint64 `json:"reserved,omitempty"`
 	ClaimsReserved uint64 `json:"claims_reserved,omitempty"`
+	// ClaimWaiting: this member won (or must take the cluster back) but
+	// holds its claim until a write covers it: its state writes are
+	// failing (the daemon's persist.failing says why and where).
+	ClaimWaiting bool `json:"claim_waiting,omitempty"`
 	// StaleMessages counts messages of an older term.
 	StaleMessages uint64 `json:"stale_messages"`
 	// LeaderContested counts claims of an older term from the leader this
@@ -143,6 +147,7 @@ func (b *Core) Detail() Detail {
 		TermsClaimed:       b.counts.claims,
 		Reserved:           b.reserved,
 		ClaimsReserved:     b.claimsReserved,
+		ClaimWaiting:       b.claimWaits,
 		StaleMessages:      b.counts.Stale,
 		LeaderContested:    b.counts.contested,
 		Overslept:          b.counts.overslept,

@@ -295,15 +295,7 @@ func Chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration)
 		}
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: link, Multicast: seed%3 == 0})
 		c := New(t, s, alg, ids, elect.Options{})
-		var broken []uint32
-		if alg.Name != "bully" {
-			// Bully leads a claim its reservation does not cover before
-			// the claim's write (the reservation's own write failed):
-			// seed 9 finds it ("node 5 led term 0x5 in two lives"), a
-			// known gap (docs/electd.md) left for its own change: its
-			// claims, embedded in orderd and mutexd, are timed by tests.
-			broken = diskFaults(s, seed, ids)
-		}
+		broken := diskFaults(s, seed, ids)
 		c.Run(time.Second)
 		Disrupt(s, rnd, func(id uint32) uint32 { l, _, _ := c.Elector(id).Leader(); return l }, c.Run)
 		c.brokenDisks(broken, seed)
