@@ -489,7 +489,9 @@ func (c *Client) multiSample(s *source) bool {
 // unanswered before the next one goes (or the poll ends): the whole poll
 // must end well before the next (half the shortest interval, a burst's
 // included), and an answer that comes after it is refused as bogus (it
-// answers a request we no longer wait for). A LAN server answers within
+// answers a request we no longer wait for), unless it answers the poll's
+// last request: that one, late, is a sample of its own (held and
+// released as the next poll starts; the bound holds for it as for any). A LAN server answers within
 // a millisecond, but a loaded host schedules the daemons tens of
 // milliseconds late; a lost answer, the only cost of waiting longer, is
 // rare.
@@ -777,7 +779,11 @@ func (c *Client) kiss(s *source, k *ntp.KissError, p *wire.NTPPacket) {
 		if at := s.sentAt.Add(ntp.PollInterval(s.floor)); s.next.Before(at) {
 			s.next = at
 		}
-		c.event(EventKiss, fmt.Sprintf("%v asks to poll less often (RATE): poll 2^%d s", s.addr, s.floor),
+		per := ""
+		if c.multiSample(s) {
+			per = fmt.Sprintf(" (--poll-samples %d: it counts %d requests a poll; lower it, or raise the server's rate limit)", c.cfg.PollSamples, c.cfg.PollSamples)
+		}
+		c.event(EventKiss, fmt.Sprintf("%v asks to poll less often (RATE): poll 2^%d s%s", s.addr, s.floor, per),
 			"source", s.addr.String(), "code", k.Code, "poll", s.floor)
 	}
 }
