@@ -205,7 +205,7 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 func persistLine(p daemon.PersistStatus) string {
 	failing := ""
 	if f := p.Failing; f != nil {
-		failing = fmt.Sprintf("FAILING since %s (%d failed writes): %s: %s; nothing that depends on it is sent, and no term this member wins is led, until a write succeeds (free space or fix permissions under --state-dir)",
+		failing = fmt.Sprintf("FAILING since %s (%d failed writes): %s: %s; nothing that depends on it is sent (and electd leads no term it wins) until a write succeeds (free space or fix permissions under --state-dir)",
 			f.Since.Format("15:04:05"), f.Failed, f.File, f.Err)
 	}
 	if p.Writes == 0 {

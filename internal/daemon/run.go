@@ -704,7 +704,11 @@ func (d *Daemon) process() {
 			}
 			d.persistFailing(file, err, withheld)
 		} else if d.persistFailedAt != (time.Time{}) {
-			d.log.Info("persisting state works again", "failed_writes", d.errs["persist_failed"])
+			if !d.persistLoggedAt.Before(d.persistFailedAt) {
+				// Only the end of a run of failures that was said: a
+				// disk failing one write in three said nothing else.
+				d.log.Info("persisting state works again", "failed_writes", d.errs["persist_failed"])
+			}
 			d.persistFailedAt = time.Time{}
 			d.persist.Failing = nil
 		}
@@ -836,11 +840,14 @@ func (d *Daemon) persistFailing(file string, err error, withheld int) {
 	}
 	d.persist.Failing = &PersistFailure{Since: d.persistFailedAt, Last: now, File: file, Err: err.Error(),
 		Failed: d.errs["persist_failed"]}
-	if now.Sub(d.persistLoggedAt) < persistLogEvery && !d.persistLoggedAt.Before(d.persistFailedAt) {
+	if now.Sub(d.persistLoggedAt) < persistLogEvery {
+		// Also a new run of failures: a disk that fails every few
+		// writes (a run of one, then a success) logged an ERROR and
+		// an INFO for each (found by review); failed_writes counts all.
 		return
 	}
 	d.persistLoggedAt = now
-	d.log.Error("persisting state failed: nothing that depends on it leaves, and no term or round this member wins is led, until a write succeeds",
+	d.log.Error("persisting state failed: nothing that depends on it is sent (and electd leads no term or round it wins) until a write succeeds",
 		"file", file, "err", err, "withheld", withheld,
 		"failing_since", d.persistFailedAt, "failed_writes", d.errs["persist_failed"],
 		"hint", "free space on the disk of --state-dir, or make it writable; the write is retried with every step")

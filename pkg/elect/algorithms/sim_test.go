@@ -1,6 +1,7 @@
 package algorithms_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/algorithms"
 	"github.com/synclab/synclab/pkg/elect/internal/electtest"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // TestSimOracle runs every algorithm electd offers through the shared
@@ -137,4 +139,41 @@ func TestSimUnsavedTermNotLed(t *testing.T) {
 			c.Claims()
 		})
 	}
+}
+
+// TestSimYoYoWinWaitingForItsWriteGivesWay: a Yo-Yo member isolated with
+// a failing disk wins its round alone and waits for the round's write;
+// meanwhile a hello of that round comes in the name of a neighbour it
+// counted silent (forged: no key), so once the write succeeds the round
+// no longer gives it the win. It must go on electing: left waiting for
+// the win, it stayed a candidate for good (no round timeout, no silence
+// check, ticked every 10 ms), and the healed cluster could not take it
+// back (found by review).
+func TestSimYoYoWinWaitingForItsWriteGivesWay(t *testing.T) {
+	i := slices.IndexFunc(algorithms.All, func(a elect.Algorithm) bool { return a.Name == "yoyo" })
+	if i < 0 {
+		t.Fatal("no yoyo among algorithms.All")
+	}
+	alg := algorithms.All[i]
+	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond}})
+	var hello wire.YoYoHello
+	s.OnSend(func(f sim.SentFrame) {
+		if f.Frame.Kind == wire.KindYoYoHello {
+			_ = hello.UnmarshalBinary(f.Frame.Payload)
+		}
+	})
+	c := electtest.New(t, s, alg, []uint32{1, 2, 3}, elect.Options{})
+	c.Converge(5 * time.Second)
+	s.SetDiskFaults(2, 1)
+	s.Isolate(2)
+	c.Run(2 * time.Second)
+	_, r, _ := c.Elector(2).Leader()
+	if err := s.Forge(3, 2, wire.KindYoYoHello, r, 0, hello); err != nil {
+		t.Fatal(err)
+	}
+	s.SetDiskFaults(2, 0)
+	c.Run(time.Second)
+	s.Heal()
+	c.Converge(10 * time.Second)
+	c.Claims()
 }

@@ -164,10 +164,13 @@ func TestRestartClaimsAboveReservation(t *testing.T) {
 				}
 				b.Ready()
 				b.Advance(true)
-				if b.Deadline().After(testEpoch.Add(time.Duration(i-1) * 10 * time.Millisecond)) {
-					t.Fatalf("%s: the saved reservation asks for no Tick at once", name)
+				// At once: the instant after the last Tick (one at that
+				// very instant would be taken for a stale deadline).
+				last := testEpoch.Add(time.Duration(i-1) * 10 * time.Millisecond)
+				if dl := b.Deadline(); dl.After(last.Add(time.Nanosecond)) {
+					t.Fatalf("%s: the saved reservation asks for no Tick at once (%v after the last)", name, dl.Sub(last))
 				}
-				b.Tick(testEpoch.Add(time.Duration(i-1) * 10 * time.Millisecond))
+				b.Tick(last.Add(time.Nanosecond))
 			}
 			if got := b.Term(); b.Role() != RoleLeader || got != tc.claimedT {
 				t.Fatalf("%s: %v, claimed %#x (round %d), want %#x", name, b.Role(), got, TermRound(got), tc.claimedT)

@@ -604,8 +604,17 @@ func (c *Core) Tick(now time.Time) {
 		}
 	case c.electing:
 		if c.unsavedWin && !c.durable.PromisePending() {
-			c.advance() // the round is on disk now: the win it waited for
-			break
+			// The round is on disk now: the win it waited for, if the
+			// round still gives it (a hello of a neighbour it counted
+			// silent may have come meanwhile). If not, the round's
+			// timers below go on: left waiting for a win that no longer
+			// comes, one forged hello kept the member a candidate for
+			// good, ticked every 10 ms (found by review).
+			c.unsavedWin = false
+			c.advance()
+			if !c.electing {
+				break
+			}
 		}
 		if !c.now.Before(c.roundAt.Add(c.cfg.RoundTimeout)) {
 			c.newRound(c.round, "round_timeout")
@@ -633,7 +642,10 @@ func (c *Core) Deadline() time.Time {
 		return c.leaderDeadline()
 	case c.electing:
 		if c.unsavedWin && !c.durable.PromisePending() {
-			return c.now
+			// After this instant: a deadline at the last Tick's is
+			// taken for a core's bug (a stale deadline, ticked 10 ms
+			// later).
+			return c.now.Add(time.Nanosecond)
 		}
 		at := c.roundAt.Add(c.cfg.RoundTimeout)
 		if s := c.nextSilence(); !s.IsZero() && s.Before(at) {
