@@ -345,7 +345,7 @@ func eventLevel(e core.Event) slog.Level {
 	for i := 0; i+1 < len(e.Args); i += 2 {
 		if e.Args[i] == "reason" {
 			switch e.Args[i+1] {
-			case "lease_expired", "terms_exhausted", daemon.EventSteppedBack:
+			case "lease_expired", "terms_exhausted", "claim_unsaved", daemon.EventSteppedBack:
 				return slog.LevelWarn
 			}
 		}

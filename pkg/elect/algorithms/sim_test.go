@@ -177,3 +177,46 @@ func TestSimYoYoWinWaitingForItsWriteGivesWay(t *testing.T) {
 	c.Converge(10 * time.Second)
 	c.Claims()
 }
+
+// TestSimBullyBrokenTopDiskYields: the highest member's disk fails for
+// good after its restart, and the leader below it dies. It cannot claim
+// (no write covers its claim), and the members below must elect among
+// themselves: while it answered their ELECTIONs they waited for its
+// COORDINATOR, and the cluster had no leader at all for as long as its
+// disk failed (found by review; before its claims waited for the write,
+// it led a term on no disk instead).
+func TestSimBullyBrokenTopDiskYields(t *testing.T) {
+	i := slices.IndexFunc(algorithms.All, func(a elect.Algorithm) bool { return a.Name == "bully" })
+	if i < 0 {
+		t.Fatal("no bully among algorithms.All")
+	}
+	alg := algorithms.All[i]
+	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond}})
+		c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4, 5}, elect.Options{})
+		c.Converge(3 * time.Second)
+		s.Crash(5)
+		c.Converge(3 * time.Second)
+		s.SetDiskFaults(5, 1)
+		s.Restart(5)
+		c.Run(time.Second)
+		s.Crash(4)
+		if !s.RunUntil(func() bool {
+			for _, id := range []uint32{1, 2, 3} {
+				if l, _, _ := c.Elector(id).Leader(); l == 0 || l == 4 {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second) {
+			t.Fatalf("no leader among 1-3 10 s after 4 died (5 alive, its disk failing): %s", c.Views())
+		}
+		// Mended, the top member takes over above their term.
+		s.SetDiskFaults(5, 0)
+		c.Converge(5 * time.Second)
+		if l, _, _ := c.Elector(1).Leader(); l != 5 {
+			t.Fatalf("member 5's disk mended: 1 follows %d, want 5: %s", l, c.Views())
+		}
+		c.Claims()
+	})
+}

@@ -202,8 +202,16 @@ type Core struct {
 	// write that does failed or has not been confirmed. It claims at the
 	// Tick after Advance confirms one (claimDue); leading a term no write
 	// covers would let a restart claim that term again.
-	claimWaits     bool
-	claimsReserved uint64 // claims the reservation covered (Detail)
+	claimWaits bool
+	// claimWriteFailed: a write while the claim waited failed (the
+	// disk, not a loop turn): the member answers no ELECTION, so that
+	// the members below it elect among themselves rather than wait, for
+	// as long as its disk fails, for a COORDINATOR it cannot send (a
+	// review: no leader at all while the top member's disk was full).
+	// It takes over above their term once a write covers its claim.
+	claimWriteFailed    bool
+	electionsUnanswered uint64 // ELECTIONs not answered for it (Detail)
+	claimsReserved      uint64 // claims the reservation covered (Detail)
 }
 
 var (
@@ -334,7 +342,7 @@ func (b *Core) becomeFollower(term uint64, lead uint32, reason string) {
 	b.role = RoleFollower
 	b.step = stepFollower
 	b.tick = tickFollower
-	b.claimWaits = false
+	b.claimWaits, b.claimWriteFailed = false, false
 	if b.lead != lead {
 		if b.lead != 0 && b.lead != b.id {
 			b.det.SetTimeout(b.lead, b.leaderTimeout(b.lead))
@@ -374,7 +382,7 @@ func (b *Core) becomeCandidate(reason wire.ElectionReason) {
 	b.lead = 0
 	b.suspect = 0
 	b.yielding = false
-	b.claimWaits = false
+	b.claimWaits, b.claimWriteFailed = false, false
 	wait := b.cfg.AnswerTimeout
 	if reason == wire.ReasonStartup {
 		// A starting node listens a little longer than a round trip: long
@@ -430,7 +438,7 @@ func (b *Core) becomeLeader(reassert bool) {
 	b.step = stepLeader
 	b.tick = tickLeader
 	b.lead = b.id
-	b.claimWaits = false
+	b.claimWaits, b.claimWriteFailed = false, false
 	b.suspect = 0
 	b.yielding = false
 	b.deadline = b.now.Add(b.cfg.Heartbeat)
@@ -1076,8 +1084,12 @@ func stepFollower(b *Core, in *inbound) error {
 func stepCandidate(b *Core, in *inbound) error {
 	switch in.Kind {
 	case wire.KindElection:
-		// Already running: answer, keep the timer.
 		b.adopt(in.Term)
+		if b.claimWaits && b.claimWriteFailed {
+			b.electionsUnanswered++
+			return nil
+		}
+		// Already running: answer, keep the timer.
 		b.send(in.From, wire.KindAnswer, wire.Answer{Priority: b.self.Priority})
 	case wire.KindAnswer:
 		// A higher-ranked member is alive and takes over: wait for its
@@ -1284,6 +1296,9 @@ func (b *Core) Advance(saved bool) {
 		b.reserved = max(b.reserved, b.handed)
 	}
 	b.offered = false
+	if b.claimWaits {
+		b.claimWriteFailed = !saved
+	}
 	b.durable.Advance(saved)
 }
 

@@ -167,7 +167,7 @@ func TestRestartClaimsAboveReservation(t *testing.T) {
 				// At once: the instant after the last Tick (one at that
 				// very instant would be taken for a stale deadline).
 				last := testEpoch.Add(time.Duration(i-1) * 10 * time.Millisecond)
-				if dl := b.Deadline(); dl.After(last.Add(time.Nanosecond)) {
+				if dl := b.Deadline(); !dl.After(last) || dl.After(last.Add(time.Nanosecond)) {
 					t.Fatalf("%s: the saved reservation asks for no Tick at once (%v after the last)", name, dl.Sub(last))
 				}
 				b.Tick(last.Add(time.Nanosecond))

@@ -67,6 +67,10 @@ type Detail struct {
 	// holds its claim until a write covers it: its state writes are
 	// failing (the daemon's persist.failing says why and where).
 	ClaimWaiting bool `json:"claim_waiting,omitempty"`
+	// ElectionsUnanswered counts the ELECTIONs of members below it left
+	// unanswered while its claim waited for a write that failed: they
+	// elect among themselves meanwhile.
+	ElectionsUnanswered uint64 `json:"elections_unanswered,omitempty"`
 	// StaleMessages counts messages of an older term.
 	StaleMessages uint64 `json:"stale_messages"`
 	// LeaderContested counts claims of an older term from the leader this
@@ -137,33 +141,34 @@ func (b *Core) Status() any { return b.Report() }
 // Detail returns bully's own part of the status.
 func (b *Core) Detail() Detail {
 	d := Detail{
-		Heartbeat:          b.cfg.Heartbeat,
-		LeaderTimeout:      b.cfg.LeaderTimeout,
-		AnswerTimeout:      b.cfg.AnswerTimeout,
-		CoordinatorTimeout: b.cfg.CoordinatorTimeout,
-		Stagger:            b.cfg.Stagger,
-		Probe:              b.cfg.Probe,
-		Yielding:           b.yielding,
-		TermsClaimed:       b.counts.claims,
-		Reserved:           b.reserved,
-		ClaimsReserved:     b.claimsReserved,
-		ClaimWaiting:       b.claimWaits,
-		StaleMessages:      b.counts.Stale,
-		LeaderContested:    b.counts.contested,
-		Overslept:          b.counts.overslept,
-		ProbesSent:         b.counts.probes,
-		ProbesAnswered:     b.counts.probesAnswered,
-		HintProbe:          b.cfg.HintProbe,
-		Hints:              b.counts.hints,
-		HintsIgnored:       b.counts.hintsIgnored,
-		HintProbes:         b.counts.hintProbes,
-		HintsCancelled:     b.counts.hintsCancelled,
-		HintTimeouts:       b.counts.hintTimeouts,
-		HintRechecks:       b.counts.hintRechecks,
-		LeaderPortRefused:  b.counts.portRefused,
-		Watch:              b.cfg.Watch,
-		LeaderTimeoutNow:   b.timeoutNow(),
-		TermCredit:         b.guard.Credit(b.limit, b.sinceStart()),
+		Heartbeat:           b.cfg.Heartbeat,
+		LeaderTimeout:       b.cfg.LeaderTimeout,
+		AnswerTimeout:       b.cfg.AnswerTimeout,
+		CoordinatorTimeout:  b.cfg.CoordinatorTimeout,
+		Stagger:             b.cfg.Stagger,
+		Probe:               b.cfg.Probe,
+		Yielding:            b.yielding,
+		TermsClaimed:        b.counts.claims,
+		Reserved:            b.reserved,
+		ClaimsReserved:      b.claimsReserved,
+		ClaimWaiting:        b.claimWaits,
+		ElectionsUnanswered: b.electionsUnanswered,
+		StaleMessages:       b.counts.Stale,
+		LeaderContested:     b.counts.contested,
+		Overslept:           b.counts.overslept,
+		ProbesSent:          b.counts.probes,
+		ProbesAnswered:      b.counts.probesAnswered,
+		HintProbe:           b.cfg.HintProbe,
+		Hints:               b.counts.hints,
+		HintsIgnored:        b.counts.hintsIgnored,
+		HintProbes:          b.counts.hintProbes,
+		HintsCancelled:      b.counts.hintsCancelled,
+		HintTimeouts:        b.counts.hintTimeouts,
+		HintRechecks:        b.counts.hintRechecks,
+		LeaderPortRefused:   b.counts.portRefused,
+		Watch:               b.cfg.Watch,
+		LeaderTimeoutNow:    b.timeoutNow(),
+		TermCredit:          b.guard.Credit(b.limit, b.sinceStart()),
 	}
 	if b.role == RoleFollower && b.refusing == b.lead && b.refusingTerm == b.term {
 		d.PortRefusedBy = b.refusing
@@ -210,6 +215,10 @@ func (b *Core) phase() string {
 	switch {
 	case b.role == RoleLeader:
 		return "leading"
+	case b.role == RoleCandidate && b.claimWaits && b.claimWriteFailed:
+		return "won, claim held: its state write fails (persist.failing); the members below elect among themselves meanwhile"
+	case b.role == RoleCandidate && b.claimWaits:
+		return "won, claim waiting for its state write"
 	case b.role == RoleCandidate:
 		return "waiting for answers"
 	case b.lead != 0:
