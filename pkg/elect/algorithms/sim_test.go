@@ -1,7 +1,6 @@
 package algorithms_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -150,11 +149,10 @@ func TestSimUnsavedTermNotLed(t *testing.T) {
 // check, ticked every 10 ms), and the healed cluster could not take it
 // back (found by review).
 func TestSimYoYoWinWaitingForItsWriteGivesWay(t *testing.T) {
-	i := slices.IndexFunc(algorithms.All, func(a elect.Algorithm) bool { return a.Name == "yoyo" })
-	if i < 0 {
-		t.Fatal("no yoyo among algorithms.All")
+	alg, err := elect.Lookup(algorithms.All, "yoyo")
+	if err != nil {
+		t.Fatal(err)
 	}
-	alg := algorithms.All[i]
 	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond}})
 	var hello wire.YoYoHello
 	s.OnSend(func(f sim.SentFrame) {
@@ -186,11 +184,10 @@ func TestSimYoYoWinWaitingForItsWriteGivesWay(t *testing.T) {
 // disk failed (found by review; before its claims waited for the write,
 // it led a term on no disk instead).
 func TestSimBullyBrokenTopDiskYields(t *testing.T) {
-	i := slices.IndexFunc(algorithms.All, func(a elect.Algorithm) bool { return a.Name == "bully" })
-	if i < 0 {
-		t.Fatal("no bully among algorithms.All")
+	alg, err := elect.Lookup(algorithms.All, "bully")
+	if err != nil {
+		t.Fatal(err)
 	}
-	alg := algorithms.All[i]
 	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond}})
 		c := electtest.New(t, s, alg, []uint32{1, 2, 3, 4, 5}, elect.Options{})
