@@ -129,10 +129,17 @@ func (n *Node) timingsReceived(f *wire.Frame, t *wire.ConfigTimings) {
 	a := n.agree
 	m, inc := a.announcer(f)
 	if m == nil || m.cfg == nil || inc != m.cfgInc {
-		if m != nil {
-			// Counted, so that status shows them (dropped
-			// timings_other_incarnation): a forger, or a member's
-			// timings that overtook its new announcement.
+		// Counted, so that status shows them, under what was missing:
+		// no announcement of the member held at all (a member of an
+		// older build, which announces nothing: forged; or timings
+		// that overtook the member's first announcement), or one of
+		// another incarnation (a forger, or timings that overtook the
+		// member's new announcement).
+		switch {
+		case m == nil:
+		case m.cfg == nil:
+			n.stats.drop("timings_unannounced")
+		default:
 			n.stats.drop("timings_other_incarnation")
 		}
 		// Only of the incarnation the member announced: a member

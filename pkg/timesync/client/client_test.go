@@ -737,3 +737,48 @@ func TestPollSamplesKissRate(t *testing.T) {
 		t.Fatalf("after RATE mid-poll: next request after %v, want 2^4 s", gap)
 	}
 }
+
+// TestBoundTightensAsRegisterFills: on a loaded host the burst's first
+// answer was the least delayed, every later one delayed more. The update
+// made at MinSamples samples carries the empty stages' dispersion (about
+// 0.44 s); no later sample is new best, so no update follows, and the
+// bound stayed that wide for 8 polls (above waitsync's 100 ms for a
+// minute at load 75), though the full register says the sample is good
+// to microseconds. The refreshed selection narrows it, centred where it
+// was; the frequency and the phase are not acted on again.
+func TestBoundTightensAsRegisterFills(t *testing.T) {
+	b := newBench(t, nil)
+	half := func() time.Duration {
+		lo, hi := b.c.Bound(b.now)
+		return hi.Sub(lo) / 2
+	}
+	var first time.Duration
+	adjustments := 0
+	for i := range ntp.NStage {
+		delay := 2 * time.Millisecond
+		if i == 0 {
+			delay = 100 * time.Microsecond
+		}
+		if err := b.answer(b.nextRequest(srvAddr), 0, delay, nil); err != nil {
+			t.Fatal(err)
+		}
+		b.tick(20 * time.Millisecond)
+		if i+1 == client.DefaultLANConfig().MinSamples {
+			first = half()
+			adjustments = len(b.rd.Adjustments)
+			if first < 100*time.Millisecond {
+				t.Fatalf("the first update's bound ±%v: want the part-empty register's (hundreds of ms)", first)
+			}
+		}
+	}
+	got := half()
+	if got > 10*time.Millisecond {
+		t.Fatalf("bound ±%v with a full register (±%v at the first update): want within 10ms", got, first)
+	}
+	for _, a := range b.rd.Adjustments[adjustments:] {
+		if a.Kind != clock.AdjustSync {
+			t.Fatalf("acted on the same sample again: %+v", a)
+		}
+	}
+	t.Logf("bound ±%v at the first update, ±%v with a full register", first, got)
+}

@@ -62,7 +62,11 @@ func TestTimedWaitsync(t *testing.T) {
 
 	r := <-done
 	if r.code != 0 || !strings.HasPrefix(r.out, "synchronised to "+addr+" (stratum 8), error bound ±") {
-		t.Fatalf("waitsync on the client: exit %d after %v, stdout %q, stderr %q", r.code, r.took, r.out, r.errOut)
+		// What the bound is made of (the source's delay, dispersion and
+		// jitter; the frequency's error) says whether the host was slow or
+		// the client.
+		st, _, _ := timedCLI(t, "status", "--control", c.Control(2))
+		t.Fatalf("waitsync on the client: exit %d after %v, stdout %q, stderr %q; status:\n%s", r.code, r.took, r.out, r.errOut, st)
 	}
 	t.Logf("the client was synchronised within 100ms after %v: %s", r.took.Round(time.Millisecond), strings.TrimSpace(r.out))
 	if out, errOut, code := timedCLI(t, "status", "--control", c.Control(2)); code != 0 || !strings.Contains(out, "Time     : synchronised to "+addr) {
