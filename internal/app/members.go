@@ -87,7 +87,11 @@ func resolveAddrPort(hostport string) (netip.AddrPort, error) {
 		// "::1:7100" is also an IPv6 address of its own; with the port a
 		// member needs, the last group is the port the operator meant.
 		if i := strings.LastIndex(hostport, ":"); i > 0 && strings.Count(hostport, ":") > 1 && !strings.HasPrefix(hostport, "[") {
-			return netip.AddrPort{}, fmt.Errorf("address %q: an IPv6 address goes in brackets before its port: [%s]%s", hostport, hostport[:i], hostport[i:])
+			example := "[ADDRESS]:PORT"
+			if _, err := netip.ParseAddr(hostport[:i]); err == nil {
+				example = "[" + hostport[:i] + "]" + hostport[i:]
+			}
+			return netip.AddrPort{}, fmt.Errorf("address %q: an IPv6 address goes in brackets before its port: %s", hostport, example)
 		}
 		return netip.AddrPort{}, fmt.Errorf("address %q: want HOST:PORT", hostport)
 	}

@@ -36,6 +36,7 @@ func TestCommonFlagTypos(t *testing.T) {
 		{"a multicast group", run("1=127.0.0.1:7000,2=239.1.1.1:7000"), "member 2: address 239.1.1.1:7000: 239.1.1.1 is not one host's address"},
 		{"the broadcast address", run("1=127.0.0.1:7000,2=255.255.255.255:7000"), "255.255.255.255 is not one host's address"},
 		{"IPv6 without brackets", run("1=127.0.0.1:7000,2=::1:7000"), `member 2: address "::1:7000": an IPv6 address goes in brackets before its port: [::1]:7000`},
+		{"IPv6 without a port", run("1=127.0.0.1:7000,2=fe80::1"), `member 2: address "fe80::1": an IPv6 address goes in brackets before its port: [ADDRESS]:PORT`},
 		{"port out of range", run("1=127.0.0.1:7000,2=127.0.0.2:65536"), `member 2: address "127.0.0.2:65536": port must be 1-65535`},
 		{"a trailing comma", run(three + ","), ""},
 		{"an empty member", run("1=127.0.0.1:7000,,2=127.0.0.2:7000"), ""},
