@@ -193,8 +193,10 @@ func checkMetricsAddr(addr string) error {
 	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
 		return fmt.Errorf("--metrics %q: port %q: want 1-65535", addr, port)
 	}
-	if err := MistypedIP(host); err != nil {
-		return fmt.Errorf("--metrics %q: %w", addr, err)
+	if _, err := netip.ParseAddr(host); err != nil {
+		if err := MistypedIP(host); err != nil {
+			return fmt.Errorf("--metrics %q: %w", addr, err)
+		}
 	}
 	return nil
 }

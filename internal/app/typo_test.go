@@ -51,6 +51,8 @@ func TestCommonFlagTypos(t *testing.T) {
 		{"--metrics, port out of range", run(three, "--metrics", "127.0.0.1:99999"), `--metrics "127.0.0.1:99999": port "99999": want 1-65535`},
 		{"--metrics, mistyped IP", run(three, "--metrics", "127.0.1:9177"), `--metrics "127.0.1:9177": "127.0.1" is not an IPv4 address`},
 		{"--metrics on every address", run(three, "--metrics", ":9177"), ""},
+		{"--metrics on an IPv4 address", run(three, "--metrics", "127.0.0.1:9177"), ""},
+		{"--metrics on a name", run(three, "--metrics", "localhost:9177"), ""},
 		{"--metrics, IPv6", run(three, "--metrics", "[::1]:9177"), ""},
 		{"--multicast-ttl alone", run(three, "--multicast-ttl", "5"), "--multicast-ttl is only used with --multicast"},
 		{"--interface that is not here", run(three, "--multicast", "239.1.1.1:7199", "--interface", "nosuch0"),
