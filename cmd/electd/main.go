@@ -163,7 +163,14 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		elect.EventLeaderElected: c.StringSlice("on-change"),
 		elect.EventLeaderLost:    c.StringSlice("on-change"),
 	}
-	cfg.HookTimeout = c.Duration("hook-timeout")
+	if cfg.HookTimeout, err = app.HookTimeout(c); err != nil {
+		return nil, err
+	}
+	if algo.Quorum {
+		if w := app.MajorityWarning(len(cfg.Members), "the "+algo.Name+" election"); w != "" {
+			cfg.Warnings = append(cfg.Warnings, w)
+		}
+	}
 	cfg.HookEnv = func(cc core.Core, e core.Event) []string {
 		el, ok := cc.(elect.Elector)
 		if !ok {

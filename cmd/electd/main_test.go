@@ -98,6 +98,10 @@ func TestBuildRefuses(t *testing.T) {
 		{[]string{"--algorithm", "yoyo", "--topology", "1-2,2-1,1-3"}, "listed twice"},
 		{[]string{"--algorithm", "yoyo", "--topology", "1_2"}, `edge "1_2": want ID-ID`},
 		{[]string{"--algorithm", "yoyo", "--topology", "1-x"}, `edge "1-x": want ID-ID`},
+		// A negative timeout killed every hook as it started; 0 was the
+		// default taken silently.
+		{[]string{"--hook-timeout", "-1s"}, "--hook-timeout -1s: want a positive duration"},
+		{[]string{"--hook-timeout", "0s"}, "--hook-timeout 0s: want a positive duration"},
 	} {
 		_, err := buildWith(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -29,6 +29,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	mutexalgorithms "github.com/synclab/synclab/pkg/mutex/algorithms"
+	"github.com/synclab/synclab/pkg/mutex/maekawa"
 )
 
 const name = "mutexd"
@@ -137,8 +138,14 @@ func options(c *cli.Context, cfg *daemon.Config, f mutex.Factory) (mutex.Options
 		opt.Params[p.Name] = c.Duration(p.Name)
 	}
 	for _, fl := range append([]string{"lease", "heartbeat"}, slices.Sorted(maps.Keys(opt.Params))...) {
-		if d := c.Duration(fl); d <= 0 {
+		d := c.Duration(fl)
+		if d <= 0 {
 			return opt, app.Usagef("--%s %v: must be positive", fl, d)
+		}
+		// The cores' timers refuse less than a millisecond by their own
+		// names (HeartbeatInterval): the flag is what the operator typed.
+		if d < time.Millisecond {
+			return opt, app.Usagef("--%s %v: want at least 1ms", fl, d)
 		}
 	}
 	return opt, nil
@@ -184,6 +191,13 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, er
 	// cannot work with is a usage error before anything starts.
 	if _, err := f.New(trialEnv(cfg), opt); err != nil {
 		return nil, nil, app.UsageError{Err: err}
+	}
+	// Every algorithm but Maekawa's grid grants on the majority's side
+	// only (docs/mutexd.md's table): an even count is likely a mistake.
+	if f.Name != maekawa.Name {
+		if w := app.MajorityWarning(len(cfg.Members), "the "+f.Name+" algorithm"); w != "" {
+			cfg.Warnings = append(cfg.Warnings, w)
+		}
 	}
 	api := newAPI(f, opt)
 	cfg.Agreement = &node.Agreement{Algorithm: f.Name, Params: agreementParams(opt)}

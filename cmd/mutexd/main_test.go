@@ -46,6 +46,9 @@ func TestRunFlags(t *testing.T) {
 		{[]string{"--lease", "2h"}, "--lease 2h0m0s: at most 1h"},
 		{[]string{"--heartbeat", "0s"}, "--heartbeat 0s: must be positive"},
 		{[]string{"--confirm-window", "1ms"}, "at least 2ms"},
+		// The ring refused it as "HeartbeatInterval 500µs": not a flag.
+		{[]string{"--heartbeat", "500us"}, "--heartbeat 500µs: want at least 1ms"},
+		{[]string{"--loss-timeout", "1ns"}, "--loss-timeout 1ns: want at least 1ms"},
 		{[]string{"--algorithm", "paxos"}, `--algorithm: unknown algorithm "paxos": want one of ` + strings.Join(algorithms.Names(), ", ")},
 	} {
 		out, code := mutexd(t, append(base, tt.flags...)...)

@@ -126,6 +126,14 @@ func config(c *cli.Context) (order.Config, error) {
 		return cfg, app.Usagef("--total: %v", err)
 	}
 	cfg.Retry, cfg.Window = c.Duration("retry"), c.Int("window")
+	// The core checks these too, by its own names (Window, RelayAfter);
+	// 0 would be its default, not what the operator typed.
+	if cfg.Window < 1 || cfg.Window > order.MaxWindow {
+		return cfg, app.Usagef("--window %d: want 1 to %d", cfg.Window, order.MaxWindow)
+	}
+	if cfg.Retry > cfg.RelayAfter/2 {
+		return cfg, app.Usagef("--retry %v: at most %v (a member relays another's unacknowledged record after %v: a resend must come first)", cfg.Retry, cfg.RelayAfter/2, cfg.RelayAfter)
+	}
 	opts := elect.Options{Heartbeat: c.Duration("heartbeat"), LeaderTimeout: c.Duration("leader-timeout"), Probe: c.Duration("probe")}
 	for _, f := range []string{"retry", "heartbeat", "leader-timeout"} {
 		if err := liveness.CheckTimeout("--"+f, c.Duration(f)); err != nil {
@@ -179,6 +187,9 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	// Without a key anyone can forge a member's acknowledgement: the
 	// stream keeps a record until the acknowledgement settles.
 	ocfg.Unkeyed = len(cfg.Keys) == 0
+	if ocfg.Unkeyed && ocfg.Window > order.MaxUnkeyedWindow {
+		return nil, app.Usagef("--window %d: without a key at most %d (records wait for their acknowledgements to settle, as many as %d with a key): give the cluster a key (--key-file), or a smaller --window", ocfg.Window, order.MaxUnkeyedWindow, order.MaxWindow)
+	}
 	members := slices.Sorted(maps.Keys(cfg.Members))
 	// A trial core with no state: settings it cannot work with are a usage
 	// error before anything starts.
@@ -195,7 +206,14 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 	cfg.Agreement = &node.Agreement{Algorithm: ocfg.Total.String(), Heartbeat: c.Duration("heartbeat"), LeaderTimeout: c.Duration("leader-timeout")}
 	cfg.ClusterFacts = clusterFacts
 	cfg.Hooks = map[string][]string{order.EventDelivered: c.StringSlice("on-deliver")}
-	cfg.HookTimeout = c.Duration("hook-timeout")
+	if cfg.HookTimeout, err = app.HookTimeout(c); err != nil {
+		return nil, err
+	}
+	if ocfg.Total == order.Sequencer {
+		if w := app.MajorityWarning(len(cfg.Members), "the sequencer's total order"); w != "" {
+			cfg.Warnings = append(cfg.Warnings, w)
+		}
+	}
 	cfg.HookEnv = hookEnv
 	return func(env core.Env) (core.Core, error) {
 		oc, err := order.New(env, ocfg)

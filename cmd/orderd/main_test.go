@@ -46,10 +46,15 @@ func TestConfigRefusals(t *testing.T) {
 		{"--commit-delay", "60ms"},
 		{"--probe", "200ms"}, // 200ms + 200ms leaves no room before the 400ms timeout
 		{"--probe", "500us"},
+		// The core's own checks named its fields (Window, RelayAfter), and
+		// took --window 0 for its default.
+		{"--window", "0"},
+		{"--window", "65537"},
+		{"--retry", "2s"},
 	} {
 		_, err := configWith(t, args...)
 		var ue app.UsageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), strings.TrimPrefix(args[0], "")) {
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("%v: %v, want a usage error naming %s", args, err, args[0])
 		}
 	}

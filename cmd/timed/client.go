@@ -80,10 +80,26 @@ func clientConfig(c *cli.Context) (*client.Config, error) {
 		return nil, nil
 	}
 	cfg := client.DefaultLANConfig()
-	for _, s := range servers {
+	// One source given twice (or under two names) would be counted twice
+	// where falsetickers are outvoted; the client refuses it at start,
+	// naming no flag, and --check would pass it.
+	given := map[netip.AddrPort]string{}
+	source := func(flag, s string) (netip.AddrPort, error) {
 		ap, err := resolveSource(s)
 		if err != nil {
-			return nil, app.UsageError{Err: fmt.Errorf("--server: %w", err)}
+			return ap, app.UsageError{Err: fmt.Errorf("--%s: %w", flag, err)}
+		}
+		key := netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		if first, dup := given[key]; dup {
+			return ap, app.Usagef("--%s %s: %s is already a source (%s): each server or peer counts once", flag, s, key, first)
+		}
+		given[key] = "--" + flag + " " + s
+		return ap, nil
+	}
+	for _, s := range servers {
+		ap, err := source("server", s)
+		if err != nil {
+			return nil, err
 		}
 		if mode == "cristian" {
 			cfg.CristianServers = append(cfg.CristianServers, ap)
@@ -101,9 +117,9 @@ func clientConfig(c *cli.Context) (*client.Config, error) {
 		cfg.CristianBurst, cfg.CristianMinDelay = c.Int("cristian-burst"), c.Duration("cristian-min-delay")
 	}
 	for _, s := range peers {
-		ap, err := resolveSource(s)
+		ap, err := source("peer", s)
 		if err != nil {
-			return nil, app.UsageError{Err: fmt.Errorf("--peer: %w", err)}
+			return nil, err
 		}
 		cfg.Peers = append(cfg.Peers, ap)
 	}

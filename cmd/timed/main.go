@@ -176,7 +176,8 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 			Seed:      int64(cfg.Seed),
 		}
 		if err := sc.Validate(); err != nil {
-			return nil, app.UsageError{Err: err}
+			// The clock's message names its fields ("sim drift"), not the flags.
+			return nil, app.Usagef("--sim-drift %g --sim-wander %g: %v", sc.DriftPPM, sc.WanderPPM, err)
 		}
 		cfg.Clock, cfg.ClockName = clock.NewSim(sc, time.Now), "sim"
 	case "system":

@@ -342,6 +342,13 @@ func TestNoClusterFlags(t *testing.T) {
 		{append(alone, "--server", "127.0.0.1", "--multicast", "239.1.1.1:7", "--interface", "lo"), "--multicast is for a cluster"},
 		{append(alone, "--serve", "127.0.0.1", "--cluster", "lab"), "--cluster is for a cluster"},
 		{append(alone, "--id", "1", "--server", "127.0.0.1"), "--members required"},
+		// One source twice would be counted twice where falsetickers are
+		// outvoted (--check passed it; the start refused it, naming no
+		// flag).
+		{append(alone, "--server", "127.0.0.1", "--server", "127.0.0.1:123"), "--server 127.0.0.1:123: 127.0.0.1:123 is already a source (--server 127.0.0.1): each server or peer counts once"},
+		{append(alone, "--server", "127.0.0.1:1123", "--peer", "[::ffff:127.0.0.1]:1123"), "--peer [::ffff:127.0.0.1]:1123: 127.0.0.1:1123 is already a source (--server 127.0.0.1:1123)"},
+		{append(alone, "--server", "127.0.0.1", "--server", "127.0.0.1", "--check"), "is already a source"},
+		{append(alone, "--server", "127.0.0.1", "--sim-drift", "1e12"), "--sim-drift 1e+12 --sim-wander 0: clock: sim drift 1e+12 ppm: must be within ±100000 ppm"},
 	} {
 		var stderr bytes.Buffer
 		a := newApp()

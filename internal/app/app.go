@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -286,6 +287,9 @@ func run(c *cli.Context, spec Spec) error {
 		return lab.explain(err)
 	}
 	if c.Bool("check") {
+		if err := cfg.Check(); err != nil {
+			return lab.explain(err)
+		}
 		return printCheck(c, cfg, lab)
 	}
 	d, err := daemon.New(cfg, newCore)
@@ -314,6 +318,14 @@ func commonConfig(c *cli.Context, spec Spec, lab *labUse) (daemon.Config, error)
 		MetricsAddr:  c.String("metrics"),
 		TickInterval: c.Duration("tick"),
 		Seed:         c.Uint64("seed"),
+	}
+	// Checked here, naming the flag, so that --check refuses them too
+	// (the daemon's own check, at start, names no flag).
+	if t := cfg.TickInterval; t < time.Millisecond || t > time.Second {
+		return cfg, Usagef("--tick %v: want 1ms to 1s", t)
+	}
+	if err := checkMetricsAddr(cfg.MetricsAddr); err != nil {
+		return cfg, UsageError{err}
 	}
 	cfg.TraceMaxBytes = c.Int64("trace-max-bytes")
 	if cfg.TraceMaxBytes <= 0 {
@@ -374,13 +386,22 @@ func commonConfig(c *cli.Context, spec Spec, lab *labUse) (daemon.Config, error)
 		if ifname == "" {
 			return cfg, Usagef("--multicast needs --interface: the interface the group is joined on")
 		}
+		// Checked here so that the error names the flag (the transport's
+		// names the member's listen address) and --check finds it.
+		if _, err := net.InterfaceByName(ifname); err != nil {
+			return cfg, Usagef("--interface %q: no such network interface on this host (`ip -br link` lists them)", ifname)
+		}
 		ttl := c.Int("multicast-ttl")
 		if ttl < 0 || ttl > 255 {
 			return cfg, Usagef("--multicast-ttl %d: want 0-255", ttl)
 		}
 		cfg.Multicast = &transport.MulticastConfig{Group: group, Interface: ifname, TTL: ttl, Loopback: true}
-	} else if c.IsSet("interface") {
-		return cfg, Usagef("--interface is only used with --multicast")
+	} else {
+		for _, f := range []string{"interface", "multicast-ttl"} {
+			if c.IsSet(f) {
+				return cfg, Usagef("--%s is only used with --multicast", f)
+			}
+		}
 	}
 	return cfg, nil
 }

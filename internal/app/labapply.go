@@ -215,6 +215,9 @@ func printCheck(c *cli.Context, cfg daemon.Config, u *labUse) error {
 		}
 		fmt.Fprintf(w, "members: %s\n", strings.Join(list, ","))
 	}
+	for _, warning := range cfg.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 	switch {
 	case len(cfg.Keys) > 0:
 		fmt.Fprintf(w, "key: %s (%s)\n", c.String("key-file"), Plural(uint64(len(cfg.Keys)), "key"))

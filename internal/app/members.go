@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -26,6 +28,10 @@ func ParseMembers(s string) (map[uint32]netip.AddrPort, error) {
 		return nil, fmt.Errorf("empty member list: want ID=HOST:PORT,ID=HOST:PORT,...")
 	}
 	members := make(map[uint32]netip.AddrPort, len(fields))
+	// Two members at one address would be one socket: frames for either
+	// reach whichever listens there (a member listed twice, or a copied
+	// line whose port was not changed).
+	owner := make(map[netip.AddrPort]uint32, len(fields))
 	for _, f := range fields {
 		idStr, hostport, ok := strings.Cut(f, "=")
 		if !ok {
@@ -42,9 +48,31 @@ func ParseMembers(s string) (map[uint32]netip.AddrPort, error) {
 		if err != nil {
 			return nil, fmt.Errorf("member %d: %w", id, err)
 		}
+		if err := memberAddr(ap); err != nil {
+			return nil, fmt.Errorf("member %d: %w", id, err)
+		}
+		if other, dup := owner[ap]; dup {
+			return nil, fmt.Errorf("members %d and %d both have the address %s: each member needs its own (another host, or another port)", min(other, uint32(id)), max(other, uint32(id)), ap)
+		}
+		owner[ap] = uint32(id)
 		members[uint32(id)] = ap
 	}
 	return members, nil
+}
+
+// memberAddr refuses an address the other members cannot send to: every
+// member sends to every entry of the same list, so an entry is the
+// member's own unicast address, not what its socket binds to (0.0.0.0
+// would send each member's frames to itself).
+func memberAddr(ap netip.AddrPort) error {
+	a := ap.Addr()
+	switch {
+	case a.IsUnspecified():
+		return fmt.Errorf("address %s: %s means \"every address of this host\", which no other member can send to: give the host's own address (the one the other members reach it at)", ap, a)
+	case a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return fmt.Errorf("address %s: %s is not one host's address: give the member's own unicast address (multicast is --multicast)", ap, a)
+	}
+	return nil
 }
 
 func resolveAddrPort(hostport string) (netip.AddrPort, error) {
@@ -56,6 +84,15 @@ func resolveAddrPort(hostport string) (netip.AddrPort, error) {
 	}
 	host, portStr, err := net.SplitHostPort(hostport)
 	if err != nil {
+		// "::1:7100" is also an IPv6 address of its own; with the port a
+		// member needs, the last group is the port the operator meant.
+		if i := strings.LastIndex(hostport, ":"); i > 0 && strings.Count(hostport, ":") > 1 && !strings.HasPrefix(hostport, "[") {
+			example := "[ADDRESS]:PORT"
+			if _, err := netip.ParseAddr(hostport[:i]); err == nil {
+				example = "[" + hostport[:i] + "]" + hostport[i:]
+			}
+			return netip.AddrPort{}, fmt.Errorf("address %q: an IPv6 address goes in brackets before its port: %s", hostport, example)
+		}
 		return netip.AddrPort{}, fmt.Errorf("address %q: want HOST:PORT", hostport)
 	}
 	port, err := strconv.ParseUint(portStr, 10, 16)
@@ -136,4 +173,57 @@ func MistypedIP(host string) error {
 		return fmt.Errorf("%q is not an IPv4 address (four numbers 0-255, e.g. 10.0.0.1)", host)
 	}
 	return nil
+}
+
+// checkMetricsAddr refuses a --metrics address the daemon could not
+// listen on, at start rather than with the socket's error: a bare port
+// ("9177") and a port out of range are the usual slips. An empty host
+// listens on every address, as net.Listen does.
+func checkMetricsAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if _, perr := strconv.ParseUint(addr, 10, 16); perr == nil {
+			return fmt.Errorf("--metrics %q: want HOST:PORT, e.g. 127.0.0.1:%s (a port alone is no address)", addr, addr)
+		}
+		return fmt.Errorf("--metrics %q: want HOST:PORT, e.g. 127.0.0.1:9177 ([IPv6]:PORT for IPv6)", addr)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fmt.Errorf("--metrics %q: port %q: want 1-65535", addr, port)
+	}
+	if _, err := netip.ParseAddr(host); err != nil {
+		if err := MistypedIP(host); err != nil {
+			return fmt.Errorf("--metrics %q: %w", addr, err)
+		}
+	}
+	return nil
+}
+
+// MajorityWarning is the start-up warning for an even member count in a
+// cluster whose algorithm (what) works only while a majority runs: an
+// even count is legal, but it survives no more failures than one member
+// fewer, and two members survive none. "" for an odd count.
+func MajorityWarning(members int, what string) string {
+	if members < 2 || members%2 == 1 {
+		return ""
+	}
+	majority := members/2 + 1
+	if members == 2 {
+		return fmt.Sprintf("2 members, and %s needs a majority (2 of 2): the loss of either member stops it; 3 members survive one failure (or run 1 for no fault tolerance)", what)
+	}
+	return fmt.Sprintf("%d members, and %s needs a majority (%d of %d): it survives %s, as %d members would; an odd count (%d or %d) is the usual choice",
+		members, what, majority, members, Plural(uint64(members-majority), "failed member"), members-1, members-1, members+1)
+}
+
+// HookTimeout is the --hook-timeout flag's value, refused unless
+// positive: a negative one kills every hook as it starts, and 0 would be
+// the daemon's default, not "no limit".
+func HookTimeout(c *cli.Context) (time.Duration, error) {
+	d := c.Duration("hook-timeout")
+	if d <= 0 {
+		return 0, Usagef("--hook-timeout %v: want a positive duration (a hook still running after it is killed)", d)
+	}
+	return d, nil
 }

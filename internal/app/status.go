@@ -139,6 +139,9 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 	if st.ConfigSource != "" {
 		fmt.Fprintf(tw, "Config\t: %s\n", st.ConfigSource)
 	}
+	for _, w := range st.ConfigWarnings {
+		fmt.Fprintf(tw, "WARNING\t: %s\n", w)
+	}
 	fmt.Fprintf(tw, "Uptime\t: %s\n", (time.Duration(st.UptimeSeconds * float64(time.Second))).Round(time.Second))
 	if line := memoryLine(st.Memory); line != "" {
 		fmt.Fprintf(tw, "Memory\t: %s\n", line)

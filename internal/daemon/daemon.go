@@ -39,6 +39,11 @@ type Config struct {
 	// and environment ("lab file /etc/synclab/lab.toml, host 2 (address
 	// 10.0.0.2 on eth0)"), for status; "" for none.
 	ConfigSource string
+	// Warnings are settings the binary found legal but likely wrong (an
+	// even member count for an algorithm that needs a majority): each is
+	// logged at WARN at start and shown by status, so that the operator
+	// sees it and need not take it for a fault later.
+	Warnings []string
 	// ID is this node's member ID (> 0). Required, unless the daemon runs
 	// outside any cluster (see Standalone).
 	ID uint32
@@ -157,6 +162,17 @@ type Config struct {
 // all) and speaks only its foreign protocol on the datagram socket, which
 // it must have: timed keeping time over NTP alone.
 func (c *Config) Standalone() bool { return c.ID == 0 && len(c.Members) == 0 }
+
+// Check applies New's checks of the operator's configuration to a copy
+// of it, without opening anything: `X run --check` refuses what the start
+// would (its defaults are filled in the copy only). The clock is the
+// binary's wiring, not the operator's: a missing one is New's to refuse.
+func (c Config) Check() error {
+	if c.Clock == nil {
+		c.Clock = clock.NewSteady()
+	}
+	return c.validate()
+}
 
 func (c *Config) validate() error {
 	if c.Name == "" {
@@ -390,6 +406,10 @@ func New(cfg Config, newCore CoreFactory) (*Daemon, error) {
 	}
 	st, err := openStateDir(cfg.StateDir)
 	if err != nil {
+		return nil, err
+	}
+	if err := st.claim(cfg.Name); err != nil {
+		st.close()
 		return nil, err
 	}
 	d, err := build(cfg, st, newCore)

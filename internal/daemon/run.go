@@ -126,6 +126,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		d.log.Warn("running without authentication (--insecure): any host on the LAN can forge and replay this cluster's frames; create a key with `" +
 			d.cfg.Name + " keygen` and give every member --key-file")
 	}
+	for _, w := range d.cfg.Warnings {
+		d.log.Warn(w)
+	}
 	if _, err := sdnotify.Ready(); err != nil {
 		d.log.Warn("sd_notify READY failed", "err", err)
 	}

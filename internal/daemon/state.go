@@ -34,6 +34,7 @@ const (
 	lockFile        = "lock"
 	incarnationFile = "incarnation"
 	epochsFile      = "epochs"
+	daemonFile      = "daemon"
 	lamportFile     = "lamport"
 	coreStateFile   = CoreStateFile
 )
@@ -54,6 +55,29 @@ func openStateDir(path string) (*stateDir, error) {
 		return nil, fmt.Errorf("locking state directory %s: %w", path, err)
 	}
 	return &stateDir{path: path, lock: f}, nil
+}
+
+// claim marks the directory as daemon's, or refuses it when another
+// daemon's state is there: the lock keeps two daemons out of one directory
+// at once, not one after the other, and each would read the other's
+// core.state as a damaged file of its own (and be told to remove it). A
+// directory from before the mark is claimed by the first daemon that
+// opens it.
+func (s *stateDir) claim(daemon string) error {
+	b, err := s.read(daemonFile)
+	if err != nil {
+		return fmt.Errorf("state directory %s: %w", s.path, err)
+	}
+	if owner := strings.TrimSpace(string(b)); owner != "" {
+		if owner != daemon {
+			return fmt.Errorf("state directory %s holds %s's state, not %s's (its file %q says so): give each daemon its own --state-dir (the default is /var/lib/%s)", s.path, owner, daemon, daemonFile, daemon)
+		}
+		return nil
+	}
+	if err := s.write(daemonFile, []byte(daemon+"\n")); err != nil {
+		return fmt.Errorf("state directory %s is not writable: %w (give the daemon's user a directory of its own)", s.path, err)
+	}
+	return nil
 }
 
 func (s *stateDir) close() error {

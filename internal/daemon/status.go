@@ -18,13 +18,15 @@ type Status struct {
 	Version string `json:"version,omitempty"`
 	Commit  string `json:"commit,omitempty"`
 	// ConfigSource: where the configuration came from (Config.ConfigSource).
-	ConfigSource string   `json:"config_source,omitempty"`
-	ID           uint32   `json:"id"`
-	Cluster      string   `json:"cluster"`
-	Address      string   `json:"address"`
-	Members      []Member `json:"members"`
-	Multicast    string   `json:"multicast,omitempty"`
-	Auth         bool     `json:"auth"`
+	ConfigSource string `json:"config_source,omitempty"`
+	// ConfigWarnings are Config.Warnings: settings legal but likely wrong.
+	ConfigWarnings []string `json:"config_warnings,omitempty"`
+	ID             uint32   `json:"id"`
+	Cluster        string   `json:"cluster"`
+	Address        string   `json:"address"`
+	Members        []Member `json:"members"`
+	Multicast      string   `json:"multicast,omitempty"`
+	Auth           bool     `json:"auth"`
 	// Insecure: the cluster runs without keys by the operator's choice.
 	Insecure      bool        `json:"insecure"`
 	Started       time.Time   `json:"started"`
@@ -137,27 +139,28 @@ func (d *Daemon) Status(ctx context.Context) (Status, error) {
 
 func (d *Daemon) statusLocked(n *node.Node) Status {
 	st := Status{
-		Daemon:        d.cfg.Name,
-		Version:       d.cfg.Version,
-		Commit:        d.cfg.Commit,
-		ConfigSource:  d.cfg.ConfigSource,
-		ID:            d.cfg.ID,
-		Cluster:       d.cfg.Cluster,
-		Address:       d.cfg.Members[d.cfg.ID].String(),
-		Auth:          len(d.cfg.Keys) > 0,
-		Insecure:      d.cfg.Insecure,
-		Started:       d.started,
-		UptimeSeconds: time.Since(d.started).Seconds(),
-		TickNs:        int64(d.cfg.TickInterval),
-		Node:          n.Status(),
-		Events:        maps.Clone(d.events),
-		Errors:        d.errorCounts(),
-		Hooks:         d.hooks.stats(),
-		Trace:         d.tr.status(),
-		TraceWindow:   d.win.status(),
-		TraceAsks:     d.traceAsks(),
-		TrueTime:      d.trueTimeStatus(),
-		Persist:       d.persist,
+		Daemon:         d.cfg.Name,
+		Version:        d.cfg.Version,
+		Commit:         d.cfg.Commit,
+		ConfigSource:   d.cfg.ConfigSource,
+		ConfigWarnings: d.cfg.Warnings,
+		ID:             d.cfg.ID,
+		Cluster:        d.cfg.Cluster,
+		Address:        d.cfg.Members[d.cfg.ID].String(),
+		Auth:           len(d.cfg.Keys) > 0,
+		Insecure:       d.cfg.Insecure,
+		Started:        d.started,
+		UptimeSeconds:  time.Since(d.started).Seconds(),
+		TickNs:         int64(d.cfg.TickInterval),
+		Node:           n.Status(),
+		Events:         maps.Clone(d.events),
+		Errors:         d.errorCounts(),
+		Hooks:          d.hooks.stats(),
+		Trace:          d.tr.status(),
+		TraceWindow:    d.win.status(),
+		TraceAsks:      d.traceAsks(),
+		TrueTime:       d.trueTimeStatus(),
+		Persist:        d.persist,
 	}
 	if d.cfg.Standalone() {
 		st.Address = "" // no member socket
