@@ -319,6 +319,15 @@ func commonConfig(c *cli.Context, spec Spec, lab *labUse) (daemon.Config, error)
 		TickInterval: c.Duration("tick"),
 		Seed:         c.Uint64("seed"),
 	}
+	// An empty path or name given on purpose is most likely an unset
+	// variable in a unit file or script (--state-dir "$DIR"): the daemon
+	// would fall back to its default quietly, and two daemons given one
+	// such line would share /var/lib/NAME.
+	for _, f := range []string{"state-dir", "control", "cluster"} {
+		if c.IsSet(f) && strings.TrimSpace(c.String(f)) == "" {
+			return cfg, Usagef("--%s is empty (an unset variable?): give a value, or leave the flag out for the default", f)
+		}
+	}
 	// Checked here, naming the flag, so that --check refuses them too
 	// (the daemon's own check, at start, names no flag).
 	if t := cfg.TickInterval; t < time.Millisecond || t > time.Second {
