@@ -555,12 +555,14 @@ func (c *Client) hold(s *source, smp ntp.Sample) {
 	c.nextSample(s)
 }
 
-// nextSample moves s's poll on after an answer: the next request at once
-// (unless an earlier one is still in flight: it goes on that one's answer
-// or at its wait's end), or, once every request of the poll is answered,
-// the held sample to the filter.
+// nextSample moves s's poll on after an answer: the next request at once,
+// or, after the poll's last, the held sample to the filter; but while the
+// latest request is in flight (this answered an earlier one, on a slow
+// link), that one's answer (or its wait's end) moves it on. An earlier
+// request still unanswered after the latest one's answer is most likely
+// lost: its answer, if it comes, is a sample of its own.
 func (c *Client) nextSample(s *source) {
-	if s.assoc.Outstanding() > 0 {
+	if _, latest := s.assoc.Outstanding(); latest {
 		return
 	}
 	if s.pollLeft > 0 {

@@ -102,6 +102,7 @@ type Association struct {
 	// mode's.
 	out    []pending
 	maxOut int
+	seq    uint64 // the latest request's pending.seq
 
 	// Symmetric mode, since our last packet: whether one of the peer's
 	// packets gave a sample (answered), and whether org and rec were
@@ -124,6 +125,7 @@ type pending struct {
 	local time.Time    // T1 on the local clock, exact
 	// stamped: Sent has recorded the transport's transmit timestamp.
 	stamped bool
+	seq     uint64 // its place in the order of our requests
 	// Interleaved mode: nonce is its receive field, an interleaved
 	// answer's origin (zero: the request was basic); srvRx its origin
 	// field, the server's receive timestamp of the exchange whose T3 it
@@ -219,8 +221,12 @@ func (a *Association) SetMaxOutstanding(n int) error {
 	return nil
 }
 
-// Outstanding returns how many of our requests are still waited for.
-func (a *Association) Outstanding() int { return len(a.out) }
+// Outstanding returns how many of our requests are still waited for, and
+// whether the latest one is.
+func (a *Association) Outstanding() (n int, latest bool) {
+	n = len(a.out)
+	return n, n > 0 && a.out[n-1].seq == a.seq
+}
 
 // Forget stops waiting for the requests sent so far: their answers, if
 // they come, are bogus (a client starting a new poll).
@@ -334,7 +340,8 @@ func (a *Association) Request(now time.Time, poll int8, sys System) wire.NTPPack
 			// The oldest is no longer waited for.
 			a.out = append(a.out[:0], a.out[1:]...)
 		}
-		a.out = append(a.out, pending{xmt: p.Transmit, local: now, nonce: p.Receive, srvRx: p.Origin})
+		a.seq++
+		a.out = append(a.out, pending{xmt: p.Transmit, local: now, nonce: p.Receive, srvRx: p.Origin, seq: a.seq})
 		return p
 	}
 	a.Sent(p.Transmit, now)
@@ -356,7 +363,8 @@ func (a *Association) Sent(xmt wire.NTPTime, at time.Time) {
 		if len(a.out) == a.maxOut {
 			a.out = append(a.out[:0], a.out[1:]...)
 		}
-		a.out = append(a.out, pending{xmt: xmt, local: at, stamped: true})
+		a.seq++
+		a.out = append(a.out, pending{xmt: xmt, local: at, stamped: true, seq: a.seq})
 		return
 	}
 	a.xmt = xmt

@@ -46,8 +46,8 @@ func TestOutstandingRequests(t *testing.T) {
 		a.Sent(req.Transmit, t1.Add(us(7)))
 		reqs, t1s = append(reqs, req), append(t1s, t1.Add(us(7)))
 	}
-	if n := a.Outstanding(); n != 3 {
-		t.Fatalf("%d outstanding after 4 requests, want the last 3", n)
+	if n, latest := a.Outstanding(); n != 3 || !latest {
+		t.Fatalf("%d outstanding after 4 requests (the latest: %v), want the last 3", n, latest)
 	}
 	// The first request was evicted by the fourth.
 	if rep, dst := answer(reqs[0], t1s[0]); true {
@@ -79,12 +79,26 @@ func TestOutstandingRequests(t *testing.T) {
 	if _, err := a.Receive(&forged, dst); !errors.Is(err, ErrBogus) {
 		t.Fatalf("forged origin: %v, want bogus", err)
 	}
-	if n := a.Outstanding(); n != 1 {
-		t.Fatalf("%d outstanding, want 1", n)
+	if n, latest := a.Outstanding(); n != 1 || !latest {
+		t.Fatalf("%d outstanding (the latest: %v), want the latest only", n, latest)
 	}
 	a.Forget()
-	if _, err := a.Receive(rep, dst); !errors.Is(err, ErrBogus) || a.Outstanding() != 0 {
-		t.Fatalf("answer to a forgotten request: %v (%d outstanding), want bogus", err, a.Outstanding())
+	if _, err := a.Receive(rep, dst); !errors.Is(err, ErrBogus) {
+		t.Fatalf("answer to a forgotten request: %v, want bogus", err)
+	}
+	if n, latest := a.Outstanding(); n != 0 || latest {
+		t.Fatalf("%d outstanding after Forget (the latest: %v)", n, latest)
+	}
+	// Two more; the latest answered first: the other is still waited
+	// for, the latest not.
+	a.Request(t0.Add(ms(100)), 0, System{Precision: -20}) // never answered
+	r5 := roundTrip(t, a.Request(t0.Add(ms(120)), 0, System{Precision: -20}))
+	rep, dst = answer(r5, t0.Add(ms(120)))
+	if _, err := a.Receive(rep, dst); err != nil {
+		t.Fatal(err)
+	}
+	if n, latest := a.Outstanding(); n != 1 || latest {
+		t.Fatalf("%d outstanding (the latest: %v), want the older one only", n, latest)
 	}
 }
 
