@@ -230,6 +230,9 @@ func renderSources(w io.Writer, sources []client.SourceStatus) error {
 		if s.Interleaved != "" {
 			mode += " (xleave: " + s.Interleaved + ")"
 		}
+		if s.PollSamplesWhy != "" {
+			mode += " (poll-samples: 1 answer a poll)"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Address, mode, s.Stratum, s.Reach, s.Poll,
 			app.FormatOffset(time.Duration(s.OffsetNS)), fmtDur(time.Duration(s.DelayNS)),
 			fmtDur(time.Duration(s.DispersionNS)), fmtDur(time.Duration(s.JitterNS)), verdict)
@@ -240,6 +243,9 @@ func renderSources(w io.Writer, sources []client.SourceStatus) error {
 	for _, s := range sources {
 		if s.InterleavedWhy != "" {
 			fmt.Fprintf(w, "%s: xleave %s: %s\n", s.Address, s.Interleaved, s.InterleavedWhy)
+		}
+		if s.PollSamplesWhy != "" {
+			fmt.Fprintf(w, "%s: %s\n", s.Address, s.PollSamplesWhy)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"net/netip"
 	"time"
 
@@ -44,6 +45,14 @@ const (
 	// interleaved requests in a row in basic mode: it does not speak the
 	// mode, or has stopped (a restart, a full table).
 	EventInterleavedBasic = "interleaved_basic"
+	// EventPollSamplesSingle (WARN): a server answered only one request
+	// of most multi-sample polls (Config.PollSamples; pollSingleOn of
+	// the last 8): a rate limit that drops the rest. At most once per
+	// pollSingleWarnEvery per source.
+	EventPollSamplesSingle = "poll_samples_single"
+	// EventPollSamplesAnswered: a server so reported answers several
+	// requests of most polls again.
+	EventPollSamplesAnswered = "poll_samples_answered"
 )
 
 // Counter names of Status.Counters: packets by what happened to them.
@@ -102,13 +111,23 @@ type source struct {
 	// A poll of several requests (Config.PollSamples > 1, servers only):
 	// pollLeft requests still to send, each when the last is answered or
 	// at next; the poll after this one is due at nextPoll. The least
-	// delayed sample so far is held until the poll ends (its last answer,
-	// or heldUntil), then given to the filter.
+	// delayed sample so far is held until the poll ends (every request
+	// answered, or heldUntil), then given to the filter.
 	pollLeft  int
 	nextPoll  time.Time
 	held      ntp.Sample
 	hasHeld   bool
 	heldUntil time.Time
+	// The current poll's requests sent and answers taken; the answers
+	// to the last answered poll that sent all its requests; which of the
+	// last 8 such polls had one answer (a shift register, the latest in
+	// bit 0); whether the status says the server drops the rest
+	// (single), whether a warning said so (singleLogged), and when.
+	pollSent, pollAnswers int
+	lastAnswers           int
+	singleReg             uint8
+	single, singleLogged  bool
+	singleWarned          time.Time
 
 	// Cristian sources only (assoc and passive are nil):
 	cristian  *cristian.Burst
@@ -262,6 +281,12 @@ func New(cfg Config) (*Client, error) {
 			if err := c.srcs[len(c.srcs)-1].assoc.EnableInterleaved(cfg.Rand.Uint64); err != nil {
 				return nil, err
 			}
+		}
+		// Every request of a poll is waited for, not only the last: on
+		// a link slower than sampleWait the next request leaves before
+		// the last one's answer comes.
+		if err := c.srcs[len(c.srcs)-1].assoc.SetMaxOutstanding(cfg.PollSamples); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}
 	for _, a := range cfg.Peers {
@@ -434,6 +459,7 @@ func (c *Client) poll(s *source, now time.Time) {
 		// reach register or the interval.
 		c.request(s, now)
 		s.pollLeft--
+		s.pollSent++
 		if s.pollLeft == 0 {
 			s.next, s.heldUntil = s.nextPoll, now.Add(c.sampleWait(s))
 		} else {
@@ -443,6 +469,9 @@ func (c *Client) poll(s *source, now time.Time) {
 	}
 	if multi {
 		c.releaseHeld(s) // the last poll's answers are all in, or lost
+		c.pollAnswered(s, now)
+		s.assoc.Forget()
+		s.pollSent, s.pollAnswers = 1, 0
 	}
 	c.request(s, now)
 	wait := s.poller.Sent()
@@ -493,19 +522,26 @@ func (c *Client) multiSample(s *source) bool {
 // sampleWait is how long a request of a multi-sample poll may go
 // unanswered before the next one goes (or the poll ends): the whole poll
 // must end well before the next (half the shortest interval, a burst's
-// included), and an answer that comes after it is refused as bogus (it
-// answers a request we no longer wait for), unless it answers the poll's
-// last request: that one, late, is a sample of its own (held and
-// released as the next poll starts; the bound holds for it as for any). A LAN server answers within
-// a millisecond, but a loaded host schedules the daemons tens of
-// milliseconds late; a lost answer, the only cost of waiting longer, is
-// rare.
+// included). A LAN server answers within a millisecond, but a loaded host
+// schedules the daemons tens of milliseconds late; a lost answer, the
+// only cost of waiting longer, is rare: 250 ms, or one and a half of the
+// last sample's round trip if longer, so that on a slow link each
+// request still goes on the last one's answer, within half the interval.
+// An answer that comes after the wait is taken all the same while the
+// poll is the latest (ntp.Association.SetMaxOutstanding): a late one after
+// the poll ended is held and given to the filter as the next poll starts
+// (the bound holds for it as for any).
 func (c *Client) sampleWait(s *source) time.Duration {
 	iv := ntp.PollInterval(s.pollExp())
 	if c.cfg.Burst > 0 {
 		iv = min(iv, c.cfg.BurstInterval)
 	}
-	return max(min(iv/time.Duration(2*c.cfg.PollSamples), 250*time.Millisecond), c.cfg.TickInterval)
+	most := iv / time.Duration(2*c.cfg.PollSamples)
+	w := min(most, 250*time.Millisecond)
+	if s.hasLast {
+		w = max(w, min(most, s.last.Delay*3/2))
+	}
+	return max(w, c.cfg.TickInterval)
 }
 
 // hold keeps smp if it is the least delayed answer of s's current poll,
@@ -513,6 +549,7 @@ func (c *Client) sampleWait(s *source) time.Duration {
 // next request goes at once (its path still warm from this exchange).
 func (c *Client) hold(s *source, smp ntp.Sample) {
 	s.poller.Received()
+	s.pollAnswers++
 	if s.hasHeld {
 		c.counters[cntPollUnused]++
 		if smp.Delay >= s.held.Delay {
@@ -524,14 +561,75 @@ func (c *Client) hold(s *source, smp ntp.Sample) {
 }
 
 // nextSample moves s's poll on after an answer: the next request at once,
-// or, after the poll's last, the held sample to the filter.
+// or, after the poll's last, the held sample to the filter; but while the
+// latest request is in flight (this answered an earlier one, on a slow
+// link), that one's answer (or its wait's end) moves it on. An earlier
+// request still unanswered after the latest one's answer is most likely
+// lost: its answer, if it comes, is a sample of its own.
 func (c *Client) nextSample(s *source) {
+	if _, latest := s.assoc.Outstanding(); latest {
+		return
+	}
 	if s.pollLeft > 0 {
 		s.next = c.now.Add(1) // as soon as possible (node.NextTick)
 		return
 	}
 	c.releaseHeld(s)
 }
+
+// A server is said to drop all but one request a poll when pollSingleOn
+// of the last 8 whole polls had one answer, and no longer when at most
+// pollSingleOff did: chronyd's rate limit lets a random share of the
+// requests over it through (its leak), and the report must not come and
+// go with each.
+const (
+	pollSingleOn  = 6
+	pollSingleOff = 2
+)
+
+// pollSingleWarnEvery spaces the warnings of a server that comes and goes
+// out of answering one request a poll.
+const pollSingleWarnEvery = time.Hour
+
+// pollAnswered looks at the answers to s's last poll, if it sent all its
+// requests (a RATE kiss ends one early) and got any: a server that answers
+// only one request of most polls drops the rest. Its one answer is the
+// poll's sample, as with PollSamples 1; the administrator is told that the
+// other requests only cost it.
+func (c *Client) pollAnswered(s *source, now time.Time) {
+	if s.pollSent < c.cfg.PollSamples || s.pollAnswers == 0 {
+		return // a poll cut short, or lost: says nothing about the server
+	}
+	s.lastAnswers = s.pollAnswers
+	s.singleReg <<= 1
+	if s.pollAnswers == 1 {
+		s.singleReg |= 1
+	}
+	n := bits.OnesCount8(s.singleReg)
+	switch {
+	case !s.single && n >= pollSingleOn:
+		s.single = true
+		if !s.singleWarned.IsZero() && now.Sub(s.singleWarned) < pollSingleWarnEvery {
+			return
+		}
+		s.singleWarned, s.singleLogged = now, true
+		c.warn(EventPollSamplesSingle, fmt.Sprintf("server %v answered only 1 of the %d requests in %d of the last 8 polls (--poll-samples %d): %s",
+			s.addr, c.cfg.PollSamples, n, c.cfg.PollSamples, pollSingleWhy),
+			"source", s.addr.String(), "poll_samples", c.cfg.PollSamples, "polls", n)
+	case s.single && n <= pollSingleOff:
+		s.single = false
+		if s.singleLogged {
+			s.singleLogged = false
+			c.event(EventPollSamplesAnswered, fmt.Sprintf("server %v answers several of the %d requests a poll again (--poll-samples %d)",
+				s.addr, c.cfg.PollSamples, c.cfg.PollSamples), "source", s.addr.String())
+		}
+	}
+}
+
+// pollSingleWhy says what a server that answers one request a poll means.
+const pollSingleWhy = "it drops the rest (a rate limit that does not kiss, such as chronyd's ratelimit); " +
+	"timed uses the one answer as with --poll-samples 1, and the other requests only count against the limit: " +
+	"give this client --poll-samples 1, or raise the server's rate limit to the poll interval divided by the samples"
 
 // releaseHeld gives the filter the least delayed sample of s's last poll.
 func (c *Client) releaseHeld(s *source) {
@@ -664,6 +762,7 @@ func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
 			s.poller.Received()
 			c.counters[cntXleaveSampled]++
 			if c.multiSample(s) {
+				s.pollAnswers++
 				c.nextSample(s)
 			}
 			return nil
@@ -685,6 +784,10 @@ func (c *Client) answer(s *source, p *wire.NTPPacket, dst time.Time) error {
 		s.poller.Received() // the source did answer
 		c.counters[cntStepped]++
 		s.lastErr = ErrClockStepped.Error()
+		if c.multiSample(s) {
+			s.pollAnswers++
+			c.nextSample(s)
+		}
 		return fmt.Errorf("%v: %w", s.addr, ErrClockStepped)
 	}
 	// A slew between T1 and T4 moved T4 but not T1, and the offset,

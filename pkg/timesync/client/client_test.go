@@ -709,6 +709,29 @@ func TestPollSamples(t *testing.T) {
 	}
 }
 
+// TestPollSamplesLostRequest: a poll's second request is lost; the third
+// goes at the second's wait's end, and the poll ends on its answer, not
+// at the end of a wait for the lost one: a request still unanswered after
+// a later one's answer is taken for lost.
+func TestPollSamplesLostRequest(t *testing.T) {
+	b := newBench(t, func(c *client.Config) {
+		c.PollSamples, c.Burst, c.MinPoll, c.MaxPoll = 3, -1, 0, 0
+	})
+	const us = time.Microsecond
+	if err := b.answer(b.nextRequest(srvAddr), 0, 100*us, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.nextRequest(srvAddr) // lost
+	third := b.nextRequest(srvAddr)
+	if err := b.answer(third, 0, 80*us, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.c.Report().Sources[0]; st.Accepted != 1 || time.Duration(st.LastDelayNS) != 160*us {
+		t.Fatalf("after the poll's last answer: accepted %d, last delay %v; want the third answer's sample at once",
+			st.Accepted, time.Duration(st.LastDelayNS))
+	}
+}
+
 // TestPollSamplesKissRate: a RATE kiss ends a multi-sample poll (the rest
 // of it would be refused as well) and the next request waits for the
 // server's interval; the answer already held is used.

@@ -192,8 +192,12 @@ type Config struct {
 	// one's did by 1-2 us. A server's rate limit sees PollSamples
 	// requests per poll interval: chronyd's ratelimit and timed's
 	// --rate-limit must allow that many (at polls of a second, raise
-	// them or keep 1). Peers, broadcast and Cristian servers are not
-	// affected.
+	// them or keep 1). Every request of a poll is waited for until the
+	// next poll begins, so a link slower than the wait between requests
+	// loses no answer; a server that answers one request a poll (a limit
+	// that drops the rest) synchronises the client as with 1, and is
+	// reported (EventPollSamplesSingle). Peers, broadcast and Cristian
+	// servers are not affected.
 	PollSamples int
 
 	// Precision is the local clock's precision exponent, log2 s (default

@@ -2,10 +2,12 @@ package client_test
 
 import (
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +29,16 @@ type testServer struct {
 	// edit, when set, changes each answer before it is sent (d is the
 	// request).
 	edit func(d core.Datagram, rep *wire.NTPPacket)
+	// quiet, when set, drops every request that comes less than quiet
+	// after the last one answered (by the server's clock): a rate limit
+	// that drops rather than kisses, answering only a multi-sample
+	// poll's first request.
+	quiet    time.Duration
+	answered time.Time
+	// leak, with quiet, answers that share of the requests it would
+	// drop, at random (chronyd's ratelimit leak), drawing on rng.
+	leak float64
+	rng  *rand.Rand
 }
 
 func (s *testServer) Step(core.Message) error { return core.ErrUnexpectedKind }
@@ -36,6 +48,12 @@ func (s *testServer) Status() any             { return nil }
 func (s *testServer) StepDatagram(d core.Datagram) error {
 	if d.Local {
 		return nil
+	}
+	if s.quiet > 0 {
+		if !s.answered.IsZero() && d.Time.Sub(s.answered) < s.quiet && (s.leak == 0 || s.rng.Float64() >= s.leak) {
+			return nil
+		}
+		s.answered = d.Time
 	}
 	_, rep, err := stratum1Reply(d)
 	if err != nil {
@@ -178,8 +196,14 @@ func startClock(rng *rand.Rand) clock.SimConfig {
 	return clock.SimConfig{Offset: off, DriftPPM: rng.Float64()*100 - 50}
 }
 
+// flagPollSamples runs the simulations built on testConfig with that many
+// requests a poll (the oracle tests at --poll-samples N); 0 keeps the
+// default.
+var flagPollSamples = flag.Int("client.poll-samples", 0, "Config.PollSamples of the simulated clients built on testConfig (0: the default)")
+
 func testConfig(servers ...uint32) client.Config {
 	cfg := client.DefaultLANConfig()
+	cfg.PollSamples = *flagPollSamples
 	for _, id := range servers {
 		cfg.Servers = append(cfg.Servers, addr(id))
 	}
@@ -606,4 +630,90 @@ func TestSimPollSamplesStepOnce(t *testing.T) {
 			t.Fatalf("clock %v behind: %d steps, want 1: %v\n%s", -clk.Offset, len(steps), steps, report(s))
 		}
 	})
+}
+
+// TestSimPollSamplesSlowLink: --poll-samples 2 and 8 on links slower than
+// a request's wait (a poll interval / 2N, at most 250 ms), against a
+// server that answers every request and one that answers only a poll's
+// first (it drops requests within 300 ms of its last answer; the last
+// case lets 15% of them through at random, as chronyd's leak does). Each
+// answer came after the next request left and was refused as bogus
+// (answering a request no longer waited for): the client never
+// synchronised behind the second server (a review, 40 ms round trip, N =
+// 8), and paid N requests for one sample behind the first. Every answer to
+// one of the poll's requests is taken now: the client synchronises within
+// a minute, the truth inside its bound all along, and a server that
+// answers one request of most polls is named once at WARN, with the flag,
+// and in the status.
+func TestSimPollSamplesSlowLink(t *testing.T) {
+	for _, tc := range []struct {
+		samples int
+		oneWay  time.Duration
+		quiet   time.Duration
+		leak    float64
+	}{
+		{2, 150 * time.Millisecond, 0, 0},
+		{8, 150 * time.Millisecond, 0, 0},
+		{8, 20 * time.Millisecond, 0, 0},
+		{2, 150 * time.Millisecond, 300 * time.Millisecond, 0},
+		{8, 20 * time.Millisecond, 300 * time.Millisecond, 0},
+		{8, 150 * time.Millisecond, 300 * time.Millisecond, 0},
+		{8, 100 * time.Microsecond, 300 * time.Millisecond, 0},
+		{2, 100 * time.Microsecond, 300 * time.Millisecond, 0.15},
+	} {
+		name := fmt.Sprintf("N=%d/one-way=%v/quiet=%v/leak=%v", tc.samples, tc.oneWay, tc.quiet, tc.leak)
+		t.Run(name, func(t *testing.T) {
+			sim.Seeds(t, 10, func(t *testing.T, seed int64) {
+				rng := rand.New(rand.NewPCG(uint64(seed), 55))
+				s := sim.New(sim.Config{Seed: seed})
+				srvRng := rand.New(rand.NewPCG(uint64(seed), 56))
+				s.AddNode(2, addr(2), func(core.Env) core.Core {
+					return &testServer{quiet: tc.quiet, leak: tc.leak, rng: srvRng}
+				}, clock.SimConfig{})
+				s.SetLinkBoth(clientID, 2, sim.LinkConfig{Delay: tc.oneWay, Jitter: tc.oneWay / 10})
+				cfg := testConfig(2)
+				cfg.PollSamples = tc.samples
+				clk := startClock(rng)
+				addClient(t, s, clientID, cfg, clk)
+				o := &oracle{t: t, s: s, id: clientID}
+				// Half the round trip's jitter is the most an exchange's
+				// offset can be off by.
+				lim := time.Millisecond + tc.oneWay/10
+				if took := runUntilWithin(s, clientID, lim, time.Minute, o); took < 0 {
+					t.Fatalf("|offset| %v after a minute, want below %v\n%s", s.Clock(clientID).TrueOffset(), lim, report(s))
+				}
+				run(s, 30*time.Second, o)
+				st := s.Core(clientID).(*client.Client).Report()
+				if !st.Synchronized {
+					t.Fatalf("not synchronised\n%s", report(s))
+				}
+				warns := s.EventsNamed(client.EventPollSamplesSingle)
+				src := st.Sources[0]
+				if tc.quiet == 0 {
+					if len(warns) != 0 || src.PollSamplesWhy != "" {
+						t.Fatalf("a server that answers every request: %v, status %q\n%s", warns, src.PollSamplesWhy, report(s))
+					}
+					// Every answer is taken, but one that comes after the
+					// next poll began (as with N = 1: at 150 ms a way, the
+					// start-up burst's 500 ms polls of 8 requests end
+					// before the last one's answer).
+					polls := st.Counters["requests"] / uint64(tc.samples)
+					if n := st.Counters["rejected_bogus"]; n > polls || st.Counters["poll_samples_unused"] == 0 {
+						t.Fatalf("%d answers refused as bogus in %d polls, %d unused\n%s", n, polls, st.Counters["poll_samples_unused"], report(s))
+					}
+					return
+				}
+				if again := s.EventsNamed(client.EventPollSamplesAnswered); len(again) != 0 {
+					t.Fatalf("the report came and went: %v then %v\n%s", warns, again, report(s))
+				}
+				if len(warns) != 1 || !warns[0].Warn || !strings.Contains(warns[0].Msg, addr(2).String()) ||
+					!strings.Contains(warns[0].Msg, fmt.Sprintf("--poll-samples %d", tc.samples)) {
+					t.Fatalf("a server that answers a poll's first request only: events %v, want one WARN naming it and the flag\n%s", warns, report(s))
+				}
+				if !strings.Contains(src.PollSamplesWhy, "--poll-samples") || src.PollSamplesAnswered < 1 || tc.leak == 0 && src.PollSamplesAnswered != 1 {
+					t.Fatalf("status: answered %d a poll, %q\n%s", src.PollSamplesAnswered, src.PollSamplesWhy, report(s))
+				}
+			})
+		})
+	}
 }

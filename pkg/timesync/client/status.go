@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"maps"
+	"math/bits"
 	"time"
 
 	"github.com/synclab/synclab/pkg/timesync/ntp"
@@ -101,6 +102,12 @@ type SourceStatus struct {
 	InterleavedWhy     string `json:"interleaved_why,omitempty"`
 	InterleavedAnswers uint64 `json:"interleaved_answers,omitempty"`
 	BasicAnswers       uint64 `json:"basic_answers,omitempty"`
+	// Several samples a poll (Config.PollSamples > 1): how many requests
+	// of the last whole poll the server answered, and, when it has
+	// answered only one a poll for a while (it drops the rest),
+	// PollSamplesWhy says so and what to do.
+	PollSamplesAnswered int    `json:"poll_samples_answered,omitempty"`
+	PollSamplesWhy      string `json:"poll_samples_why,omitempty"`
 	// Cristian sources: the last burst's best round (package cristian):
 	// its round trip, the accuracy ±(RTT/2 - min) of its estimate, and
 	// how many replies the burst had.
@@ -208,6 +215,13 @@ func (c *Client) sourceStatus(s *source) SourceStatus {
 			ss.Interleaved = "interleaved"
 		default:
 			ss.Interleaved = "starting"
+		}
+	}
+	if c.multiSample(s) {
+		ss.PollSamplesAnswered = s.lastAnswers
+		if s.single {
+			ss.PollSamplesWhy = fmt.Sprintf("answered 1 of the %d requests in %d of the last 8 polls (--poll-samples %d): %s",
+				c.cfg.PollSamples, bits.OnesCount8(s.singleReg), c.cfg.PollSamples, pollSingleWhy)
 		}
 	}
 	if p, ok := s.peerVars(); ok {

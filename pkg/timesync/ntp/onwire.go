@@ -54,7 +54,10 @@ type Peer struct {
 //
 // Client mode: org and rec are updated only by valid replies (a forged
 // packet must not be able to reset them, CVE-2016-9042), and xmt is cleared
-// once answered.
+// once answered. With SetMaxOutstanding(n), the last n requests are each
+// waited for: an answer must echo the transmit timestamp of one of them
+// that is still unanswered (each gives at most one sample), so a request
+// sent before the last one's answer came (a slow link) is not refused.
 //
 //	client                      server
 //	  T1 --- mode 3, xmt=T1 ---->  T2
@@ -94,6 +97,13 @@ type Association struct {
 	org, rec, xmt wire.NTPTime
 	xmtLocal      time.Time // T1 on the local clock, exact
 
+	// Client mode: our requests still unanswered, oldest first, at most
+	// maxOut (SetMaxOutstanding); xmt and xmtLocal are the symmetric
+	// mode's.
+	out    []pending
+	maxOut int
+	seq    uint64 // the latest request's pending.seq
+
 	// Symmetric mode, since our last packet: whether one of the peer's
 	// packets gave a sample (answered), and whether org and rec were
 	// updated (updated).
@@ -108,6 +118,23 @@ type Association struct {
 
 	xl *interleave // client mode with EnableInterleaved; nil: basic only
 }
+
+// pending is one of our client-mode requests, not yet answered.
+type pending struct {
+	xmt   wire.NTPTime // its transmit timestamp: a basic answer's origin
+	local time.Time    // T1 on the local clock, exact
+	// stamped: Sent has recorded the transport's transmit timestamp.
+	stamped bool
+	seq     uint64 // its place in the order of our requests
+	// Interleaved mode: nonce is its receive field, an interleaved
+	// answer's origin (zero: the request was basic); srvRx its origin
+	// field, the server's receive timestamp of the exchange whose T3 it
+	// asks for.
+	nonce, srvRx wire.NTPTime
+}
+
+// MaxOutstanding bounds SetMaxOutstanding.
+const MaxOutstanding = NStage
 
 // MaxServerInterval bounds an interleaved answer's transmit timestamp: at
 // most this long after the receive timestamp of the exchange it belongs to
@@ -125,10 +152,6 @@ const MaxInterleavedUnanswered = 4
 // mode (EnableInterleaved).
 type interleave struct {
 	nonce func() uint64
-	// sent is the receive field of our latest request, a random nonce:
-	// an interleaved answer echoes it as its origin. Zero: that request
-	// was basic, or it was answered.
-	sent wire.NTPTime
 	// srvRx is the server's receive timestamp of the last valid answer,
 	// the next request's origin: it names, to the server, the answer
 	// whose transmit stamp we ask for.
@@ -174,8 +197,40 @@ func NewAssociation(mode uint8, localPrecision time.Duration) (*Association, err
 	default:
 		return nil, fmt.Errorf("%w: an association cannot send mode %d", ErrMode, mode)
 	}
-	return &Association{mode: mode, precision: max(localPrecision, 1)}, nil
+	return &Association{mode: mode, precision: max(localPrecision, 1), maxOut: 1}, nil
 }
+
+// SetMaxOutstanding makes a client-mode association wait for answers to
+// its last n requests (1 to MaxOutstanding; 1, the default, is RFC 5905's
+// rule: only the latest request may be answered). A client that sends
+// several requests a poll on a link slower than its wait between them
+// then takes each answer. Each request still gives at most one sample,
+// and an off-path forger must guess one of n clock readings instead of
+// one. Forget ends the wait for all of them.
+func (a *Association) SetMaxOutstanding(n int) error {
+	if a.symmetric() {
+		return fmt.Errorf("%w: several outstanding requests are for client associations", ErrMode)
+	}
+	if n < 1 || n > MaxOutstanding {
+		return fmt.Errorf("%w: %d outstanding requests: want 1..%d", ErrMode, n, MaxOutstanding)
+	}
+	a.maxOut = n
+	if len(a.out) > n {
+		a.out = append(a.out[:0], a.out[len(a.out)-n:]...)
+	}
+	return nil
+}
+
+// Outstanding returns how many of our requests are still waited for, and
+// whether the latest one is.
+func (a *Association) Outstanding() (n int, latest bool) {
+	n = len(a.out)
+	return n, n > 0 && a.out[n-1].seq == a.seq
+}
+
+// Forget stops waiting for the requests sent so far: their answers, if
+// they come, are bogus (a client starting a new poll).
+func (a *Association) Forget() { a.out = a.out[:0] }
 
 // Mode returns the mode the association sends.
 func (a *Association) Mode() uint8 { return a.mode }
@@ -272,16 +327,22 @@ func (a *Association) Request(now time.Time, poll int8, sys System) wire.NTPPack
 		// interleaved mode, where neither reveals our clock.
 		p.Leap = sys.Leap
 		if xl := a.xl; xl != nil {
-			xl.sent = 0
 			if xl.hasPrev && xl.unanswered < MaxInterleavedUnanswered {
 				n := wire.NTPTime(xl.nonce())
 				for n.IsZero() || n == p.Transmit {
 					n = wire.NTPTime(xl.nonce())
 				}
-				p.Origin, p.Receive, xl.sent = xl.srvRx, n, n
+				p.Origin, p.Receive = xl.srvRx, n
 			}
 			xl.unanswered++
 		}
+		if len(a.out) == a.maxOut {
+			// The oldest is no longer waited for.
+			a.out = append(a.out[:0], a.out[1:]...)
+		}
+		a.seq++
+		a.out = append(a.out, pending{xmt: p.Transmit, local: now, nonce: p.Receive, srvRx: p.Origin, seq: a.seq})
+		return p
 	}
 	a.Sent(p.Transmit, now)
 	return p
@@ -290,10 +351,47 @@ func (a *Association) Request(now time.Time, poll int8, sys System) wire.NTPPack
 // Sent records that a packet with transmit timestamp xmt left at local time
 // at. Request calls it; call it again when the transport stamped a more
 // precise transmit time into the packet.
+//
+// In client mode it restamps the latest request Request built, once; a
+// second report (or one with no request built) is a packet of its own.
 func (a *Association) Sent(xmt wire.NTPTime, at time.Time) {
+	if !a.symmetric() {
+		if n := len(a.out); n > 0 && !a.out[n-1].stamped {
+			a.out[n-1].xmt, a.out[n-1].local, a.out[n-1].stamped = xmt, at, true
+			return
+		}
+		if len(a.out) == a.maxOut {
+			a.out = append(a.out[:0], a.out[1:]...)
+		}
+		a.seq++
+		a.out = append(a.out, pending{xmt: xmt, local: at, stamped: true, seq: a.seq})
+		return
+	}
 	a.xmt = xmt
 	a.xmtLocal = at
 	a.answered, a.updated = false, false
+}
+
+// match finds our unanswered client-mode request that origin answers: its
+// index in out, and whether the answer is interleaved (origin is the
+// request's nonce); -1 if none.
+func (a *Association) match(origin wire.NTPTime) (i int, interleaved bool) {
+	if origin.IsZero() {
+		return -1, false
+	}
+	for i, r := range a.out {
+		if r.xmt == origin {
+			return i, false
+		}
+	}
+	if a.xl != nil {
+		for i, r := range a.out {
+			if r.nonce == origin {
+				return i, true
+			}
+		}
+	}
+	return -1, false
 }
 
 // Receive runs the on-wire checks on a decoded packet that arrived at local
@@ -337,13 +435,19 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 	if p.Transmit == a.org {
 		return Sample{}, ErrDuplicate
 	}
-	echoes := !p.Origin.IsZero() && !a.xmt.IsZero() && p.Origin == a.xmt
-	// An interleaved answer echoes our request's nonce; the request must
-	// be unanswered still (xmt is cleared by its answer).
-	interleaved := !echoes && a.xl != nil && !a.xl.sent.IsZero() && !a.xmt.IsZero() && p.Origin == a.xl.sent
-	echoes = echoes || interleaved
+	var echoes, interleaved bool
+	var req pending // client mode: the request answered
 	if a.symmetric() {
+		echoes = !p.Origin.IsZero() && !a.xmt.IsZero() && p.Origin == a.xmt
 		a.keep(p, dst, echoes)
+	} else {
+		// A basic answer echoes one of our unanswered requests' transmit
+		// timestamp, an interleaved one its nonce.
+		var i int
+		if i, interleaved = a.match(p.Origin); i >= 0 {
+			echoes, req = true, a.out[i]
+			a.out = append(a.out[:i], a.out[i+1:]...) // one reply per request
+		}
 	}
 	switch {
 	case p.Origin.IsZero():
@@ -354,20 +458,21 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 		return Sample{}, fmt.Errorf("%w: our last packet was answered already", ErrBogus)
 	}
 	a.ppoll, a.hasPPoll = p.Poll, true
+	t1 := a.xmtLocal
 	if a.symmetric() {
 		a.answered = true
 	} else {
 		a.org = p.Transmit
 		a.rec = wire.NTPTimeFromTime(dst)
-		a.xmt = 0 // one reply per request
+		t1 = req.local
 	}
 	var prev xlExchange
-	hadPrev, askedXl := false, false
+	hadPrev := false
 	if a.xl != nil {
 		// Until this answer passes every check below, no exchange is
 		// kept to complete: the next request is basic.
-		prev, hadPrev, askedXl = a.xl.prev, a.xl.hasPrev, !a.xl.sent.IsZero()
-		a.xl.sent, a.xl.hasPrev = 0, false
+		prev, hadPrev = a.xl.prev, a.xl.hasPrev
+		a.xl.hasPrev = false
 	}
 	if p.Receive.IsZero() {
 		return Sample{}, ErrZeroTimestamp
@@ -391,7 +496,6 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 		return Sample{}, fmt.Errorf("%w: the source's root distance is %v", ErrDistance, d)
 	}
 
-	t1 := a.xmtLocal
 	t2 := p.Receive.TimeNear(dst)
 	t3 := p.Transmit.TimeNear(dst)
 	s := MakeSample(t1, t2, t3, dst, a.precision, Precision(p.Precision))
@@ -399,20 +503,20 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 	if a.xl == nil {
 		return s, nil
 	}
-	return a.interleavedSample(p, dst, s, interleaved, askedXl, prev, hadPrev)
+	return a.interleavedSample(p, t1, dst, s, interleaved, req, prev, hadPrev)
 }
 
 // interleavedSample keeps the exchange of a valid answer for the next
 // interleaved one, and returns the sample of the answer: s for a basic
 // answer, the previous exchange completed with this answer's transmit
-// timestamp for an interleaved one. asked: our request was interleaved.
-func (a *Association) interleavedSample(p *wire.NTPPacket, dst time.Time, s Sample, interleaved, asked bool, prev xlExchange, hadPrev bool) (Sample, error) {
+// timestamp for an interleaved one. req is the request answered.
+func (a *Association) interleavedSample(p *wire.NTPPacket, t1, dst time.Time, s Sample, interleaved bool, req pending, prev xlExchange, hadPrev bool) (Sample, error) {
 	xl := a.xl
-	xl.prev = xlExchange{t1: a.xmtLocal, t4: dst, t2: p.Receive, used: !interleaved}
+	xl.prev = xlExchange{t1: t1, t4: dst, t2: p.Receive, used: !interleaved}
 	xl.hasPrev, xl.srvRx, xl.unanswered = true, p.Receive, 0
 	if !interleaved {
 		xl.basic++
-		if asked {
+		if !req.nonce.IsZero() {
 			xl.basicRun++ // a basic answer to an interleaved request
 		}
 		return s, nil
@@ -421,6 +525,11 @@ func (a *Association) interleavedSample(p *wire.NTPPacket, dst time.Time, s Samp
 	xl.basicRun = 0
 	if !hadPrev || prev.used {
 		return Sample{}, ErrInterleavedSampled
+	}
+	if prev.t2 != req.srvRx {
+		// The request left before the last answer came (several in
+		// flight): its T3 is of an older exchange than the one kept.
+		return Sample{}, fmt.Errorf("%w: it completes an exchange older than the last answered", ErrInterleavedSampled)
 	}
 	t2 := prev.t2.TimeNear(dst)
 	t3 := p.Transmit.TimeNear(dst)

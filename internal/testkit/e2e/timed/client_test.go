@@ -159,17 +159,17 @@ func TestTimedClientPollSamples(t *testing.T) {
 	req, acc, unused := counters["requests"].(float64), counters["accepted"].(float64), counters["poll_samples_unused"].(float64)
 	// Two requests a poll at most, and most polls with two answers, one
 	// of them unused. (Not exact: on a loaded host an answer that comes
-	// after the poll's wait is refused, or, the poll's last, taken as a
-	// sample of its own.)
+	// after the next poll began is refused, and one that comes after the
+	// poll ended is a sample of its own.)
 	if req > 2*(acc+unused)+2 || unused < acc/2 {
 		t.Fatalf("requests %v, accepted %v, poll_samples_unused %v: want at most two requests a poll and most polls with an unused answer; counters %v", req, acc, unused, counters)
 	}
 	if bound := time.Duration(cl["error_bound_ns"].(float64)); trueOff.Abs() > bound {
 		t.Fatalf("true offset %v outside the reported bound ±%v", trueOff, bound)
 	}
-	// An answer later than the poll's wait for it (a loaded host) is
-	// refused as bogus, as any answer to a superseded request is; no
-	// other refusal has a cause here.
+	// An answer that comes after the next poll began (a loaded host) is
+	// refused as bogus, as any answer to a request no longer waited for
+	// is; no other refusal has a cause here.
 	for k := range counters {
 		if strings.HasPrefix(k, "rejected_") && k != "rejected_bogus" {
 			t.Fatalf("answers rejected: %v", counters)
