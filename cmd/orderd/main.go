@@ -170,7 +170,7 @@ func config(c *cli.Context) (order.Config, error) {
 		return cfg, app.Usagef("--commit-delay %v: want more than 0 and at most --heartbeat or %v, whichever is shorter (%v here)", cfg.CommitDelay, order.DefaultLANConfig().Heartbeat, cfg.Heartbeat)
 	}
 	cfg.Election = func(env core.Env) (elect.Elector, error) {
-		return bully.New(env, bully.FromOptions(env.Members, opts))
+		return bully.New(env, order.SequencerElection(bully.FromOptions(env.Members, opts)))
 	}
 	cfg.Machine = func() order.StateMachine { return rsm.New() }
 	return cfg, nil
@@ -275,6 +275,9 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 	fmt.Fprintf(w, "Members  : %v (this node %d)\nTotal    : %s\n", st.Members, st.ID, st.Total)
 	if s := st.Sequencer; s != nil {
 		seq := "none known (an election is running)"
+		if s.Phase != "" {
+			seq = "none known (election: " + s.Phase + ")"
+		}
 		if s.Sequencer != 0 {
 			seq = strconv.FormatUint(uint64(s.Sequencer), 10)
 			if s.Sequencer == st.ID {

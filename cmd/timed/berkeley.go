@@ -111,7 +111,7 @@ func berkeleyConfig(c *cli.Context, cfg *daemon.Config) (*berkeley.Config, error
 	// rule); with the default heartbeat that is the LAN default.
 	el.CoordinatorTimeout = max(berkeleyCoordTimeout, 2*hb+el.AnswerTimeout)
 	return &berkeley.Config{
-		Election:      func(env core.Env) (elect.Elector, error) { return bully.New(env, el) },
+		Election:      func(env core.Env) (elect.Elector, error) { return bully.New(env, berkeley.MasterElection(el)) },
 		RoundInterval: round,
 		// The readings are awaited at most 200 ms (sooner when all
 		// arrived), less in short rounds, never less than the longest

@@ -98,7 +98,8 @@ type Config struct {
 	// same numbers. Default 50 ms.
 	RecordDelay time.Duration
 	// Election builds the sequencer's election from the Env the core hands
-	// it. Default bully with DefaultLANConfig.
+	// it. Default bully with DefaultLANConfig, reserving
+	// (SequencerElection).
 	Election func(env core.Env) (elect.Elector, error)
 	// Machine, when set, is the replicated state machine the total order
 	// is applied to (in the core, so that its state is persisted with the
@@ -182,7 +183,9 @@ func (c *Config) validate() error {
 		c.RecordDelay = d.RecordDelay
 	}
 	if c.Election == nil {
-		c.Election = func(env core.Env) (elect.Elector, error) { return bully.New(env, bully.DefaultLANConfig()) }
+		c.Election = func(env core.Env) (elect.Elector, error) {
+			return bully.New(env, SequencerElection(bully.DefaultLANConfig()))
+		}
 	}
 	switch {
 	case c.Total != Sequencer && c.Total != Lamport:
@@ -209,4 +212,15 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
+}
+
+// SequencerElection is bully's configuration c as the sequencer's election
+// runs it: reserving (bully.Config.Reserve), so that a member is elected,
+// says so and sequences only in a term a write of its state covers. Without
+// it a member whose disk failed took the role and reported elected in a term
+// on no disk, and after a restart it read the older term and claimed the
+// same one again: one term led in two lives.
+func SequencerElection(c bully.Config) bully.Config {
+	c.Reserve = true
+	return c
 }

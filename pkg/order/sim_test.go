@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/internal/testkit/leadcheck"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/order/rsm"
@@ -506,6 +507,10 @@ func runChaos(t *testing.T, seed int64, ch chaos) *oracle {
 		if got, want := o.totals(id), o.totals(live[0]); !slices.Equal(got, want) {
 			t.Fatalf("replica %d's total order differs from replica %d's", id, live[0])
 		}
+	}
+	// A term led in two lives would be one log era for two sequencers.
+	if err := leadcheck.LedOnce(s.Events()); err != nil {
+		t.Fatal(err)
 	}
 	return o
 }

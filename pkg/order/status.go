@@ -66,8 +66,12 @@ type Pending struct {
 
 // SequencerStatus is the sequencer's total order as this member sees it.
 type SequencerStatus struct {
-	Sequencer  uint32 `json:"sequencer"` // 0: none known
-	Role       string `json:"role"`      // sequencer, recovering, member
+	Sequencer uint32 `json:"sequencer"` // 0: none known
+	Role      string `json:"role"`      // sequencer, recovering, member
+	// Phase is the election's phase (elect.Status.Phase) while no
+	// sequencer is known: why none is, as a member whose claim waits for
+	// its state write (its disk failing) says.
+	Phase      string `json:"election_phase,omitempty"`
 	Term       uint64 `json:"term"`
 	LogTerm    uint64 `json:"log_term"`
 	Last       uint64 `json:"last"`
@@ -124,6 +128,9 @@ func (c *Core) Report() Status {
 		sr := &c.seqr
 		ss := &SequencerStatus{Sequencer: sr.leader, Role: "member", Term: l.Term, LogTerm: l.LogTerm, Last: l.last(),
 			Commit: l.Commit, Applied: l.Applied, Base: l.Base, Submits: len(l.Submits), Recoveries: sr.recoveries, LastSkip: c.lastSkip}
+		if sr.leader == 0 {
+			ss.Phase = c.el.Report().Phase
+		}
 		switch {
 		case sr.leading != 0:
 			ss.Role = "sequencer"

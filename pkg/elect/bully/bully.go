@@ -474,7 +474,11 @@ func (b *Core) awaitReservation() {
 		b.step = stepCandidate
 		b.tick = tickCandidate
 		b.lead = 0
-		b.events = append(b.events, b.announced.Demoted(b.id, b.term, "claim_unsaved", b.now))
+		ev := b.announced.Demoted(b.id, b.term, "claim_unsaved", b.now)
+		// At WARN in every daemon's log (electd's, and those that embed
+		// bully): a leadership lost to its own disk, not to the algorithm.
+		ev.Warn = true
+		b.events = append(b.events, ev)
 		b.announce("claim_unsaved")
 	}
 	b.yielding = false

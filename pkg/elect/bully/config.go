@@ -131,9 +131,13 @@ type Config struct {
 	// claim no confirmed reservation covers (its write failed, or the
 	// term moved since) waits for one, so that no member leads or
 	// reports a term that is on no disk; without Reserve the claim is
-	// written before its COORDINATOR leaves, in the same Ready. It
-	// writes the state in its second format (a build without it refuses
-	// it). electd sets it (Algorithm); default false.
+	// written before its COORDINATOR leaves, in the same Ready, and the
+	// member takes the role and reports it at once, whether that write
+	// succeeds or not. It writes the state in its second format (a build
+	// without it refuses it). Every daemon sets it: electd (Algorithm),
+	// orderd's sequencer (order.SequencerElection), mutexd's central
+	// coordinator (central.Config.BullyConfig) and timed's Berkeley
+	// master (berkeley.MasterElection); default false.
 	Reserve bool
 }
 

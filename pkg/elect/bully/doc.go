@@ -2,9 +2,10 @@
 // core, with terms so that a leader's authority can be checked and fenced.
 // It is an elect.Elector: electd runs it (`electd run --algorithm bully`,
 // the default), and timed's Berkeley mode elects its master with it
-// (pkg/timesync/berkeley takes any Elector and defaults to this one).
-// mutexd does not embed it: the token ring regenerates a lost token with its
-// own owned generations.
+// (pkg/timesync/berkeley takes any Elector and defaults to this one), as
+// do orderd's sequencer (pkg/order) and mutexd's central coordinator
+// (pkg/mutex/central), each reserving its claims (Config.Reserve). The
+// token ring regenerates a lost token with its own owned generations.
 //
 // # Use
 //
@@ -102,7 +103,7 @@
 // (low bits = its ID), so no other node can lead T. It never claims T twice:
 // it claims above every term it has seen, and its term is persisted before
 // the COORDINATOR leaves, so after a crash it restarts at T or above; with
-// Config.Reserve (electd) T was persisted ahead, as the reservation beside
+// Config.Reserve (every daemon sets it) T was persisted ahead, as the reservation beside
 // the term it followed, and a restarted node claims above the reservation
 // (state.go). A claim the confirmed reservation does not cover (its write
 // failed, or the term moved since) is not made, nor reported, until a

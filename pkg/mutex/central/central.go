@@ -421,11 +421,12 @@ func (c *Core) Deadline() time.Time {
 
 // Ready drains what the core wants done. State, while pending, is the
 // incarnation, the last term coordinated and the election's state:
-// persist it before sending.
+// persist it before sending (a promise when one of them asked: the
+// election's claim its reservation on disk covers does not).
 func (c *Core) Ready() core.Ready {
-	rd, changed, _ := c.el.Drain()
+	rd, changed, promise := c.el.Drain()
 	if changed {
-		c.durable.Change(true)
+		c.durable.Change(promise)
 	}
 	c.durable.Ready(&rd, func() []byte {
 		return encodeState(Saved{Incarnation: c.inc, LastLed: c.lastLed, Election: c.el.State})

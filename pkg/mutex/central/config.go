@@ -245,5 +245,6 @@ func (c *Config) BullyConfig(members []uint32) bully.Config {
 	b := bully.FromOptions(members, elect.Options{Heartbeat: c.BeatInterval, LeaderTimeout: c.DeadAfter})
 	b.Sticky = true
 	b.HintProbe = c.HintProbe
+	b.Reserve = true
 	return b
 }

@@ -60,7 +60,7 @@ type Config struct {
 	// Election builds the master election from the Env Berkeley hands it:
 	// this member's, with State the election's own persisted state (see
 	// Saved). The elected leader is the master. Nil: bully with its LAN
-	// defaults (bully.DefaultLANConfig).
+	// defaults (bully.DefaultLANConfig), reserving (MasterElection).
 	Election func(env core.Env) (elect.Elector, error)
 	// RoundInterval is the time between the master's rounds.
 	RoundInterval time.Duration
@@ -240,6 +240,17 @@ type pollRecord struct {
 // what it reports.
 const txLags = 8
 
+// MasterElection is bully's configuration c as the master election runs
+// it: reserving (bully.Config.Reserve), so that a member is elected, says
+// so and runs rounds only in a term a write of its state covers. Without
+// it a member whose disk failed took the master's role and reported
+// elected in a term on no disk, and after a restart it read the older
+// term and claimed the same one again: one term mastered in two lives.
+func MasterElection(c bully.Config) bully.Config {
+	c.Reserve = true
+	return c
+}
+
 // Core is the Berkeley core. Not safe for concurrent use.
 type Core struct {
 	cfg Config
@@ -329,7 +340,9 @@ func New(env core.Env, cfg Config) (*Core, error) {
 	}
 	newElection := cfg.Election
 	if newElection == nil {
-		newElection = func(env core.Env) (elect.Elector, error) { return bully.New(env, bully.DefaultLANConfig()) }
+		newElection = func(env core.Env) (elect.Elector, error) {
+			return bully.New(env, MasterElection(bully.DefaultLANConfig()))
+		}
 	}
 	eenv := env
 	eenv.State = saved.Election
@@ -820,11 +833,13 @@ func (c *Core) syncState(now time.Time) {
 	c.lastSync = now
 }
 
-// saveState puts the state in the next Ready when the term changed, or
-// when the frequency moved by StateMinChangePPM, at most once per
+// saveState puts the state in the next Ready when the election's state
+// changed (a promise when the election asked for one: a reserving bully's
+// claim its reservation on disk covers leaves before its catch-up write),
+// or when the frequency moved by StateMinChangePPM, at most once per
 // StateInterval. The frequency is saved only once a regression has
 // produced it.
-func (c *Core) saveState(now time.Time, termChanged bool) {
+func (c *Core) saveState(now time.Time, termChanged, promise bool) {
 	st := c.servo.State()
 	known := st.Updates >= 2 && st.FrequencyError < c.servo.Config().MaxFrequencyPPM
 	f := c.servo.Frequency()
@@ -833,7 +848,7 @@ func (c *Core) saveState(now time.Time, termChanged bool) {
 	if !termChanged && !moved {
 		return
 	}
-	c.durable.Change(termChanged)
+	c.durable.Change(promise)
 	s := Saved{FrequencyPPM: c.cfg.Servo.Frequency, ErrorPPM: c.cfg.Servo.FrequencyError}
 	if c.saved {
 		s.FrequencyPPM, s.ErrorPPM = c.savedFreq, c.savedErr
@@ -1224,13 +1239,14 @@ func (c *Core) send(to uint32, term uint64, k wire.Kind, p encoding.BinaryAppend
 }
 
 // Ready merges the election's output and the rounds'. The election's state
-// (for bully, its term) is persisted inside this core's, with the
-// frequency, and stays pending, a promise, until Advance confirms it. The
+// (for bully, its term and reservation) is persisted inside this core's,
+// with the frequency, and stays pending until Advance confirms it, a
+// promise when the election made it one. The
 // election's typed changes are drained here (its events, in the Ready,
 // carry the same).
 func (c *Core) Ready() core.Ready {
-	rd, changed, _ := c.elect.Drain()
-	c.saveState(c.now, changed)
+	rd, changed, promise := c.elect.Drain()
+	c.saveState(c.now, changed, promise)
 	c.durable.Ready(&rd, func() []byte {
 		return encodeState(Saved{Election: c.elect.State, FrequencyPPM: c.savedFreq, ErrorPPM: c.savedErr})
 	})
