@@ -256,14 +256,21 @@
 // at the stamp of the frame that completed its check, not at the reading:
 // one whose answers came before the old lease's end is made on a check
 // still within the window at the reading, the renewed lease running past
-// it (the token never left; grantFrom caps it as ever). Else, if its
-// lease or the old one is over by the reading, it is refused, counted
-// (renewals_late) and said (mutex.EventRenewalLate, sharing the WARN
-// limit, with its cause: the answers came in time and the loop read them
-// late, or they came after the old lease's end, naming the member whose
-// answer completed the check), and the lease, ended, is lost. A grant
-// read a little late, its lease not over, is checked again silently, as
-// any grant on an old check.
+// it (the token never left; grantFrom caps it as ever). Else, if the old
+// lease is over by the reading, it is refused, counted (renewals_late)
+// and said (mutex.EventRenewalLate, sharing the WARN limit, with its
+// cause: the answers came in time and the loop read them late, or they
+// came after the old lease's end, naming the member whose answer
+// completed the check), and the lease, ended, is lost; while the old
+// lease runs, the renewal is checked again, as one asked at the reading.
+// Every renewal lost with its lease is said so, exactly once, at the
+// reading that ends the lease (or the client's call that finds it over):
+// one whose answers came after the old lease's end with the check still
+// fresh at the reading (answers_late: before, it was lost as lock_lost
+// expired alone), and one whose check had no majority of answers by then
+// (answers_late, naming the members still silent; likewise unsaid
+// before) (TestRenewalLateSaysWhy). A grant read a little late, its lease
+// not over, is checked again silently, as any grant on an old check.
 //
 // # Frames that lie
 //
