@@ -1,6 +1,7 @@
 package tokenring_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -263,6 +264,8 @@ func renewalNotDatedByEarlierHolder(t *testing.T, readAfterRelease bool) {
 //   - unanswered: no answer came before the lease ended (both lost), the
 //     loop expiring it at its end; the answers that come after change
 //     nothing. Lost as lock_lost expired without a word of why.
+//   - unanswered, found by the release: the same, the client's release
+//     (after the end, before any reading) the first to find it over.
 func TestRenewalLateSaysWhy(t *testing.T) {
 	late := []string{"came after the lease it renews had ended (the last, from member 3, 10ms after the end)", "not this member's loop", "slow or lossy link between this member and member 3", "Check the link"}
 	for _, tc := range []struct {
@@ -272,23 +275,28 @@ func TestRenewalLateSaysWhy(t *testing.T) {
 		// renewal; end is the lease's end from it.
 		answered, read func(end time.Duration) time.Duration
 		says           []string
+		release        bool // the client releases at read instead
 	}{
 		{"loop_late", "loop_late", "member 3",
 			func(time.Duration) time.Duration { return 2 * time.Millisecond },
 			func(time.Duration) time.Duration { return 350 * time.Millisecond },
-			[]string{"came in time (the last, from member 3, 38ms before the end of the lease it renews)", "its loop ran late", "Check the host's load"}},
+			[]string{"came in time (the last, from member 3, 38ms before the end of the lease it renews)", "its loop ran late", "Check the host's load"}, false},
 		{"answers_late", "answers_late", "member 3",
 			func(end time.Duration) time.Duration { return end + 10*time.Millisecond },
 			func(time.Duration) time.Duration { return 350 * time.Millisecond },
-			late},
+			late, false},
 		{"answers_late, check fresh", "answers_late", "member 3",
 			func(end time.Duration) time.Duration { return end + 10*time.Millisecond },
 			func(end time.Duration) time.Duration { return end + 11*time.Millisecond },
-			late},
+			late, false},
 		{"unanswered", "answers_late", "members 2 and 3",
 			nil,
 			func(end time.Duration) time.Duration { return end },
-			[]string{"had not come when the lease it renews ended (none yet from members 2 and 3)", "not this member's loop", "slow or lossy link between this member and members 2 and 3", "Check the link"}},
+			[]string{"had not come when the lease it renews ended (none yet from members 2 and 3)", "not this member's loop", "slow or lossy link between this member and members 2 and 3", "Check the link"}, false},
+		{"unanswered, found by the release", "answers_late", "members 2 and 3",
+			nil,
+			func(end time.Duration) time.Duration { return end + time.Millisecond },
+			[]string{"had not come when the lease it renews ended (none yet from members 2 and 3)"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHandRing(t)
@@ -329,6 +337,12 @@ func TestRenewalLateSaysWhy(t *testing.T) {
 				h.deliver(renew.Add(tc.answered(end)))
 			}
 			h.queue = nil // what member 1 sends meanwhile is lost
+			if tc.release {
+				if err := c.Release(renew.Add(tc.read(end)), req); !errors.Is(err, mutex.ErrExpired) {
+					t.Fatalf("the release after the lease's end: %v, want %v", err, mutex.ErrExpired)
+				}
+				h.collect(1)
+			}
 			h.read(renew.Add(tc.read(end)))
 			if tc.answered == nil {
 				// The answers come after all, and are read: too late to
