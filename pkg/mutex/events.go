@@ -27,12 +27,14 @@ const (
 	EventGrantLate = "lock_grant_late"
 	// EventRenewalLate: a renewal was refused at a reading of the clock
 	// (after the lease had ended, or with the check too old and the lease
-	// over); the lease ends as it was ("late": how long past the lease's
+	// over), or, in tokenring, its lease ended before its answers came;
+	// the lease ends as it was ("late": how long past the lease's
 	// end). "cause" says why, by the last needed answer's receive stamp
 	// against the lease's end: "loop_late" (the answers came in time,
 	// this member's loop read them late) or "answers_late" (they came
-	// after the end: a slow or lossy link, a busy member); "members" names
-	// the member(s) whose answer came last. WARN at most once a minute
+	// after the end, or had not come by then: a slow or lossy link, a busy
+	// member); "members" names the member(s) whose answer came last (or
+	// that had not answered). WARN at most once a minute
 	// together with EventGrantLate, INFO between (mutexcount.LateGrants).
 	EventRenewalLate = "lock_renewal_late"
 )

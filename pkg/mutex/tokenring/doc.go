@@ -40,7 +40,8 @@
 // names the generation proposed, and a token of that generation drops it
 // whatever its age: only the proposer made that token, and it served
 // itself before passing it on. A locate's cannot do the same harm twice:
-// it is recorded only where the token is or has just been, the token
+// it is recorded only where the token is or has just been (or, by a
+// member that makes a new token, taken into it: below), the token
 // drops it once older than an acknowledgement timeout, and the member
 // locates only after waiting a loss timeout, so at most one pass to a
 // member served meanwhile, when the token came back round within that
@@ -210,9 +211,20 @@
 // the proposing to it, and waits until that one's prepare has had time to
 // arrive (then it has promised it, and backs off as from any rival). So
 // on a lossy link the token is rarely made anew, and a waiting member is
-// bypassed at most N-1 times between regenerations (a new token does not
-// know who waited for the old one), once its want is known where the token
-// is (above).
+// bypassed at most N-1 times between regenerations (a new token knows
+// only who waited for the old one as its maker heard it), once its want is
+// known where the token is (above).
+//
+// A new token carries the wants its maker knows: the wants it heard, a
+// promiser's that waits (sent with its promise), and the members it heard
+// look for the token, all as recent as a want may be (two loss timeouts),
+// members of the ring only, never the maker. A locate is a want too: a
+// member locates only while it waits, or while a token it passed is
+// unacknowledged (that one is passed the token once, and passes it on).
+// Without the locates, a waiter whose want datagrams to the maker were
+// lost waited for its next locate, a loss timeout, while the maker served
+// its own client again (TestSimRepairedTokenCarriesWants). One forged in
+// a member's name costs a pass, as a forged want does.
 //
 // # A busy host
 //
@@ -256,14 +268,21 @@
 // at the stamp of the frame that completed its check, not at the reading:
 // one whose answers came before the old lease's end is made on a check
 // still within the window at the reading, the renewed lease running past
-// it (the token never left; grantFrom caps it as ever). Else, if its
-// lease or the old one is over by the reading, it is refused, counted
-// (renewals_late) and said (mutex.EventRenewalLate, sharing the WARN
-// limit, with its cause: the answers came in time and the loop read them
-// late, or they came after the old lease's end, naming the member whose
-// answer completed the check), and the lease, ended, is lost. A grant
-// read a little late, its lease not over, is checked again silently, as
-// any grant on an old check.
+// it (the token never left; grantFrom caps it as ever). Else, if the old
+// lease is over by the reading, it is refused, counted (renewals_late)
+// and said (mutex.EventRenewalLate, sharing the WARN limit, with its
+// cause: the answers came in time and the loop read them late, or they
+// came after the old lease's end, naming the member whose answer
+// completed the check), and the lease, ended, is lost; while the old
+// lease runs, the renewal is checked again, as one asked at the reading.
+// Every renewal lost with its lease is said so, exactly once, at the
+// reading that ends the lease (or the client's call that finds it over):
+// one whose answers came after the old lease's end with the check still
+// fresh at the reading (answers_late: before, it was lost as lock_lost
+// expired alone), and one whose check had no majority of answers by then
+// (answers_late, naming the members still silent; likewise unsaid
+// before) (TestRenewalLateSaysWhy). A grant read a little late, its lease
+// not over, is checked again silently, as any grant on an old check.
 //
 // # Frames that lie
 //

@@ -73,7 +73,8 @@ type lock struct {
 	// dueRenewal, the same for the renewals it confirmed (zero: none),
 	// and dueRenewalAt the stamp of the frame that confirmed them, from
 	// member dueRenewalBy (named in lock_renewal_late). Both wait for the
-	// next reading of the clock (judgeDue, finishRenewal).
+	// next reading of the clock (judgeDue, finishRenewal); a renewal lost
+	// there keeps its stamp to be said with (sayRenewalEnded).
 	dueGrant, dueRenewal, dueRenewalAt time.Time
 	dueID                              mutex.RequestID
 	dueRenewalBy                       uint32
@@ -227,6 +228,9 @@ func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 		return mutex.ErrUnknownRequest
 	}
 	l := c.locks[st.Lock]
+	if st.Granted {
+		c.sayRenewalEnded(l)
+	}
 	_, err := c.reqs.Release(c.now, id)
 	if st.Granted {
 		l.outstanding = time.Time{}
@@ -256,6 +260,7 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 	// its check's answers, which dated the next holder's renewal before
 	// its own grant (a renewal made on answers that came after its lease).
 	begins := !c.reqs.Renewing(l.name)
+	c.sayRenewalEnded(l) // one pending whose lease ended before this call
 	if err := c.reqs.Renew(c.now, id, lease); err != nil {
 		if errors.Is(err, mutex.ErrExpired) {
 			l.outstanding = time.Time{}
@@ -333,6 +338,14 @@ func (c *Core) finishRenewal(l *lock) {
 			// renewal reported over is never made.
 			c.late.ReportRenewal(c.now, c.counters, &c.events, c.renewalLate(l, id, c.now.Sub(from.Add(lease)), at, by))
 			continue
+		}
+		if end, ok := c.reqs.Expires(id); ok && !at.Before(end) {
+			// Its answers came after the lease it renews had ended (the
+			// check still fresh at the reading): the table takes it as
+			// expired below, and the administrator learns why here
+			// (lost as lock_lost expired alone, it said nothing of the
+			// link or the member that answered late).
+			c.late.ReportRenewal(c.now, c.counters, &c.events, c.renewalLate(l, id, c.now.Sub(end), at, by))
 		}
 		c.reqs.ConfirmRenewal(at, from, id)
 	}
@@ -526,9 +539,10 @@ func (c *Core) tryGrant(l *lock) {
 // (grants_late, mutex.EventGrantLate at WARN at most once a minute); the
 // token stays and checks again. One read a little late, its lease not
 // over, is checked again without a word, as any grant on an old check. A
-// renewal is refused and said (renewals_late, mutex.EventRenewalLate) when
-// its lease or the one it renews is over by now: a new check cannot
-// answer before the old lease expires (tickLock, next), so it is lost.
+// renewal whose lease is over by now is lost at this reading, and said
+// there with its answers' stamp (sayRenewalEnded: the stamp is kept for
+// it); one whose lease still runs is checked again, as a renewal asked
+// now (its answers' stamp forgotten: the new check's date it).
 func (c *Core) judgeDue(l *lock) {
 	if l.dueGrant.IsZero() && l.dueRenewal.IsZero() || c.stamped || c.confirmed(l) {
 		return
@@ -540,24 +554,49 @@ func (c *Core) judgeDue(l *lock) {
 				"the token stays at this member, which checks it again and grants on that check if it is still the newest, else waits for the newer token")
 		}
 	}
-	if end := l.dueRenewal; !end.IsZero() {
-		answered := l.dueRenewalAt
-		l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
-		if !c.reqs.Renewing(l.name) {
+	if !l.dueRenewal.IsZero() {
+		if c.reqs.Renewing(l.name) && !c.now.Before(c.reqs.Expiry(l.name)) {
+			// Expired at this reading (tickLock), and said there once,
+			// with this stamp. (Said here too, it was said twice; and a
+			// renewal whose own lease alone was over by now, the old one
+			// still running, was said refused and then made on the next
+			// check.)
+			l.dueRenewal = time.Time{}
 			return
 		}
-		// Lost either way: the lease it would give is over, or the one it
-		// renews is and expires below, before a new check can answer.
-		if old := c.reqs.Expiry(l.name); !c.now.Before(end) || !c.now.Before(old) {
-			late := c.now.Sub(end)
-			if late < 0 {
-				late = c.now.Sub(old)
-			}
-			for _, id := range c.reqs.Holders(l.name) {
-				c.late.ReportRenewal(c.now, c.counters, &c.events, c.renewalLate(l, id, late, answered, l.dueRenewalBy))
+		l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
+	}
+}
+
+// sayRenewalEnded says (renewals_late, mutex.EventRenewalLate) that the
+// pending renewal of l's holder is lost: the lease it renews has ended by
+// now, unrenewed. Called before every expiry of l's leases (a reading, a
+// client's call), so that no lease ends with a renewal pending without a
+// word of why (it ended as lock_lost expired alone, the administrator
+// left to guess). The stamp of the answers that completed its check, if
+// one did (dueRenewalAt), says whether they came in time and the loop
+// read them late (loop_late) or came after the end (answers_late); with
+// none, its check's answers had not come by the end (answers_late, naming
+// the members still silent).
+func (c *Core) sayRenewalEnded(l *lock) {
+	if !c.reqs.Renewing(l.name) {
+		return
+	}
+	for _, id := range c.reqs.Holders(l.name) {
+		end, ok := c.reqs.Expires(id)
+		if !ok || c.now.Before(end) {
+			continue
+		}
+		r := c.renewalLate(l, id, c.now.Sub(end), l.dueRenewalAt, l.dueRenewalBy)
+		if l.dueRenewalAt.IsZero() {
+			r.Unanswered, r.By = true, nil
+			if l.check != nil {
+				r.By = l.check.Silent()
 			}
 		}
+		c.late.ReportRenewal(c.now, c.counters, &c.events, r)
 	}
+	l.dueRenewal, l.dueRenewalAt = time.Time{}, time.Time{}
 }
 
 // renewalLate describes holder id's renewal of l refused at the reading,
@@ -589,6 +628,7 @@ func (c *Core) tickLock(l *lock) {
 		// expiry, as the check's answers came before it (finishRenewal).
 		c.finishRenewal(l)
 	}
+	c.sayRenewalEnded(l)
 	if c.reqs.ExpireLock(now, l.name) {
 		l.outstanding = time.Time{}
 		c.drain()

@@ -1,6 +1,7 @@
 package tokenring_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -249,21 +250,55 @@ func renewalNotDatedByEarlierHolder(t *testing.T, readAfterRelease bool) {
 }
 
 // TestRenewalLateSaysWhy: member 1's holder renews 40 ms before its 1 s
-// lease ends, on an old check; the check's answers (member 3's the last)
-// are read 350 ms after the renewal, the check too old by then: the
-// renewal is refused and said (lock_renewal_late). Answered 2 ms after
-// the renewal, in time, the loop read them late (cause=loop_late);
-// answered 10 ms after the lease ended, the answers came late
-// (cause=answers_late, naming member 3 and its link).
+// lease ends, on an old check, and the renewal is lost: it must be said
+// (lock_renewal_late) exactly once, with its cause, however it is lost.
+//
+//   - loop_late: the check's answers (member 3's the last) came 2 ms after
+//     the renewal, in time, and the loop read them 350 ms after it, the
+//     check too old by then.
+//   - answers_late: they came 10 ms after the lease ended, read as late.
+//   - answers_late, check fresh: they came 10 ms after the lease ended and
+//     were read 1 ms later, the check still within its window. The table
+//     took the renewal, judged at the answers' stamp, as expired: lost as
+//     lock_lost expired without a word of why.
+//   - unanswered: no answer came before the lease ended (both lost), the
+//     loop expiring it at its end; the answers that come after change
+//     nothing. Lost as lock_lost expired without a word of why.
+//   - unanswered, found by the release: the same, the client's release
+//     (after the end, before any reading) the first to find it over.
 func TestRenewalLateSaysWhy(t *testing.T) {
+	late := []string{"came after the lease it renews had ended (the last, from member 3, 10ms after the end)", "not this member's loop", "slow or lossy link between this member and member 3", "Check the link"}
 	for _, tc := range []struct {
-		cause string
-		says  []string
+		name, cause, members string
+		// answered and read are when member 3's answer comes (never, if
+		// zero) and when member 1's loop next reads the clock, from the
+		// renewal; end is the lease's end from it.
+		answered, read func(end time.Duration) time.Duration
+		says           []string
+		release        bool // the client releases at read instead
 	}{
-		{"loop_late", []string{"came in time (the last, from member 3, 38ms before the end of the lease it renews)", "its loop ran late", "Check the host's load"}},
-		{"answers_late", []string{"came after the lease it renews had ended (the last, from member 3, 10ms after the end)", "not this member's loop", "slow or lossy link between this member and member 3", "Check the link"}},
+		{"loop_late", "loop_late", "member 3",
+			func(time.Duration) time.Duration { return 2 * time.Millisecond },
+			func(time.Duration) time.Duration { return 350 * time.Millisecond },
+			[]string{"came in time (the last, from member 3, 38ms before the end of the lease it renews)", "its loop ran late", "Check the host's load"}, false},
+		{"answers_late", "answers_late", "member 3",
+			func(end time.Duration) time.Duration { return end + 10*time.Millisecond },
+			func(time.Duration) time.Duration { return 350 * time.Millisecond },
+			late, false},
+		{"answers_late, check fresh", "answers_late", "member 3",
+			func(end time.Duration) time.Duration { return end + 10*time.Millisecond },
+			func(end time.Duration) time.Duration { return end + 11*time.Millisecond },
+			late, false},
+		{"unanswered", "answers_late", "members 2 and 3",
+			nil,
+			func(end time.Duration) time.Duration { return end },
+			[]string{"had not come when the lease it renews ended (none yet from members 2 and 3)", "not this member's loop", "slow or lossy link between this member and members 2 and 3", "Check the link"}, false},
+		{"unanswered, found by the release", "answers_late", "members 2 and 3",
+			nil,
+			func(end time.Duration) time.Duration { return end + time.Millisecond },
+			[]string{"had not come when the lease it renews ended (none yet from members 2 and 3)"}, true},
 	} {
-		t.Run(tc.cause, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			h := newHandRing(t)
 			now := h.run(t0, time.Second)
 			c := h.cores[1]
@@ -287,10 +322,7 @@ func TestRenewalLateSaysWhy(t *testing.T) {
 			renew := g.Expires.Add(-40 * time.Millisecond)
 			h.run(now, renew.Sub(now))
 			held := h.renewOnCheck(req, renew)
-			answered := renew.Add(2 * time.Millisecond)
-			if tc.cause == "answers_late" {
-				answered = g.Expires.Add(10 * time.Millisecond)
-			}
+			end := g.Expires.Sub(renew)
 			// Member 2's answer lost; member 3's completes the check.
 			var three []core.Message
 			for _, m := range held {
@@ -298,11 +330,42 @@ func TestRenewalLateSaysWhy(t *testing.T) {
 					three = append(three, m)
 				}
 			}
-			h.queue = three
-			h.deliver(answered)
 			h.events = nil
-			h.read(renew.Add(350 * time.Millisecond))
-			mutextest.RenewalLateSaid(t, h.events, tc.cause, "member 3", tc.says...)
+			h.outcomes()
+			if tc.answered != nil {
+				h.queue = three
+				h.deliver(renew.Add(tc.answered(end)))
+			}
+			h.queue = nil // what member 1 sends meanwhile is lost
+			if tc.release {
+				if err := c.Release(renew.Add(tc.read(end)), req); !errors.Is(err, mutex.ErrExpired) {
+					t.Fatalf("the release after the lease's end: %v, want %v", err, mutex.ErrExpired)
+				}
+				h.collect(1)
+			}
+			h.read(renew.Add(tc.read(end)))
+			if tc.answered == nil {
+				// The answers come after all, and are read: too late to
+				// renew anything, and nothing more to say.
+				h.queue = three
+				h.deliver(renew.Add(tc.read(end) + 5*time.Millisecond))
+				h.read(renew.Add(tc.read(end) + 6*time.Millisecond))
+			}
+			h.queue = nil
+			h.read(renew.Add(tc.read(end) + time.Second))
+			mutextest.RenewalLateSaid(t, h.events, tc.cause, tc.members, tc.says...)
+			lost := false
+			for _, o := range h.outcomes() {
+				switch o := o.(type) {
+				case mutex.Renewed:
+					t.Fatalf("renewed: %+v", o)
+				case mutex.Lost:
+					lost = o.ID == req && o.Reason == mutex.Expired
+				}
+			}
+			if !lost {
+				t.Fatal("the renewal was not lost (expired)")
+			}
 		})
 	}
 }

@@ -307,12 +307,7 @@ func (c *Core) finishPrepare(l *lock) {
 	hold := max(holdUntil.Sub(c.now), 0)
 	l.tok = &token{gen: p.gen, fence: uint64(GenerationRound(p.gen)) << fenceCountBits,
 		wants: map[uint32]bool{}, served: map[uint32]uint64{}, holdUntil: holdUntil, vouched: true}
-	for m, w := range l.wantsSeen {
-		if c.fresh(w.at) {
-			l.tok.wants[m] = true
-		}
-	}
-	delete(l.tok.wants, c.self)
+	c.wantsKnown(l)
 	clear(l.wantsSeen)
 	l.lastGen, l.lastHop = p.gen, 0
 	// The promises are not a check: the first grant waits for one. A
@@ -328,6 +323,34 @@ func (c *Core) finishPrepare(l *lock) {
 	c.emit(EventRegenerated, fmt.Sprintf("%s: new token, generation %#x, first grant in %v", l.name, p.gen, hold),
 		"lock", l.name, "generation", p.gen, "hold", hold, "promises", p.Count()+1)
 	c.advance(l)
+}
+
+// wantsKnown puts into l's token, just made here, the wants this member
+// knows: those it heard (wantsSeen), and the members it heard look for
+// the token (located). A member locates only while it waits (or while a
+// token it passed is unacknowledged: one pass to it, which it passes on);
+// a locate heard where the token is not was not kept as a want, and a
+// waiter whose want datagrams to the maker were lost (the one sent when
+// it asked, the one it sends the proposer when it promises) was served a
+// loss timeout late, at its next locate, the maker serving itself again
+// meanwhile (TestSimRepairedTokenCarriesWants). Both are judged as the
+// wants a token carries: members only, never this one, none older than
+// a want may be (fresh: a member that still waits locates again within
+// it); one forged in a member's name (a ring without a key) costs one
+// pass, as a forged want does. (No served number applies: the token is
+// new, and an old token's are lost with it.)
+func (c *Core) wantsKnown(l *lock) {
+	for m, w := range l.wantsSeen {
+		if c.fresh(w.at) && c.member(m) {
+			l.tok.wants[m] = true
+		}
+	}
+	for m, at := range l.located {
+		if c.fresh(at) && c.member(m) {
+			l.tok.wants[m] = true
+		}
+	}
+	delete(l.tok.wants, c.self)
 }
 
 // startCheck asks a majority whether l's token is still the newest.

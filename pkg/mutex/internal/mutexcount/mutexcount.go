@@ -151,6 +151,10 @@ type RenewalLate struct {
 	// member's loop read them late.
 	Answered, End time.Time
 	By            []uint32
+	// Unanswered says that no answer had completed the renewal when End
+	// came (Answered is then zero, By the members it still waited for):
+	// the answers came late too, or never.
+	Unanswered bool
 	// EndOf says which lease End ends ("the lease it renews", "the lease
 	// it asked for"); empty: "its lease".
 	EndOf string
@@ -158,7 +162,9 @@ type RenewalLate struct {
 
 // AnswersLate says whether r's answers came after the lease's end (not
 // this member's loop, but the network or the members answering).
-func (r RenewalLate) AnswersLate() bool { return !r.Answered.IsZero() && !r.Answered.Before(r.End) }
+func (r RenewalLate) AnswersLate() bool {
+	return r.Unanswered || !r.Answered.IsZero() && !r.Answered.Before(r.End)
+}
 
 // ReportRenewal counts and says (mutex.EventRenewalLate) that renewal r
 // was refused, read at now: the lease ends as it was, and the client
@@ -175,9 +181,13 @@ func (l *LateGrants) ReportRenewal(now time.Time, counters map[string]uint64, ev
 	cause, msg := "loop_late", lateMsg(r.Lock, r.ID, r.Late, "was not renewed", "its lease", next)
 	if r.AnswersLate() {
 		cause = "answers_late"
-		msg = fmt.Sprintf("%s: request %d was not renewed: the answers it needed came after %s had ended (the last, from %s, %v after the end), so no reading could have renewed it: not this member's loop, but a slow or lossy link between this member and %s (frames lost and asked again), or %s busy; %s. "+
+		came := fmt.Sprintf("came after %s had ended (the last, from %s, %v after the end)", lease, by, r.Answered.Sub(r.End).Round(time.Millisecond))
+		if r.Unanswered {
+			came = fmt.Sprintf("had not come when %s ended (none yet from %s)", lease, by)
+		}
+		msg = fmt.Sprintf("%s: request %d was not renewed: the answers it needed %s, so no reading could have renewed it: not this member's loop, but a slow or lossy link between this member and %s (frames lost and asked again), or %s busy; %s. "+
 			"Check the link (loss, delay: ping, both members' status: Frames, dropped) and %s's load; a client that renews earlier in its lease leaves the answers more time",
-			r.Lock, r.ID, lease, by, r.Answered.Sub(r.End).Round(time.Millisecond), by, by, next, by)
+			r.Lock, r.ID, came, by, by, next, by)
 	} else if !r.Answered.IsZero() && len(r.By) > 0 {
 		msg = fmt.Sprintf("%s: request %d was not renewed: the answers it needed came in time (the last, from %s, %v before the end of %s), but this member read them %v after they came, %v after it had ended (its loop ran late: a process paused and continued, or a host too busy to run it); %s. Check the host's load and what stops mutexd (a debugger, SIGSTOP, swapping)",
 			r.Lock, r.ID, by, r.End.Sub(r.Answered).Round(time.Millisecond), lease, now.Sub(r.Answered).Round(time.Millisecond), r.Late.Round(time.Millisecond), next)
