@@ -91,6 +91,9 @@
 //
 // What a reader must do:
 //
+//   - magic and version both 0: a page timed has made but not yet
+//     headed (a reader started beside it at boot): no bound
+//     (ErrUnsynchronised), read again later.
 //   - magic or version unknown: fail (ErrVersion); never guess a layout.
 //     A later version that only adds fields keeps version 1's words where
 //     they are and raises the version; this reader refuses it all the

@@ -2,6 +2,7 @@ package truetime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -66,7 +67,7 @@ func Open(path string) (*Reader, error) {
 	}
 	r := &Reader{path: path, now: realtimeNow}
 	r.cur.Store(m)
-	if err := r.checkHeader(m); err != nil {
+	if err := r.checkHeader(m); err != nil && !errors.Is(err, ErrUnsynchronised) {
 		m.unmap()
 		return nil, err
 	}
@@ -77,6 +78,12 @@ func realtimeNow() int64 { return time.Now().UnixNano() }
 
 func (r *Reader) checkHeader(m *mapping) error {
 	magic, version := m.p.header()
+	if magic == 0 && version == 0 {
+		// The file timed has just made, before its header's store (a
+		// program started beside timed at boot opened it then): a page
+		// not yet published, not a page of another kind.
+		return &Error{Kind: ErrUnsynchronised, Path: r.path, Detail: "timed has not published yet (its page is being made)"}
+	}
 	if magic != Magic || version != Version {
 		return &Error{Kind: ErrVersion, Path: r.path,
 			Detail: fmt.Sprintf("magic %#08x version %d; this reader knows magic %#08x version %d (upgrade the reader with timed)", magic, version, Magic, Version)}

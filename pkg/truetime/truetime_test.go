@@ -165,9 +165,42 @@ func TestOpenRefuses(t *testing.T) {
 		t.Errorf("5-byte file: %v", err)
 	}
 	other := filepath.Join(dir, "other")
-	os.WriteFile(other, make([]byte, PageSize), 0o600)
+	page := make([]byte, PageSize)
+	page[0] = 1
+	os.WriteFile(other, page, 0o600)
 	if _, err := Open(other); !errors.Is(err, ErrVersion) {
-		t.Errorf("a page of zeros: %v", err)
+		t.Errorf("a page of another magic: %v", err)
+	}
+}
+
+// TestOpenPageBeingMade: a reader that opens the page between timed's
+// making of the file and its header's store (a program started beside
+// timed at boot) sees zeros: that is a page not yet published, not one of
+// another kind ("upgrade the reader" was the wrong advice, and the e2e
+// test that opened the page as soon as it existed failed on it at load).
+// Once timed writes the header and publishes, the same Reader reads.
+func TestOpenPageBeingMade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "truetime")
+	if err := os.WriteFile(path, make([]byte, PageSize), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatalf("a page of zeros: %v", err)
+	}
+	defer r.Close()
+	if _, _, err := r.Now(); !errors.Is(err, ErrUnsynchronised) || !contains(err.Error(), "not published yet") {
+		t.Fatalf("a page of zeros, read: %v", err)
+	}
+	pub, err := Create(path, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	now := time.Now()
+	pub.Publish(synced(now, -time.Millisecond, time.Millisecond))
+	if _, _, err := r.Now(); err != nil {
+		t.Fatalf("after timed made and published the page: %v", err)
 	}
 }
 
