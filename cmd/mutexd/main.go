@@ -142,8 +142,10 @@ func options(c *cli.Context, cfg *daemon.Config, f mutex.Factory) (mutex.Options
 		if d <= 0 {
 			return opt, app.Usagef("--%s %v: must be positive", fl, d)
 		}
-		// The cores' timers refuse less than a millisecond by their own
-		// names (HeartbeatInterval): the flag is what the operator typed.
+		// Most cores refuse timers under a millisecond by their own
+		// names (HeartbeatInterval), and none runs them faster than its
+		// 10 ms tick: the flag is what the operator typed, refused alike
+		// for every algorithm.
 		if d < time.Millisecond {
 			return opt, app.Usagef("--%s %v: want at least 1ms", fl, d)
 		}

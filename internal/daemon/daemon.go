@@ -408,12 +408,18 @@ func New(cfg Config, newCore CoreFactory) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := st.claim(cfg.Name); err != nil {
+	mark, err := st.claim(cfg.Name)
+	if err != nil {
 		st.close()
 		return nil, err
 	}
 	d, err := build(cfg, st, newCore)
 	if err != nil {
+		st.close()
+		return nil, err
+	}
+	// Marked only once the core has accepted what the directory holds.
+	if err := mark(); err != nil {
 		st.close()
 		return nil, err
 	}

@@ -61,23 +61,26 @@ func openStateDir(path string) (*stateDir, error) {
 // daemon's state is there: the lock keeps two daemons out of one directory
 // at once, not one after the other, and each would read the other's
 // core.state as a damaged file of its own (and be told to remove it). A
-// directory from before the mark is claimed by the first daemon that
-// opens it.
-func (s *stateDir) claim(daemon string) error {
+// directory from before the mark is marked by the first daemon whose core
+// accepts its state (mark, called once the core is built): a start that
+// fails on another daemon's state leaves it unmarked.
+func (s *stateDir) claim(daemon string) (mark func() error, err error) {
 	b, err := s.read(daemonFile)
 	if err != nil {
-		return fmt.Errorf("state directory %s: %w", s.path, err)
+		return nil, fmt.Errorf("state directory %s: %w", s.path, err)
 	}
 	if owner := strings.TrimSpace(string(b)); owner != "" {
 		if owner != daemon {
-			return fmt.Errorf("state directory %s holds %s's state, not %s's (its file %q says so): give each daemon its own --state-dir (the default is /var/lib/%s)", s.path, owner, daemon, daemonFile, daemon)
+			return nil, fmt.Errorf("state directory %s holds %s's state, not %s's (its file %q says so): give each daemon its own --state-dir (the default is /var/lib/%s); if the directory is %s's, write %s into that file", s.path, owner, daemon, daemonFile, daemon, daemon, daemon)
+		}
+		return func() error { return nil }, nil
+	}
+	return func() error {
+		if err := s.write(daemonFile, []byte(daemon+"\n")); err != nil {
+			return fmt.Errorf("state directory %s is not writable: %w (give the daemon's user a directory of its own)", s.path, err)
 		}
 		return nil
-	}
-	if err := s.write(daemonFile, []byte(daemon+"\n")); err != nil {
-		return fmt.Errorf("state directory %s is not writable: %w (give the daemon's user a directory of its own)", s.path, err)
-	}
-	return nil
+	}, nil
 }
 
 func (s *stateDir) close() error {

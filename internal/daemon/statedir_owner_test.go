@@ -35,7 +35,10 @@ func TestStateDirBelongsToOneDaemon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = st.claim(tc.daemon)
+		mark, err := st.claim(tc.daemon)
+		if err == nil {
+			err = mark()
+		}
 		st.close()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s in %s: %v, want %q", tc.daemon, tc.dir, err, tc.want)
