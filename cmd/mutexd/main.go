@@ -143,9 +143,9 @@ func options(c *cli.Context, cfg *daemon.Config, f mutex.Factory) (mutex.Options
 			return opt, app.Usagef("--%s %v: must be positive", fl, d)
 		}
 		// Most cores refuse timers under a millisecond by their own
-		// names (HeartbeatInterval), and none runs them faster than its
-		// 10 ms tick: the flag is what the operator typed, refused alike
-		// for every algorithm.
+		// names (HeartbeatInterval), and none runs them finer than its
+		// --tick (at least 1ms): the flag is what the operator typed,
+		// refused alike for every algorithm.
 		if d < time.Millisecond {
 			return opt, app.Usagef("--%s %v: want at least 1ms", fl, d)
 		}
