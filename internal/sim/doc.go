@@ -26,7 +26,9 @@
 //     A multicast frame is one copy per other node, each through its link.
 //   - Crash stops a node (its Output.State, the "disk", survives); Restart
 //     rebuilds its core from the disk under the next incarnation; Pause and
-//     Resume model a stopped process (SIGSTOP) that wakes up with stale state;
+//     Resume model a stopped process (SIGSTOP) that wakes up with stale state
+//     (SetSocketBuffer: its kernel keeps the datagrams that came meanwhile,
+//     up to a socket buffer, read with their arrival stamps when it resumes);
 //     SetLate, a loaded host, whose loop gets the CPU late and then runs its
 //     timer before it reads the frames that came meanwhile.
 //

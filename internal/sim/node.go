@@ -65,7 +65,12 @@ type simNode struct {
 	// tickGen changes whenever the scheduled tick must not fire (crash,
 	// pause, restart).
 	tickGen uint64
-	pending []*packet // stream frames that reached it while paused
+	// pending: stream frames, and datagrams its socket buffer kept
+	// (SetSocketBuffer), that reached it while paused, in arrival order;
+	// buffered, what the kept datagrams charge against rcvBuf.
+	pending  []*packet
+	rcvBuf   int
+	buffered int
 
 	// Tick pacing on the node's clock (see scheduleTick).
 	target  time.Time     // monotonic-local time the next tick is due
@@ -504,9 +509,16 @@ func (s *Sim) arrive(p *packet) {
 		// resumes.
 		to.pending = append(to.pending, p)
 		return
+	case to.paused && to.buffered+socketCharge(p) <= to.rcvBuf:
+		// Its socket buffer keeps the datagram, stamped by the kernel on
+		// arrival; the process reads it when it resumes.
+		to.buffered += socketCharge(p)
+		p.held, p.arrived = true, s.now
+		to.pending = append(to.pending, p)
+		return
 	case to.paused:
-		// Datagrams to a stopped process are counted lost: its socket
-		// buffer overflows long before a lease-length pause ends.
+		// Datagrams to a stopped process are lost once its socket buffer
+		// is full (SetSocketBuffer; by default it keeps none).
 		to.counters.Missed++
 		s.trace.add(p.entry(s.now, FatePaused), nil)
 		return
@@ -602,7 +614,7 @@ func (s *Sim) Crash(id uint32) {
 	n.up, n.paused = false, false
 	n.life++
 	n.tickGen++
-	n.pending = nil
+	n.pending, n.buffered = nil, 0
 	s.simEvent(id, "sim.crash", fmt.Sprintf("node %d crashed", id))
 }
 
@@ -621,8 +633,9 @@ func (s *Sim) Restart(id uint32) {
 }
 
 // Pause stops node id without killing it, as SIGSTOP: no ticks, datagrams
-// to it lost, stream frames held by its kernel. Resume continues with the
-// same state, however stale.
+// to it lost (or kept, up to its socket buffer: SetSocketBuffer), stream
+// frames held by its kernel. Resume continues with the same state, however
+// stale.
 func (s *Sim) Pause(id uint32) {
 	s.Start()
 	n := s.mustNode(id)
@@ -662,8 +675,11 @@ func (s *Sim) SetSendLag(id uint32, lag time.Duration) {
 	s.mustNode(id).sendLag = lag
 }
 
-// Resume continues a paused node: it reads the stream frames held for it,
-// then ticks again (its clock kept running: its first tick sees the gap).
+// Resume continues a paused node: it reads the frames held for it (stream
+// frames, and the datagrams its socket buffer kept, with their arrival
+// stamps), in the order they came, then ticks again (its clock kept
+// running: its first tick sees the gap). Frames first, as the daemon's
+// loop drains its socket before it ticks a core whose deadline passed.
 func (s *Sim) Resume(id uint32) {
 	n := s.mustNode(id)
 	if !n.up || !n.paused {
@@ -672,13 +688,43 @@ func (s *Sim) Resume(id uint32) {
 	n.paused = false
 	s.simEvent(id, "sim.resume", fmt.Sprintf("node %d resumed", id))
 	held := n.pending
-	n.pending = nil
+	n.pending, n.buffered = nil, 0
 	for _, p := range held {
 		// Held frames went through the same checks when they arrived;
 		// only a crash of the sender since can reset them now.
 		s.arrive(p)
 	}
 	s.startTicking(n)
+}
+
+// SetSocketBuffer makes node id's kernel keep, while the node is paused,
+// the datagrams that reach it, up to bytes of socket buffer (0, the
+// default: none is kept), as a stopped process's UDP socket does until
+// its receive buffer (net.core.rmem_default, 212992 bytes on the lab's
+// hosts) is full; each datagram is charged its length and SocketOverhead,
+// as the kernel charges a buffer's truesize. When the node resumes it
+// reads them, stamped with their arrival, before its first tick. A core
+// then sees frames stamped during its pause, read by a loop that sent
+// nothing meanwhile: what a daemon sees after SIGSTOP, a swap storm or a
+// VM's pause.
+func (s *Sim) SetSocketBuffer(id uint32, bytes int) {
+	if bytes < 0 {
+		panic(fmt.Sprintf("sim: negative socket buffer %d", bytes))
+	}
+	s.mustNode(id).rcvBuf = bytes
+}
+
+// SocketOverhead is what the simulated kernel charges a kept datagram
+// besides its bytes (SetSocketBuffer): about the truesize of a small
+// datagram's buffer on Linux.
+const SocketOverhead = 768
+
+// socketCharge is what datagram p costs its receiver's socket buffer.
+func socketCharge(p *packet) int {
+	if p.stream {
+		return 0 // a stream's data is the connection's, not the datagram socket's
+	}
+	return len(p.data) + SocketOverhead
 }
 
 func cloneLog(l [][]byte) [][]byte {

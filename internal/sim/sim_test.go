@@ -385,6 +385,72 @@ func TestPauseResume(t *testing.T) {
 	}
 }
 
+// TestPauseSocketBuffer: with a socket buffer (SetSocketBuffer), the
+// datagrams that reach a paused node are kept until the buffer is full,
+// the rest lost; at resume the node reads the kept ones in the order they
+// came, stamped with their arrival (during the pause), before its first
+// tick; a crash empties the buffer.
+func TestPauseSocketBuffer(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 7})
+	p := probes(s, 3, 1, 2, false) // datagrams to node 2, each sender every tick
+	s.Run(time.Second)
+	size := 0
+	for _, e := range s.Trace() {
+		if e.To == 2 {
+			size = e.Size
+		}
+	}
+	const keep = 40
+	s.SetSocketBuffer(2, keep*(size+sim.SocketOverhead)+sim.SocketOverhead) // room for 40, not 41
+	p2 := p(2)
+	got, ticks, missed := len(p2.got), len(p2.ticks), s.Counters(2).Missed
+	pausedAt := s.Now()
+	s.Pause(2)
+	s.Run(2 * time.Second)
+	resumedAt := s.Now()
+	if len(p2.got) != got || len(p2.ticks) != ticks {
+		t.Fatalf("paused node received %d, ticked %d", len(p2.got)-got, len(p2.ticks)-ticks)
+	}
+	if lost := s.Counters(2).Missed - missed; lost < 300 {
+		t.Errorf("only %d datagrams lost past a full buffer of %d", lost, keep)
+	}
+	s.Resume(2)
+	read := p2.got[got:]
+	if len(read) != keep {
+		t.Fatalf("read %d datagrams at resume, want the %d the buffer held", len(read), keep)
+	}
+	for i, r := range read {
+		if r.at.Before(pausedAt) || !r.at.Before(pausedAt.Add(200*time.Millisecond)) {
+			t.Fatalf("kept datagram %d stamped %v after the pause began: want its arrival, early in the pause (the buffer filled fast)", i, r.at.Sub(pausedAt))
+		}
+		if i > 0 && r.at.Before(read[i-1].at) {
+			t.Fatalf("kept datagram %d stamped before the one read before it", i)
+		}
+	}
+	if len(p2.ticks) != ticks {
+		t.Fatal("ticked before the kept datagrams were read")
+	}
+	s.Run(time.Second)
+	if len(p2.ticks)-ticks < 95 || len(p2.got)-got < 150+keep {
+		t.Fatalf("after resume: received %d, ticked %d", len(p2.got)-got, len(p2.ticks)-ticks)
+	}
+	if first := p2.ticks[ticks]; first.Before(resumedAt) {
+		t.Errorf("first tick after the pause at %v, before the resume", first.Sub(resumedAt))
+	}
+
+	// A crash while paused loses what the buffer held.
+	s.Pause(2)
+	s.Run(100 * time.Millisecond)
+	s.Crash(2)
+	s.Restart(2)
+	s.Run(5 * time.Millisecond)
+	for _, r := range p(2).got {
+		if r.at.Before(s.Now().Add(-5 * time.Millisecond)) {
+			t.Fatalf("the restarted node read a datagram stamped %v ago, kept from before its crash", s.Now().Sub(r.at))
+		}
+	}
+}
+
 func TestDriftingClocksTick(t *testing.T) {
 	drift := map[uint32]float64{1: 0, 2: 250, 3: -250, 4: 100}
 	s := sim.New(sim.Config{Seed: 8})

@@ -90,8 +90,11 @@ type Core struct {
 	// saidBusy: the last heartbeat (or request, sent to every member)
 	// said this member may hold or ask: when it stops, it says so within
 	// IdleNotice. idleFrom: when its last request ended.
-	saidBusy  bool
-	idleFrom  time.Time
+	saidBusy bool
+	idleFrom time.Time
+	// idleTail: how many idle heartbeats this member still sends at the
+	// busy spacing after its idle notice (nextBeat).
+	idleTail  int
 	restarted bool
 	holdUntil time.Time // restart hold: no answers before
 	// rejoinFrom: since when this member rejoins (zero: it does not): it
@@ -124,6 +127,10 @@ type Core struct {
 	// renewWarned: EventRenewalUnacked was emitted for it.
 	renewSince  time.Time
 	renewWarned bool
+	// lateBy, lateAt: how late this member's loop last sent a heartbeat
+	// (more than Margin after it was due), and when (loopLate).
+	lateBy time.Duration
+	lateAt time.Time
 
 	inc     uint32 // this member's incarnation
 	floor   uint64 // the persisted Lamport floor
@@ -163,10 +170,13 @@ type Core struct {
 type peer struct {
 	life epoch.Life // its incarnation as its frames say (Inc 0: none yet)
 	// heardAt: its last frame, on this member's clock, directly or
-	// through a relay; directAt: its last frame received directly, the
-	// only hearing that counts toward this member's majority (the
-	// cut-off, grants, leases: link.go says why).
-	heardAt, directAt time.Time
+	// through a relay; directAt: its last frame received directly;
+	// countAt: the instant that frame counts for toward this member's
+	// majority (the cut-off, grants, leases: link.go says why only a
+	// direct frame counts), never later than this member's own heartbeat
+	// was due (heard: a frame read while its loop was late came when the
+	// others heard nothing from it).
+	heardAt, directAt, countAt time.Time
 	// down: given up, no longer waited for: this member has been silent
 	// from it for its timeout, and a majority confirmed a silence as long
 	// over the same stretch of time (link.go). confirm is the
@@ -478,7 +488,7 @@ func (c *Core) checkCutOff() {
 	heard := func(within time.Duration) bool {
 		n := 1
 		for _, p := range c.peers {
-			if !p.directAt.IsZero() && c.now.Sub(p.directAt) <= within {
+			if !p.countAt.IsZero() && c.now.Sub(p.countAt) <= within {
 				n++
 			}
 		}
@@ -488,6 +498,7 @@ func (c *Core) checkCutOff() {
 	case !c.cutOff && !heard(c.rejoinAfter()) && c.now.Sub(c.begun) >= c.rejoinAfter():
 		c.cutOff = true
 		c.count("cut_off")
+		c.cutOffWarn()
 		for _, l := range c.locks {
 			clear(l.got)
 		}
@@ -495,6 +506,42 @@ func (c *Core) checkCutOff() {
 		c.cutOff = false
 		c.startRejoin("majority heard again")
 	}
+}
+
+// EventLoopLate (WARN): this member's loop sent a heartbeat more than
+// Margin after it was due ("late", in ms). EventCutOff (WARN): this
+// member heard no majority for RejoinAfter and takes itself for cut off
+// ("late", in ms, only when its loop's lateness is why).
+const (
+	EventLoopLate = "loop_late"
+	EventCutOff   = "cut_off"
+)
+
+// loopLate reports a heartbeat sent late by late: the others heard
+// nothing from this member meanwhile, so the frames its loop read
+// meanwhile do not count as a majority heard (heard).
+func (c *Core) loopLate(late time.Duration) {
+	c.count("loop_late")
+	c.lateBy, c.lateAt = late, c.now
+	c.warn(EventLoopLate, fmt.Sprintf("this host's loop was late by %v: this member's heartbeat went out that long after it was due, and the others heard nothing from it meanwhile, "+
+		"so the frames it read meanwhile do not count as hearing a majority (it takes itself for cut off if that leaves it none for %v, and its clients' leases, counted from before, are not renewed then). "+
+		"Check the host: CPU load, swapping, a paused VM or process (SIGSTOP)", late.Round(time.Millisecond), c.rejoinAfter()), "late", late.Milliseconds())
+}
+
+// cutOffWarn says that this member takes itself for cut off, and why
+// when its loop's lateness is the cause: it heard a majority, but read
+// their frames while the others heard nothing from it (heard).
+func (c *Core) cutOffWarn() {
+	var cause string
+	var args []any
+	if !c.lateAt.IsZero() && c.now.Sub(c.lateAt) <= c.rejoinAfter() {
+		args = []any{"late", c.lateBy.Milliseconds()}
+		cause = fmt.Sprintf(" (its loop was late by %v %v ago: the frames it read meanwhile, while the others heard nothing from it, do not count)",
+			c.lateBy.Round(time.Millisecond), c.now.Sub(c.lateAt).Round(time.Millisecond))
+	}
+	c.warn(EventCutOff, fmt.Sprintf("this member heard no majority (%d of %d members, itself included) for %v%s: it takes itself for cut off, voids the answers it holds, "+
+		"grants and renews nothing (its clients' leases end as counted before), and rejoins once it hears a majority again. "+
+		"Check the network between this host and the others, and this host's load", c.majority, len(c.cfg.Members), c.rejoinAfter(), cause), args...)
 }
 
 func (c *Core) count(name string) { c.counters[name]++ }
@@ -561,7 +608,7 @@ func (c *Core) majorityHeard() time.Time {
 	}
 	heard := make([]time.Time, 0, len(c.peers))
 	for _, p := range c.peers {
-		heard = append(heard, p.directAt)
+		heard = append(heard, p.countAt)
 	}
 	slices.SortFunc(heard, func(a, b time.Time) int { return b.Compare(a) })
 	return heard[need-1]
@@ -608,7 +655,13 @@ func (c *Core) confirm(name string) {
 // unless it asks again first (its request is heard by all, and says busy):
 // the others gave it leaves (Ricart-Agrawala has no release message) and
 // would wait DeadAfter for it, not SuspectAfter, should it fall silent
-// before its next heartbeat.
+// before its next heartbeat. It keeps the busy spacing for
+// BusyBeatsCovered-1 idle heartbeats more (idleTail): a member that lost
+// the notice and the one after it heard the third (a working link loses
+// fewer: Config.MinDeadAfter), which spends its leave; else it lost the
+// link, at most BusyBeatsCovered busy heartbeats after it last heard a
+// busy frame of this one, and this member heard the majority no later
+// (the package doc, "Lease ends", counts on it).
 func (c *Core) nextBeat() time.Time {
 	busy := c.busy()
 	switch {
@@ -620,7 +673,7 @@ func (c *Core) nextBeat() time.Time {
 			idle = c.busyUntil
 		}
 		return core.Earliest(idle.Add(c.cfg.IdleNotice()), c.lastBeat.Add(c.cfg.BusyHeartbeat()))
-	case busy:
+	case busy, c.idleTail > 0:
 		return c.lastBeat.Add(c.cfg.BusyHeartbeat())
 	}
 	return c.lastBeat.Add(c.cfg.HeartbeatInterval)
@@ -877,6 +930,21 @@ func (c *Core) heard(m uint32, relayed bool) {
 	}
 	if !relayed && c.now.After(p.directAt) {
 		p.directAt = c.now
+		// Counted no later than this member's own heartbeat was due: the
+		// others' silence from it began with its last frame, and "Links"
+		// bounds how long after that it may hear them by its beat's
+		// spacing. A loop that ran late (a short stall, a loaded host)
+		// reads, with their kernel stamps, frames that came while it sent
+		// nothing: counted as heard then, they would keep it from taking
+		// itself for cut off until RejoinAfter after it resumed, while the
+		// others' silence from it began before it stopped.
+		at := c.now
+		if !c.lastBeat.IsZero() {
+			at = core.Earliest(at, c.nextBeat())
+		}
+		if at.After(p.countAt) {
+			p.countAt = at
+		}
 	}
 	if c.det != nil && c.det.Heard(m, c.now) {
 		c.reportLiveness()
@@ -1124,11 +1192,18 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
 	c.flushReleases()
-	if !c.now.Before(c.nextBeat()) {
+	var late time.Duration
+	if due := c.nextBeat(); !c.now.Before(due) {
+		if !c.lastBeat.IsZero() {
+			late = c.now.Sub(due)
+		}
 		c.sendBeat(core.Broadcast)
 	}
 	c.det.Check(c.now)
 	c.reportLiveness()
+	if late > c.cfg.Margin {
+		c.loopLate(late)
+	}
 	c.checkCutOff()
 	c.checkRenewals()
 	c.checkLinks()
@@ -1173,8 +1248,8 @@ func (c *Core) Deadline() time.Time {
 	}
 	if !c.cutOff {
 		for _, p := range c.peers {
-			if !p.directAt.IsZero() {
-				d = core.Earliest(d, p.directAt.Add(c.rejoinAfter()+time.Millisecond))
+			if !p.countAt.IsZero() {
+				d = core.Earliest(d, p.countAt.Add(c.rejoinAfter()+time.Millisecond))
 			}
 		}
 	}

@@ -142,10 +142,11 @@
 //     message, so for its last holder the idle heartbeat is the news: a
 //     member that said it was busy (in a heartbeat, or by sending a
 //     request to all) says so IdleNotice (20 ms with 1 s heartbeats) after
-//     its last request ended, unless it asks again first: its request
-//     goes to all, says busy, and spends the same leaves (it is stamped
-//     after every answer it took), so a client that takes the lock again
-//     at once costs no heartbeat round per entry. The notice is news of
+//     its last request ended, and twice more at the busy spacing (the
+//     idle tail: "Lease ends" counts on it), unless it asks again first:
+//     its request goes to all, says busy, and spends the same leaves (it
+//     is stamped after every answer it took), so a client that takes the
+//     lock again at once costs no heartbeat round per entry. The notice is news of
 //     an idleness that holds when it is sent (busy is read then); sent
 //     later, it can only keep the others waiting longer: a member that
 //     crashes within IdleNotice of its release is waited for DeadAfter,
@@ -170,8 +171,13 @@
 //     crashed holder's lease ends on its client's clock (mutexd lock counts
 //     its own) first.
 //   - Rejoining before the others suspect. A member that heard no
-//     majority for SuspectAfter less a heartbeat and the margin takes
-//     itself for cut off (it voids the answers it holds); one whose own
+//     majority for SuspectAfter less a heartbeat and the margin
+//     (RejoinAfter, 2 s) takes itself for cut off (it voids the answers it
+//     holds, and says so at WARN, EventCutOff); a frame counts toward that
+//     majority as heard no later than this member's own next heartbeat
+//     was due ("Links" says why: a loop that ran late, stalled for less
+//     than StallAfter, reads frames that came while it sent nothing, and
+//     says so at WARN, EventLoopLate); one whose own
 //     loop stopped for StallAfter (two heartbeats) stalled: it gives up
 //     what it held and answers nobody while those leases may still run at
 //     its clients (holding nothing, it would answer at once), and takes a
@@ -204,8 +210,8 @@
 // is itself a leave, so then DeadAfter; so too for a member that crashed
 // within IdleNotice of its release). Idle traffic is unchanged: N-1
 // heartbeats of 5 bytes a second per member; a member that holds or asks
-// sends five, and one more round IdleNotice after it stops (none if it
-// asks again first).
+// sends five, and three more rounds once it stops (IdleNotice after, then
+// two at the busy spacing; none if it asks again first).
 //
 // # Links: when a member may stop waiting for another
 //
@@ -270,6 +276,28 @@
 //     that it is idle. Giving X up then takes a majority silent from X
 //     for DeadAfter: by the first case with the roles swapped, X's leases
 //     have ended by then.
+//
+// The first step (Y hears no member of M during [F+I, S]) needs Y to
+// beat every I while it counts what it hears: the members of M last
+// heard Y at F, so Y's beats after F + I reached none of them, and links
+// fail both ways. A loop that runs late sends nothing: a host that
+// stalled for less than StallAfter (which it does not take for a stall;
+// nor a longer stall whose gap the frames read at its resume, stamped
+// during it, hide), or was busy, reads on resuming
+// the frames its kernel kept, stamped during the pause, while the others'
+// silence from it began with its last beat before it. Counted as heard
+// then, they would keep Y from taking itself for cut off until
+// RejoinAfter after it resumed, up to StallAfter later than the argument
+// allows. So Y counts a direct frame toward its majority
+// (Core.majorityHeard: the cut-off, grants, leases) as heard at its time
+// or at the instant its own next heartbeat was due, whichever is
+// earlier: what Y counts as heard is never more than I after its last
+// beat, which reached the members of M (else it is among the beats
+// BusyBeatsCovered lets be lost), so no later than F. A frame
+// read late counts as heard then, and Y takes itself for cut off
+// RejoinAfter after that instant, not after it resumed. The rule costs
+// nothing on time: a loop ticks when its beat is due, and only a frame
+// read between that instant and the beat counts a little early.
 //
 // A crash, a pause, a partition of Y's minority: every member of the
 // majority is as silent from Y as X, and answers so within a round trip,
@@ -390,7 +418,16 @@
 // of SuspectAfter is still required: it is the SuspectAfter case of
 // "Links", which shows that Y, if alive, took itself for cut off and
 // rejoins before it asks or answers again, so it cannot give X up in turn
-// while X holds without its leave. That floor is a wait for safety, not
+// while X holds without its leave. Its I is a heartbeat: X still lends to
+// Y (it took no idle heartbeat of Y's since its leave), so Y was busy
+// when X last heard it, and beat at the busy spacing then and for the
+// idle tail after (its notice and two more): had X lost them all, more
+// than BusyBeatsCovered-1 in a row, the link had failed, so Y last heard
+// X at most BusyBeatsCovered busy heartbeats (0.6 s) after X last heard
+// it, within a heartbeat; without the tail, a lost notice and the idle
+// heartbeat a second after it let Y hear X two seconds on
+// (TestLostIdleNoticeCutOffBeforeGivenUp). A loop that ran late is the
+// rule above (TestShortStallCutOffBeforeGivenUp). That floor is a wait for safety, not
 // for detection: a sign that Y's port closed proves nothing (anyone on
 // the LAN can forge a reset), so it could not shorten it either.
 //

@@ -85,6 +85,13 @@ func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		}
 		lines = append(lines, fmt.Sprintf("Silent   : %d silent here for %v but not given up: %s; still waited for", s.Member, ms(s.HeardAgoMS), why))
 	}
+	if d.CutOff {
+		lines = append(lines, "Cut off  : this member hears no majority it can count on: it grants and renews nothing, and rejoins once it hears one again")
+	}
+	if d.LoopLateMS > 0 {
+		lines = append(lines, fmt.Sprintf("Loop late: this host's loop last sent a heartbeat %v late, %v ago (%d times in all): frames read meanwhile counted as no majority heard; check the host's load, swap, a paused VM or process",
+			ms(d.LoopLateMS), ms(d.LoopLateAgoMS), c["loop_late"]))
+	}
 	if d.RestartHoldMS > 0 {
 		lines = append(lines, fmt.Sprintf("Restarted: answering nobody for %v more (a lease granted before the restart may run)",
 			time.Duration(d.RestartHoldMS)*time.Millisecond))

@@ -170,6 +170,14 @@ func (c *Core) sendBeat(to uint32) {
 	}
 	c.send(to, wire.KindPermHeartbeat, hb, stamp)
 	if to == core.Broadcast {
+		switch {
+		case hb.Busy:
+			c.idleTail = 0
+		case c.saidBusy:
+			c.idleTail = BusyBeatsCovered - 1
+		case c.idleTail > 0:
+			c.idleTail--
+		}
 		c.saidBusy = hb.Busy
 		c.lastBeat = c.now
 	}

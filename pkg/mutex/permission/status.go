@@ -77,6 +77,15 @@ type Detail struct {
 	// how long until the end it last announced (0: passed).
 	LeaseEnds      string `json:"lease_ends"`
 	AnnouncedEndMS int64  `json:"announced_end_ms,omitempty"`
+	// CutOff: this member heard no majority for RejoinAfter (counting
+	// none of the frames its loop read late): it voids the answers it
+	// holds, renews nothing, and rejoins once it hears one again.
+	CutOff bool `json:"cut_off,omitempty"`
+	// LoopLateMS: how late this host's loop last sent a heartbeat, when
+	// more than Margin late (EventLoopLate), LoopLateAgoMS how long ago:
+	// frames read meanwhile did not count as hearing a majority.
+	LoopLateMS    int64 `json:"loop_late_ms,omitempty"`
+	LoopLateAgoMS int64 `json:"loop_late_ago_ms,omitempty"`
 }
 
 // LinkDetail is what a member knows of its link to another.
@@ -158,6 +167,10 @@ func (c *Core) Report() mutex.Status {
 		d.LeaseEnds = "unbounded"
 	}
 	d.AnnouncedEndMS = max(c.annEnd.Sub(c.now).Milliseconds(), 0)
+	d.CutOff = c.cutOff
+	if !c.lateAt.IsZero() {
+		d.LoopLateMS, d.LoopLateAgoMS = c.lateBy.Milliseconds(), c.now.Sub(c.lateAt).Milliseconds()
+	}
 	st := mutex.Status{Algorithm: c.cfg.Variant.String(), ID: c.self, Counters: c.allCounters(), Guarantees: c.Guarantees(), Detail: d}
 	for _, m := range c.cfg.Members {
 		ms := mutex.MemberStatus{ID: m, Self: m == c.self, Alive: m == c.self || !c.givenUp(m), State: mutex.MemberAlive}
@@ -252,6 +265,8 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	m.Counter("synclab_mutex_requests_reissued_total", "Requests stamped anew: their fence was below a known one.", cnt("requests_reissued"))
 	m.Counter("synclab_mutex_rejoins_total", "Members seen back with a new incarnation.", cnt("rejoins"))
 	m.Counter("synclab_mutex_stalls_total", "Stalls of this member's own loop (each a rejoin).", cnt("stalls"))
+	m.Counter("synclab_mutex_loop_late_total", "Heartbeats this member's loop sent more than Margin late (frames read meanwhile count as no majority heard).", cnt("loop_late"))
+	m.Counter("synclab_mutex_cut_off_total", "Times this member took itself for cut off from the majority.", cnt("cut_off"))
 	m.Counters("synclab_mutex_relay_frames_total", "Frames through relays: sent for a member not heard directly (out), received from one (in), passed on for others (passed).",
 		"dir", map[string]uint64{"out": counters["relayed_out"], "in": counters["relayed_in"], "passed": counters["relays_passed"]})
 	m.Counter("synclab_mutex_probes_total", "Probes asking the others whether a member silent here is silent to them too.", cnt("probes_sent"))

@@ -60,6 +60,13 @@ type Hosts struct {
 	// in [LateMin, LateMax] behind its timers and its socket (sim.SetLate,
 	// a loaded host); 0: on time.
 	LateMin, LateMax time.Duration
+	// SocketBuffer: each member's kernel keeps the datagrams that reach
+	// it while it is paused, up to this many bytes, and it reads them,
+	// stamped with their arrival, when it resumes (sim.SetSocketBuffer);
+	// half the pauses are then short stalls, under two heartbeats (what
+	// a member takes for a stall of its own loop). 0: none kept, every
+	// pause longer than the lease.
+	SocketBuffer int
 }
 
 // Calm hosts: clocks within 100 ppm, loops on time (the default).
@@ -72,6 +79,12 @@ var Calm = Hosts{Name: "calm", DriftPPM: 100}
 // pause. A core that judged a lease by those stamps would report a grant
 // whose lease had already ended (the oracle refuses one).
 var Harsh = Hosts{Name: "harsh", DriftPPM: 495, LateMin: 5 * time.Millisecond, LateMax: 20 * time.Millisecond}
+
+// HarshBuffered hosts: Harsh, and a paused member's kernel keeps its
+// datagrams as the lab hosts' do (net.core.rmem_default, 212992 bytes):
+// when it resumes, its loop reads frames stamped during the pause, while
+// the others heard nothing from it; half the pauses are short stalls.
+var HarshBuffered = Hosts{Name: "harsh+buffered", DriftPPM: 495, LateMin: 5 * time.Millisecond, LateMax: 20 * time.Millisecond, SocketBuffer: 212992}
 
 // Cluster is a simulated cluster with one client per member and the
 // oracle watching every outcome.
@@ -183,6 +196,11 @@ func New(t testing.TB, seed int64, cfg Config) *Cluster {
 			return a
 		}, clk)
 		c.clients[id] = &client{}
+	}
+	if b := cfg.Hosts.SocketBuffer; b > 0 {
+		for _, id := range c.ids {
+			c.s.SetSocketBuffer(id, b)
+		}
 	}
 	if h := cfg.Hosts; h.LateMax > 0 {
 		for _, id := range c.ids {
@@ -444,8 +462,15 @@ func (c *Cluster) Fault(f mutex.Fault) {
 		c.resetClient(victim)
 	case mutex.Pause:
 		victim := c.Holder()
+		pause := c.cfg.Options.Lease + hold
+		if c.cfg.Hosts.SocketBuffer > 0 && c.rng.IntN(2) == 0 {
+			// A short stall, half a heartbeat to two: the member does
+			// not take it for one, and reads what its kernel kept.
+			hb := c.cfg.Options.Heartbeat
+			pause = hb/2 + time.Duration(c.rng.Int64N(int64(3*hb/2)))
+		}
 		c.s.Pause(victim)
-		c.Run(c.cfg.Options.Lease+hold, true)
+		c.Run(pause, true)
 		c.s.Resume(victim)
 	case mutex.Partition:
 		// A minority (one member, the holder or the target) alone.

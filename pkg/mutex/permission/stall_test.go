@@ -1,0 +1,234 @@
+package permission_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
+	"github.com/synclab/synclab/pkg/mutex/permission"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// rmemDefault is the lab hosts' net.core.rmem_default: the socket buffer
+// that keeps a paused daemon's datagrams (sim.SetSocketBuffer).
+const rmemDefault = 212992
+
+// The two tests below check the invariant the package doc's "Links" and
+// "Lease ends" rest on: a waiter gives a holder up only once the holder,
+// alive, has taken itself for cut off (or noticed that it stalled), so
+// that it rejoins before it asks or answers again. Holder 1 is cut off
+// from waiter 2 and member 3 with its lease ended (a 2 s lease, never
+// renewed, or released), so 2 gives 1 up at the floor of the lease end
+// rule (SuspectAfter after the majority last heard 1); the holder must
+// have stopped counting on a majority by then.
+
+// TestShortStallCutOffBeforeGivenUp: holder 1's loop stops for 1.3-1.9 s,
+// less than StallAfter (2 s), so it notices no stall; its kernel keeps
+// the datagrams sent to it meanwhile (sim.SetSocketBuffer), which it
+// reads when it resumes, and it is partitioned from 2 and 3 at that
+// instant (its first frames after the pause are lost). The others last
+// heard it before the pause; the frames it read came while it sent
+// nothing, and must not count as a majority heard late: before, 1 took
+// itself for cut off RejoinAfter after the resume, and 2 gave it up
+// 0.1-0.7 s before that.
+func TestShortStallCutOffBeforeGivenUp(t *testing.T) {
+	for _, f := range leaseFactories {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 16, func(t *testing.T, seed int64) {
+				shortStall(t, f, seed)
+			})
+		})
+	}
+}
+
+func shortStall(t *testing.T, f mutex.Factory, seed int64) {
+	const holder, waiter, other = 1, 2, 3
+	s, tm := stallSim(t, f, seed)
+	rng := s.NewRand()
+	rh := s.AcquireFor(holder, 2*time.Second)
+	if !s.RunUntil(func() bool { return s.Granted[holder] == rh }, time.Second) {
+		t.Fatalf("member %d not granted on an idle cluster", holder)
+	}
+	// A few busy heartbeats: 1 is bounded, its end announced and vouched.
+	s.Run(tm.BusyHeartbeat() + time.Duration(rng.Int64N(int64(tm.BusyHeartbeat()))))
+	rw := s.Acquire(waiter)
+	s.Run(time.Duration(rng.Int64N(int64(tm.BusyHeartbeat()))))
+	stall := 1300*time.Millisecond + time.Duration(rng.Int64N(int64(600*time.Millisecond)))
+	s.Pause(holder)
+	s.Run(stall)
+	s.Partition([]uint32{holder}, []uint32{waiter, other})
+	s.Resume(holder)
+	cutOffBeforeGivenUp(t, s, tm, holder, waiter, rw, fmt.Sprintf("after a stall of %v", stall))
+	// What the administrator of 1 sees: at WARN, its loop late by about
+	// the stall, then the cut-off naming that cause; status says both.
+	late, cut := heldWarn(t, s, holder, permission.EventLoopLate), heldWarn(t, s, holder, permission.EventCutOff)
+	if ms, _ := late.Arg("late"); ms.(int64) < (stall - tm.BusyHeartbeat()).Milliseconds() {
+		t.Errorf("loop_late says %d ms late after a stall of %v: %s", ms, stall, late.Msg)
+	}
+	if ms, ok := cut.Arg("late"); !ok || ms.(int64) == 0 || !strings.Contains(cut.Msg, "loop was late by") {
+		t.Errorf("cut_off does not name the late loop as its cause: %s", cut.Msg)
+	}
+	st := s.Core(holder).(mutex.Algorithm).Report()
+	if d := st.Detail.(permission.Detail); !d.CutOff || d.LoopLateMS < (stall-tm.BusyHeartbeat()).Milliseconds() {
+		t.Errorf("status of member %d: cut_off %v, loop_late_ms %d after a stall of %v", holder, d.CutOff, d.LoopLateMS, stall)
+	}
+	raw, err := json.Marshal(st.Detail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := permission.StatusLines(st, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Cut off  : ", "Loop late: this host's loop last sent a heartbeat"} {
+		if text := strings.Join(lines, "\n"); !strings.Contains(text, want) {
+			t.Errorf("mutexd status of member %d lacks %q:\n%s", holder, want, text)
+		}
+	}
+}
+
+// heldWarn returns member id's first event named name, which must be at
+// WARN.
+func heldWarn(t *testing.T, s *mutextest.LockSim, id uint32, name string) sim.Event {
+	t.Helper()
+	for _, e := range s.EventsNamed(name) {
+		if e.Node == id {
+			if !e.Warn {
+				t.Errorf("member %d's %s not at WARN: %s", id, name, e.Msg)
+			}
+			return e
+		}
+	}
+	t.Fatalf("member %d reported no %s", id, name)
+	return sim.Event{}
+}
+
+// TestLostIdleNoticeCutOffBeforeGivenUp: holder 1 releases; its idle
+// notice and the idle heartbeat after it are lost (two frames: a working
+// link may lose that many), and it is partitioned from 2 and 3 0.8-0.95 s
+// after the second. 2 and 3 last heard a busy heartbeat of 1's, so 2,
+// which gave 1 leave, waits for it as for a holder, and gives it up at
+// the floor of the lease end rule; 1 heard a majority until the partition
+// (2 holds another lock, and beats at the busy spacing). Before, an idle
+// member's second idle heartbeat came a second after its notice: 1 heard
+// the majority up to two seconds after they last heard it, and 2 gave it
+// up 0.8 s before it took itself for cut off. Now a member beats at the
+// busy spacing for BusyBeatsCovered heartbeats once it stops being busy,
+// so the third is heard (2's leave is spent, and 2 waits SuspectAfter
+// from it).
+func TestLostIdleNoticeCutOffBeforeGivenUp(t *testing.T) {
+	for _, f := range leaseFactories {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 16, func(t *testing.T, seed int64) {
+				lostIdleNotice(t, f, seed)
+			})
+		})
+	}
+}
+
+func lostIdleNotice(t *testing.T, f mutex.Factory, seed int64) {
+	const holder, waiter, other = 1, 2, 3
+	s, tm := stallSim(t, f, seed)
+	rng := s.NewRand()
+	dropIdle := 0            // idle heartbeats of 1 still to be lost
+	var beatAt time.Duration // when 1 last broadcast a heartbeat
+	s.OnSend(func(sf sim.SentFrame) {
+		var hb wire.PermHeartbeat
+		if sf.From != holder || sf.Frame.Kind != wire.KindPermHeartbeat || hb.UnmarshalBinary(sf.Frame.Payload) != nil {
+			return
+		}
+		if hb.Ack == 0 { // an acknowledgement goes to one member, apart from the beats
+			beatAt = s.Elapsed()
+		}
+		if !hb.Busy && dropIdle > 0 {
+			// Cut before the frame goes on the link: it is lost (an idle
+			// acknowledgement meanwhile too: it says as much).
+			s.Cut(holder, sf.Frame.Receiver)
+		}
+	})
+	rh := s.Acquire(holder)
+	if !s.RunUntil(func() bool { return s.Granted[holder] == rh }, time.Second) {
+		t.Fatalf("member %d not granted on an idle cluster", holder)
+	}
+	s.Run(tm.BusyHeartbeat() + time.Duration(rng.Int64N(int64(tm.BusyHeartbeat()))))
+	// 2 holds another lock: it beats every busy heartbeat, so 1 hears a
+	// majority until the partition.
+	if err := s.Do(waiter, func(cc core.Core) {
+		if _, err := cc.(mutex.Algorithm).Acquire(s.Clock(waiter).Now(), mutex.Request{Lock: "y"}); err != nil {
+			t.Fatal(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Run(tm.BusyHeartbeat())
+	dropIdle = 2
+	if err := s.Do(holder, func(cc core.Core) {
+		if err := cc.(mutex.Algorithm).Release(s.Clock(holder).Now(), rh); err != nil {
+			t.Fatal(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for dropIdle > 0 {
+		sent := beatAt
+		s.Run(time.Millisecond)
+		if beatAt != sent && !s.Connected(holder, waiter) && !s.Connected(holder, other) {
+			dropIdle--
+			s.Heal() // only 1's links were cut, for that frame
+		}
+		if s.Elapsed() > 20*time.Second {
+			t.Fatalf("member %d sent no second idle heartbeat after its release", holder)
+		}
+	}
+	second := beatAt
+	s.Run(second + 800*time.Millisecond + time.Duration(rng.Int64N(int64(150*time.Millisecond))) - s.Elapsed())
+	s.Partition([]uint32{holder}, []uint32{waiter, other})
+	rw := s.Acquire(waiter)
+	cutOffBeforeGivenUp(t, s, tm, holder, waiter, rw, "after its idle notice and the heartbeat after it were lost")
+}
+
+// stallSim is three members of f with mutexd's lease and heartbeat, each
+// host's kernel keeping a paused member's datagrams as the lab's do.
+func stallSim(t *testing.T, f mutex.Factory, seed int64) (*mutextest.LockSim, permission.Config) {
+	opt := mutex.Options{Lease: 3 * time.Second, Heartbeat: time.Second} // mutexd's
+	s := mutextest.NewLockSim(t, f, opt, 3, seed, sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}, 3*time.Second)
+	for _, id := range s.IDs() {
+		s.SetSocketBuffer(id, rmemDefault)
+	}
+	return s, s.Core(1).(*permission.Core).Config()
+}
+
+// cutOffBeforeGivenUp runs until waiter's request rw is granted, holder
+// having been partitioned from the others just now, and fails if waiter
+// gave holder up before holder, alive, took itself for cut off or
+// noticed a stall (what "Links" and "Lease ends" rest on: else, were the
+// links to heal then, holder would never rejoin, and would take waiter,
+// which holds without its leave, for a member that holds nothing by it).
+func cutOffBeforeGivenUp(t *testing.T, s *mutextest.LockSim, tm permission.Config, holder, waiter uint32, rw mutex.RequestID, what string) {
+	t.Helper()
+	counter := func(id uint32, name string) uint64 { return s.Core(id).(mutex.Algorithm).Report().Counters[name] }
+	cut := s.Elapsed()
+	var bad string
+	granted := func() bool {
+		if bad == "" && counter(waiter, "members_given_up") > 0 && counter(holder, "cut_off")+counter(holder, "stalls") == 0 {
+			bad = fmt.Sprintf("member %d gave %d up %v after %d was partitioned %s (at its lease end: %d), and %d, alive, had not taken itself for cut off",
+				waiter, holder, s.Elapsed()-cut, holder, what, counter(waiter, "members_given_up_at_lease_end"), holder)
+		}
+		return s.Granted[waiter] == rw
+	}
+	if !s.RunUntil(granted, 2*tm.DeadAfter) {
+		t.Fatalf("member %d not granted %v after the partition (counters %v)", waiter, 2*tm.DeadAfter, s.Core(waiter).(mutex.Algorithm).Report().Counters)
+	}
+	if bad != "" {
+		t.Fatal(bad)
+	}
+	if testing.Verbose() {
+		t.Logf("member %d granted %v after the partition %s; at its lease end: %d", waiter, s.Elapsed()-cut, what, counter(waiter, "members_given_up_at_lease_end"))
+	}
+}
