@@ -329,15 +329,14 @@ type Daemon struct {
 	// metricsRefused counts the metrics endpoint's connections refused
 	// beyond metricsMaxConns; metricsWarned is when that was last said
 	// (UnixNano). Atomic: the endpoint's accept loop updates them.
-	metricsRefused  atomic.Uint64
-	metricsWarned   atomic.Int64
-	persistFailedAt time.Time // first failed state write of the current run of failures; zero: writes work
-	persistLoggedAt time.Time // last log line about it
-	persist         PersistStatus
-	served          bool // the loop has ended: the reader steps nothing more
-	answers         answerBatch
-	plan            slewPlan // the last tick's, for its Ready's slews
-	ticks           uint64   // the core's Ticks, for the loop's timer (tickIfDue may have ticked it)
+	metricsRefused atomic.Uint64
+	metricsWarned  atomic.Int64
+	persistLog     persistLog // which failed-write lines are logged
+	persist        PersistStatus
+	served         bool // the loop has ended: the reader steps nothing more
+	answers        answerBatch
+	plan           slewPlan // the last tick's, for its Ready's slews
+	ticks          uint64   // the core's Ticks, for the loop's timer (tickIfDue may have ticked it)
 	// appends: the core has handed log records (core.Ready.Entries). The
 	// loop then steps it with every frame and call already queued before
 	// it acts on the Ready: one fdatasync covers them all (group commit).

@@ -134,3 +134,46 @@ func TestStateWithoutPromiseSentFirst(t *testing.T) {
 		t.Fatalf("trace order %v, want %v (without a promise the frame first, with one the write first):\n%s", order, want, b)
 	}
 }
+
+// TestPersistLogRateLimit: a failing state directory logs its ERROR at
+// most every persistLogEvery, across runs of failures too (a disk failing
+// one write in three logged an ERROR and a "works again" INFO for each
+// run), and a run's end only if the run was logged. Driven by a fake
+// clock: the decisions are persistLog's, the daemon only writes the lines.
+func TestPersistLogRateLimit(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var p persistLog
+	step := 0
+	fail := func(at time.Duration, want bool) {
+		t.Helper()
+		step++
+		if got := p.failed(t0.Add(at)); got != want {
+			t.Errorf("step %d: a failed write at +%v logged an ERROR: %v, want %v", step, at, got, want)
+		}
+	}
+	save := func(wantEnded, wantSaid bool) {
+		t.Helper()
+		step++
+		if ended, said := p.saved(); ended != wantEnded || said != wantSaid {
+			t.Errorf("step %d: a write that worked: run ended %v, its end said %v; want %v, %v", step, ended, said, wantEnded, wantSaid)
+		}
+	}
+	save(false, false)         // no run: nothing to end
+	fail(0, true)              // the first failure is said at once
+	fail(time.Second, false)   // and not again within 10 s
+	save(true, true)           // a run that was said: its end too
+	fail(2*time.Second, false) // a new run 2 s after the last ERROR: not said
+	save(true, false)          // so neither is its end
+	fail(9*time.Second, false) // another run, still within 10 s
+	fail(10*time.Second, true) // 10 s after the last ERROR: said (the same run)
+	if got := p.failedAt; !got.Equal(t0.Add(9 * time.Second)) {
+		t.Errorf("the run's start: %v, want +9s (failing_since)", got.Sub(t0))
+	}
+	save(true, true)            // the run was said: its end is
+	fail(15*time.Second, false) // a flaky disk: one failure in a while
+	save(true, false)
+	fail(19*time.Second, false)
+	save(true, false)
+	fail(20*time.Second+time.Nanosecond, true)
+	save(true, true)
+}

@@ -706,13 +706,10 @@ func (d *Daemon) process() {
 				file = d.state.file(coreLogFile)
 			}
 			d.persistFailing(file, err, withheld)
-		} else if d.persistFailedAt != (time.Time{}) {
-			if !d.persistLoggedAt.Before(d.persistFailedAt) {
-				// Only the end of a run of failures that was said: a
-				// disk failing one write in three said nothing else.
+		} else if ended, said := d.persistLog.saved(); ended {
+			if said {
 				d.log.Info("persisting state works again", "failed_writes", d.errs["persist_failed"])
 			}
-			d.persistFailedAt = time.Time{}
 			d.persist.Failing = nil
 		}
 	}
@@ -833,32 +830,61 @@ func (d *Daemon) persisted(file string, n int, promise bool, took writeTimes, to
 		"hint", fmt.Sprintf("the state directory's disk is slow or busy (other processes' writes, a saturated device): put --state-dir on a less busy disk; status: Persist (writes over %v)", SlowPersist))
 }
 
-// persistFailing logs a failed state write: at once the first time, then
-// at most every persistLogEvery while the disk keeps failing (the core
-// retries with every Ready, up to a hundred times a second).
+// persistFailing logs a failed state write (persistLog: at once the first
+// time, then at most every persistLogEvery) and puts it in the status.
 func (d *Daemon) persistFailing(file string, err error, withheld int) {
 	now := time.Now()
-	if d.persistFailedAt.IsZero() {
-		d.persistFailedAt = now
-	}
-	d.persist.Failing = &PersistFailure{Since: d.persistFailedAt, Last: now, File: file, Err: err.Error(),
+	logIt := d.persistLog.failed(now)
+	d.persist.Failing = &PersistFailure{Since: d.persistLog.failedAt, Last: now, File: file, Err: err.Error(),
 		Failed: d.errs["persist_failed"]}
-	if now.Sub(d.persistLoggedAt) < persistLogEvery {
-		// Also a new run of failures: a disk that fails every few
-		// writes (a run of one, then a success) logged an ERROR and
-		// an INFO for each (found by review); failed_writes counts all.
+	if !logIt {
 		return
 	}
-	d.persistLoggedAt = now
 	d.log.Error("persisting state failed: nothing that depends on it is sent (and electd leads no term or round it wins) until a write succeeds",
 		"file", file, "err", err, "withheld", withheld,
-		"failing_since", d.persistFailedAt, "failed_writes", d.errs["persist_failed"],
+		"failing_since", d.persistLog.failedAt, "failed_writes", d.errs["persist_failed"],
 		"hint", "free space on the disk of --state-dir, or make it writable; the write is retried with every step")
 }
 
 // persistLogEvery spaces the log lines of a state directory that keeps
 // failing.
 const persistLogEvery = 10 * time.Second
+
+// persistLog decides which lines a failing state directory logs: the
+// core retries a failed write with every Ready, up to a hundred times a
+// second, and a disk may fail every few writes.
+type persistLog struct {
+	failedAt time.Time // first failure of the current run; zero: writes work
+	loggedAt time.Time // last ERROR
+}
+
+// failed records a failed write at now and reports whether to log its
+// ERROR: at most every persistLogEvery, across runs of failures too (a
+// disk failing one write in three, a run of one then a success, logged
+// an ERROR and an INFO for each: found by review; failed_writes counts
+// them all).
+func (p *persistLog) failed(now time.Time) bool {
+	if p.failedAt.IsZero() {
+		p.failedAt = now
+	}
+	if !p.loggedAt.IsZero() && now.Sub(p.loggedAt) < persistLogEvery {
+		return false
+	}
+	p.loggedAt = now
+	return true
+}
+
+// saved records a successful write: ended reports that it ends a run of
+// failures, said that the run was logged (its "works again" line is
+// logged only then: a run that said nothing says nothing at its end).
+func (p *persistLog) saved() (ended, said bool) {
+	if p.failedAt.IsZero() {
+		return false, false
+	}
+	said = !p.loggedAt.Before(p.failedAt)
+	p.failedAt = time.Time{}
+	return true, said
+}
 
 func (d *Daemon) send(s node.Send) {
 	fin := func([]byte) []byte { return d.node.Finalize(s, d.cfg.Clock.Now()) }

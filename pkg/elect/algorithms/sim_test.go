@@ -8,12 +8,14 @@ import (
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/elect/algorithms"
 	"github.com/synclab/synclab/pkg/elect/internal/electtest"
+	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
 // TestSimOracle runs every algorithm electd offers through the shared
 // chaos schedule (electtest.Chaos): crashes, restarts, pauses, partitions,
-// failing disks and up to 20% loss on 3-9 members; at most one leader per
+// failing disks and up to 20% loss on 1-9 members (the majority election's
+// votes weighted in some seeds); at most one leader per
 // term at every step, and agreement on the algorithm's rightful leader
 // (Rightful: the highest running member for bully and the rings, the
 // lowest for Yo-Yo, any one for the majority election and the eventual
@@ -123,21 +125,99 @@ func TestKindsDeclared(t *testing.T) {
 // and the rings once won such a round alone at once (nothing to send,
 // so nothing withheld) and reported leader_elected (Claims: "led term
 // ... in two lives"); bully did the same when its reservation's write
-// had failed too (Chaos found it). A win now waits for its write.
+// had failed too (Chaos found it); the majority election did when its
+// winner needed no vote but its own: a one-member cluster, or a member
+// whose weight (--priorities 1=3) is a majority alone (found by review).
+// A win now waits for its write.
 func TestSimUnsavedTermNotLed(t *testing.T) {
-	for _, alg := range algorithms.All {
-		t.Run(alg.Name, func(t *testing.T) {
-			s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond}})
-			c := electtest.New(t, s, alg, []uint32{1, 2, 3}, elect.Options{})
-			c.Converge(5 * time.Second)
-			s.SetDiskFaults(2, 1)
-			s.Isolate(2)
-			c.Run(5 * time.Second)
-			s.Restart(2)
-			c.Run(5 * time.Second)
-			c.Claims()
-		})
+	cases := []struct {
+		name   string
+		ids    []uint32
+		broken uint32
+		prio   map[uint32]uint32
+	}{
+		{"three", []uint32{1, 2, 3}, 2, nil},
+		{"alone", []uint32{1}, 1, nil},
+		// 1 weighs 3 of 5 (the majority election's weights): its own
+		// vote elects it.
+		{"heavy", []uint32{1, 2, 3}, 1, map[uint32]uint32{1: 3, 2: 1, 3: 1}},
 	}
+	for _, alg := range algorithms.All {
+		for _, tc := range cases {
+			if tc.prio != nil && !alg.Quorum {
+				continue // weights are a quorum's; the rings refuse priorities
+			}
+			t.Run(alg.Name+"/"+tc.name, func(t *testing.T) {
+				s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond}})
+				c := electtest.New(t, s, alg, tc.ids, elect.Options{Priorities: tc.prio})
+				c.Converge(5 * time.Second)
+				s.SetDiskFaults(tc.broken, 1)
+				s.Isolate(tc.broken)
+				c.Run(5 * time.Second)
+				// Two lives on the broken disk: the first reads the term
+				// its last good write left, claims the next one and
+				// cannot write it; the second reads the same term again.
+				for range 2 {
+					s.Restart(tc.broken)
+					c.Run(5 * time.Second)
+				}
+				s.SetDiskFaults(tc.broken, 0)
+				s.Heal()
+				c.Converge(10 * time.Second)
+				c.Claims()
+			})
+		}
+	}
+}
+
+// TestSimMajorityReassertUnsavedTerm: a majority leader that hears a
+// request in a term at or above its own moves its leadership above it
+// (reassert). With a failing disk the newer term is not written, and a
+// leader that announced it at once (leader_elected, hooks with its
+// ELECTD_TERM_RAW), then crashed, read the older term after its restart
+// and claimed the same newer one again: one term led in two lives
+// (found by review, beside the heavy member's win). The newer term is
+// announced only once it is on disk; until then the leader holds the
+// older one, which is.
+func TestSimMajorityReassertUnsavedTerm(t *testing.T) {
+	alg, err := elect.Lookup(algorithms.All, "majority")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 100 * time.Microsecond, Jitter: time.Millisecond}})
+		// 1 weighs 3 of 5: after its restart it wins alone, so the term
+		// it claims there is Next of the one on its disk.
+		c := electtest.New(t, s, alg, []uint32{1, 2, 3}, elect.Options{Priorities: map[uint32]uint32{1: 3, 2: 1, 3: 1}})
+		c.Converge(5 * time.Second)
+		for l, _, _ := c.Elector(1).Leader(); l != 1; l, _, _ = c.Elector(1).Leader() {
+			// Another member leads with 1's vote: make way (a restarted
+			// member is the last the uptime rule picks).
+			s.Crash(l)
+			c.Converge(5 * time.Second)
+			s.Restart(l)
+			c.Converge(5 * time.Second)
+		}
+		_, term, _ := c.Elector(1).Leader()
+		s.SetDiskFaults(1, 1)
+		// A request of 2 in 1's round (forged: no key), as from a
+		// candidate that had not heard 1: 1 moves above it, to the next
+		// round, the term Next(term) gives after a restart too.
+		req := wire.LeaseRequest{Seq: 1, Weight: 1, Uptime: 1 << 30}
+		if err := s.Forge(2, 1, wire.KindVoteRequest, epoch.Make(epoch.Round(term), 2), 0, req); err != nil {
+			t.Fatal(err)
+		}
+		c.Run(time.Second)
+		if r := c.Elector(1).Role(); r != elect.RoleLeader {
+			t.Fatalf("1 is %v after the request, want leader (its lease holds): %s", r, c.Views())
+		}
+		s.Isolate(1)
+		s.Crash(1)
+		s.SetDiskFaults(1, 0)
+		s.Restart(1)
+		c.Run(5 * time.Second)
+		c.Claims()
+	})
 }
 
 // TestSimYoYoWinWaitingForItsWriteGivesWay: a Yo-Yo member isolated with

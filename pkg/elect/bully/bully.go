@@ -463,8 +463,10 @@ func (b *Core) becomeLeader(reassert bool) {
 // nothing, asks for the reservation above its term to be written, and
 // claims at the Tick after Advance confirms it: with a healthy disk the
 // same write the claim's COORDINATOR waited for before, so it leaves no
-// later. A write that keeps failing keeps it from leading: it answers
-// ELECTIONs and follows a higher-ranked claim meanwhile, and electd's
+// later. A write that keeps failing keeps it from leading: once a write
+// for the held claim has failed it answers no ELECTION, of its term or an
+// older one (elections_unanswered: the members below elect among
+// themselves), follows a higher-ranked claim meanwhile, and electd's
 // status says persist.failing.
 func (b *Core) awaitReservation() {
 	if b.role == RoleLeader {
@@ -1034,7 +1036,14 @@ func (b *Core) stepStale(in *inbound) error {
 		return nil
 	}
 	if in.Kind == wire.KindElection && b.answers(in) {
-		b.send(in.From, wire.KindAnswer, wire.Answer{Priority: b.self.Priority})
+		if b.claimWaits && b.claimWriteFailed {
+			// Its claim cannot be written: an ANSWER would keep the
+			// sender waiting for a COORDINATOR that cannot come, in an
+			// older term as in ours (stepCandidate).
+			b.electionsUnanswered++
+		} else {
+			b.send(in.From, wire.KindAnswer, wire.Answer{Priority: b.self.Priority})
+		}
 	}
 	if b.role == RoleLeader && in.Kind != wire.KindAnswer {
 		b.send(in.From, wire.KindCoordinator, wire.Coordinator{Priority: b.self.Priority})

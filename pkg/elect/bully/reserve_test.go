@@ -334,3 +334,51 @@ func TestReassertWriteFailedStepsDown(t *testing.T) {
 		t.Fatalf("leads %#x (before %#x), on disk term %#x reserved %#x (%v)", claimed, old, tm, r, err)
 	}
 }
+
+// TestReserveClaimWriteFailedAnswersNoElection: a top member whose held
+// claim's write failed answers no ELECTION, of its own term (stepCandidate)
+// nor of an older one (stepStale, which answered it: the sender, a member
+// below that had not heard the newer term yet, then waited for a
+// COORDINATOR that could not come; found by review), and counts both in
+// elections_unanswered.
+func TestReserveClaimWriteFailedAnswersNoElection(t *testing.T) {
+	members := []Member{{ID: 1}, {ID: 2}, {ID: 3}}
+	b, err := New(core.Env{ID: 3, Now: testEpoch, State: appendReserved(nil, MakeTerm(9, 2), MakeTerm(10, 3))}, Config{Members: members, Reserve: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := testEpoch
+	for i := 0; i < 200 && !b.claimWriteFailed; i++ {
+		b.Ready()
+		b.Advance(false) // every write fails
+		now = now.Add(10 * time.Millisecond)
+		b.Tick(now)
+	}
+	b.Ready()
+	b.Advance(false)
+	if !b.claimWaits || !b.claimWriteFailed {
+		t.Fatalf("no held claim with a failed write: role %v waits %v failed %v", b.Role(), b.claimWaits, b.claimWriteFailed)
+	}
+	answers := func(term uint64) int {
+		p, _ := wire.Election{Reason: wire.ReasonLeaderLost}.AppendBinary(nil)
+		if err := b.Step(core.Message{From: 1, Kind: wire.KindElection, Term: term, Payload: p, Time: now}); err != nil {
+			t.Fatal(err)
+		}
+		rd := b.Ready()
+		b.Advance(false)
+		n := 0
+		for _, m := range rd.Messages {
+			if m.Kind == wire.KindAnswer {
+				n++
+			}
+		}
+		return n
+	}
+	own, older := answers(b.Term()), answers(MakeTerm(8, 1))
+	if own != 0 || older != 0 {
+		t.Errorf("ANSWERs to an ELECTION of its own term: %d, of an older term: %d; want none", own, older)
+	}
+	if b.electionsUnanswered != 2 {
+		t.Errorf("elections_unanswered %d, want 2", b.electionsUnanswered)
+	}
+}

@@ -51,7 +51,15 @@
 // than Margin - Lease·ρ may still say "leader" after that instant.
 //
 // Terms make each term's leader unique (owned terms: only their owner can
-// lead them, once), and discard older terms' requests and replies. A
+// lead them, once), and discard older terms' requests and replies. A term
+// is on disk before anything carrying it leaves (core.Durable), and
+// before its winner leads it: a member that wins on its own vote (alone,
+// or a weight that is a majority by itself) sends nothing a failed write
+// would withhold, so its win waits for Advance (unsavedWin) and is taken
+// at the next Tick if the request still gives it, its lease still ahead;
+// a leader that moves above a newer term (reassert) announces it only
+// once it is written. Else a restart would read the older term and claim
+// the same one again: one fencing token for two leaderships. A
 // voter bound to a leader refuses a newer term's candidate without taking
 // its term, so a member that came back from the minority side does not
 // depose a leader whose lease holds; the leader, told of the newer term,

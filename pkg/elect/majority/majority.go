@@ -115,6 +115,21 @@ type Core struct {
 	// lastVote says how this node's last election went (for status).
 	lastVote string
 
+	// unsavedWin is a won vote request (its seq; 0: none) whose term's
+	// write is not confirmed: a member that wins on its own weight (alone,
+	// or heavy enough by its --priorities) sent nothing a failed write
+	// would withhold, and leading a term not on disk and then crashing, a
+	// restart would read the older term and claim this one again
+	// (epoch.Limit.Next): one fencing token for two leaderships. It stays
+	// a candidate and leads at the Tick after Advance confirms the write,
+	// if the request is still won and its lease still lies ahead.
+	unsavedWin uint32
+	// ledTerm is the term this node's leadership has announced: a
+	// reassert's newer term is announced only once it is on disk (its
+	// renewals leave only then; until that, the leadership it holds is
+	// the one of the older term, which is).
+	ledTerm uint64
+
 	limit     epoch.Limit
 	guard     epoch.Guard
 	exhausted error
@@ -247,11 +262,18 @@ func (c *Core) Tick(now time.Time) {
 	c.at(now)
 	switch c.role {
 	case elect.RoleLeader:
+		if c.reassertSaved() {
+			c.ledTerm = c.term
+			c.announce("reasserted")
+		}
 		if !c.now.Before(c.deadline) {
 			c.renew()
 		}
 	case elect.RoleCandidate:
-		if !c.now.Before(c.deadline) {
+		if c.winSaved() {
+			c.takeSavedWin()
+		}
+		if c.role == elect.RoleCandidate && !c.now.Before(c.deadline) {
 			c.retry()
 		}
 	default:
@@ -259,8 +281,40 @@ func (c *Core) Tick(now time.Time) {
 	}
 }
 
+// winSaved: the term of the win this candidate waits for is on disk now
+// (unsavedWin).
+func (c *Core) winSaved() bool {
+	return c.role == elect.RoleCandidate && c.unsavedWin != 0 && !c.durable.PromisePending()
+}
+
+// reassertSaved: the term this leader moved to is on disk now, and its
+// leadership there is announced (ledTerm).
+func (c *Core) reassertSaved() bool {
+	return c.role == elect.RoleLeader && c.ledTerm != c.term && !c.durable.PromisePending()
+}
+
+// takeSavedWin leads the term whose write it waited for, if the request
+// it won still gives it: still tracked (a newer request of the same term
+// replaces it when it won too), still won, its lease still ahead. If
+// not, the candidacy goes on (asks again at its deadline, or gives up).
+func (c *Core) takeSavedWin() {
+	seq := c.unsavedWin
+	c.unsavedWin = 0
+	for _, r := range c.reqs {
+		if r.seq == seq {
+			c.count(r)
+			return
+		}
+	}
+}
+
 // Deadline is when Tick next has something to do.
 func (c *Core) Deadline() time.Time {
+	if c.winSaved() || c.reassertSaved() {
+		// After this instant: a deadline at the last Tick's is taken
+		// for a core's bug (ticked 10 ms later, the win led late).
+		return c.now.Add(time.Nanosecond)
+	}
 	switch c.role {
 	case elect.RoleLeader:
 		return core.Earliest(c.deadline, c.leaseUntil)
@@ -426,6 +480,7 @@ func (c *Core) stand() {
 	c.lead = 0
 	c.tries = 0
 	c.reqs = nil
+	c.unsavedWin = 0
 	c.counts.ElectionStarted(c.term, c.now, true)
 	c.events = append(c.events, c.announced.ElectionStarted(c.term, "no_leader", c.now))
 	c.announce("candidate")
@@ -472,6 +527,7 @@ func (c *Core) giveUp(why string) {
 	c.lastVote = why + ": " + c.tallyText()
 	c.role = elect.RoleFollower
 	c.reqs = nil
+	c.unsavedWin = 0
 	c.unbind()
 	c.broadcast(wire.KindLeaseRelease, wire.LeaseRelease{Weight: c.weight, Reason: wire.ReleaseLost})
 	// Try again after a vote timeout and the stagger: long enough for a
@@ -490,6 +546,10 @@ func (c *Core) count(r request) {
 			return // won too late to believe anything
 		}
 		if c.role == elect.RoleCandidate {
+			if c.durable.PromisePending() {
+				c.unsavedWin = r.seq
+				return
+			}
 			c.becomeLeader(until)
 		} else if until.After(c.leaseUntil) {
 			c.leaseUntil = until
@@ -502,8 +562,10 @@ func (c *Core) count(r request) {
 }
 
 func (c *Core) becomeLeader(until time.Time) {
+	c.unsavedWin = 0
 	c.role = elect.RoleLeader
 	c.lead = c.id
+	c.ledTerm = c.term
 	c.leaseUntil = until
 	c.claims++
 	c.lastVote = "won: " + c.tallyText()
@@ -527,7 +589,7 @@ func (c *Core) stepDown(reason string, release wire.ReleaseReason) {
 	c.reqs = nil
 	c.unbind()
 	c.broadcast(wire.KindLeaseRelease, wire.LeaseRelease{Weight: c.weight, Reason: release})
-	c.events = append(c.events, c.announced.Demoted(c.id, c.term, reason, c.now))
+	c.events = append(c.events, c.announced.Demoted(c.id, c.ledTerm, reason, c.now))
 	c.lastVote = "stepped down: " + reason
 	c.announce(reason)
 }
@@ -543,7 +605,10 @@ func (c *Core) reassert(t uint64) {
 	}
 	c.setTerm(next)
 	c.claims++
-	c.announce("reasserted")
+	// Announced at the Tick after the write (reassertSaved): a leader
+	// that reported the newer term and crashed before it was on disk
+	// would read the older one after its restart and could claim this
+	// one again.
 	c.renew()
 }
 
@@ -829,6 +894,9 @@ func (c *Core) Leader() (uint32, uint64, bool) { return c.lead, c.leaderTerm(), 
 // leaderTerm is the term of the leader this node knows: its own term,
 // or the newer one a leader it only observed leads.
 func (c *Core) leaderTerm() uint64 {
+	if c.role == elect.RoleLeader {
+		return c.ledTerm
+	}
 	if c.lead != 0 && c.lead == c.observedLead {
 		return max(c.term, c.observedTerm)
 	}

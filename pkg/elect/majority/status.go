@@ -94,8 +94,12 @@ func (c *Core) Report() elect.Status {
 func (c *Core) phase() string {
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	switch {
+	case c.role == elect.RoleLeader && c.ledTerm != c.term:
+		return fmt.Sprintf("leading term %#x: lease %s left; term %#x waits for its state write", c.ledTerm, ms(c.leaseUntil.Sub(c.now)), c.term)
 	case c.role == elect.RoleLeader:
 		return fmt.Sprintf("leading: lease %s left", ms(c.leaseUntil.Sub(c.now)))
+	case c.role == elect.RoleCandidate && c.unsavedWin != 0:
+		return "candidate: won, leads once its term's state write succeeds: " + c.tallyText()
 	case c.role == elect.RoleCandidate:
 		return "candidate: " + c.tallyText()
 	case c.lead != 0:

@@ -463,7 +463,7 @@ func describeMixed(s *sim.Sim, unwrap func(*sim.Sim, uint32) *omega.Core) string
 
 // TestSimOracleProbed runs the shared chaos schedule of every election
 // (electtest.Chaos: crashes, restarts, pauses, partitions, up to 20% loss
-// on 3-9 members; at most one leader per term, agreement within 10 s of
+// on 1-9 members; at most one leader per term, agreement within 10 s of
 // the heal) on omega at electd's defaults, asks included: the shared
 // oracle (pkg/elect/algorithms TestSimOracle) runs DefaultLANConfig.
 func TestSimOracleProbed(t *testing.T) {
