@@ -67,8 +67,7 @@ const (
 	cntCrossed    = "peer_crossed" // a peer's packet that did not answer our latest: its timestamps are echoed, no sample
 	cntRequests   = "requests"     // mode-1 and mode-3 polls sent
 	cntUpdates    = "clock_updates"
-	cntStaleSys   = "stale_sys_peer"  // selection ran, the system peer's estimate was not new
-	cntTightened  = "bound_tightened" // ... and its refreshed register narrowed the servo's bound
+	cntStaleSys   = "stale_sys_peer" // selection ran, the system peer's estimate was not new
 	cntSelectFail = "selection_failed"
 	// cntXleaveSampled counts interleaved answers about an exchange whose
 	// basic answer was sampled (ntp.ErrInterleavedSampled): one after
@@ -203,13 +202,9 @@ type Client struct {
 	dirty     bool      // an estimate or a reach changed since the last selection
 	stepFence time.Time // polls sent before this local time predate the last step
 
-	sel    ntp.Selection
-	selErr error
-	hasSel bool
-	// acted is the offset the servo's last update acted on, in the
-	// filters' frame (less the correction they were shifted by): the
-	// centre a later selection's interval is measured from (tighten).
-	acted   time.Duration
+	sel     ntp.Selection
+	selErr  error
+	hasSel  bool
 	sysPeer *source
 	sys     ntp.System
 	synced  bool // as last reported by an event
@@ -824,11 +819,8 @@ func (c *Client) accept(s *source, smp ntp.Sample) {
 	s.last, s.hasLast, s.lastErr = smp, true, ""
 	s.lastOut = s.filter.Add(smp, ntp.PollInterval(s.pollExp()))
 	// A new estimate goes to selection; so does a source whose filter
-	// just became full enough to be a candidate, whatever the outcome;
-	// and the system peer's register refreshed around the sample the
-	// servo used, which may narrow the bound (tighten).
-	if s.lastOut == ntp.FilterUpdated || s.filter.Len() == c.cfg.MinSamples ||
-		s.lastOut == ntp.FilterStale && s == c.sysPeer {
+	// just became full enough to be a candidate, whatever the outcome.
+	if s.lastOut == ntp.FilterUpdated || s.filter.Len() == c.cfg.MinSamples {
 		c.dirty = true
 	}
 }
@@ -965,7 +957,6 @@ func (c *Client) update(now time.Time) {
 	est, _ := sp.estimate()
 	if c.servo.Synchronized() && !est.Time.After(c.servo.State().LastUpdate) {
 		c.counters[cntStaleSys]++
-		c.tighten(est, sel)
 		return // each sample once: the servo would refuse it (ErrOutOfOrder)
 	}
 	predicted, hasPrediction := c.servo.Offset(now)
@@ -991,7 +982,6 @@ func (c *Client) update(now time.Time) {
 	if c.cfg.NoAdjust && hasPrediction {
 		pollOffset -= predicted
 	}
-	c.acted = sel.Offset - res.Correction
 	for _, s := range c.srcs {
 		s.filter.Shift(res.Correction)
 		if s.bcast != nil {
@@ -1020,20 +1010,6 @@ func (c *Client) update(now time.Time) {
 		c.synced = true
 		c.event(EventSynchronized, fmt.Sprintf("clock synchronised to %v, offset %v", sp.addr, res.Offset),
 			"source", sp.addr.String(), "offset", res.Offset, "root_distance", sel.Distance())
-	}
-}
-
-// tighten narrows the servo's bound when a selection over refreshed
-// registers, whose system peer's best sample is still the one the servo
-// acted on, says that sample was better than the update took it to be
-// (servo.Tighten: the first update's register was part empty). The new
-// interval [Offset-Distance, Offset+Distance] holds the true offset, so
-// the half-width around what the servo acted on is Distance plus how far
-// Offset moved from it (another source's refreshed stats move the
-// combined offset).
-func (c *Client) tighten(est ntp.Estimate, sel ntp.Selection) {
-	if c.servo.Tighten(est.Time, sel.Distance()+(sel.Offset-c.acted).Abs()) {
-		c.counters[cntTightened]++
 	}
 }
 

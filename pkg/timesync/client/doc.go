@@ -76,15 +76,6 @@
 //   - The root distance of every candidate grows with the servo's
 //     frequency uncertainty (MakeCandidate's localPPM), so estimates made
 //     before the drift is known are not trusted beyond what they can show.
-//   - Each sample reaches the servo once. When a later sample leaves the
-//     system peer's best one in place (FilterStale: it was delayed more, as
-//     most are on a loaded host), selection runs again over the refreshed
-//     registers, and a smaller root distance for that same sample narrows
-//     the servo's bound (servo.Tighten, counted as bound_tightened); the
-//     offset and the frequency are not acted on again. Without it, the
-//     bound of an update made at MinSamples samples (about ±0.44 s, the
-//     empty stages) stayed until a less delayed sample came or the best
-//     one left the register, 8 polls later.
 //
 // # Interleaved mode
 //

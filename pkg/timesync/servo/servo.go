@@ -178,9 +178,6 @@ type lastUpdate struct {
 	lambda float64   // ns
 	offset float64   // actual offset at now, after a step, before the slew, ns
 	acted  time.Duration
-	// rd is the measurement's root distance, ns: the part of lambda
-	// that Tighten may narrow (lambda also holds what smoothing added).
-	rd float64
 }
 
 // ledgerMax bounds the slew and frequency histories. They are only looked
@@ -415,7 +412,7 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 	proj := s.project(now, m.Time, e)
 	if s.cfg.MeasureOnly {
 		s.updates++
-		s.last = lastUpdate{valid: true, t: m.Time, now: now, lambda: e.lambda, offset: proj, acted: time.Duration(math.Round(proj)), rd: float64(m.RootDistance)}
+		s.last = lastUpdate{valid: true, t: m.Time, now: now, lambda: e.lambda, offset: proj, acted: time.Duration(math.Round(proj))}
 		return Result{Action: ActionNone, Offset: s.last.acted, Frequency: s.freq}, nil
 	}
 	res, actual, pending := s.command(now, proj)
@@ -431,7 +428,6 @@ func (s *Servo) Update(now time.Time, m Measurement) (Result, error) {
 		lambda: e.lambda,
 		offset: actual,
 		acted:  res.Offset,
-		rd:     float64(m.RootDistance),
 	}
 	res.Adjustments = append(res.Adjustments, s.syncAdjustment(now, m.Jitter, actual, pending))
 	res.Frequency = s.freq
@@ -584,29 +580,6 @@ func appendBounded[T any](list []T, v T) []T {
 func (s *Servo) halfWidth(t time.Time) float64 {
 	age := math.Max(0, float64(t.Sub(s.last.t)))
 	return s.last.lambda + (s.cfg.MaxDriftPPM+s.freqErr)*1e-6*age
-}
-
-// Tighten narrows the bound of the last update to a smaller root distance
-// for the same measurement (Measurement.Time t), and reports whether it
-// did. A clock filter judges its best sample better once its register
-// fills: the first update, made at MinSamples of 8 samples, carries the
-// empty stages' dispersion (about 0.44 s), and while that sample stays
-// the least delayed (on a loaded host, where most later answers are
-// delayed more, for up to 8 polls) no update follows to replace it: the
-// bound stayed that wide for as long, though the register said the
-// measurement was good to tens of microseconds. Nothing is acted on
-// again (each measurement once, the frequency fit keeps the point's
-// first weight): only the bound's half-width shrinks, never grows, and
-// it still grows from t as before. rootDistance must bound the error of
-// the offset the update used, as Measurement.RootDistance did.
-func (s *Servo) Tighten(t time.Time, rootDistance time.Duration) bool {
-	rd := float64(rootDistance)
-	if !s.last.valid || !t.Equal(s.last.t) || rd < 0 || rd >= s.last.rd {
-		return false
-	}
-	s.last.lambda -= s.last.rd - rd
-	s.last.rd = rd
-	return true
 }
 
 // SyncAdjustment returns the AdjustSync adjustment describing the clock at

@@ -400,34 +400,3 @@ func TestCommandedAfter(t *testing.T) {
 		}
 	}
 }
-
-// TestTighten: a smaller root distance for the update's own measurement
-// narrows the bound by the difference, around the same centre; another
-// measurement's, or a larger one, changes nothing.
-func TestTighten(t *testing.T) {
-	s, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
-	m := Measurement{Time: t0, Offset: 3 * time.Millisecond, RootDistance: 400 * time.Millisecond}
-	now := t0.Add(10 * time.Millisecond)
-	if _, err := s.Update(now, m); err != nil {
-		t.Fatal(err)
-	}
-	later := now.Add(time.Second)
-	lo, hi := s.Bound(later)
-	if s.Tighten(t0.Add(time.Nanosecond), time.Millisecond) || s.Tighten(t0, 500*time.Millisecond) {
-		t.Fatal("tightened by another measurement's or a wider root distance")
-	}
-	if !s.Tighten(t0, 100*time.Millisecond) {
-		t.Fatal("not tightened")
-	}
-	lo2, hi2 := s.Bound(later)
-	if lo2.Sub(lo) != 300*time.Millisecond || hi.Sub(hi2) != 300*time.Millisecond {
-		t.Fatalf("bound [%v, %v] became [%v, %v]: want 300ms narrower each side", lo, hi, lo2, hi2)
-	}
-	if s.Tighten(t0, 200*time.Millisecond) {
-		t.Fatal("widened")
-	}
-}
