@@ -318,7 +318,8 @@ type Daemon struct {
 	persistFailedAt time.Time // first failed state write of the current run of failures; zero: writes work
 	persistLoggedAt time.Time // last log line about it
 	persist         PersistStatus
-	served          bool // the loop has ended: the reader steps nothing more
+	highestTerm     uint64 // the highest "term" the core's events carried (noteTerm)
+	served          bool   // the loop has ended: the reader steps nothing more
 	answers         answerBatch
 	plan            slewPlan // the last tick's, for its Ready's slews
 	ticks           uint64   // the core's Ticks, for the loop's timer (tickIfDue may have ticked it)
