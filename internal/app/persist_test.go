@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/daemon"
+	"github.com/synclab/synclab/pkg/epoch"
 )
 
 // TestPersistLine: status's Persist row counts the writes and names the
@@ -26,6 +27,16 @@ func TestPersistLine(t *testing.T) {
 	for _, want := range []string{"9 writes", "SLOW: 2 over 100", "22:01:02", "--state-dir"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("slow writes: %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "LEADER CHANGES") {
+		t.Errorf("slow writes without a new term after them: %q", got)
+	}
+	term := &daemon.SlowTerm{At: time.Date(2026, 12, 6, 22, 1, 3, 0, time.UTC), Event: "sequencer", Term: epoch.Make(6, 3), WriteMs: 1501, AfterMs: 1200}
+	got = persistLine(daemon.PersistStatus{Writes: 9, Slow: 2, Last: fast, Slowest: slow, LastSlow: slow, SlowTerms: 4, LastSlowTerm: term})
+	for _, want := range []string{"LEADER CHANGES AFTER SLOW WRITES: 4 new terms", "term 6 by 3 (sequencer) at 22:01:03", "after a write of 1.5", "caused by the disk", "heartbeat"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("leader changes after slow writes: %q lacks %q", got, want)
 		}
 	}
 	failing := &daemon.PersistFailure{Since: time.Date(2026, 12, 6, 22, 3, 4, 0, time.UTC), File: "/var/lib/electd/core.state",

@@ -18,6 +18,7 @@ import (
 	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/epoch"
 )
 
 // ControlFlag is the --control flag every client command takes.
@@ -222,6 +223,11 @@ func persistLine(p daemon.PersistStatus) string {
 	if p.Slow > 0 {
 		line += fmt.Sprintf("; SLOW: %d over %s, the last %s at %s (a slow or busy disk under --state-dir)",
 			p.Slow, FormatDuration(daemon.SlowPersist), took(p.LastSlow), p.LastSlow.At.Format("15:04:05"))
+	}
+	if t := p.LastSlowTerm; t != nil {
+		line += fmt.Sprintf("; LEADER CHANGES AFTER SLOW WRITES: %s, the last term %s (%s) at %s, %s after a write of %s: likely caused by the disk (while it writes a member sends no heartbeat)",
+			Plural(p.SlowTerms, "new term"), epoch.Format(t.Term), t.Event, t.At.Format("15:04:05"),
+			FormatDuration(time.Duration(t.AfterMs)*time.Millisecond), FormatDuration(time.Duration(t.WriteMs)*time.Millisecond))
 	}
 	if failing != "" {
 		line += "; " + failing

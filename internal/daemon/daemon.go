@@ -333,7 +333,8 @@ type Daemon struct {
 	metricsWarned  atomic.Int64
 	persistLog     persistLog // which failed-write lines are logged
 	persist        PersistStatus
-	served         bool // the loop has ended: the reader steps nothing more
+	highestTerm    uint64 // the highest "term" the core's events carried (noteTerm)
+	served         bool   // the loop has ended: the reader steps nothing more
 	answers        answerBatch
 	plan           slewPlan // the last tick's, for its Ready's slews
 	ticks          uint64   // the core's Ticks, for the loop's timer (tickIfDue may have ticked it)

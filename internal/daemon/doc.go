@@ -76,6 +76,14 @@
 // or not, failures) with when it was last heard and why it may not have
 // answered. Complete says that every member answered and agrees.
 //
+// Slow writes: a write of the core's state over SlowPersist is a WARN
+// (slow_persist) and is counted in status (Persist). The loop sends
+// nothing while it writes, a leader's heartbeats included, so a write
+// longer than the leader timeout makes the others elect again: a new term
+// in the core's events ("term") within SlowTermWindow of a slow write is
+// a second WARN (slow_persist_elections) that ties the leader change to
+// the disk, counted in status too (slowterm.go).
+//
 // Lifecycle: New validates and prepares; Run binds sockets, notifies systemd
 // (READY, WATCHDOG at half the configured interval, from the loop itself so a
 // stuck loop stops the pings, STOPPING) and returns when its context ends.

@@ -66,6 +66,7 @@ func (d *Daemon) closeSubscribers() {
 // emit logs, counts, publishes an event and queues its hooks.
 func (d *Daemon) emit(e core.Event) {
 	d.events[e.Name]++
+	d.noteTerm(e, time.Now())
 	if d.cfg.OnEvent != nil {
 		d.cfg.OnEvent(e)
 	}

@@ -69,6 +69,11 @@ type PersistStatus struct {
 	Last     *PersistWrite `json:"last,omitempty"`
 	Slowest  *PersistWrite `json:"slowest,omitempty"`
 	LastSlow *PersistWrite `json:"last_slow,omitempty"`
+	// SlowTerms counts the new terms seen within SlowTermWindow of a
+	// slow write (leader changes likely caused by the disk); the last
+	// is LastSlowTerm.
+	SlowTerms    uint64    `json:"terms_after_slow_writes"`
+	LastSlowTerm *SlowTerm `json:"last_term_after_slow_write,omitempty"`
 	// Failing is set while writes fail (nil once one succeeds).
 	Failing *PersistFailure `json:"failing,omitempty"`
 }
