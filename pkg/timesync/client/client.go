@@ -626,7 +626,10 @@ func (c *Client) pollAnswered(s *source, now time.Time) {
 }
 
 // pollSingleWhy says what a server that answers one request a poll means.
-const pollSingleWhy = "it drops the rest (a rate limit that does not kiss, such as chronyd's ratelimit); " +
+// A link that loses a fifth of the packets each way looks the same at N =
+// 2 (a review: every seed of half an hour warned), so both are named.
+const pollSingleWhy = "it drops the rest (a rate limit that does not kiss, such as chronyd's ratelimit), " +
+	"or the link loses packets (then the reach register in `timed status` shows gaps too); " +
 	"timed uses the one answer as with --poll-samples 1, and the other requests only count against the limit: " +
 	"give this client --poll-samples 1, or raise the server's rate limit to the poll interval divided by the samples"
 
