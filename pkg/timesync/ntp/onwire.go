@@ -353,12 +353,20 @@ func (a *Association) Request(now time.Time, poll int8, sys System) wire.NTPPack
 // precise transmit time into the packet.
 //
 // In client mode it restamps the latest request Request built, once; a
-// second report (or one with no request built) is a packet of its own.
+// report of a transmit timestamp still waited for restamps that request
+// (its answer must give one sample, timed from the latest report); any
+// other report (or one with no request built) is a packet of its own.
 func (a *Association) Sent(xmt wire.NTPTime, at time.Time) {
 	if !a.symmetric() {
 		if n := len(a.out); n > 0 && !a.out[n-1].stamped {
 			a.out[n-1].xmt, a.out[n-1].local, a.out[n-1].stamped = xmt, at, true
 			return
+		}
+		for i := range a.out {
+			if a.out[i].xmt == xmt {
+				a.out[i].local = at
+				return
+			}
 		}
 		if len(a.out) == a.maxOut {
 			a.out = append(a.out[:0], a.out[1:]...)
