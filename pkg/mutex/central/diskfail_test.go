@@ -23,17 +23,7 @@ import (
 func TestRenewalBeforeSyncNotRefused(t *testing.T) {
 	for _, v := range []central.Variant{central.Coordinator, central.TokenAsk} {
 		t.Run(v.String(), func(t *testing.T) {
-			r := &scenarioRun{t: t, variant: v}
-			r.newCluster(4, nil) // coordinator 4
-			r.s.Run(2 * time.Second)
-			if !r.core(4).Report().Detail.(central.Detail).Coordinates {
-				t.Fatal("member 4 does not coordinate")
-			}
-			var held mutex.RequestID
-			r.s.Do(1, func(c core.Core) { held, _ = c.(*central.Core).Acquire(r.s.Clock(1).Now(), mutex.Request{Lock: "x"}) })
-			if !r.s.RunUntil(func() bool { st, _ := r.core(1).Lookup(held); return st.Granted }, time.Second) {
-				t.Fatal("member 1 not granted x")
-			}
+			r, held := holdingX(t, v)
 			r.s.SetDiskFaults(1, 1)
 			r.s.Crash(4)
 			following3 := func() bool { d := r.core(1).Report().Detail.(central.Detail); return d.Coordinator == 3 }
