@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -405,8 +406,9 @@ func (c *Cluster) resetClient(id uint32) {
 // Holder returns a running member holding a lock, else the Target, else
 // a random running member.
 func (c *Cluster) Holder() uint32 {
-	for _, iv := range c.live {
-		if c.s.Running(iv.node) {
+	// In key order, not the map's: a seed must replay the same run.
+	for _, key := range slices.Sorted(maps.Keys(c.live)) {
+		if iv := c.live[key]; c.s.Running(iv.node) {
 			return iv.node
 		}
 	}
