@@ -772,11 +772,17 @@ func (c *Core) renewFresh(lease time.Duration, heard time.Time) bool {
 	if c.supported() && (c.leaseFor(lease, heard) >= lease || c.now.Sub(heard) >= c.parkFor()) {
 		return true
 	}
-	if c.now.Sub(c.co.beatAt) >= c.parkFor() { // else one has just left
+	c.beatSoon()
+	return false
+}
+
+// beatSoon sends a beat now, for a renewal that waits for fresher support
+// or for a member's sync, unless one left a moment ago (parkFor).
+func (c *Core) beatSoon() {
+	if c.now.Sub(c.co.beatAt) >= c.parkFor() {
 		c.count("beats_called")
 		c.beatNow()
 	}
-	return false
 }
 
 // parkFor is how long a renewal waits for fresher support.
@@ -957,6 +963,19 @@ func (c *Core) stepRenew(from uint32, term, at uint64, r wire.CentralRenew) erro
 	}
 	key := ckey{from, p.inc, r.Seq}
 	e := c.co.entries[key]
+	if (e == nil || !e.granted) && !p.joined {
+		// The member's sync of this term, which re-announces what it
+		// holds, has not arrived: it may have been withheld (its write
+		// failed; the renewal's Ready wrote) or lost with a broken link.
+		// Refused, the member would drop a lease its client still holds
+		// and stop re-announcing it, and a later coordinator that heard
+		// every member re-announce would grant the lock inside it. So no
+		// answer: the beat called now brings the sync, and the member asks
+		// again (the package comment: Takeover).
+		c.count("renewals_before_sync")
+		c.beatSoon()
+		return nil
+	}
 	if e == nil || !e.granted || e.fence != r.Fence || e.lock != r.Name {
 		c.refuse(key, r.Name, wire.RefuseNotHeld)
 		return fmt.Errorf("%w: renewal of %d (fence %d)", ErrUnknownRequest, r.Seq, r.Fence)

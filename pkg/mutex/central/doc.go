@@ -209,6 +209,26 @@
 // joined), and nobody can hold one it could not re-announce. After the
 // wait, a re-announced grant of an older term is ignored (it has ended).
 //
+// That skip counts on every member re-announcing every lease its clients
+// may still hold, so a member drops a grant on a coordinator's word only
+// when that coordinator knows what it holds: a renewal is refused
+// (CentralRefuse, not held: the member reports the lock lost and lists it
+// no more) only by a coordinator that has read the member's sync of its
+// term. Without the sync, the renewal of a grant it does not know is left
+// unanswered (renewals_before_sync) and a beat is called, which the
+// member answers with a sync; the member asks again a quarter beat
+// later. The sync can be missing while a later frame arrives: the driver
+// withholds the messages of a Ready whose promise it could not write (a
+// full or failing disk; the election's new term is such a promise), and
+// the next Ready, written, carries the renewal alone (or a broken link
+// lost the sync). Refused then, the member dropped a lease that its
+// client, told of the loss only later, still used until the lease's end;
+// the next coordinator heard every member re-announce, skipped its wait,
+// and granted the lock inside that lease (TestOracleDiskFaults, seed 53:
+// 200 ms after the takeover, 320 ms before the lease ended). Once the
+// sync is read, the coordinator knows every lease the member holds: it
+// follows this term only, and takes no older term's grant from now on.
+//
 // Nor may it renew a grant of an older term while it waits (its own
 // client's, re-announced to itself, or a member's): the older coordinator
 // may still be supported (its majority's answers are up to ConfirmWindow

@@ -25,17 +25,7 @@ import (
 func TestRenewalHeldAcrossTakeover(t *testing.T) {
 	for _, v := range []central.Variant{central.Coordinator, central.TokenAsk} {
 		t.Run(v.String(), func(t *testing.T) {
-			r := &scenarioRun{t: t, variant: v}
-			r.newCluster(4, nil) // coordinator 4
-			r.s.Run(2 * time.Second)
-			if d := r.core(4).Report().Detail.(central.Detail); !d.Coordinates {
-				t.Fatal("member 4 does not coordinate")
-			}
-			var held mutex.RequestID
-			r.s.Do(1, func(c core.Core) { held, _ = c.(*central.Core).Acquire(r.s.Clock(1).Now(), mutex.Request{Lock: "x"}) })
-			if !r.s.RunUntil(func() bool { st, _ := r.core(1).Lookup(held); return st.Granted }, time.Second) {
-				t.Fatal("member 1 not granted x")
-			}
+			r, held := holdingX(t, v)
 			r.s.Run(300 * time.Millisecond)
 			var err error
 			r.s.Do(1, func(c core.Core) { err = c.(*central.Core).Renew(r.s.Clock(1).Now(), held, 0) })
@@ -66,6 +56,24 @@ func TestRenewalHeldAcrossTakeover(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdingX starts 4 members running variant v, 4 coordinating, and has
+// member 1 granted x (its request returned).
+func holdingX(t *testing.T, v central.Variant) (*scenarioRun, mutex.RequestID) {
+	t.Helper()
+	r := &scenarioRun{t: t, variant: v}
+	r.newCluster(4, nil) // coordinator 4
+	r.s.Run(2 * time.Second)
+	if d := r.core(4).Report().Detail.(central.Detail); !d.Coordinates {
+		t.Fatal("member 4 does not coordinate")
+	}
+	var held mutex.RequestID
+	r.s.Do(1, func(c core.Core) { held, _ = c.(*central.Core).Acquire(r.s.Clock(1).Now(), mutex.Request{Lock: "x"}) })
+	if !r.s.RunUntil(func() bool { st, _ := r.core(1).Lookup(held); return st.Granted }, time.Second) {
+		t.Fatal("member 1 not granted x")
+	}
+	return r, held
 }
 
 // checkExclusive fails if two members held lock at once: each hold runs

@@ -23,7 +23,10 @@
 // Config.Hosts = Harsh draws clocks up to 495 ppm and loops 5-20 ms late
 // (sim.SetLate): frames wait in the kernel, stamped on arrival, and a
 // member paused with frames there reads them, when it resumes, with
-// stamps from before its pause.
+// stamps from before its pause. Config.DiskFaults makes every member's
+// state writes fail with that probability through the fault rounds
+// (sim.SetDiskFaults: the driver withholds the frames of a Ready whose
+// promise it could not write), healthy again for the quiet end.
 //
 // Clients ask for locks, hold them up to 20 ms or for several leases
 // (renewing), and now and then hang (neither renew nor release) so the

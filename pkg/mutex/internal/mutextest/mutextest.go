@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -46,6 +47,11 @@ type Config struct {
 	// Hosts are the members' hosts (default Calm): their clocks' drift
 	// and how late their loops run.
 	Hosts Hosts
+	// DiskFaults, if set, makes every member's state writes fail with
+	// this probability (sim.SetDiskFaults: a full or read-only disk)
+	// through the fault rounds; the quiet end has healthy disks, so
+	// every waiting request must still be granted there.
+	DiskFaults float64
 }
 
 // Hosts are the conditions of the simulated members' hosts.
@@ -418,8 +424,9 @@ func (c *Cluster) resetClient(id uint32) {
 // Holder returns a running member holding a lock, else the Target, else
 // a random running member.
 func (c *Cluster) Holder() uint32 {
-	for _, iv := range c.live {
-		if c.s.Running(iv.node) {
+	// In key order, not the map's: a seed must replay the same run.
+	for _, key := range slices.Sorted(maps.Keys(c.live)) {
+		if iv := c.live[key]; c.s.Running(iv.node) {
 			return iv.node
 		}
 	}
@@ -565,12 +572,14 @@ func Run(t testing.TB, seed int64, cfg Config) *Cluster {
 	if c.Grants == 0 {
 		t.Fatalf("%s: nothing granted in 3 s\n%s", cfg.Factory.Name, c.Tail())
 	}
+	c.setDiskFaults(c.cfg.DiskFaults)
 	for round := range c.cfg.Rounds {
 		if len(c.cfg.Faults) > 0 {
 			c.Fault(c.cfg.Faults[(int(seed)+round)%len(c.cfg.Faults)])
 		}
 		c.Run(2*time.Second, true)
 	}
+	c.setDiskFaults(0)
 	c.Run(c.cfg.Quiet, false)
 	for _, id := range c.Waiting() {
 		cl := c.clients[id]
@@ -579,6 +588,18 @@ func Run(t testing.TB, seed int64, cfg Config) *Cluster {
 	}
 	c.Check()
 	return c
+}
+
+// setDiskFaults makes every member's state writes fail with probability
+// p from now on (nothing when the config asks for no disk faults, so a
+// run without them draws exactly what it drew before).
+func (c *Cluster) setDiskFaults(p float64) {
+	if c.cfg.DiskFaults == 0 {
+		return
+	}
+	for _, id := range c.ids {
+		c.s.SetDiskFaults(id, p)
+	}
 }
 
 // String summarises the run for a test log.
