@@ -212,6 +212,23 @@
 // succeeds (internal/daemon, for a core that appends), so a crash in
 // between never announces them twice, nor gives their index away.
 //
+// A sender's FIFO or causal multicast is a promise (Multicast changes
+// the state with core.Durable's promise): its record and the sender's
+// new number are in the Ready's write, and every Ready after a failed
+// write carries them again, marked Promise, so no frame of the record
+// (nor a resend of it, nor anything else) leaves before a write that
+// holds it succeeds, and the daemon answers the send as not saved
+// (DoActiveSaved). A sender that crashes before such a write loses the
+// message whole: no other member holds it, its own delivery was never
+// announced, and the restart numbers its next message from the disk,
+// reusing the lost number without any member telling the two apart.
+// A receiver's delivered-up-to mark is the same: the acknowledgement of
+// a record it handed on leaves only after the mark is written, so a
+// crash before makes the sender resend the record and the restart hands
+// it on once. TestSimFIFOCausalDiskFaults checks both at 1, 2, 3 and 5
+// members: a message lost so is delivered nowhere, and every other is
+// delivered everywhere, once, in its sender's order.
+//
 // A FIFO or causal message that reached only some members before its
 // sender crashed reaches the rest through the relay, whether or not the
 // sender comes back; causal messages that depend on it wait for it

@@ -59,6 +59,11 @@ type oracle struct {
 	// announced once a later write of the same life succeeds, and lost
 	// with a crash before (the restart delivers them again).
 	held map[uint32]*heldDeliveries
+	// unsaved are the FIFO and causal messages whose sender crashed
+	// before any write that held them succeeded: its Multicast's Ready
+	// was withheld (Promise), so no frame of them left, and the daemon
+	// answered the send as not saved (DoActiveSaved).
+	unsaved map[string]bool
 }
 
 type heldDeliveries struct {
@@ -85,9 +90,17 @@ type sentMsg struct {
 // it is committed and must be delivered everywhere).
 func (o *oracle) volatile(text string) bool {
 	m := o.sent[text]
+	if o.unsaved[text] {
+		return o.nowhere(text)
+	}
 	if !o.sequencer || m.order != TotalOrder || o.s.Incarnation(m.from) == m.inc {
 		return false
 	}
+	return o.nowhere(text)
+}
+
+// nowhere says whether no replica delivered text.
+func (o *oracle) nowhere(text string) bool {
 	for _, id := range o.s.IDs() {
 		if o.seen[id][text] {
 			return false
@@ -101,7 +114,7 @@ func newOracle(t *testing.T, s *sim.Sim) *oracle {
 		seen: map[uint32]map[string]bool{}, causalPast: map[uint32][]string{}, bySender: map[uint32][]string{},
 		dead: map[uint32]bool{}, announced: map[uint32]map[string]*announcement{}, failures: map[uint32]uint64{},
 		indexes: map[uint32]map[uint64]string{}, lastIndex: map[uint32]uint64{}, positions: map[uint64]string{},
-		lastPos: map[uint32][2]uint64{}, held: map[uint32]*heldDeliveries{}}
+		lastPos: map[uint32][2]uint64{}, held: map[uint32]*heldDeliveries{}, unsaved: map[string]bool{}}
 	s.OnReady(func(r sim.Ready) {
 		// The simulator reports a Ready once it wrote (or failed to
 		// write) its state: if that write succeeded and left nothing
@@ -110,6 +123,13 @@ func newOracle(t *testing.T, s *sim.Sim) *oracle {
 		inc := s.Incarnation(r.Node)
 		h := o.held[r.Node]
 		if h == nil || h.inc != inc {
+			if h != nil {
+				for _, d := range h.ds {
+					if d.Sender == r.Node && d.Order != TotalOrder {
+						o.unsaved[string(d.Message)] = true
+					}
+				}
+			}
 			h = &heldDeliveries{inc: inc} // a crash lost what waited
 			o.held[r.Node] = h
 		}
