@@ -3,6 +3,8 @@ package ntp
 import (
 	"testing"
 	"time"
+
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // TestCandidateUsesChosenSamplesHeader: the filter picks an older sample
@@ -39,5 +41,40 @@ func TestCandidateUsesChosenSamplesHeader(t *testing.T) {
 	worse := Peer{Stratum: 2, RootDelay: ms(8), RootDispersion: ms(90)}
 	if c := MakeCandidate(est, worse, true, 0, 0, now); c.RootDistance != RootDistance(worse.RootDelay, worse.RootDispersion, est, now) {
 		t.Errorf("a newer, larger root dispersion was not kept: %v", c.RootDistance)
+	}
+}
+
+// TestSampleHeader: a basic sample carries its answer's header; an
+// interleaved one completes the exchange of the answer before, whose T2
+// the server read while it said that answer's root dispersion: it carries
+// the larger of both answers' (here the earlier one's, the server growing
+// surer each answer).
+func TestSampleHeader(t *testing.T) {
+	a, srv := newXleave(t), &xlServer{lag: us(40)}
+	disp := func(i int) time.Duration { return ms(float64(60 - 10*i)) }
+	samples := 0
+	for i := range 6 {
+		t1 := at(time.Duration(i) * time.Second)
+		rep, dst := srv.answer(t, poll(t, a, t1), t1)
+		rep.RootDispersion = wire.NTPShortFromDuration(disp(i))
+		rep.RootDelay = wire.NTPShortFromDuration(ms(float64(i)))
+		s, err := a.Receive(rep, dst)
+		if err != nil {
+			continue // answer 2: ErrInterleavedSampled (TestInterleavedExchange)
+		}
+		samples++
+		want := disp(i)
+		if i >= 3 {
+			want = disp(i - 1)
+		}
+		if d := s.Header.RootDispersion; (d - want).Abs() > us(20) {
+			t.Errorf("answer %d: sample header root dispersion %v, want %v", i, d, want)
+		}
+		if d := s.Header.RootDelay; (d - ms(float64(i))).Abs() > us(20) {
+			t.Errorf("answer %d: sample header root delay %v, want the larger (this answer's) %v", i, d, ms(float64(i)))
+		}
+	}
+	if samples != 5 {
+		t.Errorf("%d samples of 6 answers, want 5 (2 basic, 3 interleaved)", samples)
 	}
 }
