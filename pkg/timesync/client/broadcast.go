@@ -371,6 +371,7 @@ func (c *Client) broadcastPacket(d core.Datagram, p *wire.NTPPacket) error {
 		Delay:      max(b.rtt, ntp.Precision(c.cfg.Precision)),
 		Dispersion: ntp.Precision(c.cfg.Precision) + ntp.Precision(p.Precision),
 		Time:       dst,
+		Header:     b.peer,
 	}
 	if predicted, ok := c.servo.Offset(dst); ok {
 		// What the path took this time, if the clock is where the servo

@@ -76,6 +76,12 @@
 //   - The root distance of every candidate grows with the servo's
 //     frequency uncertainty (MakeCandidate's localPPM), so estimates made
 //     before the drift is known are not trusted beyond what they can show.
+//   - A candidate's root delay and dispersion, and the system variables
+//     served from it, are the larger of the chosen sample's packet's and
+//     the newest packet's (ntp.Estimate.Root): the filter may pick an older
+//     sample, taken while the server said it was less sure (every path
+//     keeps the header with its sample: client, symmetric, interleaved,
+//     whose exchange spans two answers, broadcast and Cristian).
 //
 // # Interleaved mode
 //

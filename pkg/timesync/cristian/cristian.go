@@ -159,6 +159,7 @@ func (b *Burst) Result() (Round, bool) {
 	// t2 = t3 = t: the sample's offset is the estimate, its delay the RTT.
 	r := b.bestRound
 	smp := ntp.MakeSample(r.Sent, r.Server, r.Server, r.Received, b.localPrecision, ntp.Precision(b.best.Precision))
+	smp.Header = b.best // the filter may pick this burst's sample after later bursts'
 	return Round{Sample: smp, Peer: b.best, Estimate: e}, true
 }
 

@@ -77,6 +77,11 @@ func TestBurstKeepsMinimumRTT(t *testing.T) {
 	if r.Peer.Stratum != 3 || (r.Peer.RootDelay-time.Millisecond).Abs() > 16*time.Microsecond || r.Peer.ReferenceID != synced.ReferenceID {
 		t.Errorf("peer variables %+v", r.Peer)
 	}
+	// The client's filter may pick this burst's sample after later
+	// bursts': its bound needs this burst's header, not the newest.
+	if r.Sample.Header != r.Peer {
+		t.Errorf("sample header %+v, want the best round's %+v", r.Sample.Header, r.Peer)
+	}
 	b.Reset()
 	if _, ok := b.Result(); ok || b.Outstanding() != 0 {
 		t.Error("Reset kept the burst")

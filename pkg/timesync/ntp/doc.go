@@ -37,7 +37,11 @@
 //
 // Then, across sources, MakeCandidate turns each source's estimate into a
 // Candidate, Select gives the system offset to hand to the servo, and
-// NextSystem the stratum, root delay and root dispersion to advertise.
+// NextSystem the stratum, root delay and root dispersion to advertise. Both
+// take the source's root delay and dispersion as the larger of the newest
+// packet's and those of the packet that carried the chosen sample
+// (Sample.Header, Estimate.Root): the source's error when that sample was
+// taken is bounded only by what it said then.
 // Every correction the servo commands must be reported back to every Filter
 // with Shift, so that stored samples stay comparable with new ones.
 //

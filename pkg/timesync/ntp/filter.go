@@ -19,6 +19,20 @@ type Estimate struct {
 	// even one that does not change the chosen sample: the register's
 	// dispersion falls as it fills, whichever sample is best.
 	Updated time.Time
+	// Header is the chosen sample's Sample.Header.
+	Header Peer
+}
+
+// Root returns cur, the source's newest variables, with the root delay
+// and root dispersion raised to those of the packet that carried the
+// chosen sample. The source's error at the sample's time is bounded by
+// what it said then; a newer, larger root dispersion says the source is
+// less sure now, and is kept too. Stratum, leap and reference ID stay the
+// newest (they say what the source is, not how far off it was).
+func (e Estimate) Root(cur Peer) Peer {
+	cur.RootDelay = max(cur.RootDelay, e.Header.RootDelay)
+	cur.RootDispersion = max(cur.RootDispersion, e.Header.RootDispersion)
+	return cur
 }
 
 // DispersionAt returns the estimate's dispersion grown at PHI up to now.
@@ -210,6 +224,7 @@ func (f *Filter) Add(s Sample, poll time.Duration) FilterOutcome {
 		Jitter:     jitter,
 		Time:       chosen.Time,
 		Updated:    now,
+		Header:     chosen.Header,
 	}
 	f.used = true
 	f.basis = f.n

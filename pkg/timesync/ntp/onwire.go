@@ -173,6 +173,7 @@ type xlExchange struct {
 	t1, t4 time.Time
 	t2     wire.NTPTime
 	used   bool
+	hdr    Peer // the header of the answer that gave t2
 }
 
 // Interleaved is what an association in interleaved mode has seen.
@@ -508,6 +509,7 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 	t3 := p.Transmit.TimeNear(dst)
 	s := MakeSample(t1, t2, t3, dst, a.precision, Precision(p.Precision))
 	a.setPeer(p, rootDelay, rootDisp, dst)
+	s.Header = a.peer
 	if a.xl == nil {
 		return s, nil
 	}
@@ -520,7 +522,7 @@ func (a *Association) Receive(p *wire.NTPPacket, dst time.Time) (Sample, error) 
 // timestamp for an interleaved one. req is the request answered.
 func (a *Association) interleavedSample(p *wire.NTPPacket, t1, dst time.Time, s Sample, interleaved bool, req pending, prev xlExchange, hadPrev bool) (Sample, error) {
 	xl := a.xl
-	xl.prev = xlExchange{t1: t1, t4: dst, t2: p.Receive, used: !interleaved}
+	xl.prev = xlExchange{t1: t1, t4: dst, t2: p.Receive, used: !interleaved, hdr: a.peer}
 	xl.hasPrev, xl.srvRx, xl.unanswered = true, p.Receive, 0
 	if !interleaved {
 		xl.basic++
@@ -544,7 +546,13 @@ func (a *Association) interleavedSample(p *wire.NTPPacket, t1, dst time.Time, s 
 	if t3.Before(t2) || t3.Sub(t2) > MaxServerInterval {
 		return Sample{}, fmt.Errorf("%w: T3 %v after T2", ErrInterleavedStamp, t3.Sub(t2))
 	}
-	return MakeSample(prev.t1, t2, t3, prev.t4, a.precision, Precision(p.Precision)), nil
+	smp := MakeSample(prev.t1, t2, t3, prev.t4, a.precision, Precision(p.Precision))
+	// The exchange spans two answers: the server's clock at T2 was as
+	// sure as the earlier one said, at T3 as this one says.
+	smp.Header = a.peer
+	smp.Header.RootDelay = max(a.peer.RootDelay, prev.hdr.RootDelay)
+	smp.Header.RootDispersion = max(a.peer.RootDispersion, prev.hdr.RootDispersion)
+	return smp, nil
 }
 
 func (a *Association) setPeer(p *wire.NTPPacket, rootDelay, rootDisp time.Duration, dst time.Time) {

@@ -24,6 +24,14 @@ type Sample struct {
 	// clock's scale. An interleaved answer measures the exchange before
 	// it (Association.EnableInterleaved): Sent and Time are that one's.
 	Sent time.Time
+	// Header is the source's variables as the packet that carried this
+	// measurement gave them (zero when none did). The source's clock was
+	// only as good as its root delay and dispersion said at that moment:
+	// when the filter later picks this sample over newer ones, the bound
+	// must be built from this header, not from the newest packet's, or a
+	// source that was unsure then and is sure now lends the old sample a
+	// certainty it never had (Estimate.Root).
+	Header Peer
 }
 
 // OffsetDelay computes the clock offset and round-trip delay of one exchange

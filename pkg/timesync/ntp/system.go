@@ -8,7 +8,8 @@ import (
 
 // MakeCandidate assembles the selection's view of one source at local time
 // now: its filter estimate, the header of its last valid packet (for the
-// root delay and dispersion it inherits from its own reference) and whether
+// root delay and dispersion it inherits from its own reference: the larger
+// of those and the chosen sample's own header's, Estimate.Root) and whether
 // it is reachable. selfID is this host's reference ID as it would appear in
 // a downstream packet (0 if none): a source whose reference ID is selfID
 // synchronises to us, a timing loop. Stratum-1 reference IDs are ASCII
@@ -21,6 +22,7 @@ import (
 // estimate from a sample taken a minute ago is off by that much more. The
 // distance grows by localPPM × (now - est.Time) to stay truthful.
 func MakeCandidate(est Estimate, peer Peer, reachable bool, selfID uint32, localPPM float64, now time.Time) Candidate {
+	peer = est.Root(peer)
 	lambda := RootDistance(peer.RootDelay, peer.RootDispersion, est, now)
 	if localPPM > 0 {
 		lambda = addSat(lambda, driftOver(now.Sub(est.Time), localPPM))
@@ -47,7 +49,10 @@ func MakeCandidate(est Estimate, peer Peer, reachable bool, selfID uint32, local
 //
 // where _p are the system peer's, ϑ is the system jitter and Θ the system
 // offset (an offset not yet corrected is error too). Reference is now.
+// Δ_p and Ε_p are taken as MakeCandidate takes them (Estimate.Root): our
+// clients' bound is only as true as ours.
 func NextSystem(peer Peer, est Estimate, sel Selection, refID uint32, precision int8, now time.Time) System {
+	peer = est.Root(peer)
 	theta := sel.Offset
 	if theta < 0 {
 		theta = -theta
