@@ -131,6 +131,10 @@ type Core struct {
 	// (more than Margin after it was due), and when (loopLate).
 	lateBy time.Duration
 	lateAt time.Time
+	// lateWarnedAt is when EventLoopLate was last said, lateUnsaid how
+	// many late heartbeats came since (loopLateWarnEvery).
+	lateWarnedAt time.Time
+	lateUnsaid   uint64
 
 	inc     uint32 // this member's incarnation
 	floor   uint64 // the persisted Lamport floor
@@ -520,13 +524,26 @@ const (
 // loopLate reports a heartbeat sent late by late: the others heard
 // nothing from this member meanwhile, so the frames its loop read
 // meanwhile do not count as a majority heard (heard).
+// At most one EventLoopLate every loopLateWarnEvery: a loaded host's loop
+// is late beat after beat (a review counted 48 lines of 500 characters in
+// a minute, every WARN reaching the log); the count and status keep each.
 func (c *Core) loopLate(late time.Duration) {
 	c.count("loop_late")
 	c.lateBy, c.lateAt = late, c.now
+	if !c.lateWarnedAt.IsZero() && c.now.Sub(c.lateWarnedAt) < loopLateWarnEvery {
+		c.lateUnsaid++
+		return
+	}
+	repeated := c.lateUnsaid
+	c.lateWarnedAt, c.lateUnsaid = c.now, 0
 	c.warn(EventLoopLate, fmt.Sprintf("this host's loop was late by %v: this member's heartbeat went out that long after it was due, and the others heard nothing from it meanwhile, "+
 		"so the frames it read meanwhile do not count as hearing a majority (it takes itself for cut off if that leaves it none for %v, and its clients' leases, counted from before, are not renewed then). "+
-		"Check the host: CPU load, swapping, a paused VM or process (SIGSTOP)", late.Round(time.Millisecond), c.rejoinAfter()), "late", late.Milliseconds())
+		"Check the host: CPU load, swapping, a paused VM or process (SIGSTOP)", late.Round(time.Millisecond), c.rejoinAfter()), "late", late.Milliseconds(), "repeated", repeated)
 }
+
+// loopLateWarnEvery spaces EventLoopLate's lines (repeated: the late
+// heartbeats between them).
+const loopLateWarnEvery = 30 * time.Second
 
 // cutOffWarn says that this member takes itself for cut off, and why
 // when its loop's lateness is the cause: it heard a majority, but read
