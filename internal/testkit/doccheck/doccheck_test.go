@@ -1000,14 +1000,24 @@ func (ws *warnSource) scan(pf *parsedFile) {
 				}
 			case *ast.BlockStmt:
 				var lastEvent ast.Expr
+				demoted := false // the last event made is elect's Demoted (ev := x.Demoted(...))
 				for _, st := range x.List {
 					if es, ok := st.(*ast.ExprStmt); ok {
 						if call, ok := es.X.(*ast.CallExpr); ok && funcName(call.Fun) == "event" && len(call.Args) > 0 {
-							lastEvent = call.Args[0]
+							lastEvent, demoted = call.Args[0], false
+						}
+					}
+					if as, ok := st.(*ast.AssignStmt); ok && len(as.Rhs) == 1 {
+						if call, ok := as.Rhs[0].(*ast.CallExpr); ok && funcName(call.Fun) == "Demoted" {
+							lastEvent, demoted = nil, true
 						}
 					}
 					if as, ok := st.(*ast.AssignStmt); ok && len(as.Lhs) == 1 && funcName(as.Lhs[0]) == "Warn" && isTrue(as.Rhs[0]) {
-						if lastEvent == nil {
+						if demoted {
+							if ws.names["demoted"] == "" {
+								ws.names["demoted"] = ws.fset.Position(as.Pos()).String()
+							}
+						} else if lastEvent == nil {
 							ws.names["?no event before .Warn = true at "+ws.fset.Position(as.Pos()).String()] = ""
 						} else {
 							add(fn, lastEvent, as.Pos())
