@@ -1114,7 +1114,15 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 			if x != nil {
 				c.remove(x)
 			} else if !c.admit(member, w.Name) {
-				continue
+				// Taken all the same: a lease the member holds, which an
+				// older coordinator granted. Left out, the lock would count
+				// as free once the member joined (the hold skipped), and
+				// its next renewal be refused as not held: two holders (a
+				// review: its share filled by its own waiting requests,
+				// listed first, or the queue by the new coordinator's
+				// client). The overflow is bounded by what one sync
+				// lists, and only while the term's hold runs (k.ready).
+				c.count("holds_reannounced_over_limit")
 			}
 			c.count("holds_reannounced")
 			c.add(&centry{ckey: key, lock: w.Name, mode: modeOf(w.Mode), lease: lease, granted: true, fence: w.Fence,

@@ -228,6 +228,13 @@
 // 200 ms after the takeover, 320 ms before the lease ended). Once the
 // sync is read, the coordinator knows every lease the member holds: it
 // follows this term only, and takes no older term's grant from now on.
+// So a re-announced hold is taken even over the queue's limits (its
+// member's share filled by its own waiting requests, or the queue by the
+// new coordinator's client: two holders in a review,
+// TestReannouncedHoldOverQueueLimit); one the coordinator cannot read
+// (a lease longer than its own maximum: members configured apart) is
+// still dropped (sync_bad_lease), with the same hazard: left open; give
+// every member the same lease settings.
 //
 // Nor may it renew a grant of an older term while it waits (its own
 // client's, re-announced to itself, or a member's): the older coordinator

@@ -1,0 +1,68 @@
+package central_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/testkit/mutexscript"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/elect"
+	"github.com/synclab/synclab/pkg/elect/bully"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/central"
+)
+
+// TestReannouncedHoldOverQueueLimit: MaxQueue 8 at every member. Member 1 holds x from coordinator 4; 4 is SIGKILLed and, while
+// the others have not noticed, member 3's client queues 8 requests for x
+// (kept locally, 4 is dead). 3 takes over: its own 8 waiting requests fill
+// its queue, so member 1's sync re-announcing x is not admitted
+// (refused_queue_full), and member 1 joined, the Hold was skipped (4
+// quiet), x was free in 3's queue: 3 granted x to itself inside member 1's
+// lease, and member 1's next renewal was refused "not held" although it
+// synced (found by review). A re-announced hold is taken over the limit.
+func TestReannouncedHoldOverQueueLimit(t *testing.T) {
+	var members []bully.Member
+	var ids []uint32
+	for id := uint32(1); id <= 4; id++ {
+		members, ids = append(members, bully.Member{ID: id}), append(ids, id)
+	}
+	cl := mutexscript.Cluster{Members: ids, New: func(id uint32, env core.Env) (mutex.Algorithm, error) {
+		cfg := central.DefaultLANConfig()
+		cfg.MaxLease, cfg.MaxQueue = time.Second, 8
+		cfg.Election = func(env core.Env) (elect.Elector, error) {
+			bc := bully.DefaultLANConfig()
+			bc.Members = members
+			return bully.New(env, bc)
+		}
+		return central.New(env, cfg)
+	}}
+	r := &scenarioRun{t: t, variant: central.Coordinator}
+	r.s = mutexscript.NewSim(t, cl)
+	r.s.Start()
+	r.s.Run(2 * time.Second)
+	var held mutex.RequestID
+	r.s.Do(1, func(c core.Core) { held, _ = c.(*central.Core).Acquire(r.s.Clock(1).Now(), mutex.Request{Lock: "x"}) })
+	if !r.s.RunUntil(func() bool { st, _ := r.core(1).Lookup(held); return st.Granted }, time.Second) {
+		t.Fatal("member 1 not granted x")
+	}
+	r.s.Crash(4)
+	r.s.Run(10 * time.Millisecond)
+	for range 8 {
+		r.s.Do(3, func(c core.Core) {
+			if _, err := c.(*central.Core).Acquire(r.s.Clock(3).Now(), mutex.Request{Lock: "x"}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// member 1 renews all along, as a client holding x does
+	for range 12 {
+		r.s.Do(1, func(c core.Core) { _ = c.(*central.Core).Renew(r.s.Clock(1).Now(), held, 0) })
+		r.s.Run(250 * time.Millisecond)
+	}
+	checkExclusive(t, r.s, "x")
+	for _, e := range r.s.Events() {
+		if e.Node == 1 && e.Name == mutex.EventLost {
+			t.Errorf("member 1 lost x: %s", e.String())
+		}
+	}
+}
