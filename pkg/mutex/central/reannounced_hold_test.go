@@ -21,23 +21,7 @@ import (
 // lease, and member 1's next renewal was refused "not held" although it
 // synced (found by review). A re-announced hold is taken over the limit.
 func TestReannouncedHoldOverQueueLimit(t *testing.T) {
-	var members []bully.Member
-	var ids []uint32
-	for id := uint32(1); id <= 4; id++ {
-		members, ids = append(members, bully.Member{ID: id}), append(ids, id)
-	}
-	cl := mutexscript.Cluster{Members: ids, New: func(id uint32, env core.Env) (mutex.Algorithm, error) {
-		cfg := central.DefaultLANConfig()
-		cfg.MaxLease, cfg.MaxQueue = time.Second, 8
-		cfg.Election = func(env core.Env) (elect.Elector, error) {
-			bc := bully.DefaultLANConfig()
-			bc.Members = members
-			return bully.New(env, bc)
-		}
-		return central.New(env, cfg)
-	}}
-	r := &scenarioRun{t: t, variant: central.Coordinator}
-	r.s = mutexscript.NewSim(t, cl)
+	r := reannounceRun(t, 4, 8)
 	r.s.Start()
 	r.s.Run(2 * time.Second)
 	var held mutex.RequestID
@@ -65,4 +49,31 @@ func TestReannouncedHoldOverQueueLimit(t *testing.T) {
 			t.Errorf("member 1 lost x: %s", e.String())
 		}
 	}
+}
+
+// reannounceRun is a simulated cluster of n members 1..n running central
+// with a 1 s maximum lease and, unless 0, maxQueue, its bully election
+// ranking them by ID (n the first coordinator).
+func reannounceRun(t *testing.T, n uint32, maxQueue int) *scenarioRun {
+	var members []bully.Member
+	var ids []uint32
+	for id := uint32(1); id <= n; id++ {
+		members, ids = append(members, bully.Member{ID: id}), append(ids, id)
+	}
+	cl := mutexscript.Cluster{Members: ids, New: func(id uint32, env core.Env) (mutex.Algorithm, error) {
+		cfg := central.DefaultLANConfig()
+		cfg.MaxLease = time.Second
+		if maxQueue > 0 {
+			cfg.MaxQueue = maxQueue
+		}
+		cfg.Election = func(env core.Env) (elect.Elector, error) {
+			bc := bully.DefaultLANConfig()
+			bc.Members = members
+			return bully.New(env, bc)
+		}
+		return central.New(env, cfg)
+	}}
+	r := &scenarioRun{t: t, variant: central.Coordinator}
+	r.s = mutexscript.NewSim(t, cl)
+	return r
 }

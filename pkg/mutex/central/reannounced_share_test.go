@@ -4,10 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/internal/testkit/mutexscript"
 	"github.com/synclab/synclab/pkg/core"
-	"github.com/synclab/synclab/pkg/elect"
-	"github.com/synclab/synclab/pkg/elect/bully"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
 )
@@ -22,23 +19,7 @@ import (
 // member 1's renewal of z was refused "not held" although it synced
 // (found by review). A re-announced hold is taken over the share.
 func TestReannouncedHoldOverShare(t *testing.T) {
-	var members []bully.Member
-	var ids []uint32
-	for id := uint32(1); id <= 6; id++ {
-		members, ids = append(members, bully.Member{ID: id}), append(ids, id)
-	}
-	cl := mutexscript.Cluster{Members: ids, New: func(id uint32, env core.Env) (mutex.Algorithm, error) {
-		cfg := central.DefaultLANConfig()
-		cfg.MaxLease = time.Second
-		cfg.Election = func(env core.Env) (elect.Elector, error) {
-			bc := bully.DefaultLANConfig()
-			bc.Members = members
-			return bully.New(env, bc)
-		}
-		return central.New(env, cfg)
-	}}
-	r := &scenarioRun{t: t, variant: central.Coordinator}
-	r.s = mutexscript.NewSim(t, cl)
+	r := reannounceRun(t, 6, 0)
 	r.s.Start()
 	r.s.Run(2 * time.Second)
 	var held mutex.RequestID
