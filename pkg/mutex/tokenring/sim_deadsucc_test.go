@@ -65,31 +65,8 @@ func deadHolderSpan(t *testing.T, seed int64) time.Duration {
 			reqs[id] = acquireX(t, s, id)
 		}
 	}
-	var first, last time.Duration
-	release := map[uint32]time.Duration{}
-	for end := s.Elapsed() + 15*time.Second; len(reqs) > 0; s.Run(time.Millisecond) {
-		if s.Elapsed() > end {
-			t.Fatalf("%d of %d waiters granted in 15 s after member %d died", len(waiters)-len(reqs), len(waiters), holder)
-		}
-		for _, w := range waiters {
-			req, asking := reqs[w]
-			if !asking {
-				continue
-			}
-			switch at, holds := release[w]; {
-			case holds && s.Elapsed() >= at:
-				releaseX(t, s, w, req)
-				delete(release, w)
-				delete(reqs, w)
-			case !holds && grantedX(s, w, req):
-				if first == 0 {
-					first = s.Elapsed()
-				}
-				last = s.Elapsed()
-				release[w] = s.Elapsed() + 10*time.Millisecond
-			}
-		}
-	}
+	grants := serveWaiters(t, s, waiters, reqs, 15*time.Second)
+	first, last := grants[0], grants[len(grants)-1]
 	if n := regens() - before; n != 1 {
 		t.Errorf("member %d died holding x at %v: the lock was made anew %d times (want 1); every waiter granted %v after the first", holder, crashed, n, last-first)
 	}
