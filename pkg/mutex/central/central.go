@@ -82,6 +82,12 @@ const (
 	// be: the link to the coordinator, or this member's own hold); said
 	// once per lease until one is confirmed.
 	EventRenewalUnanswered = "central_renewal_unanswered"
+	// EventLeaseAboveMax (a WARN): a member re-announced a lease, granted
+	// by an older coordinator, longer than this coordinator's MaxLease
+	// (members configured with different --lease): kept until it ends as
+	// its member counts it ("member", "lock", "lease", "max"); said once
+	// per member and term.
+	EventLeaseAboveMax = "central_lease_above_max"
 )
 
 // Refused is the loss reason of a request the coordinator refused (its
