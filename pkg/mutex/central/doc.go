@@ -246,6 +246,11 @@
 // out. A waiting request re-announced with a lease above MaxLease is
 // refused, as the request itself is.
 //
+// A member whose frames are withheld so (its own state writes failing)
+// says it, not the link, when a renewal goes unanswered
+// (EventRenewalUnanswered): the core learns of each failed write from
+// Advance.
+//
 // Nor may it renew a grant of an older term while it waits (its own
 // client's, re-announced to itself, or a member's): the older coordinator
 // may still be supported (its majority's answers are up to ConfirmWindow
