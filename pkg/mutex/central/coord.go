@@ -81,6 +81,14 @@ type peer struct {
 	maxSeq uint64
 	// warnedLease: EventLeaseAboveMax was said of it in this term.
 	warnedLease bool
+	// droppedSeq is the earliest of its run's waiting requests dropped
+	// when it fell silent (DeadAfter without a frame), at droppedAt, and
+	// not listed by a sync since (0: none): the token-asking variant's V
+	// stays below it for DeadAfter more (vnow), so that a request that
+	// names it does not overtake it when the member's silence was two
+	// beats lost, and its next sync queues it again.
+	droppedSeq uint64
+	droppedAt  time.Time
 }
 
 // parkedRenewal is a member's renewal that waits for fresher support: its
@@ -470,6 +478,9 @@ func (c *Core) tickCoord() {
 			if !e.granted {
 				c.count("dropped_silent")
 				c.remove(e)
+				if e.inc == p.inc && (p.droppedSeq == 0 || e.seq < p.droppedSeq) {
+					p.droppedSeq, p.droppedAt = e.seq, c.now
+				}
 			}
 		}
 	}
@@ -910,7 +921,7 @@ func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32)
 				}
 			}
 		}
-		p.inc, p.stamp, p.syncedAt, p.maxSeq = inc, 0, 0, 0
+		p.inc, p.stamp, p.syncedAt, p.maxSeq, p.droppedSeq = inc, 0, 0, 0, 0
 	}
 	p.life.See(uint64(inc), at)
 	p.heard = c.now
@@ -1083,7 +1094,9 @@ func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync, vecs m
 func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry, maxSeq uint64, vecs map[uint64]clock.Vector) {
 	k := c.co
 	// The member's own word: a request above it was forged in its name.
-	p.maxSeq = maxSeq
+	// What it lists waiting is queued again below: nothing dropped for
+	// its silence holds V back any more.
+	p.maxSeq, p.droppedSeq = maxSeq, 0
 	listed := map[uint64]bool{}
 	for _, w := range entries {
 		listed[w.Seq] = true

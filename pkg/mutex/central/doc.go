@@ -329,7 +329,12 @@
 // KindTokenAskSync), so a new coordinator rebuilds V from the members'
 // re-announcements. A predecessor never heard of within DeadAfter of the
 // dependent request's queueing is skipped (counted, reported at WARN):
-// a vector naming a request never made, or lost with its member.
+// a vector naming a request never made, or lost with its member. One the
+// coordinator dropped for its member's silence (DeadAfter without a frame)
+// still holds V back for DeadAfter more, until the member's next sync
+// queues it again (two beats lost on a lossy link let its dependents
+// overtake it, silently: the generic oracle's causal check,
+// TestTokenAskSilentPredecessor); then it is skipped and reported too.
 //
 // # Use
 //
