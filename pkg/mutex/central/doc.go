@@ -337,9 +337,10 @@
 // TestTokenAskSilentPredecessor); then it is skipped and reported too.
 // Still open: a grant that crosses its member's sync is refused there and
 // made anew (applySync), after a request naming it was granted with it:
-// that one's client holds first (TestOracleHarsh/tokenask, seed 37 at
-// -sim.seeds=300, 52 ms; counting a grant as served only once its member
-// confirms it would cost a beat per cross-member dependency).
+// that one's client holds first (TestOracleHarsh/tokenask fails on it at
+// -sim.seeds=300: seeds 37 and 56, 50-52 ms; counting a grant as served
+// only once its member confirms it would cost a beat per cross-member
+// dependency).
 //
 // # Use
 //
