@@ -79,9 +79,16 @@ const (
 	EventFencesExhausted = "central_fences_exhausted"
 	// EventRenewalUnanswered (a WARN): a renewal of this member's client
 	// has waited a beat for its confirmation (the message says why it may
-	// be: the link to the coordinator, or this member's own hold); said
-	// once per lease until one is confirmed.
+	// be: the link to the coordinator, this member's own hold, or its own
+	// failing state writes, which keep its frames home); said once per
+	// lease until one is confirmed.
 	EventRenewalUnanswered = "central_renewal_unanswered"
+	// EventLeaseAboveMax (a WARN): a member re-announced a lease, granted
+	// by an older coordinator, longer than this coordinator's MaxLease
+	// (members configured with different --lease): kept until it ends as
+	// its member counts it ("member", "lock", "lease", "max"); said once
+	// per member and term.
+	EventLeaseAboveMax = "central_lease_above_max"
 )
 
 // Refused is the loss reason of a request the coordinator refused (its
@@ -137,6 +144,7 @@ type Core struct {
 
 	el      elect.Embedded // the election, its state saved inside this core's
 	durable core.Durable
+	writes  writeHealth
 	inc     uint32 // this run's incarnation
 	lastLed uint64 // the last term coordinated, in any run
 	// ledTerm and ledCount: the term this run coordinated last, and how
@@ -431,6 +439,7 @@ func (c *Core) Ready() core.Ready {
 	c.durable.Ready(&rd, func() []byte {
 		return encodeState(Saved{Incarnation: c.inc, LastLed: c.lastLed, Election: c.el.State})
 	})
+	c.writes.handed, c.writes.promise = rd.State != nil, rd.Promise
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Events = append(rd.Events, c.events...)
 	c.msgs, c.events = nil, nil
@@ -442,6 +451,50 @@ func (c *Core) Ready() core.Ready {
 func (c *Core) Advance(saved bool) {
 	c.el.Advance(saved)
 	c.durable.Advance(saved)
+	c.writes.advance(c.now, saved)
+}
+
+// writeHealth is what this member knows of its own state writes, for the
+// WARNs that would otherwise blame a link: a Ready whose promise the
+// driver could not write leaves with none of its frames (core.Durable).
+type writeHealth struct {
+	handed, promise bool // the last Ready carried state, a promise
+	// failing counts the writes failed in a row (0: the last one
+	// succeeded); withheldAt is when the last Ready with a promise failed
+	// (its frames stayed home), zero if none in this run.
+	failing    int
+	withheldAt time.Time
+}
+
+func (w *writeHealth) advance(now time.Time, saved bool) {
+	switch {
+	case !w.handed:
+	case saved:
+		w.failing = 0
+	default:
+		w.failing++
+		if w.promise {
+			w.withheldAt = now
+		}
+	}
+	w.handed, w.promise = false, false
+}
+
+// withholding says why frames of this member may not have left since
+// since: a state write carrying a promise failed after it (the driver
+// kept that Ready's frames home); "" if none did.
+func (w *writeHealth) withholding(now, since time.Time) string {
+	if w.withheldAt.IsZero() || w.withheldAt.Before(since) {
+		return ""
+	}
+	if w.failing > 0 {
+		return fmt.Sprintf("this member's own state writes are failing (%d in a row, the last %v ago), and the daemon keeps home every frame that depends on an unwritten promise "+
+			"(the election's new term): its renewals, syncs and beats have not left; the link is not to blame: free or repair this host's disk "+
+			"(persist_failed in the daemon's log and mutexd status)", w.failing, now.Sub(w.withheldAt).Round(time.Millisecond))
+	}
+	return fmt.Sprintf("this member's own state writes failed %v ago, and the daemon kept home the frames that depended on the unwritten promise "+
+		"(the election's new term): its renewal may have left only since its disk recovered; check this host's disk "+
+		"(persist_failed in the daemon's log and mutexd status)", now.Sub(w.withheldAt).Round(time.Millisecond))
 }
 
 // Outcomes drains the typed answers about requests (mutex.Algorithm).

@@ -79,6 +79,16 @@ type peer struct {
 	// maxSeq is the latest request of its run the coordinator knows of
 	// (its requests, its syncs' MaxSeq): the token-asking variant's V.
 	maxSeq uint64
+	// warnedLease: EventLeaseAboveMax was said of it in this term.
+	warnedLease bool
+	// droppedSeq is the earliest of its run's waiting requests dropped
+	// when it fell silent (DeadAfter without a frame), at droppedAt, and
+	// not listed by a sync since (0: none): the token-asking variant's V
+	// stays below it for DeadAfter more (vnow), so that a request that
+	// names it does not overtake it when the member's silence was two
+	// beats lost, and its next sync queues it again.
+	droppedSeq uint64
+	droppedAt  time.Time
 }
 
 // parkedRenewal is a member's renewal that waits for fresher support: its
@@ -468,6 +478,9 @@ func (c *Core) tickCoord() {
 			if !e.granted {
 				c.count("dropped_silent")
 				c.remove(e)
+				if e.inc == p.inc && (p.droppedSeq == 0 || e.seq < p.droppedSeq) {
+					p.droppedSeq, p.droppedAt = e.seq, c.now
+				}
 			}
 		}
 	}
@@ -908,7 +921,7 @@ func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32)
 				}
 			}
 		}
-		p.inc, p.stamp, p.syncedAt, p.maxSeq = inc, 0, 0, 0
+		p.inc, p.stamp, p.syncedAt, p.maxSeq, p.droppedSeq = inc, 0, 0, 0, 0
 	}
 	p.life.See(uint64(inc), at)
 	p.heard = c.now
@@ -920,6 +933,28 @@ func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32)
 		p.stamp, p.stampHeard = stamp, c.now
 	}
 	return p, nil
+}
+
+// leaseAboveMax says, once per member and term at WARN, that member p
+// re-announced w, a grant of an older coordinator whose lease (lease,
+// the longer of its lease and what is left of it) exceeds this
+// coordinator's MaxLease: members configured with different --lease. The
+// hold is kept until its lease ends as its member counts it; what is
+// still open is a lease of that length never re-announced (its member cut
+// off), which this coordinator's Hold, counted with its own MaxLease,
+// does not cover: hence the WARN.
+func (c *Core) leaseAboveMax(member uint32, p *peer, w wire.CentralSyncEntry, lease time.Duration) {
+	c.count("holds_lease_above_max")
+	if p.warnedLease {
+		return
+	}
+	p.warnedLease = true
+	c.events = append(c.events, core.Event{Name: EventLeaseAboveMax, Warn: true,
+		Msg: fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, granted by an older coordinator: longer than this member's (member %d) longest lease, %v (--lease): "+
+			"members configured with different --lease; the hold is kept until its lease ends and renewed for at most %v, but a takeover waits only this member's lease "+
+			"for the leases nobody re-announces: give every member the same --lease (and --heartbeat)",
+			member, w.Name, w.Fence, lease, c.self, c.cfg.MaxLease, c.cfg.MaxLease),
+		Args: []any{"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxLease}})
 }
 
 // checkLease reads a lease from the wire (0: the longest).
@@ -981,6 +1016,14 @@ func (c *Core) stepRenew(from uint32, term, at uint64, r wire.CentralRenew) erro
 		return fmt.Errorf("%w: renewal of %d (fence %d)", ErrUnknownRequest, r.Seq, r.Fence)
 	}
 	lease, err := c.checkLease(r.LeaseMS)
+	if err != nil && r.LeaseMS > ms(c.cfg.MaxLease) && r.LeaseMS <= uint32(mutex.MaxLeaseLimit/time.Millisecond) {
+		// A member configured with a longer --lease than this
+		// coordinator's (a grant of an older coordinator, kept until it
+		// ends: leaseAboveMax): renewed for this one's longest, which
+		// the member takes as a cut lease. Unanswered, its lease ended.
+		lease, err = c.cfg.MaxLease, nil
+		c.count("renewals_capped")
+	}
 	if err != nil {
 		return err
 	}
@@ -1051,7 +1094,9 @@ func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync, vecs m
 func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry, maxSeq uint64, vecs map[uint64]clock.Vector) {
 	k := c.co
 	// The member's own word: a request above it was forged in its name.
-	p.maxSeq = maxSeq
+	// What it lists waiting is queued again below: nothing dropped for
+	// its silence holds V back any more.
+	p.maxSeq, p.droppedSeq = maxSeq, 0
 	listed := map[uint64]bool{}
 	for _, w := range entries {
 		listed[w.Seq] = true
@@ -1074,8 +1119,19 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 	for _, w := range entries {
 		key := ckey{member, p.inc, w.Seq}
 		lease, err := c.checkLease(w.LeaseMS)
+		if err != nil && w.Held && w.LeaseMS <= uint32(mutex.MaxLeaseLimit/time.Millisecond) {
+			// A lease an older coordinator granted, longer than this one's
+			// MaxLease (members configured apart): read as its member
+			// counts it (the case w.Held below), never dropped.
+			lease, err = time.Duration(w.LeaseMS)*time.Millisecond, nil
+		}
 		if err != nil {
 			c.count("sync_bad_lease")
+			if !w.Held && k.entries[key] == nil {
+				// Never queued: refused as a request asking it is, or the
+				// member would list it, waiting, for ever.
+				c.refuse(key, w.Name, wire.RefuseBadRequest)
+			}
 			continue
 		}
 		x := k.entries[key]
@@ -1107,9 +1163,16 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 			c.count("sync_late_hold") // an older term's lease, re-announced after every such lease ended
 		case w.Held:
 			left := time.Duration(w.LeftMS) * time.Millisecond
-			if left > c.cfg.MaxLease {
+			if left > max(lease, c.cfg.MaxLease) {
 				c.count("sync_bad_lease")
 				continue
+			}
+			if max(lease, left) > c.cfg.MaxLease {
+				// Kept all the same, until its lease ends as its member
+				// counts it: dropped, the lock counted as free, another
+				// member was granted it inside the lease and the holder's
+				// renewal refused (TestReannouncedHoldLongerLease).
+				c.leaseAboveMax(member, p, w, max(lease, left))
 			}
 			if x != nil {
 				c.remove(x)

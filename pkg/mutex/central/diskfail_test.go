@@ -1,6 +1,7 @@
 package central_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,49 @@ func TestRenewalBeforeSyncNotRefused(t *testing.T) {
 				t.Errorf("3 counted no renewal before member 1's sync: %v", r.core(3).Report().Counters)
 			}
 		})
+	}
+}
+
+// TestRenewalUnansweredBlamesOwnDisk: member 1 holds x from coordinator
+// 4; its disk fails (every state write) and 4 is SIGKILLed. Member 1
+// follows 3, but the election's new term never reaches its disk, so the
+// driver keeps home every frame of its Readys: its sync and its renewals.
+// The renewal's WARN blamed 3's Hold, or the link to 3 once 3 was ready
+// ("the link to it may be broken"), sending the administrator to the
+// network while the member's own disk withheld its frames
+// (review-central). It names the disk now.
+func TestRenewalUnansweredBlamesOwnDisk(t *testing.T) {
+	r, held := holdingX(t, central.Coordinator)
+	r.s.SetDiskFaults(1, 1)
+	r.s.Crash(4)
+	following3 := func() bool { d := r.core(1).Report().Detail.(central.Detail); return d.Coordinator == 3 }
+	if !r.s.RunUntil(following3, 3*time.Second) {
+		t.Fatal("member 1 does not follow 3")
+	}
+	r.s.Do(1, func(c core.Core) { _ = c.(*central.Core).Renew(r.s.Clock(1).Now(), held, 0) })
+	var said []string
+	r.s.RunUntil(func() bool {
+		said = said[:0]
+		for _, e := range r.s.Events() {
+			if e.Node == 1 && e.Name == central.EventRenewalUnanswered {
+				said = append(said, e.Msg)
+			}
+		}
+		return len(said) > 0
+	}, 2*time.Second)
+	if n := r.s.Counters(1).Withheld; n == 0 {
+		t.Fatal("no frame of member 1 was withheld: the test no longer reaches the case")
+	}
+	if len(said) == 0 {
+		t.Fatal("member 1 did not warn of its unanswered renewal")
+	}
+	t.Log(said[0])
+	for _, w := range []string{"state writes", "disk"} {
+		if !strings.Contains(said[0], w) {
+			t.Errorf("the warning does not say %q: %s", w, said[0])
+		}
+	}
+	if strings.Contains(said[0], "link to it may be broken") {
+		t.Errorf("the warning blames the link: %s", said[0])
 	}
 }

@@ -231,10 +231,25 @@
 // So a re-announced hold is taken even over the queue's limits (its
 // member's share filled by its own waiting requests, or the queue by the
 // new coordinator's client: two holders in a review,
-// TestReannouncedHoldOverQueueLimit); one the coordinator cannot read
-// (a lease longer than its own maximum: members configured apart) is
-// still dropped (sync_bad_lease), with the same hazard: left open; give
-// every member the same lease settings.
+// TestReannouncedHoldOverQueueLimit), and so is one whose lease is longer
+// than this coordinator's MaxLease (members configured apart: mutexd's
+// configuration agreement refuses that, but a --lease changed one host
+// at a time runs so): it is kept until its lease ends as the member
+// counts it (its left, padded), whatever this coordinator's maximum, and
+// renewed for at most that maximum, which the member takes as a cut
+// lease. Dropped (sync_bad_lease), the lock counted as free, another
+// member was granted it inside the lease and the holder's renewal was
+// refused (TestReannouncedHoldLongerLease). The coordinator says so at
+// WARN (EventLeaseAboveMax, once per member and term), for what it
+// cannot cover: a lease that long nobody re-announces (its member cut
+// off), which its Hold, counted with its own MaxLease, does not wait
+// out. A waiting request re-announced with a lease above MaxLease is
+// refused, as the request itself is.
+//
+// A member whose frames are withheld so (its own state writes failing)
+// says it, not the link, when a renewal goes unanswered
+// (EventRenewalUnanswered): the core learns of each failed write from
+// Advance.
 //
 // Nor may it renew a grant of an older term while it waits (its own
 // client's, re-announced to itself, or a member's): the older coordinator
@@ -286,7 +301,11 @@
 // with a fence of that term, the lease that was asked, and an echo of a
 // stamp this member really sent; renewals must name the grant's fence.
 // A sync cannot install a holder with a fence of the current term it was
-// not granted, nor a lease longer than MaxLease, nor more requests than the
+// not granted, nor a lease longer than mutex.MaxLeaseLimit or with more
+// left than the longer of its length and MaxLease (an older
+// coordinator's lease may exceed this one's
+// MaxLease, so a lying member can keep a lock that long at a takeover, as
+// it could by renewing), nor more requests than the
 // member's share of the queue (MaxQueue/2 split among the other members);
 // absurd counts are refused by the decoder before anything is allocated.
 // Everything refused is counted ("rejected_REASON", "sync_*"), never a
@@ -310,7 +329,18 @@
 // KindTokenAskSync), so a new coordinator rebuilds V from the members'
 // re-announcements. A predecessor never heard of within DeadAfter of the
 // dependent request's queueing is skipped (counted, reported at WARN):
-// a vector naming a request never made, or lost with its member.
+// a vector naming a request never made, or lost with its member. One the
+// coordinator dropped for its member's silence (DeadAfter without a frame)
+// still holds V back for DeadAfter more, until the member's next sync
+// queues it again (two beats lost on a lossy link let its dependents
+// overtake it, silently: the generic oracle's causal check,
+// TestTokenAskSilentPredecessor); then it is skipped and reported too.
+// Still open: a grant that crosses its member's sync is refused there and
+// made anew (applySync), after a request naming it was granted with it:
+// that one's client holds first (TestOracleHarsh/tokenask fails on it at
+// -sim.seeds=300: seeds 37 and 56, 50-52 ms; counting a grant as served
+// only once its member confirms it would cost a beat per cross-member
+// dependency).
 //
 // # Use
 //

@@ -307,7 +307,10 @@ func (c *Core) warnUnanswered(st mutex.RequestStatus, r renewal) {
 	c.count("renewals_unanswered")
 	left := time.Duration(st.LeaseLeftMS) * time.Millisecond
 	var why string
+	disk := c.writes.withholding(c.now, r.unanswered)
 	switch {
+	case disk != "":
+		why = disk
 	case c.co != nil && c.co.ready:
 		why = "this member coordinates and has no majority's support: the links to the others may be broken (mutexd status --cluster, run on this host, shows which members answer it)"
 	case c.co != nil:

@@ -55,6 +55,12 @@ func TestReannouncedHoldOverQueueLimit(t *testing.T) {
 // with a 1 s maximum lease and, unless 0, maxQueue, its bully election
 // ranking them by ID (n the first coordinator).
 func reannounceRun(t *testing.T, n uint32, maxQueue int) *scenarioRun {
+	return reannounceLeases(t, n, maxQueue, func(uint32) time.Duration { return time.Second })
+}
+
+// reannounceLeases is reannounceRun with each member's maximum lease
+// (--lease) from lease: members configured apart.
+func reannounceLeases(t *testing.T, n uint32, maxQueue int, lease func(id uint32) time.Duration) *scenarioRun {
 	var members []bully.Member
 	var ids []uint32
 	for id := uint32(1); id <= n; id++ {
@@ -62,7 +68,7 @@ func reannounceRun(t *testing.T, n uint32, maxQueue int) *scenarioRun {
 	}
 	cl := mutexscript.Cluster{Members: ids, New: func(id uint32, env core.Env) (mutex.Algorithm, error) {
 		cfg := central.DefaultLANConfig()
-		cfg.MaxLease = time.Second
+		cfg.MaxLease = lease(id)
 		if maxQueue > 0 {
 			cfg.MaxQueue = maxQueue
 		}

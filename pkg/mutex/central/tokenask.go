@@ -27,8 +27,9 @@ var ErrBadVector = errors.New("central: bad vector timestamp")
 // EventUnknownPredecessor: the coordinator grants a request although its
 // stamp names a request it never heard of, DeadAfter after the request
 // was queued: a vector passed by hand that names a request never made, or
-// one lost with its member's crash ("member", "request", "predecessor",
-// "of").
+// one lost with its member's crash; or one it dropped when its member
+// fell silent, not heard of again DeadAfter later ("member", "request",
+// "predecessor", "of").
 const EventUnknownPredecessor = "tokenask_unknown_predecessor"
 
 // seqBits: a vector counter is incarnation<<seqBits | seq.
@@ -215,15 +216,28 @@ func (c *Core) ownVectors() map[uint64]clock.Vector {
 // coordinator knows (its requests and its syncs' MaxSeq); every request of
 // an older incarnation has ended. Nothing of V has to survive a change of
 // coordinator: the new one reads it off the queue its members re-announce.
+//
+// A waiting request dropped because its member fell silent (DeadAfter
+// without a frame: tickCoord) holds V[j] below it for DeadAfter more,
+// unless a sync of the member comes first (which queues it again, or says
+// it is gone). Without that, two beats lost to a member that waited let
+// every request naming its request overtake it (the oracle's causal
+// check, seed 93: two grants 1.4 s ahead of their predecessor, no WARN).
+// After that wait its member is taken for gone, as a predecessor never
+// heard of is, and a request granted without it is reported (lapsed).
 type vview struct {
 	served map[uint32]uint64 // V[j], as a vector counter
 	known  map[uint32]uint64 // the latest request of j the coordinator knows of
+	// lapsed is, for a member whose dropped requests no longer hold V
+	// back, the earliest of them: a request naming it or a later one of
+	// that run is granted without it (reported).
+	lapsed map[uint32]uint64
 }
 
 // vnow computes V and what the coordinator knows, from the queue.
 func (c *Core) vnow() vview {
 	k := c.co
-	v := vview{served: map[uint32]uint64{}, known: map[uint32]uint64{}}
+	v := vview{served: map[uint32]uint64{}, known: map[uint32]uint64{}, lapsed: map[uint32]uint64{}}
 	for id, p := range k.peers {
 		inc, maxSeq := p.inc, p.maxSeq
 		if id == c.self {
@@ -234,6 +248,13 @@ func (c *Core) vnow() vview {
 		}
 		v.known[id] = stampOf(inc, maxSeq)
 		v.served[id] = stampOf(inc, maxSeq)
+		if p.droppedSeq > 0 {
+			if c.now.Sub(p.droppedAt) < c.cfg.DeadAfter {
+				v.served[id] = min(v.served[id], stampOf(inc, p.droppedSeq-1))
+			} else {
+				v.lapsed[id] = stampOf(inc, p.droppedSeq)
+			}
+		}
 	}
 	for _, e := range k.entries {
 		if e.granted {
@@ -263,21 +284,26 @@ func (c *Core) vnow() vview {
 func (c *Core) eligible(v vview, e *centry) bool {
 	for _, j := range e.vec.IDs() {
 		t := e.vec.Get(j)
-		if j == e.member || t <= v.served[j] {
+		if j == e.member || t <= v.served[j] && (v.lapsed[j] == 0 || t < v.lapsed[j]) {
 			continue
 		}
-		if t <= v.known[j] || c.now.Sub(e.queued) < c.cfg.DeadAfter {
+		if t > v.served[j] && (t <= v.known[j] || c.now.Sub(e.queued) < c.cfg.DeadAfter) {
 			return false
 		}
 		if !e.warned {
 			e.warned = true
 			c.count("tokenask_unknown_predecessors")
 			// Once per request (warned), at WARN: a client passed a vector
-			// naming a request never made, or its member crashed.
+			// naming a request never made, or its member crashed or fell
+			// silent.
+			why := fmt.Sprintf("which this coordinator never heard of in %v: granted without it "+
+				"(check the vector its client passed with --after: it names a request never made; or member %d crashed before sending it)", c.cfg.DeadAfter, j)
+			if t <= v.served[j] {
+				why = fmt.Sprintf("which this coordinator dropped, waiting, when member %d fell silent, and has not heard of since (%v): granted without it "+
+					"(member %d crashed, or is cut off from this one: mutexd status --cluster on its host)", j, c.cfg.DeadAfter, j)
+			}
 			c.events = append(c.events, core.Event{Name: EventUnknownPredecessor, Warn: true,
-				Msg: fmt.Sprintf("member %d's request %s names member %d's request %s, which this coordinator never heard of in %v: granted without it "+
-					"(check the vector its client passed with --after: it names a request never made; or member %d crashed before sending it)",
-					e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), c.cfg.DeadAfter, j),
+				Msg:  fmt.Sprintf("member %d's request %s names member %d's request %s, %s", e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), why),
 				Args: []any{"member", e.member, "request", stampOf(e.inc, e.seq), "predecessor", j, "of", t}})
 		}
 	}
@@ -305,6 +331,12 @@ func (c *Core) grantEligible() {
 // coordinator never heard of is granted without it.
 func (k *coord) causalDeadline(now time.Time, deadAfter time.Duration) []time.Time {
 	var d []time.Time
+	for _, p := range k.peers {
+		// A dropped request stops holding V back (vnow).
+		if at := p.droppedAt.Add(deadAfter); p.droppedSeq > 0 && at.After(now) {
+			d = append(d, at)
+		}
+	}
 	for _, e := range k.entries {
 		if !e.granted && e.vec.Len() > 1 && !e.warned {
 			if at := e.queued.Add(deadAfter); at.After(now) {

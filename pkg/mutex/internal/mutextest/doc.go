@@ -13,6 +13,13 @@
 //     between two readers), readers whose grants overlap share their
 //     fence, and no fence is granted twice to an exclusive holder;
 //   - liveness: once the faults stop, every waiting request is granted;
+//   - causal order, for an algorithm whose grants follow it
+//     (mutex.Causal, its Vector working: tokenask): half the clients'
+//     requests carry in Request.After the vector of a program message
+//     just received from another member's client, and a request is
+//     granted only after every request its stamp names, but where the
+//     algorithm says it gives way (Config.CausalSkipEvent) or the named
+//     request's member was faulted meanwhile (causal.go);
 //   - no grant or renewal is reported with its lease over: at the instant
 //     the member reports it (its loop drains the outcomes after a Ready),
 //     on its own clock, the lease has time left. A core that judged the

@@ -52,6 +52,11 @@ type Config struct {
 	// through the fault rounds; the quiet end has healthy disks, so
 	// every waiting request must still be granted there.
 	DiskFaults float64
+	// CausalSkipEvent names the event by which a causal algorithm
+	// (mutex.Causal) says it granted a request without a predecessor
+	// its stamp names ("member": the request's, "of": the predecessor's
+	// stamp counter): the causal oracle excuses that grant (causal.go).
+	CausalSkipEvent string
 }
 
 // Hosts are the conditions of the simulated members' hosts.
@@ -103,6 +108,12 @@ type Cluster struct {
 	drift   map[uint32]float64
 	clients map[uint32]*client
 	shared  bool
+	link    sim.LinkConfig
+
+	// causal is the causal oracle (nil: the algorithm does not order by
+	// vectors), known once the cores run (causalKnown).
+	causal      *causalOracle
+	causalKnown bool
 
 	grants map[string][]*interval // per lock, in grant order
 	live   map[uint64]*interval   // by node<<32|request
@@ -183,6 +194,7 @@ func New(t testing.TB, seed int64, cfg Config) *Cluster {
 		grants:  map[string][]*interval{},
 		live:    map[uint64]*interval{},
 		shared:  cfg.Factory.Guarantees.Shared,
+		link:    link,
 	}
 	if cfg.Shared != nil {
 		c.shared = *cfg.Shared
@@ -245,6 +257,7 @@ func (c *Cluster) outcomes(r sim.Ready) {
 		mine := cl.req == o.Request()
 		switch o := o.(type) {
 		case mutex.Granted:
+			c.causalGranted(r.Node, o.ID, r.At)
 			if !r.Local.Before(o.Expires) {
 				c.t.Fatalf("%v: member %d reported request %d's grant of %s (fence %d) at %v on its clock, its lease (%v) already over at %v\n%s",
 					r.At, r.Node, o.ID, o.Lock, o.Fence, r.Local.Format(stampLayout), o.Lease, o.Expires.Format(stampLayout), c.Tail())
@@ -288,8 +301,13 @@ func (c *Cluster) outcomes(r sim.Ready) {
 			if iv := c.live[key]; iv != nil {
 				iv.end = min(iv.end, r.At)
 				delete(c.live, key)
+			} else {
+				c.causalEnded(r.Node, o.ID)
 			}
 		case mutex.Lost:
+			if c.live[key] == nil {
+				c.causalEnded(r.Node, o.ID)
+			}
 			delete(c.live, key)
 			if mine {
 				*cl = client{nextTry: r.At + 20*time.Millisecond}
@@ -325,6 +343,10 @@ func (c *Cluster) checkFence(iv *interval) {
 // drive lets every running client act at the current instant.
 func (c *Cluster) drive(active bool) {
 	now := c.s.Elapsed()
+	if !c.causalKnown && c.s.Running(c.ids[0]) {
+		c.causalKnown = true
+		c.causal = causalOracleFor(c.algorithm(c.ids[0]))
+	}
 	for _, id := range c.ids {
 		cl := c.clients[id]
 		if !c.s.Running(id) {
@@ -338,12 +360,14 @@ func (c *Cluster) drive(active bool) {
 				cl.mode = mutex.Shared
 			}
 			lease := c.cfg.Options.Lease * time.Duration(3+c.rng.IntN(7)) / 10
+			after := c.programMessage(id)
 			c.do(id, func(a mutex.Algorithm, now time.Time) {
-				req, err := a.Acquire(now, mutex.Request{Lock: cl.lock, Mode: cl.mode, Lease: lease, Client: "sim"})
+				req, err := a.Acquire(now, mutex.Request{Lock: cl.lock, Mode: cl.mode, Lease: lease, Client: "sim", After: after})
 				if err != nil {
 					c.t.Fatalf("member %d: acquire %s: %v", id, cl.lock, err)
 				}
 				cl.req, cl.asked = req, c.s.Elapsed()
+				c.causalAsked(id, req, after)
 			})
 			c.Requests++
 		case cl.holding && !cl.hung && now >= cl.until:
@@ -411,6 +435,7 @@ func (c *Cluster) Holding(id uint32) bool { return c.clients[id].holding }
 // crashed, restarted and resumed members lose their client's state: the
 // program that asked died with them, or its lease ran out.
 func (c *Cluster) resetClient(id uint32) {
+	c.causalEnded(id, 0)
 	if cl := c.clients[id]; cl.req != 0 {
 		for key, iv := range c.live {
 			if key>>32 == uint64(id) && iv.node == id {
@@ -464,9 +489,11 @@ func (c *Cluster) Fault(f mutex.Fault) {
 		}
 		c.s.Crash(victim)
 		c.resetClient(victim)
+		c.causalFault(victim, true)
 		c.Run(hold, true)
 		c.s.Restart(victim)
 		c.resetClient(victim)
+		c.causalFault(victim, false)
 	case mutex.Pause:
 		victim := c.Holder()
 		pause := c.cfg.Options.Lease + hold
@@ -477,14 +504,18 @@ func (c *Cluster) Fault(f mutex.Fault) {
 			pause = hb/2 + time.Duration(c.rng.Int64N(int64(3*hb/2)))
 		}
 		c.s.Pause(victim)
+		c.causalFault(victim, true)
 		c.Run(pause, true)
 		c.s.Resume(victim)
+		c.causalFault(victim, false)
 	case mutex.Partition:
 		// A minority (one member, the holder or the target) alone.
 		victim := c.Holder()
 		c.s.Isolate(victim)
+		c.causalFault(victim, true)
 		c.Run(hold, true)
 		c.s.Heal()
+		c.causalFault(victim, false)
 	case mutex.Loss:
 		// A short burst: the links between a holder and another member
 		// drop everything.
@@ -492,9 +523,13 @@ func (c *Cluster) Fault(f mutex.Fault) {
 		if a != b {
 			c.s.Cut(a, b)
 			c.s.Cut(b, a)
+			c.causalFault(a, true)
+			c.causalFault(b, true)
 		}
 		c.Run(time.Duration(50+c.rng.IntN(300))*time.Millisecond, true)
 		c.s.Heal()
+		c.causalFault(a, false)
+		c.causalFault(b, false)
 	}
 }
 
@@ -608,8 +643,12 @@ func (c *Cluster) String() string {
 	for _, k := range wire.Kinds() {
 		sent += c.s.Sent(k)
 	}
-	return fmt.Sprintf("%s, %d members: %d requests, %d grants, %d releases, longest wait %v, %d frames",
-		c.cfg.Factory.Name, len(c.ids), c.Requests, c.Grants, c.Releases, c.LongestWait, sent)
+	causal := ""
+	if o := c.causal; o != nil {
+		causal = fmt.Sprintf(", %d granted after a program message (%d asked while a predecessor waited)", o.Checked, o.Waited)
+	}
+	return fmt.Sprintf("%s, %d members: %d requests, %d grants, %d releases, longest wait %v, %d frames%s",
+		c.cfg.Factory.Name, len(c.ids), c.Requests, c.Grants, c.Releases, c.LongestWait, sent, causal)
 }
 
 // MessagesPerEntry measures what one uncontended entry (acquire, hold,

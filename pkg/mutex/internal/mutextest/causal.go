@@ -1,0 +1,238 @@
+package mutextest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// The causal oracle, for an algorithm whose grants follow the causal order
+// of the requests (mutex.Causal, its Vector working: the token-asking
+// central token). Half the clients' requests carry in Request.After the
+// vector of a program message just received from another member's client
+// (that member's Vector: the stamp of its latest request, which may still
+// wait, or still be on its way to whoever orders them), and the oracle
+// checks what the algorithm promises: a request is granted only after
+// every request its stamp names. Without it the simulations of a causal
+// algorithm and of its plain twin were the same run: no request named a
+// predecessor, and a core that ignored the vectors passed every seed.
+//
+// Grants are seen where they are reported, at each member, and a grant
+// made first may be reported a link later than one made after it (the
+// frames to two members), so a predecessor reported granted within
+// causalSlack of its dependent counts as granted first. The promise gives
+// way where the algorithm says it does, and the oracle excuses exactly
+// that: a predecessor whose member was faulted (crashed, paused, cut off)
+// between its request and its grant (its coordinator drops a silent
+// member's waiting requests, and the member re-announces them when it is
+// back), and one the algorithm reported granting without
+// (Config.CausalSkipEvent).
+
+// creq is one request as the causal oracle follows it.
+type creq struct {
+	node    uint32
+	stamp   uint64 // its own entry of its stamp
+	asked   time.Duration
+	after   clock.Vector // what its client passed
+	granted bool
+	ended   bool // lost, withdrawn, or its member crashed, before a grant
+	// before are the dependents granted while this request still waited.
+	before []dependent
+}
+
+// dependent is a request granted (reported, at) while a predecessor it
+// names still waited.
+type dependent struct {
+	r  *creq
+	at time.Duration
+}
+
+// fault is one fault's window on a member.
+type fault struct {
+	node       uint32
+	start, end time.Duration // end 0: not over yet
+}
+
+// causalOracle is the Cluster's causal bookkeeping (nil: the algorithm is
+// not causal).
+type causalOracle struct {
+	reqs    map[uint64]*creq            // by node<<32 | request
+	byStamp map[uint32]map[uint64]*creq // by node, then stamp
+	faults  []fault
+	// Checked counts the requests granted with a predecessor named;
+	// Waited those whose predecessor was still waiting when they were
+	// asked (the case the algorithm orders).
+	Checked, Waited int
+}
+
+// causalOracleFor is the causal oracle for a cluster whose member id runs
+// a, or nil when a does not order its grants by vectors.
+func causalOracleFor(a mutex.Algorithm) *causalOracle {
+	ca, ok := a.(mutex.Causal)
+	if !ok {
+		return nil
+	}
+	if _, err := ca.Vector(); errors.Is(err, mutex.ErrBadVector) {
+		return nil
+	}
+	return &causalOracle{reqs: map[uint64]*creq{}, byStamp: map[uint32]map[uint64]*creq{}}
+}
+
+// causalSlack is how much later than its dependent a predecessor's grant
+// may be reported, both granted at once by the coordinator (a batch of
+// readers, say): a frame's longest trip on the cluster's links, and twice
+// a member's loop lateness (sim.SetLate: the loop reads the grant late,
+// and the grant then waits for a reading of the clock, a timer that fires
+// late too); and the clients' millisecond step. Seen on Harsh hosts
+// (loops 5-20 ms late): 22 ms and 31 ms between two readers of one batch.
+func (c *Cluster) causalSlack() time.Duration {
+	return c.link.Delay + c.link.Jitter + 2*c.cfg.Hosts.LateMax + time.Millisecond
+}
+
+// programMessage is the After of a request member id's client is about
+// to make: half the time the vector of another running member's client's
+// program message, sent now; else empty.
+func (c *Cluster) programMessage(id uint32) clock.Vector {
+	if c.causal == nil || c.rng.IntN(2) == 0 {
+		return clock.Vector{}
+	}
+	from := c.Other()
+	if from == id || !c.s.Running(from) {
+		return clock.Vector{}
+	}
+	v, err := c.algorithm(from).(mutex.Causal).Vector()
+	if err != nil {
+		c.t.Fatalf("member %d: vector: %v", from, err)
+	}
+	return v
+}
+
+// causalAsked records request req of member id, asked with after.
+func (c *Cluster) causalAsked(id uint32, req mutex.RequestID, after clock.Vector) {
+	o := c.causal
+	if o == nil {
+		return
+	}
+	v, ok := c.algorithm(id).(mutex.Causal).RequestVector(req)
+	if !ok {
+		c.t.Fatalf("member %d: request %d has no stamp", id, req)
+	}
+	r := &creq{node: id, stamp: v.Get(id), asked: c.s.Elapsed(), after: after}
+	o.reqs[uint64(id)<<32|uint64(req)] = r
+	if o.byStamp[id] == nil {
+		o.byStamp[id] = map[uint64]*creq{}
+	}
+	o.byStamp[id][r.stamp] = r
+	for _, j := range after.IDs() {
+		if p := o.byStamp[j][after.Get(j)]; j != id && p != nil && !p.granted && !p.ended {
+			o.Waited++
+			break
+		}
+	}
+}
+
+// causalGranted checks the grant of member id's request req, reported at
+// at: each predecessor it names was granted, or has ended; one still
+// waiting must be reported granted within causalSlack (causalPredGranted).
+// A predecessor granted first is checked when it is.
+func (c *Cluster) causalGranted(id uint32, req mutex.RequestID, at time.Duration) {
+	o := c.causal
+	if o == nil {
+		return
+	}
+	r := o.reqs[uint64(id)<<32|uint64(req)]
+	if r == nil || r.granted {
+		return
+	}
+	r.granted = true
+	if r.after.Len() > 0 {
+		o.Checked++
+	}
+	for _, j := range r.after.IDs() {
+		if p := o.byStamp[j][r.after.Get(j)]; j != id && p != nil && !p.granted && !p.ended {
+			p.before = append(p.before, dependent{r: r, at: at})
+		}
+	}
+	for _, d := range r.before {
+		if at-d.at > c.causalSlack() && !c.causalExcused(r, d.r, at) {
+			c.t.Fatalf("%v: member %d's request %s granted, %v after member %d's request %s, which names it (asked at %v with %s): causal order broken\n%s",
+				at, id, stampText(r.stamp), at-d.at, d.r.node, stampText(d.r.stamp), d.r.asked, vectorText(d.r.after), c.Tail())
+		}
+	}
+	r.before = nil
+}
+
+// causalEnded records that member id's request req ended without a grant
+// (lost, withdrawn; 0: every waiting request of id, which crashed).
+func (c *Cluster) causalEnded(id uint32, req mutex.RequestID) {
+	o := c.causal
+	if o == nil {
+		return
+	}
+	for key, r := range o.reqs {
+		if key>>32 == uint64(id) && (req == 0 || key == uint64(id)<<32|uint64(req)) && !r.granted {
+			r.ended, r.before = true, nil
+		}
+	}
+}
+
+// causalFault records that a fault on member id starts now (begin) or
+// ends now.
+func (c *Cluster) causalFault(id uint32, begin bool) {
+	o := c.causal
+	if o == nil {
+		return
+	}
+	now := c.s.Elapsed()
+	if begin {
+		o.faults = append(o.faults, fault{node: id, start: now})
+		return
+	}
+	for i := range o.faults {
+		if f := &o.faults[i]; f.node == id && f.end == 0 {
+			f.end = now
+		}
+	}
+}
+
+// causalExcused says whether predecessor p, reported granted at at, may
+// have been granted after dependent d: its member was faulted between its
+// request and its grant, or the algorithm said it granted d without it.
+func (c *Cluster) causalExcused(p, d *creq, at time.Duration) bool {
+	for _, f := range c.causal.faults {
+		if f.node == p.node && f.start <= at && (f.end == 0 || f.end >= p.asked) {
+			return true
+		}
+	}
+	if c.cfg.CausalSkipEvent == "" {
+		return false
+	}
+	for _, e := range c.s.Events() {
+		if e.Name != c.cfg.CausalSkipEvent || e.At > at {
+			continue
+		}
+		m, _ := e.Arg("member")
+		of, _ := e.Arg("of")
+		if m == d.node && of == p.stamp {
+			return true
+		}
+	}
+	return false
+}
+
+// stampText shows a vector counter as incarnation.seq, the token-asking
+// variant's counters (incarnation<<32 | seq).
+func stampText(n uint64) string { return fmt.Sprintf("%d.%d", n>>32, n&(1<<32-1)) }
+
+// vectorText shows v as member:incarnation.seq entries.
+func vectorText(v clock.Vector) string {
+	parts := make([]string, 0, v.Len())
+	for _, id := range v.IDs() {
+		parts = append(parts, fmt.Sprintf("%d:%s", id, stampText(v.Get(id))))
+	}
+	return strings.Join(parts, ",")
+}
