@@ -7,32 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/testkit/e2e"
+	"github.com/synclab/synclab/internal/testkit/syncbuf"
 	"github.com/synclab/synclab/internal/testkit/testenv"
 )
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestMutexdFailingDiskHoldsGrant runs a real one-member mutexd (the
 // token ring) whose state directory goes read-only: a lock it has not
@@ -80,7 +62,7 @@ func TestMutexdFailingDiskHoldsGrant(t *testing.T) {
 	}
 	mark := filepath.Join(t.TempDir(), "ran")
 	lock := exec.Command(filepath.Join(e2e.BinDir(), "mutexd"), "lock", "b", "--control", c.Control(1), "--timeout", "50s", "--", "touch", mark)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	lock.Stderr = &stderr
 	if err := lock.Start(); err != nil {
 		t.Fatal(err)
