@@ -416,6 +416,10 @@ func New(cfg Config, newCore CoreFactory) (*Daemon, error) {
 	d, err := build(cfg, st, newCore)
 	if err != nil {
 		st.close()
+		if st.unmarked && errors.Is(err, core.ErrState) {
+			// Its refusal may tell the administrator to remove the file.
+			err = fmt.Errorf("%w (the directory %s carries no daemon mark (directories made before the mark have none): the state may be another daemon's, electd's, orderd's, timed's or mutexd's; find out whose before removing anything, and give each daemon its own --state-dir)", err, st.path)
+		}
 		return nil, err
 	}
 	// Marked only once the core has accepted what the directory holds.

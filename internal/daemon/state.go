@@ -22,6 +22,9 @@ type stateDir struct {
 	path string
 	lock *os.File
 	took writeTimes // the last write's (write, snapshot)
+	// unmarked: the directory carries no daemon's mark (claim); whose
+	// state it holds is not known.
+	unmarked bool
 }
 
 // CoreStateFile is the file in the state directory that holds the core's
@@ -75,6 +78,7 @@ func (s *stateDir) claim(daemon string) (mark func() error, err error) {
 		}
 		return func() error { return nil }, nil
 	}
+	s.unmarked = true
 	return func() error {
 		if err := s.write(daemonFile, []byte(daemon+"\n")); err != nil {
 			return fmt.Errorf("state directory %s is not writable: %w (give the daemon's user a directory of its own)", s.path, err)

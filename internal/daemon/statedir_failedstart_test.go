@@ -3,6 +3,7 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/synclab/synclab/internal/transport"
@@ -27,10 +28,17 @@ func TestFailedStartDoesNotMarkTheDirectory(t *testing.T) {
 	}
 	wrong := cfg
 	wrong.Name = "mutexd"
-	if _, err := New(wrong, func(core.Env) (core.Core, error) {
+	_, err := New(wrong, func(core.Env) (core.Core, error) {
 		return nil, core.ErrState // mutexd cannot read electd's core.state
-	}); err == nil {
+	})
+	if err == nil {
 		t.Fatal("mutexd started on electd's state")
+	}
+	// mutexd's refusal tells the administrator to remove a damaged file:
+	// in an unmarked directory it must say the file may be another
+	// daemon's (a review: following the advice deleted electd's term).
+	if !strings.Contains(err.Error(), "may be another daemon's") {
+		t.Errorf("mutexd's refusal of an unmarked directory's state does not say it may be another daemon's: %v", err)
 	}
 	right := cfg
 	right.Name = "electd"

@@ -132,10 +132,13 @@ type Core struct {
 	// (more than Margin after it was due), and when (loopLate).
 	lateBy time.Duration
 	lateAt time.Time
-	// lateWarnedAt is when EventLoopLate was last said, lateUnsaid how
-	// many late heartbeats came since (loopLateWarnEvery).
-	lateWarnedAt time.Time
-	lateUnsaid   uint64
+	// lateWarnedAt is when EventLoopLate was last said and lateWarnedBy
+	// the lateness it said; lateUnsaid how many late heartbeats came
+	// since, the latest of them by up to lateUnsaidMax (loopLateWarnEvery).
+	lateWarnedAt  time.Time
+	lateWarnedBy  time.Duration
+	lateUnsaid    uint64
+	lateUnsaidMax time.Duration
 
 	inc     uint32 // this member's incarnation
 	floor   uint64 // the persisted Lamport floor
@@ -531,18 +534,24 @@ const (
 // At most one EventLoopLate every loopLateWarnEvery: a loaded host's loop
 // is late beat after beat (a review counted 48 lines of 500 characters in
 // a minute, every WARN reaching the log); the count and status keep each.
+// A beat at least twice as late as the last line said is said at once: a
+// stall of a second after a 250 ms one is news (a review: it went unsaid
+// for up to 30 s, and unsaid for good if no late beat came after it), and
+// doublings are few before a stall is a cut-off's. The next line says how
+// many were late between (repeated) and the worst of them (worst_between).
 func (c *Core) loopLate(late time.Duration) {
 	c.count("loop_late")
 	c.lateBy, c.lateAt = late, c.now
-	if !c.lateWarnedAt.IsZero() && c.now.Sub(c.lateWarnedAt) < loopLateWarnEvery {
+	if !c.lateWarnedAt.IsZero() && c.now.Sub(c.lateWarnedAt) < loopLateWarnEvery && late < 2*c.lateWarnedBy {
 		c.lateUnsaid++
+		c.lateUnsaidMax = max(c.lateUnsaidMax, late)
 		return
 	}
-	repeated := c.lateUnsaid
-	c.lateWarnedAt, c.lateUnsaid = c.now, 0
+	repeated, worst := c.lateUnsaid, c.lateUnsaidMax
+	c.lateWarnedAt, c.lateWarnedBy, c.lateUnsaid, c.lateUnsaidMax = c.now, late, 0, 0
 	c.warn(EventLoopLate, fmt.Sprintf("this host's loop was late by %v: this member's heartbeat went out that long after it was due, and the others heard nothing from it meanwhile, "+
 		"so the frames it read meanwhile do not count as hearing a majority (it takes itself for cut off if that leaves it none for %v, and its clients' leases, counted from before, are not renewed then). "+
-		"Check the host: CPU load, swapping, a paused VM or process (SIGSTOP)", late.Round(time.Millisecond), c.rejoinAfter()), "late", late.Milliseconds(), "repeated", repeated)
+		"Check the host: CPU load, swapping, a paused VM or process (SIGSTOP)", late.Round(time.Millisecond), c.rejoinAfter()), "late", late.Milliseconds(), "repeated", repeated, "worst_between", worst.Milliseconds())
 }
 
 // loopLateWarnEvery spaces EventLoopLate's lines (repeated: the late

@@ -64,9 +64,10 @@
 // lock costs no message at all, anywhere else at most one rotation.
 //
 // A token moves on the members' TCP link to the successor, which
-// acknowledges it. A successor that is down (silent for DeadAfter) or that
-// failed to acknowledge is skipped; a skipped member rejoins as soon as it
-// is heard again.
+// acknowledges it. A successor that is down (silent for DeadAfter), that
+// missed a heartbeat (a watched neighbour silent for a heartbeat and a
+// half: missedBeat), or that failed to acknowledge is skipped; a skipped
+// member rejoins as soon as it is heard again.
 //
 // # Generations, and why two holders cannot happen
 //
@@ -176,7 +177,9 @@
 //
 //	holder crashed, token dropped:   a waiting member's want goes unanswered
 //	                                 for LossTimeout -> locate -> prepare ->
-//	                                 new generation, Hold, grants resume
+//	                                 new generation, Hold, grants resume;
+//	                                 the dead holder, silent by then for
+//	                                 two heartbeats or more, is passed by
 //	successor dead, pass unacked:    the sender waits AckTimeout, sends the
 //	                                 token again and locates; at the next
 //	                                 AckTimeout, if nothing was heard from

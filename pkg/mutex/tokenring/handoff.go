@@ -18,6 +18,10 @@ import (
 // pass sends the token to the successor.
 func (c *Core) pass(l *lock, others []uint32) {
 	succ := c.successor()
+	for succ != 0 && c.missedBeat(succ) {
+		c.skipQuiet(l, succ)
+		succ = c.successor()
+	}
 	if succ == 0 {
 		return // alone: keep it
 	}
@@ -225,6 +229,50 @@ func (c *Core) skipHandoff(l *lock, f inflight) {
 		}
 	}
 	c.count("acks_missed")
+}
+
+// missedBeat says whether member m, a watched neighbour, missed a heartbeat:
+// silent, since it was last heard, since it was watched or since this
+// member's own loop last stalled (listenedFrom), for more than
+// a heartbeat and a half of its own interval (or of this member's, if it
+// said a shorter one or none). A member that waits for a lock is heard
+// more often than that (its locates, a loss timeout apart); one that
+// holds, at every renewal's check. So a quiet successor is most likely
+// dead, not yet taken for down (DeadAfter): a holder that died is, when
+// its lock's new token is made, a lease after its last check (about 3 s),
+// and a token passed to it was lost, found out two acknowledgement
+// timeouts later, and made again a Hold after that: some 3 s more for
+// every waiter beyond it (TestSimNewTokenSkipsDeadHolder). Passing it by
+// instead costs a live one nothing it wants: it is skipped until heard
+// again, and a member that waits is heard within a loss timeout. An
+// interval no longer than DeadAfter is believed (a forged longer one
+// leaves the member judged as before: by the acknowledgement).
+func (c *Core) missedBeat(m uint32) bool {
+	since, watched := c.watching[m]
+	if !watched || c.det == nil {
+		return false // nobody says it beats here: judged by the acknowledgement
+	}
+	if v, ok := c.det.Member(m); ok && v.LastHeard.After(since) {
+		since = v.LastHeard
+	}
+	if c.listenedFrom.After(since) {
+		since = c.listenedFrom // its frames were not read during this member's own stall
+	}
+	beat := max(c.cfg.HeartbeatInterval, min(c.beatOf[m], c.cfg.DeadAfter))
+	return c.now.Sub(since) > beat*3/2
+}
+
+// skipQuiet passes the token by member m, which missed a heartbeat (missedBeat) until it is heard.
+func (c *Core) skipQuiet(l *lock, m uint32) {
+	c.skipped[m] = true
+	v, _ := c.det.Member(m)
+	silent := c.now.Sub(v.LastHeard)
+	if v.LastHeard.IsZero() {
+		silent = c.now.Sub(c.begun)
+	}
+	c.emit(EventMemberSkipped, fmt.Sprintf("member %d silent for %v (a heartbeat missed): %s's token passes it by until it is heard", m, silent.Round(time.Millisecond), l.name),
+		"member", m, "lock", l.name, "silent", silent)
+	c.count("members_skipped_quiet")
 }
 
 // maxServedAhead is how far beyond this member's clock a served want

@@ -44,8 +44,9 @@ const (
 	// EventTokenStale: this member dropped a token of an older generation
 	// ("generation", "newer").
 	EventTokenStale = "token_stale"
-	// EventMemberSkipped: a successor did not acknowledge a token and is
-	// bypassed until heard again ("member").
+	// EventMemberSkipped: a successor did not acknowledge a token, or
+	// missed a heartbeat when a token was to be passed to it, and is
+	// bypassed until heard again ("member"; "silent" for the latter).
 	EventMemberSkipped = "member_skipped"
 	// EventTokenDisowned: the member a token came from did not vouch for
 	// it (it holds the token, passed it elsewhere, or never passed this
@@ -112,6 +113,12 @@ type Core struct {
 	reportedDown map[uint32]bool
 	skipped      map[uint32]bool
 	nextBeat     time.Time
+	// listenedFrom is the end of this member's last stall (its loop a
+	// loss timeout or more behind its timers): see missedBeat.
+	listenedFrom time.Time
+	// beatOf is the heartbeat interval each member last said it keeps
+	// (its own --heartbeat may differ from this member's): see quiet.
+	beatOf map[uint32]time.Duration
 
 	// catchUp is when a Tick put off at catchUpFrom (the loop was not
 	// running: a busy host) runs, after the frames that waited meanwhile
@@ -169,7 +176,7 @@ func New(cfg Config) (*Core, error) {
 		self:     cfg.ID,
 		majority: len(cfg.Members)/2 + 1,
 		hold:     cfg.Hold(),
-		skipped:  map[uint32]bool{},
+		skipped:  map[uint32]bool{}, beatOf: map[uint32]time.Duration{},
 		watching: map[uint32]time.Time{}, reportedDown: map[uint32]bool{},
 		counters: map[string]uint64{},
 	}
@@ -292,7 +299,9 @@ func (c *Core) Step(m core.Message) error {
 	switch m.Kind {
 	case wire.KindHeartbeat:
 		var h wire.Heartbeat
-		err = h.UnmarshalBinary(m.Payload)
+		if err = h.UnmarshalBinary(m.Payload); err == nil && c.member(m.From) {
+			c.beatOf[m.From] = time.Duration(h.Interval) * time.Millisecond
+		}
 	case wire.KindToken:
 		var t wire.Token
 		if err = t.UnmarshalBinary(m.Payload); err == nil {
@@ -352,6 +361,11 @@ func (c *Core) Tick(now time.Time) {
 	// past it, which Deadline asks for.
 	reading := now.After(c.now)
 	c.unsaved.Release(now, &c.outcomes, &c.events, c.counters)
+	if c.started && now.Sub(c.timersDeadline()) >= c.cfg.LossTimeout {
+		// A stall of this member's own: the others' silence meanwhile
+		// was not heard, it was not listened for (missedBeat).
+		c.listenedFrom = now
+	}
 	if c.lateTick(now) {
 		return
 	}

@@ -215,12 +215,24 @@ func repairWait(t *testing.T, seed int64) []time.Duration {
 		s.Run(time.Duration(rng.Int64N(int64(150 * time.Millisecond))))
 		reqs[w] = acquireX(t, s, w)
 	}
-	var first time.Duration
-	var waits []time.Duration
+	grants := serveWaiters(t, s, waiters, reqs, 10*time.Second)
+	waits := make([]time.Duration, 0, len(grants))
+	for _, at := range grants {
+		waits = append(waits, at-grants[0])
+	}
+	return waits
+}
+
+// serveWaiters runs s until each of waiters' requests reqs was granted and
+// given back 10 ms later (each client then stops asking), at most limit, and
+// returns when each grant came, in order.
+func serveWaiters(t *testing.T, s *sim.Sim, waiters []uint32, reqs map[uint32]mutex.RequestID, limit time.Duration) []time.Duration {
+	t.Helper()
+	var grants []time.Duration
 	release := map[uint32]time.Duration{} // a client holding the lock gives it back then
-	for end := s.Elapsed() + 10*time.Second; len(reqs) > 0; s.Run(time.Millisecond) {
+	for end := s.Elapsed() + limit; len(reqs) > 0; s.Run(time.Millisecond) {
 		if s.Elapsed() > end {
-			t.Fatalf("%d of %d waiters granted in 10 s", len(waits), len(waiters))
+			t.Fatalf("%d of %d waiters granted in %v", len(grants), len(waiters), limit)
 		}
 		for _, w := range waiters { // in order: the run is the seed's alone
 			req, asking := reqs[w]
@@ -233,13 +245,10 @@ func repairWait(t *testing.T, seed int64) []time.Duration {
 				delete(release, w)
 				delete(reqs, w)
 			case !holds && grantedX(s, w, req):
-				if first == 0 {
-					first = s.Elapsed()
-				}
-				waits = append(waits, s.Elapsed()-first)
+				grants = append(grants, s.Elapsed())
 				release[w] = s.Elapsed() + 10*time.Millisecond
 			}
 		}
 	}
-	return waits
+	return grants
 }
