@@ -633,18 +633,27 @@ type algoCore struct {
 
 // Ready drains the algorithm's outcomes with its Ready, on the loop, and
 // answers the waiters: a grant is answered in the loop turn that made it.
+// Those the core holds for the Ready's write (mutexcount.Hold: a promise
+// they may depend on, an incarnation or an era, is not on disk) it hands
+// over at Advance, after the write, or at a later Tick.
 func (c *algoCore) Ready() core.Ready {
 	rd := c.Algorithm.Ready()
-	for _, o := range c.Algorithm.Outcomes() {
-		c.api.deliver(o)
-	}
+	c.drain()
 	return rd
 }
 
-// Advance passes the driver's report on a Ready on (core.Advancer).
+// Advance passes the driver's report on a Ready on (core.Advancer), and
+// answers the waiters whose outcomes waited for its write.
 func (c *algoCore) Advance(saved bool) {
 	if a, ok := c.Algorithm.(core.Advancer); ok {
 		a.Advance(saved)
+	}
+	c.drain()
+}
+
+func (c *algoCore) drain() {
+	for _, o := range c.Algorithm.Outcomes() {
+		c.api.deliver(o)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/synclab/synclab/internal/app"
 	"github.com/synclab/synclab/internal/ctl"
+	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/mutex"
 )
@@ -188,9 +189,15 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	}
 	var g grantAnswer
 	sent := now()
+	slow := make(chan struct{})
+	go func() {
+		defer close(slow)
+		r.watchSlow(ctx)
+	}()
 	err := r.client.Post(ctx, r.path+"acquire", req, &g)
 	cancel()
 	<-watcher
+	<-slow
 	select {
 	case s := <-caught:
 		if err == nil { // granted as the signal came: nothing will run under it
@@ -219,6 +226,42 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 		return r.anchor()
 	}
 	return nil
+}
+
+// slowGrant is how long `mutexd lock` waits for its grant before it asks
+// the daemon whether its state writes fail, and then how often it asks
+// again until it has said so once.
+const slowGrant = 2 * time.Second
+
+// watchSlow says on stderr, once, that the grant waits for the member's
+// state to be written when the daemon reports its writes failing while
+// the request waits (until ctx ends): a grant's fence is built on
+// numbers the member must have on disk first, so the client would
+// otherwise wait without a word while the daemon logs ERRORs. A slow
+// grant for any other reason (a busy lock, a member cut off) says
+// nothing: the queue is why, as the client expects.
+func (r *lockRun) watchSlow(ctx context.Context) {
+	t := time.NewTimer(slowGrant)
+	defer t.Stop()
+	start := now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var st struct {
+			Persist daemon.PersistStatus `json:"persist"`
+		}
+		if err := r.client.Get(ctx, "/v1/status", &st); err == nil && st.Persist.Failing != nil {
+			f := st.Persist.Failing
+			fmt.Fprintf(r.stderr, "%s: lock %s: still waiting after %v: this member cannot write its state (%s: %s; failing since %s, %d failed writes), "+
+				"and a grant waits until what its fence is built on is on disk; free space or fix permissions under its --state-dir (mutexd status: Persist)\n",
+				name, r.name, now().Sub(start).Round(time.Second), f.File, f.Err, f.Since.Format("15:04:05"), f.Failed)
+			return
+		}
+		t.Reset(5 * slowGrant)
+	}
 }
 
 // anchor renews a fresh grant to set the deadline from a request sent

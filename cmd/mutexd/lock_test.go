@@ -40,6 +40,7 @@ type fakeDaemon struct {
 	acquire func(r *http.Request) (any, error)
 	renew   func(r *http.Request) (any, error)
 	release func(r *http.Request) (any, error)
+	status  func(r *http.Request) (any, error) // GET /v1/status (default: a healthy daemon's, empty)
 }
 
 func newFakeDaemon(t *testing.T) *fakeDaemon {
@@ -55,6 +56,7 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 	}
 	f.renew = func(*http.Request) (any, error) { return renewView{LeaseLeftMS: 2990, Fence: 42}, nil }
 	f.release = func(*http.Request) (any, error) { return releaseView{Was: "held"}, nil }
+	f.status = func(*http.Request) (any, error) { return map[string]any{}, nil }
 	s, err := ctl.Listen(f.path, ctl.ListenOptions{Grace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +71,14 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 			return h(r)
 		})
 	}
+	s.Handle(http.MethodGet, "/v1/status", func(r *http.Request) (any, error) {
+		f.mu.Lock()
+		f.calls = append(f.calls, "status")
+		f.times = append(f.times, time.Now())
+		h := f.status
+		f.mu.Unlock()
+		return h(r)
+	})
 	go s.Serve()
 	t.Cleanup(func() { s.Close() })
 	return f
@@ -401,6 +411,51 @@ func TestLockTimeout(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Error("the command ran without the lock")
+	}
+}
+
+// TestLockSaysDiskFailing: a grant that keeps `mutexd lock` waiting
+// while the daemon's state writes fail is explained on stderr, once (the
+// grant's fence must be on disk first: the member holds it); a grant slow
+// for any other reason says nothing. The daemon answers the acquire only
+// once the client has asked for its status.
+func TestLockSaysDiskFailing(t *testing.T) {
+	for _, failing := range []bool{true, false} {
+		f := newFakeDaemon(t)
+		asked := make(chan struct{})
+		var once sync.Once
+		f.set(func() {
+			f.status = func(*http.Request) (any, error) {
+				defer once.Do(func() { close(asked) })
+				if !failing {
+					return map[string]any{"persist": map[string]any{"writes": 3}}, nil
+				}
+				return map[string]any{"persist": map[string]any{"failing": map[string]any{
+					"since": time.Now().Add(-time.Minute), "last": time.Now(), "file": "/var/lib/mutexd/core.state",
+					"error": "read-only file system", "failed_writes": 812}}}, nil
+			}
+			grant := f.acquire
+			f.acquire = func(r *http.Request) (any, error) {
+				select {
+				case <-asked:
+				case <-time.After(15 * time.Second): // a client that never asks: the test fails on what it said
+				}
+				if failing {
+					return nil, ctl.Timeout(`lock "db" was not granted within 1m0s`)
+				}
+				return grant(r)
+			}
+		})
+		cmd, stderr := lockProc(t, f, "db", "--timeout", "1m", "--", "true")
+		code := exitCode(t, cmd)
+		said := strings.Contains(stderr.String(), "still waiting")
+		switch {
+		case failing && (code != exitTimeout || !said || !strings.Contains(stderr.String(), "cannot write its state (/var/lib/mutexd/core.state: read-only file system") ||
+			!strings.Contains(stderr.String(), "812 failed writes") || strings.Count(stderr.String(), "still waiting") != 1):
+			t.Errorf("state writes failing: exit %d, want %d, and the cause said once; stderr: %s", code, exitTimeout, stderr)
+		case !failing && (code != 0 || said):
+			t.Errorf("healthy daemon, slow grant: exit %d, want 0 and nothing said; stderr: %s", code, stderr)
+		}
 	}
 }
 

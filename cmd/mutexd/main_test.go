@@ -90,7 +90,7 @@ func TestRenderStatus(t *testing.T) {
 	    "holders":[{"id":7,"lock":"db","client":"backup.sh","granted":true,"fence":2199023255555,"lease_ms":3000,"lease_left_ms":2100,"waited_ms":3}],
 	    "queue":[{"id":8,"lock":"db","granted":false,"lease_ms":3000,"waited_ms":40}]},
 	   {"name":"printer","fence":1099511627777,"detail":{"promised":4294967297}}],
-	  "counters":{"grants":5,"tokens_passed":3,"regenerations":1,"lost_expired":1,"grants_late":2},
+	  "counters":{"grants":5,"tokens_passed":3,"regenerations":1,"lost_expired":1,"grants_late":2,"grants_unsaved":1},
 	  "guarantees":{"survives":["crash","pause","partition","loss"],"shared":false},"api":{"acquire/ok":5}}`
 	var b bytes.Buffer
 	if err := renderStatus(&b, []byte(raw), time.Now()); err != nil {
@@ -101,6 +101,7 @@ func TestRenderStatus(t *testing.T) {
 		"member 2, majority 2, 2 of 3 alive",
 		"5 granted", "1 lost (1 expired",
 		"Late     : 2 grants and 0 renewals refused, read after their lease ended",
+		"Unsaved  : 1 grants and 0 renewals dropped, their lease over before the state they depend on could be written",
 		"3 passed", "1 regenerations",
 		"acquire/ok 5",
 		"3   down", "1   alive  120ms ago",

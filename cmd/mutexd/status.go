@@ -77,6 +77,12 @@ func renderStatus(w io.Writer, raw []byte, _ time.Time) error {
 		fmt.Fprintf(w, "Late     : %d grants and %d renewals refused, read after their lease ended: this daemon did not run for that long, or a renewal's answers came after it (see lock_grant_late and lock_renewal_late, its cause and members, in the log)\n",
 			c["grants_late"], c["renewals_late"])
 	}
+	if c["grants_unsaved"]+c["renewals_unsaved"] > 0 {
+		// The disk's, and the administrator's to act on (Persist says
+		// whether it still fails): the client never heard of these.
+		fmt.Fprintf(w, "Unsaved  : %d grants and %d renewals dropped, their lease over before the state they depend on could be written (see lock_grant_unsaved in the log; fix the disk under --state-dir)\n",
+			c["grants_unsaved"], c["renewals_unsaved"])
+	}
 	if len(st.API) > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(st.API)) {

@@ -35,6 +35,26 @@
 // algorithm states which faults it survives, and what each entry costs, in
 // its Guarantees (shown by `mutexd status` and docs/mutexd.md).
 //
+// # Fences and the disk
+//
+// A fence is built on numbers the member keeps on disk (its incarnation,
+// the era, the generation, the term), so that a restart starts above every
+// fence it granted. No outcome leaves a core before the write of every
+// such promise it may depend on is confirmed (core.Ready's rule for
+// messages, applied to the outcomes: mutexcount.Hold in every core). With
+// a healthy disk that costs nothing but order: the outcomes that came with
+// a Ready carrying a promise are drained after its Advance, not before its
+// write. When the write fails they are held, in order, until one succeeds,
+// and then leave at the next Tick, where a grant or a renewal whose lease
+// ended meanwhile is dropped (grants_unsaved, renewals_unsaved,
+// EventGrantUnsaved) and its request ends with its lease. Without this, a
+// member that grants alone (a one-member cluster; the others need an
+// answer, which the withheld messages already stop) handed out fences
+// built on an incarnation it had not written, and after a crash granted
+// the same fences again. The events of the outcomes (EventGranted...) are
+// reported when the core decides, before the hold: a grant held past a
+// crash was logged as granted and never reached its client.
+//
 // # Adding an algorithm
 //
 // One package under pkg/mutex implementing Algorithm on a Table (its wire

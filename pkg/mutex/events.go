@@ -37,4 +37,12 @@ const (
 	// that had not answered). WARN at most once a minute
 	// together with EventGrantLate, INFO between (mutexcount.LateGrants).
 	EventRenewalLate = "lock_renewal_late"
+	// EventGrantUnsaved: a grant or a renewal the core made while a
+	// promise of its durable state (the incarnation, era, generation or
+	// term its fence is built on) was not on disk waited for the write
+	// (mutexcount.Hold) and was dropped: its lease ended before a write
+	// succeeded, so its client never heard of it ("what": "grant" or
+	// "renewal", "late": how long past the lease's end the write came).
+	// WARN at most once a minute, INFO between.
+	EventGrantUnsaved = "lock_grant_unsaved"
 )

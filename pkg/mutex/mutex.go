@@ -26,7 +26,11 @@ type Algorithm interface {
 	// Release gives a granted lock back, or withdraws a waiting request.
 	Release(now time.Time, id RequestID) error
 	// Outcomes drains the outcomes since the last call; the driver calls it
-	// after each Ready.
+	// after each Ready and after each Advance: the outcomes that came with
+	// a Ready whose promise (core.Ready.Promise) was not yet on disk are
+	// handed over only once its write is confirmed (at Advance, or at a
+	// later Tick after a failed write; package doc, "Fences and the
+	// disk").
 	Outcomes() []Outcome
 	// Lookup returns request id as it stands (waiting or granted).
 	Lookup(id RequestID) (RequestStatus, bool)

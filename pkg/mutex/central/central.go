@@ -174,6 +174,9 @@ type Core struct {
 	events   []core.Event
 	bugs     core.Bugs
 	outcomes []mutex.Outcome
+	// unsaved keeps the outcomes from the driver while a promise (the incarnation, a term)
+	// is not on disk (mutexcount.Hold).
+	unsaved  mutexcount.Hold
 	counters map[string]uint64
 }
 
@@ -404,6 +407,7 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 // coordinator's beats, hold and queue.
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
+	c.unsaved.Release(c.now, &c.outcomes, &c.events, c.counters)
 	c.enterGrants()
 	c.el.Tick(c.now)
 	c.follow()
@@ -424,7 +428,7 @@ func (c *Core) Deadline() time.Time {
 	if c.co != nil {
 		d = append(d, c.co.deadline(c.now, c.parkFor(), c.cfg.DeadAfter, c.ta != nil))
 	}
-	return core.Earliest(d...)
+	return core.Earliest(append(d, c.unsaved.Deadline(c.now))...)
 }
 
 // Ready drains what the core wants done. State, while pending, is the
@@ -440,6 +444,7 @@ func (c *Core) Ready() core.Ready {
 		return encodeState(Saved{Incarnation: c.inc, LastLed: c.lastLed, Election: c.el.State})
 	})
 	c.writes.handed, c.writes.promise = rd.State != nil, rd.Promise
+	c.unsaved.Ready(&rd, &c.outcomes)
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Events = append(rd.Events, c.events...)
 	c.msgs, c.events = nil, nil
@@ -447,11 +452,13 @@ func (c *Core) Ready() core.Ready {
 }
 
 // Advance is the driver's report on the last Ready (core.Advancer), for
-// this core's state and the election's inside it.
+// this core's state and the election's inside it; the outcomes held for
+// it leave once every promise is on disk (mutexcount.Hold).
 func (c *Core) Advance(saved bool) {
 	c.el.Advance(saved)
 	c.durable.Advance(saved)
 	c.writes.advance(c.now, saved)
+	c.unsaved.Advance(!c.durable.PromisePending(), &c.outcomes)
 }
 
 // writeHealth is what this member knows of its own state writes, for the

@@ -355,7 +355,9 @@
 // term as Epoch, Renewed, Lost, Released), also reported as events. Ready.State
 // holds the incarnation, the last term coordinated and the election's
 // state: persist it before sending (the first Ready carries the raised
-// incarnation as a promise). Factory builds it from a driver's Env and
+// incarnation as a promise); the outcomes of a Ready whose promise is not
+// on disk are handed over only once it is (mutexcount.Hold; the
+// coordinator's election already claims only a term on disk). Factory builds it from a driver's Env and
 // mutex.Options (--lease, and --heartbeat for the beat and the election's
 // heartbeat, at most a third of the lease).
 package central

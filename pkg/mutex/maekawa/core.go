@@ -119,6 +119,9 @@ type Core struct {
 	events   []core.Event
 	bugs     core.Bugs
 	outcomes []mutex.Outcome
+	// unsaved keeps the outcomes from the driver while a promise (the era, a vote)
+	// is not on disk (mutexcount.Hold).
+	unsaved  mutexcount.Hold
 	counters map[string]uint64
 }
 
@@ -344,6 +347,7 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
 	now = c.now
+	c.unsaved.Release(now, &c.outcomes, &c.events, c.counters)
 	if !now.Before(c.beat) {
 		c.msgs = append(c.msgs, core.Message{To: core.Broadcast, Kind: wire.KindHeartbeat,
 			Payload: mustHeartbeat(c.cfg.HeartbeatInterval, c.det.AliveCount())})
@@ -458,7 +462,7 @@ func (c *Core) Deadline() time.Time {
 			d = core.Earliest(d, a.refreshAt)
 		}
 	}
-	return d
+	return core.Earliest(d, c.unsaved.Deadline(c.now))
 }
 
 // Ready drains what the core wants done. State, while the era (or, with
@@ -467,12 +471,18 @@ func (c *Core) Deadline() time.Time {
 func (c *Core) Ready() core.Ready {
 	rd := core.Ready{Messages: c.msgs, Events: c.events}
 	c.durable.Ready(&rd, c.encodeState)
+	c.unsaved.Ready(&rd, &c.outcomes)
 	c.msgs, c.events = nil, nil
 	return rd
 }
 
-// Advance is the driver's report on the last Ready (core.Advancer).
-func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
+// Advance is the driver's report on the last Ready (core.Advancer); the
+// outcomes held for it leave once every promise is on disk
+// (mutexcount.Hold).
+func (c *Core) Advance(saved bool) {
+	c.durable.Advance(saved)
+	c.unsaved.Advance(!c.durable.PromisePending(), &c.outcomes)
+}
 
 // Outcomes drains the typed answers about requests.
 func (c *Core) Outcomes() []mutex.Outcome {

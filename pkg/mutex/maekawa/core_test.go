@@ -30,6 +30,7 @@ func newCore(t *testing.T, f func(*maekawa.Config)) *maekawa.Core {
 	}
 	c.Tick(t0)
 	c.Ready()
+	c.Advance(true) // its era written, as a driver does: outcomes wait for that (mutexcount.Hold)
 	return c
 }
 

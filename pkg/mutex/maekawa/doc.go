@@ -390,7 +390,10 @@
 // outcomes (mutex.Granted with fence and lease, Renewed, Lost, Released),
 // also events for logs and hooks. Ready.State is the voter's era (and,
 // with PersistVotes, its outstanding votes): persist it before sending
-// when Promise is set. Factory builds Maekawa cores for
+// when Promise is set; the outcomes of such a Ready are handed over only
+// once it is written (mutexcount.Hold: a voter of one votes for itself
+// without a frame, on an era a crash would forget, and its clock-proposed
+// fences hide that only while the clock goes forward). Factory builds Maekawa cores for
 // mutexd, MajorityFactory the majority quorum's; Stats counts the frames per op for the messages-per-entry
 // figures.
 package maekawa

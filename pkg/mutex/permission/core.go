@@ -13,6 +13,7 @@ import (
 	"github.com/synclab/synclab/pkg/epoch"
 	"github.com/synclab/synclab/pkg/liveness"
 	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutexcount"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -171,6 +172,9 @@ type Core struct {
 	events   []core.Event
 	bugs     core.Bugs
 	outcomes []mutex.Outcome
+	// unsaved keeps the outcomes from the driver while a promise (the incarnation, the Lamport floor)
+	// is not on disk (mutexcount.Hold).
+	unsaved  mutexcount.Hold
 	counters map[string]uint64
 }
 
@@ -1217,6 +1221,7 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 // Tick runs the timers: heartbeats, liveness, leases, retries.
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
+	c.unsaved.Release(c.now, &c.outcomes, &c.events, c.counters)
 	c.flushReleases()
 	var late time.Duration
 	if due := c.nextBeat(); !c.now.Before(due) {
@@ -1254,6 +1259,7 @@ func (c *Core) Deadline() time.Time {
 	if c.grantDue {
 		d = core.Earliest(d, c.now.Add(time.Nanosecond)) // a reading of the clock at once (after the last Tick's)
 	}
+	d = core.Earliest(d, c.unsaved.Deadline(c.now))
 	if len(c.releases) > 0 {
 		d = core.Earliest(d, c.releaseDue)
 	}
@@ -1299,12 +1305,18 @@ func (c *Core) Ready() core.Ready {
 	c.raiseFloor(len(c.msgs))
 	rd := core.Ready{Messages: c.msgs, Events: c.events}
 	c.durable.Ready(&rd, func() []byte { return encodeState(savedState{incarnation: c.inc, floor: c.floor}) })
+	c.unsaved.Ready(&rd, &c.outcomes)
 	c.msgs, c.events = nil, nil
 	return rd
 }
 
-// Advance is the driver's report on the last Ready (core.Advancer).
-func (c *Core) Advance(saved bool) { c.durable.Advance(saved) }
+// Advance is the driver's report on the last Ready (core.Advancer); the
+// outcomes held for it leave once every promise is on disk
+// (mutexcount.Hold).
+func (c *Core) Advance(saved bool) {
+	c.durable.Advance(saved)
+	c.unsaved.Advance(!c.durable.PromisePending(), &c.outcomes)
+}
 
 // Outcomes drains the typed answers about requests (mutex.Algorithm).
 func (c *Core) Outcomes() []mutex.Outcome {

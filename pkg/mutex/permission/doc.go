@@ -70,7 +70,10 @@
 // of its Lamport clock, 2^16 above the clock and raised before the clock
 // reaches it. A restarted member resumes its clock at the floor, above
 // every stamp it sent or saw, so its requests come after every request it
-// ever answered and its fences after every fence it knew.
+// ever answered and its fences after every fence it knew. The outcomes of
+// a Ready whose promise is not on disk reach the driver only once it is
+// (mutexcount.Hold): a member alone grants without a frame, on an
+// incarnation a crash would forget.
 //
 // What a restart may reuse, and what not: no frame leaves stamped at or
 // above the floor on disk (Ready raises the floor, floorChunk above the

@@ -317,7 +317,10 @@
 //
 // Promises stay pending until the driver confirms them on disk
 // (core.Durable): a member whose state directory is full or read-only
-// sends nothing that depends on what it could not write.
+// sends nothing that depends on what it could not write, and hands its
+// clients no outcome of a Ready whose promise is not on disk
+// (mutexcount.Hold: a ring of one sends nothing, so only its grants, on a
+// generation a crash would forget, could leave).
 //
 // # Use
 //

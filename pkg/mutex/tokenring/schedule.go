@@ -30,7 +30,7 @@ func (c *Core) Deadline() time.Time {
 		// judged there (tryGrant).
 		d = core.Earliest(d, c.now.Add(time.Nanosecond))
 	}
-	return d
+	return core.Earliest(d, c.unsaved.Deadline(c.now))
 }
 
 // timersDeadline is when the core's timers next need a Tick.

@@ -44,6 +44,7 @@ func TestAloneGrantsAtOnce(t *testing.T) {
 	c := newCore(t, 1, 1)
 	c.Tick(t0)
 	c.Ready()
+	c.Advance(true) // the driver wrote it: outcomes wait for that (mutexcount.Hold)
 	var fences []uint64
 	for i := range 3 {
 		now := t0.Add(time.Duration(i) * time.Second)
@@ -53,6 +54,7 @@ func TestAloneGrantsAtOnce(t *testing.T) {
 		}
 		c.Tick(now.Add(600 * time.Millisecond)) // loss timeout: locate, prepare, create
 		rd := c.Ready()
+		c.Advance(true)
 		out := c.Outcomes()
 		if len(out) != 1 || len(events(rd, mutex.EventGranted)) != 1 {
 			t.Fatalf("grant %d: outcomes %+v, events %v", i, out, rd.Events)

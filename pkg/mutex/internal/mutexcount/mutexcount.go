@@ -1,9 +1,10 @@
 // Package mutexcount is what every mutual-exclusion core keeps the same
 // way, the twin of the election family's electcount: the drain that turns
 // the request table's outcomes into the core's outcomes and events
-// (Drain), the one view of the core's, the table's and the bugs' counters
-// (Counters), and the metric families every core exports from them
-// (RequestMetrics, LossMetrics). Each core keeps its own counters and
+// (Drain), the hold that keeps them from the driver until the promises
+// they may depend on are on disk (Hold), the one view of the core's, the
+// table's and the bugs' counters (Counters), and the metric families
+// every core exports from them (RequestMetrics, LossMetrics). Each core keeps its own counters and
 // metrics beside these (a ring's token passes, Maekawa's votes, ...). The
 // duration checks of every Config, shared with the election family, are
 // liveness.FillDurations and liveness.CheckTimers.

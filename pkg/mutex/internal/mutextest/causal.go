@@ -55,6 +55,10 @@ type dependent struct {
 type fault struct {
 	node       uint32
 	start, end time.Duration // end 0: not over yet
+	// isolated: a cut made by Cluster.Isolate, which lasts across the
+	// member's restarts until Cluster.Heal (the others end at the end of
+	// the fault that made them).
+	isolated bool
 }
 
 // causalOracle is the Cluster's causal bookkeeping (nil: the algorithm is
@@ -182,18 +186,22 @@ func (c *Cluster) causalEnded(id uint32, req mutex.RequestID) {
 
 // causalFault records that a fault on member id starts now (begin) or
 // ends now.
-func (c *Cluster) causalFault(id uint32, begin bool) {
+func (c *Cluster) causalFault(id uint32, begin bool) { c.causalWindow(id, begin, false) }
+
+// causalWindow opens (begin) or closes a fault window on member id, of
+// Isolate's kind or of the others'.
+func (c *Cluster) causalWindow(id uint32, begin, isolated bool) {
 	o := c.causal
 	if o == nil {
 		return
 	}
 	now := c.s.Elapsed()
 	if begin {
-		o.faults = append(o.faults, fault{node: id, start: now})
+		o.faults = append(o.faults, fault{node: id, start: now, isolated: isolated})
 		return
 	}
 	for i := range o.faults {
-		if f := &o.faults[i]; f.node == id && f.end == 0 {
+		if f := &o.faults[i]; f.node == id && f.end == 0 && f.isolated == isolated {
 			f.end = now
 		}
 	}

@@ -25,7 +25,8 @@ type Config struct {
 	// Options are handed to every member's core (zero Lease: 1 s; zero
 	// Heartbeat: 100 ms).
 	Options mutex.Options
-	// Members: 3 or more; 0 picks 3 to 7 from the seed.
+	// Members: how many (one is a cluster too: a lone member grants
+	// alone); 0 picks 3 to 7 from the seed.
 	Members int
 	// Locks the clients take (default "counter" and "printer").
 	Locks []string
@@ -204,7 +205,10 @@ func New(t testing.TB, seed int64, cfg Config) *Cluster {
 	}
 	for _, id := range c.ids {
 		ppm := cfg.Hosts.DriftPPM
-		clk := clock.SimConfig{Offset: time.Duration(c.rng.Int64N(int64(time.Second))), DriftPPM: c.rng.Float64()*2*ppm - ppm}
+		// A test may step a crashed member's clock back (Sim().Clock(id)):
+		// mutexd's clock is anchored at the wall time of the daemon's start,
+		// which may have been stepped back since the last run.
+		clk := clock.SimConfig{Offset: time.Duration(c.rng.Int64N(int64(time.Second))), DriftPPM: c.rng.Float64()*2*ppm - ppm, AllowBackwardStep: true}
 		c.drift[id] = clk.DriftPPM
 		c.s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
 			a, err := cfg.Factory.New(env, cfg.Options)
@@ -429,6 +433,49 @@ func (c *Cluster) Hold(id uint32, lock string, lease time.Duration) mutex.Reques
 	return cl.req
 }
 
+// Crash crashes member id (sim.Crash): its client's program dies with it.
+func (c *Cluster) Crash(id uint32) {
+	c.s.Crash(id)
+	c.resetClient(id)
+	c.causalFault(id, true)
+}
+
+// Isolate cuts member id off from every other member (sim.Isolate) until
+// Heal, across its restarts: a fault, for the oracles that excuse one.
+func (c *Cluster) Isolate(id uint32) {
+	c.s.Isolate(id)
+	c.causalWindow(id, true, true)
+}
+
+// Heal ends every cut (sim.Heal), Isolate's among them.
+func (c *Cluster) Heal() {
+	c.s.Heal()
+	for _, id := range c.ids {
+		c.causalWindow(id, false, true)
+	}
+}
+
+// Restart restarts crashed member id (sim.Restart) with a new client.
+func (c *Cluster) Restart(id uint32) {
+	c.s.Restart(id)
+	c.resetClient(id)
+	c.causalFault(id, false)
+}
+
+// Settle runs the quiet end of a test (Quiet, no new requests, no
+// faults) and fails t unless every waiting request was granted, then runs
+// the oracle (Check).
+func (c *Cluster) Settle() {
+	c.t.Helper()
+	c.Run(c.cfg.Quiet, false)
+	for _, id := range c.Waiting() {
+		cl := c.clients[id]
+		c.t.Fatalf("%s: member %d: request %d for %s, asked at %v, never granted\n%+v\n%s",
+			c.cfg.Factory.Name, id, cl.req, cl.lock, cl.asked, c.algorithm(id).Report(), c.Tail())
+	}
+	c.Check()
+}
+
 // Holding says whether member id's client holds the lock it asked for.
 func (c *Cluster) Holding(id uint32) bool { return c.clients[id].holding }
 
@@ -487,13 +534,9 @@ func (c *Cluster) Fault(f mutex.Fault) {
 		if c.rng.IntN(2) == 0 {
 			victim = c.Other()
 		}
-		c.s.Crash(victim)
-		c.resetClient(victim)
-		c.causalFault(victim, true)
+		c.Crash(victim)
 		c.Run(hold, true)
-		c.s.Restart(victim)
-		c.resetClient(victim)
-		c.causalFault(victim, false)
+		c.Restart(victim)
 	case mutex.Pause:
 		victim := c.Holder()
 		pause := c.cfg.Options.Lease + hold
@@ -615,13 +658,7 @@ func Run(t testing.TB, seed int64, cfg Config) *Cluster {
 		c.Run(2*time.Second, true)
 	}
 	c.setDiskFaults(0)
-	c.Run(c.cfg.Quiet, false)
-	for _, id := range c.Waiting() {
-		cl := c.clients[id]
-		t.Fatalf("%s: member %d: request %d for %s, asked at %v, never granted\n%+v\n%s",
-			cfg.Factory.Name, id, cl.req, cl.lock, cl.asked, c.algorithm(id).Report(), c.Tail())
-	}
-	c.Check()
+	c.Settle()
 	return c
 }
 
