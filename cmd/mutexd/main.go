@@ -189,6 +189,15 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, er
 	if err != nil {
 		return nil, nil, err
 	}
+	// Before the trial core: a lease below the floor is the first thing
+	// to change, whatever else the algorithm makes of it.
+	warning, err := checkLease(f, opt)
+	if err != nil {
+		return nil, nil, app.UsageError{Err: err}
+	}
+	if warning != "" {
+		cfg.Warnings = append(cfg.Warnings, warning)
+	}
 	// A trial core with no state: a combination of settings the algorithm
 	// cannot work with is a usage error before anything starts.
 	if _, err := f.New(trialEnv(cfg), opt); err != nil {

@@ -42,7 +42,9 @@ func TestRunFlags(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{[]string{"--lease", "10ms"}, "--lease 10ms: must be at least 100ms"},
+		// Below the floor mutexd lock can keep (leasefloor.go) before the
+		// core's own minimum: the floor is what to set.
+		{[]string{"--lease", "10ms"}, "--lease 10ms (--algorithm tokenring, --confirm-window 250ms): `mutexd lock` can never keep a lease this short"},
 		{[]string{"--lease", "2h"}, "--lease 2h0m0s: at most 1h"},
 		{[]string{"--heartbeat", "0s"}, "--heartbeat 0s: must be positive"},
 		{[]string{"--confirm-window", "1ms"}, "at least 2ms"},
