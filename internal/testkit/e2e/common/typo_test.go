@@ -56,6 +56,8 @@ func TestTyposRefusedAtStart(t *testing.T) {
 			"; set --lease 160ms or more"},
 		{"a confirm window that makes no token", run("mutexd", three, "--lease", "1s", "--confirm-window", "2100ms"),
 			"--confirm-window 2.1s with --lease 1s: the ring would never make a token"},
+		{"another algorithm's flag", run("mutexd", three, "--retry", "1s"),
+			"--retry 1s: only --algorithm ricartagrawala, lamport, bakery use it, and this member runs --algorithm tokenring: remove it"},
 		{"one server twice", []string{"timed", "run", "--clock", "sim", "--no-adjust", "--server", "127.0.0.1:1123", "--server", "[::ffff:127.0.0.1]:1123",
 			"--control", filepath.Join(dir, "t.sock"), "--state-dir", filepath.Join(dir, "t.state")}, "is already a source (--server 127.0.0.1:1123)"},
 	} {
