@@ -58,6 +58,7 @@ func TestTyposRefusedAtStart(t *testing.T) {
 			"--confirm-window 2.1s with --lease 1s: the ring would never make a token"},
 		{"another algorithm's flag", run("mutexd", three, "--retry", "1s"),
 			"--retry 1s: only --algorithm ricartagrawala, lamport, bakery use it, and this member runs --algorithm tokenring: remove it"},
+		{"--answer-timeout absurd", run("electd", three, "--answer-timeout", "1000h"), "--answer-timeout 1000h0m0s: at most 10s"},
 		{"one server twice", []string{"timed", "run", "--clock", "sim", "--no-adjust", "--server", "127.0.0.1:1123", "--server", "[::ffff:127.0.0.1]:1123",
 			"--control", filepath.Join(dir, "t.sock"), "--state-dir", filepath.Join(dir, "t.state")}, "is already a source (--server 127.0.0.1:1123)"},
 	} {
