@@ -21,13 +21,16 @@ import (
 // never whether a lease this short can be kept when they come at once.
 
 // defaultGrace is `mutexd lock --grace`'s default: the client the floor
-// is computed for.
+// is computed for (a shorter --grace warns its command later, and keeps
+// shorter leases; the keeper caps it at a third of the lease, so up to a
+// 3 s lease the default is the worst case).
 const defaultGrace = time.Second
 
 // marginalDelay is how late every renewal's answer comes in the floor
-// that is only warned of: a round trip on a loaded host (the lab's loops
-// ran 15 ms late at load 13, docs/benchmarks) and a tick of the daemon
-// (10 ms by default), twice over.
+// that is only warned of: a loaded host's late loop (bully's lab run at
+// load 13 had followers 15 ms late) and a tick of the daemon (10 ms by
+// default), at both ends of the renewal. A choice, not a measurement: it
+// only decides what is warned of.
 const marginalDelay = 50 * time.Millisecond
 
 // keptRenewals is how many renewals in a row the keeper must make for a
