@@ -97,7 +97,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "topology", EnvVars: app.Env(name, "topology"), Usage: "yoyo only: the connected graph members elect over, as edges `A-B,B-C,...` (members talk to their neighbours only; default: every pair); must be the same on every node"},
 		&cli.DurationFlag{Name: "heartbeat", EnvVars: app.Env(name, "heartbeat"), Usage: "leader heartbeat interval, used as given (1ms and up; default: bully and omega 200ms, with --probe 0 50ms; the other algorithms 50ms)"},
 		&cli.DurationFlag{Name: "leader-timeout", EnvVars: app.Env(name, "leader-timeout"), Value: plainDefaults.LeaderTimeout, Usage: "silence after which a follower suspects the leader (must exceed --heartbeat, this member's and every other's: a member that beats slower is warned of, timing_mismatch; bully's grows with the leader's lateness while it probes; bully's fast failover: 240ms)"},
-		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: defaultAnswerTimeout, Usage: "how long a candidate waits for a member it asked to answer"},
+		&cli.DurationFlag{Name: "answer-timeout", EnvVars: app.Env(name, "answer-timeout"), Value: defaultAnswerTimeout, Usage: "how long a candidate waits for a member it asked to answer (1ms to 10s: the cluster has no leader while a candidate waits for a member that is down)"},
 		&cli.DurationFlag{Name: "probe", EnvVars: app.Env(name, "probe"), Usage: "bully and omega only: bully's follower that missed a heartbeat asks the leader for one this often until --leader-timeout (default 4ms); omega's follower whose window has not heard the leader asks it this often, 5 times, in the window's last 5 x --probe (default 10ms); 0: off, and then their default --heartbeat is 50ms"},
 		&cli.StringSliceFlag{Name: "on-elected", EnvVars: app.Env(name, "on-elected"), Usage: "shell `CMD` run when this node becomes leader"},
 		&cli.StringSliceFlag{Name: "on-demoted", EnvVars: app.Env(name, "on-demoted"), Usage: "shell `CMD` run when this node stops being leader"},
@@ -210,6 +210,14 @@ var (
 // defaultAnswerTimeout is --answer-timeout's default.
 const defaultAnswerTimeout = 50 * time.Millisecond
 
+// maxAnswerTimeout is --answer-timeout's longest: 200 times the default.
+// No LAN answer takes that long, and the wait is the cluster's: bully's
+// candidate waits it for a higher member that is down (and about three
+// times it for the coordinator message of one that answered), the rings
+// wait it for a hop, the majority election for a vote, each with no
+// leader meanwhile (the audit's 1000h was taken silently).
+const maxAnswerTimeout = 10 * time.Second
+
 // durations fills opts' durations from the flags, used as given, and the
 // ones not set from the algorithm's defaults (probedDefaults for bully
 // unless --probe 0, plainDefaults otherwise). --probe is refused for an
@@ -234,6 +242,10 @@ func durations(c *cli.Context, algo elect.Algorithm, opts *elect.Options) error 
 		}
 		if err := liveness.CheckTimeout("--"+f.flag, d); err != nil {
 			return app.Usagef("%v", err)
+		}
+		if f.flag == "answer-timeout" && d > maxAnswerTimeout {
+			return app.Usagef("--answer-timeout %v: at most %v: an answer is one round trip (under a millisecond on a LAN, tens of milliseconds on a loaded host), and every election in which an asked member is down waits this long with no leader; the default is %v",
+				d, maxAnswerTimeout, defaultAnswerTimeout)
 		}
 		*f.to = d
 	}

@@ -82,6 +82,10 @@ func TestBuildRefuses(t *testing.T) {
 		{[]string{"--algorithm", "raft"}, `unknown election algorithm "raft" (known: bully`},
 		{[]string{"--heartbeat", "500us"}, "--heartbeat 500µs: timeout out of range"},
 		{[]string{"--answer-timeout", "0s"}, "--answer-timeout 0s: timeout out of range"},
+		// Taken silently (the config audit): every election with a
+		// member down would have waited 1000 hours for its answer.
+		{[]string{"--answer-timeout", "1000h"}, "--answer-timeout 1000h0m0s: at most 10s: an answer is one round trip"},
+		{[]string{"--answer-timeout", "10001ms", "--algorithm", "majority"}, "--answer-timeout 10.001s: at most 10s"},
 		{[]string{"--heartbeat", "400ms"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
 		{[]string{"--heartbeat", "400ms", "--probe", "0"}, "--leader-timeout (400ms) must exceed --heartbeat (400ms)"},
 		{[]string{"--heartbeat", "397ms"}, "--heartbeat (397ms) + --probe (4ms) must be below --leader-timeout (400ms): a follower probes only between the heartbeat it missed and its leader timeout (bully's defaults: --heartbeat 200ms --leader-timeout 400ms --probe 4ms; --probe 0 turns probing off, and then --leader-timeout must span several heartbeats: 50ms / 400ms)"},

@@ -61,7 +61,7 @@ func lockCommand() *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Usage: "give up (exit 75) if not granted within `D` (0: wait as long as it takes)"},
 			&cli.DurationFlag{Name: "lease", Usage: "lease to ask for, `D` (0: the cluster's --lease); renewed every third of it"},
 			&cli.BoolFlag{Name: "shared", Usage: "take the lock shared (readers together, never beside a writer), where the algorithm offers it"},
-			&cli.DurationFlag{Name: "grace", Value: time.Second, Usage: "time `D` between SIGTERM and SIGKILL when the lock is lost (cut short by the lease's end)"},
+			&cli.DurationFlag{Name: "grace", Value: defaultGrace, Usage: "time `D` between SIGTERM and SIGKILL when the lock is lost (cut short by the lease's end)"},
 			&cli.StringFlag{Name: "after", Usage: "(tokenask) the `VECTOR` of a program message this client received (MUTEXD_VECTOR of its sender's command, or `mutexd vector` on the sender's host): the lock is granted only after every request it names"},
 		},
 		Action: lockAction,

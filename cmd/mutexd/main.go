@@ -137,6 +137,21 @@ func options(c *cli.Context, cfg *daemon.Config, f mutex.Factory) (mutex.Options
 	for _, p := range f.Params {
 		opt.Params[p.Name] = c.Duration(p.Name)
 	}
+	// Another algorithm's setting (a flag, a variable, a lab file's key)
+	// would be ignored: the operator meant it for a cluster that is not
+	// this one, or switched algorithms and kept it.
+	for _, other := range algorithms {
+		for _, p := range other.Params {
+			if _, ours := opt.Params[p.Name]; !ours && c.IsSet(p.Name) {
+				users, verb := paramUsers(p.Name), "uses"
+				if len(users) > 1 {
+					verb = "use"
+				}
+				return opt, app.Usagef("--%s %v: only --algorithm %s %s it, and this member runs --algorithm %s: remove it (or set the algorithm it was meant for)",
+					p.Name, c.Duration(p.Name), strings.Join(users, ", "), verb, f.Name)
+			}
+		}
+	}
 	for _, fl := range append([]string{"lease", "heartbeat"}, slices.Sorted(maps.Keys(opt.Params))...) {
 		d := c.Duration(fl)
 		if d <= 0 {
@@ -151,6 +166,17 @@ func options(c *cli.Context, cfg *daemon.Config, f mutex.Factory) (mutex.Options
 		}
 	}
 	return opt, nil
+}
+
+// paramUsers names the algorithms that take the setting name.
+func paramUsers(name string) []string {
+	var users []string
+	for _, f := range algorithms {
+		if slices.ContainsFunc(f.Params, func(p mutex.Param) bool { return p.Name == name }) {
+			users = append(users, f.Name)
+		}
+	}
+	return users
 }
 
 // trialEnv is the environment of a trial core built only to check the
@@ -188,6 +214,15 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, *lockAPI, er
 	opt, err := options(c, cfg, f)
 	if err != nil {
 		return nil, nil, err
+	}
+	// Before the trial core: a lease below the floor is the first thing
+	// to change, whatever else the algorithm makes of it.
+	warning, err := checkLease(f, opt)
+	if err != nil {
+		return nil, nil, app.UsageError{Err: err}
+	}
+	if warning != "" {
+		cfg.Warnings = append(cfg.Warnings, warning)
 	}
 	// A trial core with no state: a combination of settings the algorithm
 	// cannot work with is a usage error before anything starts.

@@ -42,13 +42,19 @@ func TestRunFlags(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{[]string{"--lease", "10ms"}, "--lease 10ms: must be at least 100ms"},
+		// Below the floor mutexd lock can keep (leasefloor.go) before the
+		// core's own minimum: the floor is what to set.
+		{[]string{"--lease", "10ms"}, "--lease 10ms (--algorithm tokenring, --confirm-window 250ms): `mutexd lock` can never keep a lease this short"},
 		{[]string{"--lease", "2h"}, "--lease 2h0m0s: at most 1h"},
 		{[]string{"--heartbeat", "0s"}, "--heartbeat 0s: must be positive"},
 		{[]string{"--confirm-window", "1ms"}, "at least 2ms"},
 		// The ring refused it as "HeartbeatInterval 500µs": not a flag.
 		{[]string{"--heartbeat", "500us"}, "--heartbeat 500µs: want at least 1ms"},
 		{[]string{"--loss-timeout", "1ns"}, "--loss-timeout 1ns: want at least 1ms"},
+		// Another algorithm's setting was ignored without a word.
+		{[]string{"--retry", "1s"}, "--retry 1s: only --algorithm ricartagrawala, lamport, bakery use it, and this member runs --algorithm tokenring: remove it (or set the algorithm it was meant for)"},
+		{[]string{"--algorithm", "maekawa", "--loss-timeout", "1s"}, "--loss-timeout 1s: only --algorithm tokenring uses it, and this member runs --algorithm maekawa"},
+		{[]string{"--algorithm", "majority", "--attempt-timeout", "1s", "--confirm-window", "100ms"}, "--confirm-window 100ms: only --algorithm tokenring uses it"},
 		{[]string{"--algorithm", "paxos"}, `--algorithm: unknown algorithm "paxos": want one of ` + strings.Join(algorithms.Names(), ", ")},
 	} {
 		out, code := mutexd(t, append(base, tt.flags...)...)
@@ -56,6 +62,12 @@ func TestRunFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, output %q; want 2 and %q", tt.flags, code, out, tt.want)
 		}
 	}
+	t.Setenv("MUTEXD_RETRY", "2s") // a variable left from another algorithm's unit
+	if out, code := mutexd(t, base...); code != 2 || !strings.Contains(out, "--retry 2s: only --algorithm ricartagrawala, lamport, bakery use it") {
+		t.Errorf("MUTEXD_RETRY=2s: exit %d, %q", code, out)
+	}
+	t.Setenv("MUTEXD_RETRY", "")
+	os.Unsetenv("MUTEXD_RETRY")
 	t.Setenv("MUTEXD_LEASE", "50ms")
 	if out, code := mutexd(t, base...); code != 2 || !strings.Contains(out, "--lease 50ms") {
 		t.Errorf("MUTEXD_LEASE=50ms: exit %d, %q", code, out)

@@ -48,7 +48,7 @@ func ParseMembers(s string) (map[uint32]netip.AddrPort, error) {
 		if err != nil {
 			return nil, fmt.Errorf("member %d: %w", id, err)
 		}
-		if err := memberAddr(ap); err != nil {
+		if err := memberAddr(ap, len(fields) == 1); err != nil {
 			return nil, fmt.Errorf("member %d: %w", id, err)
 		}
 		if other, dup := owner[ap]; dup {
@@ -63,10 +63,15 @@ func ParseMembers(s string) (map[uint32]netip.AddrPort, error) {
 // memberAddr refuses an address the other members cannot send to: every
 // member sends to every entry of the same list, so an entry is the
 // member's own unicast address, not what its socket binds to (0.0.0.0
-// would send each member's frames to itself).
-func memberAddr(ap netip.AddrPort) error {
+// would send each member's frames to itself). A member alone is no
+// exception: nobody sends to it, so every address would only open its
+// port to the LAN for nothing (without a key, to forged frames), and the
+// line would have to change when a second member joins.
+func memberAddr(ap netip.AddrPort, alone bool) error {
 	a := ap.Addr()
 	switch {
+	case a.IsUnspecified() && alone:
+		return fmt.Errorf("address %s: %s means \"every address of this host\": a member alone receives from nobody, so that would only open its port on every network; give 127.0.0.1 for a lab on this host alone, or the host's own address (the one other members will reach it at)", ap, a)
 	case a.IsUnspecified():
 		return fmt.Errorf("address %s: %s means \"every address of this host\", which no other member can send to: give the host's own address (the one the other members reach it at)", ap, a)
 	case a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
@@ -104,11 +109,33 @@ func resolveAddrPort(hostport string) (netip.AddrPort, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
+	ips, err := lookupIP4(ctx, host)
 	if err != nil || len(ips) == 0 {
 		return netip.AddrPort{}, fmt.Errorf("cannot resolve %q: %v (use an IP address, or fix name resolution)", host, err)
 	}
-	return netip.AddrPortFrom(ips[0].Unmap(), uint16(port)), nil
+	for i := range ips {
+		ips[i] = ips[i].Unmap()
+	}
+	slices.SortFunc(ips, netip.Addr.Compare)
+	if ips = slices.Compact(ips); len(ips) > 1 {
+		// Every member resolves every name on its own host, and the
+		// first address is the resolver's choice: round-robin DNS
+		// rotates it, and two hosts' files may list it in another
+		// order. Members would then send one member's frames to
+		// different addresses (and it might bind another).
+		list := make([]string, len(ips))
+		for i, ip := range ips {
+			list[i] = ip.String()
+		}
+		return netip.AddrPort{}, fmt.Errorf("name %q resolves to %d addresses (%s): which one is taken depends on the resolver's order, which may differ from host to host: give the member's address, or a name with only that one", host, len(ips), strings.Join(list, ", "))
+	}
+	return netip.AddrPortFrom(ips[0], uint16(port)), nil
+}
+
+// lookupIP4 resolves a member's name to its IPv4 addresses (the system's
+// resolver; a test's fake, which never asks DNS).
+var lookupIP4 = func(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
 }
 
 // LoadKeys reads a synclab key file (see wire.ParseKeyFile). The file must

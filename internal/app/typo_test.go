@@ -2,6 +2,9 @@ package app
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +35,10 @@ func TestCommonFlagTypos(t *testing.T) {
 		{"one address, IPv4-mapped", run("1=127.0.0.1:7000,2=[::ffff:127.0.0.1]:7000"), "members 1 and 2 both have the address 127.0.0.1:7000"},
 		{"every address", run("1=0.0.0.0:7000,2=127.0.0.2:7000"),
 			`--members: member 1: address 0.0.0.0:7000: 0.0.0.0 means "every address of this host", which no other member can send to`},
+		// Alone too: nobody sends to it, and the port would be open on
+		// every network for nothing.
+		{"every address, one member", run("1=0.0.0.0:7000"),
+			`--members: member 1: address 0.0.0.0:7000: 0.0.0.0 means "every address of this host": a member alone receives from nobody, so that would only open its port on every network; give 127.0.0.1`},
 		{"every IPv6 address", run("1=127.0.0.1:7000,2=[::]:7000"), `member 2: address [::]:7000: :: means "every address of this host"`},
 		{"a multicast group", run("1=127.0.0.1:7000,2=239.1.1.1:7000"), "member 2: address 239.1.1.1:7000: 239.1.1.1 is not one host's address"},
 		{"the broadcast address", run("1=127.0.0.1:7000,2=255.255.255.255:7000"), "255.255.255.255 is not one host's address"},
@@ -141,5 +148,44 @@ func TestCheckPrintsWarnings(t *testing.T) {
 	code := Run(a, []string{"testd", "run", "--id", "1", "--members", "1=127.0.0.1:7000,2=127.0.0.2:7000", "--insecure", "--check"}, &stderr)
 	if want := "warning: 2 members, and the test needs a majority"; code != 0 || !strings.Contains(stdout.String(), want) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and %q", code, stdout.String(), stderr.String(), want)
+	}
+}
+
+// TestMemberNameWithSeveralAddresses: a member's name that resolves to
+// more than one address was taken as its first (the resolver's order,
+// which round-robin DNS rotates and two hosts' files may not share); it is
+// refused naming the addresses, by --check too. One address given twice
+// (two sources, or IPv4-mapped) is one address. The resolver is a fake:
+// no DNS is asked.
+func TestMemberNameWithSeveralAddresses(t *testing.T) {
+	defer func(f func(context.Context, string) ([]netip.Addr, error)) { lookupIP4 = f }(lookupIP4)
+	lookupIP4 = func(_ context.Context, host string) ([]netip.Addr, error) {
+		switch host {
+		case "twohomed.lab.test":
+			return []netip.Addr{netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.2")}, nil
+		case "twice.lab.test":
+			return []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("::ffff:127.0.0.2")}, nil
+		}
+		return nil, fmt.Errorf("no such host %q (the test's resolver)", host)
+	}
+	for _, tc := range []struct {
+		members, want string
+	}{
+		{"1=127.0.0.1:7000,2=twohomed.lab.test:7000,3=127.0.0.4:7000",
+			`--members: member 2: name "twohomed.lab.test" resolves to 2 addresses (127.0.0.2, 127.0.0.3): which one is taken depends on the resolver's order, which may differ from host to host: give the member's address, or a name with only that one`},
+		{"1=127.0.0.1:7000,2=twice.lab.test:7000,3=127.0.0.4:7000", "build reached"},
+	} {
+		for _, check := range []bool{false, true} {
+			args := []string{"testd", "run", "--id", "1", "--members", tc.members, "--insecure"}
+			if check {
+				args = append(args, "--check")
+			}
+			var stderr bytes.Buffer
+			a := testApp()
+			a.Writer, a.ErrWriter = &bytes.Buffer{}, &stderr
+			if code := Run(a, args, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("%q: exit %d, stderr %q; want 2 and %q", args[2:], code, stderr.String(), tc.want)
+			}
+		}
 	}
 }

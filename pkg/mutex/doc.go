@@ -33,7 +33,11 @@
 // refuses none of them; a writer's fence is above every fence before it,
 // and the first reader's of a group above every fence before it. Each
 // algorithm states which faults it survives, and what each entry costs, in
-// its Guarantees (shown by `mutexd status` and docs/mutexd.md).
+// its Guarantees (shown by `mutexd status` and docs/mutexd.md). A factory
+// whose renewed lease does not simply count from the renewal says how it
+// counts it (Factory.Renewal: a renewal on still-fresh support that keeps
+// the lease's end, a lease cut by its support's age), so that mutexd can
+// refuse a --lease its client could never renew in time.
 //
 // # Fences and the disk
 //

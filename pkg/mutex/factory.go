@@ -41,6 +41,30 @@ func (o Options) Leases(maxLease, minLease *time.Duration) {
 	}
 }
 
+// Renewal is how an algorithm counts a lease it grants or renews, as far
+// as a client renewing it on a schedule needs to know: a lease the client
+// cannot renew before its own deadline is lost however healthy the
+// cluster (mutexd's lease floor). The zero value is a lease counted from
+// the asking, confirmed after a round trip.
+type Renewal struct {
+	// Reuse: a renewal asked within Reuse of the instant the lease was
+	// last counted from is confirmed at once, counted from that instant
+	// again (the token ring's check, fresh for its confirm window): it
+	// does not move the lease's end.
+	Reuse time.Duration
+	// Cut is how much shorter than asked a lease may be when frames take
+	// no time (the age of the support it rests on, past the algorithm's
+	// slack); CutMax how long that grows to when they are late (the
+	// support is then older).
+	Cut, CutMax time.Duration
+	// Flags name the settings besides --lease the rule depends on, with
+	// their values, for the operator's message ("--confirm-window 250ms");
+	// Knob is the one (a Param's name, or "heartbeat") whose lower value
+	// lets a shorter lease be kept.
+	Flags []string
+	Knob  string
+}
+
 // Param returns the algorithm's own setting name, or def.
 func (o Options) Param(name string, def time.Duration) time.Duration {
 	if v, ok := o.Params[name]; ok {
@@ -74,6 +98,10 @@ type Factory struct {
 	// New builds a member's core. An error wrapping core.ErrState refuses
 	// the persisted state (env.State).
 	New func(env core.Env, opt Options) (Algorithm, error)
+	// Renewal says how a renewed lease is counted under opt (nil: from the
+	// renewal's asking, after a round trip): what a driver needs to tell
+	// whether its client can keep a lease of opt.Lease at all.
+	Renewal func(opt Options) Renewal
 
 	// The human status (optional): lines after the common summary, from
 	// the status and its Detail as JSON; and columns added to the lock

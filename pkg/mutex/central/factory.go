@@ -25,6 +25,7 @@ var Factory = mutex.Factory{
 	Kinds: append([]wire.Kind{wire.KindCentralRequest, wire.KindCentralGrant, wire.KindCentralRelease, wire.KindCentralRenew,
 		wire.KindCentralRenewed, wire.KindCentralRefuse, wire.KindCentralBeat, wire.KindCentralSync}, bully.Algorithm.Kinds...),
 	New:         func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) { return NewFromEnv(env, opt) },
+	Renewal:     renewalRule,
 	StatusLines: statusLines,
 	LockColumns: []string{"Coordinator queue"},
 	LockCells:   lockCells,
@@ -51,6 +52,24 @@ func ConfigFor(opt mutex.Options) (Config, error) {
 		cfg.BeatInterval = min(opt.Heartbeat, cfg.MaxLease/3)
 	}
 	return cfg, nil
+}
+
+// renewalRule: a lease granted or renewed on support of age a is cut by
+// a - LeaseSlack (half a beat). The coordinator calls for support every
+// beat, so with frames that take no time the support is at most a beat
+// old (a cut of half a beat); late answers age it up to the confirm
+// window (5/4 of a beat: a cut of 3/4), past which it calls for support
+// at once.
+func renewalRule(opt mutex.Options) mutex.Renewal {
+	cfg, err := ConfigFor(opt)
+	if err != nil {
+		return mutex.Renewal{}
+	}
+	if cfg.BeatInterval == 0 {
+		cfg.BeatInterval = DefaultBeat(cfg.MaxLease)
+	}
+	b := cfg.BeatInterval
+	return mutex.Renewal{Cut: b / 2, CutMax: b * 3 / 4, Flags: []string{fmt.Sprintf("--heartbeat %v (a beat every %v, at most a third of --lease)", opt.Heartbeat, b.Round(time.Millisecond))}, Knob: "heartbeat"}
 }
 
 // NewFromEnv builds a member's core from a driver's environment and

@@ -391,6 +391,7 @@ var TokenAskFactory = mutex.Factory{
 		cfg.Variant = TokenAsk
 		return New(env, cfg)
 	},
+	Renewal:     renewalRule,
 	StatusLines: statusLines,
 	LockColumns: []string{"Coordinator queue"},
 	LockCells:   lockCells,

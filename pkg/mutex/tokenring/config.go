@@ -179,3 +179,16 @@ func (c *Config) Hold() time.Duration {
 // ConfirmWindow, at most half of MaxLease (a lease counted from the check
 // must still have half a lease to run when it is granted).
 func (c *Config) confirmFor() time.Duration { return min(c.ConfirmWindow, c.MaxLease/2) }
+
+// leaseReach is MaxLease as another member's clock may measure it: the
+// longest a lease granted on a check may run after that check's answer.
+func (c *Config) leaseReach() time.Duration {
+	return time.Duration(math.Ceil(float64(c.MaxLease) * (1 + 2*c.MaxDriftPPM*1e-6)))
+}
+
+// liveCheckAge is how recent a check a locate takes for a live holder's
+// (finishLocate): it finds no token lost while some member confirmed a
+// check within it. It must be shorter than leaseReach, or every check,
+// however old, counts as recent and no token is ever made
+// (ConfigFor refuses the flags that do that).
+func (c *Config) liveCheckAge() time.Duration { return (c.ConfirmWindow + c.MaxLease) / 3 }

@@ -34,6 +34,7 @@ var Factory = mutex.Factory{
 			Usage: "how recent a majority check of the token must be to grant or renew (at most half of --lease counts); a lease granted on an older check ends --lease after it, shorter by its age; longer saves checks"},
 	},
 	New:         func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) { return NewFromEnv(env, opt) },
+	Renewal:     renewal,
 	StatusLines: statusLines,
 	LockColumns: []string{"Token", "Generation", "Wants"},
 	LockCells:   lockCells,
@@ -77,6 +78,14 @@ func ConfigFor(env core.Env, opt mutex.Options) (Config, error) {
 	if cfg.MaxLease > time.Hour {
 		return cfg, fmt.Errorf("%w: --lease %v: at most 1h (a lost token waits one lease before it is replaced)", ErrConfig, cfg.MaxLease)
 	}
+	// A locate that finds no token makes one only when no check was
+	// confirmed within liveCheckAge; at or past the lease's reach that
+	// is every check, and the first token is never made (--lease 100ms
+	// with the default window waited forever, without a word).
+	if cfg.liveCheckAge() >= cfg.leaseReach() {
+		return cfg, fmt.Errorf("%w: --%s %v with --lease %v: the ring would never make a token (a locate takes any check confirmed within (window + lease) / 3 = %v, as long as a lease runs, for a live holder's): set --%s %v or less (twice --lease), or --lease %v or more (half the window)",
+			ErrConfig, ParamConfirmWindow, cfg.ConfirmWindow, cfg.MaxLease, cfg.liveCheckAge(), ParamConfirmWindow, 2*cfg.MaxLease, cfg.ConfirmWindow/2)
+	}
 	cfg.DeadAfter = cfg.HeartbeatInterval * 7 / 2
 	cfg.ProbeTimeout = min(cfg.ProbeTimeout, cfg.ConfirmWindow/2, cfg.LossTimeout/2)
 	if cfg.ProbeTimeout < time.Millisecond {
@@ -84,6 +93,17 @@ func ConfigFor(env core.Env, opt mutex.Options) (Config, error) {
 			ErrConfig, ParamConfirmWindow, cfg.ConfirmWindow, ParamLossTimeout, cfg.LossTimeout)
 	}
 	return cfg, nil
+}
+
+// renewal: the holder renews on its last check while that is within the
+// confirm window (at most half a lease: confirmFor), and such a renewal
+// ends where the check's lease did; past it, a new check, a round trip,
+// and a whole lease from its sending.
+func renewal(opt mutex.Options) mutex.Renewal {
+	cfg := DefaultLANConfig()
+	opt.Leases(&cfg.MaxLease, &cfg.MinLease)
+	cfg.ConfirmWindow = opt.Param(ParamConfirmWindow, cfg.ConfirmWindow)
+	return mutex.Renewal{Reuse: cfg.confirmFor(), Flags: []string{fmt.Sprintf("--%s %v", ParamConfirmWindow, cfg.ConfirmWindow)}, Knob: ParamConfirmWindow}
 }
 
 // NewFromEnv builds a member's core from a driver's environment and

@@ -49,7 +49,7 @@ func (c *Core) finishLocate(l *lock) {
 		}
 		return
 	}
-	if max(p.confirmLeft, c.checkedLeft(l)) > c.leaseReach()-(c.cfg.ConfirmWindow+c.cfg.MaxLease)/3 {
+	if max(p.confirmLeft, c.checkedLeft(l)) > c.leaseReach()-c.cfg.liveCheckAge() {
 		// Nobody said it has the token, but a member (this one too)
 		// confirmed a check within a third of a lease (mutexd lock renews
 		// every third): a token is alive, its holder's answers lost (a

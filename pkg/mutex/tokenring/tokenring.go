@@ -580,9 +580,7 @@ func (c *Core) confirmLeft(l *lock) time.Duration {
 // leaseReach is how long a lease may run on a confirmation, on another
 // member's clock: MaxLease from the check's sending (grantFrom), padded for
 // the rates. The check was sent before any member answered it.
-func (c *Core) leaseReach() time.Duration {
-	return time.Duration(math.Ceil(float64(c.cfg.MaxLease) * (1 + 2*c.cfg.MaxDriftPPM*1e-6)))
-}
+func (c *Core) leaseReach() time.Duration { return c.cfg.leaseReach() }
 
 func msCeil(d time.Duration) uint32 {
 	if d <= 0 {

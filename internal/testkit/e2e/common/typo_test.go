@@ -44,6 +44,21 @@ func TestTyposRefusedAtStart(t *testing.T) {
 		{"--retry past the relay", run("orderd", three, "--retry", "2s"), "--retry 2s: at most 1.5s"},
 		{"--hook-timeout negative", run("electd", three, "--hook-timeout", "-1s"), "--hook-timeout -1s: want a positive duration"},
 		{"--heartbeat below 1ms", run("mutexd", three, "--heartbeat", "500us"), "--heartbeat 500µs: want at least 1ms"},
+		// The config audit's short leases: the ring's never granted (no
+		// word), the others' lost at their first renewal (exit 76).
+		{"tokenring lease below the floor", run("mutexd", three, "--lease", "100ms", "--heartbeat", "200ms"),
+			"--lease 100ms (--algorithm tokenring, --confirm-window 250ms): `mutexd lock` can never keep a lease this short, even with every renewal answered at once"},
+		{"tokenring lease renewed on a fresh check", run("mutexd", three, "--lease", "300ms", "--heartbeat", "100ms"),
+			"set --lease 460ms or more, or --confirm-window 99ms or less"},
+		{"central lease below the floor", run("mutexd", three, "--algorithm", "central", "--lease", "100ms", "--heartbeat", "200ms"),
+			"--lease 100ms (--algorithm central, --heartbeat 200ms (a beat every 33ms, at most a third of --lease)): `mutexd lock` can never keep a lease this short"},
+		{"ricartagrawala lease below the floor", run("mutexd", three, "--algorithm", "ricartagrawala", "--lease", "100ms", "--heartbeat", "200ms"),
+			"; set --lease 160ms or more"},
+		{"a confirm window that makes no token", run("mutexd", three, "--lease", "1s", "--confirm-window", "2100ms"),
+			"--confirm-window 2.1s with --lease 1s: the ring would never make a token"},
+		{"another algorithm's flag", run("mutexd", three, "--retry", "1s"),
+			"--retry 1s: only --algorithm ricartagrawala, lamport, bakery use it, and this member runs --algorithm tokenring: remove it"},
+		{"--answer-timeout absurd", run("electd", three, "--answer-timeout", "1000h"), "--answer-timeout 1000h0m0s: at most 10s"},
 		{"one server twice", []string{"timed", "run", "--clock", "sim", "--no-adjust", "--server", "127.0.0.1:1123", "--server", "[::ffff:127.0.0.1]:1123",
 			"--control", filepath.Join(dir, "t.sock"), "--state-dir", filepath.Join(dir, "t.state")}, "is already a source (--server 127.0.0.1:1123)"},
 	} {
@@ -94,6 +109,9 @@ func TestEvenClusterWarns(t *testing.T) {
 		{"mutexd", 2, nil, "2 members, and the tokenring algorithm needs a majority (2 of 2): the loss of either member stops it"},
 		{"orderd", 4, nil, "4 members, and the sequencer's total order needs a majority (3 of 4): it survives 1 failed member, as 3 members would"},
 		{"mutexd", 3, nil, ""},
+		// Kept only while every renewal comes within 50 ms: the audit's
+		// 500 ms ring lost every lease at load 23.
+		{"mutexd", 3, []string{"--lease", "500ms"}, "--lease 500ms (--algorithm tokenring, --confirm-window 250ms) is kept by `mutexd lock` only while renewals are answered within 50ms"},
 		{"electd", 2, nil, ""}, // bully needs no majority
 		{"electd", 2, []string{"--algorithm", "majority"}, "2 members, and the majority election needs a majority (2 of 2)"},
 	} {
