@@ -117,7 +117,8 @@ type Delivery struct {
 	// Index is this member's delivery counter, from 1: it increases with
 	// every delivery and is never given to two messages, and a restart
 	// continues after every index the member may have announced
-	// (indexSlack past the last one written: a gap).
+	// (indexSlack past the last one written: a gap); a send taken back
+	// after its write failed leaves its index unused (withdraw.go).
 	Index   uint64    `json:"index"`
 	Order   Order     `json:"order"`
 	Sender  uint32    `json:"sender"`

@@ -35,9 +35,11 @@ import (
 // Its stream number is given to the next record: the records numbered in
 // the same batch after it (the Lamport acks this member owes) are
 // renumbered, which no member can tell, as none received them. A causal
-// message's own entry in the vector goes back, and the message it
-// withdrew is in no one's causal past, as no one saw it. A restart of
-// this member needs nothing: it reads the last good write.
+// message's own entry in the vector goes back, and the message is in no
+// one's causal past, as no one saw it. Its delivery index here is not
+// given again (a gap, as after a restart: Delivery.Index only promises
+// to increase). A restart of this member needs nothing: it reads the
+// last good write.
 //
 // Only the calls of the failed Ready can be taken back: a Ready whose
 // write failed in a way that may be read back (the driver does not call
