@@ -113,7 +113,11 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 		// answered once its entry is committed (on a majority of disks),
 		// which this node learns when it delivers it. The others are
 		// answered once written here (DoSaved: a failed write is an
-		// error, not "sent"), or delivered with --wait.
+		// error, not "sent"), or delivered with --wait. A failed write
+		// takes the message back (order.Core.Withdraw) whenever nothing
+		// of the write can be read back: answered not_sent, it is never
+		// delivered, and the client may send it again; otherwise it is
+		// kept, answered not_saved: it may still be delivered.
 		sequenced := req.Order == order.TotalOrder && total == order.Sequencer
 		// Nothing is sent while the member stands back (refused, 503
 		// stepped_back), nor before the members' configurations are
@@ -135,12 +139,12 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 			if err = c.Multicast(clk.Now(), req.Order, msg); err == nil && sequenced {
 				sid = c.Submission()
 			}
-		}); derr != nil && !errors.Is(derr, daemon.ErrNotSaved) {
+		}); derr != nil && !errors.Is(derr, daemon.ErrNotSaved) && !errors.Is(derr, daemon.ErrWithdrawn) {
 			return nil, derr
 		} else if err != nil {
 			return nil, ctl.Conflict(err.Error())
 		} else if derr != nil {
-			return nil, ctl.Unavailable("send: " + derr.Error())
+			return nil, notSent(derr)
 		}
 		if !req.Wait && !sequenced {
 			return sendReply{}, nil
@@ -237,6 +241,33 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 		return v, err
 	})
 	return nil
+}
+
+// Codes of a send whose write failed (503): what the client may do next
+// depends on which.
+const (
+	// codeNotSent: the message was taken back; it is delivered nowhere,
+	// ever: sending it again is safe.
+	codeNotSent = "not_sent"
+	// codeNotSaved: the message is kept and goes out with the next write
+	// that succeeds, or is lost if the daemon stops first: it may still
+	// be delivered, so sending it again may deliver it twice.
+	codeNotSaved = "not_saved"
+)
+
+// notSent is the answer to a send whose write failed (derr: DoSaved's
+// ErrWithdrawn or ErrNotSaved), saying what happened and whether the
+// client may send again.
+func notSent(derr error) *ctl.Error {
+	if errors.Is(derr, daemon.ErrWithdrawn) {
+		return ctl.Errorf(http.StatusServiceUnavailable, codeNotSent,
+			"send: not sent: this member could not write the message to its disk (a full or broken disk: see its log and `orderd status`), "+
+				"so it took it back: it is delivered nowhere, now or later, and sending it again is safe")
+	}
+	return ctl.Errorf(http.StatusServiceUnavailable, codeNotSaved,
+		"send: not saved: this member could not write the message to its disk (a full or broken disk: see its log and `orderd status`), "+
+			"and cannot tell whether the write reached it: the message is kept and may still be delivered (with the next write that succeeds), "+
+			"or be lost if orderd stops first; sending it again may deliver it twice: look for it in `orderd log` first")
 }
 
 // deliveryPoll is how long waitDelivery waits for an event before the

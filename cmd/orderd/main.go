@@ -72,7 +72,7 @@ func newApp() *cli.App {
 			{Cmd: "orderd get motd", Does: "print a key of the replicated map (exit 1 if it is unset)."},
 		},
 		Exits: map[string][]app.Exit{
-			"send":  {{Code: "1", Meaning: "also: with --wait, the message was delivered but the state machine refused it (an unknown verb in total order), alike at every member; or not answered within --timeout (it may still be delivered)"}},
+			"send":  {{Code: "1", Meaning: "also: with --wait, the message was delivered but the state machine refused it (an unknown verb in total order), alike at every member; or not answered within --timeout (it may still be delivered); or this member could not write it: \"not sent\" (taken back, never delivered: sending it again is safe) or \"not saved\" (it may still be delivered: look in orderd log first)"}},
 			"apply": {{Code: "1", Meaning: "also: the state machine refused the command (withdraw below zero, an unknown verb), alike at every replica"}},
 			"get":   {{Code: "1", Meaning: "also: the key is not set"}},
 		},

@@ -170,7 +170,7 @@ func (d *Daemon) DoActive(ctx context.Context, fn func(n *node.Node)) error {
 
 // DoActiveSaved is DoActive for a handler that promises what fn changed,
 // as DoSaved: ErrNotSaved when the write of the Ready that followed fn
-// failed. One turn of the loop, as DoActive's: a caller that checked the
+// failed, ErrWithdrawn when the core also took back what fn did. One turn of the loop, as DoActive's: a caller that checked the
 // standing with DoActive, then acted with DoSaved, waited for two.
 func (d *Daemon) DoActiveSaved(ctx context.Context, fn func(n *node.Node)) error {
 	return d.doActive(ctx, fn, true)
@@ -185,7 +185,7 @@ func (d *Daemon) doActive(ctx context.Context, fn func(n *node.Node), promise bo
 		return ctx.Err()
 	}
 	var refused *SteppedBackError
-	saved, err := d.do(ctx, func(n *node.Node) {
+	wrote, err := d.do(ctx, func(n *node.Node) {
 		if n.Standing() == node.StandingSteppedBack {
 			refused = &SteppedBackError{Reason: n.StandingReason()}
 			return
@@ -197,8 +197,8 @@ func (d *Daemon) doActive(ctx context.Context, fn func(n *node.Node), promise bo
 		return err
 	case refused != nil:
 		return ctl.Errorf(http.StatusServiceUnavailable, "stepped_back", "%s", refused.Error())
-	case promise && !saved:
-		return ErrNotSaved
+	case promise:
+		return wrote.err()
 	}
 	return nil
 }

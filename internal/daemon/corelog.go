@@ -257,6 +257,11 @@ func (l *coreLog) create(records [][]byte) error {
 	took, err := writeFileAtomicSized(l.dir, coreLogFile, l.buf, size)
 	l.took = took
 	if err != nil {
+		if !unwritten(err) && removeDurably(l.dir, coreLogFile) == nil {
+			// Renamed into place, and its directory's sync failed: the
+			// log holds only this append's records, and is gone again.
+			err = &notWrittenError{err}
+		}
 		return err
 	}
 	f, err := os.OpenFile(filepath.Join(l.dir, coreLogFile), os.O_WRONLY, 0)
@@ -288,24 +293,53 @@ func (l *coreLog) appendRecords(records [][]byte) error {
 		// commits the new size too.
 		size := grown(need, l.size)
 		if err := preallocate(l.f, l.size, size-l.size); err != nil {
-			l.drop()
-			return err
+			return l.failed(err, true)
 		}
 		l.size = size
 	}
 	start := time.Now()
-	if err := writeData(l.f, l.buf, l.end); err != nil {
-		l.drop()
-		return err
+	if n, err := writeData(l.f, l.buf, l.end); err != nil {
+		return l.failed(err, n == 0)
 	}
 	written := time.Now()
 	if err := syncData(l.f); err != nil {
-		l.drop()
-		return err
+		return l.failed(err, false)
 	}
 	l.took = writeTimes{written.Sub(start), time.Since(written)}
 	l.end += int64(len(l.buf))
 	return nil
+}
+
+// failed forgets the open log after a failed append (drop) and says
+// whether anything of the append can be read back: not if none of it was
+// written (gone), or if the file is cut again, durably, where the append
+// began (the daemon may then let the core take back what the append
+// promised, core.Withdrawer: a restart cannot bring it back). A cut that
+// fails too (the disk is gone) leaves the append uncertain: it may have
+// reached the disk whole.
+func (l *coreLog) failed(err error, gone bool) error {
+	if !gone {
+		gone = cutDurably(filepath.Join(l.dir, coreLogFile), l.end, l.size) == nil
+	}
+	l.drop()
+	if gone {
+		return &notWrittenError{err}
+	}
+	return err
+}
+
+// notWrittenError is a failed write of which nothing can be read back:
+// the files hold what the last good write left.
+type notWrittenError struct{ err error }
+
+func (e *notWrittenError) Error() string { return e.err.Error() }
+func (e *notWrittenError) Unwrap() error { return e.err }
+
+// unwritten says whether err is a failed write of which nothing can be
+// read back (notWrittenError).
+func unwritten(err error) bool {
+	var nw *notWrittenError
+	return errors.As(err, &nw)
 }
 
 // drop forgets the open log after a failed append: what it holds is

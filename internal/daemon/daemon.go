@@ -348,9 +348,9 @@ type Daemon struct {
 	// acted are the Do calls whose fn ran: they return once the loop
 	// acted on the core's Ready (persisted, sent), told whether its write
 	// succeeded.
-	acted []chan bool
-	// writeFailed says that the Ready being acted on could not be written.
-	writeFailed bool
+	acted []chan writeResult
+	// wrote says how the write of the Ready being acted on went.
+	wrote writeResult
 	// wake is when the core next needs Tick, on its clock (schedule);
 	// wakeSet is false while the loop ticks at the fixed interval.
 	wake    time.Time
@@ -581,39 +581,67 @@ func (d *Daemon) Do(ctx context.Context, fn func(n *node.Node)) error {
 
 // ErrNotSaved is returned by DoSaved when what fn changed could not be
 // written: it is not kept yet, and a crash before a later write succeeds
-// loses it.
+// loses it; a later write that succeeds keeps it (and sends what depends
+// on it). The caller cannot tell which will come first.
 var ErrNotSaved = errors.New("not on disk: the state write failed (see the daemon's log); it is kept only once a later write succeeds")
 
+// ErrWithdrawn is returned by DoSaved when what fn changed could not be
+// written and the core took it back (core.Withdrawer): nothing of the
+// failed write can be read back, nothing that depends on it left, and
+// nothing of it ever will. The call had no effect and may be made again.
+var ErrWithdrawn = errors.New("not on disk: the state write failed (see the daemon's log), and what the call did was taken back: nothing of it was sent or kept, nor will be")
+
+// writeResult is how the write of the Ready that followed a Do call went.
+type writeResult uint8
+
+const (
+	writeOK        writeResult = iota // written, or nothing to write
+	writeFailed                       // failed: kept pending (ErrNotSaved)
+	writeWithdrawn                    // failed, and taken back (ErrWithdrawn)
+)
+
+// err is the error DoSaved answers for r.
+func (r writeResult) err() error {
+	switch r {
+	case writeFailed:
+		return ErrNotSaved
+	case writeWithdrawn:
+		return ErrWithdrawn
+	}
+	return nil
+}
+
 // DoSaved is Do for a handler that promises what fn changed: it returns
-// ErrNotSaved when the write of the Ready that followed fn failed.
+// ErrNotSaved when the write of the Ready that followed fn failed, or
+// ErrWithdrawn when it failed and the core took back what fn did.
 func (d *Daemon) DoSaved(ctx context.Context, fn func(n *node.Node)) error {
-	saved, err := d.do(ctx, fn)
-	if err == nil && !saved {
-		err = ErrNotSaved
+	wrote, err := d.do(ctx, fn)
+	if err == nil {
+		err = wrote.err()
 	}
 	return err
 }
 
-func (d *Daemon) do(ctx context.Context, fn func(n *node.Node)) (saved bool, err error) {
+func (d *Daemon) do(ctx context.Context, fn func(n *node.Node)) (wrote writeResult, err error) {
 	select {
 	case <-d.looping:
 	case <-d.notServing:
-		return false, ErrStopped
+		return writeOK, ErrStopped
 	case <-d.stopped:
-		return false, ErrStopped
+		return writeOK, ErrStopped
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return writeOK, ctx.Err()
 	}
-	if done, ok := d.doHere(fn); ok {
-		return done, nil
+	if wrote, ok := d.doHere(fn); ok {
+		return wrote, nil
 	}
-	done := make(chan bool, 1)
+	done := make(chan writeResult, 1)
 	select {
 	case d.doCh <- func() { fn(d.node); d.acted = append(d.acted, done) }:
 	case <-d.stopped:
-		return false, ErrStopped
+		return writeOK, ErrStopped
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return writeOK, ctx.Err()
 	}
 	// Once accepted, fn runs promptly: the loop executes it right away.
 	return <-done, nil
@@ -621,17 +649,17 @@ func (d *Daemon) do(ctx context.Context, fn func(n *node.Node)) (saved bool, err
 
 // doHere runs fn on the caller's goroutine, as the loop would (locked),
 // unless the core appends to its log (ok false: the loop must batch it).
-// saved is false when the Ready's write failed.
-func (d *Daemon) doHere(fn func(n *node.Node)) (saved, ok bool) {
+// wrote says how the Ready's write went.
+func (d *Daemon) doHere(fn func(n *node.Node)) (wrote writeResult, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
 	case d.served:
 		// The loop has ended: the core is stepped no more. The caller's
 		// select on d.stopped answers ErrStopped.
-		return false, false
+		return writeOK, false
 	case d.appends:
-		return false, false
+		return writeOK, false
 	}
 	return d.step(func() { fn(d.node) }), true
 }

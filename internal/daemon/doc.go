@@ -39,7 +39,12 @@
 // the core's state is written atomically (temp file, fsync, rename, fsync of
 // the directory) before any message of the same Ready leaves; if that write
 // fails the messages are withheld and counted, so a term or fence is never
-// announced and then forgotten. Each start raises a persisted incarnation that
+// announced and then forgotten. A failed write that cannot be read back
+// (it failed before its rename, wrote nothing, or was cut off again,
+// durably) lets a core take back what it promised the calls of that Ready
+// (core.Withdrawer): DoSaved then answers ErrWithdrawn ("nothing was done,
+// ever") instead of ErrNotSaved ("kept, may still happen"), counted as
+// calls_withdrawn. Each start raises a persisted incarnation that
 // prefixes every frame sequence number; the epochs of the members' frames
 // the node accepted are saved too (state file "epochs", written by the
 // node's Save before it accepts a member's new epoch), so that frames

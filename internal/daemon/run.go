@@ -497,10 +497,10 @@ func (d *Daemon) locked(fn func()) {
 }
 
 // step is locked's work, for a caller holding d.mu: run fn, act on the
-// Ready, answer the Do calls fn ran. saved is false when the Ready's
-// write failed.
-func (d *Daemon) step(fn func()) (saved bool) {
-	d.writeFailed = false
+// Ready, answer the Do calls fn ran. wrote says how the Ready's write
+// went.
+func (d *Daemon) step(fn func()) (wrote writeResult) {
+	d.wrote = writeOK
 	fn()
 	d.tickIfDue()
 	d.process()
@@ -509,10 +509,10 @@ func (d *Daemon) step(fn func()) (saved bool) {
 	d.traceStep()
 	d.schedule()
 	for _, done := range d.acted {
-		done <- !d.writeFailed
+		done <- d.wrote
 	}
 	d.acted = d.acted[:0]
-	return !d.writeFailed
+	return d.wrote
 }
 
 // tickCount is how many times the core was ticked (d.ticks, under d.mu).
@@ -642,6 +642,9 @@ func (d *Daemon) process() {
 		return
 	}
 	saved := true
+	var err error  // the write's
+	withheld := 0  // frames a failed write kept home
+	withdrawn := 0 // calls whose promises a failed write's core took back
 	if (d.appends || out.State != nil && len(out.Adjustments) == 0) && !out.Promise && len(out.Sends) > 0 {
 		// Nothing these messages say depends on the write (core.Ready):
 		// they leave now, and the fdatasync runs while they travel. For
@@ -673,7 +676,6 @@ func (d *Daemon) process() {
 			// long as the fdatasync takes): let them run first.
 			runtime.Gosched()
 		}
-		var err error
 		start := time.Now()
 		if out.State != nil {
 			err = d.state.snapshot(d.clog, out.State)
@@ -689,9 +691,8 @@ func (d *Daemon) process() {
 		}
 		if err != nil {
 			saved = false
-			d.writeFailed = true
+			d.wrote = writeFailed
 			d.errs["persist_failed"]++
-			withheld := 0
 			if out.Promise {
 				// The core's promise (a term, a generation) is not
 				// durable: nothing that depends on it may leave this host.
@@ -701,11 +702,6 @@ func (d *Daemon) process() {
 				d.errs["sends_withheld"] += uint64(withheld)
 				out.Sends = nil
 			}
-			file := d.state.file(coreStateFile)
-			if out.State == nil {
-				file = d.state.file(coreLogFile)
-			}
-			d.persistFailing(file, err, withheld)
 		} else if ended, said := d.persistLog.saved(); ended {
 			if said {
 				d.log.Info("persisting state works again", "failed_writes", d.errs["persist_failed"])
@@ -714,6 +710,27 @@ func (d *Daemon) process() {
 		}
 	}
 	d.node.Advance(saved)
+	if err != nil {
+		if out.Promise && unwritten(err) {
+			// Nothing of the write can be read back and nothing that
+			// depends on it left: the core may take back what it
+			// promised the calls of this Ready (orderd's sends), and
+			// they are answered that nothing was done.
+			if kept, taken, all, ok := d.node.Withdraw(out.Events); ok {
+				out.Events = kept
+				if all {
+					d.wrote = writeWithdrawn
+				}
+				d.errs["calls_withdrawn"] += uint64(taken)
+				withdrawn = taken
+			}
+		}
+		file := d.state.file(coreStateFile)
+		if out.State == nil {
+			file = d.state.file(coreLogFile)
+		}
+		d.persistFailing(file, err, withheld, withdrawn)
+	}
 	defer func() { d.plan = slewPlan{} }() // a tick's plan is for its own Ready
 	d.adjusting(out.Adjustments)
 	applied := false
@@ -832,7 +849,7 @@ func (d *Daemon) persisted(file string, n int, promise bool, took writeTimes, to
 
 // persistFailing logs a failed state write (persistLog: at once the first
 // time, then at most every persistLogEvery) and puts it in the status.
-func (d *Daemon) persistFailing(file string, err error, withheld int) {
+func (d *Daemon) persistFailing(file string, err error, withheld, withdrawn int) {
 	now := time.Now()
 	logIt := d.persistLog.failed(now)
 	d.persist.Failing = &PersistFailure{Since: d.persistLog.failedAt, Last: now, File: file, Err: err.Error(),
@@ -840,8 +857,12 @@ func (d *Daemon) persistFailing(file string, err error, withheld int) {
 	if !logIt {
 		return
 	}
-	d.log.Error("persisting state failed: nothing that depends on it is sent (and electd leads no term or round it wins) until a write succeeds",
-		"file", file, "err", err, "withheld", withheld,
+	msg := "persisting state failed: nothing that depends on it is sent (and electd leads no term or round it wins) until a write succeeds"
+	if withdrawn > 0 {
+		msg += "; what the write promised to its calls was taken back (orderd: the sends are answered not_sent, never delivered, safe to send again)"
+	}
+	d.log.Error(msg,
+		"file", file, "err", err, "withheld", withheld, "withdrawn", withdrawn,
 		"failing_since", d.persistLog.failedAt, "failed_writes", d.errs["persist_failed"],
 		"hint", "free space on the disk of --state-dir, or make it writable; the write is retried with every step")
 }

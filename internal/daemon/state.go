@@ -131,7 +131,16 @@ func (t writeTimes) add(u writeTimes) writeTimes {
 // writeFileAtomicSized is writeFileAtomic with the file's space
 // allocated up to size (zeros after data): the core's log writes its
 // records into it without growing the file.
+//
+// A failure before the rename leaves the old file as it was: the error is
+// then a *notWrittenError (unwritten).
 func writeFileAtomicSized(dir, name string, data []byte, size int64) (took writeTimes, err error) {
+	renamed := false
+	defer func() {
+		if err != nil && !renamed {
+			err = &notWrittenError{err}
+		}
+	}()
 	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return took, err
@@ -162,6 +171,7 @@ func writeFileAtomicSized(dir, name string, data []byte, size int64) (took write
 	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return took, err
 	}
+	renamed = true
 	d, err := os.Open(dir)
 	if err != nil {
 		return took, err

@@ -49,7 +49,9 @@ func syncData(f *os.File) error {
 // of it from this write. A pwrite of a record into a preallocated file
 // goes to the page cache and does not wait for the disk (the fdatasync
 // after it does); EINTR is retried, a short write continued.
-func writeData(f *os.File, b []byte, off int64) error {
+//
+// written is how many bytes of b were written, failed or not.
+func writeData(f *os.File, b []byte, off int64) (written int, err error) {
 	fd := f.Fd()
 	for len(b) > 0 {
 		o := pwriteOffset(off) // one register, or two on a 32-bit kernel
@@ -58,13 +60,13 @@ func writeData(f *os.File, b []byte, off int64) error {
 		case e == unix.EINTR:
 			continue
 		case e != 0:
-			return &os.PathError{Op: "pwrite", Path: f.Name(), Err: e}
+			return written, &os.PathError{Op: "pwrite", Path: f.Name(), Err: e}
 		case n == 0:
-			return &os.PathError{Op: "pwrite", Path: f.Name(), Err: io.ErrShortWrite}
+			return written, &os.PathError{Op: "pwrite", Path: f.Name(), Err: io.ErrShortWrite}
 		}
-		b, off = b[n:], off+int64(n)
+		b, off, written = b[n:], off+int64(n), written+int(n)
 	}
-	return nil
+	return written, nil
 }
 
 // preallocate gives f the space [off, off+n) and makes it part of the

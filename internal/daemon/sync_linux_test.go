@@ -26,10 +26,10 @@ func TestWriteDataWritesAtOffset(t *testing.T) {
 	if err := preallocate(f, 0, 64); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeData(f, []byte("record"), 10); err != nil {
+	if _, err := writeData(f, []byte("record"), 10); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeData(f, nil, 20); err != nil {
+	if _, err := writeData(f, nil, 20); err != nil {
 		t.Fatalf("an empty write: %v", err)
 	}
 	got, err := os.ReadFile(path)
@@ -47,7 +47,7 @@ func TestWriteDataWritesAtOffset(t *testing.T) {
 	}
 	defer ro.Close()
 	var pe *os.PathError
-	if err := writeData(ro, []byte("x"), 0); !errors.As(err, &pe) || pe.Op != "pwrite" {
+	if _, err := writeData(ro, []byte("x"), 0); !errors.As(err, &pe) || pe.Op != "pwrite" {
 		t.Fatalf("a write to a read-only descriptor: %v, want a pwrite PathError", err)
 	}
 }
@@ -65,7 +65,7 @@ func TestWriteDataBeyond4GiB(t *testing.T) {
 	}
 	defer f.Close()
 	const off = 1<<32 + 1<<20 + 10 // sparse: the file takes a block
-	if err := writeData(f, []byte("record"), off); err != nil {
+	if _, err := writeData(f, []byte("record"), off); err != nil {
 		if errors.Is(err, syscall.EFBIG) {
 			t.Skipf("the file system holds no file beyond 4 GiB: %v", err)
 		}

@@ -8,9 +8,8 @@ import "os"
 func syncData(f *os.File) error { return f.Sync() }
 
 // writeData writes b at off in f.
-func writeData(f *os.File, b []byte, off int64) error {
-	_, err := f.WriteAt(b, off)
-	return err
+func writeData(f *os.File, b []byte, off int64) (written int, err error) {
+	return f.WriteAt(b, off)
 }
 
 // preallocate extends f to off+n (zeros, sparse where the file system

@@ -512,6 +512,20 @@ func (n *Node) Advance(saved bool) {
 	}
 }
 
+// Withdraw asks the core to take back what the last Ready's failed write
+// promised (core.Withdrawer), for a driver that knows none of that write
+// can be read back and withheld its messages. ok is false for a core
+// that cannot: the write's promises stay pending, as after any failed
+// write, and events stand as they are.
+func (n *Node) Withdraw(events []core.Event) (kept []core.Event, taken int, all, ok bool) {
+	w, ok := n.core.(core.Withdrawer)
+	if !ok {
+		return events, 0, false, false
+	}
+	kept, taken, all = w.Withdraw(events)
+	return kept, taken, all, true
+}
+
 // Adjusted tells the core the clock's reading right after the driver
 // applied the last Output's Adjustments (core.Adjuster).
 func (n *Node) Adjusted(at time.Time) {

@@ -39,6 +39,10 @@ type Counters struct {
 	// they depended on could not be written.
 	WriteFailures uint64
 	Withheld      uint64
+	// Withdrawn counts failed writes whose calls' promises the core took
+	// back, all of them (core.Withdrawer): the daemon answers those calls
+	// "not done".
+	Withdrawn uint64
 	// LastAdjustError is the last refused adjustment's error, if any.
 	LastAdjustError error
 }
@@ -311,6 +315,17 @@ func (s *Sim) drain(n *simNode) {
 		}
 	}
 	n.node.Advance(saved)
+	if !saved && out.Promise {
+		// Nothing of a failed write reaches the simulated disk, and its
+		// frames stayed home: a core may take back what it promised
+		// (core.Withdrawer), as under the daemon.
+		if kept, taken, all, ok := n.node.Withdraw(out.Events); ok {
+			out.Events = kept
+			if all && taken > 0 {
+				n.counters.Withdrawn++
+			}
+		}
+	}
 	retime, applied := false, false
 	for _, a := range out.Adjustments {
 		if err := clock.Apply(n.clk, a); err != nil {

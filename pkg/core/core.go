@@ -191,3 +191,22 @@ type Adjuster interface {
 type Advancer interface {
 	Advance(saved bool)
 }
+
+// Withdrawer is implemented by a core that can take back what a Ready
+// whose write failed promised a caller (orderd's multicasts: a send
+// answered "not sent" must never be delivered, or the caller who sends
+// again delivers it twice). The driver calls Withdraw right after
+// Advance(false), and only when it knows that no part of that write can
+// be read back (the state on disk is what the last good write left, so
+// a restart cannot bring it back) and that none of the Ready's Messages
+// left (Promise: it withheld them). events are the Ready's events not
+// reported yet; the core returns those that still stand (without the
+// ones announcing what it took back), which the driver treats as it
+// treats any failed write's events, and how many calls' promises it took
+// back. all says that everything the write promised to the calls made
+// since the Ready before it was taken back: the driver may answer them
+// "not done, never will be". Otherwise the core keeps it pending, as
+// after any failed write (the next Ready carries it again).
+type Withdrawer interface {
+	Withdraw(events []Event) (kept []Event, taken int, all bool)
+}

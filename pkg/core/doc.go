@@ -28,7 +28,10 @@
 //     or a fence must never be announced and then forgotten by a crash);
 //     if the write fails and Ready.Promise is set, send none of this
 //     Ready's messages;
-//  2. tell the core whether the write succeeded (Advancer.Advance);
+//  2. tell the core whether the write succeeded (Advancer.Advance); if it
+//     failed, withheld the messages and nothing of it can be read back,
+//     let a core that can take back what the write promised its callers
+//     (Withdrawer.Withdraw: orderd's sends, answered "not sent");
 //  3. apply Ready.Adjustments to the clock, and tell the core when the
 //     clock took them (Adjuster.Adjusted, the clock's reading after);
 //  4. send Ready.Messages and Ready.Datagrams;

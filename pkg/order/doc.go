@@ -212,22 +212,48 @@
 // succeeds (internal/daemon, for a core that appends), so a crash in
 // between never announces them twice, nor gives their index away.
 //
-// A sender's FIFO or causal multicast is a promise (Multicast changes
-// the state with core.Durable's promise): its record and the sender's
-// new number are in the Ready's write, and every Ready after a failed
-// write carries them again, marked Promise, so no frame of the record
-// (nor a resend of it, nor anything else) leaves before a write that
-// holds it succeeds, and the daemon answers the send as not saved
-// (DoActiveSaved). A sender that crashes before such a write loses the
-// message whole: no other member holds it, its own delivery was never
-// announced, and the restart numbers its next message from the disk,
-// reusing the lost number without any member telling the two apart.
-// A receiver's delivered-up-to mark is the same: the acknowledgement of
-// a record it handed on leaves only after the mark is written, so a
-// crash before makes the sender resend the record and the restart hands
-// it on once. TestSimFIFOCausalDiskFaults checks both at 1, 2, 3 and 5
-// members: a message lost so is delivered nowhere, and every other is
-// delivered everywhere, once, in its sender's order.
+// A sender's FIFO, causal or Lamport multicast is a promise (Multicast
+// changes the state with core.Durable's promise): its record and the
+// sender's new number are in the Ready's write, and no frame of the
+// record (nor anything else of that Ready) leaves before a write that
+// holds it succeeds.
+//
+// # A send whose write failed: not sent, ever
+//
+// The daemon answers a send whose write failed, and the answer must say
+// what the client can rely on: the client will send the message again
+// if told it was not sent, and a message that is "not sent" but goes out
+// later is then delivered twice. So when nothing of the failed write can
+// be read back (it wrote nothing, failed before its rename, or was cut
+// off again, durably), the daemon has the core take the message back
+// (Core.Withdraw, withdraw.go) and answers 503 not_sent: it is delivered
+// nowhere, by no later write and after no restart, and sending it again
+// is safe. It is safe with every order: no member received the record
+// (its frames were withheld), so its stream number is given to the next
+// record (the Lamport acks numbered after it in the same batch are
+// renumbered, their stamps unchanged); its own delivery, held by the
+// daemon with the failed write, is dropped; a causal message's vector
+// entry goes back, and the message is in no one's causal past; a Lamport
+// message leaves the queue with its own ack, and no other member's ack
+// can exist. The sequencer's total order is not written by its sender
+// (it is answered once committed) and is untouched. A restart reads the
+// last good write, which never held the message. Only a Lamport message
+// in a group of one is delivered within its send (through the state
+// machine): it is kept. When the write may have reached the disk (an
+// fdatasync failed and the cut failed too) the message is kept, and
+// answered 503 not_saved: it goes out with the next write that succeeds,
+// or is lost with a crash first, so the client must look for it (orderd
+// log) before sending again.
+//
+// A receiver's delivered-up-to mark is a promise too: the
+// acknowledgement of a record it handed on leaves only after the mark is
+// written, so a crash before makes the sender resend the record and the
+// restart hands it on once. TestSimUnavailableSendNeverDelivered sends,
+// fails the write, heals the disk, sends again and restarts the sender:
+// one delivery everywhere; TestSimFIFOCausalDiskFaults runs every order
+// under crashes with half the writes failing (1 to 5 members, sequencer
+// and Lamport): a send taken back is delivered nowhere, and every other
+// is delivered everywhere, once, in its sender's order.
 //
 // A FIFO or causal message that reached only some members before its
 // sender crashed reaches the rest through the relay, whether or not the

@@ -36,10 +36,11 @@ type lamportState struct {
 
 func earlyKey(sender uint32, stamp uint64) string { return fmt.Sprintf("%d/%d", sender, stamp) }
 
-func (c *Core) lamportSend(msg []byte) {
-	stamp := c.lamport.Send()
-	seq := c.emit(wire.OrderRecord{Type: wire.OrderTotal, Stamp: stamp, Message: msg})
+func (c *Core) lamportSend(msg []byte) (seq, stamp uint64) {
+	stamp = c.lamport.Send()
+	seq = c.emit(wire.OrderRecord{Type: wire.OrderTotal, Stamp: stamp, Message: msg})
 	c.lamportQueue(c.id, seq, stamp, msg)
+	return seq, stamp
 }
 
 // lamportQueue queues a message and acknowledges it to everyone.

@@ -117,7 +117,8 @@ type Delivery struct {
 	// Index is this member's delivery counter, from 1: it increases with
 	// every delivery and is never given to two messages, and a restart
 	// continues after every index the member may have announced
-	// (indexSlack past the last one written: a gap).
+	// (indexSlack past the last one written: a gap); a send taken back
+	// after its write failed leaves its index unused (withdraw.go).
 	Index   uint64    `json:"index"`
 	Order   Order     `json:"order"`
 	Sender  uint32    `json:"sender"`
@@ -183,6 +184,7 @@ type Core struct {
 	relay      relayState // the relay's volatile state (relay.go)
 	rec        recorder   // what the last write handed over (record.go)
 	idx        indexes    // which delivery indexes are safe to announce before a write
+	wd         withdrawal // what a failed write can take back (withdraw.go)
 }
 
 // indexes keeps a delivery's index unique across a crash while the
@@ -310,6 +312,7 @@ func (c *Core) Multicast(now time.Time, o Order, msg []byte) error {
 		}
 		seq := c.emit(wire.OrderRecord{Type: wire.OrderFIFO, Message: msg})
 		c.deliver(Delivery{Order: FIFO, Sender: c.id, Seq: seq, Message: msg})
+		c.wd.sends = append(c.wd.sends, ownSend{order: FIFO, seq: seq, index: c.st.Delivered})
 	case Causal:
 		if !c.st.Stream.room(c.cfg.Window) {
 			return c.busy()
@@ -318,12 +321,14 @@ func (c *Core) Multicast(now time.Time, o Order, msg []byte) error {
 		vec := slices.Clone(c.st.Causal.V)
 		seq := c.emit(wire.OrderRecord{Type: wire.OrderCausal, Vector: vec, Message: msg})
 		c.deliver(Delivery{Order: Causal, Sender: c.id, Seq: seq, Vector: vec, Message: msg})
+		c.wd.sends = append(c.wd.sends, ownSend{order: Causal, seq: seq, index: c.st.Delivered})
 	case TotalOrder:
 		if c.cfg.Total == Lamport {
 			if !c.st.Stream.room(c.cfg.Window) {
 				return c.busy()
 			}
-			c.lamportSend(msg)
+			seq, stamp := c.lamportSend(msg)
+			c.wd.sends = append(c.wd.sends, ownSend{order: TotalOrder, seq: seq, stamp: stamp})
 		} else {
 			// Volatile until the sequencer's log holds it (submit).
 			return c.submit(msg)
@@ -351,6 +356,7 @@ func (c *Core) emit(r wire.OrderRecord) uint64 {
 	s := c.st.Stream
 	s.Seq++
 	r.Seq = s.Seq
+	c.wd.records = append(c.wd.records, r)
 	if c.relay.pending.IsZero() {
 		c.relay.pending = c.now
 	}
@@ -640,6 +646,7 @@ func (c *Core) Ready() core.Ready {
 			c.durable.handed()
 		}
 	}
+	c.wd.ready(rd.State != nil || len(rd.Entries) > 0)
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Events = append(rd.Events, c.events...)
 	c.msgs, c.events = nil, nil
@@ -657,6 +664,9 @@ func (c *Core) Advance(saved bool) {
 		c.durable.urgent = true // the write is retried at once, whole
 	}
 	c.idx.offered = false
+	if saved {
+		c.wd.inWrite.sends, c.wd.inWrite.records = nil, nil
+	}
 	if saved && !c.durable.Pending() {
 		c.savedThrough()
 	}

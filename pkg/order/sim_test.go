@@ -59,11 +59,15 @@ type oracle struct {
 	// announced once a later write of the same life succeeds, and lost
 	// with a crash before (the restart delivers them again).
 	held map[uint32]*heldDeliveries
-	// unsaved are the FIFO and causal messages whose sender crashed
-	// before any write that held them succeeded: its Multicast's Ready
-	// was withheld (Promise), so no frame of them left, and the daemon
-	// answered the send as not saved (DoActiveSaved).
-	unsaved map[string]bool
+	// withdrawn are the messages whose send the daemon answered "not
+	// sent" (503 not_sent): the write of its Ready failed and the core
+	// took the message back (Core.Withdraw). Never delivered anywhere,
+	// by any later write or life: its client may send it again.
+	withdrawn map[string]bool
+	// notSaved are the sends answered "not saved" (503 not_saved): the
+	// write failed and the message stays pending, so it may still be
+	// delivered (everywhere, then, in its place) or be lost with a crash.
+	notSaved map[string]bool
 }
 
 type heldDeliveries struct {
@@ -90,7 +94,7 @@ type sentMsg struct {
 // it is committed and must be delivered everywhere).
 func (o *oracle) volatile(text string) bool {
 	m := o.sent[text]
-	if o.unsaved[text] {
+	if o.notSaved[text] {
 		return o.nowhere(text)
 	}
 	if !o.sequencer || m.order != TotalOrder || o.s.Incarnation(m.from) == m.inc {
@@ -114,7 +118,8 @@ func newOracle(t *testing.T, s *sim.Sim) *oracle {
 		seen: map[uint32]map[string]bool{}, causalPast: map[uint32][]string{}, bySender: map[uint32][]string{},
 		dead: map[uint32]bool{}, announced: map[uint32]map[string]*announcement{}, failures: map[uint32]uint64{},
 		indexes: map[uint32]map[uint64]string{}, lastIndex: map[uint32]uint64{}, positions: map[uint64]string{},
-		lastPos: map[uint32][2]uint64{}, held: map[uint32]*heldDeliveries{}, unsaved: map[string]bool{}}
+		lastPos: map[uint32][2]uint64{}, held: map[uint32]*heldDeliveries{},
+		withdrawn: map[string]bool{}, notSaved: map[string]bool{}}
 	s.OnReady(func(r sim.Ready) {
 		// The simulator reports a Ready once it wrote (or failed to
 		// write) its state: if that write succeeded and left nothing
@@ -123,13 +128,6 @@ func newOracle(t *testing.T, s *sim.Sim) *oracle {
 		inc := s.Incarnation(r.Node)
 		h := o.held[r.Node]
 		if h == nil || h.inc != inc {
-			if h != nil {
-				for _, d := range h.ds {
-					if d.Sender == r.Node && d.Order != TotalOrder {
-						o.unsaved[string(d.Message)] = true
-					}
-				}
-			}
 			h = &heldDeliveries{inc: inc} // a crash lost what waited
 			o.held[r.Node] = h
 		}
@@ -202,13 +200,26 @@ func (o *oracle) send(id uint32, ord Order, text string) bool {
 	// sender within Multicast.
 	o.sent[text] = sentMsg{from: id, order: ord, deps: slices.Clone(o.causalPast[id]), inc: o.s.Incarnation(id)}
 	o.bySender[id] = append(o.bySender[id], text)
+	before := o.s.Counters(id)
 	_ = o.s.Do(id, func(c core.Core) {
 		err = c.(*Core).Multicast(o.s.Clock(id).Now(), ord, []byte(text))
 	})
+	after := o.s.Counters(id)
 	if err != nil {
 		delete(o.sent, text)
 		o.bySender[id] = o.bySender[id][:len(o.bySender[id])-1]
 		return false
+	}
+	if (ord != TotalOrder || !o.sequencer) && after.WriteFailures != before.WriteFailures {
+		// The daemon's DoActiveSaved answers this send: not sent (taken
+		// back whole), or not saved (kept pending).
+		if after.Withdrawn != before.Withdrawn {
+			o.withdrawn[text] = true
+			delete(o.sent, text)
+			o.bySender[id] = o.bySender[id][:len(o.bySender[id])-1]
+			return true
+		}
+		o.notSaved[text] = true
 	}
 	if ord != TotalOrder && !o.seen[id][text] && !o.waiting(id, text) {
 		o.t.Fatalf("%s: not delivered to its sender at once", text)
@@ -232,6 +243,9 @@ func (o *oracle) waiting(id uint32, text string) bool {
 func (o *oracle) check(at uint32, d Delivery) {
 	t := o.t
 	text := string(d.Message)
+	if o.withdrawn[text] {
+		t.Fatalf("replica %d delivered %q, whose send was answered not sent (withdrawn after its write failed): a client that sent it again has it twice\n%s", at, text, o.s.Log())
+	}
 	m, ok := o.sent[text]
 	if !ok {
 		t.Fatalf("replica %d delivered %q, which nobody sent\n%s", at, text, o.s.Log())
