@@ -78,12 +78,10 @@ func (c *Core) countFor(r time.Time) (at time.Time, ok bool) {
 		}
 		return time.Time{}, false
 	}
+	// The due times as they stood when each beat left, not as they stand
+	// now (a request makes this member busy, and its beats come sooner):
+	// the count of a frame must not depend on when it is read.
 	bound := c.beats[i].due
-	if i == len(c.beats)-1 {
-		// The schedule only moves earlier between beats (a request
-		// makes this member busy): the due time as it stands now.
-		bound = core.Earliest(bound, c.nextBeat())
-	}
 	span := c.beats[i].due.Sub(c.beats[i].at)
 	for j := i - 1; j >= 0; j-- {
 		span += c.beats[j].due.Sub(c.beats[j].at)

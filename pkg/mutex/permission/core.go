@@ -180,11 +180,10 @@ type peer struct {
 	life epoch.Life // its incarnation as its frames say (Inc 0: none yet)
 	// heardAt: its last frame, on this member's clock, directly or
 	// through a relay; directAt: its last frame received directly;
-	// countAt: the instant that frame counts for toward this member's
-	// majority (the cut-off, grants, leases: link.go says why only a
-	// direct frame counts), never later than this member's own heartbeat
-	// was due (heard: a frame read while its loop was late came when the
-	// others heard nothing from it).
+	// countAt: the latest instant a direct frame of its counts for toward
+	// this member's majority (the cut-off, grants, leases: link.go says
+	// why only a direct frame counts): its kernel stamp, capped by this
+	// member's own beats sent by then (countFor).
 	heardAt, directAt, countAt time.Time
 	// down: given up, no longer waited for: this member has been silent
 	// from it for its timeout, and a majority confirmed a silence as long
