@@ -28,7 +28,9 @@
 //     rebuilds its core from the disk under the next incarnation; Pause and
 //     Resume model a stopped process (SIGSTOP) that wakes up with stale state
 //     (SetSocketBuffer: its kernel keeps the datagrams that came meanwhile,
-//     up to a socket buffer, read with their arrival stamps when it resumes);
+//     up to a socket buffer, read with their arrival stamps when it resumes;
+//     SetResumeOrder: its first tick before them, after them or amid them,
+//     as the daemon's loop may);
 //     SetLate, a loaded host, whose loop gets the CPU late and then runs its
 //     timer before it reads the frames that came meanwhile.
 //

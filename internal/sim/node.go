@@ -93,6 +93,9 @@ type simNode struct {
 	// sendLag is how long after its finalizer's clock reading a datagram
 	// of this node leaves (SetSendLag): the kernel's transmit stamp.
 	sendLag time.Duration
+	// resumeOrder is where its first tick falls among the frames it
+	// reads when it resumes (SetResumeOrder).
+	resumeOrder ResumeOrder
 
 	counters Counters
 }
@@ -692,24 +695,108 @@ func (s *Sim) SetSendLag(id uint32, lag time.Duration) {
 
 // Resume continues a paused node: it reads the frames held for it (stream
 // frames, and the datagrams its socket buffer kept, with their arrival
-// stamps), in the order they came, then ticks again (its clock kept
-// running: its first tick sees the gap). Frames first, as the daemon's
-// loop drains its socket before it ticks a core whose deadline passed.
+// stamps), in the order they came, and ticks again (its clock kept
+// running: its first tick sees the gap). Where that tick falls among the
+// frames is the node's ResumeOrder (SetResumeOrder; by default after
+// them all).
 func (s *Sim) Resume(id uint32) {
 	n := s.mustNode(id)
 	if !n.up || !n.paused {
 		return
 	}
 	n.paused = false
-	s.simEvent(id, "sim.resume", fmt.Sprintf("node %d resumed", id))
 	held := n.pending
 	n.pending, n.buffered = nil, 0
-	for _, p := range held {
+	order := n.resumeOrder
+	if order == ResumeDrawn {
+		order = ResumeOrder(1 + s.rnd.IntN(3))
+	}
+	split := len(held) // frames read before the first tick
+	switch order {
+	case ResumeTickFirst:
+		split = 0
+	case ResumeMixed:
+		split = s.rnd.IntN(len(held) + 1)
+	}
+	if n.resumeOrder == ResumeFramesFirst {
+		s.simEvent(id, "sim.resume", fmt.Sprintf("node %d resumed", id))
+	} else {
+		s.simEvent(id, "sim.resume", fmt.Sprintf("node %d resumed (%s: %d of %d kept frames before its first tick)", id, order, split, len(held)),
+			"order", order.String(), "before_tick", split, "kept", len(held))
+	}
+	for i, p := range held {
+		if i == split {
+			s.resumeTick(n)
+		} else if i > split && n.up && !n.paused && n.node.TickDue(n.clk.Now()) {
+			// As the daemon's loop ticks a core whose deadline a step
+			// made due when no frame waits in its channel.
+			s.resumeTick(n)
+		}
 		// Held frames went through the same checks when they arrived;
 		// only a crash of the sender since can reset them now.
 		s.arrive(p)
 	}
-	s.startTicking(n)
+	if split == len(held) {
+		s.startTicking(n)
+	}
+}
+
+// resumeTick is a resumed node's tick amid the frames it reads: its loop
+// ticks, and goes on ticking on its core's deadlines.
+func (s *Sim) resumeTick(n *simNode) {
+	if !n.up || n.paused {
+		return
+	}
+	n.tickGen++
+	s.tick(n)
+}
+
+// ResumeOrder is where a resumed node's first tick falls among the frames
+// it reads (SetResumeOrder). The daemon promises no order: its socket's
+// reader (8 datagrams a read) and its loop run apart, and the loop, woken
+// by its overdue timer, drains only the frames already handed over and
+// ticks whenever its channel is empty (internal/daemon, run and
+// tickIfDue), so after a SIGSTOP its tick may come before every kept
+// datagram, after them all, or between any two, and again whenever a
+// step makes the core's deadline due with nothing waiting.
+type ResumeOrder uint8
+
+// Resume orders.
+const (
+	// ResumeFramesFirst: every kept frame, then the tick (the default).
+	ResumeFramesFirst ResumeOrder = iota
+	// ResumeTickFirst: the tick, then the kept frames.
+	ResumeTickFirst
+	// ResumeMixed: the tick after a random number of kept frames (none
+	// to all), and again between two frames whenever the core's deadline
+	// is due.
+	ResumeMixed
+	// ResumeDrawn: each resume draws one of the three.
+	ResumeDrawn
+)
+
+func (o ResumeOrder) String() string {
+	switch o {
+	case ResumeFramesFirst:
+		return "frames first"
+	case ResumeTickFirst:
+		return "tick first"
+	case ResumeMixed:
+		return "mixed"
+	case ResumeDrawn:
+		return "drawn"
+	}
+	return fmt.Sprintf("ResumeOrder(%d)", uint8(o))
+}
+
+// SetResumeOrder sets where node id's first tick falls among the frames
+// it reads when it resumes (ResumeOrder). The default, frames first, draws
+// nothing; ResumeMixed and ResumeDrawn draw from the simulation's stream.
+func (s *Sim) SetResumeOrder(id uint32, o ResumeOrder) {
+	if o > ResumeDrawn {
+		panic(fmt.Sprintf("sim: resume order %d", o))
+	}
+	s.mustNode(id).resumeOrder = o
 }
 
 // SetSocketBuffer makes node id's kernel keep, while the node is paused,

@@ -26,6 +26,7 @@ type probe struct {
 
 	n       uint64 // frames sent, also the persisted state
 	ticks   []time.Time
+	readAt  []int // len(got) at each tick
 	got     []recv
 	pending core.Ready
 }
@@ -57,6 +58,7 @@ func (p *probe) StepDatagram(d core.Datagram) error {
 
 func (p *probe) Tick(now time.Time) {
 	p.ticks = append(p.ticks, now)
+	p.readAt = append(p.readAt, len(p.got))
 	if p.every == 0 || len(p.ticks)%p.every != 0 {
 		return
 	}

@@ -451,6 +451,68 @@ func TestPauseSocketBuffer(t *testing.T) {
 	}
 }
 
+// TestResumeOrder: a resumed node's first tick falls among the kept
+// datagrams where its ResumeOrder says: after them all (the default),
+// before them all, or after some; ResumeDrawn draws each of the three
+// over a few resumes, and a seed replays its draws.
+func TestResumeOrder(t *testing.T) {
+	run := func(seed int64, order sim.ResumeOrder, resumes int) (before []int, kept []int) {
+		s := sim.New(sim.Config{Seed: seed})
+		p := probes(s, 3, 1, 2, false)
+		s.SetSocketBuffer(2, 1<<20)
+		s.SetResumeOrder(2, order)
+		s.Run(time.Second)
+		for range resumes {
+			s.Pause(2)
+			s.Run(300 * time.Millisecond)
+			p2 := p(2)
+			got, ticks := len(p2.got), len(p2.ticks)
+			s.Resume(2)
+			s.Run(50 * time.Millisecond)
+			if len(p2.ticks) == ticks {
+				t.Fatalf("%v: no tick after the resume", order)
+			}
+			before = append(before, p2.readAt[ticks]-got)
+			kept = append(kept, len(p2.got)-got)
+			s.Run(500 * time.Millisecond)
+		}
+		return before, kept
+	}
+	for _, tc := range []struct {
+		order sim.ResumeOrder
+		want  func(before, kept int) bool
+	}{
+		{sim.ResumeFramesFirst, func(b, k int) bool { return b >= 50 && b <= k }},
+		{sim.ResumeTickFirst, func(b, k int) bool { return b == 0 }},
+	} {
+		before, kept := run(3, tc.order, 1)
+		if !tc.want(before[0], kept[0]) {
+			t.Errorf("%v: %d kept datagrams read before the first tick (%d read in all)", tc.order, before[0], kept[0])
+		}
+	}
+	seen := map[string]bool{}
+	before, kept := run(5, sim.ResumeDrawn, 12)
+	for i, b := range before {
+		switch {
+		case b == 0:
+			seen["tick first"] = true
+		case b >= 50: // all the pause's (more came after the tick)
+			seen["frames first"] = true
+		default:
+			seen["mixed"] = true
+		}
+		if b > kept[i] {
+			t.Fatalf("resume %d: %d read before the tick, %d in all", i, b, kept[i])
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("12 drawn resumes gave only %v (before the first tick: %v)", seen, before)
+	}
+	if again, _ := run(5, sim.ResumeDrawn, 12); !slices.Equal(again, before) {
+		t.Errorf("a seed drew %v, then %v", before, again)
+	}
+}
+
 func TestDriftingClocksTick(t *testing.T) {
 	drift := map[uint32]float64{1: 0, 2: 250, 3: -250, 4: 100}
 	s := sim.New(sim.Config{Seed: 8})

@@ -139,7 +139,8 @@ func (c *Core) doorway(l *lock) {
 		c.sendRequest(l, m, l.stamp)
 	}
 	// Heard by every member: it counts as this member's (busy) heartbeat.
-	c.lastBeat, c.saidBusy = c.now, true
+	c.saidBusy = true
+	c.beaten()
 }
 
 // nextRead moves l's request to its next read once every member not given

@@ -81,6 +81,11 @@ type Core struct {
 	lastActive time.Time
 	det        *liveness.Detector
 	lastBeat   time.Time // zero: none yet
+	// beats are this member's last heartbeats to all (requests to all
+	// included), oldest first, at most maxBeats: when each left and when
+	// the next was due then, for the instant a frame counts for
+	// (countFor).
+	beats []beat
 
 	// stamped: the call running is Step, whose now is a frame's receive
 	// stamp, not a reading of the clock; grantDue: a grant or a renewal's
@@ -182,11 +187,10 @@ type peer struct {
 	life epoch.Life // its incarnation as its frames say (Inc 0: none yet)
 	// heardAt: its last frame, on this member's clock, directly or
 	// through a relay; directAt: its last frame received directly;
-	// countAt: the instant that frame counts for toward this member's
-	// majority (the cut-off, grants, leases: link.go says why only a
-	// direct frame counts), never later than this member's own heartbeat
-	// was due (heard: a frame read while its loop was late came when the
-	// others heard nothing from it).
+	// countAt: the latest instant a direct frame of its counts for toward
+	// this member's majority (the cut-off, grants, leases: link.go says
+	// why only a direct frame counts): its kernel stamp, capped by this
+	// member's own beats sent by then (countFor).
 	heardAt, directAt, countAt time.Time
 	// down: given up, no longer waited for: this member has been silent
 	// from it for its timeout, and a majority confirmed a silence as long
@@ -949,30 +953,26 @@ func (c *Core) reclaim(urgent bool) {
 }
 
 // heard notes that member m spoke: directly, or through a relay
-// (relayed).
-func (c *Core) heard(m uint32, relayed bool) {
+// (relayed), in a frame its kernel stamped at stamp (zero: now).
+func (c *Core) heard(m uint32, relayed bool, stamp time.Time) {
 	p := c.peers[m]
 	if p == nil {
 		return
 	}
+	if stamp.IsZero() || stamp.After(c.now) {
+		stamp = c.now
+	}
 	if c.now.After(p.heardAt) {
 		p.heardAt = c.now
 	}
-	if !relayed && c.now.After(p.directAt) {
-		p.directAt = c.now
-		// Counted no later than this member's own heartbeat was due: the
-		// others' silence from it began with its last frame, and "Links"
-		// bounds how long after that it may hear them by its beat's
-		// spacing. A loop that ran late (a short stall, a loaded host)
-		// reads, with their kernel stamps, frames that came while it sent
-		// nothing: counted as heard then, they would keep it from taking
-		// itself for cut off until RejoinAfter after it resumed, while the
-		// others' silence from it began before it stopped.
-		at := c.now
-		if !c.lastBeat.IsZero() {
-			at = core.Earliest(at, c.nextBeat())
+	if !relayed {
+		if c.now.After(p.directAt) {
+			p.directAt = c.now
 		}
-		if at.After(p.countAt) {
+		// Counted at its kernel stamp, capped by this member's own beats
+		// up to then (countFor, and the package doc, "Links"), whenever
+		// it is read.
+		if at, ok := c.countFor(stamp); ok && at.After(p.countAt) {
 			p.countAt = at
 		}
 	}
@@ -1058,7 +1058,7 @@ func (c *Core) step(m core.Message) error {
 	if _, ok := c.peers[m.From]; !ok {
 		return core.ErrUnknownMember
 	}
-	c.heard(m.From, false)
+	c.heard(m.From, false, m.Time)
 	if m.Lamport == 0 {
 		return fmt.Errorf("%w: no Lamport time", ErrImplausible)
 	}

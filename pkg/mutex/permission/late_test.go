@@ -95,11 +95,13 @@ func TestRenewalReadLate(t *testing.T) {
 // paused member reading frames stamped before its pause), a grant never
 // reported with its lease over among the rest; and with the datagrams
 // that reach a paused member kept by its kernel and read when it resumes
-// (mutextest.HarshBuffered, half the pauses short stalls). A few seeds
-// (the wide search: -sim.seeds).
+// (mutextest.HarshBuffered, half the pauses short stalls), and read by a
+// loop that may tick before them, after them or amid them
+// (mutextest.HarshInterleaved). A few seeds (the wide search:
+// -sim.seeds).
 func TestOracleHarsh(t *testing.T) {
 	for _, f := range factories {
-		for _, h := range []mutextest.Hosts{mutextest.Harsh, mutextest.HarshBuffered} {
+		for _, h := range []mutextest.Hosts{mutextest.Harsh, mutextest.HarshBuffered, mutextest.HarshInterleaved} {
 			t.Run(f.Name+"/"+h.Name, func(t *testing.T) {
 				sim.Seeds(t, 3, func(t *testing.T, seed int64) {
 					c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Hosts: h})

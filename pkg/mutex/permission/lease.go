@@ -179,7 +179,7 @@ func (c *Core) sendBeat(to uint32) {
 			c.idleTail--
 		}
 		c.saidBusy = hb.Busy
-		c.lastBeat = c.now
+		c.beaten()
 	}
 }
 

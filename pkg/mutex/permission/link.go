@@ -195,7 +195,7 @@ func (c *Core) stepRelay(m core.Message) error {
 		if r.Flags&wire.PermRelayUnheard != 0 {
 			p.unheardAt = c.now
 		}
-		c.heard(r.Origin, true)
+		c.heard(r.Origin, true, m.Time)
 		c.replyVia = r.Origin // the answers go back the way it came
 		defer func() { c.replyVia = 0 }()
 		return c.stepFrame(core.Message{From: r.Origin, To: c.self, Kind: r.Kind, Payload: r.Payload, Lamport: r.Lamport, Time: m.Time})

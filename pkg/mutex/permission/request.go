@@ -203,7 +203,8 @@ func (c *Core) request(l *lock) {
 		c.sendRequest(l, m, l.stamp)
 	}
 	// Heard by every member: it counts as this member's (busy) heartbeat.
-	c.lastBeat, c.saidBusy = c.now, true
+	c.saidBusy = true
+	c.beaten()
 }
 
 // sendRequest sends l's request to m; lamport is its stamp on the first

@@ -3,6 +3,8 @@ package permission_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,15 +43,58 @@ func TestShortStallCutOffBeforeGivenUp(t *testing.T) {
 	for _, f := range leaseFactories {
 		t.Run(f.Name, func(t *testing.T) {
 			sim.Seeds(t, 16, func(t *testing.T, seed int64) {
-				shortStall(t, f, seed)
+				shortStall(t, f, seed, sim.ResumeFramesFirst, false)
 			})
 		})
 	}
 }
 
-func shortStall(t *testing.T, f mutex.Factory, seed int64) {
+// TestShortStallTickFirstCutOffBeforeGivenUp: the same stall, read by a
+// loop that ticks before it reads the frames its kernel kept, or amid
+// them (sim.ResumeTickFirst, ResumeMixed), as the daemon may: the tick
+// sends the late heartbeat (lost: the partition), and the frames stamped
+// during the pause come after it. Before, they counted as heard when
+// read, after the late heartbeat, and 1 took itself for cut off
+// RejoinAfter after the resume: 2 gave it up first.
+func TestShortStallTickFirstCutOffBeforeGivenUp(t *testing.T) {
+	for _, f := range leaseFactories {
+		for _, o := range []sim.ResumeOrder{sim.ResumeTickFirst, sim.ResumeMixed} {
+			t.Run(f.Name+"/"+o.String(), func(t *testing.T) {
+				sim.Seeds(t, 16, func(t *testing.T, seed int64) {
+					shortStall(t, f, seed, o, false)
+				})
+			})
+		}
+	}
+}
+
+// TestLateBeatInFlightCutOffBeforeGivenUp: the same stall, the partition
+// falling right after 2 sent 1 a frame: 1's late heartbeat is lost, and
+// that frame, in flight across the partition, arrives after it. Before,
+// it counted as heard on arrival (the late heartbeat had moved 1's
+// schedule on), a stall after 2 and 3 last heard 1, and 2 gave 1 up
+// before it took itself for cut off (seed 8 of the 16, both algorithms).
+func TestLateBeatInFlightCutOffBeforeGivenUp(t *testing.T) {
+	for _, f := range leaseFactories {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 16, func(t *testing.T, seed int64) {
+				shortStall(t, f, seed, sim.ResumeFramesFirst, true)
+			})
+		})
+	}
+}
+
+// shortStall pauses the holder for less than StallAfter and partitions
+// it from the others as it resumes, reading what its kernel kept in
+// order; inFlight: right after the waiter sent it a frame.
+func shortStall(t *testing.T, f mutex.Factory, seed int64, order sim.ResumeOrder, inFlight bool) {
 	const holder, waiter, other = 1, 2, 3
 	s, tm := stallSim(t, f, seed)
+	s.SetResumeOrder(holder, order)
+	var sentToHolder bool
+	s.OnSend(func(sf sim.SentFrame) {
+		sentToHolder = sentToHolder || sf.From == waiter && sf.Frame.Receiver == holder
+	})
 	rng := s.NewRand()
 	rh := s.AcquireFor(holder, 2*time.Second)
 	if !s.RunUntil(func() bool { return s.Granted[holder] == rh }, time.Second) {
@@ -62,6 +107,12 @@ func shortStall(t *testing.T, f mutex.Factory, seed int64) {
 	stall := 1300*time.Millisecond + time.Duration(rng.Int64N(int64(600*time.Millisecond)))
 	s.Pause(holder)
 	s.Run(stall)
+	if inFlight {
+		sentToHolder = false
+		if !s.RunUntil(func() bool { return sentToHolder }, time.Second) {
+			t.Fatalf("member %d sent %d nothing for a second", waiter, holder)
+		}
+	}
 	s.Partition([]uint32{holder}, []uint32{waiter, other})
 	s.Resume(holder)
 	cutOffBeforeGivenUp(t, s, tm, holder, waiter, rw, fmt.Sprintf("after a stall of %v", stall))
@@ -136,22 +187,7 @@ func lostIdleNotice(t *testing.T, f mutex.Factory, seed int64) {
 	const holder, waiter, other = 1, 2, 3
 	s, tm := stallSim(t, f, seed)
 	rng := s.NewRand()
-	dropIdle := 0            // idle heartbeats of 1 still to be lost
-	var beatAt time.Duration // when 1 last broadcast a heartbeat
-	s.OnSend(func(sf sim.SentFrame) {
-		var hb wire.PermHeartbeat
-		if sf.From != holder || sf.Frame.Kind != wire.KindPermHeartbeat || hb.UnmarshalBinary(sf.Frame.Payload) != nil {
-			return
-		}
-		if hb.Ack == 0 { // an acknowledgement goes to one member, apart from the beats
-			beatAt = s.Elapsed()
-		}
-		if !hb.Busy && dropIdle > 0 {
-			// Cut before the frame goes on the link: it is lost (an idle
-			// acknowledgement meanwhile too: it says as much).
-			s.Cut(holder, sf.Frame.Receiver)
-		}
-	})
+	drop := dropIdleBeats(t, s, holder)
 	rh := s.Acquire(holder)
 	if !s.RunUntil(func() bool { return s.Granted[holder] == rh }, time.Second) {
 		t.Fatalf("member %d not granted on an idle cluster", holder)
@@ -167,30 +203,100 @@ func lostIdleNotice(t *testing.T, f mutex.Factory, seed int64) {
 		t.Fatal(err)
 	}
 	s.Run(tm.BusyHeartbeat())
-	dropIdle = 2
-	if err := s.Do(holder, func(cc core.Core) {
-		if err := cc.(mutex.Algorithm).Release(s.Clock(holder).Now(), rh); err != nil {
+	second := drop(2, func() {
+		if err := s.Do(holder, func(cc core.Core) {
+			if err := cc.(mutex.Algorithm).Release(s.Clock(holder).Now(), rh); err != nil {
+				t.Fatal(err)
+			}
+		}); err != nil {
 			t.Fatal(err)
 		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for dropIdle > 0 {
-		sent := beatAt
-		s.Run(time.Millisecond)
-		if beatAt != sent && !s.Connected(holder, waiter) && !s.Connected(holder, other) {
-			dropIdle--
-			s.Heal() // only 1's links were cut, for that frame
-		}
-		if s.Elapsed() > 20*time.Second {
-			t.Fatalf("member %d sent no second idle heartbeat after its release", holder)
-		}
-	}
-	second := beatAt
+	})
 	s.Run(second + 800*time.Millisecond + time.Duration(rng.Int64N(int64(150*time.Millisecond))) - s.Elapsed())
 	s.Partition([]uint32{holder}, []uint32{waiter, other})
 	rw := s.Acquire(waiter)
 	cutOffBeforeGivenUp(t, s, tm, holder, waiter, rw, "after its idle notice and the heartbeat after it were lost")
+}
+
+// dropIdleBeats returns drop(n, start): it calls start, then loses member
+// id's next n idle heartbeats to everyone (its links cut for each
+// frame, healed after it), and returns when the last of them left (the
+// simulation's elapsed time).
+func dropIdleBeats(t *testing.T, s *mutextest.LockSim, id uint32) func(n int, start func()) time.Duration {
+	dropIdle := 0            // idle heartbeats of id still to be lost
+	var beatAt time.Duration // when id last broadcast a heartbeat
+	s.OnSend(func(sf sim.SentFrame) {
+		var hb wire.PermHeartbeat
+		if sf.From != id || sf.Frame.Kind != wire.KindPermHeartbeat || hb.UnmarshalBinary(sf.Frame.Payload) != nil {
+			return
+		}
+		if hb.Ack == 0 { // an acknowledgement goes to one member, apart from the beats
+			beatAt = s.Elapsed()
+		}
+		if !hb.Busy && dropIdle > 0 {
+			// Cut before the frame goes on the link: it is lost (an idle
+			// acknowledgement meanwhile too: it says as much).
+			s.Cut(id, sf.Frame.Receiver)
+		}
+	})
+	return func(n int, start func()) time.Duration {
+		dropIdle = n
+		start()
+		others := slices.DeleteFunc(s.IDs(), func(o uint32) bool { return o == id })
+		for dropIdle > 0 {
+			sent := beatAt
+			s.Run(time.Millisecond)
+			if beatAt != sent && !slices.ContainsFunc(others, func(o uint32) bool { return s.Connected(id, o) }) {
+				dropIdle--
+				s.Heal() // only id's links were cut, for that frame
+			}
+			if s.Elapsed() > 60*time.Second {
+				t.Fatalf("member %d sent %d idle heartbeats fewer than asked", id, dropIdle)
+			}
+		}
+		return beatAt
+	}
+}
+
+// TestLostIdleBeatsCutOffBeforeGivenUp: member 1, idle for long (it
+// beats every HeartbeatInterval), loses one or two heartbeats in a row to
+// everyone (a working link may lose them), and is partitioned from 2 and
+// 3 0.8-0.95 s after the last one lost, just before its next; then 2
+// asks for the lock. 1 holds nothing by 2's leave, so 2 gives it up
+// SuspectAfter after they last heard it, confirmed by 3; 1 heard them
+// until the partition, one or two heartbeats later.
+//
+// It reproduces a gap the package doc lists as open ("Known not to hold
+// yet": an idle member's lost heartbeats): with two lost, 2 gives 1 up
+// before 1 takes itself for cut off (seeds 1, 2, 3, 5, 9 tried: each). It runs only when
+// asked (SYNCLAB_KNOWN_GAPS=1), so that the default run stays green
+// while the gap is open; remove the guard with the fix.
+func TestLostIdleBeatsCutOffBeforeGivenUp(t *testing.T) {
+	if os.Getenv("SYNCLAB_KNOWN_GAPS") != "1" {
+		t.Skip("reproduces an open gap (package doc, \"Known not to hold yet\"); run with SYNCLAB_KNOWN_GAPS=1")
+	}
+	for _, f := range leaseFactories {
+		for _, lost := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/lost=%d", f.Name, lost), func(t *testing.T) {
+				sim.Seeds(t, 16, func(t *testing.T, seed int64) {
+					lostIdleBeats(t, f, seed, lost)
+				})
+			})
+		}
+	}
+}
+
+func lostIdleBeats(t *testing.T, f mutex.Factory, seed int64, lost int) {
+	const idle, waiter, other = 1, 2, 3
+	s, tm := stallSim(t, f, seed)
+	rng := s.NewRand()
+	drop := dropIdleBeats(t, s, idle)
+	s.Run(3*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(tm.HeartbeatInterval))))
+	last := drop(lost, func() {})
+	s.Run(last + 800*time.Millisecond + time.Duration(rng.Int64N(int64(150*time.Millisecond))) - s.Elapsed())
+	s.Partition([]uint32{idle}, []uint32{waiter, other})
+	rw := s.Acquire(waiter)
+	cutOffBeforeGivenUp(t, s, tm, idle, waiter, rw, fmt.Sprintf("after %d of its idle heartbeats were lost", lost))
 }
 
 // stallSim is three members of f with mutexd's lease and heartbeat, each

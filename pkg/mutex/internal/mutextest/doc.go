@@ -30,7 +30,10 @@
 // Config.Hosts = Harsh draws clocks up to 495 ppm and loops 5-20 ms late
 // (sim.SetLate): frames wait in the kernel, stamped on arrival, and a
 // member paused with frames there reads them, when it resumes, with
-// stamps from before its pause. Config.DiskFaults makes every member's
+// stamps from before its pause; HarshBuffered keeps a paused member's
+// datagrams in its kernel, and HarshInterleaved reads them with the
+// resumed member's first tick before, after or amid them
+// (sim.ResumeDrawn). Config.DiskFaults makes every member's
 // state writes fail with that probability through the fault rounds
 // (sim.SetDiskFaults: the driver withholds the frames of a Ready whose
 // promise it could not write), healthy again for the quiet end.

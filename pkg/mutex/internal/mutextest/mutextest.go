@@ -79,6 +79,10 @@ type Hosts struct {
 	// a member takes for a stall of its own loop). 0: none kept, every
 	// pause longer than the lease.
 	SocketBuffer int
+	// ResumeOrder: where a paused member's first tick falls among the
+	// frames its kernel kept when it resumes (sim.SetResumeOrder; the
+	// daemon promises no order). The zero value: after them all.
+	ResumeOrder sim.ResumeOrder
 }
 
 // Calm hosts: clocks within 100 ppm, loops on time (the default).
@@ -97,6 +101,14 @@ var Harsh = Hosts{Name: "harsh", DriftPPM: 495, LateMin: 5 * time.Millisecond, L
 // when it resumes, its loop reads frames stamped during the pause, while
 // the others heard nothing from it; half the pauses are short stalls.
 var HarshBuffered = Hosts{Name: "harsh+buffered", DriftPPM: 495, LateMin: 5 * time.Millisecond, LateMax: 20 * time.Millisecond, SocketBuffer: 212992}
+
+// HarshInterleaved hosts: HarshBuffered, and a resumed member's loop ticks
+// before the frames its kernel kept, after them, or amid them, drawn at
+// each resume (sim.ResumeDrawn), as the daemon may: its first tick sends
+// a heartbeat the others may not hear, and frames stamped during the
+// pause are read after it.
+var HarshInterleaved = Hosts{Name: "harsh+interleaved", DriftPPM: 495, LateMin: 5 * time.Millisecond, LateMax: 20 * time.Millisecond, SocketBuffer: 212992,
+	ResumeOrder: sim.ResumeDrawn}
 
 // Cluster is a simulated cluster with one client per member and the
 // oracle watching every outcome.
@@ -222,6 +234,11 @@ func New(t testing.TB, seed int64, cfg Config) *Cluster {
 	if b := cfg.Hosts.SocketBuffer; b > 0 {
 		for _, id := range c.ids {
 			c.s.SetSocketBuffer(id, b)
+		}
+	}
+	if o := cfg.Hosts.ResumeOrder; o != sim.ResumeFramesFirst {
+		for _, id := range c.ids {
+			c.s.SetResumeOrder(id, o)
 		}
 	}
 	if h := cfg.Hosts; h.LateMax > 0 {
