@@ -718,7 +718,7 @@ func (d *Daemon) process() {
 			// they are answered that nothing was done.
 			if kept, taken, all, ok := d.node.Withdraw(out.Events); ok {
 				out.Events = kept
-				if all {
+				if all && taken > 0 {
 					d.wrote = writeWithdrawn
 				}
 				d.errs["calls_withdrawn"] += uint64(taken)

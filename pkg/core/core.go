@@ -205,8 +205,9 @@ type Advancer interface {
 // treats any failed write's events, and how many calls' promises it took
 // back. all says that everything the write promised to the calls made
 // since the Ready before it was taken back: the driver may answer them
-// "not done, never will be". Otherwise the core keeps it pending, as
-// after any failed write (the next Ready carries it again).
+// "not done, never will be" (all is false when it took back nothing).
+// Otherwise the core keeps it pending, as after any failed write (the
+// next Ready carries it again).
 type Withdrawer interface {
 	Withdraw(events []Event) (kept []Event, taken int, all bool)
 }

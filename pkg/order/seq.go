@@ -642,6 +642,7 @@ func (c *Core) submit(msg []byte) error {
 		l.Submits = map[uint64][]byte{}
 	}
 	l.Submits[l.SID] = slices.Clone(msg)
+	c.wd.submitted = true
 	c.sendSubmit(l.SID)
 	if c.seqr.submitDue.IsZero() {
 		c.seqr.submitDue = c.now.Add(c.cfg.Retry)

@@ -61,22 +61,26 @@ type withdrawal struct {
 	// stream numbered since the last Ready.
 	sends   []ownSend
 	records []wire.OrderRecord
+	// submitted: a multicast in sequencer total order was made since the
+	// last Ready (its submission, which Withdraw cannot take back).
+	submitted bool
 	// inWrite holds them from the Ready that carried them in its write
 	// until that write is known saved, or withdrawn.
 	inWrite struct {
-		sends   []ownSend
-		records []wire.OrderRecord
+		sends     []ownSend
+		records   []wire.OrderRecord
+		submitted bool
 	}
 }
 
 // ready hands the batch to the write of a Ready (wrote), or forgets it:
 // a Ready without a write sends what it carries.
 func (w *withdrawal) ready(wrote bool) {
-	w.inWrite.sends, w.inWrite.records = nil, nil
+	w.inWrite.sends, w.inWrite.records, w.inWrite.submitted = nil, nil, false
 	if wrote {
-		w.inWrite.sends, w.inWrite.records = w.sends, w.records
+		w.inWrite.sends, w.inWrite.records, w.inWrite.submitted = w.sends, w.records, w.submitted
 	}
-	w.sends, w.records = nil, nil
+	w.sends, w.records, w.submitted = nil, nil, false
 }
 
 // Withdraw takes back this member's multicasts of the last Ready, whose
@@ -84,9 +88,15 @@ func (w *withdrawal) ready(wrote bool) {
 // events (core.Withdrawer).
 func (c *Core) Withdraw(events []core.Event) (kept []core.Event, taken int, all bool) {
 	w := c.wd.inWrite
-	c.wd.inWrite.sends, c.wd.inWrite.records = nil, nil
-	if len(w.sends) == 0 {
-		return events, 0, true
+	c.wd.inWrite.sends, c.wd.inWrite.records, c.wd.inWrite.submitted = nil, nil, false
+	if len(w.sends) == 0 || w.submitted {
+		// Nothing to take back, or a sequencer submission among them,
+		// which stays pending (the sequencer numbers it, and delivers it
+		// everywhere, once a write holds it): not all was taken back,
+		// so taking back the rest would only make the answers to one
+		// write's calls differ (a review found "all" said here, and a
+		// submission of the batch delivered).
+		return events, 0, false
 	}
 	ls := &c.st.Lamport
 	queued := func(m ownSend) int {
