@@ -469,19 +469,23 @@ type writeHealth struct {
 	// failing counts the writes failed in a row (0: the last one
 	// succeeded); withheldAt is when the last Ready with a promise failed
 	// (its frames stayed home), zero if none in this run.
+	// withholds: the promise of that Ready is still not on disk, so the
+	// driver keeps every frame home (a write saved since, which carries
+	// it, ends that; a later failure without a promise withholds nothing).
 	failing    int
 	withheldAt time.Time
+	withholds  bool
 }
 
 func (w *writeHealth) advance(now time.Time, saved bool) {
 	switch {
 	case !w.handed:
 	case saved:
-		w.failing = 0
+		w.failing, w.withholds = 0, false
 	default:
 		w.failing++
 		if w.promise {
-			w.withheldAt = now
+			w.withheldAt, w.withholds = now, true
 		}
 	}
 	w.handed, w.promise = false, false
@@ -494,8 +498,8 @@ func (w *writeHealth) withholding(now, since time.Time) string {
 	if w.withheldAt.IsZero() || w.withheldAt.Before(since) {
 		return ""
 	}
-	if w.failing > 0 {
-		return fmt.Sprintf("this member's own state writes are failing (%d in a row, the last %v ago), and the daemon keeps home every frame that depends on an unwritten promise "+
+	if w.withholds {
+		return fmt.Sprintf("this member's own state writes are failing (%d in a row, the last that carried a promise %v ago), and the daemon keeps home every frame that depends on an unwritten promise "+
 			"(the election's new term): its renewals, syncs and beats have not left; the link is not to blame: free or repair this host's disk "+
 			"(persist_failed in the daemon's log and mutexd status)", w.failing, now.Sub(w.withheldAt).Round(time.Millisecond))
 	}

@@ -1167,16 +1167,6 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 				c.count("sync_bad_lease")
 				continue
 			}
-			if x == nil && member != c.self && p.entries >= c.share()+wire.MaxSyncEntries {
-				// More than its share and one sync's holds (below): more
-				// than a member holds. A sync's new incarnation drops only
-				// the waiting entries of the older one, so without a cap
-				// a keyless cluster's forger, naming a new incarnation
-				// each time, added a sync's holds again and again (a
-				// review: 20,480 locks from 40 syncs, MaxLocks 4,096).
-				c.count("sync_holds_over_cap")
-				continue
-			}
 			if max(lease, left) > c.cfg.MaxLease {
 				// Kept all the same, until its lease ends as its member
 				// counts it: dropped, the lock counted as free, another
@@ -1193,9 +1183,8 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 				// its next renewal be refused as not held: two holders (a
 				// review: its share filled by its own waiting requests,
 				// listed first, or the queue by the new coordinator's
-				// client). The overflow is bounded by one sync's entries
-				// per member, across its incarnations (the cap above), and
-				// only while the term's hold runs (k.ready).
+				// client). The overflow is bounded by what one sync
+				// lists, and only while the term's hold runs (k.ready).
 				c.count("holds_reannounced_over_limit")
 			}
 			c.count("holds_reannounced")

@@ -244,12 +244,7 @@
 // cannot cover: a lease that long nobody re-announces (its member cut
 // off), which its Hold, counted with its own MaxLease, does not wait
 // out. A waiting request re-announced with a lease above MaxLease is
-// refused, as the request itself is. What is taken over the limits is
-// capped per member, across its incarnations, at its share and one
-// sync's entries (sync_holds_over_cap): a member holds no more, and a
-// forger in a cluster without a key, naming a new incarnation in each
-// sync, added a sync's holds again and again (a review: 20,480 locks from
-// 40 syncs, TestForgedHoldsCapped).
+// refused, as the request itself is.
 //
 // A member whose frames are withheld so (its own state writes failing)
 // says it, not the link, when a renewal goes unanswered
