@@ -13,11 +13,12 @@ import (
 )
 
 // promiser raises its promise every tick (core.Durable keeps it pending
-// until written) and sends it to node 2 every tick.
+// until written) and sends it to node 2 (or to) every tick.
 type promiser struct {
 	core.Durable
 	n    uint64
 	msgs []core.Message
+	to   uint32
 }
 
 func (p *promiser) Step(core.Message) error          { return nil }
@@ -26,7 +27,11 @@ func (p *promiser) Status() any                      { return p.n }
 func (p *promiser) Tick(time.Time) {
 	p.n++
 	p.Change(true)
-	p.msgs = append(p.msgs, core.Message{To: 2, Kind: wire.KindHeartbeat, Term: p.n, Payload: make([]byte, 8)})
+	to := p.to
+	if to == 0 {
+		to = 2
+	}
+	p.msgs = append(p.msgs, core.Message{To: to, Kind: wire.KindHeartbeat, Term: p.n, Payload: make([]byte, 8)})
 }
 func (p *promiser) Ready() core.Ready {
 	rd := core.Ready{Messages: p.msgs}
