@@ -40,19 +40,21 @@ func (p *promiser) Ready() core.Ready {
 	return rd
 }
 
+// restorePromiser builds a promiser from its disk.
+func restorePromiser(env core.Env) core.Core {
+	p := &promiser{}
+	if len(env.State) == 8 {
+		p.n = binary.BigEndian.Uint64(env.State)
+	}
+	return p
+}
+
 // TestDiskFaults: with a disk that fails half its writes, the driver
 // withholds the frames of every Ready whose promise it could not write and
 // tells the core; the oracle sees no frame whose term is not on disk.
 func TestDiskFaults(t *testing.T) {
 	s := sim.New(sim.Config{Seed: 4})
-	s.AddNode(1, netip.AddrPort{}, func(env core.Env) core.Core {
-		disk := env.State
-		p := &promiser{}
-		if len(disk) == 8 {
-			p.n = binary.BigEndian.Uint64(disk)
-		}
-		return p
-	}, clock.SimConfig{})
+	s.AddNode(1, netip.AddrPort{}, restorePromiser, clock.SimConfig{})
 	s.AddNode(2, netip.AddrPort{}, func(core.Env) core.Core { return &promiser{} }, clock.SimConfig{})
 	s.SetDiskFaults(1, 0.5)
 	sent := 0

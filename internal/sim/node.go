@@ -325,6 +325,14 @@ func (s *Sim) reschedule(n *simNode) {
 // today: a Ready without a promise sends first where the daemon does,
 // the rest waits for the write, and the loop is blocked meanwhile.
 func (s *Sim) drain(n *simNode) {
+	if n.writing {
+		// The loop is inside a write: whatever stepped the core meanwhile
+		// (Do, Hint, Forge) has its output carried out after it, in order
+		// with the frames that wait (a core is never asked for a Ready
+		// before it is told how the last one's write went).
+		n.blocked = append(n.blocked, blockedWork{do: func(core.Core) {}})
+		return
+	}
 	out := n.node.Ready()
 	if n.saveDebt == 0 && (out.State == nil && len(out.Entries) == 0 || n.writeMax == 0) {
 		s.write(n, &out)

@@ -284,17 +284,13 @@ func (s *Sim) Do(id uint32, f func(c core.Core)) error {
 	if !n.up || n.paused {
 		return fmt.Errorf("%w: %d", ErrNotRunning, id)
 	}
+	// While its loop is inside a write (SetWriteLatency) the core is
+	// stepped now all the same, and drain carries out its output after
+	// the write. (The daemon's control call would wait to be stepped at
+	// all; stepping now keeps a caller's result, which tests read as Do
+	// returns, and the core cannot tell: it is not asked for a Ready
+	// before the write ends.)
 	f(n.node.Core())
-	if n.writing {
-		// Its loop is inside a write (SetWriteLatency): what the call
-		// made the core want done waits for it, in order with the frames
-		// that wait. (The daemon's control call would wait to be stepped
-		// at all; stepping the core now keeps a caller's result, which
-		// tests read as Do returns, and the core cannot tell: it is not
-		// asked for a Ready before the write ends.)
-		n.blocked = append(n.blocked, blockedWork{do: func(core.Core) {}})
-		return nil
-	}
 	s.drain(n)
 	return nil
 }

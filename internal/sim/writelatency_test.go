@@ -17,13 +17,7 @@ import (
 // before the promise it carries is written).
 func writeLatencyPair(t *testing.T, seed int64, min, max time.Duration) *sim.Sim {
 	s := sim.New(sim.Config{Seed: seed})
-	s.AddNode(1, netip.AddrPort{}, func(env core.Env) core.Core {
-		p := &promiser{}
-		if len(env.State) == 8 {
-			p.n = binary.BigEndian.Uint64(env.State)
-		}
-		return p
-	}, clock.SimConfig{})
+	s.AddNode(1, netip.AddrPort{}, restorePromiser, clock.SimConfig{})
 	s.AddNode(2, netip.AddrPort{}, func(core.Env) core.Core { return &promiser{to: 1} }, clock.SimConfig{})
 	s.SetWriteLatency(1, min, max)
 	s.OnSend(func(f sim.SentFrame) {
