@@ -13,11 +13,12 @@ import (
 )
 
 // promiser raises its promise every tick (core.Durable keeps it pending
-// until written) and sends it to node 2 every tick.
+// until written) and sends it to node 2 (or to) every tick.
 type promiser struct {
 	core.Durable
 	n    uint64
 	msgs []core.Message
+	to   uint32
 }
 
 func (p *promiser) Step(core.Message) error          { return nil }
@@ -26,7 +27,11 @@ func (p *promiser) Status() any                      { return p.n }
 func (p *promiser) Tick(time.Time) {
 	p.n++
 	p.Change(true)
-	p.msgs = append(p.msgs, core.Message{To: 2, Kind: wire.KindHeartbeat, Term: p.n, Payload: make([]byte, 8)})
+	to := p.to
+	if to == 0 {
+		to = 2
+	}
+	p.msgs = append(p.msgs, core.Message{To: to, Kind: wire.KindHeartbeat, Term: p.n, Payload: make([]byte, 8)})
 }
 func (p *promiser) Ready() core.Ready {
 	rd := core.Ready{Messages: p.msgs}
@@ -35,19 +40,21 @@ func (p *promiser) Ready() core.Ready {
 	return rd
 }
 
+// restorePromiser builds a promiser from its disk.
+func restorePromiser(env core.Env) core.Core {
+	p := &promiser{}
+	if len(env.State) == 8 {
+		p.n = binary.BigEndian.Uint64(env.State)
+	}
+	return p
+}
+
 // TestDiskFaults: with a disk that fails half its writes, the driver
 // withholds the frames of every Ready whose promise it could not write and
 // tells the core; the oracle sees no frame whose term is not on disk.
 func TestDiskFaults(t *testing.T) {
 	s := sim.New(sim.Config{Seed: 4})
-	s.AddNode(1, netip.AddrPort{}, func(env core.Env) core.Core {
-		disk := env.State
-		p := &promiser{}
-		if len(disk) == 8 {
-			p.n = binary.BigEndian.Uint64(disk)
-		}
-		return p
-	}, clock.SimConfig{})
+	s.AddNode(1, netip.AddrPort{}, restorePromiser, clock.SimConfig{})
 	s.AddNode(2, netip.AddrPort{}, func(core.Env) core.Core { return &promiser{} }, clock.SimConfig{})
 	s.SetDiskFaults(1, 0.5)
 	sent := 0

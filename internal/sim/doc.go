@@ -33,6 +33,15 @@
 //     as the daemon's loop may);
 //     SetLate, a loaded host, whose loop gets the CPU late and then runs its
 //     timer before it reads the frames that came meanwhile.
+//   - A node's state writes take no time unless SetWriteLatency (or
+//     SYNCLAB_SIM_WRITE_LATENCY, for every node of every test) says how
+//     long, fixed or drawn from the seed: then a Ready with State or
+//     Entries is carried out as the daemon's loop does today, blocked in
+//     its write (frames, ticks and Do calls wait for it; a promise's frames
+//     leave after it; Advance when it ends; a crash mid-write loses it),
+//     and the node's own saves (node.Config.Save) take as long. With it, a
+//     test shows what a slow disk does to a protocol (pkg/order's
+//     TestSimSlowWritesSequencerChurn).
 //
 // # Walk-through: testing a core
 //

@@ -43,6 +43,10 @@ type Counters struct {
 	// back, all of them (core.Withdrawer): the daemon answers those calls
 	// "not done".
 	Withdrawn uint64
+	// SlowWrites counts the writes that took time (SetWriteLatency), and
+	// WriteWait their total: the time the node's loop was blocked.
+	SlowWrites uint64
+	WriteWait  time.Duration
 	// LastAdjustError is the last refused adjustment's error, if any.
 	LastAdjustError error
 }
@@ -97,6 +101,25 @@ type simNode struct {
 	// reads when it resumes (SetResumeOrder).
 	resumeOrder ResumeOrder
 
+	// Slow state writes (SetWriteLatency). writeMin..writeMax is how long
+	// each write of a Ready's State or Entries takes. While one runs
+	// (writing) the node's loop is blocked in it, as the daemon's is in
+	// its fdatasync: frames that arrive and Do calls wait in blocked, in
+	// order, a tick that falls due waits as tickBlocked, and they run when
+	// the write ends. afterPause is the end of a write that finished
+	// while the process was stopped: it runs at Resume. appends is the
+	// daemon's flag of the same name: the core has handed log records,
+	// so its Readies without a promise send before they write, and its
+	// frames are stepped in batches (group commit).
+	writeMin, writeMax time.Duration
+	writing            bool
+	blocked            []blockedWork
+	tickBlocked        bool
+	afterPause         func()
+	appends            bool
+	saveDebt           time.Duration // the node's own saves (node.Config.Save) since the last drain: their write time
+	batching           bool          // stepping blocked frames: their Ready waits for the batch's end
+
 	counters Counters
 }
 
@@ -148,6 +171,9 @@ func (s *Sim) boot(n *simNode) {
 		Save: func(d node.Durable) error {
 			d.Stamps.Peers = maps.Clone(d.Stamps.Peers)
 			n.stamps = d.Stamps
+			// The daemon writes this file on its loop too: with slow
+			// writes, the node's output waits for it (drain).
+			n.saveDebt += s.writeTime(n)
 			return nil
 		},
 	}, c)
@@ -158,6 +184,7 @@ func (s *Sim) boot(n *simNode) {
 	n.up, n.paused = true, false
 	n.life++
 	n.pending = nil
+	n.writing, n.blocked, n.tickBlocked, n.afterPause, n.appends = false, nil, false, nil, false
 	s.startTicking(n)
 }
 
@@ -264,6 +291,11 @@ func (s *Sim) runLate(n *simNode, first bool, fn func()) {
 }
 
 func (s *Sim) tick(n *simNode) {
+	if n.writing {
+		// The loop is inside a write: the timer's wake-up waits for it.
+		n.tickBlocked = true
+		return
+	}
 	n.counters.Ticks++
 	n.ticking = true
 	n.node.Tick(n.clk.Now())
@@ -293,14 +325,40 @@ func (s *Sim) reschedule(n *simNode) {
 }
 
 // drain carries out the node's output: persist, adjust the clock, send,
-// report. The daemon sends first a Ready whose state write promises
-// nothing (and adjusts no clock); here the write comes first whatever,
-// which a core cannot tell apart (its disk faults still lose the write
-// after the frames left).
+// report. Without write latency (SetWriteLatency) the write comes first
+// and takes no time, whatever the Ready: a core cannot tell that apart
+// from the daemon's order (its disk faults still lose the write after
+// the frames left). With it, drain does what the daemon's loop does
+// today: a Ready without a promise sends first where the daemon does,
+// the rest waits for the write, and the loop is blocked meanwhile.
 func (s *Sim) drain(n *simNode) {
+	if n.writing {
+		// The loop is inside a write: whatever stepped the core meanwhile
+		// (Do, Hint, Forge) has its output carried out after it, in order
+		// with the frames that wait (a core is never asked for a Ready
+		// before it is told how the last one's write went).
+		n.blocked = append(n.blocked, blockedWork{do: func(core.Core) {}})
+		return
+	}
 	out := n.node.Ready()
+	if n.saveDebt == 0 && (out.State == nil && len(out.Entries) == 0 || n.writeMax == 0) {
+		s.write(n, &out)
+		s.traceEvents(n, out)
+		s.finish(n, out)
+		return
+	}
+	s.slowWrite(n, out)
+}
+
+// write persists out's State or Entries, if any, to the node's disk, or
+// fails as SetDiskFaults says (withholding a promise's frames, as the
+// daemon does), and tells the node how it went.
+func (s *Sim) write(n *simNode, out *node.Output) {
 	saved := true
 	if out.State != nil || len(out.Entries) > 0 {
+		if len(out.Entries) > 0 {
+			n.appends = true
+		}
 		if n.diskFaults > 0 && s.chance(n.diskFaults) {
 			// As the daemon does when a write fails: a promise's messages
 			// stay home, and the core is told.
@@ -329,6 +387,73 @@ func (s *Sim) drain(n *simNode) {
 			}
 		}
 	}
+}
+
+// slowWrite carries out a Ready whose write takes time (SetWriteLatency)
+// in the daemon's order (internal/daemon's process): frames that depend
+// on nothing unsaved leave now (not for a Ready with clock adjustments:
+// its frames are stamped by the clock they leave), and so do its leading
+// events that say they do not wait for the write (core.Event.BeforeSave);
+// the write ends after the drawn latency, and then come Advance, the
+// adjustments, the other frames and events. Until then the node does
+// nothing else. A crash meanwhile loses the write.
+func (s *Sim) slowWrite(n *simNode, out node.Output) {
+	s.traceEvents(n, out)
+	took, saveFirst := n.saveDebt, n.saveDebt > 0
+	n.saveDebt = 0
+	if out.State != nil || len(out.Entries) > 0 {
+		took += s.writeTime(n)
+	}
+	// The node's own save came before anything (it is done inside the
+	// node's calls, before their frames are handed over): nothing goes
+	// early past it.
+	if !saveFirst && (n.appends || out.State != nil && len(out.Adjustments) == 0) && !out.Promise && len(out.Sends) > 0 {
+		for _, snd := range out.Sends {
+			s.send(n, snd)
+		}
+		out.Sends = nil
+	}
+	early := 0
+	for early < len(out.Events) && out.Events[early].BeforeSave {
+		s.events = append(s.events, Event{At: s.now, Node: n.id, Local: n.clk.Now(), Event: out.Events[early]})
+		early++
+	}
+	out.Events = out.Events[early:]
+	n.counters.SlowWrites++
+	n.counters.WriteWait += took
+	n.writing = true
+	life := n.life
+	s.schedule(s.now+took, func() {
+		if n.life != life {
+			return // crashed mid-write: the write is lost
+		}
+		// The disk has it (or failed) whether or not the process runs.
+		s.write(n, &out)
+		end := func() {
+			n.writing = false
+			s.finish(n, out)
+			s.unblock(n)
+		}
+		if n.paused {
+			n.afterPause = end
+			return
+		}
+		end()
+	})
+}
+
+// writeTime draws how long one write of node n takes (SetWriteLatency).
+func (s *Sim) writeTime(n *simNode) time.Duration {
+	took := n.writeMin
+	if n.writeMax > n.writeMin {
+		took += time.Duration(s.rnd.Int64N(int64(n.writeMax-n.writeMin) + 1))
+	}
+	return took
+}
+
+// finish carries out the rest of a Ready once its write is done:
+// adjustments, frames, events.
+func (s *Sim) finish(n *simNode, out node.Output) {
 	retime, applied := false, false
 	for _, a := range out.Adjustments {
 		if err := clock.Apply(n.clk, a); err != nil {
@@ -354,7 +479,6 @@ func (s *Sim) drain(n *simNode) {
 		n.tickGen++
 		s.scheduleTick(n)
 	}
-	s.traceEvents(n, out)
 	for _, snd := range out.Sends {
 		s.send(n, snd)
 	}
@@ -365,6 +489,64 @@ func (s *Sim) drain(n *simNode) {
 		s.onReady(Ready{Node: n.id, At: s.now, Local: n.clk.Now(), Core: n.node.Core()})
 	}
 	s.reschedule(n)
+}
+
+// blockedWork is what waited for a node's write: a frame, or the output
+// of a Do call (do: nothing left to call, its Ready to drain).
+type blockedWork struct {
+	p  *packet
+	do func(core.Core)
+}
+
+// unblock runs what waited for the write that just ended, as the
+// daemon's loop does when its fdatasync returns: the frames (and Do
+// calls) in the order they came, then the tick that fell due. A core
+// that appends steps them all and then writes once (the daemon's group
+// commit, daemon.batch); any other steps them one at a time, each with
+// its own Ready, so a write there blocks the loop again and the rest
+// wait for that one.
+func (s *Sim) unblock(n *simNode) {
+	if n.appends && len(n.blocked) > 0 {
+		work := n.blocked
+		n.blocked = nil
+		n.batching = true
+		for _, w := range work {
+			if w.do != nil {
+				w.do(n.node.Core())
+			} else {
+				s.arrive(w.p)
+			}
+		}
+		n.batching = false
+		if n.tickBlocked {
+			s.blockedTick(n)
+			return
+		}
+		s.drain(n)
+		return
+	}
+	for len(n.blocked) > 0 && !n.writing {
+		w := n.blocked[0]
+		n.blocked = n.blocked[1:]
+		if w.do != nil {
+			w.do(n.node.Core())
+			s.drain(n)
+			continue
+		}
+		s.arrive(w.p)
+	}
+	if !n.writing && n.tickBlocked {
+		s.blockedTick(n)
+	}
+}
+
+// blockedTick runs the tick that fell due during a write. A tick the
+// write's Ready rescheduled meanwhile (reschedule) is dropped: this one
+// schedules the next.
+func (s *Sim) blockedTick(n *simNode) {
+	n.tickBlocked = false
+	n.tickGen++
+	s.tick(n)
 }
 
 // packet is one copy in flight.
@@ -540,6 +722,14 @@ func (s *Sim) arrive(p *packet) {
 		to.counters.Missed++
 		s.trace.add(p.entry(s.now, FatePaused), nil)
 		return
+	case to.writing:
+		// Its loop is inside a write: the frame waits in the kernel,
+		// stamped with its arrival, until the write ends.
+		if !p.held {
+			p.held, p.arrived = true, s.now
+		}
+		to.blocked = append(to.blocked, blockedWork{p: p})
+		return
 	case to.late > 0 && !p.held:
 		// A busy host: the frame waits in the kernel until the loop reads
 		// it, stamped with its arrival.
@@ -551,6 +741,14 @@ func (s *Sim) arrive(p *packet) {
 }
 
 func (s *Sim) receive(p *packet) {
+	s.deliver(p)
+	if !p.to.batching {
+		s.drain(p.to)
+	}
+}
+
+// deliver hands copy p to its node, without acting on the node's Ready.
+func (s *Sim) deliver(p *packet) {
 	to := p.to
 	var dropped map[string]uint64 // the drop counters before, to name a refusal as the node counts it
 	if s.traces != nil && !p.datagram && to.node != nil {
@@ -578,7 +776,6 @@ func (s *Sim) receive(p *packet) {
 		}
 		s.trace.add(p.entry(s.now, FateDelivered), p.data)
 	}
-	s.drain(to)
 }
 
 // SentFrame is a frame as it leaves its node, with what the node's disk
@@ -633,6 +830,7 @@ func (s *Sim) Crash(id uint32) {
 	n.life++
 	n.tickGen++
 	n.pending, n.buffered = nil, 0
+	n.saveDebt = 0
 	s.simEvent(id, "sim.crash", fmt.Sprintf("node %d crashed", id))
 }
 
@@ -693,6 +891,26 @@ func (s *Sim) SetSendLag(id uint32, lag time.Duration) {
 	s.mustNode(id).sendLag = lag
 }
 
+// SetWriteLatency makes each write of node id's state (a Ready's State
+// or Entries) take min..max (drawn uniformly from the seed; min == max:
+// fixed), from now on and across restarts (0, 0: none, the default), as
+// a slow or busy disk's fdatasync does. The node behaves as the daemon's
+// loop does today: a Ready's frames that depend on the write (Promise)
+// leave after it, and so do the others except where the daemon sends
+// them first (a Ready without a promise and without clock adjustments);
+// the core is told (Advance) when it ends; and the loop is blocked
+// meanwhile: frames that arrive wait, stamped with their arrival, a tick
+// that falls due waits, and so does what a Do call makes the core want
+// done (Do steps the core at once, so that its caller reads the result). A crash mid-write loses it; a pause lets it end
+// on disk, and the node carries on at Resume.
+func (s *Sim) SetWriteLatency(id uint32, min, max time.Duration) {
+	if min < 0 || max < min {
+		panic(fmt.Sprintf("sim: write latency %v..%v", min, max))
+	}
+	n := s.mustNode(id)
+	n.writeMin, n.writeMax = min, max
+}
+
 // Resume continues a paused node: it reads the frames held for it (stream
 // frames, and the datagrams its socket buffer kept, with their arrival
 // stamps), in the order they came, and ticks again (its clock kept
@@ -705,6 +923,11 @@ func (s *Sim) Resume(id uint32) {
 		return
 	}
 	n.paused = false
+	if end := n.afterPause; end != nil {
+		// A write ended while it was stopped: its loop goes on from there.
+		n.afterPause = nil
+		end()
+	}
 	held := n.pending
 	n.pending, n.buffered = nil, 0
 	order := n.resumeOrder

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The seed flags are registered on the default flag set when the package is
@@ -25,6 +27,35 @@ var (
 // --soak`) reaches every package, where a flag would be refused by the
 // packages that do not define it.
 const SoakEnv = "SYNCLAB_SOAK"
+
+// WriteLatencyEnv, set to a duration ("200ms") or a range ("100ms-300ms"),
+// gives every node added from then on that write latency
+// (Sim.SetWriteLatency), so that any simulator test runs with slow
+// disks: `SYNCLAB_SIM_WRITE_LATENCY=20ms-200ms go test ./pkg/...`. A test
+// that sets its nodes' latency itself overrides it.
+const WriteLatencyEnv = "SYNCLAB_SIM_WRITE_LATENCY"
+
+// envWriteLatency parses WriteLatencyEnv (0, 0 when unset); a value it
+// cannot parse panics, naming the variable: a test run that silently
+// ignored it would claim a coverage it does not have.
+func envWriteLatency() (min, max time.Duration) {
+	v := os.Getenv(WriteLatencyEnv)
+	if v == "" {
+		return 0, 0
+	}
+	lo, hi, ranged := strings.Cut(v, "-")
+	min, err := time.ParseDuration(lo)
+	if err == nil {
+		max = min
+		if ranged {
+			max, err = time.ParseDuration(hi)
+		}
+	}
+	if err != nil || min < 0 || max < min {
+		panic(fmt.Sprintf("sim: %s=%q: want a duration (200ms) or a range (100ms-300ms), low first", WriteLatencyEnv, v))
+	}
+	return min, max
+}
 
 // SoakFactor is how many times its default count of seeds a test given to
 // Seeds runs in a soak run.

@@ -169,6 +169,7 @@ func (s *Sim) AddNode(id uint32, addr netip.AddrPort, newCore func(env core.Env)
 		panic(fmt.Sprintf("sim: nodes %d and %d share address %v", other, id, addr))
 	}
 	n := &simNode{id: id, addr: addr, newCore: newCore}
+	n.writeMin, n.writeMax = envWriteLatency()
 	if clk.Seed == 0 {
 		// Wander, if any, from the simulation's seed too: distinct per
 		// node, identical across runs.
@@ -275,13 +276,20 @@ var ErrNotRunning = errors.New("sim: node is not running")
 
 // Do calls f with node id's core at the current virtual instant (a lock
 // request, an operator command through the control API), then carries out
-// what the core wants done, exactly as after a Tick.
+// what the core wants done, exactly as after a Tick (while the node is
+// blocked in a write, SetWriteLatency, after the write).
 func (s *Sim) Do(id uint32, f func(c core.Core)) error {
 	s.Start()
 	n := s.mustNode(id)
 	if !n.up || n.paused {
 		return fmt.Errorf("%w: %d", ErrNotRunning, id)
 	}
+	// While its loop is inside a write (SetWriteLatency) the core is
+	// stepped now all the same, and drain carries out its output after
+	// the write. (The daemon's control call would wait to be stepped at
+	// all; stepping now keeps a caller's result, which tests read as Do
+	// returns, and the core cannot tell: it is not asked for a Ready
+	// before the write ends.)
 	f(n.node.Core())
 	s.drain(n)
 	return nil

@@ -184,3 +184,27 @@ func DiskBound(t testing.TB, s *sim.Sim, id uint32, section func(state []byte, l
 	t.Fatalf("member %d's disk: %v", id, err)
 	return 0
 }
+
+// Terms returns how many distinct terms members reported themselves
+// elected for (elect.EventElected) at or after from, and when the first
+// such report came (-1: none): a stable cluster elects once, a churning
+// one again and again.
+func Terms(events []sim.Event, from time.Duration) (terms int, first time.Duration) {
+	seen := map[uint64]bool{}
+	first = -1
+	for _, e := range events {
+		if e.At < from || e.Name != elect.EventElected {
+			continue
+		}
+		tm, _ := e.Arg("term")
+		term, ok := tm.(uint64)
+		if !ok || seen[term] {
+			continue
+		}
+		seen[term] = true
+		if first < 0 {
+			first = e.At
+		}
+	}
+	return len(seen), first
+}
