@@ -1008,7 +1008,7 @@ func (c *Client) update(now time.Time) {
 		c.event(EventStepped, fmt.Sprintf("clock stepped forward by %v", res.Correction), "offset", res.Correction)
 	}
 	peer, _ := sp.peerVars()
-	c.sys = ntp.NextSystem(peer, est, sel, wire.RefIDFromAddr(sp.addr.Addr()), c.cfg.Precision, now)
+	c.sys = ntp.NextSystem(peer, est, sel, wire.RefIDFromAddr(sp.addr.Addr()), c.cfg.Precision, c.servo.State().FrequencyError, now)
 	if !c.synced && !c.cfg.NoAdjust {
 		c.synced = true
 		c.event(EventSynchronized, fmt.Sprintf("clock synchronised to %v, offset %v", sp.addr, res.Offset),
@@ -1154,11 +1154,24 @@ func (c *Client) System(now time.Time) ntp.System { return c.sysAt(now) }
 // sysAt is what we say about our clock in packets sent at local time now:
 // the system variables of the last update with the dispersion grown since,
 // our local reference if configured, or "unsynchronised".
+//
+// A client downstream takes root delay / 2 + root dispersion as how far
+// our clock may be from true time. RFC 5905's accumulation along the path
+// is one statement of that; the servo's bound is another, ours, the one
+// timed reports to its own readers (status, truetime), and it can be the
+// wider: it carries the frequency error not learned yet and the offset
+// not yet slewed out. We serve the wider of the two, so that no client is
+// told our clock is better than we tell ourselves: the far side of the
+// servo's bound, less the half root delay the client adds back.
 func (c *Client) sysAt(now time.Time) ntp.System {
 	if !c.cfg.NoAdjust && c.servo.Synchronized() && c.servo.SyncAdjustment(now).Synced {
 		s := c.sys
 		if age := now.Sub(s.Reference); age > 0 {
 			s.RootDispersion += time.Duration(math.Ceil(float64(age) * ntp.MaxDriftPPM * 1e-6))
+		}
+		if lo, hi := c.servo.Bound(now); !lo.IsZero() {
+			own := max(hi.Sub(now), now.Sub(lo))
+			s.RootDispersion = max(s.RootDispersion, own-s.RootDelay/2)
 		}
 		return s
 	}

@@ -156,8 +156,29 @@ func (o *oracle) check() bool {
 		}
 		o.checks++
 	}
+	o.checkServed(c, now)
 	o.worst = max(o.worst, clk.TrueOffset().Abs())
 	return false
+}
+
+// checkServed: what the client would serve downstream (System(now), what
+// timedcore hands server.SetSystem) bounds its true error. A downstream
+// client takes root delay / 2 + root dispersion (RFC 5905's root distance)
+// as this host's error and builds its own bound on it. A local reference
+// (LOCL) is the administrator's word, not a measurement: not checked.
+func (o *oracle) checkServed(c *client.Client, now time.Time) {
+	o.t.Helper()
+	sys := c.System(now)
+	if sys.Leap == wire.LeapNotInSync || sys.Stratum == 0 || sys.Stratum >= wire.StratumUnsynchronized ||
+		sys.ReferenceID == wire.RefIDFromText("LOCL") {
+		return
+	}
+	served := sys.RootDelay/2 + sys.RootDispersion
+	if off := o.s.Clock(o.id).TrueOffset(); off.Abs() > served {
+		lo, hi := c.Bound(now)
+		o.t.Fatalf("node %d at +%v: true offset %v beyond the served root distance %v (root delay %v, root dispersion %v, stratum %d, %v after the update it was made at); own bound [%v, %v]",
+			o.id, o.s.Elapsed(), off, served, sys.RootDelay, sys.RootDispersion, sys.Stratum, now.Sub(sys.Reference), now.Sub(hi), now.Sub(lo))
+	}
 }
 
 // run advances the simulation by d, checking the oracles after every action.
