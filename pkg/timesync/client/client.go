@@ -627,11 +627,19 @@ func (c *Client) pollAnswered(s *source, now time.Time) {
 
 // pollSingleWhy says what a server that answers one request a poll means.
 // A link that loses a fifth of the packets each way looks the same at N =
-// 2 (a review: every seed of half an hour warned), so both are named.
+// 2 (a review: every seed of half an hour warned), so both are named, each
+// with its remedy: the two are opposite. Against a rate limit the other
+// requests are wasted; over a lossy link they are what gets a poll its
+// answer, and --poll-samples 1 would lose whole polls. The reach register
+// tells them apart: a limit answers every poll once (no gaps), a link
+// that loses the answers to one request of a poll loses all of them now
+// and then.
 const pollSingleWhy = "it drops the rest (a rate limit that does not kiss, such as chronyd's ratelimit), " +
-	"or the link loses packets (then the reach register in `timed status` shows gaps too); " +
-	"timed uses the one answer as with --poll-samples 1, and the other requests only count against the limit: " +
-	"give this client --poll-samples 1, or raise the server's rate limit to the poll interval divided by the samples"
+	"or the link loses packets; timed uses the one answer as with --poll-samples 1. " +
+	"If the reach register in `timed status` has no gaps, it is a rate limit and the other requests only count against it: " +
+	"give this client --poll-samples 1, or raise the server's rate limit to the poll interval divided by the samples. " +
+	"If it has gaps, the link loses packets and the other requests are what get a poll its answer: " +
+	"keep --poll-samples (raise it on a lossier link) and find the loss on the path (interface error and drop counters, a saturated link, Wi-Fi)"
 
 // releaseHeld gives the filter the least delayed sample of s's last poll.
 func (c *Client) releaseHeld(s *source) {

@@ -737,6 +737,13 @@ func TestSimPollSamplesSlowLink(t *testing.T) {
 					!strings.Contains(warns[0].Msg, fmt.Sprintf("--poll-samples %d", tc.samples)) {
 					t.Fatalf("a server that answers a poll's first request only: events %v, want one WARN naming it and the flag\n%s", warns, report(s))
 				}
+				// The link loss the warning names has the opposite remedy
+				// to a rate limit's: both are said.
+				for _, remedy := range []string{"raise the server's rate limit", "keep --poll-samples", "find the loss on the path"} {
+					if !strings.Contains(warns[0].Msg, remedy) {
+						t.Fatalf("the warning does not say %q: %s", remedy, warns[0].Msg)
+					}
+				}
 				if !strings.Contains(src.PollSamplesWhy, "--poll-samples") || src.PollSamplesAnswered < 1 || tc.leak == 0 && src.PollSamplesAnswered != 1 {
 					t.Fatalf("status: answered %d a poll, %q\n%s", src.PollSamplesAnswered, src.PollSamplesWhy, report(s))
 				}
