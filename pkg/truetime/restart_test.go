@@ -31,21 +31,7 @@ func TestZeroPageFollowsRestart(t *testing.T) {
 	if _, _, err := r.Now(); !errors.Is(err, ErrUnsynchronised) {
 		t.Fatalf("zeros: %v", err)
 	}
-	os.Remove(path)
-	pub, err := Create(path, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	for i := 1; i <= 60; i++ {
-		at := t0.Add(time.Duration(i) * time.Second)
-		clk.Store(at.UnixNano())
-		pub.Publish(synced(at, -time.Millisecond, time.Millisecond))
-		if _, _, err = r.Now(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("a minute after the restarted timed published its new page: %v", err)
+	followRestart(t, path, r, &clk)
 }
 
 // TestUnsyncPageFollowsRestart: timed killed while unsynchronised (its
@@ -61,21 +47,7 @@ func TestUnsyncPageFollowsRestart(t *testing.T) {
 	pub.Publish(Publication{Flags: 0, Base: t0, StaleAfter: 10 * time.Second, Interval: time.Second})
 	pub.m.unmap() // killed
 	pub.closed = true
-	os.Remove(path)
-	pub2, err := Create(path, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub2.Close()
-	for i := 1; i <= 60; i++ {
-		at := t0.Add(time.Duration(i) * time.Second)
-		clk.Store(at.UnixNano())
-		pub2.Publish(synced(at, -time.Millisecond, time.Millisecond))
-		if _, _, err = r.Now(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("a minute after the restarted timed published its new page: %v", err)
+	followRestart(t, path, r, &clk)
 }
 
 // TestDeadPagesGoStale: a page whose timed died before heading it, or
@@ -125,4 +97,25 @@ func TestDeadPagesGoStale(t *testing.T) {
 			t.Errorf("%s, 11 s after its last word: %v, want stale", filepath.Base(path), err)
 		}
 	}
+}
+
+// followRestart: a restarted timed makes a new file at path and publishes
+// a bound every second; r, whose clock is clk, reads it within a minute.
+func followRestart(t *testing.T, path string, r *Reader, clk *atomic.Int64) {
+	t.Helper()
+	os.Remove(path)
+	pub, err := Create(path, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	for i := 1; i <= 60; i++ {
+		at := t0.Add(time.Duration(i) * time.Second)
+		clk.Store(at.UnixNano())
+		pub.Publish(synced(at, -time.Millisecond, time.Millisecond))
+		if _, _, err = r.Now(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("a minute after the restarted timed published its new page: %v", err)
 }
