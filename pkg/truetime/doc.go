@@ -93,33 +93,43 @@
 //
 //   - magic and version both 0: a page timed has made but not yet
 //     headed (a reader started beside it at boot): no bound
-//     (ErrUnsynchronised), read again later.
+//     (ErrUnsynchronised), read again later. Still so 10 s after the
+//     file's modification time: timed died making it (ErrStale). A
+//     Reader opens the path again meanwhile (at most once a second) and
+//     follows a restarted timed's new file.
 //   - magic or version unknown: fail (ErrVersion); never guess a layout.
 //     A later version that only adds fields keeps version 1's words where
 //     they are and raises the version; this reader refuses it all the
 //     same, so upgrade readers with the daemon.
-//   - seq 0, or flags bit 0 clear: no bound (ErrUnsynchronised): timed is
-//     starting, not synchronised, only measuring (--no-adjust), or is the
-//     lab's local reference (nothing to be synchronised to). `timed
-//     status` says which.
-//   - lo_ns > hi_ns, growth_ppb > 10⁹, |lo_ns|, |hi_ns|, |slew_ns| or
-//     stale_after_ns beyond 2⁵⁰ ns (13 days), stale_after_ns <= 0, or
-//     base_ns outside [0, 2⁶²]: not written by timed (ErrInvalid). Within
-//     these the formula's int64 arithmetic cannot overflow.
-//   - age < 0: CLOCK_REALTIME went back since the publication (someone
-//     stepped it; timed never does): fail (ErrClockStepped).
+//   - seq 0 or published 0 (headed, never published in): no bound
+//     (ErrUnsynchronised), and after 10 s from the file's modification
+//     time ErrStale, as for an unheaded page, which it is followed past.
 //   - flags bit 3 (stopped): the daemon stopped cleanly; nothing bounds
 //     what is done to the clock next (another daemon may start correcting
 //     it): fail (ErrStale) at once.
+//   - stale_after_ns beyond 2⁵⁰ ns (13 days) or <= 0, or base_ns outside
+//     [0, 2⁶²]: not written by timed (ErrInvalid). Every publication,
+//     synchronised or not, carries both.
+//   - age < 0: CLOCK_REALTIME went back since the publication (someone
+//     stepped it; timed never does): fail (ErrClockStepped).
 //   - age > stale_after_ns: the daemon stopped publishing (it died, or
-//     hangs; it publishes every interval_ns): fail (ErrStale). Before
-//     that the bound widens with the age, so the last bound of a daemon
-//     that died stays truthful while it is used. A Reader whose page is
-//     stale opens the path again, at most once a second, and follows a
-//     restarted daemon's new file. (timed's unit keeps /run/timed across
-//     a restart, RuntimeDirectoryPreserve=restart: the restarted daemon
-//     takes the same file over, continuing its seqlock, and says
-//     "unsynchronised" in it before it changes the clock.)
+//     hangs; it publishes every interval_ns): fail (ErrStale), whatever
+//     the flags: the page of a timed killed while unsynchronised goes
+//     stale too. Before that the bound widens with the age, so the last
+//     bound of a daemon that died stays truthful while it is used. A
+//     Reader whose page is stale opens the path again, at most once a
+//     second, and follows a restarted daemon's new file. (timed's unit
+//     keeps /run/timed across a restart, RuntimeDirectoryPreserve=restart:
+//     the restarted daemon takes the same file over, continuing its
+//     seqlock, and says "unsynchronised" in it before it changes the
+//     clock.)
+//   - flags bit 0 clear: no bound (ErrUnsynchronised): timed is starting,
+//     not synchronised, only measuring (--no-adjust), or is the lab's
+//     local reference (nothing to be synchronised to). `timed status`
+//     says which.
+//   - lo_ns > hi_ns, growth_ppb > 10⁹, or |lo_ns|, |hi_ns|, |slew_ns|
+//     beyond 2⁵⁰ ns: not written by timed (ErrInvalid). Within these the
+//     formula's int64 arithmetic cannot overflow.
 //
 // What the page cannot see: a step of CLOCK_REALTIME forward by anyone
 // but timed (date -s) between publications moves a reader's bound

@@ -11,9 +11,10 @@ var (
 	// ErrUnsynchronised: timed publishes no bound: it is starting, not
 	// synchronised, only measuring, or the lab's local reference.
 	ErrUnsynchronised = errors.New("timed has no bound on the time (not synchronised)")
-	// ErrStale: the daemon stopped publishing: the last publication is
-	// older than the page's stale limit, or the daemon stopped in the
-	// middle of a write.
+	// ErrStale: the daemon stopped publishing: the last publication,
+	// synchronised or not, is older than the page's stale limit, the
+	// daemon stopped in the middle of a write, or it made its page 10 s
+	// ago and never published in it.
 	ErrStale = errors.New("timed stopped publishing its bound")
 	// ErrClockStepped: CLOCK_REALTIME reads earlier than at the last
 	// publication: someone stepped the clock back.

@@ -36,7 +36,7 @@ func mapFile(path string) (*mapping, error) {
 	if err != nil {
 		return nil, fmt.Errorf("truetime: mapping %s: %w", path, err)
 	}
-	return &mapping{p: pageOf(b), unmap: func() error { return syscall.Munmap(b) }, id: idOf(fi)}, nil
+	return &mapping{p: pageOf(b), unmap: func() error { return syscall.Munmap(b) }, id: idOf(fi), made: fi.ModTime().UnixNano()}, nil
 }
 
 // mapWritable opens (creating it if need be), locks and maps the page at

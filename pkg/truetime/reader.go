@@ -53,7 +53,17 @@ type mapping struct {
 	p     page
 	unmap func() error
 	id    fileID
+	// made is the file's modification time when mapped (ns since the
+	// epoch, CLOCK_REALTIME): for a page never published, when timed
+	// made it.
+	made int64
 }
+
+// unpublishedAfter is how long a page may stay unheaded or unpublished
+// before a reader takes its maker for dead (ErrStale): the default
+// --truetime-stale-after. timed heads its page as it makes it and
+// publishes within a second; the page itself has no stale limit yet.
+const unpublishedAfter = 10 * time.Second
 
 // Open maps the page at path (DefaultPath for timed's default) for
 // reading. It fails when the file cannot be opened (is timed running with
@@ -67,7 +77,10 @@ func Open(path string) (*Reader, error) {
 	}
 	r := &Reader{path: path, now: realtimeNow}
 	r.cur.Store(m)
-	if err := r.checkHeader(m); err != nil && !errors.Is(err, ErrUnsynchronised) {
+	// A page not published yet, or a dead timed's, is for Now to report
+	// (and to follow a restarted timed past); only a page of another kind
+	// is refused here.
+	if err := r.checkHeader(m); errors.Is(err, ErrVersion) {
 		m.unmap()
 		return nil, err
 	}
@@ -81,7 +94,13 @@ func (r *Reader) checkHeader(m *mapping) error {
 	if magic == 0 && version == 0 {
 		// The file timed has just made, before its header's store (a
 		// program started beside timed at boot opened it then): a page
-		// not yet published, not a page of another kind.
+		// not yet published, not a page of another kind. Still unheaded
+		// long after: timed died making it (or Create failed after the
+		// truncate).
+		if age := time.Duration(r.now() - m.made); age > unpublishedAfter {
+			return &Error{Kind: ErrStale, Path: r.path, Age: age,
+				Detail: fmt.Sprintf("timed made its page %v ago and never headed it: it died while starting; is it running?", age.Round(time.Second))}
+		}
 		return &Error{Kind: ErrUnsynchronised, Path: r.path, Detail: "timed has not published yet (its page is being made)"}
 	}
 	if magic != Magic || version != Version {
@@ -151,12 +170,21 @@ func (r *Reader) Read() (Reading, error) {
 		return Reading{}, &Error{Kind: ErrClosed, Path: r.path}
 	}
 	st, err := r.read(m)
-	if err != nil && stale(err) {
+	if err != nil && (stale(err) || unpublished(m)) {
+		// A page never published may be a dead timed's too: one that
+		// died making it, whose restart made a new file at the path.
 		if m2 := r.reopen(m); m2 != nil {
 			st, err = r.read(m2)
 		}
 	}
 	return st, err
+}
+
+// unpublished reports whether m's page has never held a publication:
+// unheaded, or headed but not yet published in.
+func unpublished(m *mapping) bool {
+	magic, version := m.p.header()
+	return magic == 0 && version == 0 || m.p.load(wordPublished) == 0
 }
 
 func stale(err error) bool {
@@ -177,20 +205,25 @@ func (r *Reader) read(m *mapping) (Reading, error) {
 	}
 	rd := Reading{Now: time.Unix(0, s.now), Interval: time.Duration(s.interval), StaleAfter: time.Duration(s.staleAfter),
 		Flags: s.flags, PID: s.pid, Published: s.published}
-	if s.seq == 0 {
+	if s.seq == 0 || s.published == 0 {
+		// Headed (Create) but not yet published in: no stale limit yet.
+		if age := time.Duration(s.now - m.made); age > unpublishedAfter {
+			return rd, &Error{Kind: ErrStale, Path: r.path, Age: age,
+				Detail: fmt.Sprintf("timed made its page %v ago and never published in it: it died while starting; is it running?", age.Round(time.Second))}
+		}
 		return rd, &Error{Kind: ErrUnsynchronised, Path: r.path, Detail: "timed has not published yet"}
 	}
 	if s.flags&FlagStopped != 0 {
 		return rd, &Error{Kind: ErrStale, Path: r.path,
 			Detail: fmt.Sprintf("timed (pid %d) stopped at %s: is it running? (a restarted timed's page is opened again at once)", s.pid, time.Unix(0, s.base).UTC().Format(time.RFC3339))}
 	}
-	if s.flags&FlagSynchronised == 0 {
-		return rd, &Error{Kind: ErrUnsynchronised, Path: r.path, Detail: "see `timed status` for why"}
-	}
-	if s.lo > s.hi || s.growth > maxGrowthPPB || s.staleAfter <= 0 || s.staleAfter > maxSpan ||
-		s.base < 0 || s.base > maxBase || abs(s.lo) > maxSpan || abs(s.hi) > maxSpan || abs(s.slew) > maxSpan {
+	// Every publication, synchronised or not, carries its time and stale
+	// limit: the age is checked before the flags, so that the page of a
+	// timed killed while unsynchronised goes stale (and is followed to a
+	// restarted timed's file) like a synchronised one.
+	if s.staleAfter <= 0 || s.staleAfter > maxSpan || s.base < 0 || s.base > maxBase {
 		return rd, &Error{Kind: ErrInvalid, Path: r.path,
-			Detail: fmt.Sprintf("lo %d ns, hi %d ns, growth %d ppb, stale after %d ns", s.lo, s.hi, s.growth, s.staleAfter)}
+			Detail: fmt.Sprintf("base %d ns, stale after %d ns", s.base, s.staleAfter)}
 	}
 	rd.Age = time.Duration(s.now - s.base)
 	if rd.Age < 0 {
@@ -201,6 +234,13 @@ func (r *Reader) read(m *mapping) (Reading, error) {
 		return rd, &Error{Kind: ErrStale, Path: r.path, Age: rd.Age,
 			Detail: fmt.Sprintf("last publication %v ago (pid %d publishes every %v; the bound is not trusted after %v): is timed running?",
 				rd.Age.Round(time.Millisecond), s.pid, rd.Interval, rd.StaleAfter)}
+	}
+	if s.flags&FlagSynchronised == 0 {
+		return rd, &Error{Kind: ErrUnsynchronised, Path: r.path, Detail: "see `timed status` for why"}
+	}
+	if s.lo > s.hi || s.growth > maxGrowthPPB || abs(s.lo) > maxSpan || abs(s.hi) > maxSpan || abs(s.slew) > maxSpan {
+		return rd, &Error{Kind: ErrInvalid, Path: r.path,
+			Detail: fmt.Sprintf("lo %d ns, hi %d ns, growth %d ppb, stale after %d ns", s.lo, s.hi, s.growth, s.staleAfter)}
 	}
 	lo, hi := s.window()
 	rd.Earliest, rd.Latest = time.Unix(0, lo), time.Unix(0, hi)

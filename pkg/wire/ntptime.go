@@ -163,15 +163,18 @@ func durationToQ32(d time.Duration) int64 {
 	return int64(q)
 }
 
-// NTPShortFromDuration converts d to the Q16.16 short format, rounding to
-// the nearest 2^-16 s (about 15 us). The format is unsigned and tops out
-// just below 65536 s: negative durations become 0, longer ones saturate.
+// NTPShortFromDuration converts d to the Q16.16 short format, rounding up
+// to the next 2^-16 s (about 15 us). The short format carries root delay
+// and root dispersion, bounds on a server's error that its clients add to
+// their own: rounding to nearest would let a server say up to 7.6 us less
+// than it knows. The format is unsigned and tops out just below 65536 s:
+// negative durations become 0, longer ones saturate.
 func NTPShortFromDuration(d time.Duration) NTPShort {
 	if d <= 0 {
 		return 0
 	}
 	secs, nsec := uint64(d)/nanosPerSecond, uint64(d)%nanosPerSecond
-	frac := (nsec<<16 + nanosPerSecond/2) / nanosPerSecond
+	frac := (nsec<<16 + nanosPerSecond - 1) / nanosPerSecond
 	if frac == 1<<16 {
 		secs++
 		frac = 0

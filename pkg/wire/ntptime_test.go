@@ -145,9 +145,10 @@ func TestNTPShort(t *testing.T) {
 		{-time.Second, 0},
 		{time.Second, 1 << 16},
 		{62500 * time.Microsecond, 0x1000},
-		{15259 * time.Nanosecond, 1},             // 2^-16 s = 15258.8 ns
-		{7629 * time.Nanosecond, 0},              // just under half a unit
-		{7630 * time.Nanosecond, 1},              // just over
+		{15258 * time.Nanosecond, 1},             // 2^-16 s = 15258.8 ns
+		{15259 * time.Nanosecond, 2},             // just over one unit: up, never down
+		{time.Nanosecond, 1},                     // a bound is never said as 0
+		{7629 * time.Nanosecond, 1},              // under half a unit: still up
 		{time.Second - time.Nanosecond, 1 << 16}, // carries
 		{65535*time.Second + 999_990_000, 0xffffffff},
 		{70000 * time.Second, 0xffffffff}, // saturates
@@ -165,7 +166,7 @@ func TestNTPShort(t *testing.T) {
 	}
 	for d := time.Duration(0); d < 3*time.Second; d += 1234567 {
 		back := NTPShortFromDuration(d).Duration()
-		if diff := back - d; diff > 7630 || diff < -7630 {
+		if diff := back - d; diff > 15259 || diff < 0 {
 			t.Fatalf("%v -> %v", d, back)
 		}
 	}

@@ -804,11 +804,15 @@ type BroadcastStatus struct {
 	// calibrated delay, a broadcast being at most that early, and the
 	// calibration's error plus the most a broadcast came late since),
 	// part of the source's root distance.
-	ErrorNS      int64     `json:"error_ns,omitempty"`
-	Calibrations uint64    `json:"calibrations"`
-	CalibratedAt time.Time `json:"calibrated_at,omitzero"`
-	Why          string    `json:"why,omitempty"`
-	LastHeard    time.Time `json:"last_heard,omitzero"`
+	ErrorNS int64 `json:"error_ns,omitempty"`
+	// CalibrationErrorNS bounds the last calibration's error (each of its
+	// exchanges' offsets within half its round trip, through the line
+	// interpolated at the broadcast it measured).
+	CalibrationErrorNS int64     `json:"calibration_error_ns,omitempty"`
+	Calibrations       uint64    `json:"calibrations"`
+	CalibratedAt       time.Time `json:"calibrated_at,omitzero"`
+	Why                string    `json:"why,omitempty"`
+	LastHeard          time.Time `json:"last_heard,omitzero"`
 	// KeyID is the key its broadcasts carry; 0: unsigned (followed only
 	// with Insecure).
 	KeyID uint32 `json:"key_id"`
@@ -859,7 +863,7 @@ var nonRefusal = map[string]bool{"held_calibrating": true, "calibration_requests
 
 func (c *Client) sourceBroadcast(s *source) *BroadcastStatus {
 	b := s.bcast
-	st := &BroadcastStatus{DelayNS: int64(b.delay), Calibrations: b.calibrations, CalibratedAt: b.calibratedAt, LastHeard: b.heard, KeyID: b.keyID}
+	st := &BroadcastStatus{DelayNS: int64(b.delay), CalibrationErrorNS: int64(b.calErr), Calibrations: b.calibrations, CalibratedAt: b.calibratedAt, LastHeard: b.heard, KeyID: b.keyID}
 	switch {
 	case b.silent:
 		st.State = "silent"

@@ -627,11 +627,19 @@ func (c *Client) pollAnswered(s *source, now time.Time) {
 
 // pollSingleWhy says what a server that answers one request a poll means.
 // A link that loses a fifth of the packets each way looks the same at N =
-// 2 (a review: every seed of half an hour warned), so both are named.
+// 2 (a review: every seed of half an hour warned), so both are named, each
+// with its remedy: the two are opposite. Against a rate limit the other
+// requests are wasted; over a lossy link they are what gets a poll its
+// answer, and --poll-samples 1 would lose whole polls. The reach register
+// tells them apart: a limit answers every poll once (no gaps), a link
+// that loses the answers to one request of a poll loses all of them now
+// and then.
 const pollSingleWhy = "it drops the rest (a rate limit that does not kiss, such as chronyd's ratelimit), " +
-	"or the link loses packets (then the reach register in `timed status` shows gaps too); " +
-	"timed uses the one answer as with --poll-samples 1, and the other requests only count against the limit: " +
-	"give this client --poll-samples 1, or raise the server's rate limit to the poll interval divided by the samples"
+	"or the link loses packets; timed uses the one answer as with --poll-samples 1. " +
+	"If the reach register in `timed status` has no gaps, it is a rate limit and the other requests only count against it: " +
+	"give this client --poll-samples 1, or raise the server's rate limit to the poll interval divided by the samples. " +
+	"If it has gaps, the link loses packets and the other requests are what get a poll its answer: " +
+	"keep --poll-samples (raise it on a lossier link) and find the loss on the path (interface error and drop counters, a saturated link, Wi-Fi)"
 
 // releaseHeld gives the filter the least delayed sample of s's last poll.
 func (c *Client) releaseHeld(s *source) {
@@ -1008,7 +1016,7 @@ func (c *Client) update(now time.Time) {
 		c.event(EventStepped, fmt.Sprintf("clock stepped forward by %v", res.Correction), "offset", res.Correction)
 	}
 	peer, _ := sp.peerVars()
-	c.sys = ntp.NextSystem(peer, est, sel, wire.RefIDFromAddr(sp.addr.Addr()), c.cfg.Precision, now)
+	c.sys = ntp.NextSystem(peer, est, sel, wire.RefIDFromAddr(sp.addr.Addr()), c.cfg.Precision, c.servo.State().FrequencyError, now)
 	if !c.synced && !c.cfg.NoAdjust {
 		c.synced = true
 		c.event(EventSynchronized, fmt.Sprintf("clock synchronised to %v, offset %v", sp.addr, res.Offset),
@@ -1154,11 +1162,24 @@ func (c *Client) System(now time.Time) ntp.System { return c.sysAt(now) }
 // sysAt is what we say about our clock in packets sent at local time now:
 // the system variables of the last update with the dispersion grown since,
 // our local reference if configured, or "unsynchronised".
+//
+// A client downstream takes root delay / 2 + root dispersion as how far
+// our clock may be from true time. RFC 5905's accumulation along the path
+// is one statement of that; the servo's bound is another, ours, the one
+// timed reports to its own readers (status, truetime), and it can be the
+// wider: it carries the frequency error not learned yet and the offset
+// not yet slewed out. We serve the wider of the two, so that no client is
+// told our clock is better than we tell ourselves: the far side of the
+// servo's bound, less the half root delay the client adds back.
 func (c *Client) sysAt(now time.Time) ntp.System {
 	if !c.cfg.NoAdjust && c.servo.Synchronized() && c.servo.SyncAdjustment(now).Synced {
 		s := c.sys
 		if age := now.Sub(s.Reference); age > 0 {
 			s.RootDispersion += time.Duration(math.Ceil(float64(age) * ntp.MaxDriftPPM * 1e-6))
+		}
+		if lo, hi := c.servo.Bound(now); !lo.IsZero() {
+			own := max(hi.Sub(now), now.Sub(lo))
+			s.RootDispersion = max(s.RootDispersion, own-s.RootDelay/2)
 		}
 		return s
 	}

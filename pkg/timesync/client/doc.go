@@ -82,6 +82,14 @@
 //     sample, taken while the server said it was less sure (every path
 //     keeps the header with its sample: client, symmetric, interleaved,
 //     whose exchange spans two answers, broadcast and Cristian).
+//   - What we serve downstream (System) is never tighter than our own
+//     bound: the root dispersion is raised so that root delay / 2 + root
+//     dispersion reaches the far side of the servo's bound. RFC 5905's
+//     accumulation assumes a disciplined clock (PHI, 15 ppm); before the
+//     frequency is learned the servo's bound, which grows at PHI plus the
+//     frequency error and holds the offset not yet slewed out, can be
+//     milliseconds wider (simulated, a host 100-400 ppm off served 2.099 ms
+//     while 2.101 ms off, its own bound ±6.1 ms).
 //
 // # Interleaved mode
 //

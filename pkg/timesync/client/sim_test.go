@@ -156,8 +156,29 @@ func (o *oracle) check() bool {
 		}
 		o.checks++
 	}
+	o.checkServed(c, now)
 	o.worst = max(o.worst, clk.TrueOffset().Abs())
 	return false
+}
+
+// checkServed: what the client would serve downstream (System(now), what
+// timedcore hands server.SetSystem) bounds its true error. A downstream
+// client takes root delay / 2 + root dispersion (RFC 5905's root distance)
+// as this host's error and builds its own bound on it. A local reference
+// (LOCL) is the administrator's word, not a measurement: not checked.
+func (o *oracle) checkServed(c *client.Client, now time.Time) {
+	o.t.Helper()
+	sys := c.System(now)
+	if sys.Leap == wire.LeapNotInSync || sys.Stratum == 0 || sys.Stratum >= wire.StratumUnsynchronized ||
+		sys.ReferenceID == wire.RefIDFromText("LOCL") {
+		return
+	}
+	served := sys.RootDelay/2 + sys.RootDispersion
+	if off := o.s.Clock(o.id).TrueOffset(); off.Abs() > served {
+		lo, hi := c.Bound(now)
+		o.t.Fatalf("node %d at +%v: true offset %v beyond the served root distance %v (root delay %v, root dispersion %v, stratum %d, %v after the update it was made at); own bound [%v, %v]",
+			o.id, o.s.Elapsed(), off, served, sys.RootDelay, sys.RootDispersion, sys.Stratum, now.Sub(sys.Reference), now.Sub(hi), now.Sub(lo))
+	}
 }
 
 // run advances the simulation by d, checking the oracles after every action.
@@ -715,6 +736,13 @@ func TestSimPollSamplesSlowLink(t *testing.T) {
 				if len(warns) != 1 || !warns[0].Warn || !strings.Contains(warns[0].Msg, addr(2).String()) ||
 					!strings.Contains(warns[0].Msg, fmt.Sprintf("--poll-samples %d", tc.samples)) {
 					t.Fatalf("a server that answers a poll's first request only: events %v, want one WARN naming it and the flag\n%s", warns, report(s))
+				}
+				// The link loss the warning names has the opposite remedy
+				// to a rate limit's: both are said.
+				for _, remedy := range []string{"raise the server's rate limit", "keep --poll-samples", "find the loss on the path"} {
+					if !strings.Contains(warns[0].Msg, remedy) {
+						t.Fatalf("the warning does not say %q: %s", remedy, warns[0].Msg)
+					}
 				}
 				if !strings.Contains(src.PollSamplesWhy, "--poll-samples") || src.PollSamplesAnswered < 1 || tc.leak == 0 && src.PollSamplesAnswered != 1 {
 					t.Fatalf("status: answered %d a poll, %q\n%s", src.PollSamplesAnswered, src.PollSamplesWhy, report(s))

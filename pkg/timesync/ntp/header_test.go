@@ -32,7 +32,7 @@ func TestCandidateUsesChosenSamplesHeader(t *testing.T) {
 	if c.RootDistance != want {
 		t.Errorf("candidate root distance %v, want %v (the chosen sample's root delay and dispersion)", c.RootDistance, want)
 	}
-	sys := NextSystem(sure, est, Selection{}, 0x0a000001, -20, now)
+	sys := NextSystem(sure, est, Selection{}, 0x0a000001, -20, 0, now)
 	if sys.RootDelay != unsure.RootDelay+est.Delay || sys.RootDispersion < unsure.RootDispersion {
 		t.Errorf("served root delay %v, dispersion %v: want at least the chosen sample's %v, %v",
 			sys.RootDelay, sys.RootDispersion, unsure.RootDelay+est.Delay, unsure.RootDispersion)

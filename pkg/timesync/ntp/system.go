@@ -50,14 +50,21 @@ func MakeCandidate(est Estimate, peer Peer, reachable bool, selfID uint32, local
 // where _p are the system peer's, ϑ is the system jitter and Θ the system
 // offset (an offset not yet corrected is error too). Reference is now.
 // Δ_p and Ε_p are taken as MakeCandidate takes them (Estimate.Root): our
-// clients' bound is only as true as ours.
-func NextSystem(peer Peer, est Estimate, sel Selection, refID uint32, precision int8, now time.Time) System {
+// clients' bound is only as true as ours. localPPM is MakeCandidate's too:
+// the sample the estimate came from may be a minute old, and a clock whose
+// frequency is not learned yet has drifted from it by more than PHI (a
+// host 371 ppm off served a distance 5 ms short; a client of it held a
+// bound that missed true time).
+func NextSystem(peer Peer, est Estimate, sel Selection, refID uint32, precision int8, localPPM float64, now time.Time) System {
 	peer = est.Root(peer)
 	theta := sel.Offset
 	if theta < 0 {
 		theta = -theta
 	}
 	disp := addSat(peer.RootDispersion, est.DispersionAt(now))
+	if localPPM > 0 {
+		disp = addSat(disp, driftOver(now.Sub(est.Time), localPPM))
+	}
 	disp = addSat(disp, sel.Jitter)
 	disp = addSat(disp, theta)
 	stratum := peer.Stratum + 1

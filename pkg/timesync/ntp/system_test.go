@@ -33,7 +33,7 @@ func TestNextSystem(t *testing.T) {
 	est := Estimate{Offset: ms(3), Delay: ms(2), Dispersion: us(100), Jitter: us(40), Time: at(0), Updated: at(0)}
 	peer := Peer{Stratum: 2, RootDelay: ms(10), RootDispersion: ms(1), Leap: wire.LeapAddSecond}
 	sel := Selection{Offset: -us(500), Jitter: us(60)}
-	sys := NextSystem(peer, est, sel, 0x0a000001, -20, at(10*time.Second))
+	sys := NextSystem(peer, est, sel, 0x0a000001, -20, 0, at(10*time.Second))
 	want := System{
 		Leap: wire.LeapAddSecond, Stratum: 3, Precision: -20,
 		RootDelay: ms(12),
@@ -46,7 +46,7 @@ func TestNextSystem(t *testing.T) {
 		t.Errorf("got %+v\nwant %+v", sys, want)
 	}
 	peer.Stratum = 15
-	if sys := NextSystem(peer, est, sel, 1, -20, at(0)); sys.Stratum != 16 || sys.Leap != wire.LeapNotInSync {
+	if sys := NextSystem(peer, est, sel, 1, -20, 0, at(0)); sys.Stratum != 16 || sys.Leap != wire.LeapNotInSync {
 		t.Errorf("stratum 15 peer: %+v", sys)
 	}
 }

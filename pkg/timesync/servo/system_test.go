@@ -150,7 +150,7 @@ func runSystem(t *testing.T, seed uint64) {
 			x.filter.Shift(res.Correction)
 			x.poller.Update(res.Offset, sel.Jitter)
 		}
-		sys = ntp.NextSystem(peer, est, sel, 0x0a000001, -20, now)
+		sys = ntp.NextSystem(peer, est, sel, 0x0a000001, -20, 0, now)
 		if vt.Sub(start) > 15*time.Minute {
 			worst = max(worst, sim.TrueOffset().Abs())
 		}
