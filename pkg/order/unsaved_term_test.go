@@ -49,6 +49,43 @@ func TestSimUnsavedTermNotSequenced(t *testing.T) {
 	})
 }
 
+// TestSimReassertNotSequenced: leadcheck.Reasserted on the sequencer, 3
+// of 3: cut off, it keeps its term while 1 and 2 elect a newer one; healed
+// with its disk failing, it takes the role back above their term without
+// an elected event (a reassert). Its claim must wait for the write like
+// any other. Its disk mended, it sequences again.
+func TestSimReassertNotSequenced(t *testing.T) {
+	sim.SoakSeeds(t, 5, 100, func(t *testing.T, seed int64) {
+		s := sim.New(sim.Config{Seed: seed, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond, Jitter: 300 * time.Microsecond}})
+		cfg := DefaultLANConfig()
+		cfg.Machine = func() StateMachine { return rsm.New() }
+		addMembers(t, s, 3, cfg)
+		s.Run(time.Second)
+		member := func(id uint32) *Core { return s.Core(id).(*Core) }
+		if seq := member(1).seqr.leader; seq != 3 {
+			t.Fatalf("sequencer %d, want 3", seq)
+		}
+		leadcheck.Reasserted(t, s, 3, 5*time.Second, func() uint64 { return leadcheck.DiskBound(t, s, 3, electionState(s, 3)) }, func() error {
+			if st := member(3).Report().Sequencer; st.Role != "member" || !strings.Contains(st.Phase, "write fails") {
+				return fmt.Errorf("role %q, election phase %q", st.Role, st.Phase)
+			}
+			return nil
+		})
+		if t.Failed() {
+			return
+		}
+		s.SetDiskFaults(3, 0)
+		s.Run(5 * time.Second)
+		if seq := member(1).seqr.leader; seq != 3 {
+			t.Fatalf("sequencer %d once 3's disk works, want 3", seq)
+		}
+		multicastApplied(t, s, []uint32{1, 2, 3}, 1)
+		if err := leadcheck.LedOnce(s.Events()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // multicastApplied has member 1 multicast a deposit in total order and
 // fails t unless every member of ids has applied n commands 5 s later.
 func multicastApplied(t *testing.T, s *sim.Sim, ids []uint32, n uint64) {
