@@ -82,6 +82,12 @@ const (
 	// be: the link to the coordinator, or this member's own hold); said
 	// once per lease until one is confirmed.
 	EventRenewalUnanswered = "central_renewal_unanswered"
+	// EventCoordinatingUnsaved (a WARN): this member won its election
+	// (its claim was covered by the reservation on disk) but the write of
+	// the term it coordinates failed: every frame waits for it, so the
+	// others elect without it ("term"). Said once per term; status says
+	// so while it lasts (Detail.Unsaved).
+	EventCoordinatingUnsaved = "central_coordinating_unsaved"
 )
 
 // Refused is the loss reason of a request the coordinator refused (its
@@ -139,6 +145,10 @@ type Core struct {
 	durable core.Durable
 	inc     uint32 // this run's incarnation
 	lastLed uint64 // the last term coordinated, in any run
+	// unsaved is the term coordinated whose write (lastLed, a promise)
+	// failed and has not succeeded since; unsavedSaid the last one
+	// EventCoordinatingUnsaved named.
+	unsaved, unsavedSaid uint64
 	// ledTerm and ledCount: the term this run coordinated last, and how
 	// many fences it had granted in it when it stopped.
 	ledTerm, ledCount uint64
@@ -442,6 +452,21 @@ func (c *Core) Ready() core.Ready {
 func (c *Core) Advance(saved bool) {
 	c.el.Advance(saved)
 	c.durable.Advance(saved)
+	c.unsaved = 0
+	if !saved && c.co != nil && c.durable.PromisePending() {
+		// Its term is not on disk: every frame it sends is withheld until
+		// a write succeeds, and the others elect without it. It does not
+		// coordinate, whatever the election says (its claim needed no
+		// write), until the write succeeds.
+		c.unsaved = c.co.term
+		if c.unsavedSaid != c.co.term {
+			c.unsavedSaid = c.co.term
+			c.events = append(c.events, core.Event{Name: EventCoordinatingUnsaved, Warn: true,
+				Msg: fmt.Sprintf("coordinating term %s waits for its state write: the write failed, and every frame of this member waits for one that succeeds (the others elect a coordinator without it)",
+					epoch.Format(c.co.term)),
+				Args: []any{"term", c.co.term, "hint", "see the failed state write (persist: FAILING): free space or fix permissions under --state-dir"}})
+		}
+	}
 }
 
 // Outcomes drains the typed answers about requests (mutex.Algorithm).
