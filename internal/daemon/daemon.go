@@ -338,6 +338,13 @@ type Daemon struct {
 	answers        answerBatch
 	plan           slewPlan // the last tick's, for its Ready's slews
 	ticks          uint64   // the core's Ticks, for the loop's timer (tickIfDue may have ticked it)
+
+	// slowBefore is the last slow write that ended before the Ready being
+	// processed (noteTerm's: a Ready's own write does not explain its
+	// terms); wall, if set, is a test's clock for the write bookkeeping.
+	slowBefore *PersistWrite
+	wall       func() time.Time
+
 	// appends: the core has handed log records (core.Ready.Entries). The
 	// loop then steps it with every frame and call already queued before
 	// it acts on the Ready: one fdatasync covers them all (group commit).

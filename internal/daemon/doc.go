@@ -85,9 +85,12 @@
 // (slow_persist) and is counted in status (Persist). The loop sends
 // nothing while it writes, a leader's heartbeats included, so a write
 // longer than the leader timeout makes the others elect again: a new term
-// in the core's events ("term") within SlowTermWindow of a slow write is
-// a second WARN (slow_persist_elections) that ties the leader change to
-// the disk, counted in status too (slowterm.go).
+// in the core's events ("term") within SlowTermWindow of a write at least
+// that long (Agreement.LeaderTimeout; SlowPersist when unknown), one that
+// ended before the term's Ready (not the term's own write), is a second
+// WARN (slow_persist_elections) that ties the leader change to the disk,
+// counted in status too, the last one shown for SlowTermShown
+// (slowterm.go).
 //
 // Lifecycle: New validates and prepares; Run binds sockets, notifies systemd
 // (READY, WATCHDOG at half the configured interval, from the loop itself so a

@@ -66,7 +66,7 @@ func (d *Daemon) closeSubscribers() {
 // emit logs, counts, publishes an event and queues its hooks.
 func (d *Daemon) emit(e core.Event) {
 	d.events[e.Name]++
-	d.noteTerm(e, time.Now())
+	d.noteTerm(e, d.wallNow())
 	if d.cfg.OnEvent != nil {
 		d.cfg.OnEvent(e)
 	}

@@ -641,6 +641,7 @@ func (d *Daemon) process() {
 	if out.Empty() {
 		return
 	}
+	d.slowBefore = d.persist.LastSlow
 	saved := true
 	var err error  // the write's
 	withheld := 0  // frames a failed write kept home
@@ -676,17 +677,17 @@ func (d *Daemon) process() {
 			// long as the fdatasync takes): let them run first.
 			runtime.Gosched()
 		}
-		start := time.Now()
+		start := d.wallNow()
 		if out.State != nil {
 			err = d.state.snapshot(d.clog, out.State)
 			if err == nil {
-				d.persisted(CoreStateFile, len(out.State), out.Promise, d.state.took, time.Since(start))
+				d.persisted(CoreStateFile, len(out.State), out.Promise, d.state.took, d.wallNow().Sub(start))
 			}
 		} else {
 			d.appends = true
 			err = d.clog.appendRecords(out.Entries)
 			if err == nil {
-				d.persisted(CoreLogFile, len(out.Entries), out.Promise, d.clog.took, time.Since(start))
+				d.persisted(CoreLogFile, len(out.Entries), out.Promise, d.clog.took, d.wallNow().Sub(start))
 			}
 		}
 		if err != nil {
@@ -810,7 +811,7 @@ const SlowPersist = 100 * time.Millisecond
 // the last and the slowest; a write over SlowPersist is a warning,
 // rate-limited, naming the file and how long its syncs took.
 func (d *Daemon) persisted(file string, n int, promise bool, took writeTimes, total time.Duration) {
-	w := &PersistWrite{At: time.Now(), File: file, Promise: promise,
+	w := &PersistWrite{At: d.wallNow(), File: file, Promise: promise,
 		WriteUs: took.wrote.Microseconds(), SyncUs: took.synced.Microseconds(), TotalUs: total.Microseconds()}
 	if file == CoreLogFile {
 		w.Records = n

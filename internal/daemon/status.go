@@ -71,7 +71,7 @@ type PersistStatus struct {
 	LastSlow *PersistWrite `json:"last_slow,omitempty"`
 	// SlowTerms counts the new terms seen within SlowTermWindow of a
 	// slow write (leader changes likely caused by the disk); the last
-	// is LastSlowTerm.
+	// is LastSlowTerm, shown for SlowTermShown.
 	SlowTerms    uint64    `json:"terms_after_slow_writes"`
 	LastSlowTerm *SlowTerm `json:"last_term_after_slow_write,omitempty"`
 	// Failing is set while writes fail (nil once one succeeds).
@@ -165,7 +165,7 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 		TraceWindow:    d.win.status(),
 		TraceAsks:      d.traceAsks(),
 		TrueTime:       d.trueTimeStatus(),
-		Persist:        d.persist,
+		Persist:        d.persistStatus(time.Now()),
 	}
 	if d.cfg.Standalone() {
 		st.Address = "" // no member socket

@@ -9,7 +9,8 @@
 // docs/operations.md's list for the operator, and every event that list
 // names is logged at WARN; each binary's command reference
 // (docs/reference/NAME.md, every flag) is at most two links from
-// README.md; and no help text, doc or comment refers to the course notes
+// README.md; the daemon pages quote what a build from before bully's
+// second state format says of it (TestDowngradeRefusalQuoted); and no help text, doc or comment refers to the course notes
 // by file or "seed" number, which means nothing to a reader without the
 // files (and "seed" is also the simulator's).
 //

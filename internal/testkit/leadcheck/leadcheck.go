@@ -1,7 +1,7 @@
 // Package leadcheck is an oracle over the simulator's event log for the
 // cores that embed a leader election (orderd's sequencer, mutexd's central
-// coordinator, timed's Berkeley master): no member reports itself elected
-// for one term in two of its lives. A term's authority is its number (a
+// coordinator, timed's Berkeley master): no member claims one term (reports
+// itself elected, or leading a new term: claim) in two of its lives. A term's authority is its number (a
 // fence, a sequence era, a round's term): a member that led a term, was
 // restarted and led it again hands that number to two leaderships. It
 // happens when a member reports a term its disk does not hold (its write
@@ -25,8 +25,32 @@ import (
 // restartEvent is the simulator's event for a restart (sim.Restart).
 const restartEvent = "sim.restart"
 
-// LedOnce returns an error naming the first member that reported itself
-// elected (elect.EventElected) for one term in two of its lives, or nil.
+// claim returns the term of a claim a member reported (e.Node leads
+// it): elect.EventElected, or elect.EventLeaderElected naming the member
+// itself. bully reports elected only when a member becomes leader; a
+// leader that takes the cluster back above a newer term (a reassert)
+// reports only the leader_elected of its new term, and a claim there on
+// no disk would pass an oracle that saw elected alone.
+func claim(e sim.Event) (term uint64, ok bool, err error) {
+	switch e.Name {
+	case elect.EventElected:
+	case elect.EventLeaderElected:
+		if lead, _ := e.Arg("leader"); lead != e.Node {
+			return 0, false, nil
+		}
+	default:
+		return 0, false, nil
+	}
+	tm, _ := e.Arg("term")
+	term, ok = tm.(uint64)
+	if !ok {
+		return 0, false, fmt.Errorf("node %d: %s at %v without a term", e.Node, e.Name, e.At)
+	}
+	return term, true, nil
+}
+
+// LedOnce returns an error naming the first member that led one term
+// (reported a claim of it: claim) in two of its lives, or nil.
 func LedOnce(events []sim.Event) error {
 	type led struct {
 		node uint32
@@ -39,13 +63,12 @@ func LedOnce(events []sim.Event) error {
 			life[e.Node]++
 			continue
 		}
-		if e.Name != elect.EventElected {
-			continue
+		term, ok, err := claim(e)
+		if err != nil {
+			return err
 		}
-		tm, _ := e.Arg("term")
-		term, ok := tm.(uint64)
 		if !ok {
-			return fmt.Errorf("node %d: %s at %v without a term", e.Node, e.Name, e.At)
+			continue
 		}
 		k := led{e.Node, term}
 		if prev, ok := ledIn[k]; ok && prev != life[e.Node] {
@@ -56,21 +79,18 @@ func LedOnce(events []sim.Event) error {
 	return nil
 }
 
-// Unsaved returns the terms node reported itself elected for (elect.
-// EventElected) at or after from that are above bound, the highest term
-// its disk allows it (for bully the larger of its term and its
-// reservation, bully.RestoreReserved): while its writes fail, nothing it
-// reports may go past what it wrote before.
+// Unsaved returns the terms node claimed (claim) at or after from that
+// are above bound, the highest term its disk allows it (for bully the
+// larger of its term and its reservation, bully.RestoreReserved): while
+// its writes fail, nothing it reports may go past what it wrote before.
 func Unsaved(events []sim.Event, node uint32, from time.Duration, bound uint64) []uint64 {
 	var terms []uint64
 	for _, e := range events {
-		if e.Node != node || e.At < from || e.Name != elect.EventElected {
+		if e.Node != node || e.At < from {
 			continue
 		}
-		if tm, ok := e.Arg("term"); ok {
-			if term, ok := tm.(uint64); ok && term > bound {
-				terms = append(terms, term)
-			}
+		if term, ok, _ := claim(e); ok && term > bound {
+			terms = append(terms, term)
 		}
 	}
 	return terms
@@ -101,8 +121,42 @@ func Isolated(t testing.TB, s *sim.Sim, id uint32, run time.Duration, bound func
 	s.SetDiskFaults(id, 1)
 	s.Isolate(id)
 	s.Run(run)
+	restartHeld(t, s, id, from, run, bound, held)
+}
+
+// Reasserted is Isolated for a leader's claim: leader id is cut off
+// while the others elect among themselves, and elect again after each
+// of them restarts (a power cut on their side), so their term passes the
+// one id reserved; then, with every state write of id failing, the links
+// heal, and id, still leading its own term, hears the newer one and takes
+// the cluster back above it (bully's reassert: no elected event, its
+// claim's term is in a leader_elected), a claim its reservation does not
+// cover. It must claim nothing above bound(), and after a restart held
+// must find it not leading; no term may be led in two lives. The disk is
+// left failing: the caller mends it.
+func Reasserted(t testing.TB, s *sim.Sim, id uint32, run time.Duration, bound func() uint64, held func() error) {
+	t.Helper()
+	s.Isolate(id)
+	s.Run(run)
+	for _, other := range s.IDs() {
+		if other != id {
+			s.Restart(other)
+		}
+	}
+	s.Run(run)
+	from := s.Elapsed()
+	s.SetDiskFaults(id, 1)
+	s.Heal()
+	s.Run(run)
+	restartHeld(t, s, id, from, run, bound, held)
+}
+
+// restartHeld is the end of Isolated and Reasserted: no claim of id above
+// bound() since from, then a restart and run, held, LedOnce.
+func restartHeld(t testing.TB, s *sim.Sim, id uint32, from, run time.Duration, bound func() uint64, held func() error) {
+	t.Helper()
 	if terms := Unsaved(s.Events(), id, from, bound()); len(terms) > 0 {
-		t.Errorf("member %d reported itself elected in terms %#x above its disk's with every write failing", id, terms)
+		t.Errorf("member %d claimed terms %#x above its disk's with every write failing", id, terms)
 	}
 	// Its reservation covered one claim; the restart's claims above it
 	// wait for a write.

@@ -89,6 +89,12 @@ const (
 	// its member counts it ("member", "lock", "lease", "max"); said once
 	// per member and term.
 	EventLeaseAboveMax = "central_lease_above_max"
+	// EventCoordinatingUnsaved (a WARN): this member won its election
+	// (its claim was covered by the reservation on disk) but the write of
+	// the term it coordinates failed: every frame waits for it, so the
+	// others elect without it ("term"). Said once per term; status says
+	// so while it lasts (Detail.Unsaved).
+	EventCoordinatingUnsaved = "central_coordinating_unsaved"
 )
 
 // Refused is the loss reason of a request the coordinator refused (its
@@ -147,6 +153,10 @@ type Core struct {
 	writes  writeHealth
 	inc     uint32 // this run's incarnation
 	lastLed uint64 // the last term coordinated, in any run
+	// unsavedTerm is the term coordinated whose write (lastLed, a
+	// promise) failed and has not succeeded since; unsavedTermSaid the
+	// last one EventCoordinatingUnsaved named.
+	unsavedTerm, unsavedTermSaid uint64
 	// ledTerm and ledCount: the term this run coordinated last, and how
 	// many fences it had granted in it when it stopped.
 	ledTerm, ledCount uint64
@@ -459,6 +469,21 @@ func (c *Core) Advance(saved bool) {
 	c.durable.Advance(saved)
 	c.writes.advance(c.now, saved)
 	c.unsaved.Advance(!c.durable.PromisePending(), &c.outcomes)
+	c.unsavedTerm = 0
+	if !saved && c.co != nil && c.durable.PromisePending() {
+		// Its term is not on disk: every frame it sends is withheld until
+		// a write succeeds, and the others elect without it. It does not
+		// coordinate, whatever the election says (its claim needed no
+		// write), until the write succeeds.
+		c.unsavedTerm = c.co.term
+		if c.unsavedTermSaid != c.co.term {
+			c.unsavedTermSaid = c.co.term
+			c.events = append(c.events, core.Event{Name: EventCoordinatingUnsaved, Warn: true,
+				Msg: fmt.Sprintf("coordinating term %s waits for its state write: the write failed, and every frame of this member waits for one that succeeds (the others elect a coordinator without it)",
+					epoch.Format(c.co.term)),
+				Args: []any{"term", c.co.term, "hint", "see the failed state write (persist: FAILING): free space or fix permissions under --state-dir"}})
+		}
+	}
 }
 
 // writeHealth is what this member knows of its own state writes, for the

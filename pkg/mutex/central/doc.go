@@ -355,4 +355,12 @@
 // coordinator's election already claims only a term on disk). Factory builds it from a driver's Env and
 // mutex.Options (--lease, and --heartbeat for the beat and the election's
 // heartbeat, at most a third of the lease).
+//
+// A won term whose write fails: the election's claim may need no write
+// (the reservation on disk covers it) while the term coordinated is one
+// (lastLed, a promise): if that write fails, every frame of the member is
+// withheld and the others elect without it. Meanwhile the member reports
+// no coordination (Detail.Coordinates false, Detail.Unsaved the term,
+// status "COORDINATING TERM X WAITS FOR ITS STATE WRITE") and says so
+// once per term at WARN (EventCoordinatingUnsaved), until a write succeeds.
 package central

@@ -89,6 +89,8 @@ func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 	}
 	role := fmt.Sprintf("following coordinator %d", d.Coordinator)
 	switch {
+	case d.Unsaved != 0:
+		role = fmt.Sprintf("COORDINATING TERM %s WAITS FOR ITS STATE WRITE (it failed: every frame of this member waits; see Persist)", epoch.Format(d.Unsaved))
 	case d.Coordinates:
 		role = fmt.Sprintf("coordinator (%d of %d members synced, %d supporting, majority %d)", d.Joined, len(st.Members), d.Supporters, d.Majority)
 	case d.Coordinator == 0:

@@ -16,6 +16,10 @@ type Detail struct {
 	Coordinator uint32 `json:"coordinator"`
 	Term        uint64 `json:"term"`
 	Coordinates bool   `json:"coordinates"`
+	// Unsaved is the term this member won but cannot coordinate: its
+	// write failed, and every frame waits for one that succeeds
+	// (EventCoordinatingUnsaved); Coordinates is false meanwhile.
+	Unsaved     uint64 `json:"coordinating_unsaved_term,omitempty"`
 	Incarnation uint32 `json:"incarnation"`
 	// Ready: the coordinator may grant (its hold is over); HoldLeftMS:
 	// how long it still waits (this member's own, or what the
@@ -91,6 +95,10 @@ func (c *Core) Report() mutex.Status {
 	}
 	d.RenewalsUnanswered = c.renewalsUnanswered()
 	k := c.co
+	if k != nil && c.unsavedTerm == k.term {
+		d.Unsaved = k.term
+		k = nil
+	}
 	if k != nil {
 		d.Coordinates, d.Ready = true, k.ready
 		if !k.ready {

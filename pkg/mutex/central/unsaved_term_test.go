@@ -45,6 +45,39 @@ func TestUnsavedTermNotCoordinated(t *testing.T) {
 	})
 }
 
+// TestReassertNotCoordinated: leadcheck.Reasserted on the coordinator, 5
+// of 5: cut off, it keeps its term while the others elect a newer one;
+// healed with its disk failing, it would take the cluster back above
+// their term without an elected event (a reassert). Its claim must wait
+// for the write like any other; restarted, it follows 4. Its disk
+// mended, 4 is granted the lock.
+func TestReassertNotCoordinated(t *testing.T) {
+	sim.Seeds(t, 5, func(t *testing.T, seed int64) {
+		s := defaultCluster(t, seed)
+		if got := coordinator(s); got != 5 {
+			t.Fatalf("coordinator %d, want 5", got)
+		}
+		leadcheck.Reasserted(t, s, 5, 10*time.Second, func() uint64 { return leadcheck.DiskBound(t, s, 5, electionState) }, func() error {
+			// Restarted where 4 coordinates, it follows 4 (its claims
+			// above its reservation are held anyway).
+			if d := detail(s, 5); d.Coordinates {
+				return fmt.Errorf("coordinates with its writes failing, election phase %q", d.Election.Phase)
+			}
+			return nil
+		})
+		if t.Failed() {
+			return
+		}
+		s.SetDiskFaults(5, 0)
+		if !acquired(s, 4, 10*time.Second) {
+			t.Fatalf("member 4 not granted the lock 10 s after 5's disk works (coordinator %d)", coordinator(s))
+		}
+		if err := leadcheck.LedOnce(s.Events()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // electionState is the election's section of central's state.
 func electionState(state []byte, _ [][]byte) ([]byte, error) {
 	saved, err := central.Restore(state)
