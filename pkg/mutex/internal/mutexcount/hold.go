@@ -25,8 +25,10 @@ import (
 // Ready when it carries no promise and nothing is held; else they are held,
 // in order behind what already is, until every promise is on disk. When
 // the write of the Ready they came with succeeds they leave at its Advance
-// (no time has passed since the core judged their leases: a healthy disk
-// changes nothing but that a driver hands them over after the write);
+// (the core's clock has not moved since it judged their leases: a healthy
+// disk changes nothing but that a driver hands them over after the write;
+// a write slower than a lease hands over a grant with nothing left, which
+// the client's own count, from before its request, refuses);
 // when they waited across a failed write they leave at the next Tick,
 // whose reading of the clock judges them again: a grant or a renewal whose
 // lease ended meanwhile is dropped (counted: grants_unsaved,
@@ -74,7 +76,7 @@ func (h *Hold) Advance(onDisk bool, outcomes *[]mutex.Outcome) {
 	case !onDisk:
 		h.fresh, h.due = false, false
 	case h.fresh:
-		*outcomes = append(*outcomes, h.held...)
+		*outcomes = append(h.held, *outcomes...)
 		h.held, h.fresh = nil, false
 	default:
 		h.due = true
@@ -100,11 +102,16 @@ const UnsavedRewarn = time.Minute
 // Release is called at the start of the core's Tick with its reading of
 // the clock: once every promise is on disk, the held outcomes leave into
 // *outcomes, but for the grants and renewals whose lease has ended by
-// now, each dropped, counted and said.
+// now, each dropped, counted and said. They go before the outcomes made
+// since (a release or renewal the client made in the same turn of the
+// driver's loop, before the Tick): they came first (a review: a release
+// reached the driver before the grant it ends).
 func (h *Hold) Release(now time.Time, outcomes *[]mutex.Outcome, events *[]core.Event, counters map[string]uint64) {
 	if !h.due {
 		return
 	}
+	kept := make([]mutex.Outcome, 0, len(h.held)+len(*outcomes))
+	defer func() { *outcomes = append(kept, *outcomes...) }()
 	for _, o := range h.held {
 		switch o := o.(type) {
 		case mutex.Granted:
@@ -120,7 +127,7 @@ func (h *Hold) Release(now time.Time, outcomes *[]mutex.Outcome, events *[]core.
 				continue
 			}
 		}
-		*outcomes = append(*outcomes, o)
+		kept = append(kept, o)
 	}
 	h.held, h.due = nil, false
 }

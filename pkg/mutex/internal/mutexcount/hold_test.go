@@ -78,3 +78,27 @@ func TestHold(t *testing.T) {
 		t.Fatalf("counters %v, events %+v: want each dropped counted and said, the first at WARN", counters, events)
 	}
 }
+
+// TestHoldReleaseBeforeLaterOutcomes: a grant held across a failed write
+// leaves at the Tick after a good one; a release of it the client made in
+// the same turn of the driver's loop, before that Tick, is already in the
+// core's outcomes. The grant must come first (a review: the release
+// reached the driver before the grant it ends, and the acquire's waiter
+// was answered "released before any grant").
+func TestHoldReleaseBeforeLaterOutcomes(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var h Hold
+	grant := mutex.Granted{ID: 5, Lock: "x", Fence: 5, Expires: t0.Add(time.Second)}
+	out := []mutex.Outcome{grant}
+	h.Ready(&core.Ready{State: []byte{1}, Promise: true}, &out)
+	h.Advance(false, &out) // the write failed
+	h.Ready(&core.Ready{State: []byte{1}, Promise: true}, &out)
+	h.Advance(true, &out) // a later write took it
+	released := mutex.Released{ID: 5, Lock: "x", Fence: 5}
+	out = append(out, released) // the client's release, before the Tick
+	var events []core.Event
+	h.Release(t0.Add(time.Millisecond), &out, &events, map[string]uint64{})
+	if want := []mutex.Outcome{grant, released}; !reflect.DeepEqual(out, want) {
+		t.Errorf("outcomes %v, want the held grant before the release made after it: %v", out, want)
+	}
+}
