@@ -150,6 +150,9 @@ func TestSimLANAccuracy(t *testing.T) {
 				errs := lanAccuracy(t, seed, sc.noise, 2*time.Minute, 8*time.Minute, sc.step)
 				p99s = append(p99s, pctl(errs, 99))
 			})
+			if len(p99s) == 0 {
+				return // the seed that failed said why (a panic here hid it)
+			}
 			slices.Sort(p99s)
 			med, worst := p99s[len(p99s)/2], p99s[len(p99s)-1]
 			t.Logf("%s: |error| p99 over %d seeds: median %v, max %v, all %v", sc.name, len(p99s), med, worst, p99s)
@@ -187,6 +190,9 @@ func TestSimLabNoise(t *testing.T) {
 		p50s = append(p50s, pctl(errs, 50))
 		p99s = append(p99s, pctl(errs, 99))
 	})
+	if len(p99s) == 0 {
+		return // the seed that failed said why
+	}
 	slices.Sort(p99s)
 	p50, p99, worst := pctl(p50s, 50), p99s[len(p99s)/2], p99s[len(p99s)-1]
 	t.Logf("|error| over %d starts: p50 median %v; p99 median %v, max %v, all %v", len(p99s), p50, p99, worst, p99s)
