@@ -22,15 +22,7 @@ import (
 // synced (found by review). A re-announced hold is taken over the limit.
 func TestReannouncedHoldOverQueueLimit(t *testing.T) {
 	r := reannounceRun(t, 4, 8)
-	r.s.Start()
-	r.s.Run(2 * time.Second)
-	var held mutex.RequestID
-	r.s.Do(1, func(c core.Core) { held, _ = c.(*central.Core).Acquire(r.s.Clock(1).Now(), mutex.Request{Lock: "x"}) })
-	if !r.s.RunUntil(func() bool { st, _ := r.core(1).Lookup(held); return st.Granted }, time.Second) {
-		t.Fatal("member 1 not granted x")
-	}
-	r.s.Crash(4)
-	r.s.Run(10 * time.Millisecond)
+	held := holdThenKill(r, 2*time.Second, "x", 4)
 	for range 8 {
 		r.s.Do(3, func(c core.Core) {
 			if _, err := c.(*central.Core).Acquire(r.s.Clock(3).Now(), mutex.Request{Lock: "x"}); err != nil {
@@ -56,6 +48,22 @@ func TestReannouncedHoldOverQueueLimit(t *testing.T) {
 // ranking them by ID (n the first coordinator).
 func reannounceRun(t *testing.T, n uint32, maxQueue int) *scenarioRun {
 	return reannounceLeases(t, n, maxQueue, func(uint32) time.Duration { return time.Second })
+}
+
+// holdThenKill starts r, runs it for settle, has member 1 hold lock and
+// SIGKILLs coordinator coord 10 ms later; it returns member 1's request.
+func holdThenKill(r *scenarioRun, settle time.Duration, lock string, coord uint32) mutex.RequestID {
+	r.t.Helper()
+	r.s.Start()
+	r.s.Run(settle)
+	var held mutex.RequestID
+	r.s.Do(1, func(c core.Core) { held, _ = c.(*central.Core).Acquire(r.s.Clock(1).Now(), mutex.Request{Lock: lock}) })
+	if !r.s.RunUntil(func() bool { st, _ := r.core(1).Lookup(held); return st.Granted }, time.Second) {
+		r.t.Fatalf("member 1 not granted %s", lock)
+	}
+	r.s.Crash(coord)
+	r.s.Run(10 * time.Millisecond)
+	return held
 }
 
 // reannounceLeases is reannounceRun with each member's maximum lease

@@ -20,15 +20,7 @@ import (
 // (found by review). A re-announced hold is taken over the share.
 func TestReannouncedHoldOverShare(t *testing.T) {
 	r := reannounceRun(t, 6, 0)
-	r.s.Start()
-	r.s.Run(2 * time.Second)
-	var held mutex.RequestID
-	r.s.Do(1, func(c core.Core) { held, _ = c.(*central.Core).Acquire(r.s.Clock(1).Now(), mutex.Request{Lock: "z"}) })
-	if !r.s.RunUntil(func() bool { st, _ := r.core(1).Lookup(held); return st.Granted }, time.Second) {
-		t.Fatal("member 1 not granted z")
-	}
-	r.s.Crash(6)
-	r.s.Run(10 * time.Millisecond)
+	held := holdThenKill(r, 2*time.Second, "z", 6)
 	r.s.Do(1, func(c core.Core) {
 		for range 420 {
 			if _, err := c.(*central.Core).Acquire(r.s.Clock(1).Now(), mutex.Request{Lock: "a"}); err != nil {
