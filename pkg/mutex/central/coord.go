@@ -79,8 +79,9 @@ type peer struct {
 	// maxSeq is the latest request of its run the coordinator knows of
 	// (its requests, its syncs' MaxSeq): the token-asking variant's V.
 	maxSeq uint64
-	// warnedLease: EventLeaseAboveMax was said of it in this term.
-	warnedLease bool
+	// warnedLease, warnedCluster: EventLeaseAboveMax and
+	// EventLeaseAboveCluster were said of it in this term.
+	warnedLease, warnedCluster bool
 	// droppedSeq is the earliest of its run's waiting requests dropped
 	// when it fell silent (DeadAfter without a frame), at droppedAt, and
 	// not listed by a sync since (0: none): the token-asking variant's V
@@ -957,6 +958,32 @@ func (c *Core) leaseAboveMax(member uint32, p *peer, w wire.CentralSyncEntry, le
 		Args: []any{"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxLease}})
 }
 
+// leaseAboveCluster says, once per member and term at WARN, that member p
+// re-announced w with a lease (lease: the longer of its lease and what is
+// left of it) longer than any member's (MaxPeerLease): kept for that
+// long only.
+func (c *Core) leaseAboveCluster(member uint32, p *peer, w wire.CentralSyncEntry, lease time.Duration) {
+	c.count("holds_lease_above_cluster")
+	if p.warnedCluster {
+		return
+	}
+	p.warnedCluster = true
+	c.events = append(c.events, core.Event{Name: EventLeaseAboveCluster, Warn: true,
+		Msg: fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, longer than any member's --lease (%v): no member asks that long, so no coordinator granted it; "+
+			"this coordinator (member %d) keeps it for %v only. %s",
+			member, w.Name, w.Fence, lease, c.cfg.MaxPeerLease, c.self, c.cfg.MaxPeerLease, c.forgedCause(member)),
+		Args: []any{"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxPeerLease}})
+}
+
+// forgedCause says what may have sent a number no member of this build
+// sends in member's name.
+func (c *Core) forgedCause(member uint32) string {
+	if !c.cfg.Authenticated {
+		return fmt.Sprintf("It came in member %d's name, and without a key, anyone on the LAN can send this; set a key (--key-file on every member)", member)
+	}
+	return fmt.Sprintf("The cluster has a key, so member %d sent it: a build without configuration agreement (status says it is followed unchecked: upgrade it), or a bug to report", member)
+}
+
 // checkLease reads a lease from the wire (0: the longest).
 func (c *Core) checkLease(leaseMS uint32) (time.Duration, error) {
 	lease := time.Duration(leaseMS) * time.Millisecond
@@ -1167,12 +1194,22 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 				c.count("sync_bad_lease")
 				continue
 			}
-			if max(lease, left) > c.cfg.MaxLease {
+			switch long := max(lease, left); {
+			case long > c.cfg.MaxPeerLease:
+				// Longer than any member's --lease: no member was granted
+				// it (each asks at most its own). Kept for the longest a
+				// member may hold, not refused: a member run unchecked
+				// (no agreement) may hold it, and that long a forged one
+				// costs the lock (it used to hold it for up to
+				// mutex.MaxLeaseLimit, an hour).
+				c.leaseAboveCluster(member, p, w, long)
+				lease, left = min(lease, c.cfg.MaxPeerLease), min(left, c.cfg.MaxPeerLease)
+			case long > c.cfg.MaxLease:
 				// Kept all the same, until its lease ends as its member
 				// counts it: dropped, the lock counted as free, another
 				// member was granted it inside the lease and the holder's
 				// renewal refused (TestReannouncedHoldLongerLease).
-				c.leaseAboveMax(member, p, w, max(lease, left))
+				c.leaseAboveMax(member, p, w, long)
 			}
 			if x != nil {
 				c.remove(x)

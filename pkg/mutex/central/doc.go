@@ -246,6 +246,18 @@
 // out. A waiting request re-announced with a lease above MaxLease is
 // refused, as the request itself is.
 //
+// No longer than any member's --lease, though (Config.MaxPeerLease): a
+// member asks at most its own, so a longer one was granted to nobody.
+// One forged sync (without a key) re-announcing a hold for an hour, the
+// most a lease may be, held its lock for that hour
+// (TestForgedHoldHourLease). It is kept for MaxPeerLease only, and said
+// at WARN (EventLeaseAboveCluster, naming the member and the missing
+// key). mutexd leaves MaxPeerLease at its own --lease, and that is
+// exact: its configuration agreement refuses, by name, every frame of a
+// member whose --lease differs, so no member heard was granted more; a
+// cluster whose members run with different leases sets the longest, and
+// keeps the mismatch's hold whole (TestReannouncedHoldLongerLease).
+//
 // A member whose frames are withheld so (its own state writes failing)
 // says it, not the link, when a renewal goes unanswered
 // (EventRenewalUnanswered): the core learns of each failed write from
@@ -301,13 +313,11 @@
 // with a fence of that term, the lease that was asked, and an echo of a
 // stamp this member really sent; renewals must name the grant's fence.
 // A sync cannot install a holder with a fence of the current term it was
-// not granted, nor a lease longer than mutex.MaxLeaseLimit or with more
-// left than the longer of its length and MaxLease (an older
-// coordinator's lease may exceed this one's
-// MaxLease, so a lying member can keep a lock that long at a takeover, as
-// it could by renewing), nor more requests than the
-// member's share of the queue (MaxQueue/2 split among the other members);
-// absurd counts are refused by the decoder before anything is allocated.
+// not granted, nor a lease longer than MaxPeerLease (kept for that long)
+// or with more left than the longer of its length and MaxLease, nor
+// more waiting requests than the member's share of the queue
+// (MaxQueue/2 split among the other members); absurd counts are refused
+// by the decoder before anything is allocated.
 // Everything refused is counted ("rejected_REASON", "sync_*"), never a
 // panic.
 //

@@ -51,6 +51,9 @@ func ConfigFor(opt mutex.Options) (Config, error) {
 	if opt.Heartbeat != 0 {
 		cfg.BeatInterval = min(opt.Heartbeat, cfg.MaxLease/3)
 	}
+	// MaxPeerLease stays MaxLease: configuration agreement refuses the
+	// frames of a member whose --lease differs.
+	cfg.Authenticated = opt.Authenticated
 	return cfg, nil
 }
 
