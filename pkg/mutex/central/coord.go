@@ -962,16 +962,21 @@ func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32)
 // does not cover: hence the WARN.
 func (c *Core) leaseAboveMax(member uint32, p *peer, w wire.CentralSyncEntry, lease time.Duration) {
 	c.count("holds_lease_above_max")
-	if p.warnedLease {
+	c.warnOnce(&p.warnedLease, EventLeaseAboveMax, fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, granted by an older coordinator: longer than this member's (member %d) longest lease, %v (--lease): "+
+		"members configured with different --lease; the hold is kept until its lease ends and renewed for at most %v, but a takeover waits only this member's lease "+
+		"for the leases nobody re-announces: give every member the same --lease (and --heartbeat)",
+		member, w.Name, w.Fence, lease, c.self, c.cfg.MaxLease, c.cfg.MaxLease),
+		"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxLease)
+}
+
+// warnOnce says msg at WARN as event name unless *said, which it sets:
+// once per member and term (said is a flag of the term's peer).
+func (c *Core) warnOnce(said *bool, name, msg string, args ...any) {
+	if *said {
 		return
 	}
-	p.warnedLease = true
-	c.events = append(c.events, core.Event{Name: EventLeaseAboveMax, Warn: true,
-		Msg: fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, granted by an older coordinator: longer than this member's (member %d) longest lease, %v (--lease): "+
-			"members configured with different --lease; the hold is kept until its lease ends and renewed for at most %v, but a takeover waits only this member's lease "+
-			"for the leases nobody re-announces: give every member the same --lease (and --heartbeat)",
-			member, w.Name, w.Fence, lease, c.self, c.cfg.MaxLease, c.cfg.MaxLease),
-		Args: []any{"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxLease}})
+	*said = true
+	c.events = append(c.events, core.Event{Name: name, Warn: true, Msg: msg, Args: args})
 }
 
 // holdOverCap takes hold w, re-announced by member p while its entries
@@ -1000,15 +1005,10 @@ func (c *Core) holdOverCap(member uint32, p *peer, w wire.CentralSyncEntry, left
 		k.frozenUntil = until
 	}
 	k.overCap, p.overCap = true, true
-	if p.warnedCap {
-		return
-	}
-	p.warnedCap = true
-	c.events = append(c.events, core.Event{Name: EventHoldsOverCap, Warn: true,
-		Msg: fmt.Sprintf("member %d re-announced more holds, across its incarnations (now %d), than a member can have here (%d: its share of the queue and one sync's): %s (fence %d) and any more are not kept, "+
-			"and this coordinator (member %d) grants no lock before %v from now (when they would end) nor before its whole hold has run. %s",
-			member, p.inc, c.share()+wire.MaxSyncEntries, w.Name, w.Fence, c.self, until.Sub(c.now).Round(time.Millisecond), c.forgedCause(member)),
-		Args: []any{"member", member, "lock", w.Name, "holds", p.entries, "until", until}})
+	c.warnOnce(&p.warnedCap, EventHoldsOverCap, fmt.Sprintf("member %d re-announced more holds, across its incarnations (the latest %d), than a member can have here (%d: its share of the queue and one sync's): %s (fence %d) and any more are not kept, "+
+		"and this coordinator (member %d) grants no lock before %v from now (when they would end) nor before its whole hold has run. %s",
+		member, p.inc, c.share()+wire.MaxSyncEntries, w.Name, w.Fence, c.self, until.Sub(c.now).Round(time.Millisecond), c.forgedCause(member)),
+		"member", member, "lock", w.Name, "holds", p.entries, "until", until)
 }
 
 // leaseAboveCluster says, once per member and term at WARN, that member p
@@ -1017,15 +1017,10 @@ func (c *Core) holdOverCap(member uint32, p *peer, w wire.CentralSyncEntry, left
 // long only.
 func (c *Core) leaseAboveCluster(member uint32, p *peer, w wire.CentralSyncEntry, lease time.Duration) {
 	c.count("holds_lease_above_cluster")
-	if p.warnedCluster {
-		return
-	}
-	p.warnedCluster = true
-	c.events = append(c.events, core.Event{Name: EventLeaseAboveCluster, Warn: true,
-		Msg: fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, longer than any member's --lease (%v): no member asks that long, so no coordinator granted it; "+
-			"this coordinator (member %d) keeps it for %v only. %s",
-			member, w.Name, w.Fence, lease, c.cfg.MaxPeerLease, c.self, c.cfg.MaxPeerLease, c.forgedCause(member)),
-		Args: []any{"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxPeerLease}})
+	c.warnOnce(&p.warnedCluster, EventLeaseAboveCluster, fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, longer than any member's --lease (%v): no member asks that long, so no coordinator granted it; "+
+		"this coordinator (member %d) keeps it for %v only. %s",
+		member, w.Name, w.Fence, lease, c.cfg.MaxPeerLease, c.self, c.cfg.MaxPeerLease, c.forgedCause(member)),
+		"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxPeerLease)
 }
 
 // forgedCause says what may have sent a number no member of this build
