@@ -89,6 +89,18 @@ const (
 	// its member counts it ("member", "lock", "lease", "max"); said once
 	// per member and term.
 	EventLeaseAboveMax = "central_lease_above_max"
+	// EventLeaseAboveCluster (a WARN): a member re-announced a hold whose
+	// lease is longer than any member's (Config.MaxPeerLease): no member
+	// was granted it, so it was forged (without a key) or sent by a
+	// member run unchecked; kept for MaxPeerLease only ("member", "lock",
+	// "lease", "max"). Said once per member and term.
+	EventLeaseAboveCluster = "central_lease_above_cluster"
+	// EventHoldsOverCap (a WARN): a member re-announced, across its
+	// incarnations, more holds than a member can have at the coordinator
+	// (its share and one sync's): the rest are not kept, and no lock is
+	// granted before they would end ("member", "holds", "until"). Said
+	// once per member and term.
+	EventHoldsOverCap = "central_holds_over_cap"
 	// EventCoordinatingUnsaved (a WARN): this member won its election
 	// (its claim was covered by the reservation on disk) but the write of
 	// the term it coordinates failed: every frame waits for it, so the

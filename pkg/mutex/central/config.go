@@ -78,6 +78,24 @@ type Config struct {
 	// MinLease is the shortest lease a request may ask for (default
 	// 100 ms).
 	MinLease time.Duration
+	// MaxPeerLease is the longest lease any member whose frames reach this
+	// core may hold: the longest --lease among the members (default
+	// MaxLease, at most mutex.MaxLeaseLimit). A member's grants are
+	// bounded by its own --lease (it refuses to ask for more), so a lease
+	// re-announced to a new coordinator longer than this was granted to
+	// nobody: it is kept for MaxPeerLease only (EventLeaseAboveCluster).
+	// mutexd leaves the default: its configuration agreement refuses the
+	// frames of a member whose --lease differs (the fingerprint), so every
+	// member heard runs this member's. Members run with different maximum
+	// leases (a simulation, a cluster without agreement) set their
+	// longest: a shorter bound would end a real member's hold early (two
+	// holders).
+	MaxPeerLease time.Duration
+	// Authenticated says that frames carry a MAC of the cluster key
+	// (mutex.Options.Authenticated): nobody but a member sends in a
+	// member's name. Only the warnings read it: without a key, a number
+	// no member sends may be forged, and they say so.
+	Authenticated bool
 	// MaxDriftPPM bounds how much faster or slower than each other two
 	// members' clocks may run (default 1000 ppm): the coordinator's view
 	// of a lease and the Hold are padded by it.
@@ -173,6 +191,13 @@ func (c *Config) validate() error {
 		liveness.Duration{Name: "ConfirmWindow", Value: &c.ConfirmWindow}, liveness.Duration{Name: "BeatInterval", Value: &c.BeatInterval}, liveness.Duration{Name: "DeadAfter", Value: &c.DeadAfter},
 	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if c.MaxPeerLease == 0 {
+		c.MaxPeerLease = c.MaxLease
+	}
+	if c.MaxPeerLease < c.MaxLease || c.MaxPeerLease > mutex.MaxLeaseLimit {
+		return fmt.Errorf("%w: MaxPeerLease %v: want MaxLease %v to %v (the longest lease of any member, this one included)",
+			ErrConfig, c.MaxPeerLease, c.MaxLease, mutex.MaxLeaseLimit)
 	}
 	mutex.FillLimits(&c.MaxDriftPPM, &c.MaxLocks, &c.MaxQueue)
 	if err := mutex.CheckBounds(mutex.Bounds{

@@ -79,8 +79,14 @@ type peer struct {
 	// maxSeq is the latest request of its run the coordinator knows of
 	// (its requests, its syncs' MaxSeq): the token-asking variant's V.
 	maxSeq uint64
-	// warnedLease: EventLeaseAboveMax was said of it in this term.
-	warnedLease bool
+	// warnedLease, warnedCluster, warnedCap: EventLeaseAboveMax,
+	// EventLeaseAboveCluster, EventHoldsOverCap were said of it in this
+	// term.
+	warnedLease, warnedCluster, warnedCap bool
+	// overCap: holds it re-announced in this term were not kept, over
+	// its cap (holdOverCap); its renewals of unknown grants are left
+	// unanswered while the Hold runs instead of refused.
+	overCap bool
 	// droppedSeq is the earliest of its run's waiting requests dropped
 	// when it fell silent (DeadAfter without a frame), at droppedAt, and
 	// not listed by a sync since (0: none): the token-asking variant's V
@@ -133,6 +139,11 @@ type coord struct {
 	holdUntil   time.Time
 	ready       bool
 	restartSeen bool // a member (or this one) started less than a lease ago
+	// frozenUntil: no lock is granted before it, the latest end of the
+	// re-announced holds not kept over a member's cap (holdOverCap);
+	// overCap: some were, and the Hold is waited out whole.
+	frozenUntil time.Time
+	overCap     bool
 }
 
 // deadline is when the coordinator next needs a Tick. causal says the
@@ -155,6 +166,9 @@ func (k *coord) deadline(now time.Time, parkFor, deadAfter time.Duration, causal
 	}
 	if !k.ready && !k.majorityAt.IsZero() {
 		d = append(d, k.holdUntil)
+	}
+	if k.frozenUntil.After(now) {
+		d = append(d, k.frozenUntil)
 	}
 	for _, q := range k.queues {
 		for _, h := range q.holders {
@@ -392,6 +406,9 @@ func (c *Core) updateHold() {
 	why := "the older coordinators' leases have ended"
 	switch {
 	case !c.now.Before(k.holdUntil):
+	case k.overCap:
+		// Holds re-announced were not kept (holdOverCap): not every lease
+		// is in the queue, so none of them may be counted on.
 	case joined == len(c.members) && !k.restartSeen:
 		k.holdUntil = c.now
 		c.count("holds_skipped")
@@ -595,7 +612,7 @@ func (c *Core) grantLock(name string) {
 func (c *Core) grantQueue(name string, ok func(*centry) bool) {
 	k := c.co
 	q := k.queues[name]
-	if q == nil || !k.ready {
+	if q == nil || !k.ready || c.now.Before(k.frozenUntil) {
 		return
 	}
 	if !c.supported() {
@@ -945,16 +962,74 @@ func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32)
 // does not cover: hence the WARN.
 func (c *Core) leaseAboveMax(member uint32, p *peer, w wire.CentralSyncEntry, lease time.Duration) {
 	c.count("holds_lease_above_max")
-	if p.warnedLease {
+	c.warnOnce(&p.warnedLease, EventLeaseAboveMax, fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, granted by an older coordinator: longer than this member's (member %d) longest lease, %v (--lease): "+
+		"members configured with different --lease; the hold is kept until its lease ends and renewed for at most %v, but a takeover waits only this member's lease "+
+		"for the leases nobody re-announces: give every member the same --lease (and --heartbeat)",
+		member, w.Name, w.Fence, lease, c.self, c.cfg.MaxLease, c.cfg.MaxLease),
+		"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxLease)
+}
+
+// warnOnce says msg at WARN as event name unless *said, which it sets:
+// once per member and term (said is a flag of the term's peer).
+func (c *Core) warnOnce(said *bool, name, msg string, args ...any) {
+	if *said {
 		return
 	}
-	p.warnedLease = true
-	c.events = append(c.events, core.Event{Name: EventLeaseAboveMax, Warn: true,
-		Msg: fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, granted by an older coordinator: longer than this member's (member %d) longest lease, %v (--lease): "+
-			"members configured with different --lease; the hold is kept until its lease ends and renewed for at most %v, but a takeover waits only this member's lease "+
-			"for the leases nobody re-announces: give every member the same --lease (and --heartbeat)",
-			member, w.Name, w.Fence, lease, c.self, c.cfg.MaxLease, c.cfg.MaxLease),
-		Args: []any{"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxLease}})
+	*said = true
+	c.events = append(c.events, core.Event{Name: name, Warn: true, Msg: msg, Args: args})
+}
+
+// holdOverCap takes hold w, re-announced by member p while its entries
+// at the coordinator, every incarnation's together, reach its cap: its
+// share and one sync's entries. A real member re-announces at most one
+// sync's holds per incarnation, and its incarnation changes only at a
+// restart; without a key, a forger naming a new incarnation in each sync
+// added a sync's holds again and again (a review: 20,480 locks from 40
+// syncs), since a new incarnation drops only the older one's waiting
+// requests (their grants run on with their clients). The hold is not
+// kept, and not dropped either: refused so (a cap counted per member,
+// reverted), a forger's syncs that came first filled the count, the real
+// member's hold was left out and its lock granted inside its lease (two
+// holders). Instead no lock at all is granted before the hold would end
+// (frozenUntil: its lease, at most MaxPeerLease), nor before the whole
+// Hold has run (updateHold skips it no more): by then every lease of an
+// older coordinator has ended (the package comment: Takeover), so the
+// real hold, if it was one, ends before anyone else is granted its lock,
+// as it would in any takeover some member's sync missed. The table stays
+// within the cap; what a forger costs is grants for one lease.
+func (c *Core) holdOverCap(member uint32, p *peer, w wire.CentralSyncEntry, left time.Duration) {
+	k := c.co
+	c.count("sync_holds_over_cap")
+	until := c.now.Add(c.cfg.pad(left))
+	if until.After(k.frozenUntil) {
+		k.frozenUntil = until
+	}
+	k.overCap, p.overCap = true, true
+	c.warnOnce(&p.warnedCap, EventHoldsOverCap, fmt.Sprintf("member %d re-announced more holds, across its incarnations (the latest %d), than a member can have here (%d: its share of the queue and one sync's): %s (fence %d) and any more are not kept, "+
+		"and this coordinator (member %d) grants no lock before %v from now (when they would end) nor before its whole hold has run. %s",
+		member, p.inc, c.share()+wire.MaxSyncEntries, w.Name, w.Fence, c.self, until.Sub(c.now).Round(time.Millisecond), c.forgedCause(member)),
+		"member", member, "lock", w.Name, "holds", p.entries, "until", until)
+}
+
+// leaseAboveCluster says, once per member and term at WARN, that member p
+// re-announced w with a lease (lease: the longer of its lease and what is
+// left of it) longer than any member's (MaxPeerLease): kept for that
+// long only.
+func (c *Core) leaseAboveCluster(member uint32, p *peer, w wire.CentralSyncEntry, lease time.Duration) {
+	c.count("holds_lease_above_cluster")
+	c.warnOnce(&p.warnedCluster, EventLeaseAboveCluster, fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, longer than any member's --lease (%v): no member asks that long, so no coordinator granted it; "+
+		"this coordinator (member %d) keeps it for %v only. %s",
+		member, w.Name, w.Fence, lease, c.cfg.MaxPeerLease, c.self, c.cfg.MaxPeerLease, c.forgedCause(member)),
+		"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxPeerLease)
+}
+
+// forgedCause says what may have sent a number no member of this build
+// sends in member's name.
+func (c *Core) forgedCause(member uint32) string {
+	if !c.cfg.Authenticated {
+		return fmt.Sprintf("It came in member %d's name, and without a key, anyone on the LAN can send this; set a key (--key-file on every member)", member)
+	}
+	return fmt.Sprintf("The cluster has a key, so member %d sent it: a build without configuration agreement (status says it is followed unchecked: upgrade it), or a bug to report", member)
 }
 
 // checkLease reads a lease from the wire (0: the longest).
@@ -998,6 +1073,14 @@ func (c *Core) stepRenew(from uint32, term, at uint64, r wire.CentralRenew) erro
 	}
 	key := ckey{from, p.inc, r.Seq}
 	e := c.co.entries[key]
+	if e == nil && p.overCap && !c.co.ready {
+		// Perhaps a hold re-announced over the member's cap (holdOverCap),
+		// not kept: refused, the member would drop a lease no other can
+		// be granted inside (the lock waits out the Hold). It ends by its
+		// own count, as every older term's lease does during the Hold.
+		c.count("renewals_over_cap")
+		return nil
+	}
 	if (e == nil || !e.granted) && !p.joined {
 		// The member's sync of this term, which re-announces what it
 		// holds, has not arrived: it may have been withheld (its write
@@ -1167,24 +1250,38 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 				c.count("sync_bad_lease")
 				continue
 			}
-			if max(lease, left) > c.cfg.MaxLease {
+			switch long := max(lease, left); {
+			case long > c.cfg.MaxPeerLease:
+				// Longer than any member's --lease: no member was granted
+				// it (each asks at most its own). Kept for the longest a
+				// member may hold, not refused: a member run unchecked
+				// (no agreement) may hold it, and that long a forged one
+				// costs the lock (it used to hold it for up to
+				// mutex.MaxLeaseLimit, an hour).
+				c.leaseAboveCluster(member, p, w, long)
+				lease, left = min(lease, c.cfg.MaxPeerLease), min(left, c.cfg.MaxPeerLease)
+			case long > c.cfg.MaxLease:
 				// Kept all the same, until its lease ends as its member
 				// counts it: dropped, the lock counted as free, another
 				// member was granted it inside the lease and the holder's
 				// renewal refused (TestReannouncedHoldLongerLease).
-				c.leaseAboveMax(member, p, w, max(lease, left))
+				c.leaseAboveMax(member, p, w, long)
 			}
-			if x != nil {
+			switch {
+			case x != nil:
 				c.remove(x)
-			} else if !c.admit(member, w.Name) {
+			case member != c.self && p.entries >= c.share()+wire.MaxSyncEntries:
+				c.holdOverCap(member, p, w, left)
+				continue
+			case !c.admit(member, w.Name):
 				// Taken all the same: a lease the member holds, which an
 				// older coordinator granted. Left out, the lock would count
 				// as free once the member joined (the hold skipped), and
 				// its next renewal be refused as not held: two holders (a
 				// review: its share filled by its own waiting requests,
 				// listed first, or the queue by the new coordinator's
-				// client). The overflow is bounded by what one sync
-				// lists, and only while the term's hold runs (k.ready).
+				// client). Up to the member's cap (holdOverCap), and only
+				// while the term's hold runs (k.ready).
 				c.count("holds_reannounced_over_limit")
 			}
 			c.count("holds_reannounced")

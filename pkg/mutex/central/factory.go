@@ -51,6 +51,9 @@ func ConfigFor(opt mutex.Options) (Config, error) {
 	if opt.Heartbeat != 0 {
 		cfg.BeatInterval = min(opt.Heartbeat, cfg.MaxLease/3)
 	}
+	// MaxPeerLease stays MaxLease: configuration agreement refuses the
+	// frames of a member whose --lease differs.
+	cfg.Authenticated = opt.Authenticated
 	return cfg, nil
 }
 
@@ -97,8 +100,12 @@ func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		role = "no coordinator known (election running)"
 	}
 	ready := "granting"
-	if !d.Ready {
+	switch {
+	case !d.Ready:
 		ready = fmt.Sprintf("holding %s (waiting out the leases of an older coordinator)", time.Duration(d.HoldLeftMS)*time.Millisecond)
+	case d.FrozenLeftMS > 0:
+		ready = fmt.Sprintf("GRANTING NOTHING for %s more (a member re-announced more holds than it can have, not kept: the WARN central_holds_over_cap names it)",
+			time.Duration(d.FrozenLeftMS)*time.Millisecond)
 	}
 	c := st.Counters
 	lines := []string{

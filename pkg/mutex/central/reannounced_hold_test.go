@@ -67,16 +67,19 @@ func holdThenKill(r *scenarioRun, settle time.Duration, lock string, coord uint3
 }
 
 // reannounceLeases is reannounceRun with each member's maximum lease
-// (--lease) from lease: members configured apart.
+// (--lease) from lease: members configured apart, each told the longest
+// (MaxPeerLease), as a cluster run so must.
 func reannounceLeases(t *testing.T, n uint32, maxQueue int, lease func(id uint32) time.Duration) *scenarioRun {
 	var members []bully.Member
 	var ids []uint32
+	var longest time.Duration
 	for id := uint32(1); id <= n; id++ {
 		members, ids = append(members, bully.Member{ID: id}), append(ids, id)
+		longest = max(longest, lease(id))
 	}
 	cl := mutexscript.Cluster{Members: ids, New: func(id uint32, env core.Env) (mutex.Algorithm, error) {
 		cfg := central.DefaultLANConfig()
-		cfg.MaxLease = lease(id)
+		cfg.MaxLease, cfg.MaxPeerLease = lease(id), longest
 		if maxQueue > 0 {
 			cfg.MaxQueue = maxQueue
 		}

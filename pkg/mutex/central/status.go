@@ -26,6 +26,10 @@ type Detail struct {
 	// coordinator's last beat said).
 	Ready      bool  `json:"ready"`
 	HoldLeftMS int64 `json:"hold_left_ms,omitempty"`
+	// FrozenLeftMS: how long the coordinator still grants nothing for
+	// the holds it did not keep, re-announced over a member's cap
+	// (EventHoldsOverCap names the member).
+	FrozenLeftMS int64 `json:"frozen_left_ms,omitempty"`
 	// Supporters is how many members (this one included) answered a beat
 	// within the confirm window; Joined how many synced in the term. Only
 	// while coordinating.
@@ -101,6 +105,7 @@ func (c *Core) Report() mutex.Status {
 	}
 	if k != nil {
 		d.Coordinates, d.Ready = true, k.ready
+		d.FrozenLeftMS = max(k.frozenUntil.Sub(c.now), 0).Milliseconds()
 		if !k.ready {
 			d.HoldLeftMS = c.cfg.Hold().Milliseconds()
 			if !k.majorityAt.IsZero() {
