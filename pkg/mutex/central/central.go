@@ -577,7 +577,7 @@ func (c *Core) follow() {
 		for range c.entering {
 			c.count("grants_superseded")
 		}
-		c.entering = nil
+		c.entering, c.fol.syncOwed = nil, 0 // the beat owed an answer was the old coordinator's
 	}
 	// The election may name this member before it leads (and leads in the
 	// same term later): coordinate once it leads, once per term.
