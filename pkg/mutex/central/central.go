@@ -152,7 +152,12 @@ type Core struct {
 	durable core.Durable
 	writes  writeHealth
 	inc     uint32 // this run's incarnation
-	lastLed uint64 // the last term coordinated, in any run
+	// incSaved: a state write carrying inc succeeded. Until then a crash
+	// makes the next run raise the same incarnation again (what is on
+	// disk is the last run's), so a stamp of it may name two requests
+	// (Vector waits for it).
+	incSaved bool
+	lastLed  uint64 // the last term coordinated, in any run
 	// unsavedTerm is the term coordinated whose write (lastLed, a
 	// promise) failed and has not succeeded since; unsavedTermSaid the
 	// last one EventCoordinatingUnsaved named.
@@ -465,6 +470,9 @@ func (c *Core) Ready() core.Ready {
 // this core's state and the election's inside it; the outcomes held for
 // it leave once every promise is on disk (mutexcount.Hold).
 func (c *Core) Advance(saved bool) {
+	if saved && c.writes.handed {
+		c.incSaved = true // every state written carries this run's incarnation
+	}
 	c.el.Advance(saved)
 	c.durable.Advance(saved)
 	c.writes.advance(c.now, saved)

@@ -146,12 +146,28 @@ func (c *Core) stamp(id mutex.RequestID, after clock.Vector) clock.Vector {
 // order requests by vector timestamps.
 var ErrNotCausal = fmt.Errorf("%w: the central coordinator does not order requests by vector timestamps (--algorithm tokenask does)", mutex.ErrBadVector)
 
+// ErrVectorUnsaved: Vector asked while this run's incarnation is not on
+// disk (its first state write failed, or has not been made yet).
+var ErrVectorUnsaved = errors.New("central: this member's incarnation is not on disk yet, so its requests' stamps may be made again after a crash; " +
+	"ask again once its state write succeeds (a failing write: persist_failed in mutexd status)")
+
 // Vector is the stamp of this member's latest request (mutex.Causal):
 // what a program message sent now by one of its clients carries.
-// ErrNotCausal for the central coordinator.
+// ErrNotCausal for the central coordinator; ErrVectorUnsaved while the
+// stamp names a request of an incarnation not yet on disk: a crash then
+// has the next run raise the same incarnation and number its requests
+// from 1 again, so the stamp would name another request, which may
+// itself follow the one that named it. Such a cycle held three requests
+// for ever, each waiting for the next (TestFailingDiskFence/tokenask/3,
+// seed 26; TestVectorWaitsForIncarnation). The requests themselves
+// never leave before that write (the driver withholds the frames of a
+// Ready whose promise is not on disk): only Vector hands a stamp out.
 func (c *Core) Vector() (clock.Vector, error) {
 	if c.ta == nil {
 		return clock.Vector{}, ErrNotCausal
+	}
+	if c.ta.last.Get(c.self) != 0 && !c.incSaved {
+		return clock.Vector{}, ErrVectorUnsaved
 	}
 	return c.ta.last.Clone(), nil
 }
