@@ -323,13 +323,7 @@ func TestTokenAskVectorText(t *testing.T) {
 // is queued or sent; the central coordinator refuses any vector, and
 // says so when asked for one.
 func TestTokenAskAfterChecked(t *testing.T) {
-	env := core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Unix(1000, 0)}
-	cfg := central.DefaultLANConfig()
-	cfg.Variant = central.TokenAsk
-	c, err := central.New(env, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, env := loneTokenAsk(t)
 	for _, after := range []clock.Vector{clock.VectorOf(map[uint32]uint64{9: 1<<32 | 1}), clock.VectorOf(map[uint32]uint64{2: 5}), clock.VectorOf(map[uint32]uint64{2: 1 << 32})} {
 		if _, err := c.Acquire(env.Now, mutex.Request{Lock: "x", After: after}); !errors.Is(err, mutex.ErrBadVector) {
 			t.Errorf("after %v: %v, want ErrBadVector", after, err)
@@ -365,6 +359,20 @@ func TestTokenAskAfterChecked(t *testing.T) {
 	}
 }
 
+// loneTokenAsk is member 1 of 3 running tokenask, driven by hand (no
+// simulator: its Readys are the test's to write).
+func loneTokenAsk(t *testing.T) (*central.Core, core.Env) {
+	t.Helper()
+	env := core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Unix(1000, 0)}
+	cfg := central.DefaultLANConfig()
+	cfg.Variant = central.TokenAsk
+	c, err := central.New(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, env
+}
+
 // TestVectorWaitsForIncarnation: a member hands out no vector naming a
 // request of an incarnation its disk does not hold yet. A crash would
 // have the next run raise the same incarnation and number its requests
@@ -375,13 +383,7 @@ func TestTokenAskAfterChecked(t *testing.T) {
 // incarnation was never written, and member 1's next run, incarnation 2
 // again, made a request 2.1 after member 2's 1.25).
 func TestVectorWaitsForIncarnation(t *testing.T) {
-	env := core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Unix(1000, 0)}
-	cfg := central.DefaultLANConfig()
-	cfg.Variant = central.TokenAsk
-	c, err := central.New(env, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, env := loneTokenAsk(t)
 	if v, err := c.Vector(); err != nil || v.Len() != 0 {
 		t.Fatalf("before any request: %v, %v; want the empty vector", central.VectorText(v), err)
 	}
