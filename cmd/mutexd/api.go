@@ -112,8 +112,12 @@ func (a *lockAPI) vector(r *http.Request) (any, error) {
 			return
 		}
 		vec, err := causal.Vector()
-		if err != nil {
+		switch {
+		case errors.Is(err, mutex.ErrBadVector):
 			verr = ctl.BadRequest(err.Error())
+			return
+		case err != nil:
+			verr = ctl.Unavailable(err.Error()) // not yet: its state write pending
 			return
 		}
 		v.Vector = causal.VectorText(vec)

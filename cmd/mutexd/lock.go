@@ -75,7 +75,9 @@ func vectorCommand() *cli.Command {
 		Description: "Prints MEMBER:INCARNATION.SEQ entries joined by commas (empty before this member's first request),\n" +
 			"as `mutexd lock --after` takes them: a client that sends a program message to another machine\n" +
 			"after its own request was made stamps the message with this, and the receiver passes it on, so that\n" +
-			"its request is never granted before the sender's. Only with --algorithm tokenask (else exit 1).",
+			"its request is never granted before the sender's. Only with --algorithm tokenask (else exit 1).\n" +
+			"Refused (exit 1, 503) while this member's incarnation is not on disk yet (its first state write\n" +
+			"pending or failing): a crash would make the next run's requests carry the same stamps; ask again.",
 		Flags: []cli.Flag{app.ControlFlag(name)},
 		Action: func(c *cli.Context) error {
 			client := app.Client(c)

@@ -105,7 +105,9 @@ type Causal interface {
 	// Vector is what a program message sent now by a client of this
 	// member carries: the stamp of the member's latest request (empty
 	// before its first). An error wrapping ErrBadVector: this core does
-	// not order by vectors after all (a variant that does not).
+	// not order by vectors after all (a variant that does not); another
+	// error: it cannot give one now (its state is not on disk yet: ask
+	// again later).
 	Vector() (clock.Vector, error)
 	// RequestVector is the stamp of request id, while it waits or holds.
 	RequestVector(id RequestID) (clock.Vector, bool)

@@ -164,7 +164,12 @@ type Core struct {
 	durable core.Durable
 	writes  writeHealth
 	inc     uint32 // this run's incarnation
-	lastLed uint64 // the last term coordinated, in any run
+	// incSaved: a state write carrying inc succeeded. Until then a crash
+	// makes the next run raise the same incarnation again (what is on
+	// disk is the last run's), so a stamp of it may name two requests
+	// (Vector waits for it).
+	incSaved bool
+	lastLed  uint64 // the last term coordinated, in any run
 	// unsavedTerm is the term coordinated whose write (lastLed, a
 	// promise) failed and has not succeeded since; unsavedTermSaid the
 	// last one EventCoordinatingUnsaved named.
@@ -477,6 +482,9 @@ func (c *Core) Ready() core.Ready {
 // this core's state and the election's inside it; the outcomes held for
 // it leave once every promise is on disk (mutexcount.Hold).
 func (c *Core) Advance(saved bool) {
+	if saved && c.writes.handed {
+		c.incSaved = true // every state written carries this run's incarnation
+	}
 	c.el.Advance(saved)
 	c.durable.Advance(saved)
 	c.writes.advance(c.now, saved)
@@ -589,7 +597,7 @@ func (c *Core) follow() {
 		for range c.entering {
 			c.count("grants_superseded")
 		}
-		c.entering = nil
+		c.entering, c.fol.syncOwed = nil, 0 // the beat owed an answer was the old coordinator's
 	}
 	// The election may name this member before it leads (and leads in the
 	// same term later): coordinate once it leads, once per term.

@@ -374,13 +374,30 @@
 // queues it again (two beats lost on a lossy link let its dependents
 // overtake it, silently: the generic oracle's causal check,
 // TestTokenAskSilentPredecessor); then it is skipped and reported too.
-// Still open: a grant that crosses its member's sync is refused there and
-// made anew (applySync), after a request naming it was granted with it:
-// that one's client holds first (TestOracleHarsh/tokenask fails on it at
-// -sim.seeds=300, 10 seeds of 300 run one at a time: 37, 56, 123, 136,
-// 143, 146, 176, 217, 233 and 259, 42-117 ms; counting a grant as served
-// only once its member confirms it would cost a beat per cross-member
-// dependency).
+// A grant is served, for V, once its member has shown it took it (a
+// sync listing it held with its fence, a renewal of it; its release
+// ends it), not when it leaves: a grant can be refused where it lands,
+// when a sync of its member crossed it (the member answered a beat
+// before the grant arrived, listing the request waiting, and refuses a
+// grant echoing an older stamp than that sync), and it is then made
+// anew a sync later. Counted served when it left, a request naming it,
+// granted with it, held first (TestOracleHarsh/tokenask, seeds 37 and
+// 56, and 175 and 193 on the way: 42-52 ms; TestDependentWaitsForTakenGrant). A waiting request
+// held back only by such a grant has the coordinator ask the grant's
+// member at once: a beat on its stream, behind the grant (a datagram
+// could overtake it), which the member answers with a sync (once per
+// request, beats_called_confirm; the periodic beats do the rest). That
+// is a round trip and two messages more for a request whose predecessor
+// of another member was granted just before it. A member that reads a
+// grant and a beat in one pass answers the beat at the clock's reading,
+// once the grant is taken or refused there, so that its sync says which
+// (sent at once, it listed the request waiting and voided the grant:
+// seed 37, TestGrantReadWithBeat). And a member hands out no vector
+// (Vector, mutexd vector) while its incarnation is not on disk: a crash
+// then has the next run raise the same incarnation and make requests
+// with the same stamps, and a stamp naming one of them named another
+// request too; three requests once waited for each other for ever
+// (TestFailingDiskFence/tokenask/3, seed 26; TestVectorWaitsForIncarnation).
 //
 // # Use
 //

@@ -1,6 +1,7 @@
 package central
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -145,12 +146,28 @@ func (c *Core) stamp(id mutex.RequestID, after clock.Vector) clock.Vector {
 // order requests by vector timestamps.
 var ErrNotCausal = fmt.Errorf("%w: the central coordinator does not order requests by vector timestamps (--algorithm tokenask does)", mutex.ErrBadVector)
 
+// ErrVectorUnsaved: Vector asked while this run's incarnation is not on
+// disk (its first state write failed, or has not been made yet).
+var ErrVectorUnsaved = errors.New("central: this member's incarnation is not on disk yet, so its requests' stamps may be made again after a crash; " +
+	"ask again once its state write succeeds (a failing write: persist_failed in mutexd status)")
+
 // Vector is the stamp of this member's latest request (mutex.Causal):
 // what a program message sent now by one of its clients carries.
-// ErrNotCausal for the central coordinator.
+// ErrNotCausal for the central coordinator; ErrVectorUnsaved while the
+// stamp names a request of an incarnation not yet on disk: a crash then
+// has the next run raise the same incarnation and number its requests
+// from 1 again, so the stamp would name another request, which may
+// itself follow the one that named it. Such a cycle held three requests
+// for ever, each waiting for the next (TestFailingDiskFence/tokenask/3,
+// seed 26; TestVectorWaitsForIncarnation). The requests themselves
+// never leave before that write (the driver withholds the frames of a
+// Ready whose promise is not on disk): only Vector hands a stamp out.
 func (c *Core) Vector() (clock.Vector, error) {
 	if c.ta == nil {
 		return clock.Vector{}, ErrNotCausal
+	}
+	if c.ta.last.Get(c.self) != 0 && !c.incSaved {
+		return clock.Vector{}, ErrVectorUnsaved
 	}
 	return c.ta.last.Clone(), nil
 }
@@ -227,7 +244,10 @@ func (c *Core) ownVectors() map[uint64]clock.Vector {
 // heard of is, and a request granted without it is reported (lapsed).
 type vview struct {
 	served map[uint32]uint64 // V[j], as a vector counter
-	known  map[uint32]uint64 // the latest request of j the coordinator knows of
+	// unconfirmed are, per member, its grants not yet confirmed, which
+	// hold V[j] below them.
+	unconfirmed map[uint32][]*centry
+	known       map[uint32]uint64 // the latest request of j the coordinator knows of
 	// lapsed is, for a member whose dropped requests no longer hold V
 	// back, the earliest of them: a request naming it or a later one of
 	// that run is granted without it (reported).
@@ -237,7 +257,7 @@ type vview struct {
 // vnow computes V and what the coordinator knows, from the queue.
 func (c *Core) vnow() vview {
 	k := c.co
-	v := vview{served: map[uint32]uint64{}, known: map[uint32]uint64{}, lapsed: map[uint32]uint64{}}
+	v := vview{served: map[uint32]uint64{}, known: map[uint32]uint64{}, lapsed: map[uint32]uint64{}, unconfirmed: map[uint32][]*centry{}}
 	for id, p := range k.peers {
 		inc, maxSeq := p.inc, p.maxSeq
 		if id == c.self {
@@ -257,18 +277,50 @@ func (c *Core) vnow() vview {
 		}
 	}
 	for _, e := range k.entries {
-		if e.granted {
+		if e.granted && e.confirmed {
 			continue
 		}
 		inc := c.inc
 		if e.member != c.self {
 			inc = k.peers[e.member].inc
 		}
-		if e.inc == inc {
-			v.served[e.member] = min(v.served[e.member], stampOf(inc, e.seq-1))
+		if e.inc != inc {
+			continue
 		}
+		if e.granted {
+			// Sent, not yet taken as far as this coordinator knows: the
+			// member refuses a grant that crossed its sync, and it is
+			// made anew a sync later (applySync). Its dependents wait
+			// for the member's word (confirmSoon asks for it).
+			v.unconfirmed[e.member] = append(v.unconfirmed[e.member], e)
+		}
+		v.served[e.member] = min(v.served[e.member], stampOf(inc, e.seq-1))
 	}
 	return v
+}
+
+// confirmSoon asks the member of each grant that holds a waiting
+// request back, not yet confirmed (vnow), for its word at once: a beat
+// on its stream, behind the grant, which it answers with a sync listing
+// the grant held (or waiting: the grant crossed its sync, and is made
+// anew). A round trip, where the next beat would come up to a
+// BeatInterval later; sent on the stream (a datagram could overtake the
+// grant and be answered before it arrives, voiding it); once per request
+// (asked), the periodic beats following. Its number is taken from the
+// beats' sequence: the others see a beat skipped, which they never
+// answer (support counts from the newest beat answered).
+func (c *Core) confirmSoon(blocked map[*centry]bool) {
+	k := c.co
+	for _, e := range slices.SortedFunc(maps.Keys(blocked), func(a, b *centry) int {
+		return cmp.Or(cmp.Compare(a.member, b.member), cmp.Compare(a.seq, b.seq))
+	}) {
+		if e.asked || e.confirmed || !e.granted || k.entries[e.ckey] != e {
+			continue
+		}
+		e.asked = true
+		c.count("beats_called_confirm")
+		c.send(e.member, k.term, wire.KindCentralBeat, c.newBeat())
+	}
 }
 
 // eligible says whether waiting request e may have the token now: every
@@ -281,13 +333,18 @@ func (c *Core) vnow() vview {
 // coordinator cannot tell those from a predecessor still on its way: one
 // held up longer than DeadAfter (its member's link down) is overtaken, the
 // one place where the causal order gives way, to liveness, and loudly.
-func (c *Core) eligible(v vview, e *centry) bool {
+func (c *Core) eligible(v vview, e *centry, blocked map[*centry]bool) bool {
 	for _, j := range e.vec.IDs() {
 		t := e.vec.Get(j)
 		if j == e.member || t <= v.served[j] && (v.lapsed[j] == 0 || t < v.lapsed[j]) {
 			continue
 		}
 		if t > v.served[j] && (t <= v.known[j] || c.now.Sub(e.queued) < c.cfg.DeadAfter) {
+			for _, g := range v.unconfirmed[j] {
+				if stampOf(g.inc, g.seq) <= t {
+					blocked[g] = true
+				}
+			}
 			return false
 		}
 		if !e.warned {
@@ -317,11 +374,16 @@ func (c *Core) grantEligible() {
 	for c.co != nil {
 		before := c.counters["grants_made"]
 		v := c.vnow()
-		ok := func(e *centry) bool { return c.eligible(v, e) }
+		blocked := map[*centry]bool{}
+		ok := func(e *centry) bool { return c.eligible(v, e, blocked) }
 		for _, name := range slices.Sorted(maps.Keys(c.co.queues)) {
 			c.grantQueue(name, ok)
 		}
-		if c.co == nil || c.counters["grants_made"] == before {
+		if c.co == nil {
+			return
+		}
+		if c.counters["grants_made"] == before {
+			c.confirmSoon(blocked)
 			return
 		}
 	}
@@ -399,8 +461,9 @@ var TokenAskFactory = mutex.Factory{
 }
 
 var tokenAskGuarantees = mutex.Guarantees{
-	Survives:  guarantees.Survives,
-	Messages:  "3 (request, token, token back; 0 at the coordinator itself); the notes count N-1 program messages more; a renewal 2",
+	Survives: guarantees.Survives,
+	Messages: "3 (request, token, token back; 0 at the coordinator itself); the notes count N-1 program messages more; " +
+		"2 more (a beat and its sync) when a predecessor of another member was granted just before the request and has not yet confirmed it; a renewal 2",
 	SyncDelay: "2 (token back to the coordinator, token to the next eligible request)",
 	Shared:    true,
 	Protection: guarantees.Protection + "; grants in the causal order of the requests: a request is granted only after every request " +

@@ -323,13 +323,7 @@ func TestTokenAskVectorText(t *testing.T) {
 // is queued or sent; the central coordinator refuses any vector, and
 // says so when asked for one.
 func TestTokenAskAfterChecked(t *testing.T) {
-	env := core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Unix(1000, 0)}
-	cfg := central.DefaultLANConfig()
-	cfg.Variant = central.TokenAsk
-	c, err := central.New(env, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, env := loneTokenAsk(t)
 	for _, after := range []clock.Vector{clock.VectorOf(map[uint32]uint64{9: 1<<32 | 1}), clock.VectorOf(map[uint32]uint64{2: 5}), clock.VectorOf(map[uint32]uint64{2: 1 << 32})} {
 		if _, err := c.Acquire(env.Now, mutex.Request{Lock: "x", After: after}); !errors.Is(err, mutex.ErrBadVector) {
 			t.Errorf("after %v: %v, want ErrBadVector", after, err)
@@ -347,6 +341,8 @@ func TestTokenAskAfterChecked(t *testing.T) {
 	if got, want := central.VectorText(stamp), fmt.Sprintf("1:%d.1,2:1.4", c.Incarnation()); got != want {
 		t.Errorf("stamp %s, want %s", got, want)
 	}
+	c.Ready()
+	c.Advance(true) // the incarnation on disk: Vector answers (TestVectorWaitsForIncarnation)
 	if v, _ := c.Vector(); central.VectorText(v) != central.VectorText(stamp) {
 		t.Errorf("member's vector %s, want its latest request's %s", central.VectorText(v), central.VectorText(stamp))
 	}
@@ -360,6 +356,58 @@ func TestTokenAskAfterChecked(t *testing.T) {
 	}
 	if _, err := cc.Vector(); !errors.Is(err, mutex.ErrBadVector) {
 		t.Errorf("central's vector: %v, want ErrBadVector", err)
+	}
+}
+
+// loneTokenAsk is member 1 of 3 running tokenask, driven by hand (no
+// simulator: its Readys are the test's to write).
+func loneTokenAsk(t *testing.T) (*central.Core, core.Env) {
+	t.Helper()
+	env := core.Env{ID: 1, Members: []uint32{1, 2, 3}, Now: time.Unix(1000, 0)}
+	cfg := central.DefaultLANConfig()
+	cfg.Variant = central.TokenAsk
+	c, err := central.New(env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, env
+}
+
+// TestVectorWaitsForIncarnation: a member hands out no vector naming a
+// request of an incarnation its disk does not hold yet. A crash would
+// have the next run raise the same incarnation and number its requests
+// from 1 again, so the stamp would name another request, which may
+// itself follow the one that named it: before the fix, three requests
+// waited for each other for ever (TestFailingDiskFence/tokenask/3, seed
+// 26: member 2's request 1.25 named member 1's 2.1 of a run whose
+// incarnation was never written, and member 1's next run, incarnation 2
+// again, made a request 2.1 after member 2's 1.25).
+func TestVectorWaitsForIncarnation(t *testing.T) {
+	c, env := loneTokenAsk(t)
+	if v, err := c.Vector(); err != nil || v.Len() != 0 {
+		t.Fatalf("before any request: %v, %v; want the empty vector", central.VectorText(v), err)
+	}
+	if _, err := c.Acquire(env.Now, mutex.Request{Lock: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	vectorErr := func() error { _, err := c.Vector(); return err }
+	if err := vectorErr(); !errors.Is(err, central.ErrVectorUnsaved) || errors.Is(err, mutex.ErrBadVector) {
+		t.Fatalf("before the incarnation's write: %v, want ErrVectorUnsaved (not ErrBadVector: the member does order by vectors)", err)
+	}
+	if rd := c.Ready(); rd.State == nil {
+		t.Fatal("the first Ready carries no state")
+	}
+	c.Advance(false)
+	if err := vectorErr(); !errors.Is(err, central.ErrVectorUnsaved) {
+		t.Fatalf("after a failed write: %v, want ErrVectorUnsaved", err)
+	}
+	if rd := c.Ready(); rd.State == nil {
+		t.Fatal("the state is not offered again after a failed write")
+	}
+	c.Advance(true)
+	v, err := c.Vector()
+	if err != nil || central.VectorText(v) != fmt.Sprintf("1:%d.1", c.Incarnation()) {
+		t.Fatalf("after the write: %s, %v; want 1:%d.1", central.VectorText(v), err, c.Incarnation())
 	}
 }
 

@@ -19,7 +19,9 @@
 //     just received from another member's client, and a request is
 //     granted only after every request its stamp names, but where the
 //     algorithm says it gives way (Config.CausalSkipEvent) or the named
-//     request's member was faulted meanwhile (causal.go);
+//     request's member was faulted before the dependent's grant; a named
+//     request that ends without a grant is judged as granted then
+//     (causal.go);
 //   - no grant or renewal is reported with its lease over: at the instant
 //     the member reports it (its loop drains the outcomes after a Ready),
 //     on its own clock, the lease has time left. A core that judged the
