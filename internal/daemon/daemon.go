@@ -325,6 +325,7 @@ type Daemon struct {
 	errs             map[string]uint64
 	metricsErrLogged bool                 // the core's invalid metrics were reported
 	stampWarned      map[uint32]time.Time // last WARN about a member's refused stamps (warnStamp)
+	rxUnstamped      map[string]bool      // causes of datagrams without a kernel receive stamp said (warnUnstamped)
 
 	// metricsRefused counts the metrics endpoint's connections refused
 	// beyond metricsMaxConns; metricsWarned is when that was last said

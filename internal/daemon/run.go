@@ -541,6 +541,9 @@ func (d *Daemon) tickIfDue() {
 }
 
 func (d *Daemon) receive(p transport.Packet, datagram bool) {
+	if !p.Kernel && p.Unstamped != "" {
+		d.warnUnstamped(p)
+	}
 	err := d.node.Receive(node.Inbound{
 		From:     p.From,
 		Data:     p.Data,
@@ -564,6 +567,27 @@ func (d *Daemon) receive(p transport.Packet, datagram bool) {
 		}
 		d.log.Debug("dropped packet", "from", p.From.String(), "via", p.Via.String(), "err", err)
 	}
+}
+
+// warnUnstamped says at WARN, once per cause, that datagrams arrive
+// without the kernel's receive stamp: their receive time is the reader's
+// clock after the read, later than their arrival by however long the
+// reader took, and the cores that count a frame at its arrival (the
+// permission mutexes' majority: pkg/mutex/permission, "Links") count it
+// then. The transport counts every one (status: user_stamps).
+func (d *Daemon) warnUnstamped(p transport.Packet) {
+	if d.rxUnstamped[p.Unstamped] {
+		return
+	}
+	if d.rxUnstamped == nil {
+		d.rxUnstamped = map[string]bool{}
+	}
+	d.rxUnstamped[p.Unstamped] = true
+	d.errs["rx_unstamped"]++
+	d.log.Warn("rx_stamps_missing: datagrams arrive without the kernel's receive stamp; their receive time is this daemon's clock after the read, "+
+		"late by however long the reader took (a loaded host: milliseconds), so time estimates are noisier and the permission mutexes count a frame's arrival that late",
+		"cause", p.Unstamped, "from", p.From.String(), "via", p.Via.String(),
+		"hint", "run on Linux with SO_TIMESTAMPNS allowed on the socket; status shows kernel_stamps and user_stamps")
 }
 
 // hint hands the node a transport's hint that a member's port closed

@@ -72,7 +72,7 @@ func newBatchIO(conn *net.UDPConn, v6 bool, n, slot int) (*batchIO, error) {
 // read. Datagrams that were truncated (longer than a slot) are dropped and
 // counted; skip, if set, drops a datagram by source before it is counted
 // as input (it counts it itself).
-func (b *batchIO) read(c *counters, via Via, kernel bool, skip func(netip.AddrPort) bool) ([]Packet, error) {
+func (b *batchIO) read(c *counters, via Via, unstamped string, skip func(netip.AddrPort) bool) ([]Packet, error) {
 	slotSize := b.slot
 	for i := range b.rhdrs {
 		h := &b.rhdrs[i].Hdr
@@ -110,8 +110,12 @@ func (b *batchIO) read(c *counters, via Via, kernel bool, skip func(netip.AddrPo
 			continue
 		}
 		p := Packet{From: from, Data: b.rdata[i*slotSize : i*slotSize+size : i*slotSize+size], Via: via}
-		if kernel {
+		p.Unstamped = unstamped
+		if unstamped == "" {
 			p.Time, p.Kernel = parseRxTimestamp(b.roob[i*oobSize : i*oobSize+int(h.Controllen)])
+			if !p.Kernel {
+				p.Unstamped = noStampAttached
+			}
 		}
 		if !p.Kernel {
 			p.Time = now

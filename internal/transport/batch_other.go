@@ -25,7 +25,7 @@ func newBatchIO(conn *net.UDPConn, _ bool, _, slot int) (*batchIO, error) {
 	return &batchIO{conn: conn, buf: make([]byte, slot), oob: make([]byte, max(oobSize, 1)), pkts: make([]Packet, 1)}, nil
 }
 
-func (b *batchIO) read(c *counters, via Via, kernel bool, skip func(netip.AddrPort) bool) ([]Packet, error) {
+func (b *batchIO) read(c *counters, via Via, unstamped string, skip func(netip.AddrPort) bool) ([]Packet, error) {
 	n, oobn, flags, from, err := b.conn.ReadMsgUDPAddrPort(b.buf, b.oob)
 	if err != nil {
 		return nil, err
@@ -39,9 +39,12 @@ func (b *batchIO) read(c *counters, via Via, kernel bool, skip func(netip.AddrPo
 		return b.pkts[:0], nil
 	}
 	p := Packet{From: from, Data: b.buf[:n:n], Via: via, Time: time.Now()}
-	if kernel {
+	p.Unstamped = unstamped
+	if unstamped == "" {
 		if t, ok := parseRxTimestamp(b.oob[:oobn]); ok {
 			p.Time, p.Kernel = t, true
+		} else {
+			p.Unstamped = noStampAttached
 		}
 	}
 	c.stamp(p.Kernel)

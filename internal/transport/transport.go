@@ -42,8 +42,13 @@ type Packet struct {
 	// Time is the receive time on CLOCK_REALTIME: the kernel's stamp when
 	// Kernel is true, else time.Now() right after the read returned.
 	Time time.Time
-	// Kernel reports whether Time is the kernel's receive stamp.
-	Kernel bool
+	// Kernel reports whether Time is the kernel's receive stamp;
+	// Unstamped, for a datagram whose Time is not, says why (for the
+	// operator: a socket that refused SO_TIMESTAMPNS, a datagram the
+	// kernel attached no stamp to); stream frames leave it empty (they
+	// are never kernel-stamped: see the package doc).
+	Kernel    bool
+	Unstamped string
 	// Via says which socket the packet came from.
 	Via Via
 }
@@ -310,3 +315,7 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// noStampAttached is why a datagram of a socket with kernel receive
+// stamps on has none (Packet.Unstamped).
+const noStampAttached = "the kernel attached no receive stamp to the datagram"

@@ -18,8 +18,10 @@ type udpSocket struct {
 	// connected: the socket talks to one peer (DialUDP): writes name no
 	// address, and the peer's ICMP errors come back as read errors.
 	connected bool
-	// kernel: SO_TIMESTAMPNS is on, so every datagram should carry a stamp.
-	kernel bool
+	// unstamped: why the kernel does not stamp this socket's datagrams
+	// (SO_TIMESTAMPNS refused, another OS); empty: it does, and every
+	// datagram should carry a stamp.
+	unstamped string
 
 	// Transmit stamps (enableTx): with them on, every send is followed by
 	// a read of the socket's error queue, so sends are serialised.
@@ -75,11 +77,15 @@ func listenUDP(addr netip.AddrPort) (*udpSocket, error) {
 }
 
 func newUDPSocket(conn *net.UDPConn, via Via) *udpSocket {
-	s := &udpSocket{conn: conn, via: via}
+	s := &udpSocket{conn: conn, via: via, unstamped: "the socket is not a system socket"}
 	if rc, err := conn.SyscallConn(); err == nil {
 		// Failure is not fatal: the reader falls back to user-space
-		// stamps and counts them, and status shows the ratio.
-		s.kernel = enableRxTimestamps(rc) == nil
+		// stamps and counts them, status shows the ratio, and each
+		// packet says why (Packet.Unstamped).
+		s.unstamped = ""
+		if err := enableRxTimestamps(rc); err != nil {
+			s.unstamped = "the socket refused kernel receive stamps (SO_TIMESTAMPNS): " + err.Error()
+		}
 	}
 	return s
 }
@@ -120,7 +126,7 @@ func (s *udpSocket) readLoop(c *counters, skip func(netip.AddrPort) bool, delive
 		return // only a socket that is not a real one: nothing to read
 	}
 	for {
-		batch, err := in.read(c, s.via, s.kernel, skip)
+		batch, err := in.read(c, s.via, s.unstamped, skip)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -366,7 +372,7 @@ func ServeUDP(addr netip.AddrPort, serve func(batch []Packet)) (*UDPConn, error)
 	go func() {
 		defer u.wg.Done()
 		for {
-			batch, err := reader.read(&u.c, ViaUDP, s.kernel, nil)
+			batch, err := reader.read(&u.c, ViaUDP, s.unstamped, nil)
 			if err != nil {
 				if errors.Is(err, net.ErrClosed) {
 					return

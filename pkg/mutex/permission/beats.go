@@ -15,6 +15,7 @@ import (
 // schedule stood right after it.
 type beat struct {
 	at, due time.Time
+	stamp   uint64 // its Lamport time (asked only)
 }
 
 // maxBeats is how many beats countFor looks back over: the covering
@@ -83,12 +84,93 @@ func (c *Core) countFor(r time.Time) (at time.Time, ok bool) {
 	// the count of a frame must not depend on when it is read.
 	bound := c.beats[i].due
 	span := c.beats[i].due.Sub(c.beats[i].at)
+	var credit time.Duration
 	for j := i - 1; j >= 0; j-- {
 		span += c.beats[j].due.Sub(c.beats[j].at)
 		if span > c.cfg.HeartbeatInterval {
 			break
 		}
-		bound = core.Earliest(bound, c.beats[j].at.Add(span))
+		// beats[j+1] left late by its time less the due time beats[j]
+		// set (never less than zero: an early beat, a request, is no
+		// credit).
+		late := max(c.beats[j+1].at.Sub(c.beats[j].due), 0)
+		credit = min(credit+min(late, c.lateCredit()), c.lateCreditMax())
+		bound = core.Earliest(bound, c.beats[j].at.Add(span+credit))
 	}
 	return core.Earliest(r, bound.Add(c.inFlight())), true
+}
+
+// lateCredit is how much of each beat's lateness countFor forgives, and
+// lateCreditMax how much in all across the beats one term spans: a tenth
+// and a quarter of Margin (20 and 50 ms with the defaults). A loop late
+// by up to lateCredit on every beat (a loaded host: tens of
+// milliseconds) then counts frames at their stamps, as one on time does;
+// without the credit every term summed the lateness of each beat it
+// spans, and such a loop lost up to five times its lateness less
+// inFlight (a review: 50 ms at 20 ms late) of every lease it granted or
+// renewed. What is forgiven is a lateness the others may not have
+// heard, so a frame may count up to lateCreditMax later than the
+// argument's bound: inFlight and it take half the Margin (the package
+// doc, "Links").
+func (c *Core) lateCredit() time.Duration    { return c.cfg.Margin / 10 }
+func (c *Core) lateCreditMax() time.Duration { return c.cfg.Margin / 4 }
+
+// maxAsked is how many of its asks this member keeps for the
+// acknowledgements: an ask leaves every HeartbeatInterval less a busy
+// heartbeat, and more often while a renewal waits (five a heartbeat).
+const maxAsked = 32
+
+// askDue says whether this member's heartbeat to all asks the others to
+// acknowledge it: the first at least a heartbeat less a busy one after
+// the last ask (every idle heartbeat; every fourth busy one), so that a
+// member that acknowledges keeps counting (ackCap) from one ask to the
+// next.
+func (c *Core) askDue() bool {
+	return c.ackAsked.IsZero() || c.now.Sub(c.ackAsked) >= c.cfg.HeartbeatInterval-c.cfg.BusyHeartbeat()
+}
+
+// askBy is when the next heartbeat to all must leave at the latest (zero:
+// whenever): a heartbeat after the last ask, which a request (a beat that
+// asks for no acknowledgement) may otherwise move past.
+func (c *Core) askBy() time.Time {
+	if c.ackAsked.IsZero() {
+		return time.Time{}
+	}
+	return c.ackAsked.Add(c.cfg.HeartbeatInterval)
+}
+
+// ackCap caps at, the instant a direct frame of member p counts for, at a
+// heartbeat and inFlight after the last of this member's asks p
+// acknowledged, once p acknowledges any (a member of an older build
+// never does, and its frames count as countFor says). p heard this
+// member then, so the others of a majority M that p is in last heard it
+// at F no earlier: the frame counts by F + HeartbeatInterval + inFlight
+// whatever beats of this member's were lost before, idle ones included
+// (the package doc, "Links").
+func (c *Core) ackCap(p *peer, at time.Time) time.Time {
+	if p.ackedAt.IsZero() {
+		return at
+	}
+	return core.Earliest(at, p.ackedAt.Add(c.cfg.HeartbeatInterval+c.inFlight()))
+}
+
+// olderBuild notes that member m sent a heartbeat of a build that
+// predates the extended form: its probes get the short answers, this
+// member's idle heartbeats go to it in the 5-byte form, and it
+// acknowledges nothing, so its frames are no longer capped by its
+// acknowledgements (a member downgraded).
+func (c *Core) olderBuild(m uint32) {
+	p := c.peers[m]
+	p.v2, p.old, p.ackedAt = false, true, time.Time{}
+}
+
+// olds is how many members run a build older than the extended form.
+func (c *Core) olds() int {
+	n := 0
+	for _, p := range c.peers {
+		if p.old {
+			n++
+		}
+	}
+	return n
 }

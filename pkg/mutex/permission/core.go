@@ -86,6 +86,10 @@ type Core struct {
 	// the next was due then, for the instant a frame counts for
 	// (countFor).
 	beats []beat
+	// asked are this member's last heartbeats that asked for an
+	// acknowledgement (to all or to one member), at most maxAsked: when
+	// each left, by its stamp (ackCap).
+	asked []beat
 
 	// stamped: the call running is Step, whose now is a frame's receive
 	// stamp, not a reading of the clock; grantDue: a grant or a renewal's
@@ -129,6 +133,9 @@ type Core struct {
 	anns     []announced
 	ackedEnd time.Time
 	ackAsked time.Time
+	// busyAsked: when an unbounded member's busy heartbeat last asked
+	// (once a heartbeat, as before the idle ones asked: askDue).
+	busyAsked time.Time
 	// renewSince: since when a bounded renewal waits (zero: none);
 	// renewWarned: EventRenewalUnacked was emitted for it.
 	renewSince  time.Time
@@ -224,6 +231,15 @@ type peer struct {
 	ann     heardLease
 	lastReq uint64
 	acked   uint64
+	// ackedAt: when the newest of this member's heartbeats that asked
+	// for an acknowledgement and that it acknowledged left (zero: none
+	// yet, or it runs a build that does not acknowledge): its direct
+	// frames count no later than a heartbeat and inFlight after it
+	// (beats.go, ackCap). old: it sent a heartbeat of a build older than
+	// the extended form since its last extended one (it refuses the
+	// extended form: this member's idle heartbeats go to it short).
+	ackedAt time.Time
+	old     bool
 }
 
 // lock is this member's state of one lock.
@@ -708,9 +724,12 @@ func (c *Core) nextBeat() time.Time {
 		}
 		return core.Earliest(idle.Add(c.cfg.IdleNotice()), c.lastBeat.Add(c.cfg.BusyHeartbeat()))
 	case busy, c.idleTail > 0:
-		return c.lastBeat.Add(c.cfg.BusyHeartbeat())
+		// An acknowledgement is asked for a heartbeat after the last ask
+		// at the latest (ackCap): a request moves the beats on, and
+		// asks for none.
+		return core.Earliest(c.lastBeat.Add(c.cfg.BusyHeartbeat()), c.askBy())
 	}
-	return c.lastBeat.Add(c.cfg.HeartbeatInterval)
+	return core.Earliest(c.lastBeat.Add(c.cfg.HeartbeatInterval), c.askBy())
 }
 
 // heartbeat is this member's heartbeat now. A busy one names the stamp of
@@ -959,7 +978,10 @@ func (c *Core) heard(m uint32, relayed bool, stamp time.Time) {
 	if p == nil {
 		return
 	}
-	if stamp.IsZero() || stamp.After(c.now) {
+	if stamp.IsZero() {
+		// A frame handed without a receive time (the node always gives
+		// one; a test may not) counts at this reading of the clock. A
+		// stamp is never after c.now: observe moved the clock to it.
 		stamp = c.now
 	}
 	if c.now.After(p.heardAt) {
@@ -969,12 +991,7 @@ func (c *Core) heard(m uint32, relayed bool, stamp time.Time) {
 		if c.now.After(p.directAt) {
 			p.directAt = c.now
 		}
-		// Counted at its kernel stamp, capped by this member's own beats
-		// up to then (countFor, and the package doc, "Links"), whenever
-		// it is read.
-		if at, ok := c.countFor(stamp); ok && at.After(p.countAt) {
-			p.countAt = at
-		}
+		c.countDirect(p, stamp)
 	}
 	if c.det != nil && c.det.Heard(m, c.now) {
 		c.reportLiveness()
@@ -983,6 +1000,18 @@ func (c *Core) heard(m uint32, relayed bool, stamp time.Time) {
 		// Given up, or asked about, before its timeout (lease.go): the
 		// detector saw no silence to end.
 		c.heardAgain(m)
+	}
+}
+
+// countDirect counts a frame of p received directly, stamped at stamp,
+// toward this member's majority: at its stamp, capped by this member's
+// own beats up to then (countFor, and the package doc, "Links"), whenever
+// it is read, and by the last of them p acknowledged (ackCap).
+func (c *Core) countDirect(p *peer, stamp time.Time) {
+	if at, ok := c.countFor(stamp); ok {
+		if at = c.ackCap(p, at); at.After(p.countAt) {
+			p.countAt = at
+		}
 	}
 }
 
@@ -1058,6 +1087,7 @@ func (c *Core) step(m core.Message) error {
 	if _, ok := c.peers[m.From]; !ok {
 		return core.ErrUnknownMember
 	}
+	acked := c.peers[m.From].ackedAt
 	c.heard(m.From, false, m.Time)
 	if m.Lamport == 0 {
 		return fmt.Errorf("%w: no Lamport time", ErrImplausible)
@@ -1065,7 +1095,13 @@ func (c *Core) step(m core.Message) error {
 	if m.Kind == wire.KindPermRelay {
 		return c.stepRelay(m)
 	}
-	return c.stepFrame(m)
+	err := c.stepFrame(m)
+	if p := c.peers[m.From]; p.ackedAt.After(acked) {
+		// It carried an acknowledgement that raised its cap: the frame
+		// counts by the new one (a renewal waits for it).
+		c.countDirect(p, core.Earliest(m.Time, c.now))
+	}
+	return err
 }
 
 // stepFrame takes a frame of member m.From, received directly or through a
@@ -1095,7 +1131,7 @@ func (c *Core) stepFrame(m core.Message) error {
 			}
 			c.takeAnnouncement(m.From, m.Lamport, h)
 		case h.Busy:
-			c.peers[m.From].v2 = false // a busy heartbeat of an older version
+			c.olderBuild(m.From) // a busy heartbeat of an older version
 		}
 		switch {
 		case !h.Busy:
@@ -1109,7 +1145,11 @@ func (c *Core) stepFrame(m core.Message) error {
 		// The heartbeat of a member of an older version: a sign of life
 		// only.
 		var h wire.Heartbeat
-		return h.UnmarshalBinary(m.Payload)
+		if err := h.UnmarshalBinary(m.Payload); err != nil {
+			return err
+		}
+		c.olderBuild(m.From)
+		return nil
 	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease,
 		wire.KindBakeryDoorway, wire.KindBakeryChoosing, wire.KindBakeryTicket:
 		var r wire.PermRequest

@@ -131,7 +131,8 @@ func (c *Core) announce(hb *wire.PermHeartbeat) {
 	c.annEnd = c.leaseEnd()
 	hb.Ext, hb.Bounded, hb.Pending = true, c.bounded, c.pending()
 	hb.EndMS = ceilMS(c.annEnd.Sub(c.now))
-	hb.AckWanted = c.cfg.Variant != Lamport && (c.renewing() || !c.bounded && c.now.Sub(c.ackAsked) >= c.cfg.HeartbeatInterval)
+	unbounded := !c.bounded && hb.Busy && c.now.Sub(c.busyAsked) >= c.cfg.HeartbeatInterval
+	hb.AckWanted = c.cfg.Variant != Lamport && (c.renewing() || unbounded) || c.askDue()
 }
 
 // ceilMS is d in whole milliseconds, rounded up (a negative d: an end
@@ -155,20 +156,52 @@ func (c *Core) endAfter(ms int32) time.Time {
 }
 
 // sendBeat sends this member's heartbeat to member to (core.Broadcast:
-// to all), noting an announcement for its acknowledgements.
+// to all), noting an announcement for its acknowledgements. An idle
+// heartbeat is the extended form too, for every member but those of a
+// build older than it (peer.old: they refuse it, and take the 5-byte
+// form), so that it asks for the acknowledgement its count needs
+// (ackCap); one frame to all when every member reads the same form.
 func (c *Core) sendBeat(to uint32) {
 	hb := c.heartbeat()
+	ext := hb
+	if !hb.Ext {
+		c.announce(&ext)
+	}
 	stamp := c.lamport.Send()
-	if hb.Ext {
-		if hb.AckWanted {
+	if ext.AckWanted {
+		if to == core.Broadcast {
 			c.ackAsked = c.now
+			if hb.Busy {
+				c.busyAsked = c.now
+			}
 		}
-		c.anns = append(c.anns, announced{stamp: stamp, end: c.annEnd})
-		if len(c.anns) > maxAnnounced {
-			c.anns = slices.Delete(c.anns, 0, len(c.anns)-maxAnnounced)
+		c.asked = append(c.asked, beat{at: c.now, stamp: stamp})
+		if len(c.asked) > maxAsked {
+			c.asked = slices.Delete(c.asked, 0, len(c.asked)-maxAsked)
 		}
 	}
-	c.send(to, wire.KindPermHeartbeat, hb, stamp)
+	c.anns = append(c.anns, announced{stamp: stamp, end: c.annEnd})
+	if len(c.anns) > maxAnnounced {
+		c.anns = slices.Delete(c.anns, 0, len(c.anns)-maxAnnounced)
+	}
+	form := func(m uint32) wire.PermHeartbeat {
+		if c.peers[m].old {
+			return hb
+		}
+		return ext
+	}
+	switch olds := c.olds(); {
+	case to != core.Broadcast:
+		c.send(to, wire.KindPermHeartbeat, form(to), stamp)
+	case hb.Ext || olds == 0:
+		c.send(to, wire.KindPermHeartbeat, ext, stamp)
+	case olds == len(c.cfg.Members)-1:
+		c.send(to, wire.KindPermHeartbeat, hb, stamp)
+	default:
+		for _, m := range c.others() {
+			c.send(m, wire.KindPermHeartbeat, form(m), stamp)
+		}
+	}
 	if to == core.Broadcast {
 		switch {
 		case hb.Busy:
@@ -187,7 +220,7 @@ func (c *Core) sendBeat(to uint32) {
 // stamped at, and acknowledges it if asked.
 func (c *Core) takeAnnouncement(m uint32, at uint64, h wire.PermHeartbeat) {
 	p := c.peers[m]
-	p.v2 = true
+	p.v2, p.old = true, false
 	if at > p.ann.stamp {
 		p.ann = heardLease{stamp: at, end: c.endAfter(h.EndMS), bounded: h.Bounded, pending: h.Pending}
 	}
@@ -210,6 +243,9 @@ func (c *Core) stepAck(m uint32, at, ack uint64) error {
 		return fmt.Errorf("%w: acknowledgement of %d in a frame of Lamport time %d", ErrImplausible, ack, at)
 	}
 	p := c.peers[m]
+	if i := slices.IndexFunc(c.asked, func(b beat) bool { return b.stamp == ack }); i >= 0 && c.asked[i].at.After(p.ackedAt) {
+		p.ackedAt = c.asked[i].at
+	}
 	if ack <= p.acked || !slices.ContainsFunc(c.anns, func(a announced) bool { return a.stamp == ack }) {
 		c.count("acks_stale")
 		return nil

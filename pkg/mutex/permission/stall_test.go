@@ -3,7 +3,6 @@ package permission_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -266,16 +265,14 @@ func dropIdleBeats(t *testing.T, s *mutextest.LockSim, id uint32) func(n int, st
 // SuspectAfter after they last heard it, confirmed by 3; 1 heard them
 // until the partition, one or two heartbeats later.
 //
-// It reproduces a gap the package doc lists as open ("Known not to hold
-// yet": an idle member's lost heartbeats): with two lost, 2 gives 1 up
-// before 1 takes itself for cut off (seeds 1, 2, 3, 5, 9 tried: each). It runs only when
-// asked (SYNCLAB_KNOWN_GAPS=1), so that the default run stays green
-// while the gap is open; remove the guard with the fix.
+// Before, 1 counted their frames up to a heartbeat after its last beat
+// sent (lost or not), and with two lost 2 gave 1 up before 1 took itself
+// for cut off ("member 2 gave 1 up 396.690645ms after 1 was
+// partitioned", every seed). Now 2 and 3 acknowledge 1's idle heartbeats
+// and 1 counts their frames no later than a heartbeat after the last one
+// acknowledged (ackCap): what it lost, nobody acknowledged.
 func TestLostIdleBeatsCutOffBeforeGivenUp(t *testing.T) {
-	if os.Getenv("SYNCLAB_KNOWN_GAPS") != "1" {
-		t.Skip("reproduces an open gap (package doc, \"Known not to hold yet\"); run with SYNCLAB_KNOWN_GAPS=1")
-	}
-	for _, f := range leaseFactories {
+	for _, f := range factories {
 		for _, lost := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s/lost=%d", f.Name, lost), func(t *testing.T) {
 				sim.Seeds(t, 16, func(t *testing.T, seed int64) {
