@@ -245,6 +245,14 @@
 // or is lost with a crash first, so the client must look for it (orderd
 // log) before sending again.
 //
+// Withdraw takes back what was made since the core's last Ready, which
+// is the send's own turn only if the driver drained the core in that
+// turn. The daemon answers "sent" only then: a send whose turn ended in
+// a step back (configuration agreement holds the core, not drained) is
+// answered not_sent once the core is rebuilt without it, never "sent"
+// (internal/daemon, HeldError); answered "sent" with its Ready still to
+// come, a failed write of that later Ready would have taken it back.
+//
 // A receiver's delivered-up-to mark is a promise too: the
 // acknowledgement of a record it handed on leaves only after the mark is
 // written, so a crash before makes the sender resend the record and the
