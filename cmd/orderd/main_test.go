@@ -151,6 +151,18 @@ func TestRenderStatus(t *testing.T) {
 		}
 	}
 
+	// A node whose sequencer's term waits for its state write says so
+	// under the sequencer's line.
+	st.Sequencer = &order.SequencerStatus{Sequencer: 2, Role: "recovering", Term: 1<<32 | 2, Unsaved: 1<<32 | 2}
+	raw, _ = json.Marshal(st)
+	b.Reset()
+	if err := renderStatus(&b, raw, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "RECOVERING TERM 1 by 2 WAITS FOR ITS STATE WRITE (it failed: every frame of this node waits"; !strings.Contains(b.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, b.String())
+	}
+
 	// A node that has delivered nothing says so.
 	st.Delivered = map[string]uint64{}
 	raw, _ = json.Marshal(st)

@@ -95,6 +95,14 @@
 // once and in order (per-sender submission IDs, kept in the log), so
 // a message resent to a new sequencer is not numbered twice.
 //
+// The sequencer's election claims only a term on its disk (bully's
+// reservation), so a claim the reservation covers leads without a write;
+// the recovery then writes the term its log promises (Log.Term) before
+// any Recover leaves. While that write fails every frame of the member
+// waits and the others follow another sequencer: status says so
+// (SequencerStatus.Unsaved) until a write succeeds, and the recovery
+// goes on from there.
+//
 // A submission is not written by its sender: it leaves at once, and the
 // sender answers the send once the entry is committed, which is on a
 // majority of disks (a stronger promise than the sender's own disk, and
