@@ -279,27 +279,26 @@ const (
 // back (daemon.HeldError), saying what happened and whether the client
 // may send again.
 func notSent(derr error) *ctl.Error {
+	cause := "could not write the message to its disk (a full or broken disk: see its log and `orderd status`)"
 	var held *daemon.HeldError
-	if errors.As(derr, &held) {
-		if held.Dropped {
-			return ctl.Errorf(http.StatusServiceUnavailable, codeNotSent,
-				"send: not sent: this member stepped back from configuration agreement while taking the message (see its log and `orderd status`), "+
-					"and restarted its core from its disk without it: it is delivered nowhere, now or later, and sending it again is safe once the configurations agree")
-		}
-		return ctl.Errorf(http.StatusServiceUnavailable, codeNotSaved,
-			"send: not saved: this member stepped back from configuration agreement before writing the message (see its log and `orderd status`): "+
-				"it is kept and may still be delivered (once the configurations agree and a write holds it), or be lost if orderd stops first; "+
-				"sending it again may deliver it twice: look for it in `orderd log` first")
+	stepped := errors.As(derr, &held)
+	if stepped {
+		cause = "stepped back from configuration agreement while taking the message (see its log and `orderd status`)"
 	}
 	if errors.Is(derr, daemon.ErrWithdrawn) {
+		how := "so it took it back"
+		if stepped {
+			how = "and restarted its core from its disk without it"
+		}
 		return ctl.Errorf(http.StatusServiceUnavailable, codeNotSent,
-			"send: not sent: this member could not write the message to its disk (a full or broken disk: see its log and `orderd status`), "+
-				"so it took it back: it is delivered nowhere, now or later, and sending it again is safe")
+			"send: not sent: this member %s, %s: it is delivered nowhere, now or later, and sending it again is safe", cause, how)
+	}
+	how := "and cannot tell whether the write reached it: the message is kept and may still be delivered (with the next write that succeeds)"
+	if stepped {
+		how = "and did not write it: the message is kept and may still be delivered (once the configurations agree and a write holds it)"
 	}
 	return ctl.Errorf(http.StatusServiceUnavailable, codeNotSaved,
-		"send: not saved: this member could not write the message to its disk (a full or broken disk: see its log and `orderd status`), "+
-			"and cannot tell whether the write reached it: the message is kept and may still be delivered (with the next write that succeeds), "+
-			"or be lost if orderd stops first; sending it again may deliver it twice: look for it in `orderd log` first")
+		"send: not saved: this member %s, %s, or be lost if orderd stops first; sending it again may deliver it twice: look for it in `orderd log` first", cause, how)
 }
 
 // lostTrack is the answer to a sequenced send whose core a step back
