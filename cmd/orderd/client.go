@@ -122,24 +122,31 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 		// Nothing is sent while the member stands back (refused, 503
 		// stepped_back), nor before the members' configurations are
 		// heard at the start (it waits): checked in the send's own turn
-		// of the loop.
-		do := d.DoActiveSaved
-		if sequenced {
-			do = d.DoActive
-		}
+		// of the loop. A step back later in that turn (a frame of the
+		// same batch, the tick after the call) restarts the core
+		// without the message, never drained: daemon.HeldError, not
+		// sent.
 		events, unsubscribe := d.Subscribe() // before the send: no delivery is missed
 		defer unsubscribe()
 		var before, sid uint64
-		if derr := do(r.Context(), func(n *node.Node) {
-			var c *order.Core
-			if c, err = coreOf(n); err != nil {
+		var sentBy *order.Core // the core that took the message
+		derr := d.DoActiveSaved(r.Context(), func(n *node.Node) {
+			if sentBy, err = coreOf(n); err != nil {
 				return
 			}
-			before = c.LastIndex()
-			if err = c.Multicast(clk.Now(), req.Order, msg); err == nil && sequenced {
-				sid = c.Submission()
+			before = sentBy.LastIndex()
+			if err = sentBy.Multicast(clk.Now(), req.Order, msg); err == nil && sequenced {
+				sid = sentBy.Submission()
 			}
-		}); derr != nil && !errors.Is(derr, daemon.ErrNotSaved) && !errors.Is(derr, daemon.ErrWithdrawn) {
+		})
+		var held *daemon.HeldError
+		if sequenced && !errors.As(derr, &held) && (errors.Is(derr, daemon.ErrNotSaved) || errors.Is(derr, daemon.ErrWithdrawn)) {
+			// The write of the turn failed (another send's, a record's):
+			// it held nothing of a submission, which leaves unwritten and
+			// is resent until the sequencer numbers it.
+			derr = nil
+		}
+		if derr != nil && !errors.Is(derr, daemon.ErrNotSaved) && !errors.Is(derr, daemon.ErrWithdrawn) {
 			return nil, derr
 		} else if err != nil {
 			return nil, ctl.Conflict(err.Error())
@@ -157,8 +164,14 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 			var skipped *order.Skipped
 			var pending string
 			committed := false
+			restarted := false
 			if derr := d.Do(r.Context(), func(n *node.Node) {
 				c, _ := coreOf(n)
+				if restarted = c != sentBy; restarted {
+					// A step back restarted the core from its disk:
+					// the new one knows nothing of the submission.
+					return
+				}
 				for _, dl := range c.History(before) {
 					if dl.Order == req.Order && dl.Sender == me && (sequenced && dl.SID == sid || !sequenced && bytes.Equal(dl.Message, msg)) {
 						found = &dl
@@ -180,6 +193,12 @@ func attach(cc *cli.Context, d *daemon.Daemon) error {
 				return nil, derr
 			}
 			switch {
+			case restarted && sequenced:
+				// "Sent" only once committed, which no one can tell now:
+				// the old core may have had it numbered (then it is
+				// delivered everywhere) or not (then nowhere, as the new
+				// core does not resend it).
+				return nil, lostTrack()
 			case found != nil && req.Wait:
 				v := viewOf(*found)
 				return sendReply{Delivered: &v}, nil
@@ -256,18 +275,39 @@ const (
 )
 
 // notSent is the answer to a send whose write failed (derr: DoSaved's
-// ErrWithdrawn or ErrNotSaved), saying what happened and whether the
-// client may send again.
+// ErrWithdrawn or ErrNotSaved), or whose turn of the loop ended in a step
+// back (daemon.HeldError), saying what happened and whether the client
+// may send again.
 func notSent(derr error) *ctl.Error {
+	cause := "could not write the message to its disk (a full or broken disk: see its log and `orderd status`)"
+	var held *daemon.HeldError
+	stepped := errors.As(derr, &held)
+	if stepped {
+		cause = "stepped back from configuration agreement while taking the message (see its log and `orderd status`)"
+	}
 	if errors.Is(derr, daemon.ErrWithdrawn) {
+		how := "so it took it back"
+		if stepped {
+			how = "and restarted its core from its disk without it"
+		}
 		return ctl.Errorf(http.StatusServiceUnavailable, codeNotSent,
-			"send: not sent: this member could not write the message to its disk (a full or broken disk: see its log and `orderd status`), "+
-				"so it took it back: it is delivered nowhere, now or later, and sending it again is safe")
+			"send: not sent: this member %s, %s: it is delivered nowhere, now or later, and sending it again is safe", cause, how)
+	}
+	how := "and cannot tell whether the write reached it: the message is kept and may still be delivered (with the next write that succeeds)"
+	if stepped {
+		how = "and did not write it: the message is kept and may still be delivered (once the configurations agree and a write holds it)"
 	}
 	return ctl.Errorf(http.StatusServiceUnavailable, codeNotSaved,
-		"send: not saved: this member could not write the message to its disk (a full or broken disk: see its log and `orderd status`), "+
-			"and cannot tell whether the write reached it: the message is kept and may still be delivered (with the next write that succeeds), "+
-			"or be lost if orderd stops first; sending it again may deliver it twice: look for it in `orderd log` first")
+		"send: not saved: this member %s, %s, or be lost if orderd stops first; sending it again may deliver it twice: look for it in `orderd log` first", cause, how)
+}
+
+// lostTrack is the answer to a sequenced send whose core a step back
+// restarted while the send waited for its commit.
+func lostTrack() *ctl.Error {
+	return ctl.Errorf(http.StatusServiceUnavailable, codeNotSaved,
+		"send: not known: this member stepped back from configuration agreement while the message waited for its commit (see its log and `orderd status`), "+
+			"and restarted its core without it: the sequencer may have numbered it (then it is delivered everywhere) or not (then nowhere); "+
+			"sending it again may deliver it twice: look for it in `orderd log` first")
 }
 
 // deliveryPoll is how long waitDelivery waits for an event before the

@@ -285,6 +285,10 @@ func renderStatus(w io.Writer, raw []byte, now time.Time) error {
 			}
 		}
 		fmt.Fprintf(w, "Sequencer: %s; this node is %s, term %s\n", seq, s.Role, epoch.Format(s.Term))
+		if s.Unsaved != 0 {
+			fmt.Fprintf(w, "           %s TERM %s WAITS FOR ITS STATE WRITE (it failed: every frame of this node waits for one that succeeds, and the others may follow another sequencer meanwhile; see Persist)\n",
+				strings.ToUpper(s.Role), epoch.Format(s.Unsaved))
+		}
 		fmt.Fprintf(w, "Log      : last %d, committed %d, applied %d, compacted up to %d, %d of this node's messages wait for a number\n",
 			s.Last, s.Commit, s.Applied, s.Base, s.Submits)
 		if k := s.LastSkip; k != nil {

@@ -151,15 +151,27 @@ func TestRenderStatus(t *testing.T) {
 		}
 	}
 
-	// A node that has delivered nothing says so.
-	st.Delivered = map[string]uint64{}
-	raw, _ = json.Marshal(st)
-	b.Reset()
-	if err := renderStatus(&b, raw, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if want := "Delivered: nothing since start (0 in all)"; !strings.Contains(b.String(), want) {
-		t.Errorf("status lacks %q:\n%s", want, b.String())
+	// A node whose sequencer's term waits for its state write says so
+	// under the sequencer's line; a node that has delivered nothing says
+	// so.
+	for _, c := range []struct {
+		edit func(*order.Status)
+		want string
+	}{
+		{func(st *order.Status) {
+			st.Sequencer = &order.SequencerStatus{Sequencer: 2, Role: "recovering", Term: 1<<32 | 2, Unsaved: 1<<32 | 2}
+		}, "RECOVERING TERM 1 by 2 WAITS FOR ITS STATE WRITE (it failed: every frame of this node waits"},
+		{func(st *order.Status) { st.Delivered = map[string]uint64{} }, "Delivered: nothing since start (0 in all)"},
+	} {
+		c.edit(&st)
+		raw, _ = json.Marshal(st)
+		b.Reset()
+		if err := renderStatus(&b, raw, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("status lacks %q:\n%s", c.want, b.String())
+		}
 	}
 }
 

@@ -95,6 +95,11 @@ func (d *Daemon) agreementStep() {
 				d.fatal = fmt.Errorf("restarting the core from %s after stepping back: %w", d.cfg.StateDir, err)
 				return
 			}
+			if d.wrote == writeHeld {
+				// This turn's calls acted on the old core, which was
+				// never drained: gone with it.
+				d.wrote = writeDropped
+			}
 		}
 		d.emit(core.Event{Name: EventSteppedBack, Msg: "stepped back: configuration in the minority", Args: []any{"reason", reason}})
 		for _, e := range extra {

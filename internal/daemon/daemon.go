@@ -599,6 +599,38 @@ var ErrNotSaved = errors.New("not on disk: the state write failed (see the daemo
 // nothing of it ever will. The call had no effect and may be made again.
 var ErrWithdrawn = errors.New("not on disk: the state write failed (see the daemon's log), and what the call did was taken back: nothing of it was sent or kept, nor will be")
 
+// HeldError is returned by DoSaved when the node stepped back from
+// configuration agreement in the call's own turn of the loop (a frame
+// taken in the same batch, or the tick that followed it: node.Output.Held),
+// so the core, held back, was not drained: nothing of what fn did was
+// written or sent. Dropped says the core was then restarted from its disk
+// (a core that ran is, at a step back) without it: nothing of it will
+// ever be done (errors.Is ErrWithdrawn). Otherwise the held core keeps it
+// pending, written and sent once the configurations agree again and a
+// write succeeds, or lost if the daemon stops first (errors.Is
+// ErrNotSaved). Either way the call was not done: answered as done, it
+// could be lost with the restarted core, or taken back by the first
+// write after the agreement if that failed (core.Withdrawer), after the
+// caller was told it was kept.
+type HeldError struct{ Dropped bool }
+
+func (e *HeldError) Error() string {
+	if e.Dropped {
+		return "not done: this member stepped back from configuration agreement in the same turn (see the daemon's log and `status`), " +
+			"and its core was restarted from its disk without what the call did: nothing of it was sent or kept, nor will be; " +
+			"the call may be made again once the configurations agree"
+	}
+	return "not on disk: this member stepped back from configuration agreement in the same turn (see the daemon's log and `status`), " +
+		"and its core, held back, did not write what the call did: it is kept only once the configurations agree again and a write succeeds, " +
+		"and lost if the daemon stops first"
+}
+
+// Is makes a dropped call ErrWithdrawn and a held one ErrNotSaved: what
+// a caller may rely on is the same.
+func (e *HeldError) Is(target error) bool {
+	return e.Dropped && target == ErrWithdrawn || !e.Dropped && target == ErrNotSaved
+}
+
 // writeResult is how the write of the Ready that followed a Do call went.
 type writeResult uint8
 
@@ -606,6 +638,8 @@ const (
 	writeOK        writeResult = iota // written, or nothing to write
 	writeFailed                       // failed: kept pending (ErrNotSaved)
 	writeWithdrawn                    // failed, and taken back (ErrWithdrawn)
+	writeHeld                         // the core was held back, not drained (HeldError)
+	writeDropped                      // held back, then restarted from its disk (HeldError, Dropped)
 )
 
 // err is the error DoSaved answers for r.
@@ -615,6 +649,10 @@ func (r writeResult) err() error {
 		return ErrNotSaved
 	case writeWithdrawn:
 		return ErrWithdrawn
+	case writeHeld:
+		return &HeldError{}
+	case writeDropped:
+		return &HeldError{Dropped: true}
 	}
 	return nil
 }

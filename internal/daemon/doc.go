@@ -44,7 +44,11 @@
 // durably) lets a core take back what it promised the calls of that Ready
 // (core.Withdrawer): DoSaved then answers ErrWithdrawn ("nothing was done,
 // ever") instead of ErrNotSaved ("kept, may still happen"), counted as
-// calls_withdrawn. Each start raises a persisted incarnation that
+// calls_withdrawn. A call whose turn of the loop ends with the node
+// stepping back (a frame of the same batch, or the tick after it) is not
+// done either: the core, held back, is not drained, and DoSaved answers
+// HeldError (Dropped, ErrWithdrawn, once the core is rebuilt from its
+// disk without it), never nil. Each start raises a persisted incarnation that
 // prefixes every frame sequence number; the epochs of the members' frames
 // the node accepted are saved too (state file "epochs", written by the
 // node's Save before it accepts a member's new epoch), so that frames

@@ -662,6 +662,11 @@ type deferredWriter interface{ WriteDeferred() }
 // process acts on the core's Ready in the order pkg/core prescribes.
 func (d *Daemon) process() {
 	out := d.node.Ready()
+	if out.Held {
+		// What this turn's calls did waits in the core, unwritten: none
+		// of them is done (HeldError).
+		d.wrote = writeHeld
+	}
 	if out.Empty() {
 		return
 	}

@@ -167,6 +167,12 @@ type Output struct {
 	Adjustments []clock.Adjustment
 	Sends       []Send
 	Events      []core.Event
+	// Held says the core was not drained: configuration agreement holds
+	// it back (the node starts, or stepped back). What a call made the
+	// core do since its last drained Ready is neither written nor sent:
+	// a driver must not answer such a call as done (internal/daemon's
+	// DoSaved).
+	Held bool
 }
 
 // Empty reports whether there is nothing to do.
@@ -609,7 +615,7 @@ func (n *Node) Tick(now time.Time) {
 // node's own messages leave.
 func (n *Node) Ready() Output {
 	if n.Standing() != StandingAgreed {
-		var out Output
+		out := Output{Held: true}
 		for _, m := range n.own {
 			out.Sends = n.encode(out.Sends, m)
 		}

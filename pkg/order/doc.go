@@ -95,6 +95,14 @@
 // once and in order (per-sender submission IDs, kept in the log), so
 // a message resent to a new sequencer is not numbered twice.
 //
+// The sequencer's election claims only a term on its disk (bully's
+// reservation), so a claim the reservation covers leads without a write;
+// the recovery then writes the term its log promises (Log.Term) before
+// any Recover leaves. While that write fails every frame of the member
+// waits and the others follow another sequencer: status says so
+// (SequencerStatus.Unsaved) until a write succeeds, and the recovery
+// goes on from there.
+//
 // A submission is not written by its sender: it leaves at once, and the
 // sender answers the send once the entry is committed, which is on a
 // majority of disks (a stronger promise than the sender's own disk, and
@@ -244,6 +252,14 @@
 // answered 503 not_saved: it goes out with the next write that succeeds,
 // or is lost with a crash first, so the client must look for it (orderd
 // log) before sending again.
+//
+// Withdraw takes back what was made since the core's last Ready, which
+// is the send's own turn only if the driver drained the core in that
+// turn. The daemon answers "sent" only then: a send whose turn ended in
+// a step back (configuration agreement holds the core, not drained) is
+// answered not_sent once the core is rebuilt without it, never "sent"
+// (internal/daemon, HeldError); answered "sent" with its Ready still to
+// come, a failed write of that later Ready would have taken it back.
 //
 // A receiver's delivered-up-to mark is a promise too: the
 // acknowledgement of a record it handed on leaves only after the mark is

@@ -176,6 +176,9 @@ type Core struct {
 	deliveredN map[Order]uint64
 
 	seqr seqRole // the sequencer's volatile state
+	// unsavedTerm is the term this member sequences or recovers while
+	// the last write failed with a promise pending (seqUnsaved); 0: none.
+	unsavedTerm uint64
 	// started is the local time the core was built; snapJumped what
 	// snapshots moved the commit point by since this member last took a
 	// sequencer's Append (see snapshotRate).
@@ -667,6 +670,7 @@ func (c *Core) Advance(saved bool) {
 	if saved {
 		c.wd.inWrite.sends, c.wd.inWrite.records = nil, nil
 	}
+	c.seqUnsaved(saved)
 	if saved && !c.durable.Pending() {
 		c.savedThrough()
 	}

@@ -585,6 +585,26 @@ func (c *Core) becomeSequencer() {
 	c.advanceCommit()
 }
 
+// seqUnsaved notes, after the driver's report on a write, whether the
+// term this member sequences or recovers waits for its disk. Its election
+// may lead without a write (the claim covered by the reservation on
+// disk), but the term the log then promises (Log.Term, a promise) is
+// written at the recovery's start: while that write fails, every frame
+// of this member stays home (its Recover and Appends, and the election's
+// own), the others elect without it, and its recovery, its role and its
+// term say nothing true of the cluster. Status says so (Unsaved) until a
+// write succeeds, when the frames go and the recovery goes on where it
+// was (TestSimCoveredClaimUnsavedRecovery). Not an event: an appending
+// core's events wait for a write that succeeds (internal/daemon), so it
+// would come once no longer true; the daemon's ERROR about the failed
+// write says that nothing depending on it is sent.
+func (c *Core) seqUnsaved(saved bool) {
+	c.unsavedTerm = 0
+	if term := max(c.seqr.leading, c.seqr.recovering); !saved && term != 0 && c.durable.PromisePending() {
+		c.unsavedTerm = term
+	}
+}
+
 // Submission IDs: a sender numbers its submissions era<<32 | count,
 // count from 1 in each era. The era is written once per start, before any
 // submission of it leaves (newEra), so a restarted sender never reuses an

@@ -71,8 +71,12 @@ type SequencerStatus struct {
 	// Phase is the election's phase (elect.Status.Phase) while no
 	// sequencer is known: why none is, as a member whose claim waits for
 	// its state write (its disk failing) says.
-	Phase      string `json:"election_phase,omitempty"`
-	Term       uint64 `json:"term"`
+	Phase string `json:"election_phase,omitempty"`
+	Term  uint64 `json:"term"`
+	// Unsaved is the term this member sequences (or recovers: Role)
+	// while its state write fails: every frame of it waits for a write
+	// that succeeds, so the others may follow another sequencer meanwhile.
+	Unsaved    uint64 `json:"unsaved_term,omitempty"`
 	LogTerm    uint64 `json:"log_term"`
 	Last       uint64 `json:"last"`
 	Commit     uint64 `json:"commit"`
@@ -130,6 +134,9 @@ func (c *Core) Report() Status {
 			Commit: l.Commit, Applied: l.Applied, Base: l.Base, Submits: len(l.Submits), Recoveries: sr.recoveries, LastSkip: c.lastSkip}
 		if sr.leader == 0 {
 			ss.Phase = c.el.Report().Phase
+		}
+		if c.unsavedTerm != 0 && c.unsavedTerm == max(sr.leading, sr.recovering) {
+			ss.Unsaved = c.unsavedTerm
 		}
 		switch {
 		case sr.leading != 0:
