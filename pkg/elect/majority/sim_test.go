@@ -35,9 +35,17 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, s *sim.Sim, members []majority.Member, drift bool) *cluster {
+	return newClusterCfg(t, s, members, drift, nil)
+}
+
+// newClusterCfg is newCluster with the LAN defaults changed by mut.
+func newClusterCfg(t *testing.T, s *sim.Sim, members []majority.Member, drift bool, mut func(*majority.Config)) *cluster {
 	c := &cluster{t: t, s: s, members: members, cfg: majority.DefaultLANConfig(),
 		leaderOf: map[uint64]uint32{}, believed: map[uint32]time.Duration{}, claimedBy: map[uint64][2]uint32{}}
 	c.cfg.Members = members
+	if mut != nil {
+		mut(&c.cfg)
+	}
 	s.OnSend(c.checkSent)
 	rnd := rand.New(rand.NewPCG(uint64(s.Seed()), 0x6d))
 	for _, m := range members {
