@@ -320,6 +320,28 @@ func TestSimRestartedVoterWaits(t *testing.T) {
 	})
 }
 
+// slowDiskTimings is what docs/electd.md tells the administrator of
+// members whose disks are slow, for the writes SYNCLAB_SIM_WRITE_LATENCY
+// gives (nil without): an answer timeout whose Stagger (3/5 of it)
+// outlasts a candidate's write of its term and its requests' way, so that
+// a candidacy is heard before the next member in the standing order
+// stands, and whose tries outlast a voter's write. The LAN defaults
+// assume writes within their 30 ms Stagger: with 20-200 ms writes their
+// candidacies collide (up to 48 a failover) or, with writes beyond three
+// VoteTimeouts, never end.
+func slowDiskTimings(link sim.LinkConfig) func(*majority.Config) {
+	_, write := sim.EnvWriteLatency()
+	if write == 0 {
+		return nil
+	}
+	answer := (write + link.Delay + link.Jitter) * 5 / 3
+	return func(cfg *majority.Config) {
+		members := cfg.Members
+		*cfg = majority.FromOptions(nil, elect.Options{AnswerTimeout: answer})
+		cfg.Members = members
+	}
+}
+
 // TestSimFailoverMessages: the messages one failover costs, as the notes
 // count them (vote requests, votes, releases; renewals and grants are the
 // heartbeats), at 5 and 16 members whose uptimes differ (members restarted
@@ -346,7 +368,7 @@ func TestSimFailoverMessages(t *testing.T) {
 			sim.Seeds(t, 10, func(t *testing.T, seed int64) {
 				rnd := rand.New(rand.NewPCG(uint64(seed), 16))
 				s := sim.New(sim.Config{Seed: seed, DefaultLink: tc.link})
-				c := newCluster(t, s, ids(tc.n), false)
+				c := newClusterCfg(t, s, ids(tc.n), false, slowDiskTimings(tc.link))
 				c.run(time.Second)
 				// Uptimes apart by more than a lease: members restarted
 				// one after another, a random half of them.
