@@ -647,11 +647,11 @@ func (d *Daemon) process() {
 	withheld := 0  // frames a failed write kept home
 	withdrawn := 0 // calls whose promises a failed write's core took back
 	// The clock first, before the write, promise or not: a discipline
-	// counts its slew from the tick that decided it (and is told when the
-	// clock took it, core.Adjuster), so a slew left waiting for a slow
-	// fdatasync would have the core's bound, and what it serves, trust a
-	// correction the clock has not begun. Nothing of an adjustment
-	// depends on the write: a failed write's were always applied.
+	// counts its slew and frequency from the tick that decided them, so
+	// left waiting for a slow fdatasync the clock would run the old plan
+	// while the core's bound counts the new one (Adjusted re-anchors a
+	// slew afterwards, not a frequency). Nothing of an adjustment depends
+	// on the write: a failed write's were always applied.
 	d.adjust(out.Adjustments)
 	if (d.appends || out.State != nil) && !out.Promise && len(out.Sends) > 0 {
 		// Nothing these messages say depends on the write (core.Ready):

@@ -437,8 +437,8 @@ func (s *Sim) slowWrite(n *simNode, out node.Output) {
 				s.unblock(n)
 			})
 		}
-		if took == 0 {
-			end() // only the node's own save took time
+		if took == 0 && debt > 0 {
+			end() // only the node's own save took time, and it is over
 			return
 		}
 		s.schedule(s.now+took, func() {
