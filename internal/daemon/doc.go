@@ -9,9 +9,9 @@
 //	packet   -> clock.FromKernel(stamp) -> node.Receive (decode, validate, Step)
 //	ticker   -> node.Tick(clock.Now())
 //	ctl call -> Do(fn) runs fn on the loop
-//	then     -> node.Ready(): persist state, adjust the clock, send, emit events
-//	            (a state write that promises nothing, with no clock to adjust,
-//	            after the sends: the frames do not wait for the disk)
+//	then     -> node.Ready(): adjust the clock, persist state, send, emit
+//	            events (a state write that promises nothing after the sends:
+//	            the frames do not wait for the disk)
 //	and      -> a deadline the step made due, no frame waiting: ticked in
 //	            the same step
 //
@@ -21,6 +21,18 @@
 // their transmit times written right before it, the others are stepped and
 // the core's Ready acted on, as the loop would. A server then answers
 // without a wakeup of the loop per request.
+//
+// The clock is adjusted before the Ready's state is written, whatever the
+// Ready promises, and the truetime page republished with it: a slew, a
+// frequency or a step never waits for the disk. A clock discipline counts
+// its slew and its frequency from the tick that decided them; made after
+// a slow fdatasync (200 ms), they left the clock on the old plan while the
+// core's model counted the new one as under way (the simulator, whose
+// oracle reads the bound at every instant, saw the truth fall outside it
+// mid-write; Adjusted re-anchors the slew afterwards, not the frequency).
+// An adjustment depends on nothing the write holds (a failed write's are
+// applied all the same), so nothing is lost by making it first; a crash
+// during the write leaves the clock adjusted and the state as it was.
 //
 // A slew a core decides at a tick is planned from the tick's clock reading;
 // what the clock's slew in progress absorbed between that reading and the

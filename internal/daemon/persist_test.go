@@ -14,6 +14,7 @@ import (
 
 	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/internal/transport"
+	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -65,44 +66,59 @@ func TestStateWriteTimed(t *testing.T) {
 }
 
 // promiser is a core whose state changes with or without a promise, each
-// change with a frame to member 2.
+// change with a frame to member 2 and, with clk set, a 1 ms slew of it
+// (timed: its polls and slews beside its frequency). It records when the
+// clock took the slew (Adjusted) and how much of it the clock still had
+// to make when the write ended (Advance).
 type promiser struct {
 	core.Durable
 	n    int
 	msgs []core.Message
+	clk  *clock.Sim
+	adjs []clock.Adjustment
+	// calls is "adjusted" and "advanced <slew left>", in order.
+	calls []string
 }
 
 func (c *promiser) change(promise bool) {
 	c.n++
 	c.Change(promise)
 	c.msgs = append(c.msgs, core.Message{To: 2, Kind: wire.KindElection, Term: uint64(c.n)})
+	if c.clk != nil {
+		c.adjs = append(c.adjs, clock.Adjustment{Kind: clock.AdjustSlew, Offset: time.Millisecond})
+	}
 }
 func (c *promiser) Step(core.Message) error          { return nil }
 func (c *promiser) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
 func (c *promiser) Status() any                      { return nil }
 func (c *promiser) Tick(time.Time)                   {}
+func (c *promiser) Adjusted(time.Time)               { c.calls = append(c.calls, "adjusted") }
+func (c *promiser) Advance(saved bool) {
+	if c.clk != nil {
+		st, _ := c.clk.State()
+		c.calls = append(c.calls, fmt.Sprintf("advanced %v", st.SlewLeft))
+	}
+	c.Durable.Advance(saved)
+}
 func (c *promiser) Ready() core.Ready {
-	rd := core.Ready{Messages: c.msgs}
-	c.msgs = nil
+	rd := core.Ready{Messages: c.msgs, Adjustments: c.adjs}
+	c.msgs, c.adjs = nil, nil
 	c.Durable.Ready(&rd, func() []byte { return fmt.Appendf(nil, "n=%d", c.n) })
 	return rd
 }
 
-// TestStateWithoutPromiseSentFirst: a core that writes its state (not a
-// log) and hands a change without a promise (bully's claim on its
-// reservation) has the Ready's frames sent before the write, which runs
-// while they travel; a change with a promise is written first. The
-// trace's order says which went first.
-func TestStateWithoutPromiseSentFirst(t *testing.T) {
-	net := transport.NewMemNetwork()
-	dir := shortDir(t)
-	d, err := New(testConfig(t, net, dir, 1, 2), func(core.Env) (core.Core, error) { return &promiser{}, nil })
+// writeOrder runs a daemon on c, has it change its state without a
+// promise and then with one, and returns the trace's order of its frames
+// ("send") and state writes ("write").
+func writeOrder(t *testing.T, cfg Config, c *promiser) []string {
+	t.Helper()
+	d, err := New(cfg, func(core.Env) (core.Core, error) { return c, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	start(t, d)
 	ctx := context.Background()
-	file := filepath.Join(dir, "order.trace")
+	file := filepath.Join(filepath.Dir(cfg.ControlPath), "order.trace")
 	var terr error
 	d.Do(ctx, func(*node.Node) { _, terr = d.startTrace(file, 0, false) })
 	if terr != nil {
@@ -130,8 +146,46 @@ func TestStateWithoutPromiseSentFirst(t *testing.T) {
 			order = append(order, "write")
 		}
 	}
+	return order
+}
+
+// TestStateWithoutPromiseSentFirst: a core that writes its state (not a
+// log) and hands a change without a promise (bully's claim on its
+// reservation) has the Ready's frames sent before the write, which runs
+// while they travel; a change with a promise is written first. The
+// trace's order says which went first.
+func TestStateWithoutPromiseSentFirst(t *testing.T) {
+	dir := shortDir(t)
+	order := writeOrder(t, testConfig(t, transport.NewMemNetwork(), dir, 1, 2), &promiser{})
 	if want := []string{"send", "write", "write", "send"}; !slices.Equal(order, want) {
-		t.Fatalf("trace order %v, want %v (without a promise the frame first, with one the write first):\n%s", order, want, b)
+		t.Fatalf("trace order %v, want %v (without a promise the frame first, with one the write first)", order, want)
+	}
+}
+
+// TestAdjustedBeforeTheWrite: a Ready's clock adjustments are applied
+// before its state write, promise or not: a discipline counts its slew
+// from the tick that decided it, and a slew that waited for a slow
+// fdatasync had its bound (and the time it serves) trust a correction
+// the clock had not begun (timed's NTP client on a 20-200 ms disk: a true
+// offset of -235 us outside its +-216 us bound). So the core hears that
+// the clock took the slew (Adjusted) before it hears how the write went
+// (Advance), when the clock has it to make; and, the clock adjusted
+// first, a Ready without a promise sends its frames before the write as
+// any other does (they are stamped by the adjusted clock).
+func TestAdjustedBeforeTheWrite(t *testing.T) {
+	dir := shortDir(t)
+	cfg := testConfig(t, transport.NewMemNetwork(), dir, 1, 2)
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewSim(clock.SimConfig{}, func() time.Time { return at }) // still: the slew stays whole
+	cfg.Clock = clk
+	c := &promiser{clk: clk}
+	order := writeOrder(t, cfg, c)
+	if want := []string{"send", "write", "write", "send"}; !slices.Equal(order, want) {
+		t.Errorf("trace order %v, want %v (without a promise the frame first, with one the write first)", order, want)
+	}
+	// The first slew is made from the second's start: 1 ms left each time.
+	if want := []string{"adjusted", "advanced 1ms", "adjusted", "advanced 1ms"}; !slices.Equal(c.calls, want) {
+		t.Fatalf("the core was told %q, want %q: the clock must take a Ready's adjustments before its write ends", c.calls, want)
 	}
 }
 

@@ -675,15 +675,22 @@ func (d *Daemon) process() {
 	var err error  // the write's
 	withheld := 0  // frames a failed write kept home
 	withdrawn := 0 // calls whose promises a failed write's core took back
-	if (d.appends || out.State != nil && len(out.Adjustments) == 0) && !out.Promise && len(out.Sends) > 0 {
+	// The clock first, before the write, promise or not: a discipline
+	// counts its slew and frequency from the tick that decided them, so
+	// left waiting for a slow fdatasync the clock would run the old plan
+	// while the core's bound counts the new one (Adjusted re-anchors a
+	// slew afterwards, not a frequency). Nothing of an adjustment depends
+	// on the write: a failed write's were always applied.
+	d.adjust(out.Adjustments)
+	if (d.appends || out.State != nil) && !out.Promise && len(out.Sends) > 0 {
 		// Nothing these messages say depends on the write (core.Ready):
 		// they leave now, and the fdatasync runs while they travel. For
 		// a core that appends, a write is on nearly every step's path;
 		// for one that writes its state, a write that need not hold
 		// anything back (bully's claim, its term reserved on disk
-		// beforehand, brings the state up to the claim after it). Not
-		// ahead of the Ready's clock adjustments (timed): its frames
-		// are stamped by the clock they leave.
+		// beforehand, brings the state up to the claim after it; timed's
+		// polls beside its frequency). After the Ready's clock
+		// adjustments: its frames are stamped by the clock they leave.
 		for _, s := range out.Sends {
 			d.send(s)
 		}
@@ -761,10 +768,21 @@ func (d *Daemon) process() {
 		}
 		d.persistFailing(file, err, withheld, withdrawn)
 	}
-	defer func() { d.plan = slewPlan{} }() // a tick's plan is for its own Ready
-	d.adjusting(out.Adjustments)
+	for _, s := range out.Sends {
+		d.send(s)
+	}
+	for _, e := range d.afterWrite(out.Events, saved, out.State != nil || len(out.Entries) > 0) {
+		d.emit(e)
+	}
+}
+
+// adjust applies a Ready's clock adjustments (a tick's slew less what the
+// clock absorbed since the tick, slewPlan), tells the core when the clock
+// took them and republishes the truetime page.
+func (d *Daemon) adjust(adjs []clock.Adjustment) {
+	d.adjusting(adjs)
 	applied := false
-	for _, a := range out.Adjustments {
+	for _, a := range adjs {
 		if d.cfg.SkipAdjust {
 			d.errs["adjustments_skipped"]++
 			continue
@@ -779,21 +797,16 @@ func (d *Daemon) process() {
 		}
 		applied = applied || a.Kind != clock.AdjustSync
 	}
+	d.plan = slewPlan{} // a tick's plan is for its own Ready
 	if applied {
 		// When the clock took them: a slew runs from now, not from the
 		// tick that decided it (core.Adjuster).
 		d.node.Adjusted(d.cfg.Clock.Now())
 	}
-	if len(out.Adjustments) > 0 {
+	if len(adjs) > 0 {
 		// Every clock update: the bound moved (and a write begun by
 		// adjusting ends).
 		d.publishTrueTime()
-	}
-	for _, s := range out.Sends {
-		d.send(s)
-	}
-	for _, e := range d.afterWrite(out.Events, saved, out.State != nil || len(out.Entries) > 0) {
-		d.emit(e)
 	}
 }
 

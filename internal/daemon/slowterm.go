@@ -97,7 +97,7 @@ func (d *Daemon) noteTerm(e core.Event, now time.Time) {
 			"a write longer than %s makes the others elect again, and each election waits for more writes: these leader changes are likely caused by the disk",
 			epoch.Format(term), e.Name, st.AfterMs, d.state.file(w.File), st.WriteMs, timeout),
 		"term", epoch.Term(term), "event", e.Name, "write_ms", st.WriteMs, "after_ms", st.AfterMs, "terms_after_slow_writes", p.SlowTerms,
-		"hint", "put --state-dir on a faster or less busy disk on every member whose status shows slow writes (status: Persist); the elections stop when writes take less than the leader timeout")
+		"hint", "put --state-dir on a faster or less busy disk on every member whose status shows slow writes (status: Persist); the elections stop when writes take less than the leader timeout and, where votes wait for the voters' writes (electd's majority election), less than the answer timeout: raise --answer-timeout above the write time if the disk cannot be faster")
 }
 
 // persistStatus is status's copy of the writes' counts: the last leader

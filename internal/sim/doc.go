@@ -37,8 +37,9 @@
 //     SYNCLAB_SIM_WRITE_LATENCY, for every node of every test) says how
 //     long, fixed or drawn from the seed: then a Ready with State or
 //     Entries is carried out as the daemon's loop does today, blocked in
-//     its write (frames, ticks and Do calls wait for it; a promise's frames
-//     leave after it; Advance when it ends; a crash mid-write loses it),
+//     its write (its clock adjustments made before it; frames, ticks and
+//     Do calls wait for it; a promise's frames leave after it; Advance
+//     when it ends; a crash mid-write loses it),
 //     and the node's own saves (node.Config.Save) take as long. With it, a
 //     test shows what a slow disk does to a protocol (pkg/order's
 //     TestSimSlowWritesSequencerChurn).

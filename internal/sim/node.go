@@ -324,13 +324,14 @@ func (s *Sim) reschedule(n *simNode) {
 	}
 }
 
-// drain carries out the node's output: persist, adjust the clock, send,
-// report. Without write latency (SetWriteLatency) the write comes first
-// and takes no time, whatever the Ready: a core cannot tell that apart
-// from the daemon's order (its disk faults still lose the write after
-// the frames left). With it, drain does what the daemon's loop does
-// today: a Ready without a promise sends first where the daemon does,
-// the rest waits for the write, and the loop is blocked meanwhile.
+// drain carries out the node's output in the daemon's order: adjust the
+// clock, persist, send, report. Without write latency (SetWriteLatency)
+// the write takes no time, whatever the Ready: a core cannot tell that
+// apart from the daemon's order (its disk faults still lose the write
+// after the frames left). With it, drain does what the daemon's loop does
+// today: the clock is adjusted first, a Ready without a promise sends
+// first where the daemon does, the rest waits for the write, and the loop
+// is blocked meanwhile.
 func (s *Sim) drain(n *simNode) {
 	if n.writing {
 		// The loop is inside a write: whatever stepped the core meanwhile
@@ -342,6 +343,7 @@ func (s *Sim) drain(n *simNode) {
 	}
 	out := n.node.Ready()
 	if n.saveDebt == 0 && (out.State == nil && len(out.Entries) == 0 || n.writeMax == 0) {
+		s.adjust(n, &out)
 		s.write(n, &out)
 		s.traceEvents(n, out)
 		s.finish(n, out)
@@ -390,56 +392,80 @@ func (s *Sim) write(n *simNode, out *node.Output) {
 }
 
 // slowWrite carries out a Ready whose write takes time (SetWriteLatency)
-// in the daemon's order (internal/daemon's process): frames that depend
-// on nothing unsaved leave now (not for a Ready with clock adjustments:
-// its frames are stamped by the clock they leave), and so do its leading
-// events that say they do not wait for the write (core.Event.BeforeSave);
-// the write ends after the drawn latency, and then come Advance, the
-// adjustments, the other frames and events. Until then the node does
-// nothing else. A crash meanwhile loses the write.
+// in the daemon's order (internal/daemon's process): its clock
+// adjustments first, then the frames that depend on nothing unsaved (no
+// promise; a core that appends, or one that writes its state) and its
+// leading events that say they do not wait for the write
+// (core.Event.BeforeSave); the write ends after the drawn latency, and
+// then come Advance, the other frames and events. Until then the node
+// does nothing else. A crash meanwhile loses the write. The node's own
+// saves (node.Config.Save) since the last Ready come before all of it:
+// the daemon makes them inside the node's calls, before it acts on the
+// Ready, so the Ready waits for them, its adjustments included.
 func (s *Sim) slowWrite(n *simNode, out node.Output) {
 	s.traceEvents(n, out)
-	took, saveFirst := n.saveDebt, n.saveDebt > 0
+	debt := n.saveDebt
 	n.saveDebt = 0
+	var took time.Duration
 	if out.State != nil || len(out.Entries) > 0 {
-		took += s.writeTime(n)
+		took = s.writeTime(n)
 	}
-	// The node's own save came before anything (it is done inside the
-	// node's calls, before their frames are handed over): nothing goes
-	// early past it.
-	if !saveFirst && (n.appends || out.State != nil && len(out.Adjustments) == 0) && !out.Promise && len(out.Sends) > 0 {
-		for _, snd := range out.Sends {
-			s.send(n, snd)
-		}
-		out.Sends = nil
-	}
-	early := 0
-	for early < len(out.Events) && out.Events[early].BeforeSave {
-		s.events = append(s.events, Event{At: s.now, Node: n.id, Local: n.clk.Now(), Event: out.Events[early]})
-		early++
-	}
-	out.Events = out.Events[early:]
 	n.counters.SlowWrites++
-	n.counters.WriteWait += took
+	n.counters.WriteWait += debt + took
 	n.writing = true
 	life := n.life
-	s.schedule(s.now+took, func() {
-		if n.life != life {
-			return // crashed mid-write: the write is lost
+	write := func() {
+		s.adjust(n, &out)
+		if (n.appends || out.State != nil) && !out.Promise && len(out.Sends) > 0 {
+			for _, snd := range out.Sends {
+				s.send(n, snd)
+			}
+			out.Sends = nil
 		}
-		// The disk has it (or failed) whether or not the process runs.
-		s.write(n, &out)
+		early := 0
+		for early < len(out.Events) && out.Events[early].BeforeSave {
+			s.events = append(s.events, Event{At: s.now, Node: n.id, Local: n.clk.Now(), Event: out.Events[early]})
+			early++
+		}
+		out.Events = out.Events[early:]
 		end := func() {
-			n.writing = false
-			s.finish(n, out)
-			s.unblock(n)
+			// The disk has it (or failed) whether or not the process runs.
+			s.write(n, &out)
+			s.afterWrite(n, func() {
+				n.writing = false
+				s.finish(n, out)
+				s.unblock(n)
+			})
 		}
-		if n.paused {
-			n.afterPause = end
+		if took == 0 && debt > 0 {
+			end() // only the node's own save took time, and it is over
 			return
 		}
-		end()
+		s.schedule(s.now+took, func() {
+			if n.life == life {
+				end()
+			} // else crashed mid-write: the write is lost
+		})
+	}
+	if debt == 0 {
+		write()
+		return
+	}
+	s.schedule(s.now+debt, func() {
+		if n.life == life {
+			s.afterWrite(n, write)
+		}
 	})
+}
+
+// afterWrite runs fn, the loop's work after a write returned: now, or at
+// Resume when the process is stopped.
+func (s *Sim) afterWrite(n *simNode, fn func()) {
+	if n.paused {
+		n.afterPause = fn
+		return
+	}
+	fn()
 }
 
 // writeTime draws how long one write of node n takes (SetWriteLatency).
@@ -451,9 +477,12 @@ func (s *Sim) writeTime(n *simNode) time.Duration {
 	return took
 }
 
-// finish carries out the rest of a Ready once its write is done:
-// adjustments, frames, events.
-func (s *Sim) finish(n *simNode, out node.Output) {
+// adjust applies out's clock adjustments, first thing in a Ready as the
+// daemon does (internal/daemon's process): a discipline counts a slew
+// from the tick that decided it, so one left waiting for the Ready's
+// write would have the core's bound trust a slew the clock has not begun
+// (core.Adjuster is told when the clock took them, all the same).
+func (s *Sim) adjust(n *simNode, out *node.Output) {
 	retime, applied := false, false
 	for _, a := range out.Adjustments {
 		if err := clock.Apply(n.clk, a); err != nil {
@@ -469,6 +498,7 @@ func (s *Sim) finish(n *simNode, out node.Output) {
 			retime = true
 		}
 	}
+	out.Adjustments = nil
 	if applied {
 		n.node.Adjusted(n.clk.Now())
 	}
@@ -479,6 +509,11 @@ func (s *Sim) finish(n *simNode, out node.Output) {
 		n.tickGen++
 		s.scheduleTick(n)
 	}
+}
+
+// finish carries out the rest of a Ready once its write is done: frames,
+// events.
+func (s *Sim) finish(n *simNode, out node.Output) {
 	for _, snd := range out.Sends {
 		s.send(n, snd)
 	}
@@ -895,9 +930,10 @@ func (s *Sim) SetSendLag(id uint32, lag time.Duration) {
 // or Entries) take min..max (drawn uniformly from the seed; min == max:
 // fixed), from now on and across restarts (0, 0: none, the default), as
 // a slow or busy disk's fdatasync does. The node behaves as the daemon's
-// loop does today: a Ready's frames that depend on the write (Promise)
-// leave after it, and so do the others except where the daemon sends
-// them first (a Ready without a promise and without clock adjustments);
+// loop does today: a Ready's clock adjustments are made before the write;
+// its frames that depend on the write (Promise) leave after it, and so do
+// the others except where the daemon sends them first (a Ready without a
+// promise, of a core that writes its state or appends);
 // the core is told (Advance) when it ends; and the loop is blocked
 // meanwhile: frames that arrive wait, stamped with their arrival, a tick
 // that falls due waits, and so does what a Do call makes the core want

@@ -57,6 +57,11 @@ func envWriteLatency() (min, max time.Duration) {
 	return min, max
 }
 
+// EnvWriteLatency is the write latency WriteLatencyEnv gives every node
+// (0, 0: none): for a test whose expectations (timeouts, counts) must be
+// derived from the disks it runs on.
+func EnvWriteLatency() (min, max time.Duration) { return envWriteLatency() }
+
 // SoakFactor is how many times its default count of seeds a test given to
 // Seeds runs in a soak run.
 const SoakFactor = 10

@@ -100,3 +100,82 @@ func TestWriteLatencyDrawn(t *testing.T) {
 		t.Fatalf("mean write %v over %d writes, want ~50ms", mean, c1.SlowWrites)
 	}
 }
+
+// slewWriter, at its fifth tick (the node's own first Ready, which saves
+// its Lamport floor, is long done), decides a 1 ms slew and hands it over in
+// the Ready that writes its state (with a promise or not) and sends a
+// datagram to node 2 (timed's NTP polls: no Lamport stamp, so no save of
+// the node's own before the Ready); it records when the clock took the
+// slew (core.Adjuster).
+type slewWriter struct {
+	core.Durable
+	promise       bool
+	ticks         int
+	ticked        time.Time
+	rd            core.Ready
+	adjusted      []time.Time
+	advancedAfter int // len(adjusted) when Advance came
+}
+
+// slewPeer is node 2's address in TestWriteLatencyAdjustsFirst.
+var slewPeer = netip.MustParseAddrPort("10.0.0.2:123")
+
+func (c *slewWriter) Step(core.Message) error          { return nil }
+func (c *slewWriter) StepDatagram(core.Datagram) error { return core.ErrUnexpectedDatagram }
+func (c *slewWriter) Status() any                      { return nil }
+func (c *slewWriter) Adjusted(at time.Time)            { c.adjusted = append(c.adjusted, at) }
+func (c *slewWriter) Advance(saved bool) {
+	c.advancedAfter = len(c.adjusted)
+	c.Durable.Advance(saved)
+}
+func (c *slewWriter) Tick(now time.Time) {
+	if c.ticks++; c.ticks < 5 || !c.ticked.IsZero() {
+		return
+	}
+	c.ticked = now
+	c.Change(c.promise)
+	c.rd.Adjustments = []clock.Adjustment{{Kind: clock.AdjustSlew, Offset: time.Millisecond}}
+	c.rd.Datagrams = []core.Datagram{{Addr: slewPeer, Data: []byte("poll")}}
+}
+func (c *slewWriter) Ready() core.Ready {
+	rd := c.rd
+	c.rd = core.Ready{}
+	c.Durable.Ready(&rd, func() []byte { return []byte("state") })
+	return rd
+}
+
+// TestWriteLatencyAdjustsFirst: a Ready's clock adjustments are made
+// before its write, as the daemon makes them (a discipline counts its
+// slew from the tick that decided it: one that waited 100 ms for the
+// disk would have its bound trust 100 ms of slewing the clock had not
+// done), promise or not: the clock slews while the write runs, and the
+// core hears when the clock took it (at the deciding tick's reading)
+// before it hears how the write went. The frame leaves before the write
+// without a promise, after it with one. (Node 2 never ticks into action:
+// it only receives.)
+func TestWriteLatencyAdjustsFirst(t *testing.T) {
+	const lat = 100 * time.Millisecond
+	for _, promise := range []bool{false, true} {
+		s := sim.New(sim.Config{Seed: 1})
+		c := &slewWriter{promise: promise}
+		s.AddNode(1, netip.MustParseAddrPort("10.0.0.1:123"), func(core.Env) core.Core { return c }, clock.SimConfig{})
+		s.AddNode(2, slewPeer, func(core.Env) core.Core { return &slewWriter{ticked: time.Unix(1, 0)} }, clock.SimConfig{})
+		s.SetWriteLatency(1, lat, lat)
+		if !s.RunUntil(func() bool { return !c.ticked.IsZero() }, time.Second) {
+			t.Fatal("no tick within 1 s")
+		}
+		s.Run(lat / 2)
+		st, _ := s.Clock(1).State()
+		if len(c.adjusted) != 1 || !c.adjusted[0].Equal(c.ticked) || st.SlewLeft >= time.Millisecond {
+			t.Fatalf("promise %v, mid-write: the clock took the slew at %v (want once, at the deciding tick's %v), %v of it left: the adjustment waited for the write",
+				promise, c.adjusted, c.ticked, st.SlewLeft)
+		}
+		if sent := s.Counters(1).Sent; sent != map[bool]uint64{false: 1, true: 0}[promise] {
+			t.Fatalf("promise %v, mid-write: %d frames sent", promise, sent)
+		}
+		s.Run(lat)
+		if c.advancedAfter != 1 || s.Counters(1).Sent != 1 {
+			t.Fatalf("promise %v, after the write: Advance after %d adjustments (want 1), %d frames sent", promise, c.advancedAfter, s.Counters(1).Sent)
+		}
+	}
+}

@@ -23,18 +23,23 @@
 // adjustments, state to persist, events to report. The driver drains Ready
 // after every Step and Tick and acts on it in this order:
 //
-//  1. persist Ready.State atomically, or append Ready.Entries to the core's
+//  1. apply Ready.Adjustments to the clock, and tell the core when the
+//     clock took them (Adjuster.Adjusted, the clock's reading after):
+//     before the write, which may take long on a slow disk, since a
+//     clock discipline counts its slew from the tick that decided it and
+//     its bound would trust a correction the clock had not begun; nothing
+//     of an adjustment depends on the write, promise or not;
+//  2. persist Ready.State atomically, or append Ready.Entries to the core's
 //     log (before any message that depends on it leaves the host: a term
 //     or a fence must never be announced and then forgotten by a crash);
 //     if the write fails and Ready.Promise is set, send none of this
 //     Ready's messages;
-//  2. tell the core whether the write succeeded (Advancer.Advance); if it
+//  3. tell the core whether the write succeeded (Advancer.Advance); if it
 //     failed, withheld the messages and nothing of it can be read back,
 //     let a core that can take back what the write promised its callers
 //     (Withdrawer.Withdraw: orderd's sends, answered "not sent");
-//  3. apply Ready.Adjustments to the clock, and tell the core when the
-//     clock took them (Adjuster.Adjusted, the clock's reading after);
-//  4. send Ready.Messages and Ready.Datagrams;
+//  4. send Ready.Messages and Ready.Datagrams (without Promise, a driver
+//     may send them before the write, after the adjustments);
 //  5. log and count Ready.Events, run hooks.
 //
 // A core with durable state keeps it pending until Advance confirms it

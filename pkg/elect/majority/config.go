@@ -46,13 +46,18 @@ type Config struct {
 	// until Lease + Margin after the request came. Default 25 ms.
 	Margin time.Duration
 	// VoteTimeout is how long a candidate waits for the votes it asked
-	// for before it asks the silent members again; after three tries it
-	// gives up. It must cover a round trip. Default 50 ms.
+	// for before it asks the silent members again, counted from when its
+	// requests left (after its write of their term); after three tries it
+	// gives up. It must cover a round trip, and a vote waits for its
+	// voter's write of the candidate's term: on disks slower than three
+	// VoteTimeouts no candidacy ends (docs/electd.md). Default 50 ms.
 	VoteTimeout time.Duration
 	// Stagger separates the candidacies of members that find themselves
 	// free at once: a member waits Stagger for every member it heard from
 	// that has run longer without interruption, plus a random part of one
-	// Stagger, before it stands. Default 30 ms.
+	// Stagger, before it stands. A candidacy is heard once its term is
+	// written: a write longer than Stagger lets the next member stand
+	// too, and they collide. Default 30 ms.
 	Stagger time.Duration
 }
 

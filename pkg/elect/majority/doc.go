@@ -114,4 +114,11 @@
 // 50 ms, Stagger 30 ms: a dead leader is replaced about 450-600 ms after
 // its last renewal. electd maps --heartbeat to Renew, --leader-timeout to
 // Lease, --answer-timeout to VoteTimeout (FromOptions).
+//
+// They assume fast disks: a candidate's requests leave once its term is
+// written, and its vote timeout runs from then; each vote leaves once its
+// voter's write of the term ends. Writes longer than Stagger let the next
+// member stand before the first is heard (candidacies collide), and
+// writes beyond three VoteTimeouts end every candidacy before its votes
+// come: raise --answer-timeout above the write time (docs/electd.md).
 package majority

@@ -124,6 +124,13 @@ type Core struct {
 	// a candidate and leads at the Tick after Advance confirms the write,
 	// if the request is still won and its lease still lies ahead.
 	unsavedWin uint32
+	// timeoutOnSave: the candidate's vote requests wait for its term's
+	// write (they carry the term), so its vote timeout runs from the
+	// first Tick after Advance confirms it, not from the decision: on a
+	// disk slower than VoteTimeout the timer ran out while the requests
+	// were still at home, and three tries ended before any vote could
+	// come (a 100 ms disk at the LAN defaults: no leader ever).
+	timeoutOnSave bool
 	// ledTerm is the term this node's leadership has announced: a
 	// reassert's newer term is announced only once it is on disk (its
 	// renewals leave only then; until that, the leadership it holds is
@@ -270,6 +277,10 @@ func (c *Core) Tick(now time.Time) {
 			c.renew()
 		}
 	case elect.RoleCandidate:
+		if c.requestsSaved() {
+			c.timeoutOnSave = false
+			c.deadline = c.now.Add(c.cfg.VoteTimeout)
+		}
 		if c.winSaved() {
 			c.takeSavedWin()
 		}
@@ -285,6 +296,12 @@ func (c *Core) Tick(now time.Time) {
 // (unsavedWin).
 func (c *Core) winSaved() bool {
 	return c.role == elect.RoleCandidate && c.unsavedWin != 0 && !c.durable.PromisePending()
+}
+
+// requestsSaved: the term of this candidate's vote requests is on disk
+// now, and they left with the write (timeoutOnSave).
+func (c *Core) requestsSaved() bool {
+	return c.role == elect.RoleCandidate && c.timeoutOnSave && !c.durable.PromisePending()
 }
 
 // reassertSaved: the term this leader moved to is on disk now, and its
@@ -310,7 +327,7 @@ func (c *Core) takeSavedWin() {
 
 // Deadline is when Tick next has something to do.
 func (c *Core) Deadline() time.Time {
-	if c.winSaved() || c.reassertSaved() {
+	if c.winSaved() || c.reassertSaved() || c.requestsSaved() {
 		// After this instant: a deadline at the last Tick's is taken
 		// for a core's bug (ticked 10 ms later, the win led late).
 		return c.now.Add(time.Nanosecond)
@@ -503,6 +520,10 @@ func (c *Core) ask(k wire.Kind) {
 		c.deadline = c.now.Add(c.cfg.Renew)
 	} else {
 		c.deadline = c.now.Add(c.cfg.VoteTimeout)
+		// Re-armed when the term is on disk; until then (a write that
+		// fails keeps it pending) the timeout runs from now, so that a
+		// candidacy that cannot write still ends.
+		c.timeoutOnSave = c.durable.PromisePending()
 	}
 	req := wire.LeaseRequest{Seq: r.seq, Weight: c.weight, Uptime: uptimeMs(c.uptimeNow())}
 	if k == wire.KindLeaseRenew {
