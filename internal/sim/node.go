@@ -936,9 +936,9 @@ func (s *Sim) SetSendLag(id uint32, lag time.Duration) {
 // promise, of a core that writes its state or appends);
 // the core is told (Advance) when it ends; and the loop is blocked
 // meanwhile: frames that arrive wait, stamped with their arrival, a tick
-// that falls due waits, and so does what a Do call makes the core want
-// done (Do steps the core at once, so that its caller reads the result). A crash mid-write loses it; a pause lets it end
-// on disk, and the node carries on at Resume.
+// that falls due waits, and so does a Do call (it returns once the core
+// was stepped, the simulation run on until then). A crash mid-write loses
+// it; a pause lets it end on disk, and the node carries on at Resume.
 func (s *Sim) SetWriteLatency(id uint32, min, max time.Duration) {
 	if min < 0 || max < min {
 		panic(fmt.Sprintf("sim: write latency %v..%v", min, max))

@@ -276,22 +276,41 @@ var ErrNotRunning = errors.New("sim: node is not running")
 
 // Do calls f with node id's core at the current virtual instant (a lock
 // request, an operator command through the control API), then carries out
-// what the core wants done, exactly as after a Tick (while the node is
-// blocked in a write, SetWriteLatency, after the write).
+// what the core wants done, exactly as after a Tick. While the node's loop
+// is blocked in a write (SetWriteLatency), f waits its turn, as the
+// daemon's control call waits for its loop: after the write and the frames
+// that came before it; the simulation runs on meanwhile (every node), and
+// Do returns once f was called. A node that crashes or is stopped before
+// then never calls f: ErrNotRunning.
 func (s *Sim) Do(id uint32, f func(c core.Core)) error {
 	s.Start()
 	n := s.mustNode(id)
 	if !n.up || n.paused {
 		return fmt.Errorf("%w: %d", ErrNotRunning, id)
 	}
-	// While its loop is inside a write (SetWriteLatency) the core is
-	// stepped now all the same, and drain carries out its output after
-	// the write. (The daemon's control call would wait to be stepped at
-	// all; stepping now keeps a caller's result, which tests read as Do
-	// returns, and the core cannot tell: it is not asked for a Ready
-	// before the write ends.)
-	f(n.node.Core())
-	s.drain(n)
+	if !n.writing {
+		f(n.node.Core())
+		s.drain(n)
+		return nil
+	}
+	// Stepped mid-write, a call made what the write's Ready promised and
+	// a failure then took back look as if it came first (a multicast made
+	// during a failed write went out before the withdrawn one's
+	// successors: FIFO and causal order broken in the simulator only).
+	done, gone := false, false
+	n.blocked = append(n.blocked, blockedWork{do: func(c core.Core) {
+		if !gone {
+			done = true
+			f(c)
+		}
+	}})
+	life := n.life
+	for !done && n.up && !n.paused && n.life == life && s.Step() {
+	}
+	if !done {
+		gone = true
+		return fmt.Errorf("%w: %d (it stopped while the call waited for its write)", ErrNotRunning, id)
+	}
 	return nil
 }
 
