@@ -85,15 +85,17 @@ const (
 	EventRenewalUnanswered = "central_renewal_unanswered"
 	// EventLeaseAboveMax (a WARN): a member re-announced a lease, granted
 	// by an older coordinator, longer than this coordinator's MaxLease
-	// (members configured with different --lease): kept until it ends as
-	// its member counts it ("member", "lock", "lease", "max"); said once
-	// per member and term.
+	// (members configured with different --lease: a member admitted
+	// unchecked, a build without configuration agreement): kept until it
+	// ends as its member counts it, up to mutex.MaxLeaseLimit ("member",
+	// "lock", "lease", "max"); said once per member and term.
 	EventLeaseAboveMax = "central_lease_above_max"
 	// EventLeaseAboveCluster (a WARN): a member re-announced a hold whose
-	// lease is longer than any member's (Config.MaxPeerLease): no member
-	// was granted it, so it was forged (without a key) or sent by a
-	// member run unchecked; kept for MaxPeerLease only ("member", "lock",
-	// "lease", "max"). Said once per member and term.
+	// lease is longer than that member may hold (Config.MaxPeerLease when
+	// set, else this member's --lease for a member whose configuration
+	// agreement compared and matched): no coordinator granted it, so it
+	// was forged (without a key) or is a bug; kept for that long only
+	// ("member", "lock", "lease", "max"). Said once per member and term.
 	EventLeaseAboveCluster = "central_lease_above_cluster"
 	// EventHoldsOverCap (a WARN): a member re-announced, across its
 	// incarnations, more holds than a member can have at the coordinator
@@ -370,7 +372,7 @@ func (c *Core) Step(m core.Message) error {
 				vecs[tv.Seq] = v
 			}
 			if err == nil {
-				err = c.stepSync(m.From, m.Term, m.Lamport, s.CentralSync, vecs)
+				err = c.stepSync(m.From, m.Term, m.Lamport, m.Checked, s.CentralSync, vecs)
 			}
 		}
 	case wire.KindCentralRelease:
@@ -386,7 +388,7 @@ func (c *Core) Step(m core.Message) error {
 	case wire.KindCentralSync:
 		var s wire.CentralSync
 		if err = s.UnmarshalBinary(m.Payload); err == nil {
-			err = c.stepSync(m.From, m.Term, m.Lamport, s, nil)
+			err = c.stepSync(m.From, m.Term, m.Lamport, m.Checked, s, nil)
 		}
 	case wire.KindCentralGrant, wire.KindCentralRenewed:
 		var g wire.CentralGrant

@@ -89,6 +89,10 @@ type peer struct {
 	prev uint32
 	// restarted: its latest sync said it started less than a lease ago.
 	restarted bool
+	// checked: its latest sync came in a frame whose configuration
+	// agreement compared and matched this member's (core.Message.Checked):
+	// its --lease is this one's (peerLease).
+	checked bool
 	// maxSeq is the latest request of its run the coordinator knows of
 	// (its requests, its syncs' MaxSeq): the token-asking variant's V.
 	maxSeq uint64
@@ -225,7 +229,7 @@ func (c *Core) startCoordinating(term uint64) {
 		queues: map[string]*cqueue{}, entries: map[ckey]*centry{}, renewals: map[ckey]parkedRenewal{}, resumed: count,
 		restartSeen: c.restarted() || count > 0}
 	c.co = k
-	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now, backedOld: c.backedAt()}
+	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now, backedOld: c.backedAt(), checked: true}
 	c.emit(EventCoordinating, fmt.Sprintf("coordinating term %s; grants wait at most %v", epoch.Format(term), c.cfg.Hold()),
 		"term", term, "hold", c.cfg.Hold())
 	c.applySync(c.self, k.peers[c.self], c.syncEntries(), c.fol.maxSeq, c.ownVectors())
@@ -982,10 +986,19 @@ func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32)
 // does not cover: hence the WARN.
 func (c *Core) leaseAboveMax(member uint32, p *peer, w wire.CentralSyncEntry, lease time.Duration) {
 	c.count("holds_lease_above_max")
+	cause := "members configured with different --lease"
+	if !p.checked && !c.cfg.peerLeaseSet {
+		// Kept whole up to mutex.MaxLeaseLimit only because nothing
+		// bounds what the member may hold (peerLease).
+		cause = fmt.Sprintf("member %d is admitted unchecked (it announces no configuration: an older build, or a cluster without configuration agreement), so its --lease may differ from this member's; upgrade it", member)
+		if !c.cfg.Authenticated {
+			cause += fmt.Sprintf(", and set a key (--key-file on every member): without one, anyone on the LAN can send such a hold in member %d's name and keep the lock from everyone for up to %v", member, mutex.MaxLeaseLimit)
+		}
+	}
 	c.warnOnce(&p.warnedLease, EventLeaseAboveMax, fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, granted by an older coordinator: longer than this member's (member %d) longest lease, %v (--lease): "+
-		"members configured with different --lease; the hold is kept until its lease ends and renewed for at most %v, but a takeover waits only this member's lease "+
+		"%s; the hold is kept until its lease ends and renewed for at most %v, but a takeover waits only this member's lease "+
 		"for the leases nobody re-announces: give every member the same --lease (and --heartbeat)",
-		member, w.Name, w.Fence, lease, c.self, c.cfg.MaxLease, c.cfg.MaxLease),
+		member, w.Name, w.Fence, lease, c.self, c.cfg.MaxLease, cause, c.cfg.MaxLease),
 		"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxLease)
 }
 
@@ -1031,16 +1044,42 @@ func (c *Core) holdOverCap(member uint32, p *peer, w wire.CentralSyncEntry, left
 		"member", member, "lock", w.Name, "holds", p.entries, "until", until)
 }
 
+// peerLease is the longest lease member p may hold as this coordinator
+// knows it: MaxPeerLease when the operator set it for every member, or
+// when p's configuration was compared with this member's and matched
+// (its --lease is this one's); else mutex.MaxLeaseLimit, the longest any
+// build grants.
+func (c *Core) peerLease(p *peer) time.Duration {
+	if c.cfg.peerLeaseSet || p.checked {
+		return c.cfg.MaxPeerLease
+	}
+	return mutex.MaxLeaseLimit
+}
+
 // leaseAboveCluster says, once per member and term at WARN, that member p
 // re-announced w with a lease (lease: the longer of its lease and what is
-// left of it) longer than any member's (MaxPeerLease): kept for that
+// left of it) longer than it may hold (bound: peerLease): kept for that
 // long only.
-func (c *Core) leaseAboveCluster(member uint32, p *peer, w wire.CentralSyncEntry, lease time.Duration) {
+func (c *Core) leaseAboveCluster(member uint32, p *peer, w wire.CentralSyncEntry, lease, bound time.Duration) {
 	c.count("holds_lease_above_cluster")
-	c.warnOnce(&p.warnedCluster, EventLeaseAboveCluster, fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, longer than any member's --lease (%v): no member asks that long, so no coordinator granted it; "+
+	why := fmt.Sprintf("longer than any member's --lease (%v, Config.MaxPeerLease)", bound)
+	if p.checked && member != c.self {
+		why = fmt.Sprintf("longer than member %d's --lease (%v: configuration agreement found its configuration equal to this member's)", member, bound)
+	}
+	c.warnOnce(&p.warnedCluster, EventLeaseAboveCluster, fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, %s: a member asks for no lease that long; "+
 		"this coordinator (member %d) keeps it for %v only. %s",
-		member, w.Name, w.Fence, lease, c.cfg.MaxPeerLease, c.self, c.cfg.MaxPeerLease, c.forgedCause(member)),
-		"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxPeerLease)
+		member, w.Name, w.Fence, lease, why, c.self, bound, c.aboveCause(member, p)),
+		"member", member, "lock", w.Name, "lease", lease, "max", bound)
+}
+
+// aboveCause says what may have sent member p's hold longer than its
+// --lease: forgedCause, except that with a key a member whose
+// configuration was compared is no older build.
+func (c *Core) aboveCause(member uint32, p *peer) string {
+	if c.cfg.Authenticated && p.checked {
+		return fmt.Sprintf("The cluster has a key and member %d's configuration was compared, so member %d sent it: a bug to report (with both members' logs)", member, member)
+	}
+	return c.forgedCause(member)
 }
 
 // forgedCause says what may have sent a number no member of this build
@@ -1151,7 +1190,7 @@ func (c *Core) stepRenew(from uint32, term, at uint64, r wire.CentralRenew) erro
 	return nil
 }
 
-func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync, vecs map[uint64]clock.Vector) error {
+func (c *Core) stepSync(from uint32, term, at uint64, checked bool, s wire.CentralSync, vecs map[uint64]clock.Vector) error {
 	p, err := c.peerFrame(from, term, at, s.Incarnation, s.Stamp)
 	if err != nil {
 		return err
@@ -1164,7 +1203,7 @@ func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync, vecs m
 	if b := k.beats[s.Echo%beatRing]; s.Echo != 0 && b.stamp == s.Echo && b.at.After(p.support) {
 		p.support, p.supportBeat = b.at, s.Echo
 	}
-	p.prev, p.restarted = 0, s.Flags&wire.CentralSyncRestarted != 0
+	p.prev, p.restarted, p.checked = 0, s.Flags&wire.CentralSyncRestarted != 0, checked
 	if s.Flags&wire.CentralSyncPrevQuiet != 0 && int(s.Prev) < len(c.members) {
 		p.prev = c.members[s.Prev]
 	}
@@ -1272,16 +1311,18 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 				c.count("sync_bad_lease")
 				continue
 			}
-			switch long := max(lease, left); {
-			case long > c.cfg.MaxPeerLease:
-				// Longer than any member's --lease: no member was granted
-				// it (each asks at most its own). Kept for the longest a
-				// member may hold, not refused: a member run unchecked
-				// (no agreement) may hold it, and that long a forged one
-				// costs the lock (it used to hold it for up to
-				// mutex.MaxLeaseLimit, an hour).
-				c.leaseAboveCluster(member, p, w, long)
-				lease, left = min(lease, c.cfg.MaxPeerLease), min(left, c.cfg.MaxPeerLease)
+			switch long, bound := max(lease, left), c.peerLease(p); {
+			case long > bound:
+				// Longer than the member's --lease can be: no coordinator
+				// granted it (a member asks at most its own). Kept for the
+				// longest the member may hold, not refused, and that long
+				// a forged one costs the lock (it used to hold it for up
+				// to mutex.MaxLeaseLimit, an hour). Only where that bound
+				// is known: a member admitted unchecked (no agreement)
+				// may run a longer --lease than this one, and its hold,
+				// cut, ended early (two holders: TestUncheckedLongerLease).
+				c.leaseAboveCluster(member, p, w, long, bound)
+				lease, left = min(lease, bound), min(left, bound)
 			case long > c.cfg.MaxLease:
 				// Kept all the same, until its lease ends as its member
 				// counts it: dropped, the lock counted as free, another

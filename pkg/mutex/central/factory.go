@@ -51,8 +51,10 @@ func ConfigFor(opt mutex.Options) (Config, error) {
 	if opt.Heartbeat != 0 {
 		cfg.BeatInterval = min(opt.Heartbeat, cfg.MaxLease/3)
 	}
-	// MaxPeerLease stays MaxLease: configuration agreement refuses the
-	// frames of a member whose --lease differs.
+	// MaxPeerLease stays zero: this member's --lease bounds only the
+	// holds of members whose configuration agreement compared and matched
+	// (it refuses the frames of a member whose --lease differs); a member
+	// admitted unchecked, an older build, may run a longer one.
 	cfg.Authenticated = opt.Authenticated
 	return cfg, nil
 }
