@@ -285,7 +285,9 @@
 // this term). Whichever of the over-cap holds was real then ends before
 // its lock is granted again: every lease an older coordinator granted
 // ends within the Hold (above), and a longer one, up to the bound,
-// within the stop. Its member's renewal of it is left
+// within the stop. (That is all the cap protects: without a key a forger
+// speaking as a member can still cause two holders, see Frames that
+// lie.) Its member's renewal of it is left
 // unanswered while the Hold runs, not refused: the lease runs to its
 // end, as every older term's lease does in a Hold, and nobody else holds
 // the lock meanwhile. The table then holds at most MaxQueue / 2 plus one
@@ -358,6 +360,20 @@
 // refused by the decoder before anything is allocated.
 // Everything refused is counted ("rejected_REASON", "sync_*"), never a
 // panic.
+//
+// What a member may say of its own locks, though, a forger may say in its
+// name without a key, and that can make two holders: a forged release
+// (naming the grant's fence, which anyone on the LAN reads off the
+// grant) frees a lock its holder's client still holds; to a new
+// coordinator, a
+// forged sync naming the member's real incarnation and listing nothing
+// drops its real re-announced hold (sync_gone), and one saying the dead
+// coordinator's clients held nothing (CentralSyncPrevQuiet), arriving
+// before the member's own, makes the coordinator skip its Hold and take
+// the real hold, when it comes, as late (TestForgedEmptySyncDropsRealHold,
+// TestForgedQuietSyncBeforeRealHold: known gaps, run with
+// SYNCLAB_KNOWN_GAPS=1). Only a key (every frame authenticated) makes a
+// lock exclusive against a forger.
 //
 // # The token-asking variant
 //
