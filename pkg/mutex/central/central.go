@@ -100,8 +100,12 @@ const (
 	// EventHoldsOverCap (a WARN): a member re-announced, across its
 	// incarnations, more holds than a member can have at the coordinator
 	// (its share and one sync's): the rest are not kept, and no lock is
-	// granted before they would end ("member", "holds", "until"). Said
-	// once per member and term.
+	// granted before the longest of them (any member's) would end nor
+	// before the Hold has run whole ("member", "lock", "holds", "until":
+	// when it may grant again). Said after the sync, once per member and
+	// term, and again (at most once a second) when a later hold moves
+	// "until" further; status says it (Detail.GrantsFrom), at every member
+	// (the coordinator's beats count it in their hold).
 	EventHoldsOverCap = "central_holds_over_cap"
 	// EventCoordinatingUnsaved (a WARN): this member won its election
 	// (its claim was covered by the reservation on disk) but the write of

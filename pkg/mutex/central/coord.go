@@ -104,6 +104,10 @@ type peer struct {
 	// its cap (holdOverCap); its renewals of unknown grants are left
 	// unanswered while the Hold runs instead of refused.
 	overCap bool
+	// capHold, capHolds: the first hold of its sync being applied not
+	// kept over its cap, and how many were (sayOverCap, after the sync).
+	capHold  wire.CentralSyncEntry
+	capHolds int
 	// droppedSeq is the earliest of its run's waiting requests dropped
 	// when it fell silent (DeadAfter without a frame), at droppedAt, and
 	// not listed by a sync since (0: none): the token-asking variant's V
@@ -158,9 +162,13 @@ type coord struct {
 	restartSeen bool // a member (or this one) started less than a lease ago
 	// frozenUntil: no lock is granted before it, the latest end of the
 	// re-announced holds not kept over a member's cap (holdOverCap);
-	// overCap: some were, and the Hold is waited out whole.
-	frozenUntil time.Time
-	overCap     bool
+	// overCap: some were, and the Hold is waited out whole. frozenSaid is
+	// the end of every grant's stop EventHoldsOverCap last said, at
+	// frozenSaidAt (sayOverCap).
+	frozenUntil  time.Time
+	overCap      bool
+	frozenSaid   time.Time
+	frozenSaidAt time.Time
 }
 
 // deadline is when the coordinator next needs a Tick. causal says the
@@ -271,12 +279,16 @@ func (c *Core) newBeat() wire.CentralBeat {
 		k.localFrom = k.beat
 	}
 	k.beats[k.beat%beatRing] = stampAt{stamp: k.beat, at: c.now}
+	// Hold: how long before it may grant, its Hold and the stop for
+	// holds not kept over a member's cap (holdOverCap) together, so that
+	// its followers' status does not say "granting" while it grants
+	// nothing. Before a majority joined, at least a whole Hold.
 	var hold uint32
-	if !k.ready {
-		hold = ms(c.cfg.Hold())
-		if !k.majorityAt.IsZero() {
-			hold = ms(k.holdUntil.Sub(c.now))
-		}
+	switch at, known := c.grantsFrom(); {
+	case !known:
+		hold = ms(max(c.cfg.Hold(), at.Sub(c.now)))
+	case !at.IsZero():
+		hold = ms(at.Sub(c.now))
 	}
 	return wire.CentralBeat{Beat: k.beat, HoldMS: hold, Quiet: k.localFrom == 0}
 }
@@ -1024,24 +1036,82 @@ func (c *Core) warnOnce(said *bool, name, msg string, args ...any) {
 // reverted), a forger's syncs that came first filled the count, the real
 // member's hold was left out and its lock granted inside its lease (two
 // holders). Instead no lock at all is granted before the hold would end
-// (frozenUntil: its lease, at most MaxPeerLease), nor before the whole
+// (frozenUntil: its lease, at most peerLease), nor before the whole
 // Hold has run (updateHold skips it no more): by then every lease of an
 // older coordinator has ended (the package comment: Takeover), so the
 // real hold, if it was one, ends before anyone else is granted its lock,
 // as it would in any takeover some member's sync missed. The table stays
-// within the cap; what a forger costs is grants for one lease.
+// within the cap; what a forger costs is grants for one lease (up to
+// mutex.MaxLeaseLimit in an unchecked member's name). Said after the
+// sync (sayOverCap), with the stop's real end.
 func (c *Core) holdOverCap(member uint32, p *peer, w wire.CentralSyncEntry, left time.Duration) {
 	k := c.co
 	c.count("sync_holds_over_cap")
-	until := c.now.Add(c.cfg.pad(left))
-	if until.After(k.frozenUntil) {
+	if until := c.now.Add(c.cfg.pad(left)); until.After(k.frozenUntil) {
 		k.frozenUntil = until
 	}
 	k.overCap, p.overCap = true, true
-	c.warnOnce(&p.warnedCap, EventHoldsOverCap, fmt.Sprintf("member %d re-announced more holds, across its incarnations (the latest %d), than a member can have here (%d: its share of the queue and one sync's): %s (fence %d) and any more are not kept, "+
-		"and this coordinator (member %d) grants no lock before %v from now (when they would end) nor before its whole hold has run. %s",
-		member, p.inc, c.share()+wire.MaxSyncEntries, w.Name, w.Fence, c.self, until.Sub(c.now).Round(time.Millisecond), c.forgedCause(member)),
-		"member", member, "lock", w.Name, "holds", p.entries, "until", until)
+	if p.capHolds == 0 {
+		p.capHold = w
+	}
+	p.capHolds++
+}
+
+// grantsFrom is when this coordinator may grant again, and whether it
+// knows it yet: the end of its Hold (known once a majority joined) and
+// of the stop for holds not kept (frozenUntil), whichever is later; the
+// zero time when it grants now.
+func (c *Core) grantsFrom() (at time.Time, known bool) {
+	k := c.co
+	known = true
+	if !k.ready {
+		at = k.holdUntil
+		if k.majorityAt.IsZero() {
+			at, known = k.start.Add(c.cfg.Hold()), false
+		}
+	}
+	if k.frozenUntil.After(at) {
+		at = k.frozenUntil
+	}
+	if !at.After(c.now) {
+		return time.Time{}, true
+	}
+	return at, known
+}
+
+// clockText writes instant t of this member's clock for a log line or
+// status: UTC, to the millisecond.
+func clockText(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// sayOverCap says at WARN, after a sync of member p some of whose holds
+// holdOverCap did not keep, how long this coordinator grants nothing:
+// until the longest hold not kept (of any member) would end, and not
+// before its Hold has run whole. Once per member and term, and again,
+// at most once a second, when a later hold moves that end further than
+// was said (the first WARN understated the stop: it named the end of
+// the first hold not kept, which others outlasted).
+func (c *Core) sayOverCap(member uint32, p *peer) {
+	k := c.co
+	w, n := p.capHold, p.capHolds
+	p.capHolds = 0
+	at, known := c.grantsFrom()
+	if p.warnedCap && (!at.After(k.frozenSaid) || c.now.Sub(k.frozenSaidAt) < time.Second) {
+		return
+	}
+	p.warnedCap, k.frozenSaid, k.frozenSaidAt = true, at, c.now
+	until := fmt.Sprintf("%s (%v from now)", clockText(at), at.Sub(c.now).Round(time.Millisecond))
+	if !known {
+		until = fmt.Sprintf("%s at the earliest (%v from now: a majority has not joined its term yet, and its hold counts from then)",
+			clockText(at), at.Sub(c.now).Round(time.Millisecond))
+	}
+	c.events = append(c.events, core.Event{Name: EventHoldsOverCap, Warn: true,
+		Msg: fmt.Sprintf("member %d re-announced more holds, across its incarnations (the latest %d), than a member can have here (%d: its share of the queue and one sync's): %s (fence %d) and %d more of this sync are not kept, "+
+			"so this coordinator (member %d) grants no lock at all until %s: until the longest hold not kept would end (it may be real: a member's sync lost and forged ones kept) and its whole hold has run (skipped no more in this term); "+
+			"a later one that outlasts it is said again. %s",
+			member, p.inc, c.share()+wire.MaxSyncEntries, w.Name, w.Fence, n-1, c.self, until, c.forgedCause(member)),
+		Args: []any{"member", member, "lock", w.Name, "holds", p.entries, "until", at}})
 }
 
 // peerLease is the longest lease member p may hold as this coordinator
@@ -1351,5 +1421,8 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 			c.add(&centry{ckey: key, lock: w.Name, mode: modeOf(w.Mode), lease: lease, granted: true, fence: w.Fence,
 				expires: c.now.Add(c.cfg.pad(left)), old: true, confirmed: true})
 		}
+	}
+	if p.capHolds > 0 {
+		c.sayOverCap(member, p)
 	}
 }

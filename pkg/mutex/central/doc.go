@@ -292,9 +292,15 @@
 // end, as every older term's lease does in a Hold, and nobody else holds
 // the lock meanwhile. The table then holds at most MaxQueue / 2 plus one
 // sync's entries per other member, and a forger costs the cluster its
-// grants for one lease after the Hold, no more; the coordinator says so
-// at WARN (EventHoldsOverCap: the member, the key) and status says
-// GRANTING NOTHING while it lasts.
+// grants for one lease after the Hold, no more (up to
+// mutex.MaxLeaseLimit in the name of a member admitted unchecked); the
+// coordinator says so at WARN (EventHoldsOverCap: the member, the key,
+// and until when it grants nothing, said again if a later hold moves
+// that), its status says GRANTING NOTHING until then, and its beats
+// count the stop in the hold they announce, so that the followers'
+// status says the coordinator grants nothing until then instead of
+// "granting" (a beat does not say why: the coordinator's status and log
+// do).
 //
 // A member whose frames are withheld so (its own state writes failing)
 // says it, not the link, when a renewal goes unanswered

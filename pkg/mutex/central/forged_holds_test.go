@@ -173,7 +173,7 @@ func TestForgedHoldsCapped(t *testing.T) {
 	if !r.s.RunUntil(func() bool { return co.Report().Detail.(central.Detail).Ready }, 2*time.Second) {
 		t.Fatal("2's Hold does not end")
 	}
-	if lines, _ := statusText(t, co); !strings.Contains(lines, "GRANTING NOTHING for") || !strings.Contains(lines, "central_holds_over_cap") {
+	if lines, _ := statusText(t, co); !strings.Contains(lines, "GRANTING NOTHING until") || !strings.Contains(lines, "central_holds_over_cap") {
 		t.Errorf("status does not say that 2 grants nothing for the holds not kept:\n%s", lines)
 	}
 	// What was not kept ends as it would have: 0.9 s padded after the
