@@ -781,26 +781,29 @@ func (n *Node) announce(to uint32, ask bool) {
 // (not the node's own kinds) goes on to the core: not while this node stands back or starts, not from a member
 // whose configuration differs, not from an incarnation of it that has
 // not announced itself (the node asks it to), unless that lasts long
-// enough to say it is an older build that never will.
-func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) error {
+// enough to say it is an older build that never will. checked says the
+// frame's incarnation announced a configuration that matches this
+// member's (core.Message.Checked): an unchecked member's frame is let
+// through, but nothing of this member's configuration bounds it.
+func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) (checked bool, err error) {
 	a := n.agree
 	m := a.member(f.Sender)
 	if m == nil {
-		return nil
+		return false, nil
 	}
 	inc, _, _ := wire.SeqParts(f.Seq)
 	switch {
 	case a.standing == StandingSteppedBack:
-		return ErrSteppedBack
+		return false, ErrSteppedBack
 	case a.standing == StandingStarting:
-		return ErrStarting
+		return false, ErrStarting
 	case m.cfg != nil && inc <= m.cfgInc:
 		if len(m.diffs) > 0 {
-			return fmt.Errorf("%w: member %d: %s", ErrConfigDiffers, f.Sender, strings.Join(m.diffs, "; "))
+			return false, fmt.Errorf("%w: member %d: %s", ErrConfigDiffers, f.Sender, strings.Join(m.diffs, "; "))
 		}
-		return nil
+		return true, nil
 	case m.legacyInc != 0 && inc == m.legacyInc:
-		return nil
+		return false, nil
 	}
 	if inc != m.unknownInc {
 		m.unknownInc, m.unknownSince = inc, now
@@ -818,13 +821,13 @@ func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) error {
 			m.forgetTimings()
 		}
 		a.notice(Notice{Key: "unverified", Member: f.Sender, Warn: true, Msg: a.unverifiedText(f.Sender)})
-		return nil
+		return false, nil
 	}
 	if now.Sub(m.askedAt) >= askInterval || m.askedAt.After(now) {
 		m.askedAt = now
 		n.announce(f.Sender, true)
 	}
-	return fmt.Errorf("%w: member %d, incarnation %d", ErrConfigUnverified, f.Sender, inc)
+	return false, fmt.Errorf("%w: member %d, incarnation %d", ErrConfigUnverified, f.Sender, inc)
 }
 
 // unverifiedText says that member id announces no configuration, and

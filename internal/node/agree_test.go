@@ -173,6 +173,11 @@ func TestAgreementAgreedClusterRuns(t *testing.T) {
 		if l.cores[id].ticks == 0 || len(l.cores[id].steps) == 0 {
 			t.Fatalf("node %d's core did not run: %d ticks, %d frames", id, l.cores[id].ticks, len(l.cores[id].steps))
 		}
+		for _, m := range l.cores[id].steps {
+			if !m.Checked {
+				t.Fatalf("node %d: a frame of member %d, whose configuration matches, not marked checked", id, m.From)
+			}
+		}
 		if got := l.notices(id); got != "" {
 			t.Fatalf("node %d noticed %q", id, got)
 		}
@@ -402,6 +407,13 @@ func TestAgreementUnannouncedIsUnverified(t *testing.T) {
 	}
 	if refused == 0 || taken == 0 || len(ra.steps) != taken {
 		t.Fatalf("refused %d, taken %d, stepped %d", refused, taken, len(ra.steps))
+	}
+	for _, m := range ra.steps {
+		if m.Checked {
+			// A core would bound what the member claims by this
+			// member's configuration, which it never compared.
+			t.Fatal("a frame of member 2, which announces no configuration, marked checked")
+		}
 	}
 	var said bool
 	for _, nt := range a.Notices() {

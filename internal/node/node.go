@@ -387,6 +387,7 @@ func (n *Node) Receive(in Inbound) error {
 		err = n.checkStamp(f.Sender, f.Sender, f.Lamport, in.Time)
 	}
 	var vector clock.Vector
+	var checked bool
 	if err == nil && f.Vector != nil {
 		vector, err = n.checkVector(f.Vector, f.Sender, in.Time)
 	}
@@ -395,7 +396,7 @@ func (n *Node) Receive(in Inbound) error {
 		// the frame claims, before anything is recorded. The node's own
 		// kinds pass: a member whose configuration differs still
 		// announces it, and still answers a status query.
-		err = n.agreeAdmit(&f, in.Time)
+		checked, err = n.agreeAdmit(&f, in.Time)
 	}
 	if err == nil {
 		err = n.commitSeq(plan, in.Time)
@@ -469,6 +470,7 @@ func (n *Node) Receive(in Inbound) error {
 		Lamport: f.Lamport,
 		Vector:  vector,
 		Time:    in.Time,
+		Checked: checked,
 	}
 	if f.Xmt != 0 {
 		m.Sent = f.Xmt.Time()

@@ -53,6 +53,13 @@ type Message struct {
 	// Set by the node on receive:
 	Sent time.Time // sender's clock when the frame left (patched in just before the write); zero if unknown
 	Time time.Time // local clock when the frame arrived (kernel receive stamp where available)
+	// Checked: configuration agreement compared the sender's announced
+	// configuration with this member's, and they match (every parameter
+	// the service agrees on, a mutex's --lease among them). False without
+	// agreement, and for a member admitted unchecked (a build that never
+	// announces one): a core that trusts a bound of its own configuration
+	// for what a member claims applies it only when this is set.
+	Checked bool
 }
 
 // VectorUser is implemented by a core that needs vector timestamps

@@ -85,21 +85,27 @@ const (
 	EventRenewalUnanswered = "central_renewal_unanswered"
 	// EventLeaseAboveMax (a WARN): a member re-announced a lease, granted
 	// by an older coordinator, longer than this coordinator's MaxLease
-	// (members configured with different --lease): kept until it ends as
-	// its member counts it ("member", "lock", "lease", "max"); said once
-	// per member and term.
+	// (members configured with different --lease: a member admitted
+	// unchecked, a build without configuration agreement): kept until it
+	// ends as its member counts it, up to mutex.MaxLeaseLimit ("member",
+	// "lock", "lease", "max"); said once per member and term.
 	EventLeaseAboveMax = "central_lease_above_max"
 	// EventLeaseAboveCluster (a WARN): a member re-announced a hold whose
-	// lease is longer than any member's (Config.MaxPeerLease): no member
-	// was granted it, so it was forged (without a key) or sent by a
-	// member run unchecked; kept for MaxPeerLease only ("member", "lock",
-	// "lease", "max"). Said once per member and term.
+	// lease is longer than that member may hold (Config.MaxPeerLease when
+	// set, else this member's --lease for a member whose configuration
+	// agreement compared and matched): no coordinator granted it, so it
+	// was forged (without a key) or is a bug; kept for that long only
+	// ("member", "lock", "lease", "max"). Said once per member and term.
 	EventLeaseAboveCluster = "central_lease_above_cluster"
 	// EventHoldsOverCap (a WARN): a member re-announced, across its
 	// incarnations, more holds than a member can have at the coordinator
 	// (its share and one sync's): the rest are not kept, and no lock is
-	// granted before they would end ("member", "holds", "until"). Said
-	// once per member and term.
+	// granted before the longest of them (any member's) would end nor
+	// before the Hold has run whole ("member", "lock", "holds", "until":
+	// when it may grant again). Said after the sync, once per member and
+	// term, and again (at most once a second) when a later hold moves
+	// "until" further; status says it (Detail.GrantsFrom), at every member
+	// (the coordinator's beats count it in their hold).
 	EventHoldsOverCap = "central_holds_over_cap"
 	// EventCoordinatingUnsaved (a WARN): this member won its election
 	// (its claim was covered by the reservation on disk) but the write of
@@ -370,7 +376,7 @@ func (c *Core) Step(m core.Message) error {
 				vecs[tv.Seq] = v
 			}
 			if err == nil {
-				err = c.stepSync(m.From, m.Term, m.Lamport, s.CentralSync, vecs)
+				err = c.stepSync(m.From, m.Term, m.Lamport, m.Checked, s.CentralSync, vecs)
 			}
 		}
 	case wire.KindCentralRelease:
@@ -386,7 +392,7 @@ func (c *Core) Step(m core.Message) error {
 	case wire.KindCentralSync:
 		var s wire.CentralSync
 		if err = s.UnmarshalBinary(m.Payload); err == nil {
-			err = c.stepSync(m.From, m.Term, m.Lamport, s, nil)
+			err = c.stepSync(m.From, m.Term, m.Lamport, m.Checked, s, nil)
 		}
 	case wire.KindCentralGrant, wire.KindCentralRenewed:
 		var g wire.CentralGrant

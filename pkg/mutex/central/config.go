@@ -79,18 +79,25 @@ type Config struct {
 	// 100 ms).
 	MinLease time.Duration
 	// MaxPeerLease is the longest lease any member whose frames reach this
-	// core may hold: the longest --lease among the members (default
-	// MaxLease, at most mutex.MaxLeaseLimit). A member's grants are
-	// bounded by its own --lease (it refuses to ask for more), so a lease
-	// re-announced to a new coordinator longer than this was granted to
-	// nobody: it is kept for MaxPeerLease only (EventLeaseAboveCluster).
-	// mutexd leaves the default: its configuration agreement refuses the
-	// frames of a member whose --lease differs (the fingerprint), so every
-	// member heard runs this member's. Members run with different maximum
-	// leases (a simulation, a cluster without agreement) set their
-	// longest: a shorter bound would end a real member's hold early (two
-	// holders).
+	// core may hold: the longest --lease among the members, at most
+	// mutex.MaxLeaseLimit. A member's grants are bounded by its own
+	// --lease (it refuses to ask for more), so a lease re-announced to a
+	// new coordinator longer than this was granted to nobody: it is kept
+	// for MaxPeerLease only (EventLeaseAboveCluster). Set, it bounds every
+	// member: the operator says no member runs a longer --lease (a
+	// simulation, a cluster without agreement whose members run different
+	// leases: set their longest, or a real member's hold ends early and
+	// its lock is granted inside it, two holders). Zero (mutexd): MaxLease,
+	// for the members whose configuration agreement compared and found
+	// equal to this member's (core.Message.Checked on the sync: their
+	// --lease is this one's) and for them only; a member admitted
+	// unchecked (a build without agreement, which announces nothing) may
+	// run any --lease, and its re-announced hold is kept whole up to
+	// mutex.MaxLeaseLimit (EventLeaseAboveMax).
 	MaxPeerLease time.Duration
+	// peerLeaseSet: MaxPeerLease was set, and bounds every member's
+	// holds, checked or not.
+	peerLeaseSet bool
 	// Authenticated says that frames carry a MAC of the cluster key
 	// (mutex.Options.Authenticated): nobody but a member sends in a
 	// member's name. Only the warnings read it: without a key, a number
@@ -192,6 +199,7 @@ func (c *Config) validate() error {
 	); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	c.peerLeaseSet = c.MaxPeerLease != 0
 	if c.MaxPeerLease == 0 {
 		c.MaxPeerLease = c.MaxLease
 	}

@@ -89,6 +89,10 @@ type peer struct {
 	prev uint32
 	// restarted: its latest sync said it started less than a lease ago.
 	restarted bool
+	// checked: its latest sync came in a frame whose configuration
+	// agreement compared and matched this member's (core.Message.Checked):
+	// its --lease is this one's (peerLease).
+	checked bool
 	// maxSeq is the latest request of its run the coordinator knows of
 	// (its requests, its syncs' MaxSeq): the token-asking variant's V.
 	maxSeq uint64
@@ -100,6 +104,10 @@ type peer struct {
 	// its cap (holdOverCap); its renewals of unknown grants are left
 	// unanswered while the Hold runs instead of refused.
 	overCap bool
+	// capHold, capHolds: the first hold of its sync being applied not
+	// kept over its cap, and how many were (sayOverCap, after the sync).
+	capHold  wire.CentralSyncEntry
+	capHolds int
 	// droppedSeq is the earliest of its run's waiting requests dropped
 	// when it fell silent (DeadAfter without a frame), at droppedAt, and
 	// not listed by a sync since (0: none): the token-asking variant's V
@@ -154,9 +162,13 @@ type coord struct {
 	restartSeen bool // a member (or this one) started less than a lease ago
 	// frozenUntil: no lock is granted before it, the latest end of the
 	// re-announced holds not kept over a member's cap (holdOverCap);
-	// overCap: some were, and the Hold is waited out whole.
-	frozenUntil time.Time
-	overCap     bool
+	// overCap: some were, and the Hold is waited out whole. frozenSaid is
+	// the end of every grant's stop EventHoldsOverCap last said, at
+	// frozenSaidAt (sayOverCap).
+	frozenUntil  time.Time
+	overCap      bool
+	frozenSaid   time.Time
+	frozenSaidAt time.Time
 }
 
 // deadline is when the coordinator next needs a Tick. causal says the
@@ -225,7 +237,7 @@ func (c *Core) startCoordinating(term uint64) {
 		queues: map[string]*cqueue{}, entries: map[ckey]*centry{}, renewals: map[ckey]parkedRenewal{}, resumed: count,
 		restartSeen: c.restarted() || count > 0}
 	c.co = k
-	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now, backedOld: c.backedAt()}
+	k.peers[c.self] = &peer{inc: c.inc, joined: true, heard: c.now, backedOld: c.backedAt(), checked: true}
 	c.emit(EventCoordinating, fmt.Sprintf("coordinating term %s; grants wait at most %v", epoch.Format(term), c.cfg.Hold()),
 		"term", term, "hold", c.cfg.Hold())
 	c.applySync(c.self, k.peers[c.self], c.syncEntries(), c.fol.maxSeq, c.ownVectors())
@@ -267,12 +279,16 @@ func (c *Core) newBeat() wire.CentralBeat {
 		k.localFrom = k.beat
 	}
 	k.beats[k.beat%beatRing] = stampAt{stamp: k.beat, at: c.now}
+	// Hold: how long before it may grant, its Hold and the stop for
+	// holds not kept over a member's cap (holdOverCap) together, so that
+	// its followers' status does not say "granting" while it grants
+	// nothing. Before a majority joined, at least a whole Hold.
 	var hold uint32
-	if !k.ready {
-		hold = ms(c.cfg.Hold())
-		if !k.majorityAt.IsZero() {
-			hold = ms(k.holdUntil.Sub(c.now))
-		}
+	switch at, known := c.grantsFrom(); {
+	case !known:
+		hold = ms(max(c.cfg.Hold(), at.Sub(c.now)))
+	case !at.IsZero():
+		hold = ms(at.Sub(c.now))
 	}
 	return wire.CentralBeat{Beat: k.beat, HoldMS: hold, Quiet: k.localFrom == 0}
 }
@@ -982,10 +998,19 @@ func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32)
 // does not cover: hence the WARN.
 func (c *Core) leaseAboveMax(member uint32, p *peer, w wire.CentralSyncEntry, lease time.Duration) {
 	c.count("holds_lease_above_max")
+	cause := "members configured with different --lease"
+	if !p.checked && !c.cfg.peerLeaseSet {
+		// Kept whole up to mutex.MaxLeaseLimit only because nothing
+		// bounds what the member may hold (peerLease).
+		cause = fmt.Sprintf("member %d is admitted unchecked (it announces no configuration: an older build, or a cluster without configuration agreement), so its --lease may differ from this member's; upgrade it", member)
+		if !c.cfg.Authenticated {
+			cause += fmt.Sprintf(", and set a key (--key-file on every member): without one, anyone on the LAN can send such a hold in member %d's name and keep the lock from everyone for up to %v", member, mutex.MaxLeaseLimit)
+		}
+	}
 	c.warnOnce(&p.warnedLease, EventLeaseAboveMax, fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, granted by an older coordinator: longer than this member's (member %d) longest lease, %v (--lease): "+
-		"members configured with different --lease; the hold is kept until its lease ends and renewed for at most %v, but a takeover waits only this member's lease "+
+		"%s; the hold is kept until its lease ends and renewed for at most %v, but a takeover waits only this member's lease "+
 		"for the leases nobody re-announces: give every member the same --lease (and --heartbeat)",
-		member, w.Name, w.Fence, lease, c.self, c.cfg.MaxLease, c.cfg.MaxLease),
+		member, w.Name, w.Fence, lease, c.self, c.cfg.MaxLease, cause, c.cfg.MaxLease),
 		"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxLease)
 }
 
@@ -1011,36 +1036,120 @@ func (c *Core) warnOnce(said *bool, name, msg string, args ...any) {
 // reverted), a forger's syncs that came first filled the count, the real
 // member's hold was left out and its lock granted inside its lease (two
 // holders). Instead no lock at all is granted before the hold would end
-// (frozenUntil: its lease, at most MaxPeerLease), nor before the whole
+// (frozenUntil: its lease, at most peerLease), nor before the whole
 // Hold has run (updateHold skips it no more): by then every lease of an
 // older coordinator has ended (the package comment: Takeover), so the
 // real hold, if it was one, ends before anyone else is granted its lock,
 // as it would in any takeover some member's sync missed. The table stays
-// within the cap; what a forger costs is grants for one lease.
+// within the cap; what a forger costs is grants for one lease (up to
+// mutex.MaxLeaseLimit in an unchecked member's name). Said after the
+// sync (sayOverCap), with the stop's real end.
 func (c *Core) holdOverCap(member uint32, p *peer, w wire.CentralSyncEntry, left time.Duration) {
 	k := c.co
 	c.count("sync_holds_over_cap")
-	until := c.now.Add(c.cfg.pad(left))
-	if until.After(k.frozenUntil) {
+	if until := c.now.Add(c.cfg.pad(left)); until.After(k.frozenUntil) {
 		k.frozenUntil = until
 	}
 	k.overCap, p.overCap = true, true
-	c.warnOnce(&p.warnedCap, EventHoldsOverCap, fmt.Sprintf("member %d re-announced more holds, across its incarnations (the latest %d), than a member can have here (%d: its share of the queue and one sync's): %s (fence %d) and any more are not kept, "+
-		"and this coordinator (member %d) grants no lock before %v from now (when they would end) nor before its whole hold has run. %s",
-		member, p.inc, c.share()+wire.MaxSyncEntries, w.Name, w.Fence, c.self, until.Sub(c.now).Round(time.Millisecond), c.forgedCause(member)),
-		"member", member, "lock", w.Name, "holds", p.entries, "until", until)
+	if p.capHolds == 0 {
+		p.capHold = w
+	}
+	p.capHolds++
+}
+
+// grantsFrom is when this coordinator may grant again, and whether it
+// knows it yet: the end of its Hold (known once a majority joined) and
+// of the stop for holds not kept (frozenUntil), whichever is later; the
+// zero time when it grants now.
+func (c *Core) grantsFrom() (at time.Time, known bool) {
+	k := c.co
+	known = true
+	if !k.ready {
+		at = k.holdUntil
+		if k.majorityAt.IsZero() {
+			at, known = k.start.Add(c.cfg.Hold()), false
+		}
+	}
+	if k.frozenUntil.After(at) {
+		at = k.frozenUntil
+	}
+	if !at.After(c.now) {
+		return time.Time{}, true
+	}
+	return at, known
+}
+
+// clockText writes instant t of this member's clock for a log line or
+// status: UTC, to the millisecond.
+func clockText(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// sayOverCap says at WARN, after a sync of member p some of whose holds
+// holdOverCap did not keep, how long this coordinator grants nothing:
+// until the longest hold not kept (of any member) would end, and not
+// before its Hold has run whole. Once per member and term, and again,
+// at most once a second, when a later hold moves that end further than
+// was said (the first WARN understated the stop: it named the end of
+// the first hold not kept, which others outlasted).
+func (c *Core) sayOverCap(member uint32, p *peer) {
+	k := c.co
+	w, n := p.capHold, p.capHolds
+	p.capHolds = 0
+	at, known := c.grantsFrom()
+	if p.warnedCap && (!at.After(k.frozenSaid) || c.now.Sub(k.frozenSaidAt) < time.Second) {
+		return
+	}
+	p.warnedCap, k.frozenSaid, k.frozenSaidAt = true, at, c.now
+	until := fmt.Sprintf("%s (%v from now)", clockText(at), at.Sub(c.now).Round(time.Millisecond))
+	if !known {
+		until = fmt.Sprintf("%s at the earliest (%v from now: a majority has not joined its term yet, and its hold counts from then)",
+			clockText(at), at.Sub(c.now).Round(time.Millisecond))
+	}
+	c.events = append(c.events, core.Event{Name: EventHoldsOverCap, Warn: true,
+		Msg: fmt.Sprintf("member %d re-announced more holds, across its incarnations (the latest %d), than a member can have here (%d: its share of the queue and one sync's): %s (fence %d) and %d more of this sync are not kept, "+
+			"so this coordinator (member %d) grants no lock at all until %s: until the longest hold not kept would end (it may be real: a member's sync lost and forged ones kept) and its whole hold has run (skipped no more in this term); "+
+			"a later one that outlasts it is said again. %s",
+			member, p.inc, c.share()+wire.MaxSyncEntries, w.Name, w.Fence, n-1, c.self, until, c.forgedCause(member)),
+		Args: []any{"member", member, "lock", w.Name, "holds", p.entries, "until", at}})
+}
+
+// peerLease is the longest lease member p may hold as this coordinator
+// knows it: MaxPeerLease when the operator set it for every member, or
+// when p's configuration was compared with this member's and matched
+// (its --lease is this one's); else mutex.MaxLeaseLimit, the longest any
+// build grants.
+func (c *Core) peerLease(p *peer) time.Duration {
+	if c.cfg.peerLeaseSet || p.checked {
+		return c.cfg.MaxPeerLease
+	}
+	return mutex.MaxLeaseLimit
 }
 
 // leaseAboveCluster says, once per member and term at WARN, that member p
 // re-announced w with a lease (lease: the longer of its lease and what is
-// left of it) longer than any member's (MaxPeerLease): kept for that
+// left of it) longer than it may hold (bound: peerLease): kept for that
 // long only.
-func (c *Core) leaseAboveCluster(member uint32, p *peer, w wire.CentralSyncEntry, lease time.Duration) {
+func (c *Core) leaseAboveCluster(member uint32, p *peer, w wire.CentralSyncEntry, lease, bound time.Duration) {
 	c.count("holds_lease_above_cluster")
-	c.warnOnce(&p.warnedCluster, EventLeaseAboveCluster, fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, longer than any member's --lease (%v): no member asks that long, so no coordinator granted it; "+
+	why := fmt.Sprintf("longer than any member's --lease (%v, Config.MaxPeerLease)", bound)
+	if p.checked && member != c.self {
+		why = fmt.Sprintf("longer than member %d's --lease (%v: configuration agreement found its configuration equal to this member's)", member, bound)
+	}
+	c.warnOnce(&p.warnedCluster, EventLeaseAboveCluster, fmt.Sprintf("member %d re-announced %s (fence %d) held for %v, %s: a member asks for no lease that long; "+
 		"this coordinator (member %d) keeps it for %v only. %s",
-		member, w.Name, w.Fence, lease, c.cfg.MaxPeerLease, c.self, c.cfg.MaxPeerLease, c.forgedCause(member)),
-		"member", member, "lock", w.Name, "lease", lease, "max", c.cfg.MaxPeerLease)
+		member, w.Name, w.Fence, lease, why, c.self, bound, c.aboveCause(member, p)),
+		"member", member, "lock", w.Name, "lease", lease, "max", bound)
+}
+
+// aboveCause says what may have sent member p's hold longer than its
+// --lease: forgedCause, except that with a key a member whose
+// configuration was compared is no older build.
+func (c *Core) aboveCause(member uint32, p *peer) string {
+	if c.cfg.Authenticated && p.checked {
+		return fmt.Sprintf("The cluster has a key and member %d's configuration was compared, so member %d sent it: a bug to report (with both members' logs)", member, member)
+	}
+	return c.forgedCause(member)
 }
 
 // forgedCause says what may have sent a number no member of this build
@@ -1151,7 +1260,7 @@ func (c *Core) stepRenew(from uint32, term, at uint64, r wire.CentralRenew) erro
 	return nil
 }
 
-func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync, vecs map[uint64]clock.Vector) error {
+func (c *Core) stepSync(from uint32, term, at uint64, checked bool, s wire.CentralSync, vecs map[uint64]clock.Vector) error {
 	p, err := c.peerFrame(from, term, at, s.Incarnation, s.Stamp)
 	if err != nil {
 		return err
@@ -1164,7 +1273,7 @@ func (c *Core) stepSync(from uint32, term, at uint64, s wire.CentralSync, vecs m
 	if b := k.beats[s.Echo%beatRing]; s.Echo != 0 && b.stamp == s.Echo && b.at.After(p.support) {
 		p.support, p.supportBeat = b.at, s.Echo
 	}
-	p.prev, p.restarted = 0, s.Flags&wire.CentralSyncRestarted != 0
+	p.prev, p.restarted, p.checked = 0, s.Flags&wire.CentralSyncRestarted != 0, checked
 	if s.Flags&wire.CentralSyncPrevQuiet != 0 && int(s.Prev) < len(c.members) {
 		p.prev = c.members[s.Prev]
 	}
@@ -1272,16 +1381,18 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 				c.count("sync_bad_lease")
 				continue
 			}
-			switch long := max(lease, left); {
-			case long > c.cfg.MaxPeerLease:
-				// Longer than any member's --lease: no member was granted
-				// it (each asks at most its own). Kept for the longest a
-				// member may hold, not refused: a member run unchecked
-				// (no agreement) may hold it, and that long a forged one
-				// costs the lock (it used to hold it for up to
-				// mutex.MaxLeaseLimit, an hour).
-				c.leaseAboveCluster(member, p, w, long)
-				lease, left = min(lease, c.cfg.MaxPeerLease), min(left, c.cfg.MaxPeerLease)
+			switch long, bound := max(lease, left), c.peerLease(p); {
+			case long > bound:
+				// Longer than the member's --lease can be: no coordinator
+				// granted it (a member asks at most its own). Kept for the
+				// longest the member may hold, not refused, and that long
+				// a forged one costs the lock (it used to hold it for up
+				// to mutex.MaxLeaseLimit, an hour). Only where that bound
+				// is known: a member admitted unchecked (no agreement)
+				// may run a longer --lease than this one, and its hold,
+				// cut, ended early (two holders: TestUncheckedLongerLease).
+				c.leaseAboveCluster(member, p, w, long, bound)
+				lease, left = min(lease, bound), min(left, bound)
 			case long > c.cfg.MaxLease:
 				// Kept all the same, until its lease ends as its member
 				// counts it: dropped, the lock counted as free, another
@@ -1310,5 +1421,8 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 			c.add(&centry{ckey: key, lock: w.Name, mode: modeOf(w.Mode), lease: lease, granted: true, fence: w.Fence,
 				expires: c.now.Add(c.cfg.pad(left)), old: true, confirmed: true})
 		}
+	}
+	if p.capHolds > 0 {
+		c.sayOverCap(member, p)
 	}
 }

@@ -252,11 +252,18 @@
 // most a lease may be, held its lock for that hour
 // (TestForgedHoldHourLease). It is kept for MaxPeerLease only, and said
 // at WARN (EventLeaseAboveCluster, naming the member and the missing
-// key). mutexd leaves MaxPeerLease at its own --lease, and that is
-// exact: its configuration agreement refuses, by name, every frame of a
-// member whose --lease differs, so no member heard was granted more; a
-// cluster whose members run with different leases sets the longest, and
-// keeps the mismatch's hold whole (TestReannouncedHoldLongerLease).
+// key). mutexd leaves MaxPeerLease zero: its own --lease then bounds the
+// holds of a member whose configuration agreement compared and matched
+// (the node marks its frames, core.Message.Checked; agreement refuses,
+// by name, every frame of a member whose --lease differs), and nobody
+// else's. A member admitted unchecked (an older build, which announces
+// no configuration) may run a longer --lease: cut to this one's, its
+// real hold ended early and its lock was granted inside it (two holders,
+// TestUncheckedLongerLease), so its hold is kept whole, up to
+// mutex.MaxLeaseLimit, and said at WARN (EventLeaseAboveMax). A cluster
+// whose members run with different leases and no agreement sets the
+// longest, which then bounds every member, and keeps the mismatch's hold
+// whole (TestReannouncedHoldLongerLease).
 //
 // Holds re-announced over the limits are capped per member, every
 // incarnation's entries together, at its share and one sync's entries:
@@ -273,18 +280,27 @@
 // clients quiet), and the lock granted inside the real lease (two
 // holders, TestForgedHoldsBeforeRealHold). Two holders
 // outrank memory, so a hold not kept stops every grant instead: no lock
-// is granted before it would end (its lease, at most MaxPeerLease) nor
-// before the Hold has run whole (it is skipped no more in this term).
-// That is safe whichever hold was real: every lease an older coordinator
-// granted ends within the Hold (above), and a longer one, up to
-// MaxPeerLease, within the stop. Its member's renewal of it is left
+// is granted before it would end (its lease, at most the member's bound
+// above) nor before the Hold has run whole (it is skipped no more in
+// this term). Whichever of the over-cap holds was real then ends before
+// its lock is granted again: every lease an older coordinator granted
+// ends within the Hold (above), and a longer one, up to the bound,
+// within the stop. (That is all the cap protects: without a key a forger
+// speaking as a member can still cause two holders, see Frames that
+// lie.) Its member's renewal of it is left
 // unanswered while the Hold runs, not refused: the lease runs to its
 // end, as every older term's lease does in a Hold, and nobody else holds
 // the lock meanwhile. The table then holds at most MaxQueue / 2 plus one
 // sync's entries per other member, and a forger costs the cluster its
-// grants for one lease after the Hold, no more; the coordinator says so
-// at WARN (EventHoldsOverCap: the member, the key) and status says
-// GRANTING NOTHING while it lasts.
+// grants for one lease after the Hold, no more (up to
+// mutex.MaxLeaseLimit in the name of a member admitted unchecked); the
+// coordinator says so at WARN (EventHoldsOverCap: the member, the key,
+// and until when it grants nothing, said again if a later hold moves
+// that), its status says GRANTING NOTHING until then, and its beats
+// count the stop in the hold they announce, so that the followers'
+// status says the coordinator grants nothing until then instead of
+// "granting" (a beat does not say why: the coordinator's status and log
+// do).
 //
 // A member whose frames are withheld so (its own state writes failing)
 // says it, not the link, when a renewal goes unanswered
@@ -341,14 +357,29 @@
 // with a fence of that term, the lease that was asked, and an echo of a
 // stamp this member really sent; renewals must name the grant's fence.
 // A sync cannot install a holder with a fence of the current term it was
-// not granted, nor a lease longer than MaxPeerLease (kept for that long)
-// or with more left than the longer of its length and MaxLease, nor
-// more holds than the member's cap (every grant waits instead, above),
-// nor more waiting requests than the member's share of the queue
-// (MaxQueue/2 split among the other members); absurd counts are refused
-// by the decoder before anything is allocated.
+// not granted, nor a lease longer than its member may hold (MaxPeerLease,
+// or this member's --lease for a member checked by agreement: kept for
+// that long) or with more left than the longer of its length and
+// MaxLease, nor more holds than the member's cap (every grant waits
+// instead, above), nor more waiting requests than the member's share of
+// the queue (MaxQueue/2 split among the other members); absurd counts are
+// refused by the decoder before anything is allocated.
 // Everything refused is counted ("rejected_REASON", "sync_*"), never a
 // panic.
+//
+// What a member may say of its own locks, though, a forger may say in its
+// name without a key, and that can make two holders: a forged release
+// (naming the grant's fence, which anyone on the LAN reads off the
+// grant) frees a lock its holder's client still holds; to a new
+// coordinator, a
+// forged sync naming the member's real incarnation and listing nothing
+// drops its real re-announced hold (sync_gone), and one saying the dead
+// coordinator's clients held nothing (CentralSyncPrevQuiet), arriving
+// before the member's own, makes the coordinator skip its Hold and take
+// the real hold, when it comes, as late (TestForgedEmptySyncDropsRealHold,
+// TestForgedQuietSyncBeforeRealHold: known gaps, run with
+// SYNCLAB_KNOWN_GAPS=1). Only a key (every frame authenticated) makes a
+// lock exclusive against a forger.
 //
 // # The token-asking variant
 //

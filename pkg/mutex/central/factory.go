@@ -51,8 +51,10 @@ func ConfigFor(opt mutex.Options) (Config, error) {
 	if opt.Heartbeat != 0 {
 		cfg.BeatInterval = min(opt.Heartbeat, cfg.MaxLease/3)
 	}
-	// MaxPeerLease stays MaxLease: configuration agreement refuses the
-	// frames of a member whose --lease differs.
+	// MaxPeerLease stays zero: this member's --lease bounds only the
+	// holds of members whose configuration agreement compared and matched
+	// (it refuses the frames of a member whose --lease differs); a member
+	// admitted unchecked, an older build, may run a longer one.
 	cfg.Authenticated = opt.Authenticated
 	return cfg, nil
 }
@@ -100,12 +102,27 @@ func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		role = "no coordinator known (election running)"
 	}
 	ready := "granting"
+	until := func(left time.Duration) string {
+		if d.GrantsFrom.IsZero() {
+			return fmt.Sprintf("for %s more", left)
+		}
+		return fmt.Sprintf("until %s (%s more)", clockText(d.GrantsFrom), left)
+	}
+	hold, frozen := time.Duration(d.HoldLeftMS)*time.Millisecond, time.Duration(d.FrozenLeftMS)*time.Millisecond
 	switch {
+	case d.Coordinates && frozen > 0:
+		why := "until the longest of them would end"
+		if !d.Ready {
+			why += fmt.Sprintf(", and its hold (%s more) is waited out whole", hold)
+		}
+		ready = fmt.Sprintf("GRANTING NOTHING %s: a member re-announced more holds than it can have, not kept: no lock is granted %s (the WARN central_holds_over_cap names the member)",
+			until(max(hold, frozen)), why)
+	case d.Coordinates && !d.Ready:
+		ready = fmt.Sprintf("holding %s (waiting out the leases of an older coordinator)", hold)
 	case !d.Ready:
-		ready = fmt.Sprintf("holding %s (waiting out the leases of an older coordinator)", time.Duration(d.HoldLeftMS)*time.Millisecond)
-	case d.FrozenLeftMS > 0:
-		ready = fmt.Sprintf("GRANTING NOTHING for %s more (a member re-announced more holds than it can have, not kept: the WARN central_holds_over_cap names it)",
-			time.Duration(d.FrozenLeftMS)*time.Millisecond)
+		// A follower knows only the beat's word, which counts both.
+		ready = fmt.Sprintf("coordinator grants nothing %s, its last beat said (waiting out an older coordinator's leases, or, if its log says central_holds_over_cap, holds it did not keep; its status says which)",
+			until(hold))
 	}
 	c := st.Counters
 	lines := []string{

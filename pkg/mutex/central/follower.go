@@ -323,7 +323,8 @@ func (c *Core) warnUnanswered(st mutex.RequestStatus, r renewal) {
 			why = "this member coordinates a new term, which a majority has not joined yet, and may not renew a grant of an older term before its hold ends"
 		}
 	case c.following() && c.fol.holdMS > 0 && c.now.Before(c.fol.holdSaid.Add(time.Duration(c.fol.holdMS)*time.Millisecond)):
-		why = fmt.Sprintf("coordinator %d coordinates a new term and waits out the older coordinator's leases (about %v more, its last beat said) before it may renew a grant of an older term",
+		why = fmt.Sprintf("coordinator %d coordinates a new term and grants nothing for about %v more, its last beat said: while it waits out the older coordinator's leases it renews no grant of an older term "+
+			"(if its log says central_holds_over_cap, that wait may be over, and the link to it broken instead: mutexd status --cluster, run on this host, shows which members answer it)",
 			c.fol.leader, c.fol.holdSaid.Add(time.Duration(c.fol.holdMS)*time.Millisecond).Sub(c.now).Round(time.Millisecond))
 	case c.following():
 		why = fmt.Sprintf("no coordinator confirmed it (this member follows %d): the link to it may be broken (mutexd status --cluster, run on this host, shows which members answer it), or it is paused or cut off from a majority", c.fol.leader)

@@ -20,7 +20,13 @@ import (
 // returns once 2 coordinates, in its Hold.
 func takeoverInHold(t *testing.T, maxQueue int) *scenarioRun {
 	t.Helper()
-	r := reannounceRun(t, 3, maxQueue)
+	return takeoverInHoldOf(reannounceRun(t, 3, maxQueue))
+}
+
+// takeoverInHoldOf is takeoverInHold on run r, of 3 members.
+func takeoverInHoldOf(r *scenarioRun) *scenarioRun {
+	t := r.t
+	t.Helper()
 	r.s.Start()
 	r.s.Run(2 * time.Second)
 	var own mutex.RequestID
@@ -42,9 +48,18 @@ func takeoverInHold(t *testing.T, maxQueue int) *scenarioRun {
 // key anyone can), a sync holding entries.
 func (r *scenarioRun) forgeSync(to, inc, stamp uint32, entries []wire.CentralSyncEntry) {
 	r.t.Helper()
+	r.forgeSyncChecked(to, inc, stamp, entries, false)
+}
+
+// forgeSyncChecked is forgeSync, the frame marked checked or not as the
+// node's configuration agreement marks it (core.Message.Checked): a
+// forger keyless naming a member whose configuration was compared is
+// admitted as that member.
+func (r *scenarioRun) forgeSyncChecked(to, inc, stamp uint32, entries []wire.CentralSyncEntry, checked bool) {
+	r.t.Helper()
 	d := r.core(to).Report().Detail.(central.Detail)
 	s := wire.CentralSync{Incarnation: inc, Stamp: stamp, MaxSeq: 1 << 20, Entries: entries}
-	if err := r.inject(to, core.Message{From: 1, Term: d.Term, Kind: wire.KindCentralSync, Payload: encode(r.t, s)}); err != nil {
+	if err := r.inject(to, core.Message{From: 1, Term: d.Term, Kind: wire.KindCentralSync, Payload: encode(r.t, s), Checked: checked}); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -158,7 +173,7 @@ func TestForgedHoldsCapped(t *testing.T) {
 	if !r.s.RunUntil(func() bool { return co.Report().Detail.(central.Detail).Ready }, 2*time.Second) {
 		t.Fatal("2's Hold does not end")
 	}
-	if lines, _ := statusText(t, co); !strings.Contains(lines, "GRANTING NOTHING for") || !strings.Contains(lines, "central_holds_over_cap") {
+	if lines, _ := statusText(t, co); !strings.Contains(lines, "GRANTING NOTHING until") || !strings.Contains(lines, "central_holds_over_cap") {
 		t.Errorf("status does not say that 2 grants nothing for the holds not kept:\n%s", lines)
 	}
 	// What was not kept ends as it would have: 0.9 s padded after the

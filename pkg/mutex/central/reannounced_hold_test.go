@@ -70,6 +70,14 @@ func holdThenKill(r *scenarioRun, settle time.Duration, lock string, coord uint3
 // (--lease) from lease: members configured apart, each told the longest
 // (MaxPeerLease), as a cluster run so must.
 func reannounceLeases(t *testing.T, n uint32, maxQueue int, lease func(id uint32) time.Duration) *scenarioRun {
+	return leasesRun(t, n, maxQueue, lease, true)
+}
+
+// leasesRun is reannounceLeases, each member told the longest lease
+// (MaxPeerLease) only if declared: else it is left zero, as mutexd leaves
+// it (ConfigFor), and the simulator's nodes run no configuration
+// agreement, so every member is unchecked.
+func leasesRun(t *testing.T, n uint32, maxQueue int, lease func(id uint32) time.Duration, declared bool) *scenarioRun {
 	var members []bully.Member
 	var ids []uint32
 	var longest time.Duration
@@ -79,7 +87,10 @@ func reannounceLeases(t *testing.T, n uint32, maxQueue int, lease func(id uint32
 	}
 	cl := mutexscript.Cluster{Members: ids, New: func(id uint32, env core.Env) (mutex.Algorithm, error) {
 		cfg := central.DefaultLANConfig()
-		cfg.MaxLease, cfg.MaxPeerLease = lease(id), longest
+		cfg.MaxLease = lease(id)
+		if declared {
+			cfg.MaxPeerLease = longest
+		}
 		if maxQueue > 0 {
 			cfg.MaxQueue = maxQueue
 		}

@@ -3,6 +3,7 @@ package central
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/synclab/synclab/pkg/elect"
 	"github.com/synclab/synclab/pkg/mutex"
@@ -28,8 +29,13 @@ type Detail struct {
 	HoldLeftMS int64 `json:"hold_left_ms,omitempty"`
 	// FrozenLeftMS: how long the coordinator still grants nothing for
 	// the holds it did not keep, re-announced over a member's cap
-	// (EventHoldsOverCap names the member).
+	// (EventHoldsOverCap names the member). Only while coordinating.
 	FrozenLeftMS int64 `json:"frozen_left_ms,omitempty"`
+	// GrantsFrom: when the coordinator may grant again, its hold and any
+	// stop for holds not kept together (this member's clock: its own
+	// while it coordinates, else what the coordinator's last beat said);
+	// zero when it grants.
+	GrantsFrom time.Time `json:"grants_from,omitzero"`
 	// Supporters is how many members (this one included) answered a beat
 	// within the confirm window; Joined how many synced in the term. Only
 	// while coordinating.
@@ -106,6 +112,7 @@ func (c *Core) Report() mutex.Status {
 	if k != nil {
 		d.Coordinates, d.Ready = true, k.ready
 		d.FrozenLeftMS = max(k.frozenUntil.Sub(c.now), 0).Milliseconds()
+		d.GrantsFrom, _ = c.grantsFrom()
 		if !k.ready {
 			d.HoldLeftMS = c.cfg.Hold().Milliseconds()
 			if !k.majorityAt.IsZero() {
@@ -122,7 +129,11 @@ func (c *Core) Report() mutex.Status {
 			}
 		}
 	} else if c.following() {
-		d.Ready, d.HoldLeftMS = c.fol.holdMS == 0, int64(c.fol.holdMS)
+		// What the last beat said, counted down since.
+		if at := c.fol.holdSaid.Add(time.Duration(c.fol.holdMS) * time.Millisecond); c.fol.holdMS > 0 && at.After(c.now) {
+			d.HoldLeftMS, d.GrantsFrom = at.Sub(c.now).Milliseconds(), at
+		}
+		d.Ready = d.HoldLeftMS == 0
 	}
 	st := mutex.Status{Algorithm: c.cfg.Variant.String(), ID: c.self, Counters: c.allCounters(), Guarantees: c.Guarantees(), Detail: d}
 	for _, m := range c.members {
