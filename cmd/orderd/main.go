@@ -215,8 +215,17 @@ func build(c *cli.Context, cfg *daemon.Config) (daemon.CoreFactory, error) {
 		}
 	}
 	cfg.HookEnv = hookEnv
+	// The core last built: a step back's rebuild starts its submissions in
+	// an era after that core's, whatever its disk holds (order.EraAfter).
+	var last *order.Core
 	return func(env core.Env) (core.Core, error) {
 		oc, err := order.New(env, ocfg)
+		if err == nil && last != nil {
+			err = oc.EraAfter(last.Era())
+		}
+		if err == nil {
+			last = oc
+		}
 		if errors.Is(err, core.ErrState) {
 			return nil, fmt.Errorf("%w (in %s/%s and %s): they hold this member's stream, log and replicated state; "+
 				"removing them makes the member start empty, and the others' messages to it and its place in the log are lost: "+

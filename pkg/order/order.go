@@ -179,6 +179,9 @@ type Core struct {
 	// unsavedTerm is the term this member sequences or recovers while
 	// the last write failed with a promise pending (seqUnsaved); 0: none.
 	unsavedTerm uint64
+	// savedTerm is the term this member sequenced or recovered at the
+	// last write that left nothing pending: on disk (seqUnsaved).
+	savedTerm uint64
 	// started is the local time the core was built; snapJumped what
 	// snapshots moved the commit point by since this member last took a
 	// sequencer's Append (see snapshotRate).

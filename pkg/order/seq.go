@@ -598,9 +598,19 @@ func (c *Core) becomeSequencer() {
 // core's events wait for a write that succeeds (internal/daemon), so it
 // would come once no longer true; the daemon's ERROR about the failed
 // write says that nothing depending on it is sent.
+//
+// Only the term's own write: once a write left nothing pending with the
+// term current (savedTerm), a later failure (an entry's, a FIFO record's)
+// holds frames too, but the term is on disk, and the daemon's ERROR about
+// that write says what waits (review-order4: the line used to name a term
+// written seconds before).
 func (c *Core) seqUnsaved(saved bool) {
 	c.unsavedTerm = 0
-	if term := max(c.seqr.leading, c.seqr.recovering); !saved && term != 0 && c.durable.PromisePending() {
+	term := max(c.seqr.leading, c.seqr.recovering)
+	if saved && !c.durable.Pending() {
+		c.savedTerm = term
+	}
+	if !saved && term != 0 && term != c.savedTerm && c.durable.PromisePending() {
 		c.unsavedTerm = term
 	}
 }
@@ -626,6 +636,32 @@ func (c *Core) newEra() error {
 	l.Era++
 	l.SID = l.Era << 32
 	c.durable.Change(true)
+	return nil
+}
+
+// Era is this core's submission era (a sequenced send's ID is
+// Era<<32 | count), read back from its state at New and raised there.
+func (c *Core) Era() uint64 { return c.st.Log.Era }
+
+// EraAfter makes a core built afresh in a running process (a step back's
+// rebuild, daemon.rebuildCore) number its submissions in an era after
+// era, the one the core it replaces was using. Read back from a disk
+// whose last write failed, its own era may be that one again, and its
+// first submission would carry the ID of one the old core took and never
+// sent: a control call of the old core still waiting for that ID takes
+// the new message's delivery for its own, and answers sent for a message
+// delivered nowhere (review-order4). Call it before the core's first
+// Ready; the era's write is the promise New made.
+func (c *Core) EraAfter(era uint64) error {
+	l := &c.st.Log
+	if c.cfg.Total != Sequencer || l.Era > era {
+		return nil
+	}
+	if era >= maxEra {
+		return fmt.Errorf("%w: submission era %d, the last", core.ErrState, era)
+	}
+	l.Era = era + 1
+	l.SID = l.Era << 32
 	return nil
 }
 

@@ -130,3 +130,34 @@ func TestSimRollingReserve(t *testing.T) {
 		})
 	})
 }
+
+// TestSimUnsavedTermOnlyItsOwnWrite: SequencerStatus.Unsaved (orderd
+// status: "SEQUENCER TERM X WAITS FOR ITS STATE WRITE") names a term whose
+// own write failed, not any failed write with a promise pending: sequencer
+// 3's term on disk for 2 s, then a FIFO record's write fails; the status
+// said the term waited for its write (review-order4's
+// TestRevUnsavedTermOnAnyFailedPromise).
+func TestSimUnsavedTermOnlyItsOwnWrite(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: 200 * time.Microsecond}})
+	addMembers(t, s, 3, DefaultLANConfig())
+	s.Run(2 * time.Second)
+	st := s.Core(3).(*Core).Report().Sequencer
+	if st.Sequencer != 3 || st.Role != "sequencer" || st.Unsaved != 0 {
+		t.Fatalf("want 3 sequencing, its term saved: %+v", *st)
+	}
+	s.SetDiskFaults(3, 1)
+	if err := s.Do(3, func(c core.Core) {
+		if err := c.(*Core).Multicast(s.Clock(3).Now(), FIFO, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Run(10 * time.Millisecond)
+	if s.Counters(3).WriteFailures == 0 {
+		t.Fatal("no write failed: the test proves nothing")
+	}
+	if st := s.Core(3).(*Core).Report().Sequencer; st.Unsaved != 0 {
+		t.Fatalf("sequencer 3, term %#x written 2 s ago, an entry's write failing: status says term %#x waits for its state write (role %s)", st.Term, st.Unsaved, st.Role)
+	}
+}

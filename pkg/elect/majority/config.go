@@ -50,7 +50,7 @@ type Config struct {
 	// requests left (after its write of their term); after three tries it
 	// gives up. It must cover a round trip, and a vote waits for its
 	// voter's write of the candidate's term: on disks slower than three
-	// VoteTimeouts no candidacy ends (docs/electd.md). Default 50 ms.
+	// VoteTimeouts no candidacy wins (docs/electd.md). Default 50 ms.
 	VoteTimeout time.Duration
 	// Stagger separates the candidacies of members that find themselves
 	// free at once: a member waits Stagger for every member it heard from
