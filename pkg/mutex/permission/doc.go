@@ -164,8 +164,15 @@
 //   - Leases end before DeadAfter. A grant and a renewal need the answers
 //     of a majority (a grant) and a majority heard within FreshWindow, and
 //     a lease never ends more than MaxLease after the last instant the
-//     holder heard a majority (Core.leaseFrom caps it; up to a heartbeat
-//     of a lease is the price). A member that holds or asks beats every
+//     holder heard a majority (Core.leaseFrom caps it). A renewal waits
+//     for a majority heard since it was asked (its heartbeat asks the
+//     others to answer at once: a round trip), so the cap costs it only
+//     that round trip; confirmed on the majority last heard, up to
+//     FreshWindow old, it would lose as much, and a client renewing every
+//     third of a short lease would see renewals that do not move its end.
+//     A grant may still lose up to a heartbeat (the answers it waited for
+//     may be old); `mutexd lock` renews at once a grant with less than two
+//     thirds of its lease left. A member that holds or asks beats every
 //     BusyHeartbeat (a fifth of the heartbeat), so the others last heard a
 //     holder that crashed, stopped or was cut off at most a busy heartbeat
 //     before it last heard a majority, or BusyBeatsCovered of them if the
@@ -491,7 +498,9 @@
 //
 // In a cluster whose majority runs an older mutexd (which refuses the
 // extended heartbeat and never acknowledges), no member becomes bounded:
-// renewals are confirmed as before, announcements say unbounded, nobody
+// renewals are confirmed on a majority heard since they were asked (the
+// older members' own heartbeats, up to a heartbeat later), announcements
+// say unbounded, nobody
 // vouches, and holders are waited for DeadAfter. A bounded member never
 // goes back: if members are downgraded below a majority, its renewals
 // wait for acknowledgements that do not come, it says so at WARN
