@@ -83,7 +83,7 @@ func keptFrom(lease time.Duration, rn mutex.Renewal, delay, age time.Duration) b
 		return false
 	}
 	sent := t
-	if end.Add(-delay).Sub(now) < lease*2/3 { // lock.go: acquire's anchor
+	if needsAnchor(lease, end.Add(-delay).Sub(now), defaultGrace) { // lock.go: acquire's anchor
 		var ok bool
 		if sent, ok = renew(); !ok {
 			return false

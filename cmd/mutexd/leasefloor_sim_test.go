@@ -117,13 +117,12 @@ func (fs *floorSim) renew(id mutex.RequestID) (sent time.Time, left time.Duratio
 }
 
 // keep is `mutexd lock` after the grant of id, requested at sent: the
-// anchoring renewal when less than two thirds of the lease is left
-// (lock.go), then the keeper through keptRenewals renewals. It returns
+// anchoring renewal when lock.go makes one (needsAnchor), then the keeper through keptRenewals renewals. It returns
 // the renewals made and the keeper's last action (Term: the command was
 // stopped).
 func (fs *floorSim) keep(id mutex.RequestID, sent time.Time) (int, keeperAction) {
 	deadline := sent.Add(fs.left(id))
-	if deadline.Sub(fs.mono()) < fs.lease*2/3 {
+	if needsAnchor(fs.lease, deadline.Sub(fs.mono()), defaultGrace) {
 		sent, left, _ := fs.renew(id)
 		deadline = sent.Add(left)
 	}
@@ -310,4 +309,50 @@ func ringSecondGrant(t *testing.T, f mutex.Factory, o mutex.Options, age time.Du
 		return fmt.Sprintf("SIGTERM after %d renewals, answers at once: %s", renewals, act.Warn)
 	}
 	return ""
+}
+
+// TestQueuedGrantKeptAboveTheFloor: a request that waited in the queue
+// (member 1 holds, member 2's client waits, then member 1 releases) is
+// granted with its deadline counted from before it was sent, so the
+// keeper starts with less than the lease. Below two thirds of it mutexd
+// lock always renewed at once (the anchor); just above, with a lease
+// under 450 ms, the keeper's SIGTERM fell due before its first renewal:
+// at --lease 400ms (accepted) a wait of about 70 ms lost the lock with
+// answers at once, in every algorithm. Every algorithm at its floor and
+// at 400 ms, waits 10 ms to a lease, 20 ms apart.
+func TestQueuedGrantKeptAboveTheFloor(t *testing.T) {
+	for _, f := range algorithms {
+		for _, lease := range []time.Duration{floorOf(t, f.Name, time.Second), 400 * time.Millisecond} {
+			o := opts(f, lease, time.Second, nil)
+			if _, err := checkLease(f, o); err != nil {
+				continue // the ring's floor is above 400 ms
+			}
+			var lost []time.Duration
+			var first string
+			for wait := 10 * time.Millisecond; wait <= lease; wait += 20 * time.Millisecond {
+				holder := newFloorSim(t, f, o, 1, 0, 0)
+				waiter := *holder
+				waiter.m = 2
+				a, _ := holder.acquire("a")
+				if !holder.s.RunUntil(func() bool { return holder.status(a).Granted }, 3*time.Second) {
+					t.Fatalf("%s: the first client never granted", f.Name)
+				}
+				b, sent := waiter.acquire("b")
+				holder.s.Run(wait)
+				holder.do(func(al mutex.Algorithm, now time.Time) { _ = al.Release(now, a) })
+				if !waiter.s.RunUntil(func() bool { return waiter.status(b).Granted }, 3*time.Second) {
+					t.Fatalf("%s --lease %v: the queued client never granted (waited %v)", f.Name, lease, wait)
+				}
+				if renewals, act := waiter.keep(b, sent); act.Term {
+					lost = append(lost, wait)
+					if first == "" {
+						first = fmt.Sprintf("SIGTERM after %d renewals: %s", renewals, act.Warn)
+					}
+				}
+			}
+			if len(lost) > 0 {
+				t.Errorf("%s --lease %v (accepted): a client that waited in the queue lost the lock with answers at once, after waits of %v (the first: %s)", f.Name, lease, lost, first)
+			}
+		}
+	}
 }

@@ -171,12 +171,13 @@
 //     FreshWindow old, it would lose as much, and a client renewing every
 //     third of a short lease would see renewals that do not move its end.
 //     A grant may still lose up to a heartbeat (the answers it waited for
-//     may be old); `mutexd lock` renews at once a grant with less than two
-//     thirds of its lease left. A member that holds or asks beats every
-//     BusyHeartbeat (a fifth of the heartbeat), so the others last heard a
-//     holder that crashed, stopped or was cut off at most a busy heartbeat
-//     before it last heard a majority, or BusyBeatsCovered of them if the
-//     last ones were lost: DeadAfter is MaxLease and three busy heartbeats,
+//     may be old); `mutexd lock` renews at once a grant that came with
+//     less of its lease than its keeper needs. A member that holds or
+//     asks beats every BusyHeartbeat (a fifth of the heartbeat), so the
+//     others last heard a holder that crashed, stopped or was cut off at
+//     most a busy heartbeat before it last heard a majority, or
+//     BusyBeatsCovered of them if the last ones were lost: DeadAfter is
+//     MaxLease and three busy heartbeats,
 //     padded for clock rates, plus the margin (Config.MinDeadAfter). A
 //     crashed holder's lease ends on its client's clock (mutexd lock counts
 //     its own) first.
