@@ -220,11 +220,12 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	r.request, r.fence, r.vector = g.Request, g.Fence, g.Vector
 	r.lease = time.Duration(g.LeaseMS) * time.Millisecond
 	r.deadline = sent.Add(time.Duration(g.LeaseLeftMS) * time.Millisecond)
-	if until(r.deadline) < r.lease*2/3 {
+	if needsAnchor(r.lease, until(r.deadline), r.grace) {
 		// The request waited in the queue: the deadline counted from
 		// before it was sent has mostly (or wholly) passed, though the
-		// daemon's lease has just begun. A renewal counts it again from
-		// now.
+		// daemon's lease has just begun, or so far that the keeper would
+		// warn the command before its first renewal. A renewal counts it
+		// again from now.
 		return r.anchor()
 	}
 	return nil

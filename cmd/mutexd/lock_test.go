@@ -499,15 +499,22 @@ func TestLockUsage(t *testing.T) {
 // the deadline that has passed ends the run before the command starts
 // (exit 76), and the one mostly spent has no renewal before the command
 // ends: either way the calls would not begin acquire, renew.
+//
+// A lease under 450 ms is anchored with more than two thirds left too when
+// the keeper's SIGTERM would come before its first renewal: 268 ms of
+// 400 ms renews at 89 ms and warns at 85 ms (TestQueuedGrantKeptAboveTheFloor
+// runs it against the cores). Its `true` ends long before 89 ms, so
+// without the anchor the calls are acquire, release.
 func TestLockAnchorsALateGrant(t *testing.T) {
-	const lease = time.Minute
 	for _, tc := range []struct {
-		name string
-		left time.Duration // of the lease, counted by the daemon from the grant
+		name        string
+		lease, left time.Duration // left: of the lease, counted by the daemon from the grant
 	}{
-		{"waited longer than the lease: the deadline has passed", time.Millisecond},
-		{"waited half the lease: less than two thirds left", lease / 2},
+		{"waited longer than the lease: the deadline has passed", time.Minute, time.Millisecond},
+		{"waited half the lease: less than two thirds left", time.Minute, time.Minute / 2},
+		{"a short lease: SIGTERM due before the first renewal", 400 * time.Millisecond, 268 * time.Millisecond},
 	} {
+		lease := tc.lease
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeDaemon(t)
 			f.set(func() {

@@ -50,7 +50,10 @@ type Renewal struct {
 	// Reuse: a renewal asked within Reuse of the instant the lease was
 	// last counted from is confirmed at once, counted from that instant
 	// again (the token ring's check, fresh for its confirm window): it
-	// does not move the lease's end.
+	// does not move the lease's end. A grant, too, may be counted from
+	// an instant up to Reuse before it was asked (the ring grants the
+	// next client of the member that holds the token on the check it
+	// has): its lease is shorter by that age.
 	Reuse time.Duration
 	// Cut is how much shorter than asked a lease may be when frames take
 	// no time (the age of the support it rests on, past the algorithm's

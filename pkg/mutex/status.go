@@ -18,7 +18,7 @@ const (
 	MemberSelf    = "self"
 	MemberAlive   = "alive"
 	MemberDown    = "down"    // silent for longer than its failure detector allows
-	MemberSkipped = "skipped" // alive, but bypassed (the ring: failed to acknowledge)
+	MemberSkipped = "skipped" // alive, but bypassed until heard again (the ring: failed to acknowledge a token, or missed a heartbeat)
 	// MemberRelayed: alive, but its frames come only through other
 	// members (the link between it and this member is broken).
 	MemberRelayed = "relayed"

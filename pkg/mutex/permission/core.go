@@ -121,6 +121,9 @@ type Core struct {
 	// leases: the lease of each request of this member's clients, for
 	// the cap of leaseFrom.
 	leases map[mutex.RequestID]time.Duration
+	// renewAsked: when each of its pending renewals was asked, confirmed
+	// only on a majority heard since (renewFrom).
+	renewAsked map[mutex.RequestID]time.Time
 
 	// Lease ends (lease.go): bounded, renewals wait for an end a majority
 	// acknowledged (from the first majority's acknowledgement on, for the
@@ -325,6 +328,8 @@ func New(cfg Config) (*Core, error) {
 		share:     max(1, cfg.MaxLocks/2/max(1, len(cfg.Members)-1)),
 		counters:  map[string]uint64{},
 		leases:    map[mutex.RequestID]time.Duration{},
+
+		renewAsked: map[mutex.RequestID]time.Time{},
 
 		holdRelease: -1,
 	}

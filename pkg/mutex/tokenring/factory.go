@@ -98,7 +98,9 @@ func ConfigFor(env core.Env, opt mutex.Options) (Config, error) {
 // renewal: the holder renews on its last check while that is within the
 // confirm window (at most half a lease: confirmFor), and such a renewal
 // ends where the check's lease did; past it, a new check, a round trip,
-// and a whole lease from its sending.
+// and a whole lease from its sending. A grant is made on that check too
+// while it is within the window (the next client of the member that holds
+// the token, when the last releases): a lease shorter by the check's age.
 func renewal(opt mutex.Options) mutex.Renewal {
 	cfg := DefaultLANConfig()
 	opt.Leases(&cfg.MaxLease, &cfg.MinLease)
