@@ -105,16 +105,33 @@ func leaseFloor(renewal func(lease time.Duration) mutex.Renewal, delay time.Dura
 			kept = ok(m)
 		}
 		if kept {
+			// Past a second the steps are coarse: the edge is found
+			// to the millisecond below (the keeper keeps every lease
+			// in between, or the step would have stopped earlier).
+			l = (l + time.Millisecond - 1).Truncate(time.Millisecond)
+			for l > time.Millisecond && ok(l-time.Millisecond) {
+				l -= time.Millisecond
+			}
 			return (l + 10*time.Millisecond - 1).Truncate(10 * time.Millisecond)
 		}
 	}
 	return 0
 }
 
+// early is rule rn as it stands before the algorithm's usual bound holds
+// (mutex.Renewal.EarlyCut: Ricart-Agrawala's and the bakery's before a
+// majority first acknowledged a lease end), the same rule where it has
+// none.
+func early(rn mutex.Renewal) mutex.Renewal {
+	rn.Cut, rn.CutMax = max(rn.Cut, rn.EarlyCut), max(rn.CutMax, rn.EarlyCutMax)
+	return rn
+}
+
 // checkLease refuses a --lease that mutexd lock can never keep with
 // algorithm f under opt (a usage error naming the flags and the floor),
 // and returns a warning for one it keeps only with renewals answered at
-// once (more than marginalDelay late, it loses them).
+// once (more than marginalDelay late, it loses them), or only once the
+// algorithm's usual bound holds (early).
 func checkLease(f mutex.Factory, opt mutex.Options) (warning string, err error) {
 	rule := func(o mutex.Options) mutex.Renewal {
 		if f.Renewal == nil {
@@ -137,16 +154,23 @@ func checkLease(f mutex.Factory, opt mutex.Options) (warning string, err error) 
 	case rn.Reuse > 0:
 		how += "; a renewal within " + rn.Reuse.String() + " of the ring's last check (the confirm window, at most half the lease) is made on that check and does not move the lease's end"
 	case rn.Cut > 0:
-		how += fmt.Sprintf("; a lease is cut by up to %v (its support's age past half a beat), %v when answers are late",
-			rn.Cut.Round(time.Millisecond), max(rn.CutMax, rn.Cut).Round(time.Millisecond))
+		how += fmt.Sprintf("; a lease is cut by up to %v (%s), %v when answers are late",
+			rn.Cut.Round(time.Millisecond), rn.Cause, max(rn.CutMax, rn.Cut).Round(time.Millisecond))
 	}
 	if !keepable(opt.Lease, rn, 0) {
 		return "", fmt.Errorf("--lease %v (%s): `mutexd lock` can never keep a lease this short, even with every renewal answered at once: %s; set --lease %v or more%s",
 			opt.Lease, with, how, leaseFloor(withLease, 0), knobLowered(opt, rn.Knob, rule))
 	}
-	if !keepable(opt.Lease, rn, marginalDelay) {
-		return fmt.Sprintf("--lease %v (%s) is kept by `mutexd lock` only while renewals are answered within %v (%s): on a loaded host or a lossy link its commands end with exit 76 (lock lost); set --lease %v or more",
-			opt.Lease, with, marginalDelay, how, leaseFloor(withLease, marginalDelay)), nil
+	if rn.EarlyCut > 0 {
+		// Not the refusal's: the bound comes with the first busy
+		// heartbeat's acknowledgements.
+		how += fmt.Sprintf("; a lease is cut by up to %v (%s), %v when answers are late",
+			rn.EarlyCut.Round(time.Millisecond), rn.Cause, max(rn.EarlyCutMax, rn.EarlyCut).Round(time.Millisecond))
+	}
+	if !keepable(opt.Lease, early(rn), marginalDelay) {
+		return fmt.Sprintf("--lease %v (%s) is kept by `mutexd lock` only while renewals are answered within %v (%s): on a loaded host or a lossy link its commands end with exit 76 (lock lost); set --lease %v or more%s",
+			opt.Lease, with, marginalDelay, how, leaseFloor(func(l time.Duration) mutex.Renewal { return early(withLease(l)) }, marginalDelay),
+			knobLoweredAt(opt, rn.Knob, func(o mutex.Options) mutex.Renewal { return early(rule(o)) }, marginalDelay)), nil
 	}
 	return "", nil
 }
@@ -155,6 +179,11 @@ func checkLease(f mutex.Factory, opt mutex.Options) (warning string, err error) 
 // one, would let --lease be kept (the largest, a millisecond apart), ""
 // if none would.
 func knobLowered(opt mutex.Options, knob string, rule func(mutex.Options) mutex.Renewal) string {
+	return knobLoweredAt(opt, knob, rule, 0)
+}
+
+// knobLoweredAt is knobLowered with answers delay late.
+func knobLoweredAt(opt mutex.Options, knob string, rule func(mutex.Options) mutex.Renewal, delay time.Duration) string {
 	set := func(d time.Duration) mutex.Options {
 		o := opt
 		o.Params = maps.Clone(opt.Params)
@@ -173,7 +202,7 @@ func knobLowered(opt mutex.Options, knob string, rule func(mutex.Options) mutex.
 		return ""
 	}
 	for d := cur.Truncate(time.Millisecond); d >= time.Millisecond; d -= time.Millisecond {
-		if keepable(opt.Lease, rule(set(d)), 0) {
+		if keepable(opt.Lease, rule(set(d)), delay) {
 			return fmt.Sprintf(", or --%s %v or less", knob, d)
 		}
 	}

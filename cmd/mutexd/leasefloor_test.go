@@ -46,10 +46,22 @@ func TestLeaseFloor(t *testing.T) {
 		{alg: "central", lease: 100 * ms, heartbeat: 200 * ms, refused: "--lease 100ms (--algorithm central, --heartbeat 200ms (a beat every 33ms, at most a third of --lease)): `mutexd lock` can never keep a lease this short, even with every renewal answered at once: it renews every third of the lease and stops its command a third of the lease and 50ms before the lease's end; a lease is cut by up to 17ms (its support's age past half a beat), 25ms when answers are late; set --lease 230ms or more"},
 		{alg: "central", lease: 300 * ms, heartbeat: time.Second, warned: "set --lease 760ms or more"},
 		{alg: "tokenask", lease: 200 * ms, heartbeat: 200 * ms, refused: "set --lease 230ms or more"},
-		{alg: "ricartagrawala", lease: 100 * ms, heartbeat: 200 * ms, refused: "--lease 100ms (--algorithm ricartagrawala): `mutexd lock` can never keep a lease this short, even with every renewal answered at once: it renews every third of the lease and stops its command a third of the lease and 50ms before the lease's end; set --lease 160ms or more"},
+		{alg: "ricartagrawala", lease: 100 * ms, heartbeat: 200 * ms, refused: "--lease 100ms (--algorithm ricartagrawala, --heartbeat 200ms): `mutexd lock` can never keep a lease this short, even with every renewal answered at once: it renews every third of the lease and stops its command a third of the lease and 50ms before the lease's end; set --lease 160ms or more"},
+		// Before a majority's first acknowledgement (for good beside an
+		// older majority) a renewal is cut by up to a heartbeat, 1.5
+		// when a beat is late (TestUnboundedRenewalCut): at 2 s with a
+		// 1 s heartbeat a renewal 50 ms late loses the lease. The floor
+		// took no cut before: nothing was said.
+		{alg: "ricartagrawala", lease: 2 * time.Second, heartbeat: time.Second, warned: "a lease is cut by up to 1s (before a majority first acknowledges this member's lease end"},
+		{alg: "bakery", lease: 2 * time.Second, heartbeat: time.Second, warned: "set --lease 2.5s or more, or --heartbeat 750ms or less"},
+		{alg: "ricartagrawala", lease: 500 * ms, heartbeat: 100 * ms, warned: "set --lease 700ms or more, or --heartbeat 33ms or less"},
+		{alg: "ricartagrawala", lease: 2500 * ms, heartbeat: time.Second},
+		// Lamport's renewals are never bounded: the cut is the refusal's.
+		{alg: "lamport", lease: 410 * ms, heartbeat: time.Second, refused: "a lease is cut by up to 1s (a renewal is counted from when a majority was last heard, and the others beat every heartbeat), 1.5s when answers are late; set --lease 2.15s or more, or --heartbeat 130ms or less"},
+		{alg: "lamport", lease: 2 * time.Second, heartbeat: time.Second, refused: "set --lease 2.15s or more"},
 		{alg: "maekawa", lease: 150 * ms, heartbeat: time.Second, refused: "set --lease 160ms or more"},
 		{alg: "majority", lease: 200 * ms, heartbeat: time.Second, warned: "renewals are answered within 50ms"},
-		{alg: "lamport", lease: 410 * ms, heartbeat: time.Second},
+		{alg: "lamport", lease: 700 * ms, heartbeat: 100 * ms},
 	} {
 		f, err := algorithms.Lookup(tc.alg)
 		if err != nil {
@@ -90,6 +102,11 @@ func TestLeaseFloorIsTheKeepersEdge(t *testing.T) {
 				if floor == 0 || !keepable(floor, rule(floor), delay) || keepable(floor-10*time.Millisecond, rule(floor-10*time.Millisecond), delay) {
 					t.Errorf("%s, heartbeat %v, answers %v late: floor %v is not the edge", f.Name, hb, delay, floor)
 				}
+			}
+			// The warning's: before the algorithm's bound holds.
+			before := func(l time.Duration) mutex.Renewal { return early(rule(l)) }
+			if floor := leaseFloor(before, marginalDelay); floor == 0 || !keepable(floor, before(floor), marginalDelay) || keepable(floor-10*time.Millisecond, before(floor-10*time.Millisecond), marginalDelay) {
+				t.Errorf("%s, heartbeat %v, before its bound: floor %v is not the edge", f.Name, hb, floor)
 			}
 		}
 	}

@@ -57,6 +57,18 @@ type Renewal struct {
 	// slack); CutMax how long that grows to when they are late (the
 	// support is then older).
 	Cut, CutMax time.Duration
+	// EarlyCut and EarlyCutMax are Cut and CutMax before the bound the
+	// algorithm usually renews under holds (Ricart-Agrawala and the
+	// bakery until a majority first acknowledged this member's lease end:
+	// at start, and for good while a majority runs an older mutexd, a
+	// renewal is counted from when a majority was last heard, up to a
+	// heartbeat ago, and up to 1.5 when a beat is late). A lease kept
+	// only without them is warned of, not refused: the bound comes
+	// within a round trip of the first busy heartbeat.
+	EarlyCut, EarlyCutMax time.Duration
+	// Cause says what cuts the lease, for the operator's message ("its
+	// support's age past half a beat").
+	Cause string
 	// Flags name the settings besides --lease the rule depends on, with
 	// their values, for the operator's message ("--confirm-window 250ms");
 	// Knob is the one (a Param's name, or "heartbeat") whose lower value

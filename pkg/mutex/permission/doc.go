@@ -491,7 +491,10 @@
 //
 // In a cluster whose majority runs an older mutexd (which refuses the
 // extended heartbeat and never acknowledges), no member becomes bounded:
-// renewals are confirmed as before, announcements say unbounded, nobody
+// renewals are confirmed as before (at once, counted from when a majority
+// was last heard: up to a heartbeat earlier, 1.5 when a beat is late,
+// which Factory.Renewal's EarlyCut tells mutexd's lease floor; Lamport's
+// queue always renews so, its Cut), announcements say unbounded, nobody
 // vouches, and holders are waited for DeadAfter. A bounded member never
 // goes back: if members are downgraded below a majority, its renewals
 // wait for acknowledgements that do not come, it says so at WARN

@@ -201,9 +201,44 @@ func factory(v Variant, summary, text string, k int) mutex.Factory {
 		New: func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
 			return NewFromEnv(v, env, opt)
 		},
+		Renewal: func(opt mutex.Options) mutex.Renewal {
+			return renewalRule(v, opt)
+		},
 		StatusLines: StatusLines,
 		LockColumns: LockColumns,
 		LockCells:   LockCells,
 		FenceText:   FenceText,
 	}
+}
+
+// renewalRule is how variant v counts a renewed lease (mutexd's lease
+// floor). An unbounded renewal (Lamport's always; the others' before a
+// majority first acknowledged this member's lease end) is confirmed at
+// once and counted from when a majority was last heard (leaseFrom): the
+// others beat every heartbeat when idle, so that is up to a heartbeat
+// ago with frames that take no time (TestUnboundedRenewalCut: 960 ms at
+// a 1 s heartbeat), and up to FreshWindow (1.5 heartbeats) when a beat
+// is late, past which the renewal waits for a fresh one. A bounded
+// renewal waits for a majority's acknowledgements and is counted from
+// them: no cut but their round trip.
+func renewalRule(v Variant, opt mutex.Options) mutex.Renewal {
+	cfg, err := ConfigFor(v, core.Env{}, opt)
+	if err != nil {
+		return mutex.Renewal{}
+	}
+	h := cfg.HeartbeatInterval
+	fresh := cfg.FreshWindow
+	if fresh == 0 {
+		fresh = h * 3 / 2
+	}
+	rn := mutex.Renewal{Flags: []string{fmt.Sprintf("--heartbeat %v", h)}, Knob: "heartbeat"}
+	if v == Lamport {
+		rn.Cut, rn.CutMax = h, fresh
+		rn.Cause = "a renewal is counted from when a majority was last heard, and the others beat every heartbeat"
+	} else {
+		rn.EarlyCut, rn.EarlyCutMax = h, fresh
+		rn.Cause = "before a majority first acknowledges this member's lease end, at start and for good while a majority runs an older mutexd, " +
+			"a renewal is counted from when a majority was last heard, and the others beat every heartbeat"
+	}
+	return rn
 }
