@@ -57,14 +57,15 @@ type Renewal struct {
 	// slack); CutMax how long that grows to when they are late (the
 	// support is then older).
 	Cut, CutMax time.Duration
-	// EarlyCut and EarlyCutMax are Cut and CutMax before the bound the
-	// algorithm usually renews under holds (Ricart-Agrawala and the
-	// bakery until a majority first acknowledged this member's lease end:
-	// at start, and for good while a majority runs an older mutexd, a
-	// renewal is counted from when a majority was last heard, up to a
-	// heartbeat ago, and up to 1.5 when a beat is late). A lease kept
-	// only without them is warned of, not refused: the bound comes
-	// within a round trip of the first busy heartbeat.
+	// EarlyCut and EarlyCutMax are Cut and CutMax where a renewal is not
+	// bounded (Ricart-Agrawala and the bakery until a majority first
+	// acknowledged this member's lease end: at start, and for good while
+	// a majority runs an older mutexd; Lamport's always): it is counted
+	// from when a majority was last heard, up to a heartbeat ago, and up
+	// to 1.5 when a beat is late. A lease kept only without them is
+	// warned of, not refused: how much a renewal loses depends on where
+	// it falls between the others' beats, and the bound comes within a
+	// round trip of the first busy heartbeat.
 	EarlyCut, EarlyCutMax time.Duration
 	// Cause says what cuts the lease, for the operator's message ("its
 	// support's age past half a beat").

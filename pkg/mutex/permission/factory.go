@@ -232,13 +232,15 @@ func renewalRule(v Variant, opt mutex.Options) mutex.Renewal {
 		fresh = h * 3 / 2
 	}
 	rn := mutex.Renewal{Flags: []string{fmt.Sprintf("--heartbeat %v", h)}, Knob: "heartbeat"}
+	// Warned of, not refused: how much a renewal loses depends on where
+	// it falls between the others' beats (none, just after one), and the
+	// labs run Lamport at --lease 1s --heartbeat 1s for grants that need
+	// no renewal.
+	rn.EarlyCut, rn.EarlyCutMax = h, fresh
+	rn.Cause = "before a majority first acknowledges this member's lease end, at start and for good while a majority runs an older mutexd, " +
+		"a renewal is counted from when a majority was last heard, and the others beat every heartbeat"
 	if v == Lamport {
-		rn.Cut, rn.CutMax = h, fresh
-		rn.Cause = "a renewal is counted from when a majority was last heard, and the others beat every heartbeat"
-	} else {
-		rn.EarlyCut, rn.EarlyCutMax = h, fresh
-		rn.Cause = "before a majority first acknowledges this member's lease end, at start and for good while a majority runs an older mutexd, " +
-			"a renewal is counted from when a majority was last heard, and the others beat every heartbeat"
+		rn.Cause = "Lamport's renewals are never bounded: a renewal is counted from when a majority was last heard, and the others beat every heartbeat"
 	}
 	return rn
 }

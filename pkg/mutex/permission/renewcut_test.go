@@ -23,8 +23,8 @@ func TestUnboundedRenewalCut(t *testing.T) {
 	const h = time.Second
 	rn := permission.RicartAgrawalaFactory.Renewal(mutex.Options{Lease: 3 * time.Second, Heartbeat: h})
 	lamport := permission.LamportFactory.Renewal(mutex.Options{Lease: 3 * time.Second, Heartbeat: h})
-	if rn.Cut != 0 || rn.EarlyCut != h || rn.EarlyCutMax != h*3/2 || lamport.Cut != h || lamport.CutMax != h*3/2 {
-		t.Fatalf("rules: ricartagrawala %+v, lamport %+v: want a heartbeat's cut, 1.5 late, before the bound (Lamport's always)", rn, lamport)
+	if rn.Cut != 0 || rn.EarlyCut != h || rn.EarlyCutMax != h*3/2 || lamport.Cut != 0 || lamport.EarlyCut != h || lamport.EarlyCutMax != h*3/2 {
+		t.Fatalf("rules: ricartagrawala %+v, lamport %+v: want a heartbeat's cut, 1.5 late, before the bound (Lamport's always), warned of", rn, lamport)
 	}
 	// worst runs member 1 with member 2 beating at whole heartbeats from
 	// the start (but the beats lose drops), member 3 at phase3 (negative:

@@ -27,7 +27,10 @@ import (
 // command with the disk still failing). Needs root (mount): skipped
 // otherwise, a failure in CI (testenv).
 func TestMutexdFailingDiskHoldsGrant(t *testing.T) {
-	c, state, cl := diskMember(t, "2s")
+	// The held grant must outlive the 2 s `mutexd lock` waits before it
+	// says why (with a 2 s lease it was dropped around then: the client
+	// answered "lease expired" under load).
+	c, state, cl := diskMember(t, "20s")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var g mutexGrant
