@@ -136,6 +136,13 @@ func leaseFloor(renewal func(lease time.Duration) mutex.Renewal, delay time.Dura
 			kept = ok(m)
 		}
 		if kept {
+			// Past a second the steps are coarse: the edge is found
+			// to the millisecond below (the keeper keeps every lease
+			// in between, or the step would have stopped earlier).
+			l = (l + time.Millisecond - 1).Truncate(time.Millisecond)
+			for l > time.Millisecond && ok(l-time.Millisecond) {
+				l -= time.Millisecond
+			}
 			return (l + 10*time.Millisecond - 1).Truncate(10 * time.Millisecond)
 		}
 	}
@@ -168,8 +175,8 @@ func checkLease(f mutex.Factory, opt mutex.Options) (warning string, err error) 
 	case rn.Reuse > 0:
 		how += "; a grant to the next client of the member that holds the token, and a renewal, within " + rn.Reuse.String() + " of the ring's last check (the confirm window, at most half the lease) are made on that check: the grant's lease is shorter by the check's age, and the renewal does not move the lease's end"
 	case rn.Cut > 0:
-		how += fmt.Sprintf("; a lease is cut by up to %v (its support's age past half a beat), %v when answers are late",
-			rn.Cut.Round(time.Millisecond), max(rn.CutMax, rn.Cut).Round(time.Millisecond))
+		how += fmt.Sprintf("; a lease is cut by up to %v (%s), %v when answers are late",
+			rn.Cut.Round(time.Millisecond), rn.Cause, max(rn.CutMax, rn.Cut).Round(time.Millisecond))
 	}
 	if !keepable(opt.Lease, rn, 0) {
 		floor := leaseFloor(withLease, 0)
@@ -177,8 +184,8 @@ func checkLease(f mutex.Factory, opt mutex.Options) (warning string, err error) 
 			opt.Lease, with, how, floor, knobLowered(opt, rn.Knob, rule), perRequest(opt, floor))
 	}
 	if !keepable(opt.Lease, rn, marginalDelay) {
-		return fmt.Sprintf("--lease %v (%s) is kept by `mutexd lock` only while renewals are answered within %v (%s): on a loaded host or a lossy link its commands end with exit 76 (lock lost); set --lease %v or more",
-			opt.Lease, with, marginalDelay, how, leaseFloor(withLease, marginalDelay)), nil
+		return fmt.Sprintf("--lease %v (%s) is kept by `mutexd lock` only while renewals are answered within %v (%s): on a loaded host or a lossy link its commands end with exit 76 (lock lost); set --lease %v or more%s",
+			opt.Lease, with, marginalDelay, how, leaseFloor(withLease, marginalDelay), knobLoweredAt(opt, rn.Knob, rule, marginalDelay)), nil
 	}
 	return "", nil
 }
@@ -204,6 +211,11 @@ func perRequest(opt mutex.Options, floor time.Duration) string {
 // one, would let --lease be kept (the largest, a millisecond apart), ""
 // if none would.
 func knobLowered(opt mutex.Options, knob string, rule func(mutex.Options) mutex.Renewal) string {
+	return knobLoweredAt(opt, knob, rule, 0)
+}
+
+// knobLoweredAt is knobLowered with answers delay late.
+func knobLoweredAt(opt mutex.Options, knob string, rule func(mutex.Options) mutex.Renewal, delay time.Duration) string {
 	set := func(d time.Duration) mutex.Options {
 		o := opt
 		o.Params = maps.Clone(opt.Params)
@@ -222,7 +234,7 @@ func knobLowered(opt mutex.Options, knob string, rule func(mutex.Options) mutex.
 		return ""
 	}
 	for d := cur.Truncate(time.Millisecond); d >= time.Millisecond; d -= time.Millisecond {
-		if keepable(opt.Lease, rule(set(d)), 0) {
+		if keepable(opt.Lease, rule(set(d)), delay) {
 			return fmt.Sprintf(", or --%s %v or less", knob, d)
 		}
 	}

@@ -55,9 +55,21 @@ func TestLeaseFloor(t *testing.T) {
 		{alg: "central", lease: 300 * ms, heartbeat: time.Second, warned: "set --lease 760ms or more"},
 		{alg: "tokenask", lease: 200 * ms, heartbeat: 200 * ms, refused: "set --lease 230ms or more"},
 		{alg: "ricartagrawala", lease: 100 * ms, heartbeat: 200 * ms, refused: "--lease 100ms (--algorithm ricartagrawala): `mutexd lock` can never keep a lease this short, even with every renewal answered at once: it renews every third of the lease and stops its command a third of the lease and 50ms before the lease's end; set --lease 160ms or more; a program that renews through the HTTP API more often than every third of its lease may ask for 100ms itself per request (lease_ms 100 on a cluster whose --lease is 160ms or more; the shortest a request may ask is 100ms)"},
+		// review-mutex3: a renewal is confirmed once a majority was heard
+		// since its asking and counted from it (permission's renewFrom),
+		// so nothing is cut, before a majority's first acknowledgement
+		// or after, Lamport's included (TestFloorKeptInSim and
+		// TestFloorKeptAtEveryHeartbeatPhase run them; TestRenewalNotCut
+		// measures it): the leases mutexmsgs warned of for a heartbeat's
+		// cut are kept, and say nothing.
+		{alg: "ricartagrawala", lease: 2 * time.Second, heartbeat: time.Second},
+		{alg: "bakery", lease: 2 * time.Second, heartbeat: time.Second},
+		{alg: "ricartagrawala", lease: 500 * ms, heartbeat: 100 * ms},
+		{alg: "lamport", lease: 410 * ms, heartbeat: time.Second},
+		{alg: "lamport", lease: 300 * ms, heartbeat: time.Second, warned: "--lease 300ms (--algorithm lamport) is kept by `mutexd lock` only while renewals are answered within 50ms (it renews every third of the lease and stops its command a third of the lease and 50ms before the lease's end): on a loaded host or a lossy link its commands end with exit 76 (lock lost); set --lease 400ms or more"},
 		{alg: "maekawa", lease: 150 * ms, heartbeat: time.Second, refused: "set --lease 160ms or more"},
 		{alg: "majority", lease: 200 * ms, heartbeat: time.Second, warned: "renewals are answered within 50ms"},
-		{alg: "lamport", lease: 410 * ms, heartbeat: time.Second},
+		{alg: "lamport", lease: 700 * ms, heartbeat: 100 * ms},
 	} {
 		f, err := algorithms.Lookup(tc.alg)
 		if err != nil {

@@ -60,6 +60,9 @@ type Renewal struct {
 	// slack); CutMax how long that grows to when they are late (the
 	// support is then older).
 	Cut, CutMax time.Duration
+	// Cause says what cuts the lease, for the operator's message ("its
+	// support's age past half a beat").
+	Cause string
 	// Flags name the settings besides --lease the rule depends on, with
 	// their values, for the operator's message ("--confirm-window 250ms");
 	// Knob is the one (a Param's name, or "heartbeat") whose lower value

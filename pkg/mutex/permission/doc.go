@@ -551,13 +551,13 @@
 // In a cluster whose majority runs an older mutexd (which refuses the
 // extended heartbeat and never acknowledges), no member becomes bounded:
 // renewals are confirmed on a majority heard since they were asked (the
-// older members' own heartbeats, up to a heartbeat later), announcements
-// say unbounded, nobody
-// vouches, and holders are waited for DeadAfter. A bounded member never
-// goes back: if members are downgraded below a majority, its renewals
-// wait for acknowledgements that do not come, it says so at WARN
-// (EventRenewalUnacked) and its clients lose their leases; restarting it
-// makes it unbounded again.
+// older members' own heartbeats, up to a heartbeat later: a wait
+// mutexd's lease floor does not model, never a cut), announcements say
+// unbounded, nobody vouches, and holders are waited for DeadAfter. A
+// bounded member never goes back: if members are downgraded below a
+// majority, its renewals wait for acknowledgements that do not come, it
+// says so at WARN (EventRenewalUnacked) and its clients lose their
+// leases; restarting it makes it unbounded again.
 //
 // # Frames that lie
 //
