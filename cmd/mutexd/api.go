@@ -532,13 +532,49 @@ func (a *lockAPI) doRenew(r *http.Request) (any, error) {
 	}
 	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
-	a.algo(ctx, func(mutex.Algorithm, uint32) { a.forget(id, ch) })
+	var unsaved string
+	a.algo(ctx, func(alg mutex.Algorithm, _ uint32) {
+		a.forget(id, ch)
+		if st, ok := alg.Lookup(id); ok {
+			unsaved = st.Unsaved
+		}
+	})
 	if err := r.Context().Err(); err != nil {
 		return nil, err
 	}
-	return nil, ctl.Unavailable(fmt.Sprintf("renewal of %s not confirmed within %v: whoever confirms it did not answer "+
-		"(central's coordinator, or a majority of the members for the others: the log and mutexd status say which); "+
-		"the lease runs on as last confirmed and ends unless a renewal is, try again", req.Request, renewWait))
+	return nil, ctl.Unavailable(a.unconfirmed(ctx, req.Request, unsaved))
+}
+
+// unconfirmed says why a renewal was not answered within renewWait: the
+// algorithm made it and it waits for this member's state write (unsaved
+// set: mutexcount.Hold), or whoever confirms it did not answer. Either
+// way the lease runs on as last confirmed.
+func (a *lockAPI) unconfirmed(ctx context.Context, handle, unsaved string) string {
+	const runsOn = "the lease runs on as last confirmed and ends unless a renewal is, try again"
+	var failing *daemon.PersistFailure
+	if st, err := a.d.Status(ctx); err == nil {
+		failing = st.Persist.Failing
+	}
+	dir := a.d.Config().StateDir
+	if unsaved != "" {
+		cause := "which has not completed yet (a slow disk: mutexd status, Persist)"
+		if failing != nil {
+			cause = fmt.Sprintf("which fails (%s: %s; failing since %s, %d failed writes)",
+				failing.File, failing.Err, failing.Since.Format(time.RFC3339), failing.Failed)
+		}
+		return fmt.Sprintf("renewal of %s not confirmed within %v: it is made, but waits for this member's state write, %s: "+
+			"a lease is built on numbers the member must have on disk before its client may count on it. "+
+			"Free space or fix permissions in the state directory %s (mutexd status: Persist); %s", handle, renewWait, cause, dir, runsOn)
+	}
+	msg := fmt.Sprintf("renewal of %s not confirmed within %v: whoever confirms it did not answer "+
+		"(central's coordinator, or a majority of the members for the others: the log and mutexd status say which); ", handle, renewWait)
+	if failing != nil {
+		// Not held for the write, but what it needs may be: while a
+		// promise is unsaved the member sends nothing that depends on it.
+		msg += fmt.Sprintf("this member's own state writes fail too (%s: %s, %d failed writes), and nothing that depends on them is sent until one succeeds: "+
+			"free space or fix permissions in the state directory %s; ", failing.File, failing.Err, failing.Failed, dir)
+	}
+	return msg + runsOn
 }
 
 func (a *lockAPI) release(r *http.Request) (any, error) {

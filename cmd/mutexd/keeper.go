@@ -66,6 +66,18 @@ func newKeeper(now, deadline time.Time, lease, grace time.Duration, what string)
 	}
 }
 
+// needsAnchor says whether a grant answered with left of its lease to
+// the client's deadline must be renewed before the keeper starts (lock.go:
+// the anchor): less than two thirds of the lease left (the request waited
+// in the queue), or so little that the keeper's SIGTERM falls due before
+// its first renewal (a wait of under a third of a lease shorter than
+// 450 ms: at 400 ms, a grant with 268 ms left renews at 89 ms and warns
+// the command at 85 ms).
+func needsAnchor(lease, left, grace time.Duration) bool {
+	first := max(min(lease, left)/3, 10*time.Millisecond)
+	return left < lease*2/3 || first >= left-killMargin-min(grace, lease/3)
+}
+
 // renewAfter is when the next renewal is due after one that left the
 // lease left: a third of the lease, or of what is left when a grant or
 // renewal came with less than asked (an algorithm may cut a lease to end

@@ -194,7 +194,7 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	slow := make(chan struct{})
 	go func() {
 		defer close(slow)
-		r.watchSlow(ctx)
+		r.watchSlow(ctx, client)
 	}()
 	err := r.client.Post(ctx, r.path+"acquire", req, &g)
 	cancel()
@@ -220,29 +220,33 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	r.request, r.fence, r.vector = g.Request, g.Fence, g.Vector
 	r.lease = time.Duration(g.LeaseMS) * time.Millisecond
 	r.deadline = sent.Add(time.Duration(g.LeaseLeftMS) * time.Millisecond)
-	if until(r.deadline) < r.lease*2/3 {
+	if needsAnchor(r.lease, until(r.deadline), r.grace) {
 		// The request waited in the queue: the deadline counted from
 		// before it was sent has mostly (or wholly) passed, though the
-		// daemon's lease has just begun. A renewal counts it again from
-		// now.
+		// daemon's lease has just begun, or so far that the keeper would
+		// warn the command before its first renewal. A renewal counts it
+		// again from now.
 		return r.anchor()
 	}
 	return nil
 }
 
 // slowGrant is how long `mutexd lock` waits for its grant before it asks
-// the daemon whether its state writes fail, and then how often it asks
-// again until it has said so once.
+// the daemon whether the grant waits for its state write, and then a
+// fifth of how often it asks again until it has said so once (a listing
+// of every lock, for as long as a busy lock keeps it waiting).
 const slowGrant = 2 * time.Second
 
 // watchSlow says on stderr, once, that the grant waits for the member's
-// state to be written when the daemon reports its writes failing while
-// the request waits (until ctx ends): a grant's fence is built on
+// state to be written when the daemon shows this client's request (by its
+// client string) granted and waiting for the write (mutex.UnsavedGrant)
+// while the request waits (until ctx ends): a grant's fence is built on
 // numbers the member must have on disk first, so the client would
 // otherwise wait without a word while the daemon logs ERRORs. A slow
 // grant for any other reason (a busy lock, a member cut off) says
-// nothing: the queue is why, as the client expects.
-func (r *lockRun) watchSlow(ctx context.Context) {
+// nothing, even while a write the grant does not wait for fails (a
+// review: the disk was blamed for a busy lock's queue).
+func (r *lockRun) watchSlow(ctx context.Context, client string) {
 	t := time.NewTimer(slowGrant)
 	defer t.Stop()
 	start := now()
@@ -252,18 +256,43 @@ func (r *lockRun) watchSlow(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		var st struct {
-			Persist daemon.PersistStatus `json:"persist"`
-		}
-		if err := r.client.Get(ctx, "/v1/status", &st); err == nil && st.Persist.Failing != nil {
-			f := st.Persist.Failing
-			fmt.Fprintf(r.stderr, "%s: lock %s: still waiting after %v: this member cannot write its state (%s: %s; failing since %s, %d failed writes), "+
-				"and a grant waits until what its fence is built on is on disk; free space or fix permissions under its --state-dir (mutexd status: Persist)\n",
-				name, r.name, now().Sub(start).Round(time.Second), f.File, f.Err, f.Since.Format("15:04:05"), f.Failed)
+		if r.grantUnsaved(ctx, client) {
+			var st struct {
+				Persist daemon.PersistStatus `json:"persist"`
+			}
+			cause := "its state write has not completed (a slow disk)"
+			if err := r.client.Get(ctx, "/v1/status", &st); err == nil && st.Persist.Failing != nil {
+				f := st.Persist.Failing
+				cause = fmt.Sprintf("this member cannot write its state (%s: %s; failing since %s, %d failed writes)",
+					f.File, f.Err, f.Since.Format("15:04:05"), f.Failed)
+			}
+			fmt.Fprintf(r.stderr, "%s: lock %s: still waiting after %v: granted, but %s, "+
+				"and a grant reaches its client only once what its fence is built on is on disk; free space or fix permissions under its --state-dir (mutexd status: Persist)\n",
+				name, r.name, now().Sub(start).Round(time.Second), cause)
 			return
 		}
 		t.Reset(5 * slowGrant)
 	}
+}
+
+// grantUnsaved says whether the daemon shows the request of client for
+// this lock granted and waiting for the state write.
+func (r *lockRun) grantUnsaved(ctx context.Context, client string) bool {
+	var v locksView
+	if err := r.client.Get(ctx, "/v1/locks", &v); err != nil {
+		return false
+	}
+	for _, l := range v.Locks {
+		if l.Name != r.name {
+			continue
+		}
+		for _, h := range l.Holders {
+			if h.Client == client && h.Unsaved == mutex.UnsavedGrant {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // anchor renews a fresh grant to set the deadline from a request sent

@@ -91,7 +91,8 @@ func TestCorruptState(t *testing.T) {
 // TestRenderStatus: the human status shows the algorithm and its
 // guarantees, the ring, the members, the grants (those read too late, when
 // there are, on a line of their own) and one line per lock with its
-// token, holder and queue.
+// token, holder and queue (a grant still waiting for the state write
+// said so: before, it showed as held while its client did not have it).
 func TestRenderStatus(t *testing.T) {
 	raw := `{"algorithm":"tokenring","id":2,"detail":{"majority":2,"generation_credit":65535},
 	  "members":[{"id":1,"alive":true,"state":"alive","heard_ago_ms":120},
@@ -101,7 +102,9 @@ func TestRenderStatus(t *testing.T) {
 	    "holder":{"id":7,"lock":"db","client":"backup.sh","granted":true,"fence":2199023255555,"lease_ms":3000,"lease_left_ms":2100,"waited_ms":3},
 	    "holders":[{"id":7,"lock":"db","client":"backup.sh","granted":true,"fence":2199023255555,"lease_ms":3000,"lease_left_ms":2100,"waited_ms":3}],
 	    "queue":[{"id":8,"lock":"db","granted":false,"lease_ms":3000,"waited_ms":40}]},
-	   {"name":"printer","fence":1099511627777,"detail":{"promised":4294967297}}],
+	   {"name":"printer","fence":1099511627777,"detail":{"promised":4294967297}},
+	   {"name":"spool","fence":5,"detail":{"token":"here","generation":1,"promised":1},
+	    "holders":[{"id":9,"lock":"spool","granted":true,"fence":5,"lease_ms":3000,"lease_left_ms":3000,"waited_ms":0,"unsaved":"grant"}]}],
 	  "counters":{"grants":5,"tokens_passed":3,"regenerations":1,"lost_expired":1,"grants_late":2,"grants_unsaved":1},
 	  "guarantees":{"survives":["crash","pause","partition","loss"],"shared":false},"api":{"acquire/ok":5}}`
 	var b bytes.Buffer
@@ -119,6 +122,8 @@ func TestRenderStatus(t *testing.T) {
 		"3   down", "1   alive  120ms ago",
 		"db       here", "2/1", "2199023255555 (2:3)", "#7 backup.sh, fence 2199023255555, 2.1s left", "1 (oldest 40ms)",
 		"printer  elsewhere",
+		// Held for the state write: the client does not have it.
+		"#9, fence 5, 3s left, granted, waiting for the state write (its client does not have it yet)",
 		"Algorithm: tokenring; survives crash, pause, partition, loss; shared mode not offered",
 	} {
 		if !strings.Contains(out, want) {

@@ -169,7 +169,16 @@ func holderText(hs []mutex.RequestStatus) string {
 		if h.Mode == mutex.Shared {
 			mode = " shared"
 		}
-		parts = append(parts, fmt.Sprintf("#%d%s%s, fence %d, %s left", h.ID, who, mode, h.Fence, time.Duration(h.LeaseLeftMS)*time.Millisecond))
+		part := fmt.Sprintf("#%d%s%s, fence %d, %s left", h.ID, who, mode, h.Fence, time.Duration(h.LeaseLeftMS)*time.Millisecond)
+		// Held for the state write (mutexcount.Hold): the core made it,
+		// its client has not heard yet.
+		switch h.Unsaved {
+		case mutex.UnsavedGrant:
+			part += ", granted, waiting for the state write (its client does not have it yet)"
+		case mutex.UnsavedRenewal:
+			part += ", renewed, waiting for the state write (its client has the lease as last renewed)"
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -55,9 +55,15 @@
 // member that grants alone (a one-member cluster; the others need an
 // answer, which the withheld messages already stop) handed out fences
 // built on an incarnation it had not written, and after a crash granted
-// the same fences again. The events of the outcomes (EventGranted...) are
-// reported when the core decides, before the hold: a grant held past a
-// crash was logged as granted and never reached its client.
+// the same fences again. The events of the outcomes (EventGranted...)
+// wait with them and are reported when they leave (with the Ready after
+// the Advance, which the core asks for at once): the log says a request
+// holds its lock when its client can know it. While they wait, the
+// core's Lookup and Report show the holder's RequestStatus.Unsaved
+// (UnsavedGrant, UnsavedRenewal), and a failed write says each held grant
+// or renewal once (EventGrantHeld). Before, EventGranted was reported
+// when the core decided: a grant held past a crash was logged as granted
+// and never reached its client.
 //
 // # Adding an algorithm
 //

@@ -45,4 +45,11 @@ const (
 	// "renewal", "late": how long past the lease's end the write came).
 	// WARN at most once a minute, INFO between.
 	EventGrantUnsaved = "lock_grant_unsaved"
+	// EventGrantHeld: a grant or a renewal the core made while a promise
+	// of its durable state was not on disk waits for a write that failed
+	// ("what": "grant" or "renewal"): its client hears of it, and the log
+	// says EventGranted or EventRenewed, once a write succeeds
+	// (mutexcount.Hold). INFO, once per grant or renewal (the daemon's
+	// ERROR says the failing write).
+	EventGrantHeld = "lock_grant_held"
 )

@@ -50,13 +50,19 @@ type Renewal struct {
 	// Reuse: a renewal asked within Reuse of the instant the lease was
 	// last counted from is confirmed at once, counted from that instant
 	// again (the token ring's check, fresh for its confirm window): it
-	// does not move the lease's end.
+	// does not move the lease's end. A grant, too, may be counted from
+	// an instant up to Reuse before it was asked (the ring grants the
+	// next client of the member that holds the token on the check it
+	// has): its lease is shorter by that age.
 	Reuse time.Duration
 	// Cut is how much shorter than asked a lease may be when frames take
 	// no time (the age of the support it rests on, past the algorithm's
 	// slack); CutMax how long that grows to when they are late (the
 	// support is then older).
 	Cut, CutMax time.Duration
+	// Cause says what cuts the lease, for the operator's message ("its
+	// support's age past half a beat").
+	Cause string
 	// Flags name the settings besides --lease the rule depends on, with
 	// their values, for the operator's message ("--confirm-window 250ms");
 	// Knob is the one (a Param's name, or "heartbeat") whose lower value

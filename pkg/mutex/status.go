@@ -18,7 +18,7 @@ const (
 	MemberSelf    = "self"
 	MemberAlive   = "alive"
 	MemberDown    = "down"    // silent for longer than its failure detector allows
-	MemberSkipped = "skipped" // alive, but bypassed (the ring: failed to acknowledge)
+	MemberSkipped = "skipped" // alive, but bypassed until heard again (the ring: failed to acknowledge a token, or missed a heartbeat)
 	// MemberRelayed: alive, but its frames come only through other
 	// members (the link between it and this member is broken).
 	MemberRelayed = "relayed"
@@ -63,4 +63,16 @@ type RequestStatus struct {
 	LeaseMS     int64     `json:"lease_ms"`
 	LeaseLeftMS int64     `json:"lease_left_ms,omitempty"`
 	WaitedMS    int64     `json:"waited_ms"`
+	// Unsaved, on a holder, says that what the core made for it waits
+	// for this member's state write before its client hears of it
+	// (mutexcount.Hold): UnsavedGrant (the client does not hold the lock
+	// yet, though no other request can have it) or UnsavedRenewal (the
+	// client's lease is the one last renewed, not LeaseLeftMS).
+	Unsaved string `json:"unsaved,omitempty"`
 }
+
+// RequestStatus.Unsaved values.
+const (
+	UnsavedGrant   = "grant"
+	UnsavedRenewal = "renewal"
+)

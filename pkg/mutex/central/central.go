@@ -477,9 +477,9 @@ func (c *Core) Ready() core.Ready {
 		return encodeState(Saved{Incarnation: c.inc, LastLed: c.lastLed, Election: c.el.State})
 	})
 	c.writes.handed, c.writes.promise = rd.State != nil, rd.Promise
-	c.unsaved.Ready(&rd, &c.outcomes)
 	rd.Messages = append(rd.Messages, c.msgs...)
 	rd.Events = append(rd.Events, c.events...)
+	c.unsaved.Ready(&rd, &c.outcomes) // after the events: it holds the held outcomes' events
 	c.msgs, c.events = nil, nil
 	return rd
 }
@@ -494,7 +494,7 @@ func (c *Core) Advance(saved bool) {
 	c.el.Advance(saved)
 	c.durable.Advance(saved)
 	c.writes.advance(c.now, saved)
-	c.unsaved.Advance(!c.durable.PromisePending(), &c.outcomes)
+	c.unsaved.Advance(!c.durable.PromisePending(), &c.outcomes, &c.events)
 	c.unsavedTerm = 0
 	if !saved && c.co != nil && c.durable.PromisePending() {
 		// Its term is not on disk: every frame it sends is withheld until
@@ -568,7 +568,9 @@ func (c *Core) Outcomes() []mutex.Outcome {
 
 // Lookup returns request id as it stands (mutex.Algorithm).
 func (c *Core) Lookup(id mutex.RequestID) (mutex.RequestStatus, bool) {
-	return c.reqs.Lookup(c.now, id)
+	st, ok := c.reqs.Lookup(c.now, id)
+	st.Unsaved = c.unsaved.Unsaved(id)
+	return st, ok
 }
 
 // Expires returns the local time at which granted request id's lease ends.

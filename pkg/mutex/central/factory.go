@@ -74,7 +74,7 @@ func renewalRule(opt mutex.Options) mutex.Renewal {
 		cfg.BeatInterval = DefaultBeat(cfg.MaxLease)
 	}
 	b := cfg.BeatInterval
-	return mutex.Renewal{Cut: b / 2, CutMax: b * 3 / 4, Flags: []string{fmt.Sprintf("--heartbeat %v (a beat every %v, at most a third of --lease)", opt.Heartbeat, b.Round(time.Millisecond))}, Knob: "heartbeat"}
+	return mutex.Renewal{Cut: b / 2, CutMax: b * 3 / 4, Cause: "its support's age past half a beat", Flags: []string{fmt.Sprintf("--heartbeat %v (a beat every %v, at most a third of --lease)", opt.Heartbeat, b.Round(time.Millisecond))}, Knob: "heartbeat"}
 }
 
 // NewFromEnv builds a member's core from a driver's environment and

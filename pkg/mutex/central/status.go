@@ -161,6 +161,7 @@ func (c *Core) Report() mutex.Status {
 	for _, name := range names {
 		ls := mutex.LockStatus{Name: name}
 		c.reqs.Fill(c.now, &ls)
+		c.unsaved.Mark(&ls)
 		for _, h := range ls.Holders {
 			ls.Fence = max(ls.Fence, h.Fence)
 		}

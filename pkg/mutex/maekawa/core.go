@@ -481,7 +481,7 @@ func (c *Core) Ready() core.Ready {
 // (mutexcount.Hold).
 func (c *Core) Advance(saved bool) {
 	c.durable.Advance(saved)
-	c.unsaved.Advance(!c.durable.PromisePending(), &c.outcomes)
+	c.unsaved.Advance(!c.durable.PromisePending(), &c.outcomes, &c.events)
 }
 
 // Outcomes drains the typed answers about requests.
@@ -493,7 +493,9 @@ func (c *Core) Outcomes() []mutex.Outcome {
 
 // Lookup returns request id as it stands.
 func (c *Core) Lookup(id mutex.RequestID) (mutex.RequestStatus, bool) {
-	return c.reqs.Lookup(c.now, id)
+	st, ok := c.reqs.Lookup(c.now, id)
+	st.Unsaved = c.unsaved.Unsaved(id)
+	return st, ok
 }
 
 // Guarantees is what the algorithm promises.

@@ -148,6 +148,7 @@ func (c *Core) Report() mutex.Status {
 	for _, n := range slices.Sorted(maps.Keys(names)) {
 		ls := mutex.LockStatus{Name: n}
 		c.reqs.Fill(c.now, &ls)
+		c.unsaved.Mark(&ls)
 		var ld LockDetail
 		if l := c.votes[n]; l != nil {
 			ls.Fence = l.fence

@@ -121,6 +121,9 @@ type Core struct {
 	// leases: the lease of each request of this member's clients, for
 	// the cap of leaseFrom.
 	leases map[mutex.RequestID]time.Duration
+	// renewAsked: when each of its pending renewals was asked, confirmed
+	// only on a majority heard since (renewFrom).
+	renewAsked map[mutex.RequestID]time.Time
 
 	// Lease ends (lease.go): bounded, renewals wait for an end a majority
 	// acknowledged (from the first majority's acknowledgement on, for the
@@ -325,6 +328,8 @@ func New(cfg Config) (*Core, error) {
 		share:     max(1, cfg.MaxLocks/2/max(1, len(cfg.Members)-1)),
 		counters:  map[string]uint64{},
 		leases:    map[mutex.RequestID]time.Duration{},
+
+		renewAsked: map[mutex.RequestID]time.Time{},
 
 		holdRelease: -1,
 	}
@@ -1355,7 +1360,7 @@ func (c *Core) Ready() core.Ready {
 // (mutexcount.Hold).
 func (c *Core) Advance(saved bool) {
 	c.durable.Advance(saved)
-	c.unsaved.Advance(!c.durable.PromisePending(), &c.outcomes)
+	c.unsaved.Advance(!c.durable.PromisePending(), &c.outcomes, &c.events)
 }
 
 // Outcomes drains the typed answers about requests (mutex.Algorithm).
@@ -1367,7 +1372,9 @@ func (c *Core) Outcomes() []mutex.Outcome {
 
 // Lookup returns request id as it stands (mutex.Algorithm).
 func (c *Core) Lookup(id mutex.RequestID) (mutex.RequestStatus, bool) {
-	return c.reqs.Lookup(c.now, id)
+	st, ok := c.reqs.Lookup(c.now, id)
+	st.Unsaved = c.unsaved.Unsaved(id)
+	return st, ok
 }
 
 // Expires returns the local time at which granted request id's lease ends.

@@ -164,15 +164,25 @@
 //   - Leases end before DeadAfter. A grant and a renewal need the answers
 //     of a majority (a grant) and a majority heard within FreshWindow, and
 //     a lease never ends more than MaxLease after the last instant the
-//     holder heard a majority (Core.leaseFrom caps it; up to a heartbeat
-//     of a lease is the price). A member that holds or asks beats every
-//     BusyHeartbeat (a fifth of the heartbeat), so the others last heard a
-//     holder that crashed, stopped or was cut off at most a busy heartbeat
-//     before it last heard a majority, or BusyBeatsCovered of them if the
-//     last ones were lost: DeadAfter is MaxLease and three busy heartbeats,
-//     padded for clock rates, plus the margin (Config.MinDeadAfter). A
-//     crashed holder's lease ends on its client's clock (mutexd lock counts
-//     its own) first.
+//     holder heard a majority (Core.leaseFrom caps it). A renewal waits
+//     for a majority heard since it was asked (its heartbeat asks the
+//     others to answer at once: a round trip, or up to a busy heartbeat
+//     more when this member's beats left late and the answers count no
+//     later than the last of them, countFor), so the cap costs it time
+//     rather than lease; confirmed on the majority last heard, up to
+//     FreshWindow old, it would lose up to that age, and a client renewing
+//     every third of a short lease would see renewals that do not move its
+//     end.
+//     A grant may still lose up to a heartbeat (the answers it waited for
+//     may be old); `mutexd lock` renews at once a grant that came with
+//     less of its lease than its keeper needs. A member that holds or
+//     asks beats every BusyHeartbeat (a fifth of the heartbeat), so the
+//     others last heard a holder that crashed, stopped or was cut off at
+//     most a busy heartbeat before it last heard a majority, or
+//     BusyBeatsCovered of them if the last ones were lost: DeadAfter is
+//     MaxLease and three busy heartbeats, padded for clock rates, plus the
+//     margin (Config.MinDeadAfter). A crashed holder's lease ends on its
+//     client's clock (mutexd lock counts its own) first.
 //   - Rejoining before the others suspect. A member that heard no
 //     majority for SuspectAfter less a heartbeat and the margin
 //     (RejoinAfter, 2 s) takes itself for cut off (it voids the answers it
@@ -540,12 +550,14 @@
 //
 // In a cluster whose majority runs an older mutexd (which refuses the
 // extended heartbeat and never acknowledges), no member becomes bounded:
-// renewals are confirmed as before, announcements say unbounded, nobody
-// vouches, and holders are waited for DeadAfter. A bounded member never
-// goes back: if members are downgraded below a majority, its renewals
-// wait for acknowledgements that do not come, it says so at WARN
-// (EventRenewalUnacked) and its clients lose their leases; restarting it
-// makes it unbounded again.
+// renewals are confirmed on a majority heard since they were asked (the
+// older members' own heartbeats, up to a heartbeat later: a wait
+// mutexd's lease floor does not model, never a cut), announcements say
+// unbounded, nobody vouches, and holders are waited for DeadAfter. A
+// bounded member never goes back: if members are downgraded below a
+// majority, its renewals wait for acknowledgements that do not come, it
+// says so at WARN (EventRenewalUnacked) and its clients lose their
+// leases; restarting it makes it unbounded again.
 //
 // # Frames that lie
 //

@@ -1,5 +1,7 @@
 package permission
 
+import "time"
+
 // MoveLamport moves this member's Lamport clock up to v (never down): a
 // scenario that replays the notes' example starts its clocks where the
 // notes do.
@@ -10,3 +12,7 @@ func OnDisk(b []byte) (inc uint32, floor uint64, err error) {
 	s, err := decodeState(b)
 	return s.incarnation, s.floor, err
 }
+
+// MajorityHeard is the instant this member last heard a majority, as
+// leaseFrom counts it (countFor's count of each member's frames).
+func (c *Core) MajorityHeard() time.Time { return c.majorityHeard() }

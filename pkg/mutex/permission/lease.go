@@ -131,8 +131,14 @@ func (c *Core) announce(hb *wire.PermHeartbeat) {
 	c.annEnd = c.leaseEnd()
 	hb.Ext, hb.Bounded, hb.Pending = true, c.bounded, c.pending()
 	hb.EndMS = ceilMS(c.annEnd.Sub(c.now))
+	// A renewal asks in every variant: it waits for a majority heard
+	// since (renewFrom), which an answer brings in a round trip, not at
+	// the others' next idle heartbeat. An unbounded Ricart-Agrawala or
+	// bakery member's busy heartbeat asks once a heartbeat (only they
+	// become bounded), and every heartbeat to all asks once askDue says
+	// so, for the acknowledgement a peer's count needs (ackCap).
 	unbounded := !c.bounded && hb.Busy && c.now.Sub(c.busyAsked) >= c.cfg.HeartbeatInterval
-	hb.AckWanted = c.cfg.Variant != Lamport && (c.renewing() || unbounded) || c.askDue()
+	hb.AckWanted = c.renewing() || c.cfg.Variant != Lamport && unbounded || c.askDue()
 }
 
 // ceilMS is d in whole milliseconds, rounded up (a negative d: an end
@@ -324,10 +330,24 @@ func cmpDesc(a, b uint64) int {
 }
 
 // renewFrom is when a renewal of request id confirmed now is counted
-// from (leaseFrom), and whether it may be confirmed now: a bounded member
-// renews no further than ackedEnd, and waits while that would not extend
-// the lease.
+// from (leaseFrom), and whether it may be confirmed now: not before this
+// member has heard a majority since the renewal was asked, and a bounded
+// member renews no further than ackedEnd, and waits while that would not
+// extend the lease.
+//
+// The wait for a majority heard since the asking is what makes a renewal
+// count from its asking, as a client counts it: leaseFrom ends a lease
+// MaxLease after the majority last heard, and confirmed at once on a
+// majority heard up to FreshWindow ago (the others' idle heartbeats are a
+// HeartbeatInterval apart), a renewal was cut by as much, and one asked
+// within that age of the last majority did not move the lease's end at
+// all: `mutexd lock` lost Lamport's 1.5 s leases at 1 s heartbeats with
+// every frame instant (cmd/mutexd's lease floor counted them from the
+// asking). Waiting is always safe: the lease is still capped by leaseFrom.
 func (c *Core) renewFrom(id mutex.RequestID) (time.Time, bool) {
+	if asked, ok := c.renewAsked[id]; ok && c.majorityHeard().Before(asked) {
+		return time.Time{}, false
+	}
 	lease := c.leaseOf(id)
 	from := c.leaseFrom(lease)
 	if !c.bounded || !from.Add(lease).After(c.ackedEnd) {

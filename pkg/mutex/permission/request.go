@@ -108,22 +108,28 @@ func (c *Core) takeRelease(name string) uint64 {
 }
 
 // Renew asks that granted request id's lease run lease from now
-// (mutex.Algorithm). It is confirmed at once while this member hears a
-// majority, else as soon as it does again; a lease that ends first is lost.
+// (mutex.Algorithm). It is confirmed once this member has heard a
+// majority since it was asked: the heartbeat it sends at once asks the
+// others to answer (a round trip), and an older member's own heartbeat
+// does as well. A lease that ends first is lost.
 func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) error {
 	c.observe(now)
 	c.flushReleases()
 	err := c.reqs.Renew(c.now, id, lease)
-	if err == nil && lease != 0 {
-		c.leases[id] = lease
+	if err == nil {
+		if lease != 0 {
+			c.leases[id] = lease
+		}
+		c.renewAsked[id] = c.now
 	}
 	c.drain()
 	for _, l := range c.locks {
 		c.settle(l) // a renewal after the lease ran out lost the lock
 	}
-	if c.bounded && c.renewing() {
-		// Announced at once: the renewal waits for a majority's
-		// acknowledgement of its end (lease.go).
+	if c.renewing() {
+		// Announced at once, asking for acknowledgements: the renewal
+		// waits for a majority heard since it was asked, and, bounded,
+		// for that majority's acknowledgement of its end (lease.go).
 		c.sendBeat(core.Broadcast)
 	}
 	return err
@@ -132,7 +138,10 @@ func (c *Core) Renew(now time.Time, id mutex.RequestID, lease time.Duration) err
 // drain turns the table's outcomes into the core's outcomes and events;
 // a request that ended keeps no lease.
 func (c *Core) drain() {
-	mutexcount.Drain(c.reqs, &c.outcomes, &c.events, mutexcount.Grants{Epoch: "incarnation"}, func(id mutex.RequestID) { delete(c.leases, id) })
+	mutexcount.Drain(c.reqs, &c.outcomes, &c.events, mutexcount.Grants{Epoch: "incarnation"}, func(id mutex.RequestID) {
+		delete(c.leases, id)
+		delete(c.renewAsked, id)
+	})
 }
 
 // settle ends this member's request for l when nothing of it is left in

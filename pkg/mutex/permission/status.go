@@ -218,6 +218,7 @@ func (c *Core) Report() mutex.Status {
 		})
 		ls.Detail = ld
 		c.reqs.Fill(c.now, &ls)
+		c.unsaved.Mark(&ls)
 		st.Locks = append(st.Locks, ls)
 	}
 	return st

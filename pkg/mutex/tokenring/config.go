@@ -188,7 +188,10 @@ func (c *Config) leaseReach() time.Duration {
 
 // liveCheckAge is how recent a check a locate takes for a live holder's
 // (finishLocate): it finds no token lost while some member confirmed a
-// check within it. It must be shorter than leaseReach, or every check,
-// however old, counts as recent and no token is ever made
-// (ConfigFor refuses the flags that do that).
-func (c *Config) liveCheckAge() time.Duration { return (c.ConfirmWindow + c.MaxLease) / 3 }
+// check within it. It is counted with the window a holder really renews
+// on (confirmFor, at most half the lease), so it is at most half the
+// lease and always shorter than leaseReach: with the raw ConfirmWindow a
+// window past twice the lease made every check, however old, count as
+// recent, and no token was ever made (--lease 1s --confirm-window 2100ms
+// never granted; ConfigFor refused such flags instead).
+func (c *Config) liveCheckAge() time.Duration { return (c.confirmFor() + c.MaxLease) / 3 }

@@ -32,7 +32,7 @@ func (c *Core) Metrics(m *core.MetricSet) {
 	}
 	m.Gauge("synclab_mutex_members", "Ring members, this one included.", float64(len(c.cfg.Members)))
 	m.Gauge("synclab_mutex_members_alive", "Ring members believed alive, this one included.", float64(alive))
-	m.Gauge("synclab_mutex_members_skipped", "Members bypassed since they failed to acknowledge a token.", float64(skipped))
+	m.Gauge("synclab_mutex_members_skipped", "Members the token passes by until they are heard again: one failed to acknowledge a token, or missed a heartbeat.", float64(skipped))
 
 	held, tokens, queued := 0, 0, 0
 	for _, l := range c.locks {

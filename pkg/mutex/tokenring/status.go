@@ -104,6 +104,7 @@ func (c *Core) lockStatus(l *lock) mutex.LockStatus {
 	}
 	ls.Detail = d
 	c.reqs.Fill(c.now, &ls)
+	c.unsaved.Mark(&ls)
 	return ls
 }
 

@@ -36,24 +36,43 @@ import (
 // the table's way (its lease expires). Lost and Released wait in line too,
 // so that a client never hears of its request's end before its grant.
 //
+// The events of the held outcomes (Drain's: lock_granted, lock_renewed,
+// lock_lost, lock_released) wait with them and are reported when they
+// leave, so that the log says a request holds its lock when its client
+// can know it (a review: lock_granted was logged before the write, for a
+// grant a crash then lost). A grant or renewal still held when a write
+// fails is said instead (mutex.EventGrantHeld, INFO), once; Unsaved and
+// Mark show it in the core's Lookup and status.
+//
 // A core embeds a Hold beside its core.Durable and calls Ready (after
 // Durable.Ready), Advance (after Durable.Advance), Release at the start of
-// Tick, and folds Deadline into its own.
+// Tick, Mark after the table's Fill and Unsaved in its Lookup, and folds
+// Deadline into its own.
 type Hold struct {
 	held []mutex.Outcome
+	// events[i] is held[i]'s event (Name "": none found), reported
+	// when it leaves.
+	events []core.Event
+	// said: held[:said] were said held (EventGrantHeld).
+	said int
 	// fresh: every held outcome came with the last Ready, whose write
 	// is the first they wait for.
 	fresh bool
 	// due: every promise is on disk; the held outcomes leave at the next
 	// reading of the clock (Release).
-	due    bool
+	due bool
+	// unread: events left the hold at an Advance, after the Ready that
+	// reports events: the next Ready must come at once (Deadline).
+	unread bool
 	warned time.Time
 }
 
 // Ready is called from the core's Ready once its Durable filled rd: the
 // outcomes drained since the last Ready (*outcomes) are held when rd
-// carries a promise or outcomes are held already.
+// carries a promise or outcomes are held already, and their events are
+// taken out of rd.Events to wait with them.
 func (h *Hold) Ready(rd *core.Ready, outcomes *[]mutex.Outcome) {
+	h.unread = false
 	if !rd.Promise && len(h.held) == 0 {
 		return
 	}
@@ -61,35 +80,158 @@ func (h *Hold) Ready(rd *core.Ready, outcomes *[]mutex.Outcome) {
 		h.fresh = len(h.held) == 0
 		h.due = false
 	}
-	h.held = append(h.held, *outcomes...)
+	for _, o := range *outcomes {
+		h.held = append(h.held, o)
+		h.events = append(h.events, takeEvent(&rd.Events, o))
+	}
 	*outcomes = nil
+}
+
+// takeEvent removes outcome o's event (Drain's) from *events and
+// returns it (Name "": none there).
+func takeEvent(events *[]core.Event, o mutex.Outcome) core.Event {
+	name := outcomeEvent(o)
+	for i, e := range *events {
+		if e.Name != name {
+			continue
+		}
+		if id, ok := argOf(e.Args, "request"); ok && id == uint64(o.Request()) {
+			*events = append((*events)[:i:i], (*events)[i+1:]...)
+			return e
+		}
+	}
+	return core.Event{}
+}
+
+// outcomeEvent is the event Drain reports with o.
+func outcomeEvent(o mutex.Outcome) string {
+	switch o.(type) {
+	case mutex.Granted:
+		return mutex.EventGranted
+	case mutex.Renewed:
+		return mutex.EventRenewed
+	case mutex.Lost:
+		return mutex.EventLost
+	case mutex.Released:
+		return mutex.EventReleased
+	}
+	return ""
+}
+
+func argOf(args []any, key string) (uint64, bool) {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, ok := args[i].(string); ok && k == key {
+			v, ok := args[i+1].(uint64)
+			return v, ok
+		}
+	}
+	return 0, false
 }
 
 // Advance is called from the core's Advance once its Durable has taken
 // the driver's report: onDisk says that no promise is pending any more
 // (!Durable.PromisePending()). Outcomes whose first write this was leave
-// now, into *outcomes; those that waited across a failed write at the
-// next Tick (Deadline, Release).
-func (h *Hold) Advance(onDisk bool, outcomes *[]mutex.Outcome) {
+// now, into *outcomes, and their events into *events (reported with the
+// next Ready, which Deadline asks for at once); those that waited across
+// a failed write at the next Tick (Deadline, Release). A failed write
+// says the grants and renewals it holds that were not said yet.
+func (h *Hold) Advance(onDisk bool, outcomes *[]mutex.Outcome, events *[]core.Event) {
 	switch {
 	case len(h.held) == 0:
 	case !onDisk:
 		h.fresh, h.due = false, false
+		h.sayHeld(events)
 	case h.fresh:
 		*outcomes = append(h.held, *outcomes...)
-		h.held, h.fresh = nil, false
+		left := reported(h.events)
+		*events = append(*events, left...)
+		h.held, h.events, h.said, h.fresh = nil, nil, 0, false
+		h.unread = len(left) > 0
 	default:
 		h.due = true
 	}
 }
 
+// reported is the events that were found (Name set).
+func reported(events []core.Event) []core.Event {
+	out := make([]core.Event, 0, len(events))
+	for _, e := range events {
+		if e.Name != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// sayHeld reports the grants and renewals held since the last said, at
+// INFO: the log's lock_granted waits for the write, and this says why
+// the client has not heard yet (the daemon's ERROR says the write's
+// failure, at most every 10 s; the drop, if the lease ends first, is
+// EventGrantUnsaved at WARN).
+func (h *Hold) sayHeld(events *[]core.Event) {
+	for _, o := range h.held[h.said:] {
+		var (
+			lock  string
+			id    mutex.RequestID
+			fence uint64
+			what  string
+		)
+		switch o := o.(type) {
+		case mutex.Granted:
+			lock, id, fence, what = o.Lock, o.ID, o.Fence, "grant"
+		case mutex.Renewed:
+			lock, id, fence, what = o.Lock, o.ID, o.Fence, "renewal"
+		default:
+			continue
+		}
+		*events = append(*events, core.Event{Name: mutex.EventGrantHeld,
+			Msg: fmt.Sprintf("%s: request %d's %s (fence %d) is made and waits for this member's state write, which failed: its client hears of it once a write succeeds (dropped if its lease ends first). Make the state directory writable (status: Persist; free space or fix permissions under --state-dir)",
+				lock, id, what, fence),
+			Args: []any{"lock", lock, "request", uint64(id), "fence", fence, "what", what}})
+	}
+	h.said = len(h.held)
+}
+
 // Held is how many outcomes wait for a write.
 func (h *Hold) Held() int { return len(h.held) }
 
+// Unsaved says what of request id waits for a write before its client
+// hears of it: "grant" (the client does not hold the lock yet),
+// "renewal" (the client has the lease as last renewed), or "".
+func (h *Hold) Unsaved(id mutex.RequestID) string {
+	what := ""
+	for _, o := range h.held {
+		if o.Request() != id {
+			continue
+		}
+		switch o.(type) {
+		case mutex.Granted:
+			return mutex.UnsavedGrant
+		case mutex.Renewed:
+			what = mutex.UnsavedRenewal
+		}
+	}
+	return what
+}
+
+// Mark sets Unsaved on the holders of ls (filled by the table).
+func (h *Hold) Mark(ls *mutex.LockStatus) {
+	if len(h.held) == 0 {
+		return
+	}
+	for i := range ls.Holders {
+		ls.Holders[i].Unsaved = h.Unsaved(ls.Holders[i].ID)
+	}
+	if ls.Holder != nil {
+		ls.Holder.Unsaved = h.Unsaved(ls.Holder.ID)
+	}
+}
+
 // Deadline asks for a reading of the clock at once (after now, the core's
-// last) while held outcomes may leave.
+// last) while held outcomes may leave, or events that left wait for a
+// Ready.
 func (h *Hold) Deadline(now time.Time) time.Time {
-	if h.due && len(h.held) > 0 {
+	if h.due && len(h.held) > 0 || h.unread {
 		return now.Add(time.Nanosecond)
 	}
 	return time.Time{}
@@ -105,14 +247,20 @@ const UnsavedRewarn = time.Minute
 // now, each dropped, counted and said. They go before the outcomes made
 // since (a release or renewal the client made in the same turn of the
 // driver's loop, before the Tick): they came first (a review: a release
-// reached the driver before the grant it ends).
+// reached the driver before the grant it ends). Their events go with
+// them, before the core's events since; a dropped one's is not reported
+// (its client never held the lock).
 func (h *Hold) Release(now time.Time, outcomes *[]mutex.Outcome, events *[]core.Event, counters map[string]uint64) {
 	if !h.due {
 		return
 	}
 	kept := make([]mutex.Outcome, 0, len(h.held)+len(*outcomes))
-	defer func() { *outcomes = append(kept, *outcomes...) }()
-	for _, o := range h.held {
+	said := make([]core.Event, 0, len(h.held)+len(*events))
+	defer func() {
+		*outcomes = append(kept, *outcomes...)
+		*events = append(said, *events...)
+	}()
+	for i, o := range h.held {
 		switch o := o.(type) {
 		case mutex.Granted:
 			if !now.Before(o.Expires) {
@@ -128,8 +276,11 @@ func (h *Hold) Release(now time.Time, outcomes *[]mutex.Outcome, events *[]core.
 			}
 		}
 		kept = append(kept, o)
+		if h.events[i].Name != "" {
+			said = append(said, h.events[i])
+		}
 	}
-	h.held, h.due = nil, false
+	h.held, h.events, h.said, h.due = nil, nil, 0, false
 }
 
 func (h *Hold) say(now time.Time, events *[]core.Event, lock string, id mutex.RequestID, fence uint64, what string, late time.Duration) {

@@ -37,8 +37,8 @@ func TestHold(t *testing.T) {
 	if len(out) != 0 || h.Held() != 1 {
 		t.Fatalf("promise: %v left, %d held", out, h.Held())
 	}
-	h.Advance(true, &out)
-	if len(out) != 1 || h.Held() != 0 || !h.Deadline(t0).IsZero() {
+	h.Advance(true, &out, &events)
+	if len(out) != 1 || h.Held() != 0 {
 		t.Fatalf("written: %v left, %d held", out, h.Held())
 	}
 
@@ -47,20 +47,22 @@ func TestHold(t *testing.T) {
 	// the next Tick, the expired grant and renewal dropped.
 	out = []mutex.Outcome{g(3, time.Second), mutex.Renewed{ID: 9, Lock: "x", Fence: 9, Expires: t0.Add(time.Second)}}
 	h.Ready(&core.Ready{State: []byte{1}, Promise: true}, &out)
-	h.Advance(false, &out)
+	h.Advance(false, &out, &events)
 	out = []mutex.Outcome{g(4, 3*time.Second), mutex.Lost{ID: 3, Lock: "x", Fence: 3, Reason: mutex.Expired}}
 	h.Ready(&core.Ready{State: []byte{1}, Promise: true}, &out)
-	h.Advance(false, &out)
+	h.Advance(false, &out, &events)
+	h.Ready(&core.Ready{State: []byte{1}, Promise: true}, &out)
 	if !h.Deadline(t0).IsZero() {
 		t.Fatal("a Tick asked for while the write fails")
 	}
+	events = nil
 	h.Release(t0.Add(2*time.Second), &out, &events, counters)
 	if len(out) != 0 || h.Held() != 4 {
 		t.Fatalf("released before a write succeeded: %v, %d held", out, h.Held())
 	}
 	out = []mutex.Outcome{mutex.Released{ID: 4, Lock: "x", Fence: 4}}
 	h.Ready(&core.Ready{State: []byte{1}, Promise: true}, &out)
-	h.Advance(true, &out)
+	h.Advance(true, &out, &events)
 	if len(out) != 0 || h.Held() != 5 {
 		t.Fatalf("released at the Advance after a failed write (no reading of the clock): %v", out)
 	}
@@ -90,15 +92,102 @@ func TestHoldReleaseBeforeLaterOutcomes(t *testing.T) {
 	var h Hold
 	grant := mutex.Granted{ID: 5, Lock: "x", Fence: 5, Expires: t0.Add(time.Second)}
 	out := []mutex.Outcome{grant}
+	var events []core.Event
 	h.Ready(&core.Ready{State: []byte{1}, Promise: true}, &out)
-	h.Advance(false, &out) // the write failed
+	h.Advance(false, &out, &events) // the write failed
 	h.Ready(&core.Ready{State: []byte{1}, Promise: true}, &out)
-	h.Advance(true, &out) // a later write took it
+	h.Advance(true, &out, &events) // a later write took it
 	released := mutex.Released{ID: 5, Lock: "x", Fence: 5}
 	out = append(out, released) // the client's release, before the Tick
-	var events []core.Event
 	h.Release(t0.Add(time.Millisecond), &out, &events, map[string]uint64{})
 	if want := []mutex.Outcome{grant, released}; !reflect.DeepEqual(out, want) {
 		t.Errorf("outcomes %v, want the held grant before the release made after it: %v", out, want)
+	}
+}
+
+// TestHoldEvents: the events of held outcomes wait with them and are
+// reported when they leave; a grant held across a failed write is said
+// held, once, and shows as unsaved in Lookup and status until it leaves.
+// Before, lock_granted was reported with the Ready that held the grant:
+// the log said the lock was held by a client that did not have it (and,
+// after a crash before the write, never would).
+func TestHoldEvents(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	reqs, err := mutex.NewTable(mutex.Limits{MinLease: 100 * time.Millisecond, MaxLease: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := reqs.Enqueue(t0, 1, mutex.Request{Lock: "x", Lease: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reqs.Grant(t0, id, 7, 1); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		h        Hold
+		outcomes []mutex.Outcome
+		events   []core.Event
+	)
+	Drain(reqs, &outcomes, &events, Grants{}, nil)
+	names := func(es []core.Event) (n []string) {
+		for _, e := range es {
+			n = append(n, e.Name)
+		}
+		return n
+	}
+	status := func() string {
+		ls := mutex.LockStatus{Name: "x"}
+		reqs.Fill(t0, &ls)
+		h.Mark(&ls)
+		if ls.Holder == nil || ls.Holder.Unsaved != ls.Holders[0].Unsaved {
+			t.Fatalf("status %+v: holder and holders disagree", ls)
+		}
+		return ls.Holder.Unsaved
+	}
+	// Written at once: lock_granted leaves with the grant, at the Advance,
+	// and the next Ready is asked for at once to report it.
+	rd := core.Ready{State: []byte{1}, Promise: true, Events: events}
+	events = nil
+	h.Ready(&rd, &outcomes)
+	if len(rd.Events) != 0 || h.Unsaved(id) != mutex.UnsavedGrant || status() != mutex.UnsavedGrant {
+		t.Fatalf("held: the Ready reports %v, Unsaved %q: want no lock_granted before the write, the grant unsaved", names(rd.Events), h.Unsaved(id))
+	}
+	h.Advance(true, &outcomes, &events)
+	if len(outcomes) != 1 || !reflect.DeepEqual(names(events), []string{mutex.EventGranted}) || h.Unsaved(id) != "" {
+		t.Fatalf("written: outcomes %v, events %v, Unsaved %q", outcomes, names(events), h.Unsaved(id))
+	}
+	if d := h.Deadline(t0); !d.Equal(t0.Add(time.Nanosecond)) {
+		t.Fatalf("deadline %v with lock_granted waiting for a Ready, want at once", d)
+	}
+	h.Ready(&core.Ready{}, &outcomes)
+	if !h.Deadline(t0).IsZero() {
+		t.Fatal("a Tick asked for after the Ready took the events")
+	}
+
+	// A failed write: said held once (however many writes fail), unsaved
+	// in status; lock_renewed and lock_granted only at the Tick after a
+	// good write.
+	if err := reqs.Renew(t0, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	reqs.ConfirmRenewals(t0, "x")
+	outcomes, events = nil, nil
+	Drain(reqs, &outcomes, &events, Grants{}, nil)
+	rd = core.Ready{State: []byte{1}, Promise: true, Events: events}
+	events = nil
+	h.Ready(&rd, &outcomes)
+	h.Advance(false, &outcomes, &events)
+	h.Ready(&core.Ready{State: []byte{1}, Promise: true}, &outcomes)
+	h.Advance(false, &outcomes, &events)
+	if len(rd.Events) != 0 || !reflect.DeepEqual(names(events), []string{mutex.EventGrantHeld}) || status() != mutex.UnsavedRenewal {
+		t.Fatalf("write failed: reported %v then %v, status %q: want only lock_grant_held, the renewal unsaved", names(rd.Events), names(events), status())
+	}
+	events = nil
+	h.Ready(&core.Ready{State: []byte{1}, Promise: true}, &outcomes)
+	h.Advance(true, &outcomes, &events)
+	h.Release(t0.Add(time.Second), &outcomes, &events, map[string]uint64{})
+	if len(outcomes) != 1 || !reflect.DeepEqual(names(events), []string{mutex.EventRenewed}) || status() != "" {
+		t.Fatalf("released: outcomes %v, events %v, status %q", outcomes, names(events), status())
 	}
 }
