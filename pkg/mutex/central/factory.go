@@ -139,13 +139,16 @@ func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 	}
 	if d.Variant == TokenAskName {
 		vec := d.Vector
-		if vec == "" {
+		switch {
+		case d.VectorUnsaved:
+			vec = "withheld until this run's incarnation is on disk (mutexd vector answers 503; the log's ERROR on the state write says why)"
+		case vec == "":
 			vec = "none yet"
 		}
-		line := fmt.Sprintf("Causal   : latest request's vector %s (mutexd vector); %d requests granted without a predecessor never heard of",
-			vec, c["tokenask_unknown_predecessors"])
-		if n := c["tokenask_unknown_predecessors"]; n > 0 {
-			line += ": a vector passed by hand may name a request never made (see the log)"
+		line := fmt.Sprintf("Causal   : latest request's vector %s (mutexd vector); %d requests granted without a predecessor never heard of, %d without one never confirmed",
+			vec, c["tokenask_unknown_predecessors"], c["tokenask_unconfirmed_predecessors"])
+		if n := c["tokenask_unknown_predecessors"] + c["tokenask_unconfirmed_predecessors"]; n > 0 {
+			line += ": a vector passed by hand may name a request never made, or its member crashed or is cut off (see the log's tokenask_unknown_predecessor)"
 		}
 		lines = append(lines, line)
 	}

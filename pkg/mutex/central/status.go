@@ -47,8 +47,12 @@ type Detail struct {
 	// Variant is "central" or "tokenask"; Vector, in the token-asking
 	// variant, the stamp of this member's latest request (what a program
 	// message sent now carries: mutexd vector).
-	Variant string `json:"variant"`
-	Vector  string `json:"vector,omitempty"`
+	// VectorUnsaved: this member has a vector, withheld (Vector is empty,
+	// mutexd vector answers 503) until the incarnation it carries is on
+	// disk (ErrVectorUnsaved).
+	Variant       string `json:"variant"`
+	Vector        string `json:"vector,omitempty"`
+	VectorUnsaved bool   `json:"vector_unsaved,omitempty"`
 	// RenewalsUnanswered is how many of this member's clients' leases
 	// have a renewal unconfirmed for a beat or more
 	// (EventRenewalUnanswered says why it may be).
@@ -101,7 +105,11 @@ func (c *Core) Report() mutex.Status {
 	d := Detail{Coordinator: c.fol.leader, Term: c.fol.term, Incarnation: c.inc, Majority: c.majority, Election: c.el.Report(),
 		Variant: c.cfg.Variant.String()}
 	if c.ta != nil && c.ta.last.Len() > 0 {
-		d.Vector = VectorText(c.ta.last)
+		if v, err := c.Vector(); err == nil {
+			d.Vector = VectorText(v)
+		} else {
+			d.VectorUnsaved = true // what Vector refuses, status does not show
+		}
 	}
 	d.RenewalsUnanswered = c.renewalsUnanswered()
 	k := c.co

@@ -29,7 +29,8 @@ var ErrBadVector = errors.New("central: bad vector timestamp")
 // stamp names a request it never heard of, DeadAfter after the request
 // was queued: a vector passed by hand that names a request never made, or
 // one lost with its member's crash; or one it dropped when its member
-// fell silent, not heard of again DeadAfter later ("member", "request",
+// fell silent, not heard of again DeadAfter later; or one granted that its
+// member never confirmed, silent for DeadAfter since ("member", "request",
 // "predecessor", "of").
 const EventUnknownPredecessor = "tokenask_unknown_predecessor"
 
@@ -248,6 +249,10 @@ type vview struct {
 	// hold V[j] below them.
 	unconfirmed map[uint32][]*centry
 	known       map[uint32]uint64 // the latest request of j the coordinator knows of
+	// silent is, for a member silent for DeadAfter, the stamp of its
+	// first grant it never confirmed: no longer held back for (vnow),
+	// reported when a request naming it is granted (eligible).
+	silent map[uint32]uint64
 	// lapsed is, for a member whose dropped requests no longer hold V
 	// back, the earliest of them: a request naming it or a later one of
 	// that run is granted without it (reported).
@@ -257,7 +262,7 @@ type vview struct {
 // vnow computes V and what the coordinator knows, from the queue.
 func (c *Core) vnow() vview {
 	k := c.co
-	v := vview{served: map[uint32]uint64{}, known: map[uint32]uint64{}, lapsed: map[uint32]uint64{}, unconfirmed: map[uint32][]*centry{}}
+	v := vview{served: map[uint32]uint64{}, known: map[uint32]uint64{}, lapsed: map[uint32]uint64{}, unconfirmed: map[uint32][]*centry{}, silent: map[uint32]uint64{}}
 	for id, p := range k.peers {
 		inc, maxSeq := p.inc, p.maxSeq
 		if id == c.self {
@@ -287,11 +292,25 @@ func (c *Core) vnow() vview {
 		if e.inc != inc {
 			continue
 		}
+		if e.granted && e.member != c.self && c.now.Sub(k.peers[e.member].heard) >= c.cfg.DeadAfter {
+			// Its member has said nothing for DeadAfter: crashed, or cut
+			// off from this coordinator, it will not confirm before the
+			// lease ends (up to mutex.MaxLeaseLimit: an hour), and a
+			// dropped waiting request of a silent member lapses the same
+			// way. Either it took the grant (served: the order holds) or
+			// not (it is down or cut off, and its lease runs out). Its
+			// dependents go on, reported (review-mutex4: 20 s).
+			if st := stampOf(inc, e.seq); v.silent[e.member] == 0 || st < v.silent[e.member] {
+				v.silent[e.member] = st
+			}
+			continue
+		}
 		if e.granted {
 			// Sent, not yet taken as far as this coordinator knows: the
 			// member refuses a grant that crossed its sync, and it is
 			// made anew a sync later (applySync). Its dependents wait
-			// for the member's word (confirmSoon asks for it).
+			// for the member's word (confirmSoon asks for it), for
+			// DeadAfter of its silence at most (above).
 			v.unconfirmed[e.member] = append(v.unconfirmed[e.member], e)
 		}
 		v.served[e.member] = min(v.served[e.member], stampOf(inc, e.seq-1))
@@ -336,7 +355,19 @@ func (c *Core) confirmSoon(blocked map[*centry]bool) {
 func (c *Core) eligible(v vview, e *centry, blocked map[*centry]bool) bool {
 	for _, j := range e.vec.IDs() {
 		t := e.vec.Get(j)
-		if j == e.member || t <= v.served[j] && (v.lapsed[j] == 0 || t < v.lapsed[j]) {
+		if j == e.member {
+			continue
+		}
+		if t <= v.served[j] && (v.lapsed[j] == 0 || t < v.lapsed[j]) {
+			if s := v.silent[j]; s != 0 && t >= s && !e.warned {
+				e.warned = true
+				c.count("tokenask_unconfirmed_predecessors")
+				c.events = append(c.events, core.Event{Name: EventUnknownPredecessor, Warn: true,
+					Msg: fmt.Sprintf("member %d's request %s names member %d's request %s, granted (%s) but never confirmed, and member %d has said nothing for %v: granted without its word "+
+						"(member %d crashed, or is cut off from this coordinator: mutexd status --cluster on its host)",
+						e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), StampText(s), j, c.cfg.DeadAfter, j),
+					Args: []any{"member", e.member, "request", stampOf(e.inc, e.seq), "predecessor", j, "of", t}})
+			}
 			continue
 		}
 		if t > v.served[j] && (t <= v.known[j] || c.now.Sub(e.queued) < c.cfg.DeadAfter) {
@@ -402,6 +433,13 @@ func (k *coord) causalDeadline(now time.Time, deadAfter time.Duration) []time.Ti
 	for _, e := range k.entries {
 		if !e.granted && e.vec.Len() > 1 && !e.warned {
 			if at := e.queued.Add(deadAfter); at.After(now) {
+				d = append(d, at)
+			}
+		}
+		// An unconfirmed grant stops holding V back once its member has
+		// been silent for DeadAfter (vnow).
+		if p := k.peers[e.member]; e.granted && !e.confirmed && p != nil {
+			if at := p.heard.Add(deadAfter); at.After(now) {
 				d = append(d, at)
 			}
 		}

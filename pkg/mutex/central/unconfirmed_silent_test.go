@@ -1,0 +1,81 @@
+package central_test
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/core"
+	"github.com/synclab/synclab/pkg/mutex"
+	"github.com/synclab/synclab/pkg/mutex/central"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// TestUnconfirmedGrantOfSilentMember (review-mutex4): member W's request
+// for x is granted while W is cut from the coordinator (the grant never
+// arrives), and W then crashes and stays down. A request of another
+// member for y that names W's request waited for W to confirm a grant it
+// never took: the grant's whole lease (20 s here; up to an hour), though
+// W had been silent for DeadAfter long before, as a dropped waiting
+// request of a silent member lapses. Now y is granted once W has been
+// silent DeadAfter, said at WARN.
+func TestUnconfirmedGrantOfSilentMember(t *testing.T) {
+	const lease = 20 * time.Second
+	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
+	for id := uint32(1); id <= 3; id++ {
+		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
+			a, err := central.TokenAskFactory.New(env, mutex.Options{Lease: lease, Heartbeat: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}, clock.SimConfig{})
+	}
+	s.Start()
+	s.Run(lease + 5*time.Second)
+	x := &crossing{t: t, s: s, co: coordinator(s)}
+	for _, id := range s.IDs() {
+		if id != x.co && x.waiter == 0 {
+			x.waiter = id
+		} else if id != x.co {
+			x.holder = id
+		}
+	}
+	x.held = x.acquire(x.holder, "x", clock.Vector{})
+	if !x.lookup(x.holder, x.held).Granted {
+		t.Fatalf("member %d not granted x", x.holder)
+	}
+	x.waits = x.acquire(x.waiter, "x", clock.Vector{})
+	after, err := s.Core(x.waiter).(mutex.Causal).Vector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := x.acquire(x.holder, "y", after)
+	granted := 0
+	s.OnSend(func(sf sim.SentFrame) {
+		if sf.From == x.co && sf.Frame.Receiver == x.waiter && sf.Frame.Kind == wire.KindCentralGrant {
+			granted++
+		}
+	})
+	s.Cut(x.co, x.waiter)
+	x.release()
+	if !s.RunUntil(func() bool { return granted > 0 }, time.Second) {
+		t.Fatal("no grant of x to the waiter")
+	}
+	s.Crash(x.waiter)
+	from := s.Elapsed()
+	if !s.RunUntil(func() bool { return x.lookup(x.holder, dep).Granted }, 2*lease) {
+		t.Fatalf("y never granted")
+	}
+	wait := s.Elapsed() - from
+	co := s.Core(x.co).(*central.Core)
+	t.Logf("y granted %v after member %d (whose grant of x was lost) crashed; counters %v", wait, x.waiter, co.Report().Counters)
+	if wait > 5*time.Second {
+		t.Fatalf("y waited %v for a grant its crashed predecessor never took (lease %v)", wait, lease)
+	}
+	if len(warned(t, s, x.co, central.EventUnknownPredecessor)) != 1 || co.Report().Counters["tokenask_unconfirmed_predecessors"] != 1 {
+		t.Errorf("y granted without its predecessor's word, unsaid: %v", co.Report().Counters)
+	}
+}
