@@ -29,8 +29,8 @@ func TestGrantReadWithBeat(t *testing.T) {
 	}
 }
 
-// crossing is a 3-member cluster of 100 ms beats for the crossing
-// tests: the coordinator, a member whose request for x waits behind
+// crossing is a 3-member cluster of 100 ms beats (leases of 1 s unless
+// newCrossingLease says) for the crossing tests: the coordinator, a member whose request for x waits behind
 // another's grant, and that other, the holder.
 type crossing struct {
 	t                  *testing.T
@@ -41,10 +41,14 @@ type crossing struct {
 }
 
 func newCrossing(t *testing.T, f mutex.Factory) *crossing {
+	return newCrossingLease(t, f, time.Second)
+}
+
+func newCrossingLease(t *testing.T, f mutex.Factory, lease time.Duration) *crossing {
 	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
 	for id := uint32(1); id <= 3; id++ {
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-			a, err := f.New(env, mutex.Options{Lease: time.Second, Heartbeat: 100 * time.Millisecond})
+			a, err := f.New(env, mutex.Options{Lease: lease, Heartbeat: 100 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +56,7 @@ func newCrossing(t *testing.T, f mutex.Factory) *crossing {
 		}, clock.SimConfig{})
 	}
 	s.Start()
-	s.Run(2 * time.Second)
+	s.Run(lease + time.Second) // elected, its Hold (a lease) over
 	x := &crossing{t: t, s: s, co: coordinator(s)}
 	if x.co == 0 {
 		t.Fatal("no coordinator")

@@ -1,13 +1,10 @@
 package central_test
 
 import (
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
-	"github.com/synclab/synclab/pkg/clock"
-	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
 	"github.com/synclab/synclab/pkg/wire"
@@ -23,31 +20,8 @@ import (
 // silent DeadAfter, said at WARN.
 func TestUnconfirmedGrantOfSilentMember(t *testing.T) {
 	const lease = 20 * time.Second
-	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
-	for id := uint32(1); id <= 3; id++ {
-		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-			a, err := central.TokenAskFactory.New(env, mutex.Options{Lease: lease, Heartbeat: 100 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return a
-		}, clock.SimConfig{})
-	}
-	s.Start()
-	s.Run(lease + 5*time.Second)
-	x := &crossing{t: t, s: s, co: coordinator(s)}
-	for _, id := range s.IDs() {
-		if id != x.co && x.waiter == 0 {
-			x.waiter = id
-		} else if id != x.co {
-			x.holder = id
-		}
-	}
-	x.held = x.acquire(x.holder, "x", clock.Vector{})
-	if !x.lookup(x.holder, x.held).Granted {
-		t.Fatalf("member %d not granted x", x.holder)
-	}
-	x.waits = x.acquire(x.waiter, "x", clock.Vector{})
+	x := newCrossingLease(t, central.TokenAskFactory, lease)
+	s := x.s
 	after, err := s.Core(x.waiter).(mutex.Causal).Vector()
 	if err != nil {
 		t.Fatal(err)
