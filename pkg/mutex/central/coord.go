@@ -58,6 +58,9 @@ type centry struct {
 	// on for ever (TestOracleDiskFaults/tokenask seed 15: 76865 grants
 	// voided).
 	confirmed, asked bool
+	// cycled: said in a cycle of requests waiting for each other
+	// (EventWaitCycle).
+	cycled bool
 }
 
 // cqueue is one lock at the coordinator.
@@ -129,6 +132,9 @@ type parkedRenewal struct {
 // coord is the coordinator's state for one term: nothing of it survives
 // the term (a new coordinator rebuilds it from the members' syncs).
 type coord struct {
+	// cyclesAt is when warnWaitCycles may look again.
+	cyclesAt time.Time
+
 	term  uint64
 	base  uint64 // fences of this term are base+1, base+2, ...
 	count uint64 // grants made

@@ -40,6 +40,13 @@ const seqBits = 32
 // stampOf is the vector counter of request seq of incarnation inc.
 func stampOf(inc uint32, seq uint64) uint64 { return uint64(inc)<<seqBits | seq }
 
+// EventWaitCycle (a WARN): waiting requests wait for each other through
+// the predecessors their vectors name, so none of them is ever granted:
+// vectors written by hand (--after) that name each other's requests, a
+// cycle no real history makes ("members", "requests"). Said once per
+// request in it.
+const EventWaitCycle = "tokenask_wait_cycle"
+
 // StampText shows a vector counter as incarnation.seq.
 func StampText(n uint64) string { return fmt.Sprintf("%d.%d", n>>seqBits, n&(1<<seqBits-1)) }
 
@@ -415,9 +422,95 @@ func (c *Core) grantEligible() {
 		}
 		if c.counters["grants_made"] == before {
 			c.confirmSoon(blocked)
+			c.warnWaitCycles(v)
 			return
 		}
 	}
+}
+
+// warnWaitCycles says, at WARN, each cycle of waiting requests that wait
+// for each other: a request waits for the first request not yet served of
+// each member whose request its vector names (one the coordinator knows
+// of: an unknown one lapses after DeadAfter); when that one waits too,
+// and so on back to the first, none is ever granted, however long their
+// members are heard. At most once a beat interval (a pass over the
+// waiting requests).
+func (c *Core) warnWaitCycles(v vview) {
+	k := c.co
+	if c.now.Before(k.cyclesAt) {
+		return
+	}
+	k.cyclesAt = c.now.Add(c.cfg.BeatInterval)
+	next := func(e *centry) []*centry {
+		var out []*centry
+		for _, j := range e.vec.IDs() {
+			t := e.vec.Get(j)
+			if j == e.member || t <= v.served[j] || t > v.known[j] {
+				continue
+			}
+			first := v.served[j] + 1
+			if f := k.entries[ckey{member: j, inc: uint32(first >> seqBits), seq: first & (1<<seqBits - 1)}]; f != nil && !f.granted {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := map[*centry]int{}
+	var path []*centry
+	var visit func(e *centry)
+	visit = func(e *centry) {
+		state[e] = onPath
+		path = append(path, e)
+		for _, f := range next(e) {
+			switch state[f] {
+			case unseen:
+				visit(f)
+			case onPath:
+				c.waitCycle(path[slices.Index(path, f):])
+			}
+		}
+		path = path[:len(path)-1]
+		state[e] = done
+	}
+	keys := slices.SortedFunc(maps.Keys(k.entries), func(a, b ckey) int {
+		return cmp.Or(cmp.Compare(a.member, b.member), cmp.Compare(a.inc, b.inc), cmp.Compare(a.seq, b.seq))
+	})
+	for _, key := range keys {
+		if e := k.entries[key]; !e.granted && e.vec.Len() > 1 && state[e] == unseen {
+			visit(e)
+		}
+	}
+}
+
+// waitCycle says cycle, requests each waiting for the next and the last
+// for the first, unless each was said before.
+func (c *Core) waitCycle(cycle []*centry) {
+	fresh := false
+	parts := make([]string, 0, len(cycle)+1)
+	members := make([]uint32, 0, len(cycle))
+	stamps := make([]uint64, 0, len(cycle))
+	for _, e := range append(cycle, cycle[0]) {
+		parts = append(parts, fmt.Sprintf("member %d's %s (lock %s)", e.member, StampText(stampOf(e.inc, e.seq)), e.lock))
+	}
+	for _, e := range cycle {
+		fresh = fresh || !e.cycled
+		e.cycled = true
+		members, stamps = append(members, e.member), append(stamps, stampOf(e.inc, e.seq))
+	}
+	if !fresh {
+		return
+	}
+	c.count("tokenask_wait_cycles")
+	c.events = append(c.events, core.Event{Name: EventWaitCycle, Warn: true,
+		Msg: fmt.Sprintf("requests wait for each other through their vectors: %s; none is granted while they wait: "+
+			"no history makes this, so a vector was written by hand (--after) naming a request made after the one it stamps: withdraw one of them (stop its mutexd lock, or release it)",
+			parts[0]+" waits for "+strings.Join(parts[1:], ", which waits for ")),
+		Args: []any{"members", members, "requests", stamps}})
 }
 
 // causalDeadline is when a waiting request held back by a predecessor the
