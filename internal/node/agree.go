@@ -801,7 +801,10 @@ func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) (checked bool, err error
 		if len(m.diffs) > 0 {
 			return false, fmt.Errorf("%w: member %d: %s", ErrConfigDiffers, f.Sender, strings.Join(m.diffs, "; "))
 		}
-		return true, nil
+		// Checked only for the incarnation whose configuration was
+		// compared: an older one's frame (still in flight) may come from
+		// a run configured otherwise (review-mutex5).
+		return inc == m.cfgInc, nil
 	case m.legacyInc != 0 && inc == m.legacyInc:
 		return false, nil
 	}

@@ -44,7 +44,15 @@ type centry struct {
 	// and whether it was granted without a predecessor never heard of.
 	vec    clock.Vector
 	queued time.Time
-	warned bool
+	// skips are the predecessors it may be granted without now (eligible),
+	// said once granted (saySkips); skipsSaid the members whose skipped
+	// requests were said.
+	skips     []skipNote
+	skipsSaid []uint32
+	// grantedAt is when it was last granted: an unconfirmed grant holds
+	// its dependents back until its member has been silent DeadAfter
+	// since (vnow).
+	grantedAt time.Time
 	// confirmed: its member showed that it took the grant (a sync
 	// listing it held with its fence, a renewal of it), or it is this
 	// member's own, or re-announced held. Only then is it served for the
@@ -683,6 +691,7 @@ func (c *Core) grantQueue(name string, ok func(*centry) bool) {
 		if !c.sendGrant(e) {
 			return
 		}
+		c.saySkips(e)
 	}
 }
 
@@ -711,7 +720,7 @@ func (c *Core) sendGrant(e *centry) bool {
 		heard = k.peers[e.member].stampHeard
 	}
 	lease := c.leaseFor(e.lease, heard)
-	e.fence, e.expires = fence, c.now.Add(c.cfg.pad(lease))
+	e.fence, e.expires, e.grantedAt = fence, c.now.Add(c.cfg.pad(lease)), c.now
 	e.confirmed = e.member == c.self
 	c.count("grants_made")
 	if lease < e.lease {

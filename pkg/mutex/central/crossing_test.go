@@ -45,6 +45,18 @@ func newCrossing(t *testing.T, f mutex.Factory) *crossing {
 }
 
 func newCrossingLease(t *testing.T, f mutex.Factory, lease time.Duration) *crossing {
+	x := crossingCluster(t, f, lease)
+	x.held = x.acquire(x.holder, "x", clock.Vector{})
+	if !x.lookup(x.holder, x.held).Granted {
+		t.Fatalf("member %d not granted x", x.holder)
+	}
+	x.waits = x.acquire(x.waiter, "x", clock.Vector{})
+	return x
+}
+
+// crossingCluster is the crossing tests' cluster, its roles chosen,
+// before any request.
+func crossingCluster(t *testing.T, f mutex.Factory, lease time.Duration) *crossing {
 	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
 	for id := uint32(1); id <= 3; id++ {
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
@@ -68,11 +80,6 @@ func newCrossingLease(t *testing.T, f mutex.Factory, lease time.Duration) *cross
 			x.holder = id
 		}
 	}
-	x.held = x.acquire(x.holder, "x", clock.Vector{})
-	if !x.lookup(x.holder, x.held).Granted {
-		t.Fatalf("member %d not granted x", x.holder)
-	}
-	x.waits = x.acquire(x.waiter, "x", clock.Vector{})
 	return x
 }
 

@@ -299,7 +299,7 @@ func (c *Core) vnow() vview {
 		if e.inc != inc {
 			continue
 		}
-		if e.granted && e.member != c.self && c.now.Sub(k.peers[e.member].heard) >= c.cfg.DeadAfter {
+		if e.granted && e.member != c.self && c.now.Sub(later(k.peers[e.member].heard, e.grantedAt)) >= c.cfg.DeadAfter {
 			// Its member has said nothing for DeadAfter: crashed, or cut
 			// off from this coordinator, it will not confirm before the
 			// lease ends (up to mutex.MaxLeaseLimit: an hour), and a
@@ -360,20 +360,17 @@ func (c *Core) confirmSoon(blocked map[*centry]bool) {
 // held up longer than DeadAfter (its member's link down) is overtaken, the
 // one place where the causal order gives way, to liveness, and loudly.
 func (c *Core) eligible(v vview, e *centry, blocked map[*centry]bool) bool {
+	e.skips = e.skips[:0]
 	for _, j := range e.vec.IDs() {
 		t := e.vec.Get(j)
 		if j == e.member {
 			continue
 		}
 		if t <= v.served[j] && (v.lapsed[j] == 0 || t < v.lapsed[j]) {
-			if s := v.silent[j]; s != 0 && t >= s && !e.warned {
-				e.warned = true
-				c.count("tokenask_unconfirmed_predecessors")
-				c.events = append(c.events, core.Event{Name: EventUnknownPredecessor, Warn: true,
-					Msg: fmt.Sprintf("member %d's request %s names member %d's request %s, granted (%s) but never confirmed, and member %d has said nothing for %v: granted without its word "+
-						"(member %d crashed, or is cut off from this coordinator: mutexd status --cluster on its host)",
-						e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), StampText(s), j, c.cfg.DeadAfter, j),
-					Args: []any{"member", e.member, "request", stampOf(e.inc, e.seq), "predecessor", j, "of", t}})
+			if s := v.silent[j]; s != 0 && t >= s {
+				e.skip(j, "tokenask_unconfirmed_predecessors", fmt.Sprintf("member %d's request %s names member %d's request %s, granted (%s) but never confirmed, and member %d has said nothing for %v since: granted without its word "+
+					"(member %d crashed, or is cut off from this coordinator: mutexd status --cluster on its host)",
+					e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), StampText(s), j, c.cfg.DeadAfter, j), t)
 			}
 			continue
 		}
@@ -385,24 +382,56 @@ func (c *Core) eligible(v vview, e *centry, blocked map[*centry]bool) bool {
 			}
 			return false
 		}
-		if !e.warned {
-			e.warned = true
-			c.count("tokenask_unknown_predecessors")
-			// Once per request (warned), at WARN: a client passed a vector
-			// naming a request never made, or its member crashed or fell
-			// silent.
-			why := fmt.Sprintf("which this coordinator never heard of in %v: granted without it "+
-				"(check the vector its client passed with --after: it names a request never made; or member %d crashed before sending it)", c.cfg.DeadAfter, j)
-			if t <= v.served[j] {
-				why = fmt.Sprintf("which this coordinator dropped, waiting, when member %d fell silent, and has not heard of since (%v): granted without it "+
-					"(member %d crashed, or is cut off from this one: mutexd status --cluster on its host)", j, c.cfg.DeadAfter, j)
-			}
-			c.events = append(c.events, core.Event{Name: EventUnknownPredecessor, Warn: true,
-				Msg:  fmt.Sprintf("member %d's request %s names member %d's request %s, %s", e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), why),
-				Args: []any{"member", e.member, "request", stampOf(e.inc, e.seq), "predecessor", j, "of", t}})
+		// A client passed a vector naming a request never made, or its
+		// member crashed or fell silent.
+		why := fmt.Sprintf("which this coordinator never heard of in %v: granted without it "+
+			"(check the vector its client passed with --after: it names a request never made; or member %d crashed before sending it)", c.cfg.DeadAfter, j)
+		if t <= v.served[j] {
+			why = fmt.Sprintf("which this coordinator dropped, waiting, when member %d fell silent, and has not heard of since (%v): granted without it "+
+				"(member %d crashed, or is cut off from this one: mutexd status --cluster on its host)", j, c.cfg.DeadAfter, j)
 		}
+		e.skip(j, "tokenask_unknown_predecessors", fmt.Sprintf("member %d's request %s names member %d's request %s, %s", e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), why), t)
 	}
 	return true
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// skipNote is a predecessor a waiting request may be granted without
+// (eligible), said if it is (saySkips).
+type skipNote struct {
+	member  uint32
+	counter string
+	msg     string
+	of      uint64
+}
+
+// skip notes that e may be granted without member j's request of: said,
+// at WARN, only once e is granted, and once per member of e's vector.
+func (e *centry) skip(j uint32, counter, msg string, of uint64) {
+	if !slices.Contains(e.skipsSaid, j) {
+		e.skips = append(e.skips, skipNote{member: j, counter: counter, msg: msg, of: of})
+	}
+}
+
+// saySkips says, at WARN, each predecessor e was just granted without
+// (EventUnknownPredecessor): counted and logged when it happens, not when
+// it may (a request still behind another holder, its predecessor heard
+// of again before its turn, is granted in order, review-mutex5).
+func (c *Core) saySkips(e *centry) {
+	for _, n := range e.skips {
+		e.skipsSaid = append(e.skipsSaid, n.member)
+		c.count(n.counter)
+		c.events = append(c.events, core.Event{Name: EventUnknownPredecessor, Warn: true, Msg: n.msg,
+			Args: []any{"member", e.member, "request", stampOf(e.inc, e.seq), "predecessor", n.member, "of", n.of}})
+	}
+	e.skips = nil
 }
 
 // grantEligible grants what the queues allow among the eligible requests,
@@ -524,7 +553,7 @@ func (k *coord) causalDeadline(now time.Time, deadAfter time.Duration) []time.Ti
 		}
 	}
 	for _, e := range k.entries {
-		if !e.granted && e.vec.Len() > 1 && !e.warned {
+		if !e.granted && e.vec.Len() > 1 {
 			if at := e.queued.Add(deadAfter); at.After(now) {
 				d = append(d, at)
 			}
@@ -532,7 +561,7 @@ func (k *coord) causalDeadline(now time.Time, deadAfter time.Duration) []time.Ti
 		// An unconfirmed grant stops holding V back once its member has
 		// been silent for DeadAfter (vnow).
 		if p := k.peers[e.member]; e.granted && !e.confirmed && p != nil {
-			if at := p.heard.Add(deadAfter); at.After(now) {
+			if at := later(p.heard, e.grantedAt).Add(deadAfter); at.After(now) {
 				d = append(d, at)
 			}
 		}

@@ -2,6 +2,7 @@ package mutexcount
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -88,10 +89,14 @@ func (h *Hold) Ready(rd *core.Ready, outcomes *[]mutex.Outcome) {
 }
 
 // takeEvent removes outcome o's event (Drain's) from *events and
-// returns it (Name "": none there).
+// returns it (Name "": none there). The last of its name and request: an
+// earlier one is an outcome of the same request released before o (a
+// renewal let go at the last write's Advance, whose event waited in the
+// core for this Ready), and taken in o's place it was held while o's
+// went out before its client had o (review-mutex5).
 func takeEvent(events *[]core.Event, o mutex.Outcome) core.Event {
 	name := outcomeEvent(o)
-	for i, e := range *events {
+	for i, e := range slices.Backward(*events) {
 		if e.Name != name {
 			continue
 		}

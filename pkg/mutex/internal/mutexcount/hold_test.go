@@ -191,3 +191,36 @@ func TestHoldEvents(t *testing.T) {
 		t.Fatalf("released: outcomes %v, events %v, status %q", outcomes, names(events), status())
 	}
 }
+
+// TestHeldRenewalTakesItsOwnEvent (review-mutex5): renewal r1 of request
+// 7, held for a write that succeeds, leaves at its Advance, its
+// lock_renewed waiting in the core for the next Ready; r2, a renewal of
+// the same request, is held in that Ready. The hold took the first
+// lock_renewed of request 7 (r1's) as r2's, and r2's (its new expiry)
+// was logged before its client had r2. It takes the last now.
+func TestHeldRenewalTakesItsOwnEvent(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ev := func(exp time.Time) core.Event {
+		return core.Event{Name: mutex.EventRenewed, Args: []any{"request", uint64(7), "lock", "x", "fence", uint64(1), "expires", exp}}
+	}
+	r1 := mutex.Renewed{ID: 7, Lock: "x", Fence: 1, Expires: t0.Add(time.Second)}
+	r2 := mutex.Renewed{ID: 7, Lock: "x", Fence: 1, Expires: t0.Add(2 * time.Second)}
+	var h Hold
+	out := []mutex.Outcome{r1}
+	rd := core.Ready{State: []byte{1}, Promise: true, Events: []core.Event{ev(r1.Expires)}}
+	h.Ready(&rd, &out)
+	var coreEvents []core.Event
+	h.Advance(true, &out, &coreEvents)
+	if len(out) != 1 || len(coreEvents) != 1 {
+		t.Fatalf("r1 not released: %v, %v", out, coreEvents)
+	}
+	out = []mutex.Outcome{r2}
+	rd = core.Ready{State: []byte{1}, Promise: true, Events: append(coreEvents, ev(r2.Expires))}
+	h.Ready(&rd, &out)
+	if len(rd.Events) != 1 {
+		t.Fatalf("events reported now: %v", rd.Events)
+	}
+	if exp, _ := rd.Events[0].Args[7].(time.Time); !exp.Equal(r1.Expires) {
+		t.Errorf("reported now: lock_renewed to %v, the held renewal's (its client has not got it); r1's (to %v) held in its place", exp.Sub(t0), r1.Expires.Sub(t0))
+	}
+}
