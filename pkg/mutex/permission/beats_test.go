@@ -231,15 +231,22 @@ func TestUnackedBeatsCutOff(t *testing.T) {
 	}
 	lastAcked := m.now
 	m.evs = nil
-	for range 4 {
-		second(false)
-		if len(m.events(permission.EventCutOff)) > 0 {
-			break
+	// From here 1 ticks every step (the others still beat every second,
+	// unacknowledging), so that the instant it takes itself for cut off
+	// is seen within step: a cap looser by less than a heartbeat fails
+	// too (with a tick a second it passed loosened by 900 ms).
+	const step = 5 * time.Millisecond
+	bound := lastAcked.Add(cfg.HeartbeatInterval + cfg.Margin/4 + cfg.SuspectAfter - cfg.HeartbeatInterval - cfg.Margin)
+	for m.now.Before(bound.Add(cfg.HeartbeatInterval)) && len(m.events(permission.EventCutOff)) == 0 {
+		m.tick(step)
+		if m.now.Sub(lastAcked)%cfg.HeartbeatInterval == 0 {
+			m.beat(2)
+			m.beat(3)
 		}
 	}
 	cut := m.events(permission.EventCutOff)
-	bound := lastAcked.Add(cfg.HeartbeatInterval + cfg.Margin/4 + cfg.SuspectAfter - cfg.HeartbeatInterval - cfg.Margin)
-	if len(cut) == 0 || m.now.After(bound.Add(cfg.HeartbeatInterval)) {
+	t.Logf("cut off %v after the last acknowledged heartbeat (bound %v)", m.now.Sub(lastAcked), bound.Sub(lastAcked))
+	if len(cut) == 0 || m.now.After(bound.Add(step)) {
 		t.Fatalf("member 1 heard 2 and 3 every second, its heartbeats unacknowledged for %v since %v: cut off %d times by %v (want by %v, its next tick after)",
 			m.now.Sub(lastAcked), lastAcked.Sub(sim.DefaultStart), len(cut), m.now.Sub(sim.DefaultStart), bound.Sub(sim.DefaultStart))
 	}

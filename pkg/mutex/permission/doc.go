@@ -409,12 +409,14 @@
 // and its acknowledgement after it lost (two frames), and 1's beats just
 // before the others', 1 would count their next beats up to two
 // heartbeats after they last heard it, but not beyond the last ask they
-// acknowledged and a heartbeat. The price: every member acknowledges
-// every other member's idle heartbeat (N-1 frames a second more per
-// member, idle traffic doubled: TestIdleTraffic), and a member whose
-// asks or acknowledgements are lost twice in a row by every member of a
-// majority takes itself for cut off and rejoins (safe, and a round of
-// retries).
+// acknowledged and a heartbeat (TestLostBeatsAndAcksCutOffBeforeGivenUp,
+// every frame of 1's lost for 2-2.9 s: without the cap "member 2 gave 1
+// up 131.386236ms after 1 was partitioned"). The price: every member
+// acknowledges every other member's idle heartbeat (N-1 frames a second
+// more per member, idle traffic doubled: TestIdleTraffic), and a member
+// whose asks or acknowledgements are lost twice in a row by every member
+// of a majority takes itself for cut off and rejoins (safe, and a round
+// of retries).
 //
 // Known not to hold yet (reviewed 2026-12-07):
 //   - Frames of a member that acknowledged nothing yet (the first
