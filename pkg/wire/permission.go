@@ -333,8 +333,10 @@ func (r *PermReply) UnmarshalBinary(b []byte) error {
 // the receivers' acknowledgement; Ack (0: none), the Lamport time of the
 // receiver's announcement the sender took. Older members refuse the
 // extended form (Busy byte 3) and take the frame as a sign of life only:
-// the sender uses it for busy heartbeats and acknowledgements, never for
-// the idle heartbeat that spends the others' leaves.
+// the sender sends them busy heartbeats in it, but its idle heartbeat,
+// which spends the others' leaves, in the 5-byte form once it has heard
+// theirs (pkg/mutex/permission: its first idle heartbeat to a member not
+// heard yet is extended).
 //
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                        Interval (ms)                          |  0

@@ -155,10 +155,14 @@ func (c *Core) ackCap(p *peer, at time.Time) time.Time {
 }
 
 // olderBuild notes that member m sent a heartbeat of a build that
-// predates the extended form: its probes get the short answers, this
-// member's idle heartbeats go to it in the 5-byte form, and it
+// predates the extended form (a busy 5-byte one, a wire.KindHeartbeat,
+// or an idle 5-byte one before any extended frame of its incarnation as
+// this member knows it: stepFrame): its probes get the short answers,
+// this member's idle heartbeats go to it in the 5-byte form, and it
 // acknowledges nothing, so its frames are no longer capped by its
-// acknowledgements (a member downgraded).
+// acknowledgements (a member downgraded) but by this member's beats
+// alone (countFor). An extended frame of it undoes this
+// (takeAnnouncement).
 func (c *Core) olderBuild(m uint32) {
 	p := c.peers[m]
 	p.v2, p.old, p.ackedAt = false, true, time.Time{}

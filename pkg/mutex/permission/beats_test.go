@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/permission"
@@ -129,6 +130,71 @@ func TestIdleTraffic(t *testing.T) {
 	}
 }
 
+// TestIdleBeatsToIdleOlderBuild: members 2 and 3 run a build older than
+// the extended heartbeat and are idle, so they only ever send the 5-byte
+// idle heartbeat; member 4 runs this build. Older members refuse the
+// extended form (to them a sign of life only, which spends no leave), so
+// member 1's idle heartbeats must go to 2 and 3 in the 5-byte form, and
+// to 4 extended, asking for its acknowledgement (ackCap). Before, a
+// member was taken for older only on a busy 5-byte heartbeat or a
+// wire.KindHeartbeat, and this failed: "member 1's idle heartbeat to all
+// is the extended form (26 bytes), though 2 and 3 have only ever sent
+// 5-byte heartbeats". A member that sends an extended frame (2,
+// upgraded) gets the extended form again; a 5-byte idle heartbeat of a
+// member already heard in the extended form (4: a frame sent before it
+// heard 1's extended one) does not make it older.
+func TestIdleBeatsToIdleOlderBuild(t *testing.T) {
+	m := newMember(t, 1, []uint32{1, 2, 3, 4})
+	cfg := m.c.Config()
+	ext := func(from uint32) {
+		t.Helper()
+		if err := m.step(from, wire.KindPermHeartbeat, wire.PermHeartbeat{Interval: 1000, Ext: true}, cfg.Lamport.Now()+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// second runs a second of beats, 4's last in the form given, and
+	// checks the form of 1's idle heartbeat to each member.
+	second := func(short4 bool, want map[uint32]bool) {
+		t.Helper()
+		m.beat(2)
+		m.beat(3)
+		if short4 {
+			m.beat(4)
+		} else {
+			ext(4)
+		}
+		m.out = nil
+		m.tick(cfg.HeartbeatInterval)
+		got := map[uint32]bool{}
+		for _, msg := range m.out {
+			var hb wire.PermHeartbeat
+			if msg.Kind != wire.KindPermHeartbeat || hb.UnmarshalBinary(msg.Payload) != nil || hb.Busy || hb.Ack != 0 {
+				continue
+			}
+			for _, to := range []uint32{2, 3, 4} {
+				if msg.To == core.Broadcast || msg.To == to {
+					got[to] = hb.Ext
+					if hb.Ext && !hb.AckWanted {
+						t.Errorf("member 1's extended idle heartbeat to %d asks for no acknowledgement: %+v", to, hb)
+					}
+				}
+			}
+		}
+		for to, w := range want {
+			if e, ok := got[to]; !ok || e != w {
+				t.Fatalf("member 1's idle heartbeat to member %d: extended %v (sent %v), want extended %v (2 and 3 have sent only 5-byte heartbeats, 4 extended ones)",
+					to, e, ok, w)
+			}
+		}
+	}
+	for range 5 {
+		second(false, map[uint32]bool{2: false, 3: false, 4: true})
+	}
+	second(true, map[uint32]bool{2: false, 3: false, 4: true})
+	ext(2)
+	second(false, map[uint32]bool{2: true, 3: false, 4: true})
+}
+
 // TestUnackedBeatsCutOff: member 1, idle, hears members 2 and 3 beat
 // every second throughout, but from some instant on neither
 // acknowledges its heartbeats (they no longer reach them). What 1 heard
@@ -165,15 +231,22 @@ func TestUnackedBeatsCutOff(t *testing.T) {
 	}
 	lastAcked := m.now
 	m.evs = nil
-	for range 4 {
-		second(false)
-		if len(m.events(permission.EventCutOff)) > 0 {
-			break
+	// From here 1 ticks every step (the others still beat every second,
+	// unacknowledging), so that the instant it takes itself for cut off
+	// is seen within step: a cap looser by less than a heartbeat fails
+	// too (with a tick a second it passed loosened by 900 ms).
+	const step = 5 * time.Millisecond
+	bound := lastAcked.Add(cfg.HeartbeatInterval + cfg.Margin/4 + cfg.SuspectAfter - cfg.HeartbeatInterval - cfg.Margin)
+	for m.now.Before(bound.Add(cfg.HeartbeatInterval)) && len(m.events(permission.EventCutOff)) == 0 {
+		m.tick(step)
+		if m.now.Sub(lastAcked)%cfg.HeartbeatInterval == 0 {
+			m.beat(2)
+			m.beat(3)
 		}
 	}
 	cut := m.events(permission.EventCutOff)
-	bound := lastAcked.Add(cfg.HeartbeatInterval + cfg.Margin/4 + cfg.SuspectAfter - cfg.HeartbeatInterval - cfg.Margin)
-	if len(cut) == 0 || m.now.After(bound.Add(cfg.HeartbeatInterval)) {
+	t.Logf("cut off %v after the last acknowledged heartbeat (bound %v)", m.now.Sub(lastAcked), bound.Sub(lastAcked))
+	if len(cut) == 0 || m.now.After(bound.Add(step)) {
 		t.Fatalf("member 1 heard 2 and 3 every second, its heartbeats unacknowledged for %v since %v: cut off %d times by %v (want by %v, its next tick after)",
 			m.now.Sub(lastAcked), lastAcked.Sub(sim.DefaultStart), len(cut), m.now.Sub(sim.DefaultStart), bound.Sub(sim.DefaultStart))
 	}

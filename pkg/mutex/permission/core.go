@@ -239,8 +239,10 @@ type peer struct {
 	// yet, or it runs a build that does not acknowledge): its direct
 	// frames count no later than a heartbeat and inFlight after it
 	// (beats.go, ackCap). old: it sent a heartbeat of a build older than
-	// the extended form since its last extended one (it refuses the
-	// extended form: this member's idle heartbeats go to it short).
+	// the extended form since its last extended frame (a busy 5-byte
+	// one, a wire.KindHeartbeat, or an idle 5-byte one while not v2: it
+	// refuses the extended form, and this member's idle heartbeats go to
+	// it short).
 	ackedAt time.Time
 	old     bool
 }
@@ -1137,6 +1139,17 @@ func (c *Core) stepFrame(m core.Message) error {
 			c.takeAnnouncement(m.From, m.Lamport, h)
 		case h.Busy:
 			c.olderBuild(m.From) // a busy heartbeat of an older version
+		case !c.peers[m.From].v2:
+			// An idle 5-byte heartbeat of a member that sent no extended
+			// frame (in its incarnation as this member knows it): an
+			// older build, which refuses the extended form. A member of
+			// this build sends the short form only to a member it took
+			// for older, and its heartbeats to a member not heard yet
+			// are extended, so two such members never settle on the
+			// short form (once an extended frame came, a short idle one
+			// no longer marks; an extended frame undoes the mark:
+			// takeAnnouncement).
+			c.olderBuild(m.From)
 		}
 		switch {
 		case !h.Busy:

@@ -223,8 +223,9 @@
 // is itself a leave, so then DeadAfter; so too for a member that crashed
 // within IdleNotice of its release). Idle traffic: N-1 heartbeats a
 // second per member (26 bytes, the extended form, to members of a build
-// that reads it; 5 bytes to older ones) and its N-1 acknowledgements of
-// the others' ("Links" says why); a member that holds or asks sends
+// that reads it; 5 bytes to older ones, once one of their 5-byte
+// heartbeats came: "Links") and its N-1 acknowledgements of the others'
+// ("Links" says why); a member that holds or asks sends
 // five heartbeats (one in four asking for acknowledgements), and three
 // more rounds once it stops (IdleNotice after, then two at the busy
 // spacing; none if it asks again first).
@@ -342,10 +343,23 @@
 // one (the extended form, which every member of a build since the lease
 // ends acknowledges), and at least every heartbeat less a busy one while
 // busy (askDue; a heartbeat is due a heartbeat after the last ask at the
-// latest, askBy). A frame of a member that has acknowledged any counts
-// no later than I + d after the last ask of Y's it acknowledged: it
-// heard Y then (TestUnackedBeatsCutOff; a frame that carries an
-// acknowledgement counts by the cap it raises).
+// latest, askBy). A member of a build older than the extended form
+// refuses it (a sign of life only, which spends no leave), so Y sends
+// its idle heartbeat to a member in the 5-byte form, asking nothing,
+// once a heartbeat of that member's came in the 5-byte form (idle, while
+// it had sent Y no extended frame in its incarnation as Y knows it; or
+// busy), and in the extended form again once an extended frame of it
+// comes (TestIdleBeatsToIdleOlderBuild). Y's idle heartbeats to a
+// member not heard yet go extended, as two members of this build must
+// hear one from each other: an older member refuses about one per start
+// of Y (none after a restart, which begins busy). A member of this build
+// sends the 5-byte form only to a member it took for older, and once an
+// extended frame of a member came, a 5-byte idle one no longer marks it,
+// so two members of this build never settle on the 5-byte form. A frame
+// of a member that has acknowledged any counts no later than I + d after
+// the last ask of Y's it acknowledged: it heard Y then
+// (TestUnackedBeatsCutOff; a frame that carries an acknowledgement
+// counts by the cap it raises).
 //
 // r is the time the node hands the frame with (core.Message.Time): the
 // kernel's receive stamp, or, for a stream frame and for a datagram the
@@ -395,12 +409,14 @@
 // and its acknowledgement after it lost (two frames), and 1's beats just
 // before the others', 1 would count their next beats up to two
 // heartbeats after they last heard it, but not beyond the last ask they
-// acknowledged and a heartbeat. The price: every member acknowledges
-// every other member's idle heartbeat (N-1 frames a second more per
-// member, idle traffic doubled: TestIdleTraffic), and a member whose
-// asks or acknowledgements are lost twice in a row by every member of a
-// majority takes itself for cut off and rejoins (safe, and a round of
-// retries).
+// acknowledged and a heartbeat (TestLostBeatsAndAcksCutOffBeforeGivenUp,
+// every frame of 1's lost for 2-2.9 s: without the cap "member 2 gave 1
+// up 131.386236ms after 1 was partitioned"). The price: every member
+// acknowledges every other member's idle heartbeat (N-1 frames a second
+// more per member, idle traffic doubled: TestIdleTraffic), and a member
+// whose asks or acknowledgements are lost twice in a row by every member
+// of a majority takes itself for cut off and rejoins (safe, and a round
+// of retries).
 //
 // Known not to hold yet (reviewed 2026-12-07):
 //   - Frames of a member that acknowledged nothing yet (the first
@@ -408,7 +424,13 @@
 //     heard sending a heartbeat of a build older than the extended form)
 //     are counted by the beats alone, as above, where an idle member's
 //     lost beats are not covered: for a round trip after a start, and
-//     for good with members of such a build (upgrade all).
+//     for good with members of such a build (upgrade all). So too, until
+//     either is busy, with a member of the build before the
+//     acknowledgement cap (it reads and acknowledges the extended form,
+//     but beats idle in the 5-byte one) whose idle heartbeat came before
+//     any acknowledgement of it, when the extended heartbeats this
+//     member sent it before that were all lost: it is taken for
+//     older.
 //   - A frame in flight longer than d when the link failed counts up to
 //     its excess late (the Margin, 200 ms, of which d + C take half,
 //     absorbs a LAN's).

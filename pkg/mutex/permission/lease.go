@@ -163,10 +163,12 @@ func (c *Core) endAfter(ms int32) time.Time {
 
 // sendBeat sends this member's heartbeat to member to (core.Broadcast:
 // to all), noting an announcement for its acknowledgements. An idle
-// heartbeat is the extended form too, for every member but those of a
-// build older than it (peer.old: they refuse it, and take the 5-byte
-// form), so that it asks for the acknowledgement its count needs
-// (ackCap); one frame to all when every member reads the same form.
+// heartbeat is the extended form too, for every member but those taken
+// for a build older than it (peer.old: they refuse it, and take the
+// 5-byte form, which asks for nothing), so that it asks for the
+// acknowledgement its count needs (ackCap); one frame to all when every
+// member reads the same form. A member not heard yet gets the extended
+// form (the package doc, "Links", says why).
 func (c *Core) sendBeat(to uint32) {
 	hb := c.heartbeat()
 	ext := hb

@@ -268,9 +268,12 @@ func dropIdleBeats(t *testing.T, s *mutextest.LockSim, id uint32) func(n int, st
 // Before, 1 counted their frames up to a heartbeat after its last beat
 // sent (lost or not), and with two lost 2 gave 1 up before 1 took itself
 // for cut off ("member 2 gave 1 up 396.690645ms after 1 was
-// partitioned", every seed). Now 2 and 3 acknowledge 1's idle heartbeats
-// and 1 counts their frames no later than a heartbeat after the last one
-// acknowledged (ackCap): what it lost, nobody acknowledged.
+// partitioned", every seed). Now 1 acknowledges 2's and 3's idle
+// heartbeats, and those acknowledgements, which its link does not lose
+// here, keep 2 and 3 hearing 1 between its beats: their mere arrival
+// passes this test, with ackCap disabled too.
+// TestLostBeatsAndAcksCutOffBeforeGivenUp loses them as well, and needs
+// the cap.
 func TestLostIdleBeatsCutOffBeforeGivenUp(t *testing.T) {
 	for _, f := range factories {
 		for _, lost := range []int{1, 2} {
@@ -294,6 +297,36 @@ func lostIdleBeats(t *testing.T, f mutex.Factory, seed int64, lost int) {
 	s.Partition([]uint32{idle}, []uint32{waiter, other})
 	rw := s.Acquire(waiter)
 	cutOffBeforeGivenUp(t, s, tm, idle, waiter, rw, fmt.Sprintf("after %d of its idle heartbeats were lost", lost))
+}
+
+// TestLostBeatsAndAcksCutOffBeforeGivenUp: every frame of idle member 1
+// to 2 and 3 is lost for 2-2.9 s (its idle heartbeats and its
+// acknowledgements of theirs: two heartbeats' worth), while it still
+// hears them; then it is partitioned from them, and 2 asks for the lock.
+// 1 must take itself for cut off before 2 gives it up. Counted by its
+// beats alone, 1 counts 2's and 3's frames up to two heartbeats after
+// they last heard it; 1 counts them no later than a heartbeat after the
+// last of its heartbeats they acknowledged (ackCap), which is the only
+// bound that holds here. With ackCap disabled (returning its argument)
+// it failed: "member 2 gave 1 up 131.386236ms after 1 was partitioned
+// ... had not taken itself for cut off" (seed 1).
+func TestLostBeatsAndAcksCutOffBeforeGivenUp(t *testing.T) {
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 16, func(t *testing.T, seed int64) {
+				const idle, waiter, other = 1, 2, 3
+				s, tm := stallSim(t, f, seed)
+				rng := s.NewRand()
+				s.Run(3*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(tm.HeartbeatInterval))))
+				s.Cut(idle, waiter)
+				s.Cut(idle, other)
+				s.Run(2*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(900*time.Millisecond))))
+				s.Partition([]uint32{idle}, []uint32{waiter, other})
+				rw := s.Acquire(waiter)
+				cutOffBeforeGivenUp(t, s, tm, idle, waiter, rw, "after every frame of it was lost for two heartbeats or more")
+			})
+		})
+	}
 }
 
 // stallSim is three members of f with mutexd's lease and heartbeat, each
