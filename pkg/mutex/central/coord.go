@@ -66,9 +66,9 @@ type centry struct {
 	// on for ever (TestOracleDiskFaults/tokenask seed 15: 76865 grants
 	// voided).
 	confirmed, asked bool
-	// cycled: said in a cycle of requests waiting for each other
-	// (EventWaitCycle).
-	cycled bool
+	// cycled: the group of requests waiting for each other it was last
+	// said in (EventWaitCycle), as said.
+	cycled string
 }
 
 // cqueue is one lock at the coordinator.

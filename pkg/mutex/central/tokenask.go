@@ -457,7 +457,7 @@ func (c *Core) grantEligible() {
 	}
 }
 
-// warnWaitCycles says, at WARN, each cycle of waiting requests that wait
+// warnWaitCycles says, at WARN, each group of waiting requests that wait
 // for each other: a request waits for the first request not yet served of
 // each member whose request its vector names (one the coordinator knows
 // of: an unknown one lapses after DeadAfter); when that one waits too,
@@ -484,61 +484,82 @@ func (c *Core) warnWaitCycles(v vview) {
 		}
 		return out
 	}
-	const (
-		unseen = iota
-		onPath
-		done
-	)
-	state := map[*centry]int{}
-	var path []*centry
-	var visit func(e *centry)
-	visit = func(e *centry) {
-		state[e] = onPath
-		path = append(path, e)
+	// Tarjan's strongly connected components: each group of two or more
+	// requests that wait for each other, said whole (two cycles through
+	// one request are one group: said as two, the second only after the
+	// first was withdrawn, review-mine).
+	index, low := map[*centry]int{}, map[*centry]int{}
+	onStack := map[*centry]bool{}
+	var stack []*centry
+	var connect func(e *centry)
+	connect = func(e *centry) {
+		index[e], low[e] = len(index), len(index)
+		stack, onStack[e] = append(stack, e), true
 		for _, f := range next(e) {
-			switch state[f] {
-			case unseen:
-				visit(f)
-			case onPath:
-				c.waitCycle(path[slices.Index(path, f):])
+			if _, seen := index[f]; !seen {
+				connect(f)
+				low[e] = min(low[e], low[f])
+			} else if onStack[f] {
+				low[e] = min(low[e], index[f])
 			}
 		}
-		path = path[:len(path)-1]
-		state[e] = done
+		if low[e] != index[e] {
+			return
+		}
+		var group []*centry
+		for {
+			f := stack[len(stack)-1]
+			stack, onStack[f] = stack[:len(stack)-1], false
+			group = append(group, f)
+			if f == e {
+				break
+			}
+		}
+		if len(group) > 1 {
+			c.waitCycle(group)
+		}
 	}
 	keys := slices.SortedFunc(maps.Keys(k.entries), func(a, b ckey) int {
 		return cmp.Or(cmp.Compare(a.member, b.member), cmp.Compare(a.inc, b.inc), cmp.Compare(a.seq, b.seq))
 	})
 	for _, key := range keys {
-		if e := k.entries[key]; !e.granted && e.vec.Len() > 1 && state[e] == unseen {
-			visit(e)
+		if e := k.entries[key]; !e.granted && e.vec.Len() > 1 {
+			if _, seen := index[e]; !seen {
+				connect(e)
+			}
 		}
 	}
 }
 
-// waitCycle says cycle, requests each waiting for the next and the last
-// for the first, unless each was said before.
-func (c *Core) waitCycle(cycle []*centry) {
-	fresh := false
-	parts := make([]string, 0, len(cycle)+1)
-	members := make([]uint32, 0, len(cycle))
-	stamps := make([]uint64, 0, len(cycle))
-	for _, e := range append(cycle, cycle[0]) {
+// waitCycle says group, requests each waiting, through the predecessors
+// their vectors name, for another of them, unless that very group was
+// said before (one left after another was withdrawn is said again).
+func (c *Core) waitCycle(group []*centry) {
+	slices.SortFunc(group, func(a, b *centry) int {
+		return cmp.Or(cmp.Compare(a.member, b.member), cmp.Compare(a.inc, b.inc), cmp.Compare(a.seq, b.seq))
+	})
+	parts := make([]string, 0, len(group))
+	members := make([]uint32, 0, len(group))
+	stamps := make([]uint64, 0, len(group))
+	for _, e := range group {
 		parts = append(parts, fmt.Sprintf("member %d's %s (lock %s)", e.member, StampText(stampOf(e.inc, e.seq)), e.lock))
-	}
-	for _, e := range cycle {
-		fresh = fresh || !e.cycled
-		e.cycled = true
 		members, stamps = append(members, e.member), append(stamps, stampOf(e.inc, e.seq))
+	}
+	said := strings.Join(parts, ", ")
+	fresh := false
+	for _, e := range group {
+		fresh = fresh || e.cycled != said
+		e.cycled = said
 	}
 	if !fresh {
 		return
 	}
 	c.count("tokenask_wait_cycles")
 	c.events = append(c.events, core.Event{Name: EventWaitCycle, Warn: true,
-		Msg: fmt.Sprintf("requests wait for each other through their vectors: %s; none is granted while they wait: "+
-			"no history makes this, so a vector was written by hand (--after) naming a request made after the one it stamps: withdraw one of them (stop its mutexd lock, or release it)",
-			parts[0]+" waits for "+strings.Join(parts[1:], ", which waits for ")),
+		Msg: fmt.Sprintf("requests wait for each other through their vectors: %s each wait for another of them, and none is granted while they wait: "+
+			"no history makes this, so a vector was written by hand (--after) naming a request made after the one it stamps: withdraw one of them (stop its mutexd lock, or release it); "+
+			"mutexd status on this member shows who waits for whom, and this is said again while some still wait for each other",
+			said),
 		Args: []any{"members", members, "requests", stamps}})
 }
 

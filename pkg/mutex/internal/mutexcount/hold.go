@@ -81,10 +81,15 @@ func (h *Hold) Ready(rd *core.Ready, outcomes *[]mutex.Outcome) {
 		h.fresh = len(h.held) == 0
 		h.due = false
 	}
-	for _, o := range *outcomes {
-		h.held = append(h.held, o)
-		h.events = append(h.events, takeEvent(&rd.Events, o))
+	// Backward, each taking the last event of its name and request: two
+	// renewals of one request drained together each keep their own
+	// (review-mine), and an earlier outcome's released before stays.
+	events := make([]core.Event, len(*outcomes))
+	for i, o := range slices.Backward(*outcomes) {
+		events[i] = takeEvent(&rd.Events, o)
 	}
+	h.held = append(h.held, *outcomes...)
+	h.events = append(h.events, events...)
 	*outcomes = nil
 }
 

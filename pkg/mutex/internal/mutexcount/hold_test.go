@@ -224,3 +224,33 @@ func TestHeldRenewalTakesItsOwnEvent(t *testing.T) {
 		t.Errorf("reported now: lock_renewed to %v, the held renewal's (its client has not got it); r1's (to %v) held in its place", exp.Sub(t0), r1.Expires.Sub(t0))
 	}
 }
+
+// TestTwoHeldRenewalsKeepTheirEvents (review-mine): two renewals of one
+// request drained into the same Ready, held for its promise: taking the
+// last lock_renewed of the request for each in turn gave r2 r3's event
+// and r3 r2's, and the log said the lease went to r3's expiry and back to
+// r2's. Each keeps its own.
+func TestTwoHeldRenewalsKeepTheirEvents(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ev := func(exp time.Time) core.Event {
+		return core.Event{Name: mutex.EventRenewed, Args: []any{"request", uint64(7), "lock", "x", "fence", uint64(1), "expires", exp}}
+	}
+	r2 := mutex.Renewed{ID: 7, Lock: "x", Fence: 1, Expires: t0.Add(2 * time.Second)}
+	r3 := mutex.Renewed{ID: 7, Lock: "x", Fence: 1, Expires: t0.Add(3 * time.Second)}
+	var h Hold
+	out := []mutex.Outcome{r2, r3}
+	rd := core.Ready{State: []byte{1}, Promise: true, Events: []core.Event{ev(r2.Expires), ev(r3.Expires)}}
+	h.Ready(&rd, &out)
+	var evs []core.Event
+	h.Advance(true, &out, &evs)
+	if len(out) != 2 || len(evs) != 2 {
+		t.Fatalf("not released: %v, %v", out, evs)
+	}
+	for i, o := range out {
+		got, _ := evs[i].Args[7].(time.Time)
+		want := o.(mutex.Renewed).Expires
+		if !got.Equal(want) {
+			t.Errorf("outcome %d (renewal to %v) released with the event of the renewal to %v", i, want.Sub(t0), got.Sub(t0))
+		}
+	}
+}
