@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/synclab/synclab/pkg/core"
@@ -163,9 +164,54 @@ func (c *Core) ackCap(p *peer, at time.Time) time.Time {
 // acknowledgements (a member downgraded) but by this member's beats
 // alone (countFor). An extended frame of it undoes this
 // (takeAnnouncement).
-func (c *Core) olderBuild(m uint32) {
+//
+// The first time (and again after an extended frame undid it) it is said
+// once (EventOlderBuild): at INFO, a rolling upgrade being normal, or at
+// WARN when the members taken for older are a majority of the others, so
+// that every majority needs one of them and a renewal waits for their
+// heartbeats. why says what was heard.
+func (c *Core) olderBuild(m uint32, why string) {
 	p := c.peers[m]
+	was := p.old
 	p.v2, p.old, p.ackedAt = false, true, time.Time{}
+	if was {
+		return
+	}
+	olds := c.olders()
+	if c.olderMajority() {
+		c.warn(EventOlderBuild, fmt.Sprintf("member %d is taken for a mutexd older than this one (it sent %s), and members %v, %d of the %d others, now are: "+
+			"every majority needs one of them, and they acknowledge nothing, so this member's renewals wait for their next heartbeat "+
+			"(up to --heartbeat %v, longer when one is lost: a lease under three heartbeats may run out); this member's heartbeats go to them short, "+
+			"and their frames count by this member's heartbeats alone. Upgrade members %v (docs/mutexd.md, Upgrades)",
+			m, why, olds, len(olds), len(c.cfg.Members)-1, c.cfg.HeartbeatInterval, olds), "member", m, "older", olds)
+		return
+	}
+	c.emit(EventOlderBuild, fmt.Sprintf("member %d is taken for a mutexd older than this one (it sent %s): this member's heartbeats go to it short, "+
+		"and its frames count by this member's heartbeats alone (members taken for older: %v); normal during a rolling upgrade: finish it",
+		m, why, olds), "member", m, "older", olds)
+}
+
+// EventOlderBuild: a member is taken for a build older than the extended
+// heartbeat ("member"; "older": all members so taken): at INFO, or at
+// WARN when they are a majority of the others (olderMajority).
+const EventOlderBuild = "member_older_build"
+
+// olders are the members taken for a build older than the extended form
+// (peer.old), in order.
+func (c *Core) olders() []uint32 {
+	var out []uint32
+	for _, m := range c.others() {
+		if c.peers[m].old {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// olderMajority says whether the members taken for older are a majority
+// of the others: too few are left for a majority without one of them.
+func (c *Core) olderMajority() bool {
+	return c.olds() > len(c.cfg.Members)-c.majority
 }
 
 // olds is how many members run a build older than the extended form.

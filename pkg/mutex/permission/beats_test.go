@@ -1,7 +1,10 @@
 package permission_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,6 +196,89 @@ func TestIdleBeatsToIdleOlderBuild(t *testing.T) {
 	second(true, map[uint32]bool{2: false, 3: false, 4: true})
 	ext(2)
 	second(false, map[uint32]bool{2: true, 3: false, 4: true})
+}
+
+// TestOlderBuildSaid: member 1 of five (majority 3) takes members for a
+// build older than the extended heartbeat one by one (2: idle 5-byte
+// heartbeats; 3: a busy 5-byte one; 4: a wire.KindHeartbeat). Each is said
+// once (EventOlderBuild): at INFO while the others of this build can
+// still make a majority without them, at WARN, naming them all and what
+// to do, once they are a majority of the others (then a renewal waits for
+// their heartbeats). Status lists them (Detail.Older, and the "Older"
+// line of `mutexd status`, saying what it costs); a member that sends an
+// extended frame (upgraded) leaves the list. Before, nothing said which
+// members were taken for older.
+func TestOlderBuildSaid(t *testing.T) {
+	m := newMember(t, 1, []uint32{1, 2, 3, 4, 5})
+	cfg := m.c.Config()
+	next := func() uint64 { return cfg.Lamport.Now() + 1 }
+	feed := func(from uint32, k wire.Kind, p interface{ AppendBinary([]byte) ([]byte, error) }) {
+		t.Helper()
+		if err := m.step(from, k, p, next()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ext := func(from uint32) { feed(from, wire.KindPermHeartbeat, wire.PermHeartbeat{Interval: 1000, Ext: true}) }
+	// check: the events said since the last call, and the status.
+	check := func(step string, wantSaid []bool, wantOlder []uint32, wantLine string) {
+		t.Helper()
+		said := m.events(permission.EventOlderBuild)
+		m.evs = nil
+		var warns []bool
+		for _, e := range said {
+			warns = append(warns, e.Warn)
+		}
+		if !slices.Equal(warns, wantSaid) {
+			t.Errorf("%s: %s said at WARN %v, want %v: %v", step, permission.EventOlderBuild, warns, wantSaid, said)
+		}
+		for _, e := range said {
+			if e.Warn && !strings.Contains(e.Msg, "Upgrade members "+fmt.Sprint(wantOlder)) {
+				t.Errorf("%s: the WARN does not name members %v and say to upgrade them: %s", step, wantOlder, e.Msg)
+			}
+			if !e.Warn && !strings.Contains(e.Msg, "rolling upgrade") {
+				t.Errorf("%s: the INFO line does not say a rolling upgrade is normal: %s", step, e.Msg)
+			}
+		}
+		st := m.c.Report()
+		if got := st.Detail.(permission.Detail).Older; !slices.Equal(got, wantOlder) {
+			t.Errorf("%s: status lists members %v as older, want %v", step, got, wantOlder)
+		}
+		raw, err := json.Marshal(st.Detail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := permission.StatusLines(st, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(lines, "\n")
+		if has := strings.Contains(text, "Older    :"); has != (wantLine != "") || !strings.Contains(text, wantLine) {
+			t.Errorf("%s: status lines lack %q:\n%s", step, wantLine, text)
+		}
+	}
+	ext(5)
+	check("5 extended", nil, nil, "")
+	m.beat(2)
+	check("2 short, idle", []bool{false}, []uint32{2}, "Older    : members 2 taken for an older mutexd: heartbeats sent short; "+
+		"their frames count by beats alone; renewals may wait for their heartbeats: upgrade them")
+	m.beat(2)
+	m.tick(cfg.HeartbeatInterval)
+	m.beat(2)
+	check("2 short again", nil, []uint32{2}, "Older    : members 2 ")
+	feed(3, wire.KindPermHeartbeat, wire.PermHeartbeat{Interval: 1000, Busy: true})
+	check("3 short, busy", []bool{false}, []uint32{2, 3}, "Older    : members 2,3 ")
+	feed(4, wire.KindHeartbeat, wire.Heartbeat{})
+	check("4 KindHeartbeat", []bool{true}, []uint32{2, 3, 4}, "a majority of the others: renewals wait for their heartbeats")
+	feed(4, wire.KindHeartbeat, wire.Heartbeat{})
+	check("4 again", nil, []uint32{2, 3, 4}, "Older    : members 2,3,4 ")
+	ext(2) // upgraded
+	check("2 extended", nil, []uint32{3, 4}, "Older    : members 3,4 taken for an older mutexd: heartbeats sent short; "+
+		"their frames count by beats alone; renewals may wait")
+	m.beat(2) // a short idle one after an extended one: not older
+	check("2 short after extended", nil, []uint32{3, 4}, "Older    : members 3,4 ")
+	ext(3)
+	ext(4)
+	check("all extended", nil, nil, "")
 }
 
 // TestUnackedBeatsCutOff: member 1, idle, hears members 2 and 3 beat

@@ -1138,7 +1138,7 @@ func (c *Core) stepFrame(m core.Message) error {
 			}
 			c.takeAnnouncement(m.From, m.Lamport, h)
 		case h.Busy:
-			c.olderBuild(m.From) // a busy heartbeat of an older version
+			c.olderBuild(m.From, "a busy 5-byte heartbeat") // a busy heartbeat of an older version
 		case !c.peers[m.From].v2:
 			// An idle 5-byte heartbeat of a member that sent no extended
 			// frame (in its incarnation as this member knows it): an
@@ -1149,7 +1149,7 @@ func (c *Core) stepFrame(m core.Message) error {
 			// short form (once an extended frame came, a short idle one
 			// no longer marks; an extended frame undoes the mark:
 			// takeAnnouncement).
-			c.olderBuild(m.From)
+			c.olderBuild(m.From, "an idle 5-byte heartbeat, and no extended frame")
 		}
 		switch {
 		case !h.Busy:
@@ -1166,7 +1166,7 @@ func (c *Core) stepFrame(m core.Message) error {
 		if err := h.UnmarshalBinary(m.Payload); err != nil {
 			return err
 		}
-		c.olderBuild(m.From)
+		c.olderBuild(m.From, "a plain heartbeat frame, the kind before perm_heartbeat")
 		return nil
 	case wire.KindRARequest, wire.KindLamportRequest, wire.KindLamportRelease,
 		wire.KindBakeryDoorway, wire.KindBakeryChoosing, wire.KindBakeryTicket:

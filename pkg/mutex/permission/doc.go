@@ -349,7 +349,11 @@
 // once a heartbeat of that member's came in the 5-byte form (idle, while
 // it had sent Y no extended frame in its incarnation as Y knows it; or
 // busy), and in the extended form again once an extended frame of it
-// comes (TestIdleBeatsToIdleOlderBuild). Y's idle heartbeats to a
+// comes (TestIdleBeatsToIdleOlderBuild). Y says so once per member so
+// taken (EventOlderBuild: at WARN when they are a majority of the others,
+// whose heartbeats a renewal then waits for) and lists them in its status
+// (Detail.Older) until they send an extended frame
+// (TestOlderBuildSaid). Y's idle heartbeats to a
 // member not heard yet go extended, as two members of this build must
 // hear one from each other: an older member refuses about one per start
 // of Y (none after a restart, which begins busy). A member of this build

@@ -92,6 +92,14 @@ func StatusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		lines = append(lines, fmt.Sprintf("Loop late: this host's loop last sent a heartbeat %v late, %v ago (%d times in all): frames read meanwhile counted as no majority heard; check the host's load, swap, a paused VM or process",
 			ms(d.LoopLateMS), ms(d.LoopLateAgoMS), c["loop_late"]))
 	}
+	if len(d.Older) > 0 {
+		cost := "heartbeats sent short; their frames count by beats alone; renewals may wait for their heartbeats: upgrade them"
+		if len(d.Older) > len(st.Members)-d.Majority {
+			cost = "heartbeats sent short; their frames count by beats alone; a majority of the others: renewals wait for their heartbeats " +
+				"(a lease under three heartbeats may run out): upgrade them"
+		}
+		lines = append(lines, fmt.Sprintf("Older    : members %s taken for an older mutexd: %s", idList(d.Older), cost))
+	}
 	if d.RestartHoldMS > 0 {
 		lines = append(lines, fmt.Sprintf("Restarted: answering nobody for %v more (a lease granted before the restart may run)",
 			time.Duration(d.RestartHoldMS)*time.Millisecond))

@@ -86,6 +86,12 @@ type Detail struct {
 	// frames read meanwhile did not count as hearing a majority.
 	LoopLateMS    int64 `json:"loop_late_ms,omitempty"`
 	LoopLateAgoMS int64 `json:"loop_late_ago_ms,omitempty"`
+	// Older: the members taken for a build older than the extended
+	// heartbeat (EventOlderBuild): this member's heartbeats go to them
+	// short, their frames count by its heartbeats alone (no
+	// acknowledgement caps them), and when they are a majority of the
+	// others a renewal waits for their next heartbeat.
+	Older []uint32 `json:"older,omitempty"`
 }
 
 // LinkDetail is what a member knows of its link to another.
@@ -168,6 +174,7 @@ func (c *Core) Report() mutex.Status {
 	}
 	d.AnnouncedEndMS = max(c.annEnd.Sub(c.now).Milliseconds(), 0)
 	d.CutOff = c.cutOff
+	d.Older = c.olders()
 	if !c.lateAt.IsZero() {
 		d.LoopLateMS, d.LoopLateAgoMS = c.lateBy.Milliseconds(), c.now.Sub(c.lateAt).Milliseconds()
 	}
