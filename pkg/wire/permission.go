@@ -333,10 +333,10 @@ func (r *PermReply) UnmarshalBinary(b []byte) error {
 // the receivers' acknowledgement; Ack (0: none), the Lamport time of the
 // receiver's announcement the sender took. Older members refuse the
 // extended form (Busy byte 3) and take the frame as a sign of life only:
-// the sender sends them busy heartbeats in it, but its idle heartbeat,
+// the sender sends them busy heartbeats in it, and its idle heartbeat,
 // which spends the others' leaves, in the 5-byte form once it has heard
-// theirs (pkg/mutex/permission: its first idle heartbeat to a member not
-// heard yet is extended).
+// a busy 5-byte heartbeat of theirs (pkg/mutex/permission: until then an
+// idle older member refuses its idle heartbeats too).
 //
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                        Interval (ms)                          |  0

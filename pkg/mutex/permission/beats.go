@@ -156,9 +156,9 @@ func (c *Core) ackCap(p *peer, at time.Time) time.Time {
 }
 
 // olderBuild notes that member m sent a heartbeat of a build that
-// predates the extended form (a busy 5-byte one, a wire.KindHeartbeat,
-// or an idle 5-byte one before any extended frame of its incarnation as
-// this member knows it: stepFrame): its probes get the short answers,
+// predates the extended form (a busy 5-byte one or a wire.KindHeartbeat:
+// stepFrame; an idle 5-byte one marks nothing): its probes get the short
+// answers,
 // this member's idle heartbeats go to it in the 5-byte form, and it
 // acknowledges nothing, so its frames are no longer capped by its
 // acknowledgements (a member downgraded) but by this member's beats
@@ -178,7 +178,18 @@ func (c *Core) olderBuild(m uint32, why string) {
 		return
 	}
 	olds := c.olders()
-	if c.olderMajority() {
+	// Said at most once per member every olderSayEvery, and the WARN at
+	// most once a olderSayEvery in all: without a key, forged 5-byte and
+	// extended frames in turn marked and unmarked a member as fast as
+	// they came (review-perm6: 200 WARN lines in a second).
+	majority := c.olderMajority()
+	if !p.olderSaid.IsZero() && c.now.Sub(p.olderSaid) < olderSayEvery || majority && !c.olderWarned.IsZero() && c.now.Sub(c.olderWarned) < olderSayEvery {
+		c.count("older_build_unsaid")
+		return
+	}
+	p.olderSaid = c.now
+	if majority {
+		c.olderWarned = c.now
 		c.warn(EventOlderBuild, fmt.Sprintf("member %d is taken for a mutexd older than this one (it sent %s), and members %v, %d of the %d others, now are: "+
 			"every majority needs one of them, and they acknowledge nothing, so this member's renewals wait for their next heartbeat "+
 			"(up to --heartbeat %v, longer when one is lost: a lease under three heartbeats may run out); this member's heartbeats go to them short, "+
@@ -195,6 +206,10 @@ func (c *Core) olderBuild(m uint32, why string) {
 // heartbeat ("member"; "older": all members so taken): at INFO, or at
 // WARN when they are a majority of the others (olderMajority).
 const EventOlderBuild = "member_older_build"
+
+// olderSayEvery is how often EventOlderBuild is said at most, per member
+// (and at WARN, in all).
+const olderSayEvery = 10 * time.Minute
 
 // olders are the members taken for a build older than the extended form
 // (peer.old), in order.

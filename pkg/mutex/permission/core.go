@@ -81,6 +81,8 @@ type Core struct {
 	lastActive time.Time
 	det        *liveness.Detector
 	lastBeat   time.Time // zero: none yet
+	// olderWarned: when EventOlderBuild was last said at WARN.
+	olderWarned time.Time
 	// beats are this member's last heartbeats to all (requests to all
 	// included), oldest first, at most maxBeats: when each left and when
 	// the next was due then, for the instant a frame counts for
@@ -240,11 +242,12 @@ type peer struct {
 	// frames count no later than a heartbeat and inFlight after it
 	// (beats.go, ackCap). old: it sent a heartbeat of a build older than
 	// the extended form since its last extended frame (a busy 5-byte
-	// one, a wire.KindHeartbeat, or an idle 5-byte one while not v2: it
-	// refuses the extended form, and this member's idle heartbeats go to
-	// it short).
+	// one or a wire.KindHeartbeat: it refuses the extended form, and this
+	// member's idle heartbeats go to it short).
 	ackedAt time.Time
 	old     bool
+	// olderSaid: when it was last said taken for older (EventOlderBuild).
+	olderSaid time.Time
 }
 
 // lock is this member's state of one lock.
@@ -1139,17 +1142,13 @@ func (c *Core) stepFrame(m core.Message) error {
 			c.takeAnnouncement(m.From, m.Lamport, h)
 		case h.Busy:
 			c.olderBuild(m.From, "a busy 5-byte heartbeat") // a busy heartbeat of an older version
-		case !c.peers[m.From].v2:
-			// An idle 5-byte heartbeat of a member that sent no extended
-			// frame (in its incarnation as this member knows it): an
-			// older build, which refuses the extended form. A member of
-			// this build sends the short form only to a member it took
-			// for older, and its heartbeats to a member not heard yet
-			// are extended, so two such members never settle on the
-			// short form (once an extended frame came, a short idle one
-			// no longer marks; an extended frame undoes the mark:
-			// takeAnnouncement).
-			c.olderBuild(m.From, "an idle 5-byte heartbeat, and no extended frame")
+			// An idle 5-byte heartbeat marks nothing: a member of this
+			// build sends it to a member it takes for older, and marking
+			// it back left two members of this build on the short form
+			// for good, uncapped (review-perm6: one whose frames were lost
+			// for its upgrade restart's hold). An idle member of an older
+			// build gets the extended form and refuses it (the package
+			// doc, "Links").
 		}
 		switch {
 		case !h.Busy:

@@ -346,20 +346,24 @@
 // latest, askBy). A member of a build older than the extended form
 // refuses it (a sign of life only, which spends no leave), so Y sends
 // its idle heartbeat to a member in the 5-byte form, asking nothing,
-// once a heartbeat of that member's came in the 5-byte form (idle, while
-// it had sent Y no extended frame in its incarnation as Y knows it; or
-// busy), and in the extended form again once an extended frame of it
-// comes (TestIdleBeatsToIdleOlderBuild). Y says so once per member so
+// once a busy heartbeat of that member's came in the 5-byte form, and in
+// the extended form again once an extended frame of it comes. An idle
+// 5-byte heartbeat marks nothing: members of this build send it to a
+// member they take for older, and marking them back for it left two
+// members of this build on the 5-byte form for good, their frames
+// uncapped (review-perm6: a member whose frames were lost for its
+// upgrade restart's hold); so an idle member of an older build gets the
+// extended idle heartbeat and refuses it, a sign of life only (after Y
+// crashes it waits DeadAfter, not SuspectAfter, for Y's leaves), until
+// it is busy once (TestIdleBeatsToIdleOlderBuild). Y says so once per member so
 // taken (EventOlderBuild: at WARN when they are a majority of the others,
 // whose heartbeats a renewal then waits for) and lists them in its status
 // (Detail.Older) until they send an extended frame
-// (TestOlderBuildSaid). Y's idle heartbeats to a
-// member not heard yet go extended, as two members of this build must
-// hear one from each other: an older member refuses about one per start
-// of Y (none after a restart, which begins busy). A member of this build
-// sends the 5-byte form only to a member it took for older, and once an
-// extended frame of a member came, a 5-byte idle one no longer marks it,
-// so two members of this build never settle on the 5-byte form. A frame
+// (TestOlderBuildSaid). A member of this build sends the 5-byte form
+// only to a member it took for older, and leaves off at that member's
+// first extended frame, which every member of this build sends when busy
+// (a restart begins busy) and in every idle heartbeat to a member it does
+// not take for older. A frame
 // of a member that has acknowledged any counts no later than I + d after
 // the last ask of Y's it acknowledged: it heard Y then
 // (TestUnackedBeatsCutOff; a frame that carries an acknowledgement
@@ -428,13 +432,7 @@
 //     heard sending a heartbeat of a build older than the extended form)
 //     are counted by the beats alone, as above, where an idle member's
 //     lost beats are not covered: for a round trip after a start, and
-//     for good with members of such a build (upgrade all). So too, until
-//     either is busy, with a member of the build before the
-//     acknowledgement cap (it reads and acknowledges the extended form,
-//     but beats idle in the 5-byte one) whose idle heartbeat came before
-//     any acknowledgement of it, when the extended heartbeats this
-//     member sent it before that were all lost: it is taken for
-//     older.
+//     for good with members of such a build (upgrade all).
 //   - A frame in flight longer than d when the link failed counts up to
 //     its excess late (the Margin, 200 ms, of which d + C take half,
 //     absorbs a LAN's).

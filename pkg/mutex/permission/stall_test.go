@@ -348,11 +348,25 @@ func stallSim(t *testing.T, f mutex.Factory, seed int64) (*mutextest.LockSim, pe
 // which holds without its leave, for a member that holds nothing by it).
 func cutOffBeforeGivenUp(t *testing.T, s *mutextest.LockSim, tm permission.Config, holder, waiter uint32, rw mutex.RequestID, what string) {
 	t.Helper()
+	cutOffBeforeGivenUpSince(t, s, tm, holder, waiter, rw, what, 0, 0)
+}
+
+// givenUpAndCutOff are waiter's members_given_up and holder's cut_off and
+// stalls so far, for cutOffBeforeGivenUpSince.
+func givenUpAndCutOff(s *mutextest.LockSim, holder, waiter uint32) (given, cut uint64) {
+	counter := func(id uint32, name string) uint64 { return s.Core(id).(mutex.Algorithm).Report().Counters[name] }
+	return counter(waiter, "members_given_up"), counter(holder, "cut_off") + counter(holder, "stalls")
+}
+
+// cutOffBeforeGivenUpSince is cutOffBeforeGivenUp counting from given0
+// and cut0 (givenUpAndCutOff before the partition).
+func cutOffBeforeGivenUpSince(t *testing.T, s *mutextest.LockSim, tm permission.Config, holder, waiter uint32, rw mutex.RequestID, what string, given0, cut0 uint64) {
+	t.Helper()
 	counter := func(id uint32, name string) uint64 { return s.Core(id).(mutex.Algorithm).Report().Counters[name] }
 	cut := s.Elapsed()
 	var bad string
 	granted := func() bool {
-		if bad == "" && counter(waiter, "members_given_up") > 0 && counter(holder, "cut_off")+counter(holder, "stalls") == 0 {
+		if given, cutNow := givenUpAndCutOff(s, holder, waiter); bad == "" && given > given0 && cutNow == cut0 {
 			bad = fmt.Sprintf("member %d gave %d up %v after %d was partitioned %s (at its lease end: %d), and %d, alive, had not taken itself for cut off",
 				waiter, holder, s.Elapsed()-cut, holder, what, counter(waiter, "members_given_up_at_lease_end"), holder)
 		}

@@ -1,0 +1,95 @@
+package permission_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
+	"github.com/synclab/synclab/pkg/mutex/permission"
+	"github.com/synclab/synclab/pkg/wire"
+)
+
+// forgeShortBusy forges, at member to, a 5-byte busy heartbeat of member
+// from (what a member of the build before the extended form sends).
+func forgeShortBusy(t *testing.T, s *mutextest.LockSim, from, to uint32) {
+	t.Helper()
+	l := s.Core(to).(*permission.Core).Config().Lamport.Now() + 1
+	if err := s.Forge(from, to, wire.KindPermHeartbeat, 0, l, wire.PermHeartbeat{Interval: 1000, Busy: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUpgradeRestartLossStaysCapped (review-perm6): members 2 and 3 take
+// member 1 for an older build (it ran one: here a 5-byte busy heartbeat
+// of it, forged while it is down); 1 restarts on this build and its
+// frames to them are lost for its whole restart hold, so they still send
+// it 5-byte idle heartbeats. A branch that took a member for older on a
+// 5-byte idle heartbeat from which no extended frame had come made 1 take
+// 2 and 3 for older in turn: each then sent the others only the 5-byte
+// form, for good while idle, and 1 counted their frames by its own beats
+// alone, uncapped by acknowledgements: a minute later, every frame of 1
+// lost for two heartbeats and then partitioned, "member 2 gave 1 up
+// 129.887902ms after 1 was partitioned ... and 1, alive, had not taken
+// itself for cut off" (Lamport 739.703217ms). A 5-byte idle heartbeat
+// marks nothing now.
+func TestUpgradeRestartLossStaysCapped(t *testing.T) {
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 8, func(t *testing.T, seed int64) {
+				const idle, waiter, other = 1, 2, 3
+				s, tm := stallSim(t, f, seed)
+				rng := s.NewRand()
+				s.Crash(idle)
+				forgeShortBusy(t, s, idle, waiter)
+				forgeShortBusy(t, s, idle, other)
+				s.Run(time.Second)
+				s.Cut(idle, waiter)
+				s.Cut(idle, other)
+				s.Restart(idle)
+				s.Run(tm.RestartHold() + time.Second)
+				s.Heal()
+				s.Run(60*time.Second + time.Duration(rng.Int64N(int64(tm.HeartbeatInterval))))
+				g0, c0 := givenUpAndCutOff(s, idle, waiter)
+				s.Cut(idle, waiter)
+				s.Cut(idle, other)
+				s.Run(2*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(900*time.Millisecond))))
+				s.Partition([]uint32{idle}, []uint32{waiter, other})
+				rw := s.Acquire(waiter)
+				cutOffBeforeGivenUpSince(t, s, tm, idle, waiter, rw, "after every frame of it was lost for two heartbeats or more, a minute after its upgrade restart", g0, c0)
+			})
+		})
+	}
+}
+
+// TestOlderBuildSaidRateLimited (review-perm6): without a key, forged
+// extended and 5-byte busy heartbeats in turn marked and unmarked member
+// 2 as an older build at member 1 as fast as they came, and each mark was
+// said: 200 forged triples in a second made 202 member_older_build lines,
+// 200 at WARN. Each member is said at most once every 10 minutes, the
+// WARN at most once in all.
+func TestOlderBuildSaidRateLimited(t *testing.T) {
+	s, _ := stallSim(t, permission.RicartAgrawalaFactory, 1)
+	forgeShortBusy(t, s, 3, 1)
+	for range 200 {
+		l := s.Core(1).(*permission.Core).Config().Lamport.Now() + 1
+		if err := s.Forge(2, 1, wire.KindPermHeartbeat, 0, l, wire.PermHeartbeat{Interval: 1000, Ext: true}); err != nil {
+			t.Fatal(err)
+		}
+		forgeShortBusy(t, s, 2, 1)
+		forgeShortBusy(t, s, 3, 1) // keeps 3 marked (its real extended beats undo it)
+		s.Run(5 * time.Millisecond)
+	}
+	lines, warns := 0, 0
+	for _, e := range s.EventsNamed(permission.EventOlderBuild) {
+		if e.Node == 1 {
+			lines++
+			if e.Warn {
+				warns++
+			}
+		}
+	}
+	if lines > 2 || warns > 1 {
+		t.Errorf("200 forged frame triples in 1 s made member 1 log %d member_older_build lines, %d at WARN; want at most one per member, one WARN", lines, warns)
+	}
+}
