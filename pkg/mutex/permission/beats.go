@@ -158,18 +158,17 @@ func (c *Core) ackCap(p *peer, at time.Time) time.Time {
 // olderBuild notes that member m sent a heartbeat of a build that
 // predates the extended form (a busy 5-byte one or a wire.KindHeartbeat:
 // stepFrame; an idle 5-byte one marks nothing): its probes get the short
-// answers,
-// this member's idle heartbeats go to it in the 5-byte form, and it
-// acknowledges nothing, so its frames are no longer capped by its
+// answers, this member's idle heartbeats go to it in the 5-byte form, and
+// it acknowledges nothing, so its frames are no longer capped by its
 // acknowledgements (a member downgraded) but by this member's beats
 // alone (countFor). An extended frame of it undoes this
 // (takeAnnouncement).
 //
-// The first time (and again after an extended frame undid it) it is said
-// once (EventOlderBuild): at INFO, a rolling upgrade being normal, or at
-// WARN when the members taken for older are a majority of the others, so
-// that every majority needs one of them and a renewal waits for their
-// heartbeats. why says what was heard.
+// The first time (and again after an extended frame undid it, at most
+// once every olderSayEvery) it is said (EventOlderBuild): at INFO, a
+// rolling upgrade being normal, or at WARN when the members taken for
+// older are a majority of the others, so that every majority needs one of
+// them and a renewal waits for their heartbeats. why says what was heard.
 func (c *Core) olderBuild(m uint32, why string) {
 	p := c.peers[m]
 	was := p.old
