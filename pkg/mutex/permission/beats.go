@@ -177,12 +177,15 @@ func (c *Core) olderBuild(m uint32, why string) {
 		return
 	}
 	olds := c.olders()
-	// Said at most once per member every olderSayEvery, and the WARN at
-	// most once a olderSayEvery in all: without a key, forged 5-byte and
-	// extended frames in turn marked and unmarked a member as fast as
-	// they came (review-perm6: 200 WARN lines in a second).
+	// The INFO at most once per member every olderSayEvery, the WARN at
+	// most once every olderSayEvery in all: without a key, forged 5-byte
+	// and extended frames in turn marked and unmarked a member as fast as
+	// they came (review-perm6: 200 WARN lines in a second). The WARN is
+	// not held back by its member's INFO: a member rolled back within
+	// olderSayEvery that makes the majority is said (review-last).
 	majority := c.olderMajority()
-	if !p.olderSaid.IsZero() && c.now.Sub(p.olderSaid) < olderSayEvery || majority && !c.olderWarned.IsZero() && c.now.Sub(c.olderWarned) < olderSayEvery {
+	recent := func(t time.Time) bool { return !t.IsZero() && c.now.Sub(t) < olderSayEvery }
+	if majority && recent(c.olderWarned) || !majority && recent(p.olderSaid) {
 		c.count("older_build_unsaid")
 		return
 	}

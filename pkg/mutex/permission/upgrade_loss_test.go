@@ -93,3 +93,42 @@ func TestOlderBuildSaidRateLimited(t *testing.T) {
 		t.Errorf("200 forged frame triples in 1 s made member 1 log %d member_older_build lines, %d at WARN; want at most one per member, one WARN", lines, warns)
 	}
 }
+
+// TestOlderMajorityWarnNotHidden (review-last): member 1 of five (a
+// majority of the others is older once 3 of 4 are). 2 and 3 are taken for
+// older (INFO each); 2 is upgraded (an extended frame: unmarked) and
+// rolled back a minute later (or one extended frame is forged in its
+// name); meanwhile 4 is taken for older. 2's next busy 5-byte heartbeat
+// makes {2, 3, 4} a majority of the others: the per-member limit on 2's
+// INFO hid the WARN, never said. It is said.
+func TestOlderMajorityWarnNotHidden(t *testing.T) {
+	m := newMember(t, 1, []uint32{1, 2, 3, 4, 5})
+	cfg := m.c.Config()
+	feed := func(from uint32, p wire.PermHeartbeat) {
+		t.Helper()
+		if err := m.step(from, wire.KindPermHeartbeat, p, cfg.Lamport.Now()+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy := func(from uint32) { feed(from, wire.PermHeartbeat{Interval: 1000, Busy: true}) }
+	ext := func(from uint32) { feed(from, wire.PermHeartbeat{Interval: 1000, Ext: true}) }
+	ext(5)
+	busy(2)
+	busy(3)
+	m.tick(time.Minute)
+	ext(2) // upgraded
+	m.tick(time.Minute)
+	busy(4)
+	m.tick(time.Minute)
+	busy(2) // rolled back
+	older := m.c.Report().Detail.(permission.Detail).Older
+	warns := 0
+	for _, e := range m.events(permission.EventOlderBuild) {
+		if e.Warn {
+			warns++
+		}
+	}
+	if len(older) != 3 || warns != 1 {
+		t.Errorf("members %v taken for older (want 3 of the 4 others), %d member_older_build WARN said (want 1)", older, warns)
+	}
+}
