@@ -11,6 +11,15 @@ import (
 	"github.com/synclab/synclab/pkg/mutex/central"
 )
 
+// longOn1And4 is the --lease of members configured apart: 3 s on members
+// 1 and 4, 1 s on the others.
+func longOn1And4(id uint32) time.Duration {
+	if id == 1 || id == 4 {
+		return 3 * time.Second
+	}
+	return time.Second
+}
+
 // TestReannouncedHoldLongerLease: members configured apart. Members 1
 // and 4 run with a 3 s maximum lease (mutexd --lease 3s), members 2 and 3
 // with 1 s. Member 1 holds x from coordinator 4 with a 3 s lease, and
@@ -24,13 +33,7 @@ import (
 // most this coordinator's own maximum, and the mismatch said at WARN,
 // naming both members and the flag.
 func TestReannouncedHoldLongerLease(t *testing.T) {
-	long := func(id uint32) time.Duration {
-		if id == 1 || id == 4 {
-			return 3 * time.Second
-		}
-		return time.Second
-	}
-	r := reannounceLeases(t, 4, 0, long)
+	r := reannounceLeases(t, 4, 0, longOn1And4)
 	r.s.Start()
 	r.s.Run(5 * time.Second) // 4's Hold: every member started less than a lease ago
 	var held mutex.RequestID

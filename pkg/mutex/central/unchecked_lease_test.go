@@ -23,22 +23,8 @@ import (
 // rev3: "two holders: member 2 granted x at 6.43s, inside member 1's
 // lease (to 7.599s)"). Only a checked member's hold is cut now.
 func TestUncheckedLongerLease(t *testing.T) {
-	long := func(id uint32) time.Duration {
-		if id == 1 || id == 4 {
-			return 3 * time.Second
-		}
-		return time.Second
-	}
-	r := leasesRun(t, 4, 0, long, false)
-	r.s.Start()
-	r.s.Run(5 * time.Second)
-	var held mutex.RequestID
-	r.s.Do(1, func(c core.Core) { held, _ = c.(*central.Core).Acquire(r.s.Clock(1).Now(), mutex.Request{Lock: "x"}) })
-	if !r.s.RunUntil(func() bool { st, _ := r.core(1).Lookup(held); return st.Granted }, time.Second) {
-		t.Fatal("member 1 not granted x")
-	}
-	r.s.Crash(4)
-	r.s.Run(10 * time.Millisecond)
+	r := leasesRun(t, 4, 0, longOn1And4, false)
+	holdThenKill(r, 5*time.Second, "x", 4)
 	r.s.Do(2, func(c core.Core) { _, _ = c.(*central.Core).Acquire(r.s.Clock(2).Now(), mutex.Request{Lock: "x"}) })
 	r.s.Run(4 * time.Second)
 	checkLeaseOutlasted(t, r.s, 1, "x")
