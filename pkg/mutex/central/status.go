@@ -57,6 +57,12 @@ type Detail struct {
 	// have a renewal unconfirmed for a beat or more
 	// (EventRenewalUnanswered says why it may be).
 	RenewalsUnanswered int `json:"renewals_unanswered,omitempty"`
+	// LastSkip (the token-asking variant) is what the latest WARN
+	// tokenask_unknown_predecessor of this member said, at LastSkipAt:
+	// a request granted without a predecessor, and what the coordinator
+	// knew of it.
+	LastSkip   string    `json:"last_causal_skip,omitempty"`
+	LastSkipAt time.Time `json:"last_causal_skip_at,omitzero"`
 }
 
 // LockDetail is the algorithm's part of a mutex.LockStatus.Detail, from
@@ -112,6 +118,7 @@ func (c *Core) Report() mutex.Status {
 		}
 	}
 	d.RenewalsUnanswered = c.renewalsUnanswered()
+	d.LastSkip, d.LastSkipAt = c.lastSkip, c.lastSkipAt
 	k := c.co
 	if k != nil && c.unsavedTerm == k.term {
 		d.Unsaved = k.term
