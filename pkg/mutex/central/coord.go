@@ -120,16 +120,14 @@ type peer struct {
 	capHold  wire.CentralSyncEntry
 	capHolds int
 	// droppedSeq is the earliest of its run's waiting requests dropped
-	// when it fell silent (DeadAfter without a frame since silentFrom:
-	// its last frame, or the term's start), at droppedAt, and not listed
-	// by a sync since (0: none): the token-asking variant's V stays below
-	// it until the silence has lasted silentLapse (2 x DeadAfter: vnow),
-	// so that a request that names it does not overtake it when the
-	// member's silence was two beats lost, and its next sync queues it
-	// again.
+	// when it fell silent (DeadAfter without a frame), at droppedAt, and
+	// not listed by a sync since (0: none): the token-asking variant's V
+	// stays below it for DeadAfter more (vnow, silentLapse: 2 x DeadAfter
+	// of silence at least), so that a request that names it does not
+	// overtake it when the member's silence was two beats lost, and its
+	// next sync queues it again.
 	droppedSeq uint64
 	droppedAt  time.Time
-	silentFrom time.Time
 }
 
 // parkedRenewal is a member's renewal that waits for fresher support: its
@@ -548,7 +546,7 @@ func (c *Core) tickCoord() {
 				c.count("dropped_silent")
 				c.remove(e)
 				if e.inc == p.inc && (p.droppedSeq == 0 || e.seq < p.droppedSeq) {
-					p.droppedSeq, p.droppedAt, p.silentFrom = e.seq, c.now, maxTime(p.heard, k.start)
+					p.droppedSeq, p.droppedAt = e.seq, c.now
 				}
 			}
 		}

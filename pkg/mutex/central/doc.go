@@ -401,11 +401,11 @@
 // dependent request's queueing is skipped (counted, reported at WARN):
 // a vector naming a request never made, or lost with its member. One the
 // coordinator dropped for its member's silence (DeadAfter without a frame)
-// still holds V back until that silence has lasted 2 x DeadAfter, or
-// the member's next sync queues it again (two beats lost on a lossy link
-// let its dependents overtake it, silently: the generic oracle's causal
-// check, TestTokenAskSilentPredecessor); then it is skipped and reported
-// too. A grant never confirmed (below) lapses by the same rule, 2 x
+// still holds V back for DeadAfter more (2 x DeadAfter of silence, and
+// the tick's lag), or until the member's next sync queues it again (two
+// beats lost on a lossy link let its dependents overtake it, silently:
+// the generic oracle's causal check, TestTokenAskSilentPredecessor);
+// then it is skipped and reported too. A grant never confirmed (below) lapses by the same rule, 2 x
 // DeadAfter of its member's silence since the grant: refused where it
 // landed, it is a waiting request the member's next sync has made anew.
 // It lapsed after DeadAfter, and 300 ms of lost syncs (100 ms beats) had
