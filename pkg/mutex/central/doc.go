@@ -405,8 +405,8 @@
 // the tick's lag), or until the member's next sync queues it again (two
 // beats lost on a lossy link let its dependents overtake it, silently:
 // the generic oracle's causal check, TestTokenAskSilentPredecessor);
-// then it is skipped and reported too. A grant never confirmed (below) lapses by the same rule, 2 x
-// DeadAfter of its member's silence since the grant: refused where it
+// then it is skipped and reported too. A grant never confirmed (below) lapses after as long a silence, 2 x
+// DeadAfter of its member's silence since the grant or its last frame, if later (any frame restarts it): refused where it
 // landed, it is a waiting request the member's next sync has made anew.
 // It lapsed after DeadAfter, and 300 ms of lost syncs (100 ms beats) had
 // a refused grant made anew after its dependent, said as a crash

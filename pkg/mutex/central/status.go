@@ -57,10 +57,12 @@ type Detail struct {
 	// have a renewal unconfirmed for a beat or more
 	// (EventRenewalUnanswered says why it may be).
 	RenewalsUnanswered int `json:"renewals_unanswered,omitempty"`
-	// LastSkip (the token-asking variant) is what the latest WARN
-	// tokenask_unknown_predecessor of this member said, at LastSkipAt:
-	// a request granted without a predecessor, and what the coordinator
-	// knew of it.
+	// LastSkip (the token-asking variant) is the latest request this
+	// member granted without a predecessor, at LastSkipAt, in short:
+	// which request, which predecessor, and what the coordinator knew of
+	// it ("never heard of", "dropped when its member fell silent",
+	// "granted, never confirmed"); the WARN tokenask_unknown_predecessor
+	// logged then says the rest.
 	LastSkip   string    `json:"last_causal_skip,omitempty"`
 	LastSkipAt time.Time `json:"last_causal_skip_at,omitzero"`
 }

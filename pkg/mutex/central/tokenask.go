@@ -254,8 +254,9 @@ func (c *Core) ownVectors() map[uint64]clock.Vector {
 // 1.4 s ahead of their predecessor, no WARN). After that wait its member
 // is taken for gone, as a predecessor never heard of is, and a request
 // granted without it is reported (lapsed). A grant its member never
-// confirmed lapses by the same rule (silent): to the coordinator it is a
-// waiting request unless the member took it.
+// confirmed lapses after as long a silence (silent), counted from the
+// later of the grant and the member's last frame: to the coordinator it
+// is a waiting request unless the member took it.
 type vview struct {
 	served map[uint32]uint64 // V[j], as a vector counter
 	// unconfirmed are, per member, its grants not yet confirmed, which
@@ -383,7 +384,7 @@ func (c *Core) eligible(v vview, e *centry, blocked map[*centry]bool) bool {
 		}
 		if t <= v.served[j] && (v.lapsed[j] == 0 || t < v.lapsed[j]) {
 			if g := v.silent[j]; g != nil && t >= stampOf(g.inc, g.seq) {
-				e.skip(j, "tokenask_unconfirmed_predecessors", fmt.Sprintf("member %d's request %s names member %d's request %s; this coordinator granted member %d's %s %v ago, never confirmed, "+
+				e.skip(j, "tokenask_unconfirmed_predecessors", "granted, never confirmed", fmt.Sprintf("member %d's request %s names member %d's request %s; this coordinator granted member %d's %s %v ago, never confirmed, "+
 					"and last heard a frame of member %d %s: granted without its word after 2 x DeadAfter (%v) of silence. "+
 					"If member %d took that grant the order held; if it refused it (the grant crossed its sync) and its syncs were lost, its request is granted anew after this one when it is heard again. "+
 					"Whether member %d is down, cut off or losing frames to this one: mutexd status --cluster on its host",
@@ -402,23 +403,26 @@ func (c *Core) eligible(v vview, e *centry, blocked map[*centry]bool) bool {
 		}
 		// A client passed a vector naming a request never made, or its
 		// member crashed or fell silent.
-		why := fmt.Sprintf("which this coordinator never heard of in %v: granted without it "+
-			"(check the vector its client passed with --after: it names a request never made; or member %d crashed before sending it)", c.cfg.DeadAfter, j)
+		why := fmt.Sprintf("which this coordinator has not heard of in the %v since this request was queued, and it last heard a frame of member %d %s: granted without it. "+
+			"Either the vector its client passed with --after names a request never made, or member %d's request is still on its way (its link to this coordinator slow or cut) or was lost with a crash: "+
+			"mutexd status --cluster on its host", c.cfg.DeadAfter, j, c.heardText(j), j)
+		kind := "never heard of"
 		if t <= v.served[j] {
+			kind = "dropped when its member fell silent"
 			p := c.co.peers[j]
 			why = fmt.Sprintf("which this coordinator dropped, waiting, %v ago, when member %d had sent nothing for DeadAfter (%v); it last heard a frame of member %d %s, and no sync since: "+
 				"granted without it after 2 x DeadAfter of silence. If member %d still waits for it and is heard again, it is granted after this one. "+
 				"Whether member %d is down, cut off or losing frames to this one: mutexd status --cluster on its host",
 				c.now.Sub(p.droppedAt).Round(time.Millisecond), j, c.cfg.DeadAfter, j, c.heardText(j), j, j)
 		}
-		e.skip(j, "tokenask_unknown_predecessors", fmt.Sprintf("member %d's request %s names member %d's request %s, %s", e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), why), t)
+		e.skip(j, "tokenask_unknown_predecessors", kind, fmt.Sprintf("member %d's request %s names member %d's request %s, %s", e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), why), t)
 	}
 	return true
 }
 
 // silentLapse is how long a member's silence (no frame at the
 // coordinator) lasts before its requests stop holding their dependents
-// back, one rule for both kinds (vnow): a waiting request is dropped at
+// back, the same length for both kinds (vnow): a waiting request is dropped at
 // the first tick after DeadAfter of it (tickCoord: up to a beat later)
 // and holds them DeadAfter more, so this long at least; a grant never
 // confirmed holds them until the silence has lasted this long since the
@@ -427,7 +431,12 @@ func (c *Core) eligible(v vview, e *centry, blocked map[*centry]bool) bool {
 // had requests overtaken, said, on 2 more of 80 oracle seeds with 30% of
 // the beats lost at the members (4 for 2; a trial, askrule): the lag is
 // kept.
-func (c *Core) silentLapse() time.Duration { return 2 * c.cfg.DeadAfter }
+func (c *Core) silentLapse() time.Duration { return silentLapse(c.cfg.DeadAfter) }
+
+// silentLapse is Core.silentLapse for a given DeadAfter (the
+// coordinator's deadlines, causalDeadline, use it too: the tick comes when
+// vnow's rule lets go).
+func silentLapse(deadAfter time.Duration) time.Duration { return 2 * deadAfter }
 
 // heardText says when the coordinator last heard a frame of member j,
 // for a WARN: "1.2s ago (at 15:04:05.000)", or "never in this term".
@@ -452,15 +461,19 @@ func later(a, b time.Time) time.Time {
 type skipNote struct {
 	member  uint32
 	counter string
-	msg     string
-	of      uint64
+	// kind is what the coordinator knew of the predecessor, for status
+	// (LastSkip): "never heard of", "dropped when its member fell
+	// silent", "granted, never confirmed".
+	kind string
+	msg  string
+	of   uint64
 }
 
 // skip notes that e may be granted without member j's request of: said,
 // at WARN, only once e is granted, and once per member of e's vector.
-func (e *centry) skip(j uint32, counter, msg string, of uint64) {
+func (e *centry) skip(j uint32, counter, kind, msg string, of uint64) {
 	if !slices.Contains(e.skipsSaid, j) {
-		e.skips = append(e.skips, skipNote{member: j, counter: counter, msg: msg, of: of})
+		e.skips = append(e.skips, skipNote{member: j, counter: counter, kind: kind, msg: msg, of: of})
 	}
 }
 
@@ -472,7 +485,11 @@ func (c *Core) saySkips(e *centry) {
 	for _, n := range e.skips {
 		e.skipsSaid = append(e.skipsSaid, n.member)
 		c.count(n.counter)
-		c.lastSkip, c.lastSkipAt = n.msg, c.now
+		// Status keeps a short form with the time: the WARN's "ago"s
+		// would be stale when status is read (review-askrule).
+		c.lastSkip = fmt.Sprintf("member %d's request %s granted without member %d's request %s (%s)",
+			e.member, StampText(stampOf(e.inc, e.seq)), n.member, StampText(n.of), n.kind)
+		c.lastSkipAt = c.now
 		c.events = append(c.events, core.Event{Name: EventUnknownPredecessor, Warn: true, Msg: n.msg,
 			Args: []any{"member", e.member, "request", stampOf(e.inc, e.seq), "predecessor", n.member, "of", n.of}})
 	}
@@ -614,7 +631,7 @@ func (k *coord) causalDeadline(now time.Time, deadAfter time.Duration) []time.Ti
 	var d []time.Time
 	for _, p := range k.peers {
 		// A dropped request stops holding V back (vnow, silentLapse).
-		if at := p.droppedAt.Add(deadAfter); p.droppedSeq > 0 && at.After(now) {
+		if at := p.droppedAt.Add(silentLapse(deadAfter) - deadAfter); p.droppedSeq > 0 && at.After(now) {
 			d = append(d, at)
 		}
 	}
@@ -627,7 +644,7 @@ func (k *coord) causalDeadline(now time.Time, deadAfter time.Duration) []time.Ti
 		// An unconfirmed grant stops holding V back once its member has
 		// been silent for 2 x DeadAfter (vnow, silentLapse).
 		if p := k.peers[e.member]; e.granted && !e.confirmed && p != nil {
-			if at := later(p.heard, e.grantedAt).Add(2 * deadAfter); at.After(now) {
+			if at := later(p.heard, e.grantedAt).Add(silentLapse(deadAfter)); at.After(now) {
 				d = append(d, at)
 			}
 		}
