@@ -40,6 +40,20 @@
 // (sim.SetDiskFaults: the driver withholds the frames of a Ready whose
 // promise it could not write), healthy again for the quiet end.
 //
+// Config.Builds says which members run configuration agreement
+// (sim.SetAgreement, configured as mutexd configures it): every member, so
+// that the cores see core.Message.Checked on the frames of each member
+// incarnation whose announcement came (what central's cut of a
+// re-announced hold to its own --lease trusts), or none, older builds
+// whose frames are all unchecked; by default the seed picks (even: every
+// member, odd: none). The members share Config.Options, so their
+// announcements match. BuildsMixed, asked for, runs some of each: the
+// agreeing members refuse an older build's incarnation for three announce
+// intervals from the first frame they hear of it, then admit it
+// unchecked; its first phase lasts that window longer (the two sides
+// cannot agree on a coordinator before). Each frame agreement refuses is
+// a fault window for the causal oracle on both members (a one-way cut).
+//
 // Clients ask for locks, hold them up to 20 ms or for several leases
 // (renewing), and now and then hang (neither renew nor release) so the
 // lease must end them. Between phases the faults the algorithm claims to

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
@@ -58,6 +59,54 @@ type Config struct {
 	// its stamp names ("member": the request's, "of": the predecessor's
 	// stamp counter): the causal oracle excuses that grant (causal.go).
 	CausalSkipEvent string
+	// Builds says which members run configuration agreement
+	// (sim.SetAgreement), so which of their frames reach the cores
+	// core.Message.Checked. The zero value draws it from the seed.
+	Builds Builds
+}
+
+// olderBuildWindow is how long a member that runs configuration agreement
+// refuses the frames of an incarnation it heard and that never announced
+// (an older build's) before it admits them unchecked: three announce
+// intervals (internal/node's agreeAdmit).
+const olderBuildWindow = 3 * node.DefaultAnnounceInterval
+
+// Builds says which members run configuration agreement, as mutexd does
+// (its announcement: the algorithm, --lease, --heartbeat and the
+// algorithm's own settings, the same on every member here: they share
+// Config.Options).
+type Builds uint8
+
+const (
+	// BuildsDrawn: BuildsAgreeing for an even seed, BuildsOlder for an
+	// odd one, drawn apart from the cluster's other draws, so that an odd
+	// seed runs as it did before agreement was simulated.
+	BuildsDrawn Builds = iota
+	// BuildsAgreeing: every member runs agreement; the frames of a
+	// member's incarnation are Checked once its announcement came (a
+	// restarted member's are refused until then).
+	BuildsAgreeing
+	// BuildsOlder: no member does (older builds): no frame is Checked.
+	BuildsOlder
+	// BuildsMixed: some members do (at least one, not all, drawn from
+	// the seed): frames between two of them are Checked, an older build's
+	// frames are refused by them for three announce intervals from the
+	// first one they hear of its incarnation, then admitted unchecked,
+	// and it checks nothing. Never drawn: the refusal is a one-way cut
+	// (the older build hears them), which Lamport's permission algorithm
+	// does not survive (seed 2: the older build, member 2, taken for down
+	// by the others at 1.27 s, which grant without it, while it grants
+	// itself: two holders at 1.281 s).
+	BuildsMixed
+)
+
+var buildsNames = [...]string{BuildsDrawn: "drawn", BuildsAgreeing: "agreeing", BuildsOlder: "older builds", BuildsMixed: "mixed builds"}
+
+func (b Builds) String() string {
+	if int(b) < len(buildsNames) {
+		return buildsNames[b]
+	}
+	return fmt.Sprintf("builds(%d)", uint8(b))
 }
 
 // Hosts are the conditions of the simulated members' hosts.
@@ -122,6 +171,10 @@ type Cluster struct {
 	clients map[uint32]*client
 	shared  bool
 	link    sim.LinkConfig
+	// builds is Config.Builds as drawn; agreeing, the members that run
+	// configuration agreement.
+	builds   Builds
+	agreeing []uint32
 
 	// causal is the causal oracle (nil: the algorithm does not order by
 	// vectors), known once the cores run (causalKnown).
@@ -252,8 +305,47 @@ func New(t testing.TB, seed int64, cfg Config) *Cluster {
 			c.s.SetLate(id, h.LateMin+time.Duration(c.rng.Int64N(int64(h.LateMax-h.LateMin)+1)))
 		}
 	}
+	c.setBuilds(seed)
+	c.s.OnRefused(c.agreementCut)
 	c.s.OnReady(c.outcomes)
 	return c
+}
+
+// setBuilds makes the members Config.Builds says run configuration
+// agreement, as mutexd configures it (cmd/mutexd's agreementParams). Its
+// draws come from a stream of their own.
+func (c *Cluster) setBuilds(seed int64) {
+	b := c.cfg.Builds
+	if b == BuildsDrawn {
+		b = [...]Builds{BuildsAgreeing, BuildsOlder}[uint64(seed)%2]
+	}
+	c.builds, c.agreeing = b, nil
+	opt := c.cfg.Options
+	params := map[string]string{"lease": opt.Lease.String(), "heartbeat": opt.Heartbeat.String()}
+	for name, d := range opt.Params {
+		params[name] = d.String()
+	}
+	a := &node.Agreement{Algorithm: c.cfg.Factory.Name, Params: params}
+	switch b {
+	case BuildsAgreeing:
+		c.agreeing = slices.Clone(c.ids)
+	case BuildsMixed:
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		for len(c.agreeing) == 0 || len(c.agreeing) == len(c.ids) {
+			c.agreeing = nil
+			for _, id := range c.ids {
+				if rng.IntN(2) == 0 {
+					c.agreeing = append(c.agreeing, id)
+				}
+			}
+			if len(c.ids) == 1 {
+				break
+			}
+		}
+	}
+	for _, id := range c.agreeing {
+		c.s.SetAgreement(id, a)
+	}
 }
 
 // Sim is the simulator under the cluster (faults, counts, traces).
@@ -705,9 +797,18 @@ func (c *Cluster) Tail() string {
 func Run(t testing.TB, seed int64, cfg Config) *Cluster {
 	t.Helper()
 	c := New(t, seed, cfg)
-	c.Run(3*time.Second, true)
+	start := 3 * time.Second
+	if c.builds == BuildsMixed {
+		// The members that run agreement refuse an older build's frames
+		// until it has been heard for three announce intervals without
+		// announcing itself (then they admit it unchecked): until then
+		// each side may elect its own coordinator, neither with a
+		// majority's support.
+		start += olderBuildWindow
+	}
+	c.Run(start, true)
 	if c.Grants == 0 {
-		t.Fatalf("%s: nothing granted in 3 s\n%s", cfg.Factory.Name, c.Tail())
+		t.Fatalf("%s: nothing granted in %v (%s)\n%s", cfg.Factory.Name, start, c.builds, c.Tail())
 	}
 	c.setDiskFaults(c.cfg.DiskFaults)
 	for round := range c.cfg.Rounds {
@@ -743,8 +844,12 @@ func (c *Cluster) String() string {
 	if o := c.causal; o != nil {
 		causal = fmt.Sprintf(", %d granted after a program message (%d asked while a predecessor waited)", o.Checked, o.Waited)
 	}
-	return fmt.Sprintf("%s, %d members: %d requests, %d grants, %d releases, longest wait %v, %d frames%s",
-		c.cfg.Factory.Name, len(c.ids), c.Requests, c.Grants, c.Releases, c.LongestWait, sent, causal)
+	builds := c.builds.String()
+	if c.builds == BuildsMixed {
+		builds = fmt.Sprintf("%s (agreement on %v)", builds, c.agreeing)
+	}
+	return fmt.Sprintf("%s, %d members, %s: %d requests, %d grants, %d releases, longest wait %v, %d frames%s",
+		c.cfg.Factory.Name, len(c.ids), builds, c.Requests, c.Grants, c.Releases, c.LongestWait, sent, causal)
 }
 
 // MessagesPerEntry measures what one uncontended entry (acquire, hold,
