@@ -47,7 +47,16 @@
 // re-announced hold to its own --lease trusts), or none, older builds
 // whose frames are all unchecked; by default the seed picks (even: every
 // member, odd: none). The members share Config.Options, so their
-// announcements match. BuildsMixed, asked for, runs some of each: the
+// announcements match, unless Config.LeasesApart: then the members that
+// run no agreement (BuildsOlder, the older members of BuildsMixed) draw
+// their --lease (Options.Lease or twice it), as real older builds may run
+// another, and a coordinator must keep an unchecked member's longer
+// re-announced hold whole (central's TestOracleLeasesApart and
+// TestMixedBuilds fail when it cuts it); the run then has no loss and no
+// fault on a member holding a long lease (a longer lease nobody
+// re-announces is past what central promises). Without it no
+// re-announced hold is longer than any member's --lease, and no oracle
+// run reaches the cut. BuildsMixed, asked for, runs some of each: the
 // agreeing members refuse an older build's incarnation for three announce
 // intervals from the first frame they hear of it, then admit it
 // unchecked; its first phase lasts that window longer (the two sides
