@@ -60,8 +60,10 @@
 // agreeing members refuse an older build's incarnation for three announce
 // intervals from the first frame they hear of it, then admit it
 // unchecked; its first phase lasts that window longer (the two sides
-// cannot agree on a coordinator before). Each frame agreement refuses is
-// a fault window for the causal oracle on both members (a one-way cut).
+// cannot agree on a coordinator before). Each frame of an older build
+// that an agreeing member refuses is a fault window for the causal oracle
+// on both members (a one-way cut); a refusal between agreeing members
+// (a start, a restart's incarnation not yet announced) opens none.
 //
 // Clients ask for locks, hold them up to 20 ms or for several leases
 // (renewing), and now and then hang (neither renew nor release) so the
