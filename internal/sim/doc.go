@@ -43,6 +43,27 @@
 //     and the node's own saves (node.Config.Save) take as long. With it, a
 //     test shows what a slow disk does to a protocol (pkg/order's
 //     TestSimSlowWritesSequencerChurn).
+//   - Configuration agreement is off unless SetAgreement gives a node
+//     one: then its node.Node runs internal/node's own agreement code, as
+//     a daemon's does, nothing modelled apart. It announces its
+//     configuration in frames that travel the links like any other (lost,
+//     cut, kept by a paused node's kernel), holds its core back while it
+//     starts (StartGrace at most) or stands in the minority (a Ready held
+//     with nothing to send is not carried out: no Advance, no OnReady, as
+//     in the daemon's loop; the node's own saves before it still block
+//     the loop for their write time), refuses a differing member's frames, and
+//     refuses a member incarnation's core frames until that incarnation's
+//     announcement reached it (sent at its first tick, and again when a
+//     receiver asks) or, from a node without agreement (an older build),
+//     for three announce Intervals from the first frame the receiver heard
+//     of it, then admits them unchecked. Its core sees
+//     core.Message.Checked on the frames of the incarnation whose matching
+//     configuration it heard, and on no other; without agreement, on none
+//     (by default every node is unchecked, as in a cluster of older
+//     builds). OnRefused reports each refused frame with the node's reason
+//     (node.ErrConfigUnverified...). pkg/mutex's harness
+//     (mutextest.Builds) runs clusters all agreeing or all older builds,
+//     by the seed, and mixed when asked.
 //
 // # Walk-through: testing a core
 //

@@ -63,8 +63,11 @@ type simNode struct {
 	// stamps is the node's Lamport state as it last saved it
 	// (node.Durable.Stamps): a restarted node resumes its clock above
 	// every stamp it sent, as a daemon does.
-	stamps      node.Stamps
-	diskFaults  float64 // probability that a state write fails
+	stamps     node.Stamps
+	diskFaults float64 // probability that a state write fails
+	// agreement is the configuration agreement its daemon runs
+	// (SetAgreement), from its next boot; nil: none (an older build).
+	agreement   *node.Agreement
 	incarnation uint32
 	up, paused  bool
 	// life changes at every crash and restart: a copy in flight to an older
@@ -163,6 +166,7 @@ func (s *Sim) boot(n *simNode) {
 		Keys:        s.cfg.Keys,
 		Incarnation: n.incarnation,
 		Multicast:   s.cfg.Multicast,
+		Agreement:   n.agreement,
 		Lamport:     lamport,
 		Stamps:      n.stamps,
 		// Only the Lamport state is kept: the simulated restarts have
@@ -342,6 +346,19 @@ func (s *Sim) drain(n *simNode) {
 		return
 	}
 	out := n.node.Ready()
+	if out.Held && out.Empty() {
+		// Configuration agreement holds the core back (SetAgreement)
+		// and the node has nothing of its own to send: the daemon's loop
+		// does nothing with such a Ready (no Advance, no outcomes). The
+		// node's own saves made meanwhile (saveDebt) still took their
+		// write time inside its calls: the loop waits that long.
+		if n.saveDebt > 0 {
+			s.payDebt(n)
+			return
+		}
+		s.reschedule(n)
+		return
+	}
 	if n.saveDebt == 0 && (out.State == nil && len(out.Entries) == 0 || n.writeMax == 0) {
 		s.adjust(n, &out)
 		s.write(n, &out)
@@ -455,6 +472,29 @@ func (s *Sim) slowWrite(n *simNode, out node.Output) {
 		if n.life == life {
 			s.afterWrite(n, write)
 		}
+	})
+}
+
+// payDebt blocks the node's loop for the write time of its own saves
+// (saveDebt) after a Ready it does nothing with (held and empty), as
+// slowWrite does before a Ready it carries out: a crash meanwhile ends
+// it, a pause holds the rest back until Resume.
+func (s *Sim) payDebt(n *simNode) {
+	debt := n.saveDebt
+	n.saveDebt = 0
+	n.counters.SlowWrites++
+	n.counters.WriteWait += debt
+	n.writing = true
+	life := n.life
+	s.schedule(s.now+debt, func() {
+		if n.life != life {
+			return
+		}
+		s.afterWrite(n, func() {
+			n.writing = false
+			s.reschedule(n)
+			s.unblock(n)
+		})
 	})
 }
 
@@ -804,6 +844,9 @@ func (s *Sim) deliver(p *packet) {
 	if err != nil {
 		to.counters.Rejected++
 		s.trace.add(p.entry(s.now, FateRejected), p.data)
+		if s.onRefused != nil && p.from != nil {
+			s.onRefused(Refused{At: s.now, Node: to.id, From: p.from.id, Kind: p.kind, Err: err})
+		}
 	} else {
 		to.counters.Delivered++
 		if !p.datagram {
@@ -812,6 +855,21 @@ func (s *Sim) deliver(p *packet) {
 		s.trace.add(p.entry(s.now, FateDelivered), p.data)
 	}
 }
+
+// Refused is a frame a node refused (Counters.Rejected), as OnRefused
+// reports it: At, in virtual time; Node, the receiver; From, the node
+// that sent it; Err, the receiving node's reason (node.Receive's error:
+// errors.Is node.ErrConfigUnverified, say, for configuration agreement's
+// refusals, SetAgreement).
+type Refused struct {
+	At         time.Duration
+	Node, From uint32
+	Kind       wire.Kind
+	Err        error
+}
+
+// OnRefused calls f for every frame a node refuses.
+func (s *Sim) OnRefused(f func(Refused)) { s.onRefused = f }
 
 // SentFrame is a frame as it leaves its node, with what the node's disk
 // held at that instant: an oracle checks that nothing a frame announces
@@ -1056,6 +1114,28 @@ func (s *Sim) SetResumeOrder(id uint32, o ResumeOrder) {
 		panic(fmt.Sprintf("sim: resume order %d", o))
 	}
 	s.mustNode(id).resumeOrder = o
+}
+
+// SetAgreement makes node id run configuration agreement (internal/node's
+// Agreement, as the daemons do) from its next boot (Start, Restart): it
+// announces a, compares the members' announcements, holds its core back
+// while it starts or stands in the minority, refuses the frames of a
+// member whose configuration differs and, until its announcement has
+// come, those of an incarnation it has not heard announce (admitted
+// unchecked after three announce Intervals, as an older build's), and
+// marks core.Message.Checked on the frames of the incarnation whose
+// matching configuration it heard. The announcements are frames like any
+// other: lost, delayed, cut, kept by a paused node's kernel. nil (the
+// default) runs none, as a build without agreement: no frame it receives
+// is Checked, and it announces nothing.
+func (s *Sim) SetAgreement(id uint32, a *node.Agreement) {
+	n := s.mustNode(id)
+	if a != nil {
+		c := *a
+		c.Params = maps.Clone(a.Params)
+		a = &c
+	}
+	n.agreement = a
 }
 
 // SetSocketBuffer makes node id's kernel keep, while the node is paused,

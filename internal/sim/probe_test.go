@@ -36,6 +36,9 @@ type recv struct {
 	n    uint64
 	at   time.Time // local receive time
 	sent time.Time // sender's clock at send (patched by node.Finalize)
+	// checked: configuration agreement compared the sender's
+	// incarnation's configuration (core.Message.Checked).
+	checked bool
 }
 
 func newProbe(id uint32, disk []byte, every int) *probe {
@@ -47,7 +50,7 @@ func newProbe(id uint32, disk []byte, every int) *probe {
 }
 
 func (p *probe) Step(m core.Message) error {
-	p.got = append(p.got, recv{from: m.From, n: binary.BigEndian.Uint64(m.Payload), at: m.Time, sent: m.Sent})
+	p.got = append(p.got, recv{from: m.From, n: binary.BigEndian.Uint64(m.Payload), at: m.Time, sent: m.Sent, checked: m.Checked})
 	return nil
 }
 

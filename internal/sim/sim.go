@@ -98,6 +98,7 @@ type Sim struct {
 	delivered map[wire.Kind]uint64 // frames accepted by a receiver, by kind
 	datagrams uint64
 	onSend    func(SentFrame)
+	onRefused func(Refused)
 	onReady   func(Ready)
 	traces    *traceFiles // RecordTraces; nil: not recording
 }

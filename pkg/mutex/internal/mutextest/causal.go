@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/mutex"
 )
@@ -63,6 +65,9 @@ type fault struct {
 	// member's restarts until Cluster.Heal (the others end at the end of
 	// the fault that made them).
 	isolated bool
+	// agreement: a cut of configuration agreement's (agreementCut),
+	// which ends at end unless a refusal extends it.
+	agreement bool
 }
 
 // causalOracle is the Cluster's causal bookkeeping (nil: the algorithm is
@@ -208,6 +213,43 @@ func (c *Cluster) causalEnded(id uint32, req mutex.RequestID, at time.Duration) 
 // causalFault records that a fault on member id starts now (begin) or
 // ends now.
 func (c *Cluster) causalFault(id uint32, begin bool) { c.causalWindow(id, begin, false) }
+
+// agreementCut records the cut configuration agreement makes in
+// BuildsMixed when an agreeing member, r.Node, refuses a frame of an
+// older build, r.From: for three announce intervals from the first frame
+// r.Node heard of r.From's incarnation (which may come long after r.From
+// started: it followed a coordinator that is not r.Node), while r.From
+// hears r.Node. Causal order is promised across no fault: each such
+// refusal is a fault window on both members, from the refusal to two
+// heartbeats later (the frames they exchange come at least that often
+// while it lasts), merged with the window before it. A refusal between
+// agreeing members (a start, a restart's incarnation not yet announced)
+// opens none: it is short, both ways, and the cores keep causal order
+// across it as across a lost frame (a window there excused real
+// violations: TestAgreementRefusalExcusesNothing).
+func (c *Cluster) agreementCut(r sim.Refused) {
+	o := c.causal
+	if o == nil || c.builds != BuildsMixed || !agreementRefusal(r.Err) ||
+		!slices.Contains(c.agreeing, r.Node) || slices.Contains(c.agreeing, r.From) {
+		return
+	}
+	end := r.At + 2*c.cfg.Options.Heartbeat + c.causalSlack()
+	for _, id := range []uint32{r.Node, r.From} {
+		k := slices.IndexFunc(o.faults, func(f fault) bool { return f.node == id && f.agreement && f.end >= r.At })
+		if k >= 0 {
+			o.faults[k].end = max(o.faults[k].end, end)
+			continue
+		}
+		o.faults = append(o.faults, fault{node: id, start: r.At, end: end, agreement: true})
+	}
+}
+
+// agreementRefusal says whether err is configuration agreement's refusal
+// of a frame (internal/node).
+func agreementRefusal(err error) bool {
+	return errors.Is(err, node.ErrConfigUnverified) || errors.Is(err, node.ErrStarting) ||
+		errors.Is(err, node.ErrSteppedBack) || errors.Is(err, node.ErrConfigDiffers)
+}
 
 // causalWindow opens (begin) or closes a fault window on member id, of
 // Isolate's kind or of the others'.
