@@ -246,6 +246,11 @@ type peer struct {
 	// member's idle heartbeats go to it short).
 	ackedAt time.Time
 	old     bool
+	// shortSent: how many idle heartbeats went to it in the 5-byte form
+	// in a row while it was taken for older (sendBeat: every
+	// olderProbeEvery-th goes extended, and the first after it is
+	// marked).
+	shortSent int
 	// olderSaid: when it was last said taken for older (EventOlderBuild).
 	olderSaid time.Time
 }

@@ -192,22 +192,49 @@ func (c *Core) sendBeat(to uint32) {
 	if len(c.anns) > maxAnnounced {
 		c.anns = slices.Delete(c.anns, 0, len(c.anns)-maxAnnounced)
 	}
-	form := func(m uint32) wire.PermHeartbeat {
-		if c.peers[m].old {
-			return hb
+	// short: the members this heartbeat goes to in the 5-byte form
+	// (idle, taken for older, and no probe due: olderProbe).
+	short := func(m uint32) bool {
+		p := c.peers[m]
+		if hb.Ext || !p.old {
+			return false
 		}
-		return ext
+		if c.olderProbe(p) {
+			p.shortSent = 0
+			return false
+		}
+		p.shortSent++
+		return true
 	}
-	switch olds := c.olds(); {
+	switch {
 	case to != core.Broadcast:
-		c.send(to, wire.KindPermHeartbeat, form(to), stamp)
-	case hb.Ext || olds == 0:
+		if short(to) {
+			c.send(to, wire.KindPermHeartbeat, hb, stamp)
+		} else {
+			c.send(to, wire.KindPermHeartbeat, ext, stamp)
+		}
+	case hb.Ext || c.olds() == 0:
 		c.send(to, wire.KindPermHeartbeat, ext, stamp)
-	case olds == len(c.cfg.Members)-1:
-		c.send(to, wire.KindPermHeartbeat, hb, stamp)
 	default:
+		var shorts, exts []uint32
 		for _, m := range c.others() {
-			c.send(m, wire.KindPermHeartbeat, form(m), stamp)
+			if short(m) {
+				shorts = append(shorts, m)
+			} else {
+				exts = append(exts, m)
+			}
+		}
+		for _, f := range []struct {
+			to []uint32
+			hb wire.PermHeartbeat
+		}{{shorts, hb}, {exts, ext}} {
+			if len(f.to) == len(c.cfg.Members)-1 {
+				c.send(core.Broadcast, wire.KindPermHeartbeat, f.hb, stamp)
+				continue
+			}
+			for _, m := range f.to {
+				c.send(m, wire.KindPermHeartbeat, f.hb, stamp)
+			}
 		}
 	}
 	if to == core.Broadcast {

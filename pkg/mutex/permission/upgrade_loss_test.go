@@ -132,3 +132,45 @@ func TestOlderMajorityWarnNotHidden(t *testing.T) {
 		t.Errorf("members %v taken for older (want 3 of the 4 others), %d member_older_build WARN said (want 1)", older, warns)
 	}
 }
+
+// TestForgedShortBusyStaysCapped (keyless): four forged 5-byte busy
+// heartbeats, both ways between idle member 1 and each of 2 and 3, make
+// each take the other for an older build. Idle, none of them sent an
+// extended frame to the other again, so 1 counted 2's and 3's frames by
+// its beats alone (no acknowledgement cap) for good: seconds later,
+// every frame of 1 lost for two heartbeats and more and then partitioned,
+// 2 gave 1 up before 1 took itself for cut off ("member 2 gave 1 up
+// 131.386236ms after 1 was partitioned", as with the cap disabled). A
+// member taken for older now gets this member's idle heartbeat in the
+// extended form at the first beat after it is marked and every
+// olderProbeEvery beats since (an older build takes it as a sign of
+// life), and its extended answer undoes the mark on both sides.
+func TestForgedShortBusyStaysCapped(t *testing.T) {
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 8, func(t *testing.T, seed int64) {
+				const idle, waiter, other = 1, 2, 3
+				s, tm := stallSim(t, f, seed)
+				rng := s.NewRand()
+				s.Run(3*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(tm.HeartbeatInterval))))
+				for _, m := range []uint32{waiter, other} {
+					forgeShortBusy(t, s, idle, m)
+					forgeShortBusy(t, s, m, idle)
+				}
+				s.Run(10*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(tm.HeartbeatInterval))))
+				for _, id := range s.IDs() {
+					if older := s.Core(id).(*permission.Core).Report().Detail.(permission.Detail).Older; len(older) != 0 {
+						t.Errorf("member %d still takes members %v for older, 10 s after forged 5-byte busy heartbeats", id, older)
+					}
+				}
+				g0, c0 := givenUpAndCutOff(s, idle, waiter)
+				s.Cut(idle, waiter)
+				s.Cut(idle, other)
+				s.Run(2*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(900*time.Millisecond))))
+				s.Partition([]uint32{idle}, []uint32{waiter, other})
+				rw := s.Acquire(waiter)
+				cutOffBeforeGivenUpSince(t, s, tm, idle, waiter, rw, "after forged 5-byte busy heartbeats and every frame of it lost for two heartbeats or more", g0, c0)
+			})
+		})
+	}
+}
