@@ -337,7 +337,8 @@ func (r *PermReply) UnmarshalBinary(b []byte) error {
 // which spends the others' leaves, in the 5-byte form once it has heard
 // a busy 5-byte heartbeat of theirs, but for one in eight
 // (pkg/mutex/permission: until then an idle older member refuses its
-// idle heartbeats too).
+// extended idle heartbeats too, and takes the 5-byte copies of its idle
+// tail and of one idle heartbeat in eight it is sent besides).
 //
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                        Interval (ms)                          |  0

@@ -224,7 +224,9 @@
 // within IdleNotice of its release). Idle traffic: N-1 heartbeats a
 // second per member (26 bytes, the extended form, to members of a build
 // that reads it; 5 bytes to older ones, once one of their busy 5-byte
-// heartbeats came, but for every eighth: "Links") and its N-1 acknowledgements of the others'
+// heartbeats came, but for every eighth, and a 5-byte copy besides to a
+// member heard sending 5-byte idle ones, in the idle tail and one in
+// eight: "Links") and its N-1 acknowledgements of the others'
 // ("Links" says why); a member that holds or asks sends
 // five heartbeats (one in four asking for acknowledgements), and three
 // more rounds once it stops (IdleNotice after, then two at the busy
@@ -365,9 +367,15 @@
 // members of this build on the 5-byte form for good, their frames
 // uncapped (review-perm6: a member whose frames were lost for its
 // upgrade restart's hold); so an idle member of an older build gets the
-// extended idle heartbeat and refuses it, a sign of life only (after Y
-// crashes it waits DeadAfter, not SuspectAfter, for Y's leaves), until
-// it is busy once (TestIdleBeatsToIdleOlderBuild). Y says so once per member so
+// extended idle heartbeat and refuses it, a sign of life only, until it
+// is busy once (TestIdleBeatsToIdleOlderBuild). So that it still spends
+// Y's leaves (else, after Y crashes, it waits DeadAfter, not
+// SuspectAfter, for them), Y sends a member that sent an idle 5-byte
+// heartbeat since its last extended frame a 5-byte copy of each
+// heartbeat of its idle tail and of every eighth idle heartbeat after,
+// sent just before the extended one (shortCopies; a member of this build
+// takes it as one more idle heartbeat, marking nothing, and still
+// acknowledges the extended one: TestShortCopiesToIdleOlderBuild). Y says so once per member so
 // taken (EventOlderBuild: at WARN when they are a majority of the others,
 // whose heartbeats a renewal then waits for) and lists them in its status
 // (Detail.Older) until they send an extended frame

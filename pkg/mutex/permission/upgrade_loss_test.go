@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/wire"
@@ -173,4 +174,38 @@ func TestForgedShortBusyStaysCapped(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestForgedShortIdleCopiesDie: 5-byte idle heartbeats forged in member
+// 2's name at member 1 every 300 ms make 1 send 2 5-byte copies of its
+// idle heartbeats (shortCopies: 2 might be an idle older build), at every
+// idle tail (1 takes the lock every 4 s, its lease ending after 3) and
+// every eighth idle heartbeat. 2 and 3 must send none: a copy reaches
+// them before the extended heartbeat it goes with, which undoes what the
+// copy set (peer.shortIdle), so members of this build never take each
+// other for members that send 5-byte idle heartbeats.
+func TestForgedShortIdleCopiesDie(t *testing.T) {
+	sim.Seeds(t, 8, func(t *testing.T, seed int64) {
+		s, tm := stallSim(t, permission.RicartAgrawalaFactory, seed)
+		s.Run(3 * tm.HeartbeatInterval)
+		copies := func(id uint32) uint64 {
+			return s.Core(id).(mutex.Algorithm).Report().Counters["short_idle_copies"]
+		}
+		for range 15 {
+			s.Acquire(1)
+			for range 13 {
+				l := s.Core(1).(*permission.Core).Config().Lamport.Now() + 1
+				if err := s.Forge(2, 1, wire.KindPermHeartbeat, 0, l, wire.PermHeartbeat{Interval: 1000}); err != nil {
+					t.Fatal(err)
+				}
+				s.Run(300 * time.Millisecond)
+			}
+		}
+		if testing.Verbose() {
+			t.Logf("copies sent in a minute: %d, %d, %d by members 1, 2, 3", copies(1), copies(2), copies(3))
+		}
+		if copies(1) < 15 || copies(2) != 0 || copies(3) != 0 {
+			t.Errorf("copies sent in a minute: %d, %d, %d by members 1, 2, 3; want at least 15 by 1 (its idle tails, to 2) and none by the others", copies(1), copies(2), copies(3))
+		}
+	})
 }
