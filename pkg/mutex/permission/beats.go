@@ -164,7 +164,8 @@ func (c *Core) ackCap(p *peer, at time.Time) time.Time {
 // it acknowledges nothing, so its frames are no longer capped by its
 // acknowledgements (a member downgraded) but by this member's beats
 // alone (countFor). An extended frame of it undoes this
-// (takeAnnouncement).
+// (takeAnnouncement). A member that acknowledged in its current
+// incarnation is never marked: a build changes only with a restart.
 //
 // The first time (and again after an extended frame undid it, at most
 // once every olderSayEvery) it is said (EventOlderBuild): at INFO, a
@@ -173,6 +174,17 @@ func (c *Core) ackCap(p *peer, at time.Time) time.Time {
 // them and a renewal waits for their heartbeats. why says what was heard.
 func (c *Core) olderBuild(m uint32, why string) {
 	p := c.peers[m]
+	if !p.ackedAt.IsZero() && p.ackedInc == p.life.Inc {
+		// It acknowledged one of this member's heartbeats in this
+		// incarnation: it runs a build with the extended form, and a
+		// build changes only with a restart (a new incarnation). The
+		// frame is forged (keyless) or corrupt; marking on it turned
+		// the acknowledgement cap off, with one forged frame per member
+		// name, for as long as this member's own frames were lost
+		// (review-perm7).
+		c.count("older_marks_refused")
+		return
+	}
 	was := p.old
 	p.v2, p.old, p.ackedAt = false, true, time.Time{}
 	if was {

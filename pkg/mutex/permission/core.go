@@ -245,7 +245,11 @@ type peer struct {
 	// one or a wire.KindHeartbeat: it refuses the extended form, and this
 	// member's idle heartbeats go to it short).
 	ackedAt time.Time
-	old     bool
+	// ackedInc: its incarnation when it last moved ackedAt (one that
+	// acknowledged in its current incarnation is never taken for older:
+	// olderBuild).
+	ackedInc uint64
+	old      bool
 	// shortSent: how many idle heartbeats went to it in the 5-byte form
 	// in a row while it was taken for older (sendBeat: every
 	// olderProbeEvery-th goes extended, and the first after it is

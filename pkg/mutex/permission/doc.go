@@ -453,10 +453,13 @@
 //     are counted by the beats alone, as above, where an idle member's
 //     lost beats are not covered: for a round trip after a start, for
 //     good with members of such a build (upgrade all), and, after a
-//     busy 5-byte heartbeat forged without a key, until the extended
-//     heartbeat this member sends at its next idle beat is acknowledged
-//     (a heartbeat and a round trip; every eighth beat if that one is
-//     lost; for as long as a forger keeps forging them).
+//     busy 5-byte heartbeat forged without a key in the name of a member
+//     that has acknowledged nothing in its current incarnation (one that
+//     has is never taken for older: a build changes only with a restart),
+//     until the extended heartbeat this member sends at its next idle
+//     beat is acknowledged (a heartbeat and a round trip; every eighth
+//     beat if that one is lost): a window of a round trip after each
+//     restart of that member.
 //   - A frame in flight longer than d when the link failed counts up to
 //     its excess late (the Margin, 200 ms, of which d + C take half,
 //     absorbs a LAN's).

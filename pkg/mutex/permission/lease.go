@@ -318,7 +318,7 @@ func (c *Core) stepAck(m uint32, at, ack uint64) error {
 	}
 	p := c.peers[m]
 	if i := slices.IndexFunc(c.asked, func(b beat) bool { return b.stamp == ack }); i >= 0 && c.asked[i].at.After(p.ackedAt) {
-		p.ackedAt = c.asked[i].at
+		p.ackedAt, p.ackedInc = c.asked[i].at, p.life.Inc
 	}
 	if ack <= p.acked || !slices.ContainsFunc(c.anns, func(a announced) bool { return a.stamp == ack }) {
 		c.count("acks_stale")
