@@ -335,8 +335,10 @@ func (r *PermReply) UnmarshalBinary(b []byte) error {
 // extended form (Busy byte 3) and take the frame as a sign of life only:
 // the sender sends them busy heartbeats in it, and its idle heartbeat,
 // which spends the others' leaves, in the 5-byte form once it has heard
-// a busy 5-byte heartbeat of theirs (pkg/mutex/permission: until then an
-// idle older member refuses its idle heartbeats too).
+// a busy 5-byte heartbeat of theirs, but for one in eight
+// (pkg/mutex/permission: until then an idle older member refuses its
+// extended idle heartbeats too, and takes the 5-byte copies of its idle
+// tail and of one idle heartbeat in eight it is sent besides).
 //
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|                        Interval (ms)                          |  0

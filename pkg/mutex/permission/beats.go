@@ -158,11 +158,14 @@ func (c *Core) ackCap(p *peer, at time.Time) time.Time {
 // olderBuild notes that member m sent a heartbeat of a build that
 // predates the extended form (a busy 5-byte one or a wire.KindHeartbeat:
 // stepFrame; an idle 5-byte one marks nothing): its probes get the short
-// answers, this member's idle heartbeats go to it in the 5-byte form, and
+// answers, this member's idle heartbeats go to it in the 5-byte form
+// (but the first after the mark and every olderProbeEvery-th since:
+// olderProbe), and
 // it acknowledges nothing, so its frames are no longer capped by its
 // acknowledgements (a member downgraded) but by this member's beats
 // alone (countFor). An extended frame of it undoes this
-// (takeAnnouncement).
+// (takeAnnouncement). A member that acknowledged in its current
+// incarnation is never marked: a build changes only with a restart.
 //
 // The first time (and again after an extended frame undid it, at most
 // once every olderSayEvery) it is said (EventOlderBuild): at INFO, a
@@ -171,11 +174,26 @@ func (c *Core) ackCap(p *peer, at time.Time) time.Time {
 // them and a renewal waits for their heartbeats. why says what was heard.
 func (c *Core) olderBuild(m uint32, why string) {
 	p := c.peers[m]
+	if !p.ackedAt.IsZero() && p.ackedInc == p.life.Inc {
+		// It acknowledged one of this member's heartbeats in this
+		// incarnation: it runs a build with the extended form, and a
+		// build changes only with a restart (a new incarnation). The
+		// frame is forged (keyless) or corrupt; marking on it turned
+		// the acknowledgement cap off, with one forged frame per member
+		// name, for as long as this member's own frames were lost
+		// (review-perm7).
+		c.count("older_marks_refused")
+		return
+	}
 	was := p.old
 	p.v2, p.old, p.ackedAt = false, true, time.Time{}
 	if was {
 		return
 	}
+	// The next idle heartbeat to it goes extended (olderProbe): a member
+	// of this build marked by a forged frame answers it, and so is
+	// unmarked within a heartbeat.
+	p.shortSent = olderProbeEvery - 1
 	olds := c.olders()
 	// The INFO at most once per member every olderSayEvery, the WARN at
 	// most once every olderSayEvery in all: without a key, forged 5-byte
@@ -202,6 +220,27 @@ func (c *Core) olderBuild(m uint32, why string) {
 	c.emit(EventOlderBuild, fmt.Sprintf("member %d is taken for a mutexd older than this one (it sent %s): this member's heartbeats go to it short, "+
 		"and its frames count by this member's heartbeats alone (members taken for older: %v); normal during a rolling upgrade: finish it",
 		m, why, olds), "member", m, "older", olds)
+}
+
+// olderProbeEvery: every how many idle heartbeats one goes to a member
+// taken for older in the extended form anyway (olderProbe).
+const olderProbeEvery = 8
+
+// olderProbe says whether this member's idle heartbeat to all goes to p,
+// taken for older, in the extended form anyway: the first after p was
+// marked and every olderProbeEvery-th since, once the idle tail is over.
+// Without a key, anyone on the LAN can forge a busy 5-byte heartbeat; a
+// forged one each way between two idle members of this build made each
+// take the other for older, and idle, neither sent an extended frame
+// again: their frames counted by beats alone (no acknowledgement cap),
+// for good. An extended frame undoes the mark (takeAnnouncement), and a
+// member of this build acknowledges it (an extended frame back), so the
+// mark lasts a heartbeat or so. A member of an older build refuses it, a
+// sign of life only: it then spends no leave of this member's, which the
+// idle tail's 5-byte heartbeats spent before (none is sent during it),
+// and stays marked, as it sends no extended frame.
+func (c *Core) olderProbe(p *peer) bool {
+	return p.shortSent >= olderProbeEvery-1 && c.idleTail == 0 && !c.saidBusy
 }
 
 // EventOlderBuild: a member is taken for a build older than the extended

@@ -141,8 +141,9 @@ func TestIdleTraffic(t *testing.T) {
 // (review-perm6: TestUpgradeRestartLossStaysCapped). So member 1's idle
 // heartbeats go extended to all, asking for acknowledgements (an idle
 // older member refuses them: a sign of life only); a busy 5-byte
-// heartbeat (2: an older build) gets 2 the 5-byte form, and an extended
-// frame of 2 (upgraded) the extended form again.
+// heartbeat (2: an older build) gets 2 the 5-byte form (but for the
+// first idle heartbeat after it and every eighth since: olderProbe), and
+// an extended frame of 2 (upgraded) the extended form again.
 func TestIdleBeatsToIdleOlderBuild(t *testing.T) {
 	m := newMember(t, 1, []uint32{1, 2, 3, 4})
 	cfg := m.c.Config()
@@ -173,7 +174,10 @@ func TestIdleBeatsToIdleOlderBuild(t *testing.T) {
 			}
 			for _, to := range []uint32{2, 3, 4} {
 				if msg.To == core.Broadcast || msg.To == to {
-					got[to] = hb.Ext
+					// Extended if any heartbeat to it is: one that sends
+					// 5-byte idle heartbeats gets a 5-byte copy too now
+					// and then (TestShortCopiesToIdleOlderBuild).
+					got[to] = got[to] || hb.Ext
 					if hb.Ext && !hb.AckWanted {
 						t.Errorf("member 1's extended idle heartbeat to %d asks for no acknowledgement: %+v", to, hb)
 					}
@@ -193,9 +197,103 @@ func TestIdleBeatsToIdleOlderBuild(t *testing.T) {
 	if err := m.step(2, wire.KindPermHeartbeat, wire.PermHeartbeat{Interval: 1000, Busy: true}, cfg.Lamport.Now()+1); err != nil {
 		t.Fatal(err)
 	}
-	second(false, map[uint32]bool{2: false, 3: true, 4: true})
+	// The first idle heartbeat after the mark, and every eighth since,
+	// goes extended anyway (a member of this build marked by a forged
+	// frame answers it: TestForgedShortBusyStaysCapped); 2, older,
+	// refuses it and answers nothing extended, so it stays marked.
+	for i := range 2*8 + 1 {
+		second(false, map[uint32]bool{2: i%8 == 0, 3: true, 4: true})
+		if older := m.c.Report().Detail.(permission.Detail).Older; !slices.Equal(older, []uint32{2}) {
+			t.Fatalf("%d s after 2's busy 5-byte heartbeat, status lists members %v as older, want [2]", i+1, older)
+		}
+	}
 	ext(2)
 	second(false, map[uint32]bool{2: true, 3: true, 4: true})
+}
+
+// TestShortCopiesToIdleOlderBuild: member 2 sends only 5-byte idle
+// heartbeats (an idle member of the build before the extended form, or
+// one of this build that takes member 1 for older), member 3 extended
+// ones. An idle 5-byte heartbeat marks nothing (review-perm6), so 1's
+// idle heartbeats go extended to both; an older 2 refuses them, a sign of
+// life only, and, until it was heard busy once, it took none of 1's idle
+// heartbeats: the leave it gave 1's request stayed unspent (after 1
+// crashed, it waited DeadAfter, not SuspectAfter). Now 1 sends 2 a
+// 5-byte copy of each heartbeat of its idle tail (the notice, IdleNotice
+// after the release, and two more) and of every eighth idle heartbeat
+// after, and 3 none; none once 2 sent an extended frame.
+func TestShortCopiesToIdleOlderBuild(t *testing.T) {
+	m, id := grantedMember(t, []uint32{1, 2, 3}) // 2 and 3 beat in the 5-byte form (member.beat)
+	cfg := m.c.Config()
+	ext := func(from uint32) {
+		t.Helper()
+		if err := m.step(from, wire.KindPermHeartbeat, wire.PermHeartbeat{Interval: 1000, Ext: true}, cfg.Lamport.Now()+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ext(3)
+	if err := m.c.Release(m.now, id); err != nil {
+		t.Fatal(err)
+	}
+	m.drain()
+	released := m.now
+	// run runs d, 2 and 3 beating every second (2 in the 5-byte form
+	// unless ext2), and returns when 1 sent 5-byte idle heartbeats to 2
+	// and 3 (since the release), and how many extended idle heartbeats
+	// went to all.
+	run := func(d time.Duration, ext2 bool) (to2, to3 []time.Duration, exts int) {
+		t.Helper()
+		const step = 10 * time.Millisecond
+		for end := m.now.Add(d); m.now.Before(end); {
+			m.out = nil
+			m.tick(step)
+			if m.now.Sub(released)%time.Second == 0 {
+				if ext2 {
+					ext(2)
+				} else {
+					m.beat(2)
+				}
+				ext(3)
+			}
+			for _, msg := range m.out {
+				var hb wire.PermHeartbeat
+				if msg.Kind != wire.KindPermHeartbeat || hb.UnmarshalBinary(msg.Payload) != nil || hb.Busy || hb.Ack != 0 {
+					continue
+				}
+				switch {
+				case hb.Ext && msg.To == core.Broadcast:
+					exts++
+				case hb.Ext:
+					t.Errorf("an extended idle heartbeat to member %d alone", msg.To)
+				case msg.To == 2:
+					to2 = append(to2, m.now.Sub(released))
+				default:
+					to3 = append(to3, m.now.Sub(released))
+				}
+			}
+		}
+		return to2, to3, exts
+	}
+	to2, to3, exts := run(20*time.Second, false)
+	t.Logf("5-byte copies to 2 at %v, to 3 at %v; %d extended idle heartbeats to all", to2, to3, exts)
+	if len(to3) != 0 {
+		t.Errorf("member 3 (extended heartbeats) got 5-byte idle heartbeats at %v", to3)
+	}
+	tail := cfg.IdleNotice() + 2*cfg.BusyHeartbeat() + 10*time.Millisecond
+	if len(to2) < 3 || to2[0] > cfg.IdleNotice()+10*time.Millisecond || to2[2] > tail {
+		t.Fatalf("member 2 (5-byte idle heartbeats) got 5-byte copies at %v after the release, want one at the notice (by %v) and two more by %v", to2, cfg.IdleNotice()+10*time.Millisecond, tail)
+	}
+	// Every eighth idle heartbeat after the tail (about 19 in 20 s: two
+	// or three copies).
+	if n := len(to2) - 3; n < 2 || n > 3 {
+		t.Errorf("member 2 got %d 5-byte copies after the idle tail in 20 s, want every eighth idle heartbeat (2 or 3): %v", n, to2)
+	}
+	if exts < 19 {
+		t.Errorf("%d extended idle heartbeats to all in 20 s: the copies must not replace them", exts)
+	}
+	if to2, _, _ := run(20*time.Second, true); len(to2) != 0 {
+		t.Errorf("member 2, upgraded (extended heartbeats), still got 5-byte copies at %v", to2)
+	}
 }
 
 // TestOlderBuildSaid: member 1 of five (majority 3) takes members for a

@@ -245,7 +245,23 @@ type peer struct {
 	// one or a wire.KindHeartbeat: it refuses the extended form, and this
 	// member's idle heartbeats go to it short).
 	ackedAt time.Time
-	old     bool
+	// ackedInc: its incarnation when it last moved ackedAt (one that
+	// acknowledged in its current incarnation is never taken for older:
+	// olderBuild).
+	ackedInc uint64
+	old      bool
+	// shortSent: how many idle heartbeats went to it in the 5-byte form
+	// in a row while it was taken for older (sendBeat: every
+	// olderProbeEvery-th goes extended, and the first after it is
+	// marked).
+	shortSent int
+	// shortIdle: it sent an idle 5-byte heartbeat since its last
+	// extended frame (which marks nothing: it may be of this build,
+	// taking this member for older, or of an older build, idle, which
+	// refuses the extended form); shortCopies: idle heartbeats sent to it
+	// without a 5-byte copy since the last copy (sendBeat).
+	shortIdle   bool
+	shortCopies int
 	// olderSaid: when it was last said taken for older (EventOlderBuild).
 	olderSaid time.Time
 }
@@ -1140,6 +1156,14 @@ func (c *Core) stepFrame(m core.Message) error {
 				}
 			}
 			c.takeAnnouncement(m.From, m.Lamport, h)
+		case !h.Busy:
+			// Marks nothing (below), but gets it 5-byte copies
+			// (shortCopies), unless stamped before its newest
+			// extended frame: a copy of this build's, overtaken by the
+			// extended heartbeat sent after it.
+			if p := c.peers[m.From]; m.Lamport > p.ann.stamp {
+				p.shortIdle = true
+			}
 		case h.Busy:
 			c.olderBuild(m.From, "a busy 5-byte heartbeat") // a busy heartbeat of an older version
 			// An idle 5-byte heartbeat marks nothing: a member of this

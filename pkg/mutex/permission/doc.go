@@ -223,8 +223,10 @@
 // is itself a leave, so then DeadAfter; so too for a member that crashed
 // within IdleNotice of its release). Idle traffic: N-1 heartbeats a
 // second per member (26 bytes, the extended form, to members of a build
-// that reads it; 5 bytes to older ones, once one of their 5-byte
-// heartbeats came: "Links") and its N-1 acknowledgements of the others'
+// that reads it; 5 bytes to older ones, once one of their busy 5-byte
+// heartbeats came, but for every eighth, and a 5-byte copy besides to a
+// member heard sending 5-byte idle ones, in the idle tail and one in
+// eight: "Links") and its N-1 acknowledgements of the others'
 // ("Links" says why); a member that holds or asks sends
 // five heartbeats (one in four asking for acknowledgements), and three
 // more rounds once it stops (IdleNotice after, then two at the busy
@@ -347,15 +349,33 @@
 // refuses it (a sign of life only, which spends no leave), so Y sends
 // its idle heartbeat to a member in the 5-byte form, asking nothing,
 // once a busy heartbeat of that member's came in the 5-byte form, and in
-// the extended form again once an extended frame of it comes. An idle
+// the extended form again once an extended frame of it comes; but the
+// first idle heartbeat after the mark and every eighth since go extended
+// anyway, once the idle tail is over (olderProbe). Anyone on a LAN
+// without a key can forge a busy 5-byte heartbeat: one forged each way
+// between two idle members of this build made each take the other for
+// older, and idle, neither sent an extended frame again, so their frames
+// counted uncapped until one was busy ("member 2 gave 1 up 343.67228ms
+// after 1 was partitioned", TestForgedShortBusyStaysCapped, before). A
+// member of this build acknowledges the extended heartbeat (an extended
+// frame back), which undoes both marks within a heartbeat and a round
+// trip. A member of an older build refuses it, a sign of life only, and
+// stays marked (it sends no extended frame); its leaves were spent by the
+// idle tail's 5-byte heartbeats, during which none goes. An idle
 // 5-byte heartbeat marks nothing: members of this build send it to a
 // member they take for older, and marking them back for it left two
 // members of this build on the 5-byte form for good, their frames
 // uncapped (review-perm6: a member whose frames were lost for its
 // upgrade restart's hold); so an idle member of an older build gets the
-// extended idle heartbeat and refuses it, a sign of life only (after Y
-// crashes it waits DeadAfter, not SuspectAfter, for Y's leaves), until
-// it is busy once (TestIdleBeatsToIdleOlderBuild). Y says so once per member so
+// extended idle heartbeat and refuses it, a sign of life only, until it
+// is busy once (TestIdleBeatsToIdleOlderBuild). So that it still spends
+// Y's leaves (else, after Y crashes, it waits DeadAfter, not
+// SuspectAfter, for them), Y sends a member that sent an idle 5-byte
+// heartbeat since its last extended frame a 5-byte copy of each
+// heartbeat of its idle tail and of every eighth idle heartbeat after,
+// sent just before the extended one (shortCopies; a member of this build
+// takes it as one more idle heartbeat, marking nothing, and still
+// acknowledges the extended one: TestShortCopiesToIdleOlderBuild). Y says so once per member so
 // taken (EventOlderBuild: at WARN when they are a majority of the others,
 // whose heartbeats a renewal then waits for) and lists them in its status
 // (Detail.Older) until they send an extended frame
@@ -431,8 +451,15 @@
 //     heartbeat after this member started, or after that member was
 //     heard sending a heartbeat of a build older than the extended form)
 //     are counted by the beats alone, as above, where an idle member's
-//     lost beats are not covered: for a round trip after a start, and
-//     for good with members of such a build (upgrade all).
+//     lost beats are not covered: for a round trip after a start, for
+//     good with members of such a build (upgrade all), and, after a
+//     busy 5-byte heartbeat forged without a key in the name of a member
+//     that has acknowledged nothing in its current incarnation (one that
+//     has is never taken for older: a build changes only with a restart),
+//     until the extended heartbeat this member sends at its next idle
+//     beat is acknowledged (a heartbeat and a round trip; every eighth
+//     beat if that one is lost): a window of a round trip after each
+//     restart of that member.
 //   - A frame in flight longer than d when the link failed counts up to
 //     its excess late (the Margin, 200 ms, of which d + C take half,
 //     absorbs a LAN's).

@@ -175,6 +175,9 @@ func (c *Core) sendBeat(to uint32) {
 	if !hb.Ext {
 		c.announce(&ext)
 	}
+	if to == core.Broadcast && !hb.Ext {
+		c.shortCopies(hb)
+	}
 	stamp := c.lamport.Send()
 	if ext.AckWanted {
 		if to == core.Broadcast {
@@ -192,22 +195,49 @@ func (c *Core) sendBeat(to uint32) {
 	if len(c.anns) > maxAnnounced {
 		c.anns = slices.Delete(c.anns, 0, len(c.anns)-maxAnnounced)
 	}
-	form := func(m uint32) wire.PermHeartbeat {
-		if c.peers[m].old {
-			return hb
+	// short: the members this heartbeat goes to in the 5-byte form
+	// (idle, taken for older, and no probe due: olderProbe).
+	short := func(m uint32) bool {
+		p := c.peers[m]
+		if hb.Ext || !p.old {
+			return false
 		}
-		return ext
+		if c.olderProbe(p) {
+			p.shortSent = 0
+			return false
+		}
+		p.shortSent++
+		return true
 	}
-	switch olds := c.olds(); {
+	switch {
 	case to != core.Broadcast:
-		c.send(to, wire.KindPermHeartbeat, form(to), stamp)
-	case hb.Ext || olds == 0:
+		if short(to) {
+			c.send(to, wire.KindPermHeartbeat, hb, stamp)
+		} else {
+			c.send(to, wire.KindPermHeartbeat, ext, stamp)
+		}
+	case hb.Ext || c.olds() == 0:
 		c.send(to, wire.KindPermHeartbeat, ext, stamp)
-	case olds == len(c.cfg.Members)-1:
-		c.send(to, wire.KindPermHeartbeat, hb, stamp)
 	default:
+		var shorts, exts []uint32
 		for _, m := range c.others() {
-			c.send(m, wire.KindPermHeartbeat, form(m), stamp)
+			if short(m) {
+				shorts = append(shorts, m)
+			} else {
+				exts = append(exts, m)
+			}
+		}
+		for _, f := range []struct {
+			to []uint32
+			hb wire.PermHeartbeat
+		}{{shorts, hb}, {exts, ext}} {
+			if len(f.to) == len(c.cfg.Members)-1 {
+				c.send(core.Broadcast, wire.KindPermHeartbeat, f.hb, stamp)
+				continue
+			}
+			for _, m := range f.to {
+				c.send(m, wire.KindPermHeartbeat, f.hb, stamp)
+			}
 		}
 	}
 	if to == core.Broadcast {
@@ -224,11 +254,47 @@ func (c *Core) sendBeat(to uint32) {
 	}
 }
 
+// shortCopies sends idle heartbeat hb (the 5-byte form, sent and stamped
+// just before the extended one about to go) also to every member that
+// gets the extended form and sent an idle 5-byte heartbeat since its
+// last extended frame
+// (peer.shortIdle): during the idle tail, and every olderProbeEvery-th
+// idle heartbeat after. Such a member may be of a build older than the
+// extended form, idle, and not taken for older (an idle 5-byte heartbeat
+// marks nothing: marking for it turned the acknowledgement cap off for
+// members of this build, review-perm6); it refuses the extended form, a
+// sign of life only, and took no idle heartbeat of this member's, so it
+// waited DeadAfter, not SuspectAfter, for the leaves it gave it, after
+// this member crashed, and kept any request of this member's that ended
+// without its word (lost, or forged), until it was heard busy once. The
+// copy spends them, as the extended idle heartbeat does for a member of
+// this build, which takes the copy as one more idle heartbeat (marking
+// nothing, and the extended one after it, which still asks it for an
+// acknowledgement, undoes peer.shortIdle there, as does its stamp when
+// the copy comes after it: members of this build do not send each
+// other copies for them, TestForgedShortIdleCopiesDie).
+func (c *Core) shortCopies(hb wire.PermHeartbeat) {
+	tail := c.saidBusy || c.idleTail > 0
+	for _, m := range c.others() {
+		p := c.peers[m]
+		if p.old || !p.shortIdle {
+			continue
+		}
+		if !tail && p.shortCopies < olderProbeEvery-1 {
+			p.shortCopies++
+			continue
+		}
+		p.shortCopies = 0
+		c.count("short_idle_copies")
+		c.send(m, wire.KindPermHeartbeat, hb, 0)
+	}
+}
+
 // takeAnnouncement keeps member m's announcement in its extended heartbeat
 // stamped at, and acknowledges it if asked.
 func (c *Core) takeAnnouncement(m uint32, at uint64, h wire.PermHeartbeat) {
 	p := c.peers[m]
-	p.v2, p.old = true, false
+	p.v2, p.old, p.shortIdle = true, false, false
 	if at > p.ann.stamp {
 		p.ann = heardLease{stamp: at, end: c.endAfter(h.EndMS), bounded: h.Bounded, pending: h.Pending}
 	}
@@ -252,7 +318,7 @@ func (c *Core) stepAck(m uint32, at, ack uint64) error {
 	}
 	p := c.peers[m]
 	if i := slices.IndexFunc(c.asked, func(b beat) bool { return b.stamp == ack }); i >= 0 && c.asked[i].at.After(p.ackedAt) {
-		p.ackedAt = c.asked[i].at
+		p.ackedAt, p.ackedInc = c.asked[i].at, p.life.Inc
 	}
 	if ack <= p.acked || !slices.ContainsFunc(c.anns, func(a announced) bool { return a.stamp == ack }) {
 		c.count("acks_stale")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/synclab/synclab/internal/sim"
+	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/internal/mutextest"
 	"github.com/synclab/synclab/pkg/mutex/permission"
 	"github.com/synclab/synclab/pkg/wire"
@@ -131,4 +132,80 @@ func TestOlderMajorityWarnNotHidden(t *testing.T) {
 	if len(older) != 3 || warns != 1 {
 		t.Errorf("members %v taken for older (want 3 of the 4 others), %d member_older_build WARN said (want 1)", older, warns)
 	}
+}
+
+// TestForgedShortBusyStaysCapped (keyless): four forged 5-byte busy
+// heartbeats, both ways between idle member 1 and each of 2 and 3, make
+// each take the other for an older build. Idle, none of them sent an
+// extended frame to the other again, so 1 counted 2's and 3's frames by
+// its beats alone (no acknowledgement cap) for good: seconds later,
+// every frame of 1 lost for two heartbeats and more and then partitioned,
+// 2 gave 1 up before 1 took itself for cut off ("member 2 gave 1 up
+// 131.386236ms after 1 was partitioned", as with the cap disabled). A
+// member taken for older now gets this member's idle heartbeat in the
+// extended form at the first beat after it is marked and every
+// olderProbeEvery beats since (an older build takes it as a sign of
+// life), and its extended answer undoes the mark on both sides.
+func TestForgedShortBusyStaysCapped(t *testing.T) {
+	for _, f := range factories {
+		t.Run(f.Name, func(t *testing.T) {
+			sim.Seeds(t, 8, func(t *testing.T, seed int64) {
+				const idle, waiter, other = 1, 2, 3
+				s, tm := stallSim(t, f, seed)
+				rng := s.NewRand()
+				s.Run(3*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(tm.HeartbeatInterval))))
+				for _, m := range []uint32{waiter, other} {
+					forgeShortBusy(t, s, idle, m)
+					forgeShortBusy(t, s, m, idle)
+				}
+				s.Run(10*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(tm.HeartbeatInterval))))
+				for _, id := range s.IDs() {
+					if older := s.Core(id).(*permission.Core).Report().Detail.(permission.Detail).Older; len(older) != 0 {
+						t.Errorf("member %d still takes members %v for older, 10 s after forged 5-byte busy heartbeats", id, older)
+					}
+				}
+				g0, c0 := givenUpAndCutOff(s, idle, waiter)
+				s.Cut(idle, waiter)
+				s.Cut(idle, other)
+				s.Run(2*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(900*time.Millisecond))))
+				s.Partition([]uint32{idle}, []uint32{waiter, other})
+				rw := s.Acquire(waiter)
+				cutOffBeforeGivenUpSince(t, s, tm, idle, waiter, rw, "after forged 5-byte busy heartbeats and every frame of it lost for two heartbeats or more", g0, c0)
+			})
+		})
+	}
+}
+
+// TestForgedShortIdleCopiesDie: 5-byte idle heartbeats forged in member
+// 2's name at member 1 every 300 ms make 1 send 2 5-byte copies of its
+// idle heartbeats (shortCopies: 2 might be an idle older build), at every
+// idle tail (1 takes the lock every 4 s, its lease ending after 3) and
+// every eighth idle heartbeat. 2 and 3 must send none: a copy reaches
+// them before the extended heartbeat it goes with, which undoes what the
+// copy set (peer.shortIdle), so members of this build never take each
+// other for members that send 5-byte idle heartbeats.
+func TestForgedShortIdleCopiesDie(t *testing.T) {
+	sim.Seeds(t, 8, func(t *testing.T, seed int64) {
+		s, tm := stallSim(t, permission.RicartAgrawalaFactory, seed)
+		s.Run(3 * tm.HeartbeatInterval)
+		copies := func(id uint32) uint64 {
+			return s.Core(id).(mutex.Algorithm).Report().Counters["short_idle_copies"]
+		}
+		for range 15 {
+			s.Acquire(1)
+			for range 13 {
+				l := s.Core(1).(*permission.Core).Config().Lamport.Now() + 1
+				if err := s.Forge(2, 1, wire.KindPermHeartbeat, 0, l, wire.PermHeartbeat{Interval: 1000}); err != nil {
+					t.Fatal(err)
+				}
+				s.Run(300 * time.Millisecond)
+			}
+		}
+		if testing.Verbose() {
+			t.Logf("copies sent in a minute: %d, %d, %d by members 1, 2, 3", copies(1), copies(2), copies(3))
+		}
+		if copies(1) < 15 || copies(2) != 0 || copies(3) != 0 {
+			t.Errorf("copies sent in a minute: %d, %d, %d by members 1, 2, 3; want at least 15 by 1 (its idle tails, to 2) and none by the others", copies(1), copies(2), copies(3))
+		}
+	})
 }
