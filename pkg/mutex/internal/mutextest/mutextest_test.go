@@ -66,7 +66,8 @@ func TestSeedReplays(t *testing.T) {
 // re-announced hold to its own --lease only for a member whose
 // configuration agreement compared (core.Message.Checked), keeps an
 // older build's whole, and the agreeing members refuse an older build's
-// new incarnation for three announce intervals while it hears them. The
+// new incarnation for three announce intervals (sending it nothing of
+// their cores meanwhile: a cut both ways). The
 // wide search is -sim.seeds.
 func TestMixedBuilds(t *testing.T) {
 	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
