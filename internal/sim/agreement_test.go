@@ -152,3 +152,67 @@ func TestAgreementRefusalTwoWay(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldEmptyReadyNotCarriedOut: a node whose configuration agreement
+// holds its core back (here: starting, StartGrace) and that has nothing of
+// its own to send hands its driver a held, empty Ready; the daemon's loop
+// does nothing with it (internal/daemon's process: no Advance, no
+// outcomes drained), and neither does the simulator, with or without
+// write latency: every Ready of member 1's the simulator carries out
+// (OnReady) while it starts is one with a frame of its own (with the rule
+// taken out, 135 of 137 were not). Not reached here: a held empty Ready
+// after the node's own saves (saveDebt), which the simulator waits for
+// without carrying the Ready out (payDebt): this run's saves (2's epoch,
+// with a key) come with frames of 1's own.
+func TestHeldEmptyReadyNotCarriedOut(t *testing.T) {
+	for _, latency := range []time.Duration{0, 3 * time.Millisecond} {
+		// With a key, a node saves each member's epoch before it takes
+		// the first frame of it: its own saves while it starts.
+		key := wire.Key{ID: 7, Secret: []byte("0123456789abcdef0123456789abcdef")}
+		s := sim.New(sim.Config{Seed: 1, Keys: []wire.Key{key}})
+		probes(s, 4, 1, core.Broadcast, false)
+		// Members 1 and 2 agree, two of four: no majority, 1 starts for
+		// StartGrace, and saves 2's epoch when its announcement comes.
+		a := &node.Agreement{Algorithm: "probe", Params: map[string]string{"lease": "1s"}}
+		s.SetAgreement(1, a)
+		s.SetAgreement(2, a)
+		if latency > 0 {
+			s.SetWriteLatency(1, latency, latency)
+		}
+		sent := map[time.Duration]bool{}
+		s.OnSend(func(f sim.SentFrame) {
+			if f.From == 1 {
+				sent[s.Elapsed()] = true
+			}
+		})
+		var readies, empty int
+		s.OnReady(func(r sim.Ready) {
+			if r.Node != 1 || s.Node(1).Standing() != node.StandingStarting {
+				return
+			}
+			readies++
+			if !sent[r.At] {
+				empty++
+				if empty == 1 {
+					t.Errorf("latency %v: member 1's Ready at %v carried out while it starts, with no frame of its own", latency, r.At)
+				}
+			}
+		})
+		refused := 0
+		s.OnRefused(func(r sim.Refused) {
+			if r.Node == 1 && errors.Is(r.Err, node.ErrStarting) {
+				refused++
+			}
+		})
+		s.Run(node.DefaultStartGrace - 50*time.Millisecond)
+		if refused == 0 || readies == 0 {
+			t.Fatalf("latency %v: member 1 refused %d frames as starting, carried out %d Readies: the test no longer reaches a held Ready", latency, refused, readies)
+		}
+		if empty > 0 {
+			t.Errorf("latency %v: %d of member 1's %d Readies while it started were held and empty, and carried out", latency, empty, readies)
+		}
+		if w := s.Counters(1).WriteWait; latency > 0 && w == 0 {
+			t.Errorf("latency %v: member 1 waited for no save while it started", latency)
+		}
+	}
+}

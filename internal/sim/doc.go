@@ -50,7 +50,8 @@
 //     cut, kept by a paused node's kernel), holds its core back while it
 //     starts (StartGrace at most) or stands in the minority (a Ready held
 //     with nothing to send is not carried out: no Advance, no OnReady, as
-//     in the daemon's loop), refuses a differing member's frames, and
+//     in the daemon's loop; the node's own saves before it still block
+//     the loop for their write time), refuses a differing member's frames, and
 //     refuses a member incarnation's core frames until that incarnation's
 //     announcement reached it (sent at its first tick, and again when a
 //     receiver asks) or, from a node without agreement (an older build),

@@ -346,10 +346,16 @@ func (s *Sim) drain(n *simNode) {
 		return
 	}
 	out := n.node.Ready()
-	if out.Held && out.Empty() && n.saveDebt == 0 {
+	if out.Held && out.Empty() {
 		// Configuration agreement holds the core back (SetAgreement)
 		// and the node has nothing of its own to send: the daemon's loop
-		// does nothing with such a Ready (no Advance, no outcomes).
+		// does nothing with such a Ready (no Advance, no outcomes). The
+		// node's own saves made meanwhile (saveDebt) still took their
+		// write time inside its calls: the loop waits that long.
+		if n.saveDebt > 0 {
+			s.payDebt(n)
+			return
+		}
 		s.reschedule(n)
 		return
 	}
@@ -466,6 +472,29 @@ func (s *Sim) slowWrite(n *simNode, out node.Output) {
 		if n.life == life {
 			s.afterWrite(n, write)
 		}
+	})
+}
+
+// payDebt blocks the node's loop for the write time of its own saves
+// (saveDebt) after a Ready it does nothing with (held and empty), as
+// slowWrite does before a Ready it carries out: a crash meanwhile ends
+// it, a pause holds the rest back until Resume.
+func (s *Sim) payDebt(n *simNode) {
+	debt := n.saveDebt
+	n.saveDebt = 0
+	n.counters.SlowWrites++
+	n.counters.WriteWait += debt
+	n.writing = true
+	life := n.life
+	s.schedule(s.now+debt, func() {
+		if n.life != life {
+			return
+		}
+		s.afterWrite(n, func() {
+			n.writing = false
+			s.reschedule(n)
+			s.unblock(n)
+		})
 	})
 }
 

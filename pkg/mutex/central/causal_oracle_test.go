@@ -97,3 +97,33 @@ func TestTokenAskSilentPredecessor(t *testing.T) {
 	}
 	t.Log(c)
 }
+
+// TestAgreementRefusalExcusesNothing: seed 2, every member running
+// configuration agreement, a core that ignores Request.After. Its first
+// causal violation is at 1.10 s (member 3's request, asked at 1 ms,
+// granted after member 4's, which names it); member 3 was never faulted:
+// only an election frame of its was refused at 1.26 ms by a member still
+// waiting for its announcement (config_unverified). Such a refusal
+// between agreeing members used to open a fault window on both, which
+// excused the violation; the run was caught only at 4.47 s, on another
+// pair (review-simcheck).
+func TestAgreementRefusalExcusesNothing(t *testing.T) {
+	broken := central.TokenAskFactory
+	broken.New = func(env core.Env, opt mutex.Options) (mutex.Algorithm, error) {
+		a, err := central.TokenAskFactory.New(env, opt)
+		if err != nil {
+			return nil, err
+		}
+		return ignoresAfter{a.(*central.Core)}, nil
+	}
+	f := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mutextest.Run(f, 2, mutextest.Config{Factory: broken, Target: coordinator, Builds: mutextest.BuildsAgreeing, CausalSkipEvent: central.EventUnknownPredecessor})
+	}()
+	<-done
+	if first := strings.SplitN(f.msg, "\n", 2)[0]; !strings.HasPrefix(first, "1.100631993s: member 3's request 1.1 granted") {
+		t.Fatalf("the causal oracle did not catch the violation at 1.10 s (member 3's request 1.1, never faulted); first failure: %s", first)
+	}
+}

@@ -170,6 +170,10 @@ type Core struct {
 	durable core.Durable
 	writes  writeHealth
 	inc     uint32 // this run's incarnation
+	// lastSkip is the latest predecessor a request was granted without
+	// (the token-asking variant: saySkips), when, for status.
+	lastSkip   string
+	lastSkipAt time.Time
 	// incSaved: a state write carrying inc succeeded. Until then a crash
 	// makes the next run raise the same incarnation again (what is on
 	// disk is the last run's), so a stamp of it may name two requests

@@ -122,9 +122,10 @@ type peer struct {
 	// droppedSeq is the earliest of its run's waiting requests dropped
 	// when it fell silent (DeadAfter without a frame), at droppedAt, and
 	// not listed by a sync since (0: none): the token-asking variant's V
-	// stays below it for DeadAfter more (vnow), so that a request that
-	// names it does not overtake it when the member's silence was two
-	// beats lost, and its next sync queues it again.
+	// stays below it for DeadAfter more (vnow, silentLapse: 2 x DeadAfter
+	// of silence at least), so that a request that names it does not
+	// overtake it when the member's silence was two beats lost, and its
+	// next sync queues it again.
 	droppedSeq uint64
 	droppedAt  time.Time
 }

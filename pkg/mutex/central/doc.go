@@ -401,10 +401,20 @@
 // dependent request's queueing is skipped (counted, reported at WARN):
 // a vector naming a request never made, or lost with its member. One the
 // coordinator dropped for its member's silence (DeadAfter without a frame)
-// still holds V back for DeadAfter more, until the member's next sync
-// queues it again (two beats lost on a lossy link let its dependents
-// overtake it, silently: the generic oracle's causal check,
-// TestTokenAskSilentPredecessor); then it is skipped and reported too.
+// still holds V back for DeadAfter more (2 x DeadAfter of silence, and
+// the tick's lag), or until the member's next sync queues it again (two
+// beats lost on a lossy link let its dependents overtake it, silently:
+// the generic oracle's causal check, TestTokenAskSilentPredecessor);
+// then it is skipped and reported too. A grant never confirmed (below) lapses after as long a silence, 2 x
+// DeadAfter of its member's silence since the grant or its last frame, if later (any frame restarts it): refused where it
+// landed, it is a waiting request the member's next sync has made anew.
+// It lapsed after DeadAfter, and 300 ms of lost syncs (100 ms beats) had
+// a refused grant made anew after its dependent, said as a crash
+// (TestSilentPredecessorOneRule). No lease bounds that wait: a member
+// keeps a refused request as long as its client waits, so any bound short
+// of its word is liveness's, not a proof of order; the WARN says what
+// the coordinator knows (its last frame of the member, when it granted or
+// dropped the request), and status repeats the latest.
 // A grant is served, for V, once its member has shown it took it (a
 // sync listing it held with its fence, a renewal of it; its release
 // ends it), not when it leaves: a grant can be refused where it lands,

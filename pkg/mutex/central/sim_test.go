@@ -47,6 +47,33 @@ func TestOracle(t *testing.T) {
 	}
 }
 
+// TestOracleLeasesApart: TestOracle on older builds (no configuration
+// agreement, no frame Checked) whose --lease differs, as a real older
+// build's may: each member runs 1 s or 2 s (mutextest.LeasesApart), its
+// clients ask up to its own. A coordinator of 2 s grants a 1.8 s lease,
+// falls, and one of 1 s takes the hold over from its holder's sync: it
+// must keep the hold whole (its member is unchecked: peerLease), or it
+// grants the lock inside it. With the cut made regardless of Checked
+// (peerLease's `if true || ...`, the two-holder bug
+// TestUncheckedLongerLease pins), the first seed that fails: central
+// calm 56, harsh 69; tokenask calm 30, harsh 3 (-sim.seeds=100). What
+// central does not promise across leases apart (a longer lease nobody
+// re-announces: EventLeaseAboveMax) the harness keeps out of the run:
+// no loss, no fault on a member holding a long lease.
+func TestOracleLeasesApart(t *testing.T) {
+	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
+		for _, h := range []mutextest.Hosts{mutextest.Calm, mutextest.Harsh} {
+			t.Run(f.Name+"/"+h.Name, func(t *testing.T) {
+				sim.Seeds(t, 8, func(t *testing.T, seed int64) {
+					c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Hosts: h, Target: coordinator,
+						Builds: mutextest.BuildsOlder, LeasesApart: true, CausalSkipEvent: central.EventUnknownPredecessor})
+					t.Log(c)
+				})
+			})
+		}
+	}
+}
+
 // TestOracleDiskFaults: TestOracle's faults with every member's state
 // writes failing one time in five through the fault rounds (a full or
 // read-only disk). A coordinator whose term did not reach its disk must

@@ -57,6 +57,14 @@ type Detail struct {
 	// have a renewal unconfirmed for a beat or more
 	// (EventRenewalUnanswered says why it may be).
 	RenewalsUnanswered int `json:"renewals_unanswered,omitempty"`
+	// LastSkip (the token-asking variant) is the latest request this
+	// member granted without a predecessor, at LastSkipAt, in short:
+	// which request, which predecessor, and what the coordinator knew of
+	// it ("never heard of", "dropped when its member fell silent",
+	// "granted, never confirmed"); the WARN tokenask_unknown_predecessor
+	// logged then says the rest.
+	LastSkip   string    `json:"last_causal_skip,omitempty"`
+	LastSkipAt time.Time `json:"last_causal_skip_at,omitzero"`
 }
 
 // LockDetail is the algorithm's part of a mutex.LockStatus.Detail, from
@@ -112,6 +120,7 @@ func (c *Core) Report() mutex.Status {
 		}
 	}
 	d.RenewalsUnanswered = c.renewalsUnanswered()
+	d.LastSkip, d.LastSkipAt = c.lastSkip, c.lastSkipAt
 	k := c.co
 	if k != nil && c.unsavedTerm == k.term {
 		d.Unsaved = k.term

@@ -17,7 +17,8 @@ import (
 // never took: the grant's whole lease (20 s here; up to an hour), though
 // W had been silent for DeadAfter long before, as a dropped waiting
 // request of a silent member lapses. Now y is granted once W has been
-// silent DeadAfter, said at WARN.
+// silent 2 x DeadAfter (the rule of a dropped waiting request:
+// TestSilentPredecessorOneRule), said at WARN.
 func TestUnconfirmedGrantOfSilentMember(t *testing.T) {
 	const lease = 20 * time.Second
 	x := newCrossingLease(t, central.TokenAskFactory, lease)

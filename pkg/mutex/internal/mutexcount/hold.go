@@ -141,8 +141,12 @@ func argOf(args []any, key string) (uint64, bool) {
 // Advance is called from the core's Advance once its Durable has taken
 // the driver's report: onDisk says that no promise is pending any more
 // (!Durable.PromisePending()). Outcomes whose first write this was leave
-// now, into *outcomes, and their events into *events (reported with the
-// next Ready, which Deadline asks for at once); those that waited across
+// now, in front of *outcomes, and their events in front of *events
+// (reported with the next Ready, which Deadline asks for at once): both
+// came before anything the core made since their Ready, in the same order
+// as Release keeps (a driver that stepped the core between a Ready and its
+// Advance would otherwise log a later release before the grant it ends:
+// review-last); those that waited across
 // a failed write at the next Tick (Deadline, Release). A failed write
 // says the grants and renewals it holds that were not said yet.
 func (h *Hold) Advance(onDisk bool, outcomes *[]mutex.Outcome, events *[]core.Event) {
@@ -154,7 +158,7 @@ func (h *Hold) Advance(onDisk bool, outcomes *[]mutex.Outcome, events *[]core.Ev
 	case h.fresh:
 		*outcomes = append(h.held, *outcomes...)
 		left := reported(h.events)
-		*events = append(*events, left...)
+		*events = append(left, *events...)
 		h.held, h.events, h.said, h.fresh = nil, nil, 0, false
 		h.unread = len(left) > 0
 	default:

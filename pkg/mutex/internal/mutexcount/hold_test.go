@@ -254,3 +254,33 @@ func TestTwoHeldRenewalsKeepTheirEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldAdvanceEventsFirst: a grant held for its Ready's write leaves
+// at the Advance in front of what the core made since, and so does its
+// lock_granted: a release event the core reported between the Ready and
+// the Advance (a driver that steps the core there) comes after it, as
+// Release orders them. Before, the outcomes went in front and their events
+// at the back: the log said lock_released before lock_granted (review-last).
+func TestHoldAdvanceEventsFirst(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	grant := mutex.Granted{ID: 5, Lock: "x", Fence: 5, Expires: t0.Add(time.Second)}
+	granted := core.Event{Name: mutex.EventGranted, Args: []any{"lock", "x", "request", uint64(5)}}
+	released := core.Event{Name: mutex.EventReleased, Args: []any{"lock", "x", "request", uint64(5)}}
+	var h Hold
+	out := []mutex.Outcome{grant}
+	rd := core.Ready{State: []byte{1}, Promise: true, Events: []core.Event{granted}}
+	h.Ready(&rd, &out)
+	if len(rd.Events) != 0 {
+		t.Fatalf("the held grant's event left with its Ready: %+v", rd.Events)
+	}
+	// Stepped between the Ready and its Advance: the client's release.
+	out = []mutex.Outcome{mutex.Released{ID: 5, Lock: "x", Fence: 5}}
+	events := []core.Event{released}
+	h.Advance(true, &out, &events)
+	if want := []mutex.Outcome{grant, mutex.Released{ID: 5, Lock: "x", Fence: 5}}; !reflect.DeepEqual(out, want) {
+		t.Fatalf("outcomes %v, want %v", out, want)
+	}
+	if len(events) != 2 || events[0].Name != mutex.EventGranted || events[1].Name != mutex.EventReleased {
+		t.Fatalf("events %+v, want lock_granted before lock_released", events)
+	}
+}

@@ -214,19 +214,23 @@ func (c *Cluster) causalEnded(id uint32, req mutex.RequestID, at time.Duration) 
 // ends now.
 func (c *Cluster) causalFault(id uint32, begin bool) { c.causalWindow(id, begin, false) }
 
-// agreementCut records the cut configuration agreement makes (Builds)
-// when member r.Node refuses r.From's frame for it: while it starts or
-// stands back, or (mostly) because r.From's incarnation has not announced
-// itself to it, and if r.From is an older build will not: refused for
-// three announce intervals from the first frame r.Node heard of it, which
-// may come long after r.From started (it followed a coordinator that is
-// not r.Node), while r.From hears r.Node. Causal order is promised across
-// no fault: each refusal is a fault window on both members, from the
-// refusal to two heartbeats later (the frames they exchange come at least
-// that often while it lasts), merged with the window before it.
+// agreementCut records the cut configuration agreement makes in
+// BuildsMixed when an agreeing member, r.Node, refuses a frame of an
+// older build, r.From: for three announce intervals from the first frame
+// r.Node heard of r.From's incarnation (which may come long after r.From
+// started: it followed a coordinator that is not r.Node), while r.From
+// hears r.Node. Causal order is promised across no fault: each such
+// refusal is a fault window on both members, from the refusal to two
+// heartbeats later (the frames they exchange come at least that often
+// while it lasts), merged with the window before it. A refusal between
+// agreeing members (a start, a restart's incarnation not yet announced)
+// opens none: it is short, both ways, and the cores keep causal order
+// across it as across a lost frame (a window there excused real
+// violations: TestAgreementRefusalExcusesNothing).
 func (c *Cluster) agreementCut(r sim.Refused) {
 	o := c.causal
-	if o == nil || !agreementRefusal(r.Err) {
+	if o == nil || c.builds != BuildsMixed || !agreementRefusal(r.Err) ||
+		!slices.Contains(c.agreeing, r.Node) || slices.Contains(c.agreeing, r.From) {
 		return
 	}
 	end := r.At + 2*c.cfg.Options.Heartbeat + c.causalSlack()

@@ -47,13 +47,24 @@
 // re-announced hold to its own --lease trusts), or none, older builds
 // whose frames are all unchecked; by default the seed picks (even: every
 // member, odd: none). The members share Config.Options, so their
-// announcements match. BuildsMixed, asked for, runs some of each: the
+// announcements match, unless Config.LeasesApart: then the members that
+// run no agreement (BuildsOlder, the older members of BuildsMixed) draw
+// their --lease (Options.Lease or twice it), as real older builds may run
+// another, and a coordinator must keep an unchecked member's longer
+// re-announced hold whole (central's TestOracleLeasesApart and
+// TestMixedBuilds fail when it cuts it); the run then has no loss and no
+// fault on a member holding a long lease (a longer lease nobody
+// re-announces is past what central promises). Without it no
+// re-announced hold is longer than any member's --lease, and no oracle
+// run reaches the cut. BuildsMixed, asked for, runs some of each: the
 // agreeing members refuse an older build's incarnation for three announce
 // intervals from the first frame they hear of it, sending it none of
 // their cores' frames meanwhile (a cut both ways), then admit it
 // unchecked; its first phase lasts that window longer (the two sides
-// cannot agree on a coordinator before). Each frame agreement refuses is
-// a fault window for the causal oracle on both members (a one-way cut).
+// cannot agree on a coordinator before). Each frame of an older build
+// that an agreeing member refuses is a fault window for the causal oracle
+// on both members (a one-way cut); a refusal between agreeing members
+// (a start, a restart's incarnation not yet announced) opens none.
 //
 // Clients ask for locks, hold them up to 20 ms or for several leases
 // (renewing), and now and then hang (neither renew nor release) so the

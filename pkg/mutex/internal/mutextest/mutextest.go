@@ -63,6 +63,21 @@ type Config struct {
 	// (sim.SetAgreement), so which of their frames reach the cores
 	// core.Message.Checked. The zero value draws it from the seed.
 	Builds Builds
+	// LeasesApart: the members that run no configuration agreement
+	// (older builds: BuildsOlder, the older members of BuildsMixed) may
+	// run another --lease, as a real older build may: each draws
+	// Options.Lease or twice it (a stream of its own), and its clients
+	// ask for leases up to its own. The members that run agreement keep
+	// Options.Lease: one configured apart would stand back (agreement
+	// compares the lease). For algorithms that keep their guarantees
+	// across members configured apart while every hold is re-announced
+	// (central: an unchecked member's re-announced hold is kept whole,
+	// peerLease). What no algorithm here keeps is a longer lease nobody
+	// re-announces (a new coordinator waits its own --lease for those:
+	// central's EventLeaseAboveMax), so the run is kept from it: its
+	// links lose nothing (no Loss fault) and a fault spares a member
+	// holding a lease longer than half the shortest --lease (spare).
+	LeasesApart bool
 }
 
 // olderBuildWindow is how long a member that runs configuration agreement
@@ -178,6 +193,10 @@ type Cluster struct {
 	// configuration agreement.
 	builds   Builds
 	agreeing []uint32
+	// lease is each member's --lease (Options.Lease unless
+	// Config.LeasesApart drew another); longest, the longest of them.
+	lease             map[uint32]time.Duration
+	longest, shortest time.Duration
 
 	// causal is the causal oracle (nil: the algorithm does not order by
 	// vectors), known once the cores run (causalKnown).
@@ -247,11 +266,19 @@ func New(t testing.TB, seed int64, cfg Config) *Cluster {
 	if cfg.Faults == nil {
 		cfg.Faults = cfg.Factory.Guarantees.Survives
 	}
+	if cfg.LeasesApart {
+		cfg.Faults = slices.DeleteFunc(slices.Clone(cfg.Faults), func(f mutex.Fault) bool { return f == mutex.Loss })
+	}
 	if cfg.Rounds == 0 {
 		cfg.Rounds = 6
 	}
 	if cfg.Quiet == 0 {
 		cfg.Quiet = 8 * time.Second
+		if cfg.LeasesApart {
+			// A lease may be twice Options.Lease: the holds that
+			// renew, and the queue behind them, twice as long.
+			cfg.Quiet *= 2
+		}
 	}
 	if cfg.Hosts == (Hosts{}) {
 		cfg.Hosts = Calm
@@ -285,7 +312,7 @@ func New(t testing.TB, seed int64, cfg Config) *Cluster {
 		clk := clock.SimConfig{Offset: time.Duration(c.rng.Int64N(int64(time.Second))), DriftPPM: c.rng.Float64()*2*ppm - ppm, AllowBackwardStep: true}
 		c.drift[id] = clk.DriftPPM
 		c.s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
-			a, err := cfg.Factory.New(env, cfg.Options)
+			a, err := cfg.Factory.New(env, c.options(id))
 			if err != nil {
 				t.Fatalf("member %d: %s: %v", id, cfg.Factory.Name, err)
 			}
@@ -349,6 +376,59 @@ func (c *Cluster) setBuilds(seed int64) {
 	for _, id := range c.agreeing {
 		c.s.SetAgreement(id, a)
 	}
+	c.lease, c.longest, c.shortest = map[uint32]time.Duration{}, opt.Lease, opt.Lease
+	rng := rand.New(rand.NewPCG(uint64(seed), 13))
+	for _, id := range c.ids {
+		c.lease[id] = opt.Lease
+		if c.cfg.LeasesApart && !slices.Contains(c.agreeing, id) {
+			c.lease[id] *= time.Duration(1 + rng.IntN(2))
+		}
+		c.longest = max(c.longest, c.lease[id])
+	}
+}
+
+// spare is the member a fault meant for victim hits (0: none, the fault
+// is skipped): victim itself unless Config.LeasesApart and it holds a
+// lease that ends more than half the shortest --lease from now (a new
+// coordinator of a shorter --lease would not wait for it if it went
+// unannounced: LeasesApart), else the Target, else the first running
+// member that holds none.
+func (c *Cluster) spare(victim uint32) uint32 {
+	if !c.cfg.LeasesApart {
+		return victim
+	}
+	long := func(id uint32) bool {
+		for _, ivs := range c.grants {
+			for _, iv := range ivs {
+				if iv.node == id && iv.end > c.s.Elapsed()+c.shortest/2 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if !long(victim) {
+		return victim
+	}
+	if c.cfg.Target != nil {
+		if t := c.cfg.Target(c.s); t != 0 && c.s.Running(t) && !long(t) {
+			return t
+		}
+	}
+	for _, id := range c.ids {
+		if c.s.Running(id) && !long(id) {
+			return id
+		}
+	}
+	return 0
+}
+
+// options are the Options member id's core runs with: Config.Options,
+// with the member's own --lease (Config.LeasesApart).
+func (c *Cluster) options(id uint32) mutex.Options {
+	opt := c.cfg.Options
+	opt.Lease = c.lease[id]
+	return opt
 }
 
 // Sim is the simulator under the cluster (faults, counts, traces).
@@ -517,7 +597,7 @@ func (c *Cluster) drive(active bool) {
 			if c.shared && c.rng.IntN(3) == 0 {
 				cl.mode = mutex.Shared
 			}
-			lease := c.cfg.Options.Lease * time.Duration(3+c.rng.IntN(7)) / 10
+			lease := c.lease[id] * time.Duration(3+c.rng.IntN(7)) / 10
 			after := c.programMessage(id)
 			c.do(id, func(a mutex.Algorithm, now time.Time) {
 				req, err := a.Acquire(now, mutex.Request{Lock: cl.lock, Mode: cl.mode, Lease: lease, Client: "sim", After: after})
@@ -688,17 +768,25 @@ func (c *Cluster) Fault(f mutex.Fault) {
 		if c.rng.IntN(2) == 0 {
 			victim = c.Other()
 		}
+		if victim = c.spare(victim); victim == 0 {
+			c.Run(hold, true)
+			return
+		}
 		c.Crash(victim)
 		c.Run(hold, true)
 		c.Restart(victim)
 	case mutex.Pause:
-		victim := c.Holder()
-		pause := c.cfg.Options.Lease + hold
+		victim := c.spare(c.Holder())
+		pause := c.longest + hold
 		if c.cfg.Hosts.SocketBuffer > 0 && c.rng.IntN(2) == 0 {
 			// A short stall, half a heartbeat to two: the member does
 			// not take it for one, and reads what its kernel kept.
 			hb := c.cfg.Options.Heartbeat
 			pause = hb/2 + time.Duration(c.rng.Int64N(int64(3*hb/2)))
+		}
+		if victim == 0 {
+			c.Run(pause, true)
+			return
 		}
 		c.s.Pause(victim)
 		c.causalFault(victim, true)
@@ -707,7 +795,11 @@ func (c *Cluster) Fault(f mutex.Fault) {
 		c.causalFault(victim, false)
 	case mutex.Partition:
 		// A minority (one member, the holder or the target) alone.
-		victim := c.Holder()
+		victim := c.spare(c.Holder())
+		if victim == 0 {
+			c.Run(hold, true)
+			return
+		}
 		c.s.Isolate(victim)
 		c.causalFault(victim, true)
 		c.Run(hold, true)
@@ -850,6 +942,15 @@ func (c *Cluster) String() string {
 	builds := c.builds.String()
 	if c.builds == BuildsMixed {
 		builds = fmt.Sprintf("%s (agreement on %v)", builds, c.agreeing)
+	}
+	if c.longest > c.cfg.Options.Lease {
+		var long []uint32
+		for _, id := range c.ids {
+			if c.lease[id] > c.cfg.Options.Lease {
+				long = append(long, id)
+			}
+		}
+		builds += fmt.Sprintf(", --lease %v on %v", c.longest, long)
 	}
 	return fmt.Sprintf("%s, %d members, %s: %d requests, %d grants, %d releases, longest wait %v, %d frames%s",
 		c.cfg.Factory.Name, len(c.ids), builds, c.Requests, c.Grants, c.Releases, c.LongestWait, sent, causal)
