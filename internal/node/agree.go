@@ -195,6 +195,14 @@ type memberAgreement struct {
 	// incarnation agrees, so that the cut is two-way.
 	refusing   bool
 	refusedInc uint32
+	// refusedSince: when the refusal of incarnation refusedInc began;
+	// unannounced: it was refused for not announcing itself (not for a
+	// configuration that differs): withholding then ends after the same
+	// window that admits it as an older build (withholds), heard again or
+	// not (review-twoway: a member refused once and silent was cut off
+	// for good; a ring never resends a refused election frame).
+	refusedSince time.Time
+	unannounced  bool
 	// Evidence from frames refused before delivery (another cluster's
 	// ID, a MAC that fails): a member with another cluster name or key.
 	evAt        time.Time
@@ -803,8 +811,17 @@ func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) (checked bool, err error
 		// Only a refusal of the member itself (its incarnation, its
 		// configuration) cuts it; this node starting or standing back
 		// refuses every member and holds its core.
-		if !errors.Is(err, ErrSteppedBack) && !errors.Is(err, ErrStarting) {
+		switch {
+		case errors.Is(err, ErrSteppedBack), errors.Is(err, ErrStarting):
+		case m.refusing && inc < m.refusedInc:
+			// A frame of an earlier incarnation (still in flight)
+			// neither ends nor moves the refusal of a later one.
+		default:
+			if err != nil && (!m.refusing || inc != m.refusedInc) {
+				m.refusedSince = now
+			}
 			m.refusing, m.refusedInc = err != nil, inc
+			m.unannounced = errors.Is(err, ErrConfigUnverified)
 		}
 	}()
 	switch {
@@ -865,6 +882,11 @@ func (n *Node) withholds(id uint32) bool {
 	}
 	m := n.agree.member(id)
 	if m == nil || !m.refusing {
+		return false
+	}
+	if m.unannounced && n.now.Sub(m.refusedSince) >= n.agree.window {
+		// Long enough that its next frame is admitted unchecked (an
+		// older build): the cut ends with the refusal it mirrors.
 		return false
 	}
 	if m.cfg != nil && m.cfgInc >= m.refusedInc {
