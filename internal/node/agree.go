@@ -188,6 +188,21 @@ type memberAgreement struct {
 	unknownSince time.Time
 	unknownAt    time.Time
 	legacyInc    uint32 // admitted without an announcement (an older build)
+	// refusing: the member's last frame that came to agreeAdmit was
+	// refused (incarnation refusedInc not announced yet, or a
+	// configuration that differs): the core's frames to it are withheld
+	// (withholds) until one is admitted or an announcement of that
+	// incarnation agrees, so that the cut is two-way.
+	refusing   bool
+	refusedInc uint32
+	// refusedSince: when the refusal of incarnation refusedInc began;
+	// unannounced: it was refused for not announcing itself (not for a
+	// configuration that differs): withholding then ends after the same
+	// window that admits it as an older build (withholds), heard again or
+	// not (review-twoway: a member refused once and silent was cut off
+	// for good; a ring never resends a refused election frame).
+	refusedSince time.Time
+	unannounced  bool
 	// Evidence from frames refused before delivery (another cluster's
 	// ID, a MAC that fails): a member with another cluster name or key.
 	evAt        time.Time
@@ -792,6 +807,23 @@ func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) (checked bool, err error
 		return false, nil
 	}
 	inc, _, _ := wire.SeqParts(f.Seq)
+	defer func() {
+		// Only a refusal of the member itself (its incarnation, its
+		// configuration) cuts it; this node starting or standing back
+		// refuses every member and holds its core.
+		switch {
+		case errors.Is(err, ErrSteppedBack), errors.Is(err, ErrStarting):
+		case m.refusing && inc < m.refusedInc:
+			// A frame of an earlier incarnation (still in flight)
+			// neither ends nor moves the refusal of a later one.
+		default:
+			if err != nil && (!m.refusing || inc != m.refusedInc) {
+				m.refusedSince = now
+			}
+			m.refusing, m.refusedInc = err != nil, inc
+			m.unannounced = errors.Is(err, ErrConfigUnverified)
+		}
+	}()
 	switch {
 	case a.standing == StandingSteppedBack:
 		return false, ErrSteppedBack
@@ -831,6 +863,39 @@ func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) (checked bool, err error
 		n.announce(f.Sender, true)
 	}
 	return false, fmt.Errorf("%w: member %d, incarnation %d", ErrConfigUnverified, f.Sender, inc)
+}
+
+// withholds says whether the core's frames to member id are withheld:
+// this node refuses its frames (agreeAdmit: an incarnation that has not
+// announced itself, or a configuration that differs). A refusal is a
+// cut, and the cores argue their safety from cuts that are two-way (a
+// member that hears nobody takes itself for cut off; see
+// pkg/mutex/permission's "Links"): a member refused by a majority that
+// still heard it would count that majority heard, and grant or hold a
+// lock, while the majority gave it up on the silence it sees. With its
+// frames withheld too, the refused member hears this node no more than
+// this node hears it, as across a broken link. The node's own frames
+// (announcements, asks, status) still go: they are how a refusal ends.
+func (n *Node) withholds(id uint32) bool {
+	if n.agree == nil {
+		return false
+	}
+	m := n.agree.member(id)
+	if m == nil || !m.refusing {
+		return false
+	}
+	if m.unannounced && n.now.Sub(m.refusedSince) >= n.agree.window {
+		// Long enough that its next frame is admitted unchecked (an
+		// older build): the cut ends with the refusal it mirrors.
+		return false
+	}
+	if m.cfg != nil && m.cfgInc >= m.refusedInc {
+		// It announced itself since (both sides may have refused each
+		// other's first frames while their announcements crossed): a
+		// configuration that agrees ends the cut.
+		return len(m.diffs) > 0
+	}
+	return true
 }
 
 // unverifiedText says that member id announces no configuration, and

@@ -497,3 +497,68 @@ func FuzzReceiveAgreement(f *testing.F) {
 		_ = b.Status()
 	})
 }
+
+// TestAgreementRefusedMemberWithheld: while a node refuses a member's
+// frames (an older build, unannounced, for three announce intervals), its
+// core's frames to that member are withheld, a broadcast going to the
+// others one by one instead of to the multicast group: a cut both ways.
+// Once the member is admitted unchecked it is sent to again (multicast).
+func TestAgreementRefusedMemberWithheld(t *testing.T) {
+	a, ra := newNode(t, 1, func(c *Config) {
+		c.Keys = []wire.Key{testKey}
+		c.Agreement = &Agreement{Algorithm: "bully"}
+		c.Multicast = true
+	})
+	old, rold := newNode(t, 2, func(c *Config) { c.Keys = []wire.Key{testKey} })
+	refusing := false
+	var withheldSteps, sentWhileRefused, sentAfter, toThree int
+	for i := range 50 {
+		now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		a.Tick(now)
+		ra.rd.Messages = append(ra.rd.Messages,
+			core.Message{To: core.Broadcast, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)},
+			core.Message{To: 2, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)})
+		out := a.Ready()
+		if !out.Held {
+			reached := 0
+			for _, s := range out.Sends {
+				if s.Kind != wire.KindHeartbeat {
+					continue
+				}
+				if s.Multicast || s.To == members[2] {
+					reached++
+				}
+				if s.To == members[3] {
+					toThree++
+				}
+			}
+			if refusing {
+				withheldSteps++
+				sentWhileRefused += reached
+			} else if withheldSteps > 0 {
+				sentAfter += reached
+			}
+		}
+		rold.rd.Messages = []core.Message{{To: 1, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)}}
+		for _, err := range deliver(t, old, a, now) {
+			switch {
+			case errors.Is(err, ErrConfigUnverified):
+				refusing = true
+			case errors.Is(err, ErrStarting):
+			case err == nil:
+				refusing = false
+			default:
+				t.Fatal(err)
+			}
+		}
+	}
+	if withheldSteps == 0 || sentWhileRefused != 0 {
+		t.Fatalf("%d core frames reached member 2 over %d steps while its frames were refused", sentWhileRefused, withheldSteps)
+	}
+	if sentAfter == 0 || toThree == 0 {
+		t.Fatalf("after member 2's admission %d core frames reached it; %d went to member 3 by unicast", sentAfter, toThree)
+	}
+	if d := a.Status().Dropped["withheld_"+wire.KindHeartbeat.String()]; d == 0 {
+		t.Fatal("no withheld frame counted")
+	}
+}

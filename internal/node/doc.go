@@ -224,7 +224,21 @@
 //
 // A member whose announced configuration differs is not followed, voted
 // for or counted: its frames are refused before the core sees them
-// ("config_differs"). Frames refused before that (another cluster's ID, a
+// ("config_differs").
+//
+// A refusal is a cut both ways: while the node refuses a member's frames
+// (config_unverified, config_differs: the last one of its that came was
+// refused, and no announcement of that incarnation agreed since), it sends
+// that member none of its core's frames either (a broadcast goes to the
+// others one by one; counted as dropped, "withheld_<kind>"), only its own
+// (announcements, asks, status), which are how a refusal ends. The cores
+// argue their safety from cuts that are two-way (pkg/mutex/permission,
+// "Links": a member that hears no majority takes itself for cut off before
+// the others give it up); a refused member that still heard everyone
+// counted a majority heard and granted a lock while the members refusing
+// it gave it up on the silence they saw (Lamport's queue with an older
+// build, two holders: TestAgreementRefusalTwoWay in internal/sim, the
+// mixed-builds oracle in pkg/mutex/permission). Frames refused before that (another cluster's ID, a
 // MAC that fails) from a member's address are evidence too: an
 // announcement with another cluster's ID whose MAC verifies with this
 // node's key is a member configured with another cluster name (or another

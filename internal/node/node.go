@@ -642,7 +642,7 @@ func (n *Node) Ready() Output {
 	}
 	n.own = n.own[:0]
 	for _, m := range rd.Messages {
-		out.Sends = n.encode(out.Sends, m)
+		out.Sends = n.encodeCore(out.Sends, m)
 	}
 	for _, d := range rd.Datagrams {
 		n.stats.DatagramsOut++
@@ -682,6 +682,42 @@ func (n *Node) recordEvents(rd core.Ready) {
 		}
 		n.rec.Local(e, lamport, n.vector, at)
 	}
+}
+
+// encodeCore encodes the core's message m as encode does, but sends
+// nothing to a member whose frames this node refuses (withholds): a
+// broadcast goes to the others one by one (a multicast would reach it),
+// a message to it alone is dropped, counted "withheld_<kind>".
+func (n *Node) encodeCore(sends []Send, m core.Message) []Send {
+	if n.agree == nil {
+		return n.encode(sends, m)
+	}
+	if m.To != core.Broadcast {
+		if n.withholds(m.To) {
+			n.stats.drop("withheld_" + m.Kind.String())
+			return sends
+		}
+		return n.encode(sends, m)
+	}
+	withheld := false
+	for _, id := range n.others {
+		if n.withholds(id) {
+			withheld = true
+			break
+		}
+	}
+	if !withheld {
+		return n.encode(sends, m)
+	}
+	st := n.stamp(m)
+	for _, id := range n.others {
+		if n.withholds(id) {
+			n.stats.drop("withheld_" + m.Kind.String())
+			continue
+		}
+		sends = n.frame(sends, m, id, Send{To: n.cfg.Members[id], Stream: m.Stream}, st)
+	}
+	return sends
 }
 
 func (n *Node) encode(sends []Send, m core.Message) []Send {

@@ -10,6 +10,8 @@ import (
 // labels (wire.Reason, plus "unknown_member", "wrong_source",
 // "implausible_seq", "pre_restart", "lamport_ahead", "bad_vector", "unsaved",
 // "rejected_<kind>", "bad_destination", "unsent_<kind>", "datagram_rejected",
+// "withheld_<kind>" (a core's frame not sent to a member whose frames
+// configuration agreement refuses),
 // configuration agreement's, and the status queries' "status_limited",
 // "status_unsolicited", "status_report_trimmed", "unsent_status_report")
 // so that status and metrics can show them as they are.

@@ -99,6 +99,60 @@ func TestAgreementChecked(t *testing.T) {
 	}
 }
 
+// TestAgreementRefusalTwoWay: a refusal is a cut both ways. Members 1 and
+// 2 announce the same configuration, member 3 none (an older build): while
+// 1 and 2 refuse 3's incarnation (three announce intervals), their cores'
+// frames are withheld from 3 too, so 3 hears them no more than they hear
+// it, as across a broken link; once 3 is admitted unchecked, it hears them
+// again. Before, 3 heard everyone while nobody heard it: a member of a
+// permission algorithm there counted a majority heard and granted while
+// the majority gave it up on the silence it saw (Lamport's queue, mixed
+// builds, mutextest seed 2: two holders at 1.28 s).
+func TestAgreementRefusalTwoWay(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 1})
+	probeOf := probes(s, 3, 1, core.Broadcast, false)
+	same := &node.Agreement{Algorithm: "probe", Params: map[string]string{"lease": "1s"}}
+	s.SetAgreement(1, same)
+	s.SetAgreement(2, same)
+	var first, last [3]time.Duration // by refusing member 1, 2
+	s.OnRefused(func(r sim.Refused) {
+		if r.From == 3 && errors.Is(r.Err, node.ErrConfigUnverified) {
+			if first[r.Node] == 0 {
+				first[r.Node] = r.At
+			}
+			last[r.Node] = r.At
+		}
+	})
+	s.Run(6 * time.Second)
+	start := s.Config().Start
+	for _, id := range []uint32{1, 2} {
+		if first[id] == 0 {
+			t.Fatalf("member %d never refused member 3's frames", id)
+		}
+		// Frames in flight when the first refusal came may still land.
+		from, to := start.Add(first[id]+10*time.Millisecond), start.Add(last[id])
+		var during, after int
+		for _, g := range probeOf(3).got {
+			switch {
+			case g.from != id:
+			case g.at.After(from) && g.at.Before(to):
+				during++
+			case g.at.After(to.Add(100 * time.Millisecond)):
+				after++
+			}
+		}
+		if during != 0 {
+			t.Errorf("member 3 got %d frames of member %d's core while %d refused its frames [%v, %v]: a one-way cut", during, id, id, first[id], last[id])
+		}
+		if after == 0 {
+			t.Errorf("member 3 got no frame of member %d's core after it was admitted at %v", id, last[id])
+		}
+		if d := s.Node(id).Status().Dropped["withheld_"+wire.KindHeartbeat.String()]; d == 0 {
+			t.Errorf("member %d counted no withheld frame", id)
+		}
+	}
+}
+
 // TestHeldEmptyReadyNotCarriedOut: a node whose configuration agreement
 // holds its core back (here: starting, StartGrace) and that has nothing of
 // its own to send hands its driver a held, empty Ready; the daemon's loop

@@ -266,7 +266,9 @@
 //
 // Why Y cannot be in its critical section at t, nor enter one without X's
 // leave: links fail both ways (a link that delivers one way delivers the
-// other; the loss a working link has is what BusyBeatsCovered allows), so
+// other; the loss a working link has is what BusyBeatsCovered allows; a
+// node whose configuration agreement refuses a member's frames withholds
+// its core's frames from that member too, internal/node), so
 // during [F+I, S], I being Y's heartbeat interval (a busy one, and the
 // beats BusyBeatsCovered lets be lost, when Y holds by X's leave), Y
 // hears no member of M directly either. The members Y hears directly are

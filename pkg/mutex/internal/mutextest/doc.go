@@ -58,7 +58,8 @@
 // re-announced hold is longer than any member's --lease, and no oracle
 // run reaches the cut. BuildsMixed, asked for, runs some of each: the
 // agreeing members refuse an older build's incarnation for three announce
-// intervals from the first frame they hear of it, then admit it
+// intervals from the first frame they hear of it, sending it none of
+// their cores' frames meanwhile (a cut both ways), then admit it
 // unchecked; its first phase lasts that window longer (the two sides
 // cannot agree on a coordinator before). Each frame of an older build
 // that an agreeing member refuses is a fault window for the causal oracle

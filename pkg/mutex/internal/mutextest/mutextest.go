@@ -107,11 +107,14 @@ const (
 	// the seed): frames between two of them are Checked, an older build's
 	// frames are refused by them for three announce intervals from the
 	// first one they hear of its incarnation, then admitted unchecked,
-	// and it checks nothing. Never drawn: the refusal is a one-way cut
-	// (the older build hears them), which Lamport's permission algorithm
-	// does not survive (seed 2: the older build, member 2, taken for down
-	// by the others at 1.27 s, which grant without it, while it grants
-	// itself: two holders at 1.281 s).
+	// and it checks nothing; meanwhile they send it none of their cores'
+	// frames (internal/node withholds them: a cut both ways). Never drawn
+	// (the run is that window longer). While the refusal was a one-way
+	// cut (the older build heard them), Lamport's permission algorithm
+	// did not survive it (seed 2: the older build, member 2, taken for
+	// down by the others at 1.27 s, which granted without it, while it
+	// granted itself: two holders at 1.281 s); permission's
+	// TestMixedBuilds runs it.
 	BuildsMixed
 )
 

@@ -67,9 +67,10 @@ func TestSeedReplays(t *testing.T) {
 // re-announced hold to its own --lease only for a member whose
 // configuration agreement compared (core.Message.Checked), keeps an
 // older build's whole, and the agreeing members refuse an older build's
-// new incarnation for three announce intervals while it hears them. With
-// the cut made regardless of Checked (central's peerLease), two holders:
-// central/harsh seed 40, tokenask/harsh seed 18 (-sim.seeds=50). The
+// new incarnation for three announce intervals (sending it nothing of
+// their cores meanwhile: a cut both ways). With the cut made regardless
+// of Checked (central's peerLease), two holders: central/harsh seed 40,
+// tokenask/harsh seed 18 (-sim.seeds=50). The
 // wide search is -sim.seeds.
 func TestMixedBuilds(t *testing.T) {
 	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
