@@ -16,24 +16,8 @@ import (
 // and is admitted: it must not end the cut of the new incarnation, still
 // refused (it did: the one-way cut back for up to a heartbeat).
 func TestStaleFrameKeepsWithholding(t *testing.T) {
-	a, ra := newNode(t, 1, func(c *Config) {
-		c.Keys = []wire.Key{testKey}
-		c.Agreement = &Agreement{Algorithm: "bully"}
-	})
-	old, rold := newNode(t, 2, func(c *Config) { c.Keys = []wire.Key{testKey} })
-	now := t0
+	a, ra, old, rold, now := olderAdmitted(t)
 	step := func() { now = now.Add(100 * time.Millisecond) }
-	// Run 5 s: member 2 admitted as an older build.
-	for range 50 {
-		a.Tick(now)
-		rold.rd.Messages = []core.Message{{To: 1, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)}}
-		deliver(t, old, a, now)
-		a.Ready()
-		step()
-	}
-	if a.withholds(2) {
-		t.Fatal("member 2 withheld after 5 s")
-	}
 	// A last frame of incarnation 1, delayed on the way.
 	rold.rd.Messages = []core.Message{{To: 1, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)}}
 	var stale []byte
@@ -76,20 +60,7 @@ func TestStaleFrameKeepsWithholding(t *testing.T) {
 // run unchecked, then sends them again (review-twoway: the cut lasted for
 // good, and a ring never resent a refused election frame).
 func TestWithholdingEndsAfterWindow(t *testing.T) {
-	a, ra := newNode(t, 1, func(c *Config) {
-		c.Keys = []wire.Key{testKey}
-		c.Agreement = &Agreement{Algorithm: "bully"}
-	})
-	old, rold := newNode(t, 2, func(c *Config) { c.Keys = []wire.Key{testKey} })
-	now := t0
-	// 5 s: node 1 started, member 2 admitted as an older build.
-	for range 50 {
-		a.Tick(now)
-		rold.rd.Messages = []core.Message{{To: 1, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)}}
-		deliver(t, old, a, now)
-		a.Ready()
-		now = now.Add(100 * time.Millisecond)
-	}
+	a, ra, _, _, now := olderAdmitted(t)
 	// Member 2 restarts (incarnation 2), sends one frame and falls silent.
 	old2, rold2 := newNode(t, 2, func(c *Config) { c.Keys = []wire.Key{testKey}; c.Incarnation = 2 })
 	rold2.rd.Messages = []core.Message{{To: 1, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)}}
@@ -121,4 +92,28 @@ func TestWithholdingEndsAfterWindow(t *testing.T) {
 	if n := sentTo2(); n != 1 {
 		t.Fatalf("%v after member 2's refused frame, silent since: node 1 still withholds its core's frames from it (%d sent)", now.Sub(t0), n)
 	}
+}
+
+// olderAdmitted runs node 1 (agreement on) beside member 2, an older
+// build (none), for 5 s, until 2 is admitted unchecked; it returns both
+// nodes, their recorders, and the time reached.
+func olderAdmitted(t *testing.T) (a *Node, ra *recorder, old *Node, rold *recorder, now time.Time) {
+	t.Helper()
+	a, ra = newNode(t, 1, func(c *Config) {
+		c.Keys = []wire.Key{testKey}
+		c.Agreement = &Agreement{Algorithm: "bully"}
+	})
+	old, rold = newNode(t, 2, func(c *Config) { c.Keys = []wire.Key{testKey} })
+	now = t0
+	for range 50 {
+		a.Tick(now)
+		rold.rd.Messages = []core.Message{{To: 1, Kind: wire.KindHeartbeat, Payload: make([]byte, 8)}}
+		deliver(t, old, a, now)
+		a.Ready()
+		now = now.Add(100 * time.Millisecond)
+	}
+	if a.withholds(2) {
+		t.Fatal("member 2 withheld after 5 s")
+	}
+	return a, ra, old, rold, now
 }
