@@ -813,9 +813,15 @@ func (n *Node) agreeAdmit(f *wire.Frame, now time.Time) (checked bool, err error
 		// refuses every member and holds its core.
 		switch {
 		case errors.Is(err, ErrSteppedBack), errors.Is(err, ErrStarting):
-		case m.refusing && inc < m.refusedInc:
+		case m.refusing && inc < m.refusedInc && !checked:
 			// A frame of an earlier incarnation (still in flight)
-			// neither ends nor moves the refusal of a later one.
+			// neither ends nor moves the refusal of a later one; but a
+			// checked frame (of the incarnation whose configuration
+			// agreed) does end it: without a key a frame naming a
+			// made-up higher incarnation started the refusal, and the
+			// real member's frames kept it, a one-way cut for the whole
+			// window, or for good after a forged announcement
+			// (review-mine2).
 		default:
 			if err != nil && (!m.refusing || inc != m.refusedInc) {
 				m.refusedSince = now

@@ -164,8 +164,9 @@ func (c *Core) ackCap(p *peer, at time.Time) time.Time {
 // it acknowledges nothing, so its frames are no longer capped by its
 // acknowledgements (a member downgraded) but by this member's beats
 // alone (countFor). An extended frame of it undoes this
-// (takeAnnouncement). A member that acknowledged in its current
-// incarnation is never marked: a build changes only with a restart.
+// (takeAnnouncement). A busy 5-byte heartbeat of a member that
+// acknowledged in its current incarnation marks nothing (stepFrame,
+// ackedThisRun).
 //
 // The first time (and again after an extended frame undid it, at most
 // once every olderSayEvery) it is said (EventOlderBuild): at INFO, a
@@ -174,17 +175,6 @@ func (c *Core) ackCap(p *peer, at time.Time) time.Time {
 // them and a renewal waits for their heartbeats. why says what was heard.
 func (c *Core) olderBuild(m uint32, why string) {
 	p := c.peers[m]
-	if !p.ackedAt.IsZero() && p.ackedInc == p.life.Inc {
-		// It acknowledged one of this member's heartbeats in this
-		// incarnation: it runs a build with the extended form, and a
-		// build changes only with a restart (a new incarnation). The
-		// frame is forged (keyless) or corrupt; marking on it turned
-		// the acknowledgement cap off, with one forged frame per member
-		// name, for as long as this member's own frames were lost
-		// (review-perm7).
-		c.count("older_marks_refused")
-		return
-	}
 	was := p.old
 	p.v2, p.old, p.ackedAt = false, true, time.Time{}
 	if was {
@@ -279,4 +269,21 @@ func (c *Core) olds() int {
 		}
 	}
 	return n
+}
+
+// ackedThisRun says whether member m acknowledged one of this member's
+// heartbeats in the incarnation its frames last named: it runs a build
+// with the extended form, and a build changes only with a restart, so a
+// busy 5-byte heartbeat in its name is forged (keyless) or corrupt and
+// marks nothing (review-perm7: marking on one turned the acknowledgement
+// cap off, with one forged frame per member name, for as long as this
+// member's own frames were lost). Only that path asks: a plain heartbeat
+// frame (a build before perm_heartbeat) still marks, so that a member
+// downgraded that far and idle, naming no new incarnation in a request,
+// is said and counted by beats (review-mine2). The incarnation is the one
+// its requests and replies name: without a key a forged request naming a
+// new one first lets the mark through again (docs/security.md).
+func (c *Core) ackedThisRun(m uint32) bool {
+	p := c.peers[m]
+	return !p.ackedAt.IsZero() && p.ackedInc == p.life.Inc
 }

@@ -1164,6 +1164,8 @@ func (c *Core) stepFrame(m core.Message) error {
 			if p := c.peers[m.From]; m.Lamport > p.ann.stamp {
 				p.shortIdle = true
 			}
+		case h.Busy && c.ackedThisRun(m.From):
+			c.count("older_marks_refused")
 		case h.Busy:
 			c.olderBuild(m.From, "a busy 5-byte heartbeat") // a busy heartbeat of an older version
 			// An idle 5-byte heartbeat marks nothing: a member of this

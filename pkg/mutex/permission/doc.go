@@ -456,8 +456,10 @@
 //     lost beats are not covered: for a round trip after a start, for
 //     good with members of such a build (upgrade all), and, after a
 //     busy 5-byte heartbeat forged without a key in the name of a member
-//     that has acknowledged nothing in its current incarnation (one that
-//     has is never taken for older: a build changes only with a restart),
+//     that has acknowledged nothing in its current incarnation, as its
+//     requests name it (one that has is not taken for older on a busy
+//     5-byte heartbeat: a build changes only with a restart; a forged
+//     request naming a new incarnation first gets round that),
 //     until the extended heartbeat this member sends at its next idle
 //     beat is acknowledged (a heartbeat and a round trip; every eighth
 //     beat if that one is lost): a window of a round trip after each
