@@ -191,8 +191,10 @@ type memberAgreement struct {
 	// refusing: the member's last frame that came to agreeAdmit was
 	// refused (incarnation refusedInc not announced yet, or a
 	// configuration that differs): the core's frames to it are withheld
-	// (withholds) until one is admitted or an announcement of that
-	// incarnation agrees, so that the cut is two-way.
+	// (withholds) until one is admitted (a checked frame of an earlier
+	// incarnation too), an announcement of that incarnation agrees, or,
+	// for an unannounced run, the older-build window passes, so that the
+	// cut is two-way.
 	refusing   bool
 	refusedInc uint32
 	// refusedSince: when the refusal of incarnation refusedInc began;
