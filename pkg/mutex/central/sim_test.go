@@ -74,6 +74,32 @@ func TestOracleLeasesApart(t *testing.T) {
 	}
 }
 
+// TestMixedBuilds: central's two variants keep the oracle in a cluster
+// whose members mix builds with configuration agreement and without
+// (mutextest.BuildsMixed, never drawn by default), the older builds on
+// a --lease of their own (1 s or 2 s: LeasesApart): the coordinator cuts a
+// re-announced hold to its own --lease only for a member whose
+// configuration agreement compared (core.Message.Checked), keeps an
+// older build's whole, and the agreeing members refuse an older build's
+// new incarnation for three announce intervals (sending it nothing of
+// their cores meanwhile: a cut both ways). With the cut made regardless
+// of Checked (central's peerLease), two holders: central/harsh seed 40,
+// tokenask/harsh seed 18 (-sim.seeds=50). The
+// wide search is -sim.seeds.
+func TestMixedBuilds(t *testing.T) {
+	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
+		for _, h := range []mutextest.Hosts{mutextest.Calm, mutextest.Harsh} {
+			t.Run(f.Name+"/"+h.Name, func(t *testing.T) {
+				sim.Seeds(t, 6, func(t *testing.T, seed int64) {
+					c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Hosts: h, Target: coordinator,
+						Builds: mutextest.BuildsMixed, LeasesApart: true, CausalSkipEvent: central.EventUnknownPredecessor})
+					t.Log(c)
+				})
+			})
+		}
+	}
+}
+
 // TestOracleDiskFaults: TestOracle's faults with every member's state
 // writes failing one time in five through the fault rounds (a full or
 // read-only disk). A coordinator whose term did not reach its disk must

@@ -3,6 +3,7 @@ package permission_test
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -349,6 +350,21 @@ func stallSim(t *testing.T, f mutex.Factory, seed int64) (*mutextest.LockSim, pe
 func cutOffBeforeGivenUp(t *testing.T, s *mutextest.LockSim, tm permission.Config, holder, waiter uint32, rw mutex.RequestID, what string) {
 	t.Helper()
 	cutOffBeforeGivenUpSince(t, s, tm, holder, waiter, rw, what, 0, 0)
+}
+
+// lostThenPartitioned loses every frame of idle for two heartbeats and up
+// to 0.9 s more (drawn from rng), then partitions it from waiter and
+// other, has waiter ask, and fails unless idle took itself for cut off
+// before waiter gave it up (cutOffBeforeGivenUpSince, counted from now).
+func lostThenPartitioned(t *testing.T, s *mutextest.LockSim, tm permission.Config, rng *rand.Rand, idle, waiter, other uint32, what string) {
+	t.Helper()
+	g0, c0 := givenUpAndCutOff(s, idle, waiter)
+	s.Cut(idle, waiter)
+	s.Cut(idle, other)
+	s.Run(2*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(900*time.Millisecond))))
+	s.Partition([]uint32{idle}, []uint32{waiter, other})
+	rw := s.Acquire(waiter)
+	cutOffBeforeGivenUpSince(t, s, tm, idle, waiter, rw, what, g0, c0)
 }
 
 // givenUpAndCutOff are waiter's members_given_up and holder's cut_off and

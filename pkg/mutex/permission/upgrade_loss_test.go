@@ -51,13 +51,7 @@ func TestUpgradeRestartLossStaysCapped(t *testing.T) {
 				s.Run(tm.RestartHold() + time.Second)
 				s.Heal()
 				s.Run(60*time.Second + time.Duration(rng.Int64N(int64(tm.HeartbeatInterval))))
-				g0, c0 := givenUpAndCutOff(s, idle, waiter)
-				s.Cut(idle, waiter)
-				s.Cut(idle, other)
-				s.Run(2*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(900*time.Millisecond))))
-				s.Partition([]uint32{idle}, []uint32{waiter, other})
-				rw := s.Acquire(waiter)
-				cutOffBeforeGivenUpSince(t, s, tm, idle, waiter, rw, "after every frame of it was lost for two heartbeats or more, a minute after its upgrade restart", g0, c0)
+				lostThenPartitioned(t, s, tm, rng, idle, waiter, other, "after every frame of it was lost for two heartbeats or more, a minute after its upgrade restart")
 			})
 		})
 	}
@@ -164,13 +158,7 @@ func TestForgedShortBusyStaysCapped(t *testing.T) {
 						t.Errorf("member %d still takes members %v for older, 10 s after forged 5-byte busy heartbeats", id, older)
 					}
 				}
-				g0, c0 := givenUpAndCutOff(s, idle, waiter)
-				s.Cut(idle, waiter)
-				s.Cut(idle, other)
-				s.Run(2*tm.HeartbeatInterval + time.Duration(rng.Int64N(int64(900*time.Millisecond))))
-				s.Partition([]uint32{idle}, []uint32{waiter, other})
-				rw := s.Acquire(waiter)
-				cutOffBeforeGivenUpSince(t, s, tm, idle, waiter, rw, "after forged 5-byte busy heartbeats and every frame of it lost for two heartbeats or more", g0, c0)
+				lostThenPartitioned(t, s, tm, rng, idle, waiter, other, "after forged 5-byte busy heartbeats and every frame of it lost for two heartbeats or more")
 			})
 		})
 	}
