@@ -44,6 +44,11 @@ type centry struct {
 	// and whether it was granted without a predecessor never heard of.
 	vec    clock.Vector
 	queued time.Time
+	// beatQueued is the number of the coordinator's latest beat when it
+	// was queued: a sync answering a later one was sent after it was
+	// queued, so after every request its stamp names was made (vnow's
+	// word, unknownWait).
+	beatQueued uint32
 	// skips are the predecessors it may be granted without now (eligible),
 	// said once granted (saySkips); skipsSaid the members whose skipped
 	// requests were said.
@@ -107,6 +112,13 @@ type peer struct {
 	// maxSeq is the latest request of its run the coordinator knows of
 	// (its requests, its syncs' MaxSeq): the token-asking variant's V.
 	maxSeq uint64
+	// answered is the newest beat of this term a sync of it answered
+	// (its echo): a sync answering a beat sent after a request was
+	// queued is its word on every request of it that request names
+	// (unknownWait). asked is the last beat sent on its stream for that
+	// word, at askedAt (askWord).
+	answered, asked uint32
+	askedAt         time.Time
 	// warnedLease, warnedCluster, warnedCap: EventLeaseAboveMax,
 	// EventLeaseAboveCluster, EventHoldsOverCap were said of it in this
 	// term.
@@ -192,10 +204,10 @@ type coord struct {
 // central queue's entries never carry one (its requests and syncs have no
 // vector field, and tokenask's kinds are refused as not its own), so the
 // pass over every queued entry would find nothing, at every Deadline.
-func (k *coord) deadline(now time.Time, parkFor, deadAfter time.Duration, causal bool) time.Time {
+func (k *coord) deadline(now time.Time, parkFor, deadAfter, beat time.Duration, causal bool) time.Time {
 	d := []time.Time{k.nextBeat}
 	if causal {
-		d = append(d, k.causalDeadline(now, deadAfter)...)
+		d = append(d, k.causalDeadline(now, deadAfter, beat)...)
 	}
 	for _, r := range k.renewals {
 		// Once parked that long, a renewal waits for support, which
@@ -811,7 +823,7 @@ func (c *Core) coordRequest(member, inc uint32, seq uint64, lock string, mode mu
 		c.refuse(key, lock, wire.RefuseQueueFull)
 		return
 	}
-	c.add(&centry{ckey: key, lock: lock, mode: mode, lease: lease, vec: vec, queued: c.now})
+	c.add(&centry{ckey: key, lock: lock, mode: mode, lease: lease, vec: vec, queued: c.now, beatQueued: k.beat})
 	c.grantLock(lock)
 }
 
@@ -1286,8 +1298,11 @@ func (c *Core) stepSync(from uint32, term, at uint64, checked bool, s wire.Centr
 	}
 	p.syncedAt = s.Stamp
 	k := c.co
-	if b := k.beats[s.Echo%beatRing]; s.Echo != 0 && b.stamp == s.Echo && b.at.After(p.support) {
-		p.support, p.supportBeat = b.at, s.Echo
+	if b := k.beats[s.Echo%beatRing]; s.Echo != 0 && b.stamp == s.Echo {
+		if b.at.After(p.support) {
+			p.support, p.supportBeat = b.at, s.Echo
+		}
+		p.answered = max(p.answered, s.Echo)
 	}
 	p.prev, p.restarted, p.checked = 0, s.Flags&wire.CentralSyncRestarted != 0, checked
 	if s.Flags&wire.CentralSyncPrevQuiet != 0 && int(s.Prev) < len(c.members) {

@@ -397,10 +397,28 @@
 // that reaches the coordinator before one it follows waits for it.
 // Requests and syncs carry the stamps (KindTokenAskRequest,
 // KindTokenAskSync), so a new coordinator rebuilds V from the members'
-// re-announcements. A predecessor never heard of within DeadAfter of the
-// dependent request's queueing is skipped (counted, reported at WARN):
-// a vector naming a request never made, or lost with its member. One the
-// coordinator dropped for its member's silence (DeadAfter without a frame)
+// re-announcements. A predecessor never heard of holds the dependent
+// request until its member's word or its silence: a sync of the member
+// answering a beat sent after the dependent was queued names every
+// request the member made before it (made before the stamp naming it was
+// handed out), so one it does not name was never made (a vector passed by
+// hand; or a sync forged in its name, keyless, which can drop its
+// requests too: Frames that lie): skipped at once, counted, reported at
+// WARN. Without that word,
+// it holds the dependent until its member has been silent for 2 x
+// DeadAfter since its last frame or the dependent's queueing, if later
+// (its later frames queue behind the predecessor on its stream, so one
+// merely delayed keeps it silent), and 4 x DeadAfter from the queueing at
+// most however often the member is heard (its beats lost one way, frames
+// forged in its name); then skipped, reported: lost with its member's
+// crash, or on its way over a link down that long. It used to be skipped
+// DeadAfter after the queueing, however recently its member was heard:
+// a request retransmitted 400 ms (DeadAfter 250 ms) was overtaken while
+// its member was up (TestDelayedPredecessorWaitedFor,
+// TestUnknownPredecessorBound). A dependent that has waited a beat
+// interval for the word has the coordinator ask for it (a beat on the
+// member's stream, beats_called_word; the periodic beats are datagrams).
+// One the coordinator dropped for its member's silence (DeadAfter without a frame)
 // still holds V back for DeadAfter more (2 x DeadAfter of silence, and
 // the tick's lag), or until the member's next sync queues it again (two
 // beats lost on a lossy link let its dependents overtake it, silently:
