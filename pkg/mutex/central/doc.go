@@ -457,6 +457,12 @@
 // with the same stamps, and a stamp naming one of them named another
 // request too; three requests once waited for each other for ever
 // (TestFailingDiskFence/tokenask/3, seed 26; TestVectorWaitsForIncarnation).
+// The simulator's oracle checks the order with the members' streams
+// losing frames too (mutextest.Config.ShortCuts: short one-way cuts, no
+// fault to excuse an overtaking), so that lost syncs and grants run the
+// rules above, and excuses a skip said only 2 x DeadAfter or more after
+// its predecessor was asked (TestOracleShortCuts; a rule that skipped at
+// once, saying so, passed it before: TestOracleCatchesEarlySkip).
 //
 // # Use
 //
