@@ -140,6 +140,12 @@ type peer struct {
 	// next sync queues it again.
 	droppedSeq uint64
 	droppedAt  time.Time
+	// expired are its grants whose lease ended at the coordinator, never
+	// confirmed, since its last sync: the token-asking variant's V stays
+	// below the earliest, as below an unconfirmed grant (vnow), until its
+	// next sync says whether it still waits for it (then it is queued
+	// again) or took it.
+	expired []*centry
 }
 
 // parkedRenewal is a member's renewal that waits for fresher support: its
@@ -545,6 +551,11 @@ func (c *Core) tickCoord() {
 			if !c.now.Before(h.expires) {
 				c.count("leases_ended_unreleased")
 				c.remove(h)
+				if p := k.peers[h.member]; c.ta != nil && !h.confirmed && h.member != c.self && p != nil && h.inc == p.inc {
+					// Taken and over, or refused where it landed and still
+					// waited for: only the member's sync says which (vnow).
+					p.expired = append(p.expired, h)
+				}
 			}
 		}
 	}
@@ -1002,7 +1013,7 @@ func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32)
 				}
 			}
 		}
-		p.inc, p.stamp, p.syncedAt, p.maxSeq, p.droppedSeq = inc, 0, 0, 0, 0
+		p.inc, p.stamp, p.syncedAt, p.maxSeq, p.droppedSeq, p.expired = inc, 0, 0, 0, 0, nil
 	}
 	p.life.See(uint64(inc), at)
 	p.heard = c.now
@@ -1340,7 +1351,7 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 	// The member's own word: a request above it was forged in its name.
 	// What it lists waiting is queued again below: nothing dropped for
 	// its silence holds V back any more.
-	p.maxSeq, p.droppedSeq = maxSeq, 0
+	p.maxSeq, p.droppedSeq, p.expired = maxSeq, 0, nil
 	listed := map[uint64]bool{}
 	for _, w := range entries {
 		listed[w.Seq] = true

@@ -432,7 +432,16 @@
 // keeps a refused request as long as its client waits, so any bound short
 // of its word is liveness's, not a proof of order; the WARN says what
 // the coordinator knows (its last frame of the member, when it granted or
-// dropped the request), and status repeats the latest.
+// dropped the request), and status repeats the latest. Nor does its
+// lease's end at the coordinator: a grant never confirmed whose lease ends
+// there holds its dependents as before, until the member's next sync
+// (which lists the request waiting, and has it queued again, if the
+// member refused the grant) or that silence. Counted served at the
+// lease's end, a refused grant's dependents went first, and nothing was
+// said (the oracle under short one-way cuts: TestOracle/tokenask+shortcuts
+// seed 32, 570 ms; TestMixedBuilds/tokenask/harsh seed 14, 4.4 s, a grant
+// of a coordinator its member no longer followed;
+// TestExpiredGrantHoldsDependents).
 // A grant is served, for V, once its member has shown it took it (a
 // sync listing it held with its fence, a renewal of it; its release
 // ends it), not when it leaves: a grant can be refused where it lands,

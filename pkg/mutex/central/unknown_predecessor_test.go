@@ -135,3 +135,79 @@ func TestUnknownPredecessorBound(t *testing.T) {
 		})
 	}
 }
+
+// TestExpiredGrantHoldsDependents: the waiter's request for x, asking a
+// 300 ms lease, is granted while its frames to the coordinator are lost
+// (its sync answering a beat, which listed x waiting, among them), and it
+// refuses the grant, which crossed that sync; to the coordinator it is an
+// unconfirmed grant. Its lease ends at the coordinator 300 ms later, before
+// the waiter's 350 ms of silence end (less than 2 x DeadAfter). The
+// holder's y names x. The grant used to count as served once its lease
+// ended here: y was granted then, before x, and nothing was said (the
+// oracle under short cuts: TestOracle/tokenask+shortcuts seed 32,
+// TestMixedBuilds/tokenask/harsh seed 14). Now it holds y as it did while
+// held: until the waiter's sync, which has x queued again and granted,
+// then y.
+func TestExpiredGrantHoldsDependents(t *testing.T) {
+	x := crossingCluster(t, central.TokenAskFactory, time.Second)
+	s := x.s
+	x.held = x.acquire(x.holder, "x", clock.Vector{})
+	s.Do(x.waiter, func(c core.Core) {
+		var err error
+		if x.waits, err = c.(mutex.Algorithm).Acquire(s.Clock(x.waiter).Now(), mutex.Request{Lock: "x", Lease: 300 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s.Run(10 * time.Millisecond)
+	after, err := s.Core(x.waiter).(mutex.Causal).Vector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := x.acquire(x.holder, "y", after) // names the waiter's x
+	x.keep(func() bool { return true })
+	if !s.RunUntil(func() bool { return x.kind(wire.KindCentralBeat) > 0 }, time.Second) {
+		t.Fatal("no beat to the waiter")
+	}
+	x.release()
+	if !s.RunUntil(func() bool { return x.kind(wire.KindCentralGrant) > 0 }, time.Second) {
+		t.Fatal("no grant to the waiter")
+	}
+	from := s.Elapsed()
+	s.Run(5 * time.Millisecond)
+	s.Heal()
+	s.OnSend(nil)
+	s.Cut(x.waiter, x.co)
+	s.Do(x.waiter, func(c core.Core) {
+		for _, m := range x.kept {
+			m.To, m.Time = x.waiter, s.Clock(x.waiter).Now()
+			if err := c.Step(m); err != nil {
+				t.Fatalf("%s: %v", m.Kind, err)
+			}
+		}
+	})
+	if x.lookup(x.waiter, x.waits).Granted {
+		t.Fatal("the waiter took the grant: the test no longer reaches a grant refused where it landed")
+	}
+	if s.RunUntil(func() bool { return x.lookup(x.holder, dep).Granted }, from+350*time.Millisecond-s.Elapsed()) {
+		t.Fatalf("y granted %v after the grant of x, which it names, while the waiter, its frames lost, still waited for x (WARN: %q)",
+			s.Elapsed()-from, warned(t, s, x.co, central.EventUnknownPredecessor))
+	}
+	if n := s.Core(x.co).(*central.Core).Report().Counters["leases_ended_unreleased"]; n == 0 {
+		t.Fatal("the refused grant's lease did not end at the coordinator: the test no longer reaches the case")
+	}
+	s.Heal()
+	if !s.RunUntil(func() bool { return x.lookup(x.waiter, x.waits).Granted }, time.Second) {
+		t.Fatal("the waiter never granted x")
+	}
+	at := s.Elapsed()
+	if x.lookup(x.holder, dep).Granted {
+		t.Fatal("y granted before the waiter held x")
+	}
+	if !s.RunUntil(func() bool { return x.lookup(x.holder, dep).Granted }, time.Second) {
+		t.Fatal("y never granted")
+	}
+	t.Logf("x held by the waiter %v after its first grant, y %v later", at-from, s.Elapsed()-at)
+	if w := warned(t, s, x.co, central.EventUnknownPredecessor); len(w) > 0 {
+		t.Errorf("y granted after x, but the coordinator said it skipped it: %q", w)
+	}
+}
