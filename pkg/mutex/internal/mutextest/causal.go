@@ -321,6 +321,9 @@ func (c *Cluster) causalExcused(p *creq, dep dependent, at time.Duration) bool {
 // (central's TestOracleCatchesEarlySkip).
 func (c *Cluster) skipLateEnough(p *creq, at time.Duration) bool {
 	min := c.cfg.CausalSkipAfter
+	if min == 0 {
+		return true
+	}
 	min -= time.Duration(float64(min) * 2 * c.cfg.Hosts.DriftPPM * 1e-6)
 	return at-p.asked >= min
 }
