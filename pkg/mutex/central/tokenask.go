@@ -863,7 +863,7 @@ var TokenAskFactory = mutex.Factory{
 var tokenAskGuarantees = mutex.Guarantees{
 	Survives: guarantees.Survives,
 	Messages: "3 (request, token, token back; 0 at the coordinator itself); the notes count N-1 program messages more; " +
-		"2 more (a beat and its sync) when a predecessor of another member was granted just before the request and has not yet confirmed it; a renewal 2",
+		"2 more (a beat and its sync) when a predecessor of another member was granted just before the request and has not yet confirmed it, or has not reached the coordinator a beat interval after it; a renewal 2",
 	SyncDelay: "2 (token back to the coordinator, token to the next eligible request)",
 	Shared:    true,
 	Protection: guarantees.Protection + "; grants in the causal order of the requests: a request is granted only after every request " +
