@@ -311,9 +311,14 @@ func (c *Core) vnow() vview {
 			// (TestOracle/tokenask+shortcuts seed 32: 570 ms ahead;
 			// TestMixedBuilds/tokenask/harsh seed 14: 4.4 s;
 			// TestExpiredGrantHoldsDependents).
+			// Not for ever, though: frames in its member's name (forged
+			// without a key, or its syncs lost one way) kept it held
+			// while the member was heard; 2 x silentLapse after the
+			// lease's end it lapses as a silent one does, said so
+			// (review-central: 5 s and counting; TestExpiredGrantBound).
 			switch {
 			case e.inc != inc:
-			case c.now.Sub(later(p.heard, e.grantedAt)) >= c.silentLapse():
+			case c.now.Sub(later(p.heard, e.grantedAt)) >= c.silentLapse(), !c.now.Before(e.expires.Add(2 * c.silentLapse())):
 				if g := v.silent[id]; g == nil || e.seq < g.seq {
 					v.silent[id] = e
 				}
@@ -414,7 +419,14 @@ func (c *Core) eligible(v vview, e *centry, blocked map[*centry]bool, asks map[u
 			continue
 		}
 		if t <= v.served[j] && (v.lapsed[j] == 0 || t < v.lapsed[j]) {
-			if g := v.silent[j]; g != nil && t >= stampOf(g.inc, g.seq) {
+			if g := v.silent[j]; g != nil && t >= stampOf(g.inc, g.seq) && c.heardWithin(j, g) {
+				e.skip(j, "tokenask_unconfirmed_predecessors", "granted, never confirmed", fmt.Sprintf("member %d's request %s names member %d's request %s; this coordinator granted member %d's %s %v ago, its lease ended here %v ago, never confirmed, "+
+					"and member %d was heard since (last %s) without a sync that says whether it took it: granted without its word 4 x DeadAfter (%v) after that lease's end. "+
+					"Its syncs are lost on the way to this coordinator while its other frames arrive (a one-way loss), or frames come in its name that it did not send: "+
+					"mutexd status --cluster on its host, and a key (--key-file) if the cluster has none",
+					e.member, StampText(stampOf(e.inc, e.seq)), j, StampText(t), j, StampText(stampOf(g.inc, g.seq)), c.now.Sub(g.grantedAt).Round(time.Millisecond), c.now.Sub(g.expires).Round(time.Millisecond),
+					j, c.heardText(j), 2*c.silentLapse()), t)
+			} else if g != nil && t >= stampOf(g.inc, g.seq) {
 				e.skip(j, "tokenask_unconfirmed_predecessors", "granted, never confirmed", fmt.Sprintf("member %d's request %s names member %d's request %s; this coordinator granted member %d's %s %v ago, never confirmed, "+
 					"and last heard a frame of member %d %s: granted without its word after 2 x DeadAfter (%v) of silence. "+
 					"If member %d took that grant the order held; if it refused it (the grant crossed its sync) and its syncs were lost, its request is granted anew after this one when it is heard again. "+
@@ -520,6 +532,14 @@ func (c *Core) unknownWait(v vview, e *centry, j uint32) (wait bool, kind, why s
 			"mutexd status --cluster on its host, and a key (--key-file) if the cluster has none", c.now.Sub(e.queued).Round(time.Millisecond), j, c.heardText(j), 2*c.silentLapse(), j)
 	}
 	return false, "never heard of", why
+}
+
+// heardWithin says whether member j was heard within silentLapse of now
+// though its grant g lapsed: g lapsed by the bound on an expired grant
+// (vnow), not by j's silence.
+func (c *Core) heardWithin(j uint32, g *centry) bool {
+	p := c.co.peers[j]
+	return p != nil && c.now.Sub(later(p.heard, g.grantedAt)) < c.silentLapse()
 }
 
 // skipUnknownAtOnce is a mutation of unknownWait for the causal oracle's
@@ -777,8 +797,10 @@ func (k *coord) causalDeadline(now time.Time, deadAfter, beat time.Duration) []t
 			d = append(d, at)
 		}
 		for _, e := range p.expired {
-			if at := later(p.heard, e.grantedAt).Add(lapse); at.After(now) {
-				d = append(d, at)
+			for _, at := range []time.Time{later(p.heard, e.grantedAt).Add(lapse), e.expires.Add(2 * lapse)} {
+				if at.After(now) {
+					d = append(d, at)
+				}
 			}
 		}
 	}
@@ -867,5 +889,6 @@ var tokenAskGuarantees = mutex.Guarantees{
 	SyncDelay: "2 (token back to the coordinator, token to the next eligible request)",
 	Shared:    true,
 	Protection: guarantees.Protection + "; grants in the causal order of the requests: a request is granted only after every request " +
-		"its vector stamp names (unless the member of one is silent to its coordinator for 2 x DeadAfter, or says it never made it)",
+		"its vector stamp names (unless the member of one is silent to its coordinator for 2 x DeadAfter, or says it never made it, " +
+		"or is heard for 4 x DeadAfter without saying: after the dependent's queueing, or after the end of a grant's lease it never confirmed)",
 }
