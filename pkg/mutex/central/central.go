@@ -463,7 +463,7 @@ func (c *Core) Deadline() time.Time {
 		d = append(d, c.now.Add(time.Nanosecond)) // a reading of the clock at once (after the last Tick's)
 	}
 	if c.co != nil {
-		d = append(d, c.co.deadline(c.now, c.parkFor(), c.cfg.DeadAfter, c.ta != nil))
+		d = append(d, c.co.deadline(c.now, c.parkFor(), c.cfg.DeadAfter, c.cfg.BeatInterval, c.ta != nil))
 	}
 	return core.Earliest(append(d, c.unsaved.Deadline(c.now))...)
 }

@@ -44,6 +44,11 @@ type centry struct {
 	// and whether it was granted without a predecessor never heard of.
 	vec    clock.Vector
 	queued time.Time
+	// beatQueued is the number of the coordinator's latest beat when it
+	// was queued: a sync answering a later one was sent after it was
+	// queued, so after every request its stamp names was made (vnow's
+	// word, unknownWait).
+	beatQueued uint32
 	// skips are the predecessors it may be granted without now (eligible),
 	// said once granted (saySkips); skipsSaid the members whose skipped
 	// requests were said.
@@ -107,6 +112,13 @@ type peer struct {
 	// maxSeq is the latest request of its run the coordinator knows of
 	// (its requests, its syncs' MaxSeq): the token-asking variant's V.
 	maxSeq uint64
+	// answered is the newest beat of this term a sync of it answered
+	// (its echo): a sync answering a beat sent after a request was
+	// queued is its word on every request of it that request names
+	// (unknownWait). asked is the last beat sent on its stream for that
+	// word, at askedAt (askWord).
+	answered, asked uint32
+	askedAt         time.Time
 	// warnedLease, warnedCluster, warnedCap: EventLeaseAboveMax,
 	// EventLeaseAboveCluster, EventHoldsOverCap were said of it in this
 	// term.
@@ -128,6 +140,12 @@ type peer struct {
 	// next sync queues it again.
 	droppedSeq uint64
 	droppedAt  time.Time
+	// expired are its grants whose lease ended at the coordinator, never
+	// confirmed, since its last sync: the token-asking variant's V stays
+	// below the earliest, as below an unconfirmed grant (vnow), until its
+	// next sync says whether it still waits for it (then it is queued
+	// again) or took it.
+	expired []*centry
 }
 
 // parkedRenewal is a member's renewal that waits for fresher support: its
@@ -192,10 +210,10 @@ type coord struct {
 // central queue's entries never carry one (its requests and syncs have no
 // vector field, and tokenask's kinds are refused as not its own), so the
 // pass over every queued entry would find nothing, at every Deadline.
-func (k *coord) deadline(now time.Time, parkFor, deadAfter time.Duration, causal bool) time.Time {
+func (k *coord) deadline(now time.Time, parkFor, deadAfter, beat time.Duration, causal bool) time.Time {
 	d := []time.Time{k.nextBeat}
 	if causal {
-		d = append(d, k.causalDeadline(now, deadAfter)...)
+		d = append(d, k.causalDeadline(now, deadAfter, beat)...)
 	}
 	for _, r := range k.renewals {
 		// Once parked that long, a renewal waits for support, which
@@ -533,6 +551,11 @@ func (c *Core) tickCoord() {
 			if !c.now.Before(h.expires) {
 				c.count("leases_ended_unreleased")
 				c.remove(h)
+				if p := k.peers[h.member]; c.ta != nil && !h.confirmed && h.member != c.self && p != nil && h.inc == p.inc {
+					// Taken and over, or refused where it landed and still
+					// waited for: only the member's sync says which (vnow).
+					p.expired = append(p.expired, h)
+				}
 			}
 		}
 	}
@@ -811,7 +834,7 @@ func (c *Core) coordRequest(member, inc uint32, seq uint64, lock string, mode mu
 		c.refuse(key, lock, wire.RefuseQueueFull)
 		return
 	}
-	c.add(&centry{ckey: key, lock: lock, mode: mode, lease: lease, vec: vec, queued: c.now})
+	c.add(&centry{ckey: key, lock: lock, mode: mode, lease: lease, vec: vec, queued: c.now, beatQueued: k.beat})
 	c.grantLock(lock)
 }
 
@@ -990,7 +1013,7 @@ func (c *Core) peerFrame(from uint32, term, at uint64, inc uint32, stamp uint32)
 				}
 			}
 		}
-		p.inc, p.stamp, p.syncedAt, p.maxSeq, p.droppedSeq = inc, 0, 0, 0, 0
+		p.inc, p.stamp, p.syncedAt, p.maxSeq, p.droppedSeq, p.expired = inc, 0, 0, 0, 0, nil
 	}
 	p.life.See(uint64(inc), at)
 	p.heard = c.now
@@ -1286,8 +1309,11 @@ func (c *Core) stepSync(from uint32, term, at uint64, checked bool, s wire.Centr
 	}
 	p.syncedAt = s.Stamp
 	k := c.co
-	if b := k.beats[s.Echo%beatRing]; s.Echo != 0 && b.stamp == s.Echo && b.at.After(p.support) {
-		p.support, p.supportBeat = b.at, s.Echo
+	if b := k.beats[s.Echo%beatRing]; s.Echo != 0 && b.stamp == s.Echo {
+		if b.at.After(p.support) {
+			p.support, p.supportBeat = b.at, s.Echo
+		}
+		p.answered = max(p.answered, s.Echo)
 	}
 	p.prev, p.restarted, p.checked = 0, s.Flags&wire.CentralSyncRestarted != 0, checked
 	if s.Flags&wire.CentralSyncPrevQuiet != 0 && int(s.Prev) < len(c.members) {
@@ -1325,7 +1351,7 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 	// The member's own word: a request above it was forged in its name.
 	// What it lists waiting is queued again below: nothing dropped for
 	// its silence holds V back any more.
-	p.maxSeq, p.droppedSeq = maxSeq, 0
+	p.maxSeq, p.droppedSeq, p.expired = maxSeq, 0, nil
 	listed := map[uint64]bool{}
 	for _, w := range entries {
 		listed[w.Seq] = true

@@ -397,10 +397,28 @@
 // that reaches the coordinator before one it follows waits for it.
 // Requests and syncs carry the stamps (KindTokenAskRequest,
 // KindTokenAskSync), so a new coordinator rebuilds V from the members'
-// re-announcements. A predecessor never heard of within DeadAfter of the
-// dependent request's queueing is skipped (counted, reported at WARN):
-// a vector naming a request never made, or lost with its member. One the
-// coordinator dropped for its member's silence (DeadAfter without a frame)
+// re-announcements. A predecessor never heard of holds the dependent
+// request until its member's word or its silence: a sync of the member
+// answering a beat sent after the dependent was queued names every
+// request the member made before it (made before the stamp naming it was
+// handed out), so one it does not name was never made (a vector passed by
+// hand; or a sync forged in its name, keyless, which can drop its
+// requests too: Frames that lie): skipped at once, counted, reported at
+// WARN. Without that word,
+// it holds the dependent until its member has been silent for 2 x
+// DeadAfter since its last frame or the dependent's queueing, if later
+// (its later frames queue behind the predecessor on its stream, so one
+// merely delayed keeps it silent), and 4 x DeadAfter from the queueing at
+// most however often the member is heard (its beats lost one way, frames
+// forged in its name); then skipped, reported: lost with its member's
+// crash, or on its way over a link down that long. It used to be skipped
+// DeadAfter after the queueing, however recently its member was heard:
+// a request retransmitted 400 ms (DeadAfter 250 ms) was overtaken while
+// its member was up (TestDelayedPredecessorWaitedFor,
+// TestUnknownPredecessorBound). A dependent that has waited a beat
+// interval for the word has the coordinator ask for it (a beat on the
+// member's stream, beats_called_word; the periodic beats are datagrams).
+// One the coordinator dropped for its member's silence (DeadAfter without a frame)
 // still holds V back for DeadAfter more (2 x DeadAfter of silence, and
 // the tick's lag), or until the member's next sync queues it again (two
 // beats lost on a lossy link let its dependents overtake it, silently:
@@ -414,7 +432,16 @@
 // keeps a refused request as long as its client waits, so any bound short
 // of its word is liveness's, not a proof of order; the WARN says what
 // the coordinator knows (its last frame of the member, when it granted or
-// dropped the request), and status repeats the latest.
+// dropped the request), and status repeats the latest. Nor does its
+// lease's end at the coordinator: a grant never confirmed whose lease ends
+// there holds its dependents as before, until the member's next sync
+// (which lists the request waiting, and has it queued again, if the
+// member refused the grant) or that silence. Counted served at the
+// lease's end, a refused grant's dependents went first, and nothing was
+// said (the oracle under short one-way cuts: TestOracle/tokenask+shortcuts
+// seed 32, 570 ms; TestMixedBuilds/tokenask/harsh seed 14, 4.4 s, a grant
+// of a coordinator its member no longer followed;
+// TestExpiredGrantHoldsDependents).
 // A grant is served, for V, once its member has shown it took it (a
 // sync listing it held with its fence, a renewal of it; its release
 // ends it), not when it leaves: a grant can be refused where it lands,
@@ -439,6 +466,12 @@
 // with the same stamps, and a stamp naming one of them named another
 // request too; three requests once waited for each other for ever
 // (TestFailingDiskFence/tokenask/3, seed 26; TestVectorWaitsForIncarnation).
+// The simulator's oracle checks the order with the members' streams
+// losing frames too (mutextest.Config.ShortCuts: short one-way cuts, no
+// fault to excuse an overtaking), so that lost syncs and grants run the
+// rules above, and excuses a skip said only 2 x DeadAfter or more after
+// its predecessor was asked (TestOracleShortCuts; a rule that skipped at
+// once, saying so, passed it before: TestOracleCatchesEarlySkip).
 //
 // # Use
 //

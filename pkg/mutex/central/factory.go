@@ -145,7 +145,7 @@ func statusLines(st mutex.Status, raw json.RawMessage) ([]string, error) {
 		case vec == "":
 			vec = "none yet"
 		}
-		line := fmt.Sprintf("Causal   : latest request's vector %s (mutexd vector); %d requests granted without a predecessor never heard of or dropped when its member fell silent, %d without one granted and never confirmed",
+		line := fmt.Sprintf("Causal   : latest request's vector %s (mutexd vector); %d requests granted without a predecessor never heard of, never made or dropped when its member fell silent, %d without one granted and never confirmed",
 			vec, c["tokenask_unknown_predecessors"], c["tokenask_unconfirmed_predecessors"])
 		if n := c["tokenask_unknown_predecessors"] + c["tokenask_unconfirmed_predecessors"]; n > 0 && d.LastSkip != "" {
 			line += fmt.Sprintf("; the latest at %s: %s (the log's tokenask_unknown_predecessor at that time says what this coordinator knew)", clockText(d.LastSkipAt), d.LastSkip)

@@ -139,8 +139,11 @@ func TestSilentPredecessorOneRule(t *testing.T) {
 
 // TestPredecessorOnItsWaySaid: member 1's request for w is sent on a
 // stream whose segment is lost twice (600 ms of retransmission); the
-// holder's y, naming w, is granted DeadAfter after its queueing, before w
-// (the order gives way to liveness, as documented). The WARN must say
+// holder's y, naming w, is granted after 2 x DeadAfter (500 ms) of member
+// 1's silence (its frames queue behind w), before w (the order gives way
+// to liveness, as documented; it was DeadAfter from y's queueing, and
+// 400 ms of retransmission were overtaken too:
+// TestDelayedPredecessorWaitedFor). The WARN must say
 // what the coordinator knows (it heard member 1 a beat before) and that
 // the request may be on its way; it offered only "a vector passed by
 // hand" or "member 1 crashed before sending it" (review-askrule).

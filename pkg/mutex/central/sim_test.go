@@ -35,16 +35,27 @@ func coordinator(s *sim.Sim) uint32 {
 // faults stop.
 //
 // The token-asking variant (tokenask) keeps every promise of the machinery
-// it shares: the same oracle, the same faults.
+// it shares: the same oracle, the same faults; and its causal order,
+// which the oracle checks too (a grant it reports making without a
+// predecessor excused only 2 x DeadAfter after the predecessor was asked,
+// the least its rules wait), also under short one-way cuts that lose the
+// frames on the members' streams, syncs and grants, with no fault to
+// excuse an overtaking (tokenask+shortcuts: TestOracleShortCuts).
 func TestOracle(t *testing.T) {
 	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
 		t.Run(f.Name, func(t *testing.T) {
 			sim.Seeds(t, 20, func(t *testing.T, seed int64) {
-				c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Target: coordinator, CausalSkipEvent: central.EventUnknownPredecessor})
+				c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Target: coordinator, CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter})
 				t.Log(c)
 			})
 		})
 	}
+	t.Run(central.TokenAskName+"+shortcuts", func(t *testing.T) {
+		sim.Seeds(t, 20, func(t *testing.T, seed int64) {
+			c := mutextest.Run(t, seed, tokenAskShortCuts(mutextest.Calm))
+			t.Log(c)
+		})
+	})
 }
 
 // TestOracleLeasesApart: TestOracle on older builds (no configuration
@@ -66,7 +77,7 @@ func TestOracleLeasesApart(t *testing.T) {
 			t.Run(f.Name+"/"+h.Name, func(t *testing.T) {
 				sim.Seeds(t, 8, func(t *testing.T, seed int64) {
 					c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Hosts: h, Target: coordinator,
-						Builds: mutextest.BuildsOlder, LeasesApart: true, CausalSkipEvent: central.EventUnknownPredecessor})
+						Builds: mutextest.BuildsOlder, LeasesApart: true, CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter})
 					t.Log(c)
 				})
 			})
@@ -92,7 +103,7 @@ func TestMixedBuilds(t *testing.T) {
 			t.Run(f.Name+"/"+h.Name, func(t *testing.T) {
 				sim.Seeds(t, 6, func(t *testing.T, seed int64) {
 					c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Hosts: h, Target: coordinator,
-						Builds: mutextest.BuildsMixed, LeasesApart: true, CausalSkipEvent: central.EventUnknownPredecessor})
+						Builds: mutextest.BuildsMixed, LeasesApart: true, CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter})
 					t.Log(c)
 				})
 			})
@@ -110,7 +121,7 @@ func TestOracleDiskFaults(t *testing.T) {
 	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
 		t.Run(f.Name, func(t *testing.T) {
 			sim.Seeds(t, 60, func(t *testing.T, seed int64) {
-				c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Target: coordinator, DiskFaults: 0.2, CausalSkipEvent: central.EventUnknownPredecessor})
+				c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Target: coordinator, DiskFaults: 0.2, CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter})
 				t.Log(c)
 			})
 		})

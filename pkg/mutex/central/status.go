@@ -60,8 +60,8 @@ type Detail struct {
 	// LastSkip (the token-asking variant) is the latest request this
 	// member granted without a predecessor, at LastSkipAt, in short:
 	// which request, which predecessor, and what the coordinator knew of
-	// it ("never heard of", "dropped when its member fell silent",
-	// "granted, never confirmed"); the WARN tokenask_unknown_predecessor
+	// it ("never heard of", "never made", "dropped when its member fell
+	// silent", "granted, never confirmed"); the WARN tokenask_unknown_predecessor
 	// logged then says the rest.
 	LastSkip   string    `json:"last_causal_skip,omitempty"`
 	LastSkipAt time.Time `json:"last_causal_skip_at,omitzero"`

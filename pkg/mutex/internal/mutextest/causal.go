@@ -34,7 +34,10 @@ import (
 // between its request and its dependent's grant (its coordinator drops a
 // silent member's waiting requests, and the member re-announces them
 // when it is back), and one the algorithm reported granting without
-// (Config.CausalSkipEvent). A predecessor that ends without a grant
+// (Config.CausalSkipEvent), no sooner than its rules let it
+// (Config.CausalSkipAfter after the predecessor was asked: a report
+// excused any overtaking, and a rule that gave way at once, saying so,
+// passed). A predecessor that ends without a grant
 // (lost, or its member crashed) is checked as one granted then: a
 // dependent granted while it still waited overtook it.
 
@@ -80,6 +83,16 @@ type causalOracle struct {
 	// Waited those whose predecessor was still waiting when they were
 	// asked (the case the algorithm orders).
 	Checked, Waited int
+}
+
+// CausalCounts are the causal oracle's counts so far (0, 0 for an
+// algorithm that does not order by vectors): the requests granted with a
+// predecessor named, and those asked while it still waited.
+func (c *Cluster) CausalCounts() (checked, waited int) {
+	if c.causal == nil {
+		return 0, 0
+	}
+	return c.causal.Checked, c.causal.Waited
 }
 
 // causalOracleFor is the causal oracle for a cluster whose member id runs
@@ -288,7 +301,7 @@ func (c *Cluster) causalExcused(p *creq, dep dependent, at time.Duration) bool {
 		return false
 	}
 	for _, e := range c.s.Events() {
-		if e.Name != c.cfg.CausalSkipEvent || e.At > at {
+		if e.Name != c.cfg.CausalSkipEvent || e.At > at || !c.skipLateEnough(p, e.At) {
 			continue
 		}
 		m, _ := e.Arg("member")
@@ -298,6 +311,21 @@ func (c *Cluster) causalExcused(p *creq, dep dependent, at time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// skipLateEnough says whether a skip of predecessor p reported at at
+// came no sooner than the algorithm's rules let it (Config.CausalSkipAfter
+// after p was asked, less the clocks' drift: the algorithm counts on its
+// member's clock). A skip reported sooner excuses nothing: a rule that
+// gave way at once, and said so, passed every seed
+// (central's TestOracleCatchesEarlySkip).
+func (c *Cluster) skipLateEnough(p *creq, at time.Duration) bool {
+	min := c.cfg.CausalSkipAfter
+	if min == 0 {
+		return true
+	}
+	min -= time.Duration(float64(min) * 2 * c.cfg.Hosts.DriftPPM * 1e-6)
+	return at-p.asked >= min
 }
 
 // stampText shows a vector counter as incarnation.seq, the token-asking

@@ -18,8 +18,9 @@
 //     requests carry in Request.After the vector of a program message
 //     just received from another member's client, and a request is
 //     granted only after every request its stamp names, but where the
-//     algorithm says it gives way (Config.CausalSkipEvent) or the named
-//     request's member was faulted before the dependent's grant; a named
+//     algorithm says it gives way (Config.CausalSkipEvent, no sooner than
+//     Config.CausalSkipAfter after the named request was asked) or the
+//     named request's member was faulted before the dependent's grant; a named
 //     request that ends without a grant is judged as granted then
 //     (causal.go);
 //   - no grant or renewal is reported with its lease over: at the instant
@@ -72,8 +73,13 @@
 // survive (its Guarantees.Survives) are injected: crashes and restarts of
 // the holder or another member, pauses longer than the lease, a member
 // partitioned alone, links that drop a burst (and, with Loss, lossy links
-// throughout). The outcomes are read after each Ready at the instant the
-// core produced them, as mutexd's loop does.
+// throughout). Config.ShortCuts adds, through the fault rounds, short
+// one-way cuts of a link to the Target (20-400 ms, one every 300 ms on
+// average), which lose stream frames (a member's syncs and requests, the
+// coordinator's grants: only a cut resets a simulated stream) and are no
+// fault: the causal oracle excuses nothing across them (shortcuts.go).
+// The outcomes are read after each Ready at the instant the core produced
+// them, as mutexd's loop does.
 //
 // Use it from an algorithm's tests:
 //

@@ -59,6 +59,17 @@ type Config struct {
 	// its stamp names ("member": the request's, "of": the predecessor's
 	// stamp counter): the causal oracle excuses that grant (causal.go).
 	CausalSkipEvent string
+	// CausalSkipAfter: a grant the algorithm reported making without a
+	// predecessor (CausalSkipEvent) is excused only this long or longer
+	// after the predecessor was asked (the least its rules wait: central's
+	// 2 x DeadAfter of its member's silence); 0: whenever. A rule that
+	// gave way sooner, reporting it, would pass otherwise (causal.go).
+	CausalSkipAfter time.Duration
+	// ShortCuts makes short one-way cuts through the fault rounds, which
+	// lose stream frames (a member's syncs and requests, the
+	// coordinator's grants) and are no fault: the causal oracle excuses
+	// nothing across them (shortcuts.go).
+	ShortCuts bool
 	// Builds says which members run configuration agreement
 	// (sim.SetAgreement), so which of their frames reach the cores
 	// core.Message.Checked. The zero value draws it from the seed.
@@ -217,6 +228,14 @@ type Cluster struct {
 	Requests, Grants, Releases int
 	// LongestWait is the longest a granted request waited.
 	LongestWait time.Duration
+
+	// Config.ShortCuts: the short cut under way, the cuts' own draws,
+	// whether a fault cuts links now (no short cut then), and how many
+	// were made (shortcuts.go).
+	cut           *shortCut
+	cutRng        *rand.Rand
+	faultCuts     bool
+	ShortCutsMade int
 }
 
 // interval is one grant as real time sees it: from the grant to the
@@ -642,6 +661,7 @@ func (c *Cluster) Run(d time.Duration, active bool) {
 	end := c.s.Elapsed() + d
 	for c.s.Elapsed() < end {
 		c.s.Run(time.Millisecond)
+		c.shortCuts(active)
 		c.drive(active)
 	}
 }
@@ -677,6 +697,7 @@ func (c *Cluster) Crash(id uint32) {
 // Isolate cuts member id off from every other member (sim.Isolate) until
 // Heal, across its restarts: a fault, for the oracles that excuse one.
 func (c *Cluster) Isolate(id uint32) {
+	c.faultCutting(true)
 	c.s.Isolate(id)
 	c.causalWindow(id, true, true)
 }
@@ -684,6 +705,7 @@ func (c *Cluster) Isolate(id uint32) {
 // Heal ends every cut (sim.Heal), Isolate's among them.
 func (c *Cluster) Heal() {
 	c.s.Heal()
+	c.faultCutting(false)
 	for _, id := range c.ids {
 		c.causalWindow(id, false, true)
 	}
@@ -800,15 +822,18 @@ func (c *Cluster) Fault(f mutex.Fault) {
 			c.Run(hold, true)
 			return
 		}
+		c.faultCutting(true)
 		c.s.Isolate(victim)
 		c.causalFault(victim, true)
 		c.Run(hold, true)
 		c.s.Heal()
+		c.faultCutting(false)
 		c.causalFault(victim, false)
 	case mutex.Loss:
 		// A short burst: the links between a holder and another member
 		// drop everything.
 		a, b := c.Holder(), c.Other()
+		c.faultCutting(true)
 		if a != b {
 			c.s.Cut(a, b)
 			c.s.Cut(b, a)
@@ -817,6 +842,7 @@ func (c *Cluster) Fault(f mutex.Fault) {
 		}
 		c.Run(time.Duration(50+c.rng.IntN(300))*time.Millisecond, true)
 		c.s.Heal()
+		c.faultCutting(false)
 		c.causalFault(a, false)
 		c.causalFault(b, false)
 	}
@@ -938,6 +964,9 @@ func (c *Cluster) String() string {
 	causal := ""
 	if o := c.causal; o != nil {
 		causal = fmt.Sprintf(", %d granted after a program message (%d asked while a predecessor waited)", o.Checked, o.Waited)
+	}
+	if c.ShortCutsMade > 0 {
+		causal += fmt.Sprintf(", %d short one-way cuts", c.ShortCutsMade)
 	}
 	builds := c.builds.String()
 	if c.builds == BuildsMixed {

@@ -1,0 +1,24 @@
+package central
+
+import (
+	"time"
+
+	"github.com/synclab/synclab/pkg/mutex"
+)
+
+// SetSkipUnknownAtOnce turns the mutation skipUnknownAtOnce on or off
+// (TestOracleCatchesEarlySkip); it returns the previous setting.
+func SetSkipUnknownAtOnce(on bool) bool {
+	was := skipUnknownAtOnce
+	skipUnknownAtOnce = on
+	return was
+}
+
+// SilentLapseFor is silentLapse (2 x DeadAfter) for a core built with opt.
+func SilentLapseFor(opt mutex.Options) (time.Duration, error) {
+	cfg, err := ConfigFor(opt)
+	if err == nil {
+		err = cfg.validate()
+	}
+	return silentLapse(cfg.DeadAfter), err
+}
