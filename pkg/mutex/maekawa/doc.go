@@ -247,7 +247,8 @@
 //	                            (Grid.LiveSet). Any two crosses meet, so
 //	                            this is as safe as the own cross. While
 //	                            no row or no column is wholly alive,
-//	                            requests wait (no_live_set)
+//	                            requests wait (no_live_set), looking
+//	                            again every AttemptTimeout
 //	voter restarts:             it has forgotten its votes and its queue;
 //	                            it votes on nothing until a whole stretched
 //	                            MaxLease after it started (below), and its
