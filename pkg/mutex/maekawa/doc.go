@@ -273,10 +273,17 @@
 //	                            goes on, up to a lease and 3.5
 //	                            heartbeats pass before it grants (7 s,
 //	                            pkg/mutex/algorithms TestSimAvailability)
-//	loss:                       frames go on the members' TCP link; an
-//	                            attempt that got no answer is given up
-//	                            after a lease (its votes released) and
-//	                            sent again with its priority
+//	loss:                       frames go on the members' TCP link, at
+//	                            most once (a reset link loses them, and
+//	                            so does configuration agreement's refusal
+//	                            or withholding, with the link up); a
+//	                            collecting request asks the voters it
+//	                            lacks again every AttemptTimeout, and a
+//	                            voter that voted for it says its locked
+//	                            again (locked_repeated); an attempt that
+//	                            got no answer is given up after a lease
+//	                            (its votes released) and sent again with
+//	                            its priority
 //
 // # Why a voter that forgot its votes cannot hand a lock out twice
 //

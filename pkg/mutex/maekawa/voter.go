@@ -48,6 +48,9 @@ type vote struct {
 	arrived  time.Time
 	recorded bool
 	offered  uint64
+	// locked is the answer this voter sent when it voted for the
+	// request, said again, unchanged, to a refresh of it (voterStep).
+	locked wire.Vote
 }
 
 // mayHold says whether the requester may hold the lock on this vote now:
@@ -190,8 +193,26 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 	}
 	switch m.Op {
 	case wire.VoteRequest:
-		if _, ok := l.entry(from, m.Attempt); ok || slices.ContainsFunc(l.queue, func(q *vote) bool { return q.from == from && q.attempt == m.Attempt }) {
+		if g, ok := l.entry(from, m.Attempt); ok || slices.ContainsFunc(l.queue, func(q *vote) bool { return q.from == from && q.attempt == m.Attempt }) {
 			c.count("requests_repeated") // a refresh (requester.go): it is here already
+			if ok && !g.committed && g.locked.Op == wire.VoteLocked {
+				// Voted for, and still asked: the locked was lost on
+				// the way (a link reset; configuration agreement
+				// refusing it at the requester's node, or withholding
+				// it at this one, with the link up, no hint to either
+				// core). Said again, unchanged (the same offer, the
+				// same wait): the requester took a copy that crossed
+				// its refresh for what it is. Before, it waited out its
+				// collectTimeout (TestLostLockedSaidAgain).
+				c.count("locked_repeated")
+				c.post(from, g.locked, 0)
+				if l.inquired && len(l.grants) == 1 && l.grants[0] == g {
+					// Its inquire, ignored by a requester that did not
+					// know it had the vote (or lost too): said again
+					// after it, so that Sanders' cycle-breaking goes on.
+					c.reply(from, wire.VoteInquire, l, g, 0)
+				}
+			}
 			return nil
 		}
 		c.supersede(l, from)
@@ -389,8 +410,9 @@ func (c *Core) giveVote(l *vlock, v *vote) {
 		// default), the recovery's whole excess over the lease.
 		v.expires = c.now.Add(c.cfg.stretch(v.lease))
 	}
-	c.post(v.from, wire.Vote{Op: wire.VoteLocked, Name: l.name, Attempt: v.attempt, Stamp: v.stamp, Mode: v.mode,
-		Fence: offer, LeaseMS: msOf(c.now.Sub(v.arrived)), Recorded: v.recorded}, 0)
+	v.locked = wire.Vote{Op: wire.VoteLocked, Name: l.name, Attempt: v.attempt, Stamp: v.stamp, Mode: v.mode,
+		Fence: offer, LeaseMS: msOf(c.now.Sub(v.arrived)), Recorded: v.recorded}
+	c.post(v.from, v.locked, 0)
 }
 
 // readersFence is the fence of the readers whose committed votes l has
