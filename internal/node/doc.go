@@ -254,7 +254,10 @@
 // costs the refusal and that timer, as a broken link does
 // (TestRefusedVotesResent, TestLostLockedSaidAgain and the mixed-builds
 // oracles in pkg/mutex/maekawa, pkg/mutex/tokenring and
-// pkg/elect/algorithms). Closing the connection would tell no core more,
+// pkg/elect/algorithms), except Maekawa's and the majority quorum's
+// frames that no timer resends: a lost release, renewal, failed or
+// inquire costs up to the vote's lease (a voter keeps a vote whose
+// release was lost until it ends: TestLostReleaseCostsLease). Closing the connection would tell no core more,
 // and would set bully's probes of a live leader going. Frames refused
 // before that (another cluster's ID, a
 // MAC that fails) from a member's address are evidence too: an

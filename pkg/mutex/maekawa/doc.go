@@ -280,10 +280,14 @@
 //	                            collecting request asks the voters it
 //	                            lacks again every AttemptTimeout, and a
 //	                            voter that voted for it says its locked
-//	                            again (locked_repeated); an attempt that
+//	                            again (locked_repeated) unless it
+//	                            inquired since; an attempt that
 //	                            got no answer is given up after a lease
 //	                            (its votes released) and sent again with
-//	                            its priority
+//	                            its priority; a lost release, renewal,
+//	                            failed or inquire is not sent again: a
+//	                            vote whose release was lost is kept until
+//	                            its lease ends (TestLostReleaseCostsLease)
 //
 // # Why a voter that forgot its votes cannot hand a lock out twice
 //

@@ -195,23 +195,30 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 	case wire.VoteRequest:
 		if g, ok := l.entry(from, m.Attempt); ok || slices.ContainsFunc(l.queue, func(q *vote) bool { return q.from == from && q.attempt == m.Attempt }) {
 			c.count("requests_repeated") // a refresh (requester.go): it is here already
-			if ok && !g.committed && g.locked.Op == wire.VoteLocked {
-				// Voted for, and still asked: the locked was lost on
-				// the way (a link reset; configuration agreement
-				// refusing it at the requester's node, or withholding
-				// it at this one, with the link up, no hint to either
-				// core). Said again, unchanged (the same offer, the
-				// same wait): the requester took a copy that crossed
-				// its refresh for what it is. Before, it waited out its
-				// collectTimeout (TestLostLockedSaidAgain).
+			// Voted for, and still asked: the locked was lost on the
+			// way (a link reset; configuration agreement refusing it
+			// at the requester's node, or withholding it at this one,
+			// with the link up, no hint to either core). Said again,
+			// unchanged, so the requester need not wait out its
+			// collectTimeout (TestLostLockedSaidAgain); but only
+			//   - to a refresh of the very request voted for (a refresh
+			//     proposes no fence and keeps the stamp and mode: a next
+			//     run numbering its attempts alike is not taken for it,
+			//     TestReviewResentLockedToNextRun), and
+			//   - while no inquire is out for the vote: the requester
+			//     cannot tell a copy from the vote, and the copy must
+			//     reach it before anything that could make it give the
+			//     vote back. On the FIFO link a copy sent before the
+			//     inquire arrives before it; one sent after could follow
+			//     the requester's relinquish and be counted as the vote
+			//     given back, while this voter votes for the inquirer
+			//     (two holders, TestReviewResentLockedAfterRelinquish).
+			//     The inquire itself is never said again.
+			inquired := l.inquired && len(l.grants) == 1 && l.grants[0] == g
+			if ok && !g.committed && g.locked.Op == wire.VoteLocked && !inquired &&
+				m.Fence == 0 && m.Stamp == g.stamp && m.Mode == g.mode {
 				c.count("locked_repeated")
 				c.post(from, g.locked, 0)
-				if l.inquired && len(l.grants) == 1 && l.grants[0] == g {
-					// Its inquire, ignored by a requester that did not
-					// know it had the vote (or lost too): said again
-					// after it, so that Sanders' cycle-breaking goes on.
-					c.reply(from, wire.VoteInquire, l, g, 0)
-				}
 			}
 			return nil
 		}
