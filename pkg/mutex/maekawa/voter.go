@@ -204,7 +204,7 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 			//   - to a refresh of the very request voted for (a refresh
 			//     proposes no fence and keeps the stamp and mode: a next
 			//     run numbering its attempts alike is not taken for it,
-			//     TestReviewResentLockedToNextRun), and
+			//     TestResentLockedToNextRun), and
 			//   - while no inquire is out for the vote: the requester
 			//     cannot tell a copy from the vote, and the copy must
 			//     reach it before anything that could make it give the
@@ -212,7 +212,7 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 			//     inquire arrives before it; one sent after could follow
 			//     the requester's relinquish and be counted as the vote
 			//     given back, while this voter votes for the inquirer
-			//     (two holders, TestReviewResentLockedAfterRelinquish).
+			//     (two holders, TestResentLockedAfterRelinquish).
 			//     The inquire itself is never said again.
 			inquired := l.inquired && len(l.grants) == 1 && l.grants[0] == g
 			if ok && !g.committed && g.locked.Op == wire.VoteLocked && !inquired &&

@@ -140,7 +140,7 @@ func (n *rnet) release(id uint32, rid mutex.RequestID) {
 	n.collect(id)
 }
 
-// TestReviewResentLockedAfterRelinquish (review-stream): a voter's locked
+// TestResentLockedAfterRelinquish (review-stream): a voter's locked
 // said again to a refresh that crossed its first locked is taken by the
 // requester after it relinquished that vote (Sanders' inquire), while the
 // voter gives the vote to the inquiring request: two holders.
@@ -148,7 +148,7 @@ func (n *rnet) release(id uint32, rid mutex.RequestID) {
 // Voting sets (pairwise intersecting): P=1 {4,5,6}, H=2 {4,6}, R=3 {4,5};
 // 4, 5, 6 {4,5,6}. Stamps are equal (each core's own Lamport clock), so
 // priority is by ID: P before H before R.
-func TestReviewResentLockedAfterRelinquish(t *testing.T) {
+func TestResentLockedAfterRelinquish(t *testing.T) {
 	sets := map[uint32][]uint32{1: {4, 5, 6}, 2: {4, 6}, 3: {4, 5}, 4: {4, 5, 6}, 5: {4, 5, 6}, 6: {4, 5, 6}}
 	n := newRnet(t, []uint32{1, 2, 3, 4, 5, 6}, func(id uint32, cfg *maekawa.Config) { cfg.VotingSets = sets })
 	const P, H, R, V, X, Y = 1, 2, 3, 4, 5, 6
@@ -210,10 +210,10 @@ func TestReviewResentLockedAfterRelinquish(t *testing.T) {
 	}
 }
 
-// TestReviewResentLockedAfterRelinquishMajority: the same in the majority
+// TestResentLockedAfterRelinquishMajority: the same in the majority
 // quorum (coordinators 4, 5, 6, quorum 2; members 1-3 request only): the
 // requests to 6 of P and R are slow (still on their links).
-func TestReviewResentLockedAfterRelinquishMajority(t *testing.T) {
+func TestResentLockedAfterRelinquishMajority(t *testing.T) {
 	n := newRnet(t, []uint32{1, 2, 3, 4, 5, 6}, func(id uint32, cfg *maekawa.Config) {
 		cfg.Quorum, cfg.Coordinators = 2, []uint32{4, 5, 6}
 	})
@@ -263,13 +263,13 @@ func TestReviewResentLockedAfterRelinquishMajority(t *testing.T) {
 	}
 }
 
-// TestReviewResentLockedAfterRelinquishMajority5: mutexd's majority shape
+// TestResentLockedAfterRelinquishMajority5: mutexd's majority shape
 // (5 members, every one a coordinator, quorum 3). P=1 holds 1, 2, 3;
 // H=4 holds its own vote and 5's, its requests to 1-3 slow; R=5 asks at
 // 10 ms, queued (failed) everywhere; P releases at 505 ms and 1, 2, 3 vote
 // for R; H's slow request reaches 2 (inquire to R) as R's refresh crosses
 // the locked of 1, 2, 3.
-func TestReviewResentLockedAfterRelinquishMajority5(t *testing.T) {
+func TestResentLockedAfterRelinquishMajority5(t *testing.T) {
 	n := newRnet(t, []uint32{1, 2, 3, 4, 5}, func(id uint32, cfg *maekawa.Config) { cfg.Quorum = 3 })
 	const P, H, R = 1, 4, 5
 	ridP := n.acquire(P, "x") // its own vote at once
@@ -377,7 +377,7 @@ func TestLostReleaseCostsLease(t *testing.T) {
 	}
 }
 
-// TestReviewResentLockedToNextRun (review-stream): a requester whose Rand
+// TestResentLockedToNextRun (review-stream): a requester whose Rand
 // is seeded the same in each run (mutexd --seed N: Rand is PCG(seed, ID),
 // the incarnation left out, daemon.go; here Config.Rand nil, seeded from
 // the ID) numbers its first attempt the same after a restart. The
@@ -386,7 +386,7 @@ func TestLostReleaseCostsLease(t *testing.T) {
 // refresh, and say the old locked again: the new run holds on them, on
 // the old run's fence, while the old run's lease lasts. Majority of 3
 // (mutexd's shape); the old run crashed holding x.
-func TestReviewResentLockedToNextRun(t *testing.T) {
+func TestResentLockedToNextRun(t *testing.T) {
 	ids := []uint32{1, 2, 3}
 	cfgOf := func(id uint32, cfg *maekawa.Config) { cfg.Quorum = 2 }
 	n := newRnet(t, ids, cfgOf)
@@ -442,10 +442,10 @@ func TestReviewResentLockedToNextRun(t *testing.T) {
 	}
 }
 
-// TestReviewCutOffChurn (review-stream): a member cut off alone with a
+// TestCutOffChurn (review-stream): a member cut off alone with a
 // request waiting, for 20 s: what it sends and says while it looks
 // again every AttemptTimeout.
-func TestReviewCutOffChurn(t *testing.T) {
+func TestCutOffChurn(t *testing.T) {
 	opt := mutex.Options{Lease: 3 * time.Second, Heartbeat: time.Second}
 	s := mutextest.NewLockSim(t, maekawa.Factory, opt, 4, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 2*time.Second)
 	s.Isolate(1)
