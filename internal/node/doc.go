@@ -247,18 +247,19 @@
 // stream_closed hint). None needs to be: no core resends on a hint
 // (only bully's election acts on stream_closed, in electd, central and
 // orderd's sequencer: it probes its leader), each resends on a timer of
-// its own (Maekawa's collecting request every AttemptTimeout, which a
-// voter that voted for it answers again, the token ring's token after
-// AckTimeout, central's syncs every beat, Yo-Yo's round every Heartbeat
+// its own (Maekawa's collecting request every AttemptTimeout, the token
+// ring's token after AckTimeout, central's syncs every beat, Yo-Yo's round every Heartbeat
 // as datagrams; a LEADER_WATCH only opens the link), so such a loss
 // costs the refusal and that timer, as a broken link does
-// (TestRefusedVotesResent, TestLostLockedSaidAgain and the mixed-builds
-// oracles in pkg/mutex/maekawa, pkg/mutex/tokenring and
-// pkg/elect/algorithms), except Maekawa's and the majority quorum's
-// frames that no timer resends: a lost release, renewal, failed or
-// inquire costs up to the vote's lease (a voter keeps a vote whose
-// release was lost until it ends: TestLostReleaseCostsLease). Closing the connection would tell no core more,
-// and would set bully's probes of a live leader going. Frames refused
+// (TestRefusedVotesResent and the mixed-builds oracles in
+// pkg/mutex/maekawa, pkg/mutex/tokenring and pkg/elect/algorithms),
+// except Maekawa's and the majority quorum's frames that no timer
+// resends: a lost vote (locked) costs the requester its collectTimeout
+// (TestLostLockedCostsCollect), a lost release, renewal, failed or
+// inquire up to the vote's lease (a voter keeps a vote whose release was
+// lost until it ends: TestLostReleaseCostsLease). Closing the
+// connection would tell no core more, and would set bully's probes of a
+// live leader going. Frames refused
 // before that (another cluster's ID, a
 // MAC that fails) from a member's address are evidence too: an
 // announcement with another cluster's ID whose MAC verifies with this

@@ -278,13 +278,16 @@
 //	                            so does configuration agreement's refusal
 //	                            or withholding, with the link up); a
 //	                            collecting request asks the voters it
-//	                            lacks again every AttemptTimeout, and a
-//	                            voter that voted for it says its locked
-//	                            again (locked_repeated) unless it
-//	                            inquired since; an attempt that
-//	                            got no answer is given up after a lease
-//	                            (its votes released) and sent again with
-//	                            its priority; a lost release, renewal,
+//	                            lacks again every AttemptTimeout; an
+//	                            attempt that got no answer is given up
+//	                            after a lease (its votes released) and
+//	                            sent again with its priority: a lost
+//	                            locked costs that (TestLostLockedCostsCollect;
+//	                            a voter does not say it again: the
+//	                            requester cannot tell a copy from the
+//	                            vote, and one that came after the
+//	                            requester gave the vote back gave two
+//	                            holders); a lost release, renewal,
 //	                            failed or inquire is not sent again: a
 //	                            vote whose release was lost is kept until
 //	                            its lease ends (TestLostReleaseCostsLease)

@@ -133,18 +133,18 @@ func TestMixedBuilds(t *testing.T) {
 	}
 }
 
-// TestLostLockedSaidAgain: a voter's locked lost on its way (here the link
-// cut as it leaves and healed 10 ms later: a stream frame sent before a
-// cut is never delivered, as a reset link loses it, and as configuration
+// TestLostLockedCostsCollect: a voter's locked lost on its way (here the
+// link cut as it leaves and healed 10 ms later: a stream frame sent before
+// a cut is never delivered, as a reset link loses it, and as configuration
 // agreement loses one it refuses or withholds, with the link up and no
-// hint to either core). The requester asks again every AttemptTimeout
-// (refresh); the voter, which voted for it, says its locked again, so the
-// requester is granted about AttemptTimeout after it asked. Before, the
-// voter took the refresh for a repeat and said nothing: the requester
-// waited out its collectTimeout (MaxLease + AttemptTimeout), gave up and
-// asked again after its backoff, and meanwhile the voter's vote was held
-// for it: granted 3.5 s after it asked, and more.
-func TestLostLockedSaidAgain(t *testing.T) {
+// hint to either core) is not said again: the voter takes the requester's
+// refreshes for repeats (a copy of a vote, which the requester cannot tell
+// from the vote, once followed the requester's relinquish across a
+// reconnect or an inquire and gave two holders: review-stream,
+// review-locked). The requester waits out its collectTimeout (MaxLease +
+// AttemptTimeout), gives up (its votes released) and asks again: the
+// bound that maekawa's doc.go gives for a lost vote.
+func TestLostLockedCostsCollect(t *testing.T) {
 	for _, f := range []mutex.Factory{maekawa.Factory, maekawa.MajorityFactory} {
 		t.Run(f.Name, func(t *testing.T) {
 			opt := mutex.Options{Lease: 3 * time.Second, Heartbeat: time.Second}
@@ -178,13 +178,13 @@ func TestLostLockedSaidAgain(t *testing.T) {
 				}
 			}
 			took := granted[1] - asked
-			t.Logf("%s: member 2's locked to member 1 lost at %v; member 1 granted %v after it asked (AttemptTimeout %v); member 2 said its locked again %d times",
-				f.Name, cutAt-asked, took, attempt, s.Core(2).(*maekawa.Core).Counter("locked_repeated"))
+			t.Logf("%s: member 2's locked to member 1 lost at %v; member 1 granted %v after it asked (AttemptTimeout %v)",
+				f.Name, cutAt-asked, took, attempt)
 			if cutAt < 0 {
 				t.Fatal("member 2 sent member 1 no locked: the test no longer loses one")
 			}
-			if granted[1] == 0 || took > attempt+20*time.Millisecond {
-				t.Errorf("member 1 granted %v after it asked, want within AttemptTimeout (%v) and a few ms", took, attempt)
+			if bound := opt.Lease + 2*attempt; granted[1] == 0 || took > bound {
+				t.Errorf("member 1 granted %v after it asked, want within its collectTimeout and a backoff (%v)", took, bound)
 			}
 		})
 	}

@@ -48,9 +48,6 @@ type vote struct {
 	arrived  time.Time
 	recorded bool
 	offered  uint64
-	// locked is the answer this voter sent when it voted for the
-	// request, said again, unchanged, to a refresh of it (voterStep).
-	locked wire.Vote
 }
 
 // mayHold says whether the requester may hold the lock on this vote now:
@@ -193,33 +190,8 @@ func (c *Core) voterStep(from uint32, m wire.Vote) error {
 	}
 	switch m.Op {
 	case wire.VoteRequest:
-		if g, ok := l.entry(from, m.Attempt); ok || slices.ContainsFunc(l.queue, func(q *vote) bool { return q.from == from && q.attempt == m.Attempt }) {
+		if _, ok := l.entry(from, m.Attempt); ok || slices.ContainsFunc(l.queue, func(q *vote) bool { return q.from == from && q.attempt == m.Attempt }) {
 			c.count("requests_repeated") // a refresh (requester.go): it is here already
-			// Voted for, and still asked: the locked was lost on the
-			// way (a link reset; configuration agreement refusing it
-			// at the requester's node, or withholding it at this one,
-			// with the link up, no hint to either core). Said again,
-			// unchanged, so the requester need not wait out its
-			// collectTimeout (TestLostLockedSaidAgain); but only
-			//   - to a refresh of the very request voted for (a refresh
-			//     proposes no fence and keeps the stamp and mode: a next
-			//     run numbering its attempts alike is not taken for it,
-			//     TestResentLockedToNextRun), and
-			//   - while no inquire is out for the vote: the requester
-			//     cannot tell a copy from the vote, and the copy must
-			//     reach it before anything that could make it give the
-			//     vote back. On the FIFO link a copy sent before the
-			//     inquire arrives before it; one sent after could follow
-			//     the requester's relinquish and be counted as the vote
-			//     given back, while this voter votes for the inquirer
-			//     (two holders, TestResentLockedAfterRelinquish).
-			//     The inquire itself is never said again.
-			inquired := l.inquired && len(l.grants) == 1 && l.grants[0] == g
-			if ok && !g.committed && g.locked.Op == wire.VoteLocked && !inquired &&
-				m.Fence == 0 && m.Stamp == g.stamp && m.Mode == g.mode {
-				c.count("locked_repeated")
-				c.post(from, g.locked, 0)
-			}
 			return nil
 		}
 		c.supersede(l, from)
@@ -417,9 +389,8 @@ func (c *Core) giveVote(l *vlock, v *vote) {
 		// default), the recovery's whole excess over the lease.
 		v.expires = c.now.Add(c.cfg.stretch(v.lease))
 	}
-	v.locked = wire.Vote{Op: wire.VoteLocked, Name: l.name, Attempt: v.attempt, Stamp: v.stamp, Mode: v.mode,
-		Fence: offer, LeaseMS: msOf(c.now.Sub(v.arrived)), Recorded: v.recorded}
-	c.post(v.from, v.locked, 0)
+	c.post(v.from, wire.Vote{Op: wire.VoteLocked, Name: l.name, Attempt: v.attempt, Stamp: v.stamp, Mode: v.mode,
+		Fence: offer, LeaseMS: msOf(c.now.Sub(v.arrived)), Recorded: v.recorded}, 0)
 }
 
 // readersFence is the fence of the readers whose committed votes l has
