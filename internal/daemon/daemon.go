@@ -478,7 +478,11 @@ func build(cfg Config, st *stateDir, newCore CoreFactory) (*Daemon, error) {
 		ID:      cfg.ID,
 		Members: slices.Sorted(maps.Keys(cfg.Members)),
 		Now:     cfg.Clock.Now(),
-		Rand:    rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))),
+		// The incarnation too, as rebuildCore's: with --seed every run
+		// drew the same numbers, so a restarted Maekawa member's first
+		// attempt was its last run's, taken by the voters for a refresh
+		// of the request they had voted for (review-stream).
+		Rand:    rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID)|uint64(inc)<<32)),
 		Lamport: lamport,
 		State:   persisted,
 		Log:     records,

@@ -238,7 +238,29 @@
 // counted a majority heard and granted a lock while the members refusing
 // it gave it up on the silence they saw (Lamport's queue with an older
 // build, two holders: TestAgreementRefusalTwoWay in internal/sim, the
-// mixed-builds oracle in pkg/mutex/permission). Frames refused before that (another cluster's ID, a
+// mixed-builds oracle in pkg/mutex/permission). A core's frame on a
+// member's TCP link (core.Message.Stream: Maekawa's and the majority
+// quorum's votes, the token ring's token and its acknowledgement,
+// central's member frames, Yo-Yo's election messages, bully's
+// LEADER_WATCH) that is refused or withheld so is lost with the
+// connection still up: neither link closes, no core is told (no
+// stream_closed hint). None needs to be: no core resends on a hint
+// (only bully's election acts on stream_closed, in electd, central and
+// orderd's sequencer: it probes its leader), each resends on a timer of
+// its own (Maekawa's collecting request every AttemptTimeout, the token
+// ring's token after AckTimeout, central's syncs every beat, Yo-Yo's round every Heartbeat
+// as datagrams; a LEADER_WATCH only opens the link), so such a loss
+// costs the refusal and that timer, as a broken link does
+// (TestRefusedVotesResent and the mixed-builds oracles in
+// pkg/mutex/maekawa, pkg/mutex/tokenring and pkg/elect/algorithms),
+// except Maekawa's and the majority quorum's frames that no timer
+// resends: a lost vote (locked) costs the requester its collectTimeout
+// (TestLostLockedCostsCollect), a lost release, renewal, failed or
+// inquire up to the vote's lease (a voter keeps a vote whose release was
+// lost until it ends: TestLostReleaseCostsLease). Closing the
+// connection would tell no core more, and would set bully's probes of a
+// live leader going. Frames refused
+// before that (another cluster's ID, a
 // MAC that fails) from a member's address are evidence too: an
 // announcement with another cluster's ID whose MAC verifies with this
 // node's key is a member configured with another cluster name (or another

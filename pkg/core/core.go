@@ -21,7 +21,11 @@ type Message struct {
 	Payload []byte    // the kind's encoding, from pkg/wire
 
 	// Stream asks for the member's TCP link (ordered, retried while the
-	// peer is reachable) instead of a UDP datagram.
+	// peer is reachable) instead of a UDP datagram. Delivery is still at
+	// most once: a frame is lost when the link resets, and, with the link
+	// up and no hint to either core, when the receiving node refuses it
+	// or the sending node withholds it (configuration agreement,
+	// internal/node): a core resends what it needs on a timer of its own.
 	Stream bool
 	// Report asks the driver to tell the core when this datagram frame
 	// really left: right after the write it steps the core with the same

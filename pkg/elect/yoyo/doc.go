@@ -34,7 +34,8 @@
 //
 // The notes' Yo-Yo assumes no failure. Here the election messages travel
 // on the members' TCP links (Message.Stream: ordered, not lost while the
-// link holds), and:
+// link holds, unless a node refuses or withholds them: configuration
+// agreement's cut, which the repeats below carry over), and:
 //
 //   - a member that hears no flood for LeaderTimeout, or whose round has
 //     not ended within RoundTimeout, starts a new round (a round above

@@ -247,7 +247,8 @@
 //	                            (Grid.LiveSet). Any two crosses meet, so
 //	                            this is as safe as the own cross. While
 //	                            no row or no column is wholly alive,
-//	                            requests wait (no_live_set)
+//	                            requests wait (no_live_set), looking
+//	                            again every AttemptTimeout
 //	voter restarts:             it has forgotten its votes and its queue;
 //	                            it votes on nothing until a whole stretched
 //	                            MaxLease after it started (below), and its
@@ -272,10 +273,24 @@
 //	                            goes on, up to a lease and 3.5
 //	                            heartbeats pass before it grants (7 s,
 //	                            pkg/mutex/algorithms TestSimAvailability)
-//	loss:                       frames go on the members' TCP link; an
+//	loss:                       frames go on the members' TCP link, at
+//	                            most once (a reset link loses them, and
+//	                            so does configuration agreement's refusal
+//	                            or withholding, with the link up); a
+//	                            collecting request asks the voters it
+//	                            lacks again every AttemptTimeout; an
 //	                            attempt that got no answer is given up
 //	                            after a lease (its votes released) and
-//	                            sent again with its priority
+//	                            sent again with its priority: a lost
+//	                            locked costs that (TestLostLockedCostsCollect;
+//	                            a voter does not say it again: the
+//	                            requester cannot tell a copy from the
+//	                            vote, and one that came after the
+//	                            requester gave the vote back gave two
+//	                            holders); a lost release, renewal,
+//	                            failed or inquire is not sent again: a
+//	                            vote whose release was lost is kept until
+//	                            its lease ends (TestLostReleaseCostsLease)
 //
 // # Why a voter that forgot its votes cannot hand a lock out twice
 //

@@ -20,3 +20,6 @@ func AttemptOf(c *Core, lock string) uint32 {
 	}
 	return 0
 }
+
+// Counter is one of the core's counters.
+func (c *Core) Counter(name string) uint64 { return c.counters[name] }

@@ -51,6 +51,7 @@ type ask struct {
 	attempt uint32
 	tries   int
 	phase   phase
+	noLive  bool     // the last attempt found no live cross (said once, no_live_set)
 	set     []uint32 // the voters asked
 	need    int
 	started time.Time // first attempt
@@ -192,12 +193,20 @@ func (c *Core) try(a *ask, lamport uint64) {
 	a.deadline = c.now.Add(c.collectTimeout(a.mode))
 	a.refreshAt = c.now.Add(c.cfg.AttemptTimeout)
 	if len(a.set) == 0 {
-		// No cross is wholly alive: wait for members to come back.
+		// No cross is wholly alive: wait for members to come back,
+		// looking again every AttemptTimeout (a collectTimeout, 3.5 s
+		// at mutexd's defaults, passed after they were back: a member
+		// cut off by configuration agreement's refusal, TestRefusedVotesResent).
 		a.phase = backoff
-		c.count("no_live_set")
-		c.emit(EventNoLiveSet, fmt.Sprintf("%s: no row and column of the grid are wholly alive; waiting", a.lock), "lock", a.lock)
+		a.deadline = c.now.Add(c.cfg.AttemptTimeout)
+		if !a.noLive {
+			a.noLive = true
+			c.count("no_live_set")
+			c.emit(EventNoLiveSet, fmt.Sprintf("%s: no row and column of the grid are wholly alive; waiting", a.lock), "lock", a.lock)
+		}
 		return
 	}
+	a.noLive = false
 	c.attempt++
 	a.attempt = c.attempt
 	a.phase = collecting

@@ -9,7 +9,9 @@
 //     running member) in one term, within a bound.
 //
 // Chaos drives a cluster through random crashes, restarts, pauses,
-// partitions and loss over many seeds and applies the oracle; Cluster is
+// partitions and loss over many seeds and applies the oracle
+// (ChaosMixedBuilds: with configuration agreement on some members only,
+// as in a rolling upgrade); Cluster is
 // the building block for an algorithm's own tests (failover times, message
 // counts). It exists for tests only.
 //
@@ -27,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synclab/synclab/internal/node"
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/clock"
 	"github.com/synclab/synclab/pkg/core"
@@ -285,6 +288,23 @@ func Disrupt(s *sim.Sim, rnd *rand.Rand, leader func(id uint32) uint32, run func
 // At every step at most one leader per term (Check, Claims); after the
 // heal, agreement on the rightful leader within converge.
 func Chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration) {
+	chaos(t, alg, seeds, converge, false)
+}
+
+// ChaosMixedBuilds is Chaos in a cluster whose members mix builds with
+// configuration agreement (sim.SetAgreement, one configuration) and
+// without, at least one of each where there are two members or more,
+// drawn from the seed: the agreeing members refuse an older build's
+// incarnation for three announce intervals from the first frame they
+// hear of it, and send it none of their cores' frames meanwhile (a cut
+// both ways, renewed at each of its restarts). Frames on the TCP links
+// (core.Message.Stream) that are refused or withheld are lost with the
+// link up, as every other: no core hears of it.
+func ChaosMixedBuilds(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration) {
+	chaos(t, alg, seeds, converge, true)
+}
+
+func chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration, mixed bool) {
 	sim.Seeds(t, seeds, func(t *testing.T, seed int64) {
 		rnd := rand.New(rand.NewPCG(uint64(seed), 7))
 		size := 3 + rnd.IntN(7)
@@ -304,7 +324,16 @@ func Chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration)
 		}
 		s := sim.New(sim.Config{Seed: seed, DefaultLink: link, Multicast: seed%3 == 0})
 		prio := weights(alg, seed, ids)
-		c := New(t, s, alg, ids, elect.Options{Priorities: prio})
+		opts := elect.Options{Priorities: prio}
+		if mixed {
+			// Bully's followers then keep a TCP link to the leader
+			// open (its LEADER_WATCH frames: Config.Watch).
+			opts.HintProbe = 30 * time.Millisecond
+		}
+		c := New(t, s, alg, ids, opts)
+		if mixed {
+			mixBuilds(s, alg, seed, ids)
+		}
 		broken := diskFaults(s, seed, ids)
 		c.Run(time.Second)
 		Disrupt(s, rnd, func(id uint32) uint32 { l, _, _ := c.Elector(id).Leader(); return l }, c.Run)
@@ -322,6 +351,27 @@ func Chaos(t *testing.T, alg elect.Algorithm, seeds int, converge time.Duration)
 		c.Converge(converge)
 		c.Claims()
 	})
+}
+
+// mixBuilds gives some of ids (at least one, and not all when there are
+// two or more) configuration agreement, drawn from a stream of its own.
+func mixBuilds(s *sim.Sim, alg elect.Algorithm, seed int64, ids []uint32) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 11))
+	a := &node.Agreement{Algorithm: alg.Name, Params: map[string]string{}}
+	for {
+		var agreeing []uint32
+		for _, id := range ids {
+			if rng.IntN(2) == 0 {
+				agreeing = append(agreeing, id)
+			}
+		}
+		if len(agreeing) > 0 && (len(agreeing) < len(ids) || len(ids) == 1) {
+			for _, id := range agreeing {
+				s.SetAgreement(id, a)
+			}
+			return
+		}
+	}
 }
 
 // smallCluster is, in a fifth of the seeds, a cluster of 1 or 2 members
