@@ -831,7 +831,9 @@ func (n *Node) refreshSlots(now time.Time) {
 		due := a.refreshDue(m)
 		if !now.Before(due) || m.sentAt.After(now) {
 			n.refresh(id)
-			due = a.refreshDue(m)
+			if due = a.refreshDue(m); !due.After(now) {
+				continue // not sent (cannot happen): the rounds try again, no busy deadline
+			}
 		}
 		if a.refreshAt.IsZero() || due.Before(a.refreshAt) {
 			a.refreshAt = due
