@@ -163,7 +163,15 @@
 // the key's fingerprint and the sender's spacing, 28 bytes) every
 // RefreshSpacing: QuietInterval, or (N-1) x Agreement.RefreshPace (1 s)
 // when that is longer, so that a member at rest sends about one frame a
-// second whatever N (a cluster of up to 9 members sends what it did). A
+// second whatever N (a cluster of up to 9 members sends what it did).
+// They are spread over the spacing, not sent by the round that finds them
+// due: each member has its slot, spacing / (N-1) apart, and a refresh goes
+// at the member's slot, at most a spacing after the last frame to it
+// (the node's deadline: a driver ticking at NextTick comes then); in any
+// slot every node refreshes another member, each node a fraction of the
+// slot after the one before it in the member list, so that nodes started
+// together are not in phase (before, a node's 63 refreshes at 64 members
+// fell due in one round, and members stayed in phase). A
 // refresh matching the announcement held of the sender's incarnation
 // counts as hearing it; any other is believed in nothing: the receiver
 // asks the sender for its announcement (at most one request per 200 ms),
