@@ -686,6 +686,22 @@ func (n *Node) agreeTick(now time.Time) {
 		if m.timings != nil && now.Sub(m.timingsAt) >= timingsKept {
 			m.expireTimings()
 		}
+		if held := a.heldFor(m, now); a.stateOf(m, now) == stAgrees && a.standing == StandingAgreed &&
+			now.Sub(m.heardAt) >= held-evidenceAsks*a.cfg.Interval &&
+			(!m.askedAt.After(m.heardAt) || now.Sub(m.askedAt) >= a.cfg.Interval || m.askedAt.After(now)) {
+			// An agreeing member about to lapse into silent: its
+			// refresh that told this node it refreshes (or two
+			// refreshes) may have been lost, and it sends nothing
+			// until its next, up to a spacing away (63 s at 64
+			// members, where this node held it 24 s and warned it
+			// "not heard" at 30: TestFirstRefreshLost,
+			// TestStartLossNotHeard; review-spread). Ask it, as the
+			// evidence asks do (at most evidenceAsks per silence, an
+			// Interval apart): a live member answers, which counts as
+			// heard; a dead one lapses as before.
+			m.askedAt = now
+			n.announce(id, true)
+		}
 		last := m.heardAt
 		if last.IsZero() {
 			last = a.started

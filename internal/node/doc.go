@@ -183,7 +183,15 @@
 // node sends each member that agrees one refresh per incarnation of it
 // (with a full announcement) and refreshes only the members that sent it
 // one; an older build drops that one as unknown_kind, sends none, and is
-// announced to in full every QuietInterval as before. What a forger
+// announced to in full every QuietInterval as before. That one refresh
+// may be lost: its sender then sends the member nothing until its slot
+// (up to a spacing), where the member, not knowing it refreshes, held it
+// a QuietInterval window and warned it "not heard" (a lost first refresh
+// at 64 members: 11-46 s taken as not agreeing). So a member that agrees
+// and is 3 Intervals from lapsing is asked for its announcement, once an
+// Interval (at most evidenceAsks times a silence): a live member answers,
+// which counts as hearing it (TestFirstRefreshLost,
+// TestStartLossNotHeard); a dead one lapses as before. What a forger
 // without a key gains: a refresh with the member's digest keeps a member
 // that fell silent counted for up to 6 RefreshSpacings (it could forge
 // full announcements before); one with another digest costs the member a
