@@ -154,6 +154,11 @@ type agreement struct {
 	// spacing is the node's RefreshSpacing: the longest it stays silent
 	// towards a member that refreshes and agrees.
 	spacing time.Duration
+	// refreshAt is when the next refresh falls due (zero: none; the
+	// rounds look again): agreeTick sends those whose slot has come
+	// (refreshSlots), so that a node's refreshes go one by one through
+	// its spacing, not all in one round.
+	refreshAt time.Time
 	// inFull: the next round announces in full to every member (this
 	// node no longer stands back, which refreshes cannot say).
 	inFull    bool
@@ -269,6 +274,9 @@ type memberAgreement struct {
 	probedInc      uint32
 	probedOwn      uint32
 	sentAt         time.Time
+	// slot is the offset within this node's spacing, from the Unix
+	// epoch, at which its refreshes to the member fall due (refreshDue).
+	slot time.Duration
 }
 
 func newAgreement(cfg *Config) *agreement {
@@ -322,6 +330,7 @@ func newAgreement(cfg *Config) *agreement {
 	}
 	a.own.Digest = wire.ConfigDigest(&a.own)
 	a.spacing = refreshSpacing(a.cfg.QuietInterval, a.cfg.RefreshPace, len(a.members))
+	a.placeSlots(cfg.ID, slices.Sorted(maps.Keys(cfg.Members)))
 	if len(a.members) == 0 {
 		a.standing = StandingAgreed // nobody to agree with
 	}
@@ -336,6 +345,52 @@ func newAgreement(cfg *Config) *agreement {
 func refreshSpacing(quiet, pace time.Duration, others int) time.Duration {
 	d := max(quiet, time.Duration(others)*pace)
 	return min(max(d.Round(time.Second), time.Second), wire.MaxRefreshSpacing*time.Second)
+}
+
+// placeSlots gives each member its refresh slot (memberAgreement.slot):
+// the spacing cut into one slot per member, and the members in the order
+// of the list (all, sorted, this node own among them) from the one after
+// this node, so that in the same slot every node refreshes a different
+// member (node at position p the one at p+j+1 in slot j, modulo the
+// members); within its slot, each node's refreshes go at its own offset,
+// p of N parts of the slot, so that nodes started together (or in phase
+// by chance) do not send in the same instant. The slots are fixed in
+// time (from the Unix epoch), so they stay apart across restarts, as far
+// as the members' clocks agree.
+func (a *agreement) placeSlots(self uint32, all []uint32) {
+	pos := slices.Index(all, self)
+	n := len(all)
+	if pos < 0 || n < 2 {
+		return
+	}
+	k := n - 1
+	slot := a.spacing / time.Duration(k)
+	for p, id := range all {
+		m := a.members[id]
+		if m == nil {
+			continue
+		}
+		j := ((p-pos-1)%n + n) % n // 0..k-1
+		m.slot = time.Duration(j)*slot + time.Duration(pos)*slot/time.Duration(n)
+	}
+}
+
+// refreshDue is when member m's next refresh falls due: its slot's last
+// instant not after a spacing since this node last sent it anything
+// (m.sentAt). Never later than a spacing, as before the slots; at rest,
+// one spacing apart exactly. The first after a full announcement comes
+// up to a spacing sooner, at the member's slot.
+func (a *agreement) refreshDue(m *memberAgreement) time.Time {
+	if m.sentAt.IsZero() {
+		return time.Time{}
+	}
+	x := m.sentAt.Add(a.spacing)
+	sp := int64(a.spacing)
+	past := (x.UnixNano() - int64(m.slot)) % sp
+	if past < 0 {
+		past += sp
+	}
+	return x.Add(-time.Duration(past))
 }
 
 // refreshes says whether member m sent a refresh matching the
@@ -622,11 +677,30 @@ func (n *Node) agreeTick(now time.Time) {
 			a.every = a.cfg.Interval
 		}
 		a.announced, a.next = now, now.Add(a.every)
+		n.refreshSlots(now)
+	} else if !a.refreshAt.IsZero() && !now.Before(a.refreshAt) {
+		n.refreshSlots(now)
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.members)) {
 		m := a.members[id]
 		if m.timings != nil && now.Sub(m.timingsAt) >= timingsKept {
 			m.expireTimings()
+		}
+		if held := a.heldFor(m, now); a.stateOf(m, now) == stAgrees && a.standing == StandingAgreed &&
+			now.Sub(m.heardAt) >= held-evidenceAsks*a.cfg.Interval &&
+			(!m.askedAt.After(m.heardAt) || now.Sub(m.askedAt) >= a.cfg.Interval || m.askedAt.After(now)) {
+			// An agreeing member about to lapse into silent: its
+			// refresh that told this node it refreshes (or two
+			// refreshes) may have been lost, and it sends nothing
+			// until its next, up to a spacing away (63 s at 64
+			// members, where this node held it 24 s and warned it
+			// "not heard" at 30: TestFirstRefreshLost,
+			// TestStartLossNotHeard; review-spread). Ask it, as the
+			// evidence asks do (at most evidenceAsks per silence, an
+			// Interval apart): a live member answers, which counts as
+			// heard; a dead one lapses as before.
+			m.askedAt = now
+			n.announce(id, true)
 		}
 		last := m.heardAt
 		if last.IsZero() {
@@ -664,6 +738,9 @@ func (a *agreement) steppedBack(now time.Time) {
 	if a.next.Sub(now) > a.every {
 		a.next = now
 	}
+	if a.refreshAt.Sub(now) > a.spacing {
+		a.refreshAt = now
+	}
 	a.started, a.announced = notAfter(a.started, now), notAfter(a.announced, now)
 	for _, m := range a.members {
 		m.heardAt, m.answeredAt, m.unreachableAt = notAfter(m.heardAt, now), notAfter(m.answeredAt, now), notAfter(m.unreachableAt, now)
@@ -683,6 +760,9 @@ func notAfter(t, now time.Time) time.Time {
 func (n *Node) agreeDeadline(now time.Time) time.Time {
 	a := n.agree
 	dl := a.next
+	if !a.refreshAt.IsZero() {
+		dl = minTime(dl, a.refreshAt)
+	}
 	if a.standing == StandingStarting && !a.started.IsZero() {
 		dl = minTime(dl, a.started.Add(a.cfg.StartGrace))
 	}
@@ -707,9 +787,11 @@ func minTime(a, b time.Time) time.Time {
 // announceRound is a periodic round of announcements, at local time now
 // (first: the first, which asks every member for its own). A member that
 // refreshes and agrees, while this node runs, gets a refresh (a few
-// bytes) when its RefreshSpacing has passed since this node last
-// announced to it, nothing before (unless the node just ceased to stand
-// back: every member hears that in full); every other member the full
+// bytes) when its slot has come (refreshDue: at most its RefreshSpacing
+// since this node last announced to it; the rounds between send it
+// nothing, refreshSlots sends it at its slot), nothing before (unless the
+// node just ceased to stand back: every member hears that in full); every
+// other member the full
 // announcement, as every round, and, when it agrees and was never told
 // in its incarnation that this node refreshes, a refresh too (which a
 // build that does not know the kind drops once, as unknown_kind).
@@ -728,7 +810,7 @@ func (n *Node) announceRound(now time.Time, first bool) {
 		told := m.probedInc == m.cfgInc && m.probedOwn == n.inc
 		switch {
 		case agrees && m.refreshes():
-			if !told || now.Sub(m.sentAt) >= a.spacing || m.sentAt.After(now) {
+			if !told || !now.Before(a.refreshDue(m)) || m.sentAt.After(now) {
 				n.refresh(id)
 			}
 		case agrees && !told:
@@ -736,6 +818,41 @@ func (n *Node) announceRound(now time.Time, first bool) {
 			n.refresh(id)
 		default:
 			n.announce(id, false)
+		}
+	}
+}
+
+// refreshSlots sends, at local time now, the refreshes whose slot has come
+// (refreshDue) to the members that refresh, agree and were told in both
+// incarnations that this node refreshes (what announceRound refreshes),
+// and sets when the next falls due (a.refreshAt, a deadline of
+// agreeDeadline). A node's refreshes so go one at a time, a spacing /
+// (members - 1) apart (a second at the defaults from 9 members on), not
+// all in the round that found them due: at 64 members that was 63
+// refreshes and their timings within a few seconds every 63 s
+// (docs/benchmarks/2026-12-07-omega64-check.md, point 5). Nothing while
+// the rounds announce in full (this node starts, stands back, or just
+// ceased to): the next round sets it again.
+func (n *Node) refreshSlots(now time.Time) {
+	a := n.agree
+	a.refreshAt = time.Time{}
+	if a.next.IsZero() || a.standing != StandingAgreed || a.inFull {
+		return
+	}
+	for _, id := range n.others {
+		m := a.members[id]
+		if !m.refreshes() || m.steppedBack || m.probedInc != m.cfgInc || m.probedOwn != n.inc || a.stateOf(m, now) != stAgrees {
+			continue
+		}
+		due := a.refreshDue(m)
+		if !now.Before(due) || m.sentAt.After(now) {
+			n.refresh(id)
+			if due = a.refreshDue(m); !due.After(now) {
+				continue // not sent (cannot happen): the rounds try again, no busy deadline
+			}
+		}
+		if a.refreshAt.IsZero() || due.Before(a.refreshAt) {
+			a.refreshAt = due
 		}
 	}
 }

@@ -163,7 +163,15 @@
 // the key's fingerprint and the sender's spacing, 28 bytes) every
 // RefreshSpacing: QuietInterval, or (N-1) x Agreement.RefreshPace (1 s)
 // when that is longer, so that a member at rest sends about one frame a
-// second whatever N (a cluster of up to 9 members sends what it did). A
+// second whatever N (a cluster of up to 9 members sends what it did).
+// They are spread over the spacing, not sent by the round that finds them
+// due: each member has its slot, spacing / (N-1) apart, and a refresh goes
+// at the member's slot, at most a spacing after the last frame to it
+// (the node's deadline: a driver ticking at NextTick comes then); in any
+// slot every node refreshes another member, each node a fraction of the
+// slot after the one before it in the member list, so that nodes started
+// together are not in phase (before, a node's 63 refreshes at 64 members
+// fell due in one round, and members stayed in phase). A
 // refresh matching the announcement held of the sender's incarnation
 // counts as hearing it; any other is believed in nothing: the receiver
 // asks the sender for its announcement (at most one request per 200 ms),
@@ -175,7 +183,15 @@
 // node sends each member that agrees one refresh per incarnation of it
 // (with a full announcement) and refreshes only the members that sent it
 // one; an older build drops that one as unknown_kind, sends none, and is
-// announced to in full every QuietInterval as before. What a forger
+// announced to in full every QuietInterval as before. That one refresh
+// may be lost: its sender then sends the member nothing until its slot
+// (up to a spacing), where the member, not knowing it refreshes, held it
+// a QuietInterval window and warned it "not heard" (a lost first refresh
+// at 64 members: 11-46 s taken as not agreeing). So a member that agrees
+// and is 3 Intervals from lapsing is asked for its announcement, once an
+// Interval (at most evidenceAsks times a silence): a live member answers,
+// which counts as hearing it (TestFirstRefreshLost,
+// TestStartLossNotHeard); a dead one lapses as before. What a forger
 // without a key gains: a refresh with the member's digest keeps a member
 // that fell silent counted for up to 6 RefreshSpacings (it could forge
 // full announcements before); one with another digest costs the member a
