@@ -166,6 +166,13 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		}; sum(refused) > 0 {
 			fmt.Fprintf(tw, "Refused\t: %s; %d TCP connections in\n", reasons(refused), tr.Inbound)
 		}
+		if tr.InboundSuperseded > 0 {
+			// A member redialled while its older connection still held
+			// frames: its write to this node timed out (this node's loop
+			// stalled), or someone opened a connection from its IP.
+			fmt.Fprintf(tw, "Superseded\t: %s reset for a newer one of the same member, %s they held dropped (kept in order: a stalled loop here, or connections from a member's IP)\n",
+				Plural(tr.InboundSuperseded, "TCP connection"), Plural(tr.SupersededFrames, "frame"))
+		}
 	}
 	if a := st.Node.Agreement; a != nil {
 		agreementLines(tw, a, st.Daemon)
