@@ -21,7 +21,11 @@ type Message struct {
 	Payload []byte    // the kind's encoding, from pkg/wire
 
 	// Stream asks for the member's TCP link (ordered, retried while the
-	// peer is reachable) instead of a UDP datagram.
+	// peer is reachable) instead of a UDP datagram. Ordered: a frame is
+	// never delivered after one sent later on the link, across its
+	// reconnects too, for members with an IP of their own; a frame may be
+	// lost (a write timed out, a reset), never late (internal/transport,
+	// Streams).
 	Stream bool
 	// Report asks the driver to tell the core when this datagram frame
 	// really left: right after the write it steps the core with the same
