@@ -170,8 +170,8 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 			// A member redialled while its older connection still held
 			// frames: its write to this node timed out (this node's loop
 			// stalled), or someone opened a connection from its IP.
-			fmt.Fprintf(tw, "Superseded\t: %s reset for a newer one of the same member, %s they held dropped (kept in order: a stalled loop here, or connections from a member's IP)\n",
-				Plural(tr.InboundSuperseded, "TCP connection"), Plural(tr.SupersededFrames, "frame"))
+			fmt.Fprintf(tw, "Superseded\t: %s reset for a newer one of the same member (the last from %v), %s they held dropped (kept in order: a stalled loop here, or connections from a member's IP)\n",
+				Plural(tr.InboundSuperseded, "TCP connection"), tr.LastSuperseded.Addr(), Plural(tr.SupersededFrames, "frame"))
 		}
 	}
 	if a := st.Node.Agreement; a != nil {

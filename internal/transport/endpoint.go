@@ -53,6 +53,8 @@ type endpoint struct {
 	byIP    map[netip.Addr][]*inConn      // inbound connections per remote IP, oldest first
 	orders  map[netip.AddrPort]*peerOrder // per sender (inboundKey): which connection may deliver
 	gen     uint64                        // admitted inbound connections so far: each one's gen
+	// lastSuperseded is the sender of the last superseded connection.
+	lastSuperseded netip.AddrPort
 	// exactFrom: an inbound connection's From is its dialer's member
 	// address (the in-memory fabric), not an ephemeral port.
 	exactFrom bool
@@ -216,6 +218,7 @@ func (e *endpoint) Stats() Stats {
 	st := e.c.snapshot()
 	st.StreamBuffered = e.buffered.Load()
 	e.mu.Lock()
+	st.LastSuperseded = e.lastSuperseded
 	for _, l := range e.links {
 		st.Links = append(st.Links, l.stats())
 	}

@@ -262,6 +262,7 @@ func (e *endpoint) supersede(ic *inConn) {
 		if c.order == ic.order && c.gen < ic.gen && !c.gone {
 			c.gone = true
 			older = append(older, c.conn)
+			e.lastSuperseded = c.from
 		}
 	}
 	e.mu.Unlock()

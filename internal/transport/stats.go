@@ -68,6 +68,9 @@ type Stats struct {
 	// delivered after one its sender sent later.
 	InboundSuperseded uint64 `json:"inbound_superseded"`
 	SupersededFrames  uint64 `json:"superseded_frames"`
+	// LastSuperseded is where the last superseded connection came from
+	// (the member's IP and the connection's port).
+	LastSuperseded netip.AddrPort `json:"last_superseded,omitzero"`
 	// StreamTimeouts counts inbound connections closed because no frame
 	// began within IdleTimeout or one did not end within FrameTimeout.
 	StreamTimeouts uint64 `json:"stream_timeouts"`

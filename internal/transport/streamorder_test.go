@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"testing"
@@ -103,7 +104,91 @@ func TestStreamStrangerFromMemberIPCostsOneRedial(t *testing.T) {
 	if p := recv(t, b, hangGuard); string(p.Data) != "m-3" {
 		t.Fatalf("got %q", p.Data)
 	}
-	if st, as := b.Stats(), a.Stats(); st.InboundSuperseded != 2 || as.Reconnects != 1 {
-		t.Fatalf("superseded %d (want the member's, then the stranger's), member reconnects %d", st.InboundSuperseded, as.Reconnects)
+	if st, as := b.Stats(), a.Stats(); st.InboundSuperseded != 2 || as.Reconnects != 1 || st.LastSuperseded.Addr() != a.LocalAddr().Addr() {
+		t.Fatalf("superseded %d (want the member's, then the stranger's), the last from %v, member reconnects %d", st.InboundSuperseded, st.LastSuperseded, as.Reconnects)
+	}
+}
+
+// A member's older connection holds frames already read (in its reader's
+// buffer, one in hand waiting for room in Packets) when its newer one
+// delivers: whichever reader goes first, no frame is delivered after one
+// sent later and every frame of the newer connection is delivered.
+func TestStreamSupersededBacklogNeverLate(t *testing.T) {
+	for i := range 30 {
+		k := &kit{t: t, mem: NewMemNetwork()}
+		b := k.open(Config{Listen: k.addr(1)})
+		be := b.(*endpoint)
+		m := mustAP("127.0.0.11:7000")
+		dial := func() net.Conn {
+			a, c := net.Pipe()
+			t.Cleanup(func() { a.Close() })
+			if !be.serveInbound(c, m) {
+				t.Fatal("not admitted")
+			}
+			return a
+		}
+		frames := func(names ...string) []byte {
+			var w []byte
+			for _, s := range names {
+				w = binary.BigEndian.AppendUint32(w, uint32(len(s)))
+				w = append(w, s...)
+			}
+			return w
+		}
+		filler := 0
+		for full := false; !full; {
+			select {
+			case be.packets <- Packet{From: mustAP("127.0.0.99:1"), Data: []byte("filler")}:
+				filler++
+			default:
+				full = true
+			}
+		}
+		old, cur := dial(), dial()
+		// One write each: the reader takes it all into its buffer (the
+		// pipe's write returns once read), then waits to deliver.
+		if _, err := old.Write(frames("1", "2", "3")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cur.Write(frames("4", "5")); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for len(got) == 0 || got[len(got)-1] != "5" {
+			p := recv(t, b, hangGuard)
+			if string(p.Data) != "filler" {
+				got = append(got, string(p.Data))
+			}
+		}
+		for j := 1; j < len(got); j++ {
+			if got[j] <= got[j-1] {
+				t.Fatalf("run %d: delivered %v: out of order", i, got)
+			}
+		}
+		// The older reader, superseded, drops the frame in its hand
+		// (counted) and what its buffer still holds with the connection.
+		n := len(got) - 2
+		want := uint64(1)
+		if n == 3 {
+			want = 0
+		}
+		// The older reader may not have had its turn yet: once it has
+		// returned, nothing more may come.
+		old.Close()
+		eventually(t, hangGuard, "the older reader gone", func() bool { return b.Stats().Inbound == 1 })
+		for more := true; more; {
+			select {
+			case p := <-b.Packets():
+				t.Fatalf("run %d: %q delivered after %v", i, p.Data, got)
+			default:
+				more = false
+			}
+		}
+		if st := b.Stats(); got[n] != "4" || st.SupersededFrames != want {
+			t.Fatalf("run %d: delivered %v, %d dropped from the older connection, want 4 and 5 last, %d dropped", i, got, st.SupersededFrames, want)
+		}
+		if i < 3 {
+			t.Logf("run %d: delivered %v, dropped %d (after %d fillers)", i, got, want, filler)
+		}
 	}
 }
