@@ -82,7 +82,11 @@ func (e *endpoint) inboundKey(from netip.AddrPort) (netip.AddrPort, bool) {
 	if e.exactFrom {
 		return from, true
 	}
-	if e.slots != nil && e.slots[from.Addr()] > 1 {
+	if e.slots == nil || e.slots[from.Addr()] != 1 {
+		// Not known to be one member's IP: no membership (Config.Peers
+		// nil: every IP would be one sender, and two members on one IP
+		// reset each other's live connections at almost every frame,
+		// review-order), or members share it.
 		return netip.AddrPort{}, false
 	}
 	return netip.AddrPortFrom(from.Addr(), 0), true

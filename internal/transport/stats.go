@@ -60,8 +60,11 @@ type Stats struct {
 	InboundEvicted uint64 `json:"inbound_evicted"`
 	// InboundSuperseded counts inbound connections reset because a newer
 	// connection from the same member delivered a frame: the member
-	// redialled (its link's write failed or timed out, or it went idle),
-	// or someone opened a connection from its IP. SupersededFrames counts
+	// redialled while the older one was still open to this end (its
+	// link's write failed or timed out, its host restarted or was cut
+	// off and the old connection never closed here), or someone opened a
+	// connection from its IP. An idle link's close is graceful and read
+	// first: it supersedes nothing. SupersededFrames counts
 	// the frames read from such connections and dropped, not delivered
 	// after the newer connection's (the backlog still in the kernel is
 	// discarded uncounted). Streams stay ordered: a frame is never

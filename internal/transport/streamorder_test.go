@@ -77,8 +77,8 @@ func TestStreamNewerConnectionSupersedesOlder(t *testing.T) {
 // stream.
 func TestStreamStrangerFromMemberIPCostsOneRedial(t *testing.T) {
 	k := &kit{t: t, real: true}
-	b := k.open(Config{Listen: k.addr(1)})
 	a := k.open(Config{Listen: k.addr(0)})
+	b := k.open(Config{Listen: k.addr(1), Peers: []netip.AddrPort{a.LocalAddr()}}) // as a daemon: its members known
 	to := b.LocalAddr()
 	mustSend(t, a.SendStream(to, []byte("m-1"), nil))
 	if p := recv(t, b, hangGuard); string(p.Data) != "m-1" {

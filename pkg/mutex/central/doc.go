@@ -409,7 +409,8 @@
 // DeadAfter since its last frame or the dependent's queueing, if later
 // (its later frames queue behind the predecessor on its stream, so one
 // merely delayed keeps it silent: the transport delivers no frame after a
-// later one of the same member, across its reconnects too, and one held
+// later one of the same member (with an IP of its own), across its
+// reconnects too, and one held
 // up on a connection its member gave up is lost, not late), and 4 x DeadAfter from the queueing at
 // most however often the member is heard (its beats lost one way, frames
 // forged in its name); then skipped, reported: lost with its member's

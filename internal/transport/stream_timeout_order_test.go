@@ -3,11 +3,12 @@ package transport
 import (
 	"encoding/binary"
 	"errors"
+	"net/netip"
 	"testing"
 	"time"
 )
 
-// TestReviewStreamOrderAcrossWriteTimeout (review-locked): the receiver's
+// TestStreamOrderAcrossWriteTimeout (review-locked): the receiver's
 // loop stalls (its Packets channel full: a slow fsync, SIGSTOP); the
 // sender's write times out (WriteTimeout), it closes the connection (a
 // FIN after the data still queued in its kernel) and dials again; the
@@ -20,10 +21,10 @@ import (
 // acceptor delivers nothing from a member's older connection once a newer
 // one delivered (inbound.go, peerOrder): the old backlog is lost, never
 // delivered late.
-func TestReviewStreamOrderAcrossWriteTimeout(t *testing.T) {
+func TestStreamOrderAcrossWriteTimeout(t *testing.T) {
 	k := &kit{t: t, real: true}
-	b := k.open(Config{Listen: k.addr(1)})
 	a := k.open(Config{Listen: k.addr(0), Stream: StreamConfig{WriteTimeout: 200 * time.Millisecond, MaxAge: time.Minute, QueueLen: 64}})
+	b := k.open(Config{Listen: k.addr(1), Peers: []netip.AddrPort{a.LocalAddr()}}) // as a daemon: its members known
 	to := b.LocalAddr()
 	frameOf := func(i uint32) []byte {
 		f := make([]byte, 16<<10)
