@@ -166,6 +166,14 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 		}; sum(refused) > 0 {
 			fmt.Fprintf(tw, "Refused\t: %s; %d TCP connections in\n", reasons(refused), tr.Inbound)
 		}
+		if tr.InboundSuperseded > 0 {
+			// A member redialled while its older connection was still
+			// open here: its write to this node failed or timed out (this
+			// node's loop stalled, or the network), its host restarted
+			// or was cut off, or someone opened a connection from its IP.
+			fmt.Fprintf(tw, "Superseded\t: %s reset for a newer one of the same member (the last from %v), %s they held dropped to keep its frames in order (the member redialled: its writes here timed out, a stalled loop here or the network; its host restarted; or a connection from its IP that was not its own)\n",
+				Plural(tr.InboundSuperseded, "TCP connection"), tr.LastSuperseded.Addr(), Plural(tr.SupersededFrames, "frame"))
+		}
 	}
 	if a := st.Node.Agreement; a != nil {
 		agreementLines(tw, a, st.Daemon)

@@ -74,7 +74,12 @@ type link struct {
 	// connection it travelled on was reset).
 	epoch uint64
 	// lastStream is the arrival time of the last stream frame, so the next
-	// one never overtakes it.
+	// one never overtakes it: the transport keeps a link's frames in order
+	// across its reconnects too (a superseded connection's backlog is
+	// dropped, never delivered late: internal/transport, Streams). What
+	// it loses then, the frames in flight, the cuts model (epoch); a
+	// paused receiver here keeps every stream frame, where the transport
+	// loses those in flight once the sender's write times out.
 	lastStream time.Duration
 }
 

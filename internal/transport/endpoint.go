@@ -50,8 +50,15 @@ type endpoint struct {
 	closed  bool
 	links   map[netip.AddrPort]*link
 	inbound map[net.Conn]struct{}
-	byIP    map[netip.Addr][]*inConn // inbound connections per remote IP, oldest first
-	rnd     *rand.Rand               // seeds each link's jitter source
+	byIP    map[netip.Addr][]*inConn      // inbound connections per remote IP, oldest first
+	orders  map[netip.AddrPort]*peerOrder // per sender (inboundKey): which connection may deliver
+	gen     uint64                        // admitted inbound connections so far: each one's gen
+	// lastSuperseded is the sender of the last superseded connection.
+	lastSuperseded netip.AddrPort
+	// exactFrom: an inbound connection's From is its dialer's member
+	// address (the in-memory fabric), not an ephemeral port.
+	exactFrom bool
+	rnd       *rand.Rand // seeds each link's jitter source
 
 	now func() time.Time // ages queued stream frames (Config.now)
 }
@@ -79,6 +86,7 @@ func newEndpoint(cfg Config, local netip.AddrPort) *endpoint {
 		links:   make(map[netip.AddrPort]*link),
 		inbound: make(map[net.Conn]struct{}),
 		byIP:    make(map[netip.Addr][]*inConn),
+		orders:  make(map[netip.AddrPort]*peerOrder),
 		slots:   peerSlots(cfg.Peers),
 		senders: peerAddrs(cfg.Peers),
 		rnd:     rand.New(rand.NewPCG(seed, seed^0x5eed_1ab5_7a9e_0001)),
@@ -210,6 +218,7 @@ func (e *endpoint) Stats() Stats {
 	st := e.c.snapshot()
 	st.StreamBuffered = e.buffered.Load()
 	e.mu.Lock()
+	st.LastSuperseded = e.lastSuperseded
 	for _, l := range e.links {
 		st.Links = append(st.Links, l.stats())
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/synclab/synclab/internal/rawsock"
@@ -26,6 +27,10 @@ import (
 //     reconnects while the kernel still holds its dead connection, or
 //     while someone else on its host holds connections from its IP, is
 //     never refused.
+//   - A member's older connections deliver nothing once a newer one has
+//     delivered a frame: they are reset (Stats.InboundSuperseded), so a
+//     member's frames are never delivered out of order across its
+//     reconnects (peerOrder).
 //   - Every read has a deadline: IdleTimeout for the first byte of a frame,
 //     FrameTimeout for the rest of it once begun (Stats.StreamTimeouts).
 //   - A length prefix allocates nothing by itself: above MaxStreamFrame it
@@ -44,9 +49,47 @@ const firstChunk = 4 << 10
 
 // inConn is one accepted connection.
 type inConn struct {
-	conn net.Conn
-	from netip.AddrPort
-	at   time.Time // accepted
+	conn  net.Conn
+	from  netip.AddrPort
+	at    time.Time // accepted
+	gen   uint64    // admission order: a later connection has a higher gen
+	key   netip.AddrPort
+	order *peerOrder // nil: its sender is not told apart (an IP members share)
+	gone  bool       // under endpoint.mu: reset as superseded
+}
+
+// peerOrder keeps one sender's frames in the order it sent them across its
+// connections. A link writes on one connection at a time and dials the next
+// only after giving up the last (reset), so every frame of an older
+// connection was sent before any of a newer one. Each connection has its
+// own reader; they deliver under mu, and once a connection has delivered a
+// frame nothing more is delivered from the sender's older ones: their
+// frames are dropped (Stats.SupersededFrames) and they are reset
+// (Stats.InboundSuperseded). The frames lost are an older connection's
+// backlog, which "at most once" allows.
+type peerOrder struct {
+	mu     sync.Mutex // held across a delivery
+	newest uint64     // under mu: gen of the newest connection that delivered
+	refs   int        // under endpoint.mu: connections registered
+}
+
+// inboundKey is who sent on a connection from `from`, as far as the
+// transport can tell: the member's IP when one member has it, the address
+// itself when it is the member's (the in-memory fabric). ok false: members
+// share the IP and their connections cannot be told apart, so none is
+// ordered against another.
+func (e *endpoint) inboundKey(from netip.AddrPort) (netip.AddrPort, bool) {
+	if e.exactFrom {
+		return from, true
+	}
+	if e.slots == nil || e.slots[from.Addr()] != 1 {
+		// Not known to be one member's IP: no membership (Config.Peers
+		// nil: every IP would be one sender, and two members on one IP
+		// reset each other's live connections at almost every frame,
+		// review-order), or members share it.
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(from.Addr(), 0), true
 }
 
 // peerSlots counts how many members share each IP: their connections may
@@ -93,7 +136,17 @@ func (e *endpoint) admit(conn net.Conn, from netip.AddrPort) (*inConn, bool) {
 		evicted = held[0]
 		e.byIP[ip] = held[1:]
 	}
-	ic := &inConn{conn: conn, from: from, at: time.Now()}
+	e.gen++
+	ic := &inConn{conn: conn, from: from, at: time.Now(), gen: e.gen}
+	if key, ok := e.inboundKey(from); ok {
+		po := e.orders[key]
+		if po == nil {
+			po = &peerOrder{}
+			e.orders[key] = po
+		}
+		po.refs++
+		ic.key, ic.order = key, po
+	}
 	e.inbound[conn] = struct{}{}
 	e.byIP[ip] = append(e.byIP[ip], ic)
 	e.wg.Add(1)
@@ -122,6 +175,11 @@ func (e *endpoint) release(ic *inConn) {
 	}
 	if len(e.byIP[ip]) == 0 {
 		delete(e.byIP, ip)
+	}
+	if po := ic.order; po != nil {
+		if po.refs--; po.refs == 0 && e.orders[ic.key] == po {
+			delete(e.orders, ic.key)
+		}
 	}
 	e.mu.Unlock()
 	e.c.inbound.Add(-1)
@@ -166,12 +224,56 @@ func (e *endpoint) serveInbound(conn net.Conn, from netip.AddrPort) bool {
 				return
 			}
 			e.c.via[ViaStream].in(len(b))
-			if !e.deliver(Packet{From: from, Data: b, Time: now, Via: ViaStream}) {
+			delivered, superseded := e.deliverInOrder(ic, Packet{From: from, Data: b, Time: now, Via: ViaStream})
+			if superseded {
+				e.c.supersededFrames.Add(1)
+				reset(conn)
+				return
+			}
+			if !delivered {
 				return
 			}
 		}
 	}()
 	return true
+}
+
+// deliverInOrder delivers p, read from ic, unless a newer connection of
+// the same sender has delivered a frame (superseded). The first frame a
+// connection delivers resets its sender's older connections.
+func (e *endpoint) deliverInOrder(ic *inConn, p Packet) (delivered, superseded bool) {
+	po := ic.order
+	if po == nil {
+		return e.deliver(p), false
+	}
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	switch {
+	case po.newest > ic.gen:
+		return false, true
+	case po.newest < ic.gen:
+		po.newest = ic.gen
+		e.supersede(ic)
+	}
+	return e.deliver(p), false
+}
+
+// supersede resets the connections of ic's sender older than ic.
+func (e *endpoint) supersede(ic *inConn) {
+	var older []net.Conn
+	e.mu.Lock()
+	for _, c := range e.byIP[ic.from.Addr()] {
+		if c.order == ic.order && c.gen < ic.gen && !c.gone {
+			c.gone = true
+			older = append(older, c.conn)
+			e.lastSuperseded = c.from
+		}
+	}
+	e.mu.Unlock()
+	for _, c := range older {
+		e.c.inboundSuperseded.Add(1)
+		reset(c)
+	}
 }
 
 var errOverBudget = errors.New("transport: inbound stream buffers over budget")

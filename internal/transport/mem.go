@@ -64,6 +64,7 @@ func (n *MemNetwork) Open(cfg Config) (Endpoint, error) {
 		return nil, fmt.Errorf("transport: mem %v: %w", local, ErrAddrInUse)
 	}
 	e := newEndpoint(cfg, local)
+	e.exactFrom = true
 	f := &memFabric{n: n, e: e, conns: make(map[*memConn]struct{})}
 	e.fab = f
 	n.eps[local] = f

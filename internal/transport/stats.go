@@ -58,6 +58,22 @@ type Stats struct {
 	// InboundEvicted counts a member IP's oldest connections closed for
 	// a newer one past StreamConfig.PerPeerConns.
 	InboundEvicted uint64 `json:"inbound_evicted"`
+	// InboundSuperseded counts inbound connections reset because a newer
+	// connection from the same member delivered a frame: the member
+	// redialled while the older one was still open to this end (its
+	// link's write failed or timed out, its host restarted or was cut
+	// off and the old connection never closed here), or someone opened a
+	// connection from its IP. An idle link's close is graceful and read
+	// first: it supersedes nothing. SupersededFrames counts
+	// the frames read from such connections and dropped, not delivered
+	// after the newer connection's (the backlog still in the kernel is
+	// discarded uncounted). Streams stay ordered: a frame is never
+	// delivered after one its sender sent later.
+	InboundSuperseded uint64 `json:"inbound_superseded"`
+	SupersededFrames  uint64 `json:"superseded_frames"`
+	// LastSuperseded is where the last superseded connection came from
+	// (the member's IP and the connection's port).
+	LastSuperseded netip.AddrPort `json:"last_superseded,omitzero"`
 	// StreamTimeouts counts inbound connections closed because no frame
 	// began within IdleTimeout or one did not end within FrameTimeout.
 	StreamTimeouts uint64 `json:"stream_timeouts"`
@@ -119,6 +135,7 @@ type counters struct {
 	ownIgnored, kernel, user, sendErrs, queueDrops     atomic.Uint64
 	staleDrops, reconnects, dialErrs, badFrames, rxOvf atomic.Uint64
 	inboundRefused, inboundStrangers, inboundEvicted   atomic.Uint64
+	inboundSuperseded, supersededFrames                atomic.Uint64
 	udpStrangers                                       atomic.Uint64
 	streamTimeouts, overBudget                         atomic.Uint64
 	truncated, refused                                 atomic.Uint64
@@ -155,6 +172,8 @@ func (c *counters) snapshot() Stats {
 		UDPStrangers:        c.udpStrangers.Load(),
 		InboundStrangers:    c.inboundStrangers.Load(),
 		InboundEvicted:      c.inboundEvicted.Load(),
+		InboundSuperseded:   c.inboundSuperseded.Load(),
+		SupersededFrames:    c.supersededFrames.Load(),
 		StreamTimeouts:      c.streamTimeouts.Load(),
 		StreamOverBudget:    c.overBudget.Load(),
 		Truncated:           c.truncated.Load(),

@@ -156,7 +156,16 @@ func (l *link) run() {
 	)
 	drop := func(err error) {
 		if conn != nil {
-			conn.Close()
+			if err != nil {
+				// A failed or timed-out write: reset, so that the
+				// kernel discards what it still holds instead of
+				// sending it after the frames of the next
+				// connection (the acceptor also refuses an older
+				// connection's frames once a newer one delivered).
+				reset(conn)
+			} else {
+				conn.Close()
+			}
 			<-dead // the watcher has returned: no goroutine outlives the conn
 			conn, dead = nil, nil
 		}

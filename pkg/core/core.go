@@ -21,8 +21,11 @@ type Message struct {
 	Payload []byte    // the kind's encoding, from pkg/wire
 
 	// Stream asks for the member's TCP link (ordered, retried while the
-	// peer is reachable) instead of a UDP datagram. Delivery is still at
-	// most once: a frame is lost when the link resets, and, with the link
+	// peer is reachable) instead of a UDP datagram. Ordered: a frame is
+	// never delivered after one sent later on the link, across its
+	// reconnects too, for members with an IP of their own (internal/
+	// transport, Streams). Delivery is still at most once: a frame is
+	// lost when a write times out or the link resets, and, with the link
 	// up and no hint to either core, when the receiving node refuses it
 	// or the sending node withholds it (configuration agreement,
 	// internal/node): a core resends what it needs on a timer of its own.

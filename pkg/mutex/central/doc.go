@@ -408,7 +408,10 @@
 // it holds the dependent until its member has been silent for 2 x
 // DeadAfter since its last frame or the dependent's queueing, if later
 // (its later frames queue behind the predecessor on its stream, so one
-// merely delayed keeps it silent), and 4 x DeadAfter from the queueing at
+// merely delayed keeps it silent: the transport delivers no frame after a
+// later one of the same member (with an IP of its own), across its
+// reconnects too, and one held
+// up on a connection its member gave up is lost, not late), and 4 x DeadAfter from the queueing at
 // most however often the member is heard (its beats lost one way, frames
 // forged in its name); then skipped, reported: lost with its member's
 // crash, or on its way over a link down that long. It used to be skipped
