@@ -261,7 +261,14 @@ func (r *lockRun) watchSlow(ctx context.Context, client string) {
 				Persist daemon.PersistStatus `json:"persist"`
 			}
 			cause := "its state write has not completed (a slow disk)"
-			if err := r.client.Get(ctx, "/v1/status", &st); err == nil && st.Persist.Failing != nil {
+			// Not cut short by the request's end: the acquire answered
+			// (a timeout) while this asked, and the cause, already
+			// shown waiting, was said as a slow disk where the disk
+			// failed (TestLockSaysDiskFailing under CI's load).
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			err := r.client.Get(sctx, "/v1/status", &st)
+			scancel()
+			if err == nil && st.Persist.Failing != nil {
 				f := st.Persist.Failing
 				cause = fmt.Sprintf("this member cannot write its state (%s: %s; failing since %s, %d failed writes)",
 					f.File, f.Err, f.Since.Format("15:04:05"), f.Failed)
