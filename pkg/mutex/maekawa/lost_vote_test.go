@@ -254,8 +254,8 @@ func TestNextRunSameAttemptNotGranted(t *testing.T) {
 }
 
 // TestCutOffChurn (review-stream): a member cut off alone with a
-// request waiting, for 20 s: what it sends and says while it looks
-// again every AttemptTimeout.
+// request waiting, for 20 s, sends nothing and says the wait once while
+// it looks again every AttemptTimeout.
 func TestCutOffChurn(t *testing.T) {
 	opt := mutex.Options{Lease: 3 * time.Second, Heartbeat: time.Second}
 	s := mutextest.NewLockSim(t, maekawa.Factory, opt, 4, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 2*time.Second)
@@ -271,5 +271,11 @@ func TestCutOffChurn(t *testing.T) {
 		}
 	}
 	k := s.Core(1).(*maekawa.Core)
-	t.Logf("20 s cut off: requests sent %d, refreshes %d, no_live_set counted %d, events %d, retries_timeout %d", k.Counter("sent_request")-before, k.Counter("requests_refreshed"), k.Counter("no_live_set"), events, k.Counter("retries_timeout"))
+	sent := k.Counter("sent_request") - before
+	t.Logf("20 s cut off: requests sent %d, refreshes %d, no_live_set counted %d, events %d, retries_timeout %d", sent, k.Counter("requests_refreshed"), k.Counter("no_live_set"), events, k.Counter("retries_timeout"))
+	// Looking again every AttemptTimeout costs no frame while no cross is
+	// alive, and the wait is said once, not at every look.
+	if sent != 0 || k.Counter("no_live_set") != 1 || events != 1 {
+		t.Errorf("cut off 20 s: %d requests sent, no_live_set counted %d and said %d times, want 0, 1 and 1", sent, k.Counter("no_live_set"), events)
+	}
 }
