@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/pkg/clock"
-	"github.com/synclab/synclab/pkg/core"
-	"github.com/synclab/synclab/pkg/mutex"
 	"github.com/synclab/synclab/pkg/mutex/central"
 	"github.com/synclab/synclab/pkg/wire"
 )
@@ -22,45 +19,8 @@ import (
 // (5 s and counting); now it lapses 2 x silentLapse (4 x DeadAfter, 1 s)
 // after that lease's end, said at WARN as a member heard without a sync.
 func TestExpiredGrantBound(t *testing.T) {
-	x := crossingCluster(t, central.TokenAskFactory, time.Second)
+	x, dep, from := refusedGrantOfX(t)
 	s := x.s
-	x.held = x.acquire(x.holder, "x", clock.Vector{})
-	s.Do(x.waiter, func(c core.Core) {
-		var err error
-		if x.waits, err = c.(mutex.Algorithm).Acquire(s.Clock(x.waiter).Now(), mutex.Request{Lock: "x", Lease: 300 * time.Millisecond}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	s.Run(10 * time.Millisecond)
-	after, err := s.Core(x.waiter).(mutex.Causal).Vector()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep := x.acquire(x.holder, "y", after) // names the waiter's x
-	x.keep(func() bool { return true })
-	if !s.RunUntil(func() bool { return x.kind(wire.KindCentralBeat) > 0 }, time.Second) {
-		t.Fatal("no beat to the waiter")
-	}
-	x.release()
-	if !s.RunUntil(func() bool { return x.kind(wire.KindCentralGrant) > 0 }, time.Second) {
-		t.Fatal("no grant to the waiter")
-	}
-	from := s.Elapsed()
-	s.Run(5 * time.Millisecond)
-	s.Heal()
-	s.OnSend(nil)
-	s.Cut(x.waiter, x.co) // the waiter's sync answering the kept beat is lost
-	s.Do(x.waiter, func(c core.Core) {
-		for _, m := range x.kept {
-			m.To, m.Time = x.waiter, s.Clock(x.waiter).Now()
-			if err := c.Step(m); err != nil {
-				t.Fatalf("%s: %v", m.Kind, err)
-			}
-		}
-	})
-	if x.lookup(x.waiter, x.waits).Granted {
-		t.Fatal("the waiter took the grant")
-	}
 	inc := s.Core(x.waiter).(*central.Core).Incarnation()
 	s.Crash(x.waiter) // the waiter is gone; frames keep coming in its name (keyless)
 	granted := func() bool { return x.lookup(x.holder, dep).Granted }

@@ -136,20 +136,14 @@ func TestUnknownPredecessorBound(t *testing.T) {
 	}
 }
 
-// TestExpiredGrantHoldsDependents: the waiter's request for x, asking a
-// 300 ms lease, is granted while its frames to the coordinator are lost
-// (its sync answering a beat, which listed x waiting, among them), and it
-// refuses the grant, which crossed that sync; to the coordinator it is an
-// unconfirmed grant. Its lease ends at the coordinator 300 ms later, before
-// the waiter's 350 ms of silence end (less than 2 x DeadAfter). The
-// holder's y names x. The grant used to count as served once its lease
-// ended here: y was granted then, before x, and nothing was said (the
-// oracle under short cuts: TestOracle/tokenask+shortcuts seed 32,
-// TestMixedBuilds/tokenask/harsh seed 14). Now it holds y as it did while
-// held: until the waiter's sync, which has x queued again and granted,
-// then y.
-func TestExpiredGrantHoldsDependents(t *testing.T) {
-	x := crossingCluster(t, central.TokenAskFactory, time.Second)
+// refusedGrantOfX sets up the case of TestExpiredGrantHoldsDependents and
+// TestExpiredGrantBound: the waiter asks for x with a 300 ms lease, the
+// holder's y names it, and the waiter's grant of x crosses its sync (its
+// frames to the coordinator cut) and is refused where it landed. from is
+// when the grant was sent.
+func refusedGrantOfX(t *testing.T) (x *crossing, dep mutex.RequestID, from time.Duration) {
+	t.Helper()
+	x = crossingCluster(t, central.TokenAskFactory, time.Second)
 	s := x.s
 	x.held = x.acquire(x.holder, "x", clock.Vector{})
 	s.Do(x.waiter, func(c core.Core) {
@@ -163,7 +157,7 @@ func TestExpiredGrantHoldsDependents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep := x.acquire(x.holder, "y", after) // names the waiter's x
+	dep = x.acquire(x.holder, "y", after) // names the waiter's x
 	x.keep(func() bool { return true })
 	if !s.RunUntil(func() bool { return x.kind(wire.KindCentralBeat) > 0 }, time.Second) {
 		t.Fatal("no beat to the waiter")
@@ -172,7 +166,7 @@ func TestExpiredGrantHoldsDependents(t *testing.T) {
 	if !s.RunUntil(func() bool { return x.kind(wire.KindCentralGrant) > 0 }, time.Second) {
 		t.Fatal("no grant to the waiter")
 	}
-	from := s.Elapsed()
+	from = s.Elapsed()
 	s.Run(5 * time.Millisecond)
 	s.Heal()
 	s.OnSend(nil)
@@ -188,6 +182,24 @@ func TestExpiredGrantHoldsDependents(t *testing.T) {
 	if x.lookup(x.waiter, x.waits).Granted {
 		t.Fatal("the waiter took the grant: the test no longer reaches a grant refused where it landed")
 	}
+	return x, dep, from
+}
+
+// TestExpiredGrantHoldsDependents: the waiter's request for x, asking a
+// 300 ms lease, is granted while its frames to the coordinator are lost
+// (its sync answering a beat, which listed x waiting, among them), and it
+// refuses the grant, which crossed that sync; to the coordinator it is an
+// unconfirmed grant. Its lease ends at the coordinator 300 ms later, before
+// the waiter's 350 ms of silence end (less than 2 x DeadAfter). The
+// holder's y names x. The grant used to count as served once its lease
+// ended here: y was granted then, before x, and nothing was said (the
+// oracle under short cuts: TestOracle/tokenask+shortcuts seed 32,
+// TestMixedBuilds/tokenask/harsh seed 14). Now it holds y as it did while
+// held: until the waiter's sync, which has x queued again and granted,
+// then y.
+func TestExpiredGrantHoldsDependents(t *testing.T) {
+	x, dep, from := refusedGrantOfX(t)
+	s := x.s
 	if s.RunUntil(func() bool { return x.lookup(x.holder, dep).Granted }, from+350*time.Millisecond-s.Elapsed()) {
 		t.Fatalf("y granted %v after the grant of x, which it names, while the waiter, its frames lost, still waited for x (WARN: %q)",
 			s.Elapsed()-from, warned(t, s, x.co, central.EventUnknownPredecessor))
