@@ -147,43 +147,22 @@ func TestMixedBuilds(t *testing.T) {
 func TestLostLockedCostsCollect(t *testing.T) {
 	for _, f := range []mutex.Factory{maekawa.Factory, maekawa.MajorityFactory} {
 		t.Run(f.Name, func(t *testing.T) {
-			opt := mutex.Options{Lease: 3 * time.Second, Heartbeat: time.Second}
 			n := uint32(4) // member 1's cross is {1, 2, 3}
 			if f.Name == maekawa.MajorityFactory.Name {
 				n = 2 // a majority of 2 needs member 2's vote
 			}
-			s := mutextest.NewLockSim(t, f, opt, n, 1, sim.LinkConfig{Delay: 200 * time.Microsecond}, 2*time.Second)
-			granted := map[uint32]time.Duration{}
-			s.OnOutcome = func(node uint32, o mutex.Outcome) {
-				if _, ok := o.(mutex.Granted); ok {
-					granted[node] = s.GrantedAt
-				}
-			}
-			var attempt time.Duration
-			s.Do(1, func(c core.Core) { attempt = c.(*maekawa.Core).Config().AttemptTimeout })
-			cutAt := time.Duration(-1)
-			s.OnSend(func(sf sim.SentFrame) {
-				var v wire.Vote
-				if cutAt < 0 && sf.From == 2 && sf.Frame.Receiver == 1 && v.UnmarshalBinary(sf.Frame.Payload) == nil && v.Op == wire.VoteLocked {
-					s.Cut(2, 1)
-					cutAt = s.Elapsed()
-				}
-			})
-			asked := s.Elapsed()
-			s.AcquireFor(1, 0)
-			for granted[1] == 0 && s.Elapsed()-asked < 10*time.Second {
-				s.Run(time.Millisecond)
-				if cutAt >= 0 && !s.Connected(2, 1) && s.Elapsed()-cutAt >= 10*time.Millisecond {
-					s.Heal()
-				}
-			}
-			took := granted[1] - asked
+			l := newVoteLoss(t, f, n)
+			l.lose(2, 1, wire.VoteLocked)
+			asked := l.s.Elapsed()
+			l.s.AcquireFor(1, 0)
+			l.runUntilGranted(1, asked)
+			took := l.granted[1] - asked
 			t.Logf("%s: member 2's locked to member 1 lost at %v; member 1 granted %v after it asked (AttemptTimeout %v)",
-				f.Name, cutAt-asked, took, attempt)
-			if cutAt < 0 {
+				f.Name, l.cutAt-asked, took, l.attempt)
+			if l.cutAt < 0 {
 				t.Fatal("member 2 sent member 1 no locked: the test no longer loses one")
 			}
-			if bound := opt.Lease + 2*attempt; granted[1] == 0 || took > bound {
+			if bound := l.opt.Lease + 2*l.attempt; l.granted[1] == 0 || took > bound {
 				t.Errorf("member 1 granted %v after it asked, want within its collectTimeout and a backoff (%v)", took, bound)
 			}
 		})
