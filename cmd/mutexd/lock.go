@@ -192,11 +192,18 @@ func (r *lockRun) acquire(ctx context.Context, sigs <-chan os.Signal, timeout, l
 	var g grantAnswer
 	sent := now()
 	slow := make(chan struct{})
+	// Ends the slow grant's status query when the grant came (or a
+	// signal): only a refusal (a timeout) waits for its cause.
+	quiet, hush := context.WithCancel(context.WithoutCancel(ctx))
+	defer hush()
 	go func() {
 		defer close(slow)
-		r.watchSlow(ctx, client)
+		r.watchSlow(ctx, quiet, client)
 	}()
 	err := r.client.Post(ctx, r.path+"acquire", req, &g)
+	if err == nil || len(caught) > 0 {
+		hush()
+	}
 	cancel()
 	<-watcher
 	<-slow
@@ -246,7 +253,7 @@ const slowGrant = 2 * time.Second
 // grant for any other reason (a busy lock, a member cut off) says
 // nothing, even while a write the grant does not wait for fails (a
 // review: the disk was blamed for a busy lock's queue).
-func (r *lockRun) watchSlow(ctx context.Context, client string) {
+func (r *lockRun) watchSlow(ctx, quiet context.Context, client string) {
 	t := time.NewTimer(slowGrant)
 	defer t.Stop()
 	start := now()
@@ -265,9 +272,12 @@ func (r *lockRun) watchSlow(ctx context.Context, client string) {
 			// (a timeout) while this asked, and the cause, already
 			// shown waiting, was said as a slow disk where the disk
 			// failed (TestLockSaysDiskFailing under CI's load).
-			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			sctx, scancel := context.WithTimeout(quiet, time.Second)
 			err := r.client.Get(sctx, "/v1/status", &st)
 			scancel()
+			if quiet.Err() != nil {
+				return // granted meanwhile (or a signal): nothing to say
+			}
 			if err == nil && st.Persist.Failing != nil {
 				f := st.Persist.Failing
 				cause = fmt.Sprintf("this member cannot write its state (%s: %s; failing since %s, %d failed writes)",
