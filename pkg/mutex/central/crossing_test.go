@@ -124,11 +124,44 @@ func (x *crossing) release() {
 	})
 }
 
+// crossGrant keeps the coordinator's beats and grants to the waiter
+// (keep), waits for a beat, has the holder release x, waits for the
+// waiter's grant and 5 ms more, and returns when the grant was sent: the
+// waiter, reading the kept frames (deliver, deliverCutOff), answers the
+// beat with x waiting before it reads the grant, which crossed that sync.
+func (x *crossing) crossGrant() (sent time.Duration) {
+	x.keep(func() bool { return true })
+	if !x.s.RunUntil(func() bool { return x.kind(wire.KindCentralBeat) > 0 }, time.Second) {
+		x.t.Fatal("no beat to the waiter")
+	}
+	x.release()
+	if !x.s.RunUntil(func() bool { return x.kind(wire.KindCentralGrant) > 0 }, time.Second) {
+		x.t.Fatal("no grant to the waiter")
+	}
+	sent = x.s.Elapsed()
+	x.s.Run(5 * time.Millisecond)
+	return sent
+}
+
 // deliver heals the link and has the waiter's loop read the kept frames
 // in one pass, stamped alike (its Tick comes after).
 func (x *crossing) deliver() {
 	x.s.Heal()
 	x.s.OnSend(nil)
+	x.stepKept()
+}
+
+// deliverCutOff is deliver with the waiter's frames to the coordinator
+// lost from then on, its answers to the kept frames among them.
+func (x *crossing) deliverCutOff() {
+	x.s.Heal()
+	x.s.OnSend(nil)
+	x.s.Cut(x.waiter, x.co)
+	x.stepKept()
+}
+
+// stepKept has the waiter's loop read the kept frames in one pass.
+func (x *crossing) stepKept() {
 	x.s.Do(x.waiter, func(c core.Core) {
 		for _, m := range x.kept {
 			m.To, m.Time = x.waiter, x.s.Clock(x.waiter).Now()
@@ -193,15 +226,7 @@ func TestDependentWaitsForTakenGrant(t *testing.T) {
 	if x.lookup(x.holder, dep).Granted {
 		t.Fatal("y granted before the request it names")
 	}
-	x.keep(func() bool { return true })
-	if !x.s.RunUntil(func() bool { return x.kind(wire.KindCentralBeat) > 0 }, time.Second) {
-		t.Fatal("no beat to the waiter")
-	}
-	x.release()
-	if !x.s.RunUntil(func() bool { return x.kind(wire.KindCentralGrant) > 0 }, time.Second) {
-		t.Fatal("no grant to the waiter")
-	}
-	x.s.Run(5 * time.Millisecond)
+	x.crossGrant()
 	x.deliver() // the beat first, then the grant (and what followed it)
 	granted := func(id uint32, req mutex.RequestID) func() bool {
 		return func() bool { return x.lookup(id, req).Granted }

@@ -65,30 +65,11 @@ func TestSilentPredecessorOneRule(t *testing.T) {
 				}
 				x.release() // x free, nobody waiting for it at the coordinator
 			} else {
-				x.keep(func() bool { return true })
-				if !s.RunUntil(func() bool { return x.kind(wire.KindCentralBeat) > 0 }, time.Second) {
-					t.Fatal("no beat to the waiter")
-				}
-				x.release()
-				if !s.RunUntil(func() bool { return x.kind(wire.KindCentralGrant) > 0 }, time.Second) {
-					t.Fatal("no grant to the waiter")
-				}
-				from = s.Elapsed()
-				s.Run(5 * time.Millisecond)
+				from = x.crossGrant()
 				// The waiter reads the beat, answers it (x waiting), then
 				// refuses the grant that crossed that sync; its frames to
 				// the coordinator are lost from now on.
-				s.Heal()
-				s.OnSend(nil)
-				s.Cut(x.waiter, x.co)
-				s.Do(x.waiter, func(c core.Core) {
-					for _, m := range x.kept {
-						m.To, m.Time = x.waiter, s.Clock(x.waiter).Now()
-						if err := c.Step(m); err != nil {
-							t.Fatalf("%s: %v", m.Kind, err)
-						}
-					}
-				})
+				x.deliverCutOff()
 			}
 			if s.RunUntil(func() bool { return x.lookup(x.holder, dep).Granted }, from+silence-s.Elapsed()) {
 				waited := s.Elapsed() - from

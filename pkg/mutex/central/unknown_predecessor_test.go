@@ -158,27 +158,8 @@ func refusedGrantOfX(t *testing.T) (x *crossing, dep mutex.RequestID, from time.
 		t.Fatal(err)
 	}
 	dep = x.acquire(x.holder, "y", after) // names the waiter's x
-	x.keep(func() bool { return true })
-	if !s.RunUntil(func() bool { return x.kind(wire.KindCentralBeat) > 0 }, time.Second) {
-		t.Fatal("no beat to the waiter")
-	}
-	x.release()
-	if !s.RunUntil(func() bool { return x.kind(wire.KindCentralGrant) > 0 }, time.Second) {
-		t.Fatal("no grant to the waiter")
-	}
-	from = s.Elapsed()
-	s.Run(5 * time.Millisecond)
-	s.Heal()
-	s.OnSend(nil)
-	s.Cut(x.waiter, x.co)
-	s.Do(x.waiter, func(c core.Core) {
-		for _, m := range x.kept {
-			m.To, m.Time = x.waiter, s.Clock(x.waiter).Now()
-			if err := c.Step(m); err != nil {
-				t.Fatalf("%s: %v", m.Kind, err)
-			}
-		}
-	})
+	from = x.crossGrant()
+	x.deliverCutOff()
 	if x.lookup(x.waiter, x.waits).Granted {
 		t.Fatal("the waiter took the grant: the test no longer reaches a grant refused where it landed")
 	}
