@@ -60,16 +60,19 @@ type Stats struct {
 	// a newer one past StreamConfig.PerPeerConns.
 	InboundEvicted uint64 `json:"inbound_evicted"`
 	// InboundSuperseded counts inbound connections reset because a newer
-	// connection from the same member delivered a frame: the member
-	// redialled while the older one was still open to this end (its
-	// link's write failed or timed out, its host restarted or was cut
-	// off and the old connection never closed here), or someone opened a
-	// connection from its IP. An idle link's close is graceful and read
-	// first: it supersedes nothing. SupersededFrames counts
-	// the frames read from such connections and dropped, not delivered
-	// after the newer connection's (the backlog still in the kernel is
-	// discarded uncounted). Streams stay ordered: a frame is never
-	// delivered after one its sender sent later.
+	// connection from the same member delivered a frame (one
+	// Config.Supersedes passed, when set): the member redialled while the
+	// older one was still open to this end (its link's write failed or
+	// timed out, its host restarted or was cut off and the old connection
+	// never closed here), or someone opened a connection from its IP. An
+	// idle link's close is graceful and read first: it supersedes
+	// nothing. SupersededFrames counts the frames of such connections
+	// that began to reach this node and were dropped, not delivered after
+	// the newer connection's: the one read, the one being read, those in
+	// the reader's buffer and (Linux) in the kernel's receive queue; not
+	// those still in the network or the sender's kernel (doc.go,
+	// Streams). Streams stay ordered: a frame is never delivered after
+	// one its sender sent later.
 	InboundSuperseded uint64 `json:"inbound_superseded"`
 	SupersededFrames  uint64 `json:"superseded_frames"`
 	// NotSuperseding counts frames of a connection newer than its
