@@ -17,6 +17,7 @@ import (
 	"github.com/synclab/synclab/internal/ctl"
 	"github.com/synclab/synclab/internal/daemon"
 	"github.com/synclab/synclab/internal/node"
+	"github.com/synclab/synclab/internal/transport"
 	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/epoch"
 )
@@ -174,6 +175,9 @@ func renderStatus(w io.Writer, raw []byte, renderCore func(io.Writer, []byte, ti
 			fmt.Fprintf(tw, "Superseded\t: %s reset for a newer one of the same member (the last from %v), %s they held dropped to keep its frames in order (the member redialled: its writes here timed out, a stalled loop here or the network; its host restarted; or a connection from its IP that was not its own)\n",
 				Plural(tr.InboundSuperseded, "TCP connection"), tr.LastSuperseded.Addr(), Plural(tr.SupersededFrames, "frame"))
 		}
+		for _, line := range supersedingLines(st.Superseding) {
+			fmt.Fprintf(tw, "Superseding\t: %s\n", line)
+		}
 	}
 	if a := st.Node.Agreement; a != nil {
 		agreementLines(tw, a, st.Daemon)
@@ -275,6 +279,23 @@ func hintSeen(name string) string {
 		}
 	}
 	return "port closed"
+}
+
+// supersedingLines says, per member whose connections here keep being
+// superseded now, how many, since when, what it costs, why and what to do.
+func supersedingLines(ss []daemon.SupersedingStatus) []string {
+	var lines []string
+	for _, s := range ss {
+		who := fmt.Sprintf("member %d (%v)", s.Member, s.Peer.Addr())
+		if s.Member == 0 {
+			who = fmt.Sprintf("%v (members share it)", s.Peer.Addr())
+		}
+		line := fmt.Sprintf("%s: its TCP connections here keep being reset for newer ones from its IP, %d within %v, the last at %s UTC",
+			who, s.Recent, transport.SupersedeWindow, s.Last.UTC().Format("15:04:05"))
+		lines = append(lines, fmt.Sprintf("%s; %s in all, %s lost. Cause: %s. To do: %s", line,
+			Plural(s.Connections, "connection"), Plural(s.Frames, "frame"), s.Cause, s.Hint))
+	}
+	return lines
 }
 
 func portLines(peers []node.PeerSeq, now time.Time) []string {

@@ -323,9 +323,11 @@ type Daemon struct {
 	// Owned by the holder of mu.
 	events           map[string]uint64
 	errs             map[string]uint64
-	metricsErrLogged bool                 // the core's invalid metrics were reported
-	stampWarned      map[uint32]time.Time // last WARN about a member's refused stamps (warnStamp)
-	rxUnstamped      map[string]bool      // causes of datagrams without a kernel receive stamp said (warnUnstamped)
+	metricsErrLogged bool                      // the core's invalid metrics were reported
+	stampWarned      map[uint32]time.Time      // last WARN about a member's refused stamps (warnStamp)
+	rxUnstamped      map[string]bool           // causes of datagrams without a kernel receive stamp said (warnUnstamped)
+	supersedeChecked time.Time                 // the tick's last look at superseded connections (checkSuperseded)
+	supersedeSeen    map[netip.AddrPort]uint64 // per member IP, its superseded connections when last looked at
 
 	// metricsRefused counts the metrics endpoint's connections refused
 	// beyond metricsMaxConns; metricsWarned is when that was last said

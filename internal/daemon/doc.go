@@ -69,6 +69,15 @@
 // Security: a node with other members needs Keys, or Insecure said
 // explicitly (ErrNoKey otherwise); an insecure daemon warns at start and its
 // status says so. The endpoint lets only the members' IPs connect over TCP.
+// A newer connection from a member's IP supersedes its older ones (the
+// transport keeps the member's frames in order) only with a frame the
+// node would take for the member's (memberFrame: this cluster's, in that
+// member's name, with the key's MAC): another cluster's member or a
+// forger on that IP costs the member nothing. More than
+// transport.SupersedeThrash supersedes of one member within
+// transport.SupersedeWindow (another process sending in its name from its
+// IP) are said at WARN (condition superseded, at most once a minute) and
+// in status (Superseding) while they last (superseded.go).
 //
 // Configuration agreement (internal/node, Config.Agreement): the binary
 // names its algorithm and the parameters that must agree. After every

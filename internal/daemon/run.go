@@ -44,11 +44,12 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			}
 		}
 		d.ep, err = d.cfg.Network(transport.Config{
-			Listen:    self,
-			Multicast: d.cfg.Multicast,
-			Stream:    d.cfg.Stream,
-			Peers:     peers,
-			Seed:      d.cfg.Seed,
+			Listen:     self,
+			Multicast:  d.cfg.Multicast,
+			Stream:     d.cfg.Stream,
+			Peers:      peers,
+			Seed:       d.cfg.Seed,
+			Supersedes: d.memberFrame(),
 		})
 		if err != nil {
 			return &MemberListenError{Addr: self, Err: err}
@@ -423,6 +424,7 @@ func (d *Daemon) tick() {
 	}
 	d.node.Tick(now)
 	wall := time.Now()
+	d.checkSuperseded(wall)
 	d.alerts.flush(wall)
 	d.eventLog.flush(wall)
 	d.checkSync()

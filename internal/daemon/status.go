@@ -38,6 +38,10 @@ type Status struct {
 	TrueOffsetNs *int64          `json:"true_offset_ns,omitempty"`
 	Node         node.Status     `json:"node"`
 	Transport    transport.Stats `json:"transport"`
+	// Superseding lists the members whose connections here are being
+	// superseded again and again now (the WARN "keep being reset for
+	// newer ones"): the cause and what to do. Empty once it stops.
+	Superseding []SupersedingStatus `json:"superseding,omitempty"`
 	// Datagram is the foreign-protocol socket (timed's NTP), if any.
 	Datagram *DatagramStatus   `json:"datagram,omitempty"`
 	Events   map[string]uint64 `json:"events"`
@@ -178,6 +182,7 @@ func (d *Daemon) statusLocked(n *node.Node) Status {
 	}
 	if d.ep != nil {
 		st.Transport = d.ep.Stats()
+		st.Superseding = d.supersedingStatus(st.Transport.Superseding)
 	}
 	if d.dgram != nil {
 		st.Datagram = &DatagramStatus{Address: d.dgram.LocalAddr().String(), Stats: d.dgram.Stats()}

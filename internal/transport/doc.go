@@ -96,6 +96,13 @@
 // a newer connection from a member has delivered a frame, it delivers
 // nothing more from that member's older connections: it resets them and
 // drops what they still held (Stats.InboundSuperseded, SupersededFrames).
+// SupersededFrames counts every frame of a superseded connection that
+// began to reach this node and was not delivered: the one its reader
+// held, the one it was reading, those complete or begun in its reader's
+// buffer, and (Linux) those in the kernel's receive queue, read without
+// waiting before the reset (up to 8 MiB). Not counted: the frames still
+// in the network or the sender's kernel when the connection was reset
+// (they meet the reset), and elsewhere than Linux the kernel's queue.
 // A receiver stalled long enough for a write to it to time out so loses
 // the frames then in flight (and one that has not read a link's last
 // frames when the link, idle, closed and dialed again for a new one loses
@@ -107,23 +114,45 @@
 // 127.0.0.1), connections are not ordered against each other and may
 // reorder across a reconnect as before (ordering them by IP had two
 // members on one IP reset each other's live connections at almost every
-// frame: review-order). Give each member its own IP. An IP Peers gives
-// to one member that another process also dials from (a member on a
-// shared host missing from this node's list, another cluster's member on
-// this port) has the two reset each other's connections at their frames,
-// losing frames and redialling: keep the member lists alike. Anyone who
-// opens a connection from a member's IP (the transport cannot
-// authenticate it, and the node refuses its frames only once delivered)
-// supersedes the member's current connection with its first frame: that
-// costs the member the frames still unread on that connection and a
-// redial, whose first frame supersedes the stranger's in turn. Repeated,
-// it is cheaper than evicting the member's connection (PerPeerConns
-// connections a redial) or a forged reset (raw sockets, the connection's
-// sequence numbers): a forged connection every 10 ms cost a member
-// streaming 2,000 frames at 0.5 ms 41 frames and 222 redials (by eviction
-// 1 and 56), every 1 ms 126 and 813 (4 and 438): never its stream
-// (review-order). With a key the frames of both fail authentication all
-// the same; only the transport's order costs this.
+// frame: review-order). Give each member its own IP.
+//
+// The transport cannot authenticate a connection, so whether a newer
+// connection's frame may supersede is the consumer's (Config.Supersedes,
+// asked only for the frames of a connection that has not superseded yet:
+// a member's steady stream pays nothing; BenchmarkStreamPingPongMembers
+// asks it twice in 20,000 exchanges, and with it and the counting of a
+// superseded connection's backlog BenchmarkStreamPingPong's CPU per
+// exchange was 37.4 us against 36.9 before, the members' variant 37.9
+// against 38.5: medians of six alternated runs at load averages 7 to
+// 22, within their noise). A daemon passes only a frame
+// the node would take for the member's: of its cluster, in the name of
+// the member at that IP, with its key's MAC (internal/daemon,
+// memberFrame). A connection whose frames fail (another cluster's member
+// on this port, a member this node does not list on a shared host, a
+// forger without the key) then supersedes nothing: its frames are
+// delivered for the node to refuse and count (Stats.NotSuperseding), and
+// the member's connection is untouched. One whose frames pass (a second
+// daemon of the member started by hand on its host; a replay of the
+// member's recorded frames; without a key, anyone) resets the member's
+// connection at its frames, and the member's redial resets it in turn:
+// both lose frames. Without Supersedes every frame supersedes: anyone who
+// opens a connection from a member's IP supersedes the member's current
+// connection with its first frame, costing the member the frames still
+// unread on it and a redial, whose first frame supersedes the stranger's
+// in turn. Repeated, that was cheaper than evicting the member's
+// connection (PerPeerConns connections a redial) or a forged reset (raw
+// sockets, the connection's sequence numbers): a forged connection every
+// 10 ms cost a member streaming 2,000 frames at 0.5 ms 41 frames and 222
+// redials (by eviction 1 and 56), every 1 ms 126 and 813 (4 and 438):
+// never its stream (review-order).
+//
+// Stats.Superseding keeps, per member, its superseded connections, the
+// frames they lost and when the last was; Thrashing says more than
+// SupersedeThrash were within SupersedeWindow (10 in a minute), which a
+// restart (one) or write timeouts (one per WriteTimeout of stall at most)
+// do not reach and two processes resetting each other's connections do;
+// it clears once a window passes without. The daemons say it at WARN and
+// in status (docs/operations.md).
 //
 // A dead peer (its host down or cut off, so nothing answers) is noticed by
 // the dialer within 4*KeepAlive: with data in flight by TCP_USER_TIMEOUT,

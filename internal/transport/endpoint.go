@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,8 @@ type endpoint struct {
 	gen     uint64                        // admitted inbound connections so far: each one's gen
 	// lastSuperseded is the sender of the last superseded connection.
 	lastSuperseded netip.AddrPort
+	// superseded is, per sender (inboundKey), its superseded connections.
+	superseded map[netip.AddrPort]*supersededRec
 	// exactFrom: an inbound connection's From is its dialer's member
 	// address (the in-memory fabric), not an ephemeral port.
 	exactFrom bool
@@ -223,8 +226,38 @@ func (e *endpoint) Stats() Stats {
 		st.Links = append(st.Links, l.stats())
 	}
 	e.mu.Unlock()
+	st.Superseding = e.Superseding()
 	sortLinks(st.Links)
 	return st
+}
+
+func (e *endpoint) Superseding() []PeerSuperseded {
+	now := e.now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.superseded) == 0 {
+		return nil
+	}
+	out := make([]PeerSuperseded, 0, len(e.superseded))
+	for k, r := range e.superseded {
+		out = append(out, r.stats(k, now))
+	}
+	slices.SortFunc(out, func(a, b PeerSuperseded) int { return a.Peer.Compare(b.Peer) })
+	return out
+}
+
+// supersededRec returns the record of sender key's superseded
+// connections, made on first use. Under e.mu.
+func (e *endpoint) supersededRec(key netip.AddrPort) *supersededRec {
+	r := e.superseded[key]
+	if r == nil {
+		if e.superseded == nil {
+			e.superseded = map[netip.AddrPort]*supersededRec{}
+		}
+		r = &supersededRec{}
+		e.superseded[key] = r
+	}
+	return r
 }
 
 func (e *endpoint) Close() error {

@@ -55,7 +55,36 @@ type inConn struct {
 	gen   uint64    // admission order: a later connection has a higher gen
 	key   netip.AddrPort
 	order *peerOrder // nil: its sender is not told apart (an IP members share)
-	gone  bool       // under endpoint.mu: reset as superseded
+	gone  bool       // under endpoint.mu: superseded (picked by supersede)
+
+	dl    sync.Mutex // orders the reader's deadlines against wake
+	woken bool       // under dl: superseded; its reader's deadline is past
+}
+
+// setDeadline sets the read deadline at t unless the connection was
+// superseded: then its deadline stays past, so that its reader, woken,
+// counts what it held (dropSuperseded) instead of waiting for more.
+func (ic *inConn) setDeadline(t time.Time) {
+	ic.dl.Lock()
+	if !ic.woken {
+		ic.conn.SetReadDeadline(t)
+	}
+	ic.dl.Unlock()
+}
+
+// wake makes the reader of a superseded connection return from its read
+// at once.
+func (ic *inConn) wake() {
+	ic.dl.Lock()
+	ic.woken = true
+	ic.conn.SetReadDeadline(time.Unix(1, 0))
+	ic.dl.Unlock()
+}
+
+func (ic *inConn) isWoken() bool {
+	ic.dl.Lock()
+	defer ic.dl.Unlock()
+	return ic.woken
 }
 
 // peerOrder keeps one sender's frames in the order it sent them across its
@@ -207,11 +236,16 @@ func (e *endpoint) serveInbound(conn net.Conn, from netip.AddrPort) bool {
 		defer e.wg.Done()
 		defer e.release(ic)
 		defer conn.Close()
-		fr := frameReader{r: bufio.NewReader(conn), conn: conn, from: from, e: e}
+		fr := frameReader{r: bufio.NewReader(conn), conn: conn, ic: ic, from: from, e: e}
 		for {
 			b, err := fr.next()
 			now := time.Now()
 			if err != nil {
+				if ic.isWoken() {
+					// Superseded while reading: not a timeout.
+					e.dropSuperseded(ic, &fr, 0)
+					return
+				}
 				var bad *ErrBadFrame
 				switch {
 				case errors.As(err, &bad):
@@ -226,8 +260,7 @@ func (e *endpoint) serveInbound(conn net.Conn, from netip.AddrPort) bool {
 			e.c.via[ViaStream].in(len(b))
 			delivered, superseded := e.deliverInOrder(ic, Packet{From: from, Data: b, Time: now, Via: ViaStream})
 			if superseded {
-				e.c.supersededFrames.Add(1)
-				reset(conn)
+				e.dropSuperseded(ic, &fr, 1)
 				return
 			}
 			if !delivered {
@@ -240,7 +273,8 @@ func (e *endpoint) serveInbound(conn net.Conn, from netip.AddrPort) bool {
 
 // deliverInOrder delivers p, read from ic, unless a newer connection of
 // the same sender has delivered a frame (superseded). The first frame a
-// connection delivers resets its sender's older connections.
+// connection delivers that Config.Supersedes passes resets its sender's
+// older connections.
 func (e *endpoint) deliverInOrder(ic *inConn, p Packet) (delivered, superseded bool) {
 	po := ic.order
 	if po == nil {
@@ -252,27 +286,101 @@ func (e *endpoint) deliverInOrder(ic *inConn, p Packet) (delivered, superseded b
 	case po.newest > ic.gen:
 		return false, true
 	case po.newest < ic.gen:
+		if e.cfg.Supersedes != nil && !e.cfg.Supersedes(p.From, p.Data) {
+			// Not the sender's, as the consumer will find: delivered for
+			// it to refuse and count, superseding nothing.
+			e.c.notSuperseding.Add(1)
+			return e.deliver(p), false
+		}
 		po.newest = ic.gen
 		e.supersede(ic)
 	}
 	return e.deliver(p), false
 }
 
-// supersede resets the connections of ic's sender older than ic.
+// supersede wakes the readers of the connections of ic's sender older
+// than ic: each counts what it still holds, drops it and resets its
+// connection (dropSuperseded). It notes them for the sender
+// (Stats.Superseding).
 func (e *endpoint) supersede(ic *inConn) {
-	var older []net.Conn
+	var older []*inConn
+	now := e.now()
 	e.mu.Lock()
 	for _, c := range e.byIP[ic.from.Addr()] {
 		if c.order == ic.order && c.gen < ic.gen && !c.gone {
 			c.gone = true
-			older = append(older, c.conn)
+			older = append(older, c)
 			e.lastSuperseded = c.from
+			e.supersededRec(ic.key).note(now)
 		}
 	}
 	e.mu.Unlock()
 	for _, c := range older {
 		e.c.inboundSuperseded.Add(1)
-		reset(c)
+		c.wake()
+	}
+}
+
+// dropSuperseded counts the frames a superseded connection still holds
+// (inHand: the one its reader read and did not deliver; the one it was
+// reading, begun; those complete or begun in its reader's buffer and in
+// the kernel's receive queue, read without waiting), drops them and
+// resets the connection. Frames still on the way (in the network, in the
+// sender's kernel) are lost uncounted: they arrive to a reset.
+func (e *endpoint) dropSuperseded(ic *inConn, fr *frameReader, inHand uint64) {
+	fc := fr.cut
+	if n := fr.r.Buffered(); n > 0 {
+		b, _ := fr.r.Peek(n)
+		fc.feed(b)
+	}
+	drainQueued(ic.conn, fc.feed)
+	n := inHand + fc.frames
+	e.c.supersededFrames.Add(n)
+	if ic.order != nil {
+		e.mu.Lock()
+		e.supersededRec(ic.key).frames += n
+		e.mu.Unlock()
+	}
+	reset(ic.conn)
+}
+
+// drainMax bounds what dropSuperseded reads from a superseded
+// connection's kernel queue to count its frames: more than a receive
+// buffer holds.
+const drainMax = 8 << 20
+
+// frameCount counts the frames begun in a byte stream, which may start
+// inside a frame (its state then says where) and end anywhere.
+type frameCount struct {
+	frames uint64
+	hdr    int // header bytes seen of the frame begun (0: none)
+	n      [frameHeaderLen]byte
+	left   int  // body bytes still to come of the current frame
+	bad    bool // a length above MaxStreamFrame: the rest is not frames
+}
+
+func (fc *frameCount) feed(b []byte) {
+	for len(b) > 0 && !fc.bad {
+		if fc.left > 0 {
+			k := min(fc.left, len(b))
+			fc.left -= k
+			b = b[k:]
+			continue
+		}
+		if fc.hdr == 0 {
+			fc.frames++
+		}
+		fc.n[fc.hdr] = b[0]
+		fc.hdr++
+		b = b[1:]
+		if fc.hdr == frameHeaderLen {
+			fc.hdr = 0
+			l := binary.BigEndian.Uint32(fc.n[:])
+			if l > MaxStreamFrame {
+				fc.bad = true
+			}
+			fc.left = int(l)
+		}
 	}
 }
 
@@ -283,14 +391,24 @@ var errOverBudget = errors.New("transport: inbound stream buffers over budget")
 type frameReader struct {
 	r    *bufio.Reader
 	conn net.Conn // nil: no deadlines (tests reading from a buffer)
+	ic   *inConn  // nil: not an accepted connection (deadlines set directly)
 	from netip.AddrPort
 	e    *endpoint // nil: no budget
+	// cut is where the last frame was cut off, when next failed within
+	// one: that frame, begun, and how much of it was still to come.
+	cut frameCount
 }
 
 func (fr *frameReader) deadline(d time.Duration) {
-	if fr.conn != nil && d > 0 {
-		fr.conn.SetReadDeadline(time.Now().Add(d))
+	if fr.conn == nil || d <= 0 {
+		return
 	}
+	t := time.Now().Add(d)
+	if fr.ic != nil {
+		fr.ic.setDeadline(t)
+		return
+	}
+	fr.conn.SetReadDeadline(t)
 }
 
 // next reads one frame. It waits up to IdleTimeout for a frame to begin
@@ -310,7 +428,10 @@ func (fr *frameReader) next() ([]byte, error) {
 	}
 	fr.r.UnreadByte()
 	fr.deadline(whole)
-	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+	if k, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+		if k > 0 {
+			fr.cut = frameCount{frames: 1, hdr: k, n: hdr}
+		}
 		return nil, unexpected(err)
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
@@ -327,6 +448,7 @@ func (fr *frameReader) next() ([]byte, error) {
 		if len(b) == cap(b) {
 			grow := min(int(n), max(firstChunk, 2*cap(b))) - cap(b)
 			if !fr.reserve(grow) {
+				fr.cut = frameCount{frames: 1, left: int(n) - len(b)}
 				return nil, errOverBudget
 			}
 			held += grow
@@ -337,6 +459,7 @@ func (fr *frameReader) next() ([]byte, error) {
 		k, err := fr.r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+k]
 		if err != nil && len(b) < int(n) {
+			fr.cut = frameCount{frames: 1, left: int(n) - len(b)}
 			return nil, unexpected(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/synclab/synclab/internal/rawsock"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,5 +68,34 @@ func listenGroup(group netip.AddrPort) (*net.UDPConn, error) {
 func setBroadcast(rc syscall.RawConn) error {
 	return control(rc, func(fd int) error {
 		return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BROADCAST, 1)
+	})
+}
+
+// drainQueued reads, without waiting, what a TCP connection's kernel
+// receive queue holds (at most drainMax bytes), handing it to fn: a
+// superseded connection's backlog, counted before the reset discards it.
+// It clears the read deadline (a past one would refuse the read).
+func drainQueued(conn net.Conn, fn func([]byte)) {
+	tc, ok := rawsock.Unwrap(conn).(*net.TCPConn)
+	if !ok {
+		return
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return
+	}
+	tc.SetReadDeadline(time.Time{})
+	buf := make([]byte, 64<<10)
+	total := 0
+	rc.Read(func(fd uintptr) bool {
+		for total < drainMax {
+			n, _, err := unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT)
+			if err != nil || n <= 0 {
+				break
+			}
+			total += n
+			fn(buf[:n])
+		}
+		return true
 	})
 }

@@ -27,3 +27,7 @@ func listenGroup(group netip.AddrPort) (*net.UDPConn, error) {
 
 // setBroadcast is Linux only here: elsewhere broadcast sends fail.
 func setBroadcast(syscall.RawConn) error { return errors.ErrUnsupported }
+
+// drainQueued is Linux only: elsewhere a superseded connection's kernel
+// backlog is discarded uncounted.
+func drainQueued(net.Conn, func([]byte)) {}

@@ -6,6 +6,7 @@ import (
 	"github.com/synclab/synclab/pkg/core"
 	"sort"
 	"sync/atomic"
+	"time"
 )
 
 // Stats is a snapshot of an endpoint's counters. Counters only grow;
@@ -59,21 +60,31 @@ type Stats struct {
 	// a newer one past StreamConfig.PerPeerConns.
 	InboundEvicted uint64 `json:"inbound_evicted"`
 	// InboundSuperseded counts inbound connections reset because a newer
-	// connection from the same member delivered a frame: the member
-	// redialled while the older one was still open to this end (its
-	// link's write failed or timed out, its host restarted or was cut
-	// off and the old connection never closed here), or someone opened a
-	// connection from its IP. An idle link's close is graceful and read
-	// first: it supersedes nothing. SupersededFrames counts
-	// the frames read from such connections and dropped, not delivered
-	// after the newer connection's (the backlog still in the kernel is
-	// discarded uncounted). Streams stay ordered: a frame is never
-	// delivered after one its sender sent later.
+	// connection from the same member delivered a frame (one
+	// Config.Supersedes passed, when set): the member redialled while the
+	// older one was still open to this end (its link's write failed or
+	// timed out, its host restarted or was cut off and the old connection
+	// never closed here), or someone opened a connection from its IP. An
+	// idle link's close is graceful and read first: it supersedes
+	// nothing. SupersededFrames counts the frames of such connections
+	// that began to reach this node and were dropped, not delivered after
+	// the newer connection's: the one read, the one being read, those in
+	// the reader's buffer and (Linux) in the kernel's receive queue; not
+	// those still in the network or the sender's kernel (doc.go,
+	// Streams). Streams stay ordered: a frame is never delivered after
+	// one its sender sent later.
 	InboundSuperseded uint64 `json:"inbound_superseded"`
 	SupersededFrames  uint64 `json:"superseded_frames"`
+	// NotSuperseding counts frames of a connection newer than its
+	// sender's that Config.Supersedes refused: delivered, superseding
+	// nothing (another cluster's member or a forger on a member's IP).
+	NotSuperseding uint64 `json:"not_superseding,omitempty"`
 	// LastSuperseded is where the last superseded connection came from
 	// (the member's IP and the connection's port).
 	LastSuperseded netip.AddrPort `json:"last_superseded,omitzero"`
+	// Superseding is, per member, its superseded connections (those
+	// of members ever superseded here), sorted by Peer.
+	Superseding []PeerSuperseded `json:"superseding,omitempty"`
 	// StreamTimeouts counts inbound connections closed because no frame
 	// began within IdleTimeout or one did not end within FrameTimeout.
 	StreamTimeouts uint64 `json:"stream_timeouts"`
@@ -136,6 +147,7 @@ type counters struct {
 	staleDrops, reconnects, dialErrs, badFrames, rxOvf atomic.Uint64
 	inboundRefused, inboundStrangers, inboundEvicted   atomic.Uint64
 	inboundSuperseded, supersededFrames                atomic.Uint64
+	notSuperseding                                     atomic.Uint64
 	udpStrangers                                       atomic.Uint64
 	streamTimeouts, overBudget                         atomic.Uint64
 	truncated, refused                                 atomic.Uint64
@@ -174,6 +186,7 @@ func (c *counters) snapshot() Stats {
 		InboundEvicted:      c.inboundEvicted.Load(),
 		InboundSuperseded:   c.inboundSuperseded.Load(),
 		SupersededFrames:    c.supersededFrames.Load(),
+		NotSuperseding:      c.notSuperseding.Load(),
 		StreamTimeouts:      c.streamTimeouts.Load(),
 		StreamOverBudget:    c.overBudget.Load(),
 		Truncated:           c.truncated.Load(),
@@ -200,4 +213,66 @@ func (c *counters) hintCounts() map[string]uint64 {
 
 func sortLinks(ls []LinkStats) {
 	sort.Slice(ls, func(i, j int) bool { return ls[i].Peer.Compare(ls[j].Peer) < 0 })
+}
+
+// SupersedeWindow and SupersedeThrash tell a member's connections being
+// superseded now and then from a steady stream of them: more than
+// SupersedeThrash within SupersedeWindow is thrashing
+// (PeerSuperseded.Thrashing). A member that restarts, or whose host
+// was cut off, supersedes at most its one connection left open here; one
+// whose write times out (this node stalled, or the network) supersedes
+// one per WriteTimeout (1 s) of stall at most, so thrashing takes ten
+// seconds of such stalls in a minute. Another process dialling from the
+// member's IP (a second daemon of the member on its host; without
+// Config.Supersedes, or with frames it passes, also a member this node
+// does not list on a shared host, another cluster's member on this port,
+// a forger) supersedes at every frame of either: tens to hundreds a
+// minute.
+const (
+	SupersedeWindow = time.Minute
+	SupersedeThrash = 10
+)
+
+// PeerSuperseded is one member's superseded connections: what
+// Stats.InboundSuperseded and SupersededFrames count, for its IP.
+type PeerSuperseded struct {
+	// Peer is the member's IP (port 0), or its member address where the
+	// dialer's address is its own (the in-memory fabric).
+	Peer        netip.AddrPort `json:"peer"`
+	Connections uint64         `json:"connections"`
+	Frames      uint64         `json:"frames"`
+	// Last is when the last one was superseded (the endpoint's clock).
+	Last time.Time `json:"last"`
+	// Recent counts those within SupersedeWindow before the snapshot,
+	// up to SupersedeThrash+1.
+	Recent int `json:"recent"`
+	// Thrashing: Recent is above SupersedeThrash. It clears once a
+	// window passes with at most SupersedeThrash.
+	Thrashing bool `json:"thrashing,omitempty"`
+}
+
+// supersededRec is what an endpoint keeps of one sender's superseded
+// connections: totals, and the times of the last SupersedeThrash+1.
+type supersededRec struct {
+	conns, frames uint64
+	times         [SupersedeThrash + 1]time.Time // a ring, conns%len the next slot
+}
+
+func (r *supersededRec) note(now time.Time) {
+	r.times[r.conns%uint64(len(r.times))] = now
+	r.conns++
+}
+
+func (r *supersededRec) stats(peer netip.AddrPort, now time.Time) PeerSuperseded {
+	p := PeerSuperseded{Peer: peer, Connections: r.conns, Frames: r.frames}
+	if r.conns > 0 {
+		p.Last = r.times[(r.conns-1)%uint64(len(r.times))]
+	}
+	for i, t := range r.times {
+		if uint64(i) < r.conns && now.Sub(t) < SupersedeWindow {
+			p.Recent++
+		}
+	}
+	p.Thrashing = p.Recent > SupersedeThrash
+	return p
 }

@@ -114,6 +114,9 @@ type Endpoint interface {
 	LocalAddr() netip.AddrPort
 	// Stats returns a snapshot of the counters.
 	Stats() Stats
+	// Superseding is Stats().Superseding, without the rest: cheap enough
+	// to poll.
+	Superseding() []PeerSuperseded
 	// Close stops every goroutine and closes every socket; it returns once
 	// they are gone. Later sends return ErrClosed.
 	Close() error
@@ -175,6 +178,19 @@ type Config struct {
 	// Seed seeds the backoff jitter (there is no package-global rand).
 	// 0 picks a random seed.
 	Seed uint64
+	// Supersedes, if set, says whether a stream frame b from `from` is
+	// one its consumer would accept as its sender's (a daemon: the
+	// frame decodes, is of this cluster, names the member at that IP as
+	// its sender and carries its MAC). A connection newer than the one
+	// its sender last delivered on supersedes the older ones only with a
+	// frame Supersedes passes; a frame it refuses is delivered all the
+	// same, superseding nothing (the consumer refuses and counts it). So
+	// a connection from a member's IP whose frames all fail (another
+	// cluster's member, a forger without the key) never costs the
+	// member its connection. It runs on the connection's reader, only
+	// for such frames (not once the connection has superseded), and must
+	// be safe for concurrent use. nil: every frame supersedes.
+	Supersedes func(from netip.AddrPort, b []byte) bool
 
 	// now reads the clock that ages queued stream frames (MaxAge); nil:
 	// time.Now. A test seam: tests age a queue without waiting.
