@@ -474,7 +474,10 @@
 // fault to excuse an overtaking), so that lost syncs and grants run the
 // rules above, and excuses a skip said only 2 x DeadAfter or more after
 // its predecessor was asked (TestOracleShortCuts; a rule that skipped at
-// once, saying so, passed it before: TestOracleCatchesEarlySkip).
+// once, saying so, passed it before: TestOracleCatchesEarlySkip), also
+// with members of --lease apart (TestOracleLeasesApart and
+// TestMixedBuilds, tokenask+shortcuts), where a request refused for its
+// lease ends, for the oracle, when the refusal leaves the coordinator.
 //
 // # Use
 //
