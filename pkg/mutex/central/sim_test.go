@@ -55,7 +55,7 @@ func TestOracle(t *testing.T) {
 		// a beat interval for a predecessor never heard of, and the
 		// coordinator asks on the member's stream) is the rule the cuts
 		// alone reach least (TestOracleShortCuts: 2 seeds of 20); with
-		// the faults too, in 9 seeds of the first 20 (35 asks). Counted
+		// the faults too, in 8 seeds of the first 20 (33 asks). Counted
 		// over the members running at each run's end, asserted over 10
 		// seeds or more.
 		seeds, asked, with := 0, uint64(0), 0
