@@ -453,9 +453,9 @@
 // seeds, the cut healed at the lease's end: dependents granted 5 ms after
 // it at the median, 54 ms before and 6 seeds overtaken; 30% of the beats
 // lost, 5 ms, 82 ms before and 13 overtaken; 1 and 2 seeds still a beat
-// interval or two, a periodic beat's sync crossing the grant made anew). Heard
-// without a sync, it is granted without 4 x DeadAfter after the lease's
-// end (TestExpiredGrantBound). Before the lease's end, a grant never
+// interval or two, a periodic beat's sync crossing the grant made anew).
+// Its member heard without a sync, its dependents are granted without it
+// 4 x DeadAfter after the lease's end (TestExpiredGrantBound). Before the lease's end, a grant never
 // confirmed whose member is heard holds its dependents for the lease,
 // however long (up to an hour), with no bound of its own: while the lease
 // runs the member may hold it, and the coordinator gives it nobody else;
