@@ -553,7 +553,10 @@ func (c *Core) tickCoord() {
 				c.remove(h)
 				if p := k.peers[h.member]; c.ta != nil && !h.confirmed && h.member != c.self && p != nil && h.inc == p.inc {
 					// Taken and over, or refused where it landed and still
-					// waited for: only the member's sync says which (vnow).
+					// waited for: only the member's sync says which (vnow),
+					// asked for once more if it holds a request back
+					// (confirmSoon).
+					h.asked = false
 					p.expired = append(p.expired, h)
 				}
 			}

@@ -57,7 +57,12 @@ func newCrossingLease(t *testing.T, f mutex.Factory, lease time.Duration) *cross
 // crossingCluster is the crossing tests' cluster, its roles chosen,
 // before any request.
 func crossingCluster(t *testing.T, f mutex.Factory, lease time.Duration) *crossing {
-	s := sim.New(sim.Config{Seed: 1, DefaultLink: sim.LinkConfig{Delay: time.Millisecond}})
+	return crossingClusterOn(t, f, lease, 1, sim.LinkConfig{Delay: time.Millisecond})
+}
+
+// crossingClusterOn is crossingCluster on links link, seed seed.
+func crossingClusterOn(t *testing.T, f mutex.Factory, lease time.Duration, seed int64, link sim.LinkConfig) *crossing {
+	s := sim.New(sim.Config{Seed: seed, DefaultLink: link})
 	for id := uint32(1); id <= 3; id++ {
 		s.AddNode(id, netip.AddrPort{}, func(env core.Env) core.Core {
 			a, err := f.New(env, mutex.Options{Lease: lease, Heartbeat: 100 * time.Millisecond})

@@ -444,7 +444,28 @@
 // said (the oracle under short one-way cuts: TestOracle/tokenask+shortcuts
 // seed 32, 570 ms; TestMixedBuilds/tokenask/harsh seed 14, 4.4 s, a grant
 // of a coordinator its member no longer followed;
-// TestExpiredGrantHoldsDependents).
+// TestExpiredGrantHoldsDependents). At the lease's end the coordinator
+// asks that member's word once more, on its stream (beats_called_expired),
+// if the grant holds a request back: the periodic beats, datagrams, asked
+// alone, a beat interval later on average and one more per beat lost,
+// and an honest member's refused grant was overtaken, said, when they
+// came after 2 x DeadAfter of its silence (TestExpiredGrantAsked, 30
+// seeds, the cut healed at the lease's end: dependents granted 5 ms after
+// it at the median, 54 ms before and 6 seeds overtaken; 30% of the beats
+// lost, 5 ms, 82 ms before and 13 overtaken; 1 and 2 seeds still a beat
+// interval or two, a periodic beat's sync crossing the grant made anew).
+// Its member heard without a sync, its dependents are granted without it
+// 4 x DeadAfter after the lease's end (TestExpiredGrantBound). Before the lease's end, a grant never
+// confirmed whose member is heard holds its dependents for the lease,
+// however long (up to an hour), with no bound of its own: while the lease
+// runs the member may hold it, and the coordinator gives it nobody else;
+// a member heard gives its word a round trip after the beat behind the
+// grant (confirmSoon), so only frames in its name without its syncs (a
+// forger, which a key rules out) keep the word away, and a bound shorter
+// than the lease would add to honest runs a way to overtake a member up
+// and heard whose word is merely slow. Its silence lets go of it sooner
+// (TestUnconfirmedGrantOfSilentMember; TestUnconfirmedGrantHeldToLeaseEnd
+// keeps the rest).
 // A grant is served, for V, once its member has shown it took it (a
 // sync listing it held with its fence, a renewal of it; its release
 // ends it), not when it leaves: a grant can be refused where it lands,
@@ -474,7 +495,10 @@
 // fault to excuse an overtaking), so that lost syncs and grants run the
 // rules above, and excuses a skip said only 2 x DeadAfter or more after
 // its predecessor was asked (TestOracleShortCuts; a rule that skipped at
-// once, saying so, passed it before: TestOracleCatchesEarlySkip).
+// once, saying so, passed it before: TestOracleCatchesEarlySkip), also
+// with members of --lease apart (TestOracleLeasesApart and
+// TestMixedBuilds, tokenask+shortcuts), where a request refused for its
+// lease ends, for the oracle, when the refusal leaves the coordinator.
 //
 // # Use
 //

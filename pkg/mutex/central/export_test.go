@@ -14,6 +14,14 @@ func SetSkipUnknownAtOnce(on bool) bool {
 	return was
 }
 
+// SetNoExpiredAsk turns the mutation noExpiredAsk on or off
+// (TestExpiredGrantAsked); it returns the previous setting.
+func SetNoExpiredAsk(on bool) bool {
+	was := noExpiredAsk
+	noExpiredAsk = on
+	return was
+}
+
 // SilentLapseFor is silentLapse (2 x DeadAfter) for a core built with opt.
 func SilentLapseFor(opt mutex.Options) (time.Duration, error) {
 	cfg, err := ConfigFor(opt)

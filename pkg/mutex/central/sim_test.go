@@ -45,16 +45,38 @@ func TestOracle(t *testing.T) {
 	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
 		t.Run(f.Name, func(t *testing.T) {
 			sim.Seeds(t, 20, func(t *testing.T, seed int64) {
-				c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Target: coordinator, CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter})
+				c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Target: coordinator, CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter, CausalRefused: causalRefused})
 				t.Log(c)
 			})
 		})
 	}
 	t.Run(central.TokenAskName+"+shortcuts", func(t *testing.T) {
+		// The word of a predecessor's member (askWord: a dependent waited
+		// a beat interval for a predecessor never heard of, and the
+		// coordinator asks on the member's stream) is the rule the cuts
+		// alone reach least (TestOracleShortCuts: 2 seeds of 20); with
+		// the faults too, in 8 seeds of the first 20 (33 asks). Counted
+		// over the members running at each run's end, asserted over 10
+		// seeds or more.
+		seeds, asked, with := 0, uint64(0), 0
 		sim.Seeds(t, 20, func(t *testing.T, seed int64) {
 			c := mutextest.Run(t, seed, tokenAskShortCuts(mutextest.Calm))
 			t.Log(c)
+			n := uint64(0)
+			for _, id := range c.IDs() {
+				if c.Sim().Running(id) {
+					n += c.Sim().Core(id).(*central.Core).Report().Counters["beats_called_word"]
+				}
+			}
+			seeds, asked = seeds+1, asked+n
+			if n > 0 {
+				with++
+			}
 		})
+		t.Logf("%d seeds: the word asked %d times, in %d seeds (beats_called_word)", seeds, asked, with)
+		if seeds >= 10 && !t.Failed() && asked == 0 {
+			t.Errorf("no predecessor's member asked for its word (beats_called_word) in %d seeds: the oracle no longer reaches askWord", seeds)
+		}
 	})
 }
 
@@ -70,19 +92,39 @@ func TestOracle(t *testing.T) {
 // calm 56, harsh 69; tokenask calm 30, harsh 3 (-sim.seeds=100). What
 // central does not promise across leases apart (a longer lease nobody
 // re-announces: EventLeaseAboveMax) the harness keeps out of the run:
-// no loss, no fault on a member holding a long lease.
+// no loss, no fault on a member holding a long lease. tokenask+shortcuts
+// adds short one-way cuts (tokenAskShortCuts): a request asking more than
+// the coordinator's --lease is refused, and the refusal lost with a cut
+// reaches its member a sync later, while its dependents go on (the causal
+// oracle takes the refusal's sending for the request's end:
+// causalRefused).
 func TestOracleLeasesApart(t *testing.T) {
-	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
+	for _, name := range []string{central.Name, central.TokenAskName, central.TokenAskName + "+shortcuts"} {
 		for _, h := range []mutextest.Hosts{mutextest.Calm, mutextest.Harsh} {
-			t.Run(f.Name+"/"+h.Name, func(t *testing.T) {
+			t.Run(name+"/"+h.Name, func(t *testing.T) {
 				sim.Seeds(t, 8, func(t *testing.T, seed int64) {
-					c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Hosts: h, Target: coordinator,
-						Builds: mutextest.BuildsOlder, LeasesApart: true, CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter})
+					c := mutextest.Run(t, seed, leasesApart(name, h, mutextest.BuildsOlder))
 					t.Log(c)
 				})
 			})
 		}
 	}
+}
+
+// leasesApart is the config of TestOracleLeasesApart and TestMixedBuilds
+// for the variant named (tokenask+shortcuts: tokenask under short
+// one-way cuts) on hosts h, its members of builds b.
+func leasesApart(name string, h mutextest.Hosts, b mutextest.Builds) mutextest.Config {
+	cfg := mutextest.Config{Factory: central.Factory, Hosts: h, Target: coordinator,
+		CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter, CausalRefused: causalRefused}
+	switch name {
+	case central.TokenAskName:
+		cfg.Factory = central.TokenAskFactory
+	case central.TokenAskName + "+shortcuts":
+		cfg = tokenAskShortCuts(h)
+	}
+	cfg.Builds, cfg.LeasesApart = b, true
+	return cfg
 }
 
 // TestMixedBuilds: central's two variants keep the oracle in a cluster
@@ -95,15 +137,26 @@ func TestOracleLeasesApart(t *testing.T) {
 // new incarnation for three announce intervals (sending it nothing of
 // their cores meanwhile: a cut both ways). With the cut made regardless
 // of Checked (central's peerLease), two holders: central/harsh seed 40,
-// tokenask/harsh seed 18 (-sim.seeds=50). The
-// wide search is -sim.seeds.
+// tokenask/harsh seed 18 (-sim.seeds=50). tokenask+shortcuts adds short
+// one-way cuts, as TestOracleLeasesApart does (taken from the member's
+// report of it, the end of a request refused for its lease failed
+// calm seed 23 and harsh seed 24 falsely: 108 ms and 324 ms). The
+// wide search is -sim.seeds. Open: at -sim.seeds=200 tokenask fails
+// exclusion on calm seed 130 and harsh seed 123 (at 24b05092 too, before
+// the short cuts were added), tokenask+shortcuts on harsh seed 130, each
+// the same way: an agreeing member coordinates while it still refuses an
+// older build's frames (its admission window), so that older build's
+// hold, of its own 2 s --lease, is never re-announced to it, and it
+// grants the lock after its own 1 s Hold, inside that lease (seed 123:
+// member 5 refused member 2's sync and renewals from 9.74 s, granted at
+// 10.54 s inside member 2's lease to 10.77 s); every other seed of the
+// 200 passes.
 func TestMixedBuilds(t *testing.T) {
-	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
+	for _, name := range []string{central.Name, central.TokenAskName, central.TokenAskName + "+shortcuts"} {
 		for _, h := range []mutextest.Hosts{mutextest.Calm, mutextest.Harsh} {
-			t.Run(f.Name+"/"+h.Name, func(t *testing.T) {
+			t.Run(name+"/"+h.Name, func(t *testing.T) {
 				sim.Seeds(t, 6, func(t *testing.T, seed int64) {
-					c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Hosts: h, Target: coordinator,
-						Builds: mutextest.BuildsMixed, LeasesApart: true, CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter})
+					c := mutextest.Run(t, seed, leasesApart(name, h, mutextest.BuildsMixed))
 					t.Log(c)
 				})
 			})
@@ -121,7 +174,7 @@ func TestOracleDiskFaults(t *testing.T) {
 	for _, f := range []mutex.Factory{central.Factory, central.TokenAskFactory} {
 		t.Run(f.Name, func(t *testing.T) {
 			sim.Seeds(t, 60, func(t *testing.T, seed int64) {
-				c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Target: coordinator, DiskFaults: 0.2, CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter})
+				c := mutextest.Run(t, seed, mutextest.Config{Factory: f, Target: coordinator, DiskFaults: 0.2, CausalSkipEvent: central.EventUnknownPredecessor, CausalSkipAfter: causalSkipAfter, CausalRefused: causalRefused})
 				t.Log(c)
 			})
 		})

@@ -262,7 +262,8 @@ func (c *Core) ownVectors() map[uint64]clock.Vector {
 // later of the grant and the member's last frame: to the coordinator it
 // is a waiting request unless the member took it; and so is one whose
 // lease ended here unconfirmed (peer.expired), until the member's next
-// sync says which.
+// sync says which, asked for on its stream at the lease's end
+// (confirmSoon).
 type vview struct {
 	served map[uint32]uint64 // V[j], as a vector counter
 	// unconfirmed are, per member, its grants not yet confirmed, which
@@ -324,6 +325,9 @@ func (c *Core) vnow() vview {
 				}
 			default:
 				v.served[id] = min(v.served[id], stampOf(inc, e.seq-1))
+				// Its dependents have the coordinator ask the member's
+				// word once more (confirmSoon), at the lease's end.
+				v.unconfirmed[id] = append(v.unconfirmed[id], e)
 			}
 		}
 	}
@@ -382,16 +386,35 @@ func (c *Core) vnow() vview {
 // (asked), the periodic beats following. Its number is taken from the
 // beats' sequence: the others see a beat skipped, which they never
 // answer (support counts from the newest beat answered).
+//
+// And once more when its lease has ended here unconfirmed (peer.expired:
+// asked is cleared then), if it still holds a request back: a member
+// that refused it (a sync crossed it) still waits, and its answer has
+// the request queued anew and granted; one that took it says it is over.
+// The periodic beats would ask too, a beat interval later on average,
+// and being datagrams, one interval more per beat lost
+// (beats_called_expired; TestExpiredGrantAsked).
 func (c *Core) confirmSoon(blocked map[*centry]bool) {
 	k := c.co
 	for _, e := range slices.SortedFunc(maps.Keys(blocked), func(a, b *centry) int {
 		return cmp.Or(cmp.Compare(a.member, b.member), cmp.Compare(a.seq, b.seq))
 	}) {
-		if e.asked || e.confirmed || !e.granted || k.entries[e.ckey] != e {
+		if e.asked || e.confirmed || !e.granted {
 			continue
 		}
+		counter := "beats_called_confirm"
+		if k.entries[e.ckey] != e {
+			p := k.peers[e.member]
+			if p == nil || !slices.Contains(p.expired, e) {
+				continue
+			}
+			if noExpiredAsk {
+				continue
+			}
+			counter = "beats_called_expired"
+		}
 		e.asked = true
-		c.count("beats_called_confirm")
+		c.count(counter)
 		c.send(e.member, k.term, wire.KindCentralBeat, c.newBeat())
 	}
 }
@@ -541,6 +564,11 @@ func (c *Core) heardWithin(j uint32, g *centry) bool {
 	p := c.co.peers[j]
 	return p != nil && c.now.Sub(later(p.heard, g.grantedAt)) < c.silentLapse()
 }
+
+// noExpiredAsk is a mutation for TestExpiredGrantAsked: a grant's lease
+// ending here unconfirmed asks its member's word on no stream beat (the
+// rule before; the periodic beats ask). Never set outside that test.
+var noExpiredAsk bool
 
 // skipUnknownAtOnce is a mutation of unknownWait for the causal oracle's
 // test (TestOracleCatchesEarlySkip): a predecessor never heard of is
@@ -885,7 +913,7 @@ var TokenAskFactory = mutex.Factory{
 var tokenAskGuarantees = mutex.Guarantees{
 	Survives: guarantees.Survives,
 	Messages: "3 (request, token, token back; 0 at the coordinator itself); the notes count N-1 program messages more; " +
-		"2 more (a beat and its sync) when a predecessor of another member was granted just before the request and has not yet confirmed it, or has not reached the coordinator a beat interval after it; a renewal 2",
+		"2 more (a beat and its sync) when a predecessor of another member was granted just before the request and has not yet confirmed it, or its grant's lease ended unconfirmed, or has not reached the coordinator a beat interval after it; a renewal 2",
 	SyncDelay: "2 (token back to the coordinator, token to the next eligible request)",
 	Shared:    true,
 	Protection: guarantees.Protection + "; grants in the causal order of the requests: a request is granted only after every request " +

@@ -143,12 +143,18 @@ func TestUnknownPredecessorBound(t *testing.T) {
 // when the grant was sent.
 func refusedGrantOfX(t *testing.T) (x *crossing, dep mutex.RequestID, from time.Duration) {
 	t.Helper()
-	x = crossingCluster(t, central.TokenAskFactory, time.Second)
+	return refusedGrantOfXOn(t, crossingCluster(t, central.TokenAskFactory, time.Second), 300*time.Millisecond)
+}
+
+// refusedGrantOfXOn is refusedGrantOfX in cluster x, the waiter asking a
+// lease of lease.
+func refusedGrantOfXOn(t *testing.T, x *crossing, lease time.Duration) (_ *crossing, dep mutex.RequestID, from time.Duration) {
+	t.Helper()
 	s := x.s
 	x.held = x.acquire(x.holder, "x", clock.Vector{})
 	s.Do(x.waiter, func(c core.Core) {
 		var err error
-		if x.waits, err = c.(mutex.Algorithm).Acquire(s.Clock(x.waiter).Now(), mutex.Request{Lock: "x", Lease: 300 * time.Millisecond}); err != nil {
+		if x.waits, err = c.(mutex.Algorithm).Acquire(s.Clock(x.waiter).Now(), mutex.Request{Lock: "x", Lease: lease}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/synclab/synclab/internal/sim"
 	"github.com/synclab/synclab/pkg/clock"
+	"github.com/synclab/synclab/pkg/wire"
 )
 
 // TestCausalOracle: the causal oracle refuses a dependent granted while
@@ -15,7 +16,9 @@ import (
 // that ignores the order produces passed before: a predecessor that
 // ended without a grant (lost, or its member crashed) after its
 // dependent was granted, and one whose member was faulted only after
-// its dependent's grant ("any fault excuses everything").
+// its dependent's grant ("any fault excuses everything"). A predecessor
+// the algorithm refused (Config.CausalRefused) ends at the refusal, not
+// at its member's report, and only if it is not granted after all.
 func TestCausalOracle(t *testing.T) {
 	const p, d = 1, 2 // the predecessor's member, the dependent's
 	type step struct {
@@ -39,6 +42,11 @@ func TestCausalOracle(t *testing.T) {
 		{"predecessor's member faulted first", []step{{at: 5, what: "fault", fault: [2]int{5, 1000}}, {at: 500, what: "grant d"}, {at: 1100, what: "grant p"}}, false},
 		{"predecessor's member faulted first, predecessor lost", []step{{at: 5, what: "fault", fault: [2]int{5, 0}}, {at: 500, what: "grant d"}, {at: 1100, what: "end p"}}, false},
 		{"fault over before the request", []step{{at: 0, what: "fault", fault: [2]int{-100, -50}}, {at: 10, what: "grant d"}, {at: 500, what: "grant p"}}, true},
+		// Config.CausalRefused: the coordinator's refusal ends the
+		// predecessor, not its member's later report of it.
+		{"predecessor refused, then its dependent, the refusal reported later", []step{{at: 5, what: "refuse p"}, {at: 10, what: "grant d"}, {at: 500, what: "end p"}}, false},
+		{"dependent first, predecessor refused later", []step{{at: 10, what: "grant d"}, {at: 400, what: "refuse p"}, {at: 500, what: "end p"}}, true},
+		{"predecessor refused, its dependent granted, then the predecessor granted after all", []step{{at: 5, what: "refuse p"}, {at: 10, what: "grant d"}, {at: 500, what: "grant p"}}, true},
 	} {
 		f := &fatal{TB: t}
 		c := &Cluster{t: f, s: sim.New(sim.Config{Seed: 1}), cfg: Config{Hosts: Calm},
@@ -59,6 +67,11 @@ func TestCausalOracle(t *testing.T) {
 				c.causalGranted(d, 1, at)
 			case "end p":
 				c.causalEnded(p, 1, at)
+			case "refuse p":
+				// The coordinator's refusal of p, leaving it at at.
+				c.cfg.CausalRefused = func(wire.Frame) (uint32, uint64, bool) { return p, pr.stamp, true }
+				c.s.Run(at - c.s.Elapsed())
+				c.causalRefused(sim.SentFrame{})
 			case "crash p":
 				c.causalEnded(p, 0, at)
 			case "fault":

@@ -78,6 +78,11 @@
 // average), which lose stream frames (a member's syncs and requests, the
 // coordinator's grants: only a cut resets a simulated stream) and are no
 // fault: the causal oracle excuses nothing across them (shortcuts.go).
+// A request the algorithm gives up waiting (Config.CausalRefused: central's
+// refusal, as it leaves the coordinator) ends then for the causal oracle,
+// not when its member reports it lost, a lost frame later; with
+// Config.LeasesApart too, the first phase lasts the longest --lease more
+// (a cut may bring a new coordinator, which holds back its own --lease).
 // The outcomes are read after each Ready at the instant the core produced
 // them, as mutexd's loop does.
 //
