@@ -17,8 +17,8 @@ import (
 // which never comes: the list grew by one per forged request, for as long
 // as the forger went on (vnow and causalDeadline walk it at every grant
 // pass and deadline), though every entry past 2 x silentLapse after its
-// lease's end only lapses (vnow). Bounded, it would keep the unlapsed ones
-// and the earliest lapsed per member (what vnow reads).
+// lease's end only lapses (vnow). Now it keeps those not lapsed for good
+// and the earliest that is (what vnow reads: pruneExpired).
 func TestExpiredGrantsBounded(t *testing.T) {
 	x := crossingCluster(t, central.TokenAskFactory, time.Second)
 	s := x.s
