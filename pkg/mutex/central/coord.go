@@ -557,7 +557,7 @@ func (c *Core) tickCoord() {
 					// asked for once more if it holds a request back
 					// (confirmSoon).
 					h.asked = false
-					p.expired = append(p.expired, h)
+					p.expired = append(c.pruneExpired(p), h)
 				}
 			}
 		}

@@ -174,6 +174,11 @@ func (c *Core) entries() int {
 func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) {
 	c.observe(now)
 	c.enterGrants()
+	// What enterGrants made (a grant that came in a frame, this member's
+	// own as coordinator) leaves with this call's Ready even when the call
+	// is refused: kept in the table it waited for a Tick the core did not
+	// ask for, and was reported with its lease over (FuzzTokenAsk).
+	defer c.drain()
 	most := wire.MaxSyncEntries
 	if c.ta != nil {
 		most = tokenAskEntries(len(c.members))
@@ -209,7 +214,6 @@ func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) 
 			c.send(c.fol.leader, c.fol.term, wire.KindCentralRequest, req)
 		}
 	}
-	c.drain()
 	return id, nil
 }
 
@@ -219,6 +223,7 @@ func (c *Core) Acquire(now time.Time, r mutex.Request) (mutex.RequestID, error) 
 func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 	c.observe(now)
 	c.enterGrants()
+	defer c.drain() // as Acquire's: also when the call is refused
 	st, ok := c.reqs.Lookup(c.now, id)
 	if !ok {
 		return mutex.ErrUnknownRequest
@@ -231,7 +236,6 @@ func (c *Core) Release(now time.Time, id mutex.RequestID) error {
 	case c.following():
 		c.send(c.fol.leader, c.fol.term, wire.KindCentralRelease, wire.CentralRelease{Name: st.Lock, Incarnation: c.inc, Seq: uint64(id), Fence: st.Fence})
 	}
-	c.drain()
 	return err
 }
 

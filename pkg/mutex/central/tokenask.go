@@ -616,6 +616,30 @@ func (c *Core) askWord(asks map[uint32]uint32) {
 // kept.
 func (c *Core) silentLapse() time.Duration { return silentLapse(c.cfg.DeadAfter) }
 
+// pruneExpired returns member p's expired grants (peer.expired) without
+// those that have lapsed for good (of another incarnation, or 2 x
+// silentLapse past their lease's end) but the earliest of them, which is
+// all vnow reads of them (vview.silent). Kept whole, the list grew by one
+// for every grant to the member whose lease ended unconfirmed until its
+// next sync: frames forged in a crashed member's name (a cluster without
+// a key) grew it for as long as they came, each entry walked at every
+// grant pass and deadline (TestExpiredGrantsBounded: 60 after 60 forged
+// requests). Now it holds the grants whose lease ended within the last
+// 2 x silentLapse, and one more. One lapsed by its member's silence
+// alone is kept: the member heard again holds it again (vnow).
+func (c *Core) pruneExpired(p *peer) []*centry {
+	over := func(e *centry) bool {
+		return e.inc != p.inc || !c.now.Before(e.expires.Add(2*c.silentLapse()))
+	}
+	var first *centry
+	for _, e := range p.expired {
+		if over(e) && e.inc == p.inc && (first == nil || e.seq < first.seq) {
+			first = e
+		}
+	}
+	return slices.DeleteFunc(p.expired, func(e *centry) bool { return over(e) && e != first })
+}
+
 // silentLapse is Core.silentLapse for a given DeadAfter (the
 // coordinator's deadlines, causalDeadline, use it too: the tick comes when
 // vnow's rule lets go).
