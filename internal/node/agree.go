@@ -258,8 +258,9 @@ type memberAgreement struct {
 	timingsToldOwn uint32
 	timingsTold    int
 	timingsRetryAt time.Time
-	// timingsOwed: the member's timings came since this node last told
-	// it its own; it is told with the next announcement or refresh.
+	// timingsOwed: the member's timings came as news (the first of its
+	// incarnation, or changed) since this node last told it its own; it
+	// is told with the next announcement or refresh.
 	// timingsAt: when they came last (forgotten timingsKept later).
 	timingsOwed bool
 	timingsAt   time.Time
@@ -872,10 +873,9 @@ func (n *Node) refresh(to uint32) {
 	}
 	m.sentAt, m.probedInc, m.probedOwn = n.now, m.cfgInc, n.inc
 	n.own = append(n.own, core.Message{To: to, Kind: wire.KindConfigRefresh, Payload: b})
-	// Once agreed, members exchange only refreshes: the timings go with
-	// each too (to a member that knows the kind; backing off to one that
-	// never sent its own), or lost datagrams would leave it blind to a
-	// mismatch for good.
+	// Once agreed, members exchange only refreshes: the timings ride on
+	// them, first and then on the retries (tellTimings), or lost
+	// datagrams would leave a member blind to a mismatch for good.
 	n.tellTimings(m)
 }
 
