@@ -264,6 +264,9 @@ type memberAgreement struct {
 	// timingsAt: when they came last (forgotten timingsKept later).
 	timingsOwed bool
 	timingsAt   time.Time
+	// timingsDoubt (review-timings): timings changed within an
+	// incarnation; the member is asked for its own.
+	timingsDoubt bool
 	// refreshInc is the incarnation of the member that sent a refresh
 	// matching its announcement (a build that knows KindConfigRefresh),
 	// refreshSpacing the spacing it said (bounded); probedInc and
@@ -686,6 +689,12 @@ func (n *Node) agreeTick(now time.Time) {
 		m := a.members[id]
 		if m.timings != nil && now.Sub(m.timingsAt) >= timingsKept {
 			m.expireTimings()
+			m.timingsDoubt = true // review-timings: ask for them again (its answer carries them)
+		}
+		if m.timingsDoubt && (now.Sub(m.askedAt) >= askInterval || m.askedAt.After(now)) {
+			m.timingsDoubt = false
+			m.askedAt = now
+			n.announce(id, true)
 		}
 		if held := a.heldFor(m, now); a.stateOf(m, now) == stAgrees && a.standing == StandingAgreed &&
 			now.Sub(m.heardAt) >= held-evidenceAsks*a.cfg.Interval &&
@@ -770,6 +779,9 @@ func (n *Node) agreeDeadline(now time.Time) time.Time {
 	for _, m := range a.members {
 		if m.owed {
 			dl = minTime(dl, m.answeredAt.Add(askInterval))
+		}
+		if m.timingsDoubt {
+			dl = minTime(dl, m.askedAt.Add(askInterval))
 		}
 	}
 	if dl.IsZero() || dl.Before(now) {
@@ -1106,6 +1118,11 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 	// is answered at once, even if its last run asked a moment ago: it
 	// waits for the answer to start (StartGrace).
 	restarted := a.keyed && inc > m.answeredInc
+	if c.Flags&wire.ConfigAnswer != 0 {
+		// review-timings: an ask is answered with this node's timings
+		// too (the asker may hold none, or others forged in its name).
+		m.timingsOwed = true
+	}
 	switch {
 	case c.Flags&wire.ConfigAnswer != 0 && (restarted || now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)):
 		m.answeredAt, m.answeredInc, m.owed = now, max(m.answeredInc, inc), false

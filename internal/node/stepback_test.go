@@ -107,8 +107,8 @@ func (l *agreeLAN) forge(id, to, inc uint32, kinds ...wire.Kind) (n int) {
 // all along and told it its timings with every announcement (450 an
 // hour, node 2 12). Timings count only at the member's announced
 // incarnation, and are forgotten timingsKept after the last (a member of
-// this build answers each tell); each is answered with one tell, not
-// every tell from then on.
+// this build tells its own at least every timingsRetryCap); each is
+// answered with one tell, not every tell from then on.
 func TestForgedTimingsOlderBuild(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -156,8 +156,9 @@ func TestForgedTimingsOlderBuild(t *testing.T) {
 }
 
 // TestTimingsKeptWhileTold: timings are forgotten timingsKept after the
-// last; a member of this build answers each tell, so a real mismatch stays
-// named, and is warned of once, through hours at rest.
+// last; a member of this build tells its own at least every
+// timingsRetryCap, so a real mismatch stays named, and is warned of once,
+// through hours at rest.
 func TestTimingsKeptWhileTold(t *testing.T) {
 	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
 		timed(3, time.Second, 3*time.Second))

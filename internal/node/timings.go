@@ -41,9 +41,13 @@ import (
 // timingsRetryCap, and a tell waits for the next announcement or refresh
 // (a refresh spacing at most, wire.MaxRefreshSpacing), so two tells come
 // at most a retry gap and a refresh spacing apart; kept for twice that, a
-// spacing and a half more, a mismatch stays named through a lost tell. A
-// member of the builds between e6094c1 and the retries answers each tell
-// with its own with its next announcement or refresh, as before. A review
+// spacing and a half more, a mismatch stays named through a lost tell;
+// and timings that expire make the node ask the member (timingsDoubt),
+// whose answer carries them (a clock stepped forward past timingsKept
+// dropped them from status until the member's next retry). A member of
+// the builds from d67b1bfe up to 98b224ae answers each tell with its own;
+// of the builds from 57242fa4 before the retries, tells its own with
+// every announcement or refresh once it holds the member's. A review
 // measured the first value, 20 minutes, at 600 s spacings and 10% loss
 // of timings: the mismatch missing from status 30 minutes in 12 hours,
 // warned 8 times. Timings forged in the name of a member that never
@@ -72,8 +76,9 @@ func timingsRetryGap(k int) time.Duration {
 // incarnation of either side starts again at once: a member restarted is
 // told again). A pair of this build at rest so tells once every
 // timingsRetryCap, not with every refresh. Without a key, a forger's
-// frame buys at most one tell, on an announcement or refresh the node
-// sends anyway.
+// frame buys at most two tells (its own, news, and the member's real
+// ones that the node's doubt asks for: timingsDoubt), on announcements or
+// refreshes the node sends anyway.
 func (n *Node) tellTimings(m *memberAgreement) {
 	a := n.agree
 	if a.cfg.Heartbeat <= 0 || a.cfg.LeaderTimeout <= 0 {
@@ -160,6 +165,12 @@ func (n *Node) timingsReceived(f *wire.Frame, t *wire.ConfigTimings) {
 	// the retries below (at most timingsRetryCap apart) already keep a
 	// pair's timings within timingsKept and make a lost one good.
 	news := m.timings == nil || m.timingsInc != inc || *m.timings != *t
+	if m.timings != nil && m.timingsInc == inc && *m.timings != *t {
+		// review-timings: a member's timings never change within its
+		// run: one of the two was forged. Ask it (agreeTick, an
+		// askInterval after the last ask; its answer carries its own).
+		m.timingsDoubt = true
+	}
 	m.timings, m.timingsInc, m.timingsAt = t, inc, n.now
 	m.timingsOwed = m.timingsOwed || news
 	issues := a.timingIssues(m.id, t)

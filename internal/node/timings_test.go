@@ -103,8 +103,9 @@ func TestTimingsForgottenWithoutAgreement(t *testing.T) {
 }
 
 // TestTimingsLostAreToldAgain: once agreed, members exchange refreshes
-// only; member 3's one KindConfigTimings to member 1 is lost. It is told
-// again with a refresh, and member 1 names the mismatch too.
+// only; member 3's early KindConfigTimings to member 1 are lost. They are
+// told again on the retries (each riding on a refresh), and member 1
+// names the mismatch too.
 func TestTimingsLostAreToldAgain(t *testing.T) {
 	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
 		timed(3, time.Second, 3*time.Second))
