@@ -258,11 +258,15 @@ type memberAgreement struct {
 	timingsToldOwn uint32
 	timingsTold    int
 	timingsRetryAt time.Time
-	// timingsOwed: the member's timings came since this node last told
-	// it its own; it is told with the next announcement or refresh.
+	// timingsOwed: the member's timings came as news (the first of its
+	// incarnation, or changed) since this node last told it its own; it
+	// is told with the next announcement or refresh.
 	// timingsAt: when they came last (forgotten timingsKept later).
 	timingsOwed bool
 	timingsAt   time.Time
+	// timingsDoubt (review-timings): timings changed within an
+	// incarnation; the member is asked for its own.
+	timingsDoubt bool
 	// refreshInc is the incarnation of the member that sent a refresh
 	// matching its announcement (a build that knows KindConfigRefresh),
 	// refreshSpacing the spacing it said (bounded); probedInc and
@@ -685,6 +689,12 @@ func (n *Node) agreeTick(now time.Time) {
 		m := a.members[id]
 		if m.timings != nil && now.Sub(m.timingsAt) >= timingsKept {
 			m.expireTimings()
+			m.timingsDoubt = true // review-timings: ask for them again (its answer carries them)
+		}
+		if m.timingsDoubt && (now.Sub(m.askedAt) >= askInterval || m.askedAt.After(now)) {
+			m.timingsDoubt = false
+			m.askedAt = now
+			n.announce(id, true)
 		}
 		if held := a.heldFor(m, now); a.stateOf(m, now) == stAgrees && a.standing == StandingAgreed &&
 			now.Sub(m.heardAt) >= held-evidenceAsks*a.cfg.Interval &&
@@ -769,6 +779,9 @@ func (n *Node) agreeDeadline(now time.Time) time.Time {
 	for _, m := range a.members {
 		if m.owed {
 			dl = minTime(dl, m.answeredAt.Add(askInterval))
+		}
+		if m.timingsDoubt {
+			dl = minTime(dl, m.askedAt.Add(askInterval))
 		}
 	}
 	if dl.IsZero() || dl.Before(now) {
@@ -872,10 +885,9 @@ func (n *Node) refresh(to uint32) {
 	}
 	m.sentAt, m.probedInc, m.probedOwn = n.now, m.cfgInc, n.inc
 	n.own = append(n.own, core.Message{To: to, Kind: wire.KindConfigRefresh, Payload: b})
-	// Once agreed, members exchange only refreshes: the timings go with
-	// each too (to a member that knows the kind; backing off to one that
-	// never sent its own), or lost datagrams would leave it blind to a
-	// mismatch for good.
+	// Once agreed, members exchange only refreshes: the timings ride on
+	// them, first and then on the retries (tellTimings), or lost
+	// datagrams would leave a member blind to a mismatch for good.
 	n.tellTimings(m)
 }
 
@@ -1106,6 +1118,11 @@ func (n *Node) configReceived(f *wire.Frame, c *wire.ConfigAnnounce, now time.Ti
 	// is answered at once, even if its last run asked a moment ago: it
 	// waits for the answer to start (StartGrace).
 	restarted := a.keyed && inc > m.answeredInc
+	if c.Flags&wire.ConfigAnswer != 0 {
+		// review-timings: an ask is answered with this node's timings
+		// too (the asker may hold none, or others forged in its name).
+		m.timingsOwed = true
+	}
 	switch {
 	case c.Flags&wire.ConfigAnswer != 0 && (restarted || now.Sub(m.answeredAt) >= askInterval || m.answeredAt.After(now)):
 		m.answeredAt, m.answeredInc, m.owed = now, max(m.answeredInc, inc), false

@@ -207,9 +207,11 @@
 // changes in 20 s, every line at INFO). With Agreement.Heartbeat and
 // LeaderTimeout set (electd, orderd, timed's Berkeley mode), a node sends
 // its own (KindConfigTimings, wire.ConfigTimings, 20 bytes) after the
-// next announcement or refresh to a member once for each of the member's
-// own received; besides, twice per pair of incarnations at once, then one
-// more after 15 s, doubling to one every 5 minutes: an older build drops each as
+// next announcement or refresh to a member once when the member's own
+// came as news (the first of its run, or changed: then, one of them
+// forged, the node asks the member for its own), and after its asks;
+// besides, twice per pair of incarnations at once, then one more after
+// 15 s, doubling to one every 5 minutes: an older build drops each as
 // unknown_kind (a counter, a debug line), and two members of this build
 // that lost every early tell both ways still learn each other's within
 // 5 minutes of the loss's end. A member whose heartbeat is not below this
@@ -221,10 +223,13 @@
 // refused, and nothing else depends on them. A member's timings count
 // only for the incarnation it announced, and are forgotten with it (a
 // restarted member is told again, and judged by its new run's) or an
-// hour after the last (timingsKept: a member of this build answers each
-// tell; the same mismatch heard again after that is not warned again). Without a key anyone can forge them: the forger gains a
-// WARN line and a status line (for a member that never sends its own, up
-// to timingsKept), and at most one tell per forged frame, no more.
+// hour after the last (timingsKept: a member of this build tells its own
+// at least every 5 minutes, and expired ones are asked for; the same
+// mismatch heard again after that is not warned again). Without a key
+// anyone can forge them: the forger gains a WARN line and a status line
+// (until the member's answer to the ask its change causes; for a member
+// that never sends its own, up to timingsKept), and at most two tells per
+// forged frame, no more.
 //
 // The times agreement keeps (its next round, the last announcement, a
 // member's last hearing, ...) are re-based on the clock when it steps back

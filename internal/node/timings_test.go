@@ -1,6 +1,7 @@
 package node
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -102,8 +103,9 @@ func TestTimingsForgottenWithoutAgreement(t *testing.T) {
 }
 
 // TestTimingsLostAreToldAgain: once agreed, members exchange refreshes
-// only; member 3's one KindConfigTimings to member 1 is lost. It is told
-// again with a refresh, and member 1 names the mismatch too.
+// only; member 3's early KindConfigTimings to member 1 are lost. They are
+// told again on the retries (each riding on a refresh), and member 1
+// names the mismatch too.
 func TestTimingsLostAreToldAgain(t *testing.T) {
 	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
 		timed(3, time.Second, 3*time.Second))
@@ -131,10 +133,38 @@ func TestTimingsLostAreToldAgain(t *testing.T) {
 	if got := l.notices(1); strings.Count(got, "timing mismatch with member 3") != 1 {
 		t.Fatalf("node 1 noticed %q, want the mismatch once", got)
 	}
-	// Told with each refresh, no more: one every RefreshSpacing (8 s with
-	// three members) in a minute, not one per tick.
+	// Told again by the retries (15 s, then 30 s after the first two),
+	// each riding on a refresh, and answered once: not one per tick.
 	if got := l.timings[[2]uint32{3, 1}] - lost; got < 2 || got > 10 {
 		t.Fatalf("member 3 sent member 1 its timings %d times in a minute, want 2 to 10", got)
+	}
+}
+
+// TestTimingsAtRestNotWithEveryRefresh: three members of this build whose
+// timings fit, at rest. Each pair tells its timings on the retries (one
+// every timingsRetryCap once they have backed off), not with every
+// refresh: answering every tell made each refresh carry timings both ways
+// for good, as many frames as the refreshes (225 a pair in 30 minutes at
+// 8 s spacings; at 64 members 63 frames a second more for the cluster).
+func TestTimingsAtRestNotWithEveryRefresh(t *testing.T) {
+	l := newAgreeLAN(t, timed(1, 200*time.Millisecond, 400*time.Millisecond), timed(2, 200*time.Millisecond, 400*time.Millisecond),
+		timed(3, 200*time.Millisecond, 400*time.Millisecond))
+	l.quiet = true
+	l.run(10 * time.Minute)
+	const window = 30 * time.Minute
+	timings, refreshes := maps.Clone(l.timings), maps.Clone(l.pairs)
+	l.run(window)
+	for pair := range l.timings {
+		told, refreshed := l.timings[pair]-timings[pair], l.pairs[pair]-refreshes[pair]
+		if most := int(window/timingsRetryCap) + 1; told == 0 || told > most || refreshed < 100 {
+			t.Errorf("member %d told member %d its timings %d times in %v at rest, with %d refreshes: want 1 to %d (one every %v), and refreshes going on",
+				pair[0], pair[1], told, window, refreshed, most, timingsRetryCap)
+		}
+	}
+	for id := range l.nodes {
+		if got := l.notices(id); strings.Contains(got, "timing") {
+			t.Errorf("node %d noticed %q", id, got)
+		}
 	}
 }
 
