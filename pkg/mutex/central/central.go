@@ -90,6 +90,12 @@ const (
 	// ends as its member counts it, up to mutex.MaxLeaseLimit ("member",
 	// "lock", "lease", "max"); said once per member and term.
 	EventLeaseAboveMax = "central_lease_above_max"
+	// EventLateHoldUnchecked (a WARN): a member admitted unchecked (an
+	// older build, which announces no configuration) re-announced a hold
+	// after this coordinator's takeover wait had ended: its --lease may be
+	// longer than this coordinator's, and the lock granted inside it
+	// ("member", "lock", "left"); said once per member and term.
+	EventLateHoldUnchecked = "central_late_hold_unchecked"
 	// EventLeaseAboveCluster (a WARN): a member re-announced a hold whose
 	// lease is longer than that member may hold (Config.MaxPeerLease when
 	// set, else this member's --lease for a member whose configuration

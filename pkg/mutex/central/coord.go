@@ -123,6 +123,8 @@ type peer struct {
 	// EventLeaseAboveCluster, EventHoldsOverCap were said of it in this
 	// term.
 	warnedLease, warnedCluster, warnedCap bool
+	// warnedLate: EventLateHoldUnchecked was said of it in this term.
+	warnedLate bool
 	// overCap: holds it re-announced in this term were not kept, over
 	// its cap (holdOverCap); its renewals of unknown grants are left
 	// unanswered while the Hold runs instead of refused.
@@ -1419,7 +1421,25 @@ func (c *Core) applySync(member uint32, p *peer, entries []wire.CentralSyncEntry
 		case w.Held && w.Fence > k.base+k.resumed:
 			c.count("sync_forged_hold") // a fence of this term it was not granted
 		case w.Held && k.ready:
-			c.count("sync_late_hold") // an older term's lease, re-announced after every such lease ended
+			// An older term's lease, re-announced after this coordinator's
+			// wait for such leases ended: over by now where the member's
+			// --lease is this one's (a sync built just before it ended,
+			// late on the way). An unchecked member's may be longer (an
+			// older build on a longer --lease: docs/mutexd.md), and its
+			// lock granted inside it. Not taken (the lock may be held
+			// already); said, since two may hold it. Where the member's
+			// sync comes only after its lease ended (refused meanwhile for
+			// its admission window, up to 3 s: TestMixedBuilds at
+			// -sim.seeds=200, tokenask calm seed 130, harsh seed 123),
+			// nothing here can see it.
+			c.count("sync_late_hold")
+			if !p.checked && w.LeftMS > 0 {
+				c.warnOnce(&p.warnedLate, EventLateHoldUnchecked, fmt.Sprintf("member %d re-announced %s (fence %d) as held for %v more after this member (member %d) had waited out the leases of the coordinators before it (its --lease, %v): "+
+					"member %d is admitted unchecked (it announces no configuration: an older build), so its --lease may be longer than this member's, and the lock may have been granted to another member inside its lease: "+
+					"give every member the same --lease, and upgrade member %d",
+					member, w.Name, w.Fence, time.Duration(w.LeftMS)*time.Millisecond, c.self, c.cfg.MaxLease, member, member),
+					"member", member, "lock", w.Name, "left", time.Duration(w.LeftMS)*time.Millisecond)
+			}
 		case w.Held:
 			left := time.Duration(w.LeftMS) * time.Millisecond
 			if left > max(lease, c.cfg.MaxLease) {

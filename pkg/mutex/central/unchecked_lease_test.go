@@ -90,3 +90,36 @@ func checkLeaseOutlasted(t *testing.T, s *sim.Sim, holder uint32, lock string) {
 		}
 	}
 }
+
+// TestLateHoldUncheckedWarned: after coordinator 2 waited out the leases
+// of the coordinators before it (its Hold ended), member 1 re-announces a
+// hold with time left. A member admitted unchecked (an older build) may
+// run a longer --lease than 2's: the lock may have been granted inside it,
+// so 2 says so at WARN, once in the term. A checked member's (its --lease
+// is 2's) is only counted: a sync built just before its lease ended.
+func TestLateHoldUncheckedWarned(t *testing.T) {
+	for _, checked := range []bool{false, true} {
+		r := takeoverInHoldOf(leasesRun(t, 3, 0, func(uint32) time.Duration { return time.Second }, false))
+		co := r.core(2)
+		if !r.s.RunUntil(func() bool { return co.Report().Detail.(central.Detail).Ready }, 5*time.Second) {
+			t.Fatal("2's Hold does not end")
+		}
+		for i := range uint32(2) {
+			r.forgeSyncChecked(2, r.core(1).Incarnation(), 1<<20+i, []wire.CentralSyncEntry{
+				{Name: "z", Held: true, LeaseMS: 2000, LeftMS: 400, Seq: 1, Fence: 1}}, checked)
+			r.s.Run(10 * time.Millisecond)
+		}
+		msgs := warned(t, r.s, 2, central.EventLateHoldUnchecked)
+		late := co.Report().Counters["sync_late_hold"]
+		switch {
+		case late < 2:
+			t.Errorf("checked %v: sync_late_hold %d, want the two syncs counted: the test no longer reaches the case", checked, late)
+		case checked && len(msgs) != 0:
+			t.Errorf("checked: a late hold of a member whose --lease is 2's said at WARN: %q", msgs)
+		case !checked && len(msgs) != 1:
+			t.Errorf("unchecked: 2 said %s %d times of member 1's late hold, want once in the term: %q", central.EventLateHoldUnchecked, len(msgs), msgs)
+		case !checked && (!strings.Contains(msgs[0], "member 1 is admitted unchecked") || !strings.Contains(msgs[0], "same --lease")):
+			t.Errorf("unchecked: the WARN does not name member 1 as unchecked and what to do: %s", msgs[0])
+		}
+	}
+}
