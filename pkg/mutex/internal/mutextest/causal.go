@@ -211,11 +211,16 @@ func (c *Cluster) causalGranted(id uint32, req mutex.RequestID, at time.Duration
 
 // causalEnded records that member id's request req ended without a grant
 // at at (lost, withdrawn; 0: every waiting request of id, which
-// crashed). A dependent granted while it still waited, more than
+// crashed); lost says its member reported it lost, the only end a
+// refusal (causalRefused) can have brought: a refusal its member never
+// acted on (a stale coordinator's, one lost with a cut after which the
+// request waited again) ends nothing, and a crash or a withdrawal later
+// is its end (review-tokenask2: such a request's dependents, granted
+// while it waited again, went unchecked). A dependent granted while it still waited, more than
 // causalSlack before its end, overtook it as much as one granted before
 // it would have (its end excuses nothing): unless excused, the order is
 // broken. Such dependents used to be forgotten here.
-func (c *Cluster) causalEnded(id uint32, req mutex.RequestID, at time.Duration) {
+func (c *Cluster) causalEnded(id uint32, req mutex.RequestID, at time.Duration, lost bool) {
 	o := c.causal
 	if o == nil {
 		return
@@ -226,7 +231,7 @@ func (c *Cluster) causalEnded(id uint32, req mutex.RequestID, at time.Duration) 
 			continue
 		}
 		end, how := at, "ended without a grant"
-		if r.refused > 0 && r.refused < at {
+		if lost && r.refused > 0 && r.refused < at {
 			end, how = r.refused, fmt.Sprintf("was refused (reported at %v)", at)
 		}
 		for _, d := range r.before {

@@ -18,7 +18,8 @@ import (
 // dependent was granted, and one whose member was faulted only after
 // its dependent's grant ("any fault excuses everything"). A predecessor
 // the algorithm refused (Config.CausalRefused) ends at the refusal, not
-// at its member's report, and only if it is not granted after all.
+// at its member's report, and only if it is not granted after all, and
+// its member reports it lost (a crash or a withdrawal later is its end).
 func TestCausalOracle(t *testing.T) {
 	const p, d = 1, 2 // the predecessor's member, the dependent's
 	type step struct {
@@ -47,6 +48,11 @@ func TestCausalOracle(t *testing.T) {
 		{"predecessor refused, then its dependent, the refusal reported later", []step{{at: 5, what: "refuse p"}, {at: 10, what: "grant d"}, {at: 500, what: "end p"}}, false},
 		{"dependent first, predecessor refused later", []step{{at: 10, what: "grant d"}, {at: 400, what: "refuse p"}, {at: 500, what: "end p"}}, true},
 		{"predecessor refused, its dependent granted, then the predecessor granted after all", []step{{at: 5, what: "refuse p"}, {at: 10, what: "grant d"}, {at: 500, what: "grant p"}}, true},
+		// A refusal its member never acts on (a stale coordinator's, one
+		// lost with a cut: the request waits again) ends nothing; a crash
+		// or withdrawal later is the end (review-tokenask2).
+		{"predecessor refused, never acted on, its dependent granted, then its member crashed", []step{{at: 5, what: "refuse p"}, {at: 100, what: "grant d"}, {at: 500, what: "crash p"}}, true},
+		{"predecessor refused, never acted on, its dependent granted, then it was withdrawn", []step{{at: 5, what: "refuse p"}, {at: 100, what: "grant d"}, {at: 500, what: "withdraw p"}}, true},
 	} {
 		f := &fatal{TB: t}
 		c := &Cluster{t: f, s: sim.New(sim.Config{Seed: 1}), cfg: Config{Hosts: Calm},
@@ -66,14 +72,16 @@ func TestCausalOracle(t *testing.T) {
 			case "grant d":
 				c.causalGranted(d, 1, at)
 			case "end p":
-				c.causalEnded(p, 1, at)
+				c.causalEnded(p, 1, at, true)
 			case "refuse p":
 				// The coordinator's refusal of p, leaving it at at.
 				c.cfg.CausalRefused = func(wire.Frame) (uint32, uint64, bool) { return p, pr.stamp, true }
 				c.s.Run(at - c.s.Elapsed())
 				c.causalRefused(sim.SentFrame{})
 			case "crash p":
-				c.causalEnded(p, 0, at)
+				c.causalEnded(p, 0, at, false)
+			case "withdraw p":
+				c.causalEnded(p, 1, at, false)
 			case "fault":
 				fl := fault{node: p, start: time.Duration(s.fault[0]) * time.Millisecond}
 				if s.fault[1] != 0 {

@@ -538,11 +538,11 @@ func (c *Cluster) outcomes(r sim.Ready) {
 				iv.end = min(iv.end, r.At)
 				delete(c.live, key)
 			} else {
-				c.causalEnded(r.Node, o.ID, r.At)
+				c.causalEnded(r.Node, o.ID, r.At, false)
 			}
 		case mutex.Lost:
 			if c.live[key] == nil {
-				c.causalEnded(r.Node, o.ID, r.At)
+				c.causalEnded(r.Node, o.ID, r.At, true)
 			}
 			delete(c.live, key)
 			if mine {
@@ -749,7 +749,7 @@ func (c *Cluster) Holding(id uint32) bool { return c.clients[id].holding }
 // crashed, restarted and resumed members lose their client's state: the
 // program that asked died with them, or its lease ran out.
 func (c *Cluster) resetClient(id uint32) {
-	c.causalEnded(id, 0, c.s.Elapsed())
+	c.causalEnded(id, 0, c.s.Elapsed(), false)
 	if cl := c.clients[id]; cl.req != 0 {
 		for key, iv := range c.live {
 			if key>>32 == uint64(id) && iv.node == id {
