@@ -290,8 +290,9 @@ func supersedingLines(ss []daemon.SupersedingStatus) []string {
 		if s.Member == 0 {
 			who = fmt.Sprintf("%v (members share it)", s.Peer.Addr())
 		}
-		line := fmt.Sprintf("%s: its TCP connections here keep being reset for newer ones from its IP, %d within %v, the last at %s UTC",
-			who, s.Recent, transport.SupersedeWindow, s.Last.UTC().Format("15:04:05"))
+		// Recent stops at SupersedeThrash+1: "more than", as the WARN says.
+		line := fmt.Sprintf("%s: its TCP connections here keep being reset for newer ones from its IP, more than %d within %v, the last at %s UTC",
+			who, transport.SupersedeThrash, transport.SupersedeWindow, s.Last.UTC().Format("15:04:05"))
 		lines = append(lines, fmt.Sprintf("%s; %s in all, %s lost. Cause: %s. To do: %s", line,
 			Plural(s.Connections, "connection"), Plural(s.Frames, "frame"), s.Cause, s.Hint))
 	}

@@ -73,7 +73,9 @@
 // transport keeps the member's frames in order) only with a frame the
 // node would take for the member's (memberFrame: this cluster's, in that
 // member's name, with the key's MAC): another cluster's member or a
-// forger on that IP costs the member nothing. More than
+// forger on that IP supersedes nothing (though more than
+// transport.DefaultPerPeerConns of its connections evict the member's, as
+// before). More than
 // transport.SupersedeThrash supersedes of one member within
 // transport.SupersedeWindow (another process sending in its name from its
 // IP) are said at WARN (condition superseded, at most once a minute) and

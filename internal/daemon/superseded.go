@@ -38,6 +38,7 @@ const (
 	supersedeCause = "another process dials this node's port from the member's IP with frames this node takes for the member's " +
 		"(this cluster's, in the member's name, with the key), and each one's frame resets the other's connection: " +
 		"a second daemon of that member started by hand on its host, or a copy of its configuration on a host behind the same IP; " +
+		"a replay of the member's recorded frames by someone on the path (with a key, the node counts them refused as replay or stale in status); " +
 		"without a key, anyone who sends frames in its name (status counts their refusals dropped); " +
 		"or the member itself redialling again and again, its writes here timing out (this node's loop stalled, or loss on the path)"
 	supersedeHint = "find the other process: `ss -tnp` on the member's host lists the connections to this node's port and who holds them; " +
@@ -96,6 +97,11 @@ func (d *Daemon) memberAt(key netip.AddrPort) uint32 {
 	var found uint32
 	for id, a := range d.cfg.Members {
 		switch {
+		case id == d.cfg.ID:
+			// The transport's peers leave this node out: an IP it shares
+			// with one other member is that member's alone there
+			// (review-supersede: "member 0 (127.0.0.1)" on a two-member
+			// loopback cluster).
 		case key.Port() != 0 && a == key:
 			return id
 		case key.Port() == 0 && a.Addr().Unmap() == key.Addr():
@@ -114,8 +120,10 @@ func (d *Daemon) memberAt(key netip.AddrPort) uint32 {
 // sender the member whose IP it came from, is addressed to this member or
 // to all, and carries a MAC by one of the keys, when there are keys). A
 // connection whose frames fail it (another cluster's member on this port,
-// a forger without the key) then never supersedes the member's: it costs
-// the member nothing, and the node counts its frames dropped. A frame
+// a forger without the key) then never supersedes the member's, and the
+// node counts its frames dropped (more than transport.DefaultPerPeerConns such
+// connections from the member's IP still evict the member's: the slots'
+// rule, inbound_evicted, as before). A frame
 // that passes and is still refused (a replay of a member's recorded
 // frame) supersedes all the same. Its own validator: it runs on the
 // transport's readers, not the loop.

@@ -130,8 +130,11 @@
 // memberFrame). A connection whose frames fail (another cluster's member
 // on this port, a member this node does not list on a shared host, a
 // forger without the key) then supersedes nothing: its frames are
-// delivered for the node to refuse and count (Stats.NotSuperseding), and
-// the member's connection is untouched. One whose frames pass (a second
+// delivered for the node to refuse and count (Stats.NotSuperseding); the
+// member's connection is left alone unless such connections fill the
+// member IP's PerPeerConns slots, when the oldest, the member's, is
+// evicted (InboundEvicted, its unread frames lost uncounted), as any
+// connections from its IP would. One whose frames pass (a second
 // daemon of the member started by hand on its host; a replay of the
 // member's recorded frames; without a key, anyone) resets the member's
 // connection at its frames, and the member's redial resets it in turn:
