@@ -22,3 +22,12 @@ func SilentLapseFor(opt mutex.Options) (time.Duration, error) {
 	}
 	return silentLapse(cfg.DeadAfter), err
 }
+
+// ExpiredOf is how many grants of member's whose lease ended at coordinator
+// c unconfirmed it keeps (peer.expired), 0 when c does not coordinate.
+func ExpiredOf(c *Core, member uint32) int {
+	if c.co == nil || c.co.peers[member] == nil {
+		return 0
+	}
+	return len(c.co.peers[member].expired)
+}
