@@ -116,6 +116,7 @@ func runPermissionFrom(t testing.TB, in []byte, only permission.Variant, late bo
 		fences := corefuzz.Fences{}
 		var d *corefuzz.Driver
 		d = &corefuzz.Driver{
+			Scheduled: true, // no stale deadline after a Tick
 			New: func(disk []byte) (core.Core, error) {
 				c := cfg
 				c.Persisted = disk
