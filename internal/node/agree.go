@@ -741,7 +741,8 @@ func (n *Node) agreeTick(now time.Time) {
 // for 10 minutes after a 10-minute step, where the others, with quiet
 // cores, warned the member unreachable and stepped back on a tie), an
 // owed answer, the start's grace, a member heard no more (still counted
-// for S) and its unreachable warning as long. A time after now is now:
+// for S) and its unreachable warning as long, an unannounced run refused
+// and cut off S more before its older-build window admitted it. A time after now is now:
 // the round, and what waits on it, is due at once; what counts from a
 // time counts from the step.
 func (a *agreement) steppedBack(now time.Time) {
@@ -755,6 +756,10 @@ func (a *agreement) steppedBack(now time.Time) {
 	for _, m := range a.members {
 		m.heardAt, m.answeredAt, m.unreachableAt = notAfter(m.heardAt, now), notAfter(m.answeredAt, now), notAfter(m.unreachableAt, now)
 		m.timingsAt = notAfter(m.timingsAt, now)
+		// When a refusal of an unannounced run began: its older-build
+		// window (agreeAdmit's admission, withholds' cut) counts from
+		// the step, not for the step's length more.
+		m.unknownSince, m.refusedSince = notAfter(m.unknownSince, now), notAfter(m.refusedSince, now)
 	}
 }
 

@@ -187,6 +187,11 @@ type Driver struct {
 	// reading. The targets that set it pick it from their program
 	// (Program.Late).
 	Late func() time.Duration
+	// Scheduled, if set, checks the core's Deadline (core.Scheduler)
+	// after every Tick: it must be after that Tick's time or zero. One at
+	// or before it is stale: internal/node counts it (StaleDeadlines) and
+	// ticks the core every StaleRetry (10 ms) until it moves.
+	Scheduled bool
 
 	Core core.Core
 	Disk []byte
@@ -238,6 +243,9 @@ func (d *Driver) Deliver(p *Program, self uint32, ids []uint32, answer func(m co
 	}
 	return nil
 }
+
+// staleRetry is internal/node's StaleRetry, for the message.
+const staleRetry = 10 * time.Millisecond
 
 // StartTime is the Driver's clock at Start unless it was set.
 var StartTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -295,7 +303,16 @@ func (d *Driver) Step(m core.Message, failWrite bool) error {
 func (d *Driver) Tick(dt time.Duration, failWrite bool) error {
 	d.Now = d.Now.Add(dt)
 	d.Core.Tick(d.Now)
-	return d.Drain(failWrite)
+	if err := d.Drain(failWrite); err != nil {
+		return err
+	}
+	if s, ok := d.Core.(core.Scheduler); ok && d.Scheduled {
+		if dl := s.Deadline(); !dl.IsZero() && !dl.After(d.Now) {
+			return fmt.Errorf("deadline %v left at or before the Tick that just ran (%v): stale, the node would tick every %v until it moves",
+				dl.Format(time.RFC3339Nano), d.Now.Format(time.RFC3339Nano), staleRetry)
+		}
+	}
+	return nil
 }
 
 // Hint tells a core that acts on hints (core.Hinter) that a member's port

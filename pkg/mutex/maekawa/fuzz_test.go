@@ -86,6 +86,7 @@ func runVotingFrom(t testing.TB, in []byte, late bool) (algo string, grants int)
 		}
 		cfg.Rand = rand.New(rand.NewPCG(1, 2))
 		d := &corefuzz.Driver{
+			Scheduled: true, // no stale deadline after a Tick
 			New: func(disk []byte) (core.Core, error) {
 				c := cfg
 				c.Persisted = disk

@@ -677,7 +677,7 @@ func (c *Core) tickAsk(a *ask) {
 			for _, v := range a.set {
 				if !c.alive(v) {
 					c.giveUp(a, "member_down")
-					a.deadline = c.now // at once, on a live cross
+					a.deadline = c.now.Add(time.Nanosecond) // at once, on a live cross (after this Tick: not stale)
 					return
 				}
 			}

@@ -113,6 +113,10 @@ type Core struct {
 	// asks for nothing until it heard every member since then (and a
 	// FreshWindow passed, so they heard it too), or SuspectAfter passed.
 	rejoinFrom time.Time
+	// ticked is the time of the last Tick: a deadline at or before it was
+	// acted on there (Deadline leaves it out, or it is stale: the node
+	// ticks the core every StaleRetry until it moves).
+	ticked time.Time
 	// cutOff: this member heard no majority for RejoinAfter: the others may
 	// give it up soon; the answers it holds are void.
 	cutOff bool
@@ -536,6 +540,16 @@ func (c *Core) rejoining() bool {
 		c.rejoinFrom = time.Time{}
 	}
 	return !done
+}
+
+// heardSince says whether every other member was heard at or after t.
+func (c *Core) heardSince(t time.Time) bool {
+	for _, p := range c.peers {
+		if p.heardAt.Before(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkCutOff notices that this member heard no majority for RejoinAfter
@@ -1304,6 +1318,8 @@ func (c *Core) StepDatagram(core.Datagram) error { return core.ErrUnexpectedData
 // Tick runs the timers: heartbeats, liveness, leases, retries.
 func (c *Core) Tick(now time.Time) {
 	c.observe(now)
+	c.ticked = c.now
+	c.rejoining() // a rejoin over ends here, not at the next request (Deadline)
 	c.unsaved.Release(c.now, &c.outcomes, &c.events, c.counters)
 	c.flushReleases()
 	var late time.Duration
@@ -1359,12 +1375,32 @@ func (c *Core) Deadline() time.Time {
 	}
 	d = core.Earliest(d, c.earlyDeadline())
 	if !c.rejoinFrom.IsZero() {
-		d = core.Earliest(d, c.rejoinFrom.Add(c.cfg.FreshWindow), c.rejoinFrom.Add(c.cfg.SuspectAfter))
+		// The rejoin ends FreshWindow in if every member was heard since,
+		// else when the last is heard, or at SuspectAfter (rejoining). Past
+		// the Tick that looked (a member still unheard, or the restart's
+		// hold), only what is still to come: a deadline left at or before
+		// that Tick is stale, and had the node tick the core every 10 ms
+		// until the rejoin ended.
+		fresh, end := c.rejoinFrom.Add(c.cfg.FreshWindow), c.rejoinFrom.Add(c.cfg.SuspectAfter)
+		switch {
+		case fresh.After(c.ticked):
+			d = core.Earliest(d, fresh)
+		case !c.inHold() && c.heardSince(c.rejoinFrom):
+			d = core.Earliest(d, c.now.Add(time.Nanosecond)) // heard since that Tick: ends at once
+		}
+		if end.After(c.ticked) {
+			d = core.Earliest(d, end)
+		}
 	}
 	if !c.cutOff {
 		for _, p := range c.peers {
-			if !p.countAt.IsZero() {
-				d = core.Earliest(d, p.countAt.Add(c.rejoinAfter()+time.Millisecond))
+			// When this member would be cut off if it hears that peer
+			// no more: once past a Tick (checkCutOff looked then), it is
+			// no deadline. A dead peer's stayed one, stale at every Tick:
+			// with a member down the others ticked every 10 ms, for good
+			// (TestNoStaleDeadlineWithMemberDown).
+			if at := p.countAt.Add(c.rejoinAfter() + time.Millisecond); !p.countAt.IsZero() && at.After(c.ticked) {
+				d = core.Earliest(d, at)
 			}
 		}
 	}

@@ -116,6 +116,7 @@ func runPermissionFrom(t testing.TB, in []byte, only permission.Variant, late bo
 		fences := corefuzz.Fences{}
 		var d *corefuzz.Driver
 		d = &corefuzz.Driver{
+			Scheduled: true, // no stale deadline after a Tick
 			New: func(disk []byte) (core.Core, error) {
 				c := cfg
 				c.Persisted = disk
@@ -196,8 +197,8 @@ func runPermissionFrom(t testing.TB, in []byte, only permission.Variant, late bo
 // permPeers are the member's correct peers, which never want a lock
 // themselves: they answer its requests (a reply that echoes the request's
 // stamp and incarnation, or an acknowledgement stamped after it), with
-// the highest fence the member told them of, each on its own Lamport
-// clock.
+// the highest fence the member told them of, and its extended heartbeats
+// that ask for an acknowledgement, each on its own Lamport clock.
 type permPeers struct {
 	known map[string]uint64 // per lock, the highest fence heard of
 	clock map[uint32]uint64 // per peer, its Lamport clock
@@ -216,6 +217,20 @@ func (r permPeers) answer(m core.Message, peer, self uint32) (core.Message, bool
 	}
 	var q wire.PermRequest
 	switch m.Kind {
+	case wire.KindPermHeartbeat:
+		// A peer of this build acknowledges an extended heartbeat that
+		// asks for it (so that the member's acknowledgement cap, and
+		// what a member that acknowledged in its run is spared, run).
+		var h wire.PermHeartbeat
+		if h.UnmarshalBinary(m.Payload) != nil || !h.Ext || !h.AckWanted {
+			return core.Message{}, false
+		}
+		r.clock[peer] = max(r.clock[peer], m.Lamport) + 1
+		b, err := wire.PermHeartbeat{Interval: 1000, Ext: true, Ack: m.Lamport}.AppendBinary(nil)
+		if err != nil {
+			return core.Message{}, false
+		}
+		return core.Message{From: peer, To: self, Kind: wire.KindPermHeartbeat, Payload: b, Lamport: r.clock[peer]}, true
 	case wire.KindPermProbe:
 		// A peer that has not heard the member asked about for 10 s.
 		var pr wire.PermProbe
