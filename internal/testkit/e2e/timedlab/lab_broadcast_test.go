@@ -24,18 +24,20 @@ type labBroadcastView struct {
 }
 
 // awaitFollowing returns lt's broadcast view once its one source is
-// followed, or after 10 s: a calibration taken on a loaded host can be
-// slow (CI saw 4 ms against 80 us), and the client then refuses the
-// broadcasts as a delay jump and calibrates again, as it must; a test
-// reading one instant caught it calibrating.
+// followed on a final calibration (not one taken while the clock slewed,
+// which runs again client.DefaultCalibrationRetry later), or after 20 s:
+// a calibration taken on a loaded host can be slow (CI saw 4 ms against
+// 80 us), and the client then refuses the broadcasts as a delay jump and
+// calibrates again, as it must; a test reading one instant caught it
+// calibrating.
 func (lt *labTimed) awaitFollowing(t *testing.T) labBroadcastView {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for end := time.Now().Add(2 * client.DefaultCalibrationRetry); ; time.Sleep(100 * time.Millisecond) {
 		bv, err := lt.broadcastView()
 		if err != nil {
 			t.Fatal(err)
 		}
-		followed := len(bv.Sources) == 1 && bv.Sources[0].Broadcast != nil && bv.Sources[0].Broadcast.State == "following"
+		followed := len(bv.Sources) == 1 && bv.Sources[0].Broadcast != nil && bv.Sources[0].Broadcast.State == "following" && bv.Sources[0].Broadcast.Why == ""
 		if followed || time.Now().After(end) {
 			return bv
 		}
@@ -77,7 +79,7 @@ func writeNTPKeys(t *testing.T, dir, name, line string) string {
 //	h3 10.77.0.3  the same with a different secret for key 7: every broadcast refused (bad_mac),
 //	              a WARN after --broadcast-timeout 3s
 //
-// h2 calibrates its delay against h1 (again 10 s later: the first ran
+// h2 calibrates its delay against h1 (again 10 s later if the first ran
 // while its clock slewed), gets within 1 ms of true time in 15 s, keeps
 // the truth inside its bound, and stays well within 1 ms;
 // status names the broadcaster and the delay. h3 never follows a packet
@@ -112,10 +114,13 @@ func TestLabTimedBroadcast(t *testing.T) {
 		bv.Sources[0].Broadcast.State != "following" || bv.Sources[0].Broadcast.DelayNS <= 0 || bv.Sources[0].Broadcast.KeyID != 7 || bv.SysPeer != want {
 		t.Errorf("h2: broadcast sources %+v, sys peer %q; want %s following with a delay, key 7", bv.Sources, bv.SysPeer, want)
 	}
-	// The first calibration ran while the clock slewed its 50 ms away:
-	// provisional, and run again 10 s later.
-	if b := bv.Sources[0].Broadcast; b == nil || b.Calibrations < 2 || b.Why != "" {
-		t.Errorf("h2: calibrations %+v: want a second one, final", b)
+	// A calibration that ran while the clock slewed its 50 ms away is
+	// provisional and runs again 10 s later; one the client made after the
+	// slew (a loaded host's first exchanges came late: CI, one final
+	// calibration) is final at once. Either way the last is final.
+	provisional := uint64(strings.Count(follower.proc.Output(), "the clock was slewing: again in"))
+	if b := bv.Sources[0].Broadcast; b == nil || b.Calibrations < 1+provisional || b.Why != "" {
+		t.Errorf("h2: calibrations %+v after %d provisional: want one more, final", b, provisional)
 	}
 	if bv.Broadcast == nil || !bv.Broadcast.Authenticated || bv.Counters["broadcasts"] < 10 {
 		t.Errorf("h2: broadcast status %+v, counters %v", bv.Broadcast, bv.Counters)
