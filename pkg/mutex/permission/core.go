@@ -1360,7 +1360,11 @@ func (c *Core) Deadline() time.Time {
 	}
 	d = core.Earliest(d, c.unsaved.Deadline(c.now))
 	if len(c.releases) > 0 {
-		d = core.Earliest(d, c.releaseDue)
+		due := c.releaseDue
+		if !due.After(c.ticked) {
+			due = c.ticked.Add(time.Nanosecond) // due at once (a Release at the last Tick's reading)
+		}
+		d = core.Earliest(d, due)
 	}
 	if c.inHold() {
 		d = core.Earliest(d, c.holdUntil)
@@ -1404,13 +1408,18 @@ func (c *Core) Deadline() time.Time {
 			}
 		}
 	}
+	d = core.Earliest(d, c.linkDeadline())
 	for _, l := range c.locks {
 		if l.stamp == 0 || l.granted {
 			continue
 		}
 		for _, m := range c.others() {
 			if c.needs(l, m) && !c.givenUp(m) {
-				d = core.Earliest(d, l.sentAt[m].Add(c.cfg.RetryInterval))
+				at := l.sentAt[m].Add(c.cfg.RetryInterval)
+				if l.sentAt[m].IsZero() {
+					at = c.now.Add(time.Nanosecond) // heardAgain: ask it at once
+				}
+				d = core.Earliest(d, at)
 			}
 		}
 	}
@@ -1453,3 +1462,46 @@ func (c *Core) Lookup(id mutex.RequestID) (mutex.RequestStatus, bool) {
 
 // Expires returns the local time at which granted request id's lease ends.
 func (c *Core) Expires(id mutex.RequestID) (time.Time, bool) { return c.reqs.Expires(id) }
+
+// linkDeadline is when checkLinks next has something to do (review-hunt):
+// a relay to start (RelayAfter without a direct frame, or an unheard
+// relay's RelayAfter over), a broken link to report (SuspectAfter without
+// a direct frame, its frames relayed), a repaired one to report (a direct
+// frame came since the last Tick).
+func (c *Core) linkDeadline() time.Time {
+	var d time.Time
+	soon := c.now.Add(time.Nanosecond)
+	later := func(t time.Time) {
+		if t.After(c.ticked) {
+			d = core.Earliest(d, t)
+		}
+	}
+	for _, m := range c.others() {
+		p := c.peers[m]
+		if p.down || c.det == nil {
+			continue
+		}
+		direct := p.directAt
+		if direct.IsZero() {
+			direct = c.begun
+		}
+		if relay := c.viaRelay(m); relay != p.relaying {
+			d = core.Earliest(d, soon) // a Step changed it: the beat goes at once
+		}
+		if !p.relaying {
+			later(direct.Add(c.cfg.RelayAfter()))
+		}
+		if !p.unheardAt.IsZero() {
+			later(p.unheardAt.Add(c.cfg.RelayAfter()))
+		}
+		switch at := direct.Add(c.cfg.SuspectAfter); {
+		case !p.linkDown && at.After(c.ticked):
+			later(at)
+		case !p.linkDown && c.relayedRecently(m) && c.now.Sub(direct) >= c.cfg.SuspectAfter:
+			d = core.Earliest(d, soon)
+		case p.linkDown && c.directSilence(m) < c.cfg.RelayAfter():
+			d = core.Earliest(d, soon)
+		}
+	}
+	return d
+}
