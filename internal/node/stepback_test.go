@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synclab/synclab/pkg/core"
 	"github.com/synclab/synclab/pkg/wire"
 )
 
@@ -281,32 +280,7 @@ func TestTimingsAnsweredOnce(t *testing.T) {
 // after the first would be refused as a replay.
 func (l *agreeLAN) timingsForger(id, to uint32) func() {
 	l.t.Helper()
-	c := insecure(id)
-	c.Cluster, c.Service, c.Incarnation = "lab", "electd", 1
-	forger, err := New(c, &recorder{})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	p, err := (&wire.ConfigTimings{Heartbeat: uint64(time.Second), LeaderTimeout: uint64(3 * time.Second)}).AppendBinary(nil)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	return func() {
-		l.t.Helper()
-		forger.Tick(l.now)
-		forger.seq = l.nodes[id].seq
-		forger.own = append(forger.own, core.Message{To: to, Kind: wire.KindConfigTimings, Payload: p})
-		n := 0
-		for _, s := range forger.Ready().Sends {
-			if s.To == members[to] && s.Kind == wire.KindConfigTimings {
-				l.nodes[to].Receive(Inbound{From: members[id], Data: forger.Finalize(s, l.now), Time: l.now})
-				n++
-			}
-		}
-		if n != 1 {
-			l.t.Fatalf("%d timings forged, want 1", n)
-		}
-	}
+	return l.otherTimingsForger(id, to, time.Second, 3*time.Second)
 }
 
 // TestForgedTimingsOfBuildWithoutAgreement: member 3 runs a build without

@@ -18,7 +18,7 @@ func insecureTimedAt(id uint32, hb, lt time.Duration) Config {
 }
 
 // otherTimingsForger forges timings hb/lt of member id at its incarnation
-// 1 to member to (as timingsForger, any values).
+// 1 to member to (timingsForger's, with any values).
 func (l *agreeLAN) otherTimingsForger(id, to uint32, hb, lt time.Duration) func() {
 	l.t.Helper()
 	c := insecure(id)
