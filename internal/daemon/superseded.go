@@ -71,9 +71,13 @@ func (d *Daemon) checkSuperseded(wall time.Time) {
 		}
 		d.supersedeSeen[p.Peer] = p.Connections
 		member := d.memberAt(p.Peer)
+		who := fmt.Sprintf("member %d (%v)", member, p.Peer.Addr())
+		if member == 0 {
+			who = fmt.Sprintf("%v (members share it)", p.Peer.Addr()) // as status says it
+		}
 		d.alerts.report(wall, slog.LevelWarn, "superseded", member, supersedeWarnEvery,
-			fmt.Sprintf("member %d (%v): its TCP connections here keep being reset for newer ones from its IP, more than %d within %v; %d in all, %d %s lost",
-				member, p.Peer.Addr(), transport.SupersedeThrash, transport.SupersedeWindow, p.Connections, p.Frames, frames(p.Frames)),
+			fmt.Sprintf("%s: its TCP connections here keep being reset for newer ones from its IP, more than %d within %v; %d in all, %d %s lost",
+				who, transport.SupersedeThrash, transport.SupersedeWindow, p.Connections, p.Frames, frames(p.Frames)),
 			"peer", p.Peer.Addr().String(), "connections", p.Connections, "frames_lost", p.Frames,
 			"cause", supersedeCause, "hint", supersedeHint)
 	}
@@ -119,14 +123,14 @@ func (d *Daemon) memberAt(key netip.AddrPort) uint32 {
 // before its replay window (it decodes, is of this cluster, names as its
 // sender the member whose IP it came from, is addressed to this member or
 // to all, and carries a MAC by one of the keys, when there are keys). A
-// connection whose frames fail it (another cluster's member on this port,
-// a forger without the key) then never supersedes the member's, and the
-// node counts its frames dropped (more than transport.DefaultPerPeerConns such
-// connections from the member's IP still evict the member's: the slots'
-// rule, inbound_evicted, as before). A frame
-// that passes and is still refused (a replay of a member's recorded
-// frame) supersedes all the same. Its own validator: it runs on the
-// transport's readers, not the loop.
+// connection whose frames fail it (another cluster's member on this
+// port, a forger without the key) then never supersedes the member's, and
+// the node counts its frames dropped (more than
+// transport.DefaultPerPeerConns such connections from the member's IP
+// still evict the member's: the slots' rule, inbound_evicted, as before).
+// A frame that passes and is still refused (a replay of a member's
+// recorded frame) supersedes all the same. Its own validator: it runs on
+// the transport's readers, not the loop.
 func (d *Daemon) memberFrame() func(netip.AddrPort, []byte) bool {
 	v := wire.NewValidator(wire.ServiceClusterID(d.cfg.Name, d.cfg.Cluster), d.cfg.ID, d.cfg.Keys)
 	members := maps.Clone(d.cfg.Members)
