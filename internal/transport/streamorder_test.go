@@ -22,21 +22,8 @@ func TestStreamNewerConnectionSupersedesOlder(t *testing.T) {
 	b := k.open(Config{Listen: k.addr(1)})
 	be := b.(*endpoint)
 	m, other := mustAP("127.0.0.11:7000"), mustAP("127.0.0.12:7000")
-	dial := func(from netip.AddrPort) net.Conn {
-		t.Helper()
-		a, c := net.Pipe()
-		t.Cleanup(func() { a.Close() })
-		if !be.serveInbound(c, from) {
-			t.Fatal("not admitted")
-		}
-		return a
-	}
-	want := func(s string) {
-		t.Helper()
-		if p := recv(t, b, hangGuard); string(p.Data) != s {
-			t.Fatalf("got %q, want %q", p.Data, s)
-		}
-	}
+	dial := func(from netip.AddrPort) net.Conn { return pipeInbound(t, be, from) }
+	want := func(s string) { t.Helper(); wantFrame(t, b, s) }
 	old := dial(m)
 	writeFrame(t, old, "old-1")
 	want("old-1")
@@ -119,14 +106,7 @@ func TestStreamSupersededBacklogNeverLate(t *testing.T) {
 		b := k.open(Config{Listen: k.addr(1)})
 		be := b.(*endpoint)
 		m := mustAP("127.0.0.11:7000")
-		dial := func() net.Conn {
-			a, c := net.Pipe()
-			t.Cleanup(func() { a.Close() })
-			if !be.serveInbound(c, m) {
-				t.Fatal("not admitted")
-			}
-			return a
-		}
+		dial := func() net.Conn { return pipeInbound(t, be, m) }
 		frames := func(names ...string) []byte {
 			var w []byte
 			for _, s := range names {
@@ -188,5 +168,25 @@ func TestStreamSupersededBacklogNeverLate(t *testing.T) {
 		if i < 3 {
 			t.Logf("run %d: delivered %v, dropped %d (after %d fillers)", i, got, want, filler)
 		}
+	}
+}
+
+// pipeInbound hands endpoint e a connection from `from` over a pipe, as
+// its acceptor would, and returns the dialling end.
+func pipeInbound(t *testing.T, e *endpoint, from netip.AddrPort) net.Conn {
+	t.Helper()
+	a, c := net.Pipe()
+	t.Cleanup(func() { a.Close() })
+	if !e.serveInbound(c, from) {
+		t.Fatal("not admitted")
+	}
+	return a
+}
+
+// wantFrame fails unless the next frame b delivers is s.
+func wantFrame(t *testing.T, b Endpoint, s string) {
+	t.Helper()
+	if p := recv(t, b, hangGuard); string(p.Data) != s {
+		t.Fatalf("got %q, want %q", p.Data, s)
 	}
 }

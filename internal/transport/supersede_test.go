@@ -74,15 +74,7 @@ func TestSupersedeThrashStats(t *testing.T) {
 	b := k.open(Config{Listen: k.addr(1), now: clock})
 	be := b.(*endpoint)
 	m, other := mustAP("127.0.0.11:7000"), mustAP("127.0.0.12:7000")
-	dial := func(from netip.AddrPort) net.Conn {
-		t.Helper()
-		a, c := net.Pipe()
-		t.Cleanup(func() { a.Close() })
-		if !be.serveInbound(c, from) {
-			t.Fatal("not admitted")
-		}
-		return a
-	}
+	dial := func(from netip.AddrPort) net.Conn { return pipeInbound(t, be, from) }
 	o := dial(other)
 	writeFrame(t, o, "other")
 	recv(t, b, hangGuard)
@@ -216,21 +208,8 @@ func TestSupersedesRefusedFramesCostNothing(t *testing.T) {
 	b := k.open(Config{Listen: k.addr(1), Supersedes: accept})
 	be := b.(*endpoint)
 	m := mustAP("127.0.0.11:7000")
-	dial := func() net.Conn {
-		t.Helper()
-		a, c := net.Pipe()
-		t.Cleanup(func() { a.Close() })
-		if !be.serveInbound(c, m) {
-			t.Fatal("not admitted")
-		}
-		return a
-	}
-	want := func(s string) {
-		t.Helper()
-		if p := recv(t, b, hangGuard); string(p.Data) != s {
-			t.Fatalf("got %q, want %q", p.Data, s)
-		}
-	}
+	dial := func() net.Conn { return pipeInbound(t, be, m) }
+	want := func(s string) { t.Helper(); wantFrame(t, b, s) }
 	cur := dial()
 	writeFrame(t, cur, "m-1")
 	want("m-1")
